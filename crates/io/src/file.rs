@@ -1,0 +1,168 @@
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result, IO_ALIGN};
+
+/// How [`DataFile::open`] treats the path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// The file must not exist yet.
+    CreateNew,
+    /// The file must already exist.
+    Existing,
+}
+
+/// A file read and written at explicit offsets, safe to share between threads.
+///
+/// With `direct` the file is opened with O_DIRECT, so every buffer, offset and length
+/// must be a multiple of [`IO_ALIGN`]; a filesystem that refuses O_DIRECT is reported
+/// as an error naming the file.
+#[derive(Debug)]
+pub struct DataFile {
+    file: std::fs::File,
+    path: PathBuf,
+    direct: bool,
+}
+
+impl DataFile {
+    pub fn open(path: &Path, mode: OpenMode, direct: bool) -> Result<DataFile> {
+        let mut opts = OpenOptions::new();
+        opts.read(true).write(true);
+        match mode {
+            OpenMode::CreateNew => opts.create_new(true),
+            OpenMode::Existing => opts.create(false),
+        };
+        if direct {
+            opts.custom_flags(libc::O_DIRECT);
+        }
+        let file = opts.open(path).map_err(|e| {
+            if direct && e.raw_os_error() == Some(libc::EINVAL) {
+                Error::Invalid(format!(
+                    "the filesystem holding '{}' does not support O_DIRECT (unbuffered) I/O",
+                    path.display()
+                ))
+            } else {
+                Error::io("open", path, 0, e)
+            }
+        })?;
+        Ok(DataFile { file, path: path.to_path_buf(), direct })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_direct(&self) -> bool {
+        self.direct
+    }
+
+    fn check_alignment(&self, offset: u64, len: usize, addr: usize) {
+        if self.direct {
+            assert!(
+                offset % IO_ALIGN as u64 == 0 && len % IO_ALIGN == 0 && addr % IO_ALIGN == 0,
+                "O_DIRECT transfer not aligned: offset {offset} len {len}"
+            );
+        }
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is an error.
+    pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
+        self.file.read_exact_at(buf, offset).map_err(|e| Error::io("read", &self.path, offset, e))
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (0 at end of file).
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
+        loop {
+            match self.file.read_at(buf, offset) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io("read", &self.path, offset, e)),
+            }
+        }
+    }
+
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
+        self.file.write_all_at(buf, offset).map_err(|e| Error::io("write", &self.path, offset, e))
+    }
+
+    /// Makes written data durable (fdatasync).
+    pub fn sync_data(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io("sync", &self.path, 0, e))
+    }
+
+    /// Makes data and metadata durable (fsync).
+    pub fn sync_all(&self) -> Result<()> {
+        self.file.sync_all().map_err(|e| Error::io("sync", &self.path, 0, e))
+    }
+
+    pub fn len(&self) -> Result<u64> {
+        self.file.metadata().map(|m| m.len()).map_err(|e| Error::io("stat", &self.path, 0, e))
+    }
+
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Reserves disk blocks for `[0, len)` so later writes cannot fail for lack of space
+    /// and a data sync need not update block maps. Falls back to extending the file
+    /// where the filesystem cannot preallocate.
+    pub fn allocate(&self, len: u64) -> Result<()> {
+        let current = self.len()?;
+        if len <= current {
+            return Ok(());
+        }
+        let off = current as libc::off_t;
+        let add = (len - current) as libc::off_t;
+        // SAFETY: plain syscall on an owned descriptor.
+        let rc = unsafe { libc::posix_fallocate(self.file.as_raw_fd(), off, add) };
+        match rc {
+            0 => Ok(()),
+            libc::EOPNOTSUPP | libc::EINVAL => {
+                self.file.set_len(len).map_err(|e| Error::io("extend", &self.path, current, e))
+            }
+            err => Err(Error::io("allocate", &self.path, current, std::io::Error::from_raw_os_error(err))),
+        }
+    }
+
+    /// Cuts or extends the file to exactly `len` bytes.
+    pub fn set_len(&self, len: u64) -> Result<()> {
+        self.file.set_len(len).map_err(|e| Error::io("truncate", &self.path, len, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AlignedBuf;
+
+    #[test]
+    fn write_read_allocate() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.dat");
+        let f = DataFile::open(&path, OpenMode::CreateNew, false).unwrap();
+        f.allocate(3 * 8192).unwrap();
+        assert_eq!(f.len().unwrap(), 3 * 8192);
+        let mut buf = AlignedBuf::new(8192);
+        buf[0] = 7;
+        buf[8191] = 9;
+        f.write_all_at(&buf, 8192).unwrap();
+        f.sync_data().unwrap();
+        let mut back = AlignedBuf::new(8192);
+        f.read_exact_at(&mut back, 8192).unwrap();
+        assert_eq!((back[0], back[8191]), (7, 9));
+        assert!(f.read_exact_at(&mut back, 3 * 8192).is_err());
+        assert!(DataFile::open(&path, OpenMode::CreateNew, false).is_err());
+    }
+
+    #[test]
+    fn missing_file_is_an_error_naming_it() {
+        let err = DataFile::open(Path::new("/nonexistent/dir/x.dat"), OpenMode::Existing, false).unwrap_err();
+        assert_eq!(err.number(), 823);
+        assert!(err.to_string().contains("/nonexistent/dir/x.dat"));
+    }
+}

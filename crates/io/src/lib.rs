@@ -1,0 +1,13 @@
+//! The bottom layer: positioned file I/O, page-aligned buffers and the error type
+//! shared by every storage layer. See `README.md` beside this crate.
+
+mod aligned;
+mod error;
+mod file;
+
+pub use aligned::AlignedBuf;
+pub use error::{Error, Result};
+pub use file::{DataFile, OpenMode};
+
+/// Alignment required by O_DIRECT on every device we target.
+pub const IO_ALIGN: usize = 4096;

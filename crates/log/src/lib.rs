@@ -1,1 +1,34 @@
+//! Per-database write-ahead log. See `README.md` beside this crate.
+//!
+//! The log is one file divided into virtual log files (VLFs), reused in a cycle once the
+//! truncation point has passed them. [`Wal`] appends framed records and makes them
+//! durable with group commit; [`record`] defines the record envelope every layer above
+//! uses; [`recovery`] runs the analysis, redo and undo passes over the log.
 
+pub mod record;
+pub mod recovery;
+mod wal;
+
+pub use record::{LogRecord, RecordKind, TxnId};
+pub use wal::{LogConfig, LogStats, Master, Wal, WalReader};
+
+/// Log sequence number: `(vlf sequence << 32) | byte offset inside the VLF`. Strictly
+/// increasing in log order; 0 means "none".
+pub type Lsn = u64;
+
+pub fn lsn_seq(lsn: Lsn) -> u32 {
+    (lsn >> 32) as u32
+}
+
+pub fn lsn_offset(lsn: Lsn) -> u32 {
+    lsn as u32
+}
+
+pub fn make_lsn(seq: u32, offset: u32) -> Lsn {
+    (u64::from(seq) << 32) | u64::from(offset)
+}
+
+/// Formats an LSN as SQL Server does: `vlf:offset:0`-like triple, here `seq:offset`.
+pub fn format_lsn(lsn: Lsn) -> String {
+    format!("{}:{}", lsn_seq(lsn), lsn_offset(lsn))
+}

@@ -1,0 +1,121 @@
+//! The log record envelope.
+//!
+//! ```text
+//! kind u8 | txn u64 | prev_lsn u64 | undo_next u64 | body ...
+//! ```
+//! The body is opaque here: the access layer encodes page operations and undo
+//! information in it. `prev_lsn` chains a transaction's records backwards (for undo);
+//! `undo_next` is meaningful only in compensation records (CLRs): the next record of
+//! the transaction still to be undone.
+
+use tessera_io::{Error, Result};
+
+use crate::Lsn;
+
+pub type TxnId = u64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RecordKind {
+    /// A change made by a transaction: redo and undo information.
+    Update = 1,
+    /// A compensation record written while undoing: redo only, never undone.
+    Compensation = 2,
+    /// A redo-only change that is never undone (structure modifications, allocation).
+    /// Applied atomically: all its page operations or none.
+    System = 3,
+    Commit = 4,
+    /// The transaction has started rolling back.
+    Abort = 5,
+    /// The transaction is finished (after commit or after its rollback completed).
+    End = 6,
+    /// Written after a checkpoint's page flush; the body lists active transactions.
+    Checkpoint = 7,
+}
+
+impl RecordKind {
+    fn from_u8(v: u8) -> Option<RecordKind> {
+        Some(match v {
+            1 => RecordKind::Update,
+            2 => RecordKind::Compensation,
+            3 => RecordKind::System,
+            4 => RecordKind::Commit,
+            5 => RecordKind::Abort,
+            6 => RecordKind::End,
+            7 => RecordKind::Checkpoint,
+            _ => return None,
+        })
+    }
+}
+
+pub const ENVELOPE_SIZE: usize = 25;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogRecord {
+    pub kind: RecordKind,
+    pub txn: TxnId,
+    pub prev_lsn: Lsn,
+    pub undo_next: Lsn,
+    pub body: Vec<u8>,
+}
+
+impl LogRecord {
+    pub fn new(kind: RecordKind, txn: TxnId, prev_lsn: Lsn, body: Vec<u8>) -> LogRecord {
+        LogRecord {
+            kind,
+            txn,
+            prev_lsn,
+            undo_next: 0,
+            body,
+        }
+    }
+
+    pub fn encoded_len(&self) -> usize {
+        ENVELOPE_SIZE + self.body.len()
+    }
+
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.push(self.kind as u8);
+        out.extend_from_slice(&self.txn.to_le_bytes());
+        out.extend_from_slice(&self.prev_lsn.to_le_bytes());
+        out.extend_from_slice(&self.undo_next.to_le_bytes());
+        out.extend_from_slice(&self.body);
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<LogRecord> {
+        if bytes.len() < ENVELOPE_SIZE {
+            return Err(Error::Invalid(format!(
+                "log record of {} bytes is truncated",
+                bytes.len()
+            )));
+        }
+        let kind = RecordKind::from_u8(bytes[0])
+            .ok_or_else(|| Error::Invalid(format!("unknown log record kind {}", bytes[0])))?;
+        let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+        Ok(LogRecord {
+            kind,
+            txn: u64_at(1),
+            prev_lsn: u64_at(9),
+            undo_next: u64_at(17),
+            body: bytes[ENVELOPE_SIZE..].to_vec(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let mut r = LogRecord::new(RecordKind::Compensation, 42, 7, vec![1, 2, 3]);
+        r.undo_next = 99;
+        let mut buf = Vec::new();
+        r.encode_into(&mut buf);
+        assert_eq!(buf.len(), r.encoded_len());
+        assert_eq!(LogRecord::decode(&buf).unwrap(), r);
+        assert!(LogRecord::decode(&buf[..10]).is_err());
+        buf[0] = 200;
+        assert!(LogRecord::decode(&buf).is_err());
+    }
+}

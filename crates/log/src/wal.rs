@@ -1,0 +1,787 @@
+//! The log file: header with the master record, then virtual log files (VLFs).
+//!
+//! ```text
+//! file:   [header 4096: magic, master slot A @512, master slot B @1024] [VLF] [VLF] ...
+//! VLF:    [VLF header 512: magic, seq, size, crc] [frame] [frame] ... [end marker]
+//! frame:  len u32 | crc32c(seq, len, payload) u32 | payload (a LogRecord)
+//! ```
+//! A VLF with sequence `seq` holds the LSNs `seq:512 .. seq:size`. Because the frame
+//! checksum covers the VLF's sequence, frames left over from an earlier use of a
+//! recycled VLF never validate: the log ends at the first frame that does not.
+//! A frame with `len == 0` marks the end of a VLF: the log continues in the VLF whose
+//! sequence is one higher.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::{Condvar, Mutex};
+use tessera_io::{DataFile, Error, OpenMode, Result};
+
+use crate::record::LogRecord;
+use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};
+
+const MAGIC: &[u8; 8] = b"TSRALOG1";
+const VLF_MAGIC: &[u8; 4] = b"VLF1";
+const FILE_HEADER: u64 = 4096;
+const MASTER_SLOTS: [u64; 2] = [512, 1024];
+const VLF_HEADER: u32 = 512;
+const FRAME_HEADER: u32 = 8;
+/// Largest record payload; bounds every read buffer.
+pub const MAX_RECORD: usize = 4 << 20;
+/// A VLF must fit the 32-bit offset of an LSN.
+const MAX_VLF_SIZE: u64 = 1 << 30;
+
+/// Sizes of the log file.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// Size of a new log file (split into four VLFs).
+    pub initial_size: u64,
+    /// The log file never grows beyond this; appending past it fails with error 9002.
+    pub max_size: u64,
+    /// Buffered log bytes that trigger a write (without sync) by the appender.
+    pub write_buffer: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            initial_size: 4 << 20,
+            max_size: 2 << 40,
+            write_buffer: 1 << 20,
+        }
+    }
+}
+
+/// The record that says where recovery starts; stored twice in the file header.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Master {
+    /// LSN of the last complete checkpoint record (0: none yet).
+    pub checkpoint_lsn: Lsn,
+    /// Lowest LSN recovery or rollback may still need; VLFs below it are reusable.
+    pub begin_lsn: Lsn,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct LogStats {
+    pub file_size: u64,
+    pub vlf_count: usize,
+    pub active_vlfs: usize,
+    pub end_lsn: Lsn,
+    pub durable_lsn: Lsn,
+    pub flushes: u64,
+    pub bytes_written: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Vlf {
+    offset: u64,
+    size: u64,
+    seq: u32,
+}
+
+struct Segment {
+    file_offset: u64,
+    data: Vec<u8>,
+}
+
+struct State {
+    vlfs: Vec<Vlf>,
+    cur: usize,
+    next_off: u32,
+    pending: Vec<Segment>,
+    pending_bytes: usize,
+    truncation_lsn: Lsn,
+    file_len: u64,
+    master_serial: u64,
+    reuse_wait: &'static str,
+}
+
+impl State {
+    fn end_lsn(&self) -> Lsn {
+        make_lsn(self.vlfs[self.cur].seq, self.next_off)
+    }
+
+    fn push_bytes(&mut self, file_offset: u64, bytes: &[u8]) {
+        match self.pending.last_mut() {
+            Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset => {
+                seg.data.extend_from_slice(bytes)
+            }
+            _ => self.pending.push(Segment {
+                file_offset,
+                data: bytes.to_vec(),
+            }),
+        }
+        self.pending_bytes += bytes.len();
+    }
+}
+
+/// A database's write-ahead log.
+pub struct Wal {
+    file: DataFile,
+    database: String,
+    config: LogConfig,
+    state: Mutex<State>,
+    /// Serialises writers of pending bytes; `true` while one is writing.
+    flushing: Mutex<bool>,
+    flushed: Condvar,
+    /// Every frame starting below this LSN has been written to the file.
+    written: AtomicU64,
+    /// Every frame starting below this LSN is durable.
+    durable: AtomicU64,
+    failed: AtomicBool,
+    flushes: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+fn frame_crc(seq: u32, payload_len: u32, payload: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&seq.to_le_bytes());
+    let c = crc32c::crc32c_append(c, &payload_len.to_le_bytes());
+    crc32c::crc32c_append(c, payload)
+}
+
+fn vlf_header(seq: u32, size: u64) -> [u8; 20] {
+    let mut h = [0u8; 20];
+    h[0..4].copy_from_slice(VLF_MAGIC);
+    h[4..8].copy_from_slice(&seq.to_le_bytes());
+    h[8..16].copy_from_slice(&size.to_le_bytes());
+    let crc = crc32c::crc32c(&h[0..16]);
+    h[16..20].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn parse_vlf_header(h: &[u8]) -> Option<(u32, u64)> {
+    if &h[0..4] != VLF_MAGIC || crc32c::crc32c(&h[0..16]).to_le_bytes() != h[16..20] {
+        return None;
+    }
+    Some((
+        u32::from_le_bytes(h[4..8].try_into().unwrap()),
+        u64::from_le_bytes(h[8..16].try_into().unwrap()),
+    ))
+}
+
+fn encode_master(m: &Master, serial: u64) -> [u8; 28] {
+    let mut b = [0u8; 28];
+    b[0..8].copy_from_slice(&serial.to_le_bytes());
+    b[8..16].copy_from_slice(&m.checkpoint_lsn.to_le_bytes());
+    b[16..24].copy_from_slice(&m.begin_lsn.to_le_bytes());
+    let crc = crc32c::crc32c(&b[0..24]);
+    b[24..28].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+fn decode_master(b: &[u8]) -> Option<(u64, Master)> {
+    if crc32c::crc32c(&b[0..24]).to_le_bytes() != b[24..28] {
+        return None;
+    }
+    let u = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+    let serial = u(0);
+    (serial != 0).then(|| {
+        (
+            serial,
+            Master {
+                checkpoint_lsn: u(8),
+                begin_lsn: u(16),
+            },
+        )
+    })
+}
+
+impl Wal {
+    /// Creates a new log file. Its first VLF is active and the log is empty.
+    pub fn create(path: &Path, database: &str, config: LogConfig) -> Result<Wal> {
+        let file = DataFile::open(path, OpenMode::CreateNew, false)?;
+        let vlf_size = (config.initial_size / 4).clamp(64 << 10, MAX_VLF_SIZE) & !4095;
+        let total = FILE_HEADER + 4 * vlf_size;
+        file.allocate(total)?;
+        let mut header = vec![0u8; FILE_HEADER as usize];
+        header[0..8].copy_from_slice(MAGIC);
+        header[8..12].copy_from_slice(&1u32.to_le_bytes());
+        file.write_all_at(&header, 0)?;
+        let mut vlfs = Vec::new();
+        for i in 0..4u64 {
+            let offset = FILE_HEADER + i * vlf_size;
+            let seq = if i == 0 { 1 } else { 0 };
+            file.write_all_at(&vlf_header(seq, vlf_size), offset)?;
+            vlfs.push(Vlf {
+                offset,
+                size: vlf_size,
+                seq,
+            });
+        }
+        let begin = make_lsn(1, VLF_HEADER);
+        let master = Master {
+            checkpoint_lsn: 0,
+            begin_lsn: begin,
+        };
+        file.write_all_at(&encode_master(&master, 1), MASTER_SLOTS[1])?;
+        file.sync_all()?;
+        if let Some(dir) = path.parent() {
+            sync_dir(dir)?;
+        }
+        Ok(Wal::assemble(
+            file, database, config, vlfs, 0, VLF_HEADER, begin, total, 1,
+        ))
+    }
+
+    /// Opens an existing log file and finds the end of the log. Returns the log and the
+    /// master record (where recovery starts).
+    pub fn open(path: &Path, database: &str, config: LogConfig) -> Result<(Wal, Master)> {
+        let file = DataFile::open(path, OpenMode::Existing, false)?;
+        let corrupt = |detail: String| Error::Corrupt {
+            database: database.into(),
+            path: path.into(),
+            page: 0,
+            detail,
+        };
+        let mut header = vec![0u8; FILE_HEADER as usize];
+        file.read_exact_at(&mut header, 0)?;
+        if &header[0..8] != MAGIC {
+            return Err(corrupt("the file is not a tessera log file".into()));
+        }
+        let (serial, master) = MASTER_SLOTS
+            .iter()
+            .filter_map(|&o| decode_master(&header[o as usize..o as usize + 28]))
+            .max_by_key(|(s, _)| *s)
+            .ok_or_else(|| corrupt("both copies of the log master record are damaged".into()))?;
+        let file_len = file.len()?;
+        let mut vlfs = Vec::new();
+        let mut offset = FILE_HEADER;
+        let mut h = [0u8; 20];
+        while offset + u64::from(VLF_HEADER) <= file_len {
+            file.read_exact_at(&mut h, offset)?;
+            let Some((seq, size)) = parse_vlf_header(&h) else {
+                break;
+            };
+            if size < u64::from(VLF_HEADER) * 2 || offset + size > file_len {
+                break;
+            }
+            vlfs.push(Vlf { offset, size, seq });
+            offset += size;
+        }
+        let start = if master.checkpoint_lsn != 0 {
+            master.checkpoint_lsn
+        } else {
+            master.begin_lsn
+        };
+        let cur = vlfs
+            .iter()
+            .position(|v| v.seq == lsn_seq(start))
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "the log has no virtual log file for LSN {}",
+                    crate::format_lsn(start)
+                ))
+            })?;
+        let wal = Wal::assemble(
+            file,
+            database,
+            config,
+            vlfs,
+            cur,
+            lsn_offset(start),
+            master.begin_lsn,
+            offset,
+            serial,
+        );
+        // Walk to the end of the valid log; appending continues there.
+        let mut reader = WalReader::new(&wal, start);
+        while let Some(item) = reader.next_record() {
+            item?;
+        }
+        let end = reader.position();
+        {
+            let mut st = wal.state.lock();
+            st.cur = st
+                .vlfs
+                .iter()
+                .position(|v| v.seq == lsn_seq(end))
+                .expect("reader ends inside a known VLF");
+            st.next_off = lsn_offset(end);
+            // VLFs activated after the end of the valid log hold nothing durable: mark them
+            // unused on disk so no sequence number can appear twice.
+            let stale: Vec<usize> = (0..st.vlfs.len())
+                .filter(|&i| st.vlfs[i].seq > lsn_seq(end))
+                .collect();
+            for &i in &stale {
+                st.vlfs[i].seq = 0;
+                wal.file
+                    .write_all_at(&vlf_header(0, st.vlfs[i].size), st.vlfs[i].offset)?;
+            }
+            if !stale.is_empty() {
+                wal.file.sync_data()?;
+            }
+        }
+        wal.written.store(end, Ordering::Release);
+        wal.durable.store(end, Ordering::Release);
+        Ok((wal, master))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        file: DataFile,
+        database: &str,
+        config: LogConfig,
+        vlfs: Vec<Vlf>,
+        cur: usize,
+        next_off: u32,
+        truncation_lsn: Lsn,
+        file_len: u64,
+        master_serial: u64,
+    ) -> Wal {
+        let end = make_lsn(vlfs[cur].seq, next_off);
+        Wal {
+            file,
+            database: database.to_string(),
+            config,
+            state: Mutex::new(State {
+                vlfs,
+                cur,
+                next_off,
+                pending: Vec::new(),
+                pending_bytes: 0,
+                truncation_lsn,
+                file_len,
+                master_serial,
+                reuse_wait: "NOTHING",
+            }),
+            flushing: Mutex::new(false),
+            flushed: Condvar::new(),
+            written: AtomicU64::new(end),
+            durable: AtomicU64::new(end),
+            failed: AtomicBool::new(false),
+            flushes: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The LSN the next appended record will get.
+    pub fn end_lsn(&self) -> Lsn {
+        self.state.lock().end_lsn()
+    }
+
+    /// Every record starting below this LSN is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    fn check_failed(&self) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(Error::Invalid(format!(
+                "The log for database '{}' is not available because an earlier write to '{}' failed.",
+                self.database,
+                self.file.path().display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Appends a record and returns its LSN. The record is not durable until
+    /// [`Wal::flush`] covers it.
+    pub fn append(&self, rec: &LogRecord) -> Result<Lsn> {
+        self.check_failed()?;
+        let payload_len = rec.encoded_len();
+        if payload_len > MAX_RECORD {
+            return Err(Error::Invalid(format!(
+                "log record of {payload_len} bytes exceeds the limit of {MAX_RECORD}"
+            )));
+        }
+        let frame = FRAME_HEADER + payload_len as u32;
+        let (lsn, pending) = {
+            let mut st = self.state.lock();
+            if u64::from(st.next_off) + u64::from(frame) > st.vlfs[st.cur].size {
+                self.switch_vlf(&mut st, u64::from(frame))?;
+            }
+            let seq = st.vlfs[st.cur].seq;
+            let lsn = make_lsn(seq, st.next_off);
+            let mut buf = Vec::with_capacity(frame as usize);
+            buf.extend_from_slice(&(payload_len as u32).to_le_bytes());
+            buf.extend_from_slice(&[0; 4]);
+            rec.encode_into(&mut buf);
+            let crc = frame_crc(seq, payload_len as u32, &buf[8..]);
+            buf[4..8].copy_from_slice(&crc.to_le_bytes());
+            let at = st.vlfs[st.cur].offset + u64::from(st.next_off);
+            st.push_bytes(at, &buf);
+            st.next_off += frame;
+            (lsn, st.pending_bytes)
+        };
+        if pending >= self.config.write_buffer {
+            self.write_out(false)?;
+        }
+        Ok(lsn)
+    }
+
+    /// Moves appending to the next VLF: a free one (below the truncation point) or a new
+    /// one at the end of the file.
+    fn switch_vlf(&self, st: &mut State, frame: u64) -> Result<()> {
+        let cur = st.vlfs[st.cur];
+        let room = cur.size - u64::from(st.next_off);
+        if room >= u64::from(FRAME_HEADER) {
+            let mut marker = [0u8; 8];
+            marker[4..8].copy_from_slice(&frame_crc(cur.seq, 0, &[]).to_le_bytes());
+            st.push_bytes(cur.offset + u64::from(st.next_off), &marker);
+        }
+        let new_seq = cur.seq + 1;
+        let trunc_seq = lsn_seq(st.truncation_lsn);
+        let n = st.vlfs.len();
+        let need = frame + u64::from(VLF_HEADER);
+        let reusable = (1..n)
+            .map(|i| (st.cur + i) % n)
+            .find(|&i| st.vlfs[i].seq < trunc_seq && st.vlfs[i].size >= need);
+        let idx = match reusable {
+            Some(i) => i,
+            None => {
+                let size = (st.file_len / 4)
+                    .clamp(1 << 20, 256 << 20)
+                    .max(need.next_multiple_of(4096));
+                if size > MAX_VLF_SIZE || st.file_len + size > self.config.max_size {
+                    return Err(Error::LogFull {
+                        database: self.database.clone(),
+                        reason: st.reuse_wait.into(),
+                    });
+                }
+                let offset = st.file_len;
+                self.file.allocate(offset + size).map_err(|e| {
+                    if e.is_disk_full() {
+                        Error::LogFull {
+                            database: self.database.clone(),
+                            reason: st.reuse_wait.into(),
+                        }
+                    } else {
+                        e
+                    }
+                })?;
+                st.file_len = offset + size;
+                st.vlfs.push(Vlf {
+                    offset,
+                    size,
+                    seq: 0,
+                });
+                st.vlfs.len() - 1
+            }
+        };
+        st.vlfs[idx].seq = new_seq;
+        let v = st.vlfs[idx];
+        st.push_bytes(v.offset, &vlf_header(new_seq, v.size));
+        st.cur = idx;
+        st.next_off = VLF_HEADER;
+        Ok(())
+    }
+
+    /// Makes every record starting at or below `lsn` durable. Concurrent callers share
+    /// one write and one fdatasync (group commit).
+    pub fn flush(&self, lsn: Lsn) -> Result<()> {
+        if self.durable.load(Ordering::Acquire) > lsn {
+            return Ok(());
+        }
+        let mut busy = self.flushing.lock();
+        loop {
+            if self.durable.load(Ordering::Acquire) > lsn {
+                return Ok(());
+            }
+            self.check_failed()?;
+            if *busy {
+                self.flushed.wait(&mut busy);
+                continue;
+            }
+            *busy = true;
+            drop(busy);
+            let result = self.write_pending(true);
+            busy = self.flushing.lock();
+            *busy = false;
+            self.flushed.notify_all();
+            result?;
+        }
+    }
+
+    /// Makes everything appended so far durable.
+    pub fn flush_all(&self) -> Result<()> {
+        let end = self.end_lsn();
+        if end == 0 {
+            return Ok(());
+        }
+        self.flush(end - 1)
+    }
+
+    /// Writes buffered records without waiting for durability, unless another thread is
+    /// already writing.
+    fn write_out(&self, sync: bool) -> Result<()> {
+        let mut busy = self.flushing.lock();
+        if *busy {
+            return Ok(());
+        }
+        *busy = true;
+        drop(busy);
+        let result = self.write_pending(sync);
+        let mut busy = self.flushing.lock();
+        *busy = false;
+        self.flushed.notify_all();
+        result
+    }
+
+    /// Called only by the thread that set `flushing`.
+    fn write_pending(&self, sync: bool) -> Result<()> {
+        let (segments, end) = {
+            let mut st = self.state.lock();
+            st.pending_bytes = 0;
+            (std::mem::take(&mut st.pending), st.end_lsn())
+        };
+        let result = (|| {
+            for seg in &segments {
+                self.file.write_all_at(&seg.data, seg.file_offset)?;
+                self.bytes_written
+                    .fetch_add(seg.data.len() as u64, Ordering::Relaxed);
+            }
+            self.written.store(end, Ordering::Release);
+            if sync {
+                self.file.sync_data()?;
+                self.flushes.fetch_add(1, Ordering::Relaxed);
+                self.durable.store(end, Ordering::Release);
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            // The buffered records are gone from memory and not on disk: nothing may be
+            // appended or acknowledged after them.
+            self.failed.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Declares that no LSN below `lsn` will be needed again: the VLFs holding only
+    /// older records become reusable. Never moves backwards.
+    pub fn truncate_before(&self, lsn: Lsn, reuse_wait: &'static str) {
+        let mut st = self.state.lock();
+        debug_assert!(
+            lsn <= st.end_lsn(),
+            "truncation point beyond the end of the log"
+        );
+        st.truncation_lsn = st.truncation_lsn.max(lsn);
+        st.reuse_wait = reuse_wait;
+    }
+
+    /// Lowest LSN still kept.
+    pub fn truncation_lsn(&self) -> Lsn {
+        self.state.lock().truncation_lsn
+    }
+
+    /// Durably records where recovery starts. The log must already be durable up to
+    /// `master.checkpoint_lsn`.
+    pub fn write_master(&self, master: Master) -> Result<()> {
+        debug_assert!(
+            master.checkpoint_lsn < self.durable_lsn(),
+            "checkpoint record must be durable first"
+        );
+        let serial = {
+            let mut st = self.state.lock();
+            st.master_serial += 1;
+            st.master_serial
+        };
+        let slot = MASTER_SLOTS[(serial % 2) as usize];
+        self.file
+            .write_all_at(&encode_master(&master, serial), slot)?;
+        self.file.sync_data()
+    }
+
+    /// Reads the record at `lsn` (which must be a record boundary).
+    pub fn read(&self, lsn: Lsn) -> Result<LogRecord> {
+        if lsn >= self.written.load(Ordering::Acquire) {
+            self.flush(lsn)?;
+        }
+        let mut reader = WalReader::new(self, lsn);
+        match reader.next_record() {
+            Some(Ok((at, rec))) if at == lsn => Ok(rec),
+            Some(Err(e)) => Err(e),
+            _ => Err(Error::Corrupt {
+                database: self.database.clone(),
+                path: self.file.path().to_path_buf(),
+                page: 0,
+                detail: format!("no log record at LSN {}", crate::format_lsn(lsn)),
+            }),
+        }
+    }
+
+    pub fn stats(&self) -> LogStats {
+        let st = self.state.lock();
+        let trunc_seq = lsn_seq(st.truncation_lsn);
+        LogStats {
+            file_size: st.file_len,
+            vlf_count: st.vlfs.len(),
+            active_vlfs: st
+                .vlfs
+                .iter()
+                .filter(|v| v.seq >= trunc_seq && v.seq != 0)
+                .count(),
+            end_lsn: st.end_lsn(),
+            durable_lsn: self.durable_lsn(),
+            flushes: self.flushes.load(Ordering::Relaxed),
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+        }
+    }
+
+    fn vlf_for_seq(&self, seq: u32) -> Option<Vlf> {
+        self.state
+            .lock()
+            .vlfs
+            .iter()
+            .find(|v| v.seq == seq)
+            .copied()
+    }
+
+    fn corrupt(&self, detail: String) -> Error {
+        Error::Corrupt {
+            database: self.database.clone(),
+            path: self.file.path().to_path_buf(),
+            page: 0,
+            detail,
+        }
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    let d = std::fs::File::open(dir).map_err(|e| Error::io("open", dir, 0, e))?;
+    d.sync_all().map_err(|e| Error::io("sync", dir, 0, e))
+}
+
+/// Reads records forward from an LSN until the end of the valid log.
+pub struct WalReader<'a> {
+    wal: &'a Wal,
+    vlf: Option<Vlf>,
+    offset: u32,
+    /// Read-ahead window: `buf` holds the VLF bytes starting at `buf_start`.
+    buf: Vec<u8>,
+    buf_start: u32,
+    done: bool,
+}
+
+const READ_AHEAD: usize = 256 << 10;
+
+impl<'a> WalReader<'a> {
+    pub fn new(wal: &'a Wal, from: Lsn) -> WalReader<'a> {
+        WalReader {
+            wal,
+            vlf: wal.vlf_for_seq(lsn_seq(from)),
+            offset: lsn_offset(from).max(VLF_HEADER),
+            buf: Vec::new(),
+            buf_start: 0,
+            done: false,
+        }
+    }
+
+    /// The LSN just past the last record returned (the end of the log once `next_record`
+    /// returned `None`).
+    pub fn position(&self) -> Lsn {
+        make_lsn(self.vlf.map_or(0, |v| v.seq), self.offset)
+    }
+
+    /// Copies `len` bytes at `offset` of the current VLF, refilling the window as needed.
+    fn bytes(&mut self, offset: u32, len: usize) -> Result<Option<Vec<u8>>> {
+        let vlf = self.vlf.expect("reader has a VLF");
+        if u64::from(offset) + len as u64 > vlf.size {
+            return Ok(None);
+        }
+        let in_window =
+            offset >= self.buf_start && (offset - self.buf_start) as usize + len <= self.buf.len();
+        if !in_window {
+            let want = len
+                .max(READ_AHEAD)
+                .min((vlf.size - u64::from(offset)) as usize);
+            self.buf.resize(want, 0);
+            let n = self
+                .wal
+                .file
+                .read_at(&mut self.buf, vlf.offset + u64::from(offset))?;
+            self.buf.truncate(n);
+            self.buf_start = offset;
+            if n < len {
+                return Ok(None);
+            }
+        }
+        let at = (offset - self.buf_start) as usize;
+        Ok(Some(self.buf[at..at + len].to_vec()))
+    }
+
+    /// The next record and its LSN; `None` at the end of the log.
+    pub fn next_record(&mut self) -> Option<Result<(Lsn, LogRecord)>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some(vlf) = self.vlf else {
+                self.done = true;
+                return None;
+            };
+            let header = match self.bytes(self.offset, FRAME_HEADER as usize) {
+                Ok(h) => h,
+                Err(e) => return Some(Err(e)),
+            };
+            let Some(header) = header else {
+                // No room for a frame: the log continues in the next VLF, if any.
+                if !self.advance_vlf(vlf.seq) {
+                    return None;
+                }
+                continue;
+            };
+            let len = u32::from_le_bytes(header[0..4].try_into().unwrap());
+            let crc = u32::from_le_bytes(header[4..8].try_into().unwrap());
+            if len == 0 {
+                if crc == frame_crc(vlf.seq, 0, &[]) && self.advance_vlf(vlf.seq) {
+                    continue;
+                }
+                self.done = true;
+                return None;
+            }
+            if len as usize > MAX_RECORD {
+                self.done = true;
+                return None;
+            }
+            let payload = match self.bytes(self.offset + FRAME_HEADER, len as usize) {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(e) => return Some(Err(e)),
+            };
+            if frame_crc(vlf.seq, len, &payload) != crc {
+                self.done = true;
+                return None;
+            }
+            let lsn = make_lsn(vlf.seq, self.offset);
+            self.offset += FRAME_HEADER + len;
+            return Some(LogRecord::decode(&payload).map(|r| (lsn, r)).map_err(|e| {
+                self.wal.corrupt(format!(
+                    "log record at LSN {} cannot be decoded: {e}",
+                    crate::format_lsn(lsn)
+                ))
+            }));
+        }
+    }
+
+    fn advance_vlf(&mut self, seq: u32) -> bool {
+        match self.wal.vlf_for_seq(seq + 1) {
+            Some(next) => {
+                self.vlf = Some(next);
+                self.offset = VLF_HEADER;
+                self.buf.clear();
+                self.buf_start = 0;
+                true
+            }
+            None => {
+                self.done = true;
+                false
+            }
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        if !self.failed.load(Ordering::Acquire) {
+            let _ = self.write_pending(true);
+        }
+    }
+}

@@ -17,10 +17,7 @@ unsafe impl Sync for AlignedBuf {}
 impl AlignedBuf {
     /// Allocates `len` zero bytes; `len` must be a non-zero multiple of [`IO_ALIGN`].
     pub fn new(len: usize) -> Self {
-        assert!(
-            len > 0 && len.is_multiple_of(IO_ALIGN),
-            "aligned buffer length {len}"
-        );
+        assert!(len > 0 && len.is_multiple_of(IO_ALIGN), "aligned buffer length {len}");
         let layout = Layout::from_size_align(len, IO_ALIGN).expect("valid layout");
         // SAFETY: layout has non-zero size.
         let raw = unsafe { alloc_zeroed(layout) };

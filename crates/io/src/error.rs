@@ -8,19 +8,9 @@ pub type Result<T> = std::result::Result<T, Error>;
 #[derive(Debug)]
 pub enum Error {
     /// The operating system failed a read, write or sync (SQL Server 823).
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        offset: u64,
-        source: std::io::Error,
-    },
+    Io { op: &'static str, path: PathBuf, offset: u64, source: std::io::Error },
     /// A page read from disk failed its checksum or identity check (SQL Server 824).
-    Corrupt {
-        database: String,
-        path: PathBuf,
-        page: u32,
-        detail: String,
-    },
+    Corrupt { database: String, path: PathBuf, page: u32, detail: String },
     /// A unique key already exists (SQL Server 2627).
     DuplicateKey { object: String, key: String },
     /// This transaction was chosen as the deadlock victim (SQL Server 1205).
@@ -59,31 +49,17 @@ impl Error {
             Error::RowTooLarge { .. } => 511,
             Error::KeyTooLarge { .. } => 1946,
             Error::PoolExhausted => 802,
-            Error::NotFound {
-                kind: "database", ..
-            } => 911,
+            Error::NotFound { kind: "database", .. } => 911,
             Error::NotFound { .. } => 208,
-            Error::AlreadyExists {
-                kind: "database", ..
-            } => 1801,
+            Error::AlreadyExists { kind: "database", .. } => 1801,
             Error::AlreadyExists { .. } => 2714,
             Error::Invalid(_) => 50000,
         }
     }
 
     /// Builds an [`Error::Io`] from an OS error.
-    pub fn io(
-        op: &'static str,
-        path: impl Into<PathBuf>,
-        offset: u64,
-        source: std::io::Error,
-    ) -> Self {
-        Error::Io {
-            op,
-            path: path.into(),
-            offset,
-            source,
-        }
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, offset: u64, source: std::io::Error) -> Self {
+        Error::Io { op, path: path.into(), offset, source }
     }
 
     /// True when the disk (or a quota) is full.

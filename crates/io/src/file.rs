@@ -47,11 +47,7 @@ impl DataFile {
                 Error::io("open", path, 0, e)
             }
         })?;
-        Ok(DataFile {
-            file,
-            path: path.to_path_buf(),
-            direct,
-        })
+        Ok(DataFile { file, path: path.to_path_buf(), direct })
     }
 
     pub fn path(&self) -> &Path {
@@ -65,9 +61,7 @@ impl DataFile {
     fn check_alignment(&self, offset: u64, len: usize, addr: usize) {
         if self.direct {
             assert!(
-                offset.is_multiple_of(IO_ALIGN as u64)
-                    && len.is_multiple_of(IO_ALIGN)
-                    && addr.is_multiple_of(IO_ALIGN),
+                offset.is_multiple_of(IO_ALIGN as u64) && len.is_multiple_of(IO_ALIGN) && addr.is_multiple_of(IO_ALIGN),
                 "O_DIRECT transfer not aligned: offset {offset} len {len}"
             );
         }
@@ -76,9 +70,7 @@ impl DataFile {
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        self.file
-            .read_exact_at(buf, offset)
-            .map_err(|e| Error::io("read", &self.path, offset, e))
+        self.file.read_exact_at(buf, offset).map_err(|e| Error::io("read", &self.path, offset, e))
     }
 
     /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (0 at end of file).
@@ -95,30 +87,21 @@ impl DataFile {
 
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        self.file
-            .write_all_at(buf, offset)
-            .map_err(|e| Error::io("write", &self.path, offset, e))
+        self.file.write_all_at(buf, offset).map_err(|e| Error::io("write", &self.path, offset, e))
     }
 
     /// Makes written data durable (fdatasync).
     pub fn sync_data(&self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io("sync", &self.path, 0, e))
+        self.file.sync_data().map_err(|e| Error::io("sync", &self.path, 0, e))
     }
 
     /// Makes data and metadata durable (fsync).
     pub fn sync_all(&self) -> Result<()> {
-        self.file
-            .sync_all()
-            .map_err(|e| Error::io("sync", &self.path, 0, e))
+        self.file.sync_all().map_err(|e| Error::io("sync", &self.path, 0, e))
     }
 
     pub fn len(&self) -> Result<u64> {
-        self.file
-            .metadata()
-            .map(|m| m.len())
-            .map_err(|e| Error::io("stat", &self.path, 0, e))
+        self.file.metadata().map(|m| m.len()).map_err(|e| Error::io("stat", &self.path, 0, e))
     }
 
     pub fn is_empty(&self) -> Result<bool> {
@@ -139,24 +122,16 @@ impl DataFile {
         let rc = unsafe { libc::posix_fallocate(self.file.as_raw_fd(), off, add) };
         match rc {
             0 => Ok(()),
-            libc::EOPNOTSUPP | libc::EINVAL => self
-                .file
-                .set_len(len)
-                .map_err(|e| Error::io("extend", &self.path, current, e)),
-            err => Err(Error::io(
-                "allocate",
-                &self.path,
-                current,
-                std::io::Error::from_raw_os_error(err),
-            )),
+            libc::EOPNOTSUPP | libc::EINVAL => {
+                self.file.set_len(len).map_err(|e| Error::io("extend", &self.path, current, e))
+            }
+            err => Err(Error::io("allocate", &self.path, current, std::io::Error::from_raw_os_error(err))),
         }
     }
 
     /// Cuts or extends the file to exactly `len` bytes.
     pub fn set_len(&self, len: u64) -> Result<()> {
-        self.file
-            .set_len(len)
-            .map_err(|e| Error::io("truncate", &self.path, len, e))
+        self.file.set_len(len).map_err(|e| Error::io("truncate", &self.path, len, e))
     }
 }
 
@@ -186,12 +161,7 @@ mod tests {
 
     #[test]
     fn missing_file_is_an_error_naming_it() {
-        let err = DataFile::open(
-            Path::new("/nonexistent/dir/x.dat"),
-            OpenMode::Existing,
-            false,
-        )
-        .unwrap_err();
+        let err = DataFile::open(Path::new("/nonexistent/dir/x.dat"), OpenMode::Existing, false).unwrap_err();
         assert_eq!(err.number(), 823);
         assert!(err.to_string().contains("/nonexistent/dir/x.dat"));
     }

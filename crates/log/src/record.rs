@@ -61,13 +61,7 @@ pub struct LogRecord {
 
 impl LogRecord {
     pub fn new(kind: RecordKind, txn: TxnId, prev_lsn: Lsn, body: Vec<u8>) -> LogRecord {
-        LogRecord {
-            kind,
-            txn,
-            prev_lsn,
-            undo_next: 0,
-            body,
-        }
+        LogRecord { kind, txn, prev_lsn, undo_next: 0, body }
     }
 
     pub fn encoded_len(&self) -> usize {
@@ -84,10 +78,7 @@ impl LogRecord {
 
     pub fn decode(bytes: &[u8]) -> Result<LogRecord> {
         if bytes.len() < ENVELOPE_SIZE {
-            return Err(Error::Invalid(format!(
-                "log record of {} bytes is truncated",
-                bytes.len()
-            )));
+            return Err(Error::Invalid(format!("log record of {} bytes is truncated", bytes.len())));
         }
         let kind = RecordKind::from_u8(bytes[0])
             .ok_or_else(|| Error::Invalid(format!("unknown log record kind {}", bytes[0])))?;

@@ -64,32 +64,17 @@ impl Checkpoint {
 
     pub fn decode(b: &[u8]) -> Result<Checkpoint> {
         let bad = || Error::Invalid("damaged checkpoint record".into());
-        let u64_at = |o: usize| {
-            b.get(o..o + 8)
-                .map(|s| u64::from_le_bytes(s.try_into().unwrap()))
-                .ok_or_else(bad)
-        };
-        let n = b
-            .get(16..20)
-            .map(|s| u32::from_le_bytes(s.try_into().unwrap()))
-            .ok_or_else(bad)? as usize;
+        let u64_at = |o: usize| b.get(o..o + 8).map(|s| u64::from_le_bytes(s.try_into().unwrap())).ok_or_else(bad);
+        let n = b.get(16..20).map(|s| u32::from_le_bytes(s.try_into().unwrap())).ok_or_else(bad)? as usize;
         if b.len() != 20 + n * 24 {
             return Err(bad());
         }
         let mut active = Vec::with_capacity(n);
         for i in 0..n {
             let o = 20 + i * 24;
-            active.push(ActiveTxn {
-                txn: u64_at(o)?,
-                first_lsn: u64_at(o + 8)?,
-                last_lsn: u64_at(o + 16)?,
-            });
+            active.push(ActiveTxn { txn: u64_at(o)?, first_lsn: u64_at(o + 8)?, last_lsn: u64_at(o + 16)? });
         }
-        Ok(Checkpoint {
-            redo_lsn: u64_at(0)?,
-            next_txn: u64_at(8)?,
-            active,
-        })
+        Ok(Checkpoint { redo_lsn: u64_at(0)?, next_txn: u64_at(8)?, active })
     }
 }
 
@@ -113,30 +98,18 @@ struct TxnEntry {
 /// Runs analysis, redo and undo. On return every committed transaction's changes are
 /// in the pages (via the buffer pool) and every other transaction is rolled back and
 /// closed with an End record; the log is flushed.
-pub fn recover(
-    wal: &Wal,
-    master: Master,
-    handler: &mut dyn RecoveryHandler,
-) -> Result<RecoveryOutcome> {
+pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> Result<RecoveryOutcome> {
     let mut txns: HashMap<TxnId, TxnEntry> = HashMap::new();
     let mut next_txn: TxnId = 1;
     let (analysis_from, redo_lsn) = if master.checkpoint_lsn != 0 {
         let rec = wal.read(master.checkpoint_lsn)?;
         if rec.kind != RecordKind::Checkpoint {
-            return Err(Error::Invalid(
-                "the log master record does not point at a checkpoint".into(),
-            ));
+            return Err(Error::Invalid("the log master record does not point at a checkpoint".into()));
         }
         let ckpt = Checkpoint::decode(&rec.body)?;
         next_txn = ckpt.next_txn;
         for a in &ckpt.active {
-            txns.insert(
-                a.txn,
-                TxnEntry {
-                    last_lsn: a.last_lsn,
-                    finished: false,
-                },
-            );
+            txns.insert(a.txn, TxnEntry { last_lsn: a.last_lsn, finished: false });
         }
         (master.checkpoint_lsn, ckpt.redo_lsn)
     } else {
@@ -151,10 +124,7 @@ pub fn recover(
             continue;
         }
         next_txn = next_txn.max(rec.txn + 1);
-        let entry = txns.entry(rec.txn).or_insert(TxnEntry {
-            last_lsn: 0,
-            finished: false,
-        });
+        let entry = txns.entry(rec.txn).or_insert(TxnEntry { last_lsn: 0, finished: false });
         entry.last_lsn = entry.last_lsn.max(lsn);
         if matches!(rec.kind, RecordKind::Commit | RecordKind::End) {
             entry.finished = true;
@@ -163,39 +133,22 @@ pub fn recover(
     let end_lsn = reader.position();
 
     // Redo.
-    let mut outcome = RecoveryOutcome {
-        redo_lsn,
-        end_lsn,
-        ..Default::default()
-    };
+    let mut outcome = RecoveryOutcome { redo_lsn, end_lsn, ..Default::default() };
     let mut reader = WalReader::new(wal, redo_lsn);
     while let Some(item) = reader.next_record() {
         let (lsn, rec) = item?;
-        if matches!(
-            rec.kind,
-            RecordKind::Update | RecordKind::Compensation | RecordKind::System
-        ) {
+        if matches!(rec.kind, RecordKind::Update | RecordKind::Compensation | RecordKind::System) {
             handler.redo(lsn, &rec)?;
             outcome.records_redone += 1;
         }
     }
 
     // Undo: losers together, newest record first.
-    let mut losers: HashMap<TxnId, (Lsn, Lsn)> = txns
-        .iter()
-        .filter(|(_, e)| !e.finished)
-        .map(|(&t, e)| (t, (e.last_lsn, e.last_lsn)))
-        .collect();
+    let mut losers: HashMap<TxnId, (Lsn, Lsn)> =
+        txns.iter().filter(|(_, e)| !e.finished).map(|(&t, e)| (t, (e.last_lsn, e.last_lsn))).collect();
     outcome.losers = losers.len();
     // (txn -> (next lsn to undo, last lsn written for the txn))
-    loop {
-        let Some((&txn, &(to_undo, last))) = losers
-            .iter()
-            .filter(|(_, v)| v.0 != 0)
-            .max_by_key(|(_, v)| v.0)
-        else {
-            break;
-        };
+    while let Some((&txn, &(to_undo, last))) = losers.iter().filter(|(_, v)| v.0 != 0).max_by_key(|(_, v)| v.0) {
         let rec = wal.read(to_undo)?;
         debug_assert_eq!(rec.txn, txn, "undo chain crossed into another transaction");
         let (next, last) = match rec.kind {

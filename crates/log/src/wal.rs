@@ -44,11 +44,7 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig {
-            initial_size: 4 << 20,
-            max_size: 2 << 40,
-            write_buffer: 1 << 20,
-        }
+        LogConfig { initial_size: 4 << 20, max_size: 2 << 40, write_buffer: 1 << 20 }
     }
 }
 
@@ -103,13 +99,8 @@ impl State {
 
     fn push_bytes(&mut self, file_offset: u64, bytes: &[u8]) {
         match self.pending.last_mut() {
-            Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset => {
-                seg.data.extend_from_slice(bytes)
-            }
-            _ => self.pending.push(Segment {
-                file_offset,
-                data: bytes.to_vec(),
-            }),
+            Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset => seg.data.extend_from_slice(bytes),
+            _ => self.pending.push(Segment { file_offset, data: bytes.to_vec() }),
         }
         self.pending_bytes += bytes.len();
     }
@@ -153,10 +144,7 @@ fn parse_vlf_header(h: &[u8]) -> Option<(u32, u64)> {
     if &h[0..4] != VLF_MAGIC || crc32c::crc32c(&h[0..16]).to_le_bytes() != h[16..20] {
         return None;
     }
-    Some((
-        u32::from_le_bytes(h[4..8].try_into().unwrap()),
-        u64::from_le_bytes(h[8..16].try_into().unwrap()),
-    ))
+    Some((u32::from_le_bytes(h[4..8].try_into().unwrap()), u64::from_le_bytes(h[8..16].try_into().unwrap())))
 }
 
 fn encode_master(m: &Master, serial: u64) -> [u8; 28] {
@@ -175,15 +163,7 @@ fn decode_master(b: &[u8]) -> Option<(u64, Master)> {
     }
     let u = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
     let serial = u(0);
-    (serial != 0).then(|| {
-        (
-            serial,
-            Master {
-                checkpoint_lsn: u(8),
-                begin_lsn: u(16),
-            },
-        )
-    })
+    (serial != 0).then(|| (serial, Master { checkpoint_lsn: u(8), begin_lsn: u(16) }))
 }
 
 impl Wal {
@@ -202,37 +182,23 @@ impl Wal {
             let offset = FILE_HEADER + i * vlf_size;
             let seq = if i == 0 { 1 } else { 0 };
             file.write_all_at(&vlf_header(seq, vlf_size), offset)?;
-            vlfs.push(Vlf {
-                offset,
-                size: vlf_size,
-                seq,
-            });
+            vlfs.push(Vlf { offset, size: vlf_size, seq });
         }
         let begin = make_lsn(1, VLF_HEADER);
-        let master = Master {
-            checkpoint_lsn: 0,
-            begin_lsn: begin,
-        };
+        let master = Master { checkpoint_lsn: 0, begin_lsn: begin };
         file.write_all_at(&encode_master(&master, 1), MASTER_SLOTS[1])?;
         file.sync_all()?;
         if let Some(dir) = path.parent() {
             sync_dir(dir)?;
         }
-        Ok(Wal::assemble(
-            file, database, config, vlfs, 0, VLF_HEADER, begin, total, 1,
-        ))
+        Ok(Wal::assemble(file, database, config, vlfs, 0, VLF_HEADER, begin, total, 1))
     }
 
     /// Opens an existing log file and finds the end of the log. Returns the log and the
     /// master record (where recovery starts).
     pub fn open(path: &Path, database: &str, config: LogConfig) -> Result<(Wal, Master)> {
         let file = DataFile::open(path, OpenMode::Existing, false)?;
-        let corrupt = |detail: String| Error::Corrupt {
-            database: database.into(),
-            path: path.into(),
-            page: 0,
-            detail,
-        };
+        let corrupt = |detail: String| Error::Corrupt { database: database.into(), path: path.into(), page: 0, detail };
         let mut header = vec![0u8; FILE_HEADER as usize];
         file.read_exact_at(&mut header, 0)?;
         if &header[0..8] != MAGIC {
@@ -258,31 +224,12 @@ impl Wal {
             vlfs.push(Vlf { offset, size, seq });
             offset += size;
         }
-        let start = if master.checkpoint_lsn != 0 {
-            master.checkpoint_lsn
-        } else {
-            master.begin_lsn
-        };
+        let start = if master.checkpoint_lsn != 0 { master.checkpoint_lsn } else { master.begin_lsn };
         let cur = vlfs
             .iter()
             .position(|v| v.seq == lsn_seq(start))
-            .ok_or_else(|| {
-                corrupt(format!(
-                    "the log has no virtual log file for LSN {}",
-                    crate::format_lsn(start)
-                ))
-            })?;
-        let wal = Wal::assemble(
-            file,
-            database,
-            config,
-            vlfs,
-            cur,
-            lsn_offset(start),
-            master.begin_lsn,
-            offset,
-            serial,
-        );
+            .ok_or_else(|| corrupt(format!("the log has no virtual log file for LSN {}", crate::format_lsn(start))))?;
+        let wal = Wal::assemble(file, database, config, vlfs, cur, lsn_offset(start), master.begin_lsn, offset, serial);
         // Walk to the end of the valid log; appending continues there.
         let mut reader = WalReader::new(&wal, start);
         while let Some(item) = reader.next_record() {
@@ -291,21 +238,14 @@ impl Wal {
         let end = reader.position();
         {
             let mut st = wal.state.lock();
-            st.cur = st
-                .vlfs
-                .iter()
-                .position(|v| v.seq == lsn_seq(end))
-                .expect("reader ends inside a known VLF");
+            st.cur = st.vlfs.iter().position(|v| v.seq == lsn_seq(end)).expect("reader ends inside a known VLF");
             st.next_off = lsn_offset(end);
             // VLFs activated after the end of the valid log hold nothing durable: mark them
             // unused on disk so no sequence number can appear twice.
-            let stale: Vec<usize> = (0..st.vlfs.len())
-                .filter(|&i| st.vlfs[i].seq > lsn_seq(end))
-                .collect();
+            let stale: Vec<usize> = (0..st.vlfs.len()).filter(|&i| st.vlfs[i].seq > lsn_seq(end)).collect();
             for &i in &stale {
                 st.vlfs[i].seq = 0;
-                wal.file
-                    .write_all_at(&vlf_header(0, st.vlfs[i].size), st.vlfs[i].offset)?;
+                wal.file.write_all_at(&vlf_header(0, st.vlfs[i].size), st.vlfs[i].offset)?;
             }
             if !stale.is_empty() {
                 wal.file.sync_data()?;
@@ -385,9 +325,7 @@ impl Wal {
         self.check_failed()?;
         let payload_len = rec.encoded_len();
         if payload_len > MAX_RECORD {
-            return Err(Error::Invalid(format!(
-                "log record of {payload_len} bytes exceeds the limit of {MAX_RECORD}"
-            )));
+            return Err(Error::Invalid(format!("log record of {payload_len} bytes exceeds the limit of {MAX_RECORD}")));
         }
         let frame = FRAME_HEADER + payload_len as u32;
         let (lsn, pending) = {
@@ -428,38 +366,25 @@ impl Wal {
         let trunc_seq = lsn_seq(st.truncation_lsn);
         let n = st.vlfs.len();
         let need = frame + u64::from(VLF_HEADER);
-        let reusable = (1..n)
-            .map(|i| (st.cur + i) % n)
-            .find(|&i| st.vlfs[i].seq < trunc_seq && st.vlfs[i].size >= need);
+        let reusable =
+            (1..n).map(|i| (st.cur + i) % n).find(|&i| st.vlfs[i].seq < trunc_seq && st.vlfs[i].size >= need);
         let idx = match reusable {
             Some(i) => i,
             None => {
-                let size = (st.file_len / 4)
-                    .clamp(1 << 20, 256 << 20)
-                    .max(need.next_multiple_of(4096));
+                let size = (st.file_len / 4).clamp(1 << 20, 256 << 20).max(need.next_multiple_of(4096));
                 if size > MAX_VLF_SIZE || st.file_len + size > self.config.max_size {
-                    return Err(Error::LogFull {
-                        database: self.database.clone(),
-                        reason: st.reuse_wait.into(),
-                    });
+                    return Err(Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() });
                 }
                 let offset = st.file_len;
                 self.file.allocate(offset + size).map_err(|e| {
                     if e.is_disk_full() {
-                        Error::LogFull {
-                            database: self.database.clone(),
-                            reason: st.reuse_wait.into(),
-                        }
+                        Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() }
                     } else {
                         e
                     }
                 })?;
                 st.file_len = offset + size;
-                st.vlfs.push(Vlf {
-                    offset,
-                    size,
-                    seq: 0,
-                });
+                st.vlfs.push(Vlf { offset, size, seq: 0 });
                 st.vlfs.len() - 1
             }
         };
@@ -532,8 +457,7 @@ impl Wal {
         let result = (|| {
             for seg in &segments {
                 self.file.write_all_at(&seg.data, seg.file_offset)?;
-                self.bytes_written
-                    .fetch_add(seg.data.len() as u64, Ordering::Relaxed);
+                self.bytes_written.fetch_add(seg.data.len() as u64, Ordering::Relaxed);
             }
             self.written.store(end, Ordering::Release);
             if sync {
@@ -555,10 +479,7 @@ impl Wal {
     /// older records become reusable. Never moves backwards.
     pub fn truncate_before(&self, lsn: Lsn, reuse_wait: &'static str) {
         let mut st = self.state.lock();
-        debug_assert!(
-            lsn <= st.end_lsn(),
-            "truncation point beyond the end of the log"
-        );
+        debug_assert!(lsn <= st.end_lsn(), "truncation point beyond the end of the log");
         st.truncation_lsn = st.truncation_lsn.max(lsn);
         st.reuse_wait = reuse_wait;
     }
@@ -571,18 +492,14 @@ impl Wal {
     /// Durably records where recovery starts. The log must already be durable up to
     /// `master.checkpoint_lsn`.
     pub fn write_master(&self, master: Master) -> Result<()> {
-        debug_assert!(
-            master.checkpoint_lsn < self.durable_lsn(),
-            "checkpoint record must be durable first"
-        );
+        debug_assert!(master.checkpoint_lsn < self.durable_lsn(), "checkpoint record must be durable first");
         let serial = {
             let mut st = self.state.lock();
             st.master_serial += 1;
             st.master_serial
         };
         let slot = MASTER_SLOTS[(serial % 2) as usize];
-        self.file
-            .write_all_at(&encode_master(&master, serial), slot)?;
+        self.file.write_all_at(&encode_master(&master, serial), slot)?;
         self.file.sync_data()
     }
 
@@ -610,11 +527,7 @@ impl Wal {
         LogStats {
             file_size: st.file_len,
             vlf_count: st.vlfs.len(),
-            active_vlfs: st
-                .vlfs
-                .iter()
-                .filter(|v| v.seq >= trunc_seq && v.seq != 0)
-                .count(),
+            active_vlfs: st.vlfs.iter().filter(|v| v.seq >= trunc_seq && v.seq != 0).count(),
             end_lsn: st.end_lsn(),
             durable_lsn: self.durable_lsn(),
             flushes: self.flushes.load(Ordering::Relaxed),
@@ -623,21 +536,11 @@ impl Wal {
     }
 
     fn vlf_for_seq(&self, seq: u32) -> Option<Vlf> {
-        self.state
-            .lock()
-            .vlfs
-            .iter()
-            .find(|v| v.seq == seq)
-            .copied()
+        self.state.lock().vlfs.iter().find(|v| v.seq == seq).copied()
     }
 
     fn corrupt(&self, detail: String) -> Error {
-        Error::Corrupt {
-            database: self.database.clone(),
-            path: self.file.path().to_path_buf(),
-            page: 0,
-            detail,
-        }
+        Error::Corrupt { database: self.database.clone(), path: self.file.path().to_path_buf(), page: 0, detail }
     }
 }
 
@@ -683,17 +586,11 @@ impl<'a> WalReader<'a> {
         if u64::from(offset) + len as u64 > vlf.size {
             return Ok(None);
         }
-        let in_window =
-            offset >= self.buf_start && (offset - self.buf_start) as usize + len <= self.buf.len();
+        let in_window = offset >= self.buf_start && (offset - self.buf_start) as usize + len <= self.buf.len();
         if !in_window {
-            let want = len
-                .max(READ_AHEAD)
-                .min((vlf.size - u64::from(offset)) as usize);
+            let want = len.max(READ_AHEAD).min((vlf.size - u64::from(offset)) as usize);
             self.buf.resize(want, 0);
-            let n = self
-                .wal
-                .file
-                .read_at(&mut self.buf, vlf.offset + u64::from(offset))?;
+            let n = self.wal.file.read_at(&mut self.buf, vlf.offset + u64::from(offset))?;
             self.buf.truncate(n);
             self.buf_start = offset;
             if n < len {
@@ -753,10 +650,7 @@ impl<'a> WalReader<'a> {
             let lsn = make_lsn(vlf.seq, self.offset);
             self.offset += FRAME_HEADER + len;
             return Some(LogRecord::decode(&payload).map(|r| (lsn, r)).map_err(|e| {
-                self.wal.corrupt(format!(
-                    "log record at LSN {} cannot be decoded: {e}",
-                    crate::format_lsn(lsn)
-                ))
+                self.wal.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn)))
             }));
         }
     }

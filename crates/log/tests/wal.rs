@@ -5,11 +5,7 @@ use tessera_log::recovery::{recover, ActiveTxn, Checkpoint, RecoveryHandler};
 use tessera_log::{LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader};
 
 fn small() -> LogConfig {
-    LogConfig {
-        initial_size: 256 << 10,
-        max_size: 64 << 20,
-        write_buffer: 4096,
-    }
+    LogConfig { initial_size: 256 << 10, max_size: 64 << 20, write_buffer: 4096 }
 }
 
 fn rec(txn: u64, body: &[u8]) -> LogRecord {
@@ -38,10 +34,7 @@ fn append_flush_reopen_and_read_back() {
     }
     assert!(lsns.windows(2).all(|w| w[0] < w[1]), "LSNs increase");
     wal.flush(*lsns.last().unwrap()).unwrap();
-    assert!(
-        wal.stats().vlf_count > 4,
-        "log grew while nothing was truncated"
-    );
+    assert!(wal.stats().vlf_count > 4, "log grew while nothing was truncated");
     drop(wal);
     let (wal, master) = Wal::open(&path, "db", small()).unwrap();
     assert_eq!(master.begin_lsn, first);
@@ -72,23 +65,12 @@ fn truncation_lets_vlfs_be_reused_without_growth() {
         wal.flush(last).unwrap();
         wal.truncate_before(wal.end_lsn(), "NOTHING");
     }
-    assert_eq!(
-        wal.stats().file_size,
-        size0,
-        "log cycled through its VLFs instead of growing"
-    );
+    assert_eq!(wal.stats().file_size, size0, "log cycled through its VLFs instead of growing");
     let end = wal.end_lsn();
-    let master = Master {
-        checkpoint_lsn: 0,
-        begin_lsn: end,
-    };
+    let master = Master { checkpoint_lsn: 0, begin_lsn: end };
     let marker = wal.append(&rec(77, b"marker")).unwrap();
     wal.flush(marker).unwrap();
-    wal.write_master(Master {
-        checkpoint_lsn: 0,
-        ..master
-    })
-    .unwrap();
+    wal.write_master(Master { checkpoint_lsn: 0, ..master }).unwrap();
     drop(wal);
     let (wal, m) = Wal::open(&path, "db", small()).unwrap();
     assert_eq!(m.begin_lsn, end);
@@ -100,22 +82,12 @@ fn truncation_lets_vlfs_be_reused_without_growth() {
 #[test]
 fn log_full_when_it_cannot_grow() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = LogConfig {
-        initial_size: 256 << 10,
-        max_size: 300 << 10,
-        write_buffer: 4096,
-    };
+    let cfg = LogConfig { initial_size: 256 << 10, max_size: 300 << 10, write_buffer: 4096 };
     let wal = Wal::create(&dir.path().join("x.ldf"), "full_db", cfg).unwrap();
     wal.truncate_before(wal.end_lsn(), "ACTIVE_TRANSACTION");
-    let err = (0..10_000)
-        .map(|_| wal.append(&rec(1, &[0; 200])))
-        .find_map(|r| r.err())
-        .expect("log fills");
+    let err = (0..10_000).map(|_| wal.append(&rec(1, &[0; 200]))).find_map(|r| r.err()).expect("log fills");
     assert_eq!(err.number(), 9002);
-    assert!(
-        err.to_string().contains("full_db") && err.to_string().contains("ACTIVE_TRANSACTION"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("full_db") && err.to_string().contains("ACTIVE_TRANSACTION"), "{err}");
 }
 
 #[test]
@@ -137,11 +109,7 @@ fn torn_tail_ends_the_log_cleanly() {
     std::fs::write(&path, &bytes).unwrap();
     let (wal, _) = Wal::open(&path, "db", small()).unwrap();
     assert_eq!(read_all(&wal, start).len(), 60);
-    assert_eq!(
-        wal.end_lsn(),
-        lsns[60],
-        "appending resumes over the damaged record"
-    );
+    assert_eq!(wal.end_lsn(), lsns[60], "appending resumes over the damaged record");
 }
 
 #[test]
@@ -162,11 +130,7 @@ fn group_commit_shares_flushes() {
         .collect();
     threads.into_iter().for_each(|t| t.join().unwrap());
     let stats = wal.stats();
-    assert!(
-        stats.flushes <= 800,
-        "{} flushes for 800 commits",
-        stats.flushes
-    );
+    assert!(stats.flushes <= 800, "{} flushes for 800 commits", stats.flushes);
 }
 
 /// A toy "database": one page per key holding (value, page_lsn). Update bodies are
@@ -219,50 +183,22 @@ fn recovery_redoes_winners_and_undoes_losers() {
     let wal = Wal::create(&path, "r", small()).unwrap();
     // txn 1 commits key 1 := 10; txn 2 sets key 2 := 20 then key 1 := 11 and never commits;
     // a checkpoint in the middle lists txn 2 as active.
-    let a = wal
-        .append(&LogRecord::new(RecordKind::Update, 1, 0, upd(1, 10, 0)))
-        .unwrap();
-    let c = wal
-        .append(&LogRecord::new(RecordKind::Commit, 1, a, vec![]))
-        .unwrap();
-    let b1 = wal
-        .append(&LogRecord::new(RecordKind::Update, 2, 0, upd(2, 20, 0)))
-        .unwrap();
-    let ck = Checkpoint {
-        redo_lsn: a,
-        next_txn: 3,
-        active: vec![ActiveTxn {
-            txn: 2,
-            first_lsn: b1,
-            last_lsn: b1,
-        }],
-    };
-    let ck_lsn = wal
-        .append(&LogRecord::new(RecordKind::Checkpoint, 0, 0, ck.encode()))
-        .unwrap();
-    let b2 = wal
-        .append(&LogRecord::new(RecordKind::Update, 2, b1, upd(1, 11, 10)))
-        .unwrap();
+    let a = wal.append(&LogRecord::new(RecordKind::Update, 1, 0, upd(1, 10, 0))).unwrap();
+    let c = wal.append(&LogRecord::new(RecordKind::Commit, 1, a, vec![])).unwrap();
+    let b1 = wal.append(&LogRecord::new(RecordKind::Update, 2, 0, upd(2, 20, 0))).unwrap();
+    let ck = Checkpoint { redo_lsn: a, next_txn: 3, active: vec![ActiveTxn { txn: 2, first_lsn: b1, last_lsn: b1 }] };
+    let ck_lsn = wal.append(&LogRecord::new(RecordKind::Checkpoint, 0, 0, ck.encode())).unwrap();
+    let b2 = wal.append(&LogRecord::new(RecordKind::Update, 2, b1, upd(1, 11, 10))).unwrap();
     wal.flush(b2).unwrap();
-    wal.write_master(Master {
-        checkpoint_lsn: ck_lsn,
-        begin_lsn: a,
-    })
-    .unwrap();
+    wal.write_master(Master { checkpoint_lsn: ck_lsn, begin_lsn: a }).unwrap();
     assert!(c < ck_lsn);
     drop(wal);
 
     for round in 0..2 {
         let (wal, master) = Wal::open(&path, "r", small()).unwrap();
-        let mut h = ToyWithLog {
-            toy: Toy::default(),
-            wal: &wal,
-        };
+        let mut h = ToyWithLog { toy: Toy::default(), wal: &wal };
         let out = recover(&wal, master, &mut h).unwrap();
-        assert_eq!(
-            h.toy.pages[&1].0, 10,
-            "round {round}: committed value survives, loser's undone"
-        );
+        assert_eq!(h.toy.pages[&1].0, 10, "round {round}: committed value survives, loser's undone");
         assert_eq!(h.toy.pages[&2].0, 0);
         assert_eq!(out.next_txn, 3);
         if round == 0 {

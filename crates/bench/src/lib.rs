@@ -1,1 +1,23 @@
+//! tessera's workload benchmarks: each runs tessera and its peers in the same process and run,
+//! and reports figures, ratios and goals by the project's one convention ([`report`]).
+//!
+//! - [`report`]: the result model and its outputs (table, JSON, chart).
+//! - [`machine`]: the machine a run happened on, with its measured fdatasync latency.
+//! - [`workload`]: the engine workloads' parameters, data and figures.
+//! - [`peers`]: SQLite and LMDB running those workloads.
+//! - [`tessera_side`]: tessera running them.
+//! - [`engine`]: `tessera bench engine`, the storage-engine benchmark.
 
+mod chart;
+pub mod engine;
+pub mod error;
+pub mod machine;
+pub mod peers;
+pub mod report;
+pub mod tessera_side;
+pub mod workload;
+
+pub use error::{BenchError, Result};
+pub use machine::Machine;
+pub use report::{Report, ResultRow};
+pub use workload::{EngineParams, Figures};

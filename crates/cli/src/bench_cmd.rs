@@ -1,0 +1,115 @@
+//! `tessera bench <name>`: the workload benchmarks. Every benchmark takes the same flags
+//! ([`CommonArgs`]) and ends the same way: a table or one JSON object on stdout, optionally a
+//! chart, progress on stderr, and a non-zero exit when something could not be measured.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use tessera_bench::{engine, EngineParams, Report};
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub bench: Bench,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Bench {
+    /// Storage engine against SQLite and LMDB: point lookups, bulk insert, durable commits,
+    /// buffer pool release.
+    Engine(CommonArgs),
+}
+
+/// The flags every benchmark accepts.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// A scaled-down run that finishes in about a minute on 2 cores (a smoke check).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON object on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw the chart into FILE (.png or .svg).
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    /// Directory for the benchmark's files (a fresh subdirectory is made in it and removed
+    /// afterwards) [default: the current directory, or $TMPDIR if that is not writable].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+pub fn run(args: BenchArgs) -> ExitCode {
+    match args.bench {
+        Bench::Engine(common) => {
+            let params = if common.quick { EngineParams::quick() } else { EngineParams::full() };
+            finish(&common, |dir| engine::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+    }
+}
+
+fn progress(line: &str) {
+    eprintln!("[bench] {line}");
+}
+
+/// Makes the work directory, runs `bench` in it, removes it, and writes the outputs.
+fn finish(common: &CommonArgs, bench: impl FnOnce(&Path) -> tessera_bench::Result<(Report, Vec<String>)>) -> ExitCode {
+    let work = match work_dir(common.dir.as_deref()) {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("tessera bench: cannot make a work directory: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    progress(&format!("working in {}", work.path().display()));
+    let outcome = bench(work.path());
+    if let Err(e) = work.close() {
+        eprintln!("tessera bench: could not remove the work directory: {e}");
+    }
+    let (report, failures) = match outcome {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!("tessera bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if common.json {
+        println!("{}", report.to_json());
+    } else {
+        report.print_table();
+    }
+    let mut ok = failures.is_empty();
+    if let Some(chart) = &common.chart {
+        match report.write_chart(chart) {
+            Ok(()) => progress(&format!("chart written to {}", chart.display())),
+            Err(e) => {
+                eprintln!("tessera bench: {e}");
+                ok = false;
+            }
+        }
+    }
+    if !failures.is_empty() {
+        eprintln!("tessera bench: {} part(s) not measured:", failures.len());
+        for failure in &failures {
+            eprintln!("  {failure}");
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A fresh directory for the benchmark's files: in `dir` if given, else in the current
+/// directory, else in the system's temporary directory ($TMPDIR).
+fn work_dir(dir: Option<&Path>) -> std::io::Result<tempfile::TempDir> {
+    let make = |parent: &Path| {
+        std::fs::create_dir_all(parent)?;
+        tempfile::Builder::new().prefix("tessera-bench-").tempdir_in(parent)
+    };
+    match dir {
+        Some(dir) => make(dir),
+        None => std::env::current_dir().and_then(|cwd| make(&cwd)).or_else(|_| make(&std::env::temp_dir())),
+    }
+}

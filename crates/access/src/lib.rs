@@ -1,1 +1,16 @@
+//! The access layer: B+tree indexes over the buffer pool, row and key formats, space
+//! allocation, locks and transactions. See `README.md` beside this crate.
 
+pub mod btree;
+pub mod key;
+pub mod lock;
+pub mod mtr;
+pub mod ops;
+pub mod row;
+pub mod slotted;
+pub mod space;
+pub mod txn;
+
+pub use btree::Direction;
+pub use space::Space;
+pub use txn::{Durability, Scan, Txn};

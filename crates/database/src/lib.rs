@@ -1,1 +1,34 @@
+//! Databases and the engine that hosts thousands of them in one process. This is the
+//! embedded API the SQL layer (and any Rust program) uses. See `README.md` beside this
+//! crate.
+//!
+//! ```no_run
+//! use tessera_database::{Engine, EngineConfig, DatabaseOptions};
+//!
+//! # fn main() -> tessera_io::Result<()> {
+//! let engine = Engine::open(EngineConfig::new("/var/lib/tessera"))?;
+//! engine.create_database("shop", DatabaseOptions::default())?;
+//! let db = engine.database("shop")?;            // opened on first use
+//! let orders = db.create_table("orders")?;      // a clustered B+tree
+//! let mut tx = db.begin();
+//! tx.insert(orders, b"order-1", b"2 apples")?;
+//! tx.commit()?;                                 // durable when it returns
+//! let tx = db.begin();
+//! assert_eq!(tx.get(orders, b"order-1")?.as_deref(), Some(&b"2 apples"[..]));
+//! tx.commit()?;
+//! # Ok(()) }
+//! ```
 
+mod database;
+mod engine;
+mod registry;
+mod transaction;
+
+pub use database::{Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
+pub use engine::{Engine, EngineConfig, EngineStats};
+pub use tessera_access::btree::TreeStats;
+pub use tessera_access::Direction;
+pub use tessera_buffer::PoolStats;
+pub use tessera_io::{Error, Result};
+pub use tessera_log::recovery::RecoveryOutcome;
+pub use transaction::Transaction;

@@ -1,8 +1,8 @@
 //! Crash recovery in three passes, after ARIES:
 //!
-//! 1. **Analysis** reads from the last checkpoint record to the end of the log and
-//!    rebuilds the table of transactions that were active at the crash ("losers"),
-//!    seeded with the checkpoint's own table.
+//! 1. **Analysis** reads from the oldest LSN the last checkpoint still needs (its redo
+//!    LSN or the first record of the oldest transaction then active) to the end of the
+//!    log and rebuilds the table of transactions active at the crash ("losers").
 //! 2. **Redo** replays every page change (Update, Compensation and System records)
 //!    from the checkpoint's redo LSN. The handler skips a change whose page already
 //!    carries an LSN at or past the record's ("repeating history").
@@ -108,10 +108,10 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
         }
         let ckpt = Checkpoint::decode(&rec.body)?;
         next_txn = ckpt.next_txn;
-        for a in &ckpt.active {
-            txns.insert(a.txn, TxnEntry { last_lsn: a.last_lsn, finished: false });
-        }
-        (master.checkpoint_lsn, ckpt.redo_lsn)
+        // Analysis starts at the oldest LSN still needed (the first record of the
+        // oldest transaction active at the checkpoint, or the redo LSN), so it sees
+        // every record of every transaction that may have to be undone.
+        (master.begin_lsn.min(ckpt.redo_lsn), ckpt.redo_lsn)
     } else {
         (master.begin_lsn, master.begin_lsn)
     };

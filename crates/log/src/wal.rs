@@ -396,6 +396,41 @@ impl Wal {
         Ok(())
     }
 
+    /// Makes sure at least `bytes` of log space can be appended without growing the
+    /// file, growing it now if needed. Callers check before they change any page, so a
+    /// full log or disk is reported (error 9002) while nothing has been modified yet.
+    pub fn ensure_room(&self, bytes: u64) -> Result<()> {
+        self.check_failed()?;
+        let mut st = self.state.lock();
+        let trunc_seq = lsn_seq(st.truncation_lsn);
+        let cur = st.cur;
+        let free: u64 = (st.vlfs[cur].size - u64::from(st.next_off))
+            + st.vlfs
+                .iter()
+                .enumerate()
+                .filter(|&(i, v)| i != cur && v.seq < trunc_seq)
+                .map(|(_, v)| v.size - u64::from(VLF_HEADER))
+                .sum::<u64>();
+        if free >= bytes {
+            return Ok(());
+        }
+        let size = (st.file_len / 4).clamp(1 << 20, 256 << 20).max((bytes - free).next_multiple_of(4096) + 4096);
+        let full = || Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() };
+        if size > MAX_VLF_SIZE || st.file_len + size > self.config.max_size {
+            return Err(full());
+        }
+        let offset = st.file_len;
+        match self.file.allocate(offset + size) {
+            Ok(()) => {}
+            Err(e) if e.is_disk_full() => return Err(full()),
+            Err(e) => return Err(e),
+        }
+        self.file.write_all_at(&vlf_header(0, size), offset)?;
+        st.file_len = offset + size;
+        st.vlfs.push(Vlf { offset, size, seq: 0 });
+        Ok(())
+    }
+
     /// Makes every record starting at or below `lsn` durable. Concurrent callers share
     /// one write and one fdatasync (group commit).
     pub fn flush(&self, lsn: Lsn) -> Result<()> {

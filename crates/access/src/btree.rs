@@ -1,0 +1,713 @@
+//! B+trees over byte-string keys compared with memcmp (see `key.rs` for the
+//! order-preserving encoding of typed keys).
+//!
+//! Leaf record: `flags u8 | key_len u16 | key | value`; flag bit 0 marks a ghost (a row
+//! deleted by a transaction that may still roll back). Internal record:
+//! `key_len u16 | key | child u32`; the page's `aux` header field is the leftmost child,
+//! and the child of record i holds keys >= key i. Leaves are doubly linked.
+//!
+//! A tree is named by its root page, which never moves: a root split moves the root's
+//! records into two new children, and when the root is left with one child, that
+//! child's records move back up.
+//!
+//! Concurrency: callers hold the tree's latch (`Space::tree_latch`) shared to read and
+//! exclusive to change, for the duration of one operation, never across a transaction.
+//! Page latches inside are taken root-to-leaf and, for sibling links, left-to-right.
+//!
+//! Splits and merges are structure modifications logged as one System record each
+//! (never undone); the row change that needed them is logged after, on its own.
+
+use std::ops::Bound;
+
+use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
+use tessera_buffer::PageReadGuard;
+use tessera_io::{Error, Result};
+use tessera_log::Lsn;
+
+use crate::mtr::{LogCtx, Mtr};
+use crate::ops::PageOp;
+use crate::slotted::{self, SLOT_SIZE};
+use crate::space::Space;
+
+pub const MAX_KEY: usize = 900;
+pub const GHOST: u8 = 1;
+/// Capacity of a page for records and their slots.
+const CAPACITY: usize = PAGE_SIZE - HEADER_SIZE;
+/// Largest leaf record (flags + key length + key + value).
+pub const MAX_LEAF_RECORD: usize = slotted::MAX_RECORD;
+/// A leaf emptier than this is merged with a sibling when they fit in one page.
+const MERGE_BELOW: usize = CAPACITY / 4;
+
+pub fn leaf_record(flags: u8, key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut r = Vec::with_capacity(3 + key.len() + value.len());
+    r.push(flags);
+    r.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    r.extend_from_slice(key);
+    r.extend_from_slice(value);
+    r
+}
+
+pub fn leaf_key(rec: &[u8]) -> &[u8] {
+    let n = u16::from_le_bytes([rec[1], rec[2]]) as usize;
+    &rec[3..3 + n]
+}
+
+pub fn leaf_value(rec: &[u8]) -> &[u8] {
+    let n = u16::from_le_bytes([rec[1], rec[2]]) as usize;
+    &rec[3 + n..]
+}
+
+pub fn is_ghost(rec: &[u8]) -> bool {
+    rec[0] & GHOST != 0
+}
+
+fn internal_record(key: &[u8], child: PageNo) -> Vec<u8> {
+    let mut r = Vec::with_capacity(6 + key.len());
+    r.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    r.extend_from_slice(key);
+    r.extend_from_slice(&child.to_le_bytes());
+    r
+}
+
+pub fn internal_key(rec: &[u8]) -> &[u8] {
+    let n = u16::from_le_bytes([rec[0], rec[1]]) as usize;
+    &rec[2..2 + n]
+}
+
+pub fn internal_child(rec: &[u8]) -> PageNo {
+    u32::from_le_bytes(rec[rec.len() - 4..].try_into().unwrap())
+}
+
+pub fn is_leaf(p: &[u8]) -> bool {
+    page::page_type(p) == Some(PageType::BTreeLeaf)
+}
+
+/// Child to follow for `key` and its position: -1 for the leftmost (aux) child.
+fn route(p: &[u8], key: &[u8]) -> (PageNo, isize) {
+    match slotted::search(p, key, internal_key) {
+        Ok(i) => (internal_child(slotted::record(p, i)), i as isize),
+        Err(0) => (page::aux(p), -1),
+        Err(i) => (internal_child(slotted::record(p, i - 1)), i as isize - 1),
+    }
+}
+
+fn child_at(p: &[u8], pos: isize) -> PageNo {
+    if pos < 0 {
+        page::aux(p)
+    } else {
+        internal_child(slotted::record(p, pos as usize))
+    }
+}
+
+fn read(space: &Space, no: PageNo) -> Result<PageReadGuard> {
+    Ok(space.pool.fetch(space.file, no)?.into_read())
+}
+
+fn damaged(space: &Space, no: PageNo, what: &str) -> Error {
+    Error::Corrupt {
+        database: space.name.clone(),
+        path: tessera_buffer::PageStore::path(&*space.store).to_path_buf(),
+        page: no,
+        detail: format!("B-tree page is inconsistent: {what}"),
+    }
+}
+
+/// Creates an empty tree inside `mtr` and returns its root page.
+pub fn create(space: &Space, mtr: &mut Mtr) -> Result<PageNo> {
+    let root = space.alloc_page(mtr)?;
+    let i = mtr.latch_new(root)?;
+    mtr.apply(i, PageOp::Format { object: root, ty: PageType::BTreeLeaf, level: 0, prev: 0, next: 0, aux: 0 });
+    Ok(root)
+}
+
+/// Pages from the root to the leaf that holds (or would hold) `key`.
+fn descend(space: &Space, root: PageNo, key: &[u8]) -> Result<Vec<PageNo>> {
+    let mut path = vec![root];
+    let mut no = root;
+    loop {
+        let g = read(space, no)?;
+        match page::page_type(&g) {
+            Some(PageType::BTreeLeaf) => return Ok(path),
+            Some(PageType::BTreeInternal) => {
+                no = route(&g, key).0;
+                if path.len() > 32 || no == 0 {
+                    return Err(damaged(space, path[path.len() - 1], "bad child pointer"));
+                }
+                path.push(no);
+            }
+            _ => return Err(damaged(space, no, "not a B-tree page")),
+        }
+    }
+}
+
+/// Calls `f` with the leaf record stored under `key` (ghosts included).
+pub fn lookup_with<R>(space: &Space, root: PageNo, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
+    let mut g = read(space, root)?;
+    let mut depth = 0;
+    while !is_leaf(&g) {
+        if page::page_type(&g) != Some(PageType::BTreeInternal) || depth > 32 {
+            return Err(damaged(space, root, "not a B-tree page"));
+        }
+        let child = route(&g, key).0;
+        g = read(space, child)?;
+        depth += 1;
+    }
+    Ok(match slotted::search(&g, key, leaf_key) {
+        Ok(i) => Some(f(slotted::record(&g, i))),
+        Err(_) => None,
+    })
+}
+
+/// Where a record is going, for choosing a split point.
+#[derive(Clone, Copy)]
+enum Target {
+    Insert { idx: usize, len: usize },
+    Replace { slot: usize, len: usize },
+}
+
+/// Stores `rec` under `key` (inserting or replacing), splitting pages as needed, and
+/// logs the row change with `ctx`. Returns the row change's LSN.
+pub fn put(space: &Space, root: PageNo, key: &[u8], rec: &[u8], ctx: LogCtx) -> Result<Lsn> {
+    debug_assert_eq!(leaf_key(rec), key);
+    if rec.len() > MAX_LEAF_RECORD {
+        return Err(Error::RowTooLarge { size: rec.len(), max: MAX_LEAF_RECORD });
+    }
+    if key.len() > MAX_KEY {
+        return Err(Error::KeyTooLarge { size: key.len(), max: MAX_KEY });
+    }
+    let mut splits = 0;
+    loop {
+        let path = descend(space, root, key)?;
+        let leaf = *path.last().unwrap();
+        let mut mtr = if ctx.kind == tessera_log::RecordKind::Compensation {
+            Mtr::without_reserve(space)
+        } else {
+            Mtr::new(space)?
+        };
+        let li = mtr.latch(leaf)?;
+        let p = mtr.page(li);
+        let target = match slotted::search(p, key, leaf_key) {
+            Ok(slot) => {
+                let old = slotted::record(p, slot).len();
+                if slotted::free_space(p) + old >= rec.len() {
+                    mtr.apply(li, PageOp::Replace { slot: slot as u16, rec: rec.to_vec() });
+                    return mtr.commit(ctx);
+                }
+                Target::Replace { slot, len: rec.len() }
+            }
+            Err(idx) => {
+                if slotted::fits(p, rec.len()) {
+                    mtr.apply(li, PageOp::Insert { slot: idx as u16, rec: rec.to_vec() });
+                    return mtr.commit(ctx);
+                }
+                Target::Insert { idx, len: rec.len() }
+            }
+        };
+        drop(mtr);
+        splits += 1;
+        assert!(splits <= 4, "a record that fits a page needs at most three splits");
+        split_leaf(space, root, &path, key, target)?;
+    }
+}
+
+/// Chooses how many records stay in the left page so that the target record fits.
+fn choose_split(sizes: &[usize], target: Target, rightmost: bool) -> usize {
+    let n = sizes.len();
+    let total: usize = sizes.iter().sum();
+    let fits = |k: usize| -> bool {
+        let left: usize = sizes[..k].iter().sum();
+        let right = total - left;
+        match target {
+            Target::Insert { idx, len } => {
+                let to_left = idx < k || (idx == k && k < n);
+                if to_left {
+                    left + len + SLOT_SIZE <= CAPACITY && right <= CAPACITY
+                } else {
+                    left <= CAPACITY && right + len + SLOT_SIZE <= CAPACITY
+                }
+            }
+            Target::Replace { slot, len } => {
+                let old = sizes[slot];
+                if k == 0 || k == n {
+                    return false;
+                }
+                if slot < k {
+                    left - old + len + SLOT_SIZE <= CAPACITY
+                } else {
+                    right - old + len + SLOT_SIZE <= CAPACITY
+                }
+            }
+        }
+    };
+    if let Target::Insert { idx, .. } = target {
+        if idx == n && rightmost {
+            return n; // ever-increasing keys: start a fresh page, keep this one full
+        }
+    }
+    let mut best: Option<(usize, usize)> = None;
+    let mut left = 0usize;
+    for (k, size) in sizes.iter().chain(std::iter::once(&0)).enumerate() {
+        if fits(k) {
+            let imbalance = left.abs_diff(total - left);
+            if best.is_none_or(|(_, b)| imbalance < b) {
+                best = Some((k, imbalance));
+            }
+        }
+        left += size;
+    }
+    match (best, target) {
+        (Some((k, _)), _) => k,
+        // No single split makes room: split at the target and try again.
+        (None, Target::Insert { idx, .. }) => idx,
+        (None, Target::Replace { slot, .. }) => {
+            if slot == 0 {
+                1
+            } else {
+                slot
+            }
+        }
+    }
+}
+
+fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: Target) -> Result<()> {
+    let leaf = *path.last().unwrap();
+    let mut mtr = Mtr::new(space)?;
+    let li = mtr.latch(leaf)?;
+    let p = mtr.page(li);
+    let n = slotted::count(p);
+    let sizes: Vec<usize> = (0..n).map(|i| slotted::record(p, i).len() + SLOT_SIZE).collect();
+    let k = choose_split(&sizes, target, page::next(p) == 0);
+    let records: Vec<Vec<u8>> = (0..n).map(|i| slotted::record(p, i).to_vec()).collect();
+    let sep = if k < n { leaf_key(&records[k]).to_vec() } else { key.to_vec() };
+    let (old_prev, old_next) = (page::prev(p), page::next(p));
+
+    if path.len() == 1 {
+        // Root leaf: its records move into two new leaves; the root becomes internal.
+        let l = space.alloc_page(&mut mtr)?;
+        let r = space.alloc_page(&mut mtr)?;
+        let lf = leaf_format(root, 0, r);
+        fill(&mut mtr, l, lf, &records[..k])?;
+        fill(&mut mtr, r, leaf_format(root, l, 0), &records[k..])?;
+        let ri = mtr.latch(root)?;
+        mtr.apply(ri, PageOp::Format { object: root, ty: PageType::BTreeInternal, level: 1, prev: 0, next: 0, aux: l });
+        mtr.apply(ri, PageOp::Insert { slot: 0, rec: internal_record(&sep, r) });
+    } else {
+        let q = space.alloc_page(&mut mtr)?;
+        fill(&mut mtr, q, leaf_format(root, leaf, old_next), &records[k..])?;
+        mtr.apply(li, PageOp::Truncate { keep: k as u16 });
+        mtr.apply(li, PageOp::SetLinks { prev: old_prev, next: q });
+        if old_next != 0 {
+            let ni = mtr.latch(old_next)?;
+            let nn = page::next(mtr.page(ni));
+            mtr.apply(ni, PageOp::SetLinks { prev: q, next: nn });
+        }
+        insert_into_parent(space, root, &mut mtr, &path[..path.len() - 1], &sep, q)?;
+    }
+    mtr.commit_system()?;
+    Ok(())
+}
+
+fn leaf_format(root: PageNo, prev: PageNo, next: PageNo) -> PageOp {
+    PageOp::Format { object: root, ty: PageType::BTreeLeaf, level: 0, prev, next, aux: 0 }
+}
+
+/// Formats page `no` (already allocated) and fills it with `records` in order.
+fn fill(mtr: &mut Mtr, no: PageNo, format: PageOp, records: &[Vec<u8>]) -> Result<()> {
+    let i = mtr.latch_new(no)?;
+    mtr.apply(i, format);
+    for (slot, r) in records.iter().enumerate() {
+        mtr.apply(i, PageOp::Insert { slot: slot as u16, rec: r.clone() });
+    }
+    Ok(())
+}
+
+/// Inserts the separator `(sep, child)` into the last page of `ancestors`, splitting
+/// internal pages upwards as needed, all inside `mtr`.
+fn insert_into_parent(
+    space: &Space,
+    root: PageNo,
+    mtr: &mut Mtr,
+    ancestors: &[PageNo],
+    sep: &[u8],
+    child: PageNo,
+) -> Result<()> {
+    let parent = *ancestors.last().unwrap();
+    let pi = mtr.latch(parent)?;
+    let p = mtr.page(pi);
+    let rec = internal_record(sep, child);
+    let idx = match slotted::search(p, sep, internal_key) {
+        Ok(i) => i + 1,
+        Err(i) => i,
+    };
+    if slotted::fits(p, rec.len()) {
+        mtr.apply(pi, PageOp::Insert { slot: idx as u16, rec });
+        return Ok(());
+    }
+    let level = page::level(p);
+    let aux = page::aux(p);
+    let mut entries: Vec<Vec<u8>> = (0..slotted::count(p)).map(|i| slotted::record(p, i).to_vec()).collect();
+    entries.insert(idx, rec);
+    // Balance by bytes; the middle entry moves up.
+    let total: usize = entries.iter().map(|e| e.len() + SLOT_SIZE).sum();
+    let mut acc = 0;
+    let mut m = 1;
+    for (i, e) in entries.iter().enumerate() {
+        acc += e.len() + SLOT_SIZE;
+        if acc * 2 >= total {
+            m = i.clamp(1, entries.len() - 2);
+            break;
+        }
+    }
+    let mid_key = internal_key(&entries[m]).to_vec();
+    let mid_child = internal_child(&entries[m]);
+    let internal = |aux: PageNo, level: u8| PageOp::Format {
+        object: root,
+        ty: PageType::BTreeInternal,
+        level,
+        prev: 0,
+        next: 0,
+        aux,
+    };
+    if ancestors.len() == 1 {
+        let l = space.alloc_page(mtr)?;
+        let r = space.alloc_page(mtr)?;
+        fill(mtr, l, internal(aux, level), &entries[..m])?;
+        fill(mtr, r, internal(mid_child, level), &entries[m + 1..])?;
+        let pi = mtr.latch(parent)?;
+        mtr.apply(pi, internal(l, level + 1));
+        mtr.apply(pi, PageOp::Insert { slot: 0, rec: internal_record(&mid_key, r) });
+    } else {
+        let q = space.alloc_page(mtr)?;
+        fill(mtr, q, internal(mid_child, level), &entries[m + 1..])?;
+        fill(mtr, parent, internal(aux, level), &entries[..m])?;
+        insert_into_parent(space, root, mtr, &ancestors[..ancestors.len() - 1], &mid_key, q)?;
+    }
+    Ok(())
+}
+
+/// Removes the record under `key` (which must exist) and logs it with `ctx`; then
+/// merges an underfull leaf with a sibling. Returns the row change's LSN.
+pub fn remove(space: &Space, root: PageNo, key: &[u8], ctx: LogCtx) -> Result<Lsn> {
+    let path = descend(space, root, key)?;
+    let leaf = *path.last().unwrap();
+    let mut mtr =
+        if ctx.kind == tessera_log::RecordKind::Compensation { Mtr::without_reserve(space) } else { Mtr::new(space)? };
+    let li = mtr.latch(leaf)?;
+    let slot = slotted::search(mtr.page(li), key, leaf_key)
+        .map_err(|_| damaged(space, leaf, "record to remove is missing"))?;
+    mtr.apply(li, PageOp::Remove { slot: slot as u16 });
+    let underfull = slotted::used_bytes(mtr.page(li)) < MERGE_BELOW;
+    let lsn = mtr.commit(ctx)?;
+    if underfull && path.len() > 1 {
+        merge(space, root, &path)?;
+    }
+    Ok(lsn)
+}
+
+/// Merges the leaf at the end of `path` with a sibling under the same parent when both
+/// fit in one page; collapses the root when it is left with a single child.
+fn merge(space: &Space, root: PageNo, path: &[PageNo]) -> Result<()> {
+    let leaf = *path.last().unwrap();
+    let parent = path[path.len() - 2];
+    let mut mtr = Mtr::without_reserve(space);
+    let pi = mtr.latch(parent)?;
+    let pp = mtr.page(pi);
+    let n = slotted::count(pp);
+    let pos = (-1..n as isize).find(|&i| child_at(pp, i) == leaf);
+    let Some(pos) = pos else { return Err(damaged(space, parent, "child missing from parent")) };
+    // Merge the right one of the pair into the left one.
+    let (left_pos, right_pos) = if pos + 1 < n as isize {
+        (pos, pos + 1)
+    } else if pos >= 0 {
+        (pos - 1, pos)
+    } else {
+        return Ok(());
+    };
+    let (left, right) = (child_at(pp, left_pos), child_at(pp, right_pos));
+    let lg = mtr.latch(left)?;
+    let rg = mtr.latch(right)?;
+    let (lp, rp) = (mtr.page(lg), mtr.page(rg));
+    if !is_leaf(lp) || !is_leaf(rp) || slotted::used_bytes(lp) + slotted::used_bytes(rp) > CAPACITY {
+        return Ok(());
+    }
+    let base = slotted::count(lp);
+    let moved: Vec<Vec<u8>> = slotted::records(rp).map(|r| r.to_vec()).collect();
+    let right_next = page::next(rp);
+    let left_prev = page::prev(lp);
+    for (j, r) in moved.into_iter().enumerate() {
+        mtr.apply(lg, PageOp::Insert { slot: (base + j) as u16, rec: r });
+    }
+    mtr.apply(lg, PageOp::SetLinks { prev: left_prev, next: right_next });
+    if right_next != 0 {
+        let ni = mtr.latch(right_next)?;
+        let nn = page::next(mtr.page(ni));
+        mtr.apply(ni, PageOp::SetLinks { prev: left, next: nn });
+    }
+    mtr.apply(pi, PageOp::Remove { slot: right_pos as u16 });
+    space.free_page(&mut mtr, right)?;
+    if slotted::count(mtr.page(pi)) == 0 && parent == root {
+        // The root has one child left: pull its records up.
+        let lp = mtr.page(lg);
+        let records: Vec<Vec<u8>> = slotted::records(lp).map(|r| r.to_vec()).collect();
+        let format = PageOp::Format {
+            object: root,
+            ty: page::page_type(lp).unwrap(),
+            level: page::level(lp),
+            prev: 0,
+            next: 0,
+            aux: page::aux(lp),
+        };
+        fill(&mut mtr, root, format, &records)?;
+        space.free_page(&mut mtr, left)?;
+    }
+    mtr.commit_system()?;
+    Ok(())
+}
+
+/// Direction of a scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Forward,
+    Backward,
+}
+
+fn within(key: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> (bool, bool) {
+    let above_lo = match lo {
+        Bound::Unbounded => true,
+        Bound::Included(b) => key >= b.as_slice(),
+        Bound::Excluded(b) => key > b.as_slice(),
+    };
+    let below_hi = match hi {
+        Bound::Unbounded => true,
+        Bound::Included(b) => key <= b.as_slice(),
+        Bound::Excluded(b) => key < b.as_slice(),
+    };
+    (above_lo, below_hi)
+}
+
+/// Reads up to `limit` leaf records (ghosts included) within `[lo, hi]` in `dir`
+/// order. Returns the records and whether the range may hold more after them.
+pub fn scan_batch(
+    space: &Space,
+    root: PageNo,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    dir: Direction,
+    limit: usize,
+) -> Result<(Vec<Vec<u8>>, bool)> {
+    // Descend to the leaf where the scan starts.
+    let start_key: Option<&[u8]> = match (dir, lo, hi) {
+        (Direction::Forward, Bound::Included(k) | Bound::Excluded(k), _) => Some(k),
+        (Direction::Backward, _, Bound::Included(k) | Bound::Excluded(k)) => Some(k),
+        _ => None,
+    };
+    let mut g = read(space, root)?;
+    let mut depth = 0;
+    while !is_leaf(&g) {
+        if depth > 32 {
+            return Err(damaged(space, root, "tree too deep"));
+        }
+        let child = match start_key {
+            Some(k) => route(&g, k).0,
+            None if dir == Direction::Forward => page::aux(&g),
+            None => {
+                let n = slotted::count(&g);
+                if n == 0 {
+                    page::aux(&g)
+                } else {
+                    internal_child(slotted::record(&g, n - 1))
+                }
+            }
+        };
+        g = read(space, child)?;
+        depth += 1;
+    }
+    let mut out = Vec::new();
+    let mut pos: isize = match (dir, start_key) {
+        (Direction::Forward, Some(k)) => match slotted::search(&g, k, leaf_key) {
+            Ok(i) | Err(i) => i as isize,
+        },
+        (Direction::Forward, None) => 0,
+        (Direction::Backward, Some(k)) => match slotted::search(&g, k, leaf_key) {
+            Ok(i) => i as isize,
+            Err(i) => i as isize - 1,
+        },
+        (Direction::Backward, None) => slotted::count(&g) as isize - 1,
+    };
+    let mut hops = 0usize;
+    loop {
+        let n = slotted::count(&g) as isize;
+        while pos >= 0 && pos < n {
+            let rec = slotted::record(&g, pos as usize);
+            let (above_lo, below_hi) = within(leaf_key(rec), lo, hi);
+            match dir {
+                Direction::Forward if !below_hi => return Ok((out, false)),
+                Direction::Backward if !above_lo => return Ok((out, false)),
+                _ => {}
+            }
+            if above_lo && below_hi {
+                if out.len() == limit {
+                    return Ok((out, true));
+                }
+                out.push(rec.to_vec());
+            }
+            pos += if dir == Direction::Forward { 1 } else { -1 };
+        }
+        let next = if dir == Direction::Forward { page::next(&g) } else { page::prev(&g) };
+        if next == 0 {
+            return Ok((out, false));
+        }
+        hops += 1;
+        if hops > 1_000_000_000 {
+            return Err(damaged(space, next, "sibling chain loops"));
+        }
+        g = read(space, next)?;
+        pos = if dir == Direction::Forward { 0 } else { slotted::count(&g) as isize - 1 };
+    }
+}
+
+/// Frees every page of a tree except the root, which becomes an empty leaf.
+pub fn truncate(space: &Space, root: PageNo) -> Result<()> {
+    let mut stack = vec![root];
+    let mut pages = Vec::new();
+    while let Some(no) = stack.pop() {
+        let g = read(space, no)?;
+        if !is_leaf(&g) {
+            stack.push(page::aux(&g));
+            for r in slotted::records(&g) {
+                stack.push(internal_child(r));
+            }
+        }
+        if no != root {
+            pages.push(no);
+        }
+    }
+    for chunk in pages.chunks(16) {
+        let mut mtr = Mtr::new(space)?;
+        for &no in chunk {
+            space.free_page(&mut mtr, no)?;
+        }
+        mtr.commit_system()?;
+    }
+    let mut mtr = Mtr::new(space)?;
+    let ri = mtr.latch(root)?;
+    mtr.apply(ri, leaf_format(root, 0, 0));
+    mtr.commit_system()?;
+    Ok(())
+}
+
+/// Frees every page of a tree, root included.
+pub fn drop_tree(space: &Space, root: PageNo) -> Result<()> {
+    truncate(space, root)?;
+    let mut mtr = Mtr::new(space)?;
+    space.free_page(&mut mtr, root)?;
+    mtr.commit_system()?;
+    Ok(())
+}
+
+/// Counts and statistics used by the checker and tests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TreeStats {
+    pub depth: usize,
+    pub leaf_pages: usize,
+    pub internal_pages: usize,
+    pub records: usize,
+    pub ghosts: usize,
+}
+
+/// A page the checker still has to visit: the key range its parent allows and the
+/// level it must have (None for the root).
+struct Visit {
+    page: PageNo,
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+    level: Option<u8>,
+}
+
+/// Structural check of one tree: page types and levels, record order, keys inside
+/// their parent's bounds, slotted-page consistency, leaf sibling links, equal depth.
+/// Returns statistics and the pages the tree uses.
+pub fn check(space: &Space, root: PageNo) -> Result<(TreeStats, Vec<PageNo>)> {
+    let mut stats = TreeStats::default();
+    let mut pages = Vec::new();
+    let mut leaves: Vec<(PageNo, PageNo, PageNo)> = Vec::new();
+    let mut stack: Vec<Visit> = vec![Visit { page: root, lo: None, hi: None, level: None }];
+    let mut leaf_depth: Option<usize> = None;
+    let mut depth_of = std::collections::HashMap::new();
+    depth_of.insert(root, 1usize);
+    while let Some(Visit { page: no, lo, hi, level: want_level }) = stack.pop() {
+        let depth = depth_of[&no];
+        pages.push(no);
+        let g = read(space, no)?;
+        let bad = |what: String| damaged(space, no, &what);
+        slotted::check(&g).map_err(bad)?;
+        if page::object_id(&g) != root {
+            return Err(bad(format!("page belongs to object {} not {root}", page::object_id(&g))));
+        }
+        let level = page::level(&g);
+        if let Some(w) = want_level {
+            if level != w {
+                return Err(bad(format!("level {level}, expected {w}")));
+            }
+        }
+        let leaf = is_leaf(&g);
+        let key_of: fn(&[u8]) -> &[u8] = if leaf { leaf_key } else { internal_key };
+        let n = slotted::count(&g);
+        for i in 0..n {
+            let k = key_of(slotted::record(&g, i));
+            if i > 0 && key_of(slotted::record(&g, i - 1)) >= k {
+                return Err(bad(format!("keys out of order at slot {i}")));
+            }
+            if lo.as_ref().is_some_and(|l| k < l.as_slice()) || hi.as_ref().is_some_and(|h| k >= h.as_slice()) {
+                return Err(bad(format!("key at slot {i} outside the parent's range")));
+            }
+        }
+        if leaf {
+            if level != 0 {
+                return Err(bad("leaf with non-zero level".into()));
+            }
+            stats.leaf_pages += 1;
+            stats.records += n;
+            stats.ghosts += slotted::records(&g).filter(|r| is_ghost(r)).count();
+            leaves.push((no, page::prev(&g), page::next(&g)));
+            match leaf_depth {
+                None => leaf_depth = Some(depth),
+                Some(d) if d != depth => return Err(bad("leaves at different depths".into())),
+                _ => {}
+            }
+        } else {
+            if page::page_type(&g) != Some(PageType::BTreeInternal) || level == 0 {
+                return Err(bad("not an internal page".into()));
+            }
+            stats.internal_pages += 1;
+            let children: Vec<Visit> = (-1..n as isize)
+                .map(|i| {
+                    let clo =
+                        if i < 0 { lo.clone() } else { Some(internal_key(slotted::record(&g, i as usize)).to_vec()) };
+                    let chi = if i + 1 < n as isize {
+                        Some(internal_key(slotted::record(&g, (i + 1) as usize)).to_vec())
+                    } else {
+                        hi.clone()
+                    };
+                    Visit { page: child_at(&g, i), lo: clo, hi: chi, level: Some(level - 1) }
+                })
+                .collect();
+            // Push right to left so leaves are visited left to right.
+            for child in children.into_iter().rev() {
+                if child.page == 0 || depth_of.insert(child.page, depth + 1).is_some() {
+                    return Err(bad(format!("child {} is null or referenced twice", child.page)));
+                }
+                stack.push(child);
+            }
+        }
+    }
+    stats.depth = leaf_depth.unwrap_or(1);
+    for (i, &(no, prev, next)) in leaves.iter().enumerate() {
+        let want_prev = if i == 0 { 0 } else { leaves[i - 1].0 };
+        let want_next = if i + 1 == leaves.len() { 0 } else { leaves[i + 1].0 };
+        if prev != want_prev || next != want_next {
+            return Err(damaged(space, no, &format!("sibling links {prev}/{next}, expected {want_prev}/{want_next}")));
+        }
+    }
+    Ok((stats, pages))
+}

@@ -1,0 +1,156 @@
+//! Mini-transactions: the unit of atomic page change.
+//!
+//! A [`Mtr`] write-latches every page it touches, applies page operations to them as it
+//! goes, and on commit appends ONE log record holding all the operations, stamps that
+//! record's LSN into every touched page, marks them dirty and releases the latches.
+//! Because the latches are held from before the first change until the LSN is stamped,
+//! a checkpoint (which flushes pages under their shared latch) never writes a change
+//! whose log record could land after the checkpoint's redo LSN, and a page split that
+//! touches several pages is redone all or nothing.
+//!
+//! Before the first change, [`Mtr::new`] checks that the log has room
+//! ([`crate::space::LOG_RESERVE`]); a full log or disk is reported before anything is
+//! modified.
+
+use tessera_buffer::page::{self, PageNo};
+use tessera_buffer::PageWriteGuard;
+use tessera_io::Result;
+use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
+
+use crate::ops::{self, PageOp, Undo};
+use crate::space::{Space, LOG_RESERVE};
+
+/// Bounds one mini-transaction (a split of a five-level tree touches about a dozen).
+const MAX_PAGES: usize = 64;
+
+pub struct Mtr<'a> {
+    space: &'a Space,
+    pages: Vec<(PageNo, PageWriteGuard)>,
+    ops: Vec<(PageNo, PageOp)>,
+}
+
+/// How a mini-transaction's record is logged.
+#[derive(Clone, Copy, Debug)]
+pub struct LogCtx<'u> {
+    pub kind: RecordKind,
+    pub txn: TxnId,
+    pub prev_lsn: Lsn,
+    pub undo_next: Lsn,
+    pub undo: Option<&'u Undo>,
+}
+
+impl LogCtx<'_> {
+    pub fn system() -> LogCtx<'static> {
+        LogCtx { kind: RecordKind::System, txn: 0, prev_lsn: 0, undo_next: 0, undo: None }
+    }
+}
+
+impl<'a> Mtr<'a> {
+    pub fn new(space: &'a Space) -> Result<Mtr<'a>> {
+        space.wal.ensure_room(LOG_RESERVE)?;
+        Ok(Mtr::without_reserve(space))
+    }
+
+    /// For rollback and recovery: compensation must proceed even when the log is
+    /// nearly full (the reserve exists for it).
+    pub fn without_reserve(space: &'a Space) -> Mtr<'a> {
+        Mtr { space, pages: Vec::new(), ops: Vec::new() }
+    }
+
+    fn find(&self, no: PageNo) -> Option<usize> {
+        self.pages.iter().position(|(n, _)| *n == no)
+    }
+
+    /// Write-latches page `no` (once per mini-transaction) and returns its handle index.
+    pub fn latch(&mut self, no: PageNo) -> Result<usize> {
+        if let Some(i) = self.find(no) {
+            return Ok(i);
+        }
+        assert!(self.pages.len() < MAX_PAGES, "mini-transaction touches too many pages");
+        let g = self.space.pool.fetch(self.space.file, no)?.into_write();
+        self.pages.push((no, g));
+        Ok(self.pages.len() - 1)
+    }
+
+    /// Write-latches a page that is being allocated (no disk read).
+    pub fn latch_new(&mut self, no: PageNo) -> Result<usize> {
+        if let Some(i) = self.find(no) {
+            return Ok(i);
+        }
+        assert!(self.pages.len() < MAX_PAGES, "mini-transaction touches too many pages");
+        let g = self.space.pool.fetch_new(self.space.file, no)?.into_write();
+        self.pages.push((no, g));
+        Ok(self.pages.len() - 1)
+    }
+
+    pub fn page(&self, i: usize) -> &[u8] {
+        &self.pages[i].1
+    }
+
+    pub fn page_no(&self, i: usize) -> PageNo {
+        self.pages[i].0
+    }
+
+    pub fn apply(&mut self, i: usize, op: PageOp) {
+        let (no, g) = &mut self.pages[i];
+        ops::apply(g, *no, &op);
+        self.ops.push((*no, op));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn commit_system(self) -> Result<Lsn> {
+        self.commit(LogCtx::system())
+    }
+
+    /// Logs the operations as one record and stamps its LSN into the touched pages.
+    /// Returns the LSN (0 if nothing was changed).
+    pub fn commit(mut self, ctx: LogCtx) -> Result<Lsn> {
+        if self.ops.is_empty() {
+            return Ok(0);
+        }
+        let mut body = Vec::new();
+        ops::encode(&self.ops, ctx.undo, &mut body);
+        let mut rec = LogRecord::new(ctx.kind, ctx.txn, ctx.prev_lsn, body);
+        rec.undo_next = ctx.undo_next;
+        let lsn = self.space.wal.append(&rec)?;
+        for (no, g) in self.pages.iter_mut() {
+            if self.ops.iter().any(|(n, _)| n == no) {
+                debug_assert!(page::lsn(g) < lsn, "page LSNs only grow");
+                page::set_lsn(g, lsn);
+                g.mark_dirty();
+            }
+        }
+        Ok(lsn)
+    }
+}
+
+/// Redo of one logged record: applies its operations to every page whose LSN is older
+/// than the record. Pages are decided once per record, since a record may hold several
+/// operations on one page.
+pub fn redo(space: &Space, lsn: Lsn, ops: &[(PageNo, PageOp)]) -> Result<()> {
+    let mut decided: Vec<(PageNo, Option<PageWriteGuard>)> = Vec::new();
+    for (no, op) in ops {
+        let at = match decided.iter().position(|(n, _)| n == no) {
+            Some(i) => i,
+            None => {
+                let g = space.pool.fetch(space.file, *no)?.into_write();
+                let apply = page::lsn(&g) < lsn;
+                decided.push((*no, apply.then_some(g)));
+                decided.len() - 1
+            }
+        };
+        if let Some(g) = decided[at].1.as_mut() {
+            ops::apply(g, *no, op);
+        }
+    }
+    for (_, g) in decided.iter_mut() {
+        if let Some(g) = g {
+            page::set_lsn(g, lsn);
+            g.mark_dirty();
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! Physiological page operations: the redo half of every log record.
+//!
+//! A change to the database is a list of `(page, PageOp)`. At run time a mini-
+//! transaction ([`crate::mtr::Mtr`]) applies each operation to its latched page and logs
+//! the list; during redo the same [`apply`] replays it on pages whose LSN is older than
+//! the record. One function serves both, so what is logged is exactly what was done.
+//!
+//! Record body layout (after the log envelope):
+//! ```text
+//! op_count u16 | (page_no u32, op)* | has_undo u8 | [undo]
+//! ```
+
+use tessera_buffer::page::{self, PageNo, PageType};
+use tessera_io::{Error, Result};
+
+use crate::slotted;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PageOp {
+    /// Re-initialises the page: no records, the given header fields.
+    Format {
+        object: u32,
+        ty: PageType,
+        level: u8,
+        prev: PageNo,
+        next: PageNo,
+        aux: u32,
+    },
+    Insert {
+        slot: u16,
+        rec: Vec<u8>,
+    },
+    Remove {
+        slot: u16,
+    },
+    Replace {
+        slot: u16,
+        rec: Vec<u8>,
+    },
+    /// Keeps the first `keep` records.
+    Truncate {
+        keep: u16,
+    },
+    SetLinks {
+        prev: PageNo,
+        next: PageNo,
+    },
+    SetAux {
+        aux: u32,
+    },
+    /// Sets or clears `count` bits starting at bit `first` of an allocation map.
+    SetBits {
+        first: u32,
+        count: u32,
+        value: bool,
+    },
+    /// Overwrites bytes after the header (file header fields).
+    Raw {
+        offset: u16,
+        bytes: Vec<u8>,
+    },
+}
+
+/// The logical inverse of a row change: put `old` back under `key` in the tree rooted at
+/// `tree`, or remove the key when `old` is `None`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Undo {
+    pub tree: PageNo,
+    pub key: Vec<u8>,
+    pub old: Option<Vec<u8>>,
+}
+
+/// First byte of the allocation bitmap inside an allocation-map page.
+pub const BITMAP_OFFSET: usize = page::HEADER_SIZE;
+
+/// Applies one operation to a page image. Operations are only ever built against the
+/// page state they will be applied to, so failure here is a bug (or a damaged log).
+pub fn apply(p: &mut [u8], page_no: PageNo, op: &PageOp) {
+    match op {
+        PageOp::Format { object, ty, level, prev, next, aux } => {
+            slotted::init(p, page_no, *object, *ty, *level);
+            page::set_prev(p, *prev);
+            page::set_next(p, *next);
+            page::set_aux(p, *aux);
+        }
+        PageOp::Insert { slot, rec } => {
+            let ok = slotted::insert(p, *slot as usize, rec);
+            assert!(ok, "logged insert does not fit page {page_no}");
+        }
+        PageOp::Remove { slot } => slotted::remove(p, *slot as usize),
+        PageOp::Replace { slot, rec } => {
+            let ok = slotted::replace(p, *slot as usize, rec);
+            assert!(ok, "logged replace does not fit page {page_no}");
+        }
+        PageOp::Truncate { keep } => slotted::truncate(p, *keep as usize),
+        PageOp::SetLinks { prev, next } => {
+            page::set_prev(p, *prev);
+            page::set_next(p, *next);
+        }
+        PageOp::SetAux { aux } => page::set_aux(p, *aux),
+        PageOp::SetBits { first, count, value } => {
+            for bit in *first..*first + *count {
+                let byte = BITMAP_OFFSET + (bit / 8) as usize;
+                let mask = 1u8 << (bit % 8);
+                if *value {
+                    p[byte] |= mask;
+                } else {
+                    p[byte] &= !mask;
+                }
+            }
+        }
+        PageOp::Raw { offset, bytes } => {
+            let at = *offset as usize;
+            assert!(at >= page::HEADER_SIZE && at + bytes.len() <= page::PAGE_SIZE, "raw op outside the page body");
+            p[at..at + bytes.len()].copy_from_slice(bytes);
+        }
+    }
+}
+
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u16).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) {
+    assert!(ops.len() <= u16::MAX as usize, "too many page operations in one record");
+    out.extend_from_slice(&(ops.len() as u16).to_le_bytes());
+    for (no, op) in ops {
+        out.extend_from_slice(&no.to_le_bytes());
+        match op {
+            PageOp::Format { object, ty, level, prev, next, aux } => {
+                out.push(1);
+                out.extend_from_slice(&object.to_le_bytes());
+                out.push(*ty as u8);
+                out.push(*level);
+                out.extend_from_slice(&prev.to_le_bytes());
+                out.extend_from_slice(&next.to_le_bytes());
+                out.extend_from_slice(&aux.to_le_bytes());
+            }
+            PageOp::Insert { slot, rec } => {
+                out.push(2);
+                out.extend_from_slice(&slot.to_le_bytes());
+                put_bytes(out, rec);
+            }
+            PageOp::Remove { slot } => {
+                out.push(3);
+                out.extend_from_slice(&slot.to_le_bytes());
+            }
+            PageOp::Replace { slot, rec } => {
+                out.push(4);
+                out.extend_from_slice(&slot.to_le_bytes());
+                put_bytes(out, rec);
+            }
+            PageOp::Truncate { keep } => {
+                out.push(5);
+                out.extend_from_slice(&keep.to_le_bytes());
+            }
+            PageOp::SetLinks { prev, next } => {
+                out.push(6);
+                out.extend_from_slice(&prev.to_le_bytes());
+                out.extend_from_slice(&next.to_le_bytes());
+            }
+            PageOp::SetAux { aux } => {
+                out.push(7);
+                out.extend_from_slice(&aux.to_le_bytes());
+            }
+            PageOp::SetBits { first, count, value } => {
+                out.push(8);
+                out.extend_from_slice(&first.to_le_bytes());
+                out.extend_from_slice(&count.to_le_bytes());
+                out.push(u8::from(*value));
+            }
+            PageOp::Raw { offset, bytes } => {
+                out.push(9);
+                out.extend_from_slice(&offset.to_le_bytes());
+                put_bytes(out, bytes);
+            }
+        }
+    }
+    match undo {
+        None => out.push(0),
+        Some(u) => {
+            out.push(1);
+            out.extend_from_slice(&u.tree.to_le_bytes());
+            put_bytes(out, &u.key);
+            match &u.old {
+                None => out.push(0),
+                Some(old) => {
+                    out.push(1);
+                    put_bytes(out, old);
+                }
+            }
+        }
+    }
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let s = self.b.get(self.at..self.at + n).ok_or_else(|| Error::Invalid("truncated page operation".into()))?;
+        self.at += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>> {
+        let n = self.u16()? as usize;
+        Ok(self.take(n)?.to_vec())
+    }
+}
+
+pub type Decoded = (Vec<(PageNo, PageOp)>, Option<Undo>);
+
+pub fn decode(body: &[u8]) -> Result<Decoded> {
+    let mut c = Cursor { b: body, at: 0 };
+    let n = c.u16()? as usize;
+    let mut ops = Vec::with_capacity(n);
+    for _ in 0..n {
+        let no = c.u32()?;
+        let op = match c.u8()? {
+            1 => {
+                let object = c.u32()?;
+                let ty = PageType::from_u8(c.u8()?).ok_or_else(|| Error::Invalid("bad page type in log".into()))?;
+                PageOp::Format { object, ty, level: c.u8()?, prev: c.u32()?, next: c.u32()?, aux: c.u32()? }
+            }
+            2 => PageOp::Insert { slot: c.u16()?, rec: c.bytes()? },
+            3 => PageOp::Remove { slot: c.u16()? },
+            4 => PageOp::Replace { slot: c.u16()?, rec: c.bytes()? },
+            5 => PageOp::Truncate { keep: c.u16()? },
+            6 => PageOp::SetLinks { prev: c.u32()?, next: c.u32()? },
+            7 => PageOp::SetAux { aux: c.u32()? },
+            8 => PageOp::SetBits { first: c.u32()?, count: c.u32()?, value: c.u8()? != 0 },
+            9 => PageOp::Raw { offset: c.u16()?, bytes: c.bytes()? },
+            t => return Err(Error::Invalid(format!("unknown page operation {t} in log"))),
+        };
+        ops.push((no, op));
+    }
+    let undo = match c.u8()? {
+        0 => None,
+        _ => {
+            let tree = c.u32()?;
+            let key = c.bytes()?;
+            let old = match c.u8()? {
+                0 => None,
+                _ => Some(c.bytes()?),
+            };
+            Some(Undo { tree, key, old })
+        }
+    };
+    if c.at != body.len() {
+        return Err(Error::Invalid("trailing bytes after page operations".into()));
+    }
+    Ok((ops, undo))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let ops = vec![
+            (7, PageOp::Format { object: 3, ty: PageType::BTreeLeaf, level: 0, prev: 1, next: 2, aux: 0 }),
+            (7, PageOp::Insert { slot: 0, rec: vec![1, 2, 3] }),
+            (7, PageOp::Replace { slot: 0, rec: vec![9] }),
+            (7, PageOp::Remove { slot: 0 }),
+            (8, PageOp::Truncate { keep: 4 }),
+            (8, PageOp::SetLinks { prev: 5, next: 6 }),
+            (8, PageOp::SetAux { aux: 11 }),
+            (1, PageOp::SetBits { first: 3, count: 9, value: true }),
+            (0, PageOp::Raw { offset: 60, bytes: vec![4, 4] }),
+        ];
+        let undo = Undo { tree: 2, key: b"k".to_vec(), old: Some(b"v".to_vec()) };
+        let mut b = Vec::new();
+        encode(&ops, Some(&undo), &mut b);
+        assert_eq!(decode(&b).unwrap(), (ops.clone(), Some(undo)));
+        let mut b = Vec::new();
+        encode(&ops, None, &mut b);
+        assert_eq!(decode(&b).unwrap(), (ops, None));
+        assert!(decode(&b[..b.len() - 3]).is_err());
+    }
+
+    #[test]
+    fn bits_and_records_apply() {
+        let mut p = vec![0u8; page::PAGE_SIZE];
+        apply(&mut p, 4, &PageOp::Format { object: 1, ty: PageType::BTreeLeaf, level: 0, prev: 0, next: 9, aux: 0 });
+        apply(&mut p, 4, &PageOp::Insert { slot: 0, rec: b"b".to_vec() });
+        apply(&mut p, 4, &PageOp::Insert { slot: 0, rec: b"a".to_vec() });
+        assert_eq!(slotted::record(&p, 1), b"b");
+        assert_eq!(page::next(&p), 9);
+        let mut map = vec![0u8; page::PAGE_SIZE];
+        apply(&mut map, 1, &PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: 0, next: 0, aux: 0 });
+        apply(&mut map, 1, &PageOp::SetBits { first: 6, count: 4, value: true });
+        assert_eq!(map[BITMAP_OFFSET], 0b1100_0000);
+        assert_eq!(map[BITMAP_OFFSET + 1], 0b0000_0011);
+        apply(&mut map, 1, &PageOp::SetBits { first: 7, count: 1, value: false });
+        assert_eq!(map[BITMAP_OFFSET], 0b0100_0000);
+    }
+}

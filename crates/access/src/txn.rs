@@ -1,0 +1,452 @@
+//! Transactions over a [`Space`]: row operations with locking and logging, commit,
+//! rollback and crash recovery.
+//!
+//! Protocol of a row change (insert, update, delete):
+//! 1. IX lock on the table and X lock on the key, held to the end of the transaction;
+//! 2. exclusive tree latch for the one operation;
+//! 3. read the current record; log one Update record whose redo is the page change and
+//!    whose undo is the old record (or "remove the key");
+//! 4. release the tree latch.
+//!
+//! Deletes leave a ghost (the record flagged, same key): a reader that meets a ghost
+//! whose deleter is still active waits for it like for any uncommitted row, so READ
+//! COMMITTED never sees an uncommitted delete. After commit the transaction removes
+//! its ghosts (redo-only System records); ghosts left by a crash are skipped by readers
+//! and reused by inserts.
+//!
+//! READ COMMITTED reads hold the tree latch shared while they read a record and then
+//! check that no other transaction holds an X lock on its key. A writer takes its X
+//! lock before it latches the tree, so a record read with no conflicting lock is
+//! committed. On conflict the reader drops the latch, waits, and reads again.
+//!
+//! Rollback and recovery undo logically, by key, through the same B+tree code, writing
+//! compensation records, because the row may have moved to another page since.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use tessera_buffer::page::PageNo;
+use tessera_io::{Error, Result};
+use tessera_log::recovery::{self, ActiveTxn, RecoveryHandler, RecoveryOutcome};
+use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
+
+use crate::btree::{self, Direction};
+use crate::lock::{LockMode, Resource};
+use crate::mtr::{self, LogCtx};
+use crate::ops::{self, Undo};
+use crate::space::Space;
+
+/// Ghost keys a transaction remembers for cleanup after commit; beyond this, ghosts
+/// are left for later inserts to reuse.
+const MAX_TRACKED_GHOSTS: usize = 100_000;
+/// Records read from a tree per latch acquisition in a scan.
+const SCAN_BATCH: usize = 128;
+
+/// Shared per-transaction state the checkpointer reads.
+#[derive(Default)]
+pub struct TxnShared {
+    first_lsn: AtomicU64,
+    last_lsn: AtomicU64,
+}
+
+/// The active transactions of one database.
+pub struct TxnTable {
+    next: AtomicU64,
+    active: Mutex<HashMap<TxnId, Arc<TxnShared>>>,
+}
+
+impl Default for TxnTable {
+    fn default() -> Self {
+        TxnTable { next: AtomicU64::new(1), active: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl TxnTable {
+    fn begin(&self) -> (TxnId, Arc<TxnShared>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::new(TxnShared::default());
+        self.active.lock().insert(id, shared.clone());
+        (id, shared)
+    }
+
+    fn end(&self, id: TxnId) {
+        self.active.lock().remove(&id);
+    }
+
+    /// Active transactions (first and last LSN) and the next transaction id.
+    pub fn snapshot(&self) -> (Vec<ActiveTxn>, TxnId) {
+        let active = self.active.lock();
+        let list = active
+            .iter()
+            .map(|(&txn, s)| ActiveTxn {
+                txn,
+                first_lsn: s.first_lsn.load(Ordering::Acquire),
+                last_lsn: s.last_lsn.load(Ordering::Acquire),
+            })
+            .collect();
+        (list, self.next.load(Ordering::Relaxed))
+    }
+
+    pub fn active_count(&self) -> usize {
+        self.active.lock().len()
+    }
+}
+
+/// When a commit returns relative to its log flush.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Commit returns after its log records are on disk.
+    #[default]
+    Full,
+    /// Commit returns at once; the log is flushed by the next full commit, a
+    /// checkpoint, or the database's periodic log flush.
+    Delayed,
+}
+
+/// An open transaction. Finish it with [`Space::commit`] or [`Space::rollback`];
+/// dropping it unfinished is a bug (asserted in debug builds).
+pub struct Txn {
+    pub id: TxnId,
+    shared: Arc<TxnShared>,
+    locks: Vec<Resource>,
+    write_trees: Vec<Arc<TreeMeta>>,
+    ghosts: Vec<(PageNo, Vec<u8>)>,
+    pub durability: Durability,
+    finished: bool,
+}
+
+impl Txn {
+    pub fn last_lsn(&self) -> Lsn {
+        self.shared.last_lsn.load(Ordering::Acquire)
+    }
+
+    pub fn has_writes(&self) -> bool {
+        self.last_lsn() != 0
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        debug_assert!(self.finished || std::thread::panicking(), "transaction {} dropped while open", self.id);
+    }
+}
+
+/// Per-tree in-memory state: the structure latch and the number of transactions that
+/// may hold uncommitted changes in it (readers skip lock checks while it is zero).
+#[derive(Default)]
+pub struct TreeMeta {
+    pub root: PageNo,
+    pub latch: RwLock<()>,
+    writers: AtomicUsize,
+}
+
+impl TreeMeta {
+    pub fn new(root: PageNo) -> TreeMeta {
+        TreeMeta { root, latch: RwLock::new(()), writers: AtomicUsize::new(0) }
+    }
+}
+
+impl Space {
+    pub fn begin(&self, durability: Durability) -> Txn {
+        let (id, shared) = self.txns.begin();
+        Txn { id, shared, locks: Vec::new(), write_trees: Vec::new(), ghosts: Vec::new(), durability, finished: false }
+    }
+
+    /// Takes the locks a change of `key` in `tree` needs.
+    fn lock_for_write(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<Arc<TreeMeta>> {
+        let meta = self.tree(tree);
+        if !txn.write_trees.iter().any(|m| m.root == tree) {
+            if self.locks.lock(txn.id, Resource::Table(tree), LockMode::IntentExclusive)? {
+                txn.locks.push(Resource::Table(tree));
+            }
+            meta.writers.fetch_add(1, Ordering::AcqRel);
+            txn.write_trees.push(meta.clone());
+        }
+        let r = Resource::key(tree, key);
+        if self.locks.lock(txn.id, r, LockMode::Exclusive)? {
+            assert!(txn.locks.len() < crate::lock::MAX_LOCKS_PER_TXN, "lock limit per transaction reached");
+            txn.locks.push(r);
+        }
+        Ok(meta)
+    }
+
+    /// Applies a row change: `new` is the leaf record to store (None: remove the key).
+    fn change(
+        &self,
+        txn: &mut Txn,
+        tree: PageNo,
+        key: &[u8],
+        new: Option<Vec<u8>>,
+        old: Option<Vec<u8>>,
+    ) -> Result<()> {
+        if txn.shared.first_lsn.load(Ordering::Acquire) == 0 {
+            // A lower bound of this transaction's first LSN, published before the record
+            // exists so a checkpoint never truncates the log past it.
+            txn.shared.first_lsn.store(self.wal.end_lsn(), Ordering::Release);
+        }
+        let undo = Undo { tree, key: key.to_vec(), old };
+        let ctx =
+            LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
+        let lsn = match new {
+            Some(rec) => btree::put(self, tree, key, &rec, ctx)?,
+            None => btree::remove(self, tree, key, ctx)?,
+        };
+        txn.shared.last_lsn.store(lsn, Ordering::Release);
+        Ok(())
+    }
+
+    /// Inserts a row; a live row with the same key is error 2627.
+    pub fn insert(&self, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
+        let meta = self.lock_for_write(txn, tree, key)?;
+        let _latch = meta.latch.write();
+        let current = btree::lookup_with(self, tree, key, |r| r.to_vec())?;
+        if current.as_ref().is_some_and(|r| !btree::is_ghost(r)) {
+            return Err(Error::DuplicateKey { object: format!("tree {tree}"), key: format!("{key:02x?}") });
+        }
+        self.change(txn, tree, key, Some(btree::leaf_record(0, key, value)), current)
+    }
+
+    /// Replaces the value of an existing row; returns false if there is none.
+    pub fn update(&self, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<bool> {
+        let meta = self.lock_for_write(txn, tree, key)?;
+        let _latch = meta.latch.write();
+        let Some(current) = btree::lookup_with(self, tree, key, |r| r.to_vec())? else { return Ok(false) };
+        if btree::is_ghost(&current) {
+            return Ok(false);
+        }
+        self.change(txn, tree, key, Some(btree::leaf_record(0, key, value)), Some(current))?;
+        Ok(true)
+    }
+
+    /// Deletes a row (leaving a ghost until commit); returns false if there is none.
+    pub fn delete(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<bool> {
+        let meta = self.lock_for_write(txn, tree, key)?;
+        let _latch = meta.latch.write();
+        let Some(mut current) = btree::lookup_with(self, tree, key, |r| r.to_vec())? else { return Ok(false) };
+        if btree::is_ghost(&current) {
+            return Ok(false);
+        }
+        let mut ghost = current.clone();
+        ghost[0] |= btree::GHOST;
+        current[0] &= !btree::GHOST;
+        self.change(txn, tree, key, Some(ghost), Some(current))?;
+        if txn.ghosts.len() < MAX_TRACKED_GHOSTS {
+            txn.ghosts.push((tree, key.to_vec()));
+        }
+        Ok(true)
+    }
+
+    /// Reads the committed (or own uncommitted) value of `key` and passes it to `f`.
+    pub fn get_with<R>(&self, txn: &Txn, tree: PageNo, key: &[u8], f: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
+        let meta = self.tree(tree);
+        loop {
+            {
+                let _latch = meta.latch.read();
+                let found =
+                    btree::lookup_with(self, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
+                if meta.writers.load(Ordering::Acquire) == 0
+                    || !self.locks.conflicts(txn.id, Resource::key(tree, key), LockMode::Shared)
+                {
+                    return Ok(found.flatten());
+                }
+            }
+            self.locks.wait_compatible(txn.id, Resource::key(tree, key), LockMode::Shared)?;
+        }
+    }
+
+    pub fn get(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(txn, tree, key, |v| v.to_vec())
+    }
+
+    /// Rows with keys in `(lo, hi)` in `dir` order, read committed.
+    pub fn scan<'s>(
+        &'s self,
+        txn: &'s Txn,
+        tree: PageNo,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        dir: Direction,
+    ) -> Scan<'s> {
+        Scan { space: self, txn, meta: self.tree(tree), lo, hi, dir, buf: Vec::new(), more: true, wait_for: None }
+    }
+
+    /// Commits: logs the commit, waits for the log flush (unless delayed), removes the
+    /// transaction's ghosts and releases its locks.
+    pub fn commit(&self, mut txn: Txn) -> Result<()> {
+        if txn.has_writes() {
+            let lsn = self.wal.append(&LogRecord::new(RecordKind::Commit, txn.id, txn.last_lsn(), Vec::new()));
+            let lsn = match lsn {
+                Ok(l) => l,
+                Err(e) => {
+                    // Could not log the commit: the transaction rolls back instead.
+                    self.rollback(txn)?;
+                    return Err(e);
+                }
+            };
+            if txn.durability == Durability::Full {
+                self.wal.flush(lsn)?;
+            }
+            self.remove_ghosts(&txn);
+        }
+        self.finish(&mut txn);
+        Ok(())
+    }
+
+    fn remove_ghosts(&self, txn: &Txn) {
+        for (tree, key) in &txn.ghosts {
+            let meta = self.tree(*tree);
+            let _latch = meta.latch.write();
+            // A failure (e.g. full log) only leaves the ghost for a later insert to reuse.
+            if let Ok(Some(true)) = btree::lookup_with(self, *tree, key, btree::is_ghost) {
+                let _ = btree::remove(self, *tree, key, LogCtx::system());
+            }
+        }
+    }
+
+    fn finish(&self, txn: &mut Txn) {
+        self.locks.release_all(txn.id, &txn.locks);
+        for m in txn.write_trees.drain(..) {
+            m.writers.fetch_sub(1, Ordering::AcqRel);
+        }
+        self.txns.end(txn.id);
+        txn.finished = true;
+    }
+
+    /// Rolls the transaction back: undoes its changes newest first, with compensation
+    /// records, then logs its end and releases its locks.
+    pub fn rollback(&self, mut txn: Txn) -> Result<()> {
+        let mut next = txn.last_lsn();
+        let mut last = next;
+        while next != 0 {
+            let rec = self.wal.read(next)?;
+            debug_assert_eq!(rec.txn, txn.id);
+            match rec.kind {
+                RecordKind::Update => {
+                    last = self.undo_record(&rec, last)?;
+                    next = rec.prev_lsn;
+                }
+                RecordKind::Compensation => next = rec.undo_next,
+                _ => next = rec.prev_lsn,
+            }
+        }
+        if txn.has_writes() {
+            self.wal.append(&LogRecord::new(RecordKind::End, txn.id, last, Vec::new()))?;
+        }
+        self.finish(&mut txn);
+        Ok(())
+    }
+
+    /// Undoes one Update record by key and logs the compensation; returns its LSN.
+    fn undo_record(&self, rec: &LogRecord, last: Lsn) -> Result<Lsn> {
+        let (_, undo) = ops::decode(&rec.body)?;
+        let undo = undo.ok_or_else(|| Error::Invalid("update record without undo information".into()))?;
+        let ctx = LogCtx {
+            kind: RecordKind::Compensation,
+            txn: rec.txn,
+            prev_lsn: last,
+            undo_next: rec.prev_lsn,
+            undo: None,
+        };
+        let meta = self.tree(undo.tree);
+        let _latch = meta.latch.write();
+        match undo.old {
+            Some(old) => btree::put(self, undo.tree, &undo.key, &old, ctx),
+            None => btree::remove(self, undo.tree, &undo.key, ctx),
+        }
+    }
+
+    /// Crash recovery: redo from the last checkpoint, undo the losers.
+    pub fn recover(&self, master: tessera_log::Master) -> Result<RecoveryOutcome> {
+        struct Handler<'a>(&'a Space);
+        impl RecoveryHandler for Handler<'_> {
+            fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> Result<()> {
+                let (ops, _) = ops::decode(&rec.body)?;
+                mtr::redo(self.0, lsn, &ops)
+            }
+            fn undo(&mut self, _lsn: Lsn, rec: &LogRecord, last_lsn: Lsn) -> Result<Lsn> {
+                self.0.undo_record(rec, last_lsn)
+            }
+        }
+        let outcome = recovery::recover(&self.wal, master, &mut Handler(self))?;
+        self.txns.next.fetch_max(outcome.next_txn, Ordering::AcqRel);
+        Ok(outcome)
+    }
+
+    /// Creates an empty B+tree and returns its root page (redo-only; not undone if the
+    /// creating transaction rolls back — the catalog entry that names it is).
+    pub fn create_tree(&self) -> Result<PageNo> {
+        let mut mtr = mtr::Mtr::new(self)?;
+        let root = btree::create(self, &mut mtr)?;
+        mtr.commit_system()?;
+        Ok(root)
+    }
+}
+
+/// A read-committed range scan. Yields `(key, value)` pairs.
+pub struct Scan<'s> {
+    space: &'s Space,
+    txn: &'s Txn,
+    meta: Arc<TreeMeta>,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    dir: Direction,
+    /// Records read but not yet returned, in reverse order (pop from the end).
+    buf: Vec<Vec<u8>>,
+    more: bool,
+    /// A key whose writer must finish before the scan goes on.
+    wait_for: Option<Vec<u8>>,
+}
+
+impl Scan<'_> {
+    fn fill(&mut self) -> Result<()> {
+        let root = self.meta.root;
+        if let Some(key) = self.wait_for.take() {
+            self.space.locks.wait_compatible(self.txn.id, Resource::key(root, &key), LockMode::Shared)?;
+        }
+        let _latch = self.meta.latch.read();
+        let (mut batch, more) = btree::scan_batch(self.space, root, &self.lo, &self.hi, self.dir, SCAN_BATCH)?;
+        self.more = more;
+        if self.meta.writers.load(Ordering::Acquire) != 0 {
+            if let Some(i) = batch.iter().position(|r| {
+                self.space.locks.conflicts(self.txn.id, Resource::key(root, btree::leaf_key(r)), LockMode::Shared)
+            }) {
+                self.wait_for = Some(btree::leaf_key(&batch[i]).to_vec());
+                batch.truncate(i);
+                self.more = true;
+            }
+        }
+        if let Some(last) = batch.last() {
+            let k = btree::leaf_key(last).to_vec();
+            match self.dir {
+                Direction::Forward => self.lo = Bound::Excluded(k),
+                Direction::Backward => self.hi = Bound::Excluded(k),
+            }
+        }
+        batch.retain(|r| !btree::is_ghost(r));
+        batch.reverse();
+        self.buf = batch;
+        Ok(())
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.buf.pop() {
+                return Some(Ok((btree::leaf_key(&r).to_vec(), btree::leaf_value(&r).to_vec())));
+            }
+            if !self.more {
+                return None;
+            }
+            if let Err(e) = self.fill() {
+                self.more = false;
+                return Some(Err(e));
+            }
+        }
+    }
+}

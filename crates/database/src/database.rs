@@ -1,0 +1,346 @@
+//! One database: its storage (data file + log), its catalog of tables, its options.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Mutex, RwLock};
+use tessera_access::btree::{self, TreeStats};
+use tessera_access::space::{Space, BOOT_ROOT};
+use tessera_access::{Direction, Durability};
+use tessera_buffer::page::PageNo;
+use tessera_buffer::BufferPool;
+use tessera_io::{Error, Result};
+use tessera_log::recovery::RecoveryOutcome;
+use tessera_log::{LogConfig, Wal};
+
+use crate::registry::Entry;
+use crate::transaction::Transaction;
+
+/// SQL Server's recovery models. Until the first full backup exists a FULL or
+/// BULK_LOGGED database truncates its log at checkpoints, as SQL Server does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RecoveryModel {
+    #[default]
+    Full,
+    BulkLogged,
+    Simple,
+}
+
+impl RecoveryModel {
+    pub fn name(self) -> &'static str {
+        match self {
+            RecoveryModel::Full => "FULL",
+            RecoveryModel::BulkLogged => "BULK_LOGGED",
+            RecoveryModel::Simple => "SIMPLE",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RecoveryModel> {
+        Some(match s.to_ascii_uppercase().as_str() {
+            "FULL" => RecoveryModel::Full,
+            "BULK_LOGGED" => RecoveryModel::BulkLogged,
+            "SIMPLE" => RecoveryModel::Simple,
+            _ => return None,
+        })
+    }
+}
+
+/// `ALTER DATABASE … SET DELAYED_DURABILITY`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DelayedDurability {
+    #[default]
+    Disabled,
+    Allowed,
+    Forced,
+}
+
+impl DelayedDurability {
+    pub fn name(self) -> &'static str {
+        match self {
+            DelayedDurability::Disabled => "DISABLED",
+            DelayedDurability::Allowed => "ALLOWED",
+            DelayedDurability::Forced => "FORCED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<DelayedDurability> {
+        Some(match s.to_ascii_uppercase().as_str() {
+            "DISABLED" => DelayedDurability::Disabled,
+            "ALLOWED" => DelayedDurability::Allowed,
+            "FORCED" => DelayedDurability::Forced,
+            _ => return None,
+        })
+    }
+
+    /// The durability of a commit that asked for `delayed`.
+    pub fn resolve(self, delayed: bool) -> Durability {
+        match (self, delayed) {
+            (DelayedDurability::Forced, _) | (DelayedDurability::Allowed, true) => Durability::Delayed,
+            _ => Durability::Full,
+        }
+    }
+}
+
+/// Options of a database. The paths are used when it is created; by default the data
+/// file goes to the engine's data directory and the log to its log directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DatabaseOptions {
+    pub recovery_model: RecoveryModel,
+    pub delayed_durability: DelayedDurability,
+    pub data_path: Option<PathBuf>,
+    pub log_path: Option<PathBuf>,
+}
+
+/// A table (or index): the root page of its B+tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TableId(pub PageNo);
+
+/// Catalog keys in the boot tree: `T` + table name → root page (u32 LE).
+fn catalog_key(name: &str) -> Vec<u8> {
+    let mut k = b"T".to_vec();
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+pub struct Database {
+    name: String,
+    id: u32,
+    pub(crate) space: Arc<Space>,
+    options: Mutex<DatabaseOptions>,
+    tables: RwLock<HashMap<String, TableId>>,
+    ddl: Mutex<()>,
+    last_used: Mutex<Instant>,
+    pub(crate) checkpointed_at: AtomicU64,
+    recovery: Option<RecoveryOutcome>,
+}
+
+impl Database {
+    pub(crate) fn create(entry: &Entry, pool: Arc<BufferPool>, log: &LogConfig) -> Result<Database> {
+        let wal = Arc::new(Wal::create(&entry.log_path, &entry.name, log.clone())?);
+        let space = match Space::create(&entry.name, &entry.data_path, pool, wal) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = std::fs::remove_file(&entry.log_path);
+                return Err(e);
+            }
+        };
+        let db = Database::assemble(entry, space);
+        db.checkpoint()?;
+        Ok(db)
+    }
+
+    pub(crate) fn open(entry: &Entry, pool: Arc<BufferPool>, log: &LogConfig) -> Result<Database> {
+        let (wal, master) = Wal::open(&entry.log_path, &entry.name, log.clone())?;
+        let space = Space::open(&entry.name, &entry.data_path, pool, Arc::new(wal))?;
+        let outcome = space.recover(master)?;
+        space.verify_header()?;
+        let mut db = Database::assemble(entry, space);
+        db.recovery = Some(outcome);
+        db.load_catalog()?;
+        db.checkpoint()?;
+        Ok(db)
+    }
+
+    fn assemble(entry: &Entry, space: Arc<Space>) -> Database {
+        Database {
+            name: entry.name.clone(),
+            id: entry.id,
+            space,
+            options: Mutex::new(entry.options.clone()),
+            tables: RwLock::new(HashMap::new()),
+            ddl: Mutex::new(()),
+            last_used: Mutex::new(Instant::now()),
+            checkpointed_at: AtomicU64::new(0),
+            recovery: None,
+        }
+    }
+
+    fn load_catalog(&self) -> Result<()> {
+        let txn = self.space.begin(Durability::Full);
+        let mut tables = HashMap::new();
+        let scan = self.space.scan(
+            &txn,
+            BOOT_ROOT,
+            Bound::Included(b"T".to_vec()),
+            Bound::Excluded(b"U".to_vec()),
+            Direction::Forward,
+        );
+        let mut result = Ok(());
+        for item in scan {
+            match item {
+                Ok((k, v)) if v.len() == 4 => {
+                    let name = String::from_utf8_lossy(&k[1..]).into_owned();
+                    tables.insert(name, TableId(u32::from_le_bytes(v[..4].try_into().unwrap())));
+                }
+                Ok(_) => result = Err(Error::Invalid(format!("damaged catalog entry in database '{}'", self.name))),
+                Err(e) => result = Err(e),
+            }
+        }
+        self.space.commit(txn)?;
+        result?;
+        *self.tables.write() = tables;
+        Ok(())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// What crash recovery did when this database was opened (None if it was created).
+    pub fn recovery(&self) -> Option<&RecoveryOutcome> {
+        self.recovery.as_ref()
+    }
+
+    pub fn options(&self) -> DatabaseOptions {
+        self.options.lock().clone()
+    }
+
+    pub(crate) fn set_options(&self, options: DatabaseOptions) {
+        *self.options.lock() = options;
+    }
+
+    pub(crate) fn touch(&self) {
+        *self.last_used.lock() = Instant::now();
+    }
+
+    pub(crate) fn idle_for(&self) -> std::time::Duration {
+        self.last_used.lock().elapsed()
+    }
+
+    /// Starts a transaction (READ COMMITTED).
+    pub fn begin(self: &Arc<Self>) -> Transaction {
+        self.touch();
+        Transaction::new(self.clone(), self.space.begin(Durability::Full))
+    }
+
+    /// Creates a table: an empty clustered B+tree named in the catalog.
+    pub fn create_table(&self, name: &str) -> Result<TableId> {
+        let _ddl = self.ddl.lock();
+        if self.tables.read().contains_key(name) {
+            return Err(Error::AlreadyExists { kind: "object", name: name.to_string() });
+        }
+        let root = self.space.create_tree()?;
+        let mut txn = self.space.begin(Durability::Full);
+        let r = self.space.insert(&mut txn, BOOT_ROOT, &catalog_key(name), &root.to_le_bytes());
+        match r {
+            Ok(()) => self.space.commit(txn)?,
+            Err(e) => {
+                self.space.rollback(txn)?;
+                return Err(e);
+            }
+        }
+        self.tables.write().insert(name.to_string(), TableId(root));
+        Ok(TableId(root))
+    }
+
+    /// Drops a table and frees its pages.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let Some(id) = self.table(name) else {
+            return Err(Error::NotFound { kind: "object", name: name.to_string() });
+        };
+        let mut txn = self.space.begin(Durability::Full);
+        let r = self.space.delete(&mut txn, BOOT_ROOT, &catalog_key(name));
+        match r {
+            Ok(_) => self.space.commit(txn)?,
+            Err(e) => {
+                self.space.rollback(txn)?;
+                return Err(e);
+            }
+        }
+        self.tables.write().remove(name);
+        let meta = self.space.tree(id.0);
+        let _latch = meta.latch.write();
+        btree::drop_tree(&self.space, id.0)
+    }
+
+    pub fn table(&self, name: &str) -> Option<TableId> {
+        self.tables.read().get(name).copied()
+    }
+
+    pub fn tables(&self) -> Vec<(String, TableId)> {
+        let mut v: Vec<_> = self.tables.read().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        v.sort();
+        v
+    }
+
+    /// Flushes dirty pages and moves the recovery start point forward; under every
+    /// recovery model until log backups exist, the log before it becomes reusable.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.space.checkpoint()?;
+        self.checkpointed_at.store(self.space.wal.end_lsn(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes every commit so far durable (`sys.sp_flush_log`).
+    pub fn flush_log(&self) -> Result<()> {
+        self.space.wal.flush_all()
+    }
+
+    pub(crate) fn log_pending(&self) -> bool {
+        let w = &self.space.wal;
+        w.durable_lsn() < w.end_lsn()
+    }
+
+    pub fn log_stats(&self) -> tessera_log::LogStats {
+        self.space.wal.stats()
+    }
+
+    /// The structural checker (the future DBCC CHECKDB): every tree's structure, then
+    /// allocation: every page in use by a tree is allocated exactly once, and every
+    /// allocated page is in use.
+    pub fn check(&self) -> Result<Vec<(String, TreeStats)>> {
+        let mut trees = vec![("(catalog)".to_string(), TableId(BOOT_ROOT))];
+        trees.extend(self.tables());
+        let mut used: Vec<PageNo> = Vec::new();
+        let mut report = Vec::new();
+        for (name, id) in trees {
+            let meta = self.space.tree(id.0);
+            let _latch = meta.latch.read();
+            let (stats, pages) = btree::check(&self.space, id.0)?;
+            used.extend(pages);
+            report.push((name, stats));
+        }
+        let allocated = self.space.allocated_pages()?;
+        let maps: std::collections::HashSet<PageNo> =
+            allocated.iter().copied().filter(|&p| (p - 1) % tessera_access::space::BITS_PER_MAP == 0).collect();
+        used.sort_unstable();
+        if let Some(w) = used.windows(2).find(|w| w[0] == w[1]) {
+            return Err(self.inconsistent(format!("page {} is used twice", w[0])));
+        }
+        let allocated: Vec<PageNo> = allocated.into_iter().filter(|p| !maps.contains(p)).collect();
+        if allocated != used {
+            let a: std::collections::HashSet<_> = allocated.iter().collect();
+            let u: std::collections::HashSet<_> = used.iter().collect();
+            let leaked: Vec<_> = a.difference(&u).take(10).collect();
+            let unallocated: Vec<_> = u.difference(&a).take(10).collect();
+            return Err(self.inconsistent(format!(
+                "allocation mismatch: allocated but unused pages {leaked:?}, used but unallocated pages {unallocated:?}"
+            )));
+        }
+        Ok(report)
+    }
+
+    fn inconsistent(&self, detail: String) -> Error {
+        Error::Corrupt {
+            database: self.name.clone(),
+            path: tessera_buffer::PageStore::path(&*self.space.store).to_path_buf(),
+            page: 0,
+            detail,
+        }
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("name", &self.name).field("id", &self.id).finish()
+    }
+}

@@ -1,0 +1,380 @@
+//! The engine: one buffer pool shared by every database, the registry of databases,
+//! and the background work (log flushes for delayed durability, checkpoints, closing
+//! idle databases).
+//!
+//! A database opens on first use (recovery runs then) and closes after it has been
+//! idle for `idle_close_after` with no handle held outside the engine, or when more
+//! than `max_open_databases` are open (least recently used first). A closed database
+//! costs an entry in the registry and nothing else: no file descriptors, no frames.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tessera_buffer::{BufferPool, PoolConfig, PoolStats};
+use tessera_io::{Error, Result};
+use tessera_log::LogConfig;
+
+use crate::database::{Database, DatabaseOptions};
+use crate::registry::{self, Entry};
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Where data files and the registry live (created if missing).
+    pub data_dir: PathBuf,
+    /// Where log files go by default (may be another device); defaults to `data_dir`.
+    pub log_dir: Option<PathBuf>,
+    /// Maximum size of the shared buffer pool.
+    pub pool_bytes: usize,
+    pub max_open_databases: usize,
+    pub idle_close_after: Duration,
+    /// A database whose log grew this much since its last checkpoint is checkpointed.
+    pub checkpoint_log_bytes: u64,
+    /// How often delayed-durability commits are flushed (their loss window).
+    pub delayed_flush_interval: Duration,
+    pub log: LogConfig,
+    /// Run the background thread (tests may drive checkpoints themselves).
+    pub background: bool,
+}
+
+impl EngineConfig {
+    pub fn new(data_dir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            data_dir: data_dir.into(),
+            log_dir: None,
+            pool_bytes: 1 << 30,
+            max_open_databases: 4096,
+            idle_close_after: Duration::from_secs(300),
+            checkpoint_log_bytes: 64 << 20,
+            delayed_flush_interval: Duration::from_millis(10),
+            log: LogConfig::default(),
+            background: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineStats {
+    pub databases: usize,
+    pub open_databases: usize,
+    pub pool: PoolStats,
+}
+
+/// A registered database and, while it is open, its handle.
+struct Slot {
+    entry: Mutex<Entry>,
+    open: Mutex<Option<Arc<Database>>>,
+}
+
+struct Inner {
+    slots: HashMap<String, Arc<Slot>>,
+    next_id: u32,
+}
+
+pub struct Engine {
+    config: EngineConfig,
+    pool: Arc<BufferPool>,
+    inner: Mutex<Inner>,
+    stop: Arc<AtomicBool>,
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+fn key(name: &str) -> String {
+    name.to_lowercase()
+}
+
+impl Engine {
+    /// Opens (or creates) the instance in `config.data_dir`; `master` exists from the
+    /// first start.
+    pub fn open(config: EngineConfig) -> Result<Arc<Engine>> {
+        for dir in [Some(&config.data_dir), config.log_dir.as_ref()].into_iter().flatten() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, 0, e))?;
+        }
+        let pool = BufferPool::new(PoolConfig { max_bytes: config.pool_bytes, ..PoolConfig::default() })?;
+        let entries = registry::load(&Engine::registry_path(&config.data_dir))?;
+        let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
+        let slots = entries
+            .into_iter()
+            .map(|e| (key(&e.name), Arc::new(Slot { entry: Mutex::new(e), open: Mutex::new(None) })))
+            .collect();
+        let engine = Arc::new(Engine {
+            config,
+            pool,
+            inner: Mutex::new(Inner { slots, next_id }),
+            stop: Arc::new(AtomicBool::new(false)),
+            worker: Mutex::new(None),
+        });
+        if !engine.exists("master") {
+            engine.create_database("master", DatabaseOptions::default())?;
+        }
+        if engine.config.background {
+            let weak = Arc::downgrade(&engine);
+            let stop = engine.stop.clone();
+            let handle = std::thread::Builder::new()
+                .name("tessera-background".into())
+                .spawn(move || background(weak, stop))
+                .map_err(|e| Error::Invalid(format!("cannot start the background thread: {e}")))?;
+            *engine.worker.lock() = Some(handle);
+        }
+        Ok(engine)
+    }
+
+    fn registry_path(dir: &Path) -> PathBuf {
+        dir.join("databases.reg")
+    }
+
+    fn save_registry(&self, inner: &Inner) -> Result<()> {
+        let mut entries: Vec<Entry> = inner.slots.values().map(|s| s.entry.lock().clone()).collect();
+        entries.sort_by_key(|e| e.id);
+        registry::save(&Engine::registry_path(&self.config.data_dir), &entries)
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    pub fn exists(&self, name: &str) -> bool {
+        self.inner.lock().slots.contains_key(&key(name))
+    }
+
+    /// Names of every database, in creation order.
+    pub fn database_names(&self) -> Vec<String> {
+        let inner = self.inner.lock();
+        let mut v: Vec<_> = inner.slots.values().map(|s| s.entry.lock()).map(|e| (e.id, e.name.clone())).collect();
+        v.sort();
+        v.into_iter().map(|(_, n)| n).collect()
+    }
+
+    /// Creates a database: a data file and a log file (their directories may differ).
+    pub fn create_database(&self, name: &str, options: DatabaseOptions) -> Result<()> {
+        if name.is_empty() || name.len() > 128 || name.contains(['/', '\\', '\t', '\n', '\0']) {
+            return Err(Error::Invalid(format!("'{name}' is not a valid database name")));
+        }
+        let slot = {
+            let mut inner = self.inner.lock();
+            if inner.slots.contains_key(&key(name)) {
+                return Err(Error::AlreadyExists { kind: "database", name: name.to_string() });
+            }
+            let id = inner.next_id;
+            let data_path =
+                options.data_path.clone().unwrap_or_else(|| self.config.data_dir.join(format!("{name}.mdf")));
+            let log_dir = self.config.log_dir.as_ref().unwrap_or(&self.config.data_dir);
+            let log_path = options.log_path.clone().unwrap_or_else(|| log_dir.join(format!("{name}_log.ldf")));
+            let entry = Entry {
+                name: name.to_string(),
+                id,
+                data_path,
+                log_path,
+                options: DatabaseOptions { data_path: None, log_path: None, ..options },
+            };
+            let db = Database::create(&entry, self.pool.clone(), &self.config.log)?;
+            let slot = Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(Some(Arc::new(db))) });
+            inner.slots.insert(key(name), slot.clone());
+            inner.next_id = id + 1;
+            if let Err(e) = self.save_registry(&inner) {
+                inner.slots.remove(&key(name));
+                return Err(e);
+            }
+            slot
+        };
+        drop(slot);
+        self.enforce_open_limit();
+        Ok(())
+    }
+
+    /// Returns the database, opening it (and running its recovery) on first use.
+    pub fn database(&self, name: &str) -> Result<Arc<Database>> {
+        let slot = self
+            .inner
+            .lock()
+            .slots
+            .get(&key(name))
+            .cloned()
+            .ok_or_else(|| Error::NotFound { kind: "database", name: name.to_string() })?;
+        let db = {
+            let mut open = slot.open.lock();
+            match &*open {
+                Some(db) => db.clone(),
+                None => {
+                    let entry = slot.entry.lock().clone();
+                    let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.log)?);
+                    *open = Some(db.clone());
+                    db
+                }
+            }
+        };
+        db.touch();
+        self.enforce_open_limit();
+        Ok(db)
+    }
+
+    /// Changes a database's options (recovery model, delayed durability).
+    pub fn alter_database(&self, name: &str, options: DatabaseOptions) -> Result<()> {
+        let inner = self.inner.lock();
+        let slot =
+            inner.slots.get(&key(name)).ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+        let options = DatabaseOptions { data_path: None, log_path: None, ..options };
+        let old = std::mem::replace(&mut slot.entry.lock().options, options.clone());
+        if let Err(e) = self.save_registry(&inner) {
+            slot.entry.lock().options = old;
+            return Err(e);
+        }
+        if let Some(db) = &*slot.open.lock() {
+            db.set_options(options);
+        }
+        Ok(())
+    }
+
+    /// Drops a database and deletes its files. Error 3702 if it is in use.
+    pub fn drop_database(&self, name: &str) -> Result<()> {
+        if key(name) == "master" {
+            return Err(Error::Invalid("Cannot drop the database 'master' because it is a system database.".into()));
+        }
+        let mut inner = self.inner.lock();
+        let slot = inner
+            .slots
+            .get(&key(name))
+            .cloned()
+            .ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+        let mut open = slot.open.lock();
+        if let Some(db) = open.take() {
+            match Arc::try_unwrap(db) {
+                Ok(db) => drop(db),
+                Err(db) => {
+                    *open = Some(db);
+                    return Err(Error::Invalid(format!(
+                        "Cannot drop database \"{name}\" because it is currently in use."
+                    )));
+                }
+            }
+        }
+        inner.slots.remove(&key(name));
+        self.save_registry(&inner)?;
+        let entry = slot.entry.lock().clone();
+        for p in [&entry.data_path, &entry.log_path] {
+            std::fs::remove_file(p).map_err(|e| Error::io("delete", p, 0, e))?;
+        }
+        Ok(())
+    }
+
+    /// Closes a database if nothing outside the engine holds it (checkpointing it
+    /// first). Returns whether it was closed.
+    pub fn close_database(&self, name: &str) -> Result<bool> {
+        let slot = self.inner.lock().slots.get(&key(name)).cloned();
+        let Some(slot) = slot else { return Ok(false) };
+        close_slot(&slot)
+    }
+
+    fn open_slots(&self) -> Vec<(Arc<Slot>, Arc<Database>)> {
+        let slots: Vec<Arc<Slot>> = self.inner.lock().slots.values().cloned().collect();
+        slots.into_iter().filter_map(|s| s.open.lock().clone().map(|db| (s.clone(), db))).collect()
+    }
+
+    fn enforce_open_limit(&self) {
+        let mut open = self.open_slots();
+        if open.len() <= self.config.max_open_databases {
+            return;
+        }
+        open.sort_by_key(|(_, db)| std::cmp::Reverse(db.idle_for()));
+        let excess = open.len() - self.config.max_open_databases;
+        let candidates: Vec<Arc<Slot>> = open.into_iter().map(|(s, _)| s).collect();
+        let mut closed = 0;
+        for slot in candidates {
+            if closed == excess {
+                break;
+            }
+            if matches!(close_slot(&slot), Ok(true)) {
+                closed += 1;
+            }
+        }
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        let databases = self.inner.lock().slots.len();
+        EngineStats { databases, open_databases: self.open_slots().len(), pool: self.pool.stats() }
+    }
+
+    /// One round of background work (also called by the background thread).
+    pub fn maintain(&self) {
+        for (slot, db) in self.open_slots() {
+            if db.log_pending() && db.options().delayed_durability != crate::DelayedDurability::Disabled {
+                let _ = db.flush_log();
+            }
+            let grown = db.log_stats().end_lsn.saturating_sub(db.checkpointed_at.load(Ordering::Acquire));
+            // LSN differences across VLFs overstate growth; that only checkpoints early.
+            if grown >= self.config.checkpoint_log_bytes {
+                let _ = db.checkpoint();
+            }
+            drop(db);
+            if slot.open.lock().as_ref().is_some_and(|db| db.idle_for() >= self.config.idle_close_after) {
+                let _ = close_slot(&slot);
+            }
+        }
+    }
+
+    /// Checkpoints and closes every database; the engine stays usable.
+    pub fn shutdown(&self) -> Result<()> {
+        let mut first_error = None;
+        for (slot, db) in self.open_slots() {
+            drop(db);
+            if let Err(e) = close_slot(&slot) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+fn close_slot(slot: &Slot) -> Result<bool> {
+    let mut open = slot.open.lock();
+    let Some(db) = open.take() else { return Ok(false) };
+    match Arc::try_unwrap(db) {
+        Ok(db) => {
+            let r = db.checkpoint();
+            drop(db);
+            r.map(|_| true)
+        }
+        Err(db) => {
+            *open = Some(db);
+            Ok(false)
+        }
+    }
+}
+
+fn background(engine: Weak<Engine>, stop: Arc<AtomicBool>) {
+    let mut last_maintenance = Instant::now();
+    while !stop.load(Ordering::Acquire) {
+        let Some(engine) = engine.upgrade() else { return };
+        let tick = engine.config.delayed_flush_interval;
+        for (_, db) in engine.open_slots() {
+            if db.log_pending() && db.options().delayed_durability != crate::DelayedDurability::Disabled {
+                let _ = db.flush_log();
+            }
+        }
+        if last_maintenance.elapsed() >= Duration::from_secs(1) {
+            engine.maintain();
+            last_maintenance = Instant::now();
+        }
+        drop(engine);
+        std::thread::sleep(tick);
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.worker.lock().take() {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+        let _ = self.shutdown();
+    }
+}

@@ -1,0 +1,79 @@
+//! The list of databases an instance hosts, kept in `<data dir>/databases.reg`.
+//!
+//! One line per database: `name \t id \t data file \t log file \t recovery model \t
+//! delayed durability`. The file is replaced atomically (write a temporary file, fsync,
+//! rename, fsync the directory), so a crash leaves the old or the new list, never a mix.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use tessera_io::{Error, Result};
+
+use crate::database::{DatabaseOptions, DelayedDurability, RecoveryModel};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub name: String,
+    pub id: u32,
+    pub data_path: PathBuf,
+    pub log_path: PathBuf,
+    pub options: DatabaseOptions,
+}
+
+pub fn load(path: &Path) -> Result<Vec<Entry>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("read", path, 0, e)),
+    };
+    let bad = |line: usize| Error::Invalid(format!("{}: line {line} is damaged", path.display()));
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() != 6 {
+            return Err(bad(i + 1));
+        }
+        out.push(Entry {
+            name: f[0].to_string(),
+            id: f[1].parse().map_err(|_| bad(i + 1))?,
+            data_path: PathBuf::from(f[2]),
+            log_path: PathBuf::from(f[3]),
+            options: DatabaseOptions {
+                recovery_model: RecoveryModel::parse(f[4]).ok_or_else(|| bad(i + 1))?,
+                delayed_durability: DelayedDurability::parse(f[5]).ok_or_else(|| bad(i + 1))?,
+                ..DatabaseOptions::default()
+            },
+        });
+    }
+    Ok(out)
+}
+
+pub fn save(path: &Path, entries: &[Entry]) -> Result<()> {
+    let mut text = String::new();
+    for e in entries {
+        for s in [&e.name, &e.data_path.display().to_string(), &e.log_path.display().to_string()] {
+            if s.contains(['\t', '\n']) {
+                return Err(Error::Invalid(format!("names and paths may not contain tabs or newlines: {s:?}")));
+            }
+        }
+        text.push_str(&format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            e.name,
+            e.id,
+            e.data_path.display(),
+            e.log_path.display(),
+            e.options.recovery_model.name(),
+            e.options.delayed_durability.name()
+        ));
+    }
+    let tmp = path.with_extension("tmp");
+    let io = |op, e| Error::io(op, &tmp, 0, e);
+    let mut f = std::fs::File::create(&tmp).map_err(|e| io("create", e))?;
+    f.write_all(text.as_bytes()).map_err(|e| io("write", e))?;
+    f.sync_all().map_err(|e| io("sync", e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", path, 0, e))?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io("sync", dir, 0, e))?;
+    }
+    Ok(())
+}

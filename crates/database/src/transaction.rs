@@ -1,0 +1,131 @@
+//! The embedded API's transaction handle.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use tessera_access::{Direction, Scan, Txn};
+use tessera_io::Result;
+
+use crate::database::{Database, TableId};
+
+/// A READ COMMITTED transaction on one database. Dropping it without `commit` rolls
+/// it back.
+pub struct Transaction {
+    db: Arc<Database>,
+    txn: Option<Txn>,
+}
+
+impl Transaction {
+    pub(crate) fn new(db: Arc<Database>, txn: Txn) -> Self {
+        Transaction { db, txn: Some(txn) }
+    }
+
+    fn txn_ref(&self) -> &Txn {
+        self.txn.as_ref().expect("transaction is open")
+    }
+
+    pub fn id(&self) -> u64 {
+        self.txn_ref().id
+    }
+
+    /// Inserts a row; an existing key is error 2627.
+    pub fn insert(&mut self, table: TableId, key: &[u8], value: &[u8]) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.insert(txn, table.0, key, value)
+    }
+
+    /// Replaces an existing row's value; false when the key has no row.
+    pub fn update(&mut self, table: TableId, key: &[u8], value: &[u8]) -> Result<bool> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.update(txn, table.0, key, value)
+    }
+
+    /// Deletes a row; false when the key has no row.
+    pub fn delete(&mut self, table: TableId, key: &[u8]) -> Result<bool> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.delete(txn, table.0, key)
+    }
+
+    pub fn get(&self, table: TableId, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db.space.get(self.txn_ref(), table.0, key)
+    }
+
+    /// Point lookup that hands the value to `f` without copying it.
+    pub fn get_with<R>(&self, table: TableId, key: &[u8], f: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
+        self.db.space.get_with(self.txn_ref(), table.0, key, f)
+    }
+
+    /// Rows whose keys lie in `(lo, hi)`, in either direction.
+    pub fn scan(&self, table: TableId, lo: Bound<&[u8]>, hi: Bound<&[u8]>, dir: Direction) -> Scan<'_> {
+        let own = |b: Bound<&[u8]>| b.map(|k| k.to_vec());
+        self.db.space.scan(self.txn_ref(), table.0, own(lo), own(hi), dir)
+    }
+
+    /// Adds an entry to a nonclustered index: `index_key → clustered_key`. A unique
+    /// index stores the index key alone (a second row with it is error 2627); a
+    /// non-unique index appends the clustered key to keep entries distinct.
+    pub fn index_insert(&mut self, index: TableId, index_key: &[u8], clustered_key: &[u8], unique: bool) -> Result<()> {
+        if unique {
+            self.insert(index, index_key, clustered_key)
+        } else {
+            self.insert(index, &[index_key, clustered_key].concat(), clustered_key)
+        }
+    }
+
+    /// Removes an index entry added by [`Transaction::index_insert`].
+    pub fn index_delete(
+        &mut self,
+        index: TableId,
+        index_key: &[u8],
+        clustered_key: &[u8],
+        unique: bool,
+    ) -> Result<bool> {
+        if unique {
+            self.delete(index, index_key)
+        } else {
+            self.delete(index, &[index_key, clustered_key].concat())
+        }
+    }
+
+    /// Clustered keys of the rows whose index key is `index_key` (keys must come from
+    /// the prefix-free encoding in `tessera_access::key`).
+    pub fn index_lookup(&self, index: TableId, index_key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let mut hi = index_key.to_vec();
+        // The smallest byte string above every key that starts with `index_key`.
+        while let Some(last) = hi.pop() {
+            if last != 0xFF {
+                hi.push(last + 1);
+                break;
+            }
+        }
+        let upper = if hi.is_empty() { Bound::Unbounded } else { Bound::Excluded(&hi[..]) };
+        self.scan(index, Bound::Included(index_key), upper, Direction::Forward).map(|r| r.map(|(_, v)| v)).collect()
+    }
+
+    /// Commits; durable when it returns unless the database forces delayed durability.
+    pub fn commit(self) -> Result<()> {
+        self.commit_with(false)
+    }
+
+    /// Commits with `DELAYED_DURABILITY = ON` when `delayed` (honoured if the database
+    /// allows it): returns before the log flush; a crash in the next few milliseconds
+    /// may lose it.
+    pub fn commit_with(mut self, delayed: bool) -> Result<()> {
+        let mut txn = self.txn.take().expect("transaction is open");
+        txn.durability = self.db.options().delayed_durability.resolve(delayed);
+        self.db.space.commit(txn)
+    }
+
+    pub fn rollback(mut self) -> Result<()> {
+        let txn = self.txn.take().expect("transaction is open");
+        self.db.space.rollback(txn)
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if let Some(txn) = self.txn.take() {
+            let _ = self.db.space.rollback(txn);
+        }
+    }
+}

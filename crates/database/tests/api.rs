@@ -1,0 +1,356 @@
+//! The embedded API end to end: persistence, errors, scans, indexes, concurrency,
+//! locking, corruption, many databases, durability options and log reuse.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tessera_access::key::KeyBuf;
+use tessera_database::{DatabaseOptions, DelayedDurability, Direction, Engine, EngineConfig, RecoveryModel};
+
+fn config(dir: &std::path::Path) -> EngineConfig {
+    let mut c = EngineConfig::new(dir);
+    c.pool_bytes = 16 << 20;
+    c.background = false;
+    c
+}
+
+fn int_key(i: i32) -> Vec<u8> {
+    KeyBuf::new().i32(i, false).as_bytes().to_vec()
+}
+
+#[test]
+fn rows_persist_across_restart_with_data_and_log_apart() {
+    let data = tempfile::tempdir().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let mut cfg = config(data.path());
+    cfg.log_dir = Some(logs.path().to_path_buf());
+    {
+        let engine = Engine::open(cfg.clone()).unwrap();
+        assert!(engine.exists("master"), "master exists from the first start");
+        engine.create_database("shop", DatabaseOptions::default()).unwrap();
+        let db = engine.database("shop").unwrap();
+        let t = db.create_table("orders").unwrap();
+        let mut tx = db.begin();
+        for i in 0..5000 {
+            tx.insert(t, &int_key(i), format!("order {i}").as_bytes()).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    assert!(data.path().join("shop.mdf").exists());
+    assert!(logs.path().join("shop_log.ldf").exists(), "the log lives in the log directory");
+    let engine = Engine::open(cfg).unwrap();
+    let db = engine.database("SHOP").unwrap();
+    let t = db.table("orders").unwrap();
+    let tx = db.begin();
+    assert_eq!(tx.get(t, &int_key(4321)).unwrap().unwrap(), b"order 4321");
+    assert_eq!(tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward).count(), 5000);
+    tx.commit().unwrap();
+    db.check().unwrap();
+}
+
+#[test]
+fn errors_carry_sql_server_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("a", DatabaseOptions::default()).unwrap();
+    assert_eq!(engine.create_database("A", DatabaseOptions::default()).unwrap_err().number(), 1801);
+    assert_eq!(engine.database("nope").unwrap_err().number(), 911);
+    let db = engine.database("a").unwrap();
+    let t = db.create_table("t").unwrap();
+    assert_eq!(db.create_table("t").unwrap_err().number(), 2714);
+    let mut tx = db.begin();
+    tx.insert(t, b"k", b"v").unwrap();
+    assert_eq!(tx.insert(t, b"k", b"w").unwrap_err().number(), 2627);
+    assert_eq!(tx.insert(t, b"big", &vec![0u8; 9000]).unwrap_err().number(), 511);
+    assert_eq!(tx.insert(t, &vec![1u8; 1000], b"").unwrap_err().number(), 1946);
+    tx.commit().unwrap();
+    let tx = db.begin();
+    assert_eq!(tx.get(t, b"k").unwrap().unwrap(), b"v", "failed statements changed nothing");
+    tx.commit().unwrap();
+}
+
+#[test]
+fn sequential_keys_fill_pages_and_char1000_rows_fit_seven_to_a_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("p", DatabaseOptions::default()).unwrap();
+    let db = engine.database("p").unwrap();
+    let seq = db.create_table("seq").unwrap();
+    let rnd = db.create_table("rnd").unwrap();
+    // An (int, char(1000)) row in the row format: 1011 bytes.
+    let schema = tessera_access::row::RowSchema::new(vec![
+        tessera_access::row::ColumnType::Int,
+        tessera_access::row::ColumnType::Char(1000),
+    ])
+    .unwrap();
+    let n = 7000;
+    let mut tx = db.begin();
+    for i in 0..n {
+        let row = tessera_access::row::encode(
+            &schema,
+            &[tessera_access::row::Value::Int(i), tessera_access::row::Value::Bytes(vec![b'A'; 1000])],
+        )
+        .unwrap();
+        assert_eq!(row.len(), 1011);
+        tx.insert(seq, &int_key(i), &row).unwrap();
+        let j = (i as u32).wrapping_mul(2654435761) as i32;
+        tx.insert(rnd, &int_key(j), &row).unwrap();
+    }
+    tx.commit().unwrap();
+    let stats: std::collections::HashMap<String, tessera_database::TreeStats> =
+        db.check().unwrap().into_iter().collect();
+    let s = &stats["seq"];
+    assert_eq!(s.records, n as usize);
+    assert!(s.leaf_pages <= n as usize / 7 + 1, "increasing keys fill pages: {} leaves", s.leaf_pages);
+    assert!(stats["rnd"].leaf_pages > s.leaf_pages, "random keys split pages in half");
+}
+
+#[test]
+fn nonclustered_index_maps_keys_to_clustered_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("ix", DatabaseOptions::default()).unwrap();
+    let db = engine.database("ix").unwrap();
+    let people = db.create_table("people").unwrap();
+    let by_city = db.create_table("people.by_city").unwrap();
+    let by_email = db.create_table("people.by_email").unwrap();
+    let mut tx = db.begin();
+    for (id, city, email) in [(1, "Oslo", "a@x"), (2, "Rome", "b@x"), (3, "Oslo", "c@x"), (4, "Oslo", "d@x")] {
+        let ck = int_key(id);
+        tx.insert(people, &ck, city.as_bytes()).unwrap();
+        let city_key = KeyBuf::new().bytes(city.as_bytes(), false).as_bytes().to_vec();
+        tx.index_insert(by_city, &city_key, &ck, false).unwrap();
+        let email_key = KeyBuf::new().bytes(email.as_bytes(), false).as_bytes().to_vec();
+        tx.index_insert(by_email, &email_key, &ck, true).unwrap();
+    }
+    let oslo = KeyBuf::new().bytes(b"Oslo", false).as_bytes().to_vec();
+    assert_eq!(tx.index_lookup(by_city, &oslo).unwrap(), vec![int_key(1), int_key(3), int_key(4)]);
+    let dup = KeyBuf::new().bytes(b"a@x", false).as_bytes().to_vec();
+    assert_eq!(tx.index_insert(by_email, &dup, &int_key(9), true).unwrap_err().number(), 2627);
+    assert!(tx.index_delete(by_city, &oslo, &int_key(3), false).unwrap());
+    assert_eq!(tx.index_lookup(by_city, &oslo).unwrap(), vec![int_key(1), int_key(4)]);
+    tx.commit().unwrap();
+}
+
+#[test]
+fn concurrent_writers_and_readers_on_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("c", DatabaseOptions::default()).unwrap();
+    let db = engine.database("c").unwrap();
+    let t = db.create_table("t").unwrap();
+    let threads: Vec<_> = (0..4)
+        .map(|w| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for i in 0..400 {
+                    let key = int_key(w * 100_000 + i);
+                    let mut tx = db.begin();
+                    tx.insert(t, &key, &vec![w as u8; 50 + (i as usize % 300)]).unwrap();
+                    if i % 5 == 0 {
+                        tx.rollback().unwrap();
+                    } else {
+                        tx.commit().unwrap();
+                    }
+                    let tx = db.begin();
+                    let seen = tx.get(t, &key).unwrap();
+                    assert_eq!(seen.is_some(), i % 5 != 0);
+                    let n = tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward).count();
+                    assert!(n >= 1 || i % 5 == 0);
+                    tx.commit().unwrap();
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    let tx = db.begin();
+    assert_eq!(tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward).count(), 4 * 320);
+    tx.commit().unwrap();
+    db.check().unwrap();
+}
+
+#[test]
+fn read_committed_waits_for_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("rc", DatabaseOptions::default()).unwrap();
+    let db = engine.database("rc").unwrap();
+    let t = db.create_table("t").unwrap();
+    let mut tx = db.begin();
+    tx.insert(t, b"a", b"old").unwrap();
+    tx.commit().unwrap();
+    for outcome_commit in [true, false] {
+        let mut writer = db.begin();
+        writer.update(t, b"a", b"new").unwrap();
+        writer.delete(t, b"a").unwrap();
+        writer.insert(t, b"a", b"newer").unwrap();
+        let db2 = db.clone();
+        let reader = std::thread::spawn(move || {
+            let tx = db2.begin();
+            let v = tx.get(t, b"a").unwrap();
+            let n = tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward).count();
+            tx.commit().unwrap();
+            (v, n)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!reader.is_finished(), "the reader waits for the uncommitted change");
+        let expect: &[u8] = if outcome_commit {
+            writer.commit().unwrap();
+            b"newer"
+        } else {
+            writer.rollback().unwrap();
+            b"old"
+        };
+        let (v, n) = reader.join().unwrap();
+        assert_eq!(v.as_deref(), Some(expect));
+        assert_eq!(n, 1);
+        if outcome_commit {
+            let mut tx = db.begin();
+            tx.update(t, b"a", b"old").unwrap();
+            tx.commit().unwrap();
+        }
+    }
+}
+
+#[test]
+fn deadlock_victim_gets_1205_and_the_other_proceeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("d", DatabaseOptions::default()).unwrap();
+    let db = engine.database("d").unwrap();
+    let t = db.create_table("t").unwrap();
+    let mut tx = db.begin();
+    tx.insert(t, b"x", b"0").unwrap();
+    tx.insert(t, b"y", b"0").unwrap();
+    tx.commit().unwrap();
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let run = |first: &'static [u8], second: &'static [u8]| {
+        let db = db.clone();
+        let barrier = barrier.clone();
+        std::thread::spawn(move || {
+            let mut tx = db.begin();
+            tx.update(t, first, b"1").unwrap();
+            barrier.wait();
+            match tx.update(t, second, b"1") {
+                Ok(_) => {
+                    tx.commit().unwrap();
+                    0
+                }
+                Err(e) => {
+                    tx.rollback().unwrap();
+                    e.number()
+                }
+            }
+        })
+    };
+    let a = run(b"x", b"y");
+    let b = run(b"y", b"x");
+    let mut results = [a.join().unwrap(), b.join().unwrap()];
+    results.sort();
+    assert_eq!(results, [0, 1205]);
+}
+
+#[test]
+fn a_corrupted_page_is_reported_and_the_rest_stays_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.mdf");
+    {
+        let engine = Engine::open(config(dir.path())).unwrap();
+        engine.create_database("bad", DatabaseOptions::default()).unwrap();
+        let db = engine.database("bad").unwrap();
+        let t = db.create_table("t").unwrap();
+        let mut tx = db.begin();
+        for i in 0..2000 {
+            tx.insert(t, &int_key(i), &[7u8; 200]).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    // Find a leaf page in the middle of the table and flip a byte of it.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let victim = (3..bytes.len() / 8192)
+        .find(|&p| {
+            let page = &bytes[p * 8192..(p + 1) * 8192];
+            page[12] == 3 && u16::from_le_bytes([page[32], page[33]]) > 10 && tessera_buffer::page::prev(page) != 0
+        })
+        .expect("a leaf page with a left sibling");
+    bytes[victim * 8192 + 5000] ^= 0x5A;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let engine = Engine::open(config(dir.path())).unwrap();
+    let db = engine.database("bad").unwrap();
+    let t = db.table("t").unwrap();
+    let tx = db.begin();
+    let err = tx
+        .scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward)
+        .find_map(|r| r.err())
+        .expect("the scan reaches the damaged page");
+    assert_eq!(err.number(), 824);
+    let msg = err.to_string();
+    assert!(msg.contains(&format!("(1:{victim})")) && msg.contains("bad.mdf") && msg.contains("checksum"), "{msg}");
+    assert_eq!(tx.get(t, &int_key(0)).unwrap().unwrap(), vec![7u8; 200], "other pages stay readable");
+    tx.commit().unwrap();
+    assert_eq!(db.check().unwrap_err().number(), 824);
+}
+
+#[test]
+fn thousands_of_databases_with_a_bounded_number_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.max_open_databases = 25;
+    cfg.log.initial_size = 256 << 10;
+    let engine = Engine::open(cfg).unwrap();
+    let n = 1000;
+    for i in 0..n {
+        let name = format!("tenant{i:04}");
+        engine.create_database(&name, DatabaseOptions::default()).unwrap();
+        let db = engine.database(&name).unwrap();
+        let t = db.create_table("t").unwrap();
+        let mut tx = db.begin();
+        tx.insert(t, b"who", name.as_bytes()).unwrap();
+        tx.commit().unwrap();
+        drop(db);
+        assert!(engine.stats().open_databases <= 26);
+    }
+    assert_eq!(engine.stats().databases, n + 1);
+    for i in (0..n).step_by(97) {
+        let name = format!("tenant{i:04}");
+        let db = engine.database(&name).unwrap();
+        let tx = db.begin();
+        assert_eq!(tx.get(db.table("t").unwrap(), b"who").unwrap().unwrap(), name.as_bytes());
+        tx.commit().unwrap();
+    }
+    engine.drop_database("tenant0001").unwrap();
+    assert!(!dir.path().join("tenant0001.mdf").exists());
+    assert_eq!(engine.database("tenant0001").unwrap_err().number(), 911);
+}
+
+#[test]
+fn delayed_durability_and_log_reuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.log.initial_size = 1 << 20;
+    let engine = Engine::open(cfg).unwrap();
+    let opts = DatabaseOptions {
+        recovery_model: RecoveryModel::Simple,
+        delayed_durability: DelayedDurability::Allowed,
+        ..DatabaseOptions::default()
+    };
+    engine.create_database("dd", opts).unwrap();
+    let db = engine.database("dd").unwrap();
+    let t = db.create_table("t").unwrap();
+    for round in 0..20 {
+        for i in 0..500 {
+            let mut tx = db.begin();
+            tx.insert(t, &int_key(round * 1000 + i), &[1u8; 300]).unwrap();
+            tx.commit_with(true).unwrap();
+        }
+        db.checkpoint().unwrap();
+    }
+    let size = db.log_stats().file_size;
+    assert!(size < 8 << 20, "checkpoints let the log be reused: {size} bytes");
+    db.flush_log().unwrap();
+    assert_eq!(db.options().recovery_model, RecoveryModel::Simple);
+}

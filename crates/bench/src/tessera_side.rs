@@ -1,44 +1,201 @@
 //! Tessera's side of the engine benchmark: the same workloads, data and signatures as the
-//! peers' ([`crate::peers::sqlite`], [`crate::peers::lmdb`]).
-//!
-//! Not wired yet: each function reports that it has nothing to measure. The engine benchmark
-//! still runs the peers and reports the rows it could not fill in.
+//! peers' ([`crate::peers::sqlite`], [`crate::peers::lmdb`]), through the embedded API
+//! (`tessera_database`), in-process.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use tessera_access::key::KeyBuf;
+use tessera_buffer::{BufferPool, PageNo, PageStore, PoolConfig, PAGE_SIZE};
+use tessera_database::{DatabaseOptions, Engine, EngineConfig};
 
 use crate::error::{BenchError, Result};
-use crate::workload::{EngineParams, Figures};
+use crate::workload::{lookup_ids, lookup_value, row_payload, EngineParams, Figures, LOOKUP_VALUE_LEN, PAYLOAD_LEN};
 
-fn not_wired(what: &str) -> BenchError {
-    BenchError::new(format!("tessera side not wired yet ({what})"))
+impl From<tessera_io::Error> for BenchError {
+    fn from(e: tessera_io::Error) -> Self {
+        BenchError::new(format!("tessera: {e}"))
+    }
 }
 
-/// Point lookups by primary key on `p.lookup_rows` rows of (id int primary key, v char(1000)),
-/// ids `1..=lookup_rows`, values from [`crate::workload::lookup_value`]: load, read every row
-/// once, then time the ids of [`crate::workload::lookup_ids`]`(p.lookup_rows, p.lookups, p.seed)`
-/// and return the sum of the first byte of each value as the checksum.
+/// An engine in `dir` whose pool holds `data_bytes` of rows with room to spare.
+fn engine(dir: &Path, data_bytes: u64) -> Result<Arc<Engine>> {
+    let mut config = EngineConfig::new(dir);
+    config.pool_bytes = ((data_bytes * 2) as usize).max(256 << 20);
+    Ok(Engine::open(config)?)
+}
+
+fn int_key(k: &mut KeyBuf, id: u32) -> &[u8] {
+    k.clear();
+    k.i32(id as i32, false).as_bytes()
+}
+
+fn bigint_key(k: &mut KeyBuf, id: u64) -> &[u8] {
+    k.clear();
+    k.i64(id as i64, false).as_bytes()
+}
+
+/// Point lookups by primary key on `p.lookup_rows` rows of (id int primary key, v char(1000)):
+/// load in 10,000-row transactions, read every row once, then time the ids of
+/// [`lookup_ids`] inside one read-committed transaction, summing the first byte of each value.
 pub fn point_lookups(dir: &Path, p: &EngineParams) -> Result<Figures> {
-    let _ = (dir, p);
-    Err(not_wired("point lookups"))
+    let setup = Instant::now();
+    let engine = engine(dir, p.lookup_data_bytes())?;
+    engine.create_database("lookups", DatabaseOptions::default())?;
+    let db = engine.database("lookups")?;
+    let t = db.create_table("t")?;
+    let mut key = KeyBuf::new();
+    let mut value = [0u8; LOOKUP_VALUE_LEN];
+    let mut id = 1;
+    while id <= p.lookup_rows {
+        let mut tx = db.begin();
+        for _ in 0..10_000 {
+            if id > p.lookup_rows {
+                break;
+            }
+            lookup_value(id, &mut value);
+            tx.insert(t, int_key(&mut key, id), &value)?;
+            id += 1;
+        }
+        tx.commit()?;
+    }
+    db.checkpoint()?;
+    let tx = db.begin();
+    let mut read = |id: u32| -> Result<u64> {
+        tx.get_with(t, int_key(&mut key, id), |v| u64::from(v[0]))?
+            .ok_or_else(|| BenchError::new(format!("tessera lost key {id}")))
+    };
+    let mut warm = 0u64;
+    for id in 1..=p.lookup_rows {
+        warm = warm.wrapping_add(read(id)?);
+    }
+    let ids = lookup_ids(p.lookup_rows, p.lookups, p.seed);
+    let setup_seconds = setup.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let mut sum = 0u64;
+    for &id in &ids {
+        sum = sum.wrapping_add(read(id)?);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    std::hint::black_box(warm);
+    tx.commit()?;
+    Ok(Figures { count: ids.len() as u64, seconds, setup_seconds, checksum: sum })
 }
 
-/// One transaction inserting `p.bulk_rows` rows of (id bigint, payload) with ids `1..=bulk_rows`
-/// and payloads from [`crate::workload::row_payload`]; the time includes the durable commit.
+/// One transaction inserting `p.bulk_rows` rows of (id bigint, payload) with increasing ids;
+/// the time includes the durable commit.
 pub fn bulk_insert(dir: &Path, p: &EngineParams) -> Result<Figures> {
-    let _ = (dir, p);
-    Err(not_wired("bulk insert"))
+    let setup = Instant::now();
+    let engine = engine(dir, p.bulk_data_bytes())?;
+    engine.create_database("bulk", DatabaseOptions::default())?;
+    let db = engine.database("bulk")?;
+    let t = db.create_table("t")?;
+    let setup_seconds = setup.elapsed().as_secs_f64();
+    let mut key = KeyBuf::new();
+    let mut payload = [0u8; PAYLOAD_LEN];
+    let mut checksum = 0u64;
+    let start = Instant::now();
+    let mut tx = db.begin();
+    for id in 1..=p.bulk_rows {
+        row_payload(id, &mut payload);
+        checksum = checksum.wrapping_add(u64::from(payload[0]));
+        tx.insert(t, bigint_key(&mut key, id), &payload)?;
+    }
+    tx.commit()?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Figures { count: p.bulk_rows, seconds, setup_seconds, checksum })
 }
 
-/// `threads` threads, each committing one single-row INSERT per transaction with the default
-/// (full) durability, for `p.commit_seconds`; `count` is the total of commits.
+/// `threads` threads, each committing one single-row insert per transaction with full
+/// durability (commit returns after fdatasync), for `p.commit_seconds`.
 pub fn durable_commits(dir: &Path, threads: usize, p: &EngineParams) -> Result<Figures> {
-    let _ = (dir, threads, p);
-    Err(not_wired("durable commits"))
+    let setup = Instant::now();
+    let engine = engine(dir, 64 << 20)?;
+    engine.create_database("commits", DatabaseOptions::default())?;
+    let db = engine.database("commits")?;
+    let t = db.create_table("t")?;
+    let setup_seconds = setup.elapsed().as_secs_f64();
+    let stop = Arc::new(AtomicBool::new(false));
+    let total = Arc::new(AtomicU64::new(0));
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let workers: Vec<_> = (0..threads as u64)
+        .map(|w| {
+            let (db, stop, total, barrier) = (db.clone(), stop.clone(), total.clone(), barrier.clone());
+            std::thread::spawn(move || -> Result<()> {
+                let mut key = KeyBuf::new();
+                let mut payload = [0u8; PAYLOAD_LEN];
+                barrier.wait();
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let id = w * 1_000_000_000 + i;
+                    row_payload(id, &mut payload);
+                    let mut tx = db.begin();
+                    tx.insert(t, bigint_key(&mut key, id), &payload)?;
+                    tx.commit()?;
+                    if !stop.load(Ordering::Relaxed) {
+                        total.fetch_add(1, Ordering::Relaxed);
+                    }
+                    i += 1;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    std::thread::sleep(p.commit_duration());
+    stop.store(true, Ordering::Relaxed);
+    let seconds = start.elapsed().as_secs_f64();
+    for w in workers {
+        w.join().map_err(|_| BenchError::new("a commit thread panicked"))??;
+    }
+    Ok(Figures { count: total.load(Ordering::Relaxed), seconds, setup_seconds, checksum: 0 })
 }
 
-/// Seconds to release a buffer pool holding `bytes` of pages (the pool is filled first; only
-/// the release is timed).
+/// A page store that never holds data: the release benchmark only needs resident pages.
+struct NoFile;
+
+impl PageStore for NoFile {
+    fn read_page(&self, _: PageNo, buf: &mut [u8]) -> tessera_io::Result<()> {
+        buf.fill(0);
+        Ok(())
+    }
+    fn write_page(&self, _: PageNo, _: &[u8]) -> tessera_io::Result<()> {
+        Ok(())
+    }
+    fn flush_log_to(&self, _: u64) -> tessera_io::Result<()> {
+        Ok(())
+    }
+    fn sync(&self) -> tessera_io::Result<()> {
+        Ok(())
+    }
+    fn database_name(&self) -> &str {
+        "release-benchmark"
+    }
+    fn path(&self) -> &Path {
+        Path::new("(memory)")
+    }
+}
+
+/// Seconds to release a buffer pool holding `bytes` of pages: every frame is filled
+/// (committed memory), then only dropping the pool is timed.
 pub fn pool_release(bytes: u64) -> Result<f64> {
-    let _ = bytes;
-    Err(not_wired("buffer pool release"))
+    let pool = BufferPool::new(PoolConfig { max_bytes: bytes as usize, background_writer: false })?;
+    let file = pool.register(Arc::new(NoFile));
+    let pages = (bytes / PAGE_SIZE as u64) as PageNo;
+    for no in 0..pages {
+        let page = pool.fetch_new(file, no)?;
+        let mut w = page.write();
+        w[100] = no as u8;
+        w[PAGE_SIZE - 1] = 1;
+    }
+    let resident = pool.stats().resident_pages;
+    if resident < u64::from(pages) {
+        return Err(BenchError::new(format!("pool held {resident} of {pages} pages")));
+    }
+    let start = Instant::now();
+    drop(pool);
+    Ok(start.elapsed().as_secs_f64())
 }

@@ -168,6 +168,53 @@ enum Target {
 /// Stores `rec` under `key` (inserting or replacing), splitting pages as needed, and
 /// logs the row change with `ctx`. Returns the row change's LSN.
 pub fn put(space: &Space, root: PageNo, key: &[u8], rec: &[u8], ctx: LogCtx) -> Result<Lsn> {
+    put_placed(space, root, key, rec, ctx).map(|p| p.lsn)
+}
+
+/// Where [`put_placed`] stored a record.
+#[derive(Clone, Copy, Debug)]
+pub struct Placed {
+    pub lsn: Lsn,
+    pub leaf: PageNo,
+    /// The leaf has no right sibling (a hint for [`try_append`]).
+    pub rightmost: bool,
+}
+
+/// Appends `rec` to the leaf `hint` without descending the tree, when `hint` is still
+/// the rightmost leaf of the tree and `key` is above every key in it (ever-increasing
+/// keys such as identity columns). Returns None when the fast path does not apply; the
+/// caller then takes the normal path. The page is validated under its latch, so a
+/// stale hint is harmless.
+pub fn try_append(
+    space: &Space,
+    root: PageNo,
+    hint: PageNo,
+    key: &[u8],
+    rec: &[u8],
+    ctx: LogCtx,
+) -> Result<Option<Lsn>> {
+    if hint == 0 || rec.len() > MAX_LEAF_RECORD || key.len() > MAX_KEY {
+        return Ok(None);
+    }
+    let mut mtr = Mtr::new(space)?;
+    let li = mtr.latch(hint)?;
+    let p = mtr.page(li);
+    let n = slotted::count(p);
+    let applies = is_leaf(p)
+        && page::object_id(p) == root
+        && page::next(p) == 0
+        && n > 0
+        && key > leaf_key(slotted::record(p, n - 1))
+        && slotted::fits(p, rec.len());
+    if !applies {
+        return Ok(None);
+    }
+    mtr.apply(li, PageOp::Insert { slot: n as u16, rec: rec.to_vec() });
+    mtr.commit(ctx).map(Some)
+}
+
+/// [`put`], also telling where the record went.
+pub fn put_placed(space: &Space, root: PageNo, key: &[u8], rec: &[u8], ctx: LogCtx) -> Result<Placed> {
     debug_assert_eq!(leaf_key(rec), key);
     if rec.len() > MAX_LEAF_RECORD {
         return Err(Error::RowTooLarge { size: rec.len(), max: MAX_LEAF_RECORD });
@@ -186,19 +233,20 @@ pub fn put(space: &Space, root: PageNo, key: &[u8], rec: &[u8], ctx: LogCtx) -> 
         };
         let li = mtr.latch(leaf)?;
         let p = mtr.page(li);
+        let rightmost = page::next(p) == 0;
         let target = match slotted::search(p, key, leaf_key) {
             Ok(slot) => {
                 let old = slotted::record(p, slot).len();
                 if slotted::free_space(p) + old >= rec.len() {
                     mtr.apply(li, PageOp::Replace { slot: slot as u16, rec: rec.to_vec() });
-                    return mtr.commit(ctx);
+                    return Ok(Placed { lsn: mtr.commit(ctx)?, leaf, rightmost });
                 }
                 Target::Replace { slot, len: rec.len() }
             }
             Err(idx) => {
                 if slotted::fits(p, rec.len()) {
                     mtr.apply(li, PageOp::Insert { slot: idx as u16, rec: rec.to_vec() });
-                    return mtr.commit(ctx);
+                    return Ok(Placed { lsn: mtr.commit(ctx)?, leaf, rightmost });
                 }
                 Target::Insert { idx, len: rec.len() }
             }

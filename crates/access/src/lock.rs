@@ -13,14 +13,14 @@
 //! later requests is found by the request that closes it.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use tessera_io::{Error, Result};
 use tessera_log::TxnId;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resource {
     Table(u32),
     Key(u32, u64),
@@ -28,11 +28,49 @@ pub enum Resource {
 
 impl Resource {
     pub fn key(tree: u32, key: &[u8]) -> Resource {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut h);
-        Resource::Key(tree, h.finish())
+        // Two independent CRC-32C streams (hardware-accelerated) make a 64-bit key hash.
+        let lo = crc32c::crc32c(key);
+        let hi = crc32c::crc32c_append(0x9E37_79B9, key);
+        Resource::Key(tree, (u64::from(hi) << 32) | u64::from(lo))
+    }
+
+    fn mix(&self) -> u64 {
+        let (a, b) = match *self {
+            Resource::Table(t) => (u64::from(t), 0x5851_F42D_4C95_7F2D),
+            Resource::Key(t, h) => (u64::from(t), h),
+        };
+        let mut x = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b;
+        x ^= x >> 32;
+        x = x.wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        x ^ (x >> 32)
     }
 }
+
+/// Hashes a [`Resource`] with one multiply-xorshift (its key part is already a hash).
+#[derive(Default)]
+struct ResourceHasher(u64);
+
+impl Hasher for ResourceHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+}
+
+impl Hash for Resource {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.mix());
+    }
+}
+
+type Table = HashMap<Resource, Entry, BuildHasherDefault<ResourceHasher>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LockMode {
@@ -73,7 +111,7 @@ const SHARDS: usize = 64;
 pub const MAX_LOCKS_PER_TXN: usize = 5_000_000;
 
 pub struct LockManager {
-    shards: Vec<(Mutex<HashMap<Resource, Entry>>, Condvar)>,
+    shards: Vec<(Mutex<Table>, Condvar)>,
     waits_for: Mutex<HashMap<TxnId, Vec<TxnId>>>,
     /// None: wait forever (SQL Server's default LOCK_TIMEOUT -1).
     timeout: Option<Duration>,
@@ -88,16 +126,14 @@ impl Default for LockManager {
 impl LockManager {
     pub fn new(timeout: Option<Duration>) -> LockManager {
         LockManager {
-            shards: (0..SHARDS).map(|_| (Mutex::new(HashMap::new()), Condvar::new())).collect(),
+            shards: (0..SHARDS).map(|_| (Mutex::new(Table::default()), Condvar::new())).collect(),
             waits_for: Mutex::new(HashMap::new()),
             timeout,
         }
     }
 
-    fn shard(&self, r: &Resource) -> &(Mutex<HashMap<Resource, Entry>>, Condvar) {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        r.hash(&mut h);
-        &self.shards[(h.finish() as usize) % SHARDS]
+    fn shard(&self, r: &Resource) -> &(Mutex<Table>, Condvar) {
+        &self.shards[(r.mix() >> 58) as usize % SHARDS]
     }
 
     /// Acquires `mode` on `r` for `txn`, waiting for conflicting holders. Returns true if
@@ -105,6 +141,25 @@ impl LockManager {
     /// held the resource; the mode may have been upgraded in place).
     pub fn lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> Result<bool> {
         self.acquire(txn, r, mode, true)
+    }
+
+    /// Acquires `mode` on `r` only if no other transaction holds a conflicting lock;
+    /// never waits. Returns whether the lock is held now.
+    pub fn try_lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> bool {
+        let (mutex, _) = self.shard(&r);
+        let mut map = mutex.lock();
+        let entry = map.entry(r).or_default();
+        if entry.holders.iter().any(|&(t, m)| t != txn && !m.compatible(mode)) {
+            if entry.holders.is_empty() {
+                map.remove(&r);
+            }
+            return false;
+        }
+        match entry.holders.iter_mut().find(|(t, _)| *t == txn) {
+            Some(h) => h.1 = h.1.combine(mode),
+            None => entry.holders.push((txn, mode)),
+        }
+        true
     }
 
     /// Waits until `mode` on `r` would be granted to `txn`, without keeping a lock

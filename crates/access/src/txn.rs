@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -44,6 +44,11 @@ use crate::space::Space;
 const MAX_TRACKED_GHOSTS: usize = 100_000;
 /// Records read from a tree per latch acquisition in a scan.
 const SCAN_BATCH: usize = 128;
+/// Key locks one transaction takes in one tree before it tries to escalate to an
+/// exclusive table lock (SQL Server's threshold); a failed attempt is retried after
+/// another `ESCALATE_RETRY` locks.
+const ESCALATE_AT: usize = 5000;
+const ESCALATE_RETRY: usize = 1250;
 
 /// Shared per-transaction state the checkpointer reads.
 #[derive(Default)]
@@ -112,7 +117,7 @@ pub struct Txn {
     pub id: TxnId,
     shared: Arc<TxnShared>,
     locks: Vec<Resource>,
-    write_trees: Vec<Arc<TreeMeta>>,
+    write_trees: Vec<TreeLocks>,
     ghosts: Vec<(PageNo, Vec<u8>)>,
     pub durability: Durability,
     finished: bool,
@@ -134,6 +139,15 @@ impl Drop for Txn {
     }
 }
 
+/// A tree a transaction writes: how many key locks it holds there, and whether they
+/// were replaced by one exclusive table lock.
+struct TreeLocks {
+    meta: Arc<TreeMeta>,
+    keys: usize,
+    next_escalation: usize,
+    escalated: bool,
+}
+
 /// Per-tree in-memory state: the structure latch and the number of transactions that
 /// may hold uncommitted changes in it (readers skip lock checks while it is zero).
 #[derive(Default)]
@@ -141,11 +155,13 @@ pub struct TreeMeta {
     pub root: PageNo,
     pub latch: RwLock<()>,
     writers: AtomicUsize,
+    /// The rightmost leaf as last seen by an insert (0: unknown); see `btree::try_append`.
+    append_hint: AtomicU32,
 }
 
 impl TreeMeta {
     pub fn new(root: PageNo) -> TreeMeta {
-        TreeMeta { root, latch: RwLock::new(()), writers: AtomicUsize::new(0) }
+        TreeMeta { root, latch: RwLock::new(()), writers: AtomicUsize::new(0), append_hint: AtomicU32::new(0) }
     }
 }
 
@@ -155,43 +171,90 @@ impl Space {
         Txn { id, shared, locks: Vec::new(), write_trees: Vec::new(), ghosts: Vec::new(), durability, finished: false }
     }
 
-    /// Takes the locks a change of `key` in `tree` needs.
+    /// Takes the locks a change of `key` in `tree` needs: IX on the table and X on the
+    /// key, or nothing more once the transaction holds X on the whole table.
     fn lock_for_write(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<Arc<TreeMeta>> {
-        let meta = self.tree(tree);
-        if !txn.write_trees.iter().any(|m| m.root == tree) {
-            if self.locks.lock(txn.id, Resource::Table(tree), LockMode::IntentExclusive)? {
-                txn.locks.push(Resource::Table(tree));
+        let i = match txn.write_trees.iter().position(|t| t.meta.root == tree) {
+            Some(i) => i,
+            None => {
+                if self.locks.lock(txn.id, Resource::Table(tree), LockMode::IntentExclusive)? {
+                    txn.locks.push(Resource::Table(tree));
+                }
+                let meta = self.tree(tree);
+                meta.writers.fetch_add(1, Ordering::AcqRel);
+                txn.write_trees.push(TreeLocks { meta, keys: 0, next_escalation: ESCALATE_AT, escalated: false });
+                txn.write_trees.len() - 1
             }
-            meta.writers.fetch_add(1, Ordering::AcqRel);
-            txn.write_trees.push(meta.clone());
+        };
+        let meta = txn.write_trees[i].meta.clone();
+        if txn.write_trees[i].escalated {
+            return Ok(meta);
         }
         let r = Resource::key(tree, key);
         if self.locks.lock(txn.id, r, LockMode::Exclusive)? {
             assert!(txn.locks.len() < crate::lock::MAX_LOCKS_PER_TXN, "lock limit per transaction reached");
             txn.locks.push(r);
+            let t = &mut txn.write_trees[i];
+            t.keys += 1;
+            if t.keys >= t.next_escalation {
+                if self.locks.try_lock(txn.id, Resource::Table(tree), LockMode::Exclusive) {
+                    t.escalated = true;
+                    let (released, kept): (Vec<Resource>, Vec<Resource>) =
+                        txn.locks.iter().partition(|r| matches!(r, Resource::Key(t, _) if *t == tree));
+                    self.locks.release_all(txn.id, &released);
+                    txn.locks = kept;
+                } else {
+                    t.next_escalation += ESCALATE_RETRY;
+                }
+            }
         }
         Ok(meta)
+    }
+
+    /// The lock a READ COMMITTED reader of `key` must wait for, if another transaction
+    /// holds one: an exclusive table lock or an exclusive key lock.
+    fn read_conflict(&self, txn: &Txn, meta: &TreeMeta, key: &[u8]) -> Option<(Resource, LockMode)> {
+        if meta.writers.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let table = Resource::Table(meta.root);
+        if self.locks.conflicts(txn.id, table, LockMode::IntentShared) {
+            return Some((table, LockMode::IntentShared));
+        }
+        let r = Resource::key(meta.root, key);
+        self.locks.conflicts(txn.id, r, LockMode::Shared).then_some((r, LockMode::Shared))
+    }
+
+    /// Publishes a lower bound of the transaction's first LSN before its first record
+    /// exists, so a checkpoint never truncates the log past it.
+    fn note_first_lsn(&self, txn: &Txn) {
+        if txn.shared.first_lsn.load(Ordering::Acquire) == 0 {
+            txn.shared.first_lsn.store(self.wal.end_lsn(), Ordering::Release);
+        }
     }
 
     /// Applies a row change: `new` is the leaf record to store (None: remove the key).
     fn change(
         &self,
         txn: &mut Txn,
-        tree: PageNo,
+        meta: &TreeMeta,
         key: &[u8],
         new: Option<Vec<u8>>,
         old: Option<Vec<u8>>,
     ) -> Result<()> {
-        if txn.shared.first_lsn.load(Ordering::Acquire) == 0 {
-            // A lower bound of this transaction's first LSN, published before the record
-            // exists so a checkpoint never truncates the log past it.
-            txn.shared.first_lsn.store(self.wal.end_lsn(), Ordering::Release);
-        }
+        self.note_first_lsn(txn);
+        let tree = meta.root;
         let undo = Undo { tree, key: key.to_vec(), old };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
         let lsn = match new {
-            Some(rec) => btree::put(self, tree, key, &rec, ctx)?,
+            Some(rec) => {
+                let placed = btree::put_placed(self, tree, key, &rec, ctx)?;
+                if placed.rightmost {
+                    meta.append_hint.store(placed.leaf, Ordering::Relaxed);
+                }
+                placed.lsn
+            }
             None => btree::remove(self, tree, key, ctx)?,
         };
         txn.shared.last_lsn.store(lsn, Ordering::Release);
@@ -202,11 +265,22 @@ impl Space {
     pub fn insert(&self, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
         let meta = self.lock_for_write(txn, tree, key)?;
         let _latch = meta.latch.write();
+        let rec = btree::leaf_record(0, key, value);
+        // Ever-increasing keys go straight to the rightmost leaf: a key above every key
+        // in the tree cannot be a duplicate.
+        self.note_first_lsn(txn);
+        let undo = Undo { tree, key: key.to_vec(), old: None };
+        let ctx =
+            LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
+        if let Some(lsn) = btree::try_append(self, tree, meta.append_hint.load(Ordering::Relaxed), key, &rec, ctx)? {
+            txn.shared.last_lsn.store(lsn, Ordering::Release);
+            return Ok(());
+        }
         let current = btree::lookup_with(self, tree, key, |r| r.to_vec())?;
         if current.as_ref().is_some_and(|r| !btree::is_ghost(r)) {
             return Err(Error::DuplicateKey { object: format!("tree {tree}"), key: format!("{key:02x?}") });
         }
-        self.change(txn, tree, key, Some(btree::leaf_record(0, key, value)), current)
+        self.change(txn, &meta, key, Some(rec), current)
     }
 
     /// Replaces the value of an existing row; returns false if there is none.
@@ -217,7 +291,7 @@ impl Space {
         if btree::is_ghost(&current) {
             return Ok(false);
         }
-        self.change(txn, tree, key, Some(btree::leaf_record(0, key, value)), Some(current))?;
+        self.change(txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(current))?;
         Ok(true)
     }
 
@@ -232,7 +306,7 @@ impl Space {
         let mut ghost = current.clone();
         ghost[0] |= btree::GHOST;
         current[0] &= !btree::GHOST;
-        self.change(txn, tree, key, Some(ghost), Some(current))?;
+        self.change(txn, &meta, key, Some(ghost), Some(current))?;
         if txn.ghosts.len() < MAX_TRACKED_GHOSTS {
             txn.ghosts.push((tree, key.to_vec()));
         }
@@ -243,17 +317,16 @@ impl Space {
     pub fn get_with<R>(&self, txn: &Txn, tree: PageNo, key: &[u8], f: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
         let meta = self.tree(tree);
         loop {
-            {
+            let conflict = {
                 let _latch = meta.latch.read();
                 let found =
                     btree::lookup_with(self, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
-                if meta.writers.load(Ordering::Acquire) == 0
-                    || !self.locks.conflicts(txn.id, Resource::key(tree, key), LockMode::Shared)
-                {
-                    return Ok(found.flatten());
+                match self.read_conflict(txn, &meta, key) {
+                    None => return Ok(found.flatten()),
+                    Some(c) => c,
                 }
-            }
-            self.locks.wait_compatible(txn.id, Resource::key(tree, key), LockMode::Shared)?;
+            };
+            self.locks.wait_compatible(txn.id, conflict.0, conflict.1)?;
         }
     }
 
@@ -308,8 +381,8 @@ impl Space {
 
     fn finish(&self, txn: &mut Txn) {
         self.locks.release_all(txn.id, &txn.locks);
-        for m in txn.write_trees.drain(..) {
-            m.writers.fetch_sub(1, Ordering::AcqRel);
+        for t in txn.write_trees.drain(..) {
+            t.meta.writers.fetch_sub(1, Ordering::AcqRel);
         }
         self.txns.end(txn.id);
         txn.finished = true;
@@ -396,27 +469,27 @@ pub struct Scan<'s> {
     /// Records read but not yet returned, in reverse order (pop from the end).
     buf: Vec<Vec<u8>>,
     more: bool,
-    /// A key whose writer must finish before the scan goes on.
-    wait_for: Option<Vec<u8>>,
+    /// A lock whose holder must finish before the scan goes on.
+    wait_for: Option<(Resource, LockMode)>,
 }
 
 impl Scan<'_> {
     fn fill(&mut self) -> Result<()> {
         let root = self.meta.root;
-        if let Some(key) = self.wait_for.take() {
-            self.space.locks.wait_compatible(self.txn.id, Resource::key(root, &key), LockMode::Shared)?;
+        if let Some((r, mode)) = self.wait_for.take() {
+            self.space.locks.wait_compatible(self.txn.id, r, mode)?;
         }
         let _latch = self.meta.latch.read();
         let (mut batch, more) = btree::scan_batch(self.space, root, &self.lo, &self.hi, self.dir, SCAN_BATCH)?;
         self.more = more;
-        if self.meta.writers.load(Ordering::Acquire) != 0 {
-            if let Some(i) = batch.iter().position(|r| {
-                self.space.locks.conflicts(self.txn.id, Resource::key(root, btree::leaf_key(r)), LockMode::Shared)
-            }) {
-                self.wait_for = Some(btree::leaf_key(&batch[i]).to_vec());
-                batch.truncate(i);
-                self.more = true;
-            }
+        let mut conflict = None;
+        if let Some(i) = batch.iter().position(|r| {
+            conflict = self.space.read_conflict(self.txn, &self.meta, btree::leaf_key(r));
+            conflict.is_some()
+        }) {
+            self.wait_for = conflict;
+            batch.truncate(i);
+            self.more = true;
         }
         if let Some(last) = batch.last() {
             let k = btree::leaf_key(last).to_vec();

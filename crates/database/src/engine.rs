@@ -48,7 +48,7 @@ impl EngineConfig {
             pool_bytes: 1 << 30,
             max_open_databases: 4096,
             idle_close_after: Duration::from_secs(300),
-            checkpoint_log_bytes: 64 << 20,
+            checkpoint_log_bytes: 256 << 20,
             delayed_flush_interval: Duration::from_millis(10),
             log: LogConfig::default(),
             background: true,

@@ -354,3 +354,39 @@ fn delayed_durability_and_log_reuse() {
     db.flush_log().unwrap();
     assert_eq!(db.options().recovery_model, RecoveryModel::Simple);
 }
+
+#[test]
+fn many_row_locks_escalate_to_a_table_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("esc", DatabaseOptions::default()).unwrap();
+    let db = engine.database("esc").unwrap();
+    let t = db.create_table("t").unwrap();
+    let mut tx = db.begin();
+    tx.insert(t, &int_key(-1), b"committed before").unwrap();
+    tx.commit().unwrap();
+    let mut writer = db.begin();
+    for i in 0..100 {
+        writer.insert(t, &int_key(i), b"x").unwrap();
+    }
+    // Below the threshold only the written keys are locked: other rows stay readable.
+    let reader = db.begin();
+    assert_eq!(reader.get(t, &int_key(-1)).unwrap().unwrap(), b"committed before");
+    reader.commit().unwrap();
+    for i in 100..6000 {
+        writer.insert(t, &int_key(i), b"x").unwrap();
+    }
+    // Past 5,000 key locks the writer holds the table exclusively: a reader of an
+    // untouched row now waits for it, as in SQL Server after lock escalation.
+    let db2 = db.clone();
+    let blocked = std::thread::spawn(move || {
+        let r = db2.begin();
+        let v = r.get(t, &int_key(-1)).unwrap();
+        r.commit().unwrap();
+        v
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!blocked.is_finished());
+    writer.commit().unwrap();
+    assert_eq!(blocked.join().unwrap().unwrap(), b"committed before");
+}

@@ -10,6 +10,8 @@ use tessera_database::{DatabaseOptions, Direction, Engine, EngineConfig};
 #[derive(Clone, Debug)]
 enum Op {
     Insert(u16, u16),
+    /// Insert above the largest key (the append fast path), of this length.
+    Append(u16),
     Update(u16, u16),
     Delete(u16),
     Commit,
@@ -23,6 +25,7 @@ fn op() -> impl Strategy<Value = Op> {
     let len = prop_oneof![8 => 0u16..400, 3 => 400u16..3000, 1 => 6000u16..8000];
     prop_oneof![
         10 => (key.clone(), len.clone()).prop_map(|(k, l)| Op::Insert(k, l)),
+        4 => len.clone().prop_map(Op::Append),
         4 => (key.clone(), len).prop_map(|(k, l)| Op::Update(k, l)),
         5 => key.prop_map(Op::Delete),
         2 => Just(Op::Commit),
@@ -102,6 +105,16 @@ fn run(ops: Vec<Op>) {
                     view.insert(key.clone(), v);
                 }
                 assert_eq!(t.get(table, &key).unwrap().as_ref(), view.get(&key));
+            }
+            Op::Append(l) => {
+                let k = view.keys().next_back().map_or(0, |key| u16::from_be_bytes([key[0], key[1]]) + 1);
+                if k < 1000 {
+                    let key = key_of(k);
+                    let v = value(k, l, step);
+                    t.insert(table, &key, &v).unwrap();
+                    view.insert(key.clone(), v);
+                    assert_eq!(t.get(table, &key).unwrap().as_ref(), view.get(&key));
+                }
             }
             Op::Update(k, l) => {
                 let key = key_of(k);

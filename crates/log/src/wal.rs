@@ -28,6 +28,8 @@ const VLF_HEADER: u32 = 512;
 const FRAME_HEADER: u32 = 8;
 /// Largest record payload; bounds every read buffer.
 pub const MAX_RECORD: usize = 4 << 20;
+/// Segment buffers kept for reuse after they were written.
+const MAX_SPARE: usize = 4;
 /// A VLF must fit the 32-bit offset of an LSN.
 const MAX_VLF_SIZE: u64 = 1 << 30;
 
@@ -86,6 +88,8 @@ struct State {
     next_off: u32,
     pending: Vec<Segment>,
     pending_bytes: usize,
+    /// Emptied segment buffers kept for reuse (at most `MAX_SPARE`).
+    spare: Vec<Vec<u8>>,
     truncation_lsn: Lsn,
     file_len: u64,
     master_serial: u64,
@@ -97,11 +101,20 @@ impl State {
         make_lsn(self.vlfs[self.cur].seq, self.next_off)
     }
 
-    fn push_bytes(&mut self, file_offset: u64, bytes: &[u8]) {
-        match self.pending.last_mut() {
-            Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset => seg.data.extend_from_slice(bytes),
-            _ => self.pending.push(Segment { file_offset, data: bytes.to_vec() }),
+    /// The pending segment that continues at `file_offset`, started if needed (reusing a
+    /// spare buffer, so steady logging allocates nothing).
+    fn segment_at(&mut self, file_offset: u64) -> &mut Vec<u8> {
+        let contiguous =
+            matches!(self.pending.last(), Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset);
+        if !contiguous {
+            let data = self.spare.pop().unwrap_or_default();
+            self.pending.push(Segment { file_offset, data });
         }
+        &mut self.pending.last_mut().expect("a pending segment").data
+    }
+
+    fn push_bytes(&mut self, file_offset: u64, bytes: &[u8]) {
+        self.segment_at(file_offset).extend_from_slice(bytes);
         self.pending_bytes += bytes.len();
     }
 }
@@ -279,6 +292,7 @@ impl Wal {
                 next_off,
                 pending: Vec::new(),
                 pending_bytes: 0,
+                spare: Vec::new(),
                 truncation_lsn,
                 file_len,
                 master_serial,
@@ -335,14 +349,17 @@ impl Wal {
             }
             let seq = st.vlfs[st.cur].seq;
             let lsn = make_lsn(seq, st.next_off);
-            let mut buf = Vec::with_capacity(frame as usize);
+            let at = st.vlfs[st.cur].offset + u64::from(st.next_off);
+            // Encode straight into the pending segment: no temporary buffer per record.
+            let buf = st.segment_at(at);
+            let start = buf.len();
             buf.extend_from_slice(&(payload_len as u32).to_le_bytes());
             buf.extend_from_slice(&[0; 4]);
-            rec.encode_into(&mut buf);
-            let crc = frame_crc(seq, payload_len as u32, &buf[8..]);
-            buf[4..8].copy_from_slice(&crc.to_le_bytes());
-            let at = st.vlfs[st.cur].offset + u64::from(st.next_off);
-            st.push_bytes(at, &buf);
+            rec.encode_into(buf);
+            debug_assert_eq!(buf.len() - start, frame as usize);
+            let crc = frame_crc(seq, payload_len as u32, &buf[start + 8..]);
+            buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+            st.pending_bytes += frame as usize;
             st.next_off += frame;
             (lsn, st.pending_bytes)
         };
@@ -402,8 +419,11 @@ impl Wal {
     pub fn ensure_room(&self, bytes: u64) -> Result<()> {
         self.check_failed()?;
         let mut st = self.state.lock();
-        let trunc_seq = lsn_seq(st.truncation_lsn);
         let cur = st.cur;
+        if st.vlfs[cur].size - u64::from(st.next_off) >= bytes {
+            return Ok(());
+        }
+        let trunc_seq = lsn_seq(st.truncation_lsn);
         let free: u64 = (st.vlfs[cur].size - u64::from(st.next_off))
             + st.vlfs
                 .iter()
@@ -494,6 +514,14 @@ impl Wal {
                 self.file.write_all_at(&seg.data, seg.file_offset)?;
                 self.bytes_written.fetch_add(seg.data.len() as u64, Ordering::Relaxed);
             }
+            let mut st = self.state.lock();
+            for mut seg in segments {
+                if st.spare.len() < MAX_SPARE {
+                    seg.data.clear();
+                    st.spare.push(seg.data);
+                }
+            }
+            drop(st);
             self.written.store(end, Ordering::Release);
             if sync {
                 self.file.sync_data()?;

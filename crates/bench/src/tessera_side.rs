@@ -12,7 +12,7 @@ use tessera_buffer::{BufferPool, PageNo, PageStore, PoolConfig, PAGE_SIZE};
 use tessera_database::{DatabaseOptions, Engine, EngineConfig};
 
 use crate::error::{BenchError, Result};
-use crate::workload::{lookup_ids, lookup_value, row_payload, EngineParams, Figures, LOOKUP_VALUE_LEN, PAYLOAD_LEN};
+use crate::workload::{lookup_value, row_payload, time_lookups, EngineParams, Figures, LOOKUP_VALUE_LEN, PAYLOAD_LEN};
 
 impl From<tessera_io::Error> for BenchError {
     fn from(e: tessera_io::Error) -> Self {
@@ -63,25 +63,12 @@ pub fn point_lookups(dir: &Path, p: &EngineParams) -> Result<Figures> {
     }
     db.checkpoint()?;
     let tx = db.begin();
-    let mut read = |id: u32| -> Result<u64> {
+    let figures = time_lookups(p, setup, |id: u32| -> Result<u64> {
         tx.get_with(t, int_key(&mut key, id), |v| u64::from(v[0]))?
             .ok_or_else(|| BenchError::new(format!("tessera lost key {id}")))
-    };
-    let mut warm = 0u64;
-    for id in 1..=p.lookup_rows {
-        warm = warm.wrapping_add(read(id)?);
-    }
-    let ids = lookup_ids(p.lookup_rows, p.lookups, p.seed);
-    let setup_seconds = setup.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let mut sum = 0u64;
-    for &id in &ids {
-        sum = sum.wrapping_add(read(id)?);
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    std::hint::black_box(warm);
+    })?;
     tx.commit()?;
-    Ok(Figures { count: ids.len() as u64, seconds, setup_seconds, checksum: sum })
+    Ok(figures)
 }
 
 /// One transaction inserting `p.bulk_rows` rows of (id bigint, payload) with increasing ids;

@@ -13,7 +13,7 @@ use heed::types::{Bytes, U32, U64};
 use heed::{Database, Env, EnvOpenOptions, PutFlags};
 
 use crate::error::{BenchError, Result};
-use crate::workload::{lookup_ids, lookup_value, row_payload, EngineParams, Figures, LOOKUP_VALUE_LEN, PAYLOAD_LEN};
+use crate::workload::{lookup_value, row_payload, time_lookups, EngineParams, Figures, LOOKUP_VALUE_LEN, PAYLOAD_LEN};
 
 /// Opens a fresh environment in `dir/name` with a map big enough for `data_bytes` of data.
 fn open_env(dir: &Path, name: &str, data_bytes: u64) -> Result<Env> {
@@ -58,22 +58,9 @@ pub fn point_lookups(dir: &Path, p: &EngineParams) -> Result<Figures> {
                 None => Err(BenchError::new(format!("LMDB lost key {id}"))),
             }
         };
-        let mut warm = 0u64;
-        for id in 1..=p.lookup_rows {
-            warm = warm.wrapping_add(read(id)?);
-        }
-        let ids = lookup_ids(p.lookup_rows, p.lookups, p.seed);
-        let setup_seconds = setup.elapsed().as_secs_f64();
-
-        let start = Instant::now();
-        let mut sum = 0u64;
-        for &id in &ids {
-            sum = sum.wrapping_add(read(id)?);
-        }
-        let seconds = start.elapsed().as_secs_f64();
-        std::hint::black_box(warm);
+        let figures = time_lookups(p, setup, read)?;
         drop(rtxn);
-        Ok(Figures { count: ids.len() as u64, seconds, setup_seconds, checksum: sum })
+        Ok(figures)
     })();
     close_env(env);
     result

@@ -13,7 +13,7 @@ use rusqlite::{Connection, ErrorCode};
 
 use crate::error::{BenchError, Result};
 use crate::workload::{
-    lookup_ids, lookup_value, row_payload, EngineParams, Figures, BULK_ROW_LEN, LOOKUP_VALUE_LEN, PAYLOAD_LEN,
+    lookup_value, row_payload, time_lookups, EngineParams, Figures, BULK_ROW_LEN, LOOKUP_VALUE_LEN, PAYLOAD_LEN,
 };
 
 /// How long a writer waits for the write lock (SQLite's own busy handler, backing off) before
@@ -70,25 +70,11 @@ pub fn point_lookups(dir: &Path, p: &EngineParams) -> Result<Figures> {
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
 
     let mut select = conn.prepare("SELECT v FROM t WHERE id = ?1")?;
-    let mut read = |id: u32| -> Result<u64> {
+    let figures = time_lookups(p, setup, |id: u32| -> Result<u64> {
         let first = select.query_row([id as i64], |row| Ok(row.get_ref(0)?.as_bytes()?[0]))?;
         Ok(first as u64)
-    };
-    let mut warm = 0u64;
-    for id in 1..=p.lookup_rows {
-        warm = warm.wrapping_add(read(id)?);
-    }
-    let ids = lookup_ids(p.lookup_rows, p.lookups, p.seed);
-    let setup_seconds = setup.elapsed().as_secs_f64();
-
-    let start = Instant::now();
-    let mut sum = 0u64;
-    for &id in &ids {
-        sum = sum.wrapping_add(read(id)?);
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    std::hint::black_box(warm);
-    Ok(Figures { count: ids.len() as u64, seconds, setup_seconds, checksum: sum })
+    })?;
+    Ok(figures)
 }
 
 /// Bulk insert: one transaction of `bulk_rows` prepared INSERTs of (bigint id, 92-byte payload),

@@ -160,6 +160,30 @@ pub fn expected_lookup_checksum(ids: &[u32]) -> u64 {
         .sum()
 }
 
+/// The read phase every point-lookup side shares: reads every row once (warm-up), then
+/// times the ids of [`lookup_ids`] and returns their figures. `read(id)` returns the first
+/// byte of the value; `setup` is when the side started loading.
+pub fn time_lookups(
+    p: &EngineParams,
+    setup: std::time::Instant,
+    mut read: impl FnMut(u32) -> crate::error::Result<u64>,
+) -> crate::error::Result<Figures> {
+    let mut warm = 0u64;
+    for id in 1..=p.lookup_rows {
+        warm = warm.wrapping_add(read(id)?);
+    }
+    let ids = lookup_ids(p.lookup_rows, p.lookups, p.seed);
+    let setup_seconds = setup.elapsed().as_secs_f64();
+    let start = std::time::Instant::now();
+    let mut sum = 0u64;
+    for &id in &ids {
+        sum = sum.wrapping_add(read(id)?);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    std::hint::black_box(warm);
+    Ok(Figures { count: ids.len() as u64, seconds, setup_seconds, checksum: sum })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,28 +209,4 @@ mod tests {
         assert_eq!(f.bulk_rows, 10_000_000);
         assert!(f.pool_release_bytes >= 8 << 30);
     }
-}
-
-/// The read phase every point-lookup side shares: reads every row once (warm-up), then
-/// times the ids of [`lookup_ids`] and returns their figures. `read(id)` returns the first
-/// byte of the value; `setup` is when the side started loading.
-pub fn time_lookups(
-    p: &EngineParams,
-    setup: std::time::Instant,
-    mut read: impl FnMut(u32) -> crate::error::Result<u64>,
-) -> crate::error::Result<Figures> {
-    let mut warm = 0u64;
-    for id in 1..=p.lookup_rows {
-        warm = warm.wrapping_add(read(id)?);
-    }
-    let ids = lookup_ids(p.lookup_rows, p.lookups, p.seed);
-    let setup_seconds = setup.elapsed().as_secs_f64();
-    let start = std::time::Instant::now();
-    let mut sum = 0u64;
-    for &id in &ids {
-        sum = sum.wrapping_add(read(id)?);
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    std::hint::black_box(warm);
-    Ok(Figures { count: ids.len() as u64, seconds, setup_seconds, checksum: sum })
 }

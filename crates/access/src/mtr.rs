@@ -8,13 +8,17 @@
 //! whose log record could land after the checkpoint's redo LSN, and a page split that
 //! touches several pages is redone all or nothing.
 //!
-//! Before the first change, [`Mtr::new`] checks that the log has room
-//! ([`crate::space::LOG_RESERVE`]); a full log or disk is reported before anything is
-//! modified.
+//! Before the first change, [`Mtr::new`] checks that the log has room for the change
+//! plus every active transaction's rollback ([`crate::space::LOG_RESERVE`]) and that the
+//! data file has free pages for a split ([`crate::space::DATA_RESERVE_PAGES`]); a full
+//! log (9002) or disk (1105) is reported before anything is modified. Rollback and
+//! recovery use [`Mtr::without_reserve`]: the reserve exists for them.
+
+use std::sync::atomic::Ordering;
 
 use tessera_buffer::page::{self, PageNo};
 use tessera_buffer::PageWriteGuard;
-use tessera_io::Result;
+use tessera_io::{Error, Result};
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
 use crate::ops::{self, PageOp, Undo};
@@ -47,7 +51,15 @@ impl LogCtx<'_> {
 
 impl<'a> Mtr<'a> {
     pub fn new(space: &'a Space) -> Result<Mtr<'a>> {
-        space.wal.ensure_room(LOG_RESERVE)?;
+        let undo = space.undo_reserve.load(Ordering::Acquire);
+        space.wal.ensure_room(LOG_RESERVE + undo).map_err(|e| match e {
+            // Say why the log cannot be reused, as log_reuse_wait_desc would.
+            Error::LogFull { database, .. } => {
+                Error::LogFull { database, reason: if undo > 0 { "ACTIVE_TRANSACTION" } else { "CHECKPOINT" }.into() }
+            }
+            e => e,
+        })?;
+        space.ensure_data_room()?;
         Ok(Mtr::without_reserve(space))
     }
 

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -91,8 +91,12 @@ impl PageStore for DataStore {
     }
 }
 
-/// Log space every change checks for before touching a page (see `Wal::ensure_room`).
+/// Log space every change checks for before touching a page (see `Wal::ensure_room`),
+/// on top of what the active transactions would need to roll back.
 pub const LOG_RESERVE: u64 = 4 << 20;
+/// Unallocated pages the data file keeps beyond the highest page in use, so that a
+/// structure modification never has to grow the file half-way through.
+pub const DATA_RESERVE_PAGES: u32 = 256;
 
 /// One database's storage: data file, log, allocation, tree latches, locks and the
 /// table of active transactions.
@@ -106,6 +110,11 @@ pub struct Space {
     pub txns: TxnTable,
     /// First map byte that may have a zero bit, per allocation map.
     alloc_hint: Mutex<Vec<usize>>,
+    /// One past the highest page ever allocated in this run (or the file size at open).
+    alloc_hwm: AtomicU32,
+    /// Log bytes the active transactions' rollbacks may need (their compensation
+    /// records); every forward change keeps this much room in the log.
+    pub(crate) undo_reserve: AtomicU64,
     trees: Mutex<HashMap<PageNo, Arc<TreeMeta>>>,
 }
 
@@ -115,7 +124,7 @@ impl Space {
     pub fn create(name: &str, path: &Path, pool: Arc<BufferPool>, wal: Arc<Wal>) -> Result<Arc<Space>> {
         let file = DataFile::open(path, OpenMode::CreateNew, false)?;
         let space = Space::assemble(name, file, pool, wal);
-        space.store.extend_to(64)?;
+        space.store.extend_to(DATA_RESERVE_PAGES + 8)?;
         let mut mtr = Mtr::new(&space)?;
         let h = mtr.latch_new(0)?;
         mtr.apply(h, PageOp::Format { object: 0, ty: PageType::FileHeader, level: 0, prev: 0, next: 0, aux: 0 });
@@ -154,6 +163,8 @@ impl Space {
             locks: LockManager::default(),
             txns: TxnTable::default(),
             alloc_hint: Mutex::new(Vec::new()),
+            alloc_hwm: AtomicU32::new(pages),
+            undo_reserve: AtomicU64::new(0),
             trees: Mutex::new(HashMap::new()),
         }
     }
@@ -222,6 +233,7 @@ impl Space {
             };
             if let Some(bit) = found {
                 let no = map_no + bit;
+                self.alloc_hwm.fetch_max(no + 1, Ordering::AcqRel);
                 if no >= self.store.pages() {
                     let pages = self.store.pages();
                     let grow = (pages / 8).clamp(128, 65536);
@@ -232,6 +244,20 @@ impl Space {
             }
             k += 1;
         }
+    }
+
+    /// Grows the data file, if needed, so that [`DATA_RESERVE_PAGES`] pages beyond the
+    /// highest page in use exist: called before a change touches any page, so a full
+    /// disk is error 1105 while nothing has been modified.
+    pub fn ensure_data_room(&self) -> Result<()> {
+        let want = self.alloc_hwm.load(Ordering::Acquire) + DATA_RESERVE_PAGES;
+        let pages = self.store.pages();
+        if want <= pages {
+            return Ok(());
+        }
+        let grow = (pages / 8).clamp(DATA_RESERVE_PAGES, 65536);
+        // Ask for a generous step first; settle for the bare reserve when space is short.
+        self.store.extend_to(want.max(pages + grow)).or_else(|_| self.store.extend_to(want))
     }
 
     /// Returns `no` to the free space inside `mtr`.

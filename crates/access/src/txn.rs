@@ -119,6 +119,8 @@ pub struct Txn {
     locks: Vec<Resource>,
     write_trees: Vec<TreeLocks>,
     ghosts: Vec<(PageNo, Vec<u8>)>,
+    /// Log bytes this transaction's rollback may need (counted in `Space::undo_reserve`).
+    undo_bytes: u64,
     pub durability: Durability,
     finished: bool,
 }
@@ -168,7 +170,16 @@ impl TreeMeta {
 impl Space {
     pub fn begin(&self, durability: Durability) -> Txn {
         let (id, shared) = self.txns.begin();
-        Txn { id, shared, locks: Vec::new(), write_trees: Vec::new(), ghosts: Vec::new(), durability, finished: false }
+        Txn {
+            id,
+            shared,
+            locks: Vec::new(),
+            write_trees: Vec::new(),
+            ghosts: Vec::new(),
+            undo_bytes: 0,
+            durability,
+            finished: false,
+        }
     }
 
     /// Takes the locks a change of `key` in `tree` needs: IX on the table and X on the
@@ -233,6 +244,17 @@ impl Space {
         }
     }
 
+    /// Reserves the log room a compensation record for a change of this size needs
+    /// (the first change also reserves room for splits during rollback).
+    fn reserve_undo(&self, txn: &mut Txn, key: &[u8], bytes: usize) {
+        let mut need = (key.len() + bytes) as u64 + 96;
+        if txn.undo_bytes == 0 {
+            need += 64 << 10;
+        }
+        txn.undo_bytes += need;
+        self.undo_reserve.fetch_add(need, Ordering::AcqRel);
+    }
+
     /// Applies a row change: `new` is the leaf record to store (None: remove the key).
     fn change(
         &self,
@@ -244,6 +266,7 @@ impl Space {
     ) -> Result<()> {
         self.note_first_lsn(txn);
         let tree = meta.root;
+        let size = old.as_ref().map_or(0, Vec::len).max(new.as_ref().map_or(0, Vec::len));
         let undo = Undo { tree, key: key.to_vec(), old };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
@@ -258,6 +281,7 @@ impl Space {
             None => btree::remove(self, tree, key, ctx)?,
         };
         txn.shared.last_lsn.store(lsn, Ordering::Release);
+        self.reserve_undo(txn, key, size);
         Ok(())
     }
 
@@ -274,6 +298,7 @@ impl Space {
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
         if let Some(lsn) = btree::try_append(self, tree, meta.append_hint.load(Ordering::Relaxed), key, &rec, ctx)? {
             txn.shared.last_lsn.store(lsn, Ordering::Release);
+            self.reserve_undo(txn, key, 0);
             return Ok(());
         }
         let current = btree::lookup_with(self, tree, key, |r| r.to_vec())?;
@@ -380,6 +405,8 @@ impl Space {
     }
 
     fn finish(&self, txn: &mut Txn) {
+        self.undo_reserve.fetch_sub(txn.undo_bytes, Ordering::AcqRel);
+        txn.undo_bytes = 0;
         self.locks.release_all(txn.id, &txn.locks);
         for t in txn.write_trees.drain(..) {
             t.meta.writers.fetch_sub(1, Ordering::AcqRel);

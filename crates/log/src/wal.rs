@@ -90,6 +90,8 @@ struct State {
     pending_bytes: usize,
     /// Emptied segment buffers kept for reuse (at most `MAX_SPARE`).
     spare: Vec<Vec<u8>>,
+    /// Cached capacity of the reusable VLFs other than the current one (None: stale).
+    reusable: Option<u64>,
     truncation_lsn: Lsn,
     file_len: u64,
     master_serial: u64,
@@ -97,6 +99,25 @@ struct State {
 }
 
 impl State {
+    /// Bytes of records the VLFs below the truncation point (other than the current
+    /// one) can take.
+    fn reusable_bytes(&mut self) -> u64 {
+        if let Some(r) = self.reusable {
+            return r;
+        }
+        let trunc_seq = lsn_seq(self.truncation_lsn);
+        let cur = self.cur;
+        let r = self
+            .vlfs
+            .iter()
+            .enumerate()
+            .filter(|&(i, v)| i != cur && v.seq < trunc_seq)
+            .map(|(_, v)| v.size - u64::from(VLF_HEADER))
+            .sum();
+        self.reusable = Some(r);
+        r
+    }
+
     fn end_lsn(&self) -> Lsn {
         make_lsn(self.vlfs[self.cur].seq, self.next_off)
     }
@@ -263,6 +284,7 @@ impl Wal {
             if !stale.is_empty() {
                 wal.file.sync_data()?;
             }
+            st.reusable = None;
         }
         wal.written.store(end, Ordering::Release);
         wal.durable.store(end, Ordering::Release);
@@ -293,6 +315,7 @@ impl Wal {
                 pending: Vec::new(),
                 pending_bytes: 0,
                 spare: Vec::new(),
+                reusable: None,
                 truncation_lsn,
                 file_len,
                 master_serial,
@@ -406,6 +429,7 @@ impl Wal {
             }
         };
         st.vlfs[idx].seq = new_seq;
+        st.reusable = None;
         let v = st.vlfs[idx];
         st.push_bytes(v.offset, &vlf_header(new_seq, v.size));
         st.cur = idx;
@@ -423,32 +447,27 @@ impl Wal {
         if st.vlfs[cur].size - u64::from(st.next_off) >= bytes {
             return Ok(());
         }
-        let trunc_seq = lsn_seq(st.truncation_lsn);
-        let free: u64 = (st.vlfs[cur].size - u64::from(st.next_off))
-            + st.vlfs
-                .iter()
-                .enumerate()
-                .filter(|&(i, v)| i != cur && v.seq < trunc_seq)
-                .map(|(_, v)| v.size - u64::from(VLF_HEADER))
-                .sum::<u64>();
-        if free >= bytes {
-            return Ok(());
+        loop {
+            let free = (st.vlfs[cur].size - u64::from(st.next_off)) + st.reusable_bytes();
+            if free >= bytes {
+                return Ok(());
+            }
+            let size = (st.file_len / 4).clamp(1 << 20, 256 << 20);
+            let full = || Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() };
+            if st.file_len + size > self.config.max_size {
+                return Err(full());
+            }
+            let offset = st.file_len;
+            match self.file.allocate(offset + size) {
+                Ok(()) => {}
+                Err(e) if e.is_disk_full() => return Err(full()),
+                Err(e) => return Err(e),
+            }
+            self.file.write_all_at(&vlf_header(0, size), offset)?;
+            st.file_len = offset + size;
+            st.vlfs.push(Vlf { offset, size, seq: 0 });
+            st.reusable = None;
         }
-        let size = (st.file_len / 4).clamp(1 << 20, 256 << 20).max((bytes - free).next_multiple_of(4096) + 4096);
-        let full = || Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() };
-        if size > MAX_VLF_SIZE || st.file_len + size > self.config.max_size {
-            return Err(full());
-        }
-        let offset = st.file_len;
-        match self.file.allocate(offset + size) {
-            Ok(()) => {}
-            Err(e) if e.is_disk_full() => return Err(full()),
-            Err(e) => return Err(e),
-        }
-        self.file.write_all_at(&vlf_header(0, size), offset)?;
-        st.file_len = offset + size;
-        st.vlfs.push(Vlf { offset, size, seq: 0 });
-        Ok(())
     }
 
     /// Makes every record starting at or below `lsn` durable. Concurrent callers share
@@ -544,6 +563,7 @@ impl Wal {
         let mut st = self.state.lock();
         debug_assert!(lsn <= st.end_lsn(), "truncation point beyond the end of the log");
         st.truncation_lsn = st.truncation_lsn.max(lsn);
+        st.reusable = None;
         st.reuse_wait = reuse_wait;
     }
 

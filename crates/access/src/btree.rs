@@ -614,43 +614,51 @@ pub fn scan_batch(
     }
 }
 
-/// Frees every page of a tree except the root, which becomes an empty leaf.
-pub fn truncate(space: &Space, root: PageNo) -> Result<()> {
-    let mut stack = vec![root];
-    let mut pages = Vec::new();
-    while let Some(no) = stack.pop() {
+/// Frees every page of the tree rooted at `root`, children before parents, the root
+/// last, in the record described by `last` (a System record for a committed drop, a
+/// Compensation record when a creation is undone); earlier chunks are System records.
+/// Pages that no longer belong to the tree are skipped, so a free interrupted by a crash
+/// can simply run again. Returns the LSN of the last record.
+pub fn free_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
+    // Post-order walk: a page is listed after all of its children.
+    let mut order = Vec::new();
+    let mut stack = vec![(root, false)];
+    while let Some((no, expanded)) = stack.pop() {
         let g = read(space, no)?;
-        if !is_leaf(&g) {
-            stack.push(page::aux(&g));
-            for r in slotted::records(&g) {
-                stack.push(internal_child(r));
-            }
+        let ours = page::object_id(&g) == root
+            && matches!(page::page_type(&g), Some(PageType::BTreeLeaf | PageType::BTreeInternal));
+        if !ours {
+            continue;
         }
-        if no != root {
-            pages.push(no);
+        if expanded || is_leaf(&g) {
+            order.push(no);
+            continue;
+        }
+        stack.push((no, true));
+        stack.push((page::aux(&g), false));
+        for r in slotted::records(&g) {
+            stack.push((internal_child(r), false));
         }
     }
-    for chunk in pages.chunks(16) {
-        let mut mtr = Mtr::new(space)?;
-        for &no in chunk {
+    const CHUNK: usize = 16;
+    if order.is_empty() && last.kind == tessera_log::RecordKind::Compensation {
+        // Nothing left to free, but the compensation record must still be written.
+        let mut body = Vec::new();
+        crate::ops::encode(&[], None, &mut body);
+        let mut rec = tessera_log::LogRecord::new(last.kind, last.txn, last.prev_lsn, body);
+        rec.undo_next = last.undo_next;
+        return space.wal.append(&rec);
+    }
+    let mut lsn = 0;
+    let chunks: Vec<&[PageNo]> = order.chunks(CHUNK).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let mut mtr = Mtr::without_reserve(space);
+        for &no in *chunk {
             space.free_page(&mut mtr, no)?;
         }
-        mtr.commit_system()?;
+        lsn = mtr.commit(if i + 1 == chunks.len() { last } else { LogCtx::system() })?;
     }
-    let mut mtr = Mtr::new(space)?;
-    let ri = mtr.latch(root)?;
-    mtr.apply(ri, leaf_format(root, 0, 0));
-    mtr.commit_system()?;
-    Ok(())
-}
-
-/// Frees every page of a tree, root included.
-pub fn drop_tree(space: &Space, root: PageNo) -> Result<()> {
-    truncate(space, root)?;
-    let mut mtr = Mtr::new(space)?;
-    space.free_page(&mut mtr, root)?;
-    mtr.commit_system()?;
-    Ok(())
+    Ok(lsn)
 }
 
 /// Counts and statistics used by the checker and tests.

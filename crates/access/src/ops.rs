@@ -61,13 +61,14 @@ pub enum PageOp {
     },
 }
 
-/// The logical inverse of a row change: put `old` back under `key` in the tree rooted at
-/// `tree`, or remove the key when `old` is `None`.
+/// The logical inverse of a transaction's change.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Undo {
-    pub tree: PageNo,
-    pub key: Vec<u8>,
-    pub old: Option<Vec<u8>>,
+pub enum Undo {
+    /// Put `old` back under `key` in the tree rooted at `tree`, or remove the key when
+    /// `old` is `None`.
+    Row { tree: PageNo, key: Vec<u8>, old: Option<Vec<u8>> },
+    /// Free every page of the tree rooted at `root`: the inverse of its creation.
+    CreateTree { root: PageNo },
 }
 
 /// First byte of the allocation bitmap inside an allocation-map page.
@@ -179,17 +180,21 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
     }
     match undo {
         None => out.push(0),
-        Some(u) => {
+        Some(Undo::Row { tree, key, old }) => {
             out.push(1);
-            out.extend_from_slice(&u.tree.to_le_bytes());
-            put_bytes(out, &u.key);
-            match &u.old {
+            out.extend_from_slice(&tree.to_le_bytes());
+            put_bytes(out, key);
+            match old {
                 None => out.push(0),
                 Some(old) => {
                     out.push(1);
                     put_bytes(out, old);
                 }
             }
+        }
+        Some(Undo::CreateTree { root }) => {
+            out.push(2);
+            out.extend_from_slice(&root.to_le_bytes());
         }
     }
 }
@@ -248,15 +253,17 @@ pub fn decode(body: &[u8]) -> Result<Decoded> {
     }
     let undo = match c.u8()? {
         0 => None,
-        _ => {
+        1 => {
             let tree = c.u32()?;
             let key = c.bytes()?;
             let old = match c.u8()? {
                 0 => None,
                 _ => Some(c.bytes()?),
             };
-            Some(Undo { tree, key, old })
+            Some(Undo::Row { tree, key, old })
         }
+        2 => Some(Undo::CreateTree { root: c.u32()? }),
+        t => return Err(Error::Invalid(format!("unknown undo kind {t} in log"))),
     };
     if c.at != body.len() {
         return Err(Error::Invalid("trailing bytes after page operations".into()));
@@ -281,10 +288,15 @@ mod tests {
             (1, PageOp::SetBits { first: 3, count: 9, value: true }),
             (0, PageOp::Raw { offset: 60, bytes: vec![4, 4] }),
         ];
-        let undo = Undo { tree: 2, key: b"k".to_vec(), old: Some(b"v".to_vec()) };
-        let mut b = Vec::new();
-        encode(&ops, Some(&undo), &mut b);
-        assert_eq!(decode(&b).unwrap(), (ops.clone(), Some(undo)));
+        for undo in [
+            Undo::Row { tree: 2, key: b"k".to_vec(), old: Some(b"v".to_vec()) },
+            Undo::Row { tree: 2, key: b"k".to_vec(), old: None },
+            Undo::CreateTree { root: 77 },
+        ] {
+            let mut b = Vec::new();
+            encode(&ops, Some(&undo), &mut b);
+            assert_eq!(decode(&b).unwrap(), (ops.clone(), Some(undo)));
+        }
         let mut b = Vec::new();
         encode(&ops, None, &mut b);
         assert_eq!(decode(&b).unwrap(), (ops, None));

@@ -267,7 +267,7 @@ impl Space {
         self.note_first_lsn(txn);
         let tree = meta.root;
         let size = old.as_ref().map_or(0, Vec::len).max(new.as_ref().map_or(0, Vec::len));
-        let undo = Undo { tree, key: key.to_vec(), old };
+        let undo = Undo::Row { tree, key: key.to_vec(), old };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
         let lsn = match new {
@@ -293,7 +293,7 @@ impl Space {
         // Ever-increasing keys go straight to the rightmost leaf: a key above every key
         // in the tree cannot be a duplicate.
         self.note_first_lsn(txn);
-        let undo = Undo { tree, key: key.to_vec(), old: None };
+        let undo = Undo::Row { tree, key: key.to_vec(), old: None };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
         if let Some(lsn) = btree::try_append(self, tree, meta.append_hint.load(Ordering::Relaxed), key, &rec, ctx)? {
@@ -450,11 +450,20 @@ impl Space {
             undo_next: rec.prev_lsn,
             undo: None,
         };
-        let meta = self.tree(undo.tree);
-        let _latch = meta.latch.write();
-        match undo.old {
-            Some(old) => btree::put(self, undo.tree, &undo.key, &old, ctx),
-            None => btree::remove(self, undo.tree, &undo.key, ctx),
+        match undo {
+            Undo::Row { tree, key, old } => {
+                let meta = self.tree(tree);
+                let _latch = meta.latch.write();
+                match old {
+                    Some(old) => btree::put(self, tree, &key, &old, ctx),
+                    None => btree::remove(self, tree, &key, ctx),
+                }
+            }
+            Undo::CreateTree { root } => {
+                let meta = self.tree(root);
+                let _latch = meta.latch.write();
+                btree::free_tree(self, root, ctx)
+            }
         }
     }
 
@@ -475,13 +484,27 @@ impl Space {
         Ok(outcome)
     }
 
-    /// Creates an empty B+tree and returns its root page (redo-only; not undone if the
-    /// creating transaction rolls back — the catalog entry that names it is).
-    pub fn create_tree(&self) -> Result<PageNo> {
+    /// Creates an empty B+tree inside the transaction and returns its root page. If the
+    /// transaction rolls back (or never commits before a crash) the tree's pages are freed.
+    pub fn create_tree(&self, txn: &mut Txn) -> Result<PageNo> {
+        self.note_first_lsn(txn);
         let mut mtr = mtr::Mtr::new(self)?;
         let root = btree::create(self, &mut mtr)?;
-        mtr.commit_system()?;
+        let undo = Undo::CreateTree { root };
+        let ctx =
+            LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
+        let lsn = mtr.commit(ctx)?;
+        txn.shared.last_lsn.store(lsn, Ordering::Release);
+        self.reserve_undo(txn, &[], 0);
         Ok(root)
+    }
+
+    /// Frees every page of a tree that no catalog entry names any more (a committed
+    /// DROP). Safe to repeat after a crash part-way: pages already freed are skipped.
+    pub fn free_tree(&self, root: PageNo) -> Result<()> {
+        let meta = self.tree(root);
+        let _latch = meta.latch.write();
+        btree::free_tree(self, root, LogCtx::system()).map(|_| ())
     }
 }
 

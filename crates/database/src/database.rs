@@ -106,6 +106,13 @@ fn catalog_key(name: &str) -> Vec<u8> {
     k
 }
 
+/// A dropped tree whose pages may not all be free yet: `D` + root page (u32 BE).
+fn pending_drop_key(root: PageNo) -> Vec<u8> {
+    let mut k = b"D".to_vec();
+    k.extend_from_slice(&root.to_be_bytes());
+    k
+}
+
 pub struct Database {
     name: String,
     id: u32,
@@ -180,9 +187,19 @@ impl Database {
                 Err(e) => result = Err(e),
             }
         }
+        let pending: Vec<PageNo> = self
+            .space
+            .scan(&txn, BOOT_ROOT, Bound::Included(b"D".to_vec()), Bound::Excluded(b"E".to_vec()), Direction::Forward)
+            .filter_map(|item| item.ok())
+            .filter(|(k, _)| k.len() == 5)
+            .map(|(k, _)| u32::from_be_bytes(k[1..5].try_into().unwrap()))
+            .collect();
         self.space.commit(txn)?;
         result?;
         *self.tables.write() = tables;
+        for root in pending {
+            self.finish_drop(root)?;
+        }
         Ok(())
     }
 
@@ -221,45 +238,62 @@ impl Database {
         Transaction::new(self.clone(), self.space.begin(Durability::Full))
     }
 
-    /// Creates a table: an empty clustered B+tree named in the catalog.
+    /// Creates a table: an empty clustered B+tree named in the catalog, both in one
+    /// transaction (a crash or failure before it commits frees the tree again).
     pub fn create_table(&self, name: &str) -> Result<TableId> {
         let _ddl = self.ddl.lock();
         if self.tables.read().contains_key(name) {
             return Err(Error::AlreadyExists { kind: "object", name: name.to_string() });
         }
-        let root = self.space.create_tree()?;
         let mut txn = self.space.begin(Durability::Full);
-        let r = self.space.insert(&mut txn, BOOT_ROOT, &catalog_key(name), &root.to_le_bytes());
-        match r {
-            Ok(()) => self.space.commit(txn)?,
+        let created = self.space.create_tree(&mut txn).and_then(|root| {
+            self.space.insert(&mut txn, BOOT_ROOT, &catalog_key(name), &root.to_le_bytes()).map(|_| root)
+        });
+        let root = match created {
+            Ok(root) => root,
             Err(e) => {
                 self.space.rollback(txn)?;
                 return Err(e);
             }
-        }
+        };
+        self.space.commit(txn)?;
         self.tables.write().insert(name.to_string(), TableId(root));
         Ok(TableId(root))
     }
 
-    /// Drops a table and frees its pages.
+    /// Drops a table. Its catalog entry becomes a pending-drop entry in the same
+    /// transaction; after the commit the pages are freed and the entry removed. A crash in
+    /// between is finished when the database next opens.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.lock();
         let Some(id) = self.table(name) else {
             return Err(Error::NotFound { kind: "object", name: name.to_string() });
         };
         let mut txn = self.space.begin(Durability::Full);
-        let r = self.space.delete(&mut txn, BOOT_ROOT, &catalog_key(name));
-        match r {
-            Ok(_) => self.space.commit(txn)?,
+        let r = self
+            .space
+            .delete(&mut txn, BOOT_ROOT, &catalog_key(name))
+            .and_then(|_| self.space.insert(&mut txn, BOOT_ROOT, &pending_drop_key(id.0), &[]));
+        if let Err(e) = r {
+            self.space.rollback(txn)?;
+            return Err(e);
+        }
+        self.space.commit(txn)?;
+        self.tables.write().remove(name);
+        self.finish_drop(id.0)
+    }
+
+    /// Frees a dropped tree and removes its pending-drop entry.
+    fn finish_drop(&self, root: PageNo) -> Result<()> {
+        self.space.free_tree(root)?;
+        let mut txn = self.space.begin(Durability::Full);
+        match self.space.delete(&mut txn, BOOT_ROOT, &pending_drop_key(root)) {
+            Ok(_) => self.space.commit(txn),
             Err(e) => {
                 self.space.rollback(txn)?;
-                return Err(e);
+                Err(e)
             }
         }
-        self.tables.write().remove(name);
-        let meta = self.space.tree(id.0);
-        let _latch = meta.latch.write();
-        btree::drop_tree(&self.space, id.0)
     }
 
     pub fn table(&self, name: &str) -> Option<TableId> {

@@ -390,3 +390,32 @@ fn many_row_locks_escalate_to_a_table_lock() {
     writer.commit().unwrap();
     assert_eq!(blocked.join().unwrap().unwrap(), b"committed before");
 }
+
+#[test]
+fn dropped_tables_free_their_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("ddl", DatabaseOptions::default()).unwrap();
+    let db = engine.database("ddl").unwrap();
+    let keep = db.create_table("keep").unwrap();
+    for round in 0..5 {
+        let t = db.create_table("scratch").unwrap();
+        let mut tx = db.begin();
+        for i in 0..2000 {
+            tx.insert(t, &int_key(i), &[round as u8; 300]).unwrap();
+            tx.insert(keep, &int_key(round * 10_000 + i), b"k").unwrap();
+        }
+        tx.commit().unwrap();
+        db.drop_table("scratch").unwrap();
+        assert!(db.table("scratch").is_none());
+        // The checker proves every page is either in use by a named tree or free.
+        db.check().unwrap();
+    }
+    assert_eq!(db.drop_table("scratch").unwrap_err().number(), 208);
+    drop(db);
+    drop(engine);
+    let engine = Engine::open(config(dir.path())).unwrap();
+    let db = engine.database("ddl").unwrap();
+    assert_eq!(db.tables().len(), 1);
+    db.check().unwrap();
+}

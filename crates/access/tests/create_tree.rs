@@ -1,0 +1,53 @@
+//! A tree created inside a transaction disappears with it: on rollback and when the
+//! transaction is cut off by a crash (recovery undoes it), every page goes back to the
+//! allocation maps.
+
+use std::sync::Arc;
+
+use tessera_access::btree;
+use tessera_access::space::{Space, BOOT_ROOT};
+use tessera_access::Durability;
+use tessera_buffer::{BufferPool, PoolConfig};
+use tessera_log::{LogConfig, Wal};
+
+fn pool() -> Arc<BufferPool> {
+    BufferPool::new(PoolConfig { max_bytes: 4 << 20, background_writer: false }).unwrap()
+}
+
+#[test]
+fn rolled_back_and_crashed_tree_creations_free_their_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, log) = (dir.path().join("d.mdf"), dir.path().join("d.ldf"));
+    let wal = Arc::new(Wal::create(&log, "d", LogConfig::default()).unwrap());
+    let space = Space::create("d", &data, pool(), wal).unwrap();
+    space.checkpoint().unwrap();
+    let before = space.allocated_pages().unwrap();
+
+    // Rollback: a tree that grew to several levels is freed entirely.
+    let mut txn = space.begin(Durability::Full);
+    let root = space.create_tree(&mut txn).unwrap();
+    for i in 0..3000u32 {
+        space.insert(&mut txn, root, &i.to_be_bytes(), &[7u8; 200]).unwrap();
+    }
+    assert!(btree::check(&space, root).unwrap().0.depth >= 2);
+    space.rollback(txn).unwrap();
+    assert_eq!(space.allocated_pages().unwrap(), before);
+
+    // Crash: the creating transaction never commits; recovery frees the tree.
+    let mut txn = space.begin(Durability::Full);
+    let root = space.create_tree(&mut txn).unwrap();
+    for i in 0..2000u32 {
+        space.insert(&mut txn, root, &i.to_be_bytes(), &[9u8; 300]).unwrap();
+    }
+    space.wal.flush_all().unwrap();
+    space.pool.flush_file(space.file).unwrap();
+    std::mem::forget(txn);
+    let pool2 = pool();
+    drop(space);
+    let (wal, master) = Wal::open(&log, "d", LogConfig::default()).unwrap();
+    let space = Space::open("d", &data, pool2, Arc::new(wal)).unwrap();
+    let outcome = space.recover(master).unwrap();
+    assert_eq!(outcome.losers, 1);
+    assert_eq!(space.allocated_pages().unwrap(), before, "the crashed creation left no pages behind");
+    btree::check(&space, BOOT_ROOT).unwrap();
+}

@@ -586,22 +586,32 @@ impl Wal {
         self.file.sync_data()
     }
 
-    /// Reads the record at `lsn` (which must be a record boundary).
+    /// Reads the record at `lsn` (which must be a record boundary): two exact reads,
+    /// header then payload, so rolling back reads no more than it needs.
     pub fn read(&self, lsn: Lsn) -> Result<LogRecord> {
         if lsn >= self.written.load(Ordering::Acquire) {
             self.flush(lsn)?;
         }
-        let mut reader = WalReader::new(self, lsn);
-        match reader.next_record() {
-            Some(Ok((at, rec))) if at == lsn => Ok(rec),
-            Some(Err(e)) => Err(e),
-            _ => Err(Error::Corrupt {
-                database: self.database.clone(),
-                path: self.file.path().to_path_buf(),
-                page: 0,
-                detail: format!("no log record at LSN {}", crate::format_lsn(lsn)),
-            }),
+        let missing = || self.corrupt(format!("no log record at LSN {}", crate::format_lsn(lsn)));
+        let vlf = self.vlf_for_seq(lsn_seq(lsn)).ok_or_else(missing)?;
+        let off = u64::from(lsn_offset(lsn));
+        let mut header = [0u8; FRAME_HEADER as usize];
+        if off + u64::from(FRAME_HEADER) > vlf.size {
+            return Err(missing());
         }
+        self.file.read_exact_at(&mut header, vlf.offset + off)?;
+        let len = u32::from_le_bytes(header[0..4].try_into().unwrap());
+        let crc = u32::from_le_bytes(header[4..8].try_into().unwrap());
+        if len == 0 || len as usize > MAX_RECORD || off + u64::from(FRAME_HEADER + len) > vlf.size {
+            return Err(missing());
+        }
+        let mut payload = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut payload, vlf.offset + off + u64::from(FRAME_HEADER))?;
+        if frame_crc(vlf.seq, len, &payload) != crc {
+            return Err(missing());
+        }
+        LogRecord::decode(&payload)
+            .map_err(|e| self.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn))))
     }
 
     pub fn stats(&self) -> LogStats {

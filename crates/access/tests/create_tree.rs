@@ -18,7 +18,7 @@ fn pool() -> Arc<BufferPool> {
 fn rolled_back_and_crashed_tree_creations_free_their_pages() {
     let dir = tempfile::tempdir().unwrap();
     let (data, log) = (dir.path().join("d.mdf"), dir.path().join("d.ldf"));
-    let wal = Arc::new(Wal::create(&log, "d", LogConfig::default()).unwrap());
+    let wal = Wal::create(&log, "d", LogConfig::default()).unwrap();
     let space = Space::create("d", &data, pool(), wal).unwrap();
     space.checkpoint().unwrap();
     let before = space.allocated_pages().unwrap();
@@ -45,7 +45,7 @@ fn rolled_back_and_crashed_tree_creations_free_their_pages() {
     let pool2 = pool();
     drop(space);
     let (wal, master) = Wal::open(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::open("d", &data, pool2, Arc::new(wal)).unwrap();
+    let space = Space::open("d", &data, pool2, wal).unwrap();
     let outcome = space.recover(master).unwrap();
     assert_eq!(outcome.losers, 1);
     assert_eq!(space.allocated_pages().unwrap(), before, "the crashed creation left no pages behind");

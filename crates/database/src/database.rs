@@ -127,7 +127,7 @@ pub struct Database {
 
 impl Database {
     pub(crate) fn create(entry: &Entry, pool: Arc<BufferPool>, log: &LogConfig) -> Result<Database> {
-        let wal = Arc::new(Wal::create(&entry.log_path, &entry.name, log.clone())?);
+        let wal = Wal::create(&entry.log_path, &entry.name, log.clone())?;
         let space = match Space::create(&entry.name, &entry.data_path, pool, wal) {
             Ok(s) => s,
             Err(e) => {
@@ -142,7 +142,7 @@ impl Database {
 
     pub(crate) fn open(entry: &Entry, pool: Arc<BufferPool>, log: &LogConfig) -> Result<Database> {
         let (wal, master) = Wal::open(&entry.log_path, &entry.name, log.clone())?;
-        let space = Space::open(&entry.name, &entry.data_path, pool, Arc::new(wal))?;
+        let space = Space::open(&entry.name, &entry.data_path, pool, wal)?;
         let outcome = space.recover(master)?;
         space.verify_header()?;
         let mut db = Database::assemble(entry, space);

@@ -13,6 +13,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::{Condvar, Mutex};
 use tessera_io::{DataFile, Error, OpenMode, Result};
@@ -28,6 +29,50 @@ const VLF_HEADER: u32 = 512;
 const FRAME_HEADER: u32 = 8;
 /// Largest record payload; bounds every read buffer.
 pub const MAX_RECORD: usize = 4 << 20;
+/// Buffered log bytes (in multiples of `write_buffer`) at which an appender writes them
+/// itself instead of leaving it to the background log writer.
+const BACKPRESSURE: usize = 8;
+
+/// The one background thread of the process that writes (without syncing) the buffered
+/// records of any log whose buffer filled, so appenders — a big transaction above all —
+/// do not spend their own time copying log bytes into the kernel. Commits still flush
+/// for themselves (group commit).
+struct BackgroundWriter {
+    queue: std::sync::Mutex<std::sync::mpsc::Sender<Weak<Wal>>>,
+}
+
+impl BackgroundWriter {
+    fn send(&self, wal: Weak<Wal>) {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if queue.send(wal.clone()).is_err() {
+            // The thread is gone (it never exits on its own); write inline instead.
+            if let Some(w) = wal.upgrade() {
+                w.write_queued.store(false, Ordering::Release);
+                let _ = w.write_out(false);
+            }
+        }
+    }
+}
+
+fn background_writer() -> &'static BackgroundWriter {
+    static WRITER: OnceLock<BackgroundWriter> = OnceLock::new();
+    WRITER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Weak<Wal>>();
+        // If the thread cannot start, the receiver is dropped with the closure and `send`
+        // finds the channel closed: appenders then write for themselves.
+        let _ = std::thread::Builder::new().name("tessera-logwriter".into()).spawn(move || {
+            for wal in rx {
+                if let Some(wal) = wal.upgrade() {
+                    wal.write_queued.store(false, Ordering::Release);
+                    // A failure poisons the log; the next flush reports it.
+                    let _ = wal.write_out(false);
+                }
+            }
+        });
+        BackgroundWriter { queue: std::sync::Mutex::new(tx) }
+    })
+}
+
 /// Segment buffers kept for reuse after they were written.
 const MAX_SPARE: usize = 4;
 /// A VLF must fit the 32-bit offset of an LSN.
@@ -142,6 +187,10 @@ impl State {
 
 /// A database's write-ahead log.
 pub struct Wal {
+    /// This log, for handing to the background log writer.
+    me: Weak<Wal>,
+    /// A background write of pending bytes has been requested and not started yet.
+    write_queued: AtomicBool,
     file: DataFile,
     database: String,
     config: LogConfig,
@@ -202,7 +251,7 @@ fn decode_master(b: &[u8]) -> Option<(u64, Master)> {
 
 impl Wal {
     /// Creates a new log file. Its first VLF is active and the log is empty.
-    pub fn create(path: &Path, database: &str, config: LogConfig) -> Result<Wal> {
+    pub fn create(path: &Path, database: &str, config: LogConfig) -> Result<Arc<Wal>> {
         let file = DataFile::open(path, OpenMode::CreateNew, false)?;
         let vlf_size = (config.initial_size / 4).clamp(64 << 10, MAX_VLF_SIZE) & !4095;
         let total = FILE_HEADER + 4 * vlf_size;
@@ -230,7 +279,7 @@ impl Wal {
 
     /// Opens an existing log file and finds the end of the log. Returns the log and the
     /// master record (where recovery starts).
-    pub fn open(path: &Path, database: &str, config: LogConfig) -> Result<(Wal, Master)> {
+    pub fn open(path: &Path, database: &str, config: LogConfig) -> Result<(Arc<Wal>, Master)> {
         let file = DataFile::open(path, OpenMode::Existing, false)?;
         let corrupt = |detail: String| Error::Corrupt { database: database.into(), path: path.into(), page: 0, detail };
         let mut header = vec![0u8; FILE_HEADER as usize];
@@ -302,9 +351,11 @@ impl Wal {
         truncation_lsn: Lsn,
         file_len: u64,
         master_serial: u64,
-    ) -> Wal {
+    ) -> Arc<Wal> {
         let end = make_lsn(vlfs[cur].seq, next_off);
-        Wal {
+        Arc::new_cyclic(|me| Wal {
+            me: me.clone(),
+            write_queued: AtomicBool::new(false),
             file,
             database: database.to_string(),
             config,
@@ -328,7 +379,7 @@ impl Wal {
             failed: AtomicBool::new(false),
             flushes: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
-        }
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -386,8 +437,11 @@ impl Wal {
             st.next_off += frame;
             (lsn, st.pending_bytes)
         };
-        if pending >= self.config.write_buffer {
+        if pending >= BACKPRESSURE * self.config.write_buffer {
+            // The background writer is behind: write here rather than buffer without bound.
             self.write_out(false)?;
+        } else if pending >= self.config.write_buffer && !self.write_queued.swap(true, Ordering::AcqRel) {
+            background_writer().send(self.me.clone());
         }
         Ok(lsn)
     }

@@ -1,5 +1,4 @@
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use tessera_log::recovery::{recover, ActiveTxn, Checkpoint, RecoveryHandler};
 use tessera_log::{LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader};
@@ -115,7 +114,7 @@ fn torn_tail_ends_the_log_cleanly() {
 #[test]
 fn group_commit_shares_flushes() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Arc::new(Wal::create(&dir.path().join("g.ldf"), "g", LogConfig::default()).unwrap());
+    let wal = Wal::create(&dir.path().join("g.ldf"), "g", LogConfig::default()).unwrap();
     let threads: Vec<_> = (0..16)
         .map(|t| {
             let wal = wal.clone();

@@ -1,7 +1,8 @@
 //! The instance-wide buffer pool: frames carved from one reserved virtual-memory region,
-//! a sharded page table, GCLOCK eviction with cold-first victim selection, write-back that
-//! obeys the WAL rule, and a background writer. The protocol is described in `README.md`
-//! beside this crate; the comments here refer to its sections.
+//! a per-file radix page table read without locks on the hit path, GCLOCK eviction with
+//! cold-first victim selection, write-back that obeys the WAL rule, and a background writer.
+//! The protocol is described in `README.md` beside this crate; the comments here refer to
+//! its sections.
 
 mod frame;
 mod region;
@@ -9,13 +10,13 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ use tessera_io::{AlignedBuf, Error, Result};
 use crate::page::{self, Lsn, PageNo, PAGE_SIZE};
 use frame::{Frame, Kind, State, DIRTY, GEN_SHIFT, MAX_USAGE, NIL, NO_KEY, USAGE_SHIFT, WRITING};
 use region::Region;
-use table::{key, key_file, key_page, shard_of, Key, PageSet, Shard, SHARDS};
+use table::{key, key_file, key_page, shard_of, Key, Radix, RadixRef, Shard, SlotTable, SHARDS};
 
 /// One file of pages that the pool caches; implemented by the database layer.
 pub trait PageStore: Send + Sync {
@@ -101,22 +102,41 @@ const WRITER_PERIOD: Duration = Duration::from_millis(100);
 /// Most pages the background writer writes per round.
 const WRITER_BATCH: usize = 256;
 
-struct FilePages {
-    set: PageSet,
-    /// Set by `discard`; no page of the file may enter the table afterwards.
-    closed: bool,
-}
+/// Threads are spread over this many handle proxies and hit counters.
+const STRIPES: usize = 32;
+/// Slots in the first slot table; it doubles before it is half full.
+const FIRST_SLOTS: usize = 64;
 
 struct FileEntry {
+    id: FileId,
     store: Arc<dyn PageStore>,
-    /// The file's resident pages; a superset-free mirror of its page-table entries
-    /// (always updated under the page's shard mutex).
-    pages: Mutex<FilePages>,
+    /// The file's page table (README, "Page table").
+    radix: RadixRef,
+    /// Set by `discard` (with the entry's removal from the registry). A thread that sees it
+    /// clear while holding a shard mutex may use `radix` for keys of that shard until it
+    /// releases the mutex; once it is set, the radix may already serve another file.
+    closed: AtomicBool,
 }
 
 struct Files {
     map: HashMap<u32, Arc<FileEntry>>,
     next: u32,
+    /// Every slot table built so far; the last is current (`Inner::slots`). Replaced tables
+    /// are kept because a lock-free reader may still be looking at one. Boxed: readers hold
+    /// their addresses, which must not move when the `Vec` grows.
+    #[allow(clippy::vec_box)]
+    tables: Vec<Box<SlotTable>>,
+    /// Every radix built so far, in use or spare. Kept, and boxed, for the same reasons.
+    #[allow(clippy::vec_box)]
+    radixes: Vec<Box<Radix>>,
+    /// Radixes of discarded files, emptied, ready for the next `register`.
+    spare: Vec<RadixRef>,
+}
+
+impl Files {
+    fn table(&self) -> &SlotTable {
+        self.tables.last().expect("the registry always has a slot table")
+    }
 }
 
 struct FreeList {
@@ -130,8 +150,8 @@ struct WriterState {
     kicked: bool,
 }
 
-/// The shared state. `BufferPool` owns the background writer; every `PageHandle` holds an
-/// `Arc<Inner>`, so the memory stays mapped for as long as any pin exists.
+/// The shared state. `BufferPool` owns the background writer; every `PageHandle` holds (through
+/// a `Proxy`) an `Arc<Inner>`, so the memory stays mapped for as long as any pin exists.
 struct Inner {
     /// Page frames, `reserve * PAGE_SIZE` bytes.
     frames: Region,
@@ -149,6 +169,8 @@ struct Inner {
     hand: AtomicUsize,
     shards: Box<[Shard]>,
     files: RwLock<Files>,
+    /// The current slot table (owned by `files`): the lock-free `FileId -> radix` lookup.
+    slots: AtomicPtr<SlotTable>,
     resize: Mutex<()>,
     reads: AtomicU64,
     writes: AtomicU64,
@@ -165,12 +187,38 @@ struct Inner {
 /// The buffer pool. Create one per instance with [`BufferPool::new`].
 pub struct BufferPool {
     inner: Arc<Inner>,
+    /// What handles hold; one per thread stripe.
+    proxies: Box<[Arc<Proxy>]>,
     writer: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What a `PageHandle` holds to keep the shared state alive. Handles taken by threads of
+/// different stripes clone different proxies, so that taking and dropping pins on several
+/// cores does not bounce one reference count between them. Also counts its stripe's hits.
+#[repr(align(128))]
+struct Proxy {
+    inner: Arc<Inner>,
+    hits: AtomicU64,
+}
+
+thread_local! {
+    /// This thread's stripe, assigned round-robin on first use.
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    STRIPE.with(|s| {
+        if s.get() == usize::MAX {
+            s.set(NEXT.fetch_add(1, Ordering::Relaxed) % STRIPES);
+        }
+        s.get()
+    })
 }
 
 /// A pinned page. The frame cannot be evicted while the handle lives; dropping it unpins.
 pub struct PageHandle {
-    pool: Arc<Inner>,
+    pool: Arc<Proxy>,
     idx: u32,
     file: FileId,
     no: PageNo,
@@ -219,6 +267,31 @@ enum Evict {
     Skipped,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests set this to make the hit path yield between its steps, so that evictions
+    /// land inside its race windows.
+    static WIDEN_RACES: Cell<bool> = const { Cell::new(false) };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// A test's code to run inside `try_evict`, between checking a clean, unpinned victim
+    /// and claiming it (once).
+    static BEFORE_CLAIM: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+}
+
+/// Hit-path pins dropped because the frame turned out to hold another page.
+#[cfg(test)]
+static STALE_PINS: AtomicU64 = AtomicU64::new(0);
+
+#[cfg(test)]
+fn race_window() {
+    if WIDEN_RACES.with(Cell::get) {
+        std::thread::yield_now();
+    }
+}
+
 fn not_registered(file: FileId) -> Error {
     Error::Invalid(format!("buffer pool: file {} is not registered", file.0))
 }
@@ -252,6 +325,8 @@ impl BufferPool {
         }
         let frames = Region::reserve(reserve * PAGE_SIZE, "frames")?;
         let descs = Region::reserve(reserve * std::mem::size_of::<Frame>(), "descriptors")?;
+        let table = Box::new(SlotTable::new(FIRST_SLOTS));
+        let slots = AtomicPtr::new(&*table as *const SlotTable as *mut SlotTable);
         let inner = Arc::new(Inner {
             frames,
             descs,
@@ -262,7 +337,14 @@ impl BufferPool {
             free: Mutex::new(FreeList { head: NIL, len: 0 }),
             hand: AtomicUsize::new(0),
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
-            files: RwLock::new(Files { map: HashMap::new(), next: 1 }),
+            files: RwLock::new(Files {
+                map: HashMap::new(),
+                next: 1,
+                tables: vec![table],
+                radixes: Vec::new(),
+                spare: Vec::new(),
+            }),
+            slots,
             resize: Mutex::new(()),
             reads: AtomicU64::new(0),
             writes: AtomicU64::new(0),
@@ -285,23 +367,14 @@ impl BufferPool {
         } else {
             None
         };
-        Ok(Arc::new(BufferPool { inner, writer: Mutex::new(writer) }))
+        let proxies =
+            (0..STRIPES).map(|_| Arc::new(Proxy { inner: Arc::clone(&inner), hits: AtomicU64::new(0) })).collect();
+        Ok(Arc::new(BufferPool { inner, proxies, writer: Mutex::new(writer) }))
     }
 
     /// Registers a file; its pages can then be fetched with the returned id.
     pub fn register(&self, store: Arc<dyn PageStore>) -> FileId {
-        let mut files = self.inner.files.write();
-        loop {
-            let id = files.next;
-            files.next = if id >= u32::MAX - 1 { 1 } else { id + 1 };
-            if let std::collections::hash_map::Entry::Vacant(v) = files.map.entry(id) {
-                v.insert(Arc::new(FileEntry {
-                    store,
-                    pages: Mutex::new(FilePages { set: PageSet::default(), closed: false }),
-                }));
-                return FileId(id);
-            }
-        }
+        self.inner.register(store)
     }
 
     /// Writes the file's dirty pages, then forgets every frame of it and the store.
@@ -322,13 +395,23 @@ impl BufferPool {
     /// `page::verify`. A page that fails verification returns `Error::Corrupt` naming
     /// database, file and page; the frame is not kept.
     pub fn fetch(&self, file: FileId, no: PageNo) -> Result<PageHandle> {
-        self.inner.fetch(file, no, false)
+        self.fetch_inner(file, no, false)
     }
 
     /// Pins page `no` that is being newly allocated: no disk read; if not cached, the
     /// frame is zero-filled. A cached page is returned as it is.
     pub fn fetch_new(&self, file: FileId, no: PageNo) -> Result<PageHandle> {
-        self.inner.fetch(file, no, true)
+        self.fetch_inner(file, no, true)
+    }
+
+    #[inline]
+    fn fetch_inner(&self, file: FileId, no: PageNo, new: bool) -> Result<PageHandle> {
+        let proxy = &self.proxies[stripe()];
+        let (idx, hit) = self.inner.fetch(file, no, new)?;
+        if hit {
+            proxy.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(PageHandle { pool: Arc::clone(proxy), idx, file, no })
     }
 
     /// Checkpoint support: visits every cached page of `file`, takes its shared latch, and
@@ -356,7 +439,7 @@ impl BufferPool {
     }
 
     pub fn stats(&self) -> PoolStats {
-        self.inner.stats()
+        PoolStats { hits: self.proxies.iter().map(|p| p.hits.load(Ordering::Relaxed)).sum(), ..self.inner.stats() }
     }
 
     /// The current limit in bytes.
@@ -414,12 +497,55 @@ impl Inner {
         &self.shards[shard_of(k)]
     }
 
+    /// The registered file, through the registry lock (not for the hit path). An entry found
+    /// while holding a shard mutex stays open until that mutex is released (see `discard`).
     fn entry(&self, file: FileId) -> Option<Arc<FileEntry>> {
         self.files.read().map.get(&file.0).cloned()
     }
 
-    fn handle(self: &Arc<Self>, idx: u32, file: FileId, no: PageNo) -> PageHandle {
-        PageHandle { pool: Arc::clone(self), idx, file, no }
+    fn slot_table(&self) -> &SlotTable {
+        // SAFETY: `slots` always points at a table owned by `files`, which keeps every table
+        // it ever built until `self` drops.
+        unsafe { &*self.slots.load(Ordering::Acquire) }
+    }
+
+    fn register(&self, store: Arc<dyn PageStore>) -> FileId {
+        let mut guard = self.files.write();
+        let files = &mut *guard;
+        if (files.map.len() + 1) * 2 > files.table().len() {
+            // Double the slot table. Every registered id keeps a slot of its own: two ids
+            // that differ in their low bits still differ with one more bit.
+            let table = Box::new(SlotTable::new(files.table().len() * 2));
+            for (&id, e) in files.map.iter() {
+                table.set(id, e.radix);
+            }
+            self.slots.store(&*table as *const SlotTable as *mut SlotTable, Ordering::Release);
+            files.tables.push(table);
+        }
+        loop {
+            let id = files.next;
+            files.next = if id >= u32::MAX - 1 { 1 } else { id + 1 };
+            // A registered id holds its slot, so a free slot also means the id is not in use.
+            if !files.table().is_free(id) {
+                continue;
+            }
+            debug_assert!(!files.map.contains_key(&id));
+            let radix = match files.spare.pop() {
+                Some(r) => r,
+                None => {
+                    let b = Box::new(Radix::new());
+                    // SAFETY: the box is kept in `files.radixes` until the pool drops.
+                    let r = unsafe { RadixRef::new(&b) };
+                    files.radixes.push(b);
+                    r
+                }
+            };
+            debug_assert!(radix.get().resident().is_empty(), "a spare radix must be empty");
+            files.table().set(id, radix);
+            let entry = FileEntry { id: FileId(id), store, radix, closed: AtomicBool::new(false) };
+            files.map.insert(id, Arc::new(entry));
+            return FileId(id);
+        }
     }
 
     // ----- pins -------------------------------------------------------------------------
@@ -443,22 +569,72 @@ impl Inner {
         prev
     }
 
-    /// Pins the frame mapped to `k`, whatever it is doing; `None` if not cached.
-    fn pin_key(&self, k: Key) -> Option<Pin<'_>> {
-        let g = self.shard(k).0.lock();
-        let i = *g.map.get(&k)?;
+    /// Pins the frame holding page `no` of `entry`, whatever it is doing; `None` if not
+    /// cached or if the file has been discarded.
+    fn pin_page(&self, entry: &FileEntry, no: PageNo) -> Option<Pin<'_>> {
+        let _g = self.shard(key(entry.id, no)).0.lock();
+        if entry.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        let i = entry.radix.get().get(no)?;
         self.pin_quiet(i);
         Some(Pin { pool: self, idx: i })
     }
 
-    /// Pins frame `i` if it still holds `k` and is valid.
-    fn pin_if_mapped(&self, i: u32, k: Key) -> Option<Pin<'_>> {
-        let g = self.shard(k).0.lock();
-        if g.map.get(&k) != Some(&i) || State(self.frame(i).state.load(Ordering::Relaxed)).kind() != Kind::Valid {
+    /// Pins frame `i` if it still holds `k` and is valid; also returns its file.
+    fn pin_if_mapped(&self, i: u32, k: Key) -> Option<(Pin<'_>, Arc<FileEntry>)> {
+        let _g = self.shard(k).0.lock();
+        let entry = self.entry(FileId(key_file(k)))?;
+        if entry.radix.get().get(key_page(k)) != Some(i)
+            || State(self.frame(i).state.load(Ordering::Relaxed)).kind() != Kind::Valid
+        {
             return None;
         }
         self.pin_quiet(i);
-        Some(Pin { pool: self, idx: i })
+        Some((Pin { pool: self, idx: i }, entry))
+    }
+
+    /// The hit path: translate without a lock, pin, then validate (README, "Page table").
+    /// `None` sends the caller to the locked path: not resident, not registered, loading,
+    /// or the translation went stale under us.
+    #[inline]
+    fn pin_fast(&self, file: FileId, no: PageNo, k: Key) -> Option<u32> {
+        let i = self.slot_table().radix(file.0)?.get(no)?;
+        #[cfg(test)]
+        race_window();
+        // Every value ever stored in a radix names a constructed descriptor, so even a stale
+        // one is safe to look at.
+        let f = self.frame(i);
+        if f.key.load(Ordering::Relaxed) != k {
+            return None; // stale: the frame holds another page now (cheap early filter)
+        }
+        #[cfg(test)]
+        race_window();
+        let mut s = State(f.state.load(Ordering::Relaxed));
+        loop {
+            // Only a Valid frame may be pinned here. Other states are owned by someone who
+            // may overwrite the state word with a plain store, or are on their way to being
+            // mapped (Loading: the locked path waits for the loader).
+            if s.kind() != Kind::Valid {
+                return None;
+            }
+            debug_assert!(s.pins() < frame::PIN_MASK, "pin count overflow");
+            let bump = if s.usage() < MAX_USAGE { 1 << USAGE_SHIFT } else { 0 };
+            match f.state.compare_exchange_weak(s.0, s.0 + 1 + bump, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(x) => s = State(x),
+            }
+        }
+        // Pinned while Valid: the frame can no longer be evicted or reused, so its key is
+        // stable. If it is ours, this is a hit; if the frame was evicted and reused for
+        // another page between our read of the radix and the pin (ABA), it is not.
+        if f.key.load(Ordering::Relaxed) != k {
+            #[cfg(test)]
+            STALE_PINS.fetch_add(1, Ordering::Relaxed);
+            self.unpin(i);
+            return None;
+        }
+        Some(i)
     }
 
     fn unpin(&self, i: u32) {
@@ -659,28 +835,41 @@ impl Inner {
             if k == NO_KEY {
                 return Ok(Evict::Skipped);
             }
-            let mut g = self.shard(k).0.lock();
-            if g.map.get(&k) != Some(&i) {
+            let g = self.shard(k).0.lock();
+            // Found under the shard mutex, the file stays open (its radix ours to use for
+            // this key) until we release it. Not found: `discard` is taking its frames.
+            let Some(entry) = self.entry(FileId(key_file(k))) else { return Ok(Evict::Skipped) };
+            let Some(slot) = entry.radix.get().entry(key_page(k)) else { return Ok(Evict::Skipped) };
+            if slot.load(Ordering::Relaxed) != i + 1 {
                 return Ok(Evict::Skipped);
             }
             let s = State(f.state.load(Ordering::Acquire));
             if s.kind() != Kind::Valid || s.pins() != 0 || (!force && s.usage() != 0) {
                 return Ok(Evict::Skipped);
             }
-            // Unpinned and we hold the shard mutex: no one can pin it, so no one holds its
-            // latch and the dirty word cannot change under us.
             let d = f.dirty.load(Ordering::Acquire);
             if d & (DIRTY | WRITING) == 0 {
+                #[cfg(test)]
+                if let Some(hook) = BEFORE_CLAIM.with(|h| h.borrow_mut().take()) {
+                    hook();
+                }
+                // Claim the frame. The compare-and-swap fails if anyone holds a pin.
                 if f.state
-                    .compare_exchange(s.0, State::new(Kind::Owned, 0, 0).0, Ordering::AcqRel, Ordering::Relaxed)
+                    .compare_exchange(s.0, State::new(Kind::Owned, 0, 0).0, Ordering::AcqRel, Ordering::Acquire)
                     .is_err()
                 {
                     return Ok(Evict::Skipped);
                 }
-                g.map.remove(&k);
-                if let Some(e) = self.entry(FileId(key_file(k))) {
-                    e.pages.lock().set.remove(&key_page(k));
+                // Owned: no pin can be taken any more (the hit path pins only Valid frames,
+                // the locked paths need our mutex). But a hit-path pin may have come and gone
+                // since we read the dirty word, leaving the state word as it was (usage
+                // already saturated) and the page modified. Our CAS read the value its unpin
+                // released, so a second look at the dirty word sees any such change.
+                if f.dirty.load(Ordering::Acquire) & (DIRTY | WRITING) != 0 {
+                    f.state.store(s.0, Ordering::Release);
+                    return Ok(Evict::Skipped);
                 }
+                slot.store(0, Ordering::Release);
                 drop(g);
                 self.resident.fetch_sub(1, Ordering::Relaxed);
                 self.evictions.fetch_add(1, Ordering::Relaxed);
@@ -692,10 +881,7 @@ impl Inner {
             self.pin_quiet(i);
             let pin = Pin { pool: self, idx: i };
             drop(g);
-            let r = match self.entry(FileId(key_file(k))) {
-                Some(e) => self.write_frame(i, &e, false),
-                None => Ok(false),
-            };
+            let r = self.write_frame(i, &entry, false);
             drop(pin);
             if !r? {
                 return Ok(Evict::Skipped);
@@ -766,18 +952,35 @@ impl Inner {
 
     // ----- fetch ----------------------------------------------------------------------------
 
-    fn fetch(self: &Arc<Self>, file: FileId, no: PageNo, new: bool) -> Result<PageHandle> {
+    /// Pins page `no` of `file`, loading it on a miss. Returns the frame and whether it was
+    /// a hit.
+    #[inline]
+    fn fetch(&self, file: FileId, no: PageNo, new: bool) -> Result<(u32, bool)> {
         let k = key(file, no);
+        match self.pin_fast(file, no, k) {
+            Some(i) => Ok((i, true)),
+            None => self.fetch_locked(file, no, k, new),
+        }
+    }
+
+    /// The locked path: misses, loads in progress, and hits whose lock-free translation
+    /// failed. Under the shard mutex the file's radix is authoritative for key `k`.
+    #[inline(never)]
+    fn fetch_locked(&self, file: FileId, no: PageNo, k: Key, new: bool) -> Result<(u32, bool)> {
+        let entry = self.entry(file).ok_or_else(|| not_registered(file))?;
+        let radix = entry.radix.get();
         let shard = self.shard(k);
         loop {
             {
-                let mut g = shard.0.lock();
-                if let Some(&i) = g.map.get(&k) {
+                let g = shard.0.lock();
+                if entry.closed.load(Ordering::Acquire) {
+                    return Err(not_registered(file)); // discarded since we looked it up
+                }
+                if let Some(i) = radix.get(no) {
                     let prev = self.pin_touch(i);
-                    g.hits += 1;
                     drop(g);
                     if prev.kind() == Kind::Valid {
-                        return Ok(self.handle(i, file, no));
+                        return Ok((i, true));
                     }
                     // Being read by another thread, which holds its exclusive latch: wait.
                     let f = self.frame(i);
@@ -785,14 +988,13 @@ impl Inner {
                     // SAFETY: locked shared just above.
                     unsafe { f.latch.unlock_shared() };
                     if State(f.state.load(Ordering::Acquire)).kind() == Kind::Valid {
-                        return Ok(self.handle(i, file, no));
+                        return Ok((i, true));
                     }
                     // The read failed (or the file was discarded): start over.
                     self.unpin(i);
                     continue;
                 }
             }
-            let entry = self.entry(file).ok_or_else(|| not_registered(file))?;
             let i = self.allocate_frame()?;
             let f = self.frame(i);
             f.key.store(k, Ordering::Relaxed);
@@ -800,14 +1002,9 @@ impl Inner {
             assert!(latched, "buffer pool: free frame {i} is latched");
             {
                 let mut g = shard.0.lock();
-                let raced = g.map.contains_key(&k);
-                let closed = !raced && {
-                    let mut p = entry.pages.lock();
-                    if !p.closed {
-                        p.set.insert(no);
-                    }
-                    p.closed
-                };
+                let closed = entry.closed.load(Ordering::Acquire);
+                let slot = (!closed).then(|| radix.entry_or_grow(no));
+                let raced = slot.is_some_and(|e| e.load(Ordering::Relaxed) != 0);
                 if raced || closed {
                     drop(g);
                     // SAFETY: locked exclusive above.
@@ -818,8 +1015,10 @@ impl Inner {
                     }
                     continue;
                 }
+                // Loading before the translation is published: a lock-free reader that finds
+                // the frame finds it Loading (or later Valid), never Owned.
                 f.state.store(State::new(Kind::Loading, 1, 0).0, Ordering::Release);
-                g.map.insert(k, i);
+                slot.expect("open file").store(i + 1, Ordering::Release);
                 g.misses += 1;
             }
             self.resident.fetch_add(1, Ordering::Relaxed);
@@ -862,7 +1061,7 @@ impl Inner {
             // SAFETY: locked exclusive above.
             unsafe { f.latch.unlock_exclusive() };
             return match res {
-                Ok(()) => Ok(self.handle(i, file, no)),
+                Ok(()) => Ok((i, false)),
                 Err(e) => {
                     self.unpin(i);
                     Err(e)
@@ -875,11 +1074,13 @@ impl Inner {
     /// when its last pin (ours, or a waiter's) is dropped.
     fn unmap_failed(&self, i: u32, k: Key, entry: &FileEntry) {
         let f = self.frame(i);
-        let mut g = self.shard(k).0.lock();
-        if g.map.get(&k) == Some(&i) {
-            g.map.remove(&k);
-            entry.pages.lock().set.remove(&key_page(k));
-            self.resident.fetch_sub(1, Ordering::Relaxed);
+        let g = self.shard(k).0.lock();
+        // Once the file is closed, `discard` unmaps its frames (and may reuse the radix).
+        if !entry.closed.load(Ordering::Acquire) {
+            if let Some(slot) = entry.radix.get().entry(key_page(k)).filter(|e| e.load(Ordering::Relaxed) == i + 1) {
+                slot.store(0, Ordering::Release);
+                self.resident.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         let _ = f.state.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |x| Some(State(x).with_kind(Kind::Orphan).0));
         drop(g);
@@ -889,10 +1090,9 @@ impl Inner {
 
     fn flush_file(&self, file: FileId) -> Result<()> {
         let entry = self.entry(file).ok_or_else(|| not_registered(file))?;
-        let mut pages: Vec<PageNo> = entry.pages.lock().set.iter().copied().collect();
-        pages.sort_unstable();
-        for no in pages {
-            let Some(pin) = self.pin_key(key(file, no)) else { continue };
+        // A snapshot in page order; `pin_page` rechecks each page under its shard mutex.
+        for (no, _) in entry.radix.get().resident() {
+            let Some(pin) = self.pin_page(&entry, no) else { continue };
             // Another thread may be writing this page: wait for it, then look again (it
             // may have been dirtied after that thread's copy).
             while !self.write_frame(pin.idx, &entry, true)? {
@@ -903,16 +1103,25 @@ impl Inner {
     }
 
     fn discard(&self, file: FileId) {
-        let Some(entry) = self.files.write().map.remove(&file.0) else { return };
-        let pages = {
-            let mut p = entry.pages.lock();
-            p.closed = true;
-            std::mem::take(&mut p.set)
+        let entry = {
+            let files = &mut *self.files.write();
+            let Some(entry) = files.map.remove(&file.0) else { return };
+            entry.closed.store(true, Ordering::Release);
+            files.table().clear(file.0);
+            entry
         };
-        for no in pages {
+        // Pass every shard mutex once. Whoever saw the file open under a shard mutex (a
+        // loader about to map a page, an evictor, a flush) is done with the radix after
+        // this, and whoever takes a shard mutex later sees it closed: from here on only we
+        // change the radix, and entries only go from mapped to empty.
+        for s in self.shards.iter() {
+            drop(s.0.lock());
+        }
+        let radix = entry.radix.get();
+        for (no, _) in radix.resident() {
             let k = key(file, no);
-            let mut g = self.shard(k).0.lock();
-            let Some(i) = g.map.remove(&k) else { continue };
+            let g = self.shard(k).0.lock();
+            let Some(i) = radix.entry(no).and_then(|e| e.swap(0, Ordering::AcqRel).checked_sub(1)) else { continue };
             let f = self.frame(i);
             let prev = f
                 .state
@@ -928,17 +1137,17 @@ impl Inner {
                 self.free_frame(i);
             }
         }
+        // Empty now, and no one but lock-free readers (who validate what they find) can still
+        // be looking at it: ready for the next file.
+        debug_assert!(radix.resident().is_empty());
+        self.files.write().spare.push(entry.radix);
     }
 
+    /// The counters, except `hits` (counted by the `Proxy`s).
     fn stats(&self) -> PoolStats {
-        let (mut hits, mut misses) = (0, 0);
-        for s in self.shards.iter() {
-            let g = s.0.lock();
-            hits += g.hits;
-            misses += g.misses;
-        }
+        let misses = self.shards.iter().map(|s| s.0.lock().misses).sum();
         PoolStats {
-            hits,
+            hits: 0,
             misses,
             reads: self.reads.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
@@ -1114,12 +1323,9 @@ impl Inner {
                 continue;
             }
             let k = f.key.load(Ordering::Acquire);
-            let Some(_pin) = (if k == NO_KEY { None } else { self.pin_if_mapped(i, k) }) else { continue };
+            let Some((_pin, e)) = (if k == NO_KEY { None } else { self.pin_if_mapped(i, k) }) else { continue };
             // Errors are left to foreground eviction and checkpoints, which report them.
-            let r = match self.entry(FileId(key_file(k))) {
-                Some(e) => self.write_frame(i, &e, false),
-                None => Ok(false),
-            };
+            let r = self.write_frame(i, &e, false);
             if let Ok(true) = r {
                 written += 1;
             }
@@ -1128,6 +1334,10 @@ impl Inner {
 }
 
 impl PageHandle {
+    fn inner(&self) -> &Inner {
+        &self.pool.inner
+    }
+
     pub fn page_no(&self) -> PageNo {
         self.no
     }
@@ -1138,36 +1348,36 @@ impl PageHandle {
 
     /// Takes the shared latch. Do not take a second latch on the same page in one thread.
     pub fn read(&self) -> PageRead<'_> {
-        self.pool.frame(self.idx).latch.lock_shared();
+        self.inner().frame(self.idx).latch.lock_shared();
         PageRead { h: self }
     }
 
     /// Takes the exclusive latch.
     pub fn write(&self) -> PageWrite<'_> {
-        self.pool.frame(self.idx).latch.lock_exclusive();
+        self.inner().frame(self.idx).latch.lock_exclusive();
         PageWrite { h: self }
     }
 
     /// Takes the shared latch and keeps it, together with the pin, in an owned guard.
     pub fn into_read(self) -> PageReadGuard {
-        self.pool.frame(self.idx).latch.lock_shared();
+        self.inner().frame(self.idx).latch.lock_shared();
         PageReadGuard { h: self }
     }
 
     /// Takes the exclusive latch and keeps it, together with the pin, in an owned guard.
     pub fn into_write(self) -> PageWriteGuard {
-        self.pool.frame(self.idx).latch.lock_exclusive();
+        self.inner().frame(self.idx).latch.lock_exclusive();
         PageWriteGuard { h: self }
     }
 
     fn bytes(&self) -> *mut u8 {
-        self.pool.frame_ptr(self.idx)
+        self.inner().frame_ptr(self.idx)
     }
 
     /// See [`PageWrite::mark_dirty`]; the caller holds the exclusive latch.
     fn mark_dirty(&self) {
         let prev = self
-            .pool
+            .inner()
             .frame(self.idx)
             .dirty
             .fetch_update(Ordering::Release, Ordering::Relaxed, |x| {
@@ -1175,14 +1385,14 @@ impl PageHandle {
             })
             .unwrap_or_else(|x| x);
         if prev & DIRTY == 0 {
-            self.pool.dirty_pages.fetch_add(1, Ordering::Relaxed);
+            self.inner().dirty_pages.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
 impl Drop for PageHandle {
     fn drop(&mut self) {
-        self.pool.unpin(self.idx);
+        self.inner().unpin(self.idx);
     }
 }
 
@@ -1208,7 +1418,7 @@ impl Deref for PageRead<'_> {
 impl Drop for PageRead<'_> {
     fn drop(&mut self) {
         // SAFETY: taken in `PageHandle::read`.
-        unsafe { self.h.pool.frame(self.h.idx).latch.unlock_shared() }
+        unsafe { self.h.inner().frame(self.h.idx).latch.unlock_shared() }
     }
 }
 
@@ -1238,7 +1448,7 @@ impl DerefMut for PageWrite<'_> {
 impl Drop for PageWrite<'_> {
     fn drop(&mut self) {
         // SAFETY: taken in `PageHandle::write`.
-        unsafe { self.h.pool.frame(self.h.idx).latch.unlock_exclusive() }
+        unsafe { self.h.inner().frame(self.h.idx).latch.unlock_exclusive() }
     }
 }
 
@@ -1263,7 +1473,7 @@ impl Deref for PageReadGuard {
 impl Drop for PageReadGuard {
     fn drop(&mut self) {
         // SAFETY: taken in `PageHandle::into_read`; the pin (field `h`) is dropped after this.
-        unsafe { self.h.pool.frame(self.h.idx).latch.unlock_shared() }
+        unsafe { self.h.inner().frame(self.h.idx).latch.unlock_shared() }
     }
 }
 
@@ -1300,6 +1510,6 @@ impl DerefMut for PageWriteGuard {
 impl Drop for PageWriteGuard {
     fn drop(&mut self) {
         // SAFETY: taken in `PageHandle::into_write`; the pin (field `h`) is dropped after this.
-        unsafe { self.h.pool.frame(self.h.idx).latch.unlock_exclusive() }
+        unsafe { self.h.inner().frame(self.h.idx).latch.unlock_exclusive() }
     }
 }

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use tessera_io::{DataFile, Error, OpenMode, Result};
 
 use super::frame::{Kind, State, DIRTY, NIL};
-use super::table::{key_file, key_page};
+use super::table::{key, key_file, key_page};
 use super::*;
 use crate::page::{self, HEADER_SIZE, PAGE_SIZE};
 
@@ -181,34 +181,47 @@ impl Inner {
     /// Checks the structural invariants. With `quiescent`, also that nothing is pinned or
     /// in flight (no other thread may be using the pool then).
     fn check_invariants(&self, quiescent: bool) {
+        // Holding every shard mutex (in order; only this test helper takes more than one)
+        // freezes every translation.
+        let _shards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
         let hwm = self.hwm.load(Ordering::Acquire);
         let limit = self.limit.load(Ordering::Acquire);
         assert!(hwm <= self.initialized.load(Ordering::Acquire));
         assert!(limit <= self.reserve);
         let files = self.files.read();
+        // The slot table: every registered file, and nothing else, in its own slot.
+        let table = self.slot_table();
+        assert!(std::ptr::eq(table, files.table()), "Inner::slots is not the current table");
+        assert!(files.map.len() * 2 <= table.len(), "slot table over half full");
+        assert_eq!(table.occupied().len(), files.map.len(), "slot table and registry disagree");
+        for (&id, e) in files.map.iter() {
+            assert_eq!(e.id.0, id);
+            assert!(!e.closed.load(Ordering::Relaxed), "registered file {id} is closed");
+            let r = table.radix(id).unwrap_or_else(|| panic!("file {id} missing from the slot table"));
+            assert!(std::ptr::eq(r, e.radix.get()), "file {id}: slot and registry radix differ");
+        }
+        // Every radix is in use by exactly one file or spare, and spares are empty.
+        assert_eq!(files.map.len() + files.spare.len(), files.radixes.len(), "radix accounting");
+        for r in files.spare.iter() {
+            assert!(r.get().resident().is_empty(), "spare radix not empty");
+            assert!(files.map.values().all(|e| e.radix != *r), "spare radix in use");
+        }
         let mut mapped = vec![false; hwm];
         let mut resident = 0u64;
-        let mut per_file: HashMap<u32, usize> = HashMap::new();
-        for shard in self.shards.iter() {
-            let g = shard.0.lock();
-            for (&k, &i) in g.map.iter() {
+        for (&id, e) in files.map.iter() {
+            for (no, i) in e.radix.get().resident() {
                 assert!((i as usize) < hwm, "mapped frame {i} beyond hwm {hwm}");
                 let f = self.frame(i);
-                assert_eq!(f.key.load(Ordering::Relaxed), k, "page table and frame {i} disagree");
+                let k = f.key.load(Ordering::Relaxed);
+                assert_eq!((key_file(k), key_page(k)), (id, no), "page table and frame {i} disagree");
                 let kind = State(f.state.load(Ordering::Relaxed)).kind();
                 assert!(matches!(kind, Kind::Valid | Kind::Loading), "mapped frame {i} is {kind:?}");
                 assert!(!mapped[i as usize], "frame {i} mapped twice");
                 mapped[i as usize] = true;
                 resident += 1;
-                let e = files.map.get(&key_file(k)).expect("mapped page of an unregistered file");
-                assert!(e.pages.lock().set.contains(&key_page(k)), "file set misses page {}", key_page(k));
-                *per_file.entry(key_file(k)).or_default() += 1;
             }
         }
         assert_eq!(resident, self.resident.load(Ordering::Relaxed), "resident counter");
-        for (id, e) in files.map.iter() {
-            assert_eq!(e.pages.lock().set.len(), per_file.get(id).copied().unwrap_or(0), "file {id} set size");
-        }
         let mut dirty = 0;
         for (i, &is_mapped) in mapped.iter().enumerate() {
             let f = self.frame(i as u32);
@@ -835,6 +848,338 @@ fn owned_guards_hold_pin_and_latch() {
     pool.inner.check_invariants(true);
 }
 
+// ----- the lock-free hit path ------------------------------------------------------------------
+
+/// A store whose pages are a pattern of its tag and the page number (sealed, so they pass
+/// `page::verify`); writes are dropped. A page of the wrong file or number shows at once.
+struct PatternStore {
+    tag: u8,
+}
+
+impl PageStore for PatternStore {
+    fn read_page(&self, no: PageNo, buf: &mut [u8]) -> Result<()> {
+        fill(buf, no, 1, self.tag);
+        page::seal(buf);
+        Ok(())
+    }
+    fn write_page(&self, _: PageNo, _: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn flush_log_to(&self, _: Lsn) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+    fn database_name(&self) -> &str {
+        "pattern"
+    }
+    fn path(&self) -> &Path {
+        Path::new("/dev/null")
+    }
+}
+
+/// Sets the flag when dropped, also while unwinding, so that a failing thread stops the
+/// others instead of leaving the test hanging.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ seed.wrapping_add(1).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+#[test]
+fn hits_take_the_lock_free_path_and_stale_translations_are_refused() {
+    let pool = pool(8, false);
+    let f = pool.register(Arc::new(PatternStore { tag: 3 }));
+    let inner = &pool.inner;
+    let i = pool.fetch(f, 1).unwrap().idx;
+    let radix = inner.entry(f).unwrap().radix;
+    let state = |i: u32| inner.frame(i).state.load(Ordering::SeqCst);
+
+    // A resident, valid page is pinned without the shard mutex.
+    {
+        let _g = inner.shard(key(f, 1)).0.lock();
+        assert_eq!(inner.pin_fast(f, 1, key(f, 1)), Some(i));
+        inner.unpin(i);
+    }
+    let h = pool.fetch(f, 1).unwrap();
+    assert_eq!(h.idx, i);
+    check(&h.read(), 1, 1, 3);
+    drop(h);
+    // A translation pointing at a frame that holds another page (as a reader that loaded
+    // it before the frame was evicted and reused would see) pins nothing.
+    radix.get().entry_or_grow(2).store(i + 1, Ordering::SeqCst);
+    let before = state(i);
+    assert_eq!(inner.pin_fast(f, 2, key(f, 2)), None);
+    assert_eq!(state(i), before, "no pin and no usage bump left behind");
+    radix.get().entry(2).unwrap().store(0, Ordering::SeqCst);
+    // Nor does one pointing at a frame that is being evicted (Owned), even if it still
+    // carries the right key.
+    assert_eq!(inner.try_evict(i, true).unwrap(), Evict::Done { wrote: false });
+    radix.get().entry(1).unwrap().store(i + 1, Ordering::SeqCst);
+    assert_eq!(inner.pin_fast(f, 1, key(f, 1)), None);
+    assert_eq!(State(state(i)), State::new(Kind::Owned, 0, 0), "an owned frame is never pinned");
+    radix.get().entry(1).unwrap().store(0, Ordering::SeqCst);
+    inner.free_frame(i);
+    inner.check_invariants(true);
+    // Nor does a Loading frame: the locked path waits for the loader instead.
+    let h = pool.fetch(f, 1).unwrap();
+    let j = h.idx;
+    drop(h);
+    let valid = state(j);
+    inner.frame(j).state.store(State(valid).with_kind(Kind::Loading).0, Ordering::SeqCst);
+    assert_eq!(inner.pin_fast(f, 1, key(f, 1)), None);
+    inner.frame(j).state.store(valid, Ordering::SeqCst);
+    // An unregistered file, or a page never loaded, is not found either.
+    assert_eq!(inner.pin_fast(FileId(f.0 + 1), 1, key(FileId(f.0 + 1), 1)), None);
+    assert_eq!(inner.pin_fast(f, 7, key(f, 7)), None);
+    let s = pool.stats();
+    assert_eq!((s.hits, s.misses), (1, 2), "{s:?}");
+    inner.check_invariants(true);
+}
+
+#[test]
+fn eviction_rechecks_the_dirty_word_after_claiming_the_frame() {
+    let pool = pool(8, false);
+    let f = pool.register(Arc::new(PatternStore { tag: 5 }));
+    for _ in 0..MAX_USAGE + 2 {
+        drop(pool.fetch(f, 1).unwrap());
+    }
+    let i = pool.fetch(f, 1).unwrap().idx;
+    let state = || State(pool.inner.frame(i).state.load(Ordering::SeqCst));
+    let before = state();
+    assert_eq!((before.kind(), before.pins(), before.usage()), (Kind::Valid, 0, MAX_USAGE));
+    // Between the evictor's checks and its claim, a hit-path pin comes and goes and
+    // modifies the page. The usage count is saturated, so the state word ends as it was
+    // and the claim succeeds: only the second look at the dirty word can notice.
+    let p = Arc::clone(&pool);
+    BEFORE_CLAIM.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move || {
+            let h = p.fetch(f, 1).unwrap();
+            let mut w = h.write();
+            fill(&mut w, 1, 9, 6);
+            w.mark_dirty();
+        }))
+    });
+    assert_eq!(pool.inner.try_evict(i, true).unwrap(), Evict::Skipped);
+    assert_eq!(state(), before, "the claim is undone");
+    assert_eq!(pool.stats().dirty_pages, 1);
+    check(&pool.fetch(f, 1).unwrap().read(), 1, 9, 6);
+    pool.inner.check_invariants(true);
+    // Left alone, the evictor writes the page, then evicts it.
+    assert_eq!(pool.inner.try_evict(i, true).unwrap(), Evict::Done { wrote: true });
+    pool.inner.free_frame(i);
+    let s = pool.stats();
+    assert_eq!((s.dirty_pages, s.writes, s.evictions, s.resident_pages), (0, 1, 1, 0), "{s:?}");
+    pool.inner.check_invariants(true);
+}
+
+#[test]
+fn concurrent_fetches_race_eviction_of_the_same_pages() {
+    const PAGES: u32 = 48;
+    const THREADS: u64 = 3;
+    const OPS: u64 = 6000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.dat");
+    let mut store = FileStore::create(&path);
+    Arc::get_mut(&mut store).unwrap().record = false;
+    let pool = pool(8, false);
+    let f = pool.register(store.clone());
+    let lsn = &AtomicU64::new(1);
+    // Body: an 8-byte counter, then a pattern of the page number.
+    let counter = |p: &[u8]| u64::from_le_bytes(p[HEADER_SIZE..HEADER_SIZE + 8].try_into().unwrap());
+    let verify = |p: &[u8], no: PageNo| {
+        assert_eq!(page::page_no(p), no, "fetched page {no}, got page {}", page::page_no(p));
+        for j in 8..256 {
+            assert_eq!(p[HEADER_SIZE + j], (no as u8) ^ (j as u8), "page {no} byte {j}");
+        }
+    };
+    for no in 0..PAGES {
+        let h = pool.fetch_new(f, no).unwrap();
+        let mut w = h.write();
+        page::set_page_no(&mut w, no);
+        page::set_lsn(&mut w, lsn.fetch_add(1, Ordering::SeqCst));
+        for j in 8..256 {
+            w[HEADER_SIZE + j] = (no as u8) ^ (j as u8);
+        }
+        w.mark_dirty();
+    }
+    let done = AtomicBool::new(false);
+    let increments: u64 = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let pool = &pool;
+                s.spawn(move || {
+                    WIDEN_RACES.with(|w| w.set(t != 0));
+                    let mut next = xorshift(t);
+                    let mut incs = 0;
+                    for _ in 0..OPS {
+                        let r = next();
+                        // Mostly a few hot pages, so that hits and evictions meet on them.
+                        let no = if r.is_multiple_of(4) { (r >> 8) as u32 % PAGES } else { (r >> 8) as u32 % 6 };
+                        let h = loop {
+                            match pool.fetch(f, no) {
+                                Ok(h) => break h,
+                                Err(e) if e.number() == 802 => std::thread::yield_now(),
+                                Err(e) => panic!("{e}"),
+                            }
+                        };
+                        assert_eq!(h.page_no(), no);
+                        if (r >> 40).is_multiple_of(3) {
+                            let mut w = h.write();
+                            verify(&w, no);
+                            let c = counter(&w) + 1;
+                            w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
+                            page::set_lsn(&mut w, lsn.fetch_add(1, Ordering::SeqCst));
+                            w.mark_dirty();
+                            incs += 1;
+                        } else {
+                            verify(&h.read(), no);
+                        }
+                    }
+                    incs
+                })
+            })
+            .collect();
+        // Meanwhile: checkpoints, and the limit moving between 5 and 8 frames.
+        let churn = s.spawn(|| {
+            let mut n = 0usize;
+            while !done.load(Ordering::SeqCst) {
+                pool.flush_file(f).unwrap();
+                pool.set_max_bytes((5 + n % 4) * PAGE_SIZE).unwrap();
+                n += 1;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        let total = {
+            let _stop = SetOnDrop(&done);
+            workers.into_iter().map(|w| w.join().unwrap()).sum()
+        };
+        churn.join().unwrap();
+        total
+    });
+    pool.inner.check_invariants(true);
+    let s = pool.stats();
+    eprintln!("race stats {s:?}, stale pins so far {}", STALE_PINS.load(Ordering::Relaxed));
+    assert!(s.hits > 0 && s.evictions > 0, "{s:?}");
+    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, no).unwrap().read())).sum();
+    assert_eq!(sum, increments);
+    pool.unregister(f).unwrap();
+    let g = pool.register(FileStore::open(&path, OpenMode::Existing));
+    let mut sum = 0;
+    for no in 0..PAGES {
+        let h = pool.fetch(g, no).unwrap();
+        verify(&h.read(), no);
+        sum += counter(&h.read());
+    }
+    assert_eq!(sum, increments, "totals on disk");
+    pool.inner.check_invariants(true);
+}
+
+#[test]
+fn file_churn_never_serves_another_files_page() {
+    // Readers hammer one file while another thread registers and discards files, so that
+    // slot tables are replaced, radixes are recycled and frames move between files under
+    // the readers' feet.
+    let pool = pool(24, false);
+    let reader_file = pool.register(Arc::new(PatternStore { tag: 1 }));
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..2 {
+            let (pool, done) = (&pool, &done);
+            s.spawn(move || {
+                let mut next = xorshift(100 + t);
+                while !done.load(Ordering::Relaxed) {
+                    let no = (next() % 40) as u32;
+                    match pool.fetch(reader_file, no) {
+                        Ok(h) => check(&h.read(), no, 1, 1),
+                        Err(e) => assert_eq!(e.number(), 802, "{e}"),
+                    }
+                }
+            });
+        }
+        let _stop = SetOnDrop(&done);
+        let mut next = xorshift(7);
+        for round in 0..12u32 {
+            // Enough files at once to double the slot table (64 slots) in the first round.
+            let files: Vec<(FileId, u8)> = (0..40u32)
+                .map(|j| {
+                    let tag = 2 + ((round * 40 + j) % 250) as u8;
+                    (pool.register(Arc::new(PatternStore { tag })), tag)
+                })
+                .collect();
+            for _ in 0..300 {
+                let (f, tag) = files[(next() % 40) as usize];
+                let no = (next() % 8) as u32;
+                match pool.fetch(f, no) {
+                    Ok(h) => check(&h.read(), no, 1, tag),
+                    Err(e) => assert_eq!(e.number(), 802, "{e}"),
+                }
+            }
+            // Discard with a page still pinned now and then: its frame lingers as an orphan.
+            let held = pool.fetch(files[0].0, 0).ok();
+            for &(f, _) in files.iter() {
+                pool.discard(f);
+                assert_eq!(pool.fetch(f, 0).unwrap_err().number(), 50000);
+            }
+            if let Some(h) = held {
+                check(&h.read(), 0, 1, files[0].1);
+            }
+        }
+    });
+    pool.inner.check_invariants(true);
+    let files = pool.inner.files.read();
+    assert_eq!(files.map.len(), 1);
+    assert!(files.radixes.len() <= 41, "discarded files' radixes are reused: {}", files.radixes.len());
+    assert!(files.tables.len() >= 2, "the slot table grew");
+}
+
+#[test]
+fn many_files_get_distinct_ids_and_slots() {
+    let pool = pool(64, false);
+    let mut live: Vec<FileId> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for round in 0..6u32 {
+        for _ in 0..150 {
+            let f = pool.register(Arc::new(NullStore));
+            assert!(seen.insert(f.0), "id {} reused", f.0);
+            live.push(f);
+        }
+        for (j, &f) in live.iter().enumerate() {
+            drop(pool.fetch_new(f, j as u32 * 1000).unwrap());
+        }
+        pool.inner.check_invariants(true);
+        // Keep every third file.
+        let mut j = 0;
+        live.retain(|&f| {
+            j += 1;
+            if j % 3 == round % 3 {
+                true
+            } else {
+                pool.discard(f);
+                false
+            }
+        });
+        pool.inner.check_invariants(true);
+    }
+    for &f in live.iter() {
+        assert_eq!(pool.fetch(f, 0).unwrap().page_no(), 0);
+    }
+    pool.inner.check_invariants(true);
+}
+
 // ----- model test ------------------------------------------------------------------------------
 
 #[derive(Clone, Debug)]
@@ -997,4 +1342,60 @@ fn drop_8_gib_pool_timing() {
     let t = Instant::now();
     drop(pool);
     eprintln!("dropped an 8 GiB pool in {:?}", t.elapsed());
+}
+
+/// Hit-path micro-benchmark: 200K resident pages, then random `fetch` + `read` + drop (and
+/// `fetch` + drop) on one and on two threads. Run with
+/// `cargo test -p tessera-buffer --release -- --ignored --nocapture fetch_hit_timing`.
+#[test]
+#[ignore]
+fn fetch_hit_timing() {
+    let pages: u32 = std::env::var("HIT_PAGES").map(|v| v.parse().unwrap()).unwrap_or(200_000);
+    let ops: u64 = std::env::var("HIT_OPS").map(|v| v.parse().unwrap()).unwrap_or(10_000_000);
+    let pool = pool(pages as usize, false);
+    let f = pool.register(Arc::new(NullStore));
+    for no in 0..pages {
+        pool.fetch_new(f, no).unwrap().write()[100] = no as u8;
+    }
+    let reps: usize = std::env::var("HIT_REPS").map(|v| v.parse().unwrap()).unwrap_or(3);
+    for (threads, read) in [(1u64, true), (1, false), (2, true), (2, false)] {
+        // The best of a few runs: the machine is shared, and we want the cost, not the noise.
+        let el = (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                std::thread::scope(|s| {
+                    for id in 0..threads {
+                        let pool = &pool;
+                        s.spawn(move || {
+                            let mut rng = 0x2545_f491_4f6c_dd1du64 ^ (id + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                            let mut acc = 0u64;
+                            for _ in 0..ops / threads {
+                                rng ^= rng << 13;
+                                rng ^= rng >> 7;
+                                rng ^= rng << 17;
+                                let no = (rng % u64::from(pages)) as u32;
+                                let h = pool.fetch(f, no).unwrap();
+                                if read {
+                                    let r = h.read();
+                                    assert_eq!(r[100], no as u8);
+                                    acc += u64::from(r[100]);
+                                }
+                            }
+                            std::hint::black_box(acc);
+                        });
+                    }
+                });
+                t.elapsed()
+            })
+            .min()
+            .unwrap();
+        eprintln!(
+            "{threads} thread(s), fetch{}+drop: {ops} ops in {el:?} (best of {reps}) = {:.1} ns/op ({:.2} M ops/s)",
+            if read { "+read" } else { "" },
+            el.as_nanos() as f64 / ops as f64,
+            ops as f64 / el.as_secs_f64() / 1e6
+        );
+    }
+    let s = pool.stats();
+    assert_eq!((s.misses, s.resident_pages), (u64::from(pages), u64::from(pages)), "{s:?}");
 }

@@ -19,6 +19,8 @@ pub enum Bench {
     /// Storage engine against SQLite and LMDB: point lookups, bulk insert, durable commits,
     /// buffer pool release.
     Engine(CommonArgs),
+    /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
+    Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
 
 /// The flags every benchmark accepts.
@@ -45,6 +47,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             let params = if common.quick { EngineParams::quick() } else { EngineParams::full() };
             finish(&common, |dir| engine::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
+        Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }
 }
 

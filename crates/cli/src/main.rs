@@ -1,6 +1,7 @@
 //! `tessera`: the server, its client and its benchmarks, one subcommand each.
 
 mod bench_cmd;
+mod iobench_cmd;
 
 use std::process::ExitCode;
 
@@ -17,12 +18,16 @@ struct Cli {
 enum Command {
     /// Run a workload benchmark against its peers and report the ratios.
     Bench(bench_cmd::BenchArgs),
+    /// A diskspd-style disk benchmark: -b8K -d30 -t1 -o32 -r -w40 -L -c1G FILE (see `tessera
+    /// iobench --help`).
+    Iobench(iobench_cmd::IobenchArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Iobench(args) => iobench_cmd::run_iobench(args),
     }
 }
 
@@ -41,10 +46,49 @@ mod tests {
         let cli =
             Cli::try_parse_from(["tessera", "bench", "engine", "--quick", "--json", "--chart", "e.svg", "--dir", "d"])
                 .unwrap();
-        let Command::Bench(args) = cli.command;
-        let bench_cmd::Bench::Engine(common) = args.bench;
+        let Command::Bench(args) = cli.command else { panic!("not bench") };
+        let bench_cmd::Bench::Engine(common) = args.bench else { panic!("not engine") };
         assert!(common.quick && common.json);
         assert_eq!(common.chart.as_deref(), Some(std::path::Path::new("e.svg")));
         assert_eq!(common.dir.as_deref(), Some(std::path::Path::new("d")));
+    }
+
+    #[test]
+    fn iobench_takes_diskspd_flags_raw() {
+        let cli = Cli::try_parse_from([
+            "tessera", "iobench", "-b8K", "-d30", "-o32", "-r", "-w40", "-Sh", "--json", "--help", "f.dat",
+        ])
+        .unwrap();
+        let Command::Iobench(args) = cli.command else { panic!("not iobench") };
+        assert_eq!(args.args, ["-b8K", "-d30", "-o32", "-r", "-w40", "-Sh", "--json", "--help", "f.dat"]);
+        let cli = Cli::try_parse_from(["tessera", "iobench"]).unwrap();
+        let Command::Iobench(args) = cli.command else { panic!("not iobench") };
+        assert!(args.args.is_empty());
+    }
+
+    #[test]
+    fn bench_iobench_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "tessera",
+            "bench",
+            "iobench",
+            "--quick",
+            "--json",
+            "--duration",
+            "5",
+            "--file-size",
+            "2G",
+            "--engine",
+            "threads",
+            "--repeat",
+            "3",
+        ])
+        .unwrap();
+        let Command::Bench(args) = cli.command else { panic!("not bench") };
+        let bench_cmd::Bench::Iobench(io) = args.bench else { panic!("not iobench") };
+        assert!(io.common.quick && io.common.json);
+        assert_eq!(io.duration, Some(5.0));
+        assert_eq!(io.file_size.as_deref(), Some("2G"));
+        assert_eq!((io.engine.as_str(), io.repeat), ("threads", Some(3)));
     }
 }

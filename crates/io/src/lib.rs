@@ -4,10 +4,12 @@
 mod aligned;
 mod error;
 mod file;
+pub mod uring;
 
 pub use aligned::AlignedBuf;
 pub use error::{Error, Result};
 pub use file::{DataFile, OpenMode};
+pub use uring::{Completion, Uring};
 
 /// Alignment required by O_DIRECT on every device we target.
 pub const IO_ALIGN: usize = 4096;

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
 use tessera_buffer::{BufferPool, FileId, PageStore};
 use tessera_io::{DataFile, Error, OpenMode, Result};
@@ -115,7 +115,7 @@ pub struct Space {
     /// Log bytes the active transactions' rollbacks may need (their compensation
     /// records); every forward change keeps this much room in the log.
     pub(crate) undo_reserve: AtomicU64,
-    trees: Mutex<HashMap<PageNo, Arc<TreeMeta>>>,
+    trees: RwLock<HashMap<PageNo, Arc<TreeMeta>>>,
 }
 
 impl Space {
@@ -165,7 +165,7 @@ impl Space {
             alloc_hint: Mutex::new(Vec::new()),
             alloc_hwm: AtomicU32::new(pages),
             undo_reserve: AtomicU64::new(0),
-            trees: Mutex::new(HashMap::new()),
+            trees: RwLock::new(HashMap::new()),
         }
     }
 
@@ -189,7 +189,10 @@ impl Space {
     /// The in-memory state of one tree: its latch (exclusive for changes, shared for
     /// reads) and its count of writing transactions.
     pub fn tree(&self, root: PageNo) -> Arc<TreeMeta> {
-        self.trees.lock().entry(root).or_insert_with(|| Arc::new(TreeMeta::new(root))).clone()
+        if let Some(meta) = self.trees.read().get(&root) {
+            return meta.clone();
+        }
+        self.trees.write().entry(root).or_insert_with(|| Arc::new(TreeMeta::new(root))).clone()
     }
 
     fn map_page(k: usize) -> PageNo {

@@ -53,15 +53,7 @@ impl ResultRow {
         peer_value: f64,
         goal: f64,
     ) -> ResultRow {
-        ResultRow {
-            metric: metric.into(),
-            unit: unit.into(),
-            ours,
-            peer: peer.into(),
-            peer_value: Some(peer_value),
-            ratio: Some(safe_div(ours, peer_value)),
-            goal,
-        }
+        ResultRow::compared(metric.into(), unit.into(), ours, peer.into(), peer_value, safe_div(ours, peer_value), goal)
     }
 
     /// A time or latency (less is better) compared with a peer: ratio = peer / ours.
@@ -73,15 +65,11 @@ impl ResultRow {
         peer_value: f64,
         goal: f64,
     ) -> ResultRow {
-        ResultRow {
-            metric: metric.into(),
-            unit: unit.into(),
-            ours,
-            peer: peer.into(),
-            peer_value: Some(peer_value),
-            ratio: Some(safe_div(peer_value, ours)),
-            goal,
-        }
+        ResultRow::compared(metric.into(), unit.into(), ours, peer.into(), peer_value, safe_div(peer_value, ours), goal)
+    }
+
+    fn compared(metric: String, unit: String, ours: f64, peer: String, peer_value: f64, ratio: f64, goal: f64) -> Self {
+        ResultRow { metric, unit, ours, peer, peer_value: Some(peer_value), ratio: Some(ratio), goal }
     }
 
     /// A figure with no peer (`peer: "none"`): the goal is in the metric's unit. For time units

@@ -50,10 +50,7 @@ fn check(r: &RunResult, reads: bool, writes: bool) {
 
 #[test]
 fn uring_read_write_mixed() {
-    if !uring_available() {
-        eprintln!("io_uring unavailable here; the thread-pool test covers the runs");
-        return;
-    }
+    assert!(uring_available(), "io_uring is available on the kernels tessera is tested on");
     let dir = tempfile::tempdir().unwrap();
     let base = "--engine uring --quiet -c8M -b4K -d0.5 -W0.1 -o8 -Sh";
     let r = go(&params(dir.path(), &format!("{base} -r")));

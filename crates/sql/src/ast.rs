@@ -1,0 +1,812 @@
+//! The syntax tree of a T-SQL batch, as the parser produces it.
+//!
+//! The tree is purely syntactic: names are not resolved and types are not checked (that
+//! is the binder's job). Identifiers keep their spelling; comparisons between names are
+//! case-insensitive everywhere above this module (SQL_Latin1_General_CP1_CI_AS).
+//! Every statement records the 1-based line of the batch it starts on, which is the line
+//! SQL Server reports in `Msg …, Line n` for errors raised while running it.
+
+/// An identifier: `name`, `[name with spaces]` or `"name"`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub value: String,
+    /// Written with brackets or double quotes.
+    pub quoted: bool,
+}
+
+impl Ident {
+    pub fn new(value: impl Into<String>) -> Ident {
+        Ident { value: value.into(), quoted: false }
+    }
+
+    /// Case-insensitive comparison with a name.
+    pub fn is(&self, name: &str) -> bool {
+        self.value.eq_ignore_ascii_case(name)
+    }
+}
+
+/// A possibly qualified name: `t`, `dbo.t`, `db.dbo.t`, `server.db.dbo.t`, `db..t` (an
+/// empty part is an `Ident` with an empty value), `#temp`, `##global`. The last part is the
+/// object's own name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectName(pub Vec<Ident>);
+
+impl ObjectName {
+    pub fn name(&self) -> &Ident {
+        self.0.last().expect("an object name has at least one part")
+    }
+}
+
+/// A batch: the text between two `GO` lines.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch {
+    pub statements: Vec<Statement>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Statement {
+    /// 1-based line in the batch where the statement starts.
+    pub line: u32,
+    pub kind: StatementKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StatementKind {
+    // ---- queries and DML -------------------------------------------------------------
+    /// `[WITH …] SELECT …`, also `SELECT … INTO t` (see [`Select::into`]).
+    Query(Box<Query>),
+    Insert(Box<Insert>),
+    Update(Box<Update>),
+    Delete(Box<Delete>),
+
+    // ---- databases -------------------------------------------------------------------
+    CreateDatabase(CreateDatabase),
+    DropDatabase {
+        names: Vec<Ident>,
+        if_exists: bool,
+    },
+    AlterDatabase {
+        name: Ident,
+        action: AlterDatabaseAction,
+    },
+    Use(Ident),
+
+    // ---- tables and indexes ----------------------------------------------------------
+    CreateTable(Box<CreateTable>),
+    DropTable {
+        names: Vec<ObjectName>,
+        if_exists: bool,
+    },
+    AlterTable {
+        table: ObjectName,
+        action: AlterTableAction,
+    },
+    TruncateTable(ObjectName),
+    CreateIndex(CreateIndex),
+    /// `DROP INDEX ix ON t` or `DROP INDEX t.ix` (then `table` is `t`).
+    DropIndex {
+        indexes: Vec<(Ident, ObjectName)>,
+        if_exists: bool,
+    },
+
+    // ---- transactions ----------------------------------------------------------------
+    /// `BEGIN TRAN[SACTION] [name | @var]`
+    BeginTransaction {
+        name: Option<Expr>,
+    },
+    /// `COMMIT [TRAN[SACTION] [name]] [WITH (DELAYED_DURABILITY = ON|OFF)]`, also `COMMIT WORK`.
+    Commit {
+        name: Option<Expr>,
+        delayed_durability: Option<bool>,
+    },
+    /// `ROLLBACK [TRAN[SACTION] [name | savepoint]]`, also `ROLLBACK WORK`.
+    Rollback {
+        name: Option<Expr>,
+    },
+    /// `SAVE TRAN[SACTION] name`
+    SaveTransaction {
+        name: Expr,
+    },
+
+    // ---- session options ---------------------------------------------------------------
+    /// `SET NOCOUNT ON`, `SET ANSI_NULLS, QUOTED_IDENTIFIER ON`, `SET TEXTSIZE 2147483647`,
+    /// `SET DATEFORMAT dmy`, `SET LANGUAGE us_english`, `SET LOCK_TIMEOUT -1`,
+    /// `SET IDENTITY_INSERT t ON`, `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
+    /// (options = ["TRANSACTION ISOLATION LEVEL"], value = Word("READ COMMITTED")).
+    /// Option names are upper-cased.
+    SetOption {
+        options: Vec<String>,
+        value: SetValue,
+    },
+
+    // ---- variables and control flow (T-SQL programmability) ----------------------------
+    /// `DECLARE @a int = 1, @b varchar(10)`, `DECLARE @t TABLE (…)`.
+    Declare(Vec<Declaration>),
+    /// `SET @v = expr`, `SET @v += expr` (op is the compound operator, if any).
+    SetVariable {
+        name: String,
+        op: Option<BinaryOp>,
+        value: Expr,
+    },
+    If {
+        condition: Expr,
+        then: Box<Statement>,
+        otherwise: Option<Box<Statement>>,
+    },
+    While {
+        condition: Expr,
+        body: Box<Statement>,
+    },
+    /// `BEGIN … END`
+    Block(Vec<Statement>),
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    Goto(Ident),
+    /// `label:`
+    Label(Ident),
+    /// `WAITFOR DELAY 'hh:mm:ss'` (`delay = true`) or `WAITFOR TIME '…'`.
+    WaitFor {
+        delay: bool,
+        value: Expr,
+    },
+    Print(Expr),
+    TryCatch {
+        try_block: Vec<Statement>,
+        catch_block: Vec<Statement>,
+    },
+    /// `THROW` (re-throw, only inside CATCH) or `THROW number, message, state`.
+    Throw(Option<(Expr, Expr, Expr)>),
+    /// `RAISERROR (msg, severity, state [, args…]) [WITH LOG, NOWAIT, SETERROR]`
+    RaisError {
+        message: Expr,
+        severity: Expr,
+        state: Expr,
+        args: Vec<Expr>,
+        options: Vec<String>,
+    },
+
+    // ---- modules -----------------------------------------------------------------------
+    CreateProcedure(Box<CreateProcedure>),
+    CreateFunction(Box<CreateFunction>),
+    CreateView(Box<CreateView>),
+    /// `DROP PROC|PROCEDURE|FUNCTION|VIEW [IF EXISTS] a, b`
+    DropModule {
+        kind: ModuleKind,
+        names: Vec<ObjectName>,
+        if_exists: bool,
+    },
+    /// `EXEC[UTE] [@rc =] proc args…`
+    Execute(Box<Execute>),
+    /// `EXEC[UTE] ('dynamic ' + 'sql')`
+    ExecuteString(Vec<Expr>),
+
+    // ---- administration ----------------------------------------------------------------
+    /// `DBCC NAME [( args )] [WITH opt, …]`; name upper-cased.
+    Dbcc {
+        command: String,
+        args: Vec<Expr>,
+        options: Vec<String>,
+    },
+    /// `RECONFIGURE [WITH OVERRIDE]`
+    Reconfigure {
+        with_override: bool,
+    },
+    /// `CHECKPOINT`
+    Checkpoint,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetValue {
+    On,
+    Off,
+    /// A number or an expression such as `@v` (`SET TEXTSIZE 2147483647`, `SET ROWCOUNT @n`).
+    Expr(Expr),
+    /// A bare word or words (`dmy`, `us_english`, `READ COMMITTED`), upper-cased.
+    Word(String),
+    /// `SET IDENTITY_INSERT t ON|OFF`
+    Table {
+        table: ObjectName,
+        on: bool,
+    },
+}
+
+// ---- queries -----------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    pub with: Vec<Cte>,
+    pub body: SetExpr,
+    pub order_by: Vec<OrderItem>,
+    /// `OFFSET n ROWS`
+    pub offset: Option<Expr>,
+    /// `FETCH NEXT|FIRST n ROWS ONLY`
+    pub fetch: Option<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cte {
+    pub name: Ident,
+    pub columns: Vec<Ident>,
+    pub query: Box<Query>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetExpr {
+    Select(Box<Select>),
+    /// `VALUES (…), (…)` as a table source (`FROM (VALUES …) AS v(a, b)`).
+    Values(Vec<Vec<Expr>>),
+    SetOperation {
+        op: SetOperator,
+        all: bool,
+        left: Box<SetExpr>,
+        right: Box<SetExpr>,
+    },
+    /// A parenthesised query used as an operand of a set operation.
+    Query(Box<Query>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetOperator {
+    Union,
+    Except,
+    Intersect,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Select {
+    pub distinct: bool,
+    pub top: Option<Top>,
+    pub items: Vec<SelectItem>,
+    /// `SELECT … INTO new_table`
+    pub into: Option<ObjectName>,
+    pub from: Vec<TableRef>,
+    pub selection: Option<Expr>,
+    pub group_by: Vec<Expr>,
+    pub having: Option<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Top {
+    pub count: Expr,
+    pub percent: bool,
+    pub with_ties: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SelectItem {
+    /// `*`
+    Wildcard,
+    /// `t.*`
+    QualifiedWildcard(ObjectName),
+    /// `expr [AS] alias`, `alias = expr`, `expr 'alias'`
+    Expr { expr: Expr, alias: Option<Ident> },
+    /// `@v = expr`, `@v += expr`
+    Assign { variable: String, op: Option<BinaryOp>, value: Expr },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrderItem {
+    pub expr: Expr,
+    pub descending: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TableRef {
+    /// A table, view, CTE, `#temp` or `@table_variable` (the variable's name, with `@`, as
+    /// the single part), with optional alias and table hints (`WITH (NOLOCK)`, upper-cased).
+    Named {
+        name: ObjectName,
+        alias: Option<Ident>,
+        hints: Vec<String>,
+    },
+    /// `(query) [AS] alias [(columns)]`
+    Derived {
+        query: Box<Query>,
+        alias: Ident,
+        columns: Vec<Ident>,
+    },
+    /// `fn(args) [AS] alias` — table-valued functions.
+    Function {
+        name: ObjectName,
+        args: Vec<Expr>,
+        alias: Option<Ident>,
+    },
+    Join {
+        left: Box<TableRef>,
+        right: Box<TableRef>,
+        kind: JoinKind,
+        on: Option<Expr>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+    Cross,
+    /// `CROSS APPLY`
+    CrossApply,
+    /// `OUTER APPLY`
+    OuterApply,
+}
+
+// ---- DML ---------------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Insert {
+    pub top: Option<Top>,
+    pub table: ObjectName,
+    pub columns: Vec<Ident>,
+    pub output: Option<Output>,
+    pub source: InsertSource,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum InsertSource {
+    /// `VALUES (…), (…)`; a `DEFAULT` keyword in the list is [`Expr::Default`].
+    Values(Vec<Vec<Expr>>),
+    Query(Box<Query>),
+    DefaultValues,
+    /// `INSERT … EXEC proc …`
+    Execute(Box<StatementKind>),
+}
+
+/// `OUTPUT inserted.a, deleted.*, expr AS x [INTO @t | table [(cols)]]`. Column references
+/// use the pseudo-tables `inserted` and `deleted` as qualifiers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    pub items: Vec<SelectItem>,
+    pub into: Option<(ObjectName, Vec<Ident>)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Update {
+    pub top: Option<Top>,
+    /// The target: a table name or an alias defined in `from`.
+    pub table: ObjectName,
+    pub table_hints: Vec<String>,
+    pub assignments: Vec<Assignment>,
+    pub output: Option<Output>,
+    pub from: Vec<TableRef>,
+    pub selection: Option<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Assignment {
+    /// `col = expr`, `t.col = expr`, `col += expr`
+    Column {
+        column: ObjectName,
+        op: Option<BinaryOp>,
+        value: Expr,
+    },
+    /// `@v = expr`, `@v = col = expr` (the second is `Both`)
+    Variable {
+        name: String,
+        op: Option<BinaryOp>,
+        value: Expr,
+    },
+    Both {
+        variable: String,
+        column: ObjectName,
+        value: Expr,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Delete {
+    pub top: Option<Top>,
+    pub table: ObjectName,
+    pub output: Option<Output>,
+    /// `DELETE t FROM t JOIN …` or `DELETE FROM t FROM t JOIN …`
+    pub from: Vec<TableRef>,
+    pub selection: Option<Expr>,
+}
+
+// ---- DDL ---------------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateDatabase {
+    pub name: Ident,
+    pub files: Vec<FileSpec>,
+    pub log_files: Vec<FileSpec>,
+    /// `COLLATE name`, if given.
+    pub collation: Option<String>,
+}
+
+/// `(NAME = logical, FILENAME = 'path', SIZE = 10MB, MAXSIZE = UNLIMITED, FILEGROWTH = 10%)`;
+/// option names upper-cased, values as written (`10MB`, `'path'` without quotes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileSpec {
+    pub options: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlterDatabaseAction {
+    /// `SET RECOVERY FULL`, `SET DELAYED_DURABILITY = FORCED`, `SET SINGLE_USER`,
+    /// `SET READ_ONLY` …: option name and value, upper-cased; the value is empty when there is
+    /// none. A trailing `WITH ROLLBACK IMMEDIATE` is dropped.
+    Set(Vec<(String, String)>),
+    /// `MODIFY NAME = new_name`
+    Rename(Ident),
+    /// `COLLATE name`
+    Collate(String),
+}
+
+/// A type as written: `varchar(10)`, `decimal(10, 2)`, `nvarchar(max)`, `int`,
+/// `double precision` (name upper-cased and with inner spaces kept single), `dbo.MyType`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeName {
+    pub name: String,
+    pub args: Vec<TypeArg>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeArg {
+    Number(u32),
+    Max,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateTable {
+    pub name: ObjectName,
+    pub columns: Vec<ColumnDef>,
+    pub constraints: Vec<TableConstraint>,
+    /// Table-level `INDEX ix (cols)` definitions inside the column list.
+    pub indexes: Vec<CreateIndex>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnDef {
+    pub name: Ident,
+    pub ty: TypeName,
+    /// `NULL` → Some(true), `NOT NULL` → Some(false), unspecified → None.
+    pub nullable: Option<bool>,
+    pub identity: Option<(i64, i64)>,
+    /// `[CONSTRAINT name] DEFAULT expr`
+    pub default: Option<(Option<Ident>, Expr)>,
+    /// Column constraints: PRIMARY KEY, UNIQUE, CHECK, REFERENCES — as table constraints
+    /// whose column lists name this column.
+    pub constraints: Vec<TableConstraint>,
+    /// `AS expr` computed column.
+    pub computed: Option<Expr>,
+    pub collation: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableConstraint {
+    pub name: Option<Ident>,
+    pub kind: ConstraintKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConstraintKind {
+    /// `PRIMARY KEY [CLUSTERED|NONCLUSTERED] (a [ASC|DESC], …)`; `clustered` is None
+    /// when not given.
+    PrimaryKey {
+        clustered: Option<bool>,
+        columns: Vec<IndexColumn>,
+    },
+    Unique {
+        clustered: Option<bool>,
+        columns: Vec<IndexColumn>,
+    },
+    Check(Expr),
+    /// `[FOREIGN KEY (a, b)] REFERENCES t (x, y) [ON DELETE …] [ON UPDATE …]`
+    ForeignKey {
+        columns: Vec<Ident>,
+        ref_table: ObjectName,
+        ref_columns: Vec<Ident>,
+        on_delete: ReferentialAction,
+        on_update: ReferentialAction,
+    },
+    /// `[CONSTRAINT name] DEFAULT expr FOR column` (ALTER TABLE … ADD form).
+    Default {
+        expr: Expr,
+        column: Ident,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReferentialAction {
+    NoAction,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexColumn {
+    pub name: Ident,
+    pub descending: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateIndex {
+    pub name: Ident,
+    pub table: ObjectName,
+    pub unique: bool,
+    /// None when neither CLUSTERED nor NONCLUSTERED is written.
+    pub clustered: Option<bool>,
+    pub columns: Vec<IndexColumn>,
+    /// `INCLUDE (a, b)`
+    pub include: Vec<Ident>,
+    /// `WHERE …` (filtered index)
+    pub filter: Option<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlterTableAction {
+    /// `ADD col type …, CONSTRAINT … , …` (the COLUMN keyword is not T-SQL)
+    Add { columns: Vec<ColumnDef>, constraints: Vec<TableConstraint> },
+    /// `DROP COLUMN [IF EXISTS] a, b`
+    DropColumns { names: Vec<Ident>, if_exists: bool },
+    /// `DROP [CONSTRAINT] [IF EXISTS] name, …`
+    DropConstraints { names: Vec<Ident>, if_exists: bool },
+    /// `ALTER COLUMN col type [NULL|NOT NULL]`
+    AlterColumn { name: Ident, ty: TypeName, nullable: Option<bool> },
+    /// `[WITH CHECK|NOCHECK] CHECK|NOCHECK CONSTRAINT ALL|name`
+    CheckConstraints { enable: bool, names: Vec<Ident> },
+}
+
+// ---- modules -----------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleKind {
+    Procedure,
+    Function,
+    View,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parameter {
+    /// With the `@`.
+    pub name: String,
+    pub ty: TypeName,
+    pub default: Option<Expr>,
+    pub output: bool,
+    pub readonly: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateProcedure {
+    /// `CREATE OR ALTER` → true; plain `ALTER PROCEDURE` sets `alter`.
+    pub or_alter: bool,
+    pub alter: bool,
+    pub name: ObjectName,
+    pub params: Vec<Parameter>,
+    pub body: Vec<Statement>,
+    /// The statement's source text from `CREATE`/`ALTER` to its end (sys.sql_modules).
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateFunction {
+    pub or_alter: bool,
+    pub alter: bool,
+    pub name: ObjectName,
+    pub params: Vec<Parameter>,
+    pub returns: FunctionReturns,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FunctionReturns {
+    /// `RETURNS type AS BEGIN … RETURN expr END`
+    Scalar { ty: TypeName, body: Vec<Statement> },
+    /// `RETURNS TABLE AS RETURN (query)`
+    InlineTable(Box<Query>),
+    /// `RETURNS @t TABLE (…) AS BEGIN … RETURN END`
+    MultiStatement { variable: String, columns: Vec<ColumnDef>, body: Vec<Statement> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateView {
+    pub or_alter: bool,
+    pub alter: bool,
+    pub name: ObjectName,
+    pub columns: Vec<Ident>,
+    pub query: Box<Query>,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Execute {
+    /// `EXEC @rc = proc`: the variable receiving the return status.
+    pub return_status: Option<String>,
+    /// The procedure: a name, or a variable holding the name (`EXEC @procname`).
+    pub procedure: ObjectName,
+    pub args: Vec<ExecArg>,
+    /// `WITH RECOMPILE` and friends, upper-cased.
+    pub options: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecArg {
+    /// `@name = value`: the parameter name with its `@`.
+    pub name: Option<String>,
+    /// `DEFAULT` is [`Expr::Default`].
+    pub value: Expr,
+    /// `OUTPUT` / `OUT` after the value.
+    pub output: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declaration {
+    /// With the `@`.
+    pub name: String,
+    pub kind: DeclarationKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeclarationKind {
+    Scalar {
+        ty: TypeName,
+        init: Option<Expr>,
+    },
+    /// `DECLARE @t TABLE (…)`
+    Table {
+        columns: Vec<ColumnDef>,
+        constraints: Vec<TableConstraint>,
+    },
+}
+
+// ---- expressions -------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Literal {
+    /// A whole number as written (`42`); its type (int, bigint or numeric) depends on size.
+    Integer(String),
+    /// A number with a point (`1.50`): numeric.
+    Decimal(String),
+    /// A number with an exponent (`1e3`, `2.5E-1`): float.
+    Float(String),
+    /// `$12.50`, `£3` (money literal, without the currency sign).
+    Money(String),
+    /// `'text'` (unicode = false) or `N'text'` (unicode = true), with `''` unescaped.
+    String {
+        value: String,
+        unicode: bool,
+    },
+    /// `0x1F2E`
+    Binary(Vec<u8>),
+    Null,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Literal(Literal),
+    /// `a`, `t.a`, `dbo.t.a`, `db.dbo.t.a`
+    Column(ObjectName),
+    /// `@name` (with the `@`)
+    Variable(String),
+    /// `@@ROWCOUNT` and friends, upper-cased, with the `@@`.
+    GlobalVariable(String),
+    /// `DEFAULT` in a VALUES list, an EXEC argument or a SET.
+    Default,
+    Unary {
+        op: UnaryOp,
+        expr: Box<Expr>,
+    },
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    Between {
+        expr: Box<Expr>,
+        negated: bool,
+        low: Box<Expr>,
+        high: Box<Expr>,
+    },
+    Like {
+        expr: Box<Expr>,
+        negated: bool,
+        pattern: Box<Expr>,
+        escape: Option<Box<Expr>>,
+    },
+    InList {
+        expr: Box<Expr>,
+        negated: bool,
+        list: Vec<Expr>,
+    },
+    InSubquery {
+        expr: Box<Expr>,
+        negated: bool,
+        query: Box<Query>,
+    },
+    Exists(Box<Query>),
+    /// A scalar subquery `(SELECT …)`.
+    Subquery(Box<Query>),
+    /// `expr = ANY|SOME|ALL (subquery)`
+    Quantified {
+        op: BinaryOp,
+        all: bool,
+        left: Box<Expr>,
+        query: Box<Query>,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    /// `CAST(expr AS type)`, `TRY_CAST(…)` (try = true)
+    Cast {
+        expr: Box<Expr>,
+        ty: TypeName,
+        try_: bool,
+    },
+    /// `CONVERT(type, expr [, style])`, `TRY_CONVERT(…)`
+    Convert {
+        ty: TypeName,
+        expr: Box<Expr>,
+        style: Option<Box<Expr>>,
+        try_: bool,
+    },
+    /// A function call: built-in (`LEN(x)`, `COUNT(*)`, `COUNT(DISTINCT a)`, `GETDATE()`) or
+    /// user-defined (`dbo.f(x)`). `COUNT(*)` has `star` set and no args.
+    /// `DATEADD(day, …)`/`DATEDIFF`/`DATEPART`/`DATENAME`/`DATETRUNC`: the first argument
+    /// (the date part) is an [`Expr::Column`] with the part's name as written.
+    Function {
+        name: ObjectName,
+        args: Vec<Expr>,
+        distinct: bool,
+        star: bool,
+        over: Option<Window>,
+    },
+    /// `expr COLLATE name`
+    Collate {
+        expr: Box<Expr>,
+        collation: String,
+    },
+    /// `NEXT VALUE FOR seq` is not supported; neither is anything not listed here.
+    Nested(Box<Expr>),
+}
+
+/// `OVER ([PARTITION BY …] [ORDER BY …])` — parsed for ROW_NUMBER() and aggregates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Window {
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<OrderItem>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    Plus,
+    Minus,
+    /// `NOT`
+    Not,
+    /// `~`
+    BitNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Modulo,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Eq,
+    /// `<>` and `!=`
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    /// `!<`
+    NotLt,
+    /// `!>`
+    NotGt,
+    And,
+    Or,
+}

@@ -1,0 +1,7 @@
+//! tessera's T-SQL layer. See README.md.
+
+pub mod ast;
+pub mod error;
+pub mod types;
+
+pub use error::{SqlError, SqlResult};

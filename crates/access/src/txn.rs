@@ -418,9 +418,36 @@ impl Space {
     /// Rolls the transaction back: undoes its changes newest first, with compensation
     /// records, then logs its end and releases its locks.
     pub fn rollback(&self, mut txn: Txn) -> Result<()> {
+        let last = self.undo_back_to(&txn, 0)?;
+        if txn.has_writes() {
+            self.wal.append(&LogRecord::new(RecordKind::End, txn.id, last, Vec::new()))?;
+        }
+        self.finish(&mut txn);
+        Ok(())
+    }
+
+    /// The point [`Space::rollback_to`] can return to: everything logged so far.
+    pub fn savepoint(&self, txn: &Txn) -> Lsn {
+        txn.last_lsn()
+    }
+
+    /// Partial rollback (`ROLLBACK TRANSACTION savepoint`, and statement atomicity inside
+    /// a transaction): undoes, with compensation records, every change made after
+    /// `savepoint`; the transaction stays open and keeps its locks. The compensation
+    /// chain skips the undone records, so a later full rollback does not undo them twice.
+    pub fn rollback_to(&self, txn: &mut Txn, savepoint: Lsn) -> Result<()> {
+        assert!(savepoint <= txn.last_lsn(), "savepoint {savepoint} lies after the transaction's last record");
+        let last = self.undo_back_to(txn, savepoint)?;
+        txn.shared.last_lsn.store(last, Ordering::Release);
+        Ok(())
+    }
+
+    /// Walks the transaction's log chain back from its last record to `stop` (exclusive;
+    /// 0 = the beginning), undoing updates; returns the LSN of its last record afterwards.
+    fn undo_back_to(&self, txn: &Txn, stop: Lsn) -> Result<Lsn> {
         let mut next = txn.last_lsn();
         let mut last = next;
-        while next != 0 {
+        while next > stop {
             let rec = self.wal.read(next)?;
             debug_assert_eq!(rec.txn, txn.id);
             match rec.kind {
@@ -432,11 +459,7 @@ impl Space {
                 _ => next = rec.prev_lsn,
             }
         }
-        if txn.has_writes() {
-            self.wal.append(&LogRecord::new(RecordKind::End, txn.id, last, Vec::new()))?;
-        }
-        self.finish(&mut txn);
-        Ok(())
+        Ok(last)
     }
 
     /// Undoes one Update record by key and logs the compensation; returns its LSN.

@@ -31,4 +31,4 @@ pub use tessera_access::Direction;
 pub use tessera_buffer::PoolStats;
 pub use tessera_io::{Error, Result};
 pub use tessera_log::recovery::RecoveryOutcome;
-pub use transaction::Transaction;
+pub use transaction::{Savepoint, Transaction};

@@ -8,6 +8,10 @@ use tessera_io::Result;
 
 use crate::database::{Database, TableId};
 
+/// A position in a transaction's log chain (see [`Transaction::savepoint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Savepoint(u64);
+
 /// A READ COMMITTED transaction on one database. Dropping it without `commit` rolls
 /// it back.
 pub struct Transaction {
@@ -100,6 +104,26 @@ impl Transaction {
         }
         let upper = if hi.is_empty() { Bound::Unbounded } else { Bound::Excluded(&hi[..]) };
         self.scan(index, Bound::Included(index_key), upper, Direction::Forward).map(|r| r.map(|(_, v)| v)).collect()
+    }
+
+    /// A point to return to with [`Transaction::rollback_to`] (`SAVE TRANSACTION`).
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint(self.db.space.savepoint(self.txn_ref()))
+    }
+
+    /// Undoes every change made after `savepoint`; the transaction stays open.
+    pub fn rollback_to(&mut self, savepoint: Savepoint) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.rollback_to(txn, savepoint.0)
+    }
+
+    /// True once the transaction has changed anything.
+    pub fn has_writes(&self) -> bool {
+        self.txn_ref().has_writes()
+    }
+
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
     }
 
     /// Commits; durable when it returns unless the database forces delayed durability.

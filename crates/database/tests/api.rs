@@ -419,3 +419,49 @@ fn dropped_tables_free_their_pages() {
     assert_eq!(db.tables().len(), 1);
     db.check().unwrap();
 }
+
+#[test]
+fn rollback_to_savepoint_undoes_only_later_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    let db = engine.database("master").unwrap();
+    let t = db.create_table("t").unwrap();
+    let mut tx = db.begin();
+    tx.insert(t, &int_key(3), b"three").unwrap();
+    tx.commit().unwrap();
+
+    let mut tx = db.begin();
+    tx.insert(t, &int_key(1), b"one").unwrap();
+    let save = tx.savepoint();
+    tx.insert(t, &int_key(2), b"two").unwrap();
+    tx.update(t, &int_key(1), b"uno").unwrap();
+    tx.delete(t, &int_key(3)).unwrap();
+    tx.rollback_to(save).unwrap();
+    assert_eq!(tx.get(t, &int_key(1)).unwrap().unwrap(), b"one");
+    assert_eq!(tx.get(t, &int_key(2)).unwrap(), None);
+    assert_eq!(tx.get(t, &int_key(3)).unwrap().unwrap(), b"three");
+    tx.insert(t, &int_key(4), b"four").unwrap();
+    let empty_save = tx.savepoint();
+    tx.rollback_to(empty_save).unwrap();
+    tx.commit().unwrap();
+
+    let tx = db.begin();
+    let keys: Vec<_> =
+        tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward).map(|r| r.unwrap().1).collect();
+    assert_eq!(keys, vec![b"one".to_vec(), b"three".to_vec(), b"four".to_vec()]);
+    tx.commit().unwrap();
+
+    // A full rollback after a partial one undoes each change exactly once.
+    let mut tx = db.begin();
+    tx.insert(t, &int_key(5), b"five").unwrap();
+    let save = tx.savepoint();
+    tx.delete(t, &int_key(1)).unwrap();
+    tx.rollback_to(save).unwrap();
+    tx.update(t, &int_key(1), b"eins").unwrap();
+    tx.rollback().unwrap();
+    let tx = db.begin();
+    assert_eq!(tx.get(t, &int_key(1)).unwrap().unwrap(), b"one");
+    assert_eq!(tx.get(t, &int_key(5)).unwrap(), None);
+    tx.commit().unwrap();
+    db.check().unwrap();
+}

@@ -12,6 +12,11 @@ use crate::database::{Database, TableId};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Savepoint(u64);
 
+impl Savepoint {
+    /// The beginning of any transaction: rolling back to it undoes everything.
+    pub const START: Savepoint = Savepoint(0);
+}
+
 /// A READ COMMITTED transaction on one database. Dropping it without `commit` rolls
 /// it back.
 pub struct Transaction {

@@ -1,7 +1,21 @@
 //! tessera's T-SQL layer. See README.md.
 
 pub mod ast;
+pub mod bind;
+pub mod cache;
+pub mod catalog;
+pub mod ddl;
+pub mod dml;
 pub mod error;
+pub mod output;
+pub mod plan;
+pub mod runtime;
+pub mod session;
+pub mod sysviews;
 pub mod types;
+pub mod unparse;
 
 pub use error::{SqlError, SqlResult};
+pub use output::{Collected, ResultSink, SqlcmdFormat, SqlcmdWriter};
+pub use runtime::Shared;
+pub use session::Session;

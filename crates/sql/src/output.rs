@@ -1,0 +1,240 @@
+//! What a batch produces, as a stream of events ([`ResultSink`]), and the sqlcmd-style
+//! text rendering of that stream ([`SqlcmdWriter`]) that `tessera sql` prints — in
+//! process and, through the TDS client, over the network alike.
+
+use crate::bind::OutputColumn;
+use crate::error::SqlError;
+use crate::types::{self, SqlType, Value};
+
+/// A change of session environment that clients are told about (TDS ENVCHANGE).
+#[derive(Clone, Debug, PartialEq)]
+pub enum EnvChange {
+    Database { old: String, new: String },
+    BeginTransaction,
+    CommitTransaction,
+    RollbackTransaction,
+}
+
+/// Receives a batch's results in order.
+pub trait ResultSink {
+    /// A result set starts.
+    fn columns(&mut self, columns: &[OutputColumn]);
+    fn row(&mut self, row: &[Value]);
+    /// A result set or a statement ended; `count` is the row count to report (None under
+    /// SET NOCOUNT ON or for statements without a count).
+    fn done(&mut self, count: Option<u64>, result_set: bool);
+    /// An error (severity ≥ 11) or an informational message (PRINT, RAISERROR ≤ 10).
+    fn message(&mut self, message: &SqlError);
+    fn env_change(&mut self, _change: &EnvChange) {}
+    /// A procedure's return status (`EXEC p` as an RPC).
+    fn return_status(&mut self, _status: i32) {}
+}
+
+/// Collects everything, for tests and embedders.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub result_sets: Vec<(Vec<OutputColumn>, Vec<Vec<Value>>)>,
+    pub counts: Vec<u64>,
+    pub messages: Vec<SqlError>,
+}
+
+impl Collected {
+    pub fn errors(&self) -> Vec<&SqlError> {
+        self.messages.iter().filter(|m| m.severity > 10).collect()
+    }
+}
+
+impl ResultSink for Collected {
+    fn columns(&mut self, columns: &[OutputColumn]) {
+        self.result_sets.push((columns.to_vec(), Vec::new()));
+    }
+    fn row(&mut self, row: &[Value]) {
+        if let Some(rs) = self.result_sets.last_mut() {
+            rs.1.push(row.to_vec());
+        }
+    }
+    fn done(&mut self, count: Option<u64>, _result_set: bool) {
+        if let Some(c) = count {
+            self.counts.push(c);
+        }
+    }
+    fn message(&mut self, message: &SqlError) {
+        self.messages.push(message.clone());
+    }
+}
+
+/// sqlcmd's formatting switches.
+#[derive(Clone, Debug)]
+pub struct SqlcmdFormat {
+    /// `-W`: remove trailing spaces and pad no column.
+    pub trim: bool,
+    /// `-h -1`: no headers.
+    pub headers: bool,
+    /// `-s`: column separator.
+    pub separator: String,
+    /// Display width of `(max)` columns (sqlcmd's `-y`, 256 by default).
+    pub max_width: usize,
+}
+
+impl Default for SqlcmdFormat {
+    fn default() -> SqlcmdFormat {
+        SqlcmdFormat { trim: false, headers: true, separator: " ".to_string(), max_width: 256 }
+    }
+}
+
+/// Renders results as sqlcmd does.
+pub struct SqlcmdWriter<W: std::io::Write> {
+    out: W,
+    format: SqlcmdFormat,
+    widths: Vec<usize>,
+    right: Vec<bool>,
+    column_types: Vec<SqlType>,
+    /// An error number seen (for `-b` exit codes).
+    pub last_error: Option<SqlError>,
+}
+
+fn is_numeric(t: &SqlType) -> bool {
+    use SqlType::*;
+    matches!(t, Bit | TinyInt | SmallInt | Int | BigInt | Real | Float | Decimal { .. } | Money | SmallMoney)
+}
+
+/// The display size sqlcmd reserves for a type.
+pub fn display_width(t: &SqlType, max_width: usize) -> usize {
+    use tessera_access::row::MAX;
+    use SqlType::*;
+    let frac = |s: u8| if s > 0 { usize::from(s) + 1 } else { 0 };
+    match *t {
+        Bit => 1,
+        TinyInt => 3,
+        SmallInt => 6,
+        Int => 11,
+        BigInt => 20,
+        Real => 14,
+        Float => 24,
+        Decimal { precision, .. } => usize::from(precision) + 2,
+        Money => 21,
+        SmallMoney => 12,
+        Char(n) | VarChar(n) | NChar(n) | NVarChar(n) => {
+            if n == MAX {
+                max_width
+            } else {
+                usize::from(n)
+            }
+        }
+        Binary(n) | VarBinary(n) => {
+            if n == MAX {
+                max_width
+            } else {
+                2 + 2 * usize::from(n)
+            }
+        }
+        Date => 10,
+        Time { scale } => 8 + frac(scale),
+        DateTime => 23,
+        SmallDateTime => 19,
+        DateTime2 { scale } => 19 + frac(scale),
+        UniqueIdentifier => 36,
+    }
+}
+
+impl<W: std::io::Write> SqlcmdWriter<W> {
+    pub fn new(out: W, format: SqlcmdFormat) -> SqlcmdWriter<W> {
+        SqlcmdWriter { out, format, widths: Vec::new(), right: Vec::new(), column_types: Vec::new(), last_error: None }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    fn line(&mut self, s: &str) {
+        let s = if self.format.trim { s.trim_end() } else { s };
+        let _ = writeln!(self.out, "{s}");
+    }
+
+    fn cells(&self, cells: &[String]) -> String {
+        let mut line = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i > 0 {
+                line.push_str(&self.format.separator);
+            }
+            if self.format.trim {
+                line.push_str(cell);
+                continue;
+            }
+            let w = self.widths[i];
+            let shown: String = cell.chars().take(w).collect();
+            let pad = w.saturating_sub(shown.chars().count());
+            if self.right[i] {
+                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(&shown);
+            } else {
+                line.push_str(&shown);
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        line
+    }
+}
+
+impl<W: std::io::Write> ResultSink for SqlcmdWriter<W> {
+    fn columns(&mut self, columns: &[OutputColumn]) {
+        self.widths = columns
+            .iter()
+            .map(|c| {
+                let w = display_width(&c.ty, self.format.max_width).max(c.name.chars().count());
+                if c.nullable {
+                    w.max(4)
+                } else {
+                    w
+                }
+            })
+            .collect();
+        self.right = columns.iter().map(|c| is_numeric(&c.ty)).collect();
+        self.column_types = columns.iter().map(|c| c.ty).collect();
+        if self.format.headers {
+            let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+            let saved = std::mem::replace(&mut self.right, vec![false; columns.len()]);
+            let header = self.cells(&names);
+            self.right = saved;
+            self.line(&header);
+            let dashes: Vec<String> = if self.format.trim {
+                columns.iter().map(|c| "-".repeat(c.name.chars().count().max(1))).collect()
+            } else {
+                self.widths.iter().map(|w| "-".repeat(*w)).collect()
+            };
+            let saved = std::mem::take(&mut self.format.trim);
+            let dash_line = if saved { dashes.join(&self.format.separator) } else { self.cells(&dashes) };
+            self.format.trim = saved;
+            self.line(&dash_line);
+        }
+    }
+
+    fn row(&mut self, row: &[Value]) {
+        let cells: Vec<String> = row.iter().zip(&self.column_types).map(|(v, t)| types::display_text(v, t)).collect();
+        let line = self.cells(&cells);
+        self.line(&line);
+    }
+
+    fn done(&mut self, count: Option<u64>, result_set: bool) {
+        match count {
+            Some(n) => {
+                self.line("");
+                self.line(&format!("({n} row{} affected)", if n == 1 { "" } else { "s" }));
+            }
+            None if result_set => self.line(""),
+            None => {}
+        }
+    }
+
+    fn message(&mut self, m: &SqlError) {
+        if m.severity > 10 {
+            let place = match &m.procedure {
+                Some(p) => format!("Procedure {p}, Line {}", m.line),
+                None => format!("Line {}", m.line),
+            };
+            self.line(&format!("Msg {}, Level {}, State {}, {place}", m.number, m.severity, m.state));
+            self.last_error = Some(m.clone());
+        }
+        self.line(&m.message);
+    }
+}

@@ -1,0 +1,469 @@
+//! System views (`sys.*`, `INFORMATION_SCHEMA.*`): relations computed when a query reads
+//! them, from the engine, the catalogs and the plan cache, so they join and filter like
+//! tables.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::ast::ObjectName;
+use crate::bind::OutputColumn;
+use crate::catalog::Object;
+use crate::error::SqlResult;
+use crate::plan::{Plan, Row};
+use crate::runtime::ExecCtx;
+use crate::types::{self, SqlType, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Databases,
+    CachedPlans,
+    PerformanceCounters,
+    Objects,
+    Tables,
+    Columns,
+    Schemas,
+    Types,
+    Indexes,
+    InfoTables,
+    InfoColumns,
+}
+
+const VIEWS: &[(&str, &str, View)] = &[
+    ("sys", "databases", View::Databases),
+    ("sys", "dm_exec_cached_plans", View::CachedPlans),
+    ("sys", "dm_os_performance_counters", View::PerformanceCounters),
+    ("sys", "objects", View::Objects),
+    ("sys", "tables", View::Tables),
+    ("sys", "columns", View::Columns),
+    ("sys", "schemas", View::Schemas),
+    ("sys", "types", View::Types),
+    ("sys", "indexes", View::Indexes),
+    ("information_schema", "tables", View::InfoTables),
+    ("information_schema", "columns", View::InfoColumns),
+];
+
+/// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
+pub fn lookup(name: &ObjectName) -> Option<View> {
+    let n = name.0.len();
+    if n < 2 {
+        return None;
+    }
+    let schema = name.0[n - 2].value.to_lowercase();
+    let obj = name.0[n - 1].value.to_lowercase();
+    VIEWS.iter().find(|(s, o, _)| *s == schema && *o == obj).map(|v| v.2)
+}
+
+pub fn plan(view: View, db: String) -> Plan {
+    Plan::System { view, db }
+}
+
+fn col(name: &str, ty: SqlType, nullable: bool) -> OutputColumn {
+    OutputColumn { name: name.to_string(), ty, nullable }
+}
+
+const SYSNAME: SqlType = SqlType::NVarChar(128);
+
+impl View {
+    pub fn columns(self) -> Vec<OutputColumn> {
+        use SqlType::*;
+        match self {
+            View::Databases => vec![
+                col("name", SYSNAME, false),
+                col("database_id", Int, false),
+                col("create_date", DateTime, false),
+                col("compatibility_level", TinyInt, false),
+                col("collation_name", SYSNAME, true),
+                col("user_access_desc", NVarChar(60), true),
+                col("is_read_only", Bit, true),
+                col("state", TinyInt, true),
+                col("state_desc", NVarChar(60), true),
+                col("recovery_model", TinyInt, true),
+                col("recovery_model_desc", NVarChar(60), true),
+                col("log_reuse_wait_desc", NVarChar(60), true),
+                col("delayed_durability", Int, true),
+                col("delayed_durability_desc", NVarChar(60), true),
+            ],
+            View::CachedPlans => vec![
+                col("bucketid", Int, false),
+                col("refcounts", Int, false),
+                col("usecounts", Int, false),
+                col("size_in_bytes", Int, false),
+                col("cacheobjtype", NVarChar(50), false),
+                col("objtype", NVarChar(20), false),
+                col("plan_handle", VarBinary(64), false),
+                col("text", NVarChar(tessera_access::row::MAX), true),
+            ],
+            View::PerformanceCounters => vec![
+                col("object_name", NChar(128), false),
+                col("counter_name", NChar(128), false),
+                col("instance_name", NChar(128), true),
+                col("cntr_value", BigInt, false),
+                col("cntr_type", Int, false),
+            ],
+            View::Objects | View::Tables => {
+                let mut v = vec![
+                    col("name", SYSNAME, false),
+                    col("object_id", Int, false),
+                    col("principal_id", Int, true),
+                    col("schema_id", Int, false),
+                    col("parent_object_id", Int, false),
+                    col("type", Char(2), true),
+                    col("type_desc", NVarChar(60), true),
+                    col("create_date", DateTime, false),
+                    col("modify_date", DateTime, false),
+                    col("is_ms_shipped", Bit, false),
+                ];
+                if self == View::Tables {
+                    v.push(col("max_column_id_used", Int, false));
+                }
+                v
+            }
+            View::Columns => vec![
+                col("object_id", Int, false),
+                col("name", SYSNAME, true),
+                col("column_id", Int, false),
+                col("system_type_id", TinyInt, false),
+                col("user_type_id", Int, false),
+                col("max_length", SmallInt, false),
+                col("precision", TinyInt, false),
+                col("scale", TinyInt, false),
+                col("collation_name", SYSNAME, true),
+                col("is_nullable", Bit, true),
+                col("is_identity", Bit, false),
+                col("is_computed", Bit, false),
+                col("default_object_id", Int, false),
+            ],
+            View::Schemas => vec![col("name", SYSNAME, false), col("schema_id", Int, false), col("principal_id", Int, true)],
+            View::Types => vec![
+                col("name", SYSNAME, false),
+                col("system_type_id", TinyInt, false),
+                col("user_type_id", Int, false),
+                col("schema_id", Int, false),
+                col("max_length", SmallInt, false),
+                col("precision", TinyInt, false),
+                col("scale", TinyInt, false),
+                col("is_nullable", Bit, true),
+                col("is_user_defined", Bit, false),
+            ],
+            View::Indexes => vec![
+                col("object_id", Int, false),
+                col("name", SYSNAME, true),
+                col("index_id", Int, false),
+                col("type", TinyInt, false),
+                col("type_desc", NVarChar(60), true),
+                col("is_unique", Bit, true),
+                col("is_primary_key", Bit, true),
+                col("is_unique_constraint", Bit, true),
+            ],
+            View::InfoTables => vec![
+                col("TABLE_CATALOG", SYSNAME, true),
+                col("TABLE_SCHEMA", SYSNAME, true),
+                col("TABLE_NAME", SYSNAME, false),
+                col("TABLE_TYPE", VarChar(10), true),
+            ],
+            View::InfoColumns => vec![
+                col("TABLE_CATALOG", SYSNAME, true),
+                col("TABLE_SCHEMA", SYSNAME, true),
+                col("TABLE_NAME", SYSNAME, false),
+                col("COLUMN_NAME", SYSNAME, true),
+                col("ORDINAL_POSITION", Int, true),
+                col("COLUMN_DEFAULT", NVarChar(4000), true),
+                col("IS_NULLABLE", VarChar(3), true),
+                col("DATA_TYPE", NVarChar(128), true),
+                col("CHARACTER_MAXIMUM_LENGTH", Int, true),
+                col("NUMERIC_PRECISION", TinyInt, true),
+                col("NUMERIC_SCALE", Int, true),
+            ],
+        }
+    }
+}
+
+fn s(v: &str) -> Value {
+    Value::str(v)
+}
+
+fn int(v: i64) -> Value {
+    Value::Int(v)
+}
+
+fn bit(b: bool) -> Value {
+    Value::Bit(b)
+}
+
+/// `datetime` from seconds since the Unix epoch.
+fn datetime(epoch: i64) -> Value {
+    // Days from 0001-01-01 to 1970-01-01.
+    const UNIX_DAYS: i64 = 719_162;
+    let days = epoch.div_euclid(86_400) + UNIX_DAYS;
+    let ticks = epoch.rem_euclid(86_400) as u64 * 10_000_000;
+    Value::DateTime { days: days as i32, ticks }
+}
+
+/// SQL Server's system type ids.
+fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
+    use SqlType::*;
+    let max = tessera_access::row::MAX;
+    let len = |n: u16, unit: i64| if n == max { -1 } else { i64::from(n) * unit };
+    // (system_type_id, max_length, precision, scale)
+    match *t {
+        Bit => (104, 1, 1, 0),
+        TinyInt => (48, 1, 3, 0),
+        SmallInt => (52, 2, 5, 0),
+        Int => (56, 4, 10, 0),
+        BigInt => (127, 8, 19, 0),
+        Real => (59, 4, 24, 0),
+        Float => (62, 8, 53, 0),
+        Decimal { precision, scale } => (106, t.fixed_size().unwrap_or(17) as i64, i64::from(precision), i64::from(scale)),
+        Money => (60, 8, 19, 4),
+        SmallMoney => (122, 4, 10, 4),
+        Char(n) => (175, len(n, 1), 0, 0),
+        VarChar(n) => (167, len(n, 1), 0, 0),
+        NChar(n) => (239, len(n, 2), 0, 0),
+        NVarChar(n) => (231, len(n, 2), 0, 0),
+        Binary(n) => (173, len(n, 1), 0, 0),
+        VarBinary(n) => (165, len(n, 1), 0, 0),
+        Date => (40, 3, 10, 0),
+        Time { scale } => (41, t.fixed_size().unwrap_or(5) as i64, 16, i64::from(scale)),
+        DateTime => (61, 8, 23, 3),
+        DateTime2 { scale } => (42, t.fixed_size().unwrap_or(8) as i64, 27, i64::from(scale)),
+        SmallDateTime => (58, 4, 16, 0),
+        UniqueIdentifier => (36, 16, 0, 0),
+    }
+}
+
+fn is_string(t: &SqlType) -> bool {
+    matches!(t, SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_))
+}
+
+const COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
+
+pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    Ok(match view {
+        View::Databases => {
+            let mut out = Vec::new();
+            for name in ctx.shared.engine.database_names() {
+                let d = ctx.shared.database(&name)?;
+                let o = d.options();
+                let model = o.recovery_model;
+                let model_id = match model.name() {
+                    "FULL" => 1,
+                    "BULK_LOGGED" => 2,
+                    _ => 3,
+                };
+                let dd = o.delayed_durability.name();
+                let dd_id = match dd {
+                    "DISABLED" => 0,
+                    "ALLOWED" => 1,
+                    _ => 2,
+                };
+                out.push(vec![
+                    s(d.name()),
+                    int(i64::from(d.id())),
+                    datetime(0),
+                    int(160),
+                    s(COLLATION),
+                    s("MULTI_USER"),
+                    bit(false),
+                    int(0),
+                    s("ONLINE"),
+                    int(model_id),
+                    s(model.name()),
+                    s("NOTHING"),
+                    int(dd_id),
+                    s(dd),
+                ]);
+            }
+            out
+        }
+        View::CachedPlans => ctx
+            .shared
+            .plans
+            .entries()
+            .into_iter()
+            .map(|e| {
+                vec![
+                    int((e.handle % 40009) as i64),
+                    int(1),
+                    int(e.use_count as i64),
+                    int(e.size as i64),
+                    s("Compiled Plan"),
+                    s("Adhoc"),
+                    Value::Binary(Arc::from(&e.handle.to_be_bytes()[..])),
+                    s(&e.text),
+                ]
+            })
+            .collect(),
+        View::PerformanceCounters => {
+            let p = &ctx.shared.plans;
+            let hits = p.hits.load(Ordering::Relaxed) as i64;
+            let misses = p.misses.load(Ordering::Relaxed) as i64;
+            let counter = |object: &str, name: &str, instance: &str, value: i64, kind: i64| {
+                vec![s(object), s(name), s(instance), int(value), int(kind)]
+            };
+            vec![
+                counter("SQLServer:Plan Cache", "Cache Hit Ratio", "SQL Plans", hits, 537003264),
+                counter("SQLServer:Plan Cache", "Cache Hit Ratio Base", "SQL Plans", hits + misses, 1073939712),
+                counter("SQLServer:Plan Cache", "Cache Object Counts", "SQL Plans", p.len() as i64, 65792),
+                counter("SQLServer:SQL Statistics", "SQL Compilations/sec", "", misses, 272696576),
+                counter("SQLServer:SQL Statistics", "Batch Requests/sec", "", hits + misses, 272696576),
+            ]
+        }
+        View::Schemas => vec![
+            vec![s("dbo"), int(1), int(1)],
+            vec![s("guest"), int(2), int(2)],
+            vec![s("INFORMATION_SCHEMA"), int(3), int(3)],
+            vec![s("sys"), int(4), int(4)],
+        ],
+        View::Types => {
+            let names: &[(&str, SqlType)] = &[
+                ("bigint", SqlType::BigInt),
+                ("binary", SqlType::Binary(8000)),
+                ("bit", SqlType::Bit),
+                ("char", SqlType::Char(8000)),
+                ("date", SqlType::Date),
+                ("datetime", SqlType::DateTime),
+                ("datetime2", SqlType::DateTime2 { scale: 7 }),
+                ("decimal", SqlType::Decimal { precision: 38, scale: 38 }),
+                ("float", SqlType::Float),
+                ("int", SqlType::Int),
+                ("money", SqlType::Money),
+                ("nchar", SqlType::NChar(4000)),
+                ("numeric", SqlType::Decimal { precision: 38, scale: 38 }),
+                ("nvarchar", SqlType::NVarChar(4000)),
+                ("real", SqlType::Real),
+                ("smalldatetime", SqlType::SmallDateTime),
+                ("smallint", SqlType::SmallInt),
+                ("smallmoney", SqlType::SmallMoney),
+                ("time", SqlType::Time { scale: 7 }),
+                ("tinyint", SqlType::TinyInt),
+                ("uniqueidentifier", SqlType::UniqueIdentifier),
+                ("varbinary", SqlType::VarBinary(8000)),
+                ("varchar", SqlType::VarChar(8000)),
+            ];
+            names
+                .iter()
+                .map(|(n, t)| {
+                    let (id, len, p, sc) = type_ids(t);
+                    let user_id = if *n == "numeric" { 108 } else { id };
+                    let sys_id = if *n == "numeric" { 108 } else { id };
+                    vec![s(n), int(sys_id), int(user_id), int(4), int(len), int(p), int(sc), bit(true), bit(false)]
+                })
+                .collect()
+        }
+        View::Objects | View::Tables | View::Columns | View::Indexes | View::InfoTables | View::InfoColumns => {
+            let database = ctx.shared.database(db)?;
+            let catalog = ctx.shared.catalog(&database)?;
+            let mut out = Vec::new();
+            for o in catalog.objects() {
+                match (view, o) {
+                    (View::Objects | View::Tables, Object::Table(t)) => {
+                        let mut r = vec![
+                            s(&t.name),
+                            int(i64::from(t.id)),
+                            Value::Null,
+                            int(1),
+                            int(0),
+                            s("U "),
+                            s("USER_TABLE"),
+                            datetime(t.created),
+                            datetime(t.modified),
+                            bit(false),
+                        ];
+                        if view == View::Tables {
+                            r.push(int(t.columns.len() as i64));
+                        }
+                        out.push(r);
+                    }
+                    (View::Objects, Object::Module(m)) => out.push(vec![
+                        s(&m.name),
+                        int(i64::from(m.id)),
+                        Value::Null,
+                        int(1),
+                        int(0),
+                        s(&format!("{:<2}", m.kind.type_code())),
+                        s(match m.kind {
+                            crate::catalog::ModuleKind::View => "VIEW",
+                            crate::catalog::ModuleKind::Procedure => "SQL_STORED_PROCEDURE",
+                            crate::catalog::ModuleKind::ScalarFunction => "SQL_SCALAR_FUNCTION",
+                            crate::catalog::ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
+                        }),
+                        datetime(m.created),
+                        datetime(m.modified),
+                        bit(false),
+                    ]),
+                    (View::Columns, Object::Table(t)) => {
+                        for (i, c) in t.columns.iter().enumerate() {
+                            let (id, len, p, sc) = type_ids(&c.ty);
+                            out.push(vec![
+                                int(i64::from(t.id)),
+                                s(&c.name),
+                                int(i as i64 + 1),
+                                int(id),
+                                int(id),
+                                int(len),
+                                int(p),
+                                int(sc),
+                                if is_string(&c.ty) { s(COLLATION) } else { Value::Null },
+                                bit(c.nullable),
+                                bit(c.identity.is_some()),
+                                bit(false),
+                                int(0),
+                            ]);
+                        }
+                    }
+                    (View::Indexes, Object::Table(t)) => {
+                        for ix in &t.indexes {
+                            let (kind, desc) = match ix.id {
+                                0 => (0, "HEAP"),
+                                1 => (1, "CLUSTERED"),
+                                _ => (2, "NONCLUSTERED"),
+                            };
+                            out.push(vec![
+                                int(i64::from(t.id)),
+                                if ix.is_heap() { Value::Null } else { s(&ix.name) },
+                                int(i64::from(ix.id)),
+                                int(kind),
+                                s(desc),
+                                bit(ix.unique),
+                                bit(ix.primary_key),
+                                bit(ix.unique_constraint),
+                            ]);
+                        }
+                    }
+                    (View::InfoTables, Object::Table(t)) => {
+                        out.push(vec![s(database.name()), s(&t.schema), s(&t.name), s("BASE TABLE")]);
+                    }
+                    (View::InfoTables, Object::Module(m)) if m.kind == crate::catalog::ModuleKind::View => {
+                        out.push(vec![s(database.name()), s(&m.schema), s(&m.name), s("VIEW")]);
+                    }
+                    (View::InfoColumns, Object::Table(t)) => {
+                        for (i, c) in t.columns.iter().enumerate() {
+                            let (_, len, p, sc) = type_ids(&c.ty);
+                            let chars = match c.ty {
+                                SqlType::NChar(_) | SqlType::NVarChar(_) if len > 0 => Value::Int(len / 2),
+                                _ if is_string(&c.ty) || matches!(c.ty, SqlType::Binary(_) | SqlType::VarBinary(_)) => Value::Int(len),
+                                _ => Value::Null,
+                            };
+                            let numeric = matches!(c.ty, SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt | SqlType::Decimal { .. } | SqlType::Money | SqlType::SmallMoney | SqlType::Real | SqlType::Float);
+                            out.push(vec![
+                                s(database.name()),
+                                s(&t.schema),
+                                s(&t.name),
+                                s(&c.name),
+                                int(i as i64 + 1),
+                                c.default.as_ref().map_or(Value::Null, |d| s(&d.text)),
+                                s(if c.nullable { "YES" } else { "NO" }),
+                                s(types::base_type_name(&c.ty)),
+                                chars,
+                                if numeric { int(p) } else { Value::Null },
+                                if numeric { int(sc) } else { Value::Null },
+                            ]);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out
+        }
+    })
+}

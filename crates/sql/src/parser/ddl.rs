@@ -485,10 +485,8 @@ impl Parser<'_> {
     }
 
     fn alter_table_action(&mut self, table: &ObjectName) -> Result<AlterTableAction> {
-        if self.eat_word("WITH") {
-            if !self.eat_word("CHECK") {
-                self.expect_word("NOCHECK")?;
-            }
+        if self.eat_word("WITH") && !self.eat_word("CHECK") {
+            self.expect_word("NOCHECK")?;
         }
         if self.eat_word("ADD") {
             let mut elements = TableElements::default();

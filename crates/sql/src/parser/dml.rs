@@ -61,7 +61,7 @@ impl Parser<'_> {
         self.expect_word("SET")?;
         let assignments = self.comma_list(Parser::assignment)?;
         let output = self.output_clause()?;
-        let from = if self.eat_word("FROM") { self.from_list()? } else { vec![] };
+        let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
         self.option_clause()?;
         Ok(Update { top, table, table_hints, assignments, output, from, selection })
@@ -119,7 +119,7 @@ impl Parser<'_> {
         let table = self.table_or_variable()?;
         self.table_hints()?;
         let output = self.output_clause()?;
-        let from = if self.eat_word("FROM") { self.from_list()? } else { vec![] };
+        let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
         self.option_clause()?;
         Ok(Delete { top, table, output, from, selection })

@@ -148,7 +148,7 @@ impl Parser<'_> {
         let top = self.top_clause()?;
         let items = self.comma_list(Parser::select_item)?;
         let into = if self.eat_word("INTO") { Some(self.object_name()?) } else { None };
-        let from = if self.eat_word("FROM") { self.from_list()? } else { vec![] };
+        let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
         let group_by = if self.eat_words(&["GROUP", "BY"]) { self.comma_list(Parser::expr)? } else { vec![] };
         let having = if self.eat_word("HAVING") { Some(self.expr()?) } else { None };
@@ -295,7 +295,7 @@ impl Parser<'_> {
     // ---- FROM -------------------------------------------------------------------------
 
     /// `table_ref, table_ref …` after FROM.
-    pub(super) fn from_list(&mut self) -> Result<Vec<TableRef>> {
+    pub(super) fn table_sources(&mut self) -> Result<Vec<TableRef>> {
         self.comma_list(Parser::table_ref)
     }
 
@@ -425,8 +425,7 @@ impl Parser<'_> {
             let indexes = if self.eat_punct(Punct::Eq) {
                 vec![self.any_word()?.value]
             } else {
-                let list = self.parenthesized_list(|p| Ok(p.any_word()?.value))?;
-                list
+                self.parenthesized_list(|p| Ok(p.any_word()?.value))?
             };
             return Ok(format!("INDEX({})", indexes.join(", ")));
         }

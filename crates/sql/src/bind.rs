@@ -805,9 +805,10 @@ impl<'a> Binder<'a> {
                 let (r, rt, rn) = self.bind_expr_n(right)?;
                 let lt = if is_null_literal(&l) { rt } else { lt };
                 let rt = if is_null_literal(&r) { lt } else { rt };
-                let ty = types::arithmetic_type(op, &lt, &rt)?;
-                let l = convert(l, &lt, &operand_type(&ty, &lt))?;
-                let r = convert(r, &rt, &operand_type(&ty, &rt))?;
+                let plan = types::arithmetic_plan(op, &lt, &rt)?;
+                let ty = plan.result;
+                let l = convert(l, &lt, &plan.left)?;
+                let r = convert(r, &rt, &plan.right)?;
                 if let (Expr::Const(a), Expr::Const(b)) = (&l, &r) {
                     // Constant folding: errors surface when the statement runs, not here.
                     if let Ok(v) = types::binary_op(op, a, b, &ty) {
@@ -1956,32 +1957,6 @@ fn unify<'x>(items: impl Iterator<Item = &'x (Expr, SqlType)>) -> SqlResult<SqlT
         });
     }
     Ok(ty.unwrap_or(fallback))
-}
-
-/// What an operand of an arithmetic operator with result `result` is converted to.
-fn operand_type(result: &SqlType, operand: &SqlType) -> SqlType {
-    use SqlType::*;
-    match result {
-        Decimal { .. } => match operand {
-            Decimal { .. } => *operand,
-            TinyInt => Decimal { precision: 3, scale: 0 },
-            SmallInt => Decimal { precision: 5, scale: 0 },
-            Int => Decimal { precision: 10, scale: 0 },
-            BigInt => Decimal { precision: 19, scale: 0 },
-            Money => Decimal { precision: 19, scale: 4 },
-            SmallMoney => Decimal { precision: 10, scale: 4 },
-            Bit => Decimal { precision: 1, scale: 0 },
-            _ => Decimal { precision: 38, scale: 10 },
-        },
-        DateTime | SmallDateTime | DateTime2 { .. } | Date | Time { .. } => {
-            if matches!(operand, DateTime | SmallDateTime | DateTime2 { .. } | Date | Time { .. }) {
-                *operand
-            } else {
-                Float
-            }
-        }
-        r => *r,
-    }
 }
 
 fn sum_type(func: AggFunc, t: &SqlType, fname: &str) -> SqlResult<SqlType> {

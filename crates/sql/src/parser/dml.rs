@@ -1,0 +1,135 @@
+//! INSERT, UPDATE and DELETE.
+
+use super::expr::compound_operator;
+use super::{Parser, Result};
+use crate::ast::{Assignment, BinaryOp, Delete, Insert, InsertSource, Output, Update};
+use crate::lexer::{Punct, TokenKind};
+
+impl Parser<'_> {
+    /// `INSERT [TOP (n)] [INTO] t [(cols)] [OUTPUT …] VALUES … | query | DEFAULT VALUES | EXEC …`
+    pub(super) fn insert(&mut self) -> Result<Insert> {
+        self.expect_word("INSERT")?;
+        let top = self.top_clause()?;
+        self.eat_word("INTO");
+        let table = self.table_or_variable()?;
+        self.table_hints()?;
+        let columns =
+            if self.peek().is_punct(Punct::LParen) && !self.peek_starts_query() { self.ident_list()? } else { vec![] };
+        let output = self.output_clause()?;
+        let source = self.insert_source()?;
+        Ok(Insert { top, table, columns, output, source })
+    }
+
+    fn insert_source(&mut self) -> Result<InsertSource> {
+        if self.eat_words(&["DEFAULT", "VALUES"]) {
+            return Ok(InsertSource::DefaultValues);
+        }
+        if self.peek().is_word("VALUES") {
+            return Ok(InsertSource::Values(self.values_rows()?));
+        }
+        if self.peek_is_any_word(&["EXEC", "EXECUTE"]) {
+            return Ok(InsertSource::Execute(Box::new(self.execute()?)));
+        }
+        if self.peek_starts_query() {
+            return Ok(InsertSource::Query(Box::new(self.query()?)));
+        }
+        Err(self.error_here())
+    }
+
+    /// `OUTPUT items [INTO target [(cols)]]`, if present.
+    pub(super) fn output_clause(&mut self) -> Result<Option<Output>> {
+        if !self.eat_word("OUTPUT") {
+            return Ok(None);
+        }
+        let items = self.comma_list(Parser::select_item)?;
+        let into = if self.eat_word("INTO") {
+            let target = self.table_or_variable()?;
+            let columns = if self.peek().is_punct(Punct::LParen) { self.ident_list()? } else { vec![] };
+            Some((target, columns))
+        } else {
+            None
+        };
+        Ok(Some(Output { items, into }))
+    }
+
+    /// `UPDATE [TOP (n)] t [WITH (hints)] SET … [OUTPUT …] [FROM …] [WHERE …]`
+    pub(super) fn update(&mut self) -> Result<Update> {
+        self.expect_word("UPDATE")?;
+        let top = self.top_clause()?;
+        let table = self.table_or_variable()?;
+        let table_hints = self.table_hints()?;
+        self.expect_word("SET")?;
+        let assignments = self.comma_list(Parser::assignment)?;
+        let output = self.output_clause()?;
+        let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
+        let selection = self.where_clause()?;
+        self.option_clause()?;
+        Ok(Update { top, table, table_hints, assignments, output, from, selection })
+    }
+
+    /// `col [op]= expr`, `@v [op]= expr` or `@v = col = expr`.
+    fn assignment(&mut self) -> Result<Assignment> {
+        if self.peek().kind == TokenKind::Variable {
+            let name = self.advance().text.to_string();
+            let op = self.assignment_operator()?;
+            let is_both = op.is_none() && super::is_ident_token(self.peek()) && self.column_then_eq_follows();
+            if is_both {
+                let column = self.object_name()?;
+                self.expect_punct(Punct::Eq)?;
+                let value = self.expr_or_default()?;
+                return Ok(Assignment::Both { variable: name, column, value });
+            }
+            let value = self.expr()?;
+            return Ok(Assignment::Variable { name, op, value });
+        }
+        let column = self.object_name()?;
+        let op = self.assignment_operator()?;
+        let value = self.expr_or_default()?;
+        Ok(Assignment::Column { column, op, value })
+    }
+
+    /// Whether the next tokens are `name[.name…] =` (the column of `@v = col = expr`).
+    fn column_then_eq_follows(&self) -> bool {
+        let mut n = 1;
+        while self.peek_nth(n).is_punct(Punct::Dot) && super::is_ident_token(self.peek_nth(n + 1)) {
+            n += 2;
+        }
+        self.peek_nth(n).is_punct(Punct::Eq)
+    }
+
+    /// `=` (None) or a compound assignment operator such as `+=`.
+    pub(super) fn assignment_operator(&mut self) -> Result<Option<BinaryOp>> {
+        if self.eat_punct(Punct::Eq) {
+            return Ok(None);
+        }
+        if let TokenKind::Punct(p) = self.peek().kind {
+            if let Some(op) = compound_operator(p) {
+                self.pos += 1;
+                return Ok(Some(op));
+            }
+        }
+        Err(self.error_here())
+    }
+
+    /// `DELETE [TOP (n)] [FROM] t [OUTPUT …] [FROM …] [WHERE …]`
+    pub(super) fn delete(&mut self) -> Result<Delete> {
+        self.expect_word("DELETE")?;
+        let top = self.top_clause()?;
+        self.eat_word("FROM");
+        let table = self.table_or_variable()?;
+        self.table_hints()?;
+        let output = self.output_clause()?;
+        let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
+        let selection = self.where_clause()?;
+        self.option_clause()?;
+        Ok(Delete { top, table, output, from, selection })
+    }
+
+    /// `OPTION (…)` query hints, accepted and ignored.
+    fn option_clause(&mut self) -> Result<()> {
+        if self.eat_word("OPTION") {
+            self.skip_parenthesized()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,459 @@
+//! Expressions: precedence climbing over T-SQL's operator levels.
+//!
+//! From loosest to tightest: `OR`; `AND`; `NOT`; comparisons with `IS`, `BETWEEN`, `IN`,
+//! `LIKE` and quantified comparisons (which do not chain); `+ - & ^ |`; `* / %`; unary
+//! `+ - ~`; `COLLATE`.
+
+use super::keywords::is_expression_keyword;
+use super::{is_ident_token, is_reserved, Parser, Result};
+use crate::ast::{BinaryOp, Expr, Ident, Literal, ObjectName, OrderItem, TypeArg, TypeName, UnaryOp, Window};
+use crate::lexer::{Punct, Token, TokenKind};
+
+const PREC_OR: u8 = 1;
+const PREC_AND: u8 = 2;
+const PREC_NOT: u8 = 3;
+const PREC_COMPARISON: u8 = 4;
+const PREC_ADDITIVE: u8 = 5;
+const PREC_MULTIPLICATIVE: u8 = 6;
+
+/// Functions whose first argument is a date part (`DATEADD(day, 1, d)`).
+const DATE_PART_FUNCTIONS: &[&str] = &["DATEADD", "DATEDIFF", "DATEDIFF_BIG", "DATEPART", "DATENAME", "DATETRUNC"];
+
+/// Niladic functions written without parentheses.
+const NILADIC_FUNCTIONS: &[&str] = &["CURRENT_TIMESTAMP", "CURRENT_USER", "SESSION_USER", "SYSTEM_USER", "USER"];
+
+/// The binary operator a punctuation token denotes, with its precedence.
+fn binary_operator(p: Punct) -> Option<(BinaryOp, u8)> {
+    let op = match p {
+        Punct::Star => (BinaryOp::Multiply, PREC_MULTIPLICATIVE),
+        Punct::Slash => (BinaryOp::Divide, PREC_MULTIPLICATIVE),
+        Punct::Percent => (BinaryOp::Modulo, PREC_MULTIPLICATIVE),
+        Punct::Plus => (BinaryOp::Add, PREC_ADDITIVE),
+        Punct::Minus => (BinaryOp::Subtract, PREC_ADDITIVE),
+        Punct::Amp => (BinaryOp::BitAnd, PREC_ADDITIVE),
+        Punct::Pipe => (BinaryOp::BitOr, PREC_ADDITIVE),
+        Punct::Caret => (BinaryOp::BitXor, PREC_ADDITIVE),
+        _ => return comparison_operator(p).map(|op| (op, PREC_COMPARISON)),
+    };
+    Some(op)
+}
+
+fn comparison_operator(p: Punct) -> Option<BinaryOp> {
+    let op = match p {
+        Punct::Eq => BinaryOp::Eq,
+        Punct::LtGt | Punct::BangEq => BinaryOp::NotEq,
+        Punct::Lt => BinaryOp::Lt,
+        Punct::LtEq => BinaryOp::LtEq,
+        Punct::Gt => BinaryOp::Gt,
+        Punct::GtEq => BinaryOp::GtEq,
+        Punct::BangLt => BinaryOp::NotLt,
+        Punct::BangGt => BinaryOp::NotGt,
+        _ => return None,
+    };
+    Some(op)
+}
+
+/// The operator of a compound assignment (`+=` → Add).
+pub(super) fn compound_operator(p: Punct) -> Option<BinaryOp> {
+    let op = match p {
+        Punct::PlusEq => BinaryOp::Add,
+        Punct::MinusEq => BinaryOp::Subtract,
+        Punct::StarEq => BinaryOp::Multiply,
+        Punct::SlashEq => BinaryOp::Divide,
+        Punct::PercentEq => BinaryOp::Modulo,
+        Punct::AmpEq => BinaryOp::BitAnd,
+        Punct::PipeEq => BinaryOp::BitOr,
+        Punct::CaretEq => BinaryOp::BitXor,
+        _ => return None,
+    };
+    Some(op)
+}
+
+/// Whether `token` can start an expression (used where an expression is optional, as
+/// after `RETURN`).
+pub(super) fn starts_expression(token: &Token) -> bool {
+    match &token.kind {
+        TokenKind::Word => {
+            !super::keywords::is_statement_word(token.text)
+                && (!is_reserved(token.text) || is_expression_keyword(token.text))
+        }
+        TokenKind::Punct(p) => matches!(p, Punct::LParen | Punct::Minus | Punct::Plus | Punct::Tilde),
+        TokenKind::Eof | TokenKind::Unknown => false,
+        _ => true,
+    }
+}
+
+fn boxed(expr: Expr) -> Box<Expr> {
+    Box::new(expr)
+}
+
+impl Parser<'_> {
+    /// An expression.
+    pub(super) fn expr(&mut self) -> Result<Expr> {
+        self.nested(|p| p.binary_expr(PREC_OR))
+    }
+
+    /// An expression, or `DEFAULT` (in VALUES lists, EXEC arguments and SET clauses).
+    pub(super) fn expr_or_default(&mut self) -> Result<Expr> {
+        if self.eat_word("DEFAULT") {
+            return Ok(Expr::Default);
+        }
+        self.expr()
+    }
+
+    /// An expression whose operators all bind tighter than comparisons (the operands of
+    /// `BETWEEN`, for instance).
+    fn additive_expr(&mut self) -> Result<Expr> {
+        self.nested(|p| p.binary_expr(PREC_ADDITIVE))
+    }
+
+    /// Precedence climbing: operators binding at least as tightly as `min`.
+    fn binary_expr(&mut self, min: u8) -> Result<Expr> {
+        let mut left = if min <= PREC_NOT && self.eat_word("NOT") {
+            let operand = self.nested(|p| p.binary_expr(PREC_NOT))?;
+            Expr::Unary { op: UnaryOp::Not, expr: boxed(operand) }
+        } else {
+            self.unary_expr()?
+        };
+        let mut after_predicate = false;
+        loop {
+            if min <= PREC_COMPARISON && !after_predicate {
+                if let Some(predicate) = self.predicate_suffix(&left)? {
+                    left = predicate;
+                    after_predicate = true;
+                    continue;
+                }
+            }
+            let (op, prec) = match &self.peek().kind {
+                TokenKind::Word if self.peek().is_word("AND") => (BinaryOp::And, PREC_AND),
+                TokenKind::Word if self.peek().is_word("OR") => (BinaryOp::Or, PREC_OR),
+                TokenKind::Punct(p) => match binary_operator(*p) {
+                    Some(op) => op,
+                    None => break,
+                },
+                _ => break,
+            };
+            if prec < min || (prec == PREC_COMPARISON && after_predicate) {
+                break;
+            }
+            self.pos += 1;
+            if prec == PREC_COMPARISON {
+                left = self.comparison_rest(op, left)?;
+                after_predicate = true;
+                continue;
+            }
+            let right = self.nested(|p| p.binary_expr(prec + 1))?;
+            left = Expr::Binary { op, left: boxed(left), right: boxed(right) };
+            after_predicate = false;
+        }
+        Ok(left)
+    }
+
+    /// The right side of a comparison: an operand or `ANY|SOME|ALL (subquery)`.
+    fn comparison_rest(&mut self, op: BinaryOp, left: Expr) -> Result<Expr> {
+        let quantifier = ["ANY", "SOME", "ALL"].iter().find(|q| self.peek().is_word(q)).copied();
+        if let Some(quantifier) = quantifier {
+            self.pos += 1;
+            self.expect_punct(Punct::LParen)?;
+            let query = self.query()?;
+            self.expect_punct(Punct::RParen)?;
+            return Ok(Expr::Quantified { op, all: quantifier == "ALL", left: boxed(left), query: Box::new(query) });
+        }
+        let right = self.nested(|p| p.binary_expr(PREC_ADDITIVE))?;
+        Ok(Expr::Binary { op, left: boxed(left), right: boxed(right) })
+    }
+
+    /// `IS [NOT] NULL`, `[NOT] BETWEEN`, `[NOT] IN`, `[NOT] LIKE` after `left`, if present.
+    fn predicate_suffix(&mut self, left: &Expr) -> Result<Option<Expr>> {
+        if self.eat_word("IS") {
+            let negated = self.eat_word("NOT");
+            self.expect_word("NULL")?;
+            return Ok(Some(Expr::IsNull { expr: boxed(left.clone()), negated }));
+        }
+        let negated = self.peek().is_word("NOT") && self.peek_nth(1).kind == TokenKind::Word;
+        let keyword = self.peek_nth(usize::from(negated));
+        let predicate = ["BETWEEN", "IN", "LIKE"].into_iter().find(|k| keyword.is_word(k));
+        let Some(predicate) = predicate else { return Ok(None) };
+        self.pos += 1 + usize::from(negated);
+        let expr = boxed(left.clone());
+        let result = match predicate {
+            "BETWEEN" => {
+                let low = boxed(self.additive_expr()?);
+                self.expect_word("AND")?;
+                let high = boxed(self.additive_expr()?);
+                Expr::Between { expr, negated, low, high }
+            }
+            "IN" => self.in_rest(expr, negated)?,
+            _ => {
+                let pattern = boxed(self.additive_expr()?);
+                let escape = if self.eat_word("ESCAPE") { Some(boxed(self.additive_expr()?)) } else { None };
+                Expr::Like { expr, negated, pattern, escape }
+            }
+        };
+        Ok(Some(result))
+    }
+
+    /// `IN (list)` or `IN (subquery)` after the `IN`.
+    fn in_rest(&mut self, expr: Box<Expr>, negated: bool) -> Result<Expr> {
+        self.expect_punct(Punct::LParen)?;
+        if self.peek_starts_query() {
+            let query = Box::new(self.query()?);
+            self.expect_punct(Punct::RParen)?;
+            return Ok(Expr::InSubquery { expr, negated, query });
+        }
+        let list = self.comma_list(Parser::expr)?;
+        self.expect_punct(Punct::RParen)?;
+        Ok(Expr::InList { expr, negated, list })
+    }
+
+    /// Unary `+ - ~` (binding tighter than any binary operator), then a primary.
+    fn unary_expr(&mut self) -> Result<Expr> {
+        let op = match self.peek().kind {
+            TokenKind::Punct(Punct::Minus) => UnaryOp::Minus,
+            TokenKind::Punct(Punct::Plus) => UnaryOp::Plus,
+            TokenKind::Punct(Punct::Tilde) => UnaryOp::BitNot,
+            _ => return self.postfix_expr(),
+        };
+        self.pos += 1;
+        let operand = self.nested(Parser::unary_expr)?;
+        Ok(Expr::Unary { op, expr: boxed(operand) })
+    }
+
+    /// A primary with an optional `COLLATE name`.
+    fn postfix_expr(&mut self) -> Result<Expr> {
+        let mut expr = self.primary()?;
+        while self.eat_word("COLLATE") {
+            let collation = self.any_word()?.value;
+            expr = Expr::Collate { expr: boxed(expr), collation };
+        }
+        Ok(expr)
+    }
+
+    fn primary(&mut self) -> Result<Expr> {
+        let token = self.peek().clone();
+        let literal = match token.kind {
+            TokenKind::Integer => Literal::Integer(token.text.to_string()),
+            TokenKind::Decimal => Literal::Decimal(token.text.to_string()),
+            TokenKind::Float => Literal::Float(token.text.to_string()),
+            TokenKind::Money(amount) => Literal::Money(amount),
+            TokenKind::String { value, unicode } => Literal::String { value, unicode },
+            TokenKind::Binary(bytes) => Literal::Binary(bytes),
+            TokenKind::Variable => {
+                self.pos += 1;
+                return Ok(Expr::Variable(token.text.to_string()));
+            }
+            TokenKind::GlobalVariable => {
+                self.pos += 1;
+                return Ok(Expr::GlobalVariable(token.text.to_uppercase()));
+            }
+            TokenKind::Punct(Punct::LParen) => return self.parenthesized_expr(),
+            TokenKind::Word => return self.word_expr(),
+            TokenKind::QuotedIdent(_) => return self.name_expr(),
+            _ => return Err(self.error_here()),
+        };
+        self.pos += 1;
+        Ok(Expr::Literal(literal))
+    }
+
+    /// `(expr)` or `(subquery)`.
+    fn parenthesized_expr(&mut self) -> Result<Expr> {
+        self.expect_punct(Punct::LParen)?;
+        let expr = if self.peek_is_any_word(&["SELECT", "WITH"]) {
+            Expr::Subquery(Box::new(self.query()?))
+        } else {
+            Expr::Nested(boxed(self.expr()?))
+        };
+        self.expect_punct(Punct::RParen)?;
+        Ok(expr)
+    }
+
+    /// An expression starting with a word: a keyword expression, a column or a function.
+    fn word_expr(&mut self) -> Result<Expr> {
+        let token = self.peek().clone();
+        let next_is_paren = self.peek_nth(1).is_punct(Punct::LParen);
+        let upper = token.text.to_uppercase();
+        match upper.as_str() {
+            "NULL" => {
+                self.pos += 1;
+                Ok(Expr::Literal(Literal::Null))
+            }
+            "CASE" => self.case_expr(),
+            "EXISTS" => {
+                self.pos += 1;
+                self.expect_punct(Punct::LParen)?;
+                let query = self.query()?;
+                self.expect_punct(Punct::RParen)?;
+                Ok(Expr::Exists(Box::new(query)))
+            }
+            "CAST" | "TRY_CAST" if next_is_paren => self.cast_expr(upper == "TRY_CAST"),
+            "CONVERT" | "TRY_CONVERT" if next_is_paren => self.convert_expr(upper == "TRY_CONVERT"),
+            "LEFT" | "RIGHT" | "COALESCE" | "NULLIF" if next_is_paren => {
+                self.pos += 1;
+                self.function_rest(ObjectName(vec![Ident::new(token.text)]))
+            }
+            _ if NILADIC_FUNCTIONS.contains(&upper.as_str()) && !next_is_paren => {
+                self.pos += 1;
+                let name = ObjectName(vec![Ident::new(upper)]);
+                Ok(Expr::Function { name, args: vec![], distinct: false, star: false, over: None })
+            }
+            _ => self.name_expr(),
+        }
+    }
+
+    /// A column reference or a function call.
+    fn name_expr(&mut self) -> Result<Expr> {
+        let name = self.object_name()?;
+        if self.peek().is_punct(Punct::LParen) {
+            return self.function_rest(name);
+        }
+        Ok(Expr::Column(name))
+    }
+
+    /// The argument list and optional `OVER` clause of a call to `name`.
+    fn function_rest(&mut self, name: ObjectName) -> Result<Expr> {
+        self.expect_punct(Punct::LParen)?;
+        let mut call = FunctionCall::default();
+        if self.eat_punct(Punct::RParen) {
+            return self.finish_call(name, call);
+        }
+        let single = name.0.len() == 1;
+        if self.peek().is_punct(Punct::Star) && self.peek_nth(1).is_punct(Punct::RParen) {
+            self.pos += 1;
+            call.star = true;
+        } else {
+            if single && DATE_PART_FUNCTIONS.iter().any(|f| name.name().is(f)) {
+                let part = self.ident()?;
+                call.args.push(Expr::Column(ObjectName(vec![part])));
+                if !self.peek().is_punct(Punct::RParen) {
+                    self.expect_punct(Punct::Comma)?;
+                }
+            } else if self.eat_word("DISTINCT") {
+                call.distinct = true;
+            } else {
+                self.eat_word("ALL");
+            }
+            if !self.peek().is_punct(Punct::RParen) {
+                call.args.extend(self.comma_list(Parser::expr)?);
+            }
+        }
+        self.expect_punct(Punct::RParen)?;
+        self.finish_call(name, call)
+    }
+
+    fn finish_call(&mut self, name: ObjectName, call: FunctionCall) -> Result<Expr> {
+        let over = if self.eat_word("OVER") { Some(self.window()?) } else { None };
+        Ok(Expr::Function { name, args: call.args, distinct: call.distinct, star: call.star, over })
+    }
+
+    /// `( [PARTITION BY …] [ORDER BY …] )` after `OVER`.
+    fn window(&mut self) -> Result<Window> {
+        self.expect_punct(Punct::LParen)?;
+        let mut window = Window { partition_by: vec![], order_by: vec![] };
+        if self.eat_words(&["PARTITION", "BY"]) {
+            window.partition_by = self.comma_list(Parser::expr)?;
+        }
+        if self.eat_words(&["ORDER", "BY"]) {
+            window.order_by = self.comma_list(Parser::order_item)?;
+        }
+        self.expect_punct(Punct::RParen)?;
+        Ok(window)
+    }
+
+    /// `expr [ASC|DESC]`
+    pub(super) fn order_item(&mut self) -> Result<OrderItem> {
+        let expr = self.expr()?;
+        let descending = self.eat_word("DESC");
+        if !descending {
+            self.eat_word("ASC");
+        }
+        Ok(OrderItem { expr, descending })
+    }
+
+    /// `CASE [operand] WHEN … THEN … [ELSE …] END`
+    fn case_expr(&mut self) -> Result<Expr> {
+        self.expect_word("CASE")?;
+        let operand = if self.peek().is_word("WHEN") { None } else { Some(boxed(self.expr()?)) };
+        let mut branches = Vec::new();
+        while self.eat_word("WHEN") {
+            let condition = self.expr()?;
+            self.expect_word("THEN")?;
+            branches.push((condition, self.expr()?));
+        }
+        if branches.is_empty() {
+            return Err(self.error_here());
+        }
+        let otherwise = if self.eat_word("ELSE") { Some(boxed(self.expr()?)) } else { None };
+        self.expect_word("END")?;
+        Ok(Expr::Case { operand, branches, otherwise })
+    }
+
+    /// `CAST(expr AS type)`
+    fn cast_expr(&mut self, try_: bool) -> Result<Expr> {
+        self.pos += 1;
+        self.expect_punct(Punct::LParen)?;
+        let expr = boxed(self.expr()?);
+        self.expect_word("AS")?;
+        let ty = self.type_name()?;
+        self.expect_punct(Punct::RParen)?;
+        Ok(Expr::Cast { expr, ty, try_ })
+    }
+
+    /// `CONVERT(type, expr [, style])`
+    fn convert_expr(&mut self, try_: bool) -> Result<Expr> {
+        self.pos += 1;
+        self.expect_punct(Punct::LParen)?;
+        let ty = self.type_name()?;
+        self.expect_punct(Punct::Comma)?;
+        let expr = boxed(self.expr()?);
+        let style = if self.eat_punct(Punct::Comma) { Some(boxed(self.expr()?)) } else { None };
+        self.expect_punct(Punct::RParen)?;
+        Ok(Expr::Convert { ty, expr, style, try_ })
+    }
+
+    /// A type: `int`, `varchar(max)`, `decimal(10, 2)`, `double precision`, `dbo.MyType`.
+    pub(super) fn type_name(&mut self) -> Result<TypeName> {
+        if self.eat_words(&["DOUBLE", "PRECISION"]) {
+            return Ok(TypeName { name: "DOUBLE PRECISION".into(), args: vec![] });
+        }
+        let name = self.object_name()?;
+        let name = match name.0.as_slice() {
+            [single] => single.value.to_uppercase(),
+            parts => parts.iter().map(|p| p.value.as_str()).collect::<Vec<_>>().join("."),
+        };
+        let args =
+            if self.peek().is_punct(Punct::LParen) { self.parenthesized_list(Parser::type_arg)? } else { vec![] };
+        Ok(TypeName { name, args })
+    }
+
+    fn type_arg(&mut self) -> Result<TypeArg> {
+        if self.eat_word("MAX") {
+            return Ok(TypeArg::Max);
+        }
+        let token = self.peek();
+        if token.kind == TokenKind::Integer {
+            if let Ok(n) = token.text.parse::<u32>() {
+                self.pos += 1;
+                return Ok(TypeArg::Number(n));
+            }
+        }
+        Err(self.error_here())
+    }
+
+    /// Whether the next tokens start a query (`SELECT`, `WITH`, or parentheses around one).
+    pub(super) fn peek_starts_query(&self) -> bool {
+        let mut n = 0;
+        while self.peek_nth(n).is_punct(Punct::LParen) {
+            n += 1;
+        }
+        let token = self.peek_nth(n);
+        token.is_word("SELECT") || (token.is_word("WITH") && is_ident_token(self.peek_nth(n + 1)))
+    }
+}
+
+/// The parts of a function call collected while parsing its arguments.
+#[derive(Default)]
+struct FunctionCall {
+    args: Vec<Expr>,
+    distinct: bool,
+    star: bool,
+}

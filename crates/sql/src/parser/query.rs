@@ -1,0 +1,434 @@
+//! Queries: CTEs, set operations, SELECT, FROM clauses with joins, ORDER BY/OFFSET/FETCH.
+
+use super::{is_ident_token, Parser, Result};
+use crate::ast::{
+    Cte, Expr, Ident, JoinKind, Literal, ObjectName, Query, Select, SelectItem, SetExpr, SetOperator, TableRef, Top,
+};
+use crate::lexer::{Punct, TokenKind};
+
+/// Table hints accepted without `WITH` (`FROM t (NOLOCK)`).
+const TABLE_HINTS: &[&str] = &[
+    "NOLOCK",
+    "READUNCOMMITTED",
+    "READCOMMITTED",
+    "READCOMMITTEDLOCK",
+    "REPEATABLEREAD",
+    "SERIALIZABLE",
+    "HOLDLOCK",
+    "SNAPSHOT",
+    "UPDLOCK",
+    "XLOCK",
+    "ROWLOCK",
+    "PAGLOCK",
+    "TABLOCK",
+    "TABLOCKX",
+    "NOWAIT",
+    "READPAST",
+    "NOEXPAND",
+    "FORCESEEK",
+    "FORCESCAN",
+    "KEEPIDENTITY",
+    "KEEPDEFAULTS",
+    "IGNORE_CONSTRAINTS",
+    "IGNORE_TRIGGERS",
+    "INDEX",
+];
+
+impl Parser<'_> {
+    /// A full query: `[WITH ctes] body [ORDER BY …] [OFFSET … [FETCH …]] [OPTION (…)]`.
+    pub(super) fn query(&mut self) -> Result<Query> {
+        self.nested(|p| {
+            let with = if p.eat_word("WITH") { p.comma_list(Parser::cte)? } else { vec![] };
+            let body = p.set_expr()?;
+            let mut query = Query { with, body, order_by: vec![], offset: None, fetch: None };
+            p.order_by_clause(&mut query)?;
+            if p.eat_word("OPTION") {
+                p.skip_parenthesized()?;
+            }
+            Ok(query)
+        })
+    }
+
+    /// `name [(columns)] AS (query)`
+    fn cte(&mut self) -> Result<Cte> {
+        let name = self.ident()?;
+        let columns = if self.peek().is_punct(Punct::LParen) { self.ident_list()? } else { vec![] };
+        self.expect_word("AS")?;
+        self.expect_punct(Punct::LParen)?;
+        let query = Box::new(self.query()?);
+        self.expect_punct(Punct::RParen)?;
+        Ok(Cte { name, columns, query })
+    }
+
+    fn order_by_clause(&mut self, query: &mut Query) -> Result<()> {
+        if !self.eat_words(&["ORDER", "BY"]) {
+            return Ok(());
+        }
+        query.order_by = self.comma_list(Parser::order_item)?;
+        if self.eat_word("OFFSET") {
+            query.offset = Some(self.expr()?);
+            self.expect_rows()?;
+            if self.eat_word("FETCH") {
+                if !self.eat_word("NEXT") {
+                    self.expect_word("FIRST")?;
+                }
+                query.fetch = Some(self.expr()?);
+                self.expect_rows()?;
+                self.expect_word("ONLY")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn expect_rows(&mut self) -> Result<()> {
+        if self.eat_word("ROWS") || self.eat_word("ROW") {
+            Ok(())
+        } else {
+            Err(self.error_here())
+        }
+    }
+
+    /// `term { UNION [ALL] | EXCEPT term }`, where INTERSECT binds tighter.
+    fn set_expr(&mut self) -> Result<SetExpr> {
+        let mut left = self.intersect_term()?;
+        loop {
+            let op = if self.eat_word("UNION") {
+                SetOperator::Union
+            } else if self.eat_word("EXCEPT") {
+                SetOperator::Except
+            } else {
+                return Ok(left);
+            };
+            let all = op == SetOperator::Union && self.eat_word("ALL");
+            let right = self.intersect_term()?;
+            left = SetExpr::SetOperation { op, all, left: Box::new(left), right: Box::new(right) };
+        }
+    }
+
+    fn intersect_term(&mut self) -> Result<SetExpr> {
+        let mut left = self.set_primary()?;
+        while self.eat_word("INTERSECT") {
+            let right = self.set_primary()?;
+            left = SetExpr::SetOperation {
+                op: SetOperator::Intersect,
+                all: false,
+                left: Box::new(left),
+                right: Box::new(right),
+            };
+        }
+        Ok(left)
+    }
+
+    /// `SELECT …`, `(query)` or (in derived tables) `VALUES (…), (…)`.
+    fn set_primary(&mut self) -> Result<SetExpr> {
+        if self.eat_punct(Punct::LParen) {
+            let query = self.query()?;
+            self.expect_punct(Punct::RParen)?;
+            return Ok(SetExpr::Query(Box::new(query)));
+        }
+        if self.peek().is_word("VALUES") {
+            return Ok(SetExpr::Values(self.values_rows()?));
+        }
+        self.expect_word("SELECT")?;
+        Ok(SetExpr::Select(Box::new(self.select_rest()?)))
+    }
+
+    /// `VALUES (…), (…)`; `DEFAULT` is allowed in the rows.
+    pub(super) fn values_rows(&mut self) -> Result<Vec<Vec<Expr>>> {
+        self.expect_word("VALUES")?;
+        self.comma_list(|p| p.parenthesized_list(Parser::expr_or_default))
+    }
+
+    /// A SELECT after the `SELECT` keyword.
+    fn select_rest(&mut self) -> Result<Select> {
+        let distinct = self.eat_word("DISTINCT");
+        if !distinct {
+            self.eat_word("ALL");
+        }
+        let top = self.top_clause()?;
+        let items = self.comma_list(Parser::select_item)?;
+        let into = if self.eat_word("INTO") { Some(self.object_name()?) } else { None };
+        let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
+        let selection = self.where_clause()?;
+        let group_by = if self.eat_words(&["GROUP", "BY"]) { self.comma_list(Parser::expr)? } else { vec![] };
+        let having = if self.eat_word("HAVING") { Some(self.expr()?) } else { None };
+        Ok(Select { distinct, top, items, into, from, selection, group_by, having })
+    }
+
+    pub(super) fn where_clause(&mut self) -> Result<Option<Expr>> {
+        if self.eat_word("WHERE") {
+            Ok(Some(self.expr()?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// `TOP n | TOP (expr) [PERCENT] [WITH TIES]`, if present.
+    pub(super) fn top_clause(&mut self) -> Result<Option<Top>> {
+        if !self.eat_word("TOP") {
+            return Ok(None);
+        }
+        let count = if self.eat_punct(Punct::LParen) {
+            let count = self.expr()?;
+            self.expect_punct(Punct::RParen)?;
+            count
+        } else {
+            self.top_constant()?
+        };
+        let percent = self.eat_word("PERCENT");
+        let with_ties = self.eat_words(&["WITH", "TIES"]);
+        Ok(Some(Top { count, percent, with_ties }))
+    }
+
+    /// The count of `TOP n` without parentheses: a number or a variable.
+    fn top_constant(&mut self) -> Result<Expr> {
+        let token = self.peek();
+        match token.kind {
+            TokenKind::Integer | TokenKind::Decimal | TokenKind::Float | TokenKind::Variable => self.expr_operand(),
+            _ => Err(self.error_here()),
+        }
+    }
+
+    /// A single literal or variable (no operators).
+    fn expr_operand(&mut self) -> Result<Expr> {
+        let token = self.advance();
+        Ok(match token.kind {
+            TokenKind::Integer => Expr::Literal(Literal::Integer(token.text.to_string())),
+            TokenKind::Decimal => Expr::Literal(Literal::Decimal(token.text.to_string())),
+            TokenKind::Float => Expr::Literal(Literal::Float(token.text.to_string())),
+            _ => Expr::Variable(token.text.to_string()),
+        })
+    }
+
+    /// A select-list item (also used for OUTPUT lists).
+    pub(super) fn select_item(&mut self) -> Result<SelectItem> {
+        if self.eat_punct(Punct::Star) {
+            return Ok(SelectItem::Wildcard);
+        }
+        if let Some(item) = self.assignment_item()? {
+            return Ok(item);
+        }
+        if let Some(name) = self.qualified_wildcard()? {
+            return Ok(SelectItem::QualifiedWildcard(name));
+        }
+        // `alias = expr`
+        let token = self.peek();
+        let alias_like = is_ident_token(token) || matches!(token.kind, TokenKind::String { .. });
+        if alias_like && self.peek_nth(1).is_punct(Punct::Eq) {
+            let alias = self.alias_name()?;
+            self.pos += 1;
+            let expr = self.expr()?;
+            return Ok(SelectItem::Expr { expr, alias: Some(alias) });
+        }
+        let expr = self.expr()?;
+        let alias = self.optional_alias(true)?;
+        Ok(SelectItem::Expr { expr, alias })
+    }
+
+    /// `@v = expr` or `@v += expr` in a select list.
+    fn assignment_item(&mut self) -> Result<Option<SelectItem>> {
+        if self.peek().kind != TokenKind::Variable {
+            return Ok(None);
+        }
+        let op = match &self.peek_nth(1).kind {
+            TokenKind::Punct(Punct::Eq) => None,
+            TokenKind::Punct(p) => match super::expr::compound_operator(*p) {
+                Some(op) => Some(op),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let variable = self.advance().text.to_string();
+        self.pos += 1;
+        let value = self.expr()?;
+        Ok(Some(SelectItem::Assign { variable, op, value }))
+    }
+
+    /// `t.*`, `dbo.t.*`: the name before `.*`, if the next tokens are one.
+    fn qualified_wildcard(&mut self) -> Result<Option<ObjectName>> {
+        let mut n = 0;
+        while is_ident_token(self.peek_nth(n)) && self.peek_nth(n + 1).is_punct(Punct::Dot) {
+            n += 2;
+            if self.peek_nth(n).is_punct(Punct::Star) {
+                let name = self.object_name_before_star()?;
+                return Ok(Some(name));
+            }
+        }
+        Ok(None)
+    }
+
+    fn object_name_before_star(&mut self) -> Result<ObjectName> {
+        let mut parts = vec![];
+        loop {
+            parts.push(self.ident()?);
+            self.expect_punct(Punct::Dot)?;
+            if self.eat_punct(Punct::Star) {
+                return Ok(ObjectName(parts));
+            }
+        }
+    }
+
+    /// An alias: an identifier or a string literal (`expr 'alias'`).
+    fn alias_name(&mut self) -> Result<Ident> {
+        if let TokenKind::String { value, .. } = &self.peek().kind {
+            let ident = Ident { value: value.clone(), quoted: true };
+            self.pos += 1;
+            return Ok(ident);
+        }
+        self.ident()
+    }
+
+    /// `[AS] alias`; string aliases only where `strings` is set (select lists).
+    fn optional_alias(&mut self, strings: bool) -> Result<Option<Ident>> {
+        if self.eat_word("AS") {
+            return if strings { self.alias_name().map(Some) } else { self.ident().map(Some) };
+        }
+        let token = self.peek();
+        let is_alias = (is_ident_token(token) && !super::keywords::is_statement_word(token.text))
+            || (strings && matches!(token.kind, TokenKind::String { .. }));
+        if is_alias {
+            return self.alias_name().map(Some);
+        }
+        Ok(None)
+    }
+
+    // ---- FROM -------------------------------------------------------------------------
+
+    /// `table_ref, table_ref …` after FROM.
+    pub(super) fn table_sources(&mut self) -> Result<Vec<TableRef>> {
+        self.comma_list(Parser::table_ref)
+    }
+
+    /// A table source with any joins that follow it.
+    fn table_ref(&mut self) -> Result<TableRef> {
+        let left = self.table_primary()?;
+        self.joins(left)
+    }
+
+    fn joins(&mut self, mut left: TableRef) -> Result<TableRef> {
+        while let Some(kind) = self.join_kind() {
+            let mut right = self.table_primary()?;
+            let needs_on = !matches!(kind, JoinKind::Cross | JoinKind::CrossApply | JoinKind::OuterApply);
+            if needs_on && !self.peek().is_word("ON") && self.peek_join_start() {
+                right = self.nested(|p| p.joins(right))?;
+            }
+            let on = if needs_on {
+                self.expect_word("ON")?;
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            left = TableRef::Join { left: Box::new(left), right: Box::new(right), kind, on };
+        }
+        Ok(left)
+    }
+
+    fn peek_join_start(&self) -> bool {
+        self.peek_is_any_word(&["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "OUTER"])
+    }
+
+    /// Consumes a join operator, if one comes next.
+    fn join_kind(&mut self) -> Option<JoinKind> {
+        let words: &[(&[&str], JoinKind)] = &[
+            (&["JOIN"], JoinKind::Inner),
+            (&["INNER", "JOIN"], JoinKind::Inner),
+            (&["LEFT", "JOIN"], JoinKind::Left),
+            (&["LEFT", "OUTER", "JOIN"], JoinKind::Left),
+            (&["RIGHT", "JOIN"], JoinKind::Right),
+            (&["RIGHT", "OUTER", "JOIN"], JoinKind::Right),
+            (&["FULL", "JOIN"], JoinKind::Full),
+            (&["FULL", "OUTER", "JOIN"], JoinKind::Full),
+            (&["CROSS", "JOIN"], JoinKind::Cross),
+            (&["CROSS", "APPLY"], JoinKind::CrossApply),
+            (&["OUTER", "APPLY"], JoinKind::OuterApply),
+        ];
+        words.iter().find(|(w, _)| self.eat_words(w)).map(|(_, kind)| *kind)
+    }
+
+    /// A table, `@table_variable`, table-valued function, derived table or parenthesised join.
+    fn table_primary(&mut self) -> Result<TableRef> {
+        if self.peek().is_punct(Punct::LParen) {
+            return self.nested(Parser::parenthesized_table);
+        }
+        let name = self.table_or_variable()?;
+        if self.peek().is_punct(Punct::LParen) && !self.peek_bare_hints() {
+            self.expect_punct(Punct::LParen)?;
+            let args = if self.peek().is_punct(Punct::RParen) { vec![] } else { self.comma_list(Parser::expr)? };
+            self.expect_punct(Punct::RParen)?;
+            let alias = self.optional_alias(false)?;
+            return Ok(TableRef::Function { name, args, alias });
+        }
+        let mut hints = self.table_hints()?;
+        let alias = self.optional_alias(false)?;
+        hints.extend(self.table_hints()?);
+        Ok(TableRef::Named { name, alias, hints })
+    }
+
+    /// `(query) [AS] alias [(columns)]`, `(VALUES …) alias (columns)` or `(a JOIN b ON …)`.
+    fn parenthesized_table(&mut self) -> Result<TableRef> {
+        let mut n = 1;
+        while self.peek_nth(n).is_punct(Punct::LParen) {
+            n += 1;
+        }
+        let inner = self.peek_nth(n);
+        let is_query = inner.is_word("SELECT") || inner.is_word("WITH") || inner.is_word("VALUES");
+        self.expect_punct(Punct::LParen)?;
+        if !is_query {
+            let table = self.table_ref()?;
+            self.expect_punct(Punct::RParen)?;
+            return Ok(table);
+        }
+        let query = Box::new(self.query()?);
+        self.expect_punct(Punct::RParen)?;
+        self.eat_word("AS");
+        let alias = self.ident()?;
+        let columns = if self.peek().is_punct(Punct::LParen) { self.ident_list()? } else { vec![] };
+        Ok(TableRef::Derived { query, alias, columns })
+    }
+
+    /// Whether `( hint, … )` follows, each a known table hint (so `t (NOLOCK)` is not a
+    /// function call).
+    fn peek_bare_hints(&self) -> bool {
+        if !self.peek().is_punct(Punct::LParen) {
+            return false;
+        }
+        let mut n = 1;
+        loop {
+            let token = self.peek_nth(n);
+            if token.kind != TokenKind::Word || !TABLE_HINTS.iter().any(|h| token.is_word(h)) {
+                return false;
+            }
+            match self.peek_nth(n + 1).kind {
+                TokenKind::Punct(Punct::Comma) => n += 2,
+                TokenKind::Punct(Punct::RParen) => return true,
+                TokenKind::Punct(Punct::LParen) => return token.is_word("INDEX"),
+                _ => return false,
+            }
+        }
+    }
+
+    /// `WITH (hint, …)` or bare `(hint, …)`; hints upper-cased, `INDEX(ix)` kept whole.
+    pub(super) fn table_hints(&mut self) -> Result<Vec<String>> {
+        let with = self.peek().is_word("WITH") && self.peek_nth(1).is_punct(Punct::LParen);
+        if !with && !self.peek_bare_hints() {
+            return Ok(vec![]);
+        }
+        if with {
+            self.pos += 1;
+        }
+        self.parenthesized_list(Parser::table_hint)
+    }
+
+    fn table_hint(&mut self) -> Result<String> {
+        let hint = self.upper_word()?;
+        if hint == "INDEX" {
+            let indexes = if self.eat_punct(Punct::Eq) {
+                vec![self.any_word()?.value]
+            } else {
+                self.parenthesized_list(|p| Ok(p.any_word()?.value))?
+            };
+            return Ok(format!("INDEX({})", indexes.join(", ")));
+        }
+        Ok(hint)
+    }
+}

@@ -113,13 +113,13 @@ pub fn bind_target(b: &mut Binder, db: String, table: Arc<Table>) -> SqlResult<T
     let mut defaults = Vec::new();
     b.with_table_scope(&table, |b| -> SqlResult<()> {
         for c in &table.checks {
-            let e = crate::parser::parse_expression(&c.text)?;
+            let e = crate::unparse::parse_definition(&c.text)?;
             checks.push((c.name.clone(), b.bind_predicate(&e)?));
         }
         for col in &table.columns {
             defaults.push(match &col.default {
                 Some(d) => {
-                    let e = crate::parser::parse_expression(&d.text)?;
+                    let e = crate::unparse::parse_definition(&d.text)?;
                     Some(b.bind_expr(&e)?)
                 }
                 None => None,
@@ -376,7 +376,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                     };
                     let (e, t) = match value {
                         ast::Expr::Default => match &table.columns[col].default {
-                            Some(d) => b.bind_expr(&crate::parser::parse_expression(&d.text)?)?,
+                            Some(d) => b.bind_expr(&crate::unparse::parse_definition(&d.text)?)?,
                             None => (Expr::Const(Value::Null), table.columns[col].ty),
                         },
                         v => b.bind_expr(&v)?,

@@ -997,7 +997,7 @@ impl<'a> Binder<'a> {
                         Expr::Const(v) => v.clone(),
                         _ => unreachable!("all constant"),
                     }).collect();
-                    let mut fctx = self.session.functions.for_statement();
+                    let mut fctx = self.session.functions.clone();
                     if let Ok(v) = types::call_function(&fname, &vals, &arg_types, &ty, &mut fctx) {
                         return Ok((Expr::Const(v), ty, true));
                     }

@@ -60,7 +60,7 @@ struct Inner<T> {
     bytes: usize,
 }
 
-pub struct PlanCache<T = crate::exec::Prepared> {
+pub struct PlanCache<T = crate::dml::Prepared> {
     inner: Mutex<Inner<T>>,
     budget: usize,
     clock: AtomicU64,

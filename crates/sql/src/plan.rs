@@ -361,7 +361,7 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             for a in args {
                 vals.push(eval(a, row, ctx)?);
             }
-            types::call_function(name, &vals, arg_types, ty, &mut ctx.functions)?
+            types::call_function(name, &vals, arg_types, ty, &mut ctx.session.functions)?
         }
         Expr::Session { func, args } => {
             let mut vals = Vec::with_capacity(args.len());

@@ -22,6 +22,9 @@ pub const VERSION: &str = concat!(
     " - a SQL Server compatible database server (TDS 7.4)\n\tLinux"
 );
 
+/// The server's (and every database's) collation.
+pub const DEFAULT_COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
+
 /// A database's catalog snapshot and the lock that serialises its DDL.
 struct DbCatalog {
     current: RwLock<Arc<Catalog>>,
@@ -287,7 +290,7 @@ impl SessionState {
             scope_identity: None,
             error: 0,
             nest_level: 0,
-            functions: FunctionContext::new(),
+            functions: FunctionContext::default(),
             cancel: Arc::new(AtomicBool::new(false)),
             temp_tables: HashMap::new(),
             caught: None,
@@ -305,13 +308,12 @@ pub struct ExecCtx<'a> {
     pub outer: Vec<Row>,
     /// Results of uncorrelated subqueries, computed once per statement.
     pub subquery_cache: HashMap<usize, Arc<Vec<Row>>>,
-    pub functions: FunctionContext,
 }
 
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
-        let functions = session.functions.for_statement();
-        ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new(), functions }
+        session.functions.start_statement();
+        ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new() }
     }
 
     pub fn var(&self, slot: usize) -> &Value {
@@ -498,7 +500,7 @@ impl<'a> ExecCtx<'a> {
             "status" => Value::str("ONLINE"),
             "updateability" => Value::str("READ_WRITE"),
             "useraccess" => Value::str("MULTI_USER"),
-            "collation" => Value::str(types::DEFAULT_COLLATION),
+            "collation" => Value::str(DEFAULT_COLLATION),
             "version" => Value::str("957"),
             _ => Value::Null,
         }
@@ -525,7 +527,7 @@ fn server_property(name: &str, server: &str) -> Value {
         "engineedition" => Value::str("3"),
         "servername" | "machinename" => Value::str(server),
         "instancename" => Value::Null,
-        "collation" => Value::str(types::DEFAULT_COLLATION),
+        "collation" => Value::str(DEFAULT_COLLATION),
         "isclustered" | "isfulltextinstalled" | "isintegratedsecurityonly" | "ishadrenabled" => Value::str("0"),
         "processid" => Value::str(&std::process::id().to_string()),
         "productmajorversion" => Value::str("16"),

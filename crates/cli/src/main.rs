@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod iobench_cmd;
+mod sql_cmd;
 
 use std::process::ExitCode;
 
@@ -21,6 +22,8 @@ enum Command {
     /// A diskspd-style disk benchmark: -b8K -d30 -t1 -o32 -r -w40 -L -c1G FILE (see `tessera
     /// iobench --help`).
     Iobench(iobench_cmd::IobenchArgs),
+    /// Run T-SQL scripts or queries, printing results as sqlcmd does.
+    Sql(sql_cmd::SqlArgs),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Iobench(args) => iobench_cmd::run_iobench(args),
+        Command::Sql(args) => sql_cmd::run(args),
     }
 }
 

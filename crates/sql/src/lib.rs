@@ -11,6 +11,7 @@ pub mod lexer;
 pub mod output;
 pub mod parser;
 pub mod plan;
+pub mod runner;
 pub mod runtime;
 pub mod script;
 pub mod session;

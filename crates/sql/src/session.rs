@@ -167,8 +167,14 @@ impl Session {
         }
     }
 
-    /// Runs one batch (the text between two GO lines).
-    pub fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) {
+    /// Runs one batch (the text between two GO lines); true if it raised an error.
+    pub fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
+        let mut watch = ErrorWatch { inner: sink, failed: false };
+        self.execute_inner(text, &mut watch);
+        watch.failed
+    }
+
+    fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {
         self.state.cancel.store(false, Ordering::Relaxed);
         let shared = self.shared.clone();
         let cached = match shared.plans.get_or_parse(&self.state.database, text, crate::parser::parse_batch) {
@@ -201,6 +207,34 @@ impl Session {
     /// The cancel flag a network layer sets on an attention signal.
     pub fn cancel_handle(&self) -> Arc<std::sync::atomic::AtomicBool> {
         self.state.cancel.clone()
+    }
+}
+
+/// Passes results through, noting whether an error went by.
+struct ErrorWatch<'s> {
+    inner: &'s mut dyn ResultSink,
+    failed: bool,
+}
+
+impl ResultSink for ErrorWatch<'_> {
+    fn columns(&mut self, columns: &[crate::bind::OutputColumn]) {
+        self.inner.columns(columns);
+    }
+    fn row(&mut self, row: &[Value]) {
+        self.inner.row(row);
+    }
+    fn done(&mut self, count: Option<u64>, result_set: bool) {
+        self.inner.done(count, result_set);
+    }
+    fn message(&mut self, message: &SqlError) {
+        self.failed |= message.severity > 10;
+        self.inner.message(message);
+    }
+    fn env_change(&mut self, change: &EnvChange) {
+        self.inner.env_change(change);
+    }
+    fn return_status(&mut self, status: i32) {
+        self.inner.return_status(status);
     }
 }
 

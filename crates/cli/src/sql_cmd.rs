@@ -9,7 +9,11 @@ use tessera_database::{Engine, EngineConfig};
 use tessera_sql::{runner, Session, Shared, SqlcmdFormat, SqlcmdWriter};
 
 #[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
 pub struct SqlArgs {
+    /// Print help (sqlcmd's -?).
+    #[arg(short = '?', long = "help", action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
     /// Run directly on this data directory, without a server (created if missing).
     #[arg(long = "data-dir")]
     pub data_dir: PathBuf,

@@ -666,7 +666,15 @@ impl<'a> Runner<'a> {
     fn run_prepared(&mut self, p: &Prepared) -> SqlResult<()> {
         match p {
             Prepared::Query(q) => {
-                let rows = self.with_ctx(|ctx| run(&q.plan, &[], ctx))?;
+                // SQL Server sends a result's column metadata before its rows; an error while
+                // producing them arrives after the header.
+                let rows = match self.with_ctx(|ctx| run(&q.plan, &[], ctx)) {
+                    Ok(rows) => rows,
+                    Err(e) => {
+                        self.sink.columns(&q.columns);
+                        return Err(e);
+                    }
+                };
                 self.state.rowcount = rows.len() as i64;
                 self.emit(&q.columns, &rows);
             }

@@ -44,6 +44,9 @@ pub struct SqlArgs {
     /// Column separator (sqlcmd's -s).
     #[arg(short = 's')]
     pub separator: Option<String>,
+    /// Scripting variables for `$(name)`: -v rows=1000 queries=100 (sqlcmd's -v).
+    #[arg(short = 'v', num_args = 1.., value_name = "NAME=VALUE")]
+    pub variables: Vec<String>,
     /// Buffer pool size in MiB.
     #[arg(long = "memory-mb", default_value_t = 1024)]
     pub memory_mb: usize,
@@ -61,6 +64,23 @@ pub fn run(args: SqlArgs) -> ExitCode {
         },
         _ => {
             eprintln!("tessera sql: give -Q \"query\" or -i file.sql (the interactive prompt needs -S, with the server)");
+            return ExitCode::from(1);
+        }
+    };
+    let mut vars = Vec::new();
+    for v in &args.variables {
+        match v.split_once('=') {
+            Some((n, val)) => vars.push((n.trim().to_string(), val.trim().trim_matches('"').to_string())),
+            None => {
+                eprintln!("Sqlcmd: '-v {v}': Invalid argument. Enter '-?' for help.");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let script = match runner::substitute(&script, &vars) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("Sqlcmd: Error: Syntax error at line 1 near command '$'. {e}");
             return ExitCode::from(1);
         }
     };

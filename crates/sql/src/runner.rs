@@ -10,6 +10,29 @@ fn note(text: &str) -> SqlError {
     SqlError { number: 0, severity: 0, state: 0, message: text.to_string(), line: 0, procedure: None }
 }
 
+/// Replaces sqlcmd scripting variables `$(name)` (names case-insensitive) with their values;
+/// an undefined variable is sqlcmd's error.
+pub fn substitute(script: &str, vars: &[(String, String)]) -> Result<String, String> {
+    let mut out = String::with_capacity(script.len());
+    let mut rest = script;
+    while let Some(start) = rest.find("$(") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find(')') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        match vars.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            Some((_, v)) => out.push_str(v),
+            None => return Err(format!("'{name}' scripting variable not defined.")),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// Runs every batch of `script`; returns how many batches raised an error.
 pub fn run_script(session: &mut Session, script: &str, sink: &mut dyn ResultSink) -> usize {
     let mut failed = 0;
@@ -27,4 +50,17 @@ pub fn run_script(session: &mut Session, script: &str, sink: &mut dyn ResultSink
         }
     }
     failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripting_variables() {
+        let vars = vec![("Rows".to_string(), "10".to_string())];
+        assert_eq!(substitute("go $(rows)\nselect $(ROWS)", &vars).unwrap(), "go 10\nselect 10");
+        assert_eq!(substitute("select '$(nope)'", &vars).unwrap_err(), "'nope' scripting variable not defined.");
+        assert_eq!(substitute("select '$(' + 'x'", &vars).unwrap(), "select '$(' + 'x'");
+    }
 }

@@ -1,0 +1,323 @@
+//! Comparison under the default collation SQL_Latin1_General_CP1_CI_AS, the matching
+//! memcomparable key encoding, and `LIKE`.
+
+use std::cmp::Ordering;
+
+use super::num;
+use super::text::{char_in_range, chars_equal, collate_cmp, sort_key};
+use super::typing::{family, Family};
+use super::{SqlType, Value};
+use crate::error::{SqlError, SqlResult};
+use tessera_access::key::KeyBuf;
+
+/// The order in which SQL Server compares the bytes of a uniqueidentifier: the last six
+/// bytes first, then 8-9, 6-7, 4-5 and 0-3.
+const GUID_ORDER: [usize; 16] = [10, 11, 12, 13, 14, 15, 8, 9, 6, 7, 4, 5, 0, 1, 2, 3];
+
+fn guid_key(g: &[u8; 16]) -> [u8; 16] {
+    GUID_ORDER.map(|i| g[i])
+}
+
+fn strip_trailing_zeros(b: &[u8]) -> &[u8] {
+    let end = b.iter().rposition(|&x| x != 0).map_or(0, |i| i + 1);
+    &b[..end]
+}
+
+/// Compares two non-NULL values of one type family (the binder casts operands to a common
+/// type first); `None` if either is NULL or they cannot be compared. Strings compare
+/// case-insensitively, accent-sensitively and ignoring trailing spaces; binary values
+/// ignore trailing zero bytes; numbers of different families compare by value.
+pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    use Value as V;
+    Some(match (a, b) {
+        (V::Null, _) | (_, V::Null) => return None,
+        (V::Bit(x), V::Bit(y)) => x.cmp(y),
+        (V::Int(x), V::Int(y)) => x.cmp(y),
+        (V::Float(x), V::Float(y)) => return x.partial_cmp(y),
+        (V::Decimal { value: x, scale: sx }, V::Decimal { value: y, scale: sy }) => num::cmp(*x, *sx, *y, *sy),
+        (V::Int(x), V::Decimal { value, scale }) => num::cmp(i128::from(*x), 0, *value, *scale),
+        (V::Decimal { value, scale }, V::Int(y)) => num::cmp(*value, *scale, i128::from(*y), 0),
+        (V::Int(_) | V::Decimal { .. } | V::Bit(_), V::Float(_))
+        | (V::Float(_), V::Int(_) | V::Decimal { .. } | V::Bit(_)) => return as_f64(a)?.partial_cmp(&as_f64(b)?),
+        (V::Bit(x), V::Int(y)) => i64::from(*x).cmp(y),
+        (V::Int(x), V::Bit(y)) => x.cmp(&i64::from(*y)),
+        (V::Str(x), V::Str(y)) => collate_cmp(x, y),
+        (V::Binary(x), V::Binary(y)) => strip_trailing_zeros(x).cmp(strip_trailing_zeros(y)),
+        (V::Date(x), V::Date(y)) => x.cmp(y),
+        (V::Time(x), V::Time(y)) => x.cmp(y),
+        (V::DateTime { days: d1, ticks: t1 }, V::DateTime { days: d2, ticks: t2 }) => (d1, t1).cmp(&(d2, t2)),
+        (V::Date(d1), V::DateTime { days: d2, ticks: t2 }) => (*d1, 0).cmp(&(*d2, *t2)),
+        (V::DateTime { days: d1, ticks: t1 }, V::Date(d2)) => (*d1, *t1).cmp(&(*d2, 0)),
+        (V::Guid(x), V::Guid(y)) => guid_key(x).cmp(&guid_key(y)),
+        _ => return None,
+    })
+}
+
+fn as_f64(v: &Value) -> Option<f64> {
+    Some(match v {
+        Value::Bit(b) => f64::from(u8::from(*b)),
+        Value::Int(i) => *i as f64,
+        Value::Float(x) => *x,
+        Value::Decimal { value, scale } => num::decimal_to_f64(*value, *scale),
+        _ => return None,
+    })
+}
+
+fn bad_key(v: &Value, t: &SqlType) -> SqlError {
+    SqlError::new(8114, format!("Cannot build a key from {v:?} as {t:?}."))
+}
+
+/// Appends the memcomparable key of `v` (of type `t`) to `out`: byte order matches
+/// [`compare`], and values equal under `compare` (`'a'`, `'A '`) give equal bytes. Used
+/// for index keys, sorting, grouping and DISTINCT. NULL sorts first (last when `desc`).
+pub fn encode_key(v: &Value, t: &SqlType, desc: bool, out: &mut KeyBuf) -> SqlResult<()> {
+    use Value as V;
+    match (family(t), v) {
+        (_, V::Null) => out.null(desc),
+        (Family::Bit, V::Bit(b)) => out.bool(*b, desc),
+        (Family::Int, V::Int(i)) => out.i64(*i, desc),
+        (Family::Float, V::Float(x)) => out.f64(*x, desc),
+        (Family::Decimal | Family::Money, V::Decimal { value, scale }) => {
+            let target = match *t {
+                SqlType::Decimal { scale, .. } => scale,
+                _ => 4,
+            };
+            let x = num::rescale_round(*value, *scale, target).ok_or_else(|| bad_key(v, t))?;
+            out.i128(x, desc)
+        }
+        (Family::Char | Family::NChar, V::Str(s)) => out.bytes(&sort_key(s), desc),
+        (Family::Binary, V::Binary(b)) => out.bytes(strip_trailing_zeros(b), desc),
+        (Family::Date, V::Date(d)) => out.i32(*d, desc),
+        (Family::Time, V::Time(x)) => out.u64(*x, desc),
+        (Family::DateTime | Family::DateTime2, V::DateTime { days, ticks }) => out.i32(*days, desc).u64(*ticks, desc),
+        (Family::Guid, V::Guid(g)) => out.fixed(&guid_key(g), desc),
+        _ => return Err(bad_key(v, t)),
+    };
+    Ok(())
+}
+
+/// One element of a LIKE pattern.
+#[derive(Debug)]
+enum Token {
+    /// `%`
+    Any,
+    /// `_`
+    One,
+    Literal(char),
+    /// `[abc]`, `[a-z]`, `[^a]`: ranges as (low, high), single characters as (c, c).
+    Set {
+        negated: bool,
+        items: Vec<(char, char)>,
+    },
+}
+
+impl Token {
+    fn matches(&self, c: char) -> bool {
+        match self {
+            Token::Any | Token::One => true,
+            Token::Literal(l) => chars_equal(*l, c),
+            Token::Set { negated, items } => {
+                let hit =
+                    items.iter().any(|&(lo, hi)| if lo == hi { chars_equal(lo, c) } else { char_in_range(c, lo, hi) });
+                hit != *negated
+            }
+        }
+    }
+}
+
+fn parse_pattern(pattern: &str, escape: Option<char>) -> Vec<Token> {
+    let p: Vec<char> = pattern.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < p.len() {
+        let c = p[i];
+        i += 1;
+        if Some(c) == escape && i < p.len() {
+            out.push(Token::Literal(p[i]));
+            i += 1;
+            continue;
+        }
+        match c {
+            '%' => {
+                if !matches!(out.last(), Some(Token::Any)) {
+                    out.push(Token::Any);
+                }
+            }
+            '_' => out.push(Token::One),
+            '[' => match p[i..].iter().skip(1).position(|&x| x == ']') {
+                Some(len) => {
+                    let body = &p[i..i + len + 1];
+                    i += len + 2;
+                    out.push(parse_set(body));
+                }
+                None => out.push(Token::Literal('[')),
+            },
+            _ => out.push(Token::Literal(c)),
+        }
+    }
+    out
+}
+
+fn parse_set(body: &[char]) -> Token {
+    let (negated, body) = match body.split_first() {
+        Some(('^', rest)) if !rest.is_empty() => (true, rest),
+        _ => (false, body),
+    };
+    let mut items = Vec::new();
+    let mut i = 0;
+    while i < body.len() {
+        if i + 2 < body.len() && body[i + 1] == '-' {
+            items.push((body[i], body[i + 2]));
+            i += 3;
+        } else {
+            items.push((body[i], body[i]));
+            i += 1;
+        }
+    }
+    Token::Set { negated, items }
+}
+
+/// `text LIKE pattern [ESCAPE escape]` under the default collation: `%`, `_`, `[abc]`,
+/// `[a-z]`, `[^a]`, case-insensitive; trailing spaces of `text` are ignored, those of the
+/// pattern are not (as SQL Server documents).
+pub fn like(text: &str, pattern: &str, escape: Option<char>) -> bool {
+    let tokens = parse_pattern(pattern, escape);
+    let text: Vec<char> = text.chars().collect();
+    let (n, m) = (text.len(), tokens.len());
+    // next[j]: text[i+1..] matches tokens[j..]; cur[j]: text[i..] matches tokens[j..]
+    let mut next = vec![false; m + 1];
+    // i = n: only `%`s (and nothing) match the empty rest
+    next[m] = true;
+    for j in (0..m).rev() {
+        next[j] = matches!(tokens[j], Token::Any) && next[j + 1];
+    }
+    let mut cur = vec![false; m + 1];
+    let mut all_spaces = true;
+    for i in (0..n).rev() {
+        all_spaces &= text[i] == ' ';
+        cur[m] = all_spaces;
+        for j in (0..m).rev() {
+            cur[j] = match &tokens[j] {
+                Token::Any => cur[j + 1] || next[j],
+                t => t.matches(text[i]) && next[j + 1],
+            };
+        }
+        std::mem::swap(&mut cur, &mut next);
+    }
+    next[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    fn s(x: &str) -> Value {
+        Value::str(x)
+    }
+
+    #[test]
+    fn compares_like_sql_server() {
+        assert_eq!(compare(&s("a"), &s("a  ")), Some(Ordering::Equal));
+        assert_eq!(compare(&s("abc"), &s("ABC")), Some(Ordering::Equal));
+        assert_eq!(compare(&s("a"), &s("b")), Some(Ordering::Less));
+        assert_eq!(compare(&s("é"), &s("e")), Some(Ordering::Greater));
+        assert_eq!(compare(&Value::Null, &s("e")), None);
+        assert_eq!(compare(&Value::Int(3), &Value::Decimal { value: 30, scale: 1 }), Some(Ordering::Equal));
+        assert_eq!(
+            compare(&Value::Decimal { value: -15, scale: 1 }, &Value::Decimal { value: -149, scale: 2 }),
+            Some(Ordering::Less)
+        );
+        assert_eq!(compare(&Value::Float(1.5), &Value::Int(1)), Some(Ordering::Greater));
+        let g = |last: u8, first: u8| {
+            let mut b = [0u8; 16];
+            b[15] = last;
+            b[0] = first;
+            Value::Guid(b)
+        };
+        // the last bytes weigh most
+        assert_eq!(compare(&g(1, 0), &g(0, 9)), Some(Ordering::Greater));
+        assert_eq!(
+            compare(&Value::Binary(Arc::from(&[1u8, 0][..])), &Value::Binary(Arc::from(&[1u8][..]))),
+            Some(Ordering::Equal)
+        );
+    }
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("abc", "a%", None));
+        assert!(like("ABC", "a_c", None));
+        assert!(like("abc", "%", None));
+        assert!(like("", "%", None));
+        assert!(!like("", "_", None));
+        assert!(like("b", "[a-c]", None));
+        assert!(like("B", "[a-c]", None));
+        assert!(!like("d", "[a-c]", None));
+        assert!(like("d", "[^a-c]", None));
+        assert!(like("x", "[xyz]", None));
+        assert!(like("50%", "50[%]", None));
+        assert!(like("50%", "50!%", Some('!')));
+        assert!(!like("500", "50!%", Some('!')));
+        assert!(like("abc  ", "abc", None));
+        assert!(like("abc  ", "abc ", None));
+        assert!(!like("abc", "abc ", None));
+        assert!(like("a_b", "a\\_b", Some('\\')));
+        assert!(like("hello world", "%o w%", None));
+        assert!(!like("hello", "%x%", None));
+        assert!(like("[", "[", None));
+        assert!(!like("é", "e", None));
+    }
+
+    fn key(v: &Value, t: &SqlType) -> Vec<u8> {
+        let mut k = KeyBuf::new();
+        encode_key(v, t, false, &mut k).unwrap();
+        k.into_vec()
+    }
+
+    #[test]
+    fn keys() {
+        let t = SqlType::VarChar(10);
+        assert_eq!(key(&s("a"), &t), key(&s("A  "), &t));
+        assert!(key(&s("a"), &t) < key(&s("ab"), &t));
+        let d = SqlType::Decimal { precision: 10, scale: 2 };
+        assert_eq!(key(&Value::Decimal { value: 150, scale: 2 }, &d), key(&Value::Decimal { value: 15, scale: 1 }, &d));
+        assert!(key(&Value::Null, &d) < key(&Value::Decimal { value: -1, scale: 2 }, &d));
+        assert!(encode_key(&Value::Int(1), &SqlType::VarChar(1), false, &mut KeyBuf::new()).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn string_keys_order_like_compare(a in "[aAbBéÉe \\-zZ0]{0,6}", b in "[aAbBéÉe \\-zZ0]{0,6}") {
+            let t = SqlType::NVarChar(20);
+            let (va, vb) = (s(&a), s(&b));
+            prop_assert_eq!(compare(&va, &vb), Some(key(&va, &t).cmp(&key(&vb, &t))));
+        }
+
+        #[test]
+        fn numeric_keys_order_like_compare(a in any::<i64>(), b in any::<i64>(), x in any::<f64>(), y in any::<f64>()) {
+            prop_assert_eq!(compare(&Value::Int(a), &Value::Int(b)), Some(key(&Value::Int(a), &SqlType::BigInt).cmp(&key(&Value::Int(b), &SqlType::BigInt))));
+            prop_assume!(x.is_finite() && y.is_finite());
+            prop_assert_eq!(compare(&Value::Float(x), &Value::Float(y)), Some(key(&Value::Float(x), &SqlType::Float).cmp(&key(&Value::Float(y), &SqlType::Float))));
+        }
+
+        #[test]
+        fn decimal_and_datetime_keys_order_like_compare(a in -10i128.pow(20)..10i128.pow(20), b in -10i128.pow(20)..10i128.pow(20), d1 in 0i32..3_000_000, d2 in 0i32..3_000_000, t1 in 0u64..1000, t2 in 0u64..1000) {
+            let dt = SqlType::Decimal { precision: 38, scale: 5 };
+            let (va, vb) = (Value::Decimal { value: a, scale: 5 }, Value::Decimal { value: b, scale: 5 });
+            prop_assert_eq!(compare(&va, &vb), Some(key(&va, &dt).cmp(&key(&vb, &dt))));
+            let t = SqlType::DateTime2 { scale: 7 };
+            let (va, vb) = (Value::DateTime { days: d1, ticks: t1 }, Value::DateTime { days: d2, ticks: t2 });
+            prop_assert_eq!(compare(&va, &vb), Some(key(&va, &t).cmp(&key(&vb, &t))));
+        }
+
+        #[test]
+        fn guid_and_binary_keys_order_like_compare(a in any::<[u8; 16]>(), b in any::<[u8; 16]>(), x in prop::collection::vec(0u8..3, 0..5), y in prop::collection::vec(0u8..3, 0..5)) {
+            let t = SqlType::UniqueIdentifier;
+            prop_assert_eq!(compare(&Value::Guid(a), &Value::Guid(b)), Some(key(&Value::Guid(a), &t).cmp(&key(&Value::Guid(b), &t))));
+            let t = SqlType::VarBinary(10);
+            let (vx, vy) = (Value::Binary(Arc::from(x)), Value::Binary(Arc::from(y)));
+            prop_assert_eq!(compare(&vx, &vy), Some(key(&vx, &t).cmp(&key(&vy, &t))));
+        }
+    }
+}

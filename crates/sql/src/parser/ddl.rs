@@ -140,24 +140,23 @@ impl Parser<'_> {
     }
 
     fn option_value(&mut self) -> Result<String> {
-        let token = self.advance();
+        let token = self.peek().clone();
         let value = match &token.kind {
             TokenKind::String { value, .. } | TokenKind::QuotedIdent(value) => value.clone(),
             TokenKind::Word => token.text.to_string(),
             TokenKind::Integer | TokenKind::Decimal => {
+                self.pos += 1;
                 let mut value = token.text.to_string();
                 if self.eat_punct(Punct::Percent) {
                     value.push('%');
                 } else if self.peek_is_any_word(&["KB", "MB", "GB", "TB"]) {
                     value.push_str(&self.advance().text.to_uppercase());
                 }
-                value
+                return Ok(value);
             }
-            _ => {
-                self.pos -= 1;
-                return Err(self.error_here());
-            }
+            _ => return Err(self.error_here()),
         };
+        self.pos += 1;
         Ok(value)
     }
 

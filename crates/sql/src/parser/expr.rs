@@ -5,7 +5,7 @@
 //! `+ - ~`; `COLLATE`.
 
 use super::keywords::is_expression_keyword;
-use super::{is_ident_token, is_reserved, Parser, Result};
+use super::{is_ident_token, is_reserved, Parser, Result, MAX_EXPR_DEPTH};
 use crate::ast::{BinaryOp, Expr, Ident, Literal, ObjectName, OrderItem, TypeArg, TypeName, UnaryOp, Window};
 use crate::lexer::{Punct, Token, TokenKind};
 
@@ -90,7 +90,11 @@ fn boxed(expr: Expr) -> Box<Expr> {
 impl Parser<'_> {
     /// An expression.
     pub(super) fn expr(&mut self) -> Result<Expr> {
-        self.nested(|p| p.binary_expr(PREC_OR))
+        let expr = self.nested(|p| p.binary_expr(PREC_OR))?;
+        if self.depth + tree_depth(&expr, MAX_EXPR_DEPTH) > MAX_EXPR_DEPTH {
+            return Err(self.too_deep());
+        }
+        Ok(expr)
     }
 
     /// An expression, or `DEFAULT` (in VALUES lists, EXEC arguments and SET clauses).
@@ -448,6 +452,73 @@ impl Parser<'_> {
         let token = self.peek_nth(n);
         token.is_word("SELECT") || (token.is_word("WITH") && is_ident_token(self.peek_nth(n + 1)))
     }
+}
+
+/// The depth of an expression tree (not entering subqueries), computed without recursion;
+/// stops counting once past `limit`.
+fn tree_depth<'e>(expr: &'e Expr, limit: usize) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(expr, 1usize)];
+    while let Some((expr, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        if deepest > limit {
+            break;
+        }
+        let mut push = |child: &'e Expr| stack.push((child, depth + 1));
+        match expr {
+            Expr::Literal(_)
+            | Expr::Column(_)
+            | Expr::Variable(_)
+            | Expr::GlobalVariable(_)
+            | Expr::Default
+            | Expr::Exists(_)
+            | Expr::Subquery(_) => {}
+            Expr::Unary { expr, .. }
+            | Expr::IsNull { expr, .. }
+            | Expr::InSubquery { expr, .. }
+            | Expr::Cast { expr, .. }
+            | Expr::Collate { expr, .. }
+            | Expr::Nested(expr) => push(expr),
+            Expr::Quantified { left, .. } => push(left),
+            Expr::Binary { left, right, .. } => {
+                push(left);
+                push(right);
+            }
+            Expr::Between { expr, low, high, .. } => {
+                push(expr);
+                push(low);
+                push(high);
+            }
+            Expr::Like { expr, pattern, escape, .. } => {
+                push(expr);
+                push(pattern);
+                escape.iter().for_each(|e| push(e));
+            }
+            Expr::InList { expr, list, .. } => {
+                push(expr);
+                list.iter().for_each(push);
+            }
+            Expr::Case { operand, branches, otherwise } => {
+                operand.iter().chain(otherwise.iter()).for_each(|e| push(e));
+                branches.iter().for_each(|(when, then)| {
+                    push(when);
+                    push(then);
+                });
+            }
+            Expr::Convert { expr, style, .. } => {
+                push(expr);
+                style.iter().for_each(|e| push(e));
+            }
+            Expr::Function { args, over, .. } => {
+                args.iter().for_each(&mut push);
+                if let Some(window) = over {
+                    window.partition_by.iter().for_each(&mut push);
+                    window.order_by.iter().for_each(|item| push(&item.expr));
+                }
+            }
+        }
+    }
+    deepest
 }
 
 /// The parts of a function call collected while parsing its arguments.

@@ -34,8 +34,16 @@ use crate::lexer::{tokenize, Punct, Token, TokenKind};
 
 pub use keywords::is_reserved;
 
-/// The deepest nesting of expressions, queries and blocks the parser accepts.
+/// The deepest nesting of parenthesised expressions, subqueries, derived tables and
+/// blocks the parser accepts (error 191 beyond).
 pub const MAX_DEPTH: usize = 128;
+
+/// The deepest expression tree the parser builds, counting operator chains such as
+/// `a + b + c …` (left-deep trees): consumers may walk trees recursively.
+pub const MAX_EXPR_DEPTH: usize = 1000;
+
+/// The longest chain of joins or set operations in one query (also left-deep trees).
+pub const MAX_CHAIN: usize = 256;
 
 type Result<T> = std::result::Result<T, SqlError>;
 
@@ -125,14 +133,28 @@ impl<'a> Parser<'a> {
     /// Runs `f` one nesting level deeper, failing with 191 beyond [`MAX_DEPTH`].
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         if self.depth >= MAX_DEPTH {
-            let message = "Some part of your SQL statement is nested too deeply. \
-                           Rewrite the query or break it up into smaller queries.";
-            return Err(SqlError::new(191, message).with_severity(15).at_line(self.peek().line));
+            return Err(self.too_deep());
         }
         self.depth += 1;
         let result = f(self);
         self.depth -= 1;
         result
+    }
+
+    /// Error 191: nesting beyond the parser's limits.
+    fn too_deep(&self) -> SqlError {
+        let message = "Some part of your SQL statement is nested too deeply. \
+                       Rewrite the query or break it up into smaller queries.";
+        SqlError::new(191, message).with_severity(15).at_line(self.peek().line)
+    }
+
+    /// Fails with 191 once a left-deep chain (joins, set operations) is too long.
+    fn check_chain(&self, length: usize) -> Result<()> {
+        if length > MAX_CHAIN {
+            Err(self.too_deep())
+        } else {
+            Ok(())
+        }
     }
 
     // ---- token cursor -----------------------------------------------------------------

@@ -91,7 +91,8 @@ impl Parser<'_> {
     /// `term { UNION [ALL] | EXCEPT term }`, where INTERSECT binds tighter.
     fn set_expr(&mut self) -> Result<SetExpr> {
         let mut left = self.intersect_term()?;
-        loop {
+        for length in 1.. {
+            self.check_chain(length)?;
             let op = if self.eat_word("UNION") {
                 SetOperator::Union
             } else if self.eat_word("EXCEPT") {
@@ -103,11 +104,15 @@ impl Parser<'_> {
             let right = self.intersect_term()?;
             left = SetExpr::SetOperation { op, all, left: Box::new(left), right: Box::new(right) };
         }
+        Ok(left)
     }
 
     fn intersect_term(&mut self) -> Result<SetExpr> {
         let mut left = self.set_primary()?;
+        let mut length = 0;
         while self.eat_word("INTERSECT") {
+            length += 1;
+            self.check_chain(length)?;
             let right = self.set_primary()?;
             left = SetExpr::SetOperation {
                 op: SetOperator::Intersect,
@@ -306,7 +311,10 @@ impl Parser<'_> {
     }
 
     fn joins(&mut self, mut left: TableRef) -> Result<TableRef> {
+        let mut length = 0;
         while let Some(kind) = self.join_kind() {
+            length += 1;
+            self.check_chain(length)?;
             let mut right = self.table_primary()?;
             let needs_on = !matches!(kind, JoinKind::Cross | JoinKind::CrossApply | JoinKind::OuterApply);
             if needs_on && !self.peek().is_word("ON") && self.peek_join_start() {
@@ -423,12 +431,20 @@ impl Parser<'_> {
         let hint = self.upper_word()?;
         if hint == "INDEX" {
             let indexes = if self.eat_punct(Punct::Eq) {
-                vec![self.any_word()?.value]
+                vec![self.index_hint_target()?]
             } else {
-                self.parenthesized_list(|p| Ok(p.any_word()?.value))?
+                self.parenthesized_list(Parser::index_hint_target)?
             };
             return Ok(format!("INDEX({})", indexes.join(", ")));
         }
         Ok(hint)
+    }
+
+    /// An index named in an `INDEX(…)` hint: a name or an index id.
+    fn index_hint_target(&mut self) -> Result<String> {
+        if self.peek().kind == TokenKind::Integer {
+            return Ok(self.advance().text.to_string());
+        }
+        Ok(self.any_word()?.value)
     }
 }

@@ -1357,3 +1357,33 @@ mod never_panics {
         }
     }
 }
+
+/// Long operator chains build left-deep trees: they are capped so that walking, cloning,
+/// comparing and dropping the tree recursively stays within a default thread stack.
+#[test]
+fn long_chains_are_capped() {
+    let run = || {
+        assert!(parse_batch(&format!("SELECT 1{}", " + 1".repeat(900))).is_ok());
+        assert!(parse_batch(&format!("SELECT 1 WHERE {}", vec!["a = 1"; 900].join(" OR "))).is_ok());
+        for n in [5_000, 50_000] {
+            let inputs = [
+                format!("SELECT 1{}", " + 1".repeat(n)),
+                format!("SELECT 1 WHERE {}", vec!["a = 1"; n].join(" OR ")),
+                vec!["SELECT 1"; n].join(" UNION "),
+                vec!["SELECT 1"; n].join(" INTERSECT "),
+                format!("SELECT * FROM t{}", " JOIN t ON 1 = 1".repeat(n)),
+                format!("SELECT {}1{}", "(1 + ".repeat(100), " + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1)".repeat(100)),
+            ];
+            for input in inputs {
+                match parse_batch(&input) {
+                    Ok(batch) => {
+                        let copy = batch.clone();
+                        assert_eq!(batch, copy);
+                    }
+                    Err(e) => assert_eq!(e.number, 191, "{e}"),
+                }
+            }
+        }
+    };
+    std::thread::Builder::new().stack_size(2 << 20).spawn(run).unwrap().join().unwrap();
+}

@@ -23,7 +23,12 @@ pub enum DatePart {
 }
 
 /// Per-statement state of the functions: the statement's time and the session's RNG.
+#[derive(Default, Clone, Debug)]
 pub struct FunctionContext {}
+
+impl FunctionContext {
+    pub fn start_statement(&mut self) {}
+}
 
 pub fn date_part(name: &str) -> SqlResult<DatePart> {
     Err(SqlError::new(155, format!("'{name}' is not a recognized datepart option.")))

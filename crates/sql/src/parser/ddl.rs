@@ -338,13 +338,14 @@ impl Parser<'_> {
             column.nullable = Some(true);
         } else if self.eat_words(&["NOT", "NULL"]) {
             column.nullable = Some(false);
-        } else if self.eat_words(&["NOT", "FOR", "REPLICATION"]) {
         } else if self.eat_word("IDENTITY") {
             column.identity = Some(self.identity_arguments()?);
         } else if self.eat_word("COLLATE") {
             column.collation = Some(self.any_word()?.value);
-        } else if self.peek_is_any_word(&["ROWGUIDCOL", "SPARSE", "PERSISTED", "FILESTREAM"]) {
-            self.pos += 1;
+        } else if self.eat_words(&["NOT", "FOR", "REPLICATION"])
+            || ["ROWGUIDCOL", "SPARSE", "PERSISTED", "FILESTREAM"].iter().any(|w| self.eat_word(w))
+        {
+            // Accepted and ignored.
         } else if self.eat_word("INDEX") {
             indexes.push(self.inline_index(table, Some(&column.name))?);
         } else if self.peek_is_any_word(CONSTRAINT_STARTS) || self.peek().is_word("REFERENCES") {
@@ -376,9 +377,8 @@ impl Parser<'_> {
         } else if self.eat_word("CHECK") {
             self.check_body()?
         } else {
-            if self.eat_words(&["FOREIGN", "KEY"]) {
-                // `FOREIGN KEY` is optional before a column's REFERENCES.
-            }
+            // `FOREIGN KEY` is optional before a column's REFERENCES.
+            self.eat_words(&["FOREIGN", "KEY"]);
             self.references(vec![column.name.clone()])?
         };
         column.constraints.push(TableConstraint { name, kind });

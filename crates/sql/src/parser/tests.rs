@@ -1176,6 +1176,33 @@ fn nesting_limit() {
 }
 
 #[test]
+fn error_lines_and_end_of_batch() {
+    assert_eq!(error("SELECT *\nFROM"), (102, 2, "Incorrect syntax near 'FROM'.".into()));
+    assert_eq!(error("SELECT a b c"), (102, 1, "Incorrect syntax near 'c'.".into()));
+    assert_eq!(error("INSERT INTO t VALUES (1,)"), (102, 1, "Incorrect syntax near ')'.".into()));
+    assert_eq!(error("SELECT CASE END"), (156, 1, "Incorrect syntax near the keyword 'END'.".into()));
+    assert_eq!(error("IF 1 = 1\n\n"), (102, 1, "Incorrect syntax near '1'.".into()));
+    assert_eq!(
+        error("CREATE PROC p AS\nSELECT 1\nSELECT FROM"),
+        (156, 3, "Incorrect syntax near the keyword 'FROM'.".into())
+    );
+    assert_eq!(error("SELECT [x y] z ,"), (102, 1, "Incorrect syntax near ','.".into()));
+    assert_eq!(error("SELECT 1\nFROM [a b] c d"), (102, 2, "Incorrect syntax near 'd'.".into()));
+}
+
+#[test]
+fn lexical_quirks() {
+    // `1a` is 1 with alias a; CREATE TABLE accepts a trailing comma.
+    assert_eq!(select("SELECT 1a").items, vec![alias(int("1"), "a")]);
+    assert_eq!(create_table("CREATE TABLE t (a int,)").columns.len(), 1);
+    // Statement lines inside a procedure body are lines of the batch.
+    let StatementKind::CreateProcedure(p) = one("\n\nCREATE PROC p AS\nBEGIN\n  SELECT 1\nEND") else { panic!() };
+    assert_eq!(p.body[0].line, 4);
+    let StatementKind::Block(block) = &p.body[0].kind else { panic!() };
+    assert_eq!(block[0].line, 5);
+}
+
+#[test]
 fn semicolons_and_empty_batches() {
     assert_eq!(parse(";;SELECT 1;;SELECT 2;").len(), 2);
     assert!(parse("").is_empty());

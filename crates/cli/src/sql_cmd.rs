@@ -63,7 +63,9 @@ pub fn run(args: SqlArgs) -> ExitCode {
             }
         },
         _ => {
-            eprintln!("tessera sql: give -Q \"query\" or -i file.sql (the interactive prompt needs -S, with the server)");
+            eprintln!(
+                "tessera sql: give -Q \"query\" or -i file.sql (the interactive prompt needs -S, with the server)"
+            );
             return ExitCode::from(1);
         }
     };

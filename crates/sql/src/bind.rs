@@ -148,12 +148,9 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
         Expr::Or(a, b) => Expr::Or(m(a), m(b)),
         Expr::Not(a) => Expr::Not(m(a)),
         Expr::IsNull { expr, negated } => Expr::IsNull { expr: m(expr), negated: *negated },
-        Expr::Like { expr, pattern, escape, negated } => Expr::Like {
-            expr: m(expr),
-            pattern: m(pattern),
-            escape: escape.as_ref().map(|x| m(x)),
-            negated: *negated,
-        },
+        Expr::Like { expr, pattern, escape, negated } => {
+            Expr::Like { expr: m(expr), pattern: m(pattern), escape: escape.as_ref().map(|x| m(x)), negated: *negated }
+        }
         Expr::InList { expr, list, negated } => {
             Expr::InList { expr: m(expr), list: list.iter().map(|x| map_columns(x, f)).collect(), negated: *negated }
         }
@@ -173,7 +170,9 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
         }
         Expr::Subquery(sq) => {
             let kind = match &sq.kind {
-                SubqueryKind::In { expr, negated } => SubqueryKind::In { expr: map_columns(expr, f), negated: *negated },
+                SubqueryKind::In { expr, negated } => {
+                    SubqueryKind::In { expr: map_columns(expr, f), negated: *negated }
+                }
                 SubqueryKind::Quantified { expr, op, all } => {
                     SubqueryKind::Quantified { expr: map_columns(expr, f), op: *op, all: *all }
                 }
@@ -195,7 +194,10 @@ fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
             visit(expr, out)
         }
-        Expr::Arith { left, right, .. } | Expr::Compare { left, right, .. } | Expr::And(left, right) | Expr::Or(left, right) => {
+        Expr::Arith { left, right, .. }
+        | Expr::Compare { left, right, .. }
+        | Expr::And(left, right)
+        | Expr::Or(left, right) => {
             visit(left, out);
             visit(right, out);
         }
@@ -381,7 +383,11 @@ fn decimal_literal(text: &str) -> SqlResult<(Value, SqlType)> {
     let scale = frac.len();
     let precision = significant.max(scale).max(1);
     if precision > 38 {
-        return Err(SqlError::new(1007, format!("The number '{text}' is out of the range for numeric representation (maximum precision 38).")).with_severity(15));
+        return Err(SqlError::new(
+            1007,
+            format!("The number '{text}' is out of the range for numeric representation (maximum precision 38)."),
+        )
+        .with_severity(15));
     }
     let value: i128 = digits.parse().map_err(|_| SqlError::new(102, format!("Incorrect syntax near '{text}'.")))?;
     Ok((
@@ -410,7 +416,11 @@ pub fn literal(l: &Literal) -> SqlResult<(Value, SqlType)> {
                 SqlType::VarChar(value.len().clamp(1, 8000) as u16)
             };
             let ty = if n > 8000 || (*unicode && n > 4000) {
-                if *unicode { SqlType::NVarChar(tessera_access::row::MAX) } else { SqlType::VarChar(tessera_access::row::MAX) }
+                if *unicode {
+                    SqlType::NVarChar(tessera_access::row::MAX)
+                } else {
+                    SqlType::VarChar(tessera_access::row::MAX)
+                }
             } else {
                 ty
             };
@@ -418,7 +428,11 @@ pub fn literal(l: &Literal) -> SqlResult<(Value, SqlType)> {
         }
         Literal::Binary(b) => {
             let n = b.len();
-            let ty = if n > 8000 { SqlType::VarBinary(tessera_access::row::MAX) } else { SqlType::VarBinary(n.max(1) as u16) };
+            let ty = if n > 8000 {
+                SqlType::VarBinary(tessera_access::row::MAX)
+            } else {
+                SqlType::VarBinary(n.max(1) as u16)
+            };
             (Value::Binary(Arc::from(&b[..])), ty)
         }
         Literal::Null => (Value::Null, SqlType::Int),
@@ -476,7 +490,16 @@ impl<'a> Binder<'a> {
             2 => (self.session.database.clone(), part(0, "dbo"), own.clone()),
             3 => (part(0, &self.session.database), part(1, "dbo"), own.clone()),
             4 => (part(1, &self.session.database), part(2, "dbo"), own.clone()),
-            _ => return Err(SqlError::new(117, format!("The object name '{}' contains more than the maximum number of prefixes. The maximum is 3.", object_display(name))).with_severity(15)),
+            _ => {
+                return Err(SqlError::new(
+                    117,
+                    format!(
+                        "The object name '{}' contains more than the maximum number of prefixes. The maximum is 3.",
+                        object_display(name)
+                    ),
+                )
+                .with_severity(15))
+            }
         })
     }
 
@@ -515,7 +538,12 @@ impl<'a> Binder<'a> {
         let mut columns = Vec::new();
         for q in ["deleted", "inserted"] {
             for c in &table.columns {
-                columns.push(ScopeColumn { qualifier: Some(q.to_string()), name: c.name.clone(), ty: c.ty, nullable: true });
+                columns.push(ScopeColumn {
+                    qualifier: Some(q.to_string()),
+                    name: c.name.clone(),
+                    ty: c.ty,
+                    nullable: true,
+                });
             }
         }
         self.with_scope(Scope { columns, correlated: false }, f)
@@ -527,11 +555,9 @@ impl<'a> Binder<'a> {
 
     fn variable(&self, name: &str) -> SqlResult<(usize, SqlType)> {
         let lower = name.to_lowercase();
-        self.variables
-            .iter()
-            .rposition(|(n, _)| *n == lower)
-            .map(|i| (i, self.variables[i].1))
-            .ok_or_else(|| SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15))
+        self.variables.iter().rposition(|(n, _)| *n == lower).map(|i| (i, self.variables[i].1)).ok_or_else(|| {
+            SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15)
+        })
     }
 
     fn find_in_scope(scope: &Scope, name: &ObjectName) -> SqlResult<Option<usize>> {
@@ -573,7 +599,8 @@ impl<'a> Binder<'a> {
         }
         if name.0.len() >= 2 {
             let q = &name.0[name.0.len() - 2].value;
-            let known = self.scopes.iter().any(|s| s.columns.iter().any(|c| c.qualifier.as_deref() == Some(&q.to_lowercase())));
+            let known =
+                self.scopes.iter().any(|s| s.columns.iter().any(|c| c.qualifier.as_deref() == Some(&q.to_lowercase())));
             if !known {
                 return Err(SqlError::new(
                     4104,
@@ -632,10 +659,7 @@ impl<'a> Binder<'a> {
                 (Expr::Session { func, args: Vec::new() }, ty, true)
             }
             ast::Expr::Default => {
-                return Err(SqlError::new(
-                    102,
-                    "Incorrect syntax near the keyword 'DEFAULT'.",
-                ).with_severity(15))
+                return Err(SqlError::new(102, "Incorrect syntax near the keyword 'DEFAULT'.").with_severity(15))
             }
             ast::Expr::Nested(inner) => return self.bind_expr_n(inner),
             ast::Expr::Collate { expr, .. } => return self.bind_expr_n(expr),
@@ -669,7 +693,11 @@ impl<'a> Binder<'a> {
                     Some(e) => Some(Box::new(s(self, e)?)),
                     None => None,
                 };
-                (Expr::Like { expr: Box::new(x), pattern: Box::new(p), escape: esc, negated: *negated }, SqlType::Bit, true)
+                (
+                    Expr::Like { expr: Box::new(x), pattern: Box::new(p), escape: esc, negated: *negated },
+                    SqlType::Bit,
+                    true,
+                )
             }
             ast::Expr::InList { expr, negated, list } => {
                 let (x, xt) = self.bind_expr(expr)?;
@@ -714,7 +742,9 @@ impl<'a> Binder<'a> {
                 let kind = SubqueryKind::Scalar;
                 (Expr::Subquery(Box::new(Subquery { plan: Arc::new(sub.plan), kind, correlated })), ty, true)
             }
-            ast::Expr::Case { operand, branches, otherwise } => self.bind_case(operand.as_deref(), branches, otherwise.as_deref())?,
+            ast::Expr::Case { operand, branches, otherwise } => {
+                self.bind_case(operand.as_deref(), branches, otherwise.as_deref())?
+            }
             ast::Expr::Cast { expr, ty, try_ } => self.bind_cast(expr, ty, None, *try_)?,
             ast::Expr::Convert { ty, expr, style, try_ } => self.bind_cast(expr, ty, style.as_deref(), *try_)?,
             ast::Expr::Function { name, args, distinct, star, over } => {
@@ -831,7 +861,11 @@ impl<'a> Binder<'a> {
         for (when, then) in branches {
             let cond = match operand {
                 Some(op) => {
-                    let eq = ast::Expr::Binary { op: BinaryOp::Eq, left: Box::new(op.clone()), right: Box::new(when.clone()) };
+                    let eq = ast::Expr::Binary {
+                        op: BinaryOp::Eq,
+                        left: Box::new(op.clone()),
+                        right: Box::new(when.clone()),
+                    };
                     self.bind_expr(&eq)?.0
                 }
                 None => self.bind_predicate(when)?,
@@ -868,7 +902,12 @@ impl<'a> Binder<'a> {
             None => None,
             Some(s) => match self.bind_expr(s)? {
                 (Expr::Const(Value::Int(v)), _) => Some(v as i32),
-                _ => return Err(SqlError::new(8116, "Argument data type is invalid for argument 3 of convert function.")),
+                _ => {
+                    return Err(SqlError::new(
+                        8116,
+                        "Argument data type is invalid for argument 3 of convert function.",
+                    ))
+                }
             },
         };
         if let Expr::Const(v) = &x {
@@ -896,26 +935,32 @@ impl<'a> Binder<'a> {
         }
         if let Some(func) = agg_func(&fname) {
             if over.is_some() {
-                return Err(SqlError::new(4108, "Windowed functions can only appear in the SELECT or ORDER BY clauses."));
+                return Err(SqlError::new(
+                    4108,
+                    "Windowed functions can only appear in the SELECT or ORDER BY clauses.",
+                ));
             }
             return self.bind_aggregate(func, &fname, args, distinct, star);
         }
         if over.is_some() || fname == "ROW_NUMBER" {
-            return Err(SqlError::new(
-                4108,
-                "Windowed functions can only appear in the SELECT or ORDER BY clauses.",
-            ));
+            return Err(SqlError::new(4108, "Windowed functions can only appear in the SELECT or ORDER BY clauses."));
         }
         let arity = |n: usize| -> SqlResult<()> {
             if args.len() != n {
-                return Err(SqlError::new(174, format!("The {} function requires {n} argument(s).", fname.to_lowercase())).with_severity(15));
+                return Err(SqlError::new(
+                    174,
+                    format!("The {} function requires {n} argument(s).", fname.to_lowercase()),
+                )
+                .with_severity(15));
             }
             Ok(())
         };
         match fname.as_str() {
             "COALESCE" => {
                 if args.len() < 2 {
-                    return Err(SqlError::new(189, "The coalesce function requires 2 to 254 arguments.").with_severity(15));
+                    return Err(
+                        SqlError::new(189, "The coalesce function requires 2 to 254 arguments.").with_severity(15)
+                    );
                 }
                 let bound = args.iter().map(|a| self.bind_expr(a)).collect::<SqlResult<Vec<_>>>()?;
                 let ty = unify(bound.iter())?;
@@ -940,7 +985,11 @@ impl<'a> Binder<'a> {
                     left: Box::new(convert(a.clone(), &at, &t)?),
                     right: Box::new(convert(b, &bt, &t)?),
                 };
-                return Ok((Expr::Case { branches: vec![(cond, Expr::Const(Value::Null))], otherwise: Some(Box::new(a)) }, at, true));
+                return Ok((
+                    Expr::Case { branches: vec![(cond, Expr::Const(Value::Null))], otherwise: Some(Box::new(a)) },
+                    at,
+                    true,
+                ));
             }
             "IIF" => {
                 arity(3)?;
@@ -962,7 +1011,10 @@ impl<'a> Binder<'a> {
                 for a in args {
                     let (e, t) = self.bind_expr(a)?;
                     // Names are passed as nvarchar, ids as int.
-                    let to = if matches!(t, SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)) {
+                    let to = if matches!(
+                        t,
+                        SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)
+                    ) {
                         SqlType::NVarChar(tessera_access::row::MAX)
                     } else {
                         SqlType::BigInt
@@ -976,7 +1028,11 @@ impl<'a> Binder<'a> {
         let mut bound = Vec::with_capacity(args.len());
         let mut arg_types = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
-            let is_part = i == 0 && matches!(fname.as_str(), "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEPART" | "DATENAME" | "DATETRUNC");
+            let is_part = i == 0
+                && matches!(
+                    fname.as_str(),
+                    "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEPART" | "DATENAME" | "DATETRUNC"
+                );
             if is_part {
                 if let ast::Expr::Column(part) = a {
                     bound.push(Expr::Const(Value::str(&part.name().value)));
@@ -990,13 +1046,26 @@ impl<'a> Binder<'a> {
         }
         match types::function_type(&fname, &arg_types)? {
             Some(ty) => {
-                let nondeterministic = matches!(fname.as_str(), "RAND" | "NEWID" | "GETDATE" | "SYSDATETIME" | "GETUTCDATE" | "SYSUTCDATETIME" | "CURRENT_TIMESTAMP" | "SYSDATETIMEOFFSET");
+                let nondeterministic = matches!(
+                    fname.as_str(),
+                    "RAND"
+                        | "NEWID"
+                        | "GETDATE"
+                        | "SYSDATETIME"
+                        | "GETUTCDATE"
+                        | "SYSUTCDATETIME"
+                        | "CURRENT_TIMESTAMP"
+                        | "SYSDATETIMEOFFSET"
+                );
                 let all_const = bound.iter().all(|b| matches!(b, Expr::Const(_)));
                 if all_const && !nondeterministic {
-                    let vals: Vec<Value> = bound.iter().map(|b| match b {
-                        Expr::Const(v) => v.clone(),
-                        _ => unreachable!("all constant"),
-                    }).collect();
+                    let vals: Vec<Value> = bound
+                        .iter()
+                        .map(|b| match b {
+                            Expr::Const(v) => v.clone(),
+                            _ => unreachable!("all constant"),
+                        })
+                        .collect();
                     let mut fctx = self.session.functions.clone();
                     if let Ok(v) = types::call_function(&fname, &vals, &arg_types, &ty, &mut fctx) {
                         return Ok((Expr::Const(v), ty, true));
@@ -1004,7 +1073,10 @@ impl<'a> Binder<'a> {
                 }
                 Ok((Expr::Func { name: fname, args: bound, arg_types, ty }, ty, true))
             }
-            None => Err(SqlError::new(195, format!("'{}' is not a recognized built-in function name.", name.name().value)).with_severity(15)),
+            None => {
+                Err(SqlError::new(195, format!("'{}' is not a recognized built-in function name.", name.name().value))
+                    .with_severity(15))
+            }
         }
     }
 
@@ -1032,7 +1104,11 @@ impl<'a> Binder<'a> {
                 return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty });
             }
             if args.len() != 1 {
-                return Err(SqlError::new(174, format!("The {} function requires 1 argument(s).", fname.to_lowercase())).with_severity(15));
+                return Err(SqlError::new(
+                    174,
+                    format!("The {} function requires 1 argument(s).", fname.to_lowercase()),
+                )
+                .with_severity(15));
             }
             let (arg, arg_type) = self.with_scope(agg.input.clone(), |b| b.bind_expr(&args[0]))?;
             let ty = match func {
@@ -1110,7 +1186,9 @@ impl<'a> Binder<'a> {
         let order_by = &q.order_by;
         let has_paging = q.offset.is_some() || q.fetch.is_some();
         match &q.body {
-            ast::SetExpr::Select(s) if !order_by.is_empty() || has_paging => self.bind_select(s, order_by, q.offset.as_ref(), q.fetch.as_ref()),
+            ast::SetExpr::Select(s) if !order_by.is_empty() || has_paging => {
+                self.bind_select(s, order_by, q.offset.as_ref(), q.fetch.as_ref())
+            }
             body => {
                 let mut bound = self.bind_set_expr(body)?;
                 if !order_by.is_empty() {
@@ -1147,7 +1225,11 @@ impl<'a> Binder<'a> {
     /// ORDER BY over a UNION (or other set operation): by output column name or position.
     fn order_set_result(&mut self, bound: BoundQuery, order_by: &[ast::OrderItem]) -> SqlResult<BoundQuery> {
         let scope = Scope {
-            columns: bound.columns.iter().map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty, nullable: c.nullable }).collect(),
+            columns: bound
+                .columns
+                .iter()
+                .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty, nullable: c.nullable })
+                .collect(),
             correlated: false,
         };
         let keys = self.with_scope(scope, |b| -> SqlResult<Vec<SortKey>> {
@@ -1211,7 +1293,10 @@ impl<'a> Binder<'a> {
         let mut bound_rows = Vec::with_capacity(rows.len());
         for r in rows {
             if r.len() != width {
-                return Err(SqlError::new(10709, "The number of columns for each row in a table value constructor must be the same."));
+                return Err(SqlError::new(
+                    10709,
+                    "The number of columns for each row in a table value constructor must be the same.",
+                ));
             }
             bound_rows.push(r.iter().map(|e| self.bind_expr(e)).collect::<SqlResult<Vec<_>>>()?);
         }
@@ -1222,7 +1307,9 @@ impl<'a> Binder<'a> {
         }
         let mut out = Vec::with_capacity(bound_rows.len());
         for r in bound_rows {
-            out.push(r.into_iter().zip(&columns).map(|((e, t), c)| convert(e, &t, &c.ty)).collect::<SqlResult<Vec<_>>>()?);
+            out.push(
+                r.into_iter().zip(&columns).map(|((e, t), c)| convert(e, &t, &c.ty)).collect::<SqlResult<Vec<_>>>()?,
+            );
         }
         Ok(BoundQuery { plan: Plan::Values(out), columns })
     }
@@ -1236,7 +1323,8 @@ impl<'a> Binder<'a> {
     ) -> SqlResult<BoundQuery> {
         // FROM and WHERE.
         let (mut plan, scope) = self.bind_from_where(&s.from, s.selection.as_ref(), None)?;
-        let columns = self.with_scope(scope.clone(), |b| b.bind_select_rest(s, order_by, offset, fetch, &mut plan, scope))?;
+        let columns =
+            self.with_scope(scope.clone(), |b| b.bind_select_rest(s, order_by, offset, fetch, &mut plan, scope))?;
         Ok(BoundQuery { plan, columns })
     }
 
@@ -1265,7 +1353,12 @@ impl<'a> Binder<'a> {
                 group_bound.push(e);
                 group_types.push(t);
             }
-            self.agg = Some(AggContext { group_asts: s.group_by.clone(), group_types: group_types.clone(), calls: Vec::new(), input: scope.clone() });
+            self.agg = Some(AggContext {
+                group_asts: s.group_by.clone(),
+                group_types: group_types.clone(),
+                calls: Vec::new(),
+                input: scope.clone(),
+            });
         }
         let result = self.bind_projection(s, order_by, offset, fetch, plan, &scope, uses_aggregates);
         self.agg = None;
@@ -1316,7 +1409,10 @@ impl<'a> Binder<'a> {
                         }
                     }
                     if !any {
-                        return Err(SqlError::new(4104, format!("The multi-part identifier \"{}\" could not be bound.", object_display(q))));
+                        return Err(SqlError::new(
+                            4104,
+                            format!("The multi-part identifier \"{}\" could not be bound.", object_display(q)),
+                        ));
                     }
                 }
                 ast::SelectItem::Expr { expr, alias } => {
@@ -1327,7 +1423,11 @@ impl<'a> Binder<'a> {
                             }
                             window = Some((exprs.len(), w.partition_by.clone(), w.order_by.clone()));
                             exprs.push(Expr::Const(Value::Null));
-                            columns.push(OutputColumn { name: alias.as_ref().map(|a| a.value.clone()).unwrap_or_default(), ty: SqlType::BigInt, nullable: false });
+                            columns.push(OutputColumn {
+                                name: alias.as_ref().map(|a| a.value.clone()).unwrap_or_default(),
+                                ty: SqlType::BigInt,
+                                nullable: false,
+                            });
                             continue;
                         }
                     }
@@ -1354,7 +1454,11 @@ impl<'a> Binder<'a> {
             sort_keys.push(SortKey { expr: e, descending: item.descending });
         }
         if s.distinct && exprs.len() > visible {
-            return Err(SqlError::new(145, "ORDER BY items must appear in the select list if SELECT DISTINCT is specified.").with_severity(15));
+            return Err(SqlError::new(
+                145,
+                "ORDER BY items must appear in the select list if SELECT DISTINCT is specified.",
+            )
+            .with_severity(15));
         }
         // TOP
         let top = match &s.top {
@@ -1365,10 +1469,15 @@ impl<'a> Binder<'a> {
             None => None,
         };
         if top.as_ref().is_some_and(|t| t.2) && order_by.is_empty() {
-            return Err(SqlError::new(1062, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.").with_severity(15));
+            return Err(SqlError::new(
+                1062,
+                "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.",
+            )
+            .with_severity(15));
         }
         if top.is_some() && (offset.is_some() || fetch.is_some()) {
-            return Err(SqlError::new(10741, "A TOP can not be used in the same query or sub-query as a OFFSET.").with_severity(15));
+            return Err(SqlError::new(10741, "A TOP can not be used in the same query or sub-query as a OFFSET.")
+                .with_severity(15));
         }
         // Assemble.
         let mut p = std::mem::replace(plan, Plan::Values(Vec::new()));
@@ -1409,7 +1518,9 @@ impl<'a> Binder<'a> {
         }
         if offset.is_some() || fetch.is_some() {
             if order_by.is_empty() {
-                return Err(SqlError::new(153, "Invalid usage of the option NEXT in the FETCH statement.").with_severity(15));
+                return Err(
+                    SqlError::new(153, "Invalid usage of the option NEXT in the FETCH statement.").with_severity(15)
+                );
             }
             p = self.paging(p, offset, fetch)?;
         }
@@ -1468,7 +1579,13 @@ impl<'a> Binder<'a> {
         if let ast::Expr::Literal(Literal::Integer(n)) = e {
             let i: usize = n.parse().unwrap_or(0);
             if i == 0 || i > columns.len() {
-                return Err(SqlError::new(108, format!("The ORDER BY position number {n} is out of range of the number of items in the select list.")).with_severity(15));
+                return Err(SqlError::new(
+                    108,
+                    format!(
+                        "The ORDER BY position number {n} is out of range of the number of items in the select list."
+                    ),
+                )
+                .with_severity(15));
             }
             return Ok(Expr::Column(i - 1));
         }
@@ -1521,7 +1638,14 @@ impl<'a> Binder<'a> {
                 Some(left) => {
                     let offset = left.offset();
                     let width = left.width() + right.width();
-                    FromNode::Join { left: Box::new(left), right: Box::new(right), kind: JoinKind::Cross, on: Vec::new(), offset, width }
+                    FromNode::Join {
+                        left: Box::new(left),
+                        right: Box::new(right),
+                        kind: JoinKind::Cross,
+                        on: Vec::new(),
+                        offset,
+                        width,
+                    }
                 }
             });
         }
@@ -1565,15 +1689,30 @@ impl<'a> Binder<'a> {
                 }
                 let rt = self.resolve_table(name)?;
                 for c in &rt.table.columns {
-                    scope.columns.push(ScopeColumn { qualifier: Some(qualifier.clone()), name: c.name.clone(), ty: c.ty, nullable: c.nullable });
+                    scope.columns.push(ScopeColumn {
+                        qualifier: Some(qualifier.clone()),
+                        name: c.name.clone(),
+                        ty: c.ty,
+                        nullable: c.nullable,
+                    });
                 }
                 let mut width = rt.table.columns.len();
                 let with_key = self.key_target.as_deref() == Some(qualifier.as_str());
                 if with_key {
-                    scope.columns.push(ScopeColumn { qualifier: Some(qualifier.clone()), name: KEY_COLUMN.into(), ty: SqlType::VarBinary(900), nullable: false });
+                    scope.columns.push(ScopeColumn {
+                        qualifier: Some(qualifier.clone()),
+                        name: KEY_COLUMN.into(),
+                        ty: SqlType::VarBinary(900),
+                        nullable: false,
+                    });
                     width += 1;
                 }
-                Ok(FromNode::Leaf { source: LeafSource::Table { db: rt.db, table: rt.table, with_key }, offset, width, filters: Vec::new() })
+                Ok(FromNode::Leaf {
+                    source: LeafSource::Table { db: rt.db, table: rt.table, with_key },
+                    offset,
+                    width,
+                    filters: Vec::new(),
+                })
             }
             ast::TableRef::Derived { query, alias, columns } => {
                 self.scopes.push(Scope::default());
@@ -1587,15 +1726,21 @@ impl<'a> Binder<'a> {
                 }
                 for c in &bound.columns {
                     if c.name.is_empty() {
-                        return Err(SqlError::new(8155, format!("No column name was specified for column {} of '{}'.", bound.columns.iter().position(|x| x.name.is_empty()).unwrap_or(0) + 1, alias.value)));
+                        return Err(SqlError::new(
+                            8155,
+                            format!(
+                                "No column name was specified for column {} of '{}'.",
+                                bound.columns.iter().position(|x| x.name.is_empty()).unwrap_or(0) + 1,
+                                alias.value
+                            ),
+                        ));
                     }
                 }
                 Ok(self.leaf_plan(bound, alias.value.to_lowercase(), scope, offset))
             }
-            ast::TableRef::Function { name, .. } => Err(SqlError::new(
-                208,
-                format!("Invalid object name '{}'.", object_display(name)),
-            )),
+            ast::TableRef::Function { name, .. } => {
+                Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name))))
+            }
             ast::TableRef::Join { left, right, kind, on } => {
                 let l = self.bind_table_ref(left, scope)?;
                 if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
@@ -1608,7 +1753,14 @@ impl<'a> Binder<'a> {
                     let pred = self.with_scope(scope.clone(), |b| b.bind_predicate(on))?;
                     split_conjuncts(pred, &mut conj);
                 }
-                let mut node = FromNode::Join { left: Box::new(l), right: Box::new(r), kind: *kind, on: Vec::new(), offset, width };
+                let mut node = FromNode::Join {
+                    left: Box::new(l),
+                    right: Box::new(r),
+                    kind: *kind,
+                    on: Vec::new(),
+                    offset,
+                    width,
+                };
                 let mut keep = Vec::new();
                 for c in conj {
                     if let Some(c) = push_down_on(&mut node, c) {
@@ -1625,7 +1777,12 @@ impl<'a> Binder<'a> {
 
     fn leaf_plan(&mut self, bound: BoundQuery, qualifier: String, scope: &mut Scope, offset: usize) -> FromNode {
         for c in &bound.columns {
-            scope.columns.push(ScopeColumn { qualifier: Some(qualifier.clone()), name: c.name.clone(), ty: c.ty, nullable: c.nullable });
+            scope.columns.push(ScopeColumn {
+                qualifier: Some(qualifier.clone()),
+                name: c.name.clone(),
+                ty: c.ty,
+                nullable: c.nullable,
+            });
         }
         FromNode::Leaf { source: LeafSource::Plan(bound.plan), offset, width: bound.columns.len(), filters: Vec::new() }
     }
@@ -1651,9 +1808,20 @@ impl<'a> Binder<'a> {
                 // Index nested loops: the inner side is a table whose index the join pins.
                 if matches!(kind, JoinKind::Inner | JoinKind::Left) {
                     if let FromNode::Leaf { source: LeafSource::Table { db, table, with_key }, filters, .. } = *right {
-                        let rfilters: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
+                        let rfilters: Vec<Expr> =
+                            filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
                         let lp = self.build(*left)?;
-                        return Ok(join_with_table(lp, db, table, with_key, rfilters, kind, local_on, left_width, right_width));
+                        return Ok(join_with_table(
+                            lp,
+                            db,
+                            table,
+                            with_key,
+                            rfilters,
+                            kind,
+                            local_on,
+                            left_width,
+                            right_width,
+                        ));
                     }
                     let lp = self.build(*left)?;
                     let rp = self.build(*right)?;
@@ -1759,7 +1927,11 @@ fn flip(op: BinaryOp) -> BinaryOp {
 
 /// Seek bounds an index gets from `(column, op, value)` facts: equality on a key prefix,
 /// then a range on the next key column. Returns (lo, hi, equality prefix length, single).
-fn seek_bounds(table: &Table, index: usize, facts: &[(usize, BinaryOp, Expr)]) -> (Option<KeyBound>, Option<KeyBound>, usize, bool) {
+fn seek_bounds(
+    table: &Table,
+    index: usize,
+    facts: &[(usize, BinaryOp, Expr)],
+) -> (Option<KeyBound>, Option<KeyBound>, usize, bool) {
     let idx = &table.indexes[index];
     let mut eq = Vec::new();
     for &(col, desc) in &idx.columns {
@@ -1809,7 +1981,8 @@ fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool
             continue;
         }
         let (lo, hi, eq, single) = seek_bounds(&table, i, &facts);
-        let score = (if single { 1000 } else { 0 }) + eq as i32 * 10 + i32::from(lo.is_some() || hi.is_some()) * 5 - i as i32;
+        let score =
+            (if single { 1000 } else { 0 }) + eq as i32 * 10 + i32::from(lo.is_some() || hi.is_some()) * 5 - i as i32;
         if (lo.is_some() || hi.is_some()) && score > best.5 {
             best = (i, lo, hi, eq, single, score);
         }
@@ -1899,7 +2072,14 @@ fn join_with_table(
 fn hash_or_loop(left: Plan, right: Plan, kind: JoinKind, on: Vec<Expr>, left_width: usize, right_width: usize) -> Plan {
     let eqs = join_equalities(&on, left_width);
     if eqs.is_empty() || kind == JoinKind::Cross {
-        return Plan::NestedLoop { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), left_width, right_width };
+        return Plan::NestedLoop {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind,
+            on: conjoin(on),
+            left_width,
+            right_width,
+        };
     }
     let used: Vec<usize> = eqs.iter().map(|e| e.0).collect();
     let left_keys: Vec<Expr> = eqs.iter().map(|e| e.1.clone()).collect();
@@ -1921,14 +2101,19 @@ fn contains_aggregate(e: &ast::Expr) -> bool {
     use ast::Expr as E;
     match e {
         E::Function { name, args, over, .. } => {
-            (over.is_none() && agg_func(&name.name().value.to_uppercase()).is_some()) || args.iter().any(contains_aggregate)
+            (over.is_none() && agg_func(&name.name().value.to_uppercase()).is_some())
+                || args.iter().any(contains_aggregate)
         }
-        E::Unary { expr, .. } | E::IsNull { expr, .. } | E::Nested(expr) | E::Collate { expr, .. } | E::Cast { expr, .. } => {
-            contains_aggregate(expr)
-        }
+        E::Unary { expr, .. }
+        | E::IsNull { expr, .. }
+        | E::Nested(expr)
+        | E::Collate { expr, .. }
+        | E::Cast { expr, .. } => contains_aggregate(expr),
         E::Convert { expr, style, .. } => contains_aggregate(expr) || style.as_deref().is_some_and(contains_aggregate),
         E::Binary { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
-        E::Between { expr, low, high, .. } => contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high),
+        E::Between { expr, low, high, .. } => {
+            contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high)
+        }
         E::Like { expr, pattern, .. } => contains_aggregate(expr) || contains_aggregate(pattern),
         E::InList { expr, list, .. } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
         E::Case { operand, branches, otherwise } => {
@@ -1976,7 +2161,11 @@ fn sum_type(func: AggFunc, t: &SqlType, fname: &str) -> SqlResult<SqlType> {
         _ => {
             return Err(SqlError::new(
                 8117,
-                format!("Operand data type {} is invalid for {} operator.", types::base_type_name(t), fname.to_lowercase()),
+                format!(
+                    "Operand data type {} is invalid for {} operator.",
+                    types::base_type_name(t),
+                    fname.to_lowercase()
+                ),
             ))
         }
     })

@@ -33,7 +33,9 @@ fn hex_suffix(table_id: i32, salt: u64) -> String {
 fn auto_name(prefix: &str, table: &str, column: Option<&str>, table_id: i32, salt: u64) -> String {
     let t: String = table.trim_start_matches('#').chars().take(8).collect();
     match column {
-        Some(c) => format!("{prefix}__{t}__{}__{}", c.chars().take(8).collect::<String>(), &hex_suffix(table_id, salt)[..8]),
+        Some(c) => {
+            format!("{prefix}__{t}__{}__{}", c.chars().take(8).collect::<String>(), &hex_suffix(table_id, salt)[..8])
+        }
         None => format!("{prefix}__{t}__{}", hex_suffix(table_id, salt)),
     }
 }
@@ -64,7 +66,9 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
     if !schema.eq_ignore_ascii_case("dbo") {
         return Err(SqlError::new(
             2760,
-            format!("The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."),
+            format!(
+                "The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."
+            ),
         ));
     }
     if !ctx.shared.engine.exists(&db) {
@@ -109,12 +113,21 @@ fn index_columns(table: &Table, cols: &[ast::IndexColumn], what: &str) -> SqlRes
             SqlError::new(1911, format!("Column name '{}' does not exist in the target table or view.", c.name.value))
         })?;
         if out.iter().any(|(x, _)| *x == i) {
-            return Err(SqlError::new(1909, format!("Cannot use duplicate column names in {what}. Column name '{}' listed more than once.", c.name.value)));
+            return Err(SqlError::new(
+                1909,
+                format!(
+                    "Cannot use duplicate column names in {what}. Column name '{}' listed more than once.",
+                    c.name.value
+                ),
+            ));
         }
         if table.columns[i].ty.is_max() {
             return Err(SqlError::new(
                 1919,
-                format!("Column '{}' in table '{}' is of a type that is invalid for use as a key column in an index.", c.name.value, table.name),
+                format!(
+                    "Column '{}' in table '{}' is of a type that is invalid for use as a key column in an index.",
+                    c.name.value, table.name
+                ),
             ));
         }
         out.push((i, c.descending));
@@ -131,12 +144,17 @@ fn add_key_constraint(
     salt: u64,
 ) -> SqlResult<Index> {
     let (primary, clustered, cols) = match kind {
-        ConstraintKind::PrimaryKey { clustered, columns } => (true, clustered.unwrap_or(table.indexes[0].is_heap()), columns),
+        ConstraintKind::PrimaryKey { clustered, columns } => {
+            (true, clustered.unwrap_or(table.indexes[0].is_heap()), columns)
+        }
         ConstraintKind::Unique { clustered, columns } => (false, clustered.unwrap_or(false), columns),
         _ => unreachable!("key constraints only"),
     };
     if primary && table.primary_key().is_some() {
-        return Err(SqlError::new(8110, format!("Cannot add multiple PRIMARY KEY constraints to table '{}'.", table.name)));
+        return Err(SqlError::new(
+            8110,
+            format!("Cannot add multiple PRIMARY KEY constraints to table '{}'.", table.name),
+        ));
     }
     if clustered && !table.indexes[0].is_heap() {
         return Err(SqlError::new(
@@ -207,29 +225,51 @@ fn foreign_key(
         Arc::new(table.clone())
     } else {
         catalog.table(&schema, &obj).cloned().ok_or_else(|| {
-            SqlError::new(1767, format!("Foreign key '{fk_name}' references invalid table '{}'.", ref_table.name().value))
+            SqlError::new(
+                1767,
+                format!("Foreign key '{fk_name}' references invalid table '{}'.", ref_table.name().value),
+            )
         })?
     };
     let cols: Vec<usize> = columns
         .iter()
-        .map(|c| table.column(&c.value).ok_or_else(|| {
-            SqlError::new(1769, format!("Foreign key '{fk_name}' references invalid column '{}' in referencing table '{}'.", c.value, table.name))
-        }))
+        .map(|c| {
+            table.column(&c.value).ok_or_else(|| {
+                SqlError::new(
+                    1769,
+                    format!(
+                        "Foreign key '{fk_name}' references invalid column '{}' in referencing table '{}'.",
+                        c.value, table.name
+                    ),
+                )
+            })
+        })
         .collect::<SqlResult<_>>()?;
     let ref_cols: Vec<usize> = if ref_columns.is_empty() {
         parent.primary_key().map(|pk| pk.columns.iter().map(|c| c.0).collect()).unwrap_or_default()
     } else {
         ref_columns
             .iter()
-            .map(|c| parent.column(&c.value).ok_or_else(|| {
-                SqlError::new(1770, format!("Foreign key '{fk_name}' references invalid column '{}' in referenced table '{}'.", c.value, parent.name))
-            }))
+            .map(|c| {
+                parent.column(&c.value).ok_or_else(|| {
+                    SqlError::new(
+                        1770,
+                        format!(
+                            "Foreign key '{fk_name}' references invalid column '{}' in referenced table '{}'.",
+                            c.value, parent.name
+                        ),
+                    )
+                })
+            })
             .collect::<SqlResult<_>>()?
     };
     if cols.len() != ref_cols.len() {
         return Err(SqlError::new(
             8139,
-            format!("Number of referencing columns in foreign key differs from number of referenced columns, table '{}'.", table.name),
+            format!(
+                "Number of referencing columns in foreign key differs from number of referenced columns, table '{}'.",
+                table.name
+            ),
         ));
     }
     let candidate = parent.indexes.iter().any(|ix| {
@@ -267,10 +307,7 @@ fn ensure_constraint_name_free(catalog: &Catalog, table: &Table, name: &str) -> 
         || table.checks.iter().any(|c| c.name.eq_ignore_ascii_case(name))
         || table.foreign_keys.iter().any(|f| f.name.eq_ignore_ascii_case(name));
     if taken {
-        return Err(SqlError::new(
-            2714,
-            format!("There is already an object named '{name}' in the database."),
-        ));
+        return Err(SqlError::new(2714, format!("There is already an object named '{name}' in the database.")));
     }
     Ok(())
 }
@@ -327,13 +364,16 @@ fn apply_constraint(
         }
         ConstraintKind::Default { expr, column } => {
             let i = table.column(&column.value).ok_or_else(|| {
-                SqlError::new(1752, format!("Column '{}' in table '{}' is invalid for creating a default constraint.", column.value, table.name))
+                SqlError::new(
+                    1752,
+                    format!(
+                        "Column '{}' in table '{}' is invalid for creating a default constraint.",
+                        column.value, table.name
+                    ),
+                )
             })?;
             if table.columns[i].default.is_some() {
-                return Err(SqlError::new(
-                    1781,
-                    format!("Column already has a DEFAULT bound to it."),
-                ));
+                return Err(SqlError::new(1781, format!("Column already has a DEFAULT bound to it.")));
             }
             let name = match &c.name {
                 Some(n) => n.value.clone(),
@@ -369,12 +409,22 @@ fn heap_index(table_id: i32, version: u64) -> Index {
 pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
     let (db_name, schema, name) = placement(ctx, &ct.name)?;
     if name.chars().count() > 128 {
-        return Err(SqlError::new(103, format!("The identifier that starts with '{}' is too long. Maximum length is 128.", &name[..30.min(name.len())])).with_severity(15));
+        return Err(SqlError::new(
+            103,
+            format!(
+                "The identifier that starts with '{}' is too long. Maximum length is 128.",
+                &name[..30.min(name.len())]
+            ),
+        )
+        .with_severity(15));
     }
     let database = ctx.shared.database(&db_name)?;
     let temp = ct.name.name().value.starts_with('#');
     if temp && ctx.session.temp_tables.contains_key(&ct.name.name().value.to_lowercase()) {
-        return Err(SqlError::new(2714, format!("There is already an object named '{}' in the database.", ct.name.name().value)));
+        return Err(SqlError::new(
+            2714,
+            format!("There is already an object named '{}' in the database.", ct.name.name().value),
+        ));
     }
     let shared = ctx.shared;
     let table = shared.alter_catalog(&database, |catalog, version| -> SqlResult<(Catalog, Table)> {
@@ -503,7 +553,10 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
             }
             return Err(SqlError::new(
                 3701,
-                format!("Cannot drop the table '{}', because it does not exist or you do not have permission.", name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")),
+                format!(
+                    "Cannot drop the table '{}', because it does not exist or you do not have permission.",
+                    name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+                ),
             ));
         }
         Err(e) => return Err(e),
@@ -513,7 +566,10 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
             let _ = child;
             return Err(SqlError::new(
                 3726,
-                format!("Could not drop object '{}.{}' because it is referenced by a FOREIGN KEY constraint.", table.schema, table.name),
+                format!(
+                    "Could not drop object '{}.{}' because it is referenced by a FOREIGN KEY constraint.",
+                    table.schema, table.name
+                ),
             ));
         }
         catalog::store::delete(&database, table.id)?;
@@ -640,7 +696,10 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     set_default(&mut new, idx, d, salt + k as u64);
                 }
                 if needs_value {
-                    if new.columns[idx].default.is_none() && new.columns[idx].identity.is_none() && !is_empty(ctx, &db, &table)? {
+                    if new.columns[idx].default.is_none()
+                        && new.columns[idx].identity.is_none()
+                        && !is_empty(ctx, &db, &table)?
+                    {
                         return Err(SqlError::new(
                             4901,
                             format!("ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '{}' cannot be added to non-empty table '{}' because it does not satisfy these conditions.", c.name.value, table.name),
@@ -652,7 +711,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     let mut all = Vec::new();
                     all.push(con.clone());
                     for con in all {
-                        if let Some(ix) = apply_constraint(ctx, &catalog, &mut new, &con, catalog.version, salt + 100 + k as u64)? {
+                        if let Some(ix) =
+                            apply_constraint(ctx, &catalog, &mut new, &con, catalog.version, salt + 100 + k as u64)?
+                        {
                             place_index(&mut new, ix);
                             rewrite = true;
                         }
@@ -662,7 +723,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
             let mut new_indexes = Vec::new();
             let mut validate = false;
             for (k, con) in constraints.iter().enumerate() {
-                if let Some(ix) = apply_constraint(ctx, &catalog, &mut new, con, catalog.version, salt + 200 + k as u64)? {
+                if let Some(ix) =
+                    apply_constraint(ctx, &catalog, &mut new, con, catalog.version, salt + 200 + k as u64)?
+                {
                     if ix.is_clustered() {
                         rewrite = true;
                     } else {
@@ -681,7 +744,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                 for &i in &added {
                     fill.push(match (&new_table.columns[i].identity, &defaults[i]) {
                         (Some(_), _) => Value::Null,
-                        (None, Some((crate::plan::Expr::Const(v), t))) => types::cast(v, t, &new_table.columns[i].ty, None)?,
+                        (None, Some((crate::plan::Expr::Const(v), t))) => {
+                            types::cast(v, t, &new_table.columns[i].ty, None)?
+                        }
                         (None, Some((e, t))) => {
                             let v = crate::plan::eval(e, &[], ctx)?;
                             types::cast(&v, t, &new_table.columns[i].ty, None)?
@@ -744,12 +809,30 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     if *if_exists {
                         continue;
                     }
-                    return Err(SqlError::new(4924, format!("ALTER TABLE DROP COLUMN failed because column '{}' does not exist in table '{}'.", n.value, table.name)));
+                    return Err(SqlError::new(
+                        4924,
+                        format!(
+                            "ALTER TABLE DROP COLUMN failed because column '{}' does not exist in table '{}'.",
+                            n.value, table.name
+                        ),
+                    ));
                 };
-                let dependent = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)).map(|ix| ix.name.clone())
+                let dependent = table
+                    .indexes
+                    .iter()
+                    .find(|ix| ix.columns.iter().any(|(c, _)| *c == i))
+                    .map(|ix| ix.name.clone())
                     .or_else(|| table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| f.name.clone()))
                     .or_else(|| table.columns[i].default.as_ref().map(|d| d.name.clone()))
-                    .or_else(|| table.checks.iter().find(|c| c.text.to_lowercase().contains(&format!("[{}]", table.columns[i].name.to_lowercase()))).map(|c| c.name.clone()));
+                    .or_else(|| {
+                        table
+                            .checks
+                            .iter()
+                            .find(|c| {
+                                c.text.to_lowercase().contains(&format!("[{}]", table.columns[i].name.to_lowercase()))
+                            })
+                            .map(|c| c.name.clone())
+                    });
                 if let Some(dep) = dependent {
                     return Err(SqlError::new(
                         5074,
@@ -783,15 +866,23 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
             let mut rewrite = false;
             for n in names {
                 let name = &n.value;
-                if let Some(pos) = new.indexes.iter().position(|ix| (ix.primary_key || ix.unique_constraint) && ix.name.eq_ignore_ascii_case(name)) {
+                if let Some(pos) = new
+                    .indexes
+                    .iter()
+                    .position(|ix| (ix.primary_key || ix.unique_constraint) && ix.name.eq_ignore_ascii_case(name))
+                {
                     let ix = new.indexes[pos].clone();
                     if let Some((child, fk)) = catalog.referencing(table.id).into_iter().find(|(c, k)| {
                         let fk = &c.foreign_keys[*k];
-                        fk.ref_columns.len() == ix.columns.len() && fk.ref_columns.iter().all(|rc| ix.columns.iter().any(|(c, _)| c == rc))
+                        fk.ref_columns.len() == ix.columns.len()
+                            && fk.ref_columns.iter().all(|rc| ix.columns.iter().any(|(c, _)| c == rc))
                     }) {
                         return Err(SqlError::new(
                             3725,
-                            format!("The constraint '{}' is being referenced by table '{}', foreign key constraint '{}'.", ix.name, child.name, child.foreign_keys[fk].name),
+                            format!(
+                                "The constraint '{}' is being referenced by table '{}', foreign key constraint '{}'.",
+                                ix.name, child.name, child.foreign_keys[fk].name
+                            ),
                         ));
                     }
                     if pos == 0 {
@@ -805,7 +896,11 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     new.checks.remove(pos);
                 } else if let Some(pos) = new.foreign_keys.iter().position(|f| f.name.eq_ignore_ascii_case(name)) {
                     new.foreign_keys.remove(pos);
-                } else if let Some(col) = new.columns.iter_mut().find(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name))) {
+                } else if let Some(col) = new
+                    .columns
+                    .iter_mut()
+                    .find(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name)))
+                {
                     col.default = None;
                 } else if !*if_exists {
                     return Err(SqlError::new(3728, format!("'{name}' is not a constraint.")).with_severity(16));
@@ -819,10 +914,19 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
         }
         ast::AlterTableAction::AlterColumn { name: col_name, ty, nullable } => {
             let i = table.column(&col_name.value).ok_or_else(|| {
-                SqlError::new(4902, format!("Cannot find the object \"{}\" because it does not exist or you do not have permissions.", table.name))
+                SqlError::new(
+                    4902,
+                    format!(
+                        "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+                        table.name
+                    ),
+                )
             })?;
             if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
-                return Err(SqlError::new(5074, format!("The object '{}' is dependent on column '{}'.", ix.name, col_name.value)));
+                return Err(SqlError::new(
+                    5074,
+                    format!("The object '{}' is dependent on column '{}'.", ix.name, col_name.value),
+                ));
             }
             let mut new = (*table).clone();
             let old_ty = table.columns[i].ty;
@@ -860,7 +964,10 @@ pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
     if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
         return Err(SqlError::new(
             4712,
-            format!("Cannot truncate table '{}' because it is being referenced by a FOREIGN KEY constraint.", table.name),
+            format!(
+                "Cannot truncate table '{}' because it is being referenced by a FOREIGN KEY constraint.",
+                table.name
+            ),
         ));
     }
     replace_storage(ctx, &database, &table, (*table).clone(), Vec::new())
@@ -871,7 +978,10 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
     if table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&ci.name.value)) {
         return Err(SqlError::new(
             1913,
-            format!("The operation failed because an index or statistics with name '{}' already exists on table '{}'.", ci.name.value, table.name),
+            format!(
+                "The operation failed because an index or statistics with name '{}' already exists on table '{}'.",
+                ci.name.value, table.name
+            ),
         ));
     }
     if ci.filter.is_some() {
@@ -881,7 +991,11 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
     let include = ci
         .include
         .iter()
-        .map(|c| table.column(&c.value).ok_or_else(|| SqlError::new(1911, format!("Column name '{}' does not exist in the target table or view.", c.value))))
+        .map(|c| {
+            table.column(&c.value).ok_or_else(|| {
+                SqlError::new(1911, format!("Column name '{}' does not exist in the target table or view.", c.value))
+            })
+        })
         .collect::<SqlResult<Vec<_>>>()?;
     let mut new = (*table).clone();
     let version = ctx.shared.catalog(&database)?.version;
@@ -892,7 +1006,16 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
                 format!("Cannot create more than one clustered index on table '{}'. Drop the existing clustered index '{}' before creating another.", table.name, table.indexes[0].name),
             ));
         }
-        new.indexes[0] = Index { id: 1, name: ci.name.value.clone(), tree: String::new(), columns, unique: ci.unique, primary_key: false, unique_constraint: false, include };
+        new.indexes[0] = Index {
+            id: 1,
+            name: ci.name.value.clone(),
+            tree: String::new(),
+            columns,
+            unique: ci.unique,
+            primary_key: false,
+            unique_constraint: false,
+            include,
+        };
         return rebuild(ctx, &database, &table, new, &Ok).map_err(|e| {
             if e.number == 2601 || e.number == 2627 {
                 SqlError::new(1505, format!("The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '{}.{}' and the index name '{}'.", table.schema, table.name, ci.name.value))
@@ -930,7 +1053,10 @@ pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_
         }
         return Err(SqlError::new(
             3701,
-            format!("Cannot drop the index '{}.{}', because it does not exist or you do not have permission.", table.name, index.value),
+            format!(
+                "Cannot drop the index '{}.{}', because it does not exist or you do not have permission.",
+                table.name, index.value
+            ),
         ));
     };
     let ix = &table.indexes[pos];
@@ -961,7 +1087,10 @@ fn file_path(spec: &ast::FileSpec) -> Option<std::path::PathBuf> {
 pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult<()> {
     let name = &cd.name.value;
     if ctx.shared.engine.exists(name) {
-        return Err(SqlError::new(1801, format!("Database '{name}' already exists. Choose a different database name.")));
+        return Err(SqlError::new(
+            1801,
+            format!("Database '{name}' already exists. Choose a different database name."),
+        ));
     }
     let data_path = cd.files.first().and_then(file_path);
     let log_path = cd.log_files.first().and_then(file_path);
@@ -988,12 +1117,17 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
         if if_exists {
             return Ok(());
         }
-        return Err(SqlError::new(3701, format!("Cannot drop the database '{n}', because it does not exist or you do not have permission.")));
+        return Err(SqlError::new(
+            3701,
+            format!("Cannot drop the database '{n}', because it does not exist or you do not have permission."),
+        ));
     }
     if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
         return Err(SqlError::new(3708, format!("Cannot drop the database '{n}' because it is a system database.")));
     }
-    if ctx.session.database.eq_ignore_ascii_case(n) || ctx.session.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(n)) {
+    if ctx.session.database.eq_ignore_ascii_case(n)
+        || ctx.session.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(n))
+    {
         return Err(SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")));
     }
     ctx.shared.forget(n);

@@ -11,7 +11,7 @@ use tessera_access::row;
 use tessera_database::TableId;
 
 use crate::ast;
-use crate::bind::{convert, invalid_column, BoundQuery, Binder, OutputColumn};
+use crate::bind::{convert, invalid_column, Binder, BoundQuery, OutputColumn};
 use crate::catalog::{Action, Index, Table};
 use crate::error::{SqlError, SqlResult};
 use crate::plan::{self, decode_row, eval, run, Expr, Plan, Row};
@@ -26,7 +26,10 @@ pub const MAX_CLUSTERED_KEY: usize = 900;
 pub enum Prepared {
     Query(BoundQuery),
     /// `SELECT @a = …, @b = … [FROM …]` and `SET @a = …`: the last row wins.
-    Assign { plan: Plan, targets: Vec<(usize, SqlType, SqlType)> },
+    Assign {
+        plan: Plan,
+        targets: Vec<(usize, SqlType, SqlType)>,
+    },
     Insert(InsertPlan),
     Update(UpdatePlan),
     Delete(DeletePlan),
@@ -270,7 +273,9 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
                 for (j, v) in r.into_iter().enumerate() {
                     row.push(match v {
                         None => None,
-                        Some((e, et)) => Some(if matches!(e, Expr::Const(Value::Null)) { e } else { convert(e, &et, &types_[j])? }),
+                        Some((e, et)) => {
+                            Some(if matches!(e, Expr::Const(Value::Null)) { e } else { convert(e, &et, &types_[j])? })
+                        }
                     });
                 }
                 out.push(row);
@@ -322,7 +327,9 @@ fn find_named<'x>(refs: &'x [ast::TableRef], qualifier: &str) -> Option<&'x ast:
                 }
             }
             ast::TableRef::Join { left, right, .. } => {
-                if let Some(n) = find_named(std::slice::from_ref(left), qualifier).or_else(|| find_named(std::slice::from_ref(right), qualifier)) {
+                if let Some(n) = find_named(std::slice::from_ref(left), qualifier)
+                    .or_else(|| find_named(std::slice::from_ref(right), qualifier))
+                {
                     return Some(n);
                 }
             }
@@ -347,13 +354,19 @@ fn bind_dml_source(
     let offset = key - rt.table.columns.len();
     if let Some(t) = top {
         let (e, ty) = b.bind_expr(&t.count)?;
-        plan = Plan::Top { input: Box::new(plan), count: convert(e, &ty, &SqlType::BigInt)?, percent: t.percent, ties: Vec::new() };
+        plan = Plan::Top {
+            input: Box::new(plan),
+            count: convert(e, &ty, &SqlType::BigInt)?,
+            percent: t.percent,
+            ties: Vec::new(),
+        };
     }
     Ok((rt.db, rt.table, plan, scope, offset, key))
 }
 
 pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
-    let (db, table, source, scope, offset, key) = bind_dml_source(b, &up.table, &up.from, up.selection.as_ref(), up.top.as_ref())?;
+    let (db, table, source, scope, offset, key) =
+        bind_dml_source(b, &up.table, &up.from, up.selection.as_ref(), up.top.as_ref())?;
     let mut sets = Vec::new();
     let mut variables = Vec::new();
     b.with_bound_scope(scope, |b| -> SqlResult<()> {
@@ -409,7 +422,8 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
 }
 
 pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
-    let (db, table, source, _scope, offset, key) = bind_dml_source(b, &del.table, &del.from, del.selection.as_ref(), del.top.as_ref())?;
+    let (db, table, source, _scope, offset, key) =
+        bind_dml_source(b, &del.table, &del.from, del.selection.as_ref(), del.top.as_ref())?;
     let output = bind_output(b, &table, del.output.as_ref())?;
     let target = bind_target(b, db, table)?;
     Ok(DeletePlan { target, source, offset, key, output })
@@ -429,7 +443,11 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
         };
         let (slot, vt) = b.variable_slot(variable)?;
         let value = match op {
-            Some(op) => ast::Expr::Binary { op: *op, left: Box::new(ast::Expr::Variable(variable.clone())), right: Box::new(value.clone()) },
+            Some(op) => ast::Expr::Binary {
+                op: *op,
+                left: Box::new(ast::Expr::Variable(variable.clone())),
+                right: Box::new(value.clone()),
+            },
             None => value.clone(),
         };
         items.push(ast::SelectItem::Expr { expr: value, alias: None });
@@ -455,7 +473,12 @@ pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> Sql
     let c = &table.columns[col];
     if let Some(limit) = char_limit(&c.ty) {
         let len = match v {
-            Value::Str(s) if matches!(from, SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)) => {
+            Value::Str(s)
+                if matches!(
+                    from,
+                    SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)
+                ) =>
+            {
                 s.trim_end_matches(' ').chars().count()
             }
             Value::Binary(b) if matches!(from, SqlType::Binary(_) | SqlType::VarBinary(_)) => b.len(),
@@ -481,7 +504,9 @@ pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> Sql
 fn char_limit(t: &SqlType) -> Option<usize> {
     use SqlType::*;
     match *t {
-        Char(n) | VarChar(n) | NChar(n) | NVarChar(n) | Binary(n) | VarBinary(n) if n != row::MAX => Some(usize::from(n)),
+        Char(n) | VarChar(n) | NChar(n) | NVarChar(n) | Binary(n) | VarBinary(n) if n != row::MAX => {
+            Some(usize::from(n))
+        }
         _ => None,
     }
 }
@@ -503,7 +528,9 @@ fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
     let mut max_id: Option<i64> = None;
     let mut max_uniq = 0u64;
     let tx = ctx.transaction(db)?;
-    for item in tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward) {
+    for item in
+        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
+    {
         let (k, v) = item?;
         if table.has_uniquifier() && k.len() >= 8 {
             max_uniq = max_uniq.max(u64::from_be_bytes(k[k.len() - 8..].try_into().expect("8 bytes")));
@@ -541,7 +568,10 @@ fn next_identity(table: &Table, col: usize) -> SqlResult<Value> {
     let v = table.counters.identity.fetch_add(inc, Ordering::Relaxed) + inc;
     let ty = table.columns[col].ty;
     types::cast(&Value::Int(v), &SqlType::BigInt, &ty, None).map_err(|_| {
-        SqlError::new(8115, format!("Arithmetic overflow error converting IDENTITY to data type {}.", types::base_type_name(&ty)))
+        SqlError::new(
+            8115,
+            format!("Arithmetic overflow error converting IDENTITY to data type {}.", types::base_type_name(&ty)),
+        )
     })
 }
 
@@ -586,7 +616,12 @@ fn index_key(table: &Table, index: &Index, row: &[Value]) -> SqlResult<Vec<u8>> 
 }
 
 fn key_values(table: &Table, index: &Index, row: &[Value]) -> String {
-    index.columns.iter().map(|&(c, _)| types::display_text(&row[c], &table.columns[c].ty)).collect::<Vec<_>>().join(", ")
+    index
+        .columns
+        .iter()
+        .map(|&(c, _)| types::display_text(&row[c], &table.columns[c].ty))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn duplicate_error(table: &Table, index: &Index, row: &[Value]) -> SqlError {
@@ -638,7 +673,9 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
                 515,
                 format!(
                     "Cannot insert the value NULL into column '{}', table '{}.{}'; column does not allow nulls. {verb}",
-                    c.name, target.db, object_name(table)
+                    c.name,
+                    target.db,
+                    object_name(table)
                 ),
             ));
         }
@@ -661,7 +698,13 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
 }
 
 /// Foreign keys of `table` whose columns in `row` must find a parent row.
-fn check_parents(ctx: &mut ExecCtx, target: &Target, row: &[Value], changed: Option<&[usize]>, kind: &str) -> SqlResult<()> {
+fn check_parents(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    row: &[Value],
+    changed: Option<&[usize]>,
+    kind: &str,
+) -> SqlResult<()> {
     let table = &target.table;
     if table.foreign_keys.is_empty() {
         return Ok(());
@@ -677,7 +720,10 @@ fn check_parents(ctx: &mut ExecCtx, target: &Target, row: &[Value], changed: Opt
         if fk.columns.iter().any(|&c| row[c].is_null()) {
             continue;
         }
-        let parent = catalog.table_by_id(fk.ref_table).cloned().ok_or_else(|| crate::bind::invalid_object("(referenced table)"))?;
+        let parent = catalog
+            .table_by_id(fk.ref_table)
+            .cloned()
+            .ok_or_else(|| crate::bind::invalid_object("(referenced table)"))?;
         let values: Vec<Value> = fk
             .columns
             .iter()
@@ -741,10 +787,13 @@ fn referencing_rows(
     let rows_tree = tree(ctx, db, &child.indexes[0].tree, child)?;
     let mut out = Vec::new();
     let tx = ctx.transaction(db)?;
-    for item in tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward) {
+    for item in
+        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
+    {
         let (k, v) = item?;
         let r = decode_row(child, &schema, &v)?;
-        let hit = fk.columns.iter().zip(&values).all(|(&c, v)| types::compare(&r[c], v) == Some(std::cmp::Ordering::Equal));
+        let hit =
+            fk.columns.iter().zip(&values).all(|(&c, v)| types::compare(&r[c], v) == Some(std::cmp::Ordering::Equal));
         if hit {
             out.push((k, r));
         }
@@ -754,14 +803,22 @@ fn referencing_rows(
 
 /// Enforces foreign keys referencing `table` when `row` is deleted or its key changes:
 /// NO ACTION fails, CASCADE deletes (or updates) children, SET NULL/DEFAULT updates them.
-fn check_children(ctx: &mut ExecCtx, target: &Target, old: &[Value], new: Option<&[Value]>, kind: &str, depth: usize) -> SqlResult<()> {
+fn check_children(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    old: &[Value],
+    new: Option<&[Value]>,
+    kind: &str,
+    depth: usize,
+) -> SqlResult<()> {
     let database = ctx.shared.database(&target.db)?;
     let catalog = ctx.shared.catalog(&database)?;
     let table = &target.table;
     for (child, i) in catalog.referencing(table.id) {
         let fk = &child.foreign_keys[i];
         if let Some(new) = new {
-            let same = fk.ref_columns.iter().all(|&c| types::compare(&old[c], &new[c]) == Some(std::cmp::Ordering::Equal));
+            let same =
+                fk.ref_columns.iter().all(|&c| types::compare(&old[c], &new[c]) == Some(std::cmp::Ordering::Equal));
             if same {
                 continue;
             }
@@ -831,7 +888,9 @@ fn store_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<Vec
     let key = row_key(table, row, uniq)?;
     let bytes = to_storage_row(table, row)?;
     let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
-    ctx.transaction(&target.db)?.insert(rows_tree, &key, &bytes).map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
+    ctx.transaction(&target.db)?
+        .insert(rows_tree, &key, &bytes)
+        .map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
     for ix in &table.indexes[1..] {
         insert_index_entry(ctx, target, ix, row, &key)?;
     }
@@ -841,7 +900,9 @@ fn store_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<Vec
 fn insert_index_entry(ctx: &mut ExecCtx, target: &Target, ix: &Index, row: &[Value], key: &[u8]) -> SqlResult<()> {
     let ikey = index_key(&target.table, ix, row)?;
     let t = tree(ctx, &target.db, &ix.tree, &target.table)?;
-    ctx.transaction(&target.db)?.index_insert(t, &ikey, key, ix.unique).map_err(|e| map_duplicate(e, &target.table, ix, row))
+    ctx.transaction(&target.db)?
+        .index_insert(t, &ikey, key, ix.unique)
+        .map_err(|e| map_duplicate(e, &target.table, ix, row))
 }
 
 fn delete_index_entry(ctx: &mut ExecCtx, target: &Target, ix: &Index, row: &[Value], key: &[u8]) -> SqlResult<()> {
@@ -853,7 +914,10 @@ fn delete_index_entry(ctx: &mut ExecCtx, target: &Target, ix: &Index, row: &[Val
 
 fn delete_row(ctx: &mut ExecCtx, target: &Target, key: &[u8], row: &[Value], depth: usize) -> SqlResult<bool> {
     if depth > MAX_CASCADE_DEPTH {
-        return Err(SqlError::new(217, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32)."));
+        return Err(SqlError::new(
+            217,
+            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
+        ));
     }
     check_children(ctx, target, row, None, "DELETE", depth)?;
     let table = &target.table;
@@ -877,7 +941,10 @@ fn update_row(
     depth: usize,
 ) -> SqlResult<()> {
     if depth > MAX_CASCADE_DEPTH {
-        return Err(SqlError::new(217, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32)."));
+        return Err(SqlError::new(
+            217,
+            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
+        ));
     }
     check_row(ctx, target, &new, "UPDATE")?;
     check_parents(ctx, target, &new, Some(changed), "UPDATE")?;
@@ -885,14 +952,19 @@ fn update_row(
     let table = &target.table;
     let key_cols: Vec<usize> = table.indexes[0].columns.iter().map(|c| c.0).collect();
     let key_changed = key_cols.iter().any(|c| changed.contains(c))
-        && key_cols.iter().any(|&c| types::compare(&old[c], &new[c]) != Some(std::cmp::Ordering::Equal) || old[c].is_null() != new[c].is_null());
+        && key_cols.iter().any(|&c| {
+            types::compare(&old[c], &new[c]) != Some(std::cmp::Ordering::Equal) || old[c].is_null() != new[c].is_null()
+        });
     let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
     let new_key = if key_changed {
         ctx.transaction(&target.db)?.delete(rows_tree, key)?;
-        let uniq = table.has_uniquifier().then(|| u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes")));
+        let uniq =
+            table.has_uniquifier().then(|| u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes")));
         let nk = row_key(table, &new, uniq)?;
         let bytes = to_storage_row(table, &new)?;
-        ctx.transaction(&target.db)?.insert(rows_tree, &nk, &bytes).map_err(|e| map_duplicate(e, table, &table.indexes[0], &new))?;
+        ctx.transaction(&target.db)?
+            .insert(rows_tree, &nk, &bytes)
+            .map_err(|e| map_duplicate(e, table, &table.indexes[0], &new))?;
         nk
     } else {
         let bytes = to_storage_row(table, &new)?;
@@ -914,7 +986,10 @@ fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
         None => Ok(usize::MAX),
         Some(e) => match eval(e, &[], ctx)? {
             Value::Int(n) if n >= 0 => Ok(n as usize),
-            _ => Err(SqlError::new(1060, "The number of rows provided for a TOP or FETCH clauses row count parameter must be an integer.")),
+            _ => Err(SqlError::new(
+                1060,
+                "The number of rows provided for a TOP or FETCH clauses row count parameter must be an integer.",
+            )),
         },
     }
 }
@@ -938,7 +1013,9 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
             }
             out
         }
-        InsertSource::Query(plan) => run(plan, &[], ctx)?.into_iter().map(|r| r.into_iter().map(Some).collect()).collect(),
+        InsertSource::Query(plan) => {
+            run(plan, &[], ctx)?.into_iter().map(|r| r.into_iter().map(Some).collect()).collect()
+        }
     };
     let limit = top_limit(ctx, p.top.as_ref())?;
     let identity = table.identity_column();
@@ -1073,7 +1150,9 @@ pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(
     let rows_tree = tree(ctx, db, &table.indexes[0].tree, table)?;
     let tx = ctx.transaction(db)?;
     let mut out = Vec::new();
-    for item in tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward) {
+    for item in
+        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
+    {
         let (k, v) = item?;
         out.push((k, decode_row(table, &schema, &v)?));
     }

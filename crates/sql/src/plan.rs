@@ -77,26 +77,71 @@ pub enum Expr {
     /// A column of the current row.
     Column(usize),
     /// A column of an enclosing query's row: `depth` 0 is the nearest.
-    OuterRef { depth: usize, index: usize },
+    OuterRef {
+        depth: usize,
+        index: usize,
+    },
     /// A variable slot of the current frame.
     Var(usize),
-    Cast { expr: Box<Expr>, from: SqlType, to: SqlType, style: Option<i32>, try_: bool },
-    Unary { op: UnaryOp, expr: Box<Expr>, ty: SqlType },
+    Cast {
+        expr: Box<Expr>,
+        from: SqlType,
+        to: SqlType,
+        style: Option<i32>,
+        try_: bool,
+    },
+    Unary {
+        op: UnaryOp,
+        expr: Box<Expr>,
+        ty: SqlType,
+    },
     /// Arithmetic, bitwise and concatenation; both operands already of the operand type.
-    Arith { op: BinaryOp, left: Box<Expr>, right: Box<Expr>, ty: SqlType },
+    Arith {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        ty: SqlType,
+    },
     /// Comparison of two operands of one type.
-    Compare { op: BinaryOp, left: Box<Expr>, right: Box<Expr> },
+    Compare {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
-    IsNull { expr: Box<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: Option<Box<Expr>>, negated: bool },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    Case { branches: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: Option<Box<Expr>>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Case {
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
     /// COALESCE / ISNULL: the first non-NULL argument, evaluated lazily.
     Coalesce(Vec<Expr>),
-    Func { name: String, args: Vec<Expr>, arg_types: Vec<SqlType>, ty: SqlType },
-    Session { func: SessionFn, args: Vec<Expr> },
+    Func {
+        name: String,
+        args: Vec<Expr>,
+        arg_types: Vec<SqlType>,
+        ty: SqlType,
+    },
+    Session {
+        func: SessionFn,
+        args: Vec<Expr>,
+    },
     Subquery(Box<Subquery>),
 }
 
@@ -113,11 +158,20 @@ pub struct Subquery {
 pub enum SubqueryKind {
     /// The single value of the single row (NULL when empty; error 512 if several rows).
     Scalar,
-    Exists { negated: bool },
+    Exists {
+        negated: bool,
+    },
     /// `expr [NOT] IN (subquery)`; the subquery's column already has the comparison type.
-    In { expr: Expr, negated: bool },
+    In {
+        expr: Expr,
+        negated: bool,
+    },
     /// `expr op ANY|ALL (subquery)`
-    Quantified { expr: Expr, op: BinaryOp, all: bool },
+    Quantified {
+        expr: Expr,
+        op: BinaryOp,
+        all: bool,
+    },
 }
 
 /// One bound of a key range: values for a prefix of the index key columns. `inclusive`
@@ -175,11 +229,27 @@ pub enum Plan {
     Values(Vec<Vec<Expr>>),
     Scan(ScanNode),
     /// A system view, computed when read.
-    System { view: crate::sysviews::View, db: String },
-    Filter { input: Box<Plan>, predicate: Expr },
-    Project { input: Box<Plan>, exprs: Vec<Expr> },
+    System {
+        view: crate::sysviews::View,
+        db: String,
+    },
+    Filter {
+        input: Box<Plan>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<Expr>,
+    },
     /// Nested loops over materialised inputs; `on` sees left ++ right.
-    NestedLoop { left: Box<Plan>, right: Box<Plan>, kind: JoinKind, on: Option<Expr>, left_width: usize, right_width: usize },
+    NestedLoop {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        left_width: usize,
+        right_width: usize,
+    },
     /// Equi-join: builds a hash table on the right input.
     HashJoin {
         left: Box<Plan>,
@@ -193,17 +263,50 @@ pub enum Plan {
     },
     /// Runs `right` once per left row with that row as its correlation row (index
     /// nested loops, APPLY). Inner and left kinds.
-    Apply { left: Box<Plan>, right: Box<Plan>, kind: JoinKind, on: Option<Expr>, right_width: usize },
+    Apply {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        right_width: usize,
+    },
     /// Output: group values, then aggregate values.
-    Aggregate { input: Box<Plan>, group_by: Vec<Expr>, aggregates: Vec<AggCall> },
-    Sort { input: Box<Plan>, keys: Vec<SortKey> },
+    Aggregate {
+        input: Box<Plan>,
+        group_by: Vec<Expr>,
+        aggregates: Vec<AggCall>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<SortKey>,
+    },
     /// `ties`: the ORDER BY expressions when WITH TIES is given.
-    Top { input: Box<Plan>, count: Expr, percent: bool, ties: Vec<Expr> },
-    Offset { input: Box<Plan>, offset: Expr, fetch: Option<Expr> },
-    Distinct { input: Box<Plan> },
-    SetOp { op: SetOperator, all: bool, left: Box<Plan>, right: Box<Plan> },
+    Top {
+        input: Box<Plan>,
+        count: Expr,
+        percent: bool,
+        ties: Vec<Expr>,
+    },
+    Offset {
+        input: Box<Plan>,
+        offset: Expr,
+        fetch: Option<Expr>,
+    },
+    Distinct {
+        input: Box<Plan>,
+    },
+    SetOp {
+        op: SetOperator,
+        all: bool,
+        left: Box<Plan>,
+        right: Box<Plan>,
+    },
     /// ROW_NUMBER() OVER (PARTITION BY … ORDER BY …): appends one bigint column.
-    RowNumber { input: Box<Plan>, partition: Vec<Expr>, order: Vec<SortKey> },
+    RowNumber {
+        input: Box<Plan>,
+        partition: Vec<Expr>,
+        order: Vec<SortKey>,
+    },
 }
 
 fn truth(v: &Value) -> Option<bool> {
@@ -809,10 +912,9 @@ fn same_keys(a: &[Value], b: &[Value]) -> bool {
 fn row_count_value(v: &Value, clause: &str) -> SqlResult<usize> {
     match v {
         Value::Int(n) if *n >= 0 => Ok(*n as usize),
-        Value::Int(_) => Err(SqlError::new(
-            10742,
-            format!("The offset specified in a {clause} clause may not be negative."),
-        )),
+        Value::Int(_) => {
+            Err(SqlError::new(10742, format!("The offset specified in a {clause} clause may not be negative.")))
+        }
         _ => Ok(0),
     }
 }
@@ -833,7 +935,10 @@ fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usize> {
     match n {
         Value::Int(i) if *i >= 0 => Ok(*i as usize),
         Value::Null => Err(SqlError::new(1060, "The number of rows in the TOP clause must be an integer.")),
-        _ => Err(SqlError::new(1060, "The number of rows provided for a TOP or FETCH clauses row count parameter must be an integer.")),
+        _ => Err(SqlError::new(
+            1060,
+            "The number of rows provided for a TOP or FETCH clauses row count parameter must be an integer.",
+        )),
     }
 }
 
@@ -972,12 +1077,7 @@ fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
     })
 }
 
-fn aggregate(
-    rows: Vec<Row>,
-    group_by: &[Expr],
-    aggregates: &[AggCall],
-    ctx: &mut ExecCtx,
-) -> SqlResult<Vec<Row>> {
+fn aggregate(rows: Vec<Row>, group_by: &[Expr], aggregates: &[AggCall], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
     let mut order: Vec<Vec<u8>> = Vec::new();
     let mut groups: HashMap<Vec<u8>, (Row, Vec<AggState>)> = HashMap::new();
     for r in rows {

@@ -16,11 +16,8 @@ use crate::plan::{Row, SessionFn};
 use crate::types::{self, FunctionContext, SqlType, Value};
 
 /// The version string `@@VERSION` returns.
-pub const VERSION: &str = concat!(
-    "tessera ",
-    env!("CARGO_PKG_VERSION"),
-    " - a SQL Server compatible database server (TDS 7.4)\n\tLinux"
-);
+pub const VERSION: &str =
+    concat!("tessera ", env!("CARGO_PKG_VERSION"), " - a SQL Server compatible database server (TDS 7.4)\n\tLinux");
 
 /// The server's (and every database's) collation.
 pub const DEFAULT_COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
@@ -107,10 +104,7 @@ impl Shared {
 }
 
 pub fn database_not_found(name: &str) -> SqlError {
-    SqlError::new(
-        911,
-        format!("Database '{name}' does not exist. Make sure that the name is entered correctly."),
-    )
+    SqlError::new(911, format!("Database '{name}' does not exist. Make sure that the name is entered correctly."))
 }
 
 /// Session options set with `SET`.
@@ -183,8 +177,7 @@ impl Transactions {
 
     /// Marks the start of a statement in every open transaction.
     pub fn mark_statement(&mut self) {
-        self.statement_marks =
-            self.open.iter().map(|t| (t.database().name().to_string(), t.savepoint())).collect();
+        self.statement_marks = self.open.iter().map(|t| (t.database().name().to_string(), t.savepoint())).collect();
     }
 
     /// Undoes the running statement's changes, keeping the transactions open.
@@ -361,8 +354,7 @@ impl<'a> ExecCtx<'a> {
             [d, s, o] => (d.to_string(), if s.is_empty() { "dbo" } else { s }, *o),
             _ => return None,
         };
-        if let Some(real) = obj.starts_with('#').then(|| self.session.temp_tables.get(&obj.to_lowercase())).flatten()
-        {
+        if let Some(real) = obj.starts_with('#').then(|| self.session.temp_tables.get(&obj.to_lowercase())).flatten() {
             let cat = self.catalog_of("tempdb").ok()?;
             return cat.lookup("dbo", real).cloned().map(|o| ("tempdb".to_string(), o));
         }

@@ -113,9 +113,13 @@ impl Frame {
                             .at_line(s.line));
                         }
                         let ty = match &d.kind {
-                            ast::DeclarationKind::Scalar { ty, .. } => types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?,
+                            ast::DeclarationKind::Scalar { ty, .. } => {
+                                types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?
+                            }
                             ast::DeclarationKind::Table { .. } => {
-                                return Err(SqlError::new(40523, "Table variables are not supported yet.").at_line(s.line))
+                                return Err(
+                                    SqlError::new(40523, "Table variables are not supported yet.").at_line(s.line)
+                                )
                             }
                         };
                         self.decls.push((lower, ty));
@@ -194,7 +198,15 @@ impl Session {
             }
         };
         self.state.vars = vec![Value::Null; frame.decls.len()];
-        let mut runner = Runner { shared: &shared, state: &mut self.state, batch: &cached, frame: &frame, sink, try_depth: 0, executed: 0 };
+        let mut runner = Runner {
+            shared: &shared,
+            state: &mut self.state,
+            batch: &cached,
+            frame: &frame,
+            sink,
+            try_depth: 0,
+            executed: 0,
+        };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             runner.sink.message(&e);
             runner.state.error = e.number;
@@ -313,9 +325,15 @@ impl<'a> Runner<'a> {
                 }
                 self.prepared(key, vars, |b| b.bind_query(q).map(Prepared::Query))?
             }
-            StatementKind::Insert(i) => self.prepared(key, vars, |b| dml::compile_insert(b, i).map(Prepared::Insert))?,
-            StatementKind::Update(u) => self.prepared(key, vars, |b| dml::compile_update(b, u).map(Prepared::Update))?,
-            StatementKind::Delete(d) => self.prepared(key, vars, |b| dml::compile_delete(b, d).map(Prepared::Delete))?,
+            StatementKind::Insert(i) => {
+                self.prepared(key, vars, |b| dml::compile_insert(b, i).map(Prepared::Insert))?
+            }
+            StatementKind::Update(u) => {
+                self.prepared(key, vars, |b| dml::compile_update(b, u).map(Prepared::Update))?
+            }
+            StatementKind::Delete(d) => {
+                self.prepared(key, vars, |b| dml::compile_delete(b, d).map(Prepared::Delete))?
+            }
             StatementKind::SetVariable { name, op, value } => {
                 let sel = assign_select(name, *op, value);
                 self.prepared(key, vars, |b| dml::compile_assign(b, &sel, &[]))?
@@ -365,7 +383,9 @@ impl<'a> Runner<'a> {
             }))
         })?;
         match &*p {
-            Prepared::Query(BoundQuery { plan: crate::plan::Plan::Values(rows), columns }) => Ok((rows[0][0].clone(), columns[0].ty)),
+            Prepared::Query(BoundQuery { plan: crate::plan::Plan::Values(rows), columns }) => {
+                Ok((rows[0][0].clone(), columns[0].ty))
+            }
             _ => unreachable!("scalar plans are single values"),
         }
     }
@@ -389,7 +409,10 @@ impl<'a> Runner<'a> {
             let flow = self.run_one(s)?;
             match flow {
                 Flow::Next => i += 1,
-                Flow::Goto(label) => match stmts.iter().position(|x| matches!(&x.kind, StatementKind::Label(l) if l.value.eq_ignore_ascii_case(&label))) {
+                Flow::Goto(label) => match stmts
+                    .iter()
+                    .position(|x| matches!(&x.kind, StatementKind::Label(l) if l.value.eq_ignore_ascii_case(&label)))
+                {
                     Some(p) => i = p + 1,
                     None => return Ok(Flow::Goto(label)),
                 },
@@ -409,12 +432,18 @@ impl<'a> Runner<'a> {
         }
         let control = matches!(
             s.kind,
-            StatementKind::If { .. } | StatementKind::While { .. } | StatementKind::Block(_) | StatementKind::TryCatch { .. }
+            StatementKind::If { .. }
+                | StatementKind::While { .. }
+                | StatementKind::Block(_)
+                | StatementKind::TryCatch { .. }
         );
         if control {
             return self.run_control(s);
         }
-        if self.state.options.implicit_transactions && self.state.txns.count == 0 && starts_implicit_transaction(&s.kind) {
+        if self.state.options.implicit_transactions
+            && self.state.txns.count == 0
+            && starts_implicit_transaction(&s.kind)
+        {
             self.state.txns.count = 1;
         }
         self.state.txns.mark_statement();
@@ -533,7 +562,11 @@ impl<'a> Runner<'a> {
             StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()) => {
                 self.select_into(s, q)?;
             }
-            StatementKind::Query(_) | StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_) | StatementKind::SetVariable { .. } => {
+            StatementKind::Query(_)
+            | StatementKind::Insert(_)
+            | StatementKind::Update(_)
+            | StatementKind::Delete(_)
+            | StatementKind::SetVariable { .. } => {
                 let p = self.compile_statement(s)?.expect("compiled statement");
                 self.run_prepared(&p)?;
             }
@@ -541,7 +574,12 @@ impl<'a> Runner<'a> {
                 for d in decls {
                     if let ast::DeclarationKind::Scalar { init: Some(init), .. } = &d.kind {
                         let (v, t) = self.eval_scalar(s, init)?;
-                        let slot = self.frame.decls.iter().position(|(n, _)| n.eq_ignore_ascii_case(&d.name)).expect("declared");
+                        let slot = self
+                            .frame
+                            .decls
+                            .iter()
+                            .position(|(n, _)| n.eq_ignore_ascii_case(&d.name))
+                            .expect("declared");
                         let vt = self.frame.decls[slot].1;
                         self.state.vars[slot] = types::cast(&v, &t, &vt, None)?;
                     }
@@ -573,7 +611,10 @@ impl<'a> Runner<'a> {
             StatementKind::Commit { delayed_durability, .. } => {
                 let txns = &mut self.state.txns;
                 if txns.count == 0 {
-                    return Err(SqlError::new(3902, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."));
+                    return Err(SqlError::new(
+                        3902,
+                        "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION.",
+                    ));
                 }
                 if txns.doomed {
                     return Err(SqlError::new(
@@ -591,7 +632,10 @@ impl<'a> Runner<'a> {
             StatementKind::SaveTransaction { name } => {
                 let n = self.name_of(s, name)?;
                 if self.state.txns.count == 0 {
-                    return Err(SqlError::new(628, "Cannot issue SAVE TRANSACTION when there is no active transaction."));
+                    return Err(SqlError::new(
+                        628,
+                        "Cannot issue SAVE TRANSACTION when there is no active transaction.",
+                    ));
                 }
                 self.state.txns.savepoint(&n);
             }
@@ -602,7 +646,9 @@ impl<'a> Runner<'a> {
                     self.with_ctx(|ctx| ddl::drop_database(ctx, n, *if_exists))?;
                 }
             }
-            StatementKind::AlterDatabase { name, action } => self.with_ctx(|ctx| ddl::alter_database(ctx, name, action))?,
+            StatementKind::AlterDatabase { name, action } => {
+                self.with_ctx(|ctx| ddl::alter_database(ctx, name, action))?
+            }
             StatementKind::CreateTable(ct) => self.with_ctx(|ctx| ddl::create_table(ctx, ct))?,
             StatementKind::DropTable { names, if_exists } => {
                 for n in names {
@@ -631,14 +677,19 @@ impl<'a> Runner<'a> {
             }
             StatementKind::WaitFor { delay, value } => self.wait_for(s, *delay, value)?,
             StatementKind::Throw(args) => return Err(self.throw(s, args.as_ref())?),
-            StatementKind::RaisError { message, severity, state, args, options } => self.raiserror(s, message, severity, state, args, options)?,
+            StatementKind::RaisError { message, severity, state, args, options } => {
+                self.raiserror(s, message, severity, state, args, options)?
+            }
             StatementKind::Checkpoint => {
                 let db = self.shared.database(&self.state.database)?;
                 db.checkpoint()?;
             }
             StatementKind::Dbcc { command, args, options } => self.dbcc(s, command, args, options)?,
             StatementKind::Reconfigure { .. } => {}
-            StatementKind::If { .. } | StatementKind::While { .. } | StatementKind::Block(_) | StatementKind::TryCatch { .. } => {
+            StatementKind::If { .. }
+            | StatementKind::While { .. }
+            | StatementKind::Block(_)
+            | StatementKind::TryCatch { .. } => {
                 unreachable!("control flow runs in run_control")
             }
             StatementKind::CreateProcedure(_)
@@ -650,7 +701,10 @@ impl<'a> Runner<'a> {
             StatementKind::Execute(e) => {
                 return Err(SqlError::new(
                     2812,
-                    format!("Could not find stored procedure '{}'.", e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")),
+                    format!(
+                        "Could not find stored procedure '{}'.",
+                        e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+                    ),
                 ));
             }
             StatementKind::ExecuteString(_) => return Err(SqlError::new(40525, "EXEC (string) is not supported yet.")),
@@ -753,7 +807,9 @@ impl<'a> Runner<'a> {
         };
         let mut b = Binder::new(self.shared, self.state, vars);
         let mut plan = dml::compile_insert(&mut b, &insert)?;
-        plan.source = dml::InsertSource::Rows(rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect());
+        plan.source = dml::InsertSource::Rows(
+            rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
+        );
         plan.source_types = bound.columns.iter().map(|c| c.ty).collect();
         let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
         self.affected(n);
@@ -784,7 +840,10 @@ impl<'a> Runner<'a> {
 
     fn rollback(&mut self, s: &Statement, name: Option<&ast::Expr>) -> SqlResult<()> {
         if self.state.txns.count == 0 {
-            return Err(SqlError::new(3903, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION."));
+            return Err(SqlError::new(
+                3903,
+                "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.",
+            ));
         }
         if let Some(n) = name {
             let n = self.name_of(s, n)?;
@@ -793,7 +852,10 @@ impl<'a> Runner<'a> {
             }
             let outer = self.state.txns.name.as_deref();
             if outer.is_some_and(|o| !o.eq_ignore_ascii_case(&n)) {
-                return Err(SqlError::new(6401, format!("Cannot roll back {n}. No transaction or savepoint of that name was found.")));
+                return Err(SqlError::new(
+                    6401,
+                    format!("Cannot roll back {n}. No transaction or savepoint of that name was found."),
+                ));
             }
         }
         self.state.txns.rollback_all()?;
@@ -834,10 +896,27 @@ impl<'a> Runner<'a> {
                 ("ARITHABORT", Some(v)) => o.arithabort = v,
                 ("ANSI_WARNINGS", Some(v)) => o.ansi_warnings = v,
                 (
-                    "ANSI_PADDING" | "ANSI_NULL_DFLT_ON" | "ANSI_NULL_DFLT_OFF" | "ANSI_DEFAULTS" | "CURSOR_CLOSE_ON_COMMIT"
-                    | "NUMERIC_ROUNDABORT" | "ARITHIGNORE" | "NOEXEC" | "FMTONLY" | "PARSEONLY" | "FORCEPLAN"
-                    | "STATISTICS IO" | "STATISTICS TIME" | "STATISTICS XML" | "STATISTICS PROFILE" | "SHOWPLAN_ALL"
-                    | "SHOWPLAN_TEXT" | "SHOWPLAN_XML" | "XACT_ABORT_OFF" | "NO_BROWSETABLE" | "REMOTE_PROC_TRANSACTIONS",
+                    "ANSI_PADDING"
+                    | "ANSI_NULL_DFLT_ON"
+                    | "ANSI_NULL_DFLT_OFF"
+                    | "ANSI_DEFAULTS"
+                    | "CURSOR_CLOSE_ON_COMMIT"
+                    | "NUMERIC_ROUNDABORT"
+                    | "ARITHIGNORE"
+                    | "NOEXEC"
+                    | "FMTONLY"
+                    | "PARSEONLY"
+                    | "FORCEPLAN"
+                    | "STATISTICS IO"
+                    | "STATISTICS TIME"
+                    | "STATISTICS XML"
+                    | "STATISTICS PROFILE"
+                    | "SHOWPLAN_ALL"
+                    | "SHOWPLAN_TEXT"
+                    | "SHOWPLAN_XML"
+                    | "XACT_ABORT_OFF"
+                    | "NO_BROWSETABLE"
+                    | "REMOTE_PROC_TRANSACTIONS",
                     Some(_),
                 ) => {}
                 ("IDENTITY_INSERT", _) => {
@@ -849,7 +928,10 @@ impl<'a> Runner<'a> {
                     if rt.table.identity_column().is_none() {
                         return Err(SqlError::new(
                             8106,
-                            format!("Table '{}' does not have the identity property. Cannot perform SET operation.", rt.table.name),
+                            format!(
+                                "Table '{}' does not have the identity property. Cannot perform SET operation.",
+                                rt.table.name
+                            ),
                         ));
                     }
                     let o = &mut self.state.options;
@@ -863,7 +945,11 @@ impl<'a> Runner<'a> {
                             }
                         }
                         o.identity_insert = Some((rt.db, rt.table.id));
-                    } else if o.identity_insert.as_ref().is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && *id == rt.table.id) {
+                    } else if o
+                        .identity_insert
+                        .as_ref()
+                        .is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && *id == rt.table.id)
+                    {
                         o.identity_insert = None;
                     }
                 }
@@ -882,14 +968,20 @@ impl<'a> Runner<'a> {
                 ("DATEFIRST", None) => {
                     let n = number(self)?;
                     if !(1..=7).contains(&n) {
-                        return Err(SqlError::new(2742, "SET DATEFIRST 0 is out of range.".replace('0', &n.to_string())));
+                        return Err(SqlError::new(
+                            2742,
+                            "SET DATEFIRST 0 is out of range.".replace('0', &n.to_string()),
+                        ));
                     }
                     self.state.options.datefirst = n;
                 }
                 ("DATEFORMAT", None) => {
                     let w = word().unwrap_or_default().to_lowercase();
                     if !["mdy", "dmy", "ymd", "ydm", "myd", "dym"].contains(&w.as_str()) {
-                        return Err(SqlError::new(1005, format!("Line 1: Invalid parameter '{w}' for SET DATEFORMAT.")));
+                        return Err(SqlError::new(
+                            1005,
+                            format!("Line 1: Invalid parameter '{w}' for SET DATEFORMAT."),
+                        ));
                     }
                     self.state.options.dateformat = w;
                 }
@@ -906,7 +998,9 @@ impl<'a> Runner<'a> {
                 }
                 ("DEADLOCK_PRIORITY", None) => {}
                 (other, _) => {
-                    return Err(SqlError::new(195, format!("'{other}' is not a recognized SET option.")).with_severity(15));
+                    return Err(
+                        SqlError::new(195, format!("'{other}' is not a recognized SET option.")).with_severity(15)
+                    );
                 }
             }
         }
@@ -924,7 +1018,8 @@ impl<'a> Runner<'a> {
             std::time::Duration::from_nanos(ticks * 100)
         } else {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            let today = std::time::Duration::from_secs(now.as_secs() % 86_400) + std::time::Duration::from_nanos(u64::from(now.subsec_nanos()));
+            let today = std::time::Duration::from_secs(now.as_secs() % 86_400)
+                + std::time::Duration::from_nanos(u64::from(now.subsec_nanos()));
             let target = std::time::Duration::from_nanos(ticks * 100);
             if target >= today {
                 target - today
@@ -980,10 +1075,13 @@ impl<'a> Runner<'a> {
         let (mv, mt) = self.eval_scalar(s, message)?;
         let (number, format) = match mv {
             Value::Int(n) => (n as i32, format!("Error {n} was raised by RAISERROR.")),
-            v => (50000, match types::cast(&v, &mt, &SqlType::NVarChar(2047), None)? {
-                Value::Str(s) => s.to_string(),
-                _ => String::new(),
-            }),
+            v => (
+                50000,
+                match types::cast(&v, &mt, &SqlType::NVarChar(2047), None)? {
+                    Value::Str(s) => s.to_string(),
+                    _ => String::new(),
+                },
+            ),
         };
         let severity = match self.eval_scalar(s, severity)?.0 {
             Value::Int(n) => n.clamp(0, 25) as u8,
@@ -1092,7 +1190,8 @@ pub fn format_message(format: &str, args: &[(Value, SqlType)]) -> String {
                 }
             },
         };
-        let width: usize = spec.trim_start_matches(['-', '+', ' ', '#']).split('.').next().unwrap_or("").parse().unwrap_or(0);
+        let width: usize =
+            spec.trim_start_matches(['-', '+', ' ', '#']).split('.').next().unwrap_or("").parse().unwrap_or(0);
         if text.chars().count() < width {
             let pad = " ".repeat(width - text.chars().count());
             if spec.starts_with('-') {
@@ -1113,8 +1212,15 @@ fn type_args(t: &SqlType) -> Vec<ast::TypeArg> {
     use tessera_access::row::MAX;
     let n = |x: u16| if x == MAX { ast::TypeArg::Max } else { ast::TypeArg::Number(u32::from(x)) };
     match *t {
-        SqlType::Char(x) | SqlType::VarChar(x) | SqlType::NChar(x) | SqlType::NVarChar(x) | SqlType::Binary(x) | SqlType::VarBinary(x) => vec![n(x)],
-        SqlType::Decimal { precision, scale } => vec![ast::TypeArg::Number(precision.into()), ast::TypeArg::Number(scale.into())],
+        SqlType::Char(x)
+        | SqlType::VarChar(x)
+        | SqlType::NChar(x)
+        | SqlType::NVarChar(x)
+        | SqlType::Binary(x)
+        | SqlType::VarBinary(x) => vec![n(x)],
+        SqlType::Decimal { precision, scale } => {
+            vec![ast::TypeArg::Number(precision.into()), ast::TypeArg::Number(scale.into())]
+        }
         SqlType::Time { scale } | SqlType::DateTime2 { scale } => vec![ast::TypeArg::Number(scale.into())],
         _ => Vec::new(),
     }
@@ -1129,7 +1235,9 @@ fn mentions_temp_table(s: &Statement) -> bool {
     fn in_refs(refs: &[ast::TableRef]) -> bool {
         refs.iter().any(|r| match r {
             ast::TableRef::Named { name, .. } => named(name),
-            ast::TableRef::Join { left, right, .. } => in_refs(std::slice::from_ref(left)) || in_refs(std::slice::from_ref(right)),
+            ast::TableRef::Join { left, right, .. } => {
+                in_refs(std::slice::from_ref(left)) || in_refs(std::slice::from_ref(right))
+            }
             ast::TableRef::Derived { query, .. } => in_query(query),
             ast::TableRef::Function { .. } => false,
         })

@@ -133,7 +133,9 @@ impl View {
                 col("is_computed", Bit, false),
                 col("default_object_id", Int, false),
             ],
-            View::Schemas => vec![col("name", SYSNAME, false), col("schema_id", Int, false), col("principal_id", Int, true)],
+            View::Schemas => {
+                vec![col("name", SYSNAME, false), col("schema_id", Int, false), col("principal_id", Int, true)]
+            }
             View::Types => vec![
                 col("name", SYSNAME, false),
                 col("system_type_id", TinyInt, false),
@@ -213,7 +215,9 @@ fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
         BigInt => (127, 8, 19, 0),
         Real => (59, 4, 24, 0),
         Float => (62, 8, 53, 0),
-        Decimal { precision, scale } => (106, t.fixed_size().unwrap_or(17) as i64, i64::from(precision), i64::from(scale)),
+        Decimal { precision, scale } => {
+            (106, t.fixed_size().unwrap_or(17) as i64, i64::from(precision), i64::from(scale))
+        }
         Money => (60, 8, 19, 4),
         SmallMoney => (122, 4, 10, 4),
         Char(n) => (175, len(n, 1), 0, 0),
@@ -441,10 +445,23 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                             let (_, len, p, sc) = type_ids(&c.ty);
                             let chars = match c.ty {
                                 SqlType::NChar(_) | SqlType::NVarChar(_) if len > 0 => Value::Int(len / 2),
-                                _ if is_string(&c.ty) || matches!(c.ty, SqlType::Binary(_) | SqlType::VarBinary(_)) => Value::Int(len),
+                                _ if is_string(&c.ty) || matches!(c.ty, SqlType::Binary(_) | SqlType::VarBinary(_)) => {
+                                    Value::Int(len)
+                                }
                                 _ => Value::Null,
                             };
-                            let numeric = matches!(c.ty, SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt | SqlType::Decimal { .. } | SqlType::Money | SqlType::SmallMoney | SqlType::Real | SqlType::Float);
+                            let numeric = matches!(
+                                c.ty,
+                                SqlType::TinyInt
+                                    | SqlType::SmallInt
+                                    | SqlType::Int
+                                    | SqlType::BigInt
+                                    | SqlType::Decimal { .. }
+                                    | SqlType::Money
+                                    | SqlType::SmallMoney
+                                    | SqlType::Real
+                                    | SqlType::Float
+                            );
                             out.push(vec![
                                 s(database.name()),
                                 s(&t.schema),

@@ -175,7 +175,11 @@ mod tests {
 
     #[test]
     fn definitions_look_like_sql_servers() {
-        let check = Expr::Binary { op: BinaryOp::Gt, left: col("a"), right: Box::new(Expr::Literal(Literal::Integer("0".into()))) };
+        let check = Expr::Binary {
+            op: BinaryOp::Gt,
+            left: col("a"),
+            right: Box::new(Expr::Literal(Literal::Integer("0".into()))),
+        };
         assert_eq!(definition(&check), "([a]>(0))");
         assert_eq!(definition(&Expr::Literal(Literal::Integer("0".into()))), "((0))");
     }

@@ -66,5 +66,10 @@ fn golden_scripts() {
             failures.push(format!("{}: {}", path.display(), first_difference(&expected, &actual)));
         }
     }
-    assert!(failures.is_empty(), "{} golden script(s) differ (BLESS=1 to accept):\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} golden script(s) differ (BLESS=1 to accept):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -365,7 +365,7 @@ impl<'a> Runner<'a> {
                     // Deferred name resolution: the object may be created earlier in the
                     // batch; the statement binds again when it runs.
                     Err(e) if matches!(e.number, 208 | 911) => {}
-                    Err(e) if mentions_temp_table(s) => {}
+                    Err(_) if mentions_temp_table(s) => {}
                     Err(e) => return Err(e.at_line(s.line)),
                 },
             }

@@ -1,0 +1,81 @@
+-- Batches, GO n, variables, PRINT, messages and which errors end what.
+print 'hello';
+go
+declare @i int = 0, @s varchar(20);
+set @i += 5;
+set @s = 'five';
+select @i as i, @s as s;
+go
+create table g (n int);
+go
+insert into g values (1);
+go 3
+select count(*) as three from g;
+go
+-- A statement-level error: the batch goes on.
+select 1 / 0 as boom;
+print 'after divide by zero';
+go
+-- A conversion error ends the batch.
+select cast('abc' as int) as x;
+print 'not printed';
+go
+print 'next batch runs';
+go
+-- Compile errors stop the whole batch before anything runs.
+print 'not printed either';
+select nosuchcolumn from g;
+go
+-- Syntax errors.
+select * fro g;
+go
+selec 1;
+go
+select 'unclosed;
+go
+-- Undeclared variable.
+select @nope;
+go
+-- @@ERROR and @@ROWCOUNT.
+select n from g where n = 1;
+select @@rowcount as rc;
+go
+select 1 / 0;
+select @@error as err;
+go
+-- SET options.
+set nocount on;
+select n from g where n = 1;
+insert into g values (2);
+set nocount off;
+insert into g values (3);
+go
+set bogus_option on;
+go
+-- RAISERROR and THROW.
+raiserror('just info %d', 10, 1, 42);
+raiserror('an error: %s', 16, 2, 'bad');
+print 'raiserror 16 does not end the batch';
+go
+throw 50001, 'thrown', 3;
+print 'not printed';
+go
+-- TRY/CATCH.
+begin try
+    select 1 / 0;
+    print 'not printed';
+end try
+begin catch
+    select error_number() as num, error_message() as msg, error_severity() as sev, error_state() as st, error_line() as line;
+end catch;
+go
+-- IF / WHILE.
+declare @k int = 0;
+while @k < 3
+begin
+    set @k = @k + 1;
+    if @k = 2 continue;
+    print concat('k = ', @k);
+end;
+if exists (select * from g where n = 3) print 'three is there' else print 'no three';
+go

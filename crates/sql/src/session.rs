@@ -488,6 +488,9 @@ impl<'a> Runner<'a> {
         if doom || aborts_batch(&e) {
             return Err(Stop::Abort);
         }
+        if matches!(s.kind, StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_)) {
+            self.sink.message(&info(3621, "The statement has been terminated."));
+        }
         Ok(Flow::Next)
     }
 
@@ -851,7 +854,7 @@ impl<'a> Runner<'a> {
                 return Ok(());
             }
             let outer = self.state.txns.name.as_deref();
-            if outer.is_some_and(|o| !o.eq_ignore_ascii_case(&n)) {
+            if !outer.is_some_and(|o| o.eq_ignore_ascii_case(&n)) {
                 return Err(SqlError::new(
                     6401,
                     format!("Cannot roll back {n}. No transaction or savepoint of that name was found."),

@@ -285,7 +285,7 @@ fn decimal_from_string(s: &str, from: &SqlType, to: &SqlType) -> SqlResult<Value
     let t = parse_decimal_text(s)
         .ok_or_else(|| SqlError::new(8114, format!("Error converting data type {src} to numeric.")))?;
     let over = || SqlError::new(8115, format!("Arithmetic overflow error converting {src} to data type numeric."));
-    if t.integral_digits() > usize::from(precision - scale) {
+    if t.integral_digits() > usize::from(precision.saturating_sub(scale)) {
         return Err(over());
     }
     let value = t.scaled(scale).ok_or_else(over)?;

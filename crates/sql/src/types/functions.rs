@@ -115,9 +115,9 @@ pub fn date_part(name: &str) -> SqlResult<DatePart> {
     })
 }
 
-/// What the functions need from the session and statement: the statement's clock (SQL
-/// Server evaluates GETDATE() once per statement... per reference, so all calls in one
-/// statement agree) and the session's random number generator for RAND and NEWID.
+/// What the functions need from the session and statement: the statement's clock (set
+/// once per statement, so that every GETDATE() in a statement agrees, as in SQL Server)
+/// and the session's random number generator for RAND and NEWID.
 pub struct FunctionContext {
     /// The statement's time, UTC, as days since 0001-01-01 and 100 ns ticks.
     pub now_utc: (i32, u64),
@@ -594,7 +594,7 @@ impl Call<'_> {
                 if n < 0 {
                     return Ok(Value::Null);
                 }
-                let limit = if self.result.is_max() { usize::MAX } else { 8000 };
+                let limit = if self.result.is_max() { 1 << 30 } else { 8000 };
                 let count = (n as usize).min(limit / s.chars().count().max(1) + 1);
                 Ok(result_string(&s.repeat(count), self.result))
             }
@@ -716,7 +716,7 @@ impl Call<'_> {
             return Ok(Value::Null);
         }
         let from = start as usize - 1;
-        let to = (from + len as usize).min(chars.len());
+        let to = from.saturating_add(len as usize).min(chars.len());
         let out: String =
             chars[..from].iter().chain(repl.chars().collect::<Vec<_>>().iter()).chain(chars[to..].iter()).collect();
         Ok(result_string(&out, self.result))
@@ -828,7 +828,7 @@ impl Call<'_> {
                             x
                         } else {
                             let r = num::rescale_trunc(x, 0, 0).unwrap_or(x);
-                            let digits = u8::try_from(-n).unwrap_or(u8::MAX).min(38);
+                            let digits = n.unsigned_abs().min(38) as u8;
                             let rounded = if truncate {
                                 num::rescale_trunc(r, digits, 0)
                             } else {
@@ -1227,7 +1227,7 @@ fn round_decimal(x: i128, scale: u8, n: i64, truncate: bool) -> Option<i128> {
     if n >= i64::from(scale) {
         return Some(x);
     }
-    let drop = (i64::from(scale) - n).min(76) as u8;
+    let drop = i64::from(scale).saturating_sub(n).min(76) as u8;
     if drop > 38 {
         return Some(0);
     }
@@ -1613,5 +1613,44 @@ mod tests {
         assert_eq!(ok("DATEFROMPARTS", &[i(2024), Value::Null, i(31)]), Value::Null);
         let v = ok("DATETIMEFROMPARTS", &[i(2024), i(1), i(31), i(13), i(45), i(0), i(123)]);
         assert_eq!(super::super::convert::display_text(&v, &T::DateTime), "2024-01-31 13:45:00.123");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn functions_never_panic(
+            text in "\\PC{0,8}",
+            n in proptest::prelude::any::<i64>(),
+            m in -50i64..50,
+            x in proptest::prelude::any::<f64>(),
+            pick in proptest::collection::vec(0usize..6, 0..5),
+        ) {
+            let x = if x.is_finite() { x } else { 0.0 };
+            let parts = ["year", "month", "day", "week", "hour", "ns", "iso_week", "quarter"];
+            let pool = [
+                (s(&text), T::NVarChar(20)),
+                (i(n), T::BigInt),
+                (i(m), T::Int),
+                (Value::Float(x), T::Float),
+                (Value::Decimal { value: i128::from(m) * 12345, scale: 3 }, T::Decimal { precision: 10, scale: 3 }),
+                (dt("2024-01-31 13:45"), T::DateTime2 { scale: 7 }),
+            ];
+            let names = ["LEN", "DATALENGTH", "SUBSTRING", "LEFT", "RIGHT", "UPPER", "LTRIM", "REPLACE", "REPLICATE",
+                "REVERSE", "CHARINDEX", "PATINDEX", "CONCAT", "CONCAT_WS", "STR", "SPACE", "CHAR", "ASCII", "NCHAR",
+                "UNICODE", "STUFF", "QUOTENAME", "ABS", "ROUND", "FLOOR", "CEILING", "POWER", "SQRT", "SQUARE", "SIGN",
+                "EXP", "LOG", "LOG10", "CHECKSUM", "ISNUMERIC", "ISDATE", "DATEADD", "DATEDIFF", "DATEDIFF_BIG",
+                "DATEPART", "DATENAME", "YEAR", "EOMONTH", "DATEFROMPARTS"];
+            let mut c = ctx();
+            for name in names {
+                let mut args: Vec<Value> = pick.iter().map(|&k| pool[k].0.clone()).collect();
+                let mut types: Vec<SqlType> = pick.iter().map(|&k| pool[k].1).collect();
+                if name.starts_with("DATE") && !name.ends_with("PARTS") {
+                    args.insert(0, s(parts[(n.unsigned_abs() % 8) as usize]));
+                    types.insert(0, T::VarChar(10));
+                }
+                if let Ok(Some(result)) = function_type(name, &types) {
+                    let _ = call_function(name, &args, &types, &result, &mut c);
+                }
+            }
+        }
     }
 }

@@ -1066,7 +1066,9 @@ impl<'a> Binder<'a> {
                             _ => unreachable!("all constant"),
                         })
                         .collect();
-                    let mut fctx = self.session.functions.clone();
+                    // Constant folding: deterministic functions of constants (a fresh
+                    // context is enough, they use neither clock nor generator).
+                    let mut fctx = types::FunctionContext::new();
                     if let Ok(v) = types::call_function(&fname, &vals, &arg_types, &ty, &mut fctx) {
                         return Ok((Expr::Const(v), ty, true));
                     }

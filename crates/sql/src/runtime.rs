@@ -305,7 +305,7 @@ pub struct ExecCtx<'a> {
 
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
-        session.functions.start_statement();
+        session.functions.set_now(std::time::SystemTime::now());
         ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new() }
     }
 

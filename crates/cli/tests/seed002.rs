@@ -31,7 +31,15 @@ fn seed_002_script_runs_end_to_end() {
     let again = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["sql", "--data-dir"])
         .arg(dir.path())
-        .args(["-d", "BufferPoolExtensions_test", "-h", "-1", "-W", "-Q", "select count(*) from dbo.TestTable where n = replicate('A', 1000)"])
+        .args([
+            "-d",
+            "BufferPoolExtensions_test",
+            "-h",
+            "-1",
+            "-W",
+            "-Q",
+            "select count(*) from dbo.TestTable where n = replicate('A', 1000)",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&again.stdout);

@@ -1927,19 +1927,31 @@ fn flip(op: BinaryOp) -> BinaryOp {
     }
 }
 
-/// Seek bounds an index gets from `(column, op, value)` facts: equality on a key prefix,
-/// then a range on the next key column. Returns (lo, hi, equality prefix length, single).
-fn seek_bounds(
-    table: &Table,
-    index: usize,
-    facts: &[(usize, BinaryOp, Expr)],
-) -> (Option<KeyBound>, Option<KeyBound>, usize, bool) {
+/// What an index seek gets from facts `(column, op, value, source)`: equality on a key
+/// prefix, then a range on the next key column.
+struct Seek {
+    lo: Option<KeyBound>,
+    hi: Option<KeyBound>,
+    /// Length of the equality prefix.
+    eq: usize,
+    /// A unique index pinned on all its columns: at most one row.
+    single: bool,
+    /// Sources of the facts the bounds represent exactly.
+    used: Vec<usize>,
+}
+
+type Fact = (usize, BinaryOp, Expr, usize);
+
+fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
     let idx = &table.indexes[index];
     let mut eq = Vec::new();
-    for &(col, desc) in &idx.columns {
-        let _ = desc;
-        match facts.iter().find(|(c, op, _)| *c == col && *op == BinaryOp::Eq) {
-            Some((_, _, v)) => eq.push(v.clone()),
+    let mut used = Vec::new();
+    for &(col, _) in &idx.columns {
+        match facts.iter().find(|(c, op, _, _)| *c == col && *op == BinaryOp::Eq) {
+            Some((_, _, v, src)) => {
+                eq.push(v.clone());
+                used.push(*src);
+            }
             None => break,
         }
     }
@@ -1947,8 +1959,9 @@ fn seek_bounds(
     let single = idx.unique && n == idx.columns.len() && n > 0;
     let mut lo = (!eq.is_empty()).then(|| KeyBound { values: eq.clone(), inclusive: true });
     let mut hi = (!eq.is_empty()).then(|| KeyBound { values: eq.clone(), inclusive: true });
+    let (mut lo_src, mut hi_src) = (None, None);
     if let Some(&(col, desc)) = idx.columns.get(n) {
-        for (c, op, v) in facts {
+        for (c, op, v, src) in facts {
             if *c != col {
                 continue;
             }
@@ -1964,34 +1977,50 @@ fn seek_bounds(
             };
             if is_lower {
                 lo = Some(KeyBound { values, inclusive });
+                lo_src = Some(*src);
             } else {
                 hi = Some(KeyBound { values, inclusive });
+                hi_src = Some(*src);
             }
         }
     }
-    (lo, hi, n, single)
+    used.extend(lo_src);
+    used.extend(hi_src);
+    Seek { lo, hi, eq: n, single, used }
 }
 
 /// Chooses how to read a table given filters over its own row: the index the filters pin
-/// down best, a full scan otherwise. The filters stay as a residual predicate.
+/// down best, a full scan otherwise. Filters the seek represents exactly are dropped (so a
+/// non-deterministic value such as `RAND()` is computed once, for the seek); the others
+/// stay as a residual predicate.
 fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool) -> Plan {
-    let facts: Vec<(usize, BinaryOp, Expr)> =
-        filters.iter().filter_map(column_comparison).map(|(c, op, v)| (c, op, v.clone())).collect();
-    let mut best = (0usize, None, None, 0usize, false, 0i32);
+    let facts: Vec<Fact> = filters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| column_comparison(f).map(|(c, op, v)| (c, op, v.clone(), i)))
+        .collect();
+    let mut best: Option<(usize, Seek, i32)> = None;
     for i in 0..table.indexes.len() {
         if table.indexes[i].is_heap() {
             continue;
         }
-        let (lo, hi, eq, single) = seek_bounds(&table, i, &facts);
-        let score =
-            (if single { 1000 } else { 0 }) + eq as i32 * 10 + i32::from(lo.is_some() || hi.is_some()) * 5 - i as i32;
-        if (lo.is_some() || hi.is_some()) && score > best.5 {
-            best = (i, lo, hi, eq, single, score);
+        let seek = seek_bounds(&table, i, &facts);
+        let score = (if seek.single { 1000 } else { 0 })
+            + seek.eq as i32 * 10
+            + i32::from(seek.lo.is_some() || seek.hi.is_some()) * 5
+            - i as i32;
+        if (seek.lo.is_some() || seek.hi.is_some()) && best.as_ref().is_none_or(|b| score > b.2) {
+            best = Some((i, seek, score));
         }
     }
-    let (index, lo, hi, _, single, _) = best;
+    let (index, lo, hi, single, used) = match best {
+        Some((i, seek, _)) => (i, seek.lo, seek.hi, seek.single, seek.used),
+        None => (0, None, None, false, Vec::new()),
+    };
     let scan = Plan::Scan(ScanNode { db, table, index, lo, hi, reverse: false, with_key, single });
-    match conjoin(filters) {
+    let residual: Vec<Expr> =
+        filters.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, f)| f).collect();
+    match conjoin(residual) {
         Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
         None => scan,
     }
@@ -2039,25 +2068,34 @@ fn join_with_table(
 ) -> Plan {
     // Facts about right columns whose values come from the left row.
     let eqs = join_equalities(&on, left_width);
-    let mut facts: Vec<(usize, BinaryOp, Expr)> = Vec::new();
+    let mut facts: Vec<Fact> = Vec::new();
     for (_, l, r, _) in &eqs {
         if let Expr::Column(rc) = r {
-            facts.push((rc - left_width, BinaryOp::Eq, l.clone()));
+            facts.push((rc - left_width, BinaryOp::Eq, l.clone(), usize::MAX));
         }
     }
-    let mut best: Option<(usize, Option<KeyBound>, Option<KeyBound>, bool, usize)> = None;
+    let mut best: Option<(usize, Seek)> = None;
     for i in 0..table.indexes.len() {
         if table.indexes[i].is_heap() {
             continue;
         }
-        let (lo, hi, eq, single) = seek_bounds(&table, i, &facts);
-        if eq > 0 && best.as_ref().is_none_or(|b| eq > b.4) {
-            best = Some((i, lo, hi, single, eq));
+        let seek = seek_bounds(&table, i, &facts);
+        if seek.eq > 0 && best.as_ref().is_none_or(|b| seek.eq > b.1.eq) {
+            best = Some((i, seek));
         }
     }
     match best {
-        Some((index, lo, hi, single, _)) => {
-            let scan = Plan::Scan(ScanNode { db, table, index, lo, hi, reverse: false, with_key, single });
+        Some((index, seek)) => {
+            let scan = Plan::Scan(ScanNode {
+                db,
+                table,
+                index,
+                lo: seek.lo,
+                hi: seek.hi,
+                reverse: false,
+                with_key,
+                single: seek.single,
+            });
             let right = match conjoin(rfilters) {
                 Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
                 None => scan,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::ast::{self, BinaryOp, Ident, JoinKind, Literal, ObjectName, UnaryOp};
 use crate::catalog::Table;
 use crate::error::{SqlError, SqlResult};
-use crate::plan::{AggCall, AggFunc, Expr, KeyBound, Plan, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind};
+use crate::plan::{AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind};
 use crate::runtime::{SessionState, Shared};
 use crate::sysviews;
 use crate::types::{self, SqlType, Value};
@@ -1930,43 +1930,45 @@ fn flip(op: BinaryOp) -> BinaryOp {
 /// What an index seek gets from facts `(column, op, value, source)`: equality on a key
 /// prefix, then a range on the next key column.
 struct Seek {
-    lo: Option<KeyBound>,
-    hi: Option<KeyBound>,
-    /// Length of the equality prefix.
-    eq: usize,
+    prefix: Vec<Expr>,
+    lower: Option<RangeBound>,
+    upper: Option<RangeBound>,
     /// A unique index pinned on all its columns: at most one row.
     single: bool,
     /// Sources of the facts the bounds represent exactly.
     used: Vec<usize>,
 }
 
+impl Seek {
+    fn useful(&self) -> bool {
+        !self.prefix.is_empty() || self.lower.is_some() || self.upper.is_some()
+    }
+}
+
 type Fact = (usize, BinaryOp, Expr, usize);
 
 fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
     let idx = &table.indexes[index];
-    let mut eq = Vec::new();
+    let mut prefix = Vec::new();
     let mut used = Vec::new();
     for &(col, _) in &idx.columns {
         match facts.iter().find(|(c, op, _, _)| *c == col && *op == BinaryOp::Eq) {
             Some((_, _, v, src)) => {
-                eq.push(v.clone());
+                prefix.push(v.clone());
                 used.push(*src);
             }
             None => break,
         }
     }
-    let n = eq.len();
+    let n = prefix.len();
     let single = idx.unique && n == idx.columns.len() && n > 0;
-    let mut lo = (!eq.is_empty()).then(|| KeyBound { values: eq.clone(), inclusive: true });
-    let mut hi = (!eq.is_empty()).then(|| KeyBound { values: eq.clone(), inclusive: true });
+    let (mut lower, mut upper) = (None, None);
     let (mut lo_src, mut hi_src) = (None, None);
     if let Some(&(col, desc)) = idx.columns.get(n) {
         for (c, op, v, src) in facts {
             if *c != col {
                 continue;
             }
-            let mut values = eq.clone();
-            values.push(v.clone());
             // A descending column stores larger values first: swap the roles.
             let (is_lower, inclusive) = match op {
                 BinaryOp::Gt => (!desc, false),
@@ -1975,18 +1977,19 @@ fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
                 BinaryOp::LtEq | BinaryOp::NotGt => (desc, true),
                 _ => continue,
             };
+            let bound = Some(RangeBound { value: v.clone(), inclusive });
             if is_lower {
-                lo = Some(KeyBound { values, inclusive });
+                lower = bound;
                 lo_src = Some(*src);
             } else {
-                hi = Some(KeyBound { values, inclusive });
+                upper = bound;
                 hi_src = Some(*src);
             }
         }
     }
     used.extend(lo_src);
     used.extend(hi_src);
-    Seek { lo, hi, eq: n, single, used }
+    Seek { prefix, lower, upper, single, used }
 }
 
 /// Chooses how to read a table given filters over its own row: the index the filters pin
@@ -2006,18 +2009,29 @@ fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool
         }
         let seek = seek_bounds(&table, i, &facts);
         let score = (if seek.single { 1000 } else { 0 })
-            + seek.eq as i32 * 10
-            + i32::from(seek.lo.is_some() || seek.hi.is_some()) * 5
+            + seek.prefix.len() as i32 * 10
+            + i32::from(seek.lower.is_some() || seek.upper.is_some()) * 5
             - i as i32;
-        if (seek.lo.is_some() || seek.hi.is_some()) && best.as_ref().is_none_or(|b| score > b.2) {
+        if seek.useful() && best.as_ref().is_none_or(|b| score > b.2) {
             best = Some((i, seek, score));
         }
     }
-    let (index, lo, hi, single, used) = match best {
-        Some((i, seek, _)) => (i, seek.lo, seek.hi, seek.single, seek.used),
-        None => (0, None, None, false, Vec::new()),
+    let (index, seek) = match best {
+        Some((i, seek, _)) => (i, seek),
+        None => (0, Seek { prefix: Vec::new(), lower: None, upper: None, single: false, used: Vec::new() }),
     };
-    let scan = Plan::Scan(ScanNode { db, table, index, lo, hi, reverse: false, with_key, single });
+    let used = seek.used;
+    let scan = Plan::Scan(ScanNode {
+        db,
+        table,
+        index,
+        prefix: seek.prefix,
+        lower: seek.lower,
+        upper: seek.upper,
+        reverse: false,
+        with_key,
+        single: seek.single,
+    });
     let residual: Vec<Expr> =
         filters.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, f)| f).collect();
     match conjoin(residual) {
@@ -2080,7 +2094,7 @@ fn join_with_table(
             continue;
         }
         let seek = seek_bounds(&table, i, &facts);
-        if seek.eq > 0 && best.as_ref().is_none_or(|b| seek.eq > b.1.eq) {
+        if !seek.prefix.is_empty() && best.as_ref().is_none_or(|b| seek.prefix.len() > b.1.prefix.len()) {
             best = Some((i, seek));
         }
     }
@@ -2089,9 +2103,10 @@ fn join_with_table(
             let scan = Plan::Scan(ScanNode {
                 db,
                 table,
+                prefix: seek.prefix,
+                lower: seek.lower,
+                upper: seek.upper,
                 index,
-                lo: seek.lo,
-                hi: seek.hi,
                 reverse: false,
                 with_key,
                 single: seek.single,

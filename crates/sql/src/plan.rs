@@ -174,11 +174,10 @@ pub enum SubqueryKind {
     },
 }
 
-/// One bound of a key range: values for a prefix of the index key columns. `inclusive`
-/// says whether keys equal to the prefix are in the range.
+/// A bound on the key column after a scan's equality prefix: value and inclusiveness.
 #[derive(Clone, Debug)]
-pub struct KeyBound {
-    pub values: Vec<Expr>,
+pub struct RangeBound {
+    pub value: Expr,
     pub inclusive: bool,
 }
 
@@ -188,8 +187,12 @@ pub struct ScanNode {
     pub table: Arc<Table>,
     /// Position in `table.indexes`.
     pub index: usize,
-    pub lo: Option<KeyBound>,
-    pub hi: Option<KeyBound>,
+    /// Values of the leading key columns (each computed once per scan).
+    pub prefix: Vec<Expr>,
+    /// Bounds on the next key column in storage order (a descending column's bounds are
+    /// already swapped).
+    pub lower: Option<RangeBound>,
+    pub upper: Option<RangeBound>,
     pub reverse: bool,
     /// Append the row's storage key as a trailing `Value::Binary` column (UPDATE/DELETE).
     pub with_key: bool,
@@ -620,29 +623,47 @@ pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8]) -> SqlResult<
 type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Option<KeyRange>> {
-    let mut bound = |b: &Option<KeyBound>, lower: bool| -> SqlResult<Option<Bound<Vec<u8>>>> {
-        let Some(b) = b else { return Ok(Some(Bound::Unbounded)) };
-        let mut vals = Vec::with_capacity(b.values.len());
-        for e in &b.values {
-            let v = eval(e, corr, ctx)?;
-            if v.is_null() {
-                // Comparisons with NULL are never true: the range is empty.
-                return Ok(None);
-            }
-            vals.push(v);
+    let mut values = Vec::with_capacity(node.prefix.len() + 1);
+    for e in &node.prefix {
+        values.push(eval(e, corr, ctx)?);
+    }
+    let bound_value = |b: &Option<RangeBound>, ctx: &mut ExecCtx| -> SqlResult<Option<(Value, bool)>> {
+        match b {
+            Some(b) => Ok(Some((eval(&b.value, corr, ctx)?, b.inclusive))),
+            None => Ok(None),
         }
-        let mut key = KeyBuf::new();
-        encode_prefix(&node.table, node.index, &vals, &mut key)?;
-        let bytes = key.into_vec();
-        Ok(Some(match (lower, b.inclusive) {
-            (true, true) => Bound::Included(bytes),
-            (true, false) => prefix_successor(&bytes).map_or(Bound::Excluded(bytes), Bound::Included),
-            (false, true) => prefix_successor(&bytes).map_or(Bound::Unbounded, Bound::Excluded),
-            (false, false) => Bound::Excluded(bytes),
-        }))
     };
-    let Some(lo) = bound(&node.lo, true)? else { return Ok(None) };
-    let Some(hi) = bound(&node.hi, false)? else { return Ok(None) };
+    let lower = bound_value(&node.lower, ctx)?;
+    let upper = bound_value(&node.upper, ctx)?;
+    // Comparisons with NULL are never true: the range is empty.
+    if values.iter().chain(lower.iter().map(|b| &b.0)).chain(upper.iter().map(|b| &b.0)).any(Value::is_null) {
+        return Ok(None);
+    }
+    let mut key = KeyBuf::new();
+    encode_prefix(&node.table, node.index, &values, &mut key)?;
+    let prefix = key.into_vec();
+    let with = |extra: &Value| -> SqlResult<Vec<u8>> {
+        let mut all = values.clone();
+        all.push(extra.clone());
+        let mut k = KeyBuf::new();
+        encode_prefix(&node.table, node.index, &all, &mut k)?;
+        Ok(k.into_vec())
+    };
+    let lo = match &lower {
+        Some((v, true)) => Bound::Included(with(v)?),
+        Some((v, false)) => {
+            let k = with(v)?;
+            prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
+        }
+        None if prefix.is_empty() => Bound::Unbounded,
+        None => Bound::Included(prefix.clone()),
+    };
+    let hi = match &upper {
+        Some((v, true)) => prefix_successor(&with(v)?).map_or(Bound::Unbounded, Bound::Excluded),
+        Some((v, false)) => Bound::Excluded(with(v)?),
+        None if prefix.is_empty() => Bound::Unbounded,
+        None => prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
+    };
     Ok(Some((lo, hi)))
 }
 

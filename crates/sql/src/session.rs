@@ -485,7 +485,7 @@ impl<'a> Runner<'a> {
             return Err(Stop::Error(e));
         }
         self.sink.message(&e);
-        if doom || aborts_batch(&e) {
+        if doom || aborts_batch(&e) || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
         }
         if matches!(s.kind, StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_)) {

@@ -66,7 +66,7 @@ begin try
     print 'not printed';
 end try
 begin catch
-    select error_number() as num, error_message() as msg, error_severity() as sev, error_state() as st, error_line() as line;
+    select error_number() as num, cast(error_message() as varchar(40)) as msg, error_severity() as sev, error_state() as st, error_line() as line;
 end catch;
 go
 -- IF / WHILE.

@@ -556,7 +556,7 @@ impl<'a> Binder<'a> {
     fn variable(&self, name: &str) -> SqlResult<(usize, SqlType)> {
         let lower = name.to_lowercase();
         self.variables.iter().rposition(|(n, _)| *n == lower).map(|i| (i, self.variables[i].1)).ok_or_else(|| {
-            SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15)
+            SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15).with_state(2)
         })
     }
 

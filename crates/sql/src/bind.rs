@@ -97,7 +97,7 @@ pub struct ResolvedTable {
 }
 
 enum FromNode {
-    Leaf { source: LeafSource, offset: usize, width: usize, filters: Vec<Expr> },
+    Leaf { source: Box<LeafSource>, offset: usize, width: usize, filters: Vec<Expr> },
     Join { left: Box<FromNode>, right: Box<FromNode>, kind: JoinKind, on: Vec<Expr>, offset: usize, width: usize },
 }
 
@@ -1710,7 +1710,7 @@ impl<'a> Binder<'a> {
                     width += 1;
                 }
                 Ok(FromNode::Leaf {
-                    source: LeafSource::Table { db: rt.db, table: rt.table, with_key },
+                    source: Box::new(LeafSource::Table { db: rt.db, table: rt.table, with_key }),
                     offset,
                     width,
                     filters: Vec::new(),
@@ -1786,7 +1786,12 @@ impl<'a> Binder<'a> {
                 nullable: c.nullable,
             });
         }
-        FromNode::Leaf { source: LeafSource::Plan(bound.plan), offset, width: bound.columns.len(), filters: Vec::new() }
+        FromNode::Leaf {
+            source: Box::new(LeafSource::Plan(bound.plan)),
+            offset,
+            width: bound.columns.len(),
+            filters: Vec::new(),
+        }
     }
 
     /// Turns a FROM tree with pushed-down filters into a plan over its local row.
@@ -1794,7 +1799,7 @@ impl<'a> Binder<'a> {
         match node {
             FromNode::Leaf { source, offset, filters, .. } => {
                 let local: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
-                Ok(match source {
+                Ok(match *source {
                     LeafSource::Table { db, table, with_key } => access_path(db, table, local, with_key),
                     LeafSource::Plan(p) => match conjoin(local) {
                         Some(pred) => Plan::Filter { input: Box::new(p), predicate: pred },
@@ -1809,7 +1814,10 @@ impl<'a> Binder<'a> {
                 let local_on: Vec<Expr> = on.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
                 // Index nested loops: the inner side is a table whose index the join pins.
                 if matches!(kind, JoinKind::Inner | JoinKind::Left) {
-                    if let FromNode::Leaf { source: LeafSource::Table { db, table, with_key }, filters, .. } = *right {
+                    let inner_is_table = matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
+                    if inner_is_table {
+                        let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
+                        let LeafSource::Table { db, table, with_key } = *source else { unreachable!("checked above") };
                         let rfilters: Vec<Expr> =
                             filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
                         let lp = self.build(*left)?;
@@ -2021,7 +2029,7 @@ fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool
         None => (0, Seek { prefix: Vec::new(), lower: None, upper: None, single: false, used: Vec::new() }),
     };
     let used = seek.used;
-    let scan = Plan::Scan(ScanNode {
+    let scan = Plan::Scan(Box::new(ScanNode {
         db,
         table,
         index,
@@ -2031,7 +2039,7 @@ fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool
         reverse: false,
         with_key,
         single: seek.single,
-    });
+    }));
     let residual: Vec<Expr> =
         filters.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, f)| f).collect();
     match conjoin(residual) {
@@ -2100,7 +2108,7 @@ fn join_with_table(
     }
     match best {
         Some((index, seek)) => {
-            let scan = Plan::Scan(ScanNode {
+            let scan = Plan::Scan(Box::new(ScanNode {
                 db,
                 table,
                 prefix: seek.prefix,
@@ -2110,7 +2118,7 @@ fn join_with_table(
                 reverse: false,
                 with_key,
                 single: seek.single,
-            });
+            }));
             let right = match conjoin(rfilters) {
                 Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
                 None => scan,

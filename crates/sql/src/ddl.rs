@@ -373,7 +373,7 @@ fn apply_constraint(
                 )
             })?;
             if table.columns[i].default.is_some() {
-                return Err(SqlError::new(1781, format!("Column already has a DEFAULT bound to it.")));
+                return Err(SqlError::new(1781, "Column already has a DEFAULT bound to it."));
             }
             let name = match &c.name {
                 Some(n) => n.value.clone(),

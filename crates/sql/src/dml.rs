@@ -49,7 +49,7 @@ pub struct Target {
 pub enum InsertSource {
     /// VALUES rows; None is the DEFAULT keyword.
     Rows(Vec<Vec<Option<Expr>>>),
-    Query(Plan),
+    Query(Box<Plan>),
     DefaultValues,
 }
 
@@ -295,7 +295,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
                 ).with_severity(15));
             }
             let types_ = bound.columns.iter().map(|c| c.ty).collect();
-            (InsertSource::Query(bound.plan), types_)
+            (InsertSource::Query(Box::new(bound.plan)), types_)
         }
         ast::InsertSource::Execute(_) => {
             return Err(SqlError::new(40519, "INSERT … EXEC is not supported yet."));

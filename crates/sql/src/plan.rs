@@ -230,7 +230,7 @@ pub struct AggCall {
 pub enum Plan {
     /// Rows computed from expressions (`SELECT` without `FROM`, `VALUES`).
     Values(Vec<Vec<Expr>>),
-    Scan(ScanNode),
+    Scan(Box<ScanNode>),
     /// A system view, computed when read.
     System {
         view: crate::sysviews::View,

@@ -26,6 +26,7 @@ use crate::error::{SqlError, SqlResult};
 use crate::output::{EnvChange, ResultSink};
 use crate::plan::{eval, run, Expr};
 use crate::runtime::{ExecCtx, SessionState, Shared};
+use crate::catalog::ModuleKind;
 use crate::types::{self, SqlType, Value};
 
 /// Most statements one batch may run (loops included) before it is stopped.
@@ -41,7 +42,8 @@ enum Flow {
     Next,
     Break,
     Continue,
-    Return,
+    /// RETURN, with the procedure's return status if given.
+    Return(Option<i32>),
     Goto(String),
 }
 
@@ -59,7 +61,7 @@ fn info(number: i32, message: impl Into<String>) -> SqlError {
 
 /// Errors that end the batch, not just the statement (with XACT_ABORT OFF).
 fn aborts_batch(e: &SqlError) -> bool {
-    matches!(e.number, 208 | 245 | 241 | 242 | 8114 | 8169 | 529 | 1205 | 3617 | 701) || e.severity >= 20
+    matches!(e.number, 208 | 217 | 245 | 241 | 242 | 8114 | 8169 | 529 | 1205 | 3617 | 701) || e.severity >= 20
 }
 
 /// Statements that start a transaction under SET IMPLICIT_TRANSACTIONS ON.
@@ -94,6 +96,24 @@ impl Frame {
     fn of(batch: &ast::Batch) -> SqlResult<Frame> {
         let mut f = Frame { decls: Vec::new(), visible: HashMap::new() };
         f.walk(&batch.statements)?;
+        Ok(f)
+    }
+
+    /// A procedure's frame: its parameters first, then the body's declarations.
+    fn of_procedure(params: &[ast::Parameter], body: &[Statement]) -> SqlResult<Frame> {
+        let mut f = Frame { decls: Vec::new(), visible: HashMap::new() };
+        for p in params {
+            let lower = p.name.to_lowercase();
+            if f.decls.iter().any(|(n, _)| *n == lower) {
+                return Err(SqlError::new(
+                    134,
+                    format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", p.name),
+                )
+                .with_severity(15));
+            }
+            f.decls.push((lower, types::resolve_type(&p.ty, false)?));
+        }
+        f.walk(body)?;
         Ok(f)
     }
 
@@ -206,6 +226,7 @@ impl Session {
             sink,
             try_depth: 0,
             executed: 0,
+            procedure: None,
         };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             runner.sink.message(&e);
@@ -264,6 +285,17 @@ struct Runner<'a> {
     sink: &'a mut dyn ResultSink,
     try_depth: usize,
     executed: u64,
+    /// The procedure being run (error messages name it), None for a batch.
+    procedure: Option<String>,
+}
+
+/// An evaluated argument of EXEC or sp_executesql.
+struct Argument {
+    name: Option<String>,
+    /// None for the DEFAULT keyword.
+    value: Option<(Value, SqlType)>,
+    /// `@v OUTPUT`: the caller's variable slot and type.
+    output: Option<(usize, SqlType)>,
 }
 
 impl<'a> Runner<'a> {
@@ -440,6 +472,11 @@ impl<'a> Runner<'a> {
         if control {
             return self.run_control(s);
         }
+        match &s.kind {
+            StatementKind::Execute(e) => return self.run_execute(s, e),
+            StatementKind::ExecuteString(parts) => return self.run_dynamic(s, parts),
+            _ => {}
+        }
         if self.state.options.implicit_transactions
             && self.state.txns.count == 0
             && starts_implicit_transaction(&s.kind)
@@ -466,7 +503,10 @@ impl<'a> Runner<'a> {
     /// A statement failed: undo it, report or hand the error to CATCH, and decide whether
     /// the batch goes on.
     fn fail(&mut self, s: &Statement, e: SqlError) -> Result<Flow, Stop> {
-        let e = e.at_line(s.line);
+        let mut e = e.at_line(s.line);
+        if e.procedure.is_none() && e.severity > 10 {
+            e.procedure = self.procedure.clone();
+        }
         self.state.error = e.number;
         let txns = &mut self.state.txns;
         let doom = self.state.options.xact_abort || e.number == 1205;
@@ -670,13 +710,21 @@ impl<'a> Runner<'a> {
             StatementKind::Goto(l) => return Ok(Flow::Goto(l.value.clone())),
             StatementKind::Break => return Ok(Flow::Break),
             StatementKind::Continue => return Ok(Flow::Continue),
-            StatementKind::Return(None) => return Ok(Flow::Return),
-            StatementKind::Return(Some(_)) => {
-                return Err(SqlError::new(
-                    178,
-                    "A RETURN statement with a return value cannot be used in this context.",
-                )
-                .with_severity(15))
+            StatementKind::Return(None) => return Ok(Flow::Return(None)),
+            StatementKind::Return(Some(e)) => {
+                if self.procedure.is_none() {
+                    return Err(SqlError::new(
+                        178,
+                        "A RETURN statement with a return value cannot be used in this context.",
+                    )
+                    .with_severity(15));
+                }
+                let (v, t) = self.eval_scalar(s, e)?;
+                let status = match types::cast(&v, &t, &SqlType::Int, None)? {
+                    Value::Int(n) => n as i32,
+                    _ => 0,
+                };
+                return Ok(Flow::Return(Some(status)));
             }
             StatementKind::WaitFor { delay, value } => self.wait_for(s, *delay, value)?,
             StatementKind::Throw(args) => return Err(self.throw(s, args.as_ref())?),
@@ -695,24 +743,384 @@ impl<'a> Runner<'a> {
             | StatementKind::TryCatch { .. } => {
                 unreachable!("control flow runs in run_control")
             }
-            StatementKind::CreateProcedure(_)
-            | StatementKind::CreateFunction(_)
-            | StatementKind::CreateView(_)
-            | StatementKind::DropModule { .. } => {
-                return Err(SqlError::new(40524, "Procedures, functions and views are not supported yet."));
+            StatementKind::CreateProcedure(cp) => {
+                let text = cp.text.clone();
+                self.with_ctx(|ctx| crate::modules::define(ctx, &cp.name, ModuleKind::Procedure, cp.or_alter, cp.alter, &text))?;
             }
-            StatementKind::Execute(e) => {
-                return Err(SqlError::new(
-                    2812,
-                    format!(
-                        "Could not find stored procedure '{}'.",
-                        e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
-                    ),
-                ));
+            StatementKind::CreateFunction(cf) => {
+                let kind = match cf.returns {
+                    ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
+                    ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
+                    ast::FunctionReturns::MultiStatement { .. } => {
+                        return Err(SqlError::new(40526, "Multi-statement table-valued functions are not supported yet."))
+                    }
+                };
+                let text = cf.text.clone();
+                self.with_ctx(|ctx| crate::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text))?;
             }
-            StatementKind::ExecuteString(_) => return Err(SqlError::new(40525, "EXEC (string) is not supported yet.")),
+            StatementKind::CreateView(cv) => {
+                // A view must bind when it is created (its tables and columns must exist).
+                let mut b = Binder::new(self.shared, self.state, &[]);
+                let bound = b.bind_query(&cv.query)?;
+                if !cv.columns.is_empty() && cv.columns.len() != bound.columns.len() {
+                    return Err(SqlError::new(
+                        8159,
+                        format!("'{}' has fewer columns than were specified in the column list.", cv.name.name().value),
+                    ));
+                }
+                if cv.columns.is_empty() {
+                    if let Some(i) = bound.columns.iter().position(|c| c.name.is_empty()) {
+                        return Err(SqlError::new(
+                            4511,
+                            format!("Create View or Function failed because no column name was specified for column {}.", i + 1),
+                        ));
+                    }
+                }
+                let text = cv.text.clone();
+                self.with_ctx(|ctx| crate::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text))?;
+            }
+            StatementKind::DropModule { kind, names, if_exists } => {
+                for n in names {
+                    self.with_ctx(|ctx| crate::modules::drop(ctx, *kind, n, *if_exists))?;
+                }
+            }
+            StatementKind::Execute(_) | StatementKind::ExecuteString(_) => unreachable!("EXEC runs in run_one"),
         }
         Ok(Flow::Next)
+    }
+
+    /// Evaluates EXEC's arguments in the caller's frame.
+    fn arguments(&mut self, s: &Statement, args: &[ast::ExecArg]) -> SqlResult<Vec<Argument>> {
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            let value = match &a.value {
+                ast::Expr::Default => None,
+                e => Some(self.eval_scalar(s, e)?),
+            };
+            let output = if a.output {
+                match &a.value {
+                    ast::Expr::Variable(v) => {
+                        let vars = self.visible(s);
+                        let lower = v.to_lowercase();
+                        let slot = vars.iter().rposition(|(n, _)| *n == lower).ok_or_else(|| {
+                            SqlError::new(137, format!("Must declare the scalar variable \"{v}\".")).with_severity(15).with_state(2)
+                        })?;
+                        Some((slot, vars[slot].1))
+                    }
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            out.push(Argument { name: a.name.clone(), value, output });
+        }
+        Ok(out)
+    }
+
+    /// `EXEC [@rc =] proc args`: a stored procedure or a system procedure.
+    fn run_execute(&mut self, s: &Statement, e: &ast::Execute) -> Result<Flow, Stop> {
+        let args = match self.arguments(s, &e.args) {
+            Ok(a) => a,
+            Err(err) => return self.fail(s, err),
+        };
+        let proc_name = e.procedure.name().value.clone();
+        let status = if let Some(system) = crate::sysprocs::lookup(&proc_name) {
+            self.state.txns.mark_statement();
+            let values: Vec<(Option<String>, Option<(Value, SqlType)>)> =
+                args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
+            let result = if system == crate::sysprocs::SystemProc::ExecuteSql {
+                self.run_executesql(s, args)
+            } else {
+                let mut ctx = ExecCtx::new(self.shared, self.state);
+                crate::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
+            };
+            match result {
+                Ok(status) => {
+                    if self.state.txns.count == 0 {
+                        if let Err(err) = self.state.txns.commit_all(false) {
+                            return self.fail(s, err);
+                        }
+                    }
+                    status
+                }
+                Err(Stop::Error(err)) => return self.fail(s, err),
+                Err(Stop::Abort) => return Err(Stop::Abort),
+            }
+        } else {
+            let found = {
+                let ctx = ExecCtx::new(self.shared, self.state);
+                crate::modules::find(&ctx, &e.procedure)
+            };
+            let (db, module) = match found {
+                Ok(Some((db, m))) if m.kind == ModuleKind::Procedure => (db, m),
+                Ok(_) => {
+                    let shown = e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+                    return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{shown}'.")));
+                }
+                Err(err) => return self.fail(s, err),
+            };
+            match self.call_procedure(s, &db, &module.name, &module.text, args) {
+                Ok(status) => status,
+                Err(stop) => return Err(stop),
+            }
+        };
+        if let Some(rc) = &e.return_status {
+            let vars = self.visible(s);
+            let lower = rc.to_lowercase();
+            match vars.iter().rposition(|(n, _)| *n == lower) {
+                Some(slot) => {
+                    let t = vars[slot].1;
+                    match types::cast(&Value::Int(i64::from(status)), &SqlType::Int, &t, None) {
+                        Ok(v) => self.state.vars[slot] = v,
+                        Err(err) => return self.fail(s, err),
+                    }
+                }
+                None => {
+                    return self.fail(
+                        s,
+                        SqlError::new(137, format!("Must declare the scalar variable \"{rc}\".")).with_severity(15).with_state(2),
+                    )
+                }
+            }
+        }
+        if self.state.nest_level == 0 {
+            self.sink.return_status(status);
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Runs a stored procedure: binds the arguments to its parameters, runs its body in a
+    /// frame of its own (in the procedure's database), copies OUTPUT parameters back and
+    /// returns its return status.
+    fn call_procedure(&mut self, s: &Statement, db: &str, name: &str, text: &str, args: Vec<Argument>) -> Result<i32, Stop> {
+        let cached = match self.shared.plans.get_or_parse(db, text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return self.fail(s, e).map(|_| 0),
+        };
+        let Some(StatementKind::CreateProcedure(cp)) = cached.batch.statements.first().map(|st| &st.kind) else {
+            return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{name}'."))).map(|_| 0);
+        };
+        self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args)
+    }
+
+    /// Runs `body` with `params` bound to `args`, one nesting level down.
+    #[allow(clippy::too_many_arguments)]
+    fn invoke(
+        &mut self,
+        s: &Statement,
+        cached: &CachedBatch<Prepared>,
+        params: &[ast::Parameter],
+        body: &[Statement],
+        name: Option<&str>,
+        db: &str,
+        args: Vec<Argument>,
+    ) -> Result<i32, Stop> {
+        let shown = name.unwrap_or("sp_executesql").to_string();
+        if self.state.nest_level >= crate::modules::MAX_NESTING {
+            return self.fail(s, crate::modules::nesting_error()).map(|_| 0);
+        }
+        let frame = match Frame::of_procedure(params, body) {
+            Ok(f) => f,
+            Err(e) => return self.fail(s, e).map(|_| 0),
+        };
+        let (vars, outputs) = match self.bind_arguments(s, &shown, params, &frame, args) {
+            Ok(v) => v,
+            Err(e) => return self.fail(s, e).map(|_| 0),
+        };
+        let saved_vars = std::mem::replace(&mut self.state.vars, vars);
+        let saved_db = std::mem::replace(&mut self.state.database, db.to_string());
+        let saved_scope_identity = self.state.scope_identity.take();
+        // SET options changed inside a procedure revert when it ends.
+        let saved_options = self.state.options.clone();
+        self.state.nest_level += 1;
+        let before = self.state.txns.count;
+        let result = {
+            let mut inner = Runner {
+                shared: self.shared,
+                state: &mut *self.state,
+                batch: cached,
+                frame: &frame,
+                sink: &mut *self.sink,
+                try_depth: self.try_depth,
+                executed: 0,
+                procedure: name.map(str::to_string),
+            };
+            match inner.compile_all(body) {
+                Err(e) => Err(e),
+                Ok(()) => Ok(inner.run_block(body)),
+            }
+        };
+        self.state.nest_level -= 1;
+        self.state.options = saved_options;
+        self.state.scope_identity = saved_scope_identity;
+        self.state.database = saved_db;
+        let proc_vars = std::mem::replace(&mut self.state.vars, saved_vars);
+        let status = match result {
+            Err(mut compile_error) => {
+                compile_error.procedure = name.map(str::to_string);
+                return self.fail(s, compile_error).map(|_| 0);
+            }
+            Ok(Err(stop)) => return Err(stop),
+            Ok(Ok(Flow::Return(Some(n)))) => n,
+            Ok(Ok(_)) => 0,
+        };
+        for (param_slot, caller_slot, param_ty, caller_ty) in outputs {
+            match types::cast(&proc_vars[param_slot], &param_ty, &caller_ty, None) {
+                Ok(v) => self.state.vars[caller_slot] = v,
+                Err(e) => return self.fail(s, e).map(|_| status),
+            }
+        }
+        let after = self.state.txns.count;
+        if after != before {
+            let e = SqlError::new(
+                266,
+                format!("Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = {before}, current count = {after}."),
+            );
+            let mut e = e.at_line(s.line);
+            e.procedure = name.map(str::to_string);
+            self.sink.message(&e);
+            self.state.error = e.number;
+        }
+        Ok(status)
+    }
+
+    /// Matches arguments to parameters (positional first, then by name), fills defaults,
+    /// and converts values; returns the frame's initial variables and the OUTPUT pairs
+    /// (parameter slot, caller slot, parameter type, caller type).
+    #[allow(clippy::type_complexity)]
+    fn bind_arguments(
+        &mut self,
+        s: &Statement,
+        proc_name: &str,
+        params: &[ast::Parameter],
+        frame: &Frame,
+        args: Vec<Argument>,
+    ) -> SqlResult<(Vec<Value>, Vec<(usize, usize, SqlType, SqlType)>)> {
+        let mut vars = vec![Value::Null; frame.decls.len()];
+        let mut given: Vec<Option<Argument>> = (0..params.len()).map(|_| None).collect();
+        let mut named_seen = false;
+        for (i, a) in args.into_iter().enumerate() {
+            let slot = match &a.name {
+                Some(n) => {
+                    named_seen = true;
+                    params.iter().position(|p| p.name.eq_ignore_ascii_case(n)).ok_or_else(|| {
+                        SqlError::new(8145, format!("{n} is not a parameter for procedure {proc_name}."))
+                    })?
+                }
+                None => {
+                    if named_seen {
+                        return Err(SqlError::new(
+                            119,
+                            "Must pass parameter number 2 and subsequent parameters as '@name = value'. After the form '@name = value' has been used, all subsequent parameters must be passed in the form '@name = value'.".replace("number 2", &format!("number {}", i + 1)),
+                        )
+                        .with_severity(15));
+                    }
+                    if i >= params.len() {
+                        return Err(SqlError::new(8144, format!("Procedure or function {proc_name} has too many arguments specified.")));
+                    }
+                    i
+                }
+            };
+            given[slot] = Some(a);
+        }
+        let mut outputs = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let ty = frame.decls[i].1;
+            let arg = given[i].take();
+            let value = match arg.as_ref().and_then(|a| a.value.clone()) {
+                Some((v, t)) => types::cast(&v, &t, &ty, None)?,
+                None => match &p.default {
+                    Some(d) => {
+                        let (v, t) = self.eval_scalar(s, d)?;
+                        types::cast(&v, &t, &ty, None)?
+                    }
+                    None if arg.as_ref().is_some_and(|a| a.value.is_none()) || arg.is_none() => {
+                        return Err(SqlError::new(
+                            201,
+                            format!("Procedure or function '{proc_name}' expects parameter '{}', which was not supplied.", p.name),
+                        )
+                        .with_state(4));
+                    }
+                    None => Value::Null,
+                },
+            };
+            vars[i] = value;
+            if let Some((caller_slot, caller_ty)) = arg.and_then(|a| a.output) {
+                if !p.output {
+                    return Err(SqlError::new(
+                        8162,
+                        format!("The formal parameter \"{}\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output.", p.name),
+                    ));
+                }
+                outputs.push((i, caller_slot, ty, caller_ty));
+            }
+        }
+        Ok((vars, outputs))
+    }
+
+    /// `EXEC ('dynamic sql')`: the string runs as a batch of its own, one level down.
+    fn run_dynamic(&mut self, s: &Statement, parts: &[ast::Expr]) -> Result<Flow, Stop> {
+        let mut text = String::new();
+        for p in parts {
+            match self.eval_scalar(s, p) {
+                Ok((Value::Str(v), _)) => text.push_str(&v),
+                Ok((Value::Null, _)) => {}
+                Ok((v, t)) => match types::cast(&v, &t, &SqlType::NVarChar(tessera_access::row::MAX), None) {
+                    Ok(Value::Str(v)) => text.push_str(&v),
+                    Ok(_) => {}
+                    Err(e) => return self.fail(s, e),
+                },
+                Err(e) => return self.fail(s, e),
+            }
+        }
+        let db = self.state.database.clone();
+        let cached = match self.shared.plans.get_or_parse(&db, &text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return self.fail(s, e),
+        };
+        self.invoke(s, &cached, &[], &cached.batch.statements, None, &db, Vec::new()).map(|_| Flow::Next)
+    }
+
+    /// `sp_executesql @stmt [, @params, args…]`: a parameterised batch.
+    fn run_executesql(&mut self, s: &Statement, mut args: Vec<Argument>) -> Result<i32, Stop> {
+        let text_of = |a: &Argument| match &a.value {
+            Some((Value::Str(v), _)) => Some(v.to_string()),
+            _ => None,
+        };
+        if args.is_empty() {
+            return Err(Stop::Error(SqlError::new(
+                201,
+                "Procedure or function 'sp_executesql' expects parameter '@statement', which was not supplied.",
+            )));
+        }
+        let stmt = args.remove(0);
+        let Some(stmt_text) = text_of(&stmt) else {
+            return Err(Stop::Error(SqlError::new(
+                214,
+                "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.",
+            )));
+        };
+        let params_text = if args.first().is_some_and(|a| a.name.is_none() || a.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("@params"))) {
+            let p = args.remove(0);
+            text_of(&p).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let db = self.state.database.clone();
+        let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
+        let declared = match self.shared.plans.get_or_parse(&db, &header, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return Err(Stop::Error(e)),
+        };
+        let Some(StatementKind::CreateProcedure(cp)) = declared.batch.statements.first().map(|st| &st.kind) else {
+            return Err(Stop::Error(SqlError::new(8178, "The parameterized query expects parameters that were not supplied.")));
+        };
+        let params = cp.params.clone();
+        let cached = match self.shared.plans.get_or_parse(&db, &stmt_text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return Err(Stop::Error(e)),
+        };
+        self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args)
     }
 
     fn with_ctx<T>(&mut self, f: impl FnOnce(&mut ExecCtx) -> SqlResult<T>) -> SqlResult<T> {

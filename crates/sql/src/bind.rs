@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use crate::ast::{self, BinaryOp, Ident, JoinKind, Literal, ObjectName, UnaryOp};
-use crate::catalog::Table;
+use crate::catalog::{Module, ModuleKind, Table};
 use crate::error::{SqlError, SqlResult};
 use crate::plan::{AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind};
 use crate::runtime::{SessionState, Shared};
@@ -87,6 +87,13 @@ pub struct Binder<'a> {
     agg: Option<AggContext>,
     /// While binding a FROM clause: the table that gets a hidden key column.
     key_target: Option<String>,
+    /// The database unqualified names resolve in when not the session's (inside a view
+    /// or function, its own database).
+    default_db: Option<String>,
+    /// Inside an inline table-valued function: its parameters, bound to the arguments.
+    substitutions: Vec<(Expr, SqlType, String)>,
+    /// Views and functions being expanded (nesting limit).
+    module_depth: i32,
     pub deps: Dependencies,
 }
 
@@ -168,6 +175,9 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
         Expr::Session { func, args } => {
             Expr::Session { func: func.clone(), args: args.iter().map(|x| map_columns(x, f)).collect() }
         }
+        Expr::UserFunction { call, args } => {
+            Expr::UserFunction { call: call.clone(), args: args.iter().map(|x| map_columns(x, f)).collect() }
+        }
         Expr::Subquery(sq) => {
             let kind = match &sq.kind {
                 SubqueryKind::In { expr, negated } => {
@@ -223,7 +233,7 @@ fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
                 visit(x, out);
             }
         }
-        Expr::Coalesce(args) | Expr::Func { args, .. } | Expr::Session { args, .. } => {
+        Expr::Coalesce(args) | Expr::Func { args, .. } | Expr::Session { args, .. } | Expr::UserFunction { args, .. } => {
             for x in args {
                 visit(x, out);
             }
@@ -458,6 +468,9 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             agg: None,
             key_target: None,
+            default_db: None,
+            substitutions: Vec::new(),
+            module_depth: 0,
             deps: Dependencies::default(),
         }
     }
@@ -479,6 +492,7 @@ impl<'a> Binder<'a> {
             let real = self.session.temp_tables.get(&own.to_lowercase()).cloned().unwrap_or_else(|| own.clone());
             return Ok(("tempdb".to_string(), "dbo".to_string(), real));
         }
+        let current = self.default_db.clone().unwrap_or_else(|| self.session.database.clone());
         let part = |i: usize, default: &str| -> String {
             match parts.get(i) {
                 Some(p) if !p.value.is_empty() => p.value.clone(),
@@ -486,10 +500,10 @@ impl<'a> Binder<'a> {
             }
         };
         Ok(match parts.len() {
-            1 => (self.session.database.clone(), "dbo".to_string(), own.clone()),
-            2 => (self.session.database.clone(), part(0, "dbo"), own.clone()),
-            3 => (part(0, &self.session.database), part(1, "dbo"), own.clone()),
-            4 => (part(1, &self.session.database), part(2, "dbo"), own.clone()),
+            1 => (current, "dbo".to_string(), own.clone()),
+            2 => (current, part(0, "dbo"), own.clone()),
+            3 => (part(0, &current), part(1, "dbo"), own.clone()),
+            4 => (part(1, &current), part(2, "dbo"), own.clone()),
             _ => {
                 return Err(SqlError::new(
                     117,
@@ -501,6 +515,109 @@ impl<'a> Binder<'a> {
                 .with_severity(15))
             }
         })
+    }
+
+    /// A view, procedure or function by name: (database, module).
+    fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(String, Arc<Module>)>> {
+        let (db, schema, obj) = self.qualify(name)?;
+        if obj.starts_with('#') || !self.shared.engine.exists(&db) {
+            return Ok(None);
+        }
+        let database = self.shared.database(&db)?;
+        let catalog = self.shared.catalog(&database)?;
+        Ok(catalog.module(&schema, &obj).cloned().map(|m| {
+            self.depend(database.name());
+            (database.name().to_string(), m)
+        }))
+    }
+
+    /// Parses a module's definition (through the plan cache).
+    fn definition(&self, db: &str, m: &Module) -> SqlResult<Arc<crate::cache::CachedBatch<crate::dml::Prepared>>> {
+        self.shared.plans.get_or_parse(db, &m.text, crate::parser::parse_batch)
+    }
+
+    /// Binds a module's query in its own database, one nesting level down.
+    fn bind_in_module<T>(&mut self, db: &str, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
+        if self.module_depth >= crate::modules::MAX_NESTING {
+            return Err(crate::modules::nesting_error());
+        }
+        let saved_db = self.default_db.replace(db.to_string());
+        let saved_ctes = std::mem::take(&mut self.ctes);
+        self.module_depth += 1;
+        self.scopes.push(Scope::default());
+        let r = f(self);
+        self.scopes.pop();
+        self.module_depth -= 1;
+        self.ctes = saved_ctes;
+        self.default_db = saved_db;
+        r
+    }
+
+    /// A view as a derived table.
+    fn bind_view(&mut self, db: &str, m: &Module) -> SqlResult<BoundQuery> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateView(cv)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let mut bound = self.bind_in_module(db, |b| b.bind_query(&cv.query))?;
+        for (c, n) in bound.columns.iter_mut().zip(&cv.columns) {
+            c.name = n.value.clone();
+        }
+        Ok(bound)
+    }
+
+    /// An inline table-valued function call as a derived table; its parameters take the
+    /// arguments' values (which may not read columns).
+    fn bind_table_function(&mut self, db: &str, m: &Module, args: &[ast::Expr]) -> SqlResult<BoundQuery> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::InlineTable(query) = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let bound_args = self.function_arguments(&m.name, &cf.params, args)?;
+        for (e, _, _) in &bound_args {
+            let mut used = Vec::new();
+            if !columns_used(e, &mut used) || !used.is_empty() {
+                return Err(SqlError::new(40527, "Arguments of table-valued functions that read columns (APPLY) are not supported yet."));
+            }
+        }
+        let saved = std::mem::replace(&mut self.substitutions, bound_args);
+        let r = self.bind_in_module(db, |b| b.bind_query(query));
+        self.substitutions = saved;
+        r
+    }
+
+    /// Binds call arguments against a function's parameters (defaults via `DEFAULT`),
+    /// converted to the parameter types: (expression, type, parameter name).
+    fn function_arguments(
+        &mut self,
+        fname: &str,
+        params: &[ast::Parameter],
+        args: &[ast::Expr],
+    ) -> SqlResult<Vec<(Expr, SqlType, String)>> {
+        if args.len() > params.len() {
+            return Err(SqlError::new(8144, format!("Procedure or function {fname} has too many arguments specified.")));
+        }
+        let mut out = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let ty = types::resolve_type(&p.ty, false)?;
+            let (e, t) = match args.get(i) {
+                Some(ast::Expr::Default) | None => match (&p.default, args.get(i)) {
+                    (Some(d), Some(_)) => self.bind_expr(d)?,
+                    _ => {
+                        return Err(SqlError::new(
+                            313,
+                            format!("An insufficient number of arguments were supplied for the procedure or function {fname}."),
+                        ))
+                    }
+                },
+                Some(a) => self.bind_expr(a)?,
+            };
+            out.push((convert(e, &t, &ty)?, ty, p.name.to_lowercase()));
+        }
+        Ok(out)
     }
 
     pub fn resolve_table(&mut self, name: &ObjectName) -> SqlResult<ResolvedTable> {
@@ -649,6 +766,10 @@ impl<'a> Binder<'a> {
                 self.resolve_column(name)?
             }
             ast::Expr::Variable(name) => {
+                let lower = name.to_lowercase();
+                if let Some((e, t, _)) = self.substitutions.iter().find(|(_, _, n)| *n == lower) {
+                    return Ok((e.clone(), *t, true));
+                }
                 let (slot, ty) = self.variable(name)?;
                 (Expr::Var(slot), ty, true)
             }
@@ -928,6 +1049,11 @@ impl<'a> Binder<'a> {
     ) -> SqlResult<(Expr, SqlType, bool)> {
         let fname = name.name().value.to_uppercase();
         if name.0.len() > 1 {
+            if let Some((db, m)) = self.module(name)? {
+                if m.kind == ModuleKind::ScalarFunction {
+                    return self.bind_scalar_function(&db, &m, args);
+                }
+            }
             return Err(SqlError::new(
                 4121,
                 format!("Cannot find either column \"{}\" or the user-defined function or aggregate \"{}\", or the name is ambiguous.", name.0[0].value, object_display(name)),
@@ -1080,6 +1206,26 @@ impl<'a> Binder<'a> {
                     .with_severity(15))
             }
         }
+    }
+
+    fn bind_scalar_function(&mut self, db: &str, m: &Arc<Module>, args: &[ast::Expr]) -> SqlResult<(Expr, SqlType, bool)> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::Scalar { ty, .. } = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let ty = types::resolve_type(ty, false)?;
+        let bound = self.function_arguments(&m.name, &cf.params, args)?;
+        let call = crate::plan::UserCall {
+            db: db.to_string(),
+            name: m.name.clone(),
+            text: Arc::from(m.text.as_str()),
+            arg_types: bound.iter().map(|b| b.1).collect(),
+            ty,
+        };
+        Ok((Expr::UserFunction { call: Arc::new(call), args: bound.into_iter().map(|b| b.0).collect() }, ty, true))
     }
 
     fn bind_aggregate(
@@ -1689,6 +1835,12 @@ impl<'a> Binder<'a> {
                     let plan = sysviews::plan(view, self.qualify(name)?.0);
                     return Ok(self.leaf_plan(BoundQuery { plan, columns: bound.columns }, qualifier, scope, offset));
                 }
+                if let Some((db, m)) = self.module(name)? {
+                    if m.kind == ModuleKind::View {
+                        let bound = self.bind_view(&db, &m)?;
+                        return Ok(self.leaf_plan(bound, qualifier, scope, offset));
+                    }
+                }
                 let rt = self.resolve_table(name)?;
                 for c in &rt.table.columns {
                     scope.columns.push(ScopeColumn {
@@ -1740,9 +1892,14 @@ impl<'a> Binder<'a> {
                 }
                 Ok(self.leaf_plan(bound, alias.value.to_lowercase(), scope, offset))
             }
-            ast::TableRef::Function { name, .. } => {
-                Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name))))
-            }
+            ast::TableRef::Function { name, args, alias } => match self.module(name)? {
+                Some((db, m)) if m.kind == ModuleKind::TableFunction => {
+                    let bound = self.bind_table_function(&db, &m, args)?;
+                    let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                    Ok(self.leaf_plan(bound, qualifier, scope, offset))
+                }
+                _ => Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name)))),
+            },
             ast::TableRef::Join { left, right, kind, on } => {
                 let l = self.bind_table_ref(left, scope)?;
                 if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {

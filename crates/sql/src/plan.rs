@@ -143,6 +143,19 @@ pub enum Expr {
         args: Vec<Expr>,
     },
     Subquery(Box<Subquery>),
+    /// A scalar user-defined function.
+    UserFunction { call: Arc<UserCall>, args: Vec<Expr> },
+}
+
+/// What a scalar user-defined function call needs at run time.
+#[derive(Debug)]
+pub struct UserCall {
+    pub db: String,
+    pub name: String,
+    /// The CREATE FUNCTION text (its parsed form and plans are cached under it).
+    pub text: Arc<str>,
+    pub arg_types: Vec<SqlType>,
+    pub ty: SqlType,
 }
 
 #[derive(Clone, Debug)]
@@ -477,6 +490,10 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             ctx.session_function(func, &vals)?
         }
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,
+        Expr::UserFunction { call, args } => {
+            let vals = eval_all(args, row, ctx)?;
+            crate::session::call_scalar_function(ctx, call, vals)?
+        }
     })
 }
 

@@ -227,6 +227,8 @@ impl Session {
             try_depth: 0,
             executed: 0,
             procedure: None,
+            returns: None,
+            returned: None,
         };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             runner.sink.message(&e);
@@ -277,6 +279,64 @@ impl Drop for Session {
     }
 }
 
+/// Discards results: a scalar function's body may not return rows.
+struct Discard;
+
+impl ResultSink for Discard {
+    fn columns(&mut self, _: &[crate::bind::OutputColumn]) {}
+    fn row(&mut self, _: &[Value]) {}
+    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn message(&mut self, _: &SqlError) {}
+}
+
+/// Runs a scalar user-defined function's body with `args` and returns its RETURN value.
+pub(crate) fn call_scalar_function(ctx: &mut ExecCtx, call: &crate::plan::UserCall, args: Vec<Value>) -> SqlResult<Value> {
+    let cached = ctx.shared.plans.get_or_parse(&call.db, &call.text, crate::parser::parse_batch)?;
+    let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+        return Err(crate::bind::invalid_object(&call.name));
+    };
+    let ast::FunctionReturns::Scalar { body, .. } = &cf.returns else {
+        return Err(crate::bind::invalid_object(&call.name));
+    };
+    let state = &mut *ctx.session;
+    if state.nest_level >= crate::modules::MAX_NESTING {
+        return Err(crate::modules::nesting_error());
+    }
+    let frame = Frame::of_procedure(&cf.params, body)?;
+    let mut vars = vec![Value::Null; frame.decls.len()];
+    for (i, v) in args.into_iter().enumerate() {
+        vars[i] = v;
+    }
+    let saved_vars = std::mem::replace(&mut state.vars, vars);
+    let saved_db = std::mem::replace(&mut state.database, call.db.clone());
+    state.nest_level += 1;
+    let mut sink = Discard;
+    let result = {
+        let mut runner = Runner {
+            shared: ctx.shared,
+            state: &mut *state,
+            batch: &cached,
+            frame: &frame,
+            sink: &mut sink,
+            try_depth: 1,
+            executed: 0,
+            procedure: Some(call.name.clone()),
+            returns: Some(call.ty),
+            returned: None,
+        };
+        let r = runner.compile_all(body).map(|_| runner.run_block(body));
+        r.map(|flow| (flow, runner.returned.take()))
+    };
+    state.nest_level -= 1;
+    state.database = saved_db;
+    state.vars = saved_vars;
+    match result? {
+        (Ok(_), value) => Ok(value.unwrap_or(Value::Null)),
+        (Err(Stop::Error(e)), _) => Err(e),
+        (Err(Stop::Abort), _) => Err(SqlError::new(50000, format!("The function '{}' failed.", call.name))),
+    }
+}
+
 struct Runner<'a> {
     shared: &'a Shared,
     state: &'a mut SessionState,
@@ -287,6 +347,9 @@ struct Runner<'a> {
     executed: u64,
     /// The procedure being run (error messages name it), None for a batch.
     procedure: Option<String>,
+    /// In a scalar function: its return type, and the value RETURN gave.
+    returns: Option<SqlType>,
+    returned: Option<Value>,
 }
 
 /// An evaluated argument of EXEC or sp_executesql.
@@ -712,6 +775,11 @@ impl<'a> Runner<'a> {
             StatementKind::Continue => return Ok(Flow::Continue),
             StatementKind::Return(None) => return Ok(Flow::Return(None)),
             StatementKind::Return(Some(e)) => {
+                if let Some(ty) = self.returns {
+                    let (v, t) = self.eval_scalar(s, e)?;
+                    self.returned = Some(types::cast(&v, &t, &ty, None)?);
+                    return Ok(Flow::Return(None));
+                }
                 if self.procedure.is_none() {
                     return Err(SqlError::new(
                         178,
@@ -944,6 +1012,8 @@ impl<'a> Runner<'a> {
                 try_depth: self.try_depth,
                 executed: 0,
                 procedure: name.map(str::to_string),
+                returns: None,
+                returned: None,
             };
             match inner.compile_all(body) {
                 Err(e) => Err(e),

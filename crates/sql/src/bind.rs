@@ -233,7 +233,10 @@ fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
                 visit(x, out);
             }
         }
-        Expr::Coalesce(args) | Expr::Func { args, .. } | Expr::Session { args, .. } | Expr::UserFunction { args, .. } => {
+        Expr::Coalesce(args)
+        | Expr::Func { args, .. }
+        | Expr::Session { args, .. }
+        | Expr::UserFunction { args, .. } => {
             for x in args {
                 visit(x, out);
             }
@@ -488,6 +491,15 @@ impl<'a> Binder<'a> {
     pub fn qualify(&self, name: &ObjectName) -> SqlResult<(String, String, String)> {
         let parts = &name.0;
         let own = &name.name().value;
+        if own.starts_with('@') && parts.len() == 1 {
+            // A table variable: a table of this session in tempdb.
+            return match self.session.temp_tables.get(&own.to_lowercase()) {
+                Some(real) => Ok(("tempdb".to_string(), "dbo".to_string(), real.clone())),
+                None => {
+                    Err(SqlError::new(1087, format!("Must declare the table variable \"{own}\".")).with_severity(15))
+                }
+            };
+        }
         if own.starts_with('#') {
             let real = self.session.temp_tables.get(&own.to_lowercase()).cloned().unwrap_or_else(|| own.clone());
             return Ok(("tempdb".to_string(), "dbo".to_string(), real));
@@ -520,7 +532,7 @@ impl<'a> Binder<'a> {
     /// A view, procedure or function by name: (database, module).
     fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(String, Arc<Module>)>> {
         let (db, schema, obj) = self.qualify(name)?;
-        if obj.starts_with('#') || !self.shared.engine.exists(&db) {
+        if obj.starts_with('#') || name.name().value.starts_with('@') || !self.shared.engine.exists(&db) {
             return Ok(None);
         }
         let database = self.shared.database(&db)?;
@@ -580,7 +592,10 @@ impl<'a> Binder<'a> {
         for (e, _, _) in &bound_args {
             let mut used = Vec::new();
             if !columns_used(e, &mut used) || !used.is_empty() {
-                return Err(SqlError::new(40527, "Arguments of table-valued functions that read columns (APPLY) are not supported yet."));
+                return Err(SqlError::new(
+                    40527,
+                    "Arguments of table-valued functions that read columns (APPLY) are not supported yet.",
+                ));
             }
         }
         let saved = std::mem::replace(&mut self.substitutions, bound_args);
@@ -598,7 +613,10 @@ impl<'a> Binder<'a> {
         args: &[ast::Expr],
     ) -> SqlResult<Vec<(Expr, SqlType, String)>> {
         if args.len() > params.len() {
-            return Err(SqlError::new(8144, format!("Procedure or function {fname} has too many arguments specified.")));
+            return Err(SqlError::new(
+                8144,
+                format!("Procedure or function {fname} has too many arguments specified."),
+            ));
         }
         let mut out = Vec::with_capacity(params.len());
         for (i, p) in params.iter().enumerate() {
@@ -606,12 +624,12 @@ impl<'a> Binder<'a> {
             let (e, t) = match args.get(i) {
                 Some(ast::Expr::Default) | None => match (&p.default, args.get(i)) {
                     (Some(d), Some(_)) => self.bind_expr(d)?,
-                    _ => {
-                        return Err(SqlError::new(
-                            313,
-                            format!("An insufficient number of arguments were supplied for the procedure or function {fname}."),
-                        ))
-                    }
+                    _ => return Err(SqlError::new(
+                        313,
+                        format!(
+                            "An insufficient number of arguments were supplied for the procedure or function {fname}."
+                        ),
+                    )),
                 },
                 Some(a) => self.bind_expr(a)?,
             };
@@ -1208,7 +1226,12 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn bind_scalar_function(&mut self, db: &str, m: &Arc<Module>, args: &[ast::Expr]) -> SqlResult<(Expr, SqlType, bool)> {
+    fn bind_scalar_function(
+        &mut self,
+        db: &str,
+        m: &Arc<Module>,
+        args: &[ast::Expr],
+    ) -> SqlResult<(Expr, SqlType, bool)> {
         let cached = self.definition(db, m)?;
         let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
             return Err(invalid_object(&m.name));

@@ -577,9 +577,29 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
         Ok((catalog.without(table.id, version), ()))
     })?;
     let own = name.name().value.to_lowercase();
-    if own.starts_with('#') {
+    if own.starts_with('#') || own.starts_with('@') {
         ctx.session.temp_tables.remove(&own);
     }
+    Ok(())
+}
+
+/// `DECLARE @t TABLE (…)`: a table of the session in tempdb, named by the variable.
+pub fn declare_table_variable(
+    ctx: &mut ExecCtx,
+    name: &str,
+    columns: &[ast::ColumnDef],
+    constraints: &[ast::TableConstraint],
+) -> SqlResult<()> {
+    let hidden = format!("#{name}");
+    let ct = ast::CreateTable {
+        name: ObjectName(vec![Ident::new(hidden.clone())]),
+        columns: columns.to_vec(),
+        constraints: constraints.to_vec(),
+        indexes: Vec::new(),
+    };
+    create_table(ctx, &ct)?;
+    let real = ctx.session.temp_tables.remove(&hidden.to_lowercase()).expect("created above");
+    ctx.session.temp_tables.insert(name.to_lowercase(), real);
     Ok(())
 }
 

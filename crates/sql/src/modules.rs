@@ -43,13 +43,18 @@ pub fn define(
     if !schema.eq_ignore_ascii_case("dbo") {
         return Err(SqlError::new(
             2760,
-            format!("The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."),
+            format!(
+                "The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."
+            ),
         ));
     }
     if !db.eq_ignore_ascii_case(&ctx.session.database) {
         return Err(SqlError::new(
             166,
-            format!("'CREATE/ALTER {}' does not allow specifying the database name as a prefix to the object name.", kind_word(kind)),
+            format!(
+                "'CREATE/ALTER {}' does not allow specifying the database name as a prefix to the object name.",
+                kind_word(kind)
+            ),
         )
         .with_severity(15));
     }
@@ -82,10 +87,36 @@ pub fn define(
             (None, _, _) => {
                 let mut c = catalog.clone();
                 let id = c.allocate_id();
-                return save(&database, &c, Module { id, schema: schema.clone(), name: obj.clone(), kind, text: text.to_string(), created: now, modified: now }, version);
+                return save(
+                    &database,
+                    &c,
+                    Module {
+                        id,
+                        schema: schema.clone(),
+                        name: obj.clone(),
+                        kind,
+                        text: text.to_string(),
+                        created: now,
+                        modified: now,
+                    },
+                    version,
+                );
             }
         };
-        save(&database, catalog, Module { id, schema: schema.clone(), name: obj.clone(), kind, text: text.to_string(), created, modified: now }, version)
+        save(
+            &database,
+            catalog,
+            Module {
+                id,
+                schema: schema.clone(),
+                name: obj.clone(),
+                kind,
+                text: text.to_string(),
+                created,
+                modified: now,
+            },
+            version,
+        )
     })
 }
 
@@ -93,7 +124,12 @@ fn is_function(k: ModuleKind) -> bool {
     matches!(k, ModuleKind::ScalarFunction | ModuleKind::TableFunction)
 }
 
-fn save(database: &Arc<tessera_database::Database>, catalog: &Catalog, m: Module, version: u64) -> SqlResult<(Catalog, ())> {
+fn save(
+    database: &Arc<tessera_database::Database>,
+    catalog: &Catalog,
+    m: Module,
+    version: u64,
+) -> SqlResult<(Catalog, ())> {
     let obj = Object::Module(Arc::new(m));
     catalog::store::save(database, &obj)?;
     Ok((catalog.with(obj, version), ()))
@@ -109,7 +145,10 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
         ast::ModuleKind::View => "view",
     };
     let missing = || {
-        SqlError::new(3701, format!("Cannot drop the {word} '{obj}', because it does not exist or you do not have permission."))
+        SqlError::new(
+            3701,
+            format!("Cannot drop the {word} '{obj}', because it does not exist or you do not have permission."),
+        )
     };
     if !ctx.shared.engine.exists(&db) {
         return if if_exists { Ok(()) } else { Err(missing()) };

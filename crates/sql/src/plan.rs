@@ -144,7 +144,10 @@ pub enum Expr {
     },
     Subquery(Box<Subquery>),
     /// A scalar user-defined function.
-    UserFunction { call: Arc<UserCall>, args: Vec<Expr> },
+    UserFunction {
+        call: Arc<UserCall>,
+        args: Vec<Expr>,
+    },
 }
 
 /// What a scalar user-defined function call needs at run time.

@@ -20,13 +20,13 @@ use std::sync::Arc;
 use crate::ast::{self, Statement, StatementKind};
 use crate::bind::{Binder, BoundQuery};
 use crate::cache::{CachedBatch, Compiled};
+use crate::catalog::ModuleKind;
 use crate::ddl;
 use crate::dml::{self, Prepared};
 use crate::error::{SqlError, SqlResult};
 use crate::output::{EnvChange, ResultSink};
 use crate::plan::{eval, run, Expr};
 use crate::runtime::{ExecCtx, SessionState, Shared};
-use crate::catalog::ModuleKind;
 use crate::types::{self, SqlType, Value};
 
 /// Most statements one batch may run (loops included) before it is stopped.
@@ -132,17 +132,11 @@ impl Frame {
                             .with_severity(15)
                             .at_line(s.line));
                         }
-                        let ty = match &d.kind {
-                            ast::DeclarationKind::Scalar { ty, .. } => {
-                                types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?
-                            }
-                            ast::DeclarationKind::Table { .. } => {
-                                return Err(
-                                    SqlError::new(40523, "Table variables are not supported yet.").at_line(s.line)
-                                )
-                            }
-                        };
-                        self.decls.push((lower, ty));
+                        // Table variables are tables (see `ddl::declare_table_variable`), not slots.
+                        if let ast::DeclarationKind::Scalar { ty, .. } = &d.kind {
+                            let ty = types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?;
+                            self.decls.push((lower, ty));
+                        }
                     }
                     // The statement itself sees its own variables (initialisers may not,
                     // but assignments after the declaration in a DECLARE list do).
@@ -229,6 +223,7 @@ impl Session {
             procedure: None,
             returns: None,
             returned: None,
+            table_vars: Vec::new(),
         };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             runner.sink.message(&e);
@@ -236,6 +231,7 @@ impl Session {
             return;
         }
         let _ = runner.run_block(&cached.batch.statements);
+        runner.drop_table_variables();
         shared.plans.account();
     }
 
@@ -290,7 +286,11 @@ impl ResultSink for Discard {
 }
 
 /// Runs a scalar user-defined function's body with `args` and returns its RETURN value.
-pub(crate) fn call_scalar_function(ctx: &mut ExecCtx, call: &crate::plan::UserCall, args: Vec<Value>) -> SqlResult<Value> {
+pub(crate) fn call_scalar_function(
+    ctx: &mut ExecCtx,
+    call: &crate::plan::UserCall,
+    args: Vec<Value>,
+) -> SqlResult<Value> {
     let cached = ctx.shared.plans.get_or_parse(&call.db, &call.text, crate::parser::parse_batch)?;
     let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
         return Err(crate::bind::invalid_object(&call.name));
@@ -323,6 +323,7 @@ pub(crate) fn call_scalar_function(ctx: &mut ExecCtx, call: &crate::plan::UserCa
             procedure: Some(call.name.clone()),
             returns: Some(call.ty),
             returned: None,
+            table_vars: Vec::new(),
         };
         let r = runner.compile_all(body).map(|_| runner.run_block(body));
         r.map(|flow| (flow, runner.returned.take()))
@@ -350,6 +351,8 @@ struct Runner<'a> {
     /// In a scalar function: its return type, and the value RETURN gave.
     returns: Option<SqlType>,
     returned: Option<Value>,
+    /// Table variables this frame declared, with the mapping each one shadows.
+    table_vars: Vec<(String, Option<String>)>,
 }
 
 /// An evaluated argument of EXEC or sp_executesql.
@@ -459,7 +462,7 @@ impl<'a> Runner<'a> {
                     Ok(_) => {}
                     // Deferred name resolution: the object may be created earlier in the
                     // batch; the statement binds again when it runs.
-                    Err(e) if matches!(e.number, 208 | 911) => {}
+                    Err(e) if matches!(e.number, 208 | 911 | 1087) => {}
                     Err(_) if mentions_temp_table(s) => {}
                     Err(e) => return Err(e.at_line(s.line)),
                 },
@@ -678,6 +681,20 @@ impl<'a> Runner<'a> {
             }
             StatementKind::Declare(decls) => {
                 for d in decls {
+                    if let ast::DeclarationKind::Table { columns, constraints } = &d.kind {
+                        let lower = d.name.to_lowercase();
+                        if self.table_vars.iter().any(|(n, _)| *n == lower) {
+                            return Err(SqlError::new(
+                                134,
+                                format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", d.name),
+                            )
+                            .with_severity(15));
+                        }
+                        let previous = self.state.temp_tables.get(&lower).cloned();
+                        self.with_ctx(|ctx| ddl::declare_table_variable(ctx, &d.name, columns, constraints))?;
+                        self.table_vars.push((lower, previous));
+                        continue;
+                    }
                     if let ast::DeclarationKind::Scalar { init: Some(init), .. } = &d.kind {
                         let (v, t) = self.eval_scalar(s, init)?;
                         let slot = self
@@ -813,14 +830,19 @@ impl<'a> Runner<'a> {
             }
             StatementKind::CreateProcedure(cp) => {
                 let text = cp.text.clone();
-                self.with_ctx(|ctx| crate::modules::define(ctx, &cp.name, ModuleKind::Procedure, cp.or_alter, cp.alter, &text))?;
+                self.with_ctx(|ctx| {
+                    crate::modules::define(ctx, &cp.name, ModuleKind::Procedure, cp.or_alter, cp.alter, &text)
+                })?;
             }
             StatementKind::CreateFunction(cf) => {
                 let kind = match cf.returns {
                     ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
                     ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
                     ast::FunctionReturns::MultiStatement { .. } => {
-                        return Err(SqlError::new(40526, "Multi-statement table-valued functions are not supported yet."))
+                        return Err(SqlError::new(
+                            40526,
+                            "Multi-statement table-valued functions are not supported yet.",
+                        ))
                     }
                 };
                 let text = cf.text.clone();
@@ -840,12 +862,17 @@ impl<'a> Runner<'a> {
                     if let Some(i) = bound.columns.iter().position(|c| c.name.is_empty()) {
                         return Err(SqlError::new(
                             4511,
-                            format!("Create View or Function failed because no column name was specified for column {}.", i + 1),
+                            format!(
+                                "Create View or Function failed because no column name was specified for column {}.",
+                                i + 1
+                            ),
                         ));
                     }
                 }
                 let text = cv.text.clone();
-                self.with_ctx(|ctx| crate::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text))?;
+                self.with_ctx(|ctx| {
+                    crate::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
+                })?;
             }
             StatementKind::DropModule { kind, names, if_exists } => {
                 for n in names {
@@ -855,6 +882,18 @@ impl<'a> Runner<'a> {
             StatementKind::Execute(_) | StatementKind::ExecuteString(_) => unreachable!("EXEC runs in run_one"),
         }
         Ok(Flow::Next)
+    }
+
+    /// Drops the table variables this frame declared (at the end of its batch or
+    /// procedure), restoring what they shadowed.
+    fn drop_table_variables(&mut self) {
+        for (name, previous) in std::mem::take(&mut self.table_vars).into_iter().rev() {
+            let object = ast::ObjectName(vec![ast::Ident::new(name.clone())]);
+            let _ = self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true));
+            if let Some(p) = previous {
+                self.state.temp_tables.insert(name, p);
+            }
+        }
     }
 
     /// Evaluates EXEC's arguments in the caller's frame.
@@ -871,7 +910,9 @@ impl<'a> Runner<'a> {
                         let vars = self.visible(s);
                         let lower = v.to_lowercase();
                         let slot = vars.iter().rposition(|(n, _)| *n == lower).ok_or_else(|| {
-                            SqlError::new(137, format!("Must declare the scalar variable \"{v}\".")).with_severity(15).with_state(2)
+                            SqlError::new(137, format!("Must declare the scalar variable \"{v}\"."))
+                                .with_severity(15)
+                                .with_state(2)
                         })?;
                         Some((slot, vars[slot].1))
                     }
@@ -946,7 +987,9 @@ impl<'a> Runner<'a> {
                 None => {
                     return self.fail(
                         s,
-                        SqlError::new(137, format!("Must declare the scalar variable \"{rc}\".")).with_severity(15).with_state(2),
+                        SqlError::new(137, format!("Must declare the scalar variable \"{rc}\"."))
+                            .with_severity(15)
+                            .with_state(2),
                     )
                 }
             }
@@ -960,7 +1003,14 @@ impl<'a> Runner<'a> {
     /// Runs a stored procedure: binds the arguments to its parameters, runs its body in a
     /// frame of its own (in the procedure's database), copies OUTPUT parameters back and
     /// returns its return status.
-    fn call_procedure(&mut self, s: &Statement, db: &str, name: &str, text: &str, args: Vec<Argument>) -> Result<i32, Stop> {
+    fn call_procedure(
+        &mut self,
+        s: &Statement,
+        db: &str,
+        name: &str,
+        text: &str,
+        args: Vec<Argument>,
+    ) -> Result<i32, Stop> {
         let cached = match self.shared.plans.get_or_parse(db, text, crate::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return self.fail(s, e).map(|_| 0),
@@ -1014,11 +1064,14 @@ impl<'a> Runner<'a> {
                 procedure: name.map(str::to_string),
                 returns: None,
                 returned: None,
+                table_vars: Vec::new(),
             };
-            match inner.compile_all(body) {
+            let r = match inner.compile_all(body) {
                 Err(e) => Err(e),
                 Ok(()) => Ok(inner.run_block(body)),
-            }
+            };
+            inner.drop_table_variables();
+            r
         };
         self.state.nest_level -= 1;
         self.state.options = saved_options;
@@ -1086,7 +1139,10 @@ impl<'a> Runner<'a> {
                         .with_severity(15));
                     }
                     if i >= params.len() {
-                        return Err(SqlError::new(8144, format!("Procedure or function {proc_name} has too many arguments specified.")));
+                        return Err(SqlError::new(
+                            8144,
+                            format!("Procedure or function {proc_name} has too many arguments specified."),
+                        ));
                     }
                     i
                 }
@@ -1099,20 +1155,22 @@ impl<'a> Runner<'a> {
             let arg = given[i].take();
             let value = match arg.as_ref().and_then(|a| a.value.clone()) {
                 Some((v, t)) => types::cast(&v, &t, &ty, None)?,
-                None => match &p.default {
-                    Some(d) => {
-                        let (v, t) = self.eval_scalar(s, d)?;
-                        types::cast(&v, &t, &ty, None)?
-                    }
-                    None if arg.as_ref().is_some_and(|a| a.value.is_none()) || arg.is_none() => {
-                        return Err(SqlError::new(
+                None => {
+                    match &p.default {
+                        Some(d) => {
+                            let (v, t) = self.eval_scalar(s, d)?;
+                            types::cast(&v, &t, &ty, None)?
+                        }
+                        None if arg.as_ref().is_some_and(|a| a.value.is_none()) || arg.is_none() => {
+                            return Err(SqlError::new(
                             201,
                             format!("Procedure or function '{proc_name}' expects parameter '{}', which was not supplied.", p.name),
                         )
                         .with_state(4));
+                        }
+                        None => Value::Null,
                     }
-                    None => Value::Null,
-                },
+                }
             };
             vars[i] = value;
             if let Some((caller_slot, caller_ty)) = arg.and_then(|a| a.output) {
@@ -1170,7 +1228,10 @@ impl<'a> Runner<'a> {
                 "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.",
             )));
         };
-        let params_text = if args.first().is_some_and(|a| a.name.is_none() || a.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("@params"))) {
+        let params_text = if args
+            .first()
+            .is_some_and(|a| a.name.is_none() || a.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("@params")))
+        {
             let p = args.remove(0);
             text_of(&p).unwrap_or_default()
         } else {
@@ -1183,7 +1244,10 @@ impl<'a> Runner<'a> {
             Err(e) => return Err(Stop::Error(e)),
         };
         let Some(StatementKind::CreateProcedure(cp)) = declared.batch.statements.first().map(|st| &st.kind) else {
-            return Err(Stop::Error(SqlError::new(8178, "The parameterized query expects parameters that were not supplied.")));
+            return Err(Stop::Error(SqlError::new(
+                8178,
+                "The parameterized query expects parameters that were not supplied.",
+            )));
         };
         let params = cp.params.clone();
         let cached = match self.shared.plans.get_or_parse(&db, &stmt_text, crate::parser::parse_batch) {
@@ -1711,7 +1775,7 @@ fn type_args(t: &SqlType) -> Vec<ast::TypeArg> {
 /// earlier statement of the batch created it (so its compile errors wait for run time).
 fn mentions_temp_table(s: &Statement) -> bool {
     fn named(n: &ast::ObjectName) -> bool {
-        n.name().value.starts_with('#')
+        n.name().value.starts_with('#') || n.name().value.starts_with('@')
     }
     fn in_refs(refs: &[ast::TableRef]) -> bool {
         refs.iter().any(|r| match r {

@@ -37,6 +37,25 @@ pub struct Shared {
     catalogs: Mutex<HashMap<String, Arc<DbCatalog>>>,
     versions: AtomicU64,
     next_spid: AtomicI32,
+    /// What every open session is doing (sys.dm_exec_sessions, sp_who).
+    pub sessions: Mutex<HashMap<i32, SessionInfo>>,
+}
+
+/// A session as the server's views show it.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub spid: i32,
+    pub login: String,
+    pub host_name: String,
+    pub program_name: String,
+    pub database: String,
+    /// Seconds since the Unix epoch.
+    pub login_time: i64,
+    /// "running" while a batch runs, else "sleeping".
+    pub status: &'static str,
+    /// The running batch's text (sys.dm_exec_requests).
+    pub command: Option<String>,
+    pub open_transactions: u32,
 }
 
 impl Shared {
@@ -53,6 +72,7 @@ impl Shared {
             catalogs: Mutex::new(HashMap::new()),
             versions: AtomicU64::new(1),
             next_spid: AtomicI32::new(51),
+            sessions: Mutex::new(HashMap::new()),
         }))
     }
 

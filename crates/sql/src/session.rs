@@ -167,11 +167,42 @@ impl Session {
             return Err(crate::runtime::database_not_found(database));
         }
         let spid = shared.next_spid();
+        let info = crate::runtime::SessionInfo {
+            spid,
+            login: login.to_string(),
+            host_name: String::new(),
+            program_name: String::new(),
+            database: database.to_string(),
+            login_time: crate::catalog::now_epoch(),
+            status: "sleeping",
+            command: None,
+            open_transactions: 0,
+        };
+        shared.sessions.lock().insert(spid, info);
         Ok(Session { state: SessionState::new(spid, login, database), shared })
     }
 
     pub fn database(&self) -> &str {
         &self.state.database
+    }
+
+    /// Tells the server's views who the client is (from the login).
+    pub fn set_client(&mut self, host_name: &str, program_name: &str) {
+        self.state.host_name = host_name.to_string();
+        self.state.program_name = program_name.to_string();
+        if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
+            info.host_name = host_name.to_string();
+            info.program_name = program_name.to_string();
+        }
+    }
+
+    fn publish(&self, running: Option<&str>) {
+        if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
+            info.database.clone_from(&self.state.database);
+            info.status = if running.is_some() { "running" } else { "sleeping" };
+            info.command = running.map(str::to_string);
+            info.open_transactions = self.state.txns.count;
+        }
     }
 
     /// Ends the session: rolls back an open transaction and drops its temp tables.
@@ -188,7 +219,9 @@ impl Session {
     /// Runs one batch (the text between two GO lines); true if it raised an error.
     pub fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
         let mut watch = ErrorWatch { inner: sink, failed: false };
+        self.publish(Some(text));
         self.execute_inner(text, &mut watch);
+        self.publish(None);
         watch.failed
     }
 
@@ -272,6 +305,7 @@ impl ResultSink for ErrorWatch<'_> {
 impl Drop for Session {
     fn drop(&mut self) {
         self.close();
+        self.shared.sessions.lock().remove(&self.state.spid);
     }
 }
 

@@ -624,12 +624,14 @@ impl<'a> Binder<'a> {
             let (e, t) = match args.get(i) {
                 Some(ast::Expr::Default) | None => match (&p.default, args.get(i)) {
                     (Some(d), Some(_)) => self.bind_expr(d)?,
-                    _ => return Err(SqlError::new(
-                        313,
-                        format!(
+                    _ => {
+                        return Err(SqlError::new(
+                            313,
+                            format!(
                             "An insufficient number of arguments were supplied for the procedure or function {fname}."
                         ),
-                    )),
+                        ))
+                    }
                 },
                 Some(a) => self.bind_expr(a)?,
             };

@@ -31,7 +31,7 @@ fn hex_suffix(table_id: i32, salt: u64) -> String {
 }
 
 fn auto_name(prefix: &str, table: &str, column: Option<&str>, table_id: i32, salt: u64) -> String {
-    let t: String = table.trim_start_matches('#').chars().take(8).collect();
+    let t: String = catalog::display_name(table).trim_start_matches(['#', '@']).chars().take(8).collect();
     match column {
         Some(c) => {
             format!("{prefix}__{t}__{}__{}", c.chars().take(8).collect::<String>(), &hex_suffix(table_id, salt)[..8])

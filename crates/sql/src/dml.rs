@@ -105,7 +105,7 @@ pub struct DeletePlan {
 }
 
 fn object_name(t: &Table) -> String {
-    format!("{}.{}", t.schema, t.name)
+    format!("{}.{}", t.schema, crate::catalog::display_name(&t.name))
 }
 
 // ---- compiling -----------------------------------------------------------------------------

@@ -603,7 +603,9 @@ impl<'a> Runner<'a> {
     /// A statement failed: undo it, report or hand the error to CATCH, and decide whether
     /// the batch goes on.
     fn fail(&mut self, s: &Statement, e: SqlError) -> Result<Flow, Stop> {
-        let mut e = e.at_line(s.line);
+        // An error that already names its procedure keeps its line (SQL Server reports
+        // parameter errors at line 0 of the procedure).
+        let mut e = if e.procedure.is_some() { e } else { e.at_line(s.line) };
         if e.procedure.is_none() && e.severity > 10 {
             e.procedure = self.procedure.clone();
         }
@@ -1077,7 +1079,12 @@ impl<'a> Runner<'a> {
         };
         let (vars, outputs) = match self.bind_arguments(s, &shown, params, &frame, args) {
             Ok(v) => v,
-            Err(e) => return self.fail(s, e).map(|_| 0),
+            Err(mut e) => {
+                if let Some(n) = name {
+                    e.procedure = Some(n.to_string());
+                }
+                return self.fail(s, e).map(|_| 0);
+            }
         };
         let saved_vars = std::mem::replace(&mut self.state.vars, vars);
         let saved_db = std::mem::replace(&mut self.state.database, db.to_string());
@@ -1653,7 +1660,21 @@ impl<'a> Runner<'a> {
     ) -> SqlResult<()> {
         let (mv, mt) = self.eval_scalar(s, message)?;
         let (number, format) = match mv {
-            Value::Int(n) => (n as i32, format!("Error {n} was raised by RAISERROR.")),
+            Value::Int(n) => {
+                // No sys.messages: a message number has no text to raise.
+                let severity = match self.eval_scalar(s, severity)?.0 {
+                    Value::Int(v) => v,
+                    _ => 16,
+                };
+                let state = match self.eval_scalar(s, state)?.0 {
+                    Value::Int(v) => v,
+                    _ => 1,
+                };
+                return Err(SqlError::new(
+                    18054,
+                    format!("Error {n}, severity {severity}, state {state} was raised, but no message with that error number was found in sys.messages. If error is larger than 50000, make sure the user-defined message is added using sp_addmessage."),
+                ));
+            }
             v => (
                 50000,
                 match types::cast(&v, &mt, &SqlType::NVarChar(2047), None)? {

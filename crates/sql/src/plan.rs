@@ -687,7 +687,44 @@ fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<O
     Ok(Some((lo, hi)))
 }
 
+/// A unique index pinned on its whole key: one point lookup instead of a range scan.
+fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    let mut values = Vec::with_capacity(node.prefix.len());
+    for e in &node.prefix {
+        let v = eval(e, corr, ctx)?;
+        if v.is_null() {
+            return Ok(Vec::new());
+        }
+        values.push(v);
+    }
+    let mut key = KeyBuf::new();
+    encode_prefix(&node.table, node.index, &values, &mut key)?;
+    let table = &node.table;
+    let schema = ctx.row_schema(table)?;
+    let tx = ctx.transaction(&node.db)?;
+    let db = tx.database().clone();
+    let tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
+    let (row_key, found) = if node.index == 0 {
+        let found = tx.get_with(tree, key.as_bytes(), |bytes| decode_row(table, &schema, bytes))?;
+        (key.as_bytes().to_vec(), found)
+    } else {
+        let Some(row_key) = tx.get(tree, key.as_bytes())? else { return Ok(Vec::new()) };
+        let rows = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
+        let found = tx.get_with(rows, &row_key, |bytes| decode_row(table, &schema, bytes))?;
+        (row_key, found)
+    };
+    let Some(row) = found else { return Ok(Vec::new()) };
+    let mut row = row?;
+    if node.with_key {
+        row.push(Value::Binary(Arc::from(row_key)));
+    }
+    Ok(vec![row])
+}
+
 fn run_scan(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    if node.single && node.lower.is_none() && node.upper.is_none() {
+        return run_point_lookup(node, corr, ctx);
+    }
     let Some((lo, hi)) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
     let table = &node.table;
     let index = &table.indexes[node.index];

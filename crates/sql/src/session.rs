@@ -265,7 +265,6 @@ impl Session {
         }
         let _ = runner.run_block(&cached.batch.statements);
         runner.drop_table_variables();
-        shared.plans.account();
     }
 
     /// The cancel flag a network layer sets on an attention signal.

@@ -574,7 +574,7 @@ fn to_string(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> Sql
                     b.chunks(2).map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
                 String::from_utf16_lossy(&units)
             }
-            0 => decode_cp1252(b),
+            0 => decode_cp1252(b).into_owned(),
             1 => format!("0x{}", hex(b)),
             2 => hex(b),
             s => return Err(bad_style(s, from)),
@@ -1012,7 +1012,7 @@ pub fn from_storage(v: row::Value, t: &SqlType) -> Value {
         row::Value::Guid(g) => Value::Guid(g),
         row::Value::Bytes(b) => match t {
             T::Binary(_) | T::VarBinary(_) => Value::Binary(Arc::from(b)),
-            _ => Value::Str(Arc::from(decode_cp1252(&b))),
+            _ => Value::Str(Arc::from(&*decode_cp1252(&b))),
         },
         row::Value::Unicode(u) => Value::Str(Arc::from(String::from_utf16_lossy(&u))),
     }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rand::rngs::StdRng;
+use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
 use super::compare::{encode_key, like};
@@ -123,8 +123,9 @@ pub struct FunctionContext {
     pub now_utc: (i32, u64),
     /// Local time minus UTC, in minutes (GETDATE and SYSDATETIME are local).
     pub utc_offset_minutes: i32,
-    /// The session's generator; `RAND(seed)` reseeds it.
-    pub rng: StdRng,
+    /// The session's generator; `RAND(seed)` reseeds it (a small fast generator: seeding
+    /// happens on every `RAND(seed)` call, once per row in seed 002's query).
+    pub rng: SmallRng,
 }
 
 impl Default for FunctionContext {
@@ -136,7 +137,7 @@ impl Default for FunctionContext {
 impl FunctionContext {
     /// A context at the current time, UTC as local time, with a randomly seeded RNG.
     pub fn new() -> FunctionContext {
-        let mut ctx = FunctionContext { now_utc: (0, 0), utc_offset_minutes: 0, rng: StdRng::from_os_rng() };
+        let mut ctx = FunctionContext { now_utc: (0, 0), utc_offset_minutes: 0, rng: SmallRng::from_os_rng() };
         ctx.set_now(SystemTime::now());
         ctx
     }
@@ -1119,14 +1120,14 @@ fn overflow(t: &SqlType) -> SqlError {
 fn rand(call: &Call<'_>, ctx: &mut FunctionContext) -> SqlResult<Value> {
     if let Some(v) = call.args.first() {
         if let Some(seed) = int(v, &call.types[0])? {
-            ctx.rng = StdRng::seed_from_u64(seed as u64);
+            ctx.rng = SmallRng::seed_from_u64(seed as u64);
         }
     }
     Ok(Value::Float(ctx.rng.random::<f64>()))
 }
 
 /// A random (version 4) uniqueidentifier, in SQL Server's byte order.
-fn new_guid(rng: &mut StdRng) -> [u8; 16] {
+fn new_guid(rng: &mut SmallRng) -> [u8; 16] {
     let mut g = [0u8; 16];
     rng.fill_bytes(&mut g);
     g[7] = 0x40 | (g[7] & 0x0F); // the version nibble of the third group (stored little-endian)
@@ -1331,7 +1332,7 @@ mod tests {
 
     fn ctx() -> FunctionContext {
         let mut c = FunctionContext::new();
-        c.rng = StdRng::seed_from_u64(1);
+        c.rng = SmallRng::seed_from_u64(1);
         c
     }
 

@@ -480,7 +480,7 @@ impl<'a> Binder<'a> {
 
     fn depend(&mut self, db: &str) {
         if !self.deps.databases.iter().any(|d| d.eq_ignore_ascii_case(db)) {
-            self.deps.databases.push(db.to_string());
+            self.deps.databases.push(db.to_lowercase());
         }
     }
 

@@ -102,6 +102,18 @@ impl Shared {
         Ok(self.entry(db)?.current.read().clone())
     }
 
+    /// The catalog version of a database whose catalog is loaded, without touching the
+    /// engine (the plan cache asks this for every statement it reuses).
+    pub fn loaded_catalog_version(&self, db: &str) -> Option<u64> {
+        let catalogs = self.catalogs.lock();
+        let entry = match catalogs.get(db) {
+            Some(e) => e,
+            None => catalogs.get(&db.to_lowercase())?,
+        };
+        let version = entry.current.read().version;
+        Some(version)
+    }
+
     /// Runs one DDL change: `change` gets the current snapshot and a fresh version and
     /// returns the next snapshot, which replaces it once `change` succeeds.
     pub fn alter_catalog<T>(

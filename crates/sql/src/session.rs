@@ -417,6 +417,9 @@ impl<'a> Runner<'a> {
     }
 
     fn current_version(&self, db: &str) -> Option<u64> {
+        if let Some(v) = self.shared.loaded_catalog_version(db) {
+            return Some(v);
+        }
         let d = self.shared.database(db).ok()?;
         self.shared.catalog(&d).ok().map(|c| c.version)
     }

@@ -299,6 +299,9 @@ pub struct SessionState {
     pub caught: Option<SqlError>,
     pub host_name: String,
     pub program_name: String,
+    /// Statements prepared with sp_prepare: handle → (parameter declarations, text).
+    pub prepared: HashMap<i32, (String, String)>,
+    next_handle: i32,
 }
 
 impl SessionState {
@@ -321,7 +324,16 @@ impl SessionState {
             caught: None,
             host_name: String::new(),
             program_name: String::new(),
+            prepared: HashMap::new(),
+            next_handle: 1,
         }
+    }
+
+    /// A new sp_prepare handle.
+    pub fn next_prepared_handle(&mut self) -> i32 {
+        let h = self.next_handle;
+        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        h
     }
 }
 

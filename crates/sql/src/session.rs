@@ -1086,7 +1086,7 @@ impl<'a> Runner<'a> {
             }
         } else if let Some(system) = crate::sysprocs::lookup(&proc_name) {
             self.state.txns.mark_statement();
-            let values: Vec<(Option<String>, Option<(Value, SqlType)>)> =
+            let values: Vec<crate::sysprocs::NamedArg> =
                 args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
             let result = if system == crate::sysprocs::SystemProc::ExecuteSql {
                 self.run_executesql(s, args)
@@ -1119,10 +1119,7 @@ impl<'a> Runner<'a> {
                 }
                 Err(err) => return self.fail(s, err),
             };
-            match self.call_procedure(s, &db, &module.name, &module.text, args) {
-                Ok(status) => status,
-                Err(stop) => return Err(stop),
-            }
+            self.call_procedure(s, &db, &module.name, &module.text, args)?
         };
         if let Some(rc) = &e.return_status {
             let vars = self.visible(s);

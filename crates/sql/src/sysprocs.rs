@@ -7,6 +7,10 @@ use crate::output::ResultSink;
 use crate::runtime::ExecCtx;
 use crate::types::{SqlType, Value};
 
+/// An argument of a system procedure: its `@name` if given by name, and its value
+/// (None for DEFAULT).
+pub type NamedArg = (Option<String>, Option<(Value, SqlType)>);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SystemProc {
     ExecuteSql,
@@ -22,12 +26,7 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
 }
 
 /// Runs a system procedure other than `sp_executesql`; returns its return status.
-pub fn run(
-    which: SystemProc,
-    _args: &[(Option<String>, Option<(Value, SqlType)>)],
-    _ctx: &mut ExecCtx,
-    _sink: &mut dyn ResultSink,
-) -> SqlResult<i32> {
+pub fn run(which: SystemProc, _args: &[NamedArg], _ctx: &mut ExecCtx, _sink: &mut dyn ResultSink) -> SqlResult<i32> {
     match which {
         SystemProc::ExecuteSql => Err(SqlError::new(50000, "sp_executesql runs in the session")),
     }

@@ -960,6 +960,21 @@ impl<'a> Binder<'a> {
             | BinaryOp::NotGt => {
                 let (l, lt) = self.bind_expr(left)?;
                 let (r, rt) = self.bind_expr(right)?;
+                // SET ANSI_NULLS OFF: `x = NULL` is true when x is NULL.
+                if !self.session.options.ansi_nulls && matches!(op, BinaryOp::Eq | BinaryOp::NotEq) {
+                    let other = match (is_null_literal(&l), is_null_literal(&r)) {
+                        (true, _) => Some(r.clone()),
+                        (_, true) => Some(l.clone()),
+                        _ => None,
+                    };
+                    if let Some(x) = other {
+                        return Ok((
+                            Expr::IsNull { expr: Box::new(x), negated: op == BinaryOp::NotEq },
+                            SqlType::Bit,
+                            false,
+                        ));
+                    }
+                }
                 let t = if is_null_literal(&l) {
                     rt
                 } else if is_null_literal(&r) {
@@ -978,8 +993,15 @@ impl<'a> Binder<'a> {
                 let rt = if is_null_literal(&r) { lt } else { rt };
                 let plan = types::arithmetic_plan(op, &lt, &rt)?;
                 let ty = plan.result;
-                let l = convert(l, &lt, &plan.left)?;
-                let r = convert(r, &rt, &plan.right)?;
+                let mut l = convert(l, &lt, &plan.left)?;
+                let mut r = convert(r, &rt, &plan.right)?;
+                // SET CONCAT_NULL_YIELDS_NULL OFF: NULL concatenates as ''.
+                let text =
+                    matches!(ty, SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_));
+                if op == BinaryOp::Add && text && !self.session.options.concat_null_yields_null {
+                    l = Expr::Coalesce(vec![l, Expr::Const(Value::str(""))]);
+                    r = Expr::Coalesce(vec![r, Expr::Const(Value::str(""))]);
+                }
                 if let (Expr::Const(a), Expr::Const(b)) = (&l, &r) {
                     // Constant folding: errors surface when the statement runs, not here.
                     if let Ok(v) = types::binary_op(op, a, b, &ty) {

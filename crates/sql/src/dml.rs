@@ -981,6 +981,14 @@ fn update_row(
     Ok(())
 }
 
+/// `SET ROWCOUNT n`: the most rows a statement may return or change (0 = no limit).
+fn rowcount_limit(ctx: &ExecCtx) -> usize {
+    match ctx.session.options.rowcount {
+        n if n > 0 => n as usize,
+        _ => usize::MAX,
+    }
+}
+
 fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
     match top {
         None => Ok(usize::MAX),
@@ -1017,7 +1025,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
             run(plan, &[], ctx)?.into_iter().map(|r| r.into_iter().map(Some).collect()).collect()
         }
     };
-    let limit = top_limit(ctx, p.top.as_ref())?;
+    let limit = top_limit(ctx, p.top.as_ref())?.min(rowcount_limit(ctx));
     let identity = table.identity_column();
     if identity.is_some() {
         load_counters(ctx, &p.target.db, table)?;
@@ -1078,7 +1086,8 @@ fn unique_targets(rows: Vec<Row>, key: usize) -> Vec<Row> {
 }
 
 pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>)> {
-    let rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    rows.truncate(rowcount_limit(ctx));
     let table = &p.target.table;
     let n = table.columns.len();
     let changed: Vec<usize> = p.sets.iter().map(|s| s.0).collect();
@@ -1112,7 +1121,8 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
 }
 
 pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>)> {
-    let rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    rows.truncate(rowcount_limit(ctx));
     let n = p.target.table.columns.len();
     let mut count = 0;
     let mut output = Vec::new();

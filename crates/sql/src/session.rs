@@ -513,10 +513,13 @@ impl<'a> Runner<'a> {
     /// Fingerprint of the session state plans depend on: which table has IDENTITY_INSERT
     /// on, and which session's temp tables `#names` mean.
     fn context(&self) -> u64 {
-        let mut h = match &self.state.options.identity_insert {
+        let o = &self.state.options;
+        let mut h = match &o.identity_insert {
             Some((db, id)) => (*id as u32 as u64) ^ ((db.len() as u64) << 32),
             None => 0,
         };
+        // Options the binder compiles into plans.
+        h ^= u64::from(!o.ansi_nulls) << 62 | u64::from(!o.concat_null_yields_null) << 63;
         if !self.state.temp_tables.is_empty() {
             h ^= (self.state.spid as u64) << 40;
         }
@@ -1492,7 +1495,12 @@ impl<'a> Runner<'a> {
                 // SQL Server sends a result's column metadata before its rows; an error while
                 // producing them arrives after the header.
                 let rows = match self.with_ctx(|ctx| run(&q.plan, &[], ctx)) {
-                    Ok(rows) => rows,
+                    Ok(mut rows) => {
+                        if self.state.options.rowcount > 0 {
+                            rows.truncate(self.state.options.rowcount as usize);
+                        }
+                        rows
+                    }
                     Err(e) => {
                         self.sink.columns(&q.columns);
                         return Err(e);

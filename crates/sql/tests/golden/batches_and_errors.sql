@@ -79,3 +79,20 @@ begin
 end;
 if exists (select * from g where n = 3) print 'three is there' else print 'no three';
 go
+-- Session options that change results.
+create table opts (a int, b varchar(5));
+insert into opts values (1, 'x'), (2, null), (3, 'z');
+set rowcount 2;
+select * from opts;
+update opts set a = a + 10;
+set rowcount 0;
+select * from opts;
+set ansi_nulls off;
+select a from opts where b = null;
+set ansi_nulls on;
+select a from opts where b = null;
+set concat_null_yields_null off;
+select 'a' + b as c from opts;
+set concat_null_yields_null on;
+select 'a' + b as c from opts;
+go

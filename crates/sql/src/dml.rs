@@ -298,7 +298,8 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
             (InsertSource::Query(Box::new(bound.plan)), types_)
         }
         ast::InsertSource::Execute(_) => {
-            return Err(SqlError::new(40519, "INSERT … EXEC is not supported yet."));
+            // The session runs the procedure first and supplies its rows (session.rs).
+            (InsertSource::Rows(Vec::new()), Vec::new())
         }
     };
     let output = bind_output(b, &table, ins.output.as_ref())?;

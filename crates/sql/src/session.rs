@@ -24,7 +24,7 @@ use crate::catalog::ModuleKind;
 use crate::ddl;
 use crate::dml::{self, Prepared};
 use crate::error::{SqlError, SqlResult};
-use crate::output::{EnvChange, ResultSink};
+use crate::output::{Collected, EnvChange, ResultSink};
 use crate::plan::{eval, run, Expr};
 use crate::runtime::{ExecCtx, SessionState, Shared};
 use crate::types::{self, SqlType, Value};
@@ -86,6 +86,9 @@ fn starts_implicit_transaction(k: &StatementKind) -> bool {
 struct Frame {
     decls: Vec<(String, SqlType)>,
     visible: HashMap<usize, usize>,
+    /// Labels declared, and GOTOs with their lines (checked when the frame is built).
+    labels: Vec<String>,
+    gotos: Vec<(String, u32)>,
 }
 
 fn addr<T>(x: &T) -> usize {
@@ -94,14 +97,29 @@ fn addr<T>(x: &T) -> usize {
 
 impl Frame {
     fn of(batch: &ast::Batch) -> SqlResult<Frame> {
-        let mut f = Frame { decls: Vec::new(), visible: HashMap::new() };
+        let mut f = Frame { decls: Vec::new(), visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
         f.walk(&batch.statements)?;
+        f.check_labels()?;
         Ok(f)
+    }
+
+    fn check_labels(&self) -> SqlResult<()> {
+        for (label, line) in &self.gotos {
+            if !self.labels.iter().any(|l| l.eq_ignore_ascii_case(label)) {
+                return Err(SqlError::new(
+                    133,
+                    format!("A GOTO statement references the label '{label}' but the label has not been declared."),
+                )
+                .with_severity(15)
+                .at_line(*line));
+            }
+        }
+        Ok(())
     }
 
     /// A procedure's frame: its parameters first, then the body's declarations.
     fn of_procedure(params: &[ast::Parameter], body: &[Statement]) -> SqlResult<Frame> {
-        let mut f = Frame { decls: Vec::new(), visible: HashMap::new() };
+        let mut f = Frame { decls: Vec::new(), visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
         for p in params {
             let lower = p.name.to_lowercase();
             if f.decls.iter().any(|(n, _)| *n == lower) {
@@ -114,6 +132,7 @@ impl Frame {
             f.decls.push((lower, types::resolve_type(&p.ty, false)?));
         }
         f.walk(body)?;
+        f.check_labels()?;
         Ok(f)
     }
 
@@ -154,6 +173,8 @@ impl Frame {
                     self.walk(try_block)?;
                     self.walk(catch_block)?;
                 }
+                StatementKind::Label(l) => self.labels.push(l.value.clone()),
+                StatementKind::Goto(l) => self.gotos.push((l.value.clone(), s.line)),
                 _ => {}
             }
         }
@@ -307,6 +328,8 @@ impl Session {
         let frame = Frame {
             decls: params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect(),
             visible: HashMap::new(),
+            labels: Vec::new(),
+            gotos: Vec::new(),
         };
         self.state.vars = params.iter().map(|p| p.value.clone()).collect();
         {
@@ -818,6 +841,9 @@ impl<'a> Runner<'a> {
         match &s.kind {
             StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()) => {
                 self.select_into(s, q)?;
+            }
+            StatementKind::Insert(i) if matches!(i.source, ast::InsertSource::Execute(_)) => {
+                self.insert_exec(s, i)?;
             }
             StatementKind::Query(_)
             | StatementKind::Insert(_)
@@ -1588,6 +1614,91 @@ impl<'a> Runner<'a> {
             rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
         );
         plan.source_types = bound.columns.iter().map(|c| c.ty).collect();
+        let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
+        self.affected(n);
+        Ok(())
+    }
+
+    /// `INSERT t EXEC proc …`: the procedure's result sets become the inserted rows.
+    fn insert_exec(&mut self, s: &Statement, i: &ast::Insert) -> SqlResult<()> {
+        let ast::InsertSource::Execute(call) = &i.source else { unreachable!("checked by the caller") };
+        let mut captured = Collected::default();
+        let result = {
+            // The call runs in this frame with a sink that keeps its rows.
+            let mut inner = Runner {
+                shared: self.shared,
+                state: &mut *self.state,
+                batch: self.batch,
+                frame: self.frame,
+                sink: &mut captured,
+                try_depth: self.try_depth,
+                executed: 0,
+                procedure: self.procedure.clone(),
+                returns: None,
+                returned: None,
+                table_vars: Vec::new(),
+            };
+            match &**call {
+                StatementKind::Execute(e) => inner.run_execute(s, e),
+                StatementKind::ExecuteString(parts) => inner.run_dynamic(s, parts),
+                _ => Err(Stop::Error(SqlError::new(102, "Incorrect syntax near 'EXEC'.").with_severity(15))),
+            }
+        };
+        // The call's messages reach the client; an error that ended the call's batch is
+        // this statement's error.
+        let mut messages = std::mem::take(&mut captured.messages);
+        let last_error = match result {
+            Err(Stop::Abort) => messages.iter().rposition(|m| m.severity > 10).map(|i| messages.remove(i)),
+            _ => None,
+        };
+        for m in &messages {
+            self.sink.message(m);
+        }
+        let failed_inside = messages.iter().any(|m| m.severity > 10);
+        match (result, last_error) {
+            // The call failed and reported it: nothing is inserted.
+            (Ok(_), _) if failed_inside => return Ok(()),
+            (Ok(_), _) => {}
+            (Err(Stop::Error(e)), _) | (Err(Stop::Abort), Some(e)) => return Err(e),
+            (Err(Stop::Abort), None) => return Err(SqlError::new(50000, "The batch was aborted.")),
+        }
+        let mut rows = Vec::new();
+        let mut source_types: Option<Vec<SqlType>> = None;
+        for (columns, set) in captured.result_sets {
+            let types_: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+            match &source_types {
+                Some(t) if t.len() != types_.len() => {
+                    return Err(SqlError::new(
+                        213,
+                        "Column name or number of supplied values does not match table definition.",
+                    ));
+                }
+                _ => source_types = Some(types_),
+            }
+            rows.extend(set);
+        }
+        let plain = ast::Insert {
+            top: i.top.clone(),
+            table: i.table.clone(),
+            columns: i.columns.clone(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let vars = self.visible(s);
+        let mut b = Binder::new(self.shared, self.state, vars);
+        let mut plan = dml::compile_insert(&mut b, &plain)?;
+        if let Some(t) = source_types {
+            if t.len() != plan.columns.len() {
+                return Err(SqlError::new(
+                    213,
+                    "Column name or number of supplied values does not match table definition.",
+                ));
+            }
+            plan.source_types = t;
+        }
+        plan.source = dml::InsertSource::Rows(
+            rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
+        );
         let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
         self.affected(n);
         Ok(())

@@ -57,3 +57,17 @@ exec get_rows
 drop procedure get_rows
 exec get_rows
 go
+-- INSERT … EXEC.
+create table captured (a int, b varchar(10));
+go
+create proc two_sets @n int as begin select @n, 'x'; select @n + 1, 'y'; print 'inside' end
+go
+insert into captured exec two_sets 5;
+insert into captured (a) exec ('select 42');
+select * from captured;
+insert into captured exec two_sets;
+select count(*) as still_three from captured;
+go
+-- GOTO to a label that does not exist.
+goto nowhere;
+go

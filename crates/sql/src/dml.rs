@@ -35,7 +35,7 @@ pub enum Prepared {
     Delete(DeletePlan),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Target {
     pub db: String,
     pub table: Arc<Table>,
@@ -69,6 +69,8 @@ pub struct InsertPlan {
 pub struct OutputPlan {
     pub exprs: Vec<Expr>,
     pub columns: Vec<OutputColumn>,
+    /// `OUTPUT … INTO t [(cols)]`: the rows go into this insert instead of to the client.
+    pub into: Option<Box<InsertPlan>>,
 }
 
 #[derive(Debug)]
@@ -135,10 +137,7 @@ pub fn bind_target(b: &mut Binder, db: String, table: Arc<Table>) -> SqlResult<T
 
 fn bind_output(b: &mut Binder, table: &Table, output: Option<&ast::Output>) -> SqlResult<Option<OutputPlan>> {
     let Some(out) = output else { return Ok(None) };
-    if out.into.is_some() {
-        return Err(SqlError::new(40518, "OUTPUT … INTO is not supported yet; use OUTPUT without INTO."));
-    }
-    b.with_output_scope(table, |b| {
+    let mut plan = b.with_output_scope(table, |b| {
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         let n = table.columns.len();
@@ -173,8 +172,47 @@ fn bind_output(b: &mut Binder, table: &Table, output: Option<&ast::Output>) -> S
                 _ => return Err(SqlError::new(102, "Incorrect syntax near '*'.").with_severity(15)),
             }
         }
-        Ok(Some(OutputPlan { exprs, columns }))
-    })
+        Ok(OutputPlan { exprs, columns, into: None })
+    })?;
+    if let Some((target, cols)) = &out.into {
+        let insert = ast::Insert {
+            top: None,
+            table: target.clone(),
+            columns: cols.clone(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let mut into = compile_insert(b, &insert)?;
+        if into.columns.len() != plan.columns.len() {
+            return Err(SqlError::new(
+                213,
+                "Column name or number of supplied values does not match table definition.",
+            ));
+        }
+        into.source_types = plan.columns.iter().map(|c| c.ty).collect();
+        plan.into = Some(Box::new(into));
+    }
+    Ok(Some(plan))
+}
+
+/// Inserts OUTPUT rows into the `OUTPUT … INTO` target.
+pub fn run_output_into(ctx: &mut ExecCtx, into: &InsertPlan, rows: Vec<Row>) -> SqlResult<u64> {
+    let source =
+        InsertSource::Rows(rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect());
+    let plan = InsertPlan {
+        target: Target {
+            db: into.target.db.clone(),
+            table: into.target.table.clone(),
+            checks: into.target.checks.clone(),
+            defaults: into.target.defaults.clone(),
+        },
+        columns: into.columns.clone(),
+        source_types: into.source_types.clone(),
+        source,
+        output: None,
+        top: None,
+    };
+    Ok(run_insert(ctx, &plan)?.0)
 }
 
 fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {

@@ -1542,21 +1542,21 @@ impl<'a> Runner<'a> {
             Prepared::Insert(i) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_insert(ctx, i))?;
                 if let Some(o) = &i.output {
-                    self.emit_output(&o.columns, &out);
+                    self.output(o, out)?;
                 }
                 self.affected(n);
             }
             Prepared::Update(u) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_update(ctx, u))?;
                 if let Some(o) = &u.output {
-                    self.emit_output(&o.columns, &out);
+                    self.output(o, out)?;
                 }
                 self.affected(n);
             }
             Prepared::Delete(d) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_delete(ctx, d))?;
                 if let Some(o) = &d.output {
-                    self.emit_output(&o.columns, &out);
+                    self.output(o, out)?;
                 }
                 self.affected(n);
             }
@@ -1564,12 +1564,18 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    /// OUTPUT rows come as a result set whose count is the statement's.
-    fn emit_output(&mut self, columns: &[crate::bind::OutputColumn], rows: &[Vec<Value>]) {
-        self.sink.columns(columns);
-        for r in rows {
+    /// OUTPUT rows come as a result set whose count is the statement's, or go into the
+    /// OUTPUT … INTO table.
+    fn output(&mut self, o: &dml::OutputPlan, rows: Vec<Vec<Value>>) -> SqlResult<()> {
+        if let Some(into) = &o.into {
+            self.with_ctx(|ctx| dml::run_output_into(ctx, into, rows))?;
+            return Ok(());
+        }
+        self.sink.columns(&o.columns);
+        for r in &rows {
             self.sink.row(r);
         }
+        Ok(())
     }
 
     /// `SELECT … INTO t`: a new table with the query's columns, filled with its rows.

@@ -59,3 +59,13 @@ create view v2 (ident, cost) as select id, price * 2 from v1 where id > 1;
 go
 select * from v2 order by ident;
 go
+-- OUTPUT … INTO a table variable and a table.
+create table items (id int identity primary key, v varchar(10));
+create table audit (id int, v varchar(10), action varchar(10));
+declare @log table (id int, v varchar(10), action varchar(10));
+insert into items (v) output inserted.id, inserted.v, 'insert' into @log values ('a'), ('b');
+update items set v = 'z' output deleted.id, deleted.v, 'old' into audit (id, v, action) where id = 1;
+delete from items output deleted.* where id = 2;
+select * from @log order by id;
+select * from audit;
+go

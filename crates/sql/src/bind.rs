@@ -1287,7 +1287,8 @@ impl<'a> Binder<'a> {
             return Err(SqlError::new(
                 147,
                 "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference.",
-            ));
+            )
+            .with_severity(15));
         };
         // The argument is computed from the aggregate's input rows.
         let result = (|| -> SqlResult<AggCall> {

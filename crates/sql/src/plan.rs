@@ -1095,8 +1095,9 @@ fn sum_type(call: &AggCall) -> SqlType {
     call.ty
 }
 
-fn accumulate(call: &AggCall, st: &mut AggState, v: Value) -> SqlResult<()> {
+fn accumulate(call: &AggCall, st: &mut AggState, v: Value, null_eliminated: &mut bool) -> SqlResult<()> {
     if call.arg.is_some() && v.is_null() {
+        *null_eliminated = true;
         return Ok(());
     }
     if call.distinct && !st.seen.insert(group_key(std::slice::from_ref(&v))?) {
@@ -1171,7 +1172,7 @@ fn aggregate(rows: Vec<Row>, group_by: &[Expr], aggregates: &[AggCall], ctx: &mu
                 Some(e) => eval(e, &r, ctx)?,
                 None => Value::Int(1),
             };
-            accumulate(call, st, v)?;
+            accumulate(call, st, v, &mut ctx.session.null_eliminated)?;
         }
     }
     // A scalar aggregate (no GROUP BY) returns one row even over no input.

@@ -297,6 +297,8 @@ pub struct SessionState {
     pub temp_tables: HashMap<String, String>,
     /// The error being handled by the innermost CATCH block.
     pub caught: Option<SqlError>,
+    /// Set when an aggregate skipped a NULL in the running statement (warning 8153).
+    pub null_eliminated: bool,
     pub host_name: String,
     pub program_name: String,
     /// Statements prepared with sp_prepare: handle → (parameter declarations, text).
@@ -322,6 +324,7 @@ impl SessionState {
             cancel: Arc::new(AtomicBool::new(false)),
             temp_tables: HashMap::new(),
             caught: None,
+            null_eliminated: false,
             host_name: String::new(),
             program_name: String::new(),
             prepared: HashMap::new(),

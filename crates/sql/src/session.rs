@@ -719,6 +719,7 @@ impl<'a> Runner<'a> {
             self.state.txns.count = 1;
         }
         self.state.txns.mark_statement();
+        self.state.null_eliminated = false;
         match self.exec(s) {
             Ok(flow) => {
                 if self.state.txns.count == 0 {
@@ -826,6 +827,16 @@ impl<'a> Runner<'a> {
         self.sink.columns(columns);
         for r in rows {
             self.sink.row(r);
+        }
+        if std::mem::take(&mut self.state.null_eliminated) && self.state.options.ansi_warnings {
+            self.sink.message(&SqlError {
+                number: 8153,
+                severity: 10,
+                state: 1,
+                message: "Warning: Null value is eliminated by an aggregate or other SET operation.".to_string(),
+                line: 0,
+                procedure: None,
+            });
         }
         let count = (!self.state.options.nocount).then_some(rows.len() as u64);
         self.sink.done(count, true);

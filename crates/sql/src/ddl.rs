@@ -954,8 +954,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
             new.columns[i].ty = new_ty;
             new.columns[i].nullable = nullable.unwrap_or(true);
             let target_table = new.clone();
+            let db_name = db.clone();
             rebuild(ctx, &database, &table, new, &move |mut r: Row| {
-                r[i] = dml::assign_value(&r[i], &old_ty, &target_table, i)?;
+                r[i] = dml::assign_value(&r[i], &old_ty, &db_name, &target_table, i)?;
                 Ok(r)
             })
         }

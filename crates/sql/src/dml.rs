@@ -62,6 +62,8 @@ pub struct InsertPlan {
     pub source: InsertSource,
     pub output: Option<OutputPlan>,
     pub top: Option<Expr>,
+    /// The column list names the identity column (needs IDENTITY_INSERT ON).
+    pub explicit_identity: bool,
 }
 
 /// An OUTPUT clause: expressions over `deleted` columns followed by `inserted` columns.
@@ -211,6 +213,7 @@ pub fn run_output_into(ctx: &mut ExecCtx, into: &InsertPlan, rows: Vec<Row>) -> 
         source,
         output: None,
         top: None,
+        explicit_identity: into.explicit_identity,
     };
     Ok(run_insert(ctx, &plan)?.0)
 }
@@ -257,19 +260,20 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         }
         cols
     };
-    if let Some(id) = identity {
-        if columns.contains(&id) && !identity_insert {
-            return Err(SqlError::new(
-                544,
-                format!("Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.", table.name),
-            ));
-        }
-    }
+    // Whether IDENTITY_INSERT allows it is checked when the statement runs: a SET earlier
+    // in the same batch may turn it on.
+    let explicit_identity = identity.is_some_and(|id| columns.contains(&id));
     let (source, source_types) = match &ins.source {
         ast::InsertSource::DefaultValues => (InsertSource::DefaultValues, Vec::new()),
         ast::InsertSource::Values(rows) => {
             let mut bound_rows = Vec::with_capacity(rows.len());
             for r in rows {
+                if r.len() != columns.len() && ins.columns.is_empty() {
+                    return Err(SqlError::new(
+                        213,
+                        "Column name or number of supplied values does not match table definition.",
+                    ));
+                }
                 if r.len() != columns.len() {
                     let (n, msg) = if r.len() > columns.len() {
                         (110, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
@@ -343,7 +347,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
     let output = bind_output(b, &table, ins.output.as_ref())?;
     let top = bind_top(b, ins.top.as_ref())?;
     let target = bind_target(b, rt.db, table)?;
-    Ok(InsertPlan { target, columns, source_types, source, output, top })
+    Ok(InsertPlan { target, columns, source_types, source, output, top, explicit_identity })
 }
 
 /// Resolves the UPDATE/DELETE target among the FROM tables (by alias or name).
@@ -508,7 +512,7 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
 
 /// Converts a value for storing in a column: strings and binaries longer than the column
 /// fail (error 2628) instead of being cut, as SQL Server does on INSERT and UPDATE.
-pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> SqlResult<Value> {
+pub fn assign_value(v: &Value, from: &SqlType, db: &str, table: &Table, col: usize) -> SqlResult<Value> {
     let c = &table.columns[col];
     if let Some(limit) = char_limit(&c.ty) {
         let len = match v {
@@ -531,8 +535,10 @@ pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> Sql
             return Err(SqlError::new(
                 2628,
                 format!(
-                    "String or binary data would be truncated in table '{}', column '{}'. Truncated value: '{}'.",
-                    table.name, c.name, shown
+                    "String or binary data would be truncated in table '{db}.{}', column '{}'. Truncated value: '{}'.",
+                    object_name(table),
+                    c.name,
+                    shown
                 ),
             ));
         }
@@ -719,14 +725,16 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
             ));
         }
     }
-    for (name, pred) in &target.checks {
+    for (i, (name, pred)) in target.checks.iter().enumerate() {
         let v = eval(pred, row, ctx)?;
         if v == Value::Bit(false) {
+            // SQL Server names the column when the constraint reads exactly one.
+            let column = table.checks.get(i).and_then(|c| single_column(&c.text));
+            let column = column.map(|c| format!(", column '{c}'")).unwrap_or_default();
             return Err(SqlError::new(
                 547,
                 format!(
-                    "The {} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\".",
-                    kind,
+                    "The {kind} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\"{column}.",
                     target.db,
                     object_name(table)
                 ),
@@ -734,6 +742,62 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
         }
     }
     Ok(())
+}
+
+/// The one column a CHECK definition reads, if it reads exactly one.
+fn single_column(definition: &str) -> Option<String> {
+    fn walk(e: &ast::Expr, out: &mut Vec<String>) {
+        use ast::Expr as E;
+        match e {
+            E::Column(n) => {
+                let name = n.name().value.clone();
+                if !out.iter().any(|c| c.eq_ignore_ascii_case(&name)) {
+                    out.push(name);
+                }
+            }
+            E::Unary { expr, .. }
+            | E::IsNull { expr, .. }
+            | E::Nested(expr)
+            | E::Collate { expr, .. }
+            | E::Cast { expr, .. } => walk(expr, out),
+            E::Convert { expr, .. } => walk(expr, out),
+            E::Binary { left, right, .. } => {
+                walk(left, out);
+                walk(right, out);
+            }
+            E::Between { expr, low, high, .. } => {
+                walk(expr, out);
+                walk(low, out);
+                walk(high, out);
+            }
+            E::Like { expr, pattern, .. } => {
+                walk(expr, out);
+                walk(pattern, out);
+            }
+            E::InList { expr, list, .. } => {
+                walk(expr, out);
+                list.iter().for_each(|x| walk(x, out));
+            }
+            E::Function { args, .. } => args.iter().for_each(|x| walk(x, out)),
+            E::Case { operand, branches, otherwise } => {
+                if let Some(o) = operand {
+                    walk(o, out);
+                }
+                for (a, b) in branches {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                if let Some(o) = otherwise {
+                    walk(o, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let e = crate::unparse::parse_definition(definition).ok()?;
+    let mut cols = Vec::new();
+    walk(&e, &mut cols);
+    (cols.len() == 1).then(|| cols.remove(0))
 }
 
 /// Foreign keys of `table` whose columns in `row` must find a parent row.
@@ -1044,6 +1108,15 @@ fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
 /// Runs an INSERT; returns the rows inserted and OUTPUT rows.
 pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>)> {
     let table = &p.target.table;
+    if p.explicit_identity {
+        let on = ctx.session.options.identity_insert.as_ref();
+        if !on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&p.target.db) && *id == table.id) {
+            return Err(SqlError::new(
+                544,
+                format!("Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.", table.name),
+            ));
+        }
+    }
     let source_rows: Vec<Vec<Option<Value>>> = match &p.source {
         InsertSource::DefaultValues => vec![Vec::new()],
         InsertSource::Rows(rows) => {
@@ -1078,7 +1151,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         for (j, v) in src.into_iter().enumerate() {
             let col = p.columns[j];
             if let Some(v) = v {
-                row[col] = assign_value(&v, &p.source_types[j], table, col)?;
+                row[col] = assign_value(&v, &p.source_types[j], &p.target.db, table, col)?;
                 given[col] = true;
             }
         }
@@ -1093,7 +1166,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
                 row[i] = next_identity(table, i)?;
             } else if let Some((e, t)) = &p.target.defaults[i] {
                 let v = eval(e, &[], ctx)?;
-                row[i] = assign_value(&v, t, table, i)?;
+                row[i] = assign_value(&v, t, &p.target.db, table, i)?;
             }
         }
         check_row(ctx, &p.target, &row, "INSERT")?;
@@ -1139,7 +1212,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         let mut new = old.clone();
         for (col, e, t) in &p.sets {
             let v = eval(e, &r, ctx)?;
-            new[*col] = assign_value(&v, t, table, *col)?;
+            new[*col] = assign_value(&v, t, &p.target.db, table, *col)?;
         }
         for (slot, e, t, vt) in &p.variables {
             let v = match e {

@@ -739,6 +739,7 @@ impl<'a> Runner<'a> {
     /// A statement failed: undo it, report or hand the error to CATCH, and decide whether
     /// the batch goes on.
     fn fail(&mut self, s: &Statement, e: SqlError) -> Result<Flow, Stop> {
+        self.state.rowcount = 0;
         // An error that already names its procedure keeps its line (SQL Server reports
         // parameter errors at line 0 of the procedure).
         let mut e = if e.procedure.is_some() { e } else { e.at_line(s.line) };
@@ -766,7 +767,10 @@ impl<'a> Runner<'a> {
         if doom || aborts_batch(&e) || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
         }
-        if matches!(s.kind, StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_)) {
+        // A data change stopped by an error found while it ran (not a compile error).
+        let runtime =
+            matches!(e.number, 515 | 547 | 2601 | 2627 | 2628 | 8152 | 8115 | 8134 | 220 | 232 | 512 | 1946 | 511);
+        if runtime && matches!(s.kind, StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_)) {
             self.sink.message(&info(3621, "The statement has been terminated."));
         }
         Ok(Flow::Next)

@@ -991,6 +991,8 @@ impl<'a> Binder<'a> {
                 let (r, rt, rn) = self.bind_expr_n(right)?;
                 let lt = if is_null_literal(&l) { rt } else { lt };
                 let rt = if is_null_literal(&r) { lt } else { rt };
+                let (l, lt) = narrow_int_literal(l, lt, &rt);
+                let (r, rt) = narrow_int_literal(r, rt, &lt);
                 let plan = types::arithmetic_plan(op, &lt, &rt)?;
                 let ty = plan.result;
                 let mut l = convert(l, &lt, &plan.left)?;
@@ -1214,6 +1216,12 @@ impl<'a> Binder<'a> {
         }
         match types::function_type(&fname, &arg_types)? {
             Some(ty) => {
+                // STR's length is an argument: a constant one gives the result its size.
+                let ty = match (fname.as_str(), bound.get(1)) {
+                    ("STR", Some(Expr::Const(Value::Int(n)))) if (1..=8000).contains(n) => SqlType::VarChar(*n as u16),
+                    ("STR", None) => SqlType::VarChar(10),
+                    _ => ty,
+                };
                 let nondeterministic = matches!(
                     fname.as_str(),
                     "RAND"
@@ -2391,6 +2399,21 @@ fn contains_aggregate(e: &ast::Expr) -> bool {
         }
         E::InSubquery { expr, .. } | E::Quantified { left: expr, .. } => contains_aggregate(expr),
         _ => false,
+    }
+}
+
+/// An integer constant next to a decimal operand takes the smallest numeric type that
+/// holds it, as SQL Server types constants (`10.0 / 3` is numeric(8,6), not (14,12)).
+fn narrow_int_literal(e: Expr, t: SqlType, other: &SqlType) -> (Expr, SqlType) {
+    match (&e, t, other) {
+        (Expr::Const(Value::Int(v)), SqlType::Int, SqlType::Decimal { .. }) => {
+            let digits = v.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1) as u8;
+            (
+                Expr::Const(Value::Decimal { value: i128::from(*v), scale: 0 }),
+                SqlType::Decimal { precision: digits, scale: 0 },
+            )
+        }
+        _ => (e, t),
     }
 }
 

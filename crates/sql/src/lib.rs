@@ -4,6 +4,7 @@ pub mod ast;
 pub mod bind;
 pub mod cache;
 pub mod catalog;
+pub mod config;
 pub mod ddl;
 pub mod dml;
 pub mod error;

@@ -39,6 +39,10 @@ pub struct Shared {
     next_spid: AtomicI32,
     /// What every open session is doing (sys.dm_exec_sessions, sp_who).
     pub sessions: Mutex<HashMap<i32, SessionInfo>>,
+    /// sp_configure options.
+    pub config: crate::config::Config,
+    /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
+    pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
 }
 
 /// A session as the server's views show it.
@@ -65,6 +69,7 @@ impl Shared {
             engine.drop_database("tempdb")?;
         }
         engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
+        let config = crate::config::Config::load(engine.database("master")?)?;
         Ok(Arc::new(Shared {
             engine,
             plans: PlanCache::new(crate::cache::DEFAULT_BUDGET_BYTES),
@@ -73,6 +78,8 @@ impl Shared {
             versions: AtomicU64::new(1),
             next_spid: AtomicI32::new(51),
             sessions: Mutex::new(HashMap::new()),
+            config,
+            global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
         }))
     }
 
@@ -301,6 +308,8 @@ pub struct SessionState {
     pub null_eliminated: bool,
     pub host_name: String,
     pub program_name: String,
+    /// Trace flags this session turned on (`DBCC TRACEON (n)`).
+    pub trace_flags: std::collections::BTreeSet<i32>,
     /// Statements prepared with sp_prepare: handle → (parameter declarations, text).
     pub prepared: HashMap<i32, (String, String)>,
     next_handle: i32,
@@ -327,9 +336,15 @@ impl SessionState {
             null_eliminated: false,
             host_name: String::new(),
             program_name: String::new(),
+            trace_flags: std::collections::BTreeSet::new(),
             prepared: HashMap::new(),
             next_handle: 1,
         }
+    }
+
+    /// Whether a trace flag is on for this session (or globally).
+    pub fn has_trace_flag(&self, shared: &Shared, flag: i32) -> bool {
+        self.trace_flags.contains(&flag) || shared.global_trace_flags.lock().contains(&flag)
     }
 
     /// A new sp_prepare handle.

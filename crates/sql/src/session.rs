@@ -1010,7 +1010,7 @@ impl<'a> Runner<'a> {
                 db.checkpoint()?;
             }
             StatementKind::Dbcc { command, args, options } => self.dbcc(s, command, args, options)?,
-            StatementKind::Reconfigure { .. } => {}
+            StatementKind::Reconfigure { .. } => self.shared.config.reconfigure(),
             StatementKind::If { .. }
             | StatementKind::While { .. }
             | StatementKind::Block(_)
@@ -2033,36 +2033,130 @@ impl<'a> Runner<'a> {
         Err(e)
     }
 
-    fn dbcc(&mut self, s: &Statement, command: &str, args: &[ast::Expr], _options: &[String]) -> SqlResult<()> {
+    fn dbcc(&mut self, s: &Statement, command: &str, args: &[ast::Expr], options: &[String]) -> SqlResult<()> {
+        let quiet = options.iter().any(|o| o.eq_ignore_ascii_case("NO_INFOMSGS"));
+        let completed = "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
+        let mut numbers = Vec::new();
+        for a in args {
+            match self.eval_scalar(s, a) {
+                Ok((Value::Int(n), _)) => numbers.push(n),
+                Ok(_) => {}
+                Err(_) => {}
+            }
+        }
         match command {
-            "FREEPROCCACHE" => {
-                self.shared.plans.clear();
-                self.sink.message(&info(2528, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."));
+            "FREEPROCCACHE" => self.shared.plans.clear(),
+            "DROPCLEANBUFFERS" => {
+                self.shared.engine.pool().drop_clean_pages();
             }
             "CHECKDB" => {
                 let name = match args.first() {
-                    Some(e) => match e {
-                        ast::Expr::Column(n) => n.name().value.clone(),
-                        e => match self.eval_scalar(s, e)?.0 {
-                            Value::Str(v) => v.to_string(),
-                            _ => self.state.database.clone(),
-                        },
+                    Some(ast::Expr::Column(n)) => n.name().value.clone(),
+                    Some(ast::Expr::Literal(ast::Literal::Integer(_))) | None => self.state.database.clone(),
+                    Some(e) => match self.eval_scalar(s, e)?.0 {
+                        Value::Str(v) => v.to_string(),
+                        _ => self.state.database.clone(),
                     },
-                    None => self.state.database.clone(),
                 };
+                if !self.shared.engine.exists(&name) {
+                    return Err(crate::runtime::database_not_found(&name));
+                }
                 let db = self.shared.database(&name)?;
-                let trees = db.check()?;
-                let objects = trees.len();
-                self.sink.message(&info(
-                    8989,
-                    format!("CHECKDB found 0 allocation errors and 0 consistency errors in database '{}'.", db.name()),
-                ));
-                let _ = objects;
-                self.sink.message(&info(2528, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."));
+                match db.check() {
+                    Ok(_) => {
+                        if !quiet {
+                            self.sink.message(&info(
+                                8989,
+                                format!(
+                                    "CHECKDB found 0 allocation errors and 0 consistency errors in database '{}'.",
+                                    db.name()
+                                ),
+                            ));
+                        }
+                    }
+                    Err(e) => {
+                        self.sink.message(&SqlError::new(8939, format!("Table error: {e}")).at_line(s.line));
+                        self.sink.message(&info(
+                            8989,
+                            format!(
+                                "CHECKDB found 0 allocation errors and 1 consistency errors in database '{}'.",
+                                db.name()
+                            ),
+                        ));
+                    }
+                }
+            }
+            "TRACEON" | "TRACEOFF" => {
+                let global = numbers.contains(&-1);
+                let flags: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
+                if flags.is_empty() {
+                    return Err(
+                        SqlError::new(2560, "Parameter 1 is incorrect for this DBCC statement.").with_severity(16)
+                    );
+                }
+                for f in flags {
+                    if !(0..=32767).contains(&f) {
+                        return Err(SqlError::new(2520, format!("Could not find trace flag {f}.")).with_severity(16));
+                    }
+                    let on = command == "TRACEON";
+                    if global {
+                        let mut g = self.shared.global_trace_flags.lock();
+                        if on {
+                            g.insert(f);
+                        } else {
+                            g.remove(&f);
+                        }
+                    } else if on {
+                        self.state.trace_flags.insert(f);
+                    } else {
+                        self.state.trace_flags.remove(&f);
+                    }
+                }
+            }
+            "TRACESTATUS" => {
+                let global: Vec<i32> = self.shared.global_trace_flags.lock().iter().copied().collect();
+                let mut flags: Vec<i32> =
+                    self.state.trace_flags.iter().copied().chain(global.iter().copied()).collect();
+                flags.sort_unstable();
+                flags.dedup();
+                let wanted: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
+                if !wanted.is_empty() {
+                    flags = wanted;
+                }
+                let columns = [
+                    crate::bind::OutputColumn { name: "TraceFlag".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Status".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Global".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Session".into(), ty: SqlType::SmallInt, nullable: false },
+                ];
+                let rows: Vec<Vec<Value>> = flags
+                    .iter()
+                    .map(|f| {
+                        let g = global.contains(f);
+                        let sess = self.state.trace_flags.contains(f);
+                        vec![
+                            Value::Int(i64::from(*f)),
+                            Value::Int(i64::from(g || sess)),
+                            Value::Int(i64::from(g)),
+                            Value::Int(i64::from(sess)),
+                        ]
+                    })
+                    .collect();
+                self.sink.columns(&columns);
+                for r in &rows {
+                    self.sink.row(r);
+                }
+                self.sink.done(None, true);
             }
             _ => {
-                return Err(SqlError::new(2526, format!("Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options. ({command})")))
+                return Err(SqlError::new(
+                    2526,
+                    "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.",
+                ))
             }
+        }
+        if !quiet {
+            self.sink.message(&info(2528, completed));
         }
         Ok(())
     }

@@ -377,6 +377,8 @@ fn global_variable(name: &str) -> Option<(SessionFn, SqlType)> {
         "@@LOCK_TIMEOUT" => (LockTimeout, SqlType::Int),
         "@@OPTIONS" => (Options, SqlType::Int),
         "@@FETCH_STATUS" => (FetchStatus, SqlType::Int),
+        "@@DATEFIRST" => (DateFirst, SqlType::TinyInt),
+        "@@PROCID" => (ProcId, SqlType::Int),
         _ => return None,
     })
 }
@@ -1222,9 +1224,12 @@ impl<'a> Binder<'a> {
                     ("STR", None) => SqlType::VarChar(10),
                     _ => ty,
                 };
+                // Not folded into constants: results that change per call, or (DATEPART's
+                // weekday) depend on session settings a cached plan would not see.
                 let nondeterministic = matches!(
                     fname.as_str(),
-                    "RAND"
+                    "DATEPART"
+                        | "RAND"
                         | "NEWID"
                         | "GETDATE"
                         | "SYSDATETIME"

@@ -55,6 +55,8 @@ pub enum SessionFn {
     LockTimeout,
     Options,
     FetchStatus,
+    DateFirst,
+    ProcId,
     XactState,
     ErrorNumber,
     ErrorMessage,

@@ -508,6 +508,8 @@ impl<'a> ExecCtx<'a> {
             SessionFn::LockTimeout => Value::Int(s.options.lock_timeout),
             SessionFn::Options => Value::Int(5496),
             SessionFn::FetchStatus => Value::Int(-1),
+            SessionFn::DateFirst => Value::Int(s.options.datefirst),
+            SessionFn::ProcId => Value::Int(0),
             SessionFn::XactState => Value::Int(if s.txns.count == 0 && s.txns.open.is_empty() {
                 0
             } else if s.txns.doomed {

@@ -1883,6 +1883,7 @@ impl<'a> Runner<'a> {
                         ));
                     }
                     self.state.options.datefirst = n;
+                    self.state.functions.datefirst = n as u8;
                 }
                 ("DATEFORMAT", None) => {
                     let w = word().unwrap_or_default().to_lowercase();

@@ -126,6 +126,8 @@ pub struct FunctionContext {
     /// The session's generator; `RAND(seed)` reseeds it (a small fast generator: seeding
     /// happens on every `RAND(seed)` call, once per row in seed 002's query).
     pub rng: SmallRng,
+    /// `SET DATEFIRST`: the first day of the week, 1 = Monday … 7 = Sunday.
+    pub datefirst: u8,
 }
 
 impl Default for FunctionContext {
@@ -137,7 +139,8 @@ impl Default for FunctionContext {
 impl FunctionContext {
     /// A context at the current time, UTC as local time, with a randomly seeded RNG.
     pub fn new() -> FunctionContext {
-        let mut ctx = FunctionContext { now_utc: (0, 0), utc_offset_minutes: 0, rng: SmallRng::from_os_rng() };
+        let mut ctx =
+            FunctionContext { now_utc: (0, 0), utc_offset_minutes: 0, rng: SmallRng::from_os_rng(), datefirst: 7 };
         ctx.set_now(SystemTime::now());
         ctx
     }
@@ -484,7 +487,7 @@ pub fn call_function(
     if arg_types.len() != args.len() {
         return Err(SqlError::new(8116, format!("{name}: argument types do not match the arguments.")));
     }
-    let call = Call { name, args, types: arg_types, result };
+    let call = Call { name, args, types: arg_types, result, datefirst: ctx.datefirst };
     match name {
         "LEN" | "DATALENGTH" | "SUBSTRING" | "LEFT" | "RIGHT" | "UPPER" | "LOWER" | "LTRIM" | "RTRIM" | "TRIM"
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"
@@ -522,6 +525,7 @@ struct Call<'a> {
     args: &'a [Value],
     types: &'a [SqlType],
     result: &'a SqlType,
+    datefirst: u8,
 }
 
 macro_rules! or_null {
@@ -980,6 +984,11 @@ impl Call<'_> {
                 }
                 let n = datepart_value(part, days, ticks, &t);
                 if self.name == "DATEPART" {
+                    // The weekday number counts from SET DATEFIRST (Sunday = 1 by default).
+                    if part == DatePart::Weekday {
+                        let shift = i64::from(self.datefirst % 7);
+                        return Ok(Value::Int((n - 1 - shift).rem_euclid(7) + 1));
+                    }
                     return Ok(Value::Int(n));
                 }
                 let name = match part {

@@ -96,3 +96,8 @@ select 'a' + b as c from opts;
 set concat_null_yields_null on;
 select 'a' + b as c from opts;
 go
+select datepart(weekday, '2024-01-31') as sunday_first;
+set datefirst 1;
+select datepart(weekday, '2024-01-31') as monday_first, datename(weekday, '2024-01-31') as day_name, @@datefirst as datefirst;
+set datefirst 7;
+go

@@ -189,8 +189,8 @@ impl Config {
     pub fn find(&self, name: &str) -> SqlResult<&'static OptionDef> {
         let visible = |o: &&OptionDef| !o.advanced || self.show_advanced();
         let lower = name.to_lowercase();
-        let exact = OPTIONS.iter().filter(visible).find(|o| o.name == lower);
-        let mut prefixed = OPTIONS.iter().filter(visible).filter(|o| o.name.starts_with(&lower));
+        let exact = OPTIONS.iter().filter(visible).find(|o| o.name.to_lowercase() == lower);
+        let mut prefixed = OPTIONS.iter().filter(visible).filter(|o| o.name.to_lowercase().starts_with(&lower));
         match (exact, prefixed.next(), prefixed.next()) {
             (Some(o), _, _) => Ok(o),
             (None, Some(o), None) => Ok(o),
@@ -204,11 +204,14 @@ impl Config {
         }
     }
 
-    /// The rows `sp_configure` lists: (definition, configured, running).
-    pub fn listing(&self) -> Vec<(&'static OptionDef, i64, i64)> {
+    /// The rows `sp_configure` lists, all or those whose name starts with `prefix`:
+    /// (definition, configured, running).
+    pub fn listing(&self, prefix: Option<&str>) -> Vec<(&'static OptionDef, i64, i64)> {
+        let prefix = prefix.map(str::to_lowercase);
         let mut rows: Vec<_> = OPTIONS
             .iter()
             .filter(|o| !o.advanced || self.show_advanced())
+            .filter(|o| prefix.as_ref().is_none_or(|p| o.name.to_lowercase().starts_with(p.as_str())))
             .map(|o| (o, self.configured_value(o), self.running(o)))
             .collect();
         rows.sort_by_key(|r| r.0.name);

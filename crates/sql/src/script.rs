@@ -66,7 +66,11 @@ pub fn split_batches(script: &str) -> Vec<ScriptBatch> {
     batches
 }
 
-fn push_batch(batches: &mut Vec<ScriptBatch>, text: String, repeat: u64, first_line: u32) {
+fn push_batch(batches: &mut Vec<ScriptBatch>, mut text: String, repeat: u64, first_line: u32) {
+    // The line break before the GO line belongs to the separator, not to the batch.
+    while text.ends_with('\n') || text.ends_with('\r') {
+        text.pop();
+    }
     if has_code(&text) {
         batches.push(ScriptBatch { text, repeat, first_line });
     }
@@ -154,8 +158,8 @@ mod tests {
         let script = "SELECT 1\nGO\n\nSELECT 2\nSELECT 3\ngo 2\n-- only a comment\nGO\nSELECT 4";
         let batches = split_batches(script);
         assert_eq!(batches.len(), 3);
-        assert_eq!(batches[0], ScriptBatch { text: "SELECT 1\n".into(), repeat: 1, first_line: 1 });
-        assert_eq!(batches[1], ScriptBatch { text: "\nSELECT 2\nSELECT 3\n".into(), repeat: 2, first_line: 3 });
+        assert_eq!(batches[0], ScriptBatch { text: "SELECT 1".into(), repeat: 1, first_line: 1 });
+        assert_eq!(batches[1], ScriptBatch { text: "\nSELECT 2\nSELECT 3".into(), repeat: 2, first_line: 3 });
         assert_eq!(batches[2], ScriptBatch { text: "SELECT 4".into(), repeat: 1, first_line: 9 });
     }
 
@@ -164,8 +168,8 @@ mod tests {
         let script = "/* x\nGO\n/* nested */\nGO\n*/ SELECT 1\nGO\nSELECT 'a\nGO\nSELECT 5";
         let batches = split_batches(script);
         assert_eq!(batches.len(), 3);
-        assert!(batches[0].text.ends_with("SELECT 1\n"));
-        assert_eq!(batches[1].text, "SELECT 'a\n");
+        assert!(batches[0].text.ends_with("SELECT 1"));
+        assert_eq!(batches[1].text, "SELECT 'a");
         assert_eq!(batches[2].first_line, 9);
     }
 

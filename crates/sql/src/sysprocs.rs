@@ -121,13 +121,21 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
     };
     match (name, value) {
         (None, _) => {
-            let rows: Vec<_> = config.listing().into_iter().map(|(d, c, r)| row(d, c, r)).collect();
+            let rows: Vec<_> = config.listing(None).into_iter().map(|(d, c, r)| row(d, c, r)).collect();
             result(ctx, sink, &columns, &rows);
         }
         (Some(name), None) => {
-            let def = config.find(&name)?;
-            let running = config.run_value(def.name).unwrap_or(def.default);
-            result(ctx, sink, &columns, &[row(def, config.configured_value(def), running)]);
+            // Every option the name is a prefix of (or the one it names exactly).
+            let rows: Vec<_> = match config.find(&name) {
+                Ok(def) => {
+                    vec![row(def, config.configured_value(def), config.run_value(def.name).unwrap_or(def.default))]
+                }
+                Err(e) if e.number == 15125 => {
+                    config.listing(Some(&name)).into_iter().map(|(d, c, r)| row(d, c, r)).collect()
+                }
+                Err(e) => return Err(e),
+            };
+            result(ctx, sink, &columns, &rows);
         }
         (Some(name), Some((v, t))) => {
             let value = match types::cast(&v, &t, &SqlType::BigInt, None) {

@@ -52,3 +52,30 @@ fn sp_help_sp_helpdb_and_sp_databases_describe_what_exists() {
     assert_eq!(dbs, vec![Value::str("master"), Value::str("tempdb")]);
     assert!(out.result_sets[0].1.iter().all(|r| matches!(r[1], Value::Int(kb) if kb > 0)));
 }
+
+#[test]
+fn sp_configure_values_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || {
+        let mut config = EngineConfig::new(dir.path());
+        config.pool_bytes = 32 << 20;
+        config.background = false;
+        let engine = Engine::open(config).unwrap();
+        (engine.clone(), Shared::new(engine).unwrap())
+    };
+    {
+        let (engine, shared) = open();
+        let mut s = Session::new(shared.clone(), "sa", "master").unwrap();
+        let mut out = Collected::default();
+        assert!(!s.execute(
+            "exec sp_configure 'show advanced options', 1; reconfigure; exec sp_configure 'max server memory (MB)', 3072; reconfigure;",
+            &mut out
+        ));
+        assert_eq!(shared.config.run_value("max server memory (MB)"), Some(3072));
+        drop(s);
+        engine.shutdown().unwrap();
+    }
+    let (_engine, shared) = open();
+    assert_eq!(shared.config.run_value("max server memory (MB)"), Some(3072), "configured values load as run values");
+    assert!(shared.config.show_advanced());
+}

@@ -35,6 +35,8 @@ const MAX_STATEMENTS_PER_BATCH: u64 = 1 << 40;
 pub struct Session {
     pub shared: Arc<Shared>,
     pub state: SessionState,
+    /// The database the session started in (a reset returns to it).
+    initial_database: String,
 }
 
 /// How a statement ended, for the enclosing control flow.
@@ -200,7 +202,7 @@ impl Session {
             open_transactions: 0,
         };
         shared.sessions.lock().insert(spid, info);
-        Ok(Session { state: SessionState::new(spid, login, database), shared })
+        Ok(Session { state: SessionState::new(spid, login, database), shared, initial_database: database.to_string() })
     }
 
     pub fn database(&self) -> &str {
@@ -224,6 +226,18 @@ impl Session {
             info.command = running.map(str::to_string);
             info.open_transactions = self.state.txns.count;
         }
+    }
+
+    /// Resets the session as a pooled connection's reuse asks (TDS RESETCONNECTION): the
+    /// transaction rolls back, temp tables and prepared statements go, options and the
+    /// database return to the login's.
+    pub fn reset(&mut self) {
+        self.close();
+        let (spid, login) = (self.state.spid, self.state.login.clone());
+        let (host, program) = (self.state.host_name.clone(), self.state.program_name.clone());
+        self.state = SessionState::new(spid, &login, &self.initial_database);
+        self.state.host_name = host;
+        self.state.program_name = program;
     }
 
     /// Ends the session: rolls back an open transaction and drops its temp tables.

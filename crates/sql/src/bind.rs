@@ -465,6 +465,8 @@ fn implicit_name(e: &ast::Expr) -> String {
 
 impl<'a> Binder<'a> {
     pub fn new(shared: &'a Shared, session: &'a SessionState, variables: &'a [(String, SqlType)]) -> Binder<'a> {
+        // Constants converted while binding read dates in the session's order.
+        types::set_session_date_format(&session.options.dateformat);
         Binder {
             shared,
             session,

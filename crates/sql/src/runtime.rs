@@ -368,6 +368,7 @@ pub struct ExecCtx<'a> {
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
         session.functions.set_now(std::time::SystemTime::now());
+        crate::types::set_session_date_format(&session.options.dateformat);
         ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new() }
     }
 

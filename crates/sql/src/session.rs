@@ -555,8 +555,13 @@ impl<'a> Runner<'a> {
             Some((db, id)) => (*id as u32 as u64) ^ ((db.len() as u64) << 32),
             None => 0,
         };
-        // Options the binder compiles into plans.
+        // Options the binder compiles into plans (constants are converted while binding).
         h ^= u64::from(!o.ansi_nulls) << 62 | u64::from(!o.concat_null_yields_null) << 63;
+        h ^= match o.dateformat.as_str() {
+            "dmy" | "dym" => 1 << 60,
+            "ymd" | "ydm" => 1 << 61,
+            _ => 0,
+        };
         if !self.state.temp_tables.is_empty() {
             h ^= (self.state.spid as u64) << 40;
         }

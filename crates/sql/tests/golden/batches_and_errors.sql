@@ -101,3 +101,8 @@ set datefirst 1;
 select datepart(weekday, '2024-01-31') as monday_first, datename(weekday, '2024-01-31') as day_name, @@datefirst as datefirst;
 set datefirst 7;
 go
+select cast('05/03/2024' as date) as month_first;
+set dateformat dmy;
+select cast('05/03/2024' as date) as day_first;
+set dateformat mdy;
+go

@@ -141,95 +141,70 @@ fn time_ticks(b: &[u8], scale: u8) -> u64 {
     (le(b) as u64) * 10u64.pow(7 - u32::from(scale.min(7)))
 }
 
-/// TYPE_INFO followed by the value: the SQL type and value of a parameter.
-fn typed_value(r: &mut Reader) -> io::Result<(SqlType, Value)> {
+/// A column's or parameter's TYPE_INFO: the wire type code, its declared length, and the
+/// SQL type it stands for.
+#[derive(Clone, Copy, Debug)]
+pub struct TypeInfo {
+    pub code: u8,
+    /// Declared length for the length-prefixed types (0xFFFF = PLP, `(max)`).
+    pub max: u16,
+    pub ty: SqlType,
+}
+
+/// Reads a TYPE_INFO.
+pub fn read_type_info(r: &mut Reader) -> io::Result<TypeInfo> {
     let code = r.u8()?;
-    let (ty, stored): (SqlType, Option<row::Value>) = match code {
-        // Fixed-length types.
-        0x30 => (SqlType::TinyInt, Some(row::Value::TinyInt(r.u8()?))),
-        0x34 => (SqlType::SmallInt, Some(row::Value::SmallInt(r.u16()? as i16))),
-        0x38 => (SqlType::Int, Some(row::Value::Int(r.u32()? as i32))),
-        0x7F => (SqlType::BigInt, Some(row::Value::BigInt(r.u64()? as i64))),
-        0x32 => (SqlType::Bit, Some(row::Value::Bit(r.u8()? != 0))),
-        0x3B => (SqlType::Real, Some(row::Value::Real(f32::from_bits(r.u32()?)))),
-        0x3E => (SqlType::Float, Some(row::Value::Float(f64::from_bits(r.u64()?)))),
+    let fixed = |ty| Ok(TypeInfo { code, max: 0, ty });
+    match code {
+        0x30 => fixed(SqlType::TinyInt),
+        0x34 => fixed(SqlType::SmallInt),
+        0x38 => fixed(SqlType::Int),
+        0x7F => fixed(SqlType::BigInt),
+        0x32 => fixed(SqlType::Bit),
+        0x3B => fixed(SqlType::Real),
+        0x3E => fixed(SqlType::Float),
+        0x3D => fixed(SqlType::DateTime),
+        0x3A => fixed(SqlType::SmallDateTime),
+        0x3C => fixed(SqlType::Money),
+        0x7A => fixed(SqlType::SmallMoney),
         0x26 => {
-            let t = int_type(r.u8()?)?;
-            (t, byte_len_value(r)?.map(|b| int_value(&t, b)))
+            let len = r.u8()?;
+            Ok(TypeInfo { code, max: u16::from(len), ty: int_type(len)? })
         }
         0x68 => {
             r.u8()?;
-            (SqlType::Bit, byte_len_value(r)?.map(|b| row::Value::Bit(b[0] != 0)))
+            fixed(SqlType::Bit)
         }
         0x6D => {
             let len = r.u8()?;
-            let t = if len == 4 { SqlType::Real } else { SqlType::Float };
-            let v = byte_len_value(r)?.map(|b| {
-                if b.len() == 4 {
-                    row::Value::Real(f32::from_bits(le(b) as u32))
-                } else {
-                    row::Value::Float(f64::from_bits(le(b) as u64))
-                }
-            });
-            (t, v)
+            fixed(if len == 4 { SqlType::Real } else { SqlType::Float })
         }
         0x6A | 0x6C => {
             let _len = r.u8()?;
-            let precision = r.u8()?;
-            let scale = r.u8()?;
-            let v = byte_len_value(r)?.map(|b| {
-                let magnitude = le(&b[1..]);
-                row::Value::Decimal { value: if b[0] == 1 { magnitude } else { -magnitude }, scale }
-            });
-            (SqlType::Decimal { precision: precision.clamp(1, 38), scale }, v)
+            let precision = r.u8()?.clamp(1, 38);
+            let scale = r.u8()?.min(precision);
+            fixed(SqlType::Decimal { precision, scale })
         }
         0x6E => {
             let len = r.u8()?;
-            let t = if len == 4 { SqlType::SmallMoney } else { SqlType::Money };
-            let v = byte_len_value(r)?.map(|b| {
-                if b.len() == 4 {
-                    row::Value::Money(i64::from(le(b) as i32))
-                } else {
-                    let high = le(&b[..4]) as i32;
-                    let low = le(&b[4..8]) as u32;
-                    row::Value::Money((i64::from(high) << 32) | i64::from(low))
-                }
-            });
-            (t, v)
+            fixed(if len == 4 { SqlType::SmallMoney } else { SqlType::Money })
         }
         0x6F => {
             let len = r.u8()?;
-            let t = if len == 4 { SqlType::SmallDateTime } else { SqlType::DateTime };
-            let v = byte_len_value(r)?.map(|b| {
-                if b.len() == 4 {
-                    row::Value::SmallDateTime { days: le(&b[..2]) as u16, minutes: le(&b[2..4]) as u16 }
-                } else {
-                    row::Value::DateTime { days: le(&b[..4]) as i32, ticks: le(&b[4..8]) as u32 }
-                }
-            });
-            (t, v)
+            fixed(if len == 4 { SqlType::SmallDateTime } else { SqlType::DateTime })
         }
-        0x28 => (SqlType::Date, byte_len_value(r)?.map(|b| row::Value::Date(le(b) as i32))),
+        0x28 => fixed(SqlType::Date),
         0x29 => {
             let scale = r.u8()?.min(7);
-            (SqlType::Time { scale }, byte_len_value(r)?.map(|b| row::Value::Time(time_ticks(b, scale))))
+            fixed(SqlType::Time { scale })
         }
         0x2A => {
             let scale = r.u8()?.min(7);
-            let v = byte_len_value(r)?.map(|b| {
-                let (time, date) = b.split_at(b.len() - 3);
-                row::Value::DateTime2 { days: le(date) as i32, ticks: time_ticks(time, scale) }
-            });
-            (SqlType::DateTime2 { scale }, v)
+            fixed(SqlType::DateTime2 { scale })
         }
         0x24 => {
             r.u8()?;
-            let v = byte_len_value(r)?.map(|b| {
-                let mut g = [0u8; 16];
-                g.copy_from_slice(&b[..16.min(b.len())]);
-                row::Value::Guid(g)
-            });
-            (SqlType::UniqueIdentifier, v)
+            fixed(SqlType::UniqueIdentifier)
         }
         0xA7 | 0xAF | 0xE7 | 0xEF | 0xA5 | 0xAD => {
             let max = r.u16()?;
@@ -237,7 +212,38 @@ fn typed_value(r: &mut Reader) -> io::Result<(SqlType, Value)> {
                 collation(r)?;
             }
             let unicode = matches!(code, 0xE7 | 0xEF);
-            let bytes = if max == 0xFFFF {
+            let length = if max == 0xFFFF { MAX } else if unicode { (max / 2).max(1) } else { max.max(1) };
+            let ty = match code {
+                0xA7 => SqlType::VarChar(length),
+                0xAF => SqlType::Char(length),
+                0xE7 => SqlType::NVarChar(length),
+                0xEF => SqlType::NChar(length),
+                0xA5 => SqlType::VarBinary(length),
+                _ => SqlType::Binary(length),
+            };
+            Ok(TypeInfo { code, max, ty })
+        }
+        other => Err(bad(format!("type 0x{other:02X} is not supported"))),
+    }
+}
+
+/// Reads a value of a TYPE_INFO (TYPE_VARBYTE).
+pub fn read_value(r: &mut Reader, info: &TypeInfo) -> io::Result<Value> {
+    let ty = info.ty;
+    let stored: Option<row::Value> = match info.code {
+        0x30 => Some(row::Value::TinyInt(r.u8()?)),
+        0x34 => Some(row::Value::SmallInt(r.u16()? as i16)),
+        0x38 => Some(row::Value::Int(r.u32()? as i32)),
+        0x7F => Some(row::Value::BigInt(r.u64()? as i64)),
+        0x32 => Some(row::Value::Bit(r.u8()? != 0)),
+        0x3B => Some(row::Value::Real(f32::from_bits(r.u32()?))),
+        0x3E => Some(row::Value::Float(f64::from_bits(r.u64()?))),
+        0x3D => Some(datetime_value(r.bytes(8)?)),
+        0x3A => Some(datetime_value(r.bytes(4)?)),
+        0x3C => Some(money_value(r.bytes(8)?)),
+        0x7A => Some(money_value(r.bytes(4)?)),
+        0xA7 | 0xAF | 0xE7 | 0xEF | 0xA5 | 0xAD => {
+            let bytes = if info.max == 0xFFFF {
                 plp_value(r)?
             } else {
                 let n = r.u16()?;
@@ -247,37 +253,67 @@ fn typed_value(r: &mut Reader) -> io::Result<(SqlType, Value)> {
                     Some(r.bytes(usize::from(n))?.to_vec())
                 }
             };
-            let length = if max == 0xFFFF {
-                MAX
-            } else if unicode {
-                (max / 2).max(1)
-            } else {
-                max.max(1)
-            };
-            let t = match code {
-                0xA7 => SqlType::VarChar(length),
-                0xAF => SqlType::Char(length),
-                0xE7 => SqlType::NVarChar(length),
-                0xEF => SqlType::NChar(length),
-                0xA5 => SqlType::VarBinary(length),
-                _ => SqlType::Binary(length),
-            };
-            let v = bytes.map(|b| {
-                if unicode {
+            bytes.map(|b| {
+                if matches!(info.code, 0xE7 | 0xEF) {
                     row::Value::Unicode(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
                 } else {
                     row::Value::Bytes(b)
                 }
-            });
-            (t, v)
+            })
         }
-        other => return Err(bad(format!("parameter type 0x{other:02X} is not supported"))),
+        code => byte_len_value(r)?.map(|b| match (code, ty) {
+            (0x26, t) => int_value(&t, b),
+            (0x68, _) => row::Value::Bit(b[0] != 0),
+            (0x6D, _) if b.len() == 4 => row::Value::Real(f32::from_bits(le(b) as u32)),
+            (0x6D, _) => row::Value::Float(f64::from_bits(le(b) as u64)),
+            (0x6A | 0x6C, SqlType::Decimal { scale, .. }) => {
+                let magnitude = le(&b[1..]);
+                row::Value::Decimal { value: if b[0] == 1 { magnitude } else { -magnitude }, scale }
+            }
+            (0x6E, _) => money_value(b),
+            (0x6F, _) => datetime_value(b),
+            (0x28, _) => row::Value::Date(le(b) as i32),
+            (0x29, SqlType::Time { scale }) => row::Value::Time(time_ticks(b, scale)),
+            (0x2A, SqlType::DateTime2 { scale }) => {
+                let (time, date) = b.split_at(b.len().saturating_sub(3));
+                row::Value::DateTime2 { days: le(date) as i32, ticks: time_ticks(time, scale) }
+            }
+            _ => {
+                let mut g = [0u8; 16];
+                let n = b.len().min(16);
+                g[..n].copy_from_slice(&b[..n]);
+                row::Value::Guid(g)
+            }
+        }),
     };
-    let value = match stored {
+    Ok(match stored {
         None => Value::Null,
         Some(v) => types::from_storage(v, &ty),
-    };
-    Ok((ty, value))
+    })
+}
+
+fn money_value(b: &[u8]) -> row::Value {
+    if b.len() == 4 {
+        row::Value::Money(i64::from(le(b) as i32))
+    } else {
+        let high = le(&b[..4]) as i32;
+        let low = le(&b[4..8]) as u32;
+        row::Value::Money((i64::from(high) << 32) | i64::from(low))
+    }
+}
+
+fn datetime_value(b: &[u8]) -> row::Value {
+    if b.len() == 4 {
+        row::Value::SmallDateTime { days: le(&b[..2]) as u16, minutes: le(&b[2..4]) as u16 }
+    } else {
+        row::Value::DateTime { days: le(&b[..4]) as i32, ticks: le(&b[4..8]) as u32 }
+    }
+}
+
+/// TYPE_INFO followed by the value: the SQL type and value of a parameter.
+fn typed_value(r: &mut Reader) -> io::Result<(SqlType, Value)> {
+    let info = read_type_info(r)?;
+    Ok((info.ty, read_value(r, &info)?))
 }
 
 /// A transaction manager request, as the T-SQL it stands for.

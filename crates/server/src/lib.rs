@@ -1,5 +1,6 @@
 //! tessera's TDS server: SQL Server's wire protocol over the T-SQL layer. See README.md.
 
+pub mod client;
 pub mod login;
 pub mod packet;
 pub mod rpc;

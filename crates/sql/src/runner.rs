@@ -33,15 +33,27 @@ pub fn substitute(script: &str, vars: &[(String, String)]) -> Result<String, Str
     Ok(out)
 }
 
+/// Something that runs batches: a session in process, or a connection to a server.
+pub trait Batches {
+    /// Runs one batch; true if it raised an error.
+    fn run_batch(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool;
+}
+
+impl Batches for Session {
+    fn run_batch(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
+        self.execute(text, sink)
+    }
+}
+
 /// Runs every batch of `script`; returns how many batches raised an error.
-pub fn run_script(session: &mut Session, script: &str, sink: &mut dyn ResultSink) -> usize {
+pub fn run_script(session: &mut dyn Batches, script: &str, sink: &mut dyn ResultSink) -> usize {
     let mut failed = 0;
     for batch in split_batches(script) {
         if batch.repeat > 1 {
             sink.message(&note("Beginning execution loop"));
         }
         for _ in 0..batch.repeat {
-            if session.execute(&batch.text, sink) {
+            if session.run_batch(&batch.text, sink) {
                 failed += 1;
             }
         }

@@ -1,0 +1,235 @@
+//! A TDS client: what `tessera sql -S` uses to run batches on a server, turning the
+//! server's tokens back into the T-SQL layer's result stream, so that the sqlcmd-format
+//! output over the network is the same as in process.
+
+use std::io;
+
+use tessera_sql::bind::OutputColumn;
+use tessera_sql::output::ResultSink;
+use tessera_sql::SqlError;
+use tokio::net::TcpStream;
+
+use crate::login::{self, ENCRYPT_NOT_SUP};
+use crate::packet::{self, ucs2, PacketType, Reader};
+use crate::rpc::{read_type_info, read_value, TypeInfo};
+
+/// TDS 7.4, the version the client asks for.
+const TDS_VERSION: u32 = 0x7400_0004;
+
+pub struct Client {
+    stream: TcpStream,
+    packet_size: usize,
+}
+
+fn protocol(message: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, message.into())
+}
+
+/// LOGIN7 passwords: each byte's nibbles swapped, then XOR 0xA5.
+fn scramble(password: &str) -> Vec<u8> {
+    ucs2(password).into_iter().map(|b| b.rotate_left(4) ^ 0xA5).collect()
+}
+
+fn login7(user: &str, password: &str, database: &str, app: &str) -> Vec<u8> {
+    const FIXED: usize = 94;
+    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let fields: [Vec<u8>; 9] = [
+        ucs2(&host),
+        ucs2(user),
+        scramble(password),
+        ucs2(app),
+        ucs2(""),
+        Vec::new(),
+        ucs2("tessera"),
+        ucs2(""),
+        ucs2(database),
+    ];
+    let mut data = Vec::new();
+    let mut offsets = Vec::new();
+    for (i, f) in fields.iter().enumerate() {
+        let chars = if i == 5 { 0 } else { f.len() / 2 };
+        offsets.extend_from_slice(&((FIXED + data.len()) as u16).to_le_bytes());
+        offsets.extend_from_slice(&(chars as u16).to_le_bytes());
+        data.extend_from_slice(f);
+    }
+    let mut out = Vec::with_capacity(FIXED + data.len());
+    out.extend_from_slice(&((FIXED + data.len()) as u32).to_le_bytes());
+    out.extend_from_slice(&TDS_VERSION.to_le_bytes());
+    out.extend_from_slice(&4096u32.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes()); // client program version
+    out.extend_from_slice(&std::process::id().to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes()); // connection id
+    out.extend_from_slice(&[0xE0, 0x03, 0x00, 0x00]); // option flags 1, 2, type flags, flags 3
+    out.extend_from_slice(&0i32.to_le_bytes()); // time zone
+    out.extend_from_slice(&0x0409u32.to_le_bytes()); // LCID
+    out.extend_from_slice(&offsets);
+    out.extend_from_slice(&[0; 6]); // client id
+    out.extend_from_slice(&[0; 4]); // SSPI
+    out.extend_from_slice(&[0; 4]); // attach db file
+    out.extend_from_slice(&[0; 4]); // change password
+    out.extend_from_slice(&0u32.to_le_bytes()); // long SSPI
+    debug_assert_eq!(out.len(), FIXED);
+    out.extend_from_slice(&data);
+    out
+}
+
+/// What a response carried besides the tokens handed to the sink.
+#[derive(Default)]
+struct Outcome {
+    failed: bool,
+    logged_in: bool,
+}
+
+impl Client {
+    /// Connects and logs in; a refused login is the server's error (18456 and the like).
+    pub async fn connect(host: &str, port: u16, user: &str, password: &str, database: &str) -> io::Result<Client> {
+        let stream = TcpStream::connect((host, port)).await?;
+        let _ = stream.set_nodelay(true);
+        let mut client = Client { stream, packet_size: 4096 };
+        packet::write_message(&mut client.stream, PacketType::PreLogin, &login::prelogin_response(ENCRYPT_NOT_SUP), 4096)
+            .await?;
+        let pre = client.read_reply().await?;
+        let answer = login::parse_prelogin(&pre)?;
+        if matches!(answer.encryption, Some(login::ENCRYPT_ON | login::ENCRYPT_REQ)) {
+            return Err(protocol("the server requires encryption, which this client does not offer yet"));
+        }
+        let body = login7(user, password, database, "tessera sql");
+        packet::write_message(&mut client.stream, PacketType::Login7, &body, 4096).await?;
+        let reply = client.read_reply().await?;
+        let mut messages = Vec::new();
+        let mut sink = Messages(&mut messages);
+        let outcome = decode(&reply, &mut sink, &mut client.packet_size)?;
+        if !outcome.logged_in {
+            let text = messages.iter().filter(|m| m.severity > 10).map(|m| format!("Msg {}, Level {}, State {}\n{}", m.number, m.severity, m.state, m.message)).collect::<Vec<_>>().join("\n");
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, text));
+        }
+        Ok(client)
+    }
+
+    async fn read_reply(&mut self) -> io::Result<Vec<u8>> {
+        match packet::read_message(&mut self.stream).await? {
+            Some(m) if m.kind == PacketType::TabularResult => Ok(m.payload),
+            Some(m) => Err(protocol(format!("unexpected {:?} from the server", m.kind))),
+            None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
+        }
+    }
+
+    /// Runs one batch; true if it raised an error.
+    pub async fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> io::Result<bool> {
+        let mut body = Vec::with_capacity(22 + text.len() * 2);
+        body.extend_from_slice(&22u32.to_le_bytes());
+        body.extend_from_slice(&18u32.to_le_bytes());
+        body.extend_from_slice(&2u16.to_le_bytes());
+        body.extend_from_slice(&0u64.to_le_bytes());
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.extend_from_slice(&ucs2(text));
+        packet::write_message(&mut self.stream, PacketType::SqlBatch, &body, self.packet_size).await?;
+        let reply = self.read_reply().await?;
+        Ok(decode(&reply, sink, &mut self.packet_size)?.failed)
+    }
+}
+
+/// Collects only messages (during login).
+struct Messages<'a>(&'a mut Vec<SqlError>);
+
+impl ResultSink for Messages<'_> {
+    fn columns(&mut self, _: &[OutputColumn]) {}
+    fn row(&mut self, _: &[tessera_sql::types::Value]) {}
+    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn message(&mut self, m: &SqlError) {
+        self.0.push(m.clone());
+    }
+}
+
+/// Hands a response's tokens to the sink.
+fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) -> io::Result<Outcome> {
+    let mut r = Reader::new(payload);
+    let mut outcome = Outcome::default();
+    let mut columns: Vec<TypeInfo> = Vec::new();
+    let mut in_result = false;
+    while r.remaining() > 0 {
+        let token = r.u8()?;
+        match token {
+            0x81 => {
+                let count = usize::from(r.u16()?);
+                let mut described = Vec::with_capacity(count);
+                columns.clear();
+                for _ in 0..count {
+                    r.u32()?;
+                    let flags = r.u16()?;
+                    let info = read_type_info(&mut r)?;
+                    let name = r.b_varchar()?;
+                    described.push(OutputColumn { name, ty: info.ty, nullable: flags & 1 != 0 });
+                    columns.push(info);
+                }
+                sink.columns(&described);
+                in_result = true;
+            }
+            0xD1 => {
+                let mut row = Vec::with_capacity(columns.len());
+                for info in &columns {
+                    row.push(read_value(&mut r, info)?);
+                }
+                sink.row(&row);
+            }
+            0xFD..=0xFF => {
+                let status = r.u16()?;
+                r.u16()?;
+                let count = r.u64()?;
+                let counted = status & crate::tokens::DONE_COUNT != 0;
+                if counted || in_result {
+                    sink.done(counted.then_some(count), in_result);
+                }
+                in_result = false;
+            }
+            0xAA | 0xAB => {
+                let _len = r.u16()?;
+                let number = r.u32()? as i32;
+                let state = r.u8()?;
+                let severity = r.u8()?;
+                let message = r.us_varchar()?;
+                let _server = r.b_varchar()?;
+                let procedure = r.b_varchar()?;
+                let line = r.u32()?;
+                if severity > 10 {
+                    outcome.failed = true;
+                    // A result set an error interrupted ends without its DONE count.
+                    in_result = false;
+                }
+                sink.message(&SqlError {
+                    number,
+                    severity,
+                    state,
+                    message,
+                    line,
+                    procedure: (!procedure.is_empty()).then_some(procedure),
+                });
+            }
+            0xE3 => {
+                let len = usize::from(r.u16()?);
+                let body = r.bytes(len)?;
+                if body.first() == Some(&4) {
+                    let mut b = Reader::new(&body[1..]);
+                    if let Ok(size) = b.b_varchar()?.parse::<usize>() {
+                        *packet_size = size.clamp(packet::MIN_PACKET_SIZE, packet::MAX_PACKET_SIZE);
+                    }
+                }
+            }
+            0xAD => {
+                let len = usize::from(r.u16()?);
+                r.bytes(len)?;
+                outcome.logged_in = true;
+            }
+            0x79 => {
+                let status = r.u32()? as i32;
+                sink.return_status(status);
+            }
+            0xA9 | 0xAE => {
+                let len = usize::from(r.u16()?);
+                r.bytes(len)?;
+            }
+            other => return Err(protocol(format!("unexpected token 0x{other:02X} from the server"))),
+        }
+    }
+    Ok(outcome)
+}

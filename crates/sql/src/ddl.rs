@@ -337,6 +337,7 @@ fn apply_constraint(
     catalog: &Catalog,
     table: &mut Table,
     c: &ast::TableConstraint,
+    column: Option<&str>,
     version: u64,
     salt: u64,
 ) -> SqlResult<Option<Index>> {
@@ -352,9 +353,9 @@ fn apply_constraint(
             bind_check(ctx, table, e)?;
             let name = match &c.name {
                 Some(n) => n.value.clone(),
-                None => auto_name("CK", &table.name, None, table.id, salt),
+                None => auto_name("CK", &table.name, column, table.id, salt),
             };
-            table.checks.push(NamedExpr { name, text: unparse::definition(e) });
+            table.checks.push(NamedExpr { name, text: unparse::definition(e), column: column.map(str::to_string) });
             Ok(None)
         }
         ConstraintKind::ForeignKey { .. } => {
@@ -379,7 +380,7 @@ fn apply_constraint(
                 Some(n) => n.value.clone(),
                 None => auto_name("DF", &table.name, Some(&column.value), table.id, salt),
             };
-            table.columns[i].default = Some(NamedExpr { name, text: unparse::definition(expr) });
+            table.columns[i].default = Some(NamedExpr { name, text: unparse::definition(expr), column: None });
             Ok(None)
         }
     }
@@ -390,7 +391,7 @@ fn set_default(table: &mut Table, col: usize, def: &(Option<Ident>, ast::Expr), 
         Some(n) => n.value.clone(),
         None => auto_name("DF", &table.name, Some(&table.columns[col].name), table.id, salt),
     };
-    table.columns[col].default = Some(NamedExpr { name, text: unparse::definition(&def.1) });
+    table.columns[col].default = Some(NamedExpr { name, text: unparse::definition(&def.1), column: None });
 }
 
 fn heap_index(table_id: i32, version: u64) -> Index {
@@ -466,21 +467,23 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
         }
         // Constraints: column-level ones name their column; then table-level ones. Keys
         // first so that foreign keys may reference this table's own key.
-        let mut all: Vec<ast::TableConstraint> = Vec::new();
+        let mut all: Vec<(Option<&str>, ast::TableConstraint)> = Vec::new();
         for c in &ct.columns {
-            all.extend(c.constraints.iter().cloned());
+            all.extend(c.constraints.iter().map(|k| (Some(c.name.value.as_str()), k.clone())));
         }
-        all.extend(ct.constraints.iter().cloned());
-        all.sort_by_key(|c| match c.kind {
+        all.extend(ct.constraints.iter().map(|k| (None, k.clone())));
+        all.sort_by_key(|(_, c)| match c.kind {
             ConstraintKind::PrimaryKey { .. } => 0,
             ConstraintKind::Unique { .. } => 1,
             _ => 2,
         });
         // A clustered UNIQUE makes the primary key nonclustered by default.
-        let clustered_unique = all.iter().any(|c| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
+        let clustered_unique = all
+            .iter()
+            .any(|(_, c)| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
             || ct.indexes.iter().any(|i| i.clustered == Some(true));
         let mut salt = 0u64;
-        for c in &all {
+        for (column, c) in &all {
             salt += 1;
             let c = match (&c.kind, clustered_unique) {
                 (ConstraintKind::PrimaryKey { clustered: None, columns }, true) => ast::TableConstraint {
@@ -492,7 +495,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             if matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }) && table.indexes[0].is_heap() {
                 // Handled below after the primary key decided it is nonclustered.
             }
-            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, version, salt)? {
+            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, *column, version, salt)? {
                 place_index(&mut table, ix);
             }
         }
@@ -557,7 +560,9 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
                     "Cannot drop the table '{}', because it does not exist or you do not have permission.",
                     name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
                 ),
-            ));
+            )
+            .with_severity(11)
+            .with_state(5));
         }
         Err(e) => return Err(e),
     };
@@ -708,15 +713,12 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     rewrite = true;
                 }
                 for con in &c.constraints {
-                    let mut all = Vec::new();
-                    all.push(con.clone());
-                    for con in all {
-                        if let Some(ix) =
-                            apply_constraint(ctx, &catalog, &mut new, &con, catalog.version, salt + 100 + k as u64)?
-                        {
-                            place_index(&mut new, ix);
-                            rewrite = true;
-                        }
+                    let column = Some(c.name.value.as_str());
+                    if let Some(ix) =
+                        apply_constraint(ctx, &catalog, &mut new, con, column, catalog.version, salt + 100 + k as u64)?
+                    {
+                        place_index(&mut new, ix);
+                        rewrite = true;
                     }
                 }
             }
@@ -724,7 +726,7 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
             let mut validate = false;
             for (k, con) in constraints.iter().enumerate() {
                 if let Some(ix) =
-                    apply_constraint(ctx, &catalog, &mut new, con, catalog.version, salt + 200 + k as u64)?
+                    apply_constraint(ctx, &catalog, &mut new, con, None, catalog.version, salt + 200 + k as u64)?
                 {
                     if ix.is_clustered() {
                         rewrite = true;
@@ -934,8 +936,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
             new.columns[i].ty = new_ty;
             new.columns[i].nullable = nullable.unwrap_or(true);
             let target_table = new.clone();
+            let db_name = database.name().to_string();
             rebuild(ctx, &database, &table, new, &move |mut r: Row| {
-                r[i] = dml::assign_value(&r[i], &old_ty, &target_table, i)?;
+                r[i] = dml::assign_value(&r[i], &old_ty, &db_name, &target_table, i)?;
                 Ok(r)
             })
         }
@@ -959,7 +962,16 @@ impl AlterContext for SqlError {
 }
 
 pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
-    let (database, table) = find_table(ctx, name)?;
+    let (database, table) = find_table(ctx, name).map_err(|e| match e.number {
+        208 | 911 => SqlError::new(
+            4701,
+            format!(
+                "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+                name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+            ),
+        ),
+        _ => e,
+    })?;
     let catalog = ctx.shared.catalog(&database)?;
     if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
         return Err(SqlError::new(
@@ -1090,7 +1102,8 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         return Err(SqlError::new(
             1801,
             format!("Database '{name}' already exists. Choose a different database name."),
-        ));
+        )
+        .with_state(3));
     }
     let data_path = cd.files.first().and_then(file_path);
     let log_path = cd.log_files.first().and_then(file_path);
@@ -1120,7 +1133,8 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
         return Err(SqlError::new(
             3701,
             format!("Cannot drop the database '{n}', because it does not exist or you do not have permission."),
-        ));
+        )
+        .with_severity(11));
     }
     if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
         return Err(SqlError::new(3708, format!("Cannot drop the database '{n}' because it is a system database.")));

@@ -177,6 +177,22 @@ fn bind_output(b: &mut Binder, table: &Table, output: Option<&ast::Output>) -> S
     })
 }
 
+/// An INSERT without a column list whose values do not fit the table's columns (a value
+/// for every column, identity included, is an identity error).
+fn mismatched_insert(table: &Table, values: usize) -> SqlError {
+    if table.identity_column().is_some() && values == table.columns.len() {
+        return explicit_identity(table);
+    }
+    SqlError::new(213, "Column name or number of supplied values does not match table definition.")
+}
+
+fn explicit_identity(table: &Table) -> SqlError {
+    SqlError::new(
+        8101,
+        format!("An explicit value for the identity column in table '{}' can only be specified when a column list is used and IDENTITY_INSERT is ON.", table.name),
+    )
+}
+
 fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
     match top {
         None => Ok(None),
@@ -199,10 +215,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         .is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && *id == table.id);
     let columns: Vec<usize> = if ins.columns.is_empty() {
         if identity_insert && identity.is_some() {
-            return Err(SqlError::new(
-                8101,
-                format!("An explicit value for the identity column in table '{}' can only be specified when a column list is used and IDENTITY_INSERT is ON.", table.name),
-            ));
+            return Err(explicit_identity(&table));
         }
         (0..table.columns.len()).filter(|&i| Some(i) != identity).collect()
     } else {
@@ -220,6 +233,12 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         cols
     };
     if let Some(id) = identity {
+        if identity_insert && !columns.contains(&id) {
+            return Err(SqlError::new(
+                545,
+                format!("Explicit value must be specified for identity column in table '{}' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column.", table.name),
+            ));
+        }
         if columns.contains(&id) && !identity_insert {
             return Err(SqlError::new(
                 544,
@@ -232,6 +251,9 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         ast::InsertSource::Values(rows) => {
             let mut bound_rows = Vec::with_capacity(rows.len());
             for r in rows {
+                if r.len() != columns.len() && ins.columns.is_empty() {
+                    return Err(mismatched_insert(&table, r.len()));
+                }
                 if r.len() != columns.len() {
                     let (n, msg) = if r.len() > columns.len() {
                         (110, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
@@ -284,6 +306,9 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         }
         ast::InsertSource::Query(q) => {
             let bound = b.bind_query(q)?;
+            if bound.columns.len() != columns.len() && ins.columns.is_empty() {
+                return Err(mismatched_insert(&table, bound.columns.len()));
+            }
             if bound.columns.len() != columns.len() {
                 return Err(SqlError::new(
                     if bound.columns.len() > columns.len() { 121 } else { 120 },
@@ -469,7 +494,7 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
 
 /// Converts a value for storing in a column: strings and binaries longer than the column
 /// fail (error 2628) instead of being cut, as SQL Server does on INSERT and UPDATE.
-pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> SqlResult<Value> {
+pub fn assign_value(v: &Value, from: &SqlType, db: &str, table: &Table, col: usize) -> SqlResult<Value> {
     let c = &table.columns[col];
     if let Some(limit) = char_limit(&c.ty) {
         let len = match v {
@@ -492,8 +517,10 @@ pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> Sql
             return Err(SqlError::new(
                 2628,
                 format!(
-                    "String or binary data would be truncated in table '{}', column '{}'. Truncated value: '{}'.",
-                    table.name, c.name, shown
+                    "String or binary data would be truncated in table '{db}.{}', column '{}'. Truncated value: '{}'.",
+                    object_name(table),
+                    c.name,
+                    shown
                 ),
             ));
         }
@@ -517,7 +544,7 @@ fn tree(ctx: &mut ExecCtx, db: &str, name: &str, table: &Table) -> SqlResult<Tab
 }
 
 /// Loads a table's in-memory counters (identity, row number) from its rows once.
-fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
+pub(crate) fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
     let mut loaded = table.counters.loaded.lock().unwrap_or_else(|e| e.into_inner());
     if *loaded {
         return Ok(());
@@ -677,21 +704,24 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
                     target.db,
                     object_name(table)
                 ),
-            ));
+            )
+            .with_state(2));
         }
     }
-    for (name, pred) in &target.checks {
+    for ((name, pred), def) in target.checks.iter().zip(&table.checks) {
         let v = eval(pred, row, ctx)?;
         if v == Value::Bit(false) {
+            let column = def.column.as_ref().map(|c| format!(", column '{c}'")).unwrap_or_default();
             return Err(SqlError::new(
                 547,
                 format!(
-                    "The {} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\".",
+                    "The {} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\"{column}.",
                     kind,
                     target.db,
                     object_name(table)
                 ),
-            ));
+            )
+            .with_state(0));
         }
     }
     Ok(())
@@ -740,7 +770,8 @@ fn check_parents(
                     object_name(&parent),
                     parent.columns[fk.ref_columns[0]].name
                 ),
-            ));
+            )
+            .with_state(0));
         }
     }
     Ok(())
@@ -845,7 +876,8 @@ fn check_children(
                         object_name(&child),
                         child.columns[fk.columns[0]].name
                     ),
-                ))
+                )
+                .with_state(0))
             }
             Action::Cascade if new.is_none() => {
                 for (k, r) in rows {
@@ -1031,7 +1063,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         for (j, v) in src.into_iter().enumerate() {
             let col = p.columns[j];
             if let Some(v) = v {
-                row[col] = assign_value(&v, &p.source_types[j], table, col)?;
+                row[col] = assign_value(&v, &p.source_types[j], &p.target.db, table, col)?;
                 given[col] = true;
             }
         }
@@ -1046,7 +1078,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
                 row[i] = next_identity(table, i)?;
             } else if let Some((e, t)) = &p.target.defaults[i] {
                 let v = eval(e, &[], ctx)?;
-                row[i] = assign_value(&v, t, table, i)?;
+                row[i] = assign_value(&v, t, &p.target.db, table, i)?;
             }
         }
         check_row(ctx, &p.target, &row, "INSERT")?;
@@ -1091,7 +1123,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         let mut new = old.clone();
         for (col, e, t) in &p.sets {
             let v = eval(e, &r, ctx)?;
-            new[*col] = assign_value(&v, t, table, *col)?;
+            new[*col] = assign_value(&v, t, &p.target.db, table, *col)?;
         }
         for (slot, e, t, vt) in &p.variables {
             let v = match e {

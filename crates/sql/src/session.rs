@@ -206,6 +206,7 @@ impl Session {
             sink,
             try_depth: 0,
             executed: 0,
+            changing: false,
         };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             runner.sink.message(&e);
@@ -264,6 +265,9 @@ struct Runner<'a> {
     sink: &'a mut dyn ResultSink,
     try_depth: usize,
     executed: u64,
+    /// A data change is running (past compilation): an error ending it is followed by
+    /// "The statement has been terminated."
+    changing: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -365,6 +369,8 @@ impl<'a> Runner<'a> {
                     // Deferred name resolution: the object may be created earlier in the
                     // batch; the statement binds again when it runs.
                     Err(e) if matches!(e.number, 208 | 911) => {}
+                    // IDENTITY_INSERT is checked against the setting when the statement runs.
+                    Err(e) if matches!(e.number, 544 | 545 | 8101) => {}
                     Err(e) if mentions_temp_table(s) => {}
                     Err(e) => return Err(e.at_line(s.line)),
                 },
@@ -467,7 +473,9 @@ impl<'a> Runner<'a> {
     /// the batch goes on.
     fn fail(&mut self, s: &Statement, e: SqlError) -> Result<Flow, Stop> {
         let e = e.at_line(s.line);
+        let terminated = std::mem::take(&mut self.changing);
         self.state.error = e.number;
+        self.state.rowcount = 0;
         let txns = &mut self.state.txns;
         let doom = self.state.options.xact_abort || e.number == 1205;
         if doom && self.try_depth == 0 {
@@ -487,6 +495,9 @@ impl<'a> Runner<'a> {
         self.sink.message(&e);
         if doom || aborts_batch(&e) {
             return Err(Stop::Abort);
+        }
+        if terminated {
+            self.sink.message(&info(3621, "The statement has been terminated."));
         }
         Ok(Flow::Next)
     }
@@ -568,7 +579,9 @@ impl<'a> Runner<'a> {
             | StatementKind::Delete(_)
             | StatementKind::SetVariable { .. } => {
                 let p = self.compile_statement(s)?.expect("compiled statement");
+                self.changing = matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_));
                 self.run_prepared(&p)?;
+                self.changing = false;
             }
             StatementKind::Declare(decls) => {
                 for d in decls {

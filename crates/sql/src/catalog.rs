@@ -11,7 +11,7 @@
 //! nonclustered indexes mapping index key → clustered key.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};

@@ -374,7 +374,7 @@ fn apply_constraint(
                 )
             })?;
             if table.columns[i].default.is_some() {
-                return Err(SqlError::new(1781, format!("Column already has a DEFAULT bound to it.")));
+                return Err(SqlError::new(1781, "Column already has a DEFAULT bound to it."));
             }
             let name = match &c.name {
                 Some(n) => n.value.clone(),
@@ -495,7 +495,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             if matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }) && table.indexes[0].is_heap() {
                 // Handled below after the primary key decided it is nonclustered.
             }
-            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, *column, version, salt)? {
+            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, *column, version, salt).map_err(constraint_failed)? {
                 place_index(&mut table, ix);
             }
         }
@@ -674,6 +674,17 @@ fn is_empty(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
 }
 
 pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
+    let adds_constraint = matches!(action, ast::AlterTableAction::Add { constraints, .. } if !constraints.is_empty());
+    alter_table_inner(ctx, name, action).map_err(|e| {
+        if adds_constraint && e.number == 1505 {
+            constraint_failed(e)
+        } else {
+            e
+        }
+    })
+}
+
+fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
     let (database, table) = find_table(ctx, name)?;
     let db = database.name().to_string();
     let catalog = ctx.shared.catalog(&database)?;
@@ -715,7 +726,8 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                 for con in &c.constraints {
                     let column = Some(c.name.value.as_str());
                     if let Some(ix) =
-                        apply_constraint(ctx, &catalog, &mut new, con, column, catalog.version, salt + 100 + k as u64)?
+                        apply_constraint(ctx, &catalog, &mut new, con, column, catalog.version, salt + 100 + k as u64)
+                            .map_err(constraint_failed)?
                     {
                         place_index(&mut new, ix);
                         rewrite = true;
@@ -725,8 +737,15 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
             let mut new_indexes = Vec::new();
             let mut validate = false;
             for (k, con) in constraints.iter().enumerate() {
+                if matches!(con.kind, ConstraintKind::PrimaryKey { .. }) && new.primary_key().is_some() {
+                    return Err(constraint_failed(
+                        SqlError::new(1779, format!("Table '{}' already has a primary key defined on it.", table.name))
+                            .with_state(0),
+                    ));
+                }
                 if let Some(ix) =
-                    apply_constraint(ctx, &catalog, &mut new, con, None, catalog.version, salt + 200 + k as u64)?
+                    apply_constraint(ctx, &catalog, &mut new, con, None, catalog.version, salt + 200 + k as u64)
+                        .map_err(constraint_failed)?
                 {
                     if ix.is_clustered() {
                         rewrite = true;
@@ -823,9 +842,13 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     .indexes
                     .iter()
                     .find(|ix| ix.columns.iter().any(|(c, _)| *c == i))
-                    .map(|ix| ix.name.clone())
-                    .or_else(|| table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| f.name.clone()))
-                    .or_else(|| table.columns[i].default.as_ref().map(|d| d.name.clone()))
+                    .map(|ix| {
+                        (ix.name.clone(), if ix.primary_key || ix.unique_constraint { "object" } else { "index" })
+                    })
+                    .or_else(|| {
+                        table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| (f.name.clone(), "object"))
+                    })
+                    .or_else(|| table.columns[i].default.as_ref().map(|d| (d.name.clone(), "object")))
                     .or_else(|| {
                         table
                             .checks
@@ -833,13 +856,10 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                             .find(|c| {
                                 c.text.to_lowercase().contains(&format!("[{}]", table.columns[i].name.to_lowercase()))
                             })
-                            .map(|c| c.name.clone())
+                            .map(|c| (c.name.clone(), "object"))
                     });
-                if let Some(dep) = dependent {
-                    return Err(SqlError::new(
-                        5074,
-                        format!("The object '{dep}' is dependent on column '{}'.", table.columns[i].name),
-                    ));
+                if let Some((dep, what)) = dependent {
+                    return Err(column_in_use("DROP", &table.columns[i].name, &dep, what));
                 }
                 keep.retain(|&k| k != i);
             }
@@ -905,7 +925,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                 {
                     col.default = None;
                 } else if !*if_exists {
-                    return Err(SqlError::new(3728, format!("'{name}' is not a constraint.")).with_severity(16));
+                    return Err(SqlError::new(3727, "Could not drop constraint. See previous errors.")
+                        .with_state(0)
+                        .after(SqlError::new(3728, format!("'{name}' is not a constraint."))));
                 }
             }
             if rewrite {
@@ -925,10 +947,8 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                 )
             })?;
             if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
-                return Err(SqlError::new(
-                    5074,
-                    format!("The object '{}' is dependent on column '{}'.", ix.name, col_name.value),
-                ));
+                let what = if ix.primary_key || ix.unique_constraint { "object" } else { "index" };
+                return Err(column_in_use("ALTER", &col_name.value, &ix.name, what));
             }
             let mut new = (*table).clone();
             let old_ty = table.columns[i].ty;
@@ -958,6 +978,25 @@ impl AlterContext for SqlError {
     fn with_alter_context(mut self) -> SqlError {
         self.message = self.message.replace("The INSERT statement", "The ALTER TABLE statement");
         self
+    }
+}
+
+/// A column that an index or constraint depends on cannot be dropped or altered.
+fn column_in_use(verb: &str, column: &str, dependent: &str, what: &str) -> SqlError {
+    SqlError::new(
+        4922,
+        format!("ALTER TABLE {verb} COLUMN {column} failed because one or more objects access this column."),
+    )
+    .with_state(9)
+    .after(SqlError::new(5074, format!("The {what} '{dependent}' is dependent on column '{column}'.")))
+}
+
+/// Errors in a constraint definition are summed up by error 1750.
+fn constraint_failed(e: SqlError) -> SqlError {
+    if matches!(e.number, 1505 | 1753 | 1767 | 1769 | 1776 | 1779 | 1911 | 2714) {
+        SqlError::new(1750, "Could not create constraint or index. See previous errors.").with_state(0).after(e)
+    } else {
+        e
     }
 }
 
@@ -991,8 +1030,8 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         return Err(SqlError::new(
             1913,
             format!(
-                "The operation failed because an index or statistics with name '{}' already exists on table '{}'.",
-                ci.name.value, table.name
+                "The operation failed because an index or statistics with name '{}' already exists on table '{}.{}'.",
+                ci.name.value, table.schema, table.name
             ),
         ));
     }
@@ -1069,7 +1108,9 @@ pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_
                 "Cannot drop the index '{}.{}', because it does not exist or you do not have permission.",
                 table.name, index.value
             ),
-        ));
+        )
+        .with_severity(11)
+        .with_state(7));
     };
     let ix = &table.indexes[pos];
     if ix.primary_key || ix.unique_constraint {
@@ -1142,11 +1183,15 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
     if ctx.session.database.eq_ignore_ascii_case(n)
         || ctx.session.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(n))
     {
-        return Err(SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")));
+        return Err(
+            SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")).with_state(4)
+        );
     }
     ctx.shared.forget(n);
     ctx.shared.engine.drop_database(n).map_err(|e| match e.number() {
-        3702 => SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")),
+        3702 => {
+            SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")).with_state(4)
+        }
         _ => e.into(),
     })?;
     ctx.shared.plans.clear();
@@ -1155,7 +1200,17 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
 
 pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDatabaseAction) -> SqlResult<()> {
     let n = if name.value.eq_ignore_ascii_case("current") { ctx.session.database.clone() } else { name.value.clone() };
-    let database = ctx.shared.database(&n)?;
+    let database = ctx.shared.database(&n).map_err(|e| match e.number {
+        911 => SqlError::new(5069, "ALTER DATABASE statement failed.").after(
+            SqlError::new(
+                5011,
+                format!("User does not have permission to alter database '{n}', the database does not exist, or the database is not in a state that allows access checks."),
+            )
+            .with_severity(14)
+            .with_state(5),
+        ),
+        _ => e,
+    })?;
     let mut options = database.options();
     match action {
         ast::AlterDatabaseAction::Set(settings) => {

@@ -13,7 +13,7 @@ use crate::cache::PlanCache;
 use crate::catalog::{self, Catalog, Object, Table};
 use crate::error::{SqlError, SqlResult};
 use crate::plan::{Row, SessionFn};
-use crate::types::{self, FunctionContext, SqlType, Value};
+use crate::types::{FunctionContext, SqlType, Value};
 
 /// The version string `@@VERSION` returns.
 pub const VERSION: &str =

@@ -54,7 +54,15 @@ enum Stop {
 }
 
 fn info(number: i32, message: impl Into<String>) -> SqlError {
-    SqlError { number, severity: 0, state: 1, message: message.into(), line: 0, procedure: None }
+    SqlError { number, severity: 0, state: 1, message: message.into(), line: 0, procedure: None, preceding: Vec::new() }
+}
+
+/// Sends an error to the client after the errors reported before it.
+fn report(sink: &mut dyn ResultSink, e: &SqlError) {
+    for p in &e.preceding {
+        sink.message(p);
+    }
+    sink.message(e);
 }
 
 /// Errors that end the batch, not just the statement (with XACT_ABORT OFF).
@@ -209,7 +217,7 @@ impl Session {
             changing: false,
         };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
-            runner.sink.message(&e);
+            report(runner.sink, &e);
             runner.state.error = e.number;
             return;
         }
@@ -371,7 +379,7 @@ impl<'a> Runner<'a> {
                     Err(e) if matches!(e.number, 208 | 911) => {}
                     // IDENTITY_INSERT is checked against the setting when the statement runs.
                     Err(e) if matches!(e.number, 544 | 545 | 8101) => {}
-                    Err(e) if mentions_temp_table(s) => {}
+                    Err(_) if mentions_temp_table(s) => {}
                     Err(e) => return Err(e.at_line(s.line)),
                 },
             }
@@ -492,11 +500,11 @@ impl<'a> Runner<'a> {
         if self.try_depth > 0 && e.severity > 10 && e.severity < 20 {
             return Err(Stop::Error(e));
         }
-        self.sink.message(&e);
+        report(self.sink, &e);
         if doom || aborts_batch(&e) {
             return Err(Stop::Abort);
         }
-        if terminated {
+        if terminated || e.number == 1505 || e.preceding.iter().any(|p| p.number == 1505) {
             self.sink.message(&info(3621, "The statement has been terminated."));
         }
         Ok(Flow::Next)
@@ -1112,7 +1120,8 @@ impl<'a> Runner<'a> {
             values.push(self.eval_scalar(s, a)?);
         }
         let text = format_message(&format, &values);
-        let e = SqlError { number, severity, state, message: text, line: s.line, procedure: None };
+        let e =
+            SqlError { number, severity, state, message: text, line: s.line, procedure: None, preceding: Vec::new() };
         if options.iter().any(|o| o == "SETERROR") {
             self.state.error = number;
         }

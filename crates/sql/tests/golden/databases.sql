@@ -26,8 +26,6 @@ USE nosuchdb;
 GO
 SELECT DB_NAME() AS still_here;
 GO
-SELECT * FROM nosuchdb.dbo.t;
-GO
 ALTER DATABASE shop SET RECOVERY FULL;
 SELECT name, recovery_model_desc FROM sys.databases WHERE name = 'shop';
 GO
@@ -62,8 +60,6 @@ GO
 DROP DATABASE shop;
 GO
 DROP DATABASE IF EXISTS shop;
-GO
-DROP DATABASE master;
 GO
 CREATE DATABASE filed
 ON (NAME = filed_data, FILENAME = '/tmp/tessera_golden_filed.mdf', SIZE = 8MB)

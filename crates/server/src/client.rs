@@ -86,8 +86,13 @@ impl Client {
         let stream = TcpStream::connect((host, port)).await?;
         let _ = stream.set_nodelay(true);
         let mut client = Client { stream, packet_size: 4096 };
-        packet::write_message(&mut client.stream, PacketType::PreLogin, &login::prelogin_response(ENCRYPT_NOT_SUP), 4096)
-            .await?;
+        packet::write_message(
+            &mut client.stream,
+            PacketType::PreLogin,
+            &login::prelogin_response(ENCRYPT_NOT_SUP),
+            4096,
+        )
+        .await?;
         let pre = client.read_reply().await?;
         let answer = login::parse_prelogin(&pre)?;
         if matches!(answer.encryption, Some(login::ENCRYPT_ON | login::ENCRYPT_REQ)) {
@@ -100,7 +105,12 @@ impl Client {
         let mut sink = Messages(&mut messages);
         let outcome = decode(&reply, &mut sink, &mut client.packet_size)?;
         if !outcome.logged_in {
-            let text = messages.iter().filter(|m| m.severity > 10).map(|m| format!("Msg {}, Level {}, State {}\n{}", m.number, m.severity, m.state, m.message)).collect::<Vec<_>>().join("\n");
+            let text = messages
+                .iter()
+                .filter(|m| m.severity > 10)
+                .map(|m| format!("Msg {}, Level {}, State {}\n{}", m.number, m.severity, m.state, m.message))
+                .collect::<Vec<_>>()
+                .join("\n");
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, text));
         }
         Ok(client)
@@ -203,6 +213,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                     message,
                     line,
                     procedure: (!procedure.is_empty()).then_some(procedure),
+                    preceding: Vec::new(),
                 });
             }
             0xE3 => {

@@ -212,7 +212,13 @@ pub fn read_type_info(r: &mut Reader) -> io::Result<TypeInfo> {
                 collation(r)?;
             }
             let unicode = matches!(code, 0xE7 | 0xEF);
-            let length = if max == 0xFFFF { MAX } else if unicode { (max / 2).max(1) } else { max.max(1) };
+            let length = if max == 0xFFFF {
+                MAX
+            } else if unicode {
+                (max / 2).max(1)
+            } else {
+                max.max(1)
+            };
             let ty = match code {
                 0xA7 => SqlType::VarChar(length),
                 0xAF => SqlType::Char(length),

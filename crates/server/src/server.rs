@@ -191,7 +191,15 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>, config: Arc<ServerCo
 }
 
 fn info(number: i32, text: &str) -> SqlError {
-    SqlError { number, severity: 0, state: 1, message: text.to_string(), line: 0, procedure: None }
+    SqlError {
+        number,
+        severity: 0,
+        state: 1,
+        message: text.to_string(),
+        line: 0,
+        procedure: None,
+        preceding: Vec::new(),
+    }
 }
 
 /// Runs one request on the blocking pool; returns the reply (None for an Attention that

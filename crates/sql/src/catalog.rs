@@ -41,6 +41,9 @@ pub struct Column {
 pub struct NamedExpr {
     pub name: String,
     pub text: String,
+    /// The column a column-level CHECK constraint was declared on (named in 547 errors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -337,6 +337,7 @@ fn apply_constraint(
     catalog: &Catalog,
     table: &mut Table,
     c: &ast::TableConstraint,
+    column: Option<&str>,
     version: u64,
     salt: u64,
 ) -> SqlResult<Option<Index>> {
@@ -352,9 +353,9 @@ fn apply_constraint(
             bind_check(ctx, table, e)?;
             let name = match &c.name {
                 Some(n) => n.value.clone(),
-                None => auto_name("CK", &table.name, None, table.id, salt),
+                None => auto_name("CK", &table.name, column, table.id, salt),
             };
-            table.checks.push(NamedExpr { name, text: unparse::definition(e) });
+            table.checks.push(NamedExpr { name, text: unparse::definition(e), column: column.map(str::to_string) });
             Ok(None)
         }
         ConstraintKind::ForeignKey { .. } => {
@@ -379,7 +380,7 @@ fn apply_constraint(
                 Some(n) => n.value.clone(),
                 None => auto_name("DF", &table.name, Some(&column.value), table.id, salt),
             };
-            table.columns[i].default = Some(NamedExpr { name, text: unparse::definition(expr) });
+            table.columns[i].default = Some(NamedExpr { name, text: unparse::definition(expr), column: None });
             Ok(None)
         }
     }
@@ -390,7 +391,7 @@ fn set_default(table: &mut Table, col: usize, def: &(Option<Ident>, ast::Expr), 
         Some(n) => n.value.clone(),
         None => auto_name("DF", &table.name, Some(&table.columns[col].name), table.id, salt),
     };
-    table.columns[col].default = Some(NamedExpr { name, text: unparse::definition(&def.1) });
+    table.columns[col].default = Some(NamedExpr { name, text: unparse::definition(&def.1), column: None });
 }
 
 fn heap_index(table_id: i32, version: u64) -> Index {
@@ -466,21 +467,23 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
         }
         // Constraints: column-level ones name their column; then table-level ones. Keys
         // first so that foreign keys may reference this table's own key.
-        let mut all: Vec<ast::TableConstraint> = Vec::new();
+        let mut all: Vec<(Option<&str>, ast::TableConstraint)> = Vec::new();
         for c in &ct.columns {
-            all.extend(c.constraints.iter().cloned());
+            all.extend(c.constraints.iter().map(|k| (Some(c.name.value.as_str()), k.clone())));
         }
-        all.extend(ct.constraints.iter().cloned());
-        all.sort_by_key(|c| match c.kind {
+        all.extend(ct.constraints.iter().map(|k| (None, k.clone())));
+        all.sort_by_key(|(_, c)| match c.kind {
             ConstraintKind::PrimaryKey { .. } => 0,
             ConstraintKind::Unique { .. } => 1,
             _ => 2,
         });
         // A clustered UNIQUE makes the primary key nonclustered by default.
-        let clustered_unique = all.iter().any(|c| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
+        let clustered_unique = all
+            .iter()
+            .any(|(_, c)| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
             || ct.indexes.iter().any(|i| i.clustered == Some(true));
         let mut salt = 0u64;
-        for c in &all {
+        for (column, c) in &all {
             salt += 1;
             let c = match (&c.kind, clustered_unique) {
                 (ConstraintKind::PrimaryKey { clustered: None, columns }, true) => ast::TableConstraint {
@@ -492,7 +495,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             if matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }) && table.indexes[0].is_heap() {
                 // Handled below after the primary key decided it is nonclustered.
             }
-            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, version, salt)? {
+            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, *column, version, salt).map_err(constraint_failed)? {
                 place_index(&mut table, ix);
             }
         }
@@ -557,7 +560,9 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
                     "Cannot drop the table '{}', because it does not exist or you do not have permission.",
                     name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
                 ),
-            ));
+            )
+            .with_severity(11)
+            .with_state(5));
         }
         Err(e) => return Err(e),
     };
@@ -689,6 +694,17 @@ fn is_empty(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
 }
 
 pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
+    let adds_constraint = matches!(action, ast::AlterTableAction::Add { constraints, .. } if !constraints.is_empty());
+    alter_table_inner(ctx, name, action).map_err(|e| {
+        if adds_constraint && e.number == 1505 {
+            constraint_failed(e)
+        } else {
+            e
+        }
+    })
+}
+
+fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
     let (database, table) = find_table(ctx, name)?;
     let db = database.name().to_string();
     let catalog = ctx.shared.catalog(&database)?;
@@ -728,23 +744,28 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     rewrite = true;
                 }
                 for con in &c.constraints {
-                    let mut all = Vec::new();
-                    all.push(con.clone());
-                    for con in all {
-                        if let Some(ix) =
-                            apply_constraint(ctx, &catalog, &mut new, &con, catalog.version, salt + 100 + k as u64)?
-                        {
-                            place_index(&mut new, ix);
-                            rewrite = true;
-                        }
+                    let column = Some(c.name.value.as_str());
+                    if let Some(ix) =
+                        apply_constraint(ctx, &catalog, &mut new, con, column, catalog.version, salt + 100 + k as u64)
+                            .map_err(constraint_failed)?
+                    {
+                        place_index(&mut new, ix);
+                        rewrite = true;
                     }
                 }
             }
             let mut new_indexes = Vec::new();
             let mut validate = false;
             for (k, con) in constraints.iter().enumerate() {
+                if matches!(con.kind, ConstraintKind::PrimaryKey { .. }) && new.primary_key().is_some() {
+                    return Err(constraint_failed(
+                        SqlError::new(1779, format!("Table '{}' already has a primary key defined on it.", table.name))
+                            .with_state(0),
+                    ));
+                }
                 if let Some(ix) =
-                    apply_constraint(ctx, &catalog, &mut new, con, catalog.version, salt + 200 + k as u64)?
+                    apply_constraint(ctx, &catalog, &mut new, con, None, catalog.version, salt + 200 + k as u64)
+                        .map_err(constraint_failed)?
                 {
                     if ix.is_clustered() {
                         rewrite = true;
@@ -841,9 +862,13 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                     .indexes
                     .iter()
                     .find(|ix| ix.columns.iter().any(|(c, _)| *c == i))
-                    .map(|ix| ix.name.clone())
-                    .or_else(|| table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| f.name.clone()))
-                    .or_else(|| table.columns[i].default.as_ref().map(|d| d.name.clone()))
+                    .map(|ix| {
+                        (ix.name.clone(), if ix.primary_key || ix.unique_constraint { "object" } else { "index" })
+                    })
+                    .or_else(|| {
+                        table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| (f.name.clone(), "object"))
+                    })
+                    .or_else(|| table.columns[i].default.as_ref().map(|d| (d.name.clone(), "object")))
                     .or_else(|| {
                         table
                             .checks
@@ -851,13 +876,10 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                             .find(|c| {
                                 c.text.to_lowercase().contains(&format!("[{}]", table.columns[i].name.to_lowercase()))
                             })
-                            .map(|c| c.name.clone())
+                            .map(|c| (c.name.clone(), "object"))
                     });
-                if let Some(dep) = dependent {
-                    return Err(SqlError::new(
-                        5074,
-                        format!("The object '{dep}' is dependent on column '{}'.", table.columns[i].name),
-                    ));
+                if let Some((dep, what)) = dependent {
+                    return Err(column_in_use("DROP", &table.columns[i].name, &dep, what));
                 }
                 keep.retain(|&k| k != i);
             }
@@ -923,7 +945,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                 {
                     col.default = None;
                 } else if !*if_exists {
-                    return Err(SqlError::new(3728, format!("'{name}' is not a constraint.")).with_severity(16));
+                    return Err(SqlError::new(3727, "Could not drop constraint. See previous errors.")
+                        .with_state(0)
+                        .after(SqlError::new(3728, format!("'{name}' is not a constraint."))));
                 }
             }
             if rewrite {
@@ -943,10 +967,8 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
                 )
             })?;
             if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
-                return Err(SqlError::new(
-                    5074,
-                    format!("The object '{}' is dependent on column '{}'.", ix.name, col_name.value),
-                ));
+                let what = if ix.primary_key || ix.unique_constraint { "object" } else { "index" };
+                return Err(column_in_use("ALTER", &col_name.value, &ix.name, what));
             }
             let mut new = (*table).clone();
             let old_ty = table.columns[i].ty;
@@ -979,8 +1001,36 @@ impl AlterContext for SqlError {
     }
 }
 
+/// A column that an index or constraint depends on cannot be dropped or altered.
+fn column_in_use(verb: &str, column: &str, dependent: &str, what: &str) -> SqlError {
+    SqlError::new(
+        4922,
+        format!("ALTER TABLE {verb} COLUMN {column} failed because one or more objects access this column."),
+    )
+    .with_state(9)
+    .after(SqlError::new(5074, format!("The {what} '{dependent}' is dependent on column '{column}'.")))
+}
+
+/// Errors in a constraint definition are summed up by error 1750.
+fn constraint_failed(e: SqlError) -> SqlError {
+    if matches!(e.number, 1505 | 1753 | 1767 | 1769 | 1776 | 1779 | 1911 | 2714) {
+        SqlError::new(1750, "Could not create constraint or index. See previous errors.").with_state(0).after(e)
+    } else {
+        e
+    }
+}
+
 pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
-    let (database, table) = find_table(ctx, name)?;
+    let (database, table) = find_table(ctx, name).map_err(|e| match e.number {
+        208 | 911 => SqlError::new(
+            4701,
+            format!(
+                "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+                name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+            ),
+        ),
+        _ => e,
+    })?;
     let catalog = ctx.shared.catalog(&database)?;
     if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
         return Err(SqlError::new(
@@ -1000,8 +1050,8 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         return Err(SqlError::new(
             1913,
             format!(
-                "The operation failed because an index or statistics with name '{}' already exists on table '{}'.",
-                ci.name.value, table.name
+                "The operation failed because an index or statistics with name '{}' already exists on table '{}.{}'.",
+                ci.name.value, table.schema, table.name
             ),
         ));
     }
@@ -1078,7 +1128,9 @@ pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_
                 "Cannot drop the index '{}.{}', because it does not exist or you do not have permission.",
                 table.name, index.value
             ),
-        ));
+        )
+        .with_severity(11)
+        .with_state(7));
     };
     let ix = &table.indexes[pos];
     if ix.primary_key || ix.unique_constraint {
@@ -1111,7 +1163,8 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         return Err(SqlError::new(
             1801,
             format!("Database '{name}' already exists. Choose a different database name."),
-        ));
+        )
+        .with_state(3));
     }
     let data_path = cd.files.first().and_then(file_path);
     let log_path = cd.log_files.first().and_then(file_path);
@@ -1141,7 +1194,8 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
         return Err(SqlError::new(
             3701,
             format!("Cannot drop the database '{n}', because it does not exist or you do not have permission."),
-        ));
+        )
+        .with_severity(11));
     }
     if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
         return Err(SqlError::new(3708, format!("Cannot drop the database '{n}' because it is a system database.")));
@@ -1149,11 +1203,15 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
     if ctx.session.database.eq_ignore_ascii_case(n)
         || ctx.session.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(n))
     {
-        return Err(SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")));
+        return Err(
+            SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")).with_state(4)
+        );
     }
     ctx.shared.forget(n);
     ctx.shared.engine.drop_database(n).map_err(|e| match e.number() {
-        3702 => SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")),
+        3702 => {
+            SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")).with_state(4)
+        }
         _ => e.into(),
     })?;
     ctx.shared.plans.clear();
@@ -1162,7 +1220,17 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
 
 pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDatabaseAction) -> SqlResult<()> {
     let n = if name.value.eq_ignore_ascii_case("current") { ctx.session.database.clone() } else { name.value.clone() };
-    let database = ctx.shared.database(&n)?;
+    let database = ctx.shared.database(&n).map_err(|e| match e.number {
+        911 => SqlError::new(5069, "ALTER DATABASE statement failed.").after(
+            SqlError::new(
+                5011,
+                format!("User does not have permission to alter database '{n}', the database does not exist, or the database is not in a state that allows access checks."),
+            )
+            .with_severity(14)
+            .with_state(5),
+        ),
+        _ => e,
+    })?;
     let mut options = database.options();
     match action {
         ast::AlterDatabaseAction::Set(settings) => {

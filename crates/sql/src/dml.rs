@@ -218,6 +218,22 @@ pub fn run_output_into(ctx: &mut ExecCtx, into: &InsertPlan, rows: Vec<Row>) -> 
     Ok(run_insert(ctx, &plan)?.0)
 }
 
+/// An INSERT without a column list whose values do not fit the table's columns (a value
+/// for every column, identity included, is an identity error).
+fn mismatched_insert(table: &Table, values: usize) -> SqlError {
+    if table.identity_column().is_some() && values == table.columns.len() {
+        return explicit_identity(table);
+    }
+    SqlError::new(213, "Column name or number of supplied values does not match table definition.")
+}
+
+fn explicit_identity(table: &Table) -> SqlError {
+    SqlError::new(
+        8101,
+        format!("An explicit value for the identity column in table '{}' can only be specified when a column list is used and IDENTITY_INSERT is ON.", table.name),
+    )
+}
+
 fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
     match top {
         None => Ok(None),
@@ -240,10 +256,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         .is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && *id == table.id);
     let columns: Vec<usize> = if ins.columns.is_empty() {
         if identity_insert && identity.is_some() {
-            return Err(SqlError::new(
-                8101,
-                format!("An explicit value for the identity column in table '{}' can only be specified when a column list is used and IDENTITY_INSERT is ON.", table.name),
-            ));
+            return Err(explicit_identity(&table));
         }
         (0..table.columns.len()).filter(|&i| Some(i) != identity).collect()
     } else {
@@ -269,10 +282,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
             let mut bound_rows = Vec::with_capacity(rows.len());
             for r in rows {
                 if r.len() != columns.len() && ins.columns.is_empty() {
-                    return Err(SqlError::new(
-                        213,
-                        "Column name or number of supplied values does not match table definition.",
-                    ));
+                    return Err(mismatched_insert(&table, r.len()));
                 }
                 if r.len() != columns.len() {
                     let (n, msg) = if r.len() > columns.len() {
@@ -326,6 +336,9 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         }
         ast::InsertSource::Query(q) => {
             let bound = b.bind_query(q)?;
+            if bound.columns.len() != columns.len() && ins.columns.is_empty() {
+                return Err(mismatched_insert(&table, bound.columns.len()));
+            }
             if bound.columns.len() != columns.len() {
                 return Err(SqlError::new(
                     if bound.columns.len() > columns.len() { 121 } else { 120 },
@@ -562,7 +575,7 @@ fn tree(ctx: &mut ExecCtx, db: &str, name: &str, table: &Table) -> SqlResult<Tab
 }
 
 /// Loads a table's in-memory counters (identity, row number) from its rows once.
-fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
+pub(crate) fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
     let mut loaded = table.counters.loaded.lock().unwrap_or_else(|e| e.into_inner());
     if *loaded {
         return Ok(());
@@ -722,23 +735,25 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
                     target.db,
                     object_name(table)
                 ),
-            ));
+            )
+            .with_state(2));
         }
     }
-    for (i, (name, pred)) in target.checks.iter().enumerate() {
+    for ((name, pred), def) in target.checks.iter().zip(&table.checks) {
         let v = eval(pred, row, ctx)?;
         if v == Value::Bit(false) {
             // SQL Server names the column when the constraint reads exactly one.
-            let column = table.checks.get(i).and_then(|c| single_column(&c.text));
-            let column = column.map(|c| format!(", column '{c}'")).unwrap_or_default();
+            let column = single_column(&def.text).map(|c| format!(", column '{c}'")).unwrap_or_default();
             return Err(SqlError::new(
                 547,
                 format!(
-                    "The {kind} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\"{column}.",
+                    "The {} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\"{column}.",
+                    kind,
                     target.db,
                     object_name(table)
                 ),
-            ));
+            )
+            .with_state(0));
         }
     }
     Ok(())
@@ -843,7 +858,8 @@ fn check_parents(
                     object_name(&parent),
                     parent.columns[fk.ref_columns[0]].name
                 ),
-            ));
+            )
+            .with_state(0));
         }
     }
     Ok(())
@@ -948,7 +964,8 @@ fn check_children(
                         object_name(&child),
                         child.columns[fk.columns[0]].name
                     ),
-                ))
+                )
+                .with_state(0))
             }
             Action::Cascade if new.is_none() => {
                 for (k, r) in rows {
@@ -1108,14 +1125,22 @@ fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
 /// Runs an INSERT; returns the rows inserted and OUTPUT rows.
 pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>)> {
     let table = &p.target.table;
-    if p.explicit_identity {
-        let on = ctx.session.options.identity_insert.as_ref();
-        if !on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&p.target.db) && *id == table.id) {
-            return Err(SqlError::new(
-                544,
-                format!("Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.", table.name),
-            ));
-        }
+    let on = ctx.session.options.identity_insert.as_ref();
+    let identity_insert = on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&p.target.db) && *id == table.id);
+    if p.explicit_identity && !identity_insert {
+        return Err(SqlError::new(
+            544,
+            format!(
+                "Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.",
+                table.name
+            ),
+        ));
+    }
+    if identity_insert && !p.explicit_identity {
+        return Err(SqlError::new(
+            545,
+            format!("Explicit value must be specified for identity column in table '{}' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column.", table.name),
+        ));
     }
     let source_rows: Vec<Vec<Option<Value>>> = match &p.source {
         InsertSource::DefaultValues => vec![Vec::new()],

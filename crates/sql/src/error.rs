@@ -13,6 +13,10 @@ pub struct SqlError {
     pub message: String,
     pub line: u32,
     pub procedure: Option<String>,
+    /// Errors reported just before this one by the same statement, as SQL Server follows
+    /// some errors with a summary ("Could not create constraint or index. See previous
+    /// errors."); the summary is the error CATCH and @@ERROR see.
+    pub preceding: Vec<SqlError>,
 }
 
 pub type SqlResult<T> = std::result::Result<T, SqlError>;
@@ -20,7 +24,15 @@ pub type SqlResult<T> = std::result::Result<T, SqlError>;
 impl SqlError {
     /// An error of severity 16, state 1 — what most user errors are.
     pub fn new(number: i32, message: impl Into<String>) -> SqlError {
-        SqlError { number, severity: 16, state: 1, message: message.into(), line: 0, procedure: None }
+        SqlError {
+            number,
+            severity: 16,
+            state: 1,
+            message: message.into(),
+            line: 0,
+            procedure: None,
+            preceding: Vec::new(),
+        }
     }
 
     pub fn with_severity(mut self, severity: u8) -> SqlError {
@@ -33,10 +45,24 @@ impl SqlError {
         self
     }
 
+    /// This error, reported after `first` (and what preceded it).
+    pub fn after(mut self, first: SqlError) -> SqlError {
+        let mut preceding = first.preceding.clone();
+        preceding.push(SqlError { preceding: Vec::new(), ..first });
+        preceding.append(&mut self.preceding);
+        self.preceding = preceding;
+        self
+    }
+
     /// Sets the line unless one is already known.
     pub fn at_line(mut self, line: u32) -> SqlError {
         if self.line == 0 {
             self.line = line;
+        }
+        for p in &mut self.preceding {
+            if p.line == 0 {
+                p.line = line;
+            }
         }
         self
     }
@@ -64,6 +90,6 @@ impl From<tessera_io::Error> for SqlError {
             802 => 17,
             _ => 16,
         };
-        SqlError { number, severity, state: 1, message: e.to_string(), line: 0, procedure: None }
+        SqlError { number, severity, state: 1, message: e.to_string(), line: 0, procedure: None, preceding: Vec::new() }
     }
 }

@@ -7,7 +7,15 @@ use crate::script::split_batches;
 use crate::session::Session;
 
 fn note(text: &str) -> SqlError {
-    SqlError { number: 0, severity: 0, state: 0, message: text.to_string(), line: 0, procedure: None }
+    SqlError {
+        number: 0,
+        severity: 0,
+        state: 0,
+        message: text.to_string(),
+        line: 0,
+        procedure: None,
+        preceding: Vec::new(),
+    }
 }
 
 /// Replaces sqlcmd scripting variables `$(name)` (names case-insensitive) with their values;

@@ -425,6 +425,17 @@ impl<'a> ExecCtx<'a> {
         cat.lookup(schema, obj).cloned().map(|o| (db, o))
     }
 
+    /// IDENT_CURRENT: the last identity value of a table, or its seed while none was made.
+    fn ident_current(&mut self, name: Option<String>) -> SqlResult<Value> {
+        let Some((db, Object::Table(table))) = name.and_then(|n| self.object(&n)) else { return Ok(Value::Null) };
+        let Some(col) = table.identity_column() else { return Ok(Value::Null) };
+        crate::dml::load_counters(self, &db, &table)?;
+        let (seed, inc) = table.columns[col].identity.expect("identity column");
+        let v = table.counters.identity.load(Ordering::Relaxed);
+        let v = if v == seed - inc { seed } else { v };
+        Ok(Value::Decimal { value: i128::from(v), scale: 0 })
+    }
+
     pub fn session_function(&mut self, func: &SessionFn, args: &[Value]) -> SqlResult<Value> {
         let s = &*self.session;
         let text = |v: &Value| match v {
@@ -481,20 +492,7 @@ impl<'a> ExecCtx<'a> {
                 },
                 _ => Value::Null,
             },
-            SessionFn::IdentCurrent => match args.first().and_then(text) {
-                Some(t) => match self.object(&t) {
-                    Some((_, Object::Table(table))) if table.identity_column().is_some() => {
-                        let v = table.counters.identity.load(Ordering::Relaxed);
-                        if v == i64::MIN {
-                            Value::Null
-                        } else {
-                            Value::Decimal { value: i128::from(v), scale: 0 }
-                        }
-                    }
-                    _ => Value::Null,
-                },
-                None => Value::Null,
-            },
+            SessionFn::IdentCurrent => return self.ident_current(args.first().and_then(text)),
             SessionFn::ServerProperty => match args.first().and_then(text) {
                 Some(p) => server_property(&p, &self.shared.server_name),
                 None => Value::Null,

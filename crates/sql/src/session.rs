@@ -58,7 +58,15 @@ enum Stop {
 }
 
 fn info(number: i32, message: impl Into<String>) -> SqlError {
-    SqlError { number, severity: 0, state: 1, message: message.into(), line: 0, procedure: None }
+    SqlError { number, severity: 0, state: 1, message: message.into(), line: 0, procedure: None, preceding: Vec::new() }
+}
+
+/// Sends an error to the client after the errors reported before it.
+fn report(sink: &mut dyn ResultSink, e: &SqlError) {
+    for p in &e.preceding {
+        sink.message(p);
+    }
+    sink.message(e);
 }
 
 /// Errors that end the batch, not just the statement (with XACT_ABORT OFF).
@@ -292,9 +300,10 @@ impl Session {
             returns: None,
             returned: None,
             table_vars: Vec::new(),
+            changing: false,
         };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
-            runner.sink.message(&e);
+            report(runner.sink, &e);
             runner.state.error = e.number;
             return;
         }
@@ -359,6 +368,7 @@ impl Session {
                 returns: None,
                 returned: None,
                 table_vars: Vec::new(),
+                changing: false,
             };
             let _ = runner.run_block(&cached.batch.statements);
         }
@@ -501,6 +511,7 @@ pub(crate) fn call_scalar_function(
             returns: Some(call.ty),
             returned: None,
             table_vars: Vec::new(),
+            changing: false,
         };
         let r = runner.compile_all(body).map(|_| runner.run_block(body));
         r.map(|flow| (flow, runner.returned.take()))
@@ -530,6 +541,9 @@ struct Runner<'a> {
     returned: Option<Value>,
     /// Table variables this frame declared, with the mapping each one shadows.
     table_vars: Vec<(String, Option<String>)>,
+    /// A data change is running (past compilation): an error ending it is followed by
+    /// "The statement has been terminated."
+    changing: bool,
 }
 
 /// An evaluated argument of EXEC or sp_executesql.
@@ -651,6 +665,8 @@ impl<'a> Runner<'a> {
                     // Deferred name resolution: the object may be created earlier in the
                     // batch; the statement binds again when it runs.
                     Err(e) if matches!(e.number, 208 | 911 | 1087) => {}
+                    // IDENTITY_INSERT is checked against the setting when the statement runs.
+                    Err(e) if matches!(e.number, 544 | 545 | 8101) => {}
                     Err(_) if mentions_temp_table(s) => {}
                     Err(e) => return Err(e.at_line(s.line)),
                 },
@@ -758,14 +774,17 @@ impl<'a> Runner<'a> {
     /// A statement failed: undo it, report or hand the error to CATCH, and decide whether
     /// the batch goes on.
     fn fail(&mut self, s: &Statement, e: SqlError) -> Result<Flow, Stop> {
-        self.state.rowcount = 0;
         // An error that already names its procedure keeps its line (SQL Server reports
         // parameter errors at line 0 of the procedure).
         let mut e = if e.procedure.is_some() { e } else { e.at_line(s.line) };
         if e.procedure.is_none() && e.severity > 10 {
             e.procedure = self.procedure.clone();
         }
+        // A data change stopped by an error found while it ran (IDENTITY_INSERT errors are
+        // found then too, but SQL Server reports them as compile errors).
+        let terminated = std::mem::take(&mut self.changing) && !matches!(e.number, 544 | 545 | 8101);
         self.state.error = e.number;
+        self.state.rowcount = 0;
         let txns = &mut self.state.txns;
         let doom = self.state.options.xact_abort || e.number == 1205;
         if doom && self.try_depth == 0 {
@@ -782,14 +801,11 @@ impl<'a> Runner<'a> {
         if self.try_depth > 0 && e.severity > 10 && e.severity < 20 {
             return Err(Stop::Error(e));
         }
-        self.sink.message(&e);
+        report(self.sink, &e);
         if doom || aborts_batch(&e) || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
         }
-        // A data change stopped by an error found while it ran (not a compile error).
-        let runtime =
-            matches!(e.number, 515 | 547 | 2601 | 2627 | 2628 | 8152 | 8115 | 8134 | 220 | 232 | 512 | 1946 | 511);
-        if runtime && matches!(s.kind, StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_)) {
+        if terminated || e.number == 1505 || e.preceding.iter().any(|p| p.number == 1505) {
             self.sink.message(&info(3621, "The statement has been terminated."));
         }
         Ok(Flow::Next)
@@ -859,6 +875,7 @@ impl<'a> Runner<'a> {
                 message: "Warning: Null value is eliminated by an aggregate or other SET operation.".to_string(),
                 line: 0,
                 procedure: None,
+                preceding: Vec::new(),
             });
         }
         let count = (!self.state.options.nocount).then_some(rows.len() as u64);
@@ -885,7 +902,9 @@ impl<'a> Runner<'a> {
             | StatementKind::Delete(_)
             | StatementKind::SetVariable { .. } => {
                 let p = self.compile_statement(s)?.expect("compiled statement");
+                self.changing = matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_));
                 self.run_prepared(&p)?;
+                self.changing = false;
             }
             StatementKind::Declare(decls) => {
                 for d in decls {
@@ -1281,6 +1300,7 @@ impl<'a> Runner<'a> {
                 returns: None,
                 returned: None,
                 table_vars: Vec::new(),
+                changing: false,
             };
             let r = match inner.compile_all(body) {
                 Err(e) => Err(e),
@@ -1677,6 +1697,7 @@ impl<'a> Runner<'a> {
                 returns: None,
                 returned: None,
                 table_vars: Vec::new(),
+                changing: false,
             };
             match &**call {
                 StatementKind::Execute(e) => inner.run_execute(s, e),
@@ -2042,7 +2063,8 @@ impl<'a> Runner<'a> {
             values.push(self.eval_scalar(s, a)?);
         }
         let text = format_message(&format, &values);
-        let e = SqlError { number, severity, state, message: text, line: s.line, procedure: None };
+        let e =
+            SqlError { number, severity, state, message: text, line: s.line, procedure: None, preceding: Vec::new() };
         if options.iter().any(|o| o == "SETERROR") {
             self.state.error = number;
         }

@@ -161,6 +161,7 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
                 ),
                 line: 0,
                 procedure: None,
+                preceding: Vec::new(),
             });
         }
     }

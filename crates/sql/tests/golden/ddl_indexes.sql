@@ -1,0 +1,42 @@
+-- CREATE / DROP INDEX.
+CREATE TABLE books (id int NOT NULL, isbn char(13), title varchar(40), year smallint);
+INSERT INTO books VALUES (1, '9780000000001', 'Alpha', 2001), (2, '9780000000002', 'Beta', 2001), (3, NULL, 'Gamma', 2005);
+GO
+CREATE UNIQUE CLUSTERED INDEX cx_books_id ON books (id);
+CREATE UNIQUE NONCLUSTERED INDEX ux_books_isbn ON books (isbn);
+CREATE INDEX ix_books_year ON books (year DESC, title) INCLUDE (isbn);
+CREATE NONCLUSTERED INDEX ix_books_title ON dbo.books (title);
+GO
+SELECT name, type_desc, is_unique FROM sys.indexes WHERE object_id = OBJECT_ID('books') ORDER BY index_id;
+GO
+SELECT title FROM books WHERE year = 2001 ORDER BY title;
+SELECT id FROM books WHERE isbn = '9780000000002';
+GO
+INSERT INTO books VALUES (4, '9780000000001', 'Delta', 2010);
+GO
+INSERT INTO books VALUES (1, '9780000000004', 'Delta', 2010);
+GO
+INSERT INTO books VALUES (4, NULL, 'Delta', 2010);
+GO
+UPDATE books SET isbn = '9780000000002' WHERE id = 1;
+SELECT id, isbn FROM books ORDER BY id;
+GO
+CREATE INDEX ix_books_year ON books (title);
+GO
+CREATE INDEX ix_bad ON books (nope);
+GO
+CREATE UNIQUE INDEX ux_books_year ON books (year);
+SELECT COUNT(*) AS n FROM sys.indexes WHERE name = 'ux_books_year';
+GO
+DROP INDEX ix_books_title ON books;
+DROP INDEX books.ix_books_year;
+SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID('books') ORDER BY index_id;
+GO
+DROP INDEX ix_books_title ON books;
+GO
+DROP INDEX IF EXISTS ix_books_title ON books;
+GO
+DROP INDEX ux_books_isbn ON books;
+ALTER TABLE books DROP COLUMN isbn;
+SELECT * FROM books ORDER BY id;
+GO

@@ -1,0 +1,34 @@
+-- #temp tables: private to the session, created in tempdb.
+CREATE TABLE #work (id int PRIMARY KEY, v varchar(10) DEFAULT 'tmp');
+INSERT INTO #work (id) VALUES (1), (2);
+INSERT INTO #work VALUES (3, 'three');
+SELECT id, v FROM #work ORDER BY id;
+GO
+SELECT CASE WHEN OBJECT_ID('tempdb..#work') IS NULL THEN 'no' ELSE 'yes' END AS in_tempdb;
+GO
+CREATE TABLE #work (a int);
+GO
+UPDATE #work SET v = 'upd' WHERE id = 1;
+DELETE FROM #work WHERE id = 2;
+SELECT id, v FROM #work ORDER BY id;
+GO
+SELECT w.id, w.v FROM #work AS w JOIN #work AS x ON x.id = w.id ORDER BY w.id;
+GO
+SELECT id INTO #copy FROM #work;
+SELECT id FROM #copy ORDER BY id;
+GO
+-- A temp table created later in the batch
+CREATE TABLE #later (n int);
+INSERT INTO #later VALUES (10);
+SELECT n FROM #later;
+DROP TABLE #later;
+GO
+SELECT n FROM #later;
+GO
+DROP TABLE #work;
+DROP TABLE #copy;
+GO
+DROP TABLE #work;
+GO
+SELECT * FROM #work;
+GO

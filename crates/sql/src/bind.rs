@@ -69,6 +69,38 @@ struct AggContext {
     calls: Vec<AggCall>,
     /// Scope of the rows fed into the aggregate.
     input: Scope,
+    /// The clause being bound, for errors 8120/8121/8127.
+    clause: AggClause,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum AggClause {
+    Select,
+    Having,
+    OrderBy,
+}
+
+/// A column neither grouped nor aggregated: error 8120, 8121 or 8127 by clause.
+fn not_grouped(clause: AggClause, column: &str) -> SqlError {
+    let (number, quoted, place) = match clause {
+        AggClause::Select => (8120, format!("'{column}'"), "select list"),
+        AggClause::Having => (8121, format!("'{column}'"), "HAVING clause"),
+        AggClause::OrderBy => (8127, format!("\"{column}\""), "ORDER BY clause"),
+    };
+    SqlError::new(
+        number,
+        format!(
+            "Column {quoted} is invalid in the {place} because it is not contained in either an aggregate function or the GROUP BY clause."
+        ),
+    )
+}
+
+/// A scope column as SQL Server names it in errors: `qualifier.name`.
+fn qualified_name(c: &ScopeColumn) -> String {
+    match &c.qualifier {
+        Some(q) => format!("{q}.{}", c.name),
+        None => c.name.clone(),
+    }
 }
 
 /// Dependencies of a plan on catalog versions.
@@ -757,12 +789,8 @@ impl<'a> Binder<'a> {
         // A column in a grouped query that is neither grouped nor aggregated. Columns of
         // enclosing queries are still fine (outer references).
         let agg = self.agg.as_ref().expect("in aggregate context");
-        if Self::find_in_scope(&agg.input, name)?.is_some() {
-            let shown = object_display(name);
-            return Err(SqlError::new(
-                8120,
-                format!("Column '{shown}' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
-            ));
+        if let Some(i) = Self::find_in_scope(&agg.input, name)? {
+            return Err(not_grouped(agg.clause, &qualified_name(&agg.input.columns[i])));
         }
         self.resolve_column(name)
     }
@@ -1103,6 +1131,12 @@ impl<'a> Binder<'a> {
                 let ty = if func == AggFunc::Count { SqlType::Int } else { SqlType::BigInt };
                 return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty });
             }
+            if args.len() == 1 && (contains_aggregate(&args[0]) || contains_subquery(&args[0])) {
+                return Err(SqlError::new(
+                    130,
+                    "Cannot perform an aggregate function on an expression containing an aggregate or a subquery.",
+                ));
+            }
             if args.len() != 1 {
                 return Err(SqlError::new(
                     174,
@@ -1203,14 +1237,21 @@ impl<'a> Binder<'a> {
     }
 
     fn paging(&mut self, plan: Plan, offset: Option<&ast::Expr>, fetch: Option<&ast::Expr>) -> SqlResult<Plan> {
+        // Constant counts are checked when the query compiles, as SQL Server does.
         let offset = match offset {
             Some(o) => self.bind_count(o)?,
             None => Expr::Const(Value::Int(0)),
         };
+        if let Expr::Const(v) = &offset {
+            crate::plan::offset_count(v)?;
+        }
         let fetch = match fetch {
             Some(f) => Some(self.bind_count(f)?),
             None => None,
         };
+        if let Some(Expr::Const(v)) = &fetch {
+            crate::plan::fetch_count(v)?;
+        }
         Ok(Plan::Offset { input: Box::new(plan), offset, fetch })
     }
 
@@ -1349,6 +1390,13 @@ impl<'a> Binder<'a> {
             let mut group_bound = Vec::new();
             let mut group_types = Vec::new();
             for g in &s.group_by {
+                if contains_aggregate(g) || contains_subquery(g) {
+                    return Err(SqlError::new(
+                        144,
+                        "Cannot use an aggregate or a subquery in an expression used for the group by list of a GROUP BY clause.",
+                    )
+                    .with_severity(15));
+                }
                 let (e, t) = self.bind_expr(g)?;
                 group_bound.push(e);
                 group_types.push(t);
@@ -1358,6 +1406,7 @@ impl<'a> Binder<'a> {
                 group_types: group_types.clone(),
                 calls: Vec::new(),
                 input: scope.clone(),
+                clause: AggClause::Select,
             });
         }
         let result = self.bind_projection(s, order_by, offset, fetch, plan, &scope, uses_aggregates);
@@ -1390,8 +1439,8 @@ impl<'a> Binder<'a> {
                         return Err(SqlError::new(263, "Must specify table to select from.").with_severity(16));
                     }
                     if aggregated {
-                        let first = scope.columns.first().map(|c| c.name.clone()).unwrap_or_default();
-                        return Err(SqlError::new(8120, format!("Column '{first}' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.")));
+                        let first = scope.columns.first().map(qualified_name).unwrap_or_default();
+                        return Err(not_grouped(AggClause::Select, &first));
                     }
                     for (i, c) in scope.columns.iter().enumerate() {
                         exprs.push(Expr::Column(i));
@@ -1442,6 +1491,9 @@ impl<'a> Binder<'a> {
             }
         }
         // HAVING (binds aggregates it uses).
+        if let Some(a) = &mut self.agg {
+            a.clause = AggClause::Having;
+        }
         let having = match &s.having {
             Some(h) => Some(self.bind_predicate(h)?),
             None => None,
@@ -1449,6 +1501,9 @@ impl<'a> Binder<'a> {
         // ORDER BY: select-list aliases and positions, or any expression of the FROM rows.
         let mut sort_keys = Vec::new();
         let visible = exprs.len();
+        if let Some(a) = &mut self.agg {
+            a.clause = AggClause::OrderBy;
+        }
         for item in order_by {
             let e = self.bind_order_item(&item.expr, &columns, &s.items, &item_columns, &mut exprs)?;
             sort_keys.push(SortKey { expr: e, descending: item.descending });
@@ -2122,6 +2177,33 @@ fn contains_aggregate(e: &ast::Expr) -> bool {
                 || otherwise.as_deref().is_some_and(contains_aggregate)
         }
         E::InSubquery { expr, .. } | E::Quantified { left: expr, .. } => contains_aggregate(expr),
+        _ => false,
+    }
+}
+
+/// Whether an expression contains a subquery (outside nested queries).
+fn contains_subquery(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Subquery(_) | E::Exists(_) | E::InSubquery { .. } | E::Quantified { .. } => true,
+        E::Function { args, .. } => args.iter().any(contains_subquery),
+        E::Unary { expr, .. }
+        | E::IsNull { expr, .. }
+        | E::Nested(expr)
+        | E::Collate { expr, .. }
+        | E::Cast { expr, .. }
+        | E::Convert { expr, .. } => contains_subquery(expr),
+        E::Binary { left, right, .. } => contains_subquery(left) || contains_subquery(right),
+        E::Between { expr, low, high, .. } => {
+            contains_subquery(expr) || contains_subquery(low) || contains_subquery(high)
+        }
+        E::Like { expr, pattern, .. } => contains_subquery(expr) || contains_subquery(pattern),
+        E::InList { expr, list, .. } => contains_subquery(expr) || list.iter().any(contains_subquery),
+        E::Case { operand, branches, otherwise } => {
+            operand.as_deref().is_some_and(contains_subquery)
+                || branches.iter().any(|(a, b)| contains_subquery(a) || contains_subquery(b))
+                || otherwise.as_deref().is_some_and(contains_subquery)
+        }
         _ => false,
     }
 }

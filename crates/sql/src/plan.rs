@@ -871,9 +871,9 @@ pub fn run(plan: &Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>
         }
         Plan::Offset { input, offset, fetch } => {
             let rows = run(input, corr, ctx)?;
-            let off = row_count_value(&eval(offset, corr, ctx)?, "OFFSET")?;
+            let off = offset_count(&eval(offset, corr, ctx)?)?;
             let take = match fetch {
-                Some(f) => row_count_value(&eval(f, corr, ctx)?, "FETCH")?,
+                Some(f) => fetch_count(&eval(f, corr, ctx)?)?,
                 None => usize::MAX,
             };
             Ok(rows.into_iter().skip(off).take(take).collect())
@@ -909,14 +909,32 @@ fn same_keys(a: &[Value], b: &[Value]) -> bool {
     })
 }
 
-fn row_count_value(v: &Value, clause: &str) -> SqlResult<usize> {
+/// The row count of an OFFSET clause (errors 10742 and, for NULL, 10743).
+pub fn offset_count(v: &Value) -> SqlResult<usize> {
     match v {
         Value::Int(n) if *n >= 0 => Ok(*n as usize),
         Value::Int(_) => {
-            Err(SqlError::new(10742, format!("The offset specified in a {clause} clause may not be negative.")))
+            Err(SqlError::new(10742, "The offset specified in a OFFSET clause may not be negative.").with_severity(15))
         }
-        _ => Ok(0),
+        _ => Err(row_count_not_integer("OFFSET")),
     }
+}
+
+/// The row count of a FETCH clause (errors 10744 and, for NULL, 10743).
+pub fn fetch_count(v: &Value) -> SqlResult<usize> {
+    match v {
+        Value::Int(n) if *n > 0 => Ok(*n as usize),
+        Value::Int(_) => {
+            Err(SqlError::new(10744, "The number of rows provided for a FETCH clause must be greater then zero.")
+                .with_severity(15))
+        }
+        _ => Err(row_count_not_integer("FETCH")),
+    }
+}
+
+fn row_count_not_integer(clause: &str) -> SqlError {
+    SqlError::new(10743, format!("The number of rows provided for a {clause} clause must be an integer."))
+        .with_severity(15)
 }
 
 fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usize> {
@@ -1093,6 +1111,9 @@ fn aggregate(rows: Vec<Row>, group_by: &[Expr], aggregates: &[AggCall], ctx: &mu
                 Some(e) => eval(e, &r, ctx)?,
                 None => Value::Int(1),
             };
+            if call.arg.is_some() && v.is_null() {
+                ctx.session.null_eliminated = true;
+            }
             accumulate(call, st, v)?;
         }
     }

@@ -267,6 +267,8 @@ pub struct SessionState {
     pub caught: Option<SqlError>,
     pub host_name: String,
     pub program_name: String,
+    /// An aggregate of the running statement skipped a NULL (warning 8153).
+    pub null_eliminated: bool,
 }
 
 impl SessionState {
@@ -287,6 +289,7 @@ impl SessionState {
             cancel: Arc::new(AtomicBool::new(false)),
             temp_tables: HashMap::new(),
             caught: None,
+            null_eliminated: false,
             host_name: String::new(),
             program_name: String::new(),
         }
@@ -306,6 +309,7 @@ pub struct ExecCtx<'a> {
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
         session.functions.start_statement();
+        session.null_eliminated = false;
         ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new() }
     }
 

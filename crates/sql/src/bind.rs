@@ -95,6 +95,52 @@ fn not_grouped(clause: AggClause, column: &str) -> SqlError {
     )
 }
 
+/// Errors 8158/8159: a derived table's or CTE's column list does not match its query.
+fn check_column_list(have: usize, listed: usize, name: &str) -> SqlResult<()> {
+    if have > listed {
+        return Err(SqlError::new(8158, format!("'{name}' has more columns than were specified in the column list.")));
+    }
+    if have < listed {
+        return Err(SqlError::new(8159, format!("'{name}' has fewer columns than were specified in the column list.")));
+    }
+    Ok(())
+}
+
+/// Error 1033: ORDER BY in a derived table, subquery or CTE needs TOP or OFFSET.
+fn check_nested_order_by(q: &ast::Query) -> SqlResult<()> {
+    let top = matches!(&q.body, ast::SetExpr::Select(s) if s.top.is_some());
+    if !q.order_by.is_empty() && !top && q.offset.is_none() {
+        return Err(SqlError::new(
+            1033,
+            "The ORDER BY clause is invalid in views, inline functions, derived tables, subqueries, and common table expressions, unless TOP, OFFSET or FOR XML is also specified.",
+        )
+        .with_severity(15));
+    }
+    Ok(())
+}
+
+/// Errors 8155/8156: every column of a derived table or CTE needs a distinct name.
+fn check_derived_columns(columns: &[OutputColumn], name: &str) -> SqlResult<()> {
+    for (i, c) in columns.iter().enumerate() {
+        if c.name.is_empty() {
+            return Err(SqlError::new(8155, format!("No column name was specified for column {} of '{name}'.", i + 1)));
+        }
+        if columns[..i].iter().any(|p| p.name.eq_ignore_ascii_case(&c.name)) {
+            return Err(SqlError::new(
+                8156,
+                format!("The column '{}' was specified multiple times for '{name}'.", c.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Error 1011: two FROM items with the same alias.
+fn duplicate_correlation(alias: &str) -> SqlError {
+    SqlError::new(1011, format!("The correlation name '{alias}' is specified multiple times in a FROM clause."))
+        .with_severity(15)
+}
+
 /// A scope column as SQL Server names it in errors: `qualifier.name`.
 fn qualified_name(c: &ScopeColumn) -> String {
     match &c.qualifier {
@@ -1168,6 +1214,7 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_subquery_any(&mut self, query: &ast::Query) -> SqlResult<(BoundQuery, bool)> {
+        check_nested_order_by(query)?;
         self.scopes.push(Scope::default());
         let saved_agg = self.agg.take();
         let saved_ctes = self.ctes.len();
@@ -1203,17 +1250,24 @@ impl<'a> Binder<'a> {
 
     pub fn bind_query(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
         for cte in &q.with {
+            check_nested_order_by(&cte.query)?;
             let mut bound = self.bind_query(&cte.query)?;
             if !cte.columns.is_empty() {
-                if cte.columns.len() != bound.columns.len() {
-                    return Err(SqlError::new(
-                        8158,
-                        format!("'{}' has more columns than were specified in the column list.", cte.name.value),
-                    ));
-                }
+                check_column_list(bound.columns.len(), cte.columns.len(), &cte.name.value)?;
                 for (c, n) in bound.columns.iter_mut().zip(&cte.columns) {
                     c.name = n.value.clone();
                 }
+            }
+            check_derived_columns(&bound.columns, &cte.name.value)?;
+            if q.with
+                .iter()
+                .take_while(|c| !std::ptr::eq(*c, cte))
+                .any(|c| c.name.value.eq_ignore_ascii_case(&cte.name.value))
+            {
+                return Err(SqlError::new(
+                    239,
+                    format!("Duplicate common table expression name '{}' was specified.", cte.name.value),
+                ));
             }
             self.ctes.push((cte.name.value.to_lowercase(), bound));
         }
@@ -1467,6 +1521,13 @@ impl<'a> Binder<'a> {
                 ast::SelectItem::Expr { expr, alias } => {
                     if let ast::Expr::Function { name, over: Some(w), .. } = expr {
                         if name.name().is("ROW_NUMBER") {
+                            if w.order_by.is_empty() {
+                                return Err(SqlError::new(
+                                    4112,
+                                    "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY.",
+                                )
+                                .with_severity(15));
+                            }
                             if window.is_some() {
                                 return Err(SqlError::new(4108, "Only one ROW_NUMBER() per query is supported."));
                             }
@@ -1729,6 +1790,19 @@ impl<'a> Binder<'a> {
         match t {
             ast::TableRef::Named { name, alias, .. } => {
                 let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                if scope.columns.iter().any(|c| c.qualifier.as_deref() == Some(qualifier.as_str())) {
+                    return Err(match alias {
+                        Some(a) => duplicate_correlation(&a.value),
+                        None => {
+                            let shown = object_display(name);
+                            SqlError::new(
+                                1013,
+                                format!("The objects \"{shown}\" and \"{shown}\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
+                            )
+                            .with_severity(15)
+                        }
+                    });
+                }
                 // CTEs first, then system views, then tables.
                 if name.0.len() == 1 {
                     let lower = name.name().value.to_lowercase();
@@ -1770,28 +1844,23 @@ impl<'a> Binder<'a> {
                 })
             }
             ast::TableRef::Derived { query, alias, columns } => {
+                check_nested_order_by(query)?;
                 self.scopes.push(Scope::default());
                 let bound = self.bind_query(query);
                 self.scopes.pop();
                 let mut bound = bound?;
+                let qualifier = alias.value.to_lowercase();
+                if scope.columns.iter().any(|c| c.qualifier.as_deref() == Some(qualifier.as_str())) {
+                    return Err(duplicate_correlation(&alias.value));
+                }
                 if !columns.is_empty() {
+                    check_column_list(bound.columns.len(), columns.len(), &alias.value)?;
                     for (c, n) in bound.columns.iter_mut().zip(columns) {
                         c.name = n.value.clone();
                     }
                 }
-                for c in &bound.columns {
-                    if c.name.is_empty() {
-                        return Err(SqlError::new(
-                            8155,
-                            format!(
-                                "No column name was specified for column {} of '{}'.",
-                                bound.columns.iter().position(|x| x.name.is_empty()).unwrap_or(0) + 1,
-                                alias.value
-                            ),
-                        ));
-                    }
-                }
-                Ok(self.leaf_plan(bound, alias.value.to_lowercase(), scope, offset))
+                check_derived_columns(&bound.columns, &alias.value)?;
+                Ok(self.leaf_plan(bound, qualifier, scope, offset))
             }
             ast::TableRef::Function { name, .. } => {
                 Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name))))

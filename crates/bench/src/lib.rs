@@ -7,6 +7,7 @@
 //! - [`peers`]: SQLite and LMDB running those workloads.
 //! - [`tessera_side`]: tessera running them.
 //! - [`engine`]: `tessera bench engine`, the storage-engine benchmark.
+//! - [`sql`]: `tessera bench sql`, seed 002's point select through the T-SQL layer.
 
 mod chart;
 pub mod engine;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod machine;
 pub mod peers;
 pub mod report;
+pub mod sql;
 pub mod tessera_side;
 pub mod workload;
 

@@ -459,6 +459,12 @@ impl BufferPool {
     pub fn set_max_bytes(&self, bytes: usize) -> Result<()> {
         self.inner.set_max_bytes(bytes)
     }
+
+    /// Drops every clean, unpinned page from memory (`DBCC DROPCLEANBUFFERS`), so the next
+    /// reads come from disk; dirty and pinned pages stay. Returns how many were dropped.
+    pub fn drop_clean_pages(&self) -> usize {
+        self.inner.drop_clean_pages()
+    }
 }
 
 impl Drop for BufferPool {
@@ -1284,6 +1290,25 @@ impl Inner {
             self.writer_kick.store(false, Ordering::Release);
             self.writer_round();
         }
+    }
+
+    fn drop_clean_pages(&self) -> usize {
+        let n = self.hwm.load(Ordering::Acquire);
+        let mut dropped = 0;
+        for i in 0..n as u32 {
+            let f = self.frame(i);
+            let s = State(f.state.load(Ordering::Acquire));
+            let clean = f.dirty.load(Ordering::Acquire) & (DIRTY | WRITING) == 0;
+            // A page dirtied after this look is written before it goes (try_evict), so
+            // nothing is lost either way.
+            if s.kind() == Kind::Valid && s.pins() == 0 && clean {
+                if let Ok(Evict::Done { .. }) = self.try_evict(i, true) {
+                    self.free_frame(i);
+                    dropped += 1;
+                }
+            }
+        }
+        dropped
     }
 
     /// One round: release frames stranded beyond the limit, then, if free frames are

@@ -19,6 +19,8 @@ pub enum Bench {
     /// Storage engine against SQLite and LMDB: point lookups, bulk insert, durable commits,
     /// buffer pool release.
     Engine(CommonArgs),
+    /// Seed 002's point select through the T-SQL layer against SQLite's prepared statement.
+    Sql(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -46,6 +48,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
         Bench::Engine(common) => {
             let params = if common.quick { EngineParams::quick() } else { EngineParams::full() };
             finish(&common, |dir| engine::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Sql(common) => {
+            let params = if common.quick {
+                tessera_bench::sql::SqlParams::quick()
+            } else {
+                tessera_bench::sql::SqlParams::full()
+            };
+            finish(&common, |dir| tessera_bench::sql::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }

@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod iobench_cmd;
+mod serve_cmd;
 mod sql_cmd;
 
 use std::process::ExitCode;
@@ -24,6 +25,8 @@ enum Command {
     Iobench(iobench_cmd::IobenchArgs),
     /// Run T-SQL scripts or queries, printing results as sqlcmd does.
     Sql(sql_cmd::SqlArgs),
+    /// The TDS server: SQL Server clients connect to it (sa password from TESSERA_SA_PASSWORD).
+    Serve(serve_cmd::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Iobench(args) => iobench_cmd::run_iobench(args),
         Command::Sql(args) => sql_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args),
     }
 }
 

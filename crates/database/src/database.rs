@@ -116,6 +116,8 @@ fn pending_drop_key(root: PageNo) -> Vec<u8> {
 pub struct Database {
     name: String,
     id: u32,
+    data_path: std::path::PathBuf,
+    log_path: std::path::PathBuf,
     pub(crate) space: Arc<Space>,
     options: Mutex<DatabaseOptions>,
     tables: RwLock<HashMap<String, TableId>>,
@@ -156,6 +158,8 @@ impl Database {
         Database {
             name: entry.name.clone(),
             id: entry.id,
+            data_path: entry.data_path.clone(),
+            log_path: entry.log_path.clone(),
             space,
             options: Mutex::new(entry.options.clone()),
             tables: RwLock::new(HashMap::new()),
@@ -209,6 +213,11 @@ impl Database {
 
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// The data file and the log file.
+    pub fn file_paths(&self) -> (std::path::PathBuf, std::path::PathBuf) {
+        (self.data_path.clone(), self.log_path.clone())
     }
 
     /// What crash recovery did when this database was opened (None if it was created).

@@ -198,20 +198,24 @@ impl Engine {
             .get(&key(name))
             .cloned()
             .ok_or_else(|| Error::NotFound { kind: "database", name: name.to_string() })?;
-        let db = {
+        let (db, opened) = {
             let mut open = slot.open.lock();
             match &*open {
-                Some(db) => db.clone(),
+                Some(db) => (db.clone(), false),
                 None => {
                     let entry = slot.entry.lock().clone();
                     let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.log)?);
                     *open = Some(db.clone());
-                    db
+                    (db, true)
                 }
             }
         };
         db.touch();
-        self.enforce_open_limit();
+        // Only an opening can take the count of open databases over the limit (walking
+        // every slot on each access would cost O(databases) per statement).
+        if opened {
+            self.enforce_open_limit();
+        }
         Ok(db)
     }
 

@@ -12,9 +12,9 @@
 use std::sync::Arc;
 
 use crate::ast::{self, BinaryOp, Ident, JoinKind, Literal, ObjectName, UnaryOp};
-use crate::catalog::Table;
+use crate::catalog::{Module, ModuleKind, Table};
 use crate::error::{SqlError, SqlResult};
-use crate::plan::{AggCall, AggFunc, Expr, KeyBound, Plan, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind};
+use crate::plan::{AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind};
 use crate::runtime::{SessionState, Shared};
 use crate::sysviews;
 use crate::types::{self, SqlType, Value};
@@ -165,6 +165,13 @@ pub struct Binder<'a> {
     agg: Option<AggContext>,
     /// While binding a FROM clause: the table that gets a hidden key column.
     key_target: Option<String>,
+    /// The database unqualified names resolve in when not the session's (inside a view
+    /// or function, its own database).
+    default_db: Option<String>,
+    /// Inside an inline table-valued function: its parameters, bound to the arguments.
+    substitutions: Vec<(Expr, SqlType, String)>,
+    /// Views and functions being expanded (nesting limit).
+    module_depth: i32,
     pub deps: Dependencies,
 }
 
@@ -175,7 +182,7 @@ pub struct ResolvedTable {
 }
 
 enum FromNode {
-    Leaf { source: LeafSource, offset: usize, width: usize, filters: Vec<Expr> },
+    Leaf { source: Box<LeafSource>, offset: usize, width: usize, filters: Vec<Expr> },
     Join { left: Box<FromNode>, right: Box<FromNode>, kind: JoinKind, on: Vec<Expr>, offset: usize, width: usize },
 }
 
@@ -246,6 +253,9 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
         Expr::Session { func, args } => {
             Expr::Session { func: func.clone(), args: args.iter().map(|x| map_columns(x, f)).collect() }
         }
+        Expr::UserFunction { call, args } => {
+            Expr::UserFunction { call: call.clone(), args: args.iter().map(|x| map_columns(x, f)).collect() }
+        }
         Expr::Subquery(sq) => {
             let kind = match &sq.kind {
                 SubqueryKind::In { expr, negated } => {
@@ -301,7 +311,10 @@ fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
                 visit(x, out);
             }
         }
-        Expr::Coalesce(args) | Expr::Func { args, .. } | Expr::Session { args, .. } => {
+        Expr::Coalesce(args)
+        | Expr::Func { args, .. }
+        | Expr::Session { args, .. }
+        | Expr::UserFunction { args, .. } => {
             for x in args {
                 visit(x, out);
             }
@@ -442,6 +455,8 @@ fn global_variable(name: &str) -> Option<(SessionFn, SqlType)> {
         "@@LOCK_TIMEOUT" => (LockTimeout, SqlType::Int),
         "@@OPTIONS" => (Options, SqlType::Int),
         "@@FETCH_STATUS" => (FetchStatus, SqlType::Int),
+        "@@DATEFIRST" => (DateFirst, SqlType::TinyInt),
+        "@@PROCID" => (ProcId, SqlType::Int),
         _ => return None,
     })
 }
@@ -528,6 +543,8 @@ fn implicit_name(e: &ast::Expr) -> String {
 
 impl<'a> Binder<'a> {
     pub fn new(shared: &'a Shared, session: &'a SessionState, variables: &'a [(String, SqlType)]) -> Binder<'a> {
+        // Constants converted while binding read dates in the session's order.
+        types::set_session_date_format(&session.options.dateformat);
         Binder {
             shared,
             session,
@@ -536,13 +553,16 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             agg: None,
             key_target: None,
+            default_db: None,
+            substitutions: Vec::new(),
+            module_depth: 0,
             deps: Dependencies::default(),
         }
     }
 
     fn depend(&mut self, db: &str) {
         if !self.deps.databases.iter().any(|d| d.eq_ignore_ascii_case(db)) {
-            self.deps.databases.push(db.to_string());
+            self.deps.databases.push(db.to_lowercase());
         }
     }
 
@@ -553,10 +573,20 @@ impl<'a> Binder<'a> {
     pub fn qualify(&self, name: &ObjectName) -> SqlResult<(String, String, String)> {
         let parts = &name.0;
         let own = &name.name().value;
+        if own.starts_with('@') && parts.len() == 1 {
+            // A table variable: a table of this session in tempdb.
+            return match self.session.temp_tables.get(&own.to_lowercase()) {
+                Some(real) => Ok(("tempdb".to_string(), "dbo".to_string(), real.clone())),
+                None => {
+                    Err(SqlError::new(1087, format!("Must declare the table variable \"{own}\".")).with_severity(15))
+                }
+            };
+        }
         if own.starts_with('#') {
             let real = self.session.temp_tables.get(&own.to_lowercase()).cloned().unwrap_or_else(|| own.clone());
             return Ok(("tempdb".to_string(), "dbo".to_string(), real));
         }
+        let current = self.default_db.clone().unwrap_or_else(|| self.session.database.clone());
         let part = |i: usize, default: &str| -> String {
             match parts.get(i) {
                 Some(p) if !p.value.is_empty() => p.value.clone(),
@@ -564,10 +594,10 @@ impl<'a> Binder<'a> {
             }
         };
         Ok(match parts.len() {
-            1 => (self.session.database.clone(), "dbo".to_string(), own.clone()),
-            2 => (self.session.database.clone(), part(0, "dbo"), own.clone()),
-            3 => (part(0, &self.session.database), part(1, "dbo"), own.clone()),
-            4 => (part(1, &self.session.database), part(2, "dbo"), own.clone()),
+            1 => (current, "dbo".to_string(), own.clone()),
+            2 => (current, part(0, "dbo"), own.clone()),
+            3 => (part(0, &current), part(1, "dbo"), own.clone()),
+            4 => (part(1, &current), part(2, "dbo"), own.clone()),
             _ => {
                 return Err(SqlError::new(
                     117,
@@ -579,6 +609,117 @@ impl<'a> Binder<'a> {
                 .with_severity(15))
             }
         })
+    }
+
+    /// A view, procedure or function by name: (database, module).
+    fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(String, Arc<Module>)>> {
+        let (db, schema, obj) = self.qualify(name)?;
+        if obj.starts_with('#') || name.name().value.starts_with('@') || !self.shared.engine.exists(&db) {
+            return Ok(None);
+        }
+        let database = self.shared.database(&db)?;
+        let catalog = self.shared.catalog(&database)?;
+        Ok(catalog.module(&schema, &obj).cloned().map(|m| {
+            self.depend(database.name());
+            (database.name().to_string(), m)
+        }))
+    }
+
+    /// Parses a module's definition (through the plan cache).
+    fn definition(&self, db: &str, m: &Module) -> SqlResult<Arc<crate::cache::CachedBatch<crate::dml::Prepared>>> {
+        self.shared.plans.get_or_parse(db, &m.text, crate::parser::parse_batch)
+    }
+
+    /// Binds a module's query in its own database, one nesting level down.
+    fn bind_in_module<T>(&mut self, db: &str, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
+        if self.module_depth >= crate::modules::MAX_NESTING {
+            return Err(crate::modules::nesting_error());
+        }
+        let saved_db = self.default_db.replace(db.to_string());
+        let saved_ctes = std::mem::take(&mut self.ctes);
+        self.module_depth += 1;
+        self.scopes.push(Scope::default());
+        let r = f(self);
+        self.scopes.pop();
+        self.module_depth -= 1;
+        self.ctes = saved_ctes;
+        self.default_db = saved_db;
+        r
+    }
+
+    /// A view as a derived table.
+    fn bind_view(&mut self, db: &str, m: &Module) -> SqlResult<BoundQuery> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateView(cv)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let mut bound = self.bind_in_module(db, |b| b.bind_query(&cv.query))?;
+        for (c, n) in bound.columns.iter_mut().zip(&cv.columns) {
+            c.name = n.value.clone();
+        }
+        Ok(bound)
+    }
+
+    /// An inline table-valued function call as a derived table; its parameters take the
+    /// arguments' values (which may not read columns).
+    fn bind_table_function(&mut self, db: &str, m: &Module, args: &[ast::Expr]) -> SqlResult<BoundQuery> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::InlineTable(query) = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let bound_args = self.function_arguments(&m.name, &cf.params, args)?;
+        for (e, _, _) in &bound_args {
+            let mut used = Vec::new();
+            if !columns_used(e, &mut used) || !used.is_empty() {
+                return Err(SqlError::new(
+                    40527,
+                    "Arguments of table-valued functions that read columns (APPLY) are not supported yet.",
+                ));
+            }
+        }
+        let saved = std::mem::replace(&mut self.substitutions, bound_args);
+        let r = self.bind_in_module(db, |b| b.bind_query(query));
+        self.substitutions = saved;
+        r
+    }
+
+    /// Binds call arguments against a function's parameters (defaults via `DEFAULT`),
+    /// converted to the parameter types: (expression, type, parameter name).
+    fn function_arguments(
+        &mut self,
+        fname: &str,
+        params: &[ast::Parameter],
+        args: &[ast::Expr],
+    ) -> SqlResult<Vec<(Expr, SqlType, String)>> {
+        if args.len() > params.len() {
+            return Err(SqlError::new(
+                8144,
+                format!("Procedure or function {fname} has too many arguments specified."),
+            ));
+        }
+        let mut out = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let ty = types::resolve_type(&p.ty, false)?;
+            let (e, t) = match args.get(i) {
+                Some(ast::Expr::Default) | None => match (&p.default, args.get(i)) {
+                    (Some(d), Some(_)) => self.bind_expr(d)?,
+                    _ => {
+                        return Err(SqlError::new(
+                            313,
+                            format!(
+                            "An insufficient number of arguments were supplied for the procedure or function {fname}."
+                        ),
+                        ))
+                    }
+                },
+                Some(a) => self.bind_expr(a)?,
+            };
+            out.push((convert(e, &t, &ty)?, ty, p.name.to_lowercase()));
+        }
+        Ok(out)
     }
 
     pub fn resolve_table(&mut self, name: &ObjectName) -> SqlResult<ResolvedTable> {
@@ -634,7 +775,7 @@ impl<'a> Binder<'a> {
     fn variable(&self, name: &str) -> SqlResult<(usize, SqlType)> {
         let lower = name.to_lowercase();
         self.variables.iter().rposition(|(n, _)| *n == lower).map(|i| (i, self.variables[i].1)).ok_or_else(|| {
-            SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15)
+            SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15).with_state(2)
         })
     }
 
@@ -727,6 +868,10 @@ impl<'a> Binder<'a> {
                 self.resolve_column(name)?
             }
             ast::Expr::Variable(name) => {
+                let lower = name.to_lowercase();
+                if let Some((e, t, _)) = self.substitutions.iter().find(|(_, _, n)| *n == lower) {
+                    return Ok((e.clone(), *t, true));
+                }
                 let (slot, ty) = self.variable(name)?;
                 (Expr::Var(slot), ty, true)
             }
@@ -893,6 +1038,21 @@ impl<'a> Binder<'a> {
             | BinaryOp::NotGt => {
                 let (l, lt) = self.bind_expr(left)?;
                 let (r, rt) = self.bind_expr(right)?;
+                // SET ANSI_NULLS OFF: `x = NULL` is true when x is NULL.
+                if !self.session.options.ansi_nulls && matches!(op, BinaryOp::Eq | BinaryOp::NotEq) {
+                    let other = match (is_null_literal(&l), is_null_literal(&r)) {
+                        (true, _) => Some(r.clone()),
+                        (_, true) => Some(l.clone()),
+                        _ => None,
+                    };
+                    if let Some(x) = other {
+                        return Ok((
+                            Expr::IsNull { expr: Box::new(x), negated: op == BinaryOp::NotEq },
+                            SqlType::Bit,
+                            false,
+                        ));
+                    }
+                }
                 let t = if is_null_literal(&l) {
                     rt
                 } else if is_null_literal(&r) {
@@ -909,10 +1069,19 @@ impl<'a> Binder<'a> {
                 let (r, rt, rn) = self.bind_expr_n(right)?;
                 let lt = if is_null_literal(&l) { rt } else { lt };
                 let rt = if is_null_literal(&r) { lt } else { rt };
+                let (l, lt) = narrow_int_literal(l, lt, &rt);
+                let (r, rt) = narrow_int_literal(r, rt, &lt);
                 let plan = types::arithmetic_plan(op, &lt, &rt)?;
                 let ty = plan.result;
-                let l = convert(l, &lt, &plan.left)?;
-                let r = convert(r, &rt, &plan.right)?;
+                let mut l = convert(l, &lt, &plan.left)?;
+                let mut r = convert(r, &rt, &plan.right)?;
+                // SET CONCAT_NULL_YIELDS_NULL OFF: NULL concatenates as ''.
+                let text =
+                    matches!(ty, SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_));
+                if op == BinaryOp::Add && text && !self.session.options.concat_null_yields_null {
+                    l = Expr::Coalesce(vec![l, Expr::Const(Value::str(""))]);
+                    r = Expr::Coalesce(vec![r, Expr::Const(Value::str(""))]);
+                }
                 if let (Expr::Const(a), Expr::Const(b)) = (&l, &r) {
                     // Constant folding: errors surface when the statement runs, not here.
                     if let Ok(v) = types::binary_op(op, a, b, &ty) {
@@ -1002,6 +1171,11 @@ impl<'a> Binder<'a> {
     ) -> SqlResult<(Expr, SqlType, bool)> {
         let fname = name.name().value.to_uppercase();
         if name.0.len() > 1 {
+            if let Some((db, m)) = self.module(name)? {
+                if m.kind == ModuleKind::ScalarFunction {
+                    return self.bind_scalar_function(&db, &m, args);
+                }
+            }
             return Err(SqlError::new(
                 4121,
                 format!("Cannot find either column \"{}\" or the user-defined function or aggregate \"{}\", or the name is ambiguous.", name.0[0].value, object_display(name)),
@@ -1120,9 +1294,18 @@ impl<'a> Binder<'a> {
         }
         match types::function_type(&fname, &arg_types)? {
             Some(ty) => {
+                // STR's length is an argument: a constant one gives the result its size.
+                let ty = match (fname.as_str(), bound.get(1)) {
+                    ("STR", Some(Expr::Const(Value::Int(n)))) if (1..=8000).contains(n) => SqlType::VarChar(*n as u16),
+                    ("STR", None) => SqlType::VarChar(10),
+                    _ => ty,
+                };
+                // Not folded into constants: results that change per call, or (DATEPART's
+                // weekday) depend on session settings a cached plan would not see.
                 let nondeterministic = matches!(
                     fname.as_str(),
-                    "RAND"
+                    "DATEPART"
+                        | "RAND"
                         | "NEWID"
                         | "GETDATE"
                         | "SYSDATETIME"
@@ -1140,7 +1323,9 @@ impl<'a> Binder<'a> {
                             _ => unreachable!("all constant"),
                         })
                         .collect();
-                    let mut fctx = self.session.functions.clone();
+                    // Constant folding: deterministic functions of constants (a fresh
+                    // context is enough, they use neither clock nor generator).
+                    let mut fctx = types::FunctionContext::new();
                     if let Ok(v) = types::call_function(&fname, &vals, &arg_types, &ty, &mut fctx) {
                         return Ok((Expr::Const(v), ty, true));
                     }
@@ -1152,6 +1337,31 @@ impl<'a> Binder<'a> {
                     .with_severity(15))
             }
         }
+    }
+
+    fn bind_scalar_function(
+        &mut self,
+        db: &str,
+        m: &Arc<Module>,
+        args: &[ast::Expr],
+    ) -> SqlResult<(Expr, SqlType, bool)> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::Scalar { ty, .. } = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let ty = types::resolve_type(ty, false)?;
+        let bound = self.function_arguments(&m.name, &cf.params, args)?;
+        let call = crate::plan::UserCall {
+            db: db.to_string(),
+            name: m.name.clone(),
+            text: Arc::from(m.text.as_str()),
+            arg_types: bound.iter().map(|b| b.1).collect(),
+            ty,
+        };
+        Ok((Expr::UserFunction { call: Arc::new(call), args: bound.into_iter().map(|b| b.0).collect() }, ty, true))
     }
 
     fn bind_aggregate(
@@ -1166,7 +1376,8 @@ impl<'a> Binder<'a> {
             return Err(SqlError::new(
                 147,
                 "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference.",
-            ));
+            )
+            .with_severity(15));
         };
         // The argument is computed from the aggregate's input rows.
         let result = (|| -> SqlResult<AggCall> {
@@ -1816,6 +2027,12 @@ impl<'a> Binder<'a> {
                     let plan = sysviews::plan(view, self.qualify(name)?.0);
                     return Ok(self.leaf_plan(BoundQuery { plan, columns: bound.columns }, qualifier, scope, offset));
                 }
+                if let Some((db, m)) = self.module(name)? {
+                    if m.kind == ModuleKind::View {
+                        let bound = self.bind_view(&db, &m)?;
+                        return Ok(self.leaf_plan(bound, qualifier, scope, offset));
+                    }
+                }
                 let rt = self.resolve_table(name)?;
                 for c in &rt.table.columns {
                     scope.columns.push(ScopeColumn {
@@ -1837,7 +2054,7 @@ impl<'a> Binder<'a> {
                     width += 1;
                 }
                 Ok(FromNode::Leaf {
-                    source: LeafSource::Table { db: rt.db, table: rt.table, with_key },
+                    source: Box::new(LeafSource::Table { db: rt.db, table: rt.table, with_key }),
                     offset,
                     width,
                     filters: Vec::new(),
@@ -1862,9 +2079,14 @@ impl<'a> Binder<'a> {
                 check_derived_columns(&bound.columns, &alias.value)?;
                 Ok(self.leaf_plan(bound, qualifier, scope, offset))
             }
-            ast::TableRef::Function { name, .. } => {
-                Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name))))
-            }
+            ast::TableRef::Function { name, args, alias } => match self.module(name)? {
+                Some((db, m)) if m.kind == ModuleKind::TableFunction => {
+                    let bound = self.bind_table_function(&db, &m, args)?;
+                    let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                    Ok(self.leaf_plan(bound, qualifier, scope, offset))
+                }
+                _ => Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name)))),
+            },
             ast::TableRef::Join { left, right, kind, on } => {
                 let l = self.bind_table_ref(left, scope)?;
                 if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
@@ -1908,7 +2130,12 @@ impl<'a> Binder<'a> {
                 nullable: c.nullable,
             });
         }
-        FromNode::Leaf { source: LeafSource::Plan(bound.plan), offset, width: bound.columns.len(), filters: Vec::new() }
+        FromNode::Leaf {
+            source: Box::new(LeafSource::Plan(bound.plan)),
+            offset,
+            width: bound.columns.len(),
+            filters: Vec::new(),
+        }
     }
 
     /// Turns a FROM tree with pushed-down filters into a plan over its local row.
@@ -1916,7 +2143,7 @@ impl<'a> Binder<'a> {
         match node {
             FromNode::Leaf { source, offset, filters, .. } => {
                 let local: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
-                Ok(match source {
+                Ok(match *source {
                     LeafSource::Table { db, table, with_key } => access_path(db, table, local, with_key),
                     LeafSource::Plan(p) => match conjoin(local) {
                         Some(pred) => Plan::Filter { input: Box::new(p), predicate: pred },
@@ -1931,7 +2158,10 @@ impl<'a> Binder<'a> {
                 let local_on: Vec<Expr> = on.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
                 // Index nested loops: the inner side is a table whose index the join pins.
                 if matches!(kind, JoinKind::Inner | JoinKind::Left) {
-                    if let FromNode::Leaf { source: LeafSource::Table { db, table, with_key }, filters, .. } = *right {
+                    let inner_is_table = matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
+                    if inner_is_table {
+                        let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
+                        let LeafSource::Table { db, table, with_key } = *source else { unreachable!("checked above") };
                         let rfilters: Vec<Expr> =
                             filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
                         let lp = self.build(*left)?;
@@ -2049,33 +2279,48 @@ fn flip(op: BinaryOp) -> BinaryOp {
     }
 }
 
-/// Seek bounds an index gets from `(column, op, value)` facts: equality on a key prefix,
-/// then a range on the next key column. Returns (lo, hi, equality prefix length, single).
-fn seek_bounds(
-    table: &Table,
-    index: usize,
-    facts: &[(usize, BinaryOp, Expr)],
-) -> (Option<KeyBound>, Option<KeyBound>, usize, bool) {
+/// What an index seek gets from facts `(column, op, value, source)`: equality on a key
+/// prefix, then a range on the next key column.
+struct Seek {
+    prefix: Vec<Expr>,
+    lower: Option<RangeBound>,
+    upper: Option<RangeBound>,
+    /// A unique index pinned on all its columns: at most one row.
+    single: bool,
+    /// Sources of the facts the bounds represent exactly.
+    used: Vec<usize>,
+}
+
+impl Seek {
+    fn useful(&self) -> bool {
+        !self.prefix.is_empty() || self.lower.is_some() || self.upper.is_some()
+    }
+}
+
+type Fact = (usize, BinaryOp, Expr, usize);
+
+fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
     let idx = &table.indexes[index];
-    let mut eq = Vec::new();
-    for &(col, desc) in &idx.columns {
-        let _ = desc;
-        match facts.iter().find(|(c, op, _)| *c == col && *op == BinaryOp::Eq) {
-            Some((_, _, v)) => eq.push(v.clone()),
+    let mut prefix = Vec::new();
+    let mut used = Vec::new();
+    for &(col, _) in &idx.columns {
+        match facts.iter().find(|(c, op, _, _)| *c == col && *op == BinaryOp::Eq) {
+            Some((_, _, v, src)) => {
+                prefix.push(v.clone());
+                used.push(*src);
+            }
             None => break,
         }
     }
-    let n = eq.len();
+    let n = prefix.len();
     let single = idx.unique && n == idx.columns.len() && n > 0;
-    let mut lo = (!eq.is_empty()).then(|| KeyBound { values: eq.clone(), inclusive: true });
-    let mut hi = (!eq.is_empty()).then(|| KeyBound { values: eq.clone(), inclusive: true });
+    let (mut lower, mut upper) = (None, None);
+    let (mut lo_src, mut hi_src) = (None, None);
     if let Some(&(col, desc)) = idx.columns.get(n) {
-        for (c, op, v) in facts {
+        for (c, op, v, src) in facts {
             if *c != col {
                 continue;
             }
-            let mut values = eq.clone();
-            values.push(v.clone());
             // A descending column stores larger values first: swap the roles.
             let (is_lower, inclusive) = match op {
                 BinaryOp::Gt => (!desc, false),
@@ -2084,36 +2329,64 @@ fn seek_bounds(
                 BinaryOp::LtEq | BinaryOp::NotGt => (desc, true),
                 _ => continue,
             };
+            let bound = Some(RangeBound { value: v.clone(), inclusive });
             if is_lower {
-                lo = Some(KeyBound { values, inclusive });
+                lower = bound;
+                lo_src = Some(*src);
             } else {
-                hi = Some(KeyBound { values, inclusive });
+                upper = bound;
+                hi_src = Some(*src);
             }
         }
     }
-    (lo, hi, n, single)
+    used.extend(lo_src);
+    used.extend(hi_src);
+    Seek { prefix, lower, upper, single, used }
 }
 
 /// Chooses how to read a table given filters over its own row: the index the filters pin
-/// down best, a full scan otherwise. The filters stay as a residual predicate.
+/// down best, a full scan otherwise. Filters the seek represents exactly are dropped (so a
+/// non-deterministic value such as `RAND()` is computed once, for the seek); the others
+/// stay as a residual predicate.
 fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool) -> Plan {
-    let facts: Vec<(usize, BinaryOp, Expr)> =
-        filters.iter().filter_map(column_comparison).map(|(c, op, v)| (c, op, v.clone())).collect();
-    let mut best = (0usize, None, None, 0usize, false, 0i32);
+    let facts: Vec<Fact> = filters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| column_comparison(f).map(|(c, op, v)| (c, op, v.clone(), i)))
+        .collect();
+    let mut best: Option<(usize, Seek, i32)> = None;
     for i in 0..table.indexes.len() {
         if table.indexes[i].is_heap() {
             continue;
         }
-        let (lo, hi, eq, single) = seek_bounds(&table, i, &facts);
-        let score =
-            (if single { 1000 } else { 0 }) + eq as i32 * 10 + i32::from(lo.is_some() || hi.is_some()) * 5 - i as i32;
-        if (lo.is_some() || hi.is_some()) && score > best.5 {
-            best = (i, lo, hi, eq, single, score);
+        let seek = seek_bounds(&table, i, &facts);
+        let score = (if seek.single { 1000 } else { 0 })
+            + seek.prefix.len() as i32 * 10
+            + i32::from(seek.lower.is_some() || seek.upper.is_some()) * 5
+            - i as i32;
+        if seek.useful() && best.as_ref().is_none_or(|b| score > b.2) {
+            best = Some((i, seek, score));
         }
     }
-    let (index, lo, hi, _, single, _) = best;
-    let scan = Plan::Scan(ScanNode { db, table, index, lo, hi, reverse: false, with_key, single });
-    match conjoin(filters) {
+    let (index, seek) = match best {
+        Some((i, seek, _)) => (i, seek),
+        None => (0, Seek { prefix: Vec::new(), lower: None, upper: None, single: false, used: Vec::new() }),
+    };
+    let used = seek.used;
+    let scan = Plan::Scan(Box::new(ScanNode {
+        db,
+        table,
+        index,
+        prefix: seek.prefix,
+        lower: seek.lower,
+        upper: seek.upper,
+        reverse: false,
+        with_key,
+        single: seek.single,
+    }));
+    let residual: Vec<Expr> =
+        filters.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, f)| f).collect();
+    match conjoin(residual) {
         Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
         None => scan,
     }
@@ -2161,25 +2434,35 @@ fn join_with_table(
 ) -> Plan {
     // Facts about right columns whose values come from the left row.
     let eqs = join_equalities(&on, left_width);
-    let mut facts: Vec<(usize, BinaryOp, Expr)> = Vec::new();
+    let mut facts: Vec<Fact> = Vec::new();
     for (_, l, r, _) in &eqs {
         if let Expr::Column(rc) = r {
-            facts.push((rc - left_width, BinaryOp::Eq, l.clone()));
+            facts.push((rc - left_width, BinaryOp::Eq, l.clone(), usize::MAX));
         }
     }
-    let mut best: Option<(usize, Option<KeyBound>, Option<KeyBound>, bool, usize)> = None;
+    let mut best: Option<(usize, Seek)> = None;
     for i in 0..table.indexes.len() {
         if table.indexes[i].is_heap() {
             continue;
         }
-        let (lo, hi, eq, single) = seek_bounds(&table, i, &facts);
-        if eq > 0 && best.as_ref().is_none_or(|b| eq > b.4) {
-            best = Some((i, lo, hi, single, eq));
+        let seek = seek_bounds(&table, i, &facts);
+        if !seek.prefix.is_empty() && best.as_ref().is_none_or(|b| seek.prefix.len() > b.1.prefix.len()) {
+            best = Some((i, seek));
         }
     }
     match best {
-        Some((index, lo, hi, single, _)) => {
-            let scan = Plan::Scan(ScanNode { db, table, index, lo, hi, reverse: false, with_key, single });
+        Some((index, seek)) => {
+            let scan = Plan::Scan(Box::new(ScanNode {
+                db,
+                table,
+                prefix: seek.prefix,
+                lower: seek.lower,
+                upper: seek.upper,
+                index,
+                reverse: false,
+                with_key,
+                single: seek.single,
+            }));
             let right = match conjoin(rfilters) {
                 Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
                 None => scan,
@@ -2274,6 +2557,21 @@ fn contains_subquery(e: &ast::Expr) -> bool {
                 || otherwise.as_deref().is_some_and(contains_subquery)
         }
         _ => false,
+    }
+}
+
+/// An integer constant next to a decimal operand takes the smallest numeric type that
+/// holds it, as SQL Server types constants (`10.0 / 3` is numeric(8,6), not (14,12)).
+fn narrow_int_literal(e: Expr, t: SqlType, other: &SqlType) -> (Expr, SqlType) {
+    match (&e, t, other) {
+        (Expr::Const(Value::Int(v)), SqlType::Int, SqlType::Decimal { .. }) => {
+            let digits = v.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1) as u8;
+            (
+                Expr::Const(Value::Decimal { value: i128::from(*v), scale: 0 }),
+                SqlType::Decimal { precision: digits, scale: 0 },
+            )
+        }
+        _ => (e, t),
     }
 }
 

@@ -50,8 +50,10 @@ impl<T> CachedBatch<T> {
         self.plans.lock().insert(stmt, compiled);
     }
 
+    /// Estimated memory of the entry: its text, syntax tree and the plans of its
+    /// statements (fixed when parsed, so accounting costs nothing per execution).
     fn size(&self) -> usize {
-        256 + self.text.len() * 16 + self.plans.lock().len() * 2048
+        256 + self.text.len() * 16 + self.batch.statements.len() * 2048
     }
 }
 
@@ -135,13 +137,6 @@ impl<T> PlanCache<T> {
                 inner.bytes = inner.bytes.saturating_sub(b.size());
             }
         }
-    }
-
-    /// Recomputes the size estimate after plans were added (they grow entries).
-    pub fn account(&self) {
-        let mut inner = self.inner.lock();
-        inner.bytes = inner.map.values().map(|b| b.size()).sum();
-        self.evict(&mut inner);
     }
 
     pub fn clear(&self) {

@@ -11,7 +11,7 @@
 //! nonclustered indexes mapping index key → clustered key.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -360,6 +360,16 @@ pub fn parse_type_text(text: &str) -> SqlResult<SqlType> {
     types::resolve_type(&TypeName { name: name.trim().to_uppercase(), args: parsed }, false)
 }
 
+/// The name a user wrote for a session's temp table or table variable (stored in tempdb
+/// as `#t_<spid>_<n>` and `#@t_<spid>_<n>`).
+pub fn display_name(stored: &str) -> &str {
+    if !stored.starts_with('#') {
+        return stored;
+    }
+    let user = stored.rsplitn(3, '_').nth(2).unwrap_or(stored);
+    user.strip_prefix('#').filter(|u| u.starts_with('@')).unwrap_or(user)
+}
+
 pub fn now_epoch() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
@@ -453,5 +463,18 @@ pub mod store {
         remove_chunks(&mut tx, t, id)?;
         tx.commit()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_table_names_display_as_written() {
+        assert_eq!(display_name("#t_0033_00000001"), "#t");
+        assert_eq!(display_name("#@t_0033_00000002"), "@t");
+        assert_eq!(display_name("#my_table_0033_00000003"), "#my_table");
+        assert_eq!(display_name("orders"), "orders");
     }
 }

@@ -31,7 +31,7 @@ fn hex_suffix(table_id: i32, salt: u64) -> String {
 }
 
 fn auto_name(prefix: &str, table: &str, column: Option<&str>, table_id: i32, salt: u64) -> String {
-    let t: String = table.trim_start_matches('#').chars().take(8).collect();
+    let t: String = catalog::display_name(table).trim_start_matches(['#', '@']).chars().take(8).collect();
     match column {
         Some(c) => {
             format!("{prefix}__{t}__{}__{}", c.chars().take(8).collect::<String>(), &hex_suffix(table_id, salt)[..8])
@@ -373,7 +373,7 @@ fn apply_constraint(
                 )
             })?;
             if table.columns[i].default.is_some() {
-                return Err(SqlError::new(1781, format!("Column already has a DEFAULT bound to it.")));
+                return Err(SqlError::new(1781, "Column already has a DEFAULT bound to it."));
             }
             let name = match &c.name {
                 Some(n) => n.value.clone(),
@@ -577,9 +577,29 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
         Ok((catalog.without(table.id, version), ()))
     })?;
     let own = name.name().value.to_lowercase();
-    if own.starts_with('#') {
+    if own.starts_with('#') || own.starts_with('@') {
         ctx.session.temp_tables.remove(&own);
     }
+    Ok(())
+}
+
+/// `DECLARE @t TABLE (…)`: a table of the session in tempdb, named by the variable.
+pub fn declare_table_variable(
+    ctx: &mut ExecCtx,
+    name: &str,
+    columns: &[ast::ColumnDef],
+    constraints: &[ast::TableConstraint],
+) -> SqlResult<()> {
+    let hidden = format!("#{name}");
+    let ct = ast::CreateTable {
+        name: ObjectName(vec![Ident::new(hidden.clone())]),
+        columns: columns.to_vec(),
+        constraints: constraints.to_vec(),
+        indexes: Vec::new(),
+    };
+    create_table(ctx, &ct)?;
+    let real = ctx.session.temp_tables.remove(&hidden.to_lowercase()).expect("created above");
+    ctx.session.temp_tables.insert(name.to_lowercase(), real);
     Ok(())
 }
 
@@ -934,8 +954,9 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
             new.columns[i].ty = new_ty;
             new.columns[i].nullable = nullable.unwrap_or(true);
             let target_table = new.clone();
+            let db_name = db.clone();
             rebuild(ctx, &database, &table, new, &move |mut r: Row| {
-                r[i] = dml::assign_value(&r[i], &old_ty, &target_table, i)?;
+                r[i] = dml::assign_value(&r[i], &old_ty, &db_name, &target_table, i)?;
                 Ok(r)
             })
         }

@@ -35,7 +35,7 @@ pub enum Prepared {
     Delete(DeletePlan),
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Target {
     pub db: String,
     pub table: Arc<Table>,
@@ -49,7 +49,7 @@ pub struct Target {
 pub enum InsertSource {
     /// VALUES rows; None is the DEFAULT keyword.
     Rows(Vec<Vec<Option<Expr>>>),
-    Query(Plan),
+    Query(Box<Plan>),
     DefaultValues,
 }
 
@@ -62,6 +62,8 @@ pub struct InsertPlan {
     pub source: InsertSource,
     pub output: Option<OutputPlan>,
     pub top: Option<Expr>,
+    /// The column list names the identity column (needs IDENTITY_INSERT ON).
+    pub explicit_identity: bool,
 }
 
 /// An OUTPUT clause: expressions over `deleted` columns followed by `inserted` columns.
@@ -69,6 +71,8 @@ pub struct InsertPlan {
 pub struct OutputPlan {
     pub exprs: Vec<Expr>,
     pub columns: Vec<OutputColumn>,
+    /// `OUTPUT … INTO t [(cols)]`: the rows go into this insert instead of to the client.
+    pub into: Option<Box<InsertPlan>>,
 }
 
 #[derive(Debug)]
@@ -105,7 +109,7 @@ pub struct DeletePlan {
 }
 
 fn object_name(t: &Table) -> String {
-    format!("{}.{}", t.schema, t.name)
+    format!("{}.{}", t.schema, crate::catalog::display_name(&t.name))
 }
 
 // ---- compiling -----------------------------------------------------------------------------
@@ -135,10 +139,7 @@ pub fn bind_target(b: &mut Binder, db: String, table: Arc<Table>) -> SqlResult<T
 
 fn bind_output(b: &mut Binder, table: &Table, output: Option<&ast::Output>) -> SqlResult<Option<OutputPlan>> {
     let Some(out) = output else { return Ok(None) };
-    if out.into.is_some() {
-        return Err(SqlError::new(40518, "OUTPUT … INTO is not supported yet; use OUTPUT without INTO."));
-    }
-    b.with_output_scope(table, |b| {
+    let mut plan = b.with_output_scope(table, |b| {
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         let n = table.columns.len();
@@ -173,8 +174,48 @@ fn bind_output(b: &mut Binder, table: &Table, output: Option<&ast::Output>) -> S
                 _ => return Err(SqlError::new(102, "Incorrect syntax near '*'.").with_severity(15)),
             }
         }
-        Ok(Some(OutputPlan { exprs, columns }))
-    })
+        Ok(OutputPlan { exprs, columns, into: None })
+    })?;
+    if let Some((target, cols)) = &out.into {
+        let insert = ast::Insert {
+            top: None,
+            table: target.clone(),
+            columns: cols.clone(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let mut into = compile_insert(b, &insert)?;
+        if into.columns.len() != plan.columns.len() {
+            return Err(SqlError::new(
+                213,
+                "Column name or number of supplied values does not match table definition.",
+            ));
+        }
+        into.source_types = plan.columns.iter().map(|c| c.ty).collect();
+        plan.into = Some(Box::new(into));
+    }
+    Ok(Some(plan))
+}
+
+/// Inserts OUTPUT rows into the `OUTPUT … INTO` target.
+pub fn run_output_into(ctx: &mut ExecCtx, into: &InsertPlan, rows: Vec<Row>) -> SqlResult<u64> {
+    let source =
+        InsertSource::Rows(rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect());
+    let plan = InsertPlan {
+        target: Target {
+            db: into.target.db.clone(),
+            table: into.target.table.clone(),
+            checks: into.target.checks.clone(),
+            defaults: into.target.defaults.clone(),
+        },
+        columns: into.columns.clone(),
+        source_types: into.source_types.clone(),
+        source,
+        output: None,
+        top: None,
+        explicit_identity: into.explicit_identity,
+    };
+    Ok(run_insert(ctx, &plan)?.0)
 }
 
 fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
@@ -219,19 +260,20 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         }
         cols
     };
-    if let Some(id) = identity {
-        if columns.contains(&id) && !identity_insert {
-            return Err(SqlError::new(
-                544,
-                format!("Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.", table.name),
-            ));
-        }
-    }
+    // Whether IDENTITY_INSERT allows it is checked when the statement runs: a SET earlier
+    // in the same batch may turn it on.
+    let explicit_identity = identity.is_some_and(|id| columns.contains(&id));
     let (source, source_types) = match &ins.source {
         ast::InsertSource::DefaultValues => (InsertSource::DefaultValues, Vec::new()),
         ast::InsertSource::Values(rows) => {
             let mut bound_rows = Vec::with_capacity(rows.len());
             for r in rows {
+                if r.len() != columns.len() && ins.columns.is_empty() {
+                    return Err(SqlError::new(
+                        213,
+                        "Column name or number of supplied values does not match table definition.",
+                    ));
+                }
                 if r.len() != columns.len() {
                     let (n, msg) = if r.len() > columns.len() {
                         (110, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
@@ -295,16 +337,17 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
                 ).with_severity(15));
             }
             let types_ = bound.columns.iter().map(|c| c.ty).collect();
-            (InsertSource::Query(bound.plan), types_)
+            (InsertSource::Query(Box::new(bound.plan)), types_)
         }
         ast::InsertSource::Execute(_) => {
-            return Err(SqlError::new(40519, "INSERT … EXEC is not supported yet."));
+            // The session runs the procedure first and supplies its rows (session.rs).
+            (InsertSource::Rows(Vec::new()), Vec::new())
         }
     };
     let output = bind_output(b, &table, ins.output.as_ref())?;
     let top = bind_top(b, ins.top.as_ref())?;
     let target = bind_target(b, rt.db, table)?;
-    Ok(InsertPlan { target, columns, source_types, source, output, top })
+    Ok(InsertPlan { target, columns, source_types, source, output, top, explicit_identity })
 }
 
 /// Resolves the UPDATE/DELETE target among the FROM tables (by alias or name).
@@ -469,7 +512,7 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
 
 /// Converts a value for storing in a column: strings and binaries longer than the column
 /// fail (error 2628) instead of being cut, as SQL Server does on INSERT and UPDATE.
-pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> SqlResult<Value> {
+pub fn assign_value(v: &Value, from: &SqlType, db: &str, table: &Table, col: usize) -> SqlResult<Value> {
     let c = &table.columns[col];
     if let Some(limit) = char_limit(&c.ty) {
         let len = match v {
@@ -492,8 +535,10 @@ pub fn assign_value(v: &Value, from: &SqlType, table: &Table, col: usize) -> Sql
             return Err(SqlError::new(
                 2628,
                 format!(
-                    "String or binary data would be truncated in table '{}', column '{}'. Truncated value: '{}'.",
-                    table.name, c.name, shown
+                    "String or binary data would be truncated in table '{db}.{}', column '{}'. Truncated value: '{}'.",
+                    object_name(table),
+                    c.name,
+                    shown
                 ),
             ));
         }
@@ -680,14 +725,16 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
             ));
         }
     }
-    for (name, pred) in &target.checks {
+    for (i, (name, pred)) in target.checks.iter().enumerate() {
         let v = eval(pred, row, ctx)?;
         if v == Value::Bit(false) {
+            // SQL Server names the column when the constraint reads exactly one.
+            let column = table.checks.get(i).and_then(|c| single_column(&c.text));
+            let column = column.map(|c| format!(", column '{c}'")).unwrap_or_default();
             return Err(SqlError::new(
                 547,
                 format!(
-                    "The {} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\".",
-                    kind,
+                    "The {kind} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\"{column}.",
                     target.db,
                     object_name(table)
                 ),
@@ -695,6 +742,62 @@ fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> S
         }
     }
     Ok(())
+}
+
+/// The one column a CHECK definition reads, if it reads exactly one.
+fn single_column(definition: &str) -> Option<String> {
+    fn walk(e: &ast::Expr, out: &mut Vec<String>) {
+        use ast::Expr as E;
+        match e {
+            E::Column(n) => {
+                let name = n.name().value.clone();
+                if !out.iter().any(|c| c.eq_ignore_ascii_case(&name)) {
+                    out.push(name);
+                }
+            }
+            E::Unary { expr, .. }
+            | E::IsNull { expr, .. }
+            | E::Nested(expr)
+            | E::Collate { expr, .. }
+            | E::Cast { expr, .. } => walk(expr, out),
+            E::Convert { expr, .. } => walk(expr, out),
+            E::Binary { left, right, .. } => {
+                walk(left, out);
+                walk(right, out);
+            }
+            E::Between { expr, low, high, .. } => {
+                walk(expr, out);
+                walk(low, out);
+                walk(high, out);
+            }
+            E::Like { expr, pattern, .. } => {
+                walk(expr, out);
+                walk(pattern, out);
+            }
+            E::InList { expr, list, .. } => {
+                walk(expr, out);
+                list.iter().for_each(|x| walk(x, out));
+            }
+            E::Function { args, .. } => args.iter().for_each(|x| walk(x, out)),
+            E::Case { operand, branches, otherwise } => {
+                if let Some(o) = operand {
+                    walk(o, out);
+                }
+                for (a, b) in branches {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                if let Some(o) = otherwise {
+                    walk(o, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let e = crate::unparse::parse_definition(definition).ok()?;
+    let mut cols = Vec::new();
+    walk(&e, &mut cols);
+    (cols.len() == 1).then(|| cols.remove(0))
 }
 
 /// Foreign keys of `table` whose columns in `row` must find a parent row.
@@ -981,6 +1084,14 @@ fn update_row(
     Ok(())
 }
 
+/// `SET ROWCOUNT n`: the most rows a statement may return or change (0 = no limit).
+fn rowcount_limit(ctx: &ExecCtx) -> usize {
+    match ctx.session.options.rowcount {
+        n if n > 0 => n as usize,
+        _ => usize::MAX,
+    }
+}
+
 fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
     match top {
         None => Ok(usize::MAX),
@@ -997,6 +1108,15 @@ fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
 /// Runs an INSERT; returns the rows inserted and OUTPUT rows.
 pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>)> {
     let table = &p.target.table;
+    if p.explicit_identity {
+        let on = ctx.session.options.identity_insert.as_ref();
+        if !on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&p.target.db) && *id == table.id) {
+            return Err(SqlError::new(
+                544,
+                format!("Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.", table.name),
+            ));
+        }
+    }
     let source_rows: Vec<Vec<Option<Value>>> = match &p.source {
         InsertSource::DefaultValues => vec![Vec::new()],
         InsertSource::Rows(rows) => {
@@ -1017,7 +1137,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
             run(plan, &[], ctx)?.into_iter().map(|r| r.into_iter().map(Some).collect()).collect()
         }
     };
-    let limit = top_limit(ctx, p.top.as_ref())?;
+    let limit = top_limit(ctx, p.top.as_ref())?.min(rowcount_limit(ctx));
     let identity = table.identity_column();
     if identity.is_some() {
         load_counters(ctx, &p.target.db, table)?;
@@ -1031,7 +1151,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         for (j, v) in src.into_iter().enumerate() {
             let col = p.columns[j];
             if let Some(v) = v {
-                row[col] = assign_value(&v, &p.source_types[j], table, col)?;
+                row[col] = assign_value(&v, &p.source_types[j], &p.target.db, table, col)?;
                 given[col] = true;
             }
         }
@@ -1046,7 +1166,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
                 row[i] = next_identity(table, i)?;
             } else if let Some((e, t)) = &p.target.defaults[i] {
                 let v = eval(e, &[], ctx)?;
-                row[i] = assign_value(&v, t, table, i)?;
+                row[i] = assign_value(&v, t, &p.target.db, table, i)?;
             }
         }
         check_row(ctx, &p.target, &row, "INSERT")?;
@@ -1078,7 +1198,8 @@ fn unique_targets(rows: Vec<Row>, key: usize) -> Vec<Row> {
 }
 
 pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>)> {
-    let rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    rows.truncate(rowcount_limit(ctx));
     let table = &p.target.table;
     let n = table.columns.len();
     let changed: Vec<usize> = p.sets.iter().map(|s| s.0).collect();
@@ -1091,7 +1212,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         let mut new = old.clone();
         for (col, e, t) in &p.sets {
             let v = eval(e, &r, ctx)?;
-            new[*col] = assign_value(&v, t, table, *col)?;
+            new[*col] = assign_value(&v, t, &p.target.db, table, *col)?;
         }
         for (slot, e, t, vt) in &p.variables {
             let v = match e {
@@ -1112,7 +1233,8 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
 }
 
 pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>)> {
-    let rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    rows.truncate(rowcount_limit(ctx));
     let n = p.target.table.columns.len();
     let mut count = 0;
     let mut output = Vec::new();

@@ -55,6 +55,8 @@ pub enum SessionFn {
     LockTimeout,
     Options,
     FetchStatus,
+    DateFirst,
+    ProcId,
     XactState,
     ErrorNumber,
     ErrorMessage,
@@ -143,6 +145,22 @@ pub enum Expr {
         args: Vec<Expr>,
     },
     Subquery(Box<Subquery>),
+    /// A scalar user-defined function.
+    UserFunction {
+        call: Arc<UserCall>,
+        args: Vec<Expr>,
+    },
+}
+
+/// What a scalar user-defined function call needs at run time.
+#[derive(Debug)]
+pub struct UserCall {
+    pub db: String,
+    pub name: String,
+    /// The CREATE FUNCTION text (its parsed form and plans are cached under it).
+    pub text: Arc<str>,
+    pub arg_types: Vec<SqlType>,
+    pub ty: SqlType,
 }
 
 #[derive(Clone, Debug)]
@@ -174,11 +192,10 @@ pub enum SubqueryKind {
     },
 }
 
-/// One bound of a key range: values for a prefix of the index key columns. `inclusive`
-/// says whether keys equal to the prefix are in the range.
+/// A bound on the key column after a scan's equality prefix: value and inclusiveness.
 #[derive(Clone, Debug)]
-pub struct KeyBound {
-    pub values: Vec<Expr>,
+pub struct RangeBound {
+    pub value: Expr,
     pub inclusive: bool,
 }
 
@@ -188,8 +205,12 @@ pub struct ScanNode {
     pub table: Arc<Table>,
     /// Position in `table.indexes`.
     pub index: usize,
-    pub lo: Option<KeyBound>,
-    pub hi: Option<KeyBound>,
+    /// Values of the leading key columns (each computed once per scan).
+    pub prefix: Vec<Expr>,
+    /// Bounds on the next key column in storage order (a descending column's bounds are
+    /// already swapped).
+    pub lower: Option<RangeBound>,
+    pub upper: Option<RangeBound>,
     pub reverse: bool,
     /// Append the row's storage key as a trailing `Value::Binary` column (UPDATE/DELETE).
     pub with_key: bool,
@@ -227,7 +248,7 @@ pub struct AggCall {
 pub enum Plan {
     /// Rows computed from expressions (`SELECT` without `FROM`, `VALUES`).
     Values(Vec<Vec<Expr>>),
-    Scan(ScanNode),
+    Scan(Box<ScanNode>),
     /// A system view, computed when read.
     System {
         view: crate::sysviews::View,
@@ -474,6 +495,10 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             ctx.session_function(func, &vals)?
         }
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,
+        Expr::UserFunction { call, args } => {
+            let vals = eval_all(args, row, ctx)?;
+            crate::session::call_scalar_function(ctx, call, vals)?
+        }
     })
 }
 
@@ -620,33 +645,88 @@ pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8]) -> SqlResult<
 type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
 fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Option<KeyRange>> {
-    let mut bound = |b: &Option<KeyBound>, lower: bool| -> SqlResult<Option<Bound<Vec<u8>>>> {
-        let Some(b) = b else { return Ok(Some(Bound::Unbounded)) };
-        let mut vals = Vec::with_capacity(b.values.len());
-        for e in &b.values {
-            let v = eval(e, corr, ctx)?;
-            if v.is_null() {
-                // Comparisons with NULL are never true: the range is empty.
-                return Ok(None);
-            }
-            vals.push(v);
+    let mut values = Vec::with_capacity(node.prefix.len() + 1);
+    for e in &node.prefix {
+        values.push(eval(e, corr, ctx)?);
+    }
+    let bound_value = |b: &Option<RangeBound>, ctx: &mut ExecCtx| -> SqlResult<Option<(Value, bool)>> {
+        match b {
+            Some(b) => Ok(Some((eval(&b.value, corr, ctx)?, b.inclusive))),
+            None => Ok(None),
         }
-        let mut key = KeyBuf::new();
-        encode_prefix(&node.table, node.index, &vals, &mut key)?;
-        let bytes = key.into_vec();
-        Ok(Some(match (lower, b.inclusive) {
-            (true, true) => Bound::Included(bytes),
-            (true, false) => prefix_successor(&bytes).map_or(Bound::Excluded(bytes), Bound::Included),
-            (false, true) => prefix_successor(&bytes).map_or(Bound::Unbounded, Bound::Excluded),
-            (false, false) => Bound::Excluded(bytes),
-        }))
     };
-    let Some(lo) = bound(&node.lo, true)? else { return Ok(None) };
-    let Some(hi) = bound(&node.hi, false)? else { return Ok(None) };
+    let lower = bound_value(&node.lower, ctx)?;
+    let upper = bound_value(&node.upper, ctx)?;
+    // Comparisons with NULL are never true: the range is empty.
+    if values.iter().chain(lower.iter().map(|b| &b.0)).chain(upper.iter().map(|b| &b.0)).any(Value::is_null) {
+        return Ok(None);
+    }
+    let mut key = KeyBuf::new();
+    encode_prefix(&node.table, node.index, &values, &mut key)?;
+    let prefix = key.into_vec();
+    let with = |extra: &Value| -> SqlResult<Vec<u8>> {
+        let mut all = values.clone();
+        all.push(extra.clone());
+        let mut k = KeyBuf::new();
+        encode_prefix(&node.table, node.index, &all, &mut k)?;
+        Ok(k.into_vec())
+    };
+    let lo = match &lower {
+        Some((v, true)) => Bound::Included(with(v)?),
+        Some((v, false)) => {
+            let k = with(v)?;
+            prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
+        }
+        None if prefix.is_empty() => Bound::Unbounded,
+        None => Bound::Included(prefix.clone()),
+    };
+    let hi = match &upper {
+        Some((v, true)) => prefix_successor(&with(v)?).map_or(Bound::Unbounded, Bound::Excluded),
+        Some((v, false)) => Bound::Excluded(with(v)?),
+        None if prefix.is_empty() => Bound::Unbounded,
+        None => prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
+    };
     Ok(Some((lo, hi)))
 }
 
+/// A unique index pinned on its whole key: one point lookup instead of a range scan.
+fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    let mut values = Vec::with_capacity(node.prefix.len());
+    for e in &node.prefix {
+        let v = eval(e, corr, ctx)?;
+        if v.is_null() {
+            return Ok(Vec::new());
+        }
+        values.push(v);
+    }
+    let mut key = KeyBuf::new();
+    encode_prefix(&node.table, node.index, &values, &mut key)?;
+    let table = &node.table;
+    let schema = ctx.row_schema(table)?;
+    let tx = ctx.transaction(&node.db)?;
+    let db = tx.database().clone();
+    let tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
+    let (row_key, found) = if node.index == 0 {
+        let found = tx.get_with(tree, key.as_bytes(), |bytes| decode_row(table, &schema, bytes))?;
+        (key.as_bytes().to_vec(), found)
+    } else {
+        let Some(row_key) = tx.get(tree, key.as_bytes())? else { return Ok(Vec::new()) };
+        let rows = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
+        let found = tx.get_with(rows, &row_key, |bytes| decode_row(table, &schema, bytes))?;
+        (row_key, found)
+    };
+    let Some(row) = found else { return Ok(Vec::new()) };
+    let mut row = row?;
+    if node.with_key {
+        row.push(Value::Binary(Arc::from(row_key)));
+    }
+    Ok(vec![row])
+}
+
 fn run_scan(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    if node.single && node.lower.is_none() && node.upper.is_none() {
+        return run_point_lookup(node, corr, ctx);
+    }
     let Some((lo, hi)) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
     let table = &node.table;
     let index = &table.indexes[node.index];
@@ -1035,8 +1115,9 @@ fn sum_type(call: &AggCall) -> SqlType {
     call.ty
 }
 
-fn accumulate(call: &AggCall, st: &mut AggState, v: Value) -> SqlResult<()> {
+fn accumulate(call: &AggCall, st: &mut AggState, v: Value, null_eliminated: &mut bool) -> SqlResult<()> {
     if call.arg.is_some() && v.is_null() {
+        *null_eliminated = true;
         return Ok(());
     }
     if call.distinct && !st.seen.insert(group_key(std::slice::from_ref(&v))?) {
@@ -1111,10 +1192,7 @@ fn aggregate(rows: Vec<Row>, group_by: &[Expr], aggregates: &[AggCall], ctx: &mu
                 Some(e) => eval(e, &r, ctx)?,
                 None => Value::Int(1),
             };
-            if call.arg.is_some() && v.is_null() {
-                ctx.session.null_eliminated = true;
-            }
-            accumulate(call, st, v)?;
+            accumulate(call, st, v, &mut ctx.session.null_eliminated)?;
         }
     }
     // A scalar aggregate (no GROUP BY) returns one row even over no input.

@@ -13,7 +13,7 @@ use crate::cache::PlanCache;
 use crate::catalog::{self, Catalog, Object, Table};
 use crate::error::{SqlError, SqlResult};
 use crate::plan::{Row, SessionFn};
-use crate::types::{self, FunctionContext, SqlType, Value};
+use crate::types::{FunctionContext, SqlType, Value};
 
 /// The version string `@@VERSION` returns.
 pub const VERSION: &str =
@@ -37,6 +37,29 @@ pub struct Shared {
     catalogs: Mutex<HashMap<String, Arc<DbCatalog>>>,
     versions: AtomicU64,
     next_spid: AtomicI32,
+    /// What every open session is doing (sys.dm_exec_sessions, sp_who).
+    pub sessions: Mutex<HashMap<i32, SessionInfo>>,
+    /// sp_configure options.
+    pub config: crate::config::Config,
+    /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
+    pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
+}
+
+/// A session as the server's views show it.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub spid: i32,
+    pub login: String,
+    pub host_name: String,
+    pub program_name: String,
+    pub database: String,
+    /// Seconds since the Unix epoch.
+    pub login_time: i64,
+    /// "running" while a batch runs, else "sleeping".
+    pub status: &'static str,
+    /// The running batch's text (sys.dm_exec_requests).
+    pub command: Option<String>,
+    pub open_transactions: u32,
 }
 
 impl Shared {
@@ -46,6 +69,7 @@ impl Shared {
             engine.drop_database("tempdb")?;
         }
         engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
+        let config = crate::config::Config::load(engine.database("master")?)?;
         Ok(Arc::new(Shared {
             engine,
             plans: PlanCache::new(crate::cache::DEFAULT_BUDGET_BYTES),
@@ -53,6 +77,9 @@ impl Shared {
             catalogs: Mutex::new(HashMap::new()),
             versions: AtomicU64::new(1),
             next_spid: AtomicI32::new(51),
+            sessions: Mutex::new(HashMap::new()),
+            config,
+            global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
         }))
     }
 
@@ -80,6 +107,18 @@ impl Shared {
     /// The current catalog snapshot of a database.
     pub fn catalog(&self, db: &Arc<Database>) -> SqlResult<Arc<Catalog>> {
         Ok(self.entry(db)?.current.read().clone())
+    }
+
+    /// The catalog version of a database whose catalog is loaded, without touching the
+    /// engine (the plan cache asks this for every statement it reuses).
+    pub fn loaded_catalog_version(&self, db: &str) -> Option<u64> {
+        let catalogs = self.catalogs.lock();
+        let entry = match catalogs.get(db) {
+            Some(e) => e,
+            None => catalogs.get(&db.to_lowercase())?,
+        };
+        let version = entry.current.read().version;
+        Some(version)
     }
 
     /// Runs one DDL change: `change` gets the current snapshot and a fresh version and
@@ -265,10 +304,15 @@ pub struct SessionState {
     pub temp_tables: HashMap<String, String>,
     /// The error being handled by the innermost CATCH block.
     pub caught: Option<SqlError>,
+    /// Set when an aggregate skipped a NULL in the running statement (warning 8153).
+    pub null_eliminated: bool,
     pub host_name: String,
     pub program_name: String,
-    /// An aggregate of the running statement skipped a NULL (warning 8153).
-    pub null_eliminated: bool,
+    /// Trace flags this session turned on (`DBCC TRACEON (n)`).
+    pub trace_flags: std::collections::BTreeSet<i32>,
+    /// Statements prepared with sp_prepare: handle → (parameter declarations, text).
+    pub prepared: HashMap<i32, (String, String)>,
+    next_handle: i32,
 }
 
 impl SessionState {
@@ -292,7 +336,22 @@ impl SessionState {
             null_eliminated: false,
             host_name: String::new(),
             program_name: String::new(),
+            trace_flags: std::collections::BTreeSet::new(),
+            prepared: HashMap::new(),
+            next_handle: 1,
         }
+    }
+
+    /// Whether a trace flag is on for this session (or globally).
+    pub fn has_trace_flag(&self, shared: &Shared, flag: i32) -> bool {
+        self.trace_flags.contains(&flag) || shared.global_trace_flags.lock().contains(&flag)
+    }
+
+    /// A new sp_prepare handle.
+    pub fn next_prepared_handle(&mut self) -> i32 {
+        let h = self.next_handle;
+        self.next_handle = self.next_handle.wrapping_add(1).max(1);
+        h
     }
 }
 
@@ -308,8 +367,8 @@ pub struct ExecCtx<'a> {
 
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
-        session.functions.start_statement();
-        session.null_eliminated = false;
+        session.functions.set_now(std::time::SystemTime::now());
+        crate::types::set_session_date_format(&session.options.dateformat);
         ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new() }
     }
 
@@ -450,6 +509,8 @@ impl<'a> ExecCtx<'a> {
             SessionFn::LockTimeout => Value::Int(s.options.lock_timeout),
             SessionFn::Options => Value::Int(5496),
             SessionFn::FetchStatus => Value::Int(-1),
+            SessionFn::DateFirst => Value::Int(s.options.datefirst),
+            SessionFn::ProcId => Value::Int(0),
             SessionFn::XactState => Value::Int(if s.txns.count == 0 && s.txns.open.is_empty() {
                 0
             } else if s.txns.doomed {

@@ -36,7 +36,7 @@ fn strip_comment(text: &str) -> &str {
     text.find("--").map_or(text, |i| &text[..i])
 }
 
-/// Splits a script into batches at `GO` lines (outside multi-line strings and comments).
+/// Splits a script into batches at `GO` lines (outside block comments).
 /// Batches holding only whitespace and comments are dropped.
 pub fn split_batches(script: &str) -> Vec<ScriptBatch> {
     let mut batches = Vec::new();
@@ -53,14 +53,24 @@ pub fn split_batches(script: &str) -> Vec<ScriptBatch> {
                 continue;
             }
         }
-        state = scan_line(line, state);
+        // sqlcmd looks for GO line by line: a quote left open at the end of a line does
+        // not hide a later GO (the batch then fails alone with error 105), but block
+        // comments do.
+        state = match scan_line(line, state) {
+            ScanState::Quoted(_) => ScanState::Code,
+            other => other,
+        };
         text.push_str(line);
     }
     push_batch(&mut batches, text, 1, first_line);
     batches
 }
 
-fn push_batch(batches: &mut Vec<ScriptBatch>, text: String, repeat: u64, first_line: u32) {
+fn push_batch(batches: &mut Vec<ScriptBatch>, mut text: String, repeat: u64, first_line: u32) {
+    // The line break before the GO line belongs to the separator, not to the batch.
+    while text.ends_with('\n') || text.ends_with('\r') {
+        text.pop();
+    }
     if has_code(&text) {
         batches.push(ScriptBatch { text, repeat, first_line });
     }
@@ -148,18 +158,19 @@ mod tests {
         let script = "SELECT 1\nGO\n\nSELECT 2\nSELECT 3\ngo 2\n-- only a comment\nGO\nSELECT 4";
         let batches = split_batches(script);
         assert_eq!(batches.len(), 3);
-        assert_eq!(batches[0], ScriptBatch { text: "SELECT 1\n".into(), repeat: 1, first_line: 1 });
-        assert_eq!(batches[1], ScriptBatch { text: "\nSELECT 2\nSELECT 3\n".into(), repeat: 2, first_line: 3 });
+        assert_eq!(batches[0], ScriptBatch { text: "SELECT 1".into(), repeat: 1, first_line: 1 });
+        assert_eq!(batches[1], ScriptBatch { text: "\nSELECT 2\nSELECT 3".into(), repeat: 2, first_line: 3 });
         assert_eq!(batches[2], ScriptBatch { text: "SELECT 4".into(), repeat: 1, first_line: 9 });
     }
 
     #[test]
-    fn go_inside_strings_and_comments_is_text() {
-        let script = "SELECT 'a\nGO\nb'\n/* x\nGO\n/* nested */\nGO\n*/ SELECT [c\nGO\n]\nGO\nSELECT 5";
+    fn go_inside_comments_is_text_but_an_open_quote_does_not_hide_it() {
+        let script = "/* x\nGO\n/* nested */\nGO\n*/ SELECT 1\nGO\nSELECT 'a\nGO\nSELECT 5";
         let batches = split_batches(script);
-        assert_eq!(batches.len(), 2);
-        assert!(batches[0].text.ends_with("]\n"));
-        assert_eq!(batches[1].first_line, 12);
+        assert_eq!(batches.len(), 3);
+        assert!(batches[0].text.ends_with("SELECT 1"));
+        assert_eq!(batches[1].text, "SELECT 'a");
+        assert_eq!(batches[2].first_line, 9);
     }
 
     #[test]

@@ -20,10 +20,11 @@ use std::sync::Arc;
 use crate::ast::{self, Statement, StatementKind};
 use crate::bind::{Binder, BoundQuery};
 use crate::cache::{CachedBatch, Compiled};
+use crate::catalog::ModuleKind;
 use crate::ddl;
 use crate::dml::{self, Prepared};
 use crate::error::{SqlError, SqlResult};
-use crate::output::{EnvChange, ResultSink};
+use crate::output::{Collected, EnvChange, ResultSink};
 use crate::plan::{eval, run, Expr};
 use crate::runtime::{ExecCtx, SessionState, Shared};
 use crate::types::{self, SqlType, Value};
@@ -34,6 +35,8 @@ const MAX_STATEMENTS_PER_BATCH: u64 = 1 << 40;
 pub struct Session {
     pub shared: Arc<Shared>,
     pub state: SessionState,
+    /// The database the session started in (a reset returns to it).
+    initial_database: String,
 }
 
 /// How a statement ended, for the enclosing control flow.
@@ -41,7 +44,8 @@ enum Flow {
     Next,
     Break,
     Continue,
-    Return,
+    /// RETURN, with the procedure's return status if given.
+    Return(Option<i32>),
     Goto(String),
 }
 
@@ -59,7 +63,7 @@ fn info(number: i32, message: impl Into<String>) -> SqlError {
 
 /// Errors that end the batch, not just the statement (with XACT_ABORT OFF).
 fn aborts_batch(e: &SqlError) -> bool {
-    matches!(e.number, 208 | 245 | 241 | 242 | 8114 | 8169 | 529 | 1205 | 3617 | 701) || e.severity >= 20
+    matches!(e.number, 208 | 217 | 245 | 241 | 242 | 8114 | 8169 | 529 | 1205 | 3617 | 701) || e.severity >= 20
 }
 
 /// Statements that start a transaction under SET IMPLICIT_TRANSACTIONS ON.
@@ -84,6 +88,9 @@ fn starts_implicit_transaction(k: &StatementKind) -> bool {
 struct Frame {
     decls: Vec<(String, SqlType)>,
     visible: HashMap<usize, usize>,
+    /// Labels declared, and GOTOs with their lines (checked when the frame is built).
+    labels: Vec<String>,
+    gotos: Vec<(String, u32)>,
 }
 
 fn addr<T>(x: &T) -> usize {
@@ -92,8 +99,42 @@ fn addr<T>(x: &T) -> usize {
 
 impl Frame {
     fn of(batch: &ast::Batch) -> SqlResult<Frame> {
-        let mut f = Frame { decls: Vec::new(), visible: HashMap::new() };
+        let mut f = Frame { decls: Vec::new(), visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
         f.walk(&batch.statements)?;
+        f.check_labels()?;
+        Ok(f)
+    }
+
+    fn check_labels(&self) -> SqlResult<()> {
+        for (label, line) in &self.gotos {
+            if !self.labels.iter().any(|l| l.eq_ignore_ascii_case(label)) {
+                return Err(SqlError::new(
+                    133,
+                    format!("A GOTO statement references the label '{label}' but the label has not been declared."),
+                )
+                .with_severity(15)
+                .at_line(*line));
+            }
+        }
+        Ok(())
+    }
+
+    /// A procedure's frame: its parameters first, then the body's declarations.
+    fn of_procedure(params: &[ast::Parameter], body: &[Statement]) -> SqlResult<Frame> {
+        let mut f = Frame { decls: Vec::new(), visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
+        for p in params {
+            let lower = p.name.to_lowercase();
+            if f.decls.iter().any(|(n, _)| *n == lower) {
+                return Err(SqlError::new(
+                    134,
+                    format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", p.name),
+                )
+                .with_severity(15));
+            }
+            f.decls.push((lower, types::resolve_type(&p.ty, false)?));
+        }
+        f.walk(body)?;
+        f.check_labels()?;
         Ok(f)
     }
 
@@ -112,17 +153,11 @@ impl Frame {
                             .with_severity(15)
                             .at_line(s.line));
                         }
-                        let ty = match &d.kind {
-                            ast::DeclarationKind::Scalar { ty, .. } => {
-                                types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?
-                            }
-                            ast::DeclarationKind::Table { .. } => {
-                                return Err(
-                                    SqlError::new(40523, "Table variables are not supported yet.").at_line(s.line)
-                                )
-                            }
-                        };
-                        self.decls.push((lower, ty));
+                        // Table variables are tables (see `ddl::declare_table_variable`), not slots.
+                        if let ast::DeclarationKind::Scalar { ty, .. } = &d.kind {
+                            let ty = types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?;
+                            self.decls.push((lower, ty));
+                        }
                     }
                     // The statement itself sees its own variables (initialisers may not,
                     // but assignments after the declaration in a DECLARE list do).
@@ -140,6 +175,8 @@ impl Frame {
                     self.walk(try_block)?;
                     self.walk(catch_block)?;
                 }
+                StatementKind::Label(l) => self.labels.push(l.value.clone()),
+                StatementKind::Goto(l) => self.gotos.push((l.value.clone(), s.line)),
                 _ => {}
             }
         }
@@ -153,11 +190,54 @@ impl Session {
             return Err(crate::runtime::database_not_found(database));
         }
         let spid = shared.next_spid();
-        Ok(Session { state: SessionState::new(spid, login, database), shared })
+        let info = crate::runtime::SessionInfo {
+            spid,
+            login: login.to_string(),
+            host_name: String::new(),
+            program_name: String::new(),
+            database: database.to_string(),
+            login_time: crate::catalog::now_epoch(),
+            status: "sleeping",
+            command: None,
+            open_transactions: 0,
+        };
+        shared.sessions.lock().insert(spid, info);
+        Ok(Session { state: SessionState::new(spid, login, database), shared, initial_database: database.to_string() })
     }
 
     pub fn database(&self) -> &str {
         &self.state.database
+    }
+
+    /// Tells the server's views who the client is (from the login).
+    pub fn set_client(&mut self, host_name: &str, program_name: &str) {
+        self.state.host_name = host_name.to_string();
+        self.state.program_name = program_name.to_string();
+        if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
+            info.host_name = host_name.to_string();
+            info.program_name = program_name.to_string();
+        }
+    }
+
+    fn publish(&self, running: Option<&str>) {
+        if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
+            info.database.clone_from(&self.state.database);
+            info.status = if running.is_some() { "running" } else { "sleeping" };
+            info.command = running.map(str::to_string);
+            info.open_transactions = self.state.txns.count;
+        }
+    }
+
+    /// Resets the session as a pooled connection's reuse asks (TDS RESETCONNECTION): the
+    /// transaction rolls back, temp tables and prepared statements go, options and the
+    /// database return to the login's.
+    pub fn reset(&mut self) {
+        self.close();
+        let (spid, login) = (self.state.spid, self.state.login.clone());
+        let (host, program) = (self.state.host_name.clone(), self.state.program_name.clone());
+        self.state = SessionState::new(spid, &login, &self.initial_database);
+        self.state.host_name = host;
+        self.state.program_name = program;
     }
 
     /// Ends the session: rolls back an open transaction and drops its temp tables.
@@ -174,7 +254,9 @@ impl Session {
     /// Runs one batch (the text between two GO lines); true if it raised an error.
     pub fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
         let mut watch = ErrorWatch { inner: sink, failed: false };
+        self.publish(Some(text));
         self.execute_inner(text, &mut watch);
+        self.publish(None);
         watch.failed
     }
 
@@ -206,6 +288,10 @@ impl Session {
             sink,
             try_depth: 0,
             executed: 0,
+            procedure: None,
+            returns: None,
+            returned: None,
+            table_vars: Vec::new(),
         };
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             runner.sink.message(&e);
@@ -213,7 +299,77 @@ impl Session {
             return;
         }
         let _ = runner.run_block(&cached.batch.statements);
-        shared.plans.account();
+        runner.drop_table_variables();
+    }
+
+    /// Runs a remote procedure call: a stored procedure, `sp_executesql`, or a
+    /// prepared-statement procedure, with typed parameter values. Result sets, messages and
+    /// the return status go to `sink`; OUTPUT parameter values come back.
+    pub fn execute_rpc(&mut self, procedure: &str, params: Vec<RpcParam>, sink: &mut dyn ResultSink) -> RpcOutcome {
+        // The call runs as the batch `EXEC proc @a = @__rpc0, @__rpc1 OUTPUT, …` whose
+        // variables hold the parameter values; the text names the types so that a cached
+        // plan is only reused for the same parameter types.
+        let mut text = String::from("-- rpc:");
+        for p in &params {
+            text.push(' ');
+            text.push_str(&types::type_name(&p.ty));
+        }
+        text.push_str("\nEXEC ");
+        text.push_str(&quote_name(procedure));
+        for (i, p) in params.iter().enumerate() {
+            text.push_str(if i == 0 { " " } else { ", " });
+            if let Some(n) = &p.name {
+                text.push_str(n);
+                text.push_str(" = ");
+            }
+            text.push_str(&format!("@__rpc{i}"));
+            if p.output {
+                text.push_str(" OUTPUT");
+            }
+        }
+        let mut watch = ErrorWatch { inner: sink, failed: false };
+        self.publish(Some(&text));
+        self.state.cancel.store(false, Ordering::Relaxed);
+        let shared = self.shared.clone();
+        let cached = match shared.plans.get_or_parse(&self.state.database, &text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => {
+                watch.message(&e);
+                self.publish(None);
+                return RpcOutcome { outputs: Vec::new(), failed: true };
+            }
+        };
+        let frame = Frame {
+            decls: params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect(),
+            visible: HashMap::new(),
+            labels: Vec::new(),
+            gotos: Vec::new(),
+        };
+        self.state.vars = params.iter().map(|p| p.value.clone()).collect();
+        {
+            let mut runner = Runner {
+                shared: &shared,
+                state: &mut self.state,
+                batch: &cached,
+                frame: &frame,
+                sink: &mut watch,
+                try_depth: 0,
+                executed: 0,
+                procedure: None,
+                returns: None,
+                returned: None,
+                table_vars: Vec::new(),
+            };
+            let _ = runner.run_block(&cached.batch.statements);
+        }
+        let outputs = params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.output)
+            .map(|(i, p)| (p.name.clone(), self.state.vars.get(i).cloned().unwrap_or(Value::Null), p.ty))
+            .collect();
+        self.publish(None);
+        RpcOutcome { outputs, failed: watch.failed }
     }
 
     /// The cancel flag a network layer sets on an attention signal.
@@ -253,6 +409,109 @@ impl ResultSink for ErrorWatch<'_> {
 impl Drop for Session {
     fn drop(&mut self) {
         self.close();
+        self.shared.sessions.lock().remove(&self.state.spid);
+    }
+}
+
+/// The prepared-statement procedures, which keep state in the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PreparedProc {
+    Prepare,
+    Execute,
+    PrepExec,
+    Unprepare,
+}
+
+impl PreparedProc {
+    fn lookup(name: &str) -> Option<PreparedProc> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "sp_prepare" => PreparedProc::Prepare,
+            "sp_execute" => PreparedProc::Execute,
+            "sp_prepexec" => PreparedProc::PrepExec,
+            "sp_unprepare" => PreparedProc::Unprepare,
+            _ => return None,
+        })
+    }
+}
+
+/// A parameter of a remote procedure call (TDS RPC request).
+#[derive(Clone, Debug)]
+pub struct RpcParam {
+    /// `@name`, or None for a positional parameter.
+    pub name: Option<String>,
+    pub value: Value,
+    pub ty: SqlType,
+    pub output: bool,
+}
+
+/// What an RPC returns besides its result sets: the values of its OUTPUT parameters, in
+/// the order they were given (name, value, type).
+#[derive(Clone, Debug, Default)]
+pub struct RpcOutcome {
+    pub outputs: Vec<(Option<String>, Value, SqlType)>,
+    pub failed: bool,
+}
+
+/// Discards results: a scalar function's body may not return rows.
+struct Discard;
+
+impl ResultSink for Discard {
+    fn columns(&mut self, _: &[crate::bind::OutputColumn]) {}
+    fn row(&mut self, _: &[Value]) {}
+    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn message(&mut self, _: &SqlError) {}
+}
+
+/// Runs a scalar user-defined function's body with `args` and returns its RETURN value.
+pub(crate) fn call_scalar_function(
+    ctx: &mut ExecCtx,
+    call: &crate::plan::UserCall,
+    args: Vec<Value>,
+) -> SqlResult<Value> {
+    let cached = ctx.shared.plans.get_or_parse(&call.db, &call.text, crate::parser::parse_batch)?;
+    let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+        return Err(crate::bind::invalid_object(&call.name));
+    };
+    let ast::FunctionReturns::Scalar { body, .. } = &cf.returns else {
+        return Err(crate::bind::invalid_object(&call.name));
+    };
+    let state = &mut *ctx.session;
+    if state.nest_level >= crate::modules::MAX_NESTING {
+        return Err(crate::modules::nesting_error());
+    }
+    let frame = Frame::of_procedure(&cf.params, body)?;
+    let mut vars = vec![Value::Null; frame.decls.len()];
+    for (i, v) in args.into_iter().enumerate() {
+        vars[i] = v;
+    }
+    let saved_vars = std::mem::replace(&mut state.vars, vars);
+    let saved_db = std::mem::replace(&mut state.database, call.db.clone());
+    state.nest_level += 1;
+    let mut sink = Discard;
+    let result = {
+        let mut runner = Runner {
+            shared: ctx.shared,
+            state: &mut *state,
+            batch: &cached,
+            frame: &frame,
+            sink: &mut sink,
+            try_depth: 1,
+            executed: 0,
+            procedure: Some(call.name.clone()),
+            returns: Some(call.ty),
+            returned: None,
+            table_vars: Vec::new(),
+        };
+        let r = runner.compile_all(body).map(|_| runner.run_block(body));
+        r.map(|flow| (flow, runner.returned.take()))
+    };
+    state.nest_level -= 1;
+    state.database = saved_db;
+    state.vars = saved_vars;
+    match result? {
+        (Ok(_), value) => Ok(value.unwrap_or(Value::Null)),
+        (Err(Stop::Error(e)), _) => Err(e),
+        (Err(Stop::Abort), _) => Err(SqlError::new(50000, format!("The function '{}' failed.", call.name))),
     }
 }
 
@@ -264,6 +523,22 @@ struct Runner<'a> {
     sink: &'a mut dyn ResultSink,
     try_depth: usize,
     executed: u64,
+    /// The procedure being run (error messages name it), None for a batch.
+    procedure: Option<String>,
+    /// In a scalar function: its return type, and the value RETURN gave.
+    returns: Option<SqlType>,
+    returned: Option<Value>,
+    /// Table variables this frame declared, with the mapping each one shadows.
+    table_vars: Vec<(String, Option<String>)>,
+}
+
+/// An evaluated argument of EXEC or sp_executesql.
+struct Argument {
+    name: Option<String>,
+    /// None for the DEFAULT keyword.
+    value: Option<(Value, SqlType)>,
+    /// `@v OUTPUT`: the caller's variable slot and type.
+    output: Option<(usize, SqlType)>,
 }
 
 impl<'a> Runner<'a> {
@@ -275,9 +550,17 @@ impl<'a> Runner<'a> {
     /// Fingerprint of the session state plans depend on: which table has IDENTITY_INSERT
     /// on, and which session's temp tables `#names` mean.
     fn context(&self) -> u64 {
-        let mut h = match &self.state.options.identity_insert {
+        let o = &self.state.options;
+        let mut h = match &o.identity_insert {
             Some((db, id)) => (*id as u32 as u64) ^ ((db.len() as u64) << 32),
             None => 0,
+        };
+        // Options the binder compiles into plans (constants are converted while binding).
+        h ^= u64::from(!o.ansi_nulls) << 62 | u64::from(!o.concat_null_yields_null) << 63;
+        h ^= match o.dateformat.as_str() {
+            "dmy" | "dym" => 1 << 60,
+            "ymd" | "ydm" => 1 << 61,
+            _ => 0,
         };
         if !self.state.temp_tables.is_empty() {
             h ^= (self.state.spid as u64) << 40;
@@ -286,6 +569,9 @@ impl<'a> Runner<'a> {
     }
 
     fn current_version(&self, db: &str) -> Option<u64> {
+        if let Some(v) = self.shared.loaded_catalog_version(db) {
+            return Some(v);
+        }
         let d = self.shared.database(db).ok()?;
         self.shared.catalog(&d).ok().map(|c| c.version)
     }
@@ -364,8 +650,8 @@ impl<'a> Runner<'a> {
                     Ok(_) => {}
                     // Deferred name resolution: the object may be created earlier in the
                     // batch; the statement binds again when it runs.
-                    Err(e) if matches!(e.number, 208 | 911) => {}
-                    Err(e) if mentions_temp_table(s) => {}
+                    Err(e) if matches!(e.number, 208 | 911 | 1087) => {}
+                    Err(_) if mentions_temp_table(s) => {}
                     Err(e) => return Err(e.at_line(s.line)),
                 },
             }
@@ -440,6 +726,11 @@ impl<'a> Runner<'a> {
         if control {
             return self.run_control(s);
         }
+        match &s.kind {
+            StatementKind::Execute(e) => return self.run_execute(s, e),
+            StatementKind::ExecuteString(parts) => return self.run_dynamic(s, parts),
+            _ => {}
+        }
         if self.state.options.implicit_transactions
             && self.state.txns.count == 0
             && starts_implicit_transaction(&s.kind)
@@ -447,6 +738,7 @@ impl<'a> Runner<'a> {
             self.state.txns.count = 1;
         }
         self.state.txns.mark_statement();
+        self.state.null_eliminated = false;
         match self.exec(s) {
             Ok(flow) => {
                 if self.state.txns.count == 0 {
@@ -466,7 +758,13 @@ impl<'a> Runner<'a> {
     /// A statement failed: undo it, report or hand the error to CATCH, and decide whether
     /// the batch goes on.
     fn fail(&mut self, s: &Statement, e: SqlError) -> Result<Flow, Stop> {
-        let e = e.at_line(s.line);
+        self.state.rowcount = 0;
+        // An error that already names its procedure keeps its line (SQL Server reports
+        // parameter errors at line 0 of the procedure).
+        let mut e = if e.procedure.is_some() { e } else { e.at_line(s.line) };
+        if e.procedure.is_none() && e.severity > 10 {
+            e.procedure = self.procedure.clone();
+        }
         self.state.error = e.number;
         let txns = &mut self.state.txns;
         let doom = self.state.options.xact_abort || e.number == 1205;
@@ -485,8 +783,14 @@ impl<'a> Runner<'a> {
             return Err(Stop::Error(e));
         }
         self.sink.message(&e);
-        if doom || aborts_batch(&e) {
+        if doom || aborts_batch(&e) || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
+        }
+        // A data change stopped by an error found while it ran (not a compile error).
+        let runtime =
+            matches!(e.number, 515 | 547 | 2601 | 2627 | 2628 | 8152 | 8115 | 8134 | 220 | 232 | 512 | 1946 | 511);
+        if runtime && matches!(s.kind, StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_)) {
+            self.sink.message(&info(3621, "The statement has been terminated."));
         }
         Ok(Flow::Next)
     }
@@ -572,6 +876,9 @@ impl<'a> Runner<'a> {
             StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()) => {
                 self.select_into(s, q)?;
             }
+            StatementKind::Insert(i) if matches!(i.source, ast::InsertSource::Execute(_)) => {
+                self.insert_exec(s, i)?;
+            }
             StatementKind::Query(_)
             | StatementKind::Insert(_)
             | StatementKind::Update(_)
@@ -582,6 +889,20 @@ impl<'a> Runner<'a> {
             }
             StatementKind::Declare(decls) => {
                 for d in decls {
+                    if let ast::DeclarationKind::Table { columns, constraints } = &d.kind {
+                        let lower = d.name.to_lowercase();
+                        if self.table_vars.iter().any(|(n, _)| *n == lower) {
+                            return Err(SqlError::new(
+                                134,
+                                format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", d.name),
+                            )
+                            .with_severity(15));
+                        }
+                        let previous = self.state.temp_tables.get(&lower).cloned();
+                        self.with_ctx(|ctx| ddl::declare_table_variable(ctx, &d.name, columns, constraints))?;
+                        self.table_vars.push((lower, previous));
+                        continue;
+                    }
                     if let ast::DeclarationKind::Scalar { init: Some(init), .. } = &d.kind {
                         let (v, t) = self.eval_scalar(s, init)?;
                         let slot = self
@@ -677,13 +998,26 @@ impl<'a> Runner<'a> {
             StatementKind::Goto(l) => return Ok(Flow::Goto(l.value.clone())),
             StatementKind::Break => return Ok(Flow::Break),
             StatementKind::Continue => return Ok(Flow::Continue),
-            StatementKind::Return(None) => return Ok(Flow::Return),
-            StatementKind::Return(Some(_)) => {
-                return Err(SqlError::new(
-                    178,
-                    "A RETURN statement with a return value cannot be used in this context.",
-                )
-                .with_severity(15))
+            StatementKind::Return(None) => return Ok(Flow::Return(None)),
+            StatementKind::Return(Some(e)) => {
+                if let Some(ty) = self.returns {
+                    let (v, t) = self.eval_scalar(s, e)?;
+                    self.returned = Some(types::cast(&v, &t, &ty, None)?);
+                    return Ok(Flow::Return(None));
+                }
+                if self.procedure.is_none() {
+                    return Err(SqlError::new(
+                        178,
+                        "A RETURN statement with a return value cannot be used in this context.",
+                    )
+                    .with_severity(15));
+                }
+                let (v, t) = self.eval_scalar(s, e)?;
+                let status = match types::cast(&v, &t, &SqlType::Int, None)? {
+                    Value::Int(n) => n as i32,
+                    _ => 0,
+                };
+                return Ok(Flow::Return(Some(status)));
             }
             StatementKind::WaitFor { delay, value } => self.wait_for(s, *delay, value)?,
             StatementKind::Throw(args) => return Err(self.throw(s, args.as_ref())?),
@@ -695,31 +1029,519 @@ impl<'a> Runner<'a> {
                 db.checkpoint()?;
             }
             StatementKind::Dbcc { command, args, options } => self.dbcc(s, command, args, options)?,
-            StatementKind::Reconfigure { .. } => {}
+            StatementKind::Reconfigure { .. } => self.shared.config.reconfigure(),
             StatementKind::If { .. }
             | StatementKind::While { .. }
             | StatementKind::Block(_)
             | StatementKind::TryCatch { .. } => {
                 unreachable!("control flow runs in run_control")
             }
-            StatementKind::CreateProcedure(_)
-            | StatementKind::CreateFunction(_)
-            | StatementKind::CreateView(_)
-            | StatementKind::DropModule { .. } => {
-                return Err(SqlError::new(40524, "Procedures, functions and views are not supported yet."));
+            StatementKind::CreateProcedure(cp) => {
+                let text = cp.text.clone();
+                self.with_ctx(|ctx| {
+                    crate::modules::define(ctx, &cp.name, ModuleKind::Procedure, cp.or_alter, cp.alter, &text)
+                })?;
             }
-            StatementKind::Execute(e) => {
-                return Err(SqlError::new(
-                    2812,
-                    format!(
-                        "Could not find stored procedure '{}'.",
-                        e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
-                    ),
-                ));
+            StatementKind::CreateFunction(cf) => {
+                let kind = match cf.returns {
+                    ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
+                    ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
+                    ast::FunctionReturns::MultiStatement { .. } => {
+                        return Err(SqlError::new(
+                            40526,
+                            "Multi-statement table-valued functions are not supported yet.",
+                        ))
+                    }
+                };
+                let text = cf.text.clone();
+                self.with_ctx(|ctx| crate::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text))?;
             }
-            StatementKind::ExecuteString(_) => return Err(SqlError::new(40525, "EXEC (string) is not supported yet.")),
+            StatementKind::CreateView(cv) => {
+                // A view must bind when it is created (its tables and columns must exist).
+                let mut b = Binder::new(self.shared, self.state, &[]);
+                let bound = b.bind_query(&cv.query)?;
+                if !cv.columns.is_empty() && cv.columns.len() != bound.columns.len() {
+                    return Err(SqlError::new(
+                        8159,
+                        format!("'{}' has fewer columns than were specified in the column list.", cv.name.name().value),
+                    ));
+                }
+                if cv.columns.is_empty() {
+                    if let Some(i) = bound.columns.iter().position(|c| c.name.is_empty()) {
+                        return Err(SqlError::new(
+                            4511,
+                            format!(
+                                "Create View or Function failed because no column name was specified for column {}.",
+                                i + 1
+                            ),
+                        ));
+                    }
+                }
+                let text = cv.text.clone();
+                self.with_ctx(|ctx| {
+                    crate::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
+                })?;
+            }
+            StatementKind::DropModule { kind, names, if_exists } => {
+                for n in names {
+                    self.with_ctx(|ctx| crate::modules::drop(ctx, *kind, n, *if_exists))?;
+                }
+            }
+            StatementKind::Execute(_) | StatementKind::ExecuteString(_) => unreachable!("EXEC runs in run_one"),
         }
         Ok(Flow::Next)
+    }
+
+    /// Drops the table variables this frame declared (at the end of its batch or
+    /// procedure), restoring what they shadowed.
+    fn drop_table_variables(&mut self) {
+        for (name, previous) in std::mem::take(&mut self.table_vars).into_iter().rev() {
+            let object = ast::ObjectName(vec![ast::Ident::new(name.clone())]);
+            let _ = self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true));
+            if let Some(p) = previous {
+                self.state.temp_tables.insert(name, p);
+            }
+        }
+    }
+
+    /// Evaluates EXEC's arguments in the caller's frame.
+    fn arguments(&mut self, s: &Statement, args: &[ast::ExecArg]) -> SqlResult<Vec<Argument>> {
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            let value = match &a.value {
+                ast::Expr::Default => None,
+                e => Some(self.eval_scalar(s, e)?),
+            };
+            let output = if a.output {
+                match &a.value {
+                    ast::Expr::Variable(v) => {
+                        let vars = self.visible(s);
+                        let lower = v.to_lowercase();
+                        let slot = vars.iter().rposition(|(n, _)| *n == lower).ok_or_else(|| {
+                            SqlError::new(137, format!("Must declare the scalar variable \"{v}\"."))
+                                .with_severity(15)
+                                .with_state(2)
+                        })?;
+                        Some((slot, vars[slot].1))
+                    }
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            out.push(Argument { name: a.name.clone(), value, output });
+        }
+        Ok(out)
+    }
+
+    /// `EXEC [@rc =] proc args`: a stored procedure or a system procedure.
+    fn run_execute(&mut self, s: &Statement, e: &ast::Execute) -> Result<Flow, Stop> {
+        let args = match self.arguments(s, &e.args) {
+            Ok(a) => a,
+            Err(err) => return self.fail(s, err),
+        };
+        let proc_name = e.procedure.name().value.clone();
+        let status = if let Some(kind) = PreparedProc::lookup(&proc_name) {
+            match self.run_prepared_proc(s, kind, args) {
+                Ok(status) => status,
+                Err(Stop::Error(err)) => return self.fail(s, err),
+                Err(Stop::Abort) => return Err(Stop::Abort),
+            }
+        } else if let Some(system) = crate::sysprocs::lookup(&proc_name) {
+            self.state.txns.mark_statement();
+            let values: Vec<crate::sysprocs::NamedArg> =
+                args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
+            let result = if system == crate::sysprocs::SystemProc::ExecuteSql {
+                self.run_executesql(s, args)
+            } else {
+                let mut ctx = ExecCtx::new(self.shared, self.state);
+                crate::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
+            };
+            match result {
+                Ok(status) => {
+                    if self.state.txns.count == 0 {
+                        if let Err(err) = self.state.txns.commit_all(false) {
+                            return self.fail(s, err);
+                        }
+                    }
+                    status
+                }
+                Err(Stop::Error(err)) => return self.fail(s, err),
+                Err(Stop::Abort) => return Err(Stop::Abort),
+            }
+        } else {
+            let found = {
+                let ctx = ExecCtx::new(self.shared, self.state);
+                crate::modules::find(&ctx, &e.procedure)
+            };
+            let (db, module) = match found {
+                Ok(Some((db, m))) if m.kind == ModuleKind::Procedure => (db, m),
+                Ok(_) => {
+                    let shown = e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+                    return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{shown}'.")));
+                }
+                Err(err) => return self.fail(s, err),
+            };
+            self.call_procedure(s, &db, &module.name, &module.text, args)?
+        };
+        if let Some(rc) = &e.return_status {
+            let vars = self.visible(s);
+            let lower = rc.to_lowercase();
+            match vars.iter().rposition(|(n, _)| *n == lower) {
+                Some(slot) => {
+                    let t = vars[slot].1;
+                    match types::cast(&Value::Int(i64::from(status)), &SqlType::Int, &t, None) {
+                        Ok(v) => self.state.vars[slot] = v,
+                        Err(err) => return self.fail(s, err),
+                    }
+                }
+                None => {
+                    return self.fail(
+                        s,
+                        SqlError::new(137, format!("Must declare the scalar variable \"{rc}\"."))
+                            .with_severity(15)
+                            .with_state(2),
+                    )
+                }
+            }
+        }
+        if self.state.nest_level == 0 {
+            self.sink.return_status(status);
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Runs a stored procedure: binds the arguments to its parameters, runs its body in a
+    /// frame of its own (in the procedure's database), copies OUTPUT parameters back and
+    /// returns its return status.
+    fn call_procedure(
+        &mut self,
+        s: &Statement,
+        db: &str,
+        name: &str,
+        text: &str,
+        args: Vec<Argument>,
+    ) -> Result<i32, Stop> {
+        let cached = match self.shared.plans.get_or_parse(db, text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return self.fail(s, e).map(|_| 0),
+        };
+        let Some(StatementKind::CreateProcedure(cp)) = cached.batch.statements.first().map(|st| &st.kind) else {
+            return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{name}'."))).map(|_| 0);
+        };
+        self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args)
+    }
+
+    /// Runs `body` with `params` bound to `args`, one nesting level down.
+    #[allow(clippy::too_many_arguments)]
+    fn invoke(
+        &mut self,
+        s: &Statement,
+        cached: &CachedBatch<Prepared>,
+        params: &[ast::Parameter],
+        body: &[Statement],
+        name: Option<&str>,
+        db: &str,
+        args: Vec<Argument>,
+    ) -> Result<i32, Stop> {
+        let shown = name.unwrap_or("sp_executesql").to_string();
+        if self.state.nest_level >= crate::modules::MAX_NESTING {
+            return self.fail(s, crate::modules::nesting_error()).map(|_| 0);
+        }
+        let frame = match Frame::of_procedure(params, body) {
+            Ok(f) => f,
+            Err(e) => return self.fail(s, e).map(|_| 0),
+        };
+        let (vars, outputs) = match self.bind_arguments(s, &shown, params, &frame, args) {
+            Ok(v) => v,
+            Err(mut e) => {
+                if let Some(n) = name {
+                    e.procedure = Some(n.to_string());
+                }
+                return self.fail(s, e).map(|_| 0);
+            }
+        };
+        let saved_vars = std::mem::replace(&mut self.state.vars, vars);
+        let saved_db = std::mem::replace(&mut self.state.database, db.to_string());
+        let saved_scope_identity = self.state.scope_identity.take();
+        // SET options changed inside a procedure revert when it ends.
+        let saved_options = self.state.options.clone();
+        self.state.nest_level += 1;
+        let before = self.state.txns.count;
+        let result = {
+            let mut inner = Runner {
+                shared: self.shared,
+                state: &mut *self.state,
+                batch: cached,
+                frame: &frame,
+                sink: &mut *self.sink,
+                try_depth: self.try_depth,
+                executed: 0,
+                procedure: name.map(str::to_string),
+                returns: None,
+                returned: None,
+                table_vars: Vec::new(),
+            };
+            let r = match inner.compile_all(body) {
+                Err(e) => Err(e),
+                Ok(()) => Ok(inner.run_block(body)),
+            };
+            inner.drop_table_variables();
+            r
+        };
+        self.state.nest_level -= 1;
+        self.state.options = saved_options;
+        self.state.scope_identity = saved_scope_identity;
+        self.state.database = saved_db;
+        let proc_vars = std::mem::replace(&mut self.state.vars, saved_vars);
+        let status = match result {
+            Err(mut compile_error) => {
+                compile_error.procedure = name.map(str::to_string);
+                return self.fail(s, compile_error).map(|_| 0);
+            }
+            Ok(Err(stop)) => return Err(stop),
+            Ok(Ok(Flow::Return(Some(n)))) => n,
+            Ok(Ok(_)) => 0,
+        };
+        for (param_slot, caller_slot, param_ty, caller_ty) in outputs {
+            match types::cast(&proc_vars[param_slot], &param_ty, &caller_ty, None) {
+                Ok(v) => self.state.vars[caller_slot] = v,
+                Err(e) => return self.fail(s, e).map(|_| status),
+            }
+        }
+        let after = self.state.txns.count;
+        if after != before {
+            let e = SqlError::new(
+                266,
+                format!("Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = {before}, current count = {after}."),
+            );
+            let mut e = e.at_line(s.line);
+            e.procedure = name.map(str::to_string);
+            self.sink.message(&e);
+            self.state.error = e.number;
+        }
+        Ok(status)
+    }
+
+    /// Matches arguments to parameters (positional first, then by name), fills defaults,
+    /// and converts values; returns the frame's initial variables and the OUTPUT pairs
+    /// (parameter slot, caller slot, parameter type, caller type).
+    #[allow(clippy::type_complexity)]
+    fn bind_arguments(
+        &mut self,
+        s: &Statement,
+        proc_name: &str,
+        params: &[ast::Parameter],
+        frame: &Frame,
+        args: Vec<Argument>,
+    ) -> SqlResult<(Vec<Value>, Vec<(usize, usize, SqlType, SqlType)>)> {
+        let mut vars = vec![Value::Null; frame.decls.len()];
+        let mut given: Vec<Option<Argument>> = (0..params.len()).map(|_| None).collect();
+        let mut named_seen = false;
+        for (i, a) in args.into_iter().enumerate() {
+            let slot = match &a.name {
+                Some(n) => {
+                    named_seen = true;
+                    params.iter().position(|p| p.name.eq_ignore_ascii_case(n)).ok_or_else(|| {
+                        SqlError::new(8145, format!("{n} is not a parameter for procedure {proc_name}."))
+                    })?
+                }
+                None => {
+                    if named_seen {
+                        return Err(SqlError::new(
+                            119,
+                            "Must pass parameter number 2 and subsequent parameters as '@name = value'. After the form '@name = value' has been used, all subsequent parameters must be passed in the form '@name = value'.".replace("number 2", &format!("number {}", i + 1)),
+                        )
+                        .with_severity(15));
+                    }
+                    if i >= params.len() {
+                        return Err(SqlError::new(
+                            8144,
+                            format!("Procedure or function {proc_name} has too many arguments specified."),
+                        ));
+                    }
+                    i
+                }
+            };
+            given[slot] = Some(a);
+        }
+        let mut outputs = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let ty = frame.decls[i].1;
+            let arg = given[i].take();
+            let value = match arg.as_ref().and_then(|a| a.value.clone()) {
+                Some((v, t)) => types::cast(&v, &t, &ty, None)?,
+                None => {
+                    match &p.default {
+                        Some(d) => {
+                            let (v, t) = self.eval_scalar(s, d)?;
+                            types::cast(&v, &t, &ty, None)?
+                        }
+                        None if arg.as_ref().is_some_and(|a| a.value.is_none()) || arg.is_none() => {
+                            return Err(SqlError::new(
+                            201,
+                            format!("Procedure or function '{proc_name}' expects parameter '{}', which was not supplied.", p.name),
+                        )
+                        .with_state(4));
+                        }
+                        None => Value::Null,
+                    }
+                }
+            };
+            vars[i] = value;
+            if let Some((caller_slot, caller_ty)) = arg.and_then(|a| a.output) {
+                if !p.output {
+                    return Err(SqlError::new(
+                        8162,
+                        format!("The formal parameter \"{}\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output.", p.name),
+                    ));
+                }
+                outputs.push((i, caller_slot, ty, caller_ty));
+            }
+        }
+        Ok((vars, outputs))
+    }
+
+    /// `EXEC ('dynamic sql')`: the string runs as a batch of its own, one level down.
+    fn run_dynamic(&mut self, s: &Statement, parts: &[ast::Expr]) -> Result<Flow, Stop> {
+        let mut text = String::new();
+        for p in parts {
+            match self.eval_scalar(s, p) {
+                Ok((Value::Str(v), _)) => text.push_str(&v),
+                Ok((Value::Null, _)) => {}
+                Ok((v, t)) => match types::cast(&v, &t, &SqlType::NVarChar(tessera_access::row::MAX), None) {
+                    Ok(Value::Str(v)) => text.push_str(&v),
+                    Ok(_) => {}
+                    Err(e) => return self.fail(s, e),
+                },
+                Err(e) => return self.fail(s, e),
+            }
+        }
+        let db = self.state.database.clone();
+        let cached = match self.shared.plans.get_or_parse(&db, &text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return self.fail(s, e),
+        };
+        self.invoke(s, &cached, &[], &cached.batch.statements, None, &db, Vec::new()).map(|_| Flow::Next)
+    }
+
+    /// sp_prepare / sp_execute / sp_prepexec / sp_unprepare: statements prepared once per
+    /// session and run by handle.
+    fn run_prepared_proc(&mut self, s: &Statement, kind: PreparedProc, mut args: Vec<Argument>) -> Result<i32, Stop> {
+        let int_arg = |a: Option<&Argument>| match a.and_then(|a| a.value.as_ref()) {
+            Some((Value::Int(n), _)) => Some(*n as i32),
+            _ => None,
+        };
+        let prepare = |this: &mut Self, args: &mut Vec<Argument>| -> Result<i32, Stop> {
+            if args.len() < 3 {
+                return Err(Stop::Error(SqlError::new(
+                    201,
+                    "Procedure or function 'sp_prepare' expects parameter '@stmt', which was not supplied.",
+                )));
+            }
+            let text = |a: &Argument| match &a.value {
+                Some((Value::Str(v), _)) => v.to_string(),
+                _ => String::new(),
+            };
+            let (params, stmt) = (text(&args[1]), text(&args[2]));
+            let handle = this.state.next_prepared_handle();
+            this.state.prepared.insert(handle, (params, stmt));
+            if let Some((slot, ty)) = args[0].output {
+                this.state.vars[slot] =
+                    types::cast(&Value::Int(i64::from(handle)), &SqlType::Int, &ty, None).map_err(Stop::Error)?;
+            }
+            args.drain(..3);
+            Ok(handle)
+        };
+        match kind {
+            PreparedProc::Prepare => prepare(self, &mut args).map(|_| 0),
+            PreparedProc::PrepExec => {
+                let handle = prepare(self, &mut args)?;
+                self.execute_handle(s, handle, args)
+            }
+            PreparedProc::Execute => {
+                let Some(handle) = int_arg(args.first()) else {
+                    return Err(Stop::Error(SqlError::new(8179, "Could not find prepared statement with handle 0.")));
+                };
+                args.remove(0);
+                self.execute_handle(s, handle, args)
+            }
+            PreparedProc::Unprepare => {
+                let handle = int_arg(args.first()).unwrap_or(0);
+                if self.state.prepared.remove(&handle).is_none() {
+                    return Err(Stop::Error(SqlError::new(
+                        8179,
+                        format!("Could not find prepared statement with handle {handle}."),
+                    )));
+                }
+                Ok(0)
+            }
+        }
+    }
+
+    fn execute_handle(&mut self, s: &Statement, handle: i32, args: Vec<Argument>) -> Result<i32, Stop> {
+        let Some((params, stmt)) = self.state.prepared.get(&handle).cloned() else {
+            return Err(Stop::Error(SqlError::new(
+                8179,
+                format!("Could not find prepared statement with handle {handle}."),
+            )));
+        };
+        let text = |t: String| Argument {
+            name: None,
+            value: Some((Value::Str(t.into()), SqlType::NVarChar(tessera_access::row::MAX))),
+            output: None,
+        };
+        let mut all = vec![text(stmt), text(params)];
+        all.extend(args);
+        self.run_executesql(s, all)
+    }
+
+    /// `sp_executesql @stmt [, @params, args…]`: a parameterised batch.
+    fn run_executesql(&mut self, s: &Statement, mut args: Vec<Argument>) -> Result<i32, Stop> {
+        let text_of = |a: &Argument| match &a.value {
+            Some((Value::Str(v), _)) => Some(v.to_string()),
+            _ => None,
+        };
+        if args.is_empty() {
+            return Err(Stop::Error(SqlError::new(
+                201,
+                "Procedure or function 'sp_executesql' expects parameter '@statement', which was not supplied.",
+            )));
+        }
+        let stmt = args.remove(0);
+        let Some(stmt_text) = text_of(&stmt) else {
+            return Err(Stop::Error(SqlError::new(
+                214,
+                "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.",
+            )));
+        };
+        let params_text = if args
+            .first()
+            .is_some_and(|a| a.name.is_none() || a.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("@params")))
+        {
+            let p = args.remove(0);
+            text_of(&p).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let db = self.state.database.clone();
+        let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
+        let declared = match self.shared.plans.get_or_parse(&db, &header, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return Err(Stop::Error(e)),
+        };
+        let Some(StatementKind::CreateProcedure(cp)) = declared.batch.statements.first().map(|st| &st.kind) else {
+            return Err(Stop::Error(SqlError::new(
+                8178,
+                "The parameterized query expects parameters that were not supplied.",
+            )));
+        };
+        let params = cp.params.clone();
+        let cached = match self.shared.plans.get_or_parse(&db, &stmt_text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return Err(Stop::Error(e)),
+        };
+        self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args)
     }
 
     fn with_ctx<T>(&mut self, f: impl FnOnce(&mut ExecCtx) -> SqlResult<T>) -> SqlResult<T> {
@@ -733,7 +1555,12 @@ impl<'a> Runner<'a> {
                 // SQL Server sends a result's column metadata before its rows; an error while
                 // producing them arrives after the header.
                 let rows = match self.with_ctx(|ctx| run(&q.plan, &[], ctx)) {
-                    Ok(rows) => rows,
+                    Ok(mut rows) => {
+                        if self.state.options.rowcount > 0 {
+                            rows.truncate(self.state.options.rowcount as usize);
+                        }
+                        rows
+                    }
                     Err(e) => {
                         self.sink.columns(&q.columns);
                         return Err(e);
@@ -750,21 +1577,21 @@ impl<'a> Runner<'a> {
             Prepared::Insert(i) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_insert(ctx, i))?;
                 if let Some(o) = &i.output {
-                    self.emit_output(&o.columns, &out);
+                    self.output(o, out)?;
                 }
                 self.affected(n);
             }
             Prepared::Update(u) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_update(ctx, u))?;
                 if let Some(o) = &u.output {
-                    self.emit_output(&o.columns, &out);
+                    self.output(o, out)?;
                 }
                 self.affected(n);
             }
             Prepared::Delete(d) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_delete(ctx, d))?;
                 if let Some(o) = &d.output {
-                    self.emit_output(&o.columns, &out);
+                    self.output(o, out)?;
                 }
                 self.affected(n);
             }
@@ -772,12 +1599,18 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    /// OUTPUT rows come as a result set whose count is the statement's.
-    fn emit_output(&mut self, columns: &[crate::bind::OutputColumn], rows: &[Vec<Value>]) {
-        self.sink.columns(columns);
-        for r in rows {
+    /// OUTPUT rows come as a result set whose count is the statement's, or go into the
+    /// OUTPUT … INTO table.
+    fn output(&mut self, o: &dml::OutputPlan, rows: Vec<Vec<Value>>) -> SqlResult<()> {
+        if let Some(into) = &o.into {
+            self.with_ctx(|ctx| dml::run_output_into(ctx, into, rows))?;
+            return Ok(());
+        }
+        self.sink.columns(&o.columns);
+        for r in &rows {
             self.sink.row(r);
         }
+        Ok(())
     }
 
     /// `SELECT … INTO t`: a new table with the query's columns, filled with its rows.
@@ -827,6 +1660,91 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
+    /// `INSERT t EXEC proc …`: the procedure's result sets become the inserted rows.
+    fn insert_exec(&mut self, s: &Statement, i: &ast::Insert) -> SqlResult<()> {
+        let ast::InsertSource::Execute(call) = &i.source else { unreachable!("checked by the caller") };
+        let mut captured = Collected::default();
+        let result = {
+            // The call runs in this frame with a sink that keeps its rows.
+            let mut inner = Runner {
+                shared: self.shared,
+                state: &mut *self.state,
+                batch: self.batch,
+                frame: self.frame,
+                sink: &mut captured,
+                try_depth: self.try_depth,
+                executed: 0,
+                procedure: self.procedure.clone(),
+                returns: None,
+                returned: None,
+                table_vars: Vec::new(),
+            };
+            match &**call {
+                StatementKind::Execute(e) => inner.run_execute(s, e),
+                StatementKind::ExecuteString(parts) => inner.run_dynamic(s, parts),
+                _ => Err(Stop::Error(SqlError::new(102, "Incorrect syntax near 'EXEC'.").with_severity(15))),
+            }
+        };
+        // The call's messages reach the client; an error that ended the call's batch is
+        // this statement's error.
+        let mut messages = std::mem::take(&mut captured.messages);
+        let last_error = match result {
+            Err(Stop::Abort) => messages.iter().rposition(|m| m.severity > 10).map(|i| messages.remove(i)),
+            _ => None,
+        };
+        for m in &messages {
+            self.sink.message(m);
+        }
+        let failed_inside = messages.iter().any(|m| m.severity > 10);
+        match (result, last_error) {
+            // The call failed and reported it: nothing is inserted.
+            (Ok(_), _) if failed_inside => return Ok(()),
+            (Ok(_), _) => {}
+            (Err(Stop::Error(e)), _) | (Err(Stop::Abort), Some(e)) => return Err(e),
+            (Err(Stop::Abort), None) => return Err(SqlError::new(50000, "The batch was aborted.")),
+        }
+        let mut rows = Vec::new();
+        let mut source_types: Option<Vec<SqlType>> = None;
+        for (columns, set) in captured.result_sets {
+            let types_: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+            match &source_types {
+                Some(t) if t.len() != types_.len() => {
+                    return Err(SqlError::new(
+                        213,
+                        "Column name or number of supplied values does not match table definition.",
+                    ));
+                }
+                _ => source_types = Some(types_),
+            }
+            rows.extend(set);
+        }
+        let plain = ast::Insert {
+            top: i.top.clone(),
+            table: i.table.clone(),
+            columns: i.columns.clone(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let vars = self.visible(s);
+        let mut b = Binder::new(self.shared, self.state, vars);
+        let mut plan = dml::compile_insert(&mut b, &plain)?;
+        if let Some(t) = source_types {
+            if t.len() != plan.columns.len() {
+                return Err(SqlError::new(
+                    213,
+                    "Column name or number of supplied values does not match table definition.",
+                ));
+            }
+            plan.source_types = t;
+        }
+        plan.source = dml::InsertSource::Rows(
+            rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
+        );
+        let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
+        self.affected(n);
+        Ok(())
+    }
+
     fn use_database(&mut self, name: &str) -> SqlResult<()> {
         if !self.shared.engine.exists(name) {
             return Err(crate::runtime::database_not_found(name));
@@ -862,7 +1780,7 @@ impl<'a> Runner<'a> {
                 return Ok(());
             }
             let outer = self.state.txns.name.as_deref();
-            if outer.is_some_and(|o| !o.eq_ignore_ascii_case(&n)) {
+            if !outer.is_some_and(|o| o.eq_ignore_ascii_case(&n)) {
                 return Err(SqlError::new(
                     6401,
                     format!("Cannot roll back {n}. No transaction or savepoint of that name was found."),
@@ -985,6 +1903,7 @@ impl<'a> Runner<'a> {
                         ));
                     }
                     self.state.options.datefirst = n;
+                    self.state.functions.datefirst = n as u8;
                 }
                 ("DATEFORMAT", None) => {
                     let w = word().unwrap_or_default().to_lowercase();
@@ -1085,7 +2004,21 @@ impl<'a> Runner<'a> {
     ) -> SqlResult<()> {
         let (mv, mt) = self.eval_scalar(s, message)?;
         let (number, format) = match mv {
-            Value::Int(n) => (n as i32, format!("Error {n} was raised by RAISERROR.")),
+            Value::Int(n) => {
+                // No sys.messages: a message number has no text to raise.
+                let severity = match self.eval_scalar(s, severity)?.0 {
+                    Value::Int(v) => v,
+                    _ => 16,
+                };
+                let state = match self.eval_scalar(s, state)?.0 {
+                    Value::Int(v) => v,
+                    _ => 1,
+                };
+                return Err(SqlError::new(
+                    18054,
+                    format!("Error {n}, severity {severity}, state {state} was raised, but no message with that error number was found in sys.messages. If error is larger than 50000, make sure the user-defined message is added using sp_addmessage."),
+                ));
+            }
             v => (
                 50000,
                 match types::cast(&v, &mt, &SqlType::NVarChar(2047), None)? {
@@ -1121,36 +2054,130 @@ impl<'a> Runner<'a> {
         Err(e)
     }
 
-    fn dbcc(&mut self, s: &Statement, command: &str, args: &[ast::Expr], _options: &[String]) -> SqlResult<()> {
+    fn dbcc(&mut self, s: &Statement, command: &str, args: &[ast::Expr], options: &[String]) -> SqlResult<()> {
+        let quiet = options.iter().any(|o| o.eq_ignore_ascii_case("NO_INFOMSGS"));
+        let completed = "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
+        let mut numbers = Vec::new();
+        for a in args {
+            match self.eval_scalar(s, a) {
+                Ok((Value::Int(n), _)) => numbers.push(n),
+                Ok(_) => {}
+                Err(_) => {}
+            }
+        }
         match command {
-            "FREEPROCCACHE" => {
-                self.shared.plans.clear();
-                self.sink.message(&info(2528, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."));
+            "FREEPROCCACHE" => self.shared.plans.clear(),
+            "DROPCLEANBUFFERS" => {
+                self.shared.engine.pool().drop_clean_pages();
             }
             "CHECKDB" => {
                 let name = match args.first() {
-                    Some(e) => match e {
-                        ast::Expr::Column(n) => n.name().value.clone(),
-                        e => match self.eval_scalar(s, e)?.0 {
-                            Value::Str(v) => v.to_string(),
-                            _ => self.state.database.clone(),
-                        },
+                    Some(ast::Expr::Column(n)) => n.name().value.clone(),
+                    Some(ast::Expr::Literal(ast::Literal::Integer(_))) | None => self.state.database.clone(),
+                    Some(e) => match self.eval_scalar(s, e)?.0 {
+                        Value::Str(v) => v.to_string(),
+                        _ => self.state.database.clone(),
                     },
-                    None => self.state.database.clone(),
                 };
+                if !self.shared.engine.exists(&name) {
+                    return Err(crate::runtime::database_not_found(&name));
+                }
                 let db = self.shared.database(&name)?;
-                let trees = db.check()?;
-                let objects = trees.len();
-                self.sink.message(&info(
-                    8989,
-                    format!("CHECKDB found 0 allocation errors and 0 consistency errors in database '{}'.", db.name()),
-                ));
-                let _ = objects;
-                self.sink.message(&info(2528, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."));
+                match db.check() {
+                    Ok(_) => {
+                        if !quiet {
+                            self.sink.message(&info(
+                                8989,
+                                format!(
+                                    "CHECKDB found 0 allocation errors and 0 consistency errors in database '{}'.",
+                                    db.name()
+                                ),
+                            ));
+                        }
+                    }
+                    Err(e) => {
+                        self.sink.message(&SqlError::new(8939, format!("Table error: {e}")).at_line(s.line));
+                        self.sink.message(&info(
+                            8989,
+                            format!(
+                                "CHECKDB found 0 allocation errors and 1 consistency errors in database '{}'.",
+                                db.name()
+                            ),
+                        ));
+                    }
+                }
+            }
+            "TRACEON" | "TRACEOFF" => {
+                let global = numbers.contains(&-1);
+                let flags: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
+                if flags.is_empty() {
+                    return Err(
+                        SqlError::new(2560, "Parameter 1 is incorrect for this DBCC statement.").with_severity(16)
+                    );
+                }
+                for f in flags {
+                    if !(0..=32767).contains(&f) {
+                        return Err(SqlError::new(2520, format!("Could not find trace flag {f}.")).with_severity(16));
+                    }
+                    let on = command == "TRACEON";
+                    if global {
+                        let mut g = self.shared.global_trace_flags.lock();
+                        if on {
+                            g.insert(f);
+                        } else {
+                            g.remove(&f);
+                        }
+                    } else if on {
+                        self.state.trace_flags.insert(f);
+                    } else {
+                        self.state.trace_flags.remove(&f);
+                    }
+                }
+            }
+            "TRACESTATUS" => {
+                let global: Vec<i32> = self.shared.global_trace_flags.lock().iter().copied().collect();
+                let mut flags: Vec<i32> =
+                    self.state.trace_flags.iter().copied().chain(global.iter().copied()).collect();
+                flags.sort_unstable();
+                flags.dedup();
+                let wanted: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
+                if !wanted.is_empty() {
+                    flags = wanted;
+                }
+                let columns = [
+                    crate::bind::OutputColumn { name: "TraceFlag".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Status".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Global".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Session".into(), ty: SqlType::SmallInt, nullable: false },
+                ];
+                let rows: Vec<Vec<Value>> = flags
+                    .iter()
+                    .map(|f| {
+                        let g = global.contains(f);
+                        let sess = self.state.trace_flags.contains(f);
+                        vec![
+                            Value::Int(i64::from(*f)),
+                            Value::Int(i64::from(g || sess)),
+                            Value::Int(i64::from(g)),
+                            Value::Int(i64::from(sess)),
+                        ]
+                    })
+                    .collect();
+                self.sink.columns(&columns);
+                for r in &rows {
+                    self.sink.row(r);
+                }
+                self.sink.done(None, true);
             }
             _ => {
-                return Err(SqlError::new(2526, format!("Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options. ({command})")))
+                return Err(SqlError::new(
+                    2526,
+                    "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.",
+                ))
             }
+        }
+        if !quiet {
+            self.sink.message(&info(2528, completed));
         }
         Ok(())
     }
@@ -1237,11 +2264,20 @@ fn type_args(t: &SqlType) -> Vec<ast::TypeArg> {
     }
 }
 
+/// `[name]` unless the name is a plain identifier (or already qualified/bracketed).
+fn quote_name(name: &str) -> String {
+    if name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '#' | '@')) {
+        name.to_string()
+    } else {
+        format!("[{}]", name.replace(']', "]]"))
+    }
+}
+
 /// Whether a statement names a `#temp` table, whose columns may only be known once an
 /// earlier statement of the batch created it (so its compile errors wait for run time).
 fn mentions_temp_table(s: &Statement) -> bool {
     fn named(n: &ast::ObjectName) -> bool {
-        n.name().value.starts_with('#')
+        n.name().value.starts_with('#') || n.name().value.starts_with('@')
     }
     fn in_refs(refs: &[ast::TableRef]) -> bool {
         refs.iter().any(|r| match r {

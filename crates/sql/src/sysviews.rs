@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::ast::ObjectName;
 use crate::bind::OutputColumn;
-use crate::catalog::Object;
+use crate::catalog::{ModuleKind, Object, Table};
 use crate::error::SqlResult;
 use crate::plan::{Plan, Row};
 use crate::runtime::ExecCtx;
@@ -26,6 +26,20 @@ pub enum View {
     Indexes,
     InfoTables,
     InfoColumns,
+    InfoRoutines,
+    Procedures,
+    Views,
+    SqlModules,
+    Parameters,
+    IndexColumns,
+    KeyConstraints,
+    ForeignKeys,
+    ForeignKeyColumns,
+    CheckConstraints,
+    DefaultConstraints,
+    Configurations,
+    Sessions,
+    Requests,
 }
 
 const VIEWS: &[(&str, &str, View)] = &[
@@ -40,6 +54,20 @@ const VIEWS: &[(&str, &str, View)] = &[
     ("sys", "indexes", View::Indexes),
     ("information_schema", "tables", View::InfoTables),
     ("information_schema", "columns", View::InfoColumns),
+    ("information_schema", "routines", View::InfoRoutines),
+    ("sys", "procedures", View::Procedures),
+    ("sys", "views", View::Views),
+    ("sys", "sql_modules", View::SqlModules),
+    ("sys", "parameters", View::Parameters),
+    ("sys", "index_columns", View::IndexColumns),
+    ("sys", "key_constraints", View::KeyConstraints),
+    ("sys", "foreign_keys", View::ForeignKeys),
+    ("sys", "foreign_key_columns", View::ForeignKeyColumns),
+    ("sys", "check_constraints", View::CheckConstraints),
+    ("sys", "default_constraints", View::DefaultConstraints),
+    ("sys", "configurations", View::Configurations),
+    ("sys", "dm_exec_sessions", View::Sessions),
+    ("sys", "dm_exec_requests", View::Requests),
 ];
 
 /// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
@@ -163,6 +191,120 @@ impl View {
                 col("TABLE_NAME", SYSNAME, false),
                 col("TABLE_TYPE", VarChar(10), true),
             ],
+            View::InfoRoutines => vec![
+                col("ROUTINE_CATALOG", SYSNAME, true),
+                col("ROUTINE_SCHEMA", SYSNAME, true),
+                col("ROUTINE_NAME", SYSNAME, false),
+                col("ROUTINE_TYPE", NVarChar(20), true),
+                col("DATA_TYPE", SYSNAME, true),
+                col("ROUTINE_DEFINITION", NVarChar(4000), true),
+                col("CREATED", DateTime, false),
+                col("LAST_ALTERED", DateTime, false),
+            ],
+            View::Procedures | View::Views => vec![
+                col("name", SYSNAME, false),
+                col("object_id", Int, false),
+                col("principal_id", Int, true),
+                col("schema_id", Int, false),
+                col("parent_object_id", Int, false),
+                col("type", Char(2), true),
+                col("type_desc", NVarChar(60), true),
+                col("create_date", DateTime, false),
+                col("modify_date", DateTime, false),
+            ],
+            View::SqlModules => {
+                vec![col("object_id", Int, false), col("definition", NVarChar(tessera_access::row::MAX), true)]
+            }
+            View::Parameters => vec![
+                col("object_id", Int, false),
+                col("name", SYSNAME, true),
+                col("parameter_id", Int, false),
+                col("system_type_id", TinyInt, false),
+                col("user_type_id", Int, false),
+                col("max_length", SmallInt, false),
+                col("precision", TinyInt, false),
+                col("scale", TinyInt, false),
+                col("is_output", Bit, false),
+                col("has_default_value", Bit, false),
+            ],
+            View::IndexColumns => vec![
+                col("object_id", Int, false),
+                col("index_id", Int, false),
+                col("index_column_id", Int, false),
+                col("column_id", Int, false),
+                col("key_ordinal", TinyInt, false),
+                col("is_descending_key", Bit, true),
+                col("is_included_column", Bit, true),
+            ],
+            View::KeyConstraints => vec![
+                col("name", SYSNAME, false),
+                col("object_id", Int, false),
+                col("parent_object_id", Int, false),
+                col("type", Char(2), true),
+                col("type_desc", NVarChar(60), true),
+                col("unique_index_id", Int, true),
+            ],
+            View::ForeignKeys => vec![
+                col("name", SYSNAME, false),
+                col("object_id", Int, false),
+                col("parent_object_id", Int, false),
+                col("referenced_object_id", Int, true),
+                col("delete_referential_action_desc", NVarChar(60), true),
+                col("update_referential_action_desc", NVarChar(60), true),
+            ],
+            View::ForeignKeyColumns => vec![
+                col("constraint_object_id", Int, false),
+                col("constraint_column_id", Int, false),
+                col("parent_object_id", Int, false),
+                col("parent_column_id", Int, false),
+                col("referenced_object_id", Int, false),
+                col("referenced_column_id", Int, false),
+            ],
+            View::CheckConstraints => vec![
+                col("name", SYSNAME, false),
+                col("object_id", Int, false),
+                col("parent_object_id", Int, false),
+                col("parent_column_id", Int, false),
+                col("definition", NVarChar(tessera_access::row::MAX), true),
+            ],
+            View::DefaultConstraints => vec![
+                col("name", SYSNAME, false),
+                col("object_id", Int, false),
+                col("parent_object_id", Int, false),
+                col("parent_column_id", Int, false),
+                col("definition", NVarChar(tessera_access::row::MAX), true),
+            ],
+            View::Configurations => vec![
+                col("configuration_id", Int, false),
+                col("name", NVarChar(35), false),
+                col("value", BigInt, true),
+                col("minimum", BigInt, true),
+                col("maximum", BigInt, true),
+                col("value_in_use", BigInt, true),
+                col("description", NVarChar(255), false),
+                col("is_dynamic", Bit, false),
+                col("is_advanced", Bit, false),
+            ],
+            View::Sessions => vec![
+                col("session_id", SmallInt, false),
+                col("login_time", DateTime, false),
+                col("host_name", SYSNAME, true),
+                col("program_name", SYSNAME, true),
+                col("login_name", SYSNAME, false),
+                col("status", NVarChar(30), false),
+                col("database_id", SmallInt, false),
+                col("open_transaction_count", Int, false),
+                col("is_user_process", Bit, false),
+            ],
+            View::Requests => vec![
+                col("session_id", SmallInt, false),
+                col("request_id", Int, false),
+                col("status", NVarChar(30), false),
+                col("command", NVarChar(32), false),
+                col("database_id", SmallInt, false),
+                col("open_transaction_count", Int, false),
+                col("text", NVarChar(tessera_access::row::MAX), true),
+            ],
             View::InfoColumns => vec![
                 col("TABLE_CATALOG", SYSNAME, true),
                 col("TABLE_SCHEMA", SYSNAME, true),
@@ -240,6 +382,93 @@ fn is_string(t: &SqlType) -> bool {
 }
 
 const COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
+
+/// A constraint as an object of its own (SQL Server gives constraints object ids).
+struct ConstraintObject {
+    id: i32,
+    name: String,
+    /// sys.objects.type: PK, UQ, F, C, D.
+    kind: &'static str,
+    kind_desc: &'static str,
+    object_desc: &'static str,
+    index_id: Option<u32>,
+    /// 1-based column for column-level constraints (defaults), else 0.
+    column: i64,
+    definition: String,
+}
+
+/// The constraints of a table, with ids derived from the table's (stable while the
+/// table's constraints are).
+fn constraint_objects(t: &Table) -> Vec<ConstraintObject> {
+    let mut out = Vec::new();
+    let mut next = 0;
+    let mut id = || {
+        next += 1;
+        1_000_000_000 + (t.id % 10_000_000) * 100 + next
+    };
+    for ix in t.indexes.iter().filter(|ix| ix.primary_key || ix.unique_constraint) {
+        let pk = ix.primary_key;
+        out.push(ConstraintObject {
+            id: id(),
+            name: ix.name.clone(),
+            kind: if pk { "PK" } else { "UQ" },
+            kind_desc: if pk { "PRIMARY_KEY_CONSTRAINT" } else { "UNIQUE_CONSTRAINT" },
+            object_desc: if pk { "PRIMARY_KEY_CONSTRAINT" } else { "UNIQUE_CONSTRAINT" },
+            index_id: Some(ix.id),
+            column: 0,
+            definition: String::new(),
+        });
+    }
+    for fk in &t.foreign_keys {
+        out.push(ConstraintObject {
+            id: id(),
+            name: fk.name.clone(),
+            kind: "F",
+            kind_desc: "FOREIGN_KEY_CONSTRAINT",
+            object_desc: "FOREIGN_KEY_CONSTRAINT",
+            index_id: None,
+            column: 0,
+            definition: String::new(),
+        });
+    }
+    for c in &t.checks {
+        out.push(ConstraintObject {
+            id: id(),
+            name: c.name.clone(),
+            kind: "C",
+            kind_desc: "CHECK_CONSTRAINT",
+            object_desc: "CHECK_CONSTRAINT",
+            index_id: None,
+            column: 0,
+            definition: c.text.clone(),
+        });
+    }
+    for (i, col) in t.columns.iter().enumerate() {
+        if let Some(d) = &col.default {
+            out.push(ConstraintObject {
+                id: id(),
+                name: d.name.clone(),
+                kind: "D",
+                kind_desc: "DEFAULT_CONSTRAINT",
+                object_desc: "DEFAULT_CONSTRAINT",
+                index_id: None,
+                column: i as i64 + 1,
+                definition: d.text.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// The parameters of a procedure or function, from its definition.
+fn module_parameters(m: &crate::catalog::Module) -> Vec<crate::ast::Parameter> {
+    let Ok(batch) = crate::parser::parse_batch(&m.text) else { return Vec::new() };
+    match batch.statements.into_iter().next().map(|s| s.kind) {
+        Some(crate::ast::StatementKind::CreateProcedure(p)) => p.params,
+        Some(crate::ast::StatementKind::CreateFunction(f)) => f.params,
+        _ => Vec::new(),
+    }
+}
 
 pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
     Ok(match view {
@@ -354,7 +583,83 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                 })
                 .collect()
         }
-        View::Objects | View::Tables | View::Columns | View::Indexes | View::InfoTables | View::InfoColumns => {
+        View::Configurations => ctx
+            .shared
+            .config
+            .all()
+            .into_iter()
+            .map(|(d, configured, running)| {
+                vec![
+                    int(i64::from(d.id)),
+                    s(d.name),
+                    int(configured),
+                    int(d.minimum),
+                    int(d.maximum),
+                    int(running),
+                    s(d.description),
+                    bit(d.dynamic),
+                    bit(d.advanced),
+                ]
+            })
+            .collect(),
+        View::Sessions | View::Requests => {
+            let mut sessions: Vec<_> = ctx.shared.sessions.lock().values().cloned().collect();
+            sessions.sort_by_key(|i| i.spid);
+            let mut out = Vec::new();
+            for info in sessions {
+                let db_id = if ctx.shared.engine.exists(&info.database) {
+                    ctx.shared.database(&info.database).map_or(0, |d| i64::from(d.id()))
+                } else {
+                    0
+                };
+                if view == View::Sessions {
+                    out.push(vec![
+                        int(i64::from(info.spid)),
+                        datetime(info.login_time),
+                        s(&info.host_name),
+                        s(&info.program_name),
+                        s(&info.login),
+                        s(if info.status == "running" { "running" } else { "sleeping" }),
+                        int(db_id),
+                        int(i64::from(info.open_transactions)),
+                        bit(true),
+                    ]);
+                } else if let Some(text) = &info.command {
+                    let command = text
+                        .split(|c: char| c.is_whitespace() || c == ';')
+                        .find(|w| !w.is_empty() && !w.starts_with("--"))
+                        .unwrap_or("")
+                        .to_uppercase();
+                    out.push(vec![
+                        int(i64::from(info.spid)),
+                        int(0),
+                        s("running"),
+                        s(&command),
+                        int(db_id),
+                        int(i64::from(info.open_transactions)),
+                        s(text),
+                    ]);
+                }
+            }
+            out
+        }
+        View::Objects
+        | View::Tables
+        | View::Columns
+        | View::Indexes
+        | View::InfoTables
+        | View::InfoColumns
+        | View::InfoRoutines
+        | View::Procedures
+        | View::Views
+        | View::SqlModules
+        | View::Parameters
+        | View::IndexColumns
+        | View::KeyConstraints
+        | View::ForeignKeys
+        | View::ForeignKeyColumns
+        | View::CheckConstraints
+        | View::DefaultConstraints => {
             let database = ctx.shared.database(db)?;
             let catalog = ctx.shared.catalog(&database)?;
             let mut out = Vec::new();
@@ -377,6 +682,22 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                             r.push(int(t.columns.len() as i64));
                         }
                         out.push(r);
+                        if view == View::Objects {
+                            for c in constraint_objects(t) {
+                                out.push(vec![
+                                    s(&c.name),
+                                    int(i64::from(c.id)),
+                                    Value::Null,
+                                    int(1),
+                                    int(i64::from(t.id)),
+                                    s(&format!("{:<2}", c.kind)),
+                                    s(c.object_desc),
+                                    datetime(t.created),
+                                    datetime(t.modified),
+                                    bit(false),
+                                ]);
+                            }
+                        }
                     }
                     (View::Objects, Object::Module(m)) => out.push(vec![
                         s(&m.name),
@@ -439,6 +760,161 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                     }
                     (View::InfoTables, Object::Module(m)) if m.kind == crate::catalog::ModuleKind::View => {
                         out.push(vec![s(database.name()), s(&m.schema), s(&m.name), s("VIEW")]);
+                    }
+                    (View::Procedures, Object::Module(m)) | (View::Views, Object::Module(m))
+                        if (view == View::Procedures) == (m.kind == ModuleKind::Procedure)
+                            && (view == View::Views) == (m.kind == ModuleKind::View) =>
+                    {
+                        out.push(vec![
+                            s(&m.name),
+                            int(i64::from(m.id)),
+                            Value::Null,
+                            int(1),
+                            int(0),
+                            s(&format!("{:<2}", m.kind.type_code())),
+                            s(if m.kind == ModuleKind::View { "VIEW" } else { "SQL_STORED_PROCEDURE" }),
+                            datetime(m.created),
+                            datetime(m.modified),
+                        ]);
+                    }
+                    (View::SqlModules, Object::Module(m)) => out.push(vec![int(i64::from(m.id)), s(&m.text)]),
+                    (View::InfoRoutines, Object::Module(m))
+                        if matches!(
+                            m.kind,
+                            ModuleKind::Procedure | ModuleKind::ScalarFunction | ModuleKind::TableFunction
+                        ) =>
+                    {
+                        let is_proc = m.kind == ModuleKind::Procedure;
+                        let text: String = m.text.chars().take(4000).collect();
+                        out.push(vec![
+                            s(database.name()),
+                            s(&m.schema),
+                            s(&m.name),
+                            s(if is_proc { "PROCEDURE" } else { "FUNCTION" }),
+                            if is_proc {
+                                Value::Null
+                            } else {
+                                s(if m.kind == ModuleKind::TableFunction { "TABLE" } else { "" })
+                            },
+                            s(&text),
+                            datetime(m.created),
+                            datetime(m.modified),
+                        ]);
+                    }
+                    (View::Parameters, Object::Module(m)) => {
+                        for (i, p) in module_parameters(m).into_iter().enumerate() {
+                            let ty = types::resolve_type(&p.ty, false).unwrap_or(SqlType::Int);
+                            let (id, len, prec, sc) = type_ids(&ty);
+                            out.push(vec![
+                                int(i64::from(m.id)),
+                                s(&p.name),
+                                int(i as i64 + 1),
+                                int(id),
+                                int(id),
+                                int(len),
+                                int(prec),
+                                int(sc),
+                                bit(p.output),
+                                bit(p.default.is_some()),
+                            ]);
+                        }
+                    }
+                    (View::IndexColumns, Object::Table(t)) => {
+                        for ix in t.indexes.iter().filter(|ix| !ix.is_heap()) {
+                            let mut n = 0;
+                            for (k, &(c, desc)) in ix.columns.iter().enumerate() {
+                                n += 1;
+                                out.push(vec![
+                                    int(i64::from(t.id)),
+                                    int(i64::from(ix.id)),
+                                    int(n),
+                                    int(c as i64 + 1),
+                                    int(k as i64 + 1),
+                                    bit(desc),
+                                    bit(false),
+                                ]);
+                            }
+                            for &c in &ix.include {
+                                n += 1;
+                                out.push(vec![
+                                    int(i64::from(t.id)),
+                                    int(i64::from(ix.id)),
+                                    int(n),
+                                    int(c as i64 + 1),
+                                    int(0),
+                                    bit(false),
+                                    bit(true),
+                                ]);
+                            }
+                        }
+                    }
+                    (View::KeyConstraints, Object::Table(t)) => {
+                        for c in constraint_objects(t).into_iter().filter(|c| c.kind == "PK" || c.kind == "UQ") {
+                            out.push(vec![
+                                s(&c.name),
+                                int(i64::from(c.id)),
+                                int(i64::from(t.id)),
+                                s(c.kind),
+                                s(c.kind_desc),
+                                c.index_id.map_or(Value::Null, |i| int(i64::from(i))),
+                            ]);
+                        }
+                    }
+                    (View::ForeignKeys, Object::Table(t)) => {
+                        for (c, fk) in constraint_objects(t).into_iter().filter(|c| c.kind == "F").zip(&t.foreign_keys)
+                        {
+                            let action = |a: crate::catalog::Action| match a {
+                                crate::catalog::Action::NoAction => "NO_ACTION",
+                                crate::catalog::Action::Cascade => "CASCADE",
+                                crate::catalog::Action::SetNull => "SET_NULL",
+                                crate::catalog::Action::SetDefault => "SET_DEFAULT",
+                            };
+                            out.push(vec![
+                                s(&c.name),
+                                int(i64::from(c.id)),
+                                int(i64::from(t.id)),
+                                int(i64::from(fk.ref_table)),
+                                s(action(fk.on_delete)),
+                                s(action(fk.on_update)),
+                            ]);
+                        }
+                    }
+                    (View::ForeignKeyColumns, Object::Table(t)) => {
+                        for (c, fk) in constraint_objects(t).into_iter().filter(|c| c.kind == "F").zip(&t.foreign_keys)
+                        {
+                            for (k, (&pc, &rc)) in fk.columns.iter().zip(&fk.ref_columns).enumerate() {
+                                out.push(vec![
+                                    int(i64::from(c.id)),
+                                    int(k as i64 + 1),
+                                    int(i64::from(t.id)),
+                                    int(pc as i64 + 1),
+                                    int(i64::from(fk.ref_table)),
+                                    int(rc as i64 + 1),
+                                ]);
+                            }
+                        }
+                    }
+                    (View::CheckConstraints, Object::Table(t)) => {
+                        for c in constraint_objects(t).into_iter().filter(|c| c.kind == "C") {
+                            out.push(vec![
+                                s(&c.name),
+                                int(i64::from(c.id)),
+                                int(i64::from(t.id)),
+                                int(c.column),
+                                s(&c.definition),
+                            ]);
+                        }
+                    }
+                    (View::DefaultConstraints, Object::Table(t)) => {
+                        for c in constraint_objects(t).into_iter().filter(|c| c.kind == "D") {
+                            out.push(vec![
+                                s(&c.name),
+                                int(i64::from(c.id)),
+                                int(i64::from(t.id)),
+                                int(c.column),
+                                s(&c.definition),
+                            ]);
+                        }
                     }
                     (View::InfoColumns, Object::Table(t)) => {
                         for (i, c) in t.columns.iter().enumerate() {

@@ -1399,3 +1399,26 @@ fn fetch_hit_timing() {
     let s = pool.stats();
     assert_eq!((s.misses, s.resident_pages), (u64::from(pages), u64::from(pages)), "{s:?}");
 }
+
+#[test]
+fn drop_clean_pages_keeps_dirty_and_pinned_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::create(&dir.path().join("a.dat"));
+    let pool = pool(64, false);
+    let f = pool.register(store.clone());
+    for no in 0..8 {
+        write_page(&pool, f, no, 1, 3);
+    }
+    pool.flush_file(f).unwrap();
+    write_page(&pool, f, 3, 2, 9);
+    let pinned = pool.fetch(f, 5).unwrap();
+    assert_eq!(pool.drop_clean_pages(), 6, "all but the dirty and the pinned page");
+    pool.inner.check_invariants(false);
+    let reads = pool.stats().reads;
+    check(&pool.fetch(f, 0).unwrap().read(), 0, 1, 3);
+    assert_eq!(pool.stats().reads, reads + 1, "a dropped page is read again from disk");
+    check(&pool.fetch(f, 3).unwrap().read(), 3, 2, 9);
+    assert_eq!(pool.stats().reads, reads + 1, "the dirty page stayed in memory with its change");
+    drop(pinned);
+    pool.unregister(f).unwrap();
+}

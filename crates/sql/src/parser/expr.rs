@@ -337,7 +337,15 @@ impl Parser<'_> {
                 self.eat_word("ALL");
             }
             if !self.peek().is_punct(Punct::RParen) {
-                call.args.extend(self.comma_list(Parser::expr)?);
+                // A user-defined function's argument may be DEFAULT (its parameter's
+                // default value).
+                call.args.extend(self.comma_list(|p: &mut Parser| {
+                    if !single && p.eat_word("DEFAULT") {
+                        Ok(Expr::Default)
+                    } else {
+                        p.expr()
+                    }
+                })?);
             }
         }
         self.expect_punct(Punct::RParen)?;

@@ -285,7 +285,7 @@ fn decimal_from_string(s: &str, from: &SqlType, to: &SqlType) -> SqlResult<Value
     let t = parse_decimal_text(s)
         .ok_or_else(|| SqlError::new(8114, format!("Error converting data type {src} to numeric.")))?;
     let over = || SqlError::new(8115, format!("Arithmetic overflow error converting {src} to data type numeric."));
-    if t.integral_digits() > usize::from(precision - scale) {
+    if t.integral_digits() > usize::from(precision.saturating_sub(scale)) {
         return Err(over());
     }
     let value = t.scaled(scale).ok_or_else(over)?;
@@ -574,7 +574,7 @@ fn to_string(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> Sql
                     b.chunks(2).map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
                 String::from_utf16_lossy(&units)
             }
-            0 => decode_cp1252(b),
+            0 => decode_cp1252(b).into_owned(),
             1 => format!("0x{}", hex(b)),
             2 => hex(b),
             s => return Err(bad_style(s, from)),
@@ -860,6 +860,30 @@ fn finish_temporal(days: i32, ticks: u64, from: &SqlType, to: &SqlType) -> SqlRe
     }
 }
 
+/// Whether storing `v` (of a string or binary type) in a column of type `to` would cut
+/// data off — SQL Server's error 2628 on INSERT/UPDATE, where [`cast`] truncates silently.
+/// Trailing spaces of strings may be cut without error, as in SQL Server.
+pub fn would_truncate(v: &Value, to: &SqlType) -> bool {
+    let limit = match *to {
+        SqlType::Char(n)
+        | SqlType::VarChar(n)
+        | SqlType::NChar(n)
+        | SqlType::NVarChar(n)
+        | SqlType::Binary(n)
+        | SqlType::VarBinary(n)
+            if n != MAX =>
+        {
+            usize::from(n)
+        }
+        _ => return false,
+    };
+    match v {
+        Value::Str(s) => char_units(s.trim_end_matches(' '), is_unicode(to)) > limit,
+        Value::Binary(b) => b.len() > limit,
+        _ => false,
+    }
+}
+
 /// How sqlcmd/SSMS show a value in a result grid: `1.50`, `12.5000`, `0.33333333333333331`,
 /// `2024-01-31 13:45:00.000`, `0x0AFF`, `NULL`.
 pub fn display_text(v: &Value, t: &SqlType) -> String {
@@ -988,7 +1012,7 @@ pub fn from_storage(v: row::Value, t: &SqlType) -> Value {
         row::Value::Guid(g) => Value::Guid(g),
         row::Value::Bytes(b) => match t {
             T::Binary(_) | T::VarBinary(_) => Value::Binary(Arc::from(b)),
-            _ => Value::Str(Arc::from(decode_cp1252(&b))),
+            _ => Value::Str(Arc::from(&*decode_cp1252(&b))),
         },
         row::Value::Unicode(u) => Value::Str(Arc::from(String::from_utf16_lossy(&u))),
     }
@@ -1253,6 +1277,15 @@ mod tests {
             (8169, "Conversion failed when converting from a character string to uniqueidentifier.".into())
         );
         assert_eq!(err(c(g, T::UniqueIdentifier, T::Char(10))).0, 8170);
+    }
+
+    #[test]
+    fn truncation() {
+        assert!(would_truncate(&s("abcd"), &T::VarChar(3)));
+        assert!(!would_truncate(&s("abc   "), &T::VarChar(3)));
+        assert!(!would_truncate(&s("中文"), &T::NVarChar(2)));
+        assert!(would_truncate(&Value::Binary(Arc::from(&[0u8; 4][..])), &T::Binary(3)));
+        assert!(!would_truncate(&s("abcd"), &T::VarChar(MAX)));
     }
 
     #[test]

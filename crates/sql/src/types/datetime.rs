@@ -91,15 +91,34 @@ pub(crate) enum DateOrder {
     Ymd,
 }
 
+thread_local! {
+    /// The session's `SET DATEFORMAT` order for the statement this thread binds or runs.
+    static SESSION_ORDER: std::cell::Cell<DateOrder> = const { std::cell::Cell::new(DateOrder::Mdy) };
+}
+
 impl DateOrder {
-    /// The input order a `CONVERT` style implies (us_english's mdy otherwise).
+    /// The input order a `CONVERT` style implies, or the session's `SET DATEFORMAT`
+    /// (us_english's mdy by default) when there is no style.
     pub(crate) fn for_style(style: Option<i32>) -> DateOrder {
         match style.map(|s| s % 100) {
+            None => SESSION_ORDER.with(|o| o.get()),
             Some(3 | 4 | 5 | 6 | 13 | 31) => DateOrder::Dmy,
             Some(2 | 11 | 12 | 20 | 21 | 23 | 26 | 27) => DateOrder::Ymd,
             _ => DateOrder::Mdy,
         }
     }
+}
+
+/// Sets the `SET DATEFORMAT` order string conversions without a style use on this thread
+/// (`mdy`, `dmy`, `ymd`, `ydm`, `myd`, `dym`; the last three read as their nearest of the
+/// first three). The session sets it before binding or running a statement.
+pub fn set_session_date_format(format: &str) {
+    let order = match format.to_ascii_lowercase().as_str() {
+        "dmy" | "dym" => DateOrder::Dmy,
+        "ymd" | "ydm" => DateOrder::Ymd,
+        _ => DateOrder::Mdy,
+    };
+    SESSION_ORDER.with(|o| o.set(order));
 }
 
 fn month_number(tok: &str) -> Option<u32> {

@@ -22,14 +22,23 @@ pub(crate) fn cp1252_byte(c: char) -> Option<u8> {
 
 /// Encodes as Windows-1252; characters outside the code page become `?`.
 pub(crate) fn encode_cp1252(s: &str) -> Vec<u8> {
+    if s.is_ascii() {
+        return s.as_bytes().to_vec();
+    }
     s.chars().map(|c| cp1252_byte(c).unwrap_or(b'?')).collect()
 }
 
-/// Decodes Windows-1252 bytes.
-pub(crate) fn decode_cp1252(b: &[u8]) -> String {
-    b.iter()
-        .map(|&b| if (0x80..0xA0).contains(&b) { CP1252_HIGH[usize::from(b - 0x80)] } else { char::from(b) })
-        .collect()
+/// Decodes Windows-1252 bytes (ASCII, the common case, without copying).
+pub(crate) fn decode_cp1252(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    if b.is_ascii() {
+        // ASCII bytes are the same characters in Windows-1252 and UTF-8.
+        return std::borrow::Cow::Borrowed(std::str::from_utf8(b).expect("ASCII is UTF-8"));
+    }
+    std::borrow::Cow::Owned(
+        b.iter()
+            .map(|&b| if (0x80..0xA0).contains(&b) { CP1252_HIGH[usize::from(b - 0x80)] } else { char::from(b) })
+            .collect(),
+    )
 }
 
 /// The string as `varchar` holds it: characters outside Windows-1252 replaced by `?`.

@@ -396,7 +396,7 @@ pub fn as_decimal(t: &SqlType) -> Option<(u8, u8)> {
 /// digits are kept and the scale shrinks, but not below min(s, 6).
 pub fn decimal_result(p: u32, s: u32) -> SqlType {
     let (p, s) = if p > 38 {
-        let integral = p - s;
+        let integral = p.saturating_sub(s);
         let s = (s.min(38u32.saturating_sub(integral))).max(s.min(6));
         (38, s)
     } else {
@@ -408,10 +408,10 @@ pub fn decimal_result(p: u32, s: u32) -> SqlType {
 fn decimal_union(a: (u8, u8), b: (u8, u8)) -> SqlType {
     let (p1, s1, p2, s2) = (u32::from(a.0), u32::from(a.1), u32::from(b.0), u32::from(b.1));
     let s = s1.max(s2);
-    let p = s + (p1 - s1).max(p2 - s2);
+    let integral = p1.saturating_sub(s1).max(p2.saturating_sub(s2));
+    let p = s + integral;
     // union results keep the integral digits: scale is cut first
     if p > 38 {
-        let integral = (p1 - s1).max(p2 - s2);
         return SqlType::Decimal { precision: 38, scale: 38u32.saturating_sub(integral) as u8 };
     }
     SqlType::Decimal { precision: p as u8, scale: s as u8 }
@@ -638,19 +638,20 @@ fn decimal_plan(op: BinaryOp, a: &SqlType, b: &SqlType) -> SqlResult<ArithmeticP
     let (p1, s1) = pick(a, b);
     let (p2, s2) = pick(b, a);
     let (p1, s1, p2, s2) = (u32::from(p1), u32::from(s1), u32::from(p2), u32::from(s2));
+    let (i1, i2) = (p1.saturating_sub(s1), p2.saturating_sub(s2));
     let result = match op {
         BinaryOp::Add | BinaryOp::Subtract => {
             let s = s1.max(s2);
-            decimal_result(s + (p1 - s1).max(p2 - s2) + 1, s)
+            decimal_result(s + i1.max(i2) + 1, s)
         }
         BinaryOp::Multiply => decimal_result(p1 + p2 + 1, s1 + s2),
         BinaryOp::Divide => {
             let s = 6.max(s1 + p2 + 1);
-            decimal_result(p1 - s1 + s2 + s, s)
+            decimal_result(i1 + s2 + s, s)
         }
         BinaryOp::Modulo => {
             let s = s1.max(s2);
-            decimal_result((p1 - s1).min(p2 - s2) + s, s)
+            decimal_result(i1.min(i2) + s, s)
         }
         _ => return Err(invalid_operand(op, a)),
     };

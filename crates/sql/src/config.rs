@@ -1,0 +1,286 @@
+//! Server configuration options (`sp_configure`, `RECONFIGURE`, `sys.configurations`).
+//!
+//! Each option has a configured value (set by `sp_configure`) and a run value (what the
+//! server uses, copied from the configured value by `RECONFIGURE`). Configured values are
+//! persisted in master, as JSON rows of the storage tree `sys$config`, and become the run
+//! values when the server starts. Later layers read run values with [`Config::run_value`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use tessera_database::Database;
+
+use crate::error::{SqlError, SqlResult};
+
+/// Storage tree in master holding the configured values.
+const CONFIG_TREE: &str = "sys$config";
+
+/// One configuration option, as SQL Server defines it.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionDef {
+    pub id: i32,
+    pub name: &'static str,
+    pub minimum: i64,
+    pub maximum: i64,
+    pub default: i64,
+    pub dynamic: bool,
+    pub advanced: bool,
+    pub description: &'static str,
+}
+
+/// The options tessera has. Their effects belong to the layers that own them (memory, backup).
+pub const OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        id: 1535,
+        name: "affinity mask",
+        minimum: -2_147_483_648,
+        maximum: 2_147_483_647,
+        default: 0,
+        dynamic: true,
+        advanced: true,
+        description: "affinity mask",
+    },
+    OptionDef {
+        id: 1584,
+        name: "backup checksum default",
+        minimum: 0,
+        maximum: 1,
+        default: 0,
+        dynamic: true,
+        advanced: false,
+        description: "Enable checksum of backups by default",
+    },
+    OptionDef {
+        id: 1579,
+        name: "backup compression default",
+        minimum: 0,
+        maximum: 1,
+        default: 0,
+        dynamic: true,
+        advanced: false,
+        description: "Enable compression of backups by default",
+    },
+    OptionDef {
+        id: 1538,
+        name: "cost threshold for parallelism",
+        minimum: 0,
+        maximum: 32767,
+        default: 5,
+        dynamic: true,
+        advanced: true,
+        description: "cost threshold for parallelism",
+    },
+    OptionDef {
+        id: 1539,
+        name: "max degree of parallelism",
+        minimum: 0,
+        maximum: 32767,
+        default: 0,
+        dynamic: true,
+        advanced: true,
+        description: "maximum degree of parallelism",
+    },
+    OptionDef {
+        id: 1544,
+        name: "max server memory (MB)",
+        minimum: 128,
+        maximum: 2_147_483_647,
+        default: 2_147_483_647,
+        dynamic: true,
+        advanced: true,
+        description: "Maximum size of server memory (MB)",
+    },
+    OptionDef {
+        id: 1543,
+        name: "min server memory (MB)",
+        minimum: 0,
+        maximum: 2_147_483_647,
+        default: 0,
+        dynamic: true,
+        advanced: true,
+        description: "Minimum size of server memory (MB)",
+    },
+    OptionDef {
+        id: 518,
+        name: "show advanced options",
+        minimum: 0,
+        maximum: 1,
+        default: 0,
+        dynamic: true,
+        advanced: false,
+        description: "show advanced options",
+    },
+];
+
+/// Configured and run values by option id.
+#[derive(Clone, Debug, Default)]
+struct Values {
+    configured: BTreeMap<i32, i64>,
+    running: BTreeMap<i32, i64>,
+}
+
+/// The instance's configuration.
+pub struct Config {
+    master: Option<Arc<Database>>,
+    values: RwLock<Values>,
+}
+
+/// What `sp_configure 'name', value` did.
+#[derive(Debug)]
+pub struct Change {
+    pub name: &'static str,
+    pub old: i64,
+    pub new: i64,
+}
+
+impl Config {
+    /// Loads the configured values from master (they become the run values).
+    pub fn load(master: Arc<Database>) -> SqlResult<Config> {
+        let mut values = Values::default();
+        if let Some(tree) = master.table(CONFIG_TREE) {
+            let tx = master.begin();
+            for item in tx.scan(
+                tree,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+                tessera_database::Direction::Forward,
+            ) {
+                let (k, v) = item?;
+                let (Ok(id), Ok(text)) = (k.as_slice().try_into().map(i32::from_be_bytes), std::str::from_utf8(&v))
+                else {
+                    continue;
+                };
+                if let Ok(value) = text.parse::<i64>() {
+                    values.configured.insert(id, value);
+                }
+            }
+            tx.commit()?;
+        }
+        values.running = values.configured.clone();
+        Ok(Config { master: Some(master), values: RwLock::new(values) })
+    }
+
+    /// A configuration that is not persisted (tests).
+    pub fn in_memory() -> Config {
+        Config { master: None, values: RwLock::new(Values::default()) }
+    }
+
+    pub fn configured_value(&self, def: &OptionDef) -> i64 {
+        self.values.read().configured.get(&def.id).copied().unwrap_or(def.default)
+    }
+
+    /// The value in use for an option, by name (exact).
+    pub fn run_value(&self, name: &str) -> Option<i64> {
+        let def = OPTIONS.iter().find(|o| o.name.eq_ignore_ascii_case(name))?;
+        Some(self.values.read().running.get(&def.id).copied().unwrap_or(def.default))
+    }
+
+    fn running(&self, def: &OptionDef) -> i64 {
+        self.values.read().running.get(&def.id).copied().unwrap_or(def.default)
+    }
+
+    /// Whether advanced options are shown (the run value of 'show advanced options').
+    pub fn show_advanced(&self) -> bool {
+        self.run_value("show advanced options") == Some(1)
+    }
+
+    /// The options `sp_configure` may see, matching a name or a unique prefix of one.
+    pub fn find(&self, name: &str) -> SqlResult<&'static OptionDef> {
+        let visible = |o: &&OptionDef| !o.advanced || self.show_advanced();
+        let lower = name.to_lowercase();
+        let exact = OPTIONS.iter().filter(visible).find(|o| o.name.to_lowercase() == lower);
+        let mut prefixed = OPTIONS.iter().filter(visible).filter(|o| o.name.to_lowercase().starts_with(&lower));
+        match (exact, prefixed.next(), prefixed.next()) {
+            (Some(o), _, _) => Ok(o),
+            (None, Some(o), None) => Ok(o),
+            (None, Some(_), Some(_)) => {
+                Err(SqlError::new(15125, format!("The configuration option '{name}' is not unique.")).with_state(1))
+            }
+            _ => Err(SqlError::new(
+                15123,
+                format!("The configuration option '{name}' does not exist, or it may be an advanced option."),
+            )),
+        }
+    }
+
+    /// The rows `sp_configure` lists, all or those whose name starts with `prefix`:
+    /// (definition, configured, running).
+    pub fn listing(&self, prefix: Option<&str>) -> Vec<(&'static OptionDef, i64, i64)> {
+        let prefix = prefix.map(str::to_lowercase);
+        let mut rows: Vec<_> = OPTIONS
+            .iter()
+            .filter(|o| !o.advanced || self.show_advanced())
+            .filter(|o| prefix.as_ref().is_none_or(|p| o.name.to_lowercase().starts_with(p.as_str())))
+            .map(|o| (o, self.configured_value(o), self.running(o)))
+            .collect();
+        rows.sort_by_key(|r| r.0.name);
+        rows
+    }
+
+    /// Every option with its values (sys.configurations).
+    pub fn all(&self) -> Vec<(&'static OptionDef, i64, i64)> {
+        let mut rows: Vec<_> = OPTIONS.iter().map(|o| (o, self.configured_value(o), self.running(o))).collect();
+        rows.sort_by_key(|r| r.0.id);
+        rows
+    }
+
+    /// `sp_configure 'name', value`: checks the range and stores the configured value.
+    pub fn set(&self, name: &str, value: i64) -> SqlResult<Change> {
+        let def = self.find(name)?;
+        if value < def.minimum || value > def.maximum {
+            return Err(SqlError::new(
+                15129,
+                format!("'{value}' is not a valid value for configuration option '{}'.", def.name),
+            ));
+        }
+        let old = self.configured_value(def);
+        self.persist(def.id, value)?;
+        self.values.write().configured.insert(def.id, value);
+        Ok(Change { name: def.name, old, new: value })
+    }
+
+    /// `RECONFIGURE`: configured values become run values.
+    pub fn reconfigure(&self) {
+        let mut v = self.values.write();
+        v.running = v.configured.clone();
+    }
+
+    fn persist(&self, id: i32, value: i64) -> SqlResult<()> {
+        let Some(master) = &self.master else { return Ok(()) };
+        let tree = match master.table(CONFIG_TREE) {
+            Some(t) => t,
+            None => master.create_table(CONFIG_TREE)?,
+        };
+        let mut tx = master.begin();
+        let key = id.to_be_bytes();
+        let bytes = value.to_string().into_bytes();
+        if !tx.update(tree, &key, &bytes)? {
+            tx.insert(tree, &key, &bytes)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_prefixes_advanced_options_and_reconfigure() {
+        let c = Config::in_memory();
+        assert_eq!(c.find("max server memory (MB)").unwrap_err().number, 15123, "advanced options are hidden");
+        assert_eq!(c.set("show adv", 2).unwrap_err().number, 15129);
+        let change = c.set("show advanced options", 1).unwrap();
+        assert_eq!((change.old, change.new), (0, 1));
+        assert!(!c.show_advanced(), "not until RECONFIGURE");
+        c.reconfigure();
+        assert!(c.show_advanced());
+        c.set("max server", 4096).unwrap();
+        assert_eq!(c.run_value("max server memory (MB)"), Some(2_147_483_647));
+        c.reconfigure();
+        assert_eq!(c.run_value("max server memory (MB)"), Some(4096));
+        assert_eq!(c.find("m").unwrap_err().number, 15125, "ambiguous prefix");
+    }
+}

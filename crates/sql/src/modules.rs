@@ -1,0 +1,186 @@
+//! Modules: stored procedures, scalar and inline table functions, and views. A module is
+//! stored as its CREATE text (what `sys.sql_modules.definition` shows) and parsed again
+//! when used; the parsed form and the plans of its statements live in the plan cache
+//! under that text, like any batch's.
+
+use std::sync::Arc;
+
+use crate::ast::{self, ObjectName};
+use crate::bind::Binder;
+use crate::catalog::{self, Catalog, Module, ModuleKind, Object};
+use crate::error::{SqlError, SqlResult};
+use crate::runtime::ExecCtx;
+
+/// SQL Server's most nested module calls (procedures, functions, views).
+pub const MAX_NESTING: i32 = 32;
+
+pub fn nesting_error() -> SqlError {
+    SqlError::new(217, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).")
+}
+
+fn kind_word(kind: ModuleKind) -> &'static str {
+    match kind {
+        ModuleKind::Procedure => "PROCEDURE",
+        ModuleKind::ScalarFunction | ModuleKind::TableFunction => "FUNCTION",
+        ModuleKind::View => "VIEW",
+    }
+}
+
+/// Creates, alters or creates-or-alters a module.
+pub fn define(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+    kind: ModuleKind,
+    or_alter: bool,
+    alter: bool,
+    text: &str,
+) -> SqlResult<()> {
+    let b = Binder::new(ctx.shared, ctx.session, &[]);
+    let (db, schema, obj) = b.qualify(name)?;
+    if name.name().value.starts_with('#') {
+        return Err(SqlError::new(2760, "Temporary procedures, functions and views are not supported."));
+    }
+    if !schema.eq_ignore_ascii_case("dbo") {
+        return Err(SqlError::new(
+            2760,
+            format!(
+                "The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."
+            ),
+        ));
+    }
+    if !db.eq_ignore_ascii_case(&ctx.session.database) {
+        return Err(SqlError::new(
+            166,
+            format!(
+                "'CREATE/ALTER {}' does not allow specifying the database name as a prefix to the object name.",
+                kind_word(kind)
+            ),
+        )
+        .with_severity(15));
+    }
+    let database = ctx.shared.database(&db)?;
+    ctx.shared.alter_catalog(&database, |catalog: &Catalog, version| {
+        let existing = catalog.lookup(&schema, &obj).cloned();
+        let now = catalog::now_epoch();
+        let (id, created) = match (&existing, alter, or_alter) {
+            (Some(Object::Module(m)), true, _) | (Some(Object::Module(m)), _, true) => {
+                if m.kind != kind && !(is_function(m.kind) && is_function(kind)) {
+                    return Err(SqlError::new(
+                        2010,
+                        format!("Cannot perform alter on '{obj}' because it is an incompatible object type."),
+                    ));
+                }
+                (m.id, m.created)
+            }
+            (Some(_), false, false) => {
+                return Err(SqlError::new(2714, format!("There is already an object named '{obj}' in the database.")));
+            }
+            (Some(Object::Table(_)), _, _) => {
+                return Err(SqlError::new(
+                    2010,
+                    format!("Cannot perform alter on '{obj}' because it is an incompatible object type."),
+                ));
+            }
+            (None, true, false) => {
+                return Err(SqlError::new(208, format!("Invalid object name '{obj}'.")));
+            }
+            (None, _, _) => {
+                let mut c = catalog.clone();
+                let id = c.allocate_id();
+                return save(
+                    &database,
+                    &c,
+                    Module {
+                        id,
+                        schema: schema.clone(),
+                        name: obj.clone(),
+                        kind,
+                        text: text.to_string(),
+                        created: now,
+                        modified: now,
+                    },
+                    version,
+                );
+            }
+        };
+        save(
+            &database,
+            catalog,
+            Module {
+                id,
+                schema: schema.clone(),
+                name: obj.clone(),
+                kind,
+                text: text.to_string(),
+                created,
+                modified: now,
+            },
+            version,
+        )
+    })
+}
+
+fn is_function(k: ModuleKind) -> bool {
+    matches!(k, ModuleKind::ScalarFunction | ModuleKind::TableFunction)
+}
+
+fn save(
+    database: &Arc<tessera_database::Database>,
+    catalog: &Catalog,
+    m: Module,
+    version: u64,
+) -> SqlResult<(Catalog, ())> {
+    let obj = Object::Module(Arc::new(m));
+    catalog::store::save(database, &obj)?;
+    Ok((catalog.with(obj, version), ()))
+}
+
+/// `DROP PROCEDURE|FUNCTION|VIEW [IF EXISTS] name`.
+pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
+    let b = Binder::new(ctx.shared, ctx.session, &[]);
+    let (db, schema, obj) = b.qualify(name)?;
+    let word = match kind {
+        ast::ModuleKind::Procedure => "procedure",
+        ast::ModuleKind::Function => "function",
+        ast::ModuleKind::View => "view",
+    };
+    let missing = || {
+        SqlError::new(
+            3701,
+            format!("Cannot drop the {word} '{obj}', because it does not exist or you do not have permission."),
+        )
+    };
+    if !ctx.shared.engine.exists(&db) {
+        return if if_exists { Ok(()) } else { Err(missing()) };
+    }
+    let database = ctx.shared.database(&db)?;
+    ctx.shared.alter_catalog(&database, |catalog: &Catalog, version| {
+        let m = match catalog.module(&schema, &obj) {
+            Some(m) if matches_kind(m.kind, kind) => m.clone(),
+            _ if if_exists => return Ok((catalog.clone(), ())),
+            _ => return Err(missing()),
+        };
+        catalog::store::delete(&database, m.id)?;
+        Ok((catalog.without(m.id, version), ()))
+    })
+}
+
+fn matches_kind(k: ModuleKind, kind: ast::ModuleKind) -> bool {
+    match kind {
+        ast::ModuleKind::Procedure => k == ModuleKind::Procedure,
+        ast::ModuleKind::Function => is_function(k),
+        ast::ModuleKind::View => k == ModuleKind::View,
+    }
+}
+
+/// Finds a module by name: (database, module).
+pub fn find(ctx: &ExecCtx, name: &ObjectName) -> SqlResult<Option<(String, Arc<Module>)>> {
+    let b = Binder::new(ctx.shared, ctx.session, &[]);
+    let (db, schema, obj) = b.qualify(name)?;
+    if !ctx.shared.engine.exists(&db) {
+        return Ok(None);
+    }
+    let database = ctx.shared.database(&db)?;
+    let catalog = ctx.shared.catalog(&database)?;
+    Ok(catalog.module(&schema, &obj).cloned().map(|m| (database.name().to_string(), m)))
+}

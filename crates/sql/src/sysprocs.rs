@@ -1,0 +1,666 @@
+//! System stored procedures (`sp_…`), implemented in Rust. `sp_executesql` and the
+//! prepared-statement procedures are run by the session itself (they execute batches); the
+//! others produce result sets from the engine, the catalogs and the configuration.
+
+use std::sync::Arc;
+
+use crate::bind::OutputColumn;
+use crate::catalog::{Catalog, Object, Table};
+use crate::error::{SqlError, SqlResult};
+use crate::output::ResultSink;
+use crate::runtime::ExecCtx;
+use crate::types::{self, SqlType, Value};
+
+/// An argument of a system procedure: its `@name` if given by name, and its value
+/// (None for DEFAULT).
+pub type NamedArg = (Option<String>, Option<(Value, SqlType)>);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemProc {
+    ExecuteSql,
+    Configure,
+    Who,
+    HelpDb,
+    Help,
+    Tables,
+    Columns,
+    Databases,
+}
+
+/// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
+/// all end in the same name).
+pub fn lookup(name: &str) -> Option<SystemProc> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "sp_executesql" => SystemProc::ExecuteSql,
+        "sp_configure" => SystemProc::Configure,
+        "sp_who" | "sp_who2" => SystemProc::Who,
+        "sp_helpdb" => SystemProc::HelpDb,
+        "sp_help" => SystemProc::Help,
+        "sp_tables" => SystemProc::Tables,
+        "sp_columns" => SystemProc::Columns,
+        "sp_databases" => SystemProc::Databases,
+        _ => return None,
+    })
+}
+
+fn col(name: &str, ty: SqlType, nullable: bool) -> OutputColumn {
+    OutputColumn { name: name.to_string(), ty, nullable }
+}
+
+const SYSNAME: SqlType = SqlType::NVarChar(128);
+
+fn s(v: &str) -> Value {
+    Value::str(v)
+}
+
+fn int(v: i64) -> Value {
+    Value::Int(v)
+}
+
+/// Sends one result set; `nocount` decides whether the count goes with it.
+fn result(ctx: &ExecCtx, sink: &mut dyn ResultSink, columns: &[OutputColumn], rows: &[Vec<Value>]) {
+    sink.columns(columns);
+    for r in rows {
+        sink.row(r);
+    }
+    let count = (!ctx.session.options.nocount).then_some(rows.len() as u64);
+    sink.done(count, true);
+}
+
+/// The text value of the argument at `position` or named `name`.
+fn text_arg(args: &[NamedArg], position: usize, name: &str) -> Option<String> {
+    let by_name = args.iter().find(|(n, _)| n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name)));
+    let arg = by_name.or_else(|| args.get(position).filter(|(n, _)| n.is_none()))?;
+    match &arg.1 {
+        Some((Value::Null, _)) | None => None,
+        Some((v, t)) => match types::cast(v, t, &SqlType::NVarChar(4000), None) {
+            Ok(Value::Str(text)) => Some(text.to_string()),
+            _ => None,
+        },
+    }
+}
+
+fn too_many(proc_name: &str, args: &[NamedArg], max: usize) -> SqlResult<()> {
+    if args.len() > max {
+        return Err(SqlError::new(
+            8144,
+            format!("Procedure or function {proc_name} has too many arguments specified."),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs a system procedure other than `sp_executesql`; returns its return status.
+pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    match which {
+        SystemProc::ExecuteSql => Err(SqlError::new(50000, "sp_executesql runs in the session")),
+        SystemProc::Configure => configure(args, ctx, sink),
+        SystemProc::Who => who(args, ctx, sink),
+        SystemProc::HelpDb => helpdb(args, ctx, sink),
+        SystemProc::Help => help(args, ctx, sink),
+        SystemProc::Tables => tables(args, ctx, sink),
+        SystemProc::Columns => columns(args, ctx, sink),
+        SystemProc::Databases => databases(args, ctx, sink),
+    }
+}
+
+fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    too_many("sp_configure", args, 2)?;
+    let name = text_arg(args, 0, "@configname");
+    let value = args.get(1).and_then(|(_, v)| v.clone());
+    let config = &ctx.shared.config;
+    let columns = [
+        col("name", SqlType::NVarChar(35), false),
+        col("minimum", SqlType::Int, false),
+        col("maximum", SqlType::Int, false),
+        col("config_value", SqlType::Int, false),
+        col("run_value", SqlType::Int, false),
+    ];
+    let row = |def: &crate::config::OptionDef, configured: i64, running: i64| {
+        vec![s(def.name), int(def.minimum), int(def.maximum), int(configured), int(running)]
+    };
+    match (name, value) {
+        (None, _) => {
+            let rows: Vec<_> = config.listing(None).into_iter().map(|(d, c, r)| row(d, c, r)).collect();
+            result(ctx, sink, &columns, &rows);
+        }
+        (Some(name), None) => {
+            // Every option the name is a prefix of (or the one it names exactly).
+            let rows: Vec<_> = match config.find(&name) {
+                Ok(def) => {
+                    vec![row(def, config.configured_value(def), config.run_value(def.name).unwrap_or(def.default))]
+                }
+                Err(e) if e.number == 15125 => {
+                    config.listing(Some(&name)).into_iter().map(|(d, c, r)| row(d, c, r)).collect()
+                }
+                Err(e) => return Err(e),
+            };
+            result(ctx, sink, &columns, &rows);
+        }
+        (Some(name), Some((v, t))) => {
+            let value = match types::cast(&v, &t, &SqlType::BigInt, None) {
+                Ok(Value::Int(n)) => n,
+                _ => {
+                    return Err(SqlError::new(
+                        15129,
+                        format!(
+                            "'{}' is not a valid value for configuration option '{name}'.",
+                            types::display_text(&v, &t)
+                        ),
+                    ))
+                }
+            };
+            let change = config.set(&name, value)?;
+            sink.message(&SqlError {
+                number: 15457,
+                severity: 0,
+                state: 1,
+                message: format!(
+                    "Configuration option '{}' changed from {} to {}. Run the RECONFIGURE statement to install.",
+                    change.name, change.old, change.new
+                ),
+                line: 0,
+                procedure: None,
+            });
+        }
+    }
+    Ok(0)
+}
+
+fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    too_many("sp_who", args, 1)?;
+    let filter = text_arg(args, 0, "@loginame");
+    let mut sessions: Vec<_> = ctx.shared.sessions.lock().values().cloned().collect();
+    sessions.sort_by_key(|i| i.spid);
+    let columns = [
+        col("spid", SqlType::SmallInt, false),
+        col("ecid", SqlType::SmallInt, false),
+        col("status", SqlType::NChar(30), false),
+        col("loginame", SYSNAME, true),
+        col("hostname", SqlType::NChar(128), false),
+        col("blk", SqlType::Char(5), true),
+        col("dbname", SYSNAME, true),
+        col("cmd", SqlType::NChar(16), false),
+        col("request_id", SqlType::Int, false),
+    ];
+    let mut rows = Vec::new();
+    for info in sessions {
+        let keep = match &filter {
+            None => true,
+            Some(f) if f.eq_ignore_ascii_case("active") => info.status == "running",
+            Some(f) => match f.parse::<i32>() {
+                Ok(spid) => spid == info.spid,
+                Err(_) => f.eq_ignore_ascii_case(&info.login),
+            },
+        };
+        if !keep {
+            continue;
+        }
+        let cmd = match &info.command {
+            Some(text) => text.split_whitespace().next().unwrap_or("").to_uppercase(),
+            None => "AWAITING COMMAND".to_string(),
+        };
+        rows.push(vec![
+            int(i64::from(info.spid)),
+            int(0),
+            s(&format!("{:<30}", if info.status == "running" { "runnable" } else { "sleeping" })),
+            s(&info.login),
+            s(&format!("{:<128}", info.host_name)),
+            s("0    "),
+            s(&info.database),
+            s(&format!("{:<16}", cmd.chars().take(16).collect::<String>())),
+            int(0),
+        ]);
+    }
+    result(ctx, sink, &columns, &rows);
+    Ok(0)
+}
+
+/// A database's data and log file sizes, in bytes.
+fn file_sizes(db: &tessera_database::Database) -> (u64, u64) {
+    let (data, log) = db.file_paths();
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    (size(&data), size(&log))
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:>10.2} MB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    too_many("sp_helpdb", args, 1)?;
+    let only = text_arg(args, 0, "@dbname");
+    let names = match &only {
+        Some(n) => {
+            if !ctx.shared.engine.exists(n) {
+                return Err(SqlError::new(15010, format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases.")));
+            }
+            vec![n.clone()]
+        }
+        None => ctx.shared.engine.database_names(),
+    };
+    let columns = [
+        col("name", SYSNAME, true),
+        col("db_size", SqlType::NVarChar(13), true),
+        col("owner", SYSNAME, true),
+        col("dbid", SqlType::SmallInt, false),
+        col("created", SqlType::NVarChar(11), true),
+        col("status", SqlType::NVarChar(600), true),
+        col("compatibility_level", SqlType::TinyInt, false),
+    ];
+    let mut rows = Vec::new();
+    let mut files = Vec::new();
+    for name in &names {
+        let db = ctx.shared.database(name)?;
+        let o = db.options();
+        let (data, log) = file_sizes(&db);
+        let status = format!(
+            "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Version=957, Collation={}, SQLSortOrder=52, IsAutoCreateStatistics, IsAutoUpdateStatistics",
+            o.recovery_model.name(),
+            crate::runtime::DEFAULT_COLLATION
+        );
+        rows.push(vec![
+            s(db.name()),
+            s(&mb(data + log)),
+            s("sa"),
+            int(i64::from(db.id())),
+            s("Nov 22 2026"),
+            s(&status),
+            int(160),
+        ]);
+        if only.is_some() {
+            let (data_path, log_path) = db.file_paths();
+            let kb = |b: u64| format!("{} KB", b / 1024);
+            files.push(vec![
+                s(db.name()),
+                int(1),
+                s(&data_path.display().to_string()),
+                s("PRIMARY"),
+                s(&kb(data)),
+                s("Unlimited"),
+                s("65536 KB"),
+                s("data only"),
+            ]);
+            files.push(vec![
+                s(&format!("{}_log", db.name())),
+                int(2),
+                s(&log_path.display().to_string()),
+                Value::Null,
+                s(&kb(log)),
+                s("2147483648 KB"),
+                s("65536 KB"),
+                s("log only"),
+            ]);
+        }
+    }
+    result(ctx, sink, &columns, &rows);
+    if only.is_some() {
+        let file_columns = [
+            col("name", SqlType::NChar(128), false),
+            col("fileid", SqlType::SmallInt, false),
+            col("filename", SqlType::NChar(260), false),
+            col("filegroup", SqlType::NVarChar(128), true),
+            col("size", SqlType::NVarChar(18), true),
+            col("maxsize", SqlType::NVarChar(18), true),
+            col("growth", SqlType::NVarChar(18), true),
+            col("usage", SqlType::VarChar(9), false),
+        ];
+        result(ctx, sink, &file_columns, &files);
+    }
+    Ok(0)
+}
+
+fn current_catalog(ctx: &ExecCtx) -> SqlResult<(String, Arc<Catalog>)> {
+    let db = ctx.shared.database(&ctx.session.database)?;
+    Ok((db.name().to_string(), ctx.shared.catalog(&db)?))
+}
+
+fn object_type(o: &Object) -> &'static str {
+    match o {
+        Object::Table(_) => "user table",
+        Object::Module(m) => match m.kind {
+            crate::catalog::ModuleKind::View => "view",
+            crate::catalog::ModuleKind::Procedure => "stored procedure",
+            crate::catalog::ModuleKind::ScalarFunction => "scalar function",
+            crate::catalog::ModuleKind::TableFunction => "inline function",
+        },
+    }
+}
+
+fn help(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    too_many("sp_help", args, 1)?;
+    let (_, catalog) = current_catalog(ctx)?;
+    let Some(name) = text_arg(args, 0, "@objname") else {
+        let columns =
+            [col("Name", SYSNAME, true), col("Owner", SYSNAME, true), col("Object_type", SqlType::NVarChar(31), true)];
+        let rows: Vec<_> =
+            catalog.objects().into_iter().map(|o| vec![s(o.name()), s(o.schema()), s(object_type(o))]).collect();
+        result(ctx, sink, &columns, &rows);
+        return Ok(0);
+    };
+    let bare = name.rsplit('.').next().unwrap_or(&name).trim_matches(|c| c == '[' || c == ']').to_string();
+    let Some(object) = catalog.lookup("dbo", &bare).cloned() else {
+        return Err(SqlError::new(
+            15009,
+            format!(
+                "The object '{name}' does not exist in database '{}' or is invalid for this operation.",
+                ctx.session.database
+            ),
+        ));
+    };
+    let header = [
+        col("Name", SYSNAME, false),
+        col("Owner", SYSNAME, false),
+        col("Type", SqlType::NVarChar(31), false),
+        col("Created_datetime", SqlType::DateTime, false),
+    ];
+    let created = match &object {
+        Object::Table(t) => t.created,
+        Object::Module(m) => m.created,
+    };
+    let created = types::cast(&Value::Int(created), &SqlType::BigInt, &SqlType::Float, None)
+        .and_then(|secs| match secs {
+            Value::Float(f) => {
+                types::cast(&Value::Float(f / 86_400.0 + 25_567.0), &SqlType::Float, &SqlType::DateTime, None)
+            }
+            v => Ok(v),
+        })
+        .unwrap_or(Value::Null);
+    result(ctx, sink, &header, &[vec![s(object.name()), s(object.schema()), s(object_type(&object)), created]]);
+    if let Object::Table(t) = &object {
+        help_table(t, ctx, sink);
+    }
+    Ok(0)
+}
+
+fn help_table(t: &Table, ctx: &ExecCtx, sink: &mut dyn ResultSink) {
+    let columns = [
+        col("Column_name", SYSNAME, true),
+        col("Type", SYSNAME, true),
+        col("Computed", SqlType::VarChar(35), false),
+        col("Length", SqlType::Int, false),
+        col("Prec", SqlType::Char(5), true),
+        col("Scale", SqlType::Char(5), true),
+        col("Nullable", SqlType::VarChar(35), false),
+    ];
+    let rows: Vec<_> = t
+        .columns
+        .iter()
+        .map(|c| {
+            let numeric = matches!(
+                c.ty,
+                SqlType::TinyInt
+                    | SqlType::SmallInt
+                    | SqlType::Int
+                    | SqlType::BigInt
+                    | SqlType::Decimal { .. }
+                    | SqlType::Money
+                    | SqlType::Real
+                    | SqlType::Float
+            );
+            let (prec, scale) = match c.ty {
+                SqlType::Decimal { precision, scale } => (precision.to_string(), scale.to_string()),
+                SqlType::TinyInt => ("3".into(), "0".into()),
+                SqlType::SmallInt => ("5".into(), "0".into()),
+                SqlType::Int => ("10".into(), "0".into()),
+                SqlType::BigInt => ("19".into(), "0".into()),
+                SqlType::Money => ("19".into(), "4".into()),
+                SqlType::Real => ("24".into(), "NULL".into()),
+                SqlType::Float => ("53".into(), "NULL".into()),
+                _ => (String::new(), String::new()),
+            };
+            let length = match c.ty {
+                SqlType::NChar(n) | SqlType::NVarChar(n) if n != tessera_access::row::MAX => i64::from(n) * 2,
+                SqlType::Char(n)
+                | SqlType::VarChar(n)
+                | SqlType::Binary(n)
+                | SqlType::VarBinary(n)
+                | SqlType::NChar(n)
+                | SqlType::NVarChar(n) => {
+                    if n == tessera_access::row::MAX {
+                        -1
+                    } else {
+                        i64::from(n)
+                    }
+                }
+                _ => c.ty.fixed_size().map_or(-1, |n| n as i64),
+            };
+            let pad = |v: String| if numeric { s(&format!("{v:<5}")) } else { s("     ") };
+            vec![
+                s(&c.name),
+                s(types::base_type_name(&c.ty)),
+                s("no"),
+                int(length),
+                pad(prec),
+                pad(scale),
+                s(if c.nullable { "yes" } else { "no" }),
+            ]
+        })
+        .collect();
+    result(ctx, sink, &columns, &rows);
+    let identity_columns = [
+        col("Identity", SYSNAME, true),
+        col("Seed", SqlType::Decimal { precision: 38, scale: 0 }, true),
+        col("Increment", SqlType::Decimal { precision: 38, scale: 0 }, true),
+    ];
+    let identity = match t.identity_column() {
+        Some(i) => {
+            let (seed, inc) = t.columns[i].identity.expect("identity column");
+            vec![
+                s(&t.columns[i].name),
+                Value::Decimal { value: i128::from(seed), scale: 0 },
+                Value::Decimal { value: i128::from(inc), scale: 0 },
+            ]
+        }
+        None => vec![s("No identity column defined."), Value::Null, Value::Null],
+    };
+    result(ctx, sink, &identity_columns, &[identity]);
+    let index_columns = [
+        col("index_name", SYSNAME, false),
+        col("index_description", SqlType::VarChar(210), true),
+        col("index_keys", SqlType::NVarChar(2078), true),
+    ];
+    let indexes: Vec<_> = t
+        .indexes
+        .iter()
+        .filter(|ix| !ix.is_heap())
+        .map(|ix| {
+            let mut desc = if ix.is_clustered() { "clustered".to_string() } else { "nonclustered".to_string() };
+            if ix.unique {
+                desc.push_str(", unique");
+            }
+            if ix.primary_key {
+                desc.push_str(", primary key");
+            } else if ix.unique_constraint {
+                desc.push_str(", unique key");
+            }
+            desc.push_str(" located on PRIMARY");
+            let keys: Vec<String> = ix
+                .columns
+                .iter()
+                .map(|&(c, d)| if d { format!("{}(-)", t.columns[c].name) } else { t.columns[c].name.clone() })
+                .collect();
+            vec![s(&ix.name), s(&desc), s(&keys.join(", "))]
+        })
+        .collect();
+    if !indexes.is_empty() {
+        result(ctx, sink, &index_columns, &indexes);
+    }
+    let constraint_columns = [
+        col("constraint_type", SqlType::NVarChar(146), true),
+        col("constraint_name", SYSNAME, true),
+        col("constraint_keys", SqlType::NVarChar(2078), true),
+    ];
+    let mut constraints = Vec::new();
+    for ix in t.indexes.iter().filter(|ix| ix.primary_key || ix.unique_constraint) {
+        let kind = if ix.primary_key { "PRIMARY KEY" } else { "UNIQUE" };
+        let clustering = if ix.is_clustered() { "clustered" } else { "non-clustered" };
+        let keys: Vec<&str> = ix.columns.iter().map(|&(c, _)| t.columns[c].name.as_str()).collect();
+        constraints.push(vec![s(&format!("{kind} ({clustering})")), s(&ix.name), s(&keys.join(", "))]);
+    }
+    for c in &t.checks {
+        constraints.push(vec![s("CHECK on table"), s(&c.name), s(&c.text)]);
+    }
+    for col_def in &t.columns {
+        if let Some(d) = &col_def.default {
+            constraints.push(vec![s(&format!("DEFAULT on column {}", col_def.name)), s(&d.name), s(&d.text)]);
+        }
+    }
+    for fk in &t.foreign_keys {
+        let keys: Vec<&str> = fk.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
+        constraints.push(vec![s("FOREIGN KEY"), s(&fk.name), s(&keys.join(", "))]);
+    }
+    if !constraints.is_empty() {
+        result(ctx, sink, &constraint_columns, &constraints);
+    }
+}
+
+fn tables(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    let pattern = text_arg(args, 0, "@table_name");
+    let (db, catalog) = current_catalog(ctx)?;
+    let columns = [
+        col("TABLE_QUALIFIER", SYSNAME, true),
+        col("TABLE_OWNER", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, true),
+        col("TABLE_TYPE", SqlType::VarChar(32), true),
+        col("REMARKS", SqlType::VarChar(254), true),
+    ];
+    let mut rows = Vec::new();
+    for o in catalog.objects() {
+        let kind = match o {
+            Object::Table(_) => "TABLE",
+            Object::Module(m) if m.kind == crate::catalog::ModuleKind::View => "VIEW",
+            _ => continue,
+        };
+        if pattern.as_ref().is_some_and(|p| !types::like(o.name(), p, None)) {
+            continue;
+        }
+        rows.push(vec![s(&db), s(o.schema()), s(o.name()), s(kind), Value::Null]);
+    }
+    rows.sort_by(|a, b| format!("{:?}{:?}", a[3], a[2]).cmp(&format!("{:?}{:?}", b[3], b[2])));
+    result(ctx, sink, &columns, &rows);
+    Ok(0)
+}
+
+/// ODBC type code of a SQL type (sp_columns DATA_TYPE).
+fn odbc_type(t: &SqlType) -> i64 {
+    use SqlType::*;
+    match t {
+        Bit => -7,
+        TinyInt => -6,
+        SmallInt => 5,
+        Int => 4,
+        BigInt => -5,
+        Real => 7,
+        Float => 6,
+        Decimal { .. } => 3,
+        Money | SmallMoney => 3,
+        Char(_) => 1,
+        VarChar(n) if *n == tessera_access::row::MAX => -1,
+        VarChar(_) => 12,
+        NChar(_) => -8,
+        NVarChar(n) if *n == tessera_access::row::MAX => -10,
+        NVarChar(_) => -9,
+        Binary(_) => -2,
+        VarBinary(n) if *n == tessera_access::row::MAX => -4,
+        VarBinary(_) => -3,
+        Date => -9,
+        Time { .. } => -9,
+        DateTime | SmallDateTime => 11,
+        DateTime2 { .. } => -9,
+        UniqueIdentifier => -11,
+    }
+}
+
+fn columns(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    let Some(table_name) = text_arg(args, 0, "@table_name") else {
+        return Err(SqlError::new(
+            201,
+            "Procedure or function 'sp_columns' expects parameter '@table_name', which was not supplied.",
+        )
+        .with_state(4));
+    };
+    let (db, catalog) = current_catalog(ctx)?;
+    let columns = [
+        col("TABLE_QUALIFIER", SYSNAME, true),
+        col("TABLE_OWNER", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, true),
+        col("COLUMN_NAME", SYSNAME, true),
+        col("DATA_TYPE", SqlType::SmallInt, true),
+        col("TYPE_NAME", SYSNAME, true),
+        col("PRECISION", SqlType::Int, true),
+        col("LENGTH", SqlType::Int, true),
+        col("SCALE", SqlType::SmallInt, true),
+        col("NULLABLE", SqlType::SmallInt, true),
+        col("COLUMN_DEF", SqlType::NVarChar(4000), true),
+        col("ORDINAL_POSITION", SqlType::Int, true),
+        col("IS_NULLABLE", SqlType::VarChar(254), true),
+    ];
+    let mut rows = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        if !types::like(&t.name, &table_name, None) {
+            continue;
+        }
+        for (i, c) in t.columns.iter().enumerate() {
+            let (precision, length, scale) = match c.ty {
+                SqlType::Decimal { precision, scale } => {
+                    (i64::from(precision), i64::from(precision) + 2, Value::Int(i64::from(scale)))
+                }
+                SqlType::Int => (10, 4, Value::Int(0)),
+                SqlType::BigInt => (19, 8, Value::Int(0)),
+                SqlType::SmallInt => (5, 2, Value::Int(0)),
+                SqlType::TinyInt => (3, 1, Value::Int(0)),
+                SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Binary(n) | SqlType::VarBinary(n) => {
+                    let n = if n == tessera_access::row::MAX { 2_147_483_647 } else { i64::from(n) };
+                    (n, n, Value::Null)
+                }
+                SqlType::NChar(n) | SqlType::NVarChar(n) => {
+                    let n = if n == tessera_access::row::MAX { 1_073_741_823 } else { i64::from(n) };
+                    (n, n * 2, Value::Null)
+                }
+                _ => {
+                    (c.ty.fixed_size().map_or(0, |n| n as i64), c.ty.fixed_size().map_or(0, |n| n as i64), Value::Null)
+                }
+            };
+            let mut type_name = types::base_type_name(&c.ty).to_string();
+            if c.identity.is_some() {
+                type_name.push_str(" identity");
+            }
+            rows.push(vec![
+                s(&db),
+                s(&t.schema),
+                s(&t.name),
+                s(&c.name),
+                int(odbc_type(&c.ty)),
+                s(&type_name),
+                int(precision),
+                int(length),
+                scale,
+                int(i64::from(c.nullable)),
+                c.default.as_ref().map_or(Value::Null, |d| s(&d.text)),
+                int(i as i64 + 1),
+                s(if c.nullable { "YES" } else { "NO" }),
+            ]);
+        }
+    }
+    result(ctx, sink, &columns, &rows);
+    Ok(0)
+}
+
+fn databases(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    too_many("sp_databases", args, 0)?;
+    let columns = [
+        col("DATABASE_NAME", SYSNAME, true),
+        col("DATABASE_SIZE", SqlType::Int, true),
+        col("REMARKS", SqlType::VarChar(254), true),
+    ];
+    let mut rows = Vec::new();
+    for name in ctx.shared.engine.database_names() {
+        let db = ctx.shared.database(&name)?;
+        let (data, log) = file_sizes(&db);
+        rows.push(vec![s(db.name()), int(((data + log) / 1024) as i64), Value::Null]);
+    }
+    result(ctx, sink, &columns, &rows);
+    Ok(0)
+}

@@ -1,0 +1,61 @@
+//! Seed 000's tenants: each database holds ~200 stored procedures. Creates 50 databases
+//! with 200 procedures each, then executes every procedure once and checks its result.
+
+use std::sync::atomic::Ordering;
+
+use tessera_database::{Engine, EngineConfig};
+use tessera_sql::types::Value;
+use tessera_sql::{Collected, Session, Shared};
+
+const DATABASES: usize = 50;
+const PROCEDURES: usize = 200;
+
+#[test]
+fn fifty_databases_with_two_hundred_procedures_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.pool_bytes = 64 << 20;
+    let engine = Engine::open(config).unwrap();
+    let shared = Shared::new(engine.clone()).unwrap();
+    let mut session = Session::new(shared.clone(), "sa", "master").unwrap();
+    let run = |session: &mut Session, text: &str| -> Collected {
+        let mut out = Collected::default();
+        let failed = session.execute(text, &mut out);
+        assert!(!failed, "{text}: {:?}", out.errors());
+        out
+    };
+    for d in 0..DATABASES {
+        run(&mut session, &format!("create database tenant{d}"));
+        run(&mut session, &format!("use tenant{d}; create table accounts (id int primary key, balance int not null)"));
+        run(&mut session, "insert into accounts values (1, 100), (2, 200)");
+        for p in 0..PROCEDURES {
+            // Procedures of a few shapes, as an application's would be.
+            let body = match p % 4 {
+                0 => format!("select balance + {p} as v from accounts where id = @id"),
+                1 => format!("begin declare @x int; select @x = balance from accounts where id = @id; select @x * 2 + {p} as v; end"),
+                2 => format!("begin begin tran; update accounts set balance = balance + 0 where id = @id; commit; select {p} + @id as v; end"),
+                _ => format!("begin declare @r int; exec @r = p{} @id; select {p} as v; end", p - 1),
+            };
+            run(&mut session, &format!("create procedure p{p} @id int as {body}"));
+        }
+    }
+    for d in 0..DATABASES {
+        run(&mut session, &format!("use tenant{d}"));
+        for p in 0..PROCEDURES {
+            let out = run(&mut session, &format!("exec p{p} 1"));
+            let last = out.result_sets.last().expect("a result set");
+            let expected = match p % 4 {
+                0 => 100 + p as i64,
+                1 => 200 + p as i64,
+                2 => p as i64 + 1,
+                _ => p as i64,
+            };
+            assert_eq!(last.1, vec![vec![Value::Int(expected)]], "tenant{d}.p{p}");
+        }
+        let out = run(&mut session, "select count(*) from sys.procedures");
+        assert_eq!(out.result_sets[0].1, vec![vec![Value::Int(PROCEDURES as i64)]]);
+    }
+    assert!(shared.plans.hits.load(Ordering::Relaxed) > 0);
+    drop(session);
+    engine.shutdown().unwrap();
+}

@@ -671,10 +671,17 @@ fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<O
         encode_prefix(&node.table, node.index, &all, &mut k)?;
         Ok(k.into_vec())
     };
+    // A one-sided range must not run into the column's NULLs (which sort first, or last
+    // in a descending column): no comparison with NULL is true.
+    let desc = node.table.indexes[node.index].columns.get(values.len()).is_some_and(|c| c.1);
     let lo = match &lower {
         Some((v, true)) => Bound::Included(with(v)?),
         Some((v, false)) => {
             let k = with(v)?;
+            prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
+        }
+        None if upper.is_some() && !desc => {
+            let k = with(&Value::Null)?;
             prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
         }
         None if prefix.is_empty() => Bound::Unbounded,
@@ -683,6 +690,7 @@ fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<O
     let hi = match &upper {
         Some((v, true)) => prefix_successor(&with(v)?).map_or(Bound::Unbounded, Bound::Excluded),
         Some((v, false)) => Bound::Excluded(with(v)?),
+        None if lower.is_some() && desc => Bound::Excluded(with(&Value::Null)?),
         None if prefix.is_empty() => Bound::Unbounded,
         None => prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
     };

@@ -41,7 +41,7 @@ SELECT CASE WHEN 'eclair' = 'Éclair' THEN 'equal' ELSE 'different' END AS accen
 SELECT name FROM p WHERE name = 'BANANA';
 SELECT name FROM p WHERE name = 'eclair';
 SELECT name FROM p WHERE code = 'A1  ';
-SELECT name FROM p WHERE name > 'C' ORDER BY name;
-SELECT name FROM p ORDER BY name;
+SELECT name FROM p WHERE name > 'C' AND id <= 5 ORDER BY name;
+SELECT name FROM p WHERE id <= 5 ORDER BY name DESC;
 SELECT LEN(code) AS l, DATALENGTH(code) AS dl, code + '|' AS padded FROM p WHERE id = 1;
 GO

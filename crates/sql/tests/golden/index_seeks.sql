@@ -4,7 +4,11 @@ CREATE TABLE k (id int PRIMARY KEY, a int, b varchar(10), c int);
 CREATE INDEX ix_a ON k (a);
 CREATE INDEX ix_bc ON k (b, c DESC);
 CREATE TABLE d (x int NOT NULL, y int NOT NULL, z varchar(5), CONSTRAINT pk_d PRIMARY KEY (x DESC, y));
-CREATE UNIQUE INDEX ux_z ON d (z);
+CREATE INDEX ix_z ON d (z);
+CREATE TABLE dn (v int NULL, w int NULL);
+CREATE INDEX ix_v_desc ON dn (v DESC);
+CREATE INDEX ix_w_v ON dn (w, v);
+INSERT INTO dn VALUES (1, 1), (NULL, 1), (3, 1), (NULL, NULL), (2, NULL), (5, 1);
 GO
 SET NOCOUNT ON;
 DECLARE @i int = 1;
@@ -64,7 +68,16 @@ SELECT x, y FROM d WHERE x >= 2 AND y BETWEEN 5 AND 8 ORDER BY x, y;
 SELECT x, y FROM d WHERE y = 21;
 SELECT TOP 3 x, y FROM d ORDER BY x DESC, y;
 GO
--- unique nonclustered with NULLs
+-- one-sided ranges never include NULLs (ascending and descending keys, after a prefix)
+SELECT v FROM dn WHERE v < 3 ORDER BY v;
+SELECT v FROM dn WHERE v > 1 ORDER BY v;
+SELECT v FROM dn WHERE v <= 2 ORDER BY v DESC;
+SELECT v FROM dn WHERE w = 1 AND v < 4 ORDER BY v;
+SELECT v FROM dn WHERE w = 1 AND v >= 3 ORDER BY v;
+SELECT COUNT(*) AS n FROM dn WHERE w < 2;
+SELECT COUNT(*) AS n FROM dn WHERE w IS NULL AND v > 0;
+GO
+-- nonclustered with NULLs
 SELECT x, y FROM d WHERE z = 'z13';
 SELECT x, y FROM d WHERE z = 'Z13';
 SELECT COUNT(*) AS n FROM d WHERE z IS NULL;

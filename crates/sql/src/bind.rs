@@ -1724,9 +1724,13 @@ impl<'a> Binder<'a> {
                     }
                     if !any {
                         return Err(SqlError::new(
-                            4104,
-                            format!("The multi-part identifier \"{}\" could not be bound.", object_display(q)),
-                        ));
+                            107,
+                            format!(
+                                "The column prefix '{}' does not match with a table name or alias name used in the query.",
+                                object_display(q)
+                            ),
+                        )
+                        .with_severity(15));
                     }
                 }
                 ast::SelectItem::Expr { expr, alias } => {
@@ -1886,7 +1890,13 @@ impl<'a> Binder<'a> {
         self.scopes.pop();
         let (x, t) = r?;
         if percent {
-            convert(x, &t, &SqlType::Float)
+            let x = convert(x, &t, &SqlType::Float)?;
+            if let Expr::Const(Value::Float(p)) = &x {
+                if !(0.0..=100.0).contains(p) {
+                    return Err(SqlError::new(1031, "Percent values must be between 0 and 100.").with_severity(15));
+                }
+            }
+            Ok(x)
         } else {
             convert(x, &t, &SqlType::BigInt)
         }

@@ -69,6 +69,84 @@ struct AggContext {
     calls: Vec<AggCall>,
     /// Scope of the rows fed into the aggregate.
     input: Scope,
+    /// The clause being bound, for errors 8120/8121/8127.
+    clause: AggClause,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum AggClause {
+    Select,
+    Having,
+    OrderBy,
+}
+
+/// A column neither grouped nor aggregated: error 8120, 8121 or 8127 by clause.
+fn not_grouped(clause: AggClause, column: &str) -> SqlError {
+    let (number, quoted, place) = match clause {
+        AggClause::Select => (8120, format!("'{column}'"), "select list"),
+        AggClause::Having => (8121, format!("'{column}'"), "HAVING clause"),
+        AggClause::OrderBy => (8127, format!("\"{column}\""), "ORDER BY clause"),
+    };
+    SqlError::new(
+        number,
+        format!(
+            "Column {quoted} is invalid in the {place} because it is not contained in either an aggregate function or the GROUP BY clause."
+        ),
+    )
+}
+
+/// Errors 8158/8159: a derived table's or CTE's column list does not match its query.
+fn check_column_list(have: usize, listed: usize, name: &str) -> SqlResult<()> {
+    if have > listed {
+        return Err(SqlError::new(8158, format!("'{name}' has more columns than were specified in the column list.")));
+    }
+    if have < listed {
+        return Err(SqlError::new(8159, format!("'{name}' has fewer columns than were specified in the column list.")));
+    }
+    Ok(())
+}
+
+/// Error 1033: ORDER BY in a derived table, subquery or CTE needs TOP or OFFSET.
+fn check_nested_order_by(q: &ast::Query) -> SqlResult<()> {
+    let top = matches!(&q.body, ast::SetExpr::Select(s) if s.top.is_some());
+    if !q.order_by.is_empty() && !top && q.offset.is_none() {
+        return Err(SqlError::new(
+            1033,
+            "The ORDER BY clause is invalid in views, inline functions, derived tables, subqueries, and common table expressions, unless TOP, OFFSET or FOR XML is also specified.",
+        )
+        .with_severity(15));
+    }
+    Ok(())
+}
+
+/// Errors 8155/8156: every column of a derived table or CTE needs a distinct name.
+fn check_derived_columns(columns: &[OutputColumn], name: &str) -> SqlResult<()> {
+    for (i, c) in columns.iter().enumerate() {
+        if c.name.is_empty() {
+            return Err(SqlError::new(8155, format!("No column name was specified for column {} of '{name}'.", i + 1)));
+        }
+        if columns[..i].iter().any(|p| p.name.eq_ignore_ascii_case(&c.name)) {
+            return Err(SqlError::new(
+                8156,
+                format!("The column '{}' was specified multiple times for '{name}'.", c.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Error 1011: two FROM items with the same alias.
+fn duplicate_correlation(alias: &str) -> SqlError {
+    SqlError::new(1011, format!("The correlation name '{alias}' is specified multiple times in a FROM clause."))
+        .with_severity(15)
+}
+
+/// A scope column as SQL Server names it in errors: `qualifier.name`.
+fn qualified_name(c: &ScopeColumn) -> String {
+    match &c.qualifier {
+        Some(q) => format!("{q}.{}", c.name),
+        None => c.name.clone(),
+    }
 }
 
 /// Dependencies of a plan on catalog versions.
@@ -902,12 +980,8 @@ impl<'a> Binder<'a> {
         // A column in a grouped query that is neither grouped nor aggregated. Columns of
         // enclosing queries are still fine (outer references).
         let agg = self.agg.as_ref().expect("in aggregate context");
-        if Self::find_in_scope(&agg.input, name)?.is_some() {
-            let shown = object_display(name);
-            return Err(SqlError::new(
-                8120,
-                format!("Column '{shown}' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
-            ));
+        if let Some(i) = Self::find_in_scope(&agg.input, name)? {
+            return Err(not_grouped(agg.clause, &qualified_name(&agg.input.columns[i])));
         }
         self.resolve_column(name)
     }
@@ -1314,6 +1388,12 @@ impl<'a> Binder<'a> {
                 let ty = if func == AggFunc::Count { SqlType::Int } else { SqlType::BigInt };
                 return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty });
             }
+            if args.len() == 1 && (contains_aggregate(&args[0]) || contains_subquery(&args[0])) {
+                return Err(SqlError::new(
+                    130,
+                    "Cannot perform an aggregate function on an expression containing an aggregate or a subquery.",
+                ));
+            }
             if args.len() != 1 {
                 return Err(SqlError::new(
                     174,
@@ -1345,6 +1425,7 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_subquery_any(&mut self, query: &ast::Query) -> SqlResult<(BoundQuery, bool)> {
+        check_nested_order_by(query)?;
         self.scopes.push(Scope::default());
         let saved_agg = self.agg.take();
         let saved_ctes = self.ctes.len();
@@ -1380,17 +1461,24 @@ impl<'a> Binder<'a> {
 
     pub fn bind_query(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
         for cte in &q.with {
+            check_nested_order_by(&cte.query)?;
             let mut bound = self.bind_query(&cte.query)?;
             if !cte.columns.is_empty() {
-                if cte.columns.len() != bound.columns.len() {
-                    return Err(SqlError::new(
-                        8158,
-                        format!("'{}' has more columns than were specified in the column list.", cte.name.value),
-                    ));
-                }
+                check_column_list(bound.columns.len(), cte.columns.len(), &cte.name.value)?;
                 for (c, n) in bound.columns.iter_mut().zip(&cte.columns) {
                     c.name = n.value.clone();
                 }
+            }
+            check_derived_columns(&bound.columns, &cte.name.value)?;
+            if q.with
+                .iter()
+                .take_while(|c| !std::ptr::eq(*c, cte))
+                .any(|c| c.name.value.eq_ignore_ascii_case(&cte.name.value))
+            {
+                return Err(SqlError::new(
+                    239,
+                    format!("Duplicate common table expression name '{}' was specified.", cte.name.value),
+                ));
             }
             self.ctes.push((cte.name.value.to_lowercase(), bound));
         }
@@ -1414,14 +1502,21 @@ impl<'a> Binder<'a> {
     }
 
     fn paging(&mut self, plan: Plan, offset: Option<&ast::Expr>, fetch: Option<&ast::Expr>) -> SqlResult<Plan> {
+        // Constant counts are checked when the query compiles, as SQL Server does.
         let offset = match offset {
             Some(o) => self.bind_count(o)?,
             None => Expr::Const(Value::Int(0)),
         };
+        if let Expr::Const(v) = &offset {
+            crate::plan::offset_count(v)?;
+        }
         let fetch = match fetch {
             Some(f) => Some(self.bind_count(f)?),
             None => None,
         };
+        if let Some(Expr::Const(v)) = &fetch {
+            crate::plan::fetch_count(v)?;
+        }
         Ok(Plan::Offset { input: Box::new(plan), offset, fetch })
     }
 
@@ -1560,6 +1655,13 @@ impl<'a> Binder<'a> {
             let mut group_bound = Vec::new();
             let mut group_types = Vec::new();
             for g in &s.group_by {
+                if contains_aggregate(g) || contains_subquery(g) {
+                    return Err(SqlError::new(
+                        144,
+                        "Cannot use an aggregate or a subquery in an expression used for the group by list of a GROUP BY clause.",
+                    )
+                    .with_severity(15));
+                }
                 let (e, t) = self.bind_expr(g)?;
                 group_bound.push(e);
                 group_types.push(t);
@@ -1569,6 +1671,7 @@ impl<'a> Binder<'a> {
                 group_types: group_types.clone(),
                 calls: Vec::new(),
                 input: scope.clone(),
+                clause: AggClause::Select,
             });
         }
         let result = self.bind_projection(s, order_by, offset, fetch, plan, &scope, uses_aggregates);
@@ -1601,8 +1704,8 @@ impl<'a> Binder<'a> {
                         return Err(SqlError::new(263, "Must specify table to select from.").with_severity(16));
                     }
                     if aggregated {
-                        let first = scope.columns.first().map(|c| c.name.clone()).unwrap_or_default();
-                        return Err(SqlError::new(8120, format!("Column '{first}' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.")));
+                        let first = scope.columns.first().map(qualified_name).unwrap_or_default();
+                        return Err(not_grouped(AggClause::Select, &first));
                     }
                     for (i, c) in scope.columns.iter().enumerate() {
                         exprs.push(Expr::Column(i));
@@ -1621,14 +1724,25 @@ impl<'a> Binder<'a> {
                     }
                     if !any {
                         return Err(SqlError::new(
-                            4104,
-                            format!("The multi-part identifier \"{}\" could not be bound.", object_display(q)),
-                        ));
+                            107,
+                            format!(
+                                "The column prefix '{}' does not match with a table name or alias name used in the query.",
+                                object_display(q)
+                            ),
+                        )
+                        .with_severity(15));
                     }
                 }
                 ast::SelectItem::Expr { expr, alias } => {
                     if let ast::Expr::Function { name, over: Some(w), .. } = expr {
                         if name.name().is("ROW_NUMBER") {
+                            if w.order_by.is_empty() {
+                                return Err(SqlError::new(
+                                    4112,
+                                    "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY.",
+                                )
+                                .with_severity(15));
+                            }
                             if window.is_some() {
                                 return Err(SqlError::new(4108, "Only one ROW_NUMBER() per query is supported."));
                             }
@@ -1653,6 +1767,9 @@ impl<'a> Binder<'a> {
             }
         }
         // HAVING (binds aggregates it uses).
+        if let Some(a) = &mut self.agg {
+            a.clause = AggClause::Having;
+        }
         let having = match &s.having {
             Some(h) => Some(self.bind_predicate(h)?),
             None => None,
@@ -1660,6 +1777,9 @@ impl<'a> Binder<'a> {
         // ORDER BY: select-list aliases and positions, or any expression of the FROM rows.
         let mut sort_keys = Vec::new();
         let visible = exprs.len();
+        if let Some(a) = &mut self.agg {
+            a.clause = AggClause::OrderBy;
+        }
         for item in order_by {
             let e = self.bind_order_item(&item.expr, &columns, &s.items, &item_columns, &mut exprs)?;
             sort_keys.push(SortKey { expr: e, descending: item.descending });
@@ -1770,7 +1890,13 @@ impl<'a> Binder<'a> {
         self.scopes.pop();
         let (x, t) = r?;
         if percent {
-            convert(x, &t, &SqlType::Float)
+            let x = convert(x, &t, &SqlType::Float)?;
+            if let Expr::Const(Value::Float(p)) = &x {
+                if !(0.0..=100.0).contains(p) {
+                    return Err(SqlError::new(1031, "Percent values must be between 0 and 100.").with_severity(15));
+                }
+            }
+            Ok(x)
         } else {
             convert(x, &t, &SqlType::BigInt)
         }
@@ -1885,6 +2011,19 @@ impl<'a> Binder<'a> {
         match t {
             ast::TableRef::Named { name, alias, .. } => {
                 let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                if scope.columns.iter().any(|c| c.qualifier.as_deref() == Some(qualifier.as_str())) {
+                    return Err(match alias {
+                        Some(a) => duplicate_correlation(&a.value),
+                        None => {
+                            let shown = object_display(name);
+                            SqlError::new(
+                                1013,
+                                format!("The objects \"{shown}\" and \"{shown}\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
+                            )
+                            .with_severity(15)
+                        }
+                    });
+                }
                 // CTEs first, then system views, then tables.
                 if name.0.len() == 1 {
                     let lower = name.name().value.to_lowercase();
@@ -1932,28 +2071,23 @@ impl<'a> Binder<'a> {
                 })
             }
             ast::TableRef::Derived { query, alias, columns } => {
+                check_nested_order_by(query)?;
                 self.scopes.push(Scope::default());
                 let bound = self.bind_query(query);
                 self.scopes.pop();
                 let mut bound = bound?;
+                let qualifier = alias.value.to_lowercase();
+                if scope.columns.iter().any(|c| c.qualifier.as_deref() == Some(qualifier.as_str())) {
+                    return Err(duplicate_correlation(&alias.value));
+                }
                 if !columns.is_empty() {
+                    check_column_list(bound.columns.len(), columns.len(), &alias.value)?;
                     for (c, n) in bound.columns.iter_mut().zip(columns) {
                         c.name = n.value.clone();
                     }
                 }
-                for c in &bound.columns {
-                    if c.name.is_empty() {
-                        return Err(SqlError::new(
-                            8155,
-                            format!(
-                                "No column name was specified for column {} of '{}'.",
-                                bound.columns.iter().position(|x| x.name.is_empty()).unwrap_or(0) + 1,
-                                alias.value
-                            ),
-                        ));
-                    }
-                }
-                Ok(self.leaf_plan(bound, alias.value.to_lowercase(), scope, offset))
+                check_derived_columns(&bound.columns, &alias.value)?;
+                Ok(self.leaf_plan(bound, qualifier, scope, offset))
             }
             ast::TableRef::Function { name, args, alias } => match self.module(name)? {
                 Some((db, m)) if m.kind == ModuleKind::TableFunction => {
@@ -2405,6 +2539,33 @@ fn contains_aggregate(e: &ast::Expr) -> bool {
                 || otherwise.as_deref().is_some_and(contains_aggregate)
         }
         E::InSubquery { expr, .. } | E::Quantified { left: expr, .. } => contains_aggregate(expr),
+        _ => false,
+    }
+}
+
+/// Whether an expression contains a subquery (outside nested queries).
+fn contains_subquery(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Subquery(_) | E::Exists(_) | E::InSubquery { .. } | E::Quantified { .. } => true,
+        E::Function { args, .. } => args.iter().any(contains_subquery),
+        E::Unary { expr, .. }
+        | E::IsNull { expr, .. }
+        | E::Nested(expr)
+        | E::Collate { expr, .. }
+        | E::Cast { expr, .. }
+        | E::Convert { expr, .. } => contains_subquery(expr),
+        E::Binary { left, right, .. } => contains_subquery(left) || contains_subquery(right),
+        E::Between { expr, low, high, .. } => {
+            contains_subquery(expr) || contains_subquery(low) || contains_subquery(high)
+        }
+        E::Like { expr, pattern, .. } => contains_subquery(expr) || contains_subquery(pattern),
+        E::InList { expr, list, .. } => contains_subquery(expr) || list.iter().any(contains_subquery),
+        E::Case { operand, branches, otherwise } => {
+            operand.as_deref().is_some_and(contains_subquery)
+                || branches.iter().any(|(a, b)| contains_subquery(a) || contains_subquery(b))
+                || otherwise.as_deref().is_some_and(contains_subquery)
+        }
         _ => false,
     }
 }

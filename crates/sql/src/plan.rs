@@ -671,10 +671,17 @@ fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<O
         encode_prefix(&node.table, node.index, &all, &mut k)?;
         Ok(k.into_vec())
     };
+    // A one-sided range must not run into the column's NULLs (which sort first, or last
+    // in a descending column): no comparison with NULL is true.
+    let desc = node.table.indexes[node.index].columns.get(values.len()).is_some_and(|c| c.1);
     let lo = match &lower {
         Some((v, true)) => Bound::Included(with(v)?),
         Some((v, false)) => {
             let k = with(v)?;
+            prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
+        }
+        None if upper.is_some() && !desc => {
+            let k = with(&Value::Null)?;
             prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
         }
         None if prefix.is_empty() => Bound::Unbounded,
@@ -683,6 +690,7 @@ fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<O
     let hi = match &upper {
         Some((v, true)) => prefix_successor(&with(v)?).map_or(Bound::Unbounded, Bound::Excluded),
         Some((v, false)) => Bound::Excluded(with(v)?),
+        None if lower.is_some() && desc => Bound::Excluded(with(&Value::Null)?),
         None if prefix.is_empty() => Bound::Unbounded,
         None => prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
     };
@@ -951,9 +959,9 @@ pub fn run(plan: &Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>
         }
         Plan::Offset { input, offset, fetch } => {
             let rows = run(input, corr, ctx)?;
-            let off = row_count_value(&eval(offset, corr, ctx)?, "OFFSET")?;
+            let off = offset_count(&eval(offset, corr, ctx)?)?;
             let take = match fetch {
-                Some(f) => row_count_value(&eval(f, corr, ctx)?, "FETCH")?,
+                Some(f) => fetch_count(&eval(f, corr, ctx)?)?,
                 None => usize::MAX,
             };
             Ok(rows.into_iter().skip(off).take(take).collect())
@@ -989,14 +997,32 @@ fn same_keys(a: &[Value], b: &[Value]) -> bool {
     })
 }
 
-fn row_count_value(v: &Value, clause: &str) -> SqlResult<usize> {
+/// The row count of an OFFSET clause (errors 10742 and, for NULL, 10743).
+pub fn offset_count(v: &Value) -> SqlResult<usize> {
     match v {
         Value::Int(n) if *n >= 0 => Ok(*n as usize),
         Value::Int(_) => {
-            Err(SqlError::new(10742, format!("The offset specified in a {clause} clause may not be negative.")))
+            Err(SqlError::new(10742, "The offset specified in a OFFSET clause may not be negative.").with_severity(15))
         }
-        _ => Ok(0),
+        _ => Err(row_count_not_integer("OFFSET")),
     }
+}
+
+/// The row count of a FETCH clause (errors 10744 and, for NULL, 10743).
+pub fn fetch_count(v: &Value) -> SqlResult<usize> {
+    match v {
+        Value::Int(n) if *n > 0 => Ok(*n as usize),
+        Value::Int(_) => {
+            Err(SqlError::new(10744, "The number of rows provided for a FETCH clause must be greater then zero.")
+                .with_severity(15))
+        }
+        _ => Err(row_count_not_integer("FETCH")),
+    }
+}
+
+fn row_count_not_integer(clause: &str) -> SqlError {
+    SqlError::new(10743, format!("The number of rows provided for a {clause} clause must be an integer."))
+        .with_severity(15)
 }
 
 fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usize> {

@@ -867,22 +867,21 @@ impl<'a> Runner<'a> {
         for r in rows {
             self.sink.row(r);
         }
-        if std::mem::take(&mut self.state.null_eliminated) && self.state.options.ansi_warnings {
-            self.sink.message(&SqlError {
-                number: 8153,
-                severity: 10,
-                state: 1,
-                message: "Warning: Null value is eliminated by an aggregate or other SET operation.".to_string(),
-                line: 0,
-                procedure: None,
-                preceding: Vec::new(),
-            });
-        }
+        self.null_warning();
         let count = (!self.state.options.nocount).then_some(rows.len() as u64);
         self.sink.done(count, true);
     }
 
+    /// Warning 8153 after a statement whose aggregates skipped NULLs (under ANSI_WARNINGS).
+    fn null_warning(&mut self) {
+        if std::mem::take(&mut self.state.null_eliminated) && self.state.options.ansi_warnings {
+            let w = SqlError::new(8153, "Warning: Null value is eliminated by an aggregate or other SET operation.");
+            self.sink.message(&w.with_severity(10));
+        }
+    }
+
     fn affected(&mut self, n: u64) {
+        self.null_warning();
         self.state.rowcount = n as i64;
         let count = (!self.state.options.nocount).then_some(n);
         self.sink.done(count, false);
@@ -1591,6 +1590,7 @@ impl<'a> Runner<'a> {
             }
             Prepared::Assign { plan, targets } => {
                 let n = self.with_ctx(|ctx| dml::run_assign(ctx, plan, targets))?;
+                self.null_warning();
                 self.state.rowcount = n as i64;
             }
             Prepared::Insert(i) => {

@@ -1,12 +1,17 @@
-//! `tessera sql`: sqlcmd's interface to a data directory, in process (`--data-dir`).
+//! `tessera sql`: sqlcmd's interface, to a server over TDS (`-S host[,port]`) or directly to
+//! a data directory in process (`--data-dir`). Both print the same output.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::{runner, Session, Shared, SqlcmdFormat, SqlcmdWriter};
+use tessera_server::client::Client;
+use tessera_sql::output::ResultSink;
+use tessera_sql::runner::{self, Batches};
+use tessera_sql::{Session, Shared, SqlcmdFormat, SqlcmdWriter};
 
 #[derive(Debug, Args)]
 #[command(disable_help_flag = true)]
@@ -14,9 +19,24 @@ pub struct SqlArgs {
     /// Print help (sqlcmd's -?).
     #[arg(short = '?', long = "help", action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+    /// Server to connect to: host, host,port or tcp:host,port (sqlcmd's -S).
+    #[arg(short = 'S', conflicts_with = "data_dir", required_unless_present = "data_dir")]
+    pub server: Option<String>,
+    /// Login name (sqlcmd's -U).
+    #[arg(short = 'U', default_value = "sa")]
+    pub user: String,
+    /// Password (sqlcmd's -P; default: the SQLCMDPASSWORD environment variable).
+    #[arg(short = 'P')]
+    pub password: Option<String>,
+    /// Seconds to wait for a login (sqlcmd's -l).
+    #[arg(short = 'l', default_value_t = 8)]
+    pub login_timeout: u64,
+    /// Seconds a batch may run before it is cancelled; 0 waits for ever (sqlcmd's -t).
+    #[arg(short = 't', default_value_t = 0)]
+    pub query_timeout: u64,
     /// Run directly on this data directory, without a server (created if missing).
     #[arg(long = "data-dir")]
-    pub data_dir: PathBuf,
+    pub data_dir: Option<PathBuf>,
     /// Directory for log files (default: the data directory).
     #[arg(long = "log-dir")]
     pub log_dir: Option<PathBuf>,
@@ -24,8 +44,11 @@ pub struct SqlArgs {
     #[arg(short = 'd', default_value = "master")]
     pub database: String,
     /// Run this query and exit.
-    #[arg(short = 'Q', conflicts_with = "input")]
+    #[arg(short = 'Q', conflicts_with_all = ["input", "initial_query"])]
     pub query: Option<String>,
+    /// Run this query, then read more batches at the prompt (sqlcmd's -q).
+    #[arg(short = 'q', conflicts_with = "input")]
+    pub initial_query: Option<String>,
     /// Run this script file and exit.
     #[arg(short = 'i')]
     pub input: Option<PathBuf>,
@@ -53,22 +76,6 @@ pub struct SqlArgs {
 }
 
 pub fn run(args: SqlArgs) -> ExitCode {
-    let script = match (&args.query, &args.input) {
-        (Some(q), None) => q.clone(),
-        (None, Some(path)) => match std::fs::read_to_string(path) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("Sqlcmd: '{}': Invalid filename. ({e})", path.display());
-                return ExitCode::from(1);
-            }
-        },
-        _ => {
-            eprintln!(
-                "tessera sql: give -Q \"query\" or -i file.sql (the interactive prompt needs -S, with the server)"
-            );
-            return ExitCode::from(1);
-        }
-    };
     let mut vars = Vec::new();
     for v in &args.variables {
         match v.split_once('=') {
@@ -79,27 +86,21 @@ pub fn run(args: SqlArgs) -> ExitCode {
             }
         }
     }
-    let script = match runner::substitute(&script, &vars) {
+    let script = match (&args.query, &args.input) {
+        (Some(q), _) => Some(q.clone()),
+        (None, Some(path)) => match std::fs::read_to_string(path) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("Sqlcmd: '{}': Invalid filename. ({e})", path.display());
+                return ExitCode::from(1);
+            }
+        },
+        (None, None) => None,
+    };
+    let script = match script.map(|s| runner::substitute(&s, &vars)).transpose() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("Sqlcmd: Error: Syntax error at line 1 near command '$'. {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let mut config = EngineConfig::new(&args.data_dir);
-    config.log_dir = args.log_dir.clone();
-    config.pool_bytes = args.memory_mb << 20;
-    let engine = match Engine::open(config) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("tessera sql: cannot open data directory '{}': {e}", args.data_dir.display());
-            return ExitCode::from(1);
-        }
-    };
-    let shared = match Shared::new(engine.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("tessera sql: {e}");
             return ExitCode::from(1);
         }
     };
@@ -111,6 +112,8 @@ pub fn run(args: SqlArgs) -> ExitCode {
                 return ExitCode::from(1);
             }
         },
+        // At the prompt, results and prompts share stdout's line buffer.
+        None if script.is_none() => Box::new(std::io::stdout()),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let format = SqlcmdFormat {
@@ -120,24 +123,167 @@ pub fn run(args: SqlArgs) -> ExitCode {
         ..SqlcmdFormat::default()
     };
     let mut writer = SqlcmdWriter::new(out, format);
-    let failed = match Session::new(shared, "sa", &args.database) {
-        Ok(mut session) => {
-            let failed = runner::run_script(&mut session, &script, &mut writer);
-            session.close();
-            failed
-        }
-        Err(e) => {
-            eprintln!("Msg {}, Level {}, State {}\n{}", e.number, e.severity, e.state, e.message);
-            1
+    let mut target = match Target::open(&args) {
+        Ok(t) => t,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(1);
         }
     };
-    let _ = writer.into_inner().flush();
-    if let Err(e) = engine.shutdown() {
-        eprintln!("tessera sql: shutdown: {e}");
+    let mut failed = 0;
+    if let Some(q) = &args.initial_query {
+        failed += runner::run_script(target.batches(), q, &mut writer);
     }
+    match &script {
+        Some(script) => failed += runner::run_script(target.batches(), script, &mut writer),
+        None => {
+            let stdin = std::io::stdin();
+            let mut lines = stdin.lock().lines().map_while(Result::ok);
+            failed += runner::run_interactive(target.batches(), &mut lines, &vars, &mut writer, &mut |n| {
+                print!("{n}> ");
+                let _ = std::io::stdout().flush();
+            });
+        }
+    }
+    let _ = writer.into_inner().flush();
+    target.close();
     if args.abort_on_error && failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Where batches run: a session in this process on a data directory, or a server.
+enum Target {
+    Local { engine: std::sync::Arc<Engine>, session: Box<Session> },
+    Remote(Remote),
+}
+
+impl Target {
+    fn open(args: &SqlArgs) -> Result<Target, String> {
+        match (&args.server, &args.data_dir) {
+            (Some(server), _) => Remote::connect(server, args).map(Target::Remote),
+            (None, Some(dir)) => {
+                let mut config = EngineConfig::new(dir);
+                config.log_dir = args.log_dir.clone();
+                config.pool_bytes = args.memory_mb << 20;
+                let engine = Engine::open(config)
+                    .map_err(|e| format!("tessera sql: cannot open data directory '{}': {e}", dir.display()))?;
+                let shared = Shared::new(engine.clone()).map_err(|e| format!("tessera sql: {e}"))?;
+                let session = Session::new(shared, "sa", &args.database)
+                    .map_err(|e| format!("Msg {}, Level {}, State {}\n{}", e.number, e.severity, e.state, e.message))?;
+                Ok(Target::Local { engine, session: Box::new(session) })
+            }
+            (None, None) => Err("tessera sql: give -S server or --data-dir DIR".to_string()),
+        }
+    }
+
+    fn batches(&mut self) -> &mut dyn Batches {
+        match self {
+            Target::Local { session, .. } => session.as_mut(),
+            Target::Remote(remote) => remote,
+        }
+    }
+
+    fn close(self) {
+        if let Target::Local { engine, mut session } = self {
+            session.close();
+            if let Err(e) = engine.shutdown() {
+                eprintln!("tessera sql: shutdown: {e}");
+            }
+        }
+    }
+}
+
+/// A connection to a server; batches run one at a time on a current-thread runtime.
+struct Remote {
+    runtime: tokio::runtime::Runtime,
+    client: Option<Client>,
+    query_timeout: Option<Duration>,
+}
+
+impl Remote {
+    fn connect(server: &str, args: &SqlArgs) -> Result<Remote, String> {
+        let (host, port) = parse_server(server)?;
+        let password = match &args.password {
+            Some(p) => p.clone(),
+            None => std::env::var("SQLCMDPASSWORD")
+                .map_err(|_| "Sqlcmd: Error: give the password with -P or SQLCMDPASSWORD.".to_string())?,
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("tessera sql: cannot start the runtime: {e}"))?;
+        let login = Client::connect(&host, port, &args.user, &password, &args.database);
+        let timeout = Duration::from_secs(args.login_timeout.max(1));
+        let client = match runtime.block_on(async { tokio::time::timeout(timeout, login).await }) {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(format!("Sqlcmd: Error: {e}"));
+            }
+            Ok(Err(e)) => return Err(format!("Sqlcmd: Error: cannot connect to {host},{port}: {e}")),
+            Err(_) => return Err(format!("Sqlcmd: Error: Login timeout expired ({host},{port}).")),
+        };
+        let query_timeout = (args.query_timeout > 0).then(|| Duration::from_secs(args.query_timeout));
+        Ok(Remote { runtime, client: Some(client), query_timeout })
+    }
+}
+
+impl Batches for Remote {
+    fn run_batch(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
+        let Some(client) = self.client.as_mut() else {
+            eprintln!("Sqlcmd: Error: the connection to the server was lost.");
+            return true;
+        };
+        let result = match self.query_timeout {
+            None => self.runtime.block_on(client.execute(text, sink)),
+            Some(limit) => self.runtime.block_on(client.execute_with_timeout(text, sink, limit)),
+        };
+        match result {
+            Ok(failed) => failed,
+            Err(e) => {
+                eprintln!("Sqlcmd: Error: {e}");
+                if e.kind() != std::io::ErrorKind::TimedOut {
+                    self.client = None;
+                }
+                true
+            }
+        }
+    }
+}
+
+/// sqlcmd's -S: `host`, `host,port` or `tcp:host,port` (1433 when no port is given).
+fn parse_server(server: &str) -> Result<(String, u16), String> {
+    let s = server.strip_prefix("tcp:").unwrap_or(server);
+    if s.contains('\\') {
+        return Err(format!(
+            "Sqlcmd: Error: named instances ('{server}') need SQL Browser, which tessera does not run; give host,port."
+        ));
+    }
+    let (host, port) = match s.split_once(',') {
+        Some((h, p)) => {
+            (h, p.trim().parse::<u16>().map_err(|_| format!("Sqlcmd: Error: invalid port in '{server}'."))?)
+        }
+        None => (s, 1433),
+    };
+    let host = match host.trim() {
+        "" | "." | "(local)" => "127.0.0.1",
+        h => h,
+    };
+    Ok((host.to_string(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_server;
+
+    #[test]
+    fn server_names() {
+        assert_eq!(parse_server("localhost").unwrap(), ("localhost".to_string(), 1433));
+        assert_eq!(parse_server("tcp:127.0.0.1,14330").unwrap(), ("127.0.0.1".to_string(), 14330));
+        assert_eq!(parse_server("(local),9").unwrap(), ("127.0.0.1".to_string(), 9));
+        assert!(parse_server("host,notaport").is_err());
+        assert!(parse_server("host\\SQLEXPRESS").is_err());
     }
 }

@@ -62,3 +62,73 @@ fn python_tds_scenario() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs `tessera sql` with `args`, feeding `stdin`; returns (success, stdout, stderr).
+fn tessera_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("sql")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn tessera_sql_over_tds_prints_what_it_prints_in_process() {
+    let server = start();
+    let address = format!("127.0.0.1,{}", server.port);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/sql/seed002.sql");
+    let scale = ["-v", "rows=300", "queries=20"];
+    let (ok, remote, err) =
+        tessera_sql(&[&["-S", &address, "-U", "sa", "-P", PASSWORD, "-b", "-i", script], &scale[..]].concat(), "");
+    assert!(ok, "tessera sql -S failed: {err}\n{remote}");
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let (ok, local, err) = tessera_sql(&[&["--data-dir", data_dir, "-b", "-i", script], &scale[..]].concat(), "");
+    assert!(ok, "tessera sql --data-dir failed: {err}");
+    assert!(remote.contains("Batch execution completed 300 times."), "{remote}");
+    assert_eq!(remote, local, "the same script prints the same over TDS and in process");
+
+    // Errors keep their number, level, state and line; -b turns them into exit code 1.
+    let bad = "select 1 as one\nselect * from no_such_table";
+    let (ok, remote, _) = tessera_sql(&["-S", &address, "-P", PASSWORD, "-b", "-Q", bad], "");
+    assert!(!ok);
+    let (_, local, _) = tessera_sql(&["--data-dir", data_dir, "-Q", bad], "");
+    assert!(remote.contains("Msg 208, Level 16, State 1, Line 2"), "{remote}");
+    assert_eq!(remote, local);
+}
+
+#[test]
+fn tessera_sql_logins_timeouts_and_the_prompt() {
+    let server = start();
+    let address = format!("127.0.0.1,{}", server.port);
+    let (ok, out, err) = tessera_sql(&["-S", &address, "-U", "sa", "-P", "wrong", "-Q", "select 1"], "");
+    assert!(!ok, "{out}");
+    assert!(err.contains("Login failed for user 'sa'."), "{err}");
+
+    // -t cancels a batch that runs too long; the connection goes on with the next batch.
+    let slow = "waitfor delay '00:00:30'\ngo\nselect 42 as answer";
+    let started = Instant::now();
+    let (_, out, err) = tessera_sql(&["-S", &address, "-P", PASSWORD, "-t", "1", "-W", "-Q", slow], "");
+    assert!(started.elapsed() < Duration::from_secs(20), "the slow batch was cancelled");
+    assert!(err.contains("Query timeout expired"), "{err}");
+    assert!(!out.contains("Msg 3617"), "an Attention is acknowledged, not reported as an error: {out}");
+    assert!(out.contains("answer\n------\n42"), "{out}");
+
+    // Without -Q or -i: sqlcmd's prompt, GO runs the batch, EXIT ends.
+    let input =
+        "create table t (a int)\ninsert t values (1), (2)\ngo\nselect count(*) as n from t\ngo 2\nexit\nselect 1\ngo\n";
+    let (ok, out, err) = tessera_sql(&["-S", &address, "-P", PASSWORD, "-W"], input);
+    assert!(ok, "{err}");
+    assert_eq!(out, "1> 2> 3> \n(2 rows affected)\n1> 2> Beginning execution loop\nn\n-\n2\n\n(1 row affected)\nn\n-\n2\n\n(1 row affected)\nBatch execution completed 2 times.\n1> ");
+}

@@ -78,6 +78,8 @@ fn login7(user: &str, password: &str, database: &str, app: &str) -> Vec<u8> {
 struct Outcome {
     failed: bool,
     logged_in: bool,
+    /// A DONE acknowledged an Attention.
+    attention: bool,
 }
 
 impl Client {
@@ -105,37 +107,79 @@ impl Client {
         let mut sink = Messages(&mut messages);
         let outcome = decode(&reply, &mut sink, &mut client.packet_size)?;
         if !outcome.logged_in {
-            let text = messages
-                .iter()
-                .filter(|m| m.severity > 10)
-                .map(|m| format!("Msg {}, Level {}, State {}\n{}", m.number, m.severity, m.state, m.message))
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text =
+                messages.iter().filter(|m| m.severity > 10).map(|m| m.message.clone()).collect::<Vec<_>>().join("\n");
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, text));
         }
         Ok(client)
     }
 
     async fn read_reply(&mut self) -> io::Result<Vec<u8>> {
-        match packet::read_message(&mut self.stream).await? {
-            Some(m) if m.kind == PacketType::TabularResult => Ok(m.payload),
-            Some(m) => Err(protocol(format!("unexpected {:?} from the server", m.kind))),
-            None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
-        }
+        reply_payload(packet::read_message(&mut self.stream).await?)
     }
 
     /// Runs one batch; true if it raised an error.
     pub async fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> io::Result<bool> {
-        let mut body = Vec::with_capacity(22 + text.len() * 2);
-        body.extend_from_slice(&22u32.to_le_bytes());
-        body.extend_from_slice(&18u32.to_le_bytes());
-        body.extend_from_slice(&2u16.to_le_bytes());
-        body.extend_from_slice(&0u64.to_le_bytes());
-        body.extend_from_slice(&1u32.to_le_bytes());
-        body.extend_from_slice(&ucs2(text));
-        packet::write_message(&mut self.stream, PacketType::SqlBatch, &body, self.packet_size).await?;
+        packet::write_message(&mut self.stream, PacketType::SqlBatch, &batch_body(text), self.packet_size).await?;
         let reply = self.read_reply().await?;
         Ok(decode(&reply, sink, &mut self.packet_size)?.failed)
+    }
+
+    /// Runs one batch, cancelling it with an Attention once it has run for `limit`; a
+    /// cancelled batch is a `TimedOut` error (after what it produced went to the sink), and
+    /// the connection stays usable.
+    pub async fn execute_with_timeout(
+        &mut self,
+        text: &str,
+        sink: &mut dyn ResultSink,
+        limit: std::time::Duration,
+    ) -> io::Result<bool> {
+        packet::write_message(&mut self.stream, PacketType::SqlBatch, &batch_body(text), self.packet_size).await?;
+        let packet_size = self.packet_size;
+        let (message, cancelled) = {
+            let (mut rd, mut wr) = self.stream.split();
+            let read = packet::read_message(&mut rd);
+            tokio::pin!(read);
+            tokio::select! {
+                m = &mut read => (m?, false),
+                _ = tokio::time::sleep(limit) => {
+                    packet::write_message(&mut wr, PacketType::Attention, &[], packet_size).await?;
+                    (read.await?, true)
+                }
+            }
+        };
+        let reply = reply_payload(message)?;
+        let mut outcome = decode(&reply, sink, &mut self.packet_size)?;
+        // The batch may have finished before the Attention arrived: the server then
+        // acknowledges it in a reply of its own.
+        while cancelled && !outcome.attention {
+            let reply = self.read_reply().await?;
+            outcome = decode(&reply, sink, &mut self.packet_size)?;
+        }
+        if cancelled {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "Query timeout expired"));
+        }
+        Ok(outcome.failed)
+    }
+}
+
+/// A SQL batch request: ALL_HEADERS with a transaction descriptor (none), then the text.
+fn batch_body(text: &str) -> Vec<u8> {
+    let mut body = Vec::with_capacity(22 + text.len() * 2);
+    body.extend_from_slice(&22u32.to_le_bytes());
+    body.extend_from_slice(&18u32.to_le_bytes());
+    body.extend_from_slice(&2u16.to_le_bytes());
+    body.extend_from_slice(&0u64.to_le_bytes());
+    body.extend_from_slice(&1u32.to_le_bytes());
+    body.extend_from_slice(&ucs2(text));
+    body
+}
+
+fn reply_payload(message: Option<packet::Message>) -> io::Result<Vec<u8>> {
+    match message {
+        Some(m) if m.kind == PacketType::TabularResult => Ok(m.payload),
+        Some(m) => Err(protocol(format!("unexpected {:?} from the server", m.kind))),
+        None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
     }
 }
 
@@ -187,6 +231,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                 r.u16()?;
                 let count = r.u64()?;
                 let counted = status & crate::tokens::DONE_COUNT != 0;
+                outcome.attention |= status & crate::tokens::DONE_ATTN != 0;
                 if counted || in_result {
                     sink.done(counted.then_some(count), in_result);
                 }

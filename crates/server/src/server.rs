@@ -3,7 +3,8 @@
 //! Each connection is an async task: PRELOGIN, LOGIN7, then requests. A request runs on
 //! the blocking pool (the T-SQL layer is synchronous) while the task keeps reading the
 //! socket, so an Attention packet can cancel it: the session's cancel flag is set, the
-//! running batch stops with error 3617 at its next check, and the reply ends with DONE
+//! running batch stops with error 3617 at its next check (kept from the client, as SQL
+//! Server does), and the reply ends with DONE
 //! carrying the attention bit. A malformed or oversized message ends only its connection.
 
 use std::io;
@@ -170,9 +171,16 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>, config: Arc<ServerCo
         }
     });
     let result = async {
+        // Attentions already acknowledged by the DONE of the batch they cancelled; their
+        // messages, still queued, get no second acknowledgement.
+        let mut acknowledged = 0usize;
         while let Some(message) = requests.recv().await {
             let message = message?;
-            let (reply_bytes, s) = handle(session, message, tds_version).await?;
+            if message.kind == PacketType::Attention && acknowledged > 0 {
+                acknowledged -= 1;
+                continue;
+            }
+            let (reply_bytes, s) = handle(session, message, tds_version, &mut acknowledged).await?;
             session = s;
             if let Some(bytes) = reply_bytes {
                 reply(&mut wr, &bytes, packet_size).await?;
@@ -204,7 +212,12 @@ fn info(number: i32, text: &str) -> SqlError {
 
 /// Runs one request on the blocking pool; returns the reply (None for an Attention that
 /// arrived between requests: its DONE is sent at once) and the session.
-async fn handle(mut session: Session, message: Message, tds_version: u32) -> io::Result<(Option<Vec<u8>>, Session)> {
+async fn handle(
+    mut session: Session,
+    message: Message,
+    tds_version: u32,
+    acknowledged: &mut usize,
+) -> io::Result<(Option<Vec<u8>>, Session)> {
     let cancel = session.cancel_handle();
     match message.kind {
         PacketType::Attention => {
@@ -224,18 +237,18 @@ async fn handle(mut session: Session, message: Message, tds_version: u32) -> io:
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
     }
-    let (out, session) = tokio::task::spawn_blocking(move || -> io::Result<(Vec<u8>, Session)> {
+    let (out, session, attention) = tokio::task::spawn_blocking(move || -> io::Result<(Vec<u8>, Session, bool)> {
         let mut sink = TokenSink::new(message.kind == PacketType::Rpc);
-        match message.kind {
+        let attention = match message.kind {
             PacketType::SqlBatch => {
                 let text = rpc::batch_text(&message.payload, tds_version)?;
                 session.execute(&text, &mut sink);
-                finish(&mut sink, &session, false);
+                finish(&mut sink, &session, false)
             }
             PacketType::TransactionManager => {
                 let text = rpc::transaction_request(&message.payload, tds_version)?;
                 session.execute(&text, &mut sink);
-                finish(&mut sink, &session, false);
+                finish(&mut sink, &session, false)
             }
             _ => {
                 let call = rpc::parse_rpc(&message.payload, tds_version)?;
@@ -250,24 +263,26 @@ async fn handle(mut session: Session, message: Message, tds_version: u32) -> io:
                 for ((ordinal, name), (_, value, ty)) in outputs.iter().zip(&outcome.outputs) {
                     tokens::return_value(&mut sink.out, *ordinal, name.as_deref().unwrap_or(""), value, ty);
                 }
-                finish(&mut sink, &session, true);
+                finish(&mut sink, &session, true)
             }
-        }
-        Ok((sink.out, session))
+        };
+        Ok((sink.out, session, attention))
     })
     .await
     .map_err(|e| io::Error::other(e.to_string()))??;
+    *acknowledged += usize::from(attention);
     Ok((Some(out), session))
 }
 
 /// The reply's last token: DONE (or DONEPROC after an RPC), with the error and attention
-/// bits as they apply.
-fn finish(sink: &mut TokenSink, session: &Session, rpc: bool) {
+/// bits as they apply; true if it acknowledged an Attention.
+fn finish(sink: &mut TokenSink, session: &Session, rpc: bool) -> bool {
     let mut status = DONE_FINAL;
     if sink.failed {
         status |= DONE_ERROR;
     }
-    if session.cancel_handle().swap(false, Ordering::Relaxed) {
+    let attention = session.cancel_handle().swap(false, Ordering::Relaxed);
+    if attention {
         status |= DONE_ATTN;
     }
     if rpc {
@@ -275,4 +290,5 @@ fn finish(sink: &mut TokenSink, session: &Session, rpc: bool) {
     } else {
         tokens::done_final(&mut sink.out, status, 0);
     }
+    attention
 }

@@ -94,6 +94,9 @@ pub fn envchange_bytes(out: &mut Vec<u8>, kind: u8, new: &[u8], old: &[u8]) {
     });
 }
 
+/// The error a cancelled batch stops with inside the session.
+const CANCELLED: i32 = 3617;
+
 pub fn message(out: &mut Vec<u8>, m: &SqlError) {
     let token = if m.severity > 10 { TOKEN_ERROR } else { TOKEN_INFO };
     with_length(out, token, |b| {
@@ -350,6 +353,11 @@ impl ResultSink for TokenSink {
     }
 
     fn message(&mut self, m: &SqlError) {
+        // A batch stopped by an Attention ends with DONE's attention bit, not an error (as
+        // SQL Server, which never sends 3617 to the client).
+        if m.number == CANCELLED {
+            return;
+        }
         if m.severity > 10 {
             self.failed = true;
         }

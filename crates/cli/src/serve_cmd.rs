@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use tessera_database::{Engine, EngineConfig};
+use tessera_server::tls::CertificateSource;
 use tessera_server::ServerConfig;
 use tessera_sql::Shared;
 
@@ -28,6 +29,16 @@ pub struct ServeArgs {
     /// The most client connections at once.
     #[arg(long = "max-connections", default_value_t = 10_000)]
     pub max_connections: usize,
+    /// TLS certificate chain (PEM) for clients that encrypt; default: a self-signed
+    /// certificate made on first start in DATA_DIR/tls.
+    #[arg(long = "tls-cert", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long = "tls-key", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Encrypt every connection; clients that cannot encrypt are refused.
+    #[arg(long = "force-encryption")]
+    pub force_encryption: bool,
 }
 
 pub fn run(args: ServeArgs) -> ExitCode {
@@ -63,16 +74,33 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let source = match (&args.tls_cert, &args.tls_key) {
+        (Some(certificate), Some(key)) => {
+            CertificateSource::Files { certificate: certificate.clone(), key: key.clone() }
+        }
+        _ => CertificateSource::SelfSigned { dir: args.data_dir.join("tls") },
+    };
+    let tls = match tessera_server::tls::server_config(&source) {
+        Ok((tls, path)) => {
+            eprintln!("tessera: TLS certificate '{}'", path.display());
+            tls
+        }
+        Err(e) => {
+            eprintln!("tessera serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let config = ServerConfig {
+        sa_password: password,
+        max_connections: args.max_connections,
+        tls: Some(tls),
+        force_encryption: args.force_encryption,
+    };
     let address = format!("{}:{}", args.address, args.port);
     let result = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&address).await?;
         eprintln!("tessera: server is listening on {address}; data directory '{}'", args.data_dir.display());
-        tessera_server::serve(
-            listener,
-            shared,
-            ServerConfig { sa_password: password, max_connections: args.max_connections },
-        )
-        .await
+        tessera_server::serve(listener, shared, config).await
     });
     if let Err(e) = engine.shutdown() {
         eprintln!("tessera serve: shutdown: {e}");

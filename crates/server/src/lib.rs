@@ -5,6 +5,7 @@ pub mod login;
 pub mod packet;
 pub mod rpc;
 pub mod server;
+pub mod tls;
 pub mod tokens;
 
 pub use server::{serve, ServerConfig};

@@ -17,9 +17,10 @@ use tokio::sync::mpsc;
 
 use tessera_sql::{Session, Shared, SqlError};
 
-use crate::login::{self, ENCRYPT_NOT_SUP};
+use crate::login::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON, ENCRYPT_REQ};
 use crate::packet::{self, Message, PacketType};
 use crate::rpc;
+use crate::tls::PreloginFramed;
 use crate::tokens::{self, TokenSink, COLLATION, DONE_ATTN, DONE_ERROR, DONE_FINAL};
 
 /// Server settings.
@@ -29,6 +30,23 @@ pub struct ServerConfig {
     pub sa_password: String,
     /// The most connections served at once; more are refused.
     pub max_connections: usize,
+    /// TLS for clients that ask for encryption (None: encryption is not supported).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Refuse clients that cannot encrypt, and encrypt whole connections of clients that
+    /// asked for login-only encryption.
+    pub force_encryption: bool,
+}
+
+impl ServerConfig {
+    /// Plain TCP only, at most 10,000 connections.
+    pub fn new(sa_password: &str) -> ServerConfig {
+        ServerConfig {
+            sa_password: sa_password.to_string(),
+            max_connections: 10_000,
+            tls: None,
+            force_encryption: false,
+        }
+    }
 }
 
 /// Accepts connections until the listener fails.
@@ -89,14 +107,76 @@ fn ack_version(requested: u32) -> u32 {
     }
 }
 
-async fn connection(stream: TcpStream, shared: Arc<Shared>, config: Arc<ServerConfig>) -> io::Result<()> {
-    let (mut rd, mut wr) = stream.into_split();
-    // PRELOGIN: no TLS yet, so encryption is "not supported" whatever the client asked.
-    let pre = expect(&mut rd, PacketType::PreLogin).await?;
-    login::parse_prelogin(&pre.payload)?;
-    packet::write_message(&mut wr, PacketType::TabularResult, &login::prelogin_response(ENCRYPT_NOT_SUP), 4096).await?;
+/// What PRELOGIN settled about encryption.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Encryption {
+    /// No TLS.
+    None,
+    /// TLS for LOGIN7 only (the client said ENCRYPT_OFF): the password never travels in
+    /// the clear, the rest does.
+    LoginOnly,
+    /// TLS for the whole connection.
+    Full,
+    /// The server requires encryption and the client cannot do it: answer and hang up.
+    Refused,
+}
 
-    let login_message = expect(&mut rd, PacketType::Login7).await?;
+/// The encryption rules of MS-TDS 2.2.6.5 for the client's PRELOGIN byte; the answer byte.
+fn negotiate(asked: u8, tls: bool, forced: bool) -> (Encryption, u8) {
+    match (asked, tls, forced) {
+        (_, false, _) => (Encryption::None, ENCRYPT_NOT_SUP),
+        (ENCRYPT_NOT_SUP, true, false) => (Encryption::None, ENCRYPT_NOT_SUP),
+        (ENCRYPT_NOT_SUP, true, true) => (Encryption::Refused, ENCRYPT_REQ),
+        (ENCRYPT_OFF, true, false) => (Encryption::LoginOnly, ENCRYPT_OFF),
+        (ENCRYPT_OFF, true, true) => (Encryption::Full, ENCRYPT_REQ),
+        _ => (Encryption::Full, ENCRYPT_ON),
+    }
+}
+
+async fn connection(mut stream: TcpStream, shared: Arc<Shared>, config: Arc<ServerConfig>) -> io::Result<()> {
+    let pre = expect(&mut stream, PacketType::PreLogin).await?;
+    let asked = login::parse_prelogin(&pre.payload)?.encryption.unwrap_or(ENCRYPT_NOT_SUP);
+    let (encryption, answer) = negotiate(asked, config.tls.is_some(), config.force_encryption);
+    packet::write_message(&mut stream, PacketType::TabularResult, &login::prelogin_response(answer), 4096).await?;
+    let tls = match (encryption, &config.tls) {
+        (Encryption::Refused, _) => {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "the server requires encryption and the client does not support it",
+            ));
+        }
+        (Encryption::None, _) | (_, None) => {
+            let login = expect(&mut stream, PacketType::Login7).await?;
+            return serve_session(stream, login, shared, config).await;
+        }
+        (_, Some(tls)) => tls.clone(),
+    };
+    let handshake = tokio_rustls::TlsAcceptor::from(tls).accept(PreloginFramed::new(stream));
+    let mut stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+    stream.get_mut().0.handshake_done();
+    let login = expect(&mut stream, PacketType::Login7).await?;
+    if encryption == Encryption::LoginOnly {
+        // The client sends nothing more until LOGIN7 is answered, so no bytes are left in
+        // TLS buffers when the connection goes back to plain TCP.
+        let (framed, _) = stream.into_inner();
+        return serve_session(framed.into_inner(), login, shared, config).await;
+    }
+    serve_session(stream, login, shared, config).await
+}
+
+/// LOGIN7 and the session's requests, on a plain or TLS stream.
+async fn serve_session<S>(
+    stream: S,
+    login_message: Message,
+    shared: Arc<Shared>,
+    config: Arc<ServerConfig>,
+) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let login = login::parse_login7(&login_message.payload)?;
     let packet_size = (login.packet_size as usize).clamp(packet::MIN_PACKET_SIZE, packet::MAX_PACKET_SIZE);
     if !login.user_name.eq_ignore_ascii_case("sa") || login.password != config.sa_password {

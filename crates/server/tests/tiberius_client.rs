@@ -20,7 +20,7 @@ async fn start() -> (u16, tempfile::TempDir, Arc<Engine>) {
     let shared = Shared::new(engine.clone()).unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    tokio::spawn(serve(listener, shared, ServerConfig { sa_password: PASSWORD.into(), max_connections: 100 }));
+    tokio::spawn(serve(listener, shared, ServerConfig { max_connections: 100, ..ServerConfig::new(PASSWORD) }));
     (port, dir, engine)
 }
 
@@ -170,4 +170,58 @@ async fn malformed_input_ends_only_that_connection() {
     let mut client = connect(port, PASSWORD).await.unwrap();
     let row = client.simple_query("select 40 + 2").await.unwrap().into_row().await.unwrap().unwrap();
     assert_eq!(row.get::<i32, _>(0), Some(42));
+}
+
+/// tiberius with encryption: the whole connection (Required) and the login only (Off).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiberius_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.pool_bytes = 32 << 20;
+    let engine = Engine::open(config).unwrap();
+    let shared = Shared::new(engine.clone()).unwrap();
+    let source = tessera_server::tls::CertificateSource::SelfSigned { dir: dir.path().join("tls") };
+    let (tls, cert) = tessera_server::tls::server_config(&source).unwrap();
+    assert!(cert.exists());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(serve(listener, shared, ServerConfig { tls: Some(tls), ..ServerConfig::new(PASSWORD) }));
+
+    for level in [EncryptionLevel::Required, EncryptionLevel::Off] {
+        let mut config = Config::new();
+        config.host("127.0.0.1");
+        config.port(port);
+        config.authentication(AuthMethod::sql_server("sa", PASSWORD));
+        config.encryption(level);
+        config.trust_cert();
+        let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let mut client = Client::connect(config, tcp.compat_write()).await.unwrap();
+        let rows = client
+            .query("select @P1 + 1 as n, replicate('x', 20000) as big", &[&41i32])
+            .await
+            .unwrap()
+            .into_first_result()
+            .await
+            .unwrap();
+        assert_eq!(rows[0].get::<i32, _>("n"), Some(42), "{level:?}");
+        assert_eq!(rows[0].get::<&str, _>("big").map(str::len), Some(8000), "{level:?}");
+        let Err(e) = client.execute("select 1/0", &[]).await else { panic!("divide by zero") };
+        assert!(e.to_string().contains("Divide by zero"), "{e}");
+    }
+
+    // A wrong password over TLS is still 18456.
+    let mut config = Config::new();
+    config.host("127.0.0.1");
+    config.port(port);
+    config.authentication(AuthMethod::sql_server("sa", "nope"));
+    config.encryption(EncryptionLevel::Required);
+    config.trust_cert();
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let Err(err) = Client::connect(config, tcp.compat_write()).await else { panic!("login must fail") };
+    assert!(err.to_string().contains("Login failed"), "{err}");
+
+    // The certificate is made once and reused.
+    let before = std::fs::read(dir.path().join("tls/tessera.crt")).unwrap();
+    tessera_server::tls::server_config(&source).unwrap();
+    assert_eq!(before, std::fs::read(dir.path().join("tls/tessera.crt")).unwrap());
 }

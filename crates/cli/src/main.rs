@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod iobench_cmd;
+mod serve_cmd;
 mod sql_cmd;
 
 use std::process::ExitCode;
@@ -22,6 +23,10 @@ enum Command {
     /// A diskspd-style disk benchmark: -b8K -d30 -t1 -o32 -r -w40 -L -c1G FILE (see `tessera
     /// iobench --help`).
     Iobench(iobench_cmd::IobenchArgs),
+    /// Run the TDS server (SQL Server clients connect to it). Data directory
+    /// ./tessera-data and 127.0.0.1:1433 by default; the sa password comes from
+    /// TESSERA_SA_PASSWORD or the configuration file.
+    Serve(serve_cmd::ServeArgs),
     /// Run T-SQL scripts or queries, printing results as sqlcmd does.
     Sql(sql_cmd::SqlArgs),
 }
@@ -31,6 +36,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Iobench(args) => iobench_cmd::run_iobench(args),
+        Command::Serve(args) => serve_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),
     }
 }

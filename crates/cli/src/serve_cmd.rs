@@ -1,0 +1,92 @@
+//! `tessera serve`: the TDS server. With no flags and no configuration file it uses the
+//! embedded defaults: data directory `./tessera-data` (created on first start), listening
+//! on 127.0.0.1:1433, the `sa` password from `TESSERA_SA_PASSWORD`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use tessera_server::Config;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// A TOML configuration file (flags override it).
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(long)]
+    listen: Option<String>,
+    /// TCP port [default: 1433; 0 picks a free one].
+    #[arg(long, short = 'p')]
+    port: Option<u16>,
+    /// Data directory [default: ./tessera-data], created on first start.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Directory for transaction logs [default: the data directory].
+    #[arg(long)]
+    log_dir: Option<PathBuf>,
+    /// Buffer pool size in MiB [default: 1024].
+    #[arg(long)]
+    memory_mb: Option<usize>,
+    /// TLS certificate (PEM); without one a self-signed certificate is made in the data
+    /// directory on first start.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Most client connections at once [default: 10000].
+    #[arg(long)]
+    max_connections: Option<usize>,
+}
+
+pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
+    let mut c = match &args.config {
+        Some(p) => Config::from_file(p)?,
+        None => Config::default(),
+    };
+    if let Some(v) = &args.listen {
+        c.listen.clone_from(v);
+    }
+    if let Some(v) = args.port {
+        c.port = v;
+    }
+    if let Some(v) = &args.data_dir {
+        c.data_dir.clone_from(v);
+    }
+    if let Some(v) = &args.log_dir {
+        c.log_dir = Some(v.clone());
+    }
+    if let Some(v) = args.memory_mb {
+        c.memory_mb = v;
+    }
+    if let Some(v) = &args.tls_cert {
+        c.tls_cert = Some(v.clone());
+    }
+    if let Some(v) = &args.tls_key {
+        c.tls_key = Some(v.clone());
+    }
+    if let Some(v) = args.max_connections {
+        c.max_connections = v;
+    }
+    c.apply_env();
+    c.validate()?;
+    Ok(c)
+}
+
+pub fn run(args: ServeArgs) -> ExitCode {
+    let config = match config_from(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tessera serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match tessera_server::serve_forever(config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tessera serve: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! TDS packet framing: the 8-byte header, reading whole messages (one or more packets up to
+//! the one marked end-of-message) and cutting outgoing messages into packets.
+//!
+//! Invariants:
+//! - A packet's length field covers its header; a length below 8 or above the connection's
+//!   packet-size limit is a protocol error, never a panic or an allocation of that size.
+//! - A message is at most [`Limits::max_message`] bytes of payload; reading stops with an
+//!   error as soon as the packets seen so far exceed it (nothing larger is buffered).
+//! - All packets of one message have the same type; only an Attention packet may arrive
+//!   alone in the middle of a response (the session handles that, not this module).
+
+use std::io;
+
+use bytes::{BufMut, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+pub const HEADER_LEN: usize = 8;
+
+/// Packet types (MS-TDS 2.2.3.1.1).
+pub mod kind {
+    pub const SQL_BATCH: u8 = 0x01;
+    pub const RPC: u8 = 0x03;
+    pub const REPLY: u8 = 0x04;
+    pub const ATTENTION: u8 = 0x06;
+    pub const BULK_LOAD: u8 = 0x07;
+    pub const TRANSACTION_MANAGER: u8 = 0x0E;
+    pub const LOGIN7: u8 = 0x10;
+    pub const SSPI: u8 = 0x11;
+    pub const PRELOGIN: u8 = 0x12;
+}
+
+/// Packet status bits.
+pub mod status {
+    pub const EOM: u8 = 0x01;
+    pub const IGNORE: u8 = 0x02;
+    pub const RESET_CONNECTION: u8 = 0x08;
+    pub const RESET_CONNECTION_SKIP_TRAN: u8 = 0x10;
+}
+
+/// The smallest and largest packet sizes a client may negotiate.
+pub const MIN_PACKET_SIZE: usize = 4096;
+pub const MAX_PACKET_SIZE: usize = 32767;
+
+/// Bounds on what one connection may send.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Largest packet accepted, header included (clients may send up to the negotiated
+    /// size; we accept up to this bound whatever was negotiated).
+    pub max_packet: usize,
+    /// Largest message payload (all packets of one request).
+    pub max_message: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_packet: MAX_PACKET_SIZE + 1, max_message: 64 << 20 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub kind: u8,
+    pub status: u8,
+    pub length: usize,
+    pub spid: u16,
+    pub packet_id: u8,
+}
+
+impl Header {
+    pub fn parse(b: &[u8; HEADER_LEN], limits: &Limits) -> io::Result<Header> {
+        let length = usize::from(u16::from_be_bytes([b[2], b[3]]));
+        if length < HEADER_LEN || length > limits.max_packet {
+            return Err(protocol(format!("packet length {length} out of range")));
+        }
+        Ok(Header { kind: b[0], status: b[1], length, spid: u16::from_be_bytes([b[4], b[5]]), packet_id: b[6] })
+    }
+}
+
+/// A whole request message.
+#[derive(Debug)]
+pub struct Message {
+    pub kind: u8,
+    /// Status bits of the first packet (RESETCONNECTION lives there).
+    pub status: u8,
+    pub payload: BytesMut,
+}
+
+pub fn protocol(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
+}
+
+/// Reads one packet; `Ok(None)` on a clean end of stream before any header byte.
+pub async fn read_packet<R: AsyncRead + Unpin>(
+    r: &mut R,
+    limits: &Limits,
+    kinds: &[u8],
+    payload: &mut BytesMut,
+) -> io::Result<Option<Header>> {
+    let mut h = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        let n = r.read(&mut h[got..]).await?;
+        if n == 0 {
+            if got == 0 {
+                return Ok(None);
+            }
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "truncated packet header"));
+        }
+        got += n;
+    }
+    if !kinds.is_empty() && !kinds.contains(&h[0]) {
+        return Err(protocol(format!("unexpected packet type {:#04x}", h[0])));
+    }
+    let header = Header::parse(&h, limits)?;
+    let body = header.length - HEADER_LEN;
+    let start = payload.len();
+    payload.resize(start + body, 0);
+    r.read_exact(&mut payload[start..]).await?;
+    Ok(Some(header))
+}
+
+/// Reads packets up to end-of-message. `Ok(None)` on a clean end of stream between
+/// messages.
+pub async fn read_message<R: AsyncRead + Unpin>(r: &mut R, limits: &Limits) -> io::Result<Option<Message>> {
+    read_message_of(r, limits, &[]).await
+}
+
+/// [`read_message`] that fails at the first header whose type is not in `kinds` (any type
+/// when empty), before reading its body: garbage is refused without waiting for it.
+pub async fn read_message_of<R: AsyncRead + Unpin>(
+    r: &mut R,
+    limits: &Limits,
+    kinds: &[u8],
+) -> io::Result<Option<Message>> {
+    let mut payload = BytesMut::new();
+    let mut first: Option<Header> = None;
+    loop {
+        let before = payload.len();
+        let Some(h) = read_packet(r, limits, kinds, &mut payload).await? else {
+            if first.is_none() {
+                return Ok(None);
+            }
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"));
+        };
+        if payload.len() > limits.max_message {
+            return Err(protocol(format!("message larger than {} bytes", limits.max_message)));
+        }
+        match first {
+            None => first = Some(h),
+            Some(f) if f.kind != h.kind => {
+                return Err(protocol(format!("packet type {:#04x} inside a message of type {:#04x}", h.kind, f.kind)))
+            }
+            _ => {}
+        }
+        if h.status & status::IGNORE != 0 {
+            // The client abandoned this message: drop what it sent (MS-TDS 2.2.3.1.2).
+            payload.truncate(before);
+            if h.status & status::EOM != 0 {
+                payload.clear();
+                first = None;
+            }
+            continue;
+        }
+        if h.status & status::EOM != 0 {
+            let f = first.unwrap_or(h);
+            return Ok(Some(Message { kind: f.kind, status: f.status, payload }));
+        }
+    }
+}
+
+/// Cuts `payload` into packets of at most `packet_size` bytes (header included), the last
+/// one marked end-of-message when `last` is set. Appends to `out`.
+pub fn frame(kind: u8, payload: &[u8], packet_size: usize, last: bool, packet_id: &mut u8, out: &mut BytesMut) {
+    let room = packet_size.saturating_sub(HEADER_LEN).max(1);
+    let mut chunks = payload.chunks(room).peekable();
+    if payload.is_empty() {
+        if last {
+            put_header(out, kind, status::EOM, 0, packet_id);
+        }
+        return;
+    }
+    while let Some(c) = chunks.next() {
+        let eom = last && chunks.peek().is_none();
+        put_header(out, kind, if eom { status::EOM } else { 0 }, c.len(), packet_id);
+        out.put_slice(c);
+    }
+}
+
+fn put_header(out: &mut BytesMut, kind: u8, status: u8, body: usize, packet_id: &mut u8) {
+    out.put_u8(kind);
+    out.put_u8(status);
+    out.put_u16((body + HEADER_LEN) as u16);
+    out.put_u16(0);
+    out.put_u8(*packet_id);
+    out.put_u8(0);
+    *packet_id = packet_id.wrapping_add(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn reassembles_and_limits() {
+        let mut wire = BytesMut::new();
+        let mut id = 1;
+        let payload: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        frame(kind::SQL_BATCH, &payload, 4096, true, &mut id, &mut wire);
+        assert_eq!(id, 4);
+        let mut r = &wire[..];
+        let m = read_message(&mut r, &Limits::default()).await.unwrap().unwrap();
+        assert_eq!(m.kind, kind::SQL_BATCH);
+        assert_eq!(&m.payload[..], &payload[..]);
+        assert!(read_message(&mut r, &Limits::default()).await.unwrap().is_none());
+
+        let mut r = &wire[..];
+        let small = Limits { max_packet: 4096, max_message: 5000 };
+        assert!(read_message(&mut r, &small).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn rejects_bad_lengths_and_truncation() {
+        let l = Limits::default();
+        let mut r: &[u8] = &[1, 1, 0, 4, 0, 0, 0, 0];
+        assert!(read_message(&mut r, &l).await.is_err());
+        let mut r: &[u8] = &[1, 1, 0, 20, 0, 0, 0, 0, 1, 2];
+        assert!(read_message(&mut r, &l).await.is_err());
+        let mut r: &[u8] = &[1, 1, 0];
+        assert!(read_message(&mut r, &l).await.is_err());
+        let small = Limits { max_packet: 4096, max_message: 1 << 20 };
+        let mut r: &[u8] = &[1, 1, 0x20, 0, 0, 0, 0, 0];
+        assert!(read_message(&mut r, &small).await.is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! RPC requests (MS-TDS 2.2.6.6): ALL_HEADERS, then one or more calls separated by a batch
+//! flag byte (0xFF from TDS 7.2, 0x80 before). Each call names its procedure by text or by
+//! a well-known id, carries option flags and typed parameters with a status byte
+//! (0x01 = OUTPUT, 0x02 = default value).
+//!
+//! Also ALL_HEADERS itself ([`skip_all_headers`]), which SQL batch and transaction manager
+//! requests start with too.
+
+use tessera_sql::types::{SqlType, Value};
+
+use crate::codec::{bad, ucs2_decode, DecodeResult, Reader};
+use crate::types::{read_type_info, read_value};
+
+/// Well-known procedure ids.
+pub fn proc_name(id: u16) -> Option<&'static str> {
+    Some(match id {
+        1 => "sp_cursor",
+        2 => "sp_cursoropen",
+        3 => "sp_cursorprepare",
+        4 => "sp_cursorexecute",
+        5 => "sp_cursorprepexec",
+        6 => "sp_cursorunprepare",
+        7 => "sp_cursorfetch",
+        8 => "sp_cursoroption",
+        9 => "sp_cursorclose",
+        10 => "sp_executesql",
+        11 => "sp_prepare",
+        12 => "sp_execute",
+        13 => "sp_prepexec",
+        14 => "sp_prepexecrpc",
+        15 => "sp_unprepare",
+        _ => return None,
+    })
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    /// With its '@', or empty for a positional parameter.
+    pub name: String,
+    pub output: bool,
+    pub ty: SqlType,
+    pub value: Value,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    pub procedure: String,
+    pub options: u16,
+    pub params: Vec<Param>,
+}
+
+/// What ALL_HEADERS said that the server uses.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Headers {
+    /// The transaction descriptor the client believes is current.
+    pub transaction: Option<u64>,
+}
+
+/// Skips ALL_HEADERS if present (TDS 7.2+; its first DWORD is its own total length).
+pub fn skip_all_headers(r: &mut Reader) -> DecodeResult<Headers> {
+    let mut h = Headers::default();
+    let total = r.u32()? as usize;
+    if total < 4 || total - 4 > r.remaining() {
+        return bad(format!("ALL_HEADERS length {total} out of range"));
+    }
+    let mut hr = Reader::new(r.bytes(total - 4)?);
+    while !hr.is_empty() {
+        let len = hr.u32()? as usize;
+        if len < 6 || len - 4 > hr.remaining() {
+            return bad("header length out of range");
+        }
+        let mut one = Reader::new(hr.bytes(len - 4)?);
+        if one.u16()? == 2 && one.remaining() >= 8 {
+            h.transaction = Some(one.u64()?);
+        }
+    }
+    Ok(h)
+}
+
+/// Decodes the calls of an RPC request (after ALL_HEADERS).
+pub fn parse_calls(r: &mut Reader) -> DecodeResult<Vec<Call>> {
+    let mut calls = Vec::new();
+    loop {
+        calls.push(parse_call(r)?);
+        match r.peek_u8() {
+            None => return Ok(calls),
+            Some(0xFF | 0x80) => {
+                r.u8()?;
+                if r.is_empty() {
+                    return Ok(calls);
+                }
+            }
+            Some(b) => return bad(format!("unexpected byte {b:#04x} after an RPC call")),
+        }
+        if calls.len() >= 1024 {
+            return bad("too many RPC calls in one request");
+        }
+    }
+}
+
+fn parse_call(r: &mut Reader) -> DecodeResult<Call> {
+    let n = r.u16()?;
+    let procedure = if n == 0xFFFF {
+        let id = r.u16()?;
+        match proc_name(id) {
+            Some(p) => p.to_string(),
+            None => return bad(format!("unknown procedure id {id}")),
+        }
+    } else {
+        ucs2_decode(r.bytes(usize::from(n) * 2)?)?
+    };
+    let options = r.u16()?;
+    let mut params = Vec::new();
+    while let Some(b) = r.peek_u8() {
+        if b == 0xFF || b == 0x80 {
+            break;
+        }
+        let name = r.b_varchar()?;
+        let status = r.u8()?;
+        let ti = read_type_info(r)?;
+        let value = read_value(r, &ti)?;
+        params.push(Param { name, output: status & 0x01 != 0, ty: ti.sql_type(), value });
+        if params.len() > 2100 {
+            return bad("more than 2100 parameters");
+        }
+    }
+    Ok(Call { procedure, options, params })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::{BufMut, BytesMut};
+
+    #[test]
+    fn decodes_sp_executesql_by_id() {
+        let mut b = BytesMut::new();
+        // ALL_HEADERS with a transaction descriptor header.
+        b.put_u32_le(22);
+        b.put_u32_le(18);
+        b.put_u16_le(2);
+        b.put_u64_le(7);
+        b.put_u32_le(1);
+        b.put_u16_le(0xFFFF);
+        b.put_u16_le(10);
+        b.put_u16_le(0);
+        // @stmt nvarchar(max)
+        b.put_u8(0);
+        b.put_u8(0);
+        crate::types::put_type_info(&mut b, &SqlType::NVarChar(tessera_access::row::MAX));
+        crate::types::put_value(&mut b, &SqlType::NVarChar(tessera_access::row::MAX), &Value::str("select @P1"));
+        b.put_u8(2);
+        b.put_slice(&[b'@', 0, b'x', 0]);
+        b.put_u8(1);
+        crate::types::put_type_info(&mut b, &SqlType::Int);
+        crate::types::put_value(&mut b, &SqlType::Int, &Value::Int(42));
+        let mut r = Reader::new(&b);
+        let h = skip_all_headers(&mut r).unwrap();
+        assert_eq!(h.transaction, Some(7));
+        let calls = parse_calls(&mut r).unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].procedure, "sp_executesql");
+        assert_eq!(calls[0].params[0].value, Value::str("select @P1"));
+        assert_eq!(
+            calls[0].params[1],
+            Param { name: "@x".into(), output: true, ty: SqlType::Int, value: Value::Int(42) }
+        );
+        for cut in 0..b.len() {
+            let mut r = Reader::new(&b[..cut]);
+            let _ = skip_all_headers(&mut r).and_then(|_| parse_calls(&mut r));
+        }
+    }
+}

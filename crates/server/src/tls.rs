@@ -1,0 +1,239 @@
+//! TLS for TDS 7.x: the certificate (configured, or self-signed and kept in the data
+//! directory on first start) and [`PreloginWrapped`], the stream adapter that carries the
+//! TLS handshake inside PRELOGIN packets.
+//!
+//! During the handshake the client wraps its TLS records in PRELOGIN (0x12) packets and
+//! expects the server's records wrapped the same way; once the handshake is done both sides
+//! exchange raw TLS records, with TDS packets inside them. The adapter therefore has two
+//! modes, switched by [`PreloginWrapped::finish_handshake`]:
+//! - handshake: reads strip 8-byte packet headers (only PRELOGIN packets are accepted);
+//!   writes are buffered and sent as one PRELOGIN packet on flush;
+//! - passthrough: bytes go through untouched.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::packet::{kind, HEADER_LEN};
+
+/// Loads the configured certificate and key, or the self-signed pair under
+/// `data_dir/tls/`, creating it on first use. Returns the server config and the paths used.
+pub fn server_config(
+    cert: Option<&Path>,
+    key: Option<&Path>,
+    data_dir: &Path,
+) -> Result<(Arc<rustls::ServerConfig>, PathBuf), String> {
+    let (cert_path, key_path) = match (cert, key) {
+        (Some(c), Some(k)) => (c.to_path_buf(), k.to_path_buf()),
+        _ => {
+            let dir = data_dir.join("tls");
+            let c = dir.join("cert.pem");
+            let k = dir.join("key.pem");
+            if !c.exists() || !k.exists() {
+                std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+                let hostname = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".to_string());
+                let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+                if hostname != "localhost" {
+                    names.push(hostname);
+                }
+                let ck =
+                    rcgen::generate_simple_self_signed(names).map_err(|e| format!("cannot make a certificate: {e}"))?;
+                write_private(&k, ck.key_pair.serialize_pem().as_bytes())?;
+                std::fs::write(&c, ck.cert.pem()).map_err(|e| format!("cannot write '{}': {e}", c.display()))?;
+            }
+            (c, k)
+        }
+    };
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_path)
+        .map_err(|e| format!("cannot read certificate '{}': {e}", cert_path.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("bad certificate '{}': {e}", cert_path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("no certificate in '{}'", cert_path.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(&key_path)
+        .map_err(|e| format!("cannot read private key '{}': {e}", key_path.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("certificate and key do not match: {e}"))?;
+    // TLS 1.3 session tickets follow the handshake; written while the handshake is still
+    // wrapped in PRELOGIN packets they would corrupt the client's stream. Clients here do
+    // not resume sessions, so none are sent.
+    config.send_tls13_tickets = 0;
+    Ok((Arc::new(config), cert_path))
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
+    f.write_all(bytes).map_err(|e| format!("cannot write '{}': {e}", path.display()))
+}
+
+/// See the module documentation.
+pub struct PreloginWrapped<S> {
+    inner: S,
+    handshake: bool,
+    /// Header bytes of the packet being read, and how much of its payload is left.
+    header: [u8; HEADER_LEN],
+    header_got: usize,
+    body_left: usize,
+    /// Outgoing handshake bytes waiting for flush; `sent` of the framed packet are written.
+    out: Vec<u8>,
+    framed: Vec<u8>,
+    sent: usize,
+    /// Bytes read while looking for a packet header that turned out to be raw TLS (the
+    /// client's first record after its handshake); handed out before reading on.
+    leftover: Vec<u8>,
+}
+
+impl<S> PreloginWrapped<S> {
+    pub fn new(inner: S) -> PreloginWrapped<S> {
+        PreloginWrapped {
+            inner,
+            handshake: true,
+            header: [0; HEADER_LEN],
+            header_got: 0,
+            body_left: 0,
+            out: Vec::new(),
+            framed: Vec::new(),
+            sent: 0,
+            leftover: Vec::new(),
+        }
+    }
+
+    pub fn finish_handshake(&mut self) {
+        self.handshake = false;
+    }
+
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for PreloginWrapped<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if !this.leftover.is_empty() {
+            let n = this.leftover.len().min(buf.remaining());
+            buf.put_slice(&this.leftover[..n]);
+            this.leftover.drain(..n);
+            return Poll::Ready(Ok(()));
+        }
+        if !this.handshake {
+            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        }
+        while this.body_left == 0 {
+            while this.header_got < HEADER_LEN {
+                let mut hb = ReadBuf::new(&mut this.header[this.header_got..]);
+                std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut hb))?;
+                let n = hb.filled().len();
+                if n == 0 {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "end of stream in TLS handshake",
+                    )));
+                }
+                this.header_got += n;
+                if this.header[0] != kind::PRELOGIN && (0x14..=0x17).contains(&this.header[0]) {
+                    // A raw TLS record: the client finished its handshake and sent its
+                    // first record (LOGIN7) before we switched modes.
+                    this.handshake = false;
+                    this.leftover = this.header[..this.header_got].to_vec();
+                    this.header_got = 0;
+                    let n = this.leftover.len().min(buf.remaining());
+                    buf.put_slice(&this.leftover[..n]);
+                    this.leftover.drain(..n);
+                    return Poll::Ready(Ok(()));
+                }
+            }
+            if this.header[0] != kind::PRELOGIN {
+                return Poll::Ready(Err(crate::packet::protocol(format!(
+                    "packet type {:#04x} during the TLS handshake",
+                    this.header[0]
+                ))));
+            }
+            let len = usize::from(u16::from_be_bytes([this.header[2], this.header[3]]));
+            if len < HEADER_LEN {
+                return Poll::Ready(Err(crate::packet::protocol("bad packet length in the TLS handshake")));
+            }
+            this.body_left = len - HEADER_LEN;
+            this.header_got = 0;
+        }
+        let want = this.body_left.min(buf.remaining());
+        let mut limited = ReadBuf::new(buf.initialize_unfilled_to(want));
+        std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut limited))?;
+        let n = limited.filled().len();
+        if n == 0 {
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream in TLS handshake")));
+        }
+        buf.advance(n);
+        this.body_left -= n;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for PreloginWrapped<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        if !this.handshake && this.framed.is_empty() {
+            return Pin::new(&mut this.inner).poll_write(cx, data);
+        }
+        if !this.handshake {
+            std::task::ready!(this.poll_drain(cx))?;
+            return Pin::new(&mut this.inner).poll_write(cx, data);
+        }
+        this.out.extend_from_slice(data);
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.framed.is_empty() && !this.out.is_empty() {
+            // One PRELOGIN packet per flight (split at the packet size limit).
+            let mut id = 1u8;
+            let mut framed = bytes::BytesMut::new();
+            crate::packet::frame(kind::PRELOGIN, &this.out, 4096, true, &mut id, &mut framed);
+            this.framed = framed.to_vec();
+            this.out.clear();
+            this.sent = 0;
+        }
+        std::task::ready!(this.poll_drain(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> PreloginWrapped<S> {
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.sent < self.framed.len() {
+            let n = std::task::ready!(Pin::new(&mut self.inner).poll_write(cx, &self.framed[self.sent..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.sent += n;
+        }
+        self.framed.clear();
+        self.sent = 0;
+        Poll::Ready(Ok(()))
+    }
+}

@@ -6,6 +6,8 @@
 //! Invariant: every offset/length pair is checked against the message before use; a
 //! malformed LOGIN7 is a decode error (the connection ends), never a panic.
 
+use bytes::{BufMut, BytesMut};
+
 use crate::codec::{bad, ucs2_decode, DecodeResult, Reader};
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -84,58 +86,57 @@ pub fn parse(payload: &[u8]) -> DecodeResult<Login7> {
     Ok(l)
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use bytes::{BufMut, BytesMut};
-
-    /// Builds a LOGIN7 as a client would (TDS 7.4, SQL authentication).
-    pub fn build(user: &str, password: &str, database: &str) -> BytesMut {
-        let strings: [(&str, bool); 9] = [
-            ("host", false),
-            (user, false),
-            (password, true),
-            ("app", false),
-            ("server", false),
-            ("", false),
-            ("lib", false),
-            ("", false),
-            (database, false),
-        ];
-        let mut data = BytesMut::new();
-        let mut table = BytesMut::new();
-        let base = 94;
-        for (i, (s, obf)) in strings.iter().enumerate() {
-            let mut b: Vec<u8> = s.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
-            if *obf {
-                b = obfuscate(&b);
-            }
-            table.put_u16_le((base + data.len()) as u16);
-            table.put_u16_le(if i == 5 { 0 } else { (b.len() / 2) as u16 });
-            data.put_slice(&b);
-            if i == 8 {
-                table.put_slice(&[0; 6]);
-                table.put_u16_le(0);
-                table.put_u16_le(0);
-                table.put_u16_le(0);
-                table.put_u16_le(0);
-                table.put_u16_le(0);
-                table.put_u16_le(0);
-                table.put_u32_le(0);
-            }
+/// Builds a LOGIN7 as a client sends it (TDS 7.4, SQL authentication, packet size 4096):
+/// for tests and the coming `tessera sql -S` client.
+pub fn build(user: &str, password: &str, database: &str) -> BytesMut {
+    let strings: [(&str, bool); 9] = [
+        ("host", false),
+        (user, false),
+        (password, true),
+        ("app", false),
+        ("server", false),
+        ("", false),
+        ("lib", false),
+        ("", false),
+        (database, false),
+    ];
+    let mut data = BytesMut::new();
+    let mut table = BytesMut::new();
+    let base = 94;
+    for (i, (s, obf)) in strings.iter().enumerate() {
+        let mut b: Vec<u8> = s.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+        if *obf {
+            b = obfuscate(&b);
         }
-        let mut out = BytesMut::new();
-        out.put_u32_le((base + data.len()) as u32);
-        out.put_u32_le(0x7400_0004);
-        out.put_u32_le(4096);
-        out.put_slice(&[0; 12]);
-        out.put_slice(&[0xE0, 0x03, 0, 0]);
-        out.put_slice(&[0; 8]);
-        out.put_slice(&table);
-        assert_eq!(out.len(), base);
-        out.put_slice(&data);
-        out
+        table.put_u16_le((base + data.len()) as u16);
+        table.put_u16_le(if i == 5 { 0 } else { (b.len() / 2) as u16 });
+        data.put_slice(&b);
+        if i == 8 {
+            table.put_slice(&[0; 6]);
+            table.put_u16_le(0);
+            table.put_u16_le(0);
+            table.put_u16_le(0);
+            table.put_u16_le(0);
+            table.put_u16_le(0);
+            table.put_u16_le(0);
+            table.put_u32_le(0);
+        }
     }
+    let mut out = BytesMut::new();
+    out.put_u32_le((base + data.len()) as u32);
+    out.put_u32_le(0x7400_0004);
+    out.put_u32_le(4096);
+    out.put_slice(&[0; 12]);
+    out.put_slice(&[0xE0, 0x03, 0, 0]);
+    out.put_slice(&[0; 8]);
+    out.put_slice(&table);
+    debug_assert_eq!(out.len(), base);
+    out.put_slice(&data);
+    out
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn parses_what_a_client_sends() {

@@ -23,10 +23,13 @@ enum Command {
     /// A diskspd-style disk benchmark: -b8K -d30 -t1 -o32 -r -w40 -L -c1G FILE (see `tessera
     /// iobench --help`).
     Iobench(iobench_cmd::IobenchArgs),
-    /// Run T-SQL scripts or queries, printing results as sqlcmd does.
-    Sql(sql_cmd::SqlArgs),
-    /// The TDS server: SQL Server clients connect to it (sa password from TESSERA_SA_PASSWORD).
+    /// Run the TDS server (SQL Server clients connect to it). Data directory
+    /// ./tessera-data and 127.0.0.1:1433 by default; the sa password comes from
+    /// TESSERA_SA_PASSWORD or the configuration file.
     Serve(serve_cmd::ServeArgs),
+    /// sqlcmd: run T-SQL on a server (-S host[,port]) or on a data directory (--data-dir),
+    /// printing results as sqlcmd does.
+    Sql(sql_cmd::SqlArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,8 +37,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Iobench(args) => iobench_cmd::run_iobench(args),
-        Command::Sql(args) => sql_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
+        Command::Sql(args) => sql_cmd::run(args),
     }
 }
 

@@ -1,4 +1,5 @@
-//! Real SQL Server client libraries against `tessera serve`, started here on a free port.
+//! `tessera serve` started as users start it (here on a free port), and `tessera sql -S`
+//! against it.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -48,19 +49,6 @@ fn serve_refuses_to_start_without_a_password() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("TESSERA_SA_PASSWORD"));
-}
-
-#[test]
-fn python_tds_scenario() {
-    let server = start();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/pytds_scenario.py");
-    let out = Command::new("python3").arg(script).arg(server.port.to_string()).arg(PASSWORD).output().unwrap();
-    assert!(
-        out.status.success(),
-        "pytds scenario failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// Runs `tessera sql` with `args`, feeding `stdin`; returns (success, stdout, stderr).

@@ -6,12 +6,15 @@ use std::io;
 
 use tessera_sql::bind::OutputColumn;
 use tessera_sql::output::ResultSink;
+use tessera_sql::types::Value;
 use tessera_sql::SqlError;
 use tokio::net::TcpStream;
 
-use crate::login::{self, ENCRYPT_NOT_SUP};
-use crate::packet::{self, ucs2, PacketType, Reader};
-use crate::rpc::{read_type_info, read_value, TypeInfo};
+use crate::codec::{DecodeError, Reader};
+use crate::packet::{self, kind, Limits};
+use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_ON, ENCRYPT_REQ};
+use crate::tokens::{self, done};
+use crate::types::{read_type_info, read_value, TypeInfo};
 
 /// TDS 7.4, the version the client asks for.
 const TDS_VERSION: u32 = 0x7400_0004;
@@ -21,8 +24,21 @@ pub struct Client {
     packet_size: usize,
 }
 
+/// What the client accepts from a server: whole replies up to 1 GiB.
+const REPLY_LIMITS: Limits = Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: 1 << 30 };
+
 fn protocol(message: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, message.into())
+}
+
+impl From<DecodeError> for io::Error {
+    fn from(e: DecodeError) -> io::Error {
+        protocol(format!("malformed reply: {e}"))
+    }
+}
+
+fn ucs2(s: &str) -> Vec<u8> {
+    s.encode_utf16().flat_map(u16::to_le_bytes).collect()
 }
 
 /// LOGIN7 passwords: each byte's nibbles swapped, then XOR 0xA5.
@@ -88,20 +104,15 @@ impl Client {
         let stream = TcpStream::connect((host, port)).await?;
         let _ = stream.set_nodelay(true);
         let mut client = Client { stream, packet_size: 4096 };
-        packet::write_message(
-            &mut client.stream,
-            PacketType::PreLogin,
-            &login::prelogin_response(ENCRYPT_NOT_SUP),
-            4096,
-        )
-        .await?;
+        let request = prelogin::reply([0, 1, 0, 0], ENCRYPT_NOT_SUP);
+        packet::write_message(&mut client.stream, kind::PRELOGIN, &request, 4096).await?;
         let pre = client.read_reply().await?;
-        let answer = login::parse_prelogin(&pre)?;
-        if matches!(answer.encryption, Some(login::ENCRYPT_ON | login::ENCRYPT_REQ)) {
+        let answer = prelogin::parse(&pre)?;
+        if matches!(answer.encryption, Some(ENCRYPT_ON | ENCRYPT_REQ)) {
             return Err(protocol("the server requires encryption, which this client does not offer yet"));
         }
         let body = login7(user, password, database, "tessera sql");
-        packet::write_message(&mut client.stream, PacketType::Login7, &body, 4096).await?;
+        packet::write_message(&mut client.stream, kind::LOGIN7, &body, 4096).await?;
         let reply = client.read_reply().await?;
         let mut messages = Vec::new();
         let mut sink = Messages(&mut messages);
@@ -115,12 +126,12 @@ impl Client {
     }
 
     async fn read_reply(&mut self) -> io::Result<Vec<u8>> {
-        reply_payload(packet::read_message(&mut self.stream).await?)
+        reply_payload(packet::read_message(&mut self.stream, &REPLY_LIMITS).await?)
     }
 
     /// Runs one batch; true if it raised an error.
     pub async fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> io::Result<bool> {
-        packet::write_message(&mut self.stream, PacketType::SqlBatch, &batch_body(text), self.packet_size).await?;
+        packet::write_message(&mut self.stream, kind::SQL_BATCH, &batch_body(text), self.packet_size).await?;
         let reply = self.read_reply().await?;
         Ok(decode(&reply, sink, &mut self.packet_size)?.failed)
     }
@@ -134,16 +145,16 @@ impl Client {
         sink: &mut dyn ResultSink,
         limit: std::time::Duration,
     ) -> io::Result<bool> {
-        packet::write_message(&mut self.stream, PacketType::SqlBatch, &batch_body(text), self.packet_size).await?;
+        packet::write_message(&mut self.stream, kind::SQL_BATCH, &batch_body(text), self.packet_size).await?;
         let packet_size = self.packet_size;
         let (message, cancelled) = {
             let (mut rd, mut wr) = self.stream.split();
-            let read = packet::read_message(&mut rd);
+            let read = packet::read_message(&mut rd, &REPLY_LIMITS);
             tokio::pin!(read);
             tokio::select! {
                 m = &mut read => (m?, false),
                 _ = tokio::time::sleep(limit) => {
-                    packet::write_message(&mut wr, PacketType::Attention, &[], packet_size).await?;
+                    packet::write_message(&mut wr, kind::ATTENTION, &[], packet_size).await?;
                     (read.await?, true)
                 }
             }
@@ -177,8 +188,8 @@ fn batch_body(text: &str) -> Vec<u8> {
 
 fn reply_payload(message: Option<packet::Message>) -> io::Result<Vec<u8>> {
     match message {
-        Some(m) if m.kind == PacketType::TabularResult => Ok(m.payload),
-        Some(m) => Err(protocol(format!("unexpected {:?} from the server", m.kind))),
+        Some(m) if m.kind == kind::REPLY => Ok(m.payload.to_vec()),
+        Some(m) => Err(protocol(format!("unexpected packet type {:#04x} from the server", m.kind))),
         None => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")),
     }
 }
@@ -204,7 +215,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
     while r.remaining() > 0 {
         let token = r.u8()?;
         match token {
-            0x81 => {
+            tokens::COLMETADATA => {
                 let count = usize::from(r.u16()?);
                 let mut described = Vec::with_capacity(count);
                 columns.clear();
@@ -213,31 +224,40 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                     let flags = r.u16()?;
                     let info = read_type_info(&mut r)?;
                     let name = r.b_varchar()?;
-                    described.push(OutputColumn { name, ty: info.ty, nullable: flags & 1 != 0 });
+                    described.push(OutputColumn { name, ty: info.sql_type(), nullable: flags & 1 != 0 });
                     columns.push(info);
                 }
                 sink.columns(&described);
                 in_result = true;
             }
-            0xD1 => {
+            tokens::ROW => {
                 let mut row = Vec::with_capacity(columns.len());
                 for info in &columns {
                     row.push(read_value(&mut r, info)?);
                 }
                 sink.row(&row);
             }
-            0xFD..=0xFF => {
+            tokens::NBCROW => {
+                let bitmap = r.bytes(columns.len().div_ceil(8))?;
+                let mut row = Vec::with_capacity(columns.len());
+                for (i, info) in columns.iter().enumerate() {
+                    let null = bitmap[i / 8] & (1 << (i % 8)) != 0;
+                    row.push(if null { Value::Null } else { read_value(&mut r, info)? });
+                }
+                sink.row(&row);
+            }
+            tokens::DONE | tokens::DONEPROC | tokens::DONEINPROC => {
                 let status = r.u16()?;
                 r.u16()?;
                 let count = r.u64()?;
-                let counted = status & crate::tokens::DONE_COUNT != 0;
-                outcome.attention |= status & crate::tokens::DONE_ATTN != 0;
+                let counted = status & done::COUNT != 0;
+                outcome.attention |= status & done::ATTN != 0;
                 if counted || in_result {
                     sink.done(counted.then_some(count), in_result);
                 }
                 in_result = false;
             }
-            0xAA | 0xAB => {
+            tokens::ERROR | tokens::INFO => {
                 let _len = r.u16()?;
                 let number = r.u32()? as i32;
                 let state = r.u8()?;
@@ -261,7 +281,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                     preceding: Vec::new(),
                 });
             }
-            0xE3 => {
+            tokens::ENVCHANGE => {
                 let len = usize::from(r.u16()?);
                 let body = r.bytes(len)?;
                 if body.first() == Some(&4) {
@@ -271,19 +291,28 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                     }
                 }
             }
-            0xAD => {
+            tokens::LOGINACK => {
                 let len = usize::from(r.u16()?);
                 r.bytes(len)?;
                 outcome.logged_in = true;
             }
-            0x79 => {
+            tokens::RETURNSTATUS => {
                 let status = r.u32()? as i32;
                 sink.return_status(status);
             }
-            0xA9 | 0xAE => {
+            // ORDER: the columns a result is sorted by.
+            0xA9 => {
                 let len = usize::from(r.u16()?);
                 r.bytes(len)?;
             }
+            // FEATUREEXTACK: (feature id, length, data) entries up to 0xFF.
+            0xAE => loop {
+                if r.u8()? == 0xFF {
+                    break;
+                }
+                let len = r.u32()? as usize;
+                r.bytes(len)?;
+            },
             other => return Err(protocol(format!("unexpected token 0x{other:02X} from the server"))),
         }
     }

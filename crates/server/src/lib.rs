@@ -1,11 +1,251 @@
-//! tessera's TDS server: SQL Server's wire protocol over the T-SQL layer. See README.md.
+//! tessera's TDS server: SQL Server clients (python-tds, pymssql/FreeTDS, go-mssqldb,
+//! tedious, JDBC, tiberius) connect over TCP and run T-SQL through
+//! [`tessera_sql::Session`]. See README.md.
+//!
+//! Layers, bottom up: [`packet`] (framing) → [`codec`] (bounded readers, string
+//! encodings) → [`types`] (TYPE_INFO and values) → [`tokens`] (response tokens) →
+//! [`prelogin`], [`login7`], [`rpc`], [`tm`] (request decoders) → [`session`] (one
+//! connection's async loop) → [`Server`] (listener, limits, TLS, logins, log).
 
+pub mod auth;
 pub mod client;
-pub mod login;
+pub mod codec;
+pub mod config;
+pub mod errorlog;
+pub mod login7;
 pub mod packet;
+pub mod prelogin;
 pub mod rpc;
-pub mod server;
+pub mod session;
 pub mod tls;
+pub mod tm;
 pub mod tokens;
+pub mod types;
 
-pub use server::{serve, ServerConfig};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tessera_database::{Engine, EngineConfig};
+use tessera_sql::Shared;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+
+pub use config::Config;
+use errorlog::ErrorLog;
+
+/// What every connection shares.
+pub struct ServerState {
+    pub config: Config,
+    pub shared: Arc<Shared>,
+    pub logins: auth::Logins,
+    pub log: Arc<ErrorLog>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub login_permits: Semaphore,
+    /// The server version announced in PRELOGIN and LOGINACK (16.0.4000: SQL Server 2022's
+    /// major version, which clients use to pick features).
+    pub version_bytes: [u8; 4],
+}
+
+/// A server bound to its port, not yet accepting.
+pub struct Server {
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    engine: Arc<Engine>,
+}
+
+impl Server {
+    /// Opens (creating on first start) the data directory, loads or makes the TLS
+    /// certificate, hashes the sa password and binds the listener. Call inside a tokio
+    /// runtime.
+    pub async fn bind(config: Config) -> Result<Server, String> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| format!("cannot create the data directory '{}': {e}", config.data_dir.display()))?;
+        let log = Arc::new(ErrorLog::open(&config.data_dir, config.errorlog, config.log_stderr));
+        log.server(tessera_sql::runtime::VERSION.lines().next().unwrap_or("tessera"));
+        log.server(&format!("Server process ID is {}.", std::process::id()));
+        log.server(&format!("Logging SQL Server messages in file '{}'.", config.data_dir.join("ERRORLOG").display()));
+        let data_dir = std::fs::canonicalize(&config.data_dir).unwrap_or_else(|_| config.data_dir.clone());
+        log.server(&format!("Data directory: '{}'.", data_dir.display()));
+        let (tls, cert) = tls::server_config(config.tls_cert.as_deref(), config.tls_key.as_deref(), &config.data_dir)?;
+        log.server(&format!("The certificate '{}' was successfully loaded for encryption.", cert.display()));
+        let mut ec = EngineConfig::new(&config.data_dir);
+        ec.log_dir = config.log_dir.clone();
+        ec.pool_bytes = config.memory_mb.max(16) << 20;
+        let dir = config.data_dir.clone();
+        let engine = tokio::task::spawn_blocking(move || Engine::open(ec))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot open the data directory '{}': {e}", dir.display()))?;
+        let shared = Shared::new(engine.clone()).map_err(|e| e.to_string())?;
+        let password = config.sa_password.clone().unwrap_or_default();
+        let logins =
+            tokio::task::spawn_blocking(move || auth::Logins::new(&password)).await.map_err(|e| e.to_string())??;
+        let addr = format!("{}:{}", config.listen, config.port);
+        let listener = TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        log.server(&format!(
+            "Server is listening on [ {} <{}> {}].",
+            local.ip(),
+            if local.is_ipv4() { "ipv4" } else { "ipv6" },
+            local.port()
+        ));
+        let state = Arc::new(ServerState {
+            login_permits: Semaphore::new(config.max_concurrent_logins),
+            config,
+            shared,
+            logins,
+            log,
+            tls: Some(tls),
+            version_bytes: [16, 0, 0x0F, 0xA0],
+        });
+        Ok(Server { state, listener, engine })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("bound listener has an address")
+    }
+
+    pub fn state(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    /// Accepts connections until `shutdown` turns true, then shuts the engine down
+    /// (connections still open are dropped; their sessions close and roll back).
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), String> {
+        let Server { state, listener, engine } = self;
+        let connections = Arc::new(Semaphore::new(state.config.max_connections));
+        state.log.server("SQL Server is now ready for client connections. This is an informational message; no user action is required.");
+        let mut tasks = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                r = shutdown.changed() => {
+                    if r.is_err() || *shutdown.borrow() {
+                        break;
+                    }
+                }
+                accepted = listener.accept() => {
+                    let (tcp, peer) = match accepted {
+                        Ok(x) => x,
+                        Err(e) => {
+                            // Out of file descriptors and the like: log, pause, go on.
+                            state.log.server(&format!("accept failed: {e}"));
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let Ok(permit) = connections.clone().try_acquire_owned() else {
+                        state.log.server(&format!(
+                            "Could not connect because the maximum number of '{}' user connections has already been reached. [CLIENT: {}]",
+                            state.config.max_connections, peer.ip()
+                        ));
+                        drop(tcp);
+                        continue;
+                    };
+                    let st = state.clone();
+                    tasks.spawn(async move {
+                        session::serve(st, tcp, peer).await;
+                        drop(permit);
+                    });
+                    // Reap finished connection tasks so the set stays small.
+                    while tasks.try_join_next().is_some() {}
+                }
+            }
+        }
+        state.log.server("Server shutdown has been initiated.");
+        drop(listener);
+        tasks.shutdown().await;
+        let shared = state.shared.clone();
+        drop(state);
+        drop(shared);
+        tokio::task::spawn_blocking(move || engine.shutdown())
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A server running on its own runtime thread (for tests and embedders): stop it with
+/// [`RunningServer::stop`] (or by dropping it).
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl RunningServer {
+    pub fn start(config: Config) -> Result<RunningServer, String> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("tessera-net")
+            .build()
+            .map_err(|e| e.to_string())?;
+        let server = rt.block_on(Server::bind(config))?;
+        let addr = server.local_addr();
+        let (tx, rx) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name("tessera-server".into())
+            .spawn(move || rt.block_on(server.run(rx)))
+            .map_err(|e| e.to_string())?;
+        Ok(RunningServer { addr, shutdown: tx, thread: Some(thread) })
+    }
+
+    pub fn stop(mut self) -> Result<(), String> {
+        self.stop_inner()
+    }
+
+    fn stop_inner(&mut self) -> Result<(), String> {
+        let _ = self.shutdown.send(true);
+        match self.thread.take() {
+            Some(t) => t.join().map_err(|_| "server thread panicked".to_string())?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        let _ = self.stop_inner();
+    }
+}
+
+/// `tessera serve`: runs until SIGINT/SIGTERM.
+pub fn serve_forever(config: Config) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tessera-net")
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let server = Server::bind(config).await?;
+        let (tx, rx) = watch::channel(false);
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            let _ = tx.send(true);
+        });
+        server.run(rx).await
+    })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

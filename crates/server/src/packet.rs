@@ -1,228 +1,213 @@
-//! TDS packets: an 8-byte header (type, status, big-endian length including the header,
-//! SPID, packet id, window) and a payload. A message is one or more packets of the same
-//! type, the last with the end-of-message status bit.
+//! TDS packet framing: the 8-byte header, reading whole messages (one or more packets up to
+//! the one marked end-of-message) and cutting outgoing messages into packets.
 //!
-//! Invariants: a packet's length is at least the header and at most the negotiated packet
-//! size (clients may not send larger ones; we reject them); a message is at most
-//! [`MAX_MESSAGE_BYTES`] — a client sending more loses its connection, nobody else notices.
+//! Invariants:
+//! - A packet's length field covers its header; a length below 8 or above the connection's
+//!   packet-size limit is a protocol error, never a panic or an allocation of that size.
+//! - A message is at most [`Limits::max_message`] bytes of payload; reading stops with an
+//!   error as soon as the packets seen so far exceed it (nothing larger is buffered).
+//! - All packets of one message have the same type; only an Attention packet may arrive
+//!   alone in the middle of a response (the session handles that, not this module).
 
 use std::io;
 
+use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 pub const HEADER_LEN: usize = 8;
-/// The largest packet a client may send or we use (SQL Server's maximum packet size).
-pub const MAX_PACKET_SIZE: usize = 32_767;
-/// The smallest packet size a client may negotiate.
-pub const MIN_PACKET_SIZE: usize = 512;
-/// The largest request message (SQL batch, RPC, LOGIN7) we accept.
-pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 
-/// Status bit: the last packet of a message.
-pub const STATUS_EOM: u8 = 0x01;
-/// Status bit: reset the connection's session before running this request.
-pub const STATUS_RESET_CONNECTION: u8 = 0x08;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PacketType {
-    SqlBatch,
-    Rpc,
-    TabularResult,
-    Attention,
-    BulkLoad,
-    TransactionManager,
-    Login7,
-    PreLogin,
-    Other(u8),
+/// Packet types (MS-TDS 2.2.3.1.1).
+pub mod kind {
+    pub const SQL_BATCH: u8 = 0x01;
+    pub const RPC: u8 = 0x03;
+    pub const REPLY: u8 = 0x04;
+    pub const ATTENTION: u8 = 0x06;
+    pub const BULK_LOAD: u8 = 0x07;
+    pub const TRANSACTION_MANAGER: u8 = 0x0E;
+    pub const LOGIN7: u8 = 0x10;
+    pub const SSPI: u8 = 0x11;
+    pub const PRELOGIN: u8 = 0x12;
 }
 
-impl PacketType {
-    pub fn from_byte(b: u8) -> PacketType {
-        match b {
-            0x01 => PacketType::SqlBatch,
-            0x03 => PacketType::Rpc,
-            0x04 => PacketType::TabularResult,
-            0x06 => PacketType::Attention,
-            0x07 => PacketType::BulkLoad,
-            0x0E => PacketType::TransactionManager,
-            0x10 => PacketType::Login7,
-            0x12 => PacketType::PreLogin,
-            b => PacketType::Other(b),
-        }
-    }
+/// Packet status bits.
+pub mod status {
+    pub const EOM: u8 = 0x01;
+    pub const IGNORE: u8 = 0x02;
+    pub const RESET_CONNECTION: u8 = 0x08;
+    pub const RESET_CONNECTION_SKIP_TRAN: u8 = 0x10;
+}
 
-    pub fn byte(self) -> u8 {
-        match self {
-            PacketType::SqlBatch => 0x01,
-            PacketType::Rpc => 0x03,
-            PacketType::TabularResult => 0x04,
-            PacketType::Attention => 0x06,
-            PacketType::BulkLoad => 0x07,
-            PacketType::TransactionManager => 0x0E,
-            PacketType::Login7 => 0x10,
-            PacketType::PreLogin => 0x12,
-            PacketType::Other(b) => b,
+/// The smallest and largest packet sizes a client may negotiate.
+pub const MIN_PACKET_SIZE: usize = 4096;
+pub const MAX_PACKET_SIZE: usize = 32767;
+
+/// Bounds on what one connection may send.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Largest packet accepted, header included (clients may send up to the negotiated
+    /// size; we accept up to this bound whatever was negotiated).
+    pub max_packet: usize,
+    /// Largest message payload (all packets of one request).
+    pub max_message: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_packet: MAX_PACKET_SIZE + 1, max_message: 64 << 20 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub kind: u8,
+    pub status: u8,
+    pub length: usize,
+    pub spid: u16,
+    pub packet_id: u8,
+}
+
+impl Header {
+    pub fn parse(b: &[u8; HEADER_LEN], limits: &Limits) -> io::Result<Header> {
+        let length = usize::from(u16::from_be_bytes([b[2], b[3]]));
+        if length < HEADER_LEN || length > limits.max_packet {
+            return Err(protocol(format!("packet length {length} out of range")));
         }
+        Ok(Header { kind: b[0], status: b[1], length, spid: u16::from_be_bytes([b[4], b[5]]), packet_id: b[6] })
     }
 }
 
 /// A whole request message.
 #[derive(Debug)]
 pub struct Message {
-    pub kind: PacketType,
+    pub kind: u8,
     /// Status bits of the first packet (RESETCONNECTION lives there).
     pub status: u8,
-    pub payload: Vec<u8>,
+    pub payload: BytesMut,
 }
 
-fn invalid(message: impl Into<String>) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, message.into())
+pub fn protocol(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
-/// Reads one message (all its packets). `Ok(None)` at a clean end of stream.
-pub async fn read_message<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Option<Message>> {
-    read_message_of(r, None).await
+/// Reads one packet; `Ok(None)` on a clean end of stream before any header byte.
+pub async fn read_packet<R: AsyncRead + Unpin>(
+    r: &mut R,
+    limits: &Limits,
+    kinds: &[u8],
+    payload: &mut BytesMut,
+) -> io::Result<Option<Header>> {
+    let mut h = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        let n = r.read(&mut h[got..]).await?;
+        if n == 0 {
+            if got == 0 {
+                return Ok(None);
+            }
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "truncated packet header"));
+        }
+        got += n;
+    }
+    if !kinds.is_empty() && !kinds.contains(&h[0]) {
+        return Err(protocol(format!("unexpected packet type {:#04x}", h[0])));
+    }
+    let header = Header::parse(&h, limits)?;
+    let body = header.length - HEADER_LEN;
+    let start = payload.len();
+    payload.resize(start + body, 0);
+    r.read_exact(&mut payload[start..]).await?;
+    Ok(Some(header))
 }
 
-/// Reads one message, failing as soon as the first header shows another type than
-/// `expected` (so garbage from a client that does not speak TDS ends the connection at
-/// once instead of waiting for bytes that never come).
+/// Reads packets up to end-of-message. `Ok(None)` on a clean end of stream between
+/// messages.
+pub async fn read_message<R: AsyncRead + Unpin>(r: &mut R, limits: &Limits) -> io::Result<Option<Message>> {
+    read_message_of(r, limits, &[]).await
+}
+
+/// [`read_message`] that fails at the first header whose type is not in `kinds` (any type
+/// when empty), before reading its body: garbage is refused without waiting for it.
 pub async fn read_message_of<R: AsyncRead + Unpin>(
     r: &mut R,
-    expected: Option<PacketType>,
+    limits: &Limits,
+    kinds: &[u8],
 ) -> io::Result<Option<Message>> {
-    let mut payload = Vec::new();
-    let mut first: Option<(PacketType, u8)> = None;
+    let mut payload = BytesMut::new();
+    let mut first: Option<Header> = None;
     loop {
-        let mut header = [0u8; HEADER_LEN];
-        match r.read_exact(&mut header).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && first.is_none() => return Ok(None),
-            Err(e) => return Err(e),
-        }
-        let kind = PacketType::from_byte(header[0]);
-        if expected.is_some_and(|e| e != kind) {
-            return Err(invalid(format!("expected a {expected:?} packet, got type 0x{:02X}", header[0])));
-        }
-        let status = header[1];
-        let len = usize::from(u16::from_be_bytes([header[2], header[3]]));
-        if !(HEADER_LEN..=MAX_PACKET_SIZE).contains(&len) {
-            return Err(invalid(format!("packet length {len} out of range")));
+        let before = payload.len();
+        let Some(h) = read_packet(r, limits, kinds, &mut payload).await? else {
+            if first.is_none() {
+                return Ok(None);
+            }
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"));
+        };
+        if payload.len() > limits.max_message {
+            return Err(protocol(format!("message larger than {} bytes", limits.max_message)));
         }
         match first {
-            None => first = Some((kind, status)),
-            Some((k, _)) if k != kind => return Err(invalid("packet type changed inside a message")),
-            Some(_) => {}
+            None => first = Some(h),
+            Some(f) if f.kind != h.kind => {
+                return Err(protocol(format!("packet type {:#04x} inside a message of type {:#04x}", h.kind, f.kind)))
+            }
+            _ => {}
         }
-        if payload.len() + len - HEADER_LEN > MAX_MESSAGE_BYTES {
-            return Err(invalid(format!("message larger than {MAX_MESSAGE_BYTES} bytes")));
+        if h.status & status::IGNORE != 0 {
+            // The client abandoned this message: drop what it sent (MS-TDS 2.2.3.1.2).
+            payload.truncate(before);
+            if h.status & status::EOM != 0 {
+                payload.clear();
+                first = None;
+            }
+            continue;
         }
-        let start = payload.len();
-        payload.resize(start + len - HEADER_LEN, 0);
-        r.read_exact(&mut payload[start..]).await?;
-        if status & STATUS_EOM != 0 {
-            let (kind, status) = first.expect("set above");
-            return Ok(Some(Message { kind, status, payload }));
+        if h.status & status::EOM != 0 {
+            let f = first.unwrap_or(h);
+            return Ok(Some(Message { kind: f.kind, status: f.status, payload }));
         }
     }
 }
 
-/// Writes `payload` as a message of `kind`, split into packets of at most `packet_size`.
-pub async fn write_message<W: AsyncWrite + Unpin>(
+/// Writes `payload` as one message of `kind` and flushes.
+pub async fn write_message<W: AsyncWrite + Unpin + ?Sized>(
     w: &mut W,
-    kind: PacketType,
+    kind: u8,
     payload: &[u8],
     packet_size: usize,
 ) -> io::Result<()> {
-    let chunk = packet_size.clamp(MIN_PACKET_SIZE, MAX_PACKET_SIZE) - HEADER_LEN;
-    let mut out = Vec::with_capacity(payload.len() + (payload.len() / chunk + 1) * HEADER_LEN);
-    let mut id: u8 = 1;
-    let mut rest = payload;
-    loop {
-        let n = rest.len().min(chunk);
-        let last = n == rest.len();
-        out.push(kind.byte());
-        out.push(if last { STATUS_EOM } else { 0 });
-        out.extend_from_slice(&((n + HEADER_LEN) as u16).to_be_bytes());
-        out.extend_from_slice(&[0, 0, id, 0]);
-        out.extend_from_slice(&rest[..n]);
-        id = id.wrapping_add(1);
-        rest = &rest[n..];
-        if last {
-            break;
-        }
-    }
+    let mut out = BytesMut::with_capacity(payload.len() + 64);
+    let mut id = 1;
+    frame(kind, payload, packet_size, true, &mut id, &mut out);
     w.write_all(&out).await?;
     w.flush().await
 }
 
-/// A little-endian reader over a payload that reports truncation as an error.
-pub struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf, pos: 0 }
-    }
-
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
-    pub fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-
-    pub fn bytes(&mut self, n: usize) -> io::Result<&'a [u8]> {
-        if self.remaining() < n {
-            return Err(invalid("message truncated"));
+/// Cuts `payload` into packets of at most `packet_size` bytes (header included), the last
+/// one marked end-of-message when `last` is set. Appends to `out`.
+pub fn frame(kind: u8, payload: &[u8], packet_size: usize, last: bool, packet_id: &mut u8, out: &mut BytesMut) {
+    let room = packet_size.saturating_sub(HEADER_LEN).max(1);
+    let mut chunks = payload.chunks(room).peekable();
+    if payload.is_empty() {
+        if last {
+            put_header(out, kind, status::EOM, 0, packet_id);
         }
-        let b = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(b)
+        return;
     }
-
-    pub fn u8(&mut self) -> io::Result<u8> {
-        Ok(self.bytes(1)?[0])
-    }
-
-    pub fn u16(&mut self) -> io::Result<u16> {
-        Ok(u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes")))
-    }
-
-    pub fn u32(&mut self) -> io::Result<u32> {
-        Ok(u32::from_le_bytes(self.bytes(4)?.try_into().expect("4 bytes")))
-    }
-
-    pub fn u64(&mut self) -> io::Result<u64> {
-        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().expect("8 bytes")))
-    }
-
-    /// UCS-2 text of `chars` characters.
-    pub fn ucs2(&mut self, chars: usize) -> io::Result<String> {
-        let b = self.bytes(chars * 2)?;
-        let units: Vec<u16> = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-        Ok(String::from_utf16_lossy(&units))
-    }
-
-    /// B_VARCHAR: a byte count of characters, then UCS-2.
-    pub fn b_varchar(&mut self) -> io::Result<String> {
-        let n = usize::from(self.u8()?);
-        self.ucs2(n)
-    }
-
-    /// US_VARCHAR: a 16-bit count of characters, then UCS-2.
-    pub fn us_varchar(&mut self) -> io::Result<String> {
-        let n = usize::from(self.u16()?);
-        self.ucs2(n)
+    while let Some(c) = chunks.next() {
+        let eom = last && chunks.peek().is_none();
+        put_header(out, kind, if eom { status::EOM } else { 0 }, c.len(), packet_id);
+        out.put_slice(c);
     }
 }
 
-/// UCS-2 (UTF-16LE) bytes of a string.
-pub fn ucs2(s: &str) -> Vec<u8> {
-    s.encode_utf16().flat_map(u16::to_le_bytes).collect()
+fn put_header(out: &mut BytesMut, kind: u8, status: u8, body: usize, packet_id: &mut u8) {
+    out.put_u8(kind);
+    out.put_u8(status);
+    out.put_u16((body + HEADER_LEN) as u16);
+    out.put_u16(0);
+    out.put_u8(*packet_id);
+    out.put_u8(0);
+    *packet_id = packet_id.wrapping_add(1);
 }
 
 #[cfg(test)]
@@ -230,25 +215,34 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn messages_split_into_packets_and_back() {
+    async fn reassembles_and_limits() {
+        let mut wire = BytesMut::new();
+        let mut id = 1;
         let payload: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
-        let mut wire = Vec::new();
-        write_message(&mut wire, PacketType::TabularResult, &payload, 4096).await.unwrap();
-        assert_eq!(wire.len(), payload.len() + 3 * HEADER_LEN, "three packets");
+        frame(kind::SQL_BATCH, &payload, 4096, true, &mut id, &mut wire);
+        assert_eq!(id, 4);
         let mut r = &wire[..];
-        let m = read_message(&mut r).await.unwrap().unwrap();
-        assert_eq!(m.kind, PacketType::TabularResult);
-        assert_eq!(m.payload, payload);
-        assert!(read_message(&mut r).await.unwrap().is_none(), "clean end of stream");
+        let m = read_message(&mut r, &Limits::default()).await.unwrap().unwrap();
+        assert_eq!(m.kind, kind::SQL_BATCH);
+        assert_eq!(&m.payload[..], &payload[..]);
+        assert!(read_message(&mut r, &Limits::default()).await.unwrap().is_none());
+
+        let mut r = &wire[..];
+        let small = Limits { max_packet: 4096, max_message: 5000 };
+        assert!(read_message(&mut r, &small).await.is_err());
     }
 
     #[tokio::test]
-    async fn bad_lengths_and_truncation_are_errors() {
-        let mut r = &[0x01u8, 0x01, 0x00, 0x04, 0, 0, 1, 0][..];
-        assert!(read_message(&mut r).await.is_err(), "length below the header");
-        let mut r = &[0x01u8, 0x01, 0x00, 0x20, 0, 0, 1, 0, 1, 2][..];
-        assert!(read_message(&mut r).await.is_err(), "truncated payload");
-        let mut reader = Reader::new(&[1, 0]);
-        assert!(reader.u32().is_err());
+    async fn rejects_bad_lengths_and_truncation() {
+        let l = Limits::default();
+        let mut r: &[u8] = &[1, 1, 0, 4, 0, 0, 0, 0];
+        assert!(read_message(&mut r, &l).await.is_err());
+        let mut r: &[u8] = &[1, 1, 0, 20, 0, 0, 0, 0, 1, 2];
+        assert!(read_message(&mut r, &l).await.is_err());
+        let mut r: &[u8] = &[1, 1, 0];
+        assert!(read_message(&mut r, &l).await.is_err());
+        let small = Limits { max_packet: 4096, max_message: 1 << 20 };
+        let mut r: &[u8] = &[1, 1, 0x20, 0, 0, 0, 0, 0];
+        assert!(read_message(&mut r, &small).await.is_err());
     }
 }

@@ -1,388 +1,271 @@
-//! Response tokens, and [`TokenSink`]: the T-SQL layer's result stream encoded as TDS.
+//! Encoders for the response tokens the server sends (MS-TDS 2.2.7): LOGINACK, ENVCHANGE,
+//! INFO, ERROR, COLMETADATA, ROW, NBCROW, DONE/DONEPROC/DONEINPROC, RETURNSTATUS and
+//! RETURNVALUE.
 //!
-//! Types on the wire (TDS 7.2+): integers as INTN, bit as BITN, real/float as FLTN,
-//! decimal/numeric as DECIMALN, money as MONEYN, char/varchar as BIGCHAR/BIGVARCHAR and
-//! nchar/nvarchar as NCHAR/NVARCHAR with the server collation (`(max)` as PLP), binary as
-//! BIGBINARY/BIGVARBINARY, date/time/datetime2 as DATEN/TIMEN/DATETIME2N, datetime and
-//! smalldatetime as DATETIMN, uniqueidentifier as GUIDN. Values go through
-//! `tessera_sql::types::to_storage`, whose representation (Windows-1252 varchar, UTF-16
-//! nvarchar, datetime as days since 1900 + 1/300 s ticks) is TDS's.
+//! Invariant: every token with a length field is written with its exact length (clients
+//! such as pytds and FreeTDS derive field sizes from it). Differences between TDS
+//! versions are keyed on [`Version`]: 7.1 uses 4-byte DONE counts, 2-byte user types and
+//! 2-byte line numbers; 7.2 and later use 8, 4 and 4 bytes.
 
-use tessera_access::row::{self, MAX};
+use bytes::{BufMut, BytesMut};
 use tessera_sql::bind::OutputColumn;
-use tessera_sql::output::{EnvChange, ResultSink};
-use tessera_sql::types::{self, SqlType, Value};
+use tessera_sql::types::{SqlType, Value};
 use tessera_sql::SqlError;
 
-/// SQL_Latin1_General_CP1_CI_AS as TDS's 5-byte collation (LCID 0x0409, flags, sort id 52).
-pub const COLLATION: [u8; 5] = [0x09, 0x04, 0xD0, 0x00, 0x34];
+use crate::codec::{put_b_varchar, put_us_varchar, ucs2_len};
+use crate::types::{put_type_info, put_value, COLLATION};
 
-pub const DONE_FINAL: u16 = 0x00;
-pub const DONE_MORE: u16 = 0x01;
-pub const DONE_ERROR: u16 = 0x02;
-pub const DONE_INXACT: u16 = 0x04;
-pub const DONE_COUNT: u16 = 0x10;
-pub const DONE_ATTN: u16 = 0x20;
+pub const COLMETADATA: u8 = 0x81;
+pub const ERROR: u8 = 0xAA;
+pub const INFO: u8 = 0xAB;
+pub const RETURNVALUE: u8 = 0xAC;
+pub const LOGINACK: u8 = 0xAD;
+pub const RETURNSTATUS: u8 = 0x79;
+pub const ROW: u8 = 0xD1;
+pub const NBCROW: u8 = 0xD2;
+pub const ENVCHANGE: u8 = 0xE3;
+pub const DONE: u8 = 0xFD;
+pub const DONEPROC: u8 = 0xFE;
+pub const DONEINPROC: u8 = 0xFF;
 
-const TOKEN_COLMETADATA: u8 = 0x81;
-const TOKEN_ROW: u8 = 0xD1;
-const TOKEN_DONE: u8 = 0xFD;
-const TOKEN_DONEPROC: u8 = 0xFE;
-const TOKEN_DONEINPROC: u8 = 0xFF;
-const TOKEN_ERROR: u8 = 0xAA;
-const TOKEN_INFO: u8 = 0xAB;
-const TOKEN_ENVCHANGE: u8 = 0xE3;
-const TOKEN_LOGINACK: u8 = 0xAD;
-const TOKEN_RETURNSTATUS: u8 = 0x79;
-const TOKEN_RETURNVALUE: u8 = 0xAC;
+/// DONE status bits.
+pub mod done {
+    pub const FINAL: u16 = 0x00;
+    pub const MORE: u16 = 0x01;
+    pub const ERROR: u16 = 0x02;
+    pub const INXACT: u16 = 0x04;
+    pub const COUNT: u16 = 0x10;
+    pub const ATTN: u16 = 0x20;
+    pub const SRVERROR: u16 = 0x100;
+}
 
-/// The name the server reports in LOGINACK, ERROR and INFO tokens.
-pub const SERVER_NAME: &str = "tessera";
+/// A negotiated TDS version, as LOGIN7 and LOGINACK carry it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Version(pub u32);
 
-fn b_varchar(out: &mut Vec<u8>, s: &str) {
-    let units: Vec<u16> = s.encode_utf16().take(255).collect();
-    out.push(units.len() as u8);
-    for u in units {
-        out.extend_from_slice(&u.to_le_bytes());
+impl Version {
+    pub const V7_1: Version = Version(0x7100_0001);
+    pub const V7_2: Version = Version(0x7209_0002);
+    pub const V7_3A: Version = Version(0x730A_0003);
+    pub const V7_3B: Version = Version(0x730B_0003);
+    pub const V7_4: Version = Version(0x7400_0004);
+
+    /// The version the server acknowledges for what a client asked: one of the values
+    /// clients know (tedious rejects any other), never above 7.4. None below 7.1.
+    pub fn negotiate(requested: u32) -> Option<Version> {
+        // Clients send the LOGIN7 field little-endian; 7.0 is 0x70000000, 7.1 0x71000001.
+        let major = requested >> 24;
+        Some(match requested {
+            // TDS 8.0 (0x08000000, "strict" encryption) logs in as 7.4.
+            r if r >= 0x7400_0004 || major > 0x74 || major == 0x08 => Version::V7_4,
+            r if r >= 0x730B_0003 => Version::V7_3B,
+            r if r >= 0x730A_0003 => Version::V7_3A,
+            r if r >= 0x7209_0002 => Version::V7_2,
+            r if r >= 0x7100_0000 => Version::V7_1,
+            _ => return None,
+        })
+    }
+
+    pub fn wide(self) -> bool {
+        self >= Version::V7_2
     }
 }
 
-fn us_varchar(out: &mut Vec<u8>, s: &str) {
-    let units: Vec<u16> = s.encode_utf16().take(65_535).collect();
-    out.extend_from_slice(&(units.len() as u16).to_le_bytes());
-    for u in units {
-        out.extend_from_slice(&u.to_le_bytes());
-    }
-}
-
-/// Appends a token with a 16-bit length prefix written once the body is known.
-fn with_length(out: &mut Vec<u8>, token: u8, body: impl FnOnce(&mut Vec<u8>)) {
-    out.push(token);
+/// Writes a token whose body has a two-byte length, filling in the length afterwards.
+fn with_len16(out: &mut BytesMut, token: u8, body: impl FnOnce(&mut BytesMut)) {
+    out.put_u8(token);
     let at = out.len();
-    out.extend_from_slice(&[0, 0]);
+    out.put_u16_le(0);
     body(out);
-    let len = (out.len() - at - 2) as u16;
+    let len = (out.len() - at - 2).min(0xFFFF) as u16;
     out[at..at + 2].copy_from_slice(&len.to_le_bytes());
 }
 
-pub fn loginack(out: &mut Vec<u8>, tds_version: u32) {
-    with_length(out, TOKEN_LOGINACK, |b| {
-        b.push(1);
-        b.extend_from_slice(&tds_version.to_be_bytes());
-        b_varchar(b, "Microsoft SQL Server");
-        b.extend_from_slice(&[16, 0, 0x03, 0xE8]);
+pub fn login_ack(out: &mut BytesMut, version: Version, program: &str, prog_version: [u8; 4]) {
+    with_len16(out, LOGINACK, |out| {
+        out.put_u8(1); // SQL_TSQL
+        out.put_u32(version.0); // big-endian on the wire
+        put_b_varchar(out, program);
+        out.put_slice(&prog_version);
     });
 }
 
-/// ENVCHANGE with text values (database 1, language 2, packet size 4).
-pub fn envchange_text(out: &mut Vec<u8>, kind: u8, new: &str, old: &str) {
-    with_length(out, TOKEN_ENVCHANGE, |b| {
-        b.push(kind);
-        b_varchar(b, new);
-        b_varchar(b, old);
+/// ENVCHANGE with B_VARCHAR values (database 1, language 2, packet size 4).
+pub fn env_change_text(out: &mut BytesMut, kind: u8, new: &str, old: &str) {
+    with_len16(out, ENVCHANGE, |out| {
+        out.put_u8(kind);
+        put_b_varchar(out, new);
+        put_b_varchar(out, old);
     });
 }
 
-/// ENVCHANGE with binary values (collation 7, transactions 8/9/10).
-pub fn envchange_bytes(out: &mut Vec<u8>, kind: u8, new: &[u8], old: &[u8]) {
-    with_length(out, TOKEN_ENVCHANGE, |b| {
-        b.push(kind);
-        b.push(new.len() as u8);
-        b.extend_from_slice(new);
-        b.push(old.len() as u8);
-        b.extend_from_slice(old);
+pub const ENV_DATABASE: u8 = 1;
+pub const ENV_LANGUAGE: u8 = 2;
+pub const ENV_PACKET_SIZE: u8 = 4;
+pub const ENV_COLLATION: u8 = 7;
+pub const ENV_BEGIN_TRAN: u8 = 8;
+pub const ENV_COMMIT_TRAN: u8 = 9;
+pub const ENV_ROLLBACK_TRAN: u8 = 10;
+pub const ENV_RESET_ACK: u8 = 18;
+
+/// ENVCHANGE 7: the SQL collation (new value SQL_Latin1_General_CP1_CI_AS, old empty).
+pub fn env_change_collation(out: &mut BytesMut) {
+    with_len16(out, ENVCHANGE, |out| {
+        out.put_u8(ENV_COLLATION);
+        out.put_u8(COLLATION.len() as u8);
+        out.put_slice(&COLLATION);
+        out.put_u8(0);
     });
 }
 
-/// The error a cancelled batch stops with inside the session.
-const CANCELLED: i32 = 3617;
-
-pub fn message(out: &mut Vec<u8>, m: &SqlError) {
-    let token = if m.severity > 10 { TOKEN_ERROR } else { TOKEN_INFO };
-    with_length(out, token, |b| {
-        b.extend_from_slice(&m.number.to_le_bytes());
-        b.push(m.state);
-        b.push(m.severity);
-        us_varchar(b, &m.message);
-        b_varchar(b, SERVER_NAME);
-        b_varchar(b, m.procedure.as_deref().unwrap_or(""));
-        b.extend_from_slice(&(m.line as i32).to_le_bytes());
-    });
-}
-
-pub fn done(out: &mut Vec<u8>, token: u8, status: u16, count: u64) {
-    out.push(token);
-    out.extend_from_slice(&status.to_le_bytes());
-    out.extend_from_slice(&0xC1u16.to_le_bytes());
-    out.extend_from_slice(&count.to_le_bytes());
-}
-
-pub fn done_final(out: &mut Vec<u8>, status: u16, count: u64) {
-    done(out, TOKEN_DONE, status, count);
-}
-
-pub fn doneproc(out: &mut Vec<u8>, status: u16, count: u64) {
-    done(out, TOKEN_DONEPROC, status, count);
-}
-
-pub fn return_status(out: &mut Vec<u8>, status: i32) {
-    out.push(TOKEN_RETURNSTATUS);
-    out.extend_from_slice(&status.to_le_bytes());
-}
-
-/// RETURNVALUE for an OUTPUT parameter.
-pub fn return_value(out: &mut Vec<u8>, ordinal: u16, name: &str, value: &Value, ty: &SqlType) {
-    out.push(TOKEN_RETURNVALUE);
-    out.extend_from_slice(&ordinal.to_le_bytes());
-    b_varchar(out, name);
-    out.push(0x01); // status: output parameter
-    out.extend_from_slice(&0u32.to_le_bytes()); // user type
-    out.extend_from_slice(&0x0001u16.to_le_bytes()); // flags: nullable
-    type_info(out, ty);
-    value_bytes(out, value, ty);
-}
-
-fn is_plp(t: &SqlType) -> bool {
-    matches!(t, SqlType::VarChar(MAX) | SqlType::NVarChar(MAX) | SqlType::VarBinary(MAX))
-}
-
-/// TYPE_INFO of a column or parameter.
-pub fn type_info(out: &mut Vec<u8>, t: &SqlType) {
-    use SqlType::*;
-    match *t {
-        Bit => out.extend_from_slice(&[0x68, 1]),
-        TinyInt => out.extend_from_slice(&[0x26, 1]),
-        SmallInt => out.extend_from_slice(&[0x26, 2]),
-        Int => out.extend_from_slice(&[0x26, 4]),
-        BigInt => out.extend_from_slice(&[0x26, 8]),
-        Real => out.extend_from_slice(&[0x6D, 4]),
-        Float => out.extend_from_slice(&[0x6D, 8]),
-        Decimal { precision, scale } => {
-            let len = t.fixed_size().unwrap_or(17) as u8;
-            out.extend_from_slice(&[0x6A, len, precision, scale]);
-        }
-        Money => out.extend_from_slice(&[0x6E, 8]),
-        SmallMoney => out.extend_from_slice(&[0x6E, 4]),
-        Char(n) | VarChar(n) | NChar(n) | NVarChar(n) => {
-            let (code, bytes) = match *t {
-                Char(_) => (0xAF, n),
-                VarChar(_) => (0xA7, n),
-                NChar(_) => (0xEF, n.saturating_mul(2)),
-                _ => (0xE7, if n == MAX { MAX } else { n.saturating_mul(2) }),
-            };
-            out.push(code);
-            out.extend_from_slice(&bytes.to_le_bytes());
-            out.extend_from_slice(&COLLATION);
-        }
-        Binary(n) => {
-            out.push(0xAD);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        VarBinary(n) => {
-            out.push(0xA5);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        Date => out.push(0x28),
-        Time { scale } => out.extend_from_slice(&[0x29, scale]),
-        DateTime2 { scale } => out.extend_from_slice(&[0x2A, scale]),
-        DateTime => out.extend_from_slice(&[0x6F, 8]),
-        SmallDateTime => out.extend_from_slice(&[0x6F, 4]),
-        UniqueIdentifier => out.extend_from_slice(&[0x24, 16]),
-    }
-}
-
-/// Bytes of a `time(scale)` value: 100 ns ticks in units of 10^-scale s.
-fn time_bytes(ticks: u64, scale: u8) -> Vec<u8> {
-    let units = ticks / 10u64.pow(7 - u32::from(scale.min(7)));
-    let len = match scale {
-        0..=2 => 3,
-        3..=4 => 4,
-        _ => 5,
-    };
-    units.to_le_bytes()[..len].to_vec()
-}
-
-/// A value as TYPE_VARBYTE for its type (NULL included).
-pub fn value_bytes(out: &mut Vec<u8>, v: &Value, t: &SqlType) {
-    use SqlType::*;
-    if is_plp(t) {
-        match v {
-            Value::Null => out.extend_from_slice(&u64::MAX.to_le_bytes()),
-            v => {
-                let data = match types::to_storage(v, t) {
-                    row::Value::Bytes(b) => b,
-                    row::Value::Unicode(u) => u.iter().flat_map(|c| c.to_le_bytes()).collect(),
-                    _ => Vec::new(),
-                };
-                out.extend_from_slice(&(data.len() as u64).to_le_bytes());
-                if !data.is_empty() {
-                    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-                    out.extend_from_slice(&data);
-                }
-                out.extend_from_slice(&0u32.to_le_bytes());
-            }
-        }
-        return;
-    }
-    let short_null = !matches!(t, Char(_) | VarChar(_) | NChar(_) | NVarChar(_) | Binary(_) | VarBinary(_));
-    if v.is_null() {
-        if short_null {
-            out.push(0);
+/// ENVCHANGE 8/9/10: begin (new descriptor), commit or rollback (old descriptor).
+pub fn env_change_transaction(out: &mut BytesMut, kind: u8, descriptor: u64) {
+    with_len16(out, ENVCHANGE, |out| {
+        out.put_u8(kind);
+        if kind == ENV_BEGIN_TRAN {
+            out.put_u8(8);
+            out.put_u64_le(descriptor);
+            out.put_u8(0);
         } else {
-            out.extend_from_slice(&0xFFFFu16.to_le_bytes());
+            out.put_u8(0);
+            out.put_u8(8);
+            out.put_u64_le(descriptor);
+        }
+    });
+}
+
+/// ENVCHANGE 18: acknowledges RESETCONNECTION.
+pub fn env_change_reset_ack(out: &mut BytesMut) {
+    with_len16(out, ENVCHANGE, |out| {
+        out.put_u8(ENV_RESET_ACK);
+        out.put_u8(0);
+        out.put_u8(0);
+    });
+}
+
+/// ERROR (severity > 10) or INFO.
+pub fn message(out: &mut BytesMut, version: Version, m: &SqlError, server: &str) {
+    let token = if m.severity > 10 { ERROR } else { INFO };
+    with_len16(out, token, |out| {
+        out.put_i32_le(m.number);
+        out.put_u8(m.state);
+        out.put_u8(m.severity);
+        // Keep the whole token under the two-byte length: at most 30 000 characters.
+        let text: String =
+            if ucs2_len(&m.message) > 30_000 { m.message.chars().take(15_000).collect() } else { m.message.clone() };
+        put_us_varchar(out, &text);
+        put_b_varchar(out, server);
+        put_b_varchar(out, m.procedure.as_deref().unwrap_or(""));
+        if version.wide() {
+            out.put_u32_le(m.line);
+        } else {
+            out.put_u16_le(m.line.min(0xFFFF) as u16);
+        }
+    });
+}
+
+fn put_user_type(out: &mut BytesMut, version: Version) {
+    if version.wide() {
+        out.put_u32_le(0);
+    } else {
+        out.put_u16_le(0);
+    }
+}
+
+/// COLMETADATA for a result set (an empty list writes the "no metadata" form).
+pub fn col_metadata(out: &mut BytesMut, version: Version, columns: &[OutputColumn]) {
+    out.put_u8(COLMETADATA);
+    if columns.is_empty() {
+        out.put_u16_le(0xFFFF);
+        return;
+    }
+    out.put_u16_le(columns.len().min(0xFFFE) as u16);
+    for c in columns {
+        put_user_type(out, version);
+        // fNullable 0x0001; updateable "unknown" 0x0008.
+        let flags: u16 = if c.nullable { 0x0001 } else { 0 } | 0x0008;
+        out.put_u16_le(flags);
+        put_type_info(out, &c.ty);
+        put_b_varchar(out, &c.name);
+    }
+}
+
+/// ROW, or NBCROW when that is shorter (a row with at least one NULL).
+pub fn row(out: &mut BytesMut, types: &[SqlType], values: &[Value]) {
+    let nulls = values.iter().filter(|v| v.is_null()).count();
+    if nulls > 0 && nulls >= types.len().div_ceil(8) {
+        out.put_u8(NBCROW);
+        let mut bitmap = vec![0u8; types.len().div_ceil(8)];
+        for (i, v) in values.iter().enumerate() {
+            if v.is_null() {
+                bitmap[i / 8] |= 1 << (i % 8);
+            }
+        }
+        out.put_slice(&bitmap);
+        for (t, v) in types.iter().zip(values) {
+            if !v.is_null() {
+                put_value(out, t, v);
+            }
         }
         return;
     }
-    let stored = types::to_storage(v, t);
-    let mut put = |bytes: &[u8]| {
-        out.push(bytes.len() as u8);
-        out.extend_from_slice(bytes);
-    };
-    match (stored, *t) {
-        (row::Value::Bit(b), _) => put(&[u8::from(b)]),
-        (row::Value::TinyInt(x), _) => put(&[x]),
-        (row::Value::SmallInt(x), _) => put(&x.to_le_bytes()),
-        (row::Value::Int(x), _) => put(&x.to_le_bytes()),
-        (row::Value::BigInt(x), _) => put(&x.to_le_bytes()),
-        (row::Value::Real(x), _) => put(&x.to_le_bytes()),
-        (row::Value::Float(x), _) => put(&x.to_le_bytes()),
-        (row::Value::Decimal { value, .. }, Decimal { .. }) => {
-            let len = t.fixed_size().unwrap_or(17);
-            let mut b = vec![u8::from(value >= 0)];
-            b.extend_from_slice(&value.unsigned_abs().to_le_bytes()[..len - 1]);
-            put(&b);
-        }
-        (row::Value::Money(m), SmallMoney) => put(&(m as i32).to_le_bytes()),
-        (row::Value::Money(m), _) => {
-            let mut b = ((m >> 32) as i32).to_le_bytes().to_vec();
-            b.extend_from_slice(&(m as u32).to_le_bytes());
-            put(&b);
-        }
-        (row::Value::Date(d), _) => put(&d.to_le_bytes()[..3]),
-        (row::Value::Time(ticks), Time { scale }) => put(&time_bytes(ticks, scale)),
-        (row::Value::DateTime2 { days, ticks }, DateTime2 { scale }) => {
-            let mut b = time_bytes(ticks, scale);
-            b.extend_from_slice(&days.to_le_bytes()[..3]);
-            put(&b);
-        }
-        (row::Value::DateTime { days, ticks }, _) => {
-            let mut b = days.to_le_bytes().to_vec();
-            b.extend_from_slice(&ticks.to_le_bytes());
-            put(&b);
-        }
-        (row::Value::SmallDateTime { days, minutes }, _) => {
-            let mut b = days.to_le_bytes().to_vec();
-            b.extend_from_slice(&minutes.to_le_bytes());
-            put(&b);
-        }
-        (row::Value::Guid(g), _) => put(&g),
-        (row::Value::Bytes(b), _) => {
-            out.extend_from_slice(&(b.len() as u16).to_le_bytes());
-            out.extend_from_slice(&b);
-        }
-        (row::Value::Unicode(u), _) => {
-            out.extend_from_slice(&((u.len() * 2) as u16).to_le_bytes());
-            for c in u {
-                out.extend_from_slice(&c.to_le_bytes());
-            }
-        }
-        (other, _) => {
-            debug_assert!(false, "value {other:?} does not fit type {t:?}");
-            out.push(0);
-        }
+    out.put_u8(ROW);
+    for (t, v) in types.iter().zip(values) {
+        put_value(out, t, v);
     }
 }
 
-/// Encodes the T-SQL layer's result stream as TDS tokens.
-pub struct TokenSink {
-    pub out: Vec<u8>,
-    columns: Vec<SqlType>,
-    /// Inside a procedure call (RPC): result ends are DONEINPROC.
-    in_proc: bool,
-    pub failed: bool,
-    /// Transaction descriptor changes to report (ENVCHANGE 8/9/10).
-    pub transaction: Option<u64>,
-    next_descriptor: u64,
-    pub database: Option<(String, String)>,
-    pub status: Option<i32>,
-}
-
-impl TokenSink {
-    pub fn new(in_proc: bool) -> TokenSink {
-        TokenSink {
-            out: Vec::with_capacity(4096),
-            columns: Vec::new(),
-            in_proc,
-            failed: false,
-            transaction: None,
-            next_descriptor: 1,
-            database: None,
-            status: None,
-        }
+/// DONE, DONEPROC or DONEINPROC.
+pub fn done(out: &mut BytesMut, version: Version, token: u8, status: u16, cur_cmd: u16, count: u64) {
+    out.put_u8(token);
+    out.put_u16_le(status);
+    out.put_u16_le(cur_cmd);
+    if version.wide() {
+        out.put_u64_le(count);
+    } else {
+        out.put_u32_le(count.min(u64::from(u32::MAX)) as u32);
     }
 }
 
-impl ResultSink for TokenSink {
-    fn columns(&mut self, columns: &[OutputColumn]) {
-        self.columns = columns.iter().map(|c| c.ty).collect();
-        self.out.push(TOKEN_COLMETADATA);
-        self.out.extend_from_slice(&(columns.len() as u16).to_le_bytes());
-        for c in columns {
-            self.out.extend_from_slice(&0u32.to_le_bytes());
-            let flags: u16 = if c.nullable { 0x0001 } else { 0 };
-            self.out.extend_from_slice(&flags.to_le_bytes());
-            type_info(&mut self.out, &c.ty);
-            b_varchar(&mut self.out, &c.name);
-        }
+pub fn return_status(out: &mut BytesMut, status: i32) {
+    out.put_u8(RETURNSTATUS);
+    out.put_i32_le(status);
+}
+
+/// RETURNVALUE for an OUTPUT parameter (`name` with its '@').
+pub fn return_value(out: &mut BytesMut, version: Version, ordinal: u16, name: &str, ty: &SqlType, value: &Value) {
+    out.put_u8(RETURNVALUE);
+    out.put_u16_le(ordinal);
+    put_b_varchar(out, name);
+    out.put_u8(0x01); // output parameter
+    put_user_type(out, version);
+    out.put_u16_le(0x0001 | 0x0008);
+    put_type_info(out, ty);
+    put_value(out, ty, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn login_ack_matches_golden_bytes() {
+        // go-mssqldb's tds_login_test: AD 32 00 | 01 | 74 00 00 04 | 14 "Microsoft SQL Server" | 0C 00 07 D0
+        let mut out = BytesMut::new();
+        login_ack(&mut out, Version::V7_4, "Microsoft SQL Server", [0x0C, 0x00, 0x07, 0xD0]);
+        assert_eq!(&out[..8], &[0xAD, 0x32, 0x00, 0x01, 0x74, 0x00, 0x00, 0x04]);
+        assert_eq!(out.len(), 3 + 0x32);
+        let mut d = BytesMut::new();
+        done(&mut d, Version::V7_4, DONE, 0, 0, 0);
+        assert_eq!(&d[..], &[0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     }
 
-    fn row(&mut self, row: &[Value]) {
-        self.out.push(TOKEN_ROW);
-        for (v, t) in row.iter().zip(&self.columns) {
-            value_bytes(&mut self.out, v, t);
-        }
-    }
-
-    fn done(&mut self, count: Option<u64>, _result_set: bool) {
-        let mut status = DONE_MORE;
-        if count.is_some() {
-            status |= DONE_COUNT;
-        }
-        let token = if self.in_proc { TOKEN_DONEINPROC } else { TOKEN_DONE };
-        done(&mut self.out, token, status, count.unwrap_or(0));
-    }
-
-    fn message(&mut self, m: &SqlError) {
-        // A batch stopped by an Attention ends with DONE's attention bit, not an error (as
-        // SQL Server, which never sends 3617 to the client).
-        if m.number == CANCELLED {
-            return;
-        }
-        if m.severity > 10 {
-            self.failed = true;
-        }
-        message(&mut self.out, m);
-    }
-
-    fn env_change(&mut self, change: &EnvChange) {
-        match change {
-            EnvChange::Database { old, new } => {
-                envchange_text(&mut self.out, 1, new, old);
-                self.database = Some((old.clone(), new.clone()));
-            }
-            EnvChange::BeginTransaction => {
-                let d = self.next_descriptor;
-                self.next_descriptor += 1;
-                envchange_bytes(&mut self.out, 8, &d.to_le_bytes(), &[]);
-                self.transaction = Some(d);
-            }
-            EnvChange::CommitTransaction => envchange_bytes(&mut self.out, 9, &[], &[0; 8]),
-            EnvChange::RollbackTransaction => envchange_bytes(&mut self.out, 10, &[], &[0; 8]),
-        }
-    }
-
-    fn return_status(&mut self, status: i32) {
-        self.status = Some(status);
-        return_status(&mut self.out, status);
+    #[test]
+    fn versions_negotiate_to_known_values() {
+        assert_eq!(Version::negotiate(0x7400_0004), Some(Version::V7_4));
+        assert_eq!(Version::negotiate(0x0800_0000), Some(Version::V7_4));
+        assert_eq!(Version::negotiate(0x7100_0001), Some(Version::V7_1));
+        assert_eq!(Version::negotiate(0x730B_0003), Some(Version::V7_3B));
+        assert_eq!(Version::negotiate(0x7000_0000), None);
     }
 }

@@ -1,0 +1,147 @@
+//! Server configuration: an optional TOML file, overridden by command-line flags, over the
+//! embedded defaults (data directory `./tessera-data`, 127.0.0.1:1433).
+//!
+//! ```toml
+//! listen = "127.0.0.1"
+//! port = 1433
+//! data_dir = "/var/lib/tessera"
+//! log_dir = "/var/log/tessera"      # transaction logs (defaults to data_dir)
+//! memory_mb = 1024                  # buffer pool
+//! sa_password = "..."               # TESSERA_SA_PASSWORD wins over this
+//! tls_cert = "/etc/tessera/cert.pem"
+//! tls_key = "/etc/tessera/key.pem"
+//! encrypt_login = true              # clients that send ENCRYPT_OFF get the login encrypted
+//! max_connections = 10000
+//! max_packet_size = 32767
+//! max_message_mb = 64
+//! login_timeout_secs = 30
+//! ```
+//!
+//! Invariant: a [`Config`] that [`Config::validate`] accepted has a password, positive
+//! bounds and a packet size in 4096..=32767.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::packet::{MAX_PACKET_SIZE, MIN_PACKET_SIZE};
+
+pub const DEFAULT_DATA_DIR: &str = "tessera-data";
+pub const DEFAULT_PORT: u16 = 1433;
+pub const SA_PASSWORD_ENV: &str = "TESSERA_SA_PASSWORD";
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub listen: String,
+    /// 0 picks a free port (tests).
+    pub port: u16,
+    pub data_dir: PathBuf,
+    pub log_dir: Option<PathBuf>,
+    pub memory_mb: usize,
+    pub sa_password: Option<String>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Answer ENCRYPT_OFF with OFF (TLS for the login packet only, as SQL Server does)
+    /// rather than NOT_SUP.
+    pub encrypt_login: bool,
+    pub max_connections: usize,
+    /// Largest packet size a client may negotiate.
+    pub max_packet_size: usize,
+    /// Largest request message (a batch text, an RPC with its parameters).
+    pub max_message_mb: usize,
+    /// Time a connection has from its first byte to a completed login.
+    pub login_timeout_secs: u64,
+    /// Logins verified at once (each costs a slow password hash); more wait.
+    pub max_concurrent_logins: usize,
+    /// Write the ERRORLOG file (stderr always gets the lines).
+    pub errorlog: bool,
+    /// Print log lines on stderr.
+    pub log_stderr: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: "127.0.0.1".to_string(),
+            port: DEFAULT_PORT,
+            data_dir: PathBuf::from(DEFAULT_DATA_DIR),
+            log_dir: None,
+            memory_mb: 1024,
+            sa_password: None,
+            tls_cert: None,
+            tls_key: None,
+            encrypt_login: true,
+            max_connections: 10_000,
+            max_packet_size: MAX_PACKET_SIZE,
+            max_message_mb: 64,
+            login_timeout_secs: 30,
+            max_concurrent_logins: 8,
+            errorlog: true,
+            log_stderr: true,
+        }
+    }
+}
+
+impl Config {
+    pub fn from_file(path: &Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+        Config::from_toml(&text).map_err(|e| format!("'{}': {e}", path.display()))
+    }
+
+    pub fn from_toml(text: &str) -> Result<Config, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Takes the sa password from `TESSERA_SA_PASSWORD` when set (it wins over the file).
+    pub fn apply_env(&mut self) {
+        if let Ok(p) = std::env::var(SA_PASSWORD_ENV) {
+            if !p.is_empty() {
+                self.sa_password = Some(p);
+            }
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        match &self.sa_password {
+            None => {
+                return Err(format!(
+                    "no password for the sa login: set the environment variable {SA_PASSWORD_ENV} or `sa_password` in the configuration file"
+                ))
+            }
+            Some(p) if p.is_empty() => return Err("the sa password is empty".to_string()),
+            _ => {}
+        }
+        if !(MIN_PACKET_SIZE..=MAX_PACKET_SIZE).contains(&self.max_packet_size) {
+            return Err(format!("max_packet_size must be between {MIN_PACKET_SIZE} and {MAX_PACKET_SIZE}"));
+        }
+        if self.max_connections == 0 || self.max_message_mb == 0 || self.max_concurrent_logins == 0 {
+            return Err("max_connections, max_message_mb and max_concurrent_logins must be positive".to_string());
+        }
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err("tls_cert and tls_key go together".to_string());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_file_and_validates() {
+        let c = Config::from_toml("port = 14330\ndata_dir = \"/tmp/x\"\nsa_password = \"pw\"\nmax_connections = 5\n")
+            .unwrap();
+        assert_eq!(c.port, 14330);
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(c.listen, "127.0.0.1");
+        assert!(c.validate().is_ok());
+        assert!(Config::from_toml("bogus = 1").is_err());
+        let mut c = Config::default();
+        assert!(c.validate().unwrap_err().contains(SA_PASSWORD_ENV));
+        c.sa_password = Some("x".into());
+        c.max_packet_size = 100;
+        assert!(c.validate().is_err());
+    }
+}

@@ -8,6 +8,7 @@
 //! connection's async loop) → [`Server`] (listener, limits, TLS, logins, log).
 
 pub mod auth;
+pub mod bulk;
 pub mod client;
 pub mod codec;
 pub mod config;

@@ -44,7 +44,7 @@ use crate::packet::{self, kind, status, Limits, Message};
 use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
 use crate::tls::PreloginWrapped;
 use crate::tokens::{self, done, Version};
-use crate::{login7, rpc, tm, ServerState};
+use crate::{bulk, login7, rpc, tm, ServerState};
 
 pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
@@ -327,6 +327,8 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
     let cancel = session.lock().cancel_handle();
     let limits = Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: state.config.max_message_mb << 20 };
     let (in_tx, mut in_rx) = mpsc::channel::<Incoming>(2);
+    // The target an INSERT BULK announced, waiting for its BULK_LOAD message.
+    let pending_bulk: Arc<Mutex<Option<bulk::BulkTarget>>> = Arc::new(Mutex::new(None));
     let reader = tokio::spawn(reader_task(rd, limits, cancel.clone(), in_tx));
     let _abort_reader = AbortOnDrop(reader);
 
@@ -346,10 +348,25 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
                 continue;
             }
             kind::SQL_BATCH => match decode_batch(&msg.payload, version) {
-                Ok(text) => Box::new(move |s: &mut Session, sink: &mut TokenSink| {
-                    s.execute(&text, sink);
-                    sink.finish_batch();
-                }),
+                Ok(text) => match bulk::parse_insert_bulk(&text) {
+                    None => Box::new(move |s: &mut Session, sink: &mut TokenSink| {
+                        s.execute(&text, sink);
+                        sink.finish_batch();
+                    }),
+                    Some(Ok(mut target)) => {
+                        let pending = pending_bulk.clone();
+                        Box::new(move |s: &mut Session, sink: &mut TokenSink| {
+                            if bulk::check_target(s, &mut target, sink) {
+                                *pending.lock() = Some(target);
+                            }
+                            sink.finish_batch();
+                        })
+                    }
+                    Some(Err(e)) => Box::new(move |_s: &mut Session, sink: &mut TokenSink| {
+                        sink.message(&e);
+                        sink.finish_batch();
+                    }),
+                },
                 Err(e) => bad_request(e),
             },
             kind::RPC => match decode_rpc(&msg.payload, version) {
@@ -370,7 +387,16 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
                 }),
                 Err(e) => bad_request(e),
             },
-            kind::BULK_LOAD => bad_request("Bulk load (INSERT BULK) is not supported yet.".to_string()),
+            kind::BULK_LOAD => match pending_bulk.lock().take() {
+                Some(target) => {
+                    let payload = msg.payload.clone();
+                    Box::new(move |s: &mut Session, sink: &mut TokenSink| {
+                        bulk::load(s, &target, &payload, version, sink);
+                        sink.finish_batch();
+                    })
+                }
+                None => bad_request("A bulk load (BULK_LOAD) must follow an INSERT BULK statement.".to_string()),
+            },
             k => return Err(packet::protocol(format!("unexpected packet type {k:#04x} after login"))),
         };
 

@@ -487,3 +487,72 @@ fn malformed_packets_end_only_their_connection() {
         assert_eq!(scalar_i32(&mut fresh, "SELECT 6").await, 6);
     });
 }
+
+/// Bulk load as tiberius sends it (INSERT BULK, then one BULK_LOAD message): 10,000 rows in
+/// one transaction; a duplicate key loses the whole load; a missing table is 208. (No date
+/// column: tiberius 0.12 writes a stray length byte into DATE's TYPE_INFO, which SQL Server
+/// rejects as well — tiberius issue #373.)
+#[test]
+fn bulk_load() {
+    let server = TestServer::start();
+    rt().block_on(async {
+        let mut c = connect(server.port()).await;
+        c.simple_query(
+            "create table loaded (id int primary key, name nvarchar(40) not null, amount decimal(12,2) null, big bigint null, flag bit null, note varchar(max) null)",
+        )
+        .await
+        .unwrap()
+        .into_results()
+        .await
+        .unwrap();
+        let mut load = c.bulk_insert("loaded").await.unwrap();
+        for i in 0..10_000i32 {
+            let mut row = tiberius::TokenRow::new();
+            row.push(ColumnData::I32(Some(i)));
+            row.push(ColumnData::String(Some(format!("name {i}").into())));
+            row.push(if i % 7 == 0 { ColumnData::Numeric(None) } else { ColumnData::Numeric(Some(Numeric::new_with_scale(i as i128 * 101, 2))) });
+            row.push(ColumnData::I64(Some(i as i64 * 1_000_000_007)));
+            row.push(ColumnData::Bit(Some(i % 2 == 0)));
+            row.push(ColumnData::String(if i % 3 == 0 { None } else { Some("x".repeat(i as usize % 50).into()) }));
+            load.send(row).await.unwrap();
+        }
+        let result = load.finalize().await.unwrap();
+        assert_eq!(result.total(), 10_000);
+        assert_eq!(scalar_i32(&mut c, "select count(*) from loaded").await, 10_000);
+        assert_eq!(scalar_i32(&mut c, "select count(*) from loaded where amount is null").await, 1_429);
+        assert_eq!(scalar_i32(&mut c, "select count(*) from loaded where note is null").await, 3_334);
+        let row = c
+            .query("select name, amount, datalength(note) from loaded where id = 4321", &[])
+            .await
+            .unwrap()
+            .into_row()
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.get::<&str, _>(0), Some("name 4321"));
+        assert_eq!(row.get::<Numeric, _>(1).map(|n| n.value()), Some(4321 * 101));
+        assert_eq!(row.get::<i64, _>(2), Some(4321 % 50));
+        assert_eq!(scalar_i32(&mut c, "select count(*) from loaded where big = id * cast(1000000007 as bigint)").await, 10_000);
+
+        // A duplicate key fails the load: none of its rows stay.
+        let mut load = c.bulk_insert("loaded").await.unwrap();
+        for i in [20_000i32, 20_001, 5] {
+            let mut row = tiberius::TokenRow::new();
+            row.push(ColumnData::I32(Some(i)));
+            row.push(ColumnData::String(Some("dup".into())));
+            row.push(ColumnData::Numeric(None));
+            row.push(ColumnData::I64(None));
+            row.push(ColumnData::Bit(None));
+            row.push(ColumnData::String(None));
+            load.send(row).await.unwrap();
+        }
+        let Err(e) = load.finalize().await else { panic!("a duplicate key must fail the load") };
+        assert_eq!(server_error(e).0, 2627);
+        assert_eq!(scalar_i32(&mut c, "select count(*) from loaded").await, 10_000);
+
+        // The connection goes on; a missing table is reported when the load is announced.
+        let Err(e) = c.bulk_insert("no_such_table").await else { panic!("missing table") };
+        assert_eq!(server_error(e).0, 208);
+        assert_eq!(scalar_i32(&mut c, "select count(*) from loaded where name = 'dup'").await, 0);
+    });
+}

@@ -339,39 +339,8 @@ impl Session {
         let mut watch = ErrorWatch { inner: sink, failed: false };
         self.publish(Some(&text));
         self.state.cancel.store(false, Ordering::Relaxed);
-        let shared = self.shared.clone();
-        let cached = match shared.plans.get_or_parse(&self.state.database, &text, crate::parser::parse_batch) {
-            Ok(c) => c,
-            Err(e) => {
-                watch.message(&e);
-                self.publish(None);
-                return RpcOutcome { outputs: Vec::new(), failed: true };
-            }
-        };
-        let frame = Frame {
-            decls: params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect(),
-            visible: HashMap::new(),
-            labels: Vec::new(),
-            gotos: Vec::new(),
-        };
-        self.state.vars = params.iter().map(|p| p.value.clone()).collect();
-        {
-            let mut runner = Runner {
-                shared: &shared,
-                state: &mut self.state,
-                batch: &cached,
-                frame: &frame,
-                sink: &mut watch,
-                try_depth: 0,
-                executed: 0,
-                procedure: None,
-                returns: None,
-                returned: None,
-                table_vars: Vec::new(),
-                changing: false,
-            };
-            let _ = runner.run_block(&cached.batch.statements);
-        }
+        let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
+        self.run_bound(&text, decls, params.iter().map(|p| p.value.clone()).collect(), &mut watch);
         let outputs = params
             .iter()
             .enumerate()
@@ -380,6 +349,116 @@ impl Session {
             .collect();
         self.publish(None);
         RpcOutcome { outputs, failed: watch.failed }
+    }
+
+    /// Runs the batch `text` whose variables `decls` are already set to `values` (RPC
+    /// parameters, bulk-loaded rows).
+    fn run_bound(&mut self, text: &str, decls: Vec<(String, SqlType)>, values: Vec<Value>, sink: &mut dyn ResultSink) {
+        debug_assert_eq!(decls.len(), values.len());
+        let shared = self.shared.clone();
+        let cached = match shared.plans.get_or_parse(&self.state.database, text, crate::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => {
+                sink.message(&e);
+                self.state.error = e.number;
+                return;
+            }
+        };
+        let frame = Frame { decls, visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
+        self.state.vars = values;
+        let mut runner = Runner {
+            shared: &shared,
+            state: &mut self.state,
+            batch: &cached,
+            frame: &frame,
+            sink,
+            try_depth: 0,
+            executed: 0,
+            procedure: None,
+            returns: None,
+            returned: None,
+            table_vars: Vec::new(),
+            changing: false,
+        };
+        let _ = runner.run_block(&cached.batch.statements);
+    }
+
+    /// A bulk load (TDS `INSERT BULK` then BULK_LOAD): inserts `rows`, whose values have
+    /// the types in `columns`, into those columns of `table`, with the same constraint
+    /// checks as INSERT, and reports one row count. Outside a user transaction the load
+    /// is one transaction: all rows or none. `keep_identity` inserts the identity values
+    /// sent (bcp's KEEPIDENTITY) instead of generating them. Returns true if it failed.
+    pub fn bulk_insert(
+        &mut self,
+        table: &str,
+        columns: &[(String, SqlType)],
+        rows: Vec<Vec<Value>>,
+        keep_identity: bool,
+        sink: &mut dyn ResultSink,
+    ) -> bool {
+        assert!(!columns.is_empty(), "a bulk load names its columns");
+        debug_assert!(rows.iter().all(|r| r.len() == columns.len()));
+        self.publish(Some("INSERT BULK"));
+        let mut counted = RowCounter { inner: sink, rows: 0, failed: false };
+        // The load's count is reported whatever SET NOCOUNT says.
+        let nocount = std::mem::replace(&mut self.state.options.nocount, false);
+        let own_transaction = self.state.txns.count == 0;
+        if own_transaction {
+            self.state.txns.count = 1;
+        }
+        // VALUES takes at most 1,000 rows; each chunk's text (and plan) is the same but for
+        // the last chunk's.
+        let per_chunk = (1000 / columns.len()).max(1);
+        let names: Vec<String> = columns.iter().map(|(n, _)| quote_name(n)).collect();
+        let types: Vec<String> = columns.iter().map(|(_, t)| types::type_name(t)).collect();
+        let identity =
+            |on: &str| if keep_identity { format!("SET IDENTITY_INSERT {table} {on};\n") } else { String::new() };
+        for chunk in rows.chunks(per_chunk) {
+            if self.state.cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            let mut text = format!(
+                "-- bulk: {}\n{}INSERT INTO {table} ({}) VALUES ",
+                types.join(", "),
+                identity("ON"),
+                names.join(", ")
+            );
+            let mut decls = Vec::with_capacity(chunk.len() * columns.len());
+            for r in 0..chunk.len() {
+                text.push_str(if r == 0 { "(" } else { ", (" });
+                for (c, (_, ty)) in columns.iter().enumerate() {
+                    let name = format!("@__b{}", r * columns.len() + c);
+                    text.push_str(if c == 0 { "" } else { ", " });
+                    text.push_str(&name);
+                    decls.push((name, *ty));
+                }
+                text.push(')');
+            }
+            text.push_str(";\n");
+            text.push_str(&identity("OFF"));
+            self.run_bound(&text, decls, chunk.iter().flatten().cloned().collect(), &mut counted);
+            if counted.failed {
+                break;
+            }
+        }
+        self.state.options.nocount = nocount;
+        let cancelled = self.state.cancel.load(Ordering::Relaxed);
+        if own_transaction {
+            let ended = if counted.failed || cancelled {
+                self.state.txns.rollback_all()
+            } else {
+                self.state.txns.commit_all(false)
+            };
+            if let Err(e) = ended {
+                counted.message(&e);
+            }
+        }
+        let (rows, failed) = (counted.rows, counted.failed);
+        if !failed && !cancelled {
+            sink.done(Some(rows), false);
+        }
+        self.publish(None);
+        failed || cancelled
     }
 
     /// The cancel flag a network layer sets on an attention signal.
@@ -414,6 +493,30 @@ impl ResultSink for ErrorWatch<'_> {
     fn return_status(&mut self, status: i32) {
         self.inner.return_status(status);
     }
+}
+
+/// Adds up the row counts of a bulk load's INSERTs (the client sees one count), passing
+/// messages through.
+struct RowCounter<'s> {
+    inner: &'s mut dyn ResultSink,
+    rows: u64,
+    failed: bool,
+}
+
+impl ResultSink for RowCounter<'_> {
+    fn columns(&mut self, _: &[crate::bind::OutputColumn]) {}
+    fn row(&mut self, _: &[Value]) {}
+    fn done(&mut self, count: Option<u64>, _: bool) {
+        self.rows += count.unwrap_or(0);
+    }
+    fn message(&mut self, message: &SqlError) {
+        self.failed |= message.severity > 10;
+        self.inner.message(message);
+    }
+    fn env_change(&mut self, change: &EnvChange) {
+        self.inner.env_change(change);
+    }
+    fn return_status(&mut self, _: i32) {}
 }
 
 impl Drop for Session {

@@ -6,7 +6,8 @@ Covers: login (pytds's default NOT_SUP encryption, autocommit off, so TM begin/c
 rollback requests), create database and table, every data type through parameters
 (sp_executesql by procedure id) and back, a stored procedure with an OUTPUT parameter and
 a return status (RPC by name), commit and rollback, an error with its number, a wrong
-password (18456) and cancelling a long-running query (attention). Exits non-zero on the
+password (18456), a bulk load of 10,000 rows (copy_to) and cancelling a long-running query
+(attention). Exits non-zero on the
 first failure.
 """
 
@@ -131,6 +132,29 @@ def main():
     conn.rollback()
     cur.execute("SELECT 3")
     check(cur.fetchone()[0] == 3, "connection usable after an error")
+
+    # Bulk load (INSERT BULK + BULK_LOAD, every value sent as nvarchar and converted by the
+    # server): 10,000 rows; the identity values sent are replaced by the table's own.
+    bulk = connect(autocommit=True)
+    bcur = bulk.cursor()
+    bcur.execute(
+        "CREATE TABLE loaded (id int IDENTITY(1,1) PRIMARY KEY, n int NOT NULL, name nvarchar(30), "
+        "amount decimal(10,2), at datetime2(0))"
+    )
+    rows = [("0", str(i), "row %d" % i, "%d.25" % i, "2024-01-%02d 10:00:00" % (i % 28 + 1)) for i in range(10000)]
+    bcur.copy_to(data=rows, table_or_view="loaded")
+    bcur.execute("SELECT count(*), min(id), max(id), sum(n), sum(amount) FROM loaded")
+    count, low, high, total, amount = bcur.fetchone()
+    check((count, low, high, total) == (10000, 1, 10000, 49995000), "bulk load of 10,000 rows")
+    check(amount == decimal.Decimal("49997500.00"), "bulk-loaded decimals converted")
+    try:
+        bcur.copy_to(data=[("0", "x", "bad", "1", "2024-01-01")], table_or_view="loaded")
+        raise AssertionError("a bad value was loaded")
+    except pytds.Error as e:
+        check(e.msg_no == 245, "a value that does not convert fails the load (%s)" % e)
+    bcur.execute("SELECT count(*) FROM loaded")
+    check(bcur.fetchone()[0] == 10000, "a failed load leaves nothing behind")
+    bulk.close()
 
     # Cancel a long-running query: on its timeout pytds sends an attention and waits for
     # the server's DONE with the attention flag; the connection stays usable.

@@ -175,8 +175,8 @@ pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version:
     session.bulk_insert(&target.table, &typed, rows, target.keep_identity, sink);
 }
 
-/// COLMETADATA, then rows up to DONE.
-fn decode(payload: &[u8], version: Version) -> DecodeResult<(Vec<TypeInfo>, Vec<Vec<Value>>)> {
+/// A BULK_LOAD message: COLMETADATA, then rows up to DONE.
+pub fn decode(payload: &[u8], version: Version) -> DecodeResult<(Vec<TypeInfo>, Vec<Vec<Value>>)> {
     let mut r = Reader::new(payload);
     if r.u8()? != tokens::COLMETADATA {
         return bad("the bulk load does not start with COLMETADATA");

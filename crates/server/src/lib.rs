@@ -16,6 +16,7 @@ pub mod errorlog;
 pub mod login7;
 pub mod packet;
 pub mod prelogin;
+pub mod request;
 pub mod rpc;
 pub mod session;
 pub mod tls;

@@ -39,12 +39,11 @@ use tessera_sql::{ResultSink, Session, SqlError};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::codec::{ucs2_decode, Reader};
 use crate::packet::{self, kind, status, Limits, Message};
 use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
 use crate::tls::PreloginWrapped;
 use crate::tokens::{self, done, Version};
-use crate::{bulk, login7, rpc, tm, ServerState};
+use crate::{bulk, login7, request, rpc, tm, ServerState};
 
 pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
@@ -347,7 +346,7 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
                 packet::write_message(&mut wr, kind::REPLY, &out, packet_size).await?;
                 continue;
             }
-            kind::SQL_BATCH => match decode_batch(&msg.payload, version) {
+            kind::SQL_BATCH => match request::decode_batch(&msg.payload, version) {
                 Ok(text) => match bulk::parse_insert_bulk(&text) {
                     None => Box::new(move |s: &mut Session, sink: &mut TokenSink| {
                         s.execute(&text, sink);
@@ -369,11 +368,11 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
                 },
                 Err(e) => bad_request(e),
             },
-            kind::RPC => match decode_rpc(&msg.payload, version) {
+            kind::RPC => match request::decode_rpc(&msg.payload, version) {
                 Ok(calls) => Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)),
                 Err(e) => bad_request(e),
             },
-            kind::TRANSACTION_MANAGER => match decode_tm(&msg.payload, version) {
+            kind::TRANSACTION_MANAGER => match request::decode_tm(&msg.payload, version) {
                 Ok(tm::Request::Unsupported(k)) => bad_request(format!(
                     "The transaction manager request {k} (distributed transactions) is not supported."
                 )),
@@ -493,38 +492,6 @@ fn bad_request(message: String) -> Job {
         sink.message(&SqlError::new(8009, message).with_severity(16));
         sink.finish_batch();
     })
-}
-
-fn decode_batch(payload: &[u8], version: Version) -> Result<String, String> {
-    let mut r = Reader::new(payload);
-    if version.wide() {
-        rpc::skip_all_headers(&mut r)
-            .map_err(|e| format!("The incoming tabular data stream (TDS) protocol stream is incorrect: {e}."))?;
-    }
-    let rest = r.bytes(r.remaining()).unwrap_or(&[]);
-    ucs2_decode(rest).map_err(|e| format!("The incoming tabular data stream (TDS) protocol stream is incorrect: {e}."))
-}
-
-fn decode_rpc(payload: &[u8], version: Version) -> Result<Vec<rpc::Call>, String> {
-    let mut r = Reader::new(payload);
-    if version.wide() {
-        rpc::skip_all_headers(&mut r).map_err(|e| {
-            format!(
-                "The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect: {e}."
-            )
-        })?;
-    }
-    rpc::parse_calls(&mut r).map_err(|e| {
-        format!("The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect: {e}.")
-    })
-}
-
-fn decode_tm(payload: &[u8], version: Version) -> Result<tm::Request, String> {
-    let mut r = Reader::new(payload);
-    if version.wide() {
-        rpc::skip_all_headers(&mut r).map_err(|e| format!("The transaction manager request is incorrect: {e}."))?;
-    }
-    tm::parse(&mut r).map_err(|e| format!("The transaction manager request is incorrect: {e}."))
 }
 
 fn run_rpc(s: &mut Session, sink: &mut TokenSink, calls: Vec<rpc::Call>) {

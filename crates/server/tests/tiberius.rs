@@ -556,3 +556,50 @@ fn bulk_load() {
         assert_eq!(scalar_i32(&mut c, "select count(*) from loaded where name = 'dup'").await, 0);
     });
 }
+
+/// Many idle sessions cost little and block nobody; a client that stops reading a large
+/// result stalls only itself.
+#[test]
+fn idle_crowds_and_slow_readers_do_not_stall_others() {
+    let server = TestServer::start();
+    let port = server.port();
+    rt().block_on(async {
+        let mut c = connect(port).await;
+        let fill = "CREATE TABLE hundred (n int); DECLARE @i int = 0; WHILE @i < 100 BEGIN INSERT hundred VALUES (@i); SET @i += 1 END";
+        c.simple_query(fill).await.unwrap().into_results().await.unwrap();
+    });
+    let idle: Vec<std::net::TcpStream> = (0..500).map(|_| raw_login(port)).collect();
+
+    // A reader that never reads: its result (~40 MB) backs up in TCP buffers and the
+    // server's bounded queue, not in server memory, and stalls only its own request.
+    let mut stalled = raw_login(port);
+    send(
+        &mut stalled,
+        0x01,
+        &batch("SELECT TOP 5000 REPLICATE(CONVERT(varchar(max), 'x'), 8000) FROM hundred a CROSS JOIN hundred b"),
+    );
+
+    rt().block_on(async {
+        let mut c = connect(port).await;
+        for i in 0..20 {
+            assert_eq!(scalar_i32(&mut c, &format!("SELECT {i}")).await, i);
+        }
+        let sessions = scalar_i32(&mut c, "SELECT count(*) FROM sys.dm_exec_sessions").await;
+        assert!(sessions >= 502, "{sessions} sessions");
+    });
+    drop(stalled);
+    drop(idle);
+    rt().block_on(async {
+        let mut c = connect(port).await;
+        // The closed sessions go away (their cleanup runs on blocking threads).
+        let mut left = i32::MAX;
+        for _ in 0..100 {
+            left = scalar_i32(&mut c, "SELECT count(*) FROM sys.dm_exec_sessions").await;
+            if left <= 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(left <= 2, "{left} sessions left");
+    });
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use tessera_database::{Engine, EngineConfig};
-use tessera_server::client::Client;
+use tessera_server::client::{Client, ConnectOptions, Encryption};
 use tessera_sql::output::ResultSink;
 use tessera_sql::runner::{self, Batches};
 use tessera_sql::{Session, Shared, SqlcmdFormat, SqlcmdWriter};
@@ -28,6 +28,14 @@ pub struct SqlArgs {
     /// Password (sqlcmd's -P; default: the SQLCMDPASSWORD environment variable).
     #[arg(short = 'P')]
     pub password: Option<String>,
+    /// Encrypt the whole connection (sqlcmd's -N); without it only the login is encrypted
+    /// when the server offers TLS.
+    #[arg(short = 'N')]
+    pub encrypt: bool,
+    /// Trust the server's certificate without checking it against the system's CAs
+    /// (sqlcmd's -C).
+    #[arg(short = 'C')]
+    pub trust_server_certificate: bool,
     /// Seconds to wait for a login (sqlcmd's -l).
     #[arg(short = 'l', default_value_t = 8)]
     pub login_timeout: u64,
@@ -215,7 +223,20 @@ impl Remote {
             .enable_all()
             .build()
             .map_err(|e| format!("tessera sql: cannot start the runtime: {e}"))?;
-        let login = Client::connect(&host, port, &args.user, &password, &args.database);
+        let encryption = if args.encrypt {
+            Encryption::Full { trust_server_certificate: args.trust_server_certificate }
+        } else {
+            Encryption::LoginOnly
+        };
+        let options = ConnectOptions {
+            host: &host,
+            port,
+            user: &args.user,
+            password: &password,
+            database: &args.database,
+            encryption,
+        };
+        let login = Client::connect(&options);
         let timeout = Duration::from_secs(args.login_timeout.max(1));
         let client = match runtime.block_on(async { tokio::time::timeout(timeout, login).await }) {
             Ok(Ok(client)) => client,

@@ -53,10 +53,15 @@ fn serve_refuses_to_start_without_a_password() {
 
 /// Runs `tessera sql` with `args`, feeding `stdin`; returns (success, stdout, stderr).
 fn tessera_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
+    tessera_sql_env(args, stdin, &[])
+}
+
+fn tessera_sql_env(args: &[&str], stdin: &str, env: &[(&str, &std::path::Path)]) -> (bool, String, String) {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .arg("sql")
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -119,4 +124,33 @@ fn tessera_sql_logins_timeouts_and_the_prompt() {
     let (ok, out, err) = tessera_sql(&["-S", &address, "-P", PASSWORD, "-W"], input);
     assert!(ok, "{err}");
     assert_eq!(out, "1> 2> 3> \n(2 rows affected)\n1> 2> Beginning execution loop\nn\n-\n2\n\n(1 row affected)\nn\n-\n2\n\n(1 row affected)\nBatch execution completed 2 times.\n1> ");
+}
+
+#[test]
+fn tessera_sql_encrypts() {
+    let server = start();
+    let address = format!("localhost,{}", server.port);
+    let query =
+        ["-W", "-h", "-1", "-Q", "select encrypt_option from sys.dm_exec_connections where session_id = @@spid"];
+    // -N -C: the whole connection in TLS, the self-signed certificate taken on trust.
+    let (ok, out, err) = tessera_sql(&[&["-S", &address, "-P", PASSWORD, "-N", "-C"], &query[..]].concat(), "");
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().next(), Some("TRUE"), "{out}");
+    // -N alone checks the certificate: unknown to the system's CAs, it is refused...
+    let (ok, _, err) = tessera_sql(&["-S", &address, "-P", PASSWORD, "-N", "-Q", "select 1"], "");
+    assert!(!ok);
+    assert!(err.contains("certificate"), "{err}");
+    // ...and accepted once trusted (SSL_CERT_FILE stands for the system's store).
+    let cert = server._dir.path().join("tls/cert.pem");
+    let (ok, out, err) = tessera_sql_env(
+        &[&["-S", &address, "-P", PASSWORD, "-N"], &query[..]].concat(),
+        "",
+        &[("SSL_CERT_FILE", &cert)],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().next(), Some("TRUE"), "{out}");
+    // Without -N only the login is encrypted.
+    let (ok, out, err) = tessera_sql(&[&["-S", &address, "-P", PASSWORD], &query[..]].concat(), "");
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().next(), Some("FALSE"), "{out}");
 }

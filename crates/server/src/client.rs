@@ -3,6 +3,7 @@
 //! output over the network is the same as in process.
 
 use std::io;
+use std::sync::Arc;
 
 use tessera_sql::bind::OutputColumn;
 use tessera_sql::output::ResultSink;
@@ -12,7 +13,9 @@ use tokio::net::TcpStream;
 
 use crate::codec::{DecodeError, Reader};
 use crate::packet::{self, kind, Limits};
-use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_ON, ENCRYPT_REQ};
+use crate::prelogin::{self, ENCRYPT_OFF, ENCRYPT_ON, ENCRYPT_REQ};
+use crate::session::Stream;
+use crate::tls::PreloginWrapped;
 use crate::tokens::{self, done};
 use crate::types::{read_type_info, read_value, TypeInfo};
 
@@ -20,8 +23,85 @@ use crate::types::{read_type_info, read_value, TypeInfo};
 const TDS_VERSION: u32 = 0x7400_0004;
 
 pub struct Client {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     packet_size: usize,
+}
+
+/// The TLS handshake of TDS 7.x, inside PRELOGIN packets.
+async fn handshake(
+    tcp: TcpStream,
+    host: &str,
+    trust_server_certificate: bool,
+) -> io::Result<tokio_rustls::client::TlsStream<PreloginWrapped<TcpStream>>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .map_err(|e| protocol(e.to_string()))?;
+    let config = if trust_server_certificate {
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(TrustAny(provider))).with_no_client_auth()
+    } else {
+        builder.with_root_certificates(system_roots()?).with_no_client_auth()
+    };
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| protocol(format!("'{host}' is not a valid server name: {e}")))?;
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, PreloginWrapped::new(tcp))
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake failed: {e}")))?;
+    tls.get_mut().0.finish_handshake();
+    Ok(tls)
+}
+
+/// The system's trusted CAs: `SSL_CERT_FILE`, else Debian's bundle.
+fn system_roots() -> io::Result<rustls::RootCertStore> {
+    use rustls::pki_types::pem::PemObject;
+    let path = std::env::var("SSL_CERT_FILE").unwrap_or_else(|_| "/etc/ssl/certs/ca-certificates.crt".to_string());
+    let mut roots = rustls::RootCertStore::empty();
+    let certs = rustls::pki_types::CertificateDer::pem_file_iter(&path)
+        .map_err(|e| protocol(format!("cannot read the trusted certificates in '{path}': {e}")))?;
+    for cert in certs.flatten() {
+        let _ = roots.add(cert);
+    }
+    Ok(roots)
+}
+
+/// -C: any certificate is accepted (signatures are still checked).
+#[derive(Debug)]
+struct TrustAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for TrustAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 /// What the client accepts from a server: whole replies up to 1 GiB.
@@ -98,21 +178,66 @@ struct Outcome {
     attention: bool,
 }
 
+/// How the client encrypts (sqlcmd's -N and -C).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encryption {
+    /// The whole connection in TLS (-N); the server's certificate must be trusted by the
+    /// system's CA store unless `trust_server_certificate` (-C).
+    Full { trust_server_certificate: bool },
+    /// TLS for the login only when the server offers it (so the password never travels
+    /// in the clear); plaintext against a server without TLS. The certificate is not
+    /// checked, as SQL Server's drivers do not check it for login-only encryption.
+    LoginOnly,
+}
+
+/// What `connect` needs.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions<'a> {
+    pub host: &'a str,
+    pub port: u16,
+    pub user: &'a str,
+    pub password: &'a str,
+    pub database: &'a str,
+    pub encryption: Encryption,
+}
+
 impl Client {
     /// Connects and logs in; a refused login is the server's error (18456 and the like).
-    pub async fn connect(host: &str, port: u16, user: &str, password: &str, database: &str) -> io::Result<Client> {
-        let stream = TcpStream::connect((host, port)).await?;
-        let _ = stream.set_nodelay(true);
+    pub async fn connect(options: &ConnectOptions<'_>) -> io::Result<Client> {
+        let mut tcp = TcpStream::connect((options.host, options.port)).await?;
+        let _ = tcp.set_nodelay(true);
+        let asked = match options.encryption {
+            Encryption::Full { .. } => ENCRYPT_ON,
+            Encryption::LoginOnly => ENCRYPT_OFF,
+        };
+        packet::write_message(&mut tcp, kind::PRELOGIN, &prelogin::reply([0, 1, 0, 0], asked), 4096).await?;
+        let answer = prelogin::parse(&reply_payload(packet::read_message(&mut tcp, &REPLY_LIMITS).await?)?)?;
+        let body = login7(options.user, options.password, options.database, "tessera sql");
+        let stream: Box<dyn Stream> = match (options.encryption, answer.encryption) {
+            (Encryption::LoginOnly, Some(ENCRYPT_OFF)) => {
+                let mut tls = handshake(tcp, options.host, true).await?;
+                packet::write_message(&mut tls, kind::LOGIN7, &body, 4096).await?;
+                // Login-only: the server answers LOGIN7 in plaintext.
+                Box::new(tls.into_inner().0.into_inner())
+            }
+            (_, Some(ENCRYPT_ON | ENCRYPT_REQ)) => {
+                let trust = match options.encryption {
+                    Encryption::Full { trust_server_certificate } => trust_server_certificate,
+                    Encryption::LoginOnly => true,
+                };
+                let mut tls = handshake(tcp, options.host, trust).await?;
+                packet::write_message(&mut tls, kind::LOGIN7, &body, 4096).await?;
+                Box::new(tls)
+            }
+            (Encryption::Full { .. }, _) => {
+                return Err(protocol("the server does not support encryption, which -N requires"));
+            }
+            (Encryption::LoginOnly, _) => {
+                packet::write_message(&mut tcp, kind::LOGIN7, &body, 4096).await?;
+                Box::new(tcp)
+            }
+        };
         let mut client = Client { stream, packet_size: 4096 };
-        let request = prelogin::reply([0, 1, 0, 0], ENCRYPT_NOT_SUP);
-        packet::write_message(&mut client.stream, kind::PRELOGIN, &request, 4096).await?;
-        let pre = client.read_reply().await?;
-        let answer = prelogin::parse(&pre)?;
-        if matches!(answer.encryption, Some(ENCRYPT_ON | ENCRYPT_REQ)) {
-            return Err(protocol("the server requires encryption, which this client does not offer yet"));
-        }
-        let body = login7(user, password, database, "tessera sql");
-        packet::write_message(&mut client.stream, kind::LOGIN7, &body, 4096).await?;
         let reply = client.read_reply().await?;
         let mut messages = Vec::new();
         let mut sink = Messages(&mut messages);
@@ -148,7 +273,7 @@ impl Client {
         packet::write_message(&mut self.stream, kind::SQL_BATCH, &batch_body(text), self.packet_size).await?;
         let packet_size = self.packet_size;
         let (message, cancelled) = {
-            let (mut rd, mut wr) = self.stream.split();
+            let (mut rd, mut wr) = tokio::io::split(&mut self.stream);
             let read = packet::read_message(&mut rd, &REPLY_LIMITS);
             tokio::pin!(read);
             tokio::select! {

@@ -113,6 +113,7 @@ async fn login_phase(
     peer: SocketAddr,
 ) -> io::Result<Option<Connection>> {
     let mut tcp = tcp;
+    let local = tcp.local_addr()?;
     let Some(pre) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::PRELOGIN]).await? else {
         return Ok(None);
     };
@@ -197,7 +198,7 @@ async fn login_phase(
     })
     .await
     .map_err(|e| io::Error::other(e.to_string()))?;
-    let session = match created {
+    let mut session = match created {
         Ok(s) => s,
         Err(_) => {
             let e4060 = SqlError::new(
@@ -215,6 +216,15 @@ async fn login_phase(
     let requested = login.packet_size as usize;
     let packet_size =
         if requested == 0 { 4096 } else { requested.clamp(packet::MIN_PACKET_SIZE, state.config.max_packet_size) };
+    session.set_connection(tessera_sql::runtime::ConnectionInfo {
+        encrypted: encryption == ENCRYPT_ON,
+        client_address: peer.ip().to_string(),
+        client_port: peer.port(),
+        local_address: local.ip().to_string(),
+        local_port: local.port(),
+        protocol_version: version.0,
+        packet_size: packet_size as u32,
+    });
 
     let mut out = BytesMut::new();
     tokens::env_change_text(&mut out, tokens::ENV_DATABASE, &database, "master");

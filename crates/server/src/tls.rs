@@ -163,7 +163,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for PreloginWrapped<S> {
                     return Poll::Ready(Ok(()));
                 }
             }
-            if this.header[0] != kind::PRELOGIN {
+            // SQL Server answers the client's handshake in REPLY packets, tessera in
+            // PRELOGIN packets; the client side takes either.
+            if this.header[0] != kind::PRELOGIN && this.header[0] != kind::REPLY {
                 return Poll::Ready(Err(crate::packet::protocol(format!(
                     "packet type {:#04x} during the TLS handshake",
                     this.header[0]

@@ -60,6 +60,22 @@ pub struct SessionInfo {
     /// The running batch's text (sys.dm_exec_requests).
     pub command: Option<String>,
     pub open_transactions: u32,
+    /// The network connection, for sessions of the TDS server (sys.dm_exec_connections).
+    pub connection: Option<ConnectionInfo>,
+}
+
+/// A client's TDS connection, as sys.dm_exec_connections shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The whole connection is in TLS (login-only encryption is not).
+    pub encrypted: bool,
+    pub client_address: String,
+    pub client_port: u16,
+    pub local_address: String,
+    pub local_port: u16,
+    /// The TDS version acknowledged at login, as LOGINACK sends it.
+    pub protocol_version: u32,
+    pub packet_size: u32,
 }
 
 impl Shared {

@@ -208,6 +208,7 @@ impl Session {
             status: "sleeping",
             command: None,
             open_transactions: 0,
+            connection: None,
         };
         shared.sessions.lock().insert(spid, info);
         Ok(Session { state: SessionState::new(spid, login, database), shared, initial_database: database.to_string() })
@@ -224,6 +225,13 @@ impl Session {
         if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
             info.host_name = host_name.to_string();
             info.program_name = program_name.to_string();
+        }
+    }
+
+    /// Records the session's network connection (sys.dm_exec_connections).
+    pub fn set_connection(&mut self, connection: crate::runtime::ConnectionInfo) {
+        if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
+            info.connection = Some(connection);
         }
     }
 

@@ -40,6 +40,7 @@ pub enum View {
     Configurations,
     Sessions,
     Requests,
+    Connections,
 }
 
 const VIEWS: &[(&str, &str, View)] = &[
@@ -68,6 +69,7 @@ const VIEWS: &[(&str, &str, View)] = &[
     ("sys", "configurations", View::Configurations),
     ("sys", "dm_exec_sessions", View::Sessions),
     ("sys", "dm_exec_requests", View::Requests),
+    ("sys", "dm_exec_connections", View::Connections),
 ];
 
 /// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
@@ -295,6 +297,21 @@ impl View {
                 col("database_id", SmallInt, false),
                 col("open_transaction_count", Int, false),
                 col("is_user_process", Bit, false),
+            ],
+            View::Connections => vec![
+                col("session_id", Int, true),
+                col("most_recent_session_id", Int, true),
+                col("connect_time", DateTime, false),
+                col("net_transport", NVarChar(40), false),
+                col("protocol_type", NVarChar(40), true),
+                col("protocol_version", Int, true),
+                col("encrypt_option", NVarChar(40), false),
+                col("auth_scheme", NVarChar(40), false),
+                col("net_packet_size", Int, true),
+                col("client_net_address", VarChar(48), true),
+                col("client_tcp_port", Int, true),
+                col("local_net_address", VarChar(48), true),
+                col("local_tcp_port", Int, true),
             ],
             View::Requests => vec![
                 col("session_id", SmallInt, false),
@@ -642,6 +659,31 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                 }
             }
             out
+        }
+        View::Connections => {
+            let mut sessions: Vec<_> = ctx.shared.sessions.lock().values().cloned().collect();
+            sessions.sort_by_key(|i| i.spid);
+            sessions
+                .into_iter()
+                .filter_map(|info| {
+                    let c = info.connection?;
+                    Some(vec![
+                        int(i64::from(info.spid)),
+                        int(i64::from(info.spid)),
+                        datetime(info.login_time),
+                        s("TCP"),
+                        s("TSQL"),
+                        int(i64::from(c.protocol_version)),
+                        s(if c.encrypted { "TRUE" } else { "FALSE" }),
+                        s("SQL"),
+                        int(i64::from(c.packet_size)),
+                        s(&c.client_address),
+                        int(i64::from(c.client_port)),
+                        s(&c.local_address),
+                        int(i64::from(c.local_port)),
+                    ])
+                })
+                .collect()
         }
         View::Objects
         | View::Tables

@@ -426,7 +426,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                 sink.return_status(status);
             }
             // ORDER: the columns a result is sorted by.
-            0xA9 => {
+            tokens::ORDER => {
                 let len = usize::from(r.u16()?);
                 r.bytes(len)?;
             }

@@ -692,6 +692,11 @@ impl ResultSink for TokenSink {
         self.ship();
     }
 
+    fn order(&mut self, columns: &[u16]) {
+        tokens::order(&mut self.buf, columns);
+        self.ship();
+    }
+
     fn row(&mut self, row: &[Value]) {
         if self.tx.is_none() {
             return;

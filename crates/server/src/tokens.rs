@@ -16,6 +16,7 @@ use crate::codec::{put_b_varchar, put_us_varchar, ucs2_len};
 use crate::types::{put_type_info, put_value, COLLATION};
 
 pub const COLMETADATA: u8 = 0x81;
+pub const ORDER: u8 = 0xA9;
 pub const ERROR: u8 = 0xAA;
 pub const INFO: u8 = 0xAB;
 pub const RETURNVALUE: u8 = 0xAC;
@@ -173,6 +174,16 @@ fn put_user_type(out: &mut BytesMut, version: Version) {
 }
 
 /// COLMETADATA for a result set (an empty list writes the "no metadata" form).
+/// ORDER: the result columns (1-based) the rows are sorted by.
+pub fn order(out: &mut BytesMut, columns: &[u16]) {
+    debug_assert!(!columns.is_empty() && columns.len() < 0x7FFF);
+    out.put_u8(ORDER);
+    out.put_u16_le((columns.len() * 2) as u16);
+    for c in columns {
+        out.put_u16_le(*c);
+    }
+}
+
 pub fn col_metadata(out: &mut BytesMut, version: Version, columns: &[OutputColumn]) {
     out.put_u8(COLMETADATA);
     if columns.is_empty() {

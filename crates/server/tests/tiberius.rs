@@ -603,3 +603,26 @@ fn idle_crowds_and_slow_readers_do_not_stall_others() {
         assert!(left <= 2, "{left} sessions left");
     });
 }
+
+/// ORDER follows COLMETADATA when the rows are sorted by result columns.
+#[test]
+fn order_token() {
+    let server = TestServer::start();
+    let mut s = raw_login(server.port());
+    send(&mut s, 0x01, &batch("CREATE TABLE o (a int, b int, c int); INSERT o VALUES (1, 2, 3), (4, 5, 6)"));
+    recv(&mut s);
+    let has_order = |reply: &[u8], columns: &[u16]| {
+        let mut token = vec![0xA9];
+        token.extend_from_slice(&((columns.len() * 2) as u16).to_le_bytes());
+        columns.iter().for_each(|c| token.extend_from_slice(&c.to_le_bytes()));
+        reply.windows(token.len()).any(|w| w == token.as_slice())
+    };
+    send(&mut s, 0x01, &batch("SELECT c, b, a FROM o ORDER BY a DESC, b"));
+    assert!(has_order(&recv(&mut s), &[3, 2]));
+    send(&mut s, 0x01, &batch("SELECT TOP 1 b AS x FROM o ORDER BY x"));
+    assert!(has_order(&recv(&mut s), &[1]));
+    send(&mut s, 0x01, &batch("SELECT a FROM o ORDER BY c"));
+    assert!(!recv(&mut s).contains(&0xA9));
+    send(&mut s, 0x01, &batch("SELECT a FROM o"));
+    assert!(!recv(&mut s).contains(&0xA9));
+}

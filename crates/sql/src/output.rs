@@ -19,6 +19,8 @@ pub enum EnvChange {
 pub trait ResultSink {
     /// A result set starts.
     fn columns(&mut self, columns: &[OutputColumn]);
+    /// The result columns (1-based) the rows come ordered by (ORDER BY), after `columns`.
+    fn order(&mut self, _columns: &[u16]) {}
     fn row(&mut self, row: &[Value]);
     /// A result set or a statement ended; `count` is the row count to report (None under
     /// SET NOCOUNT ON or for statements without a count).

@@ -330,6 +330,49 @@ pub enum Plan {
     },
 }
 
+impl Plan {
+    /// The result columns (1-based) a query's rows are ordered by, for TDS's ORDER token:
+    /// the leading ORDER BY keys that are columns of the result, in key order. Empty when
+    /// the query is not ordered.
+    pub fn order_columns(&self, width: usize) -> Vec<u16> {
+        // `map[i]`: the result column that column i of the current plan's output becomes.
+        let mut map: Vec<Option<usize>> = (0..width).map(Some).collect();
+        let mut plan = self;
+        loop {
+            match plan {
+                Plan::Top { input, .. } | Plan::Offset { input, .. } => plan = input,
+                Plan::Project { input, exprs } => {
+                    let mut inner = Vec::new();
+                    for (out, e) in exprs.iter().enumerate() {
+                        if let Expr::Column(c) = e {
+                            if inner.len() <= *c {
+                                inner.resize(c + 1, None);
+                            }
+                            inner[*c] = inner[*c].or(map.get(out).copied().flatten());
+                        }
+                    }
+                    // Only a pure column selection can sit above the sort.
+                    if !exprs.iter().all(|e| matches!(e, Expr::Column(_))) {
+                        return Vec::new();
+                    }
+                    map = inner;
+                    plan = input;
+                }
+                Plan::Sort { keys, .. } => {
+                    return keys
+                        .iter()
+                        .map_while(|k| match k.expr {
+                            Expr::Column(c) => map.get(c).copied().flatten().map(|o| (o + 1) as u16),
+                            _ => None,
+                        })
+                        .collect();
+                }
+                _ => return Vec::new(),
+            }
+        }
+    }
+}
+
 fn truth(v: &Value) -> Option<bool> {
     match v {
         Value::Null => None,

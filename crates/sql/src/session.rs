@@ -485,6 +485,9 @@ impl ResultSink for ErrorWatch<'_> {
     fn columns(&mut self, columns: &[crate::bind::OutputColumn]) {
         self.inner.columns(columns);
     }
+    fn order(&mut self, columns: &[u16]) {
+        self.inner.order(columns);
+    }
     fn row(&mut self, row: &[Value]) {
         self.inner.row(row);
     }
@@ -973,8 +976,11 @@ impl<'a> Runner<'a> {
         }
     }
 
-    fn emit(&mut self, columns: &[crate::bind::OutputColumn], rows: &[Vec<Value>]) {
+    fn emit(&mut self, columns: &[crate::bind::OutputColumn], order: &[u16], rows: &[Vec<Value>]) {
         self.sink.columns(columns);
+        if !order.is_empty() {
+            self.sink.order(order);
+        }
         for r in rows {
             self.sink.row(r);
         }
@@ -1697,7 +1703,8 @@ impl<'a> Runner<'a> {
                     }
                 };
                 self.state.rowcount = rows.len() as i64;
-                self.emit(&q.columns, &rows);
+                let order = q.plan.order_columns(q.columns.len());
+                self.emit(&q.columns, &order, &rows);
             }
             Prepared::Assign { plan, targets } => {
                 let n = self.with_ctx(|ctx| dml::run_assign(ctx, plan, targets))?;

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod machine;
 pub mod peers;
+pub mod pointselect;
 pub mod report;
 pub mod sql;
 pub mod tessera_side;

@@ -21,6 +21,9 @@ pub enum Bench {
     Engine(CommonArgs),
     /// Seed 002's point select through the T-SQL layer against SQLite's prepared statement.
     Sql(CommonArgs),
+    /// Seed 002's point select over TCP through the TDS server (1 and 16 connections) next to
+    /// PostgreSQL's pgbench in the same run.
+    Pointselect(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -56,6 +59,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::sql::SqlParams::full()
             };
             finish(&common, |dir| tessera_bench::sql::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Pointselect(common) => {
+            let params = if common.quick {
+                tessera_bench::pointselect::PointselectParams::quick()
+            } else {
+                tessera_bench::pointselect::PointselectParams::full()
+            };
+            finish(&common, |dir| {
+                tessera_bench::pointselect::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }

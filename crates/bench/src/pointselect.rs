@@ -1,0 +1,452 @@
+//! `tessera bench pointselect`: seed 002's random point select over TCP loopback, through
+//! the TDS server, next to PostgreSQL answering `pgbench` in the same run.
+//!
+//! Both sides hold the seed's table, `id int primary key, n char(1000)`, N rows, read once
+//! before timing so both answer from memory. tessera is started in process
+//! (`RunningServer`, its own 2-thread network runtime and blocking pool) and driven by the
+//! tiberius client on a separate runtime, sending the seed's batch text, which picks a
+//! uniform random id on the server: `select [n] from [dbo].[TestTable] where [id] =
+//! cast(rand(checksum(newid())) * N as int) + 1`. PostgreSQL is started by the benchmark
+//! (`initdb` + `postgres` on a free port, as the `postgres` user when run as root) and driven
+//! by `pgbench -M simple` with the script `\set id random(1, N)` / `SELECT n FROM testtable
+//! WHERE id = :id`: the same key distribution, the simple (unprepared) protocol. Each side
+//! runs one connection, then 16, for the same time.
+//!
+//! Goals (the TDS issue): one connection's latency at most half PostgreSQL's; 16
+//! connections' throughput at least 1.5× PostgreSQL's.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tiberius::{AuthMethod, Client, Config as ClientConfig, EncryptionLevel};
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+
+use crate::error::{BenchError, Result};
+use crate::machine::Machine;
+use crate::report::{fmt_value, Report, ResultRow};
+
+pub const NAME: &str = "pointselect";
+
+/// tessera's single-connection latency may be at most this fraction of PostgreSQL's.
+pub const GOAL_LATENCY_VS_POSTGRES: f64 = 0.5;
+/// tessera's 16-connection throughput must be at least this multiple of PostgreSQL's.
+pub const GOAL_THROUGHPUT_VS_POSTGRES: f64 = 1.5;
+
+const PASSWORD: &str = "Bench-Pointselect-1";
+const ROWS_PER_INSERT: u64 = 1000;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PointselectParams {
+    pub rows: u64,
+    /// Timed seconds per (side, connection count).
+    pub seconds: u64,
+    pub connections: Vec<usize>,
+}
+
+impl PointselectParams {
+    /// The seed's scale: 1,000,000 rows.
+    pub fn full() -> PointselectParams {
+        PointselectParams { rows: 1_000_000, seconds: 20, connections: vec![1, 16] }
+    }
+
+    pub fn quick() -> PointselectParams {
+        PointselectParams { rows: 20_000, seconds: 3, connections: vec![1, 16] }
+    }
+}
+
+/// One measured phase: queries per second and mean latency (ms).
+#[derive(Debug, Clone, Copy)]
+struct Phase {
+    rate: f64,
+    latency_ms: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub report: Report,
+    pub failures: Vec<String>,
+}
+
+type Conn = Client<Compat<TcpStream>>;
+
+async fn connect(port: u16) -> Result<Conn> {
+    let mut config = ClientConfig::new();
+    config.host("127.0.0.1");
+    config.port(port);
+    config.authentication(AuthMethod::sql_server("sa", PASSWORD));
+    config.encryption(EncryptionLevel::NotSupported);
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
+    tcp.set_nodelay(true)?;
+    Client::connect(config, tcp.compat_write()).await.map_err(|e| BenchError::new(format!("tessera login: {e}")))
+}
+
+async fn batch(c: &mut Conn, text: &str, what: &str) -> Result<u64> {
+    let results = c
+        .simple_query(text)
+        .await
+        .map_err(|e| BenchError::new(format!("tessera {what}: {e}")))?
+        .into_results()
+        .await
+        .map_err(|e| BenchError::new(format!("tessera {what}: {e}")))?;
+    Ok(results.iter().map(|r| r.len() as u64).sum())
+}
+
+/// tessera's side: the server in process, tiberius clients on their own runtime.
+fn tessera(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result<Vec<Phase>> {
+    let memory_mb = ((p.rows as usize * 1100 * 2) >> 20).max(256);
+    let config = tessera_server::Config {
+        port: 0,
+        data_dir: dir.to_path_buf(),
+        sa_password: Some(PASSWORD.to_string()),
+        memory_mb,
+        errorlog: false,
+        log_stderr: false,
+        ..tessera_server::Config::default()
+    };
+    let server = tessera_server::RunningServer::start(config).map_err(BenchError::new)?;
+    let port = server.addr.port();
+    let clients = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let result = clients.block_on(async {
+        let mut c = connect(port).await?;
+        batch(&mut c, "create database [BufferPoolExtensions_test]", "create database").await?;
+        batch(
+            &mut c,
+            "use [BufferPoolExtensions_test]; create table [dbo].[TestTable] ([id] int identity(1,1) not null, [n] char(1000) not null, constraint [PK_TestTable] primary key clustered ([id]))",
+            "create table",
+        )
+        .await?;
+        progress(&format!("tessera: loading {} rows", p.rows));
+        let mut loaded = 0;
+        while loaded < p.rows {
+            let mut text = String::from("set nocount on; begin tran;");
+            for _ in 0..10 {
+                let n = ROWS_PER_INSERT.min(p.rows - loaded);
+                if n == 0 {
+                    break;
+                }
+                text.push_str("insert into [dbo].[TestTable] ([n]) values ");
+                for i in 0..n {
+                    text.push_str(if i == 0 { "(replicate('A', 1000))" } else { ", (replicate('A', 1000))" });
+                }
+                text.push(';');
+                loaded += n;
+            }
+            text.push_str("commit;");
+            batch(&mut c, &text, "load").await?;
+        }
+        let warmed = batch(&mut c, "select [n] from [dbo].[TestTable]", "warm-up").await?;
+        if warmed != p.rows {
+            return Err(BenchError::new(format!("tessera holds {warmed} rows, not {}", p.rows)));
+        }
+        let query = format!(
+            "select [n] from [dbo].[TestTable] where [id] = cast(rand(checksum(newid())) * {} as int) + 1",
+            p.rows
+        );
+        let mut phases = Vec::new();
+        for &n in &p.connections {
+            progress(&format!("tessera: {n} connection(s) for {} s", p.seconds));
+            let mut conns = Vec::with_capacity(n);
+            for _ in 0..n {
+                let mut c = connect(port).await?;
+                batch(&mut c, "use [BufferPoolExtensions_test]", "use").await?;
+                conns.push(c);
+            }
+            let deadline = Instant::now() + Duration::from_secs(p.seconds);
+            let start = Instant::now();
+            let tasks: Vec<_> = conns
+                .into_iter()
+                .map(|mut c| {
+                    let query = query.clone();
+                    tokio::spawn(async move {
+                        let mut done = 0u64;
+                        while Instant::now() < deadline {
+                            if batch(&mut c, &query, "point select").await? != 1 {
+                                return Err(BenchError::new("a point select did not return one row"));
+                            }
+                            done += 1;
+                        }
+                        Ok::<u64, BenchError>(done)
+                    })
+                })
+                .collect();
+            let mut total = 0;
+            for t in tasks {
+                total += t.await.map_err(|e| BenchError::new(e.to_string()))??;
+            }
+            let seconds = start.elapsed().as_secs_f64();
+            let rate = total as f64 / seconds;
+            phases.push(Phase { rate, latency_ms: 1000.0 * n as f64 / rate.max(1e-9) });
+        }
+        Ok(phases)
+    });
+    drop(clients);
+    server.stop().map_err(BenchError::new)?;
+    result
+}
+
+/// The PostgreSQL tools, from PATH or Debian's versioned directory.
+fn pg_tool(name: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    let mut versions: Vec<PathBuf> = fs::read_dir("/usr/lib/postgresql").ok()?.flatten().map(|e| e.path()).collect();
+    versions.sort();
+    versions.into_iter().rev().map(|v| v.join("bin").join(name)).find(|p| p.is_file())
+}
+
+fn is_root() -> bool {
+    std::env::var("USER").map(|u| u == "root").unwrap_or(false)
+        || fs::read_to_string("/proc/self/status")
+            .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+            .unwrap_or(false)
+}
+
+/// A command run as the `postgres` user when we are root (initdb and postgres refuse root).
+fn pg_command(tool: &Path) -> Command {
+    if is_root() {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(tool);
+        c
+    } else {
+        Command::new(tool)
+    }
+}
+
+fn run_checked(mut command: Command, what: &str) -> Result<String> {
+    let out = command.output().map_err(|e| BenchError::new(format!("{what}: {e}")))?;
+    if !out.status.success() {
+        return Err(BenchError::new(format!(
+            "{what} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// A PostgreSQL server of our own, stopped on drop.
+struct Postgres {
+    child: Child,
+    data: PathBuf,
+    port: u16,
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // SIGINT to the postmaster (named in postmaster.pid: the child may be `runuser`, which
+        // does not forward signals) asks for a fast shutdown.
+        let postmaster = fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().map(str::to_owned))
+            .unwrap_or_else(|| self.child.id().to_string());
+        let _ = Command::new("kill").args(["-INT", &postmaster]).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn start_postgres(dir: &Path, shared_buffers_mb: usize) -> Result<Postgres> {
+    let missing =
+        || BenchError::new("PostgreSQL is not installed (initdb, postgres, pgbench): run scripts/install-postgres.sh");
+    let initdb = pg_tool("initdb").ok_or_else(missing)?;
+    let postgres = pg_tool("postgres").ok_or_else(missing)?;
+    let data = dir.join("pgdata");
+    fs::create_dir_all(dir)?;
+    if is_root() {
+        run_checked(
+            {
+                let mut c = Command::new("chown");
+                c.args(["-R", "postgres:postgres"]).arg(dir);
+                c
+            },
+            "chown to postgres",
+        )?;
+    }
+    let mut init = pg_command(&initdb);
+    init.args(["-D"]).arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+    run_checked(init, "initdb")?;
+    let port = free_port()?;
+    let mut start = pg_command(&postgres);
+    start
+        .arg("-D")
+        .arg(&data)
+        .args(["-p", &port.to_string(), "-k"])
+        .arg(dir)
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", &format!("shared_buffers={shared_buffers_mb}MB")])
+        .args(["-c", "max_connections=64", "-c", "synchronous_commit=on"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = start.spawn().map_err(|e| BenchError::new(format!("postgres: {e}")))?;
+    let server = Postgres { child, data, port };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline {
+            return Err(BenchError::new("postgres did not start within 60 s"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Accepting TCP is not yet accepting logins: wait for a query to work.
+    while psql(port, "SELECT 1").is_err() {
+        if Instant::now() > deadline {
+            return Err(BenchError::new("postgres did not accept logins within 60 s"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(server)
+}
+
+fn psql(port: u16, sql: &str) -> Result<String> {
+    let tool = pg_tool("psql").ok_or_else(|| BenchError::new("psql is not installed"))?;
+    let mut c = Command::new(tool);
+    c.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+        .args(["-d", "postgres", "-c", sql]);
+    run_checked(c, "psql")
+}
+
+/// `tps = …` and `latency average = … ms` from pgbench's report.
+fn parse_pgbench(out: &str) -> Result<Phase> {
+    let number_after = |prefix: &str| {
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix(prefix))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let rate = number_after("tps = ").ok_or_else(|| BenchError::new(format!("no tps in pgbench's output: {out}")))?;
+    let latency_ms = number_after("latency average = ")
+        .ok_or_else(|| BenchError::new(format!("no latency in pgbench's output: {out}")))?;
+    Ok(Phase { rate, latency_ms })
+}
+
+fn postgres_side(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result<Vec<Phase>> {
+    let shared_buffers_mb = ((p.rows as usize * 1200 * 2) >> 20).max(128);
+    let server = start_postgres(dir, shared_buffers_mb)?;
+    progress(&format!("postgresql: loading {} rows", p.rows));
+    psql(
+        server.port,
+        &format!(
+            "CREATE TABLE testtable (id int PRIMARY KEY, n char(1000) NOT NULL);
+             INSERT INTO testtable SELECT g, repeat('A', 1000) FROM generate_series(1, {}) g;",
+            p.rows
+        ),
+    )?;
+    // VACUUM cannot share psql's implicit transaction with other statements.
+    psql(server.port, "VACUUM ANALYZE testtable")?;
+    // Into shared buffers (pg_prewarm, from postgresql-contrib); else a full read warms the
+    // OS cache at least.
+    if psql(server.port, "CREATE EXTENSION pg_prewarm; SELECT pg_prewarm('testtable'), pg_prewarm('testtable_pkey');")
+        .is_err()
+    {
+        psql(server.port, "SELECT count(n) FROM testtable")?;
+    }
+    let script = dir.join("pointselect.sql");
+    fs::write(&script, format!("\\set id random(1, {})\nSELECT n FROM testtable WHERE id = :id;\n", p.rows))?;
+    let pgbench = pg_tool("pgbench").ok_or_else(|| BenchError::new("pgbench is not installed"))?;
+    let mut phases = Vec::new();
+    for &n in &p.connections {
+        progress(&format!("postgresql: pgbench, {n} connection(s) for {} s", p.seconds));
+        let mut c = Command::new(&pgbench);
+        c.args(["-n", "-M", "simple", "-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "postgres"])
+            .args(["-c", &n.to_string(), "-j", &n.min(2).to_string(), "-T", &p.seconds.to_string(), "-f"])
+            .arg(&script)
+            .arg("postgres");
+        phases.push(parse_pgbench(&run_checked(c, "pgbench")?)?);
+    }
+    drop(server);
+    Ok(phases)
+}
+
+/// Runs both sides in fresh subdirectories of `dir` (removed afterwards).
+pub fn run(dir: &Path, params: &PointselectParams, progress: &dyn Fn(&str)) -> Result<Outcome> {
+    fs::create_dir_all(dir)?;
+    progress("measuring fdatasync latency of the data directory");
+    let machine = Machine::detect(dir)?;
+    let mut report = Report::new(NAME, serde_json::to_value(params)?, machine);
+    let mut failures = Vec::new();
+    let side = |sub: &str| {
+        let path = dir.join(sub);
+        let _ = fs::remove_dir_all(&path);
+        fs::create_dir_all(&path).map(|_| path)
+    };
+    let path = side("tessera")?;
+    let ours = tessera(&path, params, progress);
+    let _ = fs::remove_dir_all(&path);
+    let path = side("postgres")?;
+    let peer = postgres_side(&path, params, progress);
+    let _ = fs::remove_dir_all(&path);
+    match (&ours, &peer) {
+        (Ok(o), Ok(pg)) => {
+            for ((&n, t), q) in params.connections.iter().zip(o).zip(pg) {
+                if n == 1 {
+                    report.push(ResultRow::time(
+                        "seed 002 point select over TDS, 1 connection: mean latency",
+                        "ms",
+                        t.latency_ms,
+                        "postgresql",
+                        q.latency_ms,
+                        1.0 / GOAL_LATENCY_VS_POSTGRES,
+                    ));
+                } else {
+                    report.push(ResultRow::rate(
+                        format!("seed 002 point select over TDS, {n} connections: throughput"),
+                        "queries/s",
+                        t.rate,
+                        "postgresql",
+                        q.rate,
+                        GOAL_THROUGHPUT_VS_POSTGRES,
+                    ));
+                }
+                report.note(format!(
+                    "{n} connection(s): tessera {} queries/s ({:.3} ms mean), postgresql {} queries/s ({:.3} ms mean)",
+                    fmt_value(t.rate),
+                    t.latency_ms,
+                    fmt_value(q.rate),
+                    q.latency_ms
+                ));
+            }
+        }
+        _ => {
+            if let Err(e) = &ours {
+                failures.push(format!("tessera: {e}"));
+            }
+            if let Err(e) = &peer {
+                failures.push(format!("postgresql: {e}"));
+            }
+        }
+    }
+    report.note(
+        "latency ratio = PostgreSQL's ÷ tessera's (goal ≥ 2, i.e. tessera's latency ≤ 0.5× PostgreSQL's); throughput ratio = tessera's ÷ PostgreSQL's (goal ≥ 1.5)",
+    );
+    report.note(
+        "tessera: RunningServer in process, tiberius clients (plain TCP) on a 2-thread runtime, the seed's batch text with a server-side random id; postgresql: initdb'd by the benchmark, data prewarmed, pgbench -M simple with a client-side uniform random id; both on the same 2 cores as their clients",
+    );
+    for f in &failures {
+        report.note(format!("not measured: {f}"));
+    }
+    Ok(Outcome { report, failures })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgbench_report_lines() {
+        let out = "transaction type: pointselect.sql\nnumber of clients: 16\nlatency average = 0.812 ms\ninitial connection time = 12.3 ms\ntps = 19702.480251 (without initial connection time)\n";
+        let phase = parse_pgbench(out).unwrap();
+        assert!((phase.rate - 19702.480251).abs() < 1e-6);
+        assert!((phase.latency_ms - 0.812).abs() < 1e-9);
+        assert!(parse_pgbench("nothing").is_err());
+    }
+}

@@ -222,6 +222,9 @@ pub struct Query {
     pub offset: Option<Expr>,
     /// `FETCH NEXT|FIRST n ROWS ONLY`
     pub fetch: Option<Expr>,
+    /// `OPTION (MAXRECURSION n)`: the recursion limit of recursive CTEs (0 = none); other
+    /// query hints are accepted and ignored.
+    pub max_recursion: Option<u16>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -364,6 +367,10 @@ pub struct Output {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Update {
+    /// `WITH ctes UPDATE …`
+    pub with: Vec<Cte>,
+    /// `OPTION (MAXRECURSION n)`
+    pub max_recursion: Option<u16>,
     pub top: Option<Top>,
     /// The target: a table name or an alias defined in `from`.
     pub table: ObjectName,
@@ -397,6 +404,10 @@ pub enum Assignment {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delete {
+    /// `WITH ctes DELETE …`
+    pub with: Vec<Cte>,
+    /// `OPTION (MAXRECURSION n)`
+    pub max_recursion: Option<u16>,
     pub top: Option<Top>,
     pub table: ObjectName,
     pub output: Option<Output>,

@@ -421,6 +421,7 @@ fn bind_dml_source(
 }
 
 pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
+    b.bind_ctes(&up.with, up.max_recursion)?;
     let (db, table, source, scope, offset, key) =
         bind_dml_source(b, &up.table, &up.from, up.selection.as_ref(), up.top.as_ref())?;
     let mut sets = Vec::new();
@@ -478,6 +479,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
 }
 
 pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
+    b.bind_ctes(&del.with, del.max_recursion)?;
     let (db, table, source, _scope, offset, key) =
         bind_dml_source(b, &del.table, &del.from, del.selection.as_ref(), del.top.as_ref())?;
     let output = bind_output(b, &table, del.output.as_ref())?;
@@ -515,6 +517,7 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
         order_by: order_by.to_vec(),
         offset: None,
         fetch: None,
+        max_recursion: None,
     };
     let bound = b.bind_query(&query)?;
     let targets = targets.into_iter().zip(&bound.columns).map(|((slot, vt), c)| (slot, vt, c.ty)).collect();

@@ -322,6 +322,19 @@ pub enum Plan {
         left: Box<Plan>,
         right: Box<Plan>,
     },
+    /// A recursive CTE: `anchor` once, then `recursive` over the previous round's rows
+    /// (read through `WorkTable { id }`) until a round is empty; more than
+    /// `max_recursion` non-empty rounds (0 = no limit) is error 530.
+    RecursiveCte {
+        id: usize,
+        anchor: Box<Plan>,
+        recursive: Box<Plan>,
+        max_recursion: u16,
+    },
+    /// The rows of the current round of the recursive CTE `id`.
+    WorkTable {
+        id: usize,
+    },
     /// ROW_NUMBER() OVER (PARTITION BY … ORDER BY …): appends one bigint column.
     RowNumber {
         input: Box<Plan>,
@@ -629,6 +642,40 @@ fn row_bytes(r: &Row) -> usize {
 }
 
 /// Collects rows while enforcing [`MAX_MATERIALIZED_BYTES`].
+/// The rounds of a recursive CTE, accumulated (see `Plan::RecursiveCte`).
+fn run_recursive(
+    id: usize,
+    anchor_rows: Vec<Row>,
+    recursive: &Plan,
+    max_recursion: u16,
+    corr: &[Value],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Row>> {
+    let mut out = Collector::new();
+    let mut round = anchor_rows;
+    let mut depth = 0u16;
+    while !round.is_empty() {
+        for r in &round {
+            out.push(r.clone())?;
+        }
+        ctx.work_tables.insert(id, round);
+        let next = run(recursive, corr, ctx)?;
+        if !next.is_empty() {
+            if max_recursion != 0 && depth >= max_recursion {
+                return Err(SqlError::new(
+                    530,
+                    format!(
+                        "The statement terminated. The maximum recursion {max_recursion} has been exhausted before statement completion."
+                    ),
+                ));
+            }
+            depth += 1;
+        }
+        round = next;
+    }
+    Ok(out.rows)
+}
+
 struct Collector {
     rows: Vec<Row>,
     bytes: usize,
@@ -872,6 +919,17 @@ pub fn run(plan: &Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>
             Ok(out.rows)
         }
         Plan::Scan(node) => run_scan(node, corr, ctx),
+        Plan::RecursiveCte { id, anchor, recursive, max_recursion } => {
+            let anchor_rows = run(anchor, corr, ctx)?;
+            let outer_round = ctx.work_tables.remove(id);
+            let result = run_recursive(*id, anchor_rows, recursive, *max_recursion, corr, ctx);
+            match outer_round {
+                Some(rows) => ctx.work_tables.insert(*id, rows),
+                None => ctx.work_tables.remove(id),
+            };
+            result
+        }
+        Plan::WorkTable { id } => Ok(ctx.work_tables.get(id).cloned().unwrap_or_default()),
         Plan::System { view, db } => crate::sysviews::rows(*view, db, ctx),
         Plan::Filter { input, predicate } => {
             let rows = run(input, corr, ctx)?;

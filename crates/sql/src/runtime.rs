@@ -379,13 +379,15 @@ pub struct ExecCtx<'a> {
     pub outer: Vec<Row>,
     /// Results of uncorrelated subqueries, computed once per statement.
     pub subquery_cache: HashMap<usize, Arc<Vec<Row>>>,
+    /// The current round of each running recursive CTE, by work table id.
+    pub work_tables: HashMap<usize, Vec<Row>>,
 }
 
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
         session.functions.set_now(std::time::SystemTime::now());
         crate::types::set_session_date_format(&session.options.dateformat);
-        ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new() }
+        ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new(), work_tables: HashMap::new() }
     }
 
     pub fn var(&self, slot: usize) -> &Value {

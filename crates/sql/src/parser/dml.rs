@@ -63,8 +63,8 @@ impl Parser<'_> {
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
-        self.option_clause()?;
-        Ok(Update { top, table, table_hints, assignments, output, from, selection })
+        let max_recursion = self.option_clause()?;
+        Ok(Update { with: vec![], max_recursion, top, table, table_hints, assignments, output, from, selection })
     }
 
     /// `col [op]= expr`, `@v [op]= expr` or `@v = col = expr`.
@@ -121,15 +121,15 @@ impl Parser<'_> {
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
-        self.option_clause()?;
-        Ok(Delete { top, table, output, from, selection })
+        let max_recursion = self.option_clause()?;
+        Ok(Delete { with: vec![], max_recursion, top, table, output, from, selection })
     }
 
-    /// `OPTION (…)` query hints, accepted and ignored.
-    fn option_clause(&mut self) -> Result<()> {
+    /// `OPTION (…)` query hints: MAXRECURSION's value; the others are accepted and ignored.
+    fn option_clause(&mut self) -> Result<Option<u16>> {
         if self.eat_word("OPTION") {
-            self.skip_parenthesized()?;
+            return self.query_hints();
         }
-        Ok(())
+        Ok(None)
     }
 }

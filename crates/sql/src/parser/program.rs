@@ -60,7 +60,8 @@ impl Parser<'_> {
         }
         let keyword = token.text.to_uppercase();
         let kind = match keyword.as_str() {
-            "SELECT" | "WITH" => StatementKind::Query(Box::new(self.query()?)),
+            "SELECT" => StatementKind::Query(Box::new(self.query()?)),
+            "WITH" => self.with_statement()?,
             "INSERT" => StatementKind::Insert(Box::new(self.insert()?)),
             "UPDATE" => StatementKind::Update(Box::new(self.update()?)),
             "DELETE" => StatementKind::Delete(Box::new(self.delete()?)),

@@ -2,8 +2,10 @@
 
 use super::{is_ident_token, Parser, Result};
 use crate::ast::{
-    Cte, Expr, Ident, JoinKind, Literal, ObjectName, Query, Select, SelectItem, SetExpr, SetOperator, TableRef, Top,
+    Cte, Expr, Ident, InsertSource, JoinKind, Literal, ObjectName, Query, Select, SelectItem, SetExpr, SetOperator,
+    StatementKind, TableRef, Top,
 };
+use crate::error::SqlError;
 use crate::lexer::{Punct, TokenKind};
 
 /// Table hints accepted without `WITH` (`FROM t (NOLOCK)`).
@@ -40,13 +42,85 @@ impl Parser<'_> {
         self.nested(|p| {
             let with = if p.eat_word("WITH") { p.comma_list(Parser::cte)? } else { vec![] };
             let body = p.set_expr()?;
-            let mut query = Query { with, body, order_by: vec![], offset: None, fetch: None };
+            let mut query = Query { with, body, order_by: vec![], offset: None, fetch: None, max_recursion: None };
             p.order_by_clause(&mut query)?;
             if p.eat_word("OPTION") {
-                p.skip_parenthesized()?;
+                query.max_recursion = p.query_hints()?;
             }
             Ok(query)
         })
+    }
+
+    /// `(hint, …)` after OPTION; returns MAXRECURSION's value, the one hint with an effect.
+    pub(super) fn query_hints(&mut self) -> Result<Option<u16>> {
+        self.expect_punct(Punct::LParen)?;
+        let mut max_recursion = None;
+        loop {
+            if self.eat_word("MAXRECURSION") {
+                let token = self.advance();
+                let line = token.line;
+                let value = match token.kind {
+                    TokenKind::Integer => token.text.parse::<u64>().ok(),
+                    _ => None,
+                };
+                match value {
+                    Some(v) if v <= 32767 => max_recursion = Some(v as u16),
+                    Some(v) => return Err(SqlError::new(
+                        310,
+                        format!(
+                            "The value {v} specified for the MAXRECURSION option exceeds the allowed maximum of 32767."
+                        ),
+                    )
+                    .with_severity(15)
+                    .at_line(line)),
+                    None => return Err(self.error_here()),
+                }
+            } else {
+                // Any other hint: its words and parenthesised arguments up to `,` or `)`.
+                let mut depth = 0usize;
+                loop {
+                    match self.peek().kind {
+                        TokenKind::Punct(Punct::Comma | Punct::RParen) if depth == 0 => break,
+                        TokenKind::Punct(Punct::LParen) => depth += 1,
+                        TokenKind::Punct(Punct::RParen) => depth -= 1,
+                        TokenKind::Eof => return Err(self.error_here()),
+                        _ => {}
+                    }
+                    self.advance();
+                }
+            }
+            if !self.eat_punct(Punct::Comma) {
+                self.expect_punct(Punct::RParen)?;
+                return Ok(max_recursion);
+            }
+        }
+    }
+
+    /// A statement that starts with `WITH ctes`: a query, or INSERT, UPDATE or DELETE
+    /// whose source can read the CTEs.
+    pub(super) fn with_statement(&mut self) -> Result<StatementKind> {
+        let start = self.pos;
+        self.expect_word("WITH")?;
+        let with = self.comma_list(Parser::cte)?;
+        if self.peek().is_word("INSERT") {
+            let mut insert = self.insert()?;
+            if let InsertSource::Query(q) = &mut insert.source {
+                q.with = with;
+            }
+            return Ok(StatementKind::Insert(Box::new(insert)));
+        }
+        if self.peek().is_word("UPDATE") {
+            let mut update = self.update()?;
+            update.with = with;
+            return Ok(StatementKind::Update(Box::new(update)));
+        }
+        if self.peek().is_word("DELETE") {
+            let mut delete = self.delete()?;
+            delete.with = with;
+            return Ok(StatementKind::Delete(Box::new(delete)));
+        }
+        self.pos = start;
+        Ok(StatementKind::Query(Box::new(self.query()?)))
     }
 
     /// `name [(columns)] AS (query)`

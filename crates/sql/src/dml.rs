@@ -1063,42 +1063,93 @@ fn update_row(
     changed: &[usize],
     depth: usize,
 ) -> SqlResult<()> {
+    check_update(ctx, target, old, &new, changed, depth)?;
+    unlink_old_row(ctx, target, key, old, &new, changed)?;
+    link_new_row(ctx, target, key, old, &new, changed)
+}
+
+/// The constraints an updated row must meet, and the actions on referencing rows.
+fn check_update(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    old: &[Value],
+    new: &[Value],
+    changed: &[usize],
+    depth: usize,
+) -> SqlResult<()> {
     if depth > MAX_CASCADE_DEPTH {
         return Err(SqlError::new(
             217,
             "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
         ));
     }
-    check_row(ctx, target, &new, "UPDATE")?;
-    check_parents(ctx, target, &new, Some(changed), "UPDATE")?;
-    check_children(ctx, target, old, Some(&new), "UPDATE", depth)?;
-    let table = &target.table;
+    check_row(ctx, target, new, "UPDATE")?;
+    check_parents(ctx, target, new, Some(changed), "UPDATE")?;
+    check_children(ctx, target, old, Some(new), "UPDATE", depth)
+}
+
+/// Whether an update moves the row to another clustered key.
+fn clustered_key_changes(table: &Table, old: &[Value], new: &[Value], changed: &[usize]) -> bool {
     let key_cols: Vec<usize> = table.indexes[0].columns.iter().map(|c| c.0).collect();
-    let key_changed = key_cols.iter().any(|c| changed.contains(c))
+    key_cols.iter().any(|c| changed.contains(c))
         && key_cols.iter().any(|&c| {
             types::compare(&old[c], &new[c]) != Some(std::cmp::Ordering::Equal) || old[c].is_null() != new[c].is_null()
-        });
-    let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
-    let new_key = if key_changed {
+        })
+}
+
+/// First half of an update: removes the old row's clustered entry if its key changes and
+/// its entries in the nonclustered indexes the update touches.
+fn unlink_old_row(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    key: &[u8],
+    old: &[Value],
+    new: &[Value],
+    changed: &[usize],
+) -> SqlResult<()> {
+    let table = &target.table;
+    let key_changed = clustered_key_changes(table, old, new, changed);
+    if key_changed {
+        let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
         ctx.transaction(&target.db)?.delete(rows_tree, key)?;
+    }
+    for ix in &table.indexes[1..] {
+        if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
+            delete_index_entry(ctx, target, ix, old, key)?;
+        }
+    }
+    Ok(())
+}
+
+/// Second half of an update: stores the new row (in place, or under its new clustered
+/// key) and its entries in the touched nonclustered indexes; duplicates are 2627/2601.
+fn link_new_row(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    key: &[u8],
+    old: &[Value],
+    new: &[Value],
+    changed: &[usize],
+) -> SqlResult<()> {
+    let table = &target.table;
+    let key_changed = clustered_key_changes(table, old, new, changed);
+    let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+    let bytes = to_storage_row(table, new)?;
+    let new_key = if key_changed {
         let uniq =
             table.has_uniquifier().then(|| u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes")));
-        let nk = row_key(table, &new, uniq)?;
-        let bytes = to_storage_row(table, &new)?;
+        let nk = row_key(table, new, uniq)?;
         ctx.transaction(&target.db)?
             .insert(rows_tree, &nk, &bytes)
-            .map_err(|e| map_duplicate(e, table, &table.indexes[0], &new))?;
+            .map_err(|e| map_duplicate(e, table, &table.indexes[0], new))?;
         nk
     } else {
-        let bytes = to_storage_row(table, &new)?;
         ctx.transaction(&target.db)?.update(rows_tree, key, &bytes)?;
         key.to_vec()
     };
     for ix in &table.indexes[1..] {
-        let touched = key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c));
-        if touched {
-            delete_index_entry(ctx, target, ix, old, key)?;
-            insert_index_entry(ctx, target, ix, &new, &new_key)?;
+        if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
+            insert_index_entry(ctx, target, ix, new, &new_key)?;
         }
     }
     Ok(())
@@ -1231,7 +1282,10 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
     let table = &p.target.table;
     let n = table.columns.len();
     let changed: Vec<usize> = p.sets.iter().map(|s| s.0).collect();
-    let mut count = 0;
+    // Every row is evaluated and checked against the statement's starting state, then
+    // all old rows are unlinked before any new row is stored, so that an update that
+    // shifts keys (`SET id = id + 1`) only fails when its final state has duplicates.
+    let mut changes: Vec<(Arc<[u8]>, Row, Row)> = Vec::with_capacity(rows.len());
     let mut output = Vec::new();
     for r in rows {
         ctx.check_cancel()?;
@@ -1249,14 +1303,23 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
             };
             ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?;
         }
-        update_row(ctx, &p.target, key, &old, new.clone(), &changed, 0)?;
+        check_update(ctx, &p.target, &old, &new, &changed, 0)?;
         if let Some(out) = &p.output {
-            let mut both = old;
-            both.extend(new);
+            let mut both = old.clone();
+            both.extend(new.iter().cloned());
             output.push(out.exprs.iter().map(|e| eval(e, &both, ctx)).collect::<SqlResult<Row>>()?);
         }
-        count += 1;
+        changes.push((key.clone(), old, new));
     }
+    for (key, old, new) in &changes {
+        ctx.check_cancel()?;
+        unlink_old_row(ctx, &p.target, key, old, new, &changed)?;
+    }
+    for (key, old, new) in &changes {
+        ctx.check_cancel()?;
+        link_new_row(ctx, &p.target, key, old, new, &changed)?;
+    }
+    let count = changes.len() as u64;
     Ok((count, output))
 }
 

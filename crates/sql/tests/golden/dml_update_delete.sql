@@ -86,3 +86,19 @@ INSERT INTO shift VALUES (1, 'a'), (2, 'b'), (3, 'c');
 UPDATE shift SET k = k * 10;
 SELECT k, v FROM shift ORDER BY k;
 GO
+-- Updates that keyshift unique keys are checked against the statement's final state.
+CREATE TABLE keyshift (id int PRIMARY KEY, code varchar(10) NOT NULL UNIQUE, v int);
+INSERT keyshift VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30);
+UPDATE keyshift SET id = id + 1;
+SELECT id, code, v FROM keyshift ORDER BY id;
+UPDATE keyshift SET id = 5 - id;
+SELECT id, code FROM keyshift ORDER BY id;
+UPDATE keyshift SET code = CASE code WHEN 'a' THEN 'b' WHEN 'b' THEN 'c' ELSE 'a' END;
+SELECT id, code FROM keyshift ORDER BY id;
+GO
+-- A final state with duplicates fails whole and changes nothing.
+UPDATE keyshift SET id = 7;
+UPDATE keyshift SET code = 'same' WHERE id < 4;
+UPDATE keyshift SET id = id + 1 WHERE id < 3;
+SELECT id, code FROM keyshift ORDER BY id;
+GO

@@ -514,6 +514,8 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "OBJECT_NAME" => (ObjectName, nv),
         "SCHEMA_NAME" => (SchemaName, nv),
         "COL_LENGTH" => (ColLength, SqlType::SmallInt),
+        "TYPE_NAME" => (TypeName, nv),
+        "TYPE_ID" => (TypeId, SqlType::Int),
         "IDENT_CURRENT" => (IdentCurrent, SqlType::Decimal { precision: 38, scale: 0 }),
         "SCOPE_IDENTITY" => (ScopeIdentity, SqlType::Decimal { precision: 38, scale: 0 }),
         "SERVERPROPERTY" => (ServerProperty, nv),
@@ -1350,11 +1352,11 @@ impl<'a> Binder<'a> {
                 let other = convert(f.0, &f.1, &ty)?;
                 return Ok((Expr::Case { branches: vec![(c, then)], otherwise: Some(Box::new(other)) }, ty, true));
             }
-            "DB_NAME" | "DB_ID" | "OBJECT_ID" | "OBJECT_NAME" | "SCHEMA_NAME" | "COL_LENGTH" | "IDENT_CURRENT"
-            | "SCOPE_IDENTITY" | "SERVERPROPERTY" | "DATABASEPROPERTYEX" | "XACT_STATE" | "ERROR_NUMBER"
-            | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE" | "ERROR_PROCEDURE" | "SUSER_NAME"
-            | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "USER_NAME" | "HOST_NAME" | "APP_NAME" | "IS_SRVROLEMEMBER"
-            | "HAS_DBACCESS" => {
+            "DB_NAME" | "DB_ID" | "OBJECT_ID" | "OBJECT_NAME" | "SCHEMA_NAME" | "COL_LENGTH" | "TYPE_NAME"
+            | "TYPE_ID" | "IDENT_CURRENT" | "SCOPE_IDENTITY" | "SERVERPROPERTY" | "DATABASEPROPERTYEX"
+            | "XACT_STATE" | "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
+            | "ERROR_PROCEDURE" | "SUSER_NAME" | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "USER_NAME" | "HOST_NAME"
+            | "APP_NAME" | "IS_SRVROLEMEMBER" | "HAS_DBACCESS" => {
                 let (func, ty) = session_function(&fname).expect("listed");
                 let mut bound = Vec::with_capacity(args.len());
                 for a in args {

@@ -136,10 +136,12 @@ fn index_columns(table: &Table, cols: &[ast::IndexColumn], what: &str) -> SqlRes
 }
 
 /// Adds a PRIMARY KEY or UNIQUE constraint's index to a table definition (not yet built).
+/// `implicit_null[c]`: column c is nullable only because its definition did not say.
 fn add_key_constraint(
     table: &mut Table,
     name: Option<&Ident>,
     kind: &ConstraintKind,
+    implicit_null: &[bool],
     version: u64,
     salt: u64,
 ) -> SqlResult<Index> {
@@ -164,10 +166,15 @@ fn add_key_constraint(
     }
     let columns = index_columns(table, cols, "key or index")?;
     if primary {
+        // Columns whose nullability was not written become NOT NULL; a column declared
+        // NULL (or already nullable in an ALTER) cannot be part of a primary key.
         for &(c, _) in &columns {
             if table.columns[c].nullable {
-                if table.columns[c].identity.is_none() && table.columns[c].default.is_none() {
-                    // Columns of a primary key become NOT NULL.
+                if !implicit_null.get(c).copied().unwrap_or(false) {
+                    return Err(SqlError::new(
+                        8111,
+                        format!("Cannot define PRIMARY KEY constraint on nullable column in table '{}'.", table.name),
+                    ));
                 }
                 table.columns[c].nullable = false;
             }
@@ -330,7 +337,7 @@ fn drop_trees(db: &tessera_database::Database, table: &Table) -> SqlResult<()> {
 }
 
 /// Applies a constraint to a table definition being built or altered. Returns an index to
-/// build when the constraint needs one.
+/// build when the constraint needs one. `implicit_null` as for [`add_key_constraint`].
 #[allow(clippy::too_many_arguments)]
 fn apply_constraint(
     ctx: &mut ExecCtx,
@@ -338,6 +345,7 @@ fn apply_constraint(
     table: &mut Table,
     c: &ast::TableConstraint,
     column: Option<&str>,
+    implicit_null: &[bool],
     version: u64,
     salt: u64,
 ) -> SqlResult<Option<Index>> {
@@ -346,7 +354,7 @@ fn apply_constraint(
     }
     match &c.kind {
         ConstraintKind::PrimaryKey { .. } | ConstraintKind::Unique { .. } => {
-            let ix = add_key_constraint(table, c.name.as_ref(), &c.kind, version, salt)?;
+            let ix = add_key_constraint(table, c.name.as_ref(), &c.kind, implicit_null, version, salt)?;
             Ok(Some(ix))
         }
         ConstraintKind::Check(e) => {
@@ -482,6 +490,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             .iter()
             .any(|(_, c)| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
             || ct.indexes.iter().any(|i| i.clustered == Some(true));
+        let implicit_null: Vec<bool> = ct.columns.iter().map(|c| c.nullable.is_none()).collect();
         let mut salt = 0u64;
         for (column, c) in &all {
             salt += 1;
@@ -492,10 +501,9 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
                 },
                 _ => c.clone(),
             };
-            if matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }) && table.indexes[0].is_heap() {
-                // Handled below after the primary key decided it is nonclustered.
-            }
-            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, *column, version, salt).map_err(constraint_failed)? {
+            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, *column, &implicit_null, version, salt)
+                .map_err(constraint_failed)?
+            {
                 place_index(&mut table, ix);
             }
         }
@@ -745,8 +753,11 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                 }
                 for con in &c.constraints {
                     let column = Some(c.name.value.as_str());
+                    let mut implicit_null = vec![false; new.columns.len()];
+                    implicit_null[idx] = c.nullable.is_none();
+                    let salt = salt + 100 + k as u64;
                     if let Some(ix) =
-                        apply_constraint(ctx, &catalog, &mut new, con, column, catalog.version, salt + 100 + k as u64)
+                        apply_constraint(ctx, &catalog, &mut new, con, column, &implicit_null, catalog.version, salt)
                             .map_err(constraint_failed)?
                     {
                         place_index(&mut new, ix);
@@ -763,9 +774,9 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                             .with_state(0),
                     ));
                 }
-                if let Some(ix) =
-                    apply_constraint(ctx, &catalog, &mut new, con, None, catalog.version, salt + 200 + k as u64)
-                        .map_err(constraint_failed)?
+                let salt = salt + 200 + k as u64;
+                if let Some(ix) = apply_constraint(ctx, &catalog, &mut new, con, None, &[], catalog.version, salt)
+                    .map_err(constraint_failed)?
                 {
                     if ix.is_clustered() {
                         rewrite = true;
@@ -1013,7 +1024,7 @@ fn column_in_use(verb: &str, column: &str, dependent: &str, what: &str) -> SqlEr
 
 /// Errors in a constraint definition are summed up by error 1750.
 fn constraint_failed(e: SqlError) -> SqlError {
-    if matches!(e.number, 1505 | 1753 | 1767 | 1769 | 1776 | 1779 | 1911 | 2714) {
+    if matches!(e.number, 1505 | 1753 | 1767 | 1769 | 1776 | 1779 | 1911 | 2714 | 8111) {
         SqlError::new(1750, "Could not create constraint or index. See previous errors.").with_state(0).after(e)
     } else {
         e

@@ -27,6 +27,8 @@ pub const MAX_MATERIALIZED_BYTES: usize = 2 << 30;
 /// Functions answered from the session and the server rather than from arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SessionFn {
+    TypeName,
+    TypeId,
     RowCount,
     Identity,
     ScopeIdentity,

@@ -498,7 +498,18 @@ impl<'a> ExecCtx<'a> {
             },
             SessionFn::SchemaName => match args.first() {
                 None | Some(Value::Int(1)) => Value::str("dbo"),
+                Some(Value::Int(2)) => Value::str("guest"),
+                Some(Value::Int(3)) => Value::str("INFORMATION_SCHEMA"),
+                Some(Value::Int(4)) => Value::str("sys"),
                 _ => Value::Null,
+            },
+            SessionFn::TypeName => match args.first() {
+                Some(Value::Int(id)) => crate::sysviews::type_name(*id).map_or(Value::Null, Value::str),
+                _ => Value::Null,
+            },
+            SessionFn::TypeId => match args.first().and_then(text) {
+                Some(n) => crate::sysviews::type_id(&n).map_or(Value::Null, Value::Int),
+                None => Value::Null,
             },
             SessionFn::ColLength => match (args.first().and_then(text), args.get(1).and_then(text)) {
                 (Some(t), Some(c)) => match self.object(&t) {

@@ -361,6 +361,57 @@ fn datetime(epoch: i64) -> Value {
 }
 
 /// SQL Server's system type ids.
+/// The types sys.types lists, TYPE_NAME and TYPE_ID know.
+const SYSTEM_TYPES: &[(&str, SqlType)] = &[
+    ("bigint", SqlType::BigInt),
+    ("binary", SqlType::Binary(8000)),
+    ("bit", SqlType::Bit),
+    ("char", SqlType::Char(8000)),
+    ("date", SqlType::Date),
+    ("datetime", SqlType::DateTime),
+    ("datetime2", SqlType::DateTime2 { scale: 7 }),
+    ("decimal", SqlType::Decimal { precision: 38, scale: 38 }),
+    ("float", SqlType::Float),
+    ("int", SqlType::Int),
+    ("money", SqlType::Money),
+    ("nchar", SqlType::NChar(4000)),
+    ("numeric", SqlType::Decimal { precision: 38, scale: 38 }),
+    ("nvarchar", SqlType::NVarChar(4000)),
+    ("real", SqlType::Real),
+    ("smalldatetime", SqlType::SmallDateTime),
+    ("smallint", SqlType::SmallInt),
+    ("smallmoney", SqlType::SmallMoney),
+    ("sysname", SqlType::NVarChar(128)),
+    ("time", SqlType::Time { scale: 7 }),
+    ("tinyint", SqlType::TinyInt),
+    ("uniqueidentifier", SqlType::UniqueIdentifier),
+    ("varbinary", SqlType::VarBinary(8000)),
+    ("varchar", SqlType::VarChar(8000)),
+];
+
+/// sys.types' user_type_id: the storage type's id, except numeric (108) and sysname (256).
+fn user_type_id(name: &str, t: &SqlType) -> i64 {
+    match name {
+        "numeric" => 108,
+        "sysname" => 256,
+        _ => type_ids(t).0,
+    }
+}
+
+/// `TYPE_NAME(id)`: the name of a system type by its user_type_id.
+pub fn type_name(id: i64) -> Option<&'static str> {
+    SYSTEM_TYPES.iter().find(|(n, t)| user_type_id(n, t) == id).map(|(n, _)| *n)
+}
+
+/// `TYPE_ID('name')`: a system type's user_type_id (`sys.` or `dbo.` may qualify it).
+pub fn type_id(name: &str) -> Option<i64> {
+    let name = name.trim();
+    let lower = name.to_lowercase();
+    let bare = lower.strip_prefix("sys.").or_else(|| lower.strip_prefix("dbo.")).unwrap_or(&lower);
+    let bare = bare.trim_start_matches('[').trim_end_matches(']');
+    SYSTEM_TYPES.iter().find(|(n, _)| *n == bare).map(|(n, t)| user_type_id(n, t))
+}
+
 fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
     use SqlType::*;
     let max = tessera_access::row::MAX;
@@ -564,42 +615,25 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
             vec![s("INFORMATION_SCHEMA"), int(3), int(3)],
             vec![s("sys"), int(4), int(4)],
         ],
-        View::Types => {
-            let names: &[(&str, SqlType)] = &[
-                ("bigint", SqlType::BigInt),
-                ("binary", SqlType::Binary(8000)),
-                ("bit", SqlType::Bit),
-                ("char", SqlType::Char(8000)),
-                ("date", SqlType::Date),
-                ("datetime", SqlType::DateTime),
-                ("datetime2", SqlType::DateTime2 { scale: 7 }),
-                ("decimal", SqlType::Decimal { precision: 38, scale: 38 }),
-                ("float", SqlType::Float),
-                ("int", SqlType::Int),
-                ("money", SqlType::Money),
-                ("nchar", SqlType::NChar(4000)),
-                ("numeric", SqlType::Decimal { precision: 38, scale: 38 }),
-                ("nvarchar", SqlType::NVarChar(4000)),
-                ("real", SqlType::Real),
-                ("smalldatetime", SqlType::SmallDateTime),
-                ("smallint", SqlType::SmallInt),
-                ("smallmoney", SqlType::SmallMoney),
-                ("time", SqlType::Time { scale: 7 }),
-                ("tinyint", SqlType::TinyInt),
-                ("uniqueidentifier", SqlType::UniqueIdentifier),
-                ("varbinary", SqlType::VarBinary(8000)),
-                ("varchar", SqlType::VarChar(8000)),
-            ];
-            names
-                .iter()
-                .map(|(n, t)| {
-                    let (id, len, p, sc) = type_ids(t);
-                    let user_id = if *n == "numeric" { 108 } else { id };
-                    let sys_id = if *n == "numeric" { 108 } else { id };
-                    vec![s(n), int(sys_id), int(user_id), int(4), int(len), int(p), int(sc), bit(true), bit(false)]
-                })
-                .collect()
-        }
+        View::Types => SYSTEM_TYPES
+            .iter()
+            .map(|(n, t)| {
+                let (_, len, p, sc) = type_ids(t);
+                let user_id = user_type_id(n, t);
+                let sys_id = if *n == "sysname" { type_ids(t).0 } else { user_id };
+                vec![
+                    s(n),
+                    int(sys_id),
+                    int(user_id),
+                    int(4),
+                    int(len),
+                    int(p),
+                    int(sc),
+                    bit(*n != "sysname"),
+                    bit(false),
+                ]
+            })
+            .collect(),
         View::Configurations => ctx
             .shared
             .config

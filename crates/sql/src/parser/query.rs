@@ -65,14 +65,16 @@ impl Parser<'_> {
                 };
                 match value {
                     Some(v) if v <= 32767 => max_recursion = Some(v as u16),
-                    Some(v) => return Err(SqlError::new(
-                        310,
-                        format!(
+                    Some(v) => {
+                        return Err(SqlError::new(
+                            310,
+                            format!(
                             "The value {v} specified for the MAXRECURSION option exceeds the allowed maximum of 32767."
                         ),
-                    )
-                    .with_severity(15)
-                    .at_line(line)),
+                        )
+                        .with_severity(15)
+                        .at_line(line))
+                    }
                     None => return Err(self.error_here()),
                 }
             } else {

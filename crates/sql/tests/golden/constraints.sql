@@ -97,3 +97,22 @@ GO
 -- Constraint names are unique in the schema.
 CREATE TABLE clash (a int CONSTRAINT pk_products PRIMARY KEY);
 GO
+-- A primary key column declared NULL is error 8111; left unsaid, it becomes NOT NULL.
+CREATE TABLE pk_null (a int NULL, PRIMARY KEY (a));
+GO
+CREATE TABLE pk_null (a int NULL PRIMARY KEY);
+GO
+CREATE TABLE pk_implicit (a int, b varchar(5), CONSTRAINT pk_implicit_ab PRIMARY KEY (a, b));
+SELECT name, is_nullable FROM sys.columns WHERE object_id = OBJECT_ID('pk_implicit') ORDER BY column_id;
+CREATE TABLE pk_later (a int NOT NULL, b int NULL);
+ALTER TABLE pk_later ADD CONSTRAINT pk_later_b PRIMARY KEY (b);
+ALTER TABLE pk_later ADD CONSTRAINT pk_later_a PRIMARY KEY (a);
+SELECT name FROM sys.key_constraints WHERE parent_object_id = OBJECT_ID('pk_later');
+GO
+-- Type names and ids.
+SELECT TYPE_NAME(56) AS int_name, TYPE_NAME(108) AS numeric_name, TYPE_NAME(256) AS sysname_name,
+       TYPE_ID('int') AS int_id, TYPE_ID('sys.nvarchar') AS nvarchar_id, TYPE_ID('sysname') AS sysname_id,
+       TYPE_ID('no_such_type') AS missing;
+SELECT c.name, TYPE_NAME(c.user_type_id) AS type FROM sys.columns c WHERE c.object_id = OBJECT_ID('pk_implicit') ORDER BY c.column_id;
+SELECT SCHEMA_NAME(1) AS s1, SCHEMA_NAME(4) AS s4;
+GO

@@ -1090,9 +1090,9 @@ fn check_update(
 
 /// Whether an update moves the row to another clustered key.
 fn clustered_key_changes(table: &Table, old: &[Value], new: &[Value], changed: &[usize]) -> bool {
-    let key_cols: Vec<usize> = table.indexes[0].columns.iter().map(|c| c.0).collect();
-    key_cols.iter().any(|c| changed.contains(c))
-        && key_cols.iter().any(|&c| {
+    let key_cols = || table.indexes[0].columns.iter().map(|&(c, _)| c);
+    key_cols().any(|c| changed.contains(&c))
+        && key_cols().any(|c| {
             types::compare(&old[c], &new[c]) != Some(std::cmp::Ordering::Equal) || old[c].is_null() != new[c].is_null()
         })
 }

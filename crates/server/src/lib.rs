@@ -7,7 +7,6 @@
 //! [`prelogin`], [`login7`], [`rpc`], [`tm`] (request decoders) → [`session`] (one
 //! connection's async loop) → [`Server`] (listener, limits, TLS, logins, log).
 
-pub mod auth;
 pub mod bulk;
 pub mod client;
 pub mod codec;
@@ -39,7 +38,6 @@ use errorlog::ErrorLog;
 pub struct ServerState {
     pub config: Config,
     pub shared: Arc<Shared>,
-    pub logins: auth::Logins,
     pub log: Arc<ErrorLog>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub login_permits: Semaphore,
@@ -81,8 +79,11 @@ impl Server {
             .map_err(|e| format!("cannot open the data directory '{}': {e}", dir.display()))?;
         let shared = Shared::new(engine.clone()).map_err(|e| e.to_string())?;
         let password = config.sa_password.clone().unwrap_or_default();
-        let logins =
-            tokio::task::spawn_blocking(move || auth::Logins::new(&password)).await.map_err(|e| e.to_string())??;
+        let sa = shared.clone();
+        tokio::task::spawn_blocking(move || sa.logins.set_sa_password(&password))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
         let addr = format!("{}:{}", config.listen, config.port);
         let listener = TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
@@ -96,7 +97,6 @@ impl Server {
             login_permits: Semaphore::new(config.max_concurrent_logins),
             config,
             shared,
-            logins,
             log,
             tls: Some(tls),
             version_bytes: [16, 0, 0x0F, 0xA0],

@@ -32,6 +32,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tessera_sql::bind::OutputColumn;
+use tessera_sql::logins::Refusal;
 use tessera_sql::output::EnvChange;
 use tessera_sql::session::RpcParam;
 use tessera_sql::types::{SqlType, Value};
@@ -165,33 +166,42 @@ async fn login_phase(
     let version = Version::negotiate(login.tds_version).unwrap_or(Version::V7_1);
 
     // Credentials: the slow hash runs on a blocking thread, a bounded number at a time.
-    let ok = if login.sspi {
-        None
+    let checked = if login.sspi {
+        Err(Refusal { state: 58, reason: "Windows authentication is not supported; use a SQL Server login." })
     } else {
         let _permit = state.login_permits.acquire().await.map_err(|_| io::Error::other("server stopping"))?;
         let st = state.clone();
         let (user, password) = (login.user_name.clone(), login.password.clone());
-        tokio::task::spawn_blocking(move || st.logins.check(&user, &password))
+        tokio::task::spawn_blocking(move || st.shared.logins.check(&user, &password))
             .await
             .map_err(|e| io::Error::other(e.to_string()))?
     };
-    let Some(login_name) = ok else {
-        let reason = if login.sspi {
-            "Reason: Windows authentication is not supported; use a SQL Server login."
-        } else {
-            "Reason: Password did not match that for the login provided."
-        };
-        state.log.session(0, "Error: 18456, Severity: 14, State: 8.");
-        state.log.session(0, &format!("Login failed for user '{}'. {reason} [CLIENT: {}]", login.user_name, peer.ip()));
-        refuse(&mut stream, &state.shared.server_name, version, &[login_failed(&login.user_name)]).await?;
-        return Ok(None);
+    let accepted = match checked {
+        Ok(a) => a,
+        Err(refusal) => {
+            state.log.session(0, &format!("Error: 18456, Severity: 14, State: {}.", refusal.state));
+            state.log.session(
+                0,
+                &format!(
+                    "Login failed for user '{}'. Reason: {} [CLIENT: {}]",
+                    login.user_name,
+                    refusal.reason,
+                    peer.ip()
+                ),
+            );
+            refuse(&mut stream, &state.shared.server_name, version, &[login_failed(&login.user_name)]).await?;
+            return Ok(None);
+        }
     };
+    let login_name = accepted.name;
 
-    let database = if login.database.is_empty() { "master".to_string() } else { login.database.clone() };
+    // No database asked for: the login's default database.
+    let explicit = !login.database.is_empty();
+    let database = if explicit { login.database.clone() } else { accepted.default_database };
     let shared = state.shared.clone();
-    let (db, host, app) = (database.clone(), login.host_name.clone(), login.app_name.clone());
+    let (db, host, app, name) = (database.clone(), login.host_name.clone(), login.app_name.clone(), login_name.clone());
     let created = tokio::task::spawn_blocking(move || {
-        Session::new(shared, login_name, &db).map(|mut s| {
+        Session::new(shared, &name, &db).map(|mut s| {
             s.set_client(&host, &app);
             s
         })
@@ -200,7 +210,7 @@ async fn login_phase(
     .map_err(|e| io::Error::other(e.to_string()))?;
     let mut session = match created {
         Ok(s) => s,
-        Err(_) => {
+        Err(_) if explicit => {
             let e4060 = SqlError::new(
                 4060,
                 format!("Cannot open database \"{database}\" requested by the login. The login failed."),
@@ -208,6 +218,12 @@ async fn login_phase(
             .with_severity(11);
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the explicitly specified database '{database}'. [CLIENT: {}]", login.user_name, peer.ip()));
             refuse(&mut stream, &state.shared.server_name, version, &[e4060, login_failed(&login.user_name)]).await?;
+            return Ok(None);
+        }
+        Err(_) => {
+            let e4064 = SqlError::new(4064, "Cannot open user default database. Login failed.").with_severity(11);
+            state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the database '{database}' configured in the login object while revalidating the login on the connection. [CLIENT: {}]", login.user_name, peer.ip()));
+            refuse(&mut stream, &state.shared.server_name, version, &[e4064, login_failed(&login.user_name)]).await?;
             return Ok(None);
         }
     };
@@ -252,7 +268,7 @@ async fn login_phase(
         spid,
         version,
         packet_size,
-        login: login_name.to_string(),
+        login: login_name,
         database,
         transaction: 0,
         next_descriptor: 1,

@@ -626,3 +626,127 @@ fn order_token() {
     send(&mut s, 0x01, &batch("SELECT a FROM o"));
     assert!(!recv(&mut s).contains(&0xA9));
 }
+
+async fn run(c: &mut Conn, sql: &str) {
+    c.simple_query(sql).await.unwrap().into_results().await.unwrap();
+}
+
+async fn scalar_text(c: &mut Conn, sql: &str) -> Option<String> {
+    let row = c.query(sql, &[]).await.unwrap().into_row().await.unwrap().expect("a row");
+    row.get::<&str, _>(0).map(str::to_string)
+}
+
+/// The error number a login attempt fails with.
+async fn login_error(port: u16, user: &str, password: &str) -> u32 {
+    match connect_as(port, user, password, EncryptionLevel::NotSupported).await {
+        Ok(_) => panic!("{user} logged in with '{password}'"),
+        Err(e) => server_error(e).0,
+    }
+}
+
+#[test]
+fn logins_roles_and_permissions() {
+    let mut server = TestServer::start();
+    let port = server.port();
+    rt().block_on(async {
+        let mut sa = connect(port).await;
+        run(&mut sa, "CREATE DATABASE appdb").await;
+        assert_eq!(error_number(&mut sa, "CREATE LOGIN app WITH PASSWORD = 'short'").await, 15116);
+        assert_eq!(error_number(&mut sa, "CREATE LOGIN app WITH PASSWORD = 'alllowercase'").await, 15118);
+        assert_eq!(
+            error_number(&mut sa, "CREATE LOGIN app WITH PASSWORD = 'App-Pass-1', DEFAULT_DATABASE = nodb").await,
+            15010
+        );
+        run(&mut sa, "CREATE LOGIN app WITH PASSWORD = 'App-Pass-1', DEFAULT_DATABASE = appdb").await;
+        assert_eq!(error_number(&mut sa, "CREATE LOGIN APP WITH PASSWORD = 'App-Pass-1'").await, 15025);
+        run(&mut sa, "CREATE LOGIN weak WITH PASSWORD = 'weak', CHECK_POLICY = OFF").await;
+        assert_eq!(error_number(&mut sa, "BEGIN TRAN; CREATE LOGIN t WITH PASSWORD = 'App-Pass-1'").await, 574);
+        run(&mut sa, "IF @@TRANCOUNT > 0 ROLLBACK").await;
+        assert_eq!(
+            scalar_i32(&mut sa, "SELECT COUNT(*) FROM sys.sql_logins WHERE name IN ('sa', 'app', 'weak')").await,
+            3
+        );
+        assert_eq!(
+            scalar_text(&mut sa, "SELECT type_desc FROM sys.server_principals WHERE name = 'sysadmin'")
+                .await
+                .as_deref(),
+            Some("SERVER_ROLE")
+        );
+
+        // The new login: its name, its default database, no server permissions.
+        let mut app = connect_as(port, "APP", "App-Pass-1", EncryptionLevel::NotSupported).await.expect("app login");
+        assert_eq!(scalar_text(&mut app, "SELECT SUSER_NAME()").await.as_deref(), Some("app"));
+        assert_eq!(scalar_text(&mut app, "SELECT DB_NAME()").await.as_deref(), Some("appdb"));
+        assert_eq!(scalar_i32(&mut app, "SELECT IS_SRVROLEMEMBER('sysadmin')").await, 0);
+        assert_eq!(scalar_i32(&mut app, "SELECT SUSER_ID()").await, 257);
+        assert_eq!(error_number(&mut app, "CREATE LOGIN other WITH PASSWORD = 'App-Pass-1'").await, 15247);
+        assert_eq!(error_number(&mut app, "DROP LOGIN weak").await, 15151);
+        assert_eq!(error_number(&mut app, "ALTER LOGIN weak DISABLE").await, 15151);
+        assert_eq!(error_number(&mut app, "EXEC sp_configure 'show advanced options', 1").await, 15247);
+        assert_eq!(error_number(&mut app, "RECONFIGURE").await, 5812);
+        assert_eq!(error_number(&mut app, "CREATE DATABASE mine").await, 262);
+        // Its own password: only with the old one.
+        assert_eq!(error_number(&mut app, "ALTER LOGIN app WITH PASSWORD = 'App-Pass-2'").await, 15151);
+        assert_eq!(
+            error_number(&mut app, "ALTER LOGIN app WITH PASSWORD = 'App-Pass-2' OLD_PASSWORD = 'nope'").await,
+            15151
+        );
+        run(&mut app, "ALTER LOGIN app WITH PASSWORD = 'App-Pass-2' OLD_PASSWORD = 'App-Pass-1'").await;
+        assert_eq!(login_error(port, "app", "App-Pass-1").await, 18456);
+        drop(connect_as(port, "app", "App-Pass-2", EncryptionLevel::NotSupported).await.expect("new password"));
+
+        // Logged in: cannot be dropped.
+        assert_eq!(error_number(&mut sa, "DROP LOGIN app").await, 15434);
+
+        // sysadmin through the role.
+        run(&mut sa, "ALTER SERVER ROLE sysadmin ADD MEMBER app").await;
+        assert_eq!(scalar_i32(&mut app, "SELECT IS_SRVROLEMEMBER('sysadmin')").await, 1);
+        assert_eq!(
+            scalar_i32(
+                &mut sa,
+                "SELECT COUNT(*) FROM sys.server_role_members WHERE member_principal_id = SUSER_ID('app')"
+            )
+            .await,
+            1
+        );
+        run(&mut app, "CREATE DATABASE mine").await;
+        run(&mut sa, "ALTER SERVER ROLE sysadmin DROP MEMBER app").await;
+        assert_eq!(error_number(&mut sa, "ALTER SERVER ROLE sysadmin DROP MEMBER sa").await, 15405);
+        assert_eq!(error_number(&mut sa, "ALTER SERVER ROLE nosuchrole ADD MEMBER app").await, 15151);
+
+        // Disabled: login fails with 18456 and nothing else.
+        run(&mut sa, "ALTER LOGIN weak DISABLE").await;
+        assert_eq!(login_error(port, "weak", "weak").await, 18456);
+        assert_eq!(login_error(port, "nobody", "weak").await, 18456);
+        run(&mut sa, "ALTER LOGIN weak ENABLE").await;
+        drop(connect_as(port, "weak", "weak", EncryptionLevel::NotSupported).await.expect("enabled again"));
+        drop(app);
+        assert_eq!(error_number(&mut sa, "DROP LOGIN sa").await, 15151);
+        assert_eq!(error_number(&mut sa, "CREATE LOGIN [dom\\user] FROM WINDOWS").await, 15401);
+    });
+    assert!(server.errorlog().contains("Reason: Login is disabled."), "{}", server.errorlog());
+
+    // Logins survive a restart; sa's password is the configured one again.
+    let data_dir = server.dir.path().join("data");
+    server.server.take().unwrap().stop().unwrap();
+    server.server = Some(
+        tessera_server::RunningServer::start(tessera_server::Config {
+            port: 0,
+            data_dir,
+            sa_password: Some(PASSWORD.to_string()),
+            memory_mb: 64,
+            log_stderr: false,
+            ..tessera_server::Config::default()
+        })
+        .unwrap(),
+    );
+    let port = server.port();
+    rt().block_on(async {
+        let mut app =
+            connect_as(port, "app", "App-Pass-2", EncryptionLevel::NotSupported).await.expect("after restart");
+        assert_eq!(scalar_text(&mut app, "SELECT DB_NAME()").await.as_deref(), Some("appdb"));
+        let mut sa = connect(port).await;
+        run(&mut sa, "DROP LOGIN weak").await;
+        assert_eq!(login_error(port, "weak", "weak").await, 18456);
+    });
+}

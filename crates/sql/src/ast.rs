@@ -71,6 +71,26 @@ pub enum StatementKind {
     },
     Use(Ident),
 
+    // ---- server security -------------------------------------------------------------
+    /// `CREATE LOGIN name WITH PASSWORD = '…' [, …]`; `external_source` is set for
+    /// `CREATE LOGIN name FROM WINDOWS|CERTIFICATE|…` (not supported).
+    CreateLogin {
+        name: Ident,
+        options: Vec<LoginOption>,
+        external_source: Option<String>,
+    },
+    AlterLogin {
+        name: Ident,
+        action: AlterLoginAction,
+    },
+    DropLogin(Ident),
+    /// `ALTER SERVER ROLE role ADD|DROP MEMBER login`
+    AlterServerRole {
+        role: Ident,
+        member: Ident,
+        add: bool,
+    },
+
     // ---- tables and indexes ----------------------------------------------------------
     CreateTable(Box<CreateTable>),
     DropTable {
@@ -417,6 +437,34 @@ pub struct Delete {
 }
 
 // ---- DDL ---------------------------------------------------------------------------------
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlterLoginAction {
+    Enable,
+    Disable,
+    Set(Vec<LoginOption>),
+}
+
+/// An option of `CREATE LOGIN … WITH` / `ALTER LOGIN … WITH`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LoginOption {
+    /// `PASSWORD = 'p' [HASHED] [MUST_CHANGE] [UNLOCK] [OLD_PASSWORD = 'o']`
+    Password {
+        value: String,
+        hashed: bool,
+        must_change: bool,
+        unlock: bool,
+        old: Option<String>,
+    },
+    DefaultDatabase(Ident),
+    DefaultLanguage(Ident),
+    Name(Ident),
+    CheckPolicy(bool),
+    CheckExpiration(bool),
+    Sid(Vec<u8>),
+    Credential(Ident),
+    NoCredential,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct CreateDatabase {

@@ -532,6 +532,8 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "HOST_NAME" => (HostName, nv),
         "APP_NAME" => (AppName, nv),
         "IS_SRVROLEMEMBER" => (IsSrvRoleMember, SqlType::Int),
+        "SUSER_ID" => (SuserId, SqlType::Int),
+        "SUSER_SID" => (SuserSid, SqlType::VarBinary(85)),
         "HAS_DBACCESS" => (HasDbAccess, SqlType::Int),
         _ => return None,
     })
@@ -1356,7 +1358,7 @@ impl<'a> Binder<'a> {
             | "TYPE_ID" | "IDENT_CURRENT" | "SCOPE_IDENTITY" | "SERVERPROPERTY" | "DATABASEPROPERTYEX"
             | "XACT_STATE" | "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
             | "ERROR_PROCEDURE" | "SUSER_NAME" | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "USER_NAME" | "HOST_NAME"
-            | "APP_NAME" | "IS_SRVROLEMEMBER" | "HAS_DBACCESS" => {
+            | "APP_NAME" | "IS_SRVROLEMEMBER" | "HAS_DBACCESS" | "SUSER_ID" | "SUSER_SID" => {
                 let (func, ty) = session_function(&fname).expect("listed");
                 let mut bound = Vec::with_capacity(args.len());
                 for a in args {
@@ -1367,6 +1369,9 @@ impl<'a> Binder<'a> {
                         SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)
                     ) {
                         SqlType::NVarChar(tessera_access::row::MAX)
+                    } else if matches!(t, SqlType::Binary(_) | SqlType::VarBinary(_)) {
+                        // SUSER_SNAME(sid)
+                        SqlType::VarBinary(tessera_access::row::MAX)
                     } else {
                         SqlType::BigInt
                     };

@@ -67,6 +67,8 @@ pub enum SessionFn {
     ErrorLine,
     ErrorProcedure,
     SuserName,
+    SuserId,
+    SuserSid,
     UserName,
     HostName,
     AppName,

@@ -41,6 +41,8 @@ pub struct Shared {
     pub sessions: Mutex<HashMap<i32, SessionInfo>>,
     /// sp_configure options.
     pub config: crate::config::Config,
+    /// Server logins and their fixed server roles.
+    pub logins: crate::logins::Logins,
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
 }
@@ -86,6 +88,7 @@ impl Shared {
         }
         engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
         let config = crate::config::Config::load(engine.database("master")?)?;
+        let logins = crate::logins::Logins::load(engine.database("master")?)?;
         Ok(Arc::new(Shared {
             engine,
             plans: PlanCache::new(crate::cache::DEFAULT_BUDGET_BYTES),
@@ -95,6 +98,7 @@ impl Shared {
             next_spid: AtomicI32::new(51),
             sessions: Mutex::new(HashMap::new()),
             config,
+            logins,
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
         }))
     }
@@ -553,11 +557,45 @@ impl<'a> ExecCtx<'a> {
             SessionFn::ErrorProcedure => {
                 s.caught.as_ref().and_then(|e| e.procedure.as_deref()).map_or(Value::Null, Value::str)
             }
-            SessionFn::SuserName => Value::str(&s.login),
+            SessionFn::SuserName => match args.first() {
+                None => Value::str(&s.login),
+                Some(Value::Int(id)) => self
+                    .shared
+                    .logins
+                    .all()
+                    .into_iter()
+                    .find(|l| i64::from(l.principal_id) == *id)
+                    .map_or(Value::Null, |l| Value::str(&l.name)),
+                Some(Value::Binary(sid)) => self
+                    .shared
+                    .logins
+                    .all()
+                    .into_iter()
+                    .find(|l| l.sid[..] == sid[..])
+                    .map_or(Value::Null, |l| Value::str(&l.name)),
+                Some(_) => Value::Null,
+            },
+            SessionFn::SuserId => {
+                let name = args.first().and_then(text).unwrap_or_else(|| s.login.clone());
+                self.shared.logins.get(&name).map_or(Value::Null, |l| Value::Int(i64::from(l.principal_id)))
+            }
+            SessionFn::SuserSid => {
+                let name = args.first().and_then(text).unwrap_or_else(|| s.login.clone());
+                self.shared.logins.get(&name).map_or(Value::Null, |l| Value::Binary(l.sid.into()))
+            }
             SessionFn::UserName => Value::str("dbo"),
             SessionFn::HostName => Value::str(&s.host_name),
             SessionFn::AppName | SessionFn::ProgramName => Value::str(&s.program_name),
-            SessionFn::IsSrvRoleMember => Value::Int(i64::from(s.login.eq_ignore_ascii_case("sa"))),
+            SessionFn::IsSrvRoleMember => match args.first().and_then(text) {
+                Some(role) if crate::logins::SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&role)) => {
+                    let login = args.get(1).and_then(text).unwrap_or_else(|| s.login.clone());
+                    match self.shared.logins.get(&login) {
+                        Some(_) => Value::Int(i64::from(self.shared.logins.is_member(&login, &role))),
+                        None => Value::Null,
+                    }
+                }
+                _ => Value::Null,
+            },
             SessionFn::HasDbAccess => Value::Int(1),
         })
     }

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::ast::{self, Statement, StatementKind};
+use crate::ast::{self, AlterLoginAction, Statement, StatementKind};
 use crate::bind::{Binder, BoundQuery};
 use crate::cache::{CachedBatch, Compiled};
 use crate::catalog::ModuleKind;
@@ -1106,7 +1106,17 @@ impl<'a> Runner<'a> {
                 self.state.txns.savepoint(&n);
             }
             StatementKind::SetOption { options, value } => self.set_option(s, options, value)?,
-            StatementKind::CreateDatabase(cd) => self.with_ctx(|ctx| ddl::create_database(ctx, cd))?,
+            StatementKind::CreateDatabase(cd) => {
+                let login = &self.state.login;
+                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "dbcreator") {
+                    return Err(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'."));
+                }
+                self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
+            }
+            StatementKind::CreateLogin { .. }
+            | StatementKind::AlterLogin { .. }
+            | StatementKind::DropLogin(_)
+            | StatementKind::AlterServerRole { .. } => self.security_statement(&s.kind)?,
             StatementKind::DropDatabase { names, if_exists } => {
                 for n in names {
                     self.with_ctx(|ctx| ddl::drop_database(ctx, n, *if_exists))?;
@@ -1164,7 +1174,14 @@ impl<'a> Runner<'a> {
                 db.checkpoint()?;
             }
             StatementKind::Dbcc { command, args, options } => self.dbcc(s, command, args, options)?,
-            StatementKind::Reconfigure { .. } => self.shared.config.reconfigure(),
+            StatementKind::Reconfigure { .. } => {
+                if !self.shared.logins.is_sysadmin(&self.state.login)
+                    && !self.shared.logins.is_member(&self.state.login, "serveradmin")
+                {
+                    return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
+                }
+                self.shared.config.reconfigure()
+            }
             StatementKind::If { .. }
             | StatementKind::While { .. }
             | StatementKind::Block(_)
@@ -1678,6 +1695,48 @@ impl<'a> Runner<'a> {
             Err(e) => return Err(Stop::Error(e)),
         };
         self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args)
+    }
+
+    /// CREATE/ALTER/DROP LOGIN and ALTER SERVER ROLE. They change master in a transaction
+    /// of their own, so they are refused inside a user transaction (which could not undo them).
+    fn security_statement(&mut self, kind: &StatementKind) -> SqlResult<()> {
+        let verb = match kind {
+            StatementKind::CreateLogin { .. } => "CREATE LOGIN",
+            StatementKind::AlterLogin { .. } => "ALTER LOGIN",
+            StatementKind::DropLogin(_) => "DROP LOGIN",
+            _ => "ALTER SERVER ROLE",
+        };
+        if self.state.txns.count > 0 {
+            return Err(SqlError::new(
+                574,
+                format!("{verb} statement not allowed within multi-statement transaction."),
+            ));
+        }
+        let (shared, login) = (self.shared, self.state.login.clone());
+        match kind {
+            StatementKind::CreateLogin { name, options, external_source } => {
+                crate::security::create_login(shared, &login, name, options, external_source.as_deref())
+            }
+            StatementKind::AlterLogin { name, action } => {
+                crate::security::alter_login(shared, &login, name, action)?;
+                // A renamed current login keeps its session under the new name.
+                if let AlterLoginAction::Set(options) = action {
+                    for o in options {
+                        if let ast::LoginOption::Name(n) = o {
+                            if name.value.eq_ignore_ascii_case(&login) {
+                                self.state.login = n.value.clone();
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+            StatementKind::DropLogin(name) => crate::security::drop_login(shared, &login, name),
+            StatementKind::AlterServerRole { role, member, add } => {
+                crate::security::alter_server_role(shared, &login, role, member, *add)
+            }
+            _ => unreachable!("security_statement is called for security statements only"),
+        }
     }
 
     fn with_ctx<T>(&mut self, f: impl FnOnce(&mut ExecCtx) -> SqlResult<T>) -> SqlResult<T> {

@@ -138,6 +138,10 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
             result(ctx, sink, &columns, &rows);
         }
         (Some(name), Some((v, t))) => {
+            let login = &ctx.session.login;
+            if !ctx.shared.logins.is_sysadmin(login) && !ctx.shared.logins.is_member(login, "serveradmin") {
+                return Err(crate::security::no_permission());
+            }
             let value = match types::cast(&v, &t, &SqlType::BigInt, None) {
                 Ok(Value::Int(n)) => n,
                 _ => {

@@ -41,6 +41,9 @@ pub enum View {
     Sessions,
     Requests,
     Connections,
+    ServerPrincipals,
+    SqlLogins,
+    ServerRoleMembers,
 }
 
 const VIEWS: &[(&str, &str, View)] = &[
@@ -70,6 +73,9 @@ const VIEWS: &[(&str, &str, View)] = &[
     ("sys", "dm_exec_sessions", View::Sessions),
     ("sys", "dm_exec_requests", View::Requests),
     ("sys", "dm_exec_connections", View::Connections),
+    ("sys", "server_principals", View::ServerPrincipals),
+    ("sys", "sql_logins", View::SqlLogins),
+    ("sys", "server_role_members", View::ServerRoleMembers),
 ];
 
 /// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
@@ -287,6 +293,33 @@ impl View {
                 col("is_dynamic", Bit, false),
                 col("is_advanced", Bit, false),
             ],
+            View::ServerPrincipals | View::SqlLogins => {
+                let mut c = vec![
+                    col("name", SYSNAME, false),
+                    col("principal_id", Int, false),
+                    col("sid", VarBinary(85), true),
+                    col("type", Char(1), false),
+                    col("type_desc", NVarChar(60), true),
+                    col("is_disabled", Bit, true),
+                    col("create_date", DateTime, false),
+                    col("modify_date", DateTime, false),
+                    col("default_database_name", SYSNAME, true),
+                    col("default_language_name", SYSNAME, true),
+                    col("credential_id", Int, true),
+                ];
+                if self == View::ServerPrincipals {
+                    c.push(col("owning_principal_id", Int, true));
+                    c.push(col("is_fixed_role", Bit, false));
+                } else {
+                    c.push(col("is_policy_checked", Bit, true));
+                    c.push(col("is_expiration_checked", Bit, true));
+                    c.push(col("password_hash", VarBinary(256), true));
+                }
+                c
+            }
+            View::ServerRoleMembers => {
+                vec![col("role_principal_id", Int, false), col("member_principal_id", Int, false)]
+            }
             View::Sessions => vec![
                 col("session_id", SmallInt, false),
                 col("login_time", DateTime, false),
@@ -653,6 +686,70 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                 ]
             })
             .collect(),
+        View::ServerPrincipals | View::SqlLogins => {
+            let principals = view == View::ServerPrincipals;
+            let mut out = Vec::new();
+            for login in ctx.shared.logins.all() {
+                let mut row = vec![
+                    s(&login.name),
+                    int(i64::from(login.principal_id)),
+                    Value::Binary(login.sid.clone().into()),
+                    s("S"),
+                    s("SQL_LOGIN"),
+                    bit(login.disabled),
+                    datetime(login.create_date),
+                    datetime(login.modify_date),
+                    s(&login.default_database),
+                    s(&login.default_language),
+                    Value::Null,
+                ];
+                if principals {
+                    row.extend([Value::Null, bit(false)]);
+                } else {
+                    row.extend([
+                        bit(login.check_policy),
+                        bit(login.check_expiration),
+                        Value::Binary(login.password_hash.as_bytes().into()),
+                    ]);
+                }
+                out.push(row);
+            }
+            if principals {
+                for (id, name) in crate::logins::SERVER_ROLES {
+                    out.push(vec![
+                        s(name),
+                        int(i64::from(*id)),
+                        Value::Binary(vec![*id as u8].into()),
+                        s("R"),
+                        s("SERVER_ROLE"),
+                        bit(false),
+                        datetime(0),
+                        datetime(0),
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        int(1),
+                        bit(*name != "public"),
+                    ]);
+                }
+                out.sort_by_key(|r| match r[1] {
+                    Value::Int(i) => i,
+                    _ => 0,
+                });
+            }
+            out
+        }
+        View::ServerRoleMembers => {
+            let mut out = Vec::new();
+            for login in ctx.shared.logins.all() {
+                for (id, name) in crate::logins::SERVER_ROLES {
+                    if *name != "public" && login.roles.iter().any(|r| r == name) {
+                        out.push(vec![int(i64::from(*id)), int(i64::from(login.principal_id))]);
+                    }
+                }
+            }
+            out
+        }
         View::Sessions | View::Requests => {
             let mut sessions: Vec<_> = ctx.shared.sessions.lock().values().cloned().collect();
             sessions.sort_by_key(|i| i.spid);

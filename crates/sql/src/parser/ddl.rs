@@ -19,7 +19,7 @@ pub(super) struct TableElements {
 const CONSTRAINT_STARTS: &[&str] = &["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "DEFAULT"];
 
 impl Parser<'_> {
-    /// After `CREATE`: DATABASE, TABLE or INDEX.
+    /// After `CREATE`: DATABASE, TABLE, LOGIN or INDEX.
     pub(super) fn create(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             return Ok(StatementKind::CreateDatabase(self.create_database()?));
@@ -27,18 +27,27 @@ impl Parser<'_> {
         if self.eat_word("TABLE") {
             return Ok(StatementKind::CreateTable(Box::new(self.create_table()?)));
         }
+        if self.eat_word("LOGIN") {
+            return self.create_login();
+        }
         let unique = self.eat_word("UNIQUE");
         let clustered = self.clustered();
         self.expect_word("INDEX")?;
         Ok(StatementKind::CreateIndex(self.create_index(unique, clustered)?))
     }
 
-    /// After `ALTER` (modules are handled by the caller): DATABASE or TABLE.
+    /// After `ALTER` (modules are handled by the caller): DATABASE, LOGIN, SERVER ROLE or TABLE.
     pub(super) fn alter(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             let name = if self.peek().is_word("CURRENT") { Ident::new(self.advance().text) } else { self.ident()? };
             let action = self.alter_database_action()?;
             return Ok(StatementKind::AlterDatabase { name, action });
+        }
+        if self.eat_word("LOGIN") {
+            return self.alter_login();
+        }
+        if self.eat_words(&["SERVER", "ROLE"]) {
+            return self.alter_server_role();
         }
         self.expect_word("TABLE")?;
         let table = self.object_name()?;
@@ -46,7 +55,7 @@ impl Parser<'_> {
         Ok(StatementKind::AlterTable { table, action })
     }
 
-    /// `DROP TABLE|DATABASE|INDEX|PROC|FUNCTION|VIEW [IF EXISTS] …`
+    /// `DROP TABLE|DATABASE|LOGIN|INDEX|PROC|FUNCTION|VIEW [IF EXISTS] …`
     pub(super) fn drop(&mut self) -> Result<StatementKind> {
         self.expect_word("DROP")?;
         let object = self.upper_word()?;
@@ -54,6 +63,7 @@ impl Parser<'_> {
         let kind = match object.as_str() {
             "TABLE" => StatementKind::DropTable { names: self.comma_list(Parser::object_name)?, if_exists },
             "DATABASE" => StatementKind::DropDatabase { names: self.comma_list(Parser::ident)?, if_exists },
+            "LOGIN" => StatementKind::DropLogin(self.ident()?),
             "INDEX" => StatementKind::DropIndex { indexes: self.comma_list(Parser::drop_index_item)?, if_exists },
             "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" => {
                 let kind = match object.as_str() {

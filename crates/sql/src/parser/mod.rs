@@ -24,6 +24,7 @@ mod expr;
 mod keywords;
 mod program;
 mod query;
+mod security;
 
 #[cfg(test)]
 mod tests;

@@ -282,7 +282,7 @@ impl Parser<'_> {
         Ok(None)
     }
 
-    fn on_off(&mut self) -> Result<bool> {
+    pub(super) fn on_off(&mut self) -> Result<bool> {
         if self.eat_word("ON") {
             Ok(true)
         } else if self.eat_word("OFF") {

@@ -1,0 +1,269 @@
+//! Executing `CREATE/ALTER/DROP LOGIN` and `ALTER SERVER ROLE`: permission checks and
+//! SQL Server's messages; the logins themselves are kept by [`crate::logins`].
+//!
+//! Permissions (fixed server roles): sysadmin may do everything; securityadmin may manage
+//! logins that are not sysadmins and the membership of roles other than sysadmin; any
+//! login may change its own password (with OLD_PASSWORD), default database and language.
+
+use crate::ast::{AlterLoginAction, Ident, LoginOption};
+use crate::error::{SqlError, SqlResult};
+use crate::logins::{self, cannot_alter, NewLogin, SERVER_ROLES};
+use crate::runtime::Shared;
+
+pub fn no_permission() -> SqlError {
+    SqlError::new(15247, "User does not have permission to perform this action.")
+}
+
+fn can_manage_logins(shared: &Shared, login: &str) -> bool {
+    shared.logins.is_sysadmin(login) || shared.logins.is_member(login, "securityadmin")
+}
+
+fn check_database(shared: &Shared, name: &Ident) -> SqlResult<()> {
+    if shared.engine.exists(&name.value) {
+        Ok(())
+    } else {
+        Err(SqlError::new(
+            15010,
+            format!(
+                "The database '{}' does not exist. Supply a valid database name. To see available databases, use sys.databases.",
+                name.value
+            ),
+        ))
+    }
+}
+
+fn check_language(name: &Ident) -> SqlResult<()> {
+    if name.value.eq_ignore_ascii_case("us_english") || name.value.eq_ignore_ascii_case("english") {
+        Ok(())
+    } else {
+        Err(SqlError::new(15033, format!("'{}' is not a valid official language name.", name.value)))
+    }
+}
+
+fn unsupported(what: &str) -> SqlError {
+    SqlError::new(15123, format!("{what} is not supported by tessera."))
+}
+
+/// `CREATE LOGIN name WITH PASSWORD = '…' [, …]`.
+pub fn create_login(
+    shared: &Shared,
+    login: &str,
+    name: &Ident,
+    options: &[LoginOption],
+    external_source: Option<&str>,
+) -> SqlResult<()> {
+    if !can_manage_logins(shared, login) {
+        return Err(no_permission());
+    }
+    if let Some(source) = external_source {
+        return Err(SqlError::new(
+            15401,
+            format!("Logins FROM {source} are not supported; use CREATE LOGIN {} WITH PASSWORD = '…'.", name.value),
+        ));
+    }
+    let mut new = NewLogin {
+        name: name.value.clone(),
+        password: String::new(),
+        sid: None,
+        default_database: "master".to_string(),
+        default_language: "us_english".to_string(),
+        check_policy: true,
+        check_expiration: false,
+    };
+    let mut password = false;
+    for option in options {
+        match option {
+            LoginOption::Password { value, hashed, must_change, old, .. } => {
+                if *hashed {
+                    return Err(unsupported("PASSWORD … HASHED"));
+                }
+                if *must_change {
+                    return Err(unsupported("MUST_CHANGE"));
+                }
+                if old.is_some() {
+                    return Err(SqlError::new(102, "OLD_PASSWORD can only be used in ALTER LOGIN."));
+                }
+                new.password = value.clone();
+                password = true;
+            }
+            LoginOption::Sid(sid) => new.sid = Some(sid.clone()),
+            LoginOption::DefaultDatabase(db) => {
+                check_database(shared, db)?;
+                new.default_database = db.value.clone();
+            }
+            LoginOption::DefaultLanguage(l) => {
+                check_language(l)?;
+                new.default_language = "us_english".to_string();
+            }
+            LoginOption::CheckPolicy(on) => new.check_policy = *on,
+            LoginOption::CheckExpiration(on) => new.check_expiration = *on,
+            LoginOption::Credential(_) | LoginOption::NoCredential => return Err(unsupported("CREDENTIAL")),
+            LoginOption::Name(_) => return Err(SqlError::new(102, "NAME can only be used in ALTER LOGIN.")),
+        }
+    }
+    if !password {
+        return Err(SqlError::new(
+            15021,
+            "Invalid value given for parameter PASSWORD. Specify a valid parameter value.",
+        ));
+    }
+    if new.check_expiration && !new.check_policy {
+        return Err(SqlError::new(15122, "The CHECK_EXPIRATION option cannot be used when CHECK_POLICY is OFF."));
+    }
+    shared.logins.create(new)
+}
+
+/// `ALTER LOGIN name ENABLE | DISABLE | WITH option [, …]`.
+pub fn alter_login(shared: &Shared, login: &str, name: &Ident, action: &AlterLoginAction) -> SqlResult<()> {
+    let target = shared.logins.get(&name.value).ok_or_else(|| cannot_alter(&name.value))?;
+    let manager = can_manage_logins(shared, login);
+    let sysadmin = shared.logins.is_sysadmin(login);
+    let own = target.name.eq_ignore_ascii_case(login);
+    // Only a sysadmin may change another sysadmin.
+    let may_manage = manager && (sysadmin || !target.is_sysadmin());
+    let options: &[LoginOption] = match action {
+        AlterLoginAction::Enable | AlterLoginAction::Disable => {
+            if !may_manage {
+                return Err(cannot_alter(&name.value));
+            }
+            let disable = matches!(action, AlterLoginAction::Disable);
+            return shared.logins.alter(&name.value, |l| {
+                l.disabled = disable;
+                Ok(())
+            });
+        }
+        AlterLoginAction::Set(options) => options,
+    };
+    for option in options {
+        let allowed = may_manage
+            || (own
+                && matches!(
+                    option,
+                    LoginOption::Password { old: Some(_), .. }
+                        | LoginOption::DefaultDatabase(_)
+                        | LoginOption::DefaultLanguage(_)
+                ));
+        if !allowed {
+            return Err(cannot_alter(&name.value));
+        }
+        match option {
+            LoginOption::Password { hashed: true, .. } => return Err(unsupported("PASSWORD … HASHED")),
+            LoginOption::Password { must_change: true, .. } => return Err(unsupported("MUST_CHANGE")),
+            LoginOption::Password { old: Some(old), .. } if !logins::verify_password(old, &target.password_hash) => {
+                return Err(cannot_alter(&name.value));
+            }
+            LoginOption::DefaultDatabase(db) => check_database(shared, db)?,
+            LoginOption::DefaultLanguage(l) => check_language(l)?,
+            LoginOption::Sid(_) => return Err(SqlError::new(102, "SID can only be set by CREATE LOGIN.")),
+            LoginOption::Credential(_) | LoginOption::NoCredential => return Err(unsupported("CREDENTIAL")),
+            _ => {}
+        }
+    }
+    // Hash outside the logins' lock: it is slow.
+    let mut check_policy = target.check_policy;
+    let mut new_hash = None;
+    for option in options {
+        if let LoginOption::CheckPolicy(on) = option {
+            check_policy = *on;
+        }
+    }
+    for option in options {
+        if let LoginOption::Password { value, .. } = option {
+            if check_policy {
+                logins::check_policy(value)?;
+            }
+            new_hash = Some(logins::hash_password(value)?);
+        }
+    }
+    shared.logins.alter(&name.value, |l| {
+        for option in options {
+            match option {
+                LoginOption::DefaultDatabase(db) => l.default_database = db.value.clone(),
+                LoginOption::Name(n) => {
+                    if SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&n.value)) {
+                        return Err(SqlError::new(
+                            15025,
+                            format!("The server principal '{}' already exists.", n.value),
+                        ));
+                    }
+                    l.name = n.value.clone();
+                }
+                LoginOption::CheckPolicy(on) => l.check_policy = *on,
+                LoginOption::CheckExpiration(on) => l.check_expiration = *on,
+                _ => {}
+            }
+        }
+        if let Some(h) = new_hash {
+            l.password_hash = h;
+        }
+        if l.check_expiration && !l.check_policy {
+            return Err(SqlError::new(15122, "The CHECK_EXPIRATION option cannot be used when CHECK_POLICY is OFF."));
+        }
+        Ok(())
+    })
+}
+
+/// `DROP LOGIN name`.
+pub fn drop_login(shared: &Shared, login: &str, name: &Ident) -> SqlResult<()> {
+    let denied = || {
+        SqlError::new(
+            15151,
+            format!("Cannot drop the login '{}', because it does not exist or you do not have permission.", name.value),
+        )
+    };
+    let target = shared.logins.get(&name.value).ok_or_else(denied)?;
+    if target.principal_id == 1
+        || !can_manage_logins(shared, login)
+        || (target.is_sysadmin() && !shared.logins.is_sysadmin(login))
+    {
+        return Err(denied());
+    }
+    if shared.sessions.lock().values().any(|s| s.login.eq_ignore_ascii_case(&target.name)) {
+        return Err(SqlError::new(
+            15434,
+            format!("Could not drop login '{}' as the user is currently logged in.", name.value),
+        ));
+    }
+    shared.logins.drop_login(&name.value)
+}
+
+/// `ALTER SERVER ROLE role ADD|DROP MEMBER login`.
+pub fn alter_server_role(shared: &Shared, login: &str, role: &Ident, member: &Ident, add: bool) -> SqlResult<()> {
+    let role_name = SERVER_ROLES
+        .iter()
+        .map(|(_, r)| *r)
+        .find(|r| r.eq_ignore_ascii_case(&role.value) && *r != "public")
+        .filter(|r| {
+            shared.logins.is_sysadmin(login) || (*r != "sysadmin" && shared.logins.is_member(login, "securityadmin"))
+        })
+        .ok_or_else(|| {
+            SqlError::new(
+                15151,
+                format!(
+                    "Cannot alter the server role '{}', because it does not exist or you do not have permission.",
+                    role.value
+                ),
+            )
+        })?;
+    let verb = if add { "add" } else { "drop" };
+    let missing = || {
+        SqlError::new(
+            15151,
+            format!(
+                "Cannot {verb} the principal '{}', because it does not exist or you do not have permission.",
+                member.value
+            ),
+        )
+    };
+    let target = shared.logins.get(&member.value).ok_or_else(missing)?;
+    if target.principal_id == 1 {
+        return Err(SqlError::new(15405, "Cannot use the special principal 'sa'."));
+    }
+    shared.logins.alter(&target.name, |l| {
+        l.roles.retain(|r| r != role_name);
+        if add {
+            l.roles.push(role_name.to_string());
+        }
+        Ok(())
+    })
+}

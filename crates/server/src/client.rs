@@ -14,10 +14,13 @@ use tokio::net::TcpStream;
 use crate::codec::{DecodeError, Reader};
 use crate::packet::{self, kind, Limits};
 use crate::prelogin::{self, ENCRYPT_OFF, ENCRYPT_ON, ENCRYPT_REQ};
-use crate::session::Stream;
 use crate::tls::PreloginWrapped;
 use crate::tokens::{self, done};
 use crate::types::{read_type_info, read_value, TypeInfo};
+
+/// The client's connection: plain TCP or TLS.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
 
 /// TDS 7.4, the version the client asks for.
 const TDS_VERSION: u32 = 0x7400_0004;

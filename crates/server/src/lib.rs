@@ -21,6 +21,7 @@ pub mod session;
 pub mod tls;
 pub mod tm;
 pub mod tokens;
+pub mod transport;
 pub mod types;
 
 use std::net::SocketAddr;

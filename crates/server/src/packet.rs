@@ -89,34 +89,84 @@ pub fn protocol(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
-/// Reads one packet; `Ok(None)` on a clean end of stream before any header byte.
-pub async fn read_packet<R: AsyncRead + Unpin>(
-    r: &mut R,
-    limits: &Limits,
-    kinds: &[u8],
-    payload: &mut BytesMut,
-) -> io::Result<Option<Header>> {
-    let mut h = [0u8; HEADER_LEN];
-    let mut got = 0;
-    while got < HEADER_LEN {
-        let n = r.read(&mut h[got..]).await?;
-        if n == 0 {
-            if got == 0 {
-                return Ok(None);
-            }
+/// Assembles one message from its packets. The same mechanism serves the async readers
+/// (login phase, client) and the blocking one (a busy session's thread): a driver reads a
+/// header, hands it to [`Assembler::begin_packet`], fills [`Assembler::body`] and calls
+/// [`Assembler::end_packet`] until a message comes out.
+struct Assembler<'a> {
+    limits: &'a Limits,
+    kinds: &'a [u8],
+    payload: BytesMut,
+    first: Option<Header>,
+    current: Option<Header>,
+    before: usize,
+}
+
+impl<'a> Assembler<'a> {
+    fn new(limits: &'a Limits, kinds: &'a [u8]) -> Assembler<'a> {
+        Assembler { limits, kinds, payload: BytesMut::new(), first: None, current: None, before: 0 }
+    }
+
+    /// What a clean end of stream before a header means: no message (`Ok(None)`) between
+    /// messages, an error inside one.
+    fn end_of_stream(&self, header_bytes: usize) -> io::Result<Option<Message>> {
+        if header_bytes > 0 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "truncated packet header"));
         }
-        got += n;
+        if self.first.is_some() {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"));
+        }
+        Ok(None)
     }
-    if !kinds.is_empty() && !kinds.contains(&h[0]) {
-        return Err(protocol(format!("unexpected packet type {:#04x}", h[0])));
+
+    /// Checks a header (type, length, limits) before its body is read.
+    fn begin_packet(&mut self, h: &[u8; HEADER_LEN]) -> io::Result<()> {
+        if !self.kinds.is_empty() && !self.kinds.contains(&h[0]) {
+            return Err(protocol(format!("unexpected packet type {:#04x}", h[0])));
+        }
+        let header = Header::parse(h, self.limits)?;
+        let body = header.length - HEADER_LEN;
+        if self.payload.len() + body > self.limits.max_message {
+            return Err(protocol(format!("message larger than {} bytes", self.limits.max_message)));
+        }
+        if let Some(f) = self.first {
+            if f.kind != header.kind {
+                return Err(protocol(format!(
+                    "packet type {:#04x} inside a message of type {:#04x}",
+                    header.kind, f.kind
+                )));
+            }
+        }
+        self.before = self.payload.len();
+        self.payload.resize(self.before + body, 0);
+        self.current = Some(header);
+        Ok(())
     }
-    let header = Header::parse(&h, limits)?;
-    let body = header.length - HEADER_LEN;
-    let start = payload.len();
-    payload.resize(start + body, 0);
-    r.read_exact(&mut payload[start..]).await?;
-    Ok(Some(header))
+
+    /// Where the current packet's body goes.
+    fn body(&mut self) -> &mut [u8] {
+        &mut self.payload[self.before..]
+    }
+
+    /// The message, once the packet marked end-of-message is in.
+    fn end_packet(&mut self) -> Option<Message> {
+        let h = self.current.take().expect("begin_packet before end_packet");
+        if h.status & status::IGNORE != 0 {
+            // The client abandoned this message: drop what it sent (MS-TDS 2.2.3.1.2).
+            self.payload.truncate(self.before);
+            if h.status & status::EOM != 0 {
+                self.payload.clear();
+                self.first = None;
+            }
+            return None;
+        }
+        let first = *self.first.get_or_insert(h);
+        if h.status & status::EOM == 0 {
+            return None;
+        }
+        self.first = None;
+        Some(Message { kind: first.kind, status: first.status, payload: std::mem::take(&mut self.payload) })
+    }
 }
 
 /// Reads packets up to end-of-message. `Ok(None)` on a clean end of stream between
@@ -132,38 +182,46 @@ pub async fn read_message_of<R: AsyncRead + Unpin>(
     limits: &Limits,
     kinds: &[u8],
 ) -> io::Result<Option<Message>> {
-    let mut payload = BytesMut::new();
-    let mut first: Option<Header> = None;
+    let mut a = Assembler::new(limits, kinds);
     loop {
-        let before = payload.len();
-        let Some(h) = read_packet(r, limits, kinds, &mut payload).await? else {
-            if first.is_none() {
-                return Ok(None);
+        let mut h = [0u8; HEADER_LEN];
+        let mut got = 0;
+        while got < HEADER_LEN {
+            let n = r.read(&mut h[got..]).await?;
+            if n == 0 {
+                return a.end_of_stream(got);
             }
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"));
-        };
-        if payload.len() > limits.max_message {
-            return Err(protocol(format!("message larger than {} bytes", limits.max_message)));
+            got += n;
         }
-        match first {
-            None => first = Some(h),
-            Some(f) if f.kind != h.kind => {
-                return Err(protocol(format!("packet type {:#04x} inside a message of type {:#04x}", h.kind, f.kind)))
+        a.begin_packet(&h)?;
+        r.read_exact(a.body()).await?;
+        if let Some(m) = a.end_packet() {
+            return Ok(Some(m));
+        }
+    }
+}
+
+/// [`read_message`] on a blocking reader (a busy session's thread).
+pub fn read_message_blocking<R: io::Read>(r: &mut R, limits: &Limits) -> io::Result<Option<Message>> {
+    let mut a = Assembler::new(limits, &[]);
+    loop {
+        let mut h = [0u8; HEADER_LEN];
+        let mut got = 0;
+        while got < HEADER_LEN {
+            let n = match r.read(&mut h[got..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                return a.end_of_stream(got);
             }
-            _ => {}
+            got += n;
         }
-        if h.status & status::IGNORE != 0 {
-            // The client abandoned this message: drop what it sent (MS-TDS 2.2.3.1.2).
-            payload.truncate(before);
-            if h.status & status::EOM != 0 {
-                payload.clear();
-                first = None;
-            }
-            continue;
-        }
-        if h.status & status::EOM != 0 {
-            let f = first.unwrap_or(h);
-            return Ok(Some(Message { kind: f.kind, status: f.status, payload }));
+        a.begin_packet(&h)?;
+        r.read_exact(a.body())?;
+        if let Some(m) = a.end_packet() {
+            return Ok(Some(m));
         }
     }
 }
@@ -230,6 +288,14 @@ mod tests {
         let mut r = &wire[..];
         let small = Limits { max_packet: 4096, max_message: 5000 };
         assert!(read_message(&mut r, &small).await.is_err());
+
+        // The blocking reader assembles the same messages.
+        let mut r = &wire[..];
+        let m = read_message_blocking(&mut r, &Limits::default()).unwrap().unwrap();
+        assert_eq!(&m.payload[..], &payload[..]);
+        assert!(read_message_blocking(&mut r, &Limits::default()).unwrap().is_none());
+        let mut r: &[u8] = &[1, 0, 0, 9, 0, 0, 0, 0, 7];
+        assert!(read_message_blocking(&mut r, &Limits::default()).is_err(), "end of stream inside a message");
     }
 
     #[tokio::test]

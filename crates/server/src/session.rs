@@ -1,16 +1,16 @@
 //! One client connection: PRELOGIN (encryption negotiation, TLS), LOGIN7, then requests
 //! until the client leaves.
 //!
-//! Structure of a logged-in connection:
-//! - a **reader task** owns the read half and turns packets into whole messages, handed
-//!   over a small bounded channel (so a flooding client is throttled by TCP, not buffered).
-//!   It sets the session's cancel flag the moment an Attention packet arrives, so a running
-//!   batch stops without waiting for the connection loop;
-//! - the **connection loop** owns the write half and the [`Session`] (behind a mutex that
-//!   only one request at a time takes). A request runs on a blocking thread
-//!   (`spawn_blocking`) with a [`TokenSink`] that encodes results as tokens and ships full
-//!   packets back over a bounded channel, which the loop writes to the socket. A slow
-//!   client therefore stalls only its own request (back-pressure), never other sessions.
+//! Structure of a logged-in connection (see `transport` for why):
+//! - while **idle**, the connection is an async task waiting in the reactor for its socket
+//!   to become readable; it costs no thread;
+//! - while **busy**, one blocking thread owns it (the [`Busy`] state: socket, session,
+//!   transaction descriptors): it reads a request, executes it with a [`TokenSink`] that
+//!   encodes results as tokens and writes full packets straight to the socket, and waits a
+//!   little for the next request before handing the connection back to the reactor. A
+//!   slow client therefore blocks only its own thread (back-pressure), never other
+//!   sessions. An Attention that arrives while a request runs is noticed by the
+//!   attention watchdog, which sets the session's cancel flag.
 //!
 //! Invariants:
 //! - Every request gets exactly one response message, ending in a DONE/DONEPROC without
@@ -29,7 +29,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use parking_lot::Mutex;
 use tessera_sql::bind::OutputColumn;
 use tessera_sql::logins::Refusal;
@@ -37,23 +37,23 @@ use tessera_sql::output::EnvChange;
 use tessera_sql::session::RpcParam;
 use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{ResultSink, Session, SqlError};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::io::AsyncWriteExt;
 
 use crate::packet::{self, kind, status, Limits, Message};
 use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
 use crate::tls::PreloginWrapped;
 use crate::tokens::{self, done, Version};
+use crate::transport::{self, LoginStream, Transport, Watch};
 use crate::{bulk, login7, request, rpc, tm, ServerState};
-
-pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 /// Messages before login are small: PRELOGIN and LOGIN7 fit in a few KiB.
 const LOGIN_LIMITS: Limits = Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: 128 << 10 };
 
-/// Packets queued between the executing thread and the socket writer.
-const OUTPUT_QUEUE: usize = 4;
+/// Framed response bytes gathered before one write to the socket.
+const WRITE_CHUNK: usize = 32 << 10;
+
+/// A stalled client may keep a busy thread inside a message this long.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Serves one TCP connection to its end. Errors are logged, never propagated.
 pub async fn serve(state: Arc<ServerState>, tcp: tokio::net::TcpStream, peer: SocketAddr) {
@@ -94,7 +94,7 @@ pub async fn serve(state: Arc<ServerState>, tcp: tokio::net::TcpStream, peer: So
 }
 
 struct Connection {
-    stream: Box<dyn Stream>,
+    stream: LoginStream,
     session: Arc<Mutex<Session>>,
     spid: i32,
     version: Version,
@@ -135,7 +135,7 @@ async fn login_phase(
     let reply = prelogin::reply(state.version_bytes, encryption);
     packet::write_message(&mut tcp, kind::REPLY, &reply, 4096).await?;
 
-    let (stream, login_msg): (Box<dyn Stream>, Message) = match (encryption, &state.tls) {
+    let (stream, login_msg): (LoginStream, Message) = match (encryption, &state.tls) {
         (ENCRYPT_ON | ENCRYPT_OFF, Some(tls)) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
             let mut tls_stream = acceptor.accept(PreloginWrapped::new(tcp)).await?;
@@ -146,16 +146,16 @@ async fn login_phase(
             if encryption == ENCRYPT_OFF {
                 // Login-only encryption: the rest of the conversation is plaintext.
                 let (wrapped, _) = tls_stream.into_inner();
-                (Box::new(wrapped.into_inner()), m)
+                (LoginStream::Plain(wrapped.into_inner()), m)
             } else {
-                (Box::new(tls_stream), m)
+                (LoginStream::Tls(Box::new(tls_stream)), m)
             }
         }
         _ => {
             let Some(m) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
                 return Ok(None);
             };
-            (Box::new(tcp), m)
+            (LoginStream::Plain(tcp), m)
         }
     };
     let mut stream = stream;
@@ -291,7 +291,7 @@ fn login_failed(user: &str) -> SqlError {
     }
 }
 
-async fn refuse(stream: &mut Box<dyn Stream>, server: &str, version: Version, errors: &[SqlError]) -> io::Result<()> {
+async fn refuse(stream: &mut LoginStream, server: &str, version: Version, errors: &[SqlError]) -> io::Result<()> {
     let mut out = BytesMut::new();
     for e in errors {
         tokens::message(&mut out, version, e, server);
@@ -302,75 +302,100 @@ async fn refuse(stream: &mut Box<dyn Stream>, server: &str, version: Version, er
     Ok(())
 }
 
-/// What the reader task hands the connection loop.
-enum Incoming {
-    Message(Message),
-    Failed(io::Error),
-}
+/// A unit of work for the busy thread.
+type Job = Box<dyn FnOnce(&mut Session, &mut TokenSink)>;
 
-async fn reader_task(
-    mut r: tokio::io::ReadHalf<Box<dyn Stream>>,
-    limits: Limits,
-    cancel: Arc<AtomicBool>,
-    tx: mpsc::Sender<Incoming>,
-) {
+/// Serves the connection until it ends: waits in the reactor while idle, hands it to a
+/// blocking thread while busy.
+async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<()> {
+    let transport = Transport::from_login(conn.stream)?;
+    transport.socket().set_read_timeout(Some(READ_TIMEOUT))?;
+    let cancel = conn.session.lock().cancel_handle();
+    let watch = Watch::new(&transport, cancel.clone());
+    let mut busy = Busy {
+        state: state.clone(),
+        limits: Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: state.config.max_message_mb << 20 },
+        session: conn.session,
+        version: conn.version,
+        packet_size: conn.packet_size,
+        login: conn.login,
+        database: conn.database,
+        transaction: conn.transaction,
+        next_descriptor: conn.next_descriptor,
+        pending_bulk: Arc::new(Mutex::new(None)),
+        cancel,
+        watch,
+        transport,
+    };
     loop {
-        match packet::read_message(&mut r, &limits).await {
-            Ok(Some(m)) => {
-                if m.kind == kind::ATTENTION {
-                    cancel.store(true, Ordering::Relaxed);
-                }
-                if tx.send(Incoming::Message(m)).await.is_err() {
-                    return;
-                }
-            }
-            Ok(None) => return,
-            Err(e) => {
-                let _ = tx.send(Incoming::Failed(e)).await;
-                return;
-            }
+        if !busy.transport.buffered() {
+            transport::idle_until_readable(&busy.transport).await?;
+        }
+        let (b, outcome) = tokio::task::spawn_blocking(move || {
+            let outcome = busy.serve();
+            (busy, outcome)
+        })
+        .await
+        .map_err(|e| io::Error::other(format!("request failed: {e}")))?;
+        busy = b;
+        if !outcome? {
+            return Ok(());
         }
     }
 }
 
-/// A unit of work for the blocking thread.
-type Job = Box<dyn FnOnce(&mut Session, &mut TokenSink) + Send>;
+/// A connection while a thread serves it.
+struct Busy {
+    state: Arc<ServerState>,
+    limits: Limits,
+    session: Arc<Mutex<Session>>,
+    version: Version,
+    packet_size: usize,
+    login: String,
+    database: String,
+    /// The current transaction descriptor (0 = none), echoed in ENVCHANGE 8/9/10.
+    transaction: u64,
+    next_descriptor: u64,
+    /// The target an INSERT BULK announced, waiting for its BULK_LOAD message.
+    pending_bulk: Arc<Mutex<Option<bulk::BulkTarget>>>,
+    cancel: Arc<AtomicBool>,
+    /// Declared before the transport: the watchdog forgets the socket before it closes.
+    watch: Watch,
+    transport: Transport,
+}
 
-async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<()> {
-    let Connection {
-        stream,
-        session,
-        spid: _,
-        version,
-        packet_size,
-        login,
-        database,
-        mut transaction,
-        mut next_descriptor,
-    } = conn;
-    let (rd, mut wr) = tokio::io::split(stream);
-    let cancel = session.lock().cancel_handle();
-    let limits = Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: state.config.max_message_mb << 20 };
-    let (in_tx, mut in_rx) = mpsc::channel::<Incoming>(2);
-    // The target an INSERT BULK announced, waiting for its BULK_LOAD message.
-    let pending_bulk: Arc<Mutex<Option<bulk::BulkTarget>>> = Arc::new(Mutex::new(None));
-    let reader = tokio::spawn(reader_task(rd, limits, cancel.clone(), in_tx));
-    let _abort_reader = AbortOnDrop(reader);
+impl Busy {
+    /// Serves requests while they keep coming: `Ok(true)` when the connection goes idle,
+    /// `Ok(false)` when the client left.
+    fn serve(&mut self) -> io::Result<bool> {
+        loop {
+            if !transport::wait_readable(&mut self.transport)? {
+                return Ok(true);
+            }
+            let Some(msg) = packet::read_message_blocking(&mut self.transport, &self.limits)? else {
+                return Ok(false);
+            };
+            if !self.handle(msg)? {
+                return Ok(false);
+            }
+        }
+    }
 
-    while let Some(incoming) = in_rx.recv().await {
-        let msg = match incoming {
-            Incoming::Message(m) => m,
-            Incoming::Failed(e) => return Err(e),
-        };
+    /// One request and its whole response; false when the client left.
+    fn handle(&mut self, msg: Message) -> io::Result<bool> {
+        let version = self.version;
         let reset = msg.status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
         let job: Job = match msg.kind {
             kind::ATTENTION => {
                 // Nothing running: acknowledge at once.
-                cancel.store(false, Ordering::Relaxed);
+                self.cancel.store(false, Ordering::Relaxed);
                 let mut out = BytesMut::new();
                 tokens::done(&mut out, version, tokens::DONE, done::ATTN, 0, 0);
-                packet::write_message(&mut wr, kind::REPLY, &out, packet_size).await?;
-                continue;
+                let mut framed = BytesMut::new();
+                packet::frame(kind::REPLY, &out, self.packet_size, true, &mut 1, &mut framed);
+                io::Write::write_all(&mut self.transport, &framed)?;
+                io::Write::flush(&mut self.transport)?;
+                return Ok(true);
             }
             kind::SQL_BATCH => match request::decode_batch(&msg.payload, version) {
                 Ok(text) => match bulk::parse_insert_bulk(&text) {
@@ -379,7 +404,7 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
                         sink.finish_batch();
                     }),
                     Some(Ok(mut target)) => {
-                        let pending = pending_bulk.clone();
+                        let pending = self.pending_bulk.clone();
                         Box::new(move |s: &mut Session, sink: &mut TokenSink| {
                             if bulk::check_target(s, &mut target, sink) {
                                 *pending.lock() = Some(target);
@@ -412,9 +437,9 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
                 }),
                 Err(e) => bad_request(e),
             },
-            kind::BULK_LOAD => match pending_bulk.lock().take() {
+            kind::BULK_LOAD => match self.pending_bulk.lock().take() {
                 Some(target) => {
-                    let payload = msg.payload.clone();
+                    let payload = msg.payload;
                     Box::new(move |s: &mut Session, sink: &mut TokenSink| {
                         bulk::load(s, &target, &payload, version, sink);
                         sink.finish_batch();
@@ -424,92 +449,41 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
             },
             k => return Err(packet::protocol(format!("unexpected packet type {k:#04x} after login"))),
         };
+        self.run(reset, job)
+    }
 
-        // The request runs on a blocking thread; full packets come back over `out_rx`.
-        cancel.store(false, Ordering::Relaxed);
-        let (out_tx, mut out_rx) = mpsc::channel::<Bytes>(OUTPUT_QUEUE);
-        let mut sink = TokenSink::new(version, packet_size, out_tx, cancel.clone(), state.shared.server_name.clone());
-        sink.transaction = transaction;
-        sink.next_descriptor = next_descriptor;
-        let sess = session.clone();
-        let shared = state.shared.clone();
-        let (login_c, db_c) = (login.clone(), database.clone());
-        let mut handle = tokio::task::spawn_blocking(move || {
-            let mut s = sess.lock();
+    /// Runs a job and writes its whole response; false when the client left.
+    fn run(&mut self, reset: bool, job: Job) -> io::Result<bool> {
+        self.cancel.store(false, Ordering::Relaxed);
+        let server = self.state.shared.server_name.clone();
+        let mut sink = TokenSink::new(self.version, self.packet_size, &mut self.transport, self.cancel.clone(), server);
+        sink.transaction = self.transaction;
+        sink.next_descriptor = self.next_descriptor;
+        self.watch.running(true);
+        {
+            let mut s = self.session.lock();
             if reset {
-                sink.reset(&mut s, shared, &login_c, &db_c);
+                sink.reset(&mut s, self.state.shared.clone(), &self.login, &self.database);
             }
             job(&mut s, &mut sink);
-            sink
-        });
+        }
+        self.watch.running(false);
+        self.transaction = sink.transaction;
+        self.next_descriptor = sink.next_descriptor;
+        // The watchdog saw bytes from the client while the request ran: an Attention (the
+        // only message a client may send then), or its end of stream.
         let mut attention = false;
-        let mut write_error: Option<io::Error> = None;
-        let sink = loop {
-            tokio::select! {
-                biased;
-                Some(p) = out_rx.recv(), if write_error.is_none() => {
-                    if let Err(e) = wr.write_all(&p).await {
-                        // The client is gone: stop the request and discard its output.
-                        cancel.store(true, Ordering::Relaxed);
-                        write_error = Some(e);
-                        out_rx.close();
-                    }
-                }
-                res = &mut handle => {
-                    break res.map_err(|e| io::Error::other(format!("request failed: {e}")))?;
-                }
-                m = in_rx.recv(), if !attention => match m {
-                    Some(Incoming::Message(m)) if m.kind == kind::ATTENTION => attention = true,
-                    Some(Incoming::Message(m)) => {
-                        cancel.store(true, Ordering::Relaxed);
-                        let _ = (&mut handle).await;
-                        return Err(packet::protocol(format!("packet type {:#04x} while a request was running", m.kind)));
-                    }
-                    Some(Incoming::Failed(e)) => {
-                        cancel.store(true, Ordering::Relaxed);
-                        let _ = (&mut handle).await;
-                        return Err(e);
-                    }
-                    None => {
-                        cancel.store(true, Ordering::Relaxed);
-                        let _ = (&mut handle).await;
-                        return Ok(());
-                    }
-                },
-            }
-        };
-        if let Some(e) = write_error {
-            return Err(e);
-        }
-        while let Ok(p) = out_rx.try_recv() {
-            wr.write_all(&p).await?;
-        }
-        // An attention that arrived while the request ran: the reader task sets the flag
-        // before it queues the message, so a flag without the message means it is on its way.
-        if cancel.swap(false, Ordering::Relaxed) && !attention {
-            match in_rx.recv().await {
-                Some(Incoming::Message(m)) if m.kind == kind::ATTENTION => attention = true,
-                Some(Incoming::Failed(e)) => return Err(e),
-                Some(Incoming::Message(m)) => {
+        if self.cancel.swap(false, Ordering::Relaxed) && sink.write_error.is_none() {
+            match sink.read_message(&self.limits)? {
+                Some(m) if m.kind == kind::ATTENTION => attention = true,
+                Some(m) => {
                     return Err(packet::protocol(format!("packet type {:#04x} while a request was running", m.kind)))
                 }
-                None => return Ok(()),
+                None => return Ok(false),
             }
         }
-        transaction = sink.transaction;
-        next_descriptor = sink.next_descriptor;
-        let last = sink.finish(attention);
-        wr.write_all(&last).await?;
-        wr.flush().await?;
-    }
-    Ok(())
-}
-
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+        sink.finish(attention)?;
+        Ok(true)
     }
 }
 
@@ -563,13 +537,18 @@ fn run_rpc(s: &mut Session, sink: &mut TokenSink, calls: Vec<rpc::Call>) {
     }
 }
 
-/// Encodes a request's results as TDS tokens and ships full packets to the writer.
-pub struct TokenSink {
+/// Encodes a request's results as TDS tokens and writes full packets to the socket.
+pub struct TokenSink<'a> {
     buf: BytesMut,
+    /// Framed packets not yet written (written in chunks of [`WRITE_CHUNK`]).
+    out: BytesMut,
     version: Version,
     packet_size: usize,
     packet_id: u8,
-    tx: Option<mpsc::Sender<Bytes>>,
+    writer: &'a mut Transport,
+    /// The first write that failed (the client is gone): the request is cancelled and
+    /// its output discarded.
+    write_error: Option<io::Error>,
     cancel: Arc<AtomicBool>,
     server: String,
     columns: Vec<SqlType>,
@@ -584,20 +563,22 @@ pub struct TokenSink {
     finished: bool,
 }
 
-impl TokenSink {
+impl<'a> TokenSink<'a> {
     fn new(
         version: Version,
         packet_size: usize,
-        tx: mpsc::Sender<Bytes>,
+        writer: &'a mut Transport,
         cancel: Arc<AtomicBool>,
         server: String,
-    ) -> TokenSink {
+    ) -> TokenSink<'a> {
         TokenSink {
             buf: BytesMut::with_capacity(packet_size),
+            out: BytesMut::new(),
             version,
             packet_size,
             packet_id: 1,
-            tx: Some(tx),
+            writer,
+            write_error: None,
             cancel,
             server,
             columns: Vec::new(),
@@ -632,21 +613,34 @@ impl TokenSink {
         }
     }
 
-    /// Ships every full packet's worth of tokens.
+    /// Frames every full packet's worth of tokens; writes once a chunk is gathered.
     fn ship(&mut self) {
         let room = self.packet_size - packet::HEADER_LEN;
         while self.buf.len() > room {
             let chunk = self.buf.split_to(room);
-            if let Some(tx) = &self.tx {
-                let mut p = BytesMut::with_capacity(self.packet_size);
-                packet::frame(kind::REPLY, &chunk, self.packet_size, false, &mut self.packet_id, &mut p);
-                if tx.blocking_send(p.freeze()).is_err() {
-                    // The writer is gone (client disconnected): stop the request.
-                    self.tx = None;
-                    self.cancel.store(true, Ordering::Relaxed);
-                }
+            if self.write_error.is_none() {
+                packet::frame(kind::REPLY, &chunk, self.packet_size, false, &mut self.packet_id, &mut self.out);
             }
         }
+        if self.out.len() >= WRITE_CHUNK {
+            self.write_out();
+        }
+    }
+
+    fn write_out(&mut self) {
+        if self.write_error.is_none() && !self.out.is_empty() {
+            if let Err(e) = io::Write::write_all(self.writer, &self.out) {
+                // The client is gone: stop the request.
+                self.write_error = Some(e);
+                self.cancel.store(true, Ordering::Relaxed);
+            }
+        }
+        self.out.clear();
+    }
+
+    /// The next message from the client (after a request, when the watchdog saw bytes).
+    fn read_message(&mut self, limits: &Limits) -> io::Result<Option<Message>> {
+        packet::read_message_blocking(&mut *self.writer, limits)
     }
 
     fn finish_batch(&mut self) {
@@ -684,23 +678,28 @@ impl TokenSink {
         self.ship();
     }
 
-    /// The last packet(s) of the response, marked end-of-message, with DONE_ATTN if an
-    /// attention interrupted the request.
-    fn finish(mut self, attention: bool) -> BytesMut {
+    /// Writes the last packet(s) of the response, marked end-of-message, with DONE_ATTN if
+    /// an attention interrupted the request.
+    fn finish(mut self, attention: bool) -> io::Result<()> {
         if !self.finished {
             self.finish_batch();
         }
         if attention {
             tokens::done(&mut self.buf, self.version, tokens::DONE, done::ATTN, 0, 0);
         }
-        let mut out = BytesMut::with_capacity(self.buf.len() + 16);
-        let mut id = self.packet_id;
-        packet::frame(kind::REPLY, &self.buf, self.packet_size, true, &mut id, &mut out);
-        out
+        if self.write_error.is_none() {
+            let mut id = self.packet_id;
+            packet::frame(kind::REPLY, &self.buf, self.packet_size, true, &mut id, &mut self.out);
+        }
+        self.write_out();
+        match self.write_error.take() {
+            Some(e) => Err(e),
+            None => io::Write::flush(self.writer),
+        }
     }
 }
 
-impl ResultSink for TokenSink {
+impl ResultSink for TokenSink<'_> {
     fn columns(&mut self, columns: &[OutputColumn]) {
         self.flush_pending();
         tokens::col_metadata(&mut self.buf, self.version, columns);
@@ -714,7 +713,7 @@ impl ResultSink for TokenSink {
     }
 
     fn row(&mut self, row: &[Value]) {
-        if self.tx.is_none() {
+        if self.write_error.is_some() {
             return;
         }
         tokens::row(&mut self.buf, &self.columns, row);

@@ -125,6 +125,15 @@ impl<S> PreloginWrapped<S> {
     pub fn into_inner(self) -> S {
         self.inner
     }
+
+    /// The socket, for a connection that goes on in TLS with the socket used directly:
+    /// the handshake must be over and nothing may be buffered here.
+    pub fn into_raw(self) -> std::io::Result<S> {
+        if self.handshake || !self.leftover.is_empty() || !self.framed.is_empty() || !self.out.is_empty() {
+            return Err(crate::packet::protocol("TLS handshake bytes left over after login"));
+        }
+        Ok(self.inner)
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for PreloginWrapped<S> {

@@ -38,6 +38,8 @@ pub const GOAL_THROUGHPUT_VS_POSTGRES: f64 = 1.5;
 
 const PASSWORD: &str = "Bench-Pointselect-1";
 const ROWS_PER_INSERT: u64 = 1000;
+/// The name of the tiberius clients' runtime threads (their CPU time is counted apart).
+const CLIENT_THREADS: &str = "bench-client";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PointselectParams {
@@ -63,6 +65,71 @@ impl PointselectParams {
 struct Phase {
     rate: f64,
     latency_ms: f64,
+    /// CPU time per query of the server and of its client(s), in microseconds.
+    cpu: Option<(f64, f64)>,
+}
+
+/// CPU seconds from /proc's clock ticks.
+fn ticks_to_seconds(ticks: u64) -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / hz as f64
+}
+
+/// (comm, ppid, utime + stime, cutime + cstime) of a /proc/…/stat line.
+fn proc_stat(text: &str) -> Option<(String, u32, u64, u64)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text[open + 1..close].to_string();
+    let fields: Vec<&str> = text[close + 2..].split_whitespace().collect();
+    let num = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
+    // Fields after the comm start at field 3 (state): ppid is 4, utime 14 … cstime 17.
+    Some((comm, num(1)? as u32, num(11)? + num(12)?, num(13)? + num(14)?))
+}
+
+/// CPU seconds of this process's threads whose name starts with `prefix`.
+fn thread_cpu(prefix: &str) -> f64 {
+    let mut ticks = 0;
+    for entry in fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        if let Some((comm, _, own, _)) =
+            fs::read_to_string(entry.path().join("stat")).ok().as_deref().and_then(proc_stat)
+        {
+            if comm.starts_with(prefix) {
+                ticks += own;
+            }
+        }
+    }
+    ticks_to_seconds(ticks)
+}
+
+/// CPU seconds of this process (all threads, alive or gone) or of its reaped children.
+fn rusage_cpu(who: libc::c_int) -> f64 {
+    // SAFETY: a zeroed rusage is valid for getrusage to fill.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid out-pointer.
+    unsafe { libc::getrusage(who, &mut u) };
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// CPU seconds of a PostgreSQL server: the postmaster, its reaped backends and its
+/// live children (checkpointer, WAL writer, …).
+fn postgres_cpu(postmaster: u32) -> f64 {
+    let mut ticks = 0;
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Some((_, ppid, own, reaped)) =
+            fs::read_to_string(entry.path().join("stat")).ok().as_deref().and_then(proc_stat)
+        else {
+            continue;
+        };
+        if pid == postmaster {
+            ticks += own + reaped;
+        } else if ppid == postmaster {
+            ticks += own;
+        }
+    }
+    ticks_to_seconds(ticks)
 }
 
 #[derive(Debug, Clone)]
@@ -109,7 +176,11 @@ fn tessera(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result
     };
     let server = tessera_server::RunningServer::start(config).map_err(BenchError::new)?;
     let port = server.addr.port();
-    let clients = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(CLIENT_THREADS)
+        .enable_all()
+        .build()?;
     let result = clients.block_on(async {
         let mut c = connect(port).await?;
         batch(&mut c, "create database [BufferPoolExtensions_test]", "create database").await?;
@@ -157,6 +228,7 @@ fn tessera(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result
             }
             let deadline = Instant::now() + Duration::from_secs(p.seconds);
             let start = Instant::now();
+            let (process_before, client_before) = (rusage_cpu(libc::RUSAGE_SELF), thread_cpu(CLIENT_THREADS));
             let tasks: Vec<_> = conns
                 .into_iter()
                 .map(|mut c| {
@@ -178,8 +250,15 @@ fn tessera(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result
                 total += t.await.map_err(|e| BenchError::new(e.to_string()))??;
             }
             let seconds = start.elapsed().as_secs_f64();
+            let client = thread_cpu(CLIENT_THREADS) - client_before;
+            let server = rusage_cpu(libc::RUSAGE_SELF) - process_before - client;
+            let per_query = |cpu: f64| 1e6 * cpu / (total.max(1) as f64);
             let rate = total as f64 / seconds;
-            phases.push(Phase { rate, latency_ms: 1000.0 * n as f64 / rate.max(1e-9) });
+            phases.push(Phase {
+                rate,
+                latency_ms: 1000.0 * n as f64 / rate.max(1e-9),
+                cpu: Some((per_query(server), per_query(client))),
+            });
         }
         Ok(phases)
     });
@@ -240,14 +319,21 @@ struct Postgres {
     port: u16,
 }
 
+impl Postgres {
+    /// The postmaster's pid (the child may be `runuser`).
+    fn postmaster_pid(&self) -> u32 {
+        fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse().ok()))
+            .unwrap_or_else(|| self.child.id())
+    }
+}
+
 impl Drop for Postgres {
     fn drop(&mut self) {
         // SIGINT to the postmaster (named in postmaster.pid: the child may be `runuser`, which
         // does not forward signals) asks for a fast shutdown.
-        let postmaster = fs::read_to_string(self.data.join("postmaster.pid"))
-            .ok()
-            .and_then(|s| s.lines().next().map(str::to_owned))
-            .unwrap_or_else(|| self.child.id().to_string());
+        let postmaster = self.postmaster_pid().to_string();
         let _ = Command::new("kill").args(["-INT", &postmaster]).status();
         let _ = self.child.wait();
     }
@@ -326,7 +412,7 @@ fn parse_pgbench(out: &str) -> Result<Phase> {
     let rate = number_after("tps = ").ok_or_else(|| BenchError::new(format!("no tps in pgbench's output: {out}")))?;
     let latency_ms = number_after("latency average = ")
         .ok_or_else(|| BenchError::new(format!("no latency in pgbench's output: {out}")))?;
-    Ok(Phase { rate, latency_ms })
+    Ok(Phase { rate, latency_ms, cpu: None })
 }
 
 fn postgres_side(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result<Vec<Phase>> {
@@ -361,7 +447,18 @@ fn postgres_side(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> 
             .args(["-c", &n.to_string(), "-j", &n.min(2).to_string(), "-T", &p.seconds.to_string(), "-f"])
             .arg(&script)
             .arg("postgres");
-        phases.push(parse_pgbench(&run_checked(c, "pgbench")?)?);
+        let postmaster = server.postmaster_pid();
+        let (server_before, client_before) = (postgres_cpu(postmaster), rusage_cpu(libc::RUSAGE_CHILDREN));
+        let mut phase = parse_pgbench(&run_checked(c, "pgbench")?)?;
+        // The backends exit with pgbench; give the postmaster a moment to reap them.
+        std::thread::sleep(Duration::from_millis(300));
+        let queries = phase.rate * p.seconds as f64;
+        let per_query = |cpu: f64| 1e6 * cpu / queries.max(1.0);
+        phase.cpu = Some((
+            per_query(postgres_cpu(postmaster) - server_before),
+            per_query(rusage_cpu(libc::RUSAGE_CHILDREN) - client_before),
+        ));
+        phases.push(phase);
     }
     drop(server);
     Ok(phases)
@@ -414,6 +511,11 @@ pub fn run(dir: &Path, params: &PointselectParams, progress: &dyn Fn(&str)) -> R
                     fmt_value(q.rate),
                     q.latency_ms
                 ));
+                if let (Some((ts, tc)), Some((ps, pc))) = (t.cpu, q.cpu) {
+                    report.note(format!(
+                        "{n} connection(s), CPU per query: tessera server {ts:.1} µs + tiberius client {tc:.1} µs; postgresql server {ps:.1} µs + pgbench {pc:.1} µs"
+                    ));
+                }
             }
         }
         _ => {

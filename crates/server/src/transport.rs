@@ -46,6 +46,8 @@ pub const WATCH_AFTER: Duration = Duration::from_millis(5);
 
 static SPINNERS: AtomicUsize = AtomicUsize::new(0);
 static PARKED: AtomicUsize = AtomicUsize::new(0);
+/// Requests executing right now, server-wide: spinning only pays while CPUs are idle.
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 fn max_spinners() -> usize {
     *MAX_SPINNERS.get_or_init(|| {
@@ -216,13 +218,15 @@ fn take_slot(counter: &'static AtomicUsize, max: usize) -> Option<Slot> {
 
 /// Waits for the next request on a busy connection: true when it has bytes (or its peer
 /// closed), false when the connection should go idle. Spins (yielding the CPU to anything
-/// runnable) while a spinner slot is free, then blocks while a parking slot is free.
+/// runnable) while no request is executing and a spinner slot is free — under load the
+/// CPUs are better spent executing — then blocks while a parking slot is free.
 pub fn wait_readable(t: &mut Transport) -> io::Result<bool> {
     if t.buffered() {
         return Ok(true);
     }
     let fd = t.socket().as_raw_fd();
-    if let Some(_spin) = take_slot(&SPINNERS, max_spinners()) {
+    let spin = if RUNNING.load(Ordering::Relaxed) == 0 { take_slot(&SPINNERS, max_spinners()) } else { None };
+    if let Some(_spin) = spin {
         let start = Instant::now();
         while start.elapsed() < SPIN {
             if poll_readable(fd, Duration::ZERO)? {
@@ -257,7 +261,16 @@ impl Watch {
     /// Marks the start (`true`) or end of a request.
     pub fn running(&self, on: bool) {
         let v = if on { epoch().elapsed().as_nanos().max(1) as u64 } else { 0 };
-        self.0.started.store(v, Ordering::Relaxed);
+        let was = self.0.started.swap(v, Ordering::Relaxed);
+        match (was == 0, on) {
+            (true, true) => {
+                RUNNING.fetch_add(1, Ordering::Relaxed);
+            }
+            (false, false) => {
+                RUNNING.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => debug_assert!(false, "running({on}) twice"),
+        }
     }
 }
 

@@ -14,11 +14,13 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use tessera_buffer::page::PAGE_SIZE;
 use tessera_buffer::{BufferPool, PoolConfig, PoolStats};
 use tessera_io::{Error, Result};
 use tessera_log::LogConfig;
 
 use crate::database::{Database, DatabaseOptions};
+use crate::memory::{self, MemoryGovernor, MemoryStatus};
 use crate::registry::{self, Entry};
 
 #[derive(Clone, Debug)]
@@ -27,7 +29,9 @@ pub struct EngineConfig {
     pub data_dir: PathBuf,
     /// Where log files go by default (may be another device); defaults to `data_dir`.
     pub log_dir: Option<PathBuf>,
-    /// Maximum size of the shared buffer pool.
+    /// Maximum size of the shared buffer pool until `set_memory_limits` says otherwise.
+    /// The pool reserves address space for the larger of this and the machine's memory,
+    /// so the limit can later move anywhere below that.
     pub pool_bytes: usize,
     pub max_open_databases: usize,
     pub idle_close_after: Duration,
@@ -77,6 +81,7 @@ struct Inner {
 pub struct Engine {
     config: EngineConfig,
     pool: Arc<BufferPool>,
+    memory: MemoryGovernor,
     inner: Mutex<Inner>,
     stop: Arc<AtomicBool>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -93,7 +98,11 @@ impl Engine {
         for dir in [Some(&config.data_dir), config.log_dir.as_ref()].into_iter().flatten() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, 0, e))?;
         }
-        let pool = BufferPool::new(PoolConfig { max_bytes: config.pool_bytes, ..PoolConfig::default() })?;
+        let machine = memory::sample().map_or(0, |s| s.total_bytes as usize);
+        let reservation = config.pool_bytes.max(machine);
+        let pool = BufferPool::new(PoolConfig { max_bytes: reservation, ..PoolConfig::default() })?;
+        let memory = MemoryGovernor::new(reservation as u64, config.pool_bytes as u64, PAGE_SIZE);
+        pool.set_max_bytes(memory.status().target_bytes as usize)?;
         let entries = registry::load(&Engine::registry_path(&config.data_dir))?;
         let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
         let slots = entries
@@ -103,6 +112,7 @@ impl Engine {
         let engine = Arc::new(Engine {
             config,
             pool,
+            memory,
             inner: Mutex::new(Inner { slots, next_id }),
             stop: Arc::new(AtomicBool::new(false)),
             worker: Mutex::new(None),
@@ -305,8 +315,30 @@ impl Engine {
         EngineStats { databases, open_databases: self.open_slots().len(), pool: self.pool.stats() }
     }
 
+    /// Sets min and max server memory (bytes): the pool's limit moves to `max` at once
+    /// (shrinking evicts and returns memory to the OS) and then follows memory pressure
+    /// between the two. Returns the new limit (`max` capped by the reservation).
+    pub fn set_memory_limits(&self, min: u64, max: u64) -> Result<u64> {
+        let target = self.memory.set_limits(min, max);
+        self.pool.set_max_bytes(target as usize)?;
+        Ok(target)
+    }
+
+    pub fn memory_status(&self) -> MemoryStatus {
+        self.memory.status()
+    }
+
+    /// Seconds a page stays in the pool at the recent eviction rate.
+    pub fn page_life_expectancy(&self) -> u64 {
+        self.memory.page_life_expectancy(self.pool.stats().resident_pages)
+    }
+
     /// One round of background work (also called by the background thread).
     pub fn maintain(&self) {
+        if let Some(target) = memory::sample().and_then(|s| self.memory.adjust(s)) {
+            let _ = self.pool.set_max_bytes(target as usize);
+        }
+        self.memory.observe_evictions(self.pool.stats().evictions);
         for (slot, db) in self.open_slots() {
             if db.log_pending() && db.options().delayed_durability != crate::DelayedDurability::Disabled {
                 let _ = db.flush_log();

@@ -21,6 +21,7 @@
 
 mod database;
 mod engine;
+pub mod memory;
 mod registry;
 mod transaction;
 
@@ -28,7 +29,7 @@ pub use database::{Database, DatabaseOptions, DelayedDurability, RecoveryModel, 
 pub use engine::{Engine, EngineConfig, EngineStats};
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::Direction;
-pub use tessera_buffer::PoolStats;
+pub use tessera_buffer::{PoolStats, PAGE_SIZE};
 pub use tessera_io::{Error, Result};
 pub use tessera_log::recovery::RecoveryOutcome;
 pub use transaction::{Savepoint, Transaction};

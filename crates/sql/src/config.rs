@@ -9,9 +9,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use tessera_database::Database;
+use tessera_database::{Database, Engine};
 
 use crate::error::{SqlError, SqlResult};
+
+const MAX_MEMORY: &str = "max server memory (MB)";
+const MIN_MEMORY: &str = "min server memory (MB)";
 
 /// Storage tree in master holding the configured values.
 const CONFIG_TREE: &str = "sys$config";
@@ -235,6 +238,24 @@ impl Config {
             ));
         }
         let old = self.configured_value(def);
+        // min server memory may not exceed max server memory (nor the other way round).
+        let other = match def.name {
+            MIN_MEMORY => Some((MAX_MEMORY, true)),
+            MAX_MEMORY => Some((MIN_MEMORY, false)),
+            _ => None,
+        };
+        if let Some((other, is_min)) = other {
+            let other_value = self.configured_value(self.find_exact(other));
+            if (is_min && value > other_value) || (!is_min && value < other_value) {
+                return Err(SqlError::new(
+                    15129,
+                    format!(
+                        "'{value}' is not a valid value for configuration option '{}': min server memory may not exceed max server memory.",
+                        def.name
+                    ),
+                ));
+            }
+        }
         self.persist(def.id, value)?;
         self.values.write().configured.insert(def.id, value);
         Ok(Change { name: def.name, old, new: value })
@@ -244,6 +265,20 @@ impl Config {
     pub fn reconfigure(&self) {
         let mut v = self.values.write();
         v.running = v.configured.clone();
+    }
+
+    fn find_exact(&self, name: &str) -> &'static OptionDef {
+        OPTIONS.iter().find(|o| o.name == name).expect("a defined option")
+    }
+
+    /// Gives the engine the run values of min and max server memory. The default max
+    /// (2147483647: "all") means the pool size the server was started with.
+    pub fn apply_memory(&self, engine: &Engine) -> SqlResult<u64> {
+        let max_def = self.find_exact(MAX_MEMORY);
+        let max_mb = self.running(max_def);
+        let min_mb = self.running(self.find_exact(MIN_MEMORY));
+        let max = if max_mb == max_def.default { engine.config().pool_bytes as u64 } else { (max_mb as u64) << 20 };
+        Ok(engine.set_memory_limits((min_mb as u64) << 20, max)?)
     }
 
     fn persist(&self, id: i32, value: i64) -> SqlResult<()> {

@@ -89,6 +89,7 @@ impl Shared {
         engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
         let config = crate::config::Config::load(engine.database("master")?)?;
         let logins = crate::logins::Logins::load(engine.database("master")?)?;
+        config.apply_memory(&engine)?;
         Ok(Arc::new(Shared {
             engine,
             plans: PlanCache::new(crate::cache::DEFAULT_BUDGET_BYTES),

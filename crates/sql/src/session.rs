@@ -1180,7 +1180,8 @@ impl<'a> Runner<'a> {
                 {
                     return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
                 }
-                self.shared.config.reconfigure()
+                self.shared.config.reconfigure();
+                self.shared.config.apply_memory(&self.shared.engine)?;
             }
             StatementKind::If { .. }
             | StatementKind::While { .. }

@@ -44,6 +44,8 @@ pub enum View {
     ServerPrincipals,
     SqlLogins,
     ServerRoleMembers,
+    SysMemory,
+    ProcessMemory,
 }
 
 const VIEWS: &[(&str, &str, View)] = &[
@@ -76,6 +78,8 @@ const VIEWS: &[(&str, &str, View)] = &[
     ("sys", "server_principals", View::ServerPrincipals),
     ("sys", "sql_logins", View::SqlLogins),
     ("sys", "server_role_members", View::ServerRoleMembers),
+    ("sys", "dm_os_sys_memory", View::SysMemory),
+    ("sys", "dm_os_process_memory", View::ProcessMemory),
 ];
 
 /// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
@@ -320,6 +324,32 @@ impl View {
             View::ServerRoleMembers => {
                 vec![col("role_principal_id", Int, false), col("member_principal_id", Int, false)]
             }
+            View::SysMemory => vec![
+                col("total_physical_memory_kb", BigInt, false),
+                col("available_physical_memory_kb", BigInt, false),
+                col("total_page_file_kb", BigInt, false),
+                col("available_page_file_kb", BigInt, false),
+                col("system_cache_kb", BigInt, false),
+                col("kernel_paged_pool_kb", BigInt, false),
+                col("kernel_nonpaged_pool_kb", BigInt, false),
+                col("system_high_memory_signal_state", Bit, false),
+                col("system_low_memory_signal_state", Bit, false),
+                col("system_memory_state_desc", NVarChar(256), false),
+            ],
+            View::ProcessMemory => vec![
+                col("physical_memory_in_use_kb", BigInt, false),
+                col("large_page_allocations_kb", BigInt, false),
+                col("locked_page_allocations_kb", BigInt, false),
+                col("total_virtual_address_space_kb", BigInt, false),
+                col("virtual_address_space_reserved_kb", BigInt, false),
+                col("virtual_address_space_committed_kb", BigInt, false),
+                col("virtual_address_space_available_kb", BigInt, false),
+                col("page_fault_count", BigInt, false),
+                col("memory_utilization_percentage", Int, false),
+                col("available_commit_limit_kb", BigInt, false),
+                col("process_physical_memory_low", Bit, false),
+                col("process_virtual_memory_low", Bit, false),
+            ],
             View::Sessions => vec![
                 col("session_id", SmallInt, false),
                 col("login_time", DateTime, false),
@@ -634,13 +664,83 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
             let counter = |object: &str, name: &str, instance: &str, value: i64, kind: i64| {
                 vec![s(object), s(name), s(instance), int(value), int(kind)]
             };
-            vec![
+            let mut rows = vec![
                 counter("SQLServer:Plan Cache", "Cache Hit Ratio", "SQL Plans", hits, 537003264),
                 counter("SQLServer:Plan Cache", "Cache Hit Ratio Base", "SQL Plans", hits + misses, 1073939712),
                 counter("SQLServer:Plan Cache", "Cache Object Counts", "SQL Plans", p.len() as i64, 65792),
                 counter("SQLServer:SQL Statistics", "SQL Compilations/sec", "", misses, 272696576),
                 counter("SQLServer:SQL Statistics", "Batch Requests/sec", "", hits + misses, 272696576),
-            ]
+            ];
+            let engine = &ctx.shared.engine;
+            let pool = engine.stats().pool;
+            let memory = engine.memory_status();
+            let pages = |n: u64| n as i64;
+            let kb = |bytes: u64| (bytes >> 10) as i64;
+            let buffer = "SQLServer:Buffer Manager";
+            rows.extend([
+                counter(buffer, "Buffer cache hit ratio", "", pages(pool.hits), 537003264),
+                counter(buffer, "Buffer cache hit ratio base", "", pages(pool.hits + pool.misses), 1073939712),
+                counter(buffer, "Page life expectancy", "", engine.page_life_expectancy() as i64, 65792),
+                counter(buffer, "Database pages", "", pages(pool.resident_pages), 65792),
+                counter(buffer, "Target pages", "", pages(pool.capacity_pages), 65792),
+                counter(buffer, "Page reads/sec", "", pages(pool.reads), 272696576),
+                counter(buffer, "Page writes/sec", "", pages(pool.writes), 272696576),
+                counter(buffer, "Lazy writes/sec", "", pages(pool.evictions), 272696576),
+            ]);
+            let manager = "SQLServer:Memory Manager";
+            let total = pool.resident_pages * tessera_database::PAGE_SIZE as u64;
+            rows.extend([
+                counter(manager, "Target Server Memory (KB)", "", kb(memory.target_bytes), 65792),
+                counter(manager, "Total Server Memory (KB)", "", kb(total), 65792),
+                counter(manager, "Free Memory (KB)", "", kb(memory.target_bytes.saturating_sub(total)), 65792),
+                counter(manager, "Memory pressure events", "", memory.pressure_events as i64, 65792),
+            ]);
+            rows
+        }
+        View::SysMemory => {
+            let m = tessera_database::memory::system_memory();
+            let low = tessera_database::memory::low_water(m.total);
+            let (high_signal, low_signal) = (m.available > 2 * low, m.available < low);
+            let desc = match (high_signal, low_signal) {
+                (true, _) => "Available physical memory is high",
+                (_, true) => "Available physical memory is low",
+                _ => "Physical memory usage is steady",
+            };
+            let kb = |b: u64| int((b >> 10) as i64);
+            vec![vec![
+                kb(m.total),
+                kb(m.available),
+                kb(m.total + m.swap_total),
+                kb(m.available + m.swap_free),
+                kb(m.cached),
+                kb(m.slab_reclaimable),
+                kb(m.slab_unreclaimable),
+                bit(high_signal),
+                bit(low_signal),
+                s(desc),
+            ]]
+        }
+        View::ProcessMemory => {
+            let p = tessera_database::memory::process_memory();
+            let m = tessera_database::memory::system_memory();
+            let low = m.available < tessera_database::memory::low_water(m.total);
+            let kb = |b: u64| int((b >> 10) as i64);
+            // A 47-bit user address space.
+            let address_space = 1u64 << 47;
+            vec![vec![
+                kb(p.resident),
+                kb(p.huge_pages),
+                kb(p.locked),
+                kb(address_space),
+                kb(p.virtual_size),
+                kb(p.resident + p.swapped),
+                kb(address_space.saturating_sub(p.virtual_size)),
+                int(p.page_faults as i64),
+                int((100 * p.resident).checked_div(p.resident + p.swapped).unwrap_or(100) as i64),
+                kb(m.available + m.swap_free),
+                bit(low),
+                bit(false),
+            ]]
         }
         View::Schemas => vec![
             vec![s("dbo"), int(1), int(1)],

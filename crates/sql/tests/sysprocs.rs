@@ -79,3 +79,87 @@ fn sp_configure_values_survive_a_restart() {
     assert_eq!(shared.config.run_value("max server memory (MB)"), Some(3072), "configured values load as run values");
     assert!(shared.config.show_advanced());
 }
+
+fn scalar(s: &mut Session, sql: &str) -> Value {
+    let mut out = Collected::default();
+    assert!(!s.execute(sql, &mut out), "{sql}: {:?}", out.errors());
+    out.result_sets[0].1[0][0].clone()
+}
+
+#[test]
+fn max_server_memory_moves_the_pool_and_memory_views_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.pool_bytes = 512 << 20;
+    config.background = false;
+    let engine = Engine::open(config).unwrap();
+    let shared = Shared::new(engine.clone()).unwrap();
+    let mut s = Session::new(shared.clone(), "sa", "master").unwrap();
+    let counter = |s: &mut Session, name: &str| match scalar(
+        s,
+        &format!("select cntr_value from sys.dm_os_performance_counters where counter_name = '{name}'"),
+    ) {
+        Value::Int(v) => v,
+        v => panic!("{name}: {v:?}"),
+    };
+    assert_eq!(counter(&mut s, "Target Server Memory (KB)"), 512 << 10, "the pool size the server started with");
+
+    // Fill some of the pool, then lower max server memory below what is cached.
+    let mut out = Collected::default();
+    assert!(
+        !s.execute(
+            "create table filler (id int identity primary key, pad char(4000) not null default 'x');
+         with n as (select 1 as i union all select i + 1 from n where i < 36000)
+         insert into filler (pad) select 'x' from n option (maxrecursion 0);",
+            &mut out
+        ),
+        "{:?}",
+        out.errors()
+    );
+    let cached_kb = counter(&mut s, "Total Server Memory (KB)");
+    assert!(cached_kb > 140 << 10, "about 144 MB of rows cached: {cached_kb} KB");
+    let mut out = Collected::default();
+    assert!(!s.execute(
+        "exec sp_configure 'show advanced options', 1; reconfigure; exec sp_configure 'max server memory (MB)', 128; reconfigure;",
+        &mut out
+    ), "{:?}", out.errors());
+    assert_eq!(counter(&mut s, "Target Server Memory (KB)"), 128 << 10);
+    assert_eq!(engine.stats().pool.capacity_pages, (128 << 20) / 8192);
+    assert!(counter(&mut s, "Total Server Memory (KB)") <= 128 << 10, "the pool shrank at once");
+    assert_eq!(scalar(&mut s, "select count(*) from filler"), Value::Int(36000), "nothing lost");
+
+    // min may not exceed max, and the other way round.
+    let mut out = Collected::default();
+    assert!(s.execute("exec sp_configure 'min server memory (MB)', 256", &mut out));
+    assert_eq!(out.errors()[0].number, 15129);
+    let mut out = Collected::default();
+    assert!(!s.execute("exec sp_configure 'min server memory (MB)', 64; reconfigure;", &mut out));
+    assert_eq!(engine.memory_status().min_bytes, 64 << 20);
+    let mut out = Collected::default();
+    assert!(s.execute("exec sp_configure 'max server memory (MB)', 32", &mut out));
+    assert_eq!(out.errors()[0].number, 15129, "below the option's minimum (128)");
+
+    // Back to the default: the size the server was started with.
+    let mut out = Collected::default();
+    assert!(!s.execute("exec sp_configure 'max server memory (MB)', 2147483647; reconfigure;", &mut out));
+    assert_eq!(counter(&mut s, "Target Server Memory (KB)"), 512 << 10);
+
+    let hit = counter(&mut s, "Buffer cache hit ratio");
+    let base = counter(&mut s, "Buffer cache hit ratio base");
+    assert!(hit > 0 && hit <= base, "{hit} / {base}");
+    assert!(counter(&mut s, "Database pages") > 0);
+    assert!(counter(&mut s, "Page life expectancy") >= 0);
+
+    let mut out = Collected::default();
+    assert!(!s.execute(
+        "select total_physical_memory_kb, available_physical_memory_kb, system_memory_state_desc from sys.dm_os_sys_memory;
+         select physical_memory_in_use_kb, virtual_address_space_reserved_kb, page_fault_count from sys.dm_os_process_memory;",
+        &mut out
+    ), "{:?}", out.errors());
+    let sys = &out.result_sets[0].1[0];
+    let (Value::Int(total), Value::Int(available)) = (&sys[0], &sys[1]) else { panic!("{sys:?}") };
+    assert!(*total > 0 && available <= total);
+    let process = &out.result_sets[1].1[0];
+    let (Value::Int(rss), Value::Int(reserved)) = (&process[0], &process[1]) else { panic!("{process:?}") };
+    assert!(*rss > 0 && reserved > rss, "the pool's reservation is address space, not memory");
+}

@@ -4,6 +4,7 @@
 //! The protocol is described in `README.md` beside this crate; the comments here refer to
 //! its sections.
 
+mod extension;
 mod frame;
 mod region;
 mod table;
@@ -28,6 +29,8 @@ use tessera_io::{AlignedBuf, Error, Result};
 use crate::page::{self, Lsn, PageNo, PAGE_SIZE};
 use frame::{Frame, Kind, State, DIRTY, GEN_SHIFT, MAX_USAGE, NIL, NO_KEY, USAGE_SHIFT, WRITING};
 use region::Region;
+
+pub use extension::{Extension, ExtensionStats};
 use table::{key, key_file, key_page, shard_of, Key, Radix, RadixRef, Shard, SlotTable, SHARDS};
 
 /// One file of pages that the pool caches; implemented by the database layer.
@@ -182,6 +185,10 @@ struct Inner {
     writer_cv: Condvar,
     writer_kick: AtomicBool,
     writer_stop: AtomicBool,
+    /// The buffer pool extension, when one is configured; `has_extension` mirrors it so
+    /// the dirtying path pays one atomic load when there is none.
+    extension: RwLock<Option<Arc<Extension>>>,
+    has_extension: AtomicBool,
 }
 
 /// The buffer pool. Create one per instance with [`BufferPool::new`].
@@ -356,6 +363,8 @@ impl BufferPool {
             writer_cv: Condvar::new(),
             writer_kick: AtomicBool::new(false),
             writer_stop: AtomicBool::new(false),
+            extension: RwLock::new(None),
+            has_extension: AtomicBool::new(false),
         });
         let writer = if cfg.background_writer {
             let shared = Arc::clone(&inner);
@@ -462,8 +471,28 @@ impl BufferPool {
 
     /// Drops every clean, unpinned page from memory (`DBCC DROPCLEANBUFFERS`), so the next
     /// reads come from disk; dirty and pinned pages stay. Returns how many were dropped.
+    /// With an extension the dropped pages go to it, as any evicted clean page does.
     pub fn drop_clean_pages(&self) -> usize {
         self.inner.drop_clean_pages()
+    }
+
+    /// Installs a buffer pool extension, or removes it (`None`; its file is deleted).
+    /// Returns the previous one.
+    pub fn set_extension(&self, ext: Option<Extension>) -> Option<Arc<Extension>> {
+        let next = ext.map(Arc::new);
+        let mut slot = self.inner.extension.write();
+        self.inner.has_extension.store(next.is_some(), Ordering::Release);
+        std::mem::replace(&mut *slot, next)
+    }
+
+    /// The extension in use, if any.
+    pub fn extension(&self) -> Option<Arc<Extension>> {
+        self.inner.extension()
+    }
+
+    /// The pages in RAM: (file, page, dirty). For `sys.dm_os_buffer_descriptors`.
+    pub fn resident_pages(&self) -> Vec<(FileId, PageNo, bool)> {
+        self.inner.resident_pages()
     }
 }
 
@@ -879,6 +908,12 @@ impl Inner {
                 drop(g);
                 self.resident.fetch_sub(1, Ordering::Relaxed);
                 self.evictions.fetch_add(1, Ordering::Relaxed);
+                if let Some(ext) = self.extension() {
+                    // The frame is Owned by us: its bytes are the clean page, unchanging.
+                    // SAFETY: PAGE_SIZE bytes of frame `i`, which nobody else can touch now.
+                    let image = unsafe { std::slice::from_raw_parts(self.frame_ptr(i), PAGE_SIZE) };
+                    ext.stage(k, image);
+                }
                 return Ok(Evict::Done { wrote });
             }
             if d & WRITING != 0 || wrote {
@@ -1035,6 +1070,9 @@ impl Inner {
                     buf.fill(0);
                     return Ok(());
                 }
+                if self.extension().is_some_and(|ext| ext.read(k, buf)) {
+                    return Ok(());
+                }
                 self.reads.fetch_add(1, Ordering::Relaxed);
                 entry.store.read_page(no, buf)?;
                 page::verify(buf, no).map_err(|damage| Error::Corrupt {
@@ -1109,6 +1147,9 @@ impl Inner {
     }
 
     fn discard(&self, file: FileId) {
+        if let Some(ext) = self.extension() {
+            ext.invalidate_file(file.0);
+        }
         let entry = {
             let files = &mut *self.files.write();
             let Some(entry) = files.map.remove(&file.0) else { return };
@@ -1292,6 +1333,26 @@ impl Inner {
         }
     }
 
+    fn extension(&self) -> Option<Arc<Extension>> {
+        if !self.has_extension.load(Ordering::Acquire) {
+            return None;
+        }
+        self.extension.read().clone()
+    }
+
+    fn resident_pages(&self) -> Vec<(FileId, PageNo, bool)> {
+        let n = self.hwm.load(Ordering::Acquire);
+        let mut out = Vec::new();
+        for i in 0..n as u32 {
+            let f = self.frame(i);
+            let k = f.key.load(Ordering::Acquire);
+            if k != NO_KEY && State(f.state.load(Ordering::Acquire)).kind() == Kind::Valid {
+                out.push((FileId(key_file(k)), key_page(k), f.dirty.load(Ordering::Acquire) & DIRTY != 0));
+            }
+        }
+        out
+    }
+
     fn drop_clean_pages(&self) -> usize {
         let n = self.hwm.load(Ordering::Acquire);
         let mut dropped = 0;
@@ -1410,7 +1471,11 @@ impl PageHandle {
             })
             .unwrap_or_else(|x| x);
         if prev & DIRTY == 0 {
-            self.inner().dirty_pages.fetch_add(1, Ordering::Relaxed);
+            let inner = self.inner();
+            inner.dirty_pages.fetch_add(1, Ordering::Relaxed);
+            if let Some(ext) = inner.extension() {
+                ext.invalidate(inner.frame(self.idx).key.load(Ordering::Relaxed));
+            }
         }
     }
 }

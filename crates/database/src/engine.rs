@@ -60,6 +60,16 @@ impl EngineConfig {
     }
 }
 
+/// A page the buffer pool holds (`sys.dm_os_buffer_descriptors`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferDescriptor {
+    pub database: String,
+    pub database_id: u32,
+    pub page: u32,
+    pub dirty: bool,
+    pub in_extension: bool,
+}
+
 #[derive(Clone, Debug)]
 pub struct EngineStats {
     pub databases: usize,
@@ -326,6 +336,50 @@ impl Engine {
 
     pub fn memory_status(&self) -> MemoryStatus {
         self.memory.status()
+    }
+
+    /// Turns the buffer pool extension on (a new, cold file of `bytes` at `path`) or off
+    /// (`None`: the file is deleted).
+    pub fn set_buffer_pool_extension(&self, ext: Option<(&Path, u64)>) -> Result<()> {
+        let next = match ext {
+            Some((path, bytes)) => Some(tessera_buffer::Extension::create(path, bytes)?),
+            None => None,
+        };
+        drop(self.pool.set_extension(next));
+        Ok(())
+    }
+
+    /// Every page in RAM or in the extension: (database, database id, page, dirty, in the
+    /// extension). Pages of databases closed meanwhile are left out.
+    pub fn buffer_descriptors(&self) -> Vec<BufferDescriptor> {
+        let files: HashMap<u32, (String, u32)> =
+            self.open_slots().into_iter().map(|(_, db)| (db.space.file.0, (db.name().to_string(), db.id()))).collect();
+        let mut out = Vec::new();
+        for (file, page, dirty) in self.pool.resident_pages() {
+            if let Some((name, id)) = files.get(&file.0) {
+                out.push(BufferDescriptor {
+                    database: name.clone(),
+                    database_id: *id,
+                    page,
+                    dirty,
+                    in_extension: false,
+                });
+            }
+        }
+        if let Some(ext) = self.pool.extension() {
+            for (file, page) in ext.pages() {
+                if let Some((name, id)) = files.get(&file.0) {
+                    out.push(BufferDescriptor {
+                        database: name.clone(),
+                        database_id: *id,
+                        page,
+                        dirty: false,
+                        in_extension: true,
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// Seconds a page stays in the pool at the recent eviction rate.

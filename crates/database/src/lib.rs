@@ -26,10 +26,10 @@ mod registry;
 mod transaction;
 
 pub use database::{Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
-pub use engine::{Engine, EngineConfig, EngineStats};
+pub use engine::{BufferDescriptor, Engine, EngineConfig, EngineStats};
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::Direction;
-pub use tessera_buffer::{PoolStats, PAGE_SIZE};
+pub use tessera_buffer::{ExtensionStats, PoolStats, PAGE_SIZE};
 pub use tessera_io::{Error, Result};
 pub use tessera_log::recovery::RecoveryOutcome;
 pub use transaction::{Savepoint, Transaction};

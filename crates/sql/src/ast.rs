@@ -208,6 +208,9 @@ pub enum StatementKind {
         args: Vec<Expr>,
         options: Vec<String>,
     },
+    /// `ALTER SERVER CONFIGURATION SET BUFFER POOL EXTENSION ON (FILENAME = 'f', SIZE = n
+    /// [KB|MB|GB])` (`Some((file, bytes))`) or `… OFF` (`None`).
+    BufferPoolExtension(Option<(String, u64)>),
     /// `RECONFIGURE [WITH OVERRIDE]`
     Reconfigure {
         with_override: bool,

@@ -127,7 +127,23 @@ struct Values {
 pub struct Config {
     master: Option<Arc<Database>>,
     values: RwLock<Values>,
+    /// The buffer pool extension as configured (ALTER SERVER CONFIGURATION), remembered
+    /// across restarts; the file itself starts cold at every start.
+    extension: RwLock<Option<ExtensionSetting>>,
 }
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ExtensionSetting {
+    pub file: String,
+    pub bytes: u64,
+}
+
+/// The extension may be at most this many times max server memory (SQL Server's
+/// Enterprise edition limit).
+const EXTENSION_MAX_RATIO: u64 = 32;
+
+/// The key of the extension setting in the configuration tree (option ids are 4 bytes).
+const EXTENSION_KEY: &[u8] = b"buffer pool extension";
 
 /// What `sp_configure 'name', value` did.
 #[derive(Debug)]
@@ -141,8 +157,12 @@ impl Config {
     /// Loads the configured values from master (they become the run values).
     pub fn load(master: Arc<Database>) -> SqlResult<Config> {
         let mut values = Values::default();
+        let mut extension = None;
         if let Some(tree) = master.table(CONFIG_TREE) {
             let tx = master.begin();
+            if let Some(bytes) = tx.get(tree, EXTENSION_KEY)? {
+                extension = serde_json::from_slice(&bytes).ok();
+            }
             for item in tx.scan(
                 tree,
                 std::ops::Bound::Unbounded,
@@ -161,12 +181,12 @@ impl Config {
             tx.commit()?;
         }
         values.running = values.configured.clone();
-        Ok(Config { master: Some(master), values: RwLock::new(values) })
+        Ok(Config { master: Some(master), values: RwLock::new(values), extension: RwLock::new(extension) })
     }
 
     /// A configuration that is not persisted (tests).
     pub fn in_memory() -> Config {
-        Config { master: None, values: RwLock::new(Values::default()) }
+        Config { master: None, values: RwLock::new(Values::default()), extension: RwLock::new(None) }
     }
 
     pub fn configured_value(&self, def: &OptionDef) -> i64 {
@@ -281,20 +301,88 @@ impl Config {
         Ok(engine.set_memory_limits((min_mb as u64) << 20, max)?)
     }
 
-    fn persist(&self, id: i32, value: i64) -> SqlResult<()> {
+    /// The extension as configured (it may have failed to start: see the engine's pool).
+    pub fn extension(&self) -> Option<ExtensionSetting> {
+        self.extension.read().clone()
+    }
+
+    /// `ALTER SERVER CONFIGURATION SET BUFFER POOL EXTENSION ON (…)` / `OFF`: checks
+    /// SQL Server's size rules, starts or stops the extension and remembers the setting.
+    pub fn set_extension(&self, engine: &Engine, setting: Option<ExtensionSetting>) -> SqlResult<()> {
+        if let Some(s) = &setting {
+            if engine.pool().extension().is_some() {
+                return Err(SqlError::new(
+                    870,
+                    "The buffer pool extension is already enabled; turn it OFF before changing its file or size.",
+                ));
+            }
+            let max = engine.memory_status().max_bytes;
+            if s.bytes <= max {
+                return Err(SqlError::new(
+                    868,
+                    format!(
+                        "The buffer pool extension size must be larger than the current memory allocation threshold '{} MB'. Buffer pool extension is not enabled.",
+                        max >> 20
+                    ),
+                ));
+            }
+            let page = tessera_database::PAGE_SIZE as u64;
+            if s.bytes > EXTENSION_MAX_RATIO * max {
+                return Err(SqlError::new(
+                    864,
+                    format!(
+                        "Attempting to allocate {} BUF for buffer pool extension for a maximum of {} page descriptors.",
+                        s.bytes / page,
+                        EXTENSION_MAX_RATIO * max / page
+                    ),
+                ));
+            }
+            engine.set_buffer_pool_extension(Some((std::path::Path::new(&s.file), s.bytes))).map_err(|e| {
+                SqlError::new(
+                    5123,
+                    format!("CREATE FILE encountered operating system error {e} while attempting to open or create the physical file '{}'.", s.file),
+                )
+            })?;
+        } else {
+            engine.set_buffer_pool_extension(None)?;
+        }
+        let bytes = setting.as_ref().map(|s| serde_json::to_vec(s).unwrap_or_default());
+        self.persist_key(EXTENSION_KEY, bytes.as_deref())?;
+        *self.extension.write() = setting;
+        Ok(())
+    }
+
+    /// Starts the configured extension at server start (a cold file). A failure leaves it
+    /// off and is returned for the log.
+    pub fn start_extension(&self, engine: &Engine) -> SqlResult<()> {
+        let Some(s) = self.extension() else { return Ok(()) };
+        engine.set_buffer_pool_extension(Some((std::path::Path::new(&s.file), s.bytes)))?;
+        Ok(())
+    }
+
+    fn persist_key(&self, key: &[u8], value: Option<&[u8]>) -> SqlResult<()> {
         let Some(master) = &self.master else { return Ok(()) };
         let tree = match master.table(CONFIG_TREE) {
             Some(t) => t,
             None => master.create_table(CONFIG_TREE)?,
         };
         let mut tx = master.begin();
-        let key = id.to_be_bytes();
-        let bytes = value.to_string().into_bytes();
-        if !tx.update(tree, &key, &bytes)? {
-            tx.insert(tree, &key, &bytes)?;
+        match value {
+            Some(v) => {
+                if !tx.update(tree, key, v)? {
+                    tx.insert(tree, key, v)?;
+                }
+            }
+            None => {
+                tx.delete(tree, key)?;
+            }
         }
         tx.commit()?;
         Ok(())
+    }
+
+    fn persist(&self, id: i32, value: i64) -> SqlResult<()> {
+        self.persist_key(&id.to_be_bytes(), Some(value.to_string().as_bytes()))
     }
 }
 

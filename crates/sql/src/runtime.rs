@@ -90,6 +90,9 @@ impl Shared {
         let config = crate::config::Config::load(engine.database("master")?)?;
         let logins = crate::logins::Logins::load(engine.database("master")?)?;
         config.apply_memory(&engine)?;
+        // A configured extension that cannot start (its device is gone) stays off; the
+        // extension configuration view shows it disabled.
+        let _ = config.start_extension(&engine);
         Ok(Arc::new(Shared {
             engine,
             plans: PlanCache::new(crate::cache::DEFAULT_BUDGET_BYTES),

@@ -1113,6 +1113,14 @@ impl<'a> Runner<'a> {
                 }
                 self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
             }
+            StatementKind::BufferPoolExtension(setting) => {
+                let login = &self.state.login;
+                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "serveradmin") {
+                    return Err(crate::security::no_permission());
+                }
+                let setting = setting.clone().map(|(file, bytes)| crate::config::ExtensionSetting { file, bytes });
+                self.shared.config.set_extension(&self.shared.engine, setting)?;
+            }
             StatementKind::CreateLogin { .. }
             | StatementKind::AlterLogin { .. }
             | StatementKind::DropLogin(_)

@@ -46,6 +46,8 @@ pub enum View {
     ServerRoleMembers,
     SysMemory,
     ProcessMemory,
+    ExtensionConfiguration,
+    BufferDescriptors,
 }
 
 const VIEWS: &[(&str, &str, View)] = &[
@@ -80,6 +82,8 @@ const VIEWS: &[(&str, &str, View)] = &[
     ("sys", "server_role_members", View::ServerRoleMembers),
     ("sys", "dm_os_sys_memory", View::SysMemory),
     ("sys", "dm_os_process_memory", View::ProcessMemory),
+    ("sys", "dm_os_buffer_pool_extension_configuration", View::ExtensionConfiguration),
+    ("sys", "dm_os_buffer_descriptors", View::BufferDescriptors),
 ];
 
 /// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
@@ -324,6 +328,27 @@ impl View {
             View::ServerRoleMembers => {
                 vec![col("role_principal_id", Int, false), col("member_principal_id", Int, false)]
             }
+            View::ExtensionConfiguration => vec![
+                col("path", NVarChar(256), true),
+                col("file_id", Int, true),
+                col("state", Int, false),
+                col("state_description", NVarChar(60), false),
+                col("current_size_in_kb", BigInt, false),
+            ],
+            View::BufferDescriptors => vec![
+                col("database_id", Int, true),
+                col("file_id", Int, true),
+                col("page_id", Int, true),
+                col("page_level", Int, true),
+                col("allocation_unit_id", BigInt, true),
+                col("page_type", NVarChar(60), true),
+                col("row_count", Int, true),
+                col("free_space_in_bytes", Int, true),
+                col("is_modified", Bit, true),
+                col("numa_node", Int, true),
+                col("read_microsec", BigInt, true),
+                col("is_in_bpool_extension", Bit, true),
+            ],
             View::SysMemory => vec![
                 col("total_physical_memory_kb", BigInt, false),
                 col("available_physical_memory_kb", BigInt, false),
@@ -687,6 +712,22 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                 counter(buffer, "Page writes/sec", "", pages(pool.writes), 272696576),
                 counter(buffer, "Lazy writes/sec", "", pages(pool.evictions), 272696576),
             ]);
+            let ext = engine.pool().extension().map(|e| e.stats()).unwrap_or_default();
+            rows.extend([
+                counter(buffer, "Extension page reads/sec", "", pages(ext.reads), 272696576),
+                counter(buffer, "Extension page writes/sec", "", pages(ext.writes), 272696576),
+                counter(buffer, "Extension page evictions/sec", "", pages(ext.evictions), 272696576),
+                counter(buffer, "Extension allocated pages", "", pages(ext.used), 65792),
+                counter(buffer, "Extension free pages", "", pages(ext.slots - ext.used), 65792),
+                counter(
+                    buffer,
+                    "Extension in use as percentage",
+                    "",
+                    (100 * ext.used).checked_div(ext.slots).unwrap_or(0) as i64,
+                    65792,
+                ),
+                counter(buffer, "Extension outstanding IO counter", "", pages(ext.queued), 65792),
+            ]);
             let manager = "SQLServer:Memory Manager";
             let total = pool.resident_pages * tessera_database::PAGE_SIZE as u64;
             rows.extend([
@@ -697,6 +738,46 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
             ]);
             rows
         }
+        View::ExtensionConfiguration => {
+            let engine = &ctx.shared.engine;
+            let row = match (engine.pool().extension(), ctx.shared.config.extension()) {
+                (Some(ext), _) => vec![
+                    s(&ext.path().to_string_lossy()),
+                    int(0),
+                    int(5),
+                    s("BUFFER POOL EXTENSION ENABLED"),
+                    int((ext.size_bytes() >> 10) as i64),
+                ],
+                // Configured but not running (its file could not be made at start).
+                (None, Some(setting)) => {
+                    vec![s(&setting.file), int(0), int(0), s("BUFFER POOL EXTENSION DISABLED"), int(0)]
+                }
+                (None, None) => vec![Value::Null, Value::Null, int(0), s("BUFFER POOL EXTENSION DISABLED"), int(0)],
+            };
+            vec![row]
+        }
+        View::BufferDescriptors => ctx
+            .shared
+            .engine
+            .buffer_descriptors()
+            .into_iter()
+            .map(|d| {
+                vec![
+                    int(i64::from(d.database_id)),
+                    int(1),
+                    int(i64::from(d.page)),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    bit(d.dirty),
+                    int(0),
+                    Value::Null,
+                    bit(d.in_extension),
+                ]
+            })
+            .collect(),
         View::SysMemory => {
             let m = tessera_database::memory::system_memory();
             let low = tessera_database::memory::low_water(m.total);

@@ -163,3 +163,94 @@ fn max_server_memory_moves_the_pool_and_memory_views_report() {
     let (Value::Int(rss), Value::Int(reserved)) = (&process[0], &process[1]) else { panic!("{process:?}") };
     assert!(*rss > 0 && reserved > rss, "the pool's reservation is address space, not memory");
 }
+
+#[test]
+fn buffer_pool_extension_on_off_rules_views_and_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let bpe = dir.path().join("cache.bpe");
+    let open = || {
+        let mut config = EngineConfig::new(dir.path().join("data"));
+        config.pool_bytes = 128 << 20;
+        config.background = false;
+        let engine = Engine::open(config).unwrap();
+        (engine.clone(), Shared::new(engine).unwrap())
+    };
+    let state = |s: &mut Session| match scalar(
+        s,
+        "select state_description from sys.dm_os_buffer_pool_extension_configuration",
+    ) {
+        Value::Str(v) => v.to_string(),
+        v => panic!("{v:?}"),
+    };
+    let error = |s: &mut Session, sql: &str| {
+        let mut out = Collected::default();
+        assert!(s.execute(sql, &mut out), "{sql}: no error");
+        out.errors()[0].number
+    };
+    let (engine, shared) = open();
+    let mut s = Session::new(shared.clone(), "sa", "master").unwrap();
+    assert_eq!(state(&mut s), "BUFFER POOL EXTENSION DISABLED");
+    let on = |size: &str| {
+        format!(
+            "alter server configuration set buffer pool extension on (filename = '{}', size = {size})",
+            bpe.display()
+        )
+    };
+    assert_eq!(error(&mut s, &on("64 MB")), 868, "not larger than max server memory");
+    assert_eq!(error(&mut s, &on("5 GB")), 864, "more than 32 times max server memory");
+    let mut out = Collected::default();
+    assert!(!s.execute(&on("512 MB"), &mut out), "{:?}", out.errors());
+    assert_eq!(state(&mut s), "BUFFER POOL EXTENSION ENABLED");
+    assert_eq!(
+        scalar(&mut s, "select current_size_in_kb from sys.dm_os_buffer_pool_extension_configuration"),
+        Value::Int(512 << 10)
+    );
+    assert!(bpe.exists());
+    assert_eq!(error(&mut s, &on("256 MB")), 870, "already on");
+
+    // More data than RAM: evicted clean pages go to the extension and are read back from it.
+    let mut out = Collected::default();
+    assert!(
+        !s.execute(
+            "create table big (id int identity primary key, pad char(4000) not null default 'x');
+         with n as (select 1 as i union all select i + 1 from n where i < 40000)
+         insert into big (pad) select 'x' from n option (maxrecursion 0);
+         checkpoint;",
+            &mut out
+        ),
+        "{:?}",
+        out.errors()
+    );
+    for _ in 0..2 {
+        assert_eq!(scalar(&mut s, "select count(*) from big where pad = 'x'"), Value::Int(40000));
+    }
+    engine.pool().extension().unwrap().drain();
+    let counter = |s: &mut Session, name: &str| match scalar(
+        s,
+        &format!("select cntr_value from sys.dm_os_performance_counters where counter_name = '{name}'"),
+    ) {
+        Value::Int(v) => v,
+        v => panic!("{v:?}"),
+    };
+    assert!(counter(&mut s, "Extension page writes/sec") > 0);
+    assert!(counter(&mut s, "Extension page reads/sec") > 0, "the second scan read pages back from the extension");
+    assert!(counter(&mut s, "Extension allocated pages") > 0);
+    match scalar(&mut s, "select count(*) from sys.dm_os_buffer_descriptors where is_in_bpool_extension = 1") {
+        Value::Int(n) => assert!(n > 0),
+        v => panic!("{v:?}"),
+    }
+    drop(s);
+    drop(shared);
+    engine.shutdown().unwrap();
+    drop(engine);
+
+    // Remembered across a restart (the file starts cold), then turned off.
+    let (_engine, shared) = open();
+    let mut s = Session::new(shared, "sa", "master").unwrap();
+    assert_eq!(state(&mut s), "BUFFER POOL EXTENSION ENABLED");
+    assert_eq!(scalar(&mut s, "select count(*) from big"), Value::Int(40000));
+    let mut out = Collected::default();
+    assert!(!s.execute("alter server configuration set buffer pool extension off", &mut out));
+    assert_eq!(state(&mut s), "BUFFER POOL EXTENSION DISABLED");
+    assert!(!bpe.exists(), "the extension file is deleted when it is turned off");
+}

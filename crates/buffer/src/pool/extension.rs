@@ -32,7 +32,8 @@ use parking_lot::{Condvar, Mutex};
 use tessera_io::{AlignedBuf, Error, Result};
 
 use super::table::{key_file, key_page, Key};
-use crate::page::{self, PAGE_SIZE};
+use crate::page::{self, PageNo, PAGE_SIZE};
+use crate::FileId;
 
 /// Staged copies waiting for the writer (8 MiB of pages at most).
 const STAGE_LIMIT: usize = 1024;
@@ -220,9 +221,9 @@ impl Extension {
         self.shared.state.lock().map.contains_key(&key)
     }
 
-    /// The keys of every page held.
-    pub fn keys(&self) -> Vec<Key> {
-        self.shared.state.lock().map.keys().copied().collect()
+    /// Every page held: (pool file, page).
+    pub fn pages(&self) -> Vec<(FileId, PageNo)> {
+        self.shared.state.lock().map.keys().map(|&k| (FileId(key_file(k)), key_page(k))).collect()
     }
 
     pub fn stats(&self) -> ExtensionStats {
@@ -336,7 +337,6 @@ impl Shared {
 mod tests {
     use super::super::table::key;
     use super::*;
-    use crate::FileId;
 
     fn image(no: u32, fill: u8) -> Vec<u8> {
         let mut p = vec![fill; PAGE_SIZE];

@@ -49,6 +49,9 @@ impl Parser<'_> {
         if self.eat_words(&["SERVER", "ROLE"]) {
             return self.alter_server_role();
         }
+        if self.eat_words(&["SERVER", "CONFIGURATION"]) {
+            return self.alter_server_configuration();
+        }
         self.expect_word("TABLE")?;
         let table = self.object_name()?;
         let action = self.alter_table_action(&table)?;

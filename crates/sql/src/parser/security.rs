@@ -1,4 +1,5 @@
-//! Server security: `CREATE/ALTER/DROP LOGIN` and `ALTER SERVER ROLE … ADD|DROP MEMBER`.
+//! Server-level statements: `CREATE/ALTER/DROP LOGIN`, `ALTER SERVER ROLE … ADD|DROP
+//! MEMBER` and `ALTER SERVER CONFIGURATION SET BUFFER POOL EXTENSION`.
 
 use super::{Parser, Result};
 use crate::ast::{AlterLoginAction, LoginOption, StatementKind};
@@ -47,6 +48,63 @@ impl Parser<'_> {
         self.expect_word("MEMBER")?;
         let member = self.ident()?;
         Ok(StatementKind::AlterServerRole { role, member, add })
+    }
+
+    /// After `ALTER SERVER CONFIGURATION`: `SET BUFFER POOL EXTENSION ON (FILENAME = 'f',
+    /// SIZE = n [KB|MB|GB]) | OFF` (the size in MB when no unit is given).
+    pub(super) fn alter_server_configuration(&mut self) -> Result<StatementKind> {
+        self.expect_word("SET")?;
+        for w in ["BUFFER", "POOL", "EXTENSION"] {
+            self.expect_word(w)?;
+        }
+        if self.eat_word("OFF") {
+            return Ok(StatementKind::BufferPoolExtension(None));
+        }
+        self.expect_word("ON")?;
+        self.expect_punct(Punct::LParen)?;
+        let (mut file, mut size) = (None, None);
+        loop {
+            let name = self.upper_word()?;
+            self.expect_punct(Punct::Eq)?;
+            match name.as_str() {
+                "FILENAME" => match &self.peek().kind {
+                    TokenKind::String { value, .. } => {
+                        file = Some(value.clone());
+                        self.pos += 1;
+                    }
+                    _ => return Err(self.error_here()),
+                },
+                "SIZE" => {
+                    let token = self.peek().clone();
+                    if token.kind != TokenKind::Integer {
+                        return Err(self.error_here());
+                    }
+                    self.pos += 1;
+                    let n: u64 = token.text.parse().map_err(|_| self.error_here())?;
+                    let shift = if self.eat_word("KB") {
+                        10
+                    } else if self.eat_word("GB") {
+                        30
+                    } else {
+                        self.eat_word("MB");
+                        20
+                    };
+                    size = Some(n.checked_shl(shift).filter(|b| b >> shift == n).ok_or_else(|| self.error_here())?);
+                }
+                _ => {
+                    self.pos -= 2;
+                    return Err(self.error_here());
+                }
+            }
+            if !self.eat_punct(Punct::Comma) {
+                break;
+            }
+        }
+        self.expect_punct(Punct::RParen)?;
+        match (file, size) {
+            (Some(f), Some(s)) => Ok(StatementKind::BufferPoolExtension(Some((f, s)))),
+            _ => Err(self.error_here()),
+        }
     }
 
     fn login_option(&mut self) -> Result<LoginOption> {

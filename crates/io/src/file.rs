@@ -70,14 +70,17 @@ impl DataFile {
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        self.file.read_exact_at(buf, offset).map_err(|e| Error::io("read", &self.path, offset, e))
+        let len = buf.len();
+        crate::profile::through(&self.path, offset, len, || self.file.read_exact_at(buf, offset))
+            .map_err(|e| Error::io("read", &self.path, offset, e))
     }
 
     /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (0 at end of file).
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
+        let len = buf.len();
         loop {
-            match self.file.read_at(buf, offset) {
+            match crate::profile::through(&self.path, offset, len, || self.file.read_at(buf, offset)) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(Error::io("read", &self.path, offset, e)),
@@ -87,7 +90,8 @@ impl DataFile {
 
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        self.file.write_all_at(buf, offset).map_err(|e| Error::io("write", &self.path, offset, e))
+        crate::profile::through(&self.path, offset, buf.len(), || self.file.write_all_at(buf, offset))
+            .map_err(|e| Error::io("write", &self.path, offset, e))
     }
 
     /// Makes written data durable (fdatasync).

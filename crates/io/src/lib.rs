@@ -4,6 +4,7 @@
 mod aligned;
 mod error;
 mod file;
+pub mod profile;
 pub mod uring;
 
 pub use aligned::AlignedBuf;

@@ -21,15 +21,13 @@
 //!   discarded file's pages are dropped.
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::File;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
-use tessera_io::{AlignedBuf, Error, Result};
+use tessera_io::{AlignedBuf, DataFile, Error, OpenMode, Result};
 
 use super::table::{key_file, key_page, Key};
 use crate::page::{self, PageNo, PAGE_SIZE};
@@ -71,7 +69,7 @@ struct State {
 }
 
 struct Shared {
-    file: File,
+    file: DataFile,
     state: Mutex<State>,
     work: Condvar,
     reads: AtomicU64,
@@ -98,17 +96,17 @@ impl Extension {
         if slots == 0 || slots > u32::MAX as u64 {
             return Err(Error::Invalid(format!("buffer pool extension size {bytes} is out of range")));
         }
-        let open = |direct: bool| {
-            let mut o = std::fs::OpenOptions::new();
-            o.read(true).write(true).create(true).truncate(true);
-            if direct {
-                o.custom_flags(libc::O_DIRECT);
-            }
-            o.open(path)
-        };
+        // A new extension starts cold: whatever file was there goes.
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io("replace", path, 0, e)),
+            _ => {}
+        }
         // O_DIRECT keeps the extension out of the page cache; some filesystems lack it.
-        let file = open(true).or_else(|_| open(false)).map_err(|e| Error::io("create", path, 0, e))?;
-        file.set_len(slots * PAGE_SIZE as u64).map_err(|e| Error::io("size", path, 0, e))?;
+        let file = match DataFile::open(path, OpenMode::CreateNew, true) {
+            Err(Error::Invalid(_)) => DataFile::open(path, OpenMode::CreateNew, false)?,
+            other => other?,
+        };
+        file.set_len(slots * PAGE_SIZE as u64)?;
         let n = slots as usize;
         let shared = Arc::new(Shared {
             file,
@@ -408,7 +406,7 @@ mod tests {
         // Damage every slot behind the extension's back.
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         for s in 0..8u64 {
-            f.write_all_at(&[0xAB; 64], s * PAGE_SIZE as u64 + 100).unwrap();
+            std::os::unix::fs::FileExt::write_all_at(&f, &[0xAB; 64], s * PAGE_SIZE as u64 + 100).unwrap();
         }
         let mut buf = AlignedBuf::new(PAGE_SIZE);
         assert!(!ext.read(key(FileId(1), 5), &mut buf), "checksum failure: not used");

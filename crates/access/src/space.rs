@@ -40,6 +40,11 @@ pub struct DataStore {
 }
 
 impl DataStore {
+    /// Drops the data file's pages from the OS page cache (see `DataFile::drop_os_cache`).
+    pub fn drop_os_cache(&self) {
+        self.file.drop_os_cache();
+    }
+
     pub fn pages(&self) -> u32 {
         self.pages.load(Ordering::Acquire)
     }

@@ -36,7 +36,7 @@ pub const GOAL_LATENCY_VS_POSTGRES: f64 = 0.5;
 /// tessera's 16-connection throughput must be at least this multiple of PostgreSQL's.
 pub const GOAL_THROUGHPUT_VS_POSTGRES: f64 = 1.5;
 
-const PASSWORD: &str = "Bench-Pointselect-1";
+pub(crate) const PASSWORD: &str = "Bench-Pointselect-1";
 const ROWS_PER_INSERT: u64 = 1000;
 /// The name of the tiberius clients' runtime threads (their CPU time is counted apart).
 const CLIENT_THREADS: &str = "bench-client";
@@ -138,9 +138,9 @@ pub struct Outcome {
     pub failures: Vec<String>,
 }
 
-type Conn = Client<Compat<TcpStream>>;
+pub(crate) type Conn = Client<Compat<TcpStream>>;
 
-async fn connect(port: u16) -> Result<Conn> {
+pub(crate) async fn connect(port: u16) -> Result<Conn> {
     let mut config = ClientConfig::new();
     config.host("127.0.0.1");
     config.port(port);
@@ -151,7 +151,7 @@ async fn connect(port: u16) -> Result<Conn> {
     Client::connect(config, tcp.compat_write()).await.map_err(|e| BenchError::new(format!("tessera login: {e}")))
 }
 
-async fn batch(c: &mut Conn, text: &str, what: &str) -> Result<u64> {
+pub(crate) async fn batch(c: &mut Conn, text: &str, what: &str) -> Result<u64> {
     let results = c
         .simple_query(text)
         .await
@@ -160,6 +160,47 @@ async fn batch(c: &mut Conn, text: &str, what: &str) -> Result<u64> {
         .await
         .map_err(|e| BenchError::new(format!("tessera {what}: {e}")))?;
     Ok(results.iter().map(|r| r.len() as u64).sum())
+}
+
+/// Seed 002's database, table and rows (`rows` of char(1000), loaded in batches of
+/// 10,000 in one transaction each), read once so they are all in memory.
+pub(crate) async fn load_seed_table(c: &mut Conn, rows: u64, progress: &dyn Fn(&str)) -> Result<()> {
+    batch(c, "create database [BufferPoolExtensions_test]", "create database").await?;
+    batch(
+        c,
+        "use [BufferPoolExtensions_test]; create table [dbo].[TestTable] ([id] int identity(1,1) not null, [n] char(1000) not null, constraint [PK_TestTable] primary key clustered ([id]))",
+        "create table",
+    )
+    .await?;
+    progress(&format!("tessera: loading {rows} rows"));
+    let mut loaded = 0;
+    while loaded < rows {
+        let mut text = String::from("set nocount on; begin tran;");
+        for _ in 0..10 {
+            let n = ROWS_PER_INSERT.min(rows - loaded);
+            if n == 0 {
+                break;
+            }
+            text.push_str("insert into [dbo].[TestTable] ([n]) values ");
+            for i in 0..n {
+                text.push_str(if i == 0 { "(replicate('A', 1000))" } else { ", (replicate('A', 1000))" });
+            }
+            text.push(';');
+            loaded += n;
+        }
+        text.push_str("commit;");
+        batch(c, &text, "load").await?;
+    }
+    let warmed = batch(c, "select [n] from [dbo].[TestTable]", "warm-up").await?;
+    if warmed != rows {
+        return Err(BenchError::new(format!("tessera holds {warmed} rows, not {rows}")));
+    }
+    Ok(())
+}
+
+/// The seed's select: one uniformly random row, the id drawn by the server.
+pub(crate) fn seed_query(rows: u64) -> String {
+    format!("select [n] from [dbo].[TestTable] where [id] = cast(rand(checksum(newid())) * {rows} as int) + 1")
 }
 
 /// tessera's side: the server in process, tiberius clients on their own runtime.
@@ -183,40 +224,8 @@ fn tessera(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result
         .build()?;
     let result = clients.block_on(async {
         let mut c = connect(port).await?;
-        batch(&mut c, "create database [BufferPoolExtensions_test]", "create database").await?;
-        batch(
-            &mut c,
-            "use [BufferPoolExtensions_test]; create table [dbo].[TestTable] ([id] int identity(1,1) not null, [n] char(1000) not null, constraint [PK_TestTable] primary key clustered ([id]))",
-            "create table",
-        )
-        .await?;
-        progress(&format!("tessera: loading {} rows", p.rows));
-        let mut loaded = 0;
-        while loaded < p.rows {
-            let mut text = String::from("set nocount on; begin tran;");
-            for _ in 0..10 {
-                let n = ROWS_PER_INSERT.min(p.rows - loaded);
-                if n == 0 {
-                    break;
-                }
-                text.push_str("insert into [dbo].[TestTable] ([n]) values ");
-                for i in 0..n {
-                    text.push_str(if i == 0 { "(replicate('A', 1000))" } else { ", (replicate('A', 1000))" });
-                }
-                text.push(';');
-                loaded += n;
-            }
-            text.push_str("commit;");
-            batch(&mut c, &text, "load").await?;
-        }
-        let warmed = batch(&mut c, "select [n] from [dbo].[TestTable]", "warm-up").await?;
-        if warmed != p.rows {
-            return Err(BenchError::new(format!("tessera holds {warmed} rows, not {}", p.rows)));
-        }
-        let query = format!(
-            "select [n] from [dbo].[TestTable] where [id] = cast(rand(checksum(newid())) * {} as int) + 1",
-            p.rows
-        );
+        load_seed_table(&mut c, p.rows, progress).await?;
+        let query = seed_query(p.rows);
         let mut phases = Vec::new();
         for &n in &p.connections {
             progress(&format!("tessera: {n} connection(s) for {} s", p.seconds));

@@ -24,6 +24,9 @@ pub enum Bench {
     /// Seed 002's point select over TCP through the TDS server (1 and 16 connections) next to
     /// PostgreSQL's pgbench in the same run.
     Pointselect(CommonArgs),
+    /// Seed 002's five buffer pool extension scenarios (memory, cold HDD, capped memory,
+    /// capped memory plus an extension, cold SSD) through the TDS server.
+    Bpe(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -69,6 +72,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
             finish(&common, |dir| {
                 tessera_bench::pointselect::run(dir, &params, &progress).map(|o| (o.report, o.failures))
             })
+        }
+        Bench::Bpe(common) => {
+            let params = if common.quick {
+                tessera_bench::bpe::BpeParams::quick()
+            } else {
+                tessera_bench::bpe::BpeParams::full()
+            };
+            finish(&common, |dir| tessera_bench::bpe::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }

@@ -338,6 +338,17 @@ impl Engine {
         self.memory.status()
     }
 
+    /// `DBCC DROPCLEANBUFFERS`: drops every clean page from the pool, and every open data
+    /// file's clean pages from the OS page cache, so that the next reads come from the
+    /// devices. Returns how many pool pages were dropped.
+    pub fn drop_clean_buffers(&self) -> usize {
+        let dropped = self.pool.drop_clean_pages();
+        for (_, db) in self.open_slots() {
+            db.space.store.drop_os_cache();
+        }
+        dropped
+    }
+
     /// Turns the buffer pool extension on (a new, cold file of `bytes` at `path`) or off
     /// (`None`: the file is deleted).
     pub fn set_buffer_pool_extension(&self, ext: Option<(&Path, u64)>) -> Result<()> {

@@ -165,7 +165,8 @@ mod tests {
         assert_eq!(DeviceProfile::named("none"), Ok(None));
 
         let dir = tempfile::tempdir().unwrap();
-        let fast = DeviceProfile { name: "t".into(), access: Duration::from_millis(5), bandwidth: 1 << 30, queue_depth: 1 };
+        let fast =
+            DeviceProfile { name: "t".into(), access: Duration::from_millis(5), bandwidth: 1 << 30, queue_depth: 1 };
         set_profile(dir.path(), Some(fast));
         let file = dir.path().join("x");
         assert_eq!(profile_of(&file).as_deref(), Some("t"));

@@ -2275,7 +2275,7 @@ impl<'a> Runner<'a> {
         match command {
             "FREEPROCCACHE" => self.shared.plans.clear(),
             "DROPCLEANBUFFERS" => {
-                self.shared.engine.pool().drop_clean_pages();
+                self.shared.engine.drop_clean_buffers();
             }
             "CHECKDB" => {
                 let name = match args.first() {

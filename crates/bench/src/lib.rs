@@ -10,6 +10,7 @@
 //! - [`sql`]: `tessera bench sql`, seed 002's point select through the T-SQL layer.
 
 pub mod bpe;
+pub mod burst;
 mod chart;
 pub mod engine;
 pub mod error;

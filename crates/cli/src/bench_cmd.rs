@@ -27,6 +27,9 @@ pub enum Bench {
     /// Seed 002's five buffer pool extension scenarios (memory, cold HDD, capped memory,
     /// capped memory plus an extension, cold SSD) through the TDS server.
     Bpe(CommonArgs),
+    /// Seed 003's burst: one transaction of 10M rows into an indexed table, then releasing
+    /// the pool, next to SQLite.
+    Burst(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -80,6 +83,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::bpe::BpeParams::full()
             };
             finish(&common, |dir| tessera_bench::bpe::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Burst(common) => {
+            let params = if common.quick {
+                tessera_bench::burst::BurstParams::quick()
+            } else {
+                tessera_bench::burst::BurstParams::full()
+            };
+            finish(&common, |dir| tessera_bench::burst::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }

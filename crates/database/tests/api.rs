@@ -520,3 +520,92 @@ fn live_resize_up_and_down_under_a_running_workload_loses_nothing() {
     tx.commit().unwrap();
     db.check().unwrap();
 }
+
+#[test]
+fn extension_on_and_off_while_queries_run_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.pool_bytes = 4 << 20;
+    let engine = Engine::open(c).unwrap();
+    engine.create_database("x", DatabaseOptions::default()).unwrap();
+    let db = engine.database("x").unwrap();
+    let t = db.create_table("t").unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A writer rewrites 4,000 rows of 1.5 KB (6 MB: more than the 4 MB pool can keep) while a reader checks every row it reads against the writer's
+    // published model.
+    let published = Arc::new(parking_lot::Mutex::new(std::collections::HashMap::<i32, u8>::new()));
+    let writer = {
+        let (db, stop, published) = (db.clone(), stop.clone(), published.clone());
+        std::thread::spawn(move || {
+            let mut round = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || round < 3 {
+                for k in 0..4000 {
+                    let v = ((round + k as u32) % 251) as u8;
+                    let mut tx = db.begin();
+                    if round == 0 {
+                        tx.insert(t, &int_key(k), &[v; 1500]).unwrap();
+                    } else {
+                        assert!(tx.update(t, &int_key(k), &[v; 1500]).unwrap());
+                    }
+                    tx.commit().unwrap();
+                    published.lock().insert(k, v);
+                }
+                round += 1;
+            }
+        })
+    };
+    let reader = {
+        let (db, stop, published) = (db.clone(), stop.clone(), published.clone());
+        std::thread::spawn(move || {
+            let mut k = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                k = (k + 7) % 4000;
+                // The committed value can only move forward from what was published
+                // before the read; the read must see that or a newer value of the row.
+                let before = published.lock().get(&k).copied();
+                let tx = db.begin();
+                let got = tx.get(t, &int_key(k)).unwrap();
+                tx.commit().unwrap();
+                if let Some(v) = before {
+                    let got = got.unwrap_or_else(|| panic!("row {k} vanished"));
+                    assert_eq!(got.len(), 1500);
+                    assert!(got.iter().all(|&b| b == got[0]), "row {k} torn");
+                    let after = published.lock().get(&k).copied().unwrap();
+                    assert!(
+                        published_between(v, got[0], after),
+                        "row {k}: stale {} (published {v} then {after})",
+                        got[0]
+                    );
+                }
+            }
+        })
+    };
+    let bpe = dir.path().join("x.bpe");
+    let mut used = 0;
+    for round in 0..20 {
+        if let Some(ext) = engine.pool().extension() {
+            let s = ext.stats();
+            used += s.writes + s.reads;
+        }
+        let on = round % 2 == 0;
+        engine.set_buffer_pool_extension(on.then_some((bpe.as_path(), 64 << 20))).unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    assert!(used > 0, "the extension took part");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    reader.join().unwrap();
+    let tx = db.begin();
+    for (k, v) in published.lock().iter() {
+        assert_eq!(tx.get(t, &int_key(*k)).unwrap().unwrap()[0], *v, "row {k}");
+    }
+    tx.commit().unwrap();
+    db.check().unwrap();
+}
+
+/// Whether `got` lies on the writer's path from value `from` to value `to`, or one past
+/// it (committed, not yet published); each rewrite of a row adds one, modulo 251.
+fn published_between(from: u8, got: u8, to: u8) -> bool {
+    let step = |a: u8, b: u8| (u32::from(b) + 251 - u32::from(a)) % 251;
+    step(from, got) <= step(from, to) + 1
+}

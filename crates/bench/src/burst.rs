@@ -93,6 +93,9 @@ fn peak_rss() -> u64 {
 fn tessera(dir: &Path, p: &BurstParams) -> Result<Side> {
     let mut config = EngineConfig::new(dir);
     config.pool_bytes = (p.data_bytes() as usize).max(512 << 20);
+    // No background thread: it holds the engine now and then, and the release is timed
+    // where the last handle is dropped.
+    config.background = false;
     let engine = Engine::open(config)?;
     engine.create_database("burst", DatabaseOptions::default())?;
     let db = engine.database("burst")?;

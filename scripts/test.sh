@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite, as README.md documents it. Needs the Rust toolchain (rustup's
-# stable with rustfmt and clippy; every crate comes from crates.io) and Python 3 with pip:
-# the client tests install the SQL Server client library they drive (python-tds) from PyPI.
+# stable with rustfmt and clippy; every crate comes from crates.io), Python 3 with pip, Node.js
+# with npm and Go: scripts/install-clients.sh installs the SQL Server clients the scenario
+# tests drive (python-tds, pymssql, FreeTDS, tedious, go-mssqldb).
 # Last, the TDS request decoders are fuzzed for 30 s (scripts/fuzz.sh: nightly + cargo-fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
-python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore python-tds==1.17.1
+scripts/install-clients.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked

@@ -175,7 +175,7 @@ pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version:
     session.bulk_insert(&target.table, &typed, rows, target.keep_identity, sink);
 }
 
-/// A BULK_LOAD message: COLMETADATA, then rows up to DONE.
+/// A BULK_LOAD message: COLMETADATA, then rows up to DONE or the message's end.
 pub fn decode(payload: &[u8], version: Version) -> DecodeResult<(Vec<TypeInfo>, Vec<Vec<Value>>)> {
     let mut r = Reader::new(payload);
     if r.u8()? != tokens::COLMETADATA {
@@ -206,6 +206,11 @@ pub fn decode(payload: &[u8], version: Version) -> DecodeResult<(Vec<TypeInfo>, 
     }
     let mut rows = Vec::new();
     loop {
+        // FreeTDS (freebcp, pymssql's bcp) ends the message after its last row, without the
+        // DONE that other clients send.
+        if r.is_empty() {
+            return Ok((columns, rows));
+        }
         match r.u8()? {
             tokens::ROW => {
                 let row = columns.iter().map(|ti| read_row_value(&mut r, ti)).collect::<DecodeResult<Vec<_>>>()?;

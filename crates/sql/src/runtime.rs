@@ -181,6 +181,9 @@ pub struct Options {
     pub concat_null_yields_null: bool,
     pub arithabort: bool,
     pub ansi_warnings: bool,
+    /// `SET FMTONLY ON`: queries return their column metadata and no rows; data
+    /// modifications are not carried out (freebcp and older drivers ask result shapes so).
+    pub fmtonly: bool,
     pub textsize: i64,
     pub lock_timeout: i64,
     pub rowcount: i64,
@@ -203,6 +206,7 @@ impl Default for Options {
             concat_null_yields_null: true,
             arithabort: true,
             ansi_warnings: true,
+            fmtonly: false,
             textsize: -1,
             lock_timeout: -1,
             rowcount: 0,

@@ -1754,6 +1754,13 @@ impl<'a> Runner<'a> {
     }
 
     fn run_prepared(&mut self, p: &Prepared) -> SqlResult<()> {
+        if self.state.options.fmtonly {
+            // Shapes only: a query's column metadata (no rows); nothing is modified.
+            if let Prepared::Query(q) = p {
+                self.emit(&q.columns, &[], &[]);
+            }
+            return Ok(());
+        }
         match p {
             Prepared::Query(q) => {
                 // SQL Server sends a result's column metadata before its rows; an error while
@@ -2030,6 +2037,7 @@ impl<'a> Runner<'a> {
                 ("CONCAT_NULL_YIELDS_NULL", Some(v)) => o.concat_null_yields_null = v,
                 ("ARITHABORT", Some(v)) => o.arithabort = v,
                 ("ANSI_WARNINGS", Some(v)) => o.ansi_warnings = v,
+                ("FMTONLY", Some(v)) => o.fmtonly = v,
                 (
                     "ANSI_PADDING"
                     | "ANSI_NULL_DFLT_ON"
@@ -2039,7 +2047,6 @@ impl<'a> Runner<'a> {
                     | "NUMERIC_ROUNDABORT"
                     | "ARITHIGNORE"
                     | "NOEXEC"
-                    | "FMTONLY"
                     | "PARSEONLY"
                     | "FORCEPLAN"
                     | "STATISTICS IO"

@@ -47,3 +47,26 @@ impl Drop for TestServer {
         }
     }
 }
+
+/// Whether `program` can be started (`program --version` runs).
+pub fn have(program: &str) -> bool {
+    std::process::Command::new(program).arg("--version").output().is_ok()
+}
+
+/// Runs a client scenario (`command` gets the server's host, port and sa password as its
+/// last three arguments) against a fresh server; fails with the client's output and the
+/// server's ERRORLOG unless it exits 0 having printed "all checks passed".
+pub fn run_scenario(name: &str, mut command: std::process::Command) {
+    let server = TestServer::start();
+    let out = command
+        .args(["127.0.0.1", &server.port().to_string(), PASSWORD])
+        .output()
+        .unwrap_or_else(|e| panic!("{name}: cannot start the client: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "{name} scenario failed (are the clients installed? scripts/install-clients.sh)\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- ERRORLOG\n{}",
+        server.errorlog()
+    );
+}

@@ -48,3 +48,15 @@ exec sp_columns gadgets;
 exec sp_tables 'gadg%';
 exec sp_who;
 go
+GO
+-- SET FMTONLY ON: result shapes only; nothing is modified.
+CREATE TABLE fmt_t (id int PRIMARY KEY, name varchar(10));
+INSERT INTO fmt_t VALUES (1, 'one');
+SET FMTONLY ON;
+SELECT id, name FROM fmt_t;
+INSERT INTO fmt_t VALUES (2, 'two');
+DELETE FROM fmt_t;
+SET FMTONLY OFF;
+SELECT id, name FROM fmt_t;
+DROP TABLE fmt_t;
+GO

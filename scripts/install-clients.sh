@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the SQL Server client libraries and tools the client scenario tests drive
+# (crates/server/tests/*.rs): python-tds and pymssql from PyPI, FreeTDS's tsql and freebcp
+# from Debian, tedious from npm, go-mssqldb from the Go module proxy. Idempotent; needs
+# root (or sudo) for apt-get. Language runtimes (python3, node, go) must be present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+    python-tds==1.17.1 pymssql==2.3.2
+
+if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get install -y -q freetds-bin >/dev/null 2>&1 \
+        || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q freetds-bin >/dev/null; }
+fi

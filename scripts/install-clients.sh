@@ -15,3 +15,5 @@ if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null; then
     $sudo apt-get install -y -q freetds-bin >/dev/null 2>&1 \
         || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q freetds-bin >/dev/null; }
 fi
+
+(cd crates/server/tests/clients/tedious && npm ci --no-audit --no-fund --silent)

@@ -15,7 +15,8 @@
 //! Invariants:
 //! - Every request gets exactly one response message, ending in a DONE/DONEPROC without
 //!   DONE_MORE in a packet marked end-of-message. An attention gets a DONE with DONE_ATTN
-//!   (inside the response it interrupted, or as its own message when none was running).
+//!   in a message of its own (after the response it interrupted, or alone when none was
+//!   running).
 //! - Malformed, truncated or oversized packets end this connection only (logged); a
 //!   malformed request body (an RPC parameter this server cannot decode) fails that
 //!   request with an error and the connection goes on.
@@ -678,18 +679,21 @@ impl<'a> TokenSink<'a> {
         self.ship();
     }
 
-    /// Writes the last packet(s) of the response, marked end-of-message, with DONE_ATTN if
-    /// an attention interrupted the request.
+    /// Writes the last packet(s) of the response, marked end-of-message; if an attention
+    /// interrupted the request, its acknowledgement (DONE with DONE_ATTN) follows as a
+    /// message of its own, as SQL Server sends it (tedious waits for a new message).
     fn finish(mut self, attention: bool) -> io::Result<()> {
         if !self.finished {
             self.finish_batch();
         }
-        if attention {
-            tokens::done(&mut self.buf, self.version, tokens::DONE, done::ATTN, 0, 0);
-        }
         if self.write_error.is_none() {
             let mut id = self.packet_id;
             packet::frame(kind::REPLY, &self.buf, self.packet_size, true, &mut id, &mut self.out);
+            if attention {
+                let mut ack = BytesMut::new();
+                tokens::done(&mut ack, self.version, tokens::DONE, done::ATTN, 0, 0);
+                packet::frame(kind::REPLY, &ack, self.packet_size, true, &mut 1, &mut self.out);
+            }
         }
         self.write_out();
         match self.write_error.take() {

@@ -56,8 +56,18 @@ pub fn have(program: &str) -> bool {
 /// Runs a client scenario (`command` gets the server's host, port and sa password as its
 /// last three arguments) against a fresh server; fails with the client's output and the
 /// server's ERRORLOG unless it exits 0 having printed "all checks passed".
-pub fn run_scenario(name: &str, mut command: std::process::Command) {
+pub fn run_scenario(name: &str, command: std::process::Command) {
+    run_scenario_with(name, command, |_, _| {});
+}
+
+/// [`run_scenario`], with `prepare` adjusting the client's command for the started server.
+pub fn run_scenario_with(
+    name: &str,
+    mut command: std::process::Command,
+    prepare: impl FnOnce(&TestServer, &mut std::process::Command),
+) {
     let server = TestServer::start();
+    prepare(&server, &mut command);
     let out = command
         .args(["127.0.0.1", &server.port().to_string(), PASSWORD])
         .output()

@@ -17,3 +17,4 @@ if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null; then
 fi
 
 (cd crates/server/tests/clients/tedious && npm ci --no-audit --no-fund --silent)
+(cd crates/server/tests/clients/gomssql && go mod download)

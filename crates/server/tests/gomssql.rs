@@ -1,0 +1,16 @@
+//! The go-mssqldb client scenario (`tests/clients/gomssql`: database/sql with the
+//! sqlserver driver) against a real server. Skipped only when go is missing; its module
+//! comes from the Go module proxy (`scripts/install-clients.sh` runs go mod download).
+
+mod common;
+
+#[test]
+fn gomssql_scenario() {
+    if !common::have("go") {
+        eprintln!("go is missing: go-mssqldb scenario skipped");
+        return;
+    }
+    let mut go = std::process::Command::new("go");
+    go.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/gomssql")).args(["run", "."]);
+    common::run_scenario("go-mssqldb", go);
+}

@@ -594,12 +594,19 @@ impl<'a> TokenSink<'a> {
     }
 
     /// RESETCONNECTION: a fresh session for the same login and database.
+    /// The fresh session keeps the connection's cancel flag (the attention watchdog holds
+    /// it) and its network description (sys.dm_exec_connections).
     fn reset(&mut self, s: &mut Session, shared: Arc<tessera_sql::Shared>, login: &str, database: &str) {
         let (host, app) = (s.state.host_name.clone(), s.state.program_name.clone());
+        let connection = shared.sessions.lock().get(&s.state.spid).and_then(|i| i.connection.clone());
         s.close();
         match Session::new(shared, login, database) {
             Ok(mut fresh) => {
                 fresh.set_client(&host, &app);
+                fresh.state.cancel = s.state.cancel.clone();
+                if let Some(c) = connection {
+                    fresh.set_connection(c);
+                }
                 *s = fresh;
             }
             Err(e) => self.message(&e),

@@ -60,8 +60,11 @@ pub fn server_config(
     let key = PrivateKeyDer::from_pem_file(&key_path)
         .map_err(|e| format!("cannot read private key '{}': {e}", key_path.display()))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // TLS 1.2 only, as SQL Server for TDS 7.x (1.3 belongs to TDS 8.0 strict): with 1.3
+    // the client speaks last in the handshake, and go-mssqldb keeps its final handshake
+    // packet buffered until its next read, which never comes, so its Finished is lost.
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&[&rustls::version::TLS12])
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(certs, key)

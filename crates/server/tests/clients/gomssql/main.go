@@ -2,11 +2,11 @@
 //
 // Usage: go run . HOST PORT PASSWORD
 //
-// Covers: a wrong password (18456), a plaintext login (go-mssqldb's encrypt=true does not
-// log in yet: see crates/server/README.md), create database and table,
+// Covers: a wrong password (18456), TLS and plaintext logins, create database and table,
 // every data type through parameters (sp_executesql) and back, NULLs, a stored procedure
 // with an OUTPUT parameter and a return status, commit and rollback (TM requests), an
-// error with its number and a bulk load of 10,000 rows (mssql.CopyIn: INSERT BULK + BULK_LOAD). Exits non-zero on
+// error with its number, cancelling a long-running query (context cancel: attention) and
+// a bulk load of 10,000 rows (mssql.CopyIn: INSERT BULK + BULK_LOAD). Exits non-zero on
 // the first failure.
 package main
 
@@ -71,6 +71,12 @@ func main() {
 	err := bad.PingContext(ctx)
 	check(err != nil && strings.Contains(err.Error(), "Login failed"), "wrong password refused: %v", err)
 	bad.Close()
+
+	tls := open(password, "", "true")
+	var enc string
+	must(tls.QueryRowContext(ctx, "SELECT encrypt_option FROM sys.dm_exec_connections WHERE session_id = @@SPID").Scan(&enc), "query over TLS")
+	check(enc == "TRUE", "encrypt=true: the whole connection in TLS")
+	tls.Close()
 
 	master := open(password, "", "disable")
 	_, err = master.ExecContext(ctx, "IF DB_ID('gomssql_db') IS NOT NULL DROP DATABASE gomssql_db; CREATE DATABASE gomssql_db")
@@ -153,6 +159,16 @@ func main() {
 	// An error with its number.
 	_, err = db.ExecContext(ctx, "SELECT * FROM no_such_table")
 	check(serverNumber(err) == 208, "error 208 (%v)", err)
+
+	// Cancel a long-running query through its context (an attention) — after the error
+	// above, so on a connection database/sql has reset (RESETCONNECTION).
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	started := time.Now()
+	_, err = db.ExecContext(cctx, "WAITFOR DELAY '00:00:30'")
+	cancel()
+	check(err != nil && time.Since(started) < 20*time.Second, "long query cancelled after %v (%v)", time.Since(started), err)
+	must(db.QueryRowContext(ctx, "SELECT 4").Scan(&n), "after cancel")
+	check(n == 4, "connection usable after a cancel")
 
 	// Bulk load 10,000 rows.
 	_, err = db.ExecContext(ctx, "CREATE TABLE loaded (id int NOT NULL PRIMARY KEY, name nvarchar(30), amount decimal(10,2))")

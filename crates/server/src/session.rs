@@ -75,8 +75,8 @@ pub async fn serve(state: Arc<ServerState>, tcp: tokio::net::TcpStream, peer: So
             return;
         }
     };
-    let spid = conn.spid;
-    let session = conn.session.clone();
+    let spid = conn.logged.spid;
+    let session = conn.logged.session.clone();
     match request_loop(&state, conn).await {
         Ok(()) => {}
         Err(e)
@@ -94,8 +94,14 @@ pub async fn serve(state: Arc<ServerState>, tcp: tokio::net::TcpStream, peer: So
     .await;
 }
 
+/// A logged-in connection: its stream as login left it, and what it keeps from request
+/// to request.
 struct Connection {
     stream: LoginStream,
+    logged: LoggedIn,
+}
+
+struct LoggedIn {
     session: Arc<Mutex<Session>>,
     spid: i32,
     version: Version,
@@ -265,14 +271,16 @@ async fn login_phase(
     packet::write_message(&mut stream, kind::REPLY, &out, 4096).await?;
     Ok(Some(Connection {
         stream,
-        session: Arc::new(Mutex::new(session)),
-        spid,
-        version,
-        packet_size,
-        login: login_name,
-        database,
-        transaction: 0,
-        next_descriptor: 1,
+        logged: LoggedIn {
+            session: Arc::new(Mutex::new(session)),
+            spid,
+            version,
+            packet_size,
+            login: login_name,
+            database,
+            transaction: 0,
+            next_descriptor: 1,
+        },
     }))
 }
 
@@ -311,18 +319,12 @@ type Job = Box<dyn FnOnce(&mut Session, &mut TokenSink)>;
 async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<()> {
     let transport = Transport::from_login(conn.stream)?;
     transport.socket().set_read_timeout(Some(READ_TIMEOUT))?;
-    let cancel = conn.session.lock().cancel_handle();
+    let cancel = conn.logged.session.lock().cancel_handle();
     let watch = Watch::new(&transport, cancel.clone());
     let mut busy = Busy {
         state: state.clone(),
         limits: Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: state.config.max_message_mb << 20 },
-        session: conn.session,
-        version: conn.version,
-        packet_size: conn.packet_size,
-        login: conn.login,
-        database: conn.database,
-        transaction: conn.transaction,
-        next_descriptor: conn.next_descriptor,
+        conn: conn.logged,
         pending_bulk: Arc::new(Mutex::new(None)),
         cancel,
         watch,
@@ -349,14 +351,7 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
 struct Busy {
     state: Arc<ServerState>,
     limits: Limits,
-    session: Arc<Mutex<Session>>,
-    version: Version,
-    packet_size: usize,
-    login: String,
-    database: String,
-    /// The current transaction descriptor (0 = none), echoed in ENVCHANGE 8/9/10.
-    transaction: u64,
-    next_descriptor: u64,
+    conn: LoggedIn,
     /// The target an INSERT BULK announced, waiting for its BULK_LOAD message.
     pending_bulk: Arc<Mutex<Option<bulk::BulkTarget>>>,
     cancel: Arc<AtomicBool>,
@@ -384,7 +379,7 @@ impl Busy {
 
     /// One request and its whole response; false when the client left.
     fn handle(&mut self, msg: Message) -> io::Result<bool> {
-        let version = self.version;
+        let version = self.conn.version;
         let reset = msg.status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
         let job: Job = match msg.kind {
             kind::ATTENTION => {
@@ -393,7 +388,7 @@ impl Busy {
                 let mut out = BytesMut::new();
                 tokens::done(&mut out, version, tokens::DONE, done::ATTN, 0, 0);
                 let mut framed = BytesMut::new();
-                packet::frame(kind::REPLY, &out, self.packet_size, true, &mut 1, &mut framed);
+                packet::frame(kind::REPLY, &out, self.conn.packet_size, true, &mut 1, &mut framed);
                 io::Write::write_all(&mut self.transport, &framed)?;
                 io::Write::flush(&mut self.transport)?;
                 return Ok(true);
@@ -457,20 +452,21 @@ impl Busy {
     fn run(&mut self, reset: bool, job: Job) -> io::Result<bool> {
         self.cancel.store(false, Ordering::Relaxed);
         let server = self.state.shared.server_name.clone();
-        let mut sink = TokenSink::new(self.version, self.packet_size, &mut self.transport, self.cancel.clone(), server);
-        sink.transaction = self.transaction;
-        sink.next_descriptor = self.next_descriptor;
+        let c = &mut self.conn;
+        let mut sink = TokenSink::new(c.version, c.packet_size, &mut self.transport, self.cancel.clone(), server);
+        sink.transaction = c.transaction;
+        sink.next_descriptor = c.next_descriptor;
         self.watch.running(true);
         {
-            let mut s = self.session.lock();
+            let mut s = c.session.lock();
             if reset {
-                sink.reset(&mut s, self.state.shared.clone(), &self.login, &self.database);
+                sink.reset(&mut s, self.state.shared.clone(), &c.login, &c.database);
             }
             job(&mut s, &mut sink);
         }
         self.watch.running(false);
-        self.transaction = sink.transaction;
-        self.next_descriptor = sink.next_descriptor;
+        c.transaction = sink.transaction;
+        c.next_descriptor = sink.next_descriptor;
         // The watchdog saw bytes from the client while the request ran: an Attention (the
         // only message a client may send then), or its end of stream.
         let mut attention = false;

@@ -312,7 +312,8 @@ impl Space {
     /// Fuzzy checkpoint: flush every page dirty now (latching each), log the active
     /// transactions, point the master record at the checkpoint and let the log be
     /// reused below the oldest LSN still needed.
-    pub fn checkpoint(&self) -> Result<Lsn> {
+    /// Returns the master record it wrote.
+    pub fn checkpoint(&self) -> Result<tessera_log::Master> {
         let redo_lsn = self.wal.end_lsn();
         self.pool.flush_file(self.file)?;
         let (active, next_txn) = self.txns.snapshot();
@@ -321,10 +322,11 @@ impl Space {
         let lsn =
             self.wal.append(&tessera_log::LogRecord::new(tessera_log::RecordKind::Checkpoint, 0, 0, ckpt.encode()))?;
         self.wal.flush(lsn)?;
-        self.wal.write_master(tessera_log::Master { checkpoint_lsn: lsn, begin_lsn: begin })?;
+        let master = tessera_log::Master { checkpoint_lsn: lsn, begin_lsn: begin };
+        self.wal.write_master(master)?;
         let reason = if begin < redo_lsn { "ACTIVE_TRANSACTION" } else { "NOTHING" };
         self.wal.truncate_before(begin, reason);
-        Ok(lsn)
+        Ok(master)
     }
 }
 

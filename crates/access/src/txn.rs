@@ -375,7 +375,8 @@ impl Space {
     /// transaction's ghosts and releases its locks.
     pub fn commit(&self, mut txn: Txn) -> Result<()> {
         if txn.has_writes() {
-            let lsn = self.wal.append(&LogRecord::new(RecordKind::Commit, txn.id, txn.last_lsn(), Vec::new()));
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros());
+            let lsn = self.wal.append(&LogRecord::commit(txn.id, txn.last_lsn(), now as i64));
             let lsn = match lsn {
                 Ok(l) => l,
                 Err(e) => {

@@ -15,7 +15,7 @@ use tessera_buffer::page::PageNo;
 use tessera_buffer::BufferPool;
 use tessera_io::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
-use tessera_log::{LogConfig, Wal};
+use tessera_log::{Hold, LogConfig, Lsn, Wal};
 
 use crate::registry::Entry;
 use crate::transaction::Transaction;
@@ -113,6 +113,58 @@ fn pending_drop_key(root: PageNo) -> Vec<u8> {
     k
 }
 
+/// What a database remembers of its backups (in its catalog, key `Bchain`, so that a
+/// restored copy carries it along).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackupChain {
+    /// First LSN of the last full backup that can serve as a differential base (0: none).
+    pub differential_base_lsn: Lsn,
+    pub differential_base_guid: u128,
+    /// Where the next log backup starts (0: no log chain — no full backup since the
+    /// database was created or last ran under SIMPLE).
+    pub log_backup_lsn: Lsn,
+}
+
+const CHAIN_KEY: &[u8] = b"Bchain";
+
+impl BackupChain {
+    fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(32);
+        v.extend_from_slice(&self.differential_base_lsn.to_le_bytes());
+        v.extend_from_slice(&self.differential_base_guid.to_le_bytes());
+        v.extend_from_slice(&self.log_backup_lsn.to_le_bytes());
+        v
+    }
+
+    fn decode(b: &[u8]) -> Option<BackupChain> {
+        (b.len() == 32).then(|| BackupChain {
+            differential_base_lsn: u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            differential_base_guid: u128::from_le_bytes(b[8..24].try_into().unwrap()),
+            log_backup_lsn: u64::from_le_bytes(b[24..32].try_into().unwrap()),
+        })
+    }
+}
+
+/// A database being backed up: its log is held from `begin_lsn` on until this is
+/// dropped. Pages of the data file may be copied while writers go on: restoring them
+/// and then redoing the log from `begin_lsn` gives a consistent database.
+pub struct BackupPoint<'a> {
+    db: &'a Database,
+    _exclusive: parking_lot::MutexGuard<'a, ()>,
+    /// Where recovery of the copy starts (the checkpoint's oldest needed LSN).
+    pub begin_lsn: Lsn,
+    pub checkpoint_lsn: Lsn,
+    /// Pages of the data file when the checkpoint completed; later pages are created by
+    /// records after `begin_lsn`.
+    pub data_pages: u32,
+}
+
+impl Drop for BackupPoint<'_> {
+    fn drop(&mut self) {
+        self.db.space.wal.set_hold(Hold::Backup, None);
+    }
+}
+
 pub struct Database {
     name: String,
     id: u32,
@@ -125,6 +177,9 @@ pub struct Database {
     last_used: Mutex<Instant>,
     pub(crate) checkpointed_at: AtomicU64,
     recovery: Option<RecoveryOutcome>,
+    chain: Mutex<BackupChain>,
+    /// One backup at a time (SQL Server's error 3023 for a second one).
+    backup: Mutex<()>,
 }
 
 impl Database {
@@ -167,6 +222,8 @@ impl Database {
             last_used: Mutex::new(Instant::now()),
             checkpointed_at: AtomicU64::new(0),
             recovery: None,
+            chain: Mutex::new(BackupChain::default()),
+            backup: Mutex::new(()),
         }
     }
 
@@ -191,6 +248,7 @@ impl Database {
                 Err(e) => result = Err(e),
             }
         }
+        let chain = self.space.get(&txn, BOOT_ROOT, CHAIN_KEY)?.and_then(|v| BackupChain::decode(&v));
         let pending: Vec<PageNo> = self
             .space
             .scan(&txn, BOOT_ROOT, Bound::Included(b"D".to_vec()), Bound::Excluded(b"E".to_vec()), Direction::Forward)
@@ -201,6 +259,8 @@ impl Database {
         self.space.commit(txn)?;
         result?;
         *self.tables.write() = tables;
+        *self.chain.lock() = chain.unwrap_or_default();
+        self.apply_log_hold();
         for root in pending {
             self.finish_drop(root)?;
         }
@@ -229,8 +289,76 @@ impl Database {
         self.options.lock().clone()
     }
 
-    pub(crate) fn set_options(&self, options: DatabaseOptions) {
+    /// Switching to SIMPLE breaks the log backup chain: log backups need a new full
+    /// backup first, as in SQL Server.
+    pub(crate) fn set_options(&self, options: DatabaseOptions) -> Result<()> {
+        let simple = options.recovery_model == RecoveryModel::Simple;
         *self.options.lock() = options;
+        let chain = *self.chain.lock();
+        if simple && chain.log_backup_lsn != 0 {
+            self.set_backup_chain(BackupChain { log_backup_lsn: 0, ..chain })?;
+        }
+        self.apply_log_hold();
+        Ok(())
+    }
+
+    /// The log keeps what the next log backup needs, under FULL and BULK_LOGGED once a
+    /// log chain exists.
+    fn apply_log_hold(&self) {
+        let chain = self.chain.lock().log_backup_lsn;
+        let keep = chain != 0 && self.options.lock().recovery_model != RecoveryModel::Simple;
+        self.space.wal.set_hold(Hold::LogBackup, keep.then_some(chain));
+    }
+
+    pub fn backup_chain(&self) -> BackupChain {
+        *self.chain.lock()
+    }
+
+    /// Records a completed backup (durably, in the catalog) and moves the log hold.
+    pub fn set_backup_chain(&self, chain: BackupChain) -> Result<()> {
+        let mut txn = self.space.begin(Durability::Full);
+        let r = self.space.delete(&mut txn, BOOT_ROOT, CHAIN_KEY).and_then(|_| {
+            self.space.insert(&mut txn, BOOT_ROOT, CHAIN_KEY, &chain.encode())
+        });
+        if let Err(e) = r {
+            self.space.rollback(txn)?;
+            return Err(e);
+        }
+        self.space.commit(txn)?;
+        *self.chain.lock() = chain;
+        self.apply_log_hold();
+        Ok(())
+    }
+
+    /// Starts a backup: holds the log, checkpoints, and says where the copy's recovery
+    /// will start. Error 3023 while another backup of this database runs.
+    pub fn begin_backup(&self) -> Result<BackupPoint<'_>> {
+        let exclusive = self.backup.try_lock().ok_or_else(|| Error::Numbered {
+            number: 3023,
+            message: "Backup, file manipulation operations (such as ALTER DATABASE ADD FILE) and encryption changes on a database must be serialized. Reissue the statement after the current backup or file manipulation operation is completed.".into(),
+        })?;
+        let wal = &self.space.wal;
+        // Hold what is there now, so a concurrent checkpoint cannot truncate past the
+        // point this checkpoint is about to name.
+        wal.set_hold(Hold::Backup, Some(wal.truncation_lsn()));
+        let mut point = BackupPoint { db: self, _exclusive: exclusive, begin_lsn: 0, checkpoint_lsn: 0, data_pages: 0 };
+        let master = self.space.checkpoint()?;
+        self.checkpointed_at.store(wal.end_lsn(), Ordering::Release);
+        wal.set_hold(Hold::Backup, Some(master.begin_lsn));
+        point.begin_lsn = master.begin_lsn;
+        point.checkpoint_lsn = master.checkpoint_lsn;
+        point.data_pages = self.space.store.pages();
+        Ok(point)
+    }
+
+    /// The log (backups copy from it).
+    pub fn wal(&self) -> &Arc<Wal> {
+        &self.space.wal
+    }
+
+    /// Pages the data file holds now.
+    pub fn data_pages(&self) -> u32 {
+        self.space.store.pages()
     }
 
     pub(crate) fn touch(&self) {

@@ -21,7 +21,7 @@ use tessera_log::LogConfig;
 
 use crate::database::{Database, DatabaseOptions};
 use crate::memory::{self, MemoryGovernor, MemoryStatus};
-use crate::registry::{self, Entry};
+use crate::registry::{self, DbState, Entry};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -193,6 +193,7 @@ impl Engine {
                 data_path,
                 log_path,
                 options: DatabaseOptions { data_path: None, log_path: None, ..options },
+                state: DbState::Online,
             };
             let db = Database::create(&entry, self.pool.clone(), &self.config.log)?;
             let slot = Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(Some(Arc::new(db))) });
@@ -224,6 +225,15 @@ impl Engine {
                 Some(db) => (db.clone(), false),
                 None => {
                     let entry = slot.entry.lock().clone();
+                    if entry.state == DbState::Restoring {
+                        return Err(Error::Numbered {
+                            number: 927,
+                            message: format!(
+                                "Database '{}' cannot be opened. It is in the middle of a restore.",
+                                entry.name
+                            ),
+                        });
+                    }
                     let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.log)?);
                     *open = Some(db.clone());
                     (db, true)
@@ -239,6 +249,115 @@ impl Engine {
         Ok(db)
     }
 
+    /// ONLINE or RESTORING (None: no such database).
+    pub fn database_state(&self, name: &str) -> Option<DbState> {
+        self.inner.lock().slots.get(&key(name)).map(|s| s.entry.lock().state)
+    }
+
+    /// The files and options of a database as registered (whether open or not).
+    pub fn database_info(&self, name: &str) -> Option<(PathBuf, PathBuf, DatabaseOptions)> {
+        let slot = self.inner.lock().slots.get(&key(name)).cloned()?;
+        let e = slot.entry.lock();
+        Some((e.data_path.clone(), e.log_path.clone(), e.options.clone()))
+    }
+
+    /// The default files of a new database `name` (the data and log directories).
+    pub fn default_paths(&self, name: &str) -> (PathBuf, PathBuf) {
+        let log_dir = self.config.log_dir.as_ref().unwrap_or(&self.config.data_dir);
+        (self.config.data_dir.join(format!("{name}.mdf")), log_dir.join(format!("{name}_log.ldf")))
+    }
+
+    /// Makes `name` a RESTORING database whose files will be (re)written at the given
+    /// paths: registers it, or — for an existing database — closes it (error 3101 if it
+    /// is in use) and deletes files it no longer uses. A path that belongs to another
+    /// database is error 1834. The caller writes the files and then calls
+    /// [`Engine::finish_restore`].
+    pub fn begin_restore(&self, name: &str, data_path: &Path, log_path: &Path, options: DatabaseOptions) -> Result<()> {
+        let mut inner = self.inner.lock();
+        for slot in inner.slots.values() {
+            let e = slot.entry.lock();
+            if key(&e.name) == key(name) {
+                continue;
+            }
+            for (p, logical) in [(data_path, name.to_string()), (log_path, format!("{name}_log"))] {
+                if p == e.data_path || p == e.log_path {
+                    return Err(Error::Numbered {
+                        number: 1834,
+                        message: format!(
+                            "The file '{}' cannot be overwritten.  It is being used by database '{}'. File '{logical}' cannot be restored to '{}'. Use WITH MOVE to identify a valid location for the file.",
+                            p.display(),
+                            e.name,
+                            p.display()
+                        ),
+                    });
+                }
+            }
+        }
+        let options = DatabaseOptions { data_path: None, log_path: None, ..options };
+        if let Some(slot) = inner.slots.get(&key(name)).cloned() {
+            let mut open = slot.open.lock();
+            if let Some(db) = open.take() {
+                match Arc::try_unwrap(db) {
+                    Ok(db) => drop(db),
+                    Err(db) => {
+                        *open = Some(db);
+                        return Err(Error::Numbered {
+                            number: 3101,
+                            message: "Exclusive access could not be obtained because the database is in use.".into(),
+                        });
+                    }
+                }
+            }
+            let mut e = slot.entry.lock();
+            for old in [e.data_path.clone(), e.log_path.clone()] {
+                if old != data_path && old != log_path {
+                    let _ = std::fs::remove_file(&old);
+                }
+            }
+            e.data_path = data_path.to_path_buf();
+            e.log_path = log_path.to_path_buf();
+            e.options = options;
+            e.state = DbState::Restoring;
+        } else {
+            let id = inner.next_id;
+            let entry = Entry {
+                name: name.to_string(),
+                id,
+                data_path: data_path.to_path_buf(),
+                log_path: log_path.to_path_buf(),
+                options,
+                state: DbState::Restoring,
+            };
+            inner.slots.insert(key(name), Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(None) }));
+            inner.next_id = id + 1;
+        }
+        self.save_registry(&inner)
+    }
+
+    /// Ends a restore step. With `recover`, the database goes ONLINE: it is opened, which
+    /// runs crash recovery over the restored log (redo, then undo of what was not
+    /// committed); otherwise it stays RESTORING for more backups to be applied.
+    pub fn finish_restore(&self, name: &str, recover: bool) -> Result<()> {
+        if !recover {
+            return Ok(());
+        }
+        let slot = self
+            .inner
+            .lock()
+            .slots
+            .get(&key(name))
+            .cloned()
+            .ok_or_else(|| Error::NotFound { kind: "database", name: name.to_string() })?;
+        slot.entry.lock().state = DbState::Online;
+        let opened = self.database(name).map(drop);
+        if let Err(e) = opened {
+            slot.entry.lock().state = DbState::Restoring;
+            return Err(e);
+        }
+        let inner = self.inner.lock();
+        self.save_registry(&inner)
+    }
+
     /// Changes a database's options (recovery model, delayed durability).
     pub fn alter_database(&self, name: &str, options: DatabaseOptions) -> Result<()> {
         let inner = self.inner.lock();
@@ -251,7 +370,7 @@ impl Engine {
             return Err(e);
         }
         if let Some(db) = &*slot.open.lock() {
-            db.set_options(options);
+            db.set_options(options)?;
         }
         Ok(())
     }

@@ -23,9 +23,10 @@ mod database;
 mod engine;
 pub mod memory;
 mod registry;
+pub use registry::DbState;
 mod transaction;
 
-pub use database::{Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
+pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
 pub use engine::{BufferDescriptor, Engine, EngineConfig, EngineStats};
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::Direction;

@@ -1,7 +1,7 @@
 //! The list of databases an instance hosts, kept in `<data dir>/databases.reg`.
 //!
 //! One line per database: `name \t id \t data file \t log file \t recovery model \t
-//! delayed durability`. The file is replaced atomically (write a temporary file, fsync,
+//! delayed durability \t state` (lines without the state are ONLINE). The file is replaced atomically (write a temporary file, fsync,
 //! rename, fsync the directory), so a crash leaves the old or the new list, never a mix.
 
 use std::io::Write;
@@ -11,6 +11,24 @@ use tessera_io::{Error, Result};
 
 use crate::database::{DatabaseOptions, DelayedDurability, RecoveryModel};
 
+/// `sys.databases.state_desc`: RESTORING between a RESTORE … WITH NORECOVERY and the
+/// RESTORE that recovers it; such a database cannot be opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DbState {
+    #[default]
+    Online,
+    Restoring,
+}
+
+impl DbState {
+    pub fn name(self) -> &'static str {
+        match self {
+            DbState::Online => "ONLINE",
+            DbState::Restoring => "RESTORING",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub name: String,
@@ -18,6 +36,7 @@ pub struct Entry {
     pub data_path: PathBuf,
     pub log_path: PathBuf,
     pub options: DatabaseOptions,
+    pub state: DbState,
 }
 
 pub fn load(path: &Path) -> Result<Vec<Entry>> {
@@ -30,7 +49,7 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let f: Vec<&str> = line.split('\t').collect();
-        if f.len() != 6 {
+        if f.len() != 6 && f.len() != 7 {
             return Err(bad(i + 1));
         }
         out.push(Entry {
@@ -42,6 +61,11 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
                 recovery_model: RecoveryModel::parse(f[4]).ok_or_else(|| bad(i + 1))?,
                 delayed_durability: DelayedDurability::parse(f[5]).ok_or_else(|| bad(i + 1))?,
                 ..DatabaseOptions::default()
+            },
+            state: match f.get(6) {
+                None | Some(&"ONLINE") => DbState::Online,
+                Some(&"RESTORING") => DbState::Restoring,
+                Some(_) => return Err(bad(i + 1)),
             },
         });
     }
@@ -57,13 +81,14 @@ pub fn save(path: &Path, entries: &[Entry]) -> Result<()> {
             }
         }
         text.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
             e.name,
             e.id,
             e.data_path.display(),
             e.log_path.display(),
             e.options.recovery_model.name(),
-            e.options.delayed_durability.name()
+            e.options.delayed_durability.name(),
+            e.state.name()
         ));
     }
     let tmp = path.with_extension("tmp");

@@ -33,6 +33,9 @@ pub enum Error {
     AlreadyExists { kind: &'static str, name: String },
     /// The request is not valid in the current state.
     Invalid(String),
+    /// A condition with its own SQL Server error number and message (backup and restore,
+    /// database states).
+    Numbered { number: i32, message: String },
 }
 
 impl Error {
@@ -54,6 +57,7 @@ impl Error {
             Error::AlreadyExists { kind: "database", .. } => 1801,
             Error::AlreadyExists { .. } => 2714,
             Error::Invalid(_) => 50000,
+            Error::Numbered { number, .. } => *number,
         }
     }
 
@@ -118,7 +122,7 @@ impl fmt::Display for Error {
                 "Database '{name}' already exists. Choose a different database name."
             ),
             Error::AlreadyExists { kind, name } => write!(f, "There is already a {kind} named '{name}' in the database."),
-            Error::Invalid(msg) => f.write_str(msg),
+            Error::Invalid(msg) | Error::Numbered { message: msg, .. } => f.write_str(msg),
         }
     }
 }

@@ -76,6 +76,21 @@ impl LogRecord {
         out.extend_from_slice(&self.body);
     }
 
+    /// A Commit record stamped with the wall-clock time of the commit (microseconds since
+    /// the Unix epoch, the clock `GETDATE()` reads), which point-in-time restore
+    /// (`RESTORE LOG … WITH STOPAT`) compares against.
+    pub fn commit(txn: TxnId, prev_lsn: Lsn, unix_micros: i64) -> LogRecord {
+        LogRecord::new(RecordKind::Commit, txn, prev_lsn, unix_micros.to_le_bytes().to_vec())
+    }
+
+    /// The time stamped in a Commit record.
+    pub fn commit_time(&self) -> Option<i64> {
+        match (self.kind, self.body.get(..8)) {
+            (RecordKind::Commit, Some(b)) => Some(i64::from_le_bytes(b.try_into().unwrap())),
+            _ => None,
+        }
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<LogRecord> {
         if bytes.len() < ENVELOPE_SIZE {
             return Err(Error::Invalid(format!("log record of {} bytes is truncated", bytes.len())));

@@ -21,12 +21,12 @@ use tessera_io::{DataFile, Error, OpenMode, Result};
 use crate::record::LogRecord;
 use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};
 
-const MAGIC: &[u8; 8] = b"TSRALOG1";
+pub(crate) const MAGIC: &[u8; 8] = b"TSRALOG1";
 const VLF_MAGIC: &[u8; 4] = b"VLF1";
-const FILE_HEADER: u64 = 4096;
-const MASTER_SLOTS: [u64; 2] = [512, 1024];
-const VLF_HEADER: u32 = 512;
-const FRAME_HEADER: u32 = 8;
+pub(crate) const FILE_HEADER: u64 = 4096;
+pub(crate) const MASTER_SLOTS: [u64; 2] = [512, 1024];
+pub(crate) const VLF_HEADER: u32 = 512;
+pub(crate) const FRAME_HEADER: u32 = 8;
 /// Largest record payload; bounds every read buffer.
 pub const MAX_RECORD: usize = 4 << 20;
 /// Buffered log bytes (in multiples of `write_buffer`) at which an appender writes them
@@ -76,7 +76,7 @@ fn background_writer() -> &'static BackgroundWriter {
 /// Segment buffers kept for reuse after they were written.
 const MAX_SPARE: usize = 4;
 /// A VLF must fit the 32-bit offset of an LSN.
-const MAX_VLF_SIZE: u64 = 1 << 30;
+pub(crate) const MAX_VLF_SIZE: u64 = 1 << 30;
 
 /// Sizes of the log file.
 #[derive(Clone, Debug)]
@@ -116,10 +116,10 @@ pub struct LogStats {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Vlf {
-    offset: u64,
-    size: u64,
-    seq: u32,
+pub(crate) struct Vlf {
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
+    pub(crate) seq: u32,
 }
 
 struct Segment {
@@ -141,6 +141,8 @@ struct State {
     file_len: u64,
     master_serial: u64,
     reuse_wait: &'static str,
+    /// Truncation stops at the lowest of these (`Lsn::MAX`: no hold), see [`Hold`].
+    holds: [Lsn; 2],
 }
 
 impl State {
@@ -185,6 +187,25 @@ impl State {
     }
 }
 
+/// Something that keeps log records from being truncated, whatever checkpoints say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// A backup in progress needs the log from its checkpoint on.
+    Backup = 0,
+    /// FULL and BULK_LOGGED databases keep the log until a log backup has copied it.
+    LogBackup = 1,
+}
+
+impl Hold {
+    /// The `log_reuse_wait_desc` this hold shows when it is what keeps the log.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Hold::Backup => "ACTIVE_BACKUP_OR_RESTORE",
+            Hold::LogBackup => "LOG_BACKUP",
+        }
+    }
+}
+
 /// A database's write-ahead log.
 pub struct Wal {
     /// This log, for handing to the background log writer.
@@ -207,13 +228,13 @@ pub struct Wal {
     bytes_written: AtomicU64,
 }
 
-fn frame_crc(seq: u32, payload_len: u32, payload: &[u8]) -> u32 {
+pub(crate) fn frame_crc(seq: u32, payload_len: u32, payload: &[u8]) -> u32 {
     let c = crc32c::crc32c(&seq.to_le_bytes());
     let c = crc32c::crc32c_append(c, &payload_len.to_le_bytes());
     crc32c::crc32c_append(c, payload)
 }
 
-fn vlf_header(seq: u32, size: u64) -> [u8; 20] {
+pub(crate) fn vlf_header(seq: u32, size: u64) -> [u8; 20] {
     let mut h = [0u8; 20];
     h[0..4].copy_from_slice(VLF_MAGIC);
     h[4..8].copy_from_slice(&seq.to_le_bytes());
@@ -223,6 +244,51 @@ fn vlf_header(seq: u32, size: u64) -> [u8; 20] {
     h
 }
 
+/// The VLFs of a log file, in file order, and the offset just past the last one.
+pub(crate) fn scan_vlfs(file: &DataFile) -> Result<(Vec<Vlf>, u64)> {
+    let file_len = file.len()?;
+    let mut vlfs = Vec::new();
+    let mut offset = FILE_HEADER;
+    let mut h = [0u8; 20];
+    while offset + u64::from(VLF_HEADER) <= file_len {
+        file.read_exact_at(&mut h, offset)?;
+        let Some((seq, size)) = parse_vlf_header(&h) else {
+            break;
+        };
+        if size < u64::from(VLF_HEADER) * 2 || offset + size > file_len {
+            break;
+        }
+        vlfs.push(Vlf { offset, size, seq });
+        offset += size;
+    }
+    Ok((vlfs, offset))
+}
+
+/// Appends a frame (header and payload) for a record of VLF `seq` to `out`.
+pub fn encode_frame(seq: u32, payload: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&frame_crc(seq, payload.len() as u32, payload).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// Splits concatenated frames into (offset inside `bytes`, payload); stops at the first
+/// frame that does not fit or whose checksum fails for `seq`.
+pub fn split_frames(seq: u32, bytes: &[u8]) -> Vec<(usize, &[u8])> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + FRAME_HEADER as usize <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+        let body = at + FRAME_HEADER as usize;
+        if len == 0 || body + len > bytes.len() || frame_crc(seq, len as u32, &bytes[body..body + len]) != crc {
+            break;
+        }
+        out.push((at, &bytes[body..body + len]));
+        at = body + len;
+    }
+    out
+}
+
 fn parse_vlf_header(h: &[u8]) -> Option<(u32, u64)> {
     if &h[0..4] != VLF_MAGIC || crc32c::crc32c(&h[0..16]).to_le_bytes() != h[16..20] {
         return None;
@@ -230,7 +296,7 @@ fn parse_vlf_header(h: &[u8]) -> Option<(u32, u64)> {
     Some((u32::from_le_bytes(h[4..8].try_into().unwrap()), u64::from_le_bytes(h[8..16].try_into().unwrap())))
 }
 
-fn encode_master(m: &Master, serial: u64) -> [u8; 28] {
+pub(crate) fn encode_master(m: &Master, serial: u64) -> [u8; 28] {
     let mut b = [0u8; 28];
     b[0..8].copy_from_slice(&serial.to_le_bytes());
     b[8..16].copy_from_slice(&m.checkpoint_lsn.to_le_bytes());
@@ -240,7 +306,7 @@ fn encode_master(m: &Master, serial: u64) -> [u8; 28] {
     b
 }
 
-fn decode_master(b: &[u8]) -> Option<(u64, Master)> {
+pub(crate) fn decode_master(b: &[u8]) -> Option<(u64, Master)> {
     if crc32c::crc32c(&b[0..24]).to_le_bytes() != b[24..28] {
         return None;
     }
@@ -292,21 +358,7 @@ impl Wal {
             .filter_map(|&o| decode_master(&header[o as usize..o as usize + 28]))
             .max_by_key(|(s, _)| *s)
             .ok_or_else(|| corrupt("both copies of the log master record are damaged".into()))?;
-        let file_len = file.len()?;
-        let mut vlfs = Vec::new();
-        let mut offset = FILE_HEADER;
-        let mut h = [0u8; 20];
-        while offset + u64::from(VLF_HEADER) <= file_len {
-            file.read_exact_at(&mut h, offset)?;
-            let Some((seq, size)) = parse_vlf_header(&h) else {
-                break;
-            };
-            if size < u64::from(VLF_HEADER) * 2 || offset + size > file_len {
-                break;
-            }
-            vlfs.push(Vlf { offset, size, seq });
-            offset += size;
-        }
+        let (vlfs, offset) = scan_vlfs(&file)?;
         let start = if master.checkpoint_lsn != 0 { master.checkpoint_lsn } else { master.begin_lsn };
         let cur = vlfs
             .iter()
@@ -371,6 +423,7 @@ impl Wal {
                 file_len,
                 master_serial,
                 reuse_wait: "NOTHING",
+                holds: [Lsn::MAX; 2],
             }),
             flushing: Mutex::new(false),
             flushed: Condvar::new(),
@@ -613,12 +666,32 @@ impl Wal {
 
     /// Declares that no LSN below `lsn` will be needed again: the VLFs holding only
     /// older records become reusable. Never moves backwards.
+    /// Never moves backwards, and never past a [`Hold`].
     pub fn truncate_before(&self, lsn: Lsn, reuse_wait: &'static str) {
         let mut st = self.state.lock();
         debug_assert!(lsn <= st.end_lsn(), "truncation point beyond the end of the log");
+        let (held, hold) = [Hold::Backup, Hold::LogBackup]
+            .into_iter()
+            .map(|h| (st.holds[h as usize], h))
+            .min_by_key(|&(l, _)| l)
+            .expect("two holds");
+        let (lsn, reuse_wait) = if held < lsn { (held, hold.reason()) } else { (lsn, reuse_wait) };
         st.truncation_lsn = st.truncation_lsn.max(lsn);
         st.reusable = None;
         st.reuse_wait = reuse_wait;
+    }
+
+    /// Sets (`Some`) or releases (`None`) a hold: from now on truncation stops below
+    /// `lsn`. A hold below the current truncation point protects only what is still
+    /// there; callers set holds at or above it.
+    pub fn set_hold(&self, hold: Hold, lsn: Option<Lsn>) {
+        let mut st = self.state.lock();
+        st.holds[hold as usize] = lsn.unwrap_or(Lsn::MAX);
+    }
+
+    /// Why the log cannot be truncated further right now (`log_reuse_wait_desc`).
+    pub fn reuse_wait(&self) -> &'static str {
+        self.state.lock().reuse_wait
     }
 
     /// Lowest LSN still kept.
@@ -668,6 +741,58 @@ impl Wal {
             .map_err(|e| self.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn))))
     }
 
+    /// Copies the frames in `[from, to)` (both record boundaries, `from` not truncated
+    /// yet) as segments of at most `max_bytes` (a bigger single frame gets a segment of
+    /// its own), in log order.
+    pub fn copy_segments(
+        &self,
+        from: Lsn,
+        to: Lsn,
+        max_bytes: usize,
+        mut sink: impl FnMut(crate::LogSegment) -> Result<()>,
+    ) -> Result<()> {
+        if to <= from {
+            return Ok(());
+        }
+        self.flush(to - 1)?;
+        let mut reader = WalReader::new(self, from);
+        let mut cur: Option<crate::LogSegment> = None;
+        let mut reached = from;
+        while let Some(item) = reader.next_frame() {
+            let (lsn, payload) = item?;
+            if lsn >= to {
+                break;
+            }
+            let seq = lsn_seq(lsn);
+            let frame_len = FRAME_HEADER as usize + payload.len();
+            if cur.as_ref().is_some_and(|c| c.seq != seq || c.frames.len() + frame_len > max_bytes) {
+                sink(cur.take().expect("a segment"))?;
+            }
+            let seg = cur.get_or_insert_with(|| crate::LogSegment {
+                seq,
+                vlf_size: reader.vlf_size(),
+                offset: lsn_offset(lsn),
+                frames: Vec::with_capacity(max_bytes.min(1 << 20)),
+            });
+            encode_frame(seq, &payload, &mut seg.frames);
+            reached = make_lsn(seq, lsn_offset(lsn) + frame_len as u32);
+        }
+        if let Some(seg) = cur {
+            sink(seg)?;
+        }
+        // The end of a VLF and the start of the next one are the same place in the log.
+        let next_vlf_start = lsn_seq(to) == lsn_seq(reached) + 1 && lsn_offset(to) == VLF_HEADER;
+        if reached < to && !next_vlf_start {
+            return Err(self.corrupt(format!(
+                "the log from LSN {} to {} is not available (it ends at {})",
+                crate::format_lsn(from),
+                crate::format_lsn(to),
+                crate::format_lsn(reached)
+            )));
+        }
+        Ok(())
+    }
+
     pub fn stats(&self) -> LogStats {
         let st = self.state.lock();
         let trunc_seq = lsn_seq(st.truncation_lsn);
@@ -691,7 +816,7 @@ impl Wal {
     }
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let d = std::fs::File::open(dir).map_err(|e| Error::io("open", dir, 0, e))?;
     d.sync_all().map_err(|e| Error::io("sync", dir, 0, e))
 }
@@ -750,6 +875,24 @@ impl<'a> WalReader<'a> {
 
     /// The next record and its LSN; `None` at the end of the log.
     pub fn next_record(&mut self) -> Option<Result<(Lsn, LogRecord)>> {
+        let (lsn, payload) = match self.next_frame()? {
+            Ok(f) => f,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(LogRecord::decode(&payload).map(|r| (lsn, r)).map_err(|e| {
+            self.wal.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn)))
+        }))
+    }
+
+    /// Size of the VLF the reader is in (a backup records it, so that a restored log
+    /// lays the frames out at the same LSNs).
+    pub fn vlf_size(&self) -> u64 {
+        self.vlf.map_or(0, |v| v.size)
+    }
+
+    /// The next frame's LSN and payload (an encoded [`LogRecord`]), checksum verified;
+    /// `None` at the end of the log.
+    pub fn next_frame(&mut self) -> Option<Result<(Lsn, Vec<u8>)>> {
         loop {
             if self.done {
                 return None;
@@ -796,9 +939,7 @@ impl<'a> WalReader<'a> {
             }
             let lsn = make_lsn(vlf.seq, self.offset);
             self.offset += FRAME_HEADER + len;
-            return Some(LogRecord::decode(&payload).map(|r| (lsn, r)).map_err(|e| {
-                self.wal.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn)))
-            }));
+            return Some(Ok((lsn, payload)));
         }
     }
 

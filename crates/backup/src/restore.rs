@@ -1,0 +1,447 @@
+//! `RESTORE DATABASE | LOG`, `RESTORE HEADERONLY | FILELISTONLY | VERIFYONLY`.
+//!
+//! A restore sequence — full, then optionally the latest differential, then log
+//! backups in order — rebuilds the data file and a log file whose records keep their
+//! LSNs. Between steps (WITH NORECOVERY) the database is RESTORING and a small JSON
+//! file beside its data file (`<data file>.restoring`) says what has been applied.
+//! WITH RECOVERY opens the database, which runs ordinary crash recovery over the
+//! rebuilt log: redo from the backup's checkpoint, undo of what never committed.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tessera_buffer::page::{self, PAGE_SIZE};
+use tessera_database::{BackupChain, DatabaseOptions, DbState, Engine, RecoveryModel};
+use tessera_io::{DataFile, OpenMode};
+use tessera_log::{format_lsn, split_frames, LogBuilder, LogRecord, LogSegment, Master};
+
+use crate::media::{list_sets, read_media_header, BackupType, ChunkKind, MediaHeader, SetHeader, SetLocation, Trailer};
+use crate::pipeline::read_set;
+use crate::{check_devices, err, success_text, BackupError, BufferConfig, Notice, Stats};
+
+#[derive(Clone, Debug, Default)]
+pub struct RestoreOptions {
+    pub devices: Vec<PathBuf>,
+    /// RESTORE LOG (else RESTORE DATABASE).
+    pub log: bool,
+    /// FILE = n (1-based).
+    pub file: Option<u32>,
+    /// WITH NORECOVERY sets this to false.
+    pub recovery: bool,
+    pub replace: bool,
+    /// MOVE 'logical' TO 'path'.
+    pub moves: Vec<(String, PathBuf)>,
+    pub stats: Option<u32>,
+    /// STOPAT, in microseconds since the Unix epoch (the clock commit records carry).
+    pub stop_at: Option<i64>,
+    pub buffer_count: Option<u32>,
+    pub max_transfer_size: Option<u32>,
+    /// CHECKSUM: fail if the backup has no page checksums.
+    pub checksum: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct RestoreReport {
+    pub header: SetHeader,
+    pub trailer: Trailer,
+    pub buffers: BufferConfig,
+    pub pages: u64,
+    pub seconds: f64,
+    /// The database is ONLINE now (else it stays RESTORING).
+    pub recovered: bool,
+    pub data_path: PathBuf,
+    pub log_path: PathBuf,
+}
+
+/// What a RESTORING database has had applied so far.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Progress {
+    /// The full backup the data file comes from (differentials must name it).
+    base_guid: u128,
+    base_first_lsn: u64,
+    checkpoint_lsn: u64,
+    begin_lsn: u64,
+    recovery_model: String,
+}
+
+fn progress_path(data_path: &Path) -> PathBuf {
+    let mut p = data_path.as_os_str().to_owned();
+    p.push(".restoring");
+    PathBuf::from(p)
+}
+
+fn load_progress(data_path: &Path, name: &str) -> Result<Progress, BackupError> {
+    std::fs::read(progress_path(data_path))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| err(3117, format!("The log or differential backup cannot be restored because no files are ready to rollforward (database '{name}').")))
+}
+
+fn save_progress(data_path: &Path, p: &Progress) -> Result<(), BackupError> {
+    let path = progress_path(data_path);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec(p).expect("progress serializes"))
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .map_err(|e| BackupError::from(tessera_io::Error::io("write", &path, 0, e)))
+}
+
+/// The media set on `devices`: every family present once, all of one set.
+fn open_media(devices: &[PathBuf]) -> Result<Vec<MediaHeader>, BackupError> {
+    check_devices(devices)?;
+    let mut headers = Vec::new();
+    for d in devices {
+        let h = read_media_header(d)?.ok_or_else(|| {
+            err(3201, format!("Cannot open backup device '{}'. Operating system error 2(The system cannot find the file specified.).", d.display()))
+        })?;
+        headers.push(h);
+    }
+    let first = headers[0].clone();
+    for (i, h) in headers.iter().enumerate() {
+        if h.media_set_guid != first.media_set_guid {
+            return Err(err(
+                3227,
+                format!("The volume on device '{}' belongs to a different media set than the volume on device '{}'.", devices[i].display(), devices[0].display()),
+            ));
+        }
+        if headers[..i].iter().any(|o| o.family_sequence == h.family_sequence) {
+            return Err(err(
+                3227,
+                format!("The volume on device '{}' is a duplicate of stripe set media family {}. Remove it and insert another volume which holds a different media family.", devices[i].display(), h.family_sequence),
+            ));
+        }
+    }
+    if first.family_count as usize != devices.len() {
+        return Err(err(
+            3132,
+            format!("The media set has {} media families but only {} are provided. All members must be provided.", first.family_count, devices.len()),
+        ));
+    }
+    Ok(headers)
+}
+
+/// The set at `position` in every stripe, in family order.
+fn locate(devices: &[PathBuf], position: u32) -> Result<Vec<(PathBuf, SetLocation)>, BackupError> {
+    let headers = open_media(devices)?;
+    let mut found = Vec::new();
+    for (i, d) in devices.iter().enumerate() {
+        let (_, sets) = list_sets(d)?;
+        let Some(loc) = sets.into_iter().nth(position as usize - 1) else {
+            return Err(err(4038, format!("Cannot find file ID {position} on device '{}'.", d.display())));
+        };
+        if loc.trailer.is_none() {
+            return Err(err(
+                3189,
+                format!("Damage to the backup set was detected: the backup set on file {position} of device '{}' is incomplete (its backup did not finish).", d.display()),
+            ));
+        }
+        found.push((headers[i].family_sequence, d.clone(), loc));
+    }
+    let guid = found[0].2.header.backup_set_guid;
+    if let Some((_, d, _)) = found.iter().find(|(_, _, l)| l.header.backup_set_guid != guid) {
+        return Err(err(3227, format!("The backup set on file {position} of device '{}' belongs to a different backup than the other devices.", d.display())));
+    }
+    found.sort_by_key(|(seq, _, _)| *seq);
+    Ok(found.into_iter().map(|(_, d, l)| (d, l)).collect())
+}
+
+/// RESTORE HEADERONLY: every backup set on the media (read from the first device).
+pub fn headers(devices: &[PathBuf]) -> Result<Vec<(SetHeader, Option<Trailer>)>, BackupError> {
+    check_devices(devices)?;
+    let (_, sets) = list_sets(&devices[0])?;
+    Ok(sets.into_iter().map(|s| (s.header, s.trailer)).collect())
+}
+
+/// RESTORE FILELISTONLY: the files of the set at `position`.
+pub fn file_list(devices: &[PathBuf], position: u32) -> Result<SetHeader, BackupError> {
+    check_devices(devices)?;
+    let (_, sets) = list_sets(&devices[0])?;
+    sets.into_iter()
+        .nth(position.max(1) as usize - 1)
+        .map(|s| s.header)
+        .ok_or_else(|| err(4038, format!("Cannot find file ID {position} on device '{}'.", devices[0].display())))
+}
+
+/// RESTORE VERIFYONLY: reads the whole set from every stripe, checking chunk checksums,
+/// that no chunk is missing and (if the backup has them) every page's checksum.
+pub fn verify(devices: &[PathBuf], position: u32, notify: &mut dyn FnMut(Notice)) -> Result<(), BackupError> {
+    let stripes = locate(devices, position.max(1))?;
+    let header = stripes[0].1.header.clone();
+    let buffers = BufferConfig::choose(devices.len(), None, Some(header.max_transfer_size), false)?;
+    read_set(stripes, buffers.buffer_count, buffers.max_transfer_size, |c| {
+        match c.kind {
+            ChunkKind::Pages => {
+                for (no, image) in page_entries(&c.data)? {
+                    if let Err(damage) = page::verify(image, no) {
+                        if header.checksums {
+                            return Err(err(3183, format!("RESTORE detected an error on page (1:{no}) in database '{}' as read from the backup set: {damage}.", header.database_name)));
+                        }
+                    }
+                }
+            }
+            ChunkKind::Log => {
+                log_segment(&c.data)?;
+            }
+            ChunkKind::Trailer => {}
+        }
+        Ok(())
+    })?;
+    notify(Notice { number: 3262, text: format!("The backup set on file {} is valid.", position.max(1)) });
+    Ok(())
+}
+
+fn page_entries(data: &[u8]) -> Result<Vec<(u32, &[u8])>, BackupError> {
+    if data.len() % (PAGE_SIZE + 4) != 0 {
+        return Err(err(3189, "Damage to the backup set was detected: a data chunk has a partial page."));
+    }
+    Ok(data
+        .chunks_exact(PAGE_SIZE + 4)
+        .map(|e| (u32::from_le_bytes(e[0..4].try_into().unwrap()), &e[4..]))
+        .collect())
+}
+
+fn log_segment(data: &[u8]) -> Result<LogSegment, BackupError> {
+    if data.len() < 16 {
+        return Err(err(3189, "Damage to the backup set was detected: a log chunk is truncated."));
+    }
+    let seg = LogSegment {
+        seq: u32::from_le_bytes(data[0..4].try_into().unwrap()),
+        vlf_size: u64::from_le_bytes(data[4..12].try_into().unwrap()),
+        offset: u32::from_le_bytes(data[12..16].try_into().unwrap()),
+        frames: data[16..].to_vec(),
+    };
+    let whole: usize = split_frames(seg.seq, &seg.frames).last().map_or(0, |&(at, p)| at + 8 + p.len());
+    if whole != seg.frames.len() {
+        return Err(err(3189, "Damage to the backup set was detected: a log chunk holds a damaged record."));
+    }
+    Ok(seg)
+}
+
+/// Restores a database or applies a log backup to a RESTORING one.
+pub fn restore(
+    engine: &Engine,
+    database: &str,
+    opts: &RestoreOptions,
+    notify: &mut dyn FnMut(Notice),
+) -> Result<RestoreReport, BackupError> {
+    let started = Instant::now();
+    let position = opts.file.unwrap_or(1).max(1);
+    let stripes = locate(&opts.devices, position)?;
+    let header = stripes[0].1.header.clone();
+    let set_trailer = stripes[0].1.trailer.clone().expect("located sets are complete");
+    let device = opts.devices[0].display().to_string();
+    match (opts.log, header.backup_type) {
+        (true, BackupType::Log) | (false, BackupType::Database | BackupType::Differential) => {}
+        (_, t) => {
+            let by = if t == BackupType::Log { "BACKUP LOG" } else { "BACKUP DATABASE" };
+            return Err(err(3135, format!("The backup set in file '{device}' was created by {by} and cannot be used for this restore operation.")));
+        }
+    }
+    if opts.checksum && !header.checksums {
+        return Err(err(3187, "RESTORE WITH CHECKSUM cannot be specified because the backup set does not contain checksum information."));
+    }
+    for (logical, _) in &opts.moves {
+        if !header.files.iter().any(|f| f.logical_name.eq_ignore_ascii_case(logical)) {
+            return Err(err(3234, format!("Logical file '{logical}' is not part of database '{database}'. Use RESTORE FILELISTONLY to list the logical file names.")));
+        }
+    }
+    let buffers = BufferConfig::choose(opts.devices.len(), opts.buffer_count, opts.max_transfer_size.or(Some(header.max_transfer_size)), false)?;
+    let state = engine.database_state(database);
+
+    // Where the files go, and what the database has so far.
+    let (data_path, log_path, mut progress, mut builder) = match header.backup_type {
+        BackupType::Database => {
+            if let Some(stop) = opts.stop_at {
+                if stop < set_trailer.finish_unix_micros {
+                    return Err(err(4338, "The STOPAT clause specifies a point too early to allow this backup set to be restored. Choose a different stop point or use RESTORE DATABASE WITH RECOVERY to recover at the current point."));
+                }
+            }
+            if state == Some(DbState::Online) && !opts.replace {
+                if !header.database_name.eq_ignore_ascii_case(database) {
+                    return Err(err(3154, format!("The backup set holds a backup of a database other than the existing '{database}' database.")));
+                }
+                let (_, _, current) = engine.database_info(database).expect("the database exists");
+                if current.recovery_model != RecoveryModel::Simple {
+                    return Err(err(3159, format!("The tail of the log for the database \"{database}\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.")));
+                }
+            }
+            let target = |kind: char| -> PathBuf {
+                let f = header.files.iter().find(|f| f.kind == kind).expect("a data and a log file");
+                opts.moves
+                    .iter()
+                    .find(|(l, _)| l.eq_ignore_ascii_case(&f.logical_name))
+                    .map(|(_, p)| p.clone())
+                    .unwrap_or_else(|| PathBuf::from(&f.physical_name))
+            };
+            let (data_path, log_path) = (target('D'), target('L'));
+            let options = DatabaseOptions {
+                recovery_model: RecoveryModel::parse(&header.recovery_model).unwrap_or_default(),
+                ..DatabaseOptions::default()
+            };
+            engine.begin_restore(database, &data_path, &log_path, options)?;
+            for p in [&data_path, &log_path] {
+                remove_if_exists(p)?;
+            }
+            let _ = std::fs::remove_file(progress_path(&data_path));
+            let file = DataFile::open(&data_path, OpenMode::CreateNew, false)?;
+            file.set_len(u64::from(header.data_pages) * PAGE_SIZE as u64)?;
+            drop(file);
+            let progress = Progress {
+                base_guid: header.backup_set_guid,
+                base_first_lsn: header.first_lsn,
+                checkpoint_lsn: header.checkpoint_lsn,
+                begin_lsn: header.first_lsn,
+                recovery_model: header.recovery_model.clone(),
+            };
+            (data_path.clone(), log_path.clone(), progress, LogBuilder::create(&log_path, database)?)
+        }
+        BackupType::Differential | BackupType::Log => {
+            if state != Some(DbState::Restoring) {
+                return Err(err(3117, "The log or differential backup cannot be restored because no files are ready to rollforward."));
+            }
+            let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
+            let progress = load_progress(&data_path, database)?;
+            if header.backup_type == BackupType::Differential {
+                if header.differential_base_guid != progress.base_guid {
+                    return Err(err(3136, "This differential backup cannot be restored because the database has not been restored to the correct earlier state."));
+                }
+                remove_if_exists(&log_path)?;
+                let progress = Progress { checkpoint_lsn: header.checkpoint_lsn, begin_lsn: header.first_lsn, ..progress };
+                (data_path, log_path.clone(), progress, LogBuilder::create(&log_path, database)?)
+            } else {
+                let builder = LogBuilder::open(&log_path, database)?;
+                let end = builder.end_lsn();
+                if header.first_lsn > end {
+                    return Err(err(4305, format!("The log in this backup set begins at LSN {}, which is too recent to apply to the database. An earlier log backup that includes LSN {} can be restored.", format_lsn(header.first_lsn), format_lsn(end))));
+                }
+                if set_trailer.last_lsn < end {
+                    return Err(err(4326, format!("The log in this backup set terminates at LSN {}, which is too early to apply to the database. A more recent log backup that includes LSN {} can be restored.", format_lsn(set_trailer.last_lsn), format_lsn(end))));
+                }
+                (data_path, log_path, progress, builder)
+            }
+        }
+    };
+
+    let data_file = DataFile::open(&data_path, OpenMode::Existing, false)?;
+    if header.data_pages as u64 * PAGE_SIZE as u64 > data_file.len()? {
+        data_file.set_len(u64::from(header.data_pages) * PAGE_SIZE as u64)?;
+    }
+    let mut stats = Stats::new(opts.stats);
+    let total = set_trailer.backup_size.max(1);
+    let mut done = 0u64;
+    let mut pages = 0u64;
+    let mut log_bytes = 0u64;
+    let mut stopped = false;
+    let trailer = read_set(stripes, buffers.buffer_count, buffers.max_transfer_size, |c| {
+        done += c.data.len() as u64;
+        match c.kind {
+            ChunkKind::Pages => {
+                for (no, image) in page_entries(&c.data)? {
+                    if header.checksums {
+                        if let Err(damage) = page::verify(image, no) {
+                            return Err(err(3183, format!("RESTORE detected an error on page (1:{no}) in database '{database}' as read from the backup set: {damage}.")));
+                        }
+                    }
+                    data_file.write_all_at(image, u64::from(no) * PAGE_SIZE as u64)?;
+                    pages += 1;
+                }
+            }
+            ChunkKind::Log if !stopped => {
+                let mut seg = log_segment(&c.data)?;
+                if let Some(stop) = opts.stop_at.filter(|_| header.backup_type == BackupType::Log) {
+                    let cut = split_frames(seg.seq, &seg.frames).into_iter().find_map(|(at, payload)| {
+                        let rec = LogRecord::decode(payload).ok()?;
+                        rec.commit_time().filter(|&t| t > stop).map(|_| at)
+                    });
+                    if let Some(at) = cut {
+                        seg.frames.truncate(at);
+                        stopped = true;
+                    }
+                }
+                log_bytes += seg.frames.len() as u64;
+                builder.append(&seg)?;
+            }
+            ChunkKind::Log | ChunkKind::Trailer => {}
+        }
+        stats.update(done, total, notify);
+        Ok(())
+    })?;
+    data_file.sync_all()?;
+    drop(data_file);
+    let end = builder.end_lsn();
+    builder.finish(Master { checkpoint_lsn: progress.checkpoint_lsn, begin_lsn: progress.begin_lsn })?;
+    save_progress(&data_path, &progress)?;
+
+    let name = &header.database_name;
+    let log_pages = log_bytes.div_ceil(PAGE_SIZE as u64);
+    if header.backup_type != BackupType::Log {
+        notify(Notice { number: 4035, text: format!("Processed {pages} pages for database '{database}', file '{name}' on file {position}.") });
+    }
+    notify(Notice { number: 4035, text: format!("Processed {log_pages} pages for database '{database}', file '{name}_log' on file {position}.") });
+
+    // STOPAT beyond this backup: the point lies in a later log backup.
+    let stop_pending = opts.stop_at.is_some() && !stopped;
+    if stop_pending && opts.recovery {
+        notify(Notice {
+            number: 4319,
+            text: "This log file contains records logged before the designated mark/time. The database is being left in the Restoring state so you can apply another log file.".into(),
+        });
+    }
+    let recover = opts.recovery && !stop_pending;
+    if recover {
+        finish_recovery(engine, database, &data_path, &mut progress, end)?;
+    }
+    let what = if header.backup_type == BackupType::Log { "RESTORE LOG" } else { "RESTORE DATABASE" };
+    let total_pages = pages + log_pages;
+    let seconds = started.elapsed().as_secs_f64();
+    notify(Notice { number: 3014, text: success_text(what, total_pages, seconds) });
+    Ok(RestoreReport { header, trailer, buffers, pages: total_pages, seconds, recovered: recover, data_path, log_path })
+}
+
+/// `RESTORE DATABASE name WITH RECOVERY` (no FROM): brings a RESTORING database online
+/// with what has been applied.
+pub fn recover_only(engine: &Engine, database: &str, notify: &mut dyn FnMut(Notice)) -> Result<(), BackupError> {
+    let started = Instant::now();
+    match engine.database_state(database) {
+        None => return Err(tessera_io::Error::NotFound { kind: "database", name: database.into() }.into()),
+        Some(DbState::Online) => {
+            return Err(err(3148, format!("RESTORE DATABASE WITH RECOVERY cannot be used on database '{database}' because it is already online.")))
+        }
+        Some(DbState::Restoring) => {}
+    }
+    let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
+    let mut progress = load_progress(&data_path, database)?;
+    let end = LogBuilder::open(&log_path, database)?.end_lsn();
+    finish_recovery(engine, database, &data_path, &mut progress, end)?;
+    notify(Notice { number: 3014, text: success_text("RESTORE DATABASE", 0, started.elapsed().as_secs_f64()) });
+    Ok(())
+}
+
+fn finish_recovery(
+    engine: &Engine,
+    database: &str,
+    data_path: &Path,
+    progress: &mut Progress,
+    end: u64,
+) -> Result<(), BackupError> {
+    engine.finish_restore(database, true)?;
+    let db = engine.database(database)?;
+    // The restored database continues the backup chain it came from: differentials
+    // apply to the restored full backup, and log backups start where the log now ends.
+    let simple = db.options().recovery_model == RecoveryModel::Simple;
+    db.set_backup_chain(BackupChain {
+        differential_base_lsn: progress.base_first_lsn,
+        differential_base_guid: progress.base_guid,
+        log_backup_lsn: if simple { 0 } else { end },
+    })?;
+    let _ = std::fs::remove_file(progress_path(data_path));
+    Ok(())
+}
+
+fn remove_if_exists(p: &Path) -> Result<(), BackupError> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(tessera_io::Error::io("delete", p, 0, e).into()),
+    }
+}

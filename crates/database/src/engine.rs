@@ -261,6 +261,10 @@ impl Engine {
         Some((e.data_path.clone(), e.log_path.clone(), e.options.clone()))
     }
 
+    pub fn database_id(&self, name: &str) -> Option<u32> {
+        self.inner.lock().slots.get(&key(name)).map(|s| s.entry.lock().id)
+    }
+
     /// The default files of a new database `name` (the data and log directories).
     pub fn default_paths(&self, name: &str) -> (PathBuf, PathBuf) {
         let log_dir = self.config.log_dir.as_ref().unwrap_or(&self.config.data_dir);

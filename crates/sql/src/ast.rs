@@ -217,6 +217,53 @@ pub enum StatementKind {
     },
     /// `CHECKPOINT`
     Checkpoint,
+    /// `BACKUP DATABASE | LOG name TO DISK = '…' [, …] [WITH …]`
+    Backup(Box<BackupStatement>),
+    /// `RESTORE DATABASE | LOG | HEADERONLY | FILELISTONLY | VERIFYONLY | LABELONLY …`
+    Restore(Box<RestoreStatement>),
+}
+
+/// A database named by identifier or by a variable (`BACKUP DATABASE @db …`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum DatabaseRef {
+    Name(Ident),
+    Variable(String),
+}
+
+/// One `WITH` option of BACKUP or RESTORE: `NAME`, `NAME = value`, or `MOVE 'a' TO 'b'`
+/// (value = logical name, `to` = path). Names are upper-cased.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackupOption {
+    pub name: String,
+    pub value: Option<Expr>,
+    pub to: Option<Expr>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackupStatement {
+    pub log: bool,
+    pub database: DatabaseRef,
+    /// `DISK = expr` paths.
+    pub devices: Vec<Expr>,
+    pub options: Vec<BackupOption>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestoreKind {
+    Database,
+    Log,
+    HeaderOnly,
+    FileListOnly,
+    VerifyOnly,
+    LabelOnly,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestoreStatement {
+    pub kind: RestoreKind,
+    pub database: Option<DatabaseRef>,
+    pub devices: Vec<Expr>,
+    pub options: Vec<BackupOption>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,6 +1,7 @@
 //! tessera's T-SQL layer. See README.md.
 
 pub mod ast;
+pub mod backup;
 pub mod bind;
 pub mod cache;
 pub mod catalog;

@@ -37,6 +37,7 @@ pub struct Shared {
     catalogs: Mutex<HashMap<String, Arc<DbCatalog>>>,
     versions: AtomicU64,
     next_spid: AtomicI32,
+    next_system_spid: AtomicI32,
     /// What every open session is doing (sys.dm_exec_sessions, sp_who).
     pub sessions: Mutex<HashMap<i32, SessionInfo>>,
     /// sp_configure options.
@@ -45,7 +46,14 @@ pub struct Shared {
     pub logins: crate::logins::Logins,
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
+    /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
+    errorlog: Mutex<Option<ErrorLogHook>>,
+    /// This value's own Arc, for work that opens internal sessions (msdb history).
+    me: std::sync::Weak<Shared>,
 }
+
+/// Writes one ERRORLOG line for a session (spid 0: the server).
+pub type ErrorLogHook = Arc<dyn Fn(i32, &str) + Send + Sync>;
 
 /// A session as the server's views show it.
 #[derive(Clone, Debug)]
@@ -93,18 +101,56 @@ impl Shared {
         // A configured extension that cannot start (its device is gone) stays off; the
         // extension configuration view shows it disabled.
         let _ = config.start_extension(&engine);
-        Ok(Arc::new(Shared {
+        if !engine.exists("msdb") {
+            engine.create_database("msdb", tessera_database::DatabaseOptions {
+                recovery_model: tessera_database::RecoveryModel::Simple,
+                ..Default::default()
+            })?;
+        }
+        let shared = Arc::new_cyclic(|me| Shared {
             engine,
             plans: PlanCache::new(crate::cache::DEFAULT_BUDGET_BYTES),
             server_name: "tessera".to_string(),
             catalogs: Mutex::new(HashMap::new()),
             versions: AtomicU64::new(1),
             next_spid: AtomicI32::new(51),
+            next_system_spid: AtomicI32::new(0),
             sessions: Mutex::new(HashMap::new()),
             config,
             logins,
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
-        }))
+            errorlog: Mutex::new(None),
+            me: me.clone(),
+        });
+        let mut out = crate::output::Collected::default();
+        crate::session::Session::system(shared.clone(), "msdb")?.execute(crate::backup::MSDB_TABLES, &mut out);
+        if let Some(e) = out.errors().first() {
+            return Err((*e).clone());
+        }
+        Ok(shared)
+    }
+
+    /// This value as an `Arc` (it always lives in one).
+    pub fn arc(&self) -> Arc<Shared> {
+        self.me.upgrade().expect("Shared lives in an Arc")
+    }
+
+    /// Installs where ERRORLOG lines go.
+    pub fn set_errorlog(&self, hook: ErrorLogHook) {
+        *self.errorlog.lock() = Some(hook);
+    }
+
+    /// Writes a line to ERRORLOG (nothing when no log is installed).
+    pub fn write_errorlog(&self, spid: i32, text: &str) {
+        let hook = self.errorlog.lock().clone();
+        if let Some(h) = hook {
+            h(spid, text);
+        }
+    }
+
+    /// Spids 1–50 belong to the server's own sessions (reused in turn).
+    pub fn next_system_spid(&self) -> i32 {
+        1 + (self.next_system_spid.fetch_add(1, Ordering::Relaxed) % 50)
     }
 
     pub fn next_spid(&self) -> i32 {

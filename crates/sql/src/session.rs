@@ -214,6 +214,16 @@ impl Session {
         Ok(Session { state: SessionState::new(spid, login, database), shared, initial_database: database.to_string() })
     }
 
+    /// A session the server runs for itself (msdb history): a system spid below 51, as
+    /// SQL Server's background sessions have, and not listed among user sessions.
+    pub fn system(shared: Arc<Shared>, database: &str) -> SqlResult<Session> {
+        if !shared.engine.exists(database) {
+            return Err(crate::runtime::database_not_found(database));
+        }
+        let spid = shared.next_system_spid();
+        Ok(Session { state: SessionState::new(spid, "sa", database), shared, initial_database: database.to_string() })
+    }
+
     pub fn database(&self) -> &str {
         &self.state.database
     }
@@ -1182,6 +1192,21 @@ impl<'a> Runner<'a> {
                 db.checkpoint()?;
             }
             StatementKind::Dbcc { command, args, options } => self.dbcc(s, command, args, options)?,
+            StatementKind::Backup(b) => {
+                let database = self.database_ref(s, &b.database)?;
+                let (devices, options) = self.backup_arguments(s, &b.devices, &b.options)?;
+                let shared = self.shared.arc();
+                crate::backup::backup(&shared, self.state, b.log, &database, devices, &options, self.sink)?
+            }
+            StatementKind::Restore(r) => {
+                let database = match &r.database {
+                    Some(d) => Some(self.database_ref(s, d)?),
+                    None => None,
+                };
+                let (devices, options) = self.backup_arguments(s, &r.devices, &r.options)?;
+                let shared = self.shared.arc();
+                crate::backup::restore(&shared, self.state, r.kind, database.as_deref(), devices, &options, self.sink)?
+            }
             StatementKind::Reconfigure { .. } => {
                 if !self.shared.logins.is_sysadmin(&self.state.login)
                     && !self.shared.logins.is_member(&self.state.login, "serveradmin")
@@ -1704,6 +1729,46 @@ impl<'a> Runner<'a> {
             Err(e) => return Err(Stop::Error(e)),
         };
         self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args)
+    }
+
+    /// The database a BACKUP or RESTORE names, directly or in a variable.
+    fn database_ref(&mut self, s: &Statement, d: &ast::DatabaseRef) -> SqlResult<String> {
+        match d {
+            ast::DatabaseRef::Name(i) => Ok(i.value.clone()),
+            ast::DatabaseRef::Variable(v) => match self.eval_scalar(s, &ast::Expr::Variable(v.clone()))?.0 {
+                Value::Str(name) => Ok(name.trim_end().to_string()),
+                _ => Err(SqlError::new(3201, format!("The variable {v} does not hold a database name."))),
+            },
+        }
+    }
+
+    /// Evaluates BACKUP/RESTORE device paths and WITH option values.
+    fn backup_arguments(
+        &mut self,
+        s: &Statement,
+        devices: &[ast::Expr],
+        options: &[ast::BackupOption],
+    ) -> SqlResult<(Vec<std::path::PathBuf>, Vec<crate::backup::EvaluatedOption>)> {
+        let mut paths = Vec::new();
+        for d in devices {
+            match self.eval_scalar(s, d)?.0 {
+                Value::Str(p) if !p.trim().is_empty() => paths.push(std::path::PathBuf::from(p.trim_end())),
+                _ => return Err(SqlError::new(3206, "A backup device name must be a non-empty string.")),
+            }
+        }
+        let mut out = Vec::new();
+        for o in options {
+            let value = match &o.value {
+                Some(e) => Some(self.eval_scalar(s, e)?),
+                None => None,
+            };
+            let to = match &o.to {
+                Some(e) => Some(self.eval_scalar(s, e)?),
+                None => None,
+            };
+            out.push(crate::backup::EvaluatedOption { name: o.name.clone(), value, to });
+        }
+        Ok((paths, out))
     }
 
     /// CREATE/ALTER/DROP LOGIN and ALTER SERVER ROLE. They change master in a transaction

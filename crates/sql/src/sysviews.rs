@@ -631,6 +631,31 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
         View::Databases => {
             let mut out = Vec::new();
             for name in ctx.shared.engine.database_names() {
+                if ctx.shared.engine.database_state(&name) == Some(tessera_database::DbState::Restoring) {
+                    let Some((_, _, o)) = ctx.shared.engine.database_info(&name) else { continue };
+                    let model = o.recovery_model;
+                    out.push(vec![
+                        s(&name),
+                        int(i64::from(ctx.shared.engine.database_id(&name).unwrap_or(0))),
+                        datetime(0),
+                        int(160),
+                        s(COLLATION),
+                        s("MULTI_USER"),
+                        bit(false),
+                        int(1),
+                        s("RESTORING"),
+                        int(match model.name() {
+                            "FULL" => 1,
+                            "BULK_LOGGED" => 2,
+                            _ => 3,
+                        }),
+                        s(model.name()),
+                        s("NOTHING"),
+                        int(0),
+                        s(o.delayed_durability.name()),
+                    ]);
+                    continue;
+                }
                 let d = ctx.shared.database(&name)?;
                 let o = d.options();
                 let model = o.recovery_model;
@@ -657,7 +682,7 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                     s("ONLINE"),
                     int(model_id),
                     s(model.name()),
-                    s("NOTHING"),
+                    s(d.wal().reuse_wait()),
                     int(dd_id),
                     s(dd),
                 ]);

@@ -49,7 +49,7 @@ fn sp_help_sp_helpdb_and_sp_databases_describe_what_exists() {
     let mut out = Collected::default();
     assert!(!s.execute("exec sp_databases", &mut out), "{:?}", out.errors());
     let dbs: Vec<Value> = out.result_sets[0].1.iter().map(|r| r[0].clone()).collect();
-    assert_eq!(dbs, vec![Value::str("master"), Value::str("tempdb")]);
+    assert_eq!(dbs, vec![Value::str("master"), Value::str("tempdb"), Value::str("msdb")]);
     assert!(out.result_sets[0].1.iter().all(|r| matches!(r[1], Value::Int(kb) if kb > 0)));
 }
 

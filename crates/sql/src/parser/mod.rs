@@ -18,6 +18,7 @@
 //! `CREATE PROCEDURE`/`VIEW`/`FUNCTION` is not alone in its batch, 191 when nesting is too
 //! deep. Only the first error is reported.
 
+mod backup;
 mod ddl;
 mod dml;
 mod expr;

@@ -116,6 +116,8 @@ impl Parser<'_> {
             "RAISERROR" => self.raiserror()?,
             "EXEC" | "EXECUTE" => self.execute()?,
             "DBCC" => self.dbcc()?,
+            "BACKUP" => self.backup()?,
+            "RESTORE" => self.restore()?,
             "RECONFIGURE" => {
                 self.pos += 1;
                 StatementKind::Reconfigure { with_override: self.eat_words(&["WITH", "OVERRIDE"]) }

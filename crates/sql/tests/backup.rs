@@ -1,0 +1,234 @@
+//! BACKUP and RESTORE in T-SQL: options, messages, the RESTORE … ONLY result sets, the
+//! msdb history, recovery models and log chains with STOPAT, trace flags, and the errors
+//! a SQL Server user expects. (Messages carry times, so no golden file can hold them.)
+
+use std::path::Path;
+
+use tessera_database::{Engine, EngineConfig};
+use tessera_sql::types::Value;
+use tessera_sql::{Collected, Session, Shared};
+
+fn session(dir: &Path) -> Session {
+    let mut config = EngineConfig::new(dir.join("data"));
+    config.pool_bytes = 32 << 20;
+    config.background = false;
+    let shared = Shared::new(Engine::open(config).unwrap()).unwrap();
+    Session::new(shared, "sa", "master").unwrap()
+}
+
+fn run(s: &mut Session, sql: &str) -> Collected {
+    let mut out = Collected::default();
+    s.execute(sql, &mut out);
+    out
+}
+
+fn ok(s: &mut Session, sql: &str) -> Collected {
+    let out = run(s, sql);
+    assert!(out.errors().is_empty(), "{sql}: {:?}", out.errors());
+    out
+}
+
+fn texts(out: &Collected) -> Vec<String> {
+    out.messages.iter().map(|m| m.message.clone()).collect()
+}
+
+fn error_numbers(out: &Collected) -> Vec<i32> {
+    out.errors().iter().map(|e| e.number).collect()
+}
+
+fn scalar(s: &mut Session, sql: &str) -> Value {
+    let out = ok(s, sql);
+    out.result_sets[0].1[0][0].clone()
+}
+
+#[test]
+fn full_backup_restore_with_stripes_compression_and_the_only_statements() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let mut s = session(dir.path());
+    ok(&mut s, "create database shop; alter database shop set recovery simple");
+    ok(
+        &mut s,
+        "use shop; create table t (id int primary key, name nvarchar(100), price decimal(10,2));
+         declare @i int = 0; while @i < 2000 begin insert t values (@i, concat(N'item ', @i), @i * 1.5); set @i += 1 end;
+         use master",
+    );
+    let out = ok(
+        &mut s,
+        &format!(
+            "BACKUP DATABASE shop TO DISK = '{d}/a.bak', DISK = '{d}/b.bak'
+             WITH FORMAT, INIT, COMPRESSION, CHECKSUM, STATS = 25, NAME = N'nightly', DESCRIPTION = 'all of it',
+                  BUFFERCOUNT = 6, MAXTRANSFERSIZE = 65536, NOREWIND, NOUNLOAD"
+        ),
+    );
+    let t = texts(&out);
+    assert!(t.iter().any(|m| m == "25 percent processed."), "{t:?}");
+    assert!(t.iter().any(|m| m.starts_with("Processed ") && m.ends_with("for database 'shop', file 'shop' on file 1.")), "{t:?}");
+    assert!(t.iter().any(|m| m.ends_with("for database 'shop', file 'shop_log' on file 1.")), "{t:?}");
+    assert!(t.last().unwrap().starts_with("BACKUP DATABASE successfully processed "), "{t:?}");
+    assert_eq!(out.messages.last().unwrap().number, 3014);
+
+    let out = ok(&mut s, &format!("RESTORE HEADERONLY FROM DISK = '{d}/a.bak'"));
+    let (cols, rows) = &out.result_sets[0];
+    let col = |name: &str| cols.iter().position(|c| c.name == name).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][col("BackupName")], Value::str("nightly"));
+    assert_eq!(rows[0][col("BackupDescription")], Value::str("all of it"));
+    assert_eq!(rows[0][col("BackupType")], Value::Int(1));
+    assert_eq!(rows[0][col("Compressed")], Value::Int(1));
+    assert_eq!(rows[0][col("Position")], Value::Int(1));
+    assert_eq!(rows[0][col("DatabaseName")], Value::str("shop"));
+    assert_eq!(rows[0][col("HasBackupChecksums")], Value::Bit(true));
+    assert_eq!(rows[0][col("RecoveryModel")], Value::str("SIMPLE"));
+
+    let out = ok(&mut s, &format!("RESTORE FILELISTONLY FROM DISK = '{d}/b.bak' WITH FILE = 1"));
+    let names: Vec<Value> = out.result_sets[0].1.iter().map(|r| r[0].clone()).collect();
+    assert_eq!(names, vec![Value::str("shop"), Value::str("shop_log")]);
+    let out = ok(&mut s, &format!("RESTORE LABELONLY FROM DISK = '{d}/b.bak'"));
+    assert_eq!(out.result_sets[0].1[0][2], Value::Int(2), "two media families");
+
+    let out = ok(&mut s, &format!("RESTORE VERIFYONLY FROM DISK = '{d}/a.bak', DISK = '{d}/b.bak'"));
+    assert_eq!(texts(&out).last().unwrap(), "The backup set on file 1 is valid.");
+    // One stripe is not enough.
+    let out = run(&mut s, &format!("RESTORE VERIFYONLY FROM DISK = '{d}/a.bak'"));
+    assert_eq!(error_numbers(&out), vec![3132, 3013]);
+    assert_eq!(texts(&out).last().unwrap(), "RESTORE VERIFYONLY is terminating abnormally.");
+
+    let out = ok(
+        &mut s,
+        &format!(
+            "RESTORE DATABASE shop_copy FROM DISK = '{d}/b.bak', DISK = '{d}/a.bak'
+             WITH MOVE 'shop' TO '{d}/copy.mdf', MOVE 'shop_log' TO '{d}/copy.ldf', RECOVERY, STATS"
+        ),
+    );
+    assert!(texts(&out).last().unwrap().starts_with("RESTORE DATABASE successfully processed "));
+    assert_eq!(
+        ok(&mut s, "select id, name, price from shop_copy.dbo.t order by id").result_sets[0].1,
+        ok(&mut s, "select id, name, price from shop.dbo.t order by id").result_sets[0].1
+    );
+    assert_eq!(scalar(&mut s, "select count(*) from shop_copy.dbo.t"), Value::Int(2000));
+    let out = ok(&mut s, "DBCC CHECKDB('shop_copy')");
+    assert!(texts(&out)[0].starts_with("CHECKDB found 0 allocation errors and 0 consistency errors"));
+
+    // The history tools read.
+    let out = ok(&mut s, "select type, database_name, position, name, is_copy_only from msdb.dbo.backupset");
+    assert_eq!(
+        out.result_sets[0].1,
+        vec![vec![Value::str("D"), Value::str("shop"), Value::Int(1), Value::str("nightly"), Value::Bit(false)]]
+    );
+    assert_eq!(
+        scalar(&mut s, "select count(*) from msdb.dbo.backupmediafamily f join msdb.dbo.backupset b on b.media_set_id = f.media_set_id"),
+        Value::Int(2)
+    );
+    assert_eq!(scalar(&mut s, "select destination_database_name from msdb.dbo.restorehistory"), Value::str("shop_copy"));
+
+    // NOINIT appends a second set; FILE = 2 names it.
+    ok(&mut s, &format!("BACKUP DATABASE shop_copy TO DISK = '{d}/a.bak', DISK = '{d}/b.bak' WITH NOINIT"));
+    let out = ok(&mut s, &format!("RESTORE HEADERONLY FROM DISK = '{d}/a.bak'"));
+    assert_eq!(out.result_sets[0].1.len(), 2);
+    // Over an existing database: another database's backup needs REPLACE (3154).
+    let out = run(&mut s, &format!("RESTORE DATABASE shop FROM DISK = '{d}/a.bak', DISK = '{d}/b.bak' WITH FILE = 2"));
+    assert_eq!(error_numbers(&out), vec![3154, 3013]);
+    // A different number of devices than the media set has (3231).
+    let out = run(&mut s, &format!("BACKUP DATABASE shop TO DISK = '{d}/a.bak'"));
+    assert_eq!(error_numbers(&out), vec![3231, 3013]);
+}
+
+#[test]
+fn full_model_log_chain_point_in_time_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let mut s = session(dir.path());
+    ok(&mut s, "create database bank; alter database bank set recovery full");
+    ok(&mut s, "create table bank.dbo.acct (id int primary key, balance int)");
+    ok(&mut s, "insert bank.dbo.acct values (1, 100), (2, 200)");
+    let out = run(&mut s, &format!("BACKUP LOG bank TO DISK = '{d}/log.bak'"));
+    assert_eq!(error_numbers(&out), vec![4214, 3013]);
+    ok(&mut s, &format!("BACKUP DATABASE bank TO DISK = '{d}/full.bak' WITH INIT"));
+    ok(&mut s, "update bank.dbo.acct set balance = 150 where id = 1");
+    ok(&mut s, "use bank; checkpoint; use master");
+    assert_eq!(
+        scalar(&mut s, "select log_reuse_wait_desc from sys.databases where name = 'bank'"),
+        Value::str("LOG_BACKUP")
+    );
+    let out = ok(&mut s, &format!("BACKUP LOG bank TO DISK = '{d}/log.bak' WITH INIT"));
+    assert!(texts(&out).last().unwrap().starts_with("BACKUP LOG successfully processed "));
+    ok(&mut s, "insert bank.dbo.acct values (3, 300)");
+    let between = match scalar(&mut s, "select convert(varchar(30), sysdatetime(), 121)") {
+        Value::Str(t) => t.to_string(),
+        v => panic!("{v:?}"),
+    };
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    ok(&mut s, "insert bank.dbo.acct values (4, 400)");
+    ok(&mut s, &format!("BACKUP LOG bank TO DISK = '{d}/log.bak' WITH NOINIT"));
+
+    ok(
+        &mut s,
+        &format!(
+            "RESTORE DATABASE bank2 FROM DISK = '{d}/full.bak' WITH NORECOVERY,
+               MOVE 'bank' TO '{d}/bank2.mdf', MOVE 'bank_log' TO '{d}/bank2.ldf'"
+        ),
+    );
+    assert_eq!(scalar(&mut s, "select state_desc from sys.databases where name = 'bank2'"), Value::str("RESTORING"));
+    let out = run(&mut s, "select * from bank2.dbo.acct");
+    assert_eq!(error_numbers(&out), vec![927]);
+    // The second log backup does not follow the full one (4305).
+    let out = run(&mut s, &format!("RESTORE LOG bank2 FROM DISK = '{d}/log.bak' WITH FILE = 2, NORECOVERY"));
+    assert_eq!(error_numbers(&out), vec![4305, 3013]);
+    let out = ok(&mut s, &format!("RESTORE LOG bank2 FROM DISK = '{d}/log.bak' WITH FILE = 1, NORECOVERY"));
+    assert!(texts(&out).last().unwrap().starts_with("RESTORE LOG successfully processed "));
+    ok(&mut s, &format!("RESTORE LOG bank2 FROM DISK = '{d}/log.bak' WITH FILE = 2, RECOVERY, STOPAT = '{between}'"));
+    let out = ok(&mut s, "select id, balance from bank2.dbo.acct order by id");
+    assert_eq!(
+        out.result_sets[0].1,
+        vec![
+            vec![Value::Int(1), Value::Int(150)],
+            vec![Value::Int(2), Value::Int(200)],
+            vec![Value::Int(3), Value::Int(300)]
+        ]
+    );
+    assert_eq!(scalar(&mut s, "select state_desc from sys.databases where name = 'bank2'"), Value::str("ONLINE"));
+
+    // Restoring the database the session is in, inside a transaction, or a system one.
+    let out = run(&mut s, &format!("use bank; RESTORE DATABASE bank FROM DISK = '{d}/full.bak' WITH REPLACE"));
+    assert_eq!(error_numbers(&out), vec![3102, 3013]);
+    let out = run(&mut s, &format!("use master; begin tran; BACKUP DATABASE bank TO DISK = '{d}/x.bak'; rollback"));
+    assert_eq!(error_numbers(&out)[0], 3021);
+    let out = run(&mut s, &format!("RESTORE DATABASE msdb FROM DISK = '{d}/full.bak'"));
+    assert_eq!(error_numbers(&out), vec![3108, 3013]);
+    // The tail of bank's log was not backed up: REPLACE is needed.
+    let out = run(&mut s, &format!("RESTORE DATABASE bank FROM DISK = '{d}/full.bak'"));
+    assert_eq!(error_numbers(&out), vec![3159, 3013]);
+    // A tail-log backup WITH NORECOVERY leaves it RESTORING; the chain then recovers it.
+    ok(&mut s, &format!("BACKUP LOG bank TO DISK = '{d}/tail.bak' WITH INIT, NORECOVERY"));
+    assert_eq!(scalar(&mut s, "select state_desc from sys.databases where name = 'bank'"), Value::str("RESTORING"));
+    ok(&mut s, &format!("RESTORE DATABASE bank FROM DISK = '{d}/full.bak' WITH NORECOVERY"));
+    ok(&mut s, &format!("RESTORE LOG bank FROM DISK = '{d}/log.bak' WITH FILE = 1, NORECOVERY"));
+    ok(&mut s, &format!("RESTORE LOG bank FROM DISK = '{d}/log.bak' WITH FILE = 2, NORECOVERY"));
+    ok(&mut s, &format!("RESTORE LOG bank FROM DISK = '{d}/tail.bak' WITH NORECOVERY"));
+    ok(&mut s, "RESTORE DATABASE bank WITH RECOVERY");
+    assert_eq!(scalar(&mut s, "select count(*) from bank.dbo.acct"), Value::Int(4));
+    // Differential needs a full backup of its own database first.
+    ok(&mut s, "create database fresh");
+    let out = run(&mut s, &format!("BACKUP DATABASE fresh TO DISK = '{d}/diff.bak' WITH DIFFERENTIAL"));
+    assert_eq!(error_numbers(&out), vec![3035, 3013]);
+    // Options SQL Server does not know, and devices tessera does not have.
+    let out = run(&mut s, &format!("BACKUP DATABASE bank TO DISK = '{d}/y.bak' WITH FROBNICATE"));
+    assert_eq!(error_numbers(&out), vec![155]);
+    let out = run(&mut s, "BACKUP DATABASE bank TO TAPE = '\\\\.\\tape0'");
+    assert_eq!(error_numbers(&out), vec![3206]);
+}
+
+#[test]
+fn trace_flag_3213_shows_the_buffer_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let mut s = session(dir.path());
+    ok(&mut s, "create database tf");
+    ok(&mut s, "DBCC TRACEON(3213, 3604)");
+    let out = ok(&mut s, &format!("BACKUP DATABASE tf TO DISK = '{d}/tf.bak' WITH BUFFERCOUNT = 7, MAXTRANSFERSIZE = 1048576"));
+    let t = texts(&out);
+    assert!(t.iter().any(|m| m == "BufferCount:                7"), "{t:?}");
+    assert!(t.iter().any(|m| m == "MaxTransferSize:            1024 KB"), "{t:?}");
+    assert!(t.iter().any(|m| m == "Total buffer space:         7 MB"), "{t:?}");
+}

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Seek, SeekFrom, Write};
+use std::io::{BufReader, IoSlice, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
@@ -214,9 +214,25 @@ fn write_stripe(
     let mut expect = index;
     let mut written = 0u64;
     let mut error: Option<BackupError> = None;
+    // Header and bytes in one system call (writev), looping over short writes.
     let write = |out: &mut StripeOut, header: &ChunkHeader, bytes: &[u8]| -> Result<(), BackupError> {
-        out.file.write_all(&header.encode()).map_err(|e| write_failed(&out.path, &e))?;
-        out.file.write_all(bytes).map_err(|e| write_failed(&out.path, &e))
+        let h = header.encode();
+        let mut done = 0usize;
+        let total = h.len() + bytes.len();
+        while done < total {
+            let r = if done < h.len() {
+                out.file.write_vectored(&[IoSlice::new(&h[done..]), IoSlice::new(bytes)])
+            } else {
+                out.file.write(&bytes[done - h.len()..])
+            };
+            match r {
+                Ok(0) => return Err(write_failed(&out.path, &std::io::Error::from(std::io::ErrorKind::WriteZero))),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(write_failed(&out.path, &e)),
+            }
+        }
+        Ok(())
     };
     for msg in rx {
         match msg {

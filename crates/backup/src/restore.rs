@@ -284,7 +284,7 @@ pub fn restore(
             }
             let _ = std::fs::remove_file(progress_path(&data_path));
             let file = DataFile::open(&data_path, OpenMode::CreateNew, false)?;
-            file.set_len(u64::from(header.data_pages) * PAGE_SIZE as u64)?;
+            file.allocate(u64::from(header.data_pages) * PAGE_SIZE as u64)?;
             drop(file);
             let progress = Progress {
                 base_guid: header.backup_set_guid,
@@ -332,18 +332,34 @@ pub fn restore(
     let mut pages = 0u64;
     let mut log_bytes = 0u64;
     let mut stopped = false;
+    let mut run: Vec<u8> = Vec::with_capacity(buffers.max_transfer_size as usize);
     let trailer = read_set(stripes, buffers.buffer_count, buffers.max_transfer_size, |c| {
         done += c.data.len() as u64;
         match c.kind {
             ChunkKind::Pages => {
-                for (no, image) in page_entries(&c.data)? {
-                    if header.checksums {
+                let entries = page_entries(&c.data)?;
+                if header.checksums {
+                    for &(no, image) in &entries {
                         if let Err(damage) = page::verify(image, no) {
                             return Err(err(3183, format!("RESTORE detected an error on page (1:{no}) in database '{database}' as read from the backup set: {damage}.")));
                         }
                     }
-                    data_file.write_all_at(image, u64::from(no) * PAGE_SIZE as u64)?;
-                    pages += 1;
+                }
+                // Runs of consecutive pages go to the file in one write each.
+                let mut i = 0;
+                while i < entries.len() {
+                    let first = entries[i].0;
+                    let mut n = 1;
+                    while i + n < entries.len() && entries[i + n].0 == first + n as u32 {
+                        n += 1;
+                    }
+                    run.clear();
+                    for &(_, image) in &entries[i..i + n] {
+                        run.extend_from_slice(image);
+                    }
+                    data_file.write_all_at(&run, u64::from(first) * PAGE_SIZE as u64)?;
+                    pages += n as u64;
+                    i += n;
                 }
             }
             ChunkKind::Log if !stopped => {

@@ -9,6 +9,7 @@
 //! - [`engine`]: `tessera bench engine`, the storage-engine benchmark.
 //! - [`sql`]: `tessera bench sql`, seed 002's point select through the T-SQL layer.
 
+pub mod backup;
 pub mod bpe;
 pub mod burst;
 mod chart;

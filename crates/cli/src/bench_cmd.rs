@@ -30,6 +30,9 @@ pub enum Bench {
     /// Seed 003's burst: one transaction of 10M rows into an indexed table, then releasing
     /// the pool, next to SQLite.
     Burst(CommonArgs),
+    /// Seed 004: BACKUP and RESTORE MB/s over stripes, MAXTRANSFERSIZE, BUFFERCOUNT and
+    /// compression, next to the disk's sequential copy rate measured in the same run.
+    Backup(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -91,6 +94,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::burst::BurstParams::full()
             };
             finish(&common, |dir| tessera_bench::burst::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Backup(common) => {
+            let params = if common.quick {
+                tessera_bench::backup::BackupParams::quick()
+            } else {
+                tessera_bench::backup::BackupParams::full()
+            };
+            finish(&common, |dir| tessera_bench::backup::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }

@@ -182,7 +182,7 @@ pub fn backup(
                 stopped = true;
                 return Ok(());
             }
-            let mut raw = Vec::with_capacity(16 + seg.frames.len());
+            let mut raw = pipe.buffer(16 + seg.frames.len());
             raw.extend_from_slice(&seg.seq.to_le_bytes());
             raw.extend_from_slice(&seg.vlf_size.to_le_bytes());
             raw.extend_from_slice(&seg.offset.to_le_bytes());
@@ -381,7 +381,7 @@ fn copy_data_file(
     // Reads are 1 MiB or more whatever the transfer size: small reads cost system calls.
     let run_pages = (mts.max(1 << 20) / PAGE_SIZE).max(1);
     let mut run = vec![0u8; run_pages * PAGE_SIZE];
-    let mut chunk: Vec<u8> = Vec::with_capacity(per_chunk * (PAGE_SIZE + 4));
+    let mut chunk: Vec<u8> = pipe.buffer(per_chunk * (PAGE_SIZE + 4));
     let mut in_chunk = 0usize;
     let mut copied = 0u64;
     let mut no = 0u32;
@@ -419,7 +419,8 @@ fn copy_data_file(
             in_chunk += 1;
             copied += 1;
             if in_chunk == per_chunk {
-                pipe.send(ChunkKind::Pages, std::mem::replace(&mut chunk, Vec::with_capacity(per_chunk * (PAGE_SIZE + 4))));
+                let next = pipe.buffer(per_chunk * (PAGE_SIZE + 4));
+                pipe.send(ChunkKind::Pages, std::mem::replace(&mut chunk, next));
                 in_chunk = 0;
             }
         }

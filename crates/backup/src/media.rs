@@ -265,9 +265,9 @@ pub struct SetLocation {
     pub end: u64,
 }
 
-/// Reads a chunk header and its stored bytes, verifying the crc. `Ok(None)` at a
-/// clean end of file.
-pub fn read_chunk(r: &mut impl Read, path: &Path) -> Result<Option<(ChunkHeader, Vec<u8>)>, BackupError> {
+/// Reads a chunk header and its stored bytes (into `data`, whose old contents are
+/// discarded), verifying the crc. `Ok(None)` at a clean end of file.
+pub fn read_chunk(r: &mut impl Read, path: &Path, mut data: Vec<u8>) -> Result<Option<(ChunkHeader, Vec<u8>)>, BackupError> {
     let mut h = [0u8; CHUNK_HEADER_SIZE];
     match r.read_exact(&mut h) {
         Ok(()) => {}
@@ -275,7 +275,8 @@ pub fn read_chunk(r: &mut impl Read, path: &Path) -> Result<Option<(ChunkHeader,
         Err(e) => return Err(crate::read_failed(path, &e)),
     }
     let header = ChunkHeader::decode(&h).ok_or_else(|| damaged(path, "a chunk header is damaged"))?;
-    let mut data = vec![0u8; header.stored_len as usize];
+    data.clear();
+    data.resize(header.stored_len as usize, 0);
     r.read_exact(&mut data).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
             damaged(path, "the file ends inside a chunk")
@@ -293,8 +294,55 @@ pub fn damaged(path: &Path, detail: &str) -> BackupError {
     err(3189, format!("Damage to the backup set was detected on device '{}': {detail}.", path.display()))
 }
 
-/// Lists the backup sets of one stripe file, in position order. Walking stops at the
-/// first set that is incomplete or damaged (it is listed with no trailer).
+/// Follows every completed set in a stripe: `magic | set start u64 | trailer offset u64
+/// | crc32c u32 | 0 u32`. Walking these backwards from the end of the file finds every
+/// set with a handful of reads, however many chunks the sets hold.
+pub const FOOTER_MAGIC: &[u8; 8] = b"TSRAFTR1";
+pub const FOOTER_SIZE: usize = 32;
+
+pub fn encode_footer(set_start: u64, trailer_offset: u64) -> [u8; FOOTER_SIZE] {
+    let mut f = [0u8; FOOTER_SIZE];
+    f[0..8].copy_from_slice(FOOTER_MAGIC);
+    f[8..16].copy_from_slice(&set_start.to_le_bytes());
+    f[16..24].copy_from_slice(&trailer_offset.to_le_bytes());
+    let crc = crc32c::crc32c(&f[0..24]);
+    f[24..28].copy_from_slice(&crc.to_le_bytes());
+    f
+}
+
+fn decode_footer(f: &[u8]) -> Option<(u64, u64)> {
+    if &f[0..8] != FOOTER_MAGIC || crc32c::crc32c(&f[0..24]).to_le_bytes() != f[24..28] {
+        return None;
+    }
+    Some((u64::from_le_bytes(f[8..16].try_into().unwrap()), u64::from_le_bytes(f[16..24].try_into().unwrap())))
+}
+
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> bool {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset).is_ok()
+}
+
+/// Reads one set's header at `start` and its trailer chunk at `trailer_at`.
+fn read_set_at(file: &File, start: u64, trailer_at: u64, end: u64) -> Option<SetLocation> {
+    let mut r = std::io::BufReader::with_capacity(4096, file);
+    r.seek(SeekFrom::Start(start)).ok()?;
+    let header = read_json_block::<SetHeader>(&mut r, SET_MAGIC)?;
+    let chunks_at = r.stream_position().ok()?;
+    let mut h = [0u8; CHUNK_HEADER_SIZE];
+    if !read_at(file, &mut h, trailer_at) {
+        return None;
+    }
+    let ch = ChunkHeader::decode(&h).filter(|c| c.kind == ChunkKind::Trailer && c.set_guid == header.backup_set_guid)?;
+    let mut data = vec![0u8; ch.stored_len as usize];
+    if !read_at(file, &mut data, trailer_at + CHUNK_HEADER_SIZE as u64) || crc32c::crc32c(&data) != ch.data_crc {
+        return None;
+    }
+    let trailer = serde_json::from_slice(&data).ok()?;
+    Some(SetLocation { header, start, chunks_at, trailer: Some(trailer), end })
+}
+
+/// Lists the backup sets of one stripe file, in position order: backwards through the
+/// footers when every set is complete, else forward through the chunks. The forward walk
+/// stops at the first set that is incomplete or damaged (listed with no trailer).
 pub fn list_sets(path: &Path) -> Result<(MediaHeader, Vec<SetLocation>), BackupError> {
     let media = read_media_header(path)?.ok_or_else(|| {
         err(
@@ -307,7 +355,32 @@ pub fn list_sets(path: &Path) -> Result<(MediaHeader, Vec<SetLocation>), BackupE
     })?;
     let file = File::open(path).map_err(|e| crate::open_failed(path, &e))?;
     let len = file.metadata().map_err(|e| crate::read_failed(path, &e))?.len();
-    let mut r = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut at = len;
+    let mut found = Vec::new();
+    let mut f = [0u8; FOOTER_SIZE];
+    while at >= MEDIA_HEADER_SIZE + FOOTER_SIZE as u64 && read_at(&file, &mut f, at - FOOTER_SIZE as u64) {
+        let Some((start, trailer_at)) = decode_footer(&f) else { break };
+        if start < MEDIA_HEADER_SIZE || start >= trailer_at || trailer_at >= at {
+            break;
+        }
+        match read_set_at(&file, start, trailer_at, at) {
+            Some(set) => found.push(set),
+            None => break,
+        }
+        at = start;
+    }
+    if at == MEDIA_HEADER_SIZE {
+        found.reverse();
+        return Ok((media, found));
+    }
+    walk_sets(path, &file, len).map(|sets| (media, sets))
+}
+
+/// The forward walk: set header, chunk headers (skipping their bytes), trailer, footer.
+fn walk_sets(path: &Path, file: &File, len: u64) -> Result<Vec<SetLocation>, BackupError> {
+    // Small buffer: the walk reads chunk headers and skips their bytes, so a big buffer
+    // would read the whole file.
+    let mut r = std::io::BufReader::with_capacity(4096, file);
     let mut sets = Vec::new();
     let mut at = MEDIA_HEADER_SIZE;
     while at < len {
@@ -328,6 +401,10 @@ pub fn list_sets(path: &Path) -> Result<(MediaHeader, Vec<SetLocation>), BackupE
                 if r.read_exact(&mut data).is_ok() && crc32c::crc32c(&data) == ch.data_crc {
                     trailer = serde_json::from_slice(&data).ok();
                 }
+                let mut f = [0u8; FOOTER_SIZE];
+                if r.read_exact(&mut f).is_ok() && decode_footer(&f).is_some() {
+                    pos += FOOTER_SIZE as u64;
+                }
                 break;
             }
             if r.seek_relative(i64::from(ch.stored_len)).is_err() || pos > len {
@@ -341,5 +418,5 @@ pub fn list_sets(path: &Path) -> Result<(MediaHeader, Vec<SetLocation>), BackupE
         }
         at = pos;
     }
-    Ok((media, sets))
+    Ok(sets)
 }

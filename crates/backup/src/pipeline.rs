@@ -17,12 +17,37 @@ use std::thread::JoinHandle;
 
 use parking_lot::Condvar;
 
-use crate::media::{read_chunk, ChunkHeader, ChunkKind, SetLocation, Trailer};
+use crate::media::{encode_footer, read_chunk, ChunkHeader, ChunkKind, SetLocation, Trailer};
 use crate::media::damaged;
 use crate::{err, write_failed, BackupError};
 
 /// zstd level for COMPRESSION: fast enough to keep up with a disk.
 const ZSTD_LEVEL: i32 = 1;
+
+/// Chunk buffers handed back after use, so a backup or restore allocates (and the
+/// kernel zeroes) its buffers once instead of once per chunk.
+#[derive(Clone, Default)]
+pub(crate) struct Recycler(Arc<Mutex<Vec<Vec<u8>>>>);
+
+/// Spare buffers kept at most (beyond them, buffers are freed).
+const MAX_SPARE_BUFFERS: usize = 64;
+
+impl Recycler {
+    pub fn take(&self, capacity: usize) -> Vec<u8> {
+        let spare = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut v = spare.unwrap_or_default();
+        v.clear();
+        v.reserve(capacity);
+        v
+    }
+
+    pub fn give(&self, v: Vec<u8>) {
+        let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < MAX_SPARE_BUFFERS {
+            pool.push(v);
+        }
+    }
+}
 
 /// Counts free buffers; the producer waits for one before making a chunk.
 struct Budget {
@@ -58,14 +83,15 @@ struct Stored {
 }
 
 impl Stored {
-    fn from_raw(seq: u64, kind: ChunkKind, raw: Vec<u8>, compress: bool) -> Stored {
+    fn from_raw(seq: u64, kind: ChunkKind, raw: Vec<u8>, compress: bool, recycler: &Recycler) -> Stored {
         let raw_len = raw.len() as u32;
         if compress {
-            if let Ok(c) = zstd::bulk::compress(&raw, ZSTD_LEVEL) {
-                if c.len() < raw.len() {
-                    return Stored { seq, kind, compressed: true, raw_len, bytes: c };
-                }
+            let mut out = recycler.take(zstd::zstd_safe::compress_bound(raw.len()));
+            if zstd::bulk::compress_to_buffer(&raw, &mut out, ZSTD_LEVEL).is_ok() && out.len() < raw.len() {
+                recycler.give(raw);
+                return Stored { seq, kind, compressed: true, raw_len, bytes: out };
             }
+            recycler.give(out);
         }
         Stored { seq, kind, compressed: false, raw_len, bytes: raw }
     }
@@ -99,6 +125,7 @@ pub(crate) struct WritePipeline {
     writers: Vec<JoinHandle<Result<(), BackupError>>>,
     next_seq: u64,
     pub totals: Arc<Totals>,
+    recycler: Recycler,
 }
 
 impl WritePipeline {
@@ -107,16 +134,17 @@ impl WritePipeline {
         let budget = Arc::new(Budget { free: parking_lot::Mutex::new(buffers), cv: Condvar::new() });
         let failed = Arc::new(AtomicBool::new(false));
         let totals = Arc::new(Totals::default());
+        let recycler = Recycler::default();
         let mut stripes = Vec::new();
         let mut writers = Vec::new();
         for (i, out) in outs.into_iter().enumerate() {
             let (tx, rx) = channel();
             stripes.push(tx);
-            let (budget, failed, totals) = (budget.clone(), failed.clone(), totals.clone());
+            let (budget, failed, totals, recycler) = (budget.clone(), failed.clone(), totals.clone(), recycler.clone());
             writers.push(
                 std::thread::Builder::new()
                     .name(format!("tessera-backup-write-{i}"))
-                    .spawn(move || write_stripe(out, rx, i as u64, n, set_guid, &budget, &failed, &totals))
+                    .spawn(move || write_stripe(out, rx, i as u64, n, set_guid, &budget, &failed, &totals, &recycler))
                     .expect("spawn a backup writer"),
             );
         }
@@ -128,12 +156,13 @@ impl WritePipeline {
                 .map(|i| {
                     let rx = rx.clone();
                     let stripes = stripes.clone();
+                    let recycler = recycler.clone();
                     std::thread::Builder::new()
                         .name(format!("tessera-backup-zstd-{i}"))
                         .spawn(move || loop {
                             let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
                             let Ok((seq, kind, raw)) = job else { return };
-                            let stored = Stored::from_raw(seq, kind, raw, true);
+                            let stored = Stored::from_raw(seq, kind, raw, true, &recycler);
                             let _ = stripes[(seq % n) as usize].send(ToWriter::Chunk(stored));
                         })
                         .expect("spawn a compressor")
@@ -143,7 +172,12 @@ impl WritePipeline {
         } else {
             (None, Vec::new())
         };
-        WritePipeline { budget, failed, to_compress, compressors, stripes, writers, next_seq: 0, totals }
+        WritePipeline { budget, failed, to_compress, compressors, stripes, writers, next_seq: 0, totals, recycler }
+    }
+
+    /// An empty buffer for the next chunk (a recycled one when available).
+    pub fn buffer(&self, capacity: usize) -> Vec<u8> {
+        self.recycler.take(capacity)
     }
 
     /// Waits for a free buffer. False once a writer has failed: stop producing and call
@@ -163,7 +197,8 @@ impl WritePipeline {
             }
             None => {
                 let n = self.stripes.len() as u64;
-                let _ = self.stripes[(seq % n) as usize].send(ToWriter::Chunk(Stored::from_raw(seq, kind, raw, false)));
+                let stored = Stored::from_raw(seq, kind, raw, false, &self.recycler);
+                let _ = self.stripes[(seq % n) as usize].send(ToWriter::Chunk(stored));
             }
         }
     }
@@ -209,6 +244,7 @@ fn write_stripe(
     budget: &Budget,
     failed: &AtomicBool,
     totals: &Totals,
+    recycler: &Recycler,
 ) -> Result<(), BackupError> {
     let mut pending: BTreeMap<u64, Stored> = BTreeMap::new();
     let mut expect = index;
@@ -260,6 +296,7 @@ fn write_stripe(
                             }
                         }
                     }
+                    recycler.give(c.bytes);
                     budget.release();
                     expect += n;
                 }
@@ -278,8 +315,12 @@ fn write_stripe(
                         data_crc: crc32c::crc32c(&json),
                         set_guid,
                     };
-                    let r = write(&mut out, &header, &json)
-                        .and_then(|_| out.file.sync_all().map_err(|e| write_failed(&out.path, &e)));
+                    let trailer_at = out.file.stream_position().map_err(|e| write_failed(&out.path, &e));
+                    let r = trailer_at.and_then(|at| {
+                        write(&mut out, &header, &json)?;
+                        out.file.write_all(&encode_footer(out.set_start, at)).map_err(|e| write_failed(&out.path, &e))?;
+                        out.file.sync_all().map_err(|e| write_failed(&out.path, &e))
+                    });
                     if let Err(e) = r {
                         error = Some(e);
                         failed.store(true, Ordering::Release);
@@ -308,23 +349,32 @@ pub(crate) struct Chunk {
 type FromReader = Result<Chunk, BackupError>;
 
 /// Reads one stripe's chunks of a set in order and sends them on.
-fn read_stripe(path: PathBuf, loc: SetLocation, buffer: usize, tx: std::sync::mpsc::SyncSender<FromReader>) {
+fn read_stripe(
+    path: PathBuf,
+    loc: SetLocation,
+    buffer: usize,
+    tx: std::sync::mpsc::SyncSender<FromReader>,
+    recycler: Recycler,
+) {
     let result = (|| -> Result<(), BackupError> {
         let mut file = File::open(&path).map_err(|e| crate::open_failed(&path, &e))?;
         file.seek(SeekFrom::Start(loc.chunks_at)).map_err(|e| crate::read_failed(&path, &e))?;
         let mut r = BufReader::with_capacity(buffer, file);
         loop {
-            let Some((h, bytes)) = read_chunk(&mut r, &path)? else {
+            let Some((h, bytes)) = read_chunk(&mut r, &path, recycler.take(buffer))? else {
                 return Err(damaged(&path, "the backup set ends before its trailer"));
             };
             if h.set_guid != loc.header.backup_set_guid {
                 return Err(damaged(&path, "a chunk belongs to another backup set"));
             }
             let data = if h.compressed {
-                zstd::bulk::decompress(&bytes, h.raw_len as usize)
-                    .ok()
-                    .filter(|d| d.len() == h.raw_len as usize)
-                    .ok_or_else(|| damaged(&path, &format!("chunk {} does not decompress", h.seq)))?
+                let mut out = recycler.take(h.raw_len as usize);
+                let ok = zstd::bulk::decompress_to_buffer(&bytes, &mut out).is_ok_and(|n| n == h.raw_len as usize);
+                recycler.give(bytes);
+                if !ok {
+                    return Err(damaged(&path, &format!("chunk {} does not decompress", h.seq)));
+                }
+                out
             } else {
                 bytes
             };
@@ -346,9 +396,10 @@ pub(crate) fn read_set(
     stripes: Vec<(PathBuf, SetLocation)>,
     buffers: u32,
     buffer_size: u32,
-    mut apply: impl FnMut(Chunk) -> Result<(), BackupError>,
+    mut apply: impl FnMut(&Chunk) -> Result<(), BackupError>,
 ) -> Result<Trailer, BackupError> {
     let n = stripes.len();
+    let recycler = Recycler::default();
     let per_stripe = (buffers as usize / n).max(1);
     let mut rxs = Vec::new();
     let mut handles = Vec::new();
@@ -356,14 +407,19 @@ pub(crate) fn read_set(
     for (path, loc) in stripes {
         let (tx, rx) = sync_channel(per_stripe);
         rxs.push(rx);
+        let recycler = recycler.clone();
         handles.push(
             std::thread::Builder::new()
                 .name("tessera-restore-read".into())
-                .spawn(move || read_stripe(path, loc, buffer_size as usize, tx))
+                .spawn(move || read_stripe(path, loc, buffer_size as usize, tx, recycler))
                 .expect("spawn a restore reader"),
         );
     }
-    let result = merge(&rxs, &paths, &mut apply);
+    let result = merge(&rxs, &paths, &mut |c: Chunk| {
+        let r = apply(&c);
+        recycler.give(c.data);
+        r
+    });
     drop(rxs);
     for h in handles {
         let _ = h.join();

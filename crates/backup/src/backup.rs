@@ -80,7 +80,8 @@ pub fn backup(
             return Err(err(3252, format!("The block size parameter must supply a value that is a power of 2 between 512 and 65536; {b} is not.")));
         }
     }
-    let buffers = BufferConfig::choose(opts.devices.len(), opts.buffer_count, opts.max_transfer_size, opts.compression)?;
+    let buffers =
+        BufferConfig::choose(opts.devices.len(), opts.buffer_count, opts.max_transfer_size, opts.compression)?;
     let db = engine.database(database)?;
     let name = db.name().to_string();
     let model = db.options().recovery_model;
@@ -152,7 +153,8 @@ pub fn backup(
         start_unix_micros: now_micros(),
     };
     for (i, out) in outs.iter_mut().enumerate() {
-        let block = encode_json_block(SET_MAGIC, &SetHeader { family_sequence: media[i].family_sequence, ..header.clone() });
+        let block =
+            encode_json_block(SET_MAGIC, &SetHeader { family_sequence: media[i].family_sequence, ..header.clone() });
         out.file.write_all(&block).map_err(|e| {
             let _ = out.file.set_len(out.set_start);
             write_failed(&out.path, &e)
@@ -163,16 +165,29 @@ pub fn backup(
     let mut pipe = WritePipeline::start(outs, set_guid, buffers.buffer_count, opts.compression);
     let mut stats = Stats::new(opts.stats);
     let log_estimate = db.wal().end_lsn().saturating_sub(first_lsn).min(1 << 40);
-    let total_estimate = if kind == BackupType::Log { log_estimate } else { u64::from(point.data_pages) * PAGE_SIZE as u64 + log_estimate };
+    let total_estimate = if kind == BackupType::Log {
+        log_estimate
+    } else {
+        u64::from(point.data_pages) * PAGE_SIZE as u64 + log_estimate
+    };
     let mut done = 0u64;
     let produced = (|| -> Result<(u64, u64, Lsn), BackupError> {
         let mut data_pages = 0u64;
         if kind != BackupType::Log {
             let since = if kind == BackupType::Differential { chain.differential_base_lsn } else { 0 };
-            data_pages = copy_data_file(&data_path, point.data_pages, since, opts.checksum, &name, mts, &mut pipe, &mut |bytes| {
-                done += bytes;
-                stats.update(done, total_estimate, notify);
-            })?;
+            data_pages = copy_data_file(
+                &data_path,
+                point.data_pages,
+                since,
+                opts.checksum,
+                &name,
+                mts,
+                &mut pipe,
+                &mut |bytes| {
+                    done += bytes;
+                    stats.update(done, total_estimate, notify);
+                },
+            )?;
         }
         let end = db.wal().end_lsn();
         let mut log_bytes = 0u64;
@@ -374,7 +389,8 @@ fn copy_data_file(
     pipe: &mut WritePipeline,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, BackupError> {
-    let file = File::open(path).map_err(|e| err(3201, format!("Cannot open database file '{}': {e}", path.display())))?;
+    let file =
+        File::open(path).map_err(|e| err(3201, format!("Cannot open database file '{}': {e}", path.display())))?;
     // SAFETY: plain syscall on an owned descriptor: the file is read once, in order.
     unsafe { libc::posix_fadvise(std::os::unix::io::AsRawFd::as_raw_fd(&file), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
     let per_chunk = (mts / (PAGE_SIZE + 4)).max(1);
@@ -404,7 +420,10 @@ fn copy_data_file(
                 if checksum {
                     return Err(err(
                         3043,
-                        format!("BACKUP '{database}' detected an error on page (1:{page_no}) in file '{}': {damage}.", path.display()),
+                        format!(
+                            "BACKUP '{database}' detected an error on page (1:{page_no}) in file '{}': {damage}.",
+                            path.display()
+                        ),
                     ));
                 }
             }

@@ -93,7 +93,7 @@ impl Stats {
 
     pub(crate) fn update(&mut self, done: u64, total: u64, notify: &mut dyn FnMut(Notice)) {
         let Some(step) = self.step else { return };
-        let pct = if total == 0 { 100 } else { (done.min(total) * 100 / total) as u32 };
+        let pct = (done.min(total) * 100).checked_div(total).map_or(100, |p| p as u32);
         if pct >= self.next && self.next <= 100 {
             let shown = pct / step * step;
             notify(Notice { number: 3211, text: format!("{shown} percent processed.") });
@@ -122,7 +122,7 @@ impl BufferConfig {
         compression: bool,
     ) -> Result<BufferConfig, BackupError> {
         let mts = max_transfer_size.unwrap_or(1 << 20);
-        if !(MIN_TRANSFER..=MAX_TRANSFER).contains(&mts) || mts % MIN_TRANSFER != 0 {
+        if !(MIN_TRANSFER..=MAX_TRANSFER).contains(&mts) || !mts.is_multiple_of(MIN_TRANSFER) {
             return Err(err(
                 3250,
                 format!("The value '{mts}' is not within range for the MAXTRANSFERSIZE parameter. It must be a multiple of 65536 between 65536 and 4194304."),

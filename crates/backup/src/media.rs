@@ -267,7 +267,11 @@ pub struct SetLocation {
 
 /// Reads a chunk header and its stored bytes (into `data`, whose old contents are
 /// discarded), verifying the crc. `Ok(None)` at a clean end of file.
-pub fn read_chunk(r: &mut impl Read, path: &Path, mut data: Vec<u8>) -> Result<Option<(ChunkHeader, Vec<u8>)>, BackupError> {
+pub fn read_chunk(
+    r: &mut impl Read,
+    path: &Path,
+    mut data: Vec<u8>,
+) -> Result<Option<(ChunkHeader, Vec<u8>)>, BackupError> {
     let mut h = [0u8; CHUNK_HEADER_SIZE];
     match r.read_exact(&mut h) {
         Ok(()) => {}
@@ -331,7 +335,8 @@ fn read_set_at(file: &File, start: u64, trailer_at: u64, end: u64) -> Option<Set
     if !read_at(file, &mut h, trailer_at) {
         return None;
     }
-    let ch = ChunkHeader::decode(&h).filter(|c| c.kind == ChunkKind::Trailer && c.set_guid == header.backup_set_guid)?;
+    let ch =
+        ChunkHeader::decode(&h).filter(|c| c.kind == ChunkKind::Trailer && c.set_guid == header.backup_set_guid)?;
     let mut data = vec![0u8; ch.stored_len as usize];
     if !read_at(file, &mut data, trailer_at + CHUNK_HEADER_SIZE as u64) || crc32c::crc32c(&data) != ch.data_crc {
         return None;

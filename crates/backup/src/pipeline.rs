@@ -17,8 +17,8 @@ use std::thread::JoinHandle;
 
 use parking_lot::Condvar;
 
-use crate::media::{encode_footer, read_chunk, ChunkHeader, ChunkKind, SetLocation, Trailer};
 use crate::media::damaged;
+use crate::media::{encode_footer, read_chunk, ChunkHeader, ChunkKind, SetLocation, Trailer};
 use crate::{err, write_failed, BackupError};
 
 /// zstd level for COMPRESSION: fast enough to keep up with a disk.
@@ -318,7 +318,9 @@ fn write_stripe(
                     let trailer_at = out.file.stream_position().map_err(|e| write_failed(&out.path, &e));
                     let r = trailer_at.and_then(|at| {
                         write(&mut out, &header, &json)?;
-                        out.file.write_all(&encode_footer(out.set_start, at)).map_err(|e| write_failed(&out.path, &e))?;
+                        out.file
+                            .write_all(&encode_footer(out.set_start, at))
+                            .map_err(|e| write_failed(&out.path, &e))?;
                         out.file.sync_all().map_err(|e| write_failed(&out.path, &e))
                     });
                     if let Err(e) = r {

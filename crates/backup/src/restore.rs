@@ -101,7 +101,11 @@ fn open_media(devices: &[PathBuf]) -> Result<Vec<MediaHeader>, BackupError> {
         if h.media_set_guid != first.media_set_guid {
             return Err(err(
                 3227,
-                format!("The volume on device '{}' belongs to a different media set than the volume on device '{}'.", devices[i].display(), devices[0].display()),
+                format!(
+                    "The volume on device '{}' belongs to a different media set than the volume on device '{}'.",
+                    devices[i].display(),
+                    devices[0].display()
+                ),
             ));
         }
         if headers[..i].iter().any(|o| o.family_sequence == h.family_sequence) {
@@ -114,7 +118,11 @@ fn open_media(devices: &[PathBuf]) -> Result<Vec<MediaHeader>, BackupError> {
     if first.family_count as usize != devices.len() {
         return Err(err(
             3132,
-            format!("The media set has {} media families but only {} are provided. All members must be provided.", first.family_count, devices.len()),
+            format!(
+                "The media set has {} media families but only {} are provided. All members must be provided.",
+                first.family_count,
+                devices.len()
+            ),
         ));
     }
     Ok(headers)
@@ -191,13 +199,10 @@ pub fn verify(devices: &[PathBuf], position: u32, notify: &mut dyn FnMut(Notice)
 }
 
 fn page_entries(data: &[u8]) -> Result<Vec<(u32, &[u8])>, BackupError> {
-    if data.len() % (PAGE_SIZE + 4) != 0 {
+    if !data.len().is_multiple_of(PAGE_SIZE + 4) {
         return Err(err(3189, "Damage to the backup set was detected: a data chunk has a partial page."));
     }
-    Ok(data
-        .chunks_exact(PAGE_SIZE + 4)
-        .map(|e| (u32::from_le_bytes(e[0..4].try_into().unwrap()), &e[4..]))
-        .collect())
+    Ok(data.chunks_exact(PAGE_SIZE + 4).map(|e| (u32::from_le_bytes(e[0..4].try_into().unwrap()), &e[4..])).collect())
 }
 
 fn log_segment(data: &[u8]) -> Result<LogSegment, BackupError> {
@@ -238,14 +243,22 @@ pub fn restore(
         }
     }
     if opts.checksum && !header.checksums {
-        return Err(err(3187, "RESTORE WITH CHECKSUM cannot be specified because the backup set does not contain checksum information."));
+        return Err(err(
+            3187,
+            "RESTORE WITH CHECKSUM cannot be specified because the backup set does not contain checksum information.",
+        ));
     }
     for (logical, _) in &opts.moves {
         if !header.files.iter().any(|f| f.logical_name.eq_ignore_ascii_case(logical)) {
             return Err(err(3234, format!("Logical file '{logical}' is not part of database '{database}'. Use RESTORE FILELISTONLY to list the logical file names.")));
         }
     }
-    let buffers = BufferConfig::choose(opts.devices.len(), opts.buffer_count, opts.max_transfer_size.or(Some(header.max_transfer_size)), false)?;
+    let buffers = BufferConfig::choose(
+        opts.devices.len(),
+        opts.buffer_count,
+        opts.max_transfer_size.or(Some(header.max_transfer_size)),
+        false,
+    )?;
     let state = engine.database_state(database);
 
     // Where the files go, and what the database has so far.
@@ -297,7 +310,10 @@ pub fn restore(
         }
         BackupType::Differential | BackupType::Log => {
             if state != Some(DbState::Restoring) {
-                return Err(err(3117, "The log or differential backup cannot be restored because no files are ready to rollforward."));
+                return Err(err(
+                    3117,
+                    "The log or differential backup cannot be restored because no files are ready to rollforward.",
+                ));
             }
             let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
             let progress = load_progress(&data_path, database)?;
@@ -306,7 +322,8 @@ pub fn restore(
                     return Err(err(3136, "This differential backup cannot be restored because the database has not been restored to the correct earlier state."));
                 }
                 remove_if_exists(&log_path)?;
-                let progress = Progress { checkpoint_lsn: header.checkpoint_lsn, begin_lsn: header.first_lsn, ..progress };
+                let progress =
+                    Progress { checkpoint_lsn: header.checkpoint_lsn, begin_lsn: header.first_lsn, ..progress };
                 (data_path, log_path.clone(), progress, LogBuilder::create(&log_path, database)?)
             } else {
                 let builder = LogBuilder::open(&log_path, database)?;
@@ -391,9 +408,15 @@ pub fn restore(
     let name = &header.database_name;
     let log_pages = log_bytes.div_ceil(PAGE_SIZE as u64);
     if header.backup_type != BackupType::Log {
-        notify(Notice { number: 4035, text: format!("Processed {pages} pages for database '{database}', file '{name}' on file {position}.") });
+        notify(Notice {
+            number: 4035,
+            text: format!("Processed {pages} pages for database '{database}', file '{name}' on file {position}."),
+        });
     }
-    notify(Notice { number: 4035, text: format!("Processed {log_pages} pages for database '{database}', file '{name}_log' on file {position}.") });
+    notify(Notice {
+        number: 4035,
+        text: format!("Processed {log_pages} pages for database '{database}', file '{name}_log' on file {position}."),
+    });
 
     // STOPAT beyond this backup: the point lies in a later log backup.
     let stop_pending = opts.stop_at.is_some() && !stopped;
@@ -421,7 +444,12 @@ pub fn recover_only(engine: &Engine, database: &str, notify: &mut dyn FnMut(Noti
     match engine.database_state(database) {
         None => return Err(tessera_io::Error::NotFound { kind: "database", name: database.into() }.into()),
         Some(DbState::Online) => {
-            return Err(err(3148, format!("RESTORE DATABASE WITH RECOVERY cannot be used on database '{database}' because it is already online.")))
+            return Err(err(
+                3148,
+                format!(
+                "RESTORE DATABASE WITH RECOVERY cannot be used on database '{database}' because it is already online."
+            ),
+            ))
         }
         Some(DbState::Restoring) => {}
     }

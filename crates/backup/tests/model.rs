@@ -113,7 +113,8 @@ fn run(ops: &[Op], dir: &Path) {
             moves: vec![("m".into(), dir.join("r.mdf")), ("m_log".into(), dir.join("r.ldf"))],
             ..Default::default()
         };
-        restore(&engine, "r", &o, &mut |_| {}).unwrap_or_else(|e| panic!("restoring backup {i} ({:?}): {e}", taken[i].0));
+        restore(&engine, "r", &o, &mut |_| {})
+            .unwrap_or_else(|e| panic!("restoring backup {i} ({:?}): {e}", taken[i].0));
     }
     let expected = &taken[*sequence.last().unwrap()].2;
     assert_eq!(&contents(&engine, "r"), expected);

@@ -70,7 +70,10 @@ fn restore_as(engine: &Engine, db: &str, devices: &[PathBuf], dir: &Path, recove
     let o = RestoreOptions {
         devices: devices.to_vec(),
         recovery,
-        moves: vec![(db_source(devices), dir.join(format!("{db}.mdf"))), (format!("{}_log", db_source(devices)), dir.join(format!("{db}_log.ldf")))],
+        moves: vec![
+            (db_source(devices), dir.join(format!("{db}.mdf"))),
+            (format!("{}_log", db_source(devices)), dir.join(format!("{db}_log.ldf"))),
+        ],
         ..Default::default()
     };
     let mut notes = Vec::new();
@@ -82,8 +85,22 @@ fn db_source(devices: &[PathBuf]) -> String {
     tessera_backup::file_list(devices, 1).unwrap().database_name
 }
 
-fn restore_log(engine: &Engine, db: &str, devices: &[PathBuf], file: u32, recovery: bool, stop_at: Option<i64>) -> Result<Vec<Notice>, tessera_backup::BackupError> {
-    let o = RestoreOptions { devices: devices.to_vec(), log: true, file: Some(file), recovery, stop_at, ..Default::default() };
+fn restore_log(
+    engine: &Engine,
+    db: &str,
+    devices: &[PathBuf],
+    file: u32,
+    recovery: bool,
+    stop_at: Option<i64>,
+) -> Result<Vec<Notice>, tessera_backup::BackupError> {
+    let o = RestoreOptions {
+        devices: devices.to_vec(),
+        log: true,
+        file: Some(file),
+        recovery,
+        stop_at,
+        ..Default::default()
+    };
     let mut notes = Vec::new();
     restore(engine, db, &o, &mut |n| notes.push(n)).map(|_| notes)
 }
@@ -262,7 +279,10 @@ fn bad_media_and_bad_requests_are_clear_errors() {
     let ro = |devices: &[PathBuf], name: &str| RestoreOptions {
         devices: devices.to_vec(),
         recovery: true,
-        moves: vec![("src".into(), dir.path().join(format!("{name}.mdf"))), ("src_log".into(), dir.path().join(format!("{name}_log.ldf")))],
+        moves: vec![
+            ("src".into(), dir.path().join(format!("{name}.mdf"))),
+            ("src_log".into(), dir.path().join(format!("{name}_log.ldf"))),
+        ],
         ..Default::default()
     };
     // A missing stripe.

@@ -208,10 +208,7 @@ fn restore_rate(engine: &Engine, dir: &Path, cell: &Cell) -> Result<f64> {
         recovery: true,
         max_transfer_size: Some(cell.transfer),
         buffer_count: cell.buffers,
-        moves: vec![
-            ("bench".into(), dir.join("restored.mdf")),
-            ("bench_log".into(), dir.join("restored.ldf")),
-        ],
+        moves: vec![("bench".into(), dir.join("restored.mdf")), ("bench_log".into(), dir.join("restored.ldf"))],
         ..Default::default()
     };
     let r = tessera_backup::restore(engine, "restored", &o, &mut |_| {}).map_err(|e| BenchError::new(e.message))?;
@@ -271,7 +268,14 @@ pub fn run(dir: &Path, params: &BackupParams, progress: &dyn Fn(&str)) -> Result
                                         if r > best_restore.0 {
                                             best_restore = (r, label.clone());
                                         }
-                                        rows.push(ResultRow::rate(format!("restore: {label}"), "MB/s", r, "cp", device, 0.0));
+                                        rows.push(ResultRow::rate(
+                                            format!("restore: {label}"),
+                                            "MB/s",
+                                            r,
+                                            "cp",
+                                            device,
+                                            0.0,
+                                        ));
                                     }
                                     Err(e) => failures.push(format!("restore {label}: {e}")),
                                 }
@@ -305,9 +309,21 @@ pub fn run(dir: &Path, params: &BackupParams, progress: &dyn Fn(&str)) -> Result
     // Seed 004 beside the matching cells (another machine: context, not a goal).
     let find = |prefix: &str| rows.iter().find(|r: &&ResultRow| r.metric.starts_with(prefix)).map(|r| r.ours);
     for (what, prefix, seed) in [
-        ("1 file, 1 MB transfers (seed: 311 MB/s)", "backup: 1 stripe, MAXTRANSFERSIZE 1024 KB, BUFFERCOUNT default", 311.0),
-        ("4 files, 4 MB transfers (seed: 505 MB/s)", "backup: 4 stripes, MAXTRANSFERSIZE 4096 KB, BUFFERCOUNT default", 505.0),
-        ("1 file, 64 KB transfers (seed: 63 MB/s)", "backup: 1 stripe, MAXTRANSFERSIZE 64 KB, BUFFERCOUNT default", 63.0),
+        (
+            "1 file, 1 MB transfers (seed: 311 MB/s)",
+            "backup: 1 stripe, MAXTRANSFERSIZE 1024 KB, BUFFERCOUNT default",
+            311.0,
+        ),
+        (
+            "4 files, 4 MB transfers (seed: 505 MB/s)",
+            "backup: 4 stripes, MAXTRANSFERSIZE 4096 KB, BUFFERCOUNT default",
+            505.0,
+        ),
+        (
+            "1 file, 64 KB transfers (seed: 63 MB/s)",
+            "backup: 1 stripe, MAXTRANSFERSIZE 64 KB, BUFFERCOUNT default",
+            63.0,
+        ),
     ] {
         if let Some(ours) = find(prefix) {
             report.push(ResultRow::rate(format!("seed 004 {what}"), "MB/s", ours, "seed", seed, 0.0));
@@ -320,7 +336,11 @@ pub fn run(dir: &Path, params: &BackupParams, progress: &dyn Fn(&str)) -> Result
         "device limit (cp): {device:.0} MiB/s, a sequential read + write copy of the {} MiB data file on the same disk, cold cache, fsync at the end",
         size >> 20
     ));
-    report.note(format!("each cell is the best of {} runs (the device limit of {}), each after sync(2) and a pause", params.repetitions, params.repetitions + 1));
+    report.note(format!(
+        "each cell is the best of {} runs (the device limit of {}), each after sync(2) and a pause",
+        params.repetitions,
+        params.repetitions + 1
+    ));
     report.note("every run starts with the data file and backup files dropped from the OS page cache; MB/s = database pages × 8 KiB / MiB / seconds, as SQL Server's messages; restore times include crash recovery of the restored copy");
     report.note("seed 004 ran SQL Server 2019 on AWS EBS: its figures are context for the shape (striping and transfer size), not a goal on this machine");
     for f in &failures {

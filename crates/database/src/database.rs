@@ -317,9 +317,10 @@ impl Database {
     /// Records a completed backup (durably, in the catalog) and moves the log hold.
     pub fn set_backup_chain(&self, chain: BackupChain) -> Result<()> {
         let mut txn = self.space.begin(Durability::Full);
-        let r = self.space.delete(&mut txn, BOOT_ROOT, CHAIN_KEY).and_then(|_| {
-            self.space.insert(&mut txn, BOOT_ROOT, CHAIN_KEY, &chain.encode())
-        });
+        let r = self
+            .space
+            .delete(&mut txn, BOOT_ROOT, CHAIN_KEY)
+            .and_then(|_| self.space.insert(&mut txn, BOOT_ROOT, CHAIN_KEY, &chain.encode()));
         if let Err(e) = r {
             self.space.rollback(txn)?;
             return Err(e);

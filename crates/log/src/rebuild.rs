@@ -17,8 +17,8 @@ use std::path::Path;
 use tessera_io::{DataFile, Error, OpenMode, Result};
 
 use crate::wal::{
-    decode_master, encode_master, frame_crc, scan_vlfs, split_frames, sync_dir, vlf_header, Vlf, FILE_HEADER, FRAME_HEADER, MAGIC,
-    MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
+    decode_master, encode_master, frame_crc, scan_vlfs, split_frames, sync_dir, vlf_header, Vlf, FILE_HEADER,
+    FRAME_HEADER, MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
 };
 use crate::{format_lsn, lsn_offset, lsn_seq, make_lsn, LogConfig, Lsn, Master, Wal};
 
@@ -63,7 +63,14 @@ impl LogBuilder {
         header[8..12].copy_from_slice(&1u32.to_le_bytes());
         file.allocate(FILE_HEADER)?;
         file.write_all_at(&header, 0)?;
-        Ok(LogBuilder { file, database: database.to_string(), vlfs: Vec::new(), file_len: FILE_HEADER, end: 0, serial: 0 })
+        Ok(LogBuilder {
+            file,
+            database: database.to_string(),
+            vlfs: Vec::new(),
+            file_len: FILE_HEADER,
+            end: 0,
+            serial: 0,
+        })
     }
 
     /// Continues a log this builder made earlier (a restore WITH NORECOVERY).

@@ -34,7 +34,11 @@ fn segments_rebuild_a_log_with_the_same_lsns_and_extend_it() {
     assert!(tessera_log::lsn_seq(end) > tessera_log::lsn_seq(from) + 2, "the copy spans several VLFs");
 
     let mut first = Vec::new();
-    wal.copy_segments(from, mid, 64 << 10, |s| Ok(first.push(s))).unwrap();
+    wal.copy_segments(from, mid, 64 << 10, |s| {
+        first.push(s);
+        Ok(())
+    })
+    .unwrap();
     assert!(first.iter().all(|s| s.frames.len() <= 64 << 10));
     let path = dir.path().join("dst.ldf");
     let mut b = LogBuilder::create(&path, "dst").unwrap();
@@ -54,11 +58,19 @@ fn segments_rebuild_a_log_with_the_same_lsns_and_extend_it() {
 
     // A later copy overlapping the first extends the rebuilt log; a gap is refused.
     let mut second = Vec::new();
-    wal.copy_segments(lsns[2000], end, 1 << 20, |s| Ok(second.push(s))).unwrap();
+    wal.copy_segments(lsns[2000], end, 1 << 20, |s| {
+        second.push(s);
+        Ok(())
+    })
+    .unwrap();
     let mut b = LogBuilder::open(&path, "dst").unwrap();
     assert_eq!(b.end_lsn(), mid);
     let mut tail = Vec::new();
-    wal.copy_segments(more[100], end, 1 << 20, |s| Ok(tail.push(s))).unwrap();
+    wal.copy_segments(more[100], end, 1 << 20, |s| {
+        tail.push(s);
+        Ok(())
+    })
+    .unwrap();
     assert!(b.append(&tail[0]).is_err(), "a gap in the log is refused");
     for s in &second {
         b.append(s).unwrap();

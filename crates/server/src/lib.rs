@@ -80,13 +80,15 @@ impl Server {
             .map_err(|e| format!("cannot open the data directory '{}': {e}", dir.display()))?;
         let shared = Shared::new(engine.clone()).map_err(|e| e.to_string())?;
         let errorlog = log.clone();
-        shared.set_errorlog(Arc::new(move |spid, text| {
-            if spid > 0 {
-                errorlog.session(spid, text)
-            } else {
-                errorlog.server(text)
-            }
-        }));
+        shared.set_errorlog(Arc::new(
+            move |spid, text| {
+                if spid > 0 {
+                    errorlog.session(spid, text)
+                } else {
+                    errorlog.server(text)
+                }
+            },
+        ));
         let password = config.sa_password.clone().unwrap_or_default();
         let sa = shared.clone();
         tokio::task::spawn_blocking(move || sa.logins.set_sa_password(&password))

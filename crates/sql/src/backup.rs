@@ -244,7 +244,15 @@ VALUES ('{}', @m, 1, 1, {}, 1, {}, 4608, {}, {}, {}, {}, {}, {}, {}, {}, {}, '{}
     msdb(shared, &sql);
 }
 
-fn record_restore(shared: &Arc<Shared>, database: &str, user: &str, r: &tessera_backup::RestoreReport, replace: bool, stop_at: Option<i64>, devices: usize) {
+fn record_restore(
+    shared: &Arc<Shared>,
+    database: &str,
+    user: &str,
+    r: &tessera_backup::RestoreReport,
+    replace: bool,
+    stop_at: Option<i64>,
+    devices: usize,
+) {
     let h = &r.header;
     let sql = format!(
         "INSERT dbo.restorehistory (restore_date, destination_database_name, user_name, backup_set_id, restore_type, replace, recovery, restart, stop_at, device_count)
@@ -288,7 +296,10 @@ pub(crate) fn backup(
     check_permission(shared, state, database, verb)?;
     not_in_transaction(state)?;
     if !shared.engine.exists(database) {
-        return Err(to_sql(BackupError { number: 911, message: crate::runtime::database_not_found(database).message }, verb));
+        return Err(to_sql(
+            BackupError { number: 911, message: crate::runtime::database_not_found(database).message },
+            verb,
+        ));
     }
     let mut o = BackupOptions {
         devices: devices.clone(),
@@ -325,9 +336,20 @@ pub(crate) fn backup(
             "NO_TRUNCATE" if log => o.copy_only = true,
             "DIFFERENTIAL" if !log => o.kind = Some(BackupType::Differential),
             "NORECOVERY" if log => tail = true,
-            "NOREWIND" | "REWIND" | "NOUNLOAD" | "UNLOAD" | "STOP_ON_ERROR" | "CONTINUE_AFTER_ERROR" | "RETAINDAYS"
-            | "EXPIREDATE" | "RESTART" => {}
-            other => return Err(SqlError::new(155, format!("'{other}' is not a recognized BACKUP option.")).with_severity(15)),
+            "NOREWIND"
+            | "REWIND"
+            | "NOUNLOAD"
+            | "UNLOAD"
+            | "STOP_ON_ERROR"
+            | "CONTINUE_AFTER_ERROR"
+            | "RETAINDAYS"
+            | "EXPIREDATE"
+            | "RESTART" => {}
+            other => {
+                return Err(
+                    SqlError::new(155, format!("'{other}' is not a recognized BACKUP option.")).with_severity(15)
+                )
+            }
         }
     }
     if state.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(database)) {
@@ -530,15 +552,34 @@ pub(crate) fn restore(
             "MAXTRANSFERSIZE" => o.max_transfer_size = Some(number(&opt.value, "MAXTRANSFERSIZE")?),
             "CHECKSUM" => o.checksum = true,
             "MOVE" => o.moves.push((text(&opt.value, "MOVE")?, PathBuf::from(text(&opt.to, "MOVE")?))),
-            "NO_CHECKSUM" | "NOREWIND" | "REWIND" | "NOUNLOAD" | "UNLOAD" | "STOP_ON_ERROR" | "CONTINUE_AFTER_ERROR"
-            | "KEEP_REPLICATION" | "KEEP_CDC" | "RESTRICTED_USER" | "LOADHISTORY" | "BLOCKSIZE" | "MEDIANAME"
-            | "MEDIAPASSWORD" | "PASSWORD" => {}
-            other => return Err(SqlError::new(155, format!("'{other}' is not a recognized RESTORE option.")).with_severity(15)),
+            "NO_CHECKSUM"
+            | "NOREWIND"
+            | "REWIND"
+            | "NOUNLOAD"
+            | "UNLOAD"
+            | "STOP_ON_ERROR"
+            | "CONTINUE_AFTER_ERROR"
+            | "KEEP_REPLICATION"
+            | "KEEP_CDC"
+            | "RESTRICTED_USER"
+            | "LOADHISTORY"
+            | "BLOCKSIZE"
+            | "MEDIANAME"
+            | "MEDIAPASSWORD"
+            | "PASSWORD" => {}
+            other => {
+                return Err(
+                    SqlError::new(155, format!("'{other}' is not a recognized RESTORE option.")).with_severity(15)
+                )
+            }
         }
     }
     if standby {
         return Err(to_sql(
-            BackupError { number: 3032, message: "RESTORE WITH STANDBY is not supported; use NORECOVERY and recover at the end.".into() },
+            BackupError {
+                number: 3032,
+                message: "RESTORE WITH STANDBY is not supported; use NORECOVERY and recover at the end.".into(),
+            },
             verb,
         ));
     }
@@ -590,7 +631,11 @@ pub(crate) fn restore(
                 guid(h.media_set_guid ^ u128::from(h.family_sequence)),
                 Value::Int(1),
                 Value::Int(1),
-                if h.media_description.is_empty() { Value::Null } else { Value::Str(h.media_description.as_str().into()) },
+                if h.media_description.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Str(h.media_description.as_str().into())
+                },
                 Value::Str("tessera".into()),
                 Value::Int(4608),
                 datetime(h.created_unix_micros, state),

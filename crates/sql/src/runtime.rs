@@ -102,10 +102,13 @@ impl Shared {
         // extension configuration view shows it disabled.
         let _ = config.start_extension(&engine);
         if !engine.exists("msdb") {
-            engine.create_database("msdb", tessera_database::DatabaseOptions {
-                recovery_model: tessera_database::RecoveryModel::Simple,
-                ..Default::default()
-            })?;
+            engine.create_database(
+                "msdb",
+                tessera_database::DatabaseOptions {
+                    recovery_model: tessera_database::RecoveryModel::Simple,
+                    ..Default::default()
+                },
+            )?;
         }
         let shared = Arc::new_cyclic(|me| Shared {
             engine,

@@ -63,7 +63,10 @@ fn full_backup_restore_with_stripes_compression_and_the_only_statements() {
     );
     let t = texts(&out);
     assert!(t.iter().any(|m| m == "25 percent processed."), "{t:?}");
-    assert!(t.iter().any(|m| m.starts_with("Processed ") && m.ends_with("for database 'shop', file 'shop' on file 1.")), "{t:?}");
+    assert!(
+        t.iter().any(|m| m.starts_with("Processed ") && m.ends_with("for database 'shop', file 'shop' on file 1.")),
+        "{t:?}"
+    );
     assert!(t.iter().any(|m| m.ends_with("for database 'shop', file 'shop_log' on file 1.")), "{t:?}");
     assert!(t.last().unwrap().starts_with("BACKUP DATABASE successfully processed "), "{t:?}");
     assert_eq!(out.messages.last().unwrap().number, 3014);
@@ -120,7 +123,10 @@ fn full_backup_restore_with_stripes_compression_and_the_only_statements() {
         scalar(&mut s, "select count(*) from msdb.dbo.backupmediafamily f join msdb.dbo.backupset b on b.media_set_id = f.media_set_id"),
         Value::Int(2)
     );
-    assert_eq!(scalar(&mut s, "select destination_database_name from msdb.dbo.restorehistory"), Value::str("shop_copy"));
+    assert_eq!(
+        scalar(&mut s, "select destination_database_name from msdb.dbo.restorehistory"),
+        Value::str("shop_copy")
+    );
 
     // NOINIT appends a second set; FILE = 2 names it.
     ok(&mut s, &format!("BACKUP DATABASE shop_copy TO DISK = '{d}/a.bak', DISK = '{d}/b.bak' WITH NOINIT"));
@@ -226,7 +232,10 @@ fn trace_flag_3213_shows_the_buffer_configuration() {
     let mut s = session(dir.path());
     ok(&mut s, "create database tf");
     ok(&mut s, "DBCC TRACEON(3213, 3604)");
-    let out = ok(&mut s, &format!("BACKUP DATABASE tf TO DISK = '{d}/tf.bak' WITH BUFFERCOUNT = 7, MAXTRANSFERSIZE = 1048576"));
+    let out = ok(
+        &mut s,
+        &format!("BACKUP DATABASE tf TO DISK = '{d}/tf.bak' WITH BUFFERCOUNT = 7, MAXTRANSFERSIZE = 1048576"),
+    );
     let t = texts(&out);
     assert!(t.iter().any(|m| m == "BufferCount:                7"), "{t:?}");
     assert!(t.iter().any(|m| m == "MaxTransferSize:            1024 KB"), "{t:?}");

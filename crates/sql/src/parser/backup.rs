@@ -74,12 +74,18 @@ impl Parser<'_> {
             if token.is_word("TAPE") || token.is_word("URL") {
                 return Err(SqlError::new(
                     3206,
-                    format!("Backup device type {} is not supported; only DISK = 'path' is.", token.text.to_uppercase()),
+                    format!(
+                        "Backup device type {} is not supported; only DISK = 'path' is.",
+                        token.text.to_uppercase()
+                    ),
                 ));
             }
             Err(SqlError::new(
                 3206,
-                format!("No entry in sysdevices for backup device '{}'. Update sysdevices and rerun statement.", token.text),
+                format!(
+                    "No entry in sysdevices for backup device '{}'. Update sysdevices and rerun statement.",
+                    token.text
+                ),
             ))
         })
     }

@@ -468,7 +468,7 @@ fn finish_recovery(
     progress: &mut Progress,
     end: u64,
 ) -> Result<(), BackupError> {
-    engine.finish_restore(database, true)?;
+    engine.finish_restore(database)?;
     let db = engine.database(database)?;
     // The restored database continues the backup chain it came from: differentials
     // apply to the restored full backup, and log backups start where the log now ends.

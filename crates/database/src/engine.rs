@@ -210,15 +210,18 @@ impl Engine {
         Ok(())
     }
 
-    /// Returns the database, opening it (and running its recovery) on first use.
-    pub fn database(&self, name: &str) -> Result<Arc<Database>> {
-        let slot = self
-            .inner
+    fn slot(&self, name: &str) -> Result<Arc<Slot>> {
+        self.inner
             .lock()
             .slots
             .get(&key(name))
             .cloned()
-            .ok_or_else(|| Error::NotFound { kind: "database", name: name.to_string() })?;
+            .ok_or_else(|| Error::NotFound { kind: "database", name: name.to_string() })
+    }
+
+    /// Returns the database, opening it (and running its recovery) on first use.
+    pub fn database(&self, name: &str) -> Result<Arc<Database>> {
+        let slot = self.slot(name)?;
         let (db, opened) = {
             let mut open = slot.open.lock();
             match &*open {
@@ -338,20 +341,10 @@ impl Engine {
         self.save_registry(&inner)
     }
 
-    /// Ends a restore step. With `recover`, the database goes ONLINE: it is opened, which
-    /// runs crash recovery over the restored log (redo, then undo of what was not
-    /// committed); otherwise it stays RESTORING for more backups to be applied.
-    pub fn finish_restore(&self, name: &str, recover: bool) -> Result<()> {
-        if !recover {
-            return Ok(());
-        }
-        let slot = self
-            .inner
-            .lock()
-            .slots
-            .get(&key(name))
-            .cloned()
-            .ok_or_else(|| Error::NotFound { kind: "database", name: name.to_string() })?;
+    /// Ends a restore sequence: the database goes ONLINE by being opened, which runs
+    /// crash recovery over the restored log (redo, then undo of what was not committed).
+    pub fn finish_restore(&self, name: &str) -> Result<()> {
+        let slot = self.slot(name)?;
         slot.entry.lock().state = DbState::Online;
         let opened = self.database(name).map(drop);
         if let Err(e) = opened {

@@ -109,7 +109,7 @@ pub fn backup(
     }
 
     let (media, mut outs, position) = prepare_media(opts)?;
-    let point = db.begin_backup()?;
+    let point = db.begin_backup(kind != BackupType::Log)?;
     let (data_path, log_path) = db.file_paths();
     let set_guid: u128 = rand::random();
     let first_lsn = if kind == BackupType::Log { chain.log_backup_lsn } else { point.begin_lsn };

@@ -331,9 +331,11 @@ impl Database {
         Ok(())
     }
 
-    /// Starts a backup: holds the log, checkpoints, and says where the copy's recovery
-    /// will start. Error 3023 while another backup of this database runs.
-    pub fn begin_backup(&self) -> Result<BackupPoint<'_>> {
+    /// Starts a backup: holds the log and, for a copy of the data file (`checkpoint`),
+    /// checkpoints and says where the copy's recovery will start. A log backup needs no
+    /// checkpoint (its LSNs are then 0). Error 3023 while another backup of this database
+    /// runs.
+    pub fn begin_backup(&self, checkpoint: bool) -> Result<BackupPoint<'_>> {
         let exclusive = self.backup.try_lock().ok_or_else(|| Error::Numbered {
             number: 3023,
             message: "Backup, file manipulation operations (such as ALTER DATABASE ADD FILE) and encryption changes on a database must be serialized. Reissue the statement after the current backup or file manipulation operation is completed.".into(),
@@ -343,6 +345,9 @@ impl Database {
         // point this checkpoint is about to name.
         wal.set_hold(Hold::Backup, Some(wal.truncation_lsn()));
         let mut point = BackupPoint { db: self, _exclusive: exclusive, begin_lsn: 0, checkpoint_lsn: 0, data_pages: 0 };
+        if !checkpoint {
+            return Ok(point);
+        }
         let master = self.space.checkpoint()?;
         self.checkpointed_at.store(wal.end_lsn(), Ordering::Release);
         wal.set_hold(Hold::Backup, Some(master.begin_lsn));
@@ -355,11 +360,6 @@ impl Database {
     /// The log (backups copy from it).
     pub fn wal(&self) -> &Arc<Wal> {
         &self.space.wal
-    }
-
-    /// Pages the data file holds now.
-    pub fn data_pages(&self) -> u32 {
-        self.space.store.pages()
     }
 
     pub(crate) fn touch(&self) {

@@ -254,24 +254,18 @@ impl Engine {
 
     /// ONLINE or RESTORING (None: no such database).
     pub fn database_state(&self, name: &str) -> Option<DbState> {
-        self.inner.lock().slots.get(&key(name)).map(|s| s.entry.lock().state)
+        self.slot(name).ok().map(|s| s.entry.lock().state)
     }
 
     /// The files and options of a database as registered (whether open or not).
     pub fn database_info(&self, name: &str) -> Option<(PathBuf, PathBuf, DatabaseOptions)> {
-        let slot = self.inner.lock().slots.get(&key(name)).cloned()?;
+        let slot = self.slot(name).ok()?;
         let e = slot.entry.lock();
         Some((e.data_path.clone(), e.log_path.clone(), e.options.clone()))
     }
 
     pub fn database_id(&self, name: &str) -> Option<u32> {
-        self.inner.lock().slots.get(&key(name)).map(|s| s.entry.lock().id)
-    }
-
-    /// The default files of a new database `name` (the data and log directories).
-    pub fn default_paths(&self, name: &str) -> (PathBuf, PathBuf) {
-        let log_dir = self.config.log_dir.as_ref().unwrap_or(&self.config.data_dir);
-        (self.config.data_dir.join(format!("{name}.mdf")), log_dir.join(format!("{name}_log.ldf")))
+        self.slot(name).ok().map(|s| s.entry.lock().id)
     }
 
     /// Makes `name` a RESTORING database whose files will be (re)written at the given
@@ -302,18 +296,11 @@ impl Engine {
         }
         let options = DatabaseOptions { data_path: None, log_path: None, ..options };
         if let Some(slot) = inner.slots.get(&key(name)).cloned() {
-            let mut open = slot.open.lock();
-            if let Some(db) = open.take() {
-                match Arc::try_unwrap(db) {
-                    Ok(db) => drop(db),
-                    Err(db) => {
-                        *open = Some(db);
-                        return Err(Error::Numbered {
-                            number: 3101,
-                            message: "Exclusive access could not be obtained because the database is in use.".into(),
-                        });
-                    }
-                }
+            if !close_unused(&slot) {
+                return Err(Error::Numbered {
+                    number: 3101,
+                    message: "Exclusive access could not be obtained because the database is in use.".into(),
+                });
             }
             let mut e = slot.entry.lock();
             for old in [e.data_path.clone(), e.log_path.clone()] {
@@ -383,17 +370,8 @@ impl Engine {
             .get(&key(name))
             .cloned()
             .ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
-        let mut open = slot.open.lock();
-        if let Some(db) = open.take() {
-            match Arc::try_unwrap(db) {
-                Ok(db) => drop(db),
-                Err(db) => {
-                    *open = Some(db);
-                    return Err(Error::Invalid(format!(
-                        "Cannot drop database \"{name}\" because it is currently in use."
-                    )));
-                }
-            }
+        if !close_unused(&slot) {
+            return Err(Error::Invalid(format!("Cannot drop database \"{name}\" because it is currently in use.")));
         }
         inner.slots.remove(&key(name));
         self.save_registry(&inner)?;
@@ -546,6 +524,19 @@ impl Engine {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// Drops a database's open handle (without a checkpoint: its files are about to go) if
+/// nothing outside the engine holds it. False if something does.
+fn close_unused(slot: &Slot) -> bool {
+    let mut open = slot.open.lock();
+    match open.take().map(Arc::try_unwrap) {
+        None | Some(Ok(_)) => true,
+        Some(Err(db)) => {
+            *open = Some(db);
+            false
+        }
     }
 }
 

@@ -123,11 +123,20 @@ impl<'a> Mtr<'a> {
         if self.ops.is_empty() {
             return Ok(0);
         }
-        let mut body = Vec::new();
-        ops::encode(&self.ops, ctx.undo, &mut body);
-        let mut rec = LogRecord::new(ctx.kind, ctx.txn, ctx.prev_lsn, body);
-        rec.undo_next = ctx.undo_next;
-        let lsn = self.space.wal.append(&rec)?;
+        let lsn = loop {
+            let redo_point = self.space.wal.redo_point();
+            let mut body = Vec::new();
+            match self.logged_ops(redo_point) {
+                Some(ops) => ops::encode(&ops, ctx.undo, &mut body),
+                None => ops::encode(&self.ops, ctx.undo, &mut body),
+            }
+            let mut rec = LogRecord::new(ctx.kind, ctx.txn, ctx.prev_lsn, body);
+            rec.undo_next = ctx.undo_next;
+            // A checkpoint that began meanwhile may require more images: build again.
+            if let Some(lsn) = self.space.wal.append_since(&rec, redo_point)? {
+                break lsn;
+            }
+        };
         for (no, g) in self.pages.iter_mut() {
             if self.ops.iter().any(|(n, _)| n == no) {
                 debug_assert!(page::lsn(g) < lsn, "page LSNs only grow");
@@ -137,18 +146,51 @@ impl<'a> Mtr<'a> {
         }
         Ok(lsn)
     }
+
+    /// Torn-write protection: a page not changed since the checkpoint that began at
+    /// `redo_point` (its LSN is older) may be half-written to disk before the next
+    /// checkpoint completes, and redo would then start from that torn image. Such a
+    /// page's operations are logged as one full image of its new state instead, unless
+    /// they begin by formatting it (redo then ignores the old contents anyway).
+    /// Returns `None` when no page needs an image (the operations are logged as done).
+    fn logged_ops(&self, redo_point: Lsn) -> Option<Vec<(PageNo, PageOp)>> {
+        let needs_image = |no: PageNo, g: &PageWriteGuard| {
+            page::lsn(g) < redo_point
+                && self.ops.iter().find(|(n, _)| *n == no).is_some_and(|(_, op)| !op.overwrites_page())
+        };
+        let imaged: Vec<PageNo> = self.pages.iter().filter(|(no, g)| needs_image(*no, g)).map(|(no, _)| *no).collect();
+        if imaged.is_empty() {
+            return None;
+        }
+        let mut out = Vec::with_capacity(self.ops.len());
+        for (no, op) in &self.ops {
+            if !imaged.contains(no) {
+                out.push((*no, op.clone()));
+            } else if !out.iter().any(|(n, _)| n == no) {
+                let (_, g) = self.pages.iter().find(|(n, _)| n == no).expect("an imaged page is latched");
+                out.push((*no, ops::image(g)));
+            }
+        }
+        Some(out)
+    }
 }
 
 /// Redo of one logged record: applies its operations to every page whose LSN is older
 /// than the record. Pages are decided once per record, since a record may hold several
-/// operations on one page.
+/// operations on one page. A page whose first operation overwrites it (a format or a
+/// full image) is not read from disk: a torn write may have left it unreadable.
 pub fn redo(space: &Space, lsn: Lsn, ops: &[(PageNo, PageOp)]) -> Result<()> {
     let mut decided: Vec<(PageNo, Option<PageWriteGuard>)> = Vec::new();
     for (no, op) in ops {
         let at = match decided.iter().position(|(n, _)| n == no) {
             Some(i) => i,
             None => {
-                let g = space.pool.fetch(space.file, *no)?.into_write();
+                let h = if op.overwrites_page() {
+                    space.pool.fetch_new(space.file, *no)?
+                } else {
+                    space.pool.fetch(space.file, *no)?
+                };
+                let g = h.into_write();
                 let apply = page::lsn(&g) < lsn;
                 decided.push((*no, apply.then_some(g)));
                 decided.len() - 1

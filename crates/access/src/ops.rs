@@ -59,6 +59,41 @@ pub enum PageOp {
         offset: u16,
         bytes: Vec<u8>,
     },
+    /// The whole page as it is after the record's changes, less an all-free gap of
+    /// `hole_len` bytes at `hole_at` (zeros on redo): logged instead of the changes on a
+    /// page's first change after a checkpoint began, so redo never needs what a torn
+    /// write may have left on disk. See [`image`].
+    Image {
+        hole_at: u16,
+        hole_len: u16,
+        bytes: Vec<u8>,
+    },
+}
+
+impl PageOp {
+    /// Whether redo of this operation ignores the page's previous contents (so redo must
+    /// not read them from disk: they may be torn).
+    pub fn overwrites_page(&self) -> bool {
+        matches!(self, PageOp::Format { .. } | PageOp::Image { .. })
+    }
+}
+
+/// A full-page image of `p` (see [`PageOp::Image`]). The free gap of a B+tree page
+/// (between its slot directory and its record heap) is left out.
+pub fn image(p: &[u8]) -> PageOp {
+    debug_assert_eq!(p.len(), page::PAGE_SIZE);
+    let (hole_at, hole_len) = match page::page_type(p) {
+        Some(PageType::BTreeLeaf | PageType::BTreeInternal) => {
+            let at = (page::HEADER_SIZE + slotted::count(p) * slotted::SLOT_SIZE).min(page::PAGE_SIZE);
+            (at, slotted::contiguous_free(p))
+        }
+        _ => (page::PAGE_SIZE, 0),
+    };
+    debug_assert!(hole_at + hole_len <= page::PAGE_SIZE);
+    let mut bytes = Vec::with_capacity(page::PAGE_SIZE - hole_len);
+    bytes.extend_from_slice(&p[..hole_at]);
+    bytes.extend_from_slice(&p[hole_at + hole_len..]);
+    PageOp::Image { hole_at: hole_at as u16, hole_len: hole_len as u16, bytes }
 }
 
 /// The logical inverse of a transaction's change.
@@ -114,6 +149,14 @@ pub fn apply(p: &mut [u8], page_no: PageNo, op: &PageOp) {
             let at = *offset as usize;
             assert!(at >= page::HEADER_SIZE && at + bytes.len() <= page::PAGE_SIZE, "raw op outside the page body");
             p[at..at + bytes.len()].copy_from_slice(bytes);
+        }
+        PageOp::Image { hole_at, hole_len, bytes } => {
+            let (at, len) = (*hole_at as usize, *hole_len as usize);
+            assert!(at + len <= page::PAGE_SIZE && bytes.len() + len == page::PAGE_SIZE, "malformed page image");
+            p[..at].copy_from_slice(&bytes[..at]);
+            p[at..at + len].fill(0);
+            p[at + len..].copy_from_slice(&bytes[at..]);
+            debug_assert_eq!(page::page_no(p), page_no, "page image of another page");
         }
     }
 }
@@ -174,6 +217,12 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
             PageOp::Raw { offset, bytes } => {
                 out.push(9);
                 out.extend_from_slice(&offset.to_le_bytes());
+                put_bytes(out, bytes);
+            }
+            PageOp::Image { hole_at, hole_len, bytes } => {
+                out.push(10);
+                out.extend_from_slice(&hole_at.to_le_bytes());
+                out.extend_from_slice(&hole_len.to_le_bytes());
                 put_bytes(out, bytes);
             }
         }
@@ -247,6 +296,15 @@ pub fn decode(body: &[u8]) -> Result<Decoded> {
             7 => PageOp::SetAux { aux: c.u32()? },
             8 => PageOp::SetBits { first: c.u32()?, count: c.u32()?, value: c.u8()? != 0 },
             9 => PageOp::Raw { offset: c.u16()?, bytes: c.bytes()? },
+            10 => {
+                let (hole_at, hole_len, bytes) = (c.u16()?, c.u16()?, c.bytes()?);
+                if hole_at as usize + hole_len as usize > page::PAGE_SIZE
+                    || bytes.len() + hole_len as usize != page::PAGE_SIZE
+                {
+                    return Err(Error::Invalid("malformed page image in log".into()));
+                }
+                PageOp::Image { hole_at, hole_len, bytes }
+            }
             t => return Err(Error::Invalid(format!("unknown page operation {t} in log"))),
         };
         ops.push((no, op));
@@ -318,5 +376,32 @@ mod tests {
         assert_eq!(map[BITMAP_OFFSET + 1], 0b0000_0011);
         apply(&mut map, 1, &PageOp::SetBits { first: 7, count: 1, value: false });
         assert_eq!(map[BITMAP_OFFSET], 0b0100_0000);
+    }
+
+    #[test]
+    fn page_images_leave_out_the_free_gap_and_rebuild_the_page() {
+        let mut leaf = vec![0u8; page::PAGE_SIZE];
+        apply(&mut leaf, 5, &PageOp::Format { object: 2, ty: PageType::BTreeLeaf, level: 0, prev: 3, next: 8, aux: 1 });
+        for i in 0..20u8 {
+            apply(&mut leaf, 5, &PageOp::Insert { slot: u16::from(i), rec: vec![i; 100] });
+        }
+        let mut map = vec![0u8; page::PAGE_SIZE];
+        apply(&mut map, 1, &PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: 0, next: 0, aux: 0 });
+        apply(&mut map, 1, &PageOp::SetBits { first: 60_000, count: 5, value: true });
+        for (no, p, logged_at_most) in [(5, &leaf, page::PAGE_SIZE / 3), (1, &map, page::PAGE_SIZE)] {
+            let op = image(p);
+            let PageOp::Image { bytes, .. } = &op else { panic!("not an image") };
+            assert!(bytes.len() <= logged_at_most, "{} bytes logged", bytes.len());
+            let mut b = Vec::new();
+            encode(&[(no, op.clone())], None, &mut b);
+            let (ops, _) = decode(&b).unwrap();
+            assert_eq!(ops, vec![(no, op)]);
+            let mut rebuilt = vec![0xEEu8; page::PAGE_SIZE];
+            apply(&mut rebuilt, no, &ops[0].1);
+            assert_eq!(&rebuilt, p);
+        }
+        let mut b = Vec::new();
+        encode(&[(5, PageOp::Image { hole_at: 8000, hole_len: 1000, bytes: vec![0; 7192] })], None, &mut b);
+        assert!(decode(&b).is_err(), "an image that does not add up to a page is refused");
     }
 }

@@ -314,7 +314,7 @@ impl Space {
     /// reused below the oldest LSN still needed.
     /// Returns the master record it wrote.
     pub fn checkpoint(&self) -> Result<tessera_log::Master> {
-        let redo_lsn = self.wal.end_lsn();
+        let redo_lsn = self.wal.begin_checkpoint();
         self.pool.flush_file(self.file)?;
         let (active, next_txn) = self.txns.snapshot();
         let begin = active.iter().filter(|a| a.first_lsn != 0).map(|a| a.first_lsn).fold(redo_lsn, Lsn::min);

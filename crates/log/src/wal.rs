@@ -143,6 +143,8 @@ struct State {
     reuse_wait: &'static str,
     /// Truncation stops at the lowest of these (`Lsn::MAX`: no hold), see [`Hold`].
     holds: [Lsn; 2],
+    /// The redo point of the newest checkpoint begun (see [`Wal::begin_checkpoint`]).
+    redo_point: Lsn,
 }
 
 impl State {
@@ -226,6 +228,8 @@ pub struct Wal {
     failed: AtomicBool,
     flushes: AtomicU64,
     bytes_written: AtomicU64,
+    /// Lock-free copy of `State::redo_point`.
+    redo_point: AtomicU64,
 }
 
 pub(crate) fn frame_crc(seq: u32, payload_len: u32, payload: &[u8]) -> u32 {
@@ -386,7 +390,11 @@ impl Wal {
                 wal.file.sync_data()?;
             }
             st.reusable = None;
+            // Every page change made from here on is judged against the end of the log
+            // as found: a page's first change after this open carries its image.
+            st.redo_point = end;
         }
+        wal.redo_point.store(end, Ordering::Release);
         wal.written.store(end, Ordering::Release);
         wal.durable.store(end, Ordering::Release);
         Ok((wal, master))
@@ -424,6 +432,7 @@ impl Wal {
                 master_serial,
                 reuse_wait: "NOTHING",
                 holds: [Lsn::MAX; 2],
+                redo_point: end,
             }),
             flushing: Mutex::new(false),
             flushed: Condvar::new(),
@@ -432,6 +441,7 @@ impl Wal {
             failed: AtomicBool::new(false),
             flushes: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
+            redo_point: AtomicU64::new(end),
         })
     }
 
@@ -460,9 +470,38 @@ impl Wal {
         Ok(())
     }
 
+    /// The redo point of the newest checkpoint begun: recovery never starts redo later
+    /// than this. A page whose LSN is below it has not been changed since, so its next
+    /// change must log a full image of the page (torn-write protection).
+    pub fn redo_point(&self) -> Lsn {
+        self.redo_point.load(Ordering::Acquire)
+    }
+
+    /// Starts a checkpoint: the end of the log becomes the redo point, atomically with
+    /// respect to [`Wal::append_since`], and is returned.
+    pub fn begin_checkpoint(&self) -> Lsn {
+        let mut st = self.state.lock();
+        let end = st.end_lsn();
+        debug_assert!(end >= st.redo_point, "redo points only grow");
+        st.redo_point = end;
+        self.redo_point.store(end, Ordering::Release);
+        end
+    }
+
     /// Appends a record and returns its LSN. The record is not durable until
     /// [`Wal::flush`] covers it.
     pub fn append(&self, rec: &LogRecord) -> Result<Lsn> {
+        Ok(self.append_inner(rec, None)?.expect("an unconditional append always appends"))
+    }
+
+    /// Appends a record built against redo point `redo_seen` unless a checkpoint has
+    /// begun since (then returns `None` and appends nothing: the caller rebuilds the
+    /// record, adding the page images the new redo point requires).
+    pub fn append_since(&self, rec: &LogRecord, redo_seen: Lsn) -> Result<Option<Lsn>> {
+        self.append_inner(rec, Some(redo_seen))
+    }
+
+    fn append_inner(&self, rec: &LogRecord, redo_seen: Option<Lsn>) -> Result<Option<Lsn>> {
         self.check_failed()?;
         let payload_len = rec.encoded_len();
         if payload_len > MAX_RECORD {
@@ -471,6 +510,9 @@ impl Wal {
         let frame = FRAME_HEADER + payload_len as u32;
         let (lsn, pending) = {
             let mut st = self.state.lock();
+            if redo_seen.is_some_and(|r| r != st.redo_point) {
+                return Ok(None);
+            }
             if u64::from(st.next_off) + u64::from(frame) > st.vlfs[st.cur].size {
                 self.switch_vlf(&mut st, u64::from(frame))?;
             }
@@ -496,7 +538,7 @@ impl Wal {
         } else if pending >= self.config.write_buffer && !self.write_queued.swap(true, Ordering::AcqRel) {
             background_writer().send(self.me.clone());
         }
-        Ok(lsn)
+        Ok(Some(lsn))
     }
 
     /// Moves appending to the next VLF: a free one (below the truncation point) or a new

@@ -61,7 +61,7 @@ pub fn is_ghost(rec: &[u8]) -> bool {
     rec[0] & GHOST != 0
 }
 
-fn internal_record(key: &[u8], child: PageNo) -> Vec<u8> {
+pub(crate) fn internal_record(key: &[u8], child: PageNo) -> Vec<u8> {
     let mut r = Vec::with_capacity(6 + key.len());
     r.extend_from_slice(&(key.len() as u16).to_le_bytes());
     r.extend_from_slice(key);
@@ -112,11 +112,16 @@ fn damaged(space: &Space, no: PageNo, what: &str) -> Error {
     }
 }
 
+/// The format of an empty tree's root page.
+pub fn empty_root(root: PageNo) -> PageOp {
+    leaf_format(root, 0, 0)
+}
+
 /// Creates an empty tree inside `mtr` and returns its root page.
 pub fn create(space: &Space, mtr: &mut Mtr) -> Result<PageNo> {
     let root = space.alloc_page(mtr)?;
     let i = mtr.latch_new(root)?;
-    mtr.apply(i, PageOp::Format { object: root, ty: PageType::BTreeLeaf, level: 0, prev: 0, next: 0, aux: 0 });
+    mtr.apply(i, empty_root(root));
     Ok(root)
 }
 

@@ -2,6 +2,7 @@
 //! allocation, locks and transactions. See `README.md` beside this crate.
 
 pub mod btree;
+pub mod bulk;
 pub mod key;
 pub mod lock;
 pub mod mtr;
@@ -12,5 +13,6 @@ pub mod space;
 pub mod txn;
 
 pub use btree::Direction;
+pub use bulk::BulkOutcome;
 pub use space::Space;
 pub use txn::{Durability, Scan, Txn};

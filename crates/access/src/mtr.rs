@@ -140,6 +140,8 @@ impl<'a> Mtr<'a> {
         for (no, g) in self.pages.iter_mut() {
             if self.ops.iter().any(|(n, _)| n == no) {
                 debug_assert!(page::lsn(g) < lsn, "page LSNs only grow");
+                let flags = page::flags(g);
+                page::set_flags(g, flags & !page::FLAG_UNLOGGED);
                 page::set_lsn(g, lsn);
                 g.mark_dirty();
             }
@@ -151,11 +153,13 @@ impl<'a> Mtr<'a> {
     /// `redo_point` (its LSN is older) may be half-written to disk before the next
     /// checkpoint completes, and redo would then start from that torn image. Such a
     /// page's operations are logged as one full image of its new state instead, unless
-    /// they begin by formatting it (redo then ignores the old contents anyway).
+    /// they begin by formatting it (redo then ignores the old contents anyway). So is
+    /// the first change of a bulk-loaded page (`FLAG_UNLOGGED`), whose contents the log
+    /// does not have.
     /// Returns `None` when no page needs an image (the operations are logged as done).
     fn logged_ops(&self, redo_point: Lsn) -> Option<Vec<(PageNo, PageOp)>> {
         let needs_image = |no: PageNo, g: &PageWriteGuard| {
-            page::lsn(g) < redo_point
+            (page::lsn(g) < redo_point || page::flags(g) & page::FLAG_UNLOGGED != 0)
                 && self.ops.iter().find(|(n, _)| *n == no).is_some_and(|(_, op)| !op.overwrites_page())
         };
         let imaged: Vec<PageNo> = self.pages.iter().filter(|(no, g)| needs_image(*no, g)).map(|(no, _)| *no).collect();
@@ -168,7 +172,13 @@ impl<'a> Mtr<'a> {
                 out.push((*no, op.clone()));
             } else if !out.iter().any(|(n, _)| n == no) {
                 let (_, g) = self.pages.iter().find(|(n, _)| n == no).expect("an imaged page is latched");
-                out.push((*no, ops::image(g)));
+                let mut image = ops::image(g);
+                if let PageOp::Image { bytes, .. } = &mut image {
+                    // The image puts the page in the log: it is no longer unlogged.
+                    let flags = page::flags(bytes);
+                    page::set_flags(bytes, flags & !page::FLAG_UNLOGGED);
+                }
+                out.push((*no, image));
             }
         }
         Some(out)
@@ -178,7 +188,9 @@ impl<'a> Mtr<'a> {
 /// Redo of one logged record: applies its operations to every page whose LSN is older
 /// than the record. Pages are decided once per record, since a record may hold several
 /// operations on one page. A page whose first operation overwrites it (a format or a
-/// full image) is not read from disk: a torn write may have left it unreadable.
+/// full image) may be torn on disk: it then starts from zeros instead of failing (824).
+/// It is still read when it can be, since its LSN may show the change is already there
+/// (a bulk-loaded page's contents are nowhere in the log).
 pub fn redo(space: &Space, lsn: Lsn, ops: &[(PageNo, PageOp)]) -> Result<()> {
     let mut decided: Vec<(PageNo, Option<PageWriteGuard>)> = Vec::new();
     for (no, op) in ops {
@@ -186,7 +198,7 @@ pub fn redo(space: &Space, lsn: Lsn, ops: &[(PageNo, PageOp)]) -> Result<()> {
             Some(i) => i,
             None => {
                 let h = if op.overwrites_page() {
-                    space.pool.fetch_new(space.file, *no)?
+                    space.pool.fetch_for_overwrite(space.file, *no)?
                 } else {
                     space.pool.fetch(space.file, *no)?
                 };

@@ -104,6 +104,11 @@ pub enum Undo {
     Row { tree: PageNo, key: Vec<u8>, old: Option<Vec<u8>> },
     /// Free every page of the tree rooted at `root`: the inverse of its creation.
     CreateTree { root: PageNo },
+    /// Free `page`, allocated to a bulk load, without reading it (its unlogged contents
+    /// may never have reached the disk whole).
+    BulkPage { page: PageNo },
+    /// Make the root of a bulk-loaded tree an empty leaf again.
+    EmptyTree { root: PageNo },
 }
 
 /// First byte of the allocation bitmap inside an allocation-map page.
@@ -245,7 +250,53 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
             out.push(2);
             out.extend_from_slice(&root.to_le_bytes());
         }
+        Some(Undo::BulkPage { page }) => {
+            out.push(3);
+            out.extend_from_slice(&page.to_le_bytes());
+        }
+        Some(Undo::EmptyTree { root }) => {
+            out.push(4);
+            out.extend_from_slice(&root.to_le_bytes());
+        }
     }
+}
+
+/// Most page runs one bulk-load note lists (8 bytes each; a record is at most 4 MiB).
+pub const MAX_NOTE_RUNS: usize = 64 * 1024;
+
+/// The body of a record that names pages a bulk load wrote without logging them: no
+/// page operations, no undo, then `run_count u32 | (first u32, count u32)*`. Log backups
+/// copy those pages (see the backup crate). `pages` must be ascending.
+pub fn encode_bulk_note(pages: &[PageNo]) -> Vec<Vec<u8>> {
+    let mut runs: Vec<(PageNo, u32)> = Vec::new();
+    for &p in pages {
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == p => *count += 1,
+            _ => runs.push((p, 1)),
+        }
+    }
+    runs.chunks(MAX_NOTE_RUNS)
+        .map(|chunk| {
+            let mut out = Vec::with_capacity(7 + chunk.len() * 8);
+            encode(&[], None, &mut out);
+            out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            for (first, count) in chunk {
+                out.extend_from_slice(&first.to_le_bytes());
+                out.extend_from_slice(&count.to_le_bytes());
+            }
+            out
+        })
+        .collect()
+}
+
+/// The pages a bulk-load note names (empty for every other record body).
+pub fn bulk_note_pages(body: &[u8]) -> Result<Vec<PageNo>> {
+    let (_, _, runs) = decode_all(body)?;
+    let mut pages = Vec::new();
+    for (first, count) in runs {
+        pages.extend(first..first.saturating_add(count));
+    }
+    Ok(pages)
 }
 
 struct Cursor<'a> {
@@ -274,9 +325,18 @@ impl<'a> Cursor<'a> {
     }
 }
 
-pub type Decoded = (Vec<(PageNo, PageOp)>, Option<Undo>);
+pub type PageOps = Vec<(PageNo, PageOp)>;
+pub type Decoded = (PageOps, Option<Undo>);
 
 pub fn decode(body: &[u8]) -> Result<Decoded> {
+    let (ops, undo, _) = decode_all(body)?;
+    Ok((ops, undo))
+}
+
+/// Runs of pages `(first, count)` named by a bulk-load note.
+type PageRuns = Vec<(PageNo, u32)>;
+
+fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo>, PageRuns)> {
     let mut c = Cursor { b: body, at: 0 };
     let n = c.u16()? as usize;
     let mut ops = Vec::with_capacity(n);
@@ -321,12 +381,24 @@ pub fn decode(body: &[u8]) -> Result<Decoded> {
             Some(Undo::Row { tree, key, old })
         }
         2 => Some(Undo::CreateTree { root: c.u32()? }),
+        3 => Some(Undo::BulkPage { page: c.u32()? }),
+        4 => Some(Undo::EmptyTree { root: c.u32()? }),
         t => return Err(Error::Invalid(format!("unknown undo kind {t} in log"))),
     };
+    let mut runs = Vec::new();
     if c.at != body.len() {
-        return Err(Error::Invalid("trailing bytes after page operations".into()));
+        let n = c.u32()? as usize;
+        if !ops.is_empty() || undo.is_some() || n > MAX_NOTE_RUNS {
+            return Err(Error::Invalid("trailing bytes after page operations".into()));
+        }
+        for _ in 0..n {
+            runs.push((c.u32()?, c.u32()?));
+        }
+        if c.at != body.len() {
+            return Err(Error::Invalid("trailing bytes after a bulk-load note".into()));
+        }
     }
-    Ok((ops, undo))
+    Ok((ops, undo, runs))
 }
 
 #[cfg(test)]
@@ -350,6 +422,8 @@ mod tests {
             Undo::Row { tree: 2, key: b"k".to_vec(), old: Some(b"v".to_vec()) },
             Undo::Row { tree: 2, key: b"k".to_vec(), old: None },
             Undo::CreateTree { root: 77 },
+            Undo::BulkPage { page: 9 },
+            Undo::EmptyTree { root: 12 },
         ] {
             let mut b = Vec::new();
             encode(&ops, Some(&undo), &mut b);
@@ -359,6 +433,24 @@ mod tests {
         encode(&ops, None, &mut b);
         assert_eq!(decode(&b).unwrap(), (ops, None));
         assert!(decode(&b[..b.len() - 3]).is_err());
+    }
+
+    #[test]
+    fn bulk_notes_list_pages_as_runs() {
+        let pages: Vec<PageNo> = (10..20).chain(30..31).chain(40..45).collect();
+        let bodies = encode_bulk_note(&pages);
+        assert_eq!(bodies.len(), 1);
+        assert_eq!(bodies[0].len(), 3 + 4 + 3 * 8);
+        assert_eq!(bulk_note_pages(&bodies[0]).unwrap(), pages);
+        assert_eq!(decode(&bodies[0]).unwrap(), (Vec::new(), None));
+        let mut plain = Vec::new();
+        encode(&[(3, PageOp::SetAux { aux: 1 })], None, &mut plain);
+        assert!(bulk_note_pages(&plain).unwrap().is_empty());
+        let many: Vec<PageNo> = (0..(MAX_NOTE_RUNS as u32 + 5)).map(|i| i * 2).collect();
+        let bodies = encode_bulk_note(&many);
+        assert_eq!(bodies.len(), 2);
+        let back: Vec<PageNo> = bodies.iter().flat_map(|b| bulk_note_pages(b).unwrap()).collect();
+        assert_eq!(back, many);
     }
 
     #[test]

@@ -270,12 +270,22 @@ impl Space {
 
     /// Returns `no` to the free space inside `mtr`.
     pub fn free_page(&self, mtr: &mut Mtr, no: PageNo) -> Result<()> {
+        self.free_page_with(mtr, no, false)
+    }
+
+    /// [`Space::free_page`] without reading the page first: for pages whose contents
+    /// were never logged and may be torn or missing on disk (bulk loads).
+    pub fn free_page_unread(&self, mtr: &mut Mtr, no: PageNo) -> Result<()> {
+        self.free_page_with(mtr, no, true)
+    }
+
+    fn free_page_with(&self, mtr: &mut Mtr, no: PageNo, unread: bool) -> Result<()> {
         assert!(no > 1, "page {no} is never freed");
         let k = ((no - 1) / BITS_PER_MAP) as usize;
         let map_no = Space::map_page(k);
         assert_ne!(no, map_no, "allocation maps are never freed");
         let bit = no - map_no;
-        let pi = mtr.latch(no)?;
+        let pi = if unread { mtr.latch_new(no)? } else { mtr.latch(no)? };
         mtr.apply(pi, PageOp::Format { object: 0, ty: PageType::Free, level: 0, prev: 0, next: 0, aux: 0 });
         let mi = mtr.latch(map_no)?;
         mtr.apply(mi, PageOp::SetBits { first: bit, count: 1, value: false });

@@ -133,6 +133,12 @@ impl Txn {
     pub fn has_writes(&self) -> bool {
         self.last_lsn() != 0
     }
+
+    /// Records that `lsn` is the transaction's newest log record.
+    pub(crate) fn logged(&self, lsn: Lsn) {
+        debug_assert!(lsn > self.last_lsn(), "a transaction's records are chained in LSN order");
+        self.shared.last_lsn.store(lsn, Ordering::Release);
+    }
 }
 
 impl Drop for Txn {
@@ -164,6 +170,11 @@ pub struct TreeMeta {
 impl TreeMeta {
     pub fn new(root: PageNo) -> TreeMeta {
         TreeMeta { root, latch: RwLock::new(()), writers: AtomicUsize::new(0), append_hint: AtomicU32::new(0) }
+    }
+
+    /// The rightmost leaf is no longer known (the tree was rebuilt).
+    pub(crate) fn forget_append_hint(&self) {
+        self.append_hint.store(0, Ordering::Relaxed);
     }
 }
 
@@ -222,6 +233,20 @@ impl Space {
         Ok(meta)
     }
 
+    /// Takes an exclusive lock on the whole table `tree` (waiting for other writers and
+    /// readers to finish): no key locks are taken in it afterwards.
+    pub(crate) fn lock_table_exclusive(&self, txn: &mut Txn, tree: PageNo) -> Result<Arc<TreeMeta>> {
+        self.lock_for_write(txn, tree, &[])?;
+        let i = txn.write_trees.iter().position(|t| t.meta.root == tree).expect("locked for write just above");
+        if !txn.write_trees[i].escalated {
+            if self.locks.lock(txn.id, Resource::Table(tree), LockMode::Exclusive)? {
+                txn.locks.push(Resource::Table(tree));
+            }
+            txn.write_trees[i].escalated = true;
+        }
+        Ok(txn.write_trees[i].meta.clone())
+    }
+
     /// The lock a READ COMMITTED reader of `key` must wait for, if another transaction
     /// holds one: an exclusive table lock or an exclusive key lock.
     fn read_conflict(&self, txn: &Txn, meta: &TreeMeta, key: &[u8]) -> Option<(Resource, LockMode)> {
@@ -238,7 +263,7 @@ impl Space {
 
     /// Publishes a lower bound of the transaction's first LSN before its first record
     /// exists, so a checkpoint never truncates the log past it.
-    fn note_first_lsn(&self, txn: &Txn) {
+    pub(crate) fn note_first_lsn(&self, txn: &Txn) {
         if txn.shared.first_lsn.load(Ordering::Acquire) == 0 {
             txn.shared.first_lsn.store(self.wal.end_lsn(), Ordering::Release);
         }
@@ -246,7 +271,7 @@ impl Space {
 
     /// Reserves the log room a compensation record for a change of this size needs
     /// (the first change also reserves room for splits during rollback).
-    fn reserve_undo(&self, txn: &mut Txn, key: &[u8], bytes: usize) {
+    pub(crate) fn reserve_undo(&self, txn: &mut Txn, key: &[u8], bytes: usize) {
         let mut need = (key.len() + bytes) as u64 + 96;
         if txn.undo_bytes == 0 {
             need += 64 << 10;
@@ -487,6 +512,19 @@ impl Space {
                 let meta = self.tree(root);
                 let _latch = meta.latch.write();
                 btree::free_tree(self, root, ctx)
+            }
+            Undo::BulkPage { page } => {
+                let mut mtr = mtr::Mtr::without_reserve(self);
+                self.free_page_unread(&mut mtr, page)?;
+                mtr.commit(ctx)
+            }
+            Undo::EmptyTree { root } => {
+                let meta = self.tree(root);
+                let _latch = meta.latch.write();
+                let mut mtr = mtr::Mtr::without_reserve(self);
+                let i = mtr.latch_new(root)?;
+                mtr.apply(i, btree::empty_root(root));
+                mtr.commit(ctx)
             }
         }
     }

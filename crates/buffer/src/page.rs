@@ -22,6 +22,9 @@
 
 pub const PAGE_SIZE: usize = 8192;
 pub const HEADER_SIZE: usize = 48;
+/// Header flag: the page's contents were written without log records (a minimally
+/// logged bulk load), so its next logged change must log a full image of it.
+pub const FLAG_UNLOGGED: u16 = 1;
 
 pub type PageNo = u32;
 pub type Lsn = u64;

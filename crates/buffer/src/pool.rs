@@ -191,6 +191,17 @@ struct Inner {
     has_extension: AtomicBool,
 }
 
+/// How a page missing from the pool is brought in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Load {
+    /// Read and verify it (error 824 when damaged).
+    Read,
+    /// A zero-filled frame: the page is being allocated.
+    Zero,
+    /// Read it, or a zero-filled frame when the disk copy is damaged.
+    ReadOrZero,
+}
+
 /// The buffer pool. Create one per instance with [`BufferPool::new`].
 pub struct BufferPool {
     inner: Arc<Inner>,
@@ -404,17 +415,24 @@ impl BufferPool {
     /// `page::verify`. A page that fails verification returns `Error::Corrupt` naming
     /// database, file and page; the frame is not kept.
     pub fn fetch(&self, file: FileId, no: PageNo) -> Result<PageHandle> {
-        self.fetch_inner(file, no, false)
+        self.fetch_inner(file, no, Load::Read)
     }
 
     /// Pins page `no` that is being newly allocated: no disk read; if not cached, the
     /// frame is zero-filled. A cached page is returned as it is.
     pub fn fetch_new(&self, file: FileId, no: PageNo) -> Result<PageHandle> {
-        self.fetch_inner(file, no, true)
+        self.fetch_inner(file, no, Load::Zero)
+    }
+
+    /// Pins page `no` for redo of a change that replaces its whole contents: read from
+    /// disk when it can be (its LSN says whether the change is already there), a
+    /// zero-filled frame when the disk copy fails its checksum (a write torn by a crash).
+    pub fn fetch_for_overwrite(&self, file: FileId, no: PageNo) -> Result<PageHandle> {
+        self.fetch_inner(file, no, Load::ReadOrZero)
     }
 
     #[inline]
-    fn fetch_inner(&self, file: FileId, no: PageNo, new: bool) -> Result<PageHandle> {
+    fn fetch_inner(&self, file: FileId, no: PageNo, new: Load) -> Result<PageHandle> {
         let proxy = &self.proxies[stripe()];
         let (idx, hit) = self.inner.fetch(file, no, new)?;
         if hit {
@@ -996,7 +1014,7 @@ impl Inner {
     /// Pins page `no` of `file`, loading it on a miss. Returns the frame and whether it was
     /// a hit.
     #[inline]
-    fn fetch(&self, file: FileId, no: PageNo, new: bool) -> Result<(u32, bool)> {
+    fn fetch(&self, file: FileId, no: PageNo, new: Load) -> Result<(u32, bool)> {
         let k = key(file, no);
         match self.pin_fast(file, no, k) {
             Some(i) => Ok((i, true)),
@@ -1007,7 +1025,7 @@ impl Inner {
     /// The locked path: misses, loads in progress, and hits whose lock-free translation
     /// failed. Under the shard mutex the file's radix is authoritative for key `k`.
     #[inline(never)]
-    fn fetch_locked(&self, file: FileId, no: PageNo, k: Key, new: bool) -> Result<(u32, bool)> {
+    fn fetch_locked(&self, file: FileId, no: PageNo, k: Key, new: Load) -> Result<(u32, bool)> {
         let entry = self.entry(file).ok_or_else(|| not_registered(file))?;
         let radix = entry.radix.get();
         let shard = self.shard(k);
@@ -1066,7 +1084,7 @@ impl Inner {
             // SAFETY: we hold the frame's exclusive latch; nobody else touches its bytes.
             let buf = unsafe { std::slice::from_raw_parts_mut(self.frame_ptr(i), PAGE_SIZE) };
             let io = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                if new {
+                if new == Load::Zero {
                     buf.fill(0);
                     return Ok(());
                 }
@@ -1075,12 +1093,19 @@ impl Inner {
                 }
                 self.reads.fetch_add(1, Ordering::Relaxed);
                 entry.store.read_page(no, buf)?;
-                page::verify(buf, no).map_err(|damage| Error::Corrupt {
-                    database: entry.store.database_name().to_string(),
-                    path: entry.store.path().to_path_buf(),
-                    page: no,
-                    detail: damage.to_string(),
-                })
+                match page::verify(buf, no) {
+                    Ok(()) => Ok(()),
+                    Err(_) if new == Load::ReadOrZero => {
+                        buf.fill(0);
+                        Ok(())
+                    }
+                    Err(damage) => Err(Error::Corrupt {
+                        database: entry.store.database_name().to_string(),
+                        path: entry.store.path().to_path_buf(),
+                        page: no,
+                        detail: damage.to_string(),
+                    }),
+                }
             }));
             let res = io.unwrap_or_else(|panic| {
                 // A panicking store must not leave waiters blocked on this frame.

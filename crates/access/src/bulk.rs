@@ -1,0 +1,258 @@
+//! Minimally logged bulk loads: a B+tree built bottom-up from rows in key order, its
+//! pages written without log records (SQL Server's minimal logging under the SIMPLE and
+//! BULK_LOGGED recovery models).
+//!
+//! What is logged, in order:
+//! 1. one Update record per page the load allocates: the allocation-map change, with
+//!    undo `BulkPage` (free the page without reading it);
+//! 2. after the last row, the root's new contents as one image, with undo `EmptyTree`;
+//! 3. after every page has been forced to disk, System notes naming the loaded pages
+//!    (`ops::encode_bulk_note`), which log backups use to copy them.
+//!
+//! The pages themselves are installed in the pool stamped with their allocation's LSN
+//! and the header flag `FLAG_UNLOGGED`, so their first later change logs a full image
+//! (see `mtr`). Rolling back, or recovering from a crash before the commit, resets the
+//! root and frees the pages without reading them: nothing depends on their contents
+//! having reached the disk. A committed load's pages are on disk before its Commit
+//! record is (they are forced before step 3), and redo never overwrites them: their LSN
+//! is newer than every record of their earlier lives.
+
+use tessera_buffer::page::{self, PageNo, PageType, PAGE_SIZE};
+use tessera_io::{Error, Result};
+use tessera_log::{LogRecord, Lsn, RecordKind};
+
+use crate::btree::{self, MAX_LEAF_RECORD};
+use crate::mtr::{LogCtx, Mtr};
+use crate::ops::{self, Undo};
+use crate::slotted;
+use crate::space::Space;
+use crate::txn::Txn;
+
+/// A bounded tree: 32 levels is far beyond any file the allocation maps can address.
+const MAX_LEVELS: usize = 32;
+
+/// What a bulk load did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BulkOutcome {
+    pub rows: u64,
+    /// Pages written without log records (the root, which is logged, not counted).
+    pub pages: u64,
+}
+
+/// The page being filled at one level of the tree.
+struct Open {
+    buf: Vec<u8>,
+    /// Its page number and the LSN of its allocation, once known (a leaf learns them
+    /// when its predecessor links to it).
+    no: Option<(PageNo, Lsn)>,
+    /// The smallest key below it: its separator in the level above.
+    first_key: Vec<u8>,
+    /// Pages of this level already written.
+    written: u64,
+}
+
+struct Builder<'a> {
+    space: &'a Space,
+    txn: &'a mut Txn,
+    root: PageNo,
+    levels: Vec<Open>,
+    /// Every page written, with the LSN of its allocation.
+    pages: Vec<PageNo>,
+    rows: u64,
+}
+
+impl Space {
+    /// Loads `rows`, whose keys must be strictly ascending, into the tree `tree` if it is
+    /// empty, minimally logged (see the module documentation); takes an exclusive table
+    /// lock first. Returns `None`, having changed nothing, when the tree holds any record
+    /// (the caller then inserts row by row). The pages are durable when it returns, so
+    /// the caller may commit at once; a rollback undoes the whole load.
+    pub fn bulk_load<'r>(
+        &self,
+        txn: &mut Txn,
+        tree: PageNo,
+        rows: impl IntoIterator<Item = (&'r [u8], &'r [u8])>,
+    ) -> Result<Option<BulkOutcome>> {
+        let meta = self.lock_table_exclusive(txn, tree)?;
+        let _latch = meta.latch.write();
+        {
+            let g = self.pool.fetch(self.file, tree)?.into_read();
+            if !btree::is_leaf(&g) || slotted::count(&g) != 0 {
+                return Ok(None);
+            }
+        }
+        self.note_first_lsn(txn);
+        let mut b = Builder { space: self, txn, root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0 };
+        let mut last: Option<&[u8]> = None;
+        for (key, value) in rows {
+            if last.is_some_and(|l| l >= key) {
+                return Err(Error::Invalid("bulk load rows must come in strictly ascending key order".into()));
+            }
+            last = Some(key);
+            b.push_row(key, value)?;
+        }
+        let outcome = b.finish()?;
+        meta.forget_append_hint();
+        Ok(Some(outcome))
+    }
+}
+
+impl Builder<'_> {
+    fn fresh(&self, level: usize, prev: PageNo, aux: PageNo) -> Vec<u8> {
+        let mut buf = vec![0u8; PAGE_SIZE];
+        let ty = if level == 0 { PageType::BTreeLeaf } else { PageType::BTreeInternal };
+        slotted::init(&mut buf, 0, self.root, ty, level as u8);
+        page::set_prev(&mut buf, prev);
+        page::set_aux(&mut buf, aux);
+        buf
+    }
+
+    fn push_row(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if key.len() > btree::MAX_KEY {
+            return Err(Error::Invalid(format!("key of {} bytes exceeds the limit of {}", key.len(), btree::MAX_KEY)));
+        }
+        let rec = btree::leaf_record(0, key, value);
+        if rec.len() > MAX_LEAF_RECORD {
+            return Err(Error::Invalid(format!("row of {} bytes does not fit a page", rec.len())));
+        }
+        if self.levels.is_empty() {
+            let buf = self.fresh(0, 0, 0);
+            self.levels.push(Open { buf, no: None, first_key: Vec::new(), written: 0 });
+        }
+        if !slotted::fits(&self.levels[0].buf, rec.len()) {
+            self.write_full(0)?;
+        }
+        let leaf = &mut self.levels[0];
+        let slot = slotted::count(&leaf.buf);
+        if slot == 0 {
+            leaf.first_key = key.to_vec();
+        }
+        let ok = slotted::insert(&mut leaf.buf, slot, &rec);
+        debug_assert!(ok, "a record that fits an empty leaf");
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Allocates one page for the load, logging the allocation with its undo.
+    fn alloc(&mut self) -> Result<(PageNo, Lsn)> {
+        let mut mtr = Mtr::new(self.space)?;
+        let no = self.space.alloc_page(&mut mtr)?;
+        let undo = Undo::BulkPage { page: no };
+        let ctx = LogCtx {
+            kind: RecordKind::Update,
+            txn: self.txn.id,
+            prev_lsn: self.txn.last_lsn(),
+            undo_next: 0,
+            undo: Some(&undo),
+        };
+        let lsn = mtr.commit(ctx)?;
+        self.txn.logged(lsn);
+        self.space.reserve_undo(self.txn, &[], 0);
+        Ok((no, lsn))
+    }
+
+    /// Writes `buf` as page `no` into the pool: dirty, unlogged, stamped `lsn`.
+    fn install(&mut self, no: PageNo, lsn: Lsn, buf: &[u8]) -> Result<()> {
+        let mut g = self.space.pool.fetch_new(self.space.file, no)?.into_write();
+        g.copy_from_slice(buf);
+        page::set_page_no(&mut g, no);
+        page::set_flags(&mut g, page::FLAG_UNLOGGED);
+        page::set_lsn(&mut g, lsn);
+        g.mark_dirty();
+        self.pages.push(no);
+        Ok(())
+    }
+
+    /// The page at `level` is full and another follows it at the same level: write it,
+    /// add it to its parent and start the next one.
+    fn write_full(&mut self, level: usize) -> Result<()> {
+        let next = if level == 0 { Some(self.alloc()?) } else { None };
+        let done = self.write_page(level, next.map_or(0, |(n, _)| n))?;
+        let first_key = std::mem::take(&mut self.levels[level].first_key);
+        let buf = self.fresh(level, if level == 0 { done } else { 0 }, 0);
+        let open = &mut self.levels[level];
+        open.buf = buf;
+        open.no = next;
+        self.add_child(level + 1, first_key, done)
+    }
+
+    /// Writes the open page of `level` (with `next` as its right sibling for leaves) and
+    /// returns its number.
+    fn write_page(&mut self, level: usize, next: PageNo) -> Result<PageNo> {
+        let (no, lsn) = match self.levels[level].no {
+            Some(numbered) => numbered,
+            None => self.alloc()?,
+        };
+        let mut buf = std::mem::take(&mut self.levels[level].buf);
+        if level == 0 {
+            page::set_next(&mut buf, next);
+        }
+        self.install(no, lsn, &buf)?;
+        self.levels[level].written += 1;
+        Ok(no)
+    }
+
+    /// Adds `(first_key, child)` to the open page of `level`.
+    fn add_child(&mut self, level: usize, first_key: Vec<u8>, child: PageNo) -> Result<()> {
+        if level == self.levels.len() {
+            if level >= MAX_LEVELS {
+                return Err(Error::Invalid("bulk load tree exceeds the level limit".into()));
+            }
+            let buf = self.fresh(level, 0, child);
+            self.levels.push(Open { buf, no: None, first_key, written: 0 });
+            return Ok(());
+        }
+        let rec = btree::internal_record(&first_key, child);
+        if !slotted::fits(&self.levels[level].buf, rec.len()) {
+            self.write_full(level)?;
+            let open = &mut self.levels[level];
+            page::set_aux(&mut open.buf, child);
+            open.first_key = first_key;
+            return Ok(());
+        }
+        let open = &mut self.levels[level];
+        let slot = slotted::count(&open.buf);
+        let ok = slotted::insert(&mut open.buf, slot, &rec);
+        debug_assert!(ok, "checked to fit");
+        Ok(())
+    }
+
+    /// Writes the last page of every level; the single page of the top level becomes
+    /// the root (logged as an image); forces the pages and notes them in the log.
+    fn finish(mut self) -> Result<BulkOutcome> {
+        if self.rows == 0 {
+            return Ok(BulkOutcome::default());
+        }
+        let mut level = 0;
+        while !(level + 1 == self.levels.len() && self.levels[level].written == 0) {
+            let done = self.write_page(level, 0)?;
+            let first_key = std::mem::take(&mut self.levels[level].first_key);
+            self.add_child(level + 1, first_key, done)?;
+            level += 1;
+        }
+        let mut top = std::mem::take(&mut self.levels[level].buf);
+        page::set_page_no(&mut top, self.root);
+        let mut mtr = Mtr::new(self.space)?;
+        let i = mtr.latch(self.root)?;
+        mtr.apply(i, ops::image(&top));
+        let undo = Undo::EmptyTree { root: self.root };
+        let ctx = LogCtx {
+            kind: RecordKind::Update,
+            txn: self.txn.id,
+            prev_lsn: self.txn.last_lsn(),
+            undo_next: 0,
+            undo: Some(&undo),
+        };
+        let lsn = mtr.commit(ctx)?;
+        self.txn.logged(lsn);
+        self.space.reserve_undo(self.txn, &[], 0);
+
+        // The unlogged pages reach the disk before anything can commit them.
+        self.space.pool.flush_file(self.space.file)?;
+        self.pages.sort_unstable();
+        for body in ops::encode_bulk_note(&self.pages) {
+            self.space.wal.append(&LogRecord::new(RecordKind::System, 0, 0, body))?;
+        }
+        Ok(BulkOutcome { rows: self.rows, pages: self.pages.len() as u64 })
+    }
+}

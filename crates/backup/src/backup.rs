@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use tessera_buffer::page::{self, PAGE_SIZE};
+use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
 use tessera_database::{BackupChain, Engine, RecoveryModel};
 use tessera_log::Lsn;
 
@@ -171,13 +171,14 @@ pub fn backup(
         u64::from(point.data_pages) * PAGE_SIZE as u64 + log_estimate
     };
     let mut done = 0u64;
+    let mut bulk_pages = 0u64;
     let produced = (|| -> Result<(u64, u64, Lsn), BackupError> {
         let mut data_pages = 0u64;
         if kind != BackupType::Log {
             let since = if kind == BackupType::Differential { chain.differential_base_lsn } else { 0 };
             data_pages = copy_data_file(
                 &data_path,
-                point.data_pages,
+                &[(0, point.data_pages)],
                 since,
                 opts.checksum,
                 &name,
@@ -189,7 +190,22 @@ pub fn backup(
                 },
             )?;
         }
-        let end = db.wal().end_lsn();
+        // Pages written by minimally logged bulk loads whose notes fall in the copied
+        // log are copied as they are now: the log lacks their contents. The end of
+        // the log is read after each copy, so it covers every change the copies hold.
+        let mut end = db.wal().end_lsn();
+        let mut scanned = first_lsn;
+        loop {
+            let loaded = db.bulk_loaded_pages(scanned, end)?;
+            if loaded.is_empty() {
+                break;
+            }
+            bulk_pages += loaded.len() as u64;
+            data_pages +=
+                copy_data_file(&data_path, &page_runs(&loaded), 0, opts.checksum, &name, mts, &mut pipe, &mut |_| {})?;
+            scanned = end;
+            end = db.wal().end_lsn();
+        }
         let mut log_bytes = 0u64;
         let mut stopped = false;
         db.wal().copy_segments(first_lsn, end, mts - 16, |seg| {
@@ -227,6 +243,7 @@ pub fn backup(
         finish_unix_micros: now_micros(),
         data_pages_copied: data_pages,
         log_bytes,
+        has_bulk_logged_data: bulk_pages > 0,
         ..Trailer::default()
     };
     trailer.backup_size = totals.raw_bytes.load(Ordering::Relaxed);
@@ -255,7 +272,7 @@ pub fn backup(
     }
 
     let log_pages = log_bytes.div_ceil(PAGE_SIZE as u64);
-    if kind != BackupType::Log {
+    if kind != BackupType::Log || data_pages > 0 {
         notify(Notice {
             number: 4035,
             text: format!("Processed {data_pages} pages for database '{name}', file '{name}' on file {position}."),
@@ -376,12 +393,25 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
     Ok((media_sorted, outs_sorted, position.unwrap_or(1)))
 }
 
-/// Copies the data file's pages `0..pages` whose LSN is at least `since` (all of them
-/// for a full backup), skipping never-written (all-zero) pages. Returns pages copied.
+/// Runs `(first, count)` of consecutive pages in ascending `pages`.
+fn page_runs(pages: &[PageNo]) -> Vec<(PageNo, u32)> {
+    let mut runs: Vec<(PageNo, u32)> = Vec::new();
+    for &p in pages {
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == p => *count += 1,
+            _ => runs.push((p, 1)),
+        }
+    }
+    runs
+}
+
+/// Copies the data file's pages in `runs` (`(first, count)`; `[(0, n)]` for the whole
+/// file) whose LSN is at least `since` (0: all), skipping never-written (all-zero) pages.
+/// Returns pages copied.
 #[allow(clippy::too_many_arguments)]
 fn copy_data_file(
     path: &std::path::Path,
-    pages: u32,
+    runs: &[(PageNo, u32)],
     since: Lsn,
     checksum: bool,
     database: &str,
@@ -400,51 +430,53 @@ fn copy_data_file(
     let mut chunk: Vec<u8> = pipe.buffer(per_chunk * (PAGE_SIZE + 4));
     let mut in_chunk = 0usize;
     let mut copied = 0u64;
-    let mut no = 0u32;
     let read_err = |e: std::io::Error| tessera_io::Error::io("backup read", path, 0, e);
-    while no < pages {
-        let n = (run_pages as u32).min(pages - no) as usize;
-        let buf = &mut run[..n * PAGE_SIZE];
-        file.read_exact_at(buf, u64::from(no) * PAGE_SIZE as u64).map_err(read_err)?;
-        for i in 0..n {
-            let page_no = no + i as u32;
-            let p = &mut buf[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
-            let mut tries = 0;
-            while page::verify(p, page_no).is_err() && tries < TORN_RETRIES {
-                // Most likely torn by a concurrent write of this page: read it again.
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                file.read_exact_at(p, u64::from(page_no) * PAGE_SIZE as u64).map_err(read_err)?;
-                tries += 1;
-            }
-            if let Err(damage) = page::verify(p, page_no) {
-                if checksum {
-                    return Err(err(
-                        3043,
-                        format!(
-                            "BACKUP '{database}' detected an error on page (1:{page_no}) in file '{}': {damage}.",
-                            path.display()
-                        ),
-                    ));
+    for &(first, count) in runs {
+        let (mut no, pages) = (first, first + count);
+        while no < pages {
+            let n = (run_pages as u32).min(pages - no) as usize;
+            let buf = &mut run[..n * PAGE_SIZE];
+            file.read_exact_at(buf, u64::from(no) * PAGE_SIZE as u64).map_err(read_err)?;
+            for i in 0..n {
+                let page_no = no + i as u32;
+                let p = &mut buf[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
+                let mut tries = 0;
+                while page::verify(p, page_no).is_err() && tries < TORN_RETRIES {
+                    // Most likely torn by a concurrent write of this page: read it again.
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    file.read_exact_at(p, u64::from(page_no) * PAGE_SIZE as u64).map_err(read_err)?;
+                    tries += 1;
+                }
+                if let Err(damage) = page::verify(p, page_no) {
+                    if checksum {
+                        return Err(err(
+                            3043,
+                            format!(
+                                "BACKUP '{database}' detected an error on page (1:{page_no}) in file '{}': {damage}.",
+                                path.display()
+                            ),
+                        ));
+                    }
+                }
+                if p.iter().all(|&b| b == 0) || page::lsn(p) < since {
+                    continue;
+                }
+                if in_chunk == 0 && !pipe.reserve() {
+                    return Ok(copied);
+                }
+                chunk.extend_from_slice(&page_no.to_le_bytes());
+                chunk.extend_from_slice(p);
+                in_chunk += 1;
+                copied += 1;
+                if in_chunk == per_chunk {
+                    let next = pipe.buffer(per_chunk * (PAGE_SIZE + 4));
+                    pipe.send(ChunkKind::Pages, std::mem::replace(&mut chunk, next));
+                    in_chunk = 0;
                 }
             }
-            if p.iter().all(|&b| b == 0) || page::lsn(p) < since {
-                continue;
-            }
-            if in_chunk == 0 && !pipe.reserve() {
-                return Ok(copied);
-            }
-            chunk.extend_from_slice(&page_no.to_le_bytes());
-            chunk.extend_from_slice(p);
-            in_chunk += 1;
-            copied += 1;
-            if in_chunk == per_chunk {
-                let next = pipe.buffer(per_chunk * (PAGE_SIZE + 4));
-                pipe.send(ChunkKind::Pages, std::mem::replace(&mut chunk, next));
-                in_chunk = 0;
-            }
+            no += n as u32;
+            progress((n * PAGE_SIZE) as u64);
         }
-        no += n as u32;
-        progress((n * PAGE_SIZE) as u64);
     }
     if in_chunk > 0 {
         pipe.send(ChunkKind::Pages, chunk);

@@ -118,6 +118,10 @@ pub struct Trailer {
     /// Bytes before compression and as stored (all stripes).
     pub backup_size: u64,
     pub compressed_size: u64,
+    /// The set holds pages of minimally logged bulk loads (copied because the log lacks
+    /// their contents): a restore cannot stop at a point inside it.
+    #[serde(default)]
+    pub has_bulk_logged_data: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -326,6 +326,11 @@ pub fn restore(
                     Progress { checkpoint_lsn: header.checkpoint_lsn, begin_lsn: header.first_lsn, ..progress };
                 (data_path, log_path.clone(), progress, LogBuilder::create(&log_path, database)?)
             } else {
+                if opts.stop_at.is_some_and(|stop| stop < set_trailer.finish_unix_micros)
+                    && set_trailer.has_bulk_logged_data
+                {
+                    return Err(err(4341, "This log backup contains bulk-logged changes. It cannot be used to stop at an arbitrary point in time."));
+                }
                 let builder = LogBuilder::open(&log_path, database)?;
                 let end = builder.end_lsn();
                 if header.first_lsn > end {
@@ -407,7 +412,7 @@ pub fn restore(
 
     let name = &header.database_name;
     let log_pages = log_bytes.div_ceil(PAGE_SIZE as u64);
-    if header.backup_type != BackupType::Log {
+    if header.backup_type != BackupType::Log || pages > 0 {
         notify(Notice {
             number: 4035,
             text: format!("Processed {pages} pages for database '{database}', file '{name}' on file {position}."),

@@ -363,3 +363,73 @@ fn a_full_disk_leaves_no_partial_set_and_the_media_stays_usable() {
     // The source database is unaffected.
     assert_eq!(contents(&e, "big").len(), 12_000);
 }
+
+/// The rows of table `name`, as strings.
+fn table_rows(engine: &Engine, db: &str, name: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let db = engine.database(db).unwrap();
+    db.check().unwrap();
+    let t = db.table(name).unwrap();
+    let tx = db.begin();
+    let rows = tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward).map(Result::unwrap).collect();
+    tx.commit().unwrap();
+    rows
+}
+
+#[test]
+fn log_backups_carry_bulk_loaded_pages_and_refuse_a_stop_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path());
+    make_db(&e, "bl", RecoveryModel::BulkLogged, 200);
+    let full = vec![dir.path().join("full.bak")];
+    let logs = vec![dir.path().join("log.bak")];
+    run_backup(&e, "bl", &opts(&full, BackupType::Database));
+    put(&e, "bl", [(5000, "before the load".to_string())]);
+    run_backup(&e, "bl", &opts(&logs, BackupType::Log)); // file 1: no bulk load
+
+    // A minimally logged load, then logged changes to the loaded pages.
+    let db = e.database("bl").unwrap();
+    let loaded = db.create_table("loaded").unwrap();
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..20_000u32)
+        .map(|i| (i.to_be_bytes().to_vec(), format!("bulk {i} {}", "y".repeat(60)).into_bytes()))
+        .collect();
+    let mut tx = db.begin();
+    let out = tx.bulk_load(loaded, rows.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
+    tx.commit().unwrap();
+    assert!(out.pages > 100);
+    let mut tx = db.begin();
+    tx.update(loaded, &7u32.to_be_bytes(), b"changed after the load").unwrap();
+    tx.commit().unwrap();
+    drop(db);
+    let between = tessera_backup_now();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    put(&e, "bl", [(5001, "after the load".to_string())]);
+    let notes = run_backup(&e, "bl", &opts(&logs, BackupType::Log)); // file 2: the load
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.number == 4035 && n.text.starts_with("Processed") && n.text.contains("file 'bl' on file 2")),
+        "the log backup reports the data pages it copied: {notes:?}"
+    );
+    let sets = tessera_backup::headers(&logs).unwrap();
+    let flags: Vec<bool> = sets.iter().map(|(_, t)| t.as_ref().unwrap().has_bulk_logged_data).collect();
+    assert_eq!(flags, vec![false, true]);
+    let expected_t = contents(&e, "bl");
+    let expected_loaded = table_rows(&e, "bl", "loaded");
+    assert_eq!(expected_loaded.len(), 20_000);
+
+    // Full + both logs: identical, loaded table included.
+    restore_as(&e, "bl1", &full, dir.path(), false);
+    restore_log(&e, "bl1", &logs, 1, false, None).unwrap();
+    restore_log(&e, "bl1", &logs, 2, true, None).unwrap();
+    assert_eq!(contents(&e, "bl1"), expected_t);
+    assert_eq!(table_rows(&e, "bl1", "loaded"), expected_loaded);
+
+    // A stop inside the bulk-logged backup is refused (4341); inside the first one is fine.
+    restore_as(&e, "bl2", &full, dir.path(), false);
+    restore_log(&e, "bl2", &logs, 1, false, None).unwrap();
+    let refused = restore_log(&e, "bl2", &logs, 2, true, Some(between)).unwrap_err();
+    assert_eq!(refused.number, 4341, "{refused}");
+    assert_eq!(e.database_state("bl2"), Some(DbState::Restoring));
+    restore_log(&e, "bl2", &logs, 2, true, None).unwrap();
+    assert_eq!(table_rows(&e, "bl2", "loaded"), expected_loaded);
+}

@@ -362,6 +362,32 @@ impl Database {
         &self.space.wal
     }
 
+    /// The pages minimally logged bulk loads wrote, as their notes in the log from `from`
+    /// to `to` list them (ascending, without repeats). The log lacks these pages'
+    /// contents, so a backup whose log covers such a note must also copy them.
+    pub fn bulk_loaded_pages(&self, from: Lsn, to: Lsn) -> Result<Vec<PageNo>> {
+        let wal = &self.space.wal;
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        // The reader reads the file: every record below `to` must be in it.
+        wal.flush(to - 1)?;
+        let mut reader = tessera_log::WalReader::new(wal, from);
+        let mut pages = Vec::new();
+        while let Some(item) = reader.next_record() {
+            let (lsn, rec) = item?;
+            if lsn >= to {
+                break;
+            }
+            if rec.kind == tessera_log::RecordKind::System {
+                pages.extend(tessera_access::ops::bulk_note_pages(&rec.body)?);
+            }
+        }
+        pages.sort_unstable();
+        pages.dedup();
+        Ok(pages)
+    }
+
     pub(crate) fn touch(&self) {
         *self.last_used.lock() = Instant::now();
     }

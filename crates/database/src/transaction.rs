@@ -3,10 +3,10 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use tessera_access::{Direction, Scan, Txn};
+use tessera_access::{BulkOutcome, Direction, Scan, Txn};
 use tessera_io::Result;
 
-use crate::database::{Database, TableId};
+use crate::database::{Database, RecoveryModel, TableId};
 
 /// A position in a transaction's log chain (see [`Transaction::savepoint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +53,23 @@ impl Transaction {
     pub fn delete(&mut self, table: TableId, key: &[u8]) -> Result<bool> {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.delete(txn, table.0, key)
+    }
+
+    /// Loads `rows` (strictly ascending keys) into `table`, minimally logged, when the
+    /// database's recovery model is SIMPLE or BULK_LOGGED and the table is empty; takes
+    /// an exclusive lock on the table. Returns `None`, having done nothing, otherwise —
+    /// the caller then inserts row by row. The rows are durable on disk when it
+    /// returns; rollback undoes the whole load. See `tessera_access::bulk`.
+    pub fn bulk_load<'r>(
+        &mut self,
+        table: TableId,
+        rows: impl IntoIterator<Item = (&'r [u8], &'r [u8])>,
+    ) -> Result<Option<BulkOutcome>> {
+        if self.db.options().recovery_model == RecoveryModel::Full {
+            return Ok(None);
+        }
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.bulk_load(txn, table.0, rows)
     }
 
     pub fn get(&self, table: TableId, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::ops::Bound;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tessera_database::{DatabaseOptions, Direction, Engine, EngineConfig};
+use tessera_database::{Database, DatabaseOptions, Direction, Engine, EngineConfig, RecoveryModel};
 
 const KILLS: usize = 50;
 const THREADS: u32 = 4;
@@ -20,8 +21,53 @@ fn config(dir: &std::path::Path) -> EngineConfig {
     c
 }
 
+/// The rows of table `b<k>` (the worker's bulk loads), in key order.
+fn bulk_rows(db: &Arc<Database>, k: u64) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let table = db.table(&format!("b{k}"))?;
+    let tx = db.begin();
+    let rows = tx.scan(table, Bound::Unbounded, Bound::Unbounded, Direction::Forward).collect::<Result<_, _>>();
+    tx.commit().unwrap();
+    Some(rows.unwrap())
+}
+
+/// Whether `rows` are rows `0..n` of bulk load `k`, each complete.
+fn bulk_complete(k: u64, rows: &[(Vec<u8>, Vec<u8>)], n: u64) -> bool {
+    rows.len() as u64 == n
+        && rows.iter().enumerate().all(|(i, (key, value))| {
+            *key == format!("{i:08}").into_bytes()
+                && value.len() == 40 + (i as u64 * 7 % 300) as usize
+                && value.iter().all(|&b| b == (k % 251) as u8)
+        })
+}
+
+/// Checks the bulk loads' invariant (see the worker) and returns the last committed one.
+fn check_bulk(db: &Arc<Database>, rows_of_t: &BTreeMap<Vec<u8>, Vec<u8>>, acked: u64) -> u64 {
+    let (k, n) = rows_of_t.get(&b"bulk"[..]).map_or((0, 0), |v| {
+        (u64::from_le_bytes(v[..8].try_into().unwrap()), u64::from_le_bytes(v[8..16].try_into().unwrap()))
+    });
+    assert!(k >= acked, "bulk load {acked} was acknowledged but the database holds only up to {k}");
+    if k > 0 {
+        let rows = bulk_rows(db, k).unwrap_or_else(|| panic!("table b{k} of the last committed load is missing"));
+        assert!(bulk_complete(k, &rows, n), "bulk load {k}: {} rows, not its {n}", rows.len());
+    }
+    for j in k.saturating_sub(3).max(1)..k {
+        if let Some(rows) = bulk_rows(db, j) {
+            assert!(bulk_complete(j, &rows, rows.len() as u64) && !rows.is_empty(), "bulk load {j} is incomplete");
+        }
+    }
+    if let Some(rows) = bulk_rows(db, k + 1) {
+        assert!(rows.is_empty(), "an uncommitted bulk load left {} rows", rows.len());
+    }
+    k
+}
+
 /// Checks the invariant and returns each thread's counter.
-fn check(dir: &std::path::Path, acked: &HashMap<u32, u64>, losers: &mut usize) -> HashMap<u32, u64> {
+fn check(
+    dir: &std::path::Path,
+    acked: &HashMap<u32, u64>,
+    acked_bulk: u64,
+    losers: &mut usize,
+) -> (HashMap<u32, u64>, u64) {
     let engine = Engine::open(config(dir)).expect("recovery succeeds");
     let db = engine.database("crash").unwrap();
     *losers += db.recovery().expect("opened by recovery").losers;
@@ -34,8 +80,10 @@ fn check(dir: &std::path::Path, acked: &HashMap<u32, u64>, losers: &mut usize) -
         tx.scan(table, Bound::Unbounded, Bound::Unbounded, Direction::Backward).map(|r| r.unwrap().0).collect();
     assert!(back.iter().rev().eq(rows.keys()), "backward scan mirrors forward scan");
     tx.commit().unwrap();
+    let bulk = check_bulk(&db, &rows, acked_bulk);
     let mut counters = HashMap::new();
     let mut expected: BTreeMap<Vec<u8>, Option<Vec<u8>>> = BTreeMap::new();
+    expected.insert(b"bulk".to_vec(), None);
     for t in 0..THREADS {
         let v = rows.get(format!("c/{t}").as_bytes()).map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()));
         let a = acked.get(&t).copied().unwrap_or(0);
@@ -67,7 +115,7 @@ fn check(dir: &std::path::Path, acked: &HashMap<u32, u64>, losers: &mut usize) -
     assert!(extra.is_empty(), "rows of uncommitted or deleted groups survived: {extra:?}");
     drop(db);
     engine.shutdown().unwrap();
-    counters
+    (counters, bulk)
 }
 
 #[test]
@@ -75,11 +123,14 @@ fn every_acknowledged_commit_survives_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     {
         let engine = Engine::open(config(dir.path())).unwrap();
-        engine.create_database("crash", DatabaseOptions::default()).unwrap();
+        let options = DatabaseOptions { recovery_model: RecoveryModel::BulkLogged, ..Default::default() };
+        engine.create_database("crash", options).unwrap();
         engine.database("crash").unwrap().create_table("t").unwrap();
         engine.shutdown().unwrap();
     }
     let mut acked: HashMap<u32, u64> = HashMap::new();
+    let mut acked_bulk = 0u64;
+    let mut bulk = 0u64;
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut progress = 0u64;
     let mut losers = 0usize;
@@ -98,15 +149,17 @@ fn every_acknowledged_commit_survives_sigkill() {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
-            let mut got = Vec::new();
+            let (mut got, mut bulk) = (Vec::new(), 0u64);
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 let f: Vec<&str> = line.split(' ').collect();
                 if f.len() == 3 && f[0] == "C" {
                     got.push((f[1].parse::<u32>().unwrap(), f[2].parse::<u64>().unwrap()));
+                } else if f.len() == 2 && f[0] == "B" {
+                    bulk = bulk.max(f[1].parse::<u64>().unwrap());
                 }
             }
-            got
+            (got, bulk)
         });
         std::thread::sleep(delay);
         if let Ok(Some(status)) = child.try_wait() {
@@ -114,16 +167,20 @@ fn every_acknowledged_commit_survives_sigkill() {
         }
         child.kill().unwrap();
         child.wait().unwrap();
-        for (t, k) in reader.join().unwrap() {
+        let (got, got_bulk) = reader.join().unwrap();
+        for (t, k) in got {
             let e = acked.entry(t).or_insert(0);
             *e = (*e).max(k);
         }
-        let counters = check(dir.path(), &acked, &mut losers);
+        acked_bulk = acked_bulk.max(got_bulk);
+        let (counters, b) = check(dir.path(), &acked, acked_bulk, &mut losers);
         progress = counters.values().sum();
+        bulk = b;
     }
     eprintln!(
-        "{KILLS} kills; acknowledged commits per thread: {acked:?}; counters sum {progress}; {losers} losers undone"
+        "{KILLS} kills; acknowledged commits per thread: {acked:?}; counters sum {progress}; {bulk} bulk loads; {losers} losers undone"
     );
     assert!(progress > 0, "the workers committed something");
+    assert!(bulk > 0, "the bulk loader committed something");
     assert!(losers > 0, "some kills interrupted transactions, whose changes recovery undid");
 }

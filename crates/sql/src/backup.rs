@@ -215,7 +215,7 @@ IF @m IS NULL BEGIN
     sql.push_str("END\n");
     sql.push_str(&format!(
         "INSERT dbo.backupset (backup_set_uuid, media_set_id, first_family_number, first_media_number, last_family_number, last_media_number, position, software_vendor_id, name, description, user_name, first_lsn, last_lsn, checkpoint_lsn, database_backup_lsn, backup_start_date, backup_finish_date, type, backup_size, database_name, server_name, machine_name, recovery_model, has_bulk_logged_data, is_snapshot, is_readonly, is_single_user, has_backup_checksums, is_damaged, begins_log_chain, has_incomplete_metadata, is_force_offline, is_copy_only, differential_base_lsn, differential_base_guid, compressed_backup_size)
-VALUES ('{}', @m, 1, 1, {}, 1, {}, 4608, {}, {}, {}, {}, {}, {}, {}, {}, {}, '{}', {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, 0, {}, 0, 0, {}, {}, {}, {});",
+VALUES ('{}', @m, 1, 1, {}, 1, {}, 4608, {}, {}, {}, {}, {}, {}, {}, {}, {}, '{}', {}, {}, {}, {}, {}, {}, 0, 0, 0, {}, 0, {}, 0, 0, {}, {}, {}, {});",
         uuid(h.backup_set_guid),
         h.family_count,
         h.position,
@@ -234,6 +234,7 @@ VALUES ('{}', @m, 1, 1, {}, 1, {}, 4608, {}, {}, {}, {}, {}, {}, {}, {}, {}, '{}
         sql_string(&h.server_name),
         sql_string(&h.server_name),
         sql_string(&h.recovery_model),
+        u8::from(t.has_bulk_logged_data),
         u8::from(h.checksums),
         u8::from(h.begins_log_chain),
         u8::from(h.copy_only),
@@ -423,8 +424,8 @@ fn headeronly_row(h: &SetHeader, t: &Option<Trailer>, state: &SessionState) -> V
         Value::Int(160),
         Value::Int(4608),
         s(&h.server_name),
-        Value::Int(0),
-        Value::Bit(false),
+        Value::Int(i64::from(t.has_bulk_logged_data)),
+        Value::Bit(t.has_bulk_logged_data),
         Value::Bit(h.checksums),
         Value::Bit(t.finish_unix_micros == 0),
         Value::Bit(h.begins_log_chain),

@@ -7,11 +7,72 @@
 //! and deletes the rows of `seq - 5`. So after any crash, with `v = c/t`, exactly the
 //! row groups `v-4 ..= v` of thread t exist, each complete. Every seventh transaction
 //! does the same work and rolls back: none of it may survive.
+//!
+//! One more thread bulk-loads (minimally logged: the database is BULK_LOGGED): load `k`
+//! creates table `b<k>` and, in one transaction, bulk-loads rows `i = 0..n` (key
+//! `{i:08}`, value `bulk_value(k, i)`) and sets row `bulk` of table `t` to `k, n`; it
+//! prints `B <k>` after the commit returns and then drops `b<k-3>`. Every fifth load
+//! rolls back. So after any crash, with `k = bulk`, table `b<k>` holds exactly its `n`
+//! rows, tables of later loads are empty, and every other table is complete.
 
 use std::io::Write;
 use std::sync::Arc;
 
-use tessera_database::{Engine, EngineConfig};
+use tessera_database::{Database, Engine, EngineConfig};
+
+/// The value of row `i` of bulk load `k` (`tests/crash.rs` checks it).
+fn bulk_value(k: u64, i: u64) -> Vec<u8> {
+    vec![(k % 251) as u8; 40 + (i * 7 % 300) as usize]
+}
+
+/// The bulk-loading thread (see the module documentation).
+fn bulk_loads(db: Arc<Database>, seed: u64, stdout: Arc<std::sync::Mutex<std::io::Stdout>>) {
+    let t = db.table("t").expect("table exists");
+    let counter = b"bulk".to_vec();
+    let mut seq = {
+        let tx = db.begin();
+        let v = tx.get(t, &counter).unwrap();
+        tx.commit().unwrap();
+        v.map_or(0, |v| u64::from_le_bytes(v[..8].try_into().unwrap()))
+    };
+    let mut rng = seed | 1;
+    for attempt in 1u64.. {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let k = seq + 1;
+        let n = 50 + rng % 1500;
+        let name = format!("b{k}");
+        let table = match db.table(&name) {
+            Some(table) => table,
+            None => db.create_table(&name).unwrap(),
+        };
+        let rows: Vec<(Vec<u8>, Vec<u8>)> =
+            (0..n).map(|i| (format!("{i:08}").into_bytes(), bulk_value(k, i))).collect();
+        let mut tx = db.begin();
+        let loaded = tx.bulk_load(table, rows.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap();
+        assert_eq!(loaded.map(|o| o.rows), Some(n), "table {name} is empty and the database BULK_LOGGED");
+        let mut value = k.to_le_bytes().to_vec();
+        value.extend_from_slice(&n.to_le_bytes());
+        if !tx.update(t, &counter, &value).unwrap() {
+            tx.insert(t, &counter, &value).unwrap();
+        }
+        if attempt.is_multiple_of(5) {
+            tx.rollback().unwrap();
+            continue;
+        }
+        tx.commit().unwrap();
+        seq = k;
+        {
+            let mut out = stdout.lock().unwrap();
+            writeln!(out, "B {k}").unwrap();
+            out.flush().unwrap();
+        }
+        if k > 3 && db.table(&format!("b{}", k - 3)).is_some() {
+            db.drop_table(&format!("b{}", k - 3)).unwrap();
+        }
+    }
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -25,6 +86,10 @@ fn main() {
     let db = engine.database("crash").expect("database exists");
     let table = db.table("t").expect("table exists");
     let stdout = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let bulk = {
+        let (db, stdout) = (db.clone(), stdout.clone());
+        std::thread::spawn(move || bulk_loads(db, seed, stdout))
+    };
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let db = db.clone();
@@ -98,4 +163,5 @@ fn main() {
     for w in workers {
         w.join().unwrap();
     }
+    bulk.join().unwrap();
 }

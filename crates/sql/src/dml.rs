@@ -998,9 +998,9 @@ fn check_children(
 
 const MAX_CASCADE_DEPTH: usize = 32;
 
-/// Inserts a complete row (constraints already checked) into the rows tree and every
-/// index; returns its key.
-fn store_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<Vec<u8>> {
+/// A complete row's clustered key (with its uniquifier, if the table has one) and its
+/// stored form.
+fn encode_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
     let table = &target.table;
     let uniq = if table.has_uniquifier() {
         load_counters(ctx, &target.db, table)?;
@@ -1008,8 +1008,14 @@ fn store_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<Vec
     } else {
         None
     };
-    let key = row_key(table, row, uniq)?;
-    let bytes = to_storage_row(table, row)?;
+    Ok((row_key(table, row, uniq)?, to_storage_row(table, row)?))
+}
+
+/// Inserts a complete row (constraints already checked) into the rows tree and every
+/// index; returns its key.
+fn store_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<Vec<u8>> {
+    let table = &target.table;
+    let (key, bytes) = encode_row(ctx, target, row)?;
     let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
     ctx.transaction(&target.db)?
         .insert(rows_tree, &key, &bytes)
@@ -1198,6 +1204,12 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     }
     let source_rows: Vec<Vec<Option<Value>>> = match &p.source {
         InsertSource::DefaultValues => vec![Vec::new()],
+        // A TDS bulk load: the statement names one row of parameters; the load's rows,
+        // typed as those parameters, replace it.
+        InsertSource::Rows(_) if ctx.session.bulk_rows.is_some() => {
+            let rows = ctx.session.bulk_rows.take().unwrap_or_default();
+            rows.into_iter().map(|r| r.into_iter().map(Some).collect()).collect()
+        }
         InsertSource::Rows(rows) => {
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {
@@ -1223,6 +1235,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     }
     let mut count = 0u64;
     let mut output = Vec::new();
+    let mut staged = StagedRows::new(ctx, &p.target, source_rows.len())?;
     for src in source_rows.into_iter().take(limit) {
         ctx.check_cancel()?;
         let mut row: Row = vec![Value::Null; table.columns.len()];
@@ -1250,7 +1263,12 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         }
         check_row(ctx, &p.target, &row, "INSERT")?;
         check_parents(ctx, &p.target, &row, None, "INSERT")?;
-        store_row(ctx, &p.target, &row)?;
+        match staged.as_mut() {
+            Some(staged) => staged.add(ctx, &p.target, &row)?,
+            None => {
+                store_row(ctx, &p.target, &row)?;
+            }
+        }
         if let Some(i) = identity {
             let id = types::cast(&row[i], &table.columns[i].ty, &SqlType::Decimal { precision: 38, scale: 0 }, None)?;
             ctx.session.identity = Some(id.clone());
@@ -1263,7 +1281,64 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         }
         count += 1;
     }
+    if let Some(staged) = staged {
+        staged.store(ctx, &p.target)?;
+    }
     Ok((count, output))
+}
+
+/// A multi-row INSERT into a table whose only index is its clustered one may be
+/// minimally logged (SIMPLE and BULK_LOGGED databases, an empty table): its rows are
+/// checked and encoded first, then stored in one bulk load in key order.
+const BULK_MIN_ROWS: usize = 100;
+/// Below this much row data a bulk load's forced write of the data file costs more
+/// than logging the rows.
+const BULK_MIN_BYTES: usize = 256 << 10;
+
+/// The rows of one INSERT, encoded, waiting to be stored together.
+struct StagedRows {
+    rows: Vec<(Vec<u8>, Vec<u8>, Row)>,
+    bytes: usize,
+}
+
+impl StagedRows {
+    /// Staging applies to INSERTs of at least `BULK_MIN_ROWS` rows into a table with no
+    /// nonclustered index; the others store each row as it comes.
+    fn new(ctx: &mut ExecCtx, target: &Target, rows: usize) -> SqlResult<Option<StagedRows>> {
+        if rows < BULK_MIN_ROWS || target.table.indexes.len() != 1 {
+            return Ok(None);
+        }
+        let model = ctx.shared.engine.database(&target.db)?.options().recovery_model;
+        Ok((model != tessera_database::RecoveryModel::Full).then(|| StagedRows { rows: Vec::new(), bytes: 0 }))
+    }
+
+    fn add(&mut self, ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<()> {
+        let (key, bytes) = encode_row(ctx, target, row)?;
+        self.bytes += key.len() + bytes.len();
+        self.rows.push((key, bytes, row.to_vec()));
+        Ok(())
+    }
+
+    /// Stores the rows: one minimally logged bulk load if the table is empty and the
+    /// rows are big enough, else row by row. Duplicate keys are error 2627 either way.
+    fn store(mut self, ctx: &mut ExecCtx, target: &Target) -> SqlResult<()> {
+        let table = &target.table;
+        self.rows.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(w) = self.rows.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(duplicate_error(table, &table.indexes[0], &w[1].2));
+        }
+        let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+        let tx = ctx.transaction(&target.db)?;
+        if self.bytes >= BULK_MIN_BYTES
+            && tx.bulk_load(rows_tree, self.rows.iter().map(|(k, v, _)| (&k[..], &v[..])))?.is_some()
+        {
+            return Ok(());
+        }
+        for (key, bytes, row) in &self.rows {
+            tx.insert(rows_tree, key, bytes).map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
+        }
+        Ok(())
+    }
 }
 
 fn unique_targets(rows: Vec<Row>, key: usize) -> Vec<Row> {

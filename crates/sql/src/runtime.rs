@@ -389,6 +389,9 @@ pub struct SessionState {
     pub trace_flags: std::collections::BTreeSet<i32>,
     /// Statements prepared with sp_prepare: handle → (parameter declarations, text).
     pub prepared: HashMap<i32, (String, String)>,
+    /// The rows of a TDS bulk load, taken by the one-row INSERT … VALUES statement that
+    /// `Session::bulk_insert` runs for it (so the load is one statement, whatever its size).
+    pub bulk_rows: Option<Vec<Vec<Value>>>,
     next_handle: i32,
 }
 
@@ -415,6 +418,7 @@ impl SessionState {
             program_name: String::new(),
             trace_flags: std::collections::BTreeSet::new(),
             prepared: HashMap::new(),
+            bulk_rows: None,
             next_handle: 1,
         }
     }

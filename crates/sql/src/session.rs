@@ -424,41 +424,30 @@ impl Session {
         if own_transaction {
             self.state.txns.count = 1;
         }
-        // VALUES takes at most 1,000 rows; each chunk's text (and plan) is the same but for
-        // the last chunk's.
-        let per_chunk = (1000 / columns.len()).max(1);
+        // One statement for the whole load (so it can be minimally logged as a whole):
+        // its text names one row of parameters, and its INSERT takes every row of the
+        // load from `bulk_rows` instead (see `dml::run_insert`).
         let names: Vec<String> = columns.iter().map(|(n, _)| quote_name(n)).collect();
         let types: Vec<String> = columns.iter().map(|(_, t)| types::type_name(t)).collect();
         let identity =
             |on: &str| if keep_identity { format!("SET IDENTITY_INSERT {table} {on};\n") } else { String::new() };
-        for chunk in rows.chunks(per_chunk) {
-            if self.state.cancel.load(Ordering::Relaxed) {
-                break;
-            }
-            let mut text = format!(
-                "-- bulk: {}\n{}INSERT INTO {table} ({}) VALUES ",
-                types.join(", "),
-                identity("ON"),
-                names.join(", ")
-            );
-            let mut decls = Vec::with_capacity(chunk.len() * columns.len());
-            for r in 0..chunk.len() {
-                text.push_str(if r == 0 { "(" } else { ", (" });
-                for (c, (_, ty)) in columns.iter().enumerate() {
-                    let name = format!("@__b{}", r * columns.len() + c);
-                    text.push_str(if c == 0 { "" } else { ", " });
-                    text.push_str(&name);
-                    decls.push((name, *ty));
-                }
-                text.push(')');
-            }
-            text.push_str(";\n");
-            text.push_str(&identity("OFF"));
-            self.run_bound(&text, decls, chunk.iter().flatten().cloned().collect(), &mut counted);
-            if counted.failed {
-                break;
-            }
+        let params: Vec<String> = (0..columns.len()).map(|c| format!("@__b{c}")).collect();
+        let text = format!(
+            "-- bulk: {}\n{}INSERT INTO {table} ({}) VALUES ({});\n{}",
+            types.join(", "),
+            identity("ON"),
+            names.join(", "),
+            params.join(", "),
+            identity("OFF")
+        );
+        let decls: Vec<(String, SqlType)> = params.into_iter().zip(columns.iter().map(|(_, t)| *t)).collect();
+        let first = rows.first().cloned().unwrap_or_else(|| vec![Value::Null; columns.len()]);
+        if !rows.is_empty() {
+            self.state.bulk_rows = Some(rows);
+            self.run_bound(&text, decls, first, &mut counted);
         }
+        // Never left for a later statement, whatever stopped this one.
+        self.state.bulk_rows = None;
         self.state.options.nocount = nocount;
         let cancelled = self.state.cancel.load(Ordering::Relaxed);
         if own_transaction {

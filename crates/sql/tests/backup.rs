@@ -241,3 +241,95 @@ fn trace_flag_3213_shows_the_buffer_configuration() {
     assert!(t.iter().any(|m| m == "MaxTransferSize:            1024 KB"), "{t:?}");
     assert!(t.iter().any(|m| m == "Total buffer space:         7 MB"), "{t:?}");
 }
+
+/// The number of pages a BACKUP/RESTORE message says it processed for `file`.
+fn processed_pages(out: &Collected, file: &str) -> Option<u64> {
+    texts(out).iter().find_map(|m| {
+        let rest = m.strip_prefix("Processed ")?;
+        let (n, tail) = rest.split_once(' ')?;
+        tail.contains(&format!("file '{file}' on file")).then(|| n.parse().unwrap())
+    })
+}
+
+#[test]
+fn bulk_logged_insert_select_is_minimally_logged_and_its_log_backup_carries_the_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let mut s = session(dir.path());
+    ok(&mut s, "create database bl; alter database bl set recovery bulk_logged");
+    ok(
+        &mut s,
+        "use bl; create table src (id int primary key, pad char(300));
+         create table dst (id int primary key, pad char(300));
+         create table dup (id int primary key, pad char(300));
+         create table logged (id int primary key, pad char(300));
+         declare @i int = 0;
+         begin tran; while @i < 3000 begin insert src values (@i, concat('row ', @i)); set @i += 1 end; commit;
+         use master",
+    );
+    ok(&mut s, &format!("BACKUP DATABASE bl TO DISK = '{d}/bl.bak' WITH FORMAT"));
+    ok(&mut s, &format!("BACKUP LOG bl TO DISK = '{d}/bl_log.bak' WITH FORMAT")); // file 1
+
+    // Into an empty table: minimally logged, so the next log backup copies data pages
+    // and very little log.
+    let out = ok(&mut s, "insert bl.dbo.dst select id, pad from bl.dbo.src");
+    assert_eq!(out.counts, vec![3000]);
+    let between = match scalar(&mut s, "select convert(varchar(30), sysdatetime(), 121)") {
+        Value::Str(t) => t.to_string(),
+        v => panic!("{v:?}"),
+    };
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    ok(&mut s, "update bl.dbo.dst set pad = 'changed' where id = 10");
+    let out = ok(&mut s, &format!("BACKUP LOG bl TO DISK = '{d}/bl_log.bak'")); // file 2
+    let data = processed_pages(&out, "bl").expect("data pages processed");
+    let log = processed_pages(&out, "bl_log").unwrap();
+    assert!(data >= 100, "{data} data pages for 3000 rows of 300 bytes");
+    assert!(log * 10 < data, "{log} log pages beside {data} data pages");
+
+    // The same rows fully logged (FULL), and a load that fails on a duplicate key.
+    ok(&mut s, "alter database bl set recovery full");
+    ok(&mut s, "insert bl.dbo.logged select id, pad from bl.dbo.src");
+    let out = run(&mut s, "insert bl.dbo.dup select id % 2000, pad from bl.dbo.src");
+    assert_eq!(error_numbers(&out), vec![2627]);
+    assert_eq!(scalar(&mut s, "select count(*) from bl.dbo.dup"), Value::Int(0));
+    let out = ok(&mut s, &format!("BACKUP LOG bl TO DISK = '{d}/bl_log.bak'")); // file 3
+    assert_eq!(processed_pages(&out, "bl"), None);
+    assert!(processed_pages(&out, "bl_log").unwrap() >= 100);
+
+    let out = ok(&mut s, &format!("RESTORE HEADERONLY FROM DISK = '{d}/bl_log.bak'"));
+    let (cols, rows) = &out.result_sets[0];
+    let col = |name: &str| cols.iter().position(|c| c.name == name).unwrap();
+    let flags: Vec<&Value> = rows.iter().map(|r| &r[col("HasBulkLoggedData")]).collect();
+    assert_eq!(flags, vec![&Value::Bit(false), &Value::Bit(true), &Value::Bit(false)]);
+    assert_eq!(
+        scalar(
+            &mut s,
+            "select sum(cast(has_bulk_logged_data as int)) from msdb.dbo.backupset where database_name = 'bl' and type = 'L'"
+        ),
+        Value::Int(1)
+    );
+
+    // Restore: no point inside the bulk-logged backup (4341); its end is fine.
+    ok(
+        &mut s,
+        &format!(
+            "RESTORE DATABASE bl2 FROM DISK = '{d}/bl.bak' WITH NORECOVERY,
+               MOVE 'bl' TO '{d}/bl2.mdf', MOVE 'bl_log' TO '{d}/bl2.ldf'"
+        ),
+    );
+    ok(&mut s, &format!("RESTORE LOG bl2 FROM DISK = '{d}/bl_log.bak' WITH FILE = 1, NORECOVERY"));
+    let out = run(&mut s, &format!("RESTORE LOG bl2 FROM DISK = '{d}/bl_log.bak' WITH FILE = 2, STOPAT = '{between}'"));
+    assert_eq!(error_numbers(&out), vec![4341, 3013]);
+    let out = ok(&mut s, &format!("RESTORE LOG bl2 FROM DISK = '{d}/bl_log.bak' WITH FILE = 2, NORECOVERY"));
+    assert!(processed_pages(&out, "bl").unwrap() >= 100);
+    ok(&mut s, &format!("RESTORE LOG bl2 FROM DISK = '{d}/bl_log.bak' WITH FILE = 3, RECOVERY"));
+    let same = "select (select count(*) from bl.dbo.dst), (select sum(cast(checksum(id, pad) as bigint)) from bl.dbo.dst),
+                       (select count(*) from bl2.dbo.dst), (select sum(cast(checksum(id, pad) as bigint)) from bl2.dbo.dst),
+                       (select count(*) from bl2.dbo.logged)";
+    let out = ok(&mut s, same);
+    let r = &out.result_sets[0].1[0];
+    assert_eq!((&r[0], &r[1]), (&r[2], &r[3]));
+    assert_eq!(r[0], Value::Int(3000));
+    assert_eq!(r[4], Value::Int(3000));
+    ok(&mut s, "dbcc checkdb ('bl2')");
+}

@@ -6,8 +6,8 @@ A full backup striped over two files with compression and STATS (the client sees
 progress and "successfully processed" messages), HEADERONLY and FILELISTONLY result
 sets, a restore under another name with MOVE, identical data, a FULL-model log chain
 restored to a point in time between two transactions, msdb history, errors with their
-numbers (4214, 3013), and trace flags 3213 + 3605 for ERRORLOG. Exits non-zero on the
-first failure.
+numbers (4214, 3013), trace flags 3213 + 3605 for ERRORLOG, and a BULK_LOGGED bulk load
+whose log backup carries its pages. Exits non-zero on the first failure.
 """
 
 import sys
@@ -94,6 +94,38 @@ def main():
 
     cur.execute("SELECT type, database_name FROM msdb.dbo.backupset ORDER BY backup_set_id")
     check([tuple(r) for r in cur.fetchall()] == [("D", "shop"), ("L", "shop"), ("L", "shop")], "msdb.dbo.backupset history")
+
+    # BULK_LOGGED: a bulk load (INSERT BULK) into an empty table is minimally logged; the
+    # next log backup copies its data pages, says so in HEADERONLY, and restores.
+    cur.execute("ALTER DATABASE shop SET RECOVERY BULK_LOGGED")
+    cur.execute("CREATE TABLE shop.dbo.loaded (id int PRIMARY KEY, name nvarchar(200))")
+    cur.execute(f"BACKUP LOG shop TO DISK = '{d}/bulk.bak' WITH INIT")
+    bulk = pytds.connect(server=host, port=port, user="sa", password=password, database="shop", autocommit=True)
+    bulk.cursor().copy_to(data=[(str(i), "loaded row %d %s" % (i, "z" * 80)) for i in range(8000)], table_or_view="loaded")
+    bulk.close()
+    cur.execute(f"BACKUP LOG shop TO DISK = '{d}/bulk.bak'")
+    msgs = texts(cur)
+    data = [m for m in msgs if m.startswith("Processed ") and "file 'shop' on file 2." in m]
+    check(len(data) == 1 and int(data[0].split()[1]) >= 100, f"the log backup copies the loaded pages ({msgs})")
+    cur.execute(f"RESTORE HEADERONLY FROM DISK = '{d}/bulk.bak'")
+    cols = [c[0] for c in cur.description]
+    flags = [dict(zip(cols, r))["HasBulkLoggedData"] for r in cur.fetchall()]
+    check(flags == [False, True], f"HasBulkLoggedData {flags}")
+    cur.execute(
+        f"RESTORE DATABASE bulkcopy FROM DISK = '{d}/s1.bak', DISK = '{d}/s2.bak' "
+        f"WITH NORECOVERY, MOVE 'shop' TO '{d}/bulk.mdf', MOVE 'shop_log' TO '{d}/bulk.ldf'"
+    )
+    cur.execute(f"RESTORE LOG bulkcopy FROM DISK = '{d}/log.bak' WITH FILE = 1, NORECOVERY")
+    cur.execute(f"RESTORE LOG bulkcopy FROM DISK = '{d}/log.bak' WITH FILE = 2, NORECOVERY")
+    cur.execute(f"RESTORE LOG bulkcopy FROM DISK = '{d}/bulk.bak' WITH FILE = 1, NORECOVERY")
+    try:
+        cur.execute(f"RESTORE LOG bulkcopy FROM DISK = '{d}/bulk.bak' WITH FILE = 2, STOPAT = '{between}'")
+        raise AssertionError("STOPAT inside a bulk-logged log backup succeeded")
+    except pytds.Error as e:
+        check(getattr(e, "msg_no", None) in (4341, 3013), f"no point in time inside bulk-logged changes ({e})")
+    cur.execute(f"RESTORE LOG bulkcopy FROM DISK = '{d}/bulk.bak' WITH FILE = 2, RECOVERY")
+    cur.execute("SELECT count(*), sum(id) FROM bulkcopy.dbo.loaded")
+    check(tuple(cur.fetchone()) == (8000, 31996000), "the bulk-loaded rows are restored")
     print("all checks passed")
 
 

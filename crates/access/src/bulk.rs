@@ -67,11 +67,11 @@ impl Space {
     /// lock first. Returns `None`, having changed nothing, when the tree holds any record
     /// (the caller then inserts row by row). The pages are durable when it returns, so
     /// the caller may commit at once; a rollback undoes the whole load.
-    pub fn bulk_load<'r>(
+    pub fn bulk_load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         &self,
         txn: &mut Txn,
         tree: PageNo,
-        rows: impl IntoIterator<Item = (&'r [u8], &'r [u8])>,
+        rows: impl IntoIterator<Item = (K, V)>,
     ) -> Result<Option<BulkOutcome>> {
         let meta = self.lock_table_exclusive(txn, tree)?;
         let _latch = meta.latch.write();
@@ -83,13 +83,20 @@ impl Space {
         }
         self.note_first_lsn(txn);
         let mut b = Builder { space: self, txn, root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0 };
-        let mut last: Option<&[u8]> = None;
+        let mut last: Option<Vec<u8>> = None;
         for (key, value) in rows {
-            if last.is_some_and(|l| l >= key) {
-                return Err(Error::Invalid("bulk load rows must come in strictly ascending key order".into()));
+            let key = key.as_ref();
+            match last.as_mut() {
+                Some(l) if l.as_slice() >= key => {
+                    return Err(Error::Invalid("bulk load rows must come in strictly ascending key order".into()));
+                }
+                Some(l) => {
+                    l.clear();
+                    l.extend_from_slice(key);
+                }
+                None => last = Some(key.to_vec()),
             }
-            last = Some(key);
-            b.push_row(key, value)?;
+            b.push_row(key, value.as_ref())?;
         }
         let outcome = b.finish()?;
         meta.forget_append_hint();
@@ -159,6 +166,7 @@ impl Builder<'_> {
         page::set_flags(&mut g, page::FLAG_UNLOGGED);
         page::set_lsn(&mut g, lsn);
         g.mark_dirty();
+        self.space.changes.mark(no);
         self.pages.push(no);
         Ok(())
     }

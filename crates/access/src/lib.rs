@@ -3,6 +3,7 @@
 
 pub mod btree;
 pub mod bulk;
+pub mod changes;
 pub mod key;
 pub mod lock;
 pub mod mtr;

@@ -113,6 +113,8 @@ pub struct Space {
     pub wal: Arc<Wal>,
     pub locks: LockManager,
     pub txns: TxnTable,
+    /// Extents changed since the last reset (differential backups).
+    pub changes: crate::changes::ChangeMap,
     /// First map byte that may have a zero bit, per allocation map.
     alloc_hint: Mutex<Vec<usize>>,
     /// One past the highest page ever allocated in this run (or the file size at open).
@@ -167,6 +169,7 @@ impl Space {
             wal,
             locks: LockManager::default(),
             txns: TxnTable::default(),
+            changes: crate::changes::ChangeMap::default(),
             alloc_hint: Mutex::new(Vec::new()),
             alloc_hwm: AtomicU32::new(pages),
             undo_reserve: AtomicU64::new(0),

@@ -48,6 +48,8 @@ pub struct BackupReport {
     pub buffers: BufferConfig,
     /// Pages reported in the final message (data pages copied + log pages).
     pub pages: u64,
+    /// Data file pages read to find them (a differential reads only changed extents).
+    pub pages_scanned: u64,
     pub seconds: f64,
 }
 
@@ -109,7 +111,8 @@ pub fn backup(
     }
 
     let (media, mut outs, position) = prepare_media(opts)?;
-    let point = db.begin_backup(kind != BackupType::Log)?;
+    let new_base = kind == BackupType::Database && !opts.copy_only;
+    let point = db.begin_backup(kind != BackupType::Log, new_base)?;
     let (data_path, log_path) = db.file_paths();
     let set_guid: u128 = rand::random();
     let first_lsn = if kind == BackupType::Log { chain.log_backup_lsn } else { point.begin_lsn };
@@ -165,30 +168,28 @@ pub fn backup(
     let mut pipe = WritePipeline::start(outs, set_guid, buffers.buffer_count, opts.compression);
     let mut stats = Stats::new(opts.stats);
     let log_estimate = db.wal().end_lsn().saturating_sub(first_lsn).min(1 << 40);
-    let total_estimate = if kind == BackupType::Log {
-        log_estimate
-    } else {
-        u64::from(point.data_pages) * PAGE_SIZE as u64 + log_estimate
+    let since = if kind == BackupType::Differential { chain.differential_base_lsn } else { 0 };
+    // The data file pages to read: none for a log backup; for a differential, the
+    // extents changed since its base when this open of the database tracked them;
+    // else every page.
+    let every_page = || vec![(0, point.data_pages)];
+    let runs = match kind {
+        BackupType::Log => Vec::new(),
+        BackupType::Differential => db.changed_page_runs(since, point.data_pages).unwrap_or_else(every_page),
+        BackupType::Database => every_page(),
     };
+    let pages_scanned: u64 = runs.iter().map(|&(_, n)| u64::from(n)).sum();
+    let total_estimate = pages_scanned * PAGE_SIZE as u64 + log_estimate;
     let mut done = 0u64;
     let mut bulk_pages = 0u64;
     let produced = (|| -> Result<(u64, u64, Lsn), BackupError> {
         let mut data_pages = 0u64;
-        if kind != BackupType::Log {
-            let since = if kind == BackupType::Differential { chain.differential_base_lsn } else { 0 };
-            data_pages = copy_data_file(
-                &data_path,
-                &[(0, point.data_pages)],
-                since,
-                opts.checksum,
-                &name,
-                mts,
-                &mut pipe,
-                &mut |bytes| {
+        if !runs.is_empty() {
+            data_pages =
+                copy_data_file(&data_path, &runs, since, opts.checksum, &name, mts, &mut pipe, &mut |bytes| {
                     done += bytes;
                     stats.update(done, total_estimate, notify);
-                },
-            )?;
+                })?;
         }
         // Pages written by minimally logged bulk loads whose notes fall in the copied
         // log are copied as they are now: the log lacks their contents. The end of
@@ -250,6 +251,9 @@ pub fn backup(
     trailer.compressed_size = totals.stored_bytes.load(Ordering::Relaxed);
     pipe.finish(Some(trailer.clone()))?;
     trailer.compressed_size = totals.stored_bytes.load(Ordering::Relaxed);
+    if new_base {
+        point.completed_differential_base();
+    }
     drop(point);
 
     if !header.copy_only {
@@ -290,7 +294,7 @@ pub fn backup(
         BackupType::Log => "BACKUP LOG",
     };
     notify(Notice { number: 3014, text: success_text(what, pages, seconds) });
-    Ok(BackupReport { header, trailer, media, buffers, pages, seconds })
+    Ok(BackupReport { header, trailer, media, buffers, pages, pages_scanned, seconds })
 }
 
 /// Opens every device for writing and positions it where the new set goes, checking

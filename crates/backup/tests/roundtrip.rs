@@ -433,3 +433,49 @@ fn log_backups_carry_bulk_loaded_pages_and_refuse_a_stop_inside() {
     restore_log(&e, "bl2", &logs, 2, true, None).unwrap();
     assert_eq!(table_rows(&e, "bl2", "loaded"), expected_loaded);
 }
+
+#[test]
+fn differentials_read_only_the_extents_changed_since_their_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(dir.path());
+    make_db(&e, "dcm", RecoveryModel::Full, 20_000);
+    let full = vec![dir.path().join("full.bak")];
+    let report = |e: &Engine, o: &BackupOptions| backup(e, "dcm", o, &mut |_| {}).unwrap();
+    let base = report(&e, &opts(&full, BackupType::Database));
+    let all_pages = base.pages_scanned;
+    assert!(all_pages > 500, "{all_pages} pages");
+    put(&e, "dcm", [(7, "seven".to_string()), (19_000, "late".to_string())]);
+
+    // COPY_ONLY full backups leave the base (and its map) alone.
+    let copy = BackupOptions { copy_only: true, ..opts(&[dir.path().join("copy.bak")], BackupType::Database) };
+    report(&e, &copy);
+    let diff1 = vec![dir.path().join("diff1.bak")];
+    let d1 = report(&e, &opts(&diff1, BackupType::Differential));
+    assert!(d1.pages_scanned <= 64, "a differential after two row changes read {} pages", d1.pages_scanned);
+    assert!(d1.trailer.data_pages_copied >= 2);
+    let after_d1 = contents(&e, "dcm");
+
+    restore_as(&e, "dcm1", &full, dir.path(), false);
+    let o = RestoreOptions { devices: diff1.clone(), recovery: true, ..Default::default() };
+    restore(&e, "dcm1", &o, &mut |_| {}).unwrap();
+    assert_eq!(contents(&e, "dcm1"), after_d1);
+
+    // After a restart the map is gone: the next differential reads every page.
+    drop(e);
+    let e = engine(dir.path());
+    put(&e, "dcm", [(8, "eight".to_string())]);
+    let diff2 = vec![dir.path().join("diff2.bak")];
+    let d2 = report(&e, &opts(&diff2, BackupType::Differential));
+    assert!(d2.pages_scanned >= all_pages, "{} of {all_pages} pages read after a restart", d2.pages_scanned);
+    let o = RestoreOptions {
+        devices: full.clone(),
+        recovery: false,
+        replace: true,
+        moves: vec![("dcm".into(), dir.path().join("dcm2.mdf")), ("dcm_log".into(), dir.path().join("dcm2_log.ldf"))],
+        ..Default::default()
+    };
+    restore(&e, "dcm2", &o, &mut |_| {}).unwrap();
+    let o = RestoreOptions { devices: diff2.clone(), recovery: true, ..Default::default() };
+    restore(&e, "dcm2", &o, &mut |_| {}).unwrap();
+    assert_eq!(contents(&e, "dcm2"), contents(&e, "dcm"));
+}

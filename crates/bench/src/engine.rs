@@ -118,6 +118,22 @@ pub fn run(dir: &Path, params: &EngineParams, progress: &dyn Fn(&str)) -> Result
         ));
     }
 
+    // The same rows through the minimally logged bulk load (SQLite has no such path: its
+    // figure is the same prepared inserts in one transaction).
+    let what = "bulk load, one transaction, minimally logged";
+    let loaded = r.side(what, "tessera", "bulkload-tessera", None, |d| tessera_side::bulk_load(d, p));
+    r.summarise(what, "rows/s", &[("tessera", &loaded), ("sqlite (inserts, as above)", &vs_sqlite)]);
+    if let (Some(ours), Some(peer)) = (&loaded, &vs_sqlite) {
+        report.push(ResultRow::rate(
+            what,
+            "rows/s",
+            ours.per_second(),
+            "sqlite",
+            peer.per_second(),
+            GOAL_BULK_VS_SQLITE,
+        ));
+    }
+
     // Durable commits, one thread and many.
     let n = p.commit_threads.max(1);
     let what = "durable commits, 1 thread";

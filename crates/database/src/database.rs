@@ -159,6 +159,15 @@ pub struct BackupPoint<'a> {
     pub data_pages: u32,
 }
 
+impl BackupPoint<'_> {
+    /// The full backup this point started has completed and is the new differential
+    /// base: the changed-extent map, reset when it began, now lists exactly the extents
+    /// a differential on top of it must read.
+    pub fn completed_differential_base(&self) {
+        *self.db.differential_base.lock() = Some(self.begin_lsn);
+    }
+}
+
 impl Drop for BackupPoint<'_> {
     fn drop(&mut self) {
         self.db.space.wal.set_hold(Hold::Backup, None);
@@ -172,6 +181,9 @@ pub struct Database {
     log_path: std::path::PathBuf,
     pub(crate) space: Arc<Space>,
     options: Mutex<DatabaseOptions>,
+    /// The differential base (its first LSN) for which `space.changes` is complete, if
+    /// any: set when a full backup taken since this open completes.
+    differential_base: Mutex<Option<Lsn>>,
     tables: RwLock<HashMap<String, TableId>>,
     ddl: Mutex<()>,
     last_used: Mutex<Instant>,
@@ -221,6 +233,7 @@ impl Database {
             ddl: Mutex::new(()),
             last_used: Mutex::new(Instant::now()),
             checkpointed_at: AtomicU64::new(0),
+            differential_base: Mutex::new(None),
             recovery: None,
             chain: Mutex::new(BackupChain::default()),
             backup: Mutex::new(()),
@@ -333,9 +346,10 @@ impl Database {
 
     /// Starts a backup: holds the log and, for a copy of the data file (`checkpoint`),
     /// checkpoints and says where the copy's recovery will start. A log backup needs no
-    /// checkpoint (its LSNs are then 0). Error 3023 while another backup of this database
-    /// runs.
-    pub fn begin_backup(&self, checkpoint: bool) -> Result<BackupPoint<'_>> {
+    /// checkpoint (its LSNs are then 0). A full backup that will become the differential
+    /// base (`new_base`) resets the changed-extent map first. Error 3023 while another
+    /// backup of this database runs.
+    pub fn begin_backup(&self, checkpoint: bool, new_base: bool) -> Result<BackupPoint<'_>> {
         let exclusive = self.backup.try_lock().ok_or_else(|| Error::Numbered {
             number: 3023,
             message: "Backup, file manipulation operations (such as ALTER DATABASE ADD FILE) and encryption changes on a database must be serialized. Reissue the statement after the current backup or file manipulation operation is completed.".into(),
@@ -345,6 +359,11 @@ impl Database {
         // point this checkpoint is about to name.
         wal.set_hold(Hold::Backup, Some(wal.truncation_lsn()));
         let mut point = BackupPoint { db: self, _exclusive: exclusive, begin_lsn: 0, checkpoint_lsn: 0, data_pages: 0 };
+        if new_base {
+            // Before the checkpoint: every change the copy may miss comes after this.
+            *self.differential_base.lock() = None;
+            self.space.changes.reset();
+        }
         if !checkpoint {
             return Ok(point);
         }
@@ -360,6 +379,14 @@ impl Database {
     /// The log (backups copy from it).
     pub fn wal(&self) -> &Arc<Wal> {
         &self.space.wal
+    }
+
+    /// Runs `(first page, count)` of the data file's first `pages` pages that a
+    /// differential backup on the full backup whose first LSN is `base` must read: the
+    /// extents changed since that backup began, or `None` when this open of the database
+    /// does not know them (the base was taken before it; read every page then).
+    pub fn changed_page_runs(&self, base: Lsn, pages: u32) -> Option<Vec<(PageNo, u32)>> {
+        (*self.differential_base.lock() == Some(base)).then(|| self.space.changes.changed_runs(pages))
     }
 
     /// The pages minimally logged bulk loads wrote, as their notes in the log from `from`

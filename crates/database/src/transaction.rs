@@ -60,10 +60,10 @@ impl Transaction {
     /// an exclusive lock on the table. Returns `None`, having done nothing, otherwise —
     /// the caller then inserts row by row. The rows are durable on disk when it
     /// returns; rollback undoes the whole load. See `tessera_access::bulk`.
-    pub fn bulk_load<'r>(
+    pub fn bulk_load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         &mut self,
         table: TableId,
-        rows: impl IntoIterator<Item = (&'r [u8], &'r [u8])>,
+        rows: impl IntoIterator<Item = (K, V)>,
     ) -> Result<Option<BulkOutcome>> {
         if self.db.options().recovery_model == RecoveryModel::Full {
             return Ok(None);

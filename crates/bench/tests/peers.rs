@@ -86,7 +86,7 @@ fn engine_runs_every_side_and_reports_every_metric() {
     assert!(report.machine.disk_fsync_us > 0.0 && report.machine.cores >= 1);
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
     let metrics: Vec<&str> = report.results.iter().map(|r| r.metric.as_str()).collect();
-    assert_eq!(report.results.len(), 6, "{metrics:?}");
+    assert_eq!(report.results.len(), 7, "{metrics:?}");
     for row in &report.results {
         assert!(row.ours > 0.0, "{row:?}");
     }

@@ -1,7 +1,7 @@
-//! `tessera serve` started as users start it (here on a free port), and `tessera sql -S`
-//! against it.
+//! `tessera serve` started as users start it (here on a port the system picks), and
+//! `tessera sql -S` against it.
 
-use std::net::TcpListener;
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,21 +20,28 @@ impl Drop for Server {
     }
 }
 
+/// Starts `tessera serve --port 0` and learns its port from the ERRORLOG line on stderr
+/// ("Server is listening on [ 127.0.0.1 <ipv4> N]."), so tests running at once can never
+/// race for a port; the rest of stderr is passed through.
 fn start() -> Server {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["serve", "--port", &port.to_string(), "--memory-mb", "64", "--data-dir"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["serve", "--port", "0", "--memory-mb", "64", "--data-dir"])
         .arg(dir.path())
         .env("TESSERA_SA_PASSWORD", PASSWORD)
         .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = loop {
+        let line = lines.next().expect("the server exited before listening").unwrap();
+        eprintln!("{line}");
+        if let Some(rest) = line.split("Server is listening on [ 127.0.0.1 <ipv4> ").nth(1) {
+            break rest.trim_end_matches("].").parse::<u16>().expect("a port number");
+        }
+    };
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
     Server { child, port, _dir: dir }
 }
 

@@ -625,7 +625,25 @@ pub fn scan_batch(
 /// Pages that no longer belong to the tree are skipped, so a free interrupted by a crash
 /// can simply run again. Returns the LSN of the last record.
 pub fn free_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
-    // Post-order walk: a page is listed after all of its children.
+    free_pages_then(space, &tree_pages(space, root)?, last, |_| Ok(()))
+}
+
+/// Frees every page of the tree rooted at `root` but the root, which becomes an empty
+/// leaf in the last mini-transaction (logged with `last`). Like [`free_tree`], safe to
+/// repeat after a crash part-way.
+pub fn empty_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
+    let mut pages = tree_pages(space, root)?;
+    pages.retain(|&no| no != root);
+    free_pages_then(space, &pages, last, |mtr| {
+        let i = mtr.latch(root)?;
+        mtr.apply(i, empty_root(root));
+        Ok(())
+    })
+}
+
+/// The pages of the tree rooted at `root`, each after all of its children (root last);
+/// pages no longer formatted as this tree's (freed by an interrupted walk) are left out.
+fn tree_pages(space: &Space, root: PageNo) -> Result<Vec<PageNo>> {
     let mut order = Vec::new();
     let mut stack = vec![(root, false)];
     while let Some((no, expanded)) = stack.pop() {
@@ -645,8 +663,25 @@ pub fn free_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
             stack.push((internal_child(r), false));
         }
     }
+    Ok(order)
+}
+
+/// Frees `order` in mini-transactions of a few pages each; the last one also runs
+/// `finish` and is logged with `last`.
+fn free_pages_then(
+    space: &Space,
+    order: &[PageNo],
+    last: LogCtx,
+    finish: impl FnOnce(&mut Mtr) -> Result<()>,
+) -> Result<Lsn> {
     const CHUNK: usize = 16;
-    if order.is_empty() && last.kind == tessera_log::RecordKind::Compensation {
+    let mut finish = Some(finish);
+    if order.is_empty() {
+        let mut mtr = Mtr::without_reserve(space);
+        (finish.take().expect("runs once"))(&mut mtr)?;
+        if !mtr.is_empty() || last.kind != tessera_log::RecordKind::Compensation {
+            return mtr.commit(last);
+        }
         // Nothing left to free, but the compensation record must still be written.
         let mut body = Vec::new();
         crate::ops::encode(&[], None, &mut body);
@@ -661,7 +696,11 @@ pub fn free_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
         for &no in *chunk {
             space.free_page(&mut mtr, no)?;
         }
-        lsn = mtr.commit(if i + 1 == chunks.len() { last } else { LogCtx::system() })?;
+        let is_last = i + 1 == chunks.len();
+        if is_last {
+            (finish.take().expect("runs once"))(&mut mtr)?;
+        }
+        lsn = mtr.commit(if is_last { last } else { LogCtx::system() })?;
     }
     Ok(lsn)
 }

@@ -5,17 +5,20 @@
 //! What is logged, in order:
 //! 1. one Update record per page the load allocates: the allocation-map change, with
 //!    undo `BulkPage` (free the page without reading it);
-//! 2. after the last row, the root's new contents as one image, with undo `EmptyTree`;
-//! 3. after every page has been forced to disk, System notes naming the loaded pages
-//!    (`ops::encode_bulk_note`), which log backups use to copy them.
+//! 2. after the last row and after every page has been forced to disk, the root's new
+//!    contents as one image, with undo `EmptyTree` (free every page of the tree but the
+//!    root, empty the root, and resume undo before step 1 — the walk freed those pages);
+//! 3. System notes naming the loaded pages (`ops::encode_bulk_note`), which backups use
+//!    to copy them.
 //!
 //! The pages themselves are installed in the pool stamped with their allocation's LSN
 //! and the header flag `FLAG_UNLOGGED`, so their first later change logs a full image
-//! (see `mtr`). Rolling back, or recovering from a crash before the commit, resets the
-//! root and frees the pages without reading them: nothing depends on their contents
-//! having reached the disk. A committed load's pages are on disk before its Commit
-//! record is (they are forced before step 3), and redo never overwrites them: their LSN
-//! is newer than every record of their earlier lives.
+//! (see `mtr`). A load cut short (error, rollback, crash) before step 2 is undone by the
+//! `BulkPage` records, which never read the pages: nothing depends on their contents
+//! having reached the disk. After step 2 the pages are on disk, so `EmptyTree` may walk
+//! the tree — which also frees pages later splits added (the tree may have grown by
+//! logged inserts after the load). Redo never overwrites a loaded page: its LSN is newer
+//! than every record of its earlier lives.
 
 use tessera_buffer::page::{self, PageNo, PageType, PAGE_SIZE};
 use tessera_io::{Error, Result};
@@ -56,9 +59,11 @@ struct Builder<'a> {
     txn: &'a mut Txn,
     root: PageNo,
     levels: Vec<Open>,
-    /// Every page written, with the LSN of its allocation.
+    /// Every page written.
     pages: Vec<PageNo>,
     rows: u64,
+    /// The transaction's last record before the load (undo resumes there).
+    before: Lsn,
 }
 
 impl Space {
@@ -82,7 +87,8 @@ impl Space {
             }
         }
         self.note_first_lsn(txn);
-        let mut b = Builder { space: self, txn, root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0 };
+        let before = txn.last_lsn();
+        let mut b = Builder { space: self, txn, root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0, before };
         let mut last: Option<Vec<u8>> = None;
         for (key, value) in rows {
             let key = key.as_ref();
@@ -238,12 +244,15 @@ impl Builder<'_> {
             self.add_child(level + 1, first_key, done)?;
             level += 1;
         }
+        // The unlogged pages reach the disk before the root makes them part of the tree:
+        // once the root's record exists, undoing it may walk (and free) them.
+        self.space.pool.flush_file(self.space.file)?;
         let mut top = std::mem::take(&mut self.levels[level].buf);
         page::set_page_no(&mut top, self.root);
         let mut mtr = Mtr::new(self.space)?;
         let i = mtr.latch(self.root)?;
         mtr.apply(i, ops::image(&top));
-        let undo = Undo::EmptyTree { root: self.root };
+        let undo = Undo::EmptyTree { root: self.root, before: self.before };
         let ctx = LogCtx {
             kind: RecordKind::Update,
             txn: self.txn.id,
@@ -254,9 +263,6 @@ impl Builder<'_> {
         let lsn = mtr.commit(ctx)?;
         self.txn.logged(lsn);
         self.space.reserve_undo(self.txn, &[], 0);
-
-        // The unlogged pages reach the disk before anything can commit them.
-        self.space.pool.flush_file(self.space.file)?;
         self.pages.sort_unstable();
         for body in ops::encode_bulk_note(&self.pages) {
             self.space.wal.append(&LogRecord::new(RecordKind::System, 0, 0, body))?;

@@ -12,6 +12,7 @@
 
 use tessera_buffer::page::{self, PageNo, PageType};
 use tessera_io::{Error, Result};
+use tessera_log::Lsn;
 
 use crate::slotted;
 
@@ -107,8 +108,11 @@ pub enum Undo {
     /// Free `page`, allocated to a bulk load, without reading it (its unlogged contents
     /// may never have reached the disk whole).
     BulkPage { page: PageNo },
-    /// Make the root of a bulk-loaded tree an empty leaf again.
-    EmptyTree { root: PageNo },
+    /// Free every page of the bulk-loaded tree rooted at `root` but the root, which
+    /// becomes an empty leaf again; then continue undoing at `before` (the transaction's
+    /// record before the load), skipping the load's `BulkPage` records, whose pages this
+    /// already freed.
+    EmptyTree { root: PageNo, before: Lsn },
 }
 
 /// First byte of the allocation bitmap inside an allocation-map page.
@@ -254,9 +258,10 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
             out.push(3);
             out.extend_from_slice(&page.to_le_bytes());
         }
-        Some(Undo::EmptyTree { root }) => {
+        Some(Undo::EmptyTree { root, before }) => {
             out.push(4);
             out.extend_from_slice(&root.to_le_bytes());
+            out.extend_from_slice(&before.to_le_bytes());
         }
     }
 }
@@ -318,6 +323,9 @@ impl<'a> Cursor<'a> {
     }
     fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
     fn bytes(&mut self) -> Result<Vec<u8>> {
         let n = self.u16()? as usize;
@@ -382,7 +390,7 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo>, PageRuns)> {
         }
         2 => Some(Undo::CreateTree { root: c.u32()? }),
         3 => Some(Undo::BulkPage { page: c.u32()? }),
-        4 => Some(Undo::EmptyTree { root: c.u32()? }),
+        4 => Some(Undo::EmptyTree { root: c.u32()?, before: c.u64()? }),
         t => return Err(Error::Invalid(format!("unknown undo kind {t} in log"))),
     };
     let mut runs = Vec::new();
@@ -423,7 +431,7 @@ mod tests {
             Undo::Row { tree: 2, key: b"k".to_vec(), old: None },
             Undo::CreateTree { root: 77 },
             Undo::BulkPage { page: 9 },
-            Undo::EmptyTree { root: 12 },
+            Undo::EmptyTree { root: 12, before: 77 },
         ] {
             let mut b = Vec::new();
             encode(&ops, Some(&undo), &mut b);

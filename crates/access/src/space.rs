@@ -291,6 +291,10 @@ impl Space {
         let pi = if unread { mtr.latch_new(no)? } else { mtr.latch(no)? };
         mtr.apply(pi, PageOp::Format { object: 0, ty: PageType::Free, level: 0, prev: 0, next: 0, aux: 0 });
         let mi = mtr.latch(map_no)?;
+        debug_assert!(
+            mtr.page(mi)[BITMAP_OFFSET + (bit / 8) as usize] & (1 << (bit % 8)) != 0,
+            "page {no} freed twice"
+        );
         mtr.apply(mi, PageOp::SetBits { first: bit, count: 1, value: false });
         let mut hints = self.alloc_hint.lock();
         if let Some(h) = hints.get_mut(k) {

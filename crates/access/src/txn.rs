@@ -478,8 +478,7 @@ impl Space {
             debug_assert_eq!(rec.txn, txn.id);
             match rec.kind {
                 RecordKind::Update => {
-                    last = self.undo_record(&rec, last)?;
-                    next = rec.prev_lsn;
+                    (last, next) = self.undo_record(&rec, last)?;
                 }
                 RecordKind::Compensation => next = rec.undo_next,
                 _ => next = rec.prev_lsn,
@@ -488,18 +487,19 @@ impl Space {
         Ok(last)
     }
 
-    /// Undoes one Update record by key and logs the compensation; returns its LSN.
-    fn undo_record(&self, rec: &LogRecord, last: Lsn) -> Result<Lsn> {
+    /// Undoes one Update record and logs the compensation; returns its LSN and its
+    /// undo-next (where undoing goes on).
+    fn undo_record(&self, rec: &LogRecord, last: Lsn) -> Result<(Lsn, Lsn)> {
         let (_, undo) = ops::decode(&rec.body)?;
         let undo = undo.ok_or_else(|| Error::Invalid("update record without undo information".into()))?;
-        let ctx = LogCtx {
-            kind: RecordKind::Compensation,
-            txn: rec.txn,
-            prev_lsn: last,
-            undo_next: rec.prev_lsn,
-            undo: None,
+        // The inverse of a bulk load's root frees every page of the tree, so the load's
+        // page allocations before it are skipped.
+        let undo_next = match undo {
+            Undo::EmptyTree { before, .. } => before,
+            _ => rec.prev_lsn,
         };
-        match undo {
+        let ctx = LogCtx { kind: RecordKind::Compensation, txn: rec.txn, prev_lsn: last, undo_next, undo: None };
+        let clr = match undo {
             Undo::Row { tree, key, old } => {
                 let meta = self.tree(tree);
                 let _latch = meta.latch.write();
@@ -518,15 +518,13 @@ impl Space {
                 self.free_page_unread(&mut mtr, page)?;
                 mtr.commit(ctx)
             }
-            Undo::EmptyTree { root } => {
+            Undo::EmptyTree { root, .. } => {
                 let meta = self.tree(root);
                 let _latch = meta.latch.write();
-                let mut mtr = mtr::Mtr::without_reserve(self);
-                let i = mtr.latch_new(root)?;
-                mtr.apply(i, btree::empty_root(root));
-                mtr.commit(ctx)
+                btree::empty_tree(self, root, ctx)
             }
-        }
+        }?;
+        Ok((clr, undo_next))
     }
 
     /// Crash recovery: redo from the last checkpoint, undo the losers.
@@ -537,7 +535,7 @@ impl Space {
                 let (ops, _) = ops::decode(&rec.body)?;
                 mtr::redo(self.0, lsn, &ops)
             }
-            fn undo(&mut self, _lsn: Lsn, rec: &LogRecord, last_lsn: Lsn) -> Result<Lsn> {
+            fn undo(&mut self, _lsn: Lsn, rec: &LogRecord, last_lsn: Lsn) -> Result<(Lsn, Lsn)> {
                 self.0.undo_record(rec, last_lsn)
             }
         }

@@ -1,11 +1,13 @@
 //! Model-based property test: random transactions against the engine and against a
-//! BTreeMap, compared after every step; structure checked at every transaction end.
+//! BTreeMap, compared after every step; structure checked at every transaction end. The
+//! database is BULK_LOGGED, so bulk loads into the table when it is empty are minimally
+//! logged (and then updated, deleted, rolled back, checkpointed and reopened like any rows).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use proptest::prelude::*;
-use tessera_database::{DatabaseOptions, Direction, Engine, EngineConfig};
+use tessera_database::{DatabaseOptions, Direction, Engine, EngineConfig, RecoveryModel};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -14,6 +16,16 @@ enum Op {
     Append(u16),
     Update(u16, u16),
     Delete(u16),
+    /// Delete every row.
+    Clear,
+    /// Bulk-load `count` rows with keys `first, first + step, …` (values of about `len`
+    /// bytes): minimally logged when the table is empty, else refused.
+    BulkLoad {
+        first: u16,
+        step: u16,
+        count: u16,
+        len: u16,
+    },
     Commit,
     Rollback,
     Checkpoint,
@@ -27,7 +39,10 @@ fn op() -> impl Strategy<Value = Op> {
         10 => (key.clone(), len.clone()).prop_map(|(k, l)| Op::Insert(k, l)),
         4 => len.clone().prop_map(Op::Append),
         4 => (key.clone(), len).prop_map(|(k, l)| Op::Update(k, l)),
-        5 => key.prop_map(Op::Delete),
+        5 => key.clone().prop_map(Op::Delete),
+        1 => Just(Op::Clear),
+        2 => (key, 1u16..4, 1u16..250, 0u16..2000)
+            .prop_map(|(first, step, count, len)| Op::BulkLoad { first, step, count, len }),
         2 => Just(Op::Commit),
         1 => Just(Op::Rollback),
         1 => Just(Op::Checkpoint),
@@ -59,7 +74,8 @@ fn config(dir: &std::path::Path) -> EngineConfig {
 fn run(ops: Vec<Op>) {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = Engine::open(config(dir.path())).unwrap();
-    engine.create_database("m", DatabaseOptions::default()).unwrap();
+    let options = DatabaseOptions { recovery_model: RecoveryModel::BulkLogged, ..Default::default() };
+    engine.create_database("m", options).unwrap();
     let mut db = engine.database("m").unwrap();
     let table = db.create_table("t").unwrap();
     let mut committed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
@@ -130,6 +146,28 @@ fn run(ops: Vec<Op>) {
                 let key = key_of(k);
                 assert_eq!(t.delete(table, &key).unwrap(), view.remove(&key).is_some());
                 assert_eq!(t.get(table, &key).unwrap(), None);
+            }
+            Op::Clear => {
+                for key in std::mem::take(&mut view).into_keys() {
+                    assert!(t.delete(table, &key).unwrap());
+                }
+            }
+            Op::BulkLoad { first, step: stride, count, len } => {
+                let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..count)
+                    .map(|i| first + i * stride)
+                    .filter(|&k| k < 1000)
+                    .map(|k| (key_of(k), value(k, len, step)))
+                    .collect();
+                // `None`: refused, the table has rows (or ghosts of rows deleted but not
+                // yet committed).
+                if let Some(out) = t.bulk_load(table, rows.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap() {
+                    assert!(view.is_empty(), "a bulk load into a table with rows");
+                    assert_eq!(out.rows as usize, rows.len());
+                    view.extend(rows);
+                }
+                let all: Vec<(Vec<u8>, Vec<u8>)> =
+                    t.scan(table, Bound::Unbounded, Bound::Unbounded, Direction::Forward).map(|r| r.unwrap()).collect();
+                assert!(all.iter().map(|(k, v)| (k, v)).eq(view.iter()), "the transaction sees the model");
             }
             Op::Commit | Op::Rollback | Op::Checkpoint | Op::Reopen => {
                 let t = tx.take().unwrap();

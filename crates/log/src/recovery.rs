@@ -26,9 +26,10 @@ pub trait RecoveryHandler {
     /// Re-applies the page changes of `rec` where the page does not have them yet.
     fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> Result<()>;
     /// Reverses the Update record `rec` of transaction `rec.txn`: applies the inverse
-    /// change and appends a Compensation record (prev_lsn = `last_lsn`, undo_next =
-    /// `rec.prev_lsn`). Returns the Compensation record's LSN.
-    fn undo(&mut self, lsn: Lsn, rec: &LogRecord, last_lsn: Lsn) -> Result<Lsn>;
+    /// change and appends a Compensation record (prev_lsn = `last_lsn`). Returns the
+    /// Compensation record's LSN and its undo_next, where undo goes on: `rec.prev_lsn`,
+    /// or an earlier record when this inverse also covered the records in between.
+    fn undo(&mut self, lsn: Lsn, rec: &LogRecord, last_lsn: Lsn) -> Result<(Lsn, Lsn)>;
 }
 
 /// A transaction active at checkpoint time.
@@ -153,9 +154,10 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
         debug_assert_eq!(rec.txn, txn, "undo chain crossed into another transaction");
         let (next, last) = match rec.kind {
             RecordKind::Update => {
-                let clr = handler.undo(to_undo, &rec, last)?;
+                let (clr, undo_next) = handler.undo(to_undo, &rec, last)?;
+                debug_assert!(undo_next <= rec.prev_lsn, "undo only moves back");
                 outcome.records_undone += 1;
-                (rec.prev_lsn, clr)
+                (undo_next, clr)
             }
             RecordKind::Compensation => (rec.undo_next, last),
             _ => (rec.prev_lsn, last),

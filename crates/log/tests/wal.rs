@@ -151,7 +151,7 @@ impl RecoveryHandler for Toy {
         }
         Ok(())
     }
-    fn undo(&mut self, _lsn: Lsn, _rec: &LogRecord, _last: Lsn) -> tessera_io::Result<Lsn> {
+    fn undo(&mut self, _lsn: Lsn, _rec: &LogRecord, _last: Lsn) -> tessera_io::Result<(Lsn, Lsn)> {
         unreachable!("the wrapper handles undo")
     }
 }
@@ -165,13 +165,13 @@ impl RecoveryHandler for ToyWithLog<'_> {
     fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_io::Result<()> {
         self.toy.redo(lsn, rec)
     }
-    fn undo(&mut self, _lsn: Lsn, rec: &LogRecord, last: Lsn) -> tessera_io::Result<Lsn> {
+    fn undo(&mut self, _lsn: Lsn, rec: &LogRecord, last: Lsn) -> tessera_io::Result<(Lsn, Lsn)> {
         let (k, _new, old) = (rec.body[0], rec.body[1], rec.body[2]);
         let mut clr = LogRecord::new(RecordKind::Compensation, rec.txn, last, upd(k, old, old));
         clr.undo_next = rec.prev_lsn;
         let lsn = self.wal.append(&clr)?;
         self.toy.pages.insert(k, (old, lsn));
-        Ok(lsn)
+        Ok((lsn, rec.prev_lsn))
     }
 }
 

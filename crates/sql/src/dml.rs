@@ -1295,9 +1295,10 @@ const BULK_MIN_ROWS: usize = 100;
 /// than logging the rows.
 const BULK_MIN_BYTES: usize = 256 << 10;
 
-/// The rows of one INSERT, encoded, waiting to be stored together.
+/// The rows of one INSERT, encoded (clustered key, stored row), waiting to be stored
+/// together.
 struct StagedRows {
-    rows: Vec<(Vec<u8>, Vec<u8>, Row)>,
+    rows: Vec<(Vec<u8>, Vec<u8>)>,
     bytes: usize,
 }
 
@@ -1315,7 +1316,7 @@ impl StagedRows {
     fn add(&mut self, ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<()> {
         let (key, bytes) = encode_row(ctx, target, row)?;
         self.bytes += key.len() + bytes.len();
-        self.rows.push((key, bytes, row.to_vec()));
+        self.rows.push((key, bytes));
         Ok(())
     }
 
@@ -1323,19 +1324,25 @@ impl StagedRows {
     /// rows are big enough, else row by row. Duplicate keys are error 2627 either way.
     fn store(mut self, ctx: &mut ExecCtx, target: &Target) -> SqlResult<()> {
         let table = &target.table;
+        // The row a duplicate-key error names, decoded back from its stored form.
+        let stored = |bytes: &[u8]| decode_row(table, &plan::row_schema(table)?, bytes);
         self.rows.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(w) = self.rows.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(duplicate_error(table, &table.indexes[0], &w[1].2));
+            return Err(duplicate_error(table, &table.indexes[0], &stored(&w[1].1)?));
         }
         let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
         let tx = ctx.transaction(&target.db)?;
-        if self.bytes >= BULK_MIN_BYTES
-            && tx.bulk_load(rows_tree, self.rows.iter().map(|(k, v, _)| (&k[..], &v[..])))?.is_some()
-        {
+        if self.bytes >= BULK_MIN_BYTES && tx.bulk_load(rows_tree, self.rows.iter().map(|(k, v)| (k, v)))?.is_some() {
             return Ok(());
         }
-        for (key, bytes, row) in &self.rows {
-            tx.insert(rows_tree, key, bytes).map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
+        for (key, bytes) in &self.rows {
+            match tx.insert(rows_tree, key, bytes) {
+                Ok(()) => {}
+                Err(tessera_database::Error::DuplicateKey { .. }) => {
+                    return Err(duplicate_error(table, &table.indexes[0], &stored(bytes)?))
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(())
     }

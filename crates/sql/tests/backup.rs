@@ -286,12 +286,21 @@ fn bulk_logged_insert_select_is_minimally_logged_and_its_log_backup_carries_the_
     assert!(data >= 100, "{data} data pages for 3000 rows of 300 bytes");
     assert!(log * 10 < data, "{log} log pages beside {data} data pages");
 
-    // The same rows fully logged (FULL), and a load that fails on a duplicate key.
-    ok(&mut s, "alter database bl set recovery full");
-    ok(&mut s, "insert bl.dbo.logged select id, pad from bl.dbo.src");
+    // Loads that fail on a duplicate key (still BULK_LOGGED: staged rows), then the same
+    // rows as `dst` fully logged (FULL).
     let out = run(&mut s, "insert bl.dbo.dup select id % 2000, pad from bl.dbo.src");
     assert_eq!(error_numbers(&out), vec![2627]);
+    assert!(out.errors()[0].message.ends_with("The duplicate key value is (0)."), "{:?}", out.errors());
     assert_eq!(scalar(&mut s, "select count(*) from bl.dbo.dup"), Value::Int(0));
+    // Into a table that has rows: stored row by row, the same error for a clash.
+    ok(&mut s, "insert bl.dbo.dup values (5, 'five')");
+    let out = run(&mut s, "insert bl.dbo.dup select id, pad from bl.dbo.src where id < 150");
+    assert_eq!(error_numbers(&out), vec![2627]);
+    assert!(out.errors()[0].message.ends_with("The duplicate key value is (5)."), "{:?}", out.errors());
+    ok(&mut s, "insert bl.dbo.dup select id, pad from bl.dbo.src where id between 6 and 300");
+    assert_eq!(scalar(&mut s, "select count(*) from bl.dbo.dup"), Value::Int(296));
+    ok(&mut s, "alter database bl set recovery full");
+    ok(&mut s, "insert bl.dbo.logged select id, pad from bl.dbo.src");
     let out = ok(&mut s, &format!("BACKUP LOG bl TO DISK = '{d}/bl_log.bak'")); // file 3
     assert_eq!(processed_pages(&out, "bl"), None);
     assert!(processed_pages(&out, "bl_log").unwrap() >= 100);

@@ -25,7 +25,7 @@ use tessera_io::{Error, Result};
 use tessera_log::{LogRecord, Lsn, RecordKind};
 
 use crate::btree::{self, MAX_LEAF_RECORD};
-use crate::mtr::{LogCtx, Mtr};
+use crate::mtr::Mtr;
 use crate::ops::{self, Undo};
 use crate::slotted;
 use crate::space::Space;
@@ -121,12 +121,13 @@ impl Builder<'_> {
     }
 
     fn push_row(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        // The same limits, and errors, as a row-by-row insert (`btree::put_placed`).
         if key.len() > btree::MAX_KEY {
-            return Err(Error::Invalid(format!("key of {} bytes exceeds the limit of {}", key.len(), btree::MAX_KEY)));
+            return Err(Error::KeyTooLarge { size: key.len(), max: btree::MAX_KEY });
         }
         let rec = btree::leaf_record(0, key, value);
         if rec.len() > MAX_LEAF_RECORD {
-            return Err(Error::Invalid(format!("row of {} bytes does not fit a page", rec.len())));
+            return Err(Error::RowTooLarge { size: rec.len(), max: MAX_LEAF_RECORD });
         }
         if self.levels.is_empty() {
             let buf = self.fresh(0, 0, 0);
@@ -150,17 +151,7 @@ impl Builder<'_> {
     fn alloc(&mut self) -> Result<(PageNo, Lsn)> {
         let mut mtr = Mtr::new(self.space)?;
         let no = self.space.alloc_page(&mut mtr)?;
-        let undo = Undo::BulkPage { page: no };
-        let ctx = LogCtx {
-            kind: RecordKind::Update,
-            txn: self.txn.id,
-            prev_lsn: self.txn.last_lsn(),
-            undo_next: 0,
-            undo: Some(&undo),
-        };
-        let lsn = mtr.commit(ctx)?;
-        self.txn.logged(lsn);
-        self.space.reserve_undo(self.txn, &[], 0);
+        let lsn = self.space.commit_update(self.txn, mtr, &Undo::BulkPage { page: no })?;
         Ok((no, lsn))
     }
 
@@ -252,20 +243,13 @@ impl Builder<'_> {
         let mut mtr = Mtr::new(self.space)?;
         let i = mtr.latch(self.root)?;
         mtr.apply(i, ops::image(&top));
-        let undo = Undo::EmptyTree { root: self.root, before: self.before };
-        let ctx = LogCtx {
-            kind: RecordKind::Update,
-            txn: self.txn.id,
-            prev_lsn: self.txn.last_lsn(),
-            undo_next: 0,
-            undo: Some(&undo),
-        };
-        let lsn = mtr.commit(ctx)?;
-        self.txn.logged(lsn);
-        self.space.reserve_undo(self.txn, &[], 0);
+        self.space.commit_update(self.txn, mtr, &Undo::EmptyTree { root: self.root, before: self.before })?;
         self.pages.sort_unstable();
+        // Held while appending, so whoever reads the end of the log after a note finds
+        // the note's LSN here (see `Space::may_have_bulk_notes`).
+        let mut newest = self.space.newest_bulk_note.lock();
         for body in ops::encode_bulk_note(&self.pages) {
-            self.space.wal.append(&LogRecord::new(RecordKind::System, 0, 0, body))?;
+            *newest = self.space.wal.append(&LogRecord::new(RecordKind::System, 0, 0, body))?;
         }
         Ok(BulkOutcome { rows: self.rows, pages: self.pages.len() as u64 })
     }

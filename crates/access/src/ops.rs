@@ -72,8 +72,8 @@ pub enum PageOp {
 }
 
 impl PageOp {
-    /// Whether redo of this operation ignores the page's previous contents (so redo must
-    /// not read them from disk: they may be torn).
+    /// Whether this operation replaces the page's whole contents: redo then accepts a
+    /// page that fails its checksum (torn), starting from zeros.
     pub fn overwrites_page(&self) -> bool {
         matches!(self, PageOp::Format { .. } | PageOp::Image { .. })
     }
@@ -273,14 +273,8 @@ pub const MAX_NOTE_RUNS: usize = 64 * 1024;
 /// page operations, no undo, then `run_count u32 | (first u32, count u32)*`. Log backups
 /// copy those pages (see the backup crate). `pages` must be ascending.
 pub fn encode_bulk_note(pages: &[PageNo]) -> Vec<Vec<u8>> {
-    let mut runs: Vec<(PageNo, u32)> = Vec::new();
-    for &p in pages {
-        match runs.last_mut() {
-            Some((first, count)) if *first + *count == p => *count += 1,
-            _ => runs.push((p, 1)),
-        }
-    }
-    runs.chunks(MAX_NOTE_RUNS)
+    page::runs(pages)
+        .chunks(MAX_NOTE_RUNS)
         .map(|chunk| {
             let mut out = Vec::with_capacity(7 + chunk.len() * 8);
             encode(&[], None, &mut out);

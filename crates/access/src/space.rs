@@ -115,6 +115,10 @@ pub struct Space {
     pub txns: TxnTable,
     /// Extents changed since the last reset (differential backups).
     pub changes: crate::changes::ChangeMap,
+    /// The end of the log when this space was opened, and the LSN of the newest bulk-load
+    /// note logged since (0: none): where notes may lie without reading the log.
+    opened_at: Lsn,
+    pub(crate) newest_bulk_note: Mutex<Lsn>,
     /// First map byte that may have a zero bit, per allocation map.
     alloc_hint: Mutex<Vec<usize>>,
     /// One past the highest page ever allocated in this run (or the file size at open).
@@ -161,6 +165,7 @@ impl Space {
         let store =
             Arc::new(DataStore { file, database: name.to_string(), wal: wal.clone(), pages: AtomicU32::new(pages) });
         let file = pool.register(store.clone());
+        let opened_at = wal.end_lsn();
         Space {
             name: name.to_string(),
             pool,
@@ -170,11 +175,20 @@ impl Space {
             locks: LockManager::default(),
             txns: TxnTable::default(),
             changes: crate::changes::ChangeMap::default(),
+            opened_at,
+            newest_bulk_note: Mutex::new(0),
             alloc_hint: Mutex::new(Vec::new()),
             alloc_hwm: AtomicU32::new(pages),
             undo_reserve: AtomicU64::new(0),
             trees: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Whether the log from `from` on may hold bulk-load notes: it does not when it
+    /// starts after this open and no load has noted pages since `from`. Saves backups
+    /// reading the log twice when there were no bulk loads.
+    pub fn may_have_bulk_notes(&self, from: Lsn) -> bool {
+        from < self.opened_at || *self.newest_bulk_note.lock() >= from
     }
 
     /// Checks the file header (after recovery, so a header that never reached the disk

@@ -196,18 +196,7 @@ impl Space {
     /// Takes the locks a change of `key` in `tree` needs: IX on the table and X on the
     /// key, or nothing more once the transaction holds X on the whole table.
     fn lock_for_write(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<Arc<TreeMeta>> {
-        let i = match txn.write_trees.iter().position(|t| t.meta.root == tree) {
-            Some(i) => i,
-            None => {
-                if self.locks.lock(txn.id, Resource::Table(tree), LockMode::IntentExclusive)? {
-                    txn.locks.push(Resource::Table(tree));
-                }
-                let meta = self.tree(tree);
-                meta.writers.fetch_add(1, Ordering::AcqRel);
-                txn.write_trees.push(TreeLocks { meta, keys: 0, next_escalation: ESCALATE_AT, escalated: false });
-                txn.write_trees.len() - 1
-            }
-        };
+        let i = self.writing(txn, tree)?;
         let meta = txn.write_trees[i].meta.clone();
         if txn.write_trees[i].escalated {
             return Ok(meta);
@@ -233,11 +222,36 @@ impl Space {
         Ok(meta)
     }
 
+    /// The transaction's entry for a tree it writes, made (with an IX lock on the table)
+    /// on its first write there.
+    fn writing(&self, txn: &mut Txn, tree: PageNo) -> Result<usize> {
+        if let Some(i) = txn.write_trees.iter().position(|t| t.meta.root == tree) {
+            return Ok(i);
+        }
+        if self.locks.lock(txn.id, Resource::Table(tree), LockMode::IntentExclusive)? {
+            txn.locks.push(Resource::Table(tree));
+        }
+        let meta = self.tree(tree);
+        meta.writers.fetch_add(1, Ordering::AcqRel);
+        txn.write_trees.push(TreeLocks { meta, keys: 0, next_escalation: ESCALATE_AT, escalated: false });
+        Ok(txn.write_trees.len() - 1)
+    }
+
+    /// Logs `mtr` as the transaction's next Update record, with `undo`, and reserves the
+    /// log room its compensation will need. Returns the record's LSN.
+    pub(crate) fn commit_update(&self, txn: &mut Txn, mtr: mtr::Mtr, undo: &Undo) -> Result<Lsn> {
+        let ctx =
+            LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(undo) };
+        let lsn = mtr.commit(ctx)?;
+        txn.logged(lsn);
+        self.reserve_undo(txn, &[], 0);
+        Ok(lsn)
+    }
+
     /// Takes an exclusive lock on the whole table `tree` (waiting for other writers and
     /// readers to finish): no key locks are taken in it afterwards.
     pub(crate) fn lock_table_exclusive(&self, txn: &mut Txn, tree: PageNo) -> Result<Arc<TreeMeta>> {
-        self.lock_for_write(txn, tree, &[])?;
-        let i = txn.write_trees.iter().position(|t| t.meta.root == tree).expect("locked for write just above");
+        let i = self.writing(txn, tree)?;
         if !txn.write_trees[i].escalated {
             if self.locks.lock(txn.id, Resource::Table(tree), LockMode::Exclusive)? {
                 txn.locks.push(Resource::Table(tree));
@@ -550,12 +564,7 @@ impl Space {
         self.note_first_lsn(txn);
         let mut mtr = mtr::Mtr::new(self)?;
         let root = btree::create(self, &mut mtr)?;
-        let undo = Undo::CreateTree { root };
-        let ctx =
-            LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
-        let lsn = mtr.commit(ctx)?;
-        txn.shared.last_lsn.store(lsn, Ordering::Release);
-        self.reserve_undo(txn, &[], 0);
+        self.commit_update(txn, mtr, &Undo::CreateTree { root })?;
         Ok(root)
     }
 

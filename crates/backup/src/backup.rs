@@ -203,7 +203,7 @@ pub fn backup(
             }
             bulk_pages += loaded.len() as u64;
             data_pages +=
-                copy_data_file(&data_path, &page_runs(&loaded), 0, opts.checksum, &name, mts, &mut pipe, &mut |_| {})?;
+                copy_data_file(&data_path, &page::runs(&loaded), 0, opts.checksum, &name, mts, &mut pipe, &mut |_| {})?;
             scanned = end;
             end = db.wal().end_lsn();
         }
@@ -395,18 +395,6 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
     let mut outs: Vec<Option<StripeOut>> = outs.into_iter().map(|(_, o)| Some(o)).collect();
     let outs_sorted = order.iter().map(|&i| outs[i].take().expect("each stripe once")).collect();
     Ok((media_sorted, outs_sorted, position.unwrap_or(1)))
-}
-
-/// Runs `(first, count)` of consecutive pages in ascending `pages`.
-fn page_runs(pages: &[PageNo]) -> Vec<(PageNo, u32)> {
-    let mut runs: Vec<(PageNo, u32)> = Vec::new();
-    for &p in pages {
-        match runs.last_mut() {
-            Some((first, count)) if *first + *count == p => *count += 1,
-            _ => runs.push((p, 1)),
-        }
-    }
-    runs
 }
 
 /// Copies the data file's pages in `runs` (`(first, count)`; `[(0, n)]` for the whole

@@ -80,6 +80,19 @@ fn put_u32(p: &mut [u8], off: usize, v: u32) {
     p[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Runs `(first, count)` of consecutive page numbers in ascending `pages`.
+pub fn runs(pages: &[PageNo]) -> Vec<(PageNo, u32)> {
+    debug_assert!(pages.windows(2).all(|w| w[0] < w[1]), "pages ascend");
+    let mut runs: Vec<(PageNo, u32)> = Vec::new();
+    for &p in pages {
+        match runs.last_mut() {
+            Some((first, count)) if *first + *count == p => *count += 1,
+            _ => runs.push((p, 1)),
+        }
+    }
+    runs
+}
+
 pub fn checksum(p: &[u8]) -> u32 {
     get_u32(p, OFF_CHECKSUM)
 }

@@ -394,7 +394,7 @@ impl Database {
     /// contents, so a backup whose log covers such a note must also copy them.
     pub fn bulk_loaded_pages(&self, from: Lsn, to: Lsn) -> Result<Vec<PageNo>> {
         let wal = &self.space.wal;
-        if to <= from {
+        if to <= from || !self.space.may_have_bulk_notes(from) {
             return Ok(Vec::new());
         }
         // The reader reads the file: every record below `to` must be in it.

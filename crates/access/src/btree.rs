@@ -37,6 +37,9 @@ const CAPACITY: usize = PAGE_SIZE - HEADER_SIZE;
 pub const MAX_LEAF_RECORD: usize = slotted::MAX_RECORD;
 /// A leaf emptier than this is merged with a sibling when they fit in one page.
 const MERGE_BELOW: usize = CAPACITY / 4;
+/// More levels than any valid tree has (a key is at most 900 bytes, so an internal page
+/// has at least 8 children): a descent that goes deeper has met a cycle of damaged pages.
+const MAX_DEPTH: usize = 32;
 
 pub fn leaf_record(flags: u8, key: &[u8], value: &[u8]) -> Vec<u8> {
     let mut r = Vec::with_capacity(3 + key.len() + value.len());
@@ -145,22 +148,35 @@ fn descend(space: &Space, root: PageNo, key: &[u8]) -> Result<Vec<PageNo>> {
     }
 }
 
-/// Calls `f` with the leaf record stored under `key` (ghosts included).
+/// Calls `f` with the leaf record stored under `key` (ghosts included). The caller holds
+/// the tree latch (shared or exclusive), so no page of the tree changes during the descent
+/// and each page is released before its child is read.
 pub fn lookup_with<R>(space: &Space, root: PageNo, key: &[u8], f: impl FnOnce(&[u8]) -> R) -> Result<Option<R>> {
-    let mut g = read(space, root)?;
-    let mut depth = 0;
-    while !is_leaf(&g) {
-        if page::page_type(&g) != Some(PageType::BTreeInternal) || depth > 32 {
-            return Err(damaged(space, root, "not a B-tree page"));
-        }
-        let child = route(&g, key).0;
-        g = read(space, child)?;
-        depth += 1;
+    enum Step<R> {
+        Child(PageNo),
+        Found(Option<R>),
+        Damaged,
     }
-    Ok(match slotted::search(&g, key, leaf_key) {
-        Ok(i) => Some(f(slotted::record(&g, i))),
-        Err(_) => None,
-    })
+    let mut f = Some(f);
+    let mut no = root;
+    for _ in 0..=MAX_DEPTH {
+        let step = space.pool.read_with(space.file, no, |p| {
+            if is_leaf(p) {
+                let found = slotted::search(p, key, leaf_key).ok();
+                Step::Found(found.map(|i| (f.take().expect("one leaf per lookup"))(slotted::record(p, i))))
+            } else if page::page_type(p) == Some(PageType::BTreeInternal) {
+                Step::Child(route(p, key).0)
+            } else {
+                Step::Damaged
+            }
+        })?;
+        match step {
+            Step::Child(child) => no = child,
+            Step::Found(found) => return Ok(found),
+            Step::Damaged => break,
+        }
+    }
+    Err(damaged(space, root, "not a B-tree page"))
 }
 
 /// Where a record is going, for choosing a split point.
@@ -557,7 +573,7 @@ pub fn scan_batch(
     let mut g = read(space, root)?;
     let mut depth = 0;
     while !is_leaf(&g) {
-        if depth > 32 {
+        if depth > MAX_DEPTH {
             return Err(damaged(space, root, "tree too deep"));
         }
         let child = match start_key {

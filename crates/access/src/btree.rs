@@ -19,6 +19,7 @@
 
 use std::ops::Bound;
 
+use smallvec::SmallVec;
 use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
 use tessera_buffer::PageReadGuard;
 use tessera_io::{Error, Result};
@@ -129,21 +130,27 @@ pub fn create(space: &Space, mtr: &mut Mtr) -> Result<PageNo> {
 }
 
 /// Pages from the root to the leaf that holds (or would hold) `key`.
-fn descend(space: &Space, root: PageNo, key: &[u8]) -> Result<Vec<PageNo>> {
-    let mut path = vec![root];
+/// The pages from the root down to a leaf (inline up to a five-level tree).
+type Path = SmallVec<[PageNo; 5]>;
+
+fn descend(space: &Space, root: PageNo, key: &[u8]) -> Result<Path> {
+    let mut path = Path::new();
+    path.push(root);
     let mut no = root;
     loop {
-        let g = read(space, no)?;
-        match page::page_type(&g) {
-            Some(PageType::BTreeLeaf) => return Ok(path),
-            Some(PageType::BTreeInternal) => {
-                no = route(&g, key).0;
-                if path.len() > 32 || no == 0 {
-                    return Err(damaged(space, path[path.len() - 1], "bad child pointer"));
-                }
+        let child = space.pool.read_with(space.file, no, |p| match page::page_type(p) {
+            Some(PageType::BTreeLeaf) => Ok(None),
+            Some(PageType::BTreeInternal) => Ok(Some(route(p, key).0)),
+            _ => Err(()),
+        })?;
+        match child {
+            Ok(None) => return Ok(path),
+            Ok(Some(child)) if child != 0 && path.len() <= MAX_DEPTH => {
+                no = child;
                 path.push(no);
             }
-            _ => return Err(damaged(space, no, "not a B-tree page")),
+            Ok(Some(_)) => return Err(damaged(space, no, "bad child pointer")),
+            Err(()) => return Err(damaged(space, no, "not a B-tree page")),
         }
     }
 }
@@ -189,7 +196,7 @@ enum Target {
 /// Stores `rec` under `key` (inserting or replacing), splitting pages as needed, and
 /// logs the row change with `ctx`. Returns the row change's LSN.
 pub fn put(space: &Space, root: PageNo, key: &[u8], rec: &[u8], ctx: LogCtx) -> Result<Lsn> {
-    put_placed(space, root, key, rec, ctx).map(|p| p.lsn)
+    put_placed(space, root, key, rec.to_vec(), ctx).map(|p| p.lsn)
 }
 
 /// Where [`put_placed`] stored a record.
@@ -205,13 +212,13 @@ pub struct Placed {
 /// the rightmost leaf of the tree and `key` is above every key in it (ever-increasing
 /// keys such as identity columns). Returns None when the fast path does not apply; the
 /// caller then takes the normal path. The page is validated under its latch, so a
-/// stale hint is harmless.
+/// stale hint is harmless. On success `rec` has been moved into the log record.
 pub fn try_append(
     space: &Space,
     root: PageNo,
     hint: PageNo,
     key: &[u8],
-    rec: &[u8],
+    rec: &mut Vec<u8>,
     ctx: LogCtx,
 ) -> Result<Option<Lsn>> {
     if hint == 0 || rec.len() > MAX_LEAF_RECORD || key.len() > MAX_KEY {
@@ -230,13 +237,37 @@ pub fn try_append(
     if !applies {
         return Ok(None);
     }
-    mtr.apply(li, PageOp::Insert { slot: n as u16, rec: rec.to_vec() });
+    mtr.apply(li, PageOp::Insert { slot: n as u16, rec: std::mem::take(rec) });
     mtr.commit(ctx).map(Some)
 }
 
 /// [`put`], also telling where the record went.
-pub fn put_placed(space: &Space, root: PageNo, key: &[u8], rec: &[u8], ctx: LogCtx) -> Result<Placed> {
-    debug_assert_eq!(leaf_key(rec), key);
+pub fn put_placed(space: &Space, root: PageNo, key: &[u8], rec: Vec<u8>, ctx: LogCtx) -> Result<Placed> {
+    place(space, root, key, rec, ctx, true).map(|placed| placed.expect("a put replaces an existing record"))
+}
+
+/// Inserts `rec` under `key` unless a record (live or ghost) is stored there: then nothing
+/// changes and a copy of that record is returned instead. One descent both checks and places.
+pub fn insert_placed(
+    space: &Space,
+    root: PageNo,
+    key: &[u8],
+    rec: Vec<u8>,
+    ctx: LogCtx,
+) -> Result<std::result::Result<Placed, Vec<u8>>> {
+    place(space, root, key, rec, ctx, false)
+}
+
+/// Stores `rec` under `key`; a record already there is replaced if `replace`, else returned.
+fn place(
+    space: &Space,
+    root: PageNo,
+    key: &[u8],
+    mut rec: Vec<u8>,
+    ctx: LogCtx,
+    replace: bool,
+) -> Result<std::result::Result<Placed, Vec<u8>>> {
+    debug_assert_eq!(leaf_key(&rec), key);
     if rec.len() > MAX_LEAF_RECORD {
         return Err(Error::RowTooLarge { size: rec.len(), max: MAX_LEAF_RECORD });
     }
@@ -256,18 +287,19 @@ pub fn put_placed(space: &Space, root: PageNo, key: &[u8], rec: &[u8], ctx: LogC
         let p = mtr.page(li);
         let rightmost = page::next(p) == 0;
         let target = match slotted::search(p, key, leaf_key) {
+            Ok(slot) if !replace => return Ok(Err(slotted::record(p, slot).to_vec())),
             Ok(slot) => {
                 let old = slotted::record(p, slot).len();
                 if slotted::free_space(p) + old >= rec.len() {
-                    mtr.apply(li, PageOp::Replace { slot: slot as u16, rec: rec.to_vec() });
-                    return Ok(Placed { lsn: mtr.commit(ctx)?, leaf, rightmost });
+                    mtr.apply(li, PageOp::Replace { slot: slot as u16, rec: std::mem::take(&mut rec) });
+                    return Ok(Ok(Placed { lsn: mtr.commit(ctx)?, leaf, rightmost }));
                 }
                 Target::Replace { slot, len: rec.len() }
             }
             Err(idx) => {
                 if slotted::fits(p, rec.len()) {
-                    mtr.apply(li, PageOp::Insert { slot: idx as u16, rec: rec.to_vec() });
-                    return Ok(Placed { lsn: mtr.commit(ctx)?, leaf, rightmost });
+                    mtr.apply(li, PageOp::Insert { slot: idx as u16, rec: std::mem::take(&mut rec) });
+                    return Ok(Ok(Placed { lsn: mtr.commit(ctx)?, leaf, rightmost }));
                 }
                 Target::Insert { idx, len: rec.len() }
             }

@@ -16,6 +16,8 @@
 
 use std::sync::atomic::Ordering;
 
+use smallvec::SmallVec;
+
 use tessera_buffer::page::{self, PageNo};
 use tessera_buffer::PageWriteGuard;
 use tessera_io::{Error, Result};
@@ -27,10 +29,14 @@ use crate::space::{Space, LOG_RESERVE};
 /// Bounds one mini-transaction (a split of a five-level tree touches about a dozen).
 const MAX_PAGES: usize = 64;
 
+/// Most mini-transactions change one or two pages with one operation each; those keep
+/// their pages and operations inline.
+const INLINE: usize = 4;
+
 pub struct Mtr<'a> {
     space: &'a Space,
-    pages: Vec<(PageNo, PageWriteGuard)>,
-    ops: Vec<(PageNo, PageOp)>,
+    pages: SmallVec<[(PageNo, PageWriteGuard); INLINE]>,
+    ops: SmallVec<[(PageNo, PageOp); INLINE]>,
 }
 
 /// How a mini-transaction's record is logged.
@@ -66,7 +72,7 @@ impl<'a> Mtr<'a> {
     /// For rollback and recovery: compensation must proceed even when the log is
     /// nearly full (the reserve exists for it).
     pub fn without_reserve(space: &'a Space) -> Mtr<'a> {
-        Mtr { space, pages: Vec::new(), ops: Vec::new() }
+        Mtr { space, pages: SmallVec::new(), ops: SmallVec::new() }
     }
 
     fn find(&self, no: PageNo) -> Option<usize> {

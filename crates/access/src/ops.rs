@@ -176,6 +176,18 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 }
 
 pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) {
+    // Room for every byte string plus a generous allowance for the fixed fields, so the
+    // buffer is allocated once.
+    let strings = |op: &PageOp| match op {
+        PageOp::Insert { rec, .. } | PageOp::Replace { rec, .. } => rec.len(),
+        PageOp::Raw { bytes, .. } | PageOp::Image { bytes, .. } => bytes.len(),
+        _ => 0,
+    };
+    let undo_strings = match undo {
+        Some(Undo::Row { key, old, .. }) => key.len() + old.as_ref().map_or(0, Vec::len),
+        _ => 0,
+    };
+    out.reserve(64 + ops.iter().map(|(_, op)| 32 + strings(op)).sum::<usize>() + undo_strings);
     assert!(ops.len() <= u16::MAX as usize, "too many page operations in one record");
     out.extend_from_slice(&(ops.len() as u16).to_le_bytes());
     for (no, op) in ops {

@@ -309,42 +309,56 @@ impl Space {
         let undo = Undo::Row { tree, key: key.to_vec(), old };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
-        let lsn = match new {
+        match new {
             Some(rec) => {
-                let placed = btree::put_placed(self, tree, key, &rec, ctx)?;
-                if placed.rightmost {
-                    meta.append_hint.store(placed.leaf, Ordering::Relaxed);
-                }
-                placed.lsn
+                let placed = btree::put_placed(self, tree, key, rec, ctx)?;
+                self.placed(txn, meta, placed);
             }
-            None => btree::remove(self, tree, key, ctx)?,
-        };
-        txn.shared.last_lsn.store(lsn, Ordering::Release);
+            None => txn.shared.last_lsn.store(btree::remove(self, tree, key, ctx)?, Ordering::Release),
+        }
         self.reserve_undo(txn, key, size);
         Ok(())
+    }
+
+    /// Bookkeeping after a row change stored a record: the transaction's last LSN and
+    /// the tree's append hint.
+    fn placed(&self, txn: &Txn, meta: &TreeMeta, placed: btree::Placed) {
+        if placed.rightmost {
+            meta.append_hint.store(placed.leaf, Ordering::Relaxed);
+        }
+        txn.shared.last_lsn.store(placed.lsn, Ordering::Release);
     }
 
     /// Inserts a row; a live row with the same key is error 2627.
     pub fn insert(&self, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
         let meta = self.lock_for_write(txn, tree, key)?;
         let _latch = meta.latch.write();
-        let rec = btree::leaf_record(0, key, value);
+        let mut rec = btree::leaf_record(0, key, value);
         // Ever-increasing keys go straight to the rightmost leaf: a key above every key
         // in the tree cannot be a duplicate.
         self.note_first_lsn(txn);
         let undo = Undo::Row { tree, key: key.to_vec(), old: None };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
-        if let Some(lsn) = btree::try_append(self, tree, meta.append_hint.load(Ordering::Relaxed), key, &rec, ctx)? {
+        if let Some(lsn) = btree::try_append(self, tree, meta.append_hint.load(Ordering::Relaxed), key, &mut rec, ctx)?
+        {
             txn.shared.last_lsn.store(lsn, Ordering::Release);
             self.reserve_undo(txn, key, 0);
             return Ok(());
         }
-        let current = btree::lookup_with(self, tree, key, |r| r.to_vec())?;
-        if current.as_ref().is_some_and(|r| !btree::is_ghost(r)) {
-            return Err(Error::DuplicateKey { object: format!("tree {tree}"), key: format!("{key:02x?}") });
+        match btree::insert_placed(self, tree, key, rec, ctx)? {
+            Ok(placed) => {
+                self.placed(txn, &meta, placed);
+                self.reserve_undo(txn, key, 0);
+                Ok(())
+            }
+            Err(existing) if !btree::is_ghost(&existing) => {
+                Err(Error::DuplicateKey { object: format!("tree {tree}"), key: format!("{key:02x?}") })
+            }
+            // A deleted row not yet cleaned: the insert replaces it, and undoing the insert
+            // puts the ghost back.
+            Err(ghost) => self.change(txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
         }
-        self.change(txn, &meta, key, Some(rec), current)
     }
 
     /// Replaces the value of an existing row; returns false if there is none.

@@ -582,7 +582,10 @@ fn extension_on_and_off_while_queries_run_loses_nothing() {
     };
     let bpe = dir.path().join("x.bpe");
     let mut used = 0;
-    for round in 0..20 {
+    // At least 20 switches; more while the extension has not yet seen a page (a loaded
+    // machine may run the writer slowly), within a bound.
+    let mut round = 0;
+    while round < 20 || (used == 0 && round < 400) {
         if let Some(ext) = engine.pool().extension() {
             let s = ext.stats();
             used += s.writes + s.reads;
@@ -590,6 +593,7 @@ fn extension_on_and_off_while_queries_run_loses_nothing() {
         let on = round % 2 == 0;
         engine.set_buffer_pool_extension(on.then_some((bpe.as_path(), 64 << 20))).unwrap();
         std::thread::sleep(Duration::from_millis(60));
+        round += 1;
     }
     assert!(used > 0, "the extension took part");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -586,6 +586,70 @@ fn within(key: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> (bool, bool) 
     (above_lo, below_hi)
 }
 
+/// How many leaves ahead of itself a scan asks to be read (1 MiB); it asks again when
+/// fewer than half of them are left ahead.
+pub const READ_AHEAD_LEAVES: isize = 128;
+
+/// How far a scan's read-ahead has got: the level-1 page whose children it last asked
+/// for, and the position (in that page) of the last child asked for.
+#[derive(Default)]
+pub struct ReadAhead {
+    parent: PageNo,
+    through: isize,
+}
+
+/// At the level-1 page `p` (number `parent`), whose child at `pos` the scan is about to
+/// read, asks the pool to read the children that follow in the scan's direction, up to
+/// `READ_AHEAD_LEAVES` ahead and not beyond the range's end.
+fn read_ahead_leaves(
+    space: &Space,
+    p: &[u8],
+    parent: PageNo,
+    pos: isize,
+    (lo, hi, dir): (&Bound<Vec<u8>>, &Bound<Vec<u8>>, Direction),
+    ra: &mut ReadAhead,
+) {
+    let forward = dir == Direction::Forward;
+    let step = if forward { 1 } else { -1 };
+    let mut at = pos;
+    if ra.parent == parent {
+        let ahead = (ra.through - pos) * step;
+        if ahead > READ_AHEAD_LEAVES / 2 {
+            return;
+        }
+        if ahead > 0 {
+            at = ra.through;
+        }
+    }
+    let n = slotted::count(p) as isize;
+    let mut pages: SmallVec<[PageNo; READ_AHEAD_LEAVES as usize]> = SmallVec::new();
+    while (at - pos) * step < READ_AHEAD_LEAVES {
+        let next = at + step;
+        if next < -1 || next >= n {
+            break;
+        }
+        // Child `i` holds the keys from separator `i` up to separator `i + 1`.
+        let needed = if forward {
+            within(internal_key(slotted::record(p, next as usize)), &Bound::Unbounded, hi).1
+        } else {
+            let upper = internal_key(slotted::record(p, (next + 1) as usize));
+            match lo {
+                Bound::Unbounded => true,
+                Bound::Included(b) | Bound::Excluded(b) => upper > b.as_slice(),
+            }
+        };
+        if !needed {
+            break;
+        }
+        pages.push(child_at(p, next));
+        at = next;
+    }
+    *ra = ReadAhead { parent, through: at };
+    if !pages.is_empty() {
+        space.pool.read_ahead(space.file, &pages);
+    }
+}
+
 /// Reads up to `limit` leaf records (ghosts included) within `[lo, hi]` in `dir`
 /// order. Returns the records and whether the range may hold more after them.
 pub fn scan_batch(
@@ -595,6 +659,7 @@ pub fn scan_batch(
     hi: &Bound<Vec<u8>>,
     dir: Direction,
     limit: usize,
+    ra: &mut ReadAhead,
 ) -> Result<(Vec<Vec<u8>>, bool)> {
     // Descend to the leaf where the scan starts.
     let start_key: Option<&[u8]> = match (dir, lo, hi) {
@@ -608,18 +673,17 @@ pub fn scan_batch(
         if depth > MAX_DEPTH {
             return Err(damaged(space, root, "tree too deep"));
         }
-        let child = match start_key {
-            Some(k) => route(&g, k).0,
-            None if dir == Direction::Forward => page::aux(&g),
+        let (child, pos) = match start_key {
+            Some(k) => route(&g, k),
+            None if dir == Direction::Forward => (page::aux(&g), -1),
             None => {
-                let n = slotted::count(&g);
-                if n == 0 {
-                    page::aux(&g)
-                } else {
-                    internal_child(slotted::record(&g, n - 1))
-                }
+                let n = slotted::count(&g) as isize;
+                (child_at(&g, n - 1), n - 1)
             }
         };
+        if page::level(&g) == 1 {
+            read_ahead_leaves(space, &g, g.page_no(), pos, (lo, hi, dir), ra);
+        }
         g = read(space, child)?;
         depth += 1;
     }

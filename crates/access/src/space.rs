@@ -75,6 +75,17 @@ impl PageStore for DataStore {
         self.file.read_exact_at(buf, u64::from(no) * PAGE_SIZE as u64)
     }
 
+    fn read_pages(&self, first: PageNo, bufs: &mut [&mut [u8]]) -> Result<()> {
+        // Pages beyond the file's end read as zeros, as in `read_page`.
+        let inside = (self.pages().saturating_sub(first) as usize).min(bufs.len());
+        let (within, beyond) = bufs.split_at_mut(inside);
+        beyond.iter_mut().for_each(|b| b.fill(0));
+        if within.is_empty() {
+            return Ok(());
+        }
+        self.file.read_exact_vectored_at(within, u64::from(first) * PAGE_SIZE as u64)
+    }
+
     fn write_page(&self, no: PageNo, buf: &[u8]) -> Result<()> {
         self.file.write_all_at(buf, u64::from(no) * PAGE_SIZE as u64)
     }

@@ -421,7 +421,18 @@ impl Space {
         hi: Bound<Vec<u8>>,
         dir: Direction,
     ) -> Scan<'s> {
-        Scan { space: self, txn, meta: self.tree(tree), lo, hi, dir, buf: Vec::new(), more: true, wait_for: None }
+        Scan {
+            space: self,
+            txn,
+            meta: self.tree(tree),
+            lo,
+            hi,
+            dir,
+            buf: Vec::new(),
+            more: true,
+            wait_for: None,
+            read_ahead: btree::ReadAhead::default(),
+        }
     }
 
     /// Commits: logs the commit, waits for the log flush (unless delayed), removes the
@@ -604,6 +615,7 @@ pub struct Scan<'s> {
     more: bool,
     /// A lock whose holder must finish before the scan goes on.
     wait_for: Option<(Resource, LockMode)>,
+    read_ahead: btree::ReadAhead,
 }
 
 impl Scan<'_> {
@@ -613,7 +625,8 @@ impl Scan<'_> {
             self.space.locks.wait_compatible(self.txn.id, r, mode)?;
         }
         let _latch = self.meta.latch.read();
-        let (mut batch, more) = btree::scan_batch(self.space, root, &self.lo, &self.hi, self.dir, SCAN_BATCH)?;
+        let (mut batch, more) =
+            btree::scan_batch(self.space, root, &self.lo, &self.hi, self.dir, SCAN_BATCH, &mut self.read_ahead)?;
         self.more = more;
         let mut conflict = None;
         if let Some(i) = batch.iter().position(|r| {

@@ -6,6 +6,7 @@
 
 mod extension;
 mod frame;
+mod readahead;
 mod region;
 mod table;
 #[cfg(test)]
@@ -37,6 +38,14 @@ use table::{key, key_file, key_page, shard_of, Key, Radix, RadixRef, Shard, Slot
 pub trait PageStore: Send + Sync {
     /// Reads page `no` into `buf` (PAGE_SIZE bytes, 4096-aligned).
     fn read_page(&self, no: PageNo, buf: &mut [u8]) -> Result<()>;
+    /// Reads pages `first`, `first + 1`, … into `bufs` (one PAGE_SIZE buffer each, 4096-aligned):
+    /// read-ahead's multi-page request. Stores that can read a run in one request should.
+    fn read_pages(&self, first: PageNo, bufs: &mut [&mut [u8]]) -> Result<()> {
+        for (no, buf) in (first..).zip(bufs.iter_mut()) {
+            self.read_page(no, buf)?;
+        }
+        Ok(())
+    }
     /// Writes page `no` from `buf` (already sealed with its checksum by the pool).
     fn write_page(&self, no: PageNo, buf: &[u8]) -> Result<()>;
     /// WAL rule: makes the log durable up to and including `lsn`. Called before a dirty page
@@ -94,6 +103,8 @@ pub struct PoolStats {
     pub resident_pages: u64,
     /// The current limit, in frames.
     pub capacity_pages: u64,
+    /// Pages read by read-ahead (also counted in `reads`).
+    pub read_ahead_pages: u64,
 }
 
 /// Hard cap on the reservation: frame indexes are `u32`, one value is the list terminator.
@@ -189,6 +200,7 @@ struct Inner {
     /// the dirtying path pays one atomic load when there is none.
     extension: RwLock<Option<Arc<Extension>>>,
     has_extension: AtomicBool,
+    read_ahead: readahead::ReadAhead,
 }
 
 /// How a page missing from the pool is brought in.
@@ -393,6 +405,7 @@ impl BufferPool {
             writer_stop: AtomicBool::new(false),
             extension: RwLock::new(None),
             has_extension: AtomicBool::new(false),
+            read_ahead: readahead::ReadAhead::default(),
         });
         let writer = if cfg.background_writer {
             let shared = Arc::clone(&inner);
@@ -475,6 +488,14 @@ impl BufferPool {
         Ok(PageHandle { pool: Arc::clone(proxy), idx, file, no })
     }
 
+    /// Asks for `pages` of `file` to be read in the background, in multi-page requests of up
+    /// to 64 consecutive pages, because the caller expects to fetch them soon (a scan's next
+    /// leaves). Pages already cached are skipped; nothing waits and nothing fails: a page
+    /// that cannot be read is left for the fetch that wants it. Returns the pages queued.
+    pub fn read_ahead(&self, file: FileId, pages: &[PageNo]) -> usize {
+        self.inner.read_ahead.request(&self.inner, file, pages)
+    }
+
     /// Checkpoint support: visits every cached page of `file`, takes its shared latch, and
     /// writes it if dirty (obeying the WAL rule); then `store.sync()`. The caller must hold
     /// no page latch (it blocks on exclusive latches of that file's pages).
@@ -550,6 +571,7 @@ impl BufferPool {
 
 impl Drop for BufferPool {
     fn drop(&mut self) {
+        self.inner.read_ahead.shut_down();
         if let Some(h) = self.writer.get_mut().take() {
             self.inner.writer_stop.store(true, Ordering::Relaxed);
             self.inner.writer.lock().shutdown = true;
@@ -1091,33 +1113,10 @@ impl Inner {
                     continue;
                 }
             }
-            let i = self.allocate_frame()?;
+            let Some(i) = self.map_loading(&entry, no, true)? else {
+                continue; // another thread mapped the page meanwhile
+            };
             let f = self.frame(i);
-            f.key.store(k, Ordering::Relaxed);
-            let latched = f.latch.try_lock_exclusive();
-            assert!(latched, "buffer pool: free frame {i} is latched");
-            {
-                let mut g = shard.0.lock();
-                let closed = entry.closed.load(Ordering::Acquire);
-                let slot = (!closed).then(|| radix.entry_or_grow(no));
-                let raced = slot.is_some_and(|e| e.load(Ordering::Relaxed) != 0);
-                if raced || closed {
-                    drop(g);
-                    // SAFETY: locked exclusive above.
-                    unsafe { f.latch.unlock_exclusive() };
-                    self.free_frame(i);
-                    if closed {
-                        return Err(not_registered(file));
-                    }
-                    continue;
-                }
-                // Loading before the translation is published: a lock-free reader that finds
-                // the frame finds it Loading (or later Valid), never Owned.
-                f.state.store(State::new(Kind::Loading, 1, 0).0, Ordering::Release);
-                slot.expect("open file").store(i + 1, Ordering::Release);
-                g.misses += 1;
-            }
-            self.resident.fetch_add(1, Ordering::Relaxed);
             // SAFETY: we hold the frame's exclusive latch; nobody else touches its bytes.
             let buf = unsafe { std::slice::from_raw_parts_mut(self.frame_ptr(i), PAGE_SIZE) };
             let io = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -1152,20 +1151,7 @@ impl Inner {
                 self.unpin(i);
                 std::panic::resume_unwind(panic)
             });
-            let res = res.and_then(|()| {
-                f.state
-                    .fetch_update(Ordering::Release, Ordering::Relaxed, |x| {
-                        let s = State(x);
-                        (s.kind() == Kind::Loading).then(|| s.with_kind(Kind::Valid).0)
-                    })
-                    .map(|_| ())
-                    .map_err(|_| not_registered(file)) // discarded while we were reading
-            });
-            if res.is_err() {
-                self.unmap_failed(i, k, &entry);
-            }
-            // SAFETY: locked exclusive above.
-            unsafe { f.latch.unlock_exclusive() };
+            let res = self.finish_load(i, &entry, no, res);
             return match res {
                 Ok(()) => Ok((i, false)),
                 Err(e) => {
@@ -1174,6 +1160,62 @@ impl Inner {
                 }
             };
         }
+    }
+
+    /// Allocates a frame for page `no` of `entry` and maps it Loading, pinned once and
+    /// exclusively latched by the caller, who must read it and call `finish_load`.
+    /// `Ok(None)`: the page was mapped by someone else meanwhile (the frame went back).
+    /// A `miss` is counted unless this is read-ahead.
+    fn map_loading(&self, entry: &FileEntry, no: PageNo, miss: bool) -> Result<Option<u32>> {
+        let k = key(entry.id, no);
+        let i = self.allocate_frame()?;
+        let f = self.frame(i);
+        f.key.store(k, Ordering::Relaxed);
+        let latched = f.latch.try_lock_exclusive();
+        assert!(latched, "buffer pool: free frame {i} is latched");
+        let mut g = self.shard(k).0.lock();
+        let closed = entry.closed.load(Ordering::Acquire);
+        let slot = (!closed).then(|| entry.radix.get().entry_or_grow(no));
+        let raced = slot.is_some_and(|e| e.load(Ordering::Relaxed) != 0);
+        if raced || closed {
+            drop(g);
+            // SAFETY: locked exclusive above.
+            unsafe { f.latch.unlock_exclusive() };
+            self.free_frame(i);
+            return if closed { Err(not_registered(entry.id)) } else { Ok(None) };
+        }
+        // Loading before the translation is published: a lock-free reader that finds
+        // the frame finds it Loading (or later Valid), never Owned.
+        f.state.store(State::new(Kind::Loading, 1, 0).0, Ordering::Release);
+        slot.expect("open file").store(i + 1, Ordering::Release);
+        if miss {
+            g.misses += 1;
+        }
+        drop(g);
+        self.resident.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(i))
+    }
+
+    /// Ends the load of frame `i` begun by `map_loading`: Valid if `res` is Ok (and the
+    /// file was not discarded meanwhile), otherwise out of the page table. Releases the
+    /// exclusive latch; the caller still holds its pin.
+    fn finish_load(&self, i: u32, entry: &FileEntry, no: PageNo, res: Result<()>) -> Result<()> {
+        let f = self.frame(i);
+        let res = res.and_then(|()| {
+            f.state
+                .fetch_update(Ordering::Release, Ordering::Relaxed, |x| {
+                    let s = State(x);
+                    (s.kind() == Kind::Loading).then(|| s.with_kind(Kind::Valid).0)
+                })
+                .map(|_| ())
+                .map_err(|_| not_registered(entry.id)) // discarded while we were reading
+        });
+        if res.is_err() {
+            self.unmap_failed(i, key(entry.id, no), entry);
+        }
+        // SAFETY: locked exclusive by `map_loading`.
+        unsafe { f.latch.unlock_exclusive() };
+        res
     }
 
     /// Takes a frame whose load failed out of the page table; it becomes an orphan, freed
@@ -1264,6 +1306,7 @@ impl Inner {
             dirty_pages: self.dirty_pages.load(Ordering::Relaxed),
             resident_pages: self.resident.load(Ordering::Relaxed),
             capacity_pages: self.limit.load(Ordering::Relaxed) as u64,
+            read_ahead_pages: self.read_ahead.pages.load(Ordering::Relaxed),
         }
     }
 

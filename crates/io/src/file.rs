@@ -75,6 +75,51 @@ impl DataFile {
             .map_err(|e| Error::io("read", &self.path, offset, e))
     }
 
+    /// Fills every buffer of `bufs`, in order, from consecutive bytes starting at `offset`:
+    /// one `preadv` for the whole run (one device request under a profile), continued
+    /// after a short read. Reading past the end is an error.
+    pub fn read_exact_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> Result<()> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut at = offset;
+        for b in bufs.iter() {
+            self.check_alignment(at, b.len(), b.as_ptr() as usize);
+            at += b.len() as u64;
+        }
+        let io = || -> std::io::Result<()> {
+            let mut done = 0usize;
+            while done < total {
+                // The iovecs still to fill: skip whole buffers already read, trim a partial one.
+                let mut skip = done;
+                let mut iov = Vec::with_capacity(bufs.len());
+                for b in bufs.iter_mut() {
+                    if skip >= b.len() {
+                        skip -= b.len();
+                        continue;
+                    }
+                    iov.push(libc::iovec { iov_base: b[skip..].as_mut_ptr().cast(), iov_len: b.len() - skip });
+                    skip = 0;
+                }
+                let count = iov.len().min(libc::UIO_MAXIOV as usize) as libc::c_int;
+                // SAFETY: every iovec points into a distinct live `&mut [u8]` of `bufs`.
+                let n = unsafe {
+                    libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), count, (offset + done as u64) as libc::off_t)
+                };
+                match n {
+                    0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                    n if n > 0 => done += n as usize,
+                    _ => {
+                        let e = std::io::Error::last_os_error();
+                        if e.kind() != std::io::ErrorKind::Interrupted {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        };
+        crate::profile::through(&self.path, offset, total, io).map_err(|e| Error::io("read", &self.path, offset, e))
+    }
+
     /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (0 at end of file).
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
@@ -165,6 +210,10 @@ mod tests {
         f.sync_data().unwrap();
         let mut back = AlignedBuf::new(8192);
         f.read_exact_at(&mut back, 8192).unwrap();
+        let (mut a, mut b) = (AlignedBuf::new(4096), AlignedBuf::new(4096));
+        f.read_exact_vectored_at(&mut [&mut a[..], &mut b[..]], 8192).unwrap();
+        assert_eq!([&a[..], &b[..]].concat(), &back[..]);
+        assert!(f.read_exact_vectored_at(&mut [&mut a[..], &mut b[..]], 3 * 8192 - 4096).is_err());
         assert_eq!((back[0], back[8191]), (7, 9));
         assert!(f.read_exact_at(&mut back, 3 * 8192).is_err());
         assert!(DataFile::open(&path, OpenMode::CreateNew, false).is_err());

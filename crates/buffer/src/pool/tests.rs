@@ -18,6 +18,8 @@ use crate::page::{self, HEADER_SIZE, PAGE_SIZE};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Call {
     Read(PageNo),
+    /// A multi-page read: first page, count.
+    ReadRun(PageNo, usize),
     FlushLog(Lsn),
     Write(PageNo, Lsn),
     Sync,
@@ -84,6 +86,15 @@ impl PageStore for FileStore {
             std::thread::sleep(self.read_delay);
         }
         buf.copy_from_slice(&read_disk(&self.file, no));
+        Ok(())
+    }
+    fn read_pages(&self, first: PageNo, bufs: &mut [&mut [u8]]) -> Result<()> {
+        assert!(bufs.iter().all(|b| b.len() == PAGE_SIZE && (b.as_ptr() as usize).is_multiple_of(4096)));
+        self.reads.fetch_add(bufs.len() as u64, Ordering::SeqCst);
+        self.note(Call::ReadRun(first, bufs.len()));
+        for (no, buf) in (first..).zip(bufs.iter_mut()) {
+            buf.copy_from_slice(&read_disk(&self.file, no));
+        }
         Ok(())
     }
     fn write_page(&self, no: PageNo, buf: &[u8]) -> Result<()> {
@@ -1180,6 +1191,161 @@ fn many_files_get_distinct_ids_and_slots() {
     pool.inner.check_invariants(true);
 }
 
+impl BufferPool {
+    /// Waits until read-ahead has nothing queued or in flight (tests only).
+    fn wait_read_ahead(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.inner.read_ahead.is_idle() {
+            assert!(Instant::now() < deadline, "read-ahead did not finish");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+#[test]
+fn read_ahead_reads_runs_that_later_fetches_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ra.dat");
+    let store = FileStore::create(&path);
+    let pool = pool(512, false);
+    let f = pool.register(store.clone());
+    for no in 0..200 {
+        write_page(&pool, f, no, 9, 3);
+    }
+    pool.unregister(f).unwrap();
+    let f = pool.register(store.clone());
+    // Page 70 is cached already: the runs go around it.
+    drop(pool.fetch(f, 70).unwrap());
+    store.calls.lock().clear();
+    let before = pool.stats();
+    let pages: Vec<PageNo> = (0..200).collect();
+    assert_eq!(pool.read_ahead(f, &pages), 199);
+    pool.wait_read_ahead();
+    let mut runs: Vec<Call> = store.calls();
+    runs.sort_by_key(|c| match c {
+        Call::ReadRun(first, _) => *first,
+        _ => panic!("read-ahead made {c:?}"),
+    });
+    assert_eq!(
+        runs,
+        vec![
+            Call::ReadRun(0, 64),
+            Call::ReadRun(64, 6),
+            Call::ReadRun(71, 64),
+            Call::ReadRun(135, 64),
+            Call::ReadRun(199, 1)
+        ]
+    );
+    let s = pool.stats();
+    assert_eq!((s.read_ahead_pages, s.misses), (199, before.misses), "{s:?}");
+    for no in 0..200 {
+        check(&pool.fetch(f, no).unwrap().read(), no, 9, 3);
+    }
+    assert_eq!(pool.stats().misses, before.misses, "every page was read ahead");
+    // Asking again for cached pages queues nothing.
+    assert_eq!(pool.read_ahead(f, &pages), 0);
+    // A backward scan asks for descending pages: one run all the same.
+    pool.unregister(f).unwrap();
+    let f = pool.register(store.clone());
+    store.calls.lock().clear();
+    let down: Vec<PageNo> = (0..64).rev().collect();
+    pool.read_ahead(f, &down);
+    pool.wait_read_ahead();
+    assert_eq!(store.calls(), vec![Call::ReadRun(0, 64)]);
+    pool.inner.check_invariants(true);
+}
+
+#[test]
+fn read_ahead_leaves_damaged_pages_to_the_fetch_that_wants_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rabad.dat");
+    let store = FileStore::create(&path);
+    let pool = pool(64, false);
+    let f = pool.register(store.clone());
+    for no in 0..10 {
+        write_page(&pool, f, no, 5, 1);
+    }
+    pool.unregister(f).unwrap();
+    let mut p5 = read_disk(&store.file, 5);
+    p5[3000] ^= 1;
+    store.file.write_all_at(&p5, 5 * PAGE_SIZE as u64).unwrap();
+    let f = pool.register(store.clone());
+    pool.read_ahead(f, &(0..10).collect::<Vec<_>>());
+    pool.wait_read_ahead();
+    // Page 5 fails its checksum: read-ahead drops it again.
+    assert_eq!(pool.stats().read_ahead_pages, 9);
+    assert_eq!(pool.stats().resident_pages, 9);
+    assert_eq!(pool.fetch(f, 5).unwrap_err().number(), 824);
+    for no in (0..10).filter(|&n| n != 5) {
+        check(&pool.fetch(f, no).unwrap().read(), no, 5, 1);
+    }
+    pool.inner.check_invariants(true);
+}
+
+/// A store whose reads wait until `parties` reads are in progress at once (or give up
+/// after a while), recording the most seen together.
+struct GatherStore {
+    parties: usize,
+    inside: std::sync::Mutex<usize>,
+    arrived: std::sync::Condvar,
+    most: AtomicU64,
+}
+
+impl PageStore for GatherStore {
+    fn read_page(&self, no: PageNo, buf: &mut [u8]) -> Result<()> {
+        let mut inside = self.inside.lock().unwrap();
+        *inside += 1;
+        self.most.fetch_max(*inside as u64, Ordering::SeqCst);
+        self.arrived.notify_all();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (self.most.load(Ordering::SeqCst) as usize) < self.parties && Instant::now() < deadline {
+            inside = self.arrived.wait_timeout(inside, Duration::from_millis(50)).unwrap().0;
+        }
+        *inside -= 1;
+        buf.fill(0);
+        page::set_page_no(buf, no);
+        page::seal(buf);
+        Ok(())
+    }
+    fn write_page(&self, _: PageNo, _: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn flush_log_to(&self, _: Lsn) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+    fn database_name(&self) -> &str {
+        "gather"
+    }
+    fn path(&self) -> &Path {
+        Path::new("/dev/null")
+    }
+}
+
+#[test]
+fn misses_from_concurrent_threads_are_read_in_parallel() {
+    const THREADS: usize = 8;
+    let store = Arc::new(GatherStore {
+        parties: THREADS,
+        inside: std::sync::Mutex::new(0),
+        arrived: std::sync::Condvar::new(),
+        most: AtomicU64::new(0),
+    });
+    let pool = pool(64, false);
+    let f = pool.register(store.clone());
+    std::thread::scope(|s| {
+        for t in 0..THREADS as u32 {
+            let pool = &pool;
+            s.spawn(move || drop(pool.fetch(f, t * 3).unwrap()));
+        }
+    });
+    // No lock of the pool is held across a read: all eight were in the store at once.
+    assert_eq!(store.most.load(Ordering::SeqCst), THREADS as u64);
+    pool.inner.check_invariants(true);
+}
+
 // ----- model test ------------------------------------------------------------------------------
 
 #[derive(Clone, Debug)]
@@ -1193,6 +1359,7 @@ enum Op {
     Reopen,
     Discard,
     Resize(usize),
+    ReadAhead(u32, u32),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -1206,6 +1373,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::Discard),
         1 => (4..=16usize).prop_map(Op::Resize),
+        2 => (0..48u32, 1..12u32).prop_map(|(from, n)| Op::ReadAhead(from, n)),
     ]
 }
 
@@ -1303,6 +1471,10 @@ proptest! {
                 Op::Resize(frames) => {
                     pool.set_max_bytes(frames * PAGE_SIZE).unwrap();
                 }
+                Op::ReadAhead(from, n) => {
+                    // Runs in the background, overlapping the ops that follow.
+                    pool.read_ahead(f, &(from..from + n).collect::<Vec<_>>());
+                }
             }
             pool.inner.check_invariants(false);
             let s = pool.stats();
@@ -1310,6 +1482,7 @@ proptest! {
             prop_assert!(s.resident_pages <= s.capacity_pages + 3, "{:?}", s);
         }
         held.clear();
+        pool.wait_read_ahead();
         pool.inner.check_invariants(true);
         for no in 0..48 {
             let h = pool.fetch(f, no).unwrap();

@@ -14,7 +14,7 @@ use tessera_buffer::{BufferPool, PoolConfig};
 use tessera_log::{LogConfig, Wal};
 
 fn pool() -> Arc<BufferPool> {
-    BufferPool::new(PoolConfig { max_bytes: 64 << 20, background_writer: false }).unwrap()
+    BufferPool::new(PoolConfig { max_bytes: 64 << 20, background_writer: false, ..PoolConfig::default() }).unwrap()
 }
 
 /// 200-byte keys and 300-byte values: a few thousand rows make a three-level tree.

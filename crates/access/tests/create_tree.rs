@@ -11,7 +11,7 @@ use tessera_buffer::{BufferPool, PoolConfig};
 use tessera_log::{LogConfig, Wal};
 
 fn pool() -> Arc<BufferPool> {
-    BufferPool::new(PoolConfig { max_bytes: 4 << 20, background_writer: false }).unwrap()
+    BufferPool::new(PoolConfig { max_bytes: 4 << 20, background_writer: false, ..PoolConfig::default() }).unwrap()
 }
 
 #[test]

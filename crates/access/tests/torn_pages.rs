@@ -17,7 +17,7 @@ use tessera_buffer::{BufferPool, PoolConfig};
 use tessera_log::{LogConfig, Wal};
 
 fn pool() -> Arc<BufferPool> {
-    BufferPool::new(PoolConfig { max_bytes: 16 << 20, background_writer: false }).unwrap()
+    BufferPool::new(PoolConfig { max_bytes: 16 << 20, background_writer: false, ..PoolConfig::default() }).unwrap()
 }
 
 fn key(i: u32) -> [u8; 4] {

@@ -198,7 +198,8 @@ impl PageStore for NoFile {
 /// Seconds to release a buffer pool holding `bytes` of pages: every frame is filled
 /// (committed memory), then only dropping the pool is timed.
 pub fn pool_release(bytes: u64) -> Result<f64> {
-    let pool = BufferPool::new(PoolConfig { max_bytes: bytes as usize, background_writer: false })?;
+    let pool =
+        BufferPool::new(PoolConfig { max_bytes: bytes as usize, background_writer: false, ..PoolConfig::default() })?;
     let file = pool.register(Arc::new(NoFile));
     let pages = (bytes / PAGE_SIZE as u64) as PageNo;
     for no in 0..pages {

@@ -29,6 +29,7 @@ use tessera_io::{AlignedBuf, Error, Result};
 
 use crate::page::{self, Lsn, PageNo, PAGE_SIZE};
 use frame::{Frame, Kind, State, DIRTY, GEN_SHIFT, MAX_USAGE, NIL, NO_KEY, USAGE_SHIFT, WRITING};
+pub use region::HugePages;
 use region::Region;
 
 pub use extension::{Extension, ExtensionStats};
@@ -70,6 +71,8 @@ pub struct PoolConfig {
     pub max_bytes: usize,
     /// Run the background writer thread.
     pub background_writer: bool,
+    /// How the frames are backed: 4 KiB pages, transparent or explicit huge pages.
+    pub huge_pages: HugePages,
 }
 
 impl Default for PoolConfig {
@@ -80,7 +83,7 @@ impl Default for PoolConfig {
         let ram =
             if pages > 0 && size > 0 { (pages as u128 * size as u128).min(usize::MAX as u128) as usize } else { 0 };
         let max_bytes = if ram == 0 { 1 << 30 } else { (ram / 4).max(16 << 20) };
-        PoolConfig { max_bytes, background_writer: true }
+        PoolConfig { max_bytes, background_writer: true, huge_pages: HugePages::default() }
     }
 }
 
@@ -370,8 +373,8 @@ impl BufferPool {
         if reserve > MAX_FRAMES {
             return Err(Error::Invalid(format!("buffer pool size {} is too large", cfg.max_bytes)));
         }
-        let frames = Region::reserve(reserve * PAGE_SIZE, "frames")?;
-        let descs = Region::reserve(reserve * std::mem::size_of::<Frame>(), "descriptors")?;
+        let frames = Region::reserve(reserve * PAGE_SIZE, "frames", cfg.huge_pages)?;
+        let descs = Region::reserve(reserve * std::mem::size_of::<Frame>(), "descriptors", HugePages::Transparent)?;
         let table = Box::new(SlotTable::new(FIRST_SLOTS));
         let slots = AtomicPtr::new(&*table as *const SlotTable as *mut SlotTable);
         let inner = Arc::new(Inner {

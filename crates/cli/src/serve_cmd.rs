@@ -28,6 +28,11 @@ pub struct ServeArgs {
     /// Buffer pool size in MiB [default: 1024].
     #[arg(long)]
     memory_mb: Option<usize>,
+    /// How buffer pool memory is backed: off (4 KiB pages), transparent (transparent huge
+    /// pages where the kernel can) or on (explicit huge pages from vm.nr_hugepages,
+    /// reserved at start) [default: transparent].
+    #[arg(long, value_parser = ["off", "transparent", "on"])]
+    huge_pages: Option<String>,
     /// TLS certificate (PEM); without one a self-signed certificate is made in the data
     /// directory on first start.
     #[arg(long, requires = "tls_key")]
@@ -59,6 +64,9 @@ pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
     }
     if let Some(v) = args.memory_mb {
         c.memory_mb = v;
+    }
+    if let Some(v) = &args.huge_pages {
+        c.huge_pages.clone_from(v);
     }
     if let Some(v) = &args.tls_cert {
         c.tls_cert = Some(v.clone());

@@ -59,6 +59,21 @@ fn serve_refuses_to_start_without_a_password() {
 }
 
 /// Runs `tessera sql` with `args`, feeding `stdin`; returns (success, stdout, stderr).
+#[test]
+fn serve_with_explicit_huge_pages_it_cannot_have_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // More explicit huge pages than any test machine keeps free (1 TiB).
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["serve", "--port", "0", "--huge-pages", "on", "--memory-mb", "1048576", "--data-dir"])
+        .arg(dir.path())
+        .env("TESSERA_SA_PASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("huge_pages = on") && err.contains("vm.nr_hugepages"), "{err}");
+}
+
 fn tessera_sql(args: &[&str], stdin: &str) -> (bool, String, String) {
     tessera_sql_env(args, stdin, &[])
 }

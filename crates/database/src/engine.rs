@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tessera_buffer::page::PAGE_SIZE;
-use tessera_buffer::{BufferPool, PoolConfig, PoolStats};
+use tessera_buffer::{BufferPool, HugePages, PoolConfig, PoolStats};
 use tessera_io::{Error, Result};
 use tessera_log::LogConfig;
 
@@ -42,6 +42,10 @@ pub struct EngineConfig {
     pub log: LogConfig,
     /// Run the background thread (tests may drive checkpoints themselves).
     pub background: bool,
+    /// How the buffer pool's frames are backed. With `HugePages::On` the pool reserves
+    /// (and the kernel must have free) huge pages for `pool_bytes` at start, and max
+    /// server memory cannot later rise above it.
+    pub huge_pages: HugePages,
 }
 
 impl EngineConfig {
@@ -56,6 +60,7 @@ impl EngineConfig {
             delayed_flush_interval: Duration::from_millis(10),
             log: LogConfig::default(),
             background: true,
+            huge_pages: HugePages::default(),
         }
     }
 }
@@ -109,8 +114,15 @@ impl Engine {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, 0, e))?;
         }
         let machine = memory::sample().map_or(0, |s| s.total_bytes as usize);
-        let reservation = config.pool_bytes.max(machine);
-        let pool = BufferPool::new(PoolConfig { max_bytes: reservation, ..PoolConfig::default() })?;
+        // Address space for the machine's memory costs nothing; explicit huge pages are
+        // reserved in full, so they are taken for the configured size only.
+        let reservation =
+            if config.huge_pages == HugePages::On { config.pool_bytes } else { config.pool_bytes.max(machine) };
+        let pool = BufferPool::new(PoolConfig {
+            max_bytes: reservation,
+            huge_pages: config.huge_pages,
+            ..PoolConfig::default()
+        })?;
         let memory = MemoryGovernor::new(reservation as u64, config.pool_bytes as u64, PAGE_SIZE);
         pool.set_max_bytes(memory.status().target_bytes as usize)?;
         let entries = registry::load(&Engine::registry_path(&config.data_dir))?;

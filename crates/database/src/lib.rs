@@ -30,7 +30,7 @@ pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedD
 pub use engine::{BufferDescriptor, Engine, EngineConfig, EngineStats};
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::{BulkOutcome, Direction};
-pub use tessera_buffer::{ExtensionStats, PoolStats, PAGE_SIZE};
+pub use tessera_buffer::{ExtensionStats, HugePages, PoolStats, PAGE_SIZE};
 pub use tessera_io::{Error, Result};
 pub use tessera_log::recovery::RecoveryOutcome;
 pub use transaction::{Savepoint, Transaction};

@@ -7,6 +7,7 @@
 //! data_dir = "/var/lib/tessera"
 //! log_dir = "/var/log/tessera"      # transaction logs (defaults to data_dir)
 //! memory_mb = 1024                  # buffer pool
+//! huge_pages = "transparent"        # off | transparent | on (explicit, vm.nr_hugepages)
 //! sa_password = "..."               # TESSERA_SA_PASSWORD wins over this
 //! tls_cert = "/etc/tessera/cert.pem"
 //! tls_key = "/etc/tessera/key.pem"
@@ -39,6 +40,9 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub log_dir: Option<PathBuf>,
     pub memory_mb: usize,
+    /// How buffer pool memory is backed: `off` (4 KiB pages), `transparent` (THP where the
+    /// kernel can) or `on` (explicit huge pages reserved at start).
+    pub huge_pages: String,
     pub sa_password: Option<String>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
@@ -68,6 +72,7 @@ impl Default for Config {
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             log_dir: None,
             memory_mb: 1024,
+            huge_pages: "transparent".to_string(),
             sa_password: None,
             tls_cert: None,
             tls_key: None,
@@ -118,6 +123,7 @@ impl Config {
         if self.max_connections == 0 || self.max_message_mb == 0 || self.max_concurrent_logins == 0 {
             return Err("max_connections, max_message_mb and max_concurrent_logins must be positive".to_string());
         }
+        self.huge_pages.parse::<tessera_database::HugePages>()?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("tls_cert and tls_key go together".to_string());
         }
@@ -138,6 +144,10 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1");
         assert!(c.validate().is_ok());
         assert!(Config::from_toml("bogus = 1").is_err());
+        let mut huge = Config::from_toml("sa_password = \"pw\"\nhuge_pages = \"on\"\n").unwrap();
+        assert!(huge.validate().is_ok());
+        huge.huge_pages = "always".into();
+        assert!(huge.validate().unwrap_err().contains("off, transparent or on"));
         let mut c = Config::default();
         assert!(c.validate().unwrap_err().contains(SA_PASSWORD_ENV));
         c.sa_password = Some("x".into());

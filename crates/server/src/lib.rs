@@ -73,6 +73,16 @@ impl Server {
         let mut ec = EngineConfig::new(&config.data_dir);
         ec.log_dir = config.log_dir.clone();
         ec.pool_bytes = config.memory_mb.max(16) << 20;
+        ec.huge_pages = config.huge_pages.parse()?;
+        log.server(&format!(
+            "Buffer pool: {} MB, huge pages {}.",
+            ec.pool_bytes >> 20,
+            match ec.huge_pages {
+                tessera_database::HugePages::Off => "off (4 KB pages)",
+                tessera_database::HugePages::Transparent => "transparent (where the kernel provides them)",
+                tessera_database::HugePages::On => "on (explicit 2 MB pages, reserved now)",
+            }
+        ));
         let dir = config.data_dir.clone();
         let engine = tokio::task::spawn_blocking(move || Engine::open(ec))
             .await

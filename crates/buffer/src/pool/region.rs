@@ -3,13 +3,49 @@
 //! The range is mapped once with `MAP_NORESERVE`, so it costs address space only; the kernel
 //! commits memory page by page on first touch. `discard` hands committed memory back with
 //! `MADV_DONTNEED`, and dropping the region is one `munmap`, whatever was touched.
+//! With explicit huge pages (`HugePages::On`) the mapping reserves its huge pages up front
+//! instead (`MAP_HUGETLB`, no `MAP_NORESERVE`).
 
 use std::ptr;
 
 use tessera_io::{Error, Result};
 
-/// Transparent huge page size on x86-64 and arm64 (4 KiB base pages).
+/// Huge page size on x86-64 and arm64 (4 KiB base pages).
 const HUGE: usize = 2 << 20;
+
+/// How the frame region is backed (`PoolConfig::huge_pages`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HugePages {
+    /// 4 KiB pages only (`MADV_NOHUGEPAGE`): the slowest release, no THP compaction stalls.
+    Off,
+    /// Transparent huge pages where the kernel can give them (`MADV_HUGEPAGE`): memory is
+    /// still committed on first touch and returned by `madvise`, 2 MiB at a time.
+    #[default]
+    Transparent,
+    /// Explicit huge pages (`MAP_HUGETLB`) from the kernel's pool, reserved in full when
+    /// the pool is created: never swapped, never split. The pool cannot grow beyond the
+    /// size it started with, and memory it gives back stays in the huge page pool.
+    On,
+}
+
+impl std::str::FromStr for HugePages {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<HugePages, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "off" => Ok(HugePages::Off),
+            "transparent" => Ok(HugePages::Transparent),
+            "on" => Ok(HugePages::On),
+            other => Err(format!("unknown huge_pages setting '{other}' (off, transparent or on)")),
+        }
+    }
+}
+
+/// `HugePages_Free` of /proc/meminfo.
+fn huge_pages_free() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("HugePages_Free:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
 
 pub(super) struct Region {
     map: *mut u8,
@@ -24,10 +60,14 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// Reserves `len` bytes (rounded up to the OS page size), aligned to 2 MiB and advised
-    /// for transparent huge pages, so that both first touch and release work in 2 MiB units.
-    pub fn reserve(len: usize, what: &str) -> Result<Region> {
+    /// Reserves `len` bytes (rounded up to the OS page size), aligned to 2 MiB, backed as
+    /// `huge` says (see [`HugePages`]), so that both first touch and release work in 2 MiB
+    /// units where huge pages are used.
+    pub fn reserve(len: usize, what: &str, huge: HugePages) -> Result<Region> {
         assert!(len > 0);
+        if huge == HugePages::On {
+            return Self::reserve_hugetlb(len, what);
+        }
         let len = len.next_multiple_of(4096);
         let map_len = len
             .checked_add(HUGE)
@@ -51,12 +91,45 @@ impl Region {
         }
         let map = p as *mut u8;
         let start = (map as usize).next_multiple_of(HUGE) as *mut u8;
+        let advice = if huge == HugePages::Off { libc::MADV_NOHUGEPAGE } else { libc::MADV_HUGEPAGE };
         if len >= HUGE {
             // Best effort: without THP the region still works, it just releases more slowly.
             // SAFETY: [start, start + len) lies inside the mapping.
-            unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE) };
+            unsafe { libc::madvise(start as *mut libc::c_void, len, advice) };
         }
         Ok(Region { map, map_len, start, len })
+    }
+
+    /// `HugePages::On`: explicit 2 MiB pages from the kernel's huge page pool
+    /// (`vm.nr_hugepages`), all reserved by the mmap itself, so a shortage is an error now
+    /// rather than a fault on first touch.
+    fn reserve_hugetlb(len: usize, what: &str) -> Result<Region> {
+        let len = len.next_multiple_of(HUGE);
+        // SAFETY: anonymous private mapping at an address the kernel chooses.
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let err = std::io::Error::last_os_error();
+            let free = huge_pages_free().map_or_else(|| "an unknown number of".to_string(), |n| n.to_string());
+            return Err(Error::Invalid(format!(
+                "cannot reserve {} MiB of huge pages for the buffer pool {what} (huge_pages = on): {} huge pages \
+                 of 2 MiB needed, the kernel has {free} free (raise vm.nr_hugepages, or use huge_pages = \
+                 transparent): {err}",
+                len >> 20,
+                len / HUGE,
+            )));
+        }
+        let map = p as *mut u8;
+        debug_assert!((map as usize).is_multiple_of(HUGE));
+        Ok(Region { map, map_len: len, start: map, len })
     }
 
     pub fn ptr(&self) -> *mut u8 {

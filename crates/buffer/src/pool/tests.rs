@@ -159,7 +159,8 @@ impl PageStore for NullStore {
 }
 
 fn pool(frames: usize, writer: bool) -> Arc<BufferPool> {
-    BufferPool::new(PoolConfig { max_bytes: frames * PAGE_SIZE, background_writer: writer }).unwrap()
+    BufferPool::new(PoolConfig { max_bytes: frames * PAGE_SIZE, background_writer: writer, ..PoolConfig::default() })
+        .unwrap()
 }
 
 /// Fills a page the way the tests expect to find it: header page_no and lsn, body pattern.
@@ -823,7 +824,7 @@ fn handles_outlive_the_pool_object() {
 
 #[test]
 fn zero_sized_pool_is_rejected() {
-    assert!(BufferPool::new(PoolConfig { max_bytes: 100, background_writer: false }).is_err());
+    assert!(BufferPool::new(PoolConfig { max_bytes: 100, background_writer: false, ..PoolConfig::default() }).is_err());
     let d = PoolConfig::default();
     assert!(d.max_bytes >= 16 << 20 && d.background_writer);
 }
@@ -1696,4 +1697,64 @@ proptest! {
             check(&p.fetch(f, no).unwrap().read(), no, l, s);
         }
     }
+}
+
+fn fill_and_check(pool: &BufferPool, pages: u32) {
+    let f = pool.register(Arc::new(NullStore));
+    for no in 0..pages {
+        write_page(pool, f, no, 1, 4);
+    }
+    for no in 0..pages {
+        check(&pool.fetch(f, no).unwrap().read(), no, 1, 4);
+    }
+    pool.discard(f);
+}
+
+#[test]
+fn frames_work_with_and_without_transparent_huge_pages() {
+    for huge_pages in [HugePages::Off, HugePages::Transparent] {
+        let pool = BufferPool::new(PoolConfig { max_bytes: 8 << 20, background_writer: false, huge_pages }).unwrap();
+        fill_and_check(&pool, 1024);
+        pool.set_max_bytes(4 << 20).unwrap();
+        pool.inner.check_invariants(true);
+    }
+}
+
+fn meminfo(field: &str) -> u64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let line = info.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn explicit_huge_pages_are_reserved_up_front_or_refused_clearly() {
+    // More than the kernel has free: refused at creation, naming the setting to change.
+    let free = meminfo("HugePages_Free:") as usize;
+    let cfg = PoolConfig { max_bytes: (free + 1) * (2 << 20), background_writer: false, huge_pages: HugePages::On };
+    let err = BufferPool::new(cfg).unwrap_err().to_string();
+    assert!(err.contains("huge pages") && err.contains("vm.nr_hugepages"), "{err}");
+
+    // With pages to spare (raised here when the test may change vm.nr_hugepages), the
+    // reservation is taken at creation and the frames work.
+    const SYSCTL: &str = "/proc/sys/vm/nr_hugepages";
+    let total: u64 = std::fs::read_to_string(SYSCTL).unwrap().trim().parse().unwrap();
+    if std::fs::write(SYSCTL, (total + 8).to_string()).is_err() || meminfo("HugePages_Free:") < 8 {
+        let _ = std::fs::write(SYSCTL, total.to_string());
+        eprintln!("explicit huge pages: cannot raise vm.nr_hugepages here; only the refusal was checked");
+        return;
+    }
+    struct Restore(u64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::fs::write(SYSCTL, self.0.to_string());
+        }
+    }
+    let _restore = Restore(total);
+    let reserved = meminfo("HugePages_Rsvd:");
+    let cfg = PoolConfig { max_bytes: 16 << 20, background_writer: false, huge_pages: HugePages::On };
+    let pool = BufferPool::new(cfg).unwrap();
+    assert_eq!(meminfo("HugePages_Rsvd:"), reserved + 8, "the whole pool is reserved at creation");
+    fill_and_check(&pool, 2048);
+    drop(pool);
+    assert_eq!(meminfo("HugePages_Rsvd:"), reserved, "dropping the pool returns the reservation");
 }

@@ -18,7 +18,10 @@
 //!     string sorts before its extensions and the encoding is prefix-free;
 //!   * UTF-16 (`nchar`/`nvarchar`): the code units big-endian, then escaped like bytes (binary
 //!     code-unit order; collations are the SQL layer's business: it feeds a sort key as bytes);
-//!   * fixed-width bytes: as they are (the column's width makes them prefix-free).
+//!   * fixed-width bytes: as they are (the column's width makes them prefix-free);
+//!   * `datetimeoffset`: its UTC instant only, as `datetime2`, so that two values naming the
+//!     same instant with different offsets are equal keys, as SQL Server compares them (the
+//!     offset is not in the key: [`KeyReader::read_value`] gives it back as +00:00).
 //! * descending columns: every byte of the column's encoding (marker included) is inverted, so
 //!   the column sorts in reverse and NULLs come last, as in a SQL Server DESC index.
 //!
@@ -270,6 +273,12 @@ impl KeyBuf {
                 p[4..].copy_from_slice(&ticks.to_be_bytes());
                 self.present(&p, desc)
             }
+            (T::DateTimeOffset { .. }, Value::DateTimeOffset { days, ticks, .. }) => {
+                let mut p = [0u8; 12];
+                p[..4].copy_from_slice(&((*days as u32) ^ 1 << 31).to_be_bytes());
+                p[4..].copy_from_slice(&ticks.to_be_bytes());
+                self.present(&p, desc)
+            }
             (T::SmallDateTime, Value::SmallDateTime { days, minutes }) => {
                 let mut p = [0u8; 4];
                 p[..2].copy_from_slice(&days.to_be_bytes());
@@ -480,6 +489,13 @@ impl<'a> KeyReader<'a> {
                 let days = (u32::from_be_bytes(b[..4].try_into().unwrap()) ^ 1 << 31) as i32;
                 let ticks = u64::from_be_bytes(b[4..].try_into().unwrap());
                 Some(Value::DateTime2 { days, ticks })
+            }
+            T::DateTimeOffset { .. } => {
+                self.marker(desc)?;
+                let b: [u8; 12] = self.take(desc)?;
+                let days = (u32::from_be_bytes(b[..4].try_into().unwrap()) ^ 1 << 31) as i32;
+                let ticks = u64::from_be_bytes(b[4..].try_into().unwrap());
+                Some(Value::DateTimeOffset { days, ticks, offset: 0 })
             }
             T::SmallDateTime => {
                 self.marker(desc)?;
@@ -751,6 +767,19 @@ mod tests {
     }
 
     #[test]
+    fn datetimeoffset_keys_are_the_utc_instant() {
+        let ty = ColumnType::DateTimeOffset { scale: 7 };
+        let key = |days, ticks, offset| {
+            KeyBuf::new().value(&ty, &Value::DateTimeOffset { days, ticks, offset }, false).unwrap().as_bytes().to_vec()
+        };
+        // one instant, two offsets: one key
+        assert_eq!(key(10, 5, 330), key(10, 5, -480));
+        // ordered by the instant, whatever the offsets
+        assert!(key(10, 5, 840) < key(10, 6, -840));
+        assert!(key(9, 863_999_999_999, -840) < key(10, 0, 840));
+    }
+
+    #[test]
     fn guid_order_is_sql_servers() {
         // In SQL Server, ORDER BY on uniqueidentifier weighs the last group most heavily;
         // these are in ascending SQL Server order (bytes as stored / sent by TDS).
@@ -800,6 +829,13 @@ mod tests {
             (
                 T::DateTime2 { scale: 3 },
                 vec![Value::DateTime2 { days: 1, ticks: 99 }, Value::DateTime2 { days: 2, ticks: 0 }],
+            ),
+            (
+                T::DateTimeOffset { scale: 7 },
+                vec![
+                    Value::DateTimeOffset { days: 1, ticks: 99, offset: 0 },
+                    Value::DateTimeOffset { days: 2, ticks: 0, offset: 0 },
+                ],
             ),
             (
                 T::SmallDateTime,

@@ -43,6 +43,7 @@
 //! | date | 3 | days since 0001-01-01 |
 //! | time(s) | 3, 4, 5 for s ≤ 2, 4, 7 | units of 10^-s s since midnight |
 //! | datetime2(s) | time(s) + 3 | time part, then date part |
+//! | datetimeoffset(s) | time(s) + 5 | UTC time part, UTC date part, then the offset in minutes (i16) |
 //! | datetime | 8 | days since 1900-01-01 (i32), then 1/300 s ticks since midnight (u32) |
 //! | smalldatetime | 4 | days since 1900-01-01 (u16), then minutes since midnight (u16) |
 //! | uniqueidentifier | 16 | the bytes as held in [`Value::Guid`] |
@@ -72,6 +73,9 @@ pub const DATETIME_MIN_DAYS: i32 = -53_690;
 pub const DATETIME_MAX_DAYS: i32 = 2_958_463;
 /// Minutes in a day (`smalldatetime`).
 pub const MINUTES_PER_DAY: u16 = 1440;
+/// `datetimeoffset`'s offset range, in minutes: -14:00 ..= +14:00.
+pub const MIN_OFFSET_MINUTES: i16 = -840;
+pub const MAX_OFFSET_MINUTES: i16 = 840;
 
 const HEADER: usize = 4;
 const STATUS_NULL_BITMAP: u8 = 0x10;
@@ -103,6 +107,7 @@ pub enum ColumnType {
     DateTime,
     DateTime2 { scale: u8 },
     SmallDateTime,
+    DateTimeOffset { scale: u8 },
     UniqueIdentifier,
 }
 
@@ -144,6 +149,7 @@ impl ColumnType {
             Date => 3,
             Time { scale } => time_size(scale),
             DateTime2 { scale } => time_size(scale) + 3,
+            DateTimeOffset { scale } => time_size(scale) + 5,
             UniqueIdentifier => 16,
             VarChar(_) | NVarChar(_) | VarBinary(_) => return None,
         })
@@ -161,7 +167,7 @@ impl ColumnType {
 
     /// Checks the type's parameters against SQL Server's ranges: lengths 1..=8000 bytes
     /// (1..=4000 for the n-types) or `max` for the variable-length types, decimal precision
-    /// 1..=38 with scale ≤ precision, time/datetime2 scale ≤ 7.
+    /// 1..=38 with scale ≤ precision, time/datetime2/datetimeoffset scale ≤ 7.
     pub fn validate(&self) -> Result<()> {
         use ColumnType::*;
         let ok = match *self {
@@ -170,7 +176,7 @@ impl ColumnType {
             VarChar(n) | VarBinary(n) => (1..=8000).contains(&n) || n == MAX,
             NVarChar(n) => (1..=4000).contains(&n) || n == MAX,
             Decimal { precision, scale } => (1..=38).contains(&precision) && scale <= precision,
-            Time { scale } | DateTime2 { scale } => scale <= 7,
+            Time { scale } | DateTime2 { scale } | DateTimeOffset { scale } => scale <= 7,
             _ => true,
         };
         if ok {
@@ -194,6 +200,9 @@ impl ColumnType {
 /// * `date` and `datetime2` count days from 0001-01-01; `time` and `datetime2` count 100 ns
 ///   ticks from midnight, and must be a whole number of the column's units (`time(3)`: 10 000
 ///   ticks); `datetime` and `smalldatetime` count days from 1900-01-01.
+/// * [`Value::DateTimeOffset`] holds the UTC instant (days from 0001-01-01 and ticks, as
+///   `datetime2`) and the offset of the local time from UTC in minutes,
+///   [`MIN_OFFSET_MINUTES`]..=[`MAX_OFFSET_MINUTES`].
 /// * [`Value::Guid`] holds the 16 bytes in SQL Server's (and TDS's) byte order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -212,6 +221,7 @@ pub enum Value {
     DateTime { days: i32, ticks: u32 },
     DateTime2 { days: i32, ticks: u64 },
     SmallDateTime { days: u16, minutes: u16 },
+    DateTimeOffset { days: i32, ticks: u64, offset: i16 },
     Guid([u8; 16]),
     Bytes(Vec<u8>),
     Unicode(Vec<u16>),
@@ -245,6 +255,7 @@ impl Value {
             Value::DateTime { .. } => "datetime",
             Value::DateTime2 { .. } => "datetime2",
             Value::SmallDateTime { .. } => "smalldatetime",
+            Value::DateTimeOffset { .. } => "datetimeoffset",
             Value::Guid(_) => "uniqueidentifier",
             Value::Bytes(_) => "bytes",
             Value::Unicode(_) => "unicode",
@@ -553,6 +564,16 @@ fn write_fixed(ty: &ColumnType, v: &Value, dst: &mut [u8]) -> Result<()> {
             put_uint(time, time_units(*ticks, *scale)?);
             put_uint(date, *days as u64);
         }
+        (T::DateTimeOffset { scale }, Value::DateTimeOffset { days, ticks, offset }) => {
+            check_date(*days)?;
+            if !(MIN_OFFSET_MINUTES..=MAX_OFFSET_MINUTES).contains(offset) {
+                return Err(invalid(format!("datetimeoffset offset out of range: {offset} minutes")));
+            }
+            let (time, rest) = dst.split_at_mut(time_size(*scale));
+            put_uint(time, time_units(*ticks, *scale)?);
+            put_uint(&mut rest[..3], *days as u64);
+            rest[3..].copy_from_slice(&offset.to_le_bytes());
+        }
         (T::DateTime, Value::DateTime { days, ticks }) => {
             if !(DATETIME_MIN_DAYS..=DATETIME_MAX_DAYS).contains(days) || *ticks >= DATETIME_TICKS_PER_DAY {
                 return Err(invalid(format!("datetime out of range: day {days}, tick {ticks}")));
@@ -634,6 +655,14 @@ fn read_fixed(ty: &ColumnType, b: &[u8]) -> Result<Value> {
         T::DateTime2 { scale } => {
             let (time, date) = b.split_at(time_size(scale));
             Value::DateTime2 { days: read_date(date)?, ticks: read_time(time, scale)? }
+        }
+        T::DateTimeOffset { scale } => {
+            let (time, rest) = b.split_at(time_size(scale));
+            let offset = i16::from_le_bytes([rest[3], rest[4]]);
+            if !(MIN_OFFSET_MINUTES..=MAX_OFFSET_MINUTES).contains(&offset) {
+                return Err(malformed("datetimeoffset offset out of range"));
+            }
+            Value::DateTimeOffset { days: read_date(&rest[..3])?, ticks: read_time(time, scale)?, offset }
         }
         T::DateTime => {
             let days = i32::from_le_bytes(b[..4].try_into().unwrap());
@@ -980,6 +1009,18 @@ mod tests {
         assert!(one(T::SmallDateTime, Value::SmallDateTime { days: 65535, minutes: 1440 }).is_err());
         assert_eq!(T::Time { scale: 2 }.fixed_size(), Some(3));
         assert_eq!(T::DateTime2 { scale: 7 }.fixed_size(), Some(8));
+        assert_eq!(T::DateTimeOffset { scale: 7 }.fixed_size(), Some(10));
+        assert_eq!(T::DateTimeOffset { scale: 0 }.fixed_size(), Some(8));
+        let dto = |offset| Value::DateTimeOffset { days: 1, ticks: 0, offset };
+        assert!(one(T::DateTimeOffset { scale: 7 }, dto(MAX_OFFSET_MINUTES)).is_ok());
+        assert!(one(T::DateTimeOffset { scale: 7 }, dto(MIN_OFFSET_MINUTES - 1)).is_err());
+        assert!(one(T::DateTimeOffset { scale: 7 }, dto(MAX_OFFSET_MINUTES + 1)).is_err());
+        let s = schema(&[T::DateTimeOffset { scale: 2 }]);
+        let v = Value::DateTimeOffset { days: MAX_DATE_DAYS, ticks: 100_000, offset: -330 };
+        let row = encode(&s, std::slice::from_ref(&v)).unwrap();
+        // time(2) in 1/100 s units, the UTC date, then the offset
+        assert_eq!(&row[4..12], &[1, 0, 0, 0xDA, 0xB9, 0x37, 0xB6, 0xFE]);
+        assert_eq!(decode(&s, &row).unwrap(), vec![v]);
         assert_eq!(T::Decimal { precision: 19, scale: 0 }.fixed_size(), Some(9));
     }
 
@@ -1050,6 +1091,7 @@ mod tests {
             Just(T::DateTime),
             (0u8..=7).prop_map(|scale| T::DateTime2 { scale }),
             Just(T::SmallDateTime),
+            (0u8..=7).prop_map(|scale| T::DateTimeOffset { scale }),
             Just(T::UniqueIdentifier),
         ]
     }
@@ -1116,6 +1158,11 @@ mod tests {
             ),
             T::DateTime2 { scale } => same(
                 (0..=MAX_DATE_DAYS, arb_time(scale)).prop_map(|(days, ticks)| Value::DateTime2 { days, ticks }).boxed(),
+            ),
+            T::DateTimeOffset { scale } => same(
+                (0..=MAX_DATE_DAYS, arb_time(scale), MIN_OFFSET_MINUTES..=MAX_OFFSET_MINUTES)
+                    .prop_map(|(days, ticks, offset)| Value::DateTimeOffset { days, ticks, offset })
+                    .boxed(),
             ),
             T::SmallDateTime => same(
                 (any::<u16>(), 0..MINUTES_PER_DAY)

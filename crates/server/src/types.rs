@@ -16,6 +16,7 @@
 //! | binary/varbinary(n) | BIGBINARY (0xAD) / BIGVARBINARY (0xA5) |
 //! | (max) types | the variable type with length 0xFFFF, values as PLP |
 //! | date, time(s), datetime2(s) | DATEN (0x28), TIMEN (0x29), DATETIME2N (0x2A) |
+//! | datetimeoffset(s) | DATETIMEOFFSETN (0x2B): UTC time and date as DATETIME2N, then the offset in minutes (i16) |
 //! | datetime, smalldatetime | DATETIMN (0x6F) of 8/4 bytes |
 //! | uniqueidentifier | GUIDTYPE (0x24) |
 //!
@@ -140,6 +141,7 @@ pub fn put_type_info(out: &mut BytesMut, ty: &SqlType) {
         T::Date => out.put_u8(code::DATEN),
         T::Time { scale } => out.put_slice(&[code::TIMEN, scale]),
         T::DateTime2 { scale } => out.put_slice(&[code::DATETIME2N, scale]),
+        T::DateTimeOffset { scale } => out.put_slice(&[code::DATETIMEOFFSETN, scale]),
         T::DateTime => out.put_slice(&[code::DATETIMN, 8]),
         T::SmallDateTime => out.put_slice(&[code::DATETIMN, 4]),
         T::UniqueIdentifier => out.put_slice(&[code::GUID, 16]),
@@ -262,6 +264,12 @@ pub fn put_value(out: &mut BytesMut, ty: &SqlType, v: &Value) {
             out.put_u8(time_len(*scale) + 3);
             put_time(out, ticks, *scale);
             put_u24(out, days);
+        }
+        (T::DateTimeOffset { scale }, row::Value::DateTimeOffset { days, ticks, offset }) => {
+            out.put_u8(time_len(*scale) + 5);
+            put_time(out, ticks, *scale);
+            put_u24(out, days);
+            out.put_i16_le(offset);
         }
         (T::DateTime, row::Value::DateTime { days, ticks }) => {
             out.put_u8(8);
@@ -412,7 +420,8 @@ impl TypeInfo {
             code::GUID => T::UniqueIdentifier,
             code::DATEN => T::Date,
             code::TIMEN => T::Time { scale: self.scale },
-            code::DATETIME2N | code::DATETIMEOFFSETN => T::DateTime2 { scale: self.scale },
+            code::DATETIME2N => T::DateTime2 { scale: self.scale },
+            code::DATETIMEOFFSETN => T::DateTimeOffset { scale: self.scale },
             code::CHAR | code::BIGCHAR => T::Char(n(self.len)),
             code::VARCHAR | code::BIGVARCHR => T::VarChar(n(self.len)),
             code::NCHAR => T::NChar(nchars(self.len)),
@@ -609,20 +618,28 @@ pub fn read_value(r: &mut Reader, ti: &TypeInfo) -> DecodeResult<Value> {
         }
         SqlType::DateTime2 { scale } => {
             let tl = usize::from(time_len(scale));
-            let offset = ti.code == code::DATETIMEOFFSETN;
-            if data.len() != tl + 3 + if offset { 2 } else { 0 } {
+            if data.len() != tl + 3 {
                 return wrong();
             }
-            let mut ticks = time_ticks(&data[..tl], scale)?;
-            let mut days = check_days(u24(&data[tl..tl + 3]))?;
-            if offset {
-                // datetimeoffset carries UTC and the offset; the local time is what we keep.
-                let minutes = i64::from(i16::from_le_bytes([data[tl + 3], data[tl + 4]]));
-                let t = i64::from(days) * 864_000_000_000 + ticks as i64 + minutes * 600_000_000;
-                days = check_days(t.div_euclid(864_000_000_000) as i32)?;
-                ticks = t.rem_euclid(864_000_000_000) as u64;
+            row::Value::DateTime2 { days: check_days(u24(&data[tl..]))?, ticks: time_ticks(&data[..tl], scale)? }
+        }
+        SqlType::DateTimeOffset { scale } => {
+            // the UTC time and date, then the offset in minutes
+            let tl = usize::from(time_len(scale));
+            if data.len() != tl + 5 {
+                return wrong();
             }
-            row::Value::DateTime2 { days, ticks }
+            let offset = i16::from_le_bytes([data[tl + 3], data[tl + 4]]);
+            if !(row::MIN_OFFSET_MINUTES..=row::MAX_OFFSET_MINUTES).contains(&offset) {
+                return bad("datetimeoffset offset out of range");
+            }
+            let days = check_days(u24(&data[tl..tl + 3]))?;
+            let ticks = time_ticks(&data[..tl], scale)?;
+            // the local date must be in range too
+            let per_day = row::TICKS_PER_DAY as i64;
+            let local = i64::from(days) * per_day + ticks as i64 + i64::from(offset) * 600_000_000;
+            check_days(local.div_euclid(per_day) as i32)?;
+            row::Value::DateTimeOffset { days, ticks, offset }
         }
         _ => return wrong(),
     };
@@ -692,6 +709,9 @@ mod tests {
         round_trip(T::Time { scale: 3 }, Value::Time(10_000 * 1234));
         round_trip(T::DateTime2 { scale: 0 }, Value::DateTime { days: 1, ticks: 10_000_000 });
         round_trip(T::DateTime, Value::DateTime { days: 738_000, ticks: 33_333 });
+        round_trip(T::DateTimeOffset { scale: 7 }, Value::DateTimeOffset { days: 738_000, ticks: 12_345, offset: 330 });
+        round_trip(T::DateTimeOffset { scale: 0 }, Value::DateTimeOffset { days: 1, ticks: 10_000_000, offset: -840 });
+        round_trip(T::DateTimeOffset { scale: 3 }, Value::Null);
         round_trip(T::SmallDateTime, Value::DateTime { days: 738_000, ticks: 600_000_000 });
         round_trip(T::UniqueIdentifier, Value::Guid([7; 16]));
         for t in [T::Int, T::VarChar(5), T::NVarChar(MAX), T::Decimal { precision: 10, scale: 0 }, T::Date] {

@@ -1258,6 +1258,10 @@ impl<'a> Binder<'a> {
                 }
             },
         };
+        // a conversion the chart forbids is a compile error, even in TRY_CAST (NULL converts)
+        if !is_null_literal(&x) {
+            types::check_explicit(&from, &to)?;
+        }
         if let Expr::Const(v) = &x {
             if let Ok(c) = types::cast(v, &from, &to, style) {
                 return Ok((Expr::Const(c), to, n));

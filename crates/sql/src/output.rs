@@ -135,6 +135,7 @@ pub fn display_width(t: &SqlType, max_width: usize) -> usize {
         DateTime => 23,
         SmallDateTime => 19,
         DateTime2 { scale } => 19 + frac(scale),
+        DateTimeOffset { scale } => 26 + frac(scale),
         UniqueIdentifier => 36,
     }
 }

@@ -891,6 +891,7 @@ fn key_type(v: &Value) -> SqlType {
         Value::Date(_) => SqlType::Date,
         Value::Time(_) => SqlType::Time { scale: 7 },
         Value::DateTime { .. } => SqlType::DateTime2 { scale: 7 },
+        Value::DateTimeOffset { .. } => SqlType::DateTimeOffset { scale: 7 },
         Value::Guid(_) => SqlType::UniqueIdentifier,
     }
 }

@@ -2527,7 +2527,9 @@ fn type_args(t: &SqlType) -> Vec<ast::TypeArg> {
         SqlType::Decimal { precision, scale } => {
             vec![ast::TypeArg::Number(precision.into()), ast::TypeArg::Number(scale.into())]
         }
-        SqlType::Time { scale } | SqlType::DateTime2 { scale } => vec![ast::TypeArg::Number(scale.into())],
+        SqlType::Time { scale } | SqlType::DateTime2 { scale } | SqlType::DateTimeOffset { scale } => {
+            vec![ast::TypeArg::Number(scale.into())]
+        }
         _ => Vec::new(),
     }
 }

@@ -572,7 +572,7 @@ fn odbc_type(t: &SqlType) -> i64 {
         Date => -9,
         Time { .. } => -9,
         DateTime | SmallDateTime => 11,
-        DateTime2 { .. } => -9,
+        DateTime2 { .. } | DateTimeOffset { .. } => -9,
         UniqueIdentifier => -11,
     }
 }

@@ -458,6 +458,7 @@ const SYSTEM_TYPES: &[(&str, SqlType)] = &[
     ("date", SqlType::Date),
     ("datetime", SqlType::DateTime),
     ("datetime2", SqlType::DateTime2 { scale: 7 }),
+    ("datetimeoffset", SqlType::DateTimeOffset { scale: 7 }),
     ("decimal", SqlType::Decimal { precision: 38, scale: 38 }),
     ("float", SqlType::Float),
     ("int", SqlType::Int),
@@ -529,6 +530,10 @@ fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
         DateTime => (61, 8, 23, 3),
         DateTime2 { scale } => (42, t.fixed_size().unwrap_or(8) as i64, 27, i64::from(scale)),
         SmallDateTime => (58, 4, 16, 0),
+        DateTimeOffset { scale } => {
+            let precision = 26 + if scale > 0 { i64::from(scale) + 1 } else { 0 };
+            (43, t.fixed_size().unwrap_or(10) as i64, precision, i64::from(scale))
+        }
         UniqueIdentifier => (36, 16, 0, 0),
     }
 }

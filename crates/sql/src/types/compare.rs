@@ -48,6 +48,10 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (V::DateTime { days: d1, ticks: t1 }, V::DateTime { days: d2, ticks: t2 }) => (d1, t1).cmp(&(d2, t2)),
         (V::Date(d1), V::DateTime { days: d2, ticks: t2 }) => (*d1, 0).cmp(&(*d2, *t2)),
         (V::DateTime { days: d1, ticks: t1 }, V::Date(d2)) => (*d1, *t1).cmp(&(*d2, 0)),
+        // datetimeoffset values compare by their UTC instant: the offset does not matter
+        (V::DateTimeOffset { days: d1, ticks: t1, .. }, V::DateTimeOffset { days: d2, ticks: t2, .. }) => {
+            (d1, t1).cmp(&(d2, t2))
+        }
         (V::Guid(x), V::Guid(y)) => guid_key(x).cmp(&guid_key(y)),
         _ => return None,
     })
@@ -90,6 +94,7 @@ pub fn encode_key(v: &Value, t: &SqlType, desc: bool, out: &mut KeyBuf) -> SqlRe
         (Family::Date, V::Date(d)) => out.i32(*d, desc),
         (Family::Time, V::Time(x)) => out.u64(*x, desc),
         (Family::DateTime | Family::DateTime2, V::DateTime { days, ticks }) => out.i32(*days, desc).u64(*ticks, desc),
+        (Family::DateTimeOffset, V::DateTimeOffset { days, ticks, .. }) => out.i32(*days, desc).u64(*ticks, desc),
         (Family::Guid, V::Guid(g)) => out.fixed(&guid_key(g), desc),
         _ => return Err(bad_key(v, t)),
     };

@@ -23,6 +23,23 @@ pub fn cast(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> SqlR
     if v.is_null() {
         return Ok(Value::Null);
     }
+    check_explicit(from, to)?;
+    match family(to) {
+        Family::Bit => to_bit(v, from),
+        Family::Int => to_int(v, from, to),
+        Family::Float => to_float(v, from, to),
+        Family::Decimal | Family::Money => to_decimal(v, from, to),
+        Family::Char | Family::NChar => to_string(v, from, to, style),
+        Family::Binary => to_binary(v, from, to, style),
+        Family::Date | Family::Time | Family::DateTime | Family::DateTime2 | Family::DateTimeOffset => {
+            to_temporal(v, from, to, style)
+        }
+        Family::Guid => to_guid(v, from),
+    }
+}
+
+/// Error 529 when not even `CAST` converts `from` to `to` (`CAST(date AS int)`).
+pub fn check_explicit(from: &SqlType, to: &SqlType) -> SqlResult<()> {
     if conversion(from, to) == Conversion::NotAllowed {
         return Err(SqlError::new(
             529,
@@ -33,16 +50,7 @@ pub fn cast(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> SqlR
             ),
         ));
     }
-    match family(to) {
-        Family::Bit => to_bit(v, from),
-        Family::Int => to_int(v, from, to),
-        Family::Float => to_float(v, from, to),
-        Family::Decimal | Family::Money => to_decimal(v, from, to),
-        Family::Char | Family::NChar => to_string(v, from, to, style),
-        Family::Binary => to_binary(v, from, to, style),
-        Family::Date | Family::Time | Family::DateTime | Family::DateTime2 => to_temporal(v, from, to, style),
-        Family::Guid => to_guid(v, from),
-    }
+    Ok(())
 }
 
 fn unexpected(v: &Value, to: &SqlType) -> SqlError {
@@ -446,12 +454,35 @@ fn bad_style(style: i32, from: &SqlType) -> SqlError {
     )
 }
 
+/// A datetimeoffset as text: the local date and time, then the offset
+/// (`2025-03-04 10:11:12.1234567 +05:30`, style 121 and the default); style 126 puts the
+/// offset right after the time (`2025-03-04T10:11:12.1234567+05:30`), style 127 gives the
+/// UTC time (`2025-03-04T04:41:12.1234567Z`). Other styles format the local date/time,
+/// with the offset after it when they show both a date and a time of day.
+fn offset_text(days: i32, ticks: u64, offset: i16, from: &SqlType, style: Option<i32>) -> SqlResult<String> {
+    let digits = fraction_digits(from);
+    let style = style.unwrap_or(121);
+    if style == 127 {
+        return datetime::format_style(days, ticks, digits, false, 127).ok_or_else(|| bad_style(style, from));
+    }
+    let (local_days, local_ticks) = datetime::shift_minutes(days, ticks, offset.into());
+    let text =
+        datetime::format_style(local_days, local_ticks, digits, false, style).ok_or_else(|| bad_style(style, from))?;
+    let zone = datetime::format_offset(offset);
+    Ok(match style {
+        126 => format!("{text}{zone}"),
+        0 | 100 | 9 | 109 | 13 | 113 | 20 | 120 | 21 | 25 | 121 | 22 => format!("{text} {zone}"),
+        _ => text,
+    })
+}
+
 /// A temporal value as text: the type's default format, or a `CONVERT` style.
 fn temporal_text(v: &Value, from: &SqlType, style: Option<i32>) -> SqlResult<String> {
     let (days, ticks) = match v {
         Value::Date(d) => (*d, 0),
         Value::Time(t) => (DAYS_TO_1900, *t),
         Value::DateTime { days, ticks } => (*days, *ticks),
+        Value::DateTimeOffset { days, ticks, offset } => return offset_text(*days, *ticks, *offset, from, style),
         _ => return Err(unexpected(v, &SqlType::VarChar(MAX))),
     };
     let digits = fraction_digits(from);
@@ -590,7 +621,9 @@ fn to_string(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> Sql
             }
             text
         }
-        Value::Date(_) | Value::Time(_) | Value::DateTime { .. } => temporal_text(v, from, style)?,
+        Value::Date(_) | Value::Time(_) | Value::DateTime { .. } | Value::DateTimeOffset { .. } => {
+            temporal_text(v, from, style)?
+        }
         Value::Null => return Ok(Value::Null),
     };
     Ok(fit_string(&text, to))
@@ -625,7 +658,9 @@ fn to_binary(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> Sql
             _ => (value.to_be_bytes()[16 - int_width(from)..].to_vec(), true),
         },
         Value::Guid(g) => (g.to_vec(), false),
-        Value::Date(_) | Value::Time(_) | Value::DateTime { .. } => (temporal_to_binary(v, from), true),
+        Value::Date(_) | Value::Time(_) | Value::DateTime { .. } | Value::DateTimeOffset { .. } => {
+            (temporal_to_binary(v, from), true)
+        }
         Value::Null => return Ok(Value::Null),
     };
     Ok(Value::Binary(Arc::from(fit_binary(bytes, n, pad, numeric))))
@@ -686,6 +721,9 @@ fn temporal_to_binary(v: &Value, from: &SqlType) -> Vec<u8> {
         (Value::Date(d), _) => d.to_le_bytes()[..3].to_vec(),
         (Value::Time(t), _) => t.to_le_bytes()[..5].to_vec(),
         (Value::DateTime { days, ticks }, _) => [&ticks.to_le_bytes()[..5], &days.to_le_bytes()[..3]].concat(),
+        (Value::DateTimeOffset { days, ticks, offset }, _) => {
+            [&ticks.to_le_bytes()[..5], &days.to_le_bytes()[..3], &offset.to_le_bytes()[..]].concat()
+        }
         _ => Vec::new(),
     }
 }
@@ -780,18 +818,31 @@ fn out_of_range(from: &SqlType, to: &SqlType) -> SqlError {
 }
 
 fn to_temporal(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> SqlResult<Value> {
+    // the local date/time, and the offset it has (datetimeoffset, or a string with one)
+    let mut offset = 0;
     let (days, ticks) = match v {
         Value::Date(d) => (*d, 0),
         Value::Time(t) => (DAYS_TO_1900, *t),
         Value::DateTime { days, ticks } => (*days, *ticks),
+        Value::DateTimeOffset { days, ticks, offset: o } => {
+            offset = *o;
+            datetime::shift_minutes(*days, *ticks, (*o).into())
+        }
         Value::Str(s) => {
             let bad =
                 || SqlError::new(241, "Conversion failed when converting date and/or time from character string.");
-            let p = datetime::parse(s, DateOrder::for_style(style)).ok_or_else(bad)?;
-            if matches!(to, SqlType::DateTime | SqlType::SmallDateTime) && p.fraction_digits > 3 {
-                return Err(bad());
+            let order = DateOrder::for_style(style);
+            if matches!(to, SqlType::DateTime | SqlType::SmallDateTime) {
+                let p = datetime::parse(s, order).ok_or_else(bad)?;
+                if p.fraction_digits > 3 {
+                    return Err(bad());
+                }
+                (p.days, p.ticks)
+            } else {
+                let (p, o) = datetime::parse_with_offset(s, order).ok_or_else(bad)?;
+                offset = o.unwrap_or(0);
+                (p.days, p.ticks)
             }
-            (p.days, p.ticks)
         }
         Value::Int(_) | Value::Bit(_) | Value::Decimal { .. } | Value::Float(_) => {
             let x = match to_float(v, from, &SqlType::Float)? {
@@ -805,10 +856,28 @@ fn to_temporal(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> S
             let ticks = ((x - day) * TICKS_PER_DAY as f64).round() as u64;
             (DAYS_TO_1900 + day as i32, ticks)
         }
+        Value::Binary(b) if matches!(to, SqlType::DateTimeOffset { .. }) => {
+            let (days, ticks, o) = binary_to_offset(b).ok_or_else(|| overflow(to))?;
+            offset = o;
+            datetime::shift_minutes(days, ticks, o.into())
+        }
         Value::Binary(b) => binary_to_datetime(b, to)?,
         _ => return Err(unexpected(v, to)),
     };
-    finish_temporal(days, ticks, from, to)
+    finish_temporal(days, ticks, offset, from, to)
+}
+
+/// A datetimeoffset from its binary form (time, date, offset, as
+/// [`temporal_to_binary`] writes it): UTC days, ticks and the offset.
+fn binary_to_offset(b: &[u8]) -> Option<(i32, u64, i16)> {
+    let b: &[u8; 10] = b.try_into().ok()?;
+    let mut t = [0u8; 8];
+    t[..5].copy_from_slice(&b[..5]);
+    let ticks = u64::from_le_bytes(t);
+    let days = i32::from(b[5]) | i32::from(b[6]) << 8 | i32::from(b[7]) << 16;
+    let offset = i16::from_le_bytes([b[8], b[9]]);
+    let ok = ticks < TICKS_PER_DAY && days <= MAX_DATE_DAYS && (-840..=840).contains(&offset);
+    ok.then_some((days, ticks, offset))
 }
 
 fn binary_to_datetime(b: &[u8], to: &SqlType) -> SqlResult<(i32, u64)> {
@@ -824,10 +893,19 @@ fn binary_to_datetime(b: &[u8], to: &SqlType) -> SqlResult<(i32, u64)> {
     Ok((DAYS_TO_1900 + (x >> 32) as i32, ticks_from_t300(t300)))
 }
 
-/// Brings a (days, ticks) instant to the target type's precision and range.
-fn finish_temporal(days: i32, ticks: u64, from: &SqlType, to: &SqlType) -> SqlResult<Value> {
+/// Brings a local (days, ticks) date/time to the target type's precision and range; a
+/// datetimeoffset gets `offset` (minutes), the others keep the local time.
+fn finish_temporal(days: i32, ticks: u64, offset: i16, from: &SqlType, to: &SqlType) -> SqlResult<Value> {
     let ticks = ticks.min(TICKS_PER_DAY - 1);
     match *to {
+        SqlType::DateTimeOffset { scale } => {
+            let (d, t) = round_scale(days, ticks, scale);
+            let (ud, ut) = datetime::shift_minutes(d, t, -i32::from(offset));
+            if !(0..=MAX_DATE_DAYS).contains(&d) || !(0..=MAX_DATE_DAYS).contains(&ud) {
+                return Err(out_of_range(from, to));
+            }
+            Ok(Value::DateTimeOffset { days: ud, ticks: ut, offset })
+        }
         SqlType::Date => {
             if !(0..=MAX_DATE_DAYS).contains(&days) {
                 return Err(out_of_range(from, to));
@@ -910,13 +988,24 @@ pub fn display_text(v: &Value, t: &SqlType) -> String {
             };
             format!("{} {}", datetime::format_date(*days), datetime::format_time(*ticks, digits))
         }
+        Value::DateTimeOffset { days, ticks, offset } => {
+            let (d, tk) = datetime::shift_minutes(*days, *ticks, (*offset).into());
+            format!(
+                "{} {} {}",
+                datetime::format_date(d),
+                datetime::format_time(tk, fraction_digits_or_7(t)),
+                datetime::format_offset(*offset)
+            )
+        }
         Value::Guid(g) => guid_text(g),
     }
 }
 
 fn fraction_digits_or_7(t: &SqlType) -> u8 {
     match t {
-        SqlType::Time { .. } | SqlType::DateTime2 { .. } | SqlType::DateTime => fraction_digits(t),
+        SqlType::Time { .. } | SqlType::DateTime2 { .. } | SqlType::DateTimeOffset { .. } | SqlType::DateTime => {
+            fraction_digits(t)
+        }
         _ => 7,
     }
 }
@@ -933,6 +1022,7 @@ fn natural_type(v: &Value) -> SqlType {
         Value::Date(_) => SqlType::Date,
         Value::Time(_) => SqlType::Time { scale: 7 },
         Value::DateTime { .. } => SqlType::DateTime2 { scale: 7 },
+        Value::DateTimeOffset { .. } => SqlType::DateTimeOffset { scale: 7 },
         Value::Guid(_) => SqlType::UniqueIdentifier,
     }
 }
@@ -972,6 +1062,9 @@ pub fn to_storage(v: &Value, t: &SqlType) -> row::Value {
             days: (*days - DAYS_TO_1900).clamp(0, u16::MAX.into()) as u16,
             minutes: (*ticks / TICKS_PER_MINUTE).min(u64::from(MINUTES_PER_DAY) - 1) as u16,
         },
+        (Value::DateTimeOffset { days, ticks, offset }, T::DateTimeOffset { .. }) => {
+            row::Value::DateTimeOffset { days: *days, ticks: *ticks, offset: *offset }
+        }
         (Value::Guid(g), T::UniqueIdentifier) => row::Value::Guid(*g),
         // not in the type's form: convert first
         _ => match cast(v, &natural_type(v), t, None) {
@@ -1009,6 +1102,7 @@ pub fn from_storage(v: row::Value, t: &SqlType) -> Value {
         row::Value::SmallDateTime { days, minutes } => {
             Value::DateTime { days: i32::from(days) + DAYS_TO_1900, ticks: u64::from(minutes) * TICKS_PER_MINUTE }
         }
+        row::Value::DateTimeOffset { days, ticks, offset } => Value::DateTimeOffset { days, ticks, offset },
         row::Value::Guid(g) => Value::Guid(g),
         row::Value::Bytes(b) => match t {
             T::Binary(_) | T::VarBinary(_) => Value::Binary(Arc::from(b)),
@@ -1260,6 +1354,38 @@ mod tests {
     }
 
     #[test]
+    fn datetimeoffset() {
+        let dto = |scale| T::DateTimeOffset { scale };
+        let v = c(s("2025-03-04 10:11:12.1234567 +05:30"), T::VarChar(40), dto(7)).unwrap();
+        // stored as the UTC instant
+        let day = super::super::days_from_civil(2025, 3, 4);
+        let utc = (4 * 3600 + 41 * 60 + 12) * TICKS_PER_SECOND + 1_234_567;
+        assert_eq!(v, Value::DateTimeOffset { days: day, ticks: utc, offset: 330 });
+        assert_eq!(display_text(&v, &dto(7)), "2025-03-04 10:11:12.1234567 +05:30");
+        assert_eq!(c(v.clone(), dto(7), T::VarChar(40)).unwrap(), s("2025-03-04 10:11:12.1234567 +05:30"));
+        assert_eq!(cast(&v, &dto(7), &T::VarChar(40), Some(126)).unwrap(), s("2025-03-04T10:11:12.1234567+05:30"));
+        assert_eq!(cast(&v, &dto(7), &T::VarChar(40), Some(127)).unwrap(), s("2025-03-04T04:41:12.1234567Z"));
+        // the local time survives conversion to the types without an offset
+        assert_eq!(c(v.clone(), dto(7), T::DateTime2 { scale: 7 }).unwrap(), dt("2025-03-04 10:11:12.1234567"));
+        assert_eq!(c(v.clone(), dto(7), T::Date).unwrap(), Value::Date(day));
+        // … and datetime2 gets +00:00
+        let back = c(dt("2025-03-04 10:11:12.1234567"), T::DateTime2 { scale: 7 }, dto(7)).unwrap();
+        assert_eq!(display_text(&back, &dto(7)), "2025-03-04 10:11:12.1234567 +00:00");
+        // scale: rounded half up, carrying into the next day
+        let r = c(s("2025-12-31 23:59:59.9999999 -02:00"), T::VarChar(40), dto(0)).unwrap();
+        assert_eq!(display_text(&r, &dto(0)), "2026-01-01 00:00:00 -02:00");
+        assert_eq!(display_text(&c(v.clone(), dto(7), dto(3)).unwrap(), &dto(3)), "2025-03-04 10:11:12.123 +05:30");
+        // range: both the UTC and the local date must exist
+        assert_eq!(err(c(s("0001-01-01 00:00 +01:00"), T::VarChar(40), dto(7))).0, 242);
+        assert_eq!(err(c(s("9999-12-31 23:00 -01:00"), T::VarChar(40), dto(7))).0, 242);
+        assert_eq!(err(c(s("2025-01-01 +14:30"), T::VarChar(40), dto(7))).0, 241);
+        assert_eq!(err(c(v.clone(), dto(7), T::Int)).0, 529);
+        let bytes = c(v.clone(), dto(7), T::VarBinary(20)).unwrap();
+        assert_eq!(c(bytes, T::VarBinary(20), dto(7)).unwrap(), v);
+        assert_eq!(from_storage(to_storage(&v, &dto(7)), &dto(7)), v);
+    }
+
+    #[test]
     fn guids() {
         let text = "6F9619FF-8B86-D011-B42D-00C04FC964FF";
         let g = c(s(&text.to_lowercase()), T::VarChar(36), T::UniqueIdentifier).unwrap();
@@ -1362,10 +1488,24 @@ mod tests {
         }
 
         #[test]
+        fn datetimeoffset_text_round_trip(
+            days in 1i32..tessera_access::row::MAX_DATE_DAYS,
+            ticks in 0u64..TICKS_PER_DAY,
+            offset in -840i16..=840,
+        ) {
+            let t = T::DateTimeOffset { scale: 7 };
+            let v = Value::DateTimeOffset { days, ticks, offset };
+            let text = c(v.clone(), t, T::VarChar(40)).unwrap();
+            prop_assert_eq!(c(text, T::VarChar(40), t).unwrap(), v.clone());
+            let iso = cast(&v, &t, &T::VarChar(40), Some(126)).unwrap();
+            prop_assert_eq!(c(iso, T::VarChar(40), t).unwrap(), v);
+        }
+
+        #[test]
         fn casts_never_panic(x in any::<i64>(), f in any::<f64>(), text in "\\PC{0,12}") {
             let types = [T::Bit, T::TinyInt, T::Int, T::BigInt, T::Real, T::Float, d(5, 2), d(38, 10), T::Money, T::SmallMoney,
                 T::Char(3), T::VarChar(5), T::NVarChar(2), T::Binary(3), T::VarBinary(MAX), T::Date, T::Time { scale: 2 },
-                T::DateTime, T::SmallDateTime, T::DateTime2 { scale: 0 }, T::UniqueIdentifier];
+                T::DateTime, T::SmallDateTime, T::DateTime2 { scale: 0 }, T::DateTimeOffset { scale: 3 }, T::UniqueIdentifier];
             for from in [T::BigInt, T::Float, T::NVarChar(MAX)] {
                 let v = match from { T::BigInt => Value::Int(x), T::Float if f.is_finite() => Value::Float(f), T::Float => Value::Float(0.0), _ => s(&text) };
                 for to in &types {

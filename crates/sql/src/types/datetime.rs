@@ -302,6 +302,54 @@ pub(crate) fn parse(s: &str, order: DateOrder) -> Option<Parsed> {
     Some(out)
 }
 
+/// Parses a date/time string that may end in a time zone offset (`+05:30`, `-08:00`,
+/// after a space or right after the time, or ISO 8601's `Z`), as the conversions to
+/// datetimeoffset, datetime2, date and time accept it: the local date/time and the offset
+/// in minutes (`None` without one). `None` when it is not a valid date/time or the offset
+/// is outside -14:00..=+14:00 (error 241).
+pub(crate) fn parse_with_offset(s: &str, order: DateOrder) -> Option<(Parsed, Option<i16>)> {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    if let Some(rest) = t.strip_suffix(['Z', 'z']) {
+        if rest.ends_with(|c: char| c.is_ascii_digit()) {
+            return Some((parse(rest, order)?, Some(0)));
+        }
+    }
+    let b = t.as_bytes();
+    let n = b.len();
+    let zone = n >= 6
+        && matches!(b[n - 6], b'+' | b'-')
+        && b[n - 3] == b':'
+        && [n - 5, n - 4, n - 2, n - 1].iter().all(|&i| b[i].is_ascii_digit())
+        && (n == 6 || b[n - 7].is_ascii_digit() || b[n - 7].is_ascii_whitespace());
+    if !zone {
+        return Some((parse(t, order)?, None));
+    }
+    let hours = i16::from(b[n - 5] - b'0') * 10 + i16::from(b[n - 4] - b'0');
+    let minutes = i16::from(b[n - 2] - b'0') * 10 + i16::from(b[n - 1] - b'0');
+    let total = hours * 60 + minutes;
+    if minutes > 59 || total > 840 {
+        return None;
+    }
+    let offset = if b[n - 6] == b'-' { -total } else { total };
+    Some((parse(&t[..n - 6], order)?, Some(offset)))
+}
+
+/// Moves a (days, ticks) date/time by a number of minutes (UTC ↔ local time).
+pub(crate) fn shift_minutes(days: i32, ticks: u64, minutes: i32) -> (i32, u64) {
+    let total = i128::from(days) * i128::from(TICKS_PER_DAY)
+        + i128::from(ticks)
+        + i128::from(minutes) * i128::from(TICKS_PER_MINUTE);
+    let per_day = i128::from(TICKS_PER_DAY);
+    (total.div_euclid(per_day) as i32, total.rem_euclid(per_day) as u64)
+}
+
+/// A time zone offset as SQL Server writes it: `+05:30`, `-08:00`, `+00:00`.
+pub(crate) fn format_offset(minutes: i16) -> String {
+    let sign = if minutes < 0 { '-' } else { '+' };
+    let m = minutes.unsigned_abs();
+    format!("{sign}{:02}:{:02}", m / 60, m % 60)
+}
+
 fn strip_zone(t: &str) -> &str {
     if let Some(rest) = t.strip_suffix(['Z', 'z']) {
         return rest;
@@ -475,6 +523,26 @@ mod tests {
             assert_eq!(p(bad), None, "{bad}");
         }
         assert_eq!(parse("13:45:00.1234567", DateOrder::Mdy).unwrap().fraction_digits, 7);
+    }
+
+    #[test]
+    fn offsets() {
+        let o = |s: &str| parse_with_offset(s, DateOrder::Mdy).map(|(p, off)| (p.days, p.ticks, off));
+        let day = ymd(2025, 3, 4);
+        assert_eq!(o("2025-03-04 10:00 +05:30"), Some((day, 10 * H, Some(330))));
+        assert_eq!(o("2025-03-04T10:00:00-08:00"), Some((day, 10 * H, Some(-480))));
+        assert_eq!(o("2025-03-04 10:00:00.5+14:00"), Some((day, 10 * H + 5_000_000, Some(840))));
+        assert_eq!(o("2025-03-04T10:00:00Z"), Some((day, 10 * H, Some(0))));
+        assert_eq!(o("2025-03-04 10:00"), Some((day, 10 * H, None)));
+        assert_eq!(o("2025-03-04"), Some((day, 0, None)));
+        assert_eq!(o("2025-03-04 10:00 +14:01"), None);
+        assert_eq!(o("2025-03-04 10:00 +05:60"), None);
+        assert_eq!(o("2025-03-04 10:00 +5:30"), None);
+        assert_eq!(format_offset(330), "+05:30");
+        assert_eq!(format_offset(-480), "-08:00");
+        assert_eq!(format_offset(0), "+00:00");
+        assert_eq!(shift_minutes(day, 0, -1), (day - 1, TICKS_PER_DAY - M));
+        assert_eq!(shift_minutes(day, 23 * H, 90), (day + 1, 30 * M));
     }
 
     #[test]

@@ -14,16 +14,16 @@ use rand::{Rng, RngCore, SeedableRng};
 use super::compare::{encode_key, like};
 use super::convert::{cast, check_int, fit_string, round_datetime};
 use super::datetime::{
-    civil_from_days, days_from_civil, days_in_month, weekday, Parts, DAYS_TO_1900, MONTHS, TICKS_PER_HOUR,
-    TICKS_PER_MINUTE, TICKS_PER_SECOND, WEEKDAYS,
+    civil_from_days, days_from_civil, days_in_month, format_offset, shift_minutes, weekday, Parts, DAYS_TO_1900,
+    MONTHS, TICKS_PER_HOUR, TICKS_PER_MINUTE, TICKS_PER_SECOND, WEEKDAYS,
 };
 use super::num::{self, f64_to_decimal, fits_precision};
 use super::text::{cp1252_byte, decode_cp1252, find_ci, trim_trailing_spaces};
-use super::typing::{base_type_name, family, is_string, is_unicode, Family, MAX_BYTES, MAX_NCHARS};
+use super::typing::{base_type_name, family, fraction_digits, is_string, is_unicode, Family, MAX_BYTES, MAX_NCHARS};
 use super::{SqlType, Value};
 use crate::error::{SqlError, SqlResult};
 use tessera_access::key::KeyBuf;
-use tessera_access::row::{MAX, MAX_DATE_DAYS, TICKS_PER_DAY};
+use tessera_access::row::{MAX, MAX_DATE_DAYS, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES, TICKS_PER_DAY};
 
 /// A part of a date for DATEADD, DATEDIFF, DATEPART and DATENAME.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +42,8 @@ pub enum DatePart {
     Microsecond,
     Nanosecond,
     IsoWeek,
+    /// The time zone offset in minutes (DATEPART) or as `+hh:mm` (DATENAME).
+    TzOffset,
 }
 
 impl DatePart {
@@ -62,6 +64,7 @@ impl DatePart {
             DatePart::Microsecond => "microsecond",
             DatePart::Nanosecond => "nanosecond",
             DatePart::IsoWeek => "iso_week",
+            DatePart::TzOffset => "tzoffset",
         }
     }
 
@@ -111,6 +114,7 @@ pub fn date_part(name: &str) -> SqlResult<DatePart> {
         "microsecond" | "mcs" => DatePart::Microsecond,
         "nanosecond" | "ns" => DatePart::Nanosecond,
         "iso_week" | "isowk" | "isoww" => DatePart::IsoWeek,
+        "tzoffset" | "tz" => DatePart::TzOffset,
         _ => return Err(SqlError::new(155, format!("'{name}' is not a recognized datepart option."))),
     })
 }
@@ -194,13 +198,15 @@ fn bad_arg(name: &str, t: &SqlType, i: usize) -> SqlError {
 /// The number of arguments a function takes, as (min, max).
 fn arity(name: &str) -> Option<(usize, usize)> {
     Some(match name {
-        "PI" | "NEWID" | "GETDATE" | "GETUTCDATE" | "SYSDATETIME" | "SYSUTCDATETIME" | "CURRENT_TIMESTAMP" => (0, 0),
+        "PI" | "NEWID" | "GETDATE" | "GETUTCDATE" | "SYSDATETIME" | "SYSUTCDATETIME" | "SYSDATETIMEOFFSET"
+        | "CURRENT_TIMESTAMP" => (0, 0),
         "RAND" => (0, 1),
         "LEN" | "DATALENGTH" | "UPPER" | "LOWER" | "LTRIM" | "RTRIM" | "TRIM" | "REVERSE" | "SPACE" | "CHAR"
         | "ASCII" | "NCHAR" | "UNICODE" | "ABS" | "FLOOR" | "CEILING" | "SQRT" | "SQUARE" | "SIGN" | "EXP"
         | "LOG10" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "COT" | "DEGREES" | "RADIANS" | "YEAR"
         | "MONTH" | "DAY" | "ISDATE" | "ISNUMERIC" => (1, 1),
-        "LEFT" | "RIGHT" | "REPLICATE" | "POWER" | "DATEPART" | "DATENAME" | "ATN2" => (2, 2),
+        "LEFT" | "RIGHT" | "REPLICATE" | "POWER" | "DATEPART" | "DATENAME" | "ATN2" | "TODATETIMEOFFSET"
+        | "SWITCHOFFSET" => (2, 2),
         "LOG" | "EOMONTH" | "QUOTENAME" => (1, 2),
         "STR" => (1, 3),
         "CHARINDEX" => (2, 3),
@@ -352,12 +358,25 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         "NEWID" => T::UniqueIdentifier,
         "GETDATE" | "GETUTCDATE" | "CURRENT_TIMESTAMP" => T::DateTime,
         "SYSDATETIME" | "SYSUTCDATETIME" => T::DateTime2 { scale: 7 },
+        "SYSDATETIMEOFFSET" => T::DateTimeOffset { scale: 7 },
+        "TODATETIMEOFFSET" | "SWITCHOFFSET" => {
+            let scale = match family(&first) {
+                Family::Char | Family::NChar => 7,
+                Family::DateTime2 | Family::DateTimeOffset | Family::DateTime | Family::Date => fraction_digits(&first),
+                Family::Time if name == "SWITCHOFFSET" => fraction_digits(&first),
+                _ => return Err(bad_arg(name, &first, 0)),
+            };
+            if !matches!(family(&args[1]), Family::Char | Family::NChar | Family::Int | Family::Bit) {
+                return Err(bad_arg(name, &args[1], 1));
+            }
+            T::DateTimeOffset { scale }
+        }
         "DATEADD" => {
             if !date_like(&args[2]) {
                 return Err(bad_arg(name, &args[2], 2));
             }
             match family(&args[2]) {
-                Family::Date | Family::Time | Family::DateTime | Family::DateTime2 => args[2],
+                Family::Date | Family::Time | Family::DateTime | Family::DateTime2 | Family::DateTimeOffset => args[2],
                 _ => T::DateTime,
             }
         }
@@ -434,10 +453,13 @@ fn float(v: &Value, t: &SqlType) -> SqlResult<Option<f64>> {
 
 /// A date argument as (days, ticks) and the type it has (strings and numbers become
 /// `as_type`).
+/// A datetimeoffset's local time.
 fn instant(v: &Value, t: &SqlType, as_type: SqlType) -> SqlResult<Option<((i32, u64), SqlType)>> {
     let (v, t) = match (v, family(t)) {
         (Value::Null, _) => return Ok(None),
-        (_, Family::Date | Family::Time | Family::DateTime | Family::DateTime2) => (v.clone(), *t),
+        (_, Family::Date | Family::Time | Family::DateTime | Family::DateTime2 | Family::DateTimeOffset) => {
+            (v.clone(), *t)
+        }
         (_, Family::Char | Family::NChar) => (cast(v, t, &as_type, None)?, as_type),
         // numbers are days since 1900-01-01, as datetime
         _ => (cast(v, t, &SqlType::DateTime, None)?, SqlType::DateTime),
@@ -446,8 +468,49 @@ fn instant(v: &Value, t: &SqlType, as_type: SqlType) -> SqlResult<Option<((i32, 
         Value::Date(d) => Some(((d, 0), t)),
         Value::Time(x) => Some(((DAYS_TO_1900, x), t)),
         Value::DateTime { days, ticks } => Some(((days, ticks), t)),
+        Value::DateTimeOffset { days, ticks, offset } => Some((shift_minutes(days, ticks, offset.into()), t)),
         _ => None,
     })
+}
+
+/// Error 9812 for an offset TODATETIMEOFFSET or SWITCHOFFSET cannot use.
+fn invalid_timezone(function: &str) -> SqlError {
+    SqlError::new(
+        9812,
+        format!("The timezone provided to builtin function {} is invalid.", function.to_ascii_lowercase()),
+    )
+}
+
+/// A time zone offset argument: `{+|-}hh:mm`, or an integer number of minutes, within
+/// -14:00..=+14:00.
+fn offset_minutes(v: &Value, t: &SqlType, function: &str) -> SqlResult<Option<i16>> {
+    let minutes = match v {
+        Value::Null => return Ok(None),
+        Value::Str(s) => {
+            let s = s.trim();
+            let (sign, body) = match s.as_bytes().first() {
+                Some(b'-') => (-1, &s[1..]),
+                Some(b'+') => (1, &s[1..]),
+                _ => (1, s),
+            };
+            let (h, m) = body.split_once(':').ok_or_else(|| invalid_timezone(function))?;
+            let field = |x: &str| {
+                (x.len() == 2 && x.bytes().all(|b| b.is_ascii_digit())).then(|| x.parse::<i64>().ok()).flatten()
+            };
+            match (field(h), field(m)) {
+                (Some(h), Some(m)) if m < 60 => sign * (h * 60 + m),
+                _ => return Err(invalid_timezone(function)),
+            }
+        }
+        _ => match int(v, t)? {
+            Some(m) => m,
+            None => return Ok(None),
+        },
+    };
+    if !(i64::from(MIN_OFFSET_MINUTES)..=i64::from(MAX_OFFSET_MINUTES)).contains(&minutes) {
+        return Err(invalid_timezone(function));
+    }
+    Ok(Some(minutes as i16))
 }
 
 fn result_string(s: &str, result: &SqlType) -> Value {
@@ -515,6 +578,11 @@ pub fn call_function(
             Ok(Value::DateTime { days, ticks })
         }
         "SYSUTCDATETIME" => Ok(Value::DateTime { days: ctx.now_utc.0, ticks: ctx.now_utc.1 }),
+        "SYSDATETIMEOFFSET" => Ok(Value::DateTimeOffset {
+            days: ctx.now_utc.0,
+            ticks: ctx.now_utc.1,
+            offset: ctx.utc_offset_minutes.clamp(MIN_OFFSET_MINUTES.into(), MAX_OFFSET_MINUTES.into()) as i16,
+        }),
         _ => call.date(),
     }
 }
@@ -960,6 +1028,10 @@ impl Call<'_> {
 
     fn check_part(&self, part: DatePart, t: &SqlType) -> SqlResult<()> {
         let ok = match family(t) {
+            _ if part == DatePart::TzOffset => {
+                matches!(self.name, "DATEPART" | "DATENAME")
+                    && matches!(family(t), Family::DateTime2 | Family::DateTimeOffset)
+            }
             Family::Date => !part.is_time(),
             Family::Time => part.is_time(),
             _ => true,
@@ -975,6 +1047,7 @@ impl Call<'_> {
         match self.name {
             "DATEADD" => self.dateadd(),
             "DATEDIFF" | "DATEDIFF_BIG" => self.datediff(),
+            "DATEPART" | "DATENAME" if self.date_part_arg()? == DatePart::TzOffset => self.tzoffset(),
             "DATEPART" | "DATENAME" => {
                 let part = self.date_part_arg()?;
                 let ((days, ticks), t) =
@@ -1033,7 +1106,61 @@ impl Call<'_> {
                 Ok(Value::Date(days))
             }
             "DATETIMEFROMPARTS" => self.datetimefromparts(),
+            "TODATETIMEOFFSET" => {
+                let local = or_null!(self.arg_as(0, &SqlType::DateTime2 { scale: 7 })?);
+                let offset = or_null!(offset_minutes(&self.args[1], &self.types[1], self.name)?);
+                let Value::DateTime { days, ticks } = local else { return Ok(Value::Null) };
+                self.with_offset(shift_minutes(days, ticks, -i32::from(offset)), offset)
+            }
+            "SWITCHOFFSET" => {
+                let v = or_null!(self.arg_as(0, &SqlType::DateTimeOffset { scale: 7 })?);
+                let offset = or_null!(offset_minutes(&self.args[1], &self.types[1], self.name)?);
+                let Value::DateTimeOffset { days, ticks, .. } = v else { return Ok(Value::Null) };
+                self.with_offset((days, ticks), offset)
+            }
             _ => Err(SqlError::new(195, format!("'{}' is not a recognized built-in function name.", self.lower()))),
+        }
+    }
+
+    /// Argument `i` converted to `to` (None for NULL).
+    fn arg_as(&self, i: usize, to: &SqlType) -> SqlResult<Option<Value>> {
+        match cast(&self.args[i], &self.types[i], to, None)? {
+            Value::Null => Ok(None),
+            v => Ok(Some(v)),
+        }
+    }
+
+    /// The datetimeoffset of a UTC instant and an offset, at the result's scale (517 when
+    /// its local time leaves the date range).
+    fn with_offset(&self, (days, ticks): (i32, u64), offset: i16) -> SqlResult<Value> {
+        let overflow = || SqlError::new(517, "Adding a value to a 'datetimeoffset' column caused an overflow.");
+        let local = shift_minutes(days, ticks, offset.into()).0;
+        if !(0..=MAX_DATE_DAYS).contains(&days) || !(0..=MAX_DATE_DAYS).contains(&local) {
+            return Err(overflow());
+        }
+        let v = Value::DateTimeOffset { days, ticks, offset };
+        cast(&v, &SqlType::DateTimeOffset { scale: 7 }, self.result, None).map_err(|_| overflow())
+    }
+
+    /// DATEPART(tzoffset, …): the offset in minutes; DATENAME(tzoffset, …): `+hh:mm`.
+    /// datetime2 has offset 0 and strings are read as datetimeoffset; the other date and
+    /// time types are error 9810.
+    fn tzoffset(&self) -> SqlResult<Value> {
+        let (v, t) = (&self.args[1], &self.types[1]);
+        let offset = match (v, family(t)) {
+            (Value::Null, _) => return Ok(Value::Null),
+            (Value::DateTimeOffset { offset, .. }, _) => *offset,
+            (_, Family::DateTime2) => 0,
+            (_, Family::Char | Family::NChar) => match cast(v, t, &SqlType::DateTimeOffset { scale: 7 }, None)? {
+                Value::DateTimeOffset { offset, .. } => offset,
+                _ => return Ok(Value::Null),
+            },
+            _ => return Err(self.unsupported(DatePart::TzOffset, t)),
+        };
+        if self.name == "DATEPART" {
+            Ok(Value::Int(i64::from(offset)))
+        } else {
+            Ok(Value::str(&format_offset(offset)))
         }
     }
 
@@ -1095,6 +1222,20 @@ impl Call<'_> {
         if !(0..=MAX_DATE_DAYS).contains(&d) {
             return Err(overflow());
         }
+        if let Value::DateTimeOffset { offset, .. } = self.args[2] {
+            // the local time moved; the offset stays
+            let (days, ticks) = shift_minutes(d, tk, -i32::from(offset));
+            if !(0..=MAX_DATE_DAYS).contains(&days) {
+                return Err(overflow());
+            }
+            return cast(
+                &Value::DateTimeOffset { days, ticks, offset },
+                &SqlType::DateTimeOffset { scale: 7 },
+                &t,
+                None,
+            )
+            .map_err(|_| overflow());
+        }
         cast(&Value::DateTime { days: d, ticks: tk }, &SqlType::DateTime2 { scale: 7 }, &t, None)
             .map_err(|_| overflow())
     }
@@ -1102,8 +1243,15 @@ impl Call<'_> {
     fn datediff(&self) -> SqlResult<Value> {
         let part = self.date_part_arg()?;
         let as_type = SqlType::DateTime2 { scale: 7 };
-        let ((d1, t1), ta) = or_null!(instant(&self.args[1], &self.types[1], as_type)?);
-        let ((d2, t2), tb) = or_null!(instant(&self.args[2], &self.types[2], as_type)?);
+        // datetimeoffset values count from their UTC instants
+        let utc = |i: usize| -> SqlResult<Option<((i32, u64), SqlType)>> {
+            match self.args[i] {
+                Value::DateTimeOffset { days, ticks, .. } => Ok(Some(((days, ticks), self.types[i]))),
+                _ => instant(&self.args[i], &self.types[i], as_type),
+            }
+        };
+        let ((d1, t1), ta) = or_null!(utc(1)?);
+        let ((d2, t2), tb) = or_null!(utc(2)?);
         self.check_part(part, &ta)?;
         self.check_part(part, &tb)?;
         let diff = datediff(part, (d1, t1), (d2, t2));
@@ -1299,6 +1447,8 @@ fn datepart_value(part: DatePart, days: i32, ticks: u64, t: &SqlType) -> i64 {
         DatePart::Microsecond => (p.fraction / 10) as i64,
         DatePart::Nanosecond => (p.fraction * 100) as i64,
         DatePart::IsoWeek => iso_week(days),
+        // the offset is not part of the local date/time: see `Call::tzoffset`
+        DatePart::TzOffset => 0,
     }
 }
 
@@ -1360,6 +1510,7 @@ mod tests {
                 Value::Date(_) => T::Date,
                 Value::Time(_) => T::Time { scale: 7 },
                 Value::DateTime { .. } => T::DateTime2 { scale: 7 },
+                Value::DateTimeOffset { .. } => T::DateTimeOffset { scale: 7 },
                 Value::Binary(b) => T::VarBinary(b.len() as u16),
                 Value::Bit(_) => T::Bit,
                 Value::Guid(_) => T::UniqueIdentifier,
@@ -1537,6 +1688,61 @@ mod tests {
         assert_eq!(super::super::convert::display_text(&v, &T::DateTime2 { scale: 7 }), "2024-01-31 14:45:00.1230000");
         let v = call_function("GETUTCDATE", &[], &[], &T::DateTime, &mut c).unwrap();
         assert_eq!(super::super::convert::display_text(&v, &T::DateTime), "2024-01-31 13:45:00.123");
+        let dto = T::DateTimeOffset { scale: 7 };
+        assert_eq!(function_type("SYSDATETIMEOFFSET", &[]).unwrap(), Some(dto));
+        let v = call_function("SYSDATETIMEOFFSET", &[], &[], &dto, &mut c).unwrap();
+        assert_eq!(super::super::convert::display_text(&v, &dto), "2024-01-31 14:45:00.1230000 +01:00");
+    }
+
+    fn dto(text: &str) -> Value {
+        cast(&s(text), &T::VarChar(40), &T::DateTimeOffset { scale: 7 }, None).unwrap()
+    }
+
+    fn shown(v: &Value) -> String {
+        super::super::convert::display_text(v, &T::DateTimeOffset { scale: 7 })
+    }
+
+    #[test]
+    fn datetimeoffset_functions() {
+        let d = dto("2025-03-04 10:11:12.1234567 +05:30");
+        assert_eq!(shown(&ok("SWITCHOFFSET", &[d.clone(), s("-05:00")])), "2025-03-03 23:41:12.1234567 -05:00");
+        assert_eq!(shown(&ok("SWITCHOFFSET", &[d.clone(), i(-840)])), "2025-03-03 14:41:12.1234567 -14:00");
+        assert_eq!(ok("SWITCHOFFSET", &[d.clone(), s("+01:00")]), ok("SWITCHOFFSET", &[d.clone(), i(60)]));
+        let local = dt("2025-03-04 10:11:12.1234567");
+        assert_eq!(shown(&ok("TODATETIMEOFFSET", &[local.clone(), s("+13:00")])), "2025-03-04 10:11:12.1234567 +13:00");
+        assert_eq!(shown(&ok("TODATETIMEOFFSET", &[local.clone(), i(-120)])), "2025-03-04 10:11:12.1234567 -02:00");
+        assert_eq!(ok("TODATETIMEOFFSET", &[local.clone(), Value::Null]), Value::Null);
+        for bad in [s("+14:01"), s("5"), s("+5:00"), s("+05:60"), i(841), i(-841)] {
+            let e = call("TODATETIMEOFFSET", &[local.clone(), bad.clone()]).unwrap_err();
+            assert_eq!(
+                (e.number, e.message.as_str()),
+                (9812, "The timezone provided to builtin function todatetimeoffset is invalid."),
+                "{bad:?}"
+            );
+        }
+        assert_eq!(call("SWITCHOFFSET", &[d.clone(), i(900)]).unwrap_err().number, 9812);
+        // an offset that moves the local date out of range
+        let first = dto("0001-01-01 00:00:00 +00:00");
+        assert_eq!(call("SWITCHOFFSET", &[first, s("-01:00")]).unwrap_err().number, 517);
+        // dateparts are of the local time; tzoffset is the offset
+        let part = |p: &str| ok("DATEPART", &[s(p), d.clone()]);
+        assert_eq!((part("hour"), part("minute"), part("day")), (i(10), i(11), i(4)));
+        assert_eq!((part("tz"), part("TZoffset")), (i(330), i(330)));
+        assert_eq!(ok("DATENAME", &[s("tz"), d.clone()]), s("+05:30"));
+        assert_eq!(ok("DATEPART", &[s("tz"), s("2007-05-10 00:00:01.1234567 +05:10")]), i(310));
+        assert_eq!(ok("DATEPART", &[s("tz"), local.clone()]), i(0));
+        let e = call("DATEPART", &[s("tz"), Value::Date(1)]).unwrap_err();
+        assert_eq!(
+            (e.number, e.message.as_str()),
+            (9810, "The datepart tzoffset is not supported by date function datepart for data type date.")
+        );
+        assert_eq!(call("DATEADD", &[s("tz"), i(1), d.clone()]).unwrap_err().number, 9810);
+        // DATEADD moves the local time and keeps the offset; DATEDIFF counts UTC boundaries
+        assert_eq!(shown(&ok("DATEADD", &[s("hour"), i(20), d.clone()])), "2025-03-05 06:11:12.1234567 +05:30");
+        let (a, b) = (dto("2025-03-04 23:00 -05:00"), dto("2025-03-05 01:00 -05:00"));
+        assert_eq!(ok("DATEDIFF", &[s("day"), a.clone(), b.clone()]), i(0));
+        assert_eq!(ok("DATEDIFF", &[s("hour"), a, b]), i(2));
+        assert_eq!(ok("YEAR", &[dto("2025-01-01 01:00 +05:00")]), i(2025));
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub(crate) enum Family {
     /// datetime, smalldatetime
     DateTime,
     DateTime2,
+    DateTimeOffset,
     Guid,
 }
 
@@ -54,6 +55,7 @@ pub(crate) fn family(t: &SqlType) -> Family {
         T::Time { .. } => Family::Time,
         T::DateTime | T::SmallDateTime => Family::DateTime,
         T::DateTime2 { .. } => Family::DateTime2,
+        T::DateTimeOffset { .. } => Family::DateTimeOffset,
         T::UniqueIdentifier => Family::Guid,
     }
 }
@@ -73,9 +75,9 @@ pub fn is_numeric(t: &SqlType) -> bool {
     matches!(family(t), Family::Int | Family::Float | Family::Decimal | Family::Money)
 }
 
-/// True for date, time, datetime, smalldatetime and datetime2.
+/// True for date, time, datetime, smalldatetime, datetime2 and datetimeoffset.
 pub fn is_temporal(t: &SqlType) -> bool {
-    matches!(family(t), Family::Date | Family::Time | Family::DateTime | Family::DateTime2)
+    matches!(family(t), Family::Date | Family::Time | Family::DateTime | Family::DateTime2 | Family::DateTimeOffset)
 }
 
 fn data_type_not_found(name: &str) -> SqlError {
@@ -165,6 +167,7 @@ pub fn resolve_type(t: &TypeName, in_cast: bool) -> SqlResult<SqlType> {
         "time" => T::Time { scale: scale7()? },
         "datetime" => fixed(T::DateTime)?,
         "datetime2" => T::DateTime2 { scale: scale7()? },
+        "datetimeoffset" => T::DateTimeOffset { scale: scale7()? },
         "smalldatetime" => fixed(T::SmallDateTime)?,
         "uniqueidentifier" => fixed(T::UniqueIdentifier)?,
         _ => return Err(data_type_not_found(&t.name)),
@@ -225,6 +228,7 @@ pub fn base_type_name(t: &SqlType) -> &'static str {
         T::DateTime => "datetime",
         T::DateTime2 { .. } => "datetime2",
         T::SmallDateTime => "smalldatetime",
+        T::DateTimeOffset { .. } => "datetimeoffset",
         T::UniqueIdentifier => "uniqueidentifier",
     }
 }
@@ -243,13 +247,13 @@ pub fn type_name(t: &SqlType) -> String {
             }
         }
         T::Decimal { precision, scale } => format!("{base}({precision},{scale})"),
-        T::Time { scale } | T::DateTime2 { scale } => format!("{base}({scale})"),
+        T::Time { scale } | T::DateTime2 { scale } | T::DateTimeOffset { scale } => format!("{base}({scale})"),
         _ => base.to_string(),
     }
 }
 
 /// SQL Server's data type precedence: when two types meet, the one with the higher number
-/// wins (datetime2 highest, binary lowest).
+/// wins (datetimeoffset highest, binary lowest).
 pub fn precedence(t: &SqlType) -> u8 {
     use SqlType as T;
     match t {
@@ -275,6 +279,7 @@ pub fn precedence(t: &SqlType) -> u8 {
         T::SmallDateTime => 20,
         T::DateTime => 21,
         T::DateTime2 { .. } => 22,
+        T::DateTimeOffset { .. } => 23,
     }
 }
 
@@ -317,27 +322,27 @@ pub fn conversion(from: &SqlType, to: &SqlType) -> Conversion {
         },
         F::Binary => match t {
             F::Bit | F::Int | F::Decimal | F::Money | F::DateTime | F::Guid => Implicit,
-            F::Date | F::Time | F::DateTime2 => Explicit,
+            F::Date | F::Time | F::DateTime2 | F::DateTimeOffset => Explicit,
             _ => NotAllowed,
         },
         F::Date => match t {
-            F::DateTime | F::DateTime2 => Implicit,
+            F::DateTime | F::DateTime2 | F::DateTimeOffset => Implicit,
             F::Binary => Explicit,
             _ => NotAllowed,
         },
         F::Time => match t {
-            F::DateTime | F::DateTime2 => Implicit,
+            F::DateTime | F::DateTime2 | F::DateTimeOffset => Implicit,
             F::Binary => Explicit,
             _ => NotAllowed,
         },
         F::DateTime => match t {
-            F::Date | F::Time | F::DateTime2 => Implicit,
+            F::Date | F::Time | F::DateTime2 | F::DateTimeOffset => Implicit,
             F::Binary => Explicit,
             _ if numeric(t) => Explicit,
             _ => NotAllowed,
         },
-        F::DateTime2 => match t {
-            F::Date | F::Time | F::DateTime => Implicit,
+        F::DateTime2 | F::DateTimeOffset => match t {
+            F::Date | F::Time | F::DateTime | F::DateTime2 | F::DateTimeOffset => Implicit,
             F::Binary => Explicit,
             _ => NotAllowed,
         },
@@ -468,6 +473,7 @@ pub fn common_type(a: &SqlType, b: &SqlType) -> SqlResult<SqlType> {
         },
         (_, Family::Time) => T::Time { scale: max_scale(lo, hi) },
         (_, Family::DateTime2) => T::DateTime2 { scale: max_scale(lo, hi) },
+        (_, Family::DateTimeOffset) => T::DateTimeOffset { scale: max_scale(lo, hi) },
         _ => *hi,
     })
 }
@@ -475,7 +481,7 @@ pub fn common_type(a: &SqlType, b: &SqlType) -> SqlResult<SqlType> {
 /// Fractional-second digits of a temporal type (datetime: 3, smalldatetime: 0).
 pub(crate) fn fraction_digits(t: &SqlType) -> u8 {
     match *t {
-        SqlType::Time { scale } | SqlType::DateTime2 { scale } => scale,
+        SqlType::Time { scale } | SqlType::DateTime2 { scale } | SqlType::DateTimeOffset { scale } => scale,
         SqlType::DateTime => 3,
         _ => 0,
     }
@@ -563,7 +569,7 @@ pub fn arithmetic_plan(op: BinaryOp, a: &SqlType, b: &SqlType) -> SqlResult<Arit
     if matches!(op, BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor) {
         return bitwise(op, a, b);
     }
-    let other_temporal = |f: F| matches!(f, F::Date | F::Time | F::DateTime2);
+    let other_temporal = |f: F| matches!(f, F::Date | F::Time | F::DateTime2 | F::DateTimeOffset);
     if is_temporal(a) && is_temporal(b) && fa != fb && (other_temporal(fa) || other_temporal(fb)) {
         return Err(incompatible(op, a, b));
     }
@@ -687,6 +693,8 @@ mod tests {
         assert_eq!(resolve_type(&tn("double precision", &[]), false).unwrap(), T::Float);
         assert_eq!(resolve_type(&tn("time", &[]), false).unwrap(), T::Time { scale: 7 });
         assert_eq!(resolve_type(&tn("datetime2", &[Number(3)]), false).unwrap(), T::DateTime2 { scale: 3 });
+        assert_eq!(resolve_type(&tn("datetimeoffset", &[]), false).unwrap(), T::DateTimeOffset { scale: 7 });
+        assert_eq!(resolve_type(&tn("datetimeoffset", &[Number(0)]), false).unwrap(), T::DateTimeOffset { scale: 0 });
         assert_eq!(resolve_type(&tn("sysname", &[]), false).unwrap(), T::NVarChar(128));
         assert_eq!(resolve_type(&tn("text", &[]), false).unwrap(), T::VarChar(MAX));
         assert_eq!(resolve_type(&tn("image", &[]), false).unwrap(), T::VarBinary(MAX));
@@ -717,6 +725,7 @@ mod tests {
         assert_eq!(resolve_type(&tn("decimal", &[Number(3), Number(5)]), false).unwrap_err().number, 2751);
         assert_eq!(resolve_type(&tn("int", &[Number(3)]), false).unwrap_err().number, 2716);
         assert_eq!(resolve_type(&tn("time", &[Number(8)]), false).unwrap_err().number, 1002);
+        assert_eq!(resolve_type(&tn("datetimeoffset", &[Number(8)]), false).unwrap_err().number, 1002);
     }
 
     #[test]
@@ -726,6 +735,7 @@ mod tests {
         assert_eq!(type_name(&T::Decimal { precision: 10, scale: 2 }), "decimal(10,2)");
         assert_eq!(type_name(&T::DateTime2 { scale: 7 }), "datetime2(7)");
         assert_eq!(type_name(&T::Time { scale: 7 }), "time(7)");
+        assert_eq!(type_name(&T::DateTimeOffset { scale: 3 }), "datetimeoffset(3)");
         assert_eq!(type_name(&T::Float), "float");
         assert_eq!(base_type_name(&T::VarChar(3)), "varchar");
     }
@@ -733,6 +743,7 @@ mod tests {
     #[test]
     fn precedence_follows_the_documented_list() {
         let order = [
+            T::DateTimeOffset { scale: 7 },
             T::DateTime2 { scale: 7 },
             T::DateTime,
             T::SmallDateTime,
@@ -780,6 +791,11 @@ mod tests {
         assert_eq!(common_type(&T::Date, &T::DateTime).unwrap(), T::DateTime);
         assert_eq!(common_type(&T::DateTime2 { scale: 2 }, &T::DateTime).unwrap(), T::DateTime2 { scale: 3 });
         assert_eq!(common_type(&T::UniqueIdentifier, &T::VarChar(36)).unwrap(), T::UniqueIdentifier);
+        let dto = |scale| T::DateTimeOffset { scale };
+        assert_eq!(common_type(&dto(0), &T::DateTime2 { scale: 3 }).unwrap(), dto(3));
+        assert_eq!(common_type(&T::DateTime, &dto(2)).unwrap(), dto(3));
+        assert_eq!(common_type(&dto(2), &T::VarChar(40)).unwrap(), dto(7));
+        assert_eq!(common_type(&dto(7), &T::Int).unwrap_err().number, 206);
         assert_eq!(common_type(&T::VarBinary(4), &T::Int).unwrap(), T::Int);
         let e = common_type(&T::Date, &T::Int).unwrap_err();
         assert_eq!((e.number, e.message.as_str()), (206, "Operand type clash: date is incompatible with int"));
@@ -797,6 +813,12 @@ mod tests {
         assert_eq!(conversion(&T::VarBinary(1), &T::VarChar(1)), Implicit);
         assert_eq!(conversion(&T::UniqueIdentifier, &T::Int), NotAllowed);
         assert_eq!(conversion(&T::Date, &T::Time { scale: 7 }), NotAllowed);
+        let dto = T::DateTimeOffset { scale: 7 };
+        assert_eq!(conversion(&dto, &T::DateTime2 { scale: 7 }), Implicit);
+        assert_eq!(conversion(&T::SmallDateTime, &dto), Implicit);
+        assert_eq!(conversion(&dto, &T::VarBinary(10)), Explicit);
+        assert_eq!(conversion(&dto, &T::Int), NotAllowed);
+        assert_eq!(conversion(&T::Int, &dto), NotAllowed);
     }
 
     #[test]

@@ -39,6 +39,13 @@ pub enum Value {
         days: i32,
         ticks: u64,
     },
+    /// datetimeoffset: the UTC instant (as `DateTime`) and the local time's offset from UTC
+    /// in minutes (-840..=840). The local time is the instant plus the offset.
+    DateTimeOffset {
+        days: i32,
+        ticks: u64,
+        offset: i16,
+    },
     /// uniqueidentifier, bytes in SQL Server's order (as `tessera_access::row::Value::Guid`).
     Guid([u8; 16]),
 }

@@ -5,8 +5,9 @@ Usage: python3 pytds_scenario.py HOST PORT PASSWORD
 Covers: login (pytds's default NOT_SUP encryption, autocommit off, so TM begin/commit/
 rollback requests), create database and table, every data type through parameters
 (sp_executesql by procedure id) and back, a stored procedure with an OUTPUT parameter and
-a return status (RPC by name), commit and rollback, an error with its number, a wrong
-password (18456), a bulk load of 10,000 rows (copy_to) and cancelling a long-running query
+a return status (RPC by name), a tz-aware datetime as datetimeoffset, commit and rollback,
+an error with its number, a wrong password (18456), a bulk load of 10,000 rows (copy_to)
+and cancelling a long-running query
 (attention). Exits non-zero on the
 first failure.
 """
@@ -100,6 +101,21 @@ def main():
     cur.execute("SELECT %s + 1, %s, %s", (41, "x\u00e9", None))
     check(cur.fetchone() == (42, "x\u00e9", None), "parameterised select")
 
+    # A tz-aware datetime goes as datetimeoffset and comes back with its offset; the column
+    # compares by instant, so the same moment in UTC finds it.
+    india = datetime.timezone(datetime.timedelta(hours=5, minutes=30))
+    stamp = datetime.datetime(2025, 3, 4, 10, 11, 12, 123456, tzinfo=india)
+    cur.execute("CREATE TABLE stamps (id int NOT NULL PRIMARY KEY, at datetimeoffset(6))")
+    cur.execute("INSERT INTO stamps VALUES (%s, %s), (%s, %s)", (1, stamp, 2, None))
+    conn.commit()
+    utc = stamp.astimezone(datetime.timezone.utc)
+    cur.execute("SELECT id, at, CONVERT(varchar(40), at), DATEPART(tz, at) FROM stamps WHERE at = %s", (utc,))
+    key, got, text, tz = cur.fetchone()
+    check(key == 1 and got == stamp and got.utcoffset() == stamp.utcoffset(), "datetimeoffset round trip (%r)" % got)
+    check((text, tz) == ("2025-03-04 10:11:12.123456 +05:30", 330), "stored with its offset (%s, %s)" % (text, tz))
+    cur.execute("SELECT at FROM stamps WHERE id = 2")
+    check(cur.fetchone()[0] is None, "NULL datetimeoffset")
+
     # A stored procedure with an OUTPUT parameter and a return status, called by name.
     cur.execute(
         "CREATE PROCEDURE double_it @a int, @b int OUTPUT AS BEGIN SET NOCOUNT ON; SET @b = @a * 2; RETURN 7 END"
@@ -154,6 +170,10 @@ def main():
         check(e.msg_no == 245, "a value that does not convert fails the load (%s)" % e)
     bcur.execute("SELECT count(*) FROM loaded")
     check(bcur.fetchone()[0] == 10000, "a failed load leaves nothing behind")
+    bcur.execute("CREATE TABLE loaded_stamps (id int NOT NULL PRIMARY KEY, at datetimeoffset(0) NOT NULL)")
+    bcur.copy_to(data=[("1", "2025-03-04 10:00:00 -08:00"), ("2", "2025-03-04 18:00:00 +00:00")], table_or_view="loaded_stamps")
+    bcur.execute("SELECT count(DISTINCT at), min(CONVERT(varchar(30), at)) FROM loaded_stamps")
+    check(bcur.fetchone() == (1, "2025-03-04 10:00:00 -08:00"), "bulk-loaded datetimeoffset values, one instant")
     bulk.close()
 
     # Cancel a long-running query: on its timeout pytds sends an attention and waits for

@@ -170,6 +170,54 @@ func main() {
 	must(db.QueryRowContext(ctx, "SELECT 4").Scan(&n), "after cancel")
 	check(n == 4, "connection usable after a cancel")
 
+	// time.Time travels as datetimeoffset: the instant and its zone's offset survive, in a
+	// column, an OUTPUT parameter and a bulk load.
+	_, err = db.ExecContext(ctx, "CREATE TABLE stamps (id int NOT NULL PRIMARY KEY, at datetimeoffset NOT NULL, at3 datetimeoffset(3))")
+	must(err, "create stamps")
+	india := time.FixedZone("IST", 5*3600+30*60)
+	stamp := time.Date(2025, 3, 4, 10, 11, 12, 123456700, india)
+	_, err = db.ExecContext(ctx, "INSERT INTO stamps VALUES (@p1, @p2, @p3)", 1, stamp, nil)
+	must(err, "insert time.Time")
+	var (
+		got, shifted time.Time
+		got3         sql.NullTime
+		text         string
+		tz           int
+	)
+	must(db.QueryRowContext(ctx, "SELECT at, at3, CONVERT(varchar(40), at), DATEPART(tz, at) FROM stamps WHERE id = @p1", 1).
+		Scan(&got, &got3, &text, &tz), "select datetimeoffset")
+	_, offset := got.Zone()
+	check(got.Equal(stamp) && offset == 5*3600+30*60, "datetimeoffset round trip (%v)", got)
+	check(!got3.Valid, "NULL datetimeoffset")
+	check(text == "2025-03-04 10:11:12.1234567 +05:30" && tz == 330, "stored with its offset (%s, %d)", text, tz)
+	must(db.QueryRowContext(ctx, "SELECT COUNT(*) FROM stamps WHERE at = @p1", stamp.UTC()).Scan(&n), "seek by instant")
+	check(n == 1, "datetimeoffset values are equal by instant (%d)", n)
+	_, err = db.ExecContext(ctx, "CREATE PROCEDURE shift_it @a datetimeoffset, @b datetimeoffset OUTPUT AS SET @b = SWITCHOFFSET(@a, '-08:00')")
+	must(err, "create shift_it")
+	_, err = db.ExecContext(ctx, "shift_it", sql.Named("a", stamp), sql.Named("b", sql.Out{Dest: &shifted}))
+	must(err, "call shift_it")
+	_, offset = shifted.Zone()
+	check(shifted.Equal(stamp) && offset == -8*3600, "datetimeoffset OUTPUT parameter (%v)", shifted)
+	sconn, err := db.Conn(ctx)
+	must(err, "stamps conn")
+	stx, err := sconn.BeginTx(ctx, nil)
+	must(err, "stamps bulk begin")
+	sstmt, err := stx.PrepareContext(ctx, mssql.CopyIn("stamps", mssql.BulkOptions{}, "id", "at", "at3"))
+	must(err, "stamps copy in")
+	pacific := time.FixedZone("PST", -8*3600)
+	for k := 2; k <= 4; k++ {
+		at := time.Date(2025, 3, 4, k, 30, 0, 0, pacific)
+		_, err = sstmt.ExecContext(ctx, k, at, at)
+		must(err, "stamps copy row")
+	}
+	_, err = sstmt.ExecContext(ctx)
+	must(err, "stamps copy flush")
+	must(sstmt.Close(), "stamps copy close")
+	must(stx.Commit(), "stamps bulk commit")
+	sconn.Close()
+	must(db.QueryRowContext(ctx, "SELECT CONVERT(varchar(40), at3) FROM stamps WHERE id = 3").Scan(&text), "bulk-loaded stamp")
+	check(text == "2025-03-04 03:30:00.000 -08:00", "bulk-loaded datetimeoffset keeps its offset (%s)", text)
+
 	// Bulk load 10,000 rows.
 	_, err = db.ExecContext(ctx, "CREATE TABLE loaded (id int NOT NULL PRIMARY KEY, name nvarchar(30), amount decimal(10,2))")
 	must(err, "create loaded")

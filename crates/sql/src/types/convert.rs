@@ -10,8 +10,8 @@ use super::typing::{base_type_name, conversion, family, fraction_digits, is_unic
 use super::{SqlType, Value};
 use crate::error::{SqlError, SqlResult};
 use tessera_access::row::{
-    self, DATETIME_MAX_DAYS, DATETIME_MIN_DAYS, DATETIME_TICKS_PER_DAY, MAX, MAX_DATE_DAYS, MINUTES_PER_DAY,
-    TICKS_PER_DAY,
+    self, DATETIME_MAX_DAYS, DATETIME_MIN_DAYS, DATETIME_TICKS_PER_DAY, MAX, MAX_DATE_DAYS, MAX_OFFSET_MINUTES,
+    MINUTES_PER_DAY, MIN_OFFSET_MINUTES, TICKS_PER_DAY,
 };
 
 /// Converts `v` of type `from` to type `to` as `CAST`, or `CONVERT` with `style`, does:
@@ -876,7 +876,8 @@ fn binary_to_offset(b: &[u8]) -> Option<(i32, u64, i16)> {
     let ticks = u64::from_le_bytes(t);
     let days = i32::from(b[5]) | i32::from(b[6]) << 8 | i32::from(b[7]) << 16;
     let offset = i16::from_le_bytes([b[8], b[9]]);
-    let ok = ticks < TICKS_PER_DAY && days <= MAX_DATE_DAYS && (-840..=840).contains(&offset);
+    let ok =
+        ticks < TICKS_PER_DAY && days <= MAX_DATE_DAYS && (MIN_OFFSET_MINUTES..=MAX_OFFSET_MINUTES).contains(&offset);
     ok.then_some((days, ticks, offset))
 }
 

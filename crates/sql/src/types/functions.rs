@@ -452,8 +452,7 @@ fn float(v: &Value, t: &SqlType) -> SqlResult<Option<f64>> {
 }
 
 /// A date argument as (days, ticks) and the type it has (strings and numbers become
-/// `as_type`).
-/// A datetimeoffset's local time.
+/// `as_type`); a datetimeoffset gives its local date and time.
 fn instant(v: &Value, t: &SqlType, as_type: SqlType) -> SqlResult<Option<((i32, u64), SqlType)>> {
     let (v, t) = match (v, family(t)) {
         (Value::Null, _) => return Ok(None),

@@ -116,6 +116,17 @@ fn damaged(space: &Space, no: PageNo, what: &str) -> Error {
     }
 }
 
+/// Reads page `no` of a tree whose latch the caller holds (shared or exclusive), pinned
+/// but without the page's own latch. Every change to a tree's pages is made under the
+/// tree latch held exclusively (`Space::insert`, `change`, rollback, ghost cleanup, bulk
+/// loads, frees; recovery runs before anyone reads), so while the caller holds it no one
+/// writes the page, and the page latch would only cost two atomic operations per level.
+fn read_in_tree<R>(space: &Space, no: PageNo, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+    // SAFETY: the caller holds the tree latch, which excludes every writer of the tree's
+    // pages (above); the pool itself never writes a pinned Valid frame.
+    unsafe { space.pool.read_with_unlatched(space.file, no, f) }
+}
+
 /// The format of an empty tree's root page.
 pub fn empty_root(root: PageNo) -> PageOp {
     leaf_format(root, 0, 0)
@@ -133,12 +144,13 @@ pub fn create(space: &Space, mtr: &mut Mtr) -> Result<PageNo> {
 /// The pages from the root down to a leaf (inline up to a five-level tree).
 type Path = SmallVec<[PageNo; 5]>;
 
+/// The caller holds the tree latch (see [`read_in_tree`]).
 fn descend(space: &Space, root: PageNo, key: &[u8]) -> Result<Path> {
     let mut path = Path::new();
     path.push(root);
     let mut no = root;
     loop {
-        let child = space.pool.read_with(space.file, no, |p| match page::page_type(p) {
+        let child = read_in_tree(space, no, |p| match page::page_type(p) {
             Some(PageType::BTreeLeaf) => Ok(None),
             Some(PageType::BTreeInternal) => Ok(Some(route(p, key).0)),
             _ => Err(()),
@@ -167,8 +179,9 @@ pub fn lookup_with<R>(space: &Space, root: PageNo, key: &[u8], f: impl FnOnce(&[
     let mut f = Some(f);
     let mut no = root;
     for _ in 0..=MAX_DEPTH {
-        let step = space.pool.read_with(space.file, no, |p| {
+        let step = read_in_tree(space, no, |p| {
             if is_leaf(p) {
+                slotted::prefetch_records(p);
                 let found = slotted::search(p, key, leaf_key).ok();
                 Step::Found(found.map(|i| (f.take().expect("one leaf per lookup"))(slotted::record(p, i))))
             } else if page::page_type(p) == Some(PageType::BTreeInternal) {

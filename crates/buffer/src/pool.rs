@@ -481,6 +481,29 @@ impl BufferPool {
         Ok(f(page))
     }
 
+    /// [`BufferPool::read_with`] without the page's shared latch: only the pin. For a
+    /// reader under a lock that every writer of the page holds exclusively while it
+    /// changes the page (a B+tree's tree latch), which makes the page latch redundant and
+    /// saves two atomic operations per page on the lookup path.
+    ///
+    /// # Safety
+    /// Nobody may modify the page's bytes while `f` runs: the caller holds a lock that
+    /// excludes every writer of this page. (The pool itself only reads the bytes of a
+    /// pinned Valid frame.)
+    #[inline]
+    pub unsafe fn read_with_unlatched<R>(&self, file: FileId, no: PageNo, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        let (idx, hit) = self.inner.fetch(file, no, Load::Read)?;
+        let _pin = Pin { pool: &self.inner, idx };
+        if hit {
+            self.proxies[stripe()].hits.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the frame is pinned, so it stays mapped to this page; it is Valid (a
+        // fetch returns only after the load finished), and the caller guarantees no
+        // writer changes it until `f` returns.
+        let page = unsafe { std::slice::from_raw_parts(self.inner.frame_ptr(idx), PAGE_SIZE) };
+        Ok(f(page))
+    }
+
     #[inline]
     fn fetch_inner(&self, file: FileId, no: PageNo, new: Load) -> Result<PageHandle> {
         let proxy = &self.proxies[stripe()];

@@ -26,6 +26,26 @@ use crate::report::{Report, ResultRow};
 pub const NAME: &str = "burst";
 pub const GOAL_ROWS_VS_SQLITE: f64 = 1.5;
 pub const GOAL_RELEASE_SECONDS: f64 = 1.0;
+/// "Committing and freeing a 16 GiB pool take seconds at most."
+pub const GOAL_COMMIT_SECONDS: f64 = 10.0;
+/// Committing the pool should cost about what touching as much plain memory costs.
+pub const GOAL_COMMIT_VS_RAW: f64 = 0.8;
+
+/// Commit and release times of the pool, and the plain-memory floor, alternating.
+struct Commits {
+    commits: [f64; 2],
+    releases: [f64; 2],
+    raw: [f64; 2],
+}
+
+fn commit_and_release(bytes: u64) -> Result<Commits> {
+    let mut c = Commits { commits: [0.0; 2], releases: [0.0; 2], raw: [0.0; 2] };
+    for round in 0..2 {
+        c.raw[round] = crate::tessera_side::raw_commit(bytes)?;
+        (c.commits[round], c.releases[round]) = crate::tessera_side::pool_commit_and_release(bytes)?;
+    }
+    Ok(c)
+}
 
 const PAYLOAD: usize = 88;
 const CUSTOMERS: u64 = 100_000;
@@ -33,15 +53,17 @@ const CUSTOMERS: u64 = 100_000;
 #[derive(Debug, Clone, Serialize)]
 pub struct BurstParams {
     pub rows: u64,
+    /// Size of the pool that is committed and freed on its own.
+    pub pool_bytes: u64,
 }
 
 impl BurstParams {
     pub fn full() -> BurstParams {
-        BurstParams { rows: 10_000_000 }
+        BurstParams { rows: 10_000_000, pool_bytes: 16 << 30 }
     }
 
     pub fn quick() -> BurstParams {
-        BurstParams { rows: 1_000_000 }
+        BurstParams { rows: 1_000_000, pool_bytes: 2 << 30 }
     }
 
     /// Bytes of rows and index entries, for sizing both caches.
@@ -231,6 +253,40 @@ pub fn run(dir: &Path, params: &BurstParams, progress: &dyn Fn(&str)) -> Result<
                 failures.push(format!("sqlite: {e}"));
             }
         }
+    }
+    let gib = params.pool_bytes >> 30;
+    progress(&format!("committing and releasing a {gib} GiB buffer pool, and {gib} GiB of plain memory, twice each"));
+    match commit_and_release(params.pool_bytes) {
+        Ok(c) => {
+            let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+            report.push(ResultRow::own(
+                format!("committing a {gib} GiB buffer pool (every frame written)"),
+                "s",
+                best(&c.commits),
+                GOAL_COMMIT_SECONDS,
+            ));
+            report.push(ResultRow::time(
+                format!("committing {gib} GiB: buffer pool vs plain anonymous memory"),
+                "s",
+                best(&c.commits),
+                "mmap+touch",
+                best(&c.raw),
+                GOAL_COMMIT_VS_RAW,
+            ));
+            report.push(ResultRow::own(
+                format!("releasing the {gib} GiB buffer pool"),
+                "s",
+                c.releases.iter().copied().fold(0.0, f64::max),
+                GOAL_RELEASE_SECONDS,
+            ));
+            report.note(format!(
+                "{gib} GiB commits in run order (plain memory, pool, plain, pool): {:.2}, {:.2}, {:.2}, {:.2} s; the best \
+                 of each is reported. Memory the OS has just freed may have been handed back to a hypervisor, which \
+                 then faults it in again on the next first touch: both sides pay that alike",
+                c.raw[0], c.commits[0], c.raw[1], c.commits[1]
+            ));
+        }
+        Err(e) => failures.push(format!("{gib} GiB pool: {e}")),
     }
     report.note("rows: (id bigint primary key, customer int, 88-byte payload) + a nonclustered index on customer (100,000 distinct); full durability at commit on both sides; both caches sized to hold everything");
     for f in &failures {

@@ -195,9 +195,51 @@ impl PageStore for NoFile {
     }
 }
 
+/// The machine's floor for committing memory: seconds to map `bytes` of fresh anonymous
+/// memory (advised for transparent huge pages, as the pool's frames are) and write one
+/// byte in every 4 KiB page, then unmap it. What the OS (and a hypervisor under it)
+/// charges for first touch, with no buffer pool involved.
+pub fn raw_commit(bytes: u64) -> Result<f64> {
+    let len = bytes as usize;
+    let start = Instant::now();
+    // SAFETY: an anonymous private mapping at an address the kernel chooses; only this
+    // function uses it, and it is unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(BenchError::new(format!("mmap of {bytes} bytes: {}", std::io::Error::last_os_error())));
+    }
+    // SAFETY: the range is the mapping made above.
+    unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
+    let base = p as *mut u8;
+    for off in (0..len).step_by(4096) {
+        // SAFETY: `off < len`, inside the mapping.
+        unsafe { base.add(off).write_volatile(1) };
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    // SAFETY: unmapping exactly the mapping made above; nothing refers to it any more.
+    unsafe { libc::munmap(p, len) };
+    Ok(seconds)
+}
+
 /// Seconds to release a buffer pool holding `bytes` of pages: every frame is filled
 /// (committed memory), then only dropping the pool is timed.
 pub fn pool_release(bytes: u64) -> Result<f64> {
+    pool_commit_and_release(bytes).map(|(_, release)| release)
+}
+
+/// Seconds to commit `bytes` of buffer pool (every frame taken and written, so the OS
+/// backs it with memory), then seconds to release it all (dropping the pool).
+pub fn pool_commit_and_release(bytes: u64) -> Result<(f64, f64)> {
+    let start = Instant::now();
     let pool =
         BufferPool::new(PoolConfig { max_bytes: bytes as usize, background_writer: false, ..PoolConfig::default() })?;
     let file = pool.register(Arc::new(NoFile));
@@ -208,11 +250,12 @@ pub fn pool_release(bytes: u64) -> Result<f64> {
         w[100] = no as u8;
         w[PAGE_SIZE - 1] = 1;
     }
+    let commit = start.elapsed().as_secs_f64();
     let resident = pool.stats().resident_pages;
     if resident < u64::from(pages) {
         return Err(BenchError::new(format!("pool held {resident} of {pages} pages")));
     }
     let start = Instant::now();
     drop(pool);
-    Ok(start.elapsed().as_secs_f64())
+    Ok((commit, start.elapsed().as_secs_f64()))
 }

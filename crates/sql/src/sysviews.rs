@@ -739,6 +739,7 @@ pub fn rows(view: View, db: &str, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
                 counter(buffer, "Database pages", "", pages(pool.resident_pages), 65792),
                 counter(buffer, "Target pages", "", pages(pool.capacity_pages), 65792),
                 counter(buffer, "Page reads/sec", "", pages(pool.reads), 272696576),
+                counter(buffer, "Readahead pages/sec", "", pages(pool.read_ahead_pages), 272696576),
                 counter(buffer, "Page writes/sec", "", pages(pool.writes), 272696576),
                 counter(buffer, "Lazy writes/sec", "", pages(pool.evictions), 272696576),
             ]);

@@ -150,6 +150,13 @@ fn max_server_memory_moves_the_pool_and_memory_views_report() {
     assert!(counter(&mut s, "Database pages") > 0);
     assert!(counter(&mut s, "Page life expectancy") >= 0);
 
+    // A scan of a cold table reads ahead.
+    let read_ahead = counter(&mut s, "Readahead pages/sec");
+    let mut out = Collected::default();
+    assert!(!s.execute("checkpoint; dbcc dropcleanbuffers;", &mut out), "{:?}", out.errors());
+    assert_eq!(scalar(&mut s, "select count(*) from filler where pad = 'x'"), Value::Int(36000));
+    assert!(counter(&mut s, "Readahead pages/sec") > read_ahead, "the cold scan read pages ahead");
+
     let mut out = Collected::default();
     assert!(!s.execute(
         "select total_physical_memory_kb, available_physical_memory_kb, system_memory_state_desc from sys.dm_os_sys_memory;

@@ -6,6 +6,7 @@
 
 mod extension;
 mod frame;
+mod prefault;
 mod readahead;
 mod region;
 mod table;
@@ -204,6 +205,7 @@ struct Inner {
     extension: RwLock<Option<Arc<Extension>>>,
     has_extension: AtomicBool,
     read_ahead: readahead::ReadAhead,
+    prefault: prefault::Prefault,
 }
 
 /// How a page missing from the pool is brought in.
@@ -409,6 +411,7 @@ impl BufferPool {
             extension: RwLock::new(None),
             has_extension: AtomicBool::new(false),
             read_ahead: readahead::ReadAhead::default(),
+            prefault: prefault::Prefault::default(),
         });
         let writer = if cfg.background_writer {
             let shared = Arc::clone(&inner);
@@ -420,6 +423,12 @@ impl BufferPool {
         } else {
             None
         };
+        let shared = Arc::clone(&inner);
+        let prefault = std::thread::Builder::new()
+            .name("tessera-prefault".into())
+            .spawn(move || shared.prefault_loop())
+            .map_err(|e| Error::Invalid(format!("cannot start the buffer pool prefault thread: {e}")))?;
+        inner.prefault.set_thread(prefault);
         let proxies =
             (0..STRIPES).map(|_| Arc::new(Proxy { inner: Arc::clone(&inner), hits: AtomicU64::new(0) })).collect();
         Ok(Arc::new(BufferPool { inner, proxies, writer: Mutex::new(writer) }))
@@ -598,6 +607,7 @@ impl BufferPool {
 impl Drop for BufferPool {
     fn drop(&mut self) {
         self.inner.read_ahead.shut_down();
+        self.inner.prefault.shut_down();
         if let Some(h) = self.writer.get_mut().take() {
             self.inner.writer_stop.store(true, Ordering::Relaxed);
             self.inner.writer.lock().shutdown = true;
@@ -833,6 +843,7 @@ impl Inner {
             self.initialized.store(h + 1, Ordering::Release);
         }
         self.hwm.store(h + 1, Ordering::Release);
+        self.prefault.note_hwm(h + 1);
         let f = self.frame(h as u32);
         let old = f.state.swap(State::new(Kind::Owned, 0, 0).0, Ordering::Acquire);
         debug_assert_eq!(State(old).kind(), Kind::Free);
@@ -1435,6 +1446,16 @@ impl Inner {
                 _ => {}
             }
         }
+        // Frames the prefault thread committed above the old high-water mark were never
+        // handed out: give back those beyond the new limit too.
+        let populated = self.prefault.committed.load(Ordering::Acquire);
+        let above = old_hwm.max(new);
+        if populated > above {
+            // SAFETY: beyond the high-water mark and the limit: nobody uses these frames,
+            // and only the prefault thread, which needs `resize` (held here), touches them.
+            unsafe { self.frames.discard(above * PAGE_SIZE, (populated - above) * PAGE_SIZE) };
+        }
+        self.prefault.clamp(new);
         first_err.map_or(Ok(()), Err)
     }
 

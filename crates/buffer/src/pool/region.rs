@@ -132,6 +132,24 @@ impl Region {
         Ok(Region { map, map_len: len, start: map, len })
     }
 
+    /// Commits the memory behind `[offset, offset + len)` (widened to whole 4 KiB pages)
+    /// with `MADV_POPULATE_WRITE`, which faults it in without changing what it holds, so
+    /// it is safe while others use the range. Returns false if the kernel does not
+    /// support it; other failures (no memory to spare) just leave the range to be faulted
+    /// in on first touch.
+    pub fn populate(&self, offset: usize, len: usize) -> bool {
+        let start = offset / 4096 * 4096;
+        let end = (offset + len).next_multiple_of(4096).min(self.len);
+        if start >= end {
+            return true;
+        }
+        // SAFETY: the range lies inside the mapping; populating does not change contents.
+        let rc = unsafe {
+            libc::madvise(self.start.add(start) as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE)
+        };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
+    }
+
     pub fn ptr(&self) -> *mut u8 {
         self.start
     }

@@ -1758,3 +1758,25 @@ fn explicit_huge_pages_are_reserved_up_front_or_refused_clearly() {
     drop(pool);
     assert_eq!(meminfo("HugePages_Rsvd:"), reserved, "dropping the pool returns the reservation");
 }
+
+#[test]
+fn frames_are_committed_ahead_of_the_high_water_mark_and_given_back_by_a_shrink() {
+    let pool = pool(2048, false);
+    let f = pool.register(Arc::new(NullStore));
+    drop(pool.fetch_new(f, 0).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pool.inner.prefault.committed.load(Ordering::Acquire) < 2048 {
+        assert!(Instant::now() < deadline, "the prefault thread did not populate the pool");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Frames handed out later find their memory committed; contents are untouched.
+    for no in 1..300 {
+        write_page(&pool, f, no, 2, 8);
+    }
+    for no in 1..300 {
+        check(&pool.fetch(f, no).unwrap().read(), no, 2, 8);
+    }
+    pool.set_max_bytes(128 * PAGE_SIZE).unwrap();
+    assert!(pool.inner.prefault.committed.load(Ordering::Acquire) <= 128, "nothing counted beyond the limit");
+    pool.inner.check_invariants(true);
+}

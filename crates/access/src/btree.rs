@@ -609,6 +609,14 @@ pub const READ_AHEAD_LEAVES: isize = 128;
 pub struct ReadAhead {
     parent: PageNo,
     through: isize,
+    off: bool,
+}
+
+impl ReadAhead {
+    /// For a scan that reads no leaf before it needs it.
+    pub fn off() -> ReadAhead {
+        ReadAhead { off: true, ..ReadAhead::default() }
+    }
 }
 
 /// At the level-1 page `p` (number `parent`), whose child at `pos` the scan is about to
@@ -657,7 +665,7 @@ fn read_ahead_leaves(
         pages.push(child_at(p, next));
         at = next;
     }
-    *ra = ReadAhead { parent, through: at };
+    *ra = ReadAhead { parent, through: at, off: false };
     if !pages.is_empty() {
         space.pool.read_ahead(space.file, &pages);
     }
@@ -694,7 +702,7 @@ pub fn scan_batch(
                 (child_at(&g, n - 1), n - 1)
             }
         };
-        if page::level(&g) == 1 {
+        if page::level(&g) == 1 && !ra.off {
             read_ahead_leaves(space, &g, g.page_no(), pos, (lo, hi, dir), ra);
         }
         g = read(space, child)?;

@@ -122,6 +122,8 @@ pub struct Txn {
     /// Log bytes this transaction's rollback may need (counted in `Space::undo_reserve`).
     undo_bytes: u64,
     pub durability: Durability,
+    /// Range scans read ahead (off: SQL Server's trace flag 652).
+    pub read_ahead: bool,
     finished: bool,
 }
 
@@ -189,6 +191,7 @@ impl Space {
             ghosts: Vec::new(),
             undo_bytes: 0,
             durability,
+            read_ahead: true,
             finished: false,
         }
     }
@@ -431,7 +434,7 @@ impl Space {
             buf: Vec::new(),
             more: true,
             wait_for: None,
-            read_ahead: btree::ReadAhead::default(),
+            read_ahead: if txn.read_ahead { btree::ReadAhead::default() } else { btree::ReadAhead::off() },
         }
     }
 

@@ -37,6 +37,12 @@ impl Transaction {
         self.txn_ref().id
     }
 
+    /// Whether range scans begun from now on read leaves ahead (on by default; SQL
+    /// Server's trace flag 652 turns it off).
+    pub fn set_read_ahead(&mut self, on: bool) {
+        self.txn.as_mut().expect("transaction is open").read_ahead = on;
+    }
+
     /// Inserts a row; an existing key is error 2627.
     pub fn insert(&mut self, table: TableId, key: &[u8], value: &[u8]) -> Result<()> {
         let txn = self.txn.as_mut().expect("transaction is open");

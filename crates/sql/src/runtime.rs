@@ -468,18 +468,17 @@ impl<'a> ExecCtx<'a> {
 
     /// The session's transaction in `db`, begun on first use.
     pub fn transaction(&mut self, db: &str) -> SqlResult<&mut Transaction> {
+        if let Some(i) = self.session.txns.position(db) {
+            return Ok(&mut self.session.txns.open[i]);
+        }
+        let database = self.shared.database(db)?;
+        let mut t = database.begin();
+        // Trace flag 652: scans read no pages ahead.
+        t.set_read_ahead(!self.session.has_trace_flag(self.shared, 652));
         let txns = &mut self.session.txns;
-        let i = match txns.position(db) {
-            Some(i) => i,
-            None => {
-                let database = self.shared.database(db)?;
-                let t = database.begin();
-                txns.statement_marks.push((database.name().to_string(), t.savepoint()));
-                txns.open.push(t);
-                txns.open.len() - 1
-            }
-        };
-        Ok(&mut txns.open[i])
+        txns.statement_marks.push((database.name().to_string(), t.savepoint()));
+        txns.open.push(t);
+        Ok(txns.open.last_mut().expect("just pushed"))
     }
 
     pub fn row_schema(&self, table: &Table) -> SqlResult<tessera_access::row::RowSchema> {

@@ -156,6 +156,14 @@ fn max_server_memory_moves_the_pool_and_memory_views_report() {
     assert!(!s.execute("checkpoint; dbcc dropcleanbuffers;", &mut out), "{:?}", out.errors());
     assert_eq!(scalar(&mut s, "select count(*) from filler where pad = 'x'"), Value::Int(36000));
     assert!(counter(&mut s, "Readahead pages/sec") > read_ahead, "the cold scan read pages ahead");
+    // Trace flag 652 turns read-ahead off for the session's scans.
+    let mut out = Collected::default();
+    assert!(!s.execute("dbcc traceon (652); checkpoint; dbcc dropcleanbuffers;", &mut out), "{:?}", out.errors());
+    let read_ahead = counter(&mut s, "Readahead pages/sec");
+    assert_eq!(scalar(&mut s, "select count(*) from filler where pad = 'x'"), Value::Int(36000));
+    assert_eq!(counter(&mut s, "Readahead pages/sec"), read_ahead, "no read-ahead under trace flag 652");
+    let mut out = Collected::default();
+    assert!(!s.execute("dbcc traceoff (652);", &mut out), "{:?}", out.errors());
 
     let mut out = Collected::default();
     assert!(!s.execute(

@@ -22,12 +22,38 @@ use crate::types::{read_type_info, read_value, TypeInfo};
 trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
 
-/// TDS 7.4, the version the client asks for.
+/// TDS 7.4, the version the client asks for in TDS 7.x.
 const TDS_VERSION: u32 = 0x7400_0004;
+/// TDS 8.0, what a strict connection's LOGIN7 says (as go-mssqldb's does).
+const TDS8_VERSION: u32 = 0x0800_0000;
 
 pub struct Client {
     stream: Box<dyn Stream>,
     packet_size: usize,
+}
+
+fn tls_config(
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    trust_server_certificate: bool,
+) -> io::Result<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .map_err(|e| protocol(e.to_string()))?;
+    Ok(if trust_server_certificate {
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(TrustAny(provider))).with_no_client_auth()
+    } else {
+        builder.with_root_certificates(system_roots()?).with_no_client_auth()
+    })
+}
+
+fn server_name(host: &str) -> io::Result<rustls::pki_types::ServerName<'static>> {
+    rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|e| protocol(format!("'{host}' is not a valid server name: {e}")))
+}
+
+fn handshake_failed(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("TLS handshake failed: {e}"))
 }
 
 /// The TLS handshake of TDS 7.x, inside PRELOGIN packets.
@@ -36,23 +62,25 @@ async fn handshake(
     host: &str,
     trust_server_certificate: bool,
 ) -> io::Result<tokio_rustls::client::TlsStream<PreloginWrapped<TcpStream>>> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS12])
-        .map_err(|e| protocol(e.to_string()))?;
-    let config = if trust_server_certificate {
-        builder.dangerous().with_custom_certificate_verifier(Arc::new(TrustAny(provider))).with_no_client_auth()
-    } else {
-        builder.with_root_certificates(system_roots()?).with_no_client_auth()
-    };
-    let name = rustls::pki_types::ServerName::try_from(host.to_string())
-        .map_err(|e| protocol(format!("'{host}' is not a valid server name: {e}")))?;
+    let config = tls_config(&[&rustls::version::TLS12], trust_server_certificate)?;
     let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, PreloginWrapped::new(tcp))
+        .connect(server_name(host)?, PreloginWrapped::new(tcp))
         .await
-        .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake failed: {e}")))?;
+        .map_err(handshake_failed)?;
     tls.get_mut().0.finish_handshake();
     Ok(tls)
+}
+
+/// The TLS handshake of TDS 8.0 strict, first thing on the socket: TLS 1.3 or 1.2, ALPN
+/// "tds/8.0".
+async fn strict_handshake(
+    tcp: TcpStream,
+    host: &str,
+    trust_server_certificate: bool,
+) -> io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let mut config = tls_config(&[&rustls::version::TLS13, &rustls::version::TLS12], trust_server_certificate)?;
+    config.alpn_protocols = vec![crate::tls::ALPN_TDS8.to_vec()];
+    tokio_rustls::TlsConnector::from(Arc::new(config)).connect(server_name(host)?, tcp).await.map_err(handshake_failed)
 }
 
 /// The system's trusted CAs: `SSL_CERT_FILE`, else Debian's bundle.
@@ -129,7 +157,7 @@ fn scramble(password: &str) -> Vec<u8> {
     ucs2(password).into_iter().map(|b| b.rotate_left(4) ^ 0xA5).collect()
 }
 
-fn login7(user: &str, password: &str, database: &str, app: &str) -> Vec<u8> {
+fn login7(user: &str, password: &str, database: &str, app: &str, version: u32) -> Vec<u8> {
     const FIXED: usize = 94;
     let host = std::env::var("HOSTNAME").unwrap_or_default();
     let fields: [Vec<u8>; 9] = [
@@ -153,7 +181,7 @@ fn login7(user: &str, password: &str, database: &str, app: &str) -> Vec<u8> {
     }
     let mut out = Vec::with_capacity(FIXED + data.len());
     out.extend_from_slice(&((FIXED + data.len()) as u32).to_le_bytes());
-    out.extend_from_slice(&TDS_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&4096u32.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes()); // client program version
     out.extend_from_slice(&std::process::id().to_le_bytes());
@@ -191,6 +219,9 @@ pub enum Encryption {
     /// in the clear); plaintext against a server without TLS. The certificate is not
     /// checked, as SQL Server's drivers do not check it for login-only encryption.
     LoginOnly,
+    /// TDS 8.0 strict: TLS before PRELOGIN, the whole connection encrypted; the
+    /// certificate is checked as for `Full`.
+    Strict { trust_server_certificate: bool },
 }
 
 /// What `connect` needs.
@@ -204,41 +235,57 @@ pub struct ConnectOptions<'a> {
     pub encryption: Encryption,
 }
 
+/// TDS 7.x: PRELOGIN in plaintext, TLS as the server agreed, LOGIN7. `full` is
+/// `Some(trust_server_certificate)` for [`Encryption::Full`], `None` for login-only.
+async fn tds7_login(
+    mut tcp: TcpStream,
+    options: &ConnectOptions<'_>,
+    full: Option<bool>,
+) -> io::Result<Box<dyn Stream>> {
+    let asked = if full.is_some() { ENCRYPT_ON } else { ENCRYPT_OFF };
+    packet::write_message(&mut tcp, kind::PRELOGIN, &prelogin::reply([0, 1, 0, 0], asked), 4096).await?;
+    let answer = prelogin::parse(&reply_payload(packet::read_message(&mut tcp, &REPLY_LIMITS).await?)?)?;
+    let body = login7(options.user, options.password, options.database, "tessera sql", TDS_VERSION);
+    Ok(match (full, answer.encryption) {
+        (None, Some(ENCRYPT_OFF)) => {
+            let mut tls = handshake(tcp, options.host, true).await?;
+            packet::write_message(&mut tls, kind::LOGIN7, &body, 4096).await?;
+            // Login-only: the server answers LOGIN7 in plaintext.
+            Box::new(tls.into_inner().0.into_inner())
+        }
+        (_, Some(ENCRYPT_ON | ENCRYPT_REQ)) => {
+            let mut tls = handshake(tcp, options.host, full.unwrap_or(true)).await?;
+            packet::write_message(&mut tls, kind::LOGIN7, &body, 4096).await?;
+            Box::new(tls)
+        }
+        (Some(_), _) => return Err(protocol("the server does not support encryption, which -N requires")),
+        (None, _) => {
+            packet::write_message(&mut tcp, kind::LOGIN7, &body, 4096).await?;
+            Box::new(tcp)
+        }
+    })
+}
+
 impl Client {
     /// Connects and logs in; a refused login is the server's error (18456 and the like).
     pub async fn connect(options: &ConnectOptions<'_>) -> io::Result<Client> {
-        let mut tcp = TcpStream::connect((options.host, options.port)).await?;
+        let tcp = TcpStream::connect((options.host, options.port)).await?;
         let _ = tcp.set_nodelay(true);
-        let asked = match options.encryption {
-            Encryption::Full { .. } => ENCRYPT_ON,
-            Encryption::LoginOnly => ENCRYPT_OFF,
-        };
-        packet::write_message(&mut tcp, kind::PRELOGIN, &prelogin::reply([0, 1, 0, 0], asked), 4096).await?;
-        let answer = prelogin::parse(&reply_payload(packet::read_message(&mut tcp, &REPLY_LIMITS).await?)?)?;
-        let body = login7(options.user, options.password, options.database, "tessera sql");
-        let stream: Box<dyn Stream> = match (options.encryption, answer.encryption) {
-            (Encryption::LoginOnly, Some(ENCRYPT_OFF)) => {
-                let mut tls = handshake(tcp, options.host, true).await?;
-                packet::write_message(&mut tls, kind::LOGIN7, &body, 4096).await?;
-                // Login-only: the server answers LOGIN7 in plaintext.
-                Box::new(tls.into_inner().0.into_inner())
-            }
-            (_, Some(ENCRYPT_ON | ENCRYPT_REQ)) => {
-                let trust = match options.encryption {
-                    Encryption::Full { trust_server_certificate } => trust_server_certificate,
-                    Encryption::LoginOnly => true,
-                };
-                let mut tls = handshake(tcp, options.host, trust).await?;
+        let stream: Box<dyn Stream> = match options.encryption {
+            Encryption::Strict { trust_server_certificate } => {
+                let mut tls = strict_handshake(tcp, options.host, trust_server_certificate).await?;
+                let hello = prelogin::reply([0, 1, 0, 0], ENCRYPT_ON);
+                packet::write_message(&mut tls, kind::PRELOGIN, &hello, 4096).await?;
+                // The answer's ENCRYPTION means nothing here: the connection is in TLS.
+                prelogin::parse(&reply_payload(packet::read_message(&mut tls, &REPLY_LIMITS).await?)?)?;
+                let body = login7(options.user, options.password, options.database, "tessera sql", TDS8_VERSION);
                 packet::write_message(&mut tls, kind::LOGIN7, &body, 4096).await?;
                 Box::new(tls)
             }
-            (Encryption::Full { .. }, _) => {
-                return Err(protocol("the server does not support encryption, which -N requires"));
+            Encryption::Full { trust_server_certificate } => {
+                tds7_login(tcp, options, Some(trust_server_certificate)).await?
             }
-            (Encryption::LoginOnly, _) => {
-                packet::write_message(&mut tcp, kind::LOGIN7, &body, 4096).await?;
-                Box::new(tcp)
-            }
+            Encryption::LoginOnly => tds7_login(tcp, options, None).await?,
         };
         let mut client = Client { stream, packet_size: 4096 };
         let reply = client.read_reply().await?;

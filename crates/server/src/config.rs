@@ -12,6 +12,7 @@
 //! tls_cert = "/etc/tessera/cert.pem"
 //! tls_key = "/etc/tessera/key.pem"
 //! encrypt_login = true              # clients that send ENCRYPT_OFF get the login encrypted
+//! force_strict_encryption = false   # true: only TDS 8.0 strict (TLS-first) connections
 //! max_connections = 10000
 //! max_packet_size = 32767
 //! max_message_mb = 64
@@ -49,6 +50,9 @@ pub struct Config {
     /// Answer ENCRYPT_OFF with OFF (TLS for the login packet only, as SQL Server does)
     /// rather than NOT_SUP.
     pub encrypt_login: bool,
+    /// SQL Server's "Force Strict Encryption": only TDS 8.0 strict connections (TLS before
+    /// PRELOGIN) are served; a connection that opens with a PRELOGIN packet is closed.
+    pub force_strict_encryption: bool,
     pub max_connections: usize,
     /// Largest packet size a client may negotiate.
     pub max_packet_size: usize,
@@ -77,6 +81,7 @@ impl Default for Config {
             tls_cert: None,
             tls_key: None,
             encrypt_login: true,
+            force_strict_encryption: false,
             max_connections: 10_000,
             max_packet_size: MAX_PACKET_SIZE,
             max_message_mb: 64,
@@ -143,6 +148,8 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
         assert_eq!(c.listen, "127.0.0.1");
         assert!(c.validate().is_ok());
+        assert!(!c.force_strict_encryption);
+        assert!(Config::from_toml("force_strict_encryption = true").unwrap().force_strict_encryption);
         assert!(Config::from_toml("bogus = 1").is_err());
         let mut huge = Config::from_toml("sa_password = \"pw\"\nhuge_pages = \"on\"\n").unwrap();
         assert!(huge.validate().is_ok());

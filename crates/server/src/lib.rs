@@ -40,7 +40,7 @@ pub struct ServerState {
     pub config: Config,
     pub shared: Arc<Shared>,
     pub log: Arc<ErrorLog>,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<tls::ServerTls>,
     pub login_permits: Semaphore,
     /// The server version announced in PRELOGIN and LOGINACK (16.0.4000: SQL Server 2022's
     /// major version, which clients use to pick features).
@@ -70,6 +70,9 @@ impl Server {
         log.server(&format!("Data directory: '{}'.", data_dir.display()));
         let (tls, cert) = tls::server_config(config.tls_cert.as_deref(), config.tls_key.as_deref(), &config.data_dir)?;
         log.server(&format!("The certificate '{}' was successfully loaded for encryption.", cert.display()));
+        if config.force_strict_encryption {
+            log.server("Force Strict Encryption is on: only TDS 8.0 strict (TLS-first) connections are accepted.");
+        }
         let mut ec = EngineConfig::new(&config.data_dir);
         ec.log_dir = config.log_dir.clone();
         ec.pool_bytes = config.memory_mb.max(16) << 20;

@@ -10,6 +10,10 @@
 //! | OFF | OFF if `encrypt_login`, else NOT_SUP | login packet in TLS, rest plaintext / all plaintext |
 //! | ON, REQ | ON | everything in TLS |
 //!
+//! Inside a TDS 8.0 strict connection (TLS before PRELOGIN) the client's value is ignored,
+//! as MS-TDS 2.2.6.5 says (the TLS session is already established; go-mssqldb sends 4,
+//! tedious 0), and the reply says [`STRICT_ENCRYPTION`]: no handshake follows it.
+//!
 //! The reply always carries VERSION, ENCRYPTION, INSTOPT, THREADID and MARS = 0 (FreeTDS
 //! falls back to TDS 7.1 without MARS).
 
@@ -21,6 +25,9 @@ pub const ENCRYPT_OFF: u8 = 0;
 pub const ENCRYPT_ON: u8 = 1;
 pub const ENCRYPT_NOT_SUP: u8 = 2;
 pub const ENCRYPT_REQ: u8 = 3;
+
+/// The reply's ENCRYPTION in a strict connection: ON, the whole connection is in TLS.
+pub const STRICT_ENCRYPTION: u8 = ENCRYPT_ON;
 
 const OPT_VERSION: u8 = 0;
 const OPT_ENCRYPTION: u8 = 1;

@@ -113,64 +113,57 @@ struct LoggedIn {
     next_descriptor: u64,
 }
 
-/// PRELOGIN, optional TLS, LOGIN7 and the login response. `Ok(None)` when the client went
-/// away or was refused (already answered and logged).
+/// The first byte of a TDS 8.0 strict connection: a TLS record of type handshake (its
+/// ClientHello). A TDS 7.x connection opens with a PRELOGIN packet (0x12).
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// What the PRELOGIN exchange produced: the stream LOGIN7 arrived on, the LOGIN7 message,
+/// and whether the connection stays encrypted after login.
+type Prelogged = (LoginStream, Message, bool);
+
+/// PRELOGIN (TLS first for a strict connection, or optional TLS after it for TDS 7.x),
+/// LOGIN7 and the login response. `Ok(None)` when the client went away or was refused
+/// (already answered and logged).
 async fn login_phase(
     state: &Arc<ServerState>,
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
 ) -> io::Result<Option<Connection>> {
-    let mut tcp = tcp;
     let local = tcp.local_addr()?;
-    let Some(pre) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::PRELOGIN]).await? else {
+    // Both kinds of connection share the port: the first byte tells them apart (MS-TDS
+    // 3.3.5.1), peeked so that either path reads the stream from its start.
+    let mut first = [0u8; 1];
+    if tcp.peek(&mut first).await? == 0 {
         return Ok(None);
-    };
-    if pre.kind != kind::PRELOGIN {
-        return Err(packet::protocol(format!("expected PRELOGIN, got packet type {:#04x}", pre.kind)));
     }
-    let client = prelogin::parse(&pre.payload).map_err(|e| packet::protocol(e.0))?;
-    let encryption = match prelogin::negotiate(client.encryption, state.tls.is_some(), state.config.encrypt_login) {
-        Ok(e) => e,
-        Err(why) => {
-            // Tell the client we cannot encrypt; it will give up.
-            let reply = prelogin::reply(state.version_bytes, ENCRYPT_NOT_SUP);
-            packet::write_message(&mut tcp, kind::REPLY, &reply, 4096).await?;
-            state.log.session(0, &format!("Connection from {peer} refused: {why}."));
+    let strict = first[0] == TLS_HANDSHAKE_RECORD;
+    let prelogged = match first[0] {
+        TLS_HANDSHAKE_RECORD => strict_prelogin(state, tcp).await?,
+        kind::PRELOGIN if state.config.force_strict_encryption => {
+            state.log.session(
+                0,
+                &format!("Connection from {peer} refused: Force Strict Encryption is on and the client did not open with TLS (TDS 8.0 strict)."),
+            );
             return Ok(None);
         }
+        kind::PRELOGIN => tds7_prelogin(state, tcp, peer).await?,
+        b => {
+            return Err(packet::protocol(format!(
+                "the first byte {b:#04x} is neither a PRELOGIN packet nor a TLS handshake"
+            )))
+        }
     };
-    let reply = prelogin::reply(state.version_bytes, encryption);
-    packet::write_message(&mut tcp, kind::REPLY, &reply, 4096).await?;
-
-    let (stream, login_msg): (LoginStream, Message) = match (encryption, &state.tls) {
-        (ENCRYPT_ON | ENCRYPT_OFF, Some(tls)) => {
-            let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
-            let mut tls_stream = acceptor.accept(PreloginWrapped::new(tcp)).await?;
-            tls_stream.get_mut().0.finish_handshake();
-            let Some(m) = packet::read_message_of(&mut tls_stream, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
-                return Ok(None);
-            };
-            if encryption == ENCRYPT_OFF {
-                // Login-only encryption: the rest of the conversation is plaintext.
-                let (wrapped, _) = tls_stream.into_inner();
-                (LoginStream::Plain(wrapped.into_inner()), m)
-            } else {
-                (LoginStream::Tls(Box::new(tls_stream)), m)
-            }
-        }
-        _ => {
-            let Some(m) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
-                return Ok(None);
-            };
-            (LoginStream::Plain(tcp), m)
-        }
+    let Some((stream, login_msg, encrypted)) = prelogged else {
+        return Ok(None);
     };
     let mut stream = stream;
     if login_msg.kind != kind::LOGIN7 {
         return Err(packet::protocol(format!("expected LOGIN7, got packet type {:#04x}", login_msg.kind)));
     }
     let login = login7::parse(&login_msg.payload).map_err(|e| packet::protocol(e.0))?;
-    let version = Version::negotiate(login.tds_version).unwrap_or(Version::V7_1);
+    // In TDS 8.0 the version comes from the TLS handshake (ALPN) and LOGIN7's is ignored
+    // (MS-TDS 1.7); its features are TDS 7.4's.
+    let version = if strict { Version::V7_4 } else { Version::negotiate(login.tds_version).unwrap_or(Version::V7_1) };
 
     // Credentials: the slow hash runs on a blocking thread, a bounded number at a time.
     let checked = if login.sspi {
@@ -240,7 +233,7 @@ async fn login_phase(
     let packet_size =
         if requested == 0 { 4096 } else { requested.clamp(packet::MIN_PACKET_SIZE, state.config.max_packet_size) };
     session.set_connection(tessera_sql::runtime::ConnectionInfo {
-        encrypted: encryption == ENCRYPT_ON,
+        encrypted,
         client_address: peer.ip().to_string(),
         client_port: peer.port(),
         local_address: local.ip().to_string(),
@@ -281,6 +274,81 @@ async fn login_phase(
             transaction: 0,
             next_descriptor: 1,
         },
+    }))
+}
+
+/// TDS 8.0 strict: the TLS handshake on the bare socket (TLS 1.3 or 1.2, ALPN "tds/8.0"),
+/// then PRELOGIN and LOGIN7 inside TLS; the connection stays in TLS.
+async fn strict_prelogin(state: &Arc<ServerState>, tcp: tokio::net::TcpStream) -> io::Result<Option<Prelogged>> {
+    let Some(tls) = &state.tls else {
+        return Err(packet::protocol("a TLS handshake, and the server has no certificate"));
+    };
+    let mut stream = tokio_rustls::TlsAcceptor::from(tls.strict.clone())
+        .accept(tcp)
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake (TDS 8.0 strict) failed: {e}")))?;
+    let Some(pre) = packet::read_message_of(&mut stream, &LOGIN_LIMITS, &[kind::PRELOGIN]).await? else {
+        return Ok(None);
+    };
+    prelogin::parse(&pre.payload).map_err(|e| packet::protocol(e.0))?;
+    let reply = prelogin::reply(state.version_bytes, prelogin::STRICT_ENCRYPTION);
+    packet::write_message(&mut stream, kind::REPLY, &reply, 4096).await?;
+    let Some(m) = packet::read_message_of(&mut stream, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
+        return Ok(None);
+    };
+    Ok(Some((LoginStream::Strict(Box::new(stream)), m, true)))
+}
+
+/// TDS 7.x: PRELOGIN in plaintext, the encryption decision, the TLS handshake inside
+/// PRELOGIN packets when encryption was agreed, then LOGIN7.
+async fn tds7_prelogin(
+    state: &Arc<ServerState>,
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+) -> io::Result<Option<Prelogged>> {
+    let mut tcp = tcp;
+    let Some(pre) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::PRELOGIN]).await? else {
+        return Ok(None);
+    };
+    if pre.kind != kind::PRELOGIN {
+        return Err(packet::protocol(format!("expected PRELOGIN, got packet type {:#04x}", pre.kind)));
+    }
+    let client = prelogin::parse(&pre.payload).map_err(|e| packet::protocol(e.0))?;
+    let encryption = match prelogin::negotiate(client.encryption, state.tls.is_some(), state.config.encrypt_login) {
+        Ok(e) => e,
+        Err(why) => {
+            // Tell the client we cannot encrypt; it will give up.
+            let reply = prelogin::reply(state.version_bytes, ENCRYPT_NOT_SUP);
+            packet::write_message(&mut tcp, kind::REPLY, &reply, 4096).await?;
+            state.log.session(0, &format!("Connection from {peer} refused: {why}."));
+            return Ok(None);
+        }
+    };
+    let reply = prelogin::reply(state.version_bytes, encryption);
+    packet::write_message(&mut tcp, kind::REPLY, &reply, 4096).await?;
+
+    Ok(Some(match (encryption, &state.tls) {
+        (ENCRYPT_ON | ENCRYPT_OFF, Some(tls)) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(tls.tds7.clone());
+            let mut tls_stream = acceptor.accept(PreloginWrapped::new(tcp)).await?;
+            tls_stream.get_mut().0.finish_handshake();
+            let Some(m) = packet::read_message_of(&mut tls_stream, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
+                return Ok(None);
+            };
+            if encryption == ENCRYPT_OFF {
+                // Login-only encryption: the rest of the conversation is plaintext.
+                let (wrapped, _) = tls_stream.into_inner();
+                (LoginStream::Plain(wrapped.into_inner()), m, false)
+            } else {
+                (LoginStream::Tls(Box::new(tls_stream)), m, true)
+            }
+        }
+        _ => {
+            let Some(m) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
+                return Ok(None);
+            };
+            (LoginStream::Plain(tcp), m, false)
+        }
     }))
 }
 

@@ -1,14 +1,18 @@
-//! TLS for TDS 7.x: the certificate (configured, or self-signed and kept in the data
-//! directory on first start) and [`PreloginWrapped`], the stream adapter that carries the
-//! TLS handshake inside PRELOGIN packets.
+//! TLS: the certificate (configured, or self-signed and kept in the data directory on
+//! first start), the two server configurations built over it ([`ServerTls`]), and
+//! [`PreloginWrapped`], the stream adapter that carries a TDS 7.x handshake inside PRELOGIN
+//! packets.
 //!
-//! During the handshake the client wraps its TLS records in PRELOGIN (0x12) packets and
-//! expects the server's records wrapped the same way; once the handshake is done both sides
-//! exchange raw TLS records, with TDS packets inside them. The adapter therefore has two
-//! modes, switched by [`PreloginWrapped::finish_handshake`]:
+//! TDS 7.x: during the handshake the client wraps its TLS records in PRELOGIN (0x12)
+//! packets and expects the server's records wrapped the same way; once the handshake is
+//! done both sides exchange raw TLS records, with TDS packets inside them. The adapter
+//! therefore has two modes, switched by [`PreloginWrapped::finish_handshake`]:
 //! - handshake: reads strip 8-byte packet headers (only PRELOGIN packets are accepted);
 //!   writes are buffered and sent as one PRELOGIN packet on flush;
 //! - passthrough: bytes go through untouched.
+//!
+//! TDS 8.0 "strict": the client's first bytes are a TLS ClientHello on the bare socket, so
+//! the handshake needs no adapter; PRELOGIN and everything after it travel inside TLS.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -22,13 +26,26 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::packet::{kind, HEADER_LEN};
 
+/// The ALPN protocol of TDS 8.0 (MS-TDS 1.9).
+pub const ALPN_TDS8: &[u8] = b"tds/8.0";
+
+/// The server's TLS configurations, both over the same certificate.
+pub struct ServerTls {
+    /// TDS 7.x, the handshake inside PRELOGIN packets: TLS 1.2 only, as SQL Server for
+    /// TDS 7.x. With 1.3 the client speaks last in the handshake, and go-mssqldb keeps its
+    /// final handshake packet buffered until its next read, which never comes, so its
+    /// Finished is lost.
+    pub tds7: Arc<rustls::ServerConfig>,
+    /// TDS 8.0 strict, the handshake first on the bare socket: TLS 1.3 or 1.2, ALPN
+    /// "tds/8.0" (a client that offers ALPN without it is refused; one that offers no ALPN
+    /// is served, as MS-TDS says the server then assumes TDS 8.0).
+    pub strict: Arc<rustls::ServerConfig>,
+}
+
 /// Loads the configured certificate and key, or the self-signed pair under
-/// `data_dir/tls/`, creating it on first use. Returns the server config and the paths used.
-pub fn server_config(
-    cert: Option<&Path>,
-    key: Option<&Path>,
-    data_dir: &Path,
-) -> Result<(Arc<rustls::ServerConfig>, PathBuf), String> {
+/// `data_dir/tls/`, creating it on first use. Returns the server configurations and the
+/// certificate's path.
+pub fn server_config(cert: Option<&Path>, key: Option<&Path>, data_dir: &Path) -> Result<(ServerTls, PathBuf), String> {
     let (cert_path, key_path) = match (cert, key) {
         (Some(c), Some(k)) => (c.to_path_buf(), k.to_path_buf()),
         _ => {
@@ -59,21 +76,29 @@ pub fn server_config(
     }
     let key = PrivateKeyDer::from_pem_file(&key_path)
         .map_err(|e| format!("cannot read private key '{}': {e}", key_path.display()))?;
+    let tds7 = config(&[&rustls::version::TLS12], certs.clone(), key.clone_key())?;
+    let mut strict = config(&[&rustls::version::TLS13, &rustls::version::TLS12], certs, key)?;
+    strict.alpn_protocols = vec![ALPN_TDS8.to_vec()];
+    Ok((ServerTls { tds7: Arc::new(tds7), strict: Arc::new(strict) }, cert_path))
+}
+
+fn config(
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    certs: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+) -> Result<rustls::ServerConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    // TLS 1.2 only, as SQL Server for TDS 7.x (1.3 belongs to TDS 8.0 strict): with 1.3
-    // the client speaks last in the handshake, and go-mssqldb keeps its final handshake
-    // packet buffered until its next read, which never comes, so its Finished is lost.
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS12])
+        .with_protocol_versions(versions)
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map_err(|e| format!("certificate and key do not match: {e}"))?;
-    // TLS 1.3 session tickets follow the handshake; written while the handshake is still
-    // wrapped in PRELOGIN packets they would corrupt the client's stream. Clients here do
-    // not resume sessions, so none are sent.
+    // TLS 1.3 session tickets follow the handshake; written while a TDS 7.x handshake is
+    // still wrapped in PRELOGIN packets they would corrupt the client's stream. Clients
+    // here do not resume sessions, so none are sent, strict connections included.
     config.send_tls13_tickets = 0;
-    Ok((Arc::new(config), cert_path))
+    Ok(config)
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {

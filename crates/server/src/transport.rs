@@ -65,7 +65,10 @@ pub enum Transport {
 /// What login produced: the async stream the login phase used.
 pub enum LoginStream {
     Plain(tokio::net::TcpStream),
+    /// TDS 7.x TLS, its handshake carried in PRELOGIN packets.
     Tls(Box<tokio_rustls::server::TlsStream<PreloginWrapped<tokio::net::TcpStream>>>),
+    /// TDS 8.0 strict: TLS from the connection's first byte.
+    Strict(Box<tokio_rustls::server::TlsStream<tokio::net::TcpStream>>),
 }
 
 impl AsyncRead for LoginStream {
@@ -73,6 +76,7 @@ impl AsyncRead for LoginStream {
         match self.get_mut() {
             LoginStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             LoginStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            LoginStream::Strict(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -82,6 +86,7 @@ impl AsyncWrite for LoginStream {
         match self.get_mut() {
             LoginStream::Plain(s) => Pin::new(s).poll_write(cx, data),
             LoginStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, data),
+            LoginStream::Strict(s) => Pin::new(s.as_mut()).poll_write(cx, data),
         }
     }
 
@@ -89,6 +94,7 @@ impl AsyncWrite for LoginStream {
         match self.get_mut() {
             LoginStream::Plain(s) => Pin::new(s).poll_flush(cx),
             LoginStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            LoginStream::Strict(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -96,6 +102,7 @@ impl AsyncWrite for LoginStream {
         match self.get_mut() {
             LoginStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             LoginStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            LoginStream::Strict(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -113,6 +120,10 @@ impl Transport {
             LoginStream::Tls(tls) => {
                 let (wrapped, conn) = tls.into_inner();
                 let tcp = wrapped.into_raw()?;
+                Transport::Tls(Box::new(StreamOwned::new(conn, blocking(tcp)?)))
+            }
+            LoginStream::Strict(tls) => {
+                let (tcp, conn) = tls.into_inner();
                 Transport::Tls(Box::new(StreamOwned::new(conn, blocking(tcp)?)))
             }
         })

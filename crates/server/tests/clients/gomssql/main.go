@@ -2,12 +2,13 @@
 //
 // Usage: go run . HOST PORT PASSWORD
 //
-// Covers: a wrong password (18456), TLS and plaintext logins, create database and table,
-// every data type through parameters (sp_executesql) and back, NULLs, a stored procedure
-// with an OUTPUT parameter and a return status, commit and rollback (TM requests), an
-// error with its number, cancelling a long-running query (context cancel: attention) and
-// a bulk load of 10,000 rows (mssql.CopyIn: INSERT BULK + BULK_LOAD). Exits non-zero on
-// the first failure.
+// Covers: a wrong password (18456), TLS and plaintext logins, TDS 8.0 strict encryption
+// (encrypt=strict: TLS first, the certificate checked against the file TESSERA_TLS_CERT
+// names) with a query and an error, create database and table, every data type through
+// parameters (sp_executesql) and back, NULLs, a stored procedure with an OUTPUT parameter
+// and a return status, commit and rollback (TM requests), an error with its number,
+// cancelling a long-running query (context cancel: attention) and a bulk load of 10,000
+// rows (mssql.CopyIn: INSERT BULK + BULK_LOAD). Exits non-zero on the first failure.
 package main
 
 import (
@@ -44,7 +45,13 @@ func must(err error, what string) {
 func open(pw, database, encrypt string) *sql.DB {
 	q := url.Values{}
 	q.Set("encrypt", encrypt)
-	q.Set("TrustServerCertificate", "true")
+	if encrypt == "strict" {
+		// Strict mode refuses TrustServerCertificate: the server's certificate is
+		// checked against the file the test names.
+		q.Set("certificate", os.Getenv("TESSERA_TLS_CERT"))
+	} else {
+		q.Set("TrustServerCertificate", "true")
+	}
 	if database != "" {
 		q.Set("database", database)
 	}
@@ -77,6 +84,16 @@ func main() {
 	must(tls.QueryRowContext(ctx, "SELECT encrypt_option FROM sys.dm_exec_connections WHERE session_id = @@SPID").Scan(&enc), "query over TLS")
 	check(enc == "TRUE", "encrypt=true: the whole connection in TLS")
 	tls.Close()
+
+	strict := open(password, "", "strict")
+	must(strict.QueryRowContext(ctx, "SELECT encrypt_option FROM sys.dm_exec_connections WHERE session_id = @@SPID").Scan(&enc), "query over TDS 8.0 strict")
+	check(enc == "TRUE", "encrypt=strict: TLS before PRELOGIN, the whole connection in TLS")
+	_, err = strict.ExecContext(ctx, "SELECT * FROM no_such_table")
+	check(serverNumber(err) == 208, "encrypt=strict: error 208 with its number: %v", err)
+	var answer int
+	must(strict.QueryRowContext(ctx, "SELECT @p1 * 2", 21).Scan(&answer), "parameterised query over strict")
+	check(answer == 42, "encrypt=strict: a parameterised query after an error")
+	strict.Close()
 
 	master := open(password, "", "disable")
 	_, err = master.ExecContext(ctx, "IF DB_ID('gomssql_db') IS NOT NULL DROP DATABASE gomssql_db; CREATE DATABASE gomssql_db")

@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// TLS private key (PEM).
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Serve only TDS 8.0 strict connections (TLS before PRELOGIN), as SQL Server's "Force
+    /// Strict Encryption"; a connection that opens with a plaintext PRELOGIN is closed.
+    #[arg(long)]
+    force_strict_encryption: bool,
     /// Most client connections at once [default: 10000].
     #[arg(long)]
     max_connections: Option<usize>,
@@ -73,6 +77,9 @@ pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
     }
     if let Some(v) = &args.tls_key {
         c.tls_key = Some(v.clone());
+    }
+    if args.force_strict_encryption {
+        c.force_strict_encryption = true;
     }
     if let Some(v) = args.max_connections {
         c.max_connections = v;

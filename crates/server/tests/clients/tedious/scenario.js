@@ -4,7 +4,8 @@
 //
 // Usage: node scenario.js HOST PORT PASSWORD
 //
-// Covers: a wrong password, TLS and plaintext logins, create database and table, every
+// Covers: a wrong password, TLS and plaintext logins, a TDS 8.0 strict connection
+// (encrypt: 'strict') with a query and an error, create database and table, every
 // data type through typed parameters (sp_executesql) and back, NULLs, a stored procedure
 // with an OUTPUT parameter and a return status (RPC by name), transactions through
 // Transaction Manager requests, an error with its number, cancelling a long-running query
@@ -77,6 +78,20 @@ async function main() {
   const [[two]] = await run(plain, 'SELECT 1 + 1');
   check(two === 2, 'encrypt: false connects too');
   plain.close();
+
+  // TDS 8.0 strict: TLS (ALPN tds/8.0) before PRELOGIN, the certificate checked.
+  const strict = await connect({ encrypt: 'strict' });
+  const [[strictEncrypted]] = await run(strict, 'SELECT encrypt_option FROM sys.dm_exec_connections WHERE session_id = @@SPID');
+  check(strictEncrypted === 'TRUE', "encrypt: 'strict': TLS first, the whole connection in TLS");
+  try {
+    await run(strict, 'SELECT * FROM no_such_table');
+    throw new Error('no error');
+  } catch (e) {
+    check(e.number === 208, "encrypt: 'strict': error 208: " + e.message);
+  }
+  const [[answer]] = await run(strict, 'SELECT @n * 2', [['n', TYPES.Int, 21]]);
+  check(answer === 42, "encrypt: 'strict': a parameterised query after an error");
+  strict.close();
 
   await run(c, "IF DB_ID('tedious_db') IS NOT NULL DROP DATABASE tedious_db");
   await run(c, 'CREATE DATABASE tedious_db');

@@ -1,5 +1,5 @@
-//! One client connection: PRELOGIN (encryption negotiation, TLS), LOGIN7, then requests
-//! until the client leaves.
+//! One client connection: PRELOGIN (encryption negotiation, TLS) — or, for TDS 8.0 strict,
+//! TLS first and PRELOGIN inside it — LOGIN7, then requests until the client leaves.
 //!
 //! Structure of a logged-in connection (see `transport` for why):
 //! - while **idle**, the connection is an async task waiting in the reactor for its socket

@@ -127,10 +127,10 @@ impl ProgressLine {
 pub struct IobenchBenchArgs {
     #[command(flatten)]
     pub common: CommonArgs,
-    /// Measured seconds per pattern, tool and round [default: 2.5; 2 with --quick].
+    /// Measured seconds of each run (each tool runs twice per round) [default: 2.5; 2 with --quick].
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
-    /// Warm-up seconds per pattern, tool and round [default: 0.5].
+    /// Warm-up seconds before each run's measured part [default: 0.5].
     #[arg(long, value_name = "SECONDS")]
     pub warmup: Option<f64>,
     /// Size of the test file, e.g. 4G [default: 4G; 1G with --quick].
@@ -140,9 +140,11 @@ pub struct IobenchBenchArgs {
     /// one job per outstanding I/O).
     #[arg(long, default_value = "uring", value_name = "ENGINE")]
     pub engine: String,
-    /// Rounds per pattern: each round runs both tools back to back, alternating which goes
-    /// first; the report gives each side's median and the median of the rounds' ratios (the
-    /// disk of a VM drifts by 10-20 % within seconds) [default: 6; 1 with --quick].
+    /// Rounds per pattern: each round runs both orders back to back (tessera then fio, fio
+    /// then tessera); a round's ratio is the geometric mean of its two pairs' ratios, so an
+    /// effect of going first or second cancels; the report gives each side's median and the
+    /// median of the rounds' ratios (the disk of a VM drifts by 10-20 % within seconds)
+    /// [default: 6; 1 with --quick].
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
     /// Run only the patterns whose name contains this text (e.g. "b16k").
@@ -262,22 +264,42 @@ fn median_of(mut v: Vec<f64>) -> Option<f64> {
     (!v.is_empty()).then(|| tessera_bench::machine::median(&mut v))
 }
 
-/// The row for `metric`: our median, fio's median, and the median of the per-round ratios
-/// (each round ran both tools back to back, so a round's ratio is free of the drift between
-/// rounds). `None` when either side has no such figure (no writes, say).
+/// Runs per round and tool: one pair with each tool first.
+const PAIRS_PER_ROUND: usize = 2;
+
+/// The ratio of one pair (tessera's run and fio's, back to back): ours / fio for a rate, fio /
+/// ours for a latency, so above 1 is better; `None` when either side lacks the figure.
+fn pair_ratio(metric: &Metric, ours: &Side, theirs: &Side) -> Option<f64> {
+    let (a, b) = ((metric.get)(ours)?, (metric.get)(theirs)?);
+    let (num, den) = if metric.rate { (a, b) } else { (b, a) };
+    (num > 0.0 && den > 0.0).then(|| num / den)
+}
+
+/// The geometric mean of `v` (`None` when empty).
+fn geomean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+/// Each round's ratio: the geometric mean of its pairs' ratios. `ours[i]` and `theirs[i]` ran
+/// back to back, and the pairs of a round (consecutive, [`PAIRS_PER_ROUND`] of them) put each
+/// tool first once, so whatever the device does to the first or the second run of a pair
+/// enters every round once each way and cancels.
+fn round_ratios(metric: &Metric, ours: &[Side], theirs: &[Side]) -> Vec<f64> {
+    let pairs: Vec<Option<f64>> = ours.iter().zip(theirs).map(|(a, b)| pair_ratio(metric, a, b)).collect();
+    pairs
+        .chunks(PAIRS_PER_ROUND)
+        .filter_map(|round| geomean(&round.iter().flatten().copied().collect::<Vec<_>>()))
+        .collect()
+}
+
+/// The row for `metric`: our median and fio's over every run, and the median of the rounds'
+/// ratios (each pair ran both tools back to back, so its ratio is free of the drift between
+/// pairs; each round has both orders). `None` when either side has no such figure (no writes,
+/// say).
 fn paired_row(pattern: &str, metric: &Metric, ours: &[Side], theirs: &[Side]) -> Option<ResultRow> {
     let o: Vec<f64> = ours.iter().filter_map(metric.get).collect();
     let t: Vec<f64> = theirs.iter().filter_map(metric.get).collect();
-    let ratios: Vec<f64> = ours
-        .iter()
-        .zip(theirs)
-        .filter_map(|(a, b)| {
-            let (a, b) = ((metric.get)(a)?, (metric.get)(b)?);
-            let (num, den) = if metric.rate { (a, b) } else { (b, a) };
-            (den > 0.0).then(|| num / den)
-        })
-        .collect();
-    let (ours_med, theirs_med, ratio) = (median_of(o)?, median_of(t)?, median_of(ratios)?);
+    let (ours_med, theirs_med, ratio) = (median_of(o)?, median_of(t)?, median_of(round_ratios(metric, ours, theirs))?);
     let name = format!("{pattern}: {}", metric.name);
     let mut row = if metric.rate {
         ResultRow::rate(name, metric.unit, ours_med, "fio", theirs_med, GOAL)
@@ -286,6 +308,32 @@ fn paired_row(pattern: &str, metric: &Metric, ours: &[Side], theirs: &[Side]) ->
     };
     row.ratio = Some(ratio);
     Some(row)
+}
+
+/// The note showing each round's IOPS ratio with tessera first and with fio first, their
+/// geometric mean (the round's ratio), and how much going first changed the ratio.
+fn order_note(pattern: &str, ours: &[Side], theirs: &[Side], ours_first: &[bool]) -> String {
+    let iops = &METRICS[0];
+    let mut rounds = Vec::new();
+    let mut effects = Vec::new();
+    for ((o, t), f) in
+        ours.chunks(PAIRS_PER_ROUND).zip(theirs.chunks(PAIRS_PER_ROUND)).zip(ours_first.chunks(PAIRS_PER_ROUND))
+    {
+        let pair = |want: bool| f.iter().position(|&x| x == want).and_then(|i| pair_ratio(iops, &o[i], &t[i]));
+        match (pair(true), pair(false)) {
+            (Some(a), Some(b)) => {
+                rounds.push(format!("{a:.2}/{b:.2}→{:.2}", (a * b).sqrt()));
+                effects.push(a / b);
+            }
+            _ => rounds.push("—".to_string()),
+        }
+    }
+    let effect = median_of(effects).map_or_else(|| "—".to_string(), |e| format!("{e:.2}"));
+    format!(
+        "{pattern}: IOPS ratio of each round, tessera first / fio first → geometric mean: {}; ratio with tessera \
+         first ÷ ratio with fio first, median: {effect} (1 = no order effect)",
+        rounds.join(" ")
+    )
 }
 
 /// The band the issue asks for: within ±10 % of fio.
@@ -358,6 +406,7 @@ pub fn bench(
             "engine": engine.name(),
             "fio_engine": if engine == EngineKind::Uring { "io_uring (iodepth = o, numjobs = t)" } else { "psync (numjobs = t × o)" },
             "repeat": repeat,
+            "pairs_per_round": PAIRS_PER_ROUND,
             "fio": fio_version,
             "patterns": PATTERNS.iter().map(|p| serde_json::json!({"name": p.name, "flags": p.flags})).collect::<Vec<_>>(),
         }),
@@ -395,30 +444,30 @@ pub fn bench(
             failures.push(f);
             continue;
         }
+        // Pair i is ours[i] and theirs[i], run back to back; `ours_first[i]` says which went
+        // first. A round is two pairs, one in each order: even rounds run tessera, fio, fio,
+        // tessera, odd rounds the mirror image, so neither tool always follows the same one.
         let mut ours = Vec::new();
         let mut theirs = Vec::new();
+        let mut ours_first = Vec::new();
         let mut failed = None;
-        for round in 0..repeat {
-            // Alternate which tool goes first so drift in the device favours neither.
-            let order = if round % 2 == 0 { [true, false] } else { [false, true] };
-            for is_ours in order {
-                if is_ours {
-                    match run(&params, &mut |_| {}) {
-                        Ok(r) => ours.push(Side::ours(&r)),
-                        Err(e) => failed = Some(format!("{}: tessera iobench: {e}", pattern.name)),
-                    }
-                } else {
-                    match fio::run(&job) {
-                        Ok(r) => theirs.push(Side::fio(&r)),
-                        Err(e) => failed = Some(format!("{}: {e}", pattern.name)),
+        'rounds: for round in 0..repeat {
+            let orders = if round % 2 == 0 { [true, false] } else { [false, true] };
+            for first in orders {
+                for is_ours in [first, !first] {
+                    let outcome = if is_ours {
+                        run(&params, &mut |_| {})
+                            .map(|r| ours.push(Side::ours(&r)))
+                            .map_err(|e| format!("{}: tessera iobench: {e}", pattern.name))
+                    } else {
+                        fio::run(&job).map(|r| theirs.push(Side::fio(&r))).map_err(|e| format!("{}: {e}", pattern.name))
+                    };
+                    if let Err(f) = outcome {
+                        failed = Some(f);
+                        break 'rounds;
                     }
                 }
-                if failed.is_some() {
-                    break;
-                }
-            }
-            if failed.is_some() {
-                break;
+                ours_first.push(first);
             }
         }
         if let Some(f) = failed {
@@ -447,11 +496,7 @@ pub fn bench(
             }
             report.push(row);
         }
-        if repeat > 1 {
-            let ratios: Vec<String> =
-                ours.iter().zip(&theirs).map(|(a, b)| format!("{:.2}", a.iops / b.iops.max(1e-9))).collect();
-            report.note(format!("{}: IOPS ratio of each round: {}", pattern.name, ratios.join(" ")));
-        }
+        report.note(order_note(pattern.name, &ours, &theirs, &ours_first));
         if engine == EngineKind::Uring && params.threads_per_target == 1 {
             // One fio job: its usr_cpu + sys_cpu is that job's CPU, comparable with ours.
             report.note(format!(
@@ -468,9 +513,10 @@ pub fn bench(
     report.note("latency is total latency (fio's lat_ns: from handing the request over to seeing its completion)");
     report.note(format!(
         "same file ({}, filled with random data), same run; per pattern an unmeasured settling run, then {repeat} \
-         round(s) of {duration} s measured after {warmup} s warm-up for each tool, back to back, alternating which \
-         goes first; figures are medians over the rounds and each ratio is the median of the rounds' ratios; the last \
-         pattern is seed 004's diskspd -b8K -t1 -r -w40 -Sh -L -Z1G",
+         round(s); a round is two pairs of back-to-back runs, tessera then fio and fio then tessera, each run \
+         {duration} s measured after {warmup} s warm-up; figures are medians over all runs; a round's ratio is the \
+         geometric mean of its two pairs' ratios (an order effect cancels) and each ratio is the median of the \
+         rounds' ratios; the last pattern is seed 004's diskspd -b8K -t1 -r -w40 -Sh -L -Z1G",
         fmt_size(file_size),
     ));
     Ok((report, failures))
@@ -486,21 +532,38 @@ mod tests {
 
     #[test]
     fn ratios_are_paired_by_round() {
-        // The device doubles its speed between rounds; each round's ratio is what counts.
-        let ours = [side(100.0, Some((500.0, 900.0))), side(200.0, Some((250.0, 450.0)))];
-        let fio = [side(110.0, Some((450.0, 1000.0))), side(190.0, Some((260.0, 400.0)))];
+        // Two rounds of two pairs; the device doubles its speed between rounds, and in round 0 the
+        // second run of a pair gets 20 % more IOPS and 20 % less latency: each round's ratio is
+        // the geometric mean of its pairs, which cancels the order effect.
+        let ours = [
+            side(100.0, Some((500.0, 900.0))),
+            side(120.0, Some((400.0, 750.0))),
+            side(200.0, Some((250.0, 450.0))),
+            side(210.0, Some((240.0, 440.0))),
+        ];
+        let fio = [
+            side(120.0, Some((400.0, 1000.0))),
+            side(100.0, Some((500.0, 1200.0))),
+            side(190.0, Some((260.0, 400.0))),
+            side(200.0, Some((250.0, 420.0))),
+        ];
         let iops = paired_row("p", &METRICS[0], &ours, &fio).unwrap();
-        assert_eq!((iops.ours, iops.peer_value), (150.0, Some(150.0)));
-        let want = (100.0 / 110.0 + 200.0 / 190.0) / 2.0;
-        assert!((iops.ratio.unwrap() - want).abs() < 1e-12);
+        assert_eq!((iops.ours, iops.peer_value), (160.0, Some(155.0)));
+        let round0 = 1.0; // sqrt(100/120 × 120/100)
+        let round1 = (200.0_f64 / 190.0 * 210.0 / 200.0).sqrt();
+        assert!((iops.ratio.unwrap() - (round0 + round1) / 2.0).abs() < 1e-12);
         assert_eq!(iops.metric, "p: IOPS");
         // Latency: fio / ours.
         let p50 = paired_row("p", &METRICS[2], &ours, &fio).unwrap();
         assert_eq!(p50.unit, "µs");
-        let want = (450.0 / 500.0 + 260.0 / 250.0) / 2.0;
-        assert!((p50.ratio.unwrap() - want).abs() < 1e-12);
+        let round1 = (260.0_f64 / 250.0 * 250.0 / 240.0).sqrt();
+        assert!((p50.ratio.unwrap() - (1.0 + round1) / 2.0).abs() < 1e-12);
         // No writes on either side: no row.
         assert!(paired_row("p", &METRICS[4], &ours, &fio).is_none());
+        // The note pairs each round's orders whichever ran first.
+        let note = order_note("p", &ours, &fio, &[true, false, false, true]);
+        assert!(note.contains("0.83/1.20→1.00 1.05/1.05→1.05"), "{note}");
+        assert!(note.contains("median: 0.85"), "{note}");
     }
 
     #[test]

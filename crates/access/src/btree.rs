@@ -144,26 +144,41 @@ pub fn create(space: &Space, mtr: &mut Mtr) -> Result<PageNo> {
 /// The pages from the root down to a leaf (inline up to a five-level tree).
 type Path = SmallVec<[PageNo; 5]>;
 
-/// The caller holds the tree latch (see [`read_in_tree`]).
+/// The caller holds the tree latch (see [`read_in_tree`]). The leaf itself is not read:
+/// a level-1 page's children are leaves, and the caller latches the leaf next, checking
+/// it with [`latch_leaf`].
 fn descend(space: &Space, root: PageNo, key: &[u8]) -> Result<Path> {
     let mut path = Path::new();
     path.push(root);
     let mut no = root;
     loop {
-        let child = read_in_tree(space, no, |p| match page::page_type(p) {
+        let step = read_in_tree(space, no, |p| match page::page_type(p) {
             Some(PageType::BTreeLeaf) => Ok(None),
-            Some(PageType::BTreeInternal) => Ok(Some(route(p, key).0)),
+            Some(PageType::BTreeInternal) => Ok(Some((route(p, key).0, page::level(p) == 1))),
             _ => Err(()),
         })?;
-        match child {
+        match step {
             Ok(None) => return Ok(path),
-            Ok(Some(child)) if child != 0 && path.len() <= MAX_DEPTH => {
+            Ok(Some((child, last))) if child != 0 && path.len() <= MAX_DEPTH => {
                 no = child;
                 path.push(no);
+                if last {
+                    return Ok(path);
+                }
             }
             Ok(Some(_)) => return Err(damaged(space, no, "bad child pointer")),
             Err(()) => return Err(damaged(space, no, "not a B-tree page")),
         }
+    }
+}
+
+/// Write-latches the leaf that [`descend`] arrived at, checking that it is one.
+fn latch_leaf(space: &Space, mtr: &mut Mtr, leaf: PageNo) -> Result<usize> {
+    let li = mtr.latch(leaf)?;
+    if is_leaf(mtr.page(li)) {
+        Ok(li)
+    } else {
+        Err(damaged(space, leaf, "a level-1 page's child is not a leaf"))
     }
 }
 
@@ -296,7 +311,7 @@ fn place(
         } else {
             Mtr::new(space)?
         };
-        let li = mtr.latch(leaf)?;
+        let li = latch_leaf(space, &mut mtr, leaf)?;
         let p = mtr.page(li);
         let rightmost = page::next(p) == 0;
         let target = match slotted::search(p, key, leaf_key) {
@@ -506,7 +521,7 @@ pub fn remove(space: &Space, root: PageNo, key: &[u8], ctx: LogCtx) -> Result<Ls
     let leaf = *path.last().unwrap();
     let mut mtr =
         if ctx.kind == tessera_log::RecordKind::Compensation { Mtr::without_reserve(space) } else { Mtr::new(space)? };
-    let li = mtr.latch(leaf)?;
+    let li = latch_leaf(space, &mut mtr, leaf)?;
     let slot = slotted::search(mtr.page(li), key, leaf_key)
         .map_err(|_| damaged(space, leaf, "record to remove is missing"))?;
     mtr.apply(li, PageOp::Remove { slot: slot as u16 });

@@ -4,9 +4,9 @@
 //! in a virtual machine, often the hypervisor backing it as well): a quarter of a bulk
 //! insert's time when the pool grows with it. The pool hands out never-used frames in
 //! index order (the high-water mark), so the frames it will want next are known: a
-//! thread (`tessera-prefault`) commits the next [`AHEAD`] frames beyond the high-water
-//! mark with `MADV_POPULATE_WRITE`, on another core, before the inserting thread reaches
-//! them.
+//! thread (`tessera-prefault`) commits the frames beyond the high-water mark — a quarter
+//! of those in use, at most 64 MiB — with `MADV_POPULATE_WRITE`, on another core, before
+//! the inserting thread reaches them.
 //!
 //! Invariants: `committed` (frames `[0, committed)` have been populated) never exceeds the
 //! limit after a resize, and populating happens only under the resize mutex, so a shrink
@@ -23,8 +23,21 @@ use parking_lot::{Condvar, Mutex};
 use super::Inner;
 use crate::page::PAGE_SIZE;
 
-/// Frames committed ahead of the high-water mark (64 MiB).
-const AHEAD: usize = (64 << 20) / PAGE_SIZE;
+/// Most frames committed ahead of the high-water mark (64 MiB).
+const MAX_AHEAD: usize = (64 << 20) / PAGE_SIZE;
+
+/// How far ahead of high-water mark `hwm` to commit: a quarter of what is already in use,
+/// up to 64 MiB, so a small pool (a test, an idle instance) commits little it will not
+/// use, and a pool growing fast gets the whole window.
+fn ahead(hwm: usize) -> usize {
+    if hwm < MIN_IN_USE {
+        return 0;
+    }
+    (hwm / 4).min(MAX_AHEAD)
+}
+
+/// Frames in use before anything is committed ahead (8 MiB).
+const MIN_IN_USE: usize = (8 << 20) / PAGE_SIZE;
 
 #[derive(Default)]
 struct Control {
@@ -45,10 +58,13 @@ pub(super) struct Prefault {
 
 impl Prefault {
     /// Called as frame `hwm` is handed out for the first time: wakes the thread when the
-    /// populated range ends less than half a window ahead.
+    /// populated range ends less than half a window ahead (nothing happens below 8 MiB
+    /// in use).
     #[inline]
     pub fn note_hwm(&self, hwm: usize) {
-        if hwm + AHEAD / 2 >= self.committed.load(Ordering::Relaxed)
+        let window = ahead(hwm);
+        if window > 0
+            && hwm + window / 2 >= self.committed.load(Ordering::Relaxed)
             && !self.off.load(Ordering::Relaxed)
             && !self.kick_pending.swap(true, Ordering::AcqRel)
         {
@@ -95,13 +111,13 @@ impl Inner {
     }
 
     /// Populates the frames from the end of the populated range (or the high-water mark)
-    /// up to `AHEAD` frames beyond the high-water mark, never beyond the limit.
+    /// up to `ahead(hwm)` frames beyond the high-water mark, never beyond the limit.
     fn prefault_round(&self) {
         let _serial = self.resize.lock();
         let limit = self.limit.load(Ordering::Acquire);
         let hwm = self.hwm.load(Ordering::Acquire);
         let from = self.prefault.committed.load(Ordering::Acquire).max(hwm);
-        let to = (hwm + AHEAD).min(limit);
+        let to = (hwm + ahead(hwm)).min(limit);
         if from >= to {
             return;
         }

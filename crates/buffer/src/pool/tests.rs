@@ -1761,19 +1761,27 @@ fn explicit_huge_pages_are_reserved_up_front_or_refused_clearly() {
 
 #[test]
 fn frames_are_committed_ahead_of_the_high_water_mark_and_given_back_by_a_shrink() {
-    let pool = pool(2048, false);
+    // 8 MiB in use before anything is committed ahead; then a quarter of what is in use.
+    let pool = pool(4096, false);
     let f = pool.register(Arc::new(NullStore));
-    drop(pool.fetch_new(f, 0).unwrap());
+    for no in 0..1000 {
+        drop(pool.fetch_new(f, no).unwrap());
+    }
+    assert_eq!(pool.inner.prefault.committed.load(Ordering::Acquire), 0, "a small pool commits nothing ahead");
+    for no in 1000..2000 {
+        write_page(&pool, f, no, 2, 8);
+    }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while pool.inner.prefault.committed.load(Ordering::Acquire) < 2048 {
-        assert!(Instant::now() < deadline, "the prefault thread did not populate the pool");
+    // Once the thread has caught up, at least half a window lies ahead of the mark.
+    while pool.inner.prefault.committed.load(Ordering::Acquire) < 2000 + 2000 / 8 {
+        assert!(Instant::now() < deadline, "the prefault thread did not populate ahead");
         std::thread::sleep(Duration::from_millis(1));
     }
     // Frames handed out later find their memory committed; contents are untouched.
-    for no in 1..300 {
+    for no in 2000..2400 {
         write_page(&pool, f, no, 2, 8);
     }
-    for no in 1..300 {
+    for no in 1000..2400 {
         check(&pool.fetch(f, no).unwrap().read(), no, 2, 8);
     }
     pool.set_max_bytes(128 * PAGE_SIZE).unwrap();

@@ -13,6 +13,23 @@ use tessera_sql::output::ResultSink;
 use tessera_sql::runner::{self, Batches};
 use tessera_sql::{Session, Shared, SqlcmdFormat, SqlcmdWriter};
 
+/// sqlcmd's `-N` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EncryptMode {
+    Strict,
+    Mandatory,
+    Optional,
+}
+
+fn parse_encrypt(s: &str) -> Result<EncryptMode, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "s" | "strict" => Ok(EncryptMode::Strict),
+        "m" | "mandatory" | "t" | "true" | "yes" => Ok(EncryptMode::Mandatory),
+        "o" | "optional" | "f" | "false" | "no" => Ok(EncryptMode::Optional),
+        other => Err(format!("'{other}' is not s[trict], m[andatory] or o[ptional]")),
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(disable_help_flag = true)]
 pub struct SqlArgs {
@@ -28,10 +45,11 @@ pub struct SqlArgs {
     /// Password (sqlcmd's -P; default: the SQLCMDPASSWORD environment variable).
     #[arg(short = 'P')]
     pub password: Option<String>,
-    /// Encrypt the whole connection (sqlcmd's -N); without it only the login is encrypted
-    /// when the server offers TLS.
-    #[arg(short = 'N')]
-    pub encrypt: bool,
+    /// Encrypt the whole connection (sqlcmd's -N[s|m|o]): `-N` or `-N m` (mandatory) asks
+    /// for TLS after PRELOGIN, `-N s` (strict) for TDS 8.0 (TLS before anything else),
+    /// `-N o` (optional) encrypts only the login, as without -N, when the server offers TLS.
+    #[arg(short = 'N', num_args = 0..=1, default_missing_value = "m", value_name = "s|m|o", value_parser = parse_encrypt)]
+    pub encrypt: Option<EncryptMode>,
     /// Trust the server's certificate without checking it against the system's CAs
     /// (sqlcmd's -C).
     #[arg(short = 'C')]
@@ -223,10 +241,11 @@ impl Remote {
             .enable_all()
             .build()
             .map_err(|e| format!("tessera sql: cannot start the runtime: {e}"))?;
-        let encryption = if args.encrypt {
-            Encryption::Full { trust_server_certificate: args.trust_server_certificate }
-        } else {
-            Encryption::LoginOnly
+        let trust_server_certificate = args.trust_server_certificate;
+        let encryption = match args.encrypt.unwrap_or(EncryptMode::Optional) {
+            EncryptMode::Strict => Encryption::Strict { trust_server_certificate },
+            EncryptMode::Mandatory => Encryption::Full { trust_server_certificate },
+            EncryptMode::Optional => Encryption::LoginOnly,
         };
         let options = ConnectOptions {
             host: &host,

@@ -171,8 +171,17 @@ fn tessera_sql_encrypts() {
     );
     assert!(ok, "{err}");
     assert_eq!(out.lines().next(), Some("TRUE"), "{out}");
-    // Without -N only the login is encrypted.
-    let (ok, out, err) = tessera_sql(&[&["-S", &address, "-P", PASSWORD], &query[..]].concat(), "");
+    // Without -N, or with -N o, only the login is encrypted.
+    for optional in [&[][..], &["-N", "o"][..]] {
+        let (ok, out, err) = tessera_sql(&[&["-S", &address, "-P", PASSWORD], optional, &query[..]].concat(), "");
+        assert!(ok, "{err}");
+        assert_eq!(out.lines().next(), Some("FALSE"), "{out}");
+    }
+    // -N s: TDS 8.0 strict, TLS before PRELOGIN.
+    let (ok, out, err) = tessera_sql(&[&["-S", &address, "-P", PASSWORD, "-N", "s", "-C"], &query[..]].concat(), "");
     assert!(ok, "{err}");
-    assert_eq!(out.lines().next(), Some("FALSE"), "{out}");
+    assert_eq!(out.lines().next(), Some("TRUE"), "{out}");
+    let (ok, _, err) = tessera_sql(&["-S", &address, "-P", PASSWORD, "-N", "x", "-Q", "select 1"], "");
+    assert!(!ok);
+    assert!(err.contains("s[trict], m[andatory] or o[ptional]"), "{err}");
 }

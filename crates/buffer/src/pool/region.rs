@@ -40,6 +40,28 @@ impl std::str::FromStr for HugePages {
     }
 }
 
+/// A private anonymous read-write mapping of `len` bytes with the extra mmap `flags`, at an
+/// address the kernel chooses.
+fn map_anonymous(len: usize, flags: libc::c_int) -> std::io::Result<*mut u8> {
+    // SAFETY: an anonymous private mapping at an address the kernel chooses; no existing
+    // memory is affected.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(p as *mut u8)
+    }
+}
+
 /// `HugePages_Free` of /proc/meminfo.
 fn huge_pages_free() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -72,24 +94,9 @@ impl Region {
         let map_len = len
             .checked_add(HUGE)
             .ok_or_else(|| Error::Invalid(format!("buffer pool {what} of {len} bytes is too large")))?;
-        // SAFETY: anonymous private mapping at an address the kernel chooses.
-        let p = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(Error::Invalid(format!(
-                "cannot reserve {len} bytes of address space for the buffer pool {what}: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        let map = p as *mut u8;
+        let map = map_anonymous(map_len, libc::MAP_NORESERVE).map_err(|e| {
+            Error::Invalid(format!("cannot reserve {len} bytes of address space for the buffer pool {what}: {e}"))
+        })?;
         let start = (map as usize).next_multiple_of(HUGE) as *mut u8;
         let advice = if huge == HugePages::Off { libc::MADV_NOHUGEPAGE } else { libc::MADV_HUGEPAGE };
         if len >= HUGE {
@@ -105,29 +112,16 @@ impl Region {
     /// rather than a fault on first touch.
     fn reserve_hugetlb(len: usize, what: &str) -> Result<Region> {
         let len = len.next_multiple_of(HUGE);
-        // SAFETY: anonymous private mapping at an address the kernel chooses.
-        let p = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            let err = std::io::Error::last_os_error();
+        let map = map_anonymous(len, libc::MAP_HUGETLB).map_err(|err| {
             let free = huge_pages_free().map_or_else(|| "an unknown number of".to_string(), |n| n.to_string());
-            return Err(Error::Invalid(format!(
+            Error::Invalid(format!(
                 "cannot reserve {} MiB of huge pages for the buffer pool {what} (huge_pages = on): {} huge pages \
                  of 2 MiB needed, the kernel has {free} free (raise vm.nr_hugepages, or use huge_pages = \
                  transparent): {err}",
                 len >> 20,
                 len / HUGE,
-            )));
-        }
-        let map = p as *mut u8;
+            ))
+        })?;
         debug_assert!((map as usize).is_multiple_of(HUGE));
         Ok(Region { map, map_len: len, start: map, len })
     }

@@ -406,9 +406,12 @@ fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: 
     let n = slotted::count(p);
     let sizes: Vec<usize> = (0..n).map(|i| slotted::record(p, i).len() + SLOT_SIZE).collect();
     let k = choose_split(&sizes, target, page::next(p) == 0);
-    let records: Vec<Vec<u8>> = (0..n).map(|i| slotted::record(p, i).to_vec()).collect();
-    let sep = if k < n { leaf_key(&records[k]).to_vec() } else { key.to_vec() };
+    let sep = if k < n { leaf_key(slotted::record(p, k)).to_vec() } else { key.to_vec() };
     let (old_prev, old_next) = (page::prev(p), page::next(p));
+    // Only the records that move are copied: all of a root leaf's, the upper part of
+    // another's (none when an ever-increasing key starts a new rightmost leaf).
+    let first_moving = if path.len() == 1 { 0 } else { k };
+    let records: Vec<Vec<u8>> = (first_moving..n).map(|i| slotted::record(p, i).to_vec()).collect();
 
     if path.len() == 1 {
         // Root leaf: its records move into two new leaves; the root becomes internal.
@@ -422,7 +425,7 @@ fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: 
         mtr.apply(ri, PageOp::Insert { slot: 0, rec: internal_record(&sep, r) });
     } else {
         let q = space.alloc_page(&mut mtr)?;
-        fill(&mut mtr, q, leaf_format(root, leaf, old_next), &records[k..])?;
+        fill(&mut mtr, q, leaf_format(root, leaf, old_next), &records)?;
         mtr.apply(li, PageOp::Truncate { keep: k as u16 });
         mtr.apply(li, PageOp::SetLinks { prev: old_prev, next: q });
         if old_next != 0 {

@@ -230,6 +230,9 @@ pub struct Wal {
     bytes_written: AtomicU64,
     /// Lock-free copy of `State::redo_point`.
     redo_point: AtomicU64,
+    /// Bytes left in the current VLF as of the last append (0 until then): lets
+    /// `ensure_room` answer without the state mutex while there is plenty of room.
+    room_hint: AtomicU64,
 }
 
 pub(crate) fn frame_crc(seq: u32, payload_len: u32, payload: &[u8]) -> u32 {
@@ -442,6 +445,7 @@ impl Wal {
             flushes: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
             redo_point: AtomicU64::new(end),
+            room_hint: AtomicU64::new(0),
         })
     }
 
@@ -530,6 +534,7 @@ impl Wal {
             buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
             st.pending_bytes += frame as usize;
             st.next_off += frame;
+            self.room_hint.store(st.vlfs[st.cur].size - u64::from(st.next_off), Ordering::Relaxed);
             (lsn, st.pending_bytes)
         };
         if pending >= BACKPRESSURE * self.config.write_buffer {
@@ -591,6 +596,11 @@ impl Wal {
     /// full log or disk is reported (error 9002) while nothing has been modified yet.
     pub fn ensure_room(&self, bytes: u64) -> Result<()> {
         self.check_failed()?;
+        // Room only shrinks through appends, which refresh the hint under the mutex; a hint
+        // read here is as current as a look under the mutex released at once would be.
+        if self.room_hint.load(Ordering::Relaxed) >= bytes {
+            return Ok(());
+        }
         let mut st = self.state.lock();
         let cur = st.cur;
         if st.vlfs[cur].size - u64::from(st.next_off) >= bytes {

@@ -7,6 +7,7 @@
 //! so allocation scales to multi-GB files without lists.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -107,6 +108,26 @@ impl PageStore for DataStore {
     }
 }
 
+/// Hashes the page numbers that key the tree table with one multiplication (Fibonacci
+/// hashing): every row operation looks its tree up, and SipHash's resistance to chosen
+/// keys buys nothing for page numbers the engine assigns itself.
+#[derive(Default)]
+pub struct PageNoHasher(u64);
+
+impl Hasher for PageNoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// Log space every change checks for before touching a page (see `Wal::ensure_room`),
 /// on top of what the active transactions would need to roll back.
 pub const LOG_RESERVE: u64 = 4 << 20;
@@ -137,7 +158,7 @@ pub struct Space {
     /// Log bytes the active transactions' rollbacks may need (their compensation
     /// records); every forward change keeps this much room in the log.
     pub(crate) undo_reserve: AtomicU64,
-    trees: RwLock<HashMap<PageNo, Arc<TreeMeta>>>,
+    trees: RwLock<HashMap<PageNo, Arc<TreeMeta>, BuildHasherDefault<PageNoHasher>>>,
 }
 
 impl Space {
@@ -191,7 +212,7 @@ impl Space {
             alloc_hint: Mutex::new(Vec::new()),
             alloc_hwm: AtomicU32::new(pages),
             undo_reserve: AtomicU64::new(0),
-            trees: RwLock::new(HashMap::new()),
+            trees: RwLock::new(HashMap::default()),
         }
     }
 

@@ -115,6 +115,8 @@ pub struct PoolStats {
 const MAX_FRAMES: usize = (u32::MAX - 1) as usize;
 /// How long `set_max_bytes` waits for pinned frames beyond the new limit.
 const SHRINK_PATIENCE: Duration = if cfg!(test) { Duration::from_millis(50) } else { Duration::from_secs(2) };
+/// How long a fetch that finds every frame pinned waits for read-ahead to let go of its.
+const READ_AHEAD_PATIENCE: Duration = Duration::from_secs(2);
 /// Background writer period when nobody kicks it.
 const WRITER_PERIOD: Duration = Duration::from_millis(100);
 /// Most pages the background writer writes per round.
@@ -234,6 +236,16 @@ pub struct BufferPool {
 struct Proxy {
     inner: Arc<Inner>,
     hits: AtomicU64,
+}
+
+impl Proxy {
+    /// Counts a hit with a plain load and store rather than a locked add: a thread keeps
+    /// to its stripe, so the count is exact unless two threads share one (more threads
+    /// than stripes), where an increment may be lost; the counter only feeds statistics.
+    #[inline]
+    fn count_hit(&self) {
+        self.hits.store(self.hits.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+    }
 }
 
 thread_local! {
@@ -481,7 +493,7 @@ impl BufferPool {
         let (idx, hit) = self.inner.fetch(file, no, Load::Read)?;
         let _pin = Pin { pool: &self.inner, idx };
         if hit {
-            self.proxies[stripe()].hits.fetch_add(1, Ordering::Relaxed);
+            self.proxies[stripe()].count_hit();
         }
         let _latch = SharedLatch::new(self.inner.frame(idx));
         // SAFETY: the frame is pinned (stays mapped to this page) and we hold its shared
@@ -504,7 +516,7 @@ impl BufferPool {
         let (idx, hit) = self.inner.fetch(file, no, Load::Read)?;
         let _pin = Pin { pool: &self.inner, idx };
         if hit {
-            self.proxies[stripe()].hits.fetch_add(1, Ordering::Relaxed);
+            self.proxies[stripe()].count_hit();
         }
         // SAFETY: the frame is pinned, so it stays mapped to this page; it is Valid (a
         // fetch returns only after the load finished), and the caller guarantees no
@@ -518,7 +530,7 @@ impl BufferPool {
         let proxy = &self.proxies[stripe()];
         let (idx, hit) = self.inner.fetch(file, no, new)?;
         if hit {
-            proxy.hits.fetch_add(1, Ordering::Relaxed);
+            proxy.count_hit();
         }
         Ok(PageHandle { pool: Arc::clone(proxy), idx, file, no })
     }
@@ -807,10 +819,25 @@ impl Inner {
     // ----- frame allocation ---------------------------------------------------------------
 
     /// Returns an `Owned` frame: from the free list, from never-used frames, or by eviction.
-    fn allocate_frame(&self) -> Result<u32> {
-        let i = match self.pop_free() {
-            Some(i) => i,
-            None => self.find_victim()?,
+    ///
+    /// When every frame is pinned and some pins are read-ahead's (which holds them only
+    /// while its reads are in flight, and waits for nobody), a foreground caller waits
+    /// for those to end rather than fail with 802; read-ahead itself (`for_read_ahead`)
+    /// never waits.
+    fn allocate_frame(&self, for_read_ahead: bool) -> Result<u32> {
+        let deadline = Instant::now() + READ_AHEAD_PATIENCE;
+        let i = loop {
+            match self.pop_free().map_or_else(|| self.find_victim(), Ok) {
+                Ok(i) => break i,
+                Err(Error::PoolExhausted)
+                    if !for_read_ahead
+                        && self.read_ahead.in_flight.load(Ordering::Acquire) > 0
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                Err(e) => return Err(e),
+            }
         };
         let f = self.frame(i);
         debug_assert_eq!(State(f.state.load(Ordering::Relaxed)).kind(), Kind::Owned);
@@ -1150,7 +1177,7 @@ impl Inner {
                     continue;
                 }
             }
-            let Some(i) = self.map_loading(&entry, no, true)? else {
+            let Some(i) = self.map_loading(&entry, no, false)? else {
                 continue; // another thread mapped the page meanwhile
             };
             let f = self.frame(i);
@@ -1202,10 +1229,10 @@ impl Inner {
     /// Allocates a frame for page `no` of `entry` and maps it Loading, pinned once and
     /// exclusively latched by the caller, who must read it and call `finish_load`.
     /// `Ok(None)`: the page was mapped by someone else meanwhile (the frame went back).
-    /// A `miss` is counted unless this is read-ahead.
-    fn map_loading(&self, entry: &FileEntry, no: PageNo, miss: bool) -> Result<Option<u32>> {
+    /// A miss is counted unless this is `read_ahead`.
+    fn map_loading(&self, entry: &FileEntry, no: PageNo, read_ahead: bool) -> Result<Option<u32>> {
         let k = key(entry.id, no);
-        let i = self.allocate_frame()?;
+        let i = self.allocate_frame(read_ahead)?;
         let f = self.frame(i);
         f.key.store(k, Ordering::Relaxed);
         let latched = f.latch.try_lock_exclusive();
@@ -1225,7 +1252,7 @@ impl Inner {
         // the frame finds it Loading (or later Valid), never Owned.
         f.state.store(State::new(Kind::Loading, 1, 0).0, Ordering::Release);
         slot.expect("open file").store(i + 1, Ordering::Release);
-        if miss {
+        if !read_ahead {
             g.misses += 1;
         }
         drop(g);

@@ -51,7 +51,7 @@ pub(super) struct ReadAhead {
     queue: Mutex<Queue>,
     work: Condvar,
     /// Frames held Loading by read-ahead right now; kept below a share of the pool.
-    in_flight: AtomicUsize,
+    pub in_flight: AtomicUsize,
     /// Pages read by read-ahead (SQL Server's "Readahead pages/sec" counter).
     pub pages: AtomicU64,
 }
@@ -180,13 +180,20 @@ impl Inner {
                     break;
                 }
             }
-            match self.map_loading(&entry, no, false) {
-                Ok(Some(i)) => {
-                    self.read_ahead.in_flight.fetch_add(1, Ordering::Relaxed);
-                    claimed.push((no, i));
+            // Counted before the frame is taken: while it is being found (a victim Owned,
+            // or pinned while written) a foreground fetch that finds no frame knows to wait.
+            self.read_ahead.in_flight.fetch_add(1, Ordering::AcqRel);
+            match self.map_loading(&entry, no, true) {
+                Ok(Some(i)) => claimed.push((no, i)),
+                Ok(None) => {
+                    // Cached meanwhile.
+                    self.read_ahead.in_flight.fetch_sub(1, Ordering::AcqRel);
                 }
-                Ok(None) => {}   // cached meanwhile
-                Err(_) => break, // no frame to spare, or the file is gone
+                Err(_) => {
+                    // No frame to spare, or the file is gone.
+                    self.read_ahead.in_flight.fetch_sub(1, Ordering::AcqRel);
+                    break;
+                }
             }
         }
         self.load_claimed(&entry, &mut claimed);
@@ -238,7 +245,7 @@ impl Inner {
                 self.read_ahead.pages.fetch_add(1, Ordering::Relaxed);
             }
             self.unpin(i);
-            self.read_ahead.in_flight.fetch_sub(1, Ordering::Relaxed);
+            self.read_ahead.in_flight.fetch_sub(1, Ordering::AcqRel);
         }
         claimed.clear();
     }

@@ -1450,6 +1450,9 @@ proptest! {
                     }
                 }
                 Op::Flush => {
+                    // A read-ahead worker's eviction may be writing a page: the model reads
+                    // the file directly, so let it finish first.
+                    pool.wait_read_ahead();
                     pool.flush_file(f).unwrap();
                     prop_assert_eq!(pool.stats().dirty_pages, 0);
                     for no in 0..48 {
@@ -1464,6 +1467,10 @@ proptest! {
                 }
                 Op::Discard => {
                     held.clear();
+                    // `discard` does not wait for evictions in flight (nor did it before
+                    // read-ahead): writes by read-ahead workers must be over before the
+                    // model takes the file's contents as they are.
+                    pool.wait_read_ahead();
                     pool.discard(f);
                     // Whatever reached the disk is what the file now holds.
                     model = (0..48).filter_map(|no| parse_disk(&store.file, no).map(|m| (no, m))).collect();

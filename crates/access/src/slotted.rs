@@ -352,20 +352,8 @@ pub fn prefetch_records(page: &[u8]) {
     }
     for i in 0..n {
         let (off, _) = slot(page, i);
-        prefetch(page.as_ptr().wrapping_add(off));
+        tessera_buffer::page::prefetch(page.as_ptr().wrapping_add(off));
     }
-}
-
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch never faults and does not change memory.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch(p as *const i8, _MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// `a.cmp(b)` for byte strings, without a call to `memcmp` for the short keys most

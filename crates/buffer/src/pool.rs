@@ -490,16 +490,7 @@ impl BufferPool {
     /// reader that looks at one page at a time: no handle to build or drop.
     #[inline]
     pub fn read_with<R>(&self, file: FileId, no: PageNo, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
-        let (idx, hit) = self.inner.fetch(file, no, Load::Read)?;
-        let _pin = Pin { pool: &self.inner, idx };
-        if hit {
-            self.proxies[stripe()].count_hit();
-        }
-        let _latch = SharedLatch::new(self.inner.frame(idx));
-        // SAFETY: the frame is pinned (stays mapped to this page) and we hold its shared
-        // latch, so no one writes it until both guards drop, after `f` returns.
-        let page = unsafe { std::slice::from_raw_parts(self.inner.frame_ptr(idx), PAGE_SIZE) };
-        Ok(f(page))
+        self.read_pinned(file, no, true, f)
     }
 
     /// [`BufferPool::read_with`] without the page's shared latch: only the pin. For a
@@ -513,14 +504,22 @@ impl BufferPool {
     /// pinned Valid frame.)
     #[inline]
     pub unsafe fn read_with_unlatched<R>(&self, file: FileId, no: PageNo, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        self.read_pinned(file, no, false, f)
+    }
+
+    /// Pins page `no` and calls `f` with its bytes, under its shared latch if `latch`.
+    /// Without it, the caller guarantees that nobody writes the page meanwhile.
+    #[inline(always)]
+    fn read_pinned<R>(&self, file: FileId, no: PageNo, latch: bool, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
         let (idx, hit) = self.inner.fetch(file, no, Load::Read)?;
         let _pin = Pin { pool: &self.inner, idx };
         if hit {
             self.proxies[stripe()].count_hit();
         }
-        // SAFETY: the frame is pinned, so it stays mapped to this page; it is Valid (a
-        // fetch returns only after the load finished), and the caller guarantees no
-        // writer changes it until `f` returns.
+        let _latch = latch.then(|| SharedLatch::new(self.inner.frame(idx)));
+        // SAFETY: the frame is pinned, so it stays mapped to this page, and it is Valid (a
+        // fetch returns only after the load finished). Nobody writes it until `f` returns:
+        // we hold its shared latch, or (unlatched) the caller guarantees it.
         let page = unsafe { std::slice::from_raw_parts(self.inner.frame_ptr(idx), PAGE_SIZE) };
         Ok(f(page))
     }
@@ -759,7 +758,9 @@ impl Inner {
         let i = self.slot_table().radix(file.0)?.get(no)?;
         // The page's header and first slots are about to be read: start loading them while
         // the descriptor is checked and pinned, so the two cache misses overlap.
-        prefetch(self.frame_ptr(i));
+        let frame = self.frame_ptr(i);
+        page::prefetch(frame);
+        page::prefetch(frame.wrapping_add(64));
         #[cfg(test)]
         race_window();
         // Every value ever stored in a radix names a constructed descriptor, so even a stale
@@ -825,14 +826,14 @@ impl Inner {
     /// for those to end rather than fail with 802; read-ahead itself (`for_read_ahead`)
     /// never waits.
     fn allocate_frame(&self, for_read_ahead: bool) -> Result<u32> {
-        let deadline = Instant::now() + READ_AHEAD_PATIENCE;
+        let mut deadline = None;
         let i = loop {
             match self.pop_free().map_or_else(|| self.find_victim(), Ok) {
                 Ok(i) => break i,
                 Err(Error::PoolExhausted)
                     if !for_read_ahead
                         && self.read_ahead.in_flight.load(Ordering::Acquire) > 0
-                        && Instant::now() < deadline =>
+                        && Instant::now() < *deadline.get_or_insert_with(|| Instant::now() + READ_AHEAD_PATIENCE) =>
                 {
                     std::thread::sleep(Duration::from_micros(100));
                 }
@@ -1596,20 +1597,6 @@ impl Inner {
             }
         }
     }
-}
-
-/// Hints the CPU to load the cache lines at `p` and the next one (a read, kept in all levels).
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching never faults and does not change memory.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch(p as *const i8, _MM_HINT_T0);
-        _mm_prefetch(p.wrapping_add(64) as *const i8, _MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 impl PageHandle {

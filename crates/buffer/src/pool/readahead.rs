@@ -22,7 +22,7 @@ use crate::page::{self, PageNo, PAGE_SIZE};
 
 /// Pages in one read request (512 KiB), as SQL Server's read-ahead reads up to 64 pages.
 pub const MAX_RUN: u32 = 64;
-/// Worker threads, started as work arrives and none is idle.
+/// Worker threads, started while queued runs outnumber idle workers.
 const MAX_WORKERS: usize = 8;
 /// Runs waiting for a worker; more are dropped (the caller will read the pages itself).
 const MAX_QUEUED: usize = 256;
@@ -93,9 +93,12 @@ impl ReadAhead {
             }
             queued += run.count as usize;
             q.runs.push_back(run);
+            // Idle workers each take one run (they count as idle until they wake): start
+            // another while the runs outnumber them, so the runs are read in parallel.
             if q.idle > 0 {
                 self.work.notify_one();
-            } else if q.workers.len() < MAX_WORKERS {
+            }
+            if q.runs.len() > q.idle && q.workers.len() < MAX_WORKERS {
                 let shared = Arc::clone(inner);
                 match std::thread::Builder::new()
                     .name("tessera-readahead".into())

@@ -1208,7 +1208,9 @@ fn read_ahead_reads_runs_that_later_fetches_hit() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ra.dat");
     let store = FileStore::create(&path);
-    let pool = pool(512, false);
+    // Read-ahead holds at most a quarter of the pool: 1024 frames leave room for all 199
+    // pages at once, so no worker has to cut its run short while the others read.
+    let pool = pool(1024, false);
     let f = pool.register(store.clone());
     for no in 0..200 {
         write_page(&pool, f, no, 9, 3);

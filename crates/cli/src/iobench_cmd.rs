@@ -12,7 +12,7 @@ use clap::Args;
 use tessera_bench::{BenchError, Machine, Report, ResultRow};
 use tessera_iobench::fio::{self, FioResult};
 use tessera_iobench::params::fmt_size;
-use tessera_iobench::stats::LatencySummary;
+use tessera_iobench::stats::Latency;
 use tessera_iobench::{chart, parse, report, run, Access, EngineChoice, EngineKind, Event, Params, Parsed, RunResult};
 
 use crate::bench_cmd::CommonArgs;
@@ -174,18 +174,12 @@ const PATTERNS: &[Pattern] = &[
     Pattern { name: "b8k t1 o2 60% read -Sh", flags: "-b8K -t1 -o2 -r -w40 -h -L -Z1G" },
 ];
 
-/// Our figures or fio's for one pattern (medians over repeats).
+/// One run's rates, tessera's or fio's.
 #[derive(Debug, Clone, Default)]
 struct Side {
     iops: f64,
     mib_per_s: f64,
-    read: Option<(f64, f64)>,
-    write: Option<(f64, f64)>,
     cpu_pct: f64,
-}
-
-fn p50_p99(l: Option<LatencySummary>) -> Option<(f64, f64)> {
-    l.map(|l| (l.p50, l.p99))
 }
 
 impl Side {
@@ -193,39 +187,64 @@ impl Side {
         Side {
             iops: r.total.total.iops,
             mib_per_s: r.total.total.mib_per_s,
-            read: p50_p99(r.total.read.latency_us),
-            write: p50_p99(r.total.write.latency_us),
             cpu_pct: r.cpu.process_user_pct + r.cpu.process_sys_pct,
         }
     }
 
     fn fio(r: &FioResult) -> Side {
-        Side {
-            iops: r.iops(),
-            mib_per_s: r.mib_per_s(),
-            read: p50_p99(r.read.latency_us),
-            write: p50_p99(r.write.latency_us),
-            cpu_pct: r.usr_cpu + r.sys_cpu,
-        }
+        Side { iops: r.iops(), mib_per_s: r.mib_per_s(), cpu_pct: r.usr_cpu + r.sys_cpu }
     }
 
     /// The median of each figure over `sides`.
     fn median(sides: &[Side]) -> Side {
-        let med = |f: &dyn Fn(&Side) -> Option<f64>| -> Option<f64> {
-            let mut v: Vec<f64> = sides.iter().filter_map(f).collect();
-            (!v.is_empty()).then(|| tessera_bench::machine::median(&mut v))
-        };
-        let pair = |f: &dyn Fn(&Side) -> Option<(f64, f64)>| -> Option<(f64, f64)> {
-            Some((med(&|s| f(s).map(|p| p.0))?, med(&|s| f(s).map(|p| p.1))?))
-        };
-        Side {
-            iops: med(&|s| Some(s.iops)).unwrap_or(0.0),
-            mib_per_s: med(&|s| Some(s.mib_per_s)).unwrap_or(0.0),
-            read: pair(&|s| s.read),
-            write: pair(&|s| s.write),
-            cpu_pct: med(&|s| Some(s.cpu_pct)).unwrap_or(0.0),
+        let med = |f: &dyn Fn(&Side) -> f64| median_of(sides.iter().map(f).collect()).unwrap_or(0.0);
+        Side { iops: med(&|s| s.iops), mib_per_s: med(&|s| s.mib_per_s), cpu_pct: med(&|s| s.cpu_pct) }
+    }
+}
+
+/// Every latency one tool measured on one pattern, all its runs merged. Latency figures are
+/// percentiles of these pooled histograms: a single run's p99 moves with whatever the device
+/// did during its few seconds, while the pool spreads that over all of the tool's runs, which
+/// alternate with the other tool's.
+#[derive(Debug, Clone, Default)]
+struct Pooled {
+    read: Latency,
+    write: Latency,
+}
+
+impl Pooled {
+    fn add_ours(&mut self, r: &RunResult) {
+        self.read.merge(&r.stats.read);
+        self.write.merge(&r.stats.write);
+    }
+
+    fn add_fio(&mut self, r: &FioResult) -> Result<(), String> {
+        for (dir, pool) in [(&r.read, &mut self.read), (&r.write, &mut self.write)] {
+            match &dir.histogram {
+                Some(h) => pool.merge(h),
+                None if dir.ios > 0 => return Err("fio reported no latency histogram (json+ bins)".to_string()),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn direction(&self, write: bool) -> &Latency {
+        if write {
+            &self.write
+        } else {
+            &self.read
         }
     }
+}
+
+/// What a figure compared with fio is taken from.
+#[derive(Clone, Copy)]
+enum Figure {
+    /// A rate of each run (more is better), compared pair by pair.
+    Rate(fn(&Side) -> f64),
+    /// A percentile of the pooled latencies of reads or writes (less is better).
+    Latency { write: bool, quantile: f64 },
 }
 
 /// One figure compared with fio.
@@ -233,31 +252,21 @@ struct Metric {
     /// Appended to the pattern's name: "IOPS", "read p99 latency".
     name: &'static str,
     unit: &'static str,
-    /// A rate (more is better) or a latency (less is better).
-    rate: bool,
     sequential_only: bool,
-    get: fn(&Side) -> Option<f64>,
+    figure: Figure,
+}
+
+const fn latency(name: &'static str, write: bool, quantile: f64) -> Metric {
+    Metric { name, unit: "µs", sequential_only: false, figure: Figure::Latency { write, quantile } }
 }
 
 const METRICS: &[Metric] = &[
-    Metric { name: "IOPS", unit: "IOPS", rate: true, sequential_only: false, get: |s| Some(s.iops) },
-    Metric { name: "throughput", unit: "MiB/s", rate: true, sequential_only: true, get: |s| Some(s.mib_per_s) },
-    Metric { name: "read p50 latency", unit: "µs", rate: false, sequential_only: false, get: |s| s.read.map(|l| l.0) },
-    Metric { name: "read p99 latency", unit: "µs", rate: false, sequential_only: false, get: |s| s.read.map(|l| l.1) },
-    Metric {
-        name: "write p50 latency",
-        unit: "µs",
-        rate: false,
-        sequential_only: false,
-        get: |s| s.write.map(|l| l.0),
-    },
-    Metric {
-        name: "write p99 latency",
-        unit: "µs",
-        rate: false,
-        sequential_only: false,
-        get: |s| s.write.map(|l| l.1),
-    },
+    Metric { name: "IOPS", unit: "IOPS", sequential_only: false, figure: Figure::Rate(|s| s.iops) },
+    Metric { name: "throughput", unit: "MiB/s", sequential_only: true, figure: Figure::Rate(|s| s.mib_per_s) },
+    latency("read p50 latency", false, 0.50),
+    latency("read p99 latency", false, 0.99),
+    latency("write p50 latency", true, 0.50),
+    latency("write p99 latency", true, 0.99),
 ];
 
 fn median_of(mut v: Vec<f64>) -> Option<f64> {
@@ -267,12 +276,11 @@ fn median_of(mut v: Vec<f64>) -> Option<f64> {
 /// Runs per round and tool: one pair with each tool first.
 const PAIRS_PER_ROUND: usize = 2;
 
-/// The ratio of one pair (tessera's run and fio's, back to back): ours / fio for a rate, fio /
-/// ours for a latency, so above 1 is better; `None` when either side lacks the figure.
-fn pair_ratio(metric: &Metric, ours: &Side, theirs: &Side) -> Option<f64> {
-    let (a, b) = ((metric.get)(ours)?, (metric.get)(theirs)?);
-    let (num, den) = if metric.rate { (a, b) } else { (b, a) };
-    (num > 0.0 && den > 0.0).then(|| num / den)
+/// The ratio of one pair's rates (tessera's run and fio's, back to back): ours / fio, so
+/// above 1 is better; `None` when either is zero.
+fn pair_ratio(rate: fn(&Side) -> f64, ours: &Side, theirs: &Side) -> Option<f64> {
+    let (a, b) = (rate(ours), rate(theirs));
+    (a > 0.0 && b > 0.0).then(|| a / b)
 }
 
 /// The geometric mean of `v` (`None` when empty).
@@ -284,36 +292,51 @@ fn geomean(v: &[f64]) -> Option<f64> {
 /// back to back, and the pairs of a round (consecutive, [`PAIRS_PER_ROUND`] of them) put each
 /// tool first once, so whatever the device does to the first or the second run of a pair
 /// enters every round once each way and cancels.
-fn round_ratios(metric: &Metric, ours: &[Side], theirs: &[Side]) -> Vec<f64> {
-    let pairs: Vec<Option<f64>> = ours.iter().zip(theirs).map(|(a, b)| pair_ratio(metric, a, b)).collect();
+fn round_ratios(rate: fn(&Side) -> f64, ours: &[Side], theirs: &[Side]) -> Vec<f64> {
+    let pairs: Vec<Option<f64>> = ours.iter().zip(theirs).map(|(a, b)| pair_ratio(rate, a, b)).collect();
     pairs
         .chunks(PAIRS_PER_ROUND)
         .filter_map(|round| geomean(&round.iter().flatten().copied().collect::<Vec<_>>()))
         .collect()
 }
 
-/// The row for `metric`: our median and fio's over every run, and the median of the rounds'
-/// ratios (each pair ran both tools back to back, so its ratio is free of the drift between
-/// pairs; each round has both orders). `None` when either side has no such figure (no writes,
-/// say).
-fn paired_row(pattern: &str, metric: &Metric, ours: &[Side], theirs: &[Side]) -> Option<ResultRow> {
-    let o: Vec<f64> = ours.iter().filter_map(metric.get).collect();
-    let t: Vec<f64> = theirs.iter().filter_map(metric.get).collect();
-    let (ours_med, theirs_med, ratio) = (median_of(o)?, median_of(t)?, median_of(round_ratios(metric, ours, theirs))?);
+/// The row for `metric`. A rate: our median and fio's over every run, and the median of the
+/// rounds' ratios (each pair ran both tools back to back, so its ratio is free of the drift
+/// between pairs; each round has both orders). A latency: the percentile of each tool's
+/// pooled histogram, and fio's / ours. `None` when either side has no such figure (no
+/// writes, say).
+fn compared_row(
+    pattern: &str,
+    metric: &Metric,
+    ours: (&[Side], &Pooled),
+    theirs: (&[Side], &Pooled),
+) -> Option<ResultRow> {
     let name = format!("{pattern}: {}", metric.name);
-    let mut row = if metric.rate {
-        ResultRow::rate(name, metric.unit, ours_med, "fio", theirs_med, GOAL)
-    } else {
-        ResultRow::time(name, metric.unit, ours_med, "fio", theirs_med, GOAL)
-    };
-    row.ratio = Some(ratio);
-    Some(row)
+    match metric.figure {
+        Figure::Rate(rate) => {
+            let med = |sides: &[Side]| median_of(sides.iter().map(rate).collect());
+            let ratio = median_of(round_ratios(rate, ours.0, theirs.0))?;
+            let mut row = ResultRow::rate(name, metric.unit, med(ours.0)?, "fio", med(theirs.0)?, GOAL);
+            row.ratio = Some(ratio);
+            Some(row)
+        }
+        Figure::Latency { write, quantile } => {
+            let us = |p: &Pooled| {
+                let h = p.direction(write);
+                (!h.is_empty()).then(|| h.quantile_ns(quantile) as f64 / 1000.0)
+            };
+            let (a, b) = (us(ours.1)?, us(theirs.1)?);
+            let mut row = ResultRow::time(name, metric.unit, a, "fio", b, GOAL);
+            row.ratio = (a > 0.0).then(|| b / a);
+            Some(row)
+        }
+    }
 }
 
 /// The note showing each round's IOPS ratio with tessera first and with fio first, their
 /// geometric mean (the round's ratio), and how much going first changed the ratio.
 fn order_note(pattern: &str, ours: &[Side], theirs: &[Side], ours_first: &[bool]) -> String {
-    let iops = &METRICS[0];
+    let iops: fn(&Side) -> f64 = |s| s.iops;
     let mut rounds = Vec::new();
     let mut effects = Vec::new();
     for ((o, t), f) in
@@ -449,6 +472,7 @@ pub fn bench(
         // tessera, odd rounds the mirror image, so neither tool always follows the same one.
         let mut ours = Vec::new();
         let mut theirs = Vec::new();
+        let (mut pooled_ours, mut pooled_theirs) = (Pooled::default(), Pooled::default());
         let mut ours_first = Vec::new();
         let mut failed = None;
         'rounds: for round in 0..repeat {
@@ -457,10 +481,20 @@ pub fn bench(
                 for is_ours in [first, !first] {
                     let outcome = if is_ours {
                         run(&params, &mut |_| {})
-                            .map(|r| ours.push(Side::ours(&r)))
+                            .map(|r| {
+                                pooled_ours.add_ours(&r);
+                                ours.push(Side::ours(&r));
+                            })
                             .map_err(|e| format!("{}: tessera iobench: {e}", pattern.name))
                     } else {
-                        fio::run(&job).map(|r| theirs.push(Side::fio(&r))).map_err(|e| format!("{}: {e}", pattern.name))
+                        fio::run(&job)
+                            .map_err(|e| e.to_string())
+                            .and_then(|r| {
+                                pooled_theirs.add_fio(&r)?;
+                                theirs.push(Side::fio(&r));
+                                Ok(())
+                            })
+                            .map_err(|e| format!("{}: {e}", pattern.name))
                     };
                     if let Err(f) = outcome {
                         failed = Some(f);
@@ -486,7 +520,7 @@ pub fn bench(
             if metric.sequential_only && !sequential {
                 continue;
             }
-            if let Some(row) = paired_row(pattern.name, metric, &ours, &theirs) {
+            if let Some(row) = compared_row(pattern.name, metric, (&ours, &pooled_ours), (&theirs, &pooled_theirs)) {
                 rows.push(row);
             }
         }
@@ -514,9 +548,10 @@ pub fn bench(
     report.note(format!(
         "same file ({}, filled with random data), same run; per pattern an unmeasured settling run, then {repeat} \
          round(s); a round is two pairs of back-to-back runs, tessera then fio and fio then tessera, each run \
-         {duration} s measured after {warmup} s warm-up; figures are medians over all runs; a round's ratio is the \
-         geometric mean of its two pairs' ratios (an order effect cancels) and each ratio is the median of the \
-         rounds' ratios; the last pattern is seed 004's diskspd -b8K -t1 -r -w40 -Sh -L -Z1G",
+         {duration} s measured after {warmup} s warm-up; IOPS and MiB/s are medians over all runs, a round's ratio \
+         is the geometric mean of its two pairs' ratios (an order effect cancels) and each ratio is the median of \
+         the rounds' ratios; latencies are percentiles of each tool's latencies pooled over all its runs of the \
+         pattern (fio's from its json+ histogram bins); the last pattern is seed 004's diskspd -b8K -t1 -r -w40 -Sh -L -Z1G",
         fmt_size(file_size),
     ));
     Ok((report, failures))
@@ -526,44 +561,57 @@ pub fn bench(
 mod tests {
     use super::*;
 
-    fn side(iops: f64, read: Option<(f64, f64)>) -> Side {
-        Side { iops, mib_per_s: iops / 256.0, read, write: None, cpu_pct: 0.0 }
+    fn side(iops: f64) -> Side {
+        Side { iops, mib_per_s: iops / 256.0, cpu_pct: 0.0 }
     }
 
     #[test]
-    fn ratios_are_paired_by_round() {
+    fn rates_are_paired_by_round() {
         // Two rounds of two pairs; the device doubles its speed between rounds, and in round 0 the
-        // second run of a pair gets 20 % more IOPS and 20 % less latency: each round's ratio is
-        // the geometric mean of its pairs, which cancels the order effect.
-        let ours = [
-            side(100.0, Some((500.0, 900.0))),
-            side(120.0, Some((400.0, 750.0))),
-            side(200.0, Some((250.0, 450.0))),
-            side(210.0, Some((240.0, 440.0))),
-        ];
-        let fio = [
-            side(120.0, Some((400.0, 1000.0))),
-            side(100.0, Some((500.0, 1200.0))),
-            side(190.0, Some((260.0, 400.0))),
-            side(200.0, Some((250.0, 420.0))),
-        ];
-        let iops = paired_row("p", &METRICS[0], &ours, &fio).unwrap();
+        // second run of a pair gets 20 % more IOPS: each round's ratio is the geometric mean of
+        // its pairs, which cancels the order effect.
+        let ours = [side(100.0), side(120.0), side(200.0), side(210.0)];
+        let fio = [side(120.0), side(100.0), side(190.0), side(200.0)];
+        let none = Pooled::default();
+        let iops = compared_row("p", &METRICS[0], (&ours, &none), (&fio, &none)).unwrap();
         assert_eq!((iops.ours, iops.peer_value), (160.0, Some(155.0)));
         let round0 = 1.0; // sqrt(100/120 × 120/100)
         let round1 = (200.0_f64 / 190.0 * 210.0 / 200.0).sqrt();
         assert!((iops.ratio.unwrap() - (round0 + round1) / 2.0).abs() < 1e-12);
         assert_eq!(iops.metric, "p: IOPS");
-        // Latency: fio / ours.
-        let p50 = paired_row("p", &METRICS[2], &ours, &fio).unwrap();
-        assert_eq!(p50.unit, "µs");
-        let round1 = (260.0_f64 / 250.0 * 250.0 / 240.0).sqrt();
-        assert!((p50.ratio.unwrap() - (1.0 + round1) / 2.0).abs() < 1e-12);
-        // No writes on either side: no row.
-        assert!(paired_row("p", &METRICS[4], &ours, &fio).is_none());
         // The note pairs each round's orders whichever ran first.
         let note = order_note("p", &ours, &fio, &[true, false, false, true]);
         assert!(note.contains("0.83/1.20→1.00 1.05/1.05→1.05"), "{note}");
         assert!(note.contains("median: 0.85"), "{note}");
+    }
+
+    #[test]
+    fn latencies_are_percentiles_of_pooled_runs() {
+        // Two runs each. Our second run hit a stall (its p99 alone would be 5 ms); pooled with
+        // the first, 1 % of all our reads are slow, so the pooled p99 is still the fast value.
+        let mut ours = Pooled::default();
+        let mut fio = Pooled::default();
+        for (pool, fast, slow) in [(&mut ours, 100_000, [0, 150]), (&mut fio, 110_000, [50, 50])] {
+            for slow_ios in slow {
+                let mut run = Latency::new();
+                run.record_ns_n(fast, 10_000 - slow_ios);
+                run.record_ns_n(5_000_000, slow_ios);
+                pool.read.merge(&run);
+            }
+        }
+        let sides = [side(1.0), side(1.0)];
+        let p99 = compared_row("p", &METRICS[3], (&sides, &ours), (&sides, &fio)).unwrap();
+        assert_eq!(p99.unit, "µs");
+        assert!((p99.ours - 100.0).abs() < 0.1 && (p99.peer_value.unwrap() - 110.0).abs() < 0.1, "{p99:?}");
+        assert!((p99.ratio.unwrap() - 1.1).abs() < 0.002, "fio / ours");
+        // No writes on either side: no row.
+        assert!(compared_row("p", &METRICS[5], (&sides, &ours), (&sides, &fio)).is_none());
+        // fio's bins are required whenever it did I/O.
+        let text = r#"{"jobs":[{"error":0,"read":{"total_ios":5,"iops":1.0,"lat_ns":{"N":5,"mean":1.0,
+            "percentile":{"50.000000":1,"90.000000":1,"99.000000":1,"99.900000":1,"99.990000":1}}},
+            "write":{"total_ios":0}}]}"#;
+        let r = fio::parse_output(text).unwrap();
+        assert!(Pooled::default().add_fio(&r).unwrap_err().contains("histogram"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::params::{Access, EngineKind, Params, WriteData};
-use crate::stats::LatencySummary;
+use crate::stats::{Latency, LatencySummary};
 
 /// The percentiles asked of fio (its `percentile_list`).
 const PERCENTILE_LIST: &str = "50:90:99:99.9:99.99";
@@ -25,6 +25,9 @@ pub struct FioDir {
     pub bytes_per_s: f64,
     /// Total latency in microseconds; `None` without I/O.
     pub latency_us: Option<LatencySummary>,
+    /// fio's total-latency histogram (its `json+` bins), so that runs can be pooled; `None`
+    /// without I/O or when fio printed no bins.
+    pub histogram: Option<Latency>,
 }
 
 /// What fio reported for a job (all its clones, with `group_reporting`).
@@ -90,7 +93,7 @@ pub fn job_args(params: &Params, path: &Path, start: u64, end: u64, engine: Engi
         "--norandommap=1".into(),
         "--lat_percentiles=1".into(),
         format!("--percentile_list={PERCENTILE_LIST}"),
-        "--output-format=json".into(),
+        "--output-format=json+".into(),
     ];
     if params.warmup > 0.0 {
         a.push(format!("--ramp_time={}", ms(params.warmup)));
@@ -161,7 +164,7 @@ pub fn run(args: &[String]) -> Result<FioResult> {
     parse_output(&stdout)
 }
 
-/// Reads fio's `--output-format=json` output (anything before the first '{' is skipped: fio
+/// Reads fio's `--output-format=json` (or `json+`) output (anything before the first '{' is skipped: fio
 /// may print notes there).
 pub fn parse_output(text: &str) -> Result<FioResult> {
     let start = text.find('{').ok_or_else(|| Error::new("fio printed no JSON"))?;
@@ -210,7 +213,21 @@ fn direction(d: &Value) -> Result<FioDir> {
         iops: d["iops"].as_f64().unwrap_or(0.0),
         bytes_per_s: d["bw_bytes"].as_f64().unwrap_or(0.0),
         latency_us,
+        histogram: if ios == 0 { None } else { histogram(&lat["bins"])? },
     })
+}
+
+/// fio's `json+` bins (`"latency in ns": count`, each latency the value fio's log-linear
+/// histogram gives its bucket) as a [`Latency`]; `None` when there are none.
+fn histogram(bins: &Value) -> Result<Option<Latency>> {
+    let Some(bins) = bins.as_object() else { return Ok(None) };
+    let mut h = Latency::new();
+    for (ns, count) in bins {
+        let ns: u64 = ns.parse().map_err(|_| Error::new(format!("fio's JSON has a latency bin named '{ns}'")))?;
+        let count = count.as_u64().ok_or_else(|| Error::new(format!("fio's latency bin {ns} has no count")))?;
+        h.record_ns_n(ns, count);
+    }
+    Ok((!h.is_empty()).then_some(h))
 }
 
 #[cfg(test)]
@@ -286,7 +303,8 @@ mod tests {
         "io_bytes" : 1000, "bw_bytes" : 2097152, "iops" : 512.5, "total_ios" : 5125,
         "lat_ns" : { "min" : 1000, "max" : 9000000, "mean" : 250000.0, "stddev" : 1000.0, "N" : 5125,
           "percentile" : { "50.000000" : 200704, "90.000000" : 301056, "99.000000" : 1011712,
-                           "99.900000" : 5013504, "99.990000" : 8978432 } }
+                           "99.900000" : 5013504, "99.990000" : 8978432 },
+          "bins" : { "200704" : 5000, "1011712" : 100, "8978432" : 25 } }
       },
       "write" : {
         "io_bytes" : 0, "bw_bytes" : 0, "iops" : 0.0, "total_ios" : 0,
@@ -302,7 +320,11 @@ mod tests {
         assert!((r.mib_per_s() - 2.0).abs() < 1e-9);
         let l = r.read.latency_us.unwrap();
         assert!((l.p50 - 200.704).abs() < 1e-9 && (l.p99_99 - 8978.432).abs() < 1e-9 && (l.avg - 250.0).abs() < 1e-9);
+        let h = r.read.histogram.as_ref().unwrap();
+        assert_eq!(h.count(), 5125);
+        assert!(h.quantile_ns(0.5).abs_diff(200_704) < 200 && h.quantile_ns(0.99).abs_diff(1_011_712) < 1_000);
         assert_eq!(r.write.latency_us, None);
+        assert!(r.write.histogram.is_none());
         assert!((r.sys_cpu - 30.25).abs() < 1e-9);
         assert!(parse_output("no json here").is_err());
         assert!(parse_output(r#"{"jobs":[{"error":5,"read":{},"write":{}}]}"#)

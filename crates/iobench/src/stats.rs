@@ -16,7 +16,7 @@ pub const PERCENTILES: &[(&str, f64)] =
     &[("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999), ("p99.99", 0.9999)];
 
 /// A latency histogram in nanoseconds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Latency {
     hist: Histogram<u64>,
 }
@@ -35,9 +35,15 @@ impl Latency {
     /// Records one latency (0 counts as 1 ns, beyond an hour as an hour).
     #[inline]
     pub fn record_ns(&mut self, ns: u64) {
+        self.record_ns_n(ns, 1);
+    }
+
+    /// Records `n` latencies of `ns` each (bounded as in [`Latency::record_ns`]).
+    #[inline]
+    pub fn record_ns_n(&mut self, ns: u64, n: u64) {
         let v = ns.clamp(1, LATENCY_MAX_NS);
         // Cannot fail: the value is within the histogram's bounds.
-        let _ = self.hist.record(v);
+        let _ = self.hist.record_n(v, n);
     }
 
     pub fn count(&self) -> u64 {

@@ -150,6 +150,11 @@ pub struct IobenchBenchArgs {
     /// Run only the patterns whose name contains this text (e.g. "b16k").
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
+    /// A control run: fio takes tessera's place, so the report compares fio with itself under
+    /// the same rounds and pooling. Its ratios show how far two identical runs differ on this
+    /// disk, the finest difference the comparison can resolve here.
+    #[arg(long)]
+    pub control: bool,
 }
 
 /// One workload of the benchmark.
@@ -430,6 +435,7 @@ pub fn bench(
             "fio_engine": if engine == EngineKind::Uring { "io_uring (iodepth = o, numjobs = t)" } else { "psync (numjobs = t × o)" },
             "repeat": repeat,
             "pairs_per_round": PAIRS_PER_ROUND,
+            "control": args.control,
             "fio": fio_version,
             "patterns": PATTERNS.iter().map(|p| serde_json::json!({"name": p.name, "flags": p.flags})).collect::<Vec<_>>(),
         }),
@@ -437,6 +443,13 @@ pub fn bench(
     );
     let mut failures = Vec::new();
     let mut out_of_band = Vec::new();
+    let us = if args.control { "fio (control, in tessera's place)" } else { "tessera" };
+    if args.control {
+        report.note(
+            "CONTROL RUN: fio ran in tessera's place; every ratio compares fio with itself and shows how far two \
+             identical runs differ on this disk",
+        );
+    }
     let chosen: Vec<&Pattern> =
         PATTERNS.iter().filter(|p| args.only.as_deref().is_none_or(|only| p.name.contains(only))).collect();
     if chosen.is_empty() {
@@ -479,7 +492,7 @@ pub fn bench(
             let orders = if round % 2 == 0 { [true, false] } else { [false, true] };
             for first in orders {
                 for is_ours in [first, !first] {
-                    let outcome = if is_ours {
+                    let outcome = if is_ours && !args.control {
                         run(&params, &mut |_| {})
                             .map(|r| {
                                 pooled_ours.add_ours(&r);
@@ -487,11 +500,13 @@ pub fn bench(
                             })
                             .map_err(|e| format!("{}: tessera iobench: {e}", pattern.name))
                     } else {
+                        let (pool, sides) =
+                            if is_ours { (&mut pooled_ours, &mut ours) } else { (&mut pooled_theirs, &mut theirs) };
                         fio::run(&job)
                             .map_err(|e| e.to_string())
                             .and_then(|r| {
-                                pooled_theirs.add_fio(&r)?;
-                                theirs.push(Side::fio(&r));
+                                pool.add_fio(&r)?;
+                                sides.push(Side::fio(&r));
                                 Ok(())
                             })
                             .map_err(|e| format!("{}: {e}", pattern.name))
@@ -511,7 +526,7 @@ pub fn bench(
         }
         let (med_ours, med_theirs) = (Side::median(&ours), Side::median(&theirs));
         progress(&format!(
-            "{}: tessera {:.0} IOPS ({:.1} MiB/s), fio {:.0} IOPS ({:.1} MiB/s)",
+            "{}: {us} {:.0} IOPS ({:.1} MiB/s), fio {:.0} IOPS ({:.1} MiB/s)",
             pattern.name, med_ours.iops, med_ours.mib_per_s, med_theirs.iops, med_theirs.mib_per_s
         ));
         let sequential = matches!(params.access, Access::Sequential { .. });

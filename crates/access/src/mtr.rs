@@ -29,6 +29,15 @@ use crate::space::{Space, LOG_RESERVE};
 /// Bounds one mini-transaction (a split of a five-level tree touches about a dozen).
 const MAX_PAGES: usize = 64;
 
+/// Largest log-record body buffer a thread keeps for its next mini-transaction (bodies
+/// with page images can be far bigger; those buffers are freed).
+const MAX_KEPT_BODY: usize = 16 << 10;
+
+thread_local! {
+    /// The thread's reusable log-record body buffer (see [`Mtr::commit`]).
+    static BODY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Most mini-transactions change one or two pages with one operation each; those keep
 /// their pages and operations inline.
 const INLINE: usize = 4;
@@ -46,7 +55,7 @@ pub struct LogCtx<'u> {
     pub txn: TxnId,
     pub prev_lsn: Lsn,
     pub undo_next: Lsn,
-    pub undo: Option<&'u Undo>,
+    pub undo: Option<&'u Undo<'u>>,
 }
 
 impl LogCtx<'_> {
@@ -131,7 +140,10 @@ impl<'a> Mtr<'a> {
         }
         let lsn = loop {
             let redo_point = self.space.wal.redo_point();
-            let mut body = Vec::new();
+            // The body is copied into the log by the append: its buffer is kept for the
+            // thread's next mini-transaction instead of being allocated for each.
+            let mut body = BODY.take();
+            body.clear();
             match self.logged_ops(redo_point) {
                 Some(ops) => ops::encode(&ops, ctx.undo, &mut body),
                 None => ops::encode(&self.ops, ctx.undo, &mut body),
@@ -139,7 +151,11 @@ impl<'a> Mtr<'a> {
             let mut rec = LogRecord::new(ctx.kind, ctx.txn, ctx.prev_lsn, body);
             rec.undo_next = ctx.undo_next;
             // A checkpoint that began meanwhile may require more images: build again.
-            if let Some(lsn) = self.space.wal.append_since(&rec, redo_point)? {
+            let appended = self.space.wal.append_since(&rec, redo_point);
+            if rec.body.capacity() <= MAX_KEPT_BODY {
+                BODY.set(rec.body);
+            }
+            if let Some(lsn) = appended? {
                 break lsn;
             }
         };

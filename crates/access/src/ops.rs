@@ -10,6 +10,8 @@
 //! op_count u16 | (page_no u32, op)* | has_undo u8 | [undo]
 //! ```
 
+use std::borrow::Cow;
+
 use tessera_buffer::page::{self, PageNo, PageType};
 use tessera_io::{Error, Result};
 use tessera_log::Lsn;
@@ -97,12 +99,13 @@ pub fn image(p: &[u8]) -> PageOp {
     PageOp::Image { hole_at: hole_at as u16, hole_len: hole_len as u16, bytes }
 }
 
-/// The logical inverse of a transaction's change.
+/// The logical inverse of a transaction's change. A change being logged borrows its key;
+/// one decoded from the log owns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Undo {
+pub enum Undo<'k> {
     /// Put `old` back under `key` in the tree rooted at `tree`, or remove the key when
     /// `old` is `None`.
-    Row { tree: PageNo, key: Vec<u8>, old: Option<Vec<u8>> },
+    Row { tree: PageNo, key: Cow<'k, [u8]>, old: Option<Vec<u8>> },
     /// Free every page of the tree rooted at `root`: the inverse of its creation.
     CreateTree { root: PageNo },
     /// Free `page`, allocated to a bulk load, without reading it (its unlogged contents
@@ -340,7 +343,7 @@ impl<'a> Cursor<'a> {
 }
 
 pub type PageOps = Vec<(PageNo, PageOp)>;
-pub type Decoded = (PageOps, Option<Undo>);
+pub type Decoded = (PageOps, Option<Undo<'static>>);
 
 pub fn decode(body: &[u8]) -> Result<Decoded> {
     let (ops, undo, _) = decode_all(body)?;
@@ -350,7 +353,7 @@ pub fn decode(body: &[u8]) -> Result<Decoded> {
 /// Runs of pages `(first, count)` named by a bulk-load note.
 type PageRuns = Vec<(PageNo, u32)>;
 
-fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo>, PageRuns)> {
+fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo<'static>>, PageRuns)> {
     let mut c = Cursor { b: body, at: 0 };
     let n = c.u16()? as usize;
     let mut ops = Vec::with_capacity(n);
@@ -392,7 +395,7 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo>, PageRuns)> {
                 0 => None,
                 _ => Some(c.bytes()?),
             };
-            Some(Undo::Row { tree, key, old })
+            Some(Undo::Row { tree, key: Cow::Owned(key), old })
         }
         2 => Some(Undo::CreateTree { root: c.u32()? }),
         3 => Some(Undo::BulkPage { page: c.u32()? }),
@@ -433,8 +436,8 @@ mod tests {
             (0, PageOp::Raw { offset: 60, bytes: vec![4, 4] }),
         ];
         for undo in [
-            Undo::Row { tree: 2, key: b"k".to_vec(), old: Some(b"v".to_vec()) },
-            Undo::Row { tree: 2, key: b"k".to_vec(), old: None },
+            Undo::Row { tree: 2, key: Cow::Borrowed(b"k"), old: Some(b"v".to_vec()) },
+            Undo::Row { tree: 2, key: Cow::Borrowed(b"k"), old: None },
             Undo::CreateTree { root: 77 },
             Undo::BulkPage { page: 9 },
             Undo::EmptyTree { root: 12, before: 77 },

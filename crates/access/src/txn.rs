@@ -22,6 +22,7 @@
 //! Rollback and recovery undo logically, by key, through the same B+tree code, writing
 //! compensation records, because the row may have moved to another page since.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -309,7 +310,7 @@ impl Space {
         self.note_first_lsn(txn);
         let tree = meta.root;
         let size = old.as_ref().map_or(0, Vec::len).max(new.as_ref().map_or(0, Vec::len));
-        let undo = Undo::Row { tree, key: key.to_vec(), old };
+        let undo = Undo::Row { tree, key: Cow::Borrowed(key), old };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
         match new {
@@ -340,7 +341,7 @@ impl Space {
         // Ever-increasing keys go straight to the rightmost leaf: a key above every key
         // in the tree cannot be a duplicate.
         self.note_first_lsn(txn);
-        let undo = Undo::Row { tree, key: key.to_vec(), old: None };
+        let undo = Undo::Row { tree, key: Cow::Borrowed(key), old: None };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
         if let Some(lsn) = btree::try_append(self, tree, meta.append_hint.load(Ordering::Relaxed), key, &mut rec, ctx)?

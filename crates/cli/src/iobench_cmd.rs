@@ -549,7 +549,7 @@ pub fn bench(
         if engine == EngineKind::Uring && params.threads_per_target == 1 {
             // One fio job: its usr_cpu + sys_cpu is that job's CPU, comparable with ours.
             report.note(format!(
-                "{}: CPU tessera {:.0}% vs fio {:.0}% of one core",
+                "{}: CPU {us} {:.0}% vs fio {:.0}% of one core",
                 pattern.name, med_ours.cpu_pct, med_theirs.cpu_pct
             ));
         }

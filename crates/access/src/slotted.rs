@@ -24,6 +24,8 @@
 //! (callers validate pages read from disk with [`check`] where it matters); slicing keeps even a
 //! corrupt page from reading outside the page image.
 
+use std::cmp::Ordering;
+
 use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
 
 /// Bytes per slot directory entry.
@@ -319,24 +321,77 @@ pub fn compact(page: &mut [u8]) {
     set_frag(page, 0);
 }
 
-/// Binary search over the records, comparing `key_of(record)` with `probe` bytewise
-/// (memcmp order). Same contract as [`slice::binary_search`]: `Ok(i)` for a match (any of
-/// several equal keys), `Err(i)` for the insertion point.
+/// Search over the records, comparing `key_of(record)` with `probe` bytewise (memcmp
+/// order). Same contract as [`slice::binary_search`]: `Ok(i)` for a match (any of several
+/// equal keys), `Err(i)` for the insertion point.
+///
+/// On a page with many records the first probes interpolate: the keys' first 8 bytes,
+/// read as a number, place the probe between the page's first and last keys, and the
+/// record there (and its neighbour) is compared first. Keys spread evenly (identity
+/// columns, and the separators of a tree they built) are found in two or three probes
+/// instead of the nine a binary search of an internal page takes, each a cache miss. A
+/// probe only narrows the range the binary search then finishes, so a poor guess costs
+/// at most [`INTERPOLATION_PROBES`] comparisons.
 pub fn search(page: &[u8], probe: &[u8], key_of: impl Fn(&[u8]) -> &[u8]) -> Result<usize, usize> {
+    let key_at = |i: usize| {
+        let (off, len) = slot(page, i);
+        key_of(&page[off..off + len])
+    };
     let mut lo = 0usize;
     let mut hi = count(page);
+    if hi >= INTERPOLATE_FROM {
+        // Invariant from here on, as in the binary search: keys before `lo` are below the
+        // probe, keys from `hi` on are above it.
+        let (first, last) = (key_at(0), key_at(hi - 1));
+        match compare_keys(first, probe) {
+            Ordering::Greater => return Err(0),
+            Ordering::Equal => return Ok(0),
+            Ordering::Less => lo = 1,
+        }
+        match compare_keys(last, probe) {
+            Ordering::Less => return Err(hi),
+            Ordering::Equal => return Ok(hi - 1),
+            Ordering::Greater => hi -= 1,
+        }
+        let (a, b, p) = (key_head(first), key_head(last), key_head(probe));
+        if a < b {
+            // first < probe < last, so a <= p <= b.
+            let span = (hi - lo + 1) as u128; // positions 0 ..= count-1 over heads a ..= b
+            let at = (u128::from(p - a) * span / u128::from(b - a)) as usize;
+            let mut guess = at.clamp(lo, hi.saturating_sub(1));
+            for _ in 0..INTERPOLATION_PROBES {
+                if lo >= hi {
+                    break;
+                }
+                match compare_keys(key_at(guess), probe) {
+                    Ordering::Equal => return Ok(guess),
+                    Ordering::Less => {
+                        lo = guess + 1;
+                        guess = lo;
+                    }
+                    Ordering::Greater => {
+                        hi = guess;
+                        guess = hi.saturating_sub(1).max(lo);
+                    }
+                }
+            }
+        }
+    }
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        // mid < count: no range check needed beyond the slicing's own.
-        let (off, len) = slot(page, mid);
-        match compare_keys(key_of(&page[off..off + len]), probe) {
-            std::cmp::Ordering::Less => lo = mid + 1,
-            std::cmp::Ordering::Greater => hi = mid,
-            std::cmp::Ordering::Equal => return Ok(mid),
+        match compare_keys(key_at(mid), probe) {
+            Ordering::Less => lo = mid + 1,
+            Ordering::Greater => hi = mid,
+            Ordering::Equal => return Ok(mid),
         }
     }
     Err(lo)
 }
+
+/// Pages with fewer records are searched by bisection alone.
+const INTERPOLATE_FROM: usize = 16;
+/// Probes next to the interpolated position before bisection takes over.
+const INTERPOLATION_PROBES: usize = 2;
 
 /// Pages with at most this many records have all their records prefetched before a search.
 const PREFETCH_RECORDS: usize = 16;
@@ -360,23 +415,26 @@ pub fn prefetch_records(page: &[u8]) {
 /// indexes have: the first 8 bytes are compared as big-endian integers (zero-padded, so a
 /// proper prefix ties and the length decides).
 #[inline(always)]
-pub fn compare_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    #[inline(always)]
-    fn head(s: &[u8]) -> u64 {
-        let be32 = |at: usize| u64::from(u32::from_be_bytes(s[at..at + 4].try_into().unwrap()));
-        let at = |p: usize| u64::from(s[p]) << (8 * (7 - p));
-        match s.len() {
-            8.. => u64::from_be_bytes(*s.first_chunk::<8>().unwrap()),
-            // Two overlapping 4-byte reads cover 4..8 bytes; the overlap ORs equal bytes.
-            n @ 4..8 => be32(0) << 32 | be32(n - 4) << (8 * (8 - n)),
-            n @ 1..4 => at(0) | at(n / 2) | at(n - 1),
-            _ => 0,
-        }
-    }
-    match head(a).cmp(&head(b)) {
-        std::cmp::Ordering::Equal if a.len() > 8 && b.len() > 8 => a[8..].cmp(&b[8..]),
-        std::cmp::Ordering::Equal => a.len().cmp(&b.len()),
+pub fn compare_keys(a: &[u8], b: &[u8]) -> Ordering {
+    match key_head(a).cmp(&key_head(b)) {
+        Ordering::Equal if a.len() > 8 && b.len() > 8 => a[8..].cmp(&b[8..]),
+        Ordering::Equal => a.len().cmp(&b.len()),
         unequal => unequal,
+    }
+}
+
+/// A key's first 8 bytes as a big-endian number, zero-padded: keys in memcmp order have
+/// non-decreasing heads.
+#[inline(always)]
+fn key_head(s: &[u8]) -> u64 {
+    let be32 = |at: usize| u64::from(u32::from_be_bytes(s[at..at + 4].try_into().unwrap()));
+    let at = |p: usize| u64::from(s[p]) << (8 * (7 - p));
+    match s.len() {
+        8.. => u64::from_be_bytes(*s.first_chunk::<8>().unwrap()),
+        // Two overlapping 4-byte reads cover 4..8 bytes; the overlap ORs equal bytes.
+        n @ 4..8 => be32(0) << 32 | be32(n - 4) << (8 * (8 - n)),
+        n @ 1..4 => at(0) | at(n / 2) | at(n - 1),
+        _ => 0,
     }
 }
 
@@ -467,6 +525,56 @@ mod tests {
             prop_assert_eq!(compare_keys(&b, &a), b.cmp(&a));
             prop_assert_eq!(compare_keys(&a, &a), std::cmp::Ordering::Equal);
         }
+
+        /// Search (interpolating on big pages) answers as a binary search of the sorted keys
+        /// does: the page holds distinct keys, of any length, spread evenly or clustered.
+        #[test]
+        fn search_matches_binary_search(
+            keys in proptest::collection::btree_set(
+                prop_oneof![
+                    proptest::collection::vec(0u8..4, 0..12),
+                    any::<u32>().prop_map(|v| v.to_be_bytes().to_vec()),
+                    (0u32..64).prop_map(|v| (v * 1000).to_be_bytes().to_vec()),
+                    any::<u64>().prop_map(|v| [&[1u8][..], &v.to_be_bytes()].concat()),
+                ],
+                0..400,
+            ),
+            probes in proptest::collection::vec(
+                prop_oneof![
+                    proptest::collection::vec(0u8..4, 0..12),
+                    any::<u32>().prop_map(|v| v.to_be_bytes().to_vec()),
+                    (0u32..64_000).prop_map(|v| v.to_be_bytes().to_vec()),
+                ],
+                1..40,
+            ),
+        ) {
+            let mut p = new_page();
+            let mut held: Vec<Vec<u8>> = Vec::new();
+            for k in &keys {
+                if !insert(&mut p, held.len(), k) {
+                    break;
+                }
+                held.push(k.clone());
+            }
+            for probe in probes.iter().chain(held.iter()) {
+                prop_assert_eq!(search(&p, probe, |r| r), held.binary_search(probe), "probe {:?}", probe);
+            }
+        }
+    }
+
+    #[test]
+    fn interpolation_finds_evenly_spread_keys() {
+        let mut p = new_page();
+        let keys: Vec<[u8; 4]> = (0..500u32).map(|i| (1000 + 7 * i).to_be_bytes()).collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert!(insert(&mut p, i, k));
+        }
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(search(&p, k, |r| r), Ok(i));
+            assert_eq!(search(&p, &(u32::from_be_bytes(*k) + 1).to_be_bytes(), |r| r), Err(i + 1));
+        }
+        assert_eq!(search(&p, &0u32.to_be_bytes(), |r| r), Err(0));
+        assert_eq!(search(&p, &u32::MAX.to_be_bytes(), |r| r), Err(500));
     }
 
     #[test]

@@ -68,20 +68,12 @@ pub struct Outcome {
     pub failures: Vec<String>,
 }
 
-/// Lets the disk finish earlier writes (the previous run's files, deletions) before a
-/// timed run starts: the virtual disks these runs meet are otherwise very noisy.
-fn settle() {
-    // SAFETY: sync(2) has no arguments and cannot fail.
-    unsafe { libc::sync() };
-    std::thread::sleep(std::time::Duration::from_millis(300));
-}
-
 /// Runs `f` `reps` times and keeps the best rate (a device's capability, as for the
 /// copy baseline).
 fn best_of(reps: usize, mut f: impl FnMut() -> Result<f64>) -> Result<f64> {
     let mut best = 0.0f64;
     for _ in 0..reps {
-        settle();
+        crate::machine::settle_disk();
         best = best.max(f()?);
     }
     Ok(best)

@@ -177,6 +177,7 @@ pub fn run(dir: &Path, params: &EngineParams, progress: &dyn Fn(&str)) -> Result
     );
     report
         .note("lmdb: heed, big-endian integer keys, loads with MDB_APPEND, all timed lookups in one read transaction");
+    report.note("each side of each scenario starts after sync(2) and a 300 ms pause, in a fresh directory");
     for note in r.notes {
         report.note(note);
     }
@@ -220,6 +221,7 @@ impl Runner<'_> {
         (self.progress)(&format!("{what}: {side}"));
         let path = self.dir.join(sub);
         let _ = fs::remove_dir_all(&path);
+        crate::machine::settle_disk();
         let outcome = fs::create_dir_all(&path).map_err(Into::into).and_then(|()| run(&path));
         let _ = fs::remove_dir_all(&path);
         match outcome {

@@ -230,12 +230,8 @@ pub struct Wal {
     bytes_written: AtomicU64,
     /// Lock-free copy of `State::redo_point`.
     redo_point: AtomicU64,
-    /// Bytes that can be appended without growing the file (room left in the current VLF
-    /// plus the reusable VLFs), as of the last append or room check (0 until then): lets
-    /// `ensure_room` answer without the state mutex while there is room, even when a big
-    /// transaction's undo reservation exceeds one VLF. Only appends and VLF switches
-    /// reduce the room, and both refresh the hint under the mutex; truncation and growth
-    /// only add to it, so the hint never claims more than there is.
+    /// Bytes left in the current VLF as of the last append (0 until then): lets
+    /// `ensure_room` answer without the state mutex while there is plenty of room.
     room_hint: AtomicU64,
 }
 
@@ -538,8 +534,7 @@ impl Wal {
             buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
             st.pending_bytes += frame as usize;
             st.next_off += frame;
-            let free = st.vlfs[st.cur].size - u64::from(st.next_off) + st.reusable_bytes();
-            self.room_hint.store(free, Ordering::Relaxed);
+            self.room_hint.store(st.vlfs[st.cur].size - u64::from(st.next_off), Ordering::Relaxed);
             (lsn, st.pending_bytes)
         };
         if pending >= BACKPRESSURE * self.config.write_buffer {
@@ -614,7 +609,6 @@ impl Wal {
         loop {
             let free = (st.vlfs[cur].size - u64::from(st.next_off)) + st.reusable_bytes();
             if free >= bytes {
-                self.room_hint.store(free, Ordering::Relaxed);
                 return Ok(());
             }
             let size = (st.file_len / 4).clamp(1 << 20, 256 << 20);

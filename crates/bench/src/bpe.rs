@@ -268,22 +268,18 @@ pub fn run(dir: &Path, params: &BpeParams, progress: &dyn Fn(&str)) -> Result<Ou
                 t[4] / t[3].max(1e-9),
                 GOAL_EXTENSION_VS_SSD,
             ));
-            report.push(ResultRow::time(
-                format!("cold full scan of the {} rows, 'ssd' profile, read-ahead", params.rows),
-                "s",
-                scans.ssd.0,
-                "the same scan without read-ahead (trace flag 652)",
-                scans.ssd.1,
-                GOAL_READ_AHEAD_SPEEDUP,
-            ));
-            report.push(ResultRow::time(
-                format!("cold full scan of the {} rows, fast disk (no profile), read-ahead", params.rows),
-                "s",
-                scans.disk.0,
-                "the same scan without read-ahead (trace flag 652)",
-                scans.disk.1,
-                0.0,
-            ));
+            for (tier, (with, without), goal) in
+                [("'ssd' profile", scans.ssd, GOAL_READ_AHEAD_SPEEDUP), ("fast disk (no profile)", scans.disk, 0.0)]
+            {
+                report.push(ResultRow::time(
+                    format!("cold full scan of the {} rows, {tier}, read-ahead", params.rows),
+                    "s",
+                    with,
+                    "the same scan without read-ahead (trace flag 652)",
+                    without,
+                    goal,
+                ));
+            }
             for n in notes {
                 report.note(n);
             }

@@ -207,34 +207,35 @@ impl Side {
     }
 }
 
-/// Every latency one tool measured on one pattern, all its runs merged. Latency figures are
-/// percentiles of these pooled histograms: a single run's p99 moves with whatever the device
-/// did during its few seconds, while the pool spreads that over all of the tool's runs, which
-/// alternate with the other tool's.
+/// Everything one tool measured on one pattern: each run's rates, in run order, and every
+/// latency of all its runs merged. Latency figures are percentiles of these pooled
+/// histograms: a single run's p99 moves with whatever the device did during its few
+/// seconds, while the pool spreads that over all of the tool's runs, which alternate with
+/// the other tool's.
 #[derive(Debug, Clone, Default)]
-struct Pooled {
+struct Measured {
+    runs: Vec<Side>,
     read: Latency,
     write: Latency,
 }
 
-impl Pooled {
+impl Measured {
     fn add_ours(&mut self, r: &RunResult) {
+        self.runs.push(Side::ours(r));
         self.read.merge(&r.stats.read);
         self.write.merge(&r.stats.write);
     }
 
-    fn add_fio(&mut self, r: &FioResult) -> Result<(), String> {
+    fn add_fio(&mut self, r: &FioResult) {
+        self.runs.push(Side::fio(r));
         for (dir, pool) in [(&r.read, &mut self.read), (&r.write, &mut self.write)] {
-            match &dir.histogram {
-                Some(h) => pool.merge(h),
-                None if dir.ios > 0 => return Err("fio reported no latency histogram (json+ bins)".to_string()),
-                None => {}
+            if let Some(h) = &dir.latency {
+                pool.merge(h);
             }
         }
-        Ok(())
     }
 
-    fn direction(&self, write: bool) -> &Latency {
+    fn latency(&self, write: bool) -> &Latency {
         if write {
             &self.write
         } else {
@@ -310,27 +311,22 @@ fn round_ratios(rate: fn(&Side) -> f64, ours: &[Side], theirs: &[Side]) -> Vec<f
 /// between pairs; each round has both orders). A latency: the percentile of each tool's
 /// pooled histogram, and fio's / ours. `None` when either side has no such figure (no
 /// writes, say).
-fn compared_row(
-    pattern: &str,
-    metric: &Metric,
-    ours: (&[Side], &Pooled),
-    theirs: (&[Side], &Pooled),
-) -> Option<ResultRow> {
+fn compared_row(pattern: &str, metric: &Metric, ours: &Measured, theirs: &Measured) -> Option<ResultRow> {
     let name = format!("{pattern}: {}", metric.name);
     match metric.figure {
         Figure::Rate(rate) => {
-            let med = |sides: &[Side]| median_of(sides.iter().map(rate).collect());
-            let ratio = median_of(round_ratios(rate, ours.0, theirs.0))?;
-            let mut row = ResultRow::rate(name, metric.unit, med(ours.0)?, "fio", med(theirs.0)?, GOAL);
+            let med = |m: &Measured| median_of(m.runs.iter().map(rate).collect());
+            let ratio = median_of(round_ratios(rate, &ours.runs, &theirs.runs))?;
+            let mut row = ResultRow::rate(name, metric.unit, med(ours)?, "fio", med(theirs)?, GOAL);
             row.ratio = Some(ratio);
             Some(row)
         }
         Figure::Latency { write, quantile } => {
-            let us = |p: &Pooled| {
-                let h = p.direction(write);
+            let us = |m: &Measured| {
+                let h = m.latency(write);
                 (!h.is_empty()).then(|| h.quantile_ns(quantile) as f64 / 1000.0)
             };
-            let (a, b) = (us(ours.1)?, us(theirs.1)?);
+            let (a, b) = (us(ours)?, us(theirs)?);
             let mut row = ResultRow::time(name, metric.unit, a, "fio", b, GOAL);
             row.ratio = (a > 0.0).then(|| b / a);
             Some(row)
@@ -483,9 +479,7 @@ pub fn bench(
         // Pair i is ours[i] and theirs[i], run back to back; `ours_first[i]` says which went
         // first. A round is two pairs, one in each order: even rounds run tessera, fio, fio,
         // tessera, odd rounds the mirror image, so neither tool always follows the same one.
-        let mut ours = Vec::new();
-        let mut theirs = Vec::new();
-        let (mut pooled_ours, mut pooled_theirs) = (Pooled::default(), Pooled::default());
+        let (mut ours, mut theirs) = (Measured::default(), Measured::default());
         let mut ours_first = Vec::new();
         let mut failed = None;
         'rounds: for round in 0..repeat {
@@ -494,22 +488,11 @@ pub fn bench(
                 for is_ours in [first, !first] {
                     let outcome = if is_ours && !args.control {
                         run(&params, &mut |_| {})
-                            .map(|r| {
-                                pooled_ours.add_ours(&r);
-                                ours.push(Side::ours(&r));
-                            })
+                            .map(|r| ours.add_ours(&r))
                             .map_err(|e| format!("{}: tessera iobench: {e}", pattern.name))
                     } else {
-                        let (pool, sides) =
-                            if is_ours { (&mut pooled_ours, &mut ours) } else { (&mut pooled_theirs, &mut theirs) };
-                        fio::run(&job)
-                            .map_err(|e| e.to_string())
-                            .and_then(|r| {
-                                pool.add_fio(&r)?;
-                                sides.push(Side::fio(&r));
-                                Ok(())
-                            })
-                            .map_err(|e| format!("{}: {e}", pattern.name))
+                        let tool = if is_ours { &mut ours } else { &mut theirs };
+                        fio::run(&job).map(|r| tool.add_fio(&r)).map_err(|e| format!("{}: {e}", pattern.name))
                     };
                     if let Err(f) = outcome {
                         failed = Some(f);
@@ -524,7 +507,7 @@ pub fn bench(
             failures.push(f);
             continue;
         }
-        let (med_ours, med_theirs) = (Side::median(&ours), Side::median(&theirs));
+        let (med_ours, med_theirs) = (Side::median(&ours.runs), Side::median(&theirs.runs));
         progress(&format!(
             "{}: {us} {:.0} IOPS ({:.1} MiB/s), fio {:.0} IOPS ({:.1} MiB/s)",
             pattern.name, med_ours.iops, med_ours.mib_per_s, med_theirs.iops, med_theirs.mib_per_s
@@ -535,7 +518,7 @@ pub fn bench(
             if metric.sequential_only && !sequential {
                 continue;
             }
-            if let Some(row) = compared_row(pattern.name, metric, (&ours, &pooled_ours), (&theirs, &pooled_theirs)) {
+            if let Some(row) = compared_row(pattern.name, metric, &ours, &theirs) {
                 rows.push(row);
             }
         }
@@ -545,7 +528,7 @@ pub fn bench(
             }
             report.push(row);
         }
-        report.note(order_note(pattern.name, &ours, &theirs, &ours_first));
+        report.note(order_note(pattern.name, &ours.runs, &theirs.runs, &ours_first));
         if engine == EngineKind::Uring && params.threads_per_target == 1 {
             // One fio job: its usr_cpu + sys_cpu is that job's CPU, comparable with ours.
             report.note(format!(
@@ -585,17 +568,16 @@ mod tests {
         // Two rounds of two pairs; the device doubles its speed between rounds, and in round 0 the
         // second run of a pair gets 20 % more IOPS: each round's ratio is the geometric mean of
         // its pairs, which cancels the order effect.
-        let ours = [side(100.0), side(120.0), side(200.0), side(210.0)];
-        let fio = [side(120.0), side(100.0), side(190.0), side(200.0)];
-        let none = Pooled::default();
-        let iops = compared_row("p", &METRICS[0], (&ours, &none), (&fio, &none)).unwrap();
+        let ours = Measured { runs: vec![side(100.0), side(120.0), side(200.0), side(210.0)], ..Measured::default() };
+        let fio = Measured { runs: vec![side(120.0), side(100.0), side(190.0), side(200.0)], ..Measured::default() };
+        let iops = compared_row("p", &METRICS[0], &ours, &fio).unwrap();
         assert_eq!((iops.ours, iops.peer_value), (160.0, Some(155.0)));
         let round0 = 1.0; // sqrt(100/120 × 120/100)
         let round1 = (200.0_f64 / 190.0 * 210.0 / 200.0).sqrt();
         assert!((iops.ratio.unwrap() - (round0 + round1) / 2.0).abs() < 1e-12);
         assert_eq!(iops.metric, "p: IOPS");
         // The note pairs each round's orders whichever ran first.
-        let note = order_note("p", &ours, &fio, &[true, false, false, true]);
+        let note = order_note("p", &ours.runs, &fio.runs, &[true, false, false, true]);
         assert!(note.contains("0.83/1.20→1.00 1.05/1.05→1.05"), "{note}");
         assert!(note.contains("median: 0.85"), "{note}");
     }
@@ -604,29 +586,23 @@ mod tests {
     fn latencies_are_percentiles_of_pooled_runs() {
         // Two runs each. Our second run hit a stall (its p99 alone would be 5 ms); pooled with
         // the first, 1 % of all our reads are slow, so the pooled p99 is still the fast value.
-        let mut ours = Pooled::default();
-        let mut fio = Pooled::default();
-        for (pool, fast, slow) in [(&mut ours, 100_000, [0, 150]), (&mut fio, 110_000, [50, 50])] {
+        let mut ours = Measured::default();
+        let mut fio = Measured::default();
+        for (tool, fast, slow) in [(&mut ours, 100_000, [0, 150]), (&mut fio, 110_000, [50, 50])] {
             for slow_ios in slow {
                 let mut run = Latency::new();
                 run.record_ns_n(fast, 10_000 - slow_ios);
                 run.record_ns_n(5_000_000, slow_ios);
-                pool.read.merge(&run);
+                tool.read.merge(&run);
+                tool.runs.push(side(1.0));
             }
         }
-        let sides = [side(1.0), side(1.0)];
-        let p99 = compared_row("p", &METRICS[3], (&sides, &ours), (&sides, &fio)).unwrap();
+        let p99 = compared_row("p", &METRICS[3], &ours, &fio).unwrap();
         assert_eq!(p99.unit, "µs");
         assert!((p99.ours - 100.0).abs() < 0.1 && (p99.peer_value.unwrap() - 110.0).abs() < 0.1, "{p99:?}");
         assert!((p99.ratio.unwrap() - 1.1).abs() < 0.002, "fio / ours");
         // No writes on either side: no row.
-        assert!(compared_row("p", &METRICS[5], (&sides, &ours), (&sides, &fio)).is_none());
-        // fio's bins are required whenever it did I/O.
-        let text = r#"{"jobs":[{"error":0,"read":{"total_ios":5,"iops":1.0,"lat_ns":{"N":5,"mean":1.0,
-            "percentile":{"50.000000":1,"90.000000":1,"99.000000":1,"99.900000":1,"99.990000":1}}},
-            "write":{"total_ios":0}}]}"#;
-        let r = fio::parse_output(text).unwrap();
-        assert!(Pooled::default().add_fio(&r).unwrap_err().contains("histogram"));
+        assert!(compared_row("p", &METRICS[5], &ours, &fio).is_none());
     }
 
     #[test]

@@ -12,10 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::params::{Access, EngineKind, Params, WriteData};
-use crate::stats::{Latency, LatencySummary};
-
-/// The percentiles asked of fio (its `percentile_list`).
-const PERCENTILE_LIST: &str = "50:90:99:99.9:99.99";
+use crate::stats::Latency;
 
 /// One direction of a fio job.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,11 +20,9 @@ pub struct FioDir {
     pub ios: u64,
     pub iops: f64,
     pub bytes_per_s: f64,
-    /// Total latency in microseconds; `None` without I/O.
-    pub latency_us: Option<LatencySummary>,
-    /// fio's total-latency histogram (its `json+` bins), so that runs can be pooled; `None`
-    /// without I/O or when fio printed no bins.
-    pub histogram: Option<Latency>,
+    /// Total latency (fio's `lat_ns`) as a histogram, read from fio's `json+` bins, so that
+    /// runs can be pooled and percentiles taken as for our own; `None` without I/O.
+    pub latency: Option<Latency>,
 }
 
 /// What fio reported for a job (all its clones, with `group_reporting`).
@@ -92,7 +87,6 @@ pub fn job_args(params: &Params, path: &Path, start: u64, end: u64, engine: Engi
         "--allow_file_create=0".into(),
         "--norandommap=1".into(),
         "--lat_percentiles=1".into(),
-        format!("--percentile_list={PERCENTILE_LIST}"),
         "--output-format=json+".into(),
     ];
     if params.warmup > 0.0 {
@@ -185,35 +179,18 @@ pub fn parse_output(text: &str) -> Result<FioResult> {
 
 fn direction(d: &Value) -> Result<FioDir> {
     let ios = d["total_ios"].as_u64().unwrap_or(0);
-    let lat = &d["lat_ns"];
-    let latency_us = if ios == 0 || lat["N"].as_u64().unwrap_or(0) == 0 {
+    let latency = if ios == 0 {
         None
     } else {
-        let pct = |key: &str| -> Result<f64> {
-            lat["percentile"][key]
-                .as_f64()
-                .map(|ns| ns / 1000.0)
-                .ok_or_else(|| Error::new(format!("fio's JSON has no total-latency percentile {key}")))
-        };
-        let us = |key: &str| lat[key].as_f64().unwrap_or(0.0) / 1000.0;
-        Some(LatencySummary {
-            min: us("min"),
-            avg: us("mean"),
-            stddev: us("stddev"),
-            p50: pct("50.000000")?,
-            p90: pct("90.000000")?,
-            p99: pct("99.000000")?,
-            p99_9: pct("99.900000")?,
-            p99_99: pct("99.990000")?,
-            max: us("max"),
-        })
+        Some(histogram(&d["lat_ns"]["bins"])?.ok_or_else(|| {
+            Error::new("fio's JSON has no total-latency histogram (lat_ns bins: --output-format=json+)")
+        })?)
     };
     Ok(FioDir {
         ios,
         iops: d["iops"].as_f64().unwrap_or(0.0),
         bytes_per_s: d["bw_bytes"].as_f64().unwrap_or(0.0),
-        latency_us,
-        histogram: if ios == 0 { None } else { histogram(&lat["bins"])? },
+        latency,
     })
 }
 
@@ -318,13 +295,14 @@ mod tests {
         assert_eq!(r.read.ios, 5125);
         assert!((r.iops() - 512.5).abs() < 1e-9);
         assert!((r.mib_per_s() - 2.0).abs() < 1e-9);
-        let l = r.read.latency_us.unwrap();
-        assert!((l.p50 - 200.704).abs() < 1e-9 && (l.p99_99 - 8978.432).abs() < 1e-9 && (l.avg - 250.0).abs() < 1e-9);
-        let h = r.read.histogram.as_ref().unwrap();
+        let h = r.read.latency.as_ref().unwrap();
         assert_eq!(h.count(), 5125);
         assert!(h.quantile_ns(0.5).abs_diff(200_704) < 200 && h.quantile_ns(0.99).abs_diff(1_011_712) < 1_000);
-        assert_eq!(r.write.latency_us, None);
-        assert!(r.write.histogram.is_none());
+        assert!(h.quantile_ns(0.9999).abs_diff(8_978_432) < 10_000);
+        assert!(r.write.latency.is_none());
+        // I/O without bins (plain json output) is refused rather than compared as zero.
+        let plain = text.replace(r#""bins" : { "200704" : 5000, "1011712" : 100, "8978432" : 25 }"#, r#""x" : 0"#);
+        assert!(parse_output(&plain).unwrap_err().to_string().contains("histogram"));
         assert!((r.sys_cpu - 30.25).abs() < 1e-9);
         assert!(parse_output("no json here").is_err());
         assert!(parse_output(r#"{"jobs":[{"error":5,"read":{},"write":{}}]}"#)

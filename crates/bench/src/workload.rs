@@ -131,8 +131,8 @@ fn fill_letters(seed: u64, out: &mut [u8]) {
         let r = (x ^ (x >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         let r = r ^ (r >> 32);
         // Even and odd bytes as 16-bit lanes, so a lane's product (at most 255·26) stays in it.
-        let even = ((r & EVEN) * 26 >> 8) & EVEN;
-        let odd = ((r >> 8) & EVEN) * 26 & !EVEN;
+        let even = (((r & EVEN) * 26) >> 8) & EVEN;
+        let odd = (((r >> 8) & EVEN) * 26) & !EVEN;
         let letters = (even | odd) + 0x6161_6161_6161_6161;
         chunk.copy_from_slice(&letters.to_le_bytes()[..chunk.len()]);
     }

@@ -48,7 +48,7 @@ impl BackgroundWriter {
             // The thread is gone (it never exits on its own); write inline instead.
             if let Some(w) = wal.upgrade() {
                 w.write_queued.store(false, Ordering::Release);
-                let _ = w.write_out(false);
+                let _ = w.write_out();
             }
         }
     }
@@ -65,7 +65,7 @@ fn background_writer() -> &'static BackgroundWriter {
                 if let Some(wal) = wal.upgrade() {
                     wal.write_queued.store(false, Ordering::Release);
                     // A failure poisons the log; the next flush reports it.
-                    let _ = wal.write_out(false);
+                    let _ = wal.write_out();
                 }
             }
         });
@@ -219,8 +219,12 @@ pub struct Wal {
     config: LogConfig,
     state: Mutex<State>,
     /// Serialises writers of pending bytes; `true` while one is writing.
-    flushing: Mutex<bool>,
-    flushed: Condvar,
+    writing: Mutex<bool>,
+    /// Signalled when a writer finishes.
+    wrote: Condvar,
+    /// Serialises fdatasync calls. Writers never wait for a sync: a checkpoint's or a
+    /// commit's sync does not stop the log writer, nor make appenders write for it.
+    syncing: Mutex<()>,
     /// Every frame starting below this LSN has been written to the file.
     written: AtomicU64,
     /// Every frame starting below this LSN is durable.
@@ -437,8 +441,9 @@ impl Wal {
                 holds: [Lsn::MAX; 2],
                 redo_point: end,
             }),
-            flushing: Mutex::new(false),
-            flushed: Condvar::new(),
+            writing: Mutex::new(false),
+            wrote: Condvar::new(),
+            syncing: Mutex::new(()),
             written: AtomicU64::new(end),
             durable: AtomicU64::new(end),
             failed: AtomicBool::new(false),
@@ -539,7 +544,7 @@ impl Wal {
         };
         if pending >= BACKPRESSURE * self.config.write_buffer {
             // The background writer is behind: write here rather than buffer without bound.
-            self.write_out(false)?;
+            self.write_out()?;
         } else if pending >= self.config.write_buffer && !self.write_queued.swap(true, Ordering::AcqRel) {
             background_writer().send(self.me.clone());
         }
@@ -630,29 +635,29 @@ impl Wal {
     }
 
     /// Makes every record starting at or below `lsn` durable. Concurrent callers share
-    /// one write and one fdatasync (group commit).
+    /// one fdatasync (group commit): whoever syncs covers everything written before it
+    /// began, and those waiting behind it find their records durable.
     pub fn flush(&self, lsn: Lsn) -> Result<()> {
         if self.durable.load(Ordering::Acquire) > lsn {
             return Ok(());
         }
-        let mut busy = self.flushing.lock();
-        loop {
-            if self.durable.load(Ordering::Acquire) > lsn {
-                return Ok(());
-            }
-            self.check_failed()?;
-            if *busy {
-                self.flushed.wait(&mut busy);
-                continue;
-            }
-            *busy = true;
-            drop(busy);
-            let result = self.write_pending(true);
-            busy = self.flushing.lock();
-            *busy = false;
-            self.flushed.notify_all();
-            result?;
+        self.write_through(lsn)?;
+        let _sync = self.syncing.lock();
+        if self.durable.load(Ordering::Acquire) > lsn {
+            return Ok(());
         }
+        self.check_failed()?;
+        let written = self.written.load(Ordering::Acquire);
+        debug_assert!(written > lsn, "a record is written before it is synced");
+        if let Err(e) = self.file.sync_data() {
+            // What the kernel failed to store may be gone from its cache as well: nothing
+            // may be acknowledged after it.
+            self.failed.store(true, Ordering::Release);
+            return Err(e);
+        }
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.durable.fetch_max(written, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Makes everything appended so far durable.
@@ -664,24 +669,47 @@ impl Wal {
         self.flush(end - 1)
     }
 
+    /// Writes (without syncing) at least every record starting at or below `lsn`,
+    /// waiting for a writer already at work rather than skipping it.
+    fn write_through(&self, lsn: Lsn) -> Result<()> {
+        let mut busy = self.writing.lock();
+        loop {
+            if self.written.load(Ordering::Acquire) > lsn {
+                return Ok(());
+            }
+            self.check_failed()?;
+            if *busy {
+                self.wrote.wait(&mut busy);
+                continue;
+            }
+            *busy = true;
+            drop(busy);
+            let result = self.write_pending();
+            busy = self.writing.lock();
+            *busy = false;
+            self.wrote.notify_all();
+            result?;
+        }
+    }
+
     /// Writes buffered records without waiting for durability, unless another thread is
     /// already writing.
-    fn write_out(&self, sync: bool) -> Result<()> {
-        let mut busy = self.flushing.lock();
+    fn write_out(&self) -> Result<()> {
+        let mut busy = self.writing.lock();
         if *busy {
             return Ok(());
         }
         *busy = true;
         drop(busy);
-        let result = self.write_pending(sync);
-        let mut busy = self.flushing.lock();
+        let result = self.write_pending();
+        let mut busy = self.writing.lock();
         *busy = false;
-        self.flushed.notify_all();
+        self.wrote.notify_all();
         result
     }
 
-    /// Called only by the thread that set `flushing`.
-    fn write_pending(&self, sync: bool) -> Result<()> {
+    /// Called only by the thread that set `writing`.
+    fn write_pending(&self) -> Result<()> {
         let (segments, end) = {
             let mut st = self.state.lock();
             st.pending_bytes = 0;
@@ -701,11 +729,6 @@ impl Wal {
             }
             drop(st);
             self.written.store(end, Ordering::Release);
-            if sync {
-                self.file.sync_data()?;
-                self.flushes.fetch_add(1, Ordering::Relaxed);
-                self.durable.store(end, Ordering::Release);
-            }
             Ok(())
         })();
         if result.is_err() {
@@ -769,7 +792,7 @@ impl Wal {
     /// header then payload, so rolling back reads no more than it needs.
     pub fn read(&self, lsn: Lsn) -> Result<LogRecord> {
         if lsn >= self.written.load(Ordering::Acquire) {
-            self.flush(lsn)?;
+            self.write_through(lsn)?;
         }
         let missing = || self.corrupt(format!("no log record at LSN {}", crate::format_lsn(lsn)));
         let vlf = self.vlf_for_seq(lsn_seq(lsn)).ok_or_else(missing)?;
@@ -1015,7 +1038,7 @@ impl<'a> WalReader<'a> {
 impl Drop for Wal {
     fn drop(&mut self) {
         if !self.failed.load(Ordering::Acquire) {
-            let _ = self.write_pending(true);
+            let _ = self.flush_all();
         }
     }
 }

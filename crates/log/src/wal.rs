@@ -234,8 +234,10 @@ pub struct Wal {
     bytes_written: AtomicU64,
     /// Lock-free copy of `State::redo_point`.
     redo_point: AtomicU64,
-    /// Bytes left in the current VLF as of the last append (0 until then): lets
-    /// `ensure_room` answer without the state mutex while there is plenty of room.
+    /// Bytes appendable without growing the file (the current VLF's rest plus the
+    /// reusable VLFs) as of the last append or room check (0 until then): lets
+    /// `ensure_room` answer without the state mutex while there is plenty of room. Only
+    /// appends take room away (truncation only adds), and they refresh it.
     room_hint: AtomicU64,
 }
 
@@ -539,7 +541,7 @@ impl Wal {
             buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
             st.pending_bytes += frame as usize;
             st.next_off += frame;
-            self.room_hint.store(st.vlfs[st.cur].size - u64::from(st.next_off), Ordering::Relaxed);
+            self.refresh_room_hint(&mut st);
             (lsn, st.pending_bytes)
         };
         if pending >= BACKPRESSURE * self.config.write_buffer {
@@ -549,6 +551,16 @@ impl Wal {
             background_writer().send(self.me.clone());
         }
         Ok(Some(lsn))
+    }
+
+    /// Publishes and returns the bytes appendable without growing the file: what is left
+    /// of the current VLF plus the reusable ones (see [`Wal::ensure_room`]). A big
+    /// transaction's rollback reserve exceeds any one VLF, so counting only the current
+    /// one would send every change of it to the mutex.
+    fn refresh_room_hint(&self, st: &mut State) -> u64 {
+        let room = st.vlfs[st.cur].size - u64::from(st.next_off) + st.reusable_bytes();
+        self.room_hint.store(room, Ordering::Relaxed);
+        room
     }
 
     /// Moves appending to the next VLF: a free one (below the truncation point) or a new
@@ -607,13 +619,8 @@ impl Wal {
             return Ok(());
         }
         let mut st = self.state.lock();
-        let cur = st.cur;
-        if st.vlfs[cur].size - u64::from(st.next_off) >= bytes {
-            return Ok(());
-        }
         loop {
-            let free = (st.vlfs[cur].size - u64::from(st.next_off)) + st.reusable_bytes();
-            if free >= bytes {
+            if self.refresh_room_hint(&mut st) >= bytes {
                 return Ok(());
             }
             let size = (st.file_len / 4).clamp(1 << 20, 256 << 20);

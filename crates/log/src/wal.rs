@@ -222,9 +222,12 @@ pub struct Wal {
     writing: Mutex<bool>,
     /// Signalled when a writer finishes.
     wrote: Condvar,
-    /// Serialises fdatasync calls. Writers never wait for a sync: a checkpoint's or a
-    /// commit's sync does not stop the log writer, nor make appenders write for it.
-    syncing: Mutex<()>,
+    /// Serialises fdatasync calls; `true` while one is syncing. Writers never wait for a
+    /// sync: a checkpoint's or a commit's sync does not stop the log writer, nor make
+    /// appenders write for it.
+    syncing: Mutex<bool>,
+    /// Signalled when a sync finishes: every waiter looks at once whether it covered it.
+    synced: Condvar,
     /// Every frame starting below this LSN has been written to the file.
     written: AtomicU64,
     /// Every frame starting below this LSN is durable.
@@ -445,7 +448,8 @@ impl Wal {
             }),
             writing: Mutex::new(false),
             wrote: Condvar::new(),
-            syncing: Mutex::new(()),
+            syncing: Mutex::new(false),
+            synced: Condvar::new(),
             written: AtomicU64::new(end),
             durable: AtomicU64::new(end),
             failed: AtomicBool::new(false),
@@ -649,22 +653,35 @@ impl Wal {
             return Ok(());
         }
         self.write_through(lsn)?;
-        let _sync = self.syncing.lock();
-        if self.durable.load(Ordering::Acquire) > lsn {
-            return Ok(());
+        let mut busy = self.syncing.lock();
+        loop {
+            if self.durable.load(Ordering::Acquire) > lsn {
+                return Ok(());
+            }
+            self.check_failed()?;
+            if *busy {
+                self.synced.wait(&mut busy);
+                continue;
+            }
+            *busy = true;
+            drop(busy);
+            let written = self.written.load(Ordering::Acquire);
+            debug_assert!(written > lsn, "a record is written before it is synced");
+            let result = self.file.sync_data();
+            match &result {
+                Ok(()) => {
+                    self.flushes.fetch_add(1, Ordering::Relaxed);
+                    self.durable.fetch_max(written, Ordering::AcqRel);
+                }
+                // What the kernel failed to store may be gone from its cache as well:
+                // nothing may be acknowledged after it.
+                Err(_) => self.failed.store(true, Ordering::Release),
+            }
+            busy = self.syncing.lock();
+            *busy = false;
+            self.synced.notify_all();
+            result?;
         }
-        self.check_failed()?;
-        let written = self.written.load(Ordering::Acquire);
-        debug_assert!(written > lsn, "a record is written before it is synced");
-        if let Err(e) = self.file.sync_data() {
-            // What the kernel failed to store may be gone from its cache as well: nothing
-            // may be acknowledged after it.
-            self.failed.store(true, Ordering::Release);
-            return Err(e);
-        }
-        self.flushes.fetch_add(1, Ordering::Relaxed);
-        self.durable.fetch_max(written, Ordering::AcqRel);
-        Ok(())
     }
 
     /// Makes everything appended so far durable.

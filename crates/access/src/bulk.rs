@@ -163,7 +163,6 @@ impl Builder<'_> {
         page::set_flags(&mut g, page::FLAG_UNLOGGED);
         page::set_lsn(&mut g, lsn);
         g.mark_dirty();
-        self.space.changes.mark(no);
         self.pages.push(no);
         Ok(())
     }

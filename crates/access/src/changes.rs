@@ -1,8 +1,16 @@
-//! The changed-extent map: which extents (8 pages) of the data file were changed since
+//! The changed-extent map: which extents (8 pages) of the data file were written since
 //! the last reset. Differential backups read only those extents instead of the whole
 //! file (SQL Server keeps the same map on its DCM pages). The map lives in memory only:
 //! the database layer says for which differential base it is complete, and a database
 //! opened after its base was taken falls back to reading every page.
+//!
+//! Pages are marked when the buffer pool writes them to the file (`DataStore::write_page`),
+//! not at each change: a bulk insert changes a page a hundred times and writes it once.
+//! That is complete because the full backup that becomes the base resets the map just
+//! after its checkpoint, and a differential checkpoints before it reads the map: a page
+//! changed after the base's checkpoint began is either written since the reset (marked),
+//! or dirty at the differential's checkpoint (written then, marked), or was changed before
+//! the reset, which the base's own log carries.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -165,7 +165,6 @@ impl<'a> Mtr<'a> {
                 let flags = page::flags(g);
                 page::set_flags(g, flags & !page::FLAG_UNLOGGED);
                 page::set_lsn(g, lsn);
-                self.space.changes.mark(*no);
                 g.mark_dirty();
             }
         }

@@ -38,6 +38,8 @@ pub struct DataStore {
     wal: Arc<Wal>,
     /// Pages the file holds; pages at or beyond it read as zeros (never written).
     pages: AtomicU32,
+    /// The extents written since the last reset (see [`crate::changes`]).
+    pub changes: crate::changes::ChangeMap,
 }
 
 impl DataStore {
@@ -88,6 +90,7 @@ impl PageStore for DataStore {
     }
 
     fn write_page(&self, no: PageNo, buf: &[u8]) -> Result<()> {
+        self.changes.mark(no);
         self.file.write_all_at(buf, u64::from(no) * PAGE_SIZE as u64)
     }
 
@@ -145,8 +148,6 @@ pub struct Space {
     pub wal: Arc<Wal>,
     pub locks: LockManager,
     pub txns: TxnTable,
-    /// Extents changed since the last reset (differential backups).
-    pub changes: crate::changes::ChangeMap,
     /// The end of the log when this space was opened, and the LSN of the newest bulk-load
     /// note logged since (0: none): where notes may lie without reading the log.
     opened_at: Lsn,
@@ -194,8 +195,13 @@ impl Space {
 
     fn assemble(name: &str, file: DataFile, pool: Arc<BufferPool>, wal: Arc<Wal>) -> Space {
         let pages = (file.len().unwrap_or(0) / PAGE_SIZE as u64) as u32;
-        let store =
-            Arc::new(DataStore { file, database: name.to_string(), wal: wal.clone(), pages: AtomicU32::new(pages) });
+        let store = Arc::new(DataStore {
+            file,
+            database: name.to_string(),
+            wal: wal.clone(),
+            pages: AtomicU32::new(pages),
+            changes: crate::changes::ChangeMap::default(),
+        });
         let file = pool.register(store.clone());
         let opened_at = wal.end_lsn();
         Space {
@@ -206,7 +212,6 @@ impl Space {
             wal,
             locks: LockManager::default(),
             txns: TxnTable::default(),
-            changes: crate::changes::ChangeMap::default(),
             opened_at,
             newest_bulk_note: Mutex::new(0),
             alloc_hint: Mutex::new(Vec::new()),

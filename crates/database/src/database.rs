@@ -347,7 +347,7 @@ impl Database {
     /// Starts a backup: holds the log and, for a copy of the data file (`checkpoint`),
     /// checkpoints and says where the copy's recovery will start. A log backup needs no
     /// checkpoint (its LSNs are then 0). A full backup that will become the differential
-    /// base (`new_base`) resets the changed-extent map first. Error 3023 while another
+    /// base (`new_base`) resets the changed-extent map after its checkpoint. Error 3023 while another
     /// backup of this database runs.
     pub fn begin_backup(&self, checkpoint: bool, new_base: bool) -> Result<BackupPoint<'_>> {
         let exclusive = self.backup.try_lock().ok_or_else(|| Error::Numbered {
@@ -360,14 +360,20 @@ impl Database {
         wal.set_hold(Hold::Backup, Some(wal.truncation_lsn()));
         let mut point = BackupPoint { db: self, _exclusive: exclusive, begin_lsn: 0, checkpoint_lsn: 0, data_pages: 0 };
         if new_base {
-            // Before the checkpoint: every change the copy may miss comes after this.
             *self.differential_base.lock() = None;
-            self.space.changes.reset();
         }
         if !checkpoint {
+            debug_assert!(!new_base, "a differential base is a full backup, which checkpoints");
             return Ok(point);
         }
         let master = self.space.checkpoint()?;
+        if new_base {
+            // After the checkpoint (the map lists pages written, see access::changes):
+            // its writes carry changes the copy holds, and any change the copy may miss
+            // leaves its page dirty until a later write marks it, or lies in the log this
+            // backup carries.
+            self.space.store.changes.reset();
+        }
         self.checkpointed_at.store(wal.end_lsn(), Ordering::Release);
         wal.set_hold(Hold::Backup, Some(master.begin_lsn));
         point.begin_lsn = master.begin_lsn;
@@ -386,7 +392,7 @@ impl Database {
     /// extents changed since that backup began, or `None` when this open of the database
     /// does not know them (the base was taken before it; read every page then).
     pub fn changed_page_runs(&self, base: Lsn, pages: u32) -> Option<Vec<(PageNo, u32)>> {
-        (*self.differential_base.lock() == Some(base)).then(|| self.space.changes.changed_runs(pages))
+        (*self.differential_base.lock() == Some(base)).then(|| self.space.store.changes.changed_runs(pages))
     }
 
     /// The pages minimally logged bulk loads wrote, as their notes in the log from `from`

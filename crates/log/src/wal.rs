@@ -244,10 +244,14 @@ pub struct Wal {
     room_hint: AtomicU64,
 }
 
+/// The CRC-32C of `seq ‖ payload_len ‖ payload` (little-endian): the VLF's sequence
+/// number makes a stale frame left from the VLF's previous use fail the check.
 pub(crate) fn frame_crc(seq: u32, payload_len: u32, payload: &[u8]) -> u32 {
-    let c = crc32c::crc32c(&seq.to_le_bytes());
-    let c = crc32c::crc32c_append(c, &payload_len.to_le_bytes());
-    crc32c::crc32c_append(c, payload)
+    /// Aligned, so the eight header bytes are one CRC instruction.
+    #[repr(align(8))]
+    struct Head([u8; 8]);
+    let head = Head((u64::from(seq) | u64::from(payload_len) << 32).to_le_bytes());
+    crc32c::crc32c_append(crc32c::crc32c(&head.0), payload)
 }
 
 pub(crate) fn vlf_header(seq: u32, size: u64) -> [u8; 20] {
@@ -1063,6 +1067,21 @@ impl Drop for Wal {
     fn drop(&mut self) {
         if !self.failed.load(Ordering::Acquire) {
             let _ = self.flush_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_crc_covers_seq_length_and_payload_in_that_order() {
+        for (seq, payload) in [(1u32, &b""[..]), (7, b"x"), (0xDEAD_BEEF, &[0xA5; 301][..])] {
+            let mut whole = seq.to_le_bytes().to_vec();
+            whole.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            whole.extend_from_slice(payload);
+            assert_eq!(frame_crc(seq, payload.len() as u32, payload), crc32c::crc32c(&whole));
         }
     }
 }

@@ -21,7 +21,7 @@ use std::ops::Bound;
 
 use smallvec::SmallVec;
 use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
-use tessera_buffer::PageReadGuard;
+use tessera_buffer::{PageHandle, PageReadGuard};
 use tessera_io::{Error, Result};
 use tessera_log::Lsn;
 
@@ -236,24 +236,25 @@ pub struct Placed {
     pub rightmost: bool,
 }
 
-/// Appends `rec` to the leaf `hint` without descending the tree, when `hint` is still
-/// the rightmost leaf of the tree and `key` is above every key in it (ever-increasing
-/// keys such as identity columns). Returns None when the fast path does not apply; the
-/// caller then takes the normal path. The page is validated under its latch, so a
-/// stale hint is harmless. On success `rec` has been moved into the log record.
+/// Appends `rec` to `leaf` (a handle the caller keeps pinned: the page it last saw as the
+/// rightmost leaf) without descending the tree, when that page is still the rightmost
+/// leaf of the tree and `key` is above every key in it (ever-increasing keys such as
+/// identity columns). Returns None when the fast path does not apply; the caller then
+/// takes the normal path. The page is validated under its latch, so a stale handle is
+/// harmless. On success `rec` has been moved into the log record.
 pub fn try_append(
     space: &Space,
     root: PageNo,
-    hint: PageNo,
+    leaf: &PageHandle,
     key: &[u8],
     rec: &mut Vec<u8>,
     ctx: LogCtx,
 ) -> Result<Option<Lsn>> {
-    if hint == 0 || rec.len() > MAX_LEAF_RECORD || key.len() > MAX_KEY {
+    if rec.len() > MAX_LEAF_RECORD || key.len() > MAX_KEY {
         return Ok(None);
     }
     let mut mtr = Mtr::new(space)?;
-    let li = mtr.latch(hint)?;
+    let li = mtr.latch_pinned(leaf);
     let p = mtr.page(li);
     let n = slotted::count(p);
     let applies = is_leaf(p)

@@ -18,8 +18,10 @@ use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
 
+use std::ops::{Deref, DerefMut};
+
 use tessera_buffer::page::{self, PageNo};
-use tessera_buffer::PageWriteGuard;
+use tessera_buffer::{PageHandle, PageWrite, PageWriteGuard};
 use tessera_io::{Error, Result};
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
@@ -44,8 +46,44 @@ const INLINE: usize = 4;
 
 pub struct Mtr<'a> {
     space: &'a Space,
-    pages: SmallVec<[(PageNo, PageWriteGuard); INLINE]>,
+    pages: SmallVec<[(PageNo, Latched<'a>); INLINE]>,
     ops: SmallVec<[(PageNo, PageOp); INLINE]>,
+}
+
+/// A page the mini-transaction holds exclusively latched: pinned by the mini-transaction
+/// itself, or through a handle its caller keeps pinned for longer (a transaction's
+/// rightmost leaf, see [`Mtr::latch_pinned`]).
+enum Latched<'a> {
+    Own(PageWriteGuard),
+    Pinned(PageWrite<'a>),
+}
+
+impl Latched<'_> {
+    fn mark_dirty(&mut self) {
+        match self {
+            Latched::Own(g) => g.mark_dirty(),
+            Latched::Pinned(g) => g.mark_dirty(),
+        }
+    }
+}
+
+impl Deref for Latched<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Latched::Own(g) => g,
+            Latched::Pinned(g) => g,
+        }
+    }
+}
+
+impl DerefMut for Latched<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Latched::Own(g) => g,
+            Latched::Pinned(g) => g,
+        }
+    }
 }
 
 /// How a mini-transaction's record is logged.
@@ -95,8 +133,20 @@ impl<'a> Mtr<'a> {
         }
         assert!(self.pages.len() < MAX_PAGES, "mini-transaction touches too many pages");
         let g = self.space.pool.fetch(self.space.file, no)?.into_write();
-        self.pages.push((no, g));
+        self.pages.push((no, Latched::Own(g)));
         Ok(self.pages.len() - 1)
+    }
+
+    /// Write-latches the page of a handle the caller keeps pinned: no page-table lookup
+    /// and no pin of its own, for a page used again and again (an append's leaf).
+    pub fn latch_pinned(&mut self, handle: &'a PageHandle) -> usize {
+        let no = handle.page_no();
+        if let Some(i) = self.find(no) {
+            return i;
+        }
+        assert!(self.pages.len() < MAX_PAGES, "mini-transaction touches too many pages");
+        self.pages.push((no, Latched::Pinned(handle.write())));
+        self.pages.len() - 1
     }
 
     /// Write-latches a page that is being allocated (no disk read).
@@ -106,7 +156,7 @@ impl<'a> Mtr<'a> {
         }
         assert!(self.pages.len() < MAX_PAGES, "mini-transaction touches too many pages");
         let g = self.space.pool.fetch_new(self.space.file, no)?.into_write();
-        self.pages.push((no, g));
+        self.pages.push((no, Latched::Own(g)));
         Ok(self.pages.len() - 1)
     }
 
@@ -180,7 +230,7 @@ impl<'a> Mtr<'a> {
     /// does not have.
     /// Returns `None` when no page needs an image (the operations are logged as done).
     fn logged_ops(&self, redo_point: Lsn) -> Option<Vec<(PageNo, PageOp)>> {
-        let needs_image = |no: PageNo, g: &PageWriteGuard| {
+        let needs_image = |no: PageNo, g: &Latched| {
             (page::lsn(g) < redo_point || page::flags(g) & page::FLAG_UNLOGGED != 0)
                 && self.ops.iter().find(|(n, _)| *n == no).is_some_and(|(_, op)| !op.overwrites_page())
         };

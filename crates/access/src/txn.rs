@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use tessera_buffer::page::PageNo;
+use tessera_buffer::PageHandle;
 use tessera_io::{Error, Result};
 use tessera_log::recovery::{self, ActiveTxn, RecoveryHandler, RecoveryOutcome};
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
@@ -125,6 +126,10 @@ pub struct Txn {
     pub durability: Durability,
     /// Range scans read ahead (off: SQL Server's trace flag 652).
     pub read_ahead: bool,
+    /// The rightmost leaf of the tree this transaction last appended to, kept pinned
+    /// (one page at most) so that a run of ever-increasing inserts latches it without
+    /// looking it up and pinning it for every row. Released when the transaction ends.
+    append_leaf: Option<(PageNo, PageHandle)>,
     finished: bool,
 }
 
@@ -193,6 +198,7 @@ impl Space {
             undo_bytes: 0,
             durability,
             read_ahead: true,
+            append_leaf: None,
             finished: false,
         }
     }
@@ -344,11 +350,12 @@ impl Space {
         let undo = Undo::Row { tree, key: Cow::Borrowed(key), old: None };
         let ctx =
             LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
-        if let Some(lsn) = btree::try_append(self, tree, meta.append_hint.load(Ordering::Relaxed), key, &mut rec, ctx)?
-        {
-            txn.shared.last_lsn.store(lsn, Ordering::Release);
-            self.reserve_undo(txn, key, 0);
-            return Ok(());
+        if let Some(leaf) = self.append_leaf(txn, tree, &meta)? {
+            if let Some(lsn) = btree::try_append(self, tree, leaf, key, &mut rec, ctx)? {
+                txn.shared.last_lsn.store(lsn, Ordering::Release);
+                self.reserve_undo(txn, key, 0);
+                return Ok(());
+            }
         }
         match btree::insert_placed(self, tree, key, rec, ctx)? {
             Ok(placed) => {
@@ -363,6 +370,22 @@ impl Space {
             // puts the ghost back.
             Err(ghost) => self.change(txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
         }
+    }
+
+    /// The transaction's pinned handle on the tree's rightmost leaf as last seen by an
+    /// insert (`None`: not known yet), pinning it first if the transaction holds another.
+    fn append_leaf<'t>(&self, txn: &'t mut Txn, tree: PageNo, meta: &TreeMeta) -> Result<Option<&'t PageHandle>> {
+        let hint = meta.append_hint.load(Ordering::Relaxed);
+        if hint == 0 {
+            return Ok(None);
+        }
+        let held = matches!(&txn.append_leaf, Some((t, h)) if *t == tree && h.page_no() == hint);
+        if !held {
+            // Unpin the old leaf before pinning the new one: a transaction holds one.
+            txn.append_leaf = None;
+            txn.append_leaf = Some((tree, self.pool.fetch(self.file, hint)?));
+        }
+        Ok(txn.append_leaf.as_ref().map(|(_, h)| h))
     }
 
     /// Replaces the value of an existing row; returns false if there is none.

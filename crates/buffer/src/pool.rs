@@ -570,6 +570,15 @@ impl BufferPool {
         PoolStats { hits: self.proxies.iter().map(|p| p.hits.load(Ordering::Relaxed)).sum(), ..self.inner.stats() }
     }
 
+    /// Frames pinned right now (a scan of every frame handed out: for tests and
+    /// diagnostics, not for hot paths).
+    pub fn pinned_pages(&self) -> usize {
+        let inner = &self.inner;
+        (0..inner.hwm.load(Ordering::Acquire) as u32)
+            .filter(|&i| State(inner.frame(i).state.load(Ordering::Relaxed)).pins() > 0)
+            .count()
+    }
+
     /// The current limit in bytes.
     pub fn max_bytes(&self) -> usize {
         self.inner.limit.load(Ordering::Relaxed) * PAGE_SIZE

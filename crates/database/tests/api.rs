@@ -107,6 +107,36 @@ fn sequential_keys_fill_pages_and_char1000_rows_fit_seven_to_a_page() {
 }
 
 #[test]
+fn an_appending_transaction_pins_one_leaf_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    engine.create_database("pin", DatabaseOptions::default()).unwrap();
+    let db = engine.database("pin").unwrap();
+    let (a, b) = (db.create_table("a").unwrap(), db.create_table("b").unwrap());
+    let pool = engine.pool().clone();
+    assert_eq!(pool.pinned_pages(), 0);
+    for commit in [true, false] {
+        let mut tx = db.begin();
+        for i in 0..5000 {
+            let table = if i % 1000 < 500 { a } else { b };
+            tx.insert(table, &int_key(i + if commit { 0 } else { 10_000 }), &[7u8; 100]).unwrap();
+            assert!(pool.pinned_pages() <= 1, "row {i}: {} pages pinned", pool.pinned_pages());
+        }
+        assert_eq!(pool.pinned_pages(), 1, "the leaf appended to stays pinned between statements");
+        if commit {
+            tx.commit().unwrap();
+        } else {
+            tx.rollback().unwrap();
+        }
+        assert_eq!(pool.pinned_pages(), 0, "ending the transaction (commit: {commit}) unpins it");
+    }
+    let tx = db.begin();
+    assert_eq!(tx.scan(a, Bound::Unbounded, Bound::Unbounded, Direction::Forward).count(), 2500);
+    assert_eq!(tx.scan(b, Bound::Unbounded, Bound::Unbounded, Direction::Forward).count(), 2500);
+    tx.commit().unwrap();
+}
+
+#[test]
 fn nonclustered_index_maps_keys_to_clustered_keys() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(config(dir.path())).unwrap();

@@ -56,6 +56,12 @@ pub fn leaf_key(rec: &[u8]) -> &[u8] {
     &rec[3..3 + n]
 }
 
+/// [`leaf_key`] of bytes that may not be a leaf record (read from a damaged log).
+pub fn leaf_key_checked(rec: &[u8]) -> Option<&[u8]> {
+    let n = u16::from_le_bytes(rec.get(1..3)?.try_into().ok()?) as usize;
+    rec.get(3..3 + n)
+}
+
 pub fn leaf_value(rec: &[u8]) -> &[u8] {
     let n = u16::from_le_bytes([rec[1], rec[2]]) as usize;
     &rec[3 + n..]

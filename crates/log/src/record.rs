@@ -1,12 +1,13 @@
 //! The log record envelope.
 //!
 //! ```text
-//! kind u8 | txn u64 | prev_lsn u64 | undo_next u64 | body ...
+//! kind u8 | txn u64 | prev_lsn u64 | [undo_next u64: compensation records only] | body ...
 //! ```
 //! The body is opaque here: the access layer encodes page operations and undo
 //! information in it. `prev_lsn` chains a transaction's records backwards (for undo);
-//! `undo_next` is meaningful only in compensation records (CLRs): the next record of
-//! the transaction still to be undone.
+//! `undo_next` exists only in compensation records (CLRs): the next record of the
+//! transaction still to be undone. Other records leave it out (8 of a row insert's ~150
+//! bytes) and decode with 0.
 
 use tessera_io::{Error, Result};
 
@@ -48,7 +49,10 @@ impl RecordKind {
     }
 }
 
-pub const ENVELOPE_SIZE: usize = 25;
+/// Envelope bytes of a record other than a compensation record.
+pub const ENVELOPE_SIZE: usize = 17;
+/// Envelope bytes of a compensation record (with `undo_next`).
+pub const CLR_ENVELOPE_SIZE: usize = ENVELOPE_SIZE + 8;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogRecord {
@@ -64,15 +68,29 @@ impl LogRecord {
         LogRecord { kind, txn, prev_lsn, undo_next: 0, body }
     }
 
+    fn envelope_size(&self) -> usize {
+        if self.kind == RecordKind::Compensation {
+            CLR_ENVELOPE_SIZE
+        } else {
+            ENVELOPE_SIZE
+        }
+    }
+
     pub fn encoded_len(&self) -> usize {
-        ENVELOPE_SIZE + self.body.len()
+        self.envelope_size() + self.body.len()
     }
 
     pub fn encode_into(&self, out: &mut Vec<u8>) {
+        assert!(
+            self.undo_next == 0 || self.kind == RecordKind::Compensation,
+            "only a compensation record has an undo-next LSN"
+        );
         out.push(self.kind as u8);
         out.extend_from_slice(&self.txn.to_le_bytes());
         out.extend_from_slice(&self.prev_lsn.to_le_bytes());
-        out.extend_from_slice(&self.undo_next.to_le_bytes());
+        if self.kind == RecordKind::Compensation {
+            out.extend_from_slice(&self.undo_next.to_le_bytes());
+        }
         out.extend_from_slice(&self.body);
     }
 
@@ -97,13 +115,17 @@ impl LogRecord {
         }
         let kind = RecordKind::from_u8(bytes[0])
             .ok_or_else(|| Error::Invalid(format!("unknown log record kind {}", bytes[0])))?;
+        let envelope = if kind == RecordKind::Compensation { CLR_ENVELOPE_SIZE } else { ENVELOPE_SIZE };
+        if bytes.len() < envelope {
+            return Err(Error::Invalid(format!("compensation log record of {} bytes is truncated", bytes.len())));
+        }
         let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
         Ok(LogRecord {
             kind,
             txn: u64_at(1),
             prev_lsn: u64_at(9),
-            undo_next: u64_at(17),
-            body: bytes[ENVELOPE_SIZE..].to_vec(),
+            undo_next: if kind == RecordKind::Compensation { u64_at(17) } else { 0 },
+            body: bytes[envelope..].to_vec(),
         })
     }
 }
@@ -121,6 +143,12 @@ mod tests {
         assert_eq!(buf.len(), r.encoded_len());
         assert_eq!(LogRecord::decode(&buf).unwrap(), r);
         assert!(LogRecord::decode(&buf[..10]).is_err());
+        assert!(LogRecord::decode(&buf[..20]).is_err(), "a CLR's envelope carries undo-next");
+        let u = LogRecord::new(RecordKind::Update, 42, 7, vec![1, 2, 3]);
+        let mut ubuf = Vec::new();
+        u.encode_into(&mut ubuf);
+        assert_eq!(ubuf.len(), ENVELOPE_SIZE + 3, "other records leave undo-next out");
+        assert_eq!(LogRecord::decode(&ubuf).unwrap(), u);
         buf[0] = 200;
         assert!(LogRecord::decode(&buf).is_err());
     }

@@ -125,6 +125,23 @@ pub(crate) struct Vlf {
 struct Segment {
     file_offset: u64,
     data: Vec<u8>,
+    /// Frames whose CRC field is still zero, as (offset in `data`, VLF sequence number):
+    /// the writer fills them in just before it writes the segment ([`Segment::seal`]), so
+    /// an appender copies its record in and leaves checksumming to the log writer.
+    unsealed: Vec<(usize, u32)>,
+}
+
+impl Segment {
+    /// Fills in the CRC of every frame appended without one.
+    fn seal(&mut self) {
+        for &(at, seq) in &self.unsealed {
+            let len = u32::from_le_bytes(self.data[at..at + 4].try_into().unwrap());
+            let end = at + FRAME_HEADER as usize + len as usize;
+            let crc = frame_crc(seq, len, &self.data[at + FRAME_HEADER as usize..end]);
+            self.data[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+        }
+        self.unsealed.clear();
+    }
 }
 
 struct State {
@@ -173,18 +190,18 @@ impl State {
 
     /// The pending segment that continues at `file_offset`, started if needed (reusing a
     /// spare buffer, so steady logging allocates nothing).
-    fn segment_at(&mut self, file_offset: u64) -> &mut Vec<u8> {
+    fn segment_at(&mut self, file_offset: u64) -> &mut Segment {
         let contiguous =
             matches!(self.pending.last(), Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset);
         if !contiguous {
             let data = self.spare.pop().unwrap_or_default();
-            self.pending.push(Segment { file_offset, data });
+            self.pending.push(Segment { file_offset, data, unsealed: Vec::new() });
         }
-        &mut self.pending.last_mut().expect("a pending segment").data
+        self.pending.last_mut().expect("a pending segment")
     }
 
     fn push_bytes(&mut self, file_offset: u64, bytes: &[u8]) {
-        self.segment_at(file_offset).extend_from_slice(bytes);
+        self.segment_at(file_offset).data.extend_from_slice(bytes);
         self.pending_bytes += bytes.len();
     }
 }
@@ -539,14 +556,14 @@ impl Wal {
             let lsn = make_lsn(seq, st.next_off);
             let at = st.vlfs[st.cur].offset + u64::from(st.next_off);
             // Encode straight into the pending segment: no temporary buffer per record.
-            let buf = st.segment_at(at);
-            let start = buf.len();
-            buf.extend_from_slice(&(payload_len as u32).to_le_bytes());
-            buf.extend_from_slice(&[0; 4]);
-            rec.encode_into(buf);
-            debug_assert_eq!(buf.len() - start, frame as usize);
-            let crc = frame_crc(seq, payload_len as u32, &buf[start + 8..]);
-            buf[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+            // The CRC is left to whoever writes the segment out (usually the log writer).
+            let seg = st.segment_at(at);
+            let start = seg.data.len();
+            seg.data.extend_from_slice(&(payload_len as u32).to_le_bytes());
+            seg.data.extend_from_slice(&[0; 4]);
+            rec.encode_into(&mut seg.data);
+            debug_assert_eq!(seg.data.len() - start, frame as usize);
+            seg.unsealed.push((start, seq));
             st.pending_bytes += frame as usize;
             st.next_off += frame;
             self.refresh_room_hint(&mut st);
@@ -738,13 +755,14 @@ impl Wal {
 
     /// Called only by the thread that set `writing`.
     fn write_pending(&self) -> Result<()> {
-        let (segments, end) = {
+        let (mut segments, end) = {
             let mut st = self.state.lock();
             st.pending_bytes = 0;
             (std::mem::take(&mut st.pending), st.end_lsn())
         };
         let result = (|| {
-            for seg in &segments {
+            for seg in &mut segments {
+                seg.seal();
                 self.file.write_all_at(&seg.data, seg.file_offset)?;
                 self.bytes_written.fetch_add(seg.data.len() as u64, Ordering::Relaxed);
             }

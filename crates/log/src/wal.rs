@@ -132,6 +132,11 @@ struct Segment {
 }
 
 impl Segment {
+    fn new(capacity: usize) -> Segment {
+        // Room for the frames too: a small record's frame is about 150 bytes.
+        Segment { file_offset: 0, data: Vec::with_capacity(capacity), unsealed: Vec::with_capacity(capacity / 128) }
+    }
+
     /// Fills in the CRC of every frame appended without one.
     fn seal(&mut self) {
         for &(at, seq) in &self.unsealed {
@@ -150,8 +155,10 @@ struct State {
     next_off: u32,
     pending: Vec<Segment>,
     pending_bytes: usize,
-    /// Emptied segment buffers kept for reuse (at most `MAX_SPARE`).
-    spare: Vec<Vec<u8>>,
+    /// Emptied segments kept for reuse (at most `MAX_SPARE`).
+    spare: Vec<Segment>,
+    /// Capacity of a new segment buffer: twice the write buffer.
+    segment_capacity: usize,
     /// Cached capacity of the reusable VLFs other than the current one (None: stale).
     reusable: Option<u64>,
     truncation_lsn: Lsn,
@@ -194,8 +201,12 @@ impl State {
         let contiguous =
             matches!(self.pending.last(), Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset);
         if !contiguous {
-            let data = self.spare.pop().unwrap_or_default();
-            self.pending.push(Segment { file_offset, data, unsealed: Vec::new() });
+            // A new buffer is made big enough up front for what accumulates before the
+            // writer takes it, so it is not regrown (each regrowth of a big allocation is
+            // an mremap, which waits for the process's mmap lock) while appenders wait.
+            let mut seg = self.spare.pop().unwrap_or_else(|| Segment::new(self.segment_capacity));
+            seg.file_offset = file_offset;
+            self.pending.push(seg);
         }
         self.pending.last_mut().expect("a pending segment")
     }
@@ -446,6 +457,7 @@ impl Wal {
         master_serial: u64,
     ) -> Arc<Wal> {
         let end = make_lsn(vlfs[cur].seq, next_off);
+        let segment_capacity = 2 * config.write_buffer;
         Arc::new_cyclic(|me| Wal {
             me: me.clone(),
             write_queued: AtomicBool::new(false),
@@ -459,6 +471,7 @@ impl Wal {
                 pending: Vec::new(),
                 pending_bytes: 0,
                 spare: Vec::new(),
+                segment_capacity,
                 reusable: None,
                 truncation_lsn,
                 file_len,
@@ -767,13 +780,20 @@ impl Wal {
                 self.bytes_written.fetch_add(seg.data.len() as u64, Ordering::Relaxed);
             }
             let mut st = self.state.lock();
+            let mut surplus = Vec::new();
             for mut seg in segments {
                 if st.spare.len() < MAX_SPARE {
                     seg.data.clear();
-                    st.spare.push(seg.data);
+                    debug_assert!(seg.unsealed.is_empty(), "a written segment is sealed");
+                    st.spare.push(seg);
+                } else {
+                    surplus.push(seg);
                 }
             }
             drop(st);
+            // Freed outside the mutex: giving a big buffer back to the OS (munmap) can
+            // wait for the process's mmap lock, and appenders must not wait with it.
+            drop(surplus);
             self.written.store(end, Ordering::Release);
             Ok(())
         })();

@@ -12,6 +12,8 @@ use tessera_io::{Error, Result};
 
 /// Huge page size on x86-64 and arm64 (4 KiB base pages).
 const HUGE: usize = 2 << 20;
+/// Most bytes one `MADV_POPULATE_WRITE` call commits (see [`Region::populate`]).
+const POPULATE_CHUNK: usize = 2 * HUGE;
 
 /// How the frame region is backed (`PoolConfig::huge_pages`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,11 +139,19 @@ impl Region {
         if start >= end {
             return true;
         }
-        // SAFETY: the range lies inside the mapping; populating does not change contents.
-        let rc = unsafe {
-            libc::madvise(self.start.add(start) as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE)
-        };
-        rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL)
+        // In chunks: the kernel holds the process's mmap lock (shared) while it populates,
+        // and on memory the VM host has not backed yet 64 MiB takes a tenth of a second,
+        // during which any mmap or munmap (a large allocation grown or freed) waits, and
+        // every page fault queues behind that waiter.
+        for at in (start..end).step_by(POPULATE_CHUNK) {
+            let len = POPULATE_CHUNK.min(end - at);
+            // SAFETY: the range lies inside the mapping; populating does not change contents.
+            let rc = unsafe { libc::madvise(self.start.add(at) as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE) };
+            if rc != 0 {
+                return std::io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL);
+            }
+        }
+        true
     }
 
     pub fn ptr(&self) -> *mut u8 {

@@ -273,7 +273,7 @@ pub fn try_append(
         return Ok(None);
     }
     mtr.apply(li, PageOp::Insert { slot: n as u16, rec: std::mem::take(rec) });
-    mtr.commit(ctx).map(Some)
+    mtr.commit_latched(ctx).map(Some)
 }
 
 /// [`put`], also telling where the record went.

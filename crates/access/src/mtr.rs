@@ -103,7 +103,16 @@ impl LogCtx<'_> {
 }
 
 impl<'a> Mtr<'a> {
+    /// Inlined, like [`Mtr::commit`], so that the mini-transaction (a few hundred bytes
+    /// with its inline pages and operations) is built where the caller keeps it instead
+    /// of being copied out of a `Result`: per row, those copies cost as much as the row.
+    #[inline]
     pub fn new(space: &'a Space) -> Result<Mtr<'a>> {
+        Mtr::check_room(space)?;
+        Ok(Mtr::without_reserve(space))
+    }
+
+    fn check_room(space: &Space) -> Result<()> {
         let undo = space.undo_reserve.load(Ordering::Acquire);
         space.wal.ensure_room(LOG_RESERVE + undo).map_err(|e| match e {
             // Say why the log cannot be reused, as log_reuse_wait_desc would.
@@ -112,12 +121,12 @@ impl<'a> Mtr<'a> {
             }
             e => e,
         })?;
-        space.ensure_data_room()?;
-        Ok(Mtr::without_reserve(space))
+        space.ensure_data_room()
     }
 
     /// For rollback and recovery: compensation must proceed even when the log is
     /// nearly full (the reserve exists for it).
+    #[inline]
     pub fn without_reserve(space: &'a Space) -> Mtr<'a> {
         Mtr { space, pages: SmallVec::new(), ops: SmallVec::new() }
     }
@@ -185,6 +194,14 @@ impl<'a> Mtr<'a> {
     /// Logs the operations as one record and stamps its LSN into the touched pages.
     /// Returns the LSN (0 if nothing was changed).
     pub fn commit(mut self, ctx: LogCtx) -> Result<Lsn> {
+        self.commit_latched(ctx)
+        // Dropping `self` here releases the latches and pins.
+    }
+
+    /// [`Mtr::commit`] that leaves the pages latched until the mini-transaction is
+    /// dropped, for a caller that drops it at once: passing it by value copies it (a few
+    /// hundred bytes), a cost the once-per-row append path does not pay.
+    pub fn commit_latched(&mut self, ctx: LogCtx) -> Result<Lsn> {
         if self.ops.is_empty() {
             return Ok(0);
         }

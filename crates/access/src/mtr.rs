@@ -14,11 +14,10 @@
 //! log (9002) or disk (1105) is reported before anything is modified. Rollback and
 //! recovery use [`Mtr::without_reserve`]: the reserve exists for them.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
-
-use std::ops::{Deref, DerefMut};
 
 use tessera_buffer::page::{self, PageNo};
 use tessera_buffer::{PageHandle, PageWrite, PageWriteGuard};

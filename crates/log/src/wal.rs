@@ -236,6 +236,63 @@ impl Hold {
     }
 }
 
+/// A stage of the log (writing pending bytes, syncing) that one thread at a time works
+/// at. Waiters sleep on a condition variable woken all at once when a turn ends, so each
+/// looks at once whether that turn covered it (a mutex queue would wake them one by one).
+#[derive(Default)]
+struct Turn {
+    busy: Mutex<bool>,
+    ended: Condvar,
+}
+
+impl Turn {
+    /// Until `covered()` holds: waits while another thread has the turn, else takes it and
+    /// runs `work`. `check()` (the log not failed) is asked before every turn.
+    fn until(
+        &self,
+        covered: impl Fn() -> bool,
+        check: impl Fn() -> Result<()>,
+        mut work: impl FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let mut busy = self.busy.lock();
+        loop {
+            if covered() {
+                return Ok(());
+            }
+            check()?;
+            if *busy {
+                self.ended.wait(&mut busy);
+                continue;
+            }
+            *busy = true;
+            drop(busy);
+            let result = self.end_after(&mut work);
+            busy = self.busy.lock();
+            result?;
+        }
+    }
+
+    /// Runs `work` unless another thread has the turn (then it will do the work).
+    fn unless_busy(&self, mut work: impl FnMut() -> Result<()>) -> Result<()> {
+        {
+            let mut busy = self.busy.lock();
+            if *busy {
+                return Ok(());
+            }
+            *busy = true;
+        }
+        self.end_after(&mut work)
+    }
+
+    /// Runs `work` in the turn taken by the caller, then ends the turn.
+    fn end_after(&self, work: &mut impl FnMut() -> Result<()>) -> Result<()> {
+        let result = work();
+        *self.busy.lock() = false;
+        self.ended.notify_all();
+        result
+    }
+}
+
 /// A database's write-ahead log.
 pub struct Wal {
     /// This log, for handing to the background log writer.
@@ -246,16 +303,11 @@ pub struct Wal {
     database: String,
     config: LogConfig,
     state: Mutex<State>,
-    /// Serialises writers of pending bytes; `true` while one is writing.
-    writing: Mutex<bool>,
-    /// Signalled when a writer finishes.
-    wrote: Condvar,
-    /// Serialises fdatasync calls; `true` while one is syncing. Writers never wait for a
-    /// sync: a checkpoint's or a commit's sync does not stop the log writer, nor make
-    /// appenders write for it.
-    syncing: Mutex<bool>,
-    /// Signalled when a sync finishes: every waiter looks at once whether it covered it.
-    synced: Condvar,
+    /// One writer of pending bytes at a time.
+    writing: Turn,
+    /// One fdatasync at a time. Writers never wait for a sync: a checkpoint's or a
+    /// commit's sync does not stop the log writer, nor make appenders write for it.
+    syncing: Turn,
     /// Every frame starting below this LSN has been written to the file.
     written: AtomicU64,
     /// Every frame starting below this LSN is durable.
@@ -480,10 +532,8 @@ impl Wal {
                 holds: [Lsn::MAX; 2],
                 redo_point: end,
             }),
-            writing: Mutex::new(false),
-            wrote: Condvar::new(),
-            syncing: Mutex::new(false),
-            synced: Condvar::new(),
+            writing: Turn::default(),
+            syncing: Turn::default(),
             written: AtomicU64::new(end),
             durable: AtomicU64::new(end),
             failed: AtomicBool::new(false),
@@ -687,35 +737,27 @@ impl Wal {
             return Ok(());
         }
         self.write_through(lsn)?;
-        let mut busy = self.syncing.lock();
-        loop {
-            if self.durable.load(Ordering::Acquire) > lsn {
-                return Ok(());
-            }
-            self.check_failed()?;
-            if *busy {
-                self.synced.wait(&mut busy);
-                continue;
-            }
-            *busy = true;
-            drop(busy);
-            let written = self.written.load(Ordering::Acquire);
-            debug_assert!(written > lsn, "a record is written before it is synced");
-            let result = self.file.sync_data();
-            match &result {
-                Ok(()) => {
-                    self.flushes.fetch_add(1, Ordering::Relaxed);
-                    self.durable.fetch_max(written, Ordering::AcqRel);
+        self.syncing.until(
+            || self.durable.load(Ordering::Acquire) > lsn,
+            || self.check_failed(),
+            || {
+                let written = self.written.load(Ordering::Acquire);
+                debug_assert!(written > lsn, "a record is written before it is synced");
+                match self.file.sync_data() {
+                    Ok(()) => {
+                        self.flushes.fetch_add(1, Ordering::Relaxed);
+                        self.durable.fetch_max(written, Ordering::AcqRel);
+                        Ok(())
+                    }
+                    // What the kernel failed to store may be gone from its cache as well:
+                    // nothing may be acknowledged after it.
+                    Err(e) => {
+                        self.failed.store(true, Ordering::Release);
+                        Err(e)
+                    }
                 }
-                // What the kernel failed to store may be gone from its cache as well:
-                // nothing may be acknowledged after it.
-                Err(_) => self.failed.store(true, Ordering::Release),
-            }
-            busy = self.syncing.lock();
-            *busy = false;
-            self.synced.notify_all();
-            result?;
-        }
+            },
+        )
     }
 
     /// Makes everything appended so far durable.
@@ -730,43 +772,20 @@ impl Wal {
     /// Writes (without syncing) at least every record starting at or below `lsn`,
     /// waiting for a writer already at work rather than skipping it.
     fn write_through(&self, lsn: Lsn) -> Result<()> {
-        let mut busy = self.writing.lock();
-        loop {
-            if self.written.load(Ordering::Acquire) > lsn {
-                return Ok(());
-            }
-            self.check_failed()?;
-            if *busy {
-                self.wrote.wait(&mut busy);
-                continue;
-            }
-            *busy = true;
-            drop(busy);
-            let result = self.write_pending();
-            busy = self.writing.lock();
-            *busy = false;
-            self.wrote.notify_all();
-            result?;
-        }
+        self.writing.until(
+            || self.written.load(Ordering::Acquire) > lsn,
+            || self.check_failed(),
+            || self.write_pending(),
+        )
     }
 
     /// Writes buffered records without waiting for durability, unless another thread is
     /// already writing.
     fn write_out(&self) -> Result<()> {
-        let mut busy = self.writing.lock();
-        if *busy {
-            return Ok(());
-        }
-        *busy = true;
-        drop(busy);
-        let result = self.write_pending();
-        let mut busy = self.writing.lock();
-        *busy = false;
-        self.wrote.notify_all();
-        result
+        self.writing.unless_busy(|| self.write_pending())
     }
 
-    /// Called only by the thread that set `writing`.
+    /// Called only by the thread whose turn `writing` is.
     fn write_pending(&self) -> Result<()> {
         let (mut segments, end) = {
             let mut st = self.state.lock();

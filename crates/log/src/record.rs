@@ -54,6 +54,15 @@ pub const ENVELOPE_SIZE: usize = 17;
 /// Envelope bytes of a compensation record (with `undo_next`).
 pub const CLR_ENVELOPE_SIZE: usize = ENVELOPE_SIZE + 8;
 
+/// Envelope bytes of a record of `kind`.
+fn envelope_size(kind: RecordKind) -> usize {
+    if kind == RecordKind::Compensation {
+        CLR_ENVELOPE_SIZE
+    } else {
+        ENVELOPE_SIZE
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogRecord {
     pub kind: RecordKind,
@@ -68,16 +77,8 @@ impl LogRecord {
         LogRecord { kind, txn, prev_lsn, undo_next: 0, body }
     }
 
-    fn envelope_size(&self) -> usize {
-        if self.kind == RecordKind::Compensation {
-            CLR_ENVELOPE_SIZE
-        } else {
-            ENVELOPE_SIZE
-        }
-    }
-
     pub fn encoded_len(&self) -> usize {
-        self.envelope_size() + self.body.len()
+        envelope_size(self.kind) + self.body.len()
     }
 
     pub fn encode_into(&self, out: &mut Vec<u8>) {
@@ -115,7 +116,7 @@ impl LogRecord {
         }
         let kind = RecordKind::from_u8(bytes[0])
             .ok_or_else(|| Error::Invalid(format!("unknown log record kind {}", bytes[0])))?;
-        let envelope = if kind == RecordKind::Compensation { CLR_ENVELOPE_SIZE } else { ENVELOPE_SIZE };
+        let envelope = envelope_size(kind);
         if bytes.len() < envelope {
             return Err(Error::Invalid(format!("compensation log record of {} bytes is truncated", bytes.len())));
         }

@@ -52,11 +52,11 @@ pub fn leaf_record(flags: u8, key: &[u8], value: &[u8]) -> Vec<u8> {
 }
 
 pub fn leaf_key(rec: &[u8]) -> &[u8] {
-    let n = u16::from_le_bytes([rec[1], rec[2]]) as usize;
-    &rec[3..3 + n]
+    leaf_key_checked(rec).expect("a leaf record holds its key")
 }
 
 /// [`leaf_key`] of bytes that may not be a leaf record (read from a damaged log).
+#[inline]
 pub fn leaf_key_checked(rec: &[u8]) -> Option<&[u8]> {
     let n = u16::from_le_bytes(rec.get(1..3)?.try_into().ok()?) as usize;
     rec.get(3..3 + n)

@@ -8,6 +8,7 @@ pub mod key;
 pub mod lock;
 pub mod mtr;
 pub mod ops;
+pub mod read;
 pub mod row;
 pub mod slotted;
 pub mod space;
@@ -15,5 +16,7 @@ pub mod txn;
 
 pub use btree::Direction;
 pub use bulk::BulkOutcome;
+pub use lock::LockMode;
+pub use read::{OnLocked, ReadLocks, RowLock, Scan};
 pub use space::Space;
-pub use txn::{Durability, Scan, Txn};
+pub use txn::{Durability, Hold, Txn};

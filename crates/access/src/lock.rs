@@ -1,11 +1,18 @@
 //! Transaction locks with deadlock detection.
 //!
-//! Resources are tables (IS/IX/S/X) and keys (S/X), identified by the tree's root page
+//! Resources are tables (IS/IX/S/X) and keys (S/U/X), identified by the tree's root page
 //! and a 64-bit hash of the key: two keys with the same hash share a lock, which can
 //! only cause extra waiting, never a missed conflict. Writers hold X key locks and an
 //! IX table lock until their transaction ends (strict two-phase locking). READ COMMITTED
 //! readers take instant S locks: they wait for a writer of the row to finish and keep
-//! nothing.
+//! nothing. A read-modify-write (UPDATE, DELETE, `UPDLOCK`) takes an update (U) lock
+//! before it reads the row: U admits readers (S) but no second U or X, so two writers
+//! of one row are serialised before either reads it, and the U lock converts to X when
+//! the row is written (SQL Server's protocol, which avoids the conversion deadlock two
+//! S holders would meet).
+//!
+//! Every request carries its own timeout (the session's `SET LOCK_TIMEOUT`): `None`
+//! waits until granted or chosen as a deadlock victim, `Some(0)` never waits.
 //!
 //! A request that must wait records "waiter → holders" edges in a wait-for graph and
 //! searches it for a cycle through itself; if one exists the requester is the victim
@@ -77,6 +84,8 @@ pub enum LockMode {
     IntentShared,
     IntentExclusive,
     Shared,
+    /// Read now, maybe written later: compatible with S (and IS), not with U, IX or X.
+    Update,
     Exclusive,
 }
 
@@ -85,9 +94,10 @@ impl LockMode {
         use LockMode::*;
         matches!(
             (self, other),
-            (IntentShared, IntentShared | IntentExclusive | Shared)
+            (IntentShared, IntentShared | IntentExclusive | Shared | Update)
                 | (IntentExclusive, IntentShared | IntentExclusive)
-                | (Shared, IntentShared | Shared)
+                | (Shared, IntentShared | Shared | Update)
+                | (Update, IntentShared | Shared)
         )
     }
 
@@ -95,7 +105,7 @@ impl LockMode {
     fn combine(self, other: LockMode) -> LockMode {
         use LockMode::*;
         match (self.max(other), self.min(other)) {
-            (Shared, IntentExclusive) => Exclusive,
+            (Shared | Update, IntentExclusive) => Exclusive,
             (m, _) => m,
         }
     }
@@ -113,39 +123,33 @@ pub const MAX_LOCKS_PER_TXN: usize = 5_000_000;
 pub struct LockManager {
     shards: Vec<(Mutex<Table>, Condvar)>,
     waits_for: Mutex<HashMap<TxnId, Vec<TxnId>>>,
-    /// None: wait forever (SQL Server's default LOCK_TIMEOUT -1).
-    timeout: Option<Duration>,
 }
 
 impl Default for LockManager {
     fn default() -> Self {
-        LockManager::new(None)
+        LockManager {
+            shards: (0..SHARDS).map(|_| (Mutex::new(Table::default()), Condvar::new())).collect(),
+            waits_for: Mutex::new(HashMap::new()),
+        }
     }
 }
 
 impl LockManager {
-    pub fn new(timeout: Option<Duration>) -> LockManager {
-        LockManager {
-            shards: (0..SHARDS).map(|_| (Mutex::new(Table::default()), Condvar::new())).collect(),
-            waits_for: Mutex::new(HashMap::new()),
-            timeout,
-        }
-    }
-
     fn shard(&self, r: &Resource) -> &(Mutex<Table>, Condvar) {
         &self.shards[(r.mix() >> 58) as usize % SHARDS]
     }
 
     /// Acquires `mode` on `r` for `txn`, waiting for conflicting holders. Returns true if
     /// this is a new lock the transaction must release later (false when it already
-    /// held the resource; the mode may have been upgraded in place).
-    pub fn lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> Result<bool> {
-        self.acquire(txn, r, mode, true)
+    /// held the resource; the mode may have been upgraded in place). `timeout`: how
+    /// long to wait (None: until granted or chosen as a deadlock victim), error 1222 after.
+    pub fn lock(&self, txn: TxnId, r: Resource, mode: LockMode, timeout: Option<Duration>) -> Result<bool> {
+        self.acquire(txn, r, mode, true, timeout)
     }
 
     /// Acquires `mode` on `r` only if no other transaction holds a conflicting lock;
-    /// never waits. Returns whether the lock is held now.
-    pub fn try_lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> bool {
+    /// never waits. `None`: not granted; `Some(new)`: held now, `new` as for [`lock`](Self::lock).
+    pub fn try_lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> Option<bool> {
         let (mutex, _) = self.shard(&r);
         let mut map = mutex.lock();
         let entry = map.entry(r).or_default();
@@ -153,22 +157,27 @@ impl LockManager {
             if entry.holders.is_empty() {
                 map.remove(&r);
             }
-            return false;
+            return None;
         }
         match entry.holders.iter_mut().find(|(t, _)| *t == txn) {
-            Some(h) => h.1 = h.1.combine(mode),
-            None => entry.holders.push((txn, mode)),
+            Some(h) => {
+                h.1 = h.1.combine(mode);
+                Some(false)
+            }
+            None => {
+                entry.holders.push((txn, mode));
+                Some(true)
+            }
         }
-        true
     }
 
     /// Waits until `mode` on `r` would be granted to `txn`, without keeping a lock
     /// (READ COMMITTED reads).
-    pub fn wait_compatible(&self, txn: TxnId, r: Resource, mode: LockMode) -> Result<()> {
-        self.acquire(txn, r, mode, false).map(|_| ())
+    pub fn wait_compatible(&self, txn: TxnId, r: Resource, mode: LockMode, timeout: Option<Duration>) -> Result<()> {
+        self.acquire(txn, r, mode, false, timeout).map(|_| ())
     }
 
-    fn acquire(&self, txn: TxnId, r: Resource, mode: LockMode, keep: bool) -> Result<bool> {
+    fn acquire(&self, txn: TxnId, r: Resource, mode: LockMode, keep: bool, timeout: Option<Duration>) -> Result<bool> {
         let (mutex, cv) = self.shard(&r);
         let mut map = mutex.lock();
         let started = Instant::now();
@@ -208,13 +217,16 @@ impl LockManager {
                     return Err(Error::Deadlock);
                 }
             }
-            if let Some(limit) = self.timeout {
-                if started.elapsed() >= limit {
+            let mut nap = Duration::from_millis(5);
+            if let Some(limit) = timeout {
+                let waited = started.elapsed();
+                if waited >= limit {
                     self.waits_for.lock().remove(&txn);
                     return Err(Error::LockTimeout);
                 }
+                nap = nap.min(limit - waited);
             }
-            cv.wait_for(&mut map, Duration::from_millis(5));
+            cv.wait_for(&mut map, nap);
         }
     }
 
@@ -232,6 +244,32 @@ impl LockManager {
             cv.notify_all();
         }
         self.waits_for.lock().remove(&txn);
+    }
+
+    /// The mode `txn` holds on `r`, if any.
+    pub fn held(&self, txn: TxnId, r: Resource) -> Option<LockMode> {
+        let (mutex, _) = self.shard(&r);
+        let map = mutex.lock();
+        map.get(&r).and_then(|e| e.holders.iter().find(|h| h.0 == txn).map(|h| h.1))
+    }
+
+    /// Releases `txn`'s lock on `r` unless `keep` says otherwise of the mode it holds;
+    /// returns the mode it held when the lock is kept.
+    pub fn release_unless(&self, txn: TxnId, r: Resource, keep: impl Fn(LockMode) -> bool) -> Option<LockMode> {
+        let (mutex, cv) = self.shard(&r);
+        let mut map = mutex.lock();
+        let entry = map.get_mut(&r)?;
+        let i = entry.holders.iter().position(|h| h.0 == txn)?;
+        let mode = entry.holders[i].1;
+        if keep(mode) {
+            return Some(mode);
+        }
+        entry.holders.swap_remove(i);
+        if entry.holders.is_empty() {
+            map.remove(&r);
+        }
+        cv.notify_all();
+        None
     }
 
     /// True if a transaction other than `txn` holds a lock on `r` that conflicts with `mode`.
@@ -278,16 +316,37 @@ mod tests {
         assert!(!IntentExclusive.compatible(Shared));
         assert!(!Exclusive.compatible(IntentShared));
         assert_eq!(Shared.combine(IntentExclusive), Exclusive);
+        assert!(Update.compatible(Shared) && Shared.compatible(Update));
+        assert!(!Update.compatible(Update) && !Update.compatible(Exclusive) && !Exclusive.compatible(Update));
+        assert!(!Update.compatible(IntentExclusive));
+        assert_eq!(Shared.combine(Update), Update);
+        assert_eq!(Update.combine(Exclusive), Exclusive);
+    }
+
+    #[test]
+    fn update_lock_admits_readers_and_serialises_writers() {
+        let lm = Arc::new(LockManager::default());
+        let r = Resource::key(1, b"k");
+        assert!(lm.lock(1, r, LockMode::Update, None).unwrap());
+        lm.wait_compatible(2, r, LockMode::Shared, Some(Duration::ZERO)).unwrap();
+        assert!(matches!(lm.lock(2, r, LockMode::Update, Some(Duration::from_millis(10))), Err(Error::LockTimeout)));
+        assert!(!lm.lock(1, r, LockMode::Exclusive, None).unwrap(), "conversion is not a new lock");
+        assert_eq!(lm.held(1, r), Some(LockMode::Exclusive));
+        assert_eq!(lm.release_unless(1, r, |m| m == LockMode::Exclusive), Some(LockMode::Exclusive));
+        lm.release_all(1, &[r]);
+        assert!(lm.lock(2, r, LockMode::Update, Some(Duration::ZERO)).unwrap());
+        assert_eq!(lm.release_unless(2, r, |m| m == LockMode::Exclusive), None);
+        assert_eq!(lm.locked_resources(), 0);
     }
 
     #[test]
     fn writer_blocks_reader_until_release() {
         let lm = Arc::new(LockManager::default());
         let r = Resource::key(1, b"k");
-        assert!(lm.lock(1, r, LockMode::Exclusive).unwrap());
-        assert!(!lm.lock(1, r, LockMode::Exclusive).unwrap(), "re-lock is not a new lock");
+        assert!(lm.lock(1, r, LockMode::Exclusive, None).unwrap());
+        assert!(!lm.lock(1, r, LockMode::Exclusive, None).unwrap(), "re-lock is not a new lock");
         let lm2 = lm.clone();
-        let reader = std::thread::spawn(move || lm2.wait_compatible(2, r, LockMode::Shared));
+        let reader = std::thread::spawn(move || lm2.wait_compatible(2, r, LockMode::Shared, None));
         std::thread::sleep(Duration::from_millis(30));
         assert!(!reader.is_finished());
         lm.release_all(1, &[r]);
@@ -299,18 +358,18 @@ mod tests {
     fn deadlock_is_detected_and_one_victim_chosen() {
         let lm = Arc::new(LockManager::default());
         let (a, b) = (Resource::key(1, b"a"), Resource::key(1, b"b"));
-        lm.lock(1, a, LockMode::Exclusive).unwrap();
-        lm.lock(2, b, LockMode::Exclusive).unwrap();
+        lm.lock(1, a, LockMode::Exclusive, None).unwrap();
+        lm.lock(2, b, LockMode::Exclusive, None).unwrap();
         let lm2 = lm.clone();
         let t2 = std::thread::spawn(move || {
-            let r = lm2.lock(2, a, LockMode::Exclusive);
+            let r = lm2.lock(2, a, LockMode::Exclusive, None);
             if r.is_err() {
                 lm2.release_all(2, &[b]);
             }
             r
         });
         std::thread::sleep(Duration::from_millis(20));
-        let r1 = lm.lock(1, b, LockMode::Exclusive);
+        let r1 = lm.lock(1, b, LockMode::Exclusive, None);
         if r1.is_err() {
             lm.release_all(1, &[a]);
         }
@@ -322,9 +381,11 @@ mod tests {
 
     #[test]
     fn timeout_reports_1222() {
-        let lm = LockManager::new(Some(Duration::from_millis(20)));
+        let lm = LockManager::default();
         let r = Resource::Table(5);
-        lm.lock(1, r, LockMode::Exclusive).unwrap();
-        assert!(matches!(lm.lock(2, r, LockMode::IntentShared), Err(Error::LockTimeout)));
+        lm.lock(1, r, LockMode::Exclusive, None).unwrap();
+        let limit = Some(Duration::from_millis(20));
+        assert!(matches!(lm.lock(2, r, LockMode::IntentShared, limit), Err(Error::LockTimeout)));
+        assert!(matches!(lm.wait_compatible(2, r, LockMode::Shared, Some(Duration::ZERO)), Err(Error::LockTimeout)));
     }
 }

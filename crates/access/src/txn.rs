@@ -14,19 +14,19 @@
 //! its ghosts (redo-only System records); ghosts left by a crash are skipped by readers
 //! and reused by inserts.
 //!
-//! READ COMMITTED reads hold the tree latch shared while they read a record and then
-//! check that no other transaction holds an X lock on its key. A writer takes its X
-//! lock before it latches the tree, so a record read with no conflicting lock is
-//! committed. On conflict the reader drops the latch, waits, and reads again.
+//! Reads, and the locks a read takes (READ COMMITTED checks, U/S/X row locks taken
+//! before the read), are in `crate::read`. Locks last to the end of the transaction,
+//! or to the end of the statement for READ COMMITTED update locks that no write
+//! converted to X ([`Space::end_statement`]).
 //!
 //! Rollback and recovery undo logically, by key, through the same B+tree code, writing
 //! compensation records, because the row may have moved to another page since.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use tessera_buffer::page::PageNo;
@@ -35,7 +35,7 @@ use tessera_io::{Error, Result};
 use tessera_log::recovery::{self, ActiveTxn, RecoveryHandler, RecoveryOutcome};
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
-use crate::btree::{self, Direction};
+use crate::btree;
 use crate::lock::{LockMode, Resource};
 use crate::mtr::{self, LogCtx};
 use crate::ops::{self, Undo};
@@ -44,8 +44,6 @@ use crate::space::Space;
 /// Ghost keys a transaction remembers for cleanup after commit; beyond this, ghosts
 /// are left for later inserts to reuse.
 const MAX_TRACKED_GHOSTS: usize = 100_000;
-/// Records read from a tree per latch acquisition in a scan.
-const SCAN_BATCH: usize = 128;
 /// Key locks one transaction takes in one tree before it tries to escalate to an
 /// exclusive table lock (SQL Server's threshold); a failed attempt is retried after
 /// another `ESCALATE_RETRY` locks.
@@ -119,10 +117,15 @@ pub struct Txn {
     pub id: TxnId,
     shared: Arc<TxnShared>,
     locks: Vec<Resource>,
-    write_trees: Vec<TreeLocks>,
+    pub(crate) trees: Vec<TreeLocks>,
     ghosts: Vec<(PageNo, Vec<u8>)>,
+    /// Locks taken for the running statement only (READ COMMITTED update locks): released
+    /// by [`Space::end_statement`] unless a write converted them to X.
+    statement_locks: Vec<Resource>,
     /// Log bytes this transaction's rollback may need (counted in `Space::undo_reserve`).
     undo_bytes: u64,
+    /// How long a lock request waits (`SET LOCK_TIMEOUT`; None: until granted).
+    pub lock_timeout: Option<Duration>,
     pub durability: Durability,
     /// Range scans read ahead (off: SQL Server's trace flag 652).
     pub read_ahead: bool,
@@ -155,13 +158,36 @@ impl Drop for Txn {
     }
 }
 
-/// A tree a transaction writes: how many key locks it holds there, and whether they
-/// were replaced by one exclusive table lock.
-struct TreeLocks {
-    meta: Arc<TreeMeta>,
+/// A tree a transaction locks keys in: how many key locks it holds there, whether it
+/// writes there (counted in the tree's writers), and the table lock that replaced its
+/// key locks, if any (escalation, TABLOCK).
+pub(crate) struct TreeLocks {
+    pub(crate) meta: Arc<TreeMeta>,
     keys: usize,
     next_escalation: usize,
-    escalated: bool,
+    pub(crate) table: Option<LockMode>,
+    writer: bool,
+}
+
+impl TreeLocks {
+    /// Whether the table lock held makes a key lock in `mode` unnecessary.
+    pub(crate) fn covers(&self, mode: LockMode) -> bool {
+        match self.table {
+            Some(LockMode::Exclusive) => true,
+            Some(LockMode::Shared | LockMode::Update) => mode == LockMode::Shared,
+            _ => false,
+        }
+    }
+}
+
+/// How long a lock a statement takes is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Until the statement ends (READ COMMITTED update locks, TABLOCK without HOLDLOCK),
+    /// unless a write converted it to X.
+    Statement,
+    /// Until the transaction ends (writes, HOLDLOCK, UPDLOCK, XLOCK).
+    Transaction,
 }
 
 /// Per-tree in-memory state: the structure latch and the number of transactions that
@@ -170,7 +196,7 @@ struct TreeLocks {
 pub struct TreeMeta {
     pub root: PageNo,
     pub latch: RwLock<()>,
-    writers: AtomicUsize,
+    pub(crate) writers: AtomicUsize,
     /// The rightmost leaf as last seen by an insert (0: unknown); see `btree::try_append`.
     append_hint: AtomicU32,
 }
@@ -193,9 +219,11 @@ impl Space {
             id,
             shared,
             locks: Vec::new(),
-            write_trees: Vec::new(),
+            statement_locks: Vec::new(),
+            trees: Vec::new(),
             ghosts: Vec::new(),
             undo_bytes: 0,
+            lock_timeout: None,
             durability,
             read_ahead: true,
             append_leaf: None,
@@ -206,45 +234,110 @@ impl Space {
     /// Takes the locks a change of `key` in `tree` needs: IX on the table and X on the
     /// key, or nothing more once the transaction holds X on the whole table.
     fn lock_for_write(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<Arc<TreeMeta>> {
-        let i = self.writing(txn, tree)?;
-        let meta = txn.write_trees[i].meta.clone();
-        if txn.write_trees[i].escalated {
-            return Ok(meta);
+        let i = self.tree_locks(txn, tree, true)?;
+        self.lock_key(txn, i, key, LockMode::Exclusive, Hold::Transaction)?;
+        Ok(txn.trees[i].meta.clone())
+    }
+
+    /// Takes `mode` on `key` in the tree of `txn.trees[i]` unless a table lock the
+    /// transaction holds covers it; returns whether a new lock was taken. A new lock is
+    /// remembered for release (at the statement's or the transaction's end, per `hold`)
+    /// and counted toward escalation: after `ESCALATE_AT` key locks in one tree the
+    /// transaction tries, without waiting, to lock the whole table (X if it writes
+    /// there, S otherwise) and drops its key locks there.
+    pub(crate) fn lock_key(&self, txn: &mut Txn, i: usize, key: &[u8], mode: LockMode, hold: Hold) -> Result<bool> {
+        if txn.trees[i].covers(mode) {
+            return Ok(false);
         }
+        let tree = txn.trees[i].meta.root;
         let r = Resource::key(tree, key);
-        if self.locks.lock(txn.id, r, LockMode::Exclusive)? {
-            assert!(txn.locks.len() < crate::lock::MAX_LOCKS_PER_TXN, "lock limit per transaction reached");
-            txn.locks.push(r);
-            let t = &mut txn.write_trees[i];
-            t.keys += 1;
-            if t.keys >= t.next_escalation {
-                if self.locks.try_lock(txn.id, Resource::Table(tree), LockMode::Exclusive) {
-                    t.escalated = true;
-                    let (released, kept): (Vec<Resource>, Vec<Resource>) =
-                        txn.locks.iter().partition(|r| matches!(r, Resource::Key(t, _) if *t == tree));
+        if !self.locks.lock(txn.id, r, mode, txn.lock_timeout)? {
+            return Ok(false);
+        }
+        self.keep_lock(txn, i, r, hold)?;
+        Ok(true)
+    }
+
+    /// Remembers a new key lock `r` in the tree of `txn.trees[i]` (see [`Space::lock_key`]).
+    pub(crate) fn keep_lock(&self, txn: &mut Txn, i: usize, r: Resource, hold: Hold) -> Result<()> {
+        if txn.locks.len() + txn.statement_locks.len() >= crate::lock::MAX_LOCKS_PER_TXN {
+            self.locks.release_all(txn.id, &[r]);
+            return Err(Error::Invalid(format!(
+                "the transaction holds {} locks, the most one transaction may hold",
+                crate::lock::MAX_LOCKS_PER_TXN
+            )));
+        }
+        match hold {
+            Hold::Transaction => txn.locks.push(r),
+            Hold::Statement => txn.statement_locks.push(r),
+        }
+        let t = &mut txn.trees[i];
+        t.keys += 1;
+        if t.keys >= t.next_escalation {
+            let tree = t.meta.root;
+            let mode = if t.writer { LockMode::Exclusive } else { LockMode::Shared };
+            match self.locks.try_lock(txn.id, Resource::Table(tree), mode) {
+                Some(new) => {
+                    t.table = Some(mode);
+                    if new {
+                        txn.locks.push(Resource::Table(tree));
+                    }
+                    let in_tree = |r: &Resource| matches!(r, Resource::Key(t, _) if *t == tree);
+                    let (released, kept): (Vec<Resource>, Vec<Resource>) = txn.locks.iter().partition(|r| in_tree(r));
                     self.locks.release_all(txn.id, &released);
                     txn.locks = kept;
-                } else {
-                    t.next_escalation += ESCALATE_RETRY;
+                    let (released, kept): (Vec<Resource>, Vec<Resource>) =
+                        txn.statement_locks.iter().partition(|r| in_tree(r));
+                    self.locks.release_all(txn.id, &released);
+                    txn.statement_locks = kept;
+                }
+                None => t.next_escalation += ESCALATE_RETRY,
+            }
+        }
+        Ok(())
+    }
+
+    /// The transaction's entry for a tree it locks keys in, made on first use with an
+    /// intent lock on the table: IX (and a place among the tree's writers) when `write`,
+    /// IS otherwise; a reader's entry becomes a writer's on its first write.
+    pub(crate) fn tree_locks(&self, txn: &mut Txn, tree: PageNo, write: bool) -> Result<usize> {
+        let found = txn.trees.iter().position(|t| t.meta.root == tree);
+        if let Some(i) = found {
+            if !write || txn.trees[i].writer {
+                return Ok(i);
+            }
+        }
+        let intent = if write { LockMode::IntentExclusive } else { LockMode::IntentShared };
+        if self.locks.lock(txn.id, Resource::Table(tree), intent, txn.lock_timeout)? {
+            txn.locks.push(Resource::Table(tree));
+        }
+        let i = match found {
+            Some(i) => i,
+            None => {
+                let meta = self.tree(tree);
+                txn.trees.push(TreeLocks { meta, keys: 0, next_escalation: ESCALATE_AT, table: None, writer: false });
+                txn.trees.len() - 1
+            }
+        };
+        if write {
+            txn.trees[i].writer = true;
+            txn.trees[i].meta.writers.fetch_add(1, Ordering::AcqRel);
+        }
+        Ok(i)
+    }
+
+    /// Ends a statement's locks: its statement-duration locks are released, except those
+    /// a write converted to X, which are kept to the end of the transaction.
+    pub fn end_statement(&self, txn: &mut Txn) {
+        for r in std::mem::take(&mut txn.statement_locks) {
+            if self.locks.release_unless(txn.id, r, |m| m == LockMode::Exclusive).is_some() {
+                txn.locks.push(r);
+            } else if let Resource::Table(tree) = r {
+                if let Some(t) = txn.trees.iter_mut().find(|t| t.meta.root == tree) {
+                    t.table = None;
                 }
             }
         }
-        Ok(meta)
-    }
-
-    /// The transaction's entry for a tree it writes, made (with an IX lock on the table)
-    /// on its first write there.
-    fn writing(&self, txn: &mut Txn, tree: PageNo) -> Result<usize> {
-        if let Some(i) = txn.write_trees.iter().position(|t| t.meta.root == tree) {
-            return Ok(i);
-        }
-        if self.locks.lock(txn.id, Resource::Table(tree), LockMode::IntentExclusive)? {
-            txn.locks.push(Resource::Table(tree));
-        }
-        let meta = self.tree(tree);
-        meta.writers.fetch_add(1, Ordering::AcqRel);
-        txn.write_trees.push(TreeLocks { meta, keys: 0, next_escalation: ESCALATE_AT, escalated: false });
-        Ok(txn.write_trees.len() - 1)
     }
 
     /// Logs `mtr` as the transaction's next Update record, with `undo`, and reserves the
@@ -261,19 +354,32 @@ impl Space {
     /// Takes an exclusive lock on the whole table `tree` (waiting for other writers and
     /// readers to finish): no key locks are taken in it afterwards.
     pub(crate) fn lock_table_exclusive(&self, txn: &mut Txn, tree: PageNo) -> Result<Arc<TreeMeta>> {
-        let i = self.writing(txn, tree)?;
-        if !txn.write_trees[i].escalated {
-            if self.locks.lock(txn.id, Resource::Table(tree), LockMode::Exclusive)? {
-                txn.locks.push(Resource::Table(tree));
-            }
-            txn.write_trees[i].escalated = true;
+        let i = self.tree_locks(txn, tree, true)?;
+        self.lock_table(txn, i, LockMode::Exclusive, Hold::Transaction)?;
+        Ok(txn.trees[i].meta.clone())
+    }
+
+    /// Locks the table of `txn.trees[i]` in `mode` (S or X: TABLOCK, TABLOCKX),
+    /// which then covers the key locks of that mode.
+    pub(crate) fn lock_table(&self, txn: &mut Txn, i: usize, mode: LockMode, hold: Hold) -> Result<()> {
+        if txn.trees[i].table.is_some_and(|m| m.max(mode) == m) {
+            return Ok(());
         }
-        Ok(txn.write_trees[i].meta.clone())
+        let r = Resource::Table(txn.trees[i].meta.root);
+        if self.locks.lock(txn.id, r, mode, txn.lock_timeout)? {
+            match hold {
+                Hold::Transaction => txn.locks.push(r),
+                Hold::Statement => txn.statement_locks.push(r),
+            }
+        }
+        // What the transaction holds now (an intent lock combined with S makes X).
+        txn.trees[i].table = self.locks.held(txn.id, r).filter(|&m| m >= LockMode::Shared);
+        Ok(())
     }
 
     /// The lock a READ COMMITTED reader of `key` must wait for, if another transaction
     /// holds one: an exclusive table lock or an exclusive key lock.
-    fn read_conflict(&self, txn: &Txn, meta: &TreeMeta, key: &[u8]) -> Option<(Resource, LockMode)> {
+    pub(crate) fn read_conflict(&self, txn: &Txn, meta: &TreeMeta, key: &[u8]) -> Option<(Resource, LockMode)> {
         if meta.writers.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -418,50 +524,6 @@ impl Space {
         Ok(true)
     }
 
-    /// Reads the committed (or own uncommitted) value of `key` and passes it to `f`.
-    pub fn get_with<R>(&self, txn: &Txn, tree: PageNo, key: &[u8], f: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
-        let meta = self.tree(tree);
-        loop {
-            let conflict = {
-                let _latch = meta.latch.read();
-                let found =
-                    btree::lookup_with(self, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
-                match self.read_conflict(txn, &meta, key) {
-                    None => return Ok(found.flatten()),
-                    Some(c) => c,
-                }
-            };
-            self.locks.wait_compatible(txn.id, conflict.0, conflict.1)?;
-        }
-    }
-
-    pub fn get(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_with(txn, tree, key, |v| v.to_vec())
-    }
-
-    /// Rows with keys in `(lo, hi)` in `dir` order, read committed.
-    pub fn scan<'s>(
-        &'s self,
-        txn: &'s Txn,
-        tree: PageNo,
-        lo: Bound<Vec<u8>>,
-        hi: Bound<Vec<u8>>,
-        dir: Direction,
-    ) -> Scan<'s> {
-        Scan {
-            space: self,
-            txn,
-            meta: self.tree(tree),
-            lo,
-            hi,
-            dir,
-            buf: Vec::new(),
-            more: true,
-            wait_for: None,
-            read_ahead: if txn.read_ahead { btree::ReadAhead::default() } else { btree::ReadAhead::off() },
-        }
-    }
-
     /// Commits: logs the commit, waits for the log flush (unless delayed), removes the
     /// transaction's ghosts and releases its locks.
     pub fn commit(&self, mut txn: Txn) -> Result<()> {
@@ -500,8 +562,12 @@ impl Space {
         self.undo_reserve.fetch_sub(txn.undo_bytes, Ordering::AcqRel);
         txn.undo_bytes = 0;
         self.locks.release_all(txn.id, &txn.locks);
-        for t in txn.write_trees.drain(..) {
-            t.meta.writers.fetch_sub(1, Ordering::AcqRel);
+        self.locks.release_all(txn.id, &txn.statement_locks);
+        txn.statement_locks.clear();
+        for t in txn.trees.drain(..) {
+            if t.writer {
+                t.meta.writers.fetch_sub(1, Ordering::AcqRel);
+            }
         }
         self.txns.end(txn.id);
         txn.finished = true;
@@ -626,73 +692,5 @@ impl Space {
         let meta = self.tree(root);
         let _latch = meta.latch.write();
         btree::free_tree(self, root, LogCtx::system()).map(|_| ())
-    }
-}
-
-/// A read-committed range scan. Yields `(key, value)` pairs.
-pub struct Scan<'s> {
-    space: &'s Space,
-    txn: &'s Txn,
-    meta: Arc<TreeMeta>,
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
-    dir: Direction,
-    /// Records read but not yet returned, in reverse order (pop from the end).
-    buf: Vec<Vec<u8>>,
-    more: bool,
-    /// A lock whose holder must finish before the scan goes on.
-    wait_for: Option<(Resource, LockMode)>,
-    read_ahead: btree::ReadAhead,
-}
-
-impl Scan<'_> {
-    fn fill(&mut self) -> Result<()> {
-        let root = self.meta.root;
-        if let Some((r, mode)) = self.wait_for.take() {
-            self.space.locks.wait_compatible(self.txn.id, r, mode)?;
-        }
-        let _latch = self.meta.latch.read();
-        let (mut batch, more) =
-            btree::scan_batch(self.space, root, &self.lo, &self.hi, self.dir, SCAN_BATCH, &mut self.read_ahead)?;
-        self.more = more;
-        let mut conflict = None;
-        if let Some(i) = batch.iter().position(|r| {
-            conflict = self.space.read_conflict(self.txn, &self.meta, btree::leaf_key(r));
-            conflict.is_some()
-        }) {
-            self.wait_for = conflict;
-            batch.truncate(i);
-            self.more = true;
-        }
-        if let Some(last) = batch.last() {
-            let k = btree::leaf_key(last).to_vec();
-            match self.dir {
-                Direction::Forward => self.lo = Bound::Excluded(k),
-                Direction::Backward => self.hi = Bound::Excluded(k),
-            }
-        }
-        batch.retain(|r| !btree::is_ghost(r));
-        batch.reverse();
-        self.buf = batch;
-        Ok(())
-    }
-}
-
-impl Iterator for Scan<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(r) = self.buf.pop() {
-                return Some(Ok((btree::leaf_key(&r).to_vec(), btree::leaf_value(&r).to_vec())));
-            }
-            if !self.more {
-                return None;
-            }
-            if let Err(e) = self.fill() {
-                self.more = false;
-                return Some(Err(e));
-            }
-        }
     }
 }

@@ -54,7 +54,14 @@ fn create(dir: &Path) -> (Arc<Space>, u32) {
 fn contents(space: &Space, root: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
     let txn = space.begin(Durability::Full);
     let all: Vec<_> = space
-        .scan(&txn, root, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, btree::Direction::Forward)
+        .scan(
+            &txn,
+            root,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            btree::Direction::Forward,
+            tessera_access::OnLocked::Wait,
+        )
         .map(Result::unwrap)
         .collect();
     space.commit(txn).unwrap();
@@ -181,7 +188,16 @@ fn rolled_back_and_crashed_loads_leave_an_empty_tree_and_free_their_pages() {
 }
 
 fn contents_in(space: &Space, txn: &tessera_access::Txn, root: u32) -> usize {
-    space.scan(txn, root, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, btree::Direction::Forward).count()
+    space
+        .scan(
+            txn,
+            root,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            btree::Direction::Forward,
+            tessera_access::OnLocked::Wait,
+        )
+        .count()
 }
 
 #[test]

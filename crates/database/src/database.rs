@@ -10,7 +10,7 @@ use std::time::Instant;
 use parking_lot::{Mutex, RwLock};
 use tessera_access::btree::{self, TreeStats};
 use tessera_access::space::{Space, BOOT_ROOT};
-use tessera_access::{Direction, Durability};
+use tessera_access::{Direction, Durability, OnLocked};
 use tessera_buffer::page::PageNo;
 use tessera_buffer::BufferPool;
 use tessera_io::{Error, Result};
@@ -249,6 +249,7 @@ impl Database {
             Bound::Included(b"T".to_vec()),
             Bound::Excluded(b"U".to_vec()),
             Direction::Forward,
+            OnLocked::Wait,
         );
         let mut result = Ok(());
         for item in scan {
@@ -264,7 +265,14 @@ impl Database {
         let chain = self.space.get(&txn, BOOT_ROOT, CHAIN_KEY)?.and_then(|v| BackupChain::decode(&v));
         let pending: Vec<PageNo> = self
             .space
-            .scan(&txn, BOOT_ROOT, Bound::Included(b"D".to_vec()), Bound::Excluded(b"E".to_vec()), Direction::Forward)
+            .scan(
+                &txn,
+                BOOT_ROOT,
+                Bound::Included(b"D".to_vec()),
+                Bound::Excluded(b"E".to_vec()),
+                Direction::Forward,
+                OnLocked::Wait,
+            )
             .filter_map(|item| item.ok())
             .filter(|(k, _)| k.len() == 5)
             .map(|(k, _)| u32::from_be_bytes(k[1..5].try_into().unwrap()))

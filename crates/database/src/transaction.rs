@@ -2,8 +2,9 @@
 
 use std::ops::Bound;
 use std::sync::Arc;
+use std::time::Duration;
 
-use tessera_access::{BulkOutcome, Direction, Scan, Txn};
+use tessera_access::{BulkOutcome, Direction, OnLocked, ReadLocks, Scan, Txn};
 use tessera_io::Result;
 
 use crate::database::{Database, RecoveryModel, TableId};
@@ -41,6 +42,19 @@ impl Transaction {
     /// Server's trace flag 652 turns it off).
     pub fn set_read_ahead(&mut self, on: bool) {
         self.txn.as_mut().expect("transaction is open").read_ahead = on;
+    }
+
+    /// How long this transaction's lock requests wait (`SET LOCK_TIMEOUT`): None waits
+    /// until granted (or chosen as a deadlock victim, 1205); beyond it they fail with 1222.
+    pub fn set_lock_timeout(&mut self, timeout: Option<Duration>) {
+        self.txn.as_mut().expect("transaction is open").lock_timeout = timeout;
+    }
+
+    /// Ends the running statement's locks: statement-duration locks (READ COMMITTED
+    /// update locks) not converted to X by a write are released.
+    pub fn end_statement(&mut self) {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.end_statement(txn);
     }
 
     /// Inserts a row; an existing key is error 2627.
@@ -87,10 +101,44 @@ impl Transaction {
         self.db.space.get_with(self.txn_ref(), table.0, key, f)
     }
 
+    /// Point lookup with the locks `locks` asks for, taken before the row is read (see
+    /// `tessera_access::read`): a row read under a U or X lock cannot change until the
+    /// lock is released. With READPAST a locked row reads as absent.
+    pub fn get_locked<R>(
+        &mut self,
+        table: TableId,
+        key: &[u8],
+        locks: ReadLocks,
+        f: impl Fn(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.get_locked(txn, table.0, key, locks, f)
+    }
+
+    /// Takes the table-level locks a read with `locks` needs before it starts: the intent
+    /// lock its row locks need and the table lock TABLOCK / TABLOCKX ask for.
+    pub fn lock_table_for_read(&mut self, table: TableId, locks: ReadLocks) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lock_table_for_read(txn, table.0, locks)
+    }
+
     /// Rows whose keys lie in `(lo, hi)`, in either direction.
     pub fn scan(&self, table: TableId, lo: Bound<&[u8]>, hi: Bound<&[u8]>, dir: Direction) -> Scan<'_> {
+        self.scan_with(table, lo, hi, dir, OnLocked::Wait)
+    }
+
+    /// A range scan that waits for, skips (READPAST) or reads (NOLOCK) rows other
+    /// transactions hold locks on.
+    pub fn scan_with(
+        &self,
+        table: TableId,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: Direction,
+        on_locked: OnLocked,
+    ) -> Scan<'_> {
         let own = |b: Bound<&[u8]>| b.map(|k| k.to_vec());
-        self.db.space.scan(self.txn_ref(), table.0, own(lo), own(hi), dir)
+        self.db.space.scan(self.txn_ref(), table.0, own(lo), own(hi), dir, on_locked)
     }
 
     /// Adds an entry to a nonclustered index: `index_key → clustered_key`. A unique

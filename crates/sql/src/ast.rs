@@ -480,6 +480,8 @@ pub struct Delete {
     pub max_recursion: Option<u16>,
     pub top: Option<Top>,
     pub table: ObjectName,
+    /// `DELETE t WITH (hints)`
+    pub table_hints: Vec<String>,
     pub output: Option<Output>,
     /// `DELETE t FROM t JOIN …` or `DELETE FROM t FROM t JOIN …`
     pub from: Vec<TableRef>,

@@ -9,6 +9,7 @@
 //! every join a method: index nested loops when the inner table has an index on the join
 //! columns, hash join for other equi-joins, nested loops otherwise.
 
+use crate::locking::LockHints;
 use std::sync::Arc;
 
 use crate::ast::{self, BinaryOp, Ident, JoinKind, Literal, ObjectName, UnaryOp};
@@ -285,7 +286,7 @@ enum FromNode {
 }
 
 enum LeafSource {
-    Table { db: String, table: Arc<Table>, with_key: bool },
+    Table { db: String, table: Arc<Table>, with_key: bool, hints: LockHints },
     Plan(Plan),
 }
 
@@ -2202,7 +2203,7 @@ impl<'a> Binder<'a> {
     fn bind_table_ref(&mut self, t: &ast::TableRef, scope: &mut Scope) -> SqlResult<FromNode> {
         let offset = scope.columns.len();
         match t {
-            ast::TableRef::Named { name, alias, .. } => {
+            ast::TableRef::Named { name, alias, hints } => {
                 let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
                 if scope.columns.iter().any(|c| c.qualifier.as_deref() == Some(qualifier.as_str())) {
                     return Err(match alias {
@@ -2240,6 +2241,7 @@ impl<'a> Binder<'a> {
                     }
                 }
                 let rt = self.resolve_table(name)?;
+                let hints = LockHints::parse(hints)?;
                 for c in &rt.table.columns {
                     scope.columns.push(ScopeColumn {
                         qualifier: Some(qualifier.clone()),
@@ -2260,7 +2262,7 @@ impl<'a> Binder<'a> {
                     width += 1;
                 }
                 Ok(FromNode::Leaf {
-                    source: Box::new(LeafSource::Table { db: rt.db, table: rt.table, with_key }),
+                    source: Box::new(LeafSource::Table { db: rt.db, table: rt.table, with_key, hints }),
                     offset,
                     width,
                     filters: Vec::new(),
@@ -2350,7 +2352,7 @@ impl<'a> Binder<'a> {
             FromNode::Leaf { source, offset, filters, .. } => {
                 let local: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
                 Ok(match *source {
-                    LeafSource::Table { db, table, with_key } => access_path(db, table, local, with_key),
+                    LeafSource::Table { db, table, with_key, hints } => access_path(db, table, local, with_key, hints),
                     LeafSource::Plan(p) => match conjoin(local) {
                         Some(pred) => Plan::Filter { input: Box::new(p), predicate: pred },
                         None => p,
@@ -2367,7 +2369,9 @@ impl<'a> Binder<'a> {
                     let inner_is_table = matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
                     if inner_is_table {
                         let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
-                        let LeafSource::Table { db, table, with_key } = *source else { unreachable!("checked above") };
+                        let LeafSource::Table { db, table, with_key, hints } = *source else {
+                            unreachable!("checked above")
+                        };
                         let rfilters: Vec<Expr> =
                             filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
                         let lp = self.build(*left)?;
@@ -2376,6 +2380,7 @@ impl<'a> Binder<'a> {
                             db,
                             table,
                             with_key,
+                            hints,
                             rfilters,
                             kind,
                             local_on,
@@ -2554,7 +2559,7 @@ fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
 /// down best, a full scan otherwise. Filters the seek represents exactly are dropped (so a
 /// non-deterministic value such as `RAND()` is computed once, for the seek); the others
 /// stay as a residual predicate.
-fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool) -> Plan {
+fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool, hints: LockHints) -> Plan {
     let facts: Vec<Fact> = filters
         .iter()
         .enumerate()
@@ -2589,6 +2594,7 @@ fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool
         reverse: false,
         with_key,
         single: seek.single,
+        hints,
     }));
     let residual: Vec<Expr> =
         filters.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, f)| f).collect();
@@ -2632,6 +2638,7 @@ fn join_with_table(
     db: String,
     table: Arc<Table>,
     with_key: bool,
+    hints: LockHints,
     rfilters: Vec<Expr>,
     kind: JoinKind,
     on: Vec<Expr>,
@@ -2668,6 +2675,7 @@ fn join_with_table(
                 reverse: false,
                 with_key,
                 single: seek.single,
+                hints,
             }));
             let right = match conjoin(rfilters) {
                 Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
@@ -2676,7 +2684,7 @@ fn join_with_table(
             Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width }
         }
         None => {
-            let right = access_path(db, table, rfilters, with_key);
+            let right = access_path(db, table, rfilters, with_key, hints);
             hash_or_loop(left, right, kind, on, left_width, right_width)
         }
     }

@@ -364,13 +364,21 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
 }
 
 /// Resolves the UPDATE/DELETE target among the FROM tables (by alias or name).
-fn dml_from(target: &ast::ObjectName, from: &[ast::TableRef]) -> (Vec<ast::TableRef>, String) {
+fn dml_from(target: &ast::ObjectName, hints: &[String], from: &[ast::TableRef]) -> (Vec<ast::TableRef>, String) {
     let qualifier = target.name().value.to_lowercase();
     if from.is_empty() {
-        let t = ast::TableRef::Named { name: target.clone(), alias: None, hints: Vec::new() };
+        let t = ast::TableRef::Named { name: target.clone(), alias: None, hints: hints.to_vec() };
         return (vec![t], qualifier);
     }
-    (from.to_vec(), qualifier)
+    let mut from = from.to_vec();
+    for r in &mut from {
+        if let ast::TableRef::Named { name, alias, hints: named_hints } = r {
+            if alias.as_ref().unwrap_or(name.name()).value.eq_ignore_ascii_case(&qualifier) {
+                named_hints.extend(hints.iter().cloned());
+            }
+        }
+    }
+    (from, qualifier)
 }
 
 fn find_named<'x>(refs: &'x [ast::TableRef], qualifier: &str) -> Option<&'x ast::ObjectName> {
@@ -398,11 +406,19 @@ fn find_named<'x>(refs: &'x [ast::TableRef], qualifier: &str) -> Option<&'x ast:
 fn bind_dml_source(
     b: &mut Binder,
     target: &ast::ObjectName,
+    hints: &[String],
     from: &[ast::TableRef],
     selection: Option<&ast::Expr>,
     top: Option<&ast::Top>,
 ) -> SqlResult<(String, Arc<Table>, Plan, crate::bind::Scope, usize, usize)> {
-    let (from, qualifier) = dml_from(target, from);
+    if hints.iter().any(|h| h == "NOLOCK" || h == "READUNCOMMITTED") {
+        return Err(SqlError::new(
+            1065,
+            "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements.",
+        )
+        .with_severity(15));
+    }
+    let (from, qualifier) = dml_from(target, hints, from);
     let name = find_named(&from, &qualifier).cloned().unwrap_or_else(|| target.clone());
     let rt = b.resolve_table(&name)?;
     let (mut plan, scope) = b.bind_from_where(&from, selection, Some(&qualifier))?;
@@ -423,7 +439,7 @@ fn bind_dml_source(
 pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
     b.bind_ctes(&up.with, up.max_recursion)?;
     let (db, table, source, scope, offset, key) =
-        bind_dml_source(b, &up.table, &up.from, up.selection.as_ref(), up.top.as_ref())?;
+        bind_dml_source(b, &up.table, &up.table_hints, &up.from, up.selection.as_ref(), up.top.as_ref())?;
     let mut sets = Vec::new();
     let mut variables = Vec::new();
     b.with_bound_scope(scope, |b| -> SqlResult<()> {
@@ -481,7 +497,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
 pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
     b.bind_ctes(&del.with, del.max_recursion)?;
     let (db, table, source, _scope, offset, key) =
-        bind_dml_source(b, &del.table, &del.from, del.selection.as_ref(), del.top.as_ref())?;
+        bind_dml_source(b, &del.table, &del.table_hints, &del.from, del.selection.as_ref(), del.top.as_ref())?;
     let output = bind_output(b, &table, del.output.as_ref())?;
     let target = bind_target(b, db, table)?;
     Ok(DeletePlan { target, source, offset, key, output })

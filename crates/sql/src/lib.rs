@@ -10,6 +10,7 @@ pub mod ddl;
 pub mod dml;
 pub mod error;
 pub mod lexer;
+pub mod locking;
 pub mod logins;
 pub mod modules;
 pub mod output;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tessera_access::key::KeyBuf;
 use tessera_access::row::{self, RowSchema};
-use tessera_database::Direction;
+use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
 
 use crate::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 use crate::catalog::Table;
@@ -220,6 +220,8 @@ pub struct ScanNode {
     pub with_key: bool,
     /// Only the first row is wanted (a unique equality seek).
     pub single: bool,
+    /// The table reference's lock hints (with `with_key`, the UPDATE/DELETE target).
+    pub hints: crate::locking::LockHints,
 }
 
 #[derive(Clone, Debug)]
@@ -692,11 +694,7 @@ impl Collector {
     fn push(&mut self, r: Row) -> SqlResult<()> {
         self.bytes += row_bytes(&r);
         if self.bytes > MAX_MATERIALIZED_BYTES {
-            return Err(SqlError::new(
-                701,
-                "There is insufficient system memory in resource pool 'default' to run this query.",
-            )
-            .with_severity(17));
+            return Err(insufficient_memory());
         }
         self.rows.push(r);
         Ok(())
@@ -803,6 +801,13 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     }
     let mut key = KeyBuf::new();
     encode_prefix(&node.table, node.index, &values, &mut key)?;
+    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    if locks != ReadLocks::COMMITTED {
+        let candidates = vec![(key.as_bytes().to_vec(), None)];
+        let mut out = Collector::new();
+        locked_rows(node, locks, candidates, &(Bound::Unbounded, Bound::Unbounded), ctx, &mut out)?;
+        return Ok(out.rows);
+    }
     let table = &node.table;
     let schema = ctx.row_schema(table)?;
     let tx = ctx.transaction(&node.db)?;
@@ -830,6 +835,10 @@ fn run_scan(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec
         return run_point_lookup(node, corr, ctx);
     }
     let Some((lo, hi)) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
+    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    if locks != ReadLocks::COMMITTED {
+        return run_locked_scan(node, locks, (lo, hi), ctx);
+    }
     let table = &node.table;
     let index = &table.indexes[node.index];
     let schema = ctx.row_schema(table)?;
@@ -863,6 +872,114 @@ fn run_scan(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec
         }
     }
     Ok(out.rows)
+}
+
+/// A scan that takes the locks `locks` asks for (see `crate::locking`). Candidates are
+/// found by a scan that waits for (or, with READPAST, skips) rows other transactions
+/// changed; then each row is locked and read again through its clustered key, so a row
+/// returned under a U, S or X lock is the row as it is while the lock is held.
+fn run_locked_scan(node: &ScanNode, locks: ReadLocks, range: KeyRange, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    let tx = ctx.transaction(&node.db)?;
+    let db = tx.database().clone();
+    let tree = db.table(&node.table.indexes[node.index].tree).ok_or_else(|| missing_tree(&node.table.name))?;
+    tx.lock_table_for_read(tree, locks)?;
+    let on_locked = match locks.row {
+        RowLock::Uncommitted => OnLocked::Read,
+        _ if locks.skip_locked => OnLocked::Skip,
+        _ => OnLocked::Wait,
+    };
+    let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
+    let mut candidates = Vec::new();
+    let mut bytes = 0;
+    for item in tx.scan_with(tree, range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]), dir, on_locked) {
+        let (key, value) = item?;
+        bytes += key.len() + value.len();
+        if bytes > MAX_MATERIALIZED_BYTES {
+            return Err(insufficient_memory());
+        }
+        // An index entry leads to its row's clustered key.
+        candidates.push(if node.index == 0 { (key, None) } else { (value, Some(key)) });
+        if node.single {
+            break;
+        }
+    }
+    let mut out = Collector::new();
+    locked_rows(node, locks, candidates, &range, ctx, &mut out)?;
+    Ok(out.rows)
+}
+
+/// Reads each candidate row (clustered key, and the index entry that led to it) with
+/// `locks`. A row found through a nonclustered index is returned only if its index key
+/// still lies in `range` now that it is locked (another transaction may have changed it
+/// between the index read and the lock).
+fn locked_rows(
+    node: &ScanNode,
+    locks: ReadLocks,
+    candidates: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    range: &KeyRange,
+    ctx: &mut ExecCtx,
+    out: &mut Collector,
+) -> SqlResult<()> {
+    let table = &node.table;
+    let schema = ctx.row_schema(table)?;
+    let tx = ctx.transaction(&node.db)?;
+    let db = tx.database().clone();
+    let rows_tree = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
+    let index_tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
+    tx.lock_table_for_read(rows_tree, locks)?;
+    for (key, entry) in candidates {
+        // A point lookup through a nonclustered index: its entry first (its key is exact).
+        let (row_key, entry) = match entry {
+            Some(e) => (key, Some(e)),
+            None if node.index == 0 => (key, None),
+            None => match tx.get(index_tree, &key)? {
+                Some(row_key) => (row_key, Some(key)),
+                None => continue,
+            },
+        };
+        let Some(row) = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes))? else {
+            continue;
+        };
+        let mut row = row?;
+        if let Some(entry) = entry {
+            let now = index_entry(table, node.index, &row, &row_key)?;
+            let in_range = if node.single {
+                entry == now
+            } else {
+                std::ops::RangeBounds::contains(&(range.0.as_ref(), range.1.as_ref()), &now)
+            };
+            if !in_range {
+                continue;
+            }
+        }
+        if node.with_key {
+            row.push(Value::Binary(Arc::from(row_key)));
+        }
+        out.push(row)?;
+        if node.single {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The key of a row's entry in the table's nonclustered index `index` (a non-unique
+/// index appends the clustered key).
+fn index_entry(table: &Table, index: usize, row: &[Value], row_key: &[u8]) -> SqlResult<Vec<u8>> {
+    let ix = &table.indexes[index];
+    let values: Vec<Value> = ix.columns.iter().map(|&(c, _)| row[c].clone()).collect();
+    let mut k = KeyBuf::new();
+    encode_prefix(table, index, &values, &mut k)?;
+    let mut k = k.into_vec();
+    if !ix.unique {
+        k.extend_from_slice(row_key);
+    }
+    Ok(k)
+}
+
+fn insufficient_memory() -> SqlError {
+    SqlError::new(701, "There is insufficient system memory in resource pool 'default' to run this query.")
+        .with_severity(17)
 }
 
 fn missing_tree(table: &str) -> SqlError {

@@ -215,6 +215,11 @@ impl Shared {
     }
 }
 
+/// `SET LOCK_TIMEOUT` milliseconds as a wait limit: -1 (or any negative) waits forever.
+pub fn lock_timeout(ms: i64) -> Option<std::time::Duration> {
+    u64::try_from(ms).ok().map(std::time::Duration::from_millis)
+}
+
 pub fn database_not_found(name: &str) -> SqlError {
     SqlError::new(911, format!("Database '{name}' does not exist. Make sure that the name is entered correctly."))
 }
@@ -294,6 +299,21 @@ impl Transactions {
     /// Marks the start of a statement in every open transaction.
     pub fn mark_statement(&mut self) {
         self.statement_marks = self.open.iter().map(|t| (t.database().name().to_string(), t.savepoint())).collect();
+    }
+
+    /// Ends the running statement's locks in every open transaction (statement-duration
+    /// update locks not converted to X are released).
+    pub fn end_statement(&mut self) {
+        for t in &mut self.open {
+            t.end_statement();
+        }
+    }
+
+    /// Sets how long every open transaction's lock requests wait (`SET LOCK_TIMEOUT`).
+    pub fn set_lock_timeout(&mut self, ms: i64) {
+        for t in &mut self.open {
+            t.set_lock_timeout(lock_timeout(ms));
+        }
     }
 
     /// Undoes the running statement's changes, keeping the transactions open.
@@ -475,6 +495,7 @@ impl<'a> ExecCtx<'a> {
         let mut t = database.begin();
         // Trace flag 652: scans read no pages ahead.
         t.set_read_ahead(!self.session.has_trace_flag(self.shared, 652));
+        t.set_lock_timeout(lock_timeout(self.session.options.lock_timeout));
         let txns = &mut self.session.txns;
         txns.statement_marks.push((database.name().to_string(), t.savepoint()));
         txns.open.push(t);

@@ -870,6 +870,7 @@ impl<'a> Runner<'a> {
         self.state.null_eliminated = false;
         match self.exec(s) {
             Ok(flow) => {
+                self.state.txns.end_statement();
                 if self.state.txns.count == 0 {
                     if let Err(e) = self.state.txns.commit_all(false) {
                         return self.fail(s, e);
@@ -904,6 +905,7 @@ impl<'a> Runner<'a> {
             let _ = txns.rollback_all();
         } else {
             let _ = txns.rollback_statement();
+            txns.end_statement();
             if doom {
                 txns.doomed = true;
             }
@@ -2156,6 +2158,7 @@ impl<'a> Runner<'a> {
                 ("LOCK_TIMEOUT", None) => {
                     let n = number(self)?;
                     self.state.options.lock_timeout = n;
+                    self.state.txns.set_lock_timeout(n);
                 }
                 ("ROWCOUNT", None) => {
                     let n = number(self)?;

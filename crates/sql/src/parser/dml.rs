@@ -117,12 +117,12 @@ impl Parser<'_> {
         let top = self.top_clause()?;
         self.eat_word("FROM");
         let table = self.table_or_variable()?;
-        self.table_hints()?;
+        let table_hints = self.table_hints()?;
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
         let max_recursion = self.option_clause()?;
-        Ok(Delete { with: vec![], max_recursion, top, table, output, from, selection })
+        Ok(Delete { with: vec![], max_recursion, top, table, table_hints, output, from, selection })
     }
 
     /// `OPTION (…)` query hints: MAXRECURSION's value; the others are accepted and ignored.

@@ -1,0 +1,283 @@
+//! Reads and the locks they take.
+//!
+//! A READ COMMITTED read holds the tree latch shared while it reads a record and then
+//! checks that no other transaction holds an X lock on its key (`Space::read_conflict`).
+//! A writer takes its X lock before it latches the tree, so a record read with no
+//! conflicting lock is committed. On conflict the reader drops the latch, waits, and
+//! reads again — or, with READPAST, skips the record; READ UNCOMMITTED (NOLOCK) checks
+//! nothing and may return a change that is later rolled back.
+//!
+//! A locking read ([`RowLock::Keep`]: UPDATE and DELETE locating their rows, UPDLOCK,
+//! HOLDLOCK, XLOCK) locks the key *before* it reads the record: under the shared tree
+//! latch it tries the lock without waiting; if another transaction holds a conflicting
+//! one it drops the latch, waits for the lock (or skips the key, with READPAST), and
+//! reads again holding it. A record read while its lock is held cannot change until
+//! the lock is released, which is what makes a read-modify-write safe: two UPDATEs of
+//! one row take its U lock one after the other, and the second computes its new value
+//! from the first one's committed row.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use tessera_buffer::page::PageNo;
+use tessera_io::Result;
+
+use crate::btree::{self, Direction};
+use crate::lock::{LockMode, Resource};
+use crate::space::Space;
+use crate::txn::{Hold, TreeMeta, Txn};
+
+/// Records read from a tree per latch acquisition in a scan.
+const SCAN_BATCH: usize = 128;
+
+/// What a read does about other transactions' locks on the rows it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum RowLock {
+    /// READ COMMITTED: waits for the writer of a row to finish, keeps nothing.
+    #[default]
+    Committed,
+    /// READ UNCOMMITTED (NOLOCK): no lock is checked or taken.
+    Uncommitted,
+    /// Locks each row in `mode` (S, U or X) before reading it and keeps the lock for `hold`.
+    Keep { mode: LockMode, hold: Hold },
+}
+
+/// How a read locks: per row, per table (TABLOCK), and whether it skips locked rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ReadLocks {
+    pub row: RowLock,
+    /// A table lock taken before the read (S for TABLOCK, X for TABLOCKX); it covers
+    /// the row locks of its mode.
+    pub table: Option<(LockMode, Hold)>,
+    /// READPAST: rows locked by others are skipped instead of waited for.
+    pub skip_locked: bool,
+}
+
+impl ReadLocks {
+    pub const COMMITTED: ReadLocks = ReadLocks { row: RowLock::Committed, table: None, skip_locked: false };
+}
+
+impl Space {
+    /// Reads the committed (or own uncommitted) value of `key` and passes it to `f`.
+    pub fn get_with<R>(&self, txn: &Txn, tree: PageNo, key: &[u8], f: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
+        let meta = self.tree(tree);
+        loop {
+            let conflict = {
+                let _latch = meta.latch.read();
+                let found =
+                    btree::lookup_with(self, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
+                match self.read_conflict(txn, &meta, key) {
+                    None => return Ok(found.flatten()),
+                    Some(c) => c,
+                }
+            };
+            self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.lock_timeout)?;
+        }
+    }
+
+    pub fn get(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(txn, tree, key, |v| v.to_vec())
+    }
+
+    /// Reads `key` as `locks` says (see the module documentation). A locked row that
+    /// turns out not to exist keeps no new lock.
+    pub fn get_locked<R>(
+        &self,
+        txn: &mut Txn,
+        tree: PageNo,
+        key: &[u8],
+        locks: ReadLocks,
+        f: impl Fn(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        let read = || -> Result<Option<R>> {
+            let found =
+                btree::lookup_with(self, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
+            Ok(found.flatten())
+        };
+        let mode = match locks.row {
+            RowLock::Committed if locks.table.is_none() && !locks.skip_locked => {
+                return self.get_with(txn, tree, key, f)
+            }
+            RowLock::Uncommitted => {
+                let meta = self.tree(tree);
+                let _latch = meta.latch.read();
+                return read();
+            }
+            RowLock::Committed => None,
+            RowLock::Keep { mode, hold } => Some((mode, hold)),
+        };
+        let i = self.lock_tree_for_read(txn, tree, locks)?;
+        let meta = txn.trees[i].meta.clone();
+        let Some((mode, hold)) = mode.filter(|(m, _)| !txn.trees[i].covers(*m)) else {
+            // READ COMMITTED (with READPAST or under a table lock that may not cover writers).
+            loop {
+                let conflict = {
+                    let _latch = meta.latch.read();
+                    match self.read_conflict(txn, &meta, key) {
+                        None => return read(),
+                        Some(c) => c,
+                    }
+                };
+                if locks.skip_locked {
+                    return Ok(None);
+                }
+                self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.lock_timeout)?;
+            }
+        };
+        let r = Resource::key(tree, key);
+        let mut new = false;
+        loop {
+            {
+                let _latch = meta.latch.read();
+                if let Some(fresh) = self.locks.try_lock(txn.id, r, mode) {
+                    new |= fresh;
+                    let found = read()?;
+                    if found.is_none() && new {
+                        drop(_latch);
+                        self.locks.release_unless(txn.id, r, |_| false);
+                    } else if new {
+                        self.keep_lock(txn, i, r, hold)?;
+                    }
+                    return Ok(found);
+                }
+            }
+            if locks.skip_locked {
+                return Ok(None);
+            }
+            new |= self.locks.lock(txn.id, r, mode, txn.lock_timeout)?;
+        }
+    }
+
+    /// The transaction's lock entry for a tree it is about to read with `locks`: the
+    /// intent lock (IX for U and X row locks, IS otherwise) and the table lock asked for.
+    /// Takes the locks on `tree` a read with `locks` needs before it reads rows: the
+    /// intent lock of its row locks and the table lock asked for (none for READ
+    /// COMMITTED or NOLOCK reads).
+    pub fn lock_table_for_read(&self, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<()> {
+        if locks.row != RowLock::Uncommitted && (locks.table.is_some() || matches!(locks.row, RowLock::Keep { .. })) {
+            self.lock_tree_for_read(txn, tree, locks)?;
+        }
+        Ok(())
+    }
+
+    fn lock_tree_for_read(&self, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<usize> {
+        let write = matches!(locks.row, RowLock::Keep { mode: LockMode::Update | LockMode::Exclusive, .. })
+            || matches!(locks.table, Some((LockMode::Update | LockMode::Exclusive, _)));
+        let i = self.tree_locks(txn, tree, write)?;
+        if let Some((mode, hold)) = locks.table {
+            self.lock_table(txn, i, mode, hold)?;
+        }
+        Ok(i)
+    }
+
+    /// Rows with keys in `(lo, hi)` in `dir` order; rows other transactions hold locks
+    /// on are waited for (READ COMMITTED), skipped or read as `on_locked` says.
+    pub fn scan<'s>(
+        &'s self,
+        txn: &'s Txn,
+        tree: PageNo,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        dir: Direction,
+        on_locked: OnLocked,
+    ) -> Scan<'s> {
+        Scan {
+            space: self,
+            txn,
+            meta: self.tree(tree),
+            lo,
+            hi,
+            dir,
+            on_locked,
+            buf: Vec::new(),
+            more: true,
+            wait_for: None,
+            read_ahead: if txn.read_ahead { btree::ReadAhead::default() } else { btree::ReadAhead::off() },
+        }
+    }
+}
+
+/// What a scan does with a row another transaction holds a conflicting lock on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnLocked {
+    /// READ COMMITTED: wait for the holder to finish, then read the row.
+    Wait,
+    /// READPAST: leave the row out.
+    Skip,
+    /// READ UNCOMMITTED: read the row as it is.
+    Read,
+}
+
+/// A range scan. Yields `(key, value)` pairs.
+pub struct Scan<'s> {
+    space: &'s Space,
+    txn: &'s Txn,
+    meta: Arc<TreeMeta>,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    dir: Direction,
+    on_locked: OnLocked,
+    /// Records read but not yet returned, in reverse order (pop from the end).
+    buf: Vec<Vec<u8>>,
+    more: bool,
+    /// A lock whose holder must finish before the scan goes on.
+    wait_for: Option<(Resource, LockMode)>,
+    read_ahead: btree::ReadAhead,
+}
+
+impl Scan<'_> {
+    fn fill(&mut self) -> Result<()> {
+        let root = self.meta.root;
+        if let Some((r, mode)) = self.wait_for.take() {
+            self.space.locks.wait_compatible(self.txn.id, r, mode, self.txn.lock_timeout)?;
+        }
+        let _latch = self.meta.latch.read();
+        let (mut batch, more) =
+            btree::scan_batch(self.space, root, &self.lo, &self.hi, self.dir, SCAN_BATCH, &mut self.read_ahead)?;
+        self.more = more;
+        if self.on_locked == OnLocked::Wait {
+            let mut conflict = None;
+            if let Some(i) = batch.iter().position(|r| {
+                conflict = self.space.read_conflict(self.txn, &self.meta, btree::leaf_key(r));
+                conflict.is_some()
+            }) {
+                self.wait_for = conflict;
+                batch.truncate(i);
+                self.more = true;
+            }
+        }
+        if let Some(last) = batch.last() {
+            let k = btree::leaf_key(last).to_vec();
+            match self.dir {
+                Direction::Forward => self.lo = Bound::Excluded(k),
+                Direction::Backward => self.hi = Bound::Excluded(k),
+            }
+        }
+        if self.on_locked == OnLocked::Skip {
+            batch.retain(|r| self.space.read_conflict(self.txn, &self.meta, btree::leaf_key(r)).is_none());
+        }
+        batch.retain(|r| !btree::is_ghost(r));
+        batch.reverse();
+        self.buf = batch;
+        Ok(())
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.buf.pop() {
+                return Some(Ok((btree::leaf_key(&r).to_vec(), btree::leaf_value(&r).to_vec())));
+            }
+            if !self.more {
+                return None;
+            }
+            if let Err(e) = self.fill() {
+                self.more = false;
+                return Some(Err(e));
+            }
+        }
+    }
+}

@@ -1,0 +1,415 @@
+//! Concurrency control over TDS: many connections (tiberius, each on its own thread) run
+//! against the same rows, indexes and tables, and the tests check exact invariants — a
+//! counter, a bank total, an index that agrees with its table, work claimed once — plus
+//! lock timeouts (1222), NOLOCK, UPDLOCK/HOLDLOCK/XLOCK/READPAST/TABLOCK and deadlock
+//! victims (1205).
+//!
+//! Each scenario runs for a short while in the default suite; `TESSERA_CAMPAIGN=<seconds>`
+//! runs every timed scenario that long instead (the longer campaign whose figures
+//! docs/benchmarks.md records).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use common::{TestServer, PASSWORD};
+use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+
+/// One blocking connection: its own current-thread runtime and client.
+struct Conn {
+    rt: tokio::runtime::Runtime,
+    client: Client<Compat<TcpStream>>,
+}
+
+/// A server error: number and message.
+type SqlErr = (u32, String);
+
+impl Conn {
+    fn open(port: u16) -> Conn {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let client = rt.block_on(async {
+            let mut config = Config::new();
+            config.host("127.0.0.1");
+            config.port(port);
+            config.authentication(AuthMethod::sql_server("sa", PASSWORD));
+            config.encryption(EncryptionLevel::NotSupported);
+            let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            tcp.set_nodelay(true).unwrap();
+            Client::connect(config, tcp.compat_write()).await.expect("login")
+        });
+        Conn { rt, client }
+    }
+
+    /// Runs a batch and returns the rows of every result set as i64 columns (NULL: i64::MIN).
+    fn try_query(&mut self, sql: &str) -> Result<Vec<Vec<i64>>, SqlErr> {
+        let client = &mut self.client;
+        self.rt.block_on(async {
+            let results = match client.simple_query(sql).await {
+                Ok(stream) => stream.into_results().await,
+                Err(e) => Err(e),
+            };
+            match results {
+                Ok(sets) => Ok(sets
+                    .into_iter()
+                    .flatten()
+                    .map(|row| {
+                        (0..row.len())
+                            .map(|i| {
+                                row.try_get::<i32, _>(i)
+                                    .map(|v| v.map(i64::from))
+                                    .or_else(|_| row.try_get::<i64, _>(i))
+                                    .ok()
+                                    .flatten()
+                                    .unwrap_or(i64::MIN)
+                            })
+                            .collect()
+                    })
+                    .collect()),
+                Err(tiberius::error::Error::Server(t)) => Err((t.code(), t.message().to_string())),
+                Err(other) => panic!("{sql}: {other:?}"),
+            }
+        })
+    }
+
+    fn exec(&mut self, sql: &str) {
+        if let Err(e) = self.try_query(sql) {
+            panic!("{sql}: {e:?}");
+        }
+    }
+
+    fn scalar(&mut self, sql: &str) -> i64 {
+        let rows = self.try_query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        rows.first().and_then(|r| r.first()).copied().unwrap_or_else(|| panic!("{sql}: no row"))
+    }
+
+    fn column(&mut self, sql: &str) -> Vec<i64> {
+        let rows = self.try_query(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        rows.into_iter().map(|r| r[0]).collect()
+    }
+}
+
+/// How long a timed scenario runs.
+fn run_for(default: Duration) -> Duration {
+    std::env::var("TESSERA_CAMPAIGN").ok().and_then(|s| s.parse().ok()).map_or(default, Duration::from_secs)
+}
+
+/// A small deterministic generator per worker.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Runs `workers` threads, each with its own connection, until each returns.
+fn in_parallel<T: Send + 'static>(
+    port: u16,
+    workers: usize,
+    work: impl Fn(usize, &mut Conn) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let work = Arc::new(work);
+    let start = Arc::new(Barrier::new(workers));
+    let handles: Vec<_> = (0..workers)
+        .map(|w| {
+            let (work, start) = (work.clone(), start.clone());
+            std::thread::spawn(move || {
+                let mut c = Conn::open(port);
+                c.exec("USE conc");
+                start.wait();
+                work(w, &mut c)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("worker panicked")).collect()
+}
+
+fn setup(server: &TestServer, script: &str) -> Conn {
+    let mut c = Conn::open(server.port());
+    c.exec("CREATE DATABASE conc");
+    c.exec("USE conc");
+    c.exec(script);
+    c
+}
+
+#[test]
+fn counter_increments_are_never_lost() {
+    let server = TestServer::start();
+    let mut c =
+        setup(&server, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0)");
+    let (workers, each) = (4, 300);
+    in_parallel(server.port(), workers, move |w, c| {
+        for i in 0..each {
+            match (w + i) % 3 {
+                0 => c.exec("UPDATE t SET v = v + 1 WHERE id = 1"),
+                1 => c.exec("UPDATE t SET v += 1 WHERE id = 1"),
+                // Through a scan with a residual predicate, and in an explicit transaction.
+                _ => c.exec("BEGIN TRAN; UPDATE t SET v = v + 1 WHERE id + 0 = 1; COMMIT"),
+            }
+        }
+    });
+    assert_eq!(c.scalar("SELECT v FROM t WHERE id = 1"), (workers * each) as i64);
+    assert_eq!(c.scalar("SELECT v FROM t WHERE id = 2"), 0);
+}
+
+#[test]
+fn bank_total_holds_under_transfers() {
+    let server = TestServer::start();
+    let mut c = setup(
+        &server,
+        "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL);
+         DECLARE @i int = 0; WHILE @i < 10 BEGIN INSERT INTO acct VALUES (@i, 1000); SET @i += 1; END",
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadlocks = Arc::new(AtomicU64::new(0));
+    let transfers = Arc::new(AtomicU64::new(0));
+    let duration = run_for(Duration::from_secs(3));
+    // A reader that locks the table sees the exact total while only transactional
+    // transfers run (the first half); then pairs of autocommit updates join in.
+    let reader = {
+        let (stop, port) = (stop.clone(), server.port());
+        std::thread::spawn(move || {
+            let mut c = Conn::open(port);
+            c.exec("USE conc");
+            let mut reads = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let hint = if reads % 2 == 0 { "TABLOCK" } else { "HOLDLOCK" };
+                let sql = format!("BEGIN TRAN; SELECT SUM(bal) FROM acct WITH ({hint}); COMMIT");
+                match c.try_query(&sql) {
+                    Ok(rows) => assert_eq!(rows[0][0], 10_000, "a locking reader saw a partial transfer"),
+                    Err((1205, _)) => {}
+                    Err(e) => panic!("{sql}: {e:?}"),
+                }
+                reads += 1;
+            }
+            reads
+        })
+    };
+    let transfer = {
+        let (deadlocks, transfers) = (deadlocks.clone(), transfers.clone());
+        move |w: usize, c: &mut Conn, pairs: bool| {
+            let mut rng = Rng(0x9E37_79B9 + w as u64 + u64::from(pairs) * 1000);
+            let started = Instant::now();
+            while started.elapsed() < duration / 2 {
+                let (a, x) = (rng.below(10), rng.below(50) + 1);
+                let b = (a + 1 + rng.below(9)) % 10;
+                let sql = match rng.below(3) {
+                    0 => format!("BEGIN TRAN; UPDATE acct SET bal = bal - {x} WHERE id = {a}; UPDATE acct SET bal = bal + {x} WHERE id = {b}; COMMIT"),
+                    1 => format!("SET XACT_ABORT ON; BEGIN TRAN; DECLARE @x int = {x}; UPDATE acct SET bal -= @x WHERE id = {a}; UPDATE acct SET bal += @x WHERE id = {b}; COMMIT"),
+                    // Both rows in one statement.
+                    _ => format!("UPDATE acct SET bal = bal + CASE WHEN id = {a} THEN -{x} ELSE {x} END WHERE id IN ({a}, {b})"),
+                };
+                match c.try_query(&sql) {
+                    Ok(_) => {
+                        transfers.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // The victim's transaction is rolled back whole; it simply goes on.
+                    Err((1205, _)) => {
+                        deadlocks.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => panic!("{sql}: {e:?}"),
+                }
+                if pairs {
+                    // Two autocommit statements: the total is off between them, exact after.
+                    let (p, q) = (rng.below(10), rng.below(10));
+                    c.exec(&format!("UPDATE acct SET bal = bal - 7 WHERE id = {p}"));
+                    c.exec(&format!("UPDATE acct SET bal = bal + 7 WHERE id = {q}"));
+                }
+            }
+        }
+    };
+    let first = transfer.clone();
+    in_parallel(server.port(), 4, move |w, c| first(w, c, false));
+    stop.store(true, Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    assert_eq!(c.scalar("SELECT SUM(bal) FROM acct"), 10_000);
+    in_parallel(server.port(), 4, move |w, c| transfer(w, c, true));
+    assert_eq!(c.scalar("SELECT SUM(bal) FROM acct"), 10_000);
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM acct"), 10);
+    assert!(transfers.load(Ordering::Relaxed) > 0 && reads > 0);
+    eprintln!(
+        "bank: {} transfers, {} deadlock victims, {reads} locking reads",
+        transfers.load(Ordering::Relaxed),
+        deadlocks.load(Ordering::Relaxed)
+    );
+}
+
+#[test]
+fn nonclustered_index_agrees_with_its_table() {
+    let server = TestServer::start();
+    let mut c = setup(
+        &server,
+        "CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL); CREATE INDEX ik ON t(k);
+         DECLARE @i int = 0; WHILE @i < 400 BEGIN INSERT INTO t VALUES (@i, @i % 50); SET @i += 1; END",
+    );
+    let duration = run_for(Duration::from_secs(3));
+    in_parallel(server.port(), 4, move |w, c| {
+        let mut rng = Rng(0xC0FF_EE00 + w as u64);
+        let started = Instant::now();
+        while started.elapsed() < duration {
+            let id = rng.below(400);
+            let k = rng.below(50);
+            let sql = match rng.below(4) {
+                0 => format!("UPDATE t SET k = {k} WHERE id = {id}"),
+                1 => format!("UPDATE t SET k = k + 1 WHERE k = {k} AND id % 7 = {}", id % 7),
+                2 => format!("DELETE FROM t WHERE id = {id}; INSERT INTO t SELECT {id}, {k} WHERE NOT EXISTS (SELECT 1 FROM t WHERE id = {id})"),
+                _ => format!("DELETE FROM t WHERE k = {k} AND id = {id}"),
+            };
+            match c.try_query(&sql) {
+                // Two sessions re-inserting the same id: one wins.
+                Ok(_) | Err((1205 | 2627, _)) => {}
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+        }
+    });
+    let by_scan = c.column("SELECT id FROM t ORDER BY id");
+    let mut by_index = c.column("SELECT id FROM t WHERE k BETWEEN -1000 AND 1000");
+    by_index.sort_unstable();
+    assert_eq!(by_index, by_scan, "the index lists other rows than the table holds");
+    for k in 0..60 {
+        assert_eq!(
+            c.scalar(&format!("SELECT COUNT(*) FROM t WHERE k = {k}")),
+            c.scalar(&format!("SELECT COUNT(*) FROM t WHERE k + 0 = {k}")),
+            "index seek and scan disagree on k = {k}"
+        );
+    }
+    // No stale entry makes a re-insert fail.
+    c.exec("DELETE FROM t; INSERT INTO t VALUES (1, 1), (2, 1)");
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM t WHERE k = 1"), 2);
+}
+
+#[test]
+fn work_queue_claims_each_job_once() {
+    let server = TestServer::start();
+    let mut c = setup(
+        &server,
+        "CREATE TABLE job (id int PRIMARY KEY, owner int NULL);
+         DECLARE @i int = 0; WHILE @i < 200 BEGIN INSERT INTO job VALUES (@i, NULL); SET @i += 1; END",
+    );
+    let claimed = in_parallel(server.port(), 4, move |w, c| {
+        let mut mine = Vec::new();
+        loop {
+            // The classic queue: find a free job without waiting on ones others are taking.
+            let sql = format!(
+                "SET NOCOUNT ON; BEGIN TRAN; DECLARE @j int;
+                 SELECT TOP 1 @j = id FROM job WITH (UPDLOCK, READPAST) WHERE owner IS NULL ORDER BY id;
+                 IF @j IS NOT NULL UPDATE job SET owner = {w} WHERE id = @j;
+                 COMMIT; SELECT @j"
+            );
+            match c.try_query(&sql) {
+                Ok(rows) if rows[0][0] == i64::MIN => {
+                    if c.scalar("SELECT COUNT(*) FROM job WHERE owner IS NULL") == 0 {
+                        break;
+                    }
+                }
+                Ok(rows) => mine.push(rows[0][0]),
+                Err((1205, _)) => {}
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+        }
+        mine
+    });
+    let mut all: Vec<i64> = claimed.iter().flatten().copied().collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..200).collect::<Vec<_>>(), "every job claimed exactly once");
+    for (w, mine) in claimed.iter().enumerate() {
+        assert_eq!(c.scalar(&format!("SELECT COUNT(*) FROM job WHERE owner = {w}")), mine.len() as i64);
+    }
+}
+
+#[test]
+fn lock_timeout_nolock_and_update_locks() {
+    let server = TestServer::start();
+    let mut a =
+        setup(&server, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL); INSERT INTO t VALUES (1, 10), (2, 20)");
+    let mut b = Conn::open(server.port());
+    b.exec("USE conc");
+
+    // A reader blocked by an uncommitted change fails with 1222 after LOCK_TIMEOUT.
+    a.exec("BEGIN TRAN; UPDATE t SET v = 11 WHERE id = 1");
+    b.exec("SET LOCK_TIMEOUT 500");
+    assert_eq!(b.scalar("SELECT @@LOCK_TIMEOUT"), 500);
+    let started = Instant::now();
+    let e = b.try_query("SELECT v FROM t WHERE id = 1").unwrap_err();
+    assert_eq!(e.0, 1222, "{e:?}");
+    assert_eq!(e.1, "Lock request time out period exceeded.");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The other row is not locked; NOLOCK reads the uncommitted value without waiting.
+    assert_eq!(b.scalar("SELECT v FROM t WHERE id = 2"), 20);
+    assert_eq!(b.scalar("SELECT v FROM t WITH (NOLOCK) WHERE id = 1"), 11);
+    b.exec("SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
+    assert_eq!(b.scalar("SELECT SUM(v) FROM t"), 31);
+    b.exec("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    // READPAST leaves the locked row out.
+    assert_eq!(b.column("SELECT id FROM t WITH (READPAST) ORDER BY id"), vec![2]);
+    // A blocked UPDATE times out too and changes nothing.
+    assert_eq!(b.try_query("UPDATE t SET v = v + 100").unwrap_err().0, 1222);
+    a.exec("ROLLBACK");
+    assert_eq!(b.column("SELECT v FROM t ORDER BY id"), vec![10, 20]);
+
+    // UPDLOCK holds an update lock to the end of the transaction: readers pass, a
+    // second UPDLOCK or a writer waits.
+    a.exec("BEGIN TRAN; SELECT v FROM t WITH (UPDLOCK) WHERE id = 1");
+    assert_eq!(b.scalar("SELECT v FROM t WHERE id = 1"), 10);
+    assert_eq!(b.try_query("SELECT v FROM t WITH (UPDLOCK) WHERE id = 1").unwrap_err().0, 1222);
+    assert_eq!(b.try_query("UPDATE t SET v = 0 WHERE id = 1").unwrap_err().0, 1222);
+    a.exec("COMMIT");
+    // HOLDLOCK keeps S locks: writers wait, readers pass.
+    a.exec("BEGIN TRAN; SELECT v FROM t WITH (HOLDLOCK) WHERE id = 2");
+    assert_eq!(b.scalar("SELECT v FROM t WITH (HOLDLOCK) WHERE id = 2"), 20);
+    assert_eq!(b.try_query("DELETE FROM t WHERE id = 2").unwrap_err().0, 1222);
+    a.exec("COMMIT");
+    // XLOCK and TABLOCKX keep readers out.
+    a.exec("BEGIN TRAN; SELECT v FROM t WITH (XLOCK) WHERE id = 2");
+    assert_eq!(b.try_query("SELECT v FROM t WHERE id = 2").unwrap_err().0, 1222);
+    a.exec("COMMIT");
+    a.exec("BEGIN TRAN; SELECT COUNT(*) FROM t WITH (TABLOCKX)");
+    assert_eq!(b.try_query("SELECT v FROM t WHERE id = 1").unwrap_err().0, 1222);
+    a.exec("COMMIT");
+    // TABLOCK (shared) keeps writers out for the transaction with HOLDLOCK.
+    a.exec("BEGIN TRAN; SELECT COUNT(*) FROM t WITH (TABLOCK, HOLDLOCK)");
+    assert_eq!(b.scalar("SELECT COUNT(*) FROM t"), 2);
+    assert_eq!(b.try_query("INSERT INTO t VALUES (3, 30)").unwrap_err().0, 1222);
+    a.exec("COMMIT");
+    // An UPDATE's update locks on rows it did not change end with the statement.
+    a.exec("BEGIN TRAN; UPDATE t SET v = v + 1 WHERE id = 1 AND v > 1000");
+    b.exec("UPDATE t SET v = v + 1 WHERE id = 1");
+    a.exec("COMMIT");
+    assert_eq!(b.scalar("SELECT v FROM t WHERE id = 1"), 11);
+
+    // Bad hints are errors; NOLOCK on a target is 1065.
+    assert_eq!(b.try_query("SELECT * FROM t WITH (FROBNICATE)").unwrap_err().0, 321);
+    assert_eq!(b.try_query("UPDATE t WITH (NOLOCK) SET v = 1").unwrap_err().0, 1065);
+    assert_eq!(b.try_query("DELETE t WITH (READUNCOMMITTED) WHERE id = 1").unwrap_err().0, 1065);
+}
+
+#[test]
+fn crossing_updates_pick_one_deadlock_victim() {
+    let server = TestServer::start();
+    let mut c =
+        setup(&server, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL); INSERT INTO t VALUES (1, 0), (2, 0)");
+    let results = in_parallel(server.port(), 2, |w, c| {
+        let (first, second) = if w == 0 { (1, 2) } else { (2, 1) };
+        c.exec(&format!("BEGIN TRAN; UPDATE t SET v = v + 1 WHERE id = {first}"));
+        std::thread::sleep(Duration::from_millis(300));
+        let r = c.try_query(&format!("UPDATE t SET v = v + 1 WHERE id = {second}; COMMIT"));
+        if r.is_ok() {
+            return 0;
+        }
+        // The victim's transaction is gone: @@TRANCOUNT is 0, its first update undone.
+        assert_eq!(c.scalar("SELECT @@TRANCOUNT"), 0);
+        r.unwrap_err().0
+    });
+    let mut numbers = results.clone();
+    numbers.sort_unstable();
+    assert_eq!(numbers, vec![0, 1205], "{results:?}");
+    // The survivor's two increments, nothing of the victim's.
+    assert_eq!(c.column("SELECT v FROM t ORDER BY id"), vec![1, 1]);
+}

@@ -21,6 +21,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -31,6 +32,9 @@ use tessera_log::TxnId;
 pub enum Resource {
     Table(u32),
     Key(u32, u64),
+    /// An object's definition (schema locks: Sch-S by every statement that uses it,
+    /// Sch-M by DDL that changes it), named by the object's id in its database.
+    Schema(u32),
 }
 
 impl Resource {
@@ -45,6 +49,7 @@ impl Resource {
         let (a, b) = match *self {
             Resource::Table(t) => (u64::from(t), 0x5851_F42D_4C95_7F2D),
             Resource::Key(t, h) => (u64::from(t), h),
+            Resource::Schema(o) => (u64::from(o), 0x2545_F491_4F6C_DD1D),
         };
         let mut x = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b;
         x ^= x >> 32;
@@ -87,6 +92,10 @@ pub enum LockMode {
     /// Read now, maybe written later: compatible with S (and IS), not with U, IX or X.
     Update,
     Exclusive,
+    /// Sch-S: the object's definition must not change while held (every statement).
+    SchemaStability,
+    /// Sch-M: the object's definition is changing (DDL); compatible with nothing.
+    SchemaModification,
 }
 
 impl LockMode {
@@ -98,6 +107,7 @@ impl LockMode {
                 | (IntentExclusive, IntentShared | IntentExclusive)
                 | (Shared, IntentShared | Shared | Update)
                 | (Update, IntentShared | Shared)
+                | (SchemaStability, SchemaStability)
         )
     }
 
@@ -111,12 +121,55 @@ impl LockMode {
     }
 }
 
+/// A locked resource: who holds it, and who waits for it in arrival order. A request
+/// is granted only when it is compatible with the holders and with every request queued
+/// before it (so a stream of readers cannot starve a waiting writer, nor statements a
+/// waiting DDL); a conversion (the requester already holds the resource) skips the queue.
 #[derive(Default)]
 struct Entry {
     holders: Vec<(TxnId, LockMode)>,
+    queue: Vec<(TxnId, LockMode)>,
+}
+
+impl Entry {
+    fn is_unused(&self) -> bool {
+        self.holders.is_empty() && self.queue.is_empty()
+    }
+
+    /// The transactions a request by `txn` for `wanted` must wait for.
+    fn blockers(&self, txn: TxnId, wanted: LockMode, converting: bool) -> Vec<TxnId> {
+        let ahead = if converting { 0 } else { self.queue.iter().position(|q| q.0 == txn).unwrap_or(self.queue.len()) };
+        self.holders
+            .iter()
+            .chain(&self.queue[..ahead])
+            .filter(|&&(t, m)| t != txn && !m.compatible(wanted))
+            .map(|&(t, _)| t)
+            .collect()
+    }
+
+    fn leave_queue(&mut self, txn: TxnId) {
+        self.queue.retain(|q| q.0 != txn);
+    }
 }
 
 const SHARDS: usize = 64;
+/// How long a request may wait, and what else ends the wait.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wait<'a> {
+    /// None: until granted or chosen as a deadlock victim; beyond it, error 1222.
+    pub timeout: Option<Duration>,
+    /// Set when the request is cancelled (attention, shutdown): the wait ends with 3617.
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+impl Wait<'_> {
+    pub const FOREVER: Wait<'static> = Wait { timeout: None, cancel: None };
+
+    pub fn timeout(limit: Duration) -> Wait<'static> {
+        Wait { timeout: Some(limit), cancel: None }
+    }
+}
+
 /// Bounds the lock table: a transaction may hold at most this many locks.
 pub const MAX_LOCKS_PER_TXN: usize = 5_000_000;
 
@@ -141,10 +194,9 @@ impl LockManager {
 
     /// Acquires `mode` on `r` for `txn`, waiting for conflicting holders. Returns true if
     /// this is a new lock the transaction must release later (false when it already
-    /// held the resource; the mode may have been upgraded in place). `timeout`: how
-    /// long to wait (None: until granted or chosen as a deadlock victim), error 1222 after.
-    pub fn lock(&self, txn: TxnId, r: Resource, mode: LockMode, timeout: Option<Duration>) -> Result<bool> {
-        self.acquire(txn, r, mode, true, timeout)
+    /// held the resource; the mode may have been upgraded in place), waiting as `wait` allows.
+    pub fn lock(&self, txn: TxnId, r: Resource, mode: LockMode, wait: Wait) -> Result<bool> {
+        self.acquire(txn, r, mode, true, wait)
     }
 
     /// Acquires `mode` on `r` only if no other transaction holds a conflicting lock;
@@ -153,8 +205,9 @@ impl LockManager {
         let (mutex, _) = self.shard(&r);
         let mut map = mutex.lock();
         let entry = map.entry(r).or_default();
-        if entry.holders.iter().any(|&(t, m)| t != txn && !m.compatible(mode)) {
-            if entry.holders.is_empty() {
+        let converting = entry.holders.iter().any(|h| h.0 == txn);
+        if !entry.blockers(txn, mode, converting).is_empty() {
+            if entry.is_unused() {
                 map.remove(&r);
             }
             return None;
@@ -173,11 +226,12 @@ impl LockManager {
 
     /// Waits until `mode` on `r` would be granted to `txn`, without keeping a lock
     /// (READ COMMITTED reads).
-    pub fn wait_compatible(&self, txn: TxnId, r: Resource, mode: LockMode, timeout: Option<Duration>) -> Result<()> {
-        self.acquire(txn, r, mode, false, timeout).map(|_| ())
+    pub fn wait_compatible(&self, txn: TxnId, r: Resource, mode: LockMode, wait: Wait) -> Result<()> {
+        self.acquire(txn, r, mode, false, wait).map(|_| ())
     }
 
-    fn acquire(&self, txn: TxnId, r: Resource, mode: LockMode, keep: bool, timeout: Option<Duration>) -> Result<bool> {
+    fn acquire(&self, txn: TxnId, r: Resource, mode: LockMode, keep: bool, wait: Wait) -> Result<bool> {
+        let timeout = wait.timeout;
         let (mutex, cv) = self.shard(&r);
         let mut map = mutex.lock();
         let started = Instant::now();
@@ -185,47 +239,52 @@ impl LockManager {
             let entry = map.entry(r).or_default();
             let mine = entry.holders.iter().position(|&(t, _)| t == txn);
             let wanted = mine.map_or(mode, |i| entry.holders[i].1.combine(mode));
-            let blockers: Vec<TxnId> =
-                entry.holders.iter().filter(|&&(t, m)| t != txn && !m.compatible(wanted)).map(|&(t, _)| t).collect();
+            let blockers = entry.blockers(txn, wanted, mine.is_some());
             if blockers.is_empty() {
+                entry.leave_queue(txn);
                 self.waits_for.lock().remove(&txn);
-                if !keep {
-                    if entry.holders.is_empty() {
-                        map.remove(&r);
-                    }
-                    return Ok(false);
+                let granted = if !keep {
+                    false
+                } else if let Some(i) = mine {
+                    entry.holders[i].1 = wanted;
+                    false
+                } else {
+                    entry.holders.push((txn, wanted));
+                    true
+                };
+                if entry.is_unused() {
+                    map.remove(&r);
+                } else if !keep {
+                    // Leaving the queue may let the requests behind go.
+                    cv.notify_all();
                 }
-                return Ok(match mine {
-                    Some(i) => {
-                        entry.holders[i].1 = wanted;
-                        false
-                    }
-                    None => {
-                        entry.holders.push((txn, wanted));
-                        true
-                    }
-                });
+                return Ok(granted);
             }
-            if entry.holders.is_empty() {
-                map.remove(&r);
+            if mine.is_none() && !entry.queue.iter().any(|q| q.0 == txn) {
+                entry.queue.push((txn, wanted));
             }
-            {
+            let failure = {
                 let mut graph = self.waits_for.lock();
                 graph.insert(txn, blockers);
                 if reaches(&graph, txn) {
-                    graph.remove(&txn);
-                    return Err(Error::Deadlock);
+                    Some(Error::Deadlock)
+                } else if wait.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    Some(Error::Cancelled)
+                } else {
+                    timeout.filter(|&limit| started.elapsed() >= limit).map(|_| Error::LockTimeout)
                 }
-            }
-            let mut nap = Duration::from_millis(5);
-            if let Some(limit) = timeout {
-                let waited = started.elapsed();
-                if waited >= limit {
-                    self.waits_for.lock().remove(&txn);
-                    return Err(Error::LockTimeout);
+            };
+            if let Some(e) = failure {
+                self.waits_for.lock().remove(&txn);
+                entry.leave_queue(txn);
+                if entry.is_unused() {
+                    map.remove(&r);
                 }
-                nap = nap.min(limit - waited);
+                cv.notify_all();
+                return Err(e);
             }
+            let nap = Duration::from_millis(5);
+            let nap = timeout.map_or(nap, |limit| nap.min(limit.saturating_sub(started.elapsed())));
             cv.wait_for(&mut map, nap);
         }
     }
@@ -237,7 +296,7 @@ impl LockManager {
             let mut map = mutex.lock();
             if let Some(entry) = map.get_mut(r) {
                 entry.holders.retain(|&(t, _)| t != txn);
-                if entry.holders.is_empty() {
+                if entry.is_unused() {
                     map.remove(r);
                 }
             }
@@ -265,7 +324,7 @@ impl LockManager {
             return Some(mode);
         }
         entry.holders.swap_remove(i);
-        if entry.holders.is_empty() {
+        if entry.is_unused() {
             map.remove(&r);
         }
         cv.notify_all();
@@ -327,14 +386,17 @@ mod tests {
     fn update_lock_admits_readers_and_serialises_writers() {
         let lm = Arc::new(LockManager::default());
         let r = Resource::key(1, b"k");
-        assert!(lm.lock(1, r, LockMode::Update, None).unwrap());
-        lm.wait_compatible(2, r, LockMode::Shared, Some(Duration::ZERO)).unwrap();
-        assert!(matches!(lm.lock(2, r, LockMode::Update, Some(Duration::from_millis(10))), Err(Error::LockTimeout)));
-        assert!(!lm.lock(1, r, LockMode::Exclusive, None).unwrap(), "conversion is not a new lock");
+        assert!(lm.lock(1, r, LockMode::Update, Wait::FOREVER).unwrap());
+        lm.wait_compatible(2, r, LockMode::Shared, Wait::timeout(Duration::ZERO)).unwrap();
+        assert!(matches!(
+            lm.lock(2, r, LockMode::Update, Wait::timeout(Duration::from_millis(10))),
+            Err(Error::LockTimeout)
+        ));
+        assert!(!lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap(), "conversion is not a new lock");
         assert_eq!(lm.held(1, r), Some(LockMode::Exclusive));
         assert_eq!(lm.release_unless(1, r, |m| m == LockMode::Exclusive), Some(LockMode::Exclusive));
         lm.release_all(1, &[r]);
-        assert!(lm.lock(2, r, LockMode::Update, Some(Duration::ZERO)).unwrap());
+        assert!(lm.lock(2, r, LockMode::Update, Wait::timeout(Duration::ZERO)).unwrap());
         assert_eq!(lm.release_unless(2, r, |m| m == LockMode::Exclusive), None);
         assert_eq!(lm.locked_resources(), 0);
     }
@@ -343,10 +405,10 @@ mod tests {
     fn writer_blocks_reader_until_release() {
         let lm = Arc::new(LockManager::default());
         let r = Resource::key(1, b"k");
-        assert!(lm.lock(1, r, LockMode::Exclusive, None).unwrap());
-        assert!(!lm.lock(1, r, LockMode::Exclusive, None).unwrap(), "re-lock is not a new lock");
+        assert!(lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap());
+        assert!(!lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap(), "re-lock is not a new lock");
         let lm2 = lm.clone();
-        let reader = std::thread::spawn(move || lm2.wait_compatible(2, r, LockMode::Shared, None));
+        let reader = std::thread::spawn(move || lm2.wait_compatible(2, r, LockMode::Shared, Wait::FOREVER));
         std::thread::sleep(Duration::from_millis(30));
         assert!(!reader.is_finished());
         lm.release_all(1, &[r]);
@@ -355,21 +417,46 @@ mod tests {
     }
 
     #[test]
+    fn a_waiting_request_is_not_overtaken() {
+        let lm = Arc::new(LockManager::default());
+        let r = Resource::Schema(7);
+        lm.lock(1, r, LockMode::SchemaStability, Wait::FOREVER).unwrap();
+        let lm2 = lm.clone();
+        let ddl = std::thread::spawn(move || lm2.lock(2, r, LockMode::SchemaModification, Wait::FOREVER));
+        std::thread::sleep(Duration::from_millis(30));
+        // Sch-S is compatible with the holder, but a Sch-M request waits ahead of it.
+        assert!(matches!(
+            lm.lock(3, r, LockMode::SchemaStability, Wait::timeout(Duration::from_millis(20))),
+            Err(Error::LockTimeout)
+        ));
+        // A conversion by a holder skips the queue.
+        assert!(!lm.lock(1, r, LockMode::SchemaStability, Wait::timeout(Duration::ZERO)).unwrap());
+        lm.release_all(1, &[r]);
+        assert!(ddl.join().unwrap().unwrap());
+        assert_eq!(lm.held(2, r), Some(LockMode::SchemaModification));
+        assert!(lm.try_lock(3, r, LockMode::SchemaStability).is_none());
+        lm.release_all(2, &[r]);
+        assert_eq!(lm.try_lock(3, r, LockMode::SchemaStability), Some(true));
+        lm.release_all(3, &[r]);
+        assert_eq!(lm.locked_resources(), 0);
+    }
+
+    #[test]
     fn deadlock_is_detected_and_one_victim_chosen() {
         let lm = Arc::new(LockManager::default());
         let (a, b) = (Resource::key(1, b"a"), Resource::key(1, b"b"));
-        lm.lock(1, a, LockMode::Exclusive, None).unwrap();
-        lm.lock(2, b, LockMode::Exclusive, None).unwrap();
+        lm.lock(1, a, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        lm.lock(2, b, LockMode::Exclusive, Wait::FOREVER).unwrap();
         let lm2 = lm.clone();
         let t2 = std::thread::spawn(move || {
-            let r = lm2.lock(2, a, LockMode::Exclusive, None);
+            let r = lm2.lock(2, a, LockMode::Exclusive, Wait::FOREVER);
             if r.is_err() {
                 lm2.release_all(2, &[b]);
             }
             r
         });
         std::thread::sleep(Duration::from_millis(20));
-        let r1 = lm.lock(1, b, LockMode::Exclusive, None);
+        let r1 = lm.lock(1, b, LockMode::Exclusive, Wait::FOREVER);
         if r1.is_err() {
             lm.release_all(1, &[a]);
         }
@@ -380,12 +467,28 @@ mod tests {
     }
 
     #[test]
+    fn a_cancelled_wait_ends_with_3617() {
+        let lm = LockManager::default();
+        let r = Resource::key(1, b"k");
+        lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        let cancel = AtomicBool::new(true);
+        let wait = Wait { timeout: None, cancel: Some(&cancel) };
+        assert!(matches!(lm.lock(2, r, LockMode::Update, wait), Err(Error::Cancelled)));
+        assert_eq!(Error::Cancelled.number(), 3617);
+        lm.release_all(1, &[r]);
+        assert_eq!(lm.locked_resources(), 0, "the cancelled request left the queue");
+    }
+
+    #[test]
     fn timeout_reports_1222() {
         let lm = LockManager::default();
         let r = Resource::Table(5);
-        lm.lock(1, r, LockMode::Exclusive, None).unwrap();
-        let limit = Some(Duration::from_millis(20));
+        lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        let limit = Wait::timeout(Duration::from_millis(20));
         assert!(matches!(lm.lock(2, r, LockMode::IntentShared, limit), Err(Error::LockTimeout)));
-        assert!(matches!(lm.wait_compatible(2, r, LockMode::Shared, Some(Duration::ZERO)), Err(Error::LockTimeout)));
+        assert!(matches!(
+            lm.wait_compatible(2, r, LockMode::Shared, Wait::timeout(Duration::ZERO)),
+            Err(Error::LockTimeout)
+        ));
     }
 }

@@ -71,7 +71,7 @@ impl Space {
                     Some(c) => c,
                 }
             };
-            self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.lock_timeout)?;
+            self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
         }
     }
 
@@ -121,7 +121,7 @@ impl Space {
                 if locks.skip_locked {
                     return Ok(None);
                 }
-                self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.lock_timeout)?;
+                self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
             }
         };
         let r = Resource::key(tree, key);
@@ -144,7 +144,7 @@ impl Space {
             if locks.skip_locked {
                 return Ok(None);
             }
-            new |= self.locks.lock(txn.id, r, mode, txn.lock_timeout)?;
+            new |= self.locks.lock(txn.id, r, mode, txn.wait())?;
         }
     }
 
@@ -229,7 +229,7 @@ impl Scan<'_> {
     fn fill(&mut self) -> Result<()> {
         let root = self.meta.root;
         if let Some((r, mode)) = self.wait_for.take() {
-            self.space.locks.wait_compatible(self.txn.id, r, mode, self.txn.lock_timeout)?;
+            self.space.locks.wait_compatible(self.txn.id, r, mode, self.txn.wait())?;
         }
         let _latch = self.meta.latch.read();
         let (mut batch, more) =

@@ -24,7 +24,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +36,7 @@ use tessera_log::recovery::{self, ActiveTxn, RecoveryHandler, RecoveryOutcome};
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
 use crate::btree;
-use crate::lock::{LockMode, Resource};
+use crate::lock::{LockMode, Resource, Wait};
 use crate::mtr::{self, LogCtx};
 use crate::ops::{self, Undo};
 use crate::space::Space;
@@ -126,6 +126,8 @@ pub struct Txn {
     undo_bytes: u64,
     /// How long a lock request waits (`SET LOCK_TIMEOUT`; None: until granted).
     pub lock_timeout: Option<Duration>,
+    /// Set when the statement is cancelled (attention, shutdown): lock waits end with 3617.
+    pub cancel: Option<Arc<AtomicBool>>,
     pub durability: Durability,
     /// Range scans read ahead (off: SQL Server's trace flag 652).
     pub read_ahead: bool,
@@ -137,6 +139,11 @@ pub struct Txn {
 }
 
 impl Txn {
+    /// How this transaction's lock requests wait.
+    pub fn wait(&self) -> Wait<'_> {
+        Wait { timeout: self.lock_timeout, cancel: self.cancel.as_deref() }
+    }
+
     pub fn last_lsn(&self) -> Lsn {
         self.shared.last_lsn.load(Ordering::Acquire)
     }
@@ -224,6 +231,7 @@ impl Space {
             ghosts: Vec::new(),
             undo_bytes: 0,
             lock_timeout: None,
+            cancel: None,
             durability,
             read_ahead: true,
             append_leaf: None,
@@ -251,7 +259,7 @@ impl Space {
         }
         let tree = txn.trees[i].meta.root;
         let r = Resource::key(tree, key);
-        if !self.locks.lock(txn.id, r, mode, txn.lock_timeout)? {
+        if !self.locks.lock(txn.id, r, mode, txn.wait())? {
             return Ok(false);
         }
         self.keep_lock(txn, i, r, hold)?;
@@ -308,7 +316,7 @@ impl Space {
             }
         }
         let intent = if write { LockMode::IntentExclusive } else { LockMode::IntentShared };
-        if self.locks.lock(txn.id, Resource::Table(tree), intent, txn.lock_timeout)? {
+        if self.locks.lock(txn.id, Resource::Table(tree), intent, txn.wait())? {
             txn.locks.push(Resource::Table(tree));
         }
         let i = match found {
@@ -324,6 +332,17 @@ impl Space {
             txn.trees[i].meta.writers.fetch_add(1, Ordering::AcqRel);
         }
         Ok(i)
+    }
+
+    /// Takes a schema lock on object `object` (Sch-S for a statement using it, Sch-M for
+    /// DDL changing it) until the statement ends.
+    pub fn lock_schema(&self, txn: &mut Txn, object: u32, mode: LockMode) -> Result<()> {
+        debug_assert!(matches!(mode, LockMode::SchemaStability | LockMode::SchemaModification));
+        let r = Resource::Schema(object);
+        if self.locks.lock(txn.id, r, mode, txn.wait())? {
+            txn.statement_locks.push(r);
+        }
+        Ok(())
     }
 
     /// Ends a statement's locks: its statement-duration locks are released, except those
@@ -366,7 +385,7 @@ impl Space {
             return Ok(());
         }
         let r = Resource::Table(txn.trees[i].meta.root);
-        if self.locks.lock(txn.id, r, mode, txn.lock_timeout)? {
+        if self.locks.lock(txn.id, r, mode, txn.wait())? {
             match hold {
                 Hold::Transaction => txn.locks.push(r),
                 Hold::Statement => txn.statement_locks.push(r),

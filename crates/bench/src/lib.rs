@@ -13,6 +13,8 @@ pub mod backup;
 pub mod bpe;
 pub mod burst;
 mod chart;
+pub mod contention;
+pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod machine;

@@ -16,8 +16,7 @@
 //! connections' throughput at least 1.5× PostgreSQL's.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -25,8 +24,10 @@ use tiberius::{AuthMethod, Client, Config as ClientConfig, EncryptionLevel};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
+use crate::cpu::{rusage_cpu, thread_cpu};
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
+use crate::peers::postgres::{pgbench, psql, start_postgres};
 use crate::report::{fmt_value, Report, ResultRow};
 
 pub const NAME: &str = "pointselect";
@@ -67,69 +68,6 @@ struct Phase {
     latency_ms: f64,
     /// CPU time per query of the server and of its client(s), in microseconds.
     cpu: Option<(f64, f64)>,
-}
-
-/// CPU seconds from /proc's clock ticks.
-fn ticks_to_seconds(ticks: u64) -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
-    ticks as f64 / hz as f64
-}
-
-/// (comm, ppid, utime + stime, cutime + cstime) of a /proc/…/stat line.
-fn proc_stat(text: &str) -> Option<(String, u32, u64, u64)> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text[open + 1..close].to_string();
-    let fields: Vec<&str> = text[close + 2..].split_whitespace().collect();
-    let num = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok());
-    // Fields after the comm start at field 3 (state): ppid is 4, utime 14 … cstime 17.
-    Some((comm, num(1)? as u32, num(11)? + num(12)?, num(13)? + num(14)?))
-}
-
-/// CPU seconds of this process's threads whose name starts with `prefix`.
-fn thread_cpu(prefix: &str) -> f64 {
-    let mut ticks = 0;
-    for entry in fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
-        if let Some((comm, _, own, _)) =
-            fs::read_to_string(entry.path().join("stat")).ok().as_deref().and_then(proc_stat)
-        {
-            if comm.starts_with(prefix) {
-                ticks += own;
-            }
-        }
-    }
-    ticks_to_seconds(ticks)
-}
-
-/// CPU seconds of this process (all threads, alive or gone) or of its reaped children.
-fn rusage_cpu(who: libc::c_int) -> f64 {
-    // SAFETY: a zeroed rusage is valid for getrusage to fill.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid out-pointer.
-    unsafe { libc::getrusage(who, &mut u) };
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
-    t(u.ru_utime) + t(u.ru_stime)
-}
-
-/// CPU seconds of a PostgreSQL server: the postmaster, its reaped backends and its
-/// live children (checkpointer, WAL writer, …).
-fn postgres_cpu(postmaster: u32) -> f64 {
-    let mut ticks = 0;
-    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Some((_, ppid, own, reaped)) =
-            fs::read_to_string(entry.path().join("stat")).ok().as_deref().and_then(proc_stat)
-        else {
-            continue;
-        };
-        if pid == postmaster {
-            ticks += own + reaped;
-        } else if ppid == postmaster {
-            ticks += own;
-        }
-    }
-    ticks_to_seconds(ticks)
 }
 
 #[derive(Debug, Clone)]
@@ -276,154 +214,6 @@ fn tessera(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result
     result
 }
 
-/// The PostgreSQL tools, from PATH or Debian's versioned directory.
-fn pg_tool(name: &str) -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let candidate = dir.join(name);
-            if candidate.is_file() {
-                return Some(candidate);
-            }
-        }
-    }
-    let mut versions: Vec<PathBuf> = fs::read_dir("/usr/lib/postgresql").ok()?.flatten().map(|e| e.path()).collect();
-    versions.sort();
-    versions.into_iter().rev().map(|v| v.join("bin").join(name)).find(|p| p.is_file())
-}
-
-fn is_root() -> bool {
-    std::env::var("USER").map(|u| u == "root").unwrap_or(false)
-        || fs::read_to_string("/proc/self/status")
-            .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
-            .unwrap_or(false)
-}
-
-/// A command run as the `postgres` user when we are root (initdb and postgres refuse root).
-fn pg_command(tool: &Path) -> Command {
-    if is_root() {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(tool);
-        c
-    } else {
-        Command::new(tool)
-    }
-}
-
-fn run_checked(mut command: Command, what: &str) -> Result<String> {
-    let out = command.output().map_err(|e| BenchError::new(format!("{what}: {e}")))?;
-    if !out.status.success() {
-        return Err(BenchError::new(format!(
-            "{what} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// A PostgreSQL server of our own, stopped on drop.
-struct Postgres {
-    child: Child,
-    data: PathBuf,
-    port: u16,
-}
-
-impl Postgres {
-    /// The postmaster's pid (the child may be `runuser`).
-    fn postmaster_pid(&self) -> u32 {
-        fs::read_to_string(self.data.join("postmaster.pid"))
-            .ok()
-            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse().ok()))
-            .unwrap_or_else(|| self.child.id())
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        // SIGINT to the postmaster (named in postmaster.pid: the child may be `runuser`, which
-        // does not forward signals) asks for a fast shutdown.
-        let postmaster = self.postmaster_pid().to_string();
-        let _ = Command::new("kill").args(["-INT", &postmaster]).status();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-fn start_postgres(dir: &Path, shared_buffers_mb: usize) -> Result<Postgres> {
-    let missing =
-        || BenchError::new("PostgreSQL is not installed (initdb, postgres, pgbench): run scripts/install-postgres.sh");
-    let initdb = pg_tool("initdb").ok_or_else(missing)?;
-    let postgres = pg_tool("postgres").ok_or_else(missing)?;
-    let data = dir.join("pgdata");
-    fs::create_dir_all(dir)?;
-    if is_root() {
-        run_checked(
-            {
-                let mut c = Command::new("chown");
-                c.args(["-R", "postgres:postgres"]).arg(dir);
-                c
-            },
-            "chown to postgres",
-        )?;
-    }
-    let mut init = pg_command(&initdb);
-    init.args(["-D"]).arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
-    run_checked(init, "initdb")?;
-    let port = free_port()?;
-    let mut start = pg_command(&postgres);
-    start
-        .arg("-D")
-        .arg(&data)
-        .args(["-p", &port.to_string(), "-k"])
-        .arg(dir)
-        .args(["-c", "listen_addresses=127.0.0.1", "-c", &format!("shared_buffers={shared_buffers_mb}MB")])
-        .args(["-c", "max_connections=64", "-c", "synchronous_commit=on"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let child = start.spawn().map_err(|e| BenchError::new(format!("postgres: {e}")))?;
-    let server = Postgres { child, data, port };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline {
-            return Err(BenchError::new("postgres did not start within 60 s"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // Accepting TCP is not yet accepting logins: wait for a query to work.
-    while psql(port, "SELECT 1").is_err() {
-        if Instant::now() > deadline {
-            return Err(BenchError::new("postgres did not accept logins within 60 s"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(server)
-}
-
-fn psql(port: u16, sql: &str) -> Result<String> {
-    let tool = pg_tool("psql").ok_or_else(|| BenchError::new("psql is not installed"))?;
-    let mut c = Command::new(tool);
-    c.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
-        .args(["-d", "postgres", "-c", sql]);
-    run_checked(c, "psql")
-}
-
-/// `tps = …` and `latency average = … ms` from pgbench's report.
-fn parse_pgbench(out: &str) -> Result<Phase> {
-    let number_after = |prefix: &str| {
-        out.lines()
-            .find_map(|l| l.trim().strip_prefix(prefix))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|v| v.parse::<f64>().ok())
-    };
-    let rate = number_after("tps = ").ok_or_else(|| BenchError::new(format!("no tps in pgbench's output: {out}")))?;
-    let latency_ms = number_after("latency average = ")
-        .ok_or_else(|| BenchError::new(format!("no latency in pgbench's output: {out}")))?;
-    Ok(Phase { rate, latency_ms, cpu: None })
-}
-
 fn postgres_side(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result<Vec<Phase>> {
     let shared_buffers_mb = ((p.rows as usize * 1200 * 2) >> 20).max(128);
     let server = start_postgres(dir, shared_buffers_mb)?;
@@ -447,27 +237,11 @@ fn postgres_side(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> 
     }
     let script = dir.join("pointselect.sql");
     fs::write(&script, format!("\\set id random(1, {})\nSELECT n FROM testtable WHERE id = :id;\n", p.rows))?;
-    let pgbench = pg_tool("pgbench").ok_or_else(|| BenchError::new("pgbench is not installed"))?;
     let mut phases = Vec::new();
     for &n in &p.connections {
         progress(&format!("postgresql: pgbench, {n} connection(s) for {} s", p.seconds));
-        let mut c = Command::new(&pgbench);
-        c.args(["-n", "-M", "simple", "-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "postgres"])
-            .args(["-c", &n.to_string(), "-j", &n.min(2).to_string(), "-T", &p.seconds.to_string(), "-f"])
-            .arg(&script)
-            .arg("postgres");
-        let postmaster = server.postmaster_pid();
-        let (server_before, client_before) = (postgres_cpu(postmaster), rusage_cpu(libc::RUSAGE_CHILDREN));
-        let mut phase = parse_pgbench(&run_checked(c, "pgbench")?)?;
-        // The backends exit with pgbench; give the postmaster a moment to reap them.
-        std::thread::sleep(Duration::from_millis(300));
-        let queries = phase.rate * p.seconds as f64;
-        let per_query = |cpu: f64| 1e6 * cpu / queries.max(1.0);
-        phase.cpu = Some((
-            per_query(postgres_cpu(postmaster) - server_before),
-            per_query(rusage_cpu(libc::RUSAGE_CHILDREN) - client_before),
-        ));
-        phases.push(phase);
+        let (run, cpu) = pgbench(&server, &script, n, p.seconds)?;
+        phases.push(Phase { rate: run.tps, latency_ms: run.latency_ms, cpu: Some(cpu) });
     }
     drop(server);
     Ok(phases)
@@ -546,18 +320,4 @@ pub fn run(dir: &Path, params: &PointselectParams, progress: &dyn Fn(&str)) -> R
         report.note(format!("not measured: {f}"));
     }
     Ok(Outcome { report, failures })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pgbench_report_lines() {
-        let out = "transaction type: pointselect.sql\nnumber of clients: 16\nlatency average = 0.812 ms\ninitial connection time = 12.3 ms\ntps = 19702.480251 (without initial connection time)\n";
-        let phase = parse_pgbench(out).unwrap();
-        assert!((phase.rate - 19702.480251).abs() < 1e-6);
-        assert!((phase.latency_ms - 0.812).abs() < 1e-9);
-        assert!(parse_pgbench("nothing").is_err());
-    }
 }

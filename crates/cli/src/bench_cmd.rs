@@ -24,6 +24,10 @@ pub enum Bench {
     /// Seed 002's point select over TCP through the TDS server (1 and 16 connections) next to
     /// PostgreSQL's pgbench in the same run.
     Pointselect(CommonArgs),
+    /// Writers on the same rows (a hot counter, bank transfers over 10 and 10,000 accounts;
+    /// 1, 4 and 16 connections) next to PostgreSQL's pgbench running the same
+    /// transactions; both checked exact afterwards.
+    Contention(CommonArgs),
     /// Seed 002's five buffer pool extension scenarios (memory, cold HDD, capped memory,
     /// capped memory plus an extension, cold SSD) through the TDS server.
     Bpe(CommonArgs),
@@ -77,6 +81,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
             };
             finish(&common, |dir| {
                 tessera_bench::pointselect::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
+        }
+        Bench::Contention(common) => {
+            let params = if common.quick {
+                tessera_bench::contention::ContentionParams::quick()
+            } else {
+                tessera_bench::contention::ContentionParams::full()
+            };
+            finish(&common, |dir| {
+                tessera_bench::contention::run(dir, &params, &progress).map(|o| (o.report, o.failures))
             })
         }
         Bench::Bpe(common) => {

@@ -94,6 +94,8 @@ struct Inner {
 }
 
 pub struct Engine {
+    /// Keeps every other process out of the data directory while the engine is open.
+    _dir_lock: tessera_io::DirLock,
     config: EngineConfig,
     pool: Arc<BufferPool>,
     memory: MemoryGovernor,
@@ -113,6 +115,7 @@ impl Engine {
         for dir in [Some(&config.data_dir), config.log_dir.as_ref()].into_iter().flatten() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, 0, e))?;
         }
+        let dir_lock = tessera_io::DirLock::acquire(&config.data_dir)?;
         let machine = memory::sample().map_or(0, |s| s.total_bytes as usize);
         // Address space for the machine's memory costs nothing; explicit huge pages are
         // reserved in full, so they are taken for the configured size only.
@@ -132,6 +135,7 @@ impl Engine {
             .map(|e| (key(&e.name), Arc::new(Slot { entry: Mutex::new(e), open: Mutex::new(None) })))
             .collect();
         let engine = Arc::new(Engine {
+            _dir_lock: dir_lock,
             config,
             pool,
             memory,
@@ -526,6 +530,18 @@ impl Engine {
         }
     }
 
+    /// Stops the background thread (periodic log flushes, checkpoints, idle closes) and
+    /// waits for it: it then holds no handle on the engine, so the engine — and its lock
+    /// on the data directory — goes with the last handle its owners drop.
+    pub fn stop_background(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.worker.lock().take() {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+
     /// Checkpoints and closes every database; the engine stays usable.
     pub fn shutdown(&self) -> Result<()> {
         let mut first_error = None;
@@ -589,12 +605,7 @@ fn background(engine: Weak<Engine>, stop: Arc<AtomicBool>) {
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.worker.lock().take() {
-            if h.thread().id() != std::thread::current().id() {
-                let _ = h.join();
-            }
-        }
+        self.stop_background();
         let _ = self.shutdown();
     }
 }

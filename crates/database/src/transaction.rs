@@ -4,7 +4,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tessera_access::{BulkOutcome, Direction, OnLocked, ReadLocks, Scan, Txn};
+use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
 use tessera_io::Result;
 
 use crate::database::{Database, RecoveryModel, TableId};
@@ -50,11 +50,25 @@ impl Transaction {
         self.txn.as_mut().expect("transaction is open").lock_timeout = timeout;
     }
 
+    /// The flag that cancels this transaction's lock waits (error 3617) when set: the
+    /// session's attention flag, which shutdown sets too.
+    pub fn set_cancel(&mut self, cancel: Arc<std::sync::atomic::AtomicBool>) {
+        self.txn.as_mut().expect("transaction is open").cancel = Some(cancel);
+    }
+
     /// Ends the running statement's locks: statement-duration locks (READ COMMITTED
     /// update locks) not converted to X by a write are released.
     pub fn end_statement(&mut self) {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.end_statement(txn);
+    }
+
+    /// Takes a schema lock on an object of the database (`LockMode::SchemaStability` for
+    /// a statement that uses it, `SchemaModification` for DDL that changes it), held
+    /// until [`Transaction::end_statement`].
+    pub fn lock_schema(&mut self, object: u32, mode: LockMode) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lock_schema(txn, object, mode)
     }
 
     /// Inserts a row; an existing key is error 2627.

@@ -17,6 +17,8 @@ pub enum Error {
     Deadlock,
     /// A lock could not be granted within the lock timeout (SQL Server 1222).
     LockTimeout,
+    /// The request was cancelled while it waited (an attention, a shutdown; SQL Server 3617).
+    Cancelled,
     /// The transaction log is full and cannot grow (SQL Server 9002).
     LogFull { database: String, reason: String },
     /// The data file cannot grow (SQL Server 1105).
@@ -47,6 +49,7 @@ impl Error {
             Error::DuplicateKey { .. } => 2627,
             Error::Deadlock => 1205,
             Error::LockTimeout => 1222,
+            Error::Cancelled => 3617,
             Error::LogFull { .. } => 9002,
             Error::DataFull { .. } => 1105,
             Error::RowTooLarge { .. } => 511,
@@ -95,6 +98,7 @@ impl fmt::Display for Error {
                 "Transaction was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction."
             ),
             Error::LockTimeout => write!(f, "Lock request time out period exceeded."),
+            Error::Cancelled => write!(f, "The query was cancelled."),
             Error::LogFull { database, reason } => write!(
                 f,
                 "The transaction log for database '{database}' is full due to '{reason}'."

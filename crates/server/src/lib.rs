@@ -25,6 +25,7 @@ pub mod transport;
 pub mod types;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use tessera_database::{Engine, EngineConfig};
@@ -45,7 +46,17 @@ pub struct ServerState {
     /// The server version announced in PRELOGIN and LOGINACK (16.0.4000: SQL Server 2022's
     /// major version, which clients use to pick features).
     pub version_bytes: [u8; 4],
+    /// Set when shutdown begins: connections end after the request they are serving.
+    pub stopping: Arc<AtomicBool>,
+    /// Connections being served by a thread right now (shutdown waits for them).
+    pub busy: AtomicUsize,
+    /// Each logged-in connection's cancel flag (shutdown sets them all).
+    pub cancels: parking_lot::Mutex<Vec<Arc<AtomicBool>>>,
 }
+
+/// How long shutdown waits for running requests (cancelled when it begins) to end
+/// before it closes the engine anyway; their transactions then roll back at the next start.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A server bound to its port, not yet accepting.
 pub struct Server {
@@ -124,6 +135,9 @@ impl Server {
             log,
             tls: Some(tls),
             version_bytes: [16, 0, 0x0F, 0xA0],
+            stopping: Arc::new(AtomicBool::new(false)),
+            busy: AtomicUsize::new(0),
+            cancels: parking_lot::Mutex::new(Vec::new()),
         });
         Ok(Server { state, listener, engine })
     }
@@ -180,14 +194,35 @@ impl Server {
         }
         state.log.server("Server shutdown has been initiated.");
         drop(listener);
+        // Running requests are cancelled (a lock wait ends with 3617) and every connection
+        // ends after its current request; idle ones end now. Each session rolls back
+        // what it has not committed as it closes.
+        state.stopping.store(true, Ordering::SeqCst);
+        for cancel in state.cancels.lock().iter() {
+            cancel.store(true, Ordering::SeqCst);
+        }
         tasks.shutdown().await;
+        let started = std::time::Instant::now();
+        while state.busy.load(Ordering::SeqCst) > 0 && started.elapsed() < SHUTDOWN_GRACE {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let running = state.busy.load(Ordering::SeqCst);
+        if running > 0 {
+            state.log.server(&format!(
+                "{running} requests were still running after {} s; their transactions will be rolled back when the databases are next opened.",
+                SHUTDOWN_GRACE.as_secs()
+            ));
+        }
         let shared = state.shared.clone();
         drop(state);
         drop(shared);
-        tokio::task::spawn_blocking(move || engine.shutdown())
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())
+        tokio::task::spawn_blocking(move || {
+            engine.stop_background();
+            engine.shutdown()
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
     }
 }
 

@@ -389,6 +389,7 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
     transport.socket().set_read_timeout(Some(READ_TIMEOUT))?;
     let cancel = conn.logged.session.lock().cancel_handle();
     let watch = Watch::new(&transport, cancel.clone());
+    let _listed = Listed::new(state, &cancel);
     let mut busy = Busy {
         state: state.clone(),
         limits: Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: state.config.max_message_mb << 20 },
@@ -402,16 +403,52 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
         if !busy.transport.buffered() {
             transport::idle_until_readable(&busy.transport).await?;
         }
-        let (b, outcome) = tokio::task::spawn_blocking(move || {
+        let working = Working::start(state);
+        let (b, outcome, working) = tokio::task::spawn_blocking(move || {
             let outcome = busy.serve();
-            (busy, outcome)
+            // Dropped in this order if shutdown no longer waits for the result: the
+            // connection (its session rolls back), then the count shutdown waits on.
+            (busy, outcome, working)
         })
         .await
         .map_err(|e| io::Error::other(format!("request failed: {e}")))?;
+        drop(working);
         busy = b;
         if !outcome? {
             return Ok(());
         }
+    }
+}
+
+/// A connection's cancel flag in `ServerState::cancels` while the connection lives.
+struct Listed(Arc<ServerState>, Arc<AtomicBool>);
+
+impl Listed {
+    fn new(state: &Arc<ServerState>, cancel: &Arc<AtomicBool>) -> Listed {
+        state.cancels.lock().push(cancel.clone());
+        Listed(state.clone(), cancel.clone())
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.0.cancels.lock().retain(|c| !Arc::ptr_eq(c, &self.1));
+    }
+}
+
+/// Counts a connection served by a thread in `ServerState::busy` while it lives.
+struct Working(Arc<ServerState>);
+
+impl Working {
+    fn start(state: &Arc<ServerState>) -> Working {
+        state.busy.fetch_add(1, Ordering::SeqCst);
+        Working(state.clone())
+    }
+}
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -433,6 +470,9 @@ impl Busy {
     /// `Ok(false)` when the client left.
     fn serve(&mut self) -> io::Result<bool> {
         loop {
+            if self.state.stopping.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
             if !transport::wait_readable(&mut self.transport)? {
                 return Ok(true);
             }
@@ -447,6 +487,9 @@ impl Busy {
 
     /// One request and its whole response; false when the client left.
     fn handle(&mut self, msg: Message) -> io::Result<bool> {
+        if self.state.stopping.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
         let version = self.conn.version;
         let reset = msg.status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
         let job: Job = match msg.kind {
@@ -518,12 +561,14 @@ impl Busy {
 
     /// Runs a job and writes its whole response; false when the client left.
     fn run(&mut self, reset: bool, job: Job) -> io::Result<bool> {
-        self.cancel.store(false, Ordering::Relaxed);
+        // A shutdown that began meanwhile cancels this request too.
+        self.cancel.store(self.state.stopping.load(Ordering::SeqCst), Ordering::Relaxed);
         let server = self.state.shared.server_name.clone();
         let c = &mut self.conn;
         let mut sink = TokenSink::new(c.version, c.packet_size, &mut self.transport, self.cancel.clone(), server);
         sink.transaction = c.transaction;
         sink.next_descriptor = c.next_descriptor;
+        sink.stopping = Some(self.state.stopping.clone());
         self.watch.running(true);
         {
             let mut s = c.session.lock();
@@ -535,6 +580,13 @@ impl Busy {
         self.watch.running(false);
         c.transaction = sink.transaction;
         c.next_descriptor = sink.next_descriptor;
+        if self.state.stopping.load(Ordering::SeqCst) {
+            // The shutdown cancelled the request, not the client: no Attention to read.
+            // The client gets the response (the cancelled request's error), then the
+            // connection ends.
+            sink.finish(false)?;
+            return Ok(false);
+        }
         // The watchdog saw bytes from the client while the request ran: an Attention (the
         // only message a client may send then), or its end of stream.
         let mut attention = false;
@@ -615,6 +667,9 @@ pub struct TokenSink<'a> {
     /// its output discarded.
     write_error: Option<io::Error>,
     cancel: Arc<AtomicBool>,
+    /// The server's shutdown flag: a request it cancels gets error 3617 (one an
+    /// attention cancels gets DONE_ATTN instead).
+    pub stopping: Option<Arc<AtomicBool>>,
     server: String,
     columns: Vec<SqlType>,
     /// The last DONE, held back until we know whether more follows (DONE_MORE).
@@ -645,6 +700,7 @@ impl<'a> TokenSink<'a> {
             writer,
             write_error: None,
             cancel,
+            stopping: None,
             server,
             columns: Vec::new(),
             pending: None,
@@ -812,7 +868,8 @@ impl ResultSink for TokenSink<'_> {
     }
 
     fn message(&mut self, m: &SqlError) {
-        if m.number == 3617 && self.cancel.load(Ordering::Relaxed) {
+        let shutdown = self.stopping.as_ref().is_some_and(|s| s.load(Ordering::SeqCst));
+        if m.number == 3617 && self.cancel.load(Ordering::Relaxed) && !shutdown {
             // Cancelled by an attention: the client is told by DONE_ATTN, not an error.
             return;
         }

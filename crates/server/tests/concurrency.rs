@@ -70,7 +70,8 @@ impl Conn {
                     })
                     .collect()),
                 Err(tiberius::error::Error::Server(t)) => Err((t.code(), t.message().to_string())),
-                Err(other) => panic!("{sql}: {other:?}"),
+                // The connection ended (the server shut down): no server error number.
+                Err(other) => Err((0, other.to_string())),
             }
         })
     }
@@ -412,4 +413,132 @@ fn crossing_updates_pick_one_deadlock_victim() {
     assert_eq!(numbers, vec![0, 1205], "{results:?}");
     // The survivor's two increments, nothing of the victim's.
     assert_eq!(c.column("SELECT v FROM t ORDER BY id"), vec![1, 1]);
+}
+
+#[test]
+fn ddl_under_load_loses_no_write() {
+    let server = TestServer::start();
+    let mut c = setup(&server, "CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL, v int NOT NULL DEFAULT 0)");
+    let duration = run_for(Duration::from_secs(4));
+    let stop = Arc::new(AtomicBool::new(false));
+    let ddl = {
+        let (stop, port) = (stop.clone(), server.port());
+        std::thread::spawn(move || {
+            let mut c = Conn::open(port);
+            c.exec("USE conc");
+            let mut rounds = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for sql in [
+                    "CREATE INDEX ik ON t(k)".to_string(),
+                    format!("ALTER TABLE t ADD c{rounds} int NULL"),
+                    "DROP INDEX ik ON t".to_string(),
+                    format!("ALTER TABLE t DROP COLUMN c{rounds}"),
+                ] {
+                    match c.try_query(&sql) {
+                        Ok(_) | Err((1205, _)) => {}
+                        Err(e) => panic!("{sql}: {e:?}"),
+                    }
+                }
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let acknowledged = in_parallel(server.port(), 3, move |w, c| {
+        let mut mine = Vec::new();
+        let mut victims = 0;
+        let started = Instant::now();
+        let mut i = 0i64;
+        while started.elapsed() < duration {
+            let id = w as i64 * 1_000_000 + i;
+            let sql = match w {
+                0 => format!("INSERT INTO t (id, k) VALUES ({id}, {})", i % 100),
+                1 => "SELECT COUNT(*), SUM(k) FROM t WHERE k >= 0".to_string(),
+                _ => format!("UPDATE t SET v = v + 1 WHERE k = {}", i % 100),
+            };
+            match c.try_query(&sql) {
+                Ok(_) if w == 0 => mine.push(id),
+                Ok(_) => {}
+                Err((1205, _)) => victims += 1,
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+            i += 1;
+        }
+        (mine, victims)
+    });
+    stop.store(true, Ordering::Relaxed);
+    let rounds = ddl.join().expect("the DDL connection failed");
+    let inserted: Vec<i64> = acknowledged.iter().flat_map(|(m, _)| m.iter().copied()).collect();
+    let stored = c.column("SELECT id FROM t ORDER BY id");
+    assert_eq!(stored, inserted, "every acknowledged insert is there, nothing else");
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM t WHERE k >= 0"), inserted.len() as i64);
+    assert!(rounds > 0 && !inserted.is_empty());
+    eprintln!(
+        "ddl under load: {rounds} DDL rounds, {} inserts, {} deadlock victims",
+        inserted.len(),
+        acknowledged.iter().map(|(_, v)| v).sum::<u64>()
+    );
+}
+
+#[test]
+fn shutdown_ends_blocked_and_busy_sessions_and_loses_nothing_committed() {
+    let mut server = TestServer::start();
+    let mut c = setup(&server, "CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL); INSERT INTO t VALUES (1, 0)");
+    // An open transaction with an uncommitted change, a session blocked behind it with
+    // no lock timeout, and a session inserting flat out.
+    c.exec("BEGIN TRAN; UPDATE t SET v = 99 WHERE id = 1");
+    let port = server.port();
+    let blocked = std::thread::spawn(move || {
+        let mut b = Conn::open(port);
+        b.exec("USE conc");
+        b.try_query("UPDATE t SET v = v + 1 WHERE id = 1").map(|_| ())
+    });
+    let inserter = std::thread::spawn(move || {
+        let mut w = Conn::open(port);
+        w.exec("USE conc");
+        let mut committed = Vec::new();
+        for id in 2.. {
+            match w.try_query(&format!("INSERT INTO t VALUES ({id}, {id})")) {
+                Ok(_) => committed.push(id),
+                Err(_) => break,
+            }
+        }
+        committed
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    // A second server on the same data directory is refused while this one runs.
+    let mut second = server.config.clone();
+    second.port = 0;
+    let refused = tessera_server::RunningServer::start(second).err().expect("the data directory is in use");
+    assert!(refused.contains("another tessera process"), "{refused}");
+
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let stopper = std::thread::spawn(move || {
+        server.restart();
+        done_tx.send(()).unwrap();
+        server
+    });
+    done_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("shutdown finished with sessions busy, blocked and in a transaction");
+    let server = stopper.join().unwrap();
+    // The blocked update was cancelled, or got its lock when the open transaction rolled
+    // back and committed before its connection closed.
+    let blocked = blocked.join().unwrap();
+    let committed = inserter.join().unwrap();
+    assert!(server.errorlog().contains("Server shutdown has been initiated."));
+
+    let mut c = Conn::open(server.port());
+    c.exec("USE conc");
+    let expected = if blocked.is_ok() { 1 } else { 0 };
+    assert_eq!(c.scalar("SELECT v FROM t WHERE id = 1"), expected, "the open transaction rolled back ({blocked:?})");
+    let stored = c.column("SELECT id FROM t WHERE id > 1 ORDER BY id");
+    // Every acknowledged insert is there (one more may have committed as the connection closed).
+    assert!(
+        stored.len() >= committed.len() && stored.len() <= committed.len() + 1,
+        "{} of {}",
+        stored.len(),
+        committed.len()
+    );
+    assert_eq!(&stored[..committed.len()], &committed[..]);
 }

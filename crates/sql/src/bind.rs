@@ -245,7 +245,10 @@ fn qualified_name(c: &ScopeColumn) -> String {
 /// Dependencies of a plan on catalog versions.
 #[derive(Default)]
 pub struct Dependencies {
-    pub databases: Vec<String>,
+    /// Databases whose catalogs the statement was bound against, with their versions.
+    pub databases: Vec<(String, u64)>,
+    /// Tables the statement reads or changes: (database, object id).
+    pub tables: Vec<(String, i32)>,
 }
 
 pub struct Binder<'a> {
@@ -666,9 +669,12 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn depend(&mut self, db: &str) {
-        if !self.deps.databases.iter().any(|d| d.eq_ignore_ascii_case(db)) {
-            self.deps.databases.push(db.to_lowercase());
+    /// Records that the statement was bound against version `version` of `db`'s catalog
+    /// (the oldest, if it read several): the plan is stale once the catalog moves on.
+    fn depend(&mut self, db: &str, version: u64) {
+        match self.deps.databases.iter_mut().find(|d| d.0.eq_ignore_ascii_case(db)) {
+            Some(d) => d.1 = d.1.min(version),
+            None => self.deps.databases.push((db.to_lowercase(), version)),
         }
     }
 
@@ -726,7 +732,7 @@ impl<'a> Binder<'a> {
         let database = self.shared.database(&db)?;
         let catalog = self.shared.catalog(&database)?;
         Ok(catalog.module(&schema, &obj).cloned().map(|m| {
-            self.depend(database.name());
+            self.depend(database.name(), catalog.version);
             (database.name().to_string(), m)
         }))
     }
@@ -835,9 +841,15 @@ impl<'a> Binder<'a> {
         }
         let database = self.shared.database(&db)?;
         let catalog = self.shared.catalog(&database)?;
-        self.depend(database.name());
+        self.depend(database.name(), catalog.version);
         match catalog.table(&schema, &obj) {
-            Some(t) => Ok(ResolvedTable { db: database.name().to_string(), table: t.clone() }),
+            Some(t) => {
+                let used = (database.name().to_string(), t.id);
+                if !self.deps.tables.contains(&used) {
+                    self.deps.tables.push(used);
+                }
+                Ok(ResolvedTable { db: database.name().to_string(), table: t.clone() })
+            }
             None => Err(invalid_object(&object_display(name))),
         }
     }

@@ -20,11 +20,14 @@ use crate::error::SqlResult;
 pub const DEFAULT_BUDGET_BYTES: usize = 64 << 20;
 
 /// A compiled statement, the catalog versions (database name, version) it depends on,
-/// and a fingerprint of the session state it was bound in (temp table names, IDENTITY_INSERT).
+/// a fingerprint of the session state it was bound in (temp table names, IDENTITY_INSERT),
+/// and the objects (database, object id) it uses, which it holds schema-stability locks
+/// on while it runs.
 pub struct Compiled<T> {
     pub versions: Vec<(String, u64)>,
     pub context: u64,
     pub plan: Arc<T>,
+    pub objects: Vec<(String, i32)>,
 }
 
 pub struct CachedBatch<T> {
@@ -44,6 +47,11 @@ impl<T> CachedBatch<T> {
         let plans = self.plans.lock();
         let c = plans.get(&stmt)?;
         (c.context == context && c.versions.iter().all(|(db, v)| current(db) == Some(*v))).then(|| c.plan.clone())
+    }
+
+    /// The objects the statement's compiled plan uses (empty if it has none).
+    pub fn objects(&self, stmt: usize) -> Vec<(String, i32)> {
+        self.plans.lock().get(&stmt).map(|c| c.objects.clone()).unwrap_or_default()
     }
 
     pub fn store(&self, stmt: usize, compiled: Compiled<T>) {
@@ -197,7 +205,16 @@ mod tests {
     fn plans_are_rebound_when_versions_change() {
         let cache: PlanCache<u32> = PlanCache::new(1 << 20);
         let b = cache.get_or_parse("db", "x", parse).unwrap();
-        b.store(7, Compiled { versions: vec![("db".into(), 3)], context: 0, plan: Arc::new(42) });
+        b.store(
+            7,
+            Compiled {
+                versions: vec![("db".into(), 3)],
+                context: 0,
+                plan: Arc::new(42),
+                objects: vec![("db".into(), 5)],
+            },
+        );
+        assert_eq!(b.objects(7), vec![("db".to_string(), 5)]);
         assert_eq!(b.plan(7, 0, |_| Some(3)).as_deref(), Some(&42));
         assert!(b.plan(7, 0, |_| Some(4)).is_none());
         assert!(b.plan(7, 1, |_| Some(3)).is_none(), "another session's context");

@@ -7,6 +7,7 @@
 //! or dropped) rebuild the table into new trees inside the session's transaction.
 
 use std::sync::Arc;
+use tessera_database::{Hold, LockMode, ReadLocks, RowLock};
 
 use tessera_database::{DatabaseOptions, DelayedDurability, RecoveryModel};
 
@@ -555,8 +556,71 @@ fn find_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(Arc<tessera_da
     Ok((database, rt.table))
 }
 
+/// Resolves a table for DDL and locks it: a schema-modification lock on its definition
+/// (waiting for every statement using it, and keeping new ones out until this statement
+/// ends), then a shared table lock on each of its trees, which waits for every
+/// transaction with uncommitted changes in them (they hold IX to their end) and keeps new
+/// writers out. Nobody else can then read or change the trees, so DDL may copy, replace
+/// or drop them; the shared lock (not X) lets DDL's own transaction (`in_own_transaction`)
+/// read them. Returns the definition as it is once locked.
+fn lock_for_ddl(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
+    loop {
+        let (database, table) = find_table(ctx, name)?;
+        ctx.transaction(database.name())?.lock_schema(table.id as u32, LockMode::SchemaModification)?;
+        let (database, now) = find_table(ctx, name)?;
+        if now.id != table.id {
+            // Dropped and created again while this statement waited.
+            continue;
+        }
+        lock_trees(ctx, &database, &now)?;
+        return Ok((database, now));
+    }
+}
+
+/// The shared table locks `lock_for_ddl` takes on each tree of a table.
+fn lock_trees(ctx: &mut ExecCtx, database: &tessera_database::Database, table: &Table) -> SqlResult<()> {
+    let shared =
+        ReadLocks { row: RowLock::Committed, table: Some((LockMode::Shared, Hold::Transaction)), skip_locked: false };
+    for ix in &table.indexes {
+        if let Some(tree) = database.table(&ix.tree) {
+            ctx.transaction(database.name())?.lock_table_for_read(tree, shared)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rebuilds the nonclustered index `ix` of `table` from the table's rows into a new tree
+/// (DBCC CHECKDB … REPAIR_REBUILD): the table is locked as for DDL, the new tree built in
+/// a transaction of its own, the definition pointed at it, the old tree dropped.
+pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> SqlResult<()> {
+    let database = ctx.shared.database(db)?;
+    ctx.transaction(db)?.lock_schema(table.id as u32, LockMode::SchemaModification)?;
+    let Some(now) = ctx.shared.catalog(&database)?.table(&table.schema, &table.name).cloned() else {
+        return Ok(());
+    };
+    if now.id != table.id || ix >= now.indexes.len() || now.indexes[ix].name != table.indexes[ix].name {
+        // Changed by DDL since it was checked: nothing to repair here.
+        return Ok(());
+    }
+    lock_trees(ctx, &database, &now)?;
+    let version = ctx.shared.catalog(&database)?.version;
+    let mut new = (*now).clone();
+    let old_tree = new.indexes[ix].tree.clone();
+    new.indexes[ix].tree = tree_name(now.id, now.indexes[ix].id, version.wrapping_add(2_000_000));
+    database.create_table(&new.indexes[ix].tree)?;
+    let target = target_for(ctx, db, Arc::new(new.clone()))?;
+    let index = new.indexes[ix].clone();
+    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target, &index)) {
+        let _ = database.drop_table(&index.tree);
+        return Err(e);
+    }
+    save_definition(ctx, &database, new)?;
+    database.drop_table(&old_tree)?;
+    Ok(())
+}
+
 pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
-    let (database, table) = match find_table(ctx, name) {
+    let (database, table) = match lock_for_ddl(ctx, name) {
         Ok(t) => t,
         Err(e) if e.number == 208 || e.number == 911 => {
             if if_exists {
@@ -713,7 +777,7 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
 }
 
 fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
-    let (database, table) = find_table(ctx, name)?;
+    let (database, table) = lock_for_ddl(ctx, name)?;
     let db = database.name().to_string();
     let catalog = ctx.shared.catalog(&database)?;
     let salt = catalog.version.wrapping_mul(31);
@@ -1032,7 +1096,7 @@ fn constraint_failed(e: SqlError) -> SqlError {
 }
 
 pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
-    let (database, table) = find_table(ctx, name).map_err(|e| match e.number {
+    let (database, table) = lock_for_ddl(ctx, name).map_err(|e| match e.number {
         208 | 911 => SqlError::new(
             4701,
             format!(
@@ -1056,7 +1120,7 @@ pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
 }
 
 pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
-    let (database, table) = find_table(ctx, &ci.table)?;
+    let (database, table) = lock_for_ddl(ctx, &ci.table)?;
     if table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&ci.name.value)) {
         return Err(SqlError::new(
             1913,
@@ -1128,7 +1192,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
 }
 
 pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_exists: bool) -> SqlResult<()> {
-    let (database, table) = find_table(ctx, table_name)?;
+    let (database, table) = lock_for_ddl(ctx, table_name)?;
     let Some(pos) = table.indexes.iter().position(|i| !i.is_heap() && i.name.eq_ignore_ascii_case(&index.value)) else {
         if if_exists {
             return Ok(());

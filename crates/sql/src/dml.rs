@@ -734,7 +734,8 @@ fn map_duplicate(e: tessera_database::Error, table: &Table, index: &Index, row: 
     }
 }
 
-fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
+/// A row in the storage format of its table (FixedVar).
+pub fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
     let stored: Vec<row::Value> = row.iter().zip(&table.columns).map(|(v, c)| types::to_storage(v, &c.ty)).collect();
     let schema = plan::row_schema(table)?;
     Ok(row::encode(&schema, &stored)?)

@@ -86,6 +86,7 @@ impl From<tessera_io::Error> for SqlError {
         let severity = match number {
             823 | 824 => 24,
             1205 => 13,
+            3617 => 25,
             9002 | 1105 => 17,
             802 => 17,
             _ => 16,

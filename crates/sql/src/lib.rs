@@ -5,6 +5,7 @@ pub mod backup;
 pub mod bind;
 pub mod cache;
 pub mod catalog;
+pub mod checkdb;
 pub mod config;
 pub mod ddl;
 pub mod dml;

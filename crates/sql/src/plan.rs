@@ -965,7 +965,7 @@ fn locked_rows(
 
 /// The key of a row's entry in the table's nonclustered index `index` (a non-unique
 /// index appends the clustered key).
-fn index_entry(table: &Table, index: usize, row: &[Value], row_key: &[u8]) -> SqlResult<Vec<u8>> {
+pub fn index_entry(table: &Table, index: usize, row: &[Value], row_key: &[u8]) -> SqlResult<Vec<u8>> {
     let ix = &table.indexes[index];
     let values: Vec<Value> = ix.columns.iter().map(|&(c, _)| row[c].clone()).collect();
     let mut k = KeyBuf::new();

@@ -302,7 +302,9 @@ impl Transactions {
     }
 
     /// Ends the running statement's locks in every open transaction (statement-duration
-    /// update locks not converted to X are released).
+    /// locks — schema stability, update locks not converted to X — are released). Called
+    /// for top-level statements only: a statement inside a procedure or function keeps
+    /// them until the statement that called it ends.
     pub fn end_statement(&mut self) {
         for t in &mut self.open {
             t.end_statement();
@@ -448,6 +450,23 @@ impl SessionState {
         self.trace_flags.contains(&flag) || shared.global_trace_flags.lock().contains(&flag)
     }
 
+    /// The session's transaction in `db`, begun on first use.
+    pub fn transaction(&mut self, shared: &Shared, db: &str) -> SqlResult<&mut Transaction> {
+        if let Some(i) = self.txns.position(db) {
+            return Ok(&mut self.txns.open[i]);
+        }
+        let database = shared.database(db)?;
+        let mut t = database.begin();
+        // Trace flag 652: scans read no pages ahead.
+        t.set_read_ahead(!self.has_trace_flag(shared, 652));
+        t.set_lock_timeout(lock_timeout(self.options.lock_timeout));
+        t.set_cancel(self.cancel.clone());
+        let txns = &mut self.txns;
+        txns.statement_marks.push((database.name().to_string(), t.savepoint()));
+        txns.open.push(t);
+        Ok(txns.open.last_mut().expect("just pushed"))
+    }
+
     /// A new sp_prepare handle.
     pub fn next_prepared_handle(&mut self) -> i32 {
         let h = self.next_handle;
@@ -488,18 +507,7 @@ impl<'a> ExecCtx<'a> {
 
     /// The session's transaction in `db`, begun on first use.
     pub fn transaction(&mut self, db: &str) -> SqlResult<&mut Transaction> {
-        if let Some(i) = self.session.txns.position(db) {
-            return Ok(&mut self.session.txns.open[i]);
-        }
-        let database = self.shared.database(db)?;
-        let mut t = database.begin();
-        // Trace flag 652: scans read no pages ahead.
-        t.set_read_ahead(!self.session.has_trace_flag(self.shared, 652));
-        t.set_lock_timeout(lock_timeout(self.session.options.lock_timeout));
-        let txns = &mut self.session.txns;
-        txns.statement_marks.push((database.name().to_string(), t.savepoint()));
-        txns.open.push(t);
-        Ok(txns.open.last_mut().expect("just pushed"))
+        self.session.transaction(self.shared, db)
     }
 
     pub fn row_schema(&self, table: &Table) -> SqlResult<tessera_access::row::RowSchema> {

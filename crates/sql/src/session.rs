@@ -17,6 +17,8 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use tessera_database::LockMode;
+
 use crate::ast::{self, AlterLoginAction, Statement, StatementKind};
 use crate::bind::{Binder, BoundQuery};
 use crate::cache::{CachedBatch, Compiled};
@@ -716,10 +718,10 @@ impl<'a> Runner<'a> {
         }
         let mut b = Binder::new(self.shared, self.state, vars);
         let prepared = compile(&mut b)?;
-        let deps = std::mem::take(&mut b.deps.databases);
-        let versions = deps.iter().filter_map(|d| self.current_version(d).map(|v| (d.clone(), v))).collect();
+        let versions = std::mem::take(&mut b.deps.databases);
+        let objects = std::mem::take(&mut b.deps.tables);
         let plan = Arc::new(prepared);
-        self.batch.store(key, Compiled { versions, context, plan: plan.clone() });
+        self.batch.store(key, Compiled { versions, context, plan: plan.clone(), objects });
         Ok(plan)
     }
 
@@ -753,6 +755,24 @@ impl<'a> Runner<'a> {
             }
             _ => return Ok(None),
         }))
+    }
+
+    /// The statement's plan, with a schema-stability lock on every object it uses (held
+    /// to the end of the statement, so no DDL changes them while it runs). A plan bound
+    /// before a DDL that committed while the locks were awaited is bound again.
+    fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
+        let mut plan = self.compile_statement(s)?.expect("compiled statement");
+        loop {
+            let objects = self.batch.objects(addr(s));
+            for (db, id) in &objects {
+                self.state.transaction(self.shared, db)?.lock_schema(*id as u32, LockMode::SchemaStability)?;
+            }
+            let now = self.compile_statement(s)?.expect("compiled statement");
+            if Arc::ptr_eq(&now, &plan) {
+                return Ok(plan);
+            }
+            plan = now;
+        }
     }
 
     /// Binds every statement up front; errors other than a missing object end the batch.
@@ -870,7 +890,9 @@ impl<'a> Runner<'a> {
         self.state.null_eliminated = false;
         match self.exec(s) {
             Ok(flow) => {
-                self.state.txns.end_statement();
+                if self.state.nest_level == 0 {
+                    self.state.txns.end_statement();
+                }
                 if self.state.txns.count == 0 {
                     if let Err(e) = self.state.txns.commit_all(false) {
                         return self.fail(s, e);
@@ -905,7 +927,9 @@ impl<'a> Runner<'a> {
             let _ = txns.rollback_all();
         } else {
             let _ = txns.rollback_statement();
-            txns.end_statement();
+            if self.state.nest_level == 0 {
+                txns.end_statement();
+            }
             if doom {
                 txns.doomed = true;
             }
@@ -1018,7 +1042,7 @@ impl<'a> Runner<'a> {
             | StatementKind::Update(_)
             | StatementKind::Delete(_)
             | StatementKind::SetVariable { .. } => {
-                let p = self.compile_statement(s)?.expect("compiled statement");
+                let p = self.compile_locked(s)?;
                 self.changing = matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_));
                 self.run_prepared(&p)?;
                 self.changing = false;
@@ -2325,6 +2349,74 @@ impl<'a> Runner<'a> {
         Err(e)
     }
 
+    /// DBCC CHECKDB: the engine's structural checks (trees, allocation), then every
+    /// nonclustered index against its table (`checkdb`), each error as SQL Server reports
+    /// it, a line per damaged table and the total; with REPAIR_REBUILD each damaged index
+    /// is rebuilt from its table.
+    fn checkdb(&mut self, s: &Statement, name: &str, repair: bool, quiet: bool) -> SqlResult<()> {
+        let db = self.shared.database(name)?;
+        let mut errors = 0;
+        if let Err(e) = db.check() {
+            self.sink.message(&SqlError::new(8939, format!("Table error: {e}")).at_line(s.line));
+            errors += 1;
+        }
+        let findings = self.with_ctx(|ctx| crate::checkdb::check_indexes(ctx, db.name()))?;
+        for f in &findings {
+            if f.errors.is_empty() {
+                continue;
+            }
+            for e in &f.errors {
+                self.sink.message(&e.clone().at_line(s.line));
+            }
+            errors += f.error_count();
+            self.sink.message(&info(
+                8990,
+                format!(
+                    "CHECKDB found 0 allocation errors and {} consistency errors in table '{}' (object ID {}).",
+                    f.error_count(),
+                    f.table.name,
+                    f.table.id
+                ),
+            ));
+        }
+        if errors > 0 || !quiet {
+            self.sink.message(&info(
+                8989,
+                format!(
+                    "CHECKDB found 0 allocation errors and {errors} consistency errors in database '{}'.",
+                    db.name()
+                ),
+            ));
+        }
+        if errors == 0 {
+            return Ok(());
+        }
+        if !repair {
+            self.sink.message(&info(
+                8958,
+                format!(
+                    "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB ({}).",
+                    db.name()
+                ),
+            ));
+            return Ok(());
+        }
+        let mut fixed = 0;
+        for f in &findings {
+            for &ix in &f.damaged {
+                self.with_ctx(|ctx| ddl::rebuild_index(ctx, db.name(), &f.table, ix))?;
+            }
+            if !f.damaged.is_empty() {
+                fixed += f.error_count();
+            }
+        }
+        self.sink.message(&info(
+            8989,
+            format!("CHECKDB fixed 0 allocation errors and {fixed} consistency errors in database '{}'.", db.name()),
+        ));
+        Ok(())
+    }
+
     fn dbcc(&mut self, s: &Statement, command: &str, args: &[ast::Expr], options: &[String]) -> SqlResult<()> {
         let quiet = options.iter().any(|o| o.eq_ignore_ascii_case("NO_INFOMSGS"));
         let completed = "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
@@ -2353,30 +2445,11 @@ impl<'a> Runner<'a> {
                 if !self.shared.engine.exists(&name) {
                     return Err(crate::runtime::database_not_found(&name));
                 }
-                let db = self.shared.database(&name)?;
-                match db.check() {
-                    Ok(_) => {
-                        if !quiet {
-                            self.sink.message(&info(
-                                8989,
-                                format!(
-                                    "CHECKDB found 0 allocation errors and 0 consistency errors in database '{}'.",
-                                    db.name()
-                                ),
-                            ));
-                        }
-                    }
-                    Err(e) => {
-                        self.sink.message(&SqlError::new(8939, format!("Table error: {e}")).at_line(s.line));
-                        self.sink.message(&info(
-                            8989,
-                            format!(
-                                "CHECKDB found 0 allocation errors and 1 consistency errors in database '{}'.",
-                                db.name()
-                            ),
-                        ));
-                    }
-                }
+                let repair = args.iter().skip(1).any(|a| {
+                    matches!(a, ast::Expr::Column(n)
+                        if matches!(n.name().value.to_uppercase().as_str(), "REPAIR_REBUILD" | "REPAIR_ALLOW_DATA_LOSS"))
+                });
+                self.checkdb(s, &name, repair, quiet)?;
             }
             "TRACEON" | "TRACEOFF" => {
                 let global = numbers.contains(&-1);

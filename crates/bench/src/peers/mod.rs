@@ -2,4 +2,5 @@
 //! Every function has the signature of its counterpart in [`crate::tessera_side`].
 
 pub mod lmdb;
+pub mod postgres;
 pub mod sqlite;

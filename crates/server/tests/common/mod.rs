@@ -9,6 +9,7 @@ pub const PASSWORD: &str = "Tessera-Test-1";
 pub struct TestServer {
     pub server: Option<RunningServer>,
     pub dir: tempfile::TempDir,
+    pub config: Config,
 }
 
 impl TestServer {
@@ -27,8 +28,18 @@ impl TestServer {
             ..Config::default()
         };
         tweak(&mut config);
-        let server = RunningServer::start(config).unwrap();
-        TestServer { server: Some(server), dir }
+        let server = RunningServer::start(config.clone()).unwrap();
+        TestServer { server: Some(server), dir, config }
+    }
+
+    /// Stops the server (as SIGTERM would) and starts a new one on the same data
+    /// directory and port.
+    pub fn restart(&mut self) {
+        if let Some(s) = self.server.take() {
+            self.config.port = s.addr.port();
+            s.stop().unwrap();
+        }
+        self.server = Some(RunningServer::start(self.config.clone()).unwrap());
     }
 
     pub fn port(&self) -> u16 {

@@ -1,0 +1,169 @@
+//! DBCC CHECKDB's logical checks: every nonclustered index agrees with its table.
+//!
+//! The structural checks (every tree well formed, every page allocated exactly once)
+//! are `Database::check`'s. Here, for each table, under a shared table lock (writers
+//! wait; the check sees one state): every row's entry in each nonclustered index must
+//! exist and point back at the row (SQL Server's 8951 with 8955), and every index entry
+//! must be the entry of the row it points at (8952 with 8956). A unique index stores
+//! its key alone, so two rows with one key leave one of them without its entry (8951).
+//! `REPAIR_REBUILD` rebuilds each index found damaged from the table's rows.
+
+use std::sync::Arc;
+
+use tessera_database::{Direction, Hold, LockMode, ReadLocks, RowLock, TableId};
+
+use crate::catalog::{Object, Table};
+use crate::error::{SqlError, SqlResult};
+use crate::plan::{decode_row, index_entry, row_schema};
+use crate::runtime::ExecCtx;
+use crate::types::{self, Value};
+
+/// What the checks found in one table.
+pub struct TableFindings {
+    pub table: Arc<Table>,
+    /// The error messages, in pairs (8951 + 8955, 8952 + 8956).
+    pub errors: Vec<SqlError>,
+    /// Positions (in `table.indexes`) of the indexes found damaged.
+    pub damaged: Vec<usize>,
+}
+
+impl TableFindings {
+    /// Consistency errors as CHECKDB counts them (one per pair of messages).
+    pub fn error_count(&self) -> usize {
+        self.errors.len() / 2
+    }
+}
+
+/// Checks every user table of `db` (tables in tempdb belong to sessions and are skipped).
+pub fn check_indexes(ctx: &mut ExecCtx, db: &str) -> SqlResult<Vec<TableFindings>> {
+    let database = ctx.shared.database(db)?;
+    let catalog = ctx.shared.catalog(&database)?;
+    let mut tables: Vec<Arc<Table>> = catalog
+        .objects()
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::Table(t) if t.indexes.len() > 1 => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    tables.sort_by_key(|t| t.id);
+    tables.into_iter().map(|t| check_table(ctx, db, t)).collect()
+}
+
+fn tree_of(ctx: &mut ExecCtx, db: &str, table: &Table, index: usize) -> SqlResult<TableId> {
+    let tx = ctx.transaction(db)?;
+    tx.database().table(&table.indexes[index].tree).ok_or_else(|| crate::bind::invalid_object(&table.name))
+}
+
+fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<TableFindings> {
+    let shared_lock =
+        ReadLocks { row: RowLock::Committed, table: Some((LockMode::Shared, Hold::Statement)), skip_locked: false };
+    let rows_tree = tree_of(ctx, db, &table, 0)?;
+    ctx.transaction(db)?.lock_table_for_read(rows_tree, shared_lock)?;
+    let mut findings = TableFindings { table: table.clone(), errors: Vec::new(), damaged: Vec::new() };
+    let schema = row_schema(&table)?;
+    for ix in 1..table.indexes.len() {
+        let index_tree = tree_of(ctx, db, &table, ix)?;
+        let tx = ctx.transaction(db)?;
+        tx.lock_table_for_read(index_tree, shared_lock)?;
+        let mut damaged = false;
+        // Every row has its entry.
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = tx
+            .scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, Direction::Forward)
+            .collect::<Result<_, _>>()?;
+        for (row_key, bytes) in &rows {
+            let row = decode_row(&table, &schema, bytes)?;
+            let entry = index_entry(&table, ix, &row, row_key)?;
+            if tx.get(index_tree, &entry)?.as_deref() != Some(&row_key[..]) {
+                damaged = true;
+                findings.errors.push(missing_entry(&table, ix));
+                findings.errors.push(SqlError::new(
+                    8955,
+                    format!(
+                        "Data row identified by ({}) with index values '{}'.",
+                        values(&table, 0, &row),
+                        values(&table, ix, &row)
+                    ),
+                ));
+            }
+        }
+        // Every entry belongs to its row.
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = tx
+            .scan(index_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, Direction::Forward)
+            .collect::<Result<_, _>>()?;
+        for (entry, row_key) in &entries {
+            let row = match tx.get(rows_tree, row_key)? {
+                Some(bytes) => Some(decode_row(&table, &schema, &bytes)?),
+                None => None,
+            };
+            let matches = match &row {
+                Some(r) => &index_entry(&table, ix, r, row_key)? == entry,
+                None => false,
+            };
+            if !matches {
+                damaged = true;
+                findings.errors.push(extra_entry(&table, ix));
+                let pointing = match &row {
+                    Some(r) => values(&table, 0, r),
+                    None => format!("a missing row, key 0x{}", hex(row_key)),
+                };
+                findings.errors.push(SqlError::new(
+                    8956,
+                    format!("Index row with key 0x{} pointing to the data row identified by ({pointing}).", hex(entry)),
+                ));
+            }
+        }
+        if damaged {
+            findings.damaged.push(ix);
+        }
+    }
+    Ok(findings)
+}
+
+fn object_label(table: &Table) -> String {
+    format!("table '{}' (ID {})", table.name, table.id)
+}
+
+fn missing_entry(table: &Table, ix: usize) -> SqlError {
+    let index = &table.indexes[ix];
+    SqlError::new(
+        8951,
+        format!(
+            "Table error: {}. Data row does not have a matching index row in the index '{}' (ID {}). Possible missing or invalid keys for the index row matching:",
+            object_label(table),
+            index.name,
+            index.id
+        ),
+    )
+}
+
+fn extra_entry(table: &Table, ix: usize) -> SqlError {
+    let index = &table.indexes[ix];
+    SqlError::new(
+        8952,
+        format!(
+            "Table error: {}. Index row in index '{}' (ID {}) does not match any data row. Possible extra or invalid keys for:",
+            object_label(table),
+            index.name,
+            index.id
+        ),
+    )
+}
+
+/// `col = value and …` over an index's key columns (the clustered key for index 0, or
+/// every column of a heap).
+fn values(table: &Table, ix: usize, row: &[Value]) -> String {
+    let cols: Vec<usize> = if table.indexes[ix].is_heap() {
+        (0..table.columns.len()).collect()
+    } else {
+        table.indexes[ix].columns.iter().map(|&(c, _)| c).collect()
+    };
+    cols.iter()
+        .map(|&c| format!("{} = {}", table.columns[c].name, types::display_text(&row[c], &table.columns[c].ty)))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
+}

@@ -24,7 +24,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Mutex, MutexGuard};
 use tessera_io::{Error, Result};
 use tessera_log::TxnId;
 
@@ -125,10 +125,22 @@ impl LockMode {
 /// is granted only when it is compatible with the holders and with every request queued
 /// before it (so a stream of readers cannot starve a waiting writer, nor statements a
 /// waiting DDL); a conversion (the requester already holds the resource) skips the queue.
+///
+/// Each waiter sleeps on its own thread's park token; whoever changes an entry (a
+/// release, a grant, a waiter giving up) wakes exactly the waiters that could now be
+/// granted, so handing a hot row from one transaction to the next wakes one thread, not
+/// every waiter of the lock table's shard.
 #[derive(Default)]
 struct Entry {
     holders: Vec<(TxnId, LockMode)>,
-    queue: Vec<(TxnId, LockMode)>,
+    queue: Vec<Waiter>,
+}
+
+/// A request waiting for a resource (conversions by holders included).
+struct Waiter {
+    txn: TxnId,
+    mode: LockMode,
+    thread: std::thread::Thread,
 }
 
 impl Entry {
@@ -136,19 +148,32 @@ impl Entry {
         self.holders.is_empty() && self.queue.is_empty()
     }
 
-    /// The transactions a request by `txn` for `wanted` must wait for.
+    /// The transactions a request by `txn` for `wanted` must wait for: incompatible
+    /// holders and, unless it converts a lock it holds, incompatible requests queued ahead.
     fn blockers(&self, txn: TxnId, wanted: LockMode, converting: bool) -> Vec<TxnId> {
-        let ahead = if converting { 0 } else { self.queue.iter().position(|q| q.0 == txn).unwrap_or(self.queue.len()) };
+        let ahead =
+            if converting { 0 } else { self.queue.iter().position(|w| w.txn == txn).unwrap_or(self.queue.len()) };
         self.holders
             .iter()
-            .chain(&self.queue[..ahead])
-            .filter(|&&(t, m)| t != txn && !m.compatible(wanted))
-            .map(|&(t, _)| t)
+            .copied()
+            .chain(self.queue[..ahead].iter().map(|w| (w.txn, w.mode)))
+            .filter(|&(t, m)| t != txn && !m.compatible(wanted))
+            .map(|(t, _)| t)
             .collect()
     }
 
     fn leave_queue(&mut self, txn: TxnId) {
-        self.queue.retain(|q| q.0 != txn);
+        self.queue.retain(|w| w.txn != txn);
+    }
+
+    /// Wakes every waiter whose request could be granted now.
+    fn wake_grantable(&self) {
+        for w in &self.queue {
+            let converting = self.holders.iter().any(|h| h.0 == w.txn);
+            if self.blockers(w.txn, w.mode, converting).is_empty() {
+                w.thread.unpark();
+            }
+        }
     }
 }
 
@@ -174,21 +199,21 @@ impl Wait<'_> {
 pub const MAX_LOCKS_PER_TXN: usize = 5_000_000;
 
 pub struct LockManager {
-    shards: Vec<(Mutex<Table>, Condvar)>,
+    shards: Vec<Mutex<Table>>,
     waits_for: Mutex<HashMap<TxnId, Vec<TxnId>>>,
 }
 
 impl Default for LockManager {
     fn default() -> Self {
         LockManager {
-            shards: (0..SHARDS).map(|_| (Mutex::new(Table::default()), Condvar::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
             waits_for: Mutex::new(HashMap::new()),
         }
     }
 }
 
 impl LockManager {
-    fn shard(&self, r: &Resource) -> &(Mutex<Table>, Condvar) {
+    fn shard(&self, r: &Resource) -> &Mutex<Table> {
         &self.shards[(r.mix() >> 58) as usize % SHARDS]
     }
 
@@ -202,8 +227,7 @@ impl LockManager {
     /// Acquires `mode` on `r` only if no other transaction holds a conflicting lock;
     /// never waits. `None`: not granted; `Some(new)`: held now, `new` as for [`lock`](Self::lock).
     pub fn try_lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> Option<bool> {
-        let (mutex, _) = self.shard(&r);
-        let mut map = mutex.lock();
+        let mut map = self.shard(&r).lock();
         let entry = map.entry(r).or_default();
         let converting = entry.holders.iter().any(|h| h.0 == txn);
         if !entry.blockers(txn, mode, converting).is_empty() {
@@ -232,8 +256,7 @@ impl LockManager {
 
     fn acquire(&self, txn: TxnId, r: Resource, mode: LockMode, keep: bool, wait: Wait) -> Result<bool> {
         let timeout = wait.timeout;
-        let (mutex, cv) = self.shard(&r);
-        let mut map = mutex.lock();
+        let mut map = self.shard(&r).lock();
         let started = Instant::now();
         loop {
             let entry = map.entry(r).or_default();
@@ -254,14 +277,15 @@ impl LockManager {
                 };
                 if entry.is_unused() {
                     map.remove(&r);
-                } else if !keep {
+                } else {
                     // Leaving the queue may let the requests behind go.
-                    cv.notify_all();
+                    entry.wake_grantable();
                 }
                 return Ok(granted);
             }
-            if mine.is_none() && !entry.queue.iter().any(|q| q.0 == txn) {
-                entry.queue.push((txn, wanted));
+            match entry.queue.iter_mut().find(|w| w.txn == txn) {
+                Some(w) => w.mode = wanted,
+                None => entry.queue.push(Waiter { txn, mode: wanted, thread: std::thread::current() }),
             }
             let failure = {
                 let mut graph = self.waits_for.lock();
@@ -279,44 +303,45 @@ impl LockManager {
                 entry.leave_queue(txn);
                 if entry.is_unused() {
                     map.remove(&r);
+                } else {
+                    entry.wake_grantable();
                 }
-                cv.notify_all();
                 return Err(e);
             }
+            // Woken when the request may be grantable; every few milliseconds regardless,
+            // to look for deadlocks formed since, the timeout and a cancel.
             let nap = Duration::from_millis(5);
             let nap = timeout.map_or(nap, |limit| nap.min(limit.saturating_sub(started.elapsed())));
-            cv.wait_for(&mut map, nap);
+            MutexGuard::unlocked(&mut map, || std::thread::park_timeout(nap));
         }
     }
 
     /// Releases every lock in `held` for `txn`.
     pub fn release_all(&self, txn: TxnId, held: &[Resource]) {
         for r in held {
-            let (mutex, cv) = self.shard(r);
-            let mut map = mutex.lock();
+            let mut map = self.shard(r).lock();
             if let Some(entry) = map.get_mut(r) {
                 entry.holders.retain(|&(t, _)| t != txn);
                 if entry.is_unused() {
                     map.remove(r);
+                } else {
+                    entry.wake_grantable();
                 }
             }
-            cv.notify_all();
         }
         self.waits_for.lock().remove(&txn);
     }
 
     /// The mode `txn` holds on `r`, if any.
     pub fn held(&self, txn: TxnId, r: Resource) -> Option<LockMode> {
-        let (mutex, _) = self.shard(&r);
-        let map = mutex.lock();
+        let map = self.shard(&r).lock();
         map.get(&r).and_then(|e| e.holders.iter().find(|h| h.0 == txn).map(|h| h.1))
     }
 
     /// Releases `txn`'s lock on `r` unless `keep` says otherwise of the mode it holds;
     /// returns the mode it held when the lock is kept.
     pub fn release_unless(&self, txn: TxnId, r: Resource, keep: impl Fn(LockMode) -> bool) -> Option<LockMode> {
-        let (mutex, cv) = self.shard(&r);
-        let mut map = mutex.lock();
+        let mut map = self.shard(&r).lock();
         let entry = map.get_mut(&r)?;
         let i = entry.holders.iter().position(|h| h.0 == txn)?;
         let mode = entry.holders[i].1;
@@ -326,21 +351,21 @@ impl LockManager {
         entry.holders.swap_remove(i);
         if entry.is_unused() {
             map.remove(&r);
+        } else {
+            entry.wake_grantable();
         }
-        cv.notify_all();
         None
     }
 
     /// True if a transaction other than `txn` holds a lock on `r` that conflicts with `mode`.
     pub fn conflicts(&self, txn: TxnId, r: Resource, mode: LockMode) -> bool {
-        let (mutex, _) = self.shard(&r);
-        let map = mutex.lock();
+        let map = self.shard(&r).lock();
         map.get(&r).is_some_and(|e| e.holders.iter().any(|&(t, m)| t != txn && !m.compatible(mode)))
     }
 
     /// Number of resources with at least one holder (for tests and DMVs).
     pub fn locked_resources(&self) -> usize {
-        self.shards.iter().map(|(m, _)| m.lock().len()).sum()
+        self.shards.iter().map(|m| m.lock().len()).sum()
     }
 }
 

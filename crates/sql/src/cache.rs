@@ -133,18 +133,28 @@ impl<T> PlanCache<T> {
         Ok(entry)
     }
 
+    /// Once over budget, evicts the least recently used entries down to 7/8 of the
+    /// budget in one pass (one sort of the entries by last use), so a stream of
+    /// distinct batches pays a full pass once per many misses, not on every miss.
     fn evict(&self, inner: &mut Inner<T>) {
-        while inner.bytes > self.budget && inner.map.len() > 1 {
-            let oldest = inner
-                .map
-                .iter()
-                .min_by_key(|(_, b)| b.last_used.load(Ordering::Relaxed))
-                .map(|(k, _)| k.clone())
-                .expect("map is not empty");
-            if let Some(b) = inner.map.remove(&oldest) {
-                inner.bytes = inner.bytes.saturating_sub(b.size());
-            }
+        if inner.bytes <= self.budget || inner.map.len() <= 1 {
+            return;
         }
+        let mut by_age: Vec<(u64, usize)> =
+            inner.map.values().map(|b| (b.last_used.load(Ordering::Relaxed), b.size())).collect();
+        by_age.sort_unstable_by_key(|&(used, _)| used);
+        let target = self.budget - self.budget / 8;
+        let mut bytes = inner.bytes;
+        let mut cutoff = 0;
+        for &(used, size) in &by_age[..by_age.len() - 1] {
+            if bytes <= target {
+                break;
+            }
+            bytes -= size;
+            cutoff = used;
+        }
+        inner.map.retain(|_, b| b.last_used.load(Ordering::Relaxed) > cutoff);
+        inner.bytes = inner.map.values().map(|b| b.size()).sum();
     }
 
     pub fn clear(&self) {
@@ -195,10 +205,13 @@ mod tests {
         assert_eq!(cache.misses.load(Ordering::Relaxed), 1);
         for i in 0..20 {
             cache.get_or_parse("db", &format!("select {i}"), parse).unwrap();
+            cache.get_or_parse("db", "select 1", parse).unwrap();
         }
         assert!(cache.len() < 20, "the budget bounds the cache");
         let texts: Vec<_> = cache.entries().into_iter().map(|e| e.text).collect();
         assert!(texts.contains(&"select 19".to_string()), "the newest entry stays");
+        assert!(texts.contains(&"select 1".to_string()), "a recently used entry stays");
+        assert!(!texts.contains(&"select 2".to_string()), "the least recently used went first");
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub enum Resource {
     /// An object's definition (schema locks: Sch-S by every statement that uses it,
     /// Sch-M by DDL that changes it), named by the object's id in its database.
     Schema(u32),
+    /// An application lock (`sp_getapplock`), named by a hash of its resource name.
+    App(u64),
 }
 
 impl Resource {
@@ -50,6 +52,7 @@ impl Resource {
             Resource::Table(t) => (u64::from(t), 0x5851_F42D_4C95_7F2D),
             Resource::Key(t, h) => (u64::from(t), h),
             Resource::Schema(o) => (u64::from(o), 0x2545_F491_4F6C_DD1D),
+            Resource::App(h) => (0x27BB_2EE6, h),
         };
         let mut x = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b;
         x ^= x >> 32;

@@ -345,6 +345,29 @@ impl Space {
         Ok(())
     }
 
+    /// Takes an application lock for the rest of the transaction (`sp_getapplock` with
+    /// `@LockOwner = 'Transaction'`); returns whether it had to wait.
+    pub fn lock_app(&self, txn: &mut Txn, r: Resource, mode: LockMode, wait: crate::lock::Wait) -> Result<bool> {
+        debug_assert!(matches!(r, Resource::App(_)));
+        let waited = match self.locks.try_lock(txn.id, r, mode) {
+            Some(new) => {
+                if new {
+                    txn.locks.push(r);
+                }
+                false
+            }
+            None => {
+                let cancel = txn.cancel.clone();
+                let wait = crate::lock::Wait { timeout: wait.timeout, cancel: cancel.as_deref() };
+                if self.locks.lock(txn.id, r, mode, wait)? {
+                    txn.locks.push(r);
+                }
+                true
+            }
+        };
+        Ok(waited)
+    }
+
     /// Ends a statement's locks: its statement-duration locks are released, except those
     /// a write converted to X, which are kept to the end of the transaction.
     pub fn end_statement(&self, txn: &mut Txn) {

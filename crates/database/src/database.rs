@@ -438,6 +438,30 @@ impl Database {
     }
 
     /// Starts a transaction (READ COMMITTED).
+    /// Takes the application lock named by `name_hash` for a session (`sp_getapplock`
+    /// with `@LockOwner = 'Session'`; `owner` identifies the session and must never be
+    /// a transaction id), waiting as `wait` allows; returns whether it had to wait.
+    pub fn lock_app_for_session(
+        &self,
+        owner: u64,
+        name_hash: u64,
+        mode: tessera_access::LockMode,
+        wait: tessera_access::lock::Wait,
+    ) -> Result<bool> {
+        let r = tessera_access::lock::Resource::App(name_hash);
+        let locks = &self.space.locks;
+        if locks.try_lock(owner, r, mode).is_some() {
+            return Ok(false);
+        }
+        locks.lock(owner, r, mode, wait).map(|_| true)
+    }
+
+    /// Releases a session's application lock; false if it holds none.
+    pub fn release_app_for_session(&self, owner: u64, name_hash: u64) -> bool {
+        let r = tessera_access::lock::Resource::App(name_hash);
+        self.space.locks.held(owner, r).is_some() && self.space.locks.release_unless(owner, r, |_| false).is_none()
+    }
+
     pub fn begin(self: &Arc<Self>) -> Transaction {
         self.touch();
         Transaction::new(self.clone(), self.space.begin(Durability::Full))

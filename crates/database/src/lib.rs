@@ -29,6 +29,7 @@ mod transaction;
 pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
 pub use engine::{BufferDescriptor, Engine, EngineConfig, EngineStats};
 pub use tessera_access::btree::TreeStats;
+pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, ReadLocks, RowLock};
 pub use tessera_buffer::{ExtensionStats, HugePages, PoolStats, PAGE_SIZE};
 pub use tessera_io::{Error, Result};

@@ -4,6 +4,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tessera_access::lock::Resource;
 use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
 use tessera_io::Result;
 
@@ -69,6 +70,22 @@ impl Transaction {
     pub fn lock_schema(&mut self, object: u32, mode: LockMode) -> Result<()> {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.lock_schema(txn, object, mode)
+    }
+
+    /// Takes the application lock named by `name_hash` in `mode` until the transaction
+    /// ends, waiting at most `timeout` (None: the transaction's lock timeout); returns
+    /// whether it had to wait.
+    pub fn lock_app(&mut self, name_hash: u64, mode: LockMode, timeout: Option<Duration>) -> Result<bool> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        let wait = tessera_access::lock::Wait { timeout, cancel: None };
+        self.db.space.lock_app(txn, Resource::App(name_hash), mode, wait)
+    }
+
+    /// Releases an application lock this transaction holds; false if it holds none.
+    pub fn release_app(&mut self, name_hash: u64) -> bool {
+        let id = self.id();
+        self.db.space.locks.held(id, Resource::App(name_hash)).is_some()
+            && self.db.space.locks.release_unless(id, Resource::App(name_hash), |_| false).is_none()
     }
 
     /// Inserts a row; an existing key is error 2627.

@@ -542,3 +542,203 @@ fn shutdown_ends_blocked_and_busy_sessions_and_loses_nothing_committed() {
     );
     assert_eq!(&stored[..committed.len()], &committed[..]);
 }
+
+#[test]
+fn application_locks() {
+    let server = TestServer::start();
+    let mut a = setup(&server, "SELECT 1");
+    let mut b = Conn::open(server.port());
+    b.exec("USE conc");
+    let get =
+        |c: &mut Conn, args: &str| c.scalar(&format!("DECLARE @rc int; EXEC @rc = sp_getapplock {args}; SELECT @rc"));
+
+    // A transaction's lock: others time out (-1); outside a transaction the default owner is
+    // a call error (-999).
+    a.exec("BEGIN TRAN");
+    assert_eq!(get(&mut a, "@Resource = 'job', @LockMode = 'Exclusive'"), 0);
+    assert_eq!(get(&mut b, "'job', 'Exclusive', 'Session', 100"), -1);
+    assert_eq!(get(&mut b, "'job', 'Exclusive'"), -999);
+    assert_eq!(get(&mut b, "'job', 'Sideways', 'Session'"), -999);
+    // Names are case-sensitive: 'Job' is another lock.
+    assert_eq!(get(&mut b, "'Job', 'Exclusive', 'Session', 0"), 0);
+    // A waiter is granted when the holder's transaction ends, and says it waited (1).
+    let port = server.port();
+    let waiter = std::thread::spawn(move || {
+        let mut c = Conn::open(port);
+        c.exec("USE conc");
+        c.scalar("DECLARE @rc int; EXEC @rc = sp_getapplock 'job', 'Shared', 'Session'; SELECT @rc")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    a.exec("COMMIT");
+    assert_eq!(waiter.join().unwrap(), 1);
+    // Shared with shared, not with exclusive.
+    assert_eq!(get(&mut b, "'job', 'Shared', 'Session', 0"), 0);
+    assert_eq!(get(&mut a, "'job', 'Exclusive', 'Session', 0"), -1);
+    // Release: 0, then 1223 when it is no longer held.
+    assert_eq!(b.scalar("DECLARE @rc int; EXEC @rc = sp_releaseapplock 'job', 'Session'; SELECT @rc"), 0);
+    let e = b.try_query("EXEC sp_releaseapplock 'job', 'Session'").unwrap_err();
+    assert_eq!(e.0, 1223, "{e:?}");
+    // A session's locks end with the session.
+    drop(b);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(get(&mut a, "'Job', 'Exclusive', 'Session', 2000") >= 0);
+}
+
+/// One transaction of the list-append history: its appends (key, element) and reads
+/// (key, list), and whether it committed.
+struct Txn {
+    appends: Vec<(usize, String)>,
+    reads: Vec<(usize, Vec<String>)>,
+    committed: bool,
+}
+
+fn parse_list(v: &str) -> Vec<String> {
+    v.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+/// A history checker in the manner of Jepsen's Elle, for list-append histories: workers
+/// run transactions of appends (`UPDATE … SET v = v + ',x'`, unique elements) and reads,
+/// committing or rolling back at random; afterwards the history must show none of the
+/// anomalies READ COMMITTED forbids — no lost committed append (lost update), no aborted
+/// element anywhere (dirty write surviving a rollback, or a dirty read: G1a), every read a
+/// committed prefix of the final list plus the reader's own appends (G1b, G1c), and no
+/// cycle in the write-write order the final lists imply (G0).
+#[test]
+fn list_append_histories_show_no_read_committed_anomaly() {
+    let server = TestServer::start();
+    let duration = run_for(Duration::from_secs(3));
+    let keys = 40 * (duration.as_secs() as usize / 3).max(1);
+    let mut c = setup(
+        &server,
+        &format!(
+            "CREATE TABLE lists (k int PRIMARY KEY, v varchar(8000) NOT NULL);
+             DECLARE @i int = 0; WHILE @i < {keys} BEGIN INSERT INTO lists VALUES (@i, ''); SET @i += 1; END"
+        ),
+    );
+    let histories = in_parallel(server.port(), 4, move |w, c| {
+        let mut rng = Rng(0xE11E + w as u64);
+        let mut txns = Vec::new();
+        let started = Instant::now();
+        let mut n = 0;
+        while started.elapsed() < duration {
+            let mut t = Txn { appends: Vec::new(), reads: Vec::new(), committed: false };
+            let mut sql = String::from("SET NOCOUNT ON; SET XACT_ABORT ON; BEGIN TRAN;");
+            for _ in 0..1 + rng.below(4) {
+                let k = rng.below(keys as u64) as usize;
+                if rng.below(2) == 0 {
+                    let x = format!("{w}.{n}");
+                    n += 1;
+                    sql.push_str(&format!("UPDATE lists SET v = v + ',{x}' WHERE k = {k};"));
+                    t.appends.push((k, x));
+                } else {
+                    sql.push_str(&format!("SELECT k, v FROM lists WHERE k = {k};"));
+                    t.reads.push((k, Vec::new()));
+                }
+            }
+            t.committed = rng.below(5) != 0;
+            sql.push_str(if t.committed { "COMMIT" } else { "ROLLBACK" });
+            // Results: one set per read, in order.
+            let outcome = c.rt.block_on(async {
+                let stream = c.client.simple_query(sql.as_str()).await?;
+                stream.into_results().await
+            });
+            match outcome {
+                Ok(sets) => {
+                    let lists = sets
+                        .into_iter()
+                        .filter(|s| !s.is_empty())
+                        .map(|rows| parse_list(rows[0].get::<&str, _>(1).unwrap_or("")));
+                    for (read, list) in t.reads.iter_mut().zip(lists) {
+                        read.1 = list;
+                    }
+                }
+                Err(tiberius::error::Error::Server(e)) if e.code() == 1205 => t.committed = false,
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+            txns.push(t);
+        }
+        txns
+    });
+    let txns: Vec<Txn> = histories.into_iter().flatten().collect();
+    let finals: Vec<Vec<String>> = c
+        .rt
+        .block_on(async { c.client.simple_query("SELECT k, v FROM lists ORDER BY k").await?.into_first_result().await })
+        .unwrap()
+        .iter()
+        .map(|r| parse_list(r.get::<&str, _>(1).unwrap_or("")))
+        .collect();
+    let writer: std::collections::HashMap<&str, (usize, bool)> = txns
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| t.appends.iter().map(move |(_, x)| (x.as_str(), (i, t.committed))))
+        .collect();
+    // Lost updates and aborted elements.
+    for (i, t) in txns.iter().enumerate() {
+        for (k, x) in &t.appends {
+            let found = finals[*k].iter().filter(|e| *e == x).count();
+            if t.committed {
+                assert_eq!(
+                    found, 1,
+                    "committed append {x} to key {k} (txn {i}) appears {found} times: {:?}",
+                    finals[*k]
+                );
+            } else {
+                assert_eq!(found, 0, "aborted append {x} to key {k} survived: {:?}", finals[*k]);
+            }
+        }
+    }
+    // Reads: a committed prefix of the final list, then the reader's own appends (G1a/G1b).
+    for (i, t) in txns.iter().enumerate() {
+        for (k, list) in &t.reads {
+            let is_own = |x: &String| writer.get(x.as_str()).is_some_and(|w| w.0 == i);
+            if let Some(p) = list.iter().position(is_own) {
+                assert!(list[p..].iter().all(is_own), "txn {i} read {list:?}: others' elements after its own");
+            }
+            let others: Vec<&String> = list.iter().filter(|x| !is_own(x)).collect();
+            for x in &others {
+                let (_, committed) =
+                    writer.get(x.as_str()).copied().unwrap_or_else(|| panic!("read of an unknown element {x}"));
+                assert!(committed, "txn {i} read {x} of an aborted transaction (dirty read) on key {k}");
+            }
+            assert!(
+                others.len() <= finals[*k].len() && others.iter().zip(&finals[*k]).all(|(a, b)| *a == b),
+                "txn {i} read {list:?} on key {k}, not a committed prefix of {:?}",
+                finals[*k]
+            );
+        }
+    }
+    // G0: the write-write order the final lists imply has no cycle.
+    let mut edges: std::collections::HashMap<usize, std::collections::HashSet<usize>> = Default::default();
+    for list in &finals {
+        for pair in list.windows(2) {
+            let (a, b) = (writer[pair[0].as_str()].0, writer[pair[1].as_str()].0);
+            if a != b {
+                edges.entry(a).or_default().insert(b);
+            }
+        }
+    }
+    // Kahn's algorithm: every transaction is removed iff there is no cycle.
+    let mut indegree: std::collections::HashMap<usize, usize> = Default::default();
+    for (a, bs) in &edges {
+        indegree.entry(*a).or_default();
+        for b in bs {
+            *indegree.entry(*b).or_default() += 1;
+        }
+    }
+    let mut ready: Vec<usize> = indegree.iter().filter(|(_, d)| **d == 0).map(|(t, _)| *t).collect();
+    let mut removed = 0;
+    while let Some(t) = ready.pop() {
+        removed += 1;
+        for b in edges.get(&t).into_iter().flatten() {
+            let d = indegree.get_mut(b).unwrap();
+            *d -= 1;
+            if *d == 0 {
+                ready.push(*b);
+            }
+        }
+    }
+    assert_eq!(removed, indegree.len(), "a write-write cycle (G0) among the committed transactions");
+    let committed = txns.iter().filter(|t| t.committed).count();
+    assert!(committed > 0);
+    eprintln!("list-append: {} transactions ({committed} committed), {} appends checked", txns.len(), writer.len());
+}

@@ -1,5 +1,6 @@
 //! tessera's T-SQL layer. See README.md.
 
+pub mod applock;
 pub mod ast;
 pub mod backup;
 pub mod bind;

@@ -25,6 +25,8 @@ pub enum SystemProc {
     Tables,
     Columns,
     Databases,
+    GetAppLock,
+    ReleaseAppLock,
 }
 
 /// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
@@ -39,6 +41,8 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_tables" => SystemProc::Tables,
         "sp_columns" => SystemProc::Columns,
         "sp_databases" => SystemProc::Databases,
+        "sp_getapplock" => SystemProc::GetAppLock,
+        "sp_releaseapplock" => SystemProc::ReleaseAppLock,
         _ => return None,
     })
 }
@@ -101,6 +105,8 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::Tables => tables(args, ctx, sink),
         SystemProc::Columns => columns(args, ctx, sink),
         SystemProc::Databases => databases(args, ctx, sink),
+        SystemProc::GetAppLock => crate::applock::get(args, ctx),
+        SystemProc::ReleaseAppLock => crate::applock::release(args, ctx),
     }
 }
 

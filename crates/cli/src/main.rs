@@ -9,6 +9,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of glibc's malloc: the server allocates and frees many short-lived
+/// objects of every size from many threads (parsed batches, plans, rows), where glibc's
+/// arenas spent ~17 % of the server's CPU in bank transfers over 10,000 accounts
+/// (`malloc_consolidate`, `unlink_chunk`; see docs/benchmarks.md, bench contention).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(name = "tessera", version, about = "tessera: an OLTP database server that speaks TDS")]
 struct Cli {

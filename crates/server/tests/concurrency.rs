@@ -148,11 +148,15 @@ fn counter_increments_are_never_lost() {
     let (workers, each) = (4, 300);
     in_parallel(server.port(), workers, move |w, c| {
         for i in 0..each {
-            match (w + i) % 3 {
+            match (w + i) % 5 {
                 0 => c.exec("UPDATE t SET v = v + 1 WHERE id = 1"),
                 1 => c.exec("UPDATE t SET v += 1 WHERE id = 1"),
                 // Through a scan with a residual predicate, and in an explicit transaction.
-                _ => c.exec("BEGIN TRAN; UPDATE t SET v = v + 1 WHERE id + 0 = 1; COMMIT"),
+                2 => c.exec("BEGIN TRAN; UPDATE t SET v = v + 1 WHERE id + 0 = 1; COMMIT"),
+                // UPDATE … FROM a join, the target found through the join.
+                3 => c.exec("UPDATE t SET v = t.v + 1 FROM t INNER JOIN (SELECT 1 AS id) AS s ON s.id = t.id"),
+                // With OUTPUT, and a variable assigned from the row.
+                _ => c.exec("DECLARE @v int; UPDATE t SET @v = v = v + 1 OUTPUT inserted.v WHERE id = 1"),
             }
         }
     });

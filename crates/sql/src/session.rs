@@ -762,13 +762,23 @@ impl<'a> Runner<'a> {
     /// to the end of the statement, so no DDL changes them while it runs). A plan bound
     /// before a DDL that committed while the locks were awaited is bound again.
     fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
-        let mut plan = self.compile_statement(s)?.expect("compiled statement");
+        self.locked(addr(s), |r| Ok(r.compile_statement(s)?.expect("compiled statement")))
+    }
+
+    /// `compile` (which compiles the AST node at `key` or finds its plan), with a
+    /// schema-stability lock on every object the plan uses, bound again until it is
+    /// current once the locks are held.
+    fn locked(
+        &mut self,
+        key: usize,
+        compile: impl Fn(&mut Self) -> SqlResult<Arc<Prepared>>,
+    ) -> SqlResult<Arc<Prepared>> {
+        let mut plan = compile(self)?;
         loop {
-            let objects = self.batch.objects(addr(s));
-            for (db, id) in &objects {
+            for (db, id) in &self.batch.objects(key) {
                 self.state.transaction(self.shared, db)?.lock_schema(*id as u32, LockMode::SchemaStability)?;
             }
-            let now = self.compile_statement(s)?.expect("compiled statement");
+            let now = compile(self)?;
             if Arc::ptr_eq(&now, &plan) {
                 return Ok(plan);
             }
@@ -810,13 +820,17 @@ impl<'a> Runner<'a> {
     }
 
     fn scalar(&mut self, stmt: &Statement, e: &ast::Expr, predicate: bool) -> SqlResult<(Expr, SqlType)> {
-        let vars = self.visible(stmt);
-        let p = self.prepared(addr(e), vars, |b| {
-            let (x, t) = if predicate { (b.bind_predicate(e)?, SqlType::Bit) } else { b.bind_expr(e)? };
-            Ok(Prepared::Query(BoundQuery {
-                plan: crate::plan::Plan::Values(vec![vec![x]]),
-                columns: vec![crate::bind::OutputColumn { name: String::new(), ty: t, nullable: true }],
-            }))
+        // A condition or value that reads tables (IF EXISTS (SELECT …)) holds schema
+        // stability on them as a statement does.
+        let p = self.locked(addr(e), |r| {
+            let vars = r.visible(stmt);
+            r.prepared(addr(e), vars, |b| {
+                let (x, t) = if predicate { (b.bind_predicate(e)?, SqlType::Bit) } else { b.bind_expr(e)? };
+                Ok(Prepared::Query(BoundQuery {
+                    plan: crate::plan::Plan::Values(vec![vec![x]]),
+                    columns: vec![crate::bind::OutputColumn { name: String::new(), ty: t, nullable: true }],
+                }))
+            })
         })?;
         match &*p {
             Prepared::Query(BoundQuery { plan: crate::plan::Plan::Values(rows), columns }) => {

@@ -79,8 +79,8 @@ impl Space {
         self.get_with(txn, tree, key, |v| v.to_vec())
     }
 
-    /// Reads `key` as `locks` says (see the module documentation). A locked row that
-    /// turns out not to exist keeps no new lock.
+    /// Reads `key` as `locks` says (see the module documentation). A row that turns out
+    /// not to exist keeps its new lock only if it is held to the end of the transaction.
     pub fn get_locked<R>(
         &self,
         txn: &mut Txn,
@@ -132,7 +132,11 @@ impl Space {
                 if let Some(fresh) = self.locks.try_lock(txn.id, r, mode) {
                     new |= fresh;
                     let found = read()?;
-                    if found.is_none() && new {
+                    // A missing key keeps a lock held to the end of the transaction
+                    // (HOLDLOCK, UPDLOCK): no one can insert it meanwhile, so "read, and
+                    // insert if absent" is safe — what SQL Server's key-range lock gives a
+                    // point lookup. A statement-long lock on a missing key is let go.
+                    if found.is_none() && new && hold == Hold::Statement {
                         drop(_latch);
                         self.locks.release_unless(txn.id, r, |_| false);
                     } else if new {

@@ -748,3 +748,26 @@ fn list_append_histories_show_no_read_committed_anomaly() {
     assert!(committed > 0);
     eprintln!("list-append: {} transactions ({committed} committed), {} appends checked", txns.len(), writer.len());
 }
+
+#[test]
+fn upsert_under_updlock_holdlock_is_serialised() {
+    let server = TestServer::start();
+    let mut c = setup(&server, "CREATE TABLE kv (id int PRIMARY KEY, n int NOT NULL)");
+    let (workers, keys) = (4, 150);
+    in_parallel(server.port(), workers, move |_, c| {
+        for id in 0..keys {
+            // The classic upsert: the locking read of a missing key keeps its lock, so no
+            // other session inserts the key between the check and the insert.
+            c.exec(&format!(
+                "SET XACT_ABORT ON; BEGIN TRAN;
+                 IF NOT EXISTS (SELECT 1 FROM kv WITH (UPDLOCK, HOLDLOCK) WHERE id = {id})
+                     INSERT INTO kv VALUES ({id}, 1)
+                 ELSE
+                     UPDATE kv SET n = n + 1 WHERE id = {id};
+                 COMMIT"
+            ));
+        }
+    });
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM kv"), keys as i64);
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM kv WHERE n = 4"), keys as i64, "every key upserted by every worker");
+}

@@ -1,0 +1,194 @@
+//! DBCC commands: FREEPROCCACHE, DROPCLEANBUFFERS, CHECKDB (structure, allocation and
+//! every nonclustered index against its table, with REPAIR_REBUILD), TRACEON, TRACEOFF
+//! and TRACESTATUS.
+
+use super::{info, Runner};
+use crate::ast::{self, Statement};
+use crate::ddl;
+use crate::error::{SqlError, SqlResult};
+use crate::types::{SqlType, Value};
+
+impl Runner<'_> {
+    /// DBCC CHECKDB: the engine's structural checks (trees, allocation), then every
+    /// nonclustered index against its table (`checkdb`), each error as SQL Server reports
+    /// it, a line per damaged table and the total; with REPAIR_REBUILD each damaged index
+    /// is rebuilt from its table.
+    fn checkdb(&mut self, s: &Statement, name: &str, repair: bool, quiet: bool) -> SqlResult<()> {
+        let db = self.shared.database(name)?;
+        let mut errors = 0;
+        if let Err(e) = db.check() {
+            self.sink.message(&SqlError::new(8939, format!("Table error: {e}")).at_line(s.line));
+            errors += 1;
+        }
+        let findings = self.with_ctx(|ctx| crate::checkdb::check_indexes(ctx, db.name()))?;
+        for f in &findings {
+            if f.errors.is_empty() {
+                continue;
+            }
+            for e in &f.errors {
+                self.sink.message(&e.clone().at_line(s.line));
+            }
+            errors += f.error_count();
+            self.sink.message(&info(
+                8990,
+                format!(
+                    "CHECKDB found 0 allocation errors and {} consistency errors in table '{}' (object ID {}).",
+                    f.error_count(),
+                    f.table.name,
+                    f.table.id
+                ),
+            ));
+        }
+        if errors > 0 || !quiet {
+            self.sink.message(&info(
+                8989,
+                format!(
+                    "CHECKDB found 0 allocation errors and {errors} consistency errors in database '{}'.",
+                    db.name()
+                ),
+            ));
+        }
+        if errors == 0 {
+            return Ok(());
+        }
+        if !repair {
+            self.sink.message(&info(
+                8958,
+                format!(
+                    "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB ({}).",
+                    db.name()
+                ),
+            ));
+            return Ok(());
+        }
+        let mut fixed = 0;
+        for f in &findings {
+            for &ix in &f.damaged {
+                self.with_ctx(|ctx| ddl::rebuild_index(ctx, db.name(), &f.table, ix))?;
+            }
+            if !f.damaged.is_empty() {
+                fixed += f.error_count();
+            }
+        }
+        self.sink.message(&info(
+            8989,
+            format!("CHECKDB fixed 0 allocation errors and {fixed} consistency errors in database '{}'.", db.name()),
+        ));
+        Ok(())
+    }
+
+    pub(super) fn dbcc(
+        &mut self,
+        s: &Statement,
+        command: &str,
+        args: &[ast::Expr],
+        options: &[String],
+    ) -> SqlResult<()> {
+        let quiet = options.iter().any(|o| o.eq_ignore_ascii_case("NO_INFOMSGS"));
+        let completed = "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
+        let mut numbers = Vec::new();
+        for a in args {
+            match self.eval_scalar(s, a) {
+                Ok((Value::Int(n), _)) => numbers.push(n),
+                Ok(_) => {}
+                Err(_) => {}
+            }
+        }
+        match command {
+            "FREEPROCCACHE" => self.shared.plans.clear(),
+            "DROPCLEANBUFFERS" => {
+                self.shared.engine.drop_clean_buffers();
+            }
+            "CHECKDB" => {
+                let name = match args.first() {
+                    Some(ast::Expr::Column(n)) => n.name().value.clone(),
+                    Some(ast::Expr::Literal(ast::Literal::Integer(_))) | None => self.state.database.clone(),
+                    Some(e) => match self.eval_scalar(s, e)?.0 {
+                        Value::Str(v) => v.to_string(),
+                        _ => self.state.database.clone(),
+                    },
+                };
+                if !self.shared.engine.exists(&name) {
+                    return Err(crate::runtime::database_not_found(&name));
+                }
+                let repair = args.iter().skip(1).any(|a| {
+                    matches!(a, ast::Expr::Column(n)
+                        if matches!(n.name().value.to_uppercase().as_str(), "REPAIR_REBUILD" | "REPAIR_ALLOW_DATA_LOSS"))
+                });
+                self.checkdb(s, &name, repair, quiet)?;
+            }
+            "TRACEON" | "TRACEOFF" => {
+                let global = numbers.contains(&-1);
+                let flags: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
+                if flags.is_empty() {
+                    return Err(
+                        SqlError::new(2560, "Parameter 1 is incorrect for this DBCC statement.").with_severity(16)
+                    );
+                }
+                for f in flags {
+                    if !(0..=32767).contains(&f) {
+                        return Err(SqlError::new(2520, format!("Could not find trace flag {f}.")).with_severity(16));
+                    }
+                    let on = command == "TRACEON";
+                    if global {
+                        let mut g = self.shared.global_trace_flags.lock();
+                        if on {
+                            g.insert(f);
+                        } else {
+                            g.remove(&f);
+                        }
+                    } else if on {
+                        self.state.trace_flags.insert(f);
+                    } else {
+                        self.state.trace_flags.remove(&f);
+                    }
+                }
+            }
+            "TRACESTATUS" => {
+                let global: Vec<i32> = self.shared.global_trace_flags.lock().iter().copied().collect();
+                let mut flags: Vec<i32> =
+                    self.state.trace_flags.iter().copied().chain(global.iter().copied()).collect();
+                flags.sort_unstable();
+                flags.dedup();
+                let wanted: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
+                if !wanted.is_empty() {
+                    flags = wanted;
+                }
+                let columns = [
+                    crate::bind::OutputColumn { name: "TraceFlag".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Status".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Global".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::bind::OutputColumn { name: "Session".into(), ty: SqlType::SmallInt, nullable: false },
+                ];
+                let rows: Vec<Vec<Value>> = flags
+                    .iter()
+                    .map(|f| {
+                        let g = global.contains(f);
+                        let sess = self.state.trace_flags.contains(f);
+                        vec![
+                            Value::Int(i64::from(*f)),
+                            Value::Int(i64::from(g || sess)),
+                            Value::Int(i64::from(g)),
+                            Value::Int(i64::from(sess)),
+                        ]
+                    })
+                    .collect();
+                self.sink.columns(&columns);
+                for r in &rows {
+                    self.sink.row(r);
+                }
+                self.sink.done(None, true);
+            }
+            _ => {
+                return Err(SqlError::new(
+                    2526,
+                    "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.",
+                ))
+            }
+        }
+        if !quiet {
+            self.sink.message(&info(2528, completed));
+        }
+        Ok(())
+    }
+}

@@ -46,6 +46,9 @@ pub struct EngineConfig {
     /// (and the kernel must have free) huge pages for `pool_bytes` at start, and max
     /// server memory cannot later rise above it.
     pub huge_pages: HugePages,
+    /// The lock on `data_dir` if the caller took it already (a server takes it before it
+    /// writes its ERRORLOG or certificate there); otherwise the engine takes it.
+    pub dir_lock: Option<Arc<tessera_io::DirLock>>,
 }
 
 impl EngineConfig {
@@ -61,6 +64,7 @@ impl EngineConfig {
             log: LogConfig::default(),
             background: true,
             huge_pages: HugePages::default(),
+            dir_lock: None,
         }
     }
 }
@@ -95,7 +99,7 @@ struct Inner {
 
 pub struct Engine {
     /// Keeps every other process out of the data directory while the engine is open.
-    _dir_lock: tessera_io::DirLock,
+    _dir_lock: Arc<tessera_io::DirLock>,
     config: EngineConfig,
     pool: Arc<BufferPool>,
     memory: MemoryGovernor,
@@ -115,7 +119,10 @@ impl Engine {
         for dir in [Some(&config.data_dir), config.log_dir.as_ref()].into_iter().flatten() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, 0, e))?;
         }
-        let dir_lock = tessera_io::DirLock::acquire(&config.data_dir)?;
+        let dir_lock = match &config.dir_lock {
+            Some(lock) => lock.clone(),
+            None => Arc::new(tessera_io::DirLock::acquire(&config.data_dir)?),
+        };
         let machine = memory::sample().map_or(0, |s| s.total_bytes as usize);
         // Address space for the machine's memory costs nothing; explicit huge pages are
         // reserved in full, so they are taken for the configured size only.

@@ -32,6 +32,6 @@ pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, ReadLocks, RowLock};
 pub use tessera_buffer::{ExtensionStats, HugePages, PoolStats, PAGE_SIZE};
-pub use tessera_io::{Error, Result};
+pub use tessera_io::{DirLock, Error, Result};
 pub use tessera_log::recovery::RecoveryOutcome;
 pub use transaction::{Savepoint, Transaction};

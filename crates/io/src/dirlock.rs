@@ -13,6 +13,7 @@ use crate::{Error, Result};
 pub const LOCK_FILE: &str = "tessera.lock";
 
 /// An exclusive lock on a data directory; released when dropped.
+#[derive(Debug)]
 pub struct DirLock {
     _file: File,
 }
@@ -55,7 +56,7 @@ mod tests {
     fn a_second_lock_on_one_directory_fails_until_the_first_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let first = DirLock::acquire(dir.path()).unwrap();
-        let e = DirLock::acquire(dir.path()).err().expect("the directory is locked");
+        let e = DirLock::acquire(dir.path()).expect_err("the directory is locked");
         assert_eq!(e.number(), 5120);
         assert!(e.to_string().contains(&std::process::id().to_string()), "{e}");
         drop(first);

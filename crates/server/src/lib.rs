@@ -73,6 +73,8 @@ impl Server {
         config.validate()?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create the data directory '{}': {e}", config.data_dir.display()))?;
+        // Before anything is written there: another server may own the directory.
+        let dir_lock = Arc::new(tessera_database::DirLock::acquire(&config.data_dir).map_err(|e| e.to_string())?);
         let log = Arc::new(ErrorLog::open(&config.data_dir, config.errorlog, config.log_stderr));
         log.server(tessera_sql::runtime::VERSION.lines().next().unwrap_or("tessera"));
         log.server(&format!("Server process ID is {}.", std::process::id()));
@@ -88,6 +90,7 @@ impl Server {
         ec.log_dir = config.log_dir.clone();
         ec.pool_bytes = config.memory_mb.max(16) << 20;
         ec.huge_pages = config.huge_pages.parse()?;
+        ec.dir_lock = Some(dir_lock);
         log.server(&format!(
             "Buffer pool: {} MB, huge pages {}.",
             ec.pool_bytes >> 20,

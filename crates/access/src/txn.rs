@@ -368,6 +368,22 @@ impl Space {
         Ok(waited)
     }
 
+    /// Whether the transaction holds a lock on `key` in `tree`.
+    pub fn holds_key(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> bool {
+        self.locks.held(txn.id, Resource::key(tree, key)).is_some()
+    }
+
+    /// Lets go of the transaction's lock on `key` in `tree` unless a write made it X: a
+    /// locking read whose row did not qualify keeps nothing (as SQL Server releases the
+    /// U lock of a row an UPDATE's predicate rejects).
+    pub fn release_key(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) {
+        let r = Resource::key(tree, key);
+        if self.locks.release_unless(txn.id, r, |m| m == LockMode::Exclusive).is_none() {
+            txn.locks.retain(|&l| l != r);
+            txn.statement_locks.retain(|&l| l != r);
+        }
+    }
+
     /// Ends a statement's locks: its statement-duration locks are released, except those
     /// a write converted to X, which are kept to the end of the transaction.
     pub fn end_statement(&self, txn: &mut Txn) {

@@ -153,6 +153,18 @@ impl Transaction {
         self.db.space.lock_table_for_read(txn, table.0, locks)
     }
 
+    /// Whether this transaction holds a lock on the row `key` of `table`.
+    pub fn holds_key(&self, table: TableId, key: &[u8]) -> bool {
+        self.db.space.holds_key(self.txn_ref(), table.0, key)
+    }
+
+    /// Releases this transaction's lock on the row `key` of `table` unless it is X (a
+    /// row read under a lock that turned out not to qualify).
+    pub fn release_key(&mut self, table: TableId, key: &[u8]) {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.release_key(txn, table.0, key)
+    }
+
     /// Rows whose keys lie in `(lo, hi)`, in either direction.
     pub fn scan(&self, table: TableId, lo: Bound<&[u8]>, hi: Bound<&[u8]>, dir: Direction) -> Scan<'_> {
         self.scan_with(table, lo, hi, dir, OnLocked::Wait)

@@ -298,6 +298,18 @@ fn work_queue_claims_each_job_once() {
         "CREATE TABLE job (id int PRIMARY KEY, owner int NULL);
          DECLARE @i int = 0; WHILE @i < 200 BEGIN INSERT INTO job VALUES (@i, NULL); SET @i += 1; END",
     );
+    // A consumer holding its claim open locks only the job it took: the next consumer
+    // skips that one and takes the next, in both the plain and the assignment form.
+    let mut b = Conn::open(server.port());
+    b.exec("USE conc");
+    c.exec("BEGIN TRAN");
+    let take = "SELECT TOP 1 id FROM job WITH (UPDLOCK, READPAST) WHERE owner IS NULL ORDER BY id";
+    assert_eq!(c.column(take), vec![0]);
+    assert_eq!(b.column(take), vec![1]);
+    let assign = "DECLARE @j int; SELECT TOP 1 @j = id FROM job WITH (UPDLOCK, READPAST) WHERE owner IS NULL ORDER BY id; SELECT @j";
+    assert_eq!(b.scalar(&format!("BEGIN TRAN; {assign}")), 1, "b holds 1 itself");
+    c.exec("COMMIT");
+    b.exec("COMMIT");
     let claimed = in_parallel(server.port(), 4, move |w, c| {
         let mut mine = Vec::new();
         loop {

@@ -908,6 +908,114 @@ fn run_locked_scan(node: &ScanNode, locks: ReadLocks, range: KeyRange, ctx: &mut
     Ok(out.rows)
 }
 
+/// The scan under a TOP that may lock rows one at a time and stop at the limit: a locking
+/// read (UPDLOCK, XLOCK, HOLDLOCK, an UPDATE/DELETE target) of the clustered index, under
+/// at most a filter, a projection of columns, and a sort its order already satisfies.
+struct LockedTop<'p> {
+    node: &'p ScanNode,
+    filter: Option<&'p Expr>,
+    project: Option<&'p [Expr]>,
+}
+
+fn locked_top_input<'p>(input: &'p Plan, ctx: &ExecCtx) -> Option<LockedTop<'p>> {
+    let (inner, sort) = match input {
+        Plan::Sort { input, keys } => (&**input, Some(keys)),
+        other => (other, None),
+    };
+    let (inner, project) = match inner {
+        Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
+        other => (other, None),
+    };
+    let (node, filter) = match inner {
+        Plan::Filter { input, predicate } => match &**input {
+            Plan::Scan(node) => (&**node, Some(predicate)),
+            _ => return None,
+        },
+        Plan::Scan(node) => (&**node, None),
+        _ => return None,
+    };
+    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    if node.index != 0 || node.reverse || !matches!(locks.row, RowLock::Keep { .. }) {
+        return None;
+    }
+    // A sort key names an output column; through the projection, a column of the row.
+    let row_column = |e: &Expr| match (e, project) {
+        (Expr::Column(c), None) => Some(*c),
+        (Expr::Column(c), Some(exprs)) => match exprs.get(*c) {
+            Some(Expr::Column(r)) => Some(*r),
+            _ => None,
+        },
+        _ => None,
+    };
+    let order = &node.table.indexes[0].columns;
+    let sorted = sort.is_none_or(|keys| {
+        keys.len() <= order.len()
+            && keys.iter().zip(order).all(|(k, &(col, desc))| row_column(&k.expr) == Some(col) && k.descending == desc)
+    });
+    sorted.then_some(LockedTop { node, filter, project })
+}
+
+/// TOP over a locking scan: candidates in key order, each locked and read again, kept if
+/// the filter holds on the row as locked, until `limit` rows qualify. A row that does not
+/// qualify keeps no lock it did not hold before, so `SELECT TOP 1 … WITH (UPDLOCK,
+/// READPAST) … ORDER BY id` — a work queue — locks the one row it takes.
+fn run_locked_top(
+    node: &ScanNode,
+    filter: Option<&Expr>,
+    limit: usize,
+    corr: &[Value],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Row>> {
+    let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
+    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    let table = &node.table;
+    let schema = ctx.row_schema(table)?;
+    let tx = ctx.transaction(&node.db)?;
+    let tree = tx.database().table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
+    tx.lock_table_for_read(tree, locks)?;
+    let on_locked = if locks.skip_locked { OnLocked::Skip } else { OnLocked::Wait };
+    let mut keys = Vec::new();
+    let mut bytes = 0;
+    for item in tx.scan_with(
+        tree,
+        range.0.as_ref().map(|v| &v[..]),
+        range.1.as_ref().map(|v| &v[..]),
+        Direction::Forward,
+        on_locked,
+    ) {
+        let (key, _) = item?;
+        bytes += key.len();
+        if bytes > MAX_MATERIALIZED_BYTES {
+            return Err(insufficient_memory());
+        }
+        keys.push(key);
+    }
+    let mut out = Vec::new();
+    for key in keys {
+        if out.len() >= limit {
+            break;
+        }
+        ctx.check_cancel()?;
+        let tx = ctx.transaction(&node.db)?;
+        let held = tx.holds_key(tree, &key);
+        let Some(row) = tx.get_locked(tree, &key, locks, |b| decode_row(table, &schema, b))? else { continue };
+        let mut row = row?;
+        if node.with_key {
+            row.push(Value::Binary(Arc::from(&key[..])));
+        }
+        let keep = match filter {
+            Some(f) => is_true(f, &row, ctx)?,
+            None => true,
+        };
+        if keep {
+            out.push(row);
+        } else if !held {
+            ctx.transaction(&node.db)?.release_key(tree, &key);
+        }
+    }
+    Ok(out)
+}
+
 /// Reads each candidate row (clustered key, and the index entry that led to it) with
 /// `locks`. A row found through a nonclustered index is returned only if its index key
 /// still lies in `range` now that it is locked (another transaction may have changed it
@@ -1157,6 +1265,17 @@ pub fn run(plan: &Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>
         Plan::Sort { input, keys } => {
             let rows = run(input, corr, ctx)?;
             sort_rows(rows, keys, ctx)
+        }
+        Plan::Top { input, count, percent: false, ties }
+            if ties.is_empty() && locked_top_input(input, ctx).is_some() =>
+        {
+            let top = locked_top_input(input, ctx).expect("checked");
+            let limit = top_count(&eval(count, corr, ctx)?, false, usize::MAX)?;
+            let rows = run_locked_top(top.node, top.filter, limit, corr, ctx)?;
+            match top.project {
+                Some(exprs) => rows.iter().map(|r| eval_all(exprs, r, ctx)).collect(),
+                None => Ok(rows),
+            }
         }
         Plan::Top { input, count, percent, ties } => {
             let rows = run(input, corr, ctx)?;

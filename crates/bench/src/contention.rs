@@ -23,6 +23,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
 use serde::Serialize;
 
 use crate::error::{BenchError, Result};
@@ -117,26 +120,14 @@ impl Workload {
     }
 }
 
-/// A generator per client connection (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// tessera's unit of work as one batch.
-fn tessera_batch(w: Workload, rng: &mut Rng) -> String {
+fn tessera_batch(w: Workload, rng: &mut StdRng) -> String {
     match w {
         Workload::Counter => "update counter set v = v + 1 where id = 1".to_string(),
         Workload::Bank(n) => {
-            let a = rng.below(n) + 1;
-            let b = (a + rng.below(n - 1)) % n + 1;
-            let x = rng.below(50) as i64 + 1;
+            let a = rng.random_range(0..n) + 1;
+            let b = (a + rng.random_range(0..n - 1)) % n + 1;
+            let x = rng.random_range(0..50) as i64 + 1;
             let (lo, hi) = (a.min(b), a.max(b));
             let dlo = if lo == a { -x } else { x };
             format!(
@@ -198,7 +189,7 @@ fn tessera(dir: &Path, p: &ContentionParams, workloads: &[Workload], progress: &
                     .map(|(k, mut c)| {
                         let done = done.clone();
                         tokio::spawn(async move {
-                            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((k as u64 + 1) << 17));
+                            let mut rng = StdRng::seed_from_u64(0x9E37_79B9_7F4A_7C15 ^ ((k as u64 + 1) << 17));
                             while Instant::now() < deadline {
                                 batch(&mut c, &tessera_batch(w, &mut rng), "unit of work").await?;
                                 done.fetch_add(1, Ordering::Relaxed);
@@ -344,7 +335,7 @@ mod tests {
 
     #[test]
     fn bank_transfers_move_money_between_two_accounts_lower_id_first() {
-        let mut rng = Rng(7);
+        let mut rng = StdRng::seed_from_u64(7);
         for _ in 0..1000 {
             let text = tessera_batch(Workload::Bank(10), &mut rng);
             let ids: Vec<u64> =

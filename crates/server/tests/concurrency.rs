@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
 use common::{TestServer, PASSWORD};
 use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
 use tokio::net::TcpStream;
@@ -96,18 +99,6 @@ impl Conn {
 /// How long a timed scenario runs.
 fn run_for(default: Duration) -> Duration {
     std::env::var("TESSERA_CAMPAIGN").ok().and_then(|s| s.parse().ok()).map_or(default, Duration::from_secs)
-}
-
-/// A small deterministic generator per worker.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 /// Runs `workers` threads, each with its own connection, until each returns.
@@ -200,12 +191,12 @@ fn bank_total_holds_under_transfers() {
     let transfer = {
         let (deadlocks, transfers) = (deadlocks.clone(), transfers.clone());
         move |w: usize, c: &mut Conn, pairs: bool| {
-            let mut rng = Rng(0x9E37_79B9 + w as u64 + u64::from(pairs) * 1000);
+            let mut rng = StdRng::seed_from_u64(0x9E37_79B9 + w as u64 + u64::from(pairs) * 1000);
             let started = Instant::now();
             while started.elapsed() < duration / 2 {
-                let (a, x) = (rng.below(10), rng.below(50) + 1);
-                let b = (a + 1 + rng.below(9)) % 10;
-                let sql = match rng.below(3) {
+                let (a, x) = (rng.random_range(0..10), rng.random_range(0..50) + 1);
+                let b = (a + 1 + rng.random_range(0..9)) % 10;
+                let sql = match rng.random_range(0..3) {
                     0 => format!("BEGIN TRAN; UPDATE acct SET bal = bal - {x} WHERE id = {a}; UPDATE acct SET bal = bal + {x} WHERE id = {b}; COMMIT"),
                     1 => format!("SET XACT_ABORT ON; BEGIN TRAN; DECLARE @x int = {x}; UPDATE acct SET bal -= @x WHERE id = {a}; UPDATE acct SET bal += @x WHERE id = {b}; COMMIT"),
                     // Both rows in one statement.
@@ -223,7 +214,7 @@ fn bank_total_holds_under_transfers() {
                 }
                 if pairs {
                     // Two autocommit statements: the total is off between them, exact after.
-                    let (p, q) = (rng.below(10), rng.below(10));
+                    let (p, q) = (rng.random_range(0..10), rng.random_range(0..10));
                     c.exec(&format!("UPDATE acct SET bal = bal - 7 WHERE id = {p}"));
                     c.exec(&format!("UPDATE acct SET bal = bal + 7 WHERE id = {q}"));
                 }
@@ -256,12 +247,12 @@ fn nonclustered_index_agrees_with_its_table() {
     );
     let duration = run_for(Duration::from_secs(3));
     in_parallel(server.port(), 4, move |w, c| {
-        let mut rng = Rng(0xC0FF_EE00 + w as u64);
+        let mut rng = StdRng::seed_from_u64(0xC0FF_EE00 + w as u64);
         let started = Instant::now();
         while started.elapsed() < duration {
-            let id = rng.below(400);
-            let k = rng.below(50);
-            let sql = match rng.below(4) {
+            let id = rng.random_range(0..400);
+            let k = rng.random_range(0..50);
+            let sql = match rng.random_range(0..4) {
                 0 => format!("UPDATE t SET k = {k} WHERE id = {id}"),
                 1 => format!("UPDATE t SET k = k + 1 WHERE k = {k} AND id % 7 = {}", id % 7),
                 2 => format!("DELETE FROM t WHERE id = {id}; INSERT INTO t SELECT {id}, {k} WHERE NOT EXISTS (SELECT 1 FROM t WHERE id = {id})"),
@@ -634,16 +625,16 @@ fn list_append_histories_show_no_read_committed_anomaly() {
         ),
     );
     let histories = in_parallel(server.port(), 4, move |w, c| {
-        let mut rng = Rng(0xE11E + w as u64);
+        let mut rng = StdRng::seed_from_u64(0xE11E + w as u64);
         let mut txns = Vec::new();
         let started = Instant::now();
         let mut n = 0;
         while started.elapsed() < duration {
             let mut t = Txn { appends: Vec::new(), reads: Vec::new(), committed: false };
             let mut sql = String::from("SET NOCOUNT ON; SET XACT_ABORT ON; BEGIN TRAN;");
-            for _ in 0..1 + rng.below(4) {
-                let k = rng.below(keys as u64) as usize;
-                if rng.below(2) == 0 {
+            for _ in 0..1 + rng.random_range(0..4) {
+                let k = rng.random_range(0..keys as u64) as usize;
+                if rng.random_range(0..2) == 0 {
                     let x = format!("{w}.{n}");
                     n += 1;
                     sql.push_str(&format!("UPDATE lists SET v = v + ',{x}' WHERE k = {k};"));
@@ -653,7 +644,7 @@ fn list_append_histories_show_no_read_committed_anomaly() {
                     t.reads.push((k, Vec::new()));
                 }
             }
-            t.committed = rng.below(5) != 0;
+            t.committed = rng.random_range(0..5) != 0;
             sql.push_str(if t.committed { "COMMIT" } else { "ROLLBACK" });
             // Results: one set per read, in order.
             let outcome = c.rt.block_on(async {

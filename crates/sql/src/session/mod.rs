@@ -311,20 +311,7 @@ impl Session {
             }
         };
         self.state.vars = vec![Value::Null; frame.decls.len()];
-        let mut runner = Runner {
-            shared: &shared,
-            state: &mut self.state,
-            batch: &cached,
-            frame: &frame,
-            sink,
-            try_depth: 0,
-            executed: 0,
-            procedure: None,
-            returns: None,
-            returned: None,
-            table_vars: Vec::new(),
-            changing: false,
-        };
+        let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             report(runner.sink, &e);
             runner.state.error = e.number;
@@ -389,20 +376,7 @@ impl Session {
         };
         let frame = Frame { decls, visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
         self.state.vars = values;
-        let mut runner = Runner {
-            shared: &shared,
-            state: &mut self.state,
-            batch: &cached,
-            frame: &frame,
-            sink,
-            try_depth: 0,
-            executed: 0,
-            procedure: None,
-            returns: None,
-            returned: None,
-            table_vars: Vec::new(),
-            changing: false,
-        };
+        let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
         let _ = runner.run_block(&cached.batch.statements);
     }
 
@@ -618,18 +592,10 @@ pub(crate) fn call_scalar_function(
     let mut sink = Discard;
     let result = {
         let mut runner = Runner {
-            shared: ctx.shared,
-            state: &mut *state,
-            batch: &cached,
-            frame: &frame,
-            sink: &mut sink,
             try_depth: 1,
-            executed: 0,
             procedure: Some(call.name.clone()),
             returns: Some(call.ty),
-            returned: None,
-            table_vars: Vec::new(),
-            changing: false,
+            ..Runner::new(ctx.shared, &mut *state, &cached, &frame, &mut sink)
         };
         let r = runner.compile_all(body).map(|_| runner.run_block(body));
         r.map(|flow| (flow, runner.returned.take()))
@@ -662,6 +628,32 @@ struct Runner<'a> {
     /// A data change is running (past compilation): an error ending it is followed by
     /// "The statement has been terminated."
     changing: bool,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner of a batch or module body at its start: top level, nothing run yet.
+    fn new(
+        shared: &'a Shared,
+        state: &'a mut SessionState,
+        batch: &'a CachedBatch<Prepared>,
+        frame: &'a Frame,
+        sink: &'a mut dyn ResultSink,
+    ) -> Runner<'a> {
+        Runner {
+            shared,
+            state,
+            batch,
+            frame,
+            sink,
+            try_depth: 0,
+            executed: 0,
+            procedure: None,
+            returns: None,
+            returned: None,
+            table_vars: Vec::new(),
+            changing: false,
+        }
+    }
 }
 
 /// An evaluated argument of EXEC or sp_executesql.
@@ -1488,18 +1480,9 @@ impl<'a> Runner<'a> {
         let before = self.state.txns.count;
         let result = {
             let mut inner = Runner {
-                shared: self.shared,
-                state: &mut *self.state,
-                batch: cached,
-                frame: &frame,
-                sink: &mut *self.sink,
                 try_depth: self.try_depth,
-                executed: 0,
                 procedure: name.map(str::to_string),
-                returns: None,
-                returned: None,
-                table_vars: Vec::new(),
-                changing: false,
+                ..Runner::new(self.shared, &mut *self.state, cached, &frame, &mut *self.sink)
             };
             let r = match inner.compile_all(body) {
                 Err(e) => Err(e),
@@ -1976,18 +1959,9 @@ impl<'a> Runner<'a> {
         let result = {
             // The call runs in this frame with a sink that keeps its rows.
             let mut inner = Runner {
-                shared: self.shared,
-                state: &mut *self.state,
-                batch: self.batch,
-                frame: self.frame,
-                sink: &mut captured,
                 try_depth: self.try_depth,
-                executed: 0,
                 procedure: self.procedure.clone(),
-                returns: None,
-                returned: None,
-                table_vars: Vec::new(),
-                changing: false,
+                ..Runner::new(self.shared, &mut *self.state, self.batch, self.frame, &mut captured)
             };
             match &**call {
                 StatementKind::Execute(e) => inner.run_execute(s, e),

@@ -153,16 +153,15 @@ impl Entry {
 
     /// The transactions a request by `txn` for `wanted` must wait for: incompatible
     /// holders and, unless it converts a lock it holds, incompatible requests queued ahead.
-    fn blockers(&self, txn: TxnId, wanted: LockMode, converting: bool) -> Vec<TxnId> {
+    fn blockers(&self, txn: TxnId, wanted: LockMode, converting: bool) -> impl Iterator<Item = TxnId> + '_ {
         let ahead =
             if converting { 0 } else { self.queue.iter().position(|w| w.txn == txn).unwrap_or(self.queue.len()) };
         self.holders
             .iter()
             .copied()
             .chain(self.queue[..ahead].iter().map(|w| (w.txn, w.mode)))
-            .filter(|&(t, m)| t != txn && !m.compatible(wanted))
+            .filter(move |&(t, m)| t != txn && !m.compatible(wanted))
             .map(|(t, _)| t)
-            .collect()
     }
 
     fn leave_queue(&mut self, txn: TxnId) {
@@ -173,7 +172,7 @@ impl Entry {
     fn wake_grantable(&self) {
         for w in &self.queue {
             let converting = self.holders.iter().any(|h| h.0 == w.txn);
-            if self.blockers(w.txn, w.mode, converting).is_empty() {
+            if self.blockers(w.txn, w.mode, converting).next().is_none() {
                 w.thread.unpark();
             }
         }
@@ -233,7 +232,7 @@ impl LockManager {
         let mut map = self.shard(&r).lock();
         let entry = map.entry(r).or_default();
         let converting = entry.holders.iter().any(|h| h.0 == txn);
-        if !entry.blockers(txn, mode, converting).is_empty() {
+        if entry.blockers(txn, mode, converting).next().is_some() {
             if entry.is_unused() {
                 map.remove(&r);
             }
@@ -261,14 +260,17 @@ impl LockManager {
         let timeout = wait.timeout;
         let mut map = self.shard(&r).lock();
         let started = Instant::now();
+        // Only a request that waited has edges in the wait-for graph (or a queue entry).
+        let mut waited = false;
         loop {
             let entry = map.entry(r).or_default();
             let mine = entry.holders.iter().position(|&(t, _)| t == txn);
             let wanted = mine.map_or(mode, |i| entry.holders[i].1.combine(mode));
-            let blockers = entry.blockers(txn, wanted, mine.is_some());
-            if blockers.is_empty() {
-                entry.leave_queue(txn);
-                self.waits_for.lock().remove(&txn);
+            if entry.blockers(txn, wanted, mine.is_some()).next().is_none() {
+                if waited {
+                    entry.leave_queue(txn);
+                    self.waits_for.lock().remove(&txn);
+                }
                 let granted = if !keep {
                     false
                 } else if let Some(i) = mine {
@@ -290,6 +292,7 @@ impl LockManager {
                 Some(w) => w.mode = wanted,
                 None => entry.queue.push(Waiter { txn, mode: wanted, thread: std::thread::current() }),
             }
+            let blockers: Vec<TxnId> = entry.blockers(txn, wanted, mine.is_some()).collect();
             let failure = {
                 let mut graph = self.waits_for.lock();
                 graph.insert(txn, blockers);
@@ -313,6 +316,7 @@ impl LockManager {
             }
             // Woken when the request may be grantable; every few milliseconds regardless,
             // to look for deadlocks formed since, the timeout and a cancel.
+            waited = true;
             let nap = Duration::from_millis(5);
             let nap = timeout.map_or(nap, |limit| nap.min(limit.saturating_sub(started.elapsed())));
             MutexGuard::unlocked(&mut map, || std::thread::park_timeout(nap));
@@ -358,6 +362,11 @@ impl LockManager {
             entry.wake_grantable();
         }
         None
+    }
+
+    /// Releases `txn`'s lock on `r`; false if it held none.
+    pub fn release(&self, txn: TxnId, r: Resource) -> bool {
+        self.held(txn, r).is_some() && self.release_unless(txn, r, |_| false).is_none()
     }
 
     /// True if a transaction other than `txn` holds a lock on `r` that conflicts with `mode`.

@@ -458,8 +458,7 @@ impl Database {
 
     /// Releases a session's application lock; false if it holds none.
     pub fn release_app_for_session(&self, owner: u64, name_hash: u64) -> bool {
-        let r = tessera_access::lock::Resource::App(name_hash);
-        self.space.locks.held(owner, r).is_some() && self.space.locks.release_unless(owner, r, |_| false).is_none()
+        self.space.locks.release(owner, tessera_access::lock::Resource::App(name_hash))
     }
 
     pub fn begin(self: &Arc<Self>) -> Transaction {

@@ -83,9 +83,7 @@ impl Transaction {
 
     /// Releases an application lock this transaction holds; false if it holds none.
     pub fn release_app(&mut self, name_hash: u64) -> bool {
-        let id = self.id();
-        self.db.space.locks.held(id, Resource::App(name_hash)).is_some()
-            && self.db.space.locks.release_unless(id, Resource::App(name_hash), |_| false).is_none()
+        self.db.space.locks.release(self.id(), Resource::App(name_hash))
     }
 
     /// Inserts a row; an existing key is error 2627.

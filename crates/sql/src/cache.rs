@@ -27,7 +27,7 @@ pub struct Compiled<T> {
     pub versions: Vec<(String, u64)>,
     pub context: u64,
     pub plan: Arc<T>,
-    pub objects: Vec<(String, i32)>,
+    pub objects: Arc<[(String, i32)]>,
 }
 
 pub struct CachedBatch<T> {
@@ -50,8 +50,8 @@ impl<T> CachedBatch<T> {
     }
 
     /// The objects the statement's compiled plan uses (empty if it has none).
-    pub fn objects(&self, stmt: usize) -> Vec<(String, i32)> {
-        self.plans.lock().get(&stmt).map(|c| c.objects.clone()).unwrap_or_default()
+    pub fn objects(&self, stmt: usize) -> Arc<[(String, i32)]> {
+        self.plans.lock().get(&stmt).map_or_else(|| Arc::from([]), |c| c.objects.clone())
     }
 
     pub fn store(&self, stmt: usize, compiled: Compiled<T>) {
@@ -224,10 +224,10 @@ mod tests {
                 versions: vec![("db".into(), 3)],
                 context: 0,
                 plan: Arc::new(42),
-                objects: vec![("db".into(), 5)],
+                objects: Arc::from([("db".to_string(), 5)]),
             },
         );
-        assert_eq!(b.objects(7), vec![("db".to_string(), 5)]);
+        assert_eq!(&b.objects(7)[..], &[("db".to_string(), 5)]);
         assert_eq!(b.plan(7, 0, |_| Some(3)).as_deref(), Some(&42));
         assert!(b.plan(7, 0, |_| Some(4)).is_none());
         assert!(b.plan(7, 1, |_| Some(3)).is_none(), "another session's context");

@@ -6,11 +6,12 @@
 //! exist and point back at the row (SQL Server's 8951 with 8955), and every index entry
 //! must be the entry of the row it points at (8952 with 8956). A unique index stores
 //! its key alone, so two rows with one key leave one of them without its entry (8951).
-//! `REPAIR_REBUILD` rebuilds each index found damaged from the table's rows.
+//! `REPAIR_REBUILD` rebuilds each index found damaged from the table's rows. Rows and
+//! entries are streamed (a point lookup each), so memory does not grow with the table.
 
 use std::sync::Arc;
 
-use tessera_database::{Direction, Hold, LockMode, ReadLocks, RowLock, TableId};
+use tessera_database::{Direction, Hold, LockMode, ReadLocks, RowLock, TableId, Transaction};
 
 use crate::catalog::{Object, Table};
 use crate::error::{SqlError, SqlResult};
@@ -18,19 +19,28 @@ use crate::plan::{decode_row, index_entry, row_schema};
 use crate::runtime::ExecCtx;
 use crate::types::{self, Value};
 
+/// Error pairs reported per table; beyond it errors are counted, not described.
+const MAX_REPORTED_PER_TABLE: usize = 200;
+
 /// What the checks found in one table.
 pub struct TableFindings {
     pub table: Arc<Table>,
-    /// The error messages, in pairs (8951 + 8955, 8952 + 8956).
+    /// The error messages, in pairs (8951 + 8955, 8952 + 8956), the first
+    /// `MAX_REPORTED_PER_TABLE` of them.
     pub errors: Vec<SqlError>,
+    /// Consistency errors as CHECKDB counts them (one per pair), reported or not.
+    pub error_count: usize,
     /// Positions (in `table.indexes`) of the indexes found damaged.
     pub damaged: Vec<usize>,
 }
 
 impl TableFindings {
-    /// Consistency errors as CHECKDB counts them (one per pair of messages).
-    pub fn error_count(&self) -> usize {
-        self.errors.len() / 2
+    fn report(&mut self, head: SqlError, detail: SqlError) {
+        self.error_count += 1;
+        if self.errors.len() < 2 * MAX_REPORTED_PER_TABLE {
+            self.errors.push(head);
+            self.errors.push(detail);
+        }
     }
 }
 
@@ -60,60 +70,52 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
         ReadLocks { row: RowLock::Committed, table: Some((LockMode::Shared, Hold::Statement)), skip_locked: false };
     let rows_tree = tree_of(ctx, db, &table, 0)?;
     ctx.transaction(db)?.lock_table_for_read(rows_tree, shared_lock)?;
-    let mut findings = TableFindings { table: table.clone(), errors: Vec::new(), damaged: Vec::new() };
+    let mut findings = TableFindings { table: table.clone(), errors: Vec::new(), error_count: 0, damaged: Vec::new() };
     let schema = row_schema(&table)?;
+    let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
     for ix in 1..table.indexes.len() {
         let index_tree = tree_of(ctx, db, &table, ix)?;
-        let tx = ctx.transaction(db)?;
-        tx.lock_table_for_read(index_tree, shared_lock)?;
-        let mut damaged = false;
+        ctx.transaction(db)?.lock_table_for_read(index_tree, shared_lock)?;
+        let tx: &Transaction = ctx.transaction(db)?;
+        let before = findings.error_count;
         // Every row has its entry.
-        let rows: Vec<(Vec<u8>, Vec<u8>)> = tx
-            .scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, Direction::Forward)
-            .collect::<Result<_, _>>()?;
-        for (row_key, bytes) in &rows {
-            let row = decode_row(&table, &schema, bytes)?;
-            let entry = index_entry(&table, ix, &row, row_key)?;
+        for item in tx.scan(rows_tree, all.0, all.1, Direction::Forward) {
+            let (row_key, bytes) = item?;
+            let row = decode_row(&table, &schema, &bytes)?;
+            let entry = index_entry(&table, ix, &row, &row_key)?;
             if tx.get(index_tree, &entry)?.as_deref() != Some(&row_key[..]) {
-                damaged = true;
-                findings.errors.push(missing_entry(&table, ix));
-                findings.errors.push(SqlError::new(
-                    8955,
-                    format!(
-                        "Data row identified by ({}) with index values '{}'.",
-                        values(&table, 0, &row),
-                        values(&table, ix, &row)
-                    ),
-                ));
+                let detail = format!(
+                    "Data row identified by ({}) with index values '{}'.",
+                    values(&table, 0, &row),
+                    values(&table, ix, &row)
+                );
+                findings.report(missing_entry(&table, ix), SqlError::new(8955, detail));
             }
         }
         // Every entry belongs to its row.
-        let entries: Vec<(Vec<u8>, Vec<u8>)> = tx
-            .scan(index_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, Direction::Forward)
-            .collect::<Result<_, _>>()?;
-        for (entry, row_key) in &entries {
-            let row = match tx.get(rows_tree, row_key)? {
+        for item in tx.scan(index_tree, all.0, all.1, Direction::Forward) {
+            let (entry, row_key) = item?;
+            let row = match tx.get(rows_tree, &row_key)? {
                 Some(bytes) => Some(decode_row(&table, &schema, &bytes)?),
                 None => None,
             };
             let matches = match &row {
-                Some(r) => &index_entry(&table, ix, r, row_key)? == entry,
+                Some(r) => index_entry(&table, ix, r, &row_key)? == entry,
                 None => false,
             };
             if !matches {
-                damaged = true;
-                findings.errors.push(extra_entry(&table, ix));
                 let pointing = match &row {
                     Some(r) => values(&table, 0, r),
-                    None => format!("a missing row, key 0x{}", hex(row_key)),
+                    None => format!("a missing row, key 0x{}", hex(&row_key)),
                 };
-                findings.errors.push(SqlError::new(
-                    8956,
-                    format!("Index row with key 0x{} pointing to the data row identified by ({pointing}).", hex(entry)),
-                ));
+                let detail = format!(
+                    "Index row with key 0x{} pointing to the data row identified by ({pointing}).",
+                    hex(&entry)
+                );
+                findings.report(extra_entry(&table, ix), SqlError::new(8956, detail));
             }
         }
-        if damaged {
+        if findings.error_count > before {
             findings.damaged.push(ix);
         }
     }

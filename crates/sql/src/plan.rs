@@ -893,12 +893,13 @@ fn run_locked_scan(node: &ScanNode, locks: ReadLocks, range: KeyRange, ctx: &mut
     let mut bytes = 0;
     for item in tx.scan_with(tree, range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]), dir, on_locked) {
         let (key, value) = item?;
-        bytes += key.len() + value.len();
+        // An index entry leads to its row's clustered key.
+        let candidate = if node.index == 0 { (key, None) } else { (value, Some(key)) };
+        bytes += candidate.0.len() + candidate.1.as_ref().map_or(0, Vec::len);
         if bytes > MAX_MATERIALIZED_BYTES {
             return Err(insufficient_memory());
         }
-        // An index entry leads to its row's clustered key.
-        candidates.push(if node.index == 0 { (key, None) } else { (value, Some(key)) });
+        candidates.push(candidate);
         if node.single {
             break;
         }

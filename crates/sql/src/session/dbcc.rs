@@ -22,20 +22,18 @@ impl Runner<'_> {
         }
         let findings = self.with_ctx(|ctx| crate::checkdb::check_indexes(ctx, db.name()))?;
         for f in &findings {
-            if f.errors.is_empty() {
+            if f.error_count == 0 {
                 continue;
             }
             for e in &f.errors {
                 self.sink.message(&e.clone().at_line(s.line));
             }
-            errors += f.error_count();
+            errors += f.error_count;
             self.sink.message(&info(
                 8990,
                 format!(
                     "CHECKDB found 0 allocation errors and {} consistency errors in table '{}' (object ID {}).",
-                    f.error_count(),
-                    f.table.name,
-                    f.table.id
+                    f.error_count, f.table.name, f.table.id
                 ),
             ));
         }
@@ -67,7 +65,7 @@ impl Runner<'_> {
                 self.with_ctx(|ctx| ddl::rebuild_index(ctx, db.name(), &f.table, ix))?;
             }
             if !f.damaged.is_empty() {
-                fixed += f.error_count();
+                fixed += f.error_count;
             }
         }
         self.sink.message(&info(

@@ -714,7 +714,7 @@ impl<'a> Runner<'a> {
         let mut b = Binder::new(self.shared, self.state, vars);
         let prepared = compile(&mut b)?;
         let versions = std::mem::take(&mut b.deps.databases);
-        let objects = std::mem::take(&mut b.deps.tables);
+        let objects = Arc::from(std::mem::take(&mut b.deps.tables));
         let plan = Arc::new(prepared);
         self.batch.store(key, Compiled { versions, context, plan: plan.clone(), objects });
         Ok(plan)
@@ -769,7 +769,7 @@ impl<'a> Runner<'a> {
     ) -> SqlResult<Arc<Prepared>> {
         let mut plan = compile(self)?;
         loop {
-            for (db, id) in &self.batch.objects(key) {
+            for (db, id) in self.batch.objects(key).iter() {
                 self.state.transaction(self.shared, db)?.lock_schema(*id as u32, LockMode::SchemaStability)?;
             }
             let now = compile(self)?;

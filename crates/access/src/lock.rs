@@ -250,6 +250,14 @@ impl LockManager {
         }
     }
 
+    /// [`lock`](Self::lock), also saying whether the request had to wait: (new, waited).
+    pub fn lock_noting_wait(&self, txn: TxnId, r: Resource, mode: LockMode, wait: Wait) -> Result<(bool, bool)> {
+        match self.try_lock(txn, r, mode) {
+            Some(new) => Ok((new, false)),
+            None => self.lock(txn, r, mode, wait).map(|new| (new, true)),
+        }
+    }
+
     /// Waits until `mode` on `r` would be granted to `txn`, without keeping a lock
     /// (READ COMMITTED reads).
     pub fn wait_compatible(&self, txn: TxnId, r: Resource, mode: LockMode, wait: Wait) -> Result<()> {

@@ -46,9 +46,9 @@ pub enum RowLock {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ReadLocks {
     pub row: RowLock,
-    /// A table lock taken before the read (S for TABLOCK, X for TABLOCKX); it covers
-    /// the row locks of its mode.
-    pub table: Option<(LockMode, Hold)>,
+    /// A table lock taken before the read (S for TABLOCK, X for TABLOCKX), held to the
+    /// end of the transaction; it covers the row locks of its mode.
+    pub table: Option<LockMode>,
     /// READPAST: rows locked by others are skipped instead of waited for.
     pub skip_locked: bool,
 }
@@ -152,8 +152,6 @@ impl Space {
         }
     }
 
-    /// The transaction's lock entry for a tree it is about to read with `locks`: the
-    /// intent lock (IX for U and X row locks, IS otherwise) and the table lock asked for.
     /// Takes the locks on `tree` a read with `locks` needs before it reads rows: the
     /// intent lock of its row locks and the table lock asked for (none for READ
     /// COMMITTED or NOLOCK reads).
@@ -164,12 +162,14 @@ impl Space {
         Ok(())
     }
 
+    /// The transaction's lock entry for a tree it is about to read with `locks`: the
+    /// intent lock (IX for U and X row locks, IS otherwise) and the table lock asked for.
     fn lock_tree_for_read(&self, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<usize> {
         let write = matches!(locks.row, RowLock::Keep { mode: LockMode::Update | LockMode::Exclusive, .. })
-            || matches!(locks.table, Some((LockMode::Update | LockMode::Exclusive, _)));
+            || matches!(locks.table, Some(LockMode::Update | LockMode::Exclusive));
         let i = self.tree_locks(txn, tree, write)?;
-        if let Some((mode, hold)) = locks.table {
-            self.lock_table(txn, i, mode, hold)?;
+        if let Some(mode) = locks.table {
+            self.lock_table(txn, i, mode)?;
         }
         Ok(i)
     }

@@ -190,8 +190,8 @@ impl TreeLocks {
 /// How long a lock a statement takes is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hold {
-    /// Until the statement ends (READ COMMITTED update locks, TABLOCK without HOLDLOCK),
-    /// unless a write converted it to X.
+    /// Until the statement ends (READ COMMITTED update locks, schema locks), unless a
+    /// write converted it to X.
     Statement,
     /// Until the transaction ends (writes, HOLDLOCK, UPDLOCK, XLOCK).
     Transaction,
@@ -346,25 +346,15 @@ impl Space {
     }
 
     /// Takes an application lock for the rest of the transaction (`sp_getapplock` with
-    /// `@LockOwner = 'Transaction'`); returns whether it had to wait.
-    pub fn lock_app(&self, txn: &mut Txn, r: Resource, mode: LockMode, wait: crate::lock::Wait) -> Result<bool> {
+    /// `@LockOwner = 'Transaction'`), waiting at most `timeout` (None: until granted);
+    /// returns whether it had to wait.
+    pub fn lock_app(&self, txn: &mut Txn, r: Resource, mode: LockMode, timeout: Option<Duration>) -> Result<bool> {
         debug_assert!(matches!(r, Resource::App(_)));
-        let waited = match self.locks.try_lock(txn.id, r, mode) {
-            Some(new) => {
-                if new {
-                    txn.locks.push(r);
-                }
-                false
-            }
-            None => {
-                let cancel = txn.cancel.clone();
-                let wait = crate::lock::Wait { timeout: wait.timeout, cancel: cancel.as_deref() };
-                if self.locks.lock(txn.id, r, mode, wait)? {
-                    txn.locks.push(r);
-                }
-                true
-            }
-        };
+        let wait = Wait { timeout, cancel: txn.cancel.as_deref() };
+        let (new, waited) = self.locks.lock_noting_wait(txn.id, r, mode, wait)?;
+        if new {
+            txn.locks.push(r);
+        }
         Ok(waited)
     }
 
@@ -390,10 +380,6 @@ impl Space {
         for r in std::mem::take(&mut txn.statement_locks) {
             if self.locks.release_unless(txn.id, r, |m| m == LockMode::Exclusive).is_some() {
                 txn.locks.push(r);
-            } else if let Resource::Table(tree) = r {
-                if let Some(t) = txn.trees.iter_mut().find(|t| t.meta.root == tree) {
-                    t.table = None;
-                }
             }
         }
     }
@@ -413,22 +399,21 @@ impl Space {
     /// readers to finish): no key locks are taken in it afterwards.
     pub(crate) fn lock_table_exclusive(&self, txn: &mut Txn, tree: PageNo) -> Result<Arc<TreeMeta>> {
         let i = self.tree_locks(txn, tree, true)?;
-        self.lock_table(txn, i, LockMode::Exclusive, Hold::Transaction)?;
+        self.lock_table(txn, i, LockMode::Exclusive)?;
         Ok(txn.trees[i].meta.clone())
     }
 
-    /// Locks the table of `txn.trees[i]` in `mode` (S or X: TABLOCK, TABLOCKX),
-    /// which then covers the key locks of that mode.
-    pub(crate) fn lock_table(&self, txn: &mut Txn, i: usize, mode: LockMode, hold: Hold) -> Result<()> {
+    /// Locks the table of `txn.trees[i]` in `mode` (S or X: TABLOCK, TABLOCKX) to the end
+    /// of the transaction; it then covers the key locks of that mode. (SQL Server keeps a
+    /// TABLOCK without HOLDLOCK to the end of the statement; here the intent lock taken
+    /// first merges with it, so it lasts as long as the intent.)
+    pub(crate) fn lock_table(&self, txn: &mut Txn, i: usize, mode: LockMode) -> Result<()> {
         if txn.trees[i].table.is_some_and(|m| m.max(mode) == m) {
             return Ok(());
         }
         let r = Resource::Table(txn.trees[i].meta.root);
         if self.locks.lock(txn.id, r, mode, txn.wait())? {
-            match hold {
-                Hold::Transaction => txn.locks.push(r),
-                Hold::Statement => txn.statement_locks.push(r),
-            }
+            txn.locks.push(r);
         }
         // What the transaction holds now (an intent lock combined with S makes X).
         txn.trees[i].table = self.locks.held(txn.id, r).filter(|&m| m >= LockMode::Shared);

@@ -449,11 +449,7 @@ impl Database {
         wait: tessera_access::lock::Wait,
     ) -> Result<bool> {
         let r = tessera_access::lock::Resource::App(name_hash);
-        let locks = &self.space.locks;
-        if locks.try_lock(owner, r, mode).is_some() {
-            return Ok(false);
-        }
-        locks.lock(owner, r, mode, wait).map(|_| true)
+        self.space.locks.lock_noting_wait(owner, r, mode, wait).map(|(_, waited)| waited)
     }
 
     /// Releases a session's application lock; false if it holds none.

@@ -77,8 +77,7 @@ impl Transaction {
     /// whether it had to wait.
     pub fn lock_app(&mut self, name_hash: u64, mode: LockMode, timeout: Option<Duration>) -> Result<bool> {
         let txn = self.txn.as_mut().expect("transaction is open");
-        let wait = tessera_access::lock::Wait { timeout, cancel: None };
-        self.db.space.lock_app(txn, Resource::App(name_hash), mode, wait)
+        self.db.space.lock_app(txn, Resource::App(name_hash), mode, timeout)
     }
 
     /// Releases an application lock this transaction holds; false if it holds none.

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use tessera_database::{Direction, Hold, LockMode, ReadLocks, RowLock, TableId, Transaction};
+use tessera_database::{Direction, LockMode, ReadLocks, RowLock, TableId, Transaction};
 
 use crate::catalog::{Object, Table};
 use crate::error::{SqlError, SqlResult};
@@ -66,8 +66,7 @@ fn tree_of(ctx: &mut ExecCtx, db: &str, table: &Table, index: usize) -> SqlResul
 }
 
 fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<TableFindings> {
-    let shared_lock =
-        ReadLocks { row: RowLock::Committed, table: Some((LockMode::Shared, Hold::Statement)), skip_locked: false };
+    let shared_lock = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
     let rows_tree = tree_of(ctx, db, &table, 0)?;
     ctx.transaction(db)?.lock_table_for_read(rows_tree, shared_lock)?;
     let mut findings = TableFindings { table: table.clone(), errors: Vec::new(), error_count: 0, damaged: Vec::new() };

@@ -7,7 +7,7 @@
 //! or dropped) rebuild the table into new trees inside the session's transaction.
 
 use std::sync::Arc;
-use tessera_database::{Hold, LockMode, ReadLocks, RowLock};
+use tessera_database::{LockMode, ReadLocks, RowLock};
 
 use tessera_database::{DatabaseOptions, DelayedDurability, RecoveryModel};
 
@@ -579,8 +579,7 @@ fn lock_for_ddl(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(Arc<tessera_
 
 /// The shared table locks `lock_for_ddl` takes on each tree of a table.
 fn lock_trees(ctx: &mut ExecCtx, database: &tessera_database::Database, table: &Table) -> SqlResult<()> {
-    let shared =
-        ReadLocks { row: RowLock::Committed, table: Some((LockMode::Shared, Hold::Transaction)), skip_locked: false };
+    let shared = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
     for ix in &table.indexes {
         if let Some(tree) = database.table(&ix.tree) {
             ctx.transaction(database.name())?.lock_table_for_read(tree, shared)?;

@@ -75,11 +75,11 @@ impl LockHints {
             RowLock::Committed
         };
         let table = if self.tablockx || (self.tablock && (target || self.xlock)) {
-            Some((LockMode::Exclusive, Hold::Transaction))
+            Some(LockMode::Exclusive)
         } else if self.tablock && self.updlock {
-            Some((LockMode::Update, Hold::Transaction))
+            Some(LockMode::Update)
         } else if self.tablock {
-            Some((LockMode::Shared, hold))
+            Some(LockMode::Shared)
         } else {
             None
         };
@@ -110,9 +110,9 @@ mod tests {
         let held = RowLock::Keep { mode: LockMode::Shared, hold: Hold::Transaction };
         assert_eq!(hints(&["HOLDLOCK"]).read_locks(false, rc).row, held);
         assert_eq!(hints(&[]).read_locks(false, "SERIALIZABLE").row, held);
-        assert_eq!(hints(&["TABLOCK"]).read_locks(false, rc).table, Some((LockMode::Shared, Hold::Statement)));
-        assert_eq!(hints(&["TABLOCK"]).read_locks(true, rc).table, Some((LockMode::Exclusive, Hold::Transaction)));
-        assert_eq!(hints(&["TABLOCKX"]).read_locks(false, rc).table, Some((LockMode::Exclusive, Hold::Transaction)));
+        assert_eq!(hints(&["TABLOCK"]).read_locks(false, rc).table, Some(LockMode::Shared));
+        assert_eq!(hints(&["TABLOCK"]).read_locks(true, rc).table, Some(LockMode::Exclusive));
+        assert_eq!(hints(&["TABLOCKX"]).read_locks(false, rc).table, Some(LockMode::Exclusive));
     }
 
     #[test]

@@ -805,7 +805,7 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     if locks != ReadLocks::COMMITTED {
         let candidates = vec![(key.as_bytes().to_vec(), None)];
         let mut out = Collector::new();
-        locked_rows(node, locks, candidates, &(Bound::Unbounded, Bound::Unbounded), ctx, &mut out)?;
+        locked_rows(node, locks, candidates, &(Bound::Unbounded, Bound::Unbounded), None, usize::MAX, ctx, &mut out)?;
         return Ok(out.rows);
     }
     let table = &node.table;
@@ -879,9 +879,28 @@ fn run_scan(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec
 /// changed; then each row is locked and read again through its clustered key, so a row
 /// returned under a U, S or X lock is the row as it is while the lock is held.
 fn run_locked_scan(node: &ScanNode, locks: ReadLocks, range: KeyRange, ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    let candidates = locked_candidates(node, locks, &range, ctx)?;
+    let mut out = Collector::new();
+    locked_rows(node, locks, candidates, &range, None, usize::MAX, ctx, &mut out)?;
+    Ok(out.rows)
+}
+
+/// A row a locking scan found: its clustered key, and the nonclustered index entry that
+/// led to it (None when found through the clustered index, or a point key to look up).
+type Candidate = (Vec<u8>, Option<Vec<u8>>);
+
+/// The candidates of a locking scan in key order: clustered keys, with the index entry
+/// that led to each through a nonclustered index; rows others are changing are waited
+/// for (or skipped, with READPAST).
+fn locked_candidates(
+    node: &ScanNode,
+    locks: ReadLocks,
+    range: &KeyRange,
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Candidate>> {
     let tx = ctx.transaction(&node.db)?;
-    let db = tx.database().clone();
-    let tree = db.table(&node.table.indexes[node.index].tree).ok_or_else(|| missing_tree(&node.table.name))?;
+    let tree =
+        tx.database().table(&node.table.indexes[node.index].tree).ok_or_else(|| missing_tree(&node.table.name))?;
     tx.lock_table_for_read(tree, locks)?;
     let on_locked = match locks.row {
         RowLock::Uncommitted => OnLocked::Read,
@@ -904,9 +923,7 @@ fn run_locked_scan(node: &ScanNode, locks: ReadLocks, range: KeyRange, ctx: &mut
             break;
         }
     }
-    let mut out = Collector::new();
-    locked_rows(node, locks, candidates, &range, ctx, &mut out)?;
-    Ok(out.rows)
+    Ok(candidates)
 }
 
 /// The scan under a TOP that may lock rows one at a time and stop at the limit: a locking
@@ -969,63 +986,25 @@ fn run_locked_top(
 ) -> SqlResult<Vec<Row>> {
     let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
-    let table = &node.table;
-    let schema = ctx.row_schema(table)?;
-    let tx = ctx.transaction(&node.db)?;
-    let tree = tx.database().table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
-    tx.lock_table_for_read(tree, locks)?;
-    let on_locked = if locks.skip_locked { OnLocked::Skip } else { OnLocked::Wait };
-    let mut keys = Vec::new();
-    let mut bytes = 0;
-    for item in tx.scan_with(
-        tree,
-        range.0.as_ref().map(|v| &v[..]),
-        range.1.as_ref().map(|v| &v[..]),
-        Direction::Forward,
-        on_locked,
-    ) {
-        let (key, _) = item?;
-        bytes += key.len();
-        if bytes > MAX_MATERIALIZED_BYTES {
-            return Err(insufficient_memory());
-        }
-        keys.push(key);
-    }
-    let mut out = Vec::new();
-    for key in keys {
-        if out.len() >= limit {
-            break;
-        }
-        ctx.check_cancel()?;
-        let tx = ctx.transaction(&node.db)?;
-        let held = tx.holds_key(tree, &key);
-        let Some(row) = tx.get_locked(tree, &key, locks, |b| decode_row(table, &schema, b))? else { continue };
-        let mut row = row?;
-        if node.with_key {
-            row.push(Value::Binary(Arc::from(&key[..])));
-        }
-        let keep = match filter {
-            Some(f) => is_true(f, &row, ctx)?,
-            None => true,
-        };
-        if keep {
-            out.push(row);
-        } else if !held {
-            ctx.transaction(&node.db)?.release_key(tree, &key);
-        }
-    }
-    Ok(out)
+    let candidates = locked_candidates(node, locks, &range, ctx)?;
+    let mut out = Collector::new();
+    locked_rows(node, locks, candidates, &range, filter, limit, ctx, &mut out)?;
+    Ok(out.rows)
 }
 
 /// Reads each candidate row (clustered key, and the index entry that led to it) with
-/// `locks`. A row found through a nonclustered index is returned only if its index key
-/// still lies in `range` now that it is locked (another transaction may have changed it
-/// between the index read and the lock).
+/// `locks`, until `limit` rows are out. A row found through a nonclustered index is
+/// returned only if its index key still lies in `range` now that it is locked (another
+/// transaction may have changed it between the index read and the lock); a row `filter`
+/// rejects is left out and keeps no lock it did not hold before.
+#[allow(clippy::too_many_arguments)]
 fn locked_rows(
     node: &ScanNode,
     locks: ReadLocks,
-    candidates: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    candidates: Vec<Candidate>,
     range: &KeyRange,
+    filter: Option<&Expr>,
+    limit: usize,
     ctx: &mut ExecCtx,
     out: &mut Collector,
 ) -> SqlResult<()> {
@@ -1037,6 +1016,11 @@ fn locked_rows(
     let index_tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
     tx.lock_table_for_read(rows_tree, locks)?;
     for (key, entry) in candidates {
+        if out.rows.len() >= limit {
+            break;
+        }
+        ctx.check_cancel()?;
+        let tx = ctx.transaction(&node.db)?;
         // A point lookup through a nonclustered index: its entry first (its key is exact).
         let (row_key, entry) = match entry {
             Some(e) => (key, Some(e)),
@@ -1046,6 +1030,7 @@ fn locked_rows(
                 None => continue,
             },
         };
+        let held = filter.is_some() && tx.holds_key(rows_tree, &row_key);
         let Some(row) = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes))? else {
             continue;
         };
@@ -1062,7 +1047,15 @@ fn locked_rows(
             }
         }
         if node.with_key {
-            row.push(Value::Binary(Arc::from(row_key)));
+            row.push(Value::Binary(Arc::from(&row_key[..])));
+        }
+        if let Some(f) = filter {
+            if !is_true(f, &row, ctx)? {
+                if !held {
+                    ctx.transaction(&node.db)?.release_key(rows_tree, &row_key);
+                }
+                continue;
+            }
         }
         out.push(row)?;
         if node.single {

@@ -487,9 +487,6 @@ impl Busy {
 
     /// One request and its whole response; false when the client left.
     fn handle(&mut self, msg: Message) -> io::Result<bool> {
-        if self.state.stopping.load(Ordering::SeqCst) {
-            return Ok(false);
-        }
         let version = self.conn.version;
         let reset = msg.status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
         let job: Job = match msg.kind {

@@ -22,7 +22,7 @@ use std::ops::Bound;
 use smallvec::SmallVec;
 use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
 use tessera_buffer::{PageHandle, PageReadGuard};
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::Lsn;
 
 use crate::mtr::{LogCtx, Mtr};

@@ -21,7 +21,7 @@
 //! than every record of its earlier lives.
 
 use tessera_buffer::page::{self, PageNo, PageType, PAGE_SIZE};
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::{LogRecord, Lsn, RecordKind};
 
 use crate::btree::{self, MAX_LEAF_RECORD};

@@ -30,7 +30,7 @@
 //! a [`ColumnType`], which is how the layers above build index keys from rows.
 
 use crate::row::{rescale, ColumnType, Value};
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 
 const NULL: u8 = 0x00;
 const PRESENT: u8 = 0x01;

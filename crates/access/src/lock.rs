@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::TxnId;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

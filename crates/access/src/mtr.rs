@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use tessera_buffer::page::{self, PageNo};
 use tessera_buffer::{PageHandle, PageWrite, PageWriteGuard};
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
 use crate::ops::{self, PageOp, Undo};

@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 
 use tessera_buffer::page::{self, PageNo, PageType};
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::Lsn;
 
 use crate::slotted;

@@ -20,7 +20,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use tessera_buffer::page::PageNo;
-use tessera_io::Result;
+use tessera_errors::Result;
 
 use crate::btree::{self, Direction};
 use crate::lock::{LockMode, Resource};

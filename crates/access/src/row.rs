@@ -53,7 +53,7 @@
 //! Variable-length data is the raw bytes (`varchar`, `varbinary`) or UTF-16LE code units
 //! (`nvarchar`).
 
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 
 /// The largest row, in bytes (SQL Server's limit).
 pub const MAX_ROW_SIZE: usize = 8060;

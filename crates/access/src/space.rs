@@ -15,7 +15,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
 use tessera_buffer::{BufferPool, FileId, PageStore};
-use tessera_io::{DataFile, Error, OpenMode, Result};
+use tessera_errors::{Error, Result};
+use tessera_io::{DataFile, OpenMode};
 use tessera_log::{Lsn, Wal};
 
 use crate::lock::LockManager;

@@ -31,7 +31,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use tessera_buffer::page::PageNo;
 use tessera_buffer::PageHandle;
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::recovery::{self, ActiveTxn, RecoveryHandler, RecoveryOutcome};
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 

@@ -422,7 +422,7 @@ fn copy_data_file(
     let mut chunk: Vec<u8> = pipe.buffer(per_chunk * (PAGE_SIZE + 4));
     let mut in_chunk = 0usize;
     let mut copied = 0u64;
-    let read_err = |e: std::io::Error| tessera_io::Error::io("backup read", path, 0, e);
+    let read_err = |e: std::io::Error| tessera_errors::Error::io("backup read", path, 0, e);
     for &(first, count) in runs {
         let (mut no, pages) = (first, first + count);
         while no < pages {

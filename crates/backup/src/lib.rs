@@ -42,8 +42,8 @@ impl std::fmt::Display for BackupError {
 
 impl std::error::Error for BackupError {}
 
-impl From<tessera_io::Error> for BackupError {
-    fn from(e: tessera_io::Error) -> BackupError {
+impl From<tessera_errors::Error> for BackupError {
+    fn from(e: tessera_errors::Error) -> BackupError {
         BackupError { number: e.number(), message: e.to_string() }
     }
 }

@@ -83,7 +83,7 @@ fn save_progress(data_path: &Path, p: &Progress) -> Result<(), BackupError> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_vec(p).expect("progress serializes"))
         .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| BackupError::from(tessera_io::Error::io("write", &path, 0, e)))
+        .map_err(|e| BackupError::from(tessera_errors::Error::io("write", &path, 0, e)))
 }
 
 /// The media set on `devices`: every family present once, all of one set.
@@ -447,7 +447,7 @@ pub fn restore(
 pub fn recover_only(engine: &Engine, database: &str, notify: &mut dyn FnMut(Notice)) -> Result<(), BackupError> {
     let started = Instant::now();
     match engine.database_state(database) {
-        None => return Err(tessera_io::Error::NotFound { kind: "database", name: database.into() }.into()),
+        None => return Err(tessera_errors::Error::NotFound { kind: "database", name: database.into() }.into()),
         Some(DbState::Online) => {
             return Err(err(
                 3148,
@@ -491,6 +491,6 @@ fn remove_if_exists(p: &Path) -> Result<(), BackupError> {
     match std::fs::remove_file(p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(tessera_io::Error::io("delete", p, 0, e).into()),
+        Err(e) => Err(tessera_errors::Error::io("delete", p, 0, e).into()),
     }
 }

@@ -14,8 +14,8 @@ use tessera_database::{DatabaseOptions, Engine, EngineConfig, RecoveryModel};
 use crate::error::{BenchError, Result};
 use crate::workload::{lookup_value, row_payload, time_lookups, EngineParams, Figures, LOOKUP_VALUE_LEN, PAYLOAD_LEN};
 
-impl From<tessera_io::Error> for BenchError {
-    fn from(e: tessera_io::Error) -> Self {
+impl From<tessera_errors::Error> for BenchError {
+    fn from(e: tessera_errors::Error) -> Self {
         BenchError::new(format!("tessera: {e}"))
     }
 }
@@ -174,17 +174,17 @@ pub fn durable_commits(dir: &Path, threads: usize, p: &EngineParams) -> Result<F
 struct NoFile;
 
 impl PageStore for NoFile {
-    fn read_page(&self, _: PageNo, buf: &mut [u8]) -> tessera_io::Result<()> {
+    fn read_page(&self, _: PageNo, buf: &mut [u8]) -> tessera_errors::Result<()> {
         buf.fill(0);
         Ok(())
     }
-    fn write_page(&self, _: PageNo, _: &[u8]) -> tessera_io::Result<()> {
+    fn write_page(&self, _: PageNo, _: &[u8]) -> tessera_errors::Result<()> {
         Ok(())
     }
-    fn flush_log_to(&self, _: u64) -> tessera_io::Result<()> {
+    fn flush_log_to(&self, _: u64) -> tessera_errors::Result<()> {
         Ok(())
     }
-    fn sync(&self) -> tessera_io::Result<()> {
+    fn sync(&self) -> tessera_errors::Result<()> {
         Ok(())
     }
     fn database_name(&self) -> &str {

@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::lock_api::RawRwLock as _;
 use parking_lot::{Condvar, Mutex, RwLock};
-use tessera_io::{AlignedBuf, Error, Result};
+use tessera_errors::{Error, Result};
+use tessera_io::AlignedBuf;
 
 use crate::page::{self, Lsn, PageNo, PAGE_SIZE};
 use frame::{Frame, Kind, State, DIRTY, GEN_SHIFT, MAX_USAGE, NIL, NO_KEY, USAGE_SHIFT, WRITING};

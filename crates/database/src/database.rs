@@ -13,7 +13,7 @@ use tessera_access::space::{Space, BOOT_ROOT};
 use tessera_access::{Direction, Durability, OnLocked};
 use tessera_buffer::page::PageNo;
 use tessera_buffer::BufferPool;
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
 use tessera_log::{Hold, LogConfig, Lsn, Wal};
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tessera_buffer::page::PAGE_SIZE;
 use tessera_buffer::{BufferPool, HugePages, PoolConfig, PoolStats};
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 use tessera_log::LogConfig;
 
 use crate::database::{Database, DatabaseOptions};

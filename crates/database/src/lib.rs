@@ -5,7 +5,7 @@
 //! ```no_run
 //! use tessera_database::{Engine, EngineConfig, DatabaseOptions};
 //!
-//! # fn main() -> tessera_io::Result<()> {
+//! # fn main() -> tessera_errors::Result<()> {
 //! let engine = Engine::open(EngineConfig::new("/var/lib/tessera"))?;
 //! engine.create_database("shop", DatabaseOptions::default())?;
 //! let db = engine.database("shop")?;            // opened on first use
@@ -32,6 +32,7 @@ pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, ReadLocks, RowLock};
 pub use tessera_buffer::{ExtensionStats, HugePages, PoolStats, PAGE_SIZE};
-pub use tessera_io::{DirLock, Error, Result};
+pub use tessera_errors::{Error, Result};
+pub use tessera_io::DirLock;
 pub use tessera_log::recovery::RecoveryOutcome;
 pub use transaction::{Savepoint, Transaction};

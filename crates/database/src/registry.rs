@@ -7,7 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 
 use crate::database::{DatabaseOptions, DelayedDurability, RecoveryModel};
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tessera_access::lock::Resource;
 use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
-use tessera_io::Result;
+use tessera_errors::Result;
 
 use crate::database::{Database, RecoveryModel, TableId};
 

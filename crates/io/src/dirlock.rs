@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use crate::{Error, Result};
+use tessera_errors::{Error, Result};
 
 /// The file locked in a data directory.
 pub const LOCK_FILE: &str = "tessera.lock";

@@ -3,7 +3,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result, IO_ALIGN};
+use crate::IO_ALIGN;
+use tessera_errors::{Error, Result};
 
 /// How [`DataFile::open`] treats the path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

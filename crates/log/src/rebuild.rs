@@ -14,7 +14,8 @@
 
 use std::path::Path;
 
-use tessera_io::{DataFile, Error, OpenMode, Result};
+use tessera_errors::{Error, Result};
+use tessera_io::{DataFile, OpenMode};
 
 use crate::wal::{
     decode_master, encode_master, frame_crc, scan_vlfs, split_frames, sync_dir, vlf_header, Vlf, FILE_HEADER,

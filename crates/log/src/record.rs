@@ -9,7 +9,7 @@
 //! transaction still to be undone. Other records leave it out (8 of a row insert's ~150
 //! bytes) and decode with 0.
 
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 
 use crate::Lsn;
 

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 
 use crate::record::{LogRecord, RecordKind, TxnId};
 use crate::wal::{Master, Wal, WalReader};

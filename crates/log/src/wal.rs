@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::{Condvar, Mutex};
-use tessera_io::{DataFile, Error, OpenMode, Result};
+use tessera_errors::{Error, Result};
+use tessera_io::{DataFile, OpenMode};
 
 use crate::record::LogRecord;
 use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};

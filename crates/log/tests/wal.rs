@@ -144,14 +144,14 @@ fn upd(key: u8, new: u8, old: u8) -> Vec<u8> {
 }
 
 impl RecoveryHandler for Toy {
-    fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_io::Result<()> {
+    fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_errors::Result<()> {
         let page = self.pages.entry(rec.body[0]).or_insert((0, 0));
         if page.1 < lsn {
             *page = (rec.body[1], lsn);
         }
         Ok(())
     }
-    fn undo(&mut self, _lsn: Lsn, _rec: &LogRecord, _last: Lsn) -> tessera_io::Result<(Lsn, Lsn)> {
+    fn undo(&mut self, _lsn: Lsn, _rec: &LogRecord, _last: Lsn) -> tessera_errors::Result<(Lsn, Lsn)> {
         unreachable!("the wrapper handles undo")
     }
 }
@@ -162,10 +162,10 @@ struct ToyWithLog<'a> {
 }
 
 impl RecoveryHandler for ToyWithLog<'_> {
-    fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_io::Result<()> {
+    fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_errors::Result<()> {
         self.toy.redo(lsn, rec)
     }
-    fn undo(&mut self, _lsn: Lsn, rec: &LogRecord, last: Lsn) -> tessera_io::Result<(Lsn, Lsn)> {
+    fn undo(&mut self, _lsn: Lsn, rec: &LogRecord, last: Lsn) -> tessera_errors::Result<(Lsn, Lsn)> {
         let (k, _new, old) = (rec.body[0], rec.body[1], rec.body[2]);
         let mut clr = LogRecord::new(RecordKind::Compensation, rec.txn, last, upd(k, old, old));
         clr.undo_next = rec.prev_lsn;

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use tessera_database::{Error as EngineError, LockMode};
 
-use crate::error::{SqlError, SqlResult};
 use crate::runtime::{lock_timeout, ExecCtx};
 use crate::sysprocs::NamedArg;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// The session's owner id in the lock manager: from the top of the id space, which
 /// transaction ids (counted up from 1) never reach.

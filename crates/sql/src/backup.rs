@@ -8,10 +8,10 @@ use std::sync::Arc;
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
 
 use crate::bind::OutputColumn;
-use crate::error::{SqlError, SqlResult};
 use crate::output::{Collected, ResultSink};
 use crate::runtime::{SessionState, Shared};
 use crate::types::{SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// An evaluated `WITH` option: upper-cased name, value, and for MOVE the target.
 pub(crate) struct EvaluatedOption {

@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use crate::ast::{self, BinaryOp, Ident, JoinKind, Literal, ObjectName, UnaryOp};
 use crate::catalog::{Module, ModuleKind, Table};
-use crate::error::{SqlError, SqlResult};
 use crate::plan::{AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind};
 use crate::runtime::{SessionState, Shared};
 use crate::sysviews;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// A result column: name, type and nullability.
 #[derive(Clone, Debug)]

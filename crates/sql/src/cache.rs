@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::ast::Batch;
-use crate::error::SqlResult;
+use tessera_errors::SqlResult;
 
 /// Default memory budget of the plan cache.
 pub const DEFAULT_BUDGET_BYTES: usize = 64 << 20;

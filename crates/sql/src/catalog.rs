@@ -17,8 +17,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::ast::{ReferentialAction, TypeArg, TypeName};
-use crate::error::{SqlError, SqlResult};
 use crate::types::{self, SqlType};
+use tessera_errors::{SqlError, SqlResult};
 
 /// Storage name of the tree holding catalog rows.
 pub const OBJECTS_TREE: &str = "sys$objects";

@@ -14,10 +14,10 @@ use std::sync::Arc;
 use tessera_database::{Direction, LockMode, ReadLocks, RowLock, TableId, Transaction};
 
 use crate::catalog::{Object, Table};
-use crate::error::{SqlError, SqlResult};
 use crate::plan::{decode_row, index_entry, row_schema};
 use crate::runtime::ExecCtx;
 use crate::types::{self, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// Error pairs reported per table; beyond it errors are counted, not described.
 const MAX_REPORTED_PER_TABLE: usize = 200;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use tessera_database::{Database, Engine};
 
-use crate::error::{SqlError, SqlResult};
+use tessera_errors::{SqlError, SqlResult};
 
 const MAX_MEMORY: &str = "max server memory (MB)";
 const MIN_MEMORY: &str = "min server memory (MB)";

@@ -13,10 +13,10 @@ use tessera_database::TableId;
 use crate::ast;
 use crate::bind::{convert, invalid_column, Binder, BoundQuery, OutputColumn};
 use crate::catalog::{Action, Index, Table};
-use crate::error::{SqlError, SqlResult};
 use crate::plan::{self, decode_row, eval, run, Expr, Plan, Row};
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// Largest clustered index key, in bytes (SQL Server's limit).
 pub const MAX_CLUSTERED_KEY: usize = 900;

@@ -6,7 +6,7 @@
 //! identifiers here: an unquoted name is a [`TokenKind::Word`] and the parser compares its
 //! text case-insensitively.
 
-use crate::error::SqlError;
+use tessera_errors::SqlError;
 
 /// Operators and punctuation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ pub mod checkdb;
 pub mod config;
 pub mod ddl;
 pub mod dml;
-pub mod error;
+
 pub mod lexer;
 pub mod locking;
 pub mod logins;
@@ -28,7 +28,7 @@ pub mod sysviews;
 pub mod types;
 pub mod unparse;
 
-pub use error::{SqlError, SqlResult};
 pub use output::{Collected, ResultSink, SqlcmdFormat, SqlcmdWriter};
 pub use runtime::Shared;
 pub use session::Session;
+pub use tessera_errors::{SqlError, SqlResult};

@@ -14,7 +14,7 @@
 
 use tessera_database::{Hold, LockMode, ReadLocks, RowLock};
 
-use crate::error::{SqlError, SqlResult};
+use tessera_errors::{SqlError, SqlResult};
 
 /// The locking a table reference asks for with its hints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -24,7 +24,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use tessera_database::Database;
 
-use crate::error::{SqlError, SqlResult};
+use tessera_errors::{SqlError, SqlResult};
 
 /// Storage tree in master holding the logins.
 const LOGINS_TREE: &str = "sys$logins";

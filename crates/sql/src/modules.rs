@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::ast::{self, ObjectName};
 use crate::bind::Binder;
 use crate::catalog::{self, Catalog, Module, ModuleKind, Object};
-use crate::error::{SqlError, SqlResult};
 use crate::runtime::ExecCtx;
+use tessera_errors::{SqlError, SqlResult};
 
 /// SQL Server's most nested module calls (procedures, functions, views).
 pub const MAX_NESTING: i32 = 32;

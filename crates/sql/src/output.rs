@@ -3,8 +3,8 @@
 //! process and, through the TDS client, over the network alike.
 
 use crate::bind::OutputColumn;
-use crate::error::SqlError;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::SqlError;
 
 /// A change of session environment that clients are told about (TDS ENVCHANGE).
 #[derive(Clone, Debug, PartialEq)]

@@ -15,9 +15,9 @@ use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
 
 use crate::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 use crate::catalog::Table;
-use crate::error::{SqlError, SqlResult};
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 pub type Row = Vec<Value>;
 

@@ -1,10 +1,10 @@
 //! Running a script as sqlcmd does: split it into batches at `GO [count]` lines and run
 //! each batch `count` times, announcing loops as sqlcmd does.
 
-use crate::error::SqlError;
 use crate::output::ResultSink;
 use crate::script::{parse_go_line, split_batches};
 use crate::session::Session;
+use tessera_errors::SqlError;
 
 fn note(text: &str) -> SqlError {
     SqlError {

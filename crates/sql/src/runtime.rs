@@ -11,9 +11,9 @@ use tessera_database::{Database, Engine, Savepoint, Transaction};
 
 use crate::cache::PlanCache;
 use crate::catalog::{self, Catalog, Object, Table};
-use crate::error::{SqlError, SqlResult};
 use crate::plan::{Row, SessionFn};
 use crate::types::{FunctionContext, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// The version string `@@VERSION` returns.
 pub const VERSION: &str =

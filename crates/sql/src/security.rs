@@ -6,9 +6,9 @@
 //! login may change its own password (with OLD_PASSWORD), default database and language.
 
 use crate::ast::{AlterLoginAction, Ident, LoginOption};
-use crate::error::{SqlError, SqlResult};
 use crate::logins::{self, cannot_alter, NewLogin, SERVER_ROLES};
 use crate::runtime::Shared;
+use tessera_errors::{SqlError, SqlResult};
 
 pub fn no_permission() -> SqlError {
     SqlError::new(15247, "User does not have permission to perform this action.")

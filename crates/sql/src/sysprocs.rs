@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use crate::bind::OutputColumn;
 use crate::catalog::{Catalog, Object, Table};
-use crate::error::{SqlError, SqlResult};
 use crate::output::ResultSink;
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// An argument of a system procedure: its `@name` if given by name, and its value
 /// (None for DEFAULT).

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use crate::ast::ObjectName;
 use crate::bind::OutputColumn;
 use crate::catalog::{ModuleKind, Object, Table};
-use crate::error::SqlResult;
 use crate::plan::{Plan, Row};
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::SqlResult;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {

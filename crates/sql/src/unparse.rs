@@ -138,17 +138,17 @@ fn inner(e: &Expr) -> String {
 }
 
 /// Parses a stored definition back into an expression.
-pub fn parse_definition(text: &str) -> crate::error::SqlResult<Expr> {
+pub fn parse_definition(text: &str) -> tessera_errors::SqlResult<Expr> {
     let batch = crate::parser::parse_batch(&format!("SELECT {text}"))?;
     match batch.statements.into_iter().next().map(|s| s.kind) {
         Some(crate::ast::StatementKind::Query(q)) => match q.body {
             crate::ast::SetExpr::Select(s) => match s.items.into_iter().next() {
                 Some(crate::ast::SelectItem::Expr { expr, .. }) => Ok(expr),
-                _ => Err(crate::error::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
+                _ => Err(tessera_errors::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
             },
-            _ => Err(crate::error::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
+            _ => Err(tessera_errors::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
         },
-        _ => Err(crate::error::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
+        _ => Err(tessera_errors::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
     }
 }
 

@@ -27,7 +27,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
-use tessera_io::{AlignedBuf, DataFile, Error, OpenMode, Result};
+use tessera_errors::{Error, Result};
+use tessera_io::{AlignedBuf, DataFile, OpenMode};
 
 use super::table::{key_file, key_page, Key};
 use crate::page::{self, PageNo, PAGE_SIZE};

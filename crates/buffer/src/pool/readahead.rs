@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tessera_io::Error;
+use tessera_errors::Error;
 
 use super::{key, FileEntry, FileId, Inner};
 use crate::page::{self, PageNo, PAGE_SIZE};

@@ -8,7 +8,7 @@
 
 use std::ptr;
 
-use tessera_io::{Error, Result};
+use tessera_errors::{Error, Result};
 
 /// Huge page size on x86-64 and arm64 (4 KiB base pages).
 const HUGE: usize = 2 << 20;

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use proptest::prelude::*;
-use tessera_io::{DataFile, Error, OpenMode, Result};
+use tessera_errors::{Error, Result};
+use tessera_io::{DataFile, OpenMode};
 
 use super::frame::{Kind, State, DIRTY, NIL};
 use super::table::{key, key_file, key_page};

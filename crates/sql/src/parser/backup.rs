@@ -2,8 +2,8 @@
 
 use super::{Parser, Result};
 use crate::ast::{BackupOption, BackupStatement, DatabaseRef, RestoreKind, RestoreStatement, StatementKind};
-use crate::error::SqlError;
 use crate::lexer::{Punct, TokenKind};
+use tessera_errors::SqlError;
 
 impl Parser<'_> {
     /// `BACKUP DATABASE | LOG db TO DISK = 'path' [, DISK = 'path' …] [WITH option, …]`

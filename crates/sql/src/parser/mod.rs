@@ -31,8 +31,8 @@ mod security;
 mod tests;
 
 use crate::ast::{Batch, Ident, ObjectName, Statement, StatementKind};
-use crate::error::SqlError;
 use crate::lexer::{tokenize, Punct, Token, TokenKind};
+use tessera_errors::SqlError;
 
 pub use keywords::is_reserved;
 

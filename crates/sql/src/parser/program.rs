@@ -8,8 +8,8 @@ use crate::ast::{
     BinaryOp, CreateFunction, CreateProcedure, CreateView, Declaration, DeclarationKind, ExecArg, Execute, Expr,
     FunctionReturns, Ident, Literal, ModuleKind, ObjectName, Parameter, SetValue, Statement, StatementKind,
 };
-use crate::error::SqlError;
 use crate::lexer::{Punct, TokenKind};
+use tessera_errors::SqlError;
 
 /// How a module statement began: `CREATE`, `ALTER` or `CREATE OR ALTER`.
 #[derive(Clone, Copy)]

@@ -5,8 +5,8 @@ use crate::ast::{
     Cte, Expr, Ident, InsertSource, JoinKind, Literal, ObjectName, Query, Select, SelectItem, SetExpr, SetOperator,
     StatementKind, TableRef, Top,
 };
-use crate::error::SqlError;
 use crate::lexer::{Punct, TokenKind};
+use tessera_errors::SqlError;
 
 /// Table hints accepted without `WITH` (`FROM t (NOLOCK)`).
 const TABLE_HINTS: &[&str] = &[

@@ -5,8 +5,8 @@
 use super::{info, Runner};
 use crate::ast::{self, Statement};
 use crate::ddl;
-use crate::error::{SqlError, SqlResult};
 use crate::types::{SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 impl Runner<'_> {
     /// DBCC CHECKDB: the engine's structural checks (trees, allocation), then every

@@ -27,11 +27,11 @@ use crate::cache::{CachedBatch, Compiled};
 use crate::catalog::ModuleKind;
 use crate::ddl;
 use crate::dml::{self, Prepared};
-use crate::error::{SqlError, SqlResult};
 use crate::output::{Collected, EnvChange, ResultSink};
 use crate::plan::{eval, run, Expr};
 use crate::runtime::{ExecCtx, SessionState, Shared};
 use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 
 /// Most statements one batch may run (loops included) before it is stopped.
 const MAX_STATEMENTS_PER_BATCH: u64 = 1 << 40;

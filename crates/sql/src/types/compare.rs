@@ -7,8 +7,8 @@ use super::num;
 use super::text::{char_in_range, chars_equal, collate_cmp, sort_key};
 use super::typing::{family, Family};
 use super::{SqlType, Value};
-use crate::error::{SqlError, SqlResult};
 use tessera_access::key::KeyBuf;
+use tessera_errors::{SqlError, SqlResult};
 
 /// The order in which SQL Server compares the bytes of a uniqueidentifier: the last six
 /// bytes first, then 8-9, 6-7, 4-5 and 0-3.

@@ -8,11 +8,11 @@ use super::num::{self, decimal_to_f64, f64_to_decimal, fits_precision, format_de
 use super::text::{decode_cp1252, encode_cp1252, to_code_page};
 use super::typing::{base_type_name, conversion, family, fraction_digits, is_unicode, Conversion, Family};
 use super::{SqlType, Value};
-use crate::error::{SqlError, SqlResult};
 use tessera_access::row::{
     self, DATETIME_MAX_DAYS, DATETIME_MIN_DAYS, DATETIME_TICKS_PER_DAY, MAX, MAX_DATE_DAYS, MAX_OFFSET_MINUTES,
     MINUTES_PER_DAY, MIN_OFFSET_MINUTES, TICKS_PER_DAY,
 };
+use tessera_errors::{SqlError, SqlResult};
 
 /// Converts `v` of type `from` to type `to` as `CAST`, or `CONVERT` with `style`, does:
 /// range checks and rounding per SQL Server, string parsing and formatting, and SQL

@@ -21,9 +21,9 @@ use super::num::{self, f64_to_decimal, fits_precision};
 use super::text::{cp1252_byte, decode_cp1252, find_ci, trim_trailing_spaces};
 use super::typing::{base_type_name, family, fraction_digits, is_string, is_unicode, Family, MAX_BYTES, MAX_NCHARS};
 use super::{SqlType, Value};
-use crate::error::{SqlError, SqlResult};
 use tessera_access::key::KeyBuf;
 use tessera_access::row::{MAX, MAX_DATE_DAYS, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES, TICKS_PER_DAY};
+use tessera_errors::{SqlError, SqlResult};
 
 /// A part of a date for DATEADD, DATEDIFF, DATEPART and DATENAME.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

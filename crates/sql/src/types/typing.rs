@@ -4,8 +4,8 @@
 
 use super::SqlType;
 use crate::ast::{BinaryOp, TypeArg, TypeName};
-use crate::error::{SqlError, SqlResult};
 use tessera_access::row::MAX;
+use tessera_errors::{SqlError, SqlResult};
 
 /// The most digits a `decimal` can have.
 pub const MAX_PRECISION: u8 = 38;

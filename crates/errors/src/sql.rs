@@ -80,8 +80,8 @@ impl fmt::Display for SqlError {
 
 impl std::error::Error for SqlError {}
 
-impl From<tessera_io::Error> for SqlError {
-    fn from(e: tessera_io::Error) -> SqlError {
+impl From<crate::Error> for SqlError {
+    fn from(e: crate::Error) -> SqlError {
         let number = e.number();
         let severity = match number {
             823 | 824 => 24,

@@ -13,10 +13,10 @@
 //! and NULLs sent for columns with a DEFAULT stay NULL (SQL Server's KEEP_NULLS).
 
 use tessera_sql::bind::OutputColumn;
-use tessera_sql::lexer::{tokenize, Punct, TokenKind};
 use tessera_sql::output::{Collected, EnvChange, ResultSink};
 use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{Session, SqlError};
+use tessera_syntax::lexer::{tokenize, Punct, TokenKind};
 
 use crate::codec::{bad, DecodeResult, Reader};
 use crate::tokens::{self, Version};

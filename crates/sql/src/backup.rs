@@ -521,13 +521,13 @@ fn result_set(sink: &mut dyn ResultSink, spec: &[(&str, SqlType)], rows: &[Vec<V
 pub(crate) fn restore(
     shared: &Arc<Shared>,
     state: &mut SessionState,
-    kind: crate::ast::RestoreKind,
+    kind: tessera_syntax::ast::RestoreKind,
     database: Option<&str>,
     devices: Vec<PathBuf>,
     options: &[EvaluatedOption],
     sink: &mut dyn ResultSink,
 ) -> SqlResult<()> {
-    use crate::ast::RestoreKind as K;
+    use tessera_syntax::ast::RestoreKind as K;
     let verb = match kind {
         K::Database => "RESTORE DATABASE",
         K::Log => "RESTORE LOG",

@@ -12,13 +12,13 @@
 use crate::locking::LockHints;
 use std::sync::Arc;
 
-use crate::ast::{self, BinaryOp, Ident, JoinKind, Literal, ObjectName, UnaryOp};
 use crate::catalog::{Module, ModuleKind, Table};
 use crate::plan::{AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind};
 use crate::runtime::{SessionState, Shared};
 use crate::sysviews;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, BinaryOp, Ident, JoinKind, Literal, ObjectName, UnaryOp};
 
 /// A result column: name, type and nullability.
 #[derive(Clone, Debug)]
@@ -739,7 +739,7 @@ impl<'a> Binder<'a> {
 
     /// Parses a module's definition (through the plan cache).
     fn definition(&self, db: &str, m: &Module) -> SqlResult<Arc<crate::cache::CachedBatch<crate::dml::Prepared>>> {
-        self.shared.plans.get_or_parse(db, &m.text, crate::parser::parse_batch)
+        self.shared.plans.get_or_parse(db, &m.text, tessera_syntax::parser::parse_batch)
     }
 
     /// Binds a module's query in its own database, one nesting level down.

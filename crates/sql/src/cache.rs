@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::ast::Batch;
 use tessera_errors::SqlResult;
+use tessera_syntax::ast::Batch;
 
 /// Default memory budget of the plan cache.
 pub const DEFAULT_BUDGET_BYTES: usize = 64 << 20;

@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ast::{ReferentialAction, TypeArg, TypeName};
 use crate::types::{self, SqlType};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{ReferentialAction, TypeArg, TypeName};
 
 /// Storage name of the tree holding catalog rows.
 pub const OBJECTS_TREE: &str = "sys$objects";

@@ -11,15 +11,15 @@ use tessera_database::{LockMode, ReadLocks, RowLock};
 
 use tessera_database::{DatabaseOptions, DelayedDurability, RecoveryModel};
 
-use crate::ast::{self, ConstraintKind, Ident, ObjectName};
 use crate::bind::Binder;
 use crate::catalog::{self, Catalog, Column, ForeignKey, Index, NamedExpr, Object, Table};
 use crate::dml;
 use crate::plan::Row;
 use crate::runtime::{database_not_found, ExecCtx};
 use crate::types::{self, SqlType, Value};
-use crate::unparse;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, ConstraintKind, Ident, ObjectName};
+use tessera_syntax::unparse;
 
 fn hex_suffix(table_id: i32, salt: u64) -> String {
     // FNV-1a over (table, salt): stable names for golden tests, unique per constraint.

@@ -10,13 +10,13 @@ use tessera_access::key::KeyBuf;
 use tessera_access::row;
 use tessera_database::TableId;
 
-use crate::ast;
 use crate::bind::{convert, invalid_column, Binder, BoundQuery, OutputColumn};
 use crate::catalog::{Action, Index, Table};
 use crate::plan::{self, decode_row, eval, run, Expr, Plan, Row};
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast;
 
 /// Largest clustered index key, in bytes (SQL Server's limit).
 pub const MAX_CLUSTERED_KEY: usize = 900;
@@ -120,13 +120,13 @@ pub fn bind_target(b: &mut Binder, db: String, table: Arc<Table>) -> SqlResult<T
     let mut defaults = Vec::new();
     b.with_table_scope(&table, |b| -> SqlResult<()> {
         for c in &table.checks {
-            let e = crate::unparse::parse_definition(&c.text)?;
+            let e = tessera_syntax::unparse::parse_definition(&c.text)?;
             checks.push((c.name.clone(), b.bind_predicate(&e)?));
         }
         for col in &table.columns {
             defaults.push(match &col.default {
                 Some(d) => {
-                    let e = crate::unparse::parse_definition(&d.text)?;
+                    let e = tessera_syntax::unparse::parse_definition(&d.text)?;
                     Some(b.bind_expr(&e)?)
                 }
                 None => None,
@@ -462,7 +462,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                     };
                     let (e, t) = match value {
                         ast::Expr::Default => match &table.columns[col].default {
-                            Some(d) => b.bind_expr(&crate::unparse::parse_definition(&d.text)?)?,
+                            Some(d) => b.bind_expr(&tessera_syntax::unparse::parse_definition(&d.text)?)?,
                             None => (Expr::Const(Value::Null), table.columns[col].ty),
                         },
                         v => b.bind_expr(&v)?,
@@ -829,7 +829,7 @@ fn single_column(definition: &str) -> Option<String> {
             _ => {}
         }
     }
-    let e = crate::unparse::parse_definition(definition).ok()?;
+    let e = tessera_syntax::unparse::parse_definition(definition).ok()?;
     let mut cols = Vec::new();
     walk(&e, &mut cols);
     (cols.len() == 1).then(|| cols.remove(0))

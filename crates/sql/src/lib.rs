@@ -1,7 +1,6 @@
 //! tessera's T-SQL layer. See README.md.
 
 pub mod applock;
-pub mod ast;
 pub mod backup;
 pub mod bind;
 pub mod cache;
@@ -11,22 +10,18 @@ pub mod config;
 pub mod ddl;
 pub mod dml;
 
-pub mod lexer;
 pub mod locking;
 pub mod logins;
 pub mod modules;
 pub mod output;
-pub mod parser;
 pub mod plan;
 pub mod runner;
 pub mod runtime;
-pub mod script;
 pub mod security;
 pub mod session;
 pub mod sysprocs;
 pub mod sysviews;
 pub mod types;
-pub mod unparse;
 
 pub use output::{Collected, ResultSink, SqlcmdFormat, SqlcmdWriter};
 pub use runtime::Shared;

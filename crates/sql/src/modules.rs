@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use crate::ast::{self, ObjectName};
 use crate::bind::Binder;
 use crate::catalog::{self, Catalog, Module, ModuleKind, Object};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, ObjectName};
 
 /// SQL Server's most nested module calls (procedures, functions, views).
 pub const MAX_NESTING: i32 = 32;

@@ -13,11 +13,11 @@ use tessera_access::key::KeyBuf;
 use tessera_access::row::{self, RowSchema};
 use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
 
-use crate::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 use crate::catalog::Table;
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 
 pub type Row = Vec<Value>;
 

@@ -2,9 +2,9 @@
 //! each batch `count` times, announcing loops as sqlcmd does.
 
 use crate::output::ResultSink;
-use crate::script::{parse_go_line, split_batches};
 use crate::session::Session;
 use tessera_errors::SqlError;
+use tessera_syntax::script::{parse_go_line, split_batches};
 
 fn note(text: &str) -> SqlError {
     SqlError {

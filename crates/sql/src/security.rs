@@ -5,10 +5,10 @@
 //! logins that are not sysadmins and the membership of roles other than sysadmin; any
 //! login may change its own password (with OLD_PASSWORD), default database and language.
 
-use crate::ast::{AlterLoginAction, Ident, LoginOption};
 use crate::logins::{self, cannot_alter, NewLogin, SERVER_ROLES};
 use crate::runtime::Shared;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{AlterLoginAction, Ident, LoginOption};
 
 pub fn no_permission() -> SqlError {
     SqlError::new(15247, "User does not have permission to perform this action.")

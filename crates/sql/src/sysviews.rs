@@ -5,13 +5,13 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::ast::ObjectName;
 use crate::bind::OutputColumn;
 use crate::catalog::{ModuleKind, Object, Table};
 use crate::plan::{Plan, Row};
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::SqlResult;
+use tessera_syntax::ast::ObjectName;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -622,11 +622,11 @@ fn constraint_objects(t: &Table) -> Vec<ConstraintObject> {
 }
 
 /// The parameters of a procedure or function, from its definition.
-fn module_parameters(m: &crate::catalog::Module) -> Vec<crate::ast::Parameter> {
-    let Ok(batch) = crate::parser::parse_batch(&m.text) else { return Vec::new() };
+fn module_parameters(m: &crate::catalog::Module) -> Vec<tessera_syntax::ast::Parameter> {
+    let Ok(batch) = tessera_syntax::parser::parse_batch(&m.text) else { return Vec::new() };
     match batch.statements.into_iter().next().map(|s| s.kind) {
-        Some(crate::ast::StatementKind::CreateProcedure(p)) => p.params,
-        Some(crate::ast::StatementKind::CreateFunction(f)) => f.params,
+        Some(tessera_syntax::ast::StatementKind::CreateProcedure(p)) => p.params,
+        Some(tessera_syntax::ast::StatementKind::CreateFunction(f)) => f.params,
         _ => Vec::new(),
     }
 }

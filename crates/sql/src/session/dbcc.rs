@@ -3,10 +3,10 @@
 //! and TRACESTATUS.
 
 use super::{info, Runner};
-use crate::ast::{self, Statement};
 use crate::ddl;
 use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Statement};
 
 impl Runner<'_> {
     /// DBCC CHECKDB: the engine's structural checks (trees, allocation), then every

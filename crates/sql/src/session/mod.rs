@@ -21,7 +21,6 @@ use std::sync::Arc;
 
 use tessera_database::LockMode;
 
-use crate::ast::{self, AlterLoginAction, Statement, StatementKind};
 use crate::bind::{Binder, BoundQuery};
 use crate::cache::{CachedBatch, Compiled};
 use crate::catalog::ModuleKind;
@@ -32,6 +31,7 @@ use crate::plan::{eval, run, Expr};
 use crate::runtime::{ExecCtx, SessionState, Shared};
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, AlterLoginAction, Statement, StatementKind};
 
 /// Most statements one batch may run (loops included) before it is stopped.
 const MAX_STATEMENTS_PER_BATCH: u64 = 1 << 40;
@@ -294,7 +294,7 @@ impl Session {
     fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {
         self.state.cancel.store(false, Ordering::Relaxed);
         let shared = self.shared.clone();
-        let cached = match shared.plans.get_or_parse(&self.state.database, text, crate::parser::parse_batch) {
+        let cached = match shared.plans.get_or_parse(&self.state.database, text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => {
                 sink.message(&e);
@@ -366,7 +366,7 @@ impl Session {
     fn run_bound(&mut self, text: &str, decls: Vec<(String, SqlType)>, values: Vec<Value>, sink: &mut dyn ResultSink) {
         debug_assert_eq!(decls.len(), values.len());
         let shared = self.shared.clone();
-        let cached = match shared.plans.get_or_parse(&self.state.database, text, crate::parser::parse_batch) {
+        let cached = match shared.plans.get_or_parse(&self.state.database, text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => {
                 sink.message(&e);
@@ -570,7 +570,7 @@ pub(crate) fn call_scalar_function(
     call: &crate::plan::UserCall,
     args: Vec<Value>,
 ) -> SqlResult<Value> {
-    let cached = ctx.shared.plans.get_or_parse(&call.db, &call.text, crate::parser::parse_batch)?;
+    let cached = ctx.shared.plans.get_or_parse(&call.db, &call.text, tessera_syntax::parser::parse_batch)?;
     let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
         return Err(crate::bind::invalid_object(&call.name));
     };
@@ -1432,7 +1432,7 @@ impl<'a> Runner<'a> {
         text: &str,
         args: Vec<Argument>,
     ) -> Result<i32, Stop> {
-        let cached = match self.shared.plans.get_or_parse(db, text, crate::parser::parse_batch) {
+        let cached = match self.shared.plans.get_or_parse(db, text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return self.fail(s, e).map(|_| 0),
         };
@@ -1620,7 +1620,7 @@ impl<'a> Runner<'a> {
             }
         }
         let db = self.state.database.clone();
-        let cached = match self.shared.plans.get_or_parse(&db, &text, crate::parser::parse_batch) {
+        let cached = match self.shared.plans.get_or_parse(&db, &text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return self.fail(s, e),
         };
@@ -1728,7 +1728,7 @@ impl<'a> Runner<'a> {
         };
         let db = self.state.database.clone();
         let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
-        let declared = match self.shared.plans.get_or_parse(&db, &header, crate::parser::parse_batch) {
+        let declared = match self.shared.plans.get_or_parse(&db, &header, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return Err(Stop::Error(e)),
         };
@@ -1739,7 +1739,7 @@ impl<'a> Runner<'a> {
             )));
         };
         let params = cp.params.clone();
-        let cached = match self.shared.plans.get_or_parse(&db, &stmt_text, crate::parser::parse_batch) {
+        let cached = match self.shared.plans.get_or_parse(&db, &stmt_text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return Err(Stop::Error(e)),
         };

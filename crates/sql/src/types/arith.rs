@@ -8,9 +8,9 @@ use super::datetime::DAYS_TO_1900;
 use super::num;
 use super::typing::{base_type_name, family, is_numeric, Family};
 use super::{SqlType, Value};
-use crate::ast::{BinaryOp, UnaryOp};
 use tessera_access::row::{MAX, TICKS_PER_DAY};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{BinaryOp, UnaryOp};
 
 fn overflow(t: &SqlType) -> SqlError {
     let name = if matches!(t, SqlType::Decimal { .. }) { "numeric" } else { base_type_name(t) };

@@ -3,9 +3,9 @@
 //! CASE, UNION) and the result types of the arithmetic operators.
 
 use super::SqlType;
-use crate::ast::{BinaryOp, TypeArg, TypeName};
 use tessera_access::row::MAX;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{BinaryOp, TypeArg, TypeName};
 
 /// The most digits a `decimal` can have.
 pub const MAX_PRECISION: u8 = 38;

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use tessera_errors::Error;
 
-use super::{key, FileEntry, FileId, Inner};
+use super::registry::FileEntry;
+use super::table::key;
+use super::{FileId, Inner};
 use crate::page::{self, PageNo, PAGE_SIZE};
 
 /// Pages in one read request (512 KiB), as SQL Server's read-ahead reads up to 64 pages.

@@ -9,7 +9,9 @@ use proptest::prelude::*;
 use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
 
-use super::frame::{Kind, State, DIRTY, NIL};
+use super::evict::{Evict, BEFORE_CLAIM};
+use super::fetch::{STALE_PINS, WIDEN_RACES};
+use super::frame::{Kind, State, DIRTY, MAX_USAGE, NIL};
 use super::table::{key, key_file, key_page};
 use super::*;
 use crate::page::{self, HEADER_SIZE, PAGE_SIZE};

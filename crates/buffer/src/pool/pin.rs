@@ -1,0 +1,110 @@
+//! Pins and the content latch: the RAII guards the pool uses internally, the pins taken
+//! under a shard mutex, and the last unpin that frees an orphan (README, "Frames and their
+//! states" and "Pins, latches and lock ordering"). The lock-free pin of the hit path is in
+//! `fetch.rs`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::lock_api::RawRwLock as _;
+
+use super::frame::{self, Frame, Kind, State, MAX_USAGE, USAGE_SHIFT};
+use super::registry::FileEntry;
+use super::table::{key, key_file, key_page, Key};
+use super::{FileId, Inner};
+use crate::page::PageNo;
+
+/// A pin taken by the pool itself (writers, checkpoints); unpins on drop, so a panicking
+/// store callback cannot leak it.
+pub(super) struct Pin<'a> {
+    pub(super) pool: &'a Inner,
+    pub(super) idx: u32,
+}
+
+impl Drop for Pin<'_> {
+    fn drop(&mut self) {
+        self.pool.unpin(self.idx);
+    }
+}
+
+/// A frame's shared latch, released on drop.
+pub(super) struct SharedLatch<'a>(&'a Frame);
+
+impl<'a> SharedLatch<'a> {
+    pub(super) fn new(frame: &'a Frame) -> SharedLatch<'a> {
+        frame.latch.lock_shared();
+        SharedLatch(frame)
+    }
+}
+
+impl Drop for SharedLatch<'_> {
+    fn drop(&mut self) {
+        // SAFETY: taken in `SharedLatch::new`.
+        unsafe { self.0.latch.unlock_shared() }
+    }
+}
+
+impl Inner {
+    /// Pins a mapped frame and bumps its usage count. Caller holds the frame's shard mutex.
+    pub(super) fn pin_touch(&self, i: u32) -> State {
+        let f = self.frame(i);
+        let prev = f.state.fetch_update(Ordering::Acquire, Ordering::Relaxed, |x| {
+            let s = State(x);
+            debug_assert!(matches!(s.kind(), Kind::Valid | Kind::Loading), "pinning a {:?} frame", s.kind());
+            let bump = if s.kind() == Kind::Valid && s.usage() < MAX_USAGE { 1 << USAGE_SHIFT } else { 0 };
+            Some(x + 1 + bump)
+        });
+        State(prev.unwrap_or_else(|x| x))
+    }
+
+    /// Pins a mapped frame without touching its usage count. Caller holds the shard mutex.
+    pub(super) fn pin_quiet(&self, i: u32) -> State {
+        let prev = State(self.frame(i).state.fetch_add(1, Ordering::Acquire));
+        debug_assert!(prev.pins() < frame::PIN_MASK, "pin count overflow");
+        prev
+    }
+
+    /// Pins the frame holding page `no` of `entry`, whatever it is doing; `None` if not
+    /// cached or if the file has been discarded.
+    pub(super) fn pin_page(&self, entry: &FileEntry, no: PageNo) -> Option<Pin<'_>> {
+        let _g = self.shard(key(entry.id, no)).0.lock();
+        if entry.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        let i = entry.radix.get().get(no)?;
+        self.pin_quiet(i);
+        Some(Pin { pool: self, idx: i })
+    }
+
+    /// Pins frame `i` if it still holds `k` and is valid; also returns its file.
+    pub(super) fn pin_if_mapped(&self, i: u32, k: Key) -> Option<(Pin<'_>, Arc<FileEntry>)> {
+        let _g = self.shard(k).0.lock();
+        let entry = self.entry(FileId(key_file(k)))?;
+        if entry.radix.get().get(key_page(k)) != Some(i)
+            || State(self.frame(i).state.load(Ordering::Relaxed)).kind() != Kind::Valid
+        {
+            return None;
+        }
+        self.pin_quiet(i);
+        Some((Pin { pool: self, idx: i }, entry))
+    }
+
+    pub(super) fn unpin(&self, i: u32) {
+        let prev = State(self.frame(i).state.fetch_sub(1, Ordering::Release));
+        assert!(prev.pins() > 0, "buffer pool: frame {i} unpinned more often than pinned");
+        if prev.pins() == 1 && prev.kind() == Kind::Orphan && self.claim_orphan(i) {
+            self.free_frame(i);
+        }
+    }
+
+    /// Takes ownership of an unpinned orphan.
+    pub(super) fn claim_orphan(&self, i: u32) -> bool {
+        let f = self.frame(i);
+        let s = State(f.state.load(Ordering::Acquire));
+        s.kind() == Kind::Orphan
+            && s.pins() == 0
+            && f.state
+                .compare_exchange(s.0, State::new(Kind::Owned, 0, 0).0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+}

@@ -3,6 +3,7 @@
 //! No dependency on any other tessera crate, so every layer — the storage engine and the
 //! T-SQL syntax layer alike — can use it.
 
+pub mod catalog;
 mod engine;
 mod sql;
 

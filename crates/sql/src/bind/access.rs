@@ -1,0 +1,321 @@
+//! Access paths and join methods (the optimizer): the index seek or range a table's filters
+//! pin down best, index nested loops, hash joins, nested loops.
+
+use super::expr_walk::{columns_used, conjoin, map_columns};
+use super::from::{FromNode, LeafSource};
+use super::Binder;
+use crate::catalog::Table;
+use crate::locking::LockHints;
+use crate::plan::{Expr, Plan, RangeBound, ScanNode};
+use std::sync::Arc;
+use tessera_errors::SqlResult;
+use tessera_syntax::ast::{BinaryOp, JoinKind};
+
+impl<'a> Binder<'a> {
+    /// Turns a FROM tree with pushed-down filters into a plan over its local row.
+    pub(super) fn build(&mut self, node: FromNode) -> SqlResult<Plan> {
+        match node {
+            FromNode::Leaf { source, offset, filters, .. } => {
+                let local: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
+                Ok(match *source {
+                    LeafSource::Table { db, table, with_key, hints } => access_path(db, table, local, with_key, hints),
+                    LeafSource::Plan(p) => match conjoin(local) {
+                        Some(pred) => Plan::Filter { input: Box::new(p), predicate: pred },
+                        None => p,
+                    },
+                })
+            }
+            FromNode::Join { left, right, kind, on, offset, .. } => {
+                let left_width = left.width();
+                let right_width = right.width();
+                let right_offset = right.offset();
+                let local_on: Vec<Expr> = on.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
+                // Index nested loops: the inner side is a table whose index the join pins.
+                if matches!(kind, JoinKind::Inner | JoinKind::Left) {
+                    let inner_is_table = matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
+                    if inner_is_table {
+                        let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
+                        let LeafSource::Table { db, table, with_key, hints } = *source else {
+                            unreachable!("checked above")
+                        };
+                        let rfilters: Vec<Expr> =
+                            filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
+                        let lp = self.build(*left)?;
+                        return Ok(join_with_table(
+                            lp,
+                            db,
+                            table,
+                            with_key,
+                            hints,
+                            rfilters,
+                            kind,
+                            local_on,
+                            left_width,
+                            right_width,
+                        ));
+                    }
+                    let lp = self.build(*left)?;
+                    let rp = self.build(*right)?;
+                    return Ok(hash_or_loop(lp, rp, kind, local_on, left_width, right_width));
+                }
+                let lp = self.build(*left)?;
+                let rp = self.build(*right)?;
+                Ok(hash_or_loop(lp, rp, kind, local_on, left_width, right_width))
+            }
+        }
+    }
+}
+
+/// A comparison `Column(col) op value` where value does not read the row.
+fn column_comparison(e: &Expr) -> Option<(usize, BinaryOp, &Expr)> {
+    let Expr::Compare { op, left, right } = e else { return None };
+    let independent = |x: &Expr| {
+        let mut used = Vec::new();
+        columns_used(x, &mut used) && used.is_empty()
+    };
+    match (left.as_ref(), right.as_ref()) {
+        (Expr::Column(c), v) if independent(v) => Some((*c, *op, v)),
+        (v, Expr::Column(c)) if independent(v) => Some((*c, flip(*op), v)),
+        _ => None,
+    }
+}
+
+fn flip(op: BinaryOp) -> BinaryOp {
+    match op {
+        BinaryOp::Lt => BinaryOp::Gt,
+        BinaryOp::LtEq => BinaryOp::GtEq,
+        BinaryOp::Gt => BinaryOp::Lt,
+        BinaryOp::GtEq => BinaryOp::LtEq,
+        BinaryOp::NotLt => BinaryOp::NotGt,
+        BinaryOp::NotGt => BinaryOp::NotLt,
+        op => op,
+    }
+}
+
+/// What an index seek gets from facts `(column, op, value, source)`: equality on a key
+/// prefix, then a range on the next key column.
+struct Seek {
+    prefix: Vec<Expr>,
+    lower: Option<RangeBound>,
+    upper: Option<RangeBound>,
+    /// A unique index pinned on all its columns: at most one row.
+    single: bool,
+    /// Sources of the facts the bounds represent exactly.
+    used: Vec<usize>,
+}
+
+impl Seek {
+    fn useful(&self) -> bool {
+        !self.prefix.is_empty() || self.lower.is_some() || self.upper.is_some()
+    }
+}
+
+type Fact = (usize, BinaryOp, Expr, usize);
+
+fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
+    let idx = &table.indexes[index];
+    let mut prefix = Vec::new();
+    let mut used = Vec::new();
+    for &(col, _) in &idx.columns {
+        match facts.iter().find(|(c, op, _, _)| *c == col && *op == BinaryOp::Eq) {
+            Some((_, _, v, src)) => {
+                prefix.push(v.clone());
+                used.push(*src);
+            }
+            None => break,
+        }
+    }
+    let n = prefix.len();
+    let single = idx.unique && n == idx.columns.len() && n > 0;
+    let (mut lower, mut upper) = (None, None);
+    let (mut lo_src, mut hi_src) = (None, None);
+    if let Some(&(col, desc)) = idx.columns.get(n) {
+        for (c, op, v, src) in facts {
+            if *c != col {
+                continue;
+            }
+            // A descending column stores larger values first: swap the roles.
+            let (is_lower, inclusive) = match op {
+                BinaryOp::Gt => (!desc, false),
+                BinaryOp::GtEq | BinaryOp::NotLt => (!desc, true),
+                BinaryOp::Lt => (desc, false),
+                BinaryOp::LtEq | BinaryOp::NotGt => (desc, true),
+                _ => continue,
+            };
+            let bound = Some(RangeBound { value: v.clone(), inclusive });
+            if is_lower {
+                lower = bound;
+                lo_src = Some(*src);
+            } else {
+                upper = bound;
+                hi_src = Some(*src);
+            }
+        }
+    }
+    used.extend(lo_src);
+    used.extend(hi_src);
+    Seek { prefix, lower, upper, single, used }
+}
+
+/// Chooses how to read a table given filters over its own row: the index the filters pin
+/// down best, a full scan otherwise. Filters the seek represents exactly are dropped (so a
+/// non-deterministic value such as `RAND()` is computed once, for the seek); the others
+/// stay as a residual predicate.
+fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool, hints: LockHints) -> Plan {
+    let facts: Vec<Fact> = filters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| column_comparison(f).map(|(c, op, v)| (c, op, v.clone(), i)))
+        .collect();
+    let mut best: Option<(usize, Seek, i32)> = None;
+    for i in 0..table.indexes.len() {
+        if table.indexes[i].is_heap() {
+            continue;
+        }
+        let seek = seek_bounds(&table, i, &facts);
+        let score = (if seek.single { 1000 } else { 0 })
+            + seek.prefix.len() as i32 * 10
+            + i32::from(seek.lower.is_some() || seek.upper.is_some()) * 5
+            - i as i32;
+        if seek.useful() && best.as_ref().is_none_or(|b| score > b.2) {
+            best = Some((i, seek, score));
+        }
+    }
+    let (index, seek) = match best {
+        Some((i, seek, _)) => (i, seek),
+        None => (0, Seek { prefix: Vec::new(), lower: None, upper: None, single: false, used: Vec::new() }),
+    };
+    let used = seek.used;
+    let scan = Plan::Scan(Box::new(ScanNode {
+        db,
+        table,
+        index,
+        prefix: seek.prefix,
+        lower: seek.lower,
+        upper: seek.upper,
+        reverse: false,
+        with_key,
+        single: seek.single,
+        hints,
+    }));
+    let residual: Vec<Expr> =
+        filters.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, f)| f).collect();
+    match conjoin(residual) {
+        Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
+        None => scan,
+    }
+}
+
+/// An equality `left expr = right column` between the two sides of a join (right columns
+/// start at `left_width`).
+fn join_equalities(on: &[Expr], left_width: usize) -> Vec<(usize, Expr, Expr, usize)> {
+    let mut out = Vec::new();
+    for (i, c) in on.iter().enumerate() {
+        let Expr::Compare { op: BinaryOp::Eq, left, right } = c else { continue };
+        let side = |x: &Expr| -> Option<bool> {
+            let mut used = Vec::new();
+            if !columns_used(x, &mut used) || used.is_empty() {
+                return None;
+            }
+            if used.iter().all(|&u| u < left_width) {
+                Some(true)
+            } else if used.iter().all(|&u| u >= left_width) {
+                Some(false)
+            } else {
+                None
+            }
+        };
+        match (side(left), side(right)) {
+            (Some(true), Some(false)) => out.push((i, (**left).clone(), (**right).clone(), i)),
+            (Some(false), Some(true)) => out.push((i, (**right).clone(), (**left).clone(), i)),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn join_with_table(
+    left: Plan,
+    db: String,
+    table: Arc<Table>,
+    with_key: bool,
+    hints: LockHints,
+    rfilters: Vec<Expr>,
+    kind: JoinKind,
+    on: Vec<Expr>,
+    left_width: usize,
+    right_width: usize,
+) -> Plan {
+    // Facts about right columns whose values come from the left row.
+    let eqs = join_equalities(&on, left_width);
+    let mut facts: Vec<Fact> = Vec::new();
+    for (_, l, r, _) in &eqs {
+        if let Expr::Column(rc) = r {
+            facts.push((rc - left_width, BinaryOp::Eq, l.clone(), usize::MAX));
+        }
+    }
+    let mut best: Option<(usize, Seek)> = None;
+    for i in 0..table.indexes.len() {
+        if table.indexes[i].is_heap() {
+            continue;
+        }
+        let seek = seek_bounds(&table, i, &facts);
+        if !seek.prefix.is_empty() && best.as_ref().is_none_or(|b| seek.prefix.len() > b.1.prefix.len()) {
+            best = Some((i, seek));
+        }
+    }
+    match best {
+        Some((index, seek)) => {
+            let scan = Plan::Scan(Box::new(ScanNode {
+                db,
+                table,
+                prefix: seek.prefix,
+                lower: seek.lower,
+                upper: seek.upper,
+                index,
+                reverse: false,
+                with_key,
+                single: seek.single,
+                hints,
+            }));
+            let right = match conjoin(rfilters) {
+                Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
+                None => scan,
+            };
+            Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width }
+        }
+        None => {
+            let right = access_path(db, table, rfilters, with_key, hints);
+            hash_or_loop(left, right, kind, on, left_width, right_width)
+        }
+    }
+}
+
+fn hash_or_loop(left: Plan, right: Plan, kind: JoinKind, on: Vec<Expr>, left_width: usize, right_width: usize) -> Plan {
+    let eqs = join_equalities(&on, left_width);
+    if eqs.is_empty() || kind == JoinKind::Cross {
+        return Plan::NestedLoop {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind,
+            on: conjoin(on),
+            left_width,
+            right_width,
+        };
+    }
+    let used: Vec<usize> = eqs.iter().map(|e| e.0).collect();
+    let left_keys: Vec<Expr> = eqs.iter().map(|e| e.1.clone()).collect();
+    let right_keys: Vec<Expr> = eqs.iter().map(|e| map_columns(&e.2, &|i| i - left_width)).collect();
+    let residual: Vec<Expr> = on.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, e)| e).collect();
+    Plan::HashJoin {
+        left: Box::new(left),
+        right: Box::new(right),
+        kind,
+        left_keys,
+        right_keys,
+        residual: conjoin(residual),
+        left_width,
+        right_width,
+    }
+}

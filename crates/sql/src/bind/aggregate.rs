@@ -1,0 +1,210 @@
+//! Aggregates: a grouped query's binding context, aggregate calls and their result types, and
+//! the errors for columns neither grouped nor aggregated.
+
+use super::names::{qualified_name, Scope};
+use super::Binder;
+use crate::plan::{AggCall, AggFunc, Expr};
+use crate::types::{self, SqlType};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, ObjectName};
+
+/// Post-aggregation binding: group expressions and aggregate calls become columns of the
+/// Aggregate operator's output.
+pub(super) struct AggContext {
+    pub(super) group_asts: Vec<ast::Expr>,
+    pub(super) group_types: Vec<SqlType>,
+    pub(super) calls: Vec<AggCall>,
+    /// Scope of the rows fed into the aggregate.
+    pub(super) input: Scope,
+    /// The clause being bound, for errors 8120/8121/8127.
+    pub(super) clause: AggClause,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum AggClause {
+    Select,
+    Having,
+    OrderBy,
+}
+
+/// A column neither grouped nor aggregated: error 8120, 8121 or 8127 by clause.
+pub(super) fn not_grouped(clause: AggClause, column: &str) -> SqlError {
+    let (number, quoted, place) = match clause {
+        AggClause::Select => (8120, format!("'{column}'"), "select list"),
+        AggClause::Having => (8121, format!("'{column}'"), "HAVING clause"),
+        AggClause::OrderBy => (8127, format!("\"{column}\""), "ORDER BY clause"),
+    };
+    SqlError::new(
+        number,
+        format!(
+            "Column {quoted} is invalid in the {place} because it is not contained in either an aggregate function or the GROUP BY clause."
+        ),
+    )
+}
+
+pub(super) fn agg_func(name: &str) -> Option<AggFunc> {
+    Some(match name {
+        "COUNT" => AggFunc::Count,
+        "COUNT_BIG" => AggFunc::CountBig,
+        "SUM" => AggFunc::Sum,
+        "AVG" => AggFunc::Avg,
+        "MIN" => AggFunc::Min,
+        "MAX" => AggFunc::Max,
+        _ => return None,
+    })
+}
+
+impl<'a> Binder<'a> {
+    pub(super) fn bind_in_aggregate_input_error(&mut self, name: &ObjectName) -> SqlResult<(Expr, SqlType, bool)> {
+        // A column in a grouped query that is neither grouped nor aggregated. Columns of
+        // enclosing queries are still fine (outer references).
+        let agg = self.agg.as_ref().expect("in aggregate context");
+        if let Some(i) = Self::find_in_scope(&agg.input, name)? {
+            return Err(not_grouped(agg.clause, &qualified_name(&agg.input.columns[i])));
+        }
+        self.resolve_column(name)
+    }
+
+    pub(super) fn bind_aggregate(
+        &mut self,
+        func: AggFunc,
+        fname: &str,
+        args: &[ast::Expr],
+        distinct: bool,
+        star: bool,
+    ) -> SqlResult<(Expr, SqlType, bool)> {
+        let Some(mut agg) = self.agg.take() else {
+            return Err(SqlError::new(
+                147,
+                "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference.",
+            )
+            .with_severity(15));
+        };
+        // The argument is computed from the aggregate's input rows.
+        let result = (|| -> SqlResult<AggCall> {
+            if star {
+                if func != AggFunc::Count && func != AggFunc::CountBig {
+                    return Err(SqlError::new(102, "Incorrect syntax near '*'.").with_severity(15));
+                }
+                let ty = if func == AggFunc::Count { SqlType::Int } else { SqlType::BigInt };
+                return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty });
+            }
+            if args.len() == 1 && (contains_aggregate(&args[0]) || contains_subquery(&args[0])) {
+                return Err(SqlError::new(
+                    130,
+                    "Cannot perform an aggregate function on an expression containing an aggregate or a subquery.",
+                ));
+            }
+            if args.len() != 1 {
+                return Err(SqlError::new(
+                    174,
+                    format!("The {} function requires 1 argument(s).", fname.to_lowercase()),
+                )
+                .with_severity(15));
+            }
+            let (arg, arg_type) = self.with_scope(agg.input.clone(), |b| b.bind_expr(&args[0]))?;
+            let ty = match func {
+                AggFunc::Count => SqlType::Int,
+                AggFunc::CountBig => SqlType::BigInt,
+                AggFunc::Min | AggFunc::Max => arg_type,
+                AggFunc::Sum | AggFunc::Avg => sum_type(func, &arg_type, fname)?,
+            };
+            Ok(AggCall { func, arg: Some(arg), arg_type, distinct, ty })
+        })();
+        let call = match result {
+            Ok(c) => c,
+            Err(e) => {
+                self.agg = Some(agg);
+                return Err(e);
+            }
+        };
+        let ty = call.ty;
+        let index = agg.group_asts.len() + agg.calls.len();
+        agg.calls.push(call);
+        self.agg = Some(agg);
+        Ok((Expr::Column(index), ty, true))
+    }
+}
+
+pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Function { name, args, over, .. } => {
+            (over.is_none() && agg_func(&name.name().value.to_uppercase()).is_some())
+                || args.iter().any(contains_aggregate)
+        }
+        E::Unary { expr, .. }
+        | E::IsNull { expr, .. }
+        | E::Nested(expr)
+        | E::Collate { expr, .. }
+        | E::Cast { expr, .. } => contains_aggregate(expr),
+        E::Convert { expr, style, .. } => contains_aggregate(expr) || style.as_deref().is_some_and(contains_aggregate),
+        E::Binary { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::Between { expr, low, high, .. } => {
+            contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high)
+        }
+        E::Like { expr, pattern, .. } => contains_aggregate(expr) || contains_aggregate(pattern),
+        E::InList { expr, list, .. } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
+        E::Case { operand, branches, otherwise } => {
+            operand.as_deref().is_some_and(contains_aggregate)
+                || branches.iter().any(|(a, b)| contains_aggregate(a) || contains_aggregate(b))
+                || otherwise.as_deref().is_some_and(contains_aggregate)
+        }
+        E::InSubquery { expr, .. } | E::Quantified { left: expr, .. } => contains_aggregate(expr),
+        _ => false,
+    }
+}
+
+/// Whether an expression contains a subquery (outside nested queries).
+pub(super) fn contains_subquery(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Subquery(_) | E::Exists(_) | E::InSubquery { .. } | E::Quantified { .. } => true,
+        E::Function { args, .. } => args.iter().any(contains_subquery),
+        E::Unary { expr, .. }
+        | E::IsNull { expr, .. }
+        | E::Nested(expr)
+        | E::Collate { expr, .. }
+        | E::Cast { expr, .. }
+        | E::Convert { expr, .. } => contains_subquery(expr),
+        E::Binary { left, right, .. } => contains_subquery(left) || contains_subquery(right),
+        E::Between { expr, low, high, .. } => {
+            contains_subquery(expr) || contains_subquery(low) || contains_subquery(high)
+        }
+        E::Like { expr, pattern, .. } => contains_subquery(expr) || contains_subquery(pattern),
+        E::InList { expr, list, .. } => contains_subquery(expr) || list.iter().any(contains_subquery),
+        E::Case { operand, branches, otherwise } => {
+            operand.as_deref().is_some_and(contains_subquery)
+                || branches.iter().any(|(a, b)| contains_subquery(a) || contains_subquery(b))
+                || otherwise.as_deref().is_some_and(contains_subquery)
+        }
+        _ => false,
+    }
+}
+
+fn sum_type(func: AggFunc, t: &SqlType, fname: &str) -> SqlResult<SqlType> {
+    use SqlType::*;
+    Ok(match t {
+        TinyInt | SmallInt | Int => Int,
+        BigInt => BigInt,
+        Decimal { scale, .. } => {
+            if func == AggFunc::Avg {
+                Decimal { precision: 38, scale: (*scale).max(6) }
+            } else {
+                Decimal { precision: 38, scale: *scale }
+            }
+        }
+        Money | SmallMoney => Money,
+        Real | Float => Float,
+        _ => {
+            return Err(SqlError::new(
+                8117,
+                format!(
+                    "Operand data type {} is invalid for {} operator.",
+                    types::base_type_name(t),
+                    fname.to_lowercase()
+                ),
+            ))
+        }
+    })
+}

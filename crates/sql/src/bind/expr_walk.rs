@@ -1,0 +1,127 @@
+//! Walks over bound expressions: renumbering their columns, the columns they read, splitting
+//! and joining conjunctions.
+
+use crate::plan::{Expr, Subquery, SubqueryKind};
+
+/// Applies `f` to every column reference of an expression (not descending into
+/// subqueries, whose plans address their own rows).
+pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
+    let m = |x: &Expr| Box::new(map_columns(x, f));
+    match e {
+        Expr::Column(i) => Expr::Column(f(*i)),
+        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) => e.clone(),
+        Expr::Cast { expr, from, to, style, try_ } => {
+            Expr::Cast { expr: m(expr), from: *from, to: *to, style: *style, try_: *try_ }
+        }
+        Expr::Unary { op, expr, ty } => Expr::Unary { op: *op, expr: m(expr), ty: *ty },
+        Expr::Arith { op, left, right, ty } => Expr::Arith { op: *op, left: m(left), right: m(right), ty: *ty },
+        Expr::Compare { op, left, right } => Expr::Compare { op: *op, left: m(left), right: m(right) },
+        Expr::And(a, b) => Expr::And(m(a), m(b)),
+        Expr::Or(a, b) => Expr::Or(m(a), m(b)),
+        Expr::Not(a) => Expr::Not(m(a)),
+        Expr::IsNull { expr, negated } => Expr::IsNull { expr: m(expr), negated: *negated },
+        Expr::Like { expr, pattern, escape, negated } => {
+            Expr::Like { expr: m(expr), pattern: m(pattern), escape: escape.as_ref().map(|x| m(x)), negated: *negated }
+        }
+        Expr::InList { expr, list, negated } => {
+            Expr::InList { expr: m(expr), list: list.iter().map(|x| map_columns(x, f)).collect(), negated: *negated }
+        }
+        Expr::Case { branches, otherwise } => Expr::Case {
+            branches: branches.iter().map(|(c, t)| (map_columns(c, f), map_columns(t, f))).collect(),
+            otherwise: otherwise.as_ref().map(|x| m(x)),
+        },
+        Expr::Coalesce(args) => Expr::Coalesce(args.iter().map(|x| map_columns(x, f)).collect()),
+        Expr::Func { name, args, arg_types, ty } => Expr::Func {
+            name: name.clone(),
+            args: args.iter().map(|x| map_columns(x, f)).collect(),
+            arg_types: arg_types.clone(),
+            ty: *ty,
+        },
+        Expr::Session { func, args } => {
+            Expr::Session { func: func.clone(), args: args.iter().map(|x| map_columns(x, f)).collect() }
+        }
+        Expr::UserFunction { call, args } => {
+            Expr::UserFunction { call: call.clone(), args: args.iter().map(|x| map_columns(x, f)).collect() }
+        }
+        Expr::Subquery(sq) => {
+            let kind = match &sq.kind {
+                SubqueryKind::In { expr, negated } => {
+                    SubqueryKind::In { expr: map_columns(expr, f), negated: *negated }
+                }
+                SubqueryKind::Quantified { expr, op, all } => {
+                    SubqueryKind::Quantified { expr: map_columns(expr, f), op: *op, all: *all }
+                }
+                k => k.clone(),
+            };
+            Expr::Subquery(Box::new(Subquery { plan: sq.plan.clone(), kind, correlated: sq.correlated }))
+        }
+    }
+}
+
+/// Column positions an expression reads (None if it contains a subquery, which may read
+/// the whole row through outer references).
+pub(super) fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
+    let mut ok = true;
+    let mut visit = |x: &Expr, out: &mut Vec<usize>| ok &= columns_used(x, out);
+    match e {
+        Expr::Column(i) => out.push(*i),
+        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) => {}
+        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
+            visit(expr, out)
+        }
+        Expr::Arith { left, right, .. }
+        | Expr::Compare { left, right, .. }
+        | Expr::And(left, right)
+        | Expr::Or(left, right) => {
+            visit(left, out);
+            visit(right, out);
+        }
+        Expr::Like { expr, pattern, escape, .. } => {
+            visit(expr, out);
+            visit(pattern, out);
+            if let Some(x) = escape {
+                visit(x, out);
+            }
+        }
+        Expr::InList { expr, list, .. } => {
+            visit(expr, out);
+            for x in list {
+                visit(x, out);
+            }
+        }
+        Expr::Case { branches, otherwise } => {
+            for (c, t) in branches {
+                visit(c, out);
+                visit(t, out);
+            }
+            if let Some(x) = otherwise {
+                visit(x, out);
+            }
+        }
+        Expr::Coalesce(args)
+        | Expr::Func { args, .. }
+        | Expr::Session { args, .. }
+        | Expr::UserFunction { args, .. } => {
+            for x in args {
+                visit(x, out);
+            }
+        }
+        Expr::Subquery(_) => return false,
+    }
+    ok
+}
+
+pub(super) fn split_conjuncts(e: Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::And(a, b) => {
+            split_conjuncts(*a, out);
+            split_conjuncts(*b, out);
+        }
+        e => out.push(e),
+    }
+}
+
+pub(super) fn conjoin(mut conj: Vec<Expr>) -> Option<Expr> {
+    let first = if conj.is_empty() { return None } else { conj.remove(0) };
+    Some(conj.into_iter().fold(first, |a, b| Expr::And(Box::new(a), Box::new(b))))
+}

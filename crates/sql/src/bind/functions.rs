@@ -1,0 +1,255 @@
+//! Function calls: user-defined scalar functions, aggregates, built-in functions (folded when
+//! their arguments are constant), session functions and `@@` variables.
+
+use super::aggregate::agg_func;
+use super::conversion::{convert, unify};
+use super::expr::is_null_literal;
+use super::names::object_display;
+use super::Binder;
+use crate::catalog::ModuleKind;
+use crate::plan::{Expr, SessionFn};
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, BinaryOp, ObjectName};
+
+impl<'a> Binder<'a> {
+    pub(super) fn bind_function(
+        &mut self,
+        name: &ObjectName,
+        args: &[ast::Expr],
+        distinct: bool,
+        star: bool,
+        over: Option<&ast::Window>,
+    ) -> SqlResult<(Expr, SqlType, bool)> {
+        let fname = name.name().value.to_uppercase();
+        if name.0.len() > 1 {
+            if let Some((db, m)) = self.module(name)? {
+                if m.kind == ModuleKind::ScalarFunction {
+                    return self.bind_scalar_function(&db, &m, args);
+                }
+            }
+            return Err(SqlError::new(
+                4121,
+                format!("Cannot find either column \"{}\" or the user-defined function or aggregate \"{}\", or the name is ambiguous.", name.0[0].value, object_display(name)),
+            ));
+        }
+        if let Some(func) = agg_func(&fname) {
+            if over.is_some() {
+                return Err(SqlError::new(
+                    4108,
+                    "Windowed functions can only appear in the SELECT or ORDER BY clauses.",
+                ));
+            }
+            return self.bind_aggregate(func, &fname, args, distinct, star);
+        }
+        if over.is_some() || fname == "ROW_NUMBER" {
+            return Err(SqlError::new(4108, "Windowed functions can only appear in the SELECT or ORDER BY clauses."));
+        }
+        let arity = |n: usize| -> SqlResult<()> {
+            if args.len() != n {
+                return Err(SqlError::new(
+                    174,
+                    format!("The {} function requires {n} argument(s).", fname.to_lowercase()),
+                )
+                .with_severity(15));
+            }
+            Ok(())
+        };
+        match fname.as_str() {
+            "COALESCE" => {
+                if args.len() < 2 {
+                    return Err(
+                        SqlError::new(189, "The coalesce function requires 2 to 254 arguments.").with_severity(15)
+                    );
+                }
+                let bound = args.iter().map(|a| self.bind_expr(a)).collect::<SqlResult<Vec<_>>>()?;
+                let ty = unify(bound.iter())?;
+                let args = bound.into_iter().map(|(e, t)| convert(e, &t, &ty)).collect::<SqlResult<Vec<_>>>()?;
+                return Ok((Expr::Coalesce(args), ty, true));
+            }
+            "ISNULL" => {
+                arity(2)?;
+                let (a, at) = self.bind_expr(&args[0])?;
+                let (b, bt) = self.bind_expr(&args[1])?;
+                let ty = if is_null_literal(&a) { bt } else { at };
+                let b = convert(b, &bt, &ty)?;
+                return Ok((Expr::Coalesce(vec![a, b]), ty, true));
+            }
+            "NULLIF" => {
+                arity(2)?;
+                let (a, at) = self.bind_expr(&args[0])?;
+                let (b, bt) = self.bind_expr(&args[1])?;
+                let t = types::common_type(&at, &bt)?;
+                let cond = Expr::Compare {
+                    op: BinaryOp::Eq,
+                    left: Box::new(convert(a.clone(), &at, &t)?),
+                    right: Box::new(convert(b, &bt, &t)?),
+                };
+                return Ok((
+                    Expr::Case { branches: vec![(cond, Expr::Const(Value::Null))], otherwise: Some(Box::new(a)) },
+                    at,
+                    true,
+                ));
+            }
+            "IIF" => {
+                arity(3)?;
+                let c = self.bind_predicate(&args[0])?;
+                let t = self.bind_expr(&args[1])?;
+                let f = self.bind_expr(&args[2])?;
+                let ty = unify([&t, &f].into_iter())?;
+                let then = convert(t.0, &t.1, &ty)?;
+                let other = convert(f.0, &f.1, &ty)?;
+                return Ok((Expr::Case { branches: vec![(c, then)], otherwise: Some(Box::new(other)) }, ty, true));
+            }
+            "DB_NAME" | "DB_ID" | "OBJECT_ID" | "OBJECT_NAME" | "SCHEMA_NAME" | "COL_LENGTH" | "TYPE_NAME"
+            | "TYPE_ID" | "IDENT_CURRENT" | "SCOPE_IDENTITY" | "SERVERPROPERTY" | "DATABASEPROPERTYEX"
+            | "XACT_STATE" | "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
+            | "ERROR_PROCEDURE" | "SUSER_NAME" | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "USER_NAME" | "HOST_NAME"
+            | "APP_NAME" | "IS_SRVROLEMEMBER" | "HAS_DBACCESS" | "SUSER_ID" | "SUSER_SID" => {
+                let (func, ty) = session_function(&fname).expect("listed");
+                let mut bound = Vec::with_capacity(args.len());
+                for a in args {
+                    let (e, t) = self.bind_expr(a)?;
+                    // Names are passed as nvarchar, ids as int.
+                    let to = if matches!(
+                        t,
+                        SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)
+                    ) {
+                        SqlType::NVarChar(tessera_access::row::MAX)
+                    } else if matches!(t, SqlType::Binary(_) | SqlType::VarBinary(_)) {
+                        // SUSER_SNAME(sid)
+                        SqlType::VarBinary(tessera_access::row::MAX)
+                    } else {
+                        SqlType::BigInt
+                    };
+                    bound.push(convert(e, &t, &to)?);
+                }
+                return Ok((Expr::Session { func, args: bound }, ty, true));
+            }
+            _ => {}
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        let mut arg_types = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            let is_part = i == 0
+                && matches!(
+                    fname.as_str(),
+                    "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEPART" | "DATENAME" | "DATETRUNC"
+                );
+            if is_part {
+                if let ast::Expr::Column(part) = a {
+                    bound.push(Expr::Const(Value::str(&part.name().value)));
+                    arg_types.push(SqlType::VarChar(30));
+                    continue;
+                }
+            }
+            let (e, t) = self.bind_expr(a)?;
+            bound.push(e);
+            arg_types.push(t);
+        }
+        match types::function_type(&fname, &arg_types)? {
+            Some(ty) => {
+                // STR's length is an argument: a constant one gives the result its size.
+                let ty = match (fname.as_str(), bound.get(1)) {
+                    ("STR", Some(Expr::Const(Value::Int(n)))) if (1..=8000).contains(n) => SqlType::VarChar(*n as u16),
+                    ("STR", None) => SqlType::VarChar(10),
+                    _ => ty,
+                };
+                // Not folded into constants: results that change per call, or (DATEPART's
+                // weekday) depend on session settings a cached plan would not see.
+                let nondeterministic = matches!(
+                    fname.as_str(),
+                    "DATEPART"
+                        | "RAND"
+                        | "NEWID"
+                        | "GETDATE"
+                        | "SYSDATETIME"
+                        | "GETUTCDATE"
+                        | "SYSUTCDATETIME"
+                        | "CURRENT_TIMESTAMP"
+                        | "SYSDATETIMEOFFSET"
+                );
+                let all_const = bound.iter().all(|b| matches!(b, Expr::Const(_)));
+                if all_const && !nondeterministic {
+                    let vals: Vec<Value> = bound
+                        .iter()
+                        .map(|b| match b {
+                            Expr::Const(v) => v.clone(),
+                            _ => unreachable!("all constant"),
+                        })
+                        .collect();
+                    // Constant folding: deterministic functions of constants (a fresh
+                    // context is enough, they use neither clock nor generator).
+                    let mut fctx = types::FunctionContext::new();
+                    if let Ok(v) = types::call_function(&fname, &vals, &arg_types, &ty, &mut fctx) {
+                        return Ok((Expr::Const(v), ty, true));
+                    }
+                }
+                Ok((Expr::Func { name: fname, args: bound, arg_types, ty }, ty, true))
+            }
+            None => {
+                Err(SqlError::new(195, format!("'{}' is not a recognized built-in function name.", name.name().value))
+                    .with_severity(15))
+            }
+        }
+    }
+}
+
+fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
+    use SessionFn::*;
+    let nv = SqlType::NVarChar(128);
+    Some(match name {
+        "DB_NAME" => (DbName, nv),
+        "DB_ID" => (DbId, SqlType::SmallInt),
+        "OBJECT_ID" => (ObjectId, SqlType::Int),
+        "OBJECT_NAME" => (ObjectName, nv),
+        "SCHEMA_NAME" => (SchemaName, nv),
+        "COL_LENGTH" => (ColLength, SqlType::SmallInt),
+        "TYPE_NAME" => (TypeName, nv),
+        "TYPE_ID" => (TypeId, SqlType::Int),
+        "IDENT_CURRENT" => (IdentCurrent, SqlType::Decimal { precision: 38, scale: 0 }),
+        "SCOPE_IDENTITY" => (ScopeIdentity, SqlType::Decimal { precision: 38, scale: 0 }),
+        "SERVERPROPERTY" => (ServerProperty, nv),
+        "DATABASEPROPERTYEX" => (DatabasePropertyEx, nv),
+        "XACT_STATE" => (XactState, SqlType::SmallInt),
+        "ERROR_NUMBER" => (ErrorNumber, SqlType::Int),
+        "ERROR_MESSAGE" => (ErrorMessage, SqlType::NVarChar(4000)),
+        "ERROR_SEVERITY" => (ErrorSeverity, SqlType::Int),
+        "ERROR_STATE" => (ErrorState, SqlType::Int),
+        "ERROR_LINE" => (ErrorLine, SqlType::Int),
+        "ERROR_PROCEDURE" => (ErrorProcedure, nv),
+        "SUSER_NAME" | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "SYSTEM_USER" => (SuserName, nv),
+        "USER_NAME" | "CURRENT_USER" | "SESSION_USER" | "USER" => (UserName, nv),
+        "HOST_NAME" => (HostName, nv),
+        "APP_NAME" => (AppName, nv),
+        "IS_SRVROLEMEMBER" => (IsSrvRoleMember, SqlType::Int),
+        "SUSER_ID" => (SuserId, SqlType::Int),
+        "SUSER_SID" => (SuserSid, SqlType::VarBinary(85)),
+        "HAS_DBACCESS" => (HasDbAccess, SqlType::Int),
+        _ => return None,
+    })
+}
+
+pub(super) fn global_variable(name: &str) -> Option<(SessionFn, SqlType)> {
+    use SessionFn::*;
+    Some(match name {
+        "@@ROWCOUNT" => (RowCount, SqlType::Int),
+        "@@IDENTITY" => (Identity, SqlType::Decimal { precision: 38, scale: 0 }),
+        "@@ERROR" => (Error, SqlType::Int),
+        "@@TRANCOUNT" => (TranCount, SqlType::Int),
+        "@@SPID" => (Spid, SqlType::SmallInt),
+        "@@NESTLEVEL" => (NestLevel, SqlType::Int),
+        "@@VERSION" => (Version, SqlType::NVarChar(300)),
+        "@@SERVERNAME" => (ServerName, SqlType::NVarChar(128)),
+        "@@SERVICENAME" => (ServiceName, SqlType::NVarChar(128)),
+        "@@LANGUAGE" => (Language, SqlType::NVarChar(128)),
+        "@@MAX_PRECISION" => (MaxPrecision, SqlType::TinyInt),
+        "@@TEXTSIZE" => (TextSize, SqlType::Int),
+        "@@LOCK_TIMEOUT" => (LockTimeout, SqlType::Int),
+        "@@OPTIONS" => (Options, SqlType::Int),
+        "@@FETCH_STATUS" => (FetchStatus, SqlType::Int),
+        "@@DATEFIRST" => (DateFirst, SqlType::TinyInt),
+        "@@PROCID" => (ProcId, SqlType::Int),
+        _ => return None,
+    })
+}

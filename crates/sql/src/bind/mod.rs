@@ -1,0 +1,137 @@
+//! The binder and planner: syntax in, typed plans out.
+//!
+//! Names resolve against a stack of scopes (the innermost query first, then enclosing
+//! queries, whose columns become outer references). Operands are converted to the type
+//! their operator works on with SQL Server's precedence rules. FROM clauses are planned
+//! in three steps: bind the join tree against one combined row, push each WHERE/ON
+//! conjunct down to the single table it touches (unless an outer join forbids it), then
+//! choose for every table the index whose key the pushed conjuncts pin down best and for
+//! every join a method: index nested loops when the inner table has an index on the join
+//! columns, hash join for other equi-joins, nested loops otherwise.
+
+mod access;
+mod aggregate;
+mod conversion;
+mod cte;
+mod expr;
+mod expr_walk;
+mod from;
+mod functions;
+mod modules;
+mod names;
+mod query;
+mod select;
+
+pub use conversion::{cast_to, convert, literal};
+pub use expr_walk::map_columns;
+pub use names::Scope;
+
+use crate::catalog::Table;
+use crate::plan::{Expr, Plan};
+use crate::runtime::{SessionState, Shared};
+use crate::types::{self, SqlType};
+use aggregate::AggContext;
+use cte::DEFAULT_MAX_RECURSION;
+use std::sync::Arc;
+use tessera_errors::SqlError;
+use tessera_syntax::ast::Ident;
+
+/// A result column: name, type and nullability.
+#[derive(Clone, Debug)]
+pub struct OutputColumn {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
+}
+
+/// A bound query: its plan and result columns.
+#[derive(Clone, Debug)]
+pub struct BoundQuery {
+    pub plan: Plan,
+    pub columns: Vec<OutputColumn>,
+}
+
+/// Dependencies of a plan on catalog versions.
+#[derive(Default)]
+pub struct Dependencies {
+    /// Databases whose catalogs the statement was bound against, with their versions.
+    pub databases: Vec<(String, u64)>,
+    /// Tables the statement reads or changes: (database, object id).
+    pub tables: Vec<(String, i32)>,
+}
+
+pub struct Binder<'a> {
+    pub shared: &'a Shared,
+    pub session: &'a SessionState,
+    /// Declared variables of the frame: name (lower-cased, with `@`) and type, by slot.
+    pub variables: &'a [(String, SqlType)],
+    scopes: Vec<Scope>,
+    ctes: Vec<(String, BoundQuery)>,
+    /// Recursive CTEs: the next work table id, how many times a work table has been
+    /// referenced so far (a member that references one is recursive), and the statement's
+    /// recursion limit (`OPTION (MAXRECURSION n)`, default 100, 0 = none).
+    next_work_table: usize,
+    work_table_uses: usize,
+    max_recursion: u16,
+    agg: Option<AggContext>,
+    /// While binding a FROM clause: the table that gets a hidden key column.
+    key_target: Option<String>,
+    /// The database unqualified names resolve in when not the session's (inside a view
+    /// or function, its own database).
+    default_db: Option<String>,
+    /// Inside an inline table-valued function: its parameters, bound to the arguments.
+    substitutions: Vec<(Expr, SqlType, String)>,
+    /// Views and functions being expanded (nesting limit).
+    module_depth: i32,
+    pub deps: Dependencies,
+}
+
+/// A resolved table reference.
+pub struct ResolvedTable {
+    pub db: String,
+    pub table: Arc<Table>,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(shared: &'a Shared, session: &'a SessionState, variables: &'a [(String, SqlType)]) -> Binder<'a> {
+        // Constants converted while binding read dates in the session's order.
+        types::set_session_date_format(&session.options.dateformat);
+        Binder {
+            shared,
+            session,
+            variables,
+            scopes: vec![Scope::default()],
+            ctes: Vec::new(),
+            next_work_table: 0,
+            work_table_uses: 0,
+            max_recursion: DEFAULT_MAX_RECURSION,
+            agg: None,
+            key_target: None,
+            default_db: None,
+            substitutions: Vec::new(),
+            module_depth: 0,
+            deps: Dependencies::default(),
+        }
+    }
+
+    /// Records that the statement was bound against version `version` of `db`'s catalog
+    /// (the oldest, if it read several): the plan is stale once the catalog moves on.
+    fn depend(&mut self, db: &str, version: u64) {
+        match self.deps.databases.iter_mut().find(|d| d.0.eq_ignore_ascii_case(db)) {
+            Some(d) => d.1 = d.1.min(version),
+            None => self.deps.databases.push((db.to_lowercase(), version)),
+        }
+    }
+}
+
+pub fn invalid_object(name: &str) -> SqlError {
+    SqlError::new(208, format!("Invalid object name '{name}'."))
+}
+
+pub fn invalid_column(name: &str) -> SqlError {
+    SqlError::new(207, format!("Invalid column name '{name}'."))
+}
+
+pub fn ident_list(ids: &[Ident]) -> String {
+    ids.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,151 @@
+//! Views and user-defined functions: their definitions bound in their own database, as
+//! derived tables or scalar function calls.
+
+use super::conversion::convert;
+use super::expr_walk::columns_used;
+use super::names::Scope;
+use super::{invalid_object, Binder, BoundQuery};
+use crate::catalog::Module;
+use crate::plan::Expr;
+use crate::types::{self, SqlType};
+use std::sync::Arc;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, ObjectName};
+
+impl<'a> Binder<'a> {
+    /// A view, procedure or function by name: (database, module).
+    pub(super) fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(String, Arc<Module>)>> {
+        let (db, schema, obj) = self.qualify(name)?;
+        if obj.starts_with('#') || name.name().value.starts_with('@') || !self.shared.engine.exists(&db) {
+            return Ok(None);
+        }
+        let database = self.shared.database(&db)?;
+        let catalog = self.shared.catalog(&database)?;
+        Ok(catalog.module(&schema, &obj).cloned().map(|m| {
+            self.depend(database.name(), catalog.version);
+            (database.name().to_string(), m)
+        }))
+    }
+
+    /// Parses a module's definition (through the plan cache).
+    fn definition(&self, db: &str, m: &Module) -> SqlResult<Arc<crate::cache::CachedBatch<crate::dml::Prepared>>> {
+        self.shared.plans.get_or_parse(db, &m.text, tessera_syntax::parser::parse_batch)
+    }
+
+    /// Binds a module's query in its own database, one nesting level down.
+    fn bind_in_module<T>(&mut self, db: &str, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
+        if self.module_depth >= crate::modules::MAX_NESTING {
+            return Err(crate::modules::nesting_error());
+        }
+        let saved_db = self.default_db.replace(db.to_string());
+        let saved_ctes = std::mem::take(&mut self.ctes);
+        self.module_depth += 1;
+        self.scopes.push(Scope::default());
+        let r = f(self);
+        self.scopes.pop();
+        self.module_depth -= 1;
+        self.ctes = saved_ctes;
+        self.default_db = saved_db;
+        r
+    }
+
+    /// A view as a derived table.
+    pub(super) fn bind_view(&mut self, db: &str, m: &Module) -> SqlResult<BoundQuery> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateView(cv)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let mut bound = self.bind_in_module(db, |b| b.bind_query(&cv.query))?;
+        for (c, n) in bound.columns.iter_mut().zip(&cv.columns) {
+            c.name = n.value.clone();
+        }
+        Ok(bound)
+    }
+
+    /// An inline table-valued function call as a derived table; its parameters take the
+    /// arguments' values (which may not read columns).
+    pub(super) fn bind_table_function(&mut self, db: &str, m: &Module, args: &[ast::Expr]) -> SqlResult<BoundQuery> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::InlineTable(query) = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let bound_args = self.function_arguments(&m.name, &cf.params, args)?;
+        for (e, _, _) in &bound_args {
+            let mut used = Vec::new();
+            if !columns_used(e, &mut used) || !used.is_empty() {
+                return Err(SqlError::new(
+                    40527,
+                    "Arguments of table-valued functions that read columns (APPLY) are not supported yet.",
+                ));
+            }
+        }
+        let saved = std::mem::replace(&mut self.substitutions, bound_args);
+        let r = self.bind_in_module(db, |b| b.bind_query(query));
+        self.substitutions = saved;
+        r
+    }
+
+    /// Binds call arguments against a function's parameters (defaults via `DEFAULT`),
+    /// converted to the parameter types: (expression, type, parameter name).
+    fn function_arguments(
+        &mut self,
+        fname: &str,
+        params: &[ast::Parameter],
+        args: &[ast::Expr],
+    ) -> SqlResult<Vec<(Expr, SqlType, String)>> {
+        if args.len() > params.len() {
+            return Err(SqlError::new(
+                8144,
+                format!("Procedure or function {fname} has too many arguments specified."),
+            ));
+        }
+        let mut out = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let ty = types::resolve_type(&p.ty, false)?;
+            let (e, t) = match args.get(i) {
+                Some(ast::Expr::Default) | None => match (&p.default, args.get(i)) {
+                    (Some(d), Some(_)) => self.bind_expr(d)?,
+                    _ => {
+                        return Err(SqlError::new(
+                            313,
+                            format!(
+                            "An insufficient number of arguments were supplied for the procedure or function {fname}."
+                        ),
+                        ))
+                    }
+                },
+                Some(a) => self.bind_expr(a)?,
+            };
+            out.push((convert(e, &t, &ty)?, ty, p.name.to_lowercase()));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn bind_scalar_function(
+        &mut self,
+        db: &str,
+        m: &Arc<Module>,
+        args: &[ast::Expr],
+    ) -> SqlResult<(Expr, SqlType, bool)> {
+        let cached = self.definition(db, m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::Scalar { ty, .. } = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let ty = types::resolve_type(ty, false)?;
+        let bound = self.function_arguments(&m.name, &cf.params, args)?;
+        let call = crate::plan::UserCall {
+            db: db.to_string(),
+            name: m.name.clone(),
+            text: Arc::from(m.text.as_str()),
+            arg_types: bound.iter().map(|b| b.1).collect(),
+            ty,
+        };
+        Ok((Expr::UserFunction { call: Arc::new(call), args: bound.into_iter().map(|b| b.0).collect() }, ty, true))
+    }
+}

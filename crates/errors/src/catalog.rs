@@ -104,6 +104,8 @@ mod tests {
                 m.aborts
             );
             assert!(!m.template.is_empty(), "{}", m.number);
+            // User-defined numbers (RAISERROR and THROW with their own text) have no row.
+            assert!(m.number > 0 && m.number < 50000, "{}", m.number);
         }
     }
 

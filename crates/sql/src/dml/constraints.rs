@@ -1,0 +1,205 @@
+//! The constraints a stored row meets: column length (2628), NOT NULL (515), CHECK (547)
+//! and unique keys (2627/2601), and the check of existing rows against a new constraint.
+
+use tessera_access::row;
+
+use super::foreign_keys::check_parents;
+use super::{object_name, table_rows, Target};
+use crate::catalog::{Index, Table};
+use crate::plan::eval;
+use crate::runtime::ExecCtx;
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast;
+
+/// Converts a value for storing in a column: strings and binaries longer than the column
+/// fail (error 2628) instead of being cut, as SQL Server does on INSERT and UPDATE.
+pub fn assign_value(v: &Value, from: &SqlType, db: &str, table: &Table, col: usize) -> SqlResult<Value> {
+    let c = &table.columns[col];
+    if let Some(limit) = char_limit(&c.ty) {
+        let len = match v {
+            Value::Str(s)
+                if matches!(
+                    from,
+                    SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)
+                ) =>
+            {
+                s.trim_end_matches(' ').chars().count()
+            }
+            Value::Binary(b) if matches!(from, SqlType::Binary(_) | SqlType::VarBinary(_)) => b.len(),
+            _ => 0,
+        };
+        if len > limit {
+            let shown: String = match v {
+                Value::Str(s) => s.chars().take(limit).collect(),
+                _ => String::new(),
+            };
+            return Err(SqlError::new(
+                2628,
+                format!(
+                    "String or binary data would be truncated in table '{db}.{}', column '{}'. Truncated value: '{}'.",
+                    object_name(table),
+                    c.name,
+                    shown
+                ),
+            ));
+        }
+    }
+    types::cast(v, from, &c.ty, None)
+}
+
+fn char_limit(t: &SqlType) -> Option<usize> {
+    use SqlType::*;
+    match *t {
+        Char(n) | VarChar(n) | NChar(n) | NVarChar(n) | Binary(n) | VarBinary(n) if n != row::MAX => {
+            Some(usize::from(n))
+        }
+        _ => None,
+    }
+}
+
+pub(super) fn key_values(table: &Table, index: &Index, row: &[Value]) -> String {
+    index
+        .columns
+        .iter()
+        .map(|&(c, _)| types::display_text(&row[c], &table.columns[c].ty))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub(super) fn duplicate_error(table: &Table, index: &Index, row: &[Value]) -> SqlError {
+    let values = key_values(table, index, row);
+    if index.primary_key || index.unique_constraint {
+        SqlError::new(
+            2627,
+            format!(
+                "Violation of {} constraint '{}'. Cannot insert duplicate key in object '{}'. The duplicate key value is ({values}).",
+                if index.primary_key { "PRIMARY KEY" } else { "UNIQUE KEY" },
+                index.name,
+                object_name(table)
+            ),
+        )
+        .with_severity(14)
+    } else {
+        SqlError::new(
+            2601,
+            format!(
+                "Cannot insert duplicate key row in object '{}' with unique index '{}'. The duplicate key value is ({values}).",
+                object_name(table),
+                index.name
+            ),
+        )
+        .with_severity(14)
+    }
+}
+
+pub(super) fn map_duplicate(e: tessera_database::Error, table: &Table, index: &Index, row: &[Value]) -> SqlError {
+    match e {
+        tessera_database::Error::DuplicateKey { .. } => duplicate_error(table, index, row),
+        e => e.into(),
+    }
+}
+
+/// Checks NOT NULL and CHECK constraints of a complete new row.
+pub(super) fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> SqlResult<()> {
+    let table = &target.table;
+    for (i, c) in table.columns.iter().enumerate() {
+        if !c.nullable && row[i].is_null() {
+            let verb = if kind == "INSERT" { "INSERT fails." } else { "UPDATE fails." };
+            return Err(SqlError::new(
+                515,
+                format!(
+                    "Cannot insert the value NULL into column '{}', table '{}.{}'; column does not allow nulls. {verb}",
+                    c.name,
+                    target.db,
+                    object_name(table)
+                ),
+            )
+            .with_state(2));
+        }
+    }
+    for ((name, pred), def) in target.checks.iter().zip(&table.checks) {
+        let v = eval(pred, row, ctx)?;
+        if v == Value::Bit(false) {
+            // SQL Server names the column when the constraint reads exactly one.
+            let column = single_column(&def.text).map(|c| format!(", column '{c}'")).unwrap_or_default();
+            return Err(SqlError::new(
+                547,
+                format!(
+                    "The {} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\"{column}.",
+                    kind,
+                    target.db,
+                    object_name(table)
+                ),
+            )
+            .with_state(0));
+        }
+    }
+    Ok(())
+}
+
+/// The one column a CHECK definition reads, if it reads exactly one.
+fn single_column(definition: &str) -> Option<String> {
+    fn walk(e: &ast::Expr, out: &mut Vec<String>) {
+        use ast::Expr as E;
+        match e {
+            E::Column(n) => {
+                let name = n.name().value.clone();
+                if !out.iter().any(|c| c.eq_ignore_ascii_case(&name)) {
+                    out.push(name);
+                }
+            }
+            E::Unary { expr, .. }
+            | E::IsNull { expr, .. }
+            | E::Nested(expr)
+            | E::Collate { expr, .. }
+            | E::Cast { expr, .. } => walk(expr, out),
+            E::Convert { expr, .. } => walk(expr, out),
+            E::Binary { left, right, .. } => {
+                walk(left, out);
+                walk(right, out);
+            }
+            E::Between { expr, low, high, .. } => {
+                walk(expr, out);
+                walk(low, out);
+                walk(high, out);
+            }
+            E::Like { expr, pattern, .. } => {
+                walk(expr, out);
+                walk(pattern, out);
+            }
+            E::InList { expr, list, .. } => {
+                walk(expr, out);
+                list.iter().for_each(|x| walk(x, out));
+            }
+            E::Function { args, .. } => args.iter().for_each(|x| walk(x, out)),
+            E::Case { operand, branches, otherwise } => {
+                if let Some(o) = operand {
+                    walk(o, out);
+                }
+                for (a, b) in branches {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                if let Some(o) = otherwise {
+                    walk(o, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let e = tessera_syntax::unparse::parse_definition(definition).ok()?;
+    let mut cols = Vec::new();
+    walk(&e, &mut cols);
+    (cols.len() == 1).then(|| cols.remove(0))
+}
+
+/// Verifies that existing rows satisfy a new CHECK or FOREIGN KEY constraint.
+pub fn validate_rows(ctx: &mut ExecCtx, target: &Target) -> SqlResult<()> {
+    let rows = table_rows(ctx, &target.db, &target.table)?;
+    for (_, r) in rows {
+        check_row(ctx, target, &r, "ALTER TABLE")?;
+        check_parents(ctx, target, &r, None, "ALTER TABLE")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! DELETE: compiling it, and deleting rows with their index entries after the foreign keys
+//! that reference them are enforced.
+
+use super::foreign_keys::{check_children, MAX_CASCADE_DEPTH};
+use super::indexes::delete_index_entry;
+use super::output::bind_output;
+use super::target::{bind_dml_source, unique_targets};
+use super::{bind_target, rowcount_limit, tree, OutputPlan, Target};
+use crate::bind::Binder;
+use crate::plan::{eval, run, Plan, Row};
+use crate::runtime::ExecCtx;
+use crate::types::Value;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast;
+
+#[derive(Debug)]
+pub struct DeletePlan {
+    pub target: Target,
+    pub source: Plan,
+    pub offset: usize,
+    pub key: usize,
+    pub output: Option<OutputPlan>,
+}
+
+pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
+    b.bind_ctes(&del.with, del.max_recursion)?;
+    let (db, table, source, _scope, offset, key) =
+        bind_dml_source(b, &del.table, &del.table_hints, &del.from, del.selection.as_ref(), del.top.as_ref())?;
+    let output = bind_output(b, &table, del.output.as_ref())?;
+    let target = bind_target(b, db, table)?;
+    Ok(DeletePlan { target, source, offset, key, output })
+}
+
+pub(super) fn delete_row(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    key: &[u8],
+    row: &[Value],
+    depth: usize,
+) -> SqlResult<bool> {
+    if depth > MAX_CASCADE_DEPTH {
+        return Err(SqlError::new(
+            217,
+            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
+        ));
+    }
+    check_children(ctx, target, row, None, "DELETE", depth)?;
+    let table = &target.table;
+    let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+    if !ctx.transaction(&target.db)?.delete(rows_tree, key)? {
+        return Ok(false);
+    }
+    for ix in &table.indexes[1..] {
+        delete_index_entry(ctx, target, ix, row, key)?;
+    }
+    Ok(true)
+}
+
+pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>)> {
+    let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
+    rows.truncate(rowcount_limit(ctx));
+    let n = p.target.table.columns.len();
+    let mut count = 0;
+    let mut output = Vec::new();
+    for r in rows {
+        ctx.check_cancel()?;
+        let old: Row = r[p.offset..p.offset + n].to_vec();
+        let Value::Binary(key) = &r[p.key] else { continue };
+        if delete_row(ctx, &p.target, key, &old, 0)? {
+            count += 1;
+            if let Some(out) = &p.output {
+                let mut both = old;
+                both.extend(std::iter::repeat_n(Value::Null, n));
+                output.push(out.exprs.iter().map(|e| eval(e, &both, ctx)).collect::<SqlResult<Row>>()?);
+            }
+        }
+    }
+    Ok((count, output))
+}

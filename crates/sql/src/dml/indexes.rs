@@ -1,0 +1,68 @@
+//! Nonclustered index maintenance: entries added and removed with their rows, and a new
+//! index filled from the table.
+
+use super::constraints::{key_values, map_duplicate};
+use super::{object_name, table_rows, tree, Target};
+use crate::catalog::{Index, Table};
+use crate::runtime::ExecCtx;
+use crate::types::{self, Value};
+use tessera_access::key::KeyBuf;
+use tessera_errors::{SqlError, SqlResult};
+
+pub(super) fn index_key(table: &Table, index: &Index, row: &[Value]) -> SqlResult<Vec<u8>> {
+    let mut k = KeyBuf::new();
+    for &(col, desc) in &index.columns {
+        types::encode_key(&row[col], &table.columns[col].ty, desc, &mut k)?;
+    }
+    Ok(k.into_vec())
+}
+
+pub(super) fn insert_index_entry(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    ix: &Index,
+    row: &[Value],
+    key: &[u8],
+) -> SqlResult<()> {
+    let ikey = index_key(&target.table, ix, row)?;
+    let t = tree(ctx, &target.db, &ix.tree, &target.table)?;
+    ctx.transaction(&target.db)?
+        .index_insert(t, &ikey, key, ix.unique)
+        .map_err(|e| map_duplicate(e, &target.table, ix, row))
+}
+
+pub(super) fn delete_index_entry(
+    ctx: &mut ExecCtx,
+    target: &Target,
+    ix: &Index,
+    row: &[Value],
+    key: &[u8],
+) -> SqlResult<()> {
+    let ikey = index_key(&target.table, ix, row)?;
+    let t = tree(ctx, &target.db, &ix.tree, &target.table)?;
+    ctx.transaction(&target.db)?.index_delete(t, &ikey, key, ix.unique)?;
+    Ok(())
+}
+
+/// Adds every row's entry to a new nonclustered index.
+pub fn build_index(ctx: &mut ExecCtx, target: &Target, ix: &Index) -> SqlResult<()> {
+    let rows = table_rows(ctx, &target.db, &target.table)?;
+    for (k, r) in rows {
+        insert_index_entry(ctx, target, ix, &r, &k).map_err(|e| {
+            if e.number == 2627 || e.number == 2601 {
+                SqlError::new(
+                    1505,
+                    format!(
+                        "The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '{}' and the index name '{}'. The duplicate key value is ({}).",
+                        object_name(&target.table),
+                        ix.name,
+                        key_values(&target.table, ix, &r)
+                    ),
+                )
+            } else {
+                e
+            }
+        })?;
+    }
+    Ok(())
+}

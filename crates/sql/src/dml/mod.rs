@@ -1,0 +1,77 @@
+//! Compiling and running queries and data changes: SELECT, variable assignment, INSERT,
+//! UPDATE, DELETE — with identity values, defaults, NOT NULL, CHECK and FOREIGN KEY
+//! constraints, unique keys and nonclustered index maintenance.
+//!
+//! Files: `insert`, `update`, `delete` and `assign` (each statement compiled and run),
+//! `target` (the target table and the rows an UPDATE/DELETE changes), `output` (OUTPUT
+//! clauses), `identity` (identity and uniquifier counters), `constraints` (column length,
+//! NOT NULL, CHECK, duplicate keys), `foreign_keys` (parents, children and cascades),
+//! `storage` (clustered keys and stored rows), `indexes` (nonclustered index maintenance),
+//! `bulk` (INSERTs staged and stored as one bulk load).
+
+mod assign;
+mod bulk;
+mod constraints;
+mod delete;
+mod foreign_keys;
+mod identity;
+mod indexes;
+mod insert;
+mod output;
+mod storage;
+mod target;
+mod update;
+
+pub use assign::{compile_assign, run_assign};
+pub use constraints::{assign_value, validate_rows};
+pub use delete::{compile_delete, run_delete, DeletePlan};
+pub(crate) use identity::load_counters;
+pub use indexes::build_index;
+pub use insert::{compile_insert, run_insert, InsertPlan, InsertSource};
+pub use output::{run_output_into, OutputPlan};
+pub use storage::{load_rows, row_key, table_rows, to_storage_row};
+pub use target::{bind_target, Target};
+pub use update::{compile_update, run_update, UpdatePlan, VarSource};
+
+use tessera_database::TableId;
+
+use crate::bind::BoundQuery;
+use crate::catalog::Table;
+use crate::plan::Plan;
+use crate::runtime::ExecCtx;
+use crate::types::SqlType;
+use tessera_errors::SqlResult;
+
+/// Largest clustered index key, in bytes (SQL Server's limit).
+pub const MAX_CLUSTERED_KEY: usize = 900;
+
+/// A compiled statement, kept in the plan cache.
+#[derive(Debug)]
+pub enum Prepared {
+    Query(BoundQuery),
+    /// `SELECT @a = …, @b = … [FROM …]` and `SET @a = …`: the last row wins.
+    Assign {
+        plan: Plan,
+        targets: Vec<(usize, SqlType, SqlType)>,
+    },
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+fn object_name(t: &Table) -> String {
+    format!("{}.{}", t.schema, crate::catalog::display_name(&t.name))
+}
+
+fn tree(ctx: &mut ExecCtx, db: &str, name: &str, table: &Table) -> SqlResult<TableId> {
+    let tx = ctx.transaction(db)?;
+    tx.database().table(name).ok_or_else(|| crate::bind::invalid_object(&table.name))
+}
+
+/// `SET ROWCOUNT n`: the most rows a statement may return or change (0 = no limit).
+fn rowcount_limit(ctx: &ExecCtx) -> usize {
+    match ctx.session.options.rowcount {
+        n if n > 0 => n as usize,
+        _ => usize::MAX,
+    }
+}

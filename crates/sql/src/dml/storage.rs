@@ -1,0 +1,94 @@
+//! Rows in the rows tree: clustered keys, the stored form, storing a new row with its
+//! index entries, and whole-table reads and loads for DDL.
+
+use std::sync::atomic::Ordering;
+
+use tessera_access::key::KeyBuf;
+use tessera_access::row;
+
+use super::constraints::{check_row, map_duplicate};
+use super::indexes::insert_index_entry;
+use super::{load_counters, tree, Target, MAX_CLUSTERED_KEY};
+use crate::catalog::Table;
+use crate::plan::{self, decode_row, Row};
+use crate::runtime::ExecCtx;
+use crate::types::{self, Value};
+use tessera_errors::{SqlError, SqlResult};
+
+/// The storage key of a row in the table's rows tree.
+pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResult<Vec<u8>> {
+    let idx = &table.indexes[0];
+    let mut k = KeyBuf::new();
+    for &(col, desc) in &idx.columns {
+        types::encode_key(&row[col], &table.columns[col].ty, desc, &mut k)?;
+    }
+    if let Some(u) = uniquifier {
+        k.u64(u, false);
+    }
+    if k.len() > MAX_CLUSTERED_KEY + 8 {
+        return Err(SqlError::new(
+            1946,
+            format!("Operation failed. The index entry of length {} bytes for the index '{}' exceeds the maximum length of {MAX_CLUSTERED_KEY} bytes for clustered indexes.", k.len(), idx.name),
+        ));
+    }
+    Ok(k.into_vec())
+}
+
+/// A row in the storage format of its table (FixedVar).
+pub fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
+    let stored: Vec<row::Value> = row.iter().zip(&table.columns).map(|(v, c)| types::to_storage(v, &c.ty)).collect();
+    let schema = plan::row_schema(table)?;
+    Ok(row::encode(&schema, &stored)?)
+}
+
+/// A complete row's clustered key (with its uniquifier, if the table has one) and its
+/// stored form.
+pub(super) fn encode_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
+    let table = &target.table;
+    let uniq = if table.has_uniquifier() {
+        load_counters(ctx, &target.db, table)?;
+        Some(table.counters.uniquifier.fetch_add(1, Ordering::Relaxed) + 1)
+    } else {
+        None
+    };
+    Ok((row_key(table, row, uniq)?, to_storage_row(table, row)?))
+}
+
+/// Inserts a complete row (constraints already checked) into the rows tree and every
+/// index; returns its key.
+pub(super) fn store_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<Vec<u8>> {
+    let table = &target.table;
+    let (key, bytes) = encode_row(ctx, target, row)?;
+    let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+    ctx.transaction(&target.db)?
+        .insert(rows_tree, &key, &bytes)
+        .map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
+    for ix in &table.indexes[1..] {
+        insert_index_entry(ctx, target, ix, row, &key)?;
+    }
+    Ok(key)
+}
+
+/// Every row of a table in storage order, with keys (index rebuilds, ALTER TABLE).
+pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(Vec<u8>, Row)>> {
+    let schema = plan::row_schema(table)?;
+    let rows_tree = tree(ctx, db, &table.indexes[0].tree, table)?;
+    let tx = ctx.transaction(db)?;
+    let mut out = Vec::new();
+    for item in
+        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
+    {
+        let (k, v) = item?;
+        out.push((k, decode_row(table, &schema, &v)?));
+    }
+    Ok(out)
+}
+
+/// Fills a new table's trees with rows (ALTER TABLE rewrites, CREATE CLUSTERED INDEX).
+pub fn load_rows(ctx: &mut ExecCtx, target: &Target, rows: Vec<Row>) -> SqlResult<()> {
+    for r in rows {
+        check_row(ctx, target, &r, "ALTER TABLE")?;
+        store_row(ctx, target, &r)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! Scans that take row locks (UPDLOCK, XLOCK, HOLDLOCK, UPDATE/DELETE targets): candidates
+//! found first, then each row locked and read again; TOP over such a scan locks row by row.
+
+use std::sync::Arc;
+
+use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
+
+use super::scan::{scan_range, KeyRange};
+use super::{
+    decode_row, index_entry, insufficient_memory, is_true, missing_tree, Collector, Expr, Plan, Row, ScanNode,
+    MAX_MATERIALIZED_BYTES,
+};
+use crate::runtime::ExecCtx;
+use crate::types::Value;
+use tessera_errors::SqlResult;
+
+/// A scan that takes the locks `locks` asks for (see `crate::locking`). Candidates are
+/// found by a scan that waits for (or, with READPAST, skips) rows other transactions
+/// changed; then each row is locked and read again through its clustered key, so a row
+/// returned under a U, S or X lock is the row as it is while the lock is held.
+pub(super) fn run_locked_scan(
+    node: &ScanNode,
+    locks: ReadLocks,
+    range: KeyRange,
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Row>> {
+    let candidates = locked_candidates(node, locks, &range, ctx)?;
+    let mut out = Collector::new();
+    locked_rows(node, locks, candidates, &range, None, usize::MAX, ctx, &mut out)?;
+    Ok(out.rows)
+}
+
+/// A row a locking scan found: its clustered key, and the nonclustered index entry that
+/// led to it (None when found through the clustered index, or a point key to look up).
+type Candidate = (Vec<u8>, Option<Vec<u8>>);
+
+/// The candidates of a locking scan in key order: clustered keys, with the index entry
+/// that led to each through a nonclustered index; rows others are changing are waited
+/// for (or skipped, with READPAST).
+fn locked_candidates(
+    node: &ScanNode,
+    locks: ReadLocks,
+    range: &KeyRange,
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Candidate>> {
+    let tx = ctx.transaction(&node.db)?;
+    let tree =
+        tx.database().table(&node.table.indexes[node.index].tree).ok_or_else(|| missing_tree(&node.table.name))?;
+    tx.lock_table_for_read(tree, locks)?;
+    let on_locked = match locks.row {
+        RowLock::Uncommitted => OnLocked::Read,
+        _ if locks.skip_locked => OnLocked::Skip,
+        _ => OnLocked::Wait,
+    };
+    let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
+    let mut candidates = Vec::new();
+    let mut bytes = 0;
+    for item in tx.scan_with(tree, range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]), dir, on_locked) {
+        let (key, value) = item?;
+        // An index entry leads to its row's clustered key.
+        let candidate = if node.index == 0 { (key, None) } else { (value, Some(key)) };
+        bytes += candidate.0.len() + candidate.1.as_ref().map_or(0, Vec::len);
+        if bytes > MAX_MATERIALIZED_BYTES {
+            return Err(insufficient_memory());
+        }
+        candidates.push(candidate);
+        if node.single {
+            break;
+        }
+    }
+    Ok(candidates)
+}
+
+/// The scan under a TOP that may lock rows one at a time and stop at the limit: a locking
+/// read (UPDLOCK, XLOCK, HOLDLOCK, an UPDATE/DELETE target) of the clustered index, under
+/// at most a filter, a projection of columns, and a sort its order already satisfies.
+pub(super) struct LockedTop<'p> {
+    pub(super) node: &'p ScanNode,
+    pub(super) filter: Option<&'p Expr>,
+    pub(super) project: Option<&'p [Expr]>,
+}
+
+pub(super) fn locked_top_input<'p>(input: &'p Plan, ctx: &ExecCtx) -> Option<LockedTop<'p>> {
+    let (inner, sort) = match input {
+        Plan::Sort { input, keys } => (&**input, Some(keys)),
+        other => (other, None),
+    };
+    let (inner, project) = match inner {
+        Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
+        other => (other, None),
+    };
+    let (node, filter) = match inner {
+        Plan::Filter { input, predicate } => match &**input {
+            Plan::Scan(node) => (&**node, Some(predicate)),
+            _ => return None,
+        },
+        Plan::Scan(node) => (&**node, None),
+        _ => return None,
+    };
+    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    if node.index != 0 || node.reverse || !matches!(locks.row, RowLock::Keep { .. }) {
+        return None;
+    }
+    // A sort key names an output column; through the projection, a column of the row.
+    let row_column = |e: &Expr| match (e, project) {
+        (Expr::Column(c), None) => Some(*c),
+        (Expr::Column(c), Some(exprs)) => match exprs.get(*c) {
+            Some(Expr::Column(r)) => Some(*r),
+            _ => None,
+        },
+        _ => None,
+    };
+    let order = &node.table.indexes[0].columns;
+    let sorted = sort.is_none_or(|keys| {
+        keys.len() <= order.len()
+            && keys.iter().zip(order).all(|(k, &(col, desc))| row_column(&k.expr) == Some(col) && k.descending == desc)
+    });
+    sorted.then_some(LockedTop { node, filter, project })
+}
+
+/// TOP over a locking scan: candidates in key order, each locked and read again, kept if
+/// the filter holds on the row as locked, until `limit` rows qualify. A row that does not
+/// qualify keeps no lock it did not hold before, so `SELECT TOP 1 … WITH (UPDLOCK,
+/// READPAST) … ORDER BY id` — a work queue — locks the one row it takes.
+pub(super) fn run_locked_top(
+    node: &ScanNode,
+    filter: Option<&Expr>,
+    limit: usize,
+    corr: &[Value],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Row>> {
+    let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
+    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    let candidates = locked_candidates(node, locks, &range, ctx)?;
+    let mut out = Collector::new();
+    locked_rows(node, locks, candidates, &range, filter, limit, ctx, &mut out)?;
+    Ok(out.rows)
+}
+
+/// Reads each candidate row (clustered key, and the index entry that led to it) with
+/// `locks`, until `limit` rows are out. A row found through a nonclustered index is
+/// returned only if its index key still lies in `range` now that it is locked (another
+/// transaction may have changed it between the index read and the lock); a row `filter`
+/// rejects is left out and keeps no lock it did not hold before.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn locked_rows(
+    node: &ScanNode,
+    locks: ReadLocks,
+    candidates: Vec<Candidate>,
+    range: &KeyRange,
+    filter: Option<&Expr>,
+    limit: usize,
+    ctx: &mut ExecCtx,
+    out: &mut Collector,
+) -> SqlResult<()> {
+    let table = &node.table;
+    let schema = ctx.row_schema(table)?;
+    let tx = ctx.transaction(&node.db)?;
+    let db = tx.database().clone();
+    let rows_tree = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
+    let index_tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
+    tx.lock_table_for_read(rows_tree, locks)?;
+    for (key, entry) in candidates {
+        if out.rows.len() >= limit {
+            break;
+        }
+        ctx.check_cancel()?;
+        let tx = ctx.transaction(&node.db)?;
+        // A point lookup through a nonclustered index: its entry first (its key is exact).
+        let (row_key, entry) = match entry {
+            Some(e) => (key, Some(e)),
+            None if node.index == 0 => (key, None),
+            None => match tx.get(index_tree, &key)? {
+                Some(row_key) => (row_key, Some(key)),
+                None => continue,
+            },
+        };
+        let held = filter.is_some() && tx.holds_key(rows_tree, &row_key);
+        let Some(row) = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes))? else {
+            continue;
+        };
+        let mut row = row?;
+        if let Some(entry) = entry {
+            let now = index_entry(table, node.index, &row, &row_key)?;
+            let in_range = if node.single {
+                entry == now
+            } else {
+                std::ops::RangeBounds::contains(&(range.0.as_ref(), range.1.as_ref()), &now)
+            };
+            if !in_range {
+                continue;
+            }
+        }
+        if node.with_key {
+            row.push(Value::Binary(Arc::from(&row_key[..])));
+        }
+        if let Some(f) = filter {
+            if !is_true(f, &row, ctx)? {
+                if !held {
+                    ctx.transaction(&node.db)?.release_key(rows_tree, &row_key);
+                }
+                continue;
+            }
+        }
+        out.push(row)?;
+        if node.single {
+            break;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,91 @@
+//! Server administration helpers: CREATE/ALTER/DROP LOGIN and ALTER SERVER ROLE, and the
+//! evaluated arguments of BACKUP and RESTORE.
+
+use super::Runner;
+use crate::types::Value;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, AlterLoginAction, Statement, StatementKind};
+
+impl Runner<'_> {
+    /// The database a BACKUP or RESTORE names, directly or in a variable.
+    pub(super) fn database_ref(&mut self, s: &Statement, d: &ast::DatabaseRef) -> SqlResult<String> {
+        match d {
+            ast::DatabaseRef::Name(i) => Ok(i.value.clone()),
+            ast::DatabaseRef::Variable(v) => match self.eval_scalar(s, &ast::Expr::Variable(v.clone()))?.0 {
+                Value::Str(name) => Ok(name.trim_end().to_string()),
+                _ => Err(SqlError::new(3201, format!("The variable {v} does not hold a database name."))),
+            },
+        }
+    }
+
+    /// Evaluates BACKUP/RESTORE device paths and WITH option values.
+    pub(super) fn backup_arguments(
+        &mut self,
+        s: &Statement,
+        devices: &[ast::Expr],
+        options: &[ast::BackupOption],
+    ) -> SqlResult<(Vec<std::path::PathBuf>, Vec<crate::backup::EvaluatedOption>)> {
+        let mut paths = Vec::new();
+        for d in devices {
+            match self.eval_scalar(s, d)?.0 {
+                Value::Str(p) if !p.trim().is_empty() => paths.push(std::path::PathBuf::from(p.trim_end())),
+                _ => return Err(SqlError::new(3206, "A backup device name must be a non-empty string.")),
+            }
+        }
+        let mut out = Vec::new();
+        for o in options {
+            let value = match &o.value {
+                Some(e) => Some(self.eval_scalar(s, e)?),
+                None => None,
+            };
+            let to = match &o.to {
+                Some(e) => Some(self.eval_scalar(s, e)?),
+                None => None,
+            };
+            out.push(crate::backup::EvaluatedOption { name: o.name.clone(), value, to });
+        }
+        Ok((paths, out))
+    }
+
+    /// CREATE/ALTER/DROP LOGIN and ALTER SERVER ROLE. They change master in a transaction
+    /// of their own, so they are refused inside a user transaction (which could not undo them).
+    pub(super) fn security_statement(&mut self, kind: &StatementKind) -> SqlResult<()> {
+        let verb = match kind {
+            StatementKind::CreateLogin { .. } => "CREATE LOGIN",
+            StatementKind::AlterLogin { .. } => "ALTER LOGIN",
+            StatementKind::DropLogin(_) => "DROP LOGIN",
+            _ => "ALTER SERVER ROLE",
+        };
+        if self.state.txns.count > 0 {
+            return Err(SqlError::new(
+                574,
+                format!("{verb} statement not allowed within multi-statement transaction."),
+            ));
+        }
+        let (shared, login) = (self.shared, self.state.login.clone());
+        match kind {
+            StatementKind::CreateLogin { name, options, external_source } => {
+                crate::security::create_login(shared, &login, name, options, external_source.as_deref())
+            }
+            StatementKind::AlterLogin { name, action } => {
+                crate::security::alter_login(shared, &login, name, action)?;
+                // A renamed current login keeps its session under the new name.
+                if let AlterLoginAction::Set(options) = action {
+                    for o in options {
+                        if let ast::LoginOption::Name(n) = o {
+                            if name.value.eq_ignore_ascii_case(&login) {
+                                self.state.login = n.value.clone();
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+            StatementKind::DropLogin(name) => crate::security::drop_login(shared, &login, name),
+            StatementKind::AlterServerRole { role, member, add } => {
+                crate::security::alter_server_role(shared, &login, role, member, *add)
+            }
+            _ => unreachable!("security_statement is called for security statements only"),
+        }
+    }
+}

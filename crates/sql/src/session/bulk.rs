@@ -1,0 +1,103 @@
+//! Bulk loads (TDS `INSERT BULK` then BULK_LOAD): the rows sent, inserted as one
+//! statement, with one row count.
+
+use std::sync::atomic::Ordering;
+
+use super::rpc::quote_name;
+use super::Session;
+use crate::output::{EnvChange, ResultSink};
+use crate::types::{self, SqlType, Value};
+use tessera_errors::SqlError;
+
+impl Session {
+    /// A bulk load (TDS `INSERT BULK` then BULK_LOAD): inserts `rows`, whose values have
+    /// the types in `columns`, into those columns of `table`, with the same constraint
+    /// checks as INSERT, and reports one row count. Outside a user transaction the load
+    /// is one transaction: all rows or none. `keep_identity` inserts the identity values
+    /// sent (bcp's KEEPIDENTITY) instead of generating them. Returns true if it failed.
+    pub fn bulk_insert(
+        &mut self,
+        table: &str,
+        columns: &[(String, SqlType)],
+        rows: Vec<Vec<Value>>,
+        keep_identity: bool,
+        sink: &mut dyn ResultSink,
+    ) -> bool {
+        assert!(!columns.is_empty(), "a bulk load names its columns");
+        debug_assert!(rows.iter().all(|r| r.len() == columns.len()));
+        self.publish(Some("INSERT BULK"));
+        let mut counted = RowCounter { inner: sink, rows: 0, failed: false };
+        // The load's count is reported whatever SET NOCOUNT says.
+        let nocount = std::mem::replace(&mut self.state.options.nocount, false);
+        let own_transaction = self.state.txns.count == 0;
+        if own_transaction {
+            self.state.txns.count = 1;
+        }
+        // One statement for the whole load (so it can be minimally logged as a whole):
+        // its text names one row of parameters, and its INSERT takes every row of the
+        // load from `bulk_rows` instead (see `dml::run_insert`).
+        let names: Vec<String> = columns.iter().map(|(n, _)| quote_name(n)).collect();
+        let types: Vec<String> = columns.iter().map(|(_, t)| types::type_name(t)).collect();
+        let identity =
+            |on: &str| if keep_identity { format!("SET IDENTITY_INSERT {table} {on};\n") } else { String::new() };
+        let params: Vec<String> = (0..columns.len()).map(|c| format!("@__b{c}")).collect();
+        let text = format!(
+            "-- bulk: {}\n{}INSERT INTO {table} ({}) VALUES ({});\n{}",
+            types.join(", "),
+            identity("ON"),
+            names.join(", "),
+            params.join(", "),
+            identity("OFF")
+        );
+        let decls: Vec<(String, SqlType)> = params.into_iter().zip(columns.iter().map(|(_, t)| *t)).collect();
+        let first = rows.first().cloned().unwrap_or_else(|| vec![Value::Null; columns.len()]);
+        if !rows.is_empty() {
+            self.state.bulk_rows = Some(rows);
+            self.run_bound(&text, decls, first, &mut counted);
+        }
+        // Never left for a later statement, whatever stopped this one.
+        self.state.bulk_rows = None;
+        self.state.options.nocount = nocount;
+        let cancelled = self.state.cancel.load(Ordering::Relaxed);
+        if own_transaction {
+            let ended = if counted.failed || cancelled {
+                self.state.txns.rollback_all()
+            } else {
+                self.state.txns.commit_all(false)
+            };
+            if let Err(e) = ended {
+                counted.message(&e);
+            }
+        }
+        let (rows, failed) = (counted.rows, counted.failed);
+        if !failed && !cancelled {
+            sink.done(Some(rows), false);
+        }
+        self.publish(None);
+        failed || cancelled
+    }
+}
+
+/// Adds up the row counts of a bulk load's INSERTs (the client sees one count), passing
+/// messages through.
+struct RowCounter<'s> {
+    inner: &'s mut dyn ResultSink,
+    rows: u64,
+    failed: bool,
+}
+
+impl ResultSink for RowCounter<'_> {
+    fn columns(&mut self, _: &[crate::bind::OutputColumn]) {}
+    fn row(&mut self, _: &[Value]) {}
+    fn done(&mut self, count: Option<u64>, _: bool) {
+        self.rows += count.unwrap_or(0);
+    }
+    fn message(&mut self, message: &SqlError) {
+        self.failed |= message.severity > 10;
+        self.inner.message(message);
+    }
+    fn env_change(&mut self, change: &EnvChange) {
+        self.inner.env_change(change);
+    }
+    fn return_status(&mut self, _: i32) {}
+}

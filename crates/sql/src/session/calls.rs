@@ -1,0 +1,397 @@
+//! Calls: `EXEC` of stored and system procedures (arguments matched to parameters, OUTPUT
+//! copied back, a nesting level down), `EXEC ('dynamic sql')`, and scalar user-defined
+//! functions called from expressions.
+
+use super::control::Flow;
+use super::errors::Stop;
+use super::rpc::PreparedProc;
+use super::variables::Frame;
+use super::Runner;
+use crate::cache::CachedBatch;
+use crate::catalog::ModuleKind;
+use crate::dml::Prepared;
+use crate::output::ResultSink;
+use crate::runtime::ExecCtx;
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Statement, StatementKind};
+
+/// An evaluated argument of EXEC or sp_executesql.
+pub(super) struct Argument {
+    pub(super) name: Option<String>,
+    /// None for the DEFAULT keyword.
+    pub(super) value: Option<(Value, SqlType)>,
+    /// `@v OUTPUT`: the caller's variable slot and type.
+    pub(super) output: Option<(usize, SqlType)>,
+}
+
+/// Discards results: a scalar function's body may not return rows.
+struct Discard;
+
+impl ResultSink for Discard {
+    fn columns(&mut self, _: &[crate::bind::OutputColumn]) {}
+    fn row(&mut self, _: &[Value]) {}
+    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn message(&mut self, _: &SqlError) {}
+}
+
+/// Runs a scalar user-defined function's body with `args` and returns its RETURN value.
+pub(crate) fn call_scalar_function(
+    ctx: &mut ExecCtx,
+    call: &crate::plan::UserCall,
+    args: Vec<Value>,
+) -> SqlResult<Value> {
+    let cached = ctx.shared.plans.get_or_parse(&call.db, &call.text, tessera_syntax::parser::parse_batch)?;
+    let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+        return Err(crate::bind::invalid_object(&call.name));
+    };
+    let ast::FunctionReturns::Scalar { body, .. } = &cf.returns else {
+        return Err(crate::bind::invalid_object(&call.name));
+    };
+    let state = &mut *ctx.session;
+    if state.nest_level >= crate::modules::MAX_NESTING {
+        return Err(crate::modules::nesting_error());
+    }
+    let frame = Frame::of_procedure(&cf.params, body)?;
+    let mut vars = vec![Value::Null; frame.decls.len()];
+    for (i, v) in args.into_iter().enumerate() {
+        vars[i] = v;
+    }
+    let saved_vars = std::mem::replace(&mut state.vars, vars);
+    let saved_db = std::mem::replace(&mut state.database, call.db.clone());
+    state.nest_level += 1;
+    let mut sink = Discard;
+    let result = {
+        let mut runner = Runner {
+            try_depth: 1,
+            procedure: Some(call.name.clone()),
+            returns: Some(call.ty),
+            ..Runner::new(ctx.shared, &mut *state, &cached, &frame, &mut sink)
+        };
+        let r = runner.compile_all(body).map(|_| runner.run_block(body));
+        r.map(|flow| (flow, runner.returned.take()))
+    };
+    state.nest_level -= 1;
+    state.database = saved_db;
+    state.vars = saved_vars;
+    match result? {
+        (Ok(_), value) => Ok(value.unwrap_or(Value::Null)),
+        (Err(Stop::Error(e)), _) => Err(e),
+        (Err(Stop::Abort), _) => Err(SqlError::new(50000, format!("The function '{}' failed.", call.name))),
+    }
+}
+
+impl Runner<'_> {
+    /// Evaluates EXEC's arguments in the caller's frame.
+    fn arguments(&mut self, s: &Statement, args: &[ast::ExecArg]) -> SqlResult<Vec<Argument>> {
+        let mut out = Vec::with_capacity(args.len());
+        for a in args {
+            let value = match &a.value {
+                ast::Expr::Default => None,
+                e => Some(self.eval_scalar(s, e)?),
+            };
+            let output = if a.output {
+                match &a.value {
+                    ast::Expr::Variable(v) => {
+                        let vars = self.visible(s);
+                        let lower = v.to_lowercase();
+                        let slot = vars.iter().rposition(|(n, _)| *n == lower).ok_or_else(|| {
+                            SqlError::new(137, format!("Must declare the scalar variable \"{v}\"."))
+                                .with_severity(15)
+                                .with_state(2)
+                        })?;
+                        Some((slot, vars[slot].1))
+                    }
+                    _ => None,
+                }
+            } else {
+                None
+            };
+            out.push(Argument { name: a.name.clone(), value, output });
+        }
+        Ok(out)
+    }
+
+    /// `EXEC [@rc =] proc args`: a stored procedure or a system procedure.
+    pub(super) fn run_execute(&mut self, s: &Statement, e: &ast::Execute) -> Result<Flow, Stop> {
+        let args = match self.arguments(s, &e.args) {
+            Ok(a) => a,
+            Err(err) => return self.fail(s, err),
+        };
+        let proc_name = e.procedure.name().value.clone();
+        let status = if let Some(kind) = PreparedProc::lookup(&proc_name) {
+            match self.run_prepared_proc(s, kind, args) {
+                Ok(status) => status,
+                Err(Stop::Error(err)) => return self.fail(s, err),
+                Err(Stop::Abort) => return Err(Stop::Abort),
+            }
+        } else if let Some(system) = crate::sysprocs::lookup(&proc_name) {
+            self.state.txns.mark_statement();
+            let values: Vec<crate::sysprocs::NamedArg> =
+                args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
+            let result = if system == crate::sysprocs::SystemProc::ExecuteSql {
+                self.run_executesql(s, args)
+            } else {
+                let mut ctx = ExecCtx::new(self.shared, self.state);
+                crate::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
+            };
+            match result {
+                Ok(status) => {
+                    if self.state.txns.count == 0 {
+                        if let Err(err) = self.state.txns.commit_all(false) {
+                            return self.fail(s, err);
+                        }
+                    }
+                    status
+                }
+                Err(Stop::Error(err)) => return self.fail(s, err),
+                Err(Stop::Abort) => return Err(Stop::Abort),
+            }
+        } else {
+            let found = {
+                let ctx = ExecCtx::new(self.shared, self.state);
+                crate::modules::find(&ctx, &e.procedure)
+            };
+            let (db, module) = match found {
+                Ok(Some((db, m))) if m.kind == ModuleKind::Procedure => (db, m),
+                Ok(_) => {
+                    let shown = e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+                    return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{shown}'.")));
+                }
+                Err(err) => return self.fail(s, err),
+            };
+            self.call_procedure(s, &db, &module.name, &module.text, args)?
+        };
+        if let Some(rc) = &e.return_status {
+            let vars = self.visible(s);
+            let lower = rc.to_lowercase();
+            match vars.iter().rposition(|(n, _)| *n == lower) {
+                Some(slot) => {
+                    let t = vars[slot].1;
+                    match types::cast(&Value::Int(i64::from(status)), &SqlType::Int, &t, None) {
+                        Ok(v) => self.state.vars[slot] = v,
+                        Err(err) => return self.fail(s, err),
+                    }
+                }
+                None => {
+                    return self.fail(
+                        s,
+                        SqlError::new(137, format!("Must declare the scalar variable \"{rc}\"."))
+                            .with_severity(15)
+                            .with_state(2),
+                    )
+                }
+            }
+        }
+        if self.state.nest_level == 0 {
+            self.sink.return_status(status);
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Runs a stored procedure: binds the arguments to its parameters, runs its body in a
+    /// frame of its own (in the procedure's database), copies OUTPUT parameters back and
+    /// returns its return status.
+    fn call_procedure(
+        &mut self,
+        s: &Statement,
+        db: &str,
+        name: &str,
+        text: &str,
+        args: Vec<Argument>,
+    ) -> Result<i32, Stop> {
+        let cached = match self.shared.plans.get_or_parse(db, text, tessera_syntax::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return self.fail(s, e).map(|_| 0),
+        };
+        let Some(StatementKind::CreateProcedure(cp)) = cached.batch.statements.first().map(|st| &st.kind) else {
+            return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{name}'."))).map(|_| 0);
+        };
+        self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args)
+    }
+
+    /// Runs `body` with `params` bound to `args`, one nesting level down.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn invoke(
+        &mut self,
+        s: &Statement,
+        cached: &CachedBatch<Prepared>,
+        params: &[ast::Parameter],
+        body: &[Statement],
+        name: Option<&str>,
+        db: &str,
+        args: Vec<Argument>,
+    ) -> Result<i32, Stop> {
+        let shown = name.unwrap_or("sp_executesql").to_string();
+        if self.state.nest_level >= crate::modules::MAX_NESTING {
+            return self.fail(s, crate::modules::nesting_error()).map(|_| 0);
+        }
+        let frame = match Frame::of_procedure(params, body) {
+            Ok(f) => f,
+            Err(e) => return self.fail(s, e).map(|_| 0),
+        };
+        let (vars, outputs) = match self.bind_arguments(s, &shown, params, &frame, args) {
+            Ok(v) => v,
+            Err(mut e) => {
+                if let Some(n) = name {
+                    e.procedure = Some(n.to_string());
+                }
+                return self.fail(s, e).map(|_| 0);
+            }
+        };
+        let saved_vars = std::mem::replace(&mut self.state.vars, vars);
+        let saved_db = std::mem::replace(&mut self.state.database, db.to_string());
+        let saved_scope_identity = self.state.scope_identity.take();
+        // SET options changed inside a procedure revert when it ends.
+        let saved_options = self.state.options.clone();
+        self.state.nest_level += 1;
+        let before = self.state.txns.count;
+        let result = {
+            let mut inner = Runner {
+                try_depth: self.try_depth,
+                procedure: name.map(str::to_string),
+                ..Runner::new(self.shared, &mut *self.state, cached, &frame, &mut *self.sink)
+            };
+            let r = match inner.compile_all(body) {
+                Err(e) => Err(e),
+                Ok(()) => Ok(inner.run_block(body)),
+            };
+            inner.drop_table_variables();
+            r
+        };
+        self.state.nest_level -= 1;
+        self.state.options = saved_options;
+        self.state.scope_identity = saved_scope_identity;
+        self.state.database = saved_db;
+        let proc_vars = std::mem::replace(&mut self.state.vars, saved_vars);
+        let status = match result {
+            Err(mut compile_error) => {
+                compile_error.procedure = name.map(str::to_string);
+                return self.fail(s, compile_error).map(|_| 0);
+            }
+            Ok(Err(stop)) => return Err(stop),
+            Ok(Ok(Flow::Return(Some(n)))) => n,
+            Ok(Ok(_)) => 0,
+        };
+        for (param_slot, caller_slot, param_ty, caller_ty) in outputs {
+            match types::cast(&proc_vars[param_slot], &param_ty, &caller_ty, None) {
+                Ok(v) => self.state.vars[caller_slot] = v,
+                Err(e) => return self.fail(s, e).map(|_| status),
+            }
+        }
+        let after = self.state.txns.count;
+        if after != before {
+            let e = SqlError::new(
+                266,
+                format!("Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = {before}, current count = {after}."),
+            );
+            let mut e = e.at_line(s.line);
+            e.procedure = name.map(str::to_string);
+            self.sink.message(&e);
+            self.state.error = e.number;
+        }
+        Ok(status)
+    }
+
+    /// Matches arguments to parameters (positional first, then by name), fills defaults,
+    /// and converts values; returns the frame's initial variables and the OUTPUT pairs
+    /// (parameter slot, caller slot, parameter type, caller type).
+    #[allow(clippy::type_complexity)]
+    fn bind_arguments(
+        &mut self,
+        s: &Statement,
+        proc_name: &str,
+        params: &[ast::Parameter],
+        frame: &Frame,
+        args: Vec<Argument>,
+    ) -> SqlResult<(Vec<Value>, Vec<(usize, usize, SqlType, SqlType)>)> {
+        let mut vars = vec![Value::Null; frame.decls.len()];
+        let mut given: Vec<Option<Argument>> = (0..params.len()).map(|_| None).collect();
+        let mut named_seen = false;
+        for (i, a) in args.into_iter().enumerate() {
+            let slot = match &a.name {
+                Some(n) => {
+                    named_seen = true;
+                    params.iter().position(|p| p.name.eq_ignore_ascii_case(n)).ok_or_else(|| {
+                        SqlError::new(8145, format!("{n} is not a parameter for procedure {proc_name}."))
+                    })?
+                }
+                None => {
+                    if named_seen {
+                        return Err(SqlError::new(
+                            119,
+                            "Must pass parameter number 2 and subsequent parameters as '@name = value'. After the form '@name = value' has been used, all subsequent parameters must be passed in the form '@name = value'.".replace("number 2", &format!("number {}", i + 1)),
+                        )
+                        .with_severity(15));
+                    }
+                    if i >= params.len() {
+                        return Err(SqlError::new(
+                            8144,
+                            format!("Procedure or function {proc_name} has too many arguments specified."),
+                        ));
+                    }
+                    i
+                }
+            };
+            given[slot] = Some(a);
+        }
+        let mut outputs = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let ty = frame.decls[i].1;
+            let arg = given[i].take();
+            let value = match arg.as_ref().and_then(|a| a.value.clone()) {
+                Some((v, t)) => types::cast(&v, &t, &ty, None)?,
+                None => {
+                    match &p.default {
+                        Some(d) => {
+                            let (v, t) = self.eval_scalar(s, d)?;
+                            types::cast(&v, &t, &ty, None)?
+                        }
+                        None if arg.as_ref().is_some_and(|a| a.value.is_none()) || arg.is_none() => {
+                            return Err(SqlError::new(
+                            201,
+                            format!("Procedure or function '{proc_name}' expects parameter '{}', which was not supplied.", p.name),
+                        )
+                        .with_state(4));
+                        }
+                        None => Value::Null,
+                    }
+                }
+            };
+            vars[i] = value;
+            if let Some((caller_slot, caller_ty)) = arg.and_then(|a| a.output) {
+                if !p.output {
+                    return Err(SqlError::new(
+                        8162,
+                        format!("The formal parameter \"{}\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output.", p.name),
+                    ));
+                }
+                outputs.push((i, caller_slot, ty, caller_ty));
+            }
+        }
+        Ok((vars, outputs))
+    }
+
+    /// `EXEC ('dynamic sql')`: the string runs as a batch of its own, one level down.
+    pub(super) fn run_dynamic(&mut self, s: &Statement, parts: &[ast::Expr]) -> Result<Flow, Stop> {
+        let mut text = String::new();
+        for p in parts {
+            match self.eval_scalar(s, p) {
+                Ok((Value::Str(v), _)) => text.push_str(&v),
+                Ok((Value::Null, _)) => {}
+                Ok((v, t)) => match types::cast(&v, &t, &SqlType::NVarChar(tessera_access::row::MAX), None) {
+                    Ok(Value::Str(v)) => text.push_str(&v),
+                    Ok(_) => {}
+                    Err(e) => return self.fail(s, e),
+                },
+                Err(e) => return self.fail(s, e),
+            }
+        }
+        let db = self.state.database.clone();
+        let cached = match self.shared.plans.get_or_parse(&db, &text, tessera_syntax::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return self.fail(s, e),
+        };
+        self.invoke(s, &cached, &[], &cached.batch.statements, None, &db, Vec::new()).map(|_| Flow::Next)
+    }
+}

@@ -1,0 +1,157 @@
+//! SET options: the session's switches (NOCOUNT, XACT_ABORT, ANSI_*, …), IDENTITY_INSERT,
+//! and the numeric and word settings (ROWCOUNT, LOCK_TIMEOUT, DATEFIRST, DATEFORMAT, …).
+
+use super::{info, Runner};
+use crate::bind::Binder;
+use crate::types::Value;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Statement};
+
+impl Runner<'_> {
+    pub(super) fn set_option(&mut self, s: &Statement, names: &[String], value: &ast::SetValue) -> SqlResult<()> {
+        let on = match value {
+            ast::SetValue::On => Some(true),
+            ast::SetValue::Off => Some(false),
+            _ => None,
+        };
+        let number = |r: &mut Self| -> SqlResult<i64> {
+            match value {
+                ast::SetValue::Expr(e) => match r.eval_scalar(s, e)?.0 {
+                    Value::Int(n) => Ok(n),
+                    _ => Ok(0),
+                },
+                _ => Err(SqlError::new(102, "Incorrect syntax near 'SET'.").with_severity(15)),
+            }
+        };
+        let word = || match value {
+            ast::SetValue::Word(w) => Some(w.clone()),
+            ast::SetValue::Expr(ast::Expr::Literal(ast::Literal::String { value, .. })) => Some(value.clone()),
+            ast::SetValue::Expr(ast::Expr::Column(n)) => Some(n.name().value.clone()),
+            _ => None,
+        };
+        for name in names {
+            let o = &mut self.state.options;
+            match (name.as_str(), on) {
+                ("NOCOUNT", Some(v)) => o.nocount = v,
+                ("XACT_ABORT", Some(v)) => o.xact_abort = v,
+                ("IMPLICIT_TRANSACTIONS", Some(v)) => o.implicit_transactions = v,
+                ("ANSI_NULLS", Some(v)) => o.ansi_nulls = v,
+                ("QUOTED_IDENTIFIER", Some(v)) => o.quoted_identifier = v,
+                ("CONCAT_NULL_YIELDS_NULL", Some(v)) => o.concat_null_yields_null = v,
+                ("ARITHABORT", Some(v)) => o.arithabort = v,
+                ("ANSI_WARNINGS", Some(v)) => o.ansi_warnings = v,
+                ("FMTONLY", Some(v)) => o.fmtonly = v,
+                (
+                    "ANSI_PADDING"
+                    | "ANSI_NULL_DFLT_ON"
+                    | "ANSI_NULL_DFLT_OFF"
+                    | "ANSI_DEFAULTS"
+                    | "CURSOR_CLOSE_ON_COMMIT"
+                    | "NUMERIC_ROUNDABORT"
+                    | "ARITHIGNORE"
+                    | "NOEXEC"
+                    | "PARSEONLY"
+                    | "FORCEPLAN"
+                    | "STATISTICS IO"
+                    | "STATISTICS TIME"
+                    | "STATISTICS XML"
+                    | "STATISTICS PROFILE"
+                    | "SHOWPLAN_ALL"
+                    | "SHOWPLAN_TEXT"
+                    | "SHOWPLAN_XML"
+                    | "XACT_ABORT_OFF"
+                    | "NO_BROWSETABLE"
+                    | "REMOTE_PROC_TRANSACTIONS",
+                    Some(_),
+                ) => {}
+                ("IDENTITY_INSERT", _) => {
+                    let ast::SetValue::Table { table, on } = value else {
+                        return Err(SqlError::new(102, "Incorrect syntax near 'IDENTITY_INSERT'.").with_severity(15));
+                    };
+                    let mut b = Binder::new(self.shared, self.state, &[]);
+                    let rt = b.resolve_table(table)?;
+                    if rt.table.identity_column().is_none() {
+                        return Err(SqlError::new(
+                            8106,
+                            format!(
+                                "Table '{}' does not have the identity property. Cannot perform SET operation.",
+                                rt.table.name
+                            ),
+                        ));
+                    }
+                    let o = &mut self.state.options;
+                    if *on {
+                        if let Some((db, id)) = &o.identity_insert {
+                            if !(db.eq_ignore_ascii_case(&rt.db) && *id == rt.table.id) {
+                                return Err(SqlError::new(
+                                    8107,
+                                    format!("IDENTITY_INSERT is already ON for table '{}'. Cannot perform SET operation for table '{}'.", db, rt.table.name),
+                                ));
+                            }
+                        }
+                        o.identity_insert = Some((rt.db, rt.table.id));
+                    } else if o
+                        .identity_insert
+                        .as_ref()
+                        .is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && *id == rt.table.id)
+                    {
+                        o.identity_insert = None;
+                    }
+                }
+                ("TEXTSIZE", None) => {
+                    let n = number(self)?;
+                    self.state.options.textsize = n;
+                }
+                ("LOCK_TIMEOUT", None) => {
+                    let n = number(self)?;
+                    self.state.options.lock_timeout = n;
+                    self.state.txns.set_lock_timeout(n);
+                }
+                ("ROWCOUNT", None) => {
+                    let n = number(self)?;
+                    self.state.options.rowcount = n;
+                }
+                ("DATEFIRST", None) => {
+                    let n = number(self)?;
+                    if !(1..=7).contains(&n) {
+                        return Err(SqlError::new(
+                            2742,
+                            "SET DATEFIRST 0 is out of range.".replace('0', &n.to_string()),
+                        ));
+                    }
+                    self.state.options.datefirst = n;
+                    self.state.functions.datefirst = n as u8;
+                }
+                ("DATEFORMAT", None) => {
+                    let w = word().unwrap_or_default().to_lowercase();
+                    if !["mdy", "dmy", "ymd", "ydm", "myd", "dym"].contains(&w.as_str()) {
+                        return Err(SqlError::new(
+                            1005,
+                            format!("Line 1: Invalid parameter '{w}' for SET DATEFORMAT."),
+                        ));
+                    }
+                    self.state.options.dateformat = w;
+                }
+                ("LANGUAGE", None) => {
+                    let w = word().unwrap_or_default();
+                    if !w.eq_ignore_ascii_case("us_english") && !w.eq_ignore_ascii_case("english") {
+                        return Err(SqlError::new(2741, format!("SET LANGUAGE failed because '{w}' is not an official language name or a language alias on this SQL Server.")));
+                    }
+                    self.state.options.language = "us_english".to_string();
+                    self.sink.message(&info(5703, "Changed language setting to us_english."));
+                }
+                ("TRANSACTION ISOLATION LEVEL", None) => {
+                    self.state.options.isolation_level = word().unwrap_or_default();
+                }
+                ("DEADLOCK_PRIORITY", None) => {}
+                (other, _) => {
+                    return Err(
+                        SqlError::new(195, format!("'{other}' is not a recognized SET option.")).with_severity(15)
+                    );
+                }
+            }
+        }
+        self.state.rowcount = 0;
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! Queries and data changes at run time: result sets and row counts (with the 8153
+//! warning), OUTPUT rows, `SELECT … INTO` and `INSERT … EXEC`.
+
+use super::errors::Stop;
+use super::Runner;
+use crate::bind::Binder;
+use crate::ddl;
+use crate::dml::{self, Prepared};
+use crate::output::Collected;
+use crate::plan::{run, Expr};
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Statement, StatementKind};
+
+impl Runner<'_> {
+    fn emit(&mut self, columns: &[crate::bind::OutputColumn], order: &[u16], rows: &[Vec<Value>]) {
+        self.sink.columns(columns);
+        if !order.is_empty() {
+            self.sink.order(order);
+        }
+        for r in rows {
+            self.sink.row(r);
+        }
+        self.null_warning();
+        let count = (!self.state.options.nocount).then_some(rows.len() as u64);
+        self.sink.done(count, true);
+    }
+
+    /// Warning 8153 after a statement whose aggregates skipped NULLs (under ANSI_WARNINGS).
+    fn null_warning(&mut self) {
+        if std::mem::take(&mut self.state.null_eliminated) && self.state.options.ansi_warnings {
+            let w = SqlError::new(8153, "Warning: Null value is eliminated by an aggregate or other SET operation.");
+            self.sink.message(&w.with_severity(10));
+        }
+    }
+
+    fn affected(&mut self, n: u64) {
+        self.null_warning();
+        self.state.rowcount = n as i64;
+        let count = (!self.state.options.nocount).then_some(n);
+        self.sink.done(count, false);
+    }
+
+    pub(super) fn run_prepared(&mut self, p: &Prepared) -> SqlResult<()> {
+        if self.state.options.fmtonly {
+            // Shapes only: a query's column metadata (no rows); nothing is modified.
+            if let Prepared::Query(q) = p {
+                self.emit(&q.columns, &[], &[]);
+            }
+            return Ok(());
+        }
+        match p {
+            Prepared::Query(q) => {
+                // SQL Server sends a result's column metadata before its rows; an error while
+                // producing them arrives after the header.
+                let rows = match self.with_ctx(|ctx| run(&q.plan, &[], ctx)) {
+                    Ok(mut rows) => {
+                        if self.state.options.rowcount > 0 {
+                            rows.truncate(self.state.options.rowcount as usize);
+                        }
+                        rows
+                    }
+                    Err(e) => {
+                        self.sink.columns(&q.columns);
+                        return Err(e);
+                    }
+                };
+                self.state.rowcount = rows.len() as i64;
+                let order = q.plan.order_columns(q.columns.len());
+                self.emit(&q.columns, &order, &rows);
+            }
+            Prepared::Assign { plan, targets } => {
+                let n = self.with_ctx(|ctx| dml::run_assign(ctx, plan, targets))?;
+                self.null_warning();
+                self.state.rowcount = n as i64;
+            }
+            Prepared::Insert(i) => {
+                let (n, out) = self.with_ctx(|ctx| dml::run_insert(ctx, i))?;
+                if let Some(o) = &i.output {
+                    self.output(o, out)?;
+                }
+                self.affected(n);
+            }
+            Prepared::Update(u) => {
+                let (n, out) = self.with_ctx(|ctx| dml::run_update(ctx, u))?;
+                if let Some(o) = &u.output {
+                    self.output(o, out)?;
+                }
+                self.affected(n);
+            }
+            Prepared::Delete(d) => {
+                let (n, out) = self.with_ctx(|ctx| dml::run_delete(ctx, d))?;
+                if let Some(o) = &d.output {
+                    self.output(o, out)?;
+                }
+                self.affected(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// OUTPUT rows come as a result set whose count is the statement's, or go into the
+    /// OUTPUT … INTO table.
+    fn output(&mut self, o: &dml::OutputPlan, rows: Vec<Vec<Value>>) -> SqlResult<()> {
+        if let Some(into) = &o.into {
+            self.with_ctx(|ctx| dml::run_output_into(ctx, into, rows))?;
+            return Ok(());
+        }
+        self.sink.columns(&o.columns);
+        for r in &rows {
+            self.sink.row(r);
+        }
+        Ok(())
+    }
+
+    /// `SELECT … INTO t`: a new table with the query's columns, filled with its rows.
+    pub(super) fn select_into(&mut self, s: &Statement, q: &ast::Query) -> SqlResult<()> {
+        let ast::SetExpr::Select(sel) = &q.body else { unreachable!("checked by the caller") };
+        let into = sel.into.clone().expect("SELECT INTO");
+        let mut plain = q.clone();
+        if let ast::SetExpr::Select(inner) = &mut plain.body {
+            inner.into = None;
+        }
+        let vars = self.visible(s);
+        let bound = Binder::new(self.shared, self.state, vars).bind_query(&plain)?;
+        let mut columns = Vec::new();
+        for (i, c) in bound.columns.iter().enumerate() {
+            if c.name.is_empty() {
+                return Err(SqlError::new(1038, format!("An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name. For other statements, look for empty alias names. Aliases defined as \"\" or [] are not allowed. Change the alias to a valid name. (column {})", i + 1)).with_severity(15));
+            }
+            columns.push(ast::ColumnDef {
+                name: ast::Ident::new(c.name.clone()),
+                ty: ast::TypeName { name: types::base_type_name(&c.ty).to_uppercase(), args: type_args(&c.ty) },
+                nullable: Some(true),
+                identity: None,
+                default: None,
+                constraints: Vec::new(),
+                computed: None,
+                collation: None,
+            });
+        }
+        let create = ast::CreateTable { name: into.clone(), columns, constraints: Vec::new(), indexes: Vec::new() };
+        self.with_ctx(|ctx| ddl::create_table(ctx, &create))?;
+        let rows = self.with_ctx(|ctx| run(&bound.plan, &[], ctx))?;
+        let insert = ast::Insert {
+            top: None,
+            table: into,
+            columns: Vec::new(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let mut b = Binder::new(self.shared, self.state, vars);
+        let mut plan = dml::compile_insert(&mut b, &insert)?;
+        plan.source = dml::InsertSource::Rows(
+            rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
+        );
+        plan.source_types = bound.columns.iter().map(|c| c.ty).collect();
+        let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
+        self.affected(n);
+        Ok(())
+    }
+
+    /// `INSERT t EXEC proc …`: the procedure's result sets become the inserted rows.
+    pub(super) fn insert_exec(&mut self, s: &Statement, i: &ast::Insert) -> SqlResult<()> {
+        let ast::InsertSource::Execute(call) = &i.source else { unreachable!("checked by the caller") };
+        let mut captured = Collected::default();
+        let result = {
+            // The call runs in this frame with a sink that keeps its rows.
+            let mut inner = Runner {
+                try_depth: self.try_depth,
+                procedure: self.procedure.clone(),
+                ..Runner::new(self.shared, &mut *self.state, self.batch, self.frame, &mut captured)
+            };
+            match &**call {
+                StatementKind::Execute(e) => inner.run_execute(s, e),
+                StatementKind::ExecuteString(parts) => inner.run_dynamic(s, parts),
+                _ => Err(Stop::Error(SqlError::new(102, "Incorrect syntax near 'EXEC'.").with_severity(15))),
+            }
+        };
+        // The call's messages reach the client; an error that ended the call's batch is
+        // this statement's error.
+        let mut messages = std::mem::take(&mut captured.messages);
+        let last_error = match result {
+            Err(Stop::Abort) => messages.iter().rposition(|m| m.severity > 10).map(|i| messages.remove(i)),
+            _ => None,
+        };
+        for m in &messages {
+            self.sink.message(m);
+        }
+        let failed_inside = messages.iter().any(|m| m.severity > 10);
+        match (result, last_error) {
+            // The call failed and reported it: nothing is inserted.
+            (Ok(_), _) if failed_inside => return Ok(()),
+            (Ok(_), _) => {}
+            (Err(Stop::Error(e)), _) | (Err(Stop::Abort), Some(e)) => return Err(e),
+            (Err(Stop::Abort), None) => return Err(SqlError::new(50000, "The batch was aborted.")),
+        }
+        let mut rows = Vec::new();
+        let mut source_types: Option<Vec<SqlType>> = None;
+        for (columns, set) in captured.result_sets {
+            let types_: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+            match &source_types {
+                Some(t) if t.len() != types_.len() => {
+                    return Err(SqlError::new(
+                        213,
+                        "Column name or number of supplied values does not match table definition.",
+                    ));
+                }
+                _ => source_types = Some(types_),
+            }
+            rows.extend(set);
+        }
+        let plain = ast::Insert {
+            top: i.top.clone(),
+            table: i.table.clone(),
+            columns: i.columns.clone(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let vars = self.visible(s);
+        let mut b = Binder::new(self.shared, self.state, vars);
+        let mut plan = dml::compile_insert(&mut b, &plain)?;
+        if let Some(t) = source_types {
+            if t.len() != plan.columns.len() {
+                return Err(SqlError::new(
+                    213,
+                    "Column name or number of supplied values does not match table definition.",
+                ));
+            }
+            plan.source_types = t;
+        }
+        plan.source = dml::InsertSource::Rows(
+            rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
+        );
+        let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
+        self.affected(n);
+        Ok(())
+    }
+}
+
+fn type_args(t: &SqlType) -> Vec<ast::TypeArg> {
+    use tessera_access::row::MAX;
+    let n = |x: u16| if x == MAX { ast::TypeArg::Max } else { ast::TypeArg::Number(u32::from(x)) };
+    match *t {
+        SqlType::Char(x)
+        | SqlType::VarChar(x)
+        | SqlType::NChar(x)
+        | SqlType::NVarChar(x)
+        | SqlType::Binary(x)
+        | SqlType::VarBinary(x) => vec![n(x)],
+        SqlType::Decimal { precision, scale } => {
+            vec![ast::TypeArg::Number(precision.into()), ast::TypeArg::Number(scale.into())]
+        }
+        SqlType::Time { scale } | SqlType::DateTime2 { scale } | SqlType::DateTimeOffset { scale } => {
+            vec![ast::TypeArg::Number(scale.into())]
+        }
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,229 @@
+//! Remote procedure calls (TDS RPC requests) and the procedures that serve them:
+//! `sp_executesql`, and `sp_prepare` / `sp_execute` / `sp_prepexec` / `sp_unprepare`
+//! with the prepared statements they keep in the session.
+
+use std::sync::atomic::Ordering;
+
+use super::calls::Argument;
+use super::errors::Stop;
+use super::{ErrorWatch, Runner, Session};
+use crate::output::ResultSink;
+use crate::types::{self, SqlType, Value};
+use tessera_errors::SqlError;
+use tessera_syntax::ast::{Statement, StatementKind};
+
+impl Session {
+    /// Runs a remote procedure call: a stored procedure, `sp_executesql`, or a
+    /// prepared-statement procedure, with typed parameter values. Result sets, messages and
+    /// the return status go to `sink`; OUTPUT parameter values come back.
+    pub fn execute_rpc(&mut self, procedure: &str, params: Vec<RpcParam>, sink: &mut dyn ResultSink) -> RpcOutcome {
+        // The call runs as the batch `EXEC proc @a = @__rpc0, @__rpc1 OUTPUT, …` whose
+        // variables hold the parameter values; the text names the types so that a cached
+        // plan is only reused for the same parameter types.
+        let mut text = String::from("-- rpc:");
+        for p in &params {
+            text.push(' ');
+            text.push_str(&types::type_name(&p.ty));
+        }
+        text.push_str("\nEXEC ");
+        text.push_str(&quote_name(procedure));
+        for (i, p) in params.iter().enumerate() {
+            text.push_str(if i == 0 { " " } else { ", " });
+            if let Some(n) = &p.name {
+                text.push_str(n);
+                text.push_str(" = ");
+            }
+            text.push_str(&format!("@__rpc{i}"));
+            if p.output {
+                text.push_str(" OUTPUT");
+            }
+        }
+        let mut watch = ErrorWatch { inner: sink, failed: false };
+        self.publish(Some(&text));
+        self.state.cancel.store(false, Ordering::Relaxed);
+        let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
+        self.run_bound(&text, decls, params.iter().map(|p| p.value.clone()).collect(), &mut watch);
+        let outputs = params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.output)
+            .map(|(i, p)| (p.name.clone(), self.state.vars.get(i).cloned().unwrap_or(Value::Null), p.ty))
+            .collect();
+        self.publish(None);
+        RpcOutcome { outputs, failed: watch.failed }
+    }
+}
+
+/// The prepared-statement procedures, which keep state in the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PreparedProc {
+    Prepare,
+    Execute,
+    PrepExec,
+    Unprepare,
+}
+
+impl PreparedProc {
+    pub(super) fn lookup(name: &str) -> Option<PreparedProc> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "sp_prepare" => PreparedProc::Prepare,
+            "sp_execute" => PreparedProc::Execute,
+            "sp_prepexec" => PreparedProc::PrepExec,
+            "sp_unprepare" => PreparedProc::Unprepare,
+            _ => return None,
+        })
+    }
+}
+
+/// A parameter of a remote procedure call (TDS RPC request).
+#[derive(Clone, Debug)]
+pub struct RpcParam {
+    /// `@name`, or None for a positional parameter.
+    pub name: Option<String>,
+    pub value: Value,
+    pub ty: SqlType,
+    pub output: bool,
+}
+
+/// What an RPC returns besides its result sets: the values of its OUTPUT parameters, in
+/// the order they were given (name, value, type).
+#[derive(Clone, Debug, Default)]
+pub struct RpcOutcome {
+    pub outputs: Vec<(Option<String>, Value, SqlType)>,
+    pub failed: bool,
+}
+
+impl Runner<'_> {
+    /// sp_prepare / sp_execute / sp_prepexec / sp_unprepare: statements prepared once per
+    /// session and run by handle.
+    pub(super) fn run_prepared_proc(
+        &mut self,
+        s: &Statement,
+        kind: PreparedProc,
+        mut args: Vec<Argument>,
+    ) -> Result<i32, Stop> {
+        let int_arg = |a: Option<&Argument>| match a.and_then(|a| a.value.as_ref()) {
+            Some((Value::Int(n), _)) => Some(*n as i32),
+            _ => None,
+        };
+        let prepare = |this: &mut Self, args: &mut Vec<Argument>| -> Result<i32, Stop> {
+            if args.len() < 3 {
+                return Err(Stop::Error(SqlError::new(
+                    201,
+                    "Procedure or function 'sp_prepare' expects parameter '@stmt', which was not supplied.",
+                )));
+            }
+            let text = |a: &Argument| match &a.value {
+                Some((Value::Str(v), _)) => v.to_string(),
+                _ => String::new(),
+            };
+            let (params, stmt) = (text(&args[1]), text(&args[2]));
+            let handle = this.state.next_prepared_handle();
+            this.state.prepared.insert(handle, (params, stmt));
+            if let Some((slot, ty)) = args[0].output {
+                this.state.vars[slot] =
+                    types::cast(&Value::Int(i64::from(handle)), &SqlType::Int, &ty, None).map_err(Stop::Error)?;
+            }
+            args.drain(..3);
+            Ok(handle)
+        };
+        match kind {
+            PreparedProc::Prepare => prepare(self, &mut args).map(|_| 0),
+            PreparedProc::PrepExec => {
+                let handle = prepare(self, &mut args)?;
+                self.execute_handle(s, handle, args)
+            }
+            PreparedProc::Execute => {
+                let Some(handle) = int_arg(args.first()) else {
+                    return Err(Stop::Error(SqlError::new(8179, "Could not find prepared statement with handle 0.")));
+                };
+                args.remove(0);
+                self.execute_handle(s, handle, args)
+            }
+            PreparedProc::Unprepare => {
+                let handle = int_arg(args.first()).unwrap_or(0);
+                if self.state.prepared.remove(&handle).is_none() {
+                    return Err(Stop::Error(SqlError::new(
+                        8179,
+                        format!("Could not find prepared statement with handle {handle}."),
+                    )));
+                }
+                Ok(0)
+            }
+        }
+    }
+
+    fn execute_handle(&mut self, s: &Statement, handle: i32, args: Vec<Argument>) -> Result<i32, Stop> {
+        let Some((params, stmt)) = self.state.prepared.get(&handle).cloned() else {
+            return Err(Stop::Error(SqlError::new(
+                8179,
+                format!("Could not find prepared statement with handle {handle}."),
+            )));
+        };
+        let text = |t: String| Argument {
+            name: None,
+            value: Some((Value::Str(t.into()), SqlType::NVarChar(tessera_access::row::MAX))),
+            output: None,
+        };
+        let mut all = vec![text(stmt), text(params)];
+        all.extend(args);
+        self.run_executesql(s, all)
+    }
+
+    /// `sp_executesql @stmt [, @params, args…]`: a parameterised batch.
+    pub(super) fn run_executesql(&mut self, s: &Statement, mut args: Vec<Argument>) -> Result<i32, Stop> {
+        let text_of = |a: &Argument| match &a.value {
+            Some((Value::Str(v), _)) => Some(v.to_string()),
+            _ => None,
+        };
+        if args.is_empty() {
+            return Err(Stop::Error(SqlError::new(
+                201,
+                "Procedure or function 'sp_executesql' expects parameter '@statement', which was not supplied.",
+            )));
+        }
+        let stmt = args.remove(0);
+        let Some(stmt_text) = text_of(&stmt) else {
+            return Err(Stop::Error(SqlError::new(
+                214,
+                "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.",
+            )));
+        };
+        let params_text = if args
+            .first()
+            .is_some_and(|a| a.name.is_none() || a.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case("@params")))
+        {
+            let p = args.remove(0);
+            text_of(&p).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let db = self.state.database.clone();
+        let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
+        let declared = match self.shared.plans.get_or_parse(&db, &header, tessera_syntax::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return Err(Stop::Error(e)),
+        };
+        let Some(StatementKind::CreateProcedure(cp)) = declared.batch.statements.first().map(|st| &st.kind) else {
+            return Err(Stop::Error(SqlError::new(
+                8178,
+                "The parameterized query expects parameters that were not supplied.",
+            )));
+        };
+        let params = cp.params.clone();
+        let cached = match self.shared.plans.get_or_parse(&db, &stmt_text, tessera_syntax::parser::parse_batch) {
+            Ok(c) => c,
+            Err(e) => return Err(Stop::Error(e)),
+        };
+        self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args)
+    }
+}
+
+/// `[name]` unless the name is a plain identifier (or already qualified/bracketed).
+pub(super) fn quote_name(name: &str) -> String {
+    if name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '#' | '@')) {
+        name.to_string()
+    } else {
+        format!("[{}]", name.replace(']', "]]"))
+    }
+}

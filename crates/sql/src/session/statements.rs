@@ -1,0 +1,281 @@
+//! The statement loop: a block's statements in order (GOTO finds its label), each run with
+//! SQL Server's error handling and autocommit around it, and the dispatch of a statement to
+//! what runs it.
+
+use super::control::Flow;
+use super::errors::Stop;
+use super::transactions::starts_implicit_transaction;
+use super::{info, Runner};
+use crate::bind::Binder;
+use crate::catalog::ModuleKind;
+use crate::ddl;
+use crate::dml::Prepared;
+use crate::output::EnvChange;
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Statement, StatementKind};
+
+/// Most statements one batch may run (loops included) before it is stopped.
+const MAX_STATEMENTS_PER_BATCH: u64 = 1 << 40;
+
+impl Runner<'_> {
+    pub(super) fn run_block(&mut self, stmts: &[Statement]) -> Result<Flow, Stop> {
+        let mut i = 0;
+        while i < stmts.len() {
+            let s = &stmts[i];
+            let flow = self.run_one(s)?;
+            match flow {
+                Flow::Next => i += 1,
+                Flow::Goto(label) => match stmts
+                    .iter()
+                    .position(|x| matches!(&x.kind, StatementKind::Label(l) if l.value.eq_ignore_ascii_case(&label)))
+                {
+                    Some(p) => i = p + 1,
+                    None => return Ok(Flow::Goto(label)),
+                },
+                other => return Ok(other),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    /// Runs one statement with SQL Server's error handling around it.
+    pub(super) fn run_one(&mut self, s: &Statement) -> Result<Flow, Stop> {
+        self.executed += 1;
+        if self.executed > MAX_STATEMENTS_PER_BATCH {
+            let e = SqlError::new(50000, "The batch ran too many statements.").at_line(s.line);
+            self.sink.message(&e);
+            return Err(Stop::Abort);
+        }
+        let control = matches!(
+            s.kind,
+            StatementKind::If { .. }
+                | StatementKind::While { .. }
+                | StatementKind::Block(_)
+                | StatementKind::TryCatch { .. }
+        );
+        if control {
+            return self.run_control(s);
+        }
+        match &s.kind {
+            StatementKind::Execute(e) => return self.run_execute(s, e),
+            StatementKind::ExecuteString(parts) => return self.run_dynamic(s, parts),
+            _ => {}
+        }
+        if self.state.options.implicit_transactions
+            && self.state.txns.count == 0
+            && starts_implicit_transaction(&s.kind)
+        {
+            self.state.txns.count = 1;
+        }
+        self.state.txns.mark_statement();
+        self.state.null_eliminated = false;
+        match self.exec(s) {
+            Ok(flow) => {
+                if self.state.nest_level == 0 {
+                    self.state.txns.end_statement();
+                }
+                if self.state.txns.count == 0 {
+                    if let Err(e) = self.state.txns.commit_all(false) {
+                        return self.fail(s, e);
+                    }
+                }
+                if !matches!(s.kind, StatementKind::Declare(_) | StatementKind::Label(_)) {
+                    self.state.error = 0;
+                }
+                Ok(flow)
+            }
+            Err(e) => self.fail(s, e),
+        }
+    }
+
+    fn exec(&mut self, s: &Statement) -> SqlResult<Flow> {
+        match &s.kind {
+            StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()) => {
+                self.select_into(s, q)?;
+            }
+            StatementKind::Insert(i) if matches!(i.source, ast::InsertSource::Execute(_)) => {
+                self.insert_exec(s, i)?;
+            }
+            StatementKind::Query(_)
+            | StatementKind::Insert(_)
+            | StatementKind::Update(_)
+            | StatementKind::Delete(_)
+            | StatementKind::SetVariable { .. } => {
+                let p = self.compile_locked(s)?;
+                self.changing = matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_));
+                self.run_prepared(&p)?;
+                self.changing = false;
+            }
+            StatementKind::Declare(decls) => self.declare(s, decls)?,
+            StatementKind::Print(e) => {
+                let (v, t) = self.eval_scalar(s, e)?;
+                let text = types::cast(&v, &t, &SqlType::NVarChar(4000), None)?;
+                let msg = match text {
+                    Value::Str(s) => s.to_string(),
+                    _ => String::new(),
+                };
+                self.sink.message(&info(0, msg));
+                self.state.rowcount = 0;
+            }
+            StatementKind::Use(db) => self.use_database(&db.value)?,
+            StatementKind::BeginTransaction { name } => self.begin_transaction(s, name.as_ref())?,
+            StatementKind::Commit { delayed_durability, .. } => self.commit(*delayed_durability)?,
+            StatementKind::Rollback { name } => self.rollback(s, name.as_ref())?,
+            StatementKind::SaveTransaction { name } => self.save_transaction(s, name)?,
+            StatementKind::SetOption { options, value } => self.set_option(s, options, value)?,
+            StatementKind::CreateDatabase(cd) => {
+                let login = &self.state.login;
+                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "dbcreator") {
+                    return Err(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'."));
+                }
+                self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
+            }
+            StatementKind::BufferPoolExtension(setting) => {
+                let login = &self.state.login;
+                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "serveradmin") {
+                    return Err(crate::security::no_permission());
+                }
+                let setting = setting.clone().map(|(file, bytes)| crate::config::ExtensionSetting { file, bytes });
+                self.shared.config.set_extension(&self.shared.engine, setting)?;
+            }
+            StatementKind::CreateLogin { .. }
+            | StatementKind::AlterLogin { .. }
+            | StatementKind::DropLogin(_)
+            | StatementKind::AlterServerRole { .. } => self.security_statement(&s.kind)?,
+            StatementKind::DropDatabase { names, if_exists } => {
+                for n in names {
+                    self.with_ctx(|ctx| ddl::drop_database(ctx, n, *if_exists))?;
+                }
+            }
+            StatementKind::AlterDatabase { name, action } => {
+                self.with_ctx(|ctx| ddl::alter_database(ctx, name, action))?
+            }
+            StatementKind::CreateTable(ct) => self.with_ctx(|ctx| ddl::create_table(ctx, ct))?,
+            StatementKind::DropTable { names, if_exists } => {
+                for n in names {
+                    self.with_ctx(|ctx| ddl::drop_table(ctx, n, *if_exists))?;
+                }
+            }
+            StatementKind::AlterTable { table, action } => self.with_ctx(|ctx| ddl::alter_table(ctx, table, action))?,
+            StatementKind::TruncateTable(t) => self.with_ctx(|ctx| ddl::truncate_table(ctx, t))?,
+            StatementKind::CreateIndex(ci) => self.with_ctx(|ctx| ddl::create_index(ctx, ci))?,
+            StatementKind::DropIndex { indexes, if_exists } => {
+                for (ix, t) in indexes {
+                    self.with_ctx(|ctx| ddl::drop_index(ctx, ix, t, *if_exists))?;
+                }
+            }
+            StatementKind::Label(_) => {}
+            StatementKind::Goto(l) => return Ok(Flow::Goto(l.value.clone())),
+            StatementKind::Break => return Ok(Flow::Break),
+            StatementKind::Continue => return Ok(Flow::Continue),
+            StatementKind::Return(None) => return Ok(Flow::Return(None)),
+            StatementKind::Return(Some(e)) => return self.return_value(s, e),
+            StatementKind::WaitFor { delay, value } => self.wait_for(s, *delay, value)?,
+            StatementKind::Throw(args) => return Err(self.throw(s, args.as_ref())?),
+            StatementKind::RaisError { message, severity, state, args, options } => {
+                self.raiserror(s, message, severity, state, args, options)?
+            }
+            StatementKind::Checkpoint => {
+                let db = self.shared.database(&self.state.database)?;
+                db.checkpoint()?;
+            }
+            StatementKind::Dbcc { command, args, options } => self.dbcc(s, command, args, options)?,
+            StatementKind::Backup(b) => {
+                let database = self.database_ref(s, &b.database)?;
+                let (devices, options) = self.backup_arguments(s, &b.devices, &b.options)?;
+                let shared = self.shared.arc();
+                crate::backup::backup(&shared, self.state, b.log, &database, devices, &options, self.sink)?
+            }
+            StatementKind::Restore(r) => {
+                let database = match &r.database {
+                    Some(d) => Some(self.database_ref(s, d)?),
+                    None => None,
+                };
+                let (devices, options) = self.backup_arguments(s, &r.devices, &r.options)?;
+                let shared = self.shared.arc();
+                crate::backup::restore(&shared, self.state, r.kind, database.as_deref(), devices, &options, self.sink)?
+            }
+            StatementKind::Reconfigure { .. } => {
+                if !self.shared.logins.is_sysadmin(&self.state.login)
+                    && !self.shared.logins.is_member(&self.state.login, "serveradmin")
+                {
+                    return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
+                }
+                self.shared.config.reconfigure();
+                self.shared.config.apply_memory(&self.shared.engine)?;
+            }
+            StatementKind::If { .. }
+            | StatementKind::While { .. }
+            | StatementKind::Block(_)
+            | StatementKind::TryCatch { .. } => {
+                unreachable!("control flow runs in run_control")
+            }
+            StatementKind::CreateProcedure(cp) => {
+                let text = cp.text.clone();
+                self.with_ctx(|ctx| {
+                    crate::modules::define(ctx, &cp.name, ModuleKind::Procedure, cp.or_alter, cp.alter, &text)
+                })?;
+            }
+            StatementKind::CreateFunction(cf) => {
+                let kind = match cf.returns {
+                    ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
+                    ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
+                    ast::FunctionReturns::MultiStatement { .. } => {
+                        return Err(SqlError::new(
+                            40526,
+                            "Multi-statement table-valued functions are not supported yet.",
+                        ))
+                    }
+                };
+                let text = cf.text.clone();
+                self.with_ctx(|ctx| crate::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text))?;
+            }
+            StatementKind::CreateView(cv) => {
+                // A view must bind when it is created (its tables and columns must exist).
+                let mut b = Binder::new(self.shared, self.state, &[]);
+                let bound = b.bind_query(&cv.query)?;
+                if !cv.columns.is_empty() && cv.columns.len() != bound.columns.len() {
+                    return Err(SqlError::new(
+                        8159,
+                        format!("'{}' has fewer columns than were specified in the column list.", cv.name.name().value),
+                    ));
+                }
+                if cv.columns.is_empty() {
+                    if let Some(i) = bound.columns.iter().position(|c| c.name.is_empty()) {
+                        return Err(SqlError::new(
+                            4511,
+                            format!(
+                                "Create View or Function failed because no column name was specified for column {}.",
+                                i + 1
+                            ),
+                        ));
+                    }
+                }
+                let text = cv.text.clone();
+                self.with_ctx(|ctx| {
+                    crate::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
+                })?;
+            }
+            StatementKind::DropModule { kind, names, if_exists } => {
+                for n in names {
+                    self.with_ctx(|ctx| crate::modules::drop(ctx, *kind, n, *if_exists))?;
+                }
+            }
+            StatementKind::Execute(_) | StatementKind::ExecuteString(_) => unreachable!("EXEC runs in run_one"),
+        }
+        Ok(Flow::Next)
+    }
+
+    fn use_database(&mut self, name: &str) -> SqlResult<()> {
+        if !self.shared.engine.exists(name) {
+            return Err(crate::runtime::database_not_found(name));
+        }
+        let db = self.shared.database(name)?;
+        let old = std::mem::replace(&mut self.state.database, db.name().to_string());
+        self.sink.env_change(&EnvChange::Database { old, new: db.name().to_string() });
+        self.sink.message(&info(5701, format!("Changed database context to '{}'.", db.name())));
+        self.state.rowcount = 0;
+        Ok(())
+    }
+}

@@ -1,0 +1,130 @@
+//! Transactions: BEGIN, COMMIT, ROLLBACK and SAVE TRANSACTION, the statements that start
+//! one under IMPLICIT_TRANSACTIONS, and what a failed statement undoes (the whole
+//! transaction, or dooming it, under XACT_ABORT or after a deadlock).
+
+use super::Runner;
+use crate::output::EnvChange;
+use crate::types::Value;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Statement, StatementKind};
+
+/// Statements that start a transaction under SET IMPLICIT_TRANSACTIONS ON.
+pub(super) fn starts_implicit_transaction(k: &StatementKind) -> bool {
+    matches!(
+        k,
+        StatementKind::Insert(_)
+            | StatementKind::Update(_)
+            | StatementKind::Delete(_)
+            | StatementKind::CreateTable(_)
+            | StatementKind::DropTable { .. }
+            | StatementKind::AlterTable { .. }
+            | StatementKind::TruncateTable(_)
+            | StatementKind::CreateIndex(_)
+            | StatementKind::DropIndex { .. }
+            | StatementKind::BeginTransaction { .. }
+    ) || matches!(k, StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(s) if !s.from.is_empty()))
+}
+
+impl Runner<'_> {
+    /// BEGIN TRANSACTION: the outermost one names the transaction.
+    pub(super) fn begin_transaction(&mut self, s: &Statement, name: Option<&ast::Expr>) -> SqlResult<()> {
+        let name = match name {
+            Some(n) => Some(self.name_of(s, n)?),
+            None => None,
+        };
+        let txns = &mut self.state.txns;
+        txns.count += 1;
+        if txns.count == 1 {
+            txns.name = name;
+            self.sink.env_change(&EnvChange::BeginTransaction);
+        }
+        Ok(())
+    }
+
+    /// COMMIT: the outermost one commits, unless the transaction is doomed.
+    pub(super) fn commit(&mut self, delayed_durability: Option<bool>) -> SqlResult<()> {
+        let txns = &mut self.state.txns;
+        if txns.count == 0 {
+            return Err(SqlError::new(3902, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."));
+        }
+        if txns.doomed {
+            return Err(SqlError::new(
+                3930,
+                "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.",
+            ));
+        }
+        txns.count -= 1;
+        if txns.count == 0 {
+            txns.commit_all(delayed_durability.unwrap_or(false))?;
+            self.sink.env_change(&EnvChange::CommitTransaction);
+        }
+        Ok(())
+    }
+
+    /// SAVE TRANSACTION: a savepoint ROLLBACK can return to.
+    pub(super) fn save_transaction(&mut self, s: &Statement, name: &ast::Expr) -> SqlResult<()> {
+        let n = self.name_of(s, name)?;
+        if self.state.txns.count == 0 {
+            return Err(SqlError::new(628, "Cannot issue SAVE TRANSACTION when there is no active transaction."));
+        }
+        self.state.txns.savepoint(&n);
+        Ok(())
+    }
+
+    fn name_of(&mut self, s: &Statement, e: &ast::Expr) -> SqlResult<String> {
+        Ok(match e {
+            ast::Expr::Column(n) => n.name().value.clone(),
+            e => match self.eval_scalar(s, e)?.0 {
+                Value::Str(v) => v.to_string(),
+                _ => String::new(),
+            },
+        })
+    }
+
+    pub(super) fn rollback(&mut self, s: &Statement, name: Option<&ast::Expr>) -> SqlResult<()> {
+        if self.state.txns.count == 0 {
+            return Err(SqlError::new(
+                3903,
+                "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.",
+            ));
+        }
+        if let Some(n) = name {
+            let n = self.name_of(s, n)?;
+            if self.state.txns.rollback_to(&n)? {
+                return Ok(());
+            }
+            let outer = self.state.txns.name.as_deref();
+            if !outer.is_some_and(|o| o.eq_ignore_ascii_case(&n)) {
+                return Err(SqlError::new(
+                    6401,
+                    format!("Cannot roll back {n}. No transaction or savepoint of that name was found."),
+                ));
+            }
+        }
+        self.state.txns.rollback_all()?;
+        self.sink.env_change(&EnvChange::RollbackTransaction);
+        Ok(())
+    }
+
+    /// Undoes a failed statement. With `doom` (XACT_ABORT, or a deadlock) outside TRY the
+    /// transaction rolls back; otherwise the statement is undone (inside TRY, `doom` leaves
+    /// the transaction doomed: it can only be rolled back), and with no user transaction
+    /// open everything rolls back.
+    pub(super) fn undo_statement(&mut self, doom: bool) {
+        let txns = &mut self.state.txns;
+        if doom && self.try_depth == 0 {
+            let _ = txns.rollback_all();
+        } else {
+            let _ = txns.rollback_statement();
+            if self.state.nest_level == 0 {
+                txns.end_statement();
+            }
+            if doom {
+                txns.doomed = true;
+            }
+            if txns.count == 0 {
+                let _ = txns.rollback_all();
+            }
+        }
+    }
+}

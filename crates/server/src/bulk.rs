@@ -2,9 +2,10 @@
 //! `INSERT BULK table (col type, …) [WITH (…)]` announces the target, then one BULK_LOAD
 //! message carries COLMETADATA (the types the client sends), ROW/NBCROW tokens and DONE.
 //!
-//! The announcement is checked at once (the table and columns must exist: the client
-//! gets 208/207 then, as from SQL Server) and remembered by the connection; the
-//! BULK_LOAD message is decoded whole and handed to [`Session::bulk_insert`], which
+//! The announcement is an ordinary statement of the batch: the session checks it (the
+//! table and columns must exist: the client gets 208/207 then, as from SQL Server) and
+//! keeps its target ([`Session::take_bulk_target`]); the BULK_LOAD message is decoded
+//! whole and handed to [`Session::bulk_insert`], which
 //! inserts the rows with INSERT's checks as one transaction (unless the client has one
 //! open) and reports one row count.
 //!
@@ -13,10 +14,10 @@
 //! and NULLs sent for columns with a DEFAULT stay NULL (SQL Server's KEEP_NULLS).
 
 use tessera_sql::bind::OutputColumn;
-use tessera_sql::output::{Collected, EnvChange, ResultSink};
+use tessera_sql::dml::BulkTarget;
+use tessera_sql::output::{EnvChange, ResultSink};
 use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{Session, SqlError};
-use tessera_syntax::lexer::{tokenize, Punct, TokenKind};
 
 use crate::codec::{bad, DecodeResult, Reader};
 use crate::tokens::{self, Version};
@@ -25,109 +26,6 @@ use crate::types::{code, read_type_info, read_value, TypeInfo};
 /// The most rows one BULK_LOAD message may carry (its bytes are bounded by the
 /// connection's message limit as well).
 const MAX_ROWS: usize = 10_000_000;
-
-/// What `INSERT BULK` announced.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BulkTarget {
-    /// The table as the client wrote it (quoted parts kept).
-    pub table: String,
-    /// The columns the rows fill, in order.
-    pub columns: Vec<String>,
-    /// KEEPIDENTITY / KEEP_IDENTITY: the identity values sent are inserted.
-    pub keep_identity: bool,
-    /// The table's identity column, found when the target is checked. Without
-    /// KEEPIDENTITY the values sent for it are dropped and the table makes its own.
-    pub identity: Option<String>,
-}
-
-/// If `text` is an `INSERT BULK` statement, what it announces (or why it is malformed).
-pub fn parse_insert_bulk(text: &str) -> Option<Result<BulkTarget, SqlError>> {
-    let tokens = tokenize(text).ok()?;
-    if !(tokens.first()?.is_word("insert") && tokens.get(1)?.is_word("bulk")) {
-        return None;
-    }
-    let syntax = |near: &str| SqlError::new(102, format!("Incorrect syntax near '{near}'.")).with_severity(15);
-    let mut i = 2;
-    // The table: one to four parts, `db..t` allowed.
-    let mut table = String::new();
-    loop {
-        match &tokens[i].kind {
-            TokenKind::Word | TokenKind::QuotedIdent(_) => {
-                table.push_str(tokens[i].text);
-                i += 1;
-            }
-            _ if tokens[i].is_punct(Punct::Dot) => {}
-            _ => return Some(Err(syntax(tokens[i].display_text()))),
-        }
-        if !tokens[i].is_punct(Punct::Dot) {
-            break;
-        }
-        table.push('.');
-        i += 1;
-    }
-    if !tokens[i].is_punct(Punct::LParen) {
-        return Some(Err(syntax(tokens[i].display_text())));
-    }
-    i += 1;
-    let mut columns = Vec::new();
-    loop {
-        let name = match &tokens[i].kind {
-            TokenKind::QuotedIdent(name) => name.clone(),
-            TokenKind::Word => tokens[i].text.to_string(),
-            _ => return Some(Err(syntax(tokens[i].display_text()))),
-        };
-        columns.push(name);
-        // Skip the type (and COLLATE …) up to the next top-level comma or parenthesis.
-        let mut depth = 0;
-        i += 1;
-        loop {
-            let t = &tokens[i];
-            if t.kind == TokenKind::Eof {
-                return Some(Err(syntax(tokens[i - 1].display_text())));
-            }
-            if t.is_punct(Punct::LParen) {
-                depth += 1;
-            } else if t.is_punct(Punct::RParen) {
-                if depth == 0 {
-                    break;
-                }
-                depth -= 1;
-            } else if t.is_punct(Punct::Comma) && depth == 0 {
-                break;
-            }
-            i += 1;
-        }
-        i += 1;
-        if tokens[i - 1].is_punct(Punct::RParen) {
-            break;
-        }
-    }
-    let keep_identity = tokens[i..].iter().any(|t| t.is_word("keepidentity") || t.is_word("keep_identity"));
-    Some(Ok(BulkTarget { table, columns, keep_identity, identity: None }))
-}
-
-/// Checks that the announced table and columns exist (errors go to `sink`, the client) and
-/// finds the table's identity column. Returns true if the target is good.
-pub fn check_target(session: &mut Session, target: &mut BulkTarget, sink: &mut dyn ResultSink) -> bool {
-    let columns: Vec<String> = target.columns.iter().map(|c| format!("[{}]", c.replace(']', "]]"))).collect();
-    let probe = format!("SELECT TOP 0 {} FROM {}", columns.join(", "), target.table);
-    let mut errors = ErrorsOnly { inner: sink, failed: false };
-    session.execute(&probe, &mut errors);
-    if errors.failed {
-        return false;
-    }
-    let find = format!(
-        "SELECT name FROM sys.columns WHERE object_id = OBJECT_ID(N'{}') AND is_identity = 1",
-        target.table.replace('\'', "''")
-    );
-    let mut found = Collected::default();
-    session.execute(&find, &mut found);
-    target.identity = found.result_sets.first().and_then(|(_, rows)| rows.first()).and_then(|r| match r.first() {
-        Some(Value::Str(name)) => Some(name.to_string()),
-        _ => None,
-    });
-    true
-}
 
 /// Decodes a BULK_LOAD message and inserts its rows into `target`. Errors go to `sink`.
 pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version: Version, sink: &mut dyn ResultSink) {
@@ -269,24 +167,4 @@ impl ResultSink for ErrorsOnly<'_> {
         self.inner.env_change(change);
     }
     fn return_status(&mut self, _: i32) {}
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn insert_bulk_statements() {
-        let t = parse_insert_bulk("insert bulk [dbo].[t] ([a] int, [b] nvarchar(10) COLLATE Latin1_General_CI_AS, c decimal(10, 2)) with (TABLOCK, KEEP_NULLS)")
-            .unwrap()
-            .unwrap();
-        assert_eq!(t.table, "[dbo].[t]");
-        assert_eq!(t.columns, ["a", "b", "c"]);
-        assert!(!t.keep_identity);
-        let t = parse_insert_bulk("INSERT BULK db..t (id int) WITH (KEEPIDENTITY)").unwrap().unwrap();
-        assert_eq!((t.table.as_str(), t.keep_identity), ("db..t", true));
-        assert!(parse_insert_bulk("insert into t values (1)").is_none());
-        assert!(parse_insert_bulk("insert bulk t").unwrap().is_err());
-        assert!(parse_insert_bulk("insert bulk t (a int").unwrap().is_err());
-    }
 }

@@ -394,7 +394,6 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
         state: state.clone(),
         limits: Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: state.config.max_message_mb << 20 },
         conn: conn.logged,
-        pending_bulk: Arc::new(Mutex::new(None)),
         cancel,
         watch,
         transport,
@@ -457,8 +456,6 @@ struct Busy {
     state: Arc<ServerState>,
     limits: Limits,
     conn: LoggedIn,
-    /// The target an INSERT BULK announced, waiting for its BULK_LOAD message.
-    pending_bulk: Arc<Mutex<Option<bulk::BulkTarget>>>,
     cancel: Arc<AtomicBool>,
     /// Declared before the transport: the watchdog forgets the socket before it closes.
     watch: Watch,
@@ -502,25 +499,10 @@ impl Busy {
                 return Ok(true);
             }
             kind::SQL_BATCH => match request::decode_batch(&msg.payload, version) {
-                Ok(text) => match bulk::parse_insert_bulk(&text) {
-                    None => Box::new(move |s: &mut Session, sink: &mut TokenSink| {
-                        s.execute(&text, sink);
-                        sink.finish_batch();
-                    }),
-                    Some(Ok(mut target)) => {
-                        let pending = self.pending_bulk.clone();
-                        Box::new(move |s: &mut Session, sink: &mut TokenSink| {
-                            if bulk::check_target(s, &mut target, sink) {
-                                *pending.lock() = Some(target);
-                            }
-                            sink.finish_batch();
-                        })
-                    }
-                    Some(Err(e)) => Box::new(move |_s: &mut Session, sink: &mut TokenSink| {
-                        sink.message(&e);
-                        sink.finish_batch();
-                    }),
-                },
+                Ok(text) => Box::new(move |s: &mut Session, sink: &mut TokenSink| {
+                    s.execute(&text, sink);
+                    sink.finish_batch();
+                }),
                 Err(e) => bad_request(e),
             },
             kind::RPC => match request::decode_rpc(&msg.payload, version) {
@@ -541,16 +523,16 @@ impl Busy {
                 }),
                 Err(e) => bad_request(e),
             },
-            kind::BULK_LOAD => match self.pending_bulk.lock().take() {
-                Some(target) => {
-                    let payload = msg.payload;
-                    Box::new(move |s: &mut Session, sink: &mut TokenSink| {
-                        bulk::load(s, &target, &payload, version, sink);
-                        sink.finish_batch();
-                    })
-                }
-                None => bad_request("A bulk load (BULK_LOAD) must follow an INSERT BULK statement.".to_string()),
-            },
+            kind::BULK_LOAD => {
+                let payload = msg.payload;
+                Box::new(move |s: &mut Session, sink: &mut TokenSink| {
+                    match s.take_bulk_target() {
+                        Some(target) => bulk::load(s, &target, &payload, version, sink),
+                        None => sink.message(&not_announced()),
+                    }
+                    sink.finish_batch();
+                })
+            }
             k => return Err(packet::protocol(format!("unexpected packet type {k:#04x} after login"))),
         };
         self.run(reset, job)
@@ -599,6 +581,11 @@ impl Busy {
         sink.finish(attention)?;
         Ok(true)
     }
+}
+
+/// A BULK_LOAD message with no `INSERT BULK` before it.
+fn not_announced() -> SqlError {
+    SqlError::new(8009, "A bulk load (BULK_LOAD) must follow an INSERT BULK statement.")
 }
 
 fn bad_request(message: String) -> Job {

@@ -414,6 +414,9 @@ pub struct SessionState {
     /// The rows of a TDS bulk load, taken by the one-row INSERT … VALUES statement that
     /// `Session::bulk_insert` runs for it (so the load is one statement, whatever its size).
     pub bulk_rows: Option<Vec<Vec<Value>>>,
+    /// What the last `INSERT BULK` announced, until the network layer takes it for the
+    /// BULK_LOAD message that follows (`Session::take_bulk_target`).
+    pub bulk_target: Option<crate::dml::BulkTarget>,
     /// Application locks the session owns (`sp_getapplock @LockOwner = 'Session'`):
     /// (database, name hash).
     pub app_locks: Vec<(String, u64)>,
@@ -444,6 +447,7 @@ impl SessionState {
             trace_flags: std::collections::BTreeSet::new(),
             prepared: HashMap::new(),
             bulk_rows: None,
+            bulk_target: None,
             app_locks: Vec::new(),
             next_handle: 1,
         }

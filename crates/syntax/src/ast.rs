@@ -56,6 +56,9 @@ pub enum StatementKind {
     /// `[WITH …] SELECT …`, also `SELECT … INTO t` (see [`Select::into`]).
     Query(Box<Query>),
     Insert(Box<Insert>),
+    /// `INSERT BULK t (col type, …) [WITH (…)]`: what a bulk-load client announces
+    /// before its BULK_LOAD message.
+    InsertBulk(InsertBulk),
     Update(Box<Update>),
     Delete(Box<Delete>),
 
@@ -415,6 +418,17 @@ pub struct Insert {
     pub columns: Vec<Ident>,
     pub output: Option<Output>,
     pub source: InsertSource,
+}
+
+/// `INSERT BULK t (col type [COLLATE c], …) [WITH (option, …)]`. The column types are
+/// those of the table as the client saw them; the rows that follow carry their own
+/// types, so only the names are kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InsertBulk {
+    pub table: ObjectName,
+    pub columns: Vec<Ident>,
+    /// `KEEPIDENTITY` / `KEEP_IDENTITY`: the identity values sent are inserted.
+    pub keep_identity: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

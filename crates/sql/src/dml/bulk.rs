@@ -9,6 +9,21 @@ use crate::runtime::ExecCtx;
 use crate::types::Value;
 use tessera_errors::SqlResult;
 
+/// What an `INSERT BULK` statement announced, checked against the catalog: where the
+/// rows of the connection's next BULK_LOAD message go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BulkTarget {
+    /// The table as the statement named it, each part quoted.
+    pub table: String,
+    /// The columns the rows fill, in order, as the table spells them.
+    pub columns: Vec<String>,
+    /// KEEPIDENTITY: the identity values sent are inserted.
+    pub keep_identity: bool,
+    /// The table's identity column. Without KEEPIDENTITY the values sent for it are
+    /// dropped and the table makes its own.
+    pub identity: Option<String>,
+}
+
 /// A multi-row INSERT into a table whose only index is its clustered one may be
 /// minimally logged (SIMPLE and BULK_LOGGED databases, an empty table): its rows are
 /// checked and encoded first, then stored in one bulk load in key order.

@@ -23,6 +23,7 @@ mod target;
 mod update;
 
 pub use assign::{compile_assign, run_assign};
+pub use bulk::BulkTarget;
 pub use constraints::{assign_value, validate_rows};
 pub use delete::{compile_delete, run_delete, DeletePlan};
 pub(crate) use identity::load_counters;

@@ -1,15 +1,52 @@
-//! Bulk loads (TDS `INSERT BULK` then BULK_LOAD): the rows sent, inserted as one
-//! statement, with one row count.
+//! Bulk loads (TDS `INSERT BULK` then BULK_LOAD): the statement checks and remembers
+//! its target; the rows sent are then inserted as one statement, with one row count.
 
 use std::sync::atomic::Ordering;
 
 use super::rpc::quote_name;
-use super::Session;
+use super::{Runner, Session};
+use crate::bind::{invalid_column, Binder};
+use crate::dml::BulkTarget;
 use crate::output::{EnvChange, ResultSink};
 use crate::types::{self, SqlType, Value};
-use tessera_errors::SqlError;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::InsertBulk;
+
+impl Runner<'_> {
+    /// `INSERT BULK`: the table and columns must exist (208 and 207, as from SQL Server);
+    /// the target is kept for the BULK_LOAD message the client sends next.
+    pub(super) fn insert_bulk(&mut self, statement: &InsertBulk) -> SqlResult<()> {
+        let resolved = Binder::new(self.shared, self.state, &[]).resolve_table(&statement.table)?;
+        let table = &resolved.table;
+        let columns = statement
+            .columns
+            .iter()
+            .map(|c| {
+                table.column(&c.value).map(|i| table.columns[i].name.clone()).ok_or_else(|| invalid_column(&c.value))
+            })
+            .collect::<SqlResult<Vec<String>>>()?;
+        let parts: Vec<String> = statement
+            .table
+            .0
+            .iter()
+            .map(|p| if p.value.is_empty() { String::new() } else { bracketed(&p.value) })
+            .collect();
+        self.state.bulk_target = Some(BulkTarget {
+            table: parts.join("."),
+            columns,
+            keep_identity: statement.keep_identity,
+            identity: table.identity_column().map(|i| table.columns[i].name.clone()),
+        });
+        Ok(())
+    }
+}
 
 impl Session {
+    /// What the last `INSERT BULK` announced, if no BULK_LOAD has taken it yet.
+    pub fn take_bulk_target(&mut self) -> Option<BulkTarget> {
+        self.state.bulk_target.take()
+    }
+
     /// A bulk load (TDS `INSERT BULK` then BULK_LOAD): inserts `rows`, whose values have
     /// the types in `columns`, into those columns of `table`, with the same constraint
     /// checks as INSERT, and reports one row count. Outside a user transaction the load
@@ -100,4 +137,9 @@ impl ResultSink for RowCounter<'_> {
         self.inner.env_change(change);
     }
     fn return_status(&mut self, _: i32) {}
+}
+
+/// `[name]`, with `]` doubled.
+fn bracketed(name: &str) -> String {
+    format!("[{}]", name.replace(']', "]]"))
 }

@@ -6,6 +6,7 @@ use super::control::Flow;
 use super::{info, Runner};
 use crate::output::ResultSink;
 use crate::types::{self, SqlType, Value};
+use tessera_errors::catalog::Abort;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
@@ -25,11 +26,6 @@ pub(super) fn report(sink: &mut dyn ResultSink, e: &SqlError) {
     sink.message(e);
 }
 
-/// Errors that end the batch, not just the statement (with XACT_ABORT OFF).
-fn aborts_batch(e: &SqlError) -> bool {
-    matches!(e.number, 208 | 217 | 245 | 241 | 242 | 8114 | 8169 | 529 | 1205 | 3617 | 701) || e.severity >= 20
-}
-
 impl Runner<'_> {
     /// A statement failed: undo it, report or hand the error to CATCH, and decide whether
     /// the batch goes on.
@@ -45,13 +41,15 @@ impl Runner<'_> {
         let terminated = std::mem::take(&mut self.changing) && !matches!(e.number, 544 | 545 | 8101);
         self.state.error = e.number;
         self.state.rowcount = 0;
-        let doom = self.state.options.xact_abort || e.number == 1205;
+        // What the error ends comes from the error catalog (`tessera_errors::catalog`).
+        let aborts = e.aborts();
+        let doom = self.state.options.xact_abort || aborts == Abort::Transaction;
         self.undo_statement(doom);
         if self.try_depth > 0 && e.severity > 10 && e.severity < 20 {
             return Err(Stop::Error(e));
         }
         report(self.sink, &e);
-        if doom || aborts_batch(&e) || matches!(s.kind, StatementKind::Throw(_)) {
+        if doom || aborts >= Abort::Batch || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
         }
         if terminated || e.number == 1505 || e.preceding.iter().any(|p| p.number == 1505) {

@@ -107,6 +107,7 @@ impl Runner<'_> {
                 self.run_prepared(&p)?;
                 self.changing = false;
             }
+            StatementKind::InsertBulk(b) => self.insert_bulk(b)?,
             StatementKind::Declare(decls) => self.declare(s, decls)?,
             StatementKind::Print(e) => {
                 let (v, t) = self.eval_scalar(s, e)?;

@@ -2,7 +2,7 @@
 
 use super::expr::compound_operator;
 use super::{Parser, Result};
-use crate::ast::{Assignment, BinaryOp, Delete, Insert, InsertSource, Output, Update};
+use crate::ast::{Assignment, BinaryOp, Delete, Insert, InsertBulk, InsertSource, Output, Update};
 use crate::lexer::{Punct, TokenKind};
 
 impl Parser<'_> {
@@ -18,6 +18,54 @@ impl Parser<'_> {
         let output = self.output_clause()?;
         let source = self.insert_source()?;
         Ok(Insert { top, table, columns, output, source })
+    }
+
+    /// `INSERT BULK t (col type [COLLATE c], …) [WITH (option [= value | (…)], …)]`, the
+    /// options being those bcp and the drivers send (CHECK_CONSTRAINTS, FIRE_TRIGGERS,
+    /// KEEP_NULLS, KEEPIDENTITY, TABLOCK, ORDER (…), ROWS_PER_BATCH = n,
+    /// KILOBYTES_PER_BATCH = n).
+    pub(super) fn insert_bulk(&mut self) -> Result<InsertBulk> {
+        self.expect_word("INSERT")?;
+        self.expect_word("BULK")?;
+        let table = self.object_name()?;
+        let columns = self.parenthesized_list(|p| {
+            let name = p.ident()?;
+            p.type_name()?;
+            if p.eat_word("COLLATE") {
+                p.ident()?;
+            }
+            Ok(name)
+        })?;
+        let mut keep_identity = false;
+        if self.eat_word("WITH") {
+            self.parenthesized_list(|p| {
+                let option = p.peek().text.to_uppercase();
+                let known =
+                    ["CHECK_CONSTRAINTS", "FIRE_TRIGGERS", "KEEP_NULLS", "TABLOCK", "KEEPIDENTITY", "KEEP_IDENTITY"];
+                match option.as_str() {
+                    _ if p.peek().kind != TokenKind::Word => return Err(p.error_here()),
+                    "ORDER" => {
+                        p.advance();
+                        p.skip_parenthesized()?;
+                    }
+                    "ROWS_PER_BATCH" | "KILOBYTES_PER_BATCH" => {
+                        p.advance();
+                        p.expect_punct(Punct::Eq)?;
+                        if p.peek().kind != TokenKind::Integer {
+                            return Err(p.error_here());
+                        }
+                        p.advance();
+                    }
+                    name if known.contains(&name) => {
+                        p.advance();
+                        keep_identity |= name.starts_with("KEEP") && name.ends_with("IDENTITY");
+                    }
+                    _ => return Err(p.error_here()),
+                }
+                Ok(())
+            })?;
+        }
+        Ok(InsertBulk { table, columns, keep_identity })
     }
 
     fn insert_source(&mut self) -> Result<InsertSource> {

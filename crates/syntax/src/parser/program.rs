@@ -62,6 +62,7 @@ impl Parser<'_> {
         let kind = match keyword.as_str() {
             "SELECT" => StatementKind::Query(Box::new(self.query()?)),
             "WITH" => self.with_statement()?,
+            "INSERT" if self.peek_nth(1).is_word("BULK") => StatementKind::InsertBulk(self.insert_bulk()?),
             "INSERT" => StatementKind::Insert(Box::new(self.insert()?)),
             "UPDATE" => StatementKind::Update(Box::new(self.update()?)),
             "DELETE" => StatementKind::Delete(Box::new(self.delete()?)),

@@ -471,6 +471,28 @@ fn inserts() {
     assert_eq!(output.into, Some((name("@ids"), vec![Ident::new("id")])));
 }
 
+#[test]
+fn insert_bulk_announcements() {
+    let bulk = |sql: &str| match one(sql) {
+        StatementKind::InsertBulk(b) => b,
+        other => panic!("{other:#?}"),
+    };
+    let b = bulk("insert bulk [dbo].[t] ([a] int, [b] nvarchar(10) COLLATE Latin1_General_CI_AS, c decimal(10, 2)) with (TABLOCK, KEEP_NULLS)");
+    assert_eq!(
+        b.table.0.iter().map(|p| (p.value.as_str(), p.quoted)).collect::<Vec<_>>(),
+        [("dbo", true), ("t", true)]
+    );
+    assert_eq!(b.columns.iter().map(|c| c.value.as_str()).collect::<Vec<_>>(), ["a", "b", "c"]);
+    assert!(!b.keep_identity);
+    let b = bulk("INSERT BULK db..t (id int) WITH (KEEPIDENTITY, ORDER (id ASC), ROWS_PER_BATCH = 1000)");
+    assert_eq!(b.table.0.len(), 3);
+    assert!(b.keep_identity);
+    assert!(bulk("INSERT BULK t (id int) WITH (KEEP_IDENTITY)").keep_identity);
+    assert_eq!(error("insert bulk t").0, 102);
+    assert_eq!(error("insert bulk t (a int").0, 102);
+    assert_eq!(error("insert bulk t (a int) with (FAST)"), (102, 1, "Incorrect syntax near 'FAST'.".into()));
+}
+
 fn update(sql: &str) -> Update {
     match one(sql) {
         StatementKind::Update(u) => *u,

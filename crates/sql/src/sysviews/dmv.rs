@@ -1,0 +1,416 @@
+//! Dynamic management views: sessions, requests and connections; the plan cache; the
+//! performance counters; memory; the buffer pool and its extension.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{bit, col, datetime, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
+use crate::runtime::{ExecCtx, SessionInfo};
+use crate::types::{SqlType::*, Value};
+
+pub(super) static EXEC_SESSIONS: ViewDef<9> = ViewDef {
+    schema: "sys",
+    name: "dm_exec_sessions",
+    columns: [
+        col("session_id", SmallInt, false),
+        col("login_time", DateTime, false),
+        col("host_name", SYSNAME, true),
+        col("program_name", SYSNAME, true),
+        col("login_name", SYSNAME, false),
+        col("status", NVarChar(30), false),
+        col("database_id", SmallInt, false),
+        col("open_transaction_count", Int, false),
+        col("is_user_process", Bit, false),
+    ],
+    rows: exec_sessions,
+};
+
+fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<9> {
+    Ok(sessions(ctx)
+        .into_iter()
+        .map(|info| {
+            [
+                int(i64::from(info.spid)),
+                datetime(info.login_time),
+                s(&info.host_name),
+                s(&info.program_name),
+                s(&info.login),
+                s(if info.status == "running" { "running" } else { "sleeping" }),
+                int(database_id(ctx, &info)),
+                int(i64::from(info.open_transactions)),
+                bit(true),
+            ]
+        })
+        .collect())
+}
+
+pub(super) static EXEC_REQUESTS: ViewDef<7> = ViewDef {
+    schema: "sys",
+    name: "dm_exec_requests",
+    columns: [
+        col("session_id", SmallInt, false),
+        col("request_id", Int, false),
+        col("status", NVarChar(30), false),
+        col("command", NVarChar(32), false),
+        col("database_id", SmallInt, false),
+        col("open_transaction_count", Int, false),
+        col("text", NVARCHAR_MAX, true),
+    ],
+    rows: exec_requests,
+};
+
+/// The sessions running a batch; the command is the batch's first word.
+fn exec_requests(ctx: &ExecCtx, _db: &str) -> Rows<7> {
+    let mut out = Vec::new();
+    for info in sessions(ctx) {
+        let Some(text) = &info.command else { continue };
+        let command = text
+            .split(|c: char| c.is_whitespace() || c == ';')
+            .find(|w| !w.is_empty() && !w.starts_with("--"))
+            .unwrap_or("")
+            .to_uppercase();
+        out.push([
+            int(i64::from(info.spid)),
+            int(0),
+            s("running"),
+            s(&command),
+            int(database_id(ctx, &info)),
+            int(i64::from(info.open_transactions)),
+            s(text),
+        ]);
+    }
+    Ok(out)
+}
+
+pub(super) static EXEC_CONNECTIONS: ViewDef<13> = ViewDef {
+    schema: "sys",
+    name: "dm_exec_connections",
+    columns: [
+        col("session_id", Int, true),
+        col("most_recent_session_id", Int, true),
+        col("connect_time", DateTime, false),
+        col("net_transport", NVarChar(40), false),
+        col("protocol_type", NVarChar(40), true),
+        col("protocol_version", Int, true),
+        col("encrypt_option", NVarChar(40), false),
+        col("auth_scheme", NVarChar(40), false),
+        col("net_packet_size", Int, true),
+        col("client_net_address", VarChar(48), true),
+        col("client_tcp_port", Int, true),
+        col("local_net_address", VarChar(48), true),
+        col("local_tcp_port", Int, true),
+    ],
+    rows: exec_connections,
+};
+
+/// The sessions with a TDS connection.
+fn exec_connections(ctx: &ExecCtx, _db: &str) -> Rows<13> {
+    Ok(sessions(ctx)
+        .into_iter()
+        .filter_map(|info| {
+            let c = info.connection?;
+            Some([
+                int(i64::from(info.spid)),
+                int(i64::from(info.spid)),
+                datetime(info.login_time),
+                s("TCP"),
+                s("TSQL"),
+                int(i64::from(c.protocol_version)),
+                s(if c.encrypted { "TRUE" } else { "FALSE" }),
+                s("SQL"),
+                int(i64::from(c.packet_size)),
+                s(&c.client_address),
+                int(i64::from(c.client_port)),
+                s(&c.local_address),
+                int(i64::from(c.local_port)),
+            ])
+        })
+        .collect())
+}
+
+/// The sessions, by session id.
+fn sessions(ctx: &ExecCtx) -> Vec<SessionInfo> {
+    let mut sessions: Vec<_> = ctx.shared.sessions.lock().values().cloned().collect();
+    sessions.sort_by_key(|i| i.spid);
+    sessions
+}
+
+/// The id of a session's database (0 if it is gone).
+fn database_id(ctx: &ExecCtx, info: &SessionInfo) -> i64 {
+    if ctx.shared.engine.exists(&info.database) {
+        ctx.shared.database(&info.database).map_or(0, |d| i64::from(d.id()))
+    } else {
+        0
+    }
+}
+
+pub(super) static EXEC_CACHED_PLANS: ViewDef<8> = ViewDef {
+    schema: "sys",
+    name: "dm_exec_cached_plans",
+    columns: [
+        col("bucketid", Int, false),
+        col("refcounts", Int, false),
+        col("usecounts", Int, false),
+        col("size_in_bytes", Int, false),
+        col("cacheobjtype", NVarChar(50), false),
+        col("objtype", NVarChar(20), false),
+        col("plan_handle", VarBinary(64), false),
+        col("text", NVARCHAR_MAX, true),
+    ],
+    rows: exec_cached_plans,
+};
+
+fn exec_cached_plans(ctx: &ExecCtx, _db: &str) -> Rows<8> {
+    Ok(ctx
+        .shared
+        .plans
+        .entries()
+        .into_iter()
+        .map(|e| {
+            [
+                int((e.handle % 40009) as i64),
+                int(1),
+                int(e.use_count as i64),
+                int(e.size as i64),
+                s("Compiled Plan"),
+                s("Adhoc"),
+                Value::Binary(Arc::from(&e.handle.to_be_bytes()[..])),
+                s(&e.text),
+            ]
+        })
+        .collect())
+}
+
+pub(super) static OS_PERFORMANCE_COUNTERS: ViewDef<5> = ViewDef {
+    schema: "sys",
+    name: "dm_os_performance_counters",
+    columns: [
+        col("object_name", NChar(128), false),
+        col("counter_name", NChar(128), false),
+        col("instance_name", NChar(128), true),
+        col("cntr_value", BigInt, false),
+        col("cntr_type", Int, false),
+    ],
+    rows: os_performance_counters,
+};
+
+/// The plan cache's, the buffer manager's (and its extension's) and the memory
+/// manager's counters.
+fn os_performance_counters(ctx: &ExecCtx, _db: &str) -> Rows<5> {
+    let p = &ctx.shared.plans;
+    let hits = p.hits.load(Ordering::Relaxed) as i64;
+    let misses = p.misses.load(Ordering::Relaxed) as i64;
+    let counter = |object: &str, name: &str, instance: &str, value: i64, kind: i64| {
+        [s(object), s(name), s(instance), int(value), int(kind)]
+    };
+    let mut rows = vec![
+        counter("SQLServer:Plan Cache", "Cache Hit Ratio", "SQL Plans", hits, 537003264),
+        counter("SQLServer:Plan Cache", "Cache Hit Ratio Base", "SQL Plans", hits + misses, 1073939712),
+        counter("SQLServer:Plan Cache", "Cache Object Counts", "SQL Plans", p.len() as i64, 65792),
+        counter("SQLServer:SQL Statistics", "SQL Compilations/sec", "", misses, 272696576),
+        counter("SQLServer:SQL Statistics", "Batch Requests/sec", "", hits + misses, 272696576),
+    ];
+    let engine = &ctx.shared.engine;
+    let pool = engine.stats().pool;
+    let memory = engine.memory_status();
+    let pages = |n: u64| n as i64;
+    let kb = |bytes: u64| (bytes >> 10) as i64;
+    let buffer = "SQLServer:Buffer Manager";
+    rows.extend([
+        counter(buffer, "Buffer cache hit ratio", "", pages(pool.hits), 537003264),
+        counter(buffer, "Buffer cache hit ratio base", "", pages(pool.hits + pool.misses), 1073939712),
+        counter(buffer, "Page life expectancy", "", engine.page_life_expectancy() as i64, 65792),
+        counter(buffer, "Database pages", "", pages(pool.resident_pages), 65792),
+        counter(buffer, "Target pages", "", pages(pool.capacity_pages), 65792),
+        counter(buffer, "Page reads/sec", "", pages(pool.reads), 272696576),
+        counter(buffer, "Readahead pages/sec", "", pages(pool.read_ahead_pages), 272696576),
+        counter(buffer, "Page writes/sec", "", pages(pool.writes), 272696576),
+        counter(buffer, "Lazy writes/sec", "", pages(pool.evictions), 272696576),
+    ]);
+    let ext = engine.pool().extension().map(|e| e.stats()).unwrap_or_default();
+    rows.extend([
+        counter(buffer, "Extension page reads/sec", "", pages(ext.reads), 272696576),
+        counter(buffer, "Extension page writes/sec", "", pages(ext.writes), 272696576),
+        counter(buffer, "Extension page evictions/sec", "", pages(ext.evictions), 272696576),
+        counter(buffer, "Extension allocated pages", "", pages(ext.used), 65792),
+        counter(buffer, "Extension free pages", "", pages(ext.slots - ext.used), 65792),
+        counter(
+            buffer,
+            "Extension in use as percentage",
+            "",
+            (100 * ext.used).checked_div(ext.slots).unwrap_or(0) as i64,
+            65792,
+        ),
+        counter(buffer, "Extension outstanding IO counter", "", pages(ext.queued), 65792),
+    ]);
+    let manager = "SQLServer:Memory Manager";
+    let total = pool.resident_pages * tessera_database::PAGE_SIZE as u64;
+    rows.extend([
+        counter(manager, "Target Server Memory (KB)", "", kb(memory.target_bytes), 65792),
+        counter(manager, "Total Server Memory (KB)", "", kb(total), 65792),
+        counter(manager, "Free Memory (KB)", "", kb(memory.target_bytes.saturating_sub(total)), 65792),
+        counter(manager, "Memory pressure events", "", memory.pressure_events as i64, 65792),
+    ]);
+    Ok(rows)
+}
+
+pub(super) static OS_SYS_MEMORY: ViewDef<10> = ViewDef {
+    schema: "sys",
+    name: "dm_os_sys_memory",
+    columns: [
+        col("total_physical_memory_kb", BigInt, false),
+        col("available_physical_memory_kb", BigInt, false),
+        col("total_page_file_kb", BigInt, false),
+        col("available_page_file_kb", BigInt, false),
+        col("system_cache_kb", BigInt, false),
+        col("kernel_paged_pool_kb", BigInt, false),
+        col("kernel_nonpaged_pool_kb", BigInt, false),
+        col("system_high_memory_signal_state", Bit, false),
+        col("system_low_memory_signal_state", Bit, false),
+        col("system_memory_state_desc", NVarChar(256), false),
+    ],
+    rows: os_sys_memory,
+};
+
+fn os_sys_memory(_: &ExecCtx, _db: &str) -> Rows<10> {
+    let m = tessera_database::memory::system_memory();
+    let low = tessera_database::memory::low_water(m.total);
+    let (high_signal, low_signal) = (m.available > 2 * low, m.available < low);
+    let desc = match (high_signal, low_signal) {
+        (true, _) => "Available physical memory is high",
+        (_, true) => "Available physical memory is low",
+        _ => "Physical memory usage is steady",
+    };
+    let kb = |b: u64| int((b >> 10) as i64);
+    Ok(vec![[
+        kb(m.total),
+        kb(m.available),
+        kb(m.total + m.swap_total),
+        kb(m.available + m.swap_free),
+        kb(m.cached),
+        kb(m.slab_reclaimable),
+        kb(m.slab_unreclaimable),
+        bit(high_signal),
+        bit(low_signal),
+        s(desc),
+    ]])
+}
+
+pub(super) static OS_PROCESS_MEMORY: ViewDef<12> = ViewDef {
+    schema: "sys",
+    name: "dm_os_process_memory",
+    columns: [
+        col("physical_memory_in_use_kb", BigInt, false),
+        col("large_page_allocations_kb", BigInt, false),
+        col("locked_page_allocations_kb", BigInt, false),
+        col("total_virtual_address_space_kb", BigInt, false),
+        col("virtual_address_space_reserved_kb", BigInt, false),
+        col("virtual_address_space_committed_kb", BigInt, false),
+        col("virtual_address_space_available_kb", BigInt, false),
+        col("page_fault_count", BigInt, false),
+        col("memory_utilization_percentage", Int, false),
+        col("available_commit_limit_kb", BigInt, false),
+        col("process_physical_memory_low", Bit, false),
+        col("process_virtual_memory_low", Bit, false),
+    ],
+    rows: os_process_memory,
+};
+
+fn os_process_memory(_: &ExecCtx, _db: &str) -> Rows<12> {
+    let p = tessera_database::memory::process_memory();
+    let m = tessera_database::memory::system_memory();
+    let low = m.available < tessera_database::memory::low_water(m.total);
+    let kb = |b: u64| int((b >> 10) as i64);
+    // A 47-bit user address space.
+    let address_space = 1u64 << 47;
+    Ok(vec![[
+        kb(p.resident),
+        kb(p.huge_pages),
+        kb(p.locked),
+        kb(address_space),
+        kb(p.virtual_size),
+        kb(p.resident + p.swapped),
+        kb(address_space.saturating_sub(p.virtual_size)),
+        int(p.page_faults as i64),
+        int((100 * p.resident).checked_div(p.resident + p.swapped).unwrap_or(100) as i64),
+        kb(m.available + m.swap_free),
+        bit(low),
+        bit(false),
+    ]])
+}
+
+pub(super) static OS_BUFFER_DESCRIPTORS: ViewDef<12> = ViewDef {
+    schema: "sys",
+    name: "dm_os_buffer_descriptors",
+    columns: [
+        col("database_id", Int, true),
+        col("file_id", Int, true),
+        col("page_id", Int, true),
+        col("page_level", Int, true),
+        col("allocation_unit_id", BigInt, true),
+        col("page_type", NVarChar(60), true),
+        col("row_count", Int, true),
+        col("free_space_in_bytes", Int, true),
+        col("is_modified", Bit, true),
+        col("numa_node", Int, true),
+        col("read_microsec", BigInt, true),
+        col("is_in_bpool_extension", Bit, true),
+    ],
+    rows: os_buffer_descriptors,
+};
+
+/// The pages in the buffer pool (and its extension).
+fn os_buffer_descriptors(ctx: &ExecCtx, _db: &str) -> Rows<12> {
+    Ok(ctx
+        .shared
+        .engine
+        .buffer_descriptors()
+        .into_iter()
+        .map(|d| {
+            [
+                int(i64::from(d.database_id)),
+                int(1),
+                int(i64::from(d.page)),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                bit(d.dirty),
+                int(0),
+                Value::Null,
+                bit(d.in_extension),
+            ]
+        })
+        .collect())
+}
+
+pub(super) static OS_BUFFER_POOL_EXTENSION_CONFIGURATION: ViewDef<5> = ViewDef {
+    schema: "sys",
+    name: "dm_os_buffer_pool_extension_configuration",
+    columns: [
+        col("path", NVarChar(256), true),
+        col("file_id", Int, true),
+        col("state", Int, false),
+        col("state_description", NVarChar(60), false),
+        col("current_size_in_kb", BigInt, false),
+    ],
+    rows: os_buffer_pool_extension_configuration,
+};
+
+/// One row: the running extension, or the configured one that could not start, or none.
+fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
+    let row = match (ctx.shared.engine.pool().extension(), ctx.shared.config.extension()) {
+        (Some(ext), _) => [
+            s(&ext.path().to_string_lossy()),
+            int(0),
+            int(5),
+            s("BUFFER POOL EXTENSION ENABLED"),
+            int((ext.size_bytes() >> 10) as i64),
+        ],
+        // Configured but not running (its file could not be made at start).
+        (None, Some(setting)) => [s(&setting.file), int(0), int(0), s("BUFFER POOL EXTENSION DISABLED"), int(0)],
+        (None, None) => [Value::Null, Value::Null, int(0), s("BUFFER POOL EXTENSION DISABLED"), int(0)],
+    };
+    Ok(vec![row])
+}

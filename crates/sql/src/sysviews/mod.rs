@@ -1,0 +1,223 @@
+//! System views (`sys.*`, `INFORMATION_SCHEMA.*`): relations computed when a query reads
+//! them, from the engine, the catalogs and the plan cache, so they join and filter like
+//! tables.
+//!
+//! Each view is defined once, as a [`ViewDef`]: its schema and name, its columns and the
+//! function that makes its rows, side by side. The number of columns `N` is part of the
+//! definition's type: the columns are a `[Col; N]` and every row is a `[Value; N]`, so a
+//! view cannot gain or lose a column without every row it makes following (the compiler
+//! checks it); `tests.rs` reads every view and checks each value against its column's
+//! type and nullability. [`ALL`] lists the definitions; a plan names one by [`View`].
+//!
+//! One file per family:
+//! - `databases`: sys.databases
+//! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters, schemas,
+//!   INFORMATION_SCHEMA.ROUTINES
+//! - `columns`: sys.columns, sys.types, INFORMATION_SCHEMA.TABLES and COLUMNS
+//! - `indexes`: sys.indexes, index_columns, key/check/default constraints, foreign keys
+//!   and their columns (and constraints as objects, for sys.objects)
+//! - `dmv`: the dynamic management views (sessions, requests, connections, cached plans,
+//!   performance counters, memory, the buffer pool and its extension)
+//! - `security`: sys.server_principals, sql_logins, server_role_members
+//! - `config`: sys.configurations
+//! - `messages`: sys.messages, from the error catalog
+//! - `system_types`: the system types' ids and sizes (sys.types, sys.columns, TYPE_ID, TYPE_NAME)
+
+mod columns;
+mod config;
+mod databases;
+mod dmv;
+mod indexes;
+mod messages;
+mod objects;
+mod security;
+mod system_types;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::bind::OutputColumn;
+use crate::catalog::Catalog;
+use crate::plan::{Plan, Row};
+use crate::runtime::ExecCtx;
+use crate::types::{SqlType, Value};
+use tessera_database::Database;
+use tessera_errors::SqlResult;
+use tessera_syntax::ast::ObjectName;
+
+pub use system_types::{type_id, type_name};
+
+/// Every system view. Names are unique and lower case (a lookup lowers the name it is given).
+static ALL: &[&dyn SystemView] = &[
+    &databases::DATABASES,
+    &objects::OBJECTS,
+    &objects::TABLES,
+    &objects::VIEWS,
+    &objects::PROCEDURES,
+    &objects::SQL_MODULES,
+    &objects::PARAMETERS,
+    &objects::SCHEMAS,
+    &objects::INFORMATION_SCHEMA_ROUTINES,
+    &columns::COLUMNS,
+    &columns::TYPES,
+    &columns::INFORMATION_SCHEMA_TABLES,
+    &columns::INFORMATION_SCHEMA_COLUMNS,
+    &indexes::INDEXES,
+    &indexes::INDEX_COLUMNS,
+    &indexes::KEY_CONSTRAINTS,
+    &indexes::FOREIGN_KEYS,
+    &indexes::FOREIGN_KEY_COLUMNS,
+    &indexes::CHECK_CONSTRAINTS,
+    &indexes::DEFAULT_CONSTRAINTS,
+    &dmv::EXEC_SESSIONS,
+    &dmv::EXEC_REQUESTS,
+    &dmv::EXEC_CONNECTIONS,
+    &dmv::EXEC_CACHED_PLANS,
+    &dmv::OS_PERFORMANCE_COUNTERS,
+    &dmv::OS_SYS_MEMORY,
+    &dmv::OS_PROCESS_MEMORY,
+    &dmv::OS_BUFFER_DESCRIPTORS,
+    &dmv::OS_BUFFER_POOL_EXTENSION_CONFIGURATION,
+    &security::SERVER_PRINCIPALS,
+    &security::SQL_LOGINS,
+    &security::SERVER_ROLE_MEMBERS,
+    &config::CONFIGURATIONS,
+    &messages::MESSAGES,
+];
+
+/// One system view: where it is found, its columns and how its rows are made.
+pub struct ViewDef<const N: usize> {
+    /// `sys` or `information_schema` (lower case).
+    pub schema: &'static str,
+    /// Lower case.
+    pub name: &'static str,
+    pub columns: [Col; N],
+    /// The rows, read in database `db` (the catalog views list its objects; the others
+    /// are the same from every database). One value per column, in column order.
+    pub rows: fn(&ExecCtx, &str) -> Rows<N>,
+}
+
+/// A column of a system view.
+#[derive(Clone, Copy, Debug)]
+pub struct Col {
+    pub name: &'static str,
+    pub ty: SqlType,
+    pub nullable: bool,
+}
+
+const fn col(name: &'static str, ty: SqlType, nullable: bool) -> Col {
+    Col { name, ty, nullable }
+}
+
+/// The rows of a view of `N` columns.
+pub type Rows<const N: usize> = SqlResult<Vec<[Value; N]>>;
+
+/// A view definition of any width, as [`ALL`] holds it.
+pub trait SystemView: Sync {
+    fn schema(&self) -> &'static str;
+    fn name(&self) -> &'static str;
+    fn columns(&self) -> &[Col];
+    fn rows(&self, ctx: &ExecCtx, db: &str) -> SqlResult<Vec<Row>>;
+}
+
+impl<const N: usize> SystemView for ViewDef<N> {
+    fn schema(&self) -> &'static str {
+        self.schema
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn columns(&self) -> &[Col] {
+        &self.columns
+    }
+
+    fn rows(&self, ctx: &ExecCtx, db: &str) -> SqlResult<Vec<Row>> {
+        Ok((self.rows)(ctx, db)?.into_iter().map(Vec::from).collect())
+    }
+}
+
+/// A system view, as a plan (`Plan::System`) names it.
+#[derive(Clone, Copy)]
+pub struct View(&'static dyn SystemView);
+
+impl View {
+    pub fn columns(self) -> Vec<OutputColumn> {
+        self.0
+            .columns()
+            .iter()
+            .map(|c| OutputColumn { name: c.name.to_string(), ty: c.ty, nullable: c.nullable })
+            .collect()
+    }
+}
+
+impl fmt::Debug for View {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.0.schema(), self.0.name())
+    }
+}
+
+/// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
+pub fn lookup(name: &ObjectName) -> Option<View> {
+    let n = name.0.len();
+    if n < 2 {
+        return None;
+    }
+    let schema = name.0[n - 2].value.to_lowercase();
+    let obj = name.0[n - 1].value.to_lowercase();
+    ALL.iter().find(|v| v.schema() == schema && v.name() == obj).map(|v| View(*v))
+}
+
+pub fn plan(view: View, db: String) -> Plan {
+    Plan::System { view, db }
+}
+
+/// The rows of `view` read in database `db`.
+pub fn rows(view: View, db: &str, ctx: &ExecCtx) -> SqlResult<Vec<Row>> {
+    view.0.rows(ctx, db)
+}
+
+// Shared by the families.
+
+const SYSNAME: SqlType = SqlType::NVarChar(128);
+/// `nvarchar(max)`.
+const NVARCHAR_MAX: SqlType = SqlType::NVarChar(tessera_access::row::MAX);
+const COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
+
+fn s(v: &str) -> Value {
+    Value::str(v)
+}
+
+fn int(v: i64) -> Value {
+    Value::Int(v)
+}
+
+fn bit(b: bool) -> Value {
+    Value::Bit(b)
+}
+
+/// `datetime` from seconds since the Unix epoch.
+fn datetime(epoch: i64) -> Value {
+    // Days from 0001-01-01 to 1970-01-01.
+    const UNIX_DAYS: i64 = 719_162;
+    let days = epoch.div_euclid(86_400) + UNIX_DAYS;
+    let ticks = epoch.rem_euclid(86_400) as u64 * 10_000_000;
+    Value::DateTime { days: days as i32, ticks }
+}
+
+/// The values `a` then `b` as one row, for views that share their first columns.
+fn concat<const A: usize, const B: usize, const C: usize>(a: [Value; A], b: [Value; B]) -> [Value; C] {
+    const { assert!(A + B == C, "a row of C values is A values and B values") };
+    let mut values = a.into_iter().chain(b);
+    std::array::from_fn(|_| values.next().expect("A + B = C values"))
+}
+
+/// Database `db` and its current catalog, for the views that list its objects.
+fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<Catalog>)> {
+    let database = ctx.shared.database(db)?;
+    let catalog = ctx.shared.catalog(&database)?;
+    Ok((database, catalog))
+}

@@ -1,0 +1,302 @@
+//! The objects of a database: sys.objects (tables, constraints, modules), sys.tables,
+//! sys.views, sys.procedures, sys.sql_modules, sys.parameters, sys.schemas and
+//! INFORMATION_SCHEMA.ROUTINES.
+
+use super::indexes::constraint_objects;
+use super::system_types::type_ids;
+use super::{bit, catalog, col, concat, datetime, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
+use crate::catalog::{Module, ModuleKind, Object, Table};
+use crate::runtime::ExecCtx;
+use crate::types::{self, SqlType, SqlType::*, Value};
+
+pub(super) static OBJECTS: ViewDef<10> = ViewDef {
+    schema: "sys",
+    name: "objects",
+    columns: [
+        col("name", SYSNAME, false),
+        col("object_id", Int, false),
+        col("principal_id", Int, true),
+        col("schema_id", Int, false),
+        col("parent_object_id", Int, false),
+        col("type", Char(2), true),
+        col("type_desc", NVarChar(60), true),
+        col("create_date", DateTime, false),
+        col("modify_date", DateTime, false),
+        col("is_ms_shipped", Bit, false),
+    ],
+    rows: objects,
+};
+
+/// Each table followed by its constraints, and each module, in object id order.
+fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        match o {
+            Object::Table(t) => {
+                out.push(table_object(t));
+                for c in constraint_objects(t) {
+                    out.push([
+                        s(&c.name),
+                        int(i64::from(c.id)),
+                        Value::Null,
+                        int(1),
+                        int(i64::from(t.id)),
+                        s(&format!("{:<2}", c.kind)),
+                        s(c.object_desc),
+                        datetime(t.created),
+                        datetime(t.modified),
+                        bit(false),
+                    ]);
+                }
+            }
+            Object::Module(m) => out.push([
+                s(&m.name),
+                int(i64::from(m.id)),
+                Value::Null,
+                int(1),
+                int(0),
+                s(&format!("{:<2}", m.kind.type_code())),
+                s(match m.kind {
+                    ModuleKind::View => "VIEW",
+                    ModuleKind::Procedure => "SQL_STORED_PROCEDURE",
+                    ModuleKind::ScalarFunction => "SQL_SCALAR_FUNCTION",
+                    ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
+                }),
+                datetime(m.created),
+                datetime(m.modified),
+                bit(false),
+            ]),
+        }
+    }
+    Ok(out)
+}
+
+/// A table's row of sys.objects (and the first columns of sys.tables).
+fn table_object(t: &Table) -> [Value; 10] {
+    [
+        s(&t.name),
+        int(i64::from(t.id)),
+        Value::Null,
+        int(1),
+        int(0),
+        s("U "),
+        s("USER_TABLE"),
+        datetime(t.created),
+        datetime(t.modified),
+        bit(false),
+    ]
+}
+
+pub(super) static TABLES: ViewDef<11> = ViewDef {
+    schema: "sys",
+    name: "tables",
+    columns: [
+        col("name", SYSNAME, false),
+        col("object_id", Int, false),
+        col("principal_id", Int, true),
+        col("schema_id", Int, false),
+        col("parent_object_id", Int, false),
+        col("type", Char(2), true),
+        col("type_desc", NVarChar(60), true),
+        col("create_date", DateTime, false),
+        col("modify_date", DateTime, false),
+        col("is_ms_shipped", Bit, false),
+        col("max_column_id_used", Int, false),
+    ],
+    rows: tables,
+};
+
+fn tables(ctx: &ExecCtx, db: &str) -> Rows<11> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        if let Object::Table(t) = o {
+            out.push(concat(table_object(t), [int(t.columns.len() as i64)]));
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static VIEWS: ViewDef<9> = ViewDef {
+    schema: "sys",
+    name: "views",
+    columns: [
+        col("name", SYSNAME, false),
+        col("object_id", Int, false),
+        col("principal_id", Int, true),
+        col("schema_id", Int, false),
+        col("parent_object_id", Int, false),
+        col("type", Char(2), true),
+        col("type_desc", NVarChar(60), true),
+        col("create_date", DateTime, false),
+        col("modify_date", DateTime, false),
+    ],
+    rows: |ctx, db| modules_of_kind(ctx, db, ModuleKind::View, "VIEW"),
+};
+
+pub(super) static PROCEDURES: ViewDef<9> = ViewDef {
+    schema: "sys",
+    name: "procedures",
+    columns: [
+        col("name", SYSNAME, false),
+        col("object_id", Int, false),
+        col("principal_id", Int, true),
+        col("schema_id", Int, false),
+        col("parent_object_id", Int, false),
+        col("type", Char(2), true),
+        col("type_desc", NVarChar(60), true),
+        col("create_date", DateTime, false),
+        col("modify_date", DateTime, false),
+    ],
+    rows: |ctx, db| modules_of_kind(ctx, db, ModuleKind::Procedure, "SQL_STORED_PROCEDURE"),
+};
+
+/// The rows of sys.views or sys.procedures: the modules of one kind.
+fn modules_of_kind(ctx: &ExecCtx, db: &str, kind: ModuleKind, type_desc: &str) -> Rows<9> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        match o {
+            Object::Module(m) if m.kind == kind => out.push([
+                s(&m.name),
+                int(i64::from(m.id)),
+                Value::Null,
+                int(1),
+                int(0),
+                s(&format!("{:<2}", m.kind.type_code())),
+                s(type_desc),
+                datetime(m.created),
+                datetime(m.modified),
+            ]),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static SQL_MODULES: ViewDef<2> = ViewDef {
+    schema: "sys",
+    name: "sql_modules",
+    columns: [col("object_id", Int, false), col("definition", NVARCHAR_MAX, true)],
+    rows: sql_modules,
+};
+
+fn sql_modules(ctx: &ExecCtx, db: &str) -> Rows<2> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        if let Object::Module(m) = o {
+            out.push([int(i64::from(m.id)), s(&m.text)]);
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static PARAMETERS: ViewDef<10> = ViewDef {
+    schema: "sys",
+    name: "parameters",
+    columns: [
+        col("object_id", Int, false),
+        col("name", SYSNAME, true),
+        col("parameter_id", Int, false),
+        col("system_type_id", TinyInt, false),
+        col("user_type_id", Int, false),
+        col("max_length", SmallInt, false),
+        col("precision", TinyInt, false),
+        col("scale", TinyInt, false),
+        col("is_output", Bit, false),
+        col("has_default_value", Bit, false),
+    ],
+    rows: parameters,
+};
+
+fn parameters(ctx: &ExecCtx, db: &str) -> Rows<10> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        for (i, p) in module_parameters(m).into_iter().enumerate() {
+            let ty = types::resolve_type(&p.ty, false).unwrap_or(SqlType::Int);
+            let (id, len, prec, sc) = type_ids(&ty);
+            out.push([
+                int(i64::from(m.id)),
+                s(&p.name),
+                int(i as i64 + 1),
+                int(id),
+                int(id),
+                int(len),
+                int(prec),
+                int(sc),
+                bit(p.output),
+                bit(p.default.is_some()),
+            ]);
+        }
+    }
+    Ok(out)
+}
+
+/// The parameters of a procedure or function, from its definition.
+fn module_parameters(m: &Module) -> Vec<tessera_syntax::ast::Parameter> {
+    let Ok(batch) = tessera_syntax::parser::parse_batch(&m.text) else { return Vec::new() };
+    match batch.statements.into_iter().next().map(|s| s.kind) {
+        Some(tessera_syntax::ast::StatementKind::CreateProcedure(p)) => p.params,
+        Some(tessera_syntax::ast::StatementKind::CreateFunction(f)) => f.params,
+        _ => Vec::new(),
+    }
+}
+
+pub(super) static SCHEMAS: ViewDef<3> = ViewDef {
+    schema: "sys",
+    name: "schemas",
+    columns: [col("name", SYSNAME, false), col("schema_id", Int, false), col("principal_id", Int, true)],
+    rows: |_, _| {
+        Ok(vec![
+            [s("dbo"), int(1), int(1)],
+            [s("guest"), int(2), int(2)],
+            [s("INFORMATION_SCHEMA"), int(3), int(3)],
+            [s("sys"), int(4), int(4)],
+        ])
+    },
+};
+
+pub(super) static INFORMATION_SCHEMA_ROUTINES: ViewDef<8> = ViewDef {
+    schema: "information_schema",
+    name: "routines",
+    columns: [
+        col("ROUTINE_CATALOG", SYSNAME, true),
+        col("ROUTINE_SCHEMA", SYSNAME, true),
+        col("ROUTINE_NAME", SYSNAME, false),
+        col("ROUTINE_TYPE", NVarChar(20), true),
+        col("DATA_TYPE", SYSNAME, true),
+        col("ROUTINE_DEFINITION", NVarChar(4000), true),
+        col("CREATED", DateTime, false),
+        col("LAST_ALTERED", DateTime, false),
+    ],
+    rows: information_schema_routines,
+};
+
+/// Procedures and functions; the definition's first 4,000 characters.
+fn information_schema_routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        if !matches!(m.kind, ModuleKind::Procedure | ModuleKind::ScalarFunction | ModuleKind::TableFunction) {
+            continue;
+        }
+        let is_proc = m.kind == ModuleKind::Procedure;
+        let text: String = m.text.chars().take(4000).collect();
+        out.push([
+            s(database.name()),
+            s(&m.schema),
+            s(&m.name),
+            s(if is_proc { "PROCEDURE" } else { "FUNCTION" }),
+            if is_proc { Value::Null } else { s(if m.kind == ModuleKind::TableFunction { "TABLE" } else { "" }) },
+            s(&text),
+            datetime(m.created),
+            datetime(m.modified),
+        ]);
+    }
+    Ok(out)
+}

@@ -385,7 +385,7 @@ pub(crate) fn backup(
         shared.forget(database);
         let (data, log_path, options) = shared.engine.database_info(database).expect("backed up just now");
         shared.engine.begin_restore(database, &data, &log_path, options).map_err(|e| to_sql(e.into(), verb))?;
-        shared.plans.clear();
+        shared.plans.forget_database(database);
     }
     Ok(())
 }
@@ -667,7 +667,7 @@ pub(crate) fn restore(
                 ));
             }
             shared.forget(name);
-            shared.plans.clear();
+            shared.plans.forget_database(name);
             if devices.is_empty() {
                 if !o.recovery {
                     return Ok(());

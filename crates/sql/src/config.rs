@@ -15,6 +15,7 @@ use tessera_errors::{SqlError, SqlResult};
 
 const MAX_MEMORY: &str = "max server memory (MB)";
 const MIN_MEMORY: &str = "min server memory (MB)";
+const PLAN_CACHE_MEMORY: &str = "plan cache memory (MB)";
 
 /// Storage tree in master holding the configured values.
 const CONFIG_TREE: &str = "sys$config";
@@ -103,6 +104,16 @@ pub const OPTIONS: &[OptionDef] = &[
         dynamic: true,
         advanced: true,
         description: "Minimum size of server memory (MB)",
+    },
+    OptionDef {
+        id: 16384,
+        name: PLAN_CACHE_MEMORY,
+        minimum: 1,
+        maximum: 1_048_576,
+        default: (crate::cache::DEFAULT_BUDGET_BYTES >> 20) as i64,
+        dynamic: true,
+        advanced: true,
+        description: "Memory budget of the plan cache (MB); tessera's own option",
     },
     OptionDef {
         id: 518,
@@ -289,6 +300,11 @@ impl Config {
 
     fn find_exact(&self, name: &str) -> &'static OptionDef {
         OPTIONS.iter().find(|o| o.name == name).expect("a defined option")
+    }
+
+    /// The plan cache's budget: the run value of 'plan cache memory (MB)'.
+    pub fn plan_cache_bytes(&self) -> usize {
+        (self.running(self.find_exact(PLAN_CACHE_MEMORY)) as usize) << 20
     }
 
     /// Gives the engine the run values of min and max server memory. The default max

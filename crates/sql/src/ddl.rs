@@ -1288,7 +1288,7 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
         }
         _ => e.into(),
     })?;
-    ctx.shared.plans.clear();
+    ctx.shared.plans.forget_database(n);
     Ok(())
 }
 

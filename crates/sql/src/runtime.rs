@@ -32,7 +32,7 @@ struct DbCatalog {
 /// plan cache.
 pub struct Shared {
     pub engine: Arc<Engine>,
-    pub plans: PlanCache,
+    pub plans: PlanCache<crate::dml::Prepared>,
     pub server_name: String,
     catalogs: Mutex<HashMap<String, Arc<DbCatalog>>>,
     versions: AtomicU64,
@@ -112,7 +112,7 @@ impl Shared {
         }
         let shared = Arc::new_cyclic(|me| Shared {
             engine,
-            plans: PlanCache::new(crate::cache::DEFAULT_BUDGET_BYTES),
+            plans: PlanCache::new(config.plan_cache_bytes()),
             server_name: "tessera".to_string(),
             catalogs: Mutex::new(HashMap::new()),
             versions: AtomicU64::new(1),

@@ -58,12 +58,14 @@ impl Runner<'_> {
         if let Some(p) = self.batch.plan(key, context, |db| self.current_version(db)) {
             return Ok(p);
         }
+        let started = std::time::Instant::now();
         let mut b = Binder::new(self.shared, self.state, vars);
         let prepared = compile(&mut b)?;
         let versions = std::mem::take(&mut b.deps.databases);
         let objects = Arc::from(std::mem::take(&mut b.deps.tables));
         let plan = Arc::new(prepared);
-        self.batch.store(key, Compiled { versions, context, plan: plan.clone(), objects });
+        let bind_us = started.elapsed().as_micros() as u64;
+        self.batch.store(key, Compiled { versions, context, plan: plan.clone(), objects }, bind_us);
         Ok(plan)
     }
 

@@ -205,6 +205,7 @@ impl Runner<'_> {
                 }
                 self.shared.config.reconfigure();
                 self.shared.config.apply_memory(&self.shared.engine)?;
+                self.shared.plans.set_budget_bytes(self.shared.config.plan_cache_bytes());
             }
             StatementKind::If { .. }
             | StatementKind::While { .. }

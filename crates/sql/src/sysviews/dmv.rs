@@ -207,6 +207,7 @@ fn os_performance_counters(ctx: &ExecCtx, _db: &str) -> Rows<5> {
         counter("SQLServer:Plan Cache", "Cache Hit Ratio", "SQL Plans", hits, 537003264),
         counter("SQLServer:Plan Cache", "Cache Hit Ratio Base", "SQL Plans", hits + misses, 1073939712),
         counter("SQLServer:Plan Cache", "Cache Object Counts", "SQL Plans", p.len() as i64, 65792),
+        counter("SQLServer:Plan Cache", "Cache Pages", "SQL Plans", (p.bytes() / 8192) as i64, 65792),
         counter("SQLServer:SQL Statistics", "SQL Compilations/sec", "", misses, 272696576),
         counter("SQLServer:SQL Statistics", "Batch Requests/sec", "", hits + misses, 272696576),
     ];

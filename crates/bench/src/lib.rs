@@ -8,6 +8,8 @@
 //! - [`tessera_side`]: tessera running them.
 //! - [`engine`]: `tessera bench engine`, the storage-engine benchmark.
 //! - [`sql`]: `tessera bench sql`, seed 002's point select through the T-SQL layer.
+//! - [`pointselect`]: `tessera bench pointselect`, the same over TDS against PostgreSQL.
+//! - [`tdsload`]: the lean TDS load generator `pointselect` drives tessera with.
 
 pub mod backup;
 pub mod bpe;
@@ -22,6 +24,7 @@ pub mod peers;
 pub mod pointselect;
 pub mod report;
 pub mod sql;
+pub mod tdsload;
 pub mod tessera_side;
 pub mod workload;
 

@@ -266,6 +266,36 @@ async fn tds7_login(
     })
 }
 
+/// Logs in over plain TCP — PRELOGIN saying encryption is not supported, LOGIN7 in the
+/// clear — and hands the socket back with the packet size the server agreed, for callers
+/// that speak TDS on it themselves (the benchmark's load generator). A refused login is the
+/// server's error, as for [`Client::connect`].
+pub async fn login_plaintext(
+    mut tcp: TcpStream,
+    user: &str,
+    password: &str,
+    database: &str,
+) -> io::Result<(TcpStream, usize)> {
+    let hello = prelogin::reply([0, 1, 0, 0], prelogin::ENCRYPT_NOT_SUP);
+    packet::write_message(&mut tcp, kind::PRELOGIN, &hello, 4096).await?;
+    let answer = prelogin::parse(&reply_payload(packet::read_message(&mut tcp, &REPLY_LIMITS).await?)?)?;
+    if matches!(answer.encryption, Some(ENCRYPT_ON | ENCRYPT_REQ)) {
+        return Err(protocol("the server requires encryption"));
+    }
+    let body = login7(user, password, database, "tessera bench", TDS_VERSION);
+    packet::write_message(&mut tcp, kind::LOGIN7, &body, 4096).await?;
+    let reply = reply_payload(packet::read_message(&mut tcp, &REPLY_LIMITS).await?)?;
+    let mut messages = Vec::new();
+    let mut packet_size = 4096;
+    let outcome = decode(&reply, &mut Messages(&mut messages), &mut packet_size)?;
+    if !outcome.logged_in {
+        let text =
+            messages.iter().filter(|m| m.severity > 10).map(|m| m.message.clone()).collect::<Vec<_>>().join("\n");
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, text));
+    }
+    Ok((tcp, packet_size))
+}
+
 impl Client {
     /// Connects and logs in; a refused login is the server's error (18456 and the like).
     pub async fn connect(options: &ConnectOptions<'_>) -> io::Result<Client> {
@@ -349,8 +379,9 @@ impl Client {
     }
 }
 
-/// A SQL batch request: ALL_HEADERS with a transaction descriptor (none), then the text.
-fn batch_body(text: &str) -> Vec<u8> {
+/// A SQL batch request's payload: ALL_HEADERS with a transaction descriptor (none), then
+/// the text in UCS-2.
+pub fn batch_body(text: &str) -> Vec<u8> {
     let mut body = Vec::with_capacity(22 + text.len() * 2);
     body.extend_from_slice(&22u32.to_le_bytes());
     body.extend_from_slice(&18u32.to_le_bytes());

@@ -18,7 +18,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::bind::OutputColumn;
+use tessera_sql::output::OutputColumn;
 use tessera_sql::types::Value;
 use tessera_sql::{ResultSink, Session, Shared, SqlError};
 

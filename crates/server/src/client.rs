@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::Arc;
 
-use tessera_sql::bind::OutputColumn;
+use tessera_sql::output::OutputColumn;
 use tessera_sql::output::ResultSink;
 use tessera_sql::types::Value;
 use tessera_sql::SqlError;

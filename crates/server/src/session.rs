@@ -32,9 +32,9 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
-use tessera_sql::bind::OutputColumn;
 use tessera_sql::logins::Refusal;
 use tessera_sql::output::EnvChange;
+use tessera_sql::output::OutputColumn;
 use tessera_sql::session::RpcParam;
 use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{ResultSink, Session, SqlError};

@@ -8,7 +8,7 @@
 //! 2-byte line numbers; 7.2 and later use 8, 4 and 4 bytes.
 
 use bytes::{BufMut, BytesMut};
-use tessera_sql::bind::OutputColumn;
+use tessera_sql::output::OutputColumn;
 use tessera_sql::types::{SqlType, Value};
 use tessera_sql::SqlError;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
 
-use crate::bind::OutputColumn;
+use crate::output::OutputColumn;
 use crate::output::{Collected, ResultSink};
 use crate::runtime::{SessionState, Shared};
 use crate::types::{SqlType, Value};

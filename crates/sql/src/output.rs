@@ -2,7 +2,6 @@
 //! text rendering of that stream ([`SqlcmdWriter`]) that `tessera sql` prints — in
 //! process and, through the TDS client, over the network alike.
 
-use crate::bind::OutputColumn;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::SqlError;
 
@@ -13,6 +12,14 @@ pub enum EnvChange {
     BeginTransaction,
     CommitTransaction,
     RollbackTransaction,
+}
+
+/// A result column: name, type and nullability.
+#[derive(Clone, Debug)]
+pub struct OutputColumn {
+    pub name: String,
+    pub ty: SqlType,
+    pub nullable: bool,
 }
 
 /// Receives a batch's results in order.

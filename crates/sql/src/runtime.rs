@@ -48,6 +48,8 @@ pub struct Shared {
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
     errorlog: Mutex<Option<ErrorLogHook>>,
+    /// What statements' blocking operators hold (see `plan::Grant`).
+    pub query_memory: Arc<crate::plan::QueryMemory>,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -123,6 +125,7 @@ impl Shared {
             logins,
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
             errorlog: Mutex::new(None),
+            query_memory: Arc::default(),
             me: me.clone(),
         });
         let mut out = crate::output::Collected::default();
@@ -491,15 +494,38 @@ pub struct ExecCtx<'a> {
     pub outer: Vec<Row>,
     /// Results of uncorrelated subqueries, computed once per statement.
     pub subquery_cache: HashMap<usize, Arc<Vec<Row>>>,
+    /// Uncorrelated IN/ANY/ALL subqueries streamed once already (without keeping their
+    /// rows): the next probe reads and keeps all of them.
+    pub subqueries_streamed: std::collections::HashSet<usize>,
     /// The current round of each running recursive CTE, by work table id.
     pub work_tables: HashMap<usize, Vec<Row>>,
+    /// The statement's memory grant, made when an operator first needs it.
+    grant: Option<Arc<crate::plan::Grant>>,
 }
 
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
         session.functions.set_now(std::time::SystemTime::now());
         crate::types::set_session_date_format(&session.options.dateformat);
-        ExecCtx { shared, session, outer: Vec::new(), subquery_cache: HashMap::new(), work_tables: HashMap::new() }
+        ExecCtx {
+            shared,
+            session,
+            outer: Vec::new(),
+            subquery_cache: HashMap::new(),
+            subqueries_streamed: Default::default(),
+            work_tables: HashMap::new(),
+            grant: None,
+        }
+    }
+
+    /// The statement's memory grant (see `plan::Grant`).
+    pub fn grant(&mut self) -> Arc<crate::plan::Grant> {
+        let shared = self.shared;
+        self.grant
+            .get_or_insert_with(|| {
+                crate::plan::Grant::new(shared.query_memory.clone(), shared.engine.memory_status().max_bytes)
+            })
+            .clone()
     }
 
     pub fn var(&self, slot: usize) -> &Value {

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::bind::OutputColumn;
 use crate::catalog::{Catalog, Object, Table};
+use crate::output::OutputColumn;
 use crate::output::ResultSink;
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};

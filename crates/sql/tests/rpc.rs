@@ -2,7 +2,7 @@
 //! parameters and return status, sp_executesql, and the prepared-statement procedures.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::bind::OutputColumn;
+use tessera_sql::output::OutputColumn;
 use tessera_sql::session::RpcParam;
 use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{Collected, ResultSink, Session, Shared, SqlError};

@@ -2,7 +2,8 @@
 //! recursive members over a work table).
 
 use super::query::{check_column_list, check_derived_columns, check_nested_order_by, combine_set_operands};
-use super::{Binder, BoundQuery, OutputColumn};
+use super::{Binder, BoundQuery};
+use crate::output::OutputColumn;
 use crate::plan::Plan;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;

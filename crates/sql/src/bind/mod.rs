@@ -27,6 +27,7 @@ pub use expr_walk::map_columns;
 pub use names::Scope;
 
 use crate::catalog::Table;
+use crate::output::OutputColumn;
 use crate::plan::{Expr, Plan};
 use crate::runtime::{SessionState, Shared};
 use crate::types::{self, SqlType};
@@ -35,14 +36,6 @@ use cte::DEFAULT_MAX_RECURSION;
 use std::sync::Arc;
 use tessera_errors::SqlError;
 use tessera_syntax::ast::Ident;
-
-/// A result column: name, type and nullability.
-#[derive(Clone, Debug)]
-pub struct OutputColumn {
-    pub name: String,
-    pub ty: SqlType,
-    pub nullable: bool,
-}
 
 /// A bound query: its plan and result columns.
 #[derive(Clone, Debug)]

@@ -3,7 +3,8 @@
 
 use super::conversion::{convert, project_to, unify};
 use super::names::{Scope, ScopeColumn};
-use super::{Binder, BoundQuery, OutputColumn};
+use super::{Binder, BoundQuery};
+use crate::output::OutputColumn;
 use crate::plan::{Expr, Plan, SortKey};
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};

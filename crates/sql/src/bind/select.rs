@@ -4,7 +4,8 @@
 use super::aggregate::{contains_aggregate, contains_subquery, not_grouped, AggClause, AggContext};
 use super::conversion::convert;
 use super::names::{object_display, qualified_name, Scope};
-use super::{Binder, BoundQuery, OutputColumn};
+use super::{Binder, BoundQuery};
+use crate::output::OutputColumn;
 use crate::plan::{Expr, Plan, SortKey};
 use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};

@@ -2,8 +2,9 @@
 //! `OUTPUT … INTO`.
 
 use super::{compile_insert, run_insert, InsertPlan, InsertSource, Target};
-use crate::bind::{Binder, OutputColumn};
+use crate::bind::Binder;
 use crate::catalog::Table;
+use crate::output::OutputColumn;
 use crate::plan::{Expr, Row};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};

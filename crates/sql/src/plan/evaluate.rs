@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use super::{run, Expr, Row, Subquery, SubqueryKind};
+use super::grant::Collector;
+use super::{open, Expr, Row, Subquery, SubqueryKind};
 use crate::runtime::ExecCtx;
 use crate::types::{self, Value};
 use tessera_errors::{SqlError, SqlResult};
@@ -180,20 +181,28 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
     })
 }
 
-fn subquery_rows(sq: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Arc<Vec<Row>>> {
+/// An uncorrelated subquery's rows, read once per statement, and only as many as its
+/// kind can use (EXISTS one, a scalar subquery two).
+fn uncorrelated_rows(sq: &Subquery, ctx: &mut ExecCtx) -> SqlResult<Arc<Vec<Row>>> {
     let key = Arc::as_ptr(&sq.plan) as usize;
-    if !sq.correlated {
-        if let Some(rows) = ctx.subquery_cache.get(&key) {
-            return Ok(rows.clone());
+    if let Some(rows) = ctx.subquery_cache.get(&key) {
+        return Ok(rows.clone());
+    }
+    let wanted = match sq.kind {
+        SubqueryKind::Exists { .. } => 1,
+        SubqueryKind::Scalar => 2,
+        SubqueryKind::In { .. } | SubqueryKind::Quantified { .. } => usize::MAX,
+    };
+    let mut cursor = open(&sq.plan, &[], ctx)?;
+    let mut rows = Collector::new(&ctx.grant());
+    while rows.rows.len() < wanted {
+        match cursor.next(ctx)? {
+            Some(r) => rows.push(r)?,
+            None => break,
         }
     }
-    ctx.outer.push(row.to_vec());
-    let result = run(&sq.plan, &[], ctx);
-    ctx.outer.pop();
-    let rows = Arc::new(result?);
-    if !sq.correlated {
-        ctx.subquery_cache.insert(key, rows.clone());
-    }
+    let rows = Arc::new(rows.into_parts().0);
+    ctx.subquery_cache.insert(key, rows.clone());
     Ok(rows)
 }
 
@@ -203,27 +212,48 @@ fn eval_subquery(sq: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<V
         SubqueryKind::In { expr, .. } | SubqueryKind::Quantified { expr, .. } => Some(eval(expr, row, ctx)?),
         _ => None,
     };
-    let rows = subquery_rows(sq, row, ctx)?;
-    Ok(match &sq.kind {
-        SubqueryKind::Scalar => match rows.len() {
-            0 => Value::Null,
-            1 => rows[0][0].clone(),
-            _ => {
+    let key = Arc::as_ptr(&sq.plan) as usize;
+    let probing = matches!(sq.kind, SubqueryKind::In { .. } | SubqueryKind::Quantified { .. });
+    let first_probe = probing && !ctx.subquery_cache.contains_key(&key) && ctx.subqueries_streamed.insert(key);
+    if !sq.correlated && !first_probe {
+        let rows = uncorrelated_rows(sq, ctx)?;
+        let mut rows = rows.iter();
+        return decide(&sq.kind, probe, || Ok(rows.next()));
+    }
+    // A correlated subquery, or the first probe of an uncorrelated IN/ANY/ALL, streams
+    // and stops once its answer is known.
+    ctx.outer.push(row.to_vec());
+    let result = open(&sq.plan, &[], ctx).and_then(|mut rows| decide(&sq.kind, probe, || rows.next(ctx)));
+    ctx.outer.pop();
+    result
+}
+
+/// A subquery's value from its rows, reading no more of them than it needs.
+fn decide<R: AsRef<[Value]>>(
+    kind: &SubqueryKind,
+    probe: Option<Value>,
+    mut next: impl FnMut() -> SqlResult<Option<R>>,
+) -> SqlResult<Value> {
+    Ok(match kind {
+        SubqueryKind::Scalar => match (next()?, next()?) {
+            (None, _) => Value::Null,
+            (Some(r), None) => r.as_ref()[0].clone(),
+            (Some(_), Some(_)) => {
                 return Err(SqlError::new(
                     512,
                     "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression.",
                 ))
             }
         },
-        SubqueryKind::Exists { negated } => Value::Bit(rows.is_empty() == *negated),
+        SubqueryKind::Exists { negated } => Value::Bit(next()?.is_none() == *negated),
         SubqueryKind::In { negated, .. } => {
             let v = probe.expect("probe computed");
             if v.is_null() {
-                return Ok(if rows.is_empty() { Value::Bit(*negated) } else { Value::Null });
+                return Ok(if next()?.is_none() { Value::Bit(*negated) } else { Value::Null });
             }
             let mut saw_null = false;
-            for r in rows.iter() {
-                match types::compare(&v, &r[0]) {
+            while let Some(r) = next()? {
+                match types::compare(&v, &r.as_ref()[0]) {
                     Some(std::cmp::Ordering::Equal) => return Ok(Value::Bit(!*negated)),
                     None => saw_null = true,
                     _ => {}
@@ -238,8 +268,8 @@ fn eval_subquery(sq: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<V
         SubqueryKind::Quantified { op, all, .. } => {
             let v = probe.expect("probe computed");
             let mut result = Some(*all);
-            for r in rows.iter() {
-                let t = types::compare(&v, &r[0]).map(|o| compare_op(*op, o));
+            while let Some(r) = next()? {
+                let t = types::compare(&v, &r.as_ref()[0]).map(|o| compare_op(*op, o));
                 match (all, t) {
                     (true, Some(false)) => return Ok(Value::Bit(false)),
                     (false, Some(true)) => return Ok(Value::Bit(true)),

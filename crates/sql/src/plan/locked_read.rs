@@ -5,11 +5,9 @@ use std::sync::Arc;
 
 use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
 
+use super::grant::{Collector, Reservation};
 use super::scan::{scan_range, KeyRange};
-use super::{
-    decode_row, index_entry, insufficient_memory, is_true, missing_tree, Collector, Expr, Plan, Row, ScanNode,
-    MAX_MATERIALIZED_BYTES,
-};
+use super::{decode_row, index_entry, is_true, missing_tree, Expr, Plan, Row, ScanNode};
 use crate::runtime::ExecCtx;
 use crate::types::Value;
 use tessera_errors::SqlResult;
@@ -23,11 +21,11 @@ pub(super) fn run_locked_scan(
     locks: ReadLocks,
     range: KeyRange,
     ctx: &mut ExecCtx,
-) -> SqlResult<Vec<Row>> {
+) -> SqlResult<Collector> {
     let candidates = locked_candidates(node, locks, &range, ctx)?;
-    let mut out = Collector::new();
+    let mut out = Collector::new(&ctx.grant());
     locked_rows(node, locks, candidates, &range, None, usize::MAX, ctx, &mut out)?;
-    Ok(out.rows)
+    Ok(out)
 }
 
 /// A row a locking scan found: its clustered key, and the nonclustered index entry that
@@ -54,15 +52,13 @@ fn locked_candidates(
     };
     let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
     let mut candidates = Vec::new();
-    let mut bytes = 0;
+    let mut held = Reservation::new(&ctx.grant());
+    let tx = ctx.transaction(&node.db)?;
     for item in tx.scan_with(tree, range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]), dir, on_locked) {
         let (key, value) = item?;
         // An index entry leads to its row's clustered key.
         let candidate = if node.index == 0 { (key, None) } else { (value, Some(key)) };
-        bytes += candidate.0.len() + candidate.1.as_ref().map_or(0, Vec::len);
-        if bytes > MAX_MATERIALIZED_BYTES {
-            return Err(insufficient_memory());
-        }
+        held.take(48 + candidate.0.len() + candidate.1.as_ref().map_or(0, Vec::len))?;
         candidates.push(candidate);
         if node.single {
             break;
@@ -81,11 +77,11 @@ pub(super) struct LockedTop<'p> {
 }
 
 pub(super) fn locked_top_input<'p>(input: &'p Plan, ctx: &ExecCtx) -> Option<LockedTop<'p>> {
-    let (inner, sort) = match input {
+    let (under_sort, sort) = match input {
         Plan::Sort { input, keys } => (&**input, Some(keys)),
         other => (other, None),
     };
-    let (inner, project) = match inner {
+    let (inner, project) = match under_sort {
         Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
         other => (other, None),
     };
@@ -101,20 +97,7 @@ pub(super) fn locked_top_input<'p>(input: &'p Plan, ctx: &ExecCtx) -> Option<Loc
     if node.index != 0 || node.reverse || !matches!(locks.row, RowLock::Keep { .. }) {
         return None;
     }
-    // A sort key names an output column; through the projection, a column of the row.
-    let row_column = |e: &Expr| match (e, project) {
-        (Expr::Column(c), None) => Some(*c),
-        (Expr::Column(c), Some(exprs)) => match exprs.get(*c) {
-            Some(Expr::Column(r)) => Some(*r),
-            _ => None,
-        },
-        _ => None,
-    };
-    let order = &node.table.indexes[0].columns;
-    let sorted = sort.is_none_or(|keys| {
-        keys.len() <= order.len()
-            && keys.iter().zip(order).all(|(k, &(col, desc))| row_column(&k.expr) == Some(col) && k.descending == desc)
-    });
+    let sorted = sort.is_none_or(|keys| under_sort.delivers_order(keys));
     sorted.then_some(LockedTop { node, filter, project })
 }
 
@@ -132,9 +115,9 @@ pub(super) fn run_locked_top(
     let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
     let candidates = locked_candidates(node, locks, &range, ctx)?;
-    let mut out = Collector::new();
+    let mut out = Collector::new(&ctx.grant());
     locked_rows(node, locks, candidates, &range, filter, limit, ctx, &mut out)?;
-    Ok(out.rows)
+    Ok(out.into_parts().0)
 }
 
 /// Reads each candidate row (clustered key, and the index entry that led to it) with

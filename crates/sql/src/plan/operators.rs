@@ -1,59 +1,17 @@
-//! The operators that work over materialised rows: nested-loop joins, sort, aggregation,
-//! set operations and ROW_NUMBER.
+//! The operators that need all of their input first: sort, grouping and aggregation, set
+//! operations and ROW_NUMBER.
 
 use std::collections::{HashMap, HashSet};
 
 use tessera_access::key::KeyBuf;
 
 use super::evaluate::eval_all;
-use super::{encode_value, eval, group_key, is_true, AggCall, AggFunc, Collector, Expr, Row, SortKey};
+use super::grant::{row_bytes, Collector, Reservation};
+use super::{encode_value, eval, group_key, AggCall, AggFunc, Expr, Row, SortKey};
 use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
-use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator};
-
-pub(super) fn nested_loop(
-    l: Vec<Row>,
-    r: &[Row],
-    kind: JoinKind,
-    on: Option<&Expr>,
-    left_width: usize,
-    right_width: usize,
-    ctx: &mut ExecCtx,
-) -> SqlResult<Vec<Row>> {
-    let mut out = Collector::new();
-    let mut matched_right = vec![false; r.len()];
-    for lrow in l {
-        let mut matched = false;
-        for (i, rrow) in r.iter().enumerate() {
-            let mut combined = lrow.clone();
-            combined.extend_from_slice(rrow);
-            if let Some(on) = on {
-                if !is_true(on, &combined, ctx)? {
-                    continue;
-                }
-            }
-            matched = true;
-            matched_right[i] = true;
-            out.push(combined)?;
-        }
-        if !matched && matches!(kind, JoinKind::Left | JoinKind::Full) {
-            let mut combined = lrow;
-            combined.extend(std::iter::repeat_n(Value::Null, right_width));
-            out.push(combined)?;
-        }
-    }
-    if matches!(kind, JoinKind::Right | JoinKind::Full) {
-        for (i, m) in matched_right.iter().enumerate() {
-            if !m {
-                let mut combined: Row = std::iter::repeat_n(Value::Null, left_width).collect();
-                combined.extend_from_slice(&r[i]);
-                out.push(combined)?;
-            }
-        }
-    }
-    Ok(out.rows)
-}
+use tessera_syntax::ast::{BinaryOp, SetOperator};
 
 pub(super) fn sort_rows(rows: Vec<Row>, keys: &[SortKey], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
     let mut keyed = Vec::with_capacity(rows.len());
@@ -148,44 +106,58 @@ fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
     })
 }
 
-pub(super) fn aggregate(
-    rows: Vec<Row>,
-    group_by: &[Expr],
-    aggregates: &[AggCall],
-    ctx: &mut ExecCtx,
-) -> SqlResult<Vec<Row>> {
-    let mut order: Vec<Vec<u8>> = Vec::new();
-    let mut groups: HashMap<Vec<u8>, (Row, Vec<AggState>)> = HashMap::new();
-    for r in rows {
-        let g = eval_all(group_by, &r, ctx)?;
+/// Grouping as rows arrive: one accumulator per group, held under the statement's grant;
+/// the groups come out in the order they were first seen.
+pub(super) struct Aggregation<'p> {
+    group_by: &'p [Expr],
+    aggregates: &'p [AggCall],
+    order: Vec<Vec<u8>>,
+    groups: HashMap<Vec<u8>, (Row, Vec<AggState>)>,
+    held: Reservation,
+}
+
+impl<'p> Aggregation<'p> {
+    pub(super) fn new(group_by: &'p [Expr], aggregates: &'p [AggCall], ctx: &mut ExecCtx) -> Aggregation<'p> {
+        let held = Reservation::new(&ctx.grant());
+        Aggregation { group_by, aggregates, order: Vec::new(), groups: HashMap::new(), held }
+    }
+
+    pub(super) fn add(&mut self, r: &Row, ctx: &mut ExecCtx) -> SqlResult<()> {
+        let g = eval_all(self.group_by, r, ctx)?;
         let key = group_key(&g)?;
-        if !groups.contains_key(&key) {
-            order.push(key.clone());
-            groups.insert(key.clone(), (g, aggregates.iter().map(|_| AggState::new()).collect()));
+        if !self.groups.contains_key(&key) {
+            self.held.take(2 * key.len() + row_bytes(&g) + 64 * self.aggregates.len())?;
+            self.order.push(key.clone());
+            self.groups.insert(key.clone(), (g, self.aggregates.iter().map(|_| AggState::new()).collect()));
         }
-        let (_, states) = groups.get_mut(&key).expect("inserted above");
-        for (call, st) in aggregates.iter().zip(states.iter_mut()) {
+        let (_, states) = self.groups.get_mut(&key).expect("inserted above");
+        for (call, st) in self.aggregates.iter().zip(states.iter_mut()) {
             let v = match &call.arg {
-                Some(e) => eval(e, &r, ctx)?,
+                Some(e) => eval(e, r, ctx)?,
                 None => Value::Int(1),
             };
             accumulate(call, st, v, &mut ctx.session.null_eliminated)?;
         }
+        Ok(())
     }
-    // A scalar aggregate (no GROUP BY) returns one row even over no input.
-    if group_by.is_empty() && groups.is_empty() {
-        order.push(Vec::new());
-        groups.insert(Vec::new(), (Vec::new(), aggregates.iter().map(|_| AggState::new()).collect()));
-    }
-    let mut out = Vec::with_capacity(order.len());
-    for key in order {
-        let (mut g, states) = groups.remove(&key).expect("group exists");
-        for (call, st) in aggregates.iter().zip(states) {
-            g.push(finish(call, st)?);
+
+    /// One row per group: its values, then its aggregates.
+    pub(super) fn finish(mut self) -> SqlResult<Collector> {
+        // A scalar aggregate (no GROUP BY) returns one row even over no input.
+        if self.group_by.is_empty() && self.groups.is_empty() {
+            self.order.push(Vec::new());
+            self.groups.insert(Vec::new(), (Vec::new(), self.aggregates.iter().map(|_| AggState::new()).collect()));
         }
-        out.push(g);
+        let mut out = Vec::with_capacity(self.order.len());
+        for key in &self.order {
+            let (mut g, states) = self.groups.remove(key).expect("group exists");
+            for (call, st) in self.aggregates.iter().zip(states) {
+                g.push(finish(call, st)?);
+            }
+            out.push(g);
+        }
+        Ok(Collector::from_parts(out, self.held))
     }
-    Ok(out)
 }
 
 pub(super) fn set_operation(op: SetOperator, all: bool, l: Vec<Row>, r: Vec<Row>) -> SqlResult<Vec<Row>> {

@@ -1,17 +1,25 @@
 //! Scans and seeks of a table's index: the key range a scan reads, point lookups, and
-//! range scans at READ COMMITTED.
+//! range scans at READ COMMITTED, which stream: the scan reads a batch of rows at a time
+//! and goes on from the last key read when its consumer wants more.
 
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use tessera_access::key::KeyBuf;
-use tessera_database::{Direction, ReadLocks};
+use tessera_access::row::RowSchema;
+use tessera_database::{Direction, ReadLocks, TableId};
 
+use super::cursor::{Cursor, Held, Rows};
+use super::grant::Collector;
 use super::locked_read::{locked_rows, run_locked_scan};
-use super::{decode_row, encode_prefix, eval, missing_tree, prefix_successor, Collector, RangeBound, Row, ScanNode};
+use super::{decode_row, encode_prefix, eval, missing_tree, prefix_successor, RangeBound, Row, ScanNode};
 use crate::runtime::ExecCtx;
 use crate::types::Value;
 use tessera_errors::SqlResult;
+
+/// Rows a streaming scan reads from storage at a time.
+const SCAN_BATCH_ROWS: usize = 256;
 
 pub(super) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
@@ -83,9 +91,9 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
     if locks != ReadLocks::COMMITTED {
         let candidates = vec![(key.as_bytes().to_vec(), None)];
-        let mut out = Collector::new();
+        let mut out = Collector::new(&ctx.grant());
         locked_rows(node, locks, candidates, &(Bound::Unbounded, Bound::Unbounded), None, usize::MAX, ctx, &mut out)?;
-        return Ok(out.rows);
+        return Ok(out.into_parts().0);
     }
     let table = &node.table;
     let schema = ctx.row_schema(table)?;
@@ -109,46 +117,111 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     Ok(vec![row])
 }
 
-pub(super) fn run_scan(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+/// Opens a scan or seek: a point lookup, a locking scan (its rows found and locked
+/// first), or a streaming range scan.
+pub(super) fn open_scan<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
     if node.single && node.lower.is_none() && node.upper.is_none() {
-        return run_point_lookup(node, corr, ctx);
+        return Ok(Box::new(Held::loose(run_point_lookup(node, corr, ctx)?)));
     }
-    let Some((lo, hi)) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
+    let Some((lo, hi)) = scan_range(node, corr, ctx)? else { return Ok(Box::new(Held::loose(Vec::new()))) };
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
     if locks != ReadLocks::COMMITTED {
-        return run_locked_scan(node, locks, (lo, hi), ctx);
+        return Ok(Box::new(Held::new(run_locked_scan(node, locks, (lo, hi), ctx)?)));
     }
     let table = &node.table;
-    let index = &table.indexes[node.index];
     let schema = ctx.row_schema(table)?;
     let tx = ctx.transaction(&node.db)?;
     let db = tx.database().clone();
-    let tree = db.table(&index.tree).ok_or_else(|| missing_tree(&table.name))?;
-    let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
+    let tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
     let rows_tree = if node.index == 0 {
         None
     } else {
         Some(db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?)
     };
-    let mut out = Collector::new();
-    for item in tx.scan(tree, lo.as_ref().map(|v| &v[..]), hi.as_ref().map(|v| &v[..]), dir) {
-        let (key, value) = item?;
-        let (row_key, bytes) = match rows_tree {
-            None => (key, value),
-            Some(rows) => match tx.get(rows, &value)? {
-                Some(bytes) => (value, bytes),
-                // The row went away between the index read and the row read.
-                None => continue,
-            },
-        };
-        let mut r = decode_row(table, &schema, &bytes)?;
-        if node.with_key {
-            r.push(Value::Binary(Arc::from(row_key)));
+    let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
+    Ok(Box::new(RangeScan { node, schema, tree, rows_tree, lo, hi, dir, batch: VecDeque::new(), done: false }))
+}
+
+/// A range scan at READ COMMITTED, read [`SCAN_BATCH_ROWS`] rows at a time: each batch
+/// is a new storage scan from the key after the last one read, so nothing is held
+/// between batches but that key.
+struct RangeScan<'p> {
+    node: &'p ScanNode,
+    schema: RowSchema,
+    tree: TableId,
+    /// Through a nonclustered index: the tree holding the rows.
+    rows_tree: Option<TableId>,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    dir: Direction,
+    batch: VecDeque<Row>,
+    done: bool,
+}
+
+impl RangeScan<'_> {
+    fn read_batch(&mut self, ctx: &mut ExecCtx) -> SqlResult<()> {
+        let node = self.node;
+        let tx = ctx.transaction(&node.db)?;
+        let mut last = None;
+        let mut read = 0;
+        let mut scan = tx.scan(self.tree, self.lo.as_ref().map(|v| &v[..]), self.hi.as_ref().map(|v| &v[..]), self.dir);
+        loop {
+            if read == SCAN_BATCH_ROWS {
+                break;
+            }
+            let Some(item) = scan.next() else {
+                self.done = true;
+                break;
+            };
+            let (key, value) = item?;
+            read += 1;
+            let fetched;
+            let (row_key, bytes): (&[u8], &[u8]) = match self.rows_tree {
+                None => (&key, &value),
+                Some(rows) => match tx.get(rows, &value)? {
+                    Some(b) => {
+                        fetched = b;
+                        (&value, &fetched)
+                    }
+                    // The row went away between the index read and the row read.
+                    None => {
+                        last = Some(key);
+                        continue;
+                    }
+                },
+            };
+            let mut r = decode_row(&node.table, &self.schema, bytes)?;
+            if node.with_key {
+                r.push(Value::Binary(Arc::from(row_key)));
+            }
+            last = Some(key);
+            self.batch.push_back(r);
+            if node.single {
+                self.done = true;
+                break;
+            }
         }
-        out.push(r)?;
-        if node.single {
-            break;
+        if let Some(k) = last {
+            match self.dir {
+                Direction::Forward => self.lo = Bound::Excluded(k),
+                Direction::Backward => self.hi = Bound::Excluded(k),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Cursor for RangeScan<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        loop {
+            if let Some(r) = self.batch.pop_front() {
+                return Ok(Some(r));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            ctx.check_cancel()?;
+            self.read_batch(ctx)?;
         }
     }
-    Ok(out.rows)
 }

@@ -335,6 +335,44 @@ impl Plan {
     /// The result columns (1-based) a query's rows are ordered by, for TDS's ORDER token:
     /// the leading ORDER BY keys that are columns of the result, in key order. Empty when
     /// the query is not ordered.
+    /// Whether this plan's rows already come in the order of `keys` (ascending or
+    /// descending as each key says): a scan of an index whose key columns, after those
+    /// its seek pins to one value, lead with the keys' columns in the keys' directions
+    /// (all reversed for a backward scan), under at most a filter and a projection of
+    /// columns. A sort over such a plan has nothing to do.
+    pub fn delivers_order(&self, keys: &[SortKey]) -> bool {
+        let (inner, project) = match self {
+            Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
+            other => (other, None),
+        };
+        let node = match inner {
+            Plan::Filter { input, .. } => match &**input {
+                Plan::Scan(node) => node,
+                _ => return false,
+            },
+            Plan::Scan(node) => node,
+            _ => return false,
+        };
+        let row_column = |e: &Expr| match (e, project) {
+            (Expr::Column(c), None) => Some(*c),
+            (Expr::Column(c), Some(exprs)) => match exprs.get(*c) {
+                Some(Expr::Column(r)) => Some(*r),
+                _ => None,
+            },
+            _ => None,
+        };
+        let columns = &node.table.indexes[node.index].columns;
+        let pinned = node.prefix.len().min(columns.len());
+        (0..=pinned).any(|skip| {
+            let rest = &columns[skip..];
+            keys.len() <= rest.len()
+                && keys
+                    .iter()
+                    .zip(rest)
+                    .all(|(k, &(col, desc))| row_column(&k.expr) == Some(col) && k.descending == (desc != node.reverse))
+        })
+    }
+
     pub fn order_columns(&self, width: usize) -> Vec<u16> {
         // `map[i]`: the result column that column i of the current plan's output becomes.
         let mut map: Vec<Option<usize>> = (0..width).map(Some).collect();

@@ -124,7 +124,7 @@ struct RowCounter<'s> {
 }
 
 impl ResultSink for RowCounter<'_> {
-    fn columns(&mut self, _: &[crate::bind::OutputColumn]) {}
+    fn columns(&mut self, _: &[crate::output::OutputColumn]) {}
     fn row(&mut self, _: &[Value]) {}
     fn done(&mut self, count: Option<u64>, _: bool) {
         self.rows += count.unwrap_or(0);

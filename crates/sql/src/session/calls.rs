@@ -29,7 +29,7 @@ pub(super) struct Argument {
 struct Discard;
 
 impl ResultSink for Discard {
-    fn columns(&mut self, _: &[crate::bind::OutputColumn]) {}
+    fn columns(&mut self, _: &[crate::output::OutputColumn]) {}
     fn row(&mut self, _: &[Value]) {}
     fn done(&mut self, _: Option<u64>, _: bool) {}
     fn message(&mut self, _: &SqlError) {}

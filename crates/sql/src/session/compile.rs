@@ -171,7 +171,7 @@ impl Runner<'_> {
                 let (x, t) = if predicate { (b.bind_predicate(e)?, SqlType::Bit) } else { b.bind_expr(e)? };
                 Ok(Prepared::Query(BoundQuery {
                     plan: crate::plan::Plan::Values(vec![vec![x]]),
-                    columns: vec![crate::bind::OutputColumn { name: String::new(), ty: t, nullable: true }],
+                    columns: vec![crate::output::OutputColumn { name: String::new(), ty: t, nullable: true }],
                 }))
             })
         })?;

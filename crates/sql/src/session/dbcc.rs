@@ -153,10 +153,10 @@ impl Runner<'_> {
                     flags = wanted;
                 }
                 let columns = [
-                    crate::bind::OutputColumn { name: "TraceFlag".into(), ty: SqlType::SmallInt, nullable: false },
-                    crate::bind::OutputColumn { name: "Status".into(), ty: SqlType::SmallInt, nullable: false },
-                    crate::bind::OutputColumn { name: "Global".into(), ty: SqlType::SmallInt, nullable: false },
-                    crate::bind::OutputColumn { name: "Session".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::output::OutputColumn { name: "TraceFlag".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::output::OutputColumn { name: "Status".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::output::OutputColumn { name: "Global".into(), ty: SqlType::SmallInt, nullable: false },
+                    crate::output::OutputColumn { name: "Session".into(), ty: SqlType::SmallInt, nullable: false },
                 ];
                 let rows: Vec<Vec<Value>> = flags
                     .iter()

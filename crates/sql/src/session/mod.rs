@@ -219,7 +219,7 @@ struct ErrorWatch<'s> {
 }
 
 impl ResultSink for ErrorWatch<'_> {
-    fn columns(&mut self, columns: &[crate::bind::OutputColumn]) {
+    fn columns(&mut self, columns: &[crate::output::OutputColumn]) {
         self.inner.columns(columns);
     }
     fn order(&mut self, columns: &[u16]) {

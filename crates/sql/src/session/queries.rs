@@ -7,13 +7,14 @@ use crate::bind::Binder;
 use crate::ddl;
 use crate::dml::{self, Prepared};
 use crate::output::Collected;
-use crate::plan::{run, Expr};
+use crate::plan::{open, run, Expr};
+use crate::runtime::ExecCtx;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 impl Runner<'_> {
-    fn emit(&mut self, columns: &[crate::bind::OutputColumn], order: &[u16], rows: &[Vec<Value>]) {
+    fn emit(&mut self, columns: &[crate::output::OutputColumn], order: &[u16], rows: &[Vec<Value>]) {
         self.sink.columns(columns);
         if !order.is_empty() {
             self.sink.order(order);
@@ -50,25 +51,7 @@ impl Runner<'_> {
             return Ok(());
         }
         match p {
-            Prepared::Query(q) => {
-                // SQL Server sends a result's column metadata before its rows; an error while
-                // producing them arrives after the header.
-                let rows = match self.with_ctx(|ctx| run(&q.plan, &[], ctx)) {
-                    Ok(mut rows) => {
-                        if self.state.options.rowcount > 0 {
-                            rows.truncate(self.state.options.rowcount as usize);
-                        }
-                        rows
-                    }
-                    Err(e) => {
-                        self.sink.columns(&q.columns);
-                        return Err(e);
-                    }
-                };
-                self.state.rowcount = rows.len() as i64;
-                let order = q.plan.order_columns(q.columns.len());
-                self.emit(&q.columns, &order, &rows);
-            }
+            Prepared::Query(q) => self.stream_query(q)?,
             Prepared::Assign { plan, targets } => {
                 let n = self.with_ctx(|ctx| dml::run_assign(ctx, plan, targets))?;
                 self.null_warning();
@@ -96,6 +79,42 @@ impl Runner<'_> {
                 self.affected(n);
             }
         }
+        Ok(())
+    }
+
+    /// A query's rows go to the client as the plan produces them (SET ROWCOUNT stops it
+    /// early). SQL Server sends a result's column metadata before its rows; an error while
+    /// producing them arrives after the rows sent so far.
+    fn stream_query(&mut self, q: &crate::bind::BoundQuery) -> SqlResult<()> {
+        let limit = match self.state.options.rowcount {
+            n if n > 0 => n as u64,
+            _ => u64::MAX,
+        };
+        let order = q.plan.order_columns(q.columns.len());
+        let sink = &mut *self.sink;
+        let mut ctx = ExecCtx::new(self.shared, self.state);
+        let mut rows = match open(&q.plan, &[], &mut ctx) {
+            Ok(rows) => rows,
+            Err(e) => {
+                sink.columns(&q.columns);
+                return Err(e);
+            }
+        };
+        sink.columns(&q.columns);
+        if !order.is_empty() {
+            sink.order(&order);
+        }
+        let mut sent = 0u64;
+        while sent < limit {
+            let Some(r) = rows.next(&mut ctx)? else { break };
+            sink.row(&r);
+            sent += 1;
+        }
+        drop((rows, ctx));
+        self.state.rowcount = sent as i64;
+        self.null_warning();
+        let count = (!self.state.options.nocount).then_some(sent);
+        self.sink.done(count, true);
         Ok(())
     }
 

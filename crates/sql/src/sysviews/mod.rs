@@ -38,8 +38,8 @@ mod tests;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::bind::OutputColumn;
 use crate::catalog::Catalog;
+use crate::output::OutputColumn;
 use crate::plan::{Plan, Row};
 use crate::runtime::ExecCtx;
 use crate::types::{SqlType, Value};

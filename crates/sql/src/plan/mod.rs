@@ -8,7 +8,8 @@
 //! Files: `tree` (the expression and plan types), `evaluate` (expressions), `execute`
 //! (the operator dispatch, TOP/OFFSET/FETCH counts, recursive CTEs), `scan` (scans and
 //! seeks), `locked_read` (scans that lock their rows), `operators` (joins, sort,
-//! aggregation, set operations, ROW_NUMBER), `encoding` (stored rows and key bytes).
+//! aggregation, set operations, ROW_NUMBER), `encoding` (stored rows and key bytes),
+//! `showplan` (a plan as SET SHOWPLAN_TEXT shows it).
 
 mod encoding;
 mod evaluate;
@@ -16,11 +17,13 @@ mod execute;
 mod locked_read;
 mod operators;
 mod scan;
+mod showplan;
 mod tree;
 
 pub use encoding::{decode_row, encode_prefix, encode_value, group_key, index_entry, prefix_successor, row_schema};
 pub use evaluate::{eval, is_true};
 pub use execute::{fetch_count, offset_count, run};
+pub use showplan::{select_into_plan, statement_plan};
 pub use tree::{
     AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind, UserCall,
 };

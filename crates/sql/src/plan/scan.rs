@@ -109,7 +109,14 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     Ok(vec![row])
 }
 
+/// A scan or seek, its pages charged to its table under SET STATISTICS IO (a seek of one
+/// key of a unique index is no scan, as SQL Server counts).
 pub(super) fn run_scan(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    let point = node.single && node.lower.is_none() && node.upper.is_none();
+    crate::statistics::table_read(&node.db, &node.table, u64::from(!point), || scan_rows(node, corr, ctx))
+}
+
+fn scan_rows(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
     if node.single && node.lower.is_none() && node.upper.is_none() {
         return run_point_lookup(node, corr, ctx);
     }

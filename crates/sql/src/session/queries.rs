@@ -8,6 +8,7 @@ use crate::ddl;
 use crate::dml::{self, Prepared};
 use crate::output::Collected;
 use crate::plan::{run, Expr};
+use crate::statistics::IoStatement;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -41,6 +42,7 @@ impl Runner<'_> {
         self.sink.done(count, false);
     }
 
+    /// Runs a compiled statement; under SET STATISTICS IO its reads follow, table by table.
     pub(super) fn run_prepared(&mut self, p: &Prepared) -> SqlResult<()> {
         if self.state.options.fmtonly {
             // Shapes only: a query's column metadata (no rows); nothing is modified.
@@ -49,6 +51,29 @@ impl Runner<'_> {
             }
             return Ok(());
         }
+        let io = IoStatement::begin(self.state.options.statistics_io);
+        let result = self.run_compiled(p);
+        // What a data change reads to store its rows is its target's.
+        let target = match p {
+            Prepared::Insert(i) => Some(&i.target),
+            Prepared::Update(u) => Some(&u.target),
+            Prepared::Delete(d) => Some(&d.target),
+            Prepared::Query(_) | Prepared::Assign { .. } => None,
+        };
+        let tables = io.finish(target.map(|t| (t.db.as_str(), &*t.table)));
+        result?;
+        self.io_messages(tables);
+        Ok(())
+    }
+
+    /// SET STATISTICS IO's messages for what a statement read.
+    pub(super) fn io_messages(&mut self, tables: Vec<crate::statistics::TableIo>) {
+        for t in tables {
+            self.sink.message(&t.message());
+        }
+    }
+
+    fn run_compiled(&mut self, p: &Prepared) -> SqlResult<()> {
         match p {
             Prepared::Query(q) => {
                 // SQL Server sends a result's column metadata before its rows; an error while
@@ -141,7 +166,10 @@ impl Runner<'_> {
         }
         let create = ast::CreateTable { name: into.clone(), columns, constraints: Vec::new(), indexes: Vec::new() };
         self.with_ctx(|ctx| ddl::create_table(ctx, &create))?;
-        let rows = self.with_ctx(|ctx| run(&bound.plan, &[], ctx))?;
+        let io = IoStatement::begin(self.state.options.statistics_io);
+        let rows = self.with_ctx(|ctx| run(&bound.plan, &[], ctx));
+        let tables = io.finish(None);
+        let rows = rows?;
         let insert = ast::Insert {
             top: None,
             table: into,
@@ -157,6 +185,7 @@ impl Runner<'_> {
         plan.source_types = bound.columns.iter().map(|c| c.ty).collect();
         let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
         self.affected(n);
+        self.io_messages(tables);
         Ok(())
     }
 

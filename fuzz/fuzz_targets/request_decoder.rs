@@ -1,6 +1,7 @@
 //! Client bytes into every decoder the server runs on them: packet framing (whole
 //! messages, with limits), PRELOGIN, LOGIN7, SQL batch, RPC, transaction manager requests,
-//! INSERT BULK text and BULK_LOAD messages. Any input must give a value or an error —
+//! BULK_LOAD messages, and the T-SQL parser that every batch's text goes through (INSERT
+//! BULK announcements included). Any input must give a value or an error —
 //! never a panic, a hang or an allocation beyond the limits.
 
 #![no_main]
@@ -39,7 +40,7 @@ fuzz_target!(|input: &[u8]| {
             let _ = bulk::decode(data, version);
         }
         _ => {
-            let _ = bulk::parse_insert_bulk(&String::from_utf8_lossy(data));
+            let _ = tessera_syntax::parser::parse_batch(&String::from_utf8_lossy(data));
         }
     }
 });

@@ -5,6 +5,6 @@ mod pool;
 
 pub use page::{Lsn, PageNo, PAGE_SIZE};
 pub use pool::{
-    BufferPool, Extension, ExtensionStats, FileId, HugePages, PageHandle, PageRead, PageReadGuard, PageStore,
-    PageWrite, PageWriteGuard, PoolConfig, PoolStats,
+    io_counters, BufferPool, Extension, ExtensionStats, FileId, HugePages, IoCounters, PageHandle, PageRead,
+    PageReadGuard, PageStore, PageWrite, PageWriteGuard, PoolConfig, PoolStats,
 };

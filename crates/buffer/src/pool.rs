@@ -7,6 +7,7 @@
 
 mod alloc;
 mod bgwriter;
+mod counters;
 mod evict;
 mod extension;
 mod fetch;
@@ -45,6 +46,7 @@ pub use region::HugePages;
 use region::Region;
 use registry::Files;
 
+pub use counters::{io_counters, IoCounters};
 pub use extension::{Extension, ExtensionStats};
 pub use handle::{PageHandle, PageRead, PageReadGuard, PageWrite, PageWriteGuard};
 pub use stats::PoolStats;

@@ -19,6 +19,7 @@ pub mod runner;
 pub mod runtime;
 pub mod security;
 pub mod session;
+pub mod statistics;
 pub mod sysprocs;
 pub mod sysviews;
 pub mod types;

@@ -241,6 +241,11 @@ pub struct Options {
     /// `SET FMTONLY ON`: queries return their column metadata and no rows; data
     /// modifications are not carried out (freebcp and older drivers ask result shapes so).
     pub fmtonly: bool,
+    /// `SET SHOWPLAN_TEXT`, `SET STATISTICS IO`, `SET STATISTICS TIME` (session/showplan.rs,
+    /// statistics.rs).
+    pub showplan_text: bool,
+    pub statistics_io: bool,
+    pub statistics_time: bool,
     pub textsize: i64,
     pub lock_timeout: i64,
     pub rowcount: i64,
@@ -264,6 +269,9 @@ impl Default for Options {
             arithabort: true,
             ansi_warnings: true,
             fmtonly: false,
+            showplan_text: false,
+            statistics_io: false,
+            statistics_time: false,
             textsize: -1,
             lock_timeout: -1,
             rowcount: 0,

@@ -47,6 +47,9 @@ pub struct Batch {
 pub struct Statement {
     /// 1-based line in the batch where the statement starts.
     pub line: u32,
+    /// Byte range of the statement in the batch text: its first token to its last, with a
+    /// semicolon that ends it (what SHOWPLAN_TEXT shows as the statement's text).
+    pub span: (usize, usize),
     pub kind: StatementKind,
 }
 

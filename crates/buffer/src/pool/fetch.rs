@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use parking_lot::lock_api::RawRwLock as _;
 use tessera_errors::{Error, Result};
 
+use super::counters;
 use super::frame::{self, Kind, State, MAX_USAGE, USAGE_SHIFT};
 use super::registry::{not_registered, FileEntry};
 use super::table::{key, key_page, Key};
@@ -52,6 +53,9 @@ impl Inner {
     /// a hit.
     #[inline]
     pub(super) fn fetch(&self, file: FileId, no: PageNo, new: Load) -> Result<(u32, bool)> {
+        if new != Load::Zero {
+            counters::count_logical();
+        }
         let k = key(file, no);
         match self.pin_fast(file, no, k) {
             Some(i) => Ok((i, true)),
@@ -150,6 +154,7 @@ impl Inner {
                     buf.fill(0);
                     return Ok(());
                 }
+                counters::count_physical();
                 if self.extension().is_some_and(|ext| ext.read(k, buf)) {
                     return Ok(());
                 }

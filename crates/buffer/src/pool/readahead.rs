@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use tessera_errors::Error;
 
+use super::counters;
 use super::registry::FileEntry;
 use super::table::key;
 use super::{FileId, Inner};
@@ -32,11 +33,13 @@ const MAX_QUEUED: usize = 256;
 /// before it drops the rest of its run.
 const BUDGET_WAIT: Duration = Duration::from_millis(50);
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Run {
     file: FileId,
     first: PageNo,
     count: u32,
+    /// The requesting thread's read-ahead counter (see `counters`).
+    requester: Arc<AtomicU64>,
 }
 
 #[derive(Default)]
@@ -67,6 +70,7 @@ impl ReadAhead {
             return 0;
         };
         let mut runs: Vec<Run> = Vec::new();
+        let mut requester: Option<Arc<AtomicU64>> = None;
         for &no in pages {
             // A lock-free peek: a stale answer costs one wasted or one missed page.
             if radix.get(no).is_some() {
@@ -78,7 +82,10 @@ impl ReadAhead {
                     r.first = no;
                     r.count += 1;
                 }
-                _ => runs.push(Run { file, first: no, count: 1 }),
+                _ => {
+                    let requester = requester.get_or_insert_with(counters::read_ahead_sink).clone();
+                    runs.push(Run { file, first: no, count: 1, requester })
+                }
             }
         }
         if runs.is_empty() {
@@ -166,17 +173,18 @@ impl Inner {
         let Some(entry) = self.entry(run.file) else {
             return;
         };
+        let requester = &*run.requester;
         let budget = (self.limit.load(Ordering::Relaxed) / 4).max(1);
         let mut claimed: Vec<(PageNo, u32)> = Vec::with_capacity(run.count as usize);
         for no in run.first..run.first.saturating_add(run.count) {
             let gap = claimed.last().is_some_and(|&(last, _)| last + 1 != no);
             if gap {
-                self.load_claimed(&entry, &mut claimed);
+                self.load_claimed(&entry, &mut claimed, requester);
             }
             if self.read_ahead.in_flight.load(Ordering::Relaxed) >= budget {
                 // Other workers' reads hold the share: read ours, wait briefly for theirs,
                 // and give up on the rest of the run if that is not enough.
-                self.load_claimed(&entry, &mut claimed);
+                self.load_claimed(&entry, &mut claimed, requester);
                 let deadline = Instant::now() + BUDGET_WAIT;
                 while self.read_ahead.in_flight.load(Ordering::Relaxed) >= budget && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_micros(200));
@@ -201,12 +209,12 @@ impl Inner {
                 }
             }
         }
-        self.load_claimed(&entry, &mut claimed);
+        self.load_claimed(&entry, &mut claimed, requester);
     }
 
     /// Reads the claimed frames (consecutive pages, each mapped Loading by this thread),
     /// taking any page the extension holds from there, and ends their loads.
-    fn load_claimed(&self, entry: &FileEntry, claimed: &mut Vec<(PageNo, u32)>) {
+    fn load_claimed(&self, entry: &FileEntry, claimed: &mut Vec<(PageNo, u32)>, requester: &AtomicU64) {
         if claimed.is_empty() {
             return;
         }
@@ -246,6 +254,11 @@ impl Inner {
         .unwrap_or_else(|_| vec![false; n]);
         for (&(no, i), ok) in claimed.iter().zip(ok) {
             let res = if ok { Ok(()) } else { Err(Error::Invalid("read-ahead could not read the page".into())) };
+            if ok {
+                // Counted before the page becomes Valid: a fetch waiting for it, once it
+                // returns, finds the read in its thread's counters.
+                requester.fetch_add(1, Ordering::Relaxed);
+            }
             if self.finish_load(i, entry, no, res).is_ok() {
                 self.read_ahead.pages.fetch_add(1, Ordering::Relaxed);
             }

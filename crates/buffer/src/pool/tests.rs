@@ -1800,3 +1800,50 @@ fn frames_are_committed_ahead_of_the_high_water_mark_and_given_back_by_a_shrink(
     assert!(pool.inner.prefault.committed.load(Ordering::Acquire) <= 128, "nothing counted beyond the limit");
     pool.inner.check_invariants(true);
 }
+
+#[test]
+fn io_counters_count_this_threads_logical_physical_and_read_ahead_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("io.dat");
+    let store = FileStore::create(&path);
+    let pool = pool(1024, false);
+    let f = pool.register(store.clone());
+    for no in 0..100 {
+        write_page(&pool, f, no, 9, 3);
+    }
+    pool.unregister(f).unwrap();
+    let f = pool.register(store.clone());
+    let start = crate::io_counters();
+    // Two misses, then a hit: three logical reads, two physical.
+    drop(pool.fetch(f, 1).unwrap());
+    pool.read_with(f, 2, |p| check(p, 2, 9, 3)).unwrap();
+    drop(pool.fetch(f, 1).unwrap());
+    // A page being allocated is not a read.
+    drop(pool.fetch_new(f, 500).unwrap());
+    let d = crate::io_counters().since(start);
+    assert_eq!((d.logical_reads, d.physical_reads, d.read_ahead_reads), (3, 2, 0), "{d:?}");
+    // Another thread's reads are its own.
+    let other = {
+        let pool = pool.clone();
+        std::thread::spawn(move || {
+            let start = crate::io_counters();
+            drop(pool.fetch(f, 3).unwrap());
+            crate::io_counters().since(start)
+        })
+        .join()
+        .unwrap()
+    };
+    assert_eq!((other.logical_reads, other.physical_reads), (1, 1));
+    assert_eq!(crate::io_counters().since(start), d, "nothing of the other thread's counted here");
+    // Pages read ahead for this thread are its read-ahead reads; fetching them is logical
+    // reads only.
+    let start = crate::io_counters();
+    let pages: Vec<PageNo> = (10..40).collect();
+    assert_eq!(pool.read_ahead(f, &pages), 30);
+    pool.wait_read_ahead();
+    for &no in &pages {
+        drop(pool.fetch(f, no).unwrap());
+    }
+    let d = crate::io_counters().since(start);
+    assert_eq!((d.logical_reads, d.physical_reads, d.read_ahead_reads), (30, 0, 30), "{d:?}");
+}

@@ -18,7 +18,9 @@ impl<'a> Binder<'a> {
             FromNode::Leaf { source, offset, filters, .. } => {
                 let local: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
                 Ok(match *source {
-                    LeafSource::Table { db, table, with_key, hints } => access_path(db, table, local, with_key, hints),
+                    LeafSource::Table { db, table, alias, with_key, hints } => {
+                        access_path(db, table, alias, local, with_key, hints)
+                    }
                     LeafSource::Plan(p) => match conjoin(local) {
                         Some(pred) => Plan::Filter { input: Box::new(p), predicate: pred },
                         None => p,
@@ -35,7 +37,7 @@ impl<'a> Binder<'a> {
                     let inner_is_table = matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
                     if inner_is_table {
                         let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
-                        let LeafSource::Table { db, table, with_key, hints } = *source else {
+                        let LeafSource::Table { db, table, alias, with_key, hints } = *source else {
                             unreachable!("checked above")
                         };
                         let rfilters: Vec<Expr> =
@@ -45,6 +47,7 @@ impl<'a> Binder<'a> {
                             lp,
                             db,
                             table,
+                            alias,
                             with_key,
                             hints,
                             rfilters,
@@ -161,7 +164,14 @@ fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
 /// down best, a full scan otherwise. Filters the seek represents exactly are dropped (so a
 /// non-deterministic value such as `RAND()` is computed once, for the seek); the others
 /// stay as a residual predicate.
-fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool, hints: LockHints) -> Plan {
+fn access_path(
+    db: String,
+    table: Arc<Table>,
+    alias: Option<String>,
+    filters: Vec<Expr>,
+    with_key: bool,
+    hints: LockHints,
+) -> Plan {
     let facts: Vec<Fact> = filters
         .iter()
         .enumerate()
@@ -189,6 +199,7 @@ fn access_path(db: String, table: Arc<Table>, filters: Vec<Expr>, with_key: bool
     let scan = Plan::Scan(Box::new(ScanNode {
         db,
         table,
+        alias,
         index,
         prefix: seek.prefix,
         lower: seek.lower,
@@ -239,6 +250,7 @@ fn join_with_table(
     left: Plan,
     db: String,
     table: Arc<Table>,
+    alias: Option<String>,
     with_key: bool,
     hints: LockHints,
     rfilters: Vec<Expr>,
@@ -270,6 +282,7 @@ fn join_with_table(
             let scan = Plan::Scan(Box::new(ScanNode {
                 db,
                 table,
+                alias,
                 prefix: seek.prefix,
                 lower: seek.lower,
                 upper: seek.upper,
@@ -286,7 +299,7 @@ fn join_with_table(
             Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width }
         }
         None => {
-            let right = access_path(db, table, rfilters, with_key, hints);
+            let right = access_path(db, table, alias, rfilters, with_key, hints);
             hash_or_loop(left, right, kind, on, left_width, right_width)
         }
     }

@@ -26,7 +26,7 @@ pub fn cast_to(e: Expr, from: &SqlType, to: &SqlType) -> Expr {
     if !needs_cast(from, to) {
         return e;
     }
-    Expr::Cast { expr: Box::new(e), from: *from, to: *to, style: None, try_: false }
+    Expr::Cast { expr: Box::new(e), from: *from, to: *to, style: None, try_: false, implicit: true }
 }
 
 /// Converts a bound expression to `to` now if it is constant (so literals in plans are

@@ -333,7 +333,7 @@ impl<'a> Binder<'a> {
                 return Ok((Expr::Const(c), to, n));
             }
         }
-        Ok((Expr::Cast { expr: Box::new(x), from, to, style, try_ }, to, n || try_))
+        Ok((Expr::Cast { expr: Box::new(x), from, to, style, try_, implicit: false }, to, n || try_))
     }
 
     fn bind_subquery_any(&mut self, query: &ast::Query) -> SqlResult<(BoundQuery, bool)> {

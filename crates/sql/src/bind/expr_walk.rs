@@ -10,8 +10,8 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
     match e {
         Expr::Column(i) => Expr::Column(f(*i)),
         Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) => e.clone(),
-        Expr::Cast { expr, from, to, style, try_ } => {
-            Expr::Cast { expr: m(expr), from: *from, to: *to, style: *style, try_: *try_ }
+        Expr::Cast { expr, from, to, style, try_, implicit } => {
+            Expr::Cast { expr: m(expr), from: *from, to: *to, style: *style, try_: *try_, implicit: *implicit }
         }
         Expr::Unary { op, expr, ty } => Expr::Unary { op: *op, expr: m(expr), ty: *ty },
         Expr::Arith { op, left, right, ty } => Expr::Arith { op: *op, left: m(left), right: m(right), ty: *ty },

@@ -20,7 +20,7 @@ pub(super) enum FromNode {
 }
 
 pub(super) enum LeafSource {
-    Table { db: String, table: Arc<Table>, with_key: bool, hints: LockHints },
+    Table { db: String, table: Arc<Table>, alias: Option<String>, with_key: bool, hints: LockHints },
     Plan(Plan),
 }
 
@@ -159,7 +159,13 @@ impl<'a> Binder<'a> {
                     width += 1;
                 }
                 Ok(FromNode::Leaf {
-                    source: Box::new(LeafSource::Table { db: rt.db, table: rt.table, with_key, hints }),
+                    source: Box::new(LeafSource::Table {
+                        db: rt.db,
+                        table: rt.table,
+                        alias: alias.as_ref().map(|a| a.value.clone()),
+                        with_key,
+                        hints,
+                    }),
                     offset,
                     width,
                     filters: Vec::new(),

@@ -50,7 +50,7 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             ctx.outer[n - 1 - depth][*index].clone()
         }
         Expr::Var(slot) => ctx.var(*slot).clone(),
-        Expr::Cast { expr, from, to, style, try_ } => {
+        Expr::Cast { expr, from, to, style, try_, .. } => {
             let v = eval(expr, row, ctx)?;
             match types::cast(&v, from, to, *style) {
                 Ok(v) => v,

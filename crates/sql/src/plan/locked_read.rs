@@ -112,12 +112,14 @@ pub(super) fn run_locked_top(
     corr: &[Value],
     ctx: &mut ExecCtx,
 ) -> SqlResult<Vec<Row>> {
-    let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
-    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
-    let candidates = locked_candidates(node, locks, &range, ctx)?;
-    let mut out = Collector::new(&ctx.grant());
-    locked_rows(node, locks, candidates, &range, filter, limit, ctx, &mut out)?;
-    Ok(out.into_parts().0)
+    crate::statistics::table_read(&node.db, &node.table, 1, || {
+        let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
+        let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+        let candidates = locked_candidates(node, locks, &range, ctx)?;
+        let mut out = Collector::new(&ctx.grant());
+        locked_rows(node, locks, candidates, &range, filter, limit, ctx, &mut out)?;
+        Ok(out.into_parts().0)
+    })
 }
 
 /// Reads each candidate row (clustered key, and the index entry that led to it) with

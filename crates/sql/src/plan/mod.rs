@@ -10,7 +10,8 @@
 //! (each operator as a streaming cursor), `execute` (running a plan to its end,
 //! TOP/OFFSET/FETCH counts, recursive CTEs), `scan` (scans and seeks), `locked_read`
 //! (scans that lock their rows), `operators` (sort, aggregation, set operations,
-//! ROW_NUMBER), `grant` (query memory), `encoding` (stored rows and key bytes).
+//! ROW_NUMBER), `grant` (query memory), `encoding` (stored rows and key bytes), `showplan`
+//! (a plan as SET SHOWPLAN_TEXT shows it).
 
 mod cursor;
 mod encoding;
@@ -20,6 +21,7 @@ mod grant;
 mod locked_read;
 mod operators;
 mod scan;
+mod showplan;
 mod tree;
 
 pub use cursor::{drain, open, Cursor, Rows};
@@ -27,6 +29,7 @@ pub use encoding::{decode_row, encode_prefix, encode_value, group_key, index_ent
 pub use evaluate::{eval, is_true};
 pub use execute::{fetch_count, offset_count, run};
 pub use grant::{Grant, QueryMemory};
+pub use showplan::{select_into_plan, statement_plan};
 pub use tree::{
     AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind, UserCall,
 };

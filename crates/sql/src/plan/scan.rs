@@ -15,6 +15,7 @@ use super::grant::Collector;
 use super::locked_read::{locked_rows, run_locked_scan};
 use super::{decode_row, encode_prefix, eval, missing_tree, prefix_successor, RangeBound, Row, ScanNode};
 use crate::runtime::ExecCtx;
+use crate::statistics::ReadAheadMark;
 use crate::types::Value;
 use tessera_errors::SqlResult;
 
@@ -118,8 +119,14 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
 }
 
 /// Opens a scan or seek: a point lookup, a locking scan (its rows found and locked
-/// first), or a streaming range scan.
+/// first), or a streaming range scan. Under SET STATISTICS IO its pages are charged to its
+/// table (a seek of one key of a unique index is no scan, as SQL Server counts).
 pub(super) fn open_scan<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
+    let point = node.single && node.lower.is_none() && node.upper.is_none();
+    crate::statistics::table_read(&node.db, &node.table, u64::from(!point), || open_rows(node, corr, ctx))
+}
+
+fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
     if node.single && node.lower.is_none() && node.upper.is_none() {
         return Ok(Box::new(Held::loose(run_point_lookup(node, corr, ctx)?)));
     }
@@ -139,7 +146,18 @@ pub(super) fn open_scan<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCt
         Some(db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?)
     };
     let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
-    Ok(Box::new(RangeScan { node, schema, tree, rows_tree, lo, hi, dir, batch: VecDeque::new(), done: false }))
+    Ok(Box::new(RangeScan {
+        node,
+        schema,
+        tree,
+        rows_tree,
+        lo,
+        hi,
+        dir,
+        batch: VecDeque::new(),
+        done: false,
+        read_ahead: ReadAheadMark::now(),
+    }))
 }
 
 /// A range scan at READ COMMITTED, read [`SCAN_BATCH_ROWS`] rows at a time: each batch
@@ -156,6 +174,8 @@ struct RangeScan<'p> {
     dir: Direction,
     batch: VecDeque<Row>,
     done: bool,
+    /// SET STATISTICS IO: read-ahead counted up to the last batch.
+    read_ahead: ReadAheadMark,
 }
 
 impl RangeScan<'_> {
@@ -221,7 +241,9 @@ impl Cursor for RangeScan<'_> {
                 return Ok(None);
             }
             ctx.check_cancel()?;
-            self.read_batch(ctx)?;
+            let (node, mut mark) = (self.node, self.read_ahead);
+            crate::statistics::streaming_read(&node.db, &node.table, &mut mark, || self.read_batch(ctx))?;
+            self.read_ahead = mark;
         }
     }
 }

@@ -77,6 +77,9 @@ pub enum Expr {
         to: SqlType,
         style: Option<i32>,
         try_: bool,
+        /// A conversion the binder added (SQL Server's CONVERT_IMPLICIT), not a CAST or
+        /// CONVERT the query wrote.
+        implicit: bool,
     },
     Unary {
         op: UnaryOp,
@@ -189,6 +192,8 @@ pub struct RangeBound {
 pub struct ScanNode {
     pub db: String,
     pub table: Arc<Table>,
+    /// The alias the query gave the table (`FROM t AS a`), for plans shown to clients.
+    pub alias: Option<String>,
     /// Position in `table.indexes`.
     pub index: usize,
     /// Values of the leading key columns (each computed once per scan).

@@ -13,6 +13,7 @@ use crate::cache::Compiled;
 use crate::dml::{self, Prepared};
 use crate::plan::{eval, Expr};
 use crate::runtime::ExecCtx;
+use crate::statistics::IoStatement;
 use crate::types::{SqlType, Value};
 use tessera_errors::SqlResult;
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -69,7 +70,7 @@ impl Runner<'_> {
         Ok(plan)
     }
 
-    fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Arc<Prepared>>> {
+    pub(super) fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Arc<Prepared>>> {
         let vars = self.visible(s);
         let key = addr(s);
         Ok(Some(match &s.kind {
@@ -185,14 +186,23 @@ impl Runner<'_> {
 
     pub(super) fn eval_scalar(&mut self, stmt: &Statement, e: &ast::Expr) -> SqlResult<(Value, SqlType)> {
         let (x, t) = self.scalar(stmt, e, false)?;
-        let mut ctx = ExecCtx::new(self.shared, self.state);
-        Ok((eval(&x, &[], &mut ctx)?, t))
+        let io = IoStatement::begin(self.state.options.statistics_io);
+        let v = eval(&x, &[], &mut ExecCtx::new(self.shared, self.state));
+        let tables = io.finish(None);
+        let v = v?;
+        self.io_messages(tables);
+        Ok((v, t))
     }
 
+    /// An IF or WHILE condition (its subqueries' reads reported under SET STATISTICS IO).
     pub(super) fn condition(&mut self, stmt: &Statement, e: &ast::Expr) -> SqlResult<bool> {
         let (x, _) = self.scalar(stmt, e, true)?;
-        let mut ctx = ExecCtx::new(self.shared, self.state);
-        crate::plan::is_true(&x, &[], &mut ctx)
+        let io = IoStatement::begin(self.state.options.statistics_io);
+        let v = crate::plan::is_true(&x, &[], &mut ExecCtx::new(self.shared, self.state));
+        let tables = io.finish(None);
+        let v = v?;
+        self.io_messages(tables);
+        Ok(v)
     }
 }
 

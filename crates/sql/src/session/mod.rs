@@ -16,7 +16,8 @@
 //! `Session` holds the entry points (batches here, RPCs in `rpc`, bulk loads in `bulk`);
 //! a `Runner` runs a batch or module body, its work split by concern: `compile` (step 3),
 //! `statements` (the loop of step 4), `control`, `variables`, `transactions`, `errors`,
-//! `options`, `calls`, `queries`, `admin` and `dbcc`.
+//! `options`, `calls`, `queries`, `admin`, `dbcc` and `showplan` (step 4 under SET
+//! SHOWPLAN_TEXT ON: plans shown, nothing run).
 
 mod admin;
 mod bulk;
@@ -28,6 +29,7 @@ mod errors;
 mod options;
 mod queries;
 mod rpc;
+mod showplan;
 mod statements;
 mod transactions;
 mod variables;
@@ -159,6 +161,7 @@ impl Session {
 
     fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {
         self.state.cancel.store(false, Ordering::Relaxed);
+        let watch = crate::statistics::Stopwatch::start();
         let shared = self.shared.clone();
         let cached = match shared.plans.get_or_parse(&self.state.database, text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
@@ -168,6 +171,11 @@ impl Session {
                 return;
             }
         };
+        if let Err(e) = showplan::check_showplan_alone(&cached.batch.statements) {
+            sink.message(&e);
+            self.state.error = e.number;
+            return;
+        }
         let frame = match Frame::of(&cached.batch) {
             Ok(f) => f,
             Err(e) => {
@@ -183,7 +191,10 @@ impl Session {
             runner.state.error = e.number;
             return;
         }
-        let _ = runner.run_block(&cached.batch.statements);
+        if runner.state.options.statistics_time {
+            runner.sink.message(&watch.compile_message());
+        }
+        let _ = runner.run_or_show(&cached.batch.statements);
         runner.drop_table_variables();
     }
 
@@ -203,7 +214,7 @@ impl Session {
         let frame = Frame { decls, visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
         self.state.vars = values;
         let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
-        let _ = runner.run_block(&cached.batch.statements);
+        let _ = runner.run_or_show(&cached.batch.statements);
     }
 
     /// The cancel flag a network layer sets on an attention signal.
@@ -297,6 +308,15 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// Runs a batch's statements, or shows their plans under SET SHOWPLAN_TEXT ON.
+    fn run_or_show(&mut self, stmts: &[ast::Statement]) -> Result<control::Flow, errors::Stop> {
+        if self.state.options.showplan_text {
+            self.show_block(stmts)
+        } else {
+            self.run_block(stmts)
+        }
+    }
+
     fn with_ctx<T>(&mut self, f: impl FnOnce(&mut ExecCtx) -> SqlResult<T>) -> SqlResult<T> {
         let mut ctx = ExecCtx::new(self.shared, self.state);
         f(&mut ctx)

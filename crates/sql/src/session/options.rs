@@ -41,6 +41,9 @@ impl Runner<'_> {
                 ("ARITHABORT", Some(v)) => o.arithabort = v,
                 ("ANSI_WARNINGS", Some(v)) => o.ansi_warnings = v,
                 ("FMTONLY", Some(v)) => o.fmtonly = v,
+                ("SHOWPLAN_TEXT", Some(v)) => o.showplan_text = v,
+                ("STATISTICS IO", Some(v)) => o.statistics_io = v,
+                ("STATISTICS TIME", Some(v)) => o.statistics_time = v,
                 (
                     "ANSI_PADDING"
                     | "ANSI_NULL_DFLT_ON"
@@ -52,12 +55,9 @@ impl Runner<'_> {
                     | "NOEXEC"
                     | "PARSEONLY"
                     | "FORCEPLAN"
-                    | "STATISTICS IO"
-                    | "STATISTICS TIME"
                     | "STATISTICS XML"
                     | "STATISTICS PROFILE"
                     | "SHOWPLAN_ALL"
-                    | "SHOWPLAN_TEXT"
                     | "SHOWPLAN_XML"
                     | "XACT_ABORT_OFF"
                     | "NO_BROWSETABLE"

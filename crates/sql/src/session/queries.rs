@@ -9,6 +9,7 @@ use crate::dml::{self, Prepared};
 use crate::output::Collected;
 use crate::plan::{open, run, Expr};
 use crate::runtime::ExecCtx;
+use crate::statistics::IoStatement;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -42,6 +43,7 @@ impl Runner<'_> {
         self.sink.done(count, false);
     }
 
+    /// Runs a compiled statement; under SET STATISTICS IO its reads follow, table by table.
     pub(super) fn run_prepared(&mut self, p: &Prepared) -> SqlResult<()> {
         if self.state.options.fmtonly {
             // Shapes only: a query's column metadata (no rows); nothing is modified.
@@ -50,6 +52,29 @@ impl Runner<'_> {
             }
             return Ok(());
         }
+        let io = IoStatement::begin(self.state.options.statistics_io);
+        let result = self.run_compiled(p);
+        // What a data change reads to store its rows is its target's.
+        let target = match p {
+            Prepared::Insert(i) => Some(&i.target),
+            Prepared::Update(u) => Some(&u.target),
+            Prepared::Delete(d) => Some(&d.target),
+            Prepared::Query(_) | Prepared::Assign { .. } => None,
+        };
+        let tables = io.finish(target.map(|t| (t.db.as_str(), &*t.table)));
+        result?;
+        self.io_messages(tables);
+        Ok(())
+    }
+
+    /// SET STATISTICS IO's messages for what a statement read.
+    pub(super) fn io_messages(&mut self, tables: Vec<crate::statistics::TableIo>) {
+        for t in tables {
+            self.sink.message(&t.message());
+        }
+    }
+
+    fn run_compiled(&mut self, p: &Prepared) -> SqlResult<()> {
         match p {
             Prepared::Query(q) => self.stream_query(q)?,
             Prepared::Assign { plan, targets } => {
@@ -160,7 +185,10 @@ impl Runner<'_> {
         }
         let create = ast::CreateTable { name: into.clone(), columns, constraints: Vec::new(), indexes: Vec::new() };
         self.with_ctx(|ctx| ddl::create_table(ctx, &create))?;
-        let rows = self.with_ctx(|ctx| run(&bound.plan, &[], ctx))?;
+        let io = IoStatement::begin(self.state.options.statistics_io);
+        let rows = self.with_ctx(|ctx| run(&bound.plan, &[], ctx));
+        let tables = io.finish(None);
+        let rows = rows?;
         let insert = ast::Insert {
             top: None,
             table: into,
@@ -176,6 +204,7 @@ impl Runner<'_> {
         plan.source_types = bound.columns.iter().map(|c| c.ty).collect();
         let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
         self.affected(n);
+        self.io_messages(tables);
         Ok(())
     }
 

@@ -39,8 +39,28 @@ impl Runner<'_> {
         Ok(Flow::Next)
     }
 
-    /// Runs one statement with SQL Server's error handling around it.
+    /// Runs one statement with SQL Server's error handling around it; under SET STATISTICS
+    /// TIME a query, data change or EXEC is followed by its execution times.
     pub(super) fn run_one(&mut self, s: &Statement) -> Result<Flow, Stop> {
+        let timed = matches!(
+            s.kind,
+            StatementKind::Query(_)
+                | StatementKind::Insert(_)
+                | StatementKind::Update(_)
+                | StatementKind::Delete(_)
+                | StatementKind::Execute(_)
+                | StatementKind::ExecuteString(_)
+        );
+        if !(timed && self.state.options.statistics_time) {
+            return self.run_statement(s);
+        }
+        let watch = crate::statistics::Stopwatch::start();
+        let result = self.run_statement(s);
+        self.sink.message(&watch.execution_message());
+        result
+    }
+
+    fn run_statement(&mut self, s: &Statement) -> Result<Flow, Stop> {
         self.executed += 1;
         if self.executed > MAX_STATEMENTS_PER_BATCH {
             let e = SqlError::new(50000, "The batch ran too many statements.").at_line(s.line);

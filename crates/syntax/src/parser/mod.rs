@@ -96,9 +96,19 @@ impl<'a> Parser<'a> {
     }
 
     fn bare_procedure_call(&mut self) -> Result<Statement> {
-        let line = self.peek().line;
+        let (line, start) = (self.peek().line, self.peek().start);
         let execute = self.execute_call(None)?;
-        Ok(Statement { line, kind: StatementKind::Execute(Box::new(execute)) })
+        let span = (start, self.statement_end());
+        Ok(Statement { line, span, kind: StatementKind::Execute(Box::new(execute)) })
+    }
+
+    /// Where the statement just parsed ends in the text: its last token, or the semicolon
+    /// right after it.
+    fn statement_end(&self) -> usize {
+        if self.peek().is_punct(Punct::Semicolon) {
+            return self.peek().end;
+        }
+        self.tokens[self.pos.saturating_sub(1)].end
     }
 
     fn skip_semicolons(&mut self) {

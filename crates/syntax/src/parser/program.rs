@@ -40,9 +40,10 @@ impl Parser<'_> {
     /// `CREATE PROCEDURE` and friends are allowed).
     pub(super) fn statement(&mut self, first: bool) -> Result<Statement> {
         self.nested(|p| {
-            let line = p.peek().line;
+            let (line, start) = (p.peek().line, p.peek().start);
             let kind = p.statement_kind(first)?;
-            Ok(Statement { line, kind })
+            let span = (start, p.statement_end());
+            Ok(Statement { line, span, kind })
         })
     }
 

@@ -1436,3 +1436,16 @@ fn long_chains_are_capped() {
     };
     std::thread::Builder::new().stack_size(2 << 20).spawn(run).unwrap().join().unwrap();
 }
+
+#[test]
+fn statement_spans_cover_their_text_and_semicolon() {
+    let text = "SELECT 1;  SELECT *\nFROM t WHERE a = 1\nIF 1 = 1 BEGIN PRINT 'x' END; EXEC sp_who";
+    let statements = parse(text);
+    let spans: Vec<&str> = statements.iter().map(|s| &text[s.span.0..s.span.1]).collect();
+    assert_eq!(spans, ["SELECT 1;", "SELECT *\nFROM t WHERE a = 1", "IF 1 = 1 BEGIN PRINT 'x' END;", "EXEC sp_who"]);
+    let bare = parse("sp_who 1;");
+    assert_eq!(bare[0].span, (0, 9));
+    let StatementKind::If { then, .. } = &statements[2].kind else { panic!() };
+    let StatementKind::Block(body) = &then.kind else { panic!() };
+    assert_eq!(&text[body[0].span.0..body[0].span.1], "PRINT 'x'");
+}

@@ -48,11 +48,17 @@ pub struct Shared {
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
     errorlog: Mutex<Option<ErrorLogHook>>,
+    /// Runs a user-defined scalar function's body (the session layer's statement loop),
+    /// for expressions that call one.
+    pub scalar_functions: ScalarFunctions,
     /// What statements' blocking operators hold (see `plan::Grant`).
     pub query_memory: Arc<crate::plan::QueryMemory>,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
+
+/// Runs a user-defined scalar function with its arguments and returns its value.
+pub type ScalarFunctions = fn(&mut ExecCtx, &crate::plan::UserCall, Vec<Value>) -> SqlResult<Value>;
 
 /// Writes one ERRORLOG line for a session (spid 0: the server).
 pub type ErrorLogHook = Arc<dyn Fn(i32, &str) + Send + Sync>;
@@ -91,28 +97,16 @@ pub struct ConnectionInfo {
 }
 
 impl Shared {
-    /// Wraps an engine; (re)creates an empty `tempdb`, as SQL Server does at every start.
-    pub fn new(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
-        if engine.exists("tempdb") {
-            engine.drop_database("tempdb")?;
-        }
-        engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
-        let config = crate::config::Config::load(engine.database("master")?)?;
-        let logins = crate::logins::Logins::load(engine.database("master")?)?;
-        config.apply_memory(&engine)?;
-        // A configured extension that cannot start (its device is gone) stays off; the
-        // extension configuration view shows it disabled.
-        let _ = config.start_extension(&engine);
-        if !engine.exists("msdb") {
-            engine.create_database(
-                "msdb",
-                tessera_database::DatabaseOptions {
-                    recovery_model: tessera_database::RecoveryModel::Simple,
-                    ..Default::default()
-                },
-            )?;
-        }
-        let shared = Arc::new_cyclic(|me| Shared {
+    /// The instance over `engine`, its configuration and logins loaded from master, with
+    /// `scalar_functions` running the bodies of user-defined scalar functions. Starting an
+    /// instance (tempdb, msdb) is `Shared::new`, in the session layer.
+    pub(crate) fn assemble(
+        engine: Arc<Engine>,
+        config: crate::config::Config,
+        logins: crate::logins::Logins,
+        scalar_functions: ScalarFunctions,
+    ) -> Arc<Shared> {
+        Arc::new_cyclic(|me| Shared {
             engine,
             plans: PlanCache::new(config.plan_cache_bytes()),
             server_name: "tessera".to_string(),
@@ -126,14 +120,9 @@ impl Shared {
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
             errorlog: Mutex::new(None),
             query_memory: Arc::default(),
+            scalar_functions,
             me: me.clone(),
-        });
-        let mut out = crate::output::Collected::default();
-        crate::session::Session::system(shared.clone(), "msdb")?.execute(crate::backup::MSDB_TABLES, &mut out);
-        if let Some(e) = out.errors().first() {
-            return Err((*e).clone());
-        }
-        Ok(shared)
+        })
     }
 
     /// This value as an `Arc` (it always lives in one).

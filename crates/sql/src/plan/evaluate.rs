@@ -176,7 +176,7 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,
         Expr::UserFunction { call, args } => {
             let vals = eval_all(args, row, ctx)?;
-            crate::session::call_scalar_function(ctx, call, vals)?
+            (ctx.shared.scalar_functions)(ctx, call, vals)?
         }
     })
 }

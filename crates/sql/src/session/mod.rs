@@ -17,7 +17,8 @@
 //! a `Runner` runs a batch or module body, its work split by concern: `compile` (step 3),
 //! `statements` (the loop of step 4), `control`, `variables`, `transactions`, `errors`,
 //! `options`, `calls`, `queries`, `admin`, `dbcc` and `showplan` (step 4 under SET
-//! SHOWPLAN_TEXT ON: plans shown, nothing run).
+//! SHOWPLAN_TEXT ON: plans shown, nothing run). `instance` starts the instance the
+//! sessions share (`Shared::new`).
 
 mod admin;
 mod bulk;
@@ -26,6 +27,7 @@ mod compile;
 mod control;
 mod dbcc;
 mod errors;
+mod instance;
 mod options;
 mod queries;
 mod rpc;
@@ -47,7 +49,6 @@ use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
 
-pub(crate) use calls::call_scalar_function;
 pub use errors::format_message;
 use errors::report;
 pub use rpc::{RpcOutcome, RpcParam};

@@ -1,0 +1,46 @@
+//! Starting an instance: tempdb made afresh (as SQL Server does at every start),
+//! configuration and logins loaded from master, msdb and its history tables made at the
+//! first start, and the session layer's statement loop handed down for user-defined
+//! scalar functions that expressions call.
+
+use std::sync::Arc;
+
+use tessera_database::Engine;
+
+use super::calls::call_scalar_function;
+use super::Session;
+use crate::output::Collected;
+use crate::runtime::Shared;
+use tessera_errors::SqlResult;
+
+impl Shared {
+    /// Starts the instance over `engine`.
+    pub fn new(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
+        if engine.exists("tempdb") {
+            engine.drop_database("tempdb")?;
+        }
+        engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
+        let config = crate::config::Config::load(engine.database("master")?)?;
+        let logins = crate::logins::Logins::load(engine.database("master")?)?;
+        config.apply_memory(&engine)?;
+        // A configured extension that cannot start (its device is gone) stays off; the
+        // extension configuration view shows it disabled.
+        let _ = config.start_extension(&engine);
+        if !engine.exists("msdb") {
+            engine.create_database(
+                "msdb",
+                tessera_database::DatabaseOptions {
+                    recovery_model: tessera_database::RecoveryModel::Simple,
+                    ..Default::default()
+                },
+            )?;
+        }
+        let shared = Shared::assemble(engine, config, logins, call_scalar_function);
+        let mut out = Collected::default();
+        Session::system(shared.clone(), "msdb")?.execute(crate::backup::MSDB_TABLES, &mut out);
+        if let Some(e) = out.errors().first() {
+            return Err((*e).clone());
+        }
+        Ok(shared)
+    }
+}

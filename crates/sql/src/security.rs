@@ -81,7 +81,7 @@ pub fn create_login(
                     return Err(unsupported("MUST_CHANGE"));
                 }
                 if old.is_some() {
-                    return Err(SqlError::new(102, "OLD_PASSWORD can only be used in ALTER LOGIN."));
+                    return Err(SqlError::new(102, "Incorrect syntax near 'OLD_PASSWORD'.").with_severity(15));
                 }
                 new.password = value.clone();
                 password = true;
@@ -98,7 +98,7 @@ pub fn create_login(
             LoginOption::CheckPolicy(on) => new.check_policy = *on,
             LoginOption::CheckExpiration(on) => new.check_expiration = *on,
             LoginOption::Credential(_) | LoginOption::NoCredential => return Err(unsupported("CREDENTIAL")),
-            LoginOption::Name(_) => return Err(SqlError::new(102, "NAME can only be used in ALTER LOGIN.")),
+            LoginOption::Name(_) => return Err(SqlError::new(102, "Incorrect syntax near 'NAME'.").with_severity(15)),
         }
     }
     if !password {
@@ -154,7 +154,7 @@ pub fn alter_login(shared: &Shared, login: &str, name: &Ident, action: &AlterLog
             }
             LoginOption::DefaultDatabase(db) => check_database(shared, db)?,
             LoginOption::DefaultLanguage(l) => check_language(l)?,
-            LoginOption::Sid(_) => return Err(SqlError::new(102, "SID can only be set by CREATE LOGIN.")),
+            LoginOption::Sid(_) => return Err(SqlError::new(102, "Incorrect syntax near 'SID'.").with_severity(15)),
             LoginOption::Credential(_) | LoginOption::NoCredential => return Err(unsupported("CREDENTIAL")),
             _ => {}
         }

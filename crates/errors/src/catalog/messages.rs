@@ -15,7 +15,7 @@ const fn m(number: i32, severity: u8, aborts: Abort, template: &'static str) -> 
 use Abort::{Batch, Connection, Statement, Transaction};
 
 pub static MESSAGES: &[Message] = &[
-    m(102, 15, Statement, "%ls"),
+    m(102, 15, Statement, "Incorrect syntax near '%.*ls'."),
     m(103, 15, Statement, "The identifier that starts with '%.*ls' is too long. Maximum length is 128."),
     m(104, 15, Statement, "ORDER BY items must appear in the select list if the statement contains a UNION, INTERSECT or EXCEPT operator."),
     m(105, 15, Statement, "Unclosed quotation mark after the character string '%.*ls'."),

@@ -63,7 +63,7 @@ impl<'a> Binder<'a> {
                 (Expr::Session { func, args: Vec::new() }, ty, true)
             }
             ast::Expr::Default => {
-                return Err(SqlError::new(102, "Incorrect syntax near the keyword 'DEFAULT'.").with_severity(15))
+                return Err(SqlError::new(156, "Incorrect syntax near the keyword 'DEFAULT'.").with_severity(15))
             }
             ast::Expr::Nested(inner) => return self.bind_expr_n(inner),
             ast::Expr::Collate { expr, .. } => return self.bind_expr_n(expr),

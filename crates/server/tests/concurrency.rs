@@ -497,9 +497,14 @@ fn shutdown_ends_blocked_and_busy_sessions_and_loses_nothing_committed() {
     // no lock timeout, and a session inserting flat out.
     c.exec("BEGIN TRAN; UPDATE t SET v = 99 WHERE id = 1");
     let port = server.port();
+    // Each session says when it is logged in (the inserter: once it has committed), so a
+    // slow machine cannot shut the server down before they exist.
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let blocked_ready = ready_tx.clone();
     let blocked = std::thread::spawn(move || {
         let mut b = Conn::open(port);
         b.exec("USE conc");
+        blocked_ready.send(()).unwrap();
         b.try_query("UPDATE t SET v = v + 1 WHERE id = 1").map(|_| ())
     });
     let inserter = std::thread::spawn(move || {
@@ -511,9 +516,16 @@ fn shutdown_ends_blocked_and_busy_sessions_and_loses_nothing_committed() {
                 Ok(_) => committed.push(id),
                 Err(_) => break,
             }
+            if id == 2 {
+                ready_tx.send(()).unwrap();
+            }
         }
         committed
     });
+    for _ in 0..2 {
+        ready_rx.recv_timeout(Duration::from_secs(60)).expect("both sessions logged in");
+    }
+    // Time for the blocked update to reach its lock wait.
     std::thread::sleep(Duration::from_millis(500));
     // A second server on the same data directory is refused while this one runs.
     let mut second = server.config.clone();

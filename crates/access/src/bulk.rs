@@ -66,48 +66,42 @@ struct Builder<'a> {
     before: Lsn,
 }
 
-impl Space {
-    /// Loads `rows`, whose keys must be strictly ascending, into the tree `tree` if it is
-    /// empty, minimally logged (see the module documentation); takes an exclusive table
-    /// lock first. Returns `None`, having changed nothing, when the tree holds any record
-    /// (the caller then inserts row by row). The pages are durable when it returns, so
-    /// the caller may commit at once; a rollback undoes the whole load.
-    pub fn bulk_load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
-        &self,
-        txn: &mut Txn,
-        tree: PageNo,
-        rows: impl IntoIterator<Item = (K, V)>,
-    ) -> Result<Option<BulkOutcome>> {
-        let meta = self.lock_table_exclusive(txn, tree)?;
-        let _latch = meta.latch.write();
-        {
-            let g = self.pool.fetch(self.file, tree)?.into_read();
-            if !btree::is_leaf(&g) || slotted::count(&g) != 0 {
-                return Ok(None);
-            }
+/// The body of [`Space::bulk_load`].
+pub(crate) fn load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    space: &Space,
+    txn: &mut Txn,
+    tree: PageNo,
+    rows: impl IntoIterator<Item = (K, V)>,
+) -> Result<Option<BulkOutcome>> {
+    let meta = space.lock_table_exclusive(txn, tree)?;
+    let _latch = meta.latch.write();
+    {
+        let g = space.pool.fetch(space.file, tree)?.into_read();
+        if !btree::is_leaf(&g) || slotted::count(&g) != 0 {
+            return Ok(None);
         }
-        self.note_first_lsn(txn);
-        let before = txn.last_lsn();
-        let mut b = Builder { space: self, txn, root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0, before };
-        let mut last: Option<Vec<u8>> = None;
-        for (key, value) in rows {
-            let key = key.as_ref();
-            match last.as_mut() {
-                Some(l) if l.as_slice() >= key => {
-                    return Err(Error::Invalid("bulk load rows must come in strictly ascending key order".into()));
-                }
-                Some(l) => {
-                    l.clear();
-                    l.extend_from_slice(key);
-                }
-                None => last = Some(key.to_vec()),
-            }
-            b.push_row(key, value.as_ref())?;
-        }
-        let outcome = b.finish()?;
-        meta.forget_append_hint();
-        Ok(Some(outcome))
     }
+    space.note_first_lsn(txn);
+    let before = txn.last_lsn();
+    let mut b = Builder { space, txn, root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0, before };
+    let mut last: Option<Vec<u8>> = None;
+    for (key, value) in rows {
+        let key = key.as_ref();
+        match last.as_mut() {
+            Some(l) if l.as_slice() >= key => {
+                return Err(Error::Invalid("bulk load rows must come in strictly ascending key order".into()));
+            }
+            Some(l) => {
+                l.clear();
+                l.extend_from_slice(key);
+            }
+            None => last = Some(key.to_vec()),
+        }
+        b.push_row(key, value.as_ref())?;
+    }
+    let outcome = b.finish()?;
+    meta.forget_append_hint();
+    Ok(Some(outcome))
 }
 
 impl Builder<'_> {

@@ -57,147 +57,140 @@ impl ReadLocks {
     pub const COMMITTED: ReadLocks = ReadLocks { row: RowLock::Committed, table: None, skip_locked: false };
 }
 
-impl Space {
-    /// Reads the committed (or own uncommitted) value of `key` and passes it to `f`.
-    pub fn get_with<R>(&self, txn: &Txn, tree: PageNo, key: &[u8], f: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
-        let meta = self.tree(tree);
+/// The body of [`Space::get_with`].
+pub(crate) fn get_with<R>(
+    space: &Space,
+    txn: &Txn,
+    tree: PageNo,
+    key: &[u8],
+    f: impl Fn(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let meta = space.tree(tree);
+    loop {
+        let conflict = {
+            let _latch = meta.latch.read();
+            let found =
+                btree::lookup_with(space, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
+            match space.read_conflict(txn, &meta, key) {
+                None => return Ok(found.flatten()),
+                Some(c) => c,
+            }
+        };
+        space.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
+    }
+}
+
+/// The body of [`Space::get_locked`].
+pub(crate) fn get_locked<R>(
+    space: &Space,
+    txn: &mut Txn,
+    tree: PageNo,
+    key: &[u8],
+    locks: ReadLocks,
+    f: impl Fn(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let read = || -> Result<Option<R>> {
+        let found = btree::lookup_with(space, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
+        Ok(found.flatten())
+    };
+    let mode = match locks.row {
+        RowLock::Committed if locks.table.is_none() && !locks.skip_locked => return get_with(space, txn, tree, key, f),
+        RowLock::Uncommitted => {
+            let meta = space.tree(tree);
+            let _latch = meta.latch.read();
+            return read();
+        }
+        RowLock::Committed => None,
+        RowLock::Keep { mode, hold } => Some((mode, hold)),
+    };
+    let i = lock_tree_for_read(space, txn, tree, locks)?;
+    let meta = txn.trees[i].meta.clone();
+    let Some((mode, hold)) = mode.filter(|(m, _)| !txn.trees[i].covers(*m)) else {
+        // READ COMMITTED (with READPAST or under a table lock that may not cover writers).
         loop {
             let conflict = {
                 let _latch = meta.latch.read();
-                let found =
-                    btree::lookup_with(self, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
-                match self.read_conflict(txn, &meta, key) {
-                    None => return Ok(found.flatten()),
+                match space.read_conflict(txn, &meta, key) {
+                    None => return read(),
                     Some(c) => c,
                 }
             };
-            self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
-        }
-    }
-
-    pub fn get(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_with(txn, tree, key, |v| v.to_vec())
-    }
-
-    /// Reads `key` as `locks` says (see the module documentation). A row that turns out
-    /// not to exist keeps its new lock only if it is held to the end of the transaction.
-    pub fn get_locked<R>(
-        &self,
-        txn: &mut Txn,
-        tree: PageNo,
-        key: &[u8],
-        locks: ReadLocks,
-        f: impl Fn(&[u8]) -> R,
-    ) -> Result<Option<R>> {
-        let read = || -> Result<Option<R>> {
-            let found =
-                btree::lookup_with(self, tree, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
-            Ok(found.flatten())
-        };
-        let mode = match locks.row {
-            RowLock::Committed if locks.table.is_none() && !locks.skip_locked => {
-                return self.get_with(txn, tree, key, f)
-            }
-            RowLock::Uncommitted => {
-                let meta = self.tree(tree);
-                let _latch = meta.latch.read();
-                return read();
-            }
-            RowLock::Committed => None,
-            RowLock::Keep { mode, hold } => Some((mode, hold)),
-        };
-        let i = self.lock_tree_for_read(txn, tree, locks)?;
-        let meta = txn.trees[i].meta.clone();
-        let Some((mode, hold)) = mode.filter(|(m, _)| !txn.trees[i].covers(*m)) else {
-            // READ COMMITTED (with READPAST or under a table lock that may not cover writers).
-            loop {
-                let conflict = {
-                    let _latch = meta.latch.read();
-                    match self.read_conflict(txn, &meta, key) {
-                        None => return read(),
-                        Some(c) => c,
-                    }
-                };
-                if locks.skip_locked {
-                    return Ok(None);
-                }
-                self.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
-            }
-        };
-        let r = Resource::key(tree, key);
-        let mut new = false;
-        loop {
-            {
-                let _latch = meta.latch.read();
-                if let Some(fresh) = self.locks.try_lock(txn.id, r, mode) {
-                    new |= fresh;
-                    let found = read()?;
-                    // A missing key keeps a lock held to the end of the transaction
-                    // (HOLDLOCK, UPDLOCK): no one can insert it meanwhile, so "read, and
-                    // insert if absent" is safe — what SQL Server's key-range lock gives a
-                    // point lookup. A statement-long lock on a missing key is let go.
-                    if found.is_none() && new && hold == Hold::Statement {
-                        drop(_latch);
-                        self.locks.release_unless(txn.id, r, |_| false);
-                    } else if new {
-                        self.keep_lock(txn, i, r, hold)?;
-                    }
-                    return Ok(found);
-                }
-            }
             if locks.skip_locked {
                 return Ok(None);
             }
-            new |= self.locks.lock(txn.id, r, mode, txn.wait())?;
+            space.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
         }
+    };
+    let r = Resource::key(tree, key);
+    let mut new = false;
+    loop {
+        {
+            let _latch = meta.latch.read();
+            if let Some(fresh) = space.locks.try_lock(txn.id, r, mode) {
+                new |= fresh;
+                let found = read()?;
+                // A missing key keeps a lock held to the end of the transaction
+                // (HOLDLOCK, UPDLOCK): no one can insert it meanwhile, so "read, and
+                // insert if absent" is safe — what SQL Server's key-range lock gives a
+                // point lookup. A statement-long lock on a missing key is let go.
+                if found.is_none() && new && hold == Hold::Statement {
+                    drop(_latch);
+                    space.locks.release_unless(txn.id, r, |_| false);
+                } else if new {
+                    space.keep_lock(txn, i, r, hold)?;
+                }
+                return Ok(found);
+            }
+        }
+        if locks.skip_locked {
+            return Ok(None);
+        }
+        new |= space.locks.lock(txn.id, r, mode, txn.wait())?;
     }
+}
 
-    /// Takes the locks on `tree` a read with `locks` needs before it reads rows: the
-    /// intent lock of its row locks and the table lock asked for (none for READ
-    /// COMMITTED or NOLOCK reads).
-    pub fn lock_table_for_read(&self, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<()> {
-        if locks.row != RowLock::Uncommitted && (locks.table.is_some() || matches!(locks.row, RowLock::Keep { .. })) {
-            self.lock_tree_for_read(txn, tree, locks)?;
-        }
-        Ok(())
+/// The body of [`Space::lock_table_for_read`].
+pub(crate) fn lock_table_for_read(space: &Space, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<()> {
+    if locks.row != RowLock::Uncommitted && (locks.table.is_some() || matches!(locks.row, RowLock::Keep { .. })) {
+        lock_tree_for_read(space, txn, tree, locks)?;
     }
+    Ok(())
+}
 
-    /// The transaction's lock entry for a tree it is about to read with `locks`: the
-    /// intent lock (IX for U and X row locks, IS otherwise) and the table lock asked for.
-    fn lock_tree_for_read(&self, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<usize> {
-        let write = matches!(locks.row, RowLock::Keep { mode: LockMode::Update | LockMode::Exclusive, .. })
-            || matches!(locks.table, Some(LockMode::Update | LockMode::Exclusive));
-        let i = self.tree_locks(txn, tree, write)?;
-        if let Some(mode) = locks.table {
-            self.lock_table(txn, i, mode)?;
-        }
-        Ok(i)
+/// The transaction's lock entry for a tree it is about to read with `locks`: the
+/// intent lock (IX for U and X row locks, IS otherwise) and the table lock asked for.
+fn lock_tree_for_read(space: &Space, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<usize> {
+    let write = matches!(locks.row, RowLock::Keep { mode: LockMode::Update | LockMode::Exclusive, .. })
+        || matches!(locks.table, Some(LockMode::Update | LockMode::Exclusive));
+    let i = space.tree_locks(txn, tree, write)?;
+    if let Some(mode) = locks.table {
+        space.lock_table(txn, i, mode)?;
     }
+    Ok(i)
+}
 
-    /// Rows with keys in `(lo, hi)` in `dir` order; rows other transactions hold locks
-    /// on are waited for (READ COMMITTED), skipped or read as `on_locked` says.
-    pub fn scan<'s>(
-        &'s self,
-        txn: &'s Txn,
-        tree: PageNo,
-        lo: Bound<Vec<u8>>,
-        hi: Bound<Vec<u8>>,
-        dir: Direction,
-        on_locked: OnLocked,
-    ) -> Scan<'s> {
-        Scan {
-            space: self,
-            txn,
-            meta: self.tree(tree),
-            lo,
-            hi,
-            dir,
-            on_locked,
-            buf: Vec::new(),
-            more: true,
-            wait_for: None,
-            read_ahead: if txn.read_ahead { btree::ReadAhead::default() } else { btree::ReadAhead::off() },
-        }
+/// The body of [`Space::scan`].
+pub(crate) fn scan<'s>(
+    space: &'s Space,
+    txn: &'s Txn,
+    tree: PageNo,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    dir: Direction,
+    on_locked: OnLocked,
+) -> Scan<'s> {
+    Scan {
+        space,
+        txn,
+        meta: space.tree(tree),
+        lo,
+        hi,
+        dir,
+        on_locked,
+        buf: Vec::new(),
+        more: true,
+        wait_for: None,
+        read_ahead: if txn.read_ahead { btree::ReadAhead::default() } else { btree::ReadAhead::off() },
     }
 }
 

@@ -1,6 +1,15 @@
 //! A database's data file as the access layer sees it: the page store the buffer pool
 //! reads and writes, the file header, space allocation and the per-tree latches.
 //!
+//! [`Space`] has one `impl` block, here: every method is declared in it with its
+//! contract, in groups — the file and its trees, allocation, checkpoint and recovery,
+//! transactions, locks, reads, row changes, trees inside transactions. Small methods are
+//! written out; the larger ones call their bodies in modules by concern: `crate::read`
+//! (reads and scans), `crate::txn` (commit, rollback, savepoints), `crate::txn::locks`
+//! (key, table, schema and application locks), `crate::txn::write` (insert, update,
+//! delete), `crate::txn::recovery` (undo and crash recovery) and `crate::bulk` (bulk
+//! loads).
+//!
 //! File layout: page 0 is the file header; allocation maps sit at pages
 //! `1 + k * BITS_PER_MAP` and each tracks itself and the `BITS_PER_MAP - 1` pages after
 //! it, one bit per page (1 = in use). A 512 MiB stretch of file costs one 8 KiB map,
@@ -8,21 +17,27 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
 use tessera_buffer::{BufferPool, FileId, PageStore};
 use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
+use tessera_log::recovery::RecoveryOutcome;
 use tessera_log::{Lsn, Wal};
 
-use crate::lock::LockManager;
-use crate::mtr::Mtr;
-use crate::ops::{PageOp, BITMAP_OFFSET};
-use crate::txn::{TreeMeta, TxnTable};
+use crate::btree::{self, Direction};
+use crate::bulk::{self, BulkOutcome};
+use crate::lock::{LockManager, LockMode, Resource};
+use crate::mtr::{LogCtx, Mtr};
+use crate::ops::{PageOp, Undo, BITMAP_OFFSET};
+use crate::read::{self, OnLocked, ReadLocks, Scan};
+use crate::txn::{self, Durability, Hold, TreeMeta, Txn, TxnTable};
 
 pub const BITS_PER_MAP: u32 = ((PAGE_SIZE - HEADER_SIZE) * 8) as u32;
 const MAGIC: &[u8; 8] = b"TSRADAT1";
@@ -164,6 +179,8 @@ pub struct Space {
 }
 
 impl Space {
+    // The file and its trees.
+
     /// Creates the data file and formats page 0, the first allocation map and the boot
     /// tree (the catalog root) through the log.
     pub fn create(name: &str, path: &Path, pool: Arc<BufferPool>, wal: Arc<Wal>) -> Result<Arc<Space>> {
@@ -181,7 +198,7 @@ impl Space {
         let m = mtr.latch_new(1)?;
         mtr.apply(m, PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: 0, next: 0, aux: 0 });
         mtr.apply(m, PageOp::SetBits { first: 0, count: 1, value: true });
-        let boot = crate::btree::create(&space, &mut mtr)?;
+        let boot = btree::create(&space, &mut mtr)?;
         assert_eq!(boot, BOOT_ROOT, "the boot tree is the first page allocated");
         mtr.commit_system()?;
         Ok(Arc::new(space))
@@ -254,6 +271,8 @@ impl Space {
         }
         self.trees.write().entry(root).or_insert_with(|| Arc::new(TreeMeta::new(root))).clone()
     }
+
+    // Allocation.
 
     fn map_page(k: usize) -> PageNo {
         1 + (k as u32) * BITS_PER_MAP
@@ -378,6 +397,8 @@ impl Space {
         Ok(out)
     }
 
+    // Checkpoint and recovery.
+
     /// Fuzzy checkpoint: flush every page dirty now (latching each), log the active
     /// transactions, point the master record at the checkpoint and let the log be
     /// reused below the oldest LSN still needed.
@@ -396,6 +417,230 @@ impl Space {
         let reason = if begin < redo_lsn { "ACTIVE_TRANSACTION" } else { "NOTHING" };
         self.wal.truncate_before(begin, reason);
         Ok(master)
+    }
+
+    /// Crash recovery: redo from the last checkpoint, undo the losers.
+    pub fn recover(&self, master: tessera_log::Master) -> Result<RecoveryOutcome> {
+        txn::recovery::recover(self, master)
+    }
+
+    // Transactions: bodies in `crate::txn`.
+
+    /// Starts a transaction; finish it with [`Space::commit`] or [`Space::rollback`].
+    pub fn begin(&self, durability: Durability) -> Txn {
+        self.txns.begin(durability)
+    }
+
+    /// Commits: logs the commit, waits for the log flush (unless delayed), removes the
+    /// transaction's ghosts and releases its locks.
+    pub fn commit(&self, txn: Txn) -> Result<()> {
+        txn::commit(self, txn)
+    }
+
+    /// Rolls the transaction back: undoes its changes newest first, with compensation
+    /// records, then logs its end and releases its locks.
+    pub fn rollback(&self, txn: Txn) -> Result<()> {
+        txn::rollback(self, txn)
+    }
+
+    /// The point [`Space::rollback_to`] can return to: everything logged so far.
+    pub fn savepoint(&self, txn: &Txn) -> Lsn {
+        txn.last_lsn()
+    }
+
+    /// Partial rollback (`ROLLBACK TRANSACTION savepoint`, and statement atomicity inside
+    /// a transaction): undoes, with compensation records, every change made after
+    /// `savepoint`; the transaction stays open and keeps its locks. The compensation
+    /// chain skips the undone records, so a later full rollback does not undo them twice.
+    pub fn rollback_to(&self, txn: &mut Txn, savepoint: Lsn) -> Result<()> {
+        txn::rollback_to(self, txn, savepoint)
+    }
+
+    /// Publishes a lower bound of the transaction's first LSN before its first record
+    /// exists, so a checkpoint never truncates the log past it.
+    pub(crate) fn note_first_lsn(&self, txn: &Txn) {
+        txn::note_first_lsn(self, txn)
+    }
+
+    /// Logs `mtr` as the transaction's next Update record, with `undo`, and reserves the
+    /// log room its compensation will need. Returns the record's LSN.
+    pub(crate) fn commit_update(&self, txn: &mut Txn, mtr: Mtr, undo: &Undo) -> Result<Lsn> {
+        txn::commit_update(self, txn, mtr, undo)
+    }
+
+    // Locks: bodies in `crate::txn::locks`.
+
+    /// The transaction's entry for a tree it locks keys in, made on first use with an
+    /// intent lock on the table: IX (and a place among the tree's writers) when `write`,
+    /// IS otherwise; a reader's entry becomes a writer's on its first write.
+    pub(crate) fn tree_locks(&self, txn: &mut Txn, tree: PageNo, write: bool) -> Result<usize> {
+        txn::locks::tree_locks(self, txn, tree, write)
+    }
+
+    /// Remembers a new key lock `r` in the tree of `txn.trees[i]`, to be released at the
+    /// end of the statement or of the transaction as `hold` says, and counts it toward
+    /// escalation to a table lock (see `txn::locks::lock_key`). A transaction holding
+    /// `lock::MAX_LOCKS_PER_TXN` locks gets an error instead, and `r` is released.
+    pub(crate) fn keep_lock(&self, txn: &mut Txn, i: usize, r: Resource, hold: Hold) -> Result<()> {
+        txn::locks::keep_lock(self, txn, i, r, hold)
+    }
+
+    /// Locks the table of `txn.trees[i]` in `mode` (S or X: TABLOCK, TABLOCKX) to the end
+    /// of the transaction; it then covers the key locks of that mode. (SQL Server keeps a
+    /// TABLOCK without HOLDLOCK to the end of the statement; here the intent lock taken
+    /// first merges with it, so it lasts as long as the intent.)
+    pub(crate) fn lock_table(&self, txn: &mut Txn, i: usize, mode: LockMode) -> Result<()> {
+        txn::locks::lock_table(self, txn, i, mode)
+    }
+
+    /// Takes an exclusive lock on the whole table `tree` (waiting for other writers and
+    /// readers to finish): no key locks are taken in it afterwards.
+    pub(crate) fn lock_table_exclusive(&self, txn: &mut Txn, tree: PageNo) -> Result<Arc<TreeMeta>> {
+        let i = self.tree_locks(txn, tree, true)?;
+        self.lock_table(txn, i, LockMode::Exclusive)?;
+        Ok(txn.trees[i].meta.clone())
+    }
+
+    /// Takes a schema lock on object `object` (Sch-S for a statement using it, Sch-M for
+    /// DDL changing it) until the statement ends.
+    pub fn lock_schema(&self, txn: &mut Txn, object: u32, mode: LockMode) -> Result<()> {
+        txn::locks::lock_schema(self, txn, object, mode)
+    }
+
+    /// Takes an application lock for the rest of the transaction (`sp_getapplock` with
+    /// `@LockOwner = 'Transaction'`), waiting at most `timeout` (None: until granted);
+    /// returns whether it had to wait.
+    pub fn lock_app(&self, txn: &mut Txn, r: Resource, mode: LockMode, timeout: Option<Duration>) -> Result<bool> {
+        txn::locks::lock_app(self, txn, r, mode, timeout)
+    }
+
+    /// Whether the transaction holds a lock on `key` in `tree`.
+    pub fn holds_key(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> bool {
+        self.locks.held(txn.id, Resource::key(tree, key)).is_some()
+    }
+
+    /// Lets go of the transaction's lock on `key` in `tree` unless a write made it X: a
+    /// locking read whose row did not qualify keeps nothing (as SQL Server releases the
+    /// U lock of a row an UPDATE's predicate rejects).
+    pub fn release_key(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) {
+        txn::locks::release_key(self, txn, tree, key)
+    }
+
+    /// Ends a statement's locks: its statement-duration locks are released, except those
+    /// a write converted to X, which are kept to the end of the transaction.
+    pub fn end_statement(&self, txn: &mut Txn) {
+        txn::locks::end_statement(self, txn)
+    }
+
+    /// The lock a READ COMMITTED reader of `key` must wait for, if another transaction
+    /// holds one: an exclusive table lock or an exclusive key lock.
+    pub(crate) fn read_conflict(&self, txn: &Txn, meta: &TreeMeta, key: &[u8]) -> Option<(Resource, LockMode)> {
+        if meta.writers.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let table = Resource::Table(meta.root);
+        if self.locks.conflicts(txn.id, table, LockMode::IntentShared) {
+            return Some((table, LockMode::IntentShared));
+        }
+        let r = Resource::key(meta.root, key);
+        self.locks.conflicts(txn.id, r, LockMode::Shared).then_some((r, LockMode::Shared))
+    }
+
+    // Reads: bodies in `crate::read`.
+
+    /// Reads the committed (or own uncommitted) value of `key` and passes it to `f`.
+    pub fn get_with<R>(&self, txn: &Txn, tree: PageNo, key: &[u8], f: impl Fn(&[u8]) -> R) -> Result<Option<R>> {
+        read::get_with(self, txn, tree, key, f)
+    }
+
+    /// [`Space::get_with`], copying the value out.
+    pub fn get(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_with(txn, tree, key, |v| v.to_vec())
+    }
+
+    /// Reads `key` as `locks` says (see `crate::read`). A row that turns out not to
+    /// exist keeps its new lock only if it is held to the end of the transaction.
+    pub fn get_locked<R>(
+        &self,
+        txn: &mut Txn,
+        tree: PageNo,
+        key: &[u8],
+        locks: ReadLocks,
+        f: impl Fn(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        read::get_locked(self, txn, tree, key, locks, f)
+    }
+
+    /// Takes the locks on `tree` a read with `locks` needs before it reads rows: the
+    /// intent lock of its row locks and the table lock asked for (none for READ
+    /// COMMITTED or NOLOCK reads).
+    pub fn lock_table_for_read(&self, txn: &mut Txn, tree: PageNo, locks: ReadLocks) -> Result<()> {
+        read::lock_table_for_read(self, txn, tree, locks)
+    }
+
+    /// Rows with keys in `(lo, hi)` in `dir` order; rows other transactions hold locks
+    /// on are waited for (READ COMMITTED), skipped or read as `on_locked` says.
+    pub fn scan<'s>(
+        &'s self,
+        txn: &'s Txn,
+        tree: PageNo,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        dir: Direction,
+        on_locked: OnLocked,
+    ) -> Scan<'s> {
+        read::scan(self, txn, tree, lo, hi, dir, on_locked)
+    }
+
+    // Row changes: bodies in `crate::txn::write`.
+
+    /// Inserts a row; a live row with the same key is error 2627.
+    pub fn insert(&self, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
+        txn::write::insert(self, txn, tree, key, value)
+    }
+
+    /// Replaces the value of an existing row; returns false if there is none.
+    pub fn update(&self, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<bool> {
+        txn::write::update(self, txn, tree, key, value)
+    }
+
+    /// Deletes a row (leaving a ghost until commit); returns false if there is none.
+    pub fn delete(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<bool> {
+        txn::write::delete(self, txn, tree, key)
+    }
+
+    // Trees as part of transactions.
+
+    /// Creates an empty B+tree inside the transaction and returns its root page. If the
+    /// transaction rolls back (or never commits before a crash) the tree's pages are freed.
+    pub fn create_tree(&self, txn: &mut Txn) -> Result<PageNo> {
+        self.note_first_lsn(txn);
+        let mut mtr = Mtr::new(self)?;
+        let root = btree::create(self, &mut mtr)?;
+        self.commit_update(txn, mtr, &Undo::CreateTree { root })?;
+        Ok(root)
+    }
+
+    /// Frees every page of a tree that no catalog entry names any more (a committed
+    /// DROP). Safe to repeat after a crash part-way: pages already freed are skipped.
+    pub fn free_tree(&self, root: PageNo) -> Result<()> {
+        let meta = self.tree(root);
+        let _latch = meta.latch.write();
+        btree::free_tree(self, root, LogCtx::system()).map(|_| ())
+    }
+
+    /// Loads `rows`, whose keys must be strictly ascending, into the tree `tree` if it is
+    /// empty, minimally logged (see `crate::bulk`); takes an exclusive table lock first.
+    /// Returns `None`, having changed nothing, when the tree holds any record (the caller
+    /// then inserts row by row). The pages are durable when it returns, so the caller may
+    /// commit at once; a rollback undoes the whole load.
+    pub fn bulk_load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        txn: &mut Txn,
+        tree: PageNo,
+        rows: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Option<BulkOutcome>> {
+        bulk::load(self, txn, tree, rows)
     }
 }
 

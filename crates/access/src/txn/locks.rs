@@ -1,0 +1,165 @@
+//! The locks a transaction takes: key locks (escalated to a table lock after
+//! `ESCALATE_AT` in one tree), table, schema and application locks.
+//!
+//! Locks last to the end of the transaction, or to the end of the statement for READ
+//! COMMITTED update locks that no write converted to X ([`Space::end_statement`]).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tessera_buffer::page::PageNo;
+use tessera_errors::{Error, Result};
+
+use super::{Hold, TreeLocks, Txn};
+use crate::lock::{LockMode, Resource, Wait};
+use crate::space::Space;
+
+/// Key locks one transaction takes in one tree before it tries to escalate to an
+/// exclusive table lock (SQL Server's threshold); a failed attempt is retried after
+/// another `ESCALATE_RETRY` locks.
+const ESCALATE_AT: usize = 5000;
+const ESCALATE_RETRY: usize = 1250;
+
+/// Takes `mode` on `key` in the tree of `txn.trees[i]` unless a table lock the
+/// transaction holds covers it; returns whether a new lock was taken. A new lock is
+/// remembered for release (at the statement's or the transaction's end, per `hold`)
+/// and counted toward escalation: after `ESCALATE_AT` key locks in one tree the
+/// transaction tries, without waiting, to lock the whole table (X if it writes
+/// there, S otherwise) and drops its key locks there.
+pub(super) fn lock_key(space: &Space, txn: &mut Txn, i: usize, key: &[u8], mode: LockMode, hold: Hold) -> Result<bool> {
+    if txn.trees[i].covers(mode) {
+        return Ok(false);
+    }
+    let tree = txn.trees[i].meta.root;
+    let r = Resource::key(tree, key);
+    if !space.locks.lock(txn.id, r, mode, txn.wait())? {
+        return Ok(false);
+    }
+    space.keep_lock(txn, i, r, hold)?;
+    Ok(true)
+}
+
+/// The body of [`Space::keep_lock`]: escalation as [`lock_key`] describes it.
+pub(crate) fn keep_lock(space: &Space, txn: &mut Txn, i: usize, r: Resource, hold: Hold) -> Result<()> {
+    if txn.locks.len() + txn.statement_locks.len() >= crate::lock::MAX_LOCKS_PER_TXN {
+        space.locks.release_all(txn.id, &[r]);
+        return Err(Error::Invalid(format!(
+            "the transaction holds {} locks, the most one transaction may hold",
+            crate::lock::MAX_LOCKS_PER_TXN
+        )));
+    }
+    match hold {
+        Hold::Transaction => txn.locks.push(r),
+        Hold::Statement => txn.statement_locks.push(r),
+    }
+    let t = &mut txn.trees[i];
+    t.keys += 1;
+    if t.keys >= t.next_escalation {
+        let tree = t.meta.root;
+        let mode = if t.writer { LockMode::Exclusive } else { LockMode::Shared };
+        match space.locks.try_lock(txn.id, Resource::Table(tree), mode) {
+            Some(new) => {
+                t.table = Some(mode);
+                if new {
+                    txn.locks.push(Resource::Table(tree));
+                }
+                let in_tree = |r: &Resource| matches!(r, Resource::Key(t, _) if *t == tree);
+                let (released, kept): (Vec<Resource>, Vec<Resource>) = txn.locks.iter().partition(|r| in_tree(r));
+                space.locks.release_all(txn.id, &released);
+                txn.locks = kept;
+                let (released, kept): (Vec<Resource>, Vec<Resource>) =
+                    txn.statement_locks.iter().partition(|r| in_tree(r));
+                space.locks.release_all(txn.id, &released);
+                txn.statement_locks = kept;
+            }
+            None => t.next_escalation += ESCALATE_RETRY,
+        }
+    }
+    Ok(())
+}
+
+/// The body of [`Space::tree_locks`].
+pub(crate) fn tree_locks(space: &Space, txn: &mut Txn, tree: PageNo, write: bool) -> Result<usize> {
+    let found = txn.trees.iter().position(|t| t.meta.root == tree);
+    if let Some(i) = found {
+        if !write || txn.trees[i].writer {
+            return Ok(i);
+        }
+    }
+    let intent = if write { LockMode::IntentExclusive } else { LockMode::IntentShared };
+    if space.locks.lock(txn.id, Resource::Table(tree), intent, txn.wait())? {
+        txn.locks.push(Resource::Table(tree));
+    }
+    let i = match found {
+        Some(i) => i,
+        None => {
+            let meta = space.tree(tree);
+            txn.trees.push(TreeLocks { meta, keys: 0, next_escalation: ESCALATE_AT, table: None, writer: false });
+            txn.trees.len() - 1
+        }
+    };
+    if write {
+        txn.trees[i].writer = true;
+        txn.trees[i].meta.writers.fetch_add(1, Ordering::AcqRel);
+    }
+    Ok(i)
+}
+
+/// The body of [`Space::lock_schema`].
+pub(crate) fn lock_schema(space: &Space, txn: &mut Txn, object: u32, mode: LockMode) -> Result<()> {
+    debug_assert!(matches!(mode, LockMode::SchemaStability | LockMode::SchemaModification));
+    let r = Resource::Schema(object);
+    if space.locks.lock(txn.id, r, mode, txn.wait())? {
+        txn.statement_locks.push(r);
+    }
+    Ok(())
+}
+
+/// The body of [`Space::lock_app`].
+pub(crate) fn lock_app(
+    space: &Space,
+    txn: &mut Txn,
+    r: Resource,
+    mode: LockMode,
+    timeout: Option<Duration>,
+) -> Result<bool> {
+    debug_assert!(matches!(r, Resource::App(_)));
+    let wait = Wait { timeout, cancel: txn.cancel.as_deref() };
+    let (new, waited) = space.locks.lock_noting_wait(txn.id, r, mode, wait)?;
+    if new {
+        txn.locks.push(r);
+    }
+    Ok(waited)
+}
+
+/// The body of [`Space::release_key`].
+pub(crate) fn release_key(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]) {
+    let r = Resource::key(tree, key);
+    if space.locks.release_unless(txn.id, r, |m| m == LockMode::Exclusive).is_none() {
+        txn.locks.retain(|&l| l != r);
+        txn.statement_locks.retain(|&l| l != r);
+    }
+}
+
+/// The body of [`Space::end_statement`].
+pub(crate) fn end_statement(space: &Space, txn: &mut Txn) {
+    for r in std::mem::take(&mut txn.statement_locks) {
+        if space.locks.release_unless(txn.id, r, |m| m == LockMode::Exclusive).is_some() {
+            txn.locks.push(r);
+        }
+    }
+}
+
+/// The body of [`Space::lock_table`].
+pub(crate) fn lock_table(space: &Space, txn: &mut Txn, i: usize, mode: LockMode) -> Result<()> {
+    if txn.trees[i].table.is_some_and(|m| m.max(mode) == m) {
+        return Ok(());
+    }
+    let r = Resource::Table(txn.trees[i].meta.root);
+    if space.locks.lock(txn.id, r, mode, txn.wait())? {
+        txn.locks.push(r);
+    }
+    // What the transaction holds now (an intent lock combined with S makes X).
+    txn.trees[i].table = space.locks.held(txn.id, r).filter(|&m| m >= LockMode::Shared);
+    Ok(())
+}

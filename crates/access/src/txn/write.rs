@@ -1,0 +1,156 @@
+//! Row changes: insert, update and delete.
+//!
+//! Protocol of a row change:
+//! 1. IX lock on the table and X lock on the key, held to the end of the transaction;
+//! 2. exclusive tree latch for the one operation;
+//! 3. read the current record; log one Update record whose redo is the page change and
+//!    whose undo is the old record (or "remove the key");
+//! 4. release the tree latch.
+//!
+//! Deletes leave a ghost (the record flagged, same key): a reader that meets a ghost
+//! whose deleter is still active waits for it like for any uncommitted row, so READ
+//! COMMITTED never sees an uncommitted delete. After commit the transaction removes
+//! its ghosts (redo-only System records); ghosts left by a crash are skipped by readers
+//! and reused by inserts.
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tessera_buffer::page::PageNo;
+use tessera_buffer::PageHandle;
+use tessera_errors::{Error, Result};
+use tessera_log::RecordKind;
+
+use super::{locks, reserve_undo, Hold, TreeMeta, Txn};
+use crate::btree;
+use crate::lock::LockMode;
+use crate::mtr::LogCtx;
+use crate::ops::Undo;
+use crate::space::Space;
+
+/// Ghost keys a transaction remembers for cleanup after commit; beyond this, ghosts
+/// are left for later inserts to reuse.
+const MAX_TRACKED_GHOSTS: usize = 100_000;
+
+/// Takes the locks a change of `key` in `tree` needs: IX on the table and X on the
+/// key, or nothing more once the transaction holds X on the whole table.
+fn lock_for_write(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<Arc<TreeMeta>> {
+    let i = space.tree_locks(txn, tree, true)?;
+    locks::lock_key(space, txn, i, key, LockMode::Exclusive, Hold::Transaction)?;
+    Ok(txn.trees[i].meta.clone())
+}
+
+/// Applies a row change: `new` is the leaf record to store (None: remove the key).
+fn change(
+    space: &Space,
+    txn: &mut Txn,
+    meta: &TreeMeta,
+    key: &[u8],
+    new: Option<Vec<u8>>,
+    old: Option<Vec<u8>>,
+) -> Result<()> {
+    space.note_first_lsn(txn);
+    let tree = meta.root;
+    let size = old.as_ref().map_or(0, Vec::len).max(new.as_ref().map_or(0, Vec::len));
+    let undo = Undo::Row { tree, key: Cow::Borrowed(key), old };
+    let ctx =
+        LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
+    match new {
+        Some(rec) => {
+            let placed = btree::put_placed(space, tree, key, rec, ctx)?;
+            note_placed(txn, meta, placed);
+        }
+        None => txn.shared.last_lsn.store(btree::remove(space, tree, key, ctx)?, Ordering::Release),
+    }
+    reserve_undo(space, txn, key, size);
+    Ok(())
+}
+
+/// Bookkeeping after a row change stored a record: the transaction's last LSN and
+/// the tree's append hint.
+fn note_placed(txn: &Txn, meta: &TreeMeta, placed: btree::Placed) {
+    if placed.rightmost {
+        meta.append_hint.store(placed.leaf, Ordering::Relaxed);
+    }
+    txn.shared.last_lsn.store(placed.lsn, Ordering::Release);
+}
+
+/// The body of [`Space::insert`].
+pub(crate) fn insert(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
+    let meta = lock_for_write(space, txn, tree, key)?;
+    let _latch = meta.latch.write();
+    let mut rec = btree::leaf_record(0, key, value);
+    // Ever-increasing keys go straight to the rightmost leaf: a key above every key
+    // in the tree cannot be a duplicate.
+    space.note_first_lsn(txn);
+    let undo = Undo::Row { tree, key: Cow::Borrowed(key), old: None };
+    let ctx =
+        LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
+    if let Some(leaf) = append_leaf(space, txn, tree, &meta)? {
+        if let Some(lsn) = btree::try_append(space, tree, leaf, key, &mut rec, ctx)? {
+            txn.shared.last_lsn.store(lsn, Ordering::Release);
+            reserve_undo(space, txn, key, 0);
+            return Ok(());
+        }
+    }
+    match btree::insert_placed(space, tree, key, rec, ctx)? {
+        Ok(placed) => {
+            note_placed(txn, &meta, placed);
+            reserve_undo(space, txn, key, 0);
+            Ok(())
+        }
+        Err(existing) if !btree::is_ghost(&existing) => {
+            Err(Error::DuplicateKey { object: format!("tree {tree}"), key: format!("{key:02x?}") })
+        }
+        // A deleted row not yet cleaned: the insert replaces it, and undoing the insert
+        // puts the ghost back.
+        Err(ghost) => change(space, txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
+    }
+}
+
+/// The transaction's pinned handle on the tree's rightmost leaf as last seen by an
+/// insert (`None`: not known yet), pinning it first if the transaction holds another.
+fn append_leaf<'t>(space: &Space, txn: &'t mut Txn, tree: PageNo, meta: &TreeMeta) -> Result<Option<&'t PageHandle>> {
+    let hint = meta.append_hint.load(Ordering::Relaxed);
+    if hint == 0 {
+        return Ok(None);
+    }
+    let held = matches!(&txn.append_leaf, Some((t, h)) if *t == tree && h.page_no() == hint);
+    if !held {
+        // Unpin the old leaf before pinning the new one: a transaction holds one.
+        txn.append_leaf = None;
+        txn.append_leaf = Some((tree, space.pool.fetch(space.file, hint)?));
+    }
+    Ok(txn.append_leaf.as_ref().map(|(_, h)| h))
+}
+
+/// The body of [`Space::update`].
+pub(crate) fn update(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<bool> {
+    let meta = lock_for_write(space, txn, tree, key)?;
+    let _latch = meta.latch.write();
+    let Some(current) = btree::lookup_with(space, tree, key, |r| r.to_vec())? else { return Ok(false) };
+    if btree::is_ghost(&current) {
+        return Ok(false);
+    }
+    change(space, txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(current))?;
+    Ok(true)
+}
+
+/// The body of [`Space::delete`].
+pub(crate) fn delete(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<bool> {
+    let meta = lock_for_write(space, txn, tree, key)?;
+    let _latch = meta.latch.write();
+    let Some(mut current) = btree::lookup_with(space, tree, key, |r| r.to_vec())? else { return Ok(false) };
+    if btree::is_ghost(&current) {
+        return Ok(false);
+    }
+    let mut ghost = current.clone();
+    ghost[0] |= btree::GHOST;
+    current[0] &= !btree::GHOST;
+    change(space, txn, &meta, key, Some(ghost), Some(current))?;
+    if txn.ghosts.len() < MAX_TRACKED_GHOSTS {
+        txn.ghosts.push((tree, key.to_vec()));
+    }
+    Ok(true)
+}

@@ -10,8 +10,9 @@
 //! records into two new children, and when the root is left with one child, that
 //! child's records move back up.
 //!
-//! Concurrency: callers hold the tree's latch (`Space::tree_latch`) shared to read and
-//! exclusive to change, for the duration of one operation, never across a transaction.
+//! Concurrency: callers hold the tree's latch (`TreeMeta::latch`, from `Space::tree`)
+//! shared to read and exclusive to change, for the duration of one operation, never
+//! across a transaction.
 //! Page latches inside are taken root-to-leaf and, for sibling links, left-to-right.
 //!
 //! Splits and merges are structure modifications logged as one System record each

@@ -1,0 +1,342 @@
+//! ALTER TABLE: columns and constraints added, columns dropped or altered, constraints dropped.
+
+use std::sync::Arc;
+
+use super::constraints::{apply_constraint, constraint_failed, set_default};
+use super::indexes::place_index;
+use super::locking::lock_for_ddl;
+use super::rebuild::{in_own_transaction, rebuild, save_definition};
+use super::tables::{column_def, resolve_column_type};
+use super::{heap_index, target_for, tree_name};
+use crate::catalog::Table;
+use crate::dml;
+use crate::plan::Row;
+use crate::runtime::ExecCtx;
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, ConstraintKind, ObjectName};
+
+fn is_empty(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
+    Ok(dml::table_rows(ctx, db, table)?.is_empty())
+}
+
+pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
+    let adds_constraint = matches!(action, ast::AlterTableAction::Add { constraints, .. } if !constraints.is_empty());
+    alter_table_inner(ctx, name, action).map_err(|e| {
+        if adds_constraint && e.number == 1505 {
+            constraint_failed(e)
+        } else {
+            e
+        }
+    })
+}
+
+fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
+    let (database, table) = lock_for_ddl(ctx, name)?;
+    let db = database.name().to_string();
+    let catalog = ctx.shared.catalog(&database)?;
+    let salt = catalog.version.wrapping_mul(31);
+    match action {
+        ast::AlterTableAction::Add { columns, constraints } => {
+            let mut new = (*table).clone();
+            let mut rewrite = false;
+            let first_new = new.columns.len();
+            for (k, c) in columns.iter().enumerate() {
+                if new.column(&c.name.value).is_some() {
+                    return Err(SqlError::new(
+                        2705,
+                        format!("Column names in each table must be unique. Column name '{}' in table '{}' is specified more than once.", c.name.value, table.name),
+                    ));
+                }
+                let col = column_def(c, first_new + k + 1)?;
+                if col.identity.is_some() && new.identity_column().is_some() {
+                    return Err(SqlError::new(2744, format!("Multiple identity columns specified for table '{}'. Only one identity column per table is allowed.", table.name)));
+                }
+                let needs_value = !col.nullable || col.identity.is_some();
+                new.columns.push(col);
+                let idx = new.columns.len() - 1;
+                if let Some(d) = &c.default {
+                    set_default(&mut new, idx, d, salt + k as u64);
+                }
+                if needs_value {
+                    if new.columns[idx].default.is_none()
+                        && new.columns[idx].identity.is_none()
+                        && !is_empty(ctx, &db, &table)?
+                    {
+                        return Err(SqlError::new(
+                            4901,
+                            format!("ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '{}' cannot be added to non-empty table '{}' because it does not satisfy these conditions.", c.name.value, table.name),
+                        ));
+                    }
+                    rewrite = true;
+                }
+                for con in &c.constraints {
+                    let column = Some(c.name.value.as_str());
+                    let mut implicit_null = vec![false; new.columns.len()];
+                    implicit_null[idx] = c.nullable.is_none();
+                    let salt = salt + 100 + k as u64;
+                    if let Some(ix) =
+                        apply_constraint(ctx, &catalog, &mut new, con, column, &implicit_null, catalog.version, salt)
+                            .map_err(constraint_failed)?
+                    {
+                        place_index(&mut new, ix);
+                        rewrite = true;
+                    }
+                }
+            }
+            let mut new_indexes = Vec::new();
+            let mut validate = false;
+            for (k, con) in constraints.iter().enumerate() {
+                if matches!(con.kind, ConstraintKind::PrimaryKey { .. }) && new.primary_key().is_some() {
+                    return Err(constraint_failed(
+                        SqlError::new(1779, format!("Table '{}' already has a primary key defined on it.", table.name))
+                            .with_state(0),
+                    ));
+                }
+                let salt = salt + 200 + k as u64;
+                if let Some(ix) = apply_constraint(ctx, &catalog, &mut new, con, None, &[], catalog.version, salt)
+                    .map_err(constraint_failed)?
+                {
+                    if ix.is_clustered() {
+                        rewrite = true;
+                    } else {
+                        new_indexes.push(ix.clone());
+                    }
+                    place_index(&mut new, ix);
+                }
+                validate |= matches!(con.kind, ConstraintKind::Check(_) | ConstraintKind::ForeignKey { .. });
+            }
+            if rewrite {
+                let defaults = target_for(ctx, &db, Arc::new(new.clone()))?.defaults;
+                let added: Vec<usize> = (first_new..new.columns.len()).collect();
+                let new_table = new.clone();
+                // Values for the added columns: identity, default, or NULL.
+                let mut fill: Vec<Value> = Vec::new();
+                for &i in &added {
+                    fill.push(match (&new_table.columns[i].identity, &defaults[i]) {
+                        (Some(_), _) => Value::Null,
+                        (None, Some((crate::plan::Expr::Const(v), t))) => {
+                            types::cast(v, t, &new_table.columns[i].ty, None)?
+                        }
+                        (None, Some((e, t))) => {
+                            let v = crate::plan::eval(e, &[], ctx)?;
+                            types::cast(&v, t, &new_table.columns[i].ty, None)?
+                        }
+                        (None, None) => Value::Null,
+                    });
+                }
+                let identity = new_table.identity_column().filter(|i| added.contains(i));
+                let counter = std::cell::Cell::new(0i64);
+                let ident = new_table.identity_column().and_then(|i| new_table.columns[i].identity);
+                let transform = move |mut r: Row| -> SqlResult<Row> {
+                    for v in &fill {
+                        r.push(v.clone());
+                    }
+                    if let (Some(i), Some((seed, inc))) = (identity, ident) {
+                        let n = seed + counter.get() * inc;
+                        counter.set(counter.get() + 1);
+                        r[i] = types::cast(&Value::Int(n), &SqlType::BigInt, &new_table.columns[i].ty, None)?;
+                    }
+                    Ok(r)
+                };
+                rebuild(ctx, &database, &table, new, &transform)?;
+            } else {
+                for ix in &mut new_indexes {
+                    ix.tree = tree_name(new.id, ix.id, catalog.version.wrapping_add(ix.id as u64));
+                }
+                for ix in &new_indexes {
+                    if let Some(slot) = new.indexes.iter_mut().find(|i| i.id == ix.id) {
+                        slot.tree = ix.tree.clone();
+                    }
+                }
+                for ix in &new_indexes {
+                    database.create_table(&ix.tree)?;
+                }
+                let target = target_for(ctx, &db, Arc::new(new.clone()))?;
+                let built = in_own_transaction(ctx, |ctx| {
+                    for ix in &new_indexes {
+                        dml::build_index(ctx, &target, ix)?;
+                    }
+                    if validate {
+                        dml::validate_rows(ctx, &target)?;
+                    }
+                    Ok(())
+                });
+                if let Err(e) = built {
+                    for ix in &new_indexes {
+                        let _ = database.drop_table(&ix.tree);
+                    }
+                    return Err(e.with_alter_context());
+                }
+                save_definition(ctx, &database, new)?;
+            }
+            Ok(())
+        }
+        ast::AlterTableAction::DropColumns { names, if_exists } => {
+            let mut new = (*table).clone();
+            let mut keep: Vec<usize> = (0..table.columns.len()).collect();
+            for n in names {
+                let Some(i) = table.column(&n.value) else {
+                    if *if_exists {
+                        continue;
+                    }
+                    return Err(SqlError::new(
+                        4924,
+                        format!(
+                            "ALTER TABLE DROP COLUMN failed because column '{}' does not exist in table '{}'.",
+                            n.value, table.name
+                        ),
+                    ));
+                };
+                let dependent = table
+                    .indexes
+                    .iter()
+                    .find(|ix| ix.columns.iter().any(|(c, _)| *c == i))
+                    .map(|ix| {
+                        (ix.name.clone(), if ix.primary_key || ix.unique_constraint { "object" } else { "index" })
+                    })
+                    .or_else(|| {
+                        table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| (f.name.clone(), "object"))
+                    })
+                    .or_else(|| table.columns[i].default.as_ref().map(|d| (d.name.clone(), "object")))
+                    .or_else(|| {
+                        table
+                            .checks
+                            .iter()
+                            .find(|c| {
+                                c.text.to_lowercase().contains(&format!("[{}]", table.columns[i].name.to_lowercase()))
+                            })
+                            .map(|c| (c.name.clone(), "object"))
+                    });
+                if let Some((dep, what)) = dependent {
+                    return Err(column_in_use("DROP", &table.columns[i].name, &dep, what));
+                }
+                keep.retain(|&k| k != i);
+            }
+            if keep.len() == table.columns.len() {
+                return Ok(());
+            }
+            if keep.is_empty() {
+                return Err(SqlError::new(4923, format!("ALTER TABLE DROP COLUMN failed because '{}' is the only data column in table '{}'. A table must have at least one data column.", names[0].value, table.name)));
+            }
+            let remap = |c: usize| keep.iter().position(|&k| k == c).expect("kept column");
+            new.columns = keep.iter().map(|&i| table.columns[i].clone()).collect();
+            for ix in &mut new.indexes {
+                for c in &mut ix.columns {
+                    c.0 = remap(c.0);
+                }
+                ix.include = ix.include.iter().filter(|c| keep.contains(c)).map(|&c| remap(c)).collect();
+            }
+            for fk in &mut new.foreign_keys {
+                fk.columns = fk.columns.iter().map(|&c| remap(c)).collect();
+            }
+            let keep2 = keep.clone();
+            rebuild(ctx, &database, &table, new, &move |r: Row| Ok(keep2.iter().map(|&i| r[i].clone()).collect()))
+        }
+        ast::AlterTableAction::DropConstraints { names, if_exists } => {
+            let mut new = (*table).clone();
+            let mut rewrite = false;
+            for n in names {
+                let name = &n.value;
+                if let Some(pos) = new
+                    .indexes
+                    .iter()
+                    .position(|ix| (ix.primary_key || ix.unique_constraint) && ix.name.eq_ignore_ascii_case(name))
+                {
+                    let ix = new.indexes[pos].clone();
+                    if let Some((child, fk)) = catalog.referencing(table.id).into_iter().find(|(c, k)| {
+                        let fk = &c.foreign_keys[*k];
+                        fk.ref_columns.len() == ix.columns.len()
+                            && fk.ref_columns.iter().all(|rc| ix.columns.iter().any(|(c, _)| c == rc))
+                    }) {
+                        return Err(SqlError::new(
+                            3725,
+                            format!(
+                                "The constraint '{}' is being referenced by table '{}', foreign key constraint '{}'.",
+                                ix.name, child.name, child.foreign_keys[fk].name
+                            ),
+                        ));
+                    }
+                    if pos == 0 {
+                        new.indexes[0] = heap_index(table.id, catalog.version);
+                        rewrite = true;
+                    } else {
+                        new.indexes.remove(pos);
+                        database.drop_table(&ix.tree)?;
+                    }
+                } else if let Some(pos) = new.checks.iter().position(|c| c.name.eq_ignore_ascii_case(name)) {
+                    new.checks.remove(pos);
+                } else if let Some(pos) = new.foreign_keys.iter().position(|f| f.name.eq_ignore_ascii_case(name)) {
+                    new.foreign_keys.remove(pos);
+                } else if let Some(col) = new
+                    .columns
+                    .iter_mut()
+                    .find(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name)))
+                {
+                    col.default = None;
+                } else if !*if_exists {
+                    return Err(SqlError::new(3727, "Could not drop constraint. See previous errors.")
+                        .with_state(0)
+                        .after(SqlError::new(3728, format!("'{name}' is not a constraint."))));
+                }
+            }
+            if rewrite {
+                rebuild(ctx, &database, &table, new, &Ok)
+            } else {
+                save_definition(ctx, &database, new)
+            }
+        }
+        ast::AlterTableAction::AlterColumn { name: col_name, ty, nullable } => {
+            let i = table.column(&col_name.value).ok_or_else(|| {
+                SqlError::new(
+                    4902,
+                    format!(
+                        "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+                        table.name
+                    ),
+                )
+            })?;
+            if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
+                let what = if ix.primary_key || ix.unique_constraint { "object" } else { "index" };
+                return Err(column_in_use("ALTER", &col_name.value, &ix.name, what));
+            }
+            let mut new = (*table).clone();
+            let old_ty = table.columns[i].ty;
+            let new_ty = resolve_column_type(ty, i + 1)?;
+            new.columns[i].ty = new_ty;
+            new.columns[i].nullable = nullable.unwrap_or(true);
+            let target_table = new.clone();
+            let db_name = db.clone();
+            rebuild(ctx, &database, &table, new, &move |mut r: Row| {
+                r[i] = dml::assign_value(&r[i], &old_ty, &db_name, &target_table, i)?;
+                Ok(r)
+            })
+        }
+        ast::AlterTableAction::CheckConstraints { .. } => {
+            Err(SqlError::new(40521, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced."))
+        }
+    }
+}
+
+trait AlterContext {
+    fn with_alter_context(self) -> Self;
+}
+
+impl AlterContext for SqlError {
+    /// SQL Server reports a constraint that existing rows violate with the ALTER TABLE
+    /// statement's name.
+    fn with_alter_context(mut self) -> SqlError {
+        self.message = self.message.replace("The INSERT statement", "The ALTER TABLE statement");
+        self
+    }
+}
+
+/// A column that an index or constraint depends on cannot be dropped or altered.
+fn column_in_use(verb: &str, column: &str, dependent: &str, what: &str) -> SqlError {
+    SqlError::new(
+        4922,
+        format!("ALTER TABLE {verb} COLUMN {column} failed because one or more objects access this column."),
+    )
+    .with_state(9)
+    .after(SqlError::new(5074, format!("The {what} '{dependent}' is dependent on column '{column}'.")))
+}

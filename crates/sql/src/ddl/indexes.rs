@@ -1,0 +1,188 @@
+//! Indexes: CREATE and DROP INDEX, index column lists, an index rebuilt by REPAIR_REBUILD.
+
+use std::sync::Arc;
+use tessera_database::LockMode;
+
+use super::locking::{lock_for_ddl, lock_trees};
+use super::rebuild::{in_own_transaction, rebuild, save_definition};
+use super::{heap_index, target_for, tree_name};
+use crate::catalog::{Index, Table};
+use crate::dml;
+use crate::runtime::ExecCtx;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Ident, ObjectName};
+
+/// Column positions of an index column list.
+pub(super) fn index_columns(table: &Table, cols: &[ast::IndexColumn], what: &str) -> SqlResult<Vec<(usize, bool)>> {
+    let mut out = Vec::new();
+    for c in cols {
+        let i = table.column(&c.name.value).ok_or_else(|| {
+            SqlError::new(1911, format!("Column name '{}' does not exist in the target table or view.", c.name.value))
+        })?;
+        if out.iter().any(|(x, _)| *x == i) {
+            return Err(SqlError::new(
+                1909,
+                format!(
+                    "Cannot use duplicate column names in {what}. Column name '{}' listed more than once.",
+                    c.name.value
+                ),
+            ));
+        }
+        if table.columns[i].ty.is_max() {
+            return Err(SqlError::new(
+                1919,
+                format!(
+                    "Column '{}' in table '{}' is of a type that is invalid for use as a key column in an index.",
+                    c.name.value, table.name
+                ),
+            ));
+        }
+        out.push((i, c.descending));
+    }
+    Ok(out)
+}
+
+pub(super) fn place_index(table: &mut Table, ix: Index) {
+    if ix.is_clustered() {
+        table.indexes[0] = ix;
+    } else {
+        table.indexes.push(ix);
+    }
+}
+
+pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
+    let (database, table) = lock_for_ddl(ctx, &ci.table)?;
+    if table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&ci.name.value)) {
+        return Err(SqlError::new(
+            1913,
+            format!(
+                "The operation failed because an index or statistics with name '{}' already exists on table '{}.{}'.",
+                ci.name.value, table.schema, table.name
+            ),
+        ));
+    }
+    if ci.filter.is_some() {
+        return Err(SqlError::new(40522, "Filtered indexes are not supported yet."));
+    }
+    let columns = index_columns(&table, &ci.columns, "key or index")?;
+    let include = ci
+        .include
+        .iter()
+        .map(|c| {
+            table.column(&c.value).ok_or_else(|| {
+                SqlError::new(1911, format!("Column name '{}' does not exist in the target table or view.", c.value))
+            })
+        })
+        .collect::<SqlResult<Vec<_>>>()?;
+    let mut new = (*table).clone();
+    let version = ctx.shared.catalog(&database)?.version;
+    if ci.clustered == Some(true) {
+        if !table.indexes[0].is_heap() {
+            return Err(SqlError::new(
+                1902,
+                format!("Cannot create more than one clustered index on table '{}'. Drop the existing clustered index '{}' before creating another.", table.name, table.indexes[0].name),
+            ));
+        }
+        new.indexes[0] = Index {
+            id: 1,
+            name: ci.name.value.clone(),
+            tree: String::new(),
+            columns,
+            unique: ci.unique,
+            primary_key: false,
+            unique_constraint: false,
+            include,
+        };
+        return rebuild(ctx, &database, &table, new, &Ok).map_err(|e| {
+            if e.number == 2601 || e.number == 2627 {
+                SqlError::new(1505, format!("The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '{}.{}' and the index name '{}'.", table.schema, table.name, ci.name.value))
+            } else {
+                e
+            }
+        });
+    }
+    let id = table.indexes.iter().map(|i| i.id).max().unwrap_or(1).max(1) + 1;
+    let ix = Index {
+        id,
+        name: ci.name.value.clone(),
+        tree: tree_name(table.id, id, version.wrapping_add(1_000_000)),
+        columns,
+        unique: ci.unique,
+        primary_key: false,
+        unique_constraint: false,
+        include,
+    };
+    database.create_table(&ix.tree)?;
+    new.indexes.push(ix.clone());
+    let target = target_for(ctx, database.name(), Arc::new(new.clone()))?;
+    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target, &ix)) {
+        let _ = database.drop_table(&ix.tree);
+        return Err(e);
+    }
+    save_definition(ctx, &database, new)
+}
+
+pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_exists: bool) -> SqlResult<()> {
+    let (database, table) = lock_for_ddl(ctx, table_name)?;
+    let Some(pos) = table.indexes.iter().position(|i| !i.is_heap() && i.name.eq_ignore_ascii_case(&index.value)) else {
+        if if_exists {
+            return Ok(());
+        }
+        return Err(SqlError::new(
+            3701,
+            format!(
+                "Cannot drop the index '{}.{}', because it does not exist or you do not have permission.",
+                table.name, index.value
+            ),
+        )
+        .with_severity(11)
+        .with_state(7));
+    };
+    let ix = &table.indexes[pos];
+    if ix.primary_key || ix.unique_constraint {
+        return Err(SqlError::new(
+            3723,
+            format!("An explicit DROP INDEX is not allowed on index '{}.{}'. It is being used for {} constraint enforcement.", table.name, ix.name, if ix.primary_key { "PRIMARY KEY" } else { "UNIQUE KEY" }),
+        ));
+    }
+    let mut new = (*table).clone();
+    if pos == 0 {
+        let version = ctx.shared.catalog(&database)?.version;
+        new.indexes[0] = heap_index(table.id, version);
+        return rebuild(ctx, &database, &table, new, &Ok);
+    }
+    let removed = new.indexes.remove(pos);
+    save_definition(ctx, &database, new)?;
+    database.drop_table(&removed.tree)?;
+    Ok(())
+}
+
+/// Rebuilds the nonclustered index `ix` of `table` from the table's rows into a new tree
+/// (DBCC CHECKDB … REPAIR_REBUILD): the table is locked as for DDL, the new tree built in
+/// a transaction of its own, the definition pointed at it, the old tree dropped.
+pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> SqlResult<()> {
+    let database = ctx.shared.database(db)?;
+    ctx.transaction(db)?.lock_schema(table.id as u32, LockMode::SchemaModification)?;
+    let Some(now) = ctx.shared.catalog(&database)?.table(&table.schema, &table.name).cloned() else {
+        return Ok(());
+    };
+    if now.id != table.id || ix >= now.indexes.len() || now.indexes[ix].name != table.indexes[ix].name {
+        // Changed by DDL since it was checked: nothing to repair here.
+        return Ok(());
+    }
+    lock_trees(ctx, &database, &now)?;
+    let version = ctx.shared.catalog(&database)?.version;
+    let mut new = (*now).clone();
+    let old_tree = new.indexes[ix].tree.clone();
+    new.indexes[ix].tree = tree_name(now.id, now.indexes[ix].id, version.wrapping_add(2_000_000));
+    database.create_table(&new.indexes[ix].tree)?;
+    let target = target_for(ctx, db, Arc::new(new.clone()))?;
+    let index = new.indexes[ix].clone();
+    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target, &index)) {
+        let _ = database.drop_table(&index.tree);
+        return Err(e);
+    }
+    save_definition(ctx, &database, new)?;
+    database.drop_table(&old_tree)?;
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! DDL's locks: a schema-modification lock on a table's definition, shared locks on its trees.
+
+use std::sync::Arc;
+use tessera_database::{LockMode, ReadLocks, RowLock};
+
+use crate::bind::Binder;
+use crate::catalog::Table;
+use crate::runtime::ExecCtx;
+use tessera_errors::SqlResult;
+use tessera_syntax::ast::ObjectName;
+
+/// Finds a table for DDL: (database, table).
+fn find_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
+    let session = &*ctx.session;
+    let mut b = Binder::new(ctx.shared, session, &[]);
+    let rt = b.resolve_table(name)?;
+    let database = ctx.shared.database(&rt.db)?;
+    Ok((database, rt.table))
+}
+
+/// Resolves a table for DDL and locks it: a schema-modification lock on its definition
+/// (waiting for every statement using it, and keeping new ones out until this statement
+/// ends), then a shared table lock on each of its trees, which waits for every
+/// transaction with uncommitted changes in them (they hold IX to their end) and keeps new
+/// writers out. Nobody else can then read or change the trees, so DDL may copy, replace
+/// or drop them; the shared lock (not X) lets DDL's own transaction (`in_own_transaction`)
+/// read them. Returns the definition as it is once locked.
+pub(super) fn lock_for_ddl(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
+    loop {
+        let (database, table) = find_table(ctx, name)?;
+        ctx.transaction(database.name())?.lock_schema(table.id as u32, LockMode::SchemaModification)?;
+        let (database, now) = find_table(ctx, name)?;
+        if now.id != table.id {
+            // Dropped and created again while this statement waited.
+            continue;
+        }
+        lock_trees(ctx, &database, &now)?;
+        return Ok((database, now));
+    }
+}
+
+/// The shared table locks `lock_for_ddl` takes on each tree of a table.
+pub(super) fn lock_trees(ctx: &mut ExecCtx, database: &tessera_database::Database, table: &Table) -> SqlResult<()> {
+    let shared = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
+    for ix in &table.indexes {
+        if let Some(tree) = database.table(&ix.tree) {
+            ctx.transaction(database.name())?.lock_table_for_read(tree, shared)?;
+        }
+    }
+    Ok(())
+}

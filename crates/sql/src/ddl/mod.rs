@@ -1,0 +1,75 @@
+//! Data definition: databases, tables, constraints and indexes.
+//!
+//! DDL takes effect at once and is not part of the session's transaction (a documented
+//! deviation from SQL Server, where DDL can be rolled back): the catalog row and the
+//! storage trees are written in their own transactions. Changes that alter the row layout
+//! or the clustered key (DROP COLUMN, ALTER COLUMN, a clustered index or primary key added
+//! or dropped) rebuild the table into new trees inside the session's transaction.
+//!
+//! Files: `databases` (CREATE/ALTER/DROP DATABASE), `tables` (CREATE/DROP/TRUNCATE TABLE,
+//! table variables, column definitions), `alter` (ALTER TABLE), `constraints` (PRIMARY KEY,
+//! UNIQUE, CHECK, DEFAULT, FOREIGN KEY), `indexes` (CREATE/DROP INDEX, REPAIR_REBUILD of an
+//! index), `locking` (the Sch-M and shared table locks DDL takes), `rebuild` (new trees
+//! loaded in DDL's own transaction, definitions saved); this file keeps the helpers they
+//! share (tree names, a table's trees, a heap's index, a table as a DML target).
+
+mod alter;
+mod constraints;
+mod databases;
+mod indexes;
+mod locking;
+mod rebuild;
+mod tables;
+
+pub use alter::alter_table;
+pub use databases::{alter_database, create_database, drop_database};
+pub use indexes::{create_index, drop_index, rebuild_index};
+pub use tables::{create_table, declare_table_variable, drop_table, truncate_table};
+
+use std::sync::Arc;
+
+use crate::bind::Binder;
+use crate::catalog::{Index, Table};
+use crate::dml;
+use crate::runtime::ExecCtx;
+use tessera_errors::SqlResult;
+
+fn tree_name(table_id: i32, index_id: u32, version: u64) -> String {
+    format!("#{table_id}.{index_id}.{version}")
+}
+
+/// Creates a table's storage trees.
+fn create_trees(db: &tessera_database::Database, table: &Table) -> SqlResult<()> {
+    for ix in &table.indexes {
+        db.create_table(&ix.tree)?;
+    }
+    Ok(())
+}
+
+fn drop_trees(db: &tessera_database::Database, table: &Table) -> SqlResult<()> {
+    for ix in &table.indexes {
+        if db.table(&ix.tree).is_some() {
+            db.drop_table(&ix.tree)?;
+        }
+    }
+    Ok(())
+}
+
+fn heap_index(table_id: i32, version: u64) -> Index {
+    Index {
+        id: 0,
+        name: String::new(),
+        tree: tree_name(table_id, 0, version),
+        columns: Vec::new(),
+        unique: false,
+        primary_key: false,
+        unique_constraint: false,
+        include: Vec::new(),
+    }
+}
+
+fn target_for(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<dml::Target> {
+    let session = &*ctx.session;
+    let mut b = Binder::new(ctx.shared, session, &[]);
+    dml::bind_target(&mut b, db.to_string(), table)
+}

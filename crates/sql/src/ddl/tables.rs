@@ -1,0 +1,292 @@
+//! Tables: CREATE, DROP and TRUNCATE TABLE, table variables, column definitions.
+
+use std::sync::Arc;
+
+use super::constraints::{apply_constraint, constraint_failed, ensure_constraint_name_free, set_default};
+use super::indexes::{index_columns, place_index};
+use super::locking::lock_for_ddl;
+use super::rebuild::replace_storage;
+use super::{create_trees, drop_trees, heap_index, tree_name};
+use crate::bind::Binder;
+use crate::catalog::{self, Catalog, Column, Index, Object, Table};
+use crate::runtime::{database_not_found, ExecCtx};
+use crate::types::{self, SqlType};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, ConstraintKind, Ident, ObjectName};
+
+pub(super) fn resolve_column_type(t: &ast::TypeName, position: usize) -> SqlResult<SqlType> {
+    types::resolve_type(t, false).map_err(|mut e| {
+        if e.number == 2715 {
+            e.message = e.message.replacen("#1", &format!("#{position}"), 1);
+        }
+        e
+    })
+}
+
+/// Where a new table goes: (database, schema, name); `#temp` tables get a session-unique
+/// name in tempdb.
+fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String, String)> {
+    let own = &name.name().value;
+    if own.starts_with('#') {
+        let real = format!("{own}_{:04X}_{:08X}", ctx.session.spid, ctx.session.temp_tables.len() as u32 + 1);
+        return Ok(("tempdb".to_string(), "dbo".to_string(), real));
+    }
+    let b = Binder::new(ctx.shared, ctx.session, &[]);
+    let (db, schema, obj) = b.qualify(name)?;
+    if !schema.eq_ignore_ascii_case("dbo") {
+        return Err(SqlError::new(
+            2760,
+            format!(
+                "The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."
+            ),
+        ));
+    }
+    if !ctx.shared.engine.exists(&db) {
+        return Err(database_not_found(&db));
+    }
+    Ok((db, "dbo".to_string(), obj))
+}
+
+pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Column> {
+    let ty = resolve_column_type(&c.ty, position)?;
+    if c.computed.is_some() {
+        return Err(SqlError::new(40520, "Computed columns are not supported yet."));
+    }
+    if let Some((seed, inc)) = c.identity {
+        let ok = matches!(ty, SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt)
+            || matches!(ty, SqlType::Decimal { scale: 0, .. });
+        if !ok || c.nullable == Some(true) {
+            return Err(SqlError::new(
+                2749,
+                format!("Identity column '{}' must be of data type int, bigint, smallint, tinyint, or decimal or numeric with a scale of 0, and constrained to be nonnullable.", c.name.value),
+            ));
+        }
+        if inc == 0 {
+            return Err(SqlError::new(2750, "Identity increment cannot be zero."));
+        }
+        let _ = seed;
+    }
+    Ok(Column {
+        name: c.name.value.clone(),
+        ty,
+        nullable: c.nullable.unwrap_or(c.identity.is_none()),
+        identity: c.identity,
+        default: None,
+    })
+}
+
+pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
+    let (db_name, schema, name) = placement(ctx, &ct.name)?;
+    if name.chars().count() > 128 {
+        return Err(SqlError::new(
+            103,
+            format!(
+                "The identifier that starts with '{}' is too long. Maximum length is 128.",
+                &name[..30.min(name.len())]
+            ),
+        )
+        .with_severity(15));
+    }
+    let database = ctx.shared.database(&db_name)?;
+    let temp = ct.name.name().value.starts_with('#');
+    if temp && ctx.session.temp_tables.contains_key(&ct.name.name().value.to_lowercase()) {
+        return Err(SqlError::new(
+            2714,
+            format!("There is already an object named '{}' in the database.", ct.name.name().value),
+        ));
+    }
+    let shared = ctx.shared;
+    let table = shared.alter_catalog(&database, |catalog, version| -> SqlResult<(Catalog, Table)> {
+        if catalog.lookup(&schema, &name).is_some() {
+            return Err(SqlError::new(2714, format!("There is already an object named '{name}' in the database.")));
+        }
+        if ct.columns.is_empty() {
+            return Err(SqlError::new(102, "Incorrect syntax near ')'.").with_severity(15));
+        }
+        if ct.columns.len() > tessera_access::row::MAX_COLUMNS {
+            return Err(SqlError::new(1702, format!("CREATE TABLE failed because column '{}' in table '{name}' exceeds the maximum of 1024 columns.", ct.columns[1024].name.value)));
+        }
+        let mut catalog = catalog.clone();
+        let id = catalog.allocate_id();
+        let now = catalog::now_epoch();
+        let mut table = Table {
+            id,
+            schema: schema.clone(),
+            name: name.clone(),
+            columns: Vec::new(),
+            indexes: vec![heap_index(id, version)],
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+            created: now,
+            modified: now,
+            counters: Arc::default(),
+        };
+        for (i, c) in ct.columns.iter().enumerate() {
+            if table.column(&c.name.value).is_some() {
+                return Err(SqlError::new(
+                    2705,
+                    format!("Column names in each table must be unique. Column name '{}' in table '{name}' is specified more than once.", c.name.value),
+                ));
+            }
+            table.columns.push(column_def(c, i + 1)?);
+        }
+        if table.columns.iter().filter(|c| c.identity.is_some()).count() > 1 {
+            return Err(SqlError::new(2744, format!("Multiple identity columns specified for table '{name}'. Only one identity column per table is allowed.")));
+        }
+        // Constraints: column-level ones name their column; then table-level ones. Keys
+        // first so that foreign keys may reference this table's own key.
+        let mut all: Vec<(Option<&str>, ast::TableConstraint)> = Vec::new();
+        for c in &ct.columns {
+            all.extend(c.constraints.iter().map(|k| (Some(c.name.value.as_str()), k.clone())));
+        }
+        all.extend(ct.constraints.iter().map(|k| (None, k.clone())));
+        all.sort_by_key(|(_, c)| match c.kind {
+            ConstraintKind::PrimaryKey { .. } => 0,
+            ConstraintKind::Unique { .. } => 1,
+            _ => 2,
+        });
+        // A clustered UNIQUE makes the primary key nonclustered by default.
+        let clustered_unique = all
+            .iter()
+            .any(|(_, c)| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
+            || ct.indexes.iter().any(|i| i.clustered == Some(true));
+        let implicit_null: Vec<bool> = ct.columns.iter().map(|c| c.nullable.is_none()).collect();
+        let mut salt = 0u64;
+        for (column, c) in &all {
+            salt += 1;
+            let c = match (&c.kind, clustered_unique) {
+                (ConstraintKind::PrimaryKey { clustered: None, columns }, true) => ast::TableConstraint {
+                    name: c.name.clone(),
+                    kind: ConstraintKind::PrimaryKey { clustered: Some(false), columns: columns.clone() },
+                },
+                _ => c.clone(),
+            };
+            if let Some(ix) = apply_constraint(ctx, &catalog, &mut table, &c, *column, &implicit_null, version, salt)
+                .map_err(constraint_failed)?
+            {
+                place_index(&mut table, ix);
+            }
+        }
+        for (i, c) in ct.columns.iter().enumerate() {
+            if let Some(d) = &c.default {
+                salt += 1;
+                if let Some(n) = &d.0 {
+                    ensure_constraint_name_free(&catalog, &table, &n.value)?;
+                }
+                set_default(&mut table, i, d, salt);
+            }
+        }
+        for ix in &ct.indexes {
+            let columns = index_columns(&table, &ix.columns, "key or index")?;
+            let clustered = ix.clustered == Some(true);
+            if clustered && !table.indexes[0].is_heap() {
+                return Err(SqlError::new(1902, format!("Cannot create more than one clustered index on table '{name}'. Drop the existing clustered index '{}' before creating another.", table.indexes[0].name)));
+            }
+            let iid = if clustered { 1 } else { table.indexes.iter().map(|i| i.id).max().unwrap_or(1).max(1) + 1 };
+            place_index(&mut table, Index { id: iid, name: ix.name.value.clone(), tree: tree_name(id, iid, version), columns, unique: ix.unique, primary_key: false, unique_constraint: false, include: Vec::new() });
+        }
+        let row_min = tessera_access::row::RowSchema::new(table.columns.iter().map(|c| c.ty).collect())?.min_row_size();
+        if row_min > tessera_access::row::MAX_ROW_SIZE {
+            return Err(SqlError::new(
+                1701,
+                format!("Creating or altering table '{name}' failed because the minimum row size would be {row_min}, including 7 bytes of internal overhead. This exceeds the maximum allowable table row size of 8060 bytes."),
+            ));
+        }
+        create_trees(&database, &table)?;
+        let obj = Object::Table(Arc::new(table.clone()));
+        if let Err(e) = catalog::store::save(&database, &obj) {
+            let _ = drop_trees(&database, &table);
+            return Err(e);
+        }
+        Ok((catalog.with(obj, version), table))
+    })?;
+    if temp {
+        ctx.session.temp_tables.insert(ct.name.name().value.to_lowercase(), table.name.clone());
+    }
+    Ok(())
+}
+
+pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
+    let (database, table) = match lock_for_ddl(ctx, name) {
+        Ok(t) => t,
+        Err(e) if e.number == 208 || e.number == 911 => {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                3701,
+                format!(
+                    "Cannot drop the table '{}', because it does not exist or you do not have permission.",
+                    name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+                ),
+            )
+            .with_severity(11)
+            .with_state(5));
+        }
+        Err(e) => return Err(e),
+    };
+    ctx.shared.alter_catalog(&database, |catalog, version| {
+        if let Some((child, _)) = catalog.referencing(table.id).into_iter().find(|(c, _)| c.id != table.id) {
+            let _ = child;
+            return Err(SqlError::new(
+                3726,
+                format!(
+                    "Could not drop object '{}.{}' because it is referenced by a FOREIGN KEY constraint.",
+                    table.schema, table.name
+                ),
+            ));
+        }
+        catalog::store::delete(&database, table.id)?;
+        drop_trees(&database, &table)?;
+        Ok((catalog.without(table.id, version), ()))
+    })?;
+    let own = name.name().value.to_lowercase();
+    if own.starts_with('#') || own.starts_with('@') {
+        ctx.session.temp_tables.remove(&own);
+    }
+    Ok(())
+}
+
+/// `DECLARE @t TABLE (…)`: a table of the session in tempdb, named by the variable.
+pub fn declare_table_variable(
+    ctx: &mut ExecCtx,
+    name: &str,
+    columns: &[ast::ColumnDef],
+    constraints: &[ast::TableConstraint],
+) -> SqlResult<()> {
+    let hidden = format!("#{name}");
+    let ct = ast::CreateTable {
+        name: ObjectName(vec![Ident::new(hidden.clone())]),
+        columns: columns.to_vec(),
+        constraints: constraints.to_vec(),
+        indexes: Vec::new(),
+    };
+    create_table(ctx, &ct)?;
+    let real = ctx.session.temp_tables.remove(&hidden.to_lowercase()).expect("created above");
+    ctx.session.temp_tables.insert(name.to_lowercase(), real);
+    Ok(())
+}
+
+pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
+    let (database, table) = lock_for_ddl(ctx, name).map_err(|e| match e.number {
+        208 | 911 => SqlError::new(
+            4701,
+            format!(
+                "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+                name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+            ),
+        ),
+        _ => e,
+    })?;
+    let catalog = ctx.shared.catalog(&database)?;
+    if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
+        return Err(SqlError::new(
+            4712,
+            format!(
+                "Cannot truncate table '{}' because it is being referenced by a FOREIGN KEY constraint.",
+                table.name
+            ),
+        ));
+    }
+    replace_storage(ctx, &database, &table, (*table).clone(), Vec::new())
+}

@@ -138,6 +138,8 @@ struct Inner {
     writes: AtomicU64,
     evictions: AtomicU64,
     dirty_pages: AtomicU64,
+    /// Pages in the page table; changed under the shard mutex of the translation it
+    /// counts, so a holder of every shard mutex sees it agree with the radixes.
     resident: AtomicU64,
     writer_enabled: bool,
     writer: Mutex<WriterState>,

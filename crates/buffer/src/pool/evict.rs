@@ -169,8 +169,8 @@ impl Inner {
                     return Ok(Evict::Skipped);
                 }
                 slot.store(0, Ordering::Release);
-                drop(g);
                 self.resident.fetch_sub(1, Ordering::Relaxed);
+                drop(g);
                 self.evictions.fetch_add(1, Ordering::Relaxed);
                 if let Some(ext) = self.extension() {
                     // The frame is Owned by us: its bytes are the clean page, unchanging.

@@ -222,8 +222,9 @@ impl Inner {
         if !read_ahead {
             g.misses += 1;
         }
-        drop(g);
+        // Counted under the shard mutex with the translation it counts.
         self.resident.fetch_add(1, Ordering::Relaxed);
+        drop(g);
         Ok(Some(i))
     }
 

@@ -131,8 +131,8 @@ impl Inner {
                     Some(if s.pins() == 0 { State::new(Kind::Owned, 0, 0) } else { s.with_kind(Kind::Orphan) }.0)
                 })
                 .unwrap_or_else(|x| x);
-            drop(g);
             self.resident.fetch_sub(1, Ordering::Relaxed);
+            drop(g);
             if State(prev).pins() == 0 {
                 debug_assert_eq!(State(prev).kind(), Kind::Valid);
                 self.free_frame(i);

@@ -10,6 +10,8 @@
 //! - [`sql`]: `tessera bench sql`, seed 002's point select through the T-SQL layer.
 //! - [`pointselect`]: `tessera bench pointselect`, the same over TDS against PostgreSQL.
 //! - [`tdsload`]: the lean TDS load generator `pointselect` drives tessera with.
+//! - [`streaming`]: `tessera bench streaming`, `SELECT *` of a table larger than memory
+//!   over TDS against PostgreSQL, read by [`tdsstream`] and sampled by [`rss`].
 
 pub mod backup;
 pub mod bpe;
@@ -23,8 +25,11 @@ pub mod machine;
 pub mod peers;
 pub mod pointselect;
 pub mod report;
+pub mod rss;
 pub mod sql;
+pub mod streaming;
 pub mod tdsload;
+pub mod tdsstream;
 pub mod tessera_side;
 pub mod workload;
 

@@ -18,8 +18,9 @@ use crate::machine::Machine;
 /// The peers a row may be compared with.
 pub const PEERS: &[&str] = &["sqlite", "lmdb", "postgresql", "fio", "cp", "seed", "none"];
 
-/// Units whose smaller values are better: a goal in one of them is a ceiling.
-const TIME_UNITS: &[&str] = &["s", "ms", "µs", "us", "ns", "min", "h"];
+/// Units whose smaller values are better — times and amounts of memory: a goal in one of
+/// them is a ceiling.
+const CEILING_UNITS: &[&str] = &["s", "ms", "µs", "us", "ns", "min", "h", "B", "KiB", "MiB", "GiB"];
 
 /// The whole result of one benchmark run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,7 +57,8 @@ impl ResultRow {
         ResultRow::compared(metric.into(), unit.into(), ours, peer.into(), peer_value, safe_div(ours, peer_value), goal)
     }
 
-    /// A time or latency (less is better) compared with a peer: ratio = peer / ours.
+    /// A time, latency or amount of memory (less is better) compared with a peer: ratio =
+    /// peer / ours.
     pub fn time(
         metric: impl Into<String>,
         unit: impl Into<String>,
@@ -73,7 +75,8 @@ impl ResultRow {
     }
 
     /// A figure with no peer (`peer: "none"`): the goal is in the metric's unit. For time units
-    /// (s, ms, µs, us, ns, …) the goal is a ceiling, for every other unit a floor.
+    /// (s, ms, µs, us, ns, …) and memory (B, KiB, MiB, GiB) the goal is a ceiling, for every
+    /// other unit a floor.
     pub fn own(metric: impl Into<String>, unit: impl Into<String>, ours: f64, goal: f64) -> ResultRow {
         ResultRow {
             metric: metric.into(),
@@ -90,13 +93,14 @@ impl ResultRow {
         self.peer != "none"
     }
 
-    /// For a row with no peer: whether smaller values of `ours` are better (a time unit).
+    /// For a row with no peer: whether smaller values of `ours` are better (a time or memory
+    /// unit).
     pub fn lower_is_better(&self) -> bool {
-        !self.has_peer() && TIME_UNITS.contains(&self.unit.as_str())
+        !self.has_peer() && CEILING_UNITS.contains(&self.unit.as_str())
     }
 
     /// Whether the row meets its goal: ratio ≥ goal with a peer; with none, `ours` ≥ goal, or
-    /// `ours` ≤ goal for times.
+    /// `ours` ≤ goal for times and memory.
     pub fn meets_goal(&self) -> bool {
         if self.has_peer() {
             self.ratio.is_some_and(|r| r >= self.goal)

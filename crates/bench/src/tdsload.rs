@@ -269,7 +269,7 @@ fn login_all(spec: &LoadSpec<'_>) -> Result<(Vec<std::net::TcpStream>, usize)> {
 
 /// The request's packets, encoded once: `payload` cut to the packet size, the last packet
 /// marked end-of-message.
-fn frame_batch(payload: &[u8], packet_size: usize) -> Vec<u8> {
+pub(crate) fn frame_batch(payload: &[u8], packet_size: usize) -> Vec<u8> {
     let room = packet_size - HEADER_LEN;
     let mut out = Vec::with_capacity(payload.len() + HEADER_LEN * payload.len().div_ceil(room));
     let count = payload.chunks(room).count();
@@ -366,7 +366,7 @@ fn read_reply(c: &mut Conn) -> Result<Option<Reply>> {
 
 /// How a column's values are framed in a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
+pub(crate) enum Framing {
     Fixed(usize),
     /// A one-byte length (0: NULL for most types).
     ByteLen,
@@ -377,9 +377,11 @@ enum Framing {
 }
 
 /// A cursor over a reply's payload.
-struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     data: &'a [u8],
-    pos: usize,
+    pub pos: usize,
+    /// A read ran past the end of `data` (the token is incomplete, or malformed).
+    pub short: bool,
 }
 
 fn malformed() -> BenchError {
@@ -387,8 +389,15 @@ fn malformed() -> BenchError {
 }
 
 impl<'a> Cursor<'a> {
+    pub fn new(data: &'a [u8]) -> Cursor<'a> {
+        Cursor { data, pos: 0, short: false }
+    }
+
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len()).ok_or_else(malformed)?;
+        let Some(end) = self.pos.checked_add(n).filter(|&e| e <= self.data.len()) else {
+            self.short = true;
+            return Err(malformed());
+        };
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -481,68 +490,102 @@ fn framing(r: &mut Cursor<'_>, ty: u8) -> Result<Framing> {
     })
 }
 
+/// What [`token`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Token {
+    Row,
+    /// DONE, DONEPROC or DONEINPROC: its status, its row count, and whether it ends the
+    /// reply (a DONE without DONE_MORE).
+    Done {
+        status: u16,
+        count: u64,
+        last: bool,
+    },
+    /// An ERROR token's text.
+    Error(String),
+    /// COLMETADATA (`columns` now frames its rows) or a token skipped by its length.
+    Other,
+}
+
+/// Reads one token at the cursor. A token that runs past the end of the data is an error
+/// with the cursor marked [`Cursor::short`] (a streaming reader then waits for more).
+pub(crate) fn token(r: &mut Cursor<'_>, columns: &mut Vec<Framing>) -> Result<Token> {
+    let token = r.u8()?;
+    Ok(match token {
+        tokens::COLMETADATA => {
+            columns.clear();
+            let count = r.u16()?;
+            if count != 0xFFFF {
+                for _ in 0..count {
+                    r.skip(4 + 2)?; // user type, flags
+                    let ty = r.u8()?;
+                    columns.push(framing(r, ty)?);
+                    let name_chars = r.u8()?;
+                    r.skip(2 * usize::from(name_chars))?;
+                }
+            }
+            Token::Other
+        }
+        tokens::ROW => {
+            for &f in columns.iter() {
+                r.value(f)?;
+            }
+            Token::Row
+        }
+        tokens::NBCROW => {
+            let bitmap = r.take(columns.len().div_ceil(8))?;
+            for (i, &f) in columns.iter().enumerate() {
+                if bitmap[i / 8] & (1 << (i % 8)) == 0 {
+                    r.value(f)?;
+                }
+            }
+            Token::Row
+        }
+        tokens::DONE | tokens::DONEPROC | tokens::DONEINPROC => {
+            let status = r.u16()?;
+            r.skip(2)?; // current command
+            let count = r.u64()?;
+            Token::Done { status, count, last: token == tokens::DONE && status & tokens::done::MORE == 0 }
+        }
+        tokens::ERROR => {
+            let len = usize::from(r.u16()?);
+            Token::Error(error_text(r.take(len)?))
+        }
+        tokens::INFO | tokens::ENVCHANGE | tokens::LOGINACK | tokens::ORDER | 0xA4 | 0xA5 => {
+            let len = usize::from(r.u16()?);
+            r.skip(len)?;
+            Token::Other
+        }
+        tokens::RETURNSTATUS => {
+            r.skip(4)?;
+            Token::Other
+        }
+        other => return Err(BenchError::new(format!("the TDS reader does not decode token {other:#04x}"))),
+    })
+}
+
 /// Scans one reply's tokens: counts rows, notes the first error, checks that it ends with
 /// a final DONE. `columns` is scratch, reused from reply to reply.
 fn scan(payload: &[u8], columns: &mut Vec<Framing>) -> Result<Reply> {
-    let mut r = Cursor { data: payload, pos: 0 };
+    let mut r = Cursor::new(payload);
     let mut reply = Reply::default();
     let mut final_done = false;
     while r.pos < payload.len() {
         if final_done {
             return Err(BenchError::new("tokens after the final DONE"));
         }
-        let token = r.u8()?;
-        match token {
-            tokens::COLMETADATA => {
-                columns.clear();
-                let count = r.u16()?;
-                if count == 0xFFFF {
-                    continue;
-                }
-                for _ in 0..count {
-                    r.skip(4 + 2)?; // user type, flags
-                    let ty = r.u8()?;
-                    columns.push(framing(&mut r, ty)?);
-                    let name_chars = r.u8()?;
-                    r.skip(2 * usize::from(name_chars))?;
-                }
-            }
-            tokens::ROW => {
-                for &f in columns.iter() {
-                    r.value(f)?;
-                }
-                reply.rows += 1;
-            }
-            tokens::NBCROW => {
-                let bitmap = r.take(columns.len().div_ceil(8))?;
-                for (i, &f) in columns.iter().enumerate() {
-                    if bitmap[i / 8] & (1 << (i % 8)) == 0 {
-                        r.value(f)?;
-                    }
-                }
-                reply.rows += 1;
-            }
-            tokens::DONE | tokens::DONEPROC | tokens::DONEINPROC => {
-                let done_status = r.u16()?;
-                r.skip(2 + 8)?; // current command, row count
-                if done_status & tokens::done::ERROR != 0 && reply.error.is_none() {
+        match token(&mut r, columns)? {
+            Token::Row => reply.rows += 1,
+            Token::Done { status, last, .. } => {
+                if status & tokens::done::ERROR != 0 && reply.error.is_none() {
                     reply.error = Some("the server ended the batch in error".to_string());
                 }
-                final_done = token == tokens::DONE && done_status & tokens::done::MORE == 0;
+                final_done = last;
             }
-            tokens::ERROR => {
-                let len = usize::from(r.u16()?);
-                let body = r.take(len)?;
-                if reply.error.is_none() {
-                    reply.error = Some(error_text(body));
-                }
+            Token::Error(text) => {
+                reply.error.get_or_insert(text);
             }
-            tokens::INFO | tokens::ENVCHANGE | tokens::LOGINACK | tokens::ORDER | 0xA4 | 0xA5 => {
-                let len = usize::from(r.u16()?);
-                r.skip(len)?;
-            }
-            tokens::RETURNSTATUS => r.skip(4)?,
-            other => return Err(BenchError::new(format!("the load generator does not decode token {other:#04x}"))),
+            Token::Other => {}
         }
     }
     if !final_done {
@@ -553,7 +596,7 @@ fn scan(payload: &[u8], columns: &mut Vec<Framing>) -> Result<Reply> {
 
 /// "Msg 208: Invalid object name 'x'." from an ERROR token's body.
 fn error_text(body: &[u8]) -> String {
-    let mut r = Cursor { data: body, pos: 0 };
+    let mut r = Cursor::new(body);
     let parsed = (|| -> Result<String> {
         let number = r.u32()?;
         r.skip(2)?; // state, class
@@ -566,7 +609,7 @@ fn error_text(body: &[u8]) -> String {
 }
 
 /// CPU seconds of the calling thread.
-fn thread_cpu_seconds() -> f64 {
+pub(crate) fn thread_cpu_seconds() -> f64 {
     // SAFETY: a zeroed timespec is valid for clock_gettime to fill.
     let mut t: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: `t` is a valid out-pointer.

@@ -89,9 +89,12 @@ fn ratio_is_oriented_so_more_is_better() {
     let longer = ResultRow::time("t", "ms", 4.0, "postgresql", 2.0, 1.0);
     assert_eq!(longer.ratio, Some(0.5));
     assert!(!longer.meets_goal());
-    // Own rows: a time goal is a ceiling, any other goal a floor.
+    // Own rows: a time or memory goal is a ceiling, any other goal a floor.
     assert!(ResultRow::own("release", "s", 0.4, 0.5).meets_goal());
     assert!(!ResultRow::own("release", "s", 0.6, 0.5).meets_goal());
+    assert!(ResultRow::own("RSS growth", "MiB", 12.0, 64.0).meets_goal());
+    assert!(!ResultRow::own("RSS growth", "MiB", 65.0, 64.0).meets_goal());
+    assert_eq!(ResultRow::own("RSS growth", "MiB", 12.0, 64.0).goal_text(), "≤ 64.0 MiB");
     assert!(ResultRow::own("scaling", "×", 4.0, 4.0).meets_goal());
     assert!(!ResultRow::own("scaling", "×", 3.9, 4.0).meets_goal());
     // A zero peer does not divide by zero into NaN.

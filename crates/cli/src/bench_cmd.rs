@@ -37,6 +37,9 @@ pub enum Bench {
     /// Seed 004: BACKUP and RESTORE MB/s over stripes, MAXTRANSFERSIZE, BUFFERCOUNT and
     /// compression, next to the disk's sequential copy rate measured in the same run.
     Backup(CommonArgs),
+    /// SELECT * of a 4 GiB table over TDS with max server memory 512 MB, read by a streaming
+    /// client: first-row latency and the server's RSS growth, next to PostgreSQL.
+    Streaming(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -116,6 +119,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::backup::BackupParams::full()
             };
             finish(&common, |dir| tessera_bench::backup::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Streaming(common) => {
+            let params = if common.quick {
+                tessera_bench::streaming::StreamingParams::quick()
+            } else {
+                tessera_bench::streaming::StreamingParams::full()
+            };
+            finish(&common, |dir| {
+                tessera_bench::streaming::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }

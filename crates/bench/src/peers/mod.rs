@@ -2,5 +2,6 @@
 //! Every function has the signature of its counterpart in [`crate::tessera_side`].
 
 pub mod lmdb;
+pub mod pgwire;
 pub mod postgres;
 pub mod sqlite;

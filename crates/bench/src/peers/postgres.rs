@@ -90,7 +90,6 @@ pub fn start_postgres(dir: &Path, shared_buffers_mb: usize) -> Result<Postgres> 
     let missing =
         || BenchError::new("PostgreSQL is not installed (initdb, postgres, pgbench): run scripts/install-postgres.sh");
     let initdb = pg_tool("initdb").ok_or_else(missing)?;
-    let postgres = pg_tool("postgres").ok_or_else(missing)?;
     let data = dir.join("pgdata");
     fs::create_dir_all(dir)?;
     if is_root() {
@@ -106,6 +105,16 @@ pub fn start_postgres(dir: &Path, shared_buffers_mb: usize) -> Result<Postgres> 
     let mut init = pg_command(&initdb);
     init.args(["-D"]).arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
     run_checked(init, "initdb")?;
+    restart_postgres(dir, shared_buffers_mb)
+}
+
+/// Starts a server on the cluster `start_postgres` made in `dir` (after the previous one
+/// was dropped): a new postmaster, so shared buffers start empty.
+pub fn restart_postgres(dir: &Path, shared_buffers_mb: usize) -> Result<Postgres> {
+    let postgres = pg_tool("postgres").ok_or_else(|| {
+        BenchError::new("PostgreSQL is not installed (initdb, postgres, pgbench): run scripts/install-postgres.sh")
+    })?;
+    let data = dir.join("pgdata");
     let port = free_port()?;
     let mut start = pg_command(&postgres);
     start

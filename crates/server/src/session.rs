@@ -50,7 +50,9 @@ use crate::{bulk, login7, request, rpc, tm, ServerState};
 /// Messages before login are small: PRELOGIN and LOGIN7 fit in a few KiB.
 const LOGIN_LIMITS: Limits = Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: 128 << 10 };
 
-/// Framed response bytes gathered before one write to the socket.
+/// Framed response bytes gathered before one write to the socket, once a response has
+/// written this much; before that each packet is written as it fills (as SQL Server sends
+/// them), so a client waiting for the first rows of a selective scan gets them at once.
 const WRITE_CHUNK: usize = 32 << 10;
 
 /// A stalled client may keep a busy thread inside a message this long.
@@ -643,6 +645,8 @@ pub struct TokenSink<'a> {
     buf: BytesMut,
     /// Framed packets not yet written (written in chunks of [`WRITE_CHUNK`]).
     out: BytesMut,
+    /// Bytes of this response written so far.
+    written: usize,
     version: Version,
     packet_size: usize,
     packet_id: u8,
@@ -678,6 +682,7 @@ impl<'a> TokenSink<'a> {
         TokenSink {
             buf: BytesMut::with_capacity(packet_size),
             out: BytesMut::new(),
+            written: 0,
             version,
             packet_size,
             packet_id: 1,
@@ -725,7 +730,8 @@ impl<'a> TokenSink<'a> {
         }
     }
 
-    /// Frames every full packet's worth of tokens; writes once a chunk is gathered.
+    /// Frames every full packet's worth of tokens; writes each packet of the response's
+    /// first [`WRITE_CHUNK`] as it fills, then once a chunk is gathered.
     fn ship(&mut self) {
         let room = self.packet_size - packet::HEADER_LEN;
         while self.buf.len() > room {
@@ -734,13 +740,14 @@ impl<'a> TokenSink<'a> {
                 packet::frame(kind::REPLY, &chunk, self.packet_size, false, &mut self.packet_id, &mut self.out);
             }
         }
-        if self.out.len() >= WRITE_CHUNK {
+        if self.out.len() >= WRITE_CHUNK || (self.written < WRITE_CHUNK && !self.out.is_empty()) {
             self.write_out();
         }
     }
 
     fn write_out(&mut self) {
         if self.write_error.is_none() && !self.out.is_empty() {
+            self.written += self.out.len();
             if let Err(e) = io::Write::write_all(self.writer, &self.out) {
                 // The client is gone: stop the request.
                 self.write_error = Some(e);

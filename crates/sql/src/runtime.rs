@@ -518,11 +518,7 @@ impl<'a> ExecCtx<'a> {
     /// The statement's memory grant (see `plan::Grant`).
     pub fn grant(&mut self) -> Arc<crate::plan::Grant> {
         let shared = self.shared;
-        self.grant
-            .get_or_insert_with(|| {
-                crate::plan::Grant::new(shared.query_memory.clone(), shared.engine.memory_status().max_bytes)
-            })
-            .clone()
+        self.grant.get_or_insert_with(|| crate::plan::Grant::new(shared.query_memory.clone())).clone()
     }
 
     pub fn var(&self, slot: usize) -> &Value {

@@ -938,3 +938,29 @@ pub enum BinaryOp {
     And,
     Or,
 }
+
+impl BinaryOp {
+    /// The operator as SQL text (AND and OR with their spaces).
+    pub fn text(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "+",
+            BinaryOp::Subtract => "-",
+            BinaryOp::Multiply => "*",
+            BinaryOp::Divide => "/",
+            BinaryOp::Modulo => "%",
+            BinaryOp::BitAnd => "&",
+            BinaryOp::BitOr => "|",
+            BinaryOp::BitXor => "^",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "<>",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::NotLt => "!<",
+            BinaryOp::NotGt => "!>",
+            BinaryOp::And => " AND ",
+            BinaryOp::Or => " OR ",
+        }
+    }
+}

@@ -3,30 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::ast::{BinaryOp, Expr, Literal, ObjectName, TypeArg, TypeName, UnaryOp};
-
-fn op_text(op: BinaryOp) -> &'static str {
-    match op {
-        BinaryOp::Add => "+",
-        BinaryOp::Subtract => "-",
-        BinaryOp::Multiply => "*",
-        BinaryOp::Divide => "/",
-        BinaryOp::Modulo => "%",
-        BinaryOp::BitAnd => "&",
-        BinaryOp::BitOr => "|",
-        BinaryOp::BitXor => "^",
-        BinaryOp::Eq => "=",
-        BinaryOp::NotEq => "<>",
-        BinaryOp::Lt => "<",
-        BinaryOp::LtEq => "<=",
-        BinaryOp::Gt => ">",
-        BinaryOp::GtEq => ">=",
-        BinaryOp::NotLt => "!<",
-        BinaryOp::NotGt => "!>",
-        BinaryOp::And => " AND ",
-        BinaryOp::Or => " OR ",
-    }
-}
+use crate::ast::{Expr, Literal, ObjectName, TypeArg, TypeName, UnaryOp};
 
 fn name(n: &ObjectName) -> String {
     n.0.iter().map(|p| format!("[{}]", p.value.replace(']', "]]"))).collect::<Vec<_>>().join(".")
@@ -75,7 +52,7 @@ fn inner(e: &Expr) -> String {
             UnaryOp::BitNot => format!("~{}", inner(expr)),
             UnaryOp::Not => format!("NOT {}", inner(expr)),
         },
-        Expr::Binary { op, left, right } => format!("({}{}{})", inner(left), op_text(*op), inner(right)),
+        Expr::Binary { op, left, right } => format!("({}{}{})", inner(left), op.text(), inner(right)),
         Expr::IsNull { expr, negated } => format!("({} IS {}NULL)", inner(expr), if *negated { "NOT " } else { "" }),
         Expr::Between { expr, negated, low, high } => format!(
             "({} {}BETWEEN {} AND {})",
@@ -167,7 +144,7 @@ pub fn definition(e: &Expr) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ast::Ident;
+    use crate::ast::{BinaryOp, Ident};
 
     fn col(n: &str) -> Box<Expr> {
         Box::new(Expr::Column(ObjectName(vec![Ident::new(n)])))

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::evaluate::eval_all;
 use super::execute::{fetch_count, offset_count, run_recursive, same_keys, top_count};
-use super::grant::{row_bytes, Collector, Reservation};
+use super::grant::{Collector, Reservation};
 use super::locked_read::{locked_top_input, run_locked_top};
 use super::operators::{row_number, set_operation, sort_rows, Aggregation};
 use super::scan::open_scan;
@@ -20,6 +20,9 @@ use crate::runtime::ExecCtx;
 use crate::types::Value;
 use tessera_errors::SqlResult;
 use tessera_syntax::ast::{JoinKind, SetOperator};
+
+/// What DISTINCT holds for each key seen besides the key's bytes (the set's entry).
+const SEEN_KEY_OVERHEAD_BYTES: usize = 48;
 
 /// An open operator.
 pub trait Cursor {
@@ -477,7 +480,7 @@ impl Cursor for Distinct<'_> {
         while let Some(r) = self.input.next(ctx)? {
             let key = group_key(&r)?;
             if !self.seen.contains(&key) {
-                self.held.take(key.len() + row_bytes(&Vec::new()))?;
+                self.held.take(key.len() + SEEN_KEY_OVERHEAD_BYTES)?;
                 self.seen.insert(key);
                 return Ok(Some(r));
             }

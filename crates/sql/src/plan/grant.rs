@@ -6,7 +6,7 @@
 //! statement fails with error 701 instead of growing without bound; rows that stream
 //! (scans, filters, projections, TOP) hold nothing here.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::{insufficient_memory, Row};
@@ -16,15 +16,23 @@ use tessera_errors::SqlResult;
 /// A statement's grant is at least this much, so that small instances can still sort.
 pub const MIN_GRANT_BYTES: usize = 32 << 20;
 
-/// The instance's query memory in use, by every statement's grant.
+/// The instance's query memory: max server memory as last applied, and what every
+/// statement's grant holds.
 #[derive(Debug, Default)]
 pub struct QueryMemory {
+    max_bytes: AtomicU64,
     used_bytes: AtomicUsize,
 }
 
 impl QueryMemory {
     pub fn used_bytes(&self) -> usize {
         self.used_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Max server memory changed (at start and at RECONFIGURE): grants made from now on
+    /// are sized from `max_bytes`.
+    pub fn set_max_bytes(&self, max_bytes: u64) {
+        self.max_bytes.store(max_bytes, Ordering::Relaxed);
     }
 }
 
@@ -38,9 +46,9 @@ pub struct Grant {
 }
 
 impl Grant {
-    /// A grant out of `memory` for an instance whose max server memory is `max_bytes`.
-    pub fn new(memory: Arc<QueryMemory>, max_bytes: u64) -> Arc<Grant> {
-        let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    /// A grant out of `memory`, sized from its max server memory.
+    pub fn new(memory: Arc<QueryMemory>) -> Arc<Grant> {
+        let max = usize::try_from(memory.max_bytes.load(Ordering::Relaxed)).unwrap_or(usize::MAX);
         Arc::new(Grant {
             memory,
             used_bytes: AtomicUsize::new(0),
@@ -146,16 +154,15 @@ mod tests {
     #[test]
     fn grants_bound_each_statement_and_all_of_them() {
         let memory = Arc::new(QueryMemory::default());
-        let max = 4 * MIN_GRANT_BYTES as u64 * 4;
-        let a = Grant::new(memory.clone(), max);
+        memory.set_max_bytes(4 * MIN_GRANT_BYTES as u64 * 4);
+        let a = Grant::new(memory.clone());
         assert_eq!(a.limit_bytes(), 4 * MIN_GRANT_BYTES);
         let mut r = Reservation::new(&a);
         r.take(3 * MIN_GRANT_BYTES).unwrap();
         assert_eq!(r.take(2 * MIN_GRANT_BYTES).unwrap_err().number, 701, "past the statement's grant");
         assert_eq!(a.used_bytes(), 3 * MIN_GRANT_BYTES, "a refused take takes nothing");
         // All statements together may hold three quarters of max server memory.
-        let (b, c, d) =
-            (Grant::new(memory.clone(), max), Grant::new(memory.clone(), max), Grant::new(memory.clone(), max));
+        let (b, c, d) = (Grant::new(memory.clone()), Grant::new(memory.clone()), Grant::new(memory.clone()));
         let (mut rb, mut rc, mut rd) = (Reservation::new(&b), Reservation::new(&c), Reservation::new(&d));
         rb.take(4 * MIN_GRANT_BYTES).unwrap();
         rc.take(4 * MIN_GRANT_BYTES).unwrap();

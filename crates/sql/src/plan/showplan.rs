@@ -741,12 +741,12 @@ impl<'v> Printer<'v> {
                 let p = precedence(e);
                 let l = self.operand(left, row, p, false);
                 let r = self.operand(right, row, p, true);
-                format!("{l}{}{r}", op_text(*op))
+                format!("{l}{}{r}", op.text())
             }
             Expr::Compare { op, left, right } => {
                 let l = self.operand(left, row, 5, false);
                 let r = self.operand(right, row, 5, true);
-                format!("{l}{}{r}", op_text(*op))
+                format!("{l}{}{r}", op.text())
             }
             Expr::And(..) => {
                 let mut parts = Vec::new();
@@ -838,7 +838,7 @@ impl<'v> Printer<'v> {
                 format!("{} {}IN ({name})", probe.unwrap_or_default(), if *negated { "NOT " } else { "" })
             }
             SubqueryKind::Quantified { op, all, .. } => {
-                format!("{}{}{}({name})", probe.unwrap_or_default(), op_text(*op), if *all { "ALL" } else { "ANY" })
+                format!("{}{}{}({name})", probe.unwrap_or_default(), op.text(), if *all { "ALL" } else { "ANY" })
             }
         }
     }
@@ -920,29 +920,6 @@ fn precedence(e: &Expr) -> u8 {
         },
         Expr::Unary { op: UnaryOp::Not, .. } => 4,
         _ => 9,
-    }
-}
-
-fn op_text(op: BinaryOp) -> &'static str {
-    match op {
-        BinaryOp::Add => "+",
-        BinaryOp::Subtract => "-",
-        BinaryOp::Multiply => "*",
-        BinaryOp::Divide => "/",
-        BinaryOp::Modulo => "%",
-        BinaryOp::BitAnd => "&",
-        BinaryOp::BitOr => "|",
-        BinaryOp::BitXor => "^",
-        BinaryOp::Eq => "=",
-        BinaryOp::NotEq => "<>",
-        BinaryOp::Lt => "<",
-        BinaryOp::LtEq => "<=",
-        BinaryOp::Gt => ">",
-        BinaryOp::GtEq => ">=",
-        BinaryOp::NotLt => "!<",
-        BinaryOp::NotGt => "!>",
-        BinaryOp::And => " AND ",
-        BinaryOp::Or => " OR ",
     }
 }
 

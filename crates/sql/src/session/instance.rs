@@ -36,6 +36,7 @@ impl Shared {
             )?;
         }
         let shared = Shared::assemble(engine, config, logins, call_scalar_function);
+        shared.query_memory.set_max_bytes(shared.engine.memory_status().max_bytes);
         let mut out = Collected::default();
         Session::system(shared.clone(), "msdb")?.execute(crate::backup::MSDB_TABLES, &mut out);
         if let Some(e) = out.errors().first() {

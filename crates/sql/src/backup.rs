@@ -385,7 +385,9 @@ pub(crate) fn backup(
         shared.forget(database);
         let (data, log_path, options) = shared.engine.database_info(database).expect("backed up just now");
         shared.engine.begin_restore(database, &data, &log_path, options).map_err(|e| to_sql(e.into(), verb))?;
-        shared.plans.forget_database(database);
+        if let Some(id) = shared.engine.database_id(database) {
+            shared.plans.forget_database(database, id);
+        }
     }
     Ok(())
 }
@@ -667,7 +669,9 @@ pub(crate) fn restore(
                 ));
             }
             shared.forget(name);
-            shared.plans.forget_database(name);
+            if let Some(id) = shared.engine.database_id(name) {
+                shared.plans.forget_database(name, id);
+            }
             if devices.is_empty() {
                 if !o.recovery {
                     return Ok(());

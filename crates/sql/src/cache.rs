@@ -1,13 +1,20 @@
 //! The instance-wide plan cache.
 //!
-//! A batch's text (with the database it runs in) maps to its parsed form and the plans of
-//! its statements, bound lazily the first time each statement runs (SQL Server's deferred
-//! name resolution: a statement may use a table created earlier in the same batch). A plan
-//! remembers the catalog versions it was bound against and is rebound when any changed.
+//! A batch's text maps to its parsed form and the plans of its statements, bound lazily
+//! the first time each statement runs (SQL Server's deferred name resolution: a statement
+//! may use a table created earlier in the same batch).
 //!
-//! **Sharded.** Entries live in [`SHARDS`] shards chosen by a hash of (database, text);
-//! a hit takes one shard's read lock and allocates nothing, so sessions running cached
-//! batches do not serialise on the cache.
+//! **Plans belong to no database.** A plan records every name it looked up while bound and
+//! the fingerprint of the definition it found there ([`ObjectDep`]); a name without a
+//! database part points into whichever database the plan runs in. Any database whose
+//! objects under those names have the same fingerprints runs the same plan, so thousands
+//! of tenants of one schema share one plan per statement. A database whose schema differs
+//! (or changes) binds a plan of its own beside the shared one: a statement keeps up to
+//! [`MAX_VARIANTS`] plans, the least recently used going first, and the others' plans stay.
+//!
+//! **Sharded.** Entries live in [`SHARDS`] shards chosen by a hash of the text; a hit
+//! takes one shard's read lock and the entry's read lock and allocates nothing, so
+//! sessions running cached batches do not serialise on the cache.
 //!
 //! **Accounted.** Each entry knows its estimated memory: its text and syntax tree when
 //! parsed, plus each statement plan when bound. The shards' totals are bounded by the
@@ -25,10 +32,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
+use crate::catalog::{DbRef, ObjectDep};
 use tessera_errors::SqlResult;
-use tessera_syntax::ast::Batch;
+use tessera_syntax::ast::{Batch, StatementKind};
 
 /// Default memory budget of the plan cache.
 pub const DEFAULT_BUDGET_BYTES: usize = 64 << 20;
@@ -36,29 +44,78 @@ pub const DEFAULT_BUDGET_BYTES: usize = 64 << 20;
 /// Number of shards; a power of two.
 pub const SHARDS: usize = 16;
 
+/// Plans kept per statement for databases whose schemas differ.
+pub const MAX_VARIANTS: usize = 8;
+
 /// Estimated memory of a bound statement plan.
 const PLAN_BYTES: usize = 2048;
 
-/// A compiled statement, the catalog versions (database name, version) it depends on,
-/// a fingerprint of the session state it was bound in (temp table names, IDENTITY_INSERT),
-/// and the objects (database, object id) it uses, which it holds schema-stability locks
-/// on while it runs.
+/// A compiled statement: the plan, a fingerprint of the session state it was bound in
+/// (temp table names, IDENTITY_INSERT, options compiled into constants), and every name
+/// it looked up (those it reads or changes are held under schema-stability locks while
+/// it runs).
 pub struct Compiled<T> {
-    pub versions: Vec<(String, u64)>,
     pub context: u64,
     pub plan: Arc<T>,
-    pub objects: Arc<[(String, i32)]>,
+    pub deps: Arc<[ObjectDep]>,
+}
+
+impl<T> Compiled<T> {
+    fn bytes(&self) -> usize {
+        PLAN_BYTES + self.deps.iter().map(|d| d.key.len() + 48).sum::<usize>()
+    }
+}
+
+/// One of a statement's plans, with when it was last used (the entry's use count then).
+struct Variant<T> {
+    compiled: Compiled<T>,
+    last_use: AtomicU64,
+}
+
+/// The databases that ran an entry's plans: one bit per database id.
+#[derive(Default)]
+struct DatabaseSet {
+    words: RwLock<Vec<AtomicU64>>,
+}
+
+impl DatabaseSet {
+    fn insert(&self, id: u32) {
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        {
+            let words = self.words.read();
+            if let Some(w) = words.get(word) {
+                if w.load(Ordering::Relaxed) & bit == 0 {
+                    w.fetch_or(bit, Ordering::Relaxed);
+                }
+                return;
+            }
+        }
+        let mut words = self.words.write();
+        while words.len() <= word {
+            words.push(AtomicU64::new(0));
+        }
+        words[word].fetch_or(bit, Ordering::Relaxed);
+    }
+
+    fn remove(&self, id: u32) {
+        if let Some(w) = self.words.read().get(id as usize / 64) {
+            w.fetch_and(!(1u64 << (id % 64)), Ordering::Relaxed);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.words.read().iter().map(|w| w.load(Ordering::Relaxed).count_ones() as usize).sum()
+    }
 }
 
 pub struct CachedBatch<T> {
-    /// The database the batch was compiled in, as the session named it.
-    pub database: String,
     pub text: String,
     pub batch: Batch,
-    /// Statement address within `batch` → its compiled form.
-    plans: Mutex<HashMap<usize, Compiled<T>>>,
+    /// Statement address within `batch` → its plans, the newest first.
+    plans: RwLock<HashMap<usize, Vec<Variant<T>>>>,
     pub use_count: AtomicU64,
     pub handle: u64,
+    databases: DatabaseSet,
     /// Microseconds spent parsing the batch and binding its statements.
     cost_us: AtomicU64,
     /// GreedyDual priority: the shard's floor at the last use plus the cost per KiB.
@@ -68,30 +125,59 @@ pub struct CachedBatch<T> {
     shard: Arc<ShardCounters>,
 }
 
+/// A plan found for a statement: the plan and the names it depends on.
+pub struct Found<T> {
+    pub plan: Arc<T>,
+    pub deps: Arc<[ObjectDep]>,
+}
+
 impl<T> CachedBatch<T> {
-    /// The compiled plan for a statement, if its dependencies are still at the versions
-    /// `current` reports.
-    pub fn plan(&self, stmt: usize, context: u64, current: impl Fn(&str) -> Option<u64>) -> Option<Arc<T>> {
-        let plans = self.plans.lock();
-        let c = plans.get(&stmt)?;
-        (c.context == context && c.versions.iter().all(|(db, v)| current(db) == Some(*v))).then(|| c.plan.clone())
+    /// A plan for a statement bound in `context` whose every dependency `holds` in the
+    /// database the statement runs in (`database_id`, counted among the plan's users).
+    pub fn plan(
+        &self,
+        stmt: usize,
+        context: u64,
+        database_id: u32,
+        holds: impl Fn(&ObjectDep) -> bool,
+    ) -> Option<Found<T>> {
+        let plans = self.plans.read();
+        let v =
+            plans.get(&stmt)?.iter().find(|v| v.compiled.context == context && v.compiled.deps.iter().all(&holds))?;
+        v.last_use.store(self.use_count.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.databases.insert(database_id);
+        Some(Found { plan: v.compiled.plan.clone(), deps: v.compiled.deps.clone() })
     }
 
-    /// The objects the statement's compiled plan uses (empty if it has none).
-    pub fn objects(&self, stmt: usize) -> Arc<[(String, i32)]> {
-        self.plans.lock().get(&stmt).map_or_else(|| Arc::from([]), |c| c.objects.clone())
-    }
-
-    /// Keeps a statement's plan, bound in `bind_us` microseconds, and accounts for it.
+    /// Keeps a statement's plan, bound in `bind_us` microseconds, and accounts for it;
+    /// past [`MAX_VARIANTS`] plans the least recently used goes.
     pub fn store(&self, stmt: usize, compiled: Compiled<T>, bind_us: u64) {
-        let added = PLAN_BYTES + compiled.versions.iter().map(|(db, _)| db.len() + 32).sum::<usize>();
-        let replaced = self.plans.lock().insert(stmt, compiled);
-        if replaced.is_none() {
-            self.bytes.fetch_add(added, Ordering::Relaxed);
-            self.shard.bytes.fetch_add(added, Ordering::Relaxed);
+        let mut added = compiled.bytes() as isize;
+        {
+            let mut plans = self.plans.write();
+            let variants = plans.entry(stmt).or_default();
+            let uses = self.use_count.load(Ordering::Relaxed);
+            variants.insert(0, Variant { compiled, last_use: AtomicU64::new(uses) });
+            if variants.len() > MAX_VARIANTS {
+                let oldest = (1..variants.len())
+                    .min_by_key(|&i| variants[i].last_use.load(Ordering::Relaxed))
+                    .expect("several variants");
+                added -= variants.remove(oldest).compiled.bytes() as isize;
+            }
         }
+        self.add_bytes(added);
         self.cost_us.fetch_add(bind_us, Ordering::Relaxed);
         self.touch();
+    }
+
+    fn add_bytes(&self, delta: isize) {
+        if delta >= 0 {
+            self.bytes.fetch_add(delta as usize, Ordering::Relaxed);
+            self.shard.bytes.fetch_add(delta as usize, Ordering::Relaxed);
+        } else {
+            self.bytes.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+            self.shard.bytes.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+        }
     }
 
     /// Estimated memory of the entry: text, syntax tree and bound plans.
@@ -99,10 +185,33 @@ impl<T> CachedBatch<T> {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    /// Whether the entry was compiled in `database` or has a plan bound against it.
-    fn depends_on(&self, database: &str) -> bool {
-        self.database.eq_ignore_ascii_case(database)
-            || self.plans.lock().values().any(|c| c.versions.iter().any(|(db, _)| db.eq_ignore_ascii_case(database)))
+    /// Statement plans held (over all statements and their variants).
+    pub fn plan_count(&self) -> usize {
+        self.plans.read().values().map(Vec::len).sum()
+    }
+
+    /// Drops the plans that name `database` (it was dropped, restored or taken offline)
+    /// and stops counting it among the entry's users; true if that left the entry with
+    /// no plans (it only served that database).
+    fn forget_database(&self, database: &str, database_id: u32) -> bool {
+        self.databases.remove(database_id);
+        let mut freed = 0;
+        self.plans.write().retain(|_, variants| {
+            variants.retain(|v| {
+                let names = v
+                    .compiled
+                    .deps
+                    .iter()
+                    .any(|d| matches!(&d.db, DbRef::Named(n) if n.eq_ignore_ascii_case(database)));
+                if names {
+                    freed += v.compiled.bytes();
+                }
+                !names
+            });
+            !variants.is_empty()
+        });
+        self.add_bytes(-(freed as isize));
+        freed > 0 && self.plans.read().is_empty()
     }
 
     /// Sets the priority for a use now.
@@ -111,6 +220,16 @@ impl<T> CachedBatch<T> {
         let cost = self.cost_us.load(Ordering::Relaxed).max(1);
         let kib = (self.size() as u64 / 1024).max(1);
         self.priority.store(floor + (cost * 1024 / kib).max(1), Ordering::Relaxed);
+    }
+
+    /// `sys.dm_exec_cached_plans.objtype`: a module's definition is a procedure's (or
+    /// view's) plan, anything else an ad hoc batch.
+    fn object_type(&self) -> &'static str {
+        match self.batch.statements.first().map(|s| &s.kind) {
+            Some(StatementKind::CreateView(_)) => "View",
+            Some(StatementKind::CreateProcedure(_) | StatementKind::CreateFunction(_)) => "Proc",
+            _ => "Adhoc",
+        }
     }
 }
 
@@ -123,7 +242,7 @@ struct ShardCounters {
 }
 
 struct Shard<T> {
-    /// Hash of (database, text) → the entries with that hash.
+    /// Hash of the text → the entries with that hash.
     map: RwLock<HashMap<u64, Vec<Arc<CachedBatch<T>>>>>,
     counters: Arc<ShardCounters>,
 }
@@ -133,9 +252,9 @@ impl<T> Shard<T> {
         Shard { map: RwLock::new(HashMap::new()), counters: Arc::default() }
     }
 
-    fn find(&self, hash: u64, database: &str, text: &str) -> Option<Arc<CachedBatch<T>>> {
+    fn find(&self, hash: u64, text: &str) -> Option<Arc<CachedBatch<T>>> {
         let map = self.map.read();
-        map.get(&hash)?.iter().find(|b| b.text == text && b.database.eq_ignore_ascii_case(database)).cloned()
+        map.get(&hash)?.iter().find(|b| b.text == text).cloned()
     }
 
     fn remove_where(&self, mut doomed: impl FnMut(&CachedBatch<T>) -> bool) -> usize {
@@ -208,16 +327,17 @@ pub struct CachedPlanInfo {
     pub handle: u64,
     pub use_count: u64,
     pub size: usize,
-    pub database: String,
+    pub object_type: &'static str,
+    /// How many databases ran the entry's plans.
+    pub databases: usize,
+    /// Statement plans held.
+    pub plans: usize,
     pub text: String,
 }
 
-/// The hash of (database, text), the database's case ignored; allocates nothing.
-fn key_hash(database: &str, text: &str) -> u64 {
+/// The hash of a batch's text; allocates nothing.
+fn key_hash(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for b in database.bytes() {
-        h.write_u8(b.to_ascii_lowercase());
-    }
     text.hash(&mut h);
     h.finish()
 }
@@ -237,16 +357,15 @@ impl<T> PlanCache<T> {
         &self.shards[(hash as usize) & (SHARDS - 1)]
     }
 
-    /// The cached batch for `text` in `database`, parsing it on a miss.
+    /// The cached batch for `text`, parsing it on a miss.
     pub fn get_or_parse(
         &self,
-        database: &str,
         text: &str,
         parse: impl FnOnce(&str) -> SqlResult<Batch>,
     ) -> SqlResult<Arc<CachedBatch<T>>> {
-        let hash = key_hash(database, text);
+        let hash = key_hash(text);
         let shard = self.shard(hash);
-        if let Some(b) = shard.find(hash, database, text) {
+        if let Some(b) = shard.find(hash, text) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             b.use_count.fetch_add(1, Ordering::Relaxed);
             b.touch();
@@ -255,14 +374,14 @@ impl<T> PlanCache<T> {
         self.misses.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let batch = parse(text)?;
-        let bytes = 256 + database.len() + text.len() * 16;
+        let bytes = 256 + text.len() * 16;
         let entry = Arc::new(CachedBatch {
-            database: database.to_string(),
             text: text.to_string(),
             batch,
-            plans: Mutex::new(HashMap::new()),
+            plans: RwLock::new(HashMap::new()),
             use_count: AtomicU64::new(1),
             handle: self.next_handle.fetch_add(1, Ordering::Relaxed),
+            databases: DatabaseSet::default(),
             cost_us: AtomicU64::new(started.elapsed().as_micros() as u64),
             priority: AtomicU64::new(0),
             bytes: AtomicUsize::new(bytes),
@@ -272,7 +391,7 @@ impl<T> PlanCache<T> {
         {
             let mut map = shard.map.write();
             let entries = map.entry(hash).or_default();
-            if let Some(at) = entries.iter().position(|b| b.text == text && b.database.eq_ignore_ascii_case(database)) {
+            if let Some(at) = entries.iter().position(|b| b.text == text) {
                 // Another session parsed the same batch meanwhile: keep theirs.
                 let theirs = entries[at].clone();
                 theirs.use_count.fetch_add(1, Ordering::Relaxed);
@@ -307,10 +426,13 @@ impl<T> PlanCache<T> {
         self.shards.iter().map(|s| s.counters.bytes.load(Ordering::Relaxed)).sum()
     }
 
-    /// Evicts the entries compiled in `database` or bound against it (it was dropped,
-    /// restored or taken offline); the other databases' entries stay.
-    pub fn forget_database(&self, database: &str) -> usize {
-        self.shards.iter().map(|s| s.remove_where(|b| b.depends_on(database))).sum()
+    /// Drops the plans that name `database` (it was dropped, restored or taken offline),
+    /// and the entries left without plans by that; the plans it shared with other
+    /// databases, and theirs, stay.
+    pub fn forget_database(&self, database: &str, database_id: u32) {
+        for shard in self.shards.iter() {
+            shard.remove_where(|b| b.forget_database(database, database_id));
+        }
     }
 
     /// DBCC FREEPROCCACHE: everything goes.
@@ -333,7 +455,9 @@ impl<T> PlanCache<T> {
                         handle: b.handle,
                         use_count: b.use_count.load(Ordering::Relaxed),
                         size: b.size(),
-                        database: b.database.clone(),
+                        object_type: b.object_type(),
+                        databases: b.databases.len(),
+                        plans: b.plan_count(),
                         text: b.text.clone(),
                     })
                     .collect::<Vec<_>>()

@@ -4,13 +4,20 @@
 //! Definitions are stored as JSON rows in the storage tree `sys$objects` (key: object id,
 //! big-endian) and cached in memory as an immutable [`Catalog`] snapshot; DDL builds a new
 //! snapshot, writes the changed row in its own transaction and swaps the snapshot in. Every
-//! snapshot has a version, and compiled plans remember the version they were bound against.
+//! snapshot has a version.
+//!
+//! Every object also has a *fingerprint*: a hash of its definition without what differs
+//! between databases built from one script (object ids, storage tree names, dates,
+//! generated constraint names). A compiled plan records the fingerprint of every name it
+//! looked up ([`ObjectDep`]), and any database whose objects under those names have the
+//! same fingerprints runs the same plan.
 //!
 //! Each table owns B+trees in storage, named `#<object id>.<index id>`: index 0 or 1 holds
 //! the rows (0 = heap keyed by a hidden row number, 1 = clustered index), higher ids are
 //! nonclustered indexes mapping index key → clustered key.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::Arc;
 
@@ -208,17 +215,113 @@ impl Object {
     }
 }
 
+impl Table {
+    /// The definition's fingerprint (see the module documentation).
+    fn fingerprint(&self) -> u64 {
+        let mut t = self.clone();
+        t.id = 0;
+        t.created = 0;
+        t.modified = 0;
+        for c in &mut t.columns {
+            if let Some(d) = &mut c.default {
+                d.name.clear();
+            }
+        }
+        for ix in &mut t.indexes {
+            ix.tree.clear();
+            if ix.primary_key || ix.unique_constraint {
+                ix.name.clear();
+            }
+        }
+        for c in &mut t.checks {
+            c.name.clear();
+        }
+        for fk in &mut t.foreign_keys {
+            fk.name.clear();
+            fk.ref_table = 0;
+        }
+        let json = serde_json::to_vec(&t).expect("a table serialises");
+        hash_bytes(&json)
+    }
+}
+
+impl Module {
+    fn fingerprint(&self) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.kind.type_code().hash(&mut h);
+        self.text.hash(&mut h);
+        h.finish()
+    }
+}
+
+impl Object {
+    pub fn fingerprint(&self) -> u64 {
+        match self {
+            Object::Table(t) => t.fingerprint(),
+            Object::Module(m) => m.fingerprint(),
+        }
+    }
+}
+
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// The database a compiled plan's reference points into: the one the plan runs in (a
+/// name without a database part), or one the statement names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DbRef {
+    Current,
+    Named(String),
+}
+
+impl DbRef {
+    /// The database meant when the plan runs with `current` as its database.
+    pub fn name<'a>(&'a self, current: &'a str) -> &'a str {
+        match self {
+            DbRef::Current => current,
+            DbRef::Named(n) => n,
+        }
+    }
+}
+
+/// A name a plan looked up while it was bound, and what it found.
+#[derive(Clone, Debug)]
+pub struct ObjectDep {
+    pub db: DbRef,
+    /// Lower-cased `schema.name`.
+    pub key: String,
+    /// The fingerprint of the object found under the name; `None` when there was none.
+    pub fingerprint: Option<u64>,
+    /// The plan reads or changes this table, and holds a schema-stability lock on it
+    /// while it runs.
+    pub locked: bool,
+}
+
+impl ObjectDep {
+    /// Whether `catalog` (of the database the dependency points into) still has the
+    /// object the plan was bound against under the name.
+    pub fn holds_in(&self, catalog: &Catalog) -> bool {
+        catalog.fingerprint_of(&self.key) == self.fingerprint
+    }
+}
+
 /// An immutable snapshot of one database's catalog.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     pub version: u64,
     objects: HashMap<i32, Object>,
+    /// Object id → fingerprint of its definition.
+    fingerprints: HashMap<i32, u64>,
     /// Lower-cased `schema.name` → object id. Constraint names share the namespace.
     names: HashMap<String, i32>,
     next_id: i32,
 }
 
-fn name_key(schema: &str, name: &str) -> String {
+/// The key `ObjectDep` and the name index use: lower-cased `schema.name`.
+pub fn name_key(schema: &str, name: &str) -> String {
     format!("{}.{}", schema.to_lowercase(), name.to_lowercase())
 }
 
@@ -234,6 +337,7 @@ impl Catalog {
     fn insert(&mut self, o: Object) {
         self.next_id = self.next_id.max(o.id() + 1);
         self.names.insert(name_key(o.schema(), o.name()), o.id());
+        self.fingerprints.insert(o.id(), o.fingerprint());
         self.objects.insert(o.id(), o);
     }
 
@@ -258,6 +362,7 @@ impl Catalog {
         let mut c = self.clone();
         if let Some(old) = c.objects.remove(&id) {
             c.names.remove(&name_key(old.schema(), old.name()));
+            c.fingerprints.remove(&id);
         }
         c.version = version;
         c
@@ -265,6 +370,39 @@ impl Catalog {
 
     pub fn lookup(&self, schema: &str, name: &str) -> Option<&Object> {
         self.names.get(&name_key(schema, name)).and_then(|id| self.objects.get(id))
+    }
+
+    /// The object under a lower-cased `schema.name` key.
+    pub fn lookup_key(&self, key: &str) -> Option<&Object> {
+        self.names.get(key).and_then(|id| self.objects.get(id))
+    }
+
+    /// The fingerprint of the object under a lower-cased `schema.name` key.
+    pub fn fingerprint_of(&self, key: &str) -> Option<u64> {
+        self.names.get(key).and_then(|id| self.fingerprints.get(id)).copied()
+    }
+
+    /// This database's table named as `def` is: `def` is the definition a plan was bound
+    /// against (in another database, or an older snapshot of this one), and the plan was
+    /// checked against this catalog's fingerprints under schema-stability locks, so the
+    /// table found has the same definition.
+    pub fn same_table(&self, def: &Table) -> Option<&Arc<Table>> {
+        if let Some(Object::Table(t)) = self.objects.get(&def.id) {
+            if std::ptr::eq(&**t, def) {
+                return Some(t);
+            }
+        }
+        match self.lookup(&def.schema, &def.name) {
+            Some(Object::Table(t)) => {
+                debug_assert_eq!(
+                    self.fingerprints.get(&t.id),
+                    Some(&def.fingerprint()),
+                    "a plan runs on its definition"
+                );
+                Some(t)
+            }
+            _ => None,
+        }
     }
 
     pub fn table(&self, schema: &str, name: &str) -> Option<&Arc<Table>> {

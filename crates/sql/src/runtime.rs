@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use tessera_database::{Database, Engine, Savepoint, Transaction};
 
 use crate::cache::PlanCache;
-use crate::catalog::{self, Catalog, Object, Table};
+use crate::catalog::{self, Catalog, DbRef, Object, Table};
 use crate::plan::{Row, SessionFn};
 use crate::types::{FunctionContext, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
@@ -167,6 +167,15 @@ impl Shared {
         let loaded = catalog::store::load(db, self.versions.fetch_add(1, Ordering::Relaxed))?;
         let entry = Arc::new(DbCatalog { current: RwLock::new(Arc::new(loaded)), ddl: Mutex::new(()) });
         Ok(self.catalogs.lock().entry(key).or_insert(entry).clone())
+    }
+
+    /// The table a plan bound against the definition `def` means when it runs in the
+    /// database `current` (see `ExecCtx::table`).
+    pub fn table_for_plan(&self, current: &str, db: &DbRef, def: &Arc<Table>) -> SqlResult<(String, Arc<Table>)> {
+        let database = self.database(db.name(current))?;
+        let catalog = self.catalog(&database)?;
+        let table = catalog.same_table(def).ok_or_else(|| crate::bind::invalid_object(&def.name))?;
+        Ok((database.name().to_string(), table.clone()))
     }
 
     /// The current catalog snapshot of a database.
@@ -535,6 +544,18 @@ impl<'a> ExecCtx<'a> {
     /// The session's transaction in `db`, begun on first use.
     pub fn transaction(&mut self, db: &str) -> SqlResult<&mut Transaction> {
         self.session.transaction(self.shared, db)
+    }
+
+    /// The database a plan's reference means as the plan runs now.
+    pub fn db_name(&self, db: &DbRef) -> String {
+        db.name(&self.session.database).to_string()
+    }
+
+    /// The table a plan bound against the definition `def` reads or changes as it runs
+    /// now: the table of that name in the database `db` means (with its own storage
+    /// trees, object id and counters), and that database's name.
+    pub fn table(&self, db: &DbRef, def: &Arc<Table>) -> SqlResult<(String, Arc<Table>)> {
+        self.shared.table_for_plan(&self.session.database, db, def)
     }
 
     pub fn row_schema(&self, table: &Table) -> SqlResult<tessera_access::row::RowSchema> {

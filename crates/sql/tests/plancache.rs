@@ -1,6 +1,7 @@
 //! The plan cache through T-SQL: its budget is an sp_configure option that takes effect at
-//! RECONFIGURE and bounds what the cache holds; dropping one database evicts its plans
-//! and leaves the others'.
+//! RECONFIGURE and bounds what the cache holds; dropping one database evicts the plans
+//! that name it and leaves the others'; databases of one schema share plans, and one
+//! whose schema changes gets plans of its own while the others keep theirs.
 
 use tessera_database::{Engine, EngineConfig};
 use tessera_sql::types::Value;
@@ -20,29 +21,35 @@ fn scalar(session: &mut Session, text: &str) -> i64 {
     }
 }
 
+/// An instance on a fresh data directory, and a session in master.
+fn start() -> (tempfile::TempDir, std::sync::Arc<Shared>, Session) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.pool_bytes = 64 << 20;
+    let engine = Engine::open(config).unwrap();
+    let shared = Shared::new(engine).unwrap();
+    let session = Session::new(shared.clone(), "sa", "master").unwrap();
+    (dir, shared, session)
+}
+
 fn cached_in(session: &mut Session, db: &str) -> i64 {
     scalar(session, &format!("SELECT COUNT(*) FROM sys.dm_exec_cached_plans WHERE text LIKE '%{db}-' + 'marker%'"))
 }
 
 #[test]
 fn budget_option_and_per_database_eviction() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.pool_bytes = 64 << 20;
-    let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine.clone()).unwrap();
-    let mut s = Session::new(shared.clone(), "sa", "master").unwrap();
+    let (_dir, shared, mut s) = start();
     assert_eq!(shared.plans.budget_bytes(), 64 << 20, "the default budget");
 
-    // Two databases, each with batches of its own (marked so they can be counted).
+    // Two databases, each read by batches that name it (marked so they can be counted).
     for db in ["keep", "gone"] {
         run(&mut s, &format!("CREATE DATABASE {db}"));
         run(&mut s, &format!("USE {db}; CREATE TABLE t (id int PRIMARY KEY)"));
+        run(&mut s, "USE master");
         for i in 0..20 {
-            run(&mut s, &format!("USE {db}; SELECT COUNT(*) FROM t WHERE id > {i} /* {db}-marker */"));
+            run(&mut s, &format!("SELECT COUNT(*) FROM {db}.dbo.t WHERE id > {i} /* {db}-marker */"));
         }
     }
-    run(&mut s, "USE master");
     assert_eq!(cached_in(&mut s, "keep"), 20);
     assert_eq!(cached_in(&mut s, "gone"), 20);
     run(&mut s, "DROP DATABASE gone");
@@ -64,4 +71,94 @@ fn budget_option_and_per_database_eviction() {
     assert!(pages > 0 && pages <= 128, "{pages} pages");
     let configured = run(&mut s, "EXEC sp_configure 'plan cache memory (MB)'");
     assert_eq!(configured.result_sets[0].1[0][3], Value::Int(1), "run value");
+}
+
+fn cached_plans(session: &mut Session, like: &str) -> Vec<Vec<Value>> {
+    let q = format!(
+        "SELECT usecounts, cacheobjtype, objtype, database_count FROM sys.dm_exec_cached_plans WHERE text LIKE '{like}'"
+    );
+    run(session, &q).result_sets[0].1.clone()
+}
+
+fn statement_plans(shared: &Shared, prefix: &str) -> usize {
+    shared.plans.entries().iter().filter(|e| e.text.starts_with(prefix)).map(|e| e.plans).sum()
+}
+
+/// Tenants of one schema share one plan per statement; each still changes its own
+/// tables (identity values, constraint names in errors are its own); a tenant whose
+/// schema changes binds its own plans and the others keep the shared ones.
+#[test]
+fn databases_of_one_schema_share_plans() {
+    let (_dir, shared, mut s) = start();
+    let tenants = ["t1", "t2", "t3", "t4"];
+    for (n, db) in tenants.iter().enumerate() {
+        run(&mut s, &format!("CREATE DATABASE {db}"));
+        run(&mut s, &format!("USE {db}"));
+        // Object ids differ between the tenants: the first ones made a table more.
+        for k in 0..n {
+            run(&mut s, &format!("CREATE TABLE extra{k} (x int)"));
+        }
+        run(
+            &mut s,
+            "CREATE TABLE orders (id int IDENTITY PRIMARY KEY, qty int NOT NULL CHECK (qty > 0), note varchar(20) DEFAULT 'none')",
+        );
+        run(
+            &mut s,
+            "CREATE PROCEDURE add_order @qty int AS BEGIN INSERT INTO orders (qty) VALUES (@qty); \
+             SELECT id, qty, note FROM orders WHERE id = SCOPE_IDENTITY() END",
+        );
+    }
+    for round in 1..=3 {
+        for db in tenants {
+            run(&mut s, &format!("USE {db}"));
+            let out = run(&mut s, &format!("EXEC add_order {round}"));
+            let row = &out.result_sets[0].1[0];
+            assert_eq!(row[0], Value::Int(round), "{db}: identity values are the tenant's own");
+            assert_eq!(row[2], Value::str("none"));
+        }
+    }
+    let proc_rows = cached_plans(&mut s, "CREATE PROCEDURE add_order%");
+    assert_eq!(proc_rows.len(), 1, "one cached procedure for all tenants: {proc_rows:?}");
+    assert_eq!(proc_rows[0][1], Value::str("Compiled Plan"));
+    assert_eq!(proc_rows[0][2], Value::str("Proc"));
+    assert_eq!(proc_rows[0][3], Value::Int(4), "four databases share it");
+    assert_eq!(statement_plans(&shared, "CREATE PROCEDURE add_order"), 2, "one plan per statement");
+
+    // A CHECK violation names the tenant's own constraint and database.
+    for db in tenants {
+        run(&mut s, &format!("USE {db}"));
+        let mut out = Collected::default();
+        assert!(s.execute("EXEC add_order 0", &mut out));
+        let err = &out.errors()[0];
+        let own =
+            scalar_text(&mut s, "SELECT name FROM sys.check_constraints WHERE parent_object_id = OBJECT_ID('orders')");
+        assert_eq!(err.number, 547);
+        assert!(
+            err.message.contains(&format!("\"{own}\"")) && err.message.contains(&format!("database \"{db}\"")),
+            "{}",
+            err.message
+        );
+    }
+
+    // One tenant's schema changes: it binds its own plans; the others keep theirs.
+    run(&mut s, "USE t2; ALTER TABLE orders ADD extra int NULL");
+    run(&mut s, "USE t2; EXEC add_order 5");
+    assert_eq!(statement_plans(&shared, "CREATE PROCEDURE add_order"), 4);
+    for db in ["t1", "t3", "t4"] {
+        run(&mut s, &format!("USE {db}; EXEC add_order 6"));
+    }
+    assert_eq!(statement_plans(&shared, "CREATE PROCEDURE add_order"), 4, "no rebinding in the other tenants");
+    for db in tenants {
+        let count = scalar(&mut s, &format!("SELECT COUNT(*) FROM {db}.dbo.orders"));
+        assert_eq!(count, 4, "{db}");
+    }
+    let usecounts = cached_plans(&mut s, "CREATE PROCEDURE add_order%")[0][0].clone();
+    assert!(matches!(usecounts, Value::Int(n) if n >= 16), "{usecounts:?}");
+}
+
+fn scalar_text(session: &mut Session, text: &str) -> String {
+    match &run(session, text).result_sets[0].1[0][0] {
+        Value::Str(s) => s.to_string(),
+        other => panic!("{text}: {other:?}"),
+    }
 }

@@ -1,5 +1,6 @@
 //! Seed 000's tenants: each database holds ~200 stored procedures. Creates 50 databases
-//! with 200 procedures each, then executes every procedure once and checks its result.
+//! with 200 procedures each, then executes every procedure once and checks its result,
+//! and that the 50 tenants of one schema share one cached plan per procedure.
 
 use std::sync::atomic::Ordering;
 
@@ -56,6 +57,13 @@ fn fifty_databases_with_two_hundred_procedures_each() {
         assert_eq!(out.result_sets[0].1, vec![vec![Value::Int(PROCEDURES as i64)]]);
     }
     assert!(shared.plans.hits.load(Ordering::Relaxed) > 0);
+    let procedures: Vec<_> =
+        shared.plans.entries().into_iter().filter(|e| e.text.starts_with("create procedure")).collect();
+    assert_eq!(procedures.len(), PROCEDURES, "one cached entry per procedure text");
+    assert!(procedures.iter().all(|e| e.databases == DATABASES), "every tenant shares each");
+    // A procedure has one to three statements with plans: one plan each, not one per tenant.
+    let statements: usize = procedures.iter().map(|e| e.plans).sum();
+    assert!(statements <= PROCEDURES * 3, "{statements} statement plans for {PROCEDURES} procedures");
     drop(session);
     engine.shutdown().unwrap();
 }

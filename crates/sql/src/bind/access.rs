@@ -4,7 +4,7 @@
 use super::expr_walk::{columns_used, conjoin, map_columns};
 use super::from::{FromNode, LeafSource};
 use super::Binder;
-use crate::catalog::Table;
+use crate::catalog::{DbRef, Table};
 use crate::locking::LockHints;
 use crate::plan::{Expr, Plan, RangeBound, ScanNode};
 use std::sync::Arc;
@@ -165,7 +165,7 @@ fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
 /// non-deterministic value such as `RAND()` is computed once, for the seek); the others
 /// stay as a residual predicate.
 fn access_path(
-    db: String,
+    db: DbRef,
     table: Arc<Table>,
     alias: Option<String>,
     filters: Vec<Expr>,
@@ -248,7 +248,7 @@ fn join_equalities(on: &[Expr], left_width: usize) -> Vec<(usize, Expr, Expr, us
 #[allow(clippy::too_many_arguments)]
 fn join_with_table(
     left: Plan,
-    db: String,
+    db: DbRef,
     table: Arc<Table>,
     alias: Option<String>,
     with_key: bool,

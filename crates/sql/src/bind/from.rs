@@ -5,7 +5,7 @@ use super::expr_walk::{columns_used, conjoin, split_conjuncts};
 use super::names::{object_display, Scope, ScopeColumn, KEY_COLUMN};
 use super::query::{check_column_list, check_derived_columns, check_nested_order_by};
 use super::{Binder, BoundQuery};
-use crate::catalog::{ModuleKind, Table};
+use crate::catalog::{DbRef, ModuleKind, Table};
 use crate::locking::LockHints;
 use crate::plan::{Expr, Plan};
 use crate::sysviews;
@@ -20,7 +20,7 @@ pub(super) enum FromNode {
 }
 
 pub(super) enum LeafSource {
-    Table { db: String, table: Arc<Table>, alias: Option<String>, with_key: bool, hints: LockHints },
+    Table { db: DbRef, table: Arc<Table>, alias: Option<String>, with_key: bool, hints: LockHints },
     Plan(Plan),
 }
 
@@ -128,7 +128,7 @@ impl<'a> Binder<'a> {
                 }
                 if let Some(view) = sysviews::lookup(name) {
                     let bound = BoundQuery { plan: Plan::Values(Vec::new()), columns: view.columns() };
-                    let plan = sysviews::plan(view, self.qualify(name)?.0);
+                    let plan = sysviews::plan(view, self.qualify_at(name)?.0.at);
                     return Ok(self.leaf_plan(BoundQuery { plan, columns: bound.columns }, qualifier, scope, offset));
                 }
                 if let Some((db, m)) = self.module(name)? {
@@ -160,7 +160,7 @@ impl<'a> Binder<'a> {
                 }
                 Ok(FromNode::Leaf {
                     source: Box::new(LeafSource::Table {
-                        db: rt.db,
+                        db: rt.at,
                         table: rt.table,
                         alias: alias.as_ref().map(|a| a.value.clone()),
                         with_key,

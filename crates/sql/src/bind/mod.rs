@@ -26,7 +26,7 @@ pub use conversion::{cast_to, convert, literal};
 pub use expr_walk::map_columns;
 pub use names::Scope;
 
-use crate::catalog::Table;
+use crate::catalog::{DbRef, ObjectDep, Table};
 use crate::output::OutputColumn;
 use crate::plan::{Expr, Plan};
 use crate::runtime::{SessionState, Shared};
@@ -44,13 +44,17 @@ pub struct BoundQuery {
     pub columns: Vec<OutputColumn>,
 }
 
-/// Dependencies of a plan on catalog versions.
-#[derive(Default)]
-pub struct Dependencies {
-    /// Databases whose catalogs the statement was bound against, with their versions.
-    pub databases: Vec<(String, u64)>,
-    /// Tables the statement reads or changes: (database, object id).
-    pub tables: Vec<(String, i32)>,
+/// A database as a plan refers to it, and its name while the plan is bound.
+#[derive(Clone, Debug)]
+pub struct InDb {
+    pub at: DbRef,
+    pub name: String,
+}
+
+impl InDb {
+    fn named(name: &str) -> InDb {
+        InDb { at: DbRef::Named(name.to_string()), name: name.to_string() }
+    }
 }
 
 pub struct Binder<'a> {
@@ -71,16 +75,19 @@ pub struct Binder<'a> {
     key_target: Option<String>,
     /// The database unqualified names resolve in when not the session's (inside a view
     /// or function, its own database).
-    default_db: Option<String>,
+    default_db: Option<InDb>,
     /// Inside an inline table-valued function: its parameters, bound to the arguments.
     substitutions: Vec<(Expr, SqlType, String)>,
     /// Views and functions being expanded (nesting limit).
     module_depth: i32,
-    pub deps: Dependencies,
+    /// Every name looked up, and what was found (see `ObjectDep`).
+    pub deps: Vec<ObjectDep>,
 }
 
-/// A resolved table reference.
+/// A resolved table reference: how a plan refers to its database, the database's name
+/// now, and the table's definition.
 pub struct ResolvedTable {
+    pub at: DbRef,
     pub db: String,
     pub table: Arc<Table>,
 }
@@ -103,16 +110,17 @@ impl<'a> Binder<'a> {
             default_db: None,
             substitutions: Vec::new(),
             module_depth: 0,
-            deps: Dependencies::default(),
+            deps: Vec::new(),
         }
     }
 
-    /// Records that the statement was bound against version `version` of `db`'s catalog
-    /// (the oldest, if it read several): the plan is stale once the catalog moves on.
-    fn depend(&mut self, db: &str, version: u64) {
-        match self.deps.databases.iter_mut().find(|d| d.0.eq_ignore_ascii_case(db)) {
-            Some(d) => d.1 = d.1.min(version),
-            None => self.deps.databases.push((db.to_lowercase(), version)),
+    /// Records what the name `key` found in database `db` (a table the plan reads or
+    /// changes when `locked`): the plan holds wherever the name finds the same.
+    fn depend(&mut self, db: &DbRef, key: String, fingerprint: Option<u64>, locked: bool) {
+        let locked = locked && fingerprint.is_some();
+        match self.deps.iter_mut().find(|d| d.db == *db && d.key == key) {
+            Some(d) => d.locked |= locked,
+            None => self.deps.push(ObjectDep { db: db.clone(), key, fingerprint, locked }),
         }
     }
 }

@@ -4,8 +4,8 @@
 use super::conversion::convert;
 use super::expr_walk::columns_used;
 use super::names::Scope;
-use super::{invalid_object, Binder, BoundQuery};
-use crate::catalog::Module;
+use super::{invalid_object, Binder, BoundQuery, InDb};
+use crate::catalog::{name_key, Module, Object};
 use crate::plan::Expr;
 use crate::types::{self, SqlType};
 use std::sync::Arc;
@@ -13,31 +13,35 @@ use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, ObjectName};
 
 impl<'a> Binder<'a> {
-    /// A view, procedure or function by name: (database, module).
-    pub(super) fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(String, Arc<Module>)>> {
-        let (db, schema, obj) = self.qualify(name)?;
-        if obj.starts_with('#') || name.name().value.starts_with('@') || !self.shared.engine.exists(&db) {
+    /// A view, procedure or function by name: (its database, module). What the name
+    /// found (a table, nothing) is a dependency of the plan too.
+    pub(super) fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(InDb, Arc<Module>)>> {
+        let (db, schema, obj) = self.qualify_at(name)?;
+        if obj.starts_with('#') || name.name().value.starts_with('@') || !self.shared.engine.exists(&db.name) {
             return Ok(None);
         }
-        let database = self.shared.database(&db)?;
+        let database = self.shared.database(&db.name)?;
         let catalog = self.shared.catalog(&database)?;
-        Ok(catalog.module(&schema, &obj).cloned().map(|m| {
-            self.depend(database.name(), catalog.version);
-            (database.name().to_string(), m)
-        }))
+        let key = name_key(&schema, &obj);
+        let found = catalog.lookup_key(&key);
+        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false);
+        Ok(match found {
+            Some(Object::Module(m)) => Some((InDb { at: db.at, name: database.name().to_string() }, m.clone())),
+            _ => None,
+        })
     }
 
     /// Parses a module's definition (through the plan cache).
-    fn definition(&self, db: &str, m: &Module) -> SqlResult<Arc<crate::cache::CachedBatch<crate::dml::Prepared>>> {
-        self.shared.plans.get_or_parse(db, &m.text, tessera_syntax::parser::parse_batch)
+    fn definition(&self, m: &Module) -> SqlResult<Arc<crate::cache::CachedBatch<crate::dml::Prepared>>> {
+        self.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch)
     }
 
     /// Binds a module's query in its own database, one nesting level down.
-    fn bind_in_module<T>(&mut self, db: &str, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
+    fn bind_in_module<T>(&mut self, db: &InDb, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
         if self.module_depth >= crate::modules::MAX_NESTING {
             return Err(crate::modules::nesting_error());
         }
-        let saved_db = self.default_db.replace(db.to_string());
+        let saved_db = self.default_db.replace(db.clone());
         let saved_ctes = std::mem::take(&mut self.ctes);
         self.module_depth += 1;
         self.scopes.push(Scope::default());
@@ -50,8 +54,8 @@ impl<'a> Binder<'a> {
     }
 
     /// A view as a derived table.
-    pub(super) fn bind_view(&mut self, db: &str, m: &Module) -> SqlResult<BoundQuery> {
-        let cached = self.definition(db, m)?;
+    pub(super) fn bind_view(&mut self, db: &InDb, m: &Module) -> SqlResult<BoundQuery> {
+        let cached = self.definition(m)?;
         let Some(ast::StatementKind::CreateView(cv)) = cached.batch.statements.first().map(|s| &s.kind) else {
             return Err(invalid_object(&m.name));
         };
@@ -64,8 +68,8 @@ impl<'a> Binder<'a> {
 
     /// An inline table-valued function call as a derived table; its parameters take the
     /// arguments' values (which may not read columns).
-    pub(super) fn bind_table_function(&mut self, db: &str, m: &Module, args: &[ast::Expr]) -> SqlResult<BoundQuery> {
-        let cached = self.definition(db, m)?;
+    pub(super) fn bind_table_function(&mut self, db: &InDb, m: &Module, args: &[ast::Expr]) -> SqlResult<BoundQuery> {
+        let cached = self.definition(m)?;
         let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
             return Err(invalid_object(&m.name));
         };
@@ -126,11 +130,11 @@ impl<'a> Binder<'a> {
 
     pub(super) fn bind_scalar_function(
         &mut self,
-        db: &str,
+        db: &InDb,
         m: &Arc<Module>,
         args: &[ast::Expr],
     ) -> SqlResult<(Expr, SqlType, bool)> {
-        let cached = self.definition(db, m)?;
+        let cached = self.definition(m)?;
         let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
             return Err(invalid_object(&m.name));
         };
@@ -140,7 +144,7 @@ impl<'a> Binder<'a> {
         let ty = types::resolve_type(ty, false)?;
         let bound = self.function_arguments(&m.name, &cf.params, args)?;
         let call = crate::plan::UserCall {
-            db: db.to_string(),
+            db: db.at.clone(),
             name: m.name.clone(),
             text: Arc::from(m.text.as_str()),
             arg_types: bound.iter().map(|b| b.1).collect(),

@@ -1,8 +1,8 @@
 //! Scopes and name resolution: columns (of this query, or of enclosing queries as outer
 //! references), variables, and table names to (database, schema, name).
 
-use super::{invalid_column, invalid_object, Binder, ResolvedTable};
-use crate::catalog::Table;
+use super::{invalid_column, invalid_object, Binder, InDb, ResolvedTable};
+use crate::catalog::{name_key, DbRef, Object, Table};
 use crate::plan::Expr;
 use crate::types::SqlType;
 use tessera_errors::{SqlError, SqlResult};
@@ -51,12 +51,20 @@ impl<'a> Binder<'a> {
     /// Resolves a table name to (database, schema, name); `#temp` names map to the
     /// session's table in tempdb.
     pub fn qualify(&self, name: &ObjectName) -> SqlResult<(String, String, String)> {
+        self.qualify_at(name).map(|(db, schema, obj)| (db.name, schema, obj))
+    }
+
+    /// As `qualify`, with how a plan refers to the database: a name without a database
+    /// part means the database the plan runs in (inside a module, the module's database,
+    /// which is itself relative when the module was named so).
+    pub(super) fn qualify_at(&self, name: &ObjectName) -> SqlResult<(InDb, String, String)> {
         let parts = &name.0;
         let own = &name.name().value;
+        let tempdb = || InDb::named("tempdb");
         if own.starts_with('@') && parts.len() == 1 {
             // A table variable: a table of this session in tempdb.
             return match self.session.temp_tables.get(&own.to_lowercase()) {
-                Some(real) => Ok(("tempdb".to_string(), "dbo".to_string(), real.clone())),
+                Some(real) => Ok((tempdb(), "dbo".to_string(), real.clone())),
                 None => {
                     Err(SqlError::new(1087, format!("Must declare the table variable \"{own}\".")).with_severity(15))
                 }
@@ -64,20 +72,25 @@ impl<'a> Binder<'a> {
         }
         if own.starts_with('#') {
             let real = self.session.temp_tables.get(&own.to_lowercase()).cloned().unwrap_or_else(|| own.clone());
-            return Ok(("tempdb".to_string(), "dbo".to_string(), real));
+            return Ok((tempdb(), "dbo".to_string(), real));
         }
-        let current = self.default_db.clone().unwrap_or_else(|| self.session.database.clone());
+        let current =
+            self.default_db.clone().unwrap_or_else(|| InDb { at: DbRef::Current, name: self.session.database.clone() });
         let part = |i: usize, default: &str| -> String {
             match parts.get(i) {
                 Some(p) if !p.value.is_empty() => p.value.clone(),
                 _ => default.to_string(),
             }
         };
+        let database = |i: usize| match parts.get(i) {
+            Some(p) if !p.value.is_empty() => InDb::named(&p.value),
+            _ => current.clone(),
+        };
         Ok(match parts.len() {
-            1 => (current, "dbo".to_string(), own.clone()),
-            2 => (current, part(0, "dbo"), own.clone()),
-            3 => (part(0, &current), part(1, "dbo"), own.clone()),
-            4 => (part(1, &current), part(2, "dbo"), own.clone()),
+            1 => (current.clone(), "dbo".to_string(), own.clone()),
+            2 => (current.clone(), part(0, "dbo"), own.clone()),
+            3 => (database(0), part(1, "dbo"), own.clone()),
+            4 => (database(1), part(2, "dbo"), own.clone()),
             _ => {
                 return Err(SqlError::new(
                     117,
@@ -92,22 +105,20 @@ impl<'a> Binder<'a> {
     }
 
     pub fn resolve_table(&mut self, name: &ObjectName) -> SqlResult<ResolvedTable> {
-        let (db, schema, obj) = self.qualify(name)?;
-        if !self.shared.engine.exists(&db) {
-            return Err(crate::runtime::database_not_found(&db));
+        let (db, schema, obj) = self.qualify_at(name)?;
+        if !self.shared.engine.exists(&db.name) {
+            return Err(crate::runtime::database_not_found(&db.name));
         }
-        let database = self.shared.database(&db)?;
+        let database = self.shared.database(&db.name)?;
         let catalog = self.shared.catalog(&database)?;
-        self.depend(database.name(), catalog.version);
-        match catalog.table(&schema, &obj) {
-            Some(t) => {
-                let used = (database.name().to_string(), t.id);
-                if !self.deps.tables.contains(&used) {
-                    self.deps.tables.push(used);
-                }
-                Ok(ResolvedTable { db: database.name().to_string(), table: t.clone() })
+        let key = name_key(&schema, &obj);
+        let found = catalog.lookup_key(&key);
+        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), true);
+        match found {
+            Some(Object::Table(t)) => {
+                Ok(ResolvedTable { at: db.at, db: database.name().to_string(), table: t.clone() })
             }
-            None => Err(invalid_object(&object_display(name))),
+            _ => Err(invalid_object(&object_display(name))),
         }
     }
 

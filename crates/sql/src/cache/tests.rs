@@ -1,16 +1,24 @@
 use super::*;
+use crate::catalog::{DbRef, ObjectDep};
 
 fn parse(_: &str) -> SqlResult<Batch> {
     Ok(Batch { statements: Vec::new() })
 }
 
-fn compiled(db: &str, version: u64, plan: u32) -> Compiled<u32> {
+/// A plan that read table `dbo.t` (fingerprint `fingerprint`) in `db` (None: the
+/// database the plan runs in).
+fn compiled(db: Option<&str>, fingerprint: u64, plan: u32) -> Compiled<u32> {
+    let db = db.map_or(DbRef::Current, |d| DbRef::Named(d.to_string()));
     Compiled {
-        versions: vec![(db.into(), version)],
         context: 0,
         plan: Arc::new(plan),
-        objects: Arc::from([(db.to_string(), 5)]),
+        deps: Arc::from([ObjectDep { db, key: "dbo.t".into(), fingerprint: Some(fingerprint), locked: true }]),
     }
+}
+
+/// Whether a dependency holds in a database whose `dbo.t` has `fingerprint`.
+fn holds_with(fingerprint: u64) -> impl Fn(&ObjectDep) -> bool {
+    move |d: &ObjectDep| d.fingerprint == Some(fingerprint)
 }
 
 fn texts(cache: &PlanCache<u32>) -> Vec<String> {
@@ -20,13 +28,13 @@ fn texts(cache: &PlanCache<u32>) -> Vec<String> {
 #[test]
 fn hits_misses_and_recency() {
     let cache: PlanCache<u32> = PlanCache::new(SHARDS * 4096);
-    cache.get_or_parse("db", "select 1", parse).unwrap();
-    cache.get_or_parse("DB", "select 1", parse).unwrap();
+    cache.get_or_parse("select 1", parse).unwrap();
+    cache.get_or_parse("select 1", parse).unwrap();
     assert_eq!(cache.hits.load(Ordering::Relaxed), 1);
     assert_eq!(cache.misses.load(Ordering::Relaxed), 1);
     for i in 0..2000 {
-        cache.get_or_parse("db", &format!("select {i}"), parse).unwrap();
-        cache.get_or_parse("db", "select 1", parse).unwrap();
+        cache.get_or_parse(&format!("select {i}"), parse).unwrap();
+        cache.get_or_parse("select 1", parse).unwrap();
     }
     assert!(cache.bytes() <= cache.budget_bytes(), "{} > {}", cache.bytes(), cache.budget_bytes());
     assert!(cache.len() < 2000, "the budget bounds the cache");
@@ -39,50 +47,75 @@ fn hits_misses_and_recency() {
 #[test]
 fn an_expensive_plan_outlives_cheap_ones_used_as_recently() {
     let cache: PlanCache<u32> = PlanCache::new(SHARDS * 8192);
-    let costly = cache.get_or_parse("db", "costly", parse).unwrap();
-    costly.store(1, compiled("db", 1, 1), 500);
+    let costly = cache.get_or_parse("costly", parse).unwrap();
+    costly.store(1, compiled(None, 1, 1), 500);
     for i in 0..5000 {
-        cache.get_or_parse("db", &format!("cheap {i}"), parse).unwrap();
+        cache.get_or_parse(&format!("cheap {i}"), parse).unwrap();
     }
     let kept = texts(&cache);
     assert!(kept.contains(&"costly".to_string()), "0.5 ms of compiling is worth keeping");
     assert!(!kept.contains(&"cheap 0".to_string()));
     // Unused for long enough, even the costly entry goes.
     for i in 0..400_000 {
-        cache.get_or_parse("db", &format!("later {i}"), parse).unwrap();
+        cache.get_or_parse(&format!("later {i}"), parse).unwrap();
     }
     assert!(!texts(&cache).contains(&"costly".to_string()));
 }
 
 #[test]
-fn plans_are_accounted_and_rebound_when_versions_change() {
+fn plans_are_accounted_and_shared_by_databases_with_the_same_definitions() {
     let cache: PlanCache<u32> = PlanCache::new(1 << 20);
-    let b = cache.get_or_parse("db", "x", parse).unwrap();
+    let b = cache.get_or_parse("x", parse).unwrap();
     let before = (b.size(), cache.bytes());
-    b.store(7, compiled("db", 3, 42), 10);
+    b.store(7, compiled(None, 3, 42), 10);
     assert!(b.size() > before.0 && cache.bytes() - before.1 == b.size() - before.0, "a bound plan is accounted");
-    assert_eq!(&b.objects(7)[..], &[("db".to_string(), 5)]);
-    assert_eq!(b.plan(7, 0, |_| Some(3)).as_deref(), Some(&42));
-    assert!(b.plan(7, 0, |_| Some(4)).is_none());
-    assert!(b.plan(7, 1, |_| Some(3)).is_none(), "another session's context");
-    assert!(b.plan(8, 0, |_| Some(3)).is_none());
+    for database in 1..=50 {
+        assert_eq!(b.plan(7, 0, database, holds_with(3)).map(|f| *f.plan), Some(42));
+    }
+    assert!(b.plan(7, 0, 51, holds_with(4)).is_none(), "a database whose table differs");
+    assert!(b.plan(7, 1, 1, holds_with(3)).is_none(), "another session's context");
+    assert!(b.plan(8, 0, 1, holds_with(3)).is_none());
+    // The differing database binds its own plan; the shared one stays.
+    b.store(7, compiled(None, 4, 43), 10);
+    assert_eq!(b.plan(7, 0, 51, holds_with(4)).map(|f| *f.plan), Some(43));
+    assert_eq!(b.plan(7, 0, 2, holds_with(3)).map(|f| *f.plan), Some(42));
+    let info = &cache.entries()[0];
+    assert_eq!((info.databases, info.plans), (51, 2));
 }
 
 #[test]
-fn forgetting_a_database_evicts_only_what_depends_on_it() {
+fn a_statement_keeps_a_bounded_number_of_plans_the_least_recently_used_going() {
     let cache: PlanCache<u32> = PlanCache::new(1 << 20);
-    for db in ["a", "b", "c"] {
-        for i in 0..10 {
-            cache.get_or_parse(db, &format!("q{i}"), parse).unwrap();
-        }
+    let b = cache.get_or_parse("x", parse).unwrap();
+    b.store(1, compiled(None, 0, 0), 1);
+    for v in 1..=(MAX_VARIANTS as u64 + 3) {
+        cache.get_or_parse("x", parse).unwrap();
+        // Plan 0 stays in use.
+        assert!(b.plan(1, 0, 1, holds_with(0)).is_some());
+        b.store(1, compiled(None, v, v as u32), 1);
     }
-    // A batch compiled in c that reads a table of b.
-    cache.get_or_parse("c", "cross", parse).unwrap().store(1, compiled("b", 1, 1), 1);
-    assert_eq!(cache.forget_database("B"), 11);
-    let left = cache.entries();
-    assert_eq!(left.len(), 20);
-    assert!(left.iter().all(|e| e.database != "b" && e.text != "cross"));
-    assert_eq!(cache.bytes(), left.iter().map(|e| e.size).sum::<usize>());
+    assert_eq!(b.plan_count(), MAX_VARIANTS);
+    assert!(b.plan(1, 0, 1, holds_with(0)).is_some(), "the plan in use stays");
+    assert!(b.plan(1, 0, 1, holds_with(1)).is_none(), "an unused one went");
+    assert_eq!(cache.bytes(), b.size());
+}
+
+#[test]
+fn forgetting_a_database_drops_only_the_plans_that_name_it() {
+    let cache: PlanCache<u32> = PlanCache::new(1 << 20);
+    for i in 0..10 {
+        cache.get_or_parse(&format!("q{i}"), parse).unwrap().store(1, compiled(None, 1, 1), 1);
+    }
+    // A batch that reads a table of b by name, and one run in b.
+    let cross = cache.get_or_parse("cross", parse).unwrap();
+    cross.store(1, compiled(Some("b"), 1, 1), 1);
+    let local = cache.get_or_parse("q0", parse).unwrap();
+    assert!(local.plan(1, 0, 9, holds_with(1)).is_some());
+    cache.forget_database("B", 9);
+    assert_eq!(cross.plan_count(), 0);
+    assert_eq!(cache.entries().iter().map(|e| e.plans).sum::<usize>(), 10, "the shared plans stay");
+    assert_eq!(cache.entries().iter().map(|e| e.databases).sum::<usize>(), 0, "b no longer counts");
+    assert_eq!(cache.bytes(), cache.entries().iter().map(|e| e.size).sum::<usize>());
     cache.clear();
     assert!(cache.is_empty());
     assert_eq!(cache.bytes(), 0);
@@ -92,7 +125,7 @@ fn forgetting_a_database_evicts_only_what_depends_on_it() {
 fn a_smaller_budget_evicts_at_once() {
     let cache: PlanCache<u32> = PlanCache::new(64 << 20);
     for i in 0..5000 {
-        cache.get_or_parse("db", &format!("select {i}"), parse).unwrap();
+        cache.get_or_parse(&format!("select {i}"), parse).unwrap();
     }
     assert_eq!(cache.len(), 5000);
     cache.set_budget_bytes(SHARDS * 4096);
@@ -108,9 +141,9 @@ fn sessions_share_the_cache_from_many_threads() {
             let cache = cache.clone();
             std::thread::spawn(move || {
                 for i in 0..2000 {
-                    let b = cache.get_or_parse("db", &format!("q{}", i % 100), parse).unwrap();
+                    let b = cache.get_or_parse(&format!("q{}", i % 100), parse).unwrap();
                     if i % 7 == t {
-                        b.store(i, compiled("db", 1, i as u32), 1);
+                        b.store(i, compiled(None, 1, i as u32), 1);
                     }
                 }
             })

@@ -155,10 +155,10 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                 let target = target_for(ctx, &db, Arc::new(new.clone()))?;
                 let built = in_own_transaction(ctx, |ctx| {
                     for ix in &new_indexes {
-                        dml::build_index(ctx, &target, ix)?;
+                        dml::build_index(ctx, &target.as_is(), ix)?;
                     }
                     if validate {
-                        dml::validate_rows(ctx, &target)?;
+                        dml::validate_rows(ctx, &target.as_is())?;
                     }
                     Ok(())
                 });

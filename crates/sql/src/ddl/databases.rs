@@ -60,6 +60,7 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
             SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")).with_state(4)
         );
     }
+    let id = ctx.shared.engine.database_id(n);
     ctx.shared.forget(n);
     ctx.shared.engine.drop_database(n).map_err(|e| match e.number() {
         3702 => {
@@ -67,7 +68,9 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
         }
         _ => e.into(),
     })?;
-    ctx.shared.plans.forget_database(n);
+    if let Some(id) = id {
+        ctx.shared.plans.forget_database(n, id);
+    }
     Ok(())
 }
 

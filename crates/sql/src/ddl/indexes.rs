@@ -115,7 +115,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
     database.create_table(&ix.tree)?;
     new.indexes.push(ix.clone());
     let target = target_for(ctx, database.name(), Arc::new(new.clone()))?;
-    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target, &ix)) {
+    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &ix)) {
         let _ = database.drop_table(&ix.tree);
         return Err(e);
     }
@@ -178,7 +178,7 @@ pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> S
     database.create_table(&new.indexes[ix].tree)?;
     let target = target_for(ctx, db, Arc::new(new.clone()))?;
     let index = new.indexes[ix].clone();
-    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target, &index)) {
+    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &index)) {
         let _ = database.drop_table(&index.tree);
         return Err(e);
     }

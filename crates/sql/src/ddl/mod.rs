@@ -71,5 +71,5 @@ fn heap_index(table_id: i32, version: u64) -> Index {
 fn target_for(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<dml::Target> {
     let session = &*ctx.session;
     let mut b = Binder::new(ctx.shared, session, &[]);
-    dml::bind_target(&mut b, db.to_string(), table)
+    dml::bind_target(&mut b, crate::catalog::DbRef::Named(db.to_string()), table)
 }

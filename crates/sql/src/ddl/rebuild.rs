@@ -58,7 +58,7 @@ pub(super) fn replace_storage(
         let table = Arc::new(new.clone());
         let loaded = in_own_transaction(ctx, |ctx| {
             let target = target_for(ctx, database.name(), table.clone())?;
-            dml::load_rows(ctx, &target, rows)
+            dml::load_rows(ctx, &target.as_is(), rows)
         });
         if let Err(e) = loaded {
             let _ = drop_trees(database, &new);

@@ -3,7 +3,7 @@
 
 use super::constraints::duplicate_error;
 use super::storage::encode_row;
-use super::{tree, Target};
+use super::{tree, TargetAt};
 use crate::plan::{self, decode_row};
 use crate::runtime::ExecCtx;
 use crate::types::Value;
@@ -42,7 +42,7 @@ pub(super) struct StagedRows {
 impl StagedRows {
     /// Staging applies to INSERTs of at least `BULK_MIN_ROWS` rows into a table with no
     /// nonclustered index; the others store each row as it comes.
-    pub(super) fn new(ctx: &mut ExecCtx, target: &Target, rows: usize) -> SqlResult<Option<StagedRows>> {
+    pub(super) fn new(ctx: &mut ExecCtx, target: &TargetAt, rows: usize) -> SqlResult<Option<StagedRows>> {
         if rows < BULK_MIN_ROWS || target.table.indexes.len() != 1 {
             return Ok(None);
         }
@@ -50,7 +50,7 @@ impl StagedRows {
         Ok((model != tessera_database::RecoveryModel::Full).then(|| StagedRows { rows: Vec::new(), bytes: 0 }))
     }
 
-    pub(super) fn add(&mut self, ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<()> {
+    pub(super) fn add(&mut self, ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> SqlResult<()> {
         let (key, bytes) = encode_row(ctx, target, row)?;
         self.bytes += key.len() + bytes.len();
         self.rows.push((key, bytes));
@@ -59,7 +59,7 @@ impl StagedRows {
 
     /// Stores the rows: one minimally logged bulk load if the table is empty and the
     /// rows are big enough, else row by row. Duplicate keys are error 2627 either way.
-    pub(super) fn store(mut self, ctx: &mut ExecCtx, target: &Target) -> SqlResult<()> {
+    pub(super) fn store(mut self, ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
         let table = &target.table;
         // The row a duplicate-key error names, decoded back from its stored form.
         let stored = |bytes: &[u8]| decode_row(table, &plan::row_schema(table)?, bytes);

@@ -4,7 +4,7 @@
 use tessera_access::row;
 
 use super::foreign_keys::check_parents;
-use super::{object_name, table_rows, Target};
+use super::{object_name, table_rows, TargetAt};
 use crate::catalog::{Index, Table};
 use crate::plan::eval;
 use crate::runtime::ExecCtx;
@@ -101,7 +101,7 @@ pub(super) fn map_duplicate(e: tessera_database::Error, table: &Table, index: &I
 }
 
 /// Checks NOT NULL and CHECK constraints of a complete new row.
-pub(super) fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind: &str) -> SqlResult<()> {
+pub(super) fn check_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value], kind: &str) -> SqlResult<()> {
     let table = &target.table;
     for (i, c) in table.columns.iter().enumerate() {
         if !c.nullable && row[i].is_null() {
@@ -118,7 +118,8 @@ pub(super) fn check_row(ctx: &mut ExecCtx, target: &Target, row: &[Value], kind:
             .with_state(2));
         }
     }
-    for ((name, pred), def) in target.checks.iter().zip(&table.checks) {
+    for (pred, def) in target.checks.iter().zip(&table.checks) {
+        let name = &def.name;
         let v = eval(pred, row, ctx)?;
         if v == Value::Bit(false) {
             // SQL Server names the column when the constraint reads exactly one.
@@ -195,7 +196,7 @@ fn single_column(definition: &str) -> Option<String> {
 }
 
 /// Verifies that existing rows satisfy a new CHECK or FOREIGN KEY constraint.
-pub fn validate_rows(ctx: &mut ExecCtx, target: &Target) -> SqlResult<()> {
+pub fn validate_rows(ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
     let rows = table_rows(ctx, &target.db, &target.table)?;
     for (_, r) in rows {
         check_row(ctx, target, &r, "ALTER TABLE")?;

@@ -5,7 +5,7 @@ use super::foreign_keys::{check_children, MAX_CASCADE_DEPTH};
 use super::indexes::delete_index_entry;
 use super::output::bind_output;
 use super::target::{bind_dml_source, unique_targets};
-use super::{bind_target, rowcount_limit, tree, OutputPlan, Target};
+use super::{bind_target, rowcount_limit, tree, OutputPlan, Target, TargetAt};
 use crate::bind::Binder;
 use crate::plan::{eval, run, Plan, Row};
 use crate::runtime::ExecCtx;
@@ -33,7 +33,7 @@ pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan
 
 pub(super) fn delete_row(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     key: &[u8],
     row: &[Value],
     depth: usize,
@@ -59,14 +59,15 @@ pub(super) fn delete_row(
 pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>)> {
     let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
     rows.truncate(rowcount_limit(ctx));
-    let n = p.target.table.columns.len();
+    let target = p.target.at(ctx)?;
+    let n = target.table.columns.len();
     let mut count = 0;
     let mut output = Vec::new();
     for r in rows {
         ctx.check_cancel()?;
         let old: Row = r[p.offset..p.offset + n].to_vec();
         let Value::Binary(key) = &r[p.key] else { continue };
-        if delete_row(ctx, &p.target, key, &old, 0)? {
+        if delete_row(ctx, &target, key, &old, 0)? {
             count += 1;
             if let Some(out) = &p.output {
                 let mut both = old;

@@ -5,8 +5,9 @@
 use super::delete::delete_row;
 use super::indexes::index_key;
 use super::update::update_row;
-use super::{bind_target, object_name, row_key, tree, Target};
+use super::{bind_target, object_name, row_key, tree, TargetAt};
 use crate::bind::Binder;
+use crate::catalog::DbRef;
 use crate::catalog::{Action, Table};
 use crate::plan::{self, decode_row, eval, Row};
 use crate::runtime::ExecCtx;
@@ -16,7 +17,7 @@ use tessera_errors::{SqlError, SqlResult};
 /// Foreign keys of `table` whose columns in `row` must find a parent row.
 pub(super) fn check_parents(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     row: &[Value],
     changed: Option<&[usize]>,
     kind: &str,
@@ -122,7 +123,7 @@ fn referencing_rows(
 /// NO ACTION fails, CASCADE deletes (or updates) children, SET NULL/DEFAULT updates them.
 pub(super) fn check_children(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     old: &[Value],
     new: Option<&[Value]>,
     kind: &str,
@@ -149,7 +150,7 @@ pub(super) fn check_children(
             let shared = ctx.shared;
             let session = &*ctx.session;
             let mut b = Binder::new(shared, session, &[]);
-            bind_target(&mut b, target.db.clone(), child.clone())?
+            bind_target(&mut b, DbRef::Named(target.db.clone()), child.clone())?
         };
         match action {
             Action::NoAction => {
@@ -167,7 +168,7 @@ pub(super) fn check_children(
             }
             Action::Cascade if new.is_none() => {
                 for (k, r) in rows {
-                    delete_row(ctx, &child_target, &k, &r, depth + 1)?;
+                    delete_row(ctx, &child_target.as_is(), &k, &r, depth + 1)?;
                 }
             }
             Action::Cascade | Action::SetNull | Action::SetDefault => {
@@ -183,7 +184,7 @@ pub(super) fn check_children(
                             },
                         };
                     }
-                    update_row(ctx, &child_target, &k, &r, changed, &fk.columns, depth + 1)?;
+                    update_row(ctx, &child_target.as_is(), &k, &r, changed, &fk.columns, depth + 1)?;
                 }
             }
         }

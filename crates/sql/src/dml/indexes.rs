@@ -2,7 +2,7 @@
 //! index filled from the table.
 
 use super::constraints::{key_values, map_duplicate};
-use super::{object_name, table_rows, tree, Target};
+use super::{object_name, table_rows, tree, TargetAt};
 use crate::catalog::{Index, Table};
 use crate::runtime::ExecCtx;
 use crate::types::{self, Value};
@@ -19,7 +19,7 @@ pub(super) fn index_key(table: &Table, index: &Index, row: &[Value]) -> SqlResul
 
 pub(super) fn insert_index_entry(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     ix: &Index,
     row: &[Value],
     key: &[u8],
@@ -33,7 +33,7 @@ pub(super) fn insert_index_entry(
 
 pub(super) fn delete_index_entry(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     ix: &Index,
     row: &[Value],
     key: &[u8],
@@ -45,7 +45,7 @@ pub(super) fn delete_index_entry(
 }
 
 /// Adds every row's entry to a new nonclustered index.
-pub fn build_index(ctx: &mut ExecCtx, target: &Target, ix: &Index) -> SqlResult<()> {
+pub fn build_index(ctx: &mut ExecCtx, target: &TargetAt, ix: &Index) -> SqlResult<()> {
     let rows = table_rows(ctx, &target.db, &target.table)?;
     for (k, r) in rows {
         insert_index_entry(ctx, target, ix, &r, &k).map_err(|e| {

@@ -178,7 +178,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
     };
     let output = bind_output(b, &table, ins.output.as_ref())?;
     let top = bind_top(b, ins.top.as_ref())?;
-    let target = bind_target(b, rt.db, table)?;
+    let target = bind_target(b, rt.at, table)?;
     Ok(InsertPlan { target, columns, source_types, source, output, top, explicit_identity })
 }
 
@@ -197,9 +197,10 @@ fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
 
 /// Runs an INSERT; returns the rows inserted and OUTPUT rows.
 pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>)> {
-    let table = &p.target.table;
+    let target = p.target.at(ctx)?;
+    let table = &target.table;
     let on = ctx.session.options.identity_insert.as_ref();
-    let identity_insert = on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&p.target.db) && *id == table.id);
+    let identity_insert = on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&target.db) && *id == table.id);
     if p.explicit_identity && !identity_insert {
         return Err(SqlError::new(
             544,
@@ -244,11 +245,11 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     let limit = top_limit(ctx, p.top.as_ref())?.min(rowcount_limit(ctx));
     let identity = table.identity_column();
     if identity.is_some() {
-        load_counters(ctx, &p.target.db, table)?;
+        load_counters(ctx, &target.db, table)?;
     }
     let mut count = 0u64;
     let mut output = Vec::new();
-    let mut staged = StagedRows::new(ctx, &p.target, source_rows.len())?;
+    let mut staged = StagedRows::new(ctx, &target, source_rows.len())?;
     for src in source_rows.into_iter().take(limit) {
         ctx.check_cancel()?;
         let mut row: Row = vec![Value::Null; table.columns.len()];
@@ -256,7 +257,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         for (j, v) in src.into_iter().enumerate() {
             let col = p.columns[j];
             if let Some(v) = v {
-                row[col] = assign_value(&v, &p.source_types[j], &p.target.db, table, col)?;
+                row[col] = assign_value(&v, &p.source_types[j], &target.db, table, col)?;
                 given[col] = true;
             }
         }
@@ -269,17 +270,17 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
             }
             if c.identity.is_some() {
                 row[i] = next_identity(table, i)?;
-            } else if let Some((e, t)) = &p.target.defaults[i] {
+            } else if let Some((e, t)) = &target.defaults[i] {
                 let v = eval(e, &[], ctx)?;
-                row[i] = assign_value(&v, t, &p.target.db, table, i)?;
+                row[i] = assign_value(&v, t, &target.db, table, i)?;
             }
         }
-        check_row(ctx, &p.target, &row, "INSERT")?;
-        check_parents(ctx, &p.target, &row, None, "INSERT")?;
+        check_row(ctx, &target, &row, "INSERT")?;
+        check_parents(ctx, &target, &row, None, "INSERT")?;
         match staged.as_mut() {
-            Some(staged) => staged.add(ctx, &p.target, &row)?,
+            Some(staged) => staged.add(ctx, &target, &row)?,
             None => {
-                store_row(ctx, &p.target, &row)?;
+                store_row(ctx, &target, &row)?;
             }
         }
         if let Some(i) = identity {
@@ -295,7 +296,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         count += 1;
     }
     if let Some(staged) = staged {
-        staged.store(ctx, &p.target)?;
+        staged.store(ctx, &target)?;
     }
     Ok((count, output))
 }

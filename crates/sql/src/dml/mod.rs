@@ -31,7 +31,7 @@ pub use indexes::build_index;
 pub use insert::{compile_insert, run_insert, InsertPlan, InsertSource};
 pub use output::{run_output_into, OutputPlan};
 pub use storage::{load_rows, row_key, table_rows, to_storage_row};
-pub use target::{bind_target, Target};
+pub use target::{bind_target, Target, TargetAt};
 pub use update::{compile_update, run_update, UpdatePlan, VarSource};
 
 use tessera_database::TableId;

@@ -8,7 +8,7 @@ use tessera_access::row;
 
 use super::constraints::{check_row, map_duplicate};
 use super::indexes::insert_index_entry;
-use super::{load_counters, tree, Target, MAX_CLUSTERED_KEY};
+use super::{load_counters, tree, TargetAt, MAX_CLUSTERED_KEY};
 use crate::catalog::Table;
 use crate::plan::{self, decode_row, Row};
 use crate::runtime::ExecCtx;
@@ -43,7 +43,7 @@ pub fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
 
 /// A complete row's clustered key (with its uniquifier, if the table has one) and its
 /// stored form.
-pub(super) fn encode_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
+pub(super) fn encode_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> SqlResult<(Vec<u8>, Vec<u8>)> {
     let table = &target.table;
     let uniq = if table.has_uniquifier() {
         load_counters(ctx, &target.db, table)?;
@@ -56,7 +56,7 @@ pub(super) fn encode_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> S
 
 /// Inserts a complete row (constraints already checked) into the rows tree and every
 /// index; returns its key.
-pub(super) fn store_row(ctx: &mut ExecCtx, target: &Target, row: &[Value]) -> SqlResult<Vec<u8>> {
+pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> SqlResult<Vec<u8>> {
     let table = &target.table;
     let (key, bytes) = encode_row(ctx, target, row)?;
     let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
@@ -85,7 +85,7 @@ pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(
 }
 
 /// Fills a new table's trees with rows (ALTER TABLE rewrites, CREATE CLUSTERED INDEX).
-pub fn load_rows(ctx: &mut ExecCtx, target: &Target, rows: Vec<Row>) -> SqlResult<()> {
+pub fn load_rows(ctx: &mut ExecCtx, target: &TargetAt, rows: Vec<Row>) -> SqlResult<()> {
     for r in rows {
         check_row(ctx, target, &r, "ALTER TABLE")?;
         store_row(ctx, target, &r)?;

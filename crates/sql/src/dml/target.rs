@@ -5,30 +5,57 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::bind::{convert, Binder};
-use crate::catalog::Table;
+use crate::catalog::{DbRef, Table};
 use crate::plan::{Expr, Plan, Row};
+use crate::runtime::ExecCtx;
 use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
 
 #[derive(Debug, Clone)]
 pub struct Target {
-    pub db: String,
+    pub db: DbRef,
+    /// The definition the plan was bound against (`ExecCtx::table` finds the table of
+    /// that name in the database the plan runs in).
     pub table: Arc<Table>,
-    /// Bound CHECK constraints over the table's row: (name, predicate).
-    pub checks: Vec<(String, Expr)>,
+    /// Bound CHECK constraints over the table's row, one per `table.checks`.
+    pub checks: Vec<Expr>,
     /// Bound DEFAULT expressions per column.
     pub defaults: Vec<Option<(Expr, SqlType)>>,
 }
 
+/// A target as a statement changes it: the database, the table there (its storage trees,
+/// object id, counters and constraint names), and the bound CHECK and DEFAULT expressions.
+pub struct TargetAt<'p> {
+    pub db: String,
+    pub table: Arc<Table>,
+    pub checks: &'p [Expr],
+    pub defaults: &'p [Option<(Expr, SqlType)>],
+}
+
+impl Target {
+    /// The target of a plan as the plan runs now (see `ExecCtx::table`).
+    pub fn at(&self, ctx: &ExecCtx) -> SqlResult<TargetAt<'_>> {
+        let (db, table) = ctx.table(&self.db, &self.table)?;
+        Ok(TargetAt { db, table, checks: &self.checks, defaults: &self.defaults })
+    }
+
+    /// A target bound while a statement runs (a DDL's table, possibly not in the catalog
+    /// yet; a cascade's referencing table): its table is the one changed.
+    pub fn as_is(&self) -> TargetAt<'_> {
+        let DbRef::Named(db) = &self.db else { unreachable!("targets bound at run time name their database") };
+        TargetAt { db: db.clone(), table: self.table.clone(), checks: &self.checks, defaults: &self.defaults }
+    }
+}
+
 /// Binds CHECK and DEFAULT definitions of a table against its own row.
-pub fn bind_target(b: &mut Binder, db: String, table: Arc<Table>) -> SqlResult<Target> {
+pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Target> {
     let mut checks = Vec::new();
     let mut defaults = Vec::new();
     b.with_table_scope(&table, |b| -> SqlResult<()> {
         for c in &table.checks {
             let e = tessera_syntax::unparse::parse_definition(&c.text)?;
-            checks.push((c.name.clone(), b.bind_predicate(&e)?));
+            checks.push(b.bind_predicate(&e)?);
         }
         for col in &table.columns {
             defaults.push(match &col.default {
@@ -91,7 +118,7 @@ pub(super) fn bind_dml_source(
     from: &[ast::TableRef],
     selection: Option<&ast::Expr>,
     top: Option<&ast::Top>,
-) -> SqlResult<(String, Arc<Table>, Plan, crate::bind::Scope, usize, usize)> {
+) -> SqlResult<(DbRef, Arc<Table>, Plan, crate::bind::Scope, usize, usize)> {
     if hints.iter().any(|h| h == "NOLOCK" || h == "READUNCOMMITTED") {
         return Err(SqlError::new(
             1065,
@@ -114,7 +141,7 @@ pub(super) fn bind_dml_source(
             ties: Vec::new(),
         };
     }
-    Ok((rt.db, rt.table, plan, scope, offset, key))
+    Ok((rt.at, rt.table, plan, scope, offset, key))
 }
 
 pub(super) fn unique_targets(rows: Vec<Row>, key: usize) -> Vec<Row> {

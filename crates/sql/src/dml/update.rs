@@ -8,7 +8,7 @@ use super::foreign_keys::{check_children, check_parents, MAX_CASCADE_DEPTH};
 use super::indexes::{delete_index_entry, insert_index_entry};
 use super::output::bind_output;
 use super::target::{bind_dml_source, unique_targets};
-use super::{assign_value, bind_target, row_key, rowcount_limit, to_storage_row, tree, OutputPlan, Target};
+use super::{assign_value, bind_target, row_key, rowcount_limit, to_storage_row, tree, OutputPlan, Target, TargetAt};
 use crate::bind::{invalid_column, Binder};
 use crate::catalog::Table;
 use crate::plan::{eval, run, Expr, Plan, Row};
@@ -101,7 +101,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
 
 pub(super) fn update_row(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     key: &[u8],
     old: &[Value],
     new: Row,
@@ -116,7 +116,7 @@ pub(super) fn update_row(
 /// The constraints an updated row must meet, and the actions on referencing rows.
 fn check_update(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     old: &[Value],
     new: &[Value],
     changed: &[usize],
@@ -146,7 +146,7 @@ fn clustered_key_changes(table: &Table, old: &[Value], new: &[Value], changed: &
 /// its entries in the nonclustered indexes the update touches.
 fn unlink_old_row(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     key: &[u8],
     old: &[Value],
     new: &[Value],
@@ -170,7 +170,7 @@ fn unlink_old_row(
 /// key) and its entries in the touched nonclustered indexes; duplicates are 2627/2601.
 fn link_new_row(
     ctx: &mut ExecCtx,
-    target: &Target,
+    target: &TargetAt,
     key: &[u8],
     old: &[Value],
     new: &[Value],
@@ -203,7 +203,8 @@ fn link_new_row(
 pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>)> {
     let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
     rows.truncate(rowcount_limit(ctx));
-    let table = &p.target.table;
+    let target = p.target.at(ctx)?;
+    let table = &target.table;
     let n = table.columns.len();
     let changed: Vec<usize> = p.sets.iter().map(|s| s.0).collect();
     // Every row is evaluated and checked against the statement's starting state, then
@@ -218,7 +219,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         let mut new = old.clone();
         for (col, e, t) in &p.sets {
             let v = eval(e, &r, ctx)?;
-            new[*col] = assign_value(&v, t, &p.target.db, table, *col)?;
+            new[*col] = assign_value(&v, t, &target.db, table, *col)?;
         }
         for (slot, e, t, vt) in &p.variables {
             let v = match e {
@@ -227,7 +228,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
             };
             ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?;
         }
-        check_update(ctx, &p.target, &old, &new, &changed, 0)?;
+        check_update(ctx, &target, &old, &new, &changed, 0)?;
         if let Some(out) = &p.output {
             let mut both = old.clone();
             both.extend(new.iter().cloned());
@@ -237,11 +238,11 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
     }
     for (key, old, new) in &changes {
         ctx.check_cancel()?;
-        unlink_old_row(ctx, &p.target, key, old, new, &changed)?;
+        unlink_old_row(ctx, &target, key, old, new, &changed)?;
     }
     for (key, old, new) in &changes {
         ctx.check_cancel()?;
-        link_new_row(ctx, &p.target, key, old, new, &changed)?;
+        link_new_row(ctx, &target, key, old, new, &changed)?;
     }
     let count = changes.len() as u64;
     Ok((count, output))

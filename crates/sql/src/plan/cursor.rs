@@ -51,7 +51,10 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             Box::new(Held::new(result?))
         }
         Plan::WorkTable { id } => Box::new(Held::loose(ctx.work_tables.get(id).cloned().unwrap_or_default())),
-        Plan::System { view, db } => Box::new(Held::loose(crate::sysviews::rows(*view, db, ctx)?)),
+        Plan::System { view, db } => {
+            let db = ctx.db_name(db);
+            Box::new(Held::loose(crate::sysviews::rows(*view, &db, ctx)?))
+        }
         Plan::Filter { input, predicate } => Box::new(Filter { input: open(input, corr, ctx)?, predicate }),
         Plan::Project { input, exprs } => Box::new(Project { input: open(input, corr, ctx)?, exprs }),
         Plan::NestedLoop { left, right, kind, on, left_width, right_width } => {

@@ -41,9 +41,9 @@ fn locked_candidates(
     range: &KeyRange,
     ctx: &mut ExecCtx,
 ) -> SqlResult<Vec<Candidate>> {
-    let tx = ctx.transaction(&node.db)?;
-    let tree =
-        tx.database().table(&node.table.indexes[node.index].tree).ok_or_else(|| missing_tree(&node.table.name))?;
+    let (db, table) = ctx.table(&node.db, &node.table)?;
+    let tx = ctx.transaction(&db)?;
+    let tree = tx.database().table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
     tx.lock_table_for_read(tree, locks)?;
     let on_locked = match locks.row {
         RowLock::Uncommitted => OnLocked::Read,
@@ -53,7 +53,7 @@ fn locked_candidates(
     let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
     let mut candidates = Vec::new();
     let mut held = Reservation::new(&ctx.grant());
-    let tx = ctx.transaction(&node.db)?;
+    let tx = ctx.transaction(&db)?;
     for item in tx.scan_with(tree, range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]), dir, on_locked) {
         let (key, value) = item?;
         // An index entry leads to its row's clustered key.
@@ -112,7 +112,8 @@ pub(super) fn run_locked_top(
     corr: &[Value],
     ctx: &mut ExecCtx,
 ) -> SqlResult<Vec<Row>> {
-    crate::statistics::table_read(&node.db, &node.table, 1, || {
+    let db = ctx.db_name(&node.db);
+    crate::statistics::table_read(&db, &node.table, 1, || {
         let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
         let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
         let candidates = locked_candidates(node, locks, &range, ctx)?;
@@ -138,9 +139,10 @@ pub(super) fn locked_rows(
     ctx: &mut ExecCtx,
     out: &mut Collector,
 ) -> SqlResult<()> {
-    let table = &node.table;
+    let (db_name, table) = ctx.table(&node.db, &node.table)?;
+    let table = &table;
     let schema = ctx.row_schema(table)?;
-    let tx = ctx.transaction(&node.db)?;
+    let tx = ctx.transaction(&db_name)?;
     let db = tx.database().clone();
     let rows_tree = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
     let index_tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
@@ -150,7 +152,7 @@ pub(super) fn locked_rows(
             break;
         }
         ctx.check_cancel()?;
-        let tx = ctx.transaction(&node.db)?;
+        let tx = ctx.transaction(&db_name)?;
         // A point lookup through a nonclustered index: its entry first (its key is exact).
         let (row_key, entry) = match entry {
             Some(e) => (key, Some(e)),
@@ -182,7 +184,7 @@ pub(super) fn locked_rows(
         if let Some(f) = filter {
             if !is_true(f, &row, ctx)? {
                 if !held {
-                    ctx.transaction(&node.db)?.release_key(rows_tree, &row_key);
+                    ctx.transaction(&db_name)?.release_key(rows_tree, &row_key);
                 }
                 continue;
             }

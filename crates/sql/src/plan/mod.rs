@@ -29,7 +29,7 @@ pub use encoding::{decode_row, encode_prefix, encode_value, group_key, index_ent
 pub use evaluate::{eval, is_true};
 pub use execute::{fetch_count, offset_count, run};
 pub use grant::{Grant, QueryMemory};
-pub use showplan::{select_into_plan, statement_plan};
+pub use showplan::{select_into_plan, statement_plan, PlanSite};
 pub use tree::{
     AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind, UserCall,
 };

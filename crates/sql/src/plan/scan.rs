@@ -96,9 +96,10 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
         locked_rows(node, locks, candidates, &(Bound::Unbounded, Bound::Unbounded), None, usize::MAX, ctx, &mut out)?;
         return Ok(out.into_parts().0);
     }
-    let table = &node.table;
+    let (db_name, table) = ctx.table(&node.db, &node.table)?;
+    let table = &table;
     let schema = ctx.row_schema(table)?;
-    let tx = ctx.transaction(&node.db)?;
+    let tx = ctx.transaction(&db_name)?;
     let db = tx.database().clone();
     let tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
     let (row_key, found) = if node.index == 0 {
@@ -123,7 +124,8 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
 /// table (a seek of one key of a unique index is no scan, as SQL Server counts).
 pub(super) fn open_scan<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
     let point = node.single && node.lower.is_none() && node.upper.is_none();
-    crate::statistics::table_read(&node.db, &node.table, u64::from(!point), || open_rows(node, corr, ctx))
+    let db = ctx.db_name(&node.db);
+    crate::statistics::table_read(&db, &node.table, u64::from(!point), || open_rows(node, corr, ctx))
 }
 
 fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
@@ -135,9 +137,9 @@ fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     if locks != ReadLocks::COMMITTED {
         return Ok(Box::new(Held::new(run_locked_scan(node, locks, (lo, hi), ctx)?)));
     }
-    let table = &node.table;
-    let schema = ctx.row_schema(table)?;
-    let tx = ctx.transaction(&node.db)?;
+    let (db_name, table) = ctx.table(&node.db, &node.table)?;
+    let schema = ctx.row_schema(&table)?;
+    let tx = ctx.transaction(&db_name)?;
     let db = tx.database().clone();
     let tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
     let rows_tree = if node.index == 0 {
@@ -148,6 +150,7 @@ fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
     Ok(Box::new(RangeScan {
         node,
+        db: db_name,
         schema,
         tree,
         rows_tree,
@@ -165,6 +168,8 @@ fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
 /// between batches but that key.
 struct RangeScan<'p> {
     node: &'p ScanNode,
+    /// The database the scan reads.
+    db: String,
     schema: RowSchema,
     tree: TableId,
     /// Through a nonclustered index: the tree holding the rows.
@@ -181,7 +186,7 @@ struct RangeScan<'p> {
 impl RangeScan<'_> {
     fn read_batch(&mut self, ctx: &mut ExecCtx) -> SqlResult<()> {
         let node = self.node;
-        let tx = ctx.transaction(&node.db)?;
+        let tx = ctx.transaction(&self.db)?;
         let mut last = None;
         let mut read = 0;
         let mut scan = tx.scan(self.tree, self.lo.as_ref().map(|v| &v[..]), self.hi.as_ref().map(|v| &v[..]), self.dir);
@@ -241,8 +246,8 @@ impl Cursor for RangeScan<'_> {
                 return Ok(None);
             }
             ctx.check_cancel()?;
-            let (node, mut mark) = (self.node, self.read_ahead);
-            crate::statistics::streaming_read(&node.db, &node.table, &mut mark, || self.read_batch(ctx))?;
+            let (node, mut mark, db) = (self.node, self.read_ahead, self.db.clone());
+            crate::statistics::streaming_read(&db, &node.table, &mut mark, || self.read_batch(ctx))?;
             self.read_ahead = mark;
         }
     }

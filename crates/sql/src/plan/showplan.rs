@@ -37,15 +37,17 @@
 //!   every index they maintain, over the plan that finds their rows.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{AggCall, AggFunc, Expr, Plan, ScanNode, SortKey, Subquery, SubqueryKind};
+use crate::catalog::{DbRef, Table};
 use crate::dml::{DeletePlan, InsertPlan, InsertSource, Prepared, UpdatePlan};
 use crate::types::{self, SqlType, Value};
 use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 
 /// The plan rows of a compiled statement; `vars` names the variable slots of its frame.
-pub fn statement_plan(prepared: &Prepared, vars: &[(String, SqlType)]) -> Vec<String> {
-    let mut p = Printer::new(vars);
+pub fn statement_plan(prepared: &Prepared, vars: &[(String, SqlType)], at: &PlanSite) -> Vec<String> {
+    let mut p = Printer::new(vars, at);
     let root = match prepared {
         Prepared::Query(q) => p.plan(&q.plan, &[]).0,
         Prepared::Assign { plan, .. } => p.plan(plan, &[]).0,
@@ -57,8 +59,8 @@ pub fn statement_plan(prepared: &Prepared, vars: &[(String, SqlType)]) -> Vec<St
 }
 
 /// The plan rows of `SELECT … INTO target`: the query under a `Table Insert`.
-pub fn select_into_plan(plan: &Plan, target: &str, vars: &[(String, SqlType)]) -> Vec<String> {
-    let mut p = Printer::new(vars);
+pub fn select_into_plan(plan: &Plan, target: &str, vars: &[(String, SqlType)], at: &PlanSite) -> Vec<String> {
+    let mut p = Printer::new(vars, at);
     let (child, _) = p.plan(plan, &[]);
     render(&Node { text: format!("Table Insert(OBJECT:({target}))"), children: vec![child] })
 }
@@ -94,8 +96,20 @@ fn bracket(name: &str) -> String {
     format!("[{}]", name.replace(']', "]]"))
 }
 
+/// The table a plan's definition names in the database it runs in, and that database's
+/// name (see `ExecCtx::table`).
+pub type TableAt<'a> = &'a dyn Fn(&DbRef, &Arc<Table>) -> (String, Arc<Table>);
+
+/// Where a plan is shown: the database it runs in, and the tables its definitions name
+/// there (whose index and constraint names are that database's own).
+pub struct PlanSite<'a> {
+    pub database: &'a str,
+    pub table: TableAt<'a>,
+}
+
 struct Printer<'v> {
     vars: &'v [(String, SqlType)],
+    at: &'v PlanSite<'v>,
     /// The number of the next `[ExprN]`.
     next: u32,
     /// Rows of enclosing queries (for outer references of subqueries), innermost last.
@@ -109,9 +123,10 @@ struct Printer<'v> {
 }
 
 impl<'v> Printer<'v> {
-    fn new(vars: &'v [(String, SqlType)]) -> Printer<'v> {
+    fn new(vars: &'v [(String, SqlType)], at: &'v PlanSite<'v>) -> Printer<'v> {
         Printer {
             vars,
+            at,
             next: 1001,
             outer: Vec::new(),
             subqueries: Vec::new(),
@@ -441,9 +456,10 @@ impl<'v> Printer<'v> {
 
     /// A scan or seek, with its residual predicate `filter` (over the table's row).
     fn scan(&mut self, node: &ScanNode, corr: &[String], filter: Option<&Expr>) -> (Node, Vec<String>) {
-        let table = &node.table;
-        let mut names = Self::table_columns(&node.db, table, node.alias.as_deref());
-        let object = table_object(&node.db, table);
+        let (db, table) = (self.at.table)(&node.db, &node.table);
+        let table = &table;
+        let mut names = Self::table_columns(&db, table, node.alias.as_deref());
+        let object = table_object(&db, table);
         // An aliased table's objects are shown `… AS [alias]`.
         let alias = node.alias.as_deref().map_or(String::new(), |a| format!(" AS {}", bracket(a)));
         let index = &table.indexes[node.index];
@@ -555,11 +571,11 @@ impl<'v> Printer<'v> {
     }
 
     fn insert(&mut self, p: &InsertPlan) -> Node {
-        let t = &p.target;
-        let table = &t.table;
-        let cols = Self::table_columns(&t.db, table, None);
+        let (db, table) = (self.at.table)(&p.target.db, &p.target.table);
+        let table = &table;
+        let cols = Self::table_columns(&db, table, None);
         let op = if table.indexes[0].is_heap() { "Table Insert" } else { "Clustered Index Insert" };
-        let objects = Self::objects(&t.db, table, 0..table.indexes.len());
+        let objects = Self::objects(&db, table, 0..table.indexes.len());
         let mut children = Vec::new();
         let mark = self.subqueries.len();
         // The value of each column given, by the source's column names.
@@ -605,7 +621,7 @@ impl<'v> Printer<'v> {
             if p.columns.contains(&c) || col.identity.is_some() {
                 continue;
             }
-            if t.defaults[c].is_some() {
+            if p.target.defaults[c].is_some() {
                 let v = self.default_value(p, c);
                 sets.push(format!("{} = {v}", cols[c]));
             }
@@ -630,15 +646,15 @@ impl<'v> Printer<'v> {
     }
 
     fn update(&mut self, p: &UpdatePlan) -> Node {
-        let t = &p.target;
-        let table = &t.table;
-        let cols = Self::table_columns(&t.db, table, None);
+        let (db, table) = (self.at.table)(&p.target.db, &p.target.table);
+        let table = &table;
+        let cols = Self::table_columns(&db, table, None);
         let (child, names) = self.plan(&p.source, &[]);
         let changed: Vec<usize> = p.sets.iter().map(|s| s.0).collect();
         let key_changes = table.indexes[0].columns.iter().any(|(c, _)| changed.contains(c));
         let touched = (0..table.indexes.len())
             .filter(|&i| i == 0 || key_changes || table.indexes[i].columns.iter().any(|(c, _)| changed.contains(c)));
-        let objects = Self::objects(&t.db, table, touched);
+        let objects = Self::objects(&db, table, touched);
         let mark = self.subqueries.len();
         let mut defines = Vec::new();
         let mut sets = Vec::new();
@@ -666,10 +682,10 @@ impl<'v> Printer<'v> {
     }
 
     fn delete(&mut self, p: &DeletePlan) -> Node {
-        let t = &p.target;
-        let table = &t.table;
+        let (db, table) = (self.at.table)(&p.target.db, &p.target.table);
+        let table = &table;
         let (child, _) = self.plan(&p.source, &[]);
-        let objects = Self::objects(&t.db, table, 0..table.indexes.len());
+        let objects = Self::objects(&db, table, 0..table.indexes.len());
         let op = if table.indexes[0].is_heap() { "Table Delete" } else { "Clustered Index Delete" };
         Node { text: format!("{op}({objects})"), children: vec![child] }
     }
@@ -810,7 +826,7 @@ impl<'v> Printer<'v> {
             Expr::Subquery(sq) => self.subquery(sq, row),
             Expr::UserFunction { call, args } => {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a, row)).collect();
-                format!("{}.[dbo].{}({})", bracket(&call.db), bracket(&call.name), args.join(","))
+                format!("{}.[dbo].{}({})", bracket(call.db.name(self.at.database)), bracket(&call.name), args.join(","))
             }
         }
     }
@@ -978,7 +994,9 @@ mod tests {
 
     #[test]
     fn constants_and_operators_print_as_sql_server_does() {
-        let mut p = Printer::new(&[]);
+        let table = |db: &DbRef, def: &Arc<Table>| (db.name("d").to_string(), def.clone());
+        let at = PlanSite { database: "d", table: &table };
+        let mut p = Printer::new(&[], &at);
         let row = vec!["[a]".to_string(), "[b]".to_string()];
         let c = |i| Box::new(Expr::Column(i));
         let k = |n| Box::new(Expr::Const(Value::Int(n)));

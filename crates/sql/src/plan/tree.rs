@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::catalog::Table;
+use crate::catalog::{DbRef, Table};
 use crate::types::{SqlType, Value};
 use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 
@@ -144,7 +144,7 @@ pub enum Expr {
 /// What a scalar user-defined function call needs at run time.
 #[derive(Debug)]
 pub struct UserCall {
-    pub db: String,
+    pub db: DbRef,
     pub name: String,
     /// The CREATE FUNCTION text (its parsed form and plans are cached under it).
     pub text: Arc<str>,
@@ -190,7 +190,9 @@ pub struct RangeBound {
 
 #[derive(Clone, Debug)]
 pub struct ScanNode {
-    pub db: String,
+    pub db: DbRef,
+    /// The definition the plan was bound against; the table read is the one of that
+    /// name in the database the plan runs in (`ExecCtx::table`).
     pub table: Arc<Table>,
     /// The alias the query gave the table (`FROM t AS a`), for plans shown to clients.
     pub alias: Option<String>,
@@ -245,7 +247,7 @@ pub enum Plan {
     /// A system view, computed when read.
     System {
         view: crate::sysviews::View,
-        db: String,
+        db: DbRef,
     },
     Filter {
         input: Box<Plan>,

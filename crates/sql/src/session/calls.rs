@@ -41,7 +41,7 @@ pub(crate) fn call_scalar_function(
     call: &crate::plan::UserCall,
     args: Vec<Value>,
 ) -> SqlResult<Value> {
-    let cached = ctx.shared.plans.get_or_parse(&call.db, &call.text, tessera_syntax::parser::parse_batch)?;
+    let cached = ctx.shared.plans.get_or_parse(&call.text, tessera_syntax::parser::parse_batch)?;
     let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
         return Err(crate::bind::invalid_object(&call.name));
     };
@@ -58,7 +58,8 @@ pub(crate) fn call_scalar_function(
         vars[i] = v;
     }
     let saved_vars = std::mem::replace(&mut state.vars, vars);
-    let saved_db = std::mem::replace(&mut state.database, call.db.clone());
+    let db = call.db.name(&state.database).to_string();
+    let saved_db = std::mem::replace(&mut state.database, db);
     state.nest_level += 1;
     let mut sink = Discard;
     let result = {
@@ -200,7 +201,7 @@ impl Runner<'_> {
         text: &str,
         args: Vec<Argument>,
     ) -> Result<i32, Stop> {
-        let cached = match self.shared.plans.get_or_parse(db, text, tessera_syntax::parser::parse_batch) {
+        let cached = match self.shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return self.fail(s, e).map(|_| 0),
         };
@@ -388,7 +389,7 @@ impl Runner<'_> {
             }
         }
         let db = self.state.database.clone();
-        let cached = match self.shared.plans.get_or_parse(&db, &text, tessera_syntax::parser::parse_batch) {
+        let cached = match self.shared.plans.get_or_parse(&text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return self.fail(s, e),
         };

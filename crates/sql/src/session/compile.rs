@@ -2,17 +2,21 @@
 //! the plan cache (keyed by AST node and session context), schema-stability locks on the
 //! objects a plan uses, and the scalar expressions of control flow and variables.
 
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use tessera_database::LockMode;
+use tessera_database::{Database, LockMode};
 
 use super::variables::{addr, assign_select};
 use super::Runner;
 use crate::bind::{Binder, BoundQuery};
-use crate::cache::Compiled;
+use crate::cache::{Compiled, Found};
+use crate::catalog::{Catalog, DbRef, ObjectDep};
 use crate::dml::{self, Prepared};
 use crate::plan::{eval, Expr};
 use crate::runtime::ExecCtx;
+use crate::runtime::Shared;
 use crate::statistics::IoStatement;
 use crate::types::{SqlType, Value};
 use tessera_errors::SqlResult;
@@ -20,11 +24,16 @@ use tessera_syntax::ast::{self, Statement, StatementKind};
 
 impl Runner<'_> {
     /// Fingerprint of the session state plans depend on: which table has IDENTITY_INSERT
-    /// on, and which session's temp tables `#names` mean.
+    /// on (in which database the session is: a plan compiled under it names that table),
+    /// and which tables `#names` and `@table_variables` mean now.
     fn context(&self) -> u64 {
         let o = &self.state.options;
         let mut h = match &o.identity_insert {
-            Some((db, id)) => (*id as u32 as u64) ^ ((db.len() as u64) << 32),
+            Some((db, id)) => {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (db.to_lowercase(), id, self.state.database.to_lowercase()).hash(&mut h);
+                h.finish() >> 4
+            }
             None => 0,
         };
         // Options the binder compiles into plans (constants are converted while binding).
@@ -34,43 +43,41 @@ impl Runner<'_> {
             "ymd" | "ydm" => 1 << 61,
             _ => 0,
         };
-        if !self.state.temp_tables.is_empty() {
-            h ^= (self.state.spid as u64) << 40;
-        }
-        h
+        // The same in any order the map keeps its entries.
+        let temp = self.state.temp_tables.iter().fold(0u64, |acc, entry| {
+            let mut e = std::collections::hash_map::DefaultHasher::new();
+            entry.hash(&mut e);
+            acc.wrapping_add(e.finish())
+        });
+        h ^ temp
     }
 
-    fn current_version(&self, db: &str) -> Option<u64> {
-        if let Some(v) = self.shared.loaded_catalog_version(db) {
-            return Some(v);
-        }
-        let d = self.shared.database(db).ok()?;
-        self.shared.catalog(&d).ok().map(|c| c.version)
-    }
-
-    /// The compiled form of the AST node at `key`, from the plan cache or bound now.
+    /// The compiled form of the AST node at `key` — a plan from the plan cache whose
+    /// every name finds the same definitions in this database, or one bound now — and
+    /// the names it depends on.
     fn prepared(
         &mut self,
         key: usize,
         vars: &[(String, SqlType)],
         compile: impl FnOnce(&mut Binder) -> SqlResult<Prepared>,
-    ) -> SqlResult<Arc<Prepared>> {
+    ) -> SqlResult<Found<Prepared>> {
         let context = self.context();
-        if let Some(p) = self.batch.plan(key, context, |db| self.current_version(db)) {
-            return Ok(p);
+        let current = self.shared.database(&self.state.database)?;
+        let catalogs = Catalogs::new(self.shared, &current);
+        if let Some(found) = self.batch.plan(key, context, current.id(), |dep| catalogs.holds(dep)) {
+            return Ok(found);
         }
         let started = std::time::Instant::now();
         let mut b = Binder::new(self.shared, self.state, vars);
         let prepared = compile(&mut b)?;
-        let versions = std::mem::take(&mut b.deps.databases);
-        let objects = Arc::from(std::mem::take(&mut b.deps.tables));
+        let deps: Arc<[ObjectDep]> = Arc::from(std::mem::take(&mut b.deps));
         let plan = Arc::new(prepared);
         let bind_us = started.elapsed().as_micros() as u64;
-        self.batch.store(key, Compiled { versions, context, plan: plan.clone(), objects }, bind_us);
-        Ok(plan)
+        self.batch.store(key, Compiled { context, plan: plan.clone(), deps: deps.clone() }, bind_us);
+        Ok(Found { plan, deps })
     }
 
-    pub(super) fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Arc<Prepared>>> {
+    pub(super) fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Found<Prepared>>> {
         let vars = self.visible(s);
         let key = addr(s);
         Ok(Some(match &s.kind {
@@ -106,27 +113,28 @@ impl Runner<'_> {
     /// to the end of the statement, so no DDL changes them while it runs). A plan bound
     /// before a DDL that committed while the locks were awaited is bound again.
     pub(super) fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
-        self.locked(addr(s), |r| Ok(r.compile_statement(s)?.expect("compiled statement")))
+        self.locked(|r| Ok(r.compile_statement(s)?.expect("compiled statement")))
     }
 
-    /// `compile` (which compiles the AST node at `key` or finds its plan), with a
-    /// schema-stability lock on every object the plan uses, bound again until it is
-    /// current once the locks are held.
-    fn locked(
-        &mut self,
-        key: usize,
-        compile: impl Fn(&mut Self) -> SqlResult<Arc<Prepared>>,
-    ) -> SqlResult<Arc<Prepared>> {
-        let mut plan = compile(self)?;
+    /// `compile` (which compiles an AST node or finds its plan), with a schema-stability
+    /// lock on every table the plan uses, bound again until it is current once the locks
+    /// are held.
+    fn locked(&mut self, compile: impl Fn(&mut Self) -> SqlResult<Found<Prepared>>) -> SqlResult<Arc<Prepared>> {
+        let mut found = compile(self)?;
         loop {
-            for (db, id) in self.batch.objects(key).iter() {
-                self.state.transaction(self.shared, db)?.lock_schema(*id as u32, LockMode::SchemaStability)?;
+            for dep in found.deps.iter().filter(|d| d.locked) {
+                let db = dep.db.name(&self.state.database).to_string();
+                let catalog = self.shared.catalog(&self.shared.database(&db)?)?;
+                // A table dropped meanwhile: binding again reports it.
+                if let Some(o) = catalog.lookup_key(&dep.key) {
+                    self.state.transaction(self.shared, &db)?.lock_schema(o.id() as u32, LockMode::SchemaStability)?;
+                }
             }
             let now = compile(self)?;
-            if Arc::ptr_eq(&now, &plan) {
-                return Ok(plan);
+            if Arc::ptr_eq(&now.plan, &found.plan) {
+                return Ok(found.plan);
             }
-            plan = now;
+            found = now;
         }
     }
 
@@ -166,7 +174,7 @@ impl Runner<'_> {
     fn scalar(&mut self, stmt: &Statement, e: &ast::Expr, predicate: bool) -> SqlResult<(Expr, SqlType)> {
         // A condition or value that reads tables (IF EXISTS (SELECT …)) holds schema
         // stability on them as a statement does.
-        let p = self.locked(addr(e), |r| {
+        let p = self.locked(|r| {
             let vars = r.visible(stmt);
             r.prepared(addr(e), vars, |b| {
                 let (x, t) = if predicate { (b.bind_predicate(e)?, SqlType::Bit) } else { b.bind_expr(e)? };
@@ -239,5 +247,41 @@ fn mentions_temp_table(s: &Statement) -> bool {
         StatementKind::Update(u) => named(&u.table) || in_refs(&u.from),
         StatementKind::Delete(d) => named(&d.table) || in_refs(&d.from),
         _ => false,
+    }
+}
+
+/// The catalogs a cached plan's dependencies are checked against while a statement finds
+/// its plan: the current database's, and any other database's the plan names (looked up
+/// once each).
+struct Catalogs<'a> {
+    shared: &'a Shared,
+    current: Option<Arc<Catalog>>,
+    named: RefCell<Vec<(String, Option<Arc<Catalog>>)>>,
+}
+
+impl<'a> Catalogs<'a> {
+    fn new(shared: &'a Shared, current: &Arc<Database>) -> Catalogs<'a> {
+        Catalogs { shared, current: shared.catalog(current).ok(), named: RefCell::default() }
+    }
+
+    /// Whether the name finds the definition the plan was bound against.
+    fn holds(&self, dep: &ObjectDep) -> bool {
+        match &dep.db {
+            DbRef::Current => self.current.as_ref().is_some_and(|c| dep.holds_in(c)),
+            DbRef::Named(name) => {
+                let mut named = self.named.borrow_mut();
+                let at = match named.iter().position(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                    Some(at) => at,
+                    None => {
+                        let catalog = (self.shared.engine.exists(name))
+                            .then(|| self.shared.database(name).and_then(|d| self.shared.catalog(&d)).ok())
+                            .flatten();
+                        named.push((name.clone(), catalog));
+                        named.len() - 1
+                    }
+                };
+                named[at].1.as_ref().is_some_and(|c| dep.holds_in(c))
+            }
+        }
     }
 }

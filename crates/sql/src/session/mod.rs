@@ -164,7 +164,7 @@ impl Session {
         self.state.cancel.store(false, Ordering::Relaxed);
         let watch = crate::statistics::Stopwatch::start();
         let shared = self.shared.clone();
-        let cached = match shared.plans.get_or_parse(&self.state.database, text, tessera_syntax::parser::parse_batch) {
+        let cached = match shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => {
                 sink.message(&e);
@@ -204,7 +204,7 @@ impl Session {
     fn run_bound(&mut self, text: &str, decls: Vec<(String, SqlType)>, values: Vec<Value>, sink: &mut dyn ResultSink) {
         debug_assert_eq!(decls.len(), values.len());
         let shared = self.shared.clone();
-        let cached = match shared.plans.get_or_parse(&self.state.database, text, tessera_syntax::parser::parse_batch) {
+        let cached = match shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => {
                 sink.message(&e);

@@ -61,7 +61,7 @@ impl Runner<'_> {
             Prepared::Delete(d) => Some(&d.target),
             Prepared::Query(_) | Prepared::Assign { .. } => None,
         };
-        let tables = io.finish(target.map(|t| (t.db.as_str(), &*t.table)));
+        let tables = io.finish(target.map(|t| (t.db.name(&self.state.database), &*t.table)));
         result?;
         self.io_messages(tables);
         Ok(())

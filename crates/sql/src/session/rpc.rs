@@ -200,7 +200,7 @@ impl Runner<'_> {
         };
         let db = self.state.database.clone();
         let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
-        let declared = match self.shared.plans.get_or_parse(&db, &header, tessera_syntax::parser::parse_batch) {
+        let declared = match self.shared.plans.get_or_parse(&header, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return Err(Stop::Error(e)),
         };
@@ -211,7 +211,7 @@ impl Runner<'_> {
             )));
         };
         let params = cp.params.clone();
-        let cached = match self.shared.plans.get_or_parse(&db, &stmt_text, tessera_syntax::parser::parse_batch) {
+        let cached = match self.shared.plans.get_or_parse(&stmt_text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return Err(Stop::Error(e)),
         };

@@ -9,8 +9,12 @@
 use super::control::Flow;
 use super::errors::Stop;
 use super::Runner;
+use std::sync::Arc;
+
 use crate::bind::Binder;
+use crate::catalog::{DbRef, Table};
 use crate::output::OutputColumn;
+use crate::plan::PlanSite;
 use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -120,10 +124,23 @@ impl Runner<'_> {
                     }
                     let bound = Binder::new(self.shared, self.state, self.visible(s)).bind_query(&plain)?;
                     let target: Vec<String> = into.0.iter().map(|p| format!("[{}]", p.value)).collect();
-                    return Ok(Some(crate::plan::select_into_plan(&bound.plan, &target.join("."), vars)));
+                    return Ok(Some(
+                        self.with_site(|at| crate::plan::select_into_plan(&bound.plan, &target.join("."), vars, at)),
+                    ));
                 }
             }
         }
-        Ok(self.compile_statement(s)?.map(|p| crate::plan::statement_plan(&p, vars)))
+        let Some(found) = self.compile_statement(s)? else { return Ok(None) };
+        Ok(Some(self.with_site(|at| crate::plan::statement_plan(&found.plan, vars, at))))
+    }
+
+    /// Shows a plan as it runs in the session's database.
+    fn with_site<T>(&self, show: impl FnOnce(&PlanSite) -> T) -> T {
+        let current = &self.state.database;
+        let table = |db: &DbRef, def: &Arc<Table>| {
+            (self.shared.table_for_plan(current, db, def))
+                .unwrap_or_else(|_| (db.name(current).to_string(), def.clone()))
+        };
+        show(&PlanSite { database: current, table: &table })
     }
 }

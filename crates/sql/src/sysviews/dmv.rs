@@ -144,7 +144,8 @@ fn database_id(ctx: &ExecCtx, info: &SessionInfo) -> i64 {
     }
 }
 
-pub(super) static EXEC_CACHED_PLANS: ViewDef<8> = ViewDef {
+/// `database_count` (how many databases ran the entry's plans) is tessera's own column.
+pub(super) static EXEC_CACHED_PLANS: ViewDef<9> = ViewDef {
     schema: "sys",
     name: "dm_exec_cached_plans",
     columns: [
@@ -156,11 +157,14 @@ pub(super) static EXEC_CACHED_PLANS: ViewDef<8> = ViewDef {
         col("objtype", NVarChar(20), false),
         col("plan_handle", VarBinary(64), false),
         col("text", NVARCHAR_MAX, true),
+        col("database_count", Int, false),
     ],
     rows: exec_cached_plans,
 };
 
-fn exec_cached_plans(ctx: &ExecCtx, _db: &str) -> Rows<8> {
+/// One row per cached batch: a "Compiled Plan" once a statement of it is bound, a
+/// "Parse Tree" before.
+fn exec_cached_plans(ctx: &ExecCtx, _db: &str) -> Rows<9> {
     Ok(ctx
         .shared
         .plans
@@ -172,10 +176,11 @@ fn exec_cached_plans(ctx: &ExecCtx, _db: &str) -> Rows<8> {
                 int(1),
                 int(e.use_count as i64),
                 int(e.size as i64),
-                s("Compiled Plan"),
-                s("Adhoc"),
+                s(if e.plans > 0 { "Compiled Plan" } else { "Parse Tree" }),
+                s(e.object_type),
                 Value::Binary(Arc::from(&e.handle.to_be_bytes()[..])),
                 s(&e.text),
+                int(e.databases as i64),
             ]
         })
         .collect())

@@ -171,7 +171,7 @@ pub fn lookup(name: &ObjectName) -> Option<View> {
     ALL.iter().find(|v| v.schema() == schema && v.name() == obj).map(|v| View(*v))
 }
 
-pub fn plan(view: View, db: String) -> Plan {
+pub fn plan(view: View, db: crate::catalog::DbRef) -> Plan {
     Plan::System { view, db }
 }
 

@@ -648,8 +648,7 @@ fn read_fixed(ty: &ColumnType, b: &[u8]) -> Result<Value> {
         }
         T::Money => Value::Money(i64::from_le_bytes(b.try_into().unwrap())),
         T::SmallMoney => Value::Money(i32::from_le_bytes(b.try_into().unwrap()) as i64),
-        T::Char(_) | T::Binary(_) => Value::Bytes(b.to_vec()),
-        T::NChar(_) => Value::Unicode(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
+        T::Char(_) | T::Binary(_) | T::NChar(_) => unreachable!("read as fields"),
         T::Date => Value::Date(read_date(b)?),
         T::Time { scale } => Value::Time(read_time(b, scale)?),
         T::DateTime2 { scale } => {
@@ -702,21 +701,42 @@ fn read_time(b: &[u8], scale: u8) -> Result<u64> {
     Ok(units * unit)
 }
 
-fn read_var(ty: &ColumnType, b: &[u8]) -> Result<Value> {
+fn read_var<'r>(ty: &ColumnType, b: &'r [u8]) -> Result<Field<'r>> {
     match *ty {
         ColumnType::VarChar(n) | ColumnType::VarBinary(n) => {
             if n != MAX && b.len() > n as usize {
                 return Err(malformed(format_args!("{} bytes in a {ty:?} column", b.len())));
             }
-            Ok(Value::Bytes(b.to_vec()))
+            Ok(Field::Bytes(b))
         }
         ColumnType::NVarChar(n) => {
             if b.len() & 1 == 1 || (n != MAX && b.len() > 2 * n as usize) {
                 return Err(malformed(format_args!("{} bytes in a {ty:?} column", b.len())));
             }
-            Ok(Value::Unicode(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()))
+            Ok(Field::Unicode(b))
         }
         _ => unreachable!("not a variable-length type"),
+    }
+}
+
+/// A column as [`decode_each`] hands it over: character and binary data borrowed from the
+/// row (so a reader builds its own representation with one copy), anything else decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Field<'r> {
+    Value(Value),
+    /// char, varchar, binary, varbinary.
+    Bytes(&'r [u8]),
+    /// nchar, nvarchar: UTF-16LE code units.
+    Unicode(&'r [u8]),
+}
+
+impl Field<'_> {
+    pub fn into_value(self) -> Value {
+        match self {
+            Field::Value(v) => v,
+            Field::Bytes(b) => Value::Bytes(b.to_vec()),
+            Field::Unicode(b) => Value::Unicode(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
+        }
     }
 }
 
@@ -801,14 +821,21 @@ fn var_span(row: &[u8], l: &Layout, k: usize) -> Result<(usize, usize)> {
     Ok((start, end))
 }
 
-fn read_column(schema: &RowSchema, row: &[u8], l: &Layout, i: usize) -> Result<Value> {
+fn read_column<'r>(schema: &RowSchema, row: &'r [u8], l: &Layout, i: usize) -> Result<Field<'r>> {
     if i >= l.ncols || null_bit(row, l, i) {
-        return Ok(Value::Null);
+        return Ok(Field::Value(Value::Null));
     }
     let ty = &schema.columns[i];
     let place = schema.place[i] as usize;
     match ty.fixed_size() {
-        Some(size) => read_fixed(ty, &row[place..place + size]),
+        Some(size) => {
+            let b = &row[place..place + size];
+            Ok(match ty {
+                ColumnType::Char(_) | ColumnType::Binary(_) => Field::Bytes(b),
+                ColumnType::NChar(_) => Field::Unicode(b),
+                _ => Field::Value(read_fixed(ty, b)?),
+            })
+        }
         None => {
             if place >= l.vc {
                 return Err(malformed(format_args!("column {i} is not NULL but has no data")));
@@ -830,6 +857,12 @@ pub fn decode(schema: &RowSchema, row: &[u8]) -> Result<Vec<Value>> {
 /// bitmap padding, var-column offsets in order and ending exactly at the end of the row.
 pub fn decode_into(schema: &RowSchema, row: &[u8], out: &mut Vec<Value>) -> Result<()> {
     out.clear();
+    decode_each(schema, row, |_, field| out.push(field.into_value()))
+}
+
+/// Hands every column of a row to `f` in order, character and binary data borrowed.
+/// Checks the whole row as [`decode_into`] does.
+pub fn decode_each<'r>(schema: &RowSchema, row: &'r [u8], mut f: impl FnMut(usize, Field<'r>)) -> Result<()> {
     let l = parse(schema, row)?;
     if l.ncols % 8 != 0 && row[l.bitmap + l.ncols / 8] >> (l.ncols % 8) != 0 {
         return Err(malformed("NULL bitmap padding is not zero"));
@@ -853,7 +886,7 @@ pub fn decode_into(schema: &RowSchema, row: &[u8], out: &mut Vec<Value>) -> Resu
                 return Err(malformed(format_args!("NULL column {i} has data")));
             }
         }
-        out.push(read_column(schema, row, &l, i)?);
+        f(i, read_column(schema, row, &l, i)?);
     }
     Ok(())
 }
@@ -864,7 +897,7 @@ pub fn column(schema: &RowSchema, row: &[u8], idx: usize) -> Result<Value> {
         return Err(invalid(format!("column {idx} of a {}-column row", schema.len())));
     }
     let l = parse(schema, row)?;
-    read_column(schema, row, &l, idx)
+    read_column(schema, row, &l, idx).map(Field::into_value)
 }
 
 /// True when column `idx` of the row is NULL (cheaper than [`column()`]).

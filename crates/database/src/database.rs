@@ -186,7 +186,9 @@ pub struct Database {
     differential_base: Mutex<Option<Lsn>>,
     tables: RwLock<HashMap<String, TableId>>,
     ddl: Mutex<()>,
-    last_used: Mutex<Instant>,
+    /// When the database was opened, and nanoseconds from then to its last use.
+    opened_at: Instant,
+    last_used_ns: AtomicU64,
     pub(crate) checkpointed_at: AtomicU64,
     recovery: Option<RecoveryOutcome>,
     chain: Mutex<BackupChain>,
@@ -231,7 +233,8 @@ impl Database {
             options: Mutex::new(entry.options.clone()),
             tables: RwLock::new(HashMap::new()),
             ddl: Mutex::new(()),
-            last_used: Mutex::new(Instant::now()),
+            opened_at: Instant::now(),
+            last_used_ns: AtomicU64::new(0),
             checkpointed_at: AtomicU64::new(0),
             differential_base: Mutex::new(None),
             recovery: None,
@@ -430,11 +433,13 @@ impl Database {
     }
 
     pub(crate) fn touch(&self) {
-        *self.last_used.lock() = Instant::now();
+        let now_ns = self.opened_at.elapsed().as_nanos() as u64;
+        self.last_used_ns.fetch_max(now_ns, Ordering::Relaxed);
     }
 
     pub(crate) fn idle_for(&self) -> std::time::Duration {
-        self.last_used.lock().elapsed()
+        let last = std::time::Duration::from_nanos(self.last_used_ns.load(Ordering::Relaxed));
+        self.opened_at.elapsed().saturating_sub(last)
     }
 
     /// Starts a transaction (READ COMMITTED).

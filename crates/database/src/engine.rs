@@ -112,6 +112,20 @@ fn key(name: &str) -> String {
     name.to_lowercase()
 }
 
+/// Database names are case-insensitive: `f` gets `name` lower-cased, without allocating
+/// for names of up to 128 ASCII characters (SQL Server's limit on a name's length).
+pub fn with_lowercase<R>(name: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 128];
+    if name.len() <= buf.len() && name.is_ascii() {
+        let lower = &mut buf[..name.len()];
+        lower.copy_from_slice(name.as_bytes());
+        lower.make_ascii_lowercase();
+        f(std::str::from_utf8(lower).expect("ASCII is UTF-8"))
+    } else {
+        f(&name.to_lowercase())
+    }
+}
+
 impl Engine {
     /// Opens (or creates) the instance in `config.data_dir`; `master` exists from the
     /// first start.
@@ -234,11 +248,7 @@ impl Engine {
     }
 
     fn slot(&self, name: &str) -> Result<Arc<Slot>> {
-        self.inner
-            .lock()
-            .slots
-            .get(&key(name))
-            .cloned()
+        with_lowercase(name, |key| self.inner.lock().slots.get(key).cloned())
             .ok_or_else(|| Error::NotFound { kind: "database", name: name.to_string() })
     }
 

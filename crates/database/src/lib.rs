@@ -27,7 +27,7 @@ pub use registry::DbState;
 mod transaction;
 
 pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
-pub use engine::{BufferDescriptor, Engine, EngineConfig, EngineStats};
+pub use engine::{with_lowercase, BufferDescriptor, Engine, EngineConfig, EngineStats};
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, ReadLocks, RowLock};

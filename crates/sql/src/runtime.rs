@@ -2,6 +2,7 @@
 //! catalogs, plan cache), one session's state ([`SessionState`]: database, variables,
 //! options, open transactions) and the per-statement execution context ([`ExecCtx`]).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,8 +25,36 @@ pub const DEFAULT_COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
 
 /// A database's catalog snapshot and the lock that serialises its DDL.
 struct DbCatalog {
+    /// The database's name as registered, and its id (DB_ID).
+    database: Arc<str>,
+    database_id: u32,
     current: RwLock<Arc<Catalog>>,
     ddl: Mutex<()>,
+    /// Set when the database is dropped or restored: a session's memo of this entry is
+    /// stale.
+    forgotten: AtomicBool,
+}
+
+impl DbCatalog {
+    fn snapshot(&self) -> CatalogOf {
+        CatalogOf {
+            database: self.database.clone(),
+            database_id: self.database_id,
+            catalog: self.current.read().clone(),
+        }
+    }
+}
+
+/// A session's memo of the catalog entry of the database it last asked about (usually its
+/// current one), so that finding a statement's plan takes no instance-wide lock.
+#[derive(Default)]
+pub struct CatalogMemo(RefCell<Option<Arc<DbCatalog>>>);
+
+/// A database's catalog snapshot, with the database's name as registered and its id.
+pub struct CatalogOf {
+    pub database: Arc<str>,
+    pub database_id: u32,
+    pub catalog: Arc<Catalog>,
 }
 
 /// Everything sessions share: the storage engine, the catalogs of open databases and the
@@ -165,34 +194,61 @@ impl Shared {
             return Ok(c.clone());
         }
         let loaded = catalog::store::load(db, self.versions.fetch_add(1, Ordering::Relaxed))?;
-        let entry = Arc::new(DbCatalog { current: RwLock::new(Arc::new(loaded)), ddl: Mutex::new(()) });
+        let entry = Arc::new(DbCatalog {
+            database: Arc::from(db.name()),
+            database_id: db.id(),
+            current: RwLock::new(Arc::new(loaded)),
+            ddl: Mutex::new(()),
+            forgotten: AtomicBool::new(false),
+        });
         Ok(self.catalogs.lock().entry(key).or_insert(entry).clone())
     }
 
+    /// The current catalog snapshot of the database `name`, without going through the
+    /// engine when the catalog is loaded (every statement asks this).
+    pub fn catalog_named(&self, name: &str) -> SqlResult<CatalogOf> {
+        Ok(self.entry_named(name)?.snapshot())
+    }
+
+    /// As `catalog_named`, through a session's memo.
+    pub fn catalog_memo(&self, memo: &CatalogMemo, name: &str) -> SqlResult<CatalogOf> {
+        if let Some(entry) = &*memo.0.borrow() {
+            if !entry.forgotten.load(Ordering::Acquire) && entry.database.eq_ignore_ascii_case(name) {
+                return Ok(entry.snapshot());
+            }
+        }
+        let entry = self.entry_named(name)?;
+        let of = entry.snapshot();
+        *memo.0.borrow_mut() = Some(entry);
+        Ok(of)
+    }
+
+    fn entry_named(&self, name: &str) -> SqlResult<Arc<DbCatalog>> {
+        let loaded = tessera_database::with_lowercase(name, |key| self.catalogs.lock().get(key).cloned());
+        match loaded {
+            Some(entry) => Ok(entry),
+            None => self.entry(&self.database(name)?),
+        }
+    }
+
     /// The table a plan bound against the definition `def` means when it runs in the
-    /// database `current` (see `ExecCtx::table`).
-    pub fn table_for_plan(&self, current: &str, db: &DbRef, def: &Arc<Table>) -> SqlResult<(String, Arc<Table>)> {
-        let database = self.database(db.name(current))?;
-        let catalog = self.catalog(&database)?;
-        let table = catalog.same_table(def).ok_or_else(|| crate::bind::invalid_object(&def.name))?;
-        Ok((database.name().to_string(), table.clone()))
+    /// database `current` (see `ExecCtx::table`), and that database's name as the plan
+    /// refers to it.
+    pub fn table_for_plan(
+        &self,
+        memo: &CatalogMemo,
+        current: &str,
+        db: &DbRef,
+        def: &Arc<Table>,
+    ) -> SqlResult<(String, Arc<Table>)> {
+        let of = self.catalog_memo(memo, db.name(current))?;
+        let table = of.catalog.same_table(def).ok_or_else(|| crate::bind::invalid_object(&def.name))?;
+        Ok((of.database.to_string(), table.clone()))
     }
 
     /// The current catalog snapshot of a database.
     pub fn catalog(&self, db: &Arc<Database>) -> SqlResult<Arc<Catalog>> {
         Ok(self.entry(db)?.current.read().clone())
-    }
-
-    /// The catalog version of a database whose catalog is loaded, without touching the
-    /// engine (the plan cache asks this for every statement it reuses).
-    pub fn loaded_catalog_version(&self, db: &str) -> Option<u64> {
-        let catalogs = self.catalogs.lock();
-        let entry = match catalogs.get(db) {
-            Some(e) => e,
-            None => catalogs.get(&db.to_lowercase())?,
-        };
-        let version = entry.current.read().version;
-        Some(version)
     }
 
     /// Runs one DDL change: `change` gets the current snapshot and a fresh version and
@@ -212,7 +268,9 @@ impl Shared {
 
     /// Forgets a database's catalog (after DROP DATABASE).
     pub fn forget(&self, db: &str) {
-        self.catalogs.lock().remove(&db.to_lowercase());
+        if let Some(entry) = self.catalogs.lock().remove(&db.to_lowercase()) {
+            entry.forgotten.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -396,6 +454,7 @@ impl Transactions {
 pub struct SessionState {
     pub spid: i32,
     pub database: String,
+    pub catalog_memo: CatalogMemo,
     pub login: String,
     pub options: Options,
     pub txns: Transactions,
@@ -449,6 +508,7 @@ impl SessionState {
             functions: FunctionContext::default(),
             cancel: Arc::new(AtomicBool::new(false)),
             temp_tables: HashMap::new(),
+            catalog_memo: CatalogMemo::default(),
             caught: None,
             null_eliminated: false,
             host_name: String::new(),
@@ -555,7 +615,7 @@ impl<'a> ExecCtx<'a> {
     /// now: the table of that name in the database `db` means (with its own storage
     /// trees, object id and counters), and that database's name.
     pub fn table(&self, db: &DbRef, def: &Arc<Table>) -> SqlResult<(String, Arc<Table>)> {
-        self.shared.table_for_plan(&self.session.database, db, def)
+        self.shared.table_for_plan(&self.session.catalog_memo, &self.session.database, db, def)
     }
 
     pub fn row_schema(&self, table: &Table) -> SqlResult<tessera_access::row::RowSchema> {

@@ -162,3 +162,21 @@ fn scalar_text(session: &mut Session, text: &str) -> String {
         other => panic!("{text}: {other:?}"),
     }
 }
+
+/// A database restored under a session that sat in it: the session's next statement sees
+/// the restored schema, not the one it last bound against.
+#[test]
+fn a_restore_under_an_idle_session_changes_what_its_names_mean() {
+    let (dir, shared, mut admin) = start();
+    run(&mut admin, "CREATE DATABASE shop; USE shop; CREATE TABLE t (a int); INSERT INTO t VALUES (1)");
+    let path = dir.path().join("shop.bak");
+    run(&mut admin, &format!("USE master; BACKUP DATABASE shop TO DISK = '{}'", path.display()));
+    let mut tenant = Session::new(shared.clone(), "sa", "shop").unwrap();
+    run(&mut tenant, "ALTER TABLE t ADD b int NULL");
+    assert_eq!(scalar(&mut tenant, "SELECT COUNT(b) FROM t"), 0);
+    run(&mut admin, &format!("RESTORE DATABASE shop FROM DISK = '{}' WITH REPLACE", path.display()));
+    let mut out = Collected::default();
+    assert!(tenant.execute("SELECT COUNT(b) FROM t", &mut out), "the restored table has no column b");
+    assert_eq!(out.errors()[0].number, 207);
+    assert_eq!(scalar(&mut tenant, "SELECT COUNT(a) FROM t"), 1);
+}

@@ -38,8 +38,9 @@ pub fn row_schema(table: &Table) -> SqlResult<RowSchema> {
 
 /// Decodes a stored row into SQL values.
 pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8]) -> SqlResult<Row> {
-    let stored = row::decode(schema, bytes)?;
-    Ok(stored.into_iter().zip(&table.columns).map(|(v, c)| types::from_storage(v, &c.ty)).collect())
+    let mut out = Vec::with_capacity(table.columns.len());
+    row::decode_each(schema, bytes, |i, field| out.push(types::from_field(field, &table.columns[i].ty)))?;
+    Ok(out)
 }
 
 /// The key of a row's entry in the table's nonclustered index `index` (a non-unique

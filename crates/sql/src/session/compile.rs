@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use tessera_database::{Database, LockMode};
+use tessera_database::LockMode;
 
 use super::variables::{addr, assign_select};
 use super::Runner;
@@ -16,7 +16,7 @@ use crate::catalog::{Catalog, DbRef, ObjectDep};
 use crate::dml::{self, Prepared};
 use crate::plan::{eval, Expr};
 use crate::runtime::ExecCtx;
-use crate::runtime::Shared;
+use crate::runtime::{CatalogOf, SessionState, Shared};
 use crate::statistics::IoStatement;
 use crate::types::{SqlType, Value};
 use tessera_errors::SqlResult;
@@ -62,9 +62,8 @@ impl Runner<'_> {
         compile: impl FnOnce(&mut Binder) -> SqlResult<Prepared>,
     ) -> SqlResult<Found<Prepared>> {
         let context = self.context();
-        let current = self.shared.database(&self.state.database)?;
-        let catalogs = Catalogs::new(self.shared, &current);
-        if let Some(found) = self.batch.plan(key, context, current.id(), |dep| catalogs.holds(dep)) {
+        let catalogs = Catalogs::new(self.shared, self.state)?;
+        if let Some(found) = self.batch.plan(key, context, catalogs.current.database_id, |dep| catalogs.holds(dep)) {
             return Ok(found);
         }
         let started = std::time::Instant::now();
@@ -123,18 +122,23 @@ impl Runner<'_> {
         let mut found = compile(self)?;
         loop {
             for dep in found.deps.iter().filter(|d| d.locked) {
-                let db = dep.db.name(&self.state.database).to_string();
-                let catalog = self.shared.catalog(&self.shared.database(&db)?)?;
+                let of = self.shared.catalog_named(dep.db.name(&self.state.database))?;
                 // A table dropped meanwhile: binding again reports it.
-                if let Some(o) = catalog.lookup_key(&dep.key) {
-                    self.state.transaction(self.shared, &db)?.lock_schema(o.id() as u32, LockMode::SchemaStability)?;
+                if let Some(o) = of.catalog.lookup_key(&dep.key) {
+                    let tx = self.state.transaction(self.shared, &of.database)?;
+                    tx.lock_schema(o.id() as u32, LockMode::SchemaStability)?;
                 }
             }
-            let now = compile(self)?;
-            if Arc::ptr_eq(&now.plan, &found.plan) {
+            // Under the locks no DDL changes what the plan uses: it holds if every name
+            // still finds what it was bound against (a plan without tables needs no check).
+            if !found.deps.iter().any(|d| d.locked) {
                 return Ok(found.plan);
             }
-            found = now;
+            let catalogs = Catalogs::new(self.shared, self.state)?;
+            if found.deps.iter().all(|d| catalogs.holds(d)) {
+                return Ok(found.plan);
+            }
+            found = compile(self)?;
         }
     }
 
@@ -255,26 +259,27 @@ fn mentions_temp_table(s: &Statement) -> bool {
 /// once each).
 struct Catalogs<'a> {
     shared: &'a Shared,
-    current: Option<Arc<Catalog>>,
+    current: CatalogOf,
     named: RefCell<Vec<(String, Option<Arc<Catalog>>)>>,
 }
 
 impl<'a> Catalogs<'a> {
-    fn new(shared: &'a Shared, current: &Arc<Database>) -> Catalogs<'a> {
-        Catalogs { shared, current: shared.catalog(current).ok(), named: RefCell::default() }
+    fn new(shared: &'a Shared, session: &SessionState) -> SqlResult<Catalogs<'a>> {
+        let current = shared.catalog_memo(&session.catalog_memo, &session.database)?;
+        Ok(Catalogs { shared, current, named: RefCell::default() })
     }
 
     /// Whether the name finds the definition the plan was bound against.
     fn holds(&self, dep: &ObjectDep) -> bool {
         match &dep.db {
-            DbRef::Current => self.current.as_ref().is_some_and(|c| dep.holds_in(c)),
+            DbRef::Current => dep.holds_in(&self.current.catalog),
             DbRef::Named(name) => {
                 let mut named = self.named.borrow_mut();
                 let at = match named.iter().position(|(n, _)| n.eq_ignore_ascii_case(name)) {
                     Some(at) => at,
                     None => {
                         let catalog = (self.shared.engine.exists(name))
-                            .then(|| self.shared.database(name).and_then(|d| self.shared.catalog(&d)).ok())
+                            .then(|| self.shared.catalog_named(name).ok().map(|of| of.catalog))
                             .flatten();
                         named.push((name.clone(), catalog));
                         named.len() - 1

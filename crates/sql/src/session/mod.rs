@@ -162,7 +162,8 @@ impl Session {
 
     fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {
         self.state.cancel.store(false, Ordering::Relaxed);
-        let watch = crate::statistics::Stopwatch::start();
+        // SET STATISTICS TIME ON when the batch starts: its compile time is reported.
+        let watch = self.state.options.statistics_time.then(crate::statistics::Stopwatch::start);
         let shared = self.shared.clone();
         let cached = match shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
@@ -192,7 +193,7 @@ impl Session {
             runner.state.error = e.number;
             return;
         }
-        if runner.state.options.statistics_time {
+        if let Some(watch) = watch {
             runner.sink.message(&watch.compile_message());
         }
         let _ = runner.run_or_show(&cached.batch.statements);

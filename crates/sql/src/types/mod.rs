@@ -20,7 +20,7 @@ mod value;
 
 pub use arith::{binary_op, bit_not, negate, unary_type};
 pub use compare::{compare, encode_key, like};
-pub use convert::{cast, check_explicit, display_text, from_storage, to_storage, would_truncate};
+pub use convert::{cast, check_explicit, display_text, from_field, from_storage, to_storage, would_truncate};
 pub(crate) use datetime::days_from_civil;
 pub use datetime::set_session_date_format;
 pub use functions::{call_function, date_part, function_type, DatePart, FunctionContext};

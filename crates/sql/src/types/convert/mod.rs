@@ -33,7 +33,7 @@ mod tests;
 pub use display::display_text;
 pub(crate) use guid::guid_text;
 pub(crate) use numeric::check_int;
-pub use storage::{from_storage, to_storage};
+pub use storage::{from_field, from_storage, to_storage};
 pub(crate) use string::fit_string;
 pub(crate) use temporal::round_datetime;
 

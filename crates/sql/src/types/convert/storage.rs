@@ -104,10 +104,28 @@ pub fn from_storage(v: row::Value, t: &SqlType) -> Value {
         }
         row::Value::DateTimeOffset { days, ticks, offset } => Value::DateTimeOffset { days, ticks, offset },
         row::Value::Guid(g) => Value::Guid(g),
-        row::Value::Bytes(b) => match t {
-            T::Binary(_) | T::VarBinary(_) => Value::Binary(Arc::from(b)),
-            _ => Value::Str(Arc::from(&*decode_cp1252(&b))),
-        },
+        row::Value::Bytes(b) => from_bytes(&b, t),
         row::Value::Unicode(u) => Value::Str(Arc::from(String::from_utf16_lossy(&u))),
+    }
+}
+
+/// A column of a stored row as a SQL value: character and binary data copied once, from
+/// the row into the value.
+pub fn from_field(f: row::Field<'_>, t: &SqlType) -> Value {
+    match f {
+        row::Field::Value(v) => from_storage(v, t),
+        row::Field::Bytes(b) => from_bytes(b, t),
+        row::Field::Unicode(b) => {
+            let units = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
+            Value::Str(Arc::from(char::decode_utf16(units).map(|c| c.unwrap_or('\u{FFFD}')).collect::<String>()))
+        }
+    }
+}
+
+/// char/varchar (code page 1252) or binary/varbinary bytes as a SQL value.
+fn from_bytes(b: &[u8], t: &SqlType) -> Value {
+    match t {
+        SqlType::Binary(_) | SqlType::VarBinary(_) => Value::Binary(Arc::from(b)),
+        _ => Value::Str(Arc::from(&*decode_cp1252(b))),
     }
 }

@@ -7,7 +7,7 @@
 //! through `Session::execute` (text in → plan-cache hit → execute → row out); SQLite runs the
 //! prepared `SELECT n FROM TestTable WHERE id = ?1` with ids from a random generator (the
 //! generator's cost is in both sides). Both sides read every row once before timing, so both
-//! run from memory. Goal (the T-SQL issue): tessera's statement costs at most 3× SQLite's.
+//! run from memory. Goal (the T-SQL layer issue): tessera's rate ≥ 1.5× SQLite's.
 
 use std::fs;
 use std::path::Path;
@@ -30,8 +30,9 @@ use crate::workload::Figures;
 /// The benchmark's name, as in `tessera bench sql`.
 pub const NAME: &str = "sql";
 
-/// SQLite's statement rate divided by tessera's may be at most this (the issue's "≤ 3×").
-pub const GOAL_COST_VS_SQLITE: f64 = 3.0;
+/// tessera's statement rate divided by SQLite's must reach this (the T-SQL layer issue's
+/// "≥ 1.5× SQLite's prepared statement"; the first T-SQL issue asked for a cost ≤ 3×).
+pub const GOAL_RATE_VS_SQLITE: f64 = 1.5;
 
 /// The length of `[n]`, `char(1000)` in the seed.
 const VALUE_LEN: usize = 1000;
@@ -248,7 +249,7 @@ pub fn run(dir: &Path, params: &SqlParams, progress: &dyn Fn(&str)) -> Result<Ou
                 o.per_second(),
                 "sqlite",
                 s.per_second(),
-                1.0 / GOAL_COST_VS_SQLITE,
+                GOAL_RATE_VS_SQLITE,
             ));
             report.push(ResultRow::own("plan cache hit ratio over the timed statements", "%", *hit_ratio, 99.0));
             report.note(format!(
@@ -270,7 +271,7 @@ pub fn run(dir: &Path, params: &SqlParams, progress: &dyn Fn(&str)) -> Result<Ou
             }
         }
     }
-    report.note("ratio = tessera's rate ÷ SQLite's; the goal 0.33 is the issue's 'T-SQL path costs at most 3× SQLite's prepared lookup'");
+    report.note("ratio = tessera's rate ÷ SQLite's; the goal 1.5 is the T-SQL layer issue's '≥ 1.5× SQLite's prepared statement'");
     report.note(
         "tessera: the seed's batch text through Session::execute in process (parse skipped on a plan-cache hit, RAND/CHECKSUM/NEWID evaluated per statement, seek on the clustered key, row decoded to SQL values, autocommit); \
          sqlite: bundled, WAL, prepared SELECT with random ids, value read without a copy",

@@ -123,6 +123,9 @@ fn databases_of_one_schema_share_plans() {
     assert_eq!(proc_rows[0][2], Value::str("Proc"));
     assert_eq!(proc_rows[0][3], Value::Int(4), "four databases share it");
     assert_eq!(statement_plans(&shared, "CREATE PROCEDURE add_order"), 2, "one plan per statement");
+    // A call with a constant argument binds no plan of its own (as SQL Server's does not).
+    let calls = cached_plans(&mut s, "EXEC add_order%");
+    assert!(!calls.is_empty() && calls.iter().all(|r| r[1] == Value::str("Parse Tree")), "{calls:?}");
 
     // A CHECK violation names the tenant's own constraint and database.
     for db in tenants {

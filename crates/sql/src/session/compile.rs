@@ -176,6 +176,13 @@ impl Runner<'_> {
     }
 
     fn scalar(&mut self, stmt: &Statement, e: &ast::Expr, predicate: bool) -> SqlResult<(Expr, SqlType)> {
+        // A constant or a variable (most EXEC arguments) binds at once and reads nothing: a
+        // cached plan would only make each calling batch a compiled plan of its own, which
+        // SQL Server's call of a procedure is not.
+        if !predicate && is_constant_or_variable(e) {
+            let vars = self.visible(stmt);
+            return Binder::new(self.shared, self.state, vars).bind_expr(e);
+        }
         // A condition or value that reads tables (IF EXISTS (SELECT …)) holds schema
         // stability on them as a statement does.
         let p = self.locked(|r| {
@@ -215,6 +222,14 @@ impl Runner<'_> {
         let v = v?;
         self.io_messages(tables);
         Ok(v)
+    }
+}
+
+fn is_constant_or_variable(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Literal(_) | ast::Expr::Variable(_) => true,
+        ast::Expr::Unary { expr, .. } => matches!(**expr, ast::Expr::Literal(_)),
+        _ => false,
     }
 }
 

@@ -210,11 +210,12 @@ fn expected(p: usize, id: i64, identity: i64) -> i64 {
     }
 }
 
-/// Keeps the first column of the last row of the last result set, and the first error.
+/// Keeps the first column of the last row of the last result set, and the first error
+/// as "Msg N: text".
 #[derive(Default)]
 struct LastValue {
     value: Option<Value>,
-    error: Option<SqlError>,
+    error: Option<String>,
 }
 
 impl ResultSink for LastValue {
@@ -229,23 +230,29 @@ impl ResultSink for LastValue {
     fn done(&mut self, _: Option<u64>, _: bool) {}
 
     fn message(&mut self, m: &SqlError) {
-        if m.severity > 10 && self.error.is_none() {
-            self.error = Some(m.clone());
+        if m.severity > 10 {
+            self.error.get_or_insert_with(|| format!("Msg {}: {}", m.number, m.message));
         }
     }
 }
 
-fn sql_error(what: &str, e: SqlError) -> BenchError {
-    BenchError::new(format!("tessera {what}: Msg {}: {}", e.number, e.message))
+/// The error of `what` if the sink saw one.
+fn checked(sink: LastValue, what: &str) -> Result<Option<Value>> {
+    match sink.error {
+        Some(e) => Err(BenchError::new(format!("tessera {what}: {e}"))),
+        None => Ok(sink.value),
+    }
 }
 
 fn execute(session: &mut Session, text: &str, what: &str) -> Result<()> {
     let mut sink = LastValue::default();
     session.execute(text, &mut sink);
-    match sink.error {
-        Some(e) => Err(sql_error(what, e)),
-        None => Ok(()),
-    }
+    checked(sink, what).map(drop)
+}
+
+/// A session of `sa` in `database`.
+fn open_session(shared: &Arc<Shared>, database: &str) -> Result<Session> {
+    Session::new(shared.clone(), "sa", database).map_err(|e| BenchError::new(format!("tessera session: {e}")))
 }
 
 /// One database of the schema: tables, rows and procedures, committed once. Its commits
@@ -278,7 +285,7 @@ fn create_tenants(
             .map(|t| {
                 let (shared, procedures, created) = (shared.clone(), procedures.clone(), &created);
                 scope.spawn(move || -> Result<()> {
-                    let mut session = Session::new(shared, "sa", "master").map_err(|e| sql_error("session", e))?;
+                    let mut session = open_session(&shared, "master")?;
                     for d in (first + t..p.databases).step_by(threads) {
                         create_tenant(&mut session, &database_name(d), &procedures)
                             .map_err(|e| e.context(database_name(d)))?;
@@ -470,7 +477,7 @@ impl Compiles {
 /// A session in database `d` with its pages and catalog read (untimed), as a tenant's
 /// connection would find it.
 fn tenant_session(shared: &Arc<Shared>, d: usize) -> Result<Session> {
-    let mut session = Session::new(shared.clone(), "sa", &database_name(d)).map_err(|e| sql_error("session", e))?;
+    let mut session = open_session(shared, &database_name(d))?;
     execute(
         &mut session,
         "select count(*) from customers; select count(*) from products; select count(*) from orders; \
@@ -489,19 +496,13 @@ fn call(session: &mut Session, d: usize, p: usize, identities: &mut [i64]) -> Re
     let started = Instant::now();
     session.execute_rpc(&format!("p{p}"), vec![param], &mut sink);
     let us = started.elapsed().as_secs_f64() * 1e6;
-    if let Some(e) = sink.error {
-        return Err(sql_error(&format!("{}.p{p}", database_name(d)), e));
-    }
+    let value = checked(sink, &format!("{}.p{p}", database_name(d)))?;
     if p % SHAPES == INSERT_SHAPE {
         identities[d] += 1;
     }
     let want = expected(p, id, identities[d]);
-    if sink.value != Some(Value::Int(want)) {
-        return Err(BenchError::new(format!(
-            "{}.p{p} @id = {id} returned {:?}, not {want}",
-            database_name(d),
-            sink.value
-        )));
+    if value != Some(Value::Int(want)) {
+        return Err(BenchError::new(format!("{}.p{p} @id = {id} returned {value:?}, not {want}", database_name(d))));
     }
     Ok(us)
 }
@@ -587,12 +588,12 @@ fn measure(dir: &Path, p: &PlancacheParams, progress: &dyn Fn(&str)) -> Result<M
     config.log.initial_size = LOG_INITIAL_BYTES;
     config.max_open_databases = config.max_open_databases.max(p.databases + 16);
     let engine = Engine::open(config)?;
-    let shared = Shared::new(engine.clone()).map_err(|e| sql_error("start", e))?;
+    let shared = Shared::new(engine.clone()).map_err(|e| BenchError::new(format!("tessera start: {e}")))?;
     let procedures: Arc<[String]> = (0..p.procedures).map(procedure_text).collect();
 
     let setup = Instant::now();
     let before = disk_usage(dir)?;
-    let mut session = Session::new(shared.clone(), "sa", "master").map_err(|e| sql_error("session", e))?;
+    let mut session = open_session(&shared, "master")?;
     create_tenant(&mut session, &database_name(0), &procedures)?;
     let disk_bytes_per_database = disk_usage(dir)?.saturating_sub(before);
     let needed = disk_bytes_per_database * p.databases as u64;
@@ -732,22 +733,24 @@ pub fn run(dir: &Path, params: &PlancacheParams, progress: &dyn Fn(&str)) -> Res
             let altered_before = ("after the first altered database", a.plans_after_binder);
             let label = format!("altered 1 in {}", params.altered_every);
             push_phase_rows(&mut report, &label, a, altered_before, c, procedures);
-            report.push(ResultRow::time(
-                "altered: first call in the first altered database (the altered table's plans bound again)",
-                "µs",
-                a.binder.typical_us(procedures),
-                "compile",
-                c.compile.typical_us(procedures),
-                0.0,
-            ));
-            report.push(ResultRow::time(
-                "altered: call in an unaltered database (its plan found again)",
-                "µs",
-                a.unchanged.typical_us(procedures),
-                "warm call, shared phase",
-                s.warm.typical_us(procedures),
-                0.0,
-            ));
+            let altered_rows = [
+                (
+                    "first call in the first altered database (the altered table's plans bound again)",
+                    &a.binder,
+                    "compile",
+                    &c.compile,
+                ),
+                (
+                    "call in an unaltered database (its plan found again)",
+                    &a.unchanged,
+                    "warm call, shared phase",
+                    &s.warm,
+                ),
+            ];
+            for (what, ours, peer, theirs) in altered_rows {
+                let (ours, theirs) = (ours.typical_us(procedures), theirs.typical_us(procedures));
+                report.push(ResultRow::time(format!("altered: {what}"), "µs", ours, peer, theirs, 0.0));
+            }
             report.note(format!(
                 "call times are typical calls: the mean over the procedures of each one's median call; compile: \
                  {:.1} µs, every procedure's first call right after DBCC FREEPROCCACHE in {COMPILE_ROUNDS} databases \

@@ -10,6 +10,8 @@
 //! - [`sql`]: `tessera bench sql`, seed 002's point select through the T-SQL layer.
 //! - [`pointselect`]: `tessera bench pointselect`, the same over TDS against PostgreSQL.
 //! - [`tdsload`]: the lean TDS load generator `pointselect` drives tessera with.
+//! - [`plancache`]: `tessera bench plancache`, thousands of tenant databases of one schema
+//!   sharing their procedures' compiled plans.
 //! - [`streaming`]: `tessera bench streaming`, `SELECT *` of a table larger than memory
 //!   over TDS against PostgreSQL, read by [`tdsstream`] and sampled by [`rss`].
 
@@ -23,6 +25,7 @@ pub mod engine;
 pub mod error;
 pub mod machine;
 pub mod peers;
+pub mod plancache;
 pub mod pointselect;
 pub mod report;
 pub mod rss;

@@ -40,6 +40,10 @@ pub enum Bench {
     /// SELECT * of a 4 GiB table over TDS with max server memory 512 MB, read by a streaming
     /// client: first-row latency and the server's RSS growth, next to PostgreSQL.
     Streaming(CommonArgs),
+    /// Issue 19: 4,000 tenant databases of one schema × 200 stored procedures, every
+    /// procedure run in every database: compiled plans, plan cache memory, and a shared
+    /// plan's first run against a compile; then again with 10 % of the databases altered.
+    Plancache(PlancacheArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -60,6 +64,17 @@ pub struct CommonArgs {
     /// afterwards) [default: the current directory, or $TMPDIR if that is not writable].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// `tessera bench plancache`'s flags.
+#[derive(Debug, Args)]
+pub struct PlancacheArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Tenant databases to create (each takes about 8.5 MiB of disk) [default: 4,000;
+    /// 200 with --quick].
+    #[arg(long, value_name = "N")]
+    pub databases: Option<usize>,
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
@@ -128,6 +143,17 @@ pub fn run(args: BenchArgs) -> ExitCode {
             };
             finish(&common, |dir| {
                 tessera_bench::streaming::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
+        }
+        Bench::Plancache(PlancacheArgs { common, databases }) => {
+            let mut params = if common.quick {
+                tessera_bench::plancache::PlancacheParams::quick()
+            } else {
+                tessera_bench::plancache::PlancacheParams::full()
+            };
+            params.databases = databases.unwrap_or(params.databases);
+            finish(&common, |dir| {
+                tessera_bench::plancache::run(dir, &params, &progress).map(|o| (o.report, o.failures))
             })
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),

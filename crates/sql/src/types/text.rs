@@ -43,7 +43,7 @@ pub(crate) fn decode_cp1252(b: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// The string as `varchar` holds it: characters outside Windows-1252 replaced by `?`.
 pub(crate) fn to_code_page(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.chars().all(|c| cp1252_byte(c).is_some()) {
+    if s.is_ascii() || s.chars().all(|c| cp1252_byte(c).is_some()) {
         std::borrow::Cow::Borrowed(s)
     } else {
         std::borrow::Cow::Owned(s.chars().map(|c| if cp1252_byte(c).is_some() { c } else { '?' }).collect())

@@ -544,6 +544,7 @@ impl Busy {
     fn run(&mut self, reset: bool, job: Job) -> io::Result<bool> {
         // A shutdown that began meanwhile cancels this request too.
         self.cancel.store(self.state.stopping.load(Ordering::SeqCst), Ordering::Relaxed);
+        let attention_read = self.transport.attention_waiting();
         let server = self.state.shared.server_name.clone();
         let c = &mut self.conn;
         let mut sink = TokenSink::new(c.version, c.packet_size, &mut self.transport, self.cancel.clone(), server);
@@ -551,6 +552,9 @@ impl Busy {
         sink.next_descriptor = c.next_descriptor;
         sink.stopping = Some(self.state.stopping.clone());
         self.watch.running(true);
+        if attention_read {
+            self.watch.attention_read();
+        }
         {
             let mut s = c.session.lock();
             if reset {

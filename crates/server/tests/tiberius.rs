@@ -462,6 +462,20 @@ fn raw_logged_in(port: u16) {
     assert_eq!(u16::from_le_bytes([resp[1], resp[2]]) & 0x20, 0x20);
     send(&mut s, 0x01, &batch("SELECT 8"));
     assert_eq!(recv(&mut s)[0], 0x81);
+    // A request and the Attention that cancels it, arriving together (read in one go):
+    // the request is cancelled, not run for ten minutes (the read timeout is 10 s), and
+    // the Attention is acknowledged with DONE(ATTN).
+    let mut both = bytes::BytesMut::new();
+    tessera_server::packet::frame(0x01, &batch("WAITFOR DELAY '00:10:00'"), 4096, true, &mut 1, &mut both);
+    tessera_server::packet::frame(0x06, &[], 4096, true, &mut 1, &mut both);
+    s.write_all(&both).unwrap();
+    let acknowledged = (0..3).any(|_| {
+        let resp = recv(&mut s);
+        resp.len() >= 3 && resp[0] == 0xFD && u16::from_le_bytes([resp[1], resp[2]]) & 0x20 != 0
+    });
+    assert!(acknowledged, "no DONE(ATTN)");
+    send(&mut s, 0x01, &batch("SELECT 9"));
+    assert_eq!(recv(&mut s)[0], 0x81);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
 
 use crate::output::OutputColumn;
-use crate::output::{Collected, ResultSink};
+use crate::output::ResultSink;
 use crate::runtime::{SessionState, Shared};
 use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
@@ -129,21 +129,6 @@ fn sql_time(micros: i64) -> String {
     format!("DATEADD(ms, {}, DATEADD(minute, DATEDIFF(minute, GETUTCDATE(), GETDATE()), '19700101'))", micros / 1000)
 }
 
-/// Runs `sql` in msdb as the server itself; history is best effort, so a failure is
-/// written to ERRORLOG instead of failing the backup that already succeeded.
-fn msdb(shared: &Arc<Shared>, sql: &str) {
-    let mut out = Collected::default();
-    match crate::session::Session::system(shared.clone(), "msdb") {
-        Ok(mut s) => {
-            s.execute(sql, &mut out);
-            if let Some(e) = out.errors().first() {
-                shared.write_errorlog(0, &format!("Could not record backup history in msdb: {}", e.message));
-            }
-        }
-        Err(e) => shared.write_errorlog(0, &format!("Could not record backup history in msdb: {}", e.message)),
-    }
-}
-
 /// The msdb tables SQL Server's tools read after a backup or restore.
 pub(crate) const MSDB_TABLES: &str = "
 IF OBJECT_ID('dbo.backupmediaset') IS NULL
@@ -187,7 +172,8 @@ CREATE TABLE dbo.restorehistory (restore_history_id int IDENTITY PRIMARY KEY, re
   device_count tinyint NULL, stop_at_mark_name nvarchar(128) NULL, stop_before bit NULL);
 ";
 
-fn record_backup(shared: &Arc<Shared>, devices: &[PathBuf], r: &tessera_backup::BackupReport) {
+/// The msdb history rows of a backup (`backupmediaset`, `backupmediafamily`, `backupset`).
+fn backup_history(devices: &[PathBuf], r: &tessera_backup::BackupReport) -> String {
     let h = &r.header;
     let t = &r.trailer;
     let m = &r.media[0];
@@ -242,20 +228,20 @@ VALUES ('{}', @m, 1, 1, {}, 1, {}, 4608, {}, {}, {}, {}, {}, {}, {}, {}, {}, '{}
         if h.differential_base_guid == 0 { "NULL".into() } else { format!("'{}'", uuid(h.differential_base_guid)) },
         t.compressed_size
     ));
-    msdb(shared, &sql);
+    sql
 }
 
-fn record_restore(
-    shared: &Arc<Shared>,
+/// The msdb history row of a restore (`restorehistory`).
+fn restore_history(
     database: &str,
     user: &str,
     r: &tessera_backup::RestoreReport,
     replace: bool,
     stop_at: Option<i64>,
     devices: usize,
-) {
+) -> String {
     let h = &r.header;
-    let sql = format!(
+    format!(
         "INSERT dbo.restorehistory (restore_date, destination_database_name, user_name, backup_set_id, restore_type, replace, recovery, restart, stop_at, device_count)
 VALUES (GETDATE(), {}, {}, ISNULL((SELECT MAX(backup_set_id) FROM dbo.backupset WHERE backup_set_uuid = '{}'), 0), '{}', {}, {}, 0, {}, {});",
         sql_string(database),
@@ -266,8 +252,7 @@ VALUES (GETDATE(), {}, {}, ISNULL((SELECT MAX(backup_set_id) FROM dbo.backupset 
         u8::from(r.recovered),
         stop_at.map_or("NULL".into(), sql_time),
         devices
-    );
-    msdb(shared, &sql);
+    )
 }
 
 /// A GUID in SQL Server's text form.
@@ -283,7 +268,7 @@ fn uuid(v: u128) -> String {
     format!("{}-{}-{}-{}-{}", h(0..4, true), h(4..6, true), h(6..8, true), h(8..10, false), h(10..16, false))
 }
 
-/// BACKUP DATABASE | LOG.
+/// BACKUP DATABASE | LOG; returns the msdb history to record (none under trace flag 3001).
 pub(crate) fn backup(
     shared: &Arc<Shared>,
     state: &mut SessionState,
@@ -292,7 +277,7 @@ pub(crate) fn backup(
     devices: Vec<PathBuf>,
     options: &[EvaluatedOption],
     sink: &mut dyn ResultSink,
-) -> SqlResult<()> {
+) -> SqlResult<Option<String>> {
     let verb = if log { "BACKUP LOG" } else { "BACKUP DATABASE" };
     check_permission(shared, state, database, verb)?;
     not_in_transaction(state)?;
@@ -377,9 +362,7 @@ pub(crate) fn backup(
             ),
         );
     }
-    if !state.has_trace_flag(shared, 3001) {
-        record_backup(shared, &devices, &report);
-    }
+    let history = (!state.has_trace_flag(shared, 3001)).then(|| backup_history(&devices, &report));
     if tail {
         // A tail-log backup WITH NORECOVERY leaves the database RESTORING.
         shared.forget(database);
@@ -389,7 +372,7 @@ pub(crate) fn backup(
             shared.plans.forget_database(database, id);
         }
     }
-    Ok(())
+    Ok(history)
 }
 
 fn columns(spec: &[(&str, SqlType)]) -> Vec<OutputColumn> {
@@ -518,7 +501,8 @@ fn result_set(sink: &mut dyn ResultSink, spec: &[(&str, SqlType)], rows: &[Vec<V
     sink.done(Some(rows.len() as u64), true);
 }
 
-/// The RESTORE family.
+/// The RESTORE family; returns the msdb history to record (none under trace flag 3001, or
+/// for RESTORE VERIFYONLY / HEADERONLY and other statements that restore nothing).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn restore(
     shared: &Arc<Shared>,
@@ -528,7 +512,7 @@ pub(crate) fn restore(
     devices: Vec<PathBuf>,
     options: &[EvaluatedOption],
     sink: &mut dyn ResultSink,
-) -> SqlResult<()> {
+) -> SqlResult<Option<String>> {
     use tessera_syntax::ast::RestoreKind as K;
     let verb = match kind {
         K::Database => "RESTORE DATABASE",
@@ -592,7 +576,7 @@ pub(crate) fn restore(
             let sets = tessera_backup::headers(&devices).map_err(|e| to_sql(e, verb))?;
             let rows: Vec<Vec<Value>> = sets.iter().map(|(h, t)| headeronly_row(h, t, state)).collect();
             result_set(sink, HEADERONLY, &rows);
-            Ok(())
+            Ok(None)
         }
         K::FileListOnly => {
             let h = tessera_backup::file_list(&devices, position).map_err(|e| to_sql(e, verb))?;
@@ -620,7 +604,7 @@ pub(crate) fn restore(
                 })
                 .collect();
             result_set(sink, FILELISTONLY, &rows);
-            Ok(())
+            Ok(None)
         }
         K::LabelOnly => {
             let h = tessera_backup::media::read_media_header(&devices[0])
@@ -646,11 +630,12 @@ pub(crate) fn restore(
                 Value::Bit(false),
             ];
             result_set(sink, LABELONLY, &[row]);
-            Ok(())
+            Ok(None)
         }
         K::VerifyOnly => {
             let mut notify = notice_sink(sink);
-            tessera_backup::verify(&devices, position, &mut notify).map_err(|e| to_sql(e, verb))
+            tessera_backup::verify(&devices, position, &mut notify).map_err(|e| to_sql(e, verb))?;
+            Ok(None)
         }
         K::Database | K::Log => {
             let name = database.expect("RESTORE DATABASE and LOG name a database");
@@ -674,10 +659,11 @@ pub(crate) fn restore(
             }
             if devices.is_empty() {
                 if !o.recovery {
-                    return Ok(());
+                    return Ok(None);
                 }
                 let mut notify = notice_sink(sink);
-                return tessera_backup::recover_only(&shared.engine, name, &mut notify).map_err(|e| to_sql(e, verb));
+                tessera_backup::recover_only(&shared.engine, name, &mut notify).map_err(|e| to_sql(e, verb))?;
+                return Ok(None);
             }
             let report = {
                 let mut notify = notice_sink(sink);
@@ -698,10 +684,9 @@ pub(crate) fn restore(
                     ),
                 );
             }
-            if !state.has_trace_flag(shared, 3001) {
-                record_restore(shared, name, &state.login, &report, o.replace, o.stop_at, devices.len());
-            }
-            Ok(())
+            let history = (!state.has_trace_flag(shared, 3001))
+                .then(|| restore_history(name, &state.login, &report, o.replace, o.stop_at, devices.len()));
+            Ok(history)
         }
     }
 }

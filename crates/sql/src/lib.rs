@@ -1,6 +1,5 @@
 //! tessera's T-SQL layer. See README.md.
 
-pub mod applock;
 pub mod backup;
 pub mod bind;
 pub mod cache;

@@ -1,7 +1,7 @@
 //! Server administration helpers: CREATE/ALTER/DROP LOGIN and ALTER SERVER ROLE, and the
 //! evaluated arguments of BACKUP and RESTORE.
 
-use super::Runner;
+use super::{Runner, Session};
 use crate::types::Value;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, AlterLoginAction, Statement, StatementKind};
@@ -86,6 +86,25 @@ impl Runner<'_> {
                 crate::security::alter_server_role(shared, &login, role, member, *add)
             }
             _ => unreachable!("security_statement is called for security statements only"),
+        }
+    }
+
+    /// Records a backup's or restore's history in msdb, as the server itself; history is
+    /// best effort, so a failure is written to ERRORLOG instead of failing the backup or
+    /// restore that already succeeded.
+    pub(super) fn record_history(&self, sql: Option<String>) {
+        let Some(sql) = sql else { return };
+        let shared = self.shared.arc();
+        let mut out = crate::output::Collected::default();
+        let failed = match Session::system(shared, "msdb") {
+            Ok(mut s) => {
+                s.execute(&sql, &mut out);
+                out.errors().first().map(|e| e.message.clone())
+            }
+            Err(e) => Some(e.message),
+        };
+        if let Some(message) = failed {
+            self.shared.write_errorlog(0, &format!("Could not record backup history in msdb: {message}"));
         }
     }
 }

@@ -142,7 +142,7 @@ impl Session {
     /// Ends the session: rolls back an open transaction and drops its temp tables.
     pub fn close(&mut self) {
         let _ = self.state.txns.rollback_all();
-        crate::applock::release_session_locks(&mut ExecCtx::new(&self.shared, &mut self.state));
+        crate::sysprocs::applock::release_session_locks(&mut ExecCtx::new(&self.shared, &mut self.state));
         let names: Vec<String> = self.state.temp_tables.keys().cloned().collect();
         for n in names {
             let name = ast::ObjectName(vec![ast::Ident::new(n)]);

@@ -206,7 +206,9 @@ impl Runner<'_> {
                 let database = self.database_ref(s, &b.database)?;
                 let (devices, options) = self.backup_arguments(s, &b.devices, &b.options)?;
                 let shared = self.shared.arc();
-                crate::backup::backup(&shared, self.state, b.log, &database, devices, &options, self.sink)?
+                let history =
+                    crate::backup::backup(&shared, self.state, b.log, &database, devices, &options, self.sink)?;
+                self.record_history(history);
             }
             StatementKind::Restore(r) => {
                 let database = match &r.database {
@@ -215,7 +217,16 @@ impl Runner<'_> {
                 };
                 let (devices, options) = self.backup_arguments(s, &r.devices, &r.options)?;
                 let shared = self.shared.arc();
-                crate::backup::restore(&shared, self.state, r.kind, database.as_deref(), devices, &options, self.sink)?
+                let history = crate::backup::restore(
+                    &shared,
+                    self.state,
+                    r.kind,
+                    database.as_deref(),
+                    devices,
+                    &options,
+                    self.sink,
+                )?;
+                self.record_history(history);
             }
             StatementKind::Reconfigure { .. } => {
                 if !self.shared.logins.is_sysadmin(&self.state.login)

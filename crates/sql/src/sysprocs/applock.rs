@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tessera_database::{Error as EngineError, LockMode};
 
+use super::NamedArg;
 use crate::runtime::{lock_timeout, ExecCtx};
-use crate::sysprocs::NamedArg;
 use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
 

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+pub mod applock;
+
 use crate::catalog::{Catalog, Object, Table};
 use crate::output::OutputColumn;
 use crate::output::ResultSink;
@@ -105,8 +107,8 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::Tables => tables(args, ctx, sink),
         SystemProc::Columns => columns(args, ctx, sink),
         SystemProc::Databases => databases(args, ctx, sink),
-        SystemProc::GetAppLock => crate::applock::get(args, ctx),
-        SystemProc::ReleaseAppLock => crate::applock::release(args, ctx),
+        SystemProc::GetAppLock => applock::get(args, ctx),
+        SystemProc::ReleaseAppLock => applock::release(args, ctx),
     }
 }
 

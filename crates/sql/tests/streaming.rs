@@ -79,6 +79,17 @@ fn rows_stream_early_stops_and_memory_grants() {
     assert_eq!(arrivals.0[..4], ["row Int(-25)", "row Int(-33)", "row Int(-50)", "row Int(-100)"]);
     assert_eq!(arrivals.0[4], "error 8134", "{:?}", arrivals.0);
 
+    // A filter on a column the scan does not key on is evaluated inside the scan (only
+    // `id` decoded for rows it rejects); its rows and an error it raises still arrive in
+    // scan order: the rows before the failing one (past a 256-row batch), then the error.
+    let sevens = run(&mut s, "SELECT id FROM big WHERE id % 1000 = 7");
+    let expected: Vec<Vec<Value>> = (0..ROWS / 1000).map(|k| vec![Value::Int((k * 1000 + 7) as i64)]).collect();
+    assert_eq!(sevens.result_sets[0].1, expected);
+    let mut arrivals = Arrivals::default();
+    s.execute("SELECT id FROM big WHERE 100 / (300 - id) >= 0", &mut arrivals);
+    assert_eq!(arrivals.0.len(), 301, "{:?}", &arrivals.0[arrivals.0.len().saturating_sub(3)..]);
+    assert_eq!((arrivals.0[299].as_str(), arrivals.0[300].as_str()), ("row Int(299)", "error 8134"));
+
     // 40 MB of rows stream through a scan, but a sort of them exceeds the statement's
     // grant (a quarter of max server memory, at least 32 MB): 701, and the session goes on.
     let all = run(&mut s, "SELECT id, pad FROM big");

@@ -1,11 +1,12 @@
 //! Access paths and join methods (the optimizer): the index seek or range a table's filters
 //! pin down best, index nested loops, hash joins, nested loops.
 
-use super::expr_walk::{columns_used, conjoin, map_columns};
+use super::expr_walk::{conjoin, map_columns};
 use super::from::{FromNode, LeafSource};
 use super::Binder;
 use crate::catalog::{DbRef, Table};
 use crate::locking::LockHints;
+use crate::plan::columns_used;
 use crate::plan::{Expr, Plan, RangeBound, ScanNode};
 use std::sync::Arc;
 use tessera_errors::SqlResult;

@@ -58,59 +58,6 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
     }
 }
 
-/// Column positions an expression reads (None if it contains a subquery, which may read
-/// the whole row through outer references).
-pub(super) fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
-    let mut ok = true;
-    let mut visit = |x: &Expr, out: &mut Vec<usize>| ok &= columns_used(x, out);
-    match e {
-        Expr::Column(i) => out.push(*i),
-        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) => {}
-        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
-            visit(expr, out)
-        }
-        Expr::Arith { left, right, .. }
-        | Expr::Compare { left, right, .. }
-        | Expr::And(left, right)
-        | Expr::Or(left, right) => {
-            visit(left, out);
-            visit(right, out);
-        }
-        Expr::Like { expr, pattern, escape, .. } => {
-            visit(expr, out);
-            visit(pattern, out);
-            if let Some(x) = escape {
-                visit(x, out);
-            }
-        }
-        Expr::InList { expr, list, .. } => {
-            visit(expr, out);
-            for x in list {
-                visit(x, out);
-            }
-        }
-        Expr::Case { branches, otherwise } => {
-            for (c, t) in branches {
-                visit(c, out);
-                visit(t, out);
-            }
-            if let Some(x) = otherwise {
-                visit(x, out);
-            }
-        }
-        Expr::Coalesce(args)
-        | Expr::Func { args, .. }
-        | Expr::Session { args, .. }
-        | Expr::UserFunction { args, .. } => {
-            for x in args {
-                visit(x, out);
-            }
-        }
-        Expr::Subquery(_) => return false,
-    }
-    ok
-}
-
 pub(super) fn split_conjuncts(e: Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::And(a, b) => {

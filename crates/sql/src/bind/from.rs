@@ -1,12 +1,13 @@
 //! FROM and WHERE: the join tree bound against one combined row (tables, CTEs, system views,
 //! views, derived tables, table functions), each conjunct pushed down to what it touches.
 
-use super::expr_walk::{columns_used, conjoin, split_conjuncts};
+use super::expr_walk::{conjoin, split_conjuncts};
 use super::names::{object_display, Scope, ScopeColumn, KEY_COLUMN};
 use super::query::{check_column_list, check_derived_columns, check_nested_order_by};
 use super::{Binder, BoundQuery};
 use crate::catalog::{DbRef, ModuleKind, Table};
 use crate::locking::LockHints;
+use crate::plan::columns_used;
 use crate::plan::{Expr, Plan};
 use crate::sysviews;
 use crate::types::SqlType;

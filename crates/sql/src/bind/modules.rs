@@ -2,10 +2,10 @@
 //! derived tables or scalar function calls.
 
 use super::conversion::convert;
-use super::expr_walk::columns_used;
 use super::names::Scope;
 use super::{invalid_object, Binder, BoundQuery, InDb};
 use crate::catalog::{name_key, Module, Object};
+use crate::plan::columns_used;
 use crate::plan::Expr;
 use crate::types::{self, SqlType};
 use std::sync::Arc;

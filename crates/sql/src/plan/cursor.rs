@@ -14,7 +14,7 @@ use super::execute::{fetch_count, offset_count, run_recursive, same_keys, top_co
 use super::grant::{Collector, Reservation};
 use super::locked_read::{locked_top_input, run_locked_top};
 use super::operators::{row_number, set_operation, sort_rows, Aggregation};
-use super::scan::open_scan;
+use super::scan::{open_scan, ScanFilter};
 use super::{eval, group_key, is_true, Expr, Plan, Row};
 use crate::runtime::ExecCtx;
 use crate::types::Value;
@@ -39,7 +39,7 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
     ctx.check_cancel()?;
     Ok(match plan {
         Plan::Values(rows) => Box::new(Values { rows: rows.iter(), corr: corr.to_vec() }),
-        Plan::Scan(node) => open_scan(node, corr, ctx)?,
+        Plan::Scan(node) => open_scan(node, None, corr, ctx)?,
         Plan::RecursiveCte { id, anchor, recursive, max_recursion } => {
             let anchor_rows = drain(open(anchor, corr, ctx)?, ctx)?;
             let outer_round = ctx.work_tables.remove(id);
@@ -55,7 +55,13 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             let db = ctx.db_name(db);
             Box::new(Held::loose(crate::sysviews::rows(*view, &db, ctx)?))
         }
-        Plan::Filter { input, predicate } => Box::new(Filter { input: open(input, corr, ctx)?, predicate }),
+        Plan::Filter { input, predicate } => match &**input {
+            Plan::Scan(node) => match ScanFilter::of(node, predicate, ctx) {
+                Some(filter) => open_scan(node, Some(filter), corr, ctx)?,
+                None => Box::new(Filter { input: open(input, corr, ctx)?, predicate }),
+            },
+            _ => Box::new(Filter { input: open(input, corr, ctx)?, predicate }),
+        },
         Plan::Project { input, exprs } => Box::new(Project { input: open(input, corr, ctx)?, exprs }),
         Plan::NestedLoop { left, right, kind, on, left_width, right_width } => {
             let left = open(left, corr, ctx)?;

@@ -43,6 +43,18 @@ pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8]) -> SqlResult<
     Ok(out)
 }
 
+/// Decodes only the columns `reads` marks, the others NULL: enough to evaluate a filter
+/// that reads no others.
+pub fn decode_columns(table: &Table, schema: &RowSchema, bytes: &[u8], reads: &[bool]) -> SqlResult<Row> {
+    let mut out = vec![Value::Null; table.columns.len()];
+    row::decode_each(schema, bytes, |i, field| {
+        if reads[i] {
+            out[i] = types::from_field(field, &table.columns[i].ty);
+        }
+    })?;
+    Ok(out)
+}
+
 /// The key of a row's entry in the table's nonclustered index `index` (a non-unique
 /// index appends the clustered key).
 pub fn index_entry(table: &Table, index: usize, row: &[Value], row_key: &[u8]) -> SqlResult<Vec<u8>> {

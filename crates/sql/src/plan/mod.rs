@@ -31,7 +31,8 @@ pub use execute::{fetch_count, offset_count, run};
 pub use grant::{Grant, QueryMemory};
 pub use showplan::{select_into_plan, statement_plan, PlanSite};
 pub use tree::{
-    AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind, UserCall,
+    columns_used, AggCall, AggFunc, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind,
+    UserCall,
 };
 
 use crate::types::Value;

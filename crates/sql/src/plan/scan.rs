@@ -1,6 +1,8 @@
 //! Scans and seeks of a table's index: the key range a scan reads, point lookups, and
 //! range scans at READ COMMITTED, which stream: the scan reads a batch of rows at a time
-//! and goes on from the last key read when its consumer wants more.
+//! and goes on from the last key read when its consumer wants more. A filter right above
+//! such a scan is evaluated inside it on the columns it reads ([`ScanFilter`]), so a row
+//! it rejects is never decoded in full.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -11,9 +13,13 @@ use tessera_access::row::RowSchema;
 use tessera_database::{Direction, ReadLocks, TableId};
 
 use super::cursor::{Cursor, Held, Rows};
+use super::encoding::decode_columns;
 use super::grant::Collector;
 use super::locked_read::{locked_rows, run_locked_scan};
-use super::{decode_row, encode_prefix, eval, missing_tree, prefix_successor, RangeBound, Row, ScanNode};
+use super::{
+    columns_used, decode_row, encode_prefix, eval, is_true, missing_tree, prefix_successor, Expr, RangeBound, Row,
+    ScanNode,
+};
 use crate::runtime::ExecCtx;
 use crate::statistics::ReadAheadMark;
 use crate::types::Value;
@@ -119,16 +125,59 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     Ok(vec![row])
 }
 
-/// Opens a scan or seek: a point lookup, a locking scan (its rows found and locked
-/// first), or a streaming range scan. Under SET STATISTICS IO its pages are charged to its
-/// table (a seek of one key of a unique index is no scan, as SQL Server counts).
-pub(super) fn open_scan<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
-    let point = node.single && node.lower.is_none() && node.upper.is_none();
-    let db = ctx.db_name(&node.db);
-    crate::statistics::table_read(&db, &node.table, u64::from(!point), || open_rows(node, corr, ctx))
+/// A filter on the rows of a streaming range scan, evaluated inside the scan: only the
+/// columns it reads are decoded first, the rest only for the rows it keeps.
+pub(super) struct ScanFilter<'p> {
+    predicate: &'p Expr,
+    /// By column position: whether the predicate reads the column.
+    reads: Vec<bool>,
 }
 
-fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
+impl<'p> ScanFilter<'p> {
+    /// The filter `predicate` as the scan of `node` can evaluate it, if it can: a streaming
+    /// scan (READ COMMITTED, no point lookup, no storage key column) and a predicate that
+    /// reads some of the table's columns but not all of them, and no subquery (which might
+    /// read the whole row through outer references).
+    pub(super) fn of(node: &ScanNode, predicate: &'p Expr, ctx: &ExecCtx) -> Option<ScanFilter<'p>> {
+        let point = node.single && node.lower.is_none() && node.upper.is_none();
+        let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+        if point || node.with_key || locks != ReadLocks::COMMITTED {
+            return None;
+        }
+        let mut used = Vec::new();
+        if !columns_used(predicate, &mut used) {
+            return None;
+        }
+        let mut reads = vec![false; node.table.columns.len()];
+        for c in used {
+            *reads.get_mut(c)? = true;
+        }
+        reads.iter().any(|r| !r).then_some(ScanFilter { predicate, reads })
+    }
+}
+
+/// Opens a scan or seek: a point lookup, a locking scan (its rows found and locked
+/// first), or a streaming range scan (with `filter` inside it, if given). Under SET
+/// STATISTICS IO its pages are charged to its table (a seek of one key of a unique index
+/// is no scan, as SQL Server counts).
+pub(super) fn open_scan<'p>(
+    node: &'p ScanNode,
+    filter: Option<ScanFilter<'p>>,
+    corr: &[Value],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Rows<'p>> {
+    let point = node.single && node.lower.is_none() && node.upper.is_none();
+    let db = ctx.db_name(&node.db);
+    crate::statistics::table_read(&db, &node.table, u64::from(!point), || open_rows(node, filter, corr, ctx))
+}
+
+fn open_rows<'p>(
+    node: &'p ScanNode,
+    filter: Option<ScanFilter<'p>>,
+    corr: &[Value],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Rows<'p>> {
+    debug_assert!(filter.is_none() || !(node.single && node.lower.is_none() && node.upper.is_none()));
     if node.single && node.lower.is_none() && node.upper.is_none() {
         return Ok(Box::new(Held::loose(run_point_lookup(node, corr, ctx)?)));
     }
@@ -150,6 +199,9 @@ fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
     Ok(Box::new(RangeScan {
         node,
+        filter,
+        read: Vec::new(),
+        unfiltered: VecDeque::new(),
         db: db_name,
         schema,
         tree,
@@ -168,6 +220,11 @@ fn open_rows<'p>(node: &'p ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
 /// between batches but that key.
 struct RangeScan<'p> {
     node: &'p ScanNode,
+    filter: Option<ScanFilter<'p>>,
+    /// With a filter: the batch's stored rows (reused), and the rows not yet filtered:
+    /// the columns the filter reads, and where the row's bytes are in `read`.
+    read: Vec<u8>,
+    unfiltered: VecDeque<(Row, std::ops::Range<usize>)>,
     /// The database the scan reads.
     db: String,
     schema: RowSchema,
@@ -186,6 +243,7 @@ struct RangeScan<'p> {
 impl RangeScan<'_> {
     fn read_batch(&mut self, ctx: &mut ExecCtx) -> SqlResult<()> {
         let node = self.node;
+        self.read.clear();
         let tx = ctx.transaction(&self.db)?;
         let mut last = None;
         let mut read = 0;
@@ -215,12 +273,22 @@ impl RangeScan<'_> {
                     }
                 },
             };
-            let mut r = decode_row(&node.table, &self.schema, bytes)?;
-            if node.with_key {
-                r.push(Value::Binary(Arc::from(row_key)));
+            match &self.filter {
+                Some(f) => {
+                    let start = self.read.len();
+                    self.read.extend_from_slice(bytes);
+                    let columns = decode_columns(&node.table, &self.schema, bytes, &f.reads)?;
+                    self.unfiltered.push_back((columns, start..self.read.len()));
+                }
+                None => {
+                    let mut r = decode_row(&node.table, &self.schema, bytes)?;
+                    if node.with_key {
+                        r.push(Value::Binary(Arc::from(row_key)));
+                    }
+                    self.batch.push_back(r);
+                }
             }
             last = Some(key);
-            self.batch.push_back(r);
             if node.single {
                 self.done = true;
                 break;
@@ -234,12 +302,27 @@ impl RangeScan<'_> {
         }
         Ok(())
     }
+
+    /// The next row the filter keeps among those read, decoded in full; evaluated one at a
+    /// time as the consumer asks, as a filter above the scan would.
+    fn next_kept(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        let Some(f) = &self.filter else { return Ok(None) };
+        while let Some((columns, bytes)) = self.unfiltered.pop_front() {
+            if is_true(f.predicate, &columns, ctx)? {
+                return Ok(Some(decode_row(&self.node.table, &self.schema, &self.read[bytes])?));
+            }
+        }
+        Ok(None)
+    }
 }
 
 impl Cursor for RangeScan<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
         loop {
             if let Some(r) = self.batch.pop_front() {
+                return Ok(Some(r));
+            }
+            if let Some(r) = self.next_kept(ctx)? {
                 return Ok(Some(r));
             }
             if self.done {

@@ -149,9 +149,11 @@ impl<T> CachedBatch<T> {
         Some(Found { plan: v.compiled.plan.clone(), deps: v.compiled.deps.clone() })
     }
 
-    /// Keeps a statement's plan, bound in `bind_us` microseconds, and accounts for it;
-    /// past [`MAX_VARIANTS`] plans the least recently used goes.
-    pub fn store(&self, stmt: usize, compiled: Compiled<T>, bind_us: u64) {
+    /// Keeps a statement's plan, bound in `bind_us` microseconds in the database
+    /// `database_id` (counted among the plan's users), and accounts for it; past
+    /// [`MAX_VARIANTS`] plans the least recently used goes.
+    pub fn store(&self, stmt: usize, compiled: Compiled<T>, database_id: u32, bind_us: u64) {
+        self.databases.insert(database_id);
         let mut added = compiled.bytes() as isize;
         {
             let mut plans = self.plans.write();

@@ -183,3 +183,18 @@ fn a_restore_under_an_idle_session_changes_what_its_names_mean() {
     assert_eq!(out.errors()[0].number, 207);
     assert_eq!(scalar(&mut tenant, "SELECT COUNT(a) FROM t"), 1);
 }
+
+/// A statement bound when its batch starts is checked again when it runs: a DDL earlier in
+/// the batch that dropped what it uses is an error, not a run of the old plan.
+#[test]
+fn a_plan_bound_at_the_start_of_a_batch_is_checked_when_it_runs() {
+    let (_dir, _shared, mut s) = start();
+    run(&mut s, "CREATE DATABASE d; USE d; CREATE TABLE t (a int); INSERT INTO t VALUES (1)");
+    run(&mut s, "CREATE FUNCTION dbo.f() RETURNS int AS BEGIN RETURN 1 END");
+    for (batch, number) in [("DROP FUNCTION dbo.f; SELECT dbo.f()", 4121), ("DROP TABLE t; SELECT a FROM t", 208)] {
+        let mut out = Collected::default();
+        assert!(s.execute(batch, &mut out), "{batch}");
+        assert_eq!(out.errors()[0].number, number, "{batch}: {:?}", out.errors());
+        assert!(out.result_sets.is_empty(), "{batch}: the dropped object's plan ran");
+    }
+}

@@ -72,7 +72,8 @@ impl Runner<'_> {
         let deps: Arc<[ObjectDep]> = Arc::from(std::mem::take(&mut b.deps));
         let plan = Arc::new(prepared);
         let bind_us = started.elapsed().as_micros() as u64;
-        self.batch.store(key, Compiled { context, plan: plan.clone(), deps: deps.clone() }, bind_us);
+        let compiled = Compiled { context, plan: plan.clone(), deps: deps.clone() };
+        self.batch.store(key, compiled, catalogs.current.database_id, bind_us);
         Ok(Found { plan, deps })
     }
 
@@ -112,14 +113,32 @@ impl Runner<'_> {
     /// to the end of the statement, so no DDL changes them while it runs). A plan bound
     /// before a DDL that committed while the locks were awaited is bound again.
     pub(super) fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
-        self.locked(|r| Ok(r.compile_statement(s)?.expect("compiled statement")))
+        let context = self.context();
+        let first = self.compiled.remove(&addr(s)).filter(|(c, _)| *c == context).map(|(_, found)| found);
+        self.locked(first, |r| Ok(r.compile_statement(s)?.expect("compiled statement")))
     }
 
     /// `compile` (which compiles an AST node or finds its plan), with a schema-stability
     /// lock on every table the plan uses, bound again until it is current once the locks
-    /// are held.
-    fn locked(&mut self, compile: impl Fn(&mut Self) -> SqlResult<Found<Prepared>>) -> SqlResult<Arc<Prepared>> {
-        let mut found = compile(self)?;
+    /// are held. `first` is a plan the compile phase found for the node, which is checked
+    /// as a plan found now would be.
+    fn locked(
+        &mut self,
+        first: Option<Found<Prepared>>,
+        compile: impl Fn(&mut Self) -> SqlResult<Found<Prepared>>,
+    ) -> SqlResult<Arc<Prepared>> {
+        let mut found = match first {
+            Some(found) => found,
+            None => {
+                let found = compile(self)?;
+                // Just found or bound against the catalogs as they are: with no table to
+                // lock, nothing can change under it before it runs.
+                if !found.deps.iter().any(|d| d.locked) {
+                    return Ok(found.plan);
+                }
+                found
+            }
+        };
         loop {
             for dep in found.deps.iter().filter(|d| d.locked) {
                 let of = self.shared.catalog_named(dep.db.name(&self.state.database))?;
@@ -130,10 +149,7 @@ impl Runner<'_> {
                 }
             }
             // Under the locks no DDL changes what the plan uses: it holds if every name
-            // still finds what it was bound against (a plan without tables needs no check).
-            if !found.deps.iter().any(|d| d.locked) {
-                return Ok(found.plan);
-            }
+            // still finds what it was bound against.
             let catalogs = Catalogs::new(self.shared, self.state)?;
             if found.deps.iter().all(|d| catalogs.holds(d)) {
                 return Ok(found.plan);
@@ -161,7 +177,11 @@ impl Runner<'_> {
                 // A USE changes what later names mean: stop compiling ahead there.
                 StatementKind::Use(_) => return Ok(()),
                 _ => match self.compile_statement(s) {
-                    Ok(_) => {}
+                    Ok(Some(found)) => {
+                        let context = self.context();
+                        self.compiled.insert(addr(s), (context, found));
+                    }
+                    Ok(None) => {}
                     // Deferred name resolution: the object may be created earlier in the
                     // batch; the statement binds again when it runs.
                     Err(e) if matches!(e.number, 208 | 911 | 1087) => {}
@@ -185,7 +205,7 @@ impl Runner<'_> {
         }
         // A condition or value that reads tables (IF EXISTS (SELECT …)) holds schema
         // stability on them as a statement does.
-        let p = self.locked(|r| {
+        let p = self.locked(None, |r| {
             let vars = r.visible(stmt);
             r.prepared(addr(e), vars, |b| {
                 let (x, t) = if predicate { (b.bind_predicate(e)?, SqlType::Bit) } else { b.bind_expr(e)? };

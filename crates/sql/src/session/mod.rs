@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::cache::CachedBatch;
+use crate::cache::{CachedBatch, Found};
 use crate::ddl;
 use crate::dml::Prepared;
 use crate::output::{EnvChange, ResultSink};
@@ -281,6 +281,10 @@ struct Runner<'a> {
     /// A data change is running (past compilation): an error ending it is followed by
     /// "The statement has been terminated."
     changing: bool,
+    /// Plans the compile phase found, by statement address with the session context they
+    /// were found in: a statement's first run starts from its plan instead of finding it
+    /// again (then checks it under its locks, as always).
+    compiled: HashMap<usize, (u64, Found<Prepared>)>,
 }
 
 impl<'a> Runner<'a> {
@@ -305,6 +309,7 @@ impl<'a> Runner<'a> {
             returned: None,
             table_vars: Vec::new(),
             changing: false,
+            compiled: HashMap::new(),
         }
     }
 }

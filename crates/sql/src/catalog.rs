@@ -269,6 +269,18 @@ fn hash_bytes(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
+/// Whether two definitions of a table store and index their rows alike: the columns'
+/// types and the indexes' keys, positions a plan bakes in.
+fn same_layout(a: &Table, b: &Table) -> bool {
+    a.columns.len() == b.columns.len()
+        && a.columns.iter().zip(&b.columns).all(|(x, y)| x.ty == y.ty && x.nullable == y.nullable)
+        && a.indexes.len() == b.indexes.len()
+        && a.indexes
+            .iter()
+            .zip(&b.indexes)
+            .all(|(x, y)| x.id == y.id && x.columns == y.columns && x.unique == y.unique && x.include == y.include)
+}
+
 /// The database a compiled plan's reference points into: the one the plan runs in (a
 /// name without a database part), or one the statement names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -399,7 +411,8 @@ impl Catalog {
                     Some(&def.fingerprint()),
                     "a plan runs on its definition"
                 );
-                Some(t)
+                // Never run a plan on rows laid out otherwise than it was bound for.
+                same_layout(t, def).then_some(t)
             }
             _ => None,
         }

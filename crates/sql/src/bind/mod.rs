@@ -26,7 +26,7 @@ pub use conversion::{cast_to, convert, literal};
 pub use expr_walk::map_columns;
 pub use names::Scope;
 
-use crate::catalog::{DbRef, ObjectDep, Table};
+use crate::catalog::{Catalog, DbRef, ObjectDep, Table};
 use crate::output::OutputColumn;
 use crate::plan::{Expr, Plan};
 use crate::runtime::{SessionState, Shared};
@@ -34,7 +34,7 @@ use crate::types::{self, SqlType};
 use aggregate::AggContext;
 use cte::DEFAULT_MAX_RECURSION;
 use std::sync::Arc;
-use tessera_errors::SqlError;
+use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::Ident;
 
 /// A bound query: its plan and result columns.
@@ -82,6 +82,10 @@ pub struct Binder<'a> {
     module_depth: i32,
     /// Every name looked up, and what was found (see `ObjectDep`).
     pub deps: Vec<ObjectDep>,
+    /// The catalog snapshot of each database the statement names, taken at its first
+    /// lookup there: a statement is bound against one snapshot per database, so what its
+    /// names found and the definitions in its plan always agree.
+    snapshots: Vec<(String, Arc<Catalog>)>,
 }
 
 /// A resolved table reference: how a plan refers to its database, the database's name
@@ -111,7 +115,18 @@ impl<'a> Binder<'a> {
             substitutions: Vec::new(),
             module_depth: 0,
             deps: Vec::new(),
+            snapshots: Vec::new(),
         }
+    }
+
+    /// The catalog snapshot this statement binds against in `database`.
+    fn snapshot(&mut self, database: &tessera_database::Database) -> SqlResult<Arc<Catalog>> {
+        if let Some((_, c)) = self.snapshots.iter().find(|(n, _)| n.eq_ignore_ascii_case(database.name())) {
+            return Ok(c.clone());
+        }
+        let c = self.shared.catalog_named(database.name())?.catalog;
+        self.snapshots.push((database.name().to_string(), c.clone()));
+        Ok(c)
     }
 
     /// Records what the name `key` found in database `db` (a table the plan reads or

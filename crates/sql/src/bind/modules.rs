@@ -21,7 +21,7 @@ impl<'a> Binder<'a> {
             return Ok(None);
         }
         let database = self.shared.database(&db.name)?;
-        let catalog = self.shared.catalog(&database)?;
+        let catalog = self.snapshot(&database)?;
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);
         self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false);

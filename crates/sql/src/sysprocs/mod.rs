@@ -400,17 +400,7 @@ fn help_table(t: &Table, ctx: &ExecCtx, sink: &mut dyn ResultSink) {
         .columns
         .iter()
         .map(|c| {
-            let numeric = matches!(
-                c.ty,
-                SqlType::TinyInt
-                    | SqlType::SmallInt
-                    | SqlType::Int
-                    | SqlType::BigInt
-                    | SqlType::Decimal { .. }
-                    | SqlType::Money
-                    | SqlType::Real
-                    | SqlType::Float
-            );
+            let numeric = types::is_numeric(&c.ty);
             let (prec, scale) = match c.ty {
                 SqlType::Decimal { precision, scale } => (precision.to_string(), scale.to_string()),
                 SqlType::TinyInt => ("3".into(), "0".into()),
@@ -418,6 +408,7 @@ fn help_table(t: &Table, ctx: &ExecCtx, sink: &mut dyn ResultSink) {
                 SqlType::Int => ("10".into(), "0".into()),
                 SqlType::BigInt => ("19".into(), "0".into()),
                 SqlType::Money => ("19".into(), "4".into()),
+                SqlType::SmallMoney => ("10".into(), "4".into()),
                 SqlType::Real => ("24".into(), "NULL".into()),
                 SqlType::Float => ("53".into(), "NULL".into()),
                 _ => (String::new(), String::new()),

@@ -145,18 +145,7 @@ fn information_schema_columns(ctx: &ExecCtx, db: &str) -> Rows<11> {
                 _ if is_string(&c.ty) || matches!(c.ty, SqlType::Binary(_) | SqlType::VarBinary(_)) => Value::Int(len),
                 _ => Value::Null,
             };
-            let numeric = matches!(
-                c.ty,
-                SqlType::TinyInt
-                    | SqlType::SmallInt
-                    | SqlType::Int
-                    | SqlType::BigInt
-                    | SqlType::Decimal { .. }
-                    | SqlType::Money
-                    | SqlType::SmallMoney
-                    | SqlType::Real
-                    | SqlType::Float
-            );
+            let numeric = types::is_numeric(&c.ty);
             out.push([
                 s(database.name()),
                 s(&t.schema),

@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::output::OutputColumn;
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
-use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{ResultSink, Session, Shared, SqlError};
 
 use crate::error::{BenchError, Result};

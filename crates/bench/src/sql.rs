@@ -18,8 +18,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::output::OutputColumn;
-use tessera_sql::types::Value;
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::types::Value;
 use tessera_sql::{ResultSink, Session, Shared, SqlError};
 
 use crate::error::{BenchError, Result};

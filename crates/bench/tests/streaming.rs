@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use tessera_bench::rss::{self, Probe, Sampler, SelfProbe};
 use tessera_bench::tdsstream::{StreamConn, READ_BUFFER};
+use tessera_semantics::output::Collected;
+use tessera_semantics::types::Value;
 use tessera_server::client::{Client, ConnectOptions, Encryption};
 use tessera_server::{Config, RunningServer};
-use tessera_sql::output::Collected;
-use tessera_sql::types::Value;
 
 const PASSWORD: &str = "Bench-Streaming-1";
 const ROWS: u64 = 3000;

@@ -2,10 +2,10 @@
 //! queries it sent, and a query that fails is an error, not a query. No timing assertions.
 
 use tessera_bench::tdsload::{self, LoadRun, LoadSpec, Stop};
+use tessera_semantics::output::Collected;
+use tessera_semantics::types::Value;
 use tessera_server::client::{Client, ConnectOptions, Encryption};
 use tessera_server::{Config, RunningServer};
-use tessera_sql::output::Collected;
-use tessera_sql::types::Value;
 
 const PASSWORD: &str = "Bench-Tdsload-1";
 

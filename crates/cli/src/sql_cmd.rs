@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::Args;
 use tessera_database::{Engine, EngineConfig};
+use tessera_semantics::output::ResultSink;
 use tessera_server::client::{Client, ConnectOptions, Encryption};
-use tessera_sql::output::ResultSink;
 use tessera_sql::runner::{self, Batches};
 use tessera_sql::{Session, Shared, SqlcmdFormat, SqlcmdWriter};
 

@@ -13,10 +13,10 @@
 //! checked (SQL Server skips them without CHECK_CONSTRAINTS and marks them untrusted),
 //! and NULLs sent for columns with a DEFAULT stay NULL (SQL Server's KEEP_NULLS).
 
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::{EnvChange, ResultSink};
+use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::dml::BulkTarget;
-use tessera_sql::output::OutputColumn;
-use tessera_sql::output::{EnvChange, ResultSink};
-use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{Session, SqlError};
 
 use crate::codec::{bad, DecodeResult, Reader};

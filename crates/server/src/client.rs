@@ -5,9 +5,9 @@
 use std::io;
 use std::sync::Arc;
 
-use tessera_sql::output::OutputColumn;
-use tessera_sql::output::ResultSink;
-use tessera_sql::types::Value;
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::ResultSink;
+use tessera_semantics::types::Value;
 use tessera_sql::SqlError;
 use tokio::net::TcpStream;
 
@@ -405,7 +405,7 @@ struct Messages<'a>(&'a mut Vec<SqlError>);
 
 impl ResultSink for Messages<'_> {
     fn columns(&mut self, _: &[OutputColumn]) {}
-    fn row(&mut self, _: &[tessera_sql::types::Value]) {}
+    fn row(&mut self, _: &[tessera_semantics::types::Value]) {}
     fn done(&mut self, _: Option<u64>, _: bool) {}
     fn message(&mut self, m: &SqlError) {
         self.0.push(m.clone());

@@ -6,7 +6,7 @@
 //! Also ALL_HEADERS itself ([`skip_all_headers`]), which SQL batch and transaction manager
 //! requests start with too.
 
-use tessera_sql::types::{SqlType, Value};
+use tessera_semantics::types::{SqlType, Value};
 
 use crate::codec::{bad, ucs2_decode, DecodeResult, Reader};
 use crate::types::{read_type_info, read_value};

@@ -32,11 +32,11 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
+use tessera_semantics::output::EnvChange;
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::logins::Refusal;
-use tessera_sql::output::EnvChange;
-use tessera_sql::output::OutputColumn;
 use tessera_sql::session::RpcParam;
-use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{ResultSink, Session, SqlError};
 use tokio::io::AsyncWriteExt;
 

@@ -8,8 +8,8 @@
 //! 2-byte line numbers; 7.2 and later use 8, 4 and 4 bytes.
 
 use bytes::{BufMut, BytesMut};
-use tessera_sql::output::OutputColumn;
-use tessera_sql::types::{SqlType, Value};
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::SqlError;
 
 use crate::codec::{put_b_varchar, put_us_varchar, ucs2_len};

@@ -11,11 +11,11 @@ use std::time::Duration;
 use common::{TestServer, PASSWORD};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
+use tessera_semantics::output::Collected;
+use tessera_semantics::types::Value;
 use tessera_server::client::{Client, ConnectOptions, Encryption};
 use tessera_server::packet::{self, kind, Limits};
 use tessera_server::prelogin::{self, ENCRYPT_ON};
-use tessera_sql::output::Collected;
-use tessera_sql::types::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

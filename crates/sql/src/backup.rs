@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
 
-use crate::output::OutputColumn;
-use crate::output::ResultSink;
 use crate::runtime::{SessionState, Shared};
-use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::ResultSink;
+use tessera_semantics::types::{SqlType, Value};
 
 /// An evaluated `WITH` option: upper-cased name, value, and for MOVE the target.
 pub(crate) struct EvaluatedOption {
@@ -51,11 +51,11 @@ fn stop_at(v: &Option<(Value, SqlType)>, state: &SessionState) -> SqlResult<i64>
     let Some((value, ty)) = v else {
         return Err(SqlError::new(3045, "The STOPAT option requires a value."));
     };
-    let dt = crate::types::cast(value, ty, &SqlType::DateTime2 { scale: 7 }, None)?;
+    let dt = tessera_semantics::types::cast(value, ty, &SqlType::DateTime2 { scale: 7 }, None)?;
     let Value::DateTime { days, ticks } = dt else {
         return Err(SqlError::new(3045, "The value for the STOPAT option is not a valid datetime."));
     };
-    let epoch = crate::types::days_from_civil(1970, 1, 1);
+    let epoch = tessera_semantics::types::days_from_civil(1970, 1, 1);
     let local_micros = i64::from(days - epoch) * 86_400_000_000 + (ticks / 10) as i64;
     Ok(local_micros - i64::from(state.functions.utc_offset_minutes) * 60_000_000)
 }
@@ -66,12 +66,13 @@ fn datetime(micros: i64, state: &SessionState) -> Value {
         return Value::Null;
     }
     let local = micros + i64::from(state.functions.utc_offset_minutes) * 60_000_000;
-    let epoch = crate::types::days_from_civil(1970, 1, 1);
+    let epoch = tessera_semantics::types::days_from_civil(1970, 1, 1);
     let v = Value::DateTime {
         days: epoch + local.div_euclid(86_400_000_000) as i32,
         ticks: (local.rem_euclid(86_400_000_000) * 10) as u64,
     };
-    crate::types::cast(&v, &SqlType::DateTime2 { scale: 7 }, &SqlType::DateTime, None).unwrap_or(Value::Null)
+    tessera_semantics::types::cast(&v, &SqlType::DateTime2 { scale: 7 }, &SqlType::DateTime, None)
+        .unwrap_or(Value::Null)
 }
 
 fn lsn(v: u64) -> Value {
@@ -283,7 +284,7 @@ pub(crate) fn backup(
     not_in_transaction(state)?;
     if !shared.engine.exists(database) {
         return Err(to_sql(
-            BackupError { number: 911, message: crate::runtime::database_not_found(database).message },
+            BackupError { number: 911, message: tessera_semantics::catalog::database_not_found(database).message },
             verb,
         ));
     }

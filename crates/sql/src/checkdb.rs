@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use tessera_database::{Direction, LockMode, ReadLocks, RowLock, TableId, Transaction};
 
-use crate::catalog::{Object, Table};
-use crate::plan::{decode_row, index_entry, row_schema};
+use crate::exec::{decode_row, index_entry, row_schema};
 use crate::runtime::ExecCtx;
-use crate::types::{self, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::{Object, Table};
+use tessera_semantics::types::{self, Value};
 
 /// Error pairs reported per table; beyond it errors are counted, not described.
 const MAX_REPORTED_PER_TABLE: usize = 200;
@@ -62,7 +62,7 @@ pub fn check_indexes(ctx: &mut ExecCtx, db: &str) -> SqlResult<Vec<TableFindings
 
 fn tree_of(ctx: &mut ExecCtx, db: &str, table: &Table, index: usize) -> SqlResult<TableId> {
     let tx = ctx.transaction(db)?;
-    tx.database().table(&table.indexes[index].tree).ok_or_else(|| crate::bind::invalid_object(&table.name))
+    tx.database().table(&table.indexes[index].tree).ok_or_else(|| tessera_semantics::bind::invalid_object(&table.name))
 }
 
 fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<TableFindings> {

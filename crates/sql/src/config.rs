@@ -110,7 +110,7 @@ pub const OPTIONS: &[OptionDef] = &[
         name: PLAN_CACHE_MEMORY,
         minimum: 1,
         maximum: 1_048_576,
-        default: (crate::cache::DEFAULT_BUDGET_BYTES >> 20) as i64,
+        default: (tessera_semantics::cache::DEFAULT_BUDGET_BYTES >> 20) as i64,
         dynamic: true,
         advanced: true,
         description: "Memory budget of the plan cache (MB); tessera's own option",

@@ -5,18 +5,11 @@
 
 use std::sync::Arc;
 
-use crate::bind::Binder;
-use crate::catalog::{self, Catalog, Module, ModuleKind, Object};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::{self, Catalog, Module, ModuleKind, Object};
 use tessera_syntax::ast::{self, ObjectName};
-
-/// SQL Server's most nested module calls (procedures, functions, views).
-pub const MAX_NESTING: i32 = 32;
-
-pub fn nesting_error() -> SqlError {
-    SqlError::new(217, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).")
-}
 
 fn kind_word(kind: ModuleKind) -> &'static str {
     match kind {

@@ -1,9 +1,9 @@
 //! Running a script as sqlcmd does: split it into batches at `GO [count]` lines and run
 //! each batch `count` times, announcing loops as sqlcmd does.
 
-use crate::output::ResultSink;
 use crate::session::Session;
 use tessera_errors::SqlError;
+use tessera_semantics::output::ResultSink;
 use tessera_syntax::script::{parse_go_line, split_batches};
 
 fn note(text: &str) -> SqlError {
@@ -142,7 +142,7 @@ mod tests {
         let mut lines = input.iter().map(|s| s.to_string());
         let mut recorder = Recorder(Vec::new());
         let mut prompts = Vec::new();
-        let mut sink = crate::output::Collected::default();
+        let mut sink = tessera_semantics::output::Collected::default();
         let vars = vec![("x".to_string(), "2".to_string())];
         let failed = run_interactive(&mut recorder, &mut lines, &vars, &mut sink, &mut |n| prompts.push(n));
         assert_eq!(recorder.0, ["select 1\nselect 2", "select 1\nselect 2", "select 'fail'"]);

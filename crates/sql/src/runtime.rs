@@ -10,11 +10,12 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use tessera_database::{Database, Engine, Savepoint, Transaction};
 
-use crate::cache::PlanCache;
-use crate::catalog::{self, Catalog, DbRef, Object, Table};
-use crate::plan::{Row, SessionFn};
-use crate::types::{FunctionContext, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::{Catalogs, SessionNames};
+use tessera_semantics::cache::{CachedBatch, PlanCache};
+use tessera_semantics::catalog::{self, Catalog, DbRef, Object, Table};
+use tessera_semantics::plan::{Prepared, Row, SessionFn, View};
+use tessera_semantics::types::{FunctionContext, SqlType, Value};
 
 /// The version string `@@VERSION` returns.
 pub const VERSION: &str =
@@ -61,7 +62,7 @@ pub struct CatalogOf {
 /// plan cache.
 pub struct Shared {
     pub engine: Arc<Engine>,
-    pub plans: PlanCache<crate::dml::Prepared>,
+    pub plans: PlanCache<tessera_semantics::plan::Prepared>,
     pub server_name: String,
     catalogs: Mutex<HashMap<String, Arc<DbCatalog>>>,
     versions: AtomicU64,
@@ -80,14 +81,14 @@ pub struct Shared {
     /// Runs a user-defined scalar function's body (the session layer's statement loop),
     /// for expressions that call one.
     pub scalar_functions: ScalarFunctions,
-    /// What statements' blocking operators hold (see `plan::Grant`).
-    pub query_memory: Arc<crate::plan::QueryMemory>,
+    /// What statements' blocking operators hold (see `exec::Grant`).
+    pub query_memory: Arc<crate::exec::QueryMemory>,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
 
 /// Runs a user-defined scalar function with its arguments and returns its value.
-pub type ScalarFunctions = fn(&mut ExecCtx, &crate::plan::UserCall, Vec<Value>) -> SqlResult<Value>;
+pub type ScalarFunctions = fn(&mut ExecCtx, &tessera_semantics::plan::UserCall, Vec<Value>) -> SqlResult<Value>;
 
 /// Writes one ERRORLOG line for a session (spid 0: the server).
 pub type ErrorLogHook = Arc<dyn Fn(i32, &str) + Send + Sync>;
@@ -183,7 +184,7 @@ impl Shared {
 
     pub fn database(&self, name: &str) -> SqlResult<Arc<Database>> {
         self.engine.database(name).map_err(|e| match e {
-            tessera_database::Error::NotFound { .. } => database_not_found(name),
+            tessera_database::Error::NotFound { .. } => tessera_semantics::catalog::database_not_found(name),
             e => e.into(),
         })
     }
@@ -242,7 +243,7 @@ impl Shared {
         def: &Arc<Table>,
     ) -> SqlResult<(String, Arc<Table>)> {
         let of = self.catalog_memo(memo, db.name(current))?;
-        let table = of.catalog.same_table(def).ok_or_else(|| crate::bind::invalid_object(&def.name))?;
+        let table = of.catalog.same_table(def).ok_or_else(|| tessera_semantics::bind::invalid_object(&def.name))?;
         Ok((of.database.to_string(), table.clone()))
     }
 
@@ -274,13 +275,28 @@ impl Shared {
     }
 }
 
+impl Catalogs for Shared {
+    fn exists(&self, database: &str) -> bool {
+        self.engine.exists(database)
+    }
+
+    fn catalog(&self, database: &str) -> SqlResult<(Arc<str>, Arc<Catalog>)> {
+        let of = self.catalog_named(database)?;
+        Ok((of.database, of.catalog))
+    }
+
+    fn system_view(&self, schema: &str, name: &str) -> Option<View> {
+        crate::sysviews::lookup(schema, name)
+    }
+
+    fn module_definition(&self, text: &str) -> SqlResult<Arc<CachedBatch<Prepared>>> {
+        self.plans.get_or_parse(text, tessera_syntax::parser::parse_batch)
+    }
+}
+
 /// `SET LOCK_TIMEOUT` milliseconds as a wait limit: -1 (or any negative) waits forever.
 pub fn lock_timeout(ms: i64) -> Option<std::time::Duration> {
     u64::try_from(ms).ok().map(std::time::Duration::from_millis)
-}
-
-pub fn database_not_found(name: &str) -> SqlError {
-    SqlError::new(911, format!("Database '{name}' does not exist. Make sure that the name is entered correctly."))
 }
 
 /// Session options set with `SET`.
@@ -552,6 +568,32 @@ impl SessionState {
     }
 }
 
+impl SessionNames for SessionState {
+    fn database(&self) -> &str {
+        &self.database
+    }
+
+    fn temp_table(&self, name: &str) -> Option<&str> {
+        self.temp_tables.get(name).map(String::as_str)
+    }
+
+    fn ansi_nulls(&self) -> bool {
+        self.options.ansi_nulls
+    }
+
+    fn concat_null_yields_null(&self) -> bool {
+        self.options.concat_null_yields_null
+    }
+
+    fn identity_insert(&self) -> Option<(&str, i32)> {
+        self.options.identity_insert.as_ref().map(|(db, id)| (db.as_str(), *id))
+    }
+
+    fn dateformat(&self) -> &str {
+        &self.options.dateformat
+    }
+}
+
 /// Per-statement execution context.
 pub struct ExecCtx<'a> {
     pub shared: &'a Shared,
@@ -566,13 +608,13 @@ pub struct ExecCtx<'a> {
     /// The current round of each running recursive CTE, by work table id.
     pub work_tables: HashMap<usize, Vec<Row>>,
     /// The statement's memory grant, made when an operator first needs it.
-    grant: Option<Arc<crate::plan::Grant>>,
+    grant: Option<Arc<crate::exec::Grant>>,
 }
 
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
         session.functions.set_now(std::time::SystemTime::now());
-        crate::types::set_session_date_format(&session.options.dateformat);
+        tessera_semantics::types::set_session_date_format(&session.options.dateformat);
         ExecCtx {
             shared,
             session,
@@ -584,10 +626,10 @@ impl<'a> ExecCtx<'a> {
         }
     }
 
-    /// The statement's memory grant (see `plan::Grant`).
-    pub fn grant(&mut self) -> Arc<crate::plan::Grant> {
+    /// The statement's memory grant (see `exec::Grant`).
+    pub fn grant(&mut self) -> Arc<crate::exec::Grant> {
         let shared = self.shared;
-        self.grant.get_or_insert_with(|| crate::plan::Grant::new(shared.query_memory.clone())).clone()
+        self.grant.get_or_insert_with(|| crate::exec::Grant::new(shared.query_memory.clone())).clone()
     }
 
     pub fn var(&self, slot: usize) -> &Value {
@@ -619,7 +661,7 @@ impl<'a> ExecCtx<'a> {
     }
 
     pub fn row_schema(&self, table: &Table) -> SqlResult<tessera_access::row::RowSchema> {
-        crate::plan::row_schema(table)
+        crate::exec::row_schema(table)
     }
 
     fn catalog_of(&self, db: &str) -> SqlResult<Arc<Catalog>> {

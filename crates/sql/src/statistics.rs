@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 
 use tessera_buffer::{io_counters, IoCounters};
 
-use crate::catalog::Table;
 use tessera_errors::SqlError;
+use tessera_semantics::catalog::Table;
 
 thread_local! {
     /// Whether the running statement of this thread counts its reads per table.
@@ -86,7 +86,7 @@ fn charge(db: &str, table: &Table, scans: u64, io: IoCounters) {
             None => t.push(TableIo {
                 db: db.to_string(),
                 table_id: table.id,
-                name: crate::catalog::display_name(&table.name).to_string(),
+                name: tessera_semantics::catalog::display_name(&table.name).to_string(),
                 scans,
                 io,
             }),

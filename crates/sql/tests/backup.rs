@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::types::Value;
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared};
 
 fn session(dir: &Path) -> Session {

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use tessera_database::{Engine, EngineConfig, TableId};
-use tessera_sql::catalog::Table;
-use tessera_sql::types::Value;
+use tessera_semantics::catalog::Table;
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared};
 
 fn run(s: &mut Session, sql: &str) -> Collected {
@@ -57,10 +57,10 @@ fn checkdb_reports_index_damage_and_repair_rebuild_fixes_it() {
     let db = shared.database("shop").unwrap();
     let mut tx = db.begin();
     let five = row(5, 5, 5);
-    let entry = tessera_sql::plan::index_entry(&t, 1, &five, &key_of(&five)).unwrap();
+    let entry = tessera_sql::exec::index_entry(&t, 1, &five, &key_of(&five)).unwrap();
     assert!(tx.delete(tree(&shared, &t, 1), &entry).unwrap());
     let seven = row(7, 99, 7);
-    let stray = tessera_sql::plan::index_entry(&t, 1, &seven, &key_of(&seven)).unwrap();
+    let stray = tessera_sql::exec::index_entry(&t, 1, &seven, &key_of(&seven)).unwrap();
     tx.insert(tree(&shared, &t, 1), &stray, &key_of(&seven)).unwrap();
     tx.commit().unwrap();
 
@@ -101,7 +101,7 @@ fn checkdb_reports_index_damage_and_repair_rebuild_fixes_it() {
     let mut tx = db.begin();
     let bytes = tessera_sql::dml::to_storage_row(&t, &twin).unwrap();
     tx.insert(tree(&shared, &t, 0), &twin_key, &bytes).unwrap();
-    let entry = tessera_sql::plan::index_entry(&t, 1, &twin, &twin_key).unwrap();
+    let entry = tessera_sql::exec::index_entry(&t, 1, &twin, &twin_key).unwrap();
     tx.insert(tree(&shared, &t, 1), &entry, &twin_key).unwrap();
     tx.commit().unwrap();
     let out = run(&mut s, "DBCC CHECKDB");

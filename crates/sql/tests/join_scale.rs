@@ -2,7 +2,7 @@
 //! here would take minutes if planned as a quadratic nested loop in a debug build.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::types::Value;
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared};
 
 fn scalar(s: &mut Session, sql: &str) -> i64 {

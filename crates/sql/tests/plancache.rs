@@ -4,7 +4,7 @@
 //! whose schema changes gets plans of its own while the others keep theirs.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::types::Value;
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared};
 
 fn run(session: &mut Session, text: &str) -> Collected {

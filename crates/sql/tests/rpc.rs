@@ -2,9 +2,9 @@
 //! parameters and return status, sp_executesql, and the prepared-statement procedures.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::output::OutputColumn;
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
-use tessera_sql::types::{SqlType, Value};
 use tessera_sql::{Collected, ResultSink, Session, Shared, SqlError};
 
 #[derive(Default)]

@@ -3,7 +3,7 @@
 //! client receives them.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::types::Value;
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared, SqlError};
 
 fn session() -> (tempfile::TempDir, Session) {
@@ -137,7 +137,7 @@ fn showplan_text_returns_the_statement_then_its_plan_and_runs_nothing() {
             ),
         ]
     );
-    assert_eq!(out.result_sets[0].0[0].ty, tessera_sql::types::SqlType::NVarChar(tessera_access::row::MAX));
+    assert_eq!(out.result_sets[0].0[0].ty, tessera_semantics::types::SqlType::NVarChar(tessera_access::row::MAX));
     // Not alone in its batch: error 1067, and nothing of the batch runs.
     let mut bad = Collected::default();
     assert!(s.execute("SET SHOWPLAN_TEXT OFF; SELECT 1;", &mut bad));

@@ -4,8 +4,8 @@
 //! on). Page counts come from the buffer pool's fetch counters, in one session.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::output::{OutputColumn, ResultSink};
-use tessera_sql::types::Value;
+use tessera_semantics::output::{OutputColumn, ResultSink};
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared, SqlError};
 
 const ROWS: usize = 40_000;

@@ -2,7 +2,7 @@
 //! the shape of their result sets.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::types::Value;
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared};
 
 #[test]

@@ -5,7 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::types::Value;
+use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, Shared};
 
 const DATABASES: usize = 50;

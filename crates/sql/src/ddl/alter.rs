@@ -1,5 +1,6 @@
 //! ALTER TABLE: columns and constraints added, columns dropped or altered, constraints dropped.
 
+use crate::dml::BoundTarget;
 use std::sync::Arc;
 
 use super::constraints::{apply_constraint, constraint_failed, set_default};
@@ -8,12 +9,12 @@ use super::locking::lock_for_ddl;
 use super::rebuild::{in_own_transaction, rebuild, save_definition};
 use super::tables::{column_def, resolve_column_type};
 use super::{heap_index, target_for, tree_name};
-use crate::catalog::Table;
 use crate::dml;
-use crate::plan::Row;
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::Table;
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, ConstraintKind, ObjectName};
 
 fn is_empty(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
@@ -115,11 +116,11 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                 for &i in &added {
                     fill.push(match (&new_table.columns[i].identity, &defaults[i]) {
                         (Some(_), _) => Value::Null,
-                        (None, Some((crate::plan::Expr::Const(v), t))) => {
+                        (None, Some((tessera_semantics::plan::Expr::Const(v), t))) => {
                             types::cast(v, t, &new_table.columns[i].ty, None)?
                         }
                         (None, Some((e, t))) => {
-                            let v = crate::plan::eval(e, &[], ctx)?;
+                            let v = crate::exec::eval(e, &[], ctx)?;
                             types::cast(&v, t, &new_table.columns[i].ty, None)?
                         }
                         (None, None) => Value::Null,

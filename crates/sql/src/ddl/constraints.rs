@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use super::indexes::index_columns;
 use super::tree_name;
-use crate::bind::Binder;
-use crate::catalog::{self, Catalog, ForeignKey, Index, NamedExpr, Table};
 use crate::runtime::ExecCtx;
-use crate::types;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::{self, Catalog, ForeignKey, Index, NamedExpr, Table};
+use tessera_semantics::types;
 use tessera_syntax::ast::{self, ConstraintKind, Ident};
 use tessera_syntax::unparse;
 

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use tessera_database::{LockMode, ReadLocks, RowLock};
 
-use crate::bind::Binder;
-use crate::catalog::Table;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::Table;
 use tessera_syntax::ast::ObjectName;
 
 /// Finds a table for DDL: (database, table).

@@ -28,11 +28,10 @@ pub use tables::{create_table, declare_table_variable, drop_table, truncate_tabl
 
 use std::sync::Arc;
 
-use crate::bind::Binder;
-use crate::catalog::{Index, Table};
-use crate::dml;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::{Index, Table};
 
 fn tree_name(table_id: i32, index_id: u32, version: u64) -> String {
     format!("#{table_id}.{index_id}.{version}")
@@ -68,8 +67,8 @@ fn heap_index(table_id: i32, version: u64) -> Index {
     }
 }
 
-fn target_for(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<dml::Target> {
+fn target_for(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<tessera_semantics::plan::Target> {
     let session = &*ctx.session;
     let mut b = Binder::new(ctx.shared, session, &[]);
-    dml::bind_target(&mut b, crate::catalog::DbRef::Named(db.to_string()), table)
+    tessera_semantics::bind::bind_target(&mut b, tessera_semantics::catalog::DbRef::Named(db.to_string()), table)
 }

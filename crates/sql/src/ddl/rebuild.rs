@@ -1,13 +1,14 @@
 //! Table rebuilds: new trees loaded in DDL's own transaction, changed definitions saved.
 
+use crate::dml::BoundTarget;
 use std::sync::Arc;
 
 use super::{create_trees, drop_trees, target_for, tree_name};
-use crate::catalog::{self, Object, Table};
 use crate::dml;
-use crate::plan::Row;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
+use tessera_semantics::catalog::{self, Object, Table};
+use tessera_semantics::plan::Row;
 
 /// Runs `f` in a storage transaction of its own, committed when `f` succeeds: what DDL
 /// writes into new trees must not depend on the session's transaction, since the catalog

@@ -7,11 +7,12 @@ use super::indexes::{index_columns, place_index};
 use super::locking::lock_for_ddl;
 use super::rebuild::replace_storage;
 use super::{create_trees, drop_trees, heap_index, tree_name};
-use crate::bind::Binder;
-use crate::catalog::{self, Catalog, Column, Index, Object, Table};
-use crate::runtime::{database_not_found, ExecCtx};
-use crate::types::{self, SqlType};
+use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::database_not_found;
+use tessera_semantics::catalog::{self, Catalog, Column, Index, Object, Table};
+use tessera_semantics::types::{self, SqlType};
 use tessera_syntax::ast::{self, ConstraintKind, Ident, ObjectName};
 
 pub(super) fn resolve_column_type(t: &ast::TypeName, position: usize) -> SqlResult<SqlType> {

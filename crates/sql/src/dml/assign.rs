@@ -1,49 +1,10 @@
 //! Variable assignment: `SELECT @a = …` and `SET @v = …`, the last row winning.
 
-use super::Prepared;
-use crate::bind::Binder;
-use crate::plan::{run, Plan};
+use crate::exec::run;
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType};
-use tessera_errors::{SqlError, SqlResult};
-use tessera_syntax::ast;
-
-/// `SELECT @a = x, @b += y FROM …` and `SET @v = expr`.
-pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::OrderItem]) -> SqlResult<Prepared> {
-    let mut items = Vec::new();
-    let mut targets = Vec::new();
-    for item in &select.items {
-        let ast::SelectItem::Assign { variable, op, value } = item else {
-            return Err(SqlError::new(
-                141,
-                "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations.",
-            )
-            .with_severity(15));
-        };
-        let (slot, vt) = b.variable_slot(variable)?;
-        let value = match op {
-            Some(op) => ast::Expr::Binary {
-                op: *op,
-                left: Box::new(ast::Expr::Variable(variable.clone())),
-                right: Box::new(value.clone()),
-            },
-            None => value.clone(),
-        };
-        items.push(ast::SelectItem::Expr { expr: value, alias: None });
-        targets.push((slot, vt));
-    }
-    let query = ast::Query {
-        with: Vec::new(),
-        body: ast::SetExpr::Select(Box::new(ast::Select { items, into: None, ..select.clone() })),
-        order_by: order_by.to_vec(),
-        offset: None,
-        fetch: None,
-        max_recursion: None,
-    };
-    let bound = b.bind_query(&query)?;
-    let targets = targets.into_iter().zip(&bound.columns).map(|((slot, vt), c)| (slot, vt, c.ty)).collect();
-    Ok(Prepared::Assign { plan: bound.plan, targets })
-}
+use tessera_errors::SqlResult;
+use tessera_semantics::plan::Plan;
+use tessera_semantics::types::{self, SqlType};
 
 /// Runs `SELECT @v = …`: assigns from the last row (variables keep their values when
 /// there is none); returns the number of rows.

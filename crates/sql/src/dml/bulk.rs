@@ -4,10 +4,10 @@
 use super::constraints::duplicate_error;
 use super::storage::encode_row;
 use super::{tree, TargetAt};
-use crate::plan::{self, decode_row};
+use crate::exec::{self, decode_row};
 use crate::runtime::ExecCtx;
-use crate::types::Value;
 use tessera_errors::SqlResult;
+use tessera_semantics::types::Value;
 
 /// What an `INSERT BULK` statement announced, checked against the catalog: where the
 /// rows of the connection's next BULK_LOAD message go.
@@ -62,7 +62,7 @@ impl StagedRows {
     pub(super) fn store(mut self, ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
         let table = &target.table;
         // The row a duplicate-key error names, decoded back from its stored form.
-        let stored = |bytes: &[u8]| decode_row(table, &plan::row_schema(table)?, bytes);
+        let stored = |bytes: &[u8]| decode_row(table, &exec::row_schema(table)?, bytes);
         self.rows.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(w) = self.rows.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(duplicate_error(table, &table.indexes[0], &stored(&w[1].1)?));

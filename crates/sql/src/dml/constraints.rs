@@ -5,11 +5,11 @@ use tessera_access::row;
 
 use super::foreign_keys::check_parents;
 use super::{object_name, table_rows, TargetAt};
-use crate::catalog::{Index, Table};
-use crate::plan::eval;
+use crate::exec::eval;
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::{Index, Table};
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast;
 
 /// Converts a value for storing in a column: strings and binaries longer than the column

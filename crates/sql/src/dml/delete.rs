@@ -3,33 +3,15 @@
 
 use super::foreign_keys::{check_children, MAX_CASCADE_DEPTH};
 use super::indexes::delete_index_entry;
-use super::output::bind_output;
-use super::target::{bind_dml_source, unique_targets};
-use super::{bind_target, rowcount_limit, tree, OutputPlan, Target, TargetAt};
-use crate::bind::Binder;
-use crate::plan::{eval, run, Plan, Row};
+use super::target::unique_targets;
+use super::BoundTarget;
+use super::{rowcount_limit, tree, TargetAt};
+use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
-use crate::types::Value;
 use tessera_errors::{SqlError, SqlResult};
-use tessera_syntax::ast;
-
-#[derive(Debug)]
-pub struct DeletePlan {
-    pub target: Target,
-    pub source: Plan,
-    pub offset: usize,
-    pub key: usize,
-    pub output: Option<OutputPlan>,
-}
-
-pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
-    b.bind_ctes(&del.with, del.max_recursion)?;
-    let (db, table, source, _scope, offset, key) =
-        bind_dml_source(b, &del.table, &del.table_hints, &del.from, del.selection.as_ref(), del.top.as_ref())?;
-    let output = bind_output(b, &table, del.output.as_ref())?;
-    let target = bind_target(b, db, table)?;
-    Ok(DeletePlan { target, source, offset, key, output })
-}
+use tessera_semantics::plan::DeletePlan;
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::Value;
 
 pub(super) fn delete_row(
     ctx: &mut ExecCtx,

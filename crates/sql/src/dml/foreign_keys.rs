@@ -5,14 +5,17 @@
 use super::delete::delete_row;
 use super::indexes::index_key;
 use super::update::update_row;
-use super::{bind_target, object_name, row_key, tree, TargetAt};
-use crate::bind::Binder;
-use crate::catalog::DbRef;
-use crate::catalog::{Action, Table};
-use crate::plan::{self, decode_row, eval, Row};
+use super::BoundTarget;
+use super::{object_name, row_key, tree, TargetAt};
+use crate::exec::{self, decode_row, eval};
 use crate::runtime::ExecCtx;
-use crate::types::{self, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::bind_target;
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::DbRef;
+use tessera_semantics::catalog::{Action, Table};
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::{self, Value};
 
 /// Foreign keys of `table` whose columns in `row` must find a parent row.
 pub(super) fn check_parents(
@@ -40,7 +43,7 @@ pub(super) fn check_parents(
         let parent = catalog
             .table_by_id(fk.ref_table)
             .cloned()
-            .ok_or_else(|| crate::bind::invalid_object("(referenced table)"))?;
+            .ok_or_else(|| tessera_semantics::bind::invalid_object("(referenced table)"))?;
         let values: Vec<Value> = fk
             .columns
             .iter()
@@ -86,7 +89,7 @@ fn referencing_rows(
     ctx: &mut ExecCtx,
     db: &str,
     child: &Table,
-    fk: &crate::catalog::ForeignKey,
+    fk: &tessera_semantics::catalog::ForeignKey,
     parent: &Table,
     row: &[Value],
 ) -> SqlResult<Vec<(Vec<u8>, Row)>> {
@@ -101,7 +104,7 @@ fn referencing_rows(
     }
     // Scan the child's rows (through an index whose leading columns are the FK columns
     // when there is one).
-    let schema = plan::row_schema(child)?;
+    let schema = exec::row_schema(child)?;
     let rows_tree = tree(ctx, db, &child.indexes[0].tree, child)?;
     let mut out = Vec::new();
     let tx = ctx.transaction(db)?;

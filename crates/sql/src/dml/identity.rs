@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 use tessera_access::row;
 
 use super::tree;
-use crate::catalog::Table;
-use crate::plan;
+use crate::exec;
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::Table;
+use tessera_semantics::types::{self, SqlType, Value};
 
 /// Loads a table's in-memory counters (identity, row number) from its rows once.
 pub(crate) fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
@@ -19,7 +19,7 @@ pub(crate) fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlRe
         return Ok(());
     }
     let rows_tree = tree(ctx, db, &table.indexes[0].tree, table)?;
-    let schema = plan::row_schema(table)?;
+    let schema = exec::row_schema(table)?;
     let identity = table.identity_column();
     let mut max_id: Option<i64> = None;
     let mut max_uniq = 0u64;

@@ -3,11 +3,11 @@
 
 use super::constraints::{key_values, map_duplicate};
 use super::{object_name, table_rows, tree, TargetAt};
-use crate::catalog::{Index, Table};
 use crate::runtime::ExecCtx;
-use crate::types::{self, Value};
 use tessera_access::key::KeyBuf;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::{Index, Table};
+use tessera_semantics::types::{self, Value};
 
 pub(super) fn index_key(table: &Table, index: &Index, row: &[Value]) -> SqlResult<Vec<u8>> {
     let mut k = KeyBuf::new();

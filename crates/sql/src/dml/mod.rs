@@ -22,51 +22,34 @@ mod storage;
 mod target;
 mod update;
 
-pub use assign::{compile_assign, run_assign};
+pub use assign::run_assign;
 pub use bulk::BulkTarget;
 pub use constraints::{assign_value, validate_rows};
-pub use delete::{compile_delete, run_delete, DeletePlan};
+pub use delete::run_delete;
 pub(crate) use identity::load_counters;
 pub use indexes::build_index;
-pub use insert::{compile_insert, run_insert, InsertPlan, InsertSource};
-pub use output::{run_output_into, OutputPlan};
+pub use insert::run_insert;
+pub use output::run_output_into;
 pub use storage::{load_rows, row_key, table_rows, to_storage_row};
-pub use target::{bind_target, Target, TargetAt};
-pub use update::{compile_update, run_update, UpdatePlan, VarSource};
+pub use target::{BoundTarget, TargetAt};
+pub use update::run_update;
 
 use tessera_database::TableId;
 
-use crate::bind::BoundQuery;
-use crate::catalog::Table;
-use crate::plan::Plan;
 use crate::runtime::ExecCtx;
-use crate::types::SqlType;
 use tessera_errors::SqlResult;
+use tessera_semantics::catalog::Table;
 
 /// Largest clustered index key, in bytes (SQL Server's limit).
 pub const MAX_CLUSTERED_KEY: usize = 900;
 
-/// A compiled statement, kept in the plan cache.
-#[derive(Debug)]
-pub enum Prepared {
-    Query(BoundQuery),
-    /// `SELECT @a = …, @b = … [FROM …]` and `SET @a = …`: the last row wins.
-    Assign {
-        plan: Plan,
-        targets: Vec<(usize, SqlType, SqlType)>,
-    },
-    Insert(InsertPlan),
-    Update(UpdatePlan),
-    Delete(DeletePlan),
-}
-
 fn object_name(t: &Table) -> String {
-    format!("{}.{}", t.schema, crate::catalog::display_name(&t.name))
+    format!("{}.{}", t.schema, tessera_semantics::catalog::display_name(&t.name))
 }
 
 fn tree(ctx: &mut ExecCtx, db: &str, name: &str, table: &Table) -> SqlResult<TableId> {
     let tx = ctx.transaction(db)?;
-    tx.database().table(name).ok_or_else(|| crate::bind::invalid_object(&table.name))
+    tx.database().table(name).ok_or_else(|| tessera_semantics::bind::invalid_object(&table.name))
 }
 
 /// `SET ROWCOUNT n`: the most rows a statement may return or change (0 = no limit).

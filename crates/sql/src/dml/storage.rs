@@ -9,11 +9,12 @@ use tessera_access::row;
 use super::constraints::{check_row, map_duplicate};
 use super::indexes::insert_index_entry;
 use super::{load_counters, tree, TargetAt, MAX_CLUSTERED_KEY};
-use crate::catalog::Table;
-use crate::plan::{self, decode_row, Row};
+use crate::exec::{self, decode_row};
 use crate::runtime::ExecCtx;
-use crate::types::{self, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::Table;
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::{self, Value};
 
 /// The storage key of a row in the table's rows tree.
 pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResult<Vec<u8>> {
@@ -37,7 +38,7 @@ pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResu
 /// A row in the storage format of its table (FixedVar).
 pub fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
     let stored: Vec<row::Value> = row.iter().zip(&table.columns).map(|(v, c)| types::to_storage(v, &c.ty)).collect();
-    let schema = plan::row_schema(table)?;
+    let schema = exec::row_schema(table)?;
     Ok(row::encode(&schema, &stored)?)
 }
 
@@ -71,7 +72,7 @@ pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> 
 
 /// Every row of a table in storage order, with keys (index rebuilds, ALTER TABLE).
 pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(Vec<u8>, Row)>> {
-    let schema = plan::row_schema(table)?;
+    let schema = exec::row_schema(table)?;
     let rows_tree = tree(ctx, db, &table.indexes[0].tree, table)?;
     let tx = ctx.transaction(db)?;
     let mut out = Vec::new();

@@ -1,103 +1,22 @@
 //! UPDATE: compiling SET lists (columns and variables), and running it in two phases —
 //! every row checked, then all old rows unlinked, then all new rows linked.
 
+use super::BoundTarget;
 use std::sync::Arc;
+use tessera_semantics::plan::UpdatePlan;
+use tessera_semantics::plan::VarSource;
 
 use super::constraints::{check_row, map_duplicate};
 use super::foreign_keys::{check_children, check_parents, MAX_CASCADE_DEPTH};
 use super::indexes::{delete_index_entry, insert_index_entry};
-use super::output::bind_output;
-use super::target::{bind_dml_source, unique_targets};
-use super::{assign_value, bind_target, row_key, rowcount_limit, to_storage_row, tree, OutputPlan, Target, TargetAt};
-use crate::bind::{invalid_column, Binder};
-use crate::catalog::Table;
-use crate::plan::{eval, run, Expr, Plan, Row};
+use super::target::unique_targets;
+use super::{assign_value, row_key, rowcount_limit, to_storage_row, tree, TargetAt};
+use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
-use tessera_syntax::ast;
-
-#[derive(Debug)]
-pub struct UpdatePlan {
-    pub target: Target,
-    /// Rows of the FROM clause, including the target's columns and key.
-    pub source: Plan,
-    /// Where the target table's columns start in a source row, and its key column.
-    pub offset: usize,
-    pub key: usize,
-    /// (column, value over the source row, value type)
-    pub sets: Vec<(usize, Expr, SqlType)>,
-    /// Variables assigned in the SET list: (slot, value, value type, variable type).
-    pub variables: Vec<(usize, VarSource, SqlType, SqlType)>,
-    pub output: Option<OutputPlan>,
-}
-
-/// What an UPDATE's `SET @v = …` assigns.
-#[derive(Debug)]
-pub enum VarSource {
-    /// An expression over the source row.
-    Expr(Expr),
-    /// `SET @v = col = expr`: the column's new value.
-    NewColumn(usize),
-}
-
-pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
-    b.bind_ctes(&up.with, up.max_recursion)?;
-    let (db, table, source, scope, offset, key) =
-        bind_dml_source(b, &up.table, &up.table_hints, &up.from, up.selection.as_ref(), up.top.as_ref())?;
-    let mut sets = Vec::new();
-    let mut variables = Vec::new();
-    b.with_bound_scope(scope, |b| -> SqlResult<()> {
-        for a in &up.assignments {
-            match a {
-                ast::Assignment::Column { column, op, value } => {
-                    let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
-                    if table.columns[col].identity.is_some() {
-                        return Err(SqlError::new(8102, format!("Cannot update identity column '{}'.", table.columns[col].name)));
-                    }
-                    if sets.iter().any(|(c, _, _)| *c == col) {
-                        return Err(SqlError::new(
-                            264,
-                            format!("The column name '{}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.", table.columns[col].name),
-                        ));
-                    }
-                    let value = match op {
-                        Some(op) => ast::Expr::Binary { op: *op, left: Box::new(ast::Expr::Column(column.clone())), right: Box::new(value.clone()) },
-                        None => value.clone(),
-                    };
-                    let (e, t) = match value {
-                        ast::Expr::Default => match &table.columns[col].default {
-                            Some(d) => b.bind_expr(&tessera_syntax::unparse::parse_definition(&d.text)?)?,
-                            None => (Expr::Const(Value::Null), table.columns[col].ty),
-                        },
-                        v => b.bind_expr(&v)?,
-                    };
-                    sets.push((col, e, t));
-                }
-                ast::Assignment::Variable { name, op, value } => {
-                    let (slot, vt) = b.variable_slot(name)?;
-                    let value = match op {
-                        Some(op) => ast::Expr::Binary { op: *op, left: Box::new(ast::Expr::Variable(name.clone())), right: Box::new(value.clone()) },
-                        None => value.clone(),
-                    };
-                    let (e, t) = b.bind_expr(&value)?;
-                    variables.push((slot, VarSource::Expr(e), t, vt));
-                }
-                ast::Assignment::Both { variable, column, value } => {
-                    let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
-                    let (slot, vt) = b.variable_slot(variable)?;
-                    let (e, t) = b.bind_expr(value)?;
-                    sets.push((col, e, t));
-                    variables.push((slot, VarSource::NewColumn(col), table.columns[col].ty, vt));
-                }
-            }
-        }
-        Ok(())
-    })?;
-    let output = bind_output(b, &table, up.output.as_ref())?;
-    let target = bind_target(b, db, table)?;
-    Ok(UpdatePlan { target, source, offset, key, sets, variables, output })
-}
+use tessera_semantics::catalog::Table;
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::{self, Value};
 
 pub(super) fn update_row(
     ctx: &mut ExecCtx,

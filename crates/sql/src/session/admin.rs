@@ -2,8 +2,8 @@
 //! evaluated arguments of BACKUP and RESTORE.
 
 use super::{Runner, Session};
-use crate::types::Value;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::types::Value;
 use tessera_syntax::ast::{self, AlterLoginAction, Statement, StatementKind};
 
 impl Runner<'_> {
@@ -95,7 +95,7 @@ impl Runner<'_> {
     pub(super) fn record_history(&self, sql: Option<String>) {
         let Some(sql) = sql else { return };
         let shared = self.shared.arc();
-        let mut out = crate::output::Collected::default();
+        let mut out = tessera_semantics::output::Collected::default();
         let failed = match Session::system(shared, "msdb") {
             Ok(mut s) => {
                 s.execute(&sql, &mut out);

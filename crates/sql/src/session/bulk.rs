@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 
 use super::rpc::quote_name;
 use super::{Runner, Session};
-use crate::bind::{invalid_column, Binder};
 use crate::dml::BulkTarget;
-use crate::output::{EnvChange, ResultSink};
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::{invalid_column, Binder};
+use tessera_semantics::output::{EnvChange, ResultSink};
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::InsertBulk;
 
 impl Runner<'_> {
@@ -124,7 +124,7 @@ struct RowCounter<'s> {
 }
 
 impl ResultSink for RowCounter<'_> {
-    fn columns(&mut self, _: &[crate::output::OutputColumn]) {}
+    fn columns(&mut self, _: &[tessera_semantics::output::OutputColumn]) {}
     fn row(&mut self, _: &[Value]) {}
     fn done(&mut self, count: Option<u64>, _: bool) {
         self.rows += count.unwrap_or(0);

@@ -7,13 +7,13 @@ use super::errors::Stop;
 use super::rpc::PreparedProc;
 use super::variables::Frame;
 use super::Runner;
-use crate::cache::CachedBatch;
-use crate::catalog::ModuleKind;
-use crate::dml::Prepared;
-use crate::output::ResultSink;
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::cache::CachedBatch;
+use tessera_semantics::catalog::ModuleKind;
+use tessera_semantics::output::ResultSink;
+use tessera_semantics::plan::Prepared;
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 /// An evaluated argument of EXEC or sp_executesql.
@@ -29,7 +29,7 @@ pub(super) struct Argument {
 struct Discard;
 
 impl ResultSink for Discard {
-    fn columns(&mut self, _: &[crate::output::OutputColumn]) {}
+    fn columns(&mut self, _: &[tessera_semantics::output::OutputColumn]) {}
     fn row(&mut self, _: &[Value]) {}
     fn done(&mut self, _: Option<u64>, _: bool) {}
     fn message(&mut self, _: &SqlError) {}
@@ -38,19 +38,19 @@ impl ResultSink for Discard {
 /// Runs a scalar user-defined function's body with `args` and returns its RETURN value.
 pub(crate) fn call_scalar_function(
     ctx: &mut ExecCtx,
-    call: &crate::plan::UserCall,
+    call: &tessera_semantics::plan::UserCall,
     args: Vec<Value>,
 ) -> SqlResult<Value> {
     let cached = ctx.shared.plans.get_or_parse(&call.text, tessera_syntax::parser::parse_batch)?;
     let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
-        return Err(crate::bind::invalid_object(&call.name));
+        return Err(tessera_semantics::bind::invalid_object(&call.name));
     };
     let ast::FunctionReturns::Scalar { body, .. } = &cf.returns else {
-        return Err(crate::bind::invalid_object(&call.name));
+        return Err(tessera_semantics::bind::invalid_object(&call.name));
     };
     let state = &mut *ctx.session;
-    if state.nest_level >= crate::modules::MAX_NESTING {
-        return Err(crate::modules::nesting_error());
+    if state.nest_level >= tessera_semantics::bind::MAX_NESTING {
+        return Err(tessera_semantics::bind::nesting_error());
     }
     let frame = Frame::of_procedure(&cf.params, body)?;
     let mut vars = vec![Value::Null; frame.decls.len()];
@@ -224,8 +224,8 @@ impl Runner<'_> {
         args: Vec<Argument>,
     ) -> Result<i32, Stop> {
         let shown = name.unwrap_or("sp_executesql").to_string();
-        if self.state.nest_level >= crate::modules::MAX_NESTING {
-            return self.fail(s, crate::modules::nesting_error()).map(|_| 0);
+        if self.state.nest_level >= tessera_semantics::bind::MAX_NESTING {
+            return self.fail(s, tessera_semantics::bind::nesting_error()).map(|_| 0);
         }
         let frame = match Frame::of_procedure(params, body) {
             Ok(f) => f,

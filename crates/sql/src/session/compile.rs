@@ -10,16 +10,18 @@ use tessera_database::LockMode;
 
 use super::variables::{addr, assign_select};
 use super::Runner;
-use crate::bind::{Binder, BoundQuery};
-use crate::cache::{Compiled, Found};
-use crate::catalog::{Catalog, DbRef, ObjectDep};
-use crate::dml::{self, Prepared};
-use crate::plan::{eval, Expr};
+use crate::exec::eval;
 use crate::runtime::ExecCtx;
 use crate::runtime::{CatalogOf, SessionState, Shared};
 use crate::statistics::IoStatement;
-use crate::types::{SqlType, Value};
 use tessera_errors::SqlResult;
+use tessera_semantics::bind::Binder;
+use tessera_semantics::cache::{Compiled, Found};
+use tessera_semantics::catalog::{Catalog, DbRef, ObjectDep};
+use tessera_semantics::plan::BoundQuery;
+use tessera_semantics::plan::Expr;
+use tessera_semantics::plan::Prepared;
+use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 impl Runner<'_> {
@@ -84,7 +86,9 @@ impl Runner<'_> {
             StatementKind::Query(q) => {
                 if let ast::SetExpr::Select(sel) = &q.body {
                     if sel.items.iter().any(|i| matches!(i, ast::SelectItem::Assign { .. })) {
-                        return self.prepared(key, vars, |b| dml::compile_assign(b, sel, &q.order_by)).map(Some);
+                        return self
+                            .prepared(key, vars, |b| tessera_semantics::bind::compile_assign(b, sel, &q.order_by))
+                            .map(Some);
                     }
                     if sel.into.is_some() {
                         return Ok(None);
@@ -93,17 +97,17 @@ impl Runner<'_> {
                 self.prepared(key, vars, |b| b.bind_query(q).map(Prepared::Query))?
             }
             StatementKind::Insert(i) => {
-                self.prepared(key, vars, |b| dml::compile_insert(b, i).map(Prepared::Insert))?
+                self.prepared(key, vars, |b| tessera_semantics::bind::compile_insert(b, i).map(Prepared::Insert))?
             }
             StatementKind::Update(u) => {
-                self.prepared(key, vars, |b| dml::compile_update(b, u).map(Prepared::Update))?
+                self.prepared(key, vars, |b| tessera_semantics::bind::compile_update(b, u).map(Prepared::Update))?
             }
             StatementKind::Delete(d) => {
-                self.prepared(key, vars, |b| dml::compile_delete(b, d).map(Prepared::Delete))?
+                self.prepared(key, vars, |b| tessera_semantics::bind::compile_delete(b, d).map(Prepared::Delete))?
             }
             StatementKind::SetVariable { name, op, value } => {
                 let sel = assign_select(name, *op, value);
-                self.prepared(key, vars, |b| dml::compile_assign(b, &sel, &[]))?
+                self.prepared(key, vars, |b| tessera_semantics::bind::compile_assign(b, &sel, &[]))?
             }
             _ => return Ok(None),
         }))
@@ -210,13 +214,17 @@ impl Runner<'_> {
             r.prepared(addr(e), vars, |b| {
                 let (x, t) = if predicate { (b.bind_predicate(e)?, SqlType::Bit) } else { b.bind_expr(e)? };
                 Ok(Prepared::Query(BoundQuery {
-                    plan: crate::plan::Plan::Values(vec![vec![x]]),
-                    columns: vec![crate::output::OutputColumn { name: String::new(), ty: t, nullable: true }],
+                    plan: tessera_semantics::plan::Plan::Values(vec![vec![x]]),
+                    columns: vec![tessera_semantics::output::OutputColumn {
+                        name: String::new(),
+                        ty: t,
+                        nullable: true,
+                    }],
                 }))
             })
         })?;
         match &*p {
-            Prepared::Query(BoundQuery { plan: crate::plan::Plan::Values(rows), columns }) => {
+            Prepared::Query(BoundQuery { plan: tessera_semantics::plan::Plan::Values(rows), columns }) => {
                 Ok((rows[0][0].clone(), columns[0].ty))
             }
             _ => unreachable!("scalar plans are single values"),
@@ -237,7 +245,7 @@ impl Runner<'_> {
     pub(super) fn condition(&mut self, stmt: &Statement, e: &ast::Expr) -> SqlResult<bool> {
         let (x, _) = self.scalar(stmt, e, true)?;
         let io = IoStatement::begin(self.state.options.statistics_io);
-        let v = crate::plan::is_true(&x, &[], &mut ExecCtx::new(self.shared, self.state));
+        let v = crate::exec::is_true(&x, &[], &mut ExecCtx::new(self.shared, self.state));
         let tables = io.finish(None);
         let v = v?;
         self.io_messages(tables);

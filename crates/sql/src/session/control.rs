@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 
 use super::errors::Stop;
 use super::Runner;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 /// How a statement ended, for the enclosing control flow.

@@ -4,8 +4,8 @@
 
 use super::{info, Runner};
 use crate::ddl;
-use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement};
 
 impl Runner<'_> {
@@ -107,7 +107,7 @@ impl Runner<'_> {
                     },
                 };
                 if !self.shared.engine.exists(&name) {
-                    return Err(crate::runtime::database_not_found(&name));
+                    return Err(tessera_semantics::catalog::database_not_found(&name));
                 }
                 let repair = args.iter().skip(1).any(|a| {
                     matches!(a, ast::Expr::Column(n)
@@ -153,10 +153,26 @@ impl Runner<'_> {
                     flags = wanted;
                 }
                 let columns = [
-                    crate::output::OutputColumn { name: "TraceFlag".into(), ty: SqlType::SmallInt, nullable: false },
-                    crate::output::OutputColumn { name: "Status".into(), ty: SqlType::SmallInt, nullable: false },
-                    crate::output::OutputColumn { name: "Global".into(), ty: SqlType::SmallInt, nullable: false },
-                    crate::output::OutputColumn { name: "Session".into(), ty: SqlType::SmallInt, nullable: false },
+                    tessera_semantics::output::OutputColumn {
+                        name: "TraceFlag".into(),
+                        ty: SqlType::SmallInt,
+                        nullable: false,
+                    },
+                    tessera_semantics::output::OutputColumn {
+                        name: "Status".into(),
+                        ty: SqlType::SmallInt,
+                        nullable: false,
+                    },
+                    tessera_semantics::output::OutputColumn {
+                        name: "Global".into(),
+                        ty: SqlType::SmallInt,
+                        nullable: false,
+                    },
+                    tessera_semantics::output::OutputColumn {
+                        name: "Session".into(),
+                        ty: SqlType::SmallInt,
+                        nullable: false,
+                    },
                 ];
                 let rows: Vec<Vec<Value>> = flags
                     .iter()

@@ -4,10 +4,10 @@
 
 use super::control::Flow;
 use super::{info, Runner};
-use crate::output::ResultSink;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::catalog::Abort;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::output::ResultSink;
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 /// Why a block stopped early.

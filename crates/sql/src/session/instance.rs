@@ -9,9 +9,9 @@ use tessera_database::Engine;
 
 use super::calls::call_scalar_function;
 use super::Session;
-use crate::output::Collected;
 use crate::runtime::Shared;
 use tessera_errors::SqlResult;
+use tessera_semantics::output::Collected;
 
 impl Shared {
     /// Starts the instance over `engine`.

@@ -40,13 +40,13 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::cache::{CachedBatch, Found};
 use crate::ddl;
-use crate::dml::Prepared;
-use crate::output::{EnvChange, ResultSink};
 use crate::runtime::{ExecCtx, SessionState, Shared};
-use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::cache::{CachedBatch, Found};
+use tessera_semantics::output::{EnvChange, ResultSink};
+use tessera_semantics::plan::Prepared;
+use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast;
 
 pub use errors::format_message;
@@ -68,7 +68,7 @@ fn info(number: i32, message: impl Into<String>) -> SqlError {
 impl Session {
     pub fn new(shared: Arc<Shared>, login: &str, database: &str) -> SqlResult<Session> {
         if !shared.engine.exists(database) {
-            return Err(crate::runtime::database_not_found(database));
+            return Err(tessera_semantics::catalog::database_not_found(database));
         }
         let spid = shared.next_spid();
         let info = crate::runtime::SessionInfo {
@@ -77,7 +77,7 @@ impl Session {
             host_name: String::new(),
             program_name: String::new(),
             database: database.to_string(),
-            login_time: crate::catalog::now_epoch(),
+            login_time: tessera_semantics::catalog::now_epoch(),
             status: "sleeping",
             command: None,
             open_transactions: 0,
@@ -91,7 +91,7 @@ impl Session {
     /// SQL Server's background sessions have, and not listed among user sessions.
     pub fn system(shared: Arc<Shared>, database: &str) -> SqlResult<Session> {
         if !shared.engine.exists(database) {
-            return Err(crate::runtime::database_not_found(database));
+            return Err(tessera_semantics::catalog::database_not_found(database));
         }
         let spid = shared.next_system_spid();
         Ok(Session { state: SessionState::new(spid, "sa", database), shared, initial_database: database.to_string() })
@@ -232,7 +232,7 @@ struct ErrorWatch<'s> {
 }
 
 impl ResultSink for ErrorWatch<'_> {
-    fn columns(&mut self, columns: &[crate::output::OutputColumn]) {
+    fn columns(&mut self, columns: &[tessera_semantics::output::OutputColumn]) {
         self.inner.columns(columns);
     }
     fn order(&mut self, columns: &[u16]) {

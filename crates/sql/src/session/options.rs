@@ -2,9 +2,9 @@
 //! and the numeric and word settings (ROWCOUNT, LOCK_TIMEOUT, DATEFIRST, DATEFORMAT, …).
 
 use super::{info, Runner};
-use crate::bind::Binder;
-use crate::types::Value;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::Binder;
+use tessera_semantics::types::Value;
 use tessera_syntax::ast::{self, Statement};
 
 impl Runner<'_> {

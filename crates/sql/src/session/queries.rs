@@ -3,19 +3,21 @@
 
 use super::errors::Stop;
 use super::Runner;
-use crate::bind::Binder;
 use crate::ddl;
-use crate::dml::{self, Prepared};
-use crate::output::Collected;
-use crate::plan::{open, run, Expr};
+use crate::dml;
+use crate::exec::{open, run};
 use crate::runtime::ExecCtx;
 use crate::statistics::IoStatement;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::Binder;
+use tessera_semantics::output::Collected;
+use tessera_semantics::plan::Expr;
+use tessera_semantics::plan::Prepared;
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 impl Runner<'_> {
-    fn emit(&mut self, columns: &[crate::output::OutputColumn], order: &[u16], rows: &[Vec<Value>]) {
+    fn emit(&mut self, columns: &[tessera_semantics::output::OutputColumn], order: &[u16], rows: &[Vec<Value>]) {
         self.sink.columns(columns);
         if !order.is_empty() {
             self.sink.order(order);
@@ -110,7 +112,7 @@ impl Runner<'_> {
     /// A query's rows go to the client as the plan produces them (SET ROWCOUNT stops it
     /// early). SQL Server sends a result's column metadata before its rows; an error while
     /// producing them arrives after the rows sent so far.
-    fn stream_query(&mut self, q: &crate::bind::BoundQuery) -> SqlResult<()> {
+    fn stream_query(&mut self, q: &tessera_semantics::plan::BoundQuery) -> SqlResult<()> {
         let limit = match self.state.options.rowcount {
             n if n > 0 => n as u64,
             _ => u64::MAX,
@@ -145,7 +147,7 @@ impl Runner<'_> {
 
     /// OUTPUT rows come as a result set whose count is the statement's, or go into the
     /// OUTPUT … INTO table.
-    fn output(&mut self, o: &dml::OutputPlan, rows: Vec<Vec<Value>>) -> SqlResult<()> {
+    fn output(&mut self, o: &tessera_semantics::plan::OutputPlan, rows: Vec<Vec<Value>>) -> SqlResult<()> {
         if let Some(into) = &o.into {
             self.with_ctx(|ctx| dml::run_output_into(ctx, into, rows))?;
             return Ok(());
@@ -197,8 +199,8 @@ impl Runner<'_> {
             source: ast::InsertSource::Values(Vec::new()),
         };
         let mut b = Binder::new(self.shared, self.state, vars);
-        let mut plan = dml::compile_insert(&mut b, &insert)?;
-        plan.source = dml::InsertSource::Rows(
+        let mut plan = tessera_semantics::bind::compile_insert(&mut b, &insert)?;
+        plan.source = tessera_semantics::plan::InsertSource::Rows(
             rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
         );
         plan.source_types = bound.columns.iter().map(|c| c.ty).collect();
@@ -267,7 +269,7 @@ impl Runner<'_> {
         };
         let vars = self.visible(s);
         let mut b = Binder::new(self.shared, self.state, vars);
-        let mut plan = dml::compile_insert(&mut b, &plain)?;
+        let mut plan = tessera_semantics::bind::compile_insert(&mut b, &plain)?;
         if let Some(t) = source_types {
             if t.len() != plan.columns.len() {
                 return Err(SqlError::new(
@@ -277,7 +279,7 @@ impl Runner<'_> {
             }
             plan.source_types = t;
         }
-        plan.source = dml::InsertSource::Rows(
+        plan.source = tessera_semantics::plan::InsertSource::Rows(
             rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
         );
         let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;

@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use super::calls::Argument;
 use super::errors::Stop;
 use super::{ErrorWatch, Runner, Session};
-use crate::output::ResultSink;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::SqlError;
+use tessera_semantics::output::ResultSink;
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{Statement, StatementKind};
 
 impl Session {

@@ -1,7 +1,7 @@
 //! SET SHOWPLAN_TEXT ON: statements are compiled, not run. For each statement the client
 //! gets a result set with one `StmtText` row holding the statement's text, then — for a
 //! query or data change — a second one with its plan, one operator a row
-//! (`crate::plan::statement_plan`). Only SET statements (SHOWPLAN_TEXT OFF among them)
+//! (`tessera_semantics::plan::statement_plan`). Only SET statements (SHOWPLAN_TEXT OFF among them)
 //! and USE run, as in SQL Server; control flow is not followed: the statements of every
 //! branch and loop body are shown in text order. A SET SHOWPLAN statement must be alone
 //! in its batch (error 1067).
@@ -11,12 +11,12 @@ use super::errors::Stop;
 use super::Runner;
 use std::sync::Arc;
 
-use crate::bind::Binder;
-use crate::catalog::{DbRef, Table};
-use crate::output::OutputColumn;
-use crate::plan::PlanSite;
-use crate::types::{SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::{DbRef, Table};
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::plan::PlanSite;
+use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 /// Error 1067 when a batch holds a SET SHOWPLAN statement and anything else.
@@ -124,14 +124,14 @@ impl Runner<'_> {
                     }
                     let bound = Binder::new(self.shared, self.state, self.visible(s)).bind_query(&plain)?;
                     let target: Vec<String> = into.0.iter().map(|p| format!("[{}]", p.value)).collect();
-                    return Ok(Some(
-                        self.with_site(|at| crate::plan::select_into_plan(&bound.plan, &target.join("."), vars, at)),
-                    ));
+                    return Ok(Some(self.with_site(|at| {
+                        tessera_semantics::plan::select_into_plan(&bound.plan, &target.join("."), vars, at)
+                    })));
                 }
             }
         }
         let Some(found) = self.compile_statement(s)? else { return Ok(None) };
-        Ok(Some(self.with_site(|at| crate::plan::statement_plan(&found.plan, vars, at))))
+        Ok(Some(self.with_site(|at| tessera_semantics::plan::statement_plan(&found.plan, vars, at))))
     }
 
     /// Shows a plan as it runs in the session's database.

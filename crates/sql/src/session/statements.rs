@@ -6,13 +6,13 @@ use super::control::Flow;
 use super::errors::Stop;
 use super::transactions::starts_implicit_transaction;
 use super::{info, Runner};
-use crate::bind::Binder;
-use crate::catalog::ModuleKind;
 use crate::ddl;
-use crate::dml::Prepared;
-use crate::output::EnvChange;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::ModuleKind;
+use tessera_semantics::output::EnvChange;
+use tessera_semantics::plan::Prepared;
+use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 /// Most statements one batch may run (loops included) before it is stopped.
@@ -303,7 +303,7 @@ impl Runner<'_> {
 
     fn use_database(&mut self, name: &str) -> SqlResult<()> {
         if !self.shared.engine.exists(name) {
-            return Err(crate::runtime::database_not_found(name));
+            return Err(tessera_semantics::catalog::database_not_found(name));
         }
         let db = self.shared.database(name)?;
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());

@@ -3,9 +3,9 @@
 //! transaction, or dooming it, under XACT_ABORT or after a deadlock).
 
 use super::Runner;
-use crate::output::EnvChange;
-use crate::types::Value;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::output::EnvChange;
+use tessera_semantics::types::Value;
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 /// Statements that start a transaction under SET IMPLICIT_TRANSACTIONS ON.

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use super::Runner;
 use crate::ddl;
-use crate::types::{self, SqlType};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::types::{self, SqlType};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 /// The variables of a batch: declarations in text order, and for each statement how many

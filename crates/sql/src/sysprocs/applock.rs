@@ -16,8 +16,8 @@ use tessera_database::{Error as EngineError, LockMode};
 
 use super::NamedArg;
 use crate::runtime::{lock_timeout, ExecCtx};
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::types::{self, SqlType, Value};
 
 /// The session's owner id in the lock manager: from the top of the id space, which
 /// transaction ids (counted up from 1) never reach.

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 pub mod applock;
 
-use crate::catalog::{Catalog, Object, Table};
-use crate::output::OutputColumn;
-use crate::output::ResultSink;
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, Value};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::{Catalog, Object, Table};
+use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::ResultSink;
+use tessera_semantics::types::{self, SqlType, Value};
 
 /// An argument of a system procedure: its `@name` if given by name, and its value
 /// (None for DEFAULT).
@@ -332,10 +332,10 @@ fn object_type(o: &Object) -> &'static str {
     match o {
         Object::Table(_) => "user table",
         Object::Module(m) => match m.kind {
-            crate::catalog::ModuleKind::View => "view",
-            crate::catalog::ModuleKind::Procedure => "stored procedure",
-            crate::catalog::ModuleKind::ScalarFunction => "scalar function",
-            crate::catalog::ModuleKind::TableFunction => "inline function",
+            tessera_semantics::catalog::ModuleKind::View => "view",
+            tessera_semantics::catalog::ModuleKind::Procedure => "stored procedure",
+            tessera_semantics::catalog::ModuleKind::ScalarFunction => "scalar function",
+            tessera_semantics::catalog::ModuleKind::TableFunction => "inline function",
         },
     }
 }
@@ -533,7 +533,7 @@ fn tables(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
     for o in catalog.objects() {
         let kind = match o {
             Object::Table(_) => "TABLE",
-            Object::Module(m) if m.kind == crate::catalog::ModuleKind::View => "VIEW",
+            Object::Module(m) if m.kind == tessera_semantics::catalog::ModuleKind::View => "VIEW",
             _ => continue,
         };
         if pattern.as_ref().is_some_and(|p| !types::like(o.name(), p, None)) {

@@ -3,9 +3,9 @@
 
 use super::system_types::{is_string, type_ids, user_type_id, SYSTEM_TYPES};
 use super::{bit, catalog, col, int, s, Rows, ViewDef, COLLATION, SYSNAME};
-use crate::catalog::{ModuleKind, Object};
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, SqlType::*, Value};
+use tessera_semantics::catalog::{ModuleKind, Object};
+use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
 
 pub(super) static COLUMNS: ViewDef<13> = ViewDef {
     schema: "sys",

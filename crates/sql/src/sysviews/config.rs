@@ -2,7 +2,7 @@
 
 use super::{bit, col, int, s, Rows, ViewDef};
 use crate::runtime::ExecCtx;
-use crate::types::SqlType::*;
+use tessera_semantics::types::SqlType::*;
 
 pub(super) static CONFIGURATIONS: ViewDef<9> = ViewDef {
     schema: "sys",

@@ -2,7 +2,7 @@
 
 use super::{bit, col, datetime, int, s, Rows, ViewDef, COLLATION, SYSNAME};
 use crate::runtime::ExecCtx;
-use crate::types::SqlType::*;
+use tessera_semantics::types::SqlType::*;
 
 pub(super) static DATABASES: ViewDef<14> = ViewDef {
     schema: "sys",

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::{bit, col, datetime, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::{ExecCtx, SessionInfo};
-use crate::types::{SqlType::*, Value};
+use tessera_semantics::types::{SqlType::*, Value};
 
 pub(super) static EXEC_SESSIONS: ViewDef<9> = ViewDef {
     schema: "sys",

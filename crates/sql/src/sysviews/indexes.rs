@@ -4,9 +4,9 @@
 //! lists them).
 
 use super::{bit, catalog, col, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
-use crate::catalog::{Action, Object, Table};
 use crate::runtime::ExecCtx;
-use crate::types::{SqlType::*, Value};
+use tessera_semantics::catalog::{Action, Object, Table};
+use tessera_semantics::types::{SqlType::*, Value};
 
 pub(super) static INDEXES: ViewDef<8> = ViewDef {
     schema: "sys",

@@ -3,8 +3,8 @@
 
 use super::{bit, col, int, s, Rows, ViewDef};
 use crate::runtime::ExecCtx;
-use crate::types::SqlType::*;
 use tessera_errors::catalog::MESSAGES as CATALOG;
+use tessera_semantics::types::SqlType::*;
 
 /// `language_id` of us_english, the only language tessera has.
 const US_ENGLISH: i64 = 1033;

@@ -35,17 +35,14 @@ mod system_types;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
 use std::sync::Arc;
 
-use crate::catalog::Catalog;
-use crate::output::OutputColumn;
-use crate::plan::{Plan, Row};
 use crate::runtime::ExecCtx;
-use crate::types::{SqlType, Value};
 use tessera_database::Database;
 use tessera_errors::SqlResult;
-use tessera_syntax::ast::ObjectName;
+use tessera_semantics::catalog::Catalog;
+use tessera_semantics::plan::{Col, Row, View};
+use tessera_semantics::types::{SqlType, Value};
 
 pub use system_types::{type_id, type_name};
 
@@ -99,14 +96,6 @@ pub struct ViewDef<const N: usize> {
     pub rows: fn(&ExecCtx, &str) -> Rows<N>,
 }
 
-/// A column of a system view.
-#[derive(Clone, Copy, Debug)]
-pub struct Col {
-    pub name: &'static str,
-    pub ty: SqlType,
-    pub nullable: bool,
-}
-
 const fn col(name: &'static str, ty: SqlType, nullable: bool) -> Col {
     Col { name, ty, nullable }
 }
@@ -118,7 +107,7 @@ pub type Rows<const N: usize> = SqlResult<Vec<[Value; N]>>;
 pub trait SystemView: Sync {
     fn schema(&self) -> &'static str;
     fn name(&self) -> &'static str;
-    fn columns(&self) -> &[Col];
+    fn columns(&'static self) -> &'static [Col];
     fn rows(&self, ctx: &ExecCtx, db: &str) -> SqlResult<Vec<Row>>;
 }
 
@@ -131,7 +120,7 @@ impl<const N: usize> SystemView for ViewDef<N> {
         self.name
     }
 
-    fn columns(&self) -> &[Col] {
+    fn columns(&'static self) -> &'static [Col] {
         &self.columns
     }
 
@@ -140,44 +129,16 @@ impl<const N: usize> SystemView for ViewDef<N> {
     }
 }
 
-/// A system view, as a plan (`Plan::System`) names it.
-#[derive(Clone, Copy)]
-pub struct View(&'static dyn SystemView);
-
-impl View {
-    pub fn columns(self) -> Vec<OutputColumn> {
-        self.0
-            .columns()
-            .iter()
-            .map(|c| OutputColumn { name: c.name.to_string(), ty: c.ty, nullable: c.nullable })
-            .collect()
-    }
-}
-
-impl fmt::Debug for View {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.0.schema(), self.0.name())
-    }
-}
-
-/// The system view a name refers to (`sys.x`, `db.sys.x`, `INFORMATION_SCHEMA.x`).
-pub fn lookup(name: &ObjectName) -> Option<View> {
-    let n = name.0.len();
-    if n < 2 {
-        return None;
-    }
-    let schema = name.0[n - 2].value.to_lowercase();
-    let obj = name.0[n - 1].value.to_lowercase();
-    ALL.iter().find(|v| v.schema() == schema && v.name() == obj).map(|v| View(*v))
-}
-
-pub fn plan(view: View, db: crate::catalog::DbRef) -> Plan {
-    Plan::System { view, db }
+/// The system view `schema.name` (both lower case), if there is one.
+pub fn lookup(schema: &str, name: &str) -> Option<View> {
+    let id = ALL.iter().position(|v| v.schema() == schema && v.name() == name)?;
+    let view = ALL[id];
+    Some(View { id, schema: view.schema(), name: view.name(), columns: view.columns() })
 }
 
 /// The rows of `view` read in database `db`.
 pub fn rows(view: View, db: &str, ctx: &ExecCtx) -> SqlResult<Vec<Row>> {
-    view.0.rows(ctx, db)
+    ALL[view.id].rows(ctx, db)
 }
 
 // Shared by the families.

@@ -5,9 +5,9 @@
 use super::indexes::constraint_objects;
 use super::system_types::type_ids;
 use super::{bit, catalog, col, concat, datetime, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
-use crate::catalog::{Module, ModuleKind, Object, Table};
 use crate::runtime::ExecCtx;
-use crate::types::{self, SqlType, SqlType::*, Value};
+use tessera_semantics::catalog::{Module, ModuleKind, Object, Table};
+use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
 
 pub(super) static OBJECTS: ViewDef<10> = ViewDef {
     schema: "sys",

@@ -4,7 +4,7 @@
 use super::{bit, col, concat, datetime, int, s, Rows, ViewDef, SYSNAME};
 use crate::logins::{Login, SERVER_ROLES};
 use crate::runtime::ExecCtx;
-use crate::types::{SqlType::*, Value};
+use tessera_semantics::types::{SqlType::*, Value};
 
 pub(super) static SERVER_PRINCIPALS: ViewDef<13> = ViewDef {
     schema: "sys",

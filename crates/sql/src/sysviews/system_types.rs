@@ -2,7 +2,7 @@
 //! and scale (sys.types, sys.columns, sys.parameters, INFORMATION_SCHEMA.COLUMNS), and
 //! `TYPE_NAME` / `TYPE_ID`.
 
-use crate::types::SqlType;
+use tessera_semantics::types::SqlType;
 
 /// The types sys.types lists, TYPE_NAME and TYPE_ID know.
 pub(super) const SYSTEM_TYPES: &[(&str, SqlType)] = &[

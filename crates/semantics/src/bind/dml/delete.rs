@@ -1,0 +1,17 @@
+//! DELETE.
+
+use super::output::bind_output;
+use super::target::bind_dml_source;
+use super::target::bind_target;
+use crate::bind::Binder;
+use crate::plan::DeletePlan;
+use tessera_errors::SqlResult;
+use tessera_syntax::ast;
+pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
+    b.bind_ctes(&del.with, del.max_recursion)?;
+    let (db, table, source, _scope, offset, key) =
+        bind_dml_source(b, &del.table, &del.table_hints, &del.from, del.selection.as_ref(), del.top.as_ref())?;
+    let output = bind_output(b, &table, del.output.as_ref())?;
+    let target = bind_target(b, db, table)?;
+    Ok(DeletePlan { target, source, offset, key, output })
+}

@@ -1,0 +1,157 @@
+//! INSERT: the column list and the source (VALUES, a query, DEFAULT VALUES).
+
+use super::output::bind_output;
+use super::target::bind_target;
+use crate::bind::convert;
+use crate::bind::invalid_column;
+use crate::bind::Binder;
+use crate::catalog::Table;
+use crate::plan::Expr;
+use crate::plan::InsertPlan;
+use crate::plan::InsertSource;
+use crate::types;
+use crate::types::SqlType;
+use crate::types::Value;
+use tessera_errors::SqlError;
+use tessera_errors::SqlResult;
+use tessera_syntax::ast;
+/// An INSERT without a column list whose values do not fit the table's columns (a value
+/// for every column, identity included, is an identity error).
+fn mismatched_insert(table: &Table, values: usize) -> SqlError {
+    if table.identity_column().is_some() && values == table.columns.len() {
+        return explicit_identity(table);
+    }
+    SqlError::new(213, "Column name or number of supplied values does not match table definition.")
+}
+
+fn explicit_identity(table: &Table) -> SqlError {
+    SqlError::new(
+        8101,
+        format!("An explicit value for the identity column in table '{}' can only be specified when a column list is used and IDENTITY_INSERT is ON.", table.name),
+    )
+}
+
+fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
+    match top {
+        None => Ok(None),
+        Some(t) => {
+            let (e, ty) = b.bind_expr(&t.count)?;
+            Ok(Some(convert(e, &ty, &SqlType::BigInt)?))
+        }
+    }
+}
+
+pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan> {
+    let rt = b.resolve_table(&ins.table)?;
+    let table = rt.table.clone();
+    let identity = table.identity_column();
+    let identity_insert =
+        b.session.identity_insert().is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && id == table.id);
+    let columns: Vec<usize> = if ins.columns.is_empty() {
+        if identity_insert && identity.is_some() {
+            return Err(explicit_identity(&table));
+        }
+        (0..table.columns.len()).filter(|&i| Some(i) != identity).collect()
+    } else {
+        let mut cols = Vec::new();
+        for c in &ins.columns {
+            let i = table.column(&c.value).ok_or_else(|| invalid_column(&c.value))?;
+            if cols.contains(&i) {
+                return Err(SqlError::new(
+                    264,
+                    format!("The column name '{}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.", c.value),
+                ));
+            }
+            cols.push(i);
+        }
+        cols
+    };
+    // Whether IDENTITY_INSERT allows it is checked when the statement runs: a SET earlier
+    // in the same batch may turn it on.
+    let explicit_identity = identity.is_some_and(|id| columns.contains(&id));
+    let (source, source_types) = match &ins.source {
+        ast::InsertSource::DefaultValues => (InsertSource::DefaultValues, Vec::new()),
+        ast::InsertSource::Values(rows) => {
+            let mut bound_rows = Vec::with_capacity(rows.len());
+            for r in rows {
+                if r.len() != columns.len() && ins.columns.is_empty() {
+                    return Err(mismatched_insert(&table, r.len()));
+                }
+                if r.len() != columns.len() {
+                    let (n, msg) = if r.len() > columns.len() {
+                        (110, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
+                    } else {
+                        (109, "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
+                    };
+                    return Err(SqlError::new(n, msg).with_severity(15));
+                }
+                let mut br = Vec::with_capacity(r.len());
+                for e in r {
+                    br.push(match e {
+                        ast::Expr::Default => None,
+                        e => Some(b.bind_expr(e)?),
+                    });
+                }
+                bound_rows.push(br);
+            }
+            // One type per column across the rows, as a table value constructor has.
+            let mut types_ = Vec::with_capacity(columns.len());
+            for (j, &col) in columns.iter().enumerate() {
+                let mut t: Option<SqlType> = None;
+                for r in &bound_rows {
+                    if let Some((e, et)) = &r[j] {
+                        if matches!(e, Expr::Const(Value::Null)) {
+                            continue;
+                        }
+                        t = Some(match t {
+                            None => *et,
+                            Some(acc) if bound_rows.len() > 1 => types::common_type(&acc, et)?,
+                            Some(acc) => acc,
+                        });
+                    }
+                }
+                types_.push(t.unwrap_or(table.columns[col].ty));
+            }
+            let mut out = Vec::with_capacity(bound_rows.len());
+            for r in bound_rows {
+                let mut row = Vec::with_capacity(r.len());
+                for (j, v) in r.into_iter().enumerate() {
+                    row.push(match v {
+                        None => None,
+                        Some((e, et)) => {
+                            Some(if matches!(e, Expr::Const(Value::Null)) { e } else { convert(e, &et, &types_[j])? })
+                        }
+                    });
+                }
+                out.push(row);
+            }
+            (InsertSource::Rows(out), types_)
+        }
+        ast::InsertSource::Query(q) => {
+            let bound = b.bind_query(q)?;
+            if bound.columns.len() != columns.len() && ins.columns.is_empty() {
+                return Err(mismatched_insert(&table, bound.columns.len()));
+            }
+            if bound.columns.len() != columns.len() {
+                return Err(SqlError::new(
+                    if bound.columns.len() > columns.len() { 121 } else { 120 },
+                    if bound.columns.len() > columns.len() {
+                        "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns."
+                    } else {
+                        "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns."
+                    },
+                ).with_severity(15));
+            }
+            let types_ = bound.columns.iter().map(|c| c.ty).collect();
+            (InsertSource::Query(Box::new(bound.plan)), types_)
+        }
+        ast::InsertSource::Execute(_) => {
+            // The session runs the procedure first and supplies its rows (session.rs).
+            (InsertSource::Rows(Vec::new()), Vec::new())
+        }
+    };
+    let output = bind_output(b, &table, ins.output.as_ref())?;
+    let top = bind_top(b, ins.top.as_ref())?;
+    let target = bind_target(b, rt.at, table)?;
+    Ok(InsertPlan { target, columns, source_types, source, output, top, explicit_identity })
+}

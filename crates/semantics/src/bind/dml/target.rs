@@ -1,0 +1,109 @@
+//! The target of a data change: its table with bound CHECK and DEFAULT definitions, and
+//! the source rows of an UPDATE or DELETE (the target among its FROM tables).
+
+use crate::bind::convert;
+use crate::bind::Binder;
+use crate::catalog::DbRef;
+use crate::catalog::Table;
+use crate::plan::Plan;
+use crate::plan::Target;
+use crate::types::SqlType;
+use std::sync::Arc;
+use tessera_errors::SqlError;
+use tessera_errors::SqlResult;
+use tessera_syntax::ast;
+/// Binds CHECK and DEFAULT definitions of a table against its own row.
+pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Target> {
+    let mut checks = Vec::new();
+    let mut defaults = Vec::new();
+    b.with_table_scope(&table, |b| -> SqlResult<()> {
+        for c in &table.checks {
+            let e = tessera_syntax::unparse::parse_definition(&c.text)?;
+            checks.push(b.bind_predicate(&e)?);
+        }
+        for col in &table.columns {
+            defaults.push(match &col.default {
+                Some(d) => {
+                    let e = tessera_syntax::unparse::parse_definition(&d.text)?;
+                    Some(b.bind_expr(&e)?)
+                }
+                None => None,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(Target { db, table, checks, defaults })
+}
+
+/// Resolves the UPDATE/DELETE target among the FROM tables (by alias or name).
+fn dml_from(target: &ast::ObjectName, hints: &[String], from: &[ast::TableRef]) -> (Vec<ast::TableRef>, String) {
+    let qualifier = target.name().value.to_lowercase();
+    if from.is_empty() {
+        let t = ast::TableRef::Named { name: target.clone(), alias: None, hints: hints.to_vec() };
+        return (vec![t], qualifier);
+    }
+    let mut from = from.to_vec();
+    for r in &mut from {
+        if let ast::TableRef::Named { name, alias, hints: named_hints } = r {
+            if alias.as_ref().unwrap_or(name.name()).value.eq_ignore_ascii_case(&qualifier) {
+                named_hints.extend(hints.iter().cloned());
+            }
+        }
+    }
+    (from, qualifier)
+}
+
+fn find_named<'x>(refs: &'x [ast::TableRef], qualifier: &str) -> Option<&'x ast::ObjectName> {
+    for r in refs {
+        match r {
+            ast::TableRef::Named { name, alias, .. } => {
+                let q = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                if q == qualifier {
+                    return Some(name);
+                }
+            }
+            ast::TableRef::Join { left, right, .. } => {
+                if let Some(n) = find_named(std::slice::from_ref(left), qualifier)
+                    .or_else(|| find_named(std::slice::from_ref(right), qualifier))
+                {
+                    return Some(n);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+pub(super) fn bind_dml_source(
+    b: &mut Binder,
+    target: &ast::ObjectName,
+    hints: &[String],
+    from: &[ast::TableRef],
+    selection: Option<&ast::Expr>,
+    top: Option<&ast::Top>,
+) -> SqlResult<(DbRef, Arc<Table>, Plan, crate::bind::Scope, usize, usize)> {
+    if hints.iter().any(|h| h == "NOLOCK" || h == "READUNCOMMITTED") {
+        return Err(SqlError::new(
+            1065,
+            "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements.",
+        )
+        .with_severity(15));
+    }
+    let (from, qualifier) = dml_from(target, hints, from);
+    let name = find_named(&from, &qualifier).cloned().unwrap_or_else(|| target.clone());
+    let rt = b.resolve_table(&name)?;
+    let (mut plan, scope) = b.bind_from_where(&from, selection, Some(&qualifier))?;
+    let key = scope.target_key().ok_or_else(|| crate::bind::invalid_object(&target.name().value))?;
+    let offset = key - rt.table.columns.len();
+    if let Some(t) = top {
+        let (e, ty) = b.bind_expr(&t.count)?;
+        plan = Plan::Top {
+            input: Box::new(plan),
+            count: convert(e, &ty, &SqlType::BigInt)?,
+            percent: t.percent,
+            ties: Vec::new(),
+        };
+    }
+    Ok((rt.at, rt.table, plan, scope, offset, key))
+}

@@ -1,0 +1,71 @@
+//! UPDATE: SET lists, of columns and of variables.
+
+use super::output::bind_output;
+use super::target::bind_dml_source;
+use super::target::bind_target;
+use crate::bind::invalid_column;
+use crate::bind::Binder;
+use crate::plan::Expr;
+use crate::plan::UpdatePlan;
+use crate::plan::VarSource;
+use crate::types::Value;
+use tessera_errors::SqlError;
+use tessera_errors::SqlResult;
+use tessera_syntax::ast;
+pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
+    b.bind_ctes(&up.with, up.max_recursion)?;
+    let (db, table, source, scope, offset, key) =
+        bind_dml_source(b, &up.table, &up.table_hints, &up.from, up.selection.as_ref(), up.top.as_ref())?;
+    let mut sets = Vec::new();
+    let mut variables = Vec::new();
+    b.with_bound_scope(scope, |b| -> SqlResult<()> {
+        for a in &up.assignments {
+            match a {
+                ast::Assignment::Column { column, op, value } => {
+                    let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
+                    if table.columns[col].identity.is_some() {
+                        return Err(SqlError::new(8102, format!("Cannot update identity column '{}'.", table.columns[col].name)));
+                    }
+                    if sets.iter().any(|(c, _, _)| *c == col) {
+                        return Err(SqlError::new(
+                            264,
+                            format!("The column name '{}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.", table.columns[col].name),
+                        ));
+                    }
+                    let value = match op {
+                        Some(op) => ast::Expr::Binary { op: *op, left: Box::new(ast::Expr::Column(column.clone())), right: Box::new(value.clone()) },
+                        None => value.clone(),
+                    };
+                    let (e, t) = match value {
+                        ast::Expr::Default => match &table.columns[col].default {
+                            Some(d) => b.bind_expr(&tessera_syntax::unparse::parse_definition(&d.text)?)?,
+                            None => (Expr::Const(Value::Null), table.columns[col].ty),
+                        },
+                        v => b.bind_expr(&v)?,
+                    };
+                    sets.push((col, e, t));
+                }
+                ast::Assignment::Variable { name, op, value } => {
+                    let (slot, vt) = b.variable_slot(name)?;
+                    let value = match op {
+                        Some(op) => ast::Expr::Binary { op: *op, left: Box::new(ast::Expr::Variable(name.clone())), right: Box::new(value.clone()) },
+                        None => value.clone(),
+                    };
+                    let (e, t) = b.bind_expr(&value)?;
+                    variables.push((slot, VarSource::Expr(e), t, vt));
+                }
+                ast::Assignment::Both { variable, column, value } => {
+                    let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
+                    let (slot, vt) = b.variable_slot(variable)?;
+                    let (e, t) = b.bind_expr(value)?;
+                    sets.push((col, e, t));
+                    variables.push((slot, VarSource::NewColumn(col), table.columns[col].ty, vt));
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let output = bind_output(b, &table, up.output.as_ref())?;
+    let target = bind_target(b, db, table)?;
+    Ok(UpdatePlan { target, source, offset, key, sets, variables, output })
+}

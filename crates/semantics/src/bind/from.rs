@@ -1,0 +1,321 @@
+//! FROM and WHERE: the join tree bound against one combined row (tables, CTEs, system views,
+//! views, derived tables, table functions), each conjunct pushed down to what it touches.
+
+use super::expr_walk::{conjoin, split_conjuncts};
+use super::names::{object_display, Scope, ScopeColumn, KEY_COLUMN};
+use super::query::{check_column_list, check_derived_columns, check_nested_order_by};
+use super::Binder;
+use crate::catalog::{DbRef, ModuleKind, Table};
+use crate::locking::LockHints;
+use crate::plan::columns_used;
+use crate::plan::BoundQuery;
+use crate::plan::{Expr, Plan};
+use crate::types::SqlType;
+use std::sync::Arc;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, JoinKind};
+
+pub(super) enum FromNode {
+    Leaf { source: Box<LeafSource>, offset: usize, width: usize, filters: Vec<Expr> },
+    Join { left: Box<FromNode>, right: Box<FromNode>, kind: JoinKind, on: Vec<Expr>, offset: usize, width: usize },
+}
+
+pub(super) enum LeafSource {
+    Table { db: DbRef, table: Arc<Table>, alias: Option<String>, with_key: bool, hints: LockHints },
+    Plan(Plan),
+}
+
+impl FromNode {
+    pub(super) fn offset(&self) -> usize {
+        match self {
+            FromNode::Leaf { offset, .. } | FromNode::Join { offset, .. } => *offset,
+        }
+    }
+    pub(super) fn width(&self) -> usize {
+        match self {
+            FromNode::Leaf { width, .. } | FromNode::Join { width, .. } => *width,
+        }
+    }
+}
+
+impl<'a> Binder<'a> {
+    /// Binds FROM and WHERE into a plan over the combined row of all sources, and the
+    /// scope describing that row. `key_target` names (alias or table name) the table whose
+    /// storage key UPDATE/DELETE need: it gets a hidden trailing key column.
+    pub fn bind_from_where(
+        &mut self,
+        from: &[ast::TableRef],
+        selection: Option<&ast::Expr>,
+        key_target: Option<&str>,
+    ) -> SqlResult<(Plan, Scope)> {
+        if from.is_empty() {
+            let scope = Scope::default();
+            let pred = self.with_scope(scope.clone(), |b| selection.map(|s| b.bind_predicate(s)).transpose())?;
+            let mut plan = Plan::Values(vec![Vec::new()]);
+            if let Some(p) = pred {
+                plan = Plan::Filter { input: Box::new(plan), predicate: p };
+            }
+            return Ok((plan, scope));
+        }
+        self.key_target = key_target.map(str::to_lowercase);
+        let mut scope = Scope::default();
+        let mut node: Option<FromNode> = None;
+        for t in from {
+            let right = self.bind_table_ref(t, &mut scope)?;
+            node = Some(match node {
+                None => right,
+                Some(left) => {
+                    let offset = left.offset();
+                    let width = left.width() + right.width();
+                    FromNode::Join {
+                        left: Box::new(left),
+                        right: Box::new(right),
+                        kind: JoinKind::Cross,
+                        on: Vec::new(),
+                        offset,
+                        width,
+                    }
+                }
+            });
+        }
+        self.key_target = None;
+        let mut node = node.expect("FROM has a table");
+        let mut residual = Vec::new();
+        if let Some(sel) = selection {
+            let pred = self.with_scope(scope.clone(), |b| b.bind_predicate(sel))?;
+            let mut conj = Vec::new();
+            split_conjuncts(pred, &mut conj);
+            for c in conj {
+                if let Some(c) = push_down(&mut node, c) {
+                    residual.push(c);
+                }
+            }
+        }
+        let mut plan = self.build(node)?;
+        if let Some(pred) = conjoin(residual) {
+            plan = Plan::Filter { input: Box::new(plan), predicate: pred };
+        }
+        Ok((plan, scope))
+    }
+
+    fn bind_table_ref(&mut self, t: &ast::TableRef, scope: &mut Scope) -> SqlResult<FromNode> {
+        let offset = scope.columns.len();
+        match t {
+            ast::TableRef::Named { name, alias, hints } => {
+                let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                if scope.columns.iter().any(|c| c.qualifier.as_deref() == Some(qualifier.as_str())) {
+                    return Err(match alias {
+                        Some(a) => duplicate_correlation(&a.value),
+                        None => {
+                            let shown = object_display(name);
+                            SqlError::new(
+                                1013,
+                                format!("The objects \"{shown}\" and \"{shown}\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
+                            )
+                            .with_severity(15)
+                        }
+                    });
+                }
+                // CTEs first, then system views, then tables.
+                if name.0.len() == 1 {
+                    let lower = name.name().value.to_lowercase();
+                    if let Some((_, cte)) = self.ctes.iter().rev().find(|(n, _)| *n == lower) {
+                        let cte = cte.clone();
+                        if matches!(cte.plan, Plan::WorkTable { .. }) {
+                            self.work_table_uses += 1;
+                        }
+                        return Ok(self.leaf_plan(cte, qualifier, scope, offset));
+                    }
+                }
+                if let Some(view) = self.system_view(name) {
+                    let plan = Plan::System { view, db: self.qualify_at(name)?.0.at };
+                    return Ok(self.leaf_plan(BoundQuery { plan, columns: view.columns() }, qualifier, scope, offset));
+                }
+                if let Some((db, m)) = self.module(name)? {
+                    if m.kind == ModuleKind::View {
+                        let bound = self.bind_view(&db, &m)?;
+                        return Ok(self.leaf_plan(bound, qualifier, scope, offset));
+                    }
+                }
+                let rt = self.resolve_table(name)?;
+                let hints = LockHints::parse(hints)?;
+                for c in &rt.table.columns {
+                    scope.columns.push(ScopeColumn {
+                        qualifier: Some(qualifier.clone()),
+                        name: c.name.clone(),
+                        ty: c.ty,
+                        nullable: c.nullable,
+                    });
+                }
+                let mut width = rt.table.columns.len();
+                let with_key = self.key_target.as_deref() == Some(qualifier.as_str());
+                if with_key {
+                    scope.columns.push(ScopeColumn {
+                        qualifier: Some(qualifier.clone()),
+                        name: KEY_COLUMN.into(),
+                        ty: SqlType::VarBinary(900),
+                        nullable: false,
+                    });
+                    width += 1;
+                }
+                Ok(FromNode::Leaf {
+                    source: Box::new(LeafSource::Table {
+                        db: rt.at,
+                        table: rt.table,
+                        alias: alias.as_ref().map(|a| a.value.clone()),
+                        with_key,
+                        hints,
+                    }),
+                    offset,
+                    width,
+                    filters: Vec::new(),
+                })
+            }
+            ast::TableRef::Derived { query, alias, columns } => {
+                check_nested_order_by(query)?;
+                self.scopes.push(Scope::default());
+                let bound = self.bind_query(query);
+                self.scopes.pop();
+                let mut bound = bound?;
+                let qualifier = alias.value.to_lowercase();
+                if scope.columns.iter().any(|c| c.qualifier.as_deref() == Some(qualifier.as_str())) {
+                    return Err(duplicate_correlation(&alias.value));
+                }
+                if !columns.is_empty() {
+                    check_column_list(bound.columns.len(), columns.len(), &alias.value)?;
+                    for (c, n) in bound.columns.iter_mut().zip(columns) {
+                        c.name = n.value.clone();
+                    }
+                }
+                check_derived_columns(&bound.columns, &alias.value)?;
+                Ok(self.leaf_plan(bound, qualifier, scope, offset))
+            }
+            ast::TableRef::Function { name, args, alias } => match self.module(name)? {
+                Some((db, m)) if m.kind == ModuleKind::TableFunction => {
+                    let bound = self.bind_table_function(&db, &m, args)?;
+                    let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                    Ok(self.leaf_plan(bound, qualifier, scope, offset))
+                }
+                _ => Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name)))),
+            },
+            ast::TableRef::Join { left, right, kind, on } => {
+                let l = self.bind_table_ref(left, scope)?;
+                if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
+                    return Err(SqlError::new(40517, "CROSS APPLY and OUTER APPLY are not supported yet."));
+                }
+                let r = self.bind_table_ref(right, scope)?;
+                let width = l.width() + r.width();
+                let mut conj = Vec::new();
+                if let Some(on) = on {
+                    let pred = self.with_scope(scope.clone(), |b| b.bind_predicate(on))?;
+                    split_conjuncts(pred, &mut conj);
+                }
+                let mut node = FromNode::Join {
+                    left: Box::new(l),
+                    right: Box::new(r),
+                    kind: *kind,
+                    on: Vec::new(),
+                    offset,
+                    width,
+                };
+                let mut keep = Vec::new();
+                for c in conj {
+                    if let Some(c) = push_down_on(&mut node, c) {
+                        keep.push(c);
+                    }
+                }
+                if let FromNode::Join { on, .. } = &mut node {
+                    *on = keep;
+                }
+                Ok(node)
+            }
+        }
+    }
+
+    fn leaf_plan(&mut self, bound: BoundQuery, qualifier: String, scope: &mut Scope, offset: usize) -> FromNode {
+        for c in &bound.columns {
+            scope.columns.push(ScopeColumn {
+                qualifier: Some(qualifier.clone()),
+                name: c.name.clone(),
+                ty: c.ty,
+                nullable: c.nullable,
+            });
+        }
+        FromNode::Leaf {
+            source: Box::new(LeafSource::Plan(bound.plan)),
+            offset,
+            width: bound.columns.len(),
+            filters: Vec::new(),
+        }
+    }
+}
+
+/// Pushes a WHERE conjunct down to the single leaf it reads, or else into the ON list of
+/// the smallest inner join covering it, where outer joins allow; returns it back if it
+/// must stay above the joins.
+fn push_down(node: &mut FromNode, c: Expr) -> Option<Expr> {
+    let mut used = Vec::new();
+    if !columns_used(&c, &mut used) || used.is_empty() {
+        return Some(c);
+    }
+    push_into(node, c, &used, true)
+}
+
+fn covers(node: &FromNode, used: &[usize]) -> bool {
+    used.iter().all(|&i| i >= node.offset() && i < node.offset() + node.width())
+}
+
+fn push_into(node: &mut FromNode, c: Expr, used: &[usize], allowed: bool) -> Option<Expr> {
+    if !allowed {
+        return Some(c);
+    }
+    match node {
+        FromNode::Leaf { filters, .. } => {
+            filters.push(c);
+            None
+        }
+        FromNode::Join { left, right, kind, on, .. } => {
+            // A WHERE filter may go into the preserved side of an outer join, or either
+            // side of an inner one.
+            let (left_ok, right_ok) = match kind {
+                JoinKind::Inner | JoinKind::Cross | JoinKind::CrossApply => (true, true),
+                JoinKind::Left | JoinKind::OuterApply => (true, false),
+                JoinKind::Right => (false, true),
+                JoinKind::Full => (false, false),
+            };
+            if covers(left, used) {
+                push_into(left, c, used, left_ok)
+            } else if covers(right, used) {
+                push_into(right, c, used, right_ok)
+            } else if matches!(kind, JoinKind::Inner | JoinKind::Cross) {
+                *kind = JoinKind::Inner;
+                on.push(c);
+                None
+            } else {
+                Some(c)
+            }
+        }
+    }
+}
+
+/// Pushes an ON conjunct of a join into one of its sides where that is equivalent: either
+/// side of an inner join, the inner side of an outer join.
+fn push_down_on(node: &mut FromNode, c: Expr) -> Option<Expr> {
+    let FromNode::Join { left, right, kind, .. } = node else { return Some(c) };
+    let mut used = Vec::new();
+    if !columns_used(&c, &mut used) || used.is_empty() {
+        return Some(c);
+    }
+    match kind {
+        JoinKind::Inner if covers(left, &used) => push_into(left, c, &used, true),
+        JoinKind::Inner | JoinKind::Left if covers(right, &used) => push_into(right, c, &used, true),
+        JoinKind::Right if covers(left, &used) => push_into(left, c, &used, true),
+        _ => Some(c),
+    }
+}
+
+/// Error 1011: two FROM items with the same alias.
+fn duplicate_correlation(alias: &str) -> SqlError {
+    SqlError::new(1011, format!("The correlation name '{alias}' is specified multiple times in a FROM clause."))
+        .with_severity(15)
+}

@@ -1,0 +1,155 @@
+//! The binder and planner: syntax in, typed plans out.
+//!
+//! Names resolve against a stack of scopes (the innermost query first, then enclosing
+//! queries, whose columns become outer references). Operands are converted to the type
+//! their operator works on with SQL Server's precedence rules. FROM clauses are planned
+//! in three steps: bind the join tree against one combined row, push each WHERE/ON
+//! conjunct down to the single table it touches (unless an outer join forbids it), then
+//! choose for every table the index whose key the pushed conjuncts pin down best and for
+//! every join a method: index nested loops when the inner table has an index on the join
+//! columns, hash join for other equi-joins, nested loops otherwise.
+
+use crate::plan::BoundQuery;
+mod access;
+mod aggregate;
+mod context;
+mod conversion;
+mod cte;
+mod dml;
+mod expr;
+mod expr_walk;
+mod from;
+mod functions;
+mod modules;
+mod names;
+mod query;
+mod select;
+
+pub use context::{Catalogs, SessionNames};
+pub use conversion::{cast_to, convert, literal};
+pub use dml::{bind_target, compile_assign, compile_delete, compile_insert, compile_update};
+pub use expr_walk::map_columns;
+pub use modules::{nesting_error, MAX_NESTING};
+pub use names::Scope;
+
+use crate::catalog::{Catalog, DbRef, ObjectDep, Table};
+use crate::plan::Expr;
+use crate::types::{self, SqlType};
+use aggregate::AggContext;
+use cte::DEFAULT_MAX_RECURSION;
+use std::sync::Arc;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::Ident;
+
+/// A database as a plan refers to it, and its name while the plan is bound.
+#[derive(Clone, Debug)]
+pub struct InDb {
+    pub at: DbRef,
+    pub name: String,
+}
+
+impl InDb {
+    fn named(name: &str) -> InDb {
+        InDb { at: DbRef::Named(name.to_string()), name: name.to_string() }
+    }
+}
+
+pub struct Binder<'a> {
+    pub catalogs: &'a dyn Catalogs,
+    pub session: &'a dyn SessionNames,
+    /// Declared variables of the frame: name (lower-cased, with `@`) and type, by slot.
+    pub variables: &'a [(String, SqlType)],
+    scopes: Vec<Scope>,
+    ctes: Vec<(String, BoundQuery)>,
+    /// Recursive CTEs: the next work table id, how many times a work table has been
+    /// referenced so far (a member that references one is recursive), and the statement's
+    /// recursion limit (`OPTION (MAXRECURSION n)`, default 100, 0 = none).
+    next_work_table: usize,
+    work_table_uses: usize,
+    max_recursion: u16,
+    agg: Option<AggContext>,
+    /// While binding a FROM clause: the table that gets a hidden key column.
+    key_target: Option<String>,
+    /// The database unqualified names resolve in when not the session's (inside a view
+    /// or function, its own database).
+    default_db: Option<InDb>,
+    /// Inside an inline table-valued function: its parameters, bound to the arguments.
+    substitutions: Vec<(Expr, SqlType, String)>,
+    /// Views and functions being expanded (nesting limit).
+    module_depth: i32,
+    /// Every name looked up, and what was found (see `ObjectDep`).
+    pub deps: Vec<ObjectDep>,
+    /// The catalog snapshot of each database the statement names, taken at its first
+    /// lookup there: a statement is bound against one snapshot per database, so what its
+    /// names found and the definitions in its plan always agree.
+    snapshots: Vec<(Arc<str>, Arc<Catalog>)>,
+}
+
+/// A resolved table reference: how a plan refers to its database, the database's name
+/// now, and the table's definition.
+pub struct ResolvedTable {
+    pub at: DbRef,
+    pub db: String,
+    pub table: Arc<Table>,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(
+        catalogs: &'a dyn Catalogs,
+        session: &'a dyn SessionNames,
+        variables: &'a [(String, SqlType)],
+    ) -> Binder<'a> {
+        // Constants converted while binding read dates in the session's order.
+        types::set_session_date_format(session.dateformat());
+        Binder {
+            catalogs,
+            session,
+            variables,
+            scopes: vec![Scope::default()],
+            ctes: Vec::new(),
+            next_work_table: 0,
+            work_table_uses: 0,
+            max_recursion: DEFAULT_MAX_RECURSION,
+            agg: None,
+            key_target: None,
+            default_db: None,
+            substitutions: Vec::new(),
+            module_depth: 0,
+            deps: Vec::new(),
+            snapshots: Vec::new(),
+        }
+    }
+
+    /// The database `name` as it is spelt and the catalog snapshot this statement binds
+    /// against there; error 911 when there is no such database.
+    fn snapshot(&mut self, name: &str) -> SqlResult<(Arc<str>, Arc<Catalog>)> {
+        if let Some(found) = self.snapshots.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            return Ok(found.clone());
+        }
+        let found = self.catalogs.catalog(name)?;
+        self.snapshots.push(found.clone());
+        Ok(found)
+    }
+
+    /// Records what the name `key` found in database `db` (a table the plan reads or
+    /// changes when `locked`): the plan holds wherever the name finds the same.
+    fn depend(&mut self, db: &DbRef, key: String, fingerprint: Option<u64>, locked: bool) {
+        let locked = locked && fingerprint.is_some();
+        match self.deps.iter_mut().find(|d| d.db == *db && d.key == key) {
+            Some(d) => d.locked |= locked,
+            None => self.deps.push(ObjectDep { db: db.clone(), key, fingerprint, locked }),
+        }
+    }
+}
+
+pub fn invalid_object(name: &str) -> SqlError {
+    SqlError::new(208, format!("Invalid object name '{name}'."))
+}
+
+pub fn invalid_column(name: &str) -> SqlError {
+    SqlError::new(207, format!("Invalid column name '{name}'."))
+}
+
+pub fn ident_list(ids: &[Ident]) -> String {
+    ids.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,161 @@
+//! Views and user-defined functions: their definitions bound in their own database, as
+//! derived tables or scalar function calls.
+
+use super::conversion::convert;
+use super::names::Scope;
+use super::{invalid_object, Binder, InDb};
+use crate::cache::CachedBatch;
+use crate::catalog::{name_key, Module, Object};
+use crate::plan::{columns_used, BoundQuery, Expr, Prepared};
+use crate::types::{self, SqlType};
+use std::sync::Arc;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, ObjectName};
+
+/// SQL Server's most nested module calls (procedures, functions, views).
+pub const MAX_NESTING: i32 = 32;
+
+pub fn nesting_error() -> SqlError {
+    SqlError::new(217, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).")
+}
+
+impl<'a> Binder<'a> {
+    /// A view, procedure or function by name: (its database, module). What the name
+    /// found (a table, nothing) is a dependency of the plan too.
+    pub(super) fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(InDb, Arc<Module>)>> {
+        let (db, schema, obj) = self.qualify_at(name)?;
+        if obj.starts_with('#') || name.name().value.starts_with('@') || !self.catalogs.exists(&db.name) {
+            return Ok(None);
+        }
+        let (database, catalog) = self.snapshot(&db.name)?;
+        let key = name_key(&schema, &obj);
+        let found = catalog.lookup_key(&key);
+        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false);
+        Ok(match found {
+            Some(Object::Module(m)) => Some((InDb { at: db.at, name: database.to_string() }, m.clone())),
+            _ => None,
+        })
+    }
+
+    /// Parses a module's definition (through the plan cache).
+    fn definition(&self, m: &Module) -> SqlResult<Arc<CachedBatch<Prepared>>> {
+        self.catalogs.module_definition(&m.text)
+    }
+
+    /// Binds a module's query in its own database, one nesting level down.
+    fn bind_in_module<T>(&mut self, db: &InDb, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
+        if self.module_depth >= MAX_NESTING {
+            return Err(nesting_error());
+        }
+        let saved_db = self.default_db.replace(db.clone());
+        let saved_ctes = std::mem::take(&mut self.ctes);
+        self.module_depth += 1;
+        self.scopes.push(Scope::default());
+        let r = f(self);
+        self.scopes.pop();
+        self.module_depth -= 1;
+        self.ctes = saved_ctes;
+        self.default_db = saved_db;
+        r
+    }
+
+    /// A view as a derived table.
+    pub(super) fn bind_view(&mut self, db: &InDb, m: &Module) -> SqlResult<BoundQuery> {
+        let cached = self.definition(m)?;
+        let Some(ast::StatementKind::CreateView(cv)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let mut bound = self.bind_in_module(db, |b| b.bind_query(&cv.query))?;
+        for (c, n) in bound.columns.iter_mut().zip(&cv.columns) {
+            c.name = n.value.clone();
+        }
+        Ok(bound)
+    }
+
+    /// An inline table-valued function call as a derived table; its parameters take the
+    /// arguments' values (which may not read columns).
+    pub(super) fn bind_table_function(&mut self, db: &InDb, m: &Module, args: &[ast::Expr]) -> SqlResult<BoundQuery> {
+        let cached = self.definition(m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::InlineTable(query) = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let bound_args = self.function_arguments(&m.name, &cf.params, args)?;
+        for (e, _, _) in &bound_args {
+            let mut used = Vec::new();
+            if !columns_used(e, &mut used) || !used.is_empty() {
+                return Err(SqlError::new(
+                    40527,
+                    "Arguments of table-valued functions that read columns (APPLY) are not supported yet.",
+                ));
+            }
+        }
+        let saved = std::mem::replace(&mut self.substitutions, bound_args);
+        let r = self.bind_in_module(db, |b| b.bind_query(query));
+        self.substitutions = saved;
+        r
+    }
+
+    /// Binds call arguments against a function's parameters (defaults via `DEFAULT`),
+    /// converted to the parameter types: (expression, type, parameter name).
+    fn function_arguments(
+        &mut self,
+        fname: &str,
+        params: &[ast::Parameter],
+        args: &[ast::Expr],
+    ) -> SqlResult<Vec<(Expr, SqlType, String)>> {
+        if args.len() > params.len() {
+            return Err(SqlError::new(
+                8144,
+                format!("Procedure or function {fname} has too many arguments specified."),
+            ));
+        }
+        let mut out = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let ty = types::resolve_type(&p.ty, false)?;
+            let (e, t) = match args.get(i) {
+                Some(ast::Expr::Default) | None => match (&p.default, args.get(i)) {
+                    (Some(d), Some(_)) => self.bind_expr(d)?,
+                    _ => {
+                        return Err(SqlError::new(
+                            313,
+                            format!(
+                            "An insufficient number of arguments were supplied for the procedure or function {fname}."
+                        ),
+                        ))
+                    }
+                },
+                Some(a) => self.bind_expr(a)?,
+            };
+            out.push((convert(e, &t, &ty)?, ty, p.name.to_lowercase()));
+        }
+        Ok(out)
+    }
+
+    pub(super) fn bind_scalar_function(
+        &mut self,
+        db: &InDb,
+        m: &Arc<Module>,
+        args: &[ast::Expr],
+    ) -> SqlResult<(Expr, SqlType, bool)> {
+        let cached = self.definition(m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::Scalar { ty, .. } = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let ty = types::resolve_type(ty, false)?;
+        let bound = self.function_arguments(&m.name, &cf.params, args)?;
+        let call = crate::plan::UserCall {
+            db: db.at.clone(),
+            name: m.name.clone(),
+            text: Arc::from(m.text.as_str()),
+            arg_types: bound.iter().map(|b| b.1).collect(),
+            ty,
+        };
+        Ok((Expr::UserFunction { call: Arc::new(call), args: bound.into_iter().map(|b| b.0).collect() }, ty, true))
+    }
+}

@@ -1,0 +1,207 @@
+//! Query bodies: set operations (UNION/EXCEPT/INTERSECT), ORDER BY over their result,
+//! OFFSET/FETCH, VALUES, and the checks derived tables and CTEs share.
+
+use super::conversion::{convert, project_to, unify};
+use super::names::{Scope, ScopeColumn};
+use super::Binder;
+use crate::output::OutputColumn;
+use crate::plan::BoundQuery;
+use crate::plan::{Expr, Plan, SortKey};
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Literal};
+
+impl<'a> Binder<'a> {
+    pub fn bind_query(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
+        self.bind_ctes(&q.with, q.max_recursion)?;
+        let order_by = &q.order_by;
+        let has_paging = q.offset.is_some() || q.fetch.is_some();
+        match &q.body {
+            ast::SetExpr::Select(s) if !order_by.is_empty() || has_paging => {
+                self.bind_select(s, order_by, q.offset.as_ref(), q.fetch.as_ref())
+            }
+            body => {
+                let mut bound = self.bind_set_expr(body)?;
+                if !order_by.is_empty() {
+                    bound = self.order_set_result(bound, order_by)?;
+                }
+                if has_paging {
+                    bound.plan = self.paging(bound.plan, q.offset.as_ref(), q.fetch.as_ref())?;
+                }
+                Ok(bound)
+            }
+        }
+    }
+
+    pub(super) fn paging(
+        &mut self,
+        plan: Plan,
+        offset: Option<&ast::Expr>,
+        fetch: Option<&ast::Expr>,
+    ) -> SqlResult<Plan> {
+        // Constant counts are checked when the query compiles, as SQL Server does.
+        let offset = match offset {
+            Some(o) => self.bind_count(o)?,
+            None => Expr::Const(Value::Int(0)),
+        };
+        if let Expr::Const(v) = &offset {
+            crate::plan::offset_count(v)?;
+        }
+        let fetch = match fetch {
+            Some(f) => Some(self.bind_count(f)?),
+            None => None,
+        };
+        if let Some(Expr::Const(v)) = &fetch {
+            crate::plan::fetch_count(v)?;
+        }
+        Ok(Plan::Offset { input: Box::new(plan), offset, fetch })
+    }
+
+    fn bind_count(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
+        self.scopes.push(Scope::default());
+        let r = self.bind_expr(e);
+        self.scopes.pop();
+        let (x, t) = r?;
+        convert(x, &t, &SqlType::BigInt)
+    }
+
+    /// ORDER BY over a UNION (or other set operation): by output column name or position.
+    fn order_set_result(&mut self, bound: BoundQuery, order_by: &[ast::OrderItem]) -> SqlResult<BoundQuery> {
+        let scope = Scope {
+            columns: bound
+                .columns
+                .iter()
+                .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty, nullable: c.nullable })
+                .collect(),
+            correlated: false,
+        };
+        let keys = self.with_scope(scope, |b| -> SqlResult<Vec<SortKey>> {
+            let mut keys = Vec::new();
+            for item in order_by {
+                let e = match &item.expr {
+                    ast::Expr::Literal(Literal::Integer(n)) => {
+                        let i: usize = n.parse().unwrap_or(0);
+                        if i == 0 || i > bound.columns.len() {
+                            return Err(SqlError::new(108, format!("The ORDER BY position number {n} is out of range of the number of items in the select list.")).with_severity(15));
+                        }
+                        Expr::Column(i - 1)
+                    }
+                    e => b.bind_expr(e).map_err(|err| {
+                        if err.number == 207 {
+                            SqlError::new(104, "ORDER BY items must appear in the select list if the statement contains a UNION, INTERSECT or EXCEPT operator.").with_severity(15)
+                        } else {
+                            err
+                        }
+                    })?.0,
+                };
+                keys.push(SortKey { expr: e, descending: item.descending });
+            }
+            Ok(keys)
+        })?;
+        Ok(BoundQuery { plan: Plan::Sort { input: Box::new(bound.plan), keys }, columns: bound.columns })
+    }
+
+    pub(super) fn bind_set_expr(&mut self, body: &ast::SetExpr) -> SqlResult<BoundQuery> {
+        match body {
+            ast::SetExpr::Select(s) => self.bind_select(s, &[], None, None),
+            ast::SetExpr::Query(q) => self.bind_query(q),
+            ast::SetExpr::Values(rows) => self.bind_values(rows),
+            ast::SetExpr::SetOperation { op, all, left, right } => {
+                let l = self.bind_set_expr(left)?;
+                let r = self.bind_set_expr(right)?;
+                combine_set_operands(*op, *all, l, r)
+            }
+        }
+    }
+
+    fn bind_values(&mut self, rows: &[Vec<ast::Expr>]) -> SqlResult<BoundQuery> {
+        let width = rows.first().map_or(0, Vec::len);
+        let mut bound_rows = Vec::with_capacity(rows.len());
+        for r in rows {
+            if r.len() != width {
+                return Err(SqlError::new(
+                    10709,
+                    "The number of columns for each row in a table value constructor must be the same.",
+                ));
+            }
+            bound_rows.push(r.iter().map(|e| self.bind_expr(e)).collect::<SqlResult<Vec<_>>>()?);
+        }
+        let mut columns = Vec::with_capacity(width);
+        for c in 0..width {
+            let ty = unify(bound_rows.iter().map(|r| &r[c]))?;
+            columns.push(OutputColumn { name: String::new(), ty, nullable: true });
+        }
+        let mut out = Vec::with_capacity(bound_rows.len());
+        for r in bound_rows {
+            out.push(
+                r.into_iter().zip(&columns).map(|((e, t), c)| convert(e, &t, &c.ty)).collect::<SqlResult<Vec<_>>>()?,
+            );
+        }
+        Ok(BoundQuery { plan: Plan::Values(out), columns })
+    }
+}
+
+/// Errors 8158/8159: a derived table's or CTE's column list does not match its query.
+pub(super) fn check_column_list(have: usize, listed: usize, name: &str) -> SqlResult<()> {
+    if have > listed {
+        return Err(SqlError::new(8158, format!("'{name}' has more columns than were specified in the column list.")));
+    }
+    if have < listed {
+        return Err(SqlError::new(8159, format!("'{name}' has fewer columns than were specified in the column list.")));
+    }
+    Ok(())
+}
+
+/// Two operands of UNION/EXCEPT/INTERSECT: equal widths (205), each column converted to
+/// the operands' common type; names from the left.
+pub(super) fn combine_set_operands(
+    op: ast::SetOperator,
+    all: bool,
+    l: BoundQuery,
+    r: BoundQuery,
+) -> SqlResult<BoundQuery> {
+    if l.columns.len() != r.columns.len() {
+        return Err(SqlError::new(
+            205,
+            "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists.",
+        ));
+    }
+    let mut columns = Vec::with_capacity(l.columns.len());
+    for (a, b) in l.columns.iter().zip(&r.columns) {
+        let ty = types::common_type(&a.ty, &b.ty)?;
+        columns.push(OutputColumn { name: a.name.clone(), ty, nullable: a.nullable || b.nullable });
+    }
+    let types_: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
+    let lp = project_to(l, &types_)?;
+    let rp = project_to(r, &types_)?;
+    Ok(BoundQuery { plan: Plan::SetOp { op, all, left: Box::new(lp), right: Box::new(rp) }, columns })
+}
+
+/// Error 1033: ORDER BY in a derived table, subquery or CTE needs TOP or OFFSET.
+pub(super) fn check_nested_order_by(q: &ast::Query) -> SqlResult<()> {
+    let top = matches!(&q.body, ast::SetExpr::Select(s) if s.top.is_some());
+    if !q.order_by.is_empty() && !top && q.offset.is_none() {
+        return Err(SqlError::new(
+            1033,
+            "The ORDER BY clause is invalid in views, inline functions, derived tables, subqueries, and common table expressions, unless TOP, OFFSET or FOR XML is also specified.",
+        )
+        .with_severity(15));
+    }
+    Ok(())
+}
+
+/// Errors 8155/8156: every column of a derived table or CTE needs a distinct name.
+pub(super) fn check_derived_columns(columns: &[OutputColumn], name: &str) -> SqlResult<()> {
+    for (i, c) in columns.iter().enumerate() {
+        if c.name.is_empty() {
+            return Err(SqlError::new(8155, format!("No column name was specified for column {} of '{name}'.", i + 1)));
+        }
+        if columns[..i].iter().any(|p| p.name.eq_ignore_ascii_case(&c.name)) {
+            return Err(SqlError::new(
+                8156,
+                format!("The column '{}' was specified multiple times for '{name}'.", c.name),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,349 @@
+//! SELECT: the select list, GROUP BY and HAVING, ROW_NUMBER() OVER, ORDER BY, DISTINCT, TOP
+//! and OFFSET/FETCH, assembled into one plan.
+
+use super::aggregate::{contains_aggregate, contains_subquery, not_grouped, AggClause, AggContext};
+use super::conversion::convert;
+use super::names::{object_display, qualified_name, Scope};
+use super::Binder;
+use crate::output::OutputColumn;
+use crate::plan::BoundQuery;
+use crate::plan::{Expr, Plan, SortKey};
+use crate::types::{SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{self, Literal};
+
+impl<'a> Binder<'a> {
+    pub(super) fn bind_select(
+        &mut self,
+        s: &ast::Select,
+        order_by: &[ast::OrderItem],
+        offset: Option<&ast::Expr>,
+        fetch: Option<&ast::Expr>,
+    ) -> SqlResult<BoundQuery> {
+        // FROM and WHERE.
+        let (mut plan, scope) = self.bind_from_where(&s.from, s.selection.as_ref(), None)?;
+        let columns =
+            self.with_scope(scope.clone(), |b| b.bind_select_rest(s, order_by, offset, fetch, &mut plan, scope))?;
+        Ok(BoundQuery { plan, columns })
+    }
+
+    fn bind_select_rest(
+        &mut self,
+        s: &ast::Select,
+        order_by: &[ast::OrderItem],
+        offset: Option<&ast::Expr>,
+        fetch: Option<&ast::Expr>,
+        plan: &mut Plan,
+        scope: Scope,
+    ) -> SqlResult<Vec<OutputColumn>> {
+        let uses_aggregates = !s.group_by.is_empty()
+            || s.having.is_some()
+            || s.items.iter().any(|i| match i {
+                ast::SelectItem::Expr { expr, .. } => contains_aggregate(expr),
+                ast::SelectItem::Assign { value, .. } => contains_aggregate(value),
+                _ => false,
+            })
+            || order_by.iter().any(|o| contains_aggregate(&o.expr));
+        if uses_aggregates {
+            let mut group_bound = Vec::new();
+            let mut group_types = Vec::new();
+            for g in &s.group_by {
+                if contains_aggregate(g) || contains_subquery(g) {
+                    return Err(SqlError::new(
+                        144,
+                        "Cannot use an aggregate or a subquery in an expression used for the group by list of a GROUP BY clause.",
+                    )
+                    .with_severity(15));
+                }
+                let (e, t) = self.bind_expr(g)?;
+                group_bound.push(e);
+                group_types.push(t);
+            }
+            self.agg = Some(AggContext {
+                group_asts: s.group_by.clone(),
+                group_types: group_types.clone(),
+                calls: Vec::new(),
+                input: scope.clone(),
+                clause: AggClause::Select,
+            });
+        }
+        let result = self.bind_projection(s, order_by, offset, fetch, plan, &scope, uses_aggregates);
+        self.agg = None;
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bind_projection(
+        &mut self,
+        s: &ast::Select,
+        order_by: &[ast::OrderItem],
+        offset: Option<&ast::Expr>,
+        fetch: Option<&ast::Expr>,
+        plan: &mut Plan,
+        scope: &Scope,
+        aggregated: bool,
+    ) -> SqlResult<Vec<OutputColumn>> {
+        // Select list.
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        let mut window: Option<(usize, Vec<ast::Expr>, Vec<ast::OrderItem>)> = None;
+        // Output column of each select item that is a single expression.
+        let mut item_columns: Vec<Option<usize>> = Vec::new();
+        for item in &s.items {
+            item_columns.push(matches!(item, ast::SelectItem::Expr { .. }).then_some(exprs.len()));
+            match item {
+                ast::SelectItem::Wildcard => {
+                    if s.from.is_empty() {
+                        return Err(SqlError::new(263, "Must specify table to select from.").with_severity(16));
+                    }
+                    if aggregated {
+                        let first = scope.columns.first().map(qualified_name).unwrap_or_default();
+                        return Err(not_grouped(AggClause::Select, &first));
+                    }
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        exprs.push(Expr::Column(i));
+                        columns.push(OutputColumn { name: c.name.clone(), ty: c.ty, nullable: c.nullable });
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(q) => {
+                    let qual = q.name().value.to_lowercase();
+                    let mut any = false;
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        if c.qualifier.as_deref() == Some(&qual) {
+                            any = true;
+                            exprs.push(Expr::Column(i));
+                            columns.push(OutputColumn { name: c.name.clone(), ty: c.ty, nullable: c.nullable });
+                        }
+                    }
+                    if !any {
+                        return Err(SqlError::new(
+                            107,
+                            format!(
+                                "The column prefix '{}' does not match with a table name or alias name used in the query.",
+                                object_display(q)
+                            ),
+                        )
+                        .with_severity(15));
+                    }
+                }
+                ast::SelectItem::Expr { expr, alias } => {
+                    if let ast::Expr::Function { name, over: Some(w), .. } = expr {
+                        if name.name().is("ROW_NUMBER") {
+                            if w.order_by.is_empty() {
+                                return Err(SqlError::new(
+                                    4112,
+                                    "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY.",
+                                )
+                                .with_severity(15));
+                            }
+                            if window.is_some() {
+                                return Err(SqlError::new(4108, "Only one ROW_NUMBER() per query is supported."));
+                            }
+                            window = Some((exprs.len(), w.partition_by.clone(), w.order_by.clone()));
+                            exprs.push(Expr::Const(Value::Null));
+                            columns.push(OutputColumn {
+                                name: alias.as_ref().map(|a| a.value.clone()).unwrap_or_default(),
+                                ty: SqlType::BigInt,
+                                nullable: false,
+                            });
+                            continue;
+                        }
+                    }
+                    let (e, t, n) = self.bind_expr_n(expr)?;
+                    exprs.push(e);
+                    let name = alias.as_ref().map(|a| a.value.clone()).unwrap_or_else(|| implicit_name(expr));
+                    columns.push(OutputColumn { name, ty: t, nullable: n });
+                }
+                ast::SelectItem::Assign { .. } => {
+                    return Err(SqlError::new(141, "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations.").with_severity(15));
+                }
+            }
+        }
+        // HAVING (binds aggregates it uses).
+        if let Some(a) = &mut self.agg {
+            a.clause = AggClause::Having;
+        }
+        let having = match &s.having {
+            Some(h) => Some(self.bind_predicate(h)?),
+            None => None,
+        };
+        // ORDER BY: select-list aliases and positions, or any expression of the FROM rows.
+        let mut sort_keys = Vec::new();
+        let visible = exprs.len();
+        if let Some(a) = &mut self.agg {
+            a.clause = AggClause::OrderBy;
+        }
+        for item in order_by {
+            let e = self.bind_order_item(&item.expr, &columns, &s.items, &item_columns, &mut exprs)?;
+            sort_keys.push(SortKey { expr: e, descending: item.descending });
+        }
+        if s.distinct && exprs.len() > visible {
+            return Err(SqlError::new(
+                145,
+                "ORDER BY items must appear in the select list if SELECT DISTINCT is specified.",
+            )
+            .with_severity(15));
+        }
+        // TOP
+        let top = match &s.top {
+            Some(t) => {
+                let count = self.bind_count_top(&t.count, t.percent)?;
+                Some((count, t.percent, t.with_ties))
+            }
+            None => None,
+        };
+        if top.as_ref().is_some_and(|t| t.2) && order_by.is_empty() {
+            return Err(SqlError::new(
+                1062,
+                "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.",
+            )
+            .with_severity(15));
+        }
+        if top.is_some() && (offset.is_some() || fetch.is_some()) {
+            return Err(SqlError::new(10741, "A TOP can not be used in the same query or sub-query as a OFFSET.")
+                .with_severity(15));
+        }
+        // Assemble.
+        let mut p = std::mem::replace(plan, Plan::Values(Vec::new()));
+        if let Some(agg) = self.agg.take() {
+            let group_by: Vec<Expr> = {
+                // Group expressions were bound in the input scope above.
+                let saved = self.agg.take();
+                let mut v = Vec::new();
+                for g in &agg.group_asts {
+                    v.push(self.bind_expr(g)?.0);
+                }
+                self.agg = saved;
+                v
+            };
+            p = Plan::Aggregate { input: Box::new(p), group_by, aggregates: agg.calls.clone() };
+            self.agg = Some(agg);
+        }
+        if let Some(h) = having {
+            p = Plan::Filter { input: Box::new(p), predicate: h };
+        }
+        if let Some((pos, partition, order)) = window {
+            let (wplan, col) = self.bind_row_number(p, &partition, &order, scope)?;
+            p = wplan;
+            exprs[pos] = Expr::Column(col);
+        }
+        p = Plan::Project { input: Box::new(p), exprs: exprs.clone() };
+        if s.distinct {
+            p = Plan::Distinct { input: Box::new(p) };
+        }
+        if !sort_keys.is_empty() {
+            let ties: Vec<Expr> = sort_keys.iter().map(|k| k.expr.clone()).collect();
+            p = Plan::Sort { input: Box::new(p), keys: sort_keys };
+            if let Some((count, percent, with_ties)) = top.clone() {
+                p = Plan::Top { input: Box::new(p), count, percent, ties: if with_ties { ties } else { Vec::new() } };
+            }
+        } else if let Some((count, percent, _)) = top.clone() {
+            p = Plan::Top { input: Box::new(p), count, percent, ties: Vec::new() };
+        }
+        if offset.is_some() || fetch.is_some() {
+            if order_by.is_empty() {
+                return Err(
+                    SqlError::new(153, "Invalid usage of the option NEXT in the FETCH statement.").with_severity(15)
+                );
+            }
+            p = self.paging(p, offset, fetch)?;
+        }
+        if exprs.len() > visible {
+            p = Plan::Project { input: Box::new(p), exprs: (0..visible).map(Expr::Column).collect() };
+        }
+        *plan = p;
+        Ok(columns)
+    }
+
+    fn bind_row_number(
+        &mut self,
+        input: Plan,
+        partition: &[ast::Expr],
+        order: &[ast::OrderItem],
+        scope: &Scope,
+    ) -> SqlResult<(Plan, usize)> {
+        if self.agg.is_some() {
+            return Err(SqlError::new(4108, "ROW_NUMBER() over grouped queries is not supported."));
+        }
+        let mut part = Vec::new();
+        for e in partition {
+            part.push(self.bind_expr(e)?.0);
+        }
+        let mut keys = Vec::new();
+        for o in order {
+            keys.push(SortKey { expr: self.bind_expr(&o.expr)?.0, descending: o.descending });
+        }
+        let col = scope.columns.len();
+        Ok((Plan::RowNumber { input: Box::new(input), partition: part, order: keys }, col))
+    }
+
+    fn bind_count_top(&mut self, e: &ast::Expr, percent: bool) -> SqlResult<Expr> {
+        self.scopes.push(Scope::default());
+        let r = self.bind_expr(e);
+        self.scopes.pop();
+        let (x, t) = r?;
+        if percent {
+            let x = convert(x, &t, &SqlType::Float)?;
+            if let Expr::Const(Value::Float(p)) = &x {
+                if !(0.0..=100.0).contains(p) {
+                    return Err(SqlError::new(1031, "Percent values must be between 0 and 100.").with_severity(15));
+                }
+            }
+            Ok(x)
+        } else {
+            convert(x, &t, &SqlType::BigInt)
+        }
+    }
+
+    /// Binds an ORDER BY item of a SELECT: a position, an output column name, a select
+    /// item's expression, or any other expression (appended to the projection as a hidden
+    /// column).
+    fn bind_order_item(
+        &mut self,
+        e: &ast::Expr,
+        columns: &[OutputColumn],
+        items: &[ast::SelectItem],
+        item_columns: &[Option<usize>],
+        exprs: &mut Vec<Expr>,
+    ) -> SqlResult<Expr> {
+        if let ast::Expr::Literal(Literal::Integer(n)) = e {
+            let i: usize = n.parse().unwrap_or(0);
+            if i == 0 || i > columns.len() {
+                return Err(SqlError::new(
+                    108,
+                    format!(
+                        "The ORDER BY position number {n} is out of range of the number of items in the select list."
+                    ),
+                )
+                .with_severity(15));
+            }
+            return Ok(Expr::Column(i - 1));
+        }
+        if let ast::Expr::Column(name) = e {
+            if name.0.len() == 1 {
+                if let Some(i) = columns.iter().position(|c| c.name.eq_ignore_ascii_case(&name.0[0].value)) {
+                    return Ok(Expr::Column(i));
+                }
+            }
+        }
+        for (item, col) in items.iter().zip(item_columns) {
+            if let (ast::SelectItem::Expr { expr, .. }, Some(col)) = (item, col) {
+                if expr == e {
+                    return Ok(Expr::Column(*col));
+                }
+            }
+        }
+        let (x, _) = self.bind_expr(e)?;
+        exprs.push(x);
+        Ok(Expr::Column(exprs.len() - 1))
+    }
+}
+
+/// The name a select item gets when it has no alias.
+fn implicit_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Column(n) => n.name().value.clone(),
+        ast::Expr::Nested(inner) => implicit_name(inner),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,639 @@
+//! The SQL catalog of one database: tables (columns, indexes, constraints) and modules
+//! (views, procedures, functions).
+//!
+//! Definitions are stored as JSON rows in the storage tree `sys$objects` (key: object id,
+//! big-endian) and cached in memory as an immutable [`Catalog`] snapshot; DDL builds a new
+//! snapshot, writes the changed row in its own transaction and swaps the snapshot in. Every
+//! snapshot has a version.
+//!
+//! Every object also has a *fingerprint*: a hash of its definition without what differs
+//! between databases built from one script (object ids, storage tree names, dates,
+//! generated constraint names). A compiled plan records the fingerprint of every name it
+//! looked up ([`ObjectDep`]), and any database whose objects under those names have the
+//! same fingerprints runs the same plan.
+//!
+//! Each table owns B+trees in storage, named `#<object id>.<index id>`: index 0 or 1 holds
+//! the rows (0 = heap keyed by a hidden row number, 1 = clustered index), higher ids are
+//! nonclustered indexes mapping index key → clustered key.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicI64, AtomicU64};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{self, SqlType};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::{ReferentialAction, TypeArg, TypeName};
+
+/// Storage name of the tree holding catalog rows.
+/// Error 911: no database of that name.
+pub fn database_not_found(name: &str) -> SqlError {
+    SqlError::new(911, format!("Database '{name}' does not exist. Make sure that the name is entered correctly."))
+}
+
+pub const OBJECTS_TREE: &str = "sys$objects";
+/// The first object id handed out (SQL Server's user objects have large ids too).
+const FIRST_OBJECT_ID: i32 = 100_000;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Column {
+    pub name: String,
+    #[serde(with = "type_text")]
+    pub ty: SqlType,
+    pub nullable: bool,
+    /// `IDENTITY(seed, increment)`
+    pub identity: Option<(i64, i64)>,
+    /// `DEFAULT` constraint: its name and expression text.
+    pub default: Option<NamedExpr>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NamedExpr {
+    pub name: String,
+    pub text: String,
+    /// The column a column-level CHECK constraint was declared on (named in 547 errors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Index {
+    /// 0 = heap, 1 = clustered, ≥ 2 = nonclustered (as sys.indexes).
+    pub id: u32,
+    pub name: String,
+    /// Storage tree name.
+    pub tree: String,
+    /// Key columns (column positions) and whether each is descending.
+    pub columns: Vec<(usize, bool)>,
+    pub unique: bool,
+    pub primary_key: bool,
+    pub unique_constraint: bool,
+    pub include: Vec<usize>,
+}
+
+impl Index {
+    pub fn is_clustered(&self) -> bool {
+        self.id == 1
+    }
+    pub fn is_heap(&self) -> bool {
+        self.id == 0
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ForeignKey {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub ref_table: i32,
+    pub ref_columns: Vec<usize>,
+    pub on_delete: Action,
+    pub on_update: Action,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    NoAction,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl From<ReferentialAction> for Action {
+    fn from(a: ReferentialAction) -> Action {
+        match a {
+            ReferentialAction::NoAction => Action::NoAction,
+            ReferentialAction::Cascade => Action::Cascade,
+            ReferentialAction::SetNull => Action::SetNull,
+            ReferentialAction::SetDefault => Action::SetDefault,
+        }
+    }
+}
+
+/// Counters kept in memory only: recomputed from the data when the table is first used.
+#[derive(Debug, Default)]
+pub struct TableCounters {
+    /// The last identity value handed out; `i64::MIN` = not yet loaded.
+    pub identity: AtomicI64,
+    /// The last hidden row number (heaps and non-unique clustered indexes); 0 = not loaded.
+    pub uniquifier: AtomicU64,
+    pub loaded: std::sync::Mutex<bool>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Table {
+    pub id: i32,
+    pub schema: String,
+    pub name: String,
+    pub columns: Vec<Column>,
+    /// `indexes[0]` holds the rows: the heap (id 0) or the clustered index (id 1).
+    pub indexes: Vec<Index>,
+    pub checks: Vec<NamedExpr>,
+    pub foreign_keys: Vec<ForeignKey>,
+    /// Seconds since the Unix epoch (sys.objects.create_date).
+    pub created: i64,
+    pub modified: i64,
+    #[serde(skip)]
+    pub counters: Arc<TableCounters>,
+}
+
+impl Table {
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn rows_index(&self) -> &Index {
+        &self.indexes[0]
+    }
+
+    /// Whether the row key carries a hidden row number after the key columns.
+    pub fn has_uniquifier(&self) -> bool {
+        !self.indexes[0].unique
+    }
+
+    pub fn identity_column(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.identity.is_some())
+    }
+
+    pub fn primary_key(&self) -> Option<&Index> {
+        self.indexes.iter().find(|i| i.primary_key)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ModuleKind {
+    View,
+    Procedure,
+    ScalarFunction,
+    TableFunction,
+}
+
+impl ModuleKind {
+    /// sys.objects.type
+    pub fn type_code(self) -> &'static str {
+        match self {
+            ModuleKind::View => "V",
+            ModuleKind::Procedure => "P",
+            ModuleKind::ScalarFunction => "FN",
+            ModuleKind::TableFunction => "IF",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Module {
+    pub id: i32,
+    pub schema: String,
+    pub name: String,
+    pub kind: ModuleKind,
+    /// The CREATE statement as written.
+    pub text: String,
+    pub created: i64,
+    pub modified: i64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Object {
+    Table(Arc<Table>),
+    Module(Arc<Module>),
+}
+
+impl Object {
+    pub fn id(&self) -> i32 {
+        match self {
+            Object::Table(t) => t.id,
+            Object::Module(m) => m.id,
+        }
+    }
+    pub fn schema(&self) -> &str {
+        match self {
+            Object::Table(t) => &t.schema,
+            Object::Module(m) => &m.schema,
+        }
+    }
+    pub fn name(&self) -> &str {
+        match self {
+            Object::Table(t) => &t.name,
+            Object::Module(m) => &m.name,
+        }
+    }
+}
+
+impl Table {
+    /// The definition's fingerprint (see the module documentation).
+    fn fingerprint(&self) -> u64 {
+        let mut t = self.clone();
+        t.id = 0;
+        t.created = 0;
+        t.modified = 0;
+        for c in &mut t.columns {
+            if let Some(d) = &mut c.default {
+                d.name.clear();
+            }
+        }
+        for ix in &mut t.indexes {
+            ix.tree.clear();
+            if ix.primary_key || ix.unique_constraint {
+                ix.name.clear();
+            }
+        }
+        for c in &mut t.checks {
+            c.name.clear();
+        }
+        for fk in &mut t.foreign_keys {
+            fk.name.clear();
+            fk.ref_table = 0;
+        }
+        let json = serde_json::to_vec(&t).expect("a table serialises");
+        hash_bytes(&json)
+    }
+}
+
+impl Module {
+    fn fingerprint(&self) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.kind.type_code().hash(&mut h);
+        self.text.hash(&mut h);
+        h.finish()
+    }
+}
+
+impl Object {
+    pub fn fingerprint(&self) -> u64 {
+        match self {
+            Object::Table(t) => t.fingerprint(),
+            Object::Module(m) => m.fingerprint(),
+        }
+    }
+}
+
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}
+
+/// Whether two definitions of a table store and index their rows alike: the columns'
+/// types and the indexes' keys, positions a plan bakes in.
+fn same_layout(a: &Table, b: &Table) -> bool {
+    a.columns.len() == b.columns.len()
+        && a.columns.iter().zip(&b.columns).all(|(x, y)| x.ty == y.ty && x.nullable == y.nullable)
+        && a.indexes.len() == b.indexes.len()
+        && a.indexes
+            .iter()
+            .zip(&b.indexes)
+            .all(|(x, y)| x.id == y.id && x.columns == y.columns && x.unique == y.unique && x.include == y.include)
+}
+
+/// The database a compiled plan's reference points into: the one the plan runs in (a
+/// name without a database part), or one the statement names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DbRef {
+    Current,
+    Named(String),
+}
+
+impl DbRef {
+    /// The database meant when the plan runs with `current` as its database.
+    pub fn name<'a>(&'a self, current: &'a str) -> &'a str {
+        match self {
+            DbRef::Current => current,
+            DbRef::Named(n) => n,
+        }
+    }
+}
+
+/// A name a plan looked up while it was bound, and what it found.
+#[derive(Clone, Debug)]
+pub struct ObjectDep {
+    pub db: DbRef,
+    /// Lower-cased `schema.name`.
+    pub key: String,
+    /// The fingerprint of the object found under the name; `None` when there was none.
+    pub fingerprint: Option<u64>,
+    /// The plan reads or changes this table, and holds a schema-stability lock on it
+    /// while it runs.
+    pub locked: bool,
+}
+
+impl ObjectDep {
+    /// Whether `catalog` (of the database the dependency points into) still has the
+    /// object the plan was bound against under the name.
+    pub fn holds_in(&self, catalog: &Catalog) -> bool {
+        catalog.fingerprint_of(&self.key) == self.fingerprint
+    }
+}
+
+/// An immutable snapshot of one database's catalog.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    pub version: u64,
+    objects: HashMap<i32, Object>,
+    /// Object id → fingerprint of its definition.
+    fingerprints: HashMap<i32, u64>,
+    /// Lower-cased `schema.name` → object id. Constraint names share the namespace.
+    names: HashMap<String, i32>,
+    next_id: i32,
+}
+
+/// The key `ObjectDep` and the name index use: lower-cased `schema.name`.
+pub fn name_key(schema: &str, name: &str) -> String {
+    format!("{}.{}", schema.to_lowercase(), name.to_lowercase())
+}
+
+impl Catalog {
+    pub fn from_objects(version: u64, objects: Vec<Object>) -> Catalog {
+        let mut c = Catalog { version, next_id: FIRST_OBJECT_ID, ..Default::default() };
+        for o in objects {
+            c.insert(o);
+        }
+        c
+    }
+
+    fn insert(&mut self, o: Object) {
+        self.next_id = self.next_id.max(o.id() + 1);
+        self.names.insert(name_key(o.schema(), o.name()), o.id());
+        self.fingerprints.insert(o.id(), o.fingerprint());
+        self.objects.insert(o.id(), o);
+    }
+
+    pub fn allocate_id(&mut self) -> i32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// A copy with one object added or replaced and the version bumped.
+    pub fn with(&self, o: Object, version: u64) -> Catalog {
+        let mut c = self.clone();
+        if let Some(old) = c.objects.get(&o.id()).cloned() {
+            c.names.remove(&name_key(old.schema(), old.name()));
+        }
+        c.insert(o);
+        c.version = version;
+        c
+    }
+
+    pub fn without(&self, id: i32, version: u64) -> Catalog {
+        let mut c = self.clone();
+        if let Some(old) = c.objects.remove(&id) {
+            c.names.remove(&name_key(old.schema(), old.name()));
+            c.fingerprints.remove(&id);
+        }
+        c.version = version;
+        c
+    }
+
+    pub fn lookup(&self, schema: &str, name: &str) -> Option<&Object> {
+        self.names.get(&name_key(schema, name)).and_then(|id| self.objects.get(id))
+    }
+
+    /// The object under a lower-cased `schema.name` key.
+    pub fn lookup_key(&self, key: &str) -> Option<&Object> {
+        self.names.get(key).and_then(|id| self.objects.get(id))
+    }
+
+    /// The fingerprint of the object under a lower-cased `schema.name` key.
+    pub fn fingerprint_of(&self, key: &str) -> Option<u64> {
+        self.names.get(key).and_then(|id| self.fingerprints.get(id)).copied()
+    }
+
+    /// This database's table named as `def` is: `def` is the definition a plan was bound
+    /// against (in another database, or an older snapshot of this one), and the plan was
+    /// checked against this catalog's fingerprints under schema-stability locks, so the
+    /// table found has the same definition.
+    pub fn same_table(&self, def: &Table) -> Option<&Arc<Table>> {
+        if let Some(Object::Table(t)) = self.objects.get(&def.id) {
+            if std::ptr::eq(&**t, def) {
+                return Some(t);
+            }
+        }
+        match self.lookup(&def.schema, &def.name) {
+            Some(Object::Table(t)) => {
+                debug_assert_eq!(
+                    self.fingerprints.get(&t.id),
+                    Some(&def.fingerprint()),
+                    "a plan runs on its definition"
+                );
+                // Never run a plan on rows laid out otherwise than it was bound for.
+                same_layout(t, def).then_some(t)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn table(&self, schema: &str, name: &str) -> Option<&Arc<Table>> {
+        match self.lookup(schema, name) {
+            Some(Object::Table(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn module(&self, schema: &str, name: &str) -> Option<&Arc<Module>> {
+        match self.lookup(schema, name) {
+            Some(Object::Module(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn by_id(&self, id: i32) -> Option<&Object> {
+        self.objects.get(&id)
+    }
+
+    pub fn table_by_id(&self, id: i32) -> Option<&Arc<Table>> {
+        match self.objects.get(&id) {
+            Some(Object::Table(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Every object, ordered by id.
+    pub fn objects(&self) -> Vec<&Object> {
+        let mut v: Vec<_> = self.objects.values().collect();
+        v.sort_by_key(|o| o.id());
+        v
+    }
+
+    /// Whether a constraint or index name is taken anywhere in the schema (SQL Server
+    /// keeps constraint names unique per schema).
+    pub fn constraint_exists(&self, name: &str) -> bool {
+        self.objects.values().any(|o| match o {
+            Object::Table(t) => {
+                t.indexes.iter().any(|i| (i.primary_key || i.unique_constraint) && i.name.eq_ignore_ascii_case(name))
+                    || t.checks.iter().any(|c| c.name.eq_ignore_ascii_case(name))
+                    || t.foreign_keys.iter().any(|f| f.name.eq_ignore_ascii_case(name))
+                    || t.columns.iter().any(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name)))
+            }
+            Object::Module(_) => false,
+        })
+    }
+
+    /// Tables with a foreign key referencing `table_id`.
+    pub fn referencing(&self, table_id: i32) -> Vec<(Arc<Table>, usize)> {
+        let mut out = Vec::new();
+        for o in self.objects.values() {
+            if let Object::Table(t) = o {
+                for (i, fk) in t.foreign_keys.iter().enumerate() {
+                    if fk.ref_table == table_id {
+                        out.push((t.clone(), i));
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|(t, i)| (t.id, *i));
+        out
+    }
+}
+
+/// Serialises a [`SqlType`] as its SQL spelling (`varchar(10)`).
+mod type_text {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &SqlType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&types::type_name(t))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SqlType, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_type_text(&text).map_err(|e| serde::de::Error::custom(e.message))
+    }
+}
+
+/// Parses a type spelled as [`types::type_name`] prints it.
+pub fn parse_type_text(text: &str) -> SqlResult<SqlType> {
+    let (name, args) = match text.find('(') {
+        Some(p) => (&text[..p], text[p + 1..].trim_end_matches(')')),
+        None => (text, ""),
+    };
+    let mut parsed = Vec::new();
+    for a in args.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        if a.eq_ignore_ascii_case("max") {
+            parsed.push(TypeArg::Max);
+        } else {
+            let n = a.parse().map_err(|_| SqlError::new(2715, format!("Cannot find data type {text}.")))?;
+            parsed.push(TypeArg::Number(n));
+        }
+    }
+    types::resolve_type(&TypeName { name: name.trim().to_uppercase(), args: parsed }, false)
+}
+
+/// The name a user wrote for a session's temp table or table variable (stored in tempdb
+/// as `#t_<spid>_<n>` and `#@t_<spid>_<n>`).
+pub fn display_name(stored: &str) -> &str {
+    if !stored.starts_with('#') {
+        return stored;
+    }
+    let user = stored.rsplitn(3, '_').nth(2).unwrap_or(stored);
+    user.strip_prefix('#').filter(|u| u.starts_with('@')).unwrap_or(user)
+}
+
+pub fn now_epoch() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// Loads and stores catalog rows. A definition longer than one row is split into
+/// chunks keyed by (object id, chunk number).
+pub mod store {
+    use super::*;
+    use std::ops::Bound;
+    use tessera_database::{Database, Direction, Transaction};
+
+    const CHUNK: usize = 7000;
+
+    fn key(id: i32, chunk: u16) -> [u8; 6] {
+        let mut k = [0; 6];
+        k[..4].copy_from_slice(&(id as u32).to_be_bytes());
+        k[4..].copy_from_slice(&chunk.to_be_bytes());
+        k
+    }
+
+    fn tree(db: &Database) -> SqlResult<tessera_database::TableId> {
+        match db.table(OBJECTS_TREE) {
+            Some(t) => Ok(t),
+            None => match db.create_table(OBJECTS_TREE) {
+                Ok(t) => Ok(t),
+                Err(tessera_database::Error::AlreadyExists { .. }) => {
+                    db.table(OBJECTS_TREE).ok_or_else(|| SqlError::new(50000, "catalog tree vanished"))
+                }
+                Err(e) => Err(e.into()),
+            },
+        }
+    }
+
+    fn damaged(db: &Database, detail: impl std::fmt::Display) -> SqlError {
+        SqlError::new(50000, format!("Damaged catalog entry in database '{}': {detail}", db.name())).with_severity(21)
+    }
+
+    pub fn load(db: &Arc<Database>, version: u64) -> SqlResult<Catalog> {
+        let t = tree(db)?;
+        let tx = db.begin();
+        let mut objects = Vec::new();
+        let mut current: Option<(u32, Vec<u8>)> = None;
+        for item in tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+            let (k, v) = item?;
+            if k.len() != 6 {
+                return Err(damaged(db, "bad key"));
+            }
+            let id = u32::from_be_bytes(k[..4].try_into().expect("4 bytes"));
+            match &mut current {
+                Some((cur, bytes)) if *cur == id => bytes.extend_from_slice(&v),
+                _ => {
+                    if let Some((_, bytes)) = current.take() {
+                        objects.push(serde_json::from_slice(&bytes).map_err(|e| damaged(db, e))?);
+                    }
+                    current = Some((id, v));
+                }
+            }
+        }
+        if let Some((_, bytes)) = current {
+            objects.push(serde_json::from_slice(&bytes).map_err(|e| damaged(db, e))?);
+        }
+        tx.commit()?;
+        Ok(Catalog::from_objects(version, objects))
+    }
+
+    fn remove_chunks(tx: &mut Transaction, t: tessera_database::TableId, id: i32) -> SqlResult<()> {
+        let mut chunk = 0;
+        while tx.delete(t, &key(id, chunk))? {
+            chunk += 1;
+        }
+        Ok(())
+    }
+
+    /// Writes (or replaces) one object's definition, durably.
+    pub fn save(db: &Arc<Database>, o: &Object) -> SqlResult<()> {
+        let t = tree(db)?;
+        let bytes = serde_json::to_vec(o).map_err(|e| SqlError::new(50000, e.to_string()))?;
+        let mut tx = db.begin();
+        remove_chunks(&mut tx, t, o.id())?;
+        for (i, chunk) in bytes.chunks(CHUNK).enumerate() {
+            let n = u16::try_from(i).map_err(|_| SqlError::new(50000, "object definition too large"))?;
+            tx.insert(t, &key(o.id(), n), chunk)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn delete(db: &Arc<Database>, id: i32) -> SqlResult<()> {
+        let t = tree(db)?;
+        let mut tx = db.begin();
+        remove_chunks(&mut tx, t, id)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_table_names_display_as_written() {
+        assert_eq!(display_name("#t_0033_00000001"), "#t");
+        assert_eq!(display_name("#@t_0033_00000002"), "@t");
+        assert_eq!(display_name("#my_table_0033_00000003"), "#my_table");
+        assert_eq!(display_name("orders"), "orders");
+    }
+}

@@ -1,0 +1,53 @@
+//! Bound expressions and relational plans: what the binder makes of syntax, what the plan
+//! cache keeps and the execution layer runs.
+//!
+//! Files: `tree` (the expression and plan types), `statement` (compiled statements: a
+//! query, an assignment, an INSERT, UPDATE or DELETE with its target), `showplan` (a plan
+//! as SET SHOWPLAN_TEXT shows it).
+
+mod showplan;
+mod statement;
+mod tree;
+
+pub use showplan::{select_into_plan, statement_plan, PlanSite};
+pub use statement::{
+    BoundQuery, DeletePlan, InsertPlan, InsertSource, OutputPlan, Prepared, Target, UpdatePlan, VarSource,
+};
+pub use tree::{
+    columns_used, AggCall, AggFunc, Col, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind,
+    UserCall, View,
+};
+
+use crate::types::Value;
+use tessera_errors::{SqlError, SqlResult};
+
+/// A row of values, as operators pass them on.
+pub type Row = Vec<Value>;
+
+/// The row count of an OFFSET clause (errors 10742 and, for NULL, 10743).
+pub fn offset_count(v: &Value) -> SqlResult<usize> {
+    match v {
+        Value::Int(n) if *n >= 0 => Ok(*n as usize),
+        Value::Int(_) => {
+            Err(SqlError::new(10742, "The offset specified in a OFFSET clause may not be negative.").with_severity(15))
+        }
+        _ => Err(row_count_not_integer("OFFSET")),
+    }
+}
+
+/// The row count of a FETCH clause (errors 10744 and, for NULL, 10743).
+pub fn fetch_count(v: &Value) -> SqlResult<usize> {
+    match v {
+        Value::Int(n) if *n > 0 => Ok(*n as usize),
+        Value::Int(_) => {
+            Err(SqlError::new(10744, "The number of rows provided for a FETCH clause must be greater then zero.")
+                .with_severity(15))
+        }
+        _ => Err(row_count_not_integer("FETCH")),
+    }
+}
+
+fn row_count_not_integer(clause: &str) -> SqlError {
+    SqlError::new(10743, format!("The number of rows provided for a {clause} clause must be an integer."))
+        .with_severity(15)
+}

@@ -1,0 +1,107 @@
+//! Compiled statements: what the binder makes of a query or a data change, and the plan
+//! cache keeps.
+
+use std::sync::Arc;
+
+use super::{Expr, Plan};
+use crate::catalog::{DbRef, Table};
+use crate::output::OutputColumn;
+use crate::types::SqlType;
+
+/// A compiled statement, kept in the plan cache.
+#[derive(Debug)]
+pub enum Prepared {
+    Query(BoundQuery),
+    /// `SELECT @a = …, @b = … [FROM …]` and `SET @a = …`: the last row wins.
+    Assign {
+        plan: Plan,
+        targets: Vec<(usize, SqlType, SqlType)>,
+    },
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+}
+
+/// A bound query: its plan and result columns.
+#[derive(Clone, Debug)]
+pub struct BoundQuery {
+    pub plan: Plan,
+    pub columns: Vec<OutputColumn>,
+}
+
+/// The table a data change targets, with its CHECK and DEFAULT definitions bound.
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub db: DbRef,
+    /// The definition the plan was bound against (`ExecCtx::table` finds the table of
+    /// that name in the database the plan runs in).
+    pub table: Arc<Table>,
+    /// Bound CHECK constraints over the table's row, one per `table.checks`.
+    pub checks: Vec<Expr>,
+    /// Bound DEFAULT expressions per column.
+    pub defaults: Vec<Option<(Expr, SqlType)>>,
+}
+
+#[derive(Debug)]
+pub enum InsertSource {
+    /// VALUES rows; None is the DEFAULT keyword.
+    Rows(Vec<Vec<Option<Expr>>>),
+    Query(Box<Plan>),
+    DefaultValues,
+}
+
+#[derive(Debug)]
+pub struct InsertPlan {
+    pub target: Target,
+    /// Table column receiving each source column.
+    pub columns: Vec<usize>,
+    pub source_types: Vec<SqlType>,
+    pub source: InsertSource,
+    pub output: Option<OutputPlan>,
+    pub top: Option<Expr>,
+    /// The column list names the identity column (needs IDENTITY_INSERT ON).
+    pub explicit_identity: bool,
+}
+
+#[derive(Debug)]
+pub struct UpdatePlan {
+    pub target: Target,
+    /// Rows of the FROM clause, including the target's columns and key.
+    pub source: Plan,
+    /// Where the target table's columns start in a source row, and its key column.
+    pub offset: usize,
+    pub key: usize,
+    /// (column, value over the source row, value type)
+    pub sets: Vec<(usize, Expr, SqlType)>,
+    /// Variables assigned in the SET list: (slot, value, value type, variable type).
+    pub variables: Vec<(usize, VarSource, SqlType, SqlType)>,
+    pub output: Option<OutputPlan>,
+}
+
+/// What an UPDATE's `SET @v = …` assigns.
+#[derive(Debug)]
+pub enum VarSource {
+    /// An expression over the source row.
+    Expr(Expr),
+    /// `SET @v = col = expr`: the column's new value.
+    NewColumn(usize),
+}
+
+#[derive(Debug)]
+pub struct DeletePlan {
+    pub target: Target,
+    pub source: Plan,
+    pub offset: usize,
+    pub key: usize,
+    pub output: Option<OutputPlan>,
+}
+
+/// An OUTPUT clause: expressions over `deleted` columns followed by `inserted` columns.
+#[derive(Debug)]
+pub struct OutputPlan {
+    pub exprs: Vec<Expr>,
+    pub columns: Vec<OutputColumn>,
+    /// `OUTPUT … INTO t [(cols)]`: the rows go into this insert instead of to the client.
+    pub into: Option<Box<InsertPlan>>,
+}

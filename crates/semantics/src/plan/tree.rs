@@ -1,0 +1,506 @@
+//! The bound trees: expressions (`Expr`) and relational operators (`Plan`) as the binder builds them.
+
+use std::sync::Arc;
+
+use crate::catalog::{DbRef, Table};
+use crate::output::OutputColumn;
+use crate::types::{SqlType, Value};
+use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
+
+/// Functions answered from the session and the server rather than from arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SessionFn {
+    TypeName,
+    TypeId,
+    RowCount,
+    Identity,
+    ScopeIdentity,
+    Error,
+    TranCount,
+    Spid,
+    NestLevel,
+    Version,
+    ServerName,
+    ServiceName,
+    DbName,
+    DbId,
+    /// DB_NAME(id) / DB_ID(name)
+    DbNameOf,
+    DbIdOf,
+    ObjectId,
+    ObjectName,
+    SchemaName,
+    ColLength,
+    IdentCurrent,
+    ServerProperty,
+    DatabasePropertyEx,
+    Language,
+    MaxPrecision,
+    TextSize,
+    LockTimeout,
+    Options,
+    FetchStatus,
+    DateFirst,
+    ProcId,
+    XactState,
+    ErrorNumber,
+    ErrorMessage,
+    ErrorSeverity,
+    ErrorState,
+    ErrorLine,
+    ErrorProcedure,
+    SuserName,
+    SuserId,
+    SuserSid,
+    UserName,
+    HostName,
+    AppName,
+    IsSrvRoleMember,
+    HasDbAccess,
+    ProgramName,
+}
+
+#[derive(Clone, Debug)]
+pub enum Expr {
+    Const(Value),
+    /// A column of the current row.
+    Column(usize),
+    /// A column of an enclosing query's row: `depth` 0 is the nearest.
+    OuterRef {
+        depth: usize,
+        index: usize,
+    },
+    /// A variable slot of the current frame.
+    Var(usize),
+    Cast {
+        expr: Box<Expr>,
+        from: SqlType,
+        to: SqlType,
+        style: Option<i32>,
+        try_: bool,
+        /// A conversion the binder added (SQL Server's CONVERT_IMPLICIT), not a CAST or
+        /// CONVERT the query wrote.
+        implicit: bool,
+    },
+    Unary {
+        op: UnaryOp,
+        expr: Box<Expr>,
+        ty: SqlType,
+    },
+    /// Arithmetic, bitwise and concatenation; both operands already of the operand type.
+    Arith {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        ty: SqlType,
+    },
+    /// Comparison of two operands of one type.
+    Compare {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: Option<Box<Expr>>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Case {
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    /// COALESCE / ISNULL: the first non-NULL argument, evaluated lazily.
+    Coalesce(Vec<Expr>),
+    Func {
+        name: String,
+        args: Vec<Expr>,
+        arg_types: Vec<SqlType>,
+        ty: SqlType,
+    },
+    Session {
+        func: SessionFn,
+        args: Vec<Expr>,
+    },
+    Subquery(Box<Subquery>),
+    /// A scalar user-defined function.
+    UserFunction {
+        call: Arc<UserCall>,
+        args: Vec<Expr>,
+    },
+}
+
+/// What a scalar user-defined function call needs at run time.
+#[derive(Debug)]
+pub struct UserCall {
+    pub db: DbRef,
+    pub name: String,
+    /// The CREATE FUNCTION text (its parsed form and plans are cached under it).
+    pub text: Arc<str>,
+    pub arg_types: Vec<SqlType>,
+    pub ty: SqlType,
+}
+
+#[derive(Clone, Debug)]
+pub struct Subquery {
+    pub plan: Arc<Plan>,
+    pub kind: SubqueryKind,
+    /// False when the subquery references no enclosing row: its result is computed once
+    /// per statement.
+    pub correlated: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum SubqueryKind {
+    /// The single value of the single row (NULL when empty; error 512 if several rows).
+    Scalar,
+    Exists {
+        negated: bool,
+    },
+    /// `expr [NOT] IN (subquery)`; the subquery's column already has the comparison type.
+    In {
+        expr: Expr,
+        negated: bool,
+    },
+    /// `expr op ANY|ALL (subquery)`
+    Quantified {
+        expr: Expr,
+        op: BinaryOp,
+        all: bool,
+    },
+}
+
+/// A bound on the key column after a scan's equality prefix: value and inclusiveness.
+#[derive(Clone, Debug)]
+pub struct RangeBound {
+    pub value: Expr,
+    pub inclusive: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct ScanNode {
+    pub db: DbRef,
+    /// The definition the plan was bound against; the table read is the one of that
+    /// name in the database the plan runs in (`ExecCtx::table`).
+    pub table: Arc<Table>,
+    /// The alias the query gave the table (`FROM t AS a`), for plans shown to clients.
+    pub alias: Option<String>,
+    /// Position in `table.indexes`.
+    pub index: usize,
+    /// Values of the leading key columns (each computed once per scan).
+    pub prefix: Vec<Expr>,
+    /// Bounds on the next key column in storage order (a descending column's bounds are
+    /// already swapped).
+    pub lower: Option<RangeBound>,
+    pub upper: Option<RangeBound>,
+    pub reverse: bool,
+    /// Append the row's storage key as a trailing `Value::Binary` column (UPDATE/DELETE).
+    pub with_key: bool,
+    /// Only the first row is wanted (a unique equality seek).
+    pub single: bool,
+    /// The table reference's lock hints (with `with_key`, the UPDATE/DELETE target).
+    pub hints: crate::locking::LockHints,
+}
+
+#[derive(Clone, Debug)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub descending: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    CountBig,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Debug)]
+pub struct AggCall {
+    pub func: AggFunc,
+    /// None for COUNT(*).
+    pub arg: Option<Expr>,
+    pub arg_type: SqlType,
+    pub distinct: bool,
+    pub ty: SqlType,
+}
+
+/// A column of a system view.
+#[derive(Clone, Copy, Debug)]
+pub struct Col {
+    pub name: &'static str,
+    pub ty: SqlType,
+    pub nullable: bool,
+}
+
+/// A system view as a plan names it (`Plan::System`): where the execution layer, which
+/// defines every view and makes its rows, lists it, and its name and columns.
+#[derive(Clone, Copy)]
+pub struct View {
+    pub id: usize,
+    /// `sys` or `information_schema` (lower case).
+    pub schema: &'static str,
+    /// Lower case.
+    pub name: &'static str,
+    pub columns: &'static [Col],
+}
+
+impl View {
+    pub fn columns(self) -> Vec<OutputColumn> {
+        self.columns.iter().map(|c| OutputColumn { name: c.name.to_string(), ty: c.ty, nullable: c.nullable }).collect()
+    }
+}
+
+impl std::fmt::Debug for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.schema, self.name)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Plan {
+    /// Rows computed from expressions (`SELECT` without `FROM`, `VALUES`).
+    Values(Vec<Vec<Expr>>),
+    Scan(Box<ScanNode>),
+    /// A system view, computed when read.
+    System {
+        view: View,
+        db: DbRef,
+    },
+    Filter {
+        input: Box<Plan>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<Expr>,
+    },
+    /// Nested loops over materialised inputs; `on` sees left ++ right.
+    NestedLoop {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        left_width: usize,
+        right_width: usize,
+    },
+    /// Equi-join: builds a hash table on the right input.
+    HashJoin {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        residual: Option<Expr>,
+        left_width: usize,
+        right_width: usize,
+    },
+    /// Runs `right` once per left row with that row as its correlation row (index
+    /// nested loops, APPLY). Inner and left kinds.
+    Apply {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        right_width: usize,
+    },
+    /// Output: group values, then aggregate values.
+    Aggregate {
+        input: Box<Plan>,
+        group_by: Vec<Expr>,
+        aggregates: Vec<AggCall>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<SortKey>,
+    },
+    /// `ties`: the ORDER BY expressions when WITH TIES is given.
+    Top {
+        input: Box<Plan>,
+        count: Expr,
+        percent: bool,
+        ties: Vec<Expr>,
+    },
+    Offset {
+        input: Box<Plan>,
+        offset: Expr,
+        fetch: Option<Expr>,
+    },
+    Distinct {
+        input: Box<Plan>,
+    },
+    SetOp {
+        op: SetOperator,
+        all: bool,
+        left: Box<Plan>,
+        right: Box<Plan>,
+    },
+    /// A recursive CTE: `anchor` once, then `recursive` over the previous round's rows
+    /// (read through `WorkTable { id }`) until a round is empty; more than
+    /// `max_recursion` non-empty rounds (0 = no limit) is error 530.
+    RecursiveCte {
+        id: usize,
+        anchor: Box<Plan>,
+        recursive: Box<Plan>,
+        max_recursion: u16,
+    },
+    /// The rows of the current round of the recursive CTE `id`.
+    WorkTable {
+        id: usize,
+    },
+    /// ROW_NUMBER() OVER (PARTITION BY … ORDER BY …): appends one bigint column.
+    RowNumber {
+        input: Box<Plan>,
+        partition: Vec<Expr>,
+        order: Vec<SortKey>,
+    },
+}
+
+impl Plan {
+    /// The result columns (1-based) a query's rows are ordered by, for TDS's ORDER token:
+    /// the leading ORDER BY keys that are columns of the result, in key order. Empty when
+    /// the query is not ordered.
+    /// Whether this plan's rows already come in the order of `keys` (ascending or
+    /// descending as each key says): a scan of an index whose key columns, after those
+    /// its seek pins to one value, lead with the keys' columns in the keys' directions
+    /// (all reversed for a backward scan), under at most a filter and a projection of
+    /// columns. A sort over such a plan has nothing to do.
+    pub fn delivers_order(&self, keys: &[SortKey]) -> bool {
+        let (inner, project) = match self {
+            Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
+            other => (other, None),
+        };
+        let node = match inner {
+            Plan::Filter { input, .. } => match &**input {
+                Plan::Scan(node) => node,
+                _ => return false,
+            },
+            Plan::Scan(node) => node,
+            _ => return false,
+        };
+        let row_column = |e: &Expr| match (e, project) {
+            (Expr::Column(c), None) => Some(*c),
+            (Expr::Column(c), Some(exprs)) => match exprs.get(*c) {
+                Some(Expr::Column(r)) => Some(*r),
+                _ => None,
+            },
+            _ => None,
+        };
+        let columns = &node.table.indexes[node.index].columns;
+        let pinned = node.prefix.len().min(columns.len());
+        (0..=pinned).any(|skip| {
+            let rest = &columns[skip..];
+            keys.len() <= rest.len()
+                && keys
+                    .iter()
+                    .zip(rest)
+                    .all(|(k, &(col, desc))| row_column(&k.expr) == Some(col) && k.descending == (desc != node.reverse))
+        })
+    }
+
+    pub fn order_columns(&self, width: usize) -> Vec<u16> {
+        // `map[i]`: the result column that column i of the current plan's output becomes.
+        let mut map: Vec<Option<usize>> = (0..width).map(Some).collect();
+        let mut plan = self;
+        loop {
+            match plan {
+                Plan::Top { input, .. } | Plan::Offset { input, .. } => plan = input,
+                Plan::Project { input, exprs } => {
+                    let mut inner = Vec::new();
+                    for (out, e) in exprs.iter().enumerate() {
+                        if let Expr::Column(c) = e {
+                            if inner.len() <= *c {
+                                inner.resize(c + 1, None);
+                            }
+                            inner[*c] = inner[*c].or(map.get(out).copied().flatten());
+                        }
+                    }
+                    // Only a pure column selection can sit above the sort.
+                    if !exprs.iter().all(|e| matches!(e, Expr::Column(_))) {
+                        return Vec::new();
+                    }
+                    map = inner;
+                    plan = input;
+                }
+                Plan::Sort { keys, .. } => {
+                    return keys
+                        .iter()
+                        .map_while(|k| match k.expr {
+                            Expr::Column(c) => map.get(c).copied().flatten().map(|o| (o + 1) as u16),
+                            _ => None,
+                        })
+                        .collect();
+                }
+                _ => return Vec::new(),
+            }
+        }
+    }
+}
+
+/// Adds the column positions an expression reads to `out`; false if it contains a subquery,
+/// which may read the whole row through outer references.
+pub fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
+    let mut ok = true;
+    let mut visit = |x: &Expr, out: &mut Vec<usize>| ok &= columns_used(x, out);
+    match e {
+        Expr::Column(i) => out.push(*i),
+        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) => {}
+        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
+            visit(expr, out)
+        }
+        Expr::Arith { left, right, .. }
+        | Expr::Compare { left, right, .. }
+        | Expr::And(left, right)
+        | Expr::Or(left, right) => {
+            visit(left, out);
+            visit(right, out);
+        }
+        Expr::Like { expr, pattern, escape, .. } => {
+            visit(expr, out);
+            visit(pattern, out);
+            if let Some(x) = escape {
+                visit(x, out);
+            }
+        }
+        Expr::InList { expr, list, .. } => {
+            visit(expr, out);
+            for x in list {
+                visit(x, out);
+            }
+        }
+        Expr::Case { branches, otherwise } => {
+            for (c, t) in branches {
+                visit(c, out);
+                visit(t, out);
+            }
+            if let Some(x) = otherwise {
+                visit(x, out);
+            }
+        }
+        Expr::Coalesce(args)
+        | Expr::Func { args, .. }
+        | Expr::Session { args, .. }
+        | Expr::UserFunction { args, .. } => {
+            for x in args {
+                visit(x, out);
+            }
+        }
+        Expr::Subquery(_) => return false,
+    }
+    ok
+}

@@ -1,0 +1,519 @@
+//! Streaming execution: each operator of a plan opened as a cursor that produces its rows
+//! one at a time, when its consumer asks. Rows flow from the storage scan to the client
+//! as they are read, and TOP, OFFSET/FETCH, SET ROWCOUNT, EXISTS and IN stop asking once
+//! they have what they need, so the scan below them stops reading.
+//!
+//! Operators that must see all of their input before producing a row (sort, grouping,
+//! the build side of a hash join, the inner side of a nested loop, EXCEPT/INTERSECT,
+//! ROW_NUMBER, recursive CTEs) hold it under the statement's memory grant (`grant.rs`).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::evaluate::eval_all;
+use super::execute::{run_recursive, same_keys, top_count};
+use super::grant::{Collector, Reservation};
+use super::locked_read::{locked_top_input, run_locked_top};
+use super::operators::{row_number, set_operation, sort_rows, Aggregation};
+use super::scan::{open_scan, ScanFilter};
+use super::{eval, group_key, is_true};
+use crate::runtime::ExecCtx;
+use tessera_errors::SqlResult;
+use tessera_semantics::plan::{fetch_count, offset_count};
+use tessera_semantics::plan::{Expr, Plan, Row};
+use tessera_semantics::types::Value;
+use tessera_syntax::ast::{JoinKind, SetOperator};
+
+/// What DISTINCT holds for each key seen besides the key's bytes (the set's entry).
+const SEEN_KEY_OVERHEAD_BYTES: usize = 48;
+
+/// An open operator.
+pub trait Cursor {
+    /// The next row, or None once the operator has no more.
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>>;
+}
+
+/// An open plan: its root operator.
+pub type Rows<'p> = Box<dyn Cursor + 'p>;
+
+/// Opens `plan`. `corr` is the correlation row an enclosing [`Plan::Apply`] hands down
+/// (empty at the top); expressions of the plan that read it are evaluated now.
+pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
+    ctx.check_cancel()?;
+    Ok(match plan {
+        Plan::Values(rows) => Box::new(Values { rows: rows.iter(), corr: corr.to_vec() }),
+        Plan::Scan(node) => open_scan(node, None, corr, ctx)?,
+        Plan::RecursiveCte { id, anchor, recursive, max_recursion } => {
+            let anchor_rows = drain(open(anchor, corr, ctx)?, ctx)?;
+            let outer_round = ctx.work_tables.remove(id);
+            let result = run_recursive(*id, anchor_rows, recursive, *max_recursion, corr, ctx);
+            match outer_round {
+                Some(rows) => ctx.work_tables.insert(*id, rows),
+                None => ctx.work_tables.remove(id),
+            };
+            Box::new(Held::new(result?))
+        }
+        Plan::WorkTable { id } => Box::new(Held::loose(ctx.work_tables.get(id).cloned().unwrap_or_default())),
+        Plan::System { view, db } => {
+            let db = ctx.db_name(db);
+            Box::new(Held::loose(crate::sysviews::rows(*view, &db, ctx)?))
+        }
+        Plan::Filter { input, predicate } => match &**input {
+            Plan::Scan(node) => match ScanFilter::of(node, predicate, ctx) {
+                Some(filter) => open_scan(node, Some(filter), corr, ctx)?,
+                None => Box::new(Filter { input: open(input, corr, ctx)?, predicate }),
+            },
+            _ => Box::new(Filter { input: open(input, corr, ctx)?, predicate }),
+        },
+        Plan::Project { input, exprs } => Box::new(Project { input: open(input, corr, ctx)?, exprs }),
+        Plan::NestedLoop { left, right, kind, on, left_width, right_width } => {
+            let left = open(left, corr, ctx)?;
+            let inner = drain(open(right, corr, ctx)?, ctx)?;
+            Box::new(NestedLoop {
+                left,
+                matched_right: vec![false; inner.rows.len()],
+                inner,
+                kind: *kind,
+                on: on.as_ref(),
+                left_width: *left_width,
+                right_width: *right_width,
+                current: None,
+                leftovers: None,
+            })
+        }
+        Plan::HashJoin { left, right, kind, left_keys, right_keys, residual, left_width, right_width } => {
+            let left = open(left, corr, ctx)?;
+            let build = drain(open(right, corr, ctx)?, ctx)?;
+            let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+            for (i, row) in build.rows.iter().enumerate() {
+                let k = eval_all(right_keys, row, ctx)?;
+                if k.iter().any(Value::is_null) {
+                    continue;
+                }
+                table.entry(group_key(&k)?).or_default().push(i);
+            }
+            Box::new(HashJoin {
+                left,
+                matched_right: vec![false; build.rows.len()],
+                build,
+                table,
+                kind: *kind,
+                left_keys,
+                residual: residual.as_ref(),
+                left_width: *left_width,
+                right_width: *right_width,
+                pending: VecDeque::new(),
+                leftovers: None,
+            })
+        }
+        Plan::Apply { left, right, kind, on, right_width } => Box::new(Apply {
+            left: open(left, corr, ctx)?,
+            right,
+            kind: *kind,
+            on: on.as_ref(),
+            right_width: *right_width,
+            pending: VecDeque::new(),
+        }),
+        Plan::Aggregate { input, group_by, aggregates } => {
+            let mut input = open(input, corr, ctx)?;
+            let mut groups = Aggregation::new(group_by, aggregates, ctx);
+            while let Some(r) = input.next(ctx)? {
+                groups.add(&r, ctx)?;
+            }
+            Box::new(Held::new(groups.finish()?))
+        }
+        Plan::Sort { input, keys } if input.delivers_order(keys) => open(input, corr, ctx)?,
+        Plan::Sort { input, keys } => {
+            let (rows, reservation) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
+            Box::new(Held::new(Collector::from_parts(sort_rows(rows, keys, ctx)?, reservation)))
+        }
+        Plan::Top { input, count, percent: false, ties }
+            if ties.is_empty() && locked_top_input(input, ctx).is_some() =>
+        {
+            let top = locked_top_input(input, ctx).expect("checked");
+            let limit = top_count(&eval(count, corr, ctx)?, false, usize::MAX)?;
+            let rows = run_locked_top(top.node, top.filter, limit, corr, ctx)?;
+            let rows = match top.project {
+                Some(exprs) => rows.iter().map(|r| eval_all(exprs, r, ctx)).collect::<SqlResult<Vec<Row>>>()?,
+                None => rows,
+            };
+            Box::new(Held::loose(rows))
+        }
+        Plan::Top { input, count, percent: true, ties } => {
+            // A percentage needs the input's size first.
+            let n = eval(count, corr, ctx)?;
+            let all = drain(open(input, corr, ctx)?, ctx)?;
+            let limit = top_count(&n, true, all.rows.len())?;
+            Box::new(Top { input: Box::new(Held::new(all)), limit, ties, taken: 0, last_keys: None })
+        }
+        Plan::Top { input, count, percent: false, ties } => {
+            let limit = top_count(&eval(count, corr, ctx)?, false, usize::MAX)?;
+            Box::new(Top { input: open(input, corr, ctx)?, limit, ties, taken: 0, last_keys: None })
+        }
+        Plan::Offset { input, offset, fetch } => {
+            let skip = offset_count(&eval(offset, corr, ctx)?)?;
+            let take = match fetch {
+                Some(f) => fetch_count(&eval(f, corr, ctx)?)?,
+                None => usize::MAX,
+            };
+            Box::new(Offset { input: open(input, corr, ctx)?, skip, take })
+        }
+        Plan::Distinct { input } => {
+            let grant = ctx.grant();
+            Box::new(Distinct { input: open(input, corr, ctx)?, seen: HashSet::new(), held: Reservation::new(&grant) })
+        }
+        Plan::SetOp { op: SetOperator::Union, all: true, left, right } => {
+            Box::new(Concat { first: open(left, corr, ctx)?, second: Some(open(right, corr, ctx)?) })
+        }
+        Plan::SetOp { op, all, left, right } => {
+            let (l, r) = (drain(open(left, corr, ctx)?, ctx)?, drain(open(right, corr, ctx)?, ctx)?);
+            let (l, held) = l.into_parts();
+            let rows = set_operation(*op, *all, l, r.into_parts().0)?;
+            Box::new(Held::new(Collector::from_parts(rows, held)))
+        }
+        Plan::RowNumber { input, partition, order } => {
+            let (rows, reservation) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
+            Box::new(Held::new(Collector::from_parts(row_number(rows, partition, order, ctx)?, reservation)))
+        }
+    })
+}
+
+/// Every row of an open plan, held under the statement's grant.
+pub fn drain(mut rows: Rows<'_>, ctx: &mut ExecCtx) -> SqlResult<Collector> {
+    let mut out = Collector::new(&ctx.grant());
+    while let Some(r) = rows.next(ctx)? {
+        out.push(r)?;
+    }
+    Ok(out)
+}
+
+/// Rows held in memory, handed out in order.
+pub(super) struct Held {
+    rows: std::vec::IntoIter<Row>,
+    _reservation: Option<Reservation>,
+}
+
+impl Held {
+    pub(super) fn new(rows: Collector) -> Held {
+        let (rows, reservation) = rows.into_parts();
+        Held { rows: rows.into_iter(), _reservation: Some(reservation) }
+    }
+
+    /// Rows that are small by construction (system views, work tables, a locked TOP).
+    pub(super) fn loose(rows: Vec<Row>) -> Held {
+        Held { rows: rows.into_iter(), _reservation: None }
+    }
+}
+
+impl Cursor for Held {
+    fn next(&mut self, _: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        Ok(self.rows.next())
+    }
+}
+
+struct Values<'p> {
+    rows: std::slice::Iter<'p, Vec<Expr>>,
+    corr: Row,
+}
+
+impl Cursor for Values<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        self.rows.next().map(|r| eval_all(r, &self.corr, ctx)).transpose()
+    }
+}
+
+struct Filter<'p> {
+    input: Rows<'p>,
+    predicate: &'p Expr,
+}
+
+impl Cursor for Filter<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        while let Some(r) = self.input.next(ctx)? {
+            if is_true(self.predicate, &r, ctx)? {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct Project<'p> {
+    input: Rows<'p>,
+    exprs: &'p [Expr],
+}
+
+impl Cursor for Project<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        match self.input.next(ctx)? {
+            Some(r) => Ok(Some(eval_all(self.exprs, &r, ctx)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+fn padded_left(row: Row, right_width: usize) -> Row {
+    let mut combined = row;
+    combined.extend(std::iter::repeat_n(Value::Null, right_width));
+    combined
+}
+
+fn padded_right(row: &[Value], left_width: usize) -> Row {
+    let mut combined: Row = std::iter::repeat_n(Value::Null, left_width).collect();
+    combined.extend_from_slice(row);
+    combined
+}
+
+/// Nested loops: the left input streams; the right is held and read once per left row.
+struct NestedLoop<'p> {
+    left: Rows<'p>,
+    inner: Collector,
+    matched_right: Vec<bool>,
+    kind: JoinKind,
+    on: Option<&'p Expr>,
+    left_width: usize,
+    right_width: usize,
+    /// The left row being joined, the next right row to try, whether it matched.
+    current: Option<(Row, usize, bool)>,
+    /// After the left input: the right rows no left row matched (RIGHT and FULL joins).
+    leftovers: Option<usize>,
+}
+
+impl Cursor for NestedLoop<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        let right = &self.inner.rows;
+        loop {
+            if let Some(i) = &mut self.leftovers {
+                while *i < right.len() {
+                    *i += 1;
+                    if !self.matched_right[*i - 1] {
+                        return Ok(Some(padded_right(&right[*i - 1], self.left_width)));
+                    }
+                }
+                return Ok(None);
+            }
+            let Some((row, next, matched)) = &mut self.current else {
+                match self.left.next(ctx)? {
+                    Some(row) => self.current = Some((row, 0, false)),
+                    None if matches!(self.kind, JoinKind::Right | JoinKind::Full) => self.leftovers = Some(0),
+                    None => return Ok(None),
+                }
+                continue;
+            };
+            while *next < right.len() {
+                let i = *next;
+                *next += 1;
+                let mut combined = row.clone();
+                combined.extend_from_slice(&right[i]);
+                if let Some(on) = self.on {
+                    if !is_true(on, &combined, ctx)? {
+                        continue;
+                    }
+                }
+                *matched = true;
+                self.matched_right[i] = true;
+                return Ok(Some(combined));
+            }
+            let (row, _, matched) = self.current.take().expect("a current row");
+            if !matched && matches!(self.kind, JoinKind::Left | JoinKind::Full) {
+                return Ok(Some(padded_left(row, self.right_width)));
+            }
+        }
+    }
+}
+
+/// Hash join: the right input is the build side, held in a hash table; the left streams
+/// and probes it.
+struct HashJoin<'p> {
+    left: Rows<'p>,
+    build: Collector,
+    table: HashMap<Vec<u8>, Vec<usize>>,
+    matched_right: Vec<bool>,
+    kind: JoinKind,
+    left_keys: &'p [Expr],
+    residual: Option<&'p Expr>,
+    left_width: usize,
+    right_width: usize,
+    /// Joined rows of the current left row not yet returned.
+    pending: VecDeque<Row>,
+    leftovers: Option<usize>,
+}
+
+impl Cursor for HashJoin<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        let right = &self.build.rows;
+        loop {
+            if let Some(r) = self.pending.pop_front() {
+                return Ok(Some(r));
+            }
+            if let Some(i) = &mut self.leftovers {
+                while *i < right.len() {
+                    *i += 1;
+                    if !self.matched_right[*i - 1] {
+                        return Ok(Some(padded_right(&right[*i - 1], self.left_width)));
+                    }
+                }
+                return Ok(None);
+            }
+            let Some(lrow) = self.left.next(ctx)? else {
+                if matches!(self.kind, JoinKind::Right | JoinKind::Full) {
+                    self.leftovers = Some(0);
+                    continue;
+                }
+                return Ok(None);
+            };
+            let k = eval_all(self.left_keys, &lrow, ctx)?;
+            let mut matched = false;
+            if !k.iter().any(Value::is_null) {
+                if let Some(candidates) = self.table.get(&group_key(&k)?) {
+                    for &i in candidates {
+                        let mut combined = lrow.clone();
+                        combined.extend_from_slice(&right[i]);
+                        if let Some(res) = self.residual {
+                            if !is_true(res, &combined, ctx)? {
+                                continue;
+                            }
+                        }
+                        matched = true;
+                        self.matched_right[i] = true;
+                        self.pending.push_back(combined);
+                    }
+                }
+            }
+            if !matched && matches!(self.kind, JoinKind::Left | JoinKind::Full) {
+                self.pending.push_back(padded_left(lrow, self.right_width));
+            }
+        }
+    }
+}
+
+/// Runs the right plan once per left row, with that row as its correlation row (index
+/// nested loops, APPLY).
+struct Apply<'p> {
+    left: Rows<'p>,
+    right: &'p Plan,
+    kind: JoinKind,
+    on: Option<&'p Expr>,
+    right_width: usize,
+    pending: VecDeque<Row>,
+}
+
+impl Cursor for Apply<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        loop {
+            if let Some(r) = self.pending.pop_front() {
+                return Ok(Some(r));
+            }
+            let Some(lrow) = self.left.next(ctx)? else { return Ok(None) };
+            let mut right = open(self.right, &lrow, ctx)?;
+            let mut matched = false;
+            while let Some(rrow) = right.next(ctx)? {
+                let mut combined = lrow.clone();
+                combined.extend(rrow);
+                if let Some(on) = self.on {
+                    if !is_true(on, &combined, ctx)? {
+                        continue;
+                    }
+                }
+                matched = true;
+                self.pending.push_back(combined);
+            }
+            if !matched && matches!(self.kind, JoinKind::Left | JoinKind::OuterApply) {
+                self.pending.push_back(padded_left(lrow, self.right_width));
+            }
+        }
+    }
+}
+
+/// TOP n [WITH TIES]: stops reading its input once it has its rows.
+struct Top<'p> {
+    input: Rows<'p>,
+    limit: usize,
+    ties: &'p [Expr],
+    taken: usize,
+    /// WITH TIES: the ORDER BY values of the last row taken within the limit.
+    last_keys: Option<Row>,
+}
+
+impl Cursor for Top<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        if self.taken >= self.limit && (self.ties.is_empty() || self.last_keys.is_none()) {
+            return Ok(None);
+        }
+        let Some(r) = self.input.next(ctx)? else { return Ok(None) };
+        if self.taken >= self.limit {
+            let prev = self.last_keys.as_ref().expect("checked above");
+            if !same_keys(&eval_all(self.ties, &r, ctx)?, prev) {
+                self.last_keys = None;
+                return Ok(None);
+            }
+            return Ok(Some(r));
+        }
+        self.taken += 1;
+        if !self.ties.is_empty() {
+            self.last_keys = Some(eval_all(self.ties, &r, ctx)?);
+        }
+        Ok(Some(r))
+    }
+}
+
+/// OFFSET … ROWS [FETCH NEXT … ROWS ONLY].
+struct Offset<'p> {
+    input: Rows<'p>,
+    skip: usize,
+    take: usize,
+}
+
+impl Cursor for Offset<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        while self.skip > 0 {
+            if self.input.next(ctx)?.is_none() {
+                return Ok(None);
+            }
+            self.skip -= 1;
+        }
+        if self.take == 0 {
+            return Ok(None);
+        }
+        self.take -= 1;
+        self.input.next(ctx)
+    }
+}
+
+/// DISTINCT: streams each row the first time it is seen; the keys seen are held.
+struct Distinct<'p> {
+    input: Rows<'p>,
+    seen: HashSet<Vec<u8>>,
+    held: Reservation,
+}
+
+impl Cursor for Distinct<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        while let Some(r) = self.input.next(ctx)? {
+            let key = group_key(&r)?;
+            if !self.seen.contains(&key) {
+                self.held.take(key.len() + SEEN_KEY_OVERHEAD_BYTES)?;
+                self.seen.insert(key);
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// UNION ALL: the first input, then the second.
+struct Concat<'p> {
+    first: Rows<'p>,
+    second: Option<Rows<'p>>,
+}
+
+impl Cursor for Concat<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        if let Some(r) = self.first.next(ctx)? {
+            return Ok(Some(r));
+        }
+        match &mut self.second {
+            Some(second) => second.next(ctx),
+            None => Ok(None),
+        }
+    }
+}

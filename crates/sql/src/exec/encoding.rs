@@ -1,0 +1,104 @@
+//! Row and key encodings: stored rows decoded into values, index keys and entries, and the
+//! memcomparable bytes of grouping and sorting keys.
+
+use tessera_access::key::KeyBuf;
+use tessera_access::row::{self, RowSchema};
+
+use tessera_errors::SqlResult;
+use tessera_semantics::catalog::Table;
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::{self, SqlType, Value};
+
+/// Builds the storage key for a prefix of an index's key columns.
+pub fn encode_prefix(table: &Table, index: usize, values: &[Value], out: &mut KeyBuf) -> SqlResult<()> {
+    let idx = &table.indexes[index];
+    for (v, &(col, desc)) in values.iter().zip(&idx.columns) {
+        types::encode_key(v, &table.columns[col].ty, desc, out)?;
+    }
+    Ok(())
+}
+
+/// The smallest byte string greater than every string starting with `prefix`; None if
+/// there is none (all 0xFF).
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut hi = prefix.to_vec();
+    while let Some(last) = hi.pop() {
+        if last != 0xFF {
+            hi.push(last + 1);
+            return Some(hi);
+        }
+    }
+    None
+}
+
+/// Storage schema of a table's rows.
+pub fn row_schema(table: &Table) -> SqlResult<RowSchema> {
+    Ok(RowSchema::new(table.columns.iter().map(|c| c.ty).collect())?)
+}
+
+/// Decodes a stored row into SQL values.
+pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8]) -> SqlResult<Row> {
+    let mut out = Vec::with_capacity(table.columns.len());
+    row::decode_each(schema, bytes, |i, field| out.push(types::from_field(field, &table.columns[i].ty)))?;
+    Ok(out)
+}
+
+/// Decodes only the columns `reads` marks, the others NULL: enough to evaluate a filter
+/// that reads no others.
+pub fn decode_columns(table: &Table, schema: &RowSchema, bytes: &[u8], reads: &[bool]) -> SqlResult<Row> {
+    let mut out = vec![Value::Null; table.columns.len()];
+    row::decode_each(schema, bytes, |i, field| {
+        if reads[i] {
+            out[i] = types::from_field(field, &table.columns[i].ty);
+        }
+    })?;
+    Ok(out)
+}
+
+/// The key of a row's entry in the table's nonclustered index `index` (a non-unique
+/// index appends the clustered key).
+pub fn index_entry(table: &Table, index: usize, row: &[Value], row_key: &[u8]) -> SqlResult<Vec<u8>> {
+    let ix = &table.indexes[index];
+    let values: Vec<Value> = ix.columns.iter().map(|&(c, _)| row[c].clone()).collect();
+    let mut k = KeyBuf::new();
+    encode_prefix(table, index, &values, &mut k)?;
+    let mut k = k.into_vec();
+    if !ix.unique {
+        k.extend_from_slice(row_key);
+    }
+    Ok(k)
+}
+
+/// The type a value is encoded as in grouping and sorting keys. Operands reaching one
+/// key column always share a type (the binder converts them), so the value's own
+/// representation determines the encoding.
+fn key_type(v: &Value) -> SqlType {
+    match v {
+        Value::Null | Value::Int(_) => SqlType::BigInt,
+        Value::Bit(_) => SqlType::Bit,
+        Value::Float(_) => SqlType::Float,
+        Value::Decimal { scale, .. } => SqlType::Decimal { precision: 38, scale: *scale },
+        Value::Str(_) => SqlType::NVarChar(row::MAX),
+        Value::Binary(_) => SqlType::VarBinary(row::MAX),
+        Value::Date(_) => SqlType::Date,
+        Value::Time(_) => SqlType::Time { scale: 7 },
+        Value::DateTime { .. } => SqlType::DateTime2 { scale: 7 },
+        Value::DateTimeOffset { .. } => SqlType::DateTimeOffset { scale: 7 },
+        Value::Guid(_) => SqlType::UniqueIdentifier,
+    }
+}
+
+/// Appends a value's memcomparable encoding.
+pub fn encode_value(v: &Value, descending: bool, out: &mut KeyBuf) -> SqlResult<()> {
+    types::encode_key(v, &key_type(v), descending, out)
+}
+
+/// Memcomparable bytes of a list of values: equal bytes ⇔ equal values under the collation
+/// (NULLs equal each other), the grouping key of GROUP BY, DISTINCT, hash joins and UNION.
+pub fn group_key(values: &[Value]) -> SqlResult<Vec<u8>> {
+    let mut k = KeyBuf::new();
+    for v in values {
+        encode_value(v, false, &mut k)?;
+    }
+    Ok(k.into_vec())
+}

@@ -1,0 +1,233 @@
+//! The operators that need all of their input first: sort, grouping and aggregation, set
+//! operations and ROW_NUMBER.
+
+use std::collections::{HashMap, HashSet};
+
+use tessera_access::key::KeyBuf;
+
+use super::evaluate::eval_all;
+use super::grant::{row_bytes, Collector, Reservation};
+use super::{encode_value, eval, group_key};
+use crate::runtime::ExecCtx;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::plan::{AggCall, AggFunc, Expr, Row, SortKey};
+use tessera_semantics::types::{self, SqlType, Value};
+use tessera_syntax::ast::{BinaryOp, SetOperator};
+
+pub(super) fn sort_rows(rows: Vec<Row>, keys: &[SortKey], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    let mut keyed = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut k = KeyBuf::new();
+        for key in keys {
+            let v = eval(&key.expr, &r, ctx)?;
+            encode_value(&v, key.descending, &mut k)?;
+        }
+        keyed.push((k.into_vec(), r));
+    }
+    // Stable: rows with equal keys keep their input order.
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(keyed.into_iter().map(|(_, r)| r).collect())
+}
+
+struct AggState {
+    count: i64,
+    sum: Option<Value>,
+    best: Option<Value>,
+    seen: HashSet<Vec<u8>>,
+}
+
+impl AggState {
+    fn new() -> AggState {
+        AggState { count: 0, sum: None, best: None, seen: HashSet::new() }
+    }
+}
+
+fn sum_type(call: &AggCall) -> SqlType {
+    call.ty
+}
+
+fn accumulate(call: &AggCall, st: &mut AggState, v: Value, null_eliminated: &mut bool) -> SqlResult<()> {
+    if call.arg.is_some() && v.is_null() {
+        *null_eliminated = true;
+        return Ok(());
+    }
+    if call.distinct && !st.seen.insert(group_key(std::slice::from_ref(&v))?) {
+        return Ok(());
+    }
+    st.count += 1;
+    match call.func {
+        AggFunc::Count | AggFunc::CountBig => {}
+        AggFunc::Sum | AggFunc::Avg => {
+            let t = sum_type(call);
+            let v = types::cast(&v, &call.arg_type, &t, None)?;
+            st.sum = Some(match st.sum.take() {
+                None => v,
+                Some(s) => types::binary_op(BinaryOp::Add, &s, &v, &t)?,
+            });
+        }
+        AggFunc::Min | AggFunc::Max => {
+            let replace = match &st.best {
+                None => true,
+                Some(b) => {
+                    let o = types::compare(&v, b);
+                    if call.func == AggFunc::Min {
+                        o == Some(std::cmp::Ordering::Less)
+                    } else {
+                        o == Some(std::cmp::Ordering::Greater)
+                    }
+                }
+            };
+            if replace {
+                st.best = Some(v);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
+    Ok(match call.func {
+        AggFunc::Count => {
+            if st.count > i64::from(i32::MAX) {
+                return Err(SqlError::new(8115, "Arithmetic overflow error converting expression to data type int."));
+            }
+            Value::Int(st.count)
+        }
+        AggFunc::CountBig => Value::Int(st.count),
+        AggFunc::Sum => st.sum.unwrap_or(Value::Null),
+        AggFunc::Avg => match st.sum {
+            None => Value::Null,
+            Some(s) => {
+                let t = call.ty;
+                let n = types::cast(&Value::Int(st.count), &SqlType::BigInt, &t, None)?;
+                types::binary_op(BinaryOp::Divide, &s, &n, &t)?
+            }
+        },
+        AggFunc::Min | AggFunc::Max => st.best.unwrap_or(Value::Null),
+    })
+}
+
+/// Grouping as rows arrive: one accumulator per group, held under the statement's grant;
+/// the groups come out in the order they were first seen.
+pub(super) struct Aggregation<'p> {
+    group_by: &'p [Expr],
+    aggregates: &'p [AggCall],
+    order: Vec<Vec<u8>>,
+    groups: HashMap<Vec<u8>, (Row, Vec<AggState>)>,
+    held: Reservation,
+}
+
+impl<'p> Aggregation<'p> {
+    pub(super) fn new(group_by: &'p [Expr], aggregates: &'p [AggCall], ctx: &mut ExecCtx) -> Aggregation<'p> {
+        let held = Reservation::new(&ctx.grant());
+        Aggregation { group_by, aggregates, order: Vec::new(), groups: HashMap::new(), held }
+    }
+
+    pub(super) fn add(&mut self, r: &Row, ctx: &mut ExecCtx) -> SqlResult<()> {
+        let g = eval_all(self.group_by, r, ctx)?;
+        let key = group_key(&g)?;
+        if !self.groups.contains_key(&key) {
+            self.held.take(2 * key.len() + row_bytes(&g) + 64 * self.aggregates.len())?;
+            self.order.push(key.clone());
+            self.groups.insert(key.clone(), (g, self.aggregates.iter().map(|_| AggState::new()).collect()));
+        }
+        let (_, states) = self.groups.get_mut(&key).expect("inserted above");
+        for (call, st) in self.aggregates.iter().zip(states.iter_mut()) {
+            let v = match &call.arg {
+                Some(e) => eval(e, r, ctx)?,
+                None => Value::Int(1),
+            };
+            accumulate(call, st, v, &mut ctx.session.null_eliminated)?;
+        }
+        Ok(())
+    }
+
+    /// One row per group: its values, then its aggregates.
+    pub(super) fn finish(mut self) -> SqlResult<Collector> {
+        // A scalar aggregate (no GROUP BY) returns one row even over no input.
+        if self.group_by.is_empty() && self.groups.is_empty() {
+            self.order.push(Vec::new());
+            self.groups.insert(Vec::new(), (Vec::new(), self.aggregates.iter().map(|_| AggState::new()).collect()));
+        }
+        let mut out = Vec::with_capacity(self.order.len());
+        for key in &self.order {
+            let (mut g, states) = self.groups.remove(key).expect("group exists");
+            for (call, st) in self.aggregates.iter().zip(states) {
+                g.push(finish(call, st)?);
+            }
+            out.push(g);
+        }
+        Ok(Collector::from_parts(out, self.held))
+    }
+}
+
+pub(super) fn set_operation(op: SetOperator, all: bool, l: Vec<Row>, r: Vec<Row>) -> SqlResult<Vec<Row>> {
+    match op {
+        SetOperator::Union => {
+            let mut out = l;
+            out.extend(r);
+            if all {
+                return Ok(out);
+            }
+            let mut seen = HashSet::new();
+            let mut dedup = Vec::new();
+            for row in out {
+                if seen.insert(group_key(&row)?) {
+                    dedup.push(row);
+                }
+            }
+            Ok(dedup)
+        }
+        SetOperator::Except | SetOperator::Intersect => {
+            let mut right = HashSet::new();
+            for row in &r {
+                right.insert(group_key(row)?);
+            }
+            let mut seen = HashSet::new();
+            let mut out = Vec::new();
+            for row in l {
+                let k = group_key(&row)?;
+                let keep = right.contains(&k) == (op == SetOperator::Intersect);
+                if keep && seen.insert(k) {
+                    out.push(row);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+pub(super) fn row_number(
+    rows: Vec<Row>,
+    partition: &[Expr],
+    order: &[SortKey],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Row>> {
+    // Sort by (partition, order), number within each partition, keep the sorted order.
+    let mut keyed = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut pk = KeyBuf::new();
+        for e in partition {
+            encode_value(&eval(e, &r, ctx)?, false, &mut pk)?;
+        }
+        let mut ok = KeyBuf::new();
+        for k in order {
+            encode_value(&eval(&k.expr, &r, ctx)?, k.descending, &mut ok)?;
+        }
+        keyed.push((pk.into_vec(), ok.into_vec(), r));
+    }
+    keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let mut out = Vec::with_capacity(keyed.len());
+    let mut n = 0i64;
+    let mut prev: Option<Vec<u8>> = None;
+    for (p, _, mut r) in keyed {
+        if prev.as_ref() != Some(&p) {
+            n = 0;
+            prev = Some(p);
+        }
+        n += 1;
+        r.push(Value::Int(n));
+        out.push(r);
+    }
+    Ok(out)
+}

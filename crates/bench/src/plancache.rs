@@ -588,7 +588,8 @@ fn measure(dir: &Path, p: &PlancacheParams, progress: &dyn Fn(&str)) -> Result<M
     config.log.initial_size = LOG_INITIAL_BYTES;
     config.max_open_databases = config.max_open_databases.max(p.databases + 16);
     let engine = Engine::open(config)?;
-    let shared = Shared::new(engine.clone()).map_err(|e| BenchError::new(format!("tessera start: {e}")))?;
+    let shared =
+        tessera_sql::start_instance(engine.clone()).map_err(|e| BenchError::new(format!("tessera start: {e}")))?;
     let procedures: Arc<[String]> = (0..p.procedures).map(procedure_text).collect();
 
     let setup = Instant::now();

@@ -20,7 +20,7 @@ use serde::Serialize;
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::Value;
-use tessera_sql::{ResultSink, Session, Shared, SqlError};
+use tessera_sql::{ResultSink, Session, SqlError};
 
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
@@ -110,7 +110,7 @@ fn tessera(dir: &Path, p: &SqlParams) -> Result<(Figures, f64)> {
     let mut config = EngineConfig::new(dir);
     config.pool_bytes = ((p.rows as usize * 1100) * 2).max(256 << 20);
     let engine = Engine::open(config)?;
-    let shared = Shared::new(engine.clone()).map_err(|e| sql_error("start", e))?;
+    let shared = tessera_sql::start_instance(engine.clone()).map_err(|e| sql_error("start", e))?;
     let mut session = Session::new(shared.clone(), "sa", "master").map_err(|e| sql_error("session", e))?;
     execute(&mut session, "create database [BufferPoolExtensions_test];", "create database")?;
     execute(

@@ -11,7 +11,7 @@ use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::output::ResultSink;
 use tessera_server::client::{Client, ConnectOptions, Encryption};
 use tessera_sql::runner::{self, Batches};
-use tessera_sql::{Session, Shared, SqlcmdFormat, SqlcmdWriter};
+use tessera_sql::{Session, SqlcmdFormat, SqlcmdWriter};
 
 /// sqlcmd's `-N` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,7 +196,7 @@ impl Target {
                 config.pool_bytes = args.memory_mb << 20;
                 let engine = Engine::open(config)
                     .map_err(|e| format!("tessera sql: cannot open data directory '{}': {e}", dir.display()))?;
-                let shared = Shared::new(engine.clone()).map_err(|e| format!("tessera sql: {e}"))?;
+                let shared = tessera_sql::start_instance(engine.clone()).map_err(|e| format!("tessera sql: {e}"))?;
                 let session = Session::new(shared, "sa", &args.database)
                     .map_err(|e| format!("Msg {}, Level {}, State {}\n{}", e.number, e.severity, e.state, e.message))?;
                 Ok(Target::Local { engine, session: Box::new(session) })

@@ -16,7 +16,7 @@
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::output::{EnvChange, ResultSink};
 use tessera_semantics::types::{SqlType, Value};
-use tessera_sql::dml::BulkTarget;
+use tessera_sql::BulkTarget;
 use tessera_sql::{Session, SqlError};
 
 use crate::codec::{bad, DecodeResult, Reader};

@@ -76,7 +76,7 @@ impl Server {
         // Before anything is written there: another server may own the directory.
         let dir_lock = Arc::new(tessera_database::DirLock::acquire(&config.data_dir).map_err(|e| e.to_string())?);
         let log = Arc::new(ErrorLog::open(&config.data_dir, config.errorlog, config.log_stderr));
-        log.server(tessera_sql::runtime::VERSION.lines().next().unwrap_or("tessera"));
+        log.server(tessera_sql::VERSION.lines().next().unwrap_or("tessera"));
         log.server(&format!("Server process ID is {}.", std::process::id()));
         log.server(&format!("Logging SQL Server messages in file '{}'.", config.data_dir.join("ERRORLOG").display()));
         let data_dir = std::fs::canonicalize(&config.data_dir).unwrap_or_else(|_| config.data_dir.clone());
@@ -105,7 +105,7 @@ impl Server {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot open the data directory '{}': {e}", dir.display()))?;
-        let shared = Shared::new(engine.clone()).map_err(|e| e.to_string())?;
+        let shared = tessera_sql::start_instance(engine.clone()).map_err(|e| e.to_string())?;
         let errorlog = log.clone();
         shared.set_errorlog(Arc::new(
             move |spid, text| {

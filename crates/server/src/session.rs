@@ -35,8 +35,8 @@ use parking_lot::Mutex;
 use tessera_semantics::output::EnvChange;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::{SqlType, Value};
-use tessera_sql::logins::Refusal;
 use tessera_sql::session::RpcParam;
+use tessera_sql::Refusal;
 use tessera_sql::{ResultSink, Session, SqlError};
 use tokio::io::AsyncWriteExt;
 
@@ -234,7 +234,7 @@ async fn login_phase(
     let requested = login.packet_size as usize;
     let packet_size =
         if requested == 0 { 4096 } else { requested.clamp(packet::MIN_PACKET_SIZE, state.config.max_packet_size) };
-    session.set_connection(tessera_sql::runtime::ConnectionInfo {
+    session.set_connection(tessera_sql::ConnectionInfo {
         encrypted,
         client_address: peer.ip().to_string(),
         client_port: peer.port(),

@@ -8,7 +8,7 @@ mod common;
 use common::{TestServer, PASSWORD};
 use tessera_database::{Engine, EngineConfig};
 use tessera_server::client::{Client as SqlClient, ConnectOptions, Encryption};
-use tessera_sql::{runner, Session, Shared, SqlcmdFormat, SqlcmdWriter};
+use tessera_sql::{runner, Session, SqlcmdFormat, SqlcmdWriter};
 use tiberius::time::{Date, DateTime2, DateTimeOffset, Time};
 use tiberius::{AuthMethod, Client, ColumnData, Config, EncryptionLevel, ToSql};
 use tokio::net::TcpStream;
@@ -103,7 +103,7 @@ fn sqlcmd_over_tds_prints_as_in_process() {
     let mut local = Vec::new();
     {
         let mut writer = SqlcmdWriter::new(&mut local, SqlcmdFormat::default());
-        let mut session = Session::new(Shared::new(engine.clone()).unwrap(), "sa", "master").unwrap();
+        let mut session = Session::new(tessera_sql::start_instance(engine.clone()).unwrap(), "sa", "master").unwrap();
         runner::run_script(&mut session, BATCH, &mut writer);
         session.close();
     }

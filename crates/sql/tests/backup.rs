@@ -6,13 +6,13 @@ use std::path::Path;
 
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::types::Value;
-use tessera_sql::{Collected, Session, Shared};
+use tessera_sql::{Collected, Session};
 
 fn session(dir: &Path) -> Session {
     let mut config = EngineConfig::new(dir.join("data"));
     config.pool_bytes = 32 << 20;
     config.background = false;
-    let shared = Shared::new(Engine::open(config).unwrap()).unwrap();
+    let shared = tessera_sql::start_instance(Engine::open(config).unwrap()).unwrap();
     Session::new(shared, "sa", "master").unwrap()
 }
 

@@ -35,7 +35,7 @@ fn checkdb_reports_index_damage_and_repair_rebuild_fixes_it() {
     let mut config = EngineConfig::new(dir.path());
     config.pool_bytes = 32 << 20;
     config.background = false;
-    let shared = Shared::new(Engine::open(config).unwrap()).unwrap();
+    let shared = tessera_sql::start_instance(Engine::open(config).unwrap()).unwrap();
     let mut s = Session::new(shared.clone(), "sa", "master").unwrap();
     let out = run(
         &mut s,
@@ -53,14 +53,14 @@ fn checkdb_reports_index_damage_and_repair_rebuild_fixes_it() {
     // row 1000 stored with u = 3, a value row 3 already holds, and no index entries.
     let t = table(&shared, "t");
     let row = |id: i64, k: i64, u: i64| vec![Value::Int(id), Value::Int(k), Value::Int(u)];
-    let key_of = |r: &[Value]| tessera_sql::dml::row_key(&t, r, None).unwrap();
+    let key_of = |r: &[Value]| tessera_execution::dml::row_key(&t, r, None).unwrap();
     let db = shared.database("shop").unwrap();
     let mut tx = db.begin();
     let five = row(5, 5, 5);
-    let entry = tessera_sql::exec::index_entry(&t, 1, &five, &key_of(&five)).unwrap();
+    let entry = tessera_execution::encoding::index_entry(&t, 1, &five, &key_of(&five)).unwrap();
     assert!(tx.delete(tree(&shared, &t, 1), &entry).unwrap());
     let seven = row(7, 99, 7);
-    let stray = tessera_sql::exec::index_entry(&t, 1, &seven, &key_of(&seven)).unwrap();
+    let stray = tessera_execution::encoding::index_entry(&t, 1, &seven, &key_of(&seven)).unwrap();
     tx.insert(tree(&shared, &t, 1), &stray, &key_of(&seven)).unwrap();
     tx.commit().unwrap();
 
@@ -97,11 +97,11 @@ fn checkdb_reports_index_damage_and_repair_rebuild_fixes_it() {
     // row is reported as missing its entry.
     let t = table(&shared, "t");
     let twin = row(1000, 0, 3);
-    let twin_key = tessera_sql::dml::row_key(&t, &twin, None).unwrap();
+    let twin_key = tessera_execution::dml::row_key(&t, &twin, None).unwrap();
     let mut tx = db.begin();
-    let bytes = tessera_sql::dml::to_storage_row(&t, &twin).unwrap();
+    let bytes = tessera_execution::dml::to_storage_row(&t, &twin).unwrap();
     tx.insert(tree(&shared, &t, 0), &twin_key, &bytes).unwrap();
-    let entry = tessera_sql::exec::index_entry(&t, 1, &twin, &twin_key).unwrap();
+    let entry = tessera_execution::encoding::index_entry(&t, 1, &twin, &twin_key).unwrap();
     tx.insert(tree(&shared, &t, 1), &entry, &twin_key).unwrap();
     tx.commit().unwrap();
     let out = run(&mut s, "DBCC CHECKDB");

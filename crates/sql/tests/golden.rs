@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_sql::{runner, Session, Shared, SqlcmdFormat, SqlcmdWriter};
+use tessera_sql::{runner, Session, SqlcmdFormat, SqlcmdWriter};
 
 fn run_script(script: &str) -> String {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -14,7 +14,7 @@ fn run_script(script: &str) -> String {
     config.pool_bytes = 32 << 20;
     config.background = false;
     let engine = Engine::open(config).expect("engine");
-    let shared = Shared::new(engine.clone()).expect("shared");
+    let shared = tessera_sql::start_instance(engine.clone()).expect("shared");
     let mut out = Vec::new();
     {
         let mut writer = SqlcmdWriter::new(&mut out, SqlcmdFormat::default());

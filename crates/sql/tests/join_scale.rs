@@ -3,7 +3,7 @@
 
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::types::Value;
-use tessera_sql::{Collected, Session, Shared};
+use tessera_sql::{Collected, Session};
 
 fn scalar(s: &mut Session, sql: &str) -> i64 {
     let mut out = Collected::default();
@@ -21,7 +21,7 @@ fn large_joins_are_not_quadratic() {
     config.pool_bytes = 64 << 20;
     config.background = false;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine).unwrap();
+    let shared = tessera_sql::start_instance(engine).unwrap();
     let mut s = Session::new(shared, "sa", "master").unwrap();
     let mut out = Collected::default();
     assert!(!s.execute(

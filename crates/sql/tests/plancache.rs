@@ -27,7 +27,7 @@ fn start() -> (tempfile::TempDir, std::sync::Arc<Shared>, Session) {
     let mut config = EngineConfig::new(dir.path());
     config.pool_bytes = 64 << 20;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine).unwrap();
+    let shared = tessera_sql::start_instance(engine).unwrap();
     let session = Session::new(shared.clone(), "sa", "master").unwrap();
     (dir, shared, session)
 }

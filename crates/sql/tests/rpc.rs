@@ -5,7 +5,7 @@ use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
-use tessera_sql::{Collected, ResultSink, Session, Shared, SqlError};
+use tessera_sql::{Collected, ResultSink, Session, SqlError};
 
 #[derive(Default)]
 struct Sink {
@@ -46,7 +46,7 @@ fn procedures_executesql_and_prepared_statements() {
     config.pool_bytes = 32 << 20;
     config.background = false;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine).unwrap();
+    let shared = tessera_sql::start_instance(engine).unwrap();
     let mut s = Session::new(shared, "sa", "master").unwrap();
     let mut sink = Sink::default();
     assert!(!s.execute(

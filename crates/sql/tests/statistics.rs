@@ -4,7 +4,7 @@
 
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::types::Value;
-use tessera_sql::{Collected, Session, Shared, SqlError};
+use tessera_sql::{Collected, Session, SqlError};
 
 fn session() -> (tempfile::TempDir, Session) {
     let dir = tempfile::tempdir().unwrap();
@@ -12,7 +12,7 @@ fn session() -> (tempfile::TempDir, Session) {
     config.pool_bytes = 64 << 20;
     config.background = false;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine).unwrap();
+    let shared = tessera_sql::start_instance(engine).unwrap();
     let s = Session::new(shared, "sa", "master").unwrap();
     (dir, s)
 }

@@ -6,7 +6,7 @@
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::Value;
-use tessera_sql::{Collected, Session, Shared, SqlError};
+use tessera_sql::{Collected, Session, SqlError};
 
 const ROWS: usize = 40_000;
 
@@ -46,7 +46,7 @@ fn rows_stream_early_stops_and_memory_grants() {
     let mut config = EngineConfig::new(dir.path());
     config.pool_bytes = 128 << 20;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine.clone()).unwrap();
+    let shared = tessera_sql::start_instance(engine.clone()).unwrap();
     let mut s = Session::new(shared.clone(), "sa", "master").unwrap();
     run(&mut s, "CREATE DATABASE stream; USE stream; CREATE TABLE big (id int PRIMARY KEY, pad char(1000) NOT NULL)");
     for chunk in 0..ROWS / 1000 {

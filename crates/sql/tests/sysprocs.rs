@@ -3,7 +3,7 @@
 
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::types::Value;
-use tessera_sql::{Collected, Session, Shared};
+use tessera_sql::{Collected, Session};
 
 #[test]
 fn sp_help_sp_helpdb_and_sp_databases_describe_what_exists() {
@@ -12,7 +12,7 @@ fn sp_help_sp_helpdb_and_sp_databases_describe_what_exists() {
     config.pool_bytes = 32 << 20;
     config.background = false;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine).unwrap();
+    let shared = tessera_sql::start_instance(engine).unwrap();
     let mut s = Session::new(shared, "sa", "master").unwrap();
     let mut out = Collected::default();
     assert!(!s.execute(
@@ -61,7 +61,7 @@ fn sp_configure_values_survive_a_restart() {
         config.pool_bytes = 32 << 20;
         config.background = false;
         let engine = Engine::open(config).unwrap();
-        (engine.clone(), Shared::new(engine).unwrap())
+        (engine.clone(), tessera_sql::start_instance(engine).unwrap())
     };
     {
         let (engine, shared) = open();
@@ -93,7 +93,7 @@ fn max_server_memory_moves_the_pool_and_memory_views_report() {
     config.pool_bytes = 512 << 20;
     config.background = false;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine.clone()).unwrap();
+    let shared = tessera_sql::start_instance(engine.clone()).unwrap();
     let mut s = Session::new(shared.clone(), "sa", "master").unwrap();
     let counter = |s: &mut Session, name: &str| match scalar(
         s,
@@ -188,7 +188,7 @@ fn buffer_pool_extension_on_off_rules_views_and_restart() {
         config.pool_bytes = 128 << 20;
         config.background = false;
         let engine = Engine::open(config).unwrap();
-        (engine.clone(), Shared::new(engine).unwrap())
+        (engine.clone(), tessera_sql::start_instance(engine).unwrap())
     };
     let state = |s: &mut Session| match scalar(
         s,

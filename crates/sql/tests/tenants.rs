@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::types::Value;
-use tessera_sql::{Collected, Session, Shared};
+use tessera_sql::{Collected, Session};
 
 const DATABASES: usize = 50;
 const PROCEDURES: usize = 200;
@@ -17,7 +17,7 @@ fn fifty_databases_with_two_hundred_procedures_each() {
     let mut config = EngineConfig::new(dir.path());
     config.pool_bytes = 64 << 20;
     let engine = Engine::open(config).unwrap();
-    let shared = Shared::new(engine.clone()).unwrap();
+    let shared = tessera_sql::start_instance(engine.clone()).unwrap();
     let mut session = Session::new(shared.clone(), "sa", "master").unwrap();
     let run = |session: &mut Session, text: &str| -> Collected {
         let mut out = Collected::default();

@@ -24,7 +24,7 @@ impl Runner<'_> {
         s: &Statement,
         devices: &[ast::Expr],
         options: &[ast::BackupOption],
-    ) -> SqlResult<(Vec<std::path::PathBuf>, Vec<crate::backup::EvaluatedOption>)> {
+    ) -> SqlResult<(Vec<std::path::PathBuf>, Vec<tessera_execution::backup::EvaluatedOption>)> {
         let mut paths = Vec::new();
         for d in devices {
             match self.eval_scalar(s, d)?.0 {
@@ -42,7 +42,7 @@ impl Runner<'_> {
                 Some(e) => Some(self.eval_scalar(s, e)?),
                 None => None,
             };
-            out.push(crate::backup::EvaluatedOption { name: o.name.clone(), value, to });
+            out.push(tessera_execution::backup::EvaluatedOption { name: o.name.clone(), value, to });
         }
         Ok((paths, out))
     }
@@ -65,10 +65,10 @@ impl Runner<'_> {
         let (shared, login) = (self.shared, self.state.login.clone());
         match kind {
             StatementKind::CreateLogin { name, options, external_source } => {
-                crate::security::create_login(shared, &login, name, options, external_source.as_deref())
+                tessera_execution::security::create_login(shared, &login, name, options, external_source.as_deref())
             }
             StatementKind::AlterLogin { name, action } => {
-                crate::security::alter_login(shared, &login, name, action)?;
+                tessera_execution::security::alter_login(shared, &login, name, action)?;
                 // A renamed current login keeps its session under the new name.
                 if let AlterLoginAction::Set(options) = action {
                     for o in options {
@@ -81,9 +81,9 @@ impl Runner<'_> {
                 }
                 Ok(())
             }
-            StatementKind::DropLogin(name) => crate::security::drop_login(shared, &login, name),
+            StatementKind::DropLogin(name) => tessera_execution::security::drop_login(shared, &login, name),
             StatementKind::AlterServerRole { role, member, add } => {
-                crate::security::alter_server_role(shared, &login, role, member, *add)
+                tessera_execution::security::alter_server_role(shared, &login, role, member, *add)
             }
             _ => unreachable!("security_statement is called for security statements only"),
         }

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 
 use super::rpc::quote_name;
 use super::{Runner, Session};
-use crate::dml::BulkTarget;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::runtime::BulkTarget;
 use tessera_semantics::bind::{invalid_column, Binder};
 use tessera_semantics::output::{EnvChange, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};

@@ -7,8 +7,8 @@ use super::errors::Stop;
 use super::rpc::PreparedProc;
 use super::variables::Frame;
 use super::Runner;
-use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::runtime::ExecCtx;
 use tessera_semantics::cache::CachedBatch;
 use tessera_semantics::catalog::ModuleKind;
 use tessera_semantics::output::ResultSink;
@@ -126,15 +126,15 @@ impl Runner<'_> {
                 Err(Stop::Error(err)) => return self.fail(s, err),
                 Err(Stop::Abort) => return Err(Stop::Abort),
             }
-        } else if let Some(system) = crate::sysprocs::lookup(&proc_name) {
+        } else if let Some(system) = tessera_execution::sysprocs::lookup(&proc_name) {
             self.state.txns.mark_statement();
-            let values: Vec<crate::sysprocs::NamedArg> =
+            let values: Vec<tessera_execution::sysprocs::NamedArg> =
                 args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
-            let result = if system == crate::sysprocs::SystemProc::ExecuteSql {
+            let result = if system == tessera_execution::sysprocs::SystemProc::ExecuteSql {
                 self.run_executesql(s, args)
             } else {
                 let mut ctx = ExecCtx::new(self.shared, self.state);
-                crate::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
+                tessera_execution::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
             };
             match result {
                 Ok(status) => {
@@ -151,7 +151,7 @@ impl Runner<'_> {
         } else {
             let found = {
                 let ctx = ExecCtx::new(self.shared, self.state);
-                crate::modules::find(&ctx, &e.procedure)
+                tessera_execution::modules::find(&ctx, &e.procedure)
             };
             let (db, module) = match found {
                 Ok(Some((db, m))) if m.kind == ModuleKind::Procedure => (db, m),

@@ -10,11 +10,11 @@ use tessera_database::LockMode;
 
 use super::variables::{addr, assign_select};
 use super::Runner;
-use crate::exec::eval;
-use crate::runtime::ExecCtx;
-use crate::runtime::{CatalogOf, SessionState, Shared};
-use crate::statistics::IoStatement;
 use tessera_errors::SqlResult;
+use tessera_execution::exec::eval;
+use tessera_execution::runtime::ExecCtx;
+use tessera_execution::runtime::{CatalogOf, SessionState, Shared};
+use tessera_execution::statistics::IoStatement;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::cache::{Compiled, Found};
 use tessera_semantics::catalog::{Catalog, DbRef, ObjectDep};
@@ -245,7 +245,7 @@ impl Runner<'_> {
     pub(super) fn condition(&mut self, stmt: &Statement, e: &ast::Expr) -> SqlResult<bool> {
         let (x, _) = self.scalar(stmt, e, true)?;
         let io = IoStatement::begin(self.state.options.statistics_io);
-        let v = crate::exec::is_true(&x, &[], &mut ExecCtx::new(self.shared, self.state));
+        let v = tessera_execution::exec::is_true(&x, &[], &mut ExecCtx::new(self.shared, self.state));
         let tables = io.finish(None);
         let v = v?;
         self.io_messages(tables);

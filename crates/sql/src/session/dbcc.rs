@@ -3,8 +3,8 @@
 //! and TRACESTATUS.
 
 use super::{info, Runner};
-use crate::ddl;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::ddl;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement};
 
@@ -20,7 +20,7 @@ impl Runner<'_> {
             self.sink.message(&SqlError::new(8939, format!("Table error: {e}")).at_line(s.line));
             errors += 1;
         }
-        let findings = self.with_ctx(|ctx| crate::checkdb::check_indexes(ctx, db.name()))?;
+        let findings = self.with_ctx(|ctx| tessera_execution::checkdb::check_indexes(ctx, db.name()))?;
         for f in &findings {
             if f.error_count == 0 {
                 continue;

@@ -9,39 +9,37 @@ use tessera_database::Engine;
 
 use super::calls::call_scalar_function;
 use super::Session;
-use crate::runtime::Shared;
 use tessera_errors::SqlResult;
+use tessera_execution::runtime::Shared;
 use tessera_semantics::output::Collected;
 
-impl Shared {
-    /// Starts the instance over `engine`.
-    pub fn new(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
-        if engine.exists("tempdb") {
-            engine.drop_database("tempdb")?;
-        }
-        engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
-        let config = crate::config::Config::load(engine.database("master")?)?;
-        let logins = crate::logins::Logins::load(engine.database("master")?)?;
-        config.apply_memory(&engine)?;
-        // A configured extension that cannot start (its device is gone) stays off; the
-        // extension configuration view shows it disabled.
-        let _ = config.start_extension(&engine);
-        if !engine.exists("msdb") {
-            engine.create_database(
-                "msdb",
-                tessera_database::DatabaseOptions {
-                    recovery_model: tessera_database::RecoveryModel::Simple,
-                    ..Default::default()
-                },
-            )?;
-        }
-        let shared = Shared::assemble(engine, config, logins, call_scalar_function);
-        shared.query_memory.set_max_bytes(shared.engine.memory_status().max_bytes);
-        let mut out = Collected::default();
-        Session::system(shared.clone(), "msdb")?.execute(crate::backup::MSDB_TABLES, &mut out);
-        if let Some(e) = out.errors().first() {
-            return Err((*e).clone());
-        }
-        Ok(shared)
+/// Starts the instance over `engine`.
+pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
+    if engine.exists("tempdb") {
+        engine.drop_database("tempdb")?;
     }
+    engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
+    let config = tessera_execution::config::Config::load(engine.database("master")?)?;
+    let logins = tessera_execution::logins::Logins::load(engine.database("master")?)?;
+    config.apply_memory(&engine)?;
+    // A configured extension that cannot start (its device is gone) stays off; the
+    // extension configuration view shows it disabled.
+    let _ = config.start_extension(&engine);
+    if !engine.exists("msdb") {
+        engine.create_database(
+            "msdb",
+            tessera_database::DatabaseOptions {
+                recovery_model: tessera_database::RecoveryModel::Simple,
+                ..Default::default()
+            },
+        )?;
+    }
+    let shared = Shared::assemble(engine, config, logins, call_scalar_function);
+    shared.query_memory.set_max_bytes(shared.engine.memory_status().max_bytes);
+    let mut out = Collected::default();
+    Session::system(shared.clone(), "msdb")?.execute(tessera_execution::backup::MSDB_TABLES, &mut out);
+    if let Some(e) = out.errors().first() {
+        return Err((*e).clone());
+    }
+    Ok(shared)
 }

@@ -40,9 +40,9 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::ddl;
-use crate::runtime::{ExecCtx, SessionState, Shared};
 use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::ddl;
+use tessera_execution::runtime::{ExecCtx, SessionState, Shared};
 use tessera_semantics::cache::{CachedBatch, Found};
 use tessera_semantics::output::{EnvChange, ResultSink};
 use tessera_semantics::plan::Prepared;
@@ -51,6 +51,7 @@ use tessera_syntax::ast;
 
 pub use errors::format_message;
 use errors::report;
+pub use instance::start_instance;
 pub use rpc::{RpcOutcome, RpcParam};
 use variables::Frame;
 
@@ -71,7 +72,7 @@ impl Session {
             return Err(tessera_semantics::catalog::database_not_found(database));
         }
         let spid = shared.next_spid();
-        let info = crate::runtime::SessionInfo {
+        let info = tessera_execution::runtime::SessionInfo {
             spid,
             login: login.to_string(),
             host_name: String::new(),
@@ -112,7 +113,7 @@ impl Session {
     }
 
     /// Records the session's network connection (sys.dm_exec_connections).
-    pub fn set_connection(&mut self, connection: crate::runtime::ConnectionInfo) {
+    pub fn set_connection(&mut self, connection: tessera_execution::runtime::ConnectionInfo) {
         if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
             info.connection = Some(connection);
         }
@@ -142,7 +143,7 @@ impl Session {
     /// Ends the session: rolls back an open transaction and drops its temp tables.
     pub fn close(&mut self) {
         let _ = self.state.txns.rollback_all();
-        crate::sysprocs::applock::release_session_locks(&mut ExecCtx::new(&self.shared, &mut self.state));
+        tessera_execution::sysprocs::applock::release_session_locks(&mut ExecCtx::new(&self.shared, &mut self.state));
         let names: Vec<String> = self.state.temp_tables.keys().cloned().collect();
         for n in names {
             let name = ast::ObjectName(vec![ast::Ident::new(n)]);
@@ -163,7 +164,7 @@ impl Session {
     fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {
         self.state.cancel.store(false, Ordering::Relaxed);
         // SET STATISTICS TIME ON when the batch starts: its compile time is reported.
-        let watch = self.state.options.statistics_time.then(crate::statistics::Stopwatch::start);
+        let watch = self.state.options.statistics_time.then(tessera_execution::statistics::Stopwatch::start);
         let shared = self.shared.clone();
         let cached = match shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,

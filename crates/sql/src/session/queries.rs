@@ -3,12 +3,12 @@
 
 use super::errors::Stop;
 use super::Runner;
-use crate::ddl;
-use crate::dml;
-use crate::exec::{open, run};
-use crate::runtime::ExecCtx;
-use crate::statistics::IoStatement;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::ddl;
+use tessera_execution::dml;
+use tessera_execution::exec::{open, run};
+use tessera_execution::runtime::ExecCtx;
+use tessera_execution::statistics::IoStatement;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::Collected;
 use tessera_semantics::plan::Expr;
@@ -70,7 +70,7 @@ impl Runner<'_> {
     }
 
     /// SET STATISTICS IO's messages for what a statement read.
-    pub(super) fn io_messages(&mut self, tables: Vec<crate::statistics::TableIo>) {
+    pub(super) fn io_messages(&mut self, tables: Vec<tessera_execution::statistics::TableIo>) {
         for t in tables {
             self.sink.message(&t.message());
         }

@@ -6,8 +6,8 @@ use super::control::Flow;
 use super::errors::Stop;
 use super::transactions::starts_implicit_transaction;
 use super::{info, Runner};
-use crate::ddl;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::ddl;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::ModuleKind;
 use tessera_semantics::output::EnvChange;
@@ -54,7 +54,7 @@ impl Runner<'_> {
         if !(timed && self.state.options.statistics_time) {
             return self.run_statement(s);
         }
-        let watch = crate::statistics::Stopwatch::start();
+        let watch = tessera_execution::statistics::Stopwatch::start();
         let result = self.run_statement(s);
         self.sink.message(&watch.execution_message());
         result
@@ -155,9 +155,10 @@ impl Runner<'_> {
             StatementKind::BufferPoolExtension(setting) => {
                 let login = &self.state.login;
                 if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "serveradmin") {
-                    return Err(crate::security::no_permission());
+                    return Err(tessera_execution::security::no_permission());
                 }
-                let setting = setting.clone().map(|(file, bytes)| crate::config::ExtensionSetting { file, bytes });
+                let setting =
+                    setting.clone().map(|(file, bytes)| tessera_execution::config::ExtensionSetting { file, bytes });
                 self.shared.config.set_extension(&self.shared.engine, setting)?;
             }
             StatementKind::CreateLogin { .. }
@@ -206,8 +207,9 @@ impl Runner<'_> {
                 let database = self.database_ref(s, &b.database)?;
                 let (devices, options) = self.backup_arguments(s, &b.devices, &b.options)?;
                 let shared = self.shared.arc();
-                let history =
-                    crate::backup::backup(&shared, self.state, b.log, &database, devices, &options, self.sink)?;
+                let history = tessera_execution::backup::backup(
+                    &shared, self.state, b.log, &database, devices, &options, self.sink,
+                )?;
                 self.record_history(history);
             }
             StatementKind::Restore(r) => {
@@ -217,7 +219,7 @@ impl Runner<'_> {
                 };
                 let (devices, options) = self.backup_arguments(s, &r.devices, &r.options)?;
                 let shared = self.shared.arc();
-                let history = crate::backup::restore(
+                let history = tessera_execution::backup::restore(
                     &shared,
                     self.state,
                     r.kind,
@@ -248,7 +250,14 @@ impl Runner<'_> {
             StatementKind::CreateProcedure(cp) => {
                 let text = cp.text.clone();
                 self.with_ctx(|ctx| {
-                    crate::modules::define(ctx, &cp.name, ModuleKind::Procedure, cp.or_alter, cp.alter, &text)
+                    tessera_execution::modules::define(
+                        ctx,
+                        &cp.name,
+                        ModuleKind::Procedure,
+                        cp.or_alter,
+                        cp.alter,
+                        &text,
+                    )
                 })?;
             }
             StatementKind::CreateFunction(cf) => {
@@ -263,7 +272,9 @@ impl Runner<'_> {
                     }
                 };
                 let text = cf.text.clone();
-                self.with_ctx(|ctx| crate::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text))?;
+                self.with_ctx(|ctx| {
+                    tessera_execution::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text)
+                })?;
             }
             StatementKind::CreateView(cv) => {
                 // A view must bind when it is created (its tables and columns must exist).
@@ -288,12 +299,12 @@ impl Runner<'_> {
                 }
                 let text = cv.text.clone();
                 self.with_ctx(|ctx| {
-                    crate::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
+                    tessera_execution::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
                 })?;
             }
             StatementKind::DropModule { kind, names, if_exists } => {
                 for n in names {
-                    self.with_ctx(|ctx| crate::modules::drop(ctx, *kind, n, *if_exists))?;
+                    self.with_ctx(|ctx| tessera_execution::modules::drop(ctx, *kind, n, *if_exists))?;
                 }
             }
             StatementKind::Execute(_) | StatementKind::ExecuteString(_) => unreachable!("EXEC runs in run_one"),

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use super::Runner;
-use crate::ddl;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::ddl;
 use tessera_semantics::types::{self, SqlType};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 

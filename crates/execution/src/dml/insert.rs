@@ -4,11 +4,12 @@
 use super::bulk::StagedRows;
 use super::constraints::check_row;
 use super::foreign_keys::check_parents;
-use super::identity::{next_identity, observe_identity};
 use super::storage::store_row;
 use super::BoundTarget;
-use super::{assign_value, load_counters, rowcount_limit};
+use super::{assign_value, rowcount_limit};
 use crate::exec::{eval, run};
+use crate::identity::load_counters;
+use crate::identity::{next_identity, observe_identity};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::InsertPlan;

@@ -13,10 +13,11 @@ use tessera_access::row::RowSchema;
 use tessera_database::{Direction, ReadLocks, TableId};
 
 use super::cursor::{Cursor, Held, Rows};
-use super::encoding::decode_columns;
-use super::grant::Collector;
 use super::locked_read::{locked_rows, run_locked_scan};
-use super::{decode_row, encode_prefix, eval, is_true, missing_tree, prefix_successor};
+use super::{eval, is_true, missing_tree};
+use crate::encoding::decode_columns;
+use crate::encoding::{decode_row, encode_prefix, prefix_successor};
+use crate::grant::Collector;
 use crate::runtime::ExecCtx;
 use crate::statistics::ReadAheadMark;
 use tessera_errors::SqlResult;

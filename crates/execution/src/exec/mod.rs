@@ -14,26 +14,17 @@
 //! (a plan as SET SHOWPLAN_TEXT shows it).
 
 mod cursor;
-mod encoding;
 mod evaluate;
 mod execute;
-mod grant;
 mod locked_read;
 mod operators;
 mod scan;
 
 pub use cursor::{drain, open, Cursor, Rows};
-pub use encoding::{decode_row, encode_prefix, encode_value, group_key, index_entry, prefix_successor, row_schema};
 pub use evaluate::{eval, is_true};
 pub use execute::run;
-pub use grant::{Grant, QueryMemory};
 
 use tessera_errors::SqlError;
-
-fn insufficient_memory() -> SqlError {
-    SqlError::new(701, "There is insufficient system memory in resource pool 'default' to run this query.")
-        .with_severity(17)
-}
 
 fn missing_tree(table: &str) -> SqlError {
     SqlError::new(208, format!("Invalid object name '{table}'."))

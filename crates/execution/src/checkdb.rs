@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tessera_database::{Direction, LockMode, ReadLocks, RowLock, TableId, Transaction};
 
-use crate::exec::{decode_row, index_entry, row_schema};
+use crate::encoding::{decode_row, index_entry, row_schema};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Object, Table};

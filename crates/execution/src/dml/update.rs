@@ -10,7 +10,7 @@ use super::constraints::{check_row, map_duplicate};
 use super::foreign_keys::{check_children, check_parents, MAX_CASCADE_DEPTH};
 use super::indexes::{delete_index_entry, insert_index_entry};
 use super::target::unique_targets;
-use super::{assign_value, row_key, rowcount_limit, to_storage_row, tree, TargetAt};
+use super::{assign_value, row_key, rowcount_limit, to_storage_row, TargetAt};
 use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
@@ -74,7 +74,7 @@ fn unlink_old_row(
     let table = &target.table;
     let key_changed = clustered_key_changes(table, old, new, changed);
     if key_changed {
-        let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+        let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
         ctx.transaction(&target.db)?.delete(rows_tree, key)?;
     }
     for ix in &table.indexes[1..] {
@@ -97,7 +97,7 @@ fn link_new_row(
 ) -> SqlResult<()> {
     let table = &target.table;
     let key_changed = clustered_key_changes(table, old, new, changed);
-    let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
     let bytes = to_storage_row(table, new)?;
     let new_key = if key_changed {
         let uniq =

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::grant::Collector;
 use super::open;
+use crate::grant::Collector;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::{Expr, Row, Subquery, SubqueryKind};
@@ -172,7 +172,7 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             for a in args {
                 vals.push(eval(a, row, ctx)?);
             }
-            ctx.session_function(func, &vals)?
+            crate::functions::session_function(ctx, func, &vals)?
         }
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,
         Expr::UserFunction { call, args } => {

@@ -6,8 +6,9 @@ use super::delete::delete_row;
 use super::indexes::index_key;
 use super::update::update_row;
 use super::BoundTarget;
-use super::{object_name, row_key, tree, TargetAt};
-use crate::exec::{self, decode_row, eval};
+use super::{object_name, row_key, TargetAt};
+use crate::encoding::decode_row;
+use crate::exec::eval;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::bind_target;
@@ -79,7 +80,7 @@ fn parent_exists(ctx: &mut ExecCtx, db: &str, table: &Table, columns: &[usize], 
         full[*c] = v.clone();
     }
     let key = if pos == 0 { row_key(table, &full, None)? } else { index_key(table, ix, &full)? };
-    let t = tree(ctx, db, &ix.tree, table)?;
+    let t = ctx.tree(db, &ix.tree, table)?;
     let tx = ctx.transaction(db)?;
     Ok(tx.get(t, &key)?.is_some())
 }
@@ -104,8 +105,8 @@ fn referencing_rows(
     }
     // Scan the child's rows (through an index whose leading columns are the FK columns
     // when there is one).
-    let schema = exec::row_schema(child)?;
-    let rows_tree = tree(ctx, db, &child.indexes[0].tree, child)?;
+    let schema = crate::encoding::row_schema(child)?;
+    let rows_tree = ctx.tree(db, &child.indexes[0].tree, child)?;
     let mut out = Vec::new();
     let tx = ctx.transaction(db)?;
     for item in

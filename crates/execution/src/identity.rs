@@ -5,21 +5,19 @@ use std::sync::atomic::Ordering;
 
 use tessera_access::row;
 
-use super::tree;
-use crate::exec;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::Table;
 use tessera_semantics::types::{self, SqlType, Value};
 
 /// Loads a table's in-memory counters (identity, row number) from its rows once.
-pub(crate) fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
+pub fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()> {
     let mut loaded = table.counters.loaded.lock().unwrap_or_else(|e| e.into_inner());
     if *loaded {
         return Ok(());
     }
-    let rows_tree = tree(ctx, db, &table.indexes[0].tree, table)?;
-    let schema = exec::row_schema(table)?;
+    let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
+    let schema = crate::encoding::row_schema(table)?;
     let identity = table.identity_column();
     let mut max_id: Option<i64> = None;
     let mut max_uniq = 0u64;

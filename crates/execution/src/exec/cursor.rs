@@ -11,11 +11,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::evaluate::eval_all;
 use super::execute::{run_recursive, same_keys, top_count};
-use super::grant::{Collector, Reservation};
 use super::locked_read::{locked_top_input, run_locked_top};
 use super::operators::{row_number, set_operation, sort_rows, Aggregation};
 use super::scan::{open_scan, ScanFilter};
-use super::{eval, group_key, is_true};
+use super::{eval, is_true};
+use crate::encoding::group_key;
+use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
 use tessera_semantics::plan::{fetch_count, offset_count};

@@ -136,6 +136,11 @@ pub fn lookup(schema: &str, name: &str) -> Option<View> {
     Some(View { id, schema: view.schema(), name: view.name(), columns: view.columns() })
 }
 
+/// Every system view.
+pub fn all() -> impl Iterator<Item = View> {
+    ALL.iter().filter_map(|v| lookup(v.schema(), v.name()))
+}
+
 /// The rows of `view` read in database `db`.
 pub fn rows(view: View, db: &str, ctx: &ExecCtx) -> SqlResult<Vec<Row>> {
     ALL[view.id].rows(ctx, db)

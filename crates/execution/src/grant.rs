@@ -9,8 +9,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::insufficient_memory;
-use tessera_errors::SqlResult;
+use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::Value;
 
@@ -146,6 +145,11 @@ impl Collector {
     pub fn into_parts(self) -> (Vec<Row>, Reservation) {
         (self.rows, self.reservation)
     }
+}
+
+fn insufficient_memory() -> SqlError {
+    SqlError::new(701, "There is insufficient system memory in resource pool 'default' to run this query.")
+        .with_severity(17)
 }
 
 #[cfg(test)]

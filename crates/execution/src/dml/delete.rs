@@ -5,7 +5,7 @@ use super::foreign_keys::{check_children, MAX_CASCADE_DEPTH};
 use super::indexes::delete_index_entry;
 use super::target::unique_targets;
 use super::BoundTarget;
-use super::{rowcount_limit, tree, TargetAt};
+use super::{rowcount_limit, TargetAt};
 use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
@@ -28,7 +28,7 @@ pub(super) fn delete_row(
     }
     check_children(ctx, target, row, None, "DELETE", depth)?;
     let table = &target.table;
-    let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
     if !ctx.transaction(&target.db)?.delete(rows_tree, key)? {
         return Ok(false);
     }

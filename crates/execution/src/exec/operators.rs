@@ -5,9 +5,10 @@ use std::collections::{HashMap, HashSet};
 
 use tessera_access::key::KeyBuf;
 
+use super::eval;
 use super::evaluate::eval_all;
-use super::grant::{row_bytes, Collector, Reservation};
-use super::{encode_value, eval, group_key};
+use crate::encoding::{encode_value, group_key};
+use crate::grant::{row_bytes, Collector, Reservation};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::{AggCall, AggFunc, Expr, Row, SortKey};

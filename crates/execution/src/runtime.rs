@@ -11,11 +11,10 @@ use parking_lot::{Mutex, RwLock};
 use tessera_database::{Database, Engine, Savepoint, Transaction};
 
 use tessera_errors::{SqlError, SqlResult};
-use tessera_semantics::bind::{Catalogs, SessionNames};
-use tessera_semantics::cache::{CachedBatch, PlanCache};
-use tessera_semantics::catalog::{self, Catalog, DbRef, Object, Table};
-use tessera_semantics::plan::{Prepared, Row, SessionFn, View};
-use tessera_semantics::types::{FunctionContext, SqlType, Value};
+use tessera_semantics::cache::PlanCache;
+use tessera_semantics::catalog::{self, Catalog, DbRef, Table};
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::{FunctionContext, Value};
 
 /// The version string `@@VERSION` returns.
 pub const VERSION: &str =
@@ -81,8 +80,8 @@ pub struct Shared {
     /// Runs a user-defined scalar function's body (the session layer's statement loop),
     /// for expressions that call one.
     pub scalar_functions: ScalarFunctions,
-    /// What statements' blocking operators hold (see `exec::Grant`).
-    pub query_memory: Arc<crate::exec::QueryMemory>,
+    /// What statements' blocking operators hold (see `grant::Grant`).
+    pub query_memory: Arc<crate::grant::QueryMemory>,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -130,7 +129,7 @@ impl Shared {
     /// The instance over `engine`, its configuration and logins loaded from master, with
     /// `scalar_functions` running the bodies of user-defined scalar functions. Starting an
     /// instance (tempdb, msdb) is `Shared::new`, in the session layer.
-    pub(crate) fn assemble(
+    pub fn assemble(
         engine: Arc<Engine>,
         config: crate::config::Config,
         logins: crate::logins::Logins,
@@ -272,25 +271,6 @@ impl Shared {
         if let Some(entry) = self.catalogs.lock().remove(&db.to_lowercase()) {
             entry.forgotten.store(true, Ordering::Release);
         }
-    }
-}
-
-impl Catalogs for Shared {
-    fn exists(&self, database: &str) -> bool {
-        self.engine.exists(database)
-    }
-
-    fn catalog(&self, database: &str) -> SqlResult<(Arc<str>, Arc<Catalog>)> {
-        let of = self.catalog_named(database)?;
-        Ok((of.database, of.catalog))
-    }
-
-    fn system_view(&self, schema: &str, name: &str) -> Option<View> {
-        crate::sysviews::lookup(schema, name)
-    }
-
-    fn module_definition(&self, text: &str) -> SqlResult<Arc<CachedBatch<Prepared>>> {
-        self.plans.get_or_parse(text, tessera_syntax::parser::parse_batch)
     }
 }
 
@@ -466,6 +446,21 @@ impl Transactions {
     }
 }
 
+/// What an `INSERT BULK` statement announced, checked against the catalog: where the
+/// rows of the connection's next BULK_LOAD message go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BulkTarget {
+    /// The table as the statement named it, each part quoted.
+    pub table: String,
+    /// The columns the rows fill, in order, as the table spells them.
+    pub columns: Vec<String>,
+    /// KEEPIDENTITY: the identity values sent are inserted.
+    pub keep_identity: bool,
+    /// The table's identity column. Without KEEPIDENTITY the values sent for it are
+    /// dropped and the table makes its own.
+    pub identity: Option<String>,
+}
+
 /// The state of one connection.
 pub struct SessionState {
     pub spid: i32,
@@ -500,7 +495,7 @@ pub struct SessionState {
     pub bulk_rows: Option<Vec<Vec<Value>>>,
     /// What the last `INSERT BULK` announced, until the network layer takes it for the
     /// BULK_LOAD message that follows (`Session::take_bulk_target`).
-    pub bulk_target: Option<crate::dml::BulkTarget>,
+    pub bulk_target: Option<BulkTarget>,
     /// Application locks the session owns (`sp_getapplock @LockOwner = 'Session'`):
     /// (database, name hash).
     pub app_locks: Vec<(String, u64)>,
@@ -568,32 +563,6 @@ impl SessionState {
     }
 }
 
-impl SessionNames for SessionState {
-    fn database(&self) -> &str {
-        &self.database
-    }
-
-    fn temp_table(&self, name: &str) -> Option<&str> {
-        self.temp_tables.get(name).map(String::as_str)
-    }
-
-    fn ansi_nulls(&self) -> bool {
-        self.options.ansi_nulls
-    }
-
-    fn concat_null_yields_null(&self) -> bool {
-        self.options.concat_null_yields_null
-    }
-
-    fn identity_insert(&self) -> Option<(&str, i32)> {
-        self.options.identity_insert.as_ref().map(|(db, id)| (db.as_str(), *id))
-    }
-
-    fn dateformat(&self) -> &str {
-        &self.options.dateformat
-    }
-}
-
 /// Per-statement execution context.
 pub struct ExecCtx<'a> {
     pub shared: &'a Shared,
@@ -608,7 +577,7 @@ pub struct ExecCtx<'a> {
     /// The current round of each running recursive CTE, by work table id.
     pub work_tables: HashMap<usize, Vec<Row>>,
     /// The statement's memory grant, made when an operator first needs it.
-    grant: Option<Arc<crate::exec::Grant>>,
+    grant: Option<Arc<crate::grant::Grant>>,
 }
 
 impl<'a> ExecCtx<'a> {
@@ -626,10 +595,10 @@ impl<'a> ExecCtx<'a> {
         }
     }
 
-    /// The statement's memory grant (see `exec::Grant`).
-    pub fn grant(&mut self) -> Arc<crate::exec::Grant> {
+    /// The statement's memory grant (see `grant::Grant`).
+    pub fn grant(&mut self) -> Arc<crate::grant::Grant> {
         let shared = self.shared;
-        self.grant.get_or_insert_with(|| crate::exec::Grant::new(shared.query_memory.clone())).clone()
+        self.grant.get_or_insert_with(|| crate::grant::Grant::new(shared.query_memory.clone())).clone()
     }
 
     pub fn var(&self, slot: usize) -> &Value {
@@ -661,243 +630,13 @@ impl<'a> ExecCtx<'a> {
     }
 
     pub fn row_schema(&self, table: &Table) -> SqlResult<tessera_access::row::RowSchema> {
-        crate::exec::row_schema(table)
+        crate::encoding::row_schema(table)
     }
 
-    fn catalog_of(&self, db: &str) -> SqlResult<Arc<Catalog>> {
-        let database = self.shared.database(db)?;
-        self.shared.catalog(&database)
+    /// The storage tree `name` of `table` in database `db`, seen by the session's
+    /// transaction there (error 208 when it is gone).
+    pub fn tree(&mut self, db: &str, name: &str, table: &Table) -> SqlResult<tessera_database::TableId> {
+        let tx = self.transaction(db)?;
+        tx.database().table(name).ok_or_else(|| tessera_semantics::bind::invalid_object(&table.name))
     }
-
-    /// Resolves `name`, `schema.name` or `db.schema.name` to (database, object).
-    fn object(&self, name: &str) -> Option<(String, Object)> {
-        let parts: Vec<&str> = name.split('.').map(|p| p.trim_matches(|c| c == '[' || c == ']')).collect();
-        let (db, schema, obj) = match parts.as_slice() {
-            [o] => (self.session.database.clone(), "dbo", *o),
-            [s, o] => (self.session.database.clone(), *s, *o),
-            [d, s, o] => (d.to_string(), if s.is_empty() { "dbo" } else { s }, *o),
-            _ => return None,
-        };
-        if let Some(real) = obj.starts_with('#').then(|| self.session.temp_tables.get(&obj.to_lowercase())).flatten() {
-            let cat = self.catalog_of("tempdb").ok()?;
-            return cat.lookup("dbo", real).cloned().map(|o| ("tempdb".to_string(), o));
-        }
-        let cat = self.catalog_of(&db).ok()?;
-        cat.lookup(schema, obj).cloned().map(|o| (db, o))
-    }
-
-    /// IDENT_CURRENT: the last identity value of a table, or its seed while none was made.
-    fn ident_current(&mut self, name: Option<String>) -> SqlResult<Value> {
-        let Some((db, Object::Table(table))) = name.and_then(|n| self.object(&n)) else { return Ok(Value::Null) };
-        let Some(col) = table.identity_column() else { return Ok(Value::Null) };
-        crate::dml::load_counters(self, &db, &table)?;
-        let (seed, inc) = table.columns[col].identity.expect("identity column");
-        let v = table.counters.identity.load(Ordering::Relaxed);
-        let v = if v == seed - inc { seed } else { v };
-        Ok(Value::Decimal { value: i128::from(v), scale: 0 })
-    }
-
-    pub fn session_function(&mut self, func: &SessionFn, args: &[Value]) -> SqlResult<Value> {
-        let s = &*self.session;
-        let text = |v: &Value| match v {
-            Value::Str(s) => Some(s.to_string()),
-            _ => None,
-        };
-        Ok(match func {
-            SessionFn::RowCount => Value::Int(s.rowcount),
-            SessionFn::Identity => s.identity.clone().unwrap_or(Value::Null),
-            SessionFn::ScopeIdentity => s.scope_identity.clone().unwrap_or(Value::Null),
-            SessionFn::Error => Value::Int(i64::from(s.error)),
-            SessionFn::TranCount => Value::Int(i64::from(s.txns.count)),
-            SessionFn::Spid => Value::Int(i64::from(s.spid)),
-            SessionFn::NestLevel => Value::Int(i64::from(s.nest_level)),
-            SessionFn::Version => Value::str(VERSION),
-            SessionFn::ServerName | SessionFn::ServiceName => Value::str(&self.shared.server_name),
-            SessionFn::DbName => match args.first() {
-                None => Value::str(&s.database),
-                Some(Value::Int(id)) => self.database_name(*id).map_or(Value::Null, |n| Value::str(&n)),
-                Some(_) => Value::Null,
-            },
-            SessionFn::DbId => match args.first() {
-                None => self.database_id(&s.database.clone()),
-                Some(v) => text(v).map_or(Value::Null, |n| self.database_id(&n)),
-            },
-            SessionFn::DbNameOf | SessionFn::DbIdOf => Value::Null,
-            SessionFn::ObjectId => match args.first().and_then(text) {
-                Some(n) => self.object(&n).map_or(Value::Null, |(_, o)| Value::Int(i64::from(o.id()))),
-                None => Value::Null,
-            },
-            SessionFn::ObjectName => match args.first() {
-                Some(Value::Int(id)) => {
-                    let db = match args.get(1) {
-                        Some(Value::Int(dbid)) => self.database_name(*dbid),
-                        _ => Some(s.database.clone()),
-                    };
-                    db.and_then(|d| self.catalog_of(&d).ok())
-                        .and_then(|c| c.by_id(*id as i32).map(|o| Value::str(o.name())))
-                        .unwrap_or(Value::Null)
-                }
-                _ => Value::Null,
-            },
-            SessionFn::SchemaName => match args.first() {
-                None | Some(Value::Int(1)) => Value::str("dbo"),
-                Some(Value::Int(2)) => Value::str("guest"),
-                Some(Value::Int(3)) => Value::str("INFORMATION_SCHEMA"),
-                Some(Value::Int(4)) => Value::str("sys"),
-                _ => Value::Null,
-            },
-            SessionFn::TypeName => match args.first() {
-                Some(Value::Int(id)) => crate::sysviews::type_name(*id).map_or(Value::Null, Value::str),
-                _ => Value::Null,
-            },
-            SessionFn::TypeId => match args.first().and_then(text) {
-                Some(n) => crate::sysviews::type_id(&n).map_or(Value::Null, Value::Int),
-                None => Value::Null,
-            },
-            SessionFn::ColLength => match (args.first().and_then(text), args.get(1).and_then(text)) {
-                (Some(t), Some(c)) => match self.object(&t) {
-                    Some((_, Object::Table(table))) => match table.column(&c) {
-                        Some(i) => Value::Int(column_length(&table.columns[i].ty)),
-                        None => Value::Null,
-                    },
-                    _ => Value::Null,
-                },
-                _ => Value::Null,
-            },
-            SessionFn::IdentCurrent => return self.ident_current(args.first().and_then(text)),
-            SessionFn::ServerProperty => match args.first().and_then(text) {
-                Some(p) => server_property(&p, &self.shared.server_name),
-                None => Value::Null,
-            },
-            SessionFn::DatabasePropertyEx => match (args.first().and_then(text), args.get(1).and_then(text)) {
-                (Some(db), Some(p)) => self.database_property(&db, &p),
-                _ => Value::Null,
-            },
-            SessionFn::Language => Value::str(&s.options.language),
-            SessionFn::MaxPrecision => Value::Int(38),
-            SessionFn::TextSize => Value::Int(if s.options.textsize < 0 { 4096 } else { s.options.textsize }),
-            SessionFn::LockTimeout => Value::Int(s.options.lock_timeout),
-            SessionFn::Options => Value::Int(5496),
-            SessionFn::FetchStatus => Value::Int(-1),
-            SessionFn::DateFirst => Value::Int(s.options.datefirst),
-            SessionFn::ProcId => Value::Int(0),
-            SessionFn::XactState => Value::Int(if s.txns.count == 0 && s.txns.open.is_empty() {
-                0
-            } else if s.txns.doomed {
-                -1
-            } else {
-                1
-            }),
-            SessionFn::ErrorNumber => s.caught.as_ref().map_or(Value::Null, |e| Value::Int(i64::from(e.number))),
-            SessionFn::ErrorMessage => s.caught.as_ref().map_or(Value::Null, |e| Value::str(&e.message)),
-            SessionFn::ErrorSeverity => s.caught.as_ref().map_or(Value::Null, |e| Value::Int(i64::from(e.severity))),
-            SessionFn::ErrorState => s.caught.as_ref().map_or(Value::Null, |e| Value::Int(i64::from(e.state))),
-            SessionFn::ErrorLine => s.caught.as_ref().map_or(Value::Null, |e| Value::Int(i64::from(e.line))),
-            SessionFn::ErrorProcedure => {
-                s.caught.as_ref().and_then(|e| e.procedure.as_deref()).map_or(Value::Null, Value::str)
-            }
-            SessionFn::SuserName => match args.first() {
-                None => Value::str(&s.login),
-                Some(Value::Int(id)) => self
-                    .shared
-                    .logins
-                    .all()
-                    .into_iter()
-                    .find(|l| i64::from(l.principal_id) == *id)
-                    .map_or(Value::Null, |l| Value::str(&l.name)),
-                Some(Value::Binary(sid)) => self
-                    .shared
-                    .logins
-                    .all()
-                    .into_iter()
-                    .find(|l| l.sid[..] == sid[..])
-                    .map_or(Value::Null, |l| Value::str(&l.name)),
-                Some(_) => Value::Null,
-            },
-            SessionFn::SuserId => {
-                let name = args.first().and_then(text).unwrap_or_else(|| s.login.clone());
-                self.shared.logins.get(&name).map_or(Value::Null, |l| Value::Int(i64::from(l.principal_id)))
-            }
-            SessionFn::SuserSid => {
-                let name = args.first().and_then(text).unwrap_or_else(|| s.login.clone());
-                self.shared.logins.get(&name).map_or(Value::Null, |l| Value::Binary(l.sid.into()))
-            }
-            SessionFn::UserName => Value::str("dbo"),
-            SessionFn::HostName => Value::str(&s.host_name),
-            SessionFn::AppName | SessionFn::ProgramName => Value::str(&s.program_name),
-            SessionFn::IsSrvRoleMember => match args.first().and_then(text) {
-                Some(role) if crate::logins::SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&role)) => {
-                    let login = args.get(1).and_then(text).unwrap_or_else(|| s.login.clone());
-                    match self.shared.logins.get(&login) {
-                        Some(_) => Value::Int(i64::from(self.shared.logins.is_member(&login, &role))),
-                        None => Value::Null,
-                    }
-                }
-                _ => Value::Null,
-            },
-            SessionFn::HasDbAccess => Value::Int(1),
-        })
-    }
-
-    fn database_name(&self, id: i64) -> Option<String> {
-        self.shared
-            .engine
-            .database_names()
-            .into_iter()
-            .find(|n| self.shared.database(n).map(|d| i64::from(d.id()) == id).unwrap_or(false))
-    }
-
-    fn database_id(&self, name: &str) -> Value {
-        if !self.shared.engine.exists(name) {
-            return Value::Null;
-        }
-        self.shared.database(name).map_or(Value::Null, |d| Value::Int(i64::from(d.id())))
-    }
-
-    fn database_property(&self, db: &str, prop: &str) -> Value {
-        let Ok(d) = self.shared.database(db) else { return Value::Null };
-        match prop.to_ascii_lowercase().as_str() {
-            "recovery" => Value::str(d.options().recovery_model.name()),
-            "status" => Value::str("ONLINE"),
-            "updateability" => Value::str("READ_WRITE"),
-            "useraccess" => Value::str("MULTI_USER"),
-            "collation" => Value::str(DEFAULT_COLLATION),
-            "version" => Value::str("957"),
-            _ => Value::Null,
-        }
-    }
-}
-
-/// COL_LENGTH: bytes a column takes (-1 for max types).
-fn column_length(t: &SqlType) -> i64 {
-    use SqlType::*;
-    match *t {
-        Char(n) | VarChar(n) | Binary(n) | VarBinary(n) if n == tessera_access::row::MAX => -1,
-        NChar(n) | NVarChar(n) if n == tessera_access::row::MAX => -1,
-        Char(n) | VarChar(n) | Binary(n) | VarBinary(n) => i64::from(n),
-        NChar(n) | NVarChar(n) => 2 * i64::from(n),
-        _ => t.fixed_size().map_or(-1, |s| s as i64),
-    }
-}
-
-fn server_property(name: &str, server: &str) -> Value {
-    match name.to_ascii_lowercase().as_str() {
-        "productversion" => Value::str("16.0.1000.6"),
-        "productlevel" => Value::str("RTM"),
-        "edition" => Value::str("Developer Edition (64-bit)"),
-        "engineedition" => Value::str("3"),
-        "servername" | "machinename" => Value::str(server),
-        "instancename" => Value::Null,
-        "collation" => Value::str(DEFAULT_COLLATION),
-        "isclustered" | "isfulltextinstalled" | "isintegratedsecurityonly" | "ishadrenabled" => Value::str("0"),
-        "processid" => Value::str(&std::process::id().to_string()),
-        "productmajorversion" => Value::str("16"),
-        "productminorversion" => Value::str("0"),
-        _ => Value::Null,
-    }
-}
-
-/// The result column type of SERVERPROPERTY and friends (sql_variant in SQL Server).
-pub fn variant_type() -> SqlType {
-    SqlType::NVarChar(128)
 }

@@ -14,7 +14,7 @@ use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{SqlType, Value};
 
 /// An evaluated `WITH` option: upper-cased name, value, and for MOVE the target.
-pub(crate) struct EvaluatedOption {
+pub struct EvaluatedOption {
     pub name: String,
     pub value: Option<(Value, SqlType)>,
     pub to: Option<(Value, SqlType)>,
@@ -131,7 +131,7 @@ fn sql_time(micros: i64) -> String {
 }
 
 /// The msdb tables SQL Server's tools read after a backup or restore.
-pub(crate) const MSDB_TABLES: &str = "
+pub const MSDB_TABLES: &str = "
 IF OBJECT_ID('dbo.backupmediaset') IS NULL
 CREATE TABLE dbo.backupmediaset (media_set_id int IDENTITY PRIMARY KEY, media_uuid uniqueidentifier NULL,
   media_family_count tinyint NULL, name nvarchar(128) NULL, description nvarchar(255) NULL,
@@ -270,7 +270,7 @@ fn uuid(v: u128) -> String {
 }
 
 /// BACKUP DATABASE | LOG; returns the msdb history to record (none under trace flag 3001).
-pub(crate) fn backup(
+pub fn backup(
     shared: &Arc<Shared>,
     state: &mut SessionState,
     log: bool,
@@ -505,7 +505,7 @@ fn result_set(sink: &mut dyn ResultSink, spec: &[(&str, SqlType)], rows: &[Vec<V
 /// The RESTORE family; returns the msdb history to record (none under trace flag 3001, or
 /// for RESTORE VERIFYONLY / HEADERONLY and other statements that restore nothing).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn restore(
+pub fn restore(
     shared: &Arc<Shared>,
     state: &mut SessionState,
     kind: tessera_syntax::ast::RestoreKind,

@@ -3,26 +3,11 @@
 
 use super::constraints::duplicate_error;
 use super::storage::encode_row;
-use super::{tree, TargetAt};
-use crate::exec::{self, decode_row};
+use super::TargetAt;
+use crate::encoding::decode_row;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
 use tessera_semantics::types::Value;
-
-/// What an `INSERT BULK` statement announced, checked against the catalog: where the
-/// rows of the connection's next BULK_LOAD message go.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BulkTarget {
-    /// The table as the statement named it, each part quoted.
-    pub table: String,
-    /// The columns the rows fill, in order, as the table spells them.
-    pub columns: Vec<String>,
-    /// KEEPIDENTITY: the identity values sent are inserted.
-    pub keep_identity: bool,
-    /// The table's identity column. Without KEEPIDENTITY the values sent for it are
-    /// dropped and the table makes its own.
-    pub identity: Option<String>,
-}
 
 /// A multi-row INSERT into a table whose only index is its clustered one may be
 /// minimally logged (SIMPLE and BULK_LOGGED databases, an empty table): its rows are
@@ -62,12 +47,12 @@ impl StagedRows {
     pub(super) fn store(mut self, ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
         let table = &target.table;
         // The row a duplicate-key error names, decoded back from its stored form.
-        let stored = |bytes: &[u8]| decode_row(table, &exec::row_schema(table)?, bytes);
+        let stored = |bytes: &[u8]| decode_row(table, &crate::encoding::row_schema(table)?, bytes);
         self.rows.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(w) = self.rows.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(duplicate_error(table, &table.indexes[0], &stored(&w[1].1)?));
         }
-        let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+        let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
         let tx = ctx.transaction(&target.db)?;
         if self.bytes >= BULK_MIN_BYTES && tx.bulk_load(rows_tree, self.rows.iter().map(|(k, v)| (k, v)))?.is_some() {
             return Ok(());

@@ -4,7 +4,7 @@
 //!
 //! Files: `insert`, `update`, `delete` and `assign` (each statement compiled and run),
 //! `target` (the target table and the rows an UPDATE/DELETE changes), `output` (OUTPUT
-//! clauses), `identity` (identity and uniquifier counters), `constraints` (column length,
+//! clauses), `constraints` (column length,
 //! NOT NULL, CHECK, duplicate keys), `foreign_keys` (parents, children and cascades),
 //! `storage` (clustered keys and stored rows), `indexes` (nonclustered index maintenance),
 //! `bulk` (INSERTs staged and stored as one bulk load).
@@ -14,7 +14,6 @@ mod bulk;
 mod constraints;
 mod delete;
 mod foreign_keys;
-mod identity;
 mod indexes;
 mod insert;
 mod output;
@@ -23,10 +22,8 @@ mod target;
 mod update;
 
 pub use assign::run_assign;
-pub use bulk::BulkTarget;
 pub use constraints::{assign_value, validate_rows};
 pub use delete::run_delete;
-pub(crate) use identity::load_counters;
 pub use indexes::build_index;
 pub use insert::run_insert;
 pub use output::run_output_into;
@@ -34,10 +31,7 @@ pub use storage::{load_rows, row_key, table_rows, to_storage_row};
 pub use target::{BoundTarget, TargetAt};
 pub use update::run_update;
 
-use tessera_database::TableId;
-
 use crate::runtime::ExecCtx;
-use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
 
 /// Largest clustered index key, in bytes (SQL Server's limit).
@@ -45,11 +39,6 @@ pub const MAX_CLUSTERED_KEY: usize = 900;
 
 fn object_name(t: &Table) -> String {
     format!("{}.{}", t.schema, tessera_semantics::catalog::display_name(&t.name))
-}
-
-fn tree(ctx: &mut ExecCtx, db: &str, name: &str, table: &Table) -> SqlResult<TableId> {
-    let tx = ctx.transaction(db)?;
-    tx.database().table(name).ok_or_else(|| tessera_semantics::bind::invalid_object(&table.name))
 }
 
 /// `SET ROWCOUNT n`: the most rows a statement may return or change (0 = no limit).

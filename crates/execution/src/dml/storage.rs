@@ -8,8 +8,9 @@ use tessera_access::row;
 
 use super::constraints::{check_row, map_duplicate};
 use super::indexes::insert_index_entry;
-use super::{load_counters, tree, TargetAt, MAX_CLUSTERED_KEY};
-use crate::exec::{self, decode_row};
+use super::{TargetAt, MAX_CLUSTERED_KEY};
+use crate::encoding::decode_row;
+use crate::identity::load_counters;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::Table;
@@ -38,7 +39,7 @@ pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResu
 /// A row in the storage format of its table (FixedVar).
 pub fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
     let stored: Vec<row::Value> = row.iter().zip(&table.columns).map(|(v, c)| types::to_storage(v, &c.ty)).collect();
-    let schema = exec::row_schema(table)?;
+    let schema = crate::encoding::row_schema(table)?;
     Ok(row::encode(&schema, &stored)?)
 }
 
@@ -60,7 +61,7 @@ pub(super) fn encode_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) ->
 pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> SqlResult<Vec<u8>> {
     let table = &target.table;
     let (key, bytes) = encode_row(ctx, target, row)?;
-    let rows_tree = tree(ctx, &target.db, &table.indexes[0].tree, table)?;
+    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
     ctx.transaction(&target.db)?
         .insert(rows_tree, &key, &bytes)
         .map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
@@ -72,8 +73,8 @@ pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> 
 
 /// Every row of a table in storage order, with keys (index rebuilds, ALTER TABLE).
 pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(Vec<u8>, Row)>> {
-    let schema = exec::row_schema(table)?;
-    let rows_tree = tree(ctx, db, &table.indexes[0].tree, table)?;
+    let schema = crate::encoding::row_schema(table)?;
+    let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
     let tx = ctx.transaction(db)?;
     let mut out = Vec::new();
     for item in

@@ -2,7 +2,7 @@
 //! index filled from the table.
 
 use super::constraints::{key_values, map_duplicate};
-use super::{object_name, table_rows, tree, TargetAt};
+use super::{object_name, table_rows, TargetAt};
 use crate::runtime::ExecCtx;
 use tessera_access::key::KeyBuf;
 use tessera_errors::{SqlError, SqlResult};
@@ -25,7 +25,7 @@ pub(super) fn insert_index_entry(
     key: &[u8],
 ) -> SqlResult<()> {
     let ikey = index_key(&target.table, ix, row)?;
-    let t = tree(ctx, &target.db, &ix.tree, &target.table)?;
+    let t = ctx.tree(&target.db, &ix.tree, &target.table)?;
     ctx.transaction(&target.db)?
         .index_insert(t, &ikey, key, ix.unique)
         .map_err(|e| map_duplicate(e, &target.table, ix, row))
@@ -39,7 +39,7 @@ pub(super) fn delete_index_entry(
     key: &[u8],
 ) -> SqlResult<()> {
     let ikey = index_key(&target.table, ix, row)?;
-    let t = tree(ctx, &target.db, &ix.tree, &target.table)?;
+    let t = ctx.tree(&target.db, &ix.tree, &target.table)?;
     ctx.transaction(&target.db)?.index_delete(t, &ikey, key, ix.unique)?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! OFFSET and FETCH.
 
 use super::cursor::{drain, open};
-use super::grant::Collector;
+use crate::grant::Collector;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::{Plan, Row};

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
 
-use super::grant::{Collector, Reservation};
 use super::scan::{scan_range, KeyRange};
-use super::{decode_row, index_entry, is_true, missing_tree};
+use super::{is_true, missing_tree};
+use crate::encoding::{decode_row, index_entry};
+use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
 use tessera_semantics::plan::{Expr, Plan, Row, ScanNode};

@@ -1,0 +1,22 @@
+//! tessera's T-SQL execution. See README.md.
+
+pub mod backup;
+pub mod binding;
+pub mod checkdb;
+pub mod config;
+pub mod ddl;
+pub mod dml;
+pub mod encoding;
+pub mod exec;
+pub mod functions;
+pub mod grant;
+pub mod identity;
+pub mod logins;
+pub mod modules;
+pub mod runtime;
+pub mod security;
+pub mod statistics;
+pub mod sysprocs;
+pub mod sysviews;
+
+pub use runtime::Shared;

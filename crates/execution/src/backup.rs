@@ -2,15 +2,12 @@
 //! messages, the RESTORE … ONLY result sets, trace flags 3213/3604/3605, the ERRORLOG
 //! lines and the history in `msdb`.
 
+use crate::runtime::{SessionState, Shared};
 use std::path::PathBuf;
 use std::sync::Arc;
-
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
-
-use crate::runtime::{SessionState, Shared};
 use tessera_errors::{SqlError, SqlResult};
-use tessera_semantics::output::OutputColumn;
-use tessera_semantics::output::ResultSink;
+use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{SqlType, Value};
 
 /// An evaluated `WITH` option: upper-cased name, value, and for MOVE the target.

@@ -1,6 +1,6 @@
 //! ALTER TABLE: columns and constraints added, columns dropped or altered, constraints dropped.
 
-use crate::dml::BoundTarget;
+use crate::dml::{self, BoundTarget};
 use std::sync::Arc;
 
 use super::constraints::{apply_constraint, constraint_failed, set_default};
@@ -9,7 +9,6 @@ use super::locking::lock_for_ddl;
 use super::rebuild::{in_own_transaction, rebuild, save_definition};
 use super::tables::{column_def, resolve_column_type};
 use super::{heap_index, target_for, tree_name};
-use crate::dml;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::Table;

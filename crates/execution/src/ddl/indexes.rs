@@ -1,13 +1,12 @@
 //! Indexes: CREATE and DROP INDEX, index column lists, an index rebuilt by REPAIR_REBUILD.
 
-use crate::dml::BoundTarget;
+use crate::dml::{self, BoundTarget};
 use std::sync::Arc;
 use tessera_database::LockMode;
 
 use super::locking::{lock_for_ddl, lock_trees};
 use super::rebuild::{in_own_transaction, rebuild, save_definition};
 use super::{heap_index, target_for, tree_name};
-use crate::dml;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Index, Table};

@@ -1,10 +1,9 @@
 //! Table rebuilds: new trees loaded in DDL's own transaction, changed definitions saved.
 
-use crate::dml::BoundTarget;
+use crate::dml::{self, BoundTarget};
 use std::sync::Arc;
 
 use super::{create_trees, drop_trees, target_for, tree_name};
-use crate::dml;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{self, Object, Table};

@@ -1,17 +1,15 @@
 //! Tables: CREATE, DROP and TRUNCATE TABLE, table variables, column definitions.
 
-use std::sync::Arc;
-
 use super::constraints::{apply_constraint, constraint_failed, ensure_constraint_name_free, set_default};
 use super::indexes::{index_columns, place_index};
 use super::locking::lock_for_ddl;
 use super::rebuild::replace_storage;
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
+use std::sync::Arc;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::Binder;
-use tessera_semantics::catalog::database_not_found;
-use tessera_semantics::catalog::{self, Catalog, Column, Index, Object, Table};
+use tessera_semantics::catalog::{self, database_not_found, Catalog, Column, Index, Object, Table};
 use tessera_semantics::types::{self, SqlType};
 use tessera_syntax::ast::{self, ConstraintKind, Ident, ObjectName};
 

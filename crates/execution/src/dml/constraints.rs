@@ -1,12 +1,10 @@
 //! The constraints a stored row meets: column length (2628), NOT NULL (515), CHECK (547)
 //! and unique keys (2627/2601), and the check of existing rows against a new constraint.
 
-use tessera_access::row;
-
-use super::foreign_keys::check_parents;
-use super::{object_name, table_rows, TargetAt};
+use super::{object_name, TargetAt};
 use crate::exec::eval;
 use crate::runtime::ExecCtx;
+use tessera_access::row;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Index, Table};
 use tessera_semantics::types::{self, SqlType, Value};
@@ -193,14 +191,4 @@ fn single_column(definition: &str) -> Option<String> {
     let mut cols = Vec::new();
     walk(&e, &mut cols);
     (cols.len() == 1).then(|| cols.remove(0))
-}
-
-/// Verifies that existing rows satisfy a new CHECK or FOREIGN KEY constraint.
-pub fn validate_rows(ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
-    let rows = table_rows(ctx, &target.db, &target.table)?;
-    for (_, r) in rows {
-        check_row(ctx, target, &r, "ALTER TABLE")?;
-        check_parents(ctx, target, &r, None, "ALTER TABLE")?;
-    }
-    Ok(())
 }

@@ -1,42 +1,14 @@
 //! DELETE: compiling it, and deleting rows with their index entries after the foreign keys
 //! that reference them are enforced.
 
-use super::foreign_keys::{check_children, MAX_CASCADE_DEPTH};
-use super::indexes::delete_index_entry;
-use super::target::unique_targets;
-use super::BoundTarget;
-use super::{rowcount_limit, TargetAt};
+use super::row_changes::delete_row;
+use super::rowcount_limit;
+use super::target::{unique_targets, BoundTarget};
 use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
-use tessera_errors::{SqlError, SqlResult};
-use tessera_semantics::plan::DeletePlan;
-use tessera_semantics::plan::Row;
+use tessera_errors::SqlResult;
+use tessera_semantics::plan::{DeletePlan, Row};
 use tessera_semantics::types::Value;
-
-pub(super) fn delete_row(
-    ctx: &mut ExecCtx,
-    target: &TargetAt,
-    key: &[u8],
-    row: &[Value],
-    depth: usize,
-) -> SqlResult<bool> {
-    if depth > MAX_CASCADE_DEPTH {
-        return Err(SqlError::new(
-            217,
-            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
-        ));
-    }
-    check_children(ctx, target, row, None, "DELETE", depth)?;
-    let table = &target.table;
-    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
-    if !ctx.transaction(&target.db)?.delete(rows_tree, key)? {
-        return Ok(false);
-    }
-    for ix in &table.indexes[1..] {
-        delete_index_entry(ctx, target, ix, row, key)?;
-    }
-    Ok(true)
-}
 
 pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>)> {
     let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);

@@ -2,7 +2,8 @@
 //! index filled from the table.
 
 use super::constraints::{key_values, map_duplicate};
-use super::{object_name, table_rows, TargetAt};
+use super::storage::table_rows;
+use super::{object_name, TargetAt};
 use crate::runtime::ExecCtx;
 use tessera_access::key::KeyBuf;
 use tessera_errors::{SqlError, SqlResult};

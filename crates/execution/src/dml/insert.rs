@@ -2,19 +2,16 @@
 //! running it with identity values, defaults, constraints and OUTPUT.
 
 use super::bulk::StagedRows;
-use super::constraints::check_row;
+use super::constraints::{assign_value, check_row};
 use super::foreign_keys::check_parents;
-use super::storage::store_row;
-use super::BoundTarget;
-use super::{assign_value, rowcount_limit};
+use super::rowcount_limit;
+use super::store::store_row;
+use super::target::BoundTarget;
 use crate::exec::{eval, run};
-use crate::identity::load_counters;
-use crate::identity::{next_identity, observe_identity};
+use crate::identity::{load_counters, next_identity, observe_identity};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
-use tessera_semantics::plan::InsertPlan;
-use tessera_semantics::plan::InsertSource;
-use tessera_semantics::plan::{Expr, Row};
+use tessera_semantics::plan::{Expr, InsertPlan, InsertSource, Row};
 use tessera_semantics::types::{self, SqlType, Value};
 
 fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {

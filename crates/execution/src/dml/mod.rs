@@ -1,13 +1,16 @@
-//! Compiling and running queries and data changes: SELECT, variable assignment, INSERT,
-//! UPDATE, DELETE — with identity values, defaults, NOT NULL, CHECK and FOREIGN KEY
-//! constraints, unique keys and nonclustered index maintenance.
+//! Running data changes and assignments: SELECT @v = …, INSERT, UPDATE and DELETE —
+//! with identity values, defaults, NOT NULL, CHECK and FOREIGN KEY constraints, unique
+//! keys and nonclustered index maintenance. (Binding them is
+//! `tessera_semantics::bind::dml`.)
 //!
-//! Files: `insert`, `update`, `delete` and `assign` (each statement compiled and run),
-//! `target` (the target table and the rows an UPDATE/DELETE changes), `output` (OUTPUT
-//! clauses), `constraints` (column length,
-//! NOT NULL, CHECK, duplicate keys), `foreign_keys` (parents, children and cascades),
-//! `storage` (clustered keys and stored rows), `indexes` (nonclustered index maintenance),
-//! `bulk` (INSERTs staged and stored as one bulk load).
+//! Files, each using only those before it: `target` (a plan's target as it runs, each
+//! source row once), `storage` (clustered keys, stored rows, whole-table reads),
+//! `constraints` (column length, NOT NULL, CHECK, duplicate-key errors), `indexes`
+//! (nonclustered index entries and builds), `foreign_keys` (a row's parents),
+//! `row_changes` (deleting and updating one row, with the cascades they set off),
+//! `store` (storing new rows; loads and checks for DDL), `bulk` (INSERTs staged and
+//! stored as one bulk load), then one file per statement: `assign`, `insert`, `output`
+//! (OUTPUT … INTO), `update`, `delete`.
 
 mod assign;
 mod bulk;
@@ -17,17 +20,20 @@ mod foreign_keys;
 mod indexes;
 mod insert;
 mod output;
+mod row_changes;
 mod storage;
+mod store;
 mod target;
 mod update;
 
 pub use assign::run_assign;
-pub use constraints::{assign_value, validate_rows};
+pub use constraints::assign_value;
 pub use delete::run_delete;
 pub use indexes::build_index;
 pub use insert::run_insert;
 pub use output::run_output_into;
-pub use storage::{load_rows, row_key, table_rows, to_storage_row};
+pub use storage::{row_key, table_rows, to_storage_row};
+pub use store::{load_rows, validate_rows};
 pub use target::{BoundTarget, TargetAt};
 pub use update::run_update;
 

@@ -1,11 +1,10 @@
 //! OUTPUT clauses: `deleted.*` / `inserted.*` and expressions over both rows, and
 //! `OUTPUT … INTO`.
 
-use super::run_insert;
+use super::insert::run_insert;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
-use tessera_semantics::plan::{Expr, Row};
-use tessera_semantics::plan::{InsertPlan, InsertSource, Target};
+use tessera_semantics::plan::{Expr, InsertPlan, InsertSource, Row, Target};
 
 /// Inserts OUTPUT rows into the `OUTPUT … INTO` target.
 pub fn run_output_into(ctx: &mut ExecCtx, into: &InsertPlan, rows: Vec<Row>) -> SqlResult<u64> {

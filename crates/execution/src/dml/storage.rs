@@ -1,17 +1,13 @@
 //! Rows in the rows tree: clustered keys, the stored form, storing a new row with its
 //! index entries, and whole-table reads and loads for DDL.
 
-use std::sync::atomic::Ordering;
-
-use tessera_access::key::KeyBuf;
-use tessera_access::row;
-
-use super::constraints::{check_row, map_duplicate};
-use super::indexes::insert_index_entry;
 use super::{TargetAt, MAX_CLUSTERED_KEY};
 use crate::encoding::decode_row;
 use crate::identity::load_counters;
 use crate::runtime::ExecCtx;
+use std::sync::atomic::Ordering;
+use tessera_access::key::KeyBuf;
+use tessera_access::row;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::Table;
 use tessera_semantics::plan::Row;
@@ -56,21 +52,6 @@ pub(super) fn encode_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) ->
     Ok((row_key(table, row, uniq)?, to_storage_row(table, row)?))
 }
 
-/// Inserts a complete row (constraints already checked) into the rows tree and every
-/// index; returns its key.
-pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> SqlResult<Vec<u8>> {
-    let table = &target.table;
-    let (key, bytes) = encode_row(ctx, target, row)?;
-    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
-    ctx.transaction(&target.db)?
-        .insert(rows_tree, &key, &bytes)
-        .map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
-    for ix in &table.indexes[1..] {
-        insert_index_entry(ctx, target, ix, row, &key)?;
-    }
-    Ok(key)
-}
-
 /// Every row of a table in storage order, with keys (index rebuilds, ALTER TABLE).
 pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(Vec<u8>, Row)>> {
     let schema = crate::encoding::row_schema(table)?;
@@ -84,13 +65,4 @@ pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(
         out.push((k, decode_row(table, &schema, &v)?));
     }
     Ok(out)
-}
-
-/// Fills a new table's trees with rows (ALTER TABLE rewrites, CREATE CLUSTERED INDEX).
-pub fn load_rows(ctx: &mut ExecCtx, target: &TargetAt, rows: Vec<Row>) -> SqlResult<()> {
-    for r in rows {
-        check_row(ctx, target, &r, "ALTER TABLE")?;
-        store_row(ctx, target, &r)?;
-    }
-    Ok(())
 }

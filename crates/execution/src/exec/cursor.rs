@@ -7,34 +7,22 @@
 //! the build side of a hash join, the inner side of a nested loop, EXCEPT/INTERSECT,
 //! ROW_NUMBER, recursive CTEs) hold it under the statement's memory grant (`grant.rs`).
 
-use std::collections::{HashMap, HashSet, VecDeque};
-
-use super::evaluate::eval_all;
-use super::execute::{run_recursive, same_keys, top_count};
+use super::evaluate::{eval, eval_all, is_true};
 use super::locked_read::{locked_top_input, run_locked_top};
 use super::operators::{row_number, set_operation, sort_rows, Aggregation};
+use super::rows::{drain, Cursor, Held, Rows};
 use super::scan::{open_scan, ScanFilter};
-use super::{eval, is_true};
 use crate::encoding::group_key;
 use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
-use tessera_errors::SqlResult;
-use tessera_semantics::plan::{fetch_count, offset_count};
-use tessera_semantics::plan::{Expr, Plan, Row};
-use tessera_semantics::types::Value;
+use std::collections::{HashMap, HashSet, VecDeque};
+use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::plan::{fetch_count, offset_count, Expr, Plan, Row};
+use tessera_semantics::types::{self, Value};
 use tessera_syntax::ast::{JoinKind, SetOperator};
 
 /// What DISTINCT holds for each key seen besides the key's bytes (the set's entry).
 const SEEN_KEY_OVERHEAD_BYTES: usize = 48;
-
-/// An open operator.
-pub trait Cursor {
-    /// The next row, or None once the operator has no more.
-    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>>;
-}
-
-/// An open plan: its root operator.
-pub type Rows<'p> = Box<dyn Cursor + 'p>;
 
 /// Opens `plan`. `corr` is the correlation row an enclosing [`Plan::Apply`] hands down
 /// (empty at the top); expressions of the plan that read it are evaluated now.
@@ -176,39 +164,6 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             Box::new(Held::new(Collector::from_parts(row_number(rows, partition, order, ctx)?, reservation)))
         }
     })
-}
-
-/// Every row of an open plan, held under the statement's grant.
-pub fn drain(mut rows: Rows<'_>, ctx: &mut ExecCtx) -> SqlResult<Collector> {
-    let mut out = Collector::new(&ctx.grant());
-    while let Some(r) = rows.next(ctx)? {
-        out.push(r)?;
-    }
-    Ok(out)
-}
-
-/// Rows held in memory, handed out in order.
-pub(super) struct Held {
-    rows: std::vec::IntoIter<Row>,
-    _reservation: Option<Reservation>,
-}
-
-impl Held {
-    pub(super) fn new(rows: Collector) -> Held {
-        let (rows, reservation) = rows.into_parts();
-        Held { rows: rows.into_iter(), _reservation: Some(reservation) }
-    }
-
-    /// Rows that are small by construction (system views, work tables, a locked TOP).
-    pub(super) fn loose(rows: Vec<Row>) -> Held {
-        Held { rows: rows.into_iter(), _reservation: None }
-    }
-}
-
-impl Cursor for Held {
-    fn next(&mut self, _: &mut ExecCtx) -> SqlResult<Option<Row>> {
-        Ok(self.rows.next())
-    }
 }
 
 struct Values<'p> {
@@ -516,5 +471,78 @@ impl Cursor for Concat<'_> {
             Some(second) => second.next(ctx),
             None => Ok(None),
         }
+    }
+}
+
+/// The rounds of a recursive CTE, accumulated (see `Plan::RecursiveCte`).
+fn run_recursive(
+    id: usize,
+    anchor: Collector,
+    recursive: &Plan,
+    max_recursion: u16,
+    corr: &[Value],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Collector> {
+    let mut out = Collector::new(&ctx.grant());
+    let mut round = anchor.into_parts().0;
+    let mut depth = 0u16;
+    while !round.is_empty() {
+        for r in &round {
+            out.push(r.clone())?;
+        }
+        ctx.work_tables.insert(id, round);
+        let next = run(recursive, corr, ctx)?;
+        if !next.is_empty() {
+            if max_recursion != 0 && depth >= max_recursion {
+                return Err(SqlError::new(
+                    530,
+                    format!(
+                        "The statement terminated. The maximum recursion {max_recursion} has been exhausted before statement completion."
+                    ),
+                ));
+            }
+            depth += 1;
+        }
+        round = next;
+    }
+    Ok(out)
+}
+
+/// Runs a plan to its end and returns its rows (bounded by the statement's memory
+/// grant while they are collected). `corr` is the correlation row handed down by an
+/// enclosing [`Plan::Apply`] (empty at the top).
+pub fn run(plan: &Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+    let rows = open(plan, corr, ctx)?;
+    Ok(drain(rows, ctx)?.into_parts().0)
+}
+
+fn same_keys(a: &[Value], b: &[Value]) -> bool {
+    a.iter().zip(b).all(|(x, y)| match (x.is_null(), y.is_null()) {
+        (true, true) => true,
+        (false, false) => types::compare(x, y) == Some(std::cmp::Ordering::Equal),
+        _ => false,
+    })
+}
+
+fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usize> {
+    if percent {
+        let p = match n {
+            Value::Float(f) => *f,
+            Value::Int(i) => *i as f64,
+            Value::Decimal { value, scale } => *value as f64 / 10f64.powi(i32::from(*scale)),
+            _ => 0.0,
+        };
+        if !(0.0..=100.0).contains(&p) {
+            return Err(SqlError::new(1031, "Percent values must be between 0 and 100."));
+        }
+        return Ok((p / 100.0 * total as f64).ceil() as usize);
+    }
+    match n {
+        Value::Int(i) if *i >= 0 => Ok(*i as usize),
+        Value::Null => Err(SqlError::new(1060, "The number of rows in the TOP clause must be an integer.")),
+        _ => Err(SqlError::new(
+            1060,
+            "The number of rows provided for a TOP or FETCH clauses row count parameter must be an integer.",
+        )),
     }
 }

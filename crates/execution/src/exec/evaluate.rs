@@ -1,8 +1,8 @@
 //! Expression evaluation: a tree walk over one row, with three-valued logic and subqueries.
 
+use super::cursor::open;
 use std::sync::Arc;
 
-use super::open;
 use crate::grant::Collector;
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};

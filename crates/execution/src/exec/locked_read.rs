@@ -1,15 +1,14 @@
 //! Scans that take row locks (UPDLOCK, XLOCK, HOLDLOCK, UPDATE/DELETE targets): candidates
 //! found first, then each row locked and read again; TOP over such a scan locks row by row.
 
-use std::sync::Arc;
-
-use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
-
-use super::scan::{scan_range, KeyRange};
-use super::{is_true, missing_tree};
+use super::evaluate::is_true;
+use super::missing_tree;
+use super::ranges::{scan_range, KeyRange};
 use crate::encoding::{decode_row, index_entry};
 use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
+use std::sync::Arc;
+use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
 use tessera_errors::SqlResult;
 use tessera_semantics::plan::{Expr, Plan, Row, ScanNode};
 use tessera_semantics::types::Value;

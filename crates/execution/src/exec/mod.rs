@@ -1,28 +1,28 @@
-//! Bound expressions and relational plans, and their evaluation.
+//! Running bound plans: each relational operator opened as a cursor that streams its rows
+//! on demand (those that need all of their input first hold it under the statement's
+//! memory grant, `crate::grant`), and expressions evaluated as a tree walk.
 //!
-//! The binder turns syntax into these trees: every name resolved to a row position, a
-//! variable slot or a catalog object, every operand converted to the type its operator
-//! works on. Evaluation is a tree walk; relational operators are opened as cursors that
-//! stream their rows on demand, and those that need all of their input first hold it
-//! under the statement's memory grant.
+//! Files: `rows` (what an open operator is, rows held in memory), `evaluate`
+//! (expressions), `ranges` (the key range of a scan or seek), `locked_read` (scans that
+//! lock their rows), `scan` (scans and seeks), `operators` (sort, aggregation, set
+//! operations, ROW_NUMBER), `cursor` (every operator opened; a plan run to its end;
+//! recursive CTE rounds; TOP counts).
 //!
-//! Files: `tree` (the expression and plan types), `evaluate` (expressions), `cursor`
-//! (each operator as a streaming cursor), `execute` (running a plan to its end,
-//! TOP/OFFSET/FETCH counts, recursive CTEs), `scan` (scans and seeks), `locked_read`
-//! (scans that lock their rows), `operators` (sort, aggregation, set operations,
-//! ROW_NUMBER), `grant` (query memory), `encoding` (stored rows and key bytes), `showplan`
-//! (a plan as SET SHOWPLAN_TEXT shows it).
+//! One recursion crosses files: an expression may hold a query (a subquery, which
+//! `evaluate` opens with `cursor::open`) and a query holds expressions. Every other file
+//! uses only those listed before it.
 
 mod cursor;
 mod evaluate;
-mod execute;
 mod locked_read;
 mod operators;
+mod ranges;
+mod rows;
 mod scan;
 
-pub use cursor::{drain, open, Cursor, Rows};
+pub use cursor::{open, run};
 pub use evaluate::{eval, is_true};
-pub use execute::run;
+pub use rows::{drain, Cursor, Rows};
 
 use tessera_errors::SqlError;
 

@@ -1,15 +1,12 @@
 //! The operators that need all of their input first: sort, grouping and aggregation, set
 //! operations and ROW_NUMBER.
 
-use std::collections::{HashMap, HashSet};
-
-use tessera_access::key::KeyBuf;
-
-use super::eval;
-use super::evaluate::eval_all;
+use super::evaluate::{eval, eval_all};
 use crate::encoding::{encode_value, group_key};
 use crate::grant::{row_bytes, Collector, Reservation};
 use crate::runtime::ExecCtx;
+use std::collections::{HashMap, HashSet};
+use tessera_access::key::KeyBuf;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::{AggCall, AggFunc, Expr, Row, SortKey};
 use tessera_semantics::types::{self, SqlType, Value};

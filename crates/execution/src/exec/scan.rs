@@ -4,83 +4,27 @@
 //! such a scan is evaluated inside it on the columns it reads ([`ScanFilter`]), so a row
 //! it rejects is never decoded in full.
 
-use std::collections::VecDeque;
-use std::ops::Bound;
-use std::sync::Arc;
-
-use tessera_access::key::KeyBuf;
-use tessera_access::row::RowSchema;
-use tessera_database::{Direction, ReadLocks, TableId};
-
-use super::cursor::{Cursor, Held, Rows};
+use super::evaluate::{eval, is_true};
 use super::locked_read::{locked_rows, run_locked_scan};
-use super::{eval, is_true, missing_tree};
-use crate::encoding::decode_columns;
-use crate::encoding::{decode_row, encode_prefix, prefix_successor};
+use super::missing_tree;
+use super::ranges::scan_range;
+use super::rows::{Cursor, Held, Rows};
+use crate::encoding::{decode_columns, decode_row, encode_prefix};
 use crate::grant::Collector;
 use crate::runtime::ExecCtx;
 use crate::statistics::ReadAheadMark;
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::Arc;
+use tessera_access::key::KeyBuf;
+use tessera_access::row::RowSchema;
+use tessera_database::{Direction, ReadLocks, TableId};
 use tessera_errors::SqlResult;
-use tessera_semantics::plan::{columns_used, Expr, RangeBound, Row, ScanNode};
+use tessera_semantics::plan::{columns_used, Expr, Row, ScanNode};
 use tessera_semantics::types::Value;
 
 /// Rows a streaming scan reads from storage at a time.
 const SCAN_BATCH_ROWS: usize = 256;
-
-pub(super) type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
-
-pub(super) fn scan_range(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Option<KeyRange>> {
-    let mut values = Vec::with_capacity(node.prefix.len() + 1);
-    for e in &node.prefix {
-        values.push(eval(e, corr, ctx)?);
-    }
-    let bound_value = |b: &Option<RangeBound>, ctx: &mut ExecCtx| -> SqlResult<Option<(Value, bool)>> {
-        match b {
-            Some(b) => Ok(Some((eval(&b.value, corr, ctx)?, b.inclusive))),
-            None => Ok(None),
-        }
-    };
-    let lower = bound_value(&node.lower, ctx)?;
-    let upper = bound_value(&node.upper, ctx)?;
-    // Comparisons with NULL are never true: the range is empty.
-    if values.iter().chain(lower.iter().map(|b| &b.0)).chain(upper.iter().map(|b| &b.0)).any(Value::is_null) {
-        return Ok(None);
-    }
-    let mut key = KeyBuf::new();
-    encode_prefix(&node.table, node.index, &values, &mut key)?;
-    let prefix = key.into_vec();
-    let with = |extra: &Value| -> SqlResult<Vec<u8>> {
-        let mut all = values.clone();
-        all.push(extra.clone());
-        let mut k = KeyBuf::new();
-        encode_prefix(&node.table, node.index, &all, &mut k)?;
-        Ok(k.into_vec())
-    };
-    // A one-sided range must not run into the column's NULLs (which sort first, or last
-    // in a descending column): no comparison with NULL is true.
-    let desc = node.table.indexes[node.index].columns.get(values.len()).is_some_and(|c| c.1);
-    let lo = match &lower {
-        Some((v, true)) => Bound::Included(with(v)?),
-        Some((v, false)) => {
-            let k = with(v)?;
-            prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
-        }
-        None if upper.is_some() && !desc => {
-            let k = with(&Value::Null)?;
-            prefix_successor(&k).map_or(Bound::Excluded(k), Bound::Included)
-        }
-        None if prefix.is_empty() => Bound::Unbounded,
-        None => Bound::Included(prefix.clone()),
-    };
-    let hi = match &upper {
-        Some((v, true)) => prefix_successor(&with(v)?).map_or(Bound::Unbounded, Bound::Excluded),
-        Some((v, false)) => Bound::Excluded(with(v)?),
-        None if lower.is_some() && desc => Bound::Excluded(with(&Value::Null)?),
-        None if prefix.is_empty() => Bound::Unbounded,
-        None => prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
-    };
-    Ok(Some((lo, hi)))
-}
 
 /// A unique index pinned on its whole key: one point lookup instead of a range scan.
 fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {

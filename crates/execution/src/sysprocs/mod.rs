@@ -2,16 +2,14 @@
 //! prepared-statement procedures are run by the session itself (they execute batches); the
 //! others produce result sets from the engine, the catalogs and the configuration.
 
-use std::sync::Arc;
-
-pub mod applock;
-
 use crate::runtime::ExecCtx;
+use std::sync::Arc;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Catalog, Object, Table};
-use tessera_semantics::output::OutputColumn;
-use tessera_semantics::output::ResultSink;
+use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
+
+pub mod applock;
 
 /// An argument of a system procedure: its `@name` if given by name, and its value
 /// (None for DEFAULT).

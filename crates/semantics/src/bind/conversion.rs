@@ -1,9 +1,7 @@
 //! Literal types and implicit conversions: constants converted when bound, casts where values
 //! change representation, the common type of several operands.
 
-use super::expr::is_null_literal;
-use crate::plan::BoundQuery;
-use crate::plan::{Expr, Plan};
+use crate::plan::{BoundQuery, Expr, Plan};
 use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
 use tessera_errors::{SqlError, SqlResult};
@@ -160,4 +158,9 @@ pub(super) fn project_to(q: BoundQuery, to: &[SqlType]) -> SqlResult<Plan> {
     }
     let exprs = q.columns.iter().zip(to).enumerate().map(|(i, (c, t))| cast_to(Expr::Column(i), &c.ty, t)).collect();
     Ok(Plan::Project { input: Box::new(q.plan), exprs })
+}
+
+/// The NULL literal (typed as the other operand where SQL Server types it so).
+pub(super) fn is_null_literal(e: &Expr) -> bool {
+    matches!(e, Expr::Const(Value::Null))
 }

@@ -4,8 +4,7 @@
 use super::query::{check_column_list, check_derived_columns, check_nested_order_by, combine_set_operands};
 use super::Binder;
 use crate::output::OutputColumn;
-use crate::plan::BoundQuery;
-use crate::plan::Plan;
+use crate::plan::{BoundQuery, Plan};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
 

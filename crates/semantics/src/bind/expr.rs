@@ -1,13 +1,14 @@
 //! Expression binding: literals, names, operators, CASE, CAST/CONVERT and subqueries, with
 //! the implicit conversions their operands need.
 
-use super::conversion::{convert, decimal_literal, integer_literal, literal, narrow_int_literal, project_cast, unify};
+use super::conversion::{
+    convert, decimal_literal, integer_literal, is_null_literal, literal, narrow_int_literal, project_cast, unify,
+};
 use super::functions::global_variable;
 use super::names::Scope;
 use super::query::check_nested_order_by;
 use super::Binder;
-use crate::plan::BoundQuery;
-use crate::plan::{Expr, Subquery, SubqueryKind};
+use crate::plan::{BoundQuery, Expr, Subquery, SubqueryKind};
 use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
 use tessera_errors::{SqlError, SqlResult};
@@ -374,10 +375,6 @@ fn is_predicate(e: &Expr) -> bool {
         Expr::Const(Value::Bit(_)) => true,
         _ => false,
     }
-}
-
-pub(super) fn is_null_literal(e: &Expr) -> bool {
-    matches!(e, Expr::Const(Value::Null))
 }
 
 fn near_text(e: &ast::Expr) -> String {

@@ -7,9 +7,7 @@ use super::query::{check_column_list, check_derived_columns, check_nested_order_
 use super::Binder;
 use crate::catalog::{DbRef, ModuleKind, Table};
 use crate::locking::LockHints;
-use crate::plan::columns_used;
-use crate::plan::BoundQuery;
-use crate::plan::{Expr, Plan};
+use crate::plan::{columns_used, BoundQuery, Expr, Plan};
 use crate::types::SqlType;
 use std::sync::Arc;
 use tessera_errors::{SqlError, SqlResult};

@@ -2,8 +2,7 @@
 //! their arguments are constant), session functions and `@@` variables.
 
 use super::aggregate::agg_func;
-use super::conversion::{convert, unify};
-use super::expr::is_null_literal;
+use super::conversion::{convert, is_null_literal, unify};
 use super::names::object_display;
 use super::Binder;
 use crate::catalog::ModuleKind;

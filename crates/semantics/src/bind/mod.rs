@@ -9,7 +9,15 @@
 //! every join a method: index nested loops when the inner table has an index on the join
 //! columns, hash join for other equi-joins, nested loops otherwise.
 
-use crate::plan::BoundQuery;
+use crate::catalog::{Catalog, DbRef, ObjectDep, Table};
+use crate::plan::{BoundQuery, Expr};
+use crate::types::{self, SqlType};
+use aggregate::AggContext;
+use cte::DEFAULT_MAX_RECURSION;
+use std::sync::Arc;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_syntax::ast::Ident;
+
 mod access;
 mod aggregate;
 mod context;
@@ -31,15 +39,6 @@ pub use dml::{bind_target, compile_assign, compile_delete, compile_insert, compi
 pub use expr_walk::map_columns;
 pub use modules::{nesting_error, MAX_NESTING};
 pub use names::Scope;
-
-use crate::catalog::{Catalog, DbRef, ObjectDep, Table};
-use crate::plan::Expr;
-use crate::types::{self, SqlType};
-use aggregate::AggContext;
-use cte::DEFAULT_MAX_RECURSION;
-use std::sync::Arc;
-use tessera_errors::{SqlError, SqlResult};
-use tessera_syntax::ast::Ident;
 
 /// A database as a plan refers to it, and its name while the plan is bound.
 #[derive(Clone, Debug)]

@@ -36,13 +36,14 @@
 //! - data changes are `Clustered Index Insert/Update/Delete` (a heap: `Table …`) naming
 //!   every index they maintain, over the plan that finds their rows.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use super::{AggCall, AggFunc, Expr, Plan, ScanNode, SortKey, Subquery, SubqueryKind};
-use super::{DeletePlan, InsertPlan, InsertSource, Prepared, UpdatePlan};
+use super::{
+    AggCall, AggFunc, DeletePlan, Expr, InsertPlan, InsertSource, Plan, Prepared, ScanNode, SortKey, Subquery,
+    SubqueryKind, UpdatePlan,
+};
 use crate::catalog::{DbRef, Table};
 use crate::types::{self, SqlType, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
 use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 
 /// The plan rows of a compiled statement; `vars` names the variable slots of its frame.

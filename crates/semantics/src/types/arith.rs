@@ -1,13 +1,11 @@
 //! Arithmetic, bitwise and concatenation operators on values whose operand and result
 //! types come from [`super::arithmetic_plan`].
 
-use std::sync::Arc;
-
 use super::convert::{cast, check_int, fit_string};
 use super::datetime::DAYS_TO_1900;
-use super::num;
 use super::typing::{base_type_name, family, is_numeric, Family};
-use super::{SqlType, Value};
+use super::{num, SqlType, Value};
+use std::sync::Arc;
 use tessera_access::row::{MAX, TICKS_PER_DAY};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{BinaryOp, UnaryOp};

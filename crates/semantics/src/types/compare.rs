@@ -1,12 +1,10 @@
 //! Comparison under the default collation SQL_Latin1_General_CP1_CI_AS, the matching
 //! memcomparable key encoding, and `LIKE`.
 
-use std::cmp::Ordering;
-
-use super::num;
 use super::text::{char_in_range, chars_equal, collate_cmp, sort_key};
 use super::typing::{family, Family};
-use super::{SqlType, Value};
+use super::{num, SqlType, Value};
+use std::cmp::Ordering;
 use tessera_access::key::KeyBuf;
 use tessera_errors::{SqlError, SqlResult};
 

@@ -2,11 +2,8 @@
 //! copied back, a nesting level down), `EXEC ('dynamic sql')`, and scalar user-defined
 //! functions called from expressions.
 
-use super::control::Flow;
-use super::errors::Stop;
-use super::rpc::PreparedProc;
 use super::variables::Frame;
-use super::Runner;
+use super::{Flow, Runner, Stop};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::runtime::ExecCtx;
 use tessera_semantics::cache::CachedBatch;
@@ -394,5 +391,25 @@ impl Runner<'_> {
             Err(e) => return self.fail(s, e),
         };
         self.invoke(s, &cached, &[], &cached.batch.statements, None, &db, Vec::new()).map(|_| Flow::Next)
+    }
+}
+
+/// The prepared-statement procedures, which keep state in the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PreparedProc {
+    Prepare,
+    Execute,
+    PrepExec,
+    Unprepare,
+}
+impl PreparedProc {
+    pub(super) fn lookup(name: &str) -> Option<PreparedProc> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "sp_prepare" => PreparedProc::Prepare,
+            "sp_execute" => PreparedProc::Execute,
+            "sp_prepexec" => PreparedProc::PrepExec,
+            "sp_unprepare" => PreparedProc::Unprepare,
+            _ => return None,
+        })
     }
 }

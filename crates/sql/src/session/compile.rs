@@ -2,25 +2,20 @@
 //! the plan cache (keyed by AST node and session context), schema-stability locks on the
 //! objects a plan uses, and the scalar expressions of control flow and variables.
 
+use super::variables::{addr, assign_select};
+use super::Runner;
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-
 use tessera_database::LockMode;
-
-use super::variables::{addr, assign_select};
-use super::Runner;
 use tessera_errors::SqlResult;
 use tessera_execution::exec::eval;
-use tessera_execution::runtime::ExecCtx;
-use tessera_execution::runtime::{CatalogOf, SessionState, Shared};
+use tessera_execution::runtime::{CatalogOf, ExecCtx, SessionState, Shared};
 use tessera_execution::statistics::IoStatement;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::cache::{Compiled, Found};
 use tessera_semantics::catalog::{Catalog, DbRef, ObjectDep};
-use tessera_semantics::plan::BoundQuery;
-use tessera_semantics::plan::Expr;
-use tessera_semantics::plan::Prepared;
+use tessera_semantics::plan::{BoundQuery, Expr, Prepared};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 

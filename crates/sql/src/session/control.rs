@@ -1,23 +1,11 @@
-//! Control flow: IF, WHILE, BEGIN…END and TRY…CATCH, RETURN, WAITFOR, and the `Flow` a
-//! statement ends with (BREAK, CONTINUE, GOTO, RETURN) for the block around it.
+//! Control flow: IF, WHILE, BEGIN…END and TRY…CATCH, RETURN and WAITFOR, and BREAK,
+//! CONTINUE and GOTO as the `Flow` a statement hands to the block around it.
 
+use super::{Flow, Runner, Stop};
 use std::sync::atomic::Ordering;
-
-use super::errors::Stop;
-use super::Runner;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
-
-/// How a statement ended, for the enclosing control flow.
-pub(super) enum Flow {
-    Next,
-    Break,
-    Continue,
-    /// RETURN, with the procedure's return status if given.
-    Return(Option<i32>),
-    Goto(String),
-}
 
 impl Runner<'_> {
     pub(super) fn run_control(&mut self, s: &Statement) -> Result<Flow, Stop> {

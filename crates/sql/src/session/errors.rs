@@ -2,21 +2,12 @@
 //! the batch goes on, and the errors a batch raises itself: THROW and RAISERROR (with its
 //! printf-style message).
 
-use super::control::Flow;
-use super::{info, Runner};
+use super::{info, Flow, Runner, Stop};
 use tessera_errors::catalog::Abort;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
-
-/// Why a block stopped early.
-pub(super) enum Stop {
-    /// The batch ends; the error has been reported.
-    Abort,
-    /// An error inside TRY, on its way to CATCH.
-    Error(SqlError),
-}
 
 /// Sends an error to the client after the errors reported before it.
 pub(super) fn report(sink: &mut dyn ResultSink, e: &SqlError) {

@@ -51,6 +51,7 @@ use tessera_syntax::ast;
 
 pub use errors::format_message;
 use errors::report;
+
 pub use instance::start_instance;
 pub use rpc::{RpcOutcome, RpcParam};
 use variables::Frame;
@@ -264,6 +265,24 @@ impl Drop for Session {
     }
 }
 
+/// How a statement ended, for the enclosing control flow.
+pub(super) enum Flow {
+    Next,
+    Break,
+    Continue,
+    /// RETURN, with the procedure's return status if given.
+    Return(Option<i32>),
+    Goto(String),
+}
+
+/// Why a block stopped early.
+pub(super) enum Stop {
+    /// The batch ends; the error has been reported.
+    Abort,
+    /// An error inside TRY, on its way to CATCH.
+    Error(SqlError),
+}
+
 struct Runner<'a> {
     shared: &'a Shared,
     state: &'a mut SessionState,
@@ -317,7 +336,7 @@ impl<'a> Runner<'a> {
 
 impl Runner<'_> {
     /// Runs a batch's statements, or shows their plans under SET SHOWPLAN_TEXT ON.
-    fn run_or_show(&mut self, stmts: &[ast::Statement]) -> Result<control::Flow, errors::Stop> {
+    fn run_or_show(&mut self, stmts: &[ast::Statement]) -> Result<Flow, Stop> {
         if self.state.options.showplan_text {
             self.show_block(stmts)
         } else {

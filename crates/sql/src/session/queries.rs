@@ -1,18 +1,15 @@
 //! Queries and data changes at run time: result sets and row counts (with the 8153
 //! warning), OUTPUT rows, `SELECT … INTO` and `INSERT … EXEC`.
 
-use super::errors::Stop;
-use super::Runner;
+use super::{Runner, Stop};
 use tessera_errors::{SqlError, SqlResult};
-use tessera_execution::ddl;
-use tessera_execution::dml;
 use tessera_execution::exec::{open, run};
 use tessera_execution::runtime::ExecCtx;
 use tessera_execution::statistics::IoStatement;
+use tessera_execution::{ddl, dml};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::Collected;
-use tessera_semantics::plan::Expr;
-use tessera_semantics::plan::Prepared;
+use tessera_semantics::plan::{Expr, Prepared};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 

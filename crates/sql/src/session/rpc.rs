@@ -2,11 +2,9 @@
 //! `sp_executesql`, and `sp_prepare` / `sp_execute` / `sp_prepexec` / `sp_unprepare`
 //! with the prepared statements they keep in the session.
 
+use super::calls::{Argument, PreparedProc};
+use super::{ErrorWatch, Runner, Session, Stop};
 use std::sync::atomic::Ordering;
-
-use super::calls::Argument;
-use super::errors::Stop;
-use super::{ErrorWatch, Runner, Session};
 use tessera_errors::SqlError;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{self, SqlType, Value};
@@ -51,27 +49,6 @@ impl Session {
             .collect();
         self.publish(None);
         RpcOutcome { outputs, failed: watch.failed }
-    }
-}
-
-/// The prepared-statement procedures, which keep state in the session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum PreparedProc {
-    Prepare,
-    Execute,
-    PrepExec,
-    Unprepare,
-}
-
-impl PreparedProc {
-    pub(super) fn lookup(name: &str) -> Option<PreparedProc> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "sp_prepare" => PreparedProc::Prepare,
-            "sp_execute" => PreparedProc::Execute,
-            "sp_prepexec" => PreparedProc::PrepExec,
-            "sp_unprepare" => PreparedProc::Unprepare,
-            _ => return None,
-        })
     }
 }
 

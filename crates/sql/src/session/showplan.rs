@@ -6,11 +6,8 @@
 //! branch and loop body are shown in text order. A SET SHOWPLAN statement must be alone
 //! in its batch (error 1067).
 
-use super::control::Flow;
-use super::errors::Stop;
-use super::Runner;
+use super::{Flow, Runner, Stop};
 use std::sync::Arc;
-
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::{DbRef, Table};

@@ -2,10 +2,8 @@
 //! SQL Server's error handling and autocommit around it, and the dispatch of a statement to
 //! what runs it.
 
-use super::control::Flow;
-use super::errors::Stop;
 use super::transactions::starts_implicit_transaction;
-use super::{info, Runner};
+use super::{info, Flow, Runner, Stop};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_semantics::bind::Binder;

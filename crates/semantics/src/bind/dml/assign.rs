@@ -2,9 +2,9 @@
 
 use crate::bind::Binder;
 use crate::plan::Prepared;
-use tessera_errors::SqlError;
-use tessera_errors::SqlResult;
+use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
+
 /// `SELECT @a = x, @b += y FROM …` and `SET @v = expr`.
 pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::OrderItem]) -> SqlResult<Prepared> {
     let mut items = Vec::new();

@@ -1,12 +1,12 @@
 //! DELETE.
 
-use super::output::bind_output;
-use super::target::bind_dml_source;
-use super::target::bind_target;
+use super::insert::bind_output;
+use super::target::{bind_dml_source, bind_target};
 use crate::bind::Binder;
 use crate::plan::DeletePlan;
 use tessera_errors::SqlResult;
 use tessera_syntax::ast;
+
 pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
     b.bind_ctes(&del.with, del.max_recursion)?;
     let (db, table, source, _scope, offset, key) =

@@ -1,20 +1,15 @@
-//! INSERT: the column list and the source (VALUES, a query, DEFAULT VALUES).
+//! INSERT: the column list and the source (VALUES, a query, DEFAULT VALUES); and OUTPUT
+//! clauses with their INTO target, which is an INSERT.
 
-use super::output::bind_output;
+use super::output::bind_output_rows;
 use super::target::bind_target;
-use crate::bind::convert;
-use crate::bind::invalid_column;
-use crate::bind::Binder;
+use crate::bind::{convert, invalid_column, Binder};
 use crate::catalog::Table;
-use crate::plan::Expr;
-use crate::plan::InsertPlan;
-use crate::plan::InsertSource;
-use crate::types;
-use crate::types::SqlType;
-use crate::types::Value;
-use tessera_errors::SqlError;
-use tessera_errors::SqlResult;
+use crate::plan::{Expr, InsertPlan, InsertSource, OutputPlan};
+use crate::types::{self, SqlType, Value};
+use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
+
 /// An INSERT without a column list whose values do not fit the table's columns (a value
 /// for every column, identity included, is an identity error).
 fn mismatched_insert(table: &Table, values: usize) -> SqlError {
@@ -154,4 +149,34 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
     let top = bind_top(b, ins.top.as_ref())?;
     let target = bind_target(b, rt.at, table)?;
     Ok(InsertPlan { target, columns, source_types, source, output, top, explicit_identity })
+}
+
+/// An OUTPUT clause of a data change on `table`; `OUTPUT … INTO t` binds an INSERT into `t`
+/// whose rows are the clause's.
+pub(super) fn bind_output(
+    b: &mut Binder,
+    table: &Table,
+    output: Option<&ast::Output>,
+) -> SqlResult<Option<OutputPlan>> {
+    let Some(out) = output else { return Ok(None) };
+    let mut plan = bind_output_rows(b, table, out)?;
+    if let Some((target, cols)) = &out.into {
+        let insert = ast::Insert {
+            top: None,
+            table: target.clone(),
+            columns: cols.clone(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let mut into = compile_insert(b, &insert)?;
+        if into.columns.len() != plan.columns.len() {
+            return Err(SqlError::new(
+                213,
+                "Column name or number of supplied values does not match table definition.",
+            ));
+        }
+        into.source_types = plan.columns.iter().map(|c| c.ty).collect();
+        plan.into = Some(Box::new(into));
+    }
+    Ok(Some(plan))
 }

@@ -1,22 +1,16 @@
-//! OUTPUT clauses: `deleted.*` / `inserted.*` and expressions over both rows, and
-//! `OUTPUT … INTO`.
+//! OUTPUT clauses: `deleted.*` / `inserted.*` and expressions over both rows (`OUTPUT …
+//! INTO`, an INSERT, is bound with INSERT).
 
-use super::insert::compile_insert;
 use crate::bind::Binder;
 use crate::catalog::Table;
 use crate::output::OutputColumn;
-use crate::plan::Expr;
-use crate::plan::OutputPlan;
-use tessera_errors::SqlError;
-use tessera_errors::SqlResult;
+use crate::plan::{Expr, OutputPlan};
+use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
-pub(super) fn bind_output(
-    b: &mut Binder,
-    table: &Table,
-    output: Option<&ast::Output>,
-) -> SqlResult<Option<OutputPlan>> {
-    let Some(out) = output else { return Ok(None) };
-    let mut plan = b.with_output_scope(table, |b| {
+
+/// The rows an OUTPUT clause returns, without its INTO target.
+pub(super) fn bind_output_rows(b: &mut Binder, table: &Table, out: &ast::Output) -> SqlResult<OutputPlan> {
+    b.with_output_scope(table, |b| {
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         let n = table.columns.len();
@@ -52,24 +46,5 @@ pub(super) fn bind_output(
             }
         }
         Ok(OutputPlan { exprs, columns, into: None })
-    })?;
-    if let Some((target, cols)) = &out.into {
-        let insert = ast::Insert {
-            top: None,
-            table: target.clone(),
-            columns: cols.clone(),
-            output: None,
-            source: ast::InsertSource::Values(Vec::new()),
-        };
-        let mut into = compile_insert(b, &insert)?;
-        if into.columns.len() != plan.columns.len() {
-            return Err(SqlError::new(
-                213,
-                "Column name or number of supplied values does not match table definition.",
-            ));
-        }
-        into.source_types = plan.columns.iter().map(|c| c.ty).collect();
-        plan.into = Some(Box::new(into));
-    }
-    Ok(Some(plan))
+    })
 }

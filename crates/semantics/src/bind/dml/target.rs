@@ -1,17 +1,14 @@
 //! The target of a data change: its table with bound CHECK and DEFAULT definitions, and
 //! the source rows of an UPDATE or DELETE (the target among its FROM tables).
 
-use crate::bind::convert;
-use crate::bind::Binder;
-use crate::catalog::DbRef;
-use crate::catalog::Table;
-use crate::plan::Plan;
-use crate::plan::Target;
+use crate::bind::{convert, Binder};
+use crate::catalog::{DbRef, Table};
+use crate::plan::{Plan, Target};
 use crate::types::SqlType;
 use std::sync::Arc;
-use tessera_errors::SqlError;
-use tessera_errors::SqlResult;
+use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
+
 /// Binds CHECK and DEFAULT definitions of a table against its own row.
 pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Target> {
     let mut checks = Vec::new();

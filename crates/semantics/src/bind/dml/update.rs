@@ -1,17 +1,13 @@
 //! UPDATE: SET lists, of columns and of variables.
 
-use super::output::bind_output;
-use super::target::bind_dml_source;
-use super::target::bind_target;
-use crate::bind::invalid_column;
-use crate::bind::Binder;
-use crate::plan::Expr;
-use crate::plan::UpdatePlan;
-use crate::plan::VarSource;
+use super::insert::bind_output;
+use super::target::{bind_dml_source, bind_target};
+use crate::bind::{invalid_column, Binder};
+use crate::plan::{Expr, UpdatePlan, VarSource};
 use crate::types::Value;
-use tessera_errors::SqlError;
-use tessera_errors::SqlResult;
+use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
+
 pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
     b.bind_ctes(&up.with, up.max_recursion)?;
     let (db, table, source, scope, offset, key) =

@@ -1,9 +1,8 @@
 //! How a client shows a value in a result grid.
 
-use super::super::datetime;
 use super::super::num::{self, format_decimal};
 use super::super::typing::fraction_digits;
-use super::super::{SqlType, Value};
+use super::super::{datetime, SqlType, Value};
 use super::binary::hex;
 use super::guid_text;
 use super::string::format_g;

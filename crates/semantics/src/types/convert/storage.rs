@@ -1,13 +1,11 @@
 //! The mapping between SQL values and the storage layer's values.
 
-use std::sync::Arc;
-
 use super::super::datetime::{DAYS_TO_1900, TICKS_PER_MINUTE};
-use super::super::num;
 use super::super::text::{decode_cp1252, encode_cp1252};
-use super::super::{SqlType, Value};
+use super::super::{num, SqlType, Value};
 use super::cast;
 use super::temporal::{datetime_storage, ticks_from_t300};
+use std::sync::Arc;
 use tessera_access::row::{self, MAX, MINUTES_PER_DAY};
 
 /// A SQL type that holds `v` as it is, for values whose type is unknown.

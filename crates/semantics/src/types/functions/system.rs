@@ -1,14 +1,12 @@
 //! The system functions: NEWID, CHECKSUM and ISNUMERIC (ISDATE is with the date
 //! functions).
 
+use super::super::compare::encode_key;
+use super::super::typing::{family, Family};
+use super::super::{num, Value};
+use super::Call;
 use rand::rngs::SmallRng;
 use rand::RngCore;
-
-use super::super::compare::encode_key;
-use super::super::num;
-use super::super::typing::{family, Family};
-use super::super::Value;
-use super::Call;
 use tessera_access::key::KeyBuf;
 use tessera_errors::SqlResult;
 

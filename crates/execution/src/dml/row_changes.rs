@@ -1,0 +1,257 @@
+//! Changing one stored row: deleting or updating it with its index entries, after the
+//! foreign keys that reference it are enforced. A cascade deletes or updates the
+//! referencing rows through the same functions, one level deeper each time.
+
+use super::constraints::{check_row, map_duplicate};
+use super::foreign_keys::check_parents;
+use super::indexes::{delete_index_entry, insert_index_entry};
+use super::storage::{row_key, to_storage_row};
+use super::target::BoundTarget;
+use super::{object_name, TargetAt};
+use crate::encoding::decode_row;
+use crate::exec::eval;
+use crate::runtime::ExecCtx;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::bind::{bind_target, Binder};
+use tessera_semantics::catalog::{Action, DbRef, Table};
+use tessera_semantics::plan::Row;
+use tessera_semantics::types::{self, Value};
+
+pub(super) const MAX_CASCADE_DEPTH: usize = 32;
+
+/// Rows of other tables referencing `row` of `table` through foreign key columns.
+fn referencing_rows(
+    ctx: &mut ExecCtx,
+    db: &str,
+    child: &Table,
+    fk: &tessera_semantics::catalog::ForeignKey,
+    parent: &Table,
+    row: &[Value],
+) -> SqlResult<Vec<(Vec<u8>, Row)>> {
+    let values: Vec<Value> = fk
+        .ref_columns
+        .iter()
+        .zip(&fk.columns)
+        .map(|(&pc, &cc)| types::cast(&row[pc], &parent.columns[pc].ty, &child.columns[cc].ty, None))
+        .collect::<SqlResult<_>>()?;
+    if values.iter().any(Value::is_null) {
+        return Ok(Vec::new());
+    }
+    // Scan the child's rows (through an index whose leading columns are the FK columns
+    // when there is one).
+    let schema = crate::encoding::row_schema(child)?;
+    let rows_tree = ctx.tree(db, &child.indexes[0].tree, child)?;
+    let mut out = Vec::new();
+    let tx = ctx.transaction(db)?;
+    for item in
+        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
+    {
+        let (k, v) = item?;
+        let r = decode_row(child, &schema, &v)?;
+        let hit =
+            fk.columns.iter().zip(&values).all(|(&c, v)| types::compare(&r[c], v) == Some(std::cmp::Ordering::Equal));
+        if hit {
+            out.push((k, r));
+        }
+    }
+    Ok(out)
+}
+
+/// Enforces foreign keys referencing `table` when `row` is deleted or its key changes:
+/// NO ACTION fails, CASCADE deletes (or updates) children, SET NULL/DEFAULT updates them.
+pub(super) fn check_children(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    old: &[Value],
+    new: Option<&[Value]>,
+    kind: &str,
+    depth: usize,
+) -> SqlResult<()> {
+    let database = ctx.shared.database(&target.db)?;
+    let catalog = ctx.shared.catalog(&database)?;
+    let table = &target.table;
+    for (child, i) in catalog.referencing(table.id) {
+        let fk = &child.foreign_keys[i];
+        if let Some(new) = new {
+            let same =
+                fk.ref_columns.iter().all(|&c| types::compare(&old[c], &new[c]) == Some(std::cmp::Ordering::Equal));
+            if same {
+                continue;
+            }
+        }
+        let rows = referencing_rows(ctx, &target.db, &child, fk, table, old)?;
+        if rows.is_empty() {
+            continue;
+        }
+        let action = if new.is_some() { fk.on_update } else { fk.on_delete };
+        let child_target = {
+            let shared = ctx.shared;
+            let session = &*ctx.session;
+            let mut b = Binder::new(shared, session, &[]);
+            bind_target(&mut b, DbRef::Named(target.db.clone()), child.clone())?
+        };
+        match action {
+            Action::NoAction => {
+                return Err(SqlError::new(
+                    547,
+                    format!(
+                        "The {kind} statement conflicted with the REFERENCE constraint \"{}\". The conflict occurred in database \"{}\", table \"{}\", column '{}'.",
+                        fk.name,
+                        target.db,
+                        object_name(&child),
+                        child.columns[fk.columns[0]].name
+                    ),
+                )
+                .with_state(0))
+            }
+            Action::Cascade if new.is_none() => {
+                for (k, r) in rows {
+                    delete_row(ctx, &child_target.as_is(), &k, &r, depth + 1)?;
+                }
+            }
+            Action::Cascade | Action::SetNull | Action::SetDefault => {
+                for (k, r) in rows {
+                    let mut changed = r.clone();
+                    for (j, &c) in fk.columns.iter().enumerate() {
+                        changed[c] = match action {
+                            Action::Cascade => new.map(|n| n[fk.ref_columns[j]].clone()).unwrap_or(Value::Null),
+                            Action::SetNull => Value::Null,
+                            _ => match &child_target.defaults[c] {
+                                Some((e, t)) => types::cast(&eval(e, &[], ctx)?, t, &child.columns[c].ty, None)?,
+                                None => Value::Null,
+                            },
+                        };
+                    }
+                    update_row(ctx, &child_target.as_is(), &k, &r, changed, &fk.columns, depth + 1)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn delete_row(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    key: &[u8],
+    row: &[Value],
+    depth: usize,
+) -> SqlResult<bool> {
+    if depth > MAX_CASCADE_DEPTH {
+        return Err(SqlError::new(
+            217,
+            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
+        ));
+    }
+    check_children(ctx, target, row, None, "DELETE", depth)?;
+    let table = &target.table;
+    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
+    if !ctx.transaction(&target.db)?.delete(rows_tree, key)? {
+        return Ok(false);
+    }
+    for ix in &table.indexes[1..] {
+        delete_index_entry(ctx, target, ix, row, key)?;
+    }
+    Ok(true)
+}
+
+pub(super) fn update_row(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    key: &[u8],
+    old: &[Value],
+    new: Row,
+    changed: &[usize],
+    depth: usize,
+) -> SqlResult<()> {
+    check_update(ctx, target, old, &new, changed, depth)?;
+    unlink_old_row(ctx, target, key, old, &new, changed)?;
+    link_new_row(ctx, target, key, old, &new, changed)
+}
+
+/// The constraints an updated row must meet, and the actions on referencing rows.
+pub(super) fn check_update(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    old: &[Value],
+    new: &[Value],
+    changed: &[usize],
+    depth: usize,
+) -> SqlResult<()> {
+    if depth > MAX_CASCADE_DEPTH {
+        return Err(SqlError::new(
+            217,
+            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
+        ));
+    }
+    check_row(ctx, target, new, "UPDATE")?;
+    check_parents(ctx, target, new, Some(changed), "UPDATE")?;
+    check_children(ctx, target, old, Some(new), "UPDATE", depth)
+}
+
+/// Whether an update moves the row to another clustered key.
+fn clustered_key_changes(table: &Table, old: &[Value], new: &[Value], changed: &[usize]) -> bool {
+    let key_cols = || table.indexes[0].columns.iter().map(|&(c, _)| c);
+    key_cols().any(|c| changed.contains(&c))
+        && key_cols().any(|c| {
+            types::compare(&old[c], &new[c]) != Some(std::cmp::Ordering::Equal) || old[c].is_null() != new[c].is_null()
+        })
+}
+
+/// First half of an update: removes the old row's clustered entry if its key changes and
+/// its entries in the nonclustered indexes the update touches.
+pub(super) fn unlink_old_row(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    key: &[u8],
+    old: &[Value],
+    new: &[Value],
+    changed: &[usize],
+) -> SqlResult<()> {
+    let table = &target.table;
+    let key_changed = clustered_key_changes(table, old, new, changed);
+    if key_changed {
+        let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
+        ctx.transaction(&target.db)?.delete(rows_tree, key)?;
+    }
+    for ix in &table.indexes[1..] {
+        if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
+            delete_index_entry(ctx, target, ix, old, key)?;
+        }
+    }
+    Ok(())
+}
+
+/// Second half of an update: stores the new row (in place, or under its new clustered
+/// key) and its entries in the touched nonclustered indexes; duplicates are 2627/2601.
+pub(super) fn link_new_row(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    key: &[u8],
+    old: &[Value],
+    new: &[Value],
+    changed: &[usize],
+) -> SqlResult<()> {
+    let table = &target.table;
+    let key_changed = clustered_key_changes(table, old, new, changed);
+    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
+    let bytes = to_storage_row(table, new)?;
+    let new_key = if key_changed {
+        let uniq =
+            table.has_uniquifier().then(|| u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes")));
+        let nk = row_key(table, new, uniq)?;
+        ctx.transaction(&target.db)?
+            .insert(rows_tree, &nk, &bytes)
+            .map_err(|e| map_duplicate(e, table, &table.indexes[0], new))?;
+        nk
+    } else {
+        ctx.transaction(&target.db)?.update(rows_tree, key, &bytes)?;
+        key.to_vec()
+    };
+    for ix in &table.indexes[1..] {
+        if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
+            insert_index_entry(ctx, target, ix, new, &new_key)?;
+        }
+    }
+    Ok(())
+}

@@ -128,7 +128,7 @@ pub struct ConnectionInfo {
 impl Shared {
     /// The instance over `engine`, its configuration and logins loaded from master, with
     /// `scalar_functions` running the bodies of user-defined scalar functions. Starting an
-    /// instance (tempdb, msdb) is `Shared::new`, in the session layer.
+    /// instance (tempdb, msdb) is `tessera_sql::start_instance`, in the session layer.
     pub fn assemble(
         engine: Arc<Engine>,
         config: crate::config::Config,

@@ -18,7 +18,7 @@
 //! `statements` (the loop of step 4), `control`, `variables`, `transactions`, `errors`,
 //! `options`, `calls`, `queries`, `admin`, `dbcc` and `showplan` (step 4 under SET
 //! SHOWPLAN_TEXT ON: plans shown, nothing run). `instance` starts the instance the
-//! sessions share (`Shared::new`).
+//! sessions share (`start_instance`).
 
 mod admin;
 mod bulk;

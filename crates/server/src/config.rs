@@ -14,6 +14,8 @@
 //! encrypt_login = true              # clients that send ENCRYPT_OFF get the login encrypted
 //! force_strict_encryption = false   # true: only TDS 8.0 strict (TLS-first) connections
 //! max_connections = 10000
+//! max_open_databases = 4096         # more are closed, least recently used first
+//! idle_close_secs = 300             # a database idle this long is closed
 //! max_packet_size = 32767
 //! max_message_mb = 64
 //! login_timeout_secs = 30
@@ -54,6 +56,11 @@ pub struct Config {
     /// PRELOGIN) are served; a connection that opens with a PRELOGIN packet is closed.
     pub force_strict_encryption: bool,
     pub max_connections: usize,
+    /// Databases kept open at once (fewer if the descriptor limit allows fewer: see
+    /// `descriptors`); the least recently used idle one is closed first.
+    pub max_open_databases: usize,
+    /// Seconds after which an idle database is closed.
+    pub idle_close_secs: u64,
     /// Largest packet size a client may negotiate.
     pub max_packet_size: usize,
     /// Largest request message (a batch text, an RPC with its parameters).
@@ -83,6 +90,8 @@ impl Default for Config {
             encrypt_login: true,
             force_strict_encryption: false,
             max_connections: 10_000,
+            max_open_databases: 4096,
+            idle_close_secs: 300,
             max_packet_size: MAX_PACKET_SIZE,
             max_message_mb: 64,
             login_timeout_secs: 30,
@@ -125,8 +134,15 @@ impl Config {
         if !(MIN_PACKET_SIZE..=MAX_PACKET_SIZE).contains(&self.max_packet_size) {
             return Err(format!("max_packet_size must be between {MIN_PACKET_SIZE} and {MAX_PACKET_SIZE}"));
         }
-        if self.max_connections == 0 || self.max_message_mb == 0 || self.max_concurrent_logins == 0 {
-            return Err("max_connections, max_message_mb and max_concurrent_logins must be positive".to_string());
+        if self.max_connections == 0
+            || self.max_message_mb == 0
+            || self.max_concurrent_logins == 0
+            || self.max_open_databases == 0
+        {
+            return Err(
+                "max_connections, max_message_mb, max_concurrent_logins and max_open_databases must be positive"
+                    .to_string(),
+            );
         }
         self.huge_pages.parse::<tessera_database::HugePages>()?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {

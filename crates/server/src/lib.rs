@@ -11,6 +11,7 @@ pub mod bulk;
 pub mod client;
 pub mod codec;
 pub mod config;
+pub mod descriptors;
 pub mod errorlog;
 pub mod login7;
 pub mod packet;
@@ -69,7 +70,7 @@ impl Server {
     /// Opens (creating on first start) the data directory, loads or makes the TLS
     /// certificate, hashes the sa password and binds the listener. Call inside a tokio
     /// runtime.
-    pub async fn bind(config: Config) -> Result<Server, String> {
+    pub async fn bind(mut config: Config) -> Result<Server, String> {
         config.validate()?;
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create the data directory '{}': {e}", config.data_dir.display()))?;
@@ -86,7 +87,19 @@ impl Server {
         if config.force_strict_encryption {
             log.server("Force Strict Encryption is on: only TDS 8.0 strict (TLS-first) connections are accepted.");
         }
+        let (before, limit) =
+            descriptors::raise_limit().map_err(|e| format!("cannot read the open file limit: {e}"))?;
+        let budget = descriptors::plan(
+            limit,
+            (before < limit).then_some(before),
+            config.max_open_databases,
+            config.max_connections,
+        )?;
+        log.server(&budget.describe());
+        config.max_connections = budget.max_connections;
         let mut ec = EngineConfig::new(&config.data_dir);
+        ec.max_open_databases = budget.max_open_databases;
+        ec.idle_close_after = std::time::Duration::from_secs(config.idle_close_secs);
         ec.log_dir = config.log_dir.clone();
         ec.pool_bytes = config.memory_mb.max(16) << 20;
         ec.huge_pages = config.huge_pages.parse()?;
@@ -160,6 +173,7 @@ impl Server {
         let connections = Arc::new(Semaphore::new(state.config.max_connections));
         state.log.server("SQL Server is now ready for client connections. This is an informational message; no user action is required.");
         let mut tasks = tokio::task::JoinSet::new();
+        let (mut accept_failures, mut last_accept_log): (u64, Option<std::time::Instant>) = (0, None);
         loop {
             tokio::select! {
                 r = shutdown.changed() => {
@@ -171,8 +185,18 @@ impl Server {
                     let (tcp, peer) = match accepted {
                         Ok(x) => x,
                         Err(e) => {
-                            // Out of file descriptors and the like: log, pause, go on.
-                            state.log.server(&format!("accept failed: {e}"));
+                            // Out of file descriptors and the like (other processes'
+                            // files count too): log at most every 10 s, pause, go on.
+                            accept_failures += 1;
+                            let due = match last_accept_log {
+                                Some(t) => std::time::Instant::elapsed(&t).as_secs() >= 10,
+                                None => true,
+                            };
+                            if due {
+                                state.log.server(&format!("accept failed {accept_failures} time(s) since the last report: {e}"));
+                                accept_failures = 0;
+                                last_accept_log = Some(std::time::Instant::now());
+                            }
                             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                             continue;
                         }

@@ -301,6 +301,11 @@ impl Engine {
         self.slot(name).ok().map(|s| s.entry.lock().id)
     }
 
+    /// The database `name` if it is open now; never opens it (None: closed or absent).
+    pub fn database_if_open(&self, name: &str) -> Option<Arc<Database>> {
+        self.slot(name).ok().and_then(|s| s.open.lock().clone())
+    }
+
     /// Makes `name` a RESTORING database whose files will be (re)written at the given
     /// paths: registers it, or — for an existing database — closes it (error 3101 if it
     /// is in use) and deletes files it no longer uses. A path that belongs to another

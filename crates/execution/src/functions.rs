@@ -187,26 +187,22 @@ impl ExecCtx<'_> {
         Ok(Value::Decimal { value: i128::from(v), scale: 0 })
     }
 
+    /// DB_NAME(id), from the registry (no database is opened).
     fn database_name(&self, id: i64) -> Option<String> {
-        self.shared
-            .engine
-            .database_names()
-            .into_iter()
-            .find(|n| self.shared.database(n).map(|d| i64::from(d.id()) == id).unwrap_or(false))
+        crate::registry::by_id(&self.shared.engine, id).map(|d| d.name)
     }
 
+    /// DB_ID(name), from the registry.
     fn database_id(&self, name: &str) -> Value {
-        if !self.shared.engine.exists(name) {
-            return Value::Null;
-        }
-        self.shared.database(name).map_or(Value::Null, |d| Value::Int(i64::from(d.id())))
+        self.shared.engine.database_id(name).map_or(Value::Null, |id| Value::Int(i64::from(id)))
     }
 
+    /// DATABASEPROPERTYEX, from the registry.
     fn database_property(&self, db: &str, prop: &str) -> Value {
-        let Ok(d) = self.shared.database(db) else { return Value::Null };
+        let Some(d) = crate::registry::named(&self.shared.engine, db) else { return Value::Null };
         match prop.to_ascii_lowercase().as_str() {
-            "recovery" => Value::str(d.options().recovery_model.name()),
-            "status" => Value::str("ONLINE"),
+            "recovery" => Value::str(d.options.recovery_model.name()),
+            "status" => Value::str(d.state.name()),
             "updateability" => Value::str("READ_WRITE"),
             "useraccess" => Value::str("MULTI_USER"),
             "collation" => Value::str(DEFAULT_COLLATION),

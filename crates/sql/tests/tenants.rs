@@ -67,3 +67,60 @@ fn fifty_databases_with_two_hundred_procedures_each() {
     drop(session);
     engine.shutdown().unwrap();
 }
+
+/// Listings and metadata read the registry: after a restart, with every user database
+/// closed, sys.databases, sp_databases, sp_helpdb, DB_NAME, DB_ID and DATABASEPROPERTYEX
+/// answer for 30 databases and open none of them.
+#[test]
+fn listing_databases_opens_none() {
+    const LISTED: usize = 30;
+    let dir = tempfile::tempdir().unwrap();
+    let open = |dir: &std::path::Path| {
+        let mut config = EngineConfig::new(dir);
+        config.background = false;
+        let engine = Engine::open(config).unwrap();
+        let shared = tessera_sql::start_instance(engine.clone()).unwrap();
+        (engine, Session::new(shared, "sa", "master").unwrap())
+    };
+    let run = |session: &mut Session, text: &str| -> Collected {
+        let mut out = Collected::default();
+        assert!(!session.execute(text, &mut out), "{text}: {:?}", out.errors());
+        out
+    };
+    {
+        let (engine, mut session) = open(dir.path());
+        for d in 0..LISTED {
+            run(&mut session, &format!("create database listed{d}; alter database listed{d} set recovery simple"));
+        }
+        session.close();
+        engine.shutdown().unwrap();
+    }
+
+    let (engine, mut session) = open(dir.path());
+    let opened_before = engine.stats().open_databases;
+    let single = |out: &Collected| out.result_sets[0].1[0][0].clone();
+    let out = run(
+        &mut session,
+        "select count(*) from sys.databases where name like 'listed%' and recovery_model_desc = 'SIMPLE'",
+    );
+    assert_eq!(single(&out), Value::Int(LISTED as i64));
+    let out = run(&mut session, "exec sp_databases");
+    assert_eq!(
+        out.result_sets[0].1.iter().filter(|r| matches!(&r[0], Value::Str(n) if n.starts_with("listed"))).count(),
+        LISTED
+    );
+    let out = run(&mut session, "exec sp_helpdb");
+    assert_eq!(
+        out.result_sets[0].1.iter().filter(|r| matches!(&r[0], Value::Str(n) if n.starts_with("listed"))).count(),
+        LISTED
+    );
+    let out = run(&mut session, "exec sp_helpdb 'listed7'");
+    assert_eq!(out.result_sets[1].1.len(), 2, "its data and log files");
+    let out = run(&mut session, "select db_name(db_id('listed29')), databasepropertyex('listed3', 'Recovery')");
+    assert_eq!(out.result_sets[0].1[0], vec![Value::str("listed29"), Value::str("SIMPLE")]);
+    assert_eq!(engine.stats().open_databases, opened_before, "listing opened a database");
+    run(&mut session, "select count(*) from listed5.sys.objects");
+    assert_eq!(engine.stats().open_databases, opened_before + 1, "using one opens it");
+    session.close();
+    engine.shutdown().unwrap();
+}

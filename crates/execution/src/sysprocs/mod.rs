@@ -228,12 +228,6 @@ fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlRe
 }
 
 /// A database's data and log file sizes, in bytes.
-fn file_sizes(db: &tessera_database::Database) -> (u64, u64) {
-    let (data, log) = db.file_paths();
-    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    (size(&data), size(&log))
-}
-
 fn mb(bytes: u64) -> String {
     format!("{:>10.2} MB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -241,14 +235,14 @@ fn mb(bytes: u64) -> String {
 fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     too_many("sp_helpdb", args, 1)?;
     let only = text_arg(args, 0, "@dbname");
-    let names = match &only {
-        Some(n) => {
-            if !ctx.shared.engine.exists(n) {
+    let databases = match &only {
+        Some(n) => match crate::registry::named(&ctx.shared.engine, n) {
+            Some(d) => vec![d],
+            None => {
                 return Err(SqlError::new(15010, format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases.")));
             }
-            vec![n.clone()]
-        }
-        None => ctx.shared.engine.database_names(),
+        },
+        None => crate::registry::all(&ctx.shared.engine),
     };
     let columns = [
         col("name", SYSNAME, true),
@@ -261,29 +255,29 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
     ];
     let mut rows = Vec::new();
     let mut files = Vec::new();
-    for name in &names {
-        let db = ctx.shared.database(name)?;
-        let o = db.options();
-        let (data, log) = file_sizes(&db);
+    for db in &databases {
+        let o = &db.options;
+        let (data, log) = db.file_bytes();
         let status = format!(
-            "Status=ONLINE, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Version=957, Collation={}, SQLSortOrder=52, IsAutoCreateStatistics, IsAutoUpdateStatistics",
+            "Status={}, Updateability=READ_WRITE, UserAccess=MULTI_USER, Recovery={}, Version=957, Collation={}, SQLSortOrder=52, IsAutoCreateStatistics, IsAutoUpdateStatistics",
+            db.state.name(),
             o.recovery_model.name(),
             crate::runtime::DEFAULT_COLLATION
         );
         rows.push(vec![
-            s(db.name()),
+            s(&db.name),
             s(&mb(data + log)),
             s("sa"),
-            int(i64::from(db.id())),
+            int(i64::from(db.id)),
             s("Nov 22 2026"),
             s(&status),
             int(160),
         ]);
         if only.is_some() {
-            let (data_path, log_path) = db.file_paths();
+            let (data_path, log_path) = (&db.data_path, &db.log_path);
             let kb = |b: u64| format!("{} KB", b / 1024);
             files.push(vec![
-                s(db.name()),
+                s(&db.name),
                 int(1),
                 s(&data_path.display().to_string()),
                 s("PRIMARY"),
@@ -293,7 +287,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
                 s("data only"),
             ]);
             files.push(vec![
-                s(&format!("{}_log", db.name())),
+                s(&format!("{}_log", db.name)),
                 int(2),
                 s(&log_path.display().to_string()),
                 Value::Null,
@@ -658,10 +652,9 @@ fn databases(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
         col("REMARKS", SqlType::VarChar(254), true),
     ];
     let mut rows = Vec::new();
-    for name in ctx.shared.engine.database_names() {
-        let db = ctx.shared.database(&name)?;
-        let (data, log) = file_sizes(&db);
-        rows.push(vec![s(db.name()), int(((data + log) / 1024) as i64), Value::Null]);
+    for db in crate::registry::all(&ctx.shared.engine) {
+        let (data, log) = db.file_bytes();
+        rows.push(vec![s(&db.name), int(((data + log) / 1024) as i64), Value::Null]);
     }
     result(ctx, sink, &columns, &rows);
     Ok(0)

@@ -26,33 +26,12 @@ pub(super) static DATABASES: ViewDef<14> = ViewDef {
     rows: databases,
 };
 
-/// Every database; one being restored (which cannot be opened) from its stored options.
+/// Every database, from the registry: none is opened to be listed (a closed one's log
+/// waits for nothing).
 fn databases(ctx: &ExecCtx, _db: &str) -> Rows<14> {
     let mut out = Vec::new();
-    for name in ctx.shared.engine.database_names() {
-        if ctx.shared.engine.database_state(&name) == Some(tessera_database::DbState::Restoring) {
-            let Some((_, _, o)) = ctx.shared.engine.database_info(&name) else { continue };
-            let model = o.recovery_model;
-            out.push([
-                s(&name),
-                int(i64::from(ctx.shared.engine.database_id(&name).unwrap_or(0))),
-                datetime(0),
-                int(160),
-                s(COLLATION),
-                s("MULTI_USER"),
-                bit(false),
-                int(1),
-                s("RESTORING"),
-                int(recovery_model_id(model.name())),
-                s(model.name()),
-                s("NOTHING"),
-                int(0),
-                s(o.delayed_durability.name()),
-            ]);
-            continue;
-        }
-        let d = ctx.shared.database(&name)?;
-        let o = d.options();
+    for d in crate::registry::all(&ctx.shared.engine) {
+        let o = &d.options;
         let model = o.recovery_model;
         let dd = o.delayed_durability.name();
         let dd_id = match dd {
@@ -60,19 +39,21 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<14> {
             "ALLOWED" => 1,
             _ => 2,
         };
+        let restoring = d.state == tessera_database::DbState::Restoring;
+        let reuse_wait = ctx.shared.engine.database_if_open(&d.name).map(|db| db.wal().reuse_wait());
         out.push([
-            s(d.name()),
-            int(i64::from(d.id())),
+            s(&d.name),
+            int(i64::from(d.id)),
             datetime(0),
             int(160),
             s(COLLATION),
             s("MULTI_USER"),
             bit(false),
-            int(0),
-            s("ONLINE"),
+            int(if restoring { 1 } else { 0 }),
+            s(if restoring { "RESTORING" } else { "ONLINE" }),
             int(recovery_model_id(model.name())),
             s(model.name()),
-            s(d.wal().reuse_wait()),
+            s(reuse_wait.unwrap_or("NOTHING")),
             int(dd_id),
             s(dd),
         ]);

@@ -18,6 +18,8 @@
 //! Splits and merges are structure modifications logged as one System record each
 //! (never undone); the row change that needed them is logged after, on its own.
 
+mod check;
+
 use std::ops::Bound;
 
 use smallvec::SmallVec;
@@ -28,8 +30,11 @@ use tessera_log::Lsn;
 
 use crate::mtr::{LogCtx, Mtr};
 use crate::ops::PageOp;
+use crate::reserve::Claim;
 use crate::slotted::{self, SLOT_SIZE};
-use crate::space::Space;
+use crate::space::{Space, BITS_PER_MAP};
+
+pub use check::{check, TreeStats};
 
 pub const MAX_KEY: usize = 900;
 pub const GHOST: u8 = 1;
@@ -132,6 +137,12 @@ fn read_in_tree<R>(space: &Space, no: PageNo, f: impl FnOnce(&[u8]) -> R) -> Res
     // SAFETY: the caller holds the tree latch, which excludes every writer of the tree's
     // pages (above); the pool itself never writes a pinned Valid frame.
     unsafe { space.pool.read_with_unlatched(space.file, no, f) }
+}
+
+/// The number of levels of the tree rooted at `root` (1: the root is a leaf); the caller
+/// holds the tree latch.
+pub fn depth(space: &Space, root: PageNo) -> Result<usize> {
+    read_in_tree(space, root, |p| usize::from(page::level(p)) + 1)
 }
 
 /// The format of an empty tree's root page.
@@ -314,11 +325,8 @@ fn place(
     loop {
         let path = descend(space, root, key)?;
         let leaf = *path.last().unwrap();
-        let mut mtr = if ctx.kind == tessera_log::RecordKind::Compensation {
-            Mtr::without_reserve(space)
-        } else {
-            Mtr::new(space)?
-        };
+        let rollback = ctx.kind == tessera_log::RecordKind::Compensation;
+        let mut mtr = if rollback { Mtr::without_reserve(space) } else { Mtr::new(space)? };
         let li = latch_leaf(space, &mut mtr, leaf)?;
         let p = mtr.page(li);
         let rightmost = page::next(p) == 0;
@@ -343,7 +351,7 @@ fn place(
         drop(mtr);
         splits += 1;
         assert!(splits <= 4, "a record that fits a page needs at most three splits");
-        split_leaf(space, root, &path, key, target)?;
+        split_leaf(space, root, &path, key, target, rollback)?;
     }
 }
 
@@ -406,9 +414,18 @@ fn choose_split(sizes: &[usize], target: Target, rightmost: bool) -> usize {
     }
 }
 
-fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: Target) -> Result<()> {
+/// Splits the leaf at the end of `path` so that `target` fits. A split for a rollback
+/// (`rollback`) claims nothing: its transaction reserved it (see `crate::reserve`), and
+/// the files only grow ahead for it if they can.
+fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: Target, rollback: bool) -> Result<()> {
     let leaf = *path.last().unwrap();
-    let mut mtr = Mtr::new(space)?;
+    let claim = split_claim(space, path)?;
+    let mut mtr = if rollback {
+        space.grow_ahead(claim);
+        Mtr::without_reserve(space)
+    } else {
+        Mtr::claiming(space, claim)?
+    };
     let li = mtr.latch(leaf)?;
     let p = mtr.page(li);
     let n = slotted::count(p);
@@ -447,17 +464,46 @@ fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: 
     Ok(())
 }
 
+/// What splitting the leaf at the end of `path` may need: the leaf, its new sibling, the
+/// next leaf (its link), up to two allocation maps, and above them each ancestor that may
+/// not take one more entry (it splits too: itself and its new sibling, or the root and
+/// its two new children) up to the first that can (it takes the entry). Read under the
+/// tree latch the caller holds, so the tree cannot change before the split.
+fn split_claim(space: &Space, path: &[PageNo]) -> Result<Claim> {
+    if path.len() == 1 {
+        // A root leaf: its records move to two new leaves.
+        return Ok(Claim::pages(5, 3));
+    }
+    let (mut pages, mut allocs) = (5, 2);
+    for (level, &no) in path[..path.len() - 1].iter().enumerate().rev() {
+        if read_in_tree(space, no, |p| slotted::fits(p, MAX_KEY + 6))? {
+            pages += 1;
+            break;
+        }
+        if level == 0 {
+            pages += 3;
+            allocs += 2;
+        } else {
+            pages += 2;
+            allocs += 1;
+        }
+    }
+    Ok(Claim::pages(pages, allocs))
+}
+
 fn leaf_format(root: PageNo, prev: PageNo, next: PageNo) -> PageOp {
     PageOp::Format { object: root, ty: PageType::BTreeLeaf, level: 0, prev, next, aux: 0 }
 }
 
-/// Formats page `no` (already allocated) and fills it with `records` in order.
+/// Formats page `no` (already allocated) and fills it with `records` in order; logged as
+/// the page's image.
 fn fill(mtr: &mut Mtr, no: PageNo, format: PageOp, records: &[Vec<u8>]) -> Result<()> {
     let i = mtr.latch_new(no)?;
     mtr.apply(i, format);
     for (slot, r) in records.iter().enumerate() {
         mtr.apply(i, PageOp::Insert { slot: slot as u16, rec: r.clone() });
     }
+    mtr.log_as_image(i);
     Ok(())
 }
 
@@ -545,11 +591,12 @@ pub fn remove(space: &Space, root: PageNo, key: &[u8], ctx: LogCtx) -> Result<Ls
 }
 
 /// Merges the leaf at the end of `path` with a sibling under the same parent when both
-/// fit in one page; collapses the root when it is left with a single child.
+/// fit in one page; collapses the root when it is left with a single child. Skipped
+/// when the log or the data file has no room for it: an underfull leaf is a valid one.
 fn merge(space: &Space, root: PageNo, path: &[PageNo]) -> Result<()> {
     let leaf = *path.last().unwrap();
     let parent = path[path.len() - 2];
-    let mut mtr = Mtr::without_reserve(space);
+    let Some(mut mtr) = Mtr::try_claiming(space, Claim::MERGE)? else { return Ok(()) };
     let pi = mtr.latch(parent)?;
     let pp = mtr.page(pi);
     let n = slotted::count(pp);
@@ -578,6 +625,7 @@ fn merge(space: &Space, root: PageNo, path: &[PageNo]) -> Result<()> {
         mtr.apply(lg, PageOp::Insert { slot: (base + j) as u16, rec: r });
     }
     mtr.apply(lg, PageOp::SetLinks { prev: left_prev, next: right_next });
+    mtr.log_as_image(lg);
     if right_next != 0 {
         let ni = mtr.latch(right_next)?;
         let nn = page::next(mtr.page(ni));
@@ -826,7 +874,9 @@ fn tree_pages(space: &Space, root: PageNo) -> Result<Vec<PageNo>> {
 }
 
 /// Frees `order` in mini-transactions of a few pages each; the last one also runs
-/// `finish` and is logged with `last`.
+/// `finish` and is logged with `last`. A rollback's frees claim nothing (its transaction
+/// reserved them); a committed drop's claim their room, so a full log stops it between
+/// two of them (it is finished at the next open).
 fn free_pages_then(
     space: &Space,
     order: &[PageNo],
@@ -851,7 +901,14 @@ fn free_pages_then(
     let mut lsn = 0;
     let chunks: Vec<&[PageNo]> = order.chunks(CHUNK).collect();
     for (i, chunk) in chunks.iter().enumerate() {
-        let mut mtr = Mtr::without_reserve(space);
+        let mut mtr = if last.kind == tessera_log::RecordKind::Compensation {
+            Mtr::without_reserve(space)
+        } else {
+            let mut maps: Vec<u32> = chunk.iter().map(|&no| (no - 1) / BITS_PER_MAP).collect();
+            maps.sort_unstable();
+            maps.dedup();
+            Mtr::claiming(space, Claim::free(chunk.len() as u64, maps.len() as u64, 1))?
+        };
         for &no in *chunk {
             space.free_page(&mut mtr, no)?;
         }
@@ -862,111 +919,4 @@ fn free_pages_then(
         lsn = mtr.commit(if is_last { last } else { LogCtx::system() })?;
     }
     Ok(lsn)
-}
-
-/// Counts and statistics used by the checker and tests.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TreeStats {
-    pub depth: usize,
-    pub leaf_pages: usize,
-    pub internal_pages: usize,
-    pub records: usize,
-    pub ghosts: usize,
-}
-
-/// A page the checker still has to visit: the key range its parent allows and the
-/// level it must have (None for the root).
-struct Visit {
-    page: PageNo,
-    lo: Option<Vec<u8>>,
-    hi: Option<Vec<u8>>,
-    level: Option<u8>,
-}
-
-/// Structural check of one tree: page types and levels, record order, keys inside
-/// their parent's bounds, slotted-page consistency, leaf sibling links, equal depth.
-/// Returns statistics and the pages the tree uses.
-pub fn check(space: &Space, root: PageNo) -> Result<(TreeStats, Vec<PageNo>)> {
-    let mut stats = TreeStats::default();
-    let mut pages = Vec::new();
-    let mut leaves: Vec<(PageNo, PageNo, PageNo)> = Vec::new();
-    let mut stack: Vec<Visit> = vec![Visit { page: root, lo: None, hi: None, level: None }];
-    let mut leaf_depth: Option<usize> = None;
-    let mut depth_of = std::collections::HashMap::new();
-    depth_of.insert(root, 1usize);
-    while let Some(Visit { page: no, lo, hi, level: want_level }) = stack.pop() {
-        let depth = depth_of[&no];
-        pages.push(no);
-        let g = read(space, no)?;
-        let bad = |what: String| damaged(space, no, &what);
-        slotted::check(&g).map_err(bad)?;
-        if page::object_id(&g) != root {
-            return Err(bad(format!("page belongs to object {} not {root}", page::object_id(&g))));
-        }
-        let level = page::level(&g);
-        if let Some(w) = want_level {
-            if level != w {
-                return Err(bad(format!("level {level}, expected {w}")));
-            }
-        }
-        let leaf = is_leaf(&g);
-        let key_of: fn(&[u8]) -> &[u8] = if leaf { leaf_key } else { internal_key };
-        let n = slotted::count(&g);
-        for i in 0..n {
-            let k = key_of(slotted::record(&g, i));
-            if i > 0 && key_of(slotted::record(&g, i - 1)) >= k {
-                return Err(bad(format!("keys out of order at slot {i}")));
-            }
-            if lo.as_ref().is_some_and(|l| k < l.as_slice()) || hi.as_ref().is_some_and(|h| k >= h.as_slice()) {
-                return Err(bad(format!("key at slot {i} outside the parent's range")));
-            }
-        }
-        if leaf {
-            if level != 0 {
-                return Err(bad("leaf with non-zero level".into()));
-            }
-            stats.leaf_pages += 1;
-            stats.records += n;
-            stats.ghosts += slotted::records(&g).filter(|r| is_ghost(r)).count();
-            leaves.push((no, page::prev(&g), page::next(&g)));
-            match leaf_depth {
-                None => leaf_depth = Some(depth),
-                Some(d) if d != depth => return Err(bad("leaves at different depths".into())),
-                _ => {}
-            }
-        } else {
-            if page::page_type(&g) != Some(PageType::BTreeInternal) || level == 0 {
-                return Err(bad("not an internal page".into()));
-            }
-            stats.internal_pages += 1;
-            let children: Vec<Visit> = (-1..n as isize)
-                .map(|i| {
-                    let clo =
-                        if i < 0 { lo.clone() } else { Some(internal_key(slotted::record(&g, i as usize)).to_vec()) };
-                    let chi = if i + 1 < n as isize {
-                        Some(internal_key(slotted::record(&g, (i + 1) as usize)).to_vec())
-                    } else {
-                        hi.clone()
-                    };
-                    Visit { page: child_at(&g, i), lo: clo, hi: chi, level: Some(level - 1) }
-                })
-                .collect();
-            // Push right to left so leaves are visited left to right.
-            for child in children.into_iter().rev() {
-                if child.page == 0 || depth_of.insert(child.page, depth + 1).is_some() {
-                    return Err(bad(format!("child {} is null or referenced twice", child.page)));
-                }
-                stack.push(child);
-            }
-        }
-    }
-    stats.depth = leaf_depth.unwrap_or(1);
-    for (i, &(no, prev, next)) in leaves.iter().enumerate() {
-        let want_prev = if i == 0 { 0 } else { leaves[i - 1].0 };
-        let want_next = if i + 1 == leaves.len() { 0 } else { leaves[i + 1].0 };
-        if prev != want_prev || next != want_next {
-            return Err(damaged(space, no, &format!("sibling links {prev}/{next}, expected {want_prev}/{want_next}")));
-        }
-    }
-    Ok((stats, pages))
 }

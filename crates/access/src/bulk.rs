@@ -27,9 +27,10 @@ use tessera_log::{LogRecord, Lsn, RecordKind};
 use crate::btree::{self, MAX_LEAF_RECORD};
 use crate::mtr::Mtr;
 use crate::ops::{self, Undo};
+use crate::reserve::Claim;
 use crate::slotted;
 use crate::space::Space;
-use crate::txn::Txn;
+use crate::txn::{self, Txn};
 
 /// A bounded tree: 32 levels is far beyond any file the allocation maps can address.
 const MAX_LEVELS: usize = 32;
@@ -143,10 +144,13 @@ impl Builder<'_> {
 
     /// Allocates one page for the load, logging the allocation with its undo.
     fn alloc(&mut self) -> Result<(PageNo, Lsn)> {
-        let mut mtr = Mtr::new(self.space)?;
-        let no = self.space.alloc_page(&mut mtr)?;
-        let lsn = self.space.commit_update(self.txn, mtr, &Undo::BulkPage { page: no })?;
-        Ok((no, lsn))
+        let space = self.space;
+        txn::with_undo_reserved(space, self.txn, 0, 0, None, |txn| {
+            let mut mtr = Mtr::claiming(space, Claim::NEW_PAGE)?;
+            let no = space.alloc_page(&mut mtr)?;
+            let lsn = space.commit_update(txn, mtr, &Undo::BulkPage { page: no })?;
+            Ok((no, lsn))
+        })
     }
 
     /// Writes `buf` as page `no` into the pool: dirty, unlogged, stamped `lsn`.
@@ -233,16 +237,23 @@ impl Builder<'_> {
         self.space.pool.flush_file(self.space.file)?;
         let mut top = std::mem::take(&mut self.levels[level].buf);
         page::set_page_no(&mut top, self.root);
-        let mut mtr = Mtr::new(self.space)?;
-        let i = mtr.latch(self.root)?;
-        mtr.apply(i, ops::image(&top));
-        self.space.commit_update(self.txn, mtr, &Undo::EmptyTree { root: self.root, before: self.before })?;
+        let (space, root, before) = (self.space, self.root, self.before);
+        txn::with_undo_reserved(space, self.txn, 0, 0, None, |txn| {
+            let mut mtr = Mtr::new(space)?;
+            let i = mtr.latch(root)?;
+            mtr.apply(i, ops::image(&top));
+            space.commit_update(txn, mtr, &Undo::EmptyTree { root, before })
+        })?;
         self.pages.sort_unstable();
+        let notes = ops::encode_bulk_note(&self.pages);
+        // The notes' room is claimed like a mini-transaction's; if there is none the load
+        // fails here and its transaction rolls it back.
+        let _claimed = space.claim(Claim::records(notes.iter().map(|body| body.len() as u64 + 64)))?;
         // Held while appending, so whoever reads the end of the log after a note finds
         // the note's LSN here (see `Space::may_have_bulk_notes`).
-        let mut newest = self.space.newest_bulk_note.lock();
-        for body in ops::encode_bulk_note(&self.pages) {
-            *newest = self.space.wal.append(&LogRecord::new(RecordKind::System, 0, 0, body))?;
+        let mut newest = space.newest_bulk_note.lock();
+        for body in notes {
+            *newest = space.wal.append(&LogRecord::new(RecordKind::System, 0, 0, body))?;
         }
         Ok(BulkOutcome { rows: self.rows, pages: self.pages.len() as u64 })
     }

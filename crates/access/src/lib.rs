@@ -9,6 +9,7 @@ pub mod lock;
 pub mod mtr;
 pub mod ops;
 pub mod read;
+pub mod reserve;
 pub mod row;
 pub mod slotted;
 pub mod space;

@@ -8,24 +8,24 @@
 //! whose log record could land after the checkpoint's redo LSN, and a page split that
 //! touches several pages is redone all or nothing.
 //!
-//! Before the first change, [`Mtr::new`] checks that the log has room for the change
-//! plus every active transaction's rollback ([`crate::space::LOG_RESERVE`]) and that the
-//! data file has free pages for a split ([`crate::space::DATA_RESERVE_PAGES`]); a full
-//! log (9002) or disk (1105) is reported before anything is modified. Rollback and
-//! recovery use [`Mtr::without_reserve`]: the reserve exists for them.
+//! Before the first change, [`Mtr::new`] and [`Mtr::claiming`] claim the log bytes and
+//! pages the mini-transaction may need, which must exist beside everything already
+//! reserved (see [`crate::reserve`]); a full log (9002) or data file (1105) is reported
+//! before anything is modified. Rollback and recovery use [`Mtr::without_reserve`]: the
+//! reserve exists for them.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::Ordering;
 
 use smallvec::SmallVec;
 
 use tessera_buffer::page::{self, PageNo};
 use tessera_buffer::{PageHandle, PageWrite, PageWriteGuard};
-use tessera_errors::{Error, Result};
+use tessera_errors::Result;
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
 use crate::ops::{self, PageOp, Undo};
-use crate::space::{Space, LOG_RESERVE};
+use crate::reserve::{self, Claim, Claimed};
+use crate::space::Space;
 
 /// Bounds one mini-transaction (a split of a five-level tree touches about a dozen).
 const MAX_PAGES: usize = 64;
@@ -47,6 +47,9 @@ pub struct Mtr<'a> {
     space: &'a Space,
     pages: SmallVec<[(PageNo, Latched<'a>); INLINE]>,
     ops: SmallVec<[(PageNo, PageOp); INLINE]>,
+    /// The room claimed before the first change (None for rollback and recovery),
+    /// released when the mini-transaction is dropped, after its record is appended.
+    claim: Option<Claimed<'a>>,
 }
 
 /// A page the mini-transaction holds exclusively latched: pinned by the mini-transaction
@@ -102,32 +105,39 @@ impl LogCtx<'_> {
 }
 
 impl<'a> Mtr<'a> {
+    /// A mini-transaction changing one page ([`Claim::CHANGE`]: a row change).
+    ///
     /// Inlined, like [`Mtr::commit`], so that the mini-transaction (a few hundred bytes
     /// with its inline pages and operations) is built where the caller keeps it instead
     /// of being copied out of a `Result`: per row, those copies cost as much as the row.
     #[inline]
     pub fn new(space: &'a Space) -> Result<Mtr<'a>> {
-        Mtr::check_room(space)?;
-        Ok(Mtr::without_reserve(space))
+        Mtr::claiming(space, Claim::CHANGE)
     }
 
-    fn check_room(space: &Space) -> Result<()> {
-        let undo = space.undo_reserve.load(Ordering::Acquire);
-        space.wal.ensure_room(LOG_RESERVE + undo).map_err(|e| match e {
-            // Say why the log cannot be reused, as log_reuse_wait_desc would.
-            Error::LogFull { database, .. } => {
-                Error::LogFull { database, reason: if undo > 0 { "ACTIVE_TRANSACTION" } else { "CHECKPOINT" }.into() }
-            }
-            e => e,
-        })?;
-        space.ensure_data_room()
+    /// A mini-transaction that may need up to `claim` (9002 or 1105 if the files cannot
+    /// hold it beside what is already reserved).
+    #[inline]
+    pub fn claiming(space: &'a Space, claim: Claim) -> Result<Mtr<'a>> {
+        let claimed = space.claim(claim)?;
+        Ok(Mtr { space, pages: SmallVec::new(), ops: SmallVec::new(), claim: Some(claimed) })
+    }
+
+    /// [`Mtr::claiming`] for optional work (a merge, a ghost's removal): None, and nothing
+    /// to do, when the log or the data file is full.
+    pub fn try_claiming(space: &'a Space, claim: Claim) -> Result<Option<Mtr<'a>>> {
+        match Mtr::claiming(space, claim) {
+            Ok(mtr) => Ok(Some(mtr)),
+            Err(e) if reserve::is_full(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// For rollback and recovery: compensation must proceed even when the log is
     /// nearly full (the reserve exists for it).
     #[inline]
     pub fn without_reserve(space: &'a Space) -> Mtr<'a> {
-        Mtr { space, pages: SmallVec::new(), ops: SmallVec::new() }
+        Mtr { space, pages: SmallVec::new(), ops: SmallVec::new(), claim: None }
     }
 
     fn find(&self, no: PageNo) -> Option<usize> {
@@ -182,6 +192,16 @@ impl<'a> Mtr<'a> {
         self.ops.push((*no, op));
     }
 
+    /// Logs page `i` as one image of its contents now instead of the operations applied
+    /// to it so far: for a page the mini-transaction rewrote (formatted and filled with
+    /// records), whose image is smaller than its operations and never bigger than a page,
+    /// which is what claims count on (see `crate::reserve::PAGE_BYTES`).
+    pub fn log_as_image(&mut self, i: usize) {
+        let no = self.pages[i].0;
+        self.ops.retain(|(n, _)| *n != no);
+        self.ops.push((no, ops::image(&self.pages[i].1)));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
@@ -216,6 +236,12 @@ impl<'a> Mtr<'a> {
             }
             let mut rec = LogRecord::new(ctx.kind, ctx.txn, ctx.prev_lsn, body);
             rec.undo_next = ctx.undo_next;
+            debug_assert!(
+                self.claim.as_ref().is_none_or(|c| rec.encoded_len() as u64 + 8 <= c.claim().log),
+                "a record of {} bytes exceeds its claim {:?}",
+                rec.encoded_len(),
+                self.claim.as_ref().map(Claimed::claim)
+            );
             // A checkpoint that began meanwhile may require more images: build again.
             let appended = self.space.wal.append_since(&rec, redo_point);
             if rec.body.capacity() <= MAX_KEPT_BODY {

@@ -28,8 +28,9 @@ use tessera_buffer::page::{self, PageNo, PageType, HEADER_SIZE, PAGE_SIZE};
 use tessera_buffer::{BufferPool, FileId, PageStore};
 use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
+use tessera_log::growth::{grown_size, DefaultGrowth};
 use tessera_log::recovery::RecoveryOutcome;
-use tessera_log::{Lsn, Wal};
+use tessera_log::{Growth, Lsn, Wal};
 
 use crate::btree::{self, Direction};
 use crate::bulk::{self, BulkOutcome};
@@ -37,6 +38,7 @@ use crate::lock::{LockManager, LockMode, Resource};
 use crate::mtr::{LogCtx, Mtr};
 use crate::ops::{PageOp, Undo, BITMAP_OFFSET};
 use crate::read::{self, OnLocked, ReadLocks, Scan};
+use crate::reserve::{self, Claim, Claimed};
 use crate::txn::{self, Durability, Hold, TreeMeta, Txn, TxnTable};
 
 pub const BITS_PER_MAP: u32 = ((PAGE_SIZE - HEADER_SIZE) * 8) as u32;
@@ -47,6 +49,34 @@ const HDR_FIELDS: u16 = HEADER_SIZE as u16;
 /// Page number of the first tree created in a new file: the database's catalog.
 pub const BOOT_ROOT: PageNo = 2;
 
+/// Sizes of a data file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataConfig {
+    /// Size of a new data file in bytes, rounded up to whole pages (at least the three
+    /// pages every database uses: file header, allocation map, catalog root).
+    pub initial_size: u64,
+    /// How the file grows (None: an eighth of its size, 64 KiB to 64 MiB at a time).
+    pub growth: Option<Growth>,
+    /// The file never grows beyond this many bytes: a change that would need more fails
+    /// with error 1105.
+    pub max_size: u64,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        DataConfig { initial_size: 64 << 10, growth: None, max_size: u64::MAX }
+    }
+}
+
+/// The data file's default growth: an eighth of the file, 64 KiB to 64 MiB at a time.
+const DATA_GROWTH: DefaultGrowth = DefaultGrowth { divisor: 8, min: 64 << 10, max: 64 << 20 };
+
+/// How a data file may grow (see [`DataConfig`]).
+struct DataLimits {
+    growth: Option<Growth>,
+    max_size: u64,
+}
+
 /// The data file behind the buffer pool.
 pub struct DataStore {
     file: DataFile,
@@ -54,6 +84,7 @@ pub struct DataStore {
     wal: Arc<Wal>,
     /// Pages the file holds; pages at or beyond it read as zeros (never written).
     pages: AtomicU32,
+    limits: Mutex<DataLimits>,
     /// The extents written since the last reset (see [`crate::changes`]).
     pub changes: crate::changes::ChangeMap,
 }
@@ -68,7 +99,29 @@ impl DataStore {
         self.pages.load(Ordering::Acquire)
     }
 
-    /// Grows the file so it holds at least `pages` pages.
+    /// Grows the file so it holds at least `pages` pages: in steps of its growth when the
+    /// disk has room for them, else by just what is needed. Error 1105 past its maximum
+    /// size, when it may not grow, or when the disk is full.
+    fn grow_to(&self, pages: u32) -> Result<()> {
+        let have = self.pages();
+        if pages <= have {
+            return Ok(());
+        }
+        let full = || Error::DataFull { database: self.database.clone() };
+        let page = PAGE_SIZE as u64;
+        let (size, need) = (u64::from(have) * page, u64::from(pages) * page);
+        let stepped = {
+            let limits = self.limits.lock();
+            let max = limits.max_size.min(u64::from(u32::MAX) * page);
+            grown_size(size, need, limits.growth, DATA_GROWTH, max, page).ok_or_else(full)?
+        };
+        self.extend_to((stepped / page) as u32).or_else(|e| match e {
+            Error::DataFull { .. } => self.extend_to(pages),
+            e => Err(e),
+        })
+    }
+
+    /// Allocates the file up to `pages` pages.
     fn extend_to(&self, pages: u32) -> Result<()> {
         if pages <= self.pages() {
             return Ok(());
@@ -147,13 +200,6 @@ impl Hasher for PageNoHasher {
     }
 }
 
-/// Log space every change checks for before touching a page (see `Wal::ensure_room`),
-/// on top of what the active transactions would need to roll back.
-pub const LOG_RESERVE: u64 = 4 << 20;
-/// Unallocated pages the data file keeps beyond the highest page in use, so that a
-/// structure modification never has to grow the file half-way through.
-pub const DATA_RESERVE_PAGES: u32 = 256;
-
 /// One database's storage: data file, log, allocation, tree latches, locks and the
 /// table of active transactions.
 pub struct Space {
@@ -175,19 +221,38 @@ pub struct Space {
     /// Log bytes the active transactions' rollbacks may need (their compensation
     /// records); every forward change keeps this much room in the log.
     pub(crate) undo_reserve: AtomicU64,
+    /// Page images the active transactions' rollbacks may log: one per change (at most
+    /// `reserve::MAX_IMAGED_PAGES` per transaction).
+    pub(crate) undo_images: AtomicU32,
+    /// Pages the active transactions' rollbacks may need for splits (see
+    /// `txn::reserve_undo`); the data file keeps them free.
+    pub(crate) rollback_pages: AtomicU32,
+    /// Log bytes and pages claimed by the mini-transactions in flight (see
+    /// `crate::reserve`).
+    pub(crate) claimed_log: AtomicU64,
+    pub(crate) claimed_pages: AtomicU32,
+    /// Frames bigger than a row change's promised now (see `reserve::promise_frame`).
+    pub(crate) big_frames: Mutex<Vec<u64>>,
     trees: RwLock<HashMap<PageNo, Arc<TreeMeta>, BuildHasherDefault<PageNoHasher>>>,
 }
 
 impl Space {
     // The file and its trees.
 
-    /// Creates the data file and formats page 0, the first allocation map and the boot
-    /// tree (the catalog root) through the log.
-    pub fn create(name: &str, path: &Path, pool: Arc<BufferPool>, wal: Arc<Wal>) -> Result<Arc<Space>> {
+    /// Creates the data file, `config.initial_size` bytes, and formats page 0, the first
+    /// allocation map and the boot tree (the catalog root) through the log.
+    pub fn create(
+        name: &str,
+        path: &Path,
+        pool: Arc<BufferPool>,
+        wal: Arc<Wal>,
+        config: &DataConfig,
+    ) -> Result<Arc<Space>> {
         let file = DataFile::open(path, OpenMode::CreateNew, false)?;
-        let space = Space::assemble(name, file, pool, wal);
-        space.store.extend_to(DATA_RESERVE_PAGES + 8)?;
-        let mut mtr = Mtr::new(&space)?;
+        let space = Space::assemble(name, file, pool, wal, config);
+        let pages = config.initial_size.div_ceil(PAGE_SIZE as u64).clamp(3, u64::from(u32::MAX)) as u32;
+        space.store.extend_to(pages)?;
+        let mut mtr = Mtr::claiming(&space, Claim::pages(3, 3))?;
         let h = mtr.latch_new(0)?;
         mtr.apply(h, PageOp::Format { object: 0, ty: PageType::FileHeader, level: 0, prev: 0, next: 0, aux: 0 });
         let mut fields = Vec::new();
@@ -204,22 +269,32 @@ impl Space {
         Ok(Arc::new(space))
     }
 
-    /// Opens an existing data file (recovery is the caller's next step).
-    pub fn open(name: &str, path: &Path, pool: Arc<BufferPool>, wal: Arc<Wal>) -> Result<Arc<Space>> {
+    /// Opens an existing data file (recovery is the caller's next step); it grows as
+    /// `config` says (its initial size is not used).
+    pub fn open(
+        name: &str,
+        path: &Path,
+        pool: Arc<BufferPool>,
+        wal: Arc<Wal>,
+        config: &DataConfig,
+    ) -> Result<Arc<Space>> {
         let file = DataFile::open(path, OpenMode::Existing, false)?;
-        let space = Space::assemble(name, file, pool, wal);
+        let space = Space::assemble(name, file, pool, wal, config);
         Ok(Arc::new(space))
     }
 
-    fn assemble(name: &str, file: DataFile, pool: Arc<BufferPool>, wal: Arc<Wal>) -> Space {
+    fn assemble(name: &str, file: DataFile, pool: Arc<BufferPool>, wal: Arc<Wal>, config: &DataConfig) -> Space {
         let pages = (file.len().unwrap_or(0) / PAGE_SIZE as u64) as u32;
         let store = Arc::new(DataStore {
             file,
             database: name.to_string(),
             wal: wal.clone(),
             pages: AtomicU32::new(pages),
+            limits: Mutex::new(DataLimits { growth: config.growth, max_size: config.max_size }),
             changes: crate::changes::ChangeMap::default(),
         });
+        // Every change may promise a frame this big: room is counted in such frames.
+        wal.set_frame_limit(Claim::CHANGE.frame);
         let file = pool.register(store.clone());
         let opened_at = wal.end_lsn();
         Space {
@@ -235,6 +310,11 @@ impl Space {
             alloc_hint: Mutex::new(Vec::new()),
             alloc_hwm: AtomicU32::new(pages),
             undo_reserve: AtomicU64::new(0),
+            undo_images: AtomicU32::new(0),
+            rollback_pages: AtomicU32::new(0),
+            claimed_log: AtomicU64::new(0),
+            claimed_pages: AtomicU32::new(0),
+            big_frames: Mutex::new(Vec::new()),
             trees: RwLock::new(HashMap::default()),
         }
     }
@@ -285,7 +365,8 @@ impl Space {
         loop {
             let map_no = Space::map_page(k);
             if map_no >= self.store.pages() {
-                self.store.extend_to(map_no + 64)?;
+                // Not reached when the claims are right: the claim counted the new map.
+                self.store.grow_to(map_no + 2)?;
             }
             let mi = mtr.latch(map_no)?;
             if page::page_type(mtr.page(mi)) != Some(PageType::AllocMap) {
@@ -317,9 +398,9 @@ impl Space {
                 let no = map_no + bit;
                 self.alloc_hwm.fetch_max(no + 1, Ordering::AcqRel);
                 if no >= self.store.pages() {
-                    let pages = self.store.pages();
-                    let grow = (pages / 8).clamp(128, 65536);
-                    self.store.extend_to((no + 1).max(pages + grow))?;
+                    // Not reached when the claims are right (a rollback's split beyond
+                    // what its transaction reserved may get here).
+                    self.store.grow_to(no + 1)?;
                 }
                 mtr.apply(mi, PageOp::SetBits { first: bit, count: 1, value: true });
                 return Ok(no);
@@ -328,18 +409,41 @@ impl Space {
         }
     }
 
-    /// Grows the data file, if needed, so that [`DATA_RESERVE_PAGES`] pages beyond the
-    /// highest page in use exist: called before a change touches any page, so a full
-    /// disk is error 1105 while nothing has been modified.
-    pub fn ensure_data_room(&self) -> Result<()> {
-        let want = self.alloc_hwm.load(Ordering::Acquire) + DATA_RESERVE_PAGES;
-        let pages = self.store.pages();
-        if want <= pages {
+    /// Grows the data file, if needed, so that `extra` pages beyond the highest page in
+    /// use exist: called (by [`Space::claim`]) before a change touches any page, so a
+    /// full disk or file is error 1105 while nothing has been modified.
+    pub fn ensure_data_room(&self, extra: u32) -> Result<()> {
+        let want = self.high_water().saturating_add(extra);
+        if want <= self.store.pages() {
             return Ok(());
         }
-        let grow = (pages / 8).clamp(DATA_RESERVE_PAGES, 65536);
-        // Ask for a generous step first; settle for the bare reserve when space is short.
-        self.store.extend_to(want.max(pages + grow)).or_else(|_| self.store.extend_to(want))
+        self.store.grow_to(want)
+    }
+
+    /// One past the highest page allocated in this run (the file's size when opened).
+    pub fn high_water(&self) -> u32 {
+        self.alloc_hwm.load(Ordering::Acquire)
+    }
+
+    /// Grows the log and the data file ahead, if they can, for a change that claims
+    /// nothing (a split during a rollback): a best effort beyond what its transaction
+    /// reserved.
+    pub fn grow_ahead(&self, claim: Claim) {
+        let _ = self.wal.ensure_room(claim.log);
+        let _ = self.ensure_data_room(claim.pages);
+    }
+
+    /// Claims the room a mini-transaction may need before its first change (see
+    /// `crate::reserve`): 9002 or 1105 if the log or the data file cannot hold it with
+    /// everything already reserved. Held until the returned guard is dropped.
+    pub fn claim(&self, claim: Claim) -> Result<Claimed<'_>> {
+        reserve::claim(self, claim)
+    }
+
+    /// Sets how the data file grows from now on and the size it may not pass (ALTER
+    /// DATABASE … MODIFY FILE); a file already bigger stays as it is and no longer grows.
+    pub fn set_data_limits(&self, growth: Option<Growth>, max_size: u64) {
+        *self.store.limits.lock() = DataLimits { growth, max_size };
     }
 
     /// Returns `no` to the free space inside `mtr`.
@@ -406,8 +510,11 @@ impl Space {
     pub fn checkpoint(&self) -> Result<tessera_log::Master> {
         let redo_lsn = self.wal.begin_checkpoint();
         self.pool.flush_file(self.file)?;
-        let (active, next_txn) = self.txns.snapshot();
-        let begin = active.iter().filter(|a| a.first_lsn != 0).map(|a| a.first_lsn).fold(redo_lsn, Lsn::min);
+        let (mut active, next_txn) = self.txns.snapshot();
+        // Transactions that have logged nothing need no recovery: a checkpoint record
+        // does not grow with idle sessions (it is written from the log's floor reserve).
+        active.retain(|a| a.first_lsn != 0);
+        let begin = active.iter().map(|a| a.first_lsn).fold(redo_lsn, Lsn::min);
         let ckpt = tessera_log::recovery::Checkpoint { redo_lsn, next_txn, active };
         let lsn =
             self.wal.append(&tessera_log::LogRecord::new(tessera_log::RecordKind::Checkpoint, 0, 0, ckpt.encode()))?;
@@ -462,10 +569,11 @@ impl Space {
         txn::note_first_lsn(self, txn)
     }
 
-    /// Logs `mtr` as the transaction's next Update record, with `undo`, and reserves the
-    /// log room its compensation will need. Returns the record's LSN.
+    /// Logs `mtr` as the transaction's next Update record, with `undo` (whose
+    /// compensation's log room the caller reserved first, see
+    /// `txn::with_undo_reserved`). Returns the record's LSN.
     pub(crate) fn commit_update(&self, txn: &mut Txn, mtr: Mtr, undo: &Undo) -> Result<Lsn> {
-        txn::commit_update(self, txn, mtr, undo)
+        txn::commit_update(txn, mtr, undo)
     }
 
     // Locks: bodies in `crate::txn::locks`.
@@ -615,10 +723,12 @@ impl Space {
     /// transaction rolls back (or never commits before a crash) the tree's pages are freed.
     pub fn create_tree(&self, txn: &mut Txn) -> Result<PageNo> {
         self.note_first_lsn(txn);
-        let mut mtr = Mtr::new(self)?;
-        let root = btree::create(self, &mut mtr)?;
-        self.commit_update(txn, mtr, &Undo::CreateTree { root })?;
-        Ok(root)
+        txn::with_undo_reserved(self, txn, 0, 0, None, |txn| {
+            let mut mtr = Mtr::claiming(self, Claim::NEW_PAGE)?;
+            let root = btree::create(self, &mut mtr)?;
+            self.commit_update(txn, mtr, &Undo::CreateTree { root })?;
+            Ok(root)
+        })
     }
 
     /// Frees every page of a tree that no catalog entry names any more (a committed

@@ -25,6 +25,7 @@ use crate::btree;
 use crate::lock::{LockMode, Resource, Wait};
 use crate::mtr::{self, LogCtx};
 use crate::ops::Undo;
+use crate::reserve::{self, Claim, MAX_IMAGED_PAGES, TXN_RECORDS, UNDO_OVERHEAD};
 use crate::space::Space;
 
 /// Shared per-transaction state the checkpointer reads.
@@ -60,6 +61,8 @@ impl TxnTable {
             trees: Vec::new(),
             ghosts: Vec::new(),
             undo_bytes: 0,
+            undo_images: 0,
+            rollback_split: None,
             lock_timeout: None,
             cancel: None,
             durability,
@@ -90,6 +93,11 @@ impl TxnTable {
     pub fn active_count(&self) -> usize {
         self.active.lock().len()
     }
+
+    /// Whether an active transaction has logged a change (and so holds the log).
+    pub fn any_logged(&self) -> bool {
+        self.active.lock().values().any(|s| s.last_lsn.load(Ordering::Acquire) != 0)
+    }
 }
 
 /// When a commit returns relative to its log flush.
@@ -116,6 +124,12 @@ pub struct Txn {
     statement_locks: Vec<Resource>,
     /// Log bytes this transaction's rollback may need (counted in `Space::undo_reserve`).
     undo_bytes: u64,
+    /// Page images its rollback may log: one per change, up to `MAX_IMAGED_PAGES`
+    /// (counted in `Space::undo_images`).
+    undo_images: u32,
+    /// The split its rollback may need, reserved in the log and the data file (its pages
+    /// counted in `Space::rollback_pages`).
+    rollback_split: Option<Claim>,
     /// How long a lock request waits (`SET LOCK_TIMEOUT`; None: until granted).
     pub lock_timeout: Option<Duration>,
     /// Set when the statement is cancelled (attention, shutdown): lock waits end with 3617.
@@ -246,7 +260,13 @@ fn remove_ghosts(space: &Space, txn: &Txn) {
 
 fn finish(space: &Space, txn: &mut Txn) {
     space.undo_reserve.fetch_sub(txn.undo_bytes, Ordering::AcqRel);
+    space.undo_images.fetch_sub(txn.undo_images, Ordering::AcqRel);
+    if let Some(split) = txn.rollback_split.take() {
+        space.rollback_pages.fetch_sub(split.pages, Ordering::AcqRel);
+        reserve::drop_frame(space, split.frame);
+    }
     txn.undo_bytes = 0;
+    txn.undo_images = 0;
     space.locks.release_all(txn.id, &txn.locks);
     space.locks.release_all(txn.id, &txn.statement_locks);
     txn.statement_locks.clear();
@@ -303,23 +323,99 @@ pub(crate) fn note_first_lsn(space: &Space, txn: &Txn) {
     }
 }
 
-/// Reserves the log room a compensation record for a change of this size needs
-/// (the first change also reserves room for splits during rollback).
-fn reserve_undo(space: &Space, txn: &mut Txn, key: &[u8], bytes: usize) {
-    let mut need = (key.len() + bytes) as u64 + 96;
+/// Log bytes, page images and the split reserved for a change's rollback (see
+/// [`reserve_undo`]).
+pub(crate) struct Reserved {
+    log: u64,
+    images: u32,
+    /// The transaction's reserved split before this change reserved a bigger one.
+    split_before: Option<Option<Claim>>,
+}
+
+/// Reserves the room the rollback of one change will need, before the change, so that
+/// the change's own claim finds it counted (see `crate::reserve`): its compensation
+/// record, for a key of `key_len` bytes whose bigger record (before or after) has `bytes`
+/// bytes, and possibly a page image in it; with the transaction's first change, its
+/// commit or end record; and when the change makes a record smaller in a tree of
+/// `shrinks_in` levels, a split of that tree grown by one level (one per transaction, the
+/// biggest), which only then can putting the old record back need. A change that fails
+/// gives it back ([`unreserve_undo`]).
+pub(crate) fn reserve_undo(
+    space: &Space,
+    txn: &mut Txn,
+    key_len: usize,
+    bytes: usize,
+    shrinks_in: Option<usize>,
+) -> Reserved {
+    let mut log = (key_len + bytes) as u64 + UNDO_OVERHEAD;
     if txn.undo_bytes == 0 {
-        need += 64 << 10;
+        log += TXN_RECORDS;
     }
-    txn.undo_bytes += need;
-    space.undo_reserve.fetch_add(need, Ordering::AcqRel);
+    let split = shrinks_in.map(|depth| Claim::split(depth + 1));
+    let split_before = match (split, txn.rollback_split) {
+        (Some(new), old) if old.is_none_or(|old| new.log > old.log) => {
+            let (old_log, old_pages) = old.map_or((0, 0), |o| (o.log, o.pages));
+            log += new.log - old_log;
+            space.rollback_pages.fetch_add(new.pages - old_pages, Ordering::AcqRel);
+            reserve::promise_frame(space, new.frame);
+            if let Some(o) = old {
+                reserve::drop_frame(space, o.frame);
+            }
+            txn.rollback_split = Some(new);
+            Some(old)
+        }
+        _ => None,
+    };
+    let images = u32::from(u64::from(txn.undo_images) < MAX_IMAGED_PAGES);
+    txn.undo_bytes += log;
+    txn.undo_images += images;
+    space.undo_reserve.fetch_add(log, Ordering::AcqRel);
+    if images > 0 {
+        space.undo_images.fetch_add(images, Ordering::AcqRel);
+    }
+    Reserved { log, images, split_before }
+}
+
+/// Gives back what [`reserve_undo`] reserved for a change that was not made.
+pub(crate) fn unreserve_undo(space: &Space, txn: &mut Txn, r: Reserved) {
+    txn.undo_bytes -= r.log;
+    txn.undo_images -= r.images;
+    space.undo_reserve.fetch_sub(r.log, Ordering::AcqRel);
+    space.undo_images.fetch_sub(r.images, Ordering::AcqRel);
+    if let Some(old) = r.split_before {
+        let new = txn.rollback_split.expect("the split this change reserved");
+        space.rollback_pages.fetch_sub(new.pages - old.map_or(0, |o| o.pages), Ordering::AcqRel);
+        if let Some(o) = old {
+            reserve::promise_frame(space, o.frame);
+        }
+        reserve::drop_frame(space, new.frame);
+        txn.rollback_split = old;
+    }
+}
+
+/// Runs `change` with its rollback's room reserved ([`reserve_undo`]), given back if it
+/// fails.
+pub(crate) fn with_undo_reserved<R>(
+    space: &Space,
+    txn: &mut Txn,
+    key_len: usize,
+    bytes: usize,
+    shrinks_in: Option<usize>,
+    change: impl FnOnce(&mut Txn) -> Result<R>,
+) -> Result<R> {
+    let reserved = reserve_undo(space, txn, key_len, bytes, shrinks_in);
+    let result = change(txn);
+    if result.is_err() {
+        unreserve_undo(space, txn, reserved);
+    }
+    result
 }
 
 /// The body of [`Space::commit_update`].
-pub(crate) fn commit_update(space: &Space, txn: &mut Txn, mtr: mtr::Mtr, undo: &Undo) -> Result<Lsn> {
+pub(crate) fn commit_update(txn: &mut Txn, mtr: mtr::Mtr, undo: &Undo) -> Result<Lsn> {
     let ctx =
         LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(undo) };
     let lsn = mtr.commit(ctx)?;
     txn.logged(lsn);
-    reserve_undo(space, txn, &[], 0);
     Ok(lsn)
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tessera_access::btree;
-use tessera_access::space::{Space, BOOT_ROOT};
+use tessera_access::space::{DataConfig, Space, BOOT_ROOT};
 use tessera_access::Durability;
 use tessera_buffer::{BufferPool, PoolConfig};
 use tessera_log::{LogConfig, Wal};
@@ -19,7 +19,7 @@ fn rolled_back_and_crashed_tree_creations_free_their_pages() {
     let dir = tempfile::tempdir().unwrap();
     let (data, log) = (dir.path().join("d.mdf"), dir.path().join("d.ldf"));
     let wal = Wal::create(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::create("d", &data, pool(), wal).unwrap();
+    let space = Space::create("d", &data, pool(), wal, &DataConfig::default()).unwrap();
     space.checkpoint().unwrap();
     let before = space.allocated_pages().unwrap();
 
@@ -45,7 +45,7 @@ fn rolled_back_and_crashed_tree_creations_free_their_pages() {
     let pool2 = pool();
     drop(space);
     let (wal, master) = Wal::open(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::open("d", &data, pool2, wal).unwrap();
+    let space = Space::open("d", &data, pool2, wal, &DataConfig::default()).unwrap();
     let outcome = space.recover(master).unwrap();
     assert_eq!(outcome.losers, 1);
     assert_eq!(space.allocated_pages().unwrap(), before, "the crashed creation left no pages behind");

@@ -443,7 +443,8 @@ fn differentials_read_only_the_extents_changed_since_their_base() {
     let report = |e: &Engine, o: &BackupOptions| backup(e, "dcm", o, &mut |_| {}).unwrap();
     let base = report(&e, &opts(&full, BackupType::Database));
     let all_pages = base.pages_scanned;
-    assert!(all_pages > 500, "{all_pages} pages");
+    // 20,000 rows take about 300 pages (the data file keeps no fixed reserve beyond them).
+    assert!(all_pages > 250, "{all_pages} pages");
     put(&e, "dcm", [(7, "seven".to_string()), (19_000, "late".to_string())]);
 
     // COPY_ONLY full backups leave the base (and its map) alone.

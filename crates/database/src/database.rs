@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use tessera_access::btree::{self, TreeStats};
-use tessera_access::space::{Space, BOOT_ROOT};
+use tessera_access::space::{DataConfig, Space, BOOT_ROOT};
 use tessera_access::{Direction, Durability, OnLocked};
 use tessera_buffer::page::PageNo;
 use tessera_buffer::BufferPool;
 use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
-use tessera_log::{Hold, LogConfig, Lsn, Wal};
+use tessera_log::{Growth, Hold, LogConfig, Lsn, Wal};
 
 use crate::registry::Entry;
 use crate::transaction::Transaction;
@@ -86,13 +86,51 @@ impl DelayedDurability {
 }
 
 /// Options of a database. The paths are used when it is created; by default the data
-/// file goes to the engine's data directory and the log to its log directory.
+/// file goes to the engine's data directory and the log to its log directory. The sizes
+/// are CREATE DATABASE's SIZE, FILEGROWTH and MAXSIZE for the data file and the log file
+/// (None: the engine's, `EngineConfig::data` and `EngineConfig::log`); a change that
+/// would take a file past its maximum fails with 1105 (data) or 9002 (log).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DatabaseOptions {
     pub recovery_model: RecoveryModel,
     pub delayed_durability: DelayedDurability,
     pub data_path: Option<PathBuf>,
     pub log_path: Option<PathBuf>,
+    /// Size of the new data file, in bytes (rounded up to whole 8 KiB pages, at least 3).
+    pub initial_data_size: Option<u64>,
+    /// How the data file grows: by a number of bytes or a percentage of its size (zero:
+    /// never).
+    pub data_growth: Option<Growth>,
+    /// Largest size of the data file, in bytes.
+    pub max_data_size: Option<u64>,
+    /// Size of the new log file, in bytes (four VLFs of at least 64 KiB: 260 KiB at least).
+    pub initial_log_size: Option<u64>,
+    /// How the log file grows: by a number of bytes or a percentage of its size (zero:
+    /// never).
+    pub log_growth: Option<Growth>,
+    /// Largest size of the log file, in bytes.
+    pub max_log_size: Option<u64>,
+}
+
+impl DatabaseOptions {
+    /// The sizes of the data file: these options over the engine's `data`.
+    pub fn data_config(&self, engine: &DataConfig) -> DataConfig {
+        DataConfig {
+            initial_size: self.initial_data_size.unwrap_or(engine.initial_size),
+            growth: self.data_growth.or(engine.growth),
+            max_size: self.max_data_size.unwrap_or(engine.max_size),
+        }
+    }
+
+    /// The sizes of the log file: these options over the engine's `log`.
+    pub fn log_config(&self, engine: &LogConfig) -> LogConfig {
+        LogConfig {
+            initial_size: self.initial_log_size.unwrap_or(engine.initial_size),
+            growth: self.log_growth.or(engine.growth),
+            max_size: self.max_log_size.unwrap_or(engine.max_size),
+            ..engine.clone()
+        }
+    }
 }
 
 /// A table (or index): the root page of its B+tree.
@@ -197,23 +235,46 @@ pub struct Database {
 }
 
 impl Database {
-    pub(crate) fn create(entry: &Entry, pool: Arc<BufferPool>, log: &LogConfig) -> Result<Database> {
-        let wal = Wal::create(&entry.log_path, &entry.name, log.clone())?;
-        let space = match Space::create(&entry.name, &entry.data_path, pool, wal) {
+    /// Creates the files, sized as `entry.options` say over the engine's `data` and `log`.
+    pub(crate) fn create(entry: &Entry, pool: Arc<BufferPool>, data: &DataConfig, log: &LogConfig) -> Result<Database> {
+        let (data, log) = (entry.options.data_config(data), entry.options.log_config(log));
+        for (what, initial, max) in
+            [("data", data.initial_size, data.max_size), ("log", log.initial_size, log.max_size)]
+        {
+            if initial > max {
+                return Err(Error::Invalid(format!(
+                    "The {what} file of database '{}' cannot be {initial} bytes: its maximum size is {max} bytes.",
+                    entry.name
+                )));
+            }
+        }
+        let wal = Wal::create(&entry.log_path, &entry.name, log)?;
+        let data_existed = entry.data_path.exists();
+        let space = match Space::create(&entry.name, &entry.data_path, pool, wal, &data) {
             Ok(s) => s,
             Err(e) => {
+                // A data file made before the failure (its allocation failed) goes too.
+                if !data_existed {
+                    let _ = std::fs::remove_file(&entry.data_path);
+                }
                 let _ = std::fs::remove_file(&entry.log_path);
                 return Err(e);
             }
         };
         let db = Database::assemble(entry, space);
-        db.checkpoint()?;
+        if let Err(e) = db.checkpoint() {
+            drop(db);
+            let _ = std::fs::remove_file(&entry.data_path);
+            let _ = std::fs::remove_file(&entry.log_path);
+            return Err(e);
+        }
         Ok(db)
     }
 
-    pub(crate) fn open(entry: &Entry, pool: Arc<BufferPool>, log: &LogConfig) -> Result<Database> {
-        let (wal, master) = Wal::open(&entry.log_path, &entry.name, log.clone())?;
-        let space = Space::open(&entry.name, &entry.data_path, pool, wal)?;
+    pub(crate) fn open(entry: &Entry, pool: Arc<BufferPool>, data: &DataConfig, log: &LogConfig) -> Result<Database> {
+        let (data, log) = (entry.options.data_config(data), entry.options.log_config(log));
+        let (wal, master) = Wal::open(&entry.log_path, &entry.name, log)?;
+        let space = Space::open(&entry.name, &entry.data_path, pool, wal, &data)?;
         let outcome = space.recover(master)?;
         space.verify_header()?;
         let mut db = Database::assemble(entry, space);
@@ -286,7 +347,11 @@ impl Database {
         *self.chain.lock() = chain.unwrap_or_default();
         self.apply_log_hold();
         for root in pending {
-            self.finish_drop(root)?;
+            match self.finish_drop(root) {
+                // A full log or data file leaves the drop pending until the next open.
+                Err(e) if tessera_access::reserve::is_full(&e) => {}
+                r => r?,
+            }
         }
         Ok(())
     }
@@ -314,9 +379,13 @@ impl Database {
     }
 
     /// Switching to SIMPLE breaks the log backup chain: log backups need a new full
-    /// backup first, as in SQL Server.
-    pub(crate) fn set_options(&self, options: DatabaseOptions) -> Result<()> {
+    /// backup first, as in SQL Server. Growth and maximum sizes apply from now on
+    /// (`engine` gives the defaults for those not set).
+    pub(crate) fn set_options(&self, options: DatabaseOptions, data: &DataConfig, log: &LogConfig) -> Result<()> {
         let simple = options.recovery_model == RecoveryModel::Simple;
+        let (data, log) = (options.data_config(data), options.log_config(log));
+        self.space.set_data_limits(data.growth, data.max_size);
+        self.space.wal.set_limits(log.growth, log.max_size);
         *self.options.lock() = options;
         let chain = *self.chain.lock();
         if simple && chain.log_backup_lsn != 0 {

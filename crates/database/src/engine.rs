@@ -14,6 +14,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use tessera_access::space::DataConfig;
 use tessera_buffer::page::PAGE_SIZE;
 use tessera_buffer::{BufferPool, HugePages, PoolConfig, PoolStats};
 use tessera_errors::{Error, Result};
@@ -39,6 +40,10 @@ pub struct EngineConfig {
     pub checkpoint_log_bytes: u64,
     /// How often delayed-durability commits are flushed (their loss window).
     pub delayed_flush_interval: Duration,
+    /// Sizes of new databases' data files (each database may set its own, see
+    /// `DatabaseOptions`).
+    pub data: DataConfig,
+    /// Sizes of new databases' log files, and the log's write buffer.
     pub log: LogConfig,
     /// Run the background thread (tests may drive checkpoints themselves).
     pub background: bool,
@@ -61,6 +66,7 @@ impl EngineConfig {
             idle_close_after: Duration::from_secs(300),
             checkpoint_log_bytes: 256 << 20,
             delayed_flush_interval: Duration::from_millis(10),
+            data: DataConfig::default(),
             log: LogConfig::default(),
             background: true,
             huge_pages: HugePages::default(),
@@ -232,7 +238,7 @@ impl Engine {
                 options: DatabaseOptions { data_path: None, log_path: None, ..options },
                 state: DbState::Online,
             };
-            let db = Database::create(&entry, self.pool.clone(), &self.config.log)?;
+            let db = Database::create(&entry, self.pool.clone(), &self.config.data, &self.config.log)?;
             let slot = Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(Some(Arc::new(db))) });
             inner.slots.insert(key(name), slot.clone());
             inner.next_id = id + 1;
@@ -270,7 +276,7 @@ impl Engine {
                             ),
                         });
                     }
-                    let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.log)?);
+                    let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.data, &self.config.log)?);
                     *open = Some(db.clone());
                     (db, true)
                 }
@@ -380,7 +386,8 @@ impl Engine {
         self.save_registry(&inner)
     }
 
-    /// Changes a database's options (recovery model, delayed durability).
+    /// Changes a database's options (recovery model, delayed durability, file growth and
+    /// maximum sizes; the initial sizes only mattered when it was created).
     pub fn alter_database(&self, name: &str, options: DatabaseOptions) -> Result<()> {
         let inner = self.inner.lock();
         let slot =
@@ -392,7 +399,7 @@ impl Engine {
             return Err(e);
         }
         if let Some(db) = &*slot.open.lock() {
-            db.set_options(options)?;
+            db.set_options(options, &self.config.data, &self.config.log)?;
         }
         Ok(())
     }

@@ -30,9 +30,11 @@ pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedD
 pub use engine::{with_lowercase, BufferDescriptor, Engine, EngineConfig, EngineStats};
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lock::Wait as LockWait;
+pub use tessera_access::space::DataConfig;
 pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, ReadLocks, RowLock};
 pub use tessera_buffer::{ExtensionStats, HugePages, PoolStats, PAGE_SIZE};
 pub use tessera_errors::{Error, Result};
 pub use tessera_io::DirLock;
 pub use tessera_log::recovery::RecoveryOutcome;
+pub use tessera_log::{Growth, LogConfig};
 pub use transaction::{Savepoint, Transaction};

@@ -1,13 +1,18 @@
 //! The list of databases an instance hosts, kept in `<data dir>/databases.reg`.
 //!
 //! One line per database: `name \t id \t data file \t log file \t recovery model \t
-//! delayed durability \t state` (lines without the state are ONLINE). The file is replaced atomically (write a temporary file, fsync,
-//! rename, fsync the directory), so a crash leaves the old or the new list, never a mix.
+//! delayed durability \t state \t sizes` (lines without the state are ONLINE; without the
+//! sizes, the engine's sizes apply). The sizes are six fields, empty when not set: initial
+//! data size, data growth, maximum data size, initial log size, log growth, maximum log
+//! size (bytes; a growth in percent ends with `%`). The file is replaced atomically (write
+//! a temporary file, fsync, rename, fsync the directory), so a crash leaves the old or the
+//! new list, never a mix.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tessera_errors::{Error, Result};
+use tessera_log::Growth;
 
 use crate::database::{DatabaseOptions, DelayedDurability, RecoveryModel};
 
@@ -49,9 +54,21 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let f: Vec<&str> = line.split('\t').collect();
-        if f.len() != 6 && f.len() != 7 {
+        if ![6, 7, 13].contains(&f.len()) {
             return Err(bad(i + 1));
         }
+        let size = |k: usize| -> Result<Option<u64>> {
+            match f.get(k) {
+                None | Some(&"") => Ok(None),
+                Some(s) => s.parse().map(Some).map_err(|_| bad(i + 1)),
+            }
+        };
+        let growth = |k: usize| -> Result<Option<Growth>> {
+            match f.get(k) {
+                None | Some(&"") => Ok(None),
+                Some(s) => Growth::parse(s).map(Some).ok_or_else(|| bad(i + 1)),
+            }
+        };
         out.push(Entry {
             name: f[0].to_string(),
             id: f[1].parse().map_err(|_| bad(i + 1))?,
@@ -60,7 +77,14 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
             options: DatabaseOptions {
                 recovery_model: RecoveryModel::parse(f[4]).ok_or_else(|| bad(i + 1))?,
                 delayed_durability: DelayedDurability::parse(f[5]).ok_or_else(|| bad(i + 1))?,
-                ..DatabaseOptions::default()
+                data_path: None,
+                log_path: None,
+                initial_data_size: size(7)?,
+                data_growth: growth(8)?,
+                max_data_size: size(9)?,
+                initial_log_size: size(10)?,
+                log_growth: growth(11)?,
+                max_log_size: size(12)?,
             },
             state: match f.get(6) {
                 None | Some(&"ONLINE") => DbState::Online,
@@ -80,15 +104,24 @@ pub fn save(path: &Path, entries: &[Entry]) -> Result<()> {
                 return Err(Error::Invalid(format!("names and paths may not contain tabs or newlines: {s:?}")));
             }
         }
+        let o = &e.options;
+        let size = |s: Option<u64>| s.map(|n| n.to_string()).unwrap_or_default();
+        let growth = |g: Option<Growth>| g.map(Growth::encode).unwrap_or_default();
         text.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
             e.name,
             e.id,
             e.data_path.display(),
             e.log_path.display(),
-            e.options.recovery_model.name(),
-            e.options.delayed_durability.name(),
-            e.state.name()
+            o.recovery_model.name(),
+            o.delayed_durability.name(),
+            e.state.name(),
+            size(o.initial_data_size),
+            growth(o.data_growth),
+            size(o.max_data_size),
+            size(o.initial_log_size),
+            growth(o.log_growth),
+            size(o.max_log_size)
         ));
     }
     let tmp = path.with_extension("tmp");

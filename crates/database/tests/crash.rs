@@ -1,6 +1,9 @@
 //! Crash tests: a worker process runs concurrent transactions and is killed with
 //! SIGKILL at random instants; after each kill the database is recovered and checked.
-//! See `src/bin/tessera-crashtest-worker.rs` for the workload and its invariant.
+//! See `src/bin/tessera-crashtest-worker.rs` for the workload and its invariant. The
+//! same again with a database that starts at the default (tiny) size and may not grow
+//! its files past small maximums: statements fail with 9002 and 1105 all along, their
+//! transactions roll back, and still every acknowledged commit survives.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -11,7 +14,6 @@ use std::time::Duration;
 
 use tessera_database::{Database, DatabaseOptions, Direction, Engine, EngineConfig, RecoveryModel};
 
-const KILLS: usize = 50;
 const THREADS: u32 = 4;
 
 fn config(dir: &std::path::Path) -> EngineConfig {
@@ -118,12 +120,21 @@ fn check(
     (counters, bulk)
 }
 
-#[test]
-fn every_acknowledged_commit_survives_sigkill() {
+/// What a run of kills saw.
+struct Run {
+    progress: u64,
+    bulk: u64,
+    losers: usize,
+    /// Statements that failed because the log (9002) or the data file (1105) was full.
+    log_full: usize,
+    data_full: usize,
+}
+
+/// Creates database `crash` with `options` and kills the worker `kills` times.
+fn run(kills: usize, options: DatabaseOptions, full_ok: bool) -> Run {
     let dir = tempfile::tempdir().unwrap();
     {
         let engine = Engine::open(config(dir.path())).unwrap();
-        let options = DatabaseOptions { recovery_model: RecoveryModel::BulkLogged, ..Default::default() };
         engine.create_database("crash", options).unwrap();
         engine.database("crash").unwrap().create_table("t").unwrap();
         engine.shutdown().unwrap();
@@ -134,7 +145,8 @@ fn every_acknowledged_commit_survives_sigkill() {
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut progress = 0u64;
     let mut losers = 0usize;
-    for round in 0..KILLS {
+    let (mut log_full, mut data_full) = (0usize, 0usize);
+    for round in 0..kills {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -143,13 +155,14 @@ fn every_acknowledged_commit_survives_sigkill() {
             .arg(dir.path())
             .arg(THREADS.to_string())
             .arg(seed.to_string())
+            .args(full_ok.then_some("full-ok"))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let reader = std::thread::spawn(move || {
-            let (mut got, mut bulk) = (Vec::new(), 0u64);
+            let (mut got, mut bulk, mut fulls) = (Vec::new(), 0u64, (0usize, 0usize));
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 let f: Vec<&str> = line.split(' ').collect();
@@ -157,9 +170,13 @@ fn every_acknowledged_commit_survives_sigkill() {
                     got.push((f[1].parse::<u32>().unwrap(), f[2].parse::<u64>().unwrap()));
                 } else if f.len() == 2 && f[0] == "B" {
                     bulk = bulk.max(f[1].parse::<u64>().unwrap());
+                } else if f == ["F", "9002"] {
+                    fulls.0 += 1;
+                } else if f == ["F", "1105"] {
+                    fulls.1 += 1;
                 }
             }
-            (got, bulk)
+            (got, bulk, fulls)
         });
         std::thread::sleep(delay);
         if let Ok(Some(status)) = child.try_wait() {
@@ -167,7 +184,9 @@ fn every_acknowledged_commit_survives_sigkill() {
         }
         child.kill().unwrap();
         child.wait().unwrap();
-        let (got, got_bulk) = reader.join().unwrap();
+        let (got, got_bulk, (got_log_full, got_data_full)) = reader.join().unwrap();
+        log_full += got_log_full;
+        data_full += got_data_full;
         for (t, k) in got {
             let e = acked.entry(t).or_insert(0);
             *e = (*e).max(k);
@@ -178,9 +197,30 @@ fn every_acknowledged_commit_survives_sigkill() {
         bulk = b;
     }
     eprintln!(
-        "{KILLS} kills; acknowledged commits per thread: {acked:?}; counters sum {progress}; {bulk} bulk loads; {losers} losers undone"
+        "{kills} kills; acknowledged commits per thread: {acked:?}; counters sum {progress}; {bulk} bulk loads; {losers} losers undone; {log_full} statements found the log full, {data_full} the data file"
     );
-    assert!(progress > 0, "the workers committed something");
-    assert!(bulk > 0, "the bulk loader committed something");
-    assert!(losers > 0, "some kills interrupted transactions, whose changes recovery undid");
+    Run { progress, bulk, losers, log_full, data_full }
+}
+
+#[test]
+fn every_acknowledged_commit_survives_sigkill() {
+    let options = DatabaseOptions { recovery_model: RecoveryModel::BulkLogged, ..Default::default() };
+    let r = run(50, options, false);
+    assert!(r.progress > 0, "the workers committed something");
+    assert!(r.bulk > 0, "the bulk loader committed something");
+    assert!(r.losers > 0, "some kills interrupted transactions, whose changes recovery undid");
+}
+
+#[test]
+fn every_acknowledged_commit_survives_sigkill_with_files_at_their_maximum_sizes() {
+    let options = DatabaseOptions {
+        recovery_model: RecoveryModel::BulkLogged,
+        max_data_size: Some(2 << 20),
+        max_log_size: Some(1 << 20),
+        ..Default::default()
+    };
+    let r = run(20, options, true);
+    assert!(r.progress > 0, "the workers committed something");
+    assert!(r.log_full > 0 && r.data_full > 0, "both files reached their maximum sizes");
+    assert!(r.losers > 0, "some kills interrupted transactions, whose changes recovery undid");
 }

@@ -5,14 +5,19 @@
 //! durable with group commit; [`record`] defines the record envelope every layer above
 //! uses; [`recovery`] runs the analysis, redo and undo passes over the log.
 
+pub mod growth;
+mod reader;
 pub mod rebuild;
 pub mod record;
 pub mod recovery;
 mod wal;
+mod writer;
 
+pub use growth::Growth;
+pub use reader::WalReader;
 pub use rebuild::{LogBuilder, LogSegment};
 pub use record::{LogRecord, RecordKind, TxnId};
-pub use wal::{encode_frame, split_frames, Hold, LogConfig, LogStats, Master, Wal, WalReader};
+pub use wal::{encode_frame, split_frames, Hold, LogConfig, LogStats, Master, Wal};
 
 /// Log sequence number: `(vlf sequence << 32) | byte offset inside the VLF`. Strictly
 /// increasing in log order; 0 means "none".

@@ -17,8 +17,9 @@ use std::collections::HashMap;
 
 use tessera_errors::{Error, Result};
 
+use crate::reader::WalReader;
 use crate::record::{LogRecord, RecordKind, TxnId};
-use crate::wal::{Master, Wal, WalReader};
+use crate::wal::{Master, Wal};
 use crate::Lsn;
 
 /// Applies record bodies to pages. Implemented by the access layer.

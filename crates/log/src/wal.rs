@@ -13,13 +13,16 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
 
+use crate::growth::{grown_size, Growth, LOG_GROWTH};
+use crate::reader::WalReader;
 use crate::record::LogRecord;
+use crate::writer::{background_writer, Turn};
 use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};
 
 pub(crate) const MAGIC: &[u8; 8] = b"TSRALOG1";
@@ -34,46 +37,6 @@ pub const MAX_RECORD: usize = 4 << 20;
 /// itself instead of leaving it to the background log writer.
 const BACKPRESSURE: usize = 8;
 
-/// The one background thread of the process that writes (without syncing) the buffered
-/// records of any log whose buffer filled, so appenders — a big transaction above all —
-/// do not spend their own time copying log bytes into the kernel. Commits still flush
-/// for themselves (group commit).
-struct BackgroundWriter {
-    queue: std::sync::Mutex<std::sync::mpsc::Sender<Weak<Wal>>>,
-}
-
-impl BackgroundWriter {
-    fn send(&self, wal: Weak<Wal>) {
-        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        if queue.send(wal.clone()).is_err() {
-            // The thread is gone (it never exits on its own); write inline instead.
-            if let Some(w) = wal.upgrade() {
-                w.write_queued.store(false, Ordering::Release);
-                let _ = w.write_out();
-            }
-        }
-    }
-}
-
-fn background_writer() -> &'static BackgroundWriter {
-    static WRITER: OnceLock<BackgroundWriter> = OnceLock::new();
-    WRITER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Weak<Wal>>();
-        // If the thread cannot start, the receiver is dropped with the closure and `send`
-        // finds the channel closed: appenders then write for themselves.
-        let _ = std::thread::Builder::new().name("tessera-logwriter".into()).spawn(move || {
-            for wal in rx {
-                if let Some(wal) = wal.upgrade() {
-                    wal.write_queued.store(false, Ordering::Release);
-                    // A failure poisons the log; the next flush reports it.
-                    let _ = wal.write_out();
-                }
-            }
-        });
-        BackgroundWriter { queue: std::sync::Mutex::new(tx) }
-    })
-}
-
 /// Segment buffers kept for reuse after they were written.
 const MAX_SPARE: usize = 4;
 /// A VLF must fit the 32-bit offset of an LSN.
@@ -82,9 +45,13 @@ pub(crate) const MAX_VLF_SIZE: u64 = 1 << 30;
 /// Sizes of the log file.
 #[derive(Clone, Debug)]
 pub struct LogConfig {
-    /// Size of a new log file (split into four VLFs).
+    /// Size of a new log file in bytes, split into four VLFs of at least 64 KiB each (so
+    /// a log file is at least 260 KiB).
     pub initial_size: u64,
-    /// The log file never grows beyond this; appending past it fails with error 9002.
+    /// How the file grows (None: a quarter of its size, 64 KiB to 256 MiB at a time).
+    pub growth: Option<Growth>,
+    /// The log file never grows beyond this many bytes; appending past it fails with
+    /// error 9002.
     pub max_size: u64,
     /// Buffered log bytes that trigger a write (without sync) by the appender.
     pub write_buffer: usize,
@@ -92,7 +59,7 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig { initial_size: 4 << 20, max_size: 2 << 40, write_buffer: 1 << 20 }
+        LogConfig { initial_size: 512 << 10, growth: None, max_size: 2 << 40, write_buffer: 1 << 20 }
     }
 }
 
@@ -170,11 +137,17 @@ struct State {
     holds: [Lsn; 2],
     /// The redo point of the newest checkpoint begun (see [`Wal::begin_checkpoint`]).
     redo_point: Lsn,
+    /// How the file grows, and how big it may get.
+    growth: Option<Growth>,
+    max_size: u64,
+    /// The largest frame appenders promise (see [`Wal::set_frame_limit`]): room is
+    /// counted in the VLFs as what frames of this size are sure to fill.
+    frame_limit: u64,
 }
 
 impl State {
-    /// Bytes of records the VLFs below the truncation point (other than the current
-    /// one) can take.
+    /// Bytes of frames the VLFs below the truncation point (other than the current one)
+    /// are sure to take (see [`State::sure_room`]).
     fn reusable_bytes(&mut self) -> u64 {
         if let Some(r) = self.reusable {
             return r;
@@ -186,10 +159,17 @@ impl State {
             .iter()
             .enumerate()
             .filter(|&(i, v)| i != cur && v.seq < trunc_seq)
-            .map(|(_, v)| v.size - u64::from(VLF_HEADER))
+            .map(|(_, v)| self.sure_room(v.size - u64::from(VLF_HEADER)))
             .sum();
         self.reusable = Some(r);
         r
+    }
+
+    /// What a stretch of `free` bytes in one VLF is sure to take of frames no bigger than
+    /// the frame limit: appending moves to another VLF only when the next frame does not
+    /// fit, which leaves less than one frame unused.
+    fn sure_room(&self, free: u64) -> u64 {
+        free.saturating_sub(self.frame_limit)
     }
 
     fn end_lsn(&self) -> Lsn {
@@ -237,70 +217,13 @@ impl Hold {
     }
 }
 
-/// A stage of the log (writing pending bytes, syncing) that one thread at a time works
-/// at. Waiters sleep on a condition variable woken all at once when a turn ends, so each
-/// looks at once whether that turn covered it (a mutex queue would wake them one by one).
-#[derive(Default)]
-struct Turn {
-    busy: Mutex<bool>,
-    ended: Condvar,
-}
-
-impl Turn {
-    /// Until `covered()` holds: waits while another thread has the turn, else takes it and
-    /// runs `work`. `check()` (the log not failed) is asked before every turn.
-    fn until(
-        &self,
-        covered: impl Fn() -> bool,
-        check: impl Fn() -> Result<()>,
-        mut work: impl FnMut() -> Result<()>,
-    ) -> Result<()> {
-        let mut busy = self.busy.lock();
-        loop {
-            if covered() {
-                return Ok(());
-            }
-            check()?;
-            if *busy {
-                self.ended.wait(&mut busy);
-                continue;
-            }
-            *busy = true;
-            drop(busy);
-            let result = self.end_after(&mut work);
-            busy = self.busy.lock();
-            result?;
-        }
-    }
-
-    /// Runs `work` unless another thread has the turn (then it will do the work).
-    fn unless_busy(&self, mut work: impl FnMut() -> Result<()>) -> Result<()> {
-        {
-            let mut busy = self.busy.lock();
-            if *busy {
-                return Ok(());
-            }
-            *busy = true;
-        }
-        self.end_after(&mut work)
-    }
-
-    /// Runs `work` in the turn taken by the caller, then ends the turn.
-    fn end_after(&self, work: &mut impl FnMut() -> Result<()>) -> Result<()> {
-        let result = work();
-        *self.busy.lock() = false;
-        self.ended.notify_all();
-        result
-    }
-}
-
 /// A database's write-ahead log.
 pub struct Wal {
     /// This log, for handing to the background log writer.
     me: Weak<Wal>,
     /// A background write of pending bytes has been requested and not started yet.
-    write_queued: AtomicBool,
-    file: DataFile,
+    pub(crate) write_queued: AtomicBool,
+    pub(crate) file: DataFile,
     database: String,
     config: LogConfig,
     state: Mutex<State>,
@@ -323,6 +246,8 @@ pub struct Wal {
     /// `ensure_room` answer without the state mutex while there is plenty of room. Only
     /// appends take room away (truncation only adds), and they refresh it.
     room_hint: AtomicU64,
+    /// Lock-free copy of `State::frame_limit`.
+    frame_limit: AtomicU64,
 }
 
 /// The CRC-32C of `seq ‖ payload_len ‖ payload` (little-endian): the VLF's sequence
@@ -511,6 +436,7 @@ impl Wal {
     ) -> Arc<Wal> {
         let end = make_lsn(vlfs[cur].seq, next_off);
         let segment_capacity = 2 * config.write_buffer;
+        let (growth, max_size) = (config.growth, config.max_size);
         Arc::new_cyclic(|me| Wal {
             me: me.clone(),
             write_queued: AtomicBool::new(false),
@@ -532,6 +458,9 @@ impl Wal {
                 reuse_wait: "NOTHING",
                 holds: [Lsn::MAX; 2],
                 redo_point: end,
+                growth,
+                max_size,
+                frame_limit: 0,
             }),
             writing: Turn::default(),
             syncing: Turn::default(),
@@ -542,6 +471,7 @@ impl Wal {
             bytes_written: AtomicU64::new(0),
             redo_point: AtomicU64::new(end),
             room_hint: AtomicU64::new(0),
+            frame_limit: AtomicU64::new(0),
         })
     }
 
@@ -647,7 +577,7 @@ impl Wal {
     /// transaction's rollback reserve exceeds any one VLF, so counting only the current
     /// one would send every change of it to the mutex.
     fn refresh_room_hint(&self, st: &mut State) -> u64 {
-        let room = st.vlfs[st.cur].size - u64::from(st.next_off) + st.reusable_bytes();
+        let room = st.sure_room(st.vlfs[st.cur].size - u64::from(st.next_off)) + st.reusable_bytes();
         self.room_hint.store(room, Ordering::Relaxed);
         room
     }
@@ -671,9 +601,11 @@ impl Wal {
         let idx = match reusable {
             Some(i) => i,
             None => {
-                let size = (st.file_len / 4).clamp(1 << 20, 256 << 20).max(need.next_multiple_of(4096));
-                if size > MAX_VLF_SIZE || st.file_len + size > self.config.max_size {
-                    return Err(Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() });
+                let full = || Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() };
+                let grown = grown_size(st.file_len, st.file_len + need, st.growth, LOG_GROWTH, st.max_size, 4096);
+                let size = grown.ok_or_else(full)? - st.file_len;
+                if size > MAX_VLF_SIZE {
+                    return Err(full());
                 }
                 let offset = st.file_len;
                 self.file.allocate(offset + size).map_err(|e| {
@@ -698,8 +630,10 @@ impl Wal {
     }
 
     /// Makes sure at least `bytes` of log space can be appended without growing the
-    /// file, growing it now if needed. Callers check before they change any page, so a
-    /// full log or disk is reported (error 9002) while nothing has been modified yet.
+    /// file, as frames no bigger than the frame limit, growing it now (in steps of its
+    /// growth, up to its maximum size) if needed. Callers check before they change any
+    /// page, so a full log or disk is reported (error 9002) while nothing has been
+    /// modified yet.
     pub fn ensure_room(&self, bytes: u64) -> Result<()> {
         self.check_failed()?;
         // Room only shrinks through appends, which refresh the hint under the mutex; a hint
@@ -709,12 +643,16 @@ impl Wal {
         }
         let mut st = self.state.lock();
         loop {
-            if self.refresh_room_hint(&mut st) >= bytes {
+            let room = self.refresh_room_hint(&mut st);
+            if room >= bytes {
                 return Ok(());
             }
-            let size = (st.file_len / 4).clamp(1 << 20, 256 << 20);
             let full = || Error::LogFull { database: self.database.clone(), reason: st.reuse_wait.into() };
-            if st.file_len + size > self.config.max_size {
+            // A new VLF counts for what it holds beyond one frame (see `State::sure_room`).
+            let want = (bytes - room + st.frame_limit + u64::from(VLF_HEADER)).next_multiple_of(4096);
+            let grown = grown_size(st.file_len, st.file_len + want, st.growth, LOG_GROWTH, st.max_size, 4096);
+            let size = (grown.ok_or_else(full)? - st.file_len).min(MAX_VLF_SIZE);
+            if size < 4096 {
                 return Err(full());
             }
             let offset = st.file_len;
@@ -728,6 +666,30 @@ impl Wal {
             st.vlfs.push(Vlf { offset, size, seq: 0 });
             st.reusable = None;
         }
+    }
+
+    /// Sets the frame limit to `frame` bytes: the largest frame (a record plus its 8-byte
+    /// header) that may be appended from now on by anyone counting on
+    /// [`Wal::ensure_room`], which counts room as what frames of that size are sure to
+    /// fill, since a frame never spans two VLFs. The caller lowers it only when no bigger
+    /// frame is promised any more.
+    pub fn set_frame_limit(&self, frame: u64) {
+        if frame == self.frame_limit.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut st = self.state.lock();
+        st.frame_limit = frame;
+        st.reusable = None;
+        self.frame_limit.store(frame, Ordering::Relaxed);
+        self.refresh_room_hint(&mut st);
+    }
+
+    /// Sets how the file grows from now on and the size it may not pass (ALTER DATABASE
+    /// … MODIFY FILE); a file already bigger stays as it is and no longer grows.
+    pub fn set_limits(&self, growth: Option<Growth>, max_size: u64) {
+        let mut st = self.state.lock();
+        st.growth = growth;
+        st.max_size = max_size;
     }
 
     /// Makes every record starting at or below `lsn` durable. Concurrent callers share
@@ -782,7 +744,7 @@ impl Wal {
 
     /// Writes buffered records without waiting for durability, unless another thread is
     /// already writing.
-    fn write_out(&self) -> Result<()> {
+    pub(crate) fn write_out(&self) -> Result<()> {
         self.writing.unless_busy(|| self.write_pending())
     }
 
@@ -968,11 +930,11 @@ impl Wal {
         }
     }
 
-    fn vlf_for_seq(&self, seq: u32) -> Option<Vlf> {
+    pub(crate) fn vlf_for_seq(&self, seq: u32) -> Option<Vlf> {
         self.state.lock().vlfs.iter().find(|v| v.seq == seq).copied()
     }
 
-    fn corrupt(&self, detail: String) -> Error {
+    pub(crate) fn corrupt(&self, detail: String) -> Error {
         Error::Corrupt { database: self.database.clone(), path: self.file.path().to_path_buf(), page: 0, detail }
     }
 }
@@ -980,145 +942,6 @@ impl Wal {
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let d = std::fs::File::open(dir).map_err(|e| Error::io("open", dir, 0, e))?;
     d.sync_all().map_err(|e| Error::io("sync", dir, 0, e))
-}
-
-/// Reads records forward from an LSN until the end of the valid log.
-pub struct WalReader<'a> {
-    wal: &'a Wal,
-    vlf: Option<Vlf>,
-    offset: u32,
-    /// Read-ahead window: `buf` holds the VLF bytes starting at `buf_start`.
-    buf: Vec<u8>,
-    buf_start: u32,
-    done: bool,
-}
-
-const READ_AHEAD: usize = 256 << 10;
-
-impl<'a> WalReader<'a> {
-    pub fn new(wal: &'a Wal, from: Lsn) -> WalReader<'a> {
-        WalReader {
-            wal,
-            vlf: wal.vlf_for_seq(lsn_seq(from)),
-            offset: lsn_offset(from).max(VLF_HEADER),
-            buf: Vec::new(),
-            buf_start: 0,
-            done: false,
-        }
-    }
-
-    /// The LSN just past the last record returned (the end of the log once `next_record`
-    /// returned `None`).
-    pub fn position(&self) -> Lsn {
-        make_lsn(self.vlf.map_or(0, |v| v.seq), self.offset)
-    }
-
-    /// Copies `len` bytes at `offset` of the current VLF, refilling the window as needed.
-    fn bytes(&mut self, offset: u32, len: usize) -> Result<Option<Vec<u8>>> {
-        let vlf = self.vlf.expect("reader has a VLF");
-        if u64::from(offset) + len as u64 > vlf.size {
-            return Ok(None);
-        }
-        let in_window = offset >= self.buf_start && (offset - self.buf_start) as usize + len <= self.buf.len();
-        if !in_window {
-            let want = len.max(READ_AHEAD).min((vlf.size - u64::from(offset)) as usize);
-            self.buf.resize(want, 0);
-            let n = self.wal.file.read_at(&mut self.buf, vlf.offset + u64::from(offset))?;
-            self.buf.truncate(n);
-            self.buf_start = offset;
-            if n < len {
-                return Ok(None);
-            }
-        }
-        let at = (offset - self.buf_start) as usize;
-        Ok(Some(self.buf[at..at + len].to_vec()))
-    }
-
-    /// The next record and its LSN; `None` at the end of the log.
-    pub fn next_record(&mut self) -> Option<Result<(Lsn, LogRecord)>> {
-        let (lsn, payload) = match self.next_frame()? {
-            Ok(f) => f,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(LogRecord::decode(&payload).map(|r| (lsn, r)).map_err(|e| {
-            self.wal.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn)))
-        }))
-    }
-
-    /// Size of the VLF the reader is in (a backup records it, so that a restored log
-    /// lays the frames out at the same LSNs).
-    pub fn vlf_size(&self) -> u64 {
-        self.vlf.map_or(0, |v| v.size)
-    }
-
-    /// The next frame's LSN and payload (an encoded [`LogRecord`]), checksum verified;
-    /// `None` at the end of the log.
-    pub fn next_frame(&mut self) -> Option<Result<(Lsn, Vec<u8>)>> {
-        loop {
-            if self.done {
-                return None;
-            }
-            let Some(vlf) = self.vlf else {
-                self.done = true;
-                return None;
-            };
-            let header = match self.bytes(self.offset, FRAME_HEADER as usize) {
-                Ok(h) => h,
-                Err(e) => return Some(Err(e)),
-            };
-            let Some(header) = header else {
-                // No room for a frame: the log continues in the next VLF, if any.
-                if !self.advance_vlf(vlf.seq) {
-                    return None;
-                }
-                continue;
-            };
-            let len = u32::from_le_bytes(header[0..4].try_into().unwrap());
-            let crc = u32::from_le_bytes(header[4..8].try_into().unwrap());
-            if len == 0 {
-                if crc == frame_crc(vlf.seq, 0, &[]) && self.advance_vlf(vlf.seq) {
-                    continue;
-                }
-                self.done = true;
-                return None;
-            }
-            if len as usize > MAX_RECORD {
-                self.done = true;
-                return None;
-            }
-            let payload = match self.bytes(self.offset + FRAME_HEADER, len as usize) {
-                Ok(Some(p)) => p,
-                Ok(None) => {
-                    self.done = true;
-                    return None;
-                }
-                Err(e) => return Some(Err(e)),
-            };
-            if frame_crc(vlf.seq, len, &payload) != crc {
-                self.done = true;
-                return None;
-            }
-            let lsn = make_lsn(vlf.seq, self.offset);
-            self.offset += FRAME_HEADER + len;
-            return Some(Ok((lsn, payload)));
-        }
-    }
-
-    fn advance_vlf(&mut self, seq: u32) -> bool {
-        match self.wal.vlf_for_seq(seq + 1) {
-            Some(next) => {
-                self.vlf = Some(next);
-                self.offset = VLF_HEADER;
-                self.buf.clear();
-                self.buf_start = 0;
-                true
-            }
-            None => {
-                self.done = true;
-                false
-            }
-        }
-    }
 }
 
 impl Drop for Wal {

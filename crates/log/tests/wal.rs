@@ -4,7 +4,7 @@ use tessera_log::recovery::{recover, ActiveTxn, Checkpoint, RecoveryHandler};
 use tessera_log::{LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader};
 
 fn small() -> LogConfig {
-    LogConfig { initial_size: 256 << 10, max_size: 64 << 20, write_buffer: 4096 }
+    LogConfig { initial_size: 256 << 10, growth: None, max_size: 64 << 20, write_buffer: 4096 }
 }
 
 fn rec(txn: u64, body: &[u8]) -> LogRecord {
@@ -81,7 +81,7 @@ fn truncation_lets_vlfs_be_reused_without_growth() {
 #[test]
 fn log_full_when_it_cannot_grow() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = LogConfig { initial_size: 256 << 10, max_size: 300 << 10, write_buffer: 4096 };
+    let cfg = LogConfig { initial_size: 256 << 10, growth: None, max_size: 300 << 10, write_buffer: 4096 };
     let wal = Wal::create(&dir.path().join("x.ldf"), "full_db", cfg).unwrap();
     wal.truncate_before(wal.end_lsn(), "ACTIVE_TRANSACTION");
     let err = (0..10_000).map(|_| wal.append(&rec(1, &[0; 200]))).find_map(|r| r.err()).expect("log fills");

@@ -22,7 +22,7 @@ use tessera_buffer::PageHandle;
 use tessera_errors::{Error, Result};
 use tessera_log::RecordKind;
 
-use super::{locks, reserve_undo, Hold, TreeMeta, Txn};
+use super::{locks, reserve_undo, unreserve_undo, with_undo_reserved, Hold, TreeMeta, Txn};
 use crate::btree;
 use crate::lock::LockMode;
 use crate::mtr::LogCtx;
@@ -52,19 +52,22 @@ fn change(
 ) -> Result<()> {
     space.note_first_lsn(txn);
     let tree = meta.root;
-    let size = old.as_ref().map_or(0, Vec::len).max(new.as_ref().map_or(0, Vec::len));
-    let undo = Undo::Row { tree, key: Cow::Borrowed(key), old };
-    let ctx =
-        LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
-    match new {
-        Some(rec) => {
-            let placed = btree::put_placed(space, tree, key, rec, ctx)?;
-            note_placed(txn, meta, placed);
+    let (old_len, new_len) = (old.as_ref().map_or(0, Vec::len), new.as_ref().map_or(0, Vec::len));
+    // Putting back a record bigger than the one there now may need a split.
+    let shrinks_in = if old.is_some() && old_len > new_len { Some(btree::depth(space, tree)?) } else { None };
+    with_undo_reserved(space, txn, key.len(), old_len.max(new_len), shrinks_in, |txn| {
+        let undo = Undo::Row { tree, key: Cow::Borrowed(key), old };
+        let ctx =
+            LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
+        match new {
+            Some(rec) => {
+                let placed = btree::put_placed(space, tree, key, rec, ctx)?;
+                note_placed(txn, meta, placed);
+            }
+            None => txn.shared.last_lsn.store(btree::remove(space, tree, key, ctx)?, Ordering::Release),
         }
-        None => txn.shared.last_lsn.store(btree::remove(space, tree, key, ctx)?, Ordering::Release),
-    }
-    reserve_undo(space, txn, key, size);
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Bookkeeping after a row change stored a record: the transaction's last LSN and
@@ -80,32 +83,45 @@ fn note_placed(txn: &Txn, meta: &TreeMeta, placed: btree::Placed) {
 pub(crate) fn insert(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
     let meta = lock_for_write(space, txn, tree, key)?;
     let _latch = meta.latch.write();
-    let mut rec = btree::leaf_record(0, key, value);
-    // Ever-increasing keys go straight to the rightmost leaf: a key above every key
-    // in the tree cannot be a duplicate.
     space.note_first_lsn(txn);
+    let reserved = reserve_undo(space, txn, key.len(), 0, None);
+    let stored = store_new(space, txn, &meta, key, value);
+    if !matches!(stored, Ok(None)) {
+        unreserve_undo(space, txn, reserved);
+    }
+    match stored? {
+        None => Ok(()),
+        // A deleted row not yet cleaned: the insert replaces it (reserving its own room),
+        // and undoing the insert puts the ghost back.
+        Some(ghost) => change(space, txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
+    }
+}
+
+/// Stores a new row unless a record is stored under its key: a live one is error 2627,
+/// a ghost is returned (and nothing changed).
+fn store_new(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+    let tree = meta.root;
+    let mut rec = btree::leaf_record(0, key, value);
     let undo = Undo::Row { tree, key: Cow::Borrowed(key), old: None };
     let ctx =
         LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(&undo) };
-    if let Some(leaf) = append_leaf(space, txn, tree, &meta)? {
+    // Ever-increasing keys go straight to the rightmost leaf: a key above every key in
+    // the tree cannot be a duplicate.
+    if let Some(leaf) = append_leaf(space, txn, tree, meta)? {
         if let Some(lsn) = btree::try_append(space, tree, leaf, key, &mut rec, ctx)? {
             txn.shared.last_lsn.store(lsn, Ordering::Release);
-            reserve_undo(space, txn, key, 0);
-            return Ok(());
+            return Ok(None);
         }
     }
     match btree::insert_placed(space, tree, key, rec, ctx)? {
         Ok(placed) => {
-            note_placed(txn, &meta, placed);
-            reserve_undo(space, txn, key, 0);
-            Ok(())
+            note_placed(txn, meta, placed);
+            Ok(None)
         }
         Err(existing) if !btree::is_ghost(&existing) => {
             Err(Error::DuplicateKey { object: format!("tree {tree}"), key: format!("{key:02x?}") })
         }
-        // A deleted row not yet cleaned: the insert replaces it, and undoing the insert
-        // puts the ghost back.
-        Err(ghost) => change(space, txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
+        Err(ghost) => Ok(Some(ghost)),
     }
 }
 

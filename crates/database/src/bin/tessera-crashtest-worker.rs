@@ -14,19 +14,81 @@
 //! prints `B <k>` after the commit returns and then drops `b<k-3>`. Every fifth load
 //! rolls back. So after any crash, with `k = bulk`, table `b<k>` holds exactly its `n`
 //! rows, tables of later loads are empty, and every other table is complete.
+//!
+//! With a fourth argument `full-ok` the database's files have maximum sizes the work
+//! reaches: a statement that fails with 9002 or 1105 has its transaction rolled back
+//! (which must succeed), the worker prints `F <error number>` and goes on.
 
 use std::io::Write;
 use std::sync::Arc;
 
-use tessera_database::{Database, Engine, EngineConfig};
+use tessera_database::{Database, Engine, EngineConfig, Error, Result};
+
+/// How the workers take an error: a full log or data file is expected with `full-ok`
+/// (printed as `F <number>`), anything else is a failure of the test.
+#[derive(Clone)]
+struct Out {
+    stdout: Arc<std::sync::Mutex<std::io::Stdout>>,
+    full_ok: bool,
+}
+
+impl Out {
+    fn line(&self, text: &str) {
+        let mut out = self.stdout.lock().unwrap();
+        writeln!(out, "{text}").unwrap();
+        out.flush().unwrap();
+    }
+
+    fn expected(&self, who: &str, e: Error) {
+        if self.full_ok && matches!(e.number(), 9002 | 1105) {
+            self.line(&format!("F {}", e.number()));
+            // As a client would, wait a little before trying again.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        } else {
+            panic!("{who}: {e}");
+        }
+    }
+}
 
 /// The value of row `i` of bulk load `k` (`tests/crash.rs` checks it).
 fn bulk_value(k: u64, i: u64) -> Vec<u8> {
     vec![(k % 251) as u8; 40 + (i * 7 % 300) as usize]
 }
 
+/// One bulk load (see the module documentation): whether it committed.
+fn bulk_load(db: &Arc<Database>, k: u64, n: u64, roll_back: bool) -> Result<bool> {
+    let t = db.table("t").expect("table exists");
+    let name = format!("b{k}");
+    let table = match db.table(&name) {
+        Some(table) => table,
+        None => db.create_table(&name)?,
+    };
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..n).map(|i| (format!("{i:08}").into_bytes(), bulk_value(k, i))).collect();
+    let mut tx = db.begin();
+    let work = (|| -> Result<()> {
+        let loaded = tx.bulk_load(table, rows.iter().map(|(k, v)| (&k[..], &v[..])))?;
+        assert_eq!(loaded.map(|o| o.rows), Some(n), "table {name} is empty and the database BULK_LOGGED");
+        let mut value = k.to_le_bytes().to_vec();
+        value.extend_from_slice(&n.to_le_bytes());
+        if !tx.update(t, b"bulk", &value)? {
+            tx.insert(t, b"bulk", &value)?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = work {
+        tx.rollback().expect("a failed load rolls back");
+        return Err(e);
+    }
+    if roll_back {
+        tx.rollback().unwrap();
+        return Ok(false);
+    }
+    tx.commit()?;
+    Ok(true)
+}
+
 /// The bulk-loading thread (see the module documentation).
-fn bulk_loads(db: Arc<Database>, seed: u64, stdout: Arc<std::sync::Mutex<std::io::Stdout>>) {
+fn bulk_loads(db: Arc<Database>, seed: u64, out: Out) {
     let t = db.table("t").expect("table exists");
     let counter = b"bulk".to_vec();
     let mut seq = {
@@ -41,59 +103,45 @@ fn bulk_loads(db: Arc<Database>, seed: u64, stdout: Arc<std::sync::Mutex<std::io
         rng ^= rng >> 7;
         rng ^= rng << 17;
         let k = seq + 1;
-        let n = 50 + rng % 1500;
-        let name = format!("b{k}");
-        let table = match db.table(&name) {
-            Some(table) => table,
-            None => db.create_table(&name).unwrap(),
-        };
-        let rows: Vec<(Vec<u8>, Vec<u8>)> =
-            (0..n).map(|i| (format!("{i:08}").into_bytes(), bulk_value(k, i))).collect();
-        let mut tx = db.begin();
-        let loaded = tx.bulk_load(table, rows.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap();
-        assert_eq!(loaded.map(|o| o.rows), Some(n), "table {name} is empty and the database BULK_LOGGED");
-        let mut value = k.to_le_bytes().to_vec();
-        value.extend_from_slice(&n.to_le_bytes());
-        if !tx.update(t, &counter, &value).unwrap() {
-            tx.insert(t, &counter, &value).unwrap();
+        match bulk_load(&db, k, 50 + rng % 1500, attempt.is_multiple_of(5)) {
+            Ok(false) => continue,
+            Ok(true) => {}
+            Err(e) => {
+                out.expected("bulk loader", e);
+                continue;
+            }
         }
-        if attempt.is_multiple_of(5) {
-            tx.rollback().unwrap();
-            continue;
-        }
-        tx.commit().unwrap();
         seq = k;
-        {
-            let mut out = stdout.lock().unwrap();
-            writeln!(out, "B {k}").unwrap();
-            out.flush().unwrap();
-        }
+        out.line(&format!("B {k}"));
         if k > 3 && db.table(&format!("b{}", k - 3)).is_some() {
-            db.drop_table(&format!("b{}", k - 3)).unwrap();
+            if let Err(e) = db.drop_table(&format!("b{}", k - 3)) {
+                out.expected("bulk loader's drop", e);
+            }
         }
     }
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().expect("usage: worker DIR THREADS SEED");
+    let dir = args.next().expect("usage: worker DIR THREADS SEED [full-ok]");
     let threads: u32 = args.next().and_then(|s| s.parse().ok()).unwrap_or(4);
     let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let full_ok = args.next().as_deref() == Some("full-ok");
     let mut config = EngineConfig::new(&dir);
     config.pool_bytes = 2 << 20;
     config.checkpoint_log_bytes = 256 << 10;
     let engine = Engine::open(config).expect("engine opens (recovery)");
     let db = engine.database("crash").expect("database exists");
     let table = db.table("t").expect("table exists");
-    let stdout = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let out = Out { stdout: Arc::new(std::sync::Mutex::new(std::io::stdout())), full_ok };
     let bulk = {
-        let (db, stdout) = (db.clone(), stdout.clone());
-        std::thread::spawn(move || bulk_loads(db, seed, stdout))
+        let (db, out) = (db.clone(), out.clone());
+        std::thread::spawn(move || bulk_loads(db, seed, out))
     };
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let db = db.clone();
-            let stdout = stdout.clone();
+            let out = out.clone();
             std::thread::spawn(move || {
                 let mut rng =
                     seed.wrapping_mul(6364136223846793005).wrapping_add(u64::from(t) * 1442695040888963407 + 1);
@@ -143,18 +191,23 @@ fn main() {
                             tx.rollback().unwrap();
                             continue;
                         }
-                        Err(e) => panic!("worker {t}: {e}"),
-                        Ok(()) if abort => tx.rollback().unwrap(),
-                        Ok(()) => {
-                            tx.commit().unwrap();
-                            seq = k;
-                            let mut out = stdout.lock().unwrap();
-                            writeln!(out, "C {t} {k}").unwrap();
-                            out.flush().unwrap();
+                        Err(e) => {
+                            tx.rollback().expect("a failed transaction rolls back");
+                            out.expected(&format!("worker {t}"), e);
                         }
+                        Ok(()) if abort => tx.rollback().unwrap(),
+                        Ok(()) => match tx.commit() {
+                            Ok(()) => {
+                                seq = k;
+                                out.line(&format!("C {t} {k}"));
+                            }
+                            Err(e) => out.expected(&format!("worker {t}'s commit"), e),
+                        },
                     }
                     if t == 0 && attempt.is_multiple_of(40) {
-                        db.checkpoint().unwrap();
+                        if let Err(e) = db.checkpoint() {
+                            out.expected("checkpoint", e);
+                        }
                     }
                 }
             })

@@ -559,6 +559,8 @@ pub enum AlterDatabaseAction {
     Set(Vec<(String, String)>),
     /// `MODIFY NAME = new_name`
     Rename(Ident),
+    /// `MODIFY FILE (NAME = logical, SIZE = 20MB, MAXSIZE = 1GB, FILEGROWTH = 10%)`
+    ModifyFile(FileSpec),
     /// `COLLATE name`
     Collate(String),
 }

@@ -1,7 +1,8 @@
 //! Databases: CREATE, DROP and ALTER DATABASE.
 
-use tessera_database::{DatabaseOptions, DelayedDurability, RecoveryModel};
+use tessera_database::{DatabaseOptions, DelayedDurability, Growth, RecoveryModel};
 
+use super::files::{self, FileKind};
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Ident};
@@ -31,7 +32,22 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
             }
         }
     }
-    let options = DatabaseOptions { data_path, log_path, ..DatabaseOptions::default() };
+    let mut options = DatabaseOptions { data_path, log_path, ..DatabaseOptions::default() };
+    let failed = |e: SqlError| {
+        SqlError::new(
+            1802,
+            "CREATE DATABASE failed. Some file names listed could not be created. Check related errors.",
+        )
+        .after(e)
+    };
+    if let Some(spec) = cd.files.first() {
+        let logical = files::option(spec, "NAME").unwrap_or(name);
+        files::sizes(spec, logical).map_err(failed)?.apply(FileKind::Data, &mut options);
+    }
+    if let Some(spec) = cd.log_files.first() {
+        let logical = files::option(spec, "NAME").map_or_else(|| format!("{name}_log"), str::to_string);
+        files::sizes(spec, &logical).map_err(failed)?.apply(FileKind::Log, &mut options);
+    }
     ctx.shared.engine.create_database(name, options).map_err(|e| match e {
         tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
         e => e.into(),
@@ -110,8 +126,85 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
             ctx.shared.engine.alter_database(&n, options)?;
             Ok(())
         }
+        ast::AlterDatabaseAction::ModifyFile(spec) => {
+            modify_file(ctx, &n, spec, &mut options)?;
+            ctx.shared.engine.alter_database(&n, options)?;
+            Ok(())
+        }
         ast::AlterDatabaseAction::Rename(_) | ast::AlterDatabaseAction::Collate(_) => {
             Err(SqlError::new(5058, format!("This ALTER DATABASE option is not supported for database '{n}'.")))
         }
     }
+}
+
+/// `MODIFY FILE (NAME = …, MAXSIZE = …, FILEGROWTH = …)` on the data file (logical name
+/// the database's) or the log file (the database's with `_log`), as sp_helpdb lists them.
+fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut DatabaseOptions) -> SqlResult<()> {
+    let logical = files::option(spec, "NAME").unwrap_or_default();
+    let kind = if logical.eq_ignore_ascii_case(db) {
+        FileKind::Data
+    } else if logical.eq_ignore_ascii_case(&format!("{db}_log")) {
+        FileKind::Log
+    } else {
+        return Err(SqlError::new(5041, format!("MODIFY FILE failed. File '{logical}' does not exist.")));
+    };
+    if !spec.options.iter().any(|(k, _)| k != "NAME") {
+        return Err(SqlError::new(
+            5038,
+            format!("MODIFY FILE failed for file \"{logical}\". At least one property per file must be specified."),
+        ));
+    }
+    if let Some((k, _)) =
+        spec.options.iter().find(|(k, _)| !["NAME", "SIZE", "MAXSIZE", "FILEGROWTH"].contains(&k.as_str()))
+    {
+        return Err(SqlError::new(
+            5058,
+            format!("Option '{k}' cannot be modified for file '{logical}' in database '{db}'."),
+        ));
+    }
+    let sizes = files::sizes(spec, logical)?;
+    let registered = crate::registry::named(&ctx.shared.engine, db)
+        .ok_or_else(|| tessera_semantics::catalog::database_not_found(db))?;
+    let (data, log) = registered.file_bytes();
+    let current = if kind == FileKind::Data { data } else { log };
+    if let Some(size) = sizes.size {
+        if size <= current {
+            return Err(SqlError::new(
+                5039,
+                "MODIFY FILE failed. Specified size is less than or equal to current size.",
+            ));
+        }
+        return Err(SqlError::new(
+            5058,
+            format!("Option 'SIZE' of MODIFY FILE (tessera grows a file as it fills: set FILEGROWTH and MAXSIZE) cannot be set for file '{logical}' in database '{db}'."),
+        ));
+    }
+    if let Some(Some(max)) = sizes.max_size {
+        if max < current {
+            let file_id = if kind == FileKind::Data { 1 } else { 2 };
+            return Err(SqlError::new(
+                5040,
+                format!(
+                    "MODIFY FILE failed for database '{db}', file id {file_id}. Size of file ({} KB) is greater than MAXSIZE ({} KB).",
+                    current / 1024,
+                    max / 1024
+                ),
+            ));
+        }
+    }
+    let max_after = match (kind, sizes.max_size) {
+        (_, Some(m)) => m,
+        (FileKind::Data, None) => options.max_data_size,
+        (FileKind::Log, None) => options.max_log_size,
+    };
+    if let (Some(Growth::Bytes(growth)), Some(max)) = (sizes.growth, max_after) {
+        if growth > max {
+            return Err(SqlError::new(
+                5169,
+                format!("FILEGROWTH cannot be greater than MAXSIZE for file '{logical}'."),
+            ));
+        }
+    }
+    sizes.apply(kind, options);
+    Ok(())
 }

@@ -6,7 +6,8 @@
 //! or the clustered key (DROP COLUMN, ALTER COLUMN, a clustered index or primary key added
 //! or dropped) rebuild the table into new trees inside the session's transaction.
 //!
-//! Files: `databases` (CREATE/ALTER/DROP DATABASE), `tables` (CREATE/DROP/TRUNCATE TABLE,
+//! Files: `files` (SIZE, MAXSIZE and FILEGROWTH of a database's files), `databases`
+//! (CREATE/ALTER/DROP DATABASE), `tables` (CREATE/DROP/TRUNCATE TABLE,
 //! table variables, column definitions), `alter` (ALTER TABLE), `constraints` (PRIMARY KEY,
 //! UNIQUE, CHECK, DEFAULT, FOREIGN KEY), `indexes` (CREATE/DROP INDEX, REPAIR_REBUILD of an
 //! index), `locking` (the Sch-M and shared table locks DDL takes), `rebuild` (new trees
@@ -16,6 +17,7 @@
 mod alter;
 mod constraints;
 mod databases;
+mod files;
 mod indexes;
 mod locking;
 mod rebuild;

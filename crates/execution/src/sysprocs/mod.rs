@@ -228,6 +228,21 @@ fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlRe
 }
 
 /// A database's data and log file sizes, in bytes.
+/// sp_helpdb's maxsize: `Unlimited` or kilobytes.
+fn max_text(max: Option<u64>) -> String {
+    max.map_or_else(|| "Unlimited".to_string(), |m| format!("{} KB", m / 1024))
+}
+
+/// sp_helpdb's growth: kilobytes or a percentage. Without a setting (the database's or
+/// the engine's) a data file grows by an eighth and a log by a quarter.
+fn growth_text(growth: Option<tessera_database::Growth>, default_percent: u32) -> String {
+    match growth {
+        Some(tessera_database::Growth::Percent(p)) => format!("{p}%"),
+        Some(tessera_database::Growth::Bytes(b)) => format!("{} KB", b / 1024),
+        None => format!("{default_percent}%"),
+    }
+}
+
 fn mb(bytes: u64) -> String {
     format!("{:>10.2} MB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -255,6 +270,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
     ];
     let mut rows = Vec::new();
     let mut files = Vec::new();
+    let engine_config = ctx.shared.engine.config().clone();
     for db in &databases {
         let o = &db.options;
         let (data, log) = db.file_bytes();
@@ -282,8 +298,8 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
                 s(&data_path.display().to_string()),
                 s("PRIMARY"),
                 s(&kb(data)),
-                s("Unlimited"),
-                s("65536 KB"),
+                s(&max_text(o.max_data_size)),
+                s(&growth_text(o.data_growth.or(engine_config.data.growth), 12)),
                 s("data only"),
             ]);
             files.push(vec![
@@ -292,8 +308,8 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
                 s(&log_path.display().to_string()),
                 Value::Null,
                 s(&kb(log)),
-                s("2147483648 KB"),
-                s("65536 KB"),
+                s(&max_text(o.max_log_size)),
+                s(&growth_text(o.log_growth.or(engine_config.log.growth), 25)),
                 s("log only"),
             ]);
         }

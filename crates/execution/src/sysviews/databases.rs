@@ -1,8 +1,12 @@
-//! sys.databases.
+//! sys.databases, and the files of databases: sys.database_files (the database read in)
+//! and sys.master_files (every database). All from the registry: nothing is opened.
 
 use super::{bit, col, datetime, int, s, Rows, ViewDef, COLLATION, SYSNAME};
+use crate::registry::Registered;
 use crate::runtime::ExecCtx;
+use tessera_database::Growth;
 use tessera_semantics::types::SqlType::*;
+use tessera_semantics::types::Value;
 
 pub(super) static DATABASES: ViewDef<14> = ViewDef {
     schema: "sys",
@@ -68,4 +72,101 @@ fn recovery_model_id(name: &str) -> i64 {
         "BULK_LOGGED" => 2,
         _ => 3,
     }
+}
+
+pub(super) static DATABASE_FILES: ViewDef<10> = ViewDef {
+    schema: "sys",
+    name: "database_files",
+    columns: [
+        col("file_id", Int, false),
+        col("type", TinyInt, false),
+        col("type_desc", NVarChar(60), true),
+        col("name", SYSNAME, false),
+        col("physical_name", NVarChar(260), false),
+        col("state_desc", NVarChar(60), true),
+        col("size", Int, false),
+        col("max_size", Int, false),
+        col("growth", Int, false),
+        col("is_percent_growth", Bit, false),
+    ],
+    rows: database_files,
+};
+
+pub(super) static MASTER_FILES: ViewDef<11> = ViewDef {
+    schema: "sys",
+    name: "master_files",
+    columns: [
+        col("database_id", Int, false),
+        col("file_id", Int, false),
+        col("type", TinyInt, false),
+        col("type_desc", NVarChar(60), true),
+        col("name", SYSNAME, false),
+        col("physical_name", NVarChar(260), false),
+        col("state_desc", NVarChar(60), true),
+        col("size", Int, false),
+        col("max_size", Int, false),
+        col("growth", Int, false),
+        col("is_percent_growth", Bit, false),
+    ],
+    rows: master_files,
+};
+
+/// A database's two files as the file views show them: file id, type, logical name,
+/// path, state, then size, maximum and growth in 8 KiB pages (max -1: unlimited; growth
+/// a percentage when the last value is true).
+fn files_of(d: &Registered, ctx: &ExecCtx) -> [[Value; 10]; 2] {
+    let engine = ctx.shared.engine.config();
+    let (data_bytes, log_bytes) = d.file_bytes();
+    let pages = |b: u64| int(i64::try_from(b / 8192).unwrap_or(i64::MAX));
+    let max = |m: Option<u64>| m.map_or(int(-1), pages);
+    // Without a setting a data file grows by an eighth and a log by a quarter.
+    let growth = |g: Option<Growth>, default_percent: i64| match g {
+        Some(Growth::Percent(p)) => [int(i64::from(p)), bit(true)],
+        Some(Growth::Bytes(b)) => [pages(b), bit(false)],
+        None => [int(default_percent), bit(true)],
+    };
+    let state = s(if d.state == tessera_database::DbState::Restoring { "RESTORING" } else { "ONLINE" });
+    let o = &d.options;
+    let [dg, dp] = growth(o.data_growth.or(engine.data.growth), 12);
+    let [lg, lp] = growth(o.log_growth.or(engine.log.growth), 25);
+    [
+        [
+            int(1),
+            int(0),
+            s("ROWS"),
+            s(&d.name),
+            s(&d.data_path.display().to_string()),
+            state.clone(),
+            pages(data_bytes),
+            max(o.max_data_size),
+            dg,
+            dp,
+        ],
+        [
+            int(2),
+            int(1),
+            s("LOG"),
+            s(&format!("{}_log", d.name)),
+            s(&d.log_path.display().to_string()),
+            state,
+            pages(log_bytes),
+            max(o.max_log_size),
+            lg,
+            lp,
+        ],
+    ]
+}
+
+fn database_files(ctx: &ExecCtx, db: &str) -> Rows<10> {
+    Ok(crate::registry::named(&ctx.shared.engine, db).map(|d| files_of(&d, ctx).to_vec()).unwrap_or_default())
+}
+
+fn master_files(ctx: &ExecCtx, _db: &str) -> Rows<11> {
+    let mut out = Vec::new();
+    for d in crate::registry::all(&ctx.shared.engine) {
+        for f in files_of(&d, ctx) {
+            out.push(super::concat([int(i64::from(d.id))], f));
+        }
+    }
+    Ok(out)
 }

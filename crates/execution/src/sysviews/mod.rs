@@ -10,7 +10,7 @@
 //! type and nullability. [`ALL`] lists the definitions; a plan names one by [`View`].
 //!
 //! One file per family:
-//! - `databases`: sys.databases
+//! - `databases`: sys.databases, database_files, master_files
 //! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters, schemas,
 //!   INFORMATION_SCHEMA.ROUTINES
 //! - `columns`: sys.columns, sys.types, INFORMATION_SCHEMA.TABLES and COLUMNS
@@ -49,6 +49,8 @@ pub use system_types::{type_id, type_name};
 /// Every system view. Names are unique and lower case (a lookup lowers the name it is given).
 static ALL: &[&dyn SystemView] = &[
     &databases::DATABASES,
+    &databases::DATABASE_FILES,
+    &databases::MASTER_FILES,
     &objects::OBJECTS,
     &objects::TABLES,
     &objects::VIEWS,

@@ -73,3 +73,35 @@ SELECT a FROM t;
 USE master;
 DROP DATABASE filed;
 GO
+-- File sizes: SIZE, MAXSIZE and FILEGROWTH honoured (sizes in 8 KiB pages).
+CREATE DATABASE sized ON PRIMARY (NAME = sized, SIZE = 2MB, MAXSIZE = 10MB, FILEGROWTH = 1MB)
+    LOG ON (NAME = sized_log, SIZE = 1MB, MAXSIZE = UNLIMITED, FILEGROWTH = 10%);
+SELECT file_id, type_desc, name, size, max_size, growth, is_percent_growth FROM sized.sys.database_files;
+GO
+CREATE DATABASE plain;
+SELECT f.file_id, f.type_desc, f.size, f.max_size, f.growth, f.is_percent_growth
+FROM sys.master_files f JOIN sys.databases d ON d.database_id = f.database_id WHERE d.name = 'plain';
+GO
+CREATE DATABASE tiny ON (NAME = tiny, SIZE = 256KB);
+GO
+CREATE DATABASE upside ON (NAME = upside, SIZE = 10MB, MAXSIZE = 5MB);
+GO
+CREATE DATABASE leap LOG ON (NAME = leap_log, MAXSIZE = 5MB, FILEGROWTH = 6MB);
+GO
+SELECT COUNT(*) AS n FROM sys.databases WHERE name IN ('tiny', 'upside', 'leap');
+GO
+ALTER DATABASE sized MODIFY FILE (NAME = sized, MAXSIZE = 20MB, FILEGROWTH = 25%);
+ALTER DATABASE sized MODIFY FILE (NAME = sized_log, FILEGROWTH = 512KB);
+SELECT file_id, size, max_size, growth, is_percent_growth FROM sized.sys.database_files;
+GO
+ALTER DATABASE sized MODIFY FILE (NAME = nosuch, MAXSIZE = 20MB);
+GO
+ALTER DATABASE sized MODIFY FILE (NAME = sized);
+GO
+ALTER DATABASE sized MODIFY FILE (NAME = sized, MAXSIZE = 1MB);
+GO
+ALTER DATABASE sized MODIFY FILE (NAME = sized, SIZE = 1MB);
+GO
+DROP DATABASE sized;
+DROP DATABASE plain;
+GO

@@ -178,6 +178,9 @@ impl Parser<'_> {
             self.expect_punct(Punct::Eq)?;
             return Ok(AlterDatabaseAction::Rename(self.ident()?));
         }
+        if self.eat_words(&["MODIFY", "FILE"]) {
+            return Ok(AlterDatabaseAction::ModifyFile(self.file_spec()?));
+        }
         if self.eat_word("COLLATE") {
             return Ok(AlterDatabaseAction::Collate(self.any_word()?.value));
         }

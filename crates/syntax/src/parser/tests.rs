@@ -617,6 +617,20 @@ fn databases() {
         }
     );
     assert_eq!(
+        one("ALTER DATABASE shop MODIFY FILE (NAME = shop_log, SIZE = 20 MB, MAXSIZE = UNLIMITED, FILEGROWTH = 10%)"),
+        StatementKind::AlterDatabase {
+            name: Ident::new("shop"),
+            action: AlterDatabaseAction::ModifyFile(FileSpec {
+                options: opts(&[
+                    ("NAME", "shop_log"),
+                    ("SIZE", "20MB"),
+                    ("MAXSIZE", "UNLIMITED"),
+                    ("FILEGROWTH", "10%")
+                ])
+            })
+        }
+    );
+    assert_eq!(
         one("ALTER DATABASE shop MODIFY NAME = shop2"),
         StatementKind::AlterDatabase {
             name: Ident::new("shop"),

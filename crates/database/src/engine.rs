@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -34,7 +34,10 @@ pub struct EngineConfig {
     /// The pool reserves address space for the larger of this and the machine's memory,
     /// so the limit can later move anywhere below that.
     pub pool_bytes: usize,
+    /// Databases kept open at once, at most (the least recently used idle one is closed
+    /// first); `set_open_limits` may lower it, never raise it past this.
     pub max_open_databases: usize,
+    /// An idle database is closed after this long (`set_open_limits` changes it).
     pub idle_close_after: Duration,
     /// A database whose log grew this much since its last checkpoint is checkpointed.
     pub checkpoint_log_bytes: u64,
@@ -112,6 +115,9 @@ pub struct Engine {
     inner: Mutex<Inner>,
     stop: Arc<AtomicBool>,
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The open-database limit and idle time in force (see `set_open_limits`).
+    max_open: AtomicUsize,
+    idle_close_ms: AtomicU64,
 }
 
 fn key(name: &str) -> String {
@@ -161,8 +167,12 @@ impl Engine {
             .into_iter()
             .map(|e| (key(&e.name), Arc::new(Slot { entry: Mutex::new(e), open: Mutex::new(None) })))
             .collect();
+        let max_open = AtomicUsize::new(config.max_open_databases.max(1));
+        let idle_close_ms = AtomicU64::new(u64::try_from(config.idle_close_after.as_millis()).unwrap_or(u64::MAX));
         let engine = Arc::new(Engine {
             _dir_lock: dir_lock,
+            max_open,
+            idle_close_ms,
             config,
             pool,
             memory,
@@ -442,11 +452,12 @@ impl Engine {
 
     fn enforce_open_limit(&self) {
         let mut open = self.open_slots();
-        if open.len() <= self.config.max_open_databases {
+        let max_open = self.max_open.load(Ordering::Relaxed);
+        if open.len() <= max_open {
             return;
         }
         open.sort_by_key(|(_, db)| std::cmp::Reverse(db.idle_for()));
-        let excess = open.len() - self.config.max_open_databases;
+        let excess = open.len() - max_open;
         let candidates: Vec<Arc<Slot>> = open.into_iter().map(|(s, _)| s).collect();
         let mut closed = 0;
         for slot in candidates {
@@ -537,12 +548,30 @@ impl Engine {
         self.memory.page_life_expectancy(self.pool.stats().resident_pages)
     }
 
+    /// Changes how many databases stay open at once (at most `EngineConfig::
+    /// max_open_databases`, which the process's descriptors were shared out for) and after
+    /// how long idle one is closed; returns the limit in force. Closes the least recently
+    /// used idle databases now if more are open.
+    pub fn set_open_limits(&self, max_open: usize, idle_close_after: Duration) -> usize {
+        let max_open = max_open.clamp(1, self.config.max_open_databases);
+        self.max_open.store(max_open, Ordering::Relaxed);
+        self.idle_close_ms.store(u64::try_from(idle_close_after.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.enforce_open_limit();
+        max_open
+    }
+
+    /// The open-database limit and idle time in force.
+    pub fn open_limits(&self) -> (usize, Duration) {
+        (self.max_open.load(Ordering::Relaxed), Duration::from_millis(self.idle_close_ms.load(Ordering::Relaxed)))
+    }
+
     /// One round of background work (also called by the background thread).
     pub fn maintain(&self) {
         if let Some(target) = memory::sample().and_then(|s| self.memory.adjust(s)) {
             let _ = self.pool.set_max_bytes(target as usize);
         }
         self.memory.observe_evictions(self.pool.stats().evictions);
+        let idle_close_after = Duration::from_millis(self.idle_close_ms.load(Ordering::Relaxed));
         for (slot, db) in self.open_slots() {
             if db.log_pending() && db.options().delayed_durability != crate::DelayedDurability::Disabled {
                 let _ = db.flush_log();
@@ -553,7 +582,7 @@ impl Engine {
                 let _ = db.checkpoint();
             }
             drop(db);
-            if slot.open.lock().as_ref().is_some_and(|db| db.idle_for() >= self.config.idle_close_after) {
+            if slot.open.lock().as_ref().is_some_and(|db| db.idle_for() >= idle_close_after) {
                 let _ = close_slot(&slot);
             }
         }

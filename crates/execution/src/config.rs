@@ -16,6 +16,8 @@ use tessera_errors::{SqlError, SqlResult};
 const MAX_MEMORY: &str = "max server memory (MB)";
 const MIN_MEMORY: &str = "min server memory (MB)";
 const PLAN_CACHE_MEMORY: &str = "plan cache memory (MB)";
+const MAX_OPEN_DATABASES: &str = "max open databases";
+const IDLE_DATABASE_CLOSE: &str = "idle database close (s)";
 
 /// Storage tree in master holding the configured values.
 const CONFIG_TREE: &str = "sys$config";
@@ -76,6 +78,16 @@ pub const OPTIONS: &[OptionDef] = &[
         description: "cost threshold for parallelism",
     },
     OptionDef {
+        id: 16386,
+        name: IDLE_DATABASE_CLOSE,
+        minimum: 1,
+        maximum: 2_147_483_647,
+        default: 300,
+        dynamic: true,
+        advanced: true,
+        description: "Seconds after which an idle database is closed; tessera's own option",
+    },
+    OptionDef {
         id: 1539,
         name: "max degree of parallelism",
         minimum: 0,
@@ -84,6 +96,16 @@ pub const OPTIONS: &[OptionDef] = &[
         dynamic: true,
         advanced: true,
         description: "maximum degree of parallelism",
+    },
+    OptionDef {
+        id: 16385,
+        name: MAX_OPEN_DATABASES,
+        minimum: 0,
+        maximum: 2_147_483_647,
+        default: 0,
+        dynamic: true,
+        advanced: true,
+        description: "Databases kept open at once (0: as many as the server's descriptors allow); tessera's own option",
     },
     OptionDef {
         id: 1544,
@@ -315,6 +337,21 @@ impl Config {
         let min_mb = self.running(self.find_exact(MIN_MEMORY));
         let max = if max_mb == max_def.default { engine.config().pool_bytes as u64 } else { (max_mb as u64) << 20 };
         Ok(engine.set_memory_limits((min_mb as u64) << 20, max)?)
+    }
+
+    /// Gives the engine the run values of 'max open databases' (0, or more than the
+    /// server's descriptors allow: what they allow) and 'idle database close (s)'. An
+    /// option never configured leaves the engine's value (the server's config file's).
+    pub fn apply_open_limits(&self, engine: &Engine) {
+        let set = |name: &str| self.values.read().running.get(&self.find_exact(name).id).copied();
+        let (mut max_open, mut idle) = engine.open_limits();
+        if let Some(n) = set(MAX_OPEN_DATABASES) {
+            max_open = if n == 0 { usize::MAX } else { usize::try_from(n).unwrap_or(usize::MAX) };
+        }
+        if let Some(secs) = set(IDLE_DATABASE_CLOSE) {
+            idle = std::time::Duration::from_secs(secs.unsigned_abs());
+        }
+        engine.set_open_limits(max_open, idle);
     }
 
     /// The extension as configured (it may have failed to start: see the engine's pool).

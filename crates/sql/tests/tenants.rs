@@ -124,3 +124,38 @@ fn listing_databases_opens_none() {
     session.close();
     engine.shutdown().unwrap();
 }
+
+/// `sp_configure 'max open databases'` and `'idle database close (s)'` take effect at
+/// RECONFIGURE: no more databases stay open than the limit, and an idle one closes.
+#[test]
+fn open_database_limits_are_configurable() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.background = false;
+    let engine = Engine::open(config).unwrap();
+    let shared = tessera_sql::start_instance(engine.clone()).unwrap();
+    let mut session = Session::new(shared, "sa", "master").unwrap();
+    let run = |session: &mut Session, text: &str| {
+        let mut out = Collected::default();
+        assert!(!session.execute(text, &mut out), "{text}: {:?}", out.errors());
+    };
+    run(&mut session, "exec sp_configure 'show advanced options', 1; reconfigure");
+    run(&mut session, "exec sp_configure 'max open databases', 6; reconfigure");
+    assert_eq!(engine.open_limits().0, 6);
+    for d in 0..12 {
+        run(
+            &mut session,
+            &format!("create database lim{d}; create table lim{d}.dbo.t (a int); insert lim{d}.dbo.t values ({d})"),
+        );
+        assert!(engine.stats().open_databases <= 6, "after lim{d}: {}", engine.stats().open_databases);
+    }
+    run(&mut session, "exec sp_configure 'idle database close (s)', 1; reconfigure");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    engine.maintain();
+    // master stays open: the session's current database holds it.
+    assert!(engine.stats().open_databases <= 2, "{} open after the idle time", engine.stats().open_databases);
+    run(&mut session, "exec sp_configure 'max open databases', 0; reconfigure");
+    assert_eq!(engine.open_limits().0, engine.config().max_open_databases, "0: as many as the server allows");
+    session.close();
+    engine.shutdown().unwrap();
+}

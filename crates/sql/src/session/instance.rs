@@ -22,6 +22,7 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
     let config = tessera_execution::config::Config::load(engine.database("master")?)?;
     let logins = tessera_execution::logins::Logins::load(engine.database("master")?)?;
     config.apply_memory(&engine)?;
+    config.apply_open_limits(&engine);
     // A configured extension that cannot start (its device is gone) stays off; the
     // extension configuration view shows it disabled.
     let _ = config.start_extension(&engine);

@@ -236,6 +236,7 @@ impl Runner<'_> {
                 }
                 self.shared.config.reconfigure();
                 self.shared.config.apply_memory(&self.shared.engine)?;
+                self.shared.config.apply_open_limits(&self.shared.engine);
                 self.shared.query_memory.set_max_bytes(self.shared.engine.memory_status().max_bytes);
                 self.shared.plans.set_budget_bytes(self.shared.config.plan_cache_bytes());
             }

@@ -236,6 +236,7 @@ impl Engine {
                 return Err(Error::AlreadyExists { kind: "database", name: name.to_string() });
             }
             let id = inner.next_id;
+            let options_path_given = (options.data_path.is_some(), options.log_path.is_some());
             let data_path =
                 options.data_path.clone().unwrap_or_else(|| self.config.data_dir.join(format!("{name}.mdf")));
             let log_dir = self.config.log_dir.as_ref().unwrap_or(&self.config.data_dir);
@@ -248,12 +249,40 @@ impl Engine {
                 options: DatabaseOptions { data_path: None, log_path: None, ..options },
                 state: DbState::Online,
             };
+            for (path, explicit) in [(&entry.data_path, options_path_given.0), (&entry.log_path, options_path_given.1)]
+            {
+                if !path.exists() {
+                    continue;
+                }
+                let registered = inner.slots.values().any(|s| {
+                    let e = s.entry.lock();
+                    e.data_path == *path || e.log_path == *path
+                });
+                if explicit || registered {
+                    return Err(Error::Numbered {
+                        number: 5170,
+                        message: format!(
+                            "Cannot create file '{}' because it already exists. Change the file path or the file name, and retry the operation.",
+                            path.display()
+                        ),
+                    });
+                }
+                // A file at the database's own default path that no database uses: left by
+                // a CREATE or DROP DATABASE that a crash interrupted (the registry, written
+                // last on create and first on drop, never named it).
+                std::fs::remove_file(path).map_err(|e| Error::io("delete", path, 0, e))?;
+            }
             let db = Database::create(&entry, self.pool.clone(), &self.config.data, &self.config.log)?;
-            let slot = Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(Some(Arc::new(db))) });
+            let slot = Arc::new(Slot { entry: Mutex::new(entry.clone()), open: Mutex::new(Some(Arc::new(db))) });
             inner.slots.insert(key(name), slot.clone());
             inner.next_id = id + 1;
             if let Err(e) = self.save_registry(&inner) {
+                // Not registered: the database does not exist, and neither do its files.
                 inner.slots.remove(&key(name));
+                drop(slot);
+                for p in [&entry.data_path, &entry.log_path] {
+                    let _ = std::fs::remove_file(p);
+                }
                 return Err(e);
             }
             slot
@@ -429,7 +458,13 @@ impl Engine {
             return Err(Error::Invalid(format!("Cannot drop database \"{name}\" because it is currently in use.")));
         }
         inner.slots.remove(&key(name));
-        self.save_registry(&inner)?;
+        if let Err(e) = self.save_registry(&inner) {
+            // Still registered on disk: it still exists (closed).
+            inner.slots.insert(key(name), slot);
+            return Err(e);
+        }
+        // Deleted after the registry forgot it: a crash in between leaves files that the
+        // next CREATE DATABASE of the name removes.
         let entry = slot.entry.lock().clone();
         for p in [&entry.data_path, &entry.log_path] {
             std::fs::remove_file(p).map_err(|e| Error::io("delete", p, 0, e))?;

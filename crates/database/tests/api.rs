@@ -691,3 +691,37 @@ fn cold_scans_read_ahead_and_return_every_row_in_order() {
     }
     db.check().unwrap();
 }
+
+/// Files a crash left behind (a CREATE DATABASE killed before the registry named the
+/// database, a DROP killed after the registry forgot it) do not stop the name for good:
+/// CREATE DATABASE removes files at the database's own default paths that no database
+/// uses. An explicit path that exists is SQL Server's 5170, and nothing is removed.
+#[test]
+fn files_a_crash_left_do_not_block_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    for f in ["orphan.mdf", "orphan_log.ldf"] {
+        std::fs::write(dir.path().join(f), b"left by a crash").unwrap();
+    }
+    engine.create_database("orphan", DatabaseOptions::default()).unwrap();
+    let db = engine.database("orphan").unwrap();
+    let t = db.create_table("t").unwrap();
+    let mut tx = db.begin();
+    tx.insert(t, &int_key(1), b"row").unwrap();
+    tx.commit().unwrap();
+    drop(db);
+
+    let taken = dir.path().join("taken.mdf");
+    std::fs::write(&taken, b"someone's file").unwrap();
+    let options = DatabaseOptions { data_path: Some(taken.clone()), ..DatabaseOptions::default() };
+    let e = engine.create_database("explicit", options).unwrap_err();
+    assert_eq!(e.number(), 5170, "{e}");
+    assert_eq!(std::fs::read(&taken).unwrap(), b"someone's file");
+    assert!(!engine.exists("explicit"));
+    // A registered database's file is never taken either, whatever the name.
+    let options = DatabaseOptions { data_path: Some(dir.path().join("orphan.mdf")), ..DatabaseOptions::default() };
+    assert_eq!(engine.create_database("thief", options).unwrap_err().number(), 5170);
+    let db = engine.database("orphan").unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(db.begin().get(t, &int_key(1)).unwrap().as_deref(), Some(&b"row"[..]));
+}

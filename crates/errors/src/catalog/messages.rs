@@ -259,6 +259,7 @@ pub static MESSAGES: &[Message] = &[
     m(5123, 16, Statement, "CREATE FILE encountered operating system error %ls while attempting to open or create the physical file '%ls'."),
     m(5133, 16, Statement, "Directory lookup for the file \"%ls\" failed with the operating system error 2(The system cannot find the file specified.)."),
     m(5169, 16, Statement, "FILEGROWTH cannot be greater than MAXSIZE for file '%.*ls'."),
+    m(5170, 16, Statement, "Cannot create file '%ls' because it already exists. Change the file path or the file name, and retry the operation."),
     m(5174, 16, Statement, "Each file size must be greater than or equal to 512 KB."),
     m(5701, 0, Statement, "Changed database context to '%.*ls'."),
     m(5703, 0, Statement, "Changed language setting to us_english."),

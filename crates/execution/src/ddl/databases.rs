@@ -50,6 +50,7 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
     }
     ctx.shared.engine.create_database(name, options).map_err(|e| match e {
         tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
+        e if e.number() == 5170 => failed(e.into()),
         e => e.into(),
     })
 }

@@ -126,7 +126,11 @@ impl<'a> Binder<'a> {
                     }
                 }
                 if let Some(view) = self.system_view(name) {
-                    let plan = Plan::System { view, db: self.qualify_at(name)?.0.at };
+                    let (db, _, _) = self.qualify_at(name)?;
+                    if !self.catalogs.exists(&db.name) {
+                        return Err(crate::catalog::database_not_found(&db.name));
+                    }
+                    let plan = Plan::System { view, db: db.at };
                     return Ok(self.leaf_plan(BoundQuery { plan, columns: view.columns() }, qualifier, scope, offset));
                 }
                 if let Some((db, m)) = self.module(name)? {

@@ -71,6 +71,11 @@ CREATE TABLE t (a int);
 INSERT INTO t VALUES (1);
 SELECT a FROM t;
 USE master;
+GO
+CREATE DATABASE thief ON (NAME = thief, FILENAME = '/tmp/tessera_golden_filed.mdf');
+GO
+SELECT COUNT(*) AS n FROM thief.sys.objects;
+SELECT COUNT(*) AS n FROM filed.dbo.t;
 DROP DATABASE filed;
 GO
 -- File sizes: SIZE, MAXSIZE and FILEGROWTH honoured (sizes in 8 KiB pages).

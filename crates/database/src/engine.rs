@@ -218,6 +218,28 @@ impl Engine {
     }
 
     /// Names of every database, in creation order.
+    /// Every registered database as the registry holds it (open or not), by id.
+    pub fn entries(&self) -> Vec<Entry> {
+        let inner = self.inner.lock();
+        let mut v: Vec<Entry> = inner.slots.values().map(|s| s.entry.lock().clone()).collect();
+        v.sort_by_key(|e| e.id);
+        v
+    }
+
+    /// The registered database `name` (any case), open or not.
+    pub fn entry(&self, name: &str) -> Option<Entry> {
+        self.slot(name).ok().map(|s| s.entry.lock().clone())
+    }
+
+    /// The registered database with this id, open or not.
+    pub fn entry_by_id(&self, id: u32) -> Option<Entry> {
+        let inner = self.inner.lock();
+        inner.slots.values().find_map(|s| {
+            let e = s.entry.lock();
+            (e.id == id).then(|| e.clone())
+        })
+    }
+
     pub fn database_names(&self) -> Vec<String> {
         let inner = self.inner.lock();
         let mut v: Vec<_> = inner.slots.values().map(|s| s.entry.lock()).map(|e| (e.id, e.name.clone())).collect();

@@ -23,7 +23,7 @@ mod database;
 mod engine;
 pub mod memory;
 mod registry;
-pub use registry::DbState;
+pub use registry::{DbState, Entry as DatabaseEntry};
 mod transaction;
 
 pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};

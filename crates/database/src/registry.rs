@@ -34,6 +34,7 @@ impl DbState {
     }
 }
 
+/// A registered database: what listings and metadata read without opening it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     pub name: String,
@@ -42,6 +43,14 @@ pub struct Entry {
     pub log_path: PathBuf,
     pub options: DatabaseOptions,
     pub state: DbState,
+}
+
+impl Entry {
+    /// Bytes of its data file and of its log file as they are on disk now.
+    pub fn file_bytes(&self) -> (u64, u64) {
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        (size(&self.data_path), size(&self.log_path))
+    }
 }
 
 pub fn load(path: &Path) -> Result<Vec<Entry>> {

@@ -189,7 +189,7 @@ impl ExecCtx<'_> {
 
     /// DB_NAME(id), from the registry (no database is opened).
     fn database_name(&self, id: i64) -> Option<String> {
-        crate::registry::by_id(&self.shared.engine, id).map(|d| d.name)
+        u32::try_from(id).ok().and_then(|id| self.shared.engine.entry_by_id(id)).map(|d| d.name)
     }
 
     /// DB_ID(name), from the registry.
@@ -199,7 +199,7 @@ impl ExecCtx<'_> {
 
     /// DATABASEPROPERTYEX, from the registry.
     fn database_property(&self, db: &str, prop: &str) -> Value {
-        let Some(d) = crate::registry::named(&self.shared.engine, db) else { return Value::Null };
+        let Some(d) = self.shared.engine.entry(db) else { return Value::Null };
         match prop.to_ascii_lowercase().as_str() {
             "recovery" => Value::str(d.options.recovery_model.name()),
             "status" => Value::str(d.state.name()),

@@ -13,7 +13,6 @@ pub mod grant;
 pub mod identity;
 pub mod logins;
 pub mod modules;
-pub mod registry;
 pub mod runtime;
 pub mod security;
 pub mod statistics;

@@ -2,8 +2,9 @@
 
 use tessera_database::{DatabaseOptions, DelayedDurability, Growth, RecoveryModel};
 
-use super::files::{self, FileKind};
+use super::files;
 use crate::runtime::ExecCtx;
+use crate::sysviews::FileKind;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Ident};
 
@@ -164,8 +165,7 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
         ));
     }
     let sizes = files::sizes(spec, logical)?;
-    let registered = crate::registry::named(&ctx.shared.engine, db)
-        .ok_or_else(|| tessera_semantics::catalog::database_not_found(db))?;
+    let registered = ctx.shared.engine.entry(db).ok_or_else(|| tessera_semantics::catalog::database_not_found(db))?;
     let (data, log) = registered.file_bytes();
     let current = if kind == FileKind::Data { data } else { log };
     if let Some(size) = sizes.size {

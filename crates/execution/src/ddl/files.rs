@@ -9,12 +9,7 @@ use tessera_syntax::ast::FileSpec;
 /// The smallest file SQL Server creates (error 5174).
 const MIN_FILE_BYTES: u64 = 512 << 10;
 
-/// Which of a database's two files a specification is about.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
-    Data,
-    Log,
-}
+use crate::sysviews::FileKind;
 
 /// The sizes a file specification sets (None: not given).
 #[derive(Default)]

@@ -3,6 +3,7 @@
 //! others produce result sets from the engine, the catalogs and the configuration.
 
 use crate::runtime::ExecCtx;
+use crate::sysviews::{growth_in_force, FileKind};
 use std::sync::Arc;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Catalog, Object, Table};
@@ -227,19 +228,16 @@ fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlRe
     Ok(0)
 }
 
-/// A database's data and log file sizes, in bytes.
 /// sp_helpdb's maxsize: `Unlimited` or kilobytes.
 fn max_text(max: Option<u64>) -> String {
     max.map_or_else(|| "Unlimited".to_string(), |m| format!("{} KB", m / 1024))
 }
 
-/// sp_helpdb's growth: kilobytes or a percentage. Without a setting (the database's or
-/// the engine's) a data file grows by an eighth and a log by a quarter.
-fn growth_text(growth: Option<tessera_database::Growth>, default_percent: u32) -> String {
+/// sp_helpdb's growth: kilobytes or a percentage.
+fn growth_text(growth: tessera_database::Growth) -> String {
     match growth {
-        Some(tessera_database::Growth::Percent(p)) => format!("{p}%"),
-        Some(tessera_database::Growth::Bytes(b)) => format!("{} KB", b / 1024),
-        None => format!("{default_percent}%"),
+        tessera_database::Growth::Percent(p) => format!("{p}%"),
+        tessera_database::Growth::Bytes(b) => format!("{} KB", b / 1024),
     }
 }
 
@@ -251,13 +249,13 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
     too_many("sp_helpdb", args, 1)?;
     let only = text_arg(args, 0, "@dbname");
     let databases = match &only {
-        Some(n) => match crate::registry::named(&ctx.shared.engine, n) {
+        Some(n) => match ctx.shared.engine.entry(n) {
             Some(d) => vec![d],
             None => {
                 return Err(SqlError::new(15010, format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases.")));
             }
         },
-        None => crate::registry::all(&ctx.shared.engine),
+        None => ctx.shared.engine.entries(),
     };
     let columns = [
         col("name", SYSNAME, true),
@@ -299,7 +297,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
                 s("PRIMARY"),
                 s(&kb(data)),
                 s(&max_text(o.max_data_size)),
-                s(&growth_text(o.data_growth.or(engine_config.data.growth), 12)),
+                s(&growth_text(growth_in_force(db, FileKind::Data, &engine_config))),
                 s("data only"),
             ]);
             files.push(vec![
@@ -309,7 +307,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
                 Value::Null,
                 s(&kb(log)),
                 s(&max_text(o.max_log_size)),
-                s(&growth_text(o.log_growth.or(engine_config.log.growth), 25)),
+                s(&growth_text(growth_in_force(db, FileKind::Log, &engine_config))),
                 s("log only"),
             ]);
         }
@@ -668,7 +666,7 @@ fn databases(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
         col("REMARKS", SqlType::VarChar(254), true),
     ];
     let mut rows = Vec::new();
-    for db in crate::registry::all(&ctx.shared.engine) {
+    for db in ctx.shared.engine.entries() {
         let (data, log) = db.file_bytes();
         rows.push(vec![s(&db.name), int(((data + log) / 1024) as i64), Value::Null]);
     }

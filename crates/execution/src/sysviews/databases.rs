@@ -2,9 +2,9 @@
 //! and sys.master_files (every database). All from the registry: nothing is opened.
 
 use super::{bit, col, datetime, int, s, Rows, ViewDef, COLLATION, SYSNAME};
-use crate::registry::Registered;
 use crate::runtime::ExecCtx;
-use tessera_database::Growth;
+use tessera_database::{DatabaseEntry, EngineConfig, Growth};
+use tessera_semantics::plan::Col;
 use tessera_semantics::types::SqlType::*;
 use tessera_semantics::types::Value;
 
@@ -34,7 +34,7 @@ pub(super) static DATABASES: ViewDef<14> = ViewDef {
 /// waits for nothing).
 fn databases(ctx: &ExecCtx, _db: &str) -> Rows<14> {
     let mut out = Vec::new();
-    for d in crate::registry::all(&ctx.shared.engine) {
+    for d in ctx.shared.engine.entries() {
         let o = &d.options;
         let model = o.recovery_model;
         let dd = o.delayed_durability.name();
@@ -74,61 +74,53 @@ fn recovery_model_id(name: &str) -> i64 {
     }
 }
 
-pub(super) static DATABASE_FILES: ViewDef<10> = ViewDef {
-    schema: "sys",
-    name: "database_files",
-    columns: [
-        col("file_id", Int, false),
-        col("type", TinyInt, false),
-        col("type_desc", NVarChar(60), true),
-        col("name", SYSNAME, false),
-        col("physical_name", NVarChar(260), false),
-        col("state_desc", NVarChar(60), true),
-        col("size", Int, false),
-        col("max_size", Int, false),
-        col("growth", Int, false),
-        col("is_percent_growth", Bit, false),
-    ],
-    rows: database_files,
-};
+/// The columns of a database file, as both file views have them.
+const FILE_COLUMNS: [Col; 10] = [
+    col("file_id", Int, false),
+    col("type", TinyInt, false),
+    col("type_desc", NVarChar(60), true),
+    col("name", SYSNAME, false),
+    col("physical_name", NVarChar(260), false),
+    col("state_desc", NVarChar(60), true),
+    col("size", Int, false),
+    col("max_size", Int, false),
+    col("growth", Int, false),
+    col("is_percent_growth", Bit, false),
+];
 
-pub(super) static MASTER_FILES: ViewDef<11> = ViewDef {
-    schema: "sys",
-    name: "master_files",
-    columns: [
-        col("database_id", Int, false),
-        col("file_id", Int, false),
-        col("type", TinyInt, false),
-        col("type_desc", NVarChar(60), true),
-        col("name", SYSNAME, false),
-        col("physical_name", NVarChar(260), false),
-        col("state_desc", NVarChar(60), true),
-        col("size", Int, false),
-        col("max_size", Int, false),
-        col("growth", Int, false),
-        col("is_percent_growth", Bit, false),
-    ],
-    rows: master_files,
-};
+pub(super) static DATABASE_FILES: ViewDef<10> =
+    ViewDef { schema: "sys", name: "database_files", columns: FILE_COLUMNS, rows: database_files };
+
+pub(super) static MASTER_FILES: ViewDef<11> =
+    ViewDef { schema: "sys", name: "master_files", columns: with_database_id(FILE_COLUMNS), rows: master_files };
+
+/// `database_id`, then the file columns.
+const fn with_database_id(files: [Col; 10]) -> [Col; 11] {
+    let mut out = [col("database_id", Int, false); 11];
+    let mut i = 0;
+    while i < 10 {
+        out[i + 1] = files[i];
+        i += 1;
+    }
+    out
+}
 
 /// A database's two files as the file views show them: file id, type, logical name,
 /// path, state, then size, maximum and growth in 8 KiB pages (max -1: unlimited; growth
 /// a percentage when the last value is true).
-fn files_of(d: &Registered, ctx: &ExecCtx) -> [[Value; 10]; 2] {
+fn files_of(d: &DatabaseEntry, ctx: &ExecCtx) -> [[Value; 10]; 2] {
     let engine = ctx.shared.engine.config();
     let (data_bytes, log_bytes) = d.file_bytes();
     let pages = |b: u64| int(i64::try_from(b / 8192).unwrap_or(i64::MAX));
     let max = |m: Option<u64>| m.map_or(int(-1), pages);
-    // Without a setting a data file grows by an eighth and a log by a quarter.
-    let growth = |g: Option<Growth>, default_percent: i64| match g {
-        Some(Growth::Percent(p)) => [int(i64::from(p)), bit(true)],
-        Some(Growth::Bytes(b)) => [pages(b), bit(false)],
-        None => [int(default_percent), bit(true)],
+    let growth = |kind: FileKind| match growth_in_force(d, kind, engine) {
+        Growth::Percent(p) => [int(i64::from(p)), bit(true)],
+        Growth::Bytes(b) => [pages(b), bit(false)],
     };
-    let state = s(if d.state == tessera_database::DbState::Restoring { "RESTORING" } else { "ONLINE" });
+    let state = s(d.state.name());
     let o = &d.options;
-    let [dg, dp] = growth(o.data_growth.or(engine.data.growth), 12);
-    let [lg, lp] = growth(o.log_growth.or(engine.log.growth), 25);
+    let [dg, dp] = growth(FileKind::Data);
+    let [lg, lp] = growth(FileKind::Log);
     [
         [
             int(1),
@@ -158,15 +150,32 @@ fn files_of(d: &Registered, ctx: &ExecCtx) -> [[Value; 10]; 2] {
 }
 
 fn database_files(ctx: &ExecCtx, db: &str) -> Rows<10> {
-    Ok(crate::registry::named(&ctx.shared.engine, db).map(|d| files_of(&d, ctx).to_vec()).unwrap_or_default())
+    Ok(ctx.shared.engine.entry(db).map(|d| files_of(&d, ctx).to_vec()).unwrap_or_default())
 }
 
 fn master_files(ctx: &ExecCtx, _db: &str) -> Rows<11> {
     let mut out = Vec::new();
-    for d in crate::registry::all(&ctx.shared.engine) {
+    for d in ctx.shared.engine.entries() {
         for f in files_of(&d, ctx) {
             out.push(super::concat([int(i64::from(d.id))], f));
         }
     }
     Ok(out)
+}
+
+/// Which of a database's two files.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Data,
+    Log,
+}
+
+/// How a database's file grows: its own setting, else the engine's, else what the
+/// engine does without one — a data file by an eighth of its size (shown as 12 %), a log
+/// by a quarter.
+pub fn growth_in_force(entry: &DatabaseEntry, kind: FileKind, engine: &EngineConfig) -> Growth {
+    match kind {
+        FileKind::Data => entry.options.data_growth.or(engine.data.growth).unwrap_or(Growth::Percent(12)),
+        FileKind::Log => entry.options.log_growth.or(engine.log.growth).unwrap_or(Growth::Percent(25)),
+    }
 }

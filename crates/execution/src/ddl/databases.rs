@@ -9,7 +9,7 @@ use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Ident};
 
 fn file_path(spec: &ast::FileSpec) -> Option<std::path::PathBuf> {
-    spec.options.iter().find(|(k, _)| k == "FILENAME").map(|(_, v)| std::path::PathBuf::from(v))
+    files::option(spec, "FILENAME").map(std::path::PathBuf::from)
 }
 
 pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult<()> {
@@ -20,6 +20,15 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
             format!("Database '{name}' already exists. Choose a different database name."),
         )
         .with_state(3));
+    }
+    if cd.files.len() > 1 || cd.log_files.len() > 1 {
+        return Err(SqlError::new(
+            5058,
+            format!("A database has one data file and one log file: more cannot be created for database '{name}'."),
+        ));
+    }
+    for spec in cd.files.iter().chain(&cd.log_files) {
+        files::check_names(spec, &["NAME", "FILENAME", "SIZE", "MAXSIZE", "FILEGROWTH"])?;
     }
     let data_path = cd.files.first().and_then(file_path);
     let log_path = cd.log_files.first().and_then(file_path);

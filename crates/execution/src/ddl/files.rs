@@ -25,6 +25,14 @@ pub fn option<'s>(spec: &'s FileSpec, name: &str) -> Option<&'s str> {
     spec.options.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
+/// Error 102 for an option a statement does not take.
+pub fn check_names(spec: &FileSpec, allowed: &[&str]) -> SqlResult<()> {
+    match spec.options.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+        Some((k, _)) => Err(syntax_near(k)),
+        None => Ok(()),
+    }
+}
+
 fn syntax_near(value: &str) -> SqlError {
     SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)
 }

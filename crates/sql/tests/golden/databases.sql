@@ -93,7 +93,11 @@ CREATE DATABASE upside ON (NAME = upside, SIZE = 10MB, MAXSIZE = 5MB);
 GO
 CREATE DATABASE leap LOG ON (NAME = leap_log, MAXSIZE = 5MB, FILEGROWTH = 6MB);
 GO
-SELECT COUNT(*) AS n FROM sys.databases WHERE name IN ('tiny', 'upside', 'leap');
+CREATE DATABASE twofiles ON (NAME = a, SIZE = 1MB), (NAME = b, SIZE = 1MB);
+GO
+CREATE DATABASE typo ON (NAME = typo, SIZ = 1MB);
+GO
+SELECT COUNT(*) AS n FROM sys.databases WHERE name IN ('tiny', 'upside', 'leap', 'twofiles', 'typo');
 GO
 ALTER DATABASE sized MODIFY FILE (NAME = sized, MAXSIZE = 20MB, FILEGROWTH = 25%);
 ALTER DATABASE sized MODIFY FILE (NAME = sized_log, FILEGROWTH = 512KB);

@@ -110,6 +110,9 @@ pub struct DatabaseOptions {
     pub log_growth: Option<Growth>,
     /// Largest size of the log file, in bytes.
     pub max_log_size: Option<u64>,
+    /// The contents need not survive a restart (tempdb, made afresh at every start):
+    /// commits never wait for a log flush, whatever DELAYED_DURABILITY says.
+    pub scratch: bool,
 }
 
 impl DatabaseOptions {

@@ -4,7 +4,8 @@
 //! delayed durability \t state \t sizes` (lines without the state are ONLINE; without the
 //! sizes, the engine's sizes apply). The sizes are six fields, empty when not set: initial
 //! data size, data growth, maximum data size, initial log size, log growth, maximum log
-//! size (bytes; a growth in percent ends with `%`). The file is replaced atomically (write
+//! size (bytes; a growth in percent ends with `%`); then `SCRATCH` for a database whose
+//! contents need not survive a restart (tempdb), empty otherwise. The file is replaced atomically (write
 //! a temporary file, fsync, rename, fsync the directory), so a crash leaves the old or the
 //! new list, never a mix.
 
@@ -63,7 +64,7 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let f: Vec<&str> = line.split('\t').collect();
-        if ![6, 7, 13].contains(&f.len()) {
+        if ![6, 7, 13, 14].contains(&f.len()) {
             return Err(bad(i + 1));
         }
         let size = |k: usize| -> Result<Option<u64>> {
@@ -94,6 +95,11 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
                 initial_log_size: size(10)?,
                 log_growth: growth(11)?,
                 max_log_size: size(12)?,
+                scratch: match f.get(13) {
+                    None | Some(&"") => false,
+                    Some(&"SCRATCH") => true,
+                    Some(_) => return Err(bad(i + 1)),
+                },
             },
             state: match f.get(6) {
                 None | Some(&"ONLINE") => DbState::Online,
@@ -117,7 +123,7 @@ pub fn save(path: &Path, entries: &[Entry]) -> Result<()> {
         let size = |s: Option<u64>| s.map(|n| n.to_string()).unwrap_or_default();
         let growth = |g: Option<Growth>| g.map(Growth::encode).unwrap_or_default();
         text.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
             e.name,
             e.id,
             e.data_path.display(),
@@ -130,7 +136,8 @@ pub fn save(path: &Path, entries: &[Entry]) -> Result<()> {
             size(o.max_data_size),
             size(o.initial_log_size),
             growth(o.log_growth),
-            size(o.max_log_size)
+            size(o.max_log_size),
+            if o.scratch { "SCRATCH" } else { "" }
         ));
     }
     let tmp = path.with_extension("tmp");

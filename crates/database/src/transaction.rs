@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tessera_access::lock::Resource;
-use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
+use tessera_access::{BulkOutcome, Direction, Durability, LockMode, OnLocked, ReadLocks, Scan, Txn};
 use tessera_errors::Result;
 
 use crate::database::{Database, RecoveryModel, TableId};
@@ -252,7 +252,9 @@ impl Transaction {
     /// may lose it.
     pub fn commit_with(mut self, delayed: bool) -> Result<()> {
         let mut txn = self.txn.take().expect("transaction is open");
-        txn.durability = self.db.options().delayed_durability.resolve(delayed);
+        let options = self.db.options();
+        txn.durability =
+            if options.scratch { Durability::Delayed } else { options.delayed_durability.resolve(delayed) };
         self.db.space.commit(txn)
     }
 

@@ -386,6 +386,32 @@ fn delayed_durability_and_log_reuse() {
 }
 
 #[test]
+fn a_scratch_database_commits_without_waiting_for_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let options =
+        DatabaseOptions { recovery_model: RecoveryModel::Simple, scratch: true, ..DatabaseOptions::default() };
+    {
+        let engine = Engine::open(config(dir.path())).unwrap();
+        engine.create_database("scratchy", options.clone()).unwrap();
+        engine.create_database("durable", DatabaseOptions::default()).unwrap();
+        for (name, flushes_expected) in [("scratchy", false), ("durable", true)] {
+            let db = engine.database(name).unwrap();
+            let t = db.create_table("t").unwrap();
+            let before = db.log_stats().flushes;
+            for i in 0..200 {
+                let mut tx = db.begin();
+                tx.insert(t, &int_key(i), b"row").unwrap();
+                tx.commit().unwrap();
+            }
+            let flushed = db.log_stats().flushes - before;
+            assert_eq!(flushed > 0, flushes_expected, "{name}: {flushed} log flushes for 200 commits");
+        }
+    }
+    let engine = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(engine.database("scratchy").unwrap().options(), options, "the registry keeps the option");
+}
+
+#[test]
 fn many_row_locks_escalate_to_a_table_lock() {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(config(dir.path())).unwrap();

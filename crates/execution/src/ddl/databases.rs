@@ -118,6 +118,10 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
     match action {
         ast::AlterDatabaseAction::Set(settings) => {
             for (opt, value) in settings {
+                if options.scratch {
+                    // tempdb is SIMPLE and never waits for the log, as in SQL Server.
+                    return Err(SqlError::new(5058, format!("Option '{opt}' cannot be set in database '{n}'.")));
+                }
                 match opt.as_str() {
                     "RECOVERY" => {
                         options.recovery_model = RecoveryModel::parse(value).ok_or_else(|| {

@@ -18,7 +18,16 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
     if engine.exists("tempdb") {
         engine.drop_database("tempdb")?;
     }
-    engine.create_database("tempdb", tessera_database::DatabaseOptions::default())?;
+    // SIMPLE recovery, and commits that never wait for a log flush: nothing in tempdb
+    // outlives the instance.
+    engine.create_database(
+        "tempdb",
+        tessera_database::DatabaseOptions {
+            recovery_model: tessera_database::RecoveryModel::Simple,
+            scratch: true,
+            ..Default::default()
+        },
+    )?;
     let config = tessera_execution::config::Config::load(engine.database("master")?)?;
     let logins = tessera_execution::logins::Logins::load(engine.database("master")?)?;
     config.apply_memory(&engine)?;

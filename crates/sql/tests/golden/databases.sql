@@ -114,3 +114,8 @@ GO
 DROP DATABASE sized;
 DROP DATABASE plain;
 GO
+-- tempdb is made afresh at every start, in SIMPLE recovery; its recovery model is fixed.
+SELECT name, recovery_model_desc FROM sys.databases WHERE name = 'tempdb';
+GO
+ALTER DATABASE tempdb SET RECOVERY FULL;
+GO

@@ -120,6 +120,18 @@ pub struct Engine {
     idle_close_ms: AtomicU64,
 }
 
+/// The budget of the log buffers all databases share: a sixteenth of max server memory,
+/// 1 to 64 MiB.
+fn log_buffer_budget(max_server_memory_bytes: u64) -> usize {
+    usize::try_from(max_server_memory_bytes / 16).unwrap_or(usize::MAX).clamp(1 << 20, 64 << 20)
+}
+
+/// The buffer pool's part of a memory target: what the log buffers' budget leaves.
+fn pool_share(target_bytes: u64, log: &LogConfig) -> usize {
+    let target = usize::try_from(target_bytes).unwrap_or(usize::MAX);
+    target.saturating_sub(log.buffers.stats().budget_bytes).max(target / 2)
+}
+
 fn key(name: &str) -> String {
     name.to_lowercase()
 }
@@ -160,7 +172,8 @@ impl Engine {
             ..PoolConfig::default()
         })?;
         let memory = MemoryGovernor::new(reservation as u64, config.pool_bytes as u64, PAGE_SIZE);
-        pool.set_max_bytes(memory.status().target_bytes as usize)?;
+        config.log.buffers.set_budget(log_buffer_budget(memory.status().max_bytes));
+        pool.set_max_bytes(pool_share(memory.status().target_bytes, &config.log))?;
         let entries = registry::load(&Engine::registry_path(&config.data_dir))?;
         let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
         let slots = entries
@@ -537,8 +550,14 @@ impl Engine {
     /// between the two. Returns the new limit (`max` capped by the reservation).
     pub fn set_memory_limits(&self, min: u64, max: u64) -> Result<u64> {
         let target = self.memory.set_limits(min, max);
-        self.pool.set_max_bytes(target as usize)?;
+        self.config.log.buffers.set_budget(log_buffer_budget(self.memory.status().max_bytes));
+        self.pool.set_max_bytes(pool_share(target, &self.config.log))?;
         Ok(target)
+    }
+
+    /// The log buffers every open database borrows from.
+    pub fn log_buffer_stats(&self) -> tessera_log::LogBufferStats {
+        self.config.log.buffers.stats()
     }
 
     pub fn memory_status(&self) -> MemoryStatus {
@@ -625,12 +644,14 @@ impl Engine {
     /// One round of background work (also called by the background thread).
     pub fn maintain(&self) {
         if let Some(target) = memory::sample().and_then(|s| self.memory.adjust(s)) {
-            let _ = self.pool.set_max_bytes(target as usize);
+            let _ = self.pool.set_max_bytes(pool_share(target, &self.config.log));
         }
         self.memory.observe_evictions(self.pool.stats().evictions);
         let idle_close_after = Duration::from_millis(self.idle_close_ms.load(Ordering::Relaxed));
         for (slot, db) in self.open_slots() {
-            if db.log_pending() && db.options().delayed_durability != crate::DelayedDurability::Disabled {
+            let options = db.options();
+            if db.log_pending() && (options.scratch || options.delayed_durability != crate::DelayedDurability::Disabled)
+            {
                 let _ = db.flush_log();
             }
             let grown = db.log_stats().end_lsn.saturating_sub(db.checkpointed_at.load(Ordering::Acquire));

@@ -5,6 +5,7 @@
 //! durable with group commit; [`record`] defines the record envelope every layer above
 //! uses; [`recovery`] runs the analysis, redo and undo passes over the log.
 
+mod buffers;
 pub mod growth;
 mod reader;
 pub mod rebuild;
@@ -13,6 +14,7 @@ pub mod recovery;
 mod wal;
 mod writer;
 
+pub use buffers::{LogBufferStats, LogBuffers, CHUNK_BYTES};
 pub use growth::Growth;
 pub use reader::WalReader;
 pub use rebuild::{LogBuilder, LogSegment};

@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
 
+use crate::buffers::{Chunk, LogBuffers, CHUNK_BYTES};
 use crate::growth::{grown_size, Growth, LOG_GROWTH};
 use crate::reader::WalReader;
 use crate::record::LogRecord;
@@ -37,8 +38,6 @@ pub const MAX_RECORD: usize = 4 << 20;
 /// itself instead of leaving it to the background log writer.
 const BACKPRESSURE: usize = 8;
 
-/// Segment buffers kept for reuse after they were written.
-const MAX_SPARE: usize = 4;
 /// A VLF must fit the 32-bit offset of an LSN.
 pub(crate) const MAX_VLF_SIZE: u64 = 1 << 30;
 
@@ -55,11 +54,19 @@ pub struct LogConfig {
     pub max_size: u64,
     /// Buffered log bytes that trigger a write (without sync) by the appender.
     pub write_buffer: usize,
+    /// Where the log borrows its buffers; an engine's databases share one pool.
+    pub buffers: Arc<LogBuffers>,
 }
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig { initial_size: 512 << 10, growth: None, max_size: 2 << 40, write_buffer: 1 << 20 }
+        LogConfig {
+            initial_size: 512 << 10,
+            growth: None,
+            max_size: 2 << 40,
+            write_buffer: 1 << 20,
+            buffers: LogBuffers::new(16 << 20),
+        }
     }
 }
 
@@ -90,43 +97,24 @@ pub(crate) struct Vlf {
     pub(crate) seq: u32,
 }
 
-struct Segment {
-    file_offset: u64,
-    data: Vec<u8>,
-    /// Frames whose CRC field is still zero, as (offset in `data`, VLF sequence number):
-    /// the writer fills them in just before it writes the segment ([`Segment::seal`]), so
-    /// an appender copies its record in and leaves checksumming to the log writer.
-    unsealed: Vec<(usize, u32)>,
-}
-
-impl Segment {
-    fn new(capacity: usize) -> Segment {
-        // Room for the frames too: a small record's frame is about 150 bytes.
-        Segment { file_offset: 0, data: Vec::with_capacity(capacity), unsealed: Vec::with_capacity(capacity / 128) }
+/// Fills in the CRC of every frame of `chunk` appended without one.
+fn seal(chunk: &mut Chunk) {
+    for &(at, seq) in &chunk.unsealed {
+        let len = u32::from_le_bytes(chunk.data[at..at + 4].try_into().unwrap());
+        let end = at + FRAME_HEADER as usize + len as usize;
+        let crc = frame_crc(seq, len, &chunk.data[at + FRAME_HEADER as usize..end]);
+        chunk.data[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
     }
-
-    /// Fills in the CRC of every frame appended without one.
-    fn seal(&mut self) {
-        for &(at, seq) in &self.unsealed {
-            let len = u32::from_le_bytes(self.data[at..at + 4].try_into().unwrap());
-            let end = at + FRAME_HEADER as usize + len as usize;
-            let crc = frame_crc(seq, len, &self.data[at + FRAME_HEADER as usize..end]);
-            self.data[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
-        }
-        self.unsealed.clear();
-    }
+    chunk.unsealed.clear();
 }
 
 struct State {
     vlfs: Vec<Vlf>,
     cur: usize,
     next_off: u32,
-    pending: Vec<Segment>,
+    /// Records not yet written, in chunks borrowed from `LogConfig::buffers`.
+    pending: Vec<Chunk>,
     pending_bytes: usize,
-    /// Emptied segments kept for reuse (at most `MAX_SPARE`).
-    spare: Vec<Segment>,
-    /// Capacity of a new segment buffer: twice the write buffer.
-    segment_capacity: usize,
     /// Cached capacity of the reusable VLFs other than the current one (None: stale).
     reusable: Option<u64>,
     truncation_lsn: Lsn,
@@ -176,24 +164,21 @@ impl State {
         make_lsn(self.vlfs[self.cur].seq, self.next_off)
     }
 
-    /// The pending segment that continues at `file_offset`, started if needed (reusing a
-    /// spare buffer, so steady logging allocates nothing).
-    fn segment_at(&mut self, file_offset: u64) -> &mut Segment {
-        let contiguous =
-            matches!(self.pending.last(), Some(seg) if seg.file_offset + seg.data.len() as u64 == file_offset);
-        if !contiguous {
-            // A new buffer is made big enough up front for what accumulates before the
-            // writer takes it, so it is not regrown (each regrowth of a big allocation is
-            // an mremap, which waits for the process's mmap lock) while appenders wait.
-            let mut seg = self.spare.pop().unwrap_or_else(|| Segment::new(self.segment_capacity));
-            seg.file_offset = file_offset;
-            self.pending.push(seg);
+    /// The pending chunk that continues at `file_offset` with room for `bytes`, borrowed
+    /// from `buffers` if the last one has no room (a buffer is never regrown: each
+    /// regrowth of a big allocation is an mremap, which waits for the process's mmap lock,
+    /// while appenders wait for this state).
+    fn chunk_at(&mut self, file_offset: u64, bytes: usize, buffers: &LogBuffers) -> &mut Chunk {
+        let fits = matches!(self.pending.last(),
+            Some(c) if c.file_offset + c.data.len() as u64 == file_offset && c.room() >= bytes);
+        if !fits {
+            self.pending.push(buffers.take(file_offset, bytes));
         }
-        self.pending.last_mut().expect("a pending segment")
+        self.pending.last_mut().expect("a pending chunk")
     }
 
-    fn push_bytes(&mut self, file_offset: u64, bytes: &[u8]) {
-        self.segment_at(file_offset).data.extend_from_slice(bytes);
+    fn push_bytes(&mut self, file_offset: u64, bytes: &[u8], buffers: &LogBuffers) {
+        self.chunk_at(file_offset, bytes.len(), buffers).data.extend_from_slice(bytes);
         self.pending_bytes += bytes.len();
     }
 }
@@ -435,7 +420,6 @@ impl Wal {
         master_serial: u64,
     ) -> Arc<Wal> {
         let end = make_lsn(vlfs[cur].seq, next_off);
-        let segment_capacity = 2 * config.write_buffer;
         let (growth, max_size) = (config.growth, config.max_size);
         Arc::new_cyclic(|me| Wal {
             me: me.clone(),
@@ -449,8 +433,6 @@ impl Wal {
                 next_off,
                 pending: Vec::new(),
                 pending_bytes: 0,
-                spare: Vec::new(),
-                segment_capacity,
                 reusable: None,
                 truncation_lsn,
                 file_len,
@@ -549,22 +531,25 @@ impl Wal {
             let seq = st.vlfs[st.cur].seq;
             let lsn = make_lsn(seq, st.next_off);
             let at = st.vlfs[st.cur].offset + u64::from(st.next_off);
-            // Encode straight into the pending segment: no temporary buffer per record.
-            // The CRC is left to whoever writes the segment out (usually the log writer).
-            let seg = st.segment_at(at);
-            let start = seg.data.len();
-            seg.data.extend_from_slice(&(payload_len as u32).to_le_bytes());
-            seg.data.extend_from_slice(&[0; 4]);
-            rec.encode_into(&mut seg.data);
-            debug_assert_eq!(seg.data.len() - start, frame as usize);
-            seg.unsealed.push((start, seq));
+            // Encode straight into the pending chunk: no temporary buffer per record.
+            // The CRC is left to whoever writes the chunk out (usually the log writer).
+            let chunk = st.chunk_at(at, frame as usize, &self.config.buffers);
+            let start = chunk.data.len();
+            chunk.data.extend_from_slice(&(payload_len as u32).to_le_bytes());
+            chunk.data.extend_from_slice(&[0; 4]);
+            rec.encode_into(&mut chunk.data);
+            debug_assert_eq!(chunk.data.len() - start, frame as usize);
+            chunk.unsealed.push((start, seq));
             st.pending_bytes += frame as usize;
             st.next_off += frame;
             self.refresh_room_hint(&mut st);
             (lsn, st.pending_bytes)
         };
-        if pending >= BACKPRESSURE * self.config.write_buffer {
-            // The background writer is behind: write here rather than buffer without bound.
+        if pending >= BACKPRESSURE * self.config.write_buffer
+            || (pending >= CHUNK_BYTES && self.config.buffers.over_budget())
+        {
+            // The background writer is behind, or the shared buffers are over their
+            // budget: write here (giving the chunks back) rather than buffer more.
             self.write_out()?;
         } else if pending >= self.config.write_buffer && !self.write_queued.swap(true, Ordering::AcqRel) {
             background_writer().send(self.me.clone());
@@ -590,7 +575,7 @@ impl Wal {
         if room >= u64::from(FRAME_HEADER) {
             let mut marker = [0u8; 8];
             marker[4..8].copy_from_slice(&frame_crc(cur.seq, 0, &[]).to_le_bytes());
-            st.push_bytes(cur.offset + u64::from(st.next_off), &marker);
+            st.push_bytes(cur.offset + u64::from(st.next_off), &marker, &self.config.buffers);
         }
         let new_seq = cur.seq + 1;
         let trunc_seq = lsn_seq(st.truncation_lsn);
@@ -623,7 +608,7 @@ impl Wal {
         st.vlfs[idx].seq = new_seq;
         st.reusable = None;
         let v = st.vlfs[idx];
-        st.push_bytes(v.offset, &vlf_header(new_seq, v.size));
+        st.push_bytes(v.offset, &vlf_header(new_seq, v.size), &self.config.buffers);
         st.cur = idx;
         st.next_off = VLF_HEADER;
         Ok(())
@@ -750,35 +735,26 @@ impl Wal {
 
     /// Called only by the thread whose turn `writing` is.
     fn write_pending(&self) -> Result<()> {
-        let (mut segments, end) = {
+        let (mut chunks, end) = {
             let mut st = self.state.lock();
             st.pending_bytes = 0;
             (std::mem::take(&mut st.pending), st.end_lsn())
         };
         let result = (|| {
-            for seg in &mut segments {
-                seg.seal();
-                self.file.write_all_at(&seg.data, seg.file_offset)?;
-                self.bytes_written.fetch_add(seg.data.len() as u64, Ordering::Relaxed);
+            for chunk in &mut chunks {
+                seal(chunk);
+                self.file.write_all_at(&chunk.data, chunk.file_offset)?;
+                self.bytes_written.fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
             }
-            let mut st = self.state.lock();
-            let mut surplus = Vec::new();
-            for mut seg in segments {
-                if st.spare.len() < MAX_SPARE {
-                    seg.data.clear();
-                    debug_assert!(seg.unsealed.is_empty(), "a written segment is sealed");
-                    st.spare.push(seg);
-                } else {
-                    surplus.push(seg);
-                }
-            }
-            drop(st);
-            // Freed outside the mutex: giving a big buffer back to the OS (munmap) can
-            // wait for the process's mmap lock, and appenders must not wait with it.
-            drop(surplus);
             self.written.store(end, Ordering::Release);
             Ok(())
         })();
+        // Given back outside the state mutex, written or not (after a failed write the
+        // records are lost to memory anyway and the log refuses all further appends).
+        for mut chunk in chunks {
+            chunk.unsealed.clear();
+            self.config.buffers.give(chunk);
+        }
         if result.is_err() {
             // The buffered records are gone from memory and not on disk: nothing may be
             // appended or acknowledged after them.

@@ -3,7 +3,7 @@
 use tessera_log::{LogBuilder, LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader};
 
 fn small() -> LogConfig {
-    LogConfig { initial_size: 256 << 10, growth: None, max_size: 64 << 20, write_buffer: 4096 }
+    LogConfig { initial_size: 256 << 10, growth: None, max_size: 64 << 20, write_buffer: 4096, ..LogConfig::default() }
 }
 
 fn read_all(wal: &Wal, from: Lsn) -> Vec<(Lsn, LogRecord)> {

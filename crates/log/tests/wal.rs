@@ -1,10 +1,10 @@
 use std::collections::HashMap;
 
 use tessera_log::recovery::{recover, ActiveTxn, Checkpoint, RecoveryHandler};
-use tessera_log::{LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader};
+use tessera_log::{LogBuffers, LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader, CHUNK_BYTES};
 
 fn small() -> LogConfig {
-    LogConfig { initial_size: 256 << 10, growth: None, max_size: 64 << 20, write_buffer: 4096 }
+    LogConfig { initial_size: 256 << 10, growth: None, max_size: 64 << 20, write_buffer: 4096, ..LogConfig::default() }
 }
 
 fn rec(txn: u64, body: &[u8]) -> LogRecord {
@@ -81,7 +81,13 @@ fn truncation_lets_vlfs_be_reused_without_growth() {
 #[test]
 fn log_full_when_it_cannot_grow() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = LogConfig { initial_size: 256 << 10, growth: None, max_size: 300 << 10, write_buffer: 4096 };
+    let cfg = LogConfig {
+        initial_size: 256 << 10,
+        growth: None,
+        max_size: 300 << 10,
+        write_buffer: 4096,
+        ..LogConfig::default()
+    };
     let wal = Wal::create(&dir.path().join("x.ldf"), "full_db", cfg).unwrap();
     wal.truncate_before(wal.end_lsn(), "ACTIVE_TRANSACTION");
     let err = (0..10_000).map(|_| wal.append(&rec(1, &[0; 200]))).find_map(|r| r.err()).expect("log fills");
@@ -205,5 +211,37 @@ fn recovery_redoes_winners_and_undoes_losers() {
         } else {
             assert_eq!(out.losers, 0, "the End record closed the loser");
         }
+    }
+}
+
+#[test]
+fn logs_share_one_pool_of_buffers_and_hold_none_once_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let buffers = LogBuffers::new(4 * CHUNK_BYTES);
+    let config = LogConfig { write_buffer: 1 << 20, buffers: buffers.clone(), ..small() };
+    let logs: Vec<_> =
+        (0..3).map(|i| Wal::create(&dir.path().join(format!("db{i}.ldf")), "db", config.clone()).unwrap()).collect();
+    // Records bigger than a chunk, and many small ones: more than the budget in all.
+    let mut last = Vec::new();
+    let firsts: Vec<Lsn> = logs.iter().map(|w| w.end_lsn()).collect();
+    for wal in &logs {
+        wal.append(&rec(1, &vec![7u8; CHUNK_BYTES + 100])).unwrap();
+        let mut lsn = 0;
+        for i in 0..3000u32 {
+            lsn = wal.append(&rec(u64::from(i) + 2, &[i as u8; 200])).unwrap();
+        }
+        last.push(lsn);
+    }
+    for (wal, lsn) in logs.iter().zip(&last) {
+        wal.flush(*lsn).unwrap();
+    }
+    let s = buffers.stats();
+    assert_eq!(s.lent_bytes, 0, "written logs hold no buffers: {s:?}");
+    assert!(s.spare_bytes <= s.budget_bytes, "spare buffers stay within the budget: {s:?}");
+    assert!(s.overdrafts > 0, "3 logs of ~1 MiB each went over a 512 KiB budget: {s:?}");
+    for (wal, first) in logs.iter().zip(firsts) {
+        let records = read_all(wal, first);
+        assert_eq!(records.len(), 3001, "every record was written whole");
+        assert_eq!(records[0].1.body.len(), CHUNK_BYTES + 100);
     }
 }

@@ -250,12 +250,15 @@ fn os_performance_counters(ctx: &ExecCtx, _db: &str) -> Rows<5> {
         counter(buffer, "Extension outstanding IO counter", "", pages(ext.queued), 65792),
     ]);
     let manager = "SQLServer:Memory Manager";
-    let total = pool.resident_pages * tessera_database::PAGE_SIZE as u64;
+    let log_buffers = engine.log_buffer_stats();
+    let log_bytes = (log_buffers.lent_bytes + log_buffers.spare_bytes) as u64;
+    let total = pool.resident_pages * tessera_database::PAGE_SIZE as u64 + log_bytes;
     rows.extend([
         counter(manager, "Target Server Memory (KB)", "", kb(memory.target_bytes), 65792),
         counter(manager, "Total Server Memory (KB)", "", kb(total), 65792),
         counter(manager, "Free Memory (KB)", "", kb(memory.target_bytes.saturating_sub(total)), 65792),
         counter(manager, "Memory pressure events", "", memory.pressure_events as i64, 65792),
+        counter(manager, "Log Pool Memory (KB)", "", kb(log_bytes), 65792),
     ]);
     Ok(rows)
 }

@@ -136,6 +136,7 @@ pub static MESSAGES: &[Message] = &[
     m(1781, 16, Statement, "Column already has a DEFAULT bound to it."),
     m(1801, 16, Statement, "Database '%.*ls' already exists. Choose a different database name."),
     m(1802, 16, Statement, "CREATE DATABASE failed. Some file names listed could not be created. Check related errors."),
+    m(1813, 16, Statement, "Could not open new database '%.*ls'. CREATE DATABASE is aborted."),
     m(1834, 16, Statement, "The file '%ls' cannot be overwritten.  It is being used by database '%.*ls'. File '%.*ls' cannot be restored to '%ls'. Use WITH MOVE to identify a valid location for the file."),
     m(1902, 16, Statement, "Cannot create more than one clustered index on table '%.*ls'. Drop the existing clustered index '%.*ls' before creating another."),
     m(1909, 16, Statement, "Cannot use duplicate column names in %ls. Column name '%.*ls' listed more than once."),

@@ -36,23 +36,24 @@ impl Runner<'_> {
         }
         let name = text_arg(args, 0, "@dbname").ok_or_else(|| missing("sp_attach_db", "@dbname"))?;
         let files: Vec<String> = (1..=16).map_while(|i| text_arg(args, i, &format!("@filename{i}"))).collect();
-        let (data, log) =
-            match files.as_slice() {
-                [] => return Err(missing("sp_attach_db", "@filename1")),
-                [data] => {
-                    let data = std::path::PathBuf::from(data);
-                    let stem = data.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-                    let log = data.with_file_name(format!("{stem}_log.ldf"));
-                    (data, log)
-                }
-                [data, log] => (data.into(), log.into()),
-                _ => return Err(Stop::Error(SqlError::new(
+        let (data, log) = match files.as_slice() {
+            [] => return Err(missing("sp_attach_db", "@filename1")),
+            [data] => {
+                let data = std::path::PathBuf::from(data);
+                let stem = data.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let log = data.with_file_name(format!("{stem}_log.ldf"));
+                (data, log)
+            }
+            [data, log] => (data.into(), log.into()),
+            _ => {
+                return Err(Stop::Error(SqlError::new(
                     5058,
                     format!(
                         "A database has one data file and one log file: more cannot be attached for database '{name}'."
                     ),
-                ))),
-            };
+                )))
+            }
+        };
         self.with_ctx(|ctx| ddl::attach_files(ctx, &name, &data, &log)).map_err(Stop::Error)?;
         Ok(0)
     }

@@ -343,6 +343,33 @@ impl Space {
         Ok(())
     }
 
+    /// Checks the first page of the file at `path` without opening it as a database: a
+    /// tessera data file's header page, intact (what attaching a database verifies before
+    /// recovery writes to the file). `Ok(Err(property))` names what is wrong with it.
+    pub fn probe_header(path: &Path) -> std::io::Result<std::result::Result<(), &'static str>> {
+        use std::io::Read;
+        let mut p = vec![0u8; PAGE_SIZE];
+        let mut file = std::fs::File::open(path)?;
+        let mut filled = 0;
+        while filled < PAGE_SIZE {
+            match file.read(&mut p[filled..])? {
+                0 => return Ok(Err("FILE SIZE")),
+                n => filled += n,
+            }
+        }
+        if page::verify(&p, 0).is_err() || p.iter().all(|&b| b == 0) {
+            return Ok(Err("PageAudit"));
+        }
+        let f = &p[HEADER_SIZE..HEADER_SIZE + 12];
+        if &f[0..8] != MAGIC {
+            return Ok(Err("file type"));
+        }
+        if u32::from_le_bytes(f[8..12].try_into().expect("4 bytes")) != FORMAT_VERSION {
+            return Ok(Err("format version"));
+        }
+        Ok(Ok(()))
+    }
+
     /// The in-memory state of one tree: its latch (exclusive for changes, shared for
     /// reads) and its count of writing transactions.
     pub fn tree(&self, root: PageNo) -> Arc<TreeMeta> {

@@ -1,6 +1,7 @@
 //! `tessera`: the server, its client and its benchmarks, one subcommand each.
 
 mod bench_cmd;
+mod fleet_cmd;
 mod iobench_cmd;
 mod serve_cmd;
 mod sql_cmd;
@@ -29,6 +30,9 @@ struct Cli {
 enum Command {
     /// Run a workload benchmark against its peers and report the ratios.
     Bench(bench_cmd::BenchArgs),
+    /// Run a script in, or back up, every database of a server (or those matching
+    /// --databases), N at a time, with a per-database report; exit status 1 if any failed.
+    Fleet(fleet_cmd::FleetArgs),
     /// A diskspd-style disk benchmark: -b8K -d30 -t1 -o32 -r -w40 -L -c1G FILE (see `tessera
     /// iobench --help`).
     Iobench(iobench_cmd::IobenchArgs),
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Fleet(args) => fleet_cmd::run(args),
         Command::Iobench(args) => iobench_cmd::run_iobench(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),

@@ -39,27 +39,8 @@ pub struct SqlArgs {
     /// Server to connect to: host, host,port or tcp:host,port (sqlcmd's -S).
     #[arg(short = 'S', conflicts_with = "data_dir", required_unless_present = "data_dir")]
     pub server: Option<String>,
-    /// Login name (sqlcmd's -U).
-    #[arg(short = 'U', default_value = "sa")]
-    pub user: String,
-    /// Password (sqlcmd's -P; default: the SQLCMDPASSWORD environment variable).
-    #[arg(short = 'P')]
-    pub password: Option<String>,
-    /// Encrypt the whole connection (sqlcmd's -N[s|m|o]): `-N` or `-N m` (mandatory) asks
-    /// for TLS after PRELOGIN, `-N s` (strict) for TDS 8.0 (TLS before anything else),
-    /// `-N o` (optional) encrypts only the login, as without -N, when the server offers TLS.
-    #[arg(short = 'N', num_args = 0..=1, default_missing_value = "m", value_name = "s|m|o", value_parser = parse_encrypt)]
-    pub encrypt: Option<EncryptMode>,
-    /// Trust the server's certificate without checking it against the system's CAs
-    /// (sqlcmd's -C).
-    #[arg(short = 'C')]
-    pub trust_server_certificate: bool,
-    /// Seconds to wait for a login (sqlcmd's -l).
-    #[arg(short = 'l', default_value_t = 8)]
-    pub login_timeout: u64,
-    /// Seconds a batch may run before it is cancelled; 0 waits for ever (sqlcmd's -t).
-    #[arg(short = 't', default_value_t = 0)]
-    pub query_timeout: u64,
+    #[command(flatten)]
+    pub login: Login,
     /// Run directly on this data directory, without a server (created if missing).
     #[arg(long = "data-dir")]
     pub data_dir: Option<PathBuf>,
@@ -189,7 +170,7 @@ enum Target {
 impl Target {
     fn open(args: &SqlArgs) -> Result<Target, String> {
         match (&args.server, &args.data_dir) {
-            (Some(server), _) => Remote::connect(server, args).map(Target::Remote),
+            (Some(server), _) => Remote::connect(server, &args.database, &args.login).map(Target::Remote),
             (None, Some(dir)) => {
                 let mut config = EngineConfig::new(dir);
                 config.log_dir = args.log_dir.clone();
@@ -222,15 +203,42 @@ impl Target {
     }
 }
 
+/// How to log in to a server (sqlcmd's -U -P -N -C -l -t), for `tessera sql` and `tessera
+/// fleet`.
+#[derive(Debug, Args)]
+pub struct Login {
+    /// Login name (sqlcmd's -U).
+    #[arg(short = 'U', default_value = "sa")]
+    pub user: String,
+    /// Password (sqlcmd's -P; default: the SQLCMDPASSWORD environment variable).
+    #[arg(short = 'P')]
+    pub password: Option<String>,
+    /// Encrypt the whole connection (sqlcmd's -N[s|m|o]): `-N` or `-N m` (mandatory) asks
+    /// for TLS after PRELOGIN, `-N s` (strict) for TDS 8.0 (TLS before anything else),
+    /// `-N o` (optional) encrypts only the login, as without -N, when the server offers TLS.
+    #[arg(short = 'N', num_args = 0..=1, default_missing_value = "m", value_name = "s|m|o", value_parser = parse_encrypt)]
+    pub encrypt: Option<EncryptMode>,
+    /// Trust the server's certificate without checking it against the system's CAs
+    /// (sqlcmd's -C).
+    #[arg(short = 'C')]
+    pub trust_server_certificate: bool,
+    /// Seconds to wait for a login (sqlcmd's -l).
+    #[arg(short = 'l', default_value_t = 8)]
+    pub login_timeout: u64,
+    /// Seconds a batch may run before it is cancelled; 0 waits for ever (sqlcmd's -t).
+    #[arg(short = 't', default_value_t = 0)]
+    pub query_timeout: u64,
+}
+
 /// A connection to a server; batches run one at a time on a current-thread runtime.
-struct Remote {
+pub struct Remote {
     runtime: tokio::runtime::Runtime,
     client: Option<Client>,
     query_timeout: Option<Duration>,
 }
 
 impl Remote {
-    fn connect(server: &str, args: &SqlArgs) -> Result<Remote, String> {
+    pub fn connect(server: &str, database: &str, args: &Login) -> Result<Remote, String> {
         let (host, port) = parse_server(server)?;
         let password = match &args.password {
             Some(p) => p.clone(),
@@ -247,14 +255,7 @@ impl Remote {
             EncryptMode::Mandatory => Encryption::Full { trust_server_certificate },
             EncryptMode::Optional => Encryption::LoginOnly,
         };
-        let options = ConnectOptions {
-            host: &host,
-            port,
-            user: &args.user,
-            password: &password,
-            database: &args.database,
-            encryption,
-        };
+        let options = ConnectOptions { host: &host, port, user: &args.user, password: &password, database, encryption };
         let login = Client::connect(&options);
         let timeout = Duration::from_secs(args.login_timeout.max(1));
         let client = match runtime.block_on(async { tokio::time::timeout(timeout, login).await }) {
@@ -267,6 +268,13 @@ impl Remote {
         };
         let query_timeout = (args.query_timeout > 0).then(|| Duration::from_secs(args.query_timeout));
         Ok(Remote { runtime, client: Some(client), query_timeout })
+    }
+}
+
+impl Remote {
+    /// False once the connection was lost.
+    pub fn connected(&self) -> bool {
+        self.client.is_some()
     }
 }
 

@@ -1,49 +1,12 @@
 //! `tessera serve` started as users start it (here on a port the system picks), and
 //! `tessera sql -S` against it.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PASSWORD: &str = "Str0ng!pass";
+mod common;
 
-struct Server {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `tessera serve --port 0` and learns its port from the ERRORLOG line on stderr
-/// ("Server is listening on [ 127.0.0.1 <ipv4> N]."), so tests running at once can never
-/// race for a port; the rest of stderr is passed through.
-fn start() -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["serve", "--port", "0", "--memory-mb", "64", "--data-dir"])
-        .arg(dir.path())
-        .env("TESSERA_SA_PASSWORD", PASSWORD)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = loop {
-        let line = lines.next().expect("the server exited before listening").unwrap();
-        eprintln!("{line}");
-        if let Some(rest) = line.split("Server is listening on [ 127.0.0.1 <ipv4> ").nth(1) {
-            break rest.trim_end_matches("].").parse::<u16>().expect("a port number");
-        }
-    };
-    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
-    Server { child, port, _dir: dir }
-}
+use common::{start, PASSWORD};
 
 #[test]
 fn serve_refuses_to_start_without_a_password() {
@@ -163,7 +126,7 @@ fn tessera_sql_encrypts() {
     assert!(!ok);
     assert!(err.contains("certificate"), "{err}");
     // ...and accepted once trusted (SSL_CERT_FILE stands for the system's store).
-    let cert = server._dir.path().join("tls/cert.pem");
+    let cert = server.dir.path().join("tls/cert.pem");
     let (ok, out, err) = tessera_sql_env(
         &[&["-S", &address, "-P", PASSWORD, "-N"], &query[..]].concat(),
         "",

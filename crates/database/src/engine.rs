@@ -24,6 +24,8 @@ use crate::database::{Database, DatabaseOptions};
 use crate::memory::{self, MemoryGovernor, MemoryStatus};
 use crate::registry::{self, DbState, Entry};
 
+mod attach;
+
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
     /// Where data files and the registry live (created if missing).
@@ -104,6 +106,9 @@ struct Slot {
 struct Inner {
     slots: HashMap<String, Arc<Slot>>,
     next_id: u32,
+    /// Files of detached databases (kept in the registry so that CREATE DATABASE never
+    /// deletes them as orphans; see `attach.rs`).
+    detached: Vec<Entry>,
 }
 
 pub struct Engine {
@@ -174,7 +179,7 @@ impl Engine {
         let memory = MemoryGovernor::new(reservation as u64, config.pool_bytes as u64, PAGE_SIZE);
         config.log.buffers.set_budget(log_buffer_budget(memory.status().max_bytes));
         pool.set_max_bytes(pool_share(memory.status().target_bytes, &config.log))?;
-        let entries = registry::load(&Engine::registry_path(&config.data_dir))?;
+        let registry::Loaded { entries, detached } = registry::load(&Engine::registry_path(&config.data_dir))?;
         let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
         let slots = entries
             .into_iter()
@@ -189,7 +194,7 @@ impl Engine {
             config,
             pool,
             memory,
-            inner: Mutex::new(Inner { slots, next_id }),
+            inner: Mutex::new(Inner { slots, next_id, detached }),
             stop: Arc::new(AtomicBool::new(false)),
             worker: Mutex::new(None),
         });
@@ -215,7 +220,7 @@ impl Engine {
     fn save_registry(&self, inner: &Inner) -> Result<()> {
         let mut entries: Vec<Entry> = inner.slots.values().map(|s| s.entry.lock().clone()).collect();
         entries.sort_by_key(|e| e.id);
-        registry::save(&Engine::registry_path(&self.config.data_dir), &entries)
+        registry::save(&Engine::registry_path(&self.config.data_dir), &entries, &inner.detached)
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -292,7 +297,7 @@ impl Engine {
                 let registered = inner.slots.values().any(|s| {
                     let e = s.entry.lock();
                     e.data_path == *path || e.log_path == *path
-                });
+                }) || inner.detached.iter().any(|e| e.data_path == *path || e.log_path == *path);
                 if explicit || registered {
                     return Err(Error::Numbered {
                         number: 5170,

@@ -2,7 +2,9 @@
 //!
 //! One line per database: `name \t id \t data file \t log file \t recovery model \t
 //! delayed durability \t state \t sizes` (lines without the state are ONLINE; without the
-//! sizes, the engine's sizes apply). The sizes are six fields, empty when not set: initial
+//! sizes, the engine's sizes apply). A line whose state is DETACHED is no database: it
+//! remembers the files `sp_detach_db` left, so that no CREATE DATABASE takes them for
+//! files a crash orphaned and deletes them. The sizes are six fields, empty when not set: initial
 //! data size, data growth, maximum data size, initial log size, log growth, maximum log
 //! size (bytes; a growth in percent ends with `%`); then `SCRATCH` for a database whose
 //! contents need not survive a restart (tempdb), empty otherwise. The file is replaced atomically (write
@@ -54,14 +56,21 @@ impl Entry {
     }
 }
 
-pub fn load(path: &Path) -> Result<Vec<Entry>> {
+/// What `databases.reg` holds: the databases, and the files of detached ones.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub entries: Vec<Entry>,
+    pub detached: Vec<Entry>,
+}
+
+pub fn load(path: &Path) -> Result<Loaded> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::default()),
         Err(e) => return Err(Error::io("read", path, 0, e)),
     };
     let bad = |line: usize| Error::Invalid(format!("{}: line {line} is damaged", path.display()));
-    let mut out = Vec::new();
+    let mut out = Loaded::default();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let f: Vec<&str> = line.split('\t').collect();
         if ![6, 7, 13, 14].contains(&f.len()) {
@@ -79,7 +88,9 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
                 Some(s) => Growth::parse(s).map(Some).ok_or_else(|| bad(i + 1)),
             }
         };
-        out.push(Entry {
+        let detached = f.get(6) == Some(&DETACHED);
+        let list = if detached { &mut out.detached } else { &mut out.entries };
+        list.push(Entry {
             name: f[0].to_string(),
             id: f[1].parse().map_err(|_| bad(i + 1))?,
             data_path: PathBuf::from(f[2]),
@@ -102,7 +113,7 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
                 },
             },
             state: match f.get(6) {
-                None | Some(&"ONLINE") => DbState::Online,
+                None | Some(&"ONLINE") | Some(&DETACHED) => DbState::Online,
                 Some(&"RESTORING") => DbState::Restoring,
                 Some(_) => return Err(bad(i + 1)),
             },
@@ -111,9 +122,12 @@ pub fn load(path: &Path) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
-pub fn save(path: &Path, entries: &[Entry]) -> Result<()> {
+const DETACHED: &str = "DETACHED";
+
+/// Replaces the file with `entries` and the `detached` databases' files.
+pub fn save(path: &Path, entries: &[Entry], detached: &[Entry]) -> Result<()> {
     let mut text = String::new();
-    for e in entries {
+    for (e, is_detached) in entries.iter().map(|e| (e, false)).chain(detached.iter().map(|e| (e, true))) {
         for s in [&e.name, &e.data_path.display().to_string(), &e.log_path.display().to_string()] {
             if s.contains(['\t', '\n']) {
                 return Err(Error::Invalid(format!("names and paths may not contain tabs or newlines: {s:?}")));
@@ -130,7 +144,7 @@ pub fn save(path: &Path, entries: &[Entry]) -> Result<()> {
             e.log_path.display(),
             o.recovery_model.name(),
             o.delayed_durability.name(),
-            e.state.name(),
+            if is_detached { DETACHED } else { e.state.name() },
             size(o.initial_data_size),
             growth(o.data_growth),
             size(o.max_data_size),

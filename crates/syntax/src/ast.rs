@@ -542,6 +542,17 @@ pub struct CreateDatabase {
     pub log_files: Vec<FileSpec>,
     /// `COLLATE name`, if given.
     pub collation: Option<String>,
+    /// `FOR ATTACH` / `FOR ATTACH_REBUILD_LOG`: the files exist and are registered.
+    pub attach: Option<AttachMode>,
+}
+
+/// How `CREATE DATABASE … FOR …` takes existing files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachMode {
+    /// `FOR ATTACH`: the data and log files as they are.
+    Attach,
+    /// `FOR ATTACH_REBUILD_LOG`: the data file, with a new log.
+    RebuildLog,
 }
 
 /// `(NAME = logical, FILENAME = 'path', SIZE = 10MB, MAXSIZE = UNLIMITED, FILEGROWTH = 10%)`;

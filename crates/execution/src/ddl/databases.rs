@@ -21,6 +21,9 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         )
         .with_state(3));
     }
+    if let Some(mode) = cd.attach {
+        return attach(ctx, cd, mode);
+    }
     if cd.files.len() > 1 || cd.log_files.len() > 1 {
         return Err(SqlError::new(
             5058,
@@ -63,6 +66,105 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         e if e.number() == 5170 => failed(e.into()),
         e => e.into(),
     })
+}
+
+/// `CREATE DATABASE name ON (FILENAME = data) [, (FILENAME = log)] [LOG ON (FILENAME = log)]
+/// FOR ATTACH` (and `sp_attach_db`): the files become the database `name`. Without a log
+/// file, the one beside the data file named as tessera names logs (`x.mdf` → `x_log.ldf`).
+fn attach(ctx: &mut ExecCtx, cd: &ast::CreateDatabase, mode: ast::AttachMode) -> SqlResult<()> {
+    let name = &cd.name.value;
+    if mode == ast::AttachMode::RebuildLog {
+        return Err(SqlError::new(
+            5058,
+            format!("FOR ATTACH_REBUILD_LOG (a data file's pages carry the LSNs of its own log, which a new log would not continue) cannot be used for database '{name}'."),
+        ));
+    }
+    let specs: Vec<&ast::FileSpec> = cd.files.iter().chain(&cd.log_files).collect();
+    for spec in &specs {
+        files::check_names(spec, &["NAME", "FILENAME"])?;
+    }
+    let paths: Vec<std::path::PathBuf> = specs.iter().filter_map(|s| file_path(s)).collect();
+    let (data, log) = match paths.as_slice() {
+        [data] => {
+            let stem = data.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            (data.clone(), data.with_file_name(format!("{stem}_log.ldf")))
+        }
+        [data, log] => (data.clone(), log.clone()),
+        [] => {
+            return Err(SqlError::new(
+                5058,
+                format!("FOR ATTACH needs the FILENAME of the data file: it cannot be used for database '{name}'."),
+            ))
+        }
+        _ => {
+            return Err(SqlError::new(
+                5058,
+                format!(
+                    "A database has one data file and one log file: more cannot be attached for database '{name}'."
+                ),
+            ))
+        }
+    };
+    attach_files(ctx, name, &data, &log)
+}
+
+/// Attaches `data` and `log` as the database `name` (SQL Server's errors: 1801, 5120
+/// then 1802, 5172, 1813 after a failed recovery).
+pub fn attach_files(ctx: &mut ExecCtx, name: &str, data: &std::path::Path, log: &std::path::Path) -> SqlResult<()> {
+    if ctx.shared.engine.exists(name) {
+        return Err(SqlError::new(
+            1801,
+            format!("Database '{name}' already exists. Choose a different database name."),
+        )
+        .with_state(3));
+    }
+    ctx.shared.engine.attach_database(name, data, log, DatabaseOptions::default()).map_err(|e| match e.number() {
+        5120 => SqlError::new(
+            1802,
+            "CREATE DATABASE failed. Some file names listed could not be created. Check related errors.",
+        )
+        .after(e.into()),
+        1801 | 5172 => e.into(),
+        _ => match e {
+            tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
+            e => SqlError::new(1813, format!("Could not open new database '{name}'. CREATE DATABASE is aborted."))
+                .after(e.into()),
+        },
+    })
+}
+
+/// `sp_detach_db`: the database leaves the instance; its files stay where they are.
+/// 15010 if it does not exist, 7940 for a system database, 3703 while any session uses it.
+pub fn detach_database(ctx: &mut ExecCtx, n: &str) -> SqlResult<()> {
+    if !ctx.shared.engine.exists(n) {
+        return Err(SqlError::new(
+            15010,
+            format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases."),
+        ));
+    }
+    if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
+        return Err(SqlError::new(7940, "System databases master, model, msdb, and tempdb cannot be detached."));
+    }
+    let in_use = || SqlError::new(3703, format!("Cannot detach the database '{n}' because it is currently in use."));
+    let used_by_other = ctx
+        .shared
+        .sessions
+        .lock()
+        .values()
+        .any(|info| info.spid != ctx.session.spid && info.database.eq_ignore_ascii_case(n));
+    if used_by_other
+        || ctx.session.database.eq_ignore_ascii_case(n)
+        || ctx.session.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(n))
+    {
+        return Err(in_use());
+    }
+    let id = ctx.shared.engine.database_id(n);
+    ctx.shared.forget(n);
+    ctx.shared.engine.detach_database(n).map_err(|e| if e.number() == 3703 { in_use() } else { e.into() })?;
+    if let Some(id) = id {
+        ctx.shared.plans.forget_database(n, id);
+    }
+    Ok(())
 }
 
 pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {

@@ -1,6 +1,6 @@
-//! System stored procedures (`sp_…`), implemented in Rust. `sp_executesql` and the
-//! prepared-statement procedures are run by the session itself (they execute batches); the
-//! others produce result sets from the engine, the catalogs and the configuration.
+//! System stored procedures (`sp_…`), implemented in Rust. `sp_executesql`,
+//! `sp_MSforeachdb`, `sp_attach_db`, `sp_detach_db` and the prepared-statement procedures
+//! are run by the session itself (they execute batches or DDL); the others produce result sets from the engine, the catalogs and the configuration.
 
 use crate::runtime::ExecCtx;
 use crate::sysviews::{growth_in_force, FileKind};
@@ -19,6 +19,9 @@ pub type NamedArg = (Option<String>, Option<(Value, SqlType)>);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SystemProc {
     ExecuteSql,
+    ForEachDb,
+    AttachDb,
+    DetachDb,
     Configure,
     Who,
     HelpDb,
@@ -35,6 +38,9 @@ pub enum SystemProc {
 pub fn lookup(name: &str) -> Option<SystemProc> {
     Some(match name.to_ascii_lowercase().as_str() {
         "sp_executesql" => SystemProc::ExecuteSql,
+        "sp_msforeachdb" => SystemProc::ForEachDb,
+        "sp_attach_db" => SystemProc::AttachDb,
+        "sp_detach_db" => SystemProc::DetachDb,
         "sp_configure" => SystemProc::Configure,
         "sp_who" | "sp_who2" => SystemProc::Who,
         "sp_helpdb" => SystemProc::HelpDb,
@@ -73,7 +79,7 @@ fn result(ctx: &ExecCtx, sink: &mut dyn ResultSink, columns: &[OutputColumn], ro
 }
 
 /// The text value of the argument at `position` or named `name`.
-fn text_arg(args: &[NamedArg], position: usize, name: &str) -> Option<String> {
+pub fn text_arg(args: &[NamedArg], position: usize, name: &str) -> Option<String> {
     let by_name = args.iter().find(|(n, _)| n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name)));
     let arg = by_name.or_else(|| args.get(position).filter(|(n, _)| n.is_none()))?;
     match &arg.1 {
@@ -85,7 +91,7 @@ fn text_arg(args: &[NamedArg], position: usize, name: &str) -> Option<String> {
     }
 }
 
-fn too_many(proc_name: &str, args: &[NamedArg], max: usize) -> SqlResult<()> {
+pub fn too_many(proc_name: &str, args: &[NamedArg], max: usize) -> SqlResult<()> {
     if args.len() > max {
         return Err(SqlError::new(
             8144,
@@ -98,7 +104,9 @@ fn too_many(proc_name: &str, args: &[NamedArg], max: usize) -> SqlResult<()> {
 /// Runs a system procedure other than `sp_executesql`; returns its return status.
 pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     match which {
-        SystemProc::ExecuteSql => Err(SqlError::new(50000, "sp_executesql runs in the session")),
+        SystemProc::ExecuteSql | SystemProc::ForEachDb | SystemProc::AttachDb | SystemProc::DetachDb => {
+            Err(SqlError::new(50000, "this system procedure runs in the session"))
+        }
         SystemProc::Configure => configure(args, ctx, sink),
         SystemProc::Who => who(args, ctx, sink),
         SystemProc::HelpDb => helpdb(args, ctx, sink),

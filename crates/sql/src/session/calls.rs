@@ -127,11 +127,16 @@ impl Runner<'_> {
             self.state.txns.mark_statement();
             let values: Vec<tessera_execution::sysprocs::NamedArg> =
                 args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
-            let result = if system == tessera_execution::sysprocs::SystemProc::ExecuteSql {
-                self.run_executesql(s, args)
-            } else {
-                let mut ctx = ExecCtx::new(self.shared, self.state);
-                tessera_execution::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
+            use tessera_execution::sysprocs::SystemProc;
+            let result = match system {
+                SystemProc::ExecuteSql => self.run_executesql(s, args),
+                SystemProc::ForEachDb => self.run_foreachdb(s, &values),
+                SystemProc::AttachDb => self.run_attach_db(&values),
+                SystemProc::DetachDb => self.run_detach_db(&values),
+                _ => {
+                    let mut ctx = ExecCtx::new(self.shared, self.state);
+                    tessera_execution::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
+                }
             };
             match result {
                 Ok(status) => {
@@ -385,8 +390,13 @@ impl Runner<'_> {
                 Err(e) => return self.fail(s, e),
             }
         }
+        self.run_dynamic_text(s, &text)
+    }
+
+    /// Runs `text` as a batch of its own, one level down, in the current database.
+    pub(super) fn run_dynamic_text(&mut self, s: &Statement, text: &str) -> Result<Flow, Stop> {
         let db = self.state.database.clone();
-        let cached = match self.shared.plans.get_or_parse(&text, tessera_syntax::parser::parse_batch) {
+        let cached = match self.shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return self.fail(s, e),
         };

@@ -16,7 +16,7 @@
 //! `Session` holds the entry points (batches here, RPCs in `rpc`, bulk loads in `bulk`);
 //! a `Runner` runs a batch or module body, its work split by concern: `compile` (step 3),
 //! `statements` (the loop of step 4), `control`, `variables`, `transactions`, `errors`,
-//! `options`, `calls`, `queries`, `admin`, `dbcc` and `showplan` (step 4 under SET
+//! `options`, `calls`, `queries`, `admin`, `tenants` (sp_detach_db, sp_attach_db, sp_MSforeachdb), `dbcc` and `showplan` (step 4 under SET
 //! SHOWPLAN_TEXT ON: plans shown, nothing run). `instance` starts the instance the
 //! sessions share (`start_instance`).
 
@@ -33,6 +33,7 @@ mod queries;
 mod rpc;
 mod showplan;
 mod statements;
+mod tenants;
 mod transactions;
 mod variables;
 

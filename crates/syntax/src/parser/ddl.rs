@@ -2,8 +2,9 @@
 
 use super::{Parser, Result};
 use crate::ast::{
-    AlterDatabaseAction, AlterTableAction, ColumnDef, ConstraintKind, CreateDatabase, CreateIndex, CreateTable,
-    FileSpec, Ident, IndexColumn, ModuleKind, ObjectName, ReferentialAction, StatementKind, TableConstraint, TypeName,
+    AlterDatabaseAction, AlterTableAction, AttachMode, ColumnDef, ConstraintKind, CreateDatabase, CreateIndex,
+    CreateTable, FileSpec, Ident, IndexColumn, ModuleKind, ObjectName, ReferentialAction, StatementKind,
+    TableConstraint, TypeName,
 };
 use crate::lexer::{Punct, TokenKind};
 
@@ -118,7 +119,7 @@ impl Parser<'_> {
 
     fn create_database(&mut self) -> Result<CreateDatabase> {
         let name = self.ident()?;
-        let mut database = CreateDatabase { name, files: vec![], log_files: vec![], collation: None };
+        let mut database = CreateDatabase { name, files: vec![], log_files: vec![], collation: None, attach: None };
         if self.eat_word("CONTAINMENT") {
             self.expect_punct(Punct::Eq)?;
             self.upper_word()?;
@@ -132,6 +133,15 @@ impl Parser<'_> {
         }
         if self.eat_word("COLLATE") {
             database.collation = Some(self.any_word()?.value);
+        }
+        if self.eat_word("FOR") {
+            database.attach = Some(if self.eat_word("ATTACH") {
+                AttachMode::Attach
+            } else if self.eat_word("ATTACH_REBUILD_LOG") {
+                AttachMode::RebuildLog
+            } else {
+                return Err(self.error_here());
+            });
         }
         if self.eat_word("WITH") {
             self.comma_list(Parser::option_assignment)?;

@@ -578,6 +578,17 @@ fn databases() {
     assert!(
         matches!(one("CREATE DATABASE x"), StatementKind::CreateDatabase(CreateDatabase { files, .. }) if files.is_empty())
     );
+    let StatementKind::CreateDatabase(db) =
+        one("CREATE DATABASE t ON (FILENAME = '/d/t.mdf'), (FILENAME = '/d/t_log.ldf') FOR ATTACH")
+    else {
+        panic!()
+    };
+    assert_eq!((db.files.len(), db.attach), (2, Some(AttachMode::Attach)));
+    assert!(matches!(
+        one("CREATE DATABASE t ON (FILENAME = 'a') FOR ATTACH_REBUILD_LOG"),
+        StatementKind::CreateDatabase(CreateDatabase { attach: Some(AttachMode::RebuildLog), .. })
+    ));
+    assert!(parse_batch("CREATE DATABASE t ON (FILENAME = 'a') FOR DETACH").is_err());
     assert_eq!(
         one("DROP DATABASE IF EXISTS a, [b]"),
         StatementKind::DropDatabase {

@@ -1,0 +1,53 @@
+//! A `tessera serve` started as users start it, for the tests of this crate.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+pub const PASSWORD: &str = "Str0ng!pass";
+
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// `-S` for it: `127.0.0.1,port`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1,{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `tessera serve --port 0` on a data directory of its own and learns its port from
+/// the ERRORLOG line on stderr ("Server is listening on [ 127.0.0.1 <ipv4> N]."), so tests
+/// running at once can never race for a port; the rest of stderr is passed through.
+pub fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["serve", "--port", "0", "--memory-mb", "64", "--data-dir"])
+        .arg(dir.path())
+        .env("TESSERA_SA_PASSWORD", PASSWORD)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let port = loop {
+        let line = lines.next().expect("the server exited before listening").unwrap();
+        eprintln!("{line}");
+        if let Some(rest) = line.split("Server is listening on [ 127.0.0.1 <ipv4> ").nth(1) {
+            break rest.trim_end_matches("].").parse::<u16>().expect("a port number");
+        }
+    };
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
+    Server { child, port, dir }
+}

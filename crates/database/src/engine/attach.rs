@@ -1,0 +1,177 @@
+//! Detaching and attaching databases: a tenant's files moved between instances.
+//!
+//! The registry is the truth, as for CREATE and DROP DATABASE. Detach checkpoints and
+//! closes the database (its data file then holds every committed change, and its log
+//! needs no redo), then saves a registry without it — the saved registry remembers its
+//! files as DETACHED, so that a later CREATE DATABASE of the name refuses them (5170)
+//! instead of deleting them as a crash's orphans. A crash before the save leaves the
+//! database attached; after it, detached with intact files. Attach checks the files
+//! (both exist, the data file's header page is a tessera one, the log file is a tessera
+//! log), opens the database — crash recovery over its own log — and only then saves a
+//! registry that names it: a crash before the save leaves the files recovered and
+//! unattached, after it an attached database.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tessera_access::space::Space;
+use tessera_errors::{Error, Result};
+
+use super::{key, Engine, Slot};
+use crate::database::{Database, DatabaseOptions};
+use crate::registry::{DbState, Entry};
+
+fn numbered(number: i32, message: String) -> Error {
+    Error::Numbered { number, message }
+}
+
+fn not_valid_header(path: &Path, property: &str) -> Error {
+    numbered(
+        5172,
+        format!(
+            "The header for file '{}' is not a valid database file header. The {property} property is incorrect.",
+            path.display()
+        ),
+    )
+}
+
+fn unable_to_open(path: &Path, os_error: i32, text: &str) -> Error {
+    numbered(
+        5120,
+        format!(
+            "Unable to open the physical file \"{}\". Operating system error {os_error}: \"{os_error}({text})\".",
+            path.display()
+        ),
+    )
+}
+
+/// The path as the file system resolves it (symbolic links, `..`), for comparing files.
+fn resolved(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+impl Engine {
+    /// `sp_detach_db`: checkpoints and closes the database and removes it from the
+    /// registry, leaving its files. 3703 if anything holds it open, 7940 for master.
+    pub fn detach_database(&self, name: &str) -> Result<()> {
+        if key(name) == "master" {
+            return Err(numbered(7940, "System databases master, model, msdb, and tempdb cannot be detached.".into()));
+        }
+        let mut inner = self.inner.lock();
+        let Some(slot) = inner.slots.get(&key(name)).cloned() else {
+            return Err(Error::NotFound { kind: "database", name: name.into() });
+        };
+        {
+            let mut open = slot.open.lock();
+            if let Some(db) = open.take() {
+                match Arc::try_unwrap(db) {
+                    Ok(db) => {
+                        if let Err(e) = db.checkpoint() {
+                            *open = Some(Arc::new(db));
+                            return Err(e);
+                        }
+                    }
+                    Err(db) => {
+                        *open = Some(db);
+                        return Err(numbered(
+                            3703,
+                            format!("Cannot detach the database '{name}' because it is currently in use."),
+                        ));
+                    }
+                }
+            }
+        }
+        let entry = slot.entry.lock().clone();
+        inner.slots.remove(&key(name));
+        let saved_detached = inner.detached.clone();
+        inner.detached.retain(|d| d.data_path != entry.data_path && d.log_path != entry.log_path);
+        inner.detached.push(entry);
+        if let Err(e) = self.save_registry(&inner) {
+            // Still registered on disk: still attached (closed).
+            inner.detached = saved_detached;
+            inner.slots.insert(key(name), slot);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// `CREATE DATABASE … FOR ATTACH`: registers existing files as the database `name`
+    /// and opens it (running recovery). Files detached from this instance keep the
+    /// options they had (recovery model, delayed durability, sizes); others get
+    /// `options`. Errors: 1801 (the name exists), 5120 (a file is missing or another
+    /// database uses it), 5172 (not a tessera data or log file).
+    pub fn attach_database(
+        &self,
+        name: &str,
+        data_path: &Path,
+        log_path: &Path,
+        options: DatabaseOptions,
+    ) -> Result<()> {
+        if name.is_empty() || name.len() > 128 || name.contains(['/', '\\', '\t', '\n', '\0']) {
+            return Err(Error::Invalid(format!("'{name}' is not a valid database name")));
+        }
+        let mut inner = self.inner.lock();
+        if inner.slots.contains_key(&key(name)) {
+            return Err(Error::AlreadyExists { kind: "database", name: name.to_string() });
+        }
+        for path in [data_path, log_path] {
+            if !path.is_file() {
+                return Err(unable_to_open(path, 2, "The system cannot find the file specified."));
+            }
+            let here = resolved(path);
+            let used = inner.slots.values().any(|s| {
+                let e = s.entry.lock();
+                resolved(&e.data_path) == here || resolved(&e.log_path) == here
+            });
+            if used {
+                return Err(unable_to_open(
+                    path,
+                    32,
+                    "The process cannot access the file because it is being used by another process.",
+                ));
+            }
+        }
+        if resolved(data_path) == resolved(log_path) {
+            return Err(not_valid_header(log_path, "file type"));
+        }
+        match Space::probe_header(data_path) {
+            Ok(Ok(())) => {}
+            Ok(Err(property)) => return Err(not_valid_header(data_path, property)),
+            Err(e) => return Err(unable_to_open(data_path, e.raw_os_error().unwrap_or(5), &e.to_string())),
+        }
+        let remembered = inner.detached.iter().position(|d| d.data_path == data_path && d.log_path == log_path);
+        let options = remembered.map_or(options, |i| inner.detached[i].options.clone());
+        let entry = Entry {
+            name: name.to_string(),
+            id: inner.next_id,
+            data_path: data_path.to_path_buf(),
+            log_path: log_path.to_path_buf(),
+            options: DatabaseOptions { data_path: None, log_path: None, ..options },
+            state: DbState::Online,
+        };
+        let db =
+            Database::open(&entry, self.pool.clone(), &self.config.data, &self.config.log).map_err(|e| match e {
+                Error::Corrupt { path, .. } if path == log_path => not_valid_header(log_path, "file type"),
+                Error::Io { path, source, .. }
+                    if path == log_path && source.kind() == std::io::ErrorKind::UnexpectedEof =>
+                {
+                    not_valid_header(log_path, "FILE SIZE")
+                }
+                e => e,
+            })?;
+        let slot = Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(Some(Arc::new(db))) });
+        inner.slots.insert(key(name), slot);
+        inner.next_id += 1;
+        let saved_detached = inner.detached.clone();
+        inner.detached.retain(|d| d.data_path != data_path && d.log_path != log_path);
+        if let Err(e) = self.save_registry(&inner) {
+            inner.slots.remove(&key(name));
+            inner.detached = saved_detached;
+            return Err(e);
+        }
+        drop(inner);
+        self.enforce_open_limit();
+        Ok(())
+    }
+}

@@ -9,10 +9,11 @@ use std::process::Command;
 
 use common::{start, Server, PASSWORD};
 
-/// `tessera sql -S … -b -h -1 -W -Q query`: (succeeded, stdout).
+/// `tessera sql -S … -b -h -1 -W -Q "SET NOCOUNT ON; query"`: (succeeded, stdout).
 fn sql(server: &Server, query: &str) -> (bool, String) {
+    let query = format!("SET NOCOUNT ON; {query}");
     let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["sql", "-S", &server.address(), "-U", "sa", "-P", PASSWORD, "-b", "-h", "-1", "-W", "-Q", query])
+        .args(["sql", "-S", &server.address(), "-U", "sa", "-P", PASSWORD, "-b", "-h", "-1", "-W", "-Q", &query])
         .output()
         .unwrap();
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 use tessera_access::space::DataConfig;
@@ -101,6 +101,14 @@ pub struct EngineStats {
 struct Slot {
     entry: Mutex<Entry>,
     open: Mutex<Option<Arc<Database>>>,
+    /// When it was last closed (None: not since the engine started).
+    closed_at: Mutex<Option<SystemTime>>,
+}
+
+impl Slot {
+    fn new(entry: Entry, open: Option<Arc<Database>>) -> Arc<Slot> {
+        Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(open), closed_at: Mutex::new(None) })
+    }
 }
 
 struct Inner {
@@ -123,7 +131,20 @@ pub struct Engine {
     /// The open-database limit and idle time in force (see `set_open_limits`).
     max_open: AtomicUsize,
     idle_close_ms: AtomicU64,
+    /// Told of each database the engine opens or closes (see [`Engine::listen`]).
+    listener: Mutex<Option<DatabaseListener>>,
 }
+
+/// A database the engine opened (on first use) or closed (idle, over the open limit, or
+/// by `close_database`), by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatabaseEvent<'a> {
+    Opened(&'a str),
+    Closed(&'a str),
+}
+
+/// Called after each [`DatabaseEvent`].
+pub type DatabaseListener = Arc<dyn Fn(DatabaseEvent<'_>) + Send + Sync>;
 
 /// The budget of the log buffers all databases share: a sixteenth of max server memory,
 /// 1 to 64 MiB.
@@ -181,10 +202,7 @@ impl Engine {
         pool.set_max_bytes(pool_share(memory.status().target_bytes, &config.log))?;
         let registry::Loaded { entries, detached } = registry::load(&Engine::registry_path(&config.data_dir))?;
         let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
-        let slots = entries
-            .into_iter()
-            .map(|e| (key(&e.name), Arc::new(Slot { entry: Mutex::new(e), open: Mutex::new(None) })))
-            .collect();
+        let slots = entries.into_iter().map(|e| (key(&e.name), Slot::new(e, None))).collect();
         let max_open = AtomicUsize::new(config.max_open_databases.max(1));
         let idle_close_ms = AtomicU64::new(u64::try_from(config.idle_close_after.as_millis()).unwrap_or(u64::MAX));
         let engine = Arc::new(Engine {
@@ -197,6 +215,7 @@ impl Engine {
             inner: Mutex::new(Inner { slots, next_id, detached }),
             stop: Arc::new(AtomicBool::new(false)),
             worker: Mutex::new(None),
+            listener: Mutex::new(None),
         });
         if !engine.exists("master") {
             engine.create_database("master", DatabaseOptions::default())?;
@@ -313,7 +332,7 @@ impl Engine {
                 std::fs::remove_file(path).map_err(|e| Error::io("delete", path, 0, e))?;
             }
             let db = Database::create(&entry, self.pool.clone(), &self.config.data, &self.config.log)?;
-            let slot = Arc::new(Slot { entry: Mutex::new(entry.clone()), open: Mutex::new(Some(Arc::new(db))) });
+            let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
             inner.slots.insert(key(name), slot.clone());
             inner.next_id = id + 1;
             if let Err(e) = self.save_registry(&inner) {
@@ -365,6 +384,7 @@ impl Engine {
         // Only an opening can take the count of open databases over the limit (walking
         // every slot on each access would cost O(databases) per statement).
         if opened {
+            self.tell(DatabaseEvent::Opened(db.name()));
             self.enforce_open_limit();
         }
         Ok(db)
@@ -445,7 +465,7 @@ impl Engine {
                 options,
                 state: DbState::Restoring,
             };
-            inner.slots.insert(key(name), Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(None) }));
+            inner.slots.insert(key(name), Slot::new(entry, None));
             inner.next_id = id + 1;
         }
         self.save_registry(&inner)
@@ -517,7 +537,41 @@ impl Engine {
     pub fn close_database(&self, name: &str) -> Result<bool> {
         let slot = self.inner.lock().slots.get(&key(name)).cloned();
         let Some(slot) = slot else { return Ok(false) };
-        close_slot(&slot)
+        self.close(&slot)
+    }
+
+    /// When the database was last used: now if a handle is held, when it was closed if it
+    /// is closed (None: not used since the engine started, or no such database).
+    pub fn last_used(&self, name: &str) -> Option<SystemTime> {
+        let slot = self.slot(name).ok()?;
+        let open = slot.open.lock().clone();
+        match open {
+            Some(db) => SystemTime::now().checked_sub(db.idle_for()),
+            None => *slot.closed_at.lock(),
+        }
+    }
+
+    /// Has `listener` told of every database the engine opens or closes from now on,
+    /// after the fact: what layers above keep for an open database can go with it.
+    pub fn listen(&self, listener: DatabaseListener) {
+        *self.listener.lock() = Some(listener);
+    }
+
+    fn tell(&self, event: DatabaseEvent<'_>) {
+        let listener = self.listener.lock().clone();
+        if let Some(listener) = listener {
+            listener(event);
+        }
+    }
+
+    fn close(&self, slot: &Slot) -> Result<bool> {
+        let closed = close_slot(slot)?;
+        if closed {
+            *slot.closed_at.lock() = Some(SystemTime::now());
+            let name = slot.entry.lock().name.clone();
+            self.tell(DatabaseEvent::Closed(&name));
+        }
+        Ok(closed)
     }
 
     fn open_slots(&self) -> Vec<(Arc<Slot>, Arc<Database>)> {
@@ -539,7 +593,7 @@ impl Engine {
             if closed == excess {
                 break;
             }
-            if matches!(close_slot(&slot), Ok(true)) {
+            if matches!(self.close(&slot), Ok(true)) {
                 closed += 1;
             }
         }
@@ -666,7 +720,7 @@ impl Engine {
             }
             drop(db);
             if slot.open.lock().as_ref().is_some_and(|db| db.idle_for() >= idle_close_after) {
-                let _ = close_slot(&slot);
+                let _ = self.close(&slot);
             }
         }
     }

@@ -27,7 +27,9 @@ pub use registry::{DbState, Entry as DatabaseEntry};
 mod transaction;
 
 pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
-pub use engine::{with_lowercase, BufferDescriptor, Engine, EngineConfig, EngineStats};
+pub use engine::{
+    with_lowercase, BufferDescriptor, DatabaseEvent, DatabaseListener, Engine, EngineConfig, EngineStats,
+};
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::space::DataConfig;

@@ -13,6 +13,7 @@ use tessera_database::{Database, Engine};
 
 use tessera_errors::{SqlError, SqlResult};
 
+const AFFINITY_MASK: &str = "affinity mask";
 const MAX_MEMORY: &str = "max server memory (MB)";
 const MIN_MEMORY: &str = "min server memory (MB)";
 const PLAN_CACHE_MEMORY: &str = "plan cache memory (MB)";
@@ -39,7 +40,7 @@ pub struct OptionDef {
 pub const OPTIONS: &[OptionDef] = &[
     OptionDef {
         id: 1535,
-        name: "affinity mask",
+        name: AFFINITY_MASK,
         minimum: -2_147_483_648,
         maximum: 2_147_483_647,
         default: 0,
@@ -309,6 +310,9 @@ impl Config {
                 ));
             }
         }
+        if def.name == AFFINITY_MASK {
+            check_affinity(value)?;
+        }
         self.persist(def.id, value)?;
         self.values.write().configured.insert(def.id, value);
         Ok(Change { name: def.name, old, new: value })
@@ -337,6 +341,28 @@ impl Config {
         let min_mb = self.running(self.find_exact(MIN_MEMORY));
         let max = if max_mb == max_def.default { engine.config().pool_bytes as u64 } else { (max_mb as u64) << 20 };
         Ok(engine.set_memory_limits((min_mb as u64) << 20, max)?)
+    }
+
+    /// `ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = …` (None: AUTO): sets
+    /// 'affinity mask' configured and running, and applies it at once.
+    pub fn set_process_affinity(&self, cpus: Option<&std::collections::BTreeSet<usize>>) -> SqlResult<()> {
+        let mask = cpus.map_or(Ok(0), affinity_mask)?;
+        check_affinity(mask)?;
+        let def = self.find_exact(AFFINITY_MASK);
+        self.persist(def.id, mask)?;
+        {
+            let mut v = self.values.write();
+            v.configured.insert(def.id, mask);
+            v.running.insert(def.id, mask);
+        }
+        self.apply_affinity()
+    }
+
+    /// Runs every thread of the server on the CPUs of the run value of 'affinity mask'
+    /// (bit n: CPU n; 0: every CPU the process was given).
+    pub fn apply_affinity(&self) -> SqlResult<()> {
+        let mask = self.running(self.find_exact(AFFINITY_MASK));
+        Ok(tessera_io::affinity::pin_process(affinity_cpus(mask).as_ref())?)
     }
 
     /// Gives the engine the run values of 'max open databases' (0, or more than the
@@ -436,6 +462,37 @@ impl Config {
 
     fn persist(&self, id: i32, value: i64) -> SqlResult<()> {
         self.persist_key(&id.to_be_bytes(), Some(value.to_string().as_bytes()))
+    }
+}
+
+/// The CPUs an 'affinity mask' names (bit n: CPU n), None for 0 (every CPU).
+pub fn affinity_cpus(mask: i64) -> Option<std::collections::BTreeSet<usize>> {
+    let bits = mask as u32;
+    (bits != 0).then(|| (0..32).filter(|c| bits & (1 << c) != 0).collect())
+}
+
+/// The 'affinity mask' a set of CPUs makes (`ALTER SERVER CONFIGURATION SET PROCESS
+/// AFFINITY CPU = …`); CPUs past 31 do not fit it (error 5832).
+pub fn affinity_mask(cpus: &std::collections::BTreeSet<usize>) -> SqlResult<i64> {
+    let mut bits = 0u32;
+    for &c in cpus {
+        if c >= 32 {
+            return Err(affinity_mismatch());
+        }
+        bits |= 1 << c;
+    }
+    Ok(i64::from(bits as i32))
+}
+
+fn affinity_mismatch() -> SqlError {
+    SqlError::new(5832, "The affinity mask specified does not match the CPU mask on this system.")
+}
+
+/// An 'affinity mask' may name only CPUs the server was given.
+fn check_affinity(mask: i64) -> SqlResult<()> {
+    match affinity_cpus(mask) {
+        Some(cpus) if !cpus.is_subset(tessera_io::affinity::allowed_cpus()) => Err(affinity_mismatch()),
+        _ => Ok(()),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod grant;
 pub mod identity;
 pub mod logins;
 pub mod modules;
+pub mod open_close_log;
 pub mod runtime;
 pub mod security;
 pub mod statistics;

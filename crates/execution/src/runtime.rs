@@ -77,6 +77,8 @@ pub struct Shared {
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
     errorlog: Mutex<Option<ErrorLogHook>>,
+    /// Which databases opened and closed get an ERRORLOG line.
+    open_close_log: Mutex<crate::open_close_log::OpenCloseLog>,
     /// Runs a user-defined scalar function's body (the session layer's statement loop),
     /// for expressions that call one.
     pub scalar_functions: ScalarFunctions,
@@ -135,7 +137,7 @@ impl Shared {
         logins: crate::logins::Logins,
         scalar_functions: ScalarFunctions,
     ) -> Arc<Shared> {
-        Arc::new_cyclic(|me| Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
             engine,
             plans: PlanCache::new(config.plan_cache_bytes()),
             server_name: "tessera".to_string(),
@@ -148,10 +150,23 @@ impl Shared {
             logins,
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
             errorlog: Mutex::new(None),
+            open_close_log: Mutex::default(),
             query_memory: Arc::default(),
             scalar_functions,
             me: me.clone(),
-        })
+        });
+        let weak = Arc::downgrade(&shared);
+        shared.engine.listen(Arc::new(move |event| {
+            let Some(shared) = weak.upgrade() else { return };
+            if let tessera_database::DatabaseEvent::Closed(name) = event {
+                shared.forget_closed(name);
+            }
+            let lines = shared.open_close_log.lock().lines(event, std::time::Instant::now());
+            for line in lines {
+                shared.write_errorlog(0, &line);
+            }
+        }));
+        shared
     }
 
     /// This value as an `Arc` (it always lives in one).
@@ -264,6 +279,30 @@ impl Shared {
         let (next, out) = change(&current, self.versions.fetch_add(1, Ordering::Relaxed))?;
         *entry.current.write() = Arc::new(next);
         Ok(out)
+    }
+
+    /// Drops the catalog of a database the engine closed, unless it is open again: a
+    /// closed database costs no memory here. Whoever changes a catalog holds the
+    /// database open, so no change is lost; whoever reads it next loads it again.
+    fn forget_closed(&self, db: &str) {
+        let mut catalogs = self.catalogs.lock();
+        if self.engine.database_if_open(db).is_none() {
+            if let Some(entry) = catalogs.remove(&db.to_lowercase()) {
+                entry.forgotten.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// The catalog of the database `name` if it is loaded (nothing is opened or read).
+    pub fn loaded_catalog(&self, name: &str) -> Option<Arc<Catalog>> {
+        let entry = self.catalogs.lock().get(&name.to_lowercase()).cloned()?;
+        let snapshot = entry.current.read().clone();
+        Some(snapshot)
+    }
+
+    /// How many databases' catalogs are loaded.
+    pub fn loaded_catalogs(&self) -> usize {
+        self.catalogs.lock().len()
     }
 
     /// Forgets a database's catalog (after DROP DATABASE).

@@ -1,6 +1,7 @@
 //! The bottom storage layer: positioned file I/O, page-aligned buffers, io_uring and the
 //! data directory's lock. Its failures are [`tessera_errors::Error`]. See `README.md` beside this crate.
 
+pub mod affinity;
 mod aligned;
 mod dirlock;
 mod file;

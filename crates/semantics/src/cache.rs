@@ -106,6 +106,29 @@ impl DatabaseSet {
     fn len(&self) -> usize {
         self.words.read().iter().map(|w| w.load(Ordering::Relaxed).count_ones() as usize).sum()
     }
+
+    /// Every database id in the set.
+    fn ids(&self) -> Vec<u32> {
+        let words = self.words.read();
+        let mut ids = Vec::new();
+        for (i, w) in words.iter().enumerate() {
+            let mut bits = w.load(Ordering::Relaxed);
+            while bits != 0 {
+                ids.push(i as u32 * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        ids
+    }
+}
+
+/// A database's share of the plan cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlanShare {
+    /// Entries whose plans the database ran.
+    pub entries: usize,
+    /// Their bytes, each entry's divided evenly among the databases that ran it.
+    pub bytes: usize,
 }
 
 pub struct CachedBatch<T> {
@@ -467,6 +490,23 @@ impl<T> PlanCache<T> {
             .collect();
         v.sort_by_key(|e| e.handle);
         v
+    }
+
+    /// Each database's share of the cache, by database id.
+    pub fn database_shares(&self) -> HashMap<u32, PlanShare> {
+        let mut shares: HashMap<u32, PlanShare> = HashMap::new();
+        for shard in self.shards.iter() {
+            for b in shard.map.read().values().flatten() {
+                let ids = b.databases.ids();
+                let each = b.size() / ids.len().max(1);
+                for id in ids {
+                    let share = shares.entry(id).or_default();
+                    share.entries += 1;
+                    share.bytes += each;
+                }
+            }
+        }
+        shares
     }
 
     pub fn len(&self) -> usize {

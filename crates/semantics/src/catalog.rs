@@ -351,6 +351,25 @@ impl Catalog {
         c
     }
 
+    /// About how much memory the snapshot takes: each object's definition with its
+    /// names and text, and the maps that index it.
+    pub fn approx_bytes(&self) -> usize {
+        use std::mem::size_of;
+        const INDEXED: usize = 3 * 48; // an entry in each of the three maps
+        let object = |o: &Object| match o {
+            Object::Table(t) => {
+                size_of::<Table>()
+                    + t.schema.len()
+                    + t.name.len()
+                    + t.columns.iter().map(|c| size_of::<Column>() + c.name.len()).sum::<usize>()
+                    + t.indexes.iter().map(|i| size_of::<Index>() + i.name.len()).sum::<usize>()
+                    + (t.checks.len() + t.foreign_keys.len()) * 256
+            }
+            Object::Module(m) => size_of::<Module>() + m.schema.len() + m.name.len() + m.text.len(),
+        };
+        size_of::<Catalog>() + self.objects.values().map(|o| object(o) + INDEXED + o.name().len()).sum::<usize>()
+    }
+
     fn insert(&mut self, o: Object) {
         self.next_id = self.next_id.max(o.id() + 1);
         self.names.insert(name_key(o.schema(), o.name()), o.id());

@@ -134,10 +134,11 @@ fn open_database_limits_are_configurable() {
     config.background = false;
     let engine = Engine::open(config).unwrap();
     let shared = tessera_sql::start_instance(engine.clone()).unwrap();
-    let mut session = Session::new(shared, "sa", "master").unwrap();
+    let mut session = Session::new(shared.clone(), "sa", "master").unwrap();
     let run = |session: &mut Session, text: &str| {
         let mut out = Collected::default();
         assert!(!session.execute(text, &mut out), "{text}: {:?}", out.errors());
+        out
     };
     run(&mut session, "exec sp_configure 'show advanced options', 1; reconfigure");
     run(&mut session, "exec sp_configure 'max open databases', 6; reconfigure");
@@ -154,6 +155,27 @@ fn open_database_limits_are_configurable() {
     engine.maintain();
     // master stays open: the session's current database holds it.
     assert!(engine.stats().open_databases <= 2, "{} open after the idle time", engine.stats().open_databases);
+    // Their catalogs went with them, and come back, changes and all, on the next use.
+    assert!(shared.loaded_catalogs() <= 2, "{} catalogs loaded", shared.loaded_catalogs());
+    run(&mut session, "use lim11");
+    run(&mut session, "create procedure pr as select a * 10 as v from t");
+    run(&mut session, "use master");
+    assert!(engine.close_database("lim11").unwrap());
+    assert!(shared.loaded_catalogs() <= 2, "{} catalogs loaded", shared.loaded_catalogs());
+    let out = run(&mut session, "exec lim11.dbo.pr");
+    assert_eq!(out.result_sets[0].1, vec![vec![Value::Int(110)]]);
+    // sys.dm_tessera_databases shows which are open, their catalogs and plans.
+    let out = run(
+        &mut session,
+        "select name, is_open, sign(catalog_kb), sign(cached_plans), sign(file_size_kb) from sys.dm_tessera_databases where name in ('lim3', 'lim11') order by name",
+    );
+    assert_eq!(
+        out.result_sets[0].1,
+        vec![
+            vec![Value::Str("lim11".into()), Value::Bit(true), Value::Int(1), Value::Int(1), Value::Int(1)],
+            vec![Value::Str("lim3".into()), Value::Bit(false), Value::Int(0), Value::Int(0), Value::Int(1)],
+        ]
+    );
     run(&mut session, "exec sp_configure 'max open databases', 0; reconfigure");
     assert_eq!(engine.open_limits().0, engine.config().max_open_databases, "0: as many as the server allows");
     session.close();

@@ -217,6 +217,9 @@ pub enum StatementKind {
     /// `ALTER SERVER CONFIGURATION SET BUFFER POOL EXTENSION ON (FILENAME = 'f', SIZE = n
     /// [KB|MB|GB])` (`Some((file, bytes))`) or `… OFF` (`None`).
     BufferPoolExtension(Option<(String, u64)>),
+    /// `ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO` (`None`) or `CPU = n
+    /// [TO m] [, …]` (the CPUs named, ranges inclusive).
+    ProcessAffinity(Option<Vec<(u32, u32)>>),
     /// `RECONFIGURE [WITH OVERRIDE]`
     Reconfigure {
         with_override: bool,

@@ -14,7 +14,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use tessera_access::space::Space;
 use tessera_errors::{Error, Result};
 
@@ -160,7 +159,7 @@ impl Engine {
                 }
                 e => e,
             })?;
-        let slot = Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(Some(Arc::new(db))) });
+        let slot = Slot::new(entry, Some(Arc::new(db)));
         inner.slots.insert(key(name), slot);
         inner.next_id += 1;
         let saved_detached = inner.detached.clone();

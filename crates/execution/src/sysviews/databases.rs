@@ -65,6 +65,66 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<14> {
     Ok(out)
 }
 
+/// `sys.dm_tessera_databases` (a tessera extension): every database with whether it is
+/// open, what it holds in memory, its share of the plan cache and when it was last used.
+pub(super) static TESSERA_DATABASES: ViewDef<11> = ViewDef {
+    schema: "sys",
+    name: "dm_tessera_databases",
+    columns: [
+        col("database_id", Int, false),
+        col("name", SYSNAME, false),
+        col("state_desc", NVarChar(60), false),
+        col("is_open", Bit, false),
+        col("last_used", DateTime, true),
+        col("idle_seconds", BigInt, true),
+        col("catalog_kb", BigInt, false),
+        col("buffer_pool_kb", BigInt, false),
+        col("cached_plans", Int, false),
+        col("plan_cache_kb", BigInt, false),
+        col("file_size_kb", BigInt, false),
+    ],
+    rows: tessera_databases,
+};
+
+/// Reads the registry, the open databases, the loaded catalogs, the buffer pool and the
+/// plan cache; opens nothing.
+fn tessera_databases(ctx: &ExecCtx, _db: &str) -> Rows<11> {
+    let shared = &ctx.shared;
+    let engine = &shared.engine;
+    let mut pages: std::collections::HashMap<u32, i64> = std::collections::HashMap::new();
+    for d in engine.buffer_descriptors() {
+        *pages.entry(d.database_id).or_default() += 1;
+    }
+    let plans = shared.plans.database_shares();
+    let now = std::time::SystemTime::now();
+    let mut out = Vec::new();
+    for d in engine.entries() {
+        let is_open = engine.database_if_open(&d.name).is_some();
+        let last_used = engine.last_used(&d.name);
+        let since_epoch = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).ok();
+        let share = plans.get(&d.id).copied().unwrap_or_default();
+        let (data_bytes, log_bytes) = d.file_bytes();
+        let kb = |b: u64| int(i64::try_from(b / 1024).unwrap_or(i64::MAX));
+        out.push([
+            int(i64::from(d.id)),
+            s(&d.name),
+            s(d.state.name()),
+            bit(is_open),
+            last_used.and_then(since_epoch).map_or(Value::Null, |t| datetime(t.as_secs() as i64)),
+            last_used
+                .filter(|_| is_open)
+                .and_then(|t| now.duration_since(t).ok())
+                .map_or(Value::Null, |idle| int(idle.as_secs() as i64)),
+            kb(shared.loaded_catalog(&d.name).map_or(0, |c| c.approx_bytes() as u64)),
+            int(pages.get(&d.id).copied().unwrap_or(0) * 8),
+            int(share.entries as i64),
+            kb(share.bytes as u64),
+            kb(data_bytes + log_bytes),
+        ]);
+    }
+    Ok(out)
+}
+
 /// sys.databases.recovery_model from its description.
 fn recovery_model_id(name: &str) -> i64 {
     match name {

@@ -71,6 +71,7 @@ static ALL: &[&dyn SystemView] = &[
     &indexes::FOREIGN_KEY_COLUMNS,
     &indexes::CHECK_CONSTRAINTS,
     &indexes::DEFAULT_CONSTRAINTS,
+    &databases::TESSERA_DATABASES,
     &dmv::EXEC_SESSIONS,
     &dmv::EXEC_REQUESTS,
     &dmv::EXEC_CONNECTIONS,

@@ -32,6 +32,11 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
     let logins = tessera_execution::logins::Logins::load(engine.database("master")?)?;
     config.apply_memory(&engine)?;
     config.apply_open_limits(&engine);
+    // A saved mask naming CPUs this machine no longer gives the server leaves it on all
+    // of them; sys.configurations still shows the mask, and RECONFIGURE says why.
+    if config.apply_affinity().is_err() {
+        tessera_io::affinity::pin_process(None)?;
+    }
     // A configured extension that cannot start (its device is gone) stays off; the
     // extension configuration view shows it disabled.
     let _ = config.start_extension(&engine);

@@ -159,6 +159,14 @@ impl Runner<'_> {
                     setting.clone().map(|(file, bytes)| tessera_execution::config::ExtensionSetting { file, bytes });
                 self.shared.config.set_extension(&self.shared.engine, setting)?;
             }
+            StatementKind::ProcessAffinity(ranges) => {
+                let login = &self.state.login;
+                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "serveradmin") {
+                    return Err(tessera_execution::security::no_permission());
+                }
+                let cpus = ranges.as_ref().map(|r| r.iter().flat_map(|&(a, b)| a as usize..=b as usize).collect());
+                self.shared.config.set_process_affinity(cpus.as_ref())?;
+            }
             StatementKind::CreateLogin { .. }
             | StatementKind::AlterLogin { .. }
             | StatementKind::DropLogin(_)
@@ -237,6 +245,7 @@ impl Runner<'_> {
                 self.shared.config.reconfigure();
                 self.shared.config.apply_memory(&self.shared.engine)?;
                 self.shared.config.apply_open_limits(&self.shared.engine);
+                self.shared.config.apply_affinity()?;
                 self.shared.query_memory.set_max_bytes(self.shared.engine.memory_status().max_bytes);
                 self.shared.plans.set_budget_bytes(self.shared.config.plan_cache_bytes());
             }

@@ -51,9 +51,13 @@ impl Parser<'_> {
     }
 
     /// After `ALTER SERVER CONFIGURATION`: `SET BUFFER POOL EXTENSION ON (FILENAME = 'f',
-    /// SIZE = n [KB|MB|GB]) | OFF` (the size in MB when no unit is given).
+    /// SIZE = n [KB|MB|GB]) | OFF` (the size in MB when no unit is given), or `SET PROCESS
+    /// AFFINITY CPU = AUTO | n [TO m] [, …]`.
     pub(super) fn alter_server_configuration(&mut self) -> Result<StatementKind> {
         self.expect_word("SET")?;
+        if self.eat_word("PROCESS") {
+            return self.process_affinity();
+        }
         for w in ["BUFFER", "POOL", "EXTENSION"] {
             self.expect_word(w)?;
         }
@@ -105,6 +109,37 @@ impl Parser<'_> {
             (Some(f), Some(s)) => Ok(StatementKind::BufferPoolExtension(Some((f, s)))),
             _ => Err(self.error_here()),
         }
+    }
+
+    /// After `SET PROCESS`: `AFFINITY CPU = AUTO | n [TO m] [, …]`.
+    fn process_affinity(&mut self) -> Result<StatementKind> {
+        self.expect_word("AFFINITY")?;
+        self.expect_word("CPU")?;
+        self.expect_punct(Punct::Eq)?;
+        if self.eat_word("AUTO") {
+            return Ok(StatementKind::ProcessAffinity(None));
+        }
+        let mut ranges = Vec::new();
+        loop {
+            let first = self.cpu_number()?;
+            let last = if self.eat_word("TO") { self.cpu_number()? } else { first };
+            if last < first {
+                return Err(self.error_here());
+            }
+            ranges.push((first, last));
+            if !self.eat_punct(Punct::Comma) {
+                return Ok(StatementKind::ProcessAffinity(Some(ranges)));
+            }
+        }
+    }
+
+    fn cpu_number(&mut self) -> Result<u32> {
+        let token = self.peek().clone();
+        if token.kind != TokenKind::Integer {
+            return Err(self.error_here());
+        }
+        self.pos += 1;
+        token.text.parse().map_err(|_| self.error_here())
     }
 
     fn login_option(&mut self) -> Result<LoginOption> {

@@ -1,6 +1,8 @@
 //! `tessera serve`: the TDS server. With no flags and no configuration file it uses the
 //! embedded defaults: data directory `./tessera-data` (created on first start), listening
-//! on 127.0.0.1:1433, the `sa` password from `TESSERA_SA_PASSWORD`.
+//! on 127.0.0.1:1433, the `sa` password from `TESSERA_SA_PASSWORD`. `--instance NAME` runs
+//! a named instance instead: its own data directory (`./tessera-data/instances/NAME`
+//! unless given), a free port unless given, published by the SQL Server Browser.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,13 +15,27 @@ pub struct ServeArgs {
     /// A TOML configuration file (flags override it).
     #[arg(long, short = 'c')]
     config: Option<PathBuf>,
+    /// Run as the named instance NAME (clients connect to host\NAME through the SQL Server
+    /// Browser): its data directory defaults to ./tessera-data/instances/NAME and its port
+    /// to a free one.
+    #[arg(long, value_name = "NAME")]
+    instance: Option<String>,
+    /// Do not answer SQL Server Browser requests (UDP 1434) from this named instance; another
+    /// running instance's browser still publishes it.
+    #[arg(long)]
+    no_browser: bool,
+    /// Host-wide directory where named instances register [default: tessera-instances in
+    /// the system's temporary directory].
+    #[arg(long, value_name = "DIR")]
+    instances_dir: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1].
     #[arg(long)]
     listen: Option<String>,
-    /// TCP port [default: 1433; 0 picks a free one].
+    /// TCP port [default: 1433, or a free one for a named instance; 0 picks a free one].
     #[arg(long, short = 'p')]
     port: Option<u16>,
-    /// Data directory [default: ./tessera-data], created on first start.
+    /// Data directory [default: ./tessera-data, or ./tessera-data/instances/NAME for a
+    /// named instance], created on first start.
     #[arg(long)]
     data_dir: Option<PathBuf>,
     /// Directory for transaction logs [default: the data directory].
@@ -50,10 +66,20 @@ pub struct ServeArgs {
 }
 
 pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
-    let mut c = match &args.config {
-        Some(p) => Config::from_file(p)?,
-        None => Config::default(),
+    let (mut c, file_keys) = match &args.config {
+        Some(p) => Config::from_file_with_keys(p)?,
+        None => (Config::default(), Vec::new()),
     };
+    let in_file = |key: &str| file_keys.iter().any(|k| k == key);
+    if let Some(v) = &args.instance {
+        c.instance = Some(v.clone());
+    }
+    if args.no_browser {
+        c.browser = false;
+    }
+    if let Some(v) = &args.instances_dir {
+        c.instances_dir = Some(v.clone());
+    }
     if let Some(v) = &args.listen {
         c.listen.clone_from(v);
     }
@@ -84,6 +110,7 @@ pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
     if let Some(v) = args.max_connections {
         c.max_connections = v;
     }
+    c.resolve_instance(args.port.is_some() || in_file("port"), args.data_dir.is_some() || in_file("data_dir"))?;
     c.apply_env();
     c.validate()?;
     Ok(c)

@@ -1,5 +1,6 @@
 //! `tessera sql`: sqlcmd's interface, to a server over TDS (`-S host[,port]`) or directly to
-//! a data directory in process (`--data-dir`). Both print the same output.
+//! a data directory in process (`--data-dir`). Both print the same output. A named instance
+//! (`-S host\NAME`) is found through the SQL Server Browser on its host, as sqlcmd finds it.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -36,7 +37,8 @@ pub struct SqlArgs {
     /// Print help (sqlcmd's -?).
     #[arg(short = '?', long = "help", action = clap::ArgAction::Help)]
     pub help: Option<bool>,
-    /// Server to connect to: host, host,port or tcp:host,port (sqlcmd's -S).
+    /// Server to connect to: host, host,port, host\instance (its port from the SQL Server
+    /// Browser) or tcp:host,port (sqlcmd's -S).
     #[arg(short = 'S', conflicts_with = "data_dir", required_unless_present = "data_dir")]
     pub server: Option<String>,
     #[command(flatten)]
@@ -239,7 +241,9 @@ pub struct Remote {
 
 impl Remote {
     pub fn connect(server: &str, database: &str, args: &Login) -> Result<Remote, String> {
-        let (host, port) = parse_server(server)?;
+        let name = parse_server(server)?;
+        let port = server_port(&name, Duration::from_secs(args.login_timeout.max(1)))?;
+        let host = name.host;
         let password = match &args.password {
             Some(p) => p.clone(),
             None => std::env::var("SQLCMDPASSWORD")
@@ -301,37 +305,72 @@ impl Batches for Remote {
     }
 }
 
-/// sqlcmd's -S: `host`, `host,port` or `tcp:host,port` (1433 when no port is given).
-fn parse_server(server: &str) -> Result<(String, u16), String> {
+/// Where sqlcmd's -S points: `host`, `host,port`, `host\instance` or `host\instance,port`,
+/// each optionally after `tcp:`.
+#[derive(Debug, PartialEq, Eq)]
+struct ServerName {
+    host: String,
+    /// Given after the comma; a named instance without one asks the SQL Server Browser.
+    port: Option<u16>,
+    instance: Option<String>,
+}
+
+fn parse_server(server: &str) -> Result<ServerName, String> {
     let s = server.strip_prefix("tcp:").unwrap_or(server);
-    if s.contains('\\') {
-        return Err(format!(
-            "Sqlcmd: Error: named instances ('{server}') need SQL Browser, which tessera does not run; give host,port."
-        ));
-    }
-    let (host, port) = match s.split_once(',') {
-        Some((h, p)) => {
-            (h, p.trim().parse::<u16>().map_err(|_| format!("Sqlcmd: Error: invalid port in '{server}'."))?)
+    let (name, port) = match s.split_once(',') {
+        Some((n, p)) => {
+            (n, Some(p.trim().parse::<u16>().map_err(|_| format!("Sqlcmd: Error: invalid port in '{server}'."))?))
         }
-        None => (s, 1433),
+        None => (s, None),
+    };
+    let (host, instance) = match name.split_once('\\') {
+        Some((_, "")) => return Err(format!("Sqlcmd: Error: no instance name after '\\' in '{server}'.")),
+        Some((h, i)) => (h, Some(i.trim().to_string())),
+        None => (name, None),
     };
     let host = match host.trim() {
         "" | "." | "(local)" => "127.0.0.1",
         h => h,
     };
-    Ok((host.to_string(), port))
+    Ok(ServerName { host: host.to_string(), port, instance })
+}
+
+/// The TCP port to connect to: the one given, the default instance's 1433, or a named
+/// instance's as the SQL Server Browser on its host reports it (CLNT_UCAST_INST), as
+/// SQL Server's clients find it.
+fn server_port(name: &ServerName, timeout: Duration) -> Result<u16, String> {
+    match (&name.instance, name.port) {
+        (_, Some(port)) => Ok(port),
+        (None, None) => Ok(1433),
+        (Some(instance), None) => tessera_server::browser::resolve(&name.host, instance, timeout).map_err(|e| {
+            format!(
+                "Sqlcmd: Error: SQL Server Network Interfaces: Error Locating Server/Instance Specified [xFFFFFFFF]. ({}\\{instance}: {e})",
+                name.host
+            )
+        }),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_server;
+    use super::*;
 
     #[test]
     fn server_names() {
-        assert_eq!(parse_server("localhost").unwrap(), ("localhost".to_string(), 1433));
-        assert_eq!(parse_server("tcp:127.0.0.1,14330").unwrap(), ("127.0.0.1".to_string(), 14330));
-        assert_eq!(parse_server("(local),9").unwrap(), ("127.0.0.1".to_string(), 9));
+        let named = |host: &str, port, instance: Option<&str>| ServerName {
+            host: host.to_string(),
+            port,
+            instance: instance.map(str::to_string),
+        };
+        assert_eq!(parse_server("localhost").unwrap(), named("localhost", None, None));
+        assert_eq!(parse_server("tcp:127.0.0.1,14330").unwrap(), named("127.0.0.1", Some(14330), None));
+        assert_eq!(parse_server("(local),9").unwrap(), named("127.0.0.1", Some(9), None));
+        assert_eq!(parse_server("host\\SQLEXPRESS").unwrap(), named("host", None, Some("SQLEXPRESS")));
+        assert_eq!(parse_server(".\\sales,5000").unwrap(), named("127.0.0.1", Some(5000), Some("sales")));
         assert!(parse_server("host,notaport").is_err());
-        assert!(parse_server("host\\SQLEXPRESS").is_err());
+        assert!(parse_server("host\\").is_err());
+        let timeout = Duration::from_secs(1);
+        assert_eq!(server_port(&named("h", None, None), timeout), Ok(1433));
+        assert_eq!(server_port(&named("h", Some(7), Some("X")), timeout), Ok(7));
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::runtime::{ExecCtx, DEFAULT_COLLATION, VERSION};
+use crate::runtime::{ExecCtx, Shared, DEFAULT_COLLATION, VERSION};
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{Catalog, Object};
 use tessera_semantics::plan::SessionFn;
@@ -26,7 +26,8 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         SessionFn::Spid => Value::Int(i64::from(s.spid)),
         SessionFn::NestLevel => Value::Int(i64::from(s.nest_level)),
         SessionFn::Version => Value::str(VERSION),
-        SessionFn::ServerName | SessionFn::ServiceName => Value::str(&ctx.shared.server_name),
+        SessionFn::ServerName => Value::str(&server_name(ctx.shared)),
+        SessionFn::ServiceName => Value::str(ctx.shared.instance_name.get().unwrap_or(&ctx.shared.server_name)),
         SessionFn::DbName => match args.first() {
             None => Value::str(&s.database),
             Some(Value::Int(id)) => ctx.database_name(*id).map_or(Value::Null, |n| Value::str(&n)),
@@ -80,7 +81,7 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         },
         SessionFn::IdentCurrent => return ctx.ident_current(args.first().and_then(text)),
         SessionFn::ServerProperty => match args.first().and_then(text) {
-            Some(p) => server_property(&p, &ctx.shared.server_name),
+            Some(p) => server_property(&p, ctx.shared),
             None => Value::Null,
         },
         SessionFn::DatabasePropertyEx => match (args.first().and_then(text), args.get(1).and_then(text)) {
@@ -224,14 +225,23 @@ fn column_length(t: &SqlType) -> i64 {
     }
 }
 
-fn server_property(name: &str, server: &str) -> Value {
+/// `@@SERVERNAME`: the machine, then `\INSTANCE` for a named instance.
+fn server_name(shared: &Shared) -> String {
+    match shared.instance_name.get() {
+        Some(instance) => format!("{}\\{instance}", shared.server_name),
+        None => shared.server_name.clone(),
+    }
+}
+
+fn server_property(name: &str, shared: &Shared) -> Value {
     match name.to_ascii_lowercase().as_str() {
         "productversion" => Value::str("16.0.1000.6"),
         "productlevel" => Value::str("RTM"),
         "edition" => Value::str("Developer Edition (64-bit)"),
         "engineedition" => Value::str("3"),
-        "servername" | "machinename" => Value::str(server),
-        "instancename" => Value::Null,
+        "servername" => Value::str(&server_name(shared)),
+        "machinename" => Value::str(&shared.server_name),
+        "instancename" => shared.instance_name.get().map(String::as_str).map_or(Value::Null, Value::str),
         "collation" => Value::str(DEFAULT_COLLATION),
         "isclustered" | "isfulltextinstalled" | "isintegratedsecurityonly" | "ishadrenabled" => Value::str("0"),
         "processid" => Value::str(&std::process::id().to_string()),

@@ -63,6 +63,9 @@ pub struct Shared {
     pub engine: Arc<Engine>,
     pub plans: PlanCache<tessera_semantics::plan::Prepared>,
     pub server_name: String,
+    /// The named instance this server runs as (`tessera serve --instance`); unset for the
+    /// default instance. `@@SERVERNAME` is then `server_name\INSTANCE`.
+    pub instance_name: std::sync::OnceLock<String>,
     catalogs: Mutex<HashMap<String, Arc<DbCatalog>>>,
     versions: AtomicU64,
     next_spid: AtomicI32,
@@ -141,6 +144,7 @@ impl Shared {
             engine,
             plans: PlanCache::new(config.plan_cache_bytes()),
             server_name: "tessera".to_string(),
+            instance_name: std::sync::OnceLock::new(),
             catalogs: Mutex::new(HashMap::new()),
             versions: AtomicU64::new(1),
             next_spid: AtomicI32::new(51),

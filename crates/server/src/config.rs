@@ -2,9 +2,12 @@
 //! embedded defaults (data directory `./tessera-data`, 127.0.0.1:1433).
 //!
 //! ```toml
+//! instance = "SALES"                # a named instance (none: the default instance)
+//! browser = true                    # named instances: take part in the SQL Server Browser
+//! instances_dir = "/tmp/tessera-instances" # where running named instances register
 //! listen = "127.0.0.1"
-//! port = 1433
-//! data_dir = "/var/lib/tessera"
+//! port = 1433                       # a named instance without one takes a free port
+//! data_dir = "/var/lib/tessera"     # a named instance's default: tessera-data/instances/NAME
 //! log_dir = "/var/log/tessera"      # transaction logs (defaults to data_dir)
 //! memory_mb = 1024                  # buffer pool
 //! huge_pages = "transparent"        # off | transparent | on (explicit, vm.nr_hugepages)
@@ -37,6 +40,14 @@ pub const SA_PASSWORD_ENV: &str = "TESSERA_SA_PASSWORD";
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// The named instance (SQL Server's `host\NAME`); `None` is the default instance.
+    pub instance: Option<String>,
+    /// A named instance answers SQL Server Browser requests (SSRP, UDP 1434) for every
+    /// instance on the host while it holds the port (see `browser`).
+    pub browser: bool,
+    /// The host-wide directory where named instances register (see `instance`); `None`:
+    /// `tessera-instances` in the system's temporary directory.
+    pub instances_dir: Option<PathBuf>,
     pub listen: String,
     /// 0 picks a free port (tests).
     pub port: u16,
@@ -78,6 +89,9 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Config {
         Config {
+            instance: None,
+            browser: true,
+            instances_dir: None,
             listen: "127.0.0.1".to_string(),
             port: DEFAULT_PORT,
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
@@ -110,6 +124,36 @@ impl Config {
 
     pub fn from_toml(text: &str) -> Result<Config, String> {
         toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// [`Config::from_file`], with the keys the file sets.
+    pub fn from_file_with_keys(path: &Path) -> Result<(Config, Vec<String>), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read '{}': {e}", path.display()))?;
+        let table: toml::Table = text.parse().map_err(|e| format!("'{}': {e}", path.display()))?;
+        let config = Config::from_toml(&text).map_err(|e| format!("'{}': {e}", path.display()))?;
+        Ok((config, table.keys().cloned().collect()))
+    }
+
+    /// For a named instance: checks and upper-cases its name, and gives it what SQL Server
+    /// gives one when nothing is said — a free port (published by the SQL Server Browser)
+    /// unless `port_given`, and its own data directory (`tessera-data/instances/NAME`)
+    /// unless `data_dir_given`. The default instance is left as it is.
+    pub fn resolve_instance(&mut self, port_given: bool, data_dir_given: bool) -> Result<(), String> {
+        let Some(name) = &self.instance else { return Ok(()) };
+        let name = crate::instance::validate_name(name)?;
+        if !port_given {
+            self.port = 0;
+        }
+        if !data_dir_given {
+            self.data_dir = crate::instance::default_data_dir(&name);
+        }
+        self.instance = Some(name);
+        Ok(())
+    }
+
+    /// The host-wide instances directory.
+    pub fn instances_dir(&self) -> PathBuf {
+        self.instances_dir.clone().unwrap_or_else(crate::instance::default_instances_dir)
     }
 
     /// Takes the sa password from `TESSERA_SA_PASSWORD` when set (it wins over the file).
@@ -148,6 +192,9 @@ impl Config {
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("tls_cert and tls_key go together".to_string());
         }
+        if let Some(name) = &self.instance {
+            crate::instance::validate_name(name)?;
+        }
         Ok(())
     }
 }
@@ -176,5 +223,24 @@ mod tests {
         c.sa_password = Some("x".into());
         c.max_packet_size = 100;
         assert!(c.validate().is_err());
+    }
+
+    #[test]
+    fn a_named_instance_gets_its_own_port_and_data_directory() {
+        let mut c = Config::from_toml("instance = \"sales\"\nsa_password = \"pw\"\n").unwrap();
+        assert!(c.browser);
+        c.resolve_instance(false, false).unwrap();
+        assert_eq!(c.instance.as_deref(), Some("SALES"));
+        assert_eq!((c.port, c.data_dir.clone()), (0, PathBuf::from("tessera-data/instances/SALES")));
+        assert!(c.validate().is_ok());
+        let mut given = Config { instance: Some("hr".into()), port: 5000, data_dir: "/d".into(), ..Config::default() };
+        given.resolve_instance(true, true).unwrap();
+        assert_eq!((given.port, given.data_dir), (5000, PathBuf::from("/d")));
+        let mut default = Config::default();
+        default.resolve_instance(false, false).unwrap();
+        assert_eq!((default.port, default.data_dir), (DEFAULT_PORT, PathBuf::from(DEFAULT_DATA_DIR)));
+        let mut bad = Config { instance: Some("MSSQLSERVER".into()), ..Config::default() };
+        assert!(bad.resolve_instance(false, false).unwrap_err().contains("reserved"));
+        assert!(Config::from_toml("browser = false").map(|c| !c.browser).unwrap());
     }
 }

@@ -5,14 +5,18 @@
 //! Layers, bottom up: [`packet`] (framing) → [`codec`] (bounded readers, string
 //! encodings) → [`types`] (TYPE_INFO and values) → [`tokens`] (response tokens) →
 //! [`prelogin`], [`login7`], [`rpc`], [`tm`] (request decoders) → [`session`] (one
-//! connection's async loop) → [`Server`] (listener, limits, TLS, logins, log).
+//! connection's async loop) → [`Server`] (listener, limits, TLS, logins, log). Beside
+//! them: [`instance`] (named instances and their host-wide registry) and [`browser`] (the
+//! SQL Server Browser on UDP 1434).
 
+pub mod browser;
 pub mod bulk;
 pub mod client;
 pub mod codec;
 pub mod config;
 pub mod descriptors;
 pub mod errorlog;
+pub mod instance;
 pub mod login7;
 pub mod packet;
 pub mod prelogin;
@@ -64,6 +68,8 @@ pub struct Server {
     state: Arc<ServerState>,
     listener: TcpListener,
     engine: Arc<Engine>,
+    /// A named instance's entry in the host's instances directory, held while it runs.
+    registration: Option<instance::Registration>,
 }
 
 impl Server {
@@ -72,6 +78,16 @@ impl Server {
     /// runtime.
     pub async fn bind(mut config: Config) -> Result<Server, String> {
         config.validate()?;
+        // A named instance claims its name on the host before it touches anything.
+        let mut registration = match &config.instance {
+            Some(name) => {
+                let name = instance::validate_name(name)?;
+                let entry = instance::register(&config.instances_dir(), &name, config.port)?;
+                config.instance = Some(name);
+                Some(entry)
+            }
+            None => None,
+        };
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create the data directory '{}': {e}", config.data_dir.display()))?;
         // Before anything is written there: another server may own the directory.
@@ -119,6 +135,9 @@ impl Server {
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("cannot open the data directory '{}': {e}", dir.display()))?;
         let shared = tessera_sql::start_instance(engine.clone()).map_err(|e| e.to_string())?;
+        if let Some(name) = &config.instance {
+            let _ = shared.instance_name.set(name.clone());
+        }
         let errorlog = log.clone();
         shared.set_errorlog(Arc::new(
             move |spid, text| {
@@ -144,6 +163,15 @@ impl Server {
             if local.is_ipv4() { "ipv4" } else { "ipv6" },
             local.port()
         ));
+        if let (Some(name), Some(entry)) = (&config.instance, registration.as_mut()) {
+            entry.set_port(local.port())?;
+            log.server(&format!(
+                "Named instance {name}: TCP port {}, registered in '{}'{}.",
+                local.port(),
+                config.instances_dir().display(),
+                if config.browser { "" } else { " (this instance's SQL Server Browser is off)" }
+            ));
+        }
         let state = Arc::new(ServerState {
             login_permits: Semaphore::new(config.max_concurrent_logins),
             config,
@@ -155,7 +183,7 @@ impl Server {
             busy: AtomicUsize::new(0),
             cancels: parking_lot::Mutex::new(Vec::new()),
         });
-        Ok(Server { state, listener, engine })
+        Ok(Server { state, listener, engine, registration })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -169,8 +197,18 @@ impl Server {
     /// Accepts connections until `shutdown` turns true, then shuts the engine down
     /// (connections still open are dropped; their sessions close and roll back).
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), String> {
-        let Server { state, listener, engine } = self;
+        let Server { state, listener, engine, registration } = self;
         let connections = Arc::new(Semaphore::new(state.config.max_connections));
+        // Only named instances take part in the SQL Server Browser, so default-instance
+        // servers (and the tests that start them) never touch UDP 1434.
+        let browser = (registration.is_some() && state.config.browser).then(|| {
+            tokio::spawn(browser::run(
+                state.config.listen.clone(),
+                state.config.instances_dir(),
+                state.log.clone(),
+                shutdown.clone(),
+            ))
+        });
         state.log.server("SQL Server is now ready for client connections. This is an informational message; no user action is required.");
         let mut tasks = tokio::task::JoinSet::new();
         let (mut accept_failures, mut last_accept_log): (u64, Option<std::time::Instant>) = (0, None);
@@ -221,6 +259,9 @@ impl Server {
         }
         state.log.server("Server shutdown has been initiated.");
         drop(listener);
+        if let Some(task) = browser {
+            let _ = task.await;
+        }
         // Running requests are cancelled (a lock wait ends with 3617) and every connection
         // ends after its current request; idle ones end now. Each session rolls back
         // what it has not committed as it closes.
@@ -243,13 +284,16 @@ impl Server {
         let shared = state.shared.clone();
         drop(state);
         drop(shared);
-        tokio::task::spawn_blocking(move || {
+        let stopped = tokio::task::spawn_blocking(move || {
             engine.stop_background();
             engine.shutdown()
         })
         .await
         .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+        // The instance's name is free again once its data directory is.
+        drop(registration);
+        stopped
     }
 }
 

@@ -7,20 +7,10 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{TestServer, PASSWORD};
-use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
+use common::{connect_sa, TestServer};
+use tiberius::Client;
 use tokio::net::TcpStream;
-use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
-
-async fn connect(port: u16) -> Client<Compat<TcpStream>> {
-    let mut config = Config::new();
-    config.host("127.0.0.1");
-    config.port(port);
-    config.authentication(AuthMethod::sql_server("sa", PASSWORD));
-    config.encryption(EncryptionLevel::NotSupported);
-    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
-    Client::connect(config, tcp.compat_write()).await.expect("login")
-}
+use tokio_util::compat::Compat;
 
 async fn run(client: &mut Client<Compat<TcpStream>>, sql: &str) -> Result<(), tiberius::error::Error> {
     client.simple_query(sql).await?.into_results().await.map(drop)
@@ -63,12 +53,12 @@ fn affinity_pins_every_thread_and_auto_releases_them() {
     let server = TestServer::start();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let mut client = connect(server.port()).await;
+        let mut client = connect_sa(server.port()).await;
         run(&mut client, "exec sp_configure 'show advanced options', 1; reconfigure;").await.unwrap();
         run(&mut client, &format!("exec sp_configure 'affinity mask', {mask}; reconfigure;")).await.unwrap();
         assert_all_on(&first);
         // Threads the server starts from now on (a new connection, blocking work) inherit it.
-        let mut second = connect(server.port()).await;
+        let mut second = connect_sa(server.port()).await;
         run(
             &mut second,
             "create database aff; create table aff.dbo.t (id int primary key); insert aff.dbo.t values (1);",

@@ -6,25 +6,15 @@
 
 mod common;
 
-use common::{TestServer, PASSWORD};
-use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
+use common::{connect_sa, TestServer};
+use tiberius::Client;
 use tokio::net::TcpStream;
-use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+use tokio_util::compat::Compat;
 
 /// The hard (and soft) descriptor limit the test runs under.
 const LIMIT: u64 = 256;
 /// Databases the test makes and uses: more than the server may keep open under `LIMIT`.
 const DATABASES: usize = 70;
-
-async fn connect(port: u16) -> Client<Compat<TcpStream>> {
-    let mut config = Config::new();
-    config.host("127.0.0.1");
-    config.port(port);
-    config.authentication(AuthMethod::sql_server("sa", PASSWORD));
-    config.encryption(EncryptionLevel::NotSupported);
-    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
-    Client::connect(config, tcp.compat_write()).await.expect("login")
-}
 
 async fn scalar(client: &mut Client<Compat<TcpStream>>, sql: &str) -> i64 {
     let row = client.simple_query(sql).await.expect(sql).into_row().await.expect(sql).expect("a row");
@@ -52,7 +42,7 @@ fn more_databases_than_descriptors_allow_open_are_all_served() {
 
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
-        let mut client = connect(server.port()).await;
+        let mut client = connect_sa(server.port()).await;
         for i in 0..DATABASES {
             let sql = format!(
                 "create database fd{i}; create table fd{i}.dbo.t (id int primary key, v int); insert fd{i}.dbo.t values (1, {i}), (2, {i});"
@@ -66,7 +56,7 @@ fn more_databases_than_descriptors_allow_open_are_all_served() {
             assert!(open_data_files() <= budget.max_open_databases, "reading fd{i}: {} open", open_data_files());
         }
         // The listener still accepts: a second connection lists every database.
-        let mut other = connect(server.port()).await;
+        let mut other = connect_sa(server.port()).await;
         let listed = scalar(&mut other, "select count(*) from sys.databases where name like 'fd%'").await;
         assert_eq!(listed, DATABASES as i64);
     });

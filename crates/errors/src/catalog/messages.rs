@@ -267,6 +267,7 @@ pub static MESSAGES: &[Message] = &[
     m(5701, 0, Statement, "Changed database context to '%.*ls'."),
     m(5703, 0, Statement, "Changed language setting to us_english."),
     m(5812, 16, Statement, "You do not have permission to run the RECONFIGURE statement."),
+    m(5832, 16, Statement, "The affinity mask specified does not match the CPU mask on this system."),
     m(6401, 16, Statement, "Cannot roll back %.*ls. No transaction or savepoint of that name was found."),
     m(7940, 16, Statement, "System databases master, model, msdb, and tempdb cannot be detached."),
     m(8009, 16, Statement, "%ls"),

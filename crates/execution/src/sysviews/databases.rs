@@ -115,7 +115,8 @@ fn tessera_databases(ctx: &ExecCtx, _db: &str) -> Rows<11> {
                 .filter(|_| is_open)
                 .and_then(|t| now.duration_since(t).ok())
                 .map_or(Value::Null, |idle| int(idle.as_secs() as i64)),
-            kb(shared.loaded_catalog(&d.name).map_or(0, |c| c.approx_bytes() as u64)),
+            // Rounded up: a loaded catalog never shows as 0 KB.
+            kb(shared.loaded_catalog(&d.name).map_or(0, |c| c.approx_bytes() as u64).div_ceil(1024) * 1024),
             int(pages.get(&d.id).copied().unwrap_or(0) * 8),
             int(share.entries as i64),
             kb(share.bytes as u64),

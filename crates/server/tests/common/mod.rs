@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 
 use tessera_server::{Config, RunningServer};
+use tiberius::{AuthMethod, Client, EncryptionLevel};
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 pub const PASSWORD: &str = "Tessera-Test-1";
 
@@ -90,4 +93,15 @@ pub fn run_scenario_with(
         "{name} scenario failed (are the clients installed? scripts/install-clients.sh)\n--- stdout\n{stdout}\n--- stderr\n{stderr}\n--- ERRORLOG\n{}",
         server.errorlog()
     );
+}
+
+/// A tiberius connection as sa, without encryption.
+pub async fn connect_sa(port: u16) -> Client<Compat<TcpStream>> {
+    let mut config = tiberius::Config::new();
+    config.host("127.0.0.1");
+    config.port(port);
+    config.authentication(AuthMethod::sql_server("sa", PASSWORD));
+    config.encryption(EncryptionLevel::NotSupported);
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    Client::connect(config, tcp.compat_write()).await.expect("login")
 }

@@ -37,23 +37,112 @@ fn register_fonts() {
 
 /// Writes `report`'s chart to `path`: PNG for `.png`, SVG for `.svg`.
 pub fn draw(report: &Report, path: &Path) -> Result<()> {
-    register_fonts();
     let height = (TOP + ROW_HEIGHT * report.results.len().max(1) as i32 + BOTTOM) as u32;
+    render(path, (WIDTH, height), |root| paint(root, report), |root| paint(root, report))
+}
+
+/// Writes the curves of `report.series` to `path`: one panel per distinct panel name, side
+/// by side, both axes logarithmic.
+pub fn draw_curves(report: &Report, path: &Path) -> Result<()> {
+    let mut panels: Vec<&str> = Vec::new();
+    for s in &report.series {
+        if !panels.contains(&s.panel.as_str()) {
+            panels.push(&s.panel);
+        }
+    }
+    let size = (CURVE_PANEL_WIDTH * panels.len().max(1) as u32, CURVE_HEIGHT);
+    render(path, size, |root| paint_curves(root, report, &panels), |root| paint_curves(root, report, &panels))
+}
+
+/// Draws with `bitmap` or `svg` by `path`'s extension.
+fn render(
+    path: &Path,
+    size: (u32, u32),
+    bitmap: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> DrawResult<BitMapBackend<'static>>,
+    svg: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult<SVGBackend<'static>>,
+) -> Result<()> {
+    register_fonts();
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     let fail = |e: String| BenchError::new(format!("cannot draw chart {}: {e}", path.display()));
     match ext.as_deref() {
         Some("png") => {
-            let root = BitMapBackend::new(path, (WIDTH, height)).into_drawing_area();
-            paint(&root, report).map_err(|e| fail(e.to_string()))?;
+            let root = BitMapBackend::new(path, size).into_drawing_area();
+            bitmap(&root).map_err(|e| fail(e.to_string()))?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         Some("svg") => {
-            let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
-            paint(&root, report).map_err(|e| fail(e.to_string()))?;
+            let root = SVGBackend::new(path, size).into_drawing_area();
+            svg(&root).map_err(|e| fail(e.to_string()))?;
             root.present().map_err(|e| fail(e.to_string()))
         }
         _ => Err(BenchError::new(format!("chart file {} must end in .png or .svg", path.display()))),
     }
+}
+
+const CURVE_PANEL_WIDTH: u32 = 760;
+const CURVE_HEIGHT: u32 = 620;
+const CURVE_COLORS: [RGBColor; 6] = [
+    RGBColor(46, 139, 87),
+    RGBColor(20, 110, 190),
+    RGBColor(200, 80, 70),
+    RGBColor(220, 150, 30),
+    RGBColor(120, 70, 160),
+    RGBColor(90, 90, 90),
+];
+
+fn paint_curves<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, report: &Report, panels: &[&str]) -> DrawResult<DB> {
+    let grey = RGBColor(110, 110, 110);
+    root.fill(&WHITE)?;
+    let (body, caption) = root.split_vertically(CURVE_HEIGHT - 40);
+    caption.draw(&Text::new(
+        format!("tessera bench {}; machine: {}", report.benchmark, report.machine.summary()),
+        (LABEL_X, 8),
+        text_style(SANS, 13.0, grey, left(VPos::Top)),
+    ))?;
+    let names: Vec<&str> = report.series.iter().map(|s| s.name.as_str()).fold(Vec::new(), |mut v, n| {
+        if !v.contains(&n) {
+            v.push(n);
+        }
+        v
+    });
+    for (area, panel) in body.split_evenly((1, panels.len().max(1))).iter().zip(panels) {
+        let series: Vec<_> = report.series.iter().filter(|s| s.panel == *panel).collect();
+        let points = || series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0 > 0.0 && p.1 > 0.0);
+        let (x0, x1) = points().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+        let (y0, y1) = points().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+        if x0 > x1 {
+            continue;
+        }
+        let mut chart = ChartBuilder::on(area)
+            .caption(*panel, (SANS, 20.0))
+            .margin(16)
+            .x_label_area_size(44)
+            .y_label_area_size(80)
+            .build_cartesian_2d((x0 * 0.8..x1 * 1.25).log_scale(), (y0 * 0.5..y1 * 2.0).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc(series.first().map_or("", |s| s.x_label.as_str()))
+            .y_desc(series.first().map_or("", |s| s.y_label.as_str()))
+            .label_style((SANS, 14.0))
+            .draw()?;
+        for s in &series {
+            let color = CURVE_COLORS[names.iter().position(|n| *n == s.name).unwrap_or(0) % CURVE_COLORS.len()];
+            let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0 > 0.0 && p.1 > 0.0).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+                .label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(grey)
+            .label_font((SANS, 13.0))
+            .draw()?;
+    }
+    Ok(())
 }
 
 type DrawResult<DB> = std::result::Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;

@@ -46,6 +46,25 @@ pub fn rusage_cpu(who: libc::c_int) -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
+/// CPU seconds of one live process (all its threads).
+pub fn process_cpu(pid: u32) -> f64 {
+    let own = fs::read_to_string(format!("/proc/{pid}/stat")).ok().as_deref().and_then(proc_stat).map_or(0, |s| s.2);
+    ticks_to_seconds(own)
+}
+
+/// `pid` and its live children.
+pub fn process_and_children(pid: u32) -> Vec<u32> {
+    let mut out = vec![pid];
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let stat = fs::read_to_string(entry.path().join("stat")).ok();
+        if stat.as_deref().and_then(proc_stat).is_some_and(|s| s.1 == pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
 /// CPU seconds of a PostgreSQL server: the postmaster, its reaped backends and its
 /// live children (checkpointer, WAL writer, …).
 pub fn postgres_cpu(postmaster: u32) -> f64 {

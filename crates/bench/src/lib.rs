@@ -11,7 +11,10 @@
 //! - [`pointselect`]: `tessera bench pointselect`, the same over TDS against PostgreSQL.
 //! - [`tdsload`]: the lean TDS load generator `pointselect` drives tessera with.
 //! - [`plancache`]: `tessera bench plancache`, thousands of tenant databases of one schema
-//!   sharing their procedures' compiled plans.
+//!   sharing their procedures' compiled plans (tenants made by `tenants`).
+//! - [`consolidation`]: `tessera bench consolidation`, seed 000's PACE-like tenants under a
+//!   mix of procedure calls at 500 … 8,000 databases, against PostgreSQL's two ways of
+//!   serving many tenants.
 //! - [`streaming`]: `tessera bench streaming`, `SELECT *` of a table larger than memory
 //!   over TDS against PostgreSQL, read by [`tdsstream`] and sampled by [`rss`].
 
@@ -19,6 +22,7 @@ pub mod backup;
 pub mod bpe;
 pub mod burst;
 mod chart;
+pub mod consolidation;
 pub mod contention;
 pub mod cpu;
 pub mod engine;
@@ -33,6 +37,7 @@ pub mod sql;
 pub mod streaming;
 pub mod tdsload;
 pub mod tdsstream;
+mod tenants;
 pub mod tessera_side;
 pub mod workload;
 

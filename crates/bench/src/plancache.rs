@@ -20,20 +20,23 @@
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 use tessera_database::{Engine, EngineConfig};
-use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
-use tessera_sql::{ResultSink, Session, Shared, SqlError};
+use tessera_sql::{Session, Shared};
 
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
 use crate::report::{fmt_value, Report, ResultRow};
+use crate::tenants::{
+    check_free_space, checked, create_tenant, create_tenants, disk_usage, execute, open_session, LastValue,
+    TenantSchema, PROGRESS_EVERY,
+};
 
 /// The benchmark's name, as in `tessera bench plancache`.
 pub const NAME: &str = "plancache";
@@ -77,8 +80,6 @@ const POOL_BYTES: usize = 1 << 30;
 const LOG_INITIAL_BYTES: u64 = 256 << 10;
 /// Databases in which the compile reference is measured.
 const COMPILE_ROUNDS: usize = 10;
-/// How often long loops report progress.
-const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PlancacheParams {
@@ -208,129 +209,6 @@ fn expected(p: usize, id: i64, identity: i64) -> i64 {
         6 => p_ + i64::from(id % 3 == p_ % 3),
         _ => 1 + p_,
     }
-}
-
-/// Keeps the first column of the last row of the last result set, and the first error
-/// as "Msg N: text".
-#[derive(Default)]
-struct LastValue {
-    value: Option<Value>,
-    error: Option<String>,
-}
-
-impl ResultSink for LastValue {
-    fn columns(&mut self, _: &[OutputColumn]) {
-        self.value = None;
-    }
-
-    fn row(&mut self, row: &[Value]) {
-        self.value = row.first().cloned();
-    }
-
-    fn done(&mut self, _: Option<u64>, _: bool) {}
-
-    fn message(&mut self, m: &SqlError) {
-        if m.severity > 10 {
-            self.error.get_or_insert_with(|| format!("Msg {}: {}", m.number, m.message));
-        }
-    }
-}
-
-/// The error of `what` if the sink saw one.
-fn checked(sink: LastValue, what: &str) -> Result<Option<Value>> {
-    match sink.error {
-        Some(e) => Err(BenchError::new(format!("tessera {what}: {e}"))),
-        None => Ok(sink.value),
-    }
-}
-
-fn execute(session: &mut Session, text: &str, what: &str) -> Result<()> {
-    let mut sink = LastValue::default();
-    session.execute(text, &mut sink);
-    checked(sink, what).map(drop)
-}
-
-/// A session of `sa` in `database`.
-fn open_session(shared: &Arc<Shared>, database: &str) -> Result<Session> {
-    Session::new(shared.clone(), "sa", database).map_err(|e| BenchError::new(format!("tessera session: {e}")))
-}
-
-/// One database of the schema: tables, rows and procedures, committed once. Its commits
-/// are not forced to disk (DELAYED_DURABILITY = FORCED), so that call times measure the
-/// plans and the work, not fdatasync.
-fn create_tenant(session: &mut Session, name: &str, procedures: &[String]) -> Result<()> {
-    execute(session, &format!("use master; create database [{name}]"), "create database")?;
-    execute(session, &format!("alter database [{name}] set delayed_durability = forced"), "alter database")?;
-    execute(session, &format!("use [{name}]; begin tran; {}", schema_batch()), "schema")?;
-    for text in procedures {
-        execute(session, text, "create procedure")?;
-    }
-    execute(session, "commit", "commit")
-}
-
-/// Creates databases `first..p.databases` on `p.setup_threads` sessions, database `d` on
-/// thread `d % threads`.
-fn create_tenants(
-    shared: &Arc<Shared>,
-    p: &PlancacheParams,
-    procedures: &Arc<[String]>,
-    first: usize,
-    progress: &dyn Fn(&str),
-) -> Result<()> {
-    let threads = p.setup_threads.max(1);
-    let created = AtomicUsize::new(first);
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|t| {
-                let (shared, procedures, created) = (shared.clone(), procedures.clone(), &created);
-                scope.spawn(move || -> Result<()> {
-                    let mut session = open_session(&shared, "master")?;
-                    for d in (first + t..p.databases).step_by(threads) {
-                        create_tenant(&mut session, &database_name(d), &procedures)
-                            .map_err(|e| e.context(database_name(d)))?;
-                        created.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        let mut reported = started;
-        while !workers.iter().all(|w| w.is_finished()) {
-            std::thread::sleep(Duration::from_millis(100));
-            if reported.elapsed() >= PROGRESS_EVERY {
-                reported = Instant::now();
-                let done = created.load(Ordering::Relaxed);
-                let seconds = started.elapsed().as_secs_f64();
-                progress(&format!("setup: {done} of {} databases, {seconds:.0} s", p.databases));
-            }
-        }
-        workers.into_iter().try_for_each(|w| w.join().map_err(|_| BenchError::new("a setup thread panicked"))?)
-    })
-}
-
-/// Bytes the files under `dir` take on disk.
-fn disk_usage(dir: &Path) -> Result<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let mut bytes = 0;
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let meta = entry.metadata()?;
-        bytes += if meta.is_dir() { disk_usage(&entry.path())? } else { meta.blocks() * 512 };
-    }
-    Ok(bytes)
-}
-
-/// Bytes free for an unprivileged writer on the file system holding `dir`.
-fn free_bytes(dir: &Path) -> Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| BenchError::new(e.to_string()))?;
-    // SAFETY: statvfs fills the zeroed struct from a NUL-terminated path it only reads.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(path.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error().into());
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 /// What a database does with the plans in a phase.
@@ -590,36 +468,23 @@ fn measure(dir: &Path, p: &PlancacheParams, progress: &dyn Fn(&str)) -> Result<M
     let engine = Engine::open(config)?;
     let shared =
         tessera_sql::start_instance(engine.clone()).map_err(|e| BenchError::new(format!("tessera start: {e}")))?;
-    let procedures: Arc<[String]> = (0..p.procedures).map(procedure_text).collect();
+    let schema = TenantSchema { tables: schema_batch(), procedures: (0..p.procedures).map(procedure_text).collect() };
 
     let setup = Instant::now();
     let before = disk_usage(dir)?;
     let mut session = open_session(&shared, "master")?;
-    create_tenant(&mut session, &database_name(0), &procedures)?;
+    create_tenant(&mut session, &database_name(0), &schema)?;
     let disk_bytes_per_database = disk_usage(dir)?.saturating_sub(before);
-    let needed = disk_bytes_per_database * p.databases as u64;
-    let free = free_bytes(dir)?;
-    if needed.saturating_mul(2) > free {
-        return Err(BenchError::new(format!(
-            "{} databases of {} KiB need {} MiB, and only {} MiB are free in {} (a margin of 2× is asked): \
-             at most {} databases fit (`tessera bench plancache --databases N`)",
-            p.databases,
-            disk_bytes_per_database >> 10,
-            needed >> 20,
-            free >> 20,
-            dir.display(),
-            free / 2 / disk_bytes_per_database.max(1)
-        )));
-    }
+    check_free_space(dir, disk_bytes_per_database, p.databases, "`tessera bench plancache --databases N`")?;
     progress(&format!(
         "setup: {} databases × {} procedures on {} sessions ({} KiB of disk each, {} MiB in all)",
         p.databases,
         p.procedures,
         p.setup_threads,
         disk_bytes_per_database >> 10,
-        needed >> 20
+        (disk_bytes_per_database * p.databases as u64) >> 20
     ));
-    create_tenants(&shared, p, &procedures, 1, progress)?;
+    create_tenants(&shared, &schema, &database_name, 1..p.databases, p.setup_threads, progress)?;
     let setup_seconds = setup.elapsed().as_secs_f64();
 
     execute(&mut session, "dbcc freeproccache", "dbcc freeproccache")?;

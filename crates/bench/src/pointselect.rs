@@ -208,10 +208,12 @@ fn lean_phase(port: u16, query: &str, n: usize, seconds: u64) -> Result<Phase> {
         user: "sa",
         password: PASSWORD,
         database: "BufferPoolExtensions_test",
-        batch: query,
+        batches: &[query],
         connections: n,
         stop: Stop::After(Duration::from_secs(seconds)),
         expect_rows: Some(1),
+        record_latencies: false,
+        rate: None,
     };
     let idle_before = thread_cpu(CLIENT_THREADS);
     let run = tdsload::run(&spec)?;

@@ -30,6 +30,21 @@ pub struct Report {
     pub machine: Machine,
     pub results: Vec<ResultRow>,
     pub notes: Vec<String>,
+    /// Curves for a line chart (figure against a parameter), drawn instead of the bars
+    /// when there are any; absent from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Series>,
+}
+
+/// One curve of a report's line chart: `points` (x, y) of `name`, in the chart's panel
+/// `panel` (one panel per distinct name, side by side), axes labelled `x_label`/`y_label`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub panel: String,
+    pub name: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub points: Vec<(f64, f64)>,
 }
 
 /// One figure of tessera's, with the peer's figure it is compared with.
@@ -205,7 +220,14 @@ pub fn fmt_value(x: f64) -> String {
 
 impl Report {
     pub fn new(benchmark: impl Into<String>, params: serde_json::Value, machine: Machine) -> Report {
-        Report { benchmark: benchmark.into(), params, machine, results: Vec::new(), notes: Vec::new() }
+        Report {
+            benchmark: benchmark.into(),
+            params,
+            machine,
+            results: Vec::new(),
+            notes: Vec::new(),
+            series: Vec::new(),
+        }
     }
 
     pub fn push(&mut self, row: ResultRow) {
@@ -310,9 +332,13 @@ impl Report {
     /// Draws the report's chart, PNG or SVG by `path`'s extension: one horizontal bar per row
     /// showing how the result compares with its goal (ratio ÷ goal, so the goal is the line at
     /// 1.0 for every row), labelled with the real figures; the title, machine and date in the
-    /// caption.
+    /// caption. A report with [`Series`] gets their curves instead.
     pub fn write_chart(&self, path: &Path) -> Result<()> {
-        crate::chart::draw(self, path)
+        if self.series.is_empty() {
+            crate::chart::draw(self, path)
+        } else {
+            crate::chart::draw_curves(self, path)
+        }
     }
 }
 

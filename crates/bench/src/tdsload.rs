@@ -51,12 +51,20 @@ pub struct LoadSpec<'a> {
     pub password: &'a str,
     /// The database LOGIN7 asks for (empty: the login's default).
     pub database: &'a str,
-    /// The batch every query sends.
-    pub batch: &'a str,
+    /// The batches the queries send, in turn: query k of the run (over every connection)
+    /// sends `batches[k % batches.len()]`.
+    pub batches: &'a [&'a str],
     pub connections: usize,
     pub stop: Stop,
     /// The rows every reply must carry: a reply with another count is an error.
     pub expect_rows: Option<u64>,
+    /// Keep every counted query's latency ([`LoadRun::latencies_us`]).
+    pub record_latencies: bool,
+    /// Queries per second over all connections (open loop: the k-th query is due at
+    /// k ÷ rate after the start, sent then on a connection that is free, or as soon as one
+    /// is when the server is behind); None sends each next query as soon as its
+    /// connection's reply is in.
+    pub rate: Option<f64>,
 }
 
 /// What a run did.
@@ -77,6 +85,9 @@ pub struct LoadRun {
     pub seconds: f64,
     /// The sum of every counted query's latency (send to end of reply).
     pub latency_seconds: f64,
+    /// Every counted query's latency in microseconds, in reply order, if
+    /// [`LoadSpec::record_latencies`] asked for them.
+    pub latencies_us: Vec<u32>,
     /// CPU time of the generator's thread over the same span.
     pub cpu_seconds: f64,
     /// CPU time of the whole process over the same span (getrusage), so that a server in
@@ -128,12 +139,27 @@ struct Conn {
     /// Scratch for the reply's column framing (reused).
     columns: Vec<Framing>,
     stopped: bool,
+    /// Waiting for its next query to be due (paced runs).
+    idle: bool,
+    /// The request in flight (an index into the encoded requests).
+    request: usize,
 }
 
+/// Latencies kept before the buffer grows, when they are recorded.
+const LATENCIES_PREALLOCATED: usize = 1 << 20;
+
 fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
+    if spec.batches.is_empty() {
+        return Err(BenchError::new("the load has no batch to send"));
+    }
     let (streams, packet_size) = login_all(spec)?;
-    let request = frame_batch(&batch_body(spec.batch), packet_size);
-    let request: &[u8] = &request;
+    let requests: Vec<Vec<u8>> = spec.batches.iter().map(|b| frame_batch(&batch_body(b), packet_size)).collect();
+    let mut next_request = 0usize;
+    let mut next = || {
+        let r = next_request % requests.len();
+        next_request += 1;
+        r
+    };
     let now = Instant::now();
     let mut conns: Vec<Conn> = streams
         .into_iter()
@@ -148,11 +174,16 @@ fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
             sent: 0,
             columns: Vec::with_capacity(16),
             stopped: false,
+            idle: false,
+            request: 0,
         })
         .collect();
     let mut fds: Vec<libc::pollfd> =
         conns.iter().map(|c| libc::pollfd { fd: c.stream.as_raw_fd(), events: 0, revents: 0 }).collect();
     let mut out = LoadRun::default();
+    if spec.record_latencies {
+        out.latencies_us.reserve(LATENCIES_PREALLOCATED);
+    }
     let (cpu_start, process_start) = (thread_cpu_seconds(), rusage_cpu(libc::RUSAGE_SELF));
     let start = Instant::now();
     let deadline = match spec.stop {
@@ -163,15 +194,38 @@ fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
         Stop::After(_) => deadline.is_some_and(|d| now < d),
         Stop::Queries(n) => c.sent < n,
     };
+    let interval = spec.rate.map(|r| Duration::from_secs_f64(1.0 / r.max(1e-6)));
+    let mut due = start;
     for c in &mut conns {
-        if wants_more(c, start) {
-            send(c, request, start)?;
-        } else {
+        if !wants_more(c, start) {
             c.stopped = true;
+        } else if interval.is_some() {
+            c.idle = true;
+        } else {
+            c.request = next();
+            send(c, &requests[c.request], start)?;
         }
     }
     let mut last_reply = start;
     loop {
+        let mut wake = STALL;
+        if let Some(interval) = interval {
+            let now = Instant::now();
+            for c in conns.iter_mut().filter(|c| c.idle) {
+                if !wants_more(c, now) {
+                    c.idle = false;
+                    c.stopped = true;
+                } else if due <= now {
+                    c.idle = false;
+                    c.request = next();
+                    send(c, &requests[c.request], now)?;
+                    due += interval;
+                }
+            }
+            if conns.iter().any(|c| c.idle) {
+                wake = due.saturating_duration_since(now).max(Duration::from_millis(1));
+            }
+        }
         let mut live = 0;
         for (c, fd) in conns.iter().zip(fds.iter_mut()) {
             fd.events = 0;
@@ -179,14 +233,18 @@ fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
                 continue;
             }
             live += 1;
-            fd.events =
-                if c.written < request.len() { libc::POLLOUT } else { 0 } | if c.in_flight { libc::POLLIN } else { 0 };
+            if c.idle {
+                continue;
+            }
+            let pending = c.written < requests[c.request].len();
+            fd.events = if pending { libc::POLLOUT } else { 0 } | if c.in_flight { libc::POLLIN } else { 0 };
         }
         if live == 0 {
             break;
         }
-        // Every live connection waits for a reply (or to write): nothing else to wake for.
-        let timeout_ms = STALL.as_millis() as i32;
+        // Every live connection waits for a reply (or to write), or for its next query to
+        // be due.
+        let timeout_ms = wake.as_millis().max(1) as i32;
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structures.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
         if ready < 0 {
@@ -196,7 +254,7 @@ fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
             }
             return Err(e.into());
         }
-        if ready == 0 {
+        if ready == 0 && wake == STALL {
             return Err(BenchError::new(format!("no reply from the server for {} s", STALL.as_secs())));
         }
         // One clock read per wake-up: the end of every reply it brings, and the start of
@@ -206,6 +264,7 @@ fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
             if fd.revents == 0 {
                 continue;
             }
+            let request = &requests[c.request];
             if fd.revents & libc::POLLOUT != 0 && c.written < request.len() {
                 write_some(c, request)?;
             }
@@ -229,9 +288,16 @@ fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
                 None => {
                     out.queries += 1;
                     out.rows += reply.rows;
-                    out.latency_seconds += now.duration_since(c.sent_at).as_secs_f64();
-                    if wants_more(c, now) {
-                        send(c, request, now)?;
+                    let latency = now.duration_since(c.sent_at);
+                    out.latency_seconds += latency.as_secs_f64();
+                    if spec.record_latencies {
+                        out.latencies_us.push(u32::try_from(latency.as_micros()).unwrap_or(u32::MAX));
+                    }
+                    if interval.is_some() && wants_more(c, now) {
+                        c.idle = true;
+                    } else if wants_more(c, now) {
+                        c.request = next();
+                        send(c, &requests[c.request], now)?;
                     } else {
                         c.stopped = true;
                     }

@@ -35,10 +35,12 @@ fn load(port: u16, batch: &str, per_connection: u64, expect_rows: Option<u64>) -
         user: "sa",
         password: PASSWORD,
         database: "loadtest",
-        batch,
+        batches: &[batch],
         connections: 2,
         stop: Stop::Queries(per_connection),
         expect_rows,
+        record_latencies: false,
+        rate: None,
     })
     .unwrap()
 }
@@ -101,13 +103,16 @@ fn lean_generator_counts_what_it_sent_and_reports_errors() {
         user: "sa",
         password: PASSWORD,
         database: "loadtest",
-        batch: select,
+        batches: &[select, select],
         connections: 2,
         stop: Stop::After(std::time::Duration::from_millis(200)),
         expect_rows: Some(1),
+        record_latencies: true,
+        rate: None,
     })
     .unwrap();
     assert!(run.queries > 0);
+    assert_eq!(run.latencies_us.len() as u64, run.queries);
     assert_eq!((run.sent, run.rows, run.errors), (run.queries, run.queries, 0));
 
     server.stop().unwrap();

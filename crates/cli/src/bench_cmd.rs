@@ -44,6 +44,11 @@ pub enum Bench {
     /// procedure run in every database: compiled plans, plan cache memory, and a shared
     /// plan's first run against a compile; then again with 10 % of the databases altered.
     Plancache(PlancacheArgs),
+    /// Issue 20 / seed 000: PACE-like tenants (200 procedures each) at 500 … 8,000
+    /// databases under one mix of procedure calls, one tessera instance and two pinned to
+    /// half the CPUs each, next to PostgreSQL with a database per tenant behind PgBouncer and
+    /// with a schema per tenant; `--idle N`: server RSS with N open idle databases.
+    Consolidation(ConsolidationArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -75,6 +80,26 @@ pub struct PlancacheArgs {
     /// 200 with --quick].
     #[arg(long, value_name = "N")]
     pub databases: Option<usize>,
+}
+
+/// `tessera bench consolidation`'s flags.
+#[derive(Debug, Args)]
+pub struct ConsolidationArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Database counts, ascending [default: 500,1000,2000,4000,8000; 50,100,200,400 with
+    /// --quick].
+    #[arg(long, value_name = "N,…", value_delimiter = ',')]
+    pub sizes: Option<Vec<usize>>,
+    /// Timed seconds per point [default: 20; 5 with --quick].
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<u64>,
+    /// Only measure the server's RSS with N open idle databases (the issue's 10,000).
+    #[arg(long, value_name = "N")]
+    pub idle: Option<usize>,
+    /// Leave out PostgreSQL (tessera's two variants only).
+    #[arg(long)]
+    pub no_postgres: bool,
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
@@ -154,6 +179,34 @@ pub fn run(args: BenchArgs) -> ExitCode {
             params.databases = databases.unwrap_or(params.databases);
             finish(&common, |dir| {
                 tessera_bench::plancache::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
+        }
+        Bench::Consolidation(args) => {
+            let binary = match std::env::current_exe() {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    eprintln!("tessera bench: cannot find the tessera binary to start servers from: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let mut params = if args.common.quick {
+                tessera_bench::consolidation::ConsolidationParams::quick(binary)
+            } else {
+                tessera_bench::consolidation::ConsolidationParams::full(binary)
+            };
+            if let Some(sizes) = args.sizes {
+                params.goal_size = if sizes.contains(&params.goal_size) {
+                    params.goal_size
+                } else {
+                    *sizes.iter().max().unwrap_or(&0)
+                };
+                params.sizes = sizes;
+            }
+            params.seconds = args.seconds.unwrap_or(params.seconds);
+            params.idle = args.idle;
+            params.postgres = !args.no_postgres;
+            finish(&args.common, |dir| {
+                tessera_bench::consolidation::run(dir, &params, &progress).map(|o| (o.report, o.failures))
             })
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),

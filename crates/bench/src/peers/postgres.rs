@@ -25,7 +25,7 @@ pub fn pg_tool(name: &str) -> Option<PathBuf> {
     versions.into_iter().rev().map(|v| v.join("bin").join(name)).find(|p| p.is_file())
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::env::var("USER").map(|u| u == "root").unwrap_or(false)
         || fs::read_to_string("/proc/self/status")
             .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
@@ -33,7 +33,7 @@ fn is_root() -> bool {
 }
 
 /// A command run as the `postgres` user when we are root (initdb and postgres refuse root).
-fn pg_command(tool: &Path) -> Command {
+pub(crate) fn pg_command(tool: &Path) -> Command {
     if is_root() {
         let mut c = Command::new("runuser");
         c.args(["-u", "postgres", "--"]).arg(tool);
@@ -143,6 +143,20 @@ pub fn restart_postgres(dir: &Path, shared_buffers_mb: usize) -> Result<Postgres
         std::thread::sleep(Duration::from_millis(100));
     }
     Ok(server)
+}
+
+/// Runs the script `file` with psql in `database`, stopping at the first error; in one
+/// transaction if `single_transaction`.
+pub fn psql_file(port: u16, database: &str, file: &Path, single_transaction: bool) -> Result<String> {
+    let tool = pg_tool("psql").ok_or_else(|| BenchError::new("psql is not installed"))?;
+    let mut c = Command::new(tool);
+    c.args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", &port.to_string(), "-U", "postgres"])
+        .args(["-d", database, "-f"])
+        .arg(file);
+    if single_transaction {
+        c.arg("-1");
+    }
+    run_checked(c, "psql")
 }
 
 pub fn psql(port: u16, sql: &str) -> Result<String> {

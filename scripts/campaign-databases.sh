@@ -16,7 +16,7 @@ export SQLCMDPASSWORD=$TESSERA_SA_PASSWORD
 cargo build --release -q -p tessera
 bin=target/release/tessera
 mkdir -p "$work"
-"$bin" serve --data-dir "$work/data" --port "$port" --memory-mb 1024 >"$work/serve.log" 2>&1 &
+"$bin" serve --data-dir "$work/data" --port "$port" --memory-mb 1024 --max-connections 256 >"$work/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
@@ -37,14 +37,19 @@ stage() {
 echo "campaign: $n databases, data in $work/data, server pid $server"
 sql "exec sp_configure 'show advanced options', 1; reconfigure;
      exec sp_configure 'max open databases', 0; exec sp_configure 'idle database close (s)', 3600; reconfigure;" >/dev/null
-stage "create $n databases" sql "declare @i int = 0, @s nvarchar(200);
-    while @i < $n begin
-        set @s = N'create database t' + cast(@i as nvarchar(10));
-        exec (@s);
-        set @i += 1;
-    end"
+create() {
+    sql "declare @i int = $1, @s nvarchar(200);
+        while @i < $2 begin
+            set @s = N'create database t' + cast(@i as nvarchar(10));
+            exec (@s);
+            set @i += 1;
+        end"
+}
+half=$((n / 2))
+stage "create databases 1 to $half" create 0 "$half"
+stage "create databases $((half + 1)) to $n" create "$half" "$n"
 stage "list (sys.databases count)" sql "select count(*) from sys.databases"
-count=$(sql "select count(*) from sys.databases where name like 't%'" | tr -d '[:space:]')
+count=$(sql "select count(*) from sys.databases where name like 't[0-9]%'" | tr -d '[:space:]')
 [ "$count" = "$n" ] || { echo "listed $count databases, expected $n"; exit 1; }
 stage "use each (table, row)" "$bin" fleet exec -S "127.0.0.1,$port" -U sa -P "$SQLCMDPASSWORD" --databases 't%' --parallel 4 \
     -Q "create table acct (id int primary key, balance int); insert acct values (1, 100); select balance from acct"

@@ -509,6 +509,11 @@ impl Database {
         self.last_used_ns.fetch_max(now_ns, Ordering::Relaxed);
     }
 
+    /// When the database was last used (when it was opened if not since).
+    pub(crate) fn last_used_at(&self) -> Instant {
+        self.opened_at + std::time::Duration::from_nanos(self.last_used_ns.load(Ordering::Relaxed))
+    }
+
     pub(crate) fn idle_for(&self) -> std::time::Duration {
         let last = std::time::Duration::from_nanos(self.last_used_ns.load(Ordering::Relaxed));
         self.opened_at.elapsed().saturating_sub(last)

@@ -125,19 +125,25 @@ pub fn load(path: &Path) -> Result<Loaded> {
 const DETACHED: &str = "DETACHED";
 
 /// Replaces the file with `entries` and the `detached` databases' files.
-pub fn save(path: &Path, entries: &[Entry], detached: &[Entry]) -> Result<()> {
-    let mut text = String::new();
-    for (e, is_detached) in entries.iter().map(|e| (e, false)).chain(detached.iter().map(|e| (e, true))) {
-        for s in [&e.name, &e.data_path.display().to_string(), &e.log_path.display().to_string()] {
-            if s.contains(['\t', '\n']) {
-                return Err(Error::Invalid(format!("names and paths may not contain tabs or newlines: {s:?}")));
-            }
+pub fn save(path: &Path, entries: &[&Entry], detached: &[Entry]) -> Result<()> {
+    use std::fmt::Write as _;
+    let mut text = String::with_capacity((entries.len() + detached.len()) * 160);
+    for (e, is_detached) in entries.iter().map(|e| (*e, false)).chain(detached.iter().map(|e| (e, true))) {
+        let bad = |b: &u8| *b == b'\t' || *b == b'\n';
+        if e.name.as_bytes().iter().any(bad)
+            || [&e.data_path, &e.log_path].iter().any(|p| p.as_os_str().as_encoded_bytes().iter().any(bad))
+        {
+            return Err(Error::Invalid(format!(
+                "names and paths may not contain tabs or newlines: {:?}, {:?}, {:?}",
+                e.name, e.data_path, e.log_path
+            )));
         }
         let o = &e.options;
         let size = |s: Option<u64>| s.map(|n| n.to_string()).unwrap_or_default();
         let growth = |g: Option<Growth>| g.map(Growth::encode).unwrap_or_default();
-        text.push_str(&format!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+        let _ = writeln!(
+            text,
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             e.name,
             e.id,
             e.data_path.display(),
@@ -152,7 +158,7 @@ pub fn save(path: &Path, entries: &[Entry], detached: &[Entry]) -> Result<()> {
             growth(o.log_growth),
             size(o.max_log_size),
             if o.scratch { "SCRATCH" } else { "" }
-        ));
+        );
     }
     let tmp = path.with_extension("tmp");
     let io = |op, e| Error::io(op, &tmp, 0, e);

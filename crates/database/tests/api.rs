@@ -357,6 +357,41 @@ fn thousands_of_databases_with_a_bounded_number_open() {
     assert_eq!(engine.database("tenant0001").unwrap_err().number(), 911);
 }
 
+/// Closing the least recently used databases sorts the open ones by last use while other
+/// threads use them. The sort once read the clock at each comparison, so the order moved
+/// under it and the standard library's sort panicked ("does not correctly implement a
+/// total order") in whichever session opened a database: the 10,000-database campaign
+/// lost a connection that way.
+#[test]
+fn closing_the_least_recently_used_while_others_use_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.max_open_databases = 40;
+    cfg.log.initial_size = 256 << 10;
+    let engine = Engine::open(cfg).unwrap();
+    let n = 300;
+    for i in 0..n {
+        engine.create_database(&format!("lru{i}"), DatabaseOptions::default()).unwrap();
+    }
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let engine = engine.clone();
+            std::thread::spawn(move || {
+                let mut x = t * 7919 + 1;
+                for _ in 0..3000 {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    let db = engine.database(&format!("lru{}", (x >> 33) % n)).unwrap();
+                    assert!(db.table("none").is_none());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("no session panics");
+    }
+    assert!(engine.stats().open_databases <= 41 + 4, "{} open", engine.stats().open_databases);
+}
+
 #[test]
 fn delayed_durability_and_log_reuse() {
     let dir = tempfile::tempdir().unwrap();

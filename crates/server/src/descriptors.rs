@@ -1,6 +1,6 @@
 //! File descriptors. At start the soft `RLIMIT_NOFILE` is raised to the hard limit, and
-//! the descriptors are shared out: open databases (a data file and a log file each) get
-//! at most half of what the server's own files leave, connections (a socket each) the
+//! the descriptors are shared out: connections (a socket each) get at most half of what
+//! the server's own files leave, open databases (a data file and a log file each) the
 //! rest. The engine closes the least recently used idle database before it would keep
 //! more open than its share, and the listener refuses connections past theirs, so
 //! neither can take the descriptors the other needs, and an `accept` never fails for
@@ -57,7 +57,9 @@ pub fn plan(limit: u64, raised_from: Option<u64>, databases: usize, connections:
         ));
     }
     let usable = limit - RESERVED_FDS;
-    let db_share = usable / 2 / FDS_PER_OPEN_DATABASE;
+    // Connections may take up to half; the databases get what they leave.
+    let connections_share = (connections as u64).min(usable / 2);
+    let db_share = (usable - connections_share) / FDS_PER_OPEN_DATABASE;
     let max_open_databases = (databases as u64).min(db_share).max(1);
     let max_connections = (connections as u64).min(usable - max_open_databases * FDS_PER_OPEN_DATABASE).max(1);
     Ok(Budget {
@@ -92,6 +94,14 @@ mod tests {
         assert_eq!(b.max_open_databases, 240);
         assert_eq!(b.max_connections, 480);
         assert!(b.max_open_databases as u64 * FDS_PER_OPEN_DATABASE + b.max_connections as u64 + RESERVED_FDS <= 1024);
+    }
+
+    #[test]
+    fn descriptors_that_connections_do_not_need_go_to_databases() {
+        let b = plan(20_000, None, 20_000, 256).unwrap();
+        assert_eq!((b.max_open_databases, b.max_connections), (9_840, 256));
+        let b = plan(20_000, None, 20_000, 10_000).unwrap();
+        assert_eq!((b.max_open_databases, b.max_connections), (4_984, 9_968));
     }
 
     #[test]

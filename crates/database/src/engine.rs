@@ -109,6 +109,16 @@ impl Slot {
     fn new(entry: Entry, open: Option<Arc<Database>>) -> Arc<Slot> {
         Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(open), closed_at: Mutex::new(None) })
     }
+
+    /// The open database's handle (None: closed).
+    fn database(&self) -> Option<Arc<Database>> {
+        self.open.lock().clone()
+    }
+
+    /// When the open database was last used (None: closed).
+    fn last_used_at(&self) -> Option<Instant> {
+        self.open.lock().as_ref().map(|db| db.last_used_at())
+    }
 }
 
 struct Inner {
@@ -142,6 +152,10 @@ pub enum DatabaseEvent<'a> {
     Opened(&'a str),
     Closed(&'a str),
 }
+
+/// How long DROP DATABASE waits for holders of the database to let go before it says the
+/// database is in use.
+const IN_USE_PATIENCE: Duration = Duration::from_millis(200);
 
 /// Called after each [`DatabaseEvent`].
 pub type DatabaseListener = Arc<dyn Fn(DatabaseEvent<'_>) + Send + Sync>;
@@ -510,15 +524,28 @@ impl Engine {
         if key(name) == "master" {
             return Err(Error::Invalid("Cannot drop the database 'master' because it is a system database.".into()));
         }
-        let mut inner = self.inner.lock();
-        let slot = inner
-            .slots
-            .get(&key(name))
-            .cloned()
-            .ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
-        if !close_unused(&slot) {
-            return Err(Error::Invalid(format!("Cannot drop database \"{name}\" because it is currently in use.")));
-        }
+        // The engine's own work (a checkpoint, a log flush) holds a database for moments:
+        // only a holder that stays is "in use".
+        let started = Instant::now();
+        let (mut inner, slot) = loop {
+            let inner = self.inner.lock();
+            let slot = inner
+                .slots
+                .get(&key(name))
+                .cloned()
+                .ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+            if close_unused(&slot) {
+                break (inner, slot);
+            }
+            drop(inner);
+            if started.elapsed() >= IN_USE_PATIENCE {
+                return Err(Error::Numbered {
+                    number: 3702,
+                    message: format!("Cannot drop database \"{name}\" because it is currently in use."),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        };
         inner.slots.remove(&key(name));
         if let Err(e) = self.save_registry(&inner) {
             // Still registered on disk: it still exists (closed).
@@ -576,21 +603,27 @@ impl Engine {
         Ok(closed)
     }
 
-    fn open_slots(&self) -> Vec<(Arc<Slot>, Arc<Database>)> {
+    /// The slots of the open databases. Their handles are taken one at a time by whoever
+    /// walks them ([`Slot::database`]): holding every handle for a whole walk would make
+    /// DROP DATABASE of any of them fail as "in use" meanwhile.
+    fn open_slots(&self) -> Vec<Arc<Slot>> {
         let slots: Vec<Arc<Slot>> = self.inner.lock().slots.values().cloned().collect();
-        slots.into_iter().filter_map(|s| s.open.lock().clone().map(|db| (s.clone(), db))).collect()
+        slots.into_iter().filter(|s| s.open.lock().is_some()).collect()
     }
 
     fn enforce_open_limit(&self) {
-        let mut open = self.open_slots();
+        let open = self.open_slots();
         let max_open = self.max_open.load(Ordering::Relaxed);
         if open.len() <= max_open {
             return;
         }
-        // One clock reading per database, not one per comparison.
-        open.sort_by_cached_key(|(_, db)| db.last_used_at());
-        let excess = open.len() - max_open;
-        let candidates: Vec<Arc<Slot>> = open.into_iter().map(|(s, _)| s).collect();
+        // One clock reading per database, not one per comparison (a key that moved during
+        // the sort made the standard library's sort panic).
+        let mut open: Vec<(Instant, Arc<Slot>)> =
+            open.into_iter().filter_map(|s| s.last_used_at().map(|at| (at, s))).collect();
+        open.sort_unstable_by_key(|(last_used, _)| *last_used);
+        let excess = open.len().saturating_sub(max_open);
+        let candidates: Vec<Arc<Slot>> = open.into_iter().map(|(_, s)| s).collect();
         let mut closed = 0;
         for slot in candidates {
             if closed == excess {
@@ -631,7 +664,7 @@ impl Engine {
     /// devices. Returns how many pool pages were dropped.
     pub fn drop_clean_buffers(&self) -> usize {
         let dropped = self.pool.drop_clean_pages();
-        for (_, db) in self.open_slots() {
+        for db in self.open_slots().iter().filter_map(|s| s.database()) {
             db.space.store.drop_os_cache();
         }
         dropped
@@ -651,8 +684,12 @@ impl Engine {
     /// Every page in RAM or in the extension: (database, database id, page, dirty, in the
     /// extension). Pages of databases closed meanwhile are left out.
     pub fn buffer_descriptors(&self) -> Vec<BufferDescriptor> {
-        let files: HashMap<u32, (String, u32)> =
-            self.open_slots().into_iter().map(|(_, db)| (db.space.file.0, (db.name().to_string(), db.id()))).collect();
+        let files: HashMap<u32, (String, u32)> = self
+            .open_slots()
+            .iter()
+            .filter_map(|s| s.database())
+            .map(|db| (db.space.file.0, (db.name().to_string(), db.id())))
+            .collect();
         let mut out = Vec::new();
         for (file, page, dirty) in self.pool.resident_pages() {
             if let Some((name, id)) = files.get(&file.0) {
@@ -710,7 +747,8 @@ impl Engine {
         }
         self.memory.observe_evictions(self.pool.stats().evictions);
         let idle_close_after = Duration::from_millis(self.idle_close_ms.load(Ordering::Relaxed));
-        for (slot, db) in self.open_slots() {
+        for slot in self.open_slots() {
+            let Some(db) = slot.database() else { continue };
             let options = db.options();
             if db.log_pending() && (options.scratch || options.delayed_durability != crate::DelayedDurability::Disabled)
             {
@@ -743,8 +781,7 @@ impl Engine {
     /// Checkpoints and closes every database; the engine stays usable.
     pub fn shutdown(&self) -> Result<()> {
         let mut first_error = None;
-        for (slot, db) in self.open_slots() {
-            drop(db);
+        for slot in self.open_slots() {
             if let Err(e) = close_slot(&slot) {
                 first_error.get_or_insert(e);
             }
@@ -787,8 +824,10 @@ fn background(engine: Weak<Engine>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Acquire) {
         let Some(engine) = engine.upgrade() else { return };
         let tick = engine.config.delayed_flush_interval;
-        for (_, db) in engine.open_slots() {
-            if db.log_pending() && db.options().delayed_durability != crate::DelayedDurability::Disabled {
+        for db in engine.open_slots().iter().filter_map(|s| s.database()) {
+            let options = db.options();
+            if db.log_pending() && (options.scratch || options.delayed_durability != crate::DelayedDurability::Disabled)
+            {
                 let _ = db.flush_log();
             }
         }

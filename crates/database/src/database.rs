@@ -116,6 +116,22 @@ pub struct DatabaseOptions {
 }
 
 impl DatabaseOptions {
+    /// The durability of a commit that asked for `delayed` (`COMMIT … WITH
+    /// (DELAYED_DURABILITY = ON)`): a scratch database's commits never wait for the log.
+    pub fn commit_durability(&self, delayed: bool) -> Durability {
+        if self.scratch {
+            Durability::Delayed
+        } else {
+            self.delayed_durability.resolve(delayed)
+        }
+    }
+
+    /// Whether commits may leave their log records unflushed, so the background thread
+    /// must flush them.
+    pub fn flushes_in_background(&self) -> bool {
+        self.scratch || self.delayed_durability != DelayedDurability::Disabled
+    }
+
     /// The sizes of the data file: these options over the engine's `data`.
     pub fn data_config(&self, engine: &DataConfig) -> DataConfig {
         DataConfig {

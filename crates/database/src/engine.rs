@@ -749,9 +749,7 @@ impl Engine {
         let idle_close_after = Duration::from_millis(self.idle_close_ms.load(Ordering::Relaxed));
         for slot in self.open_slots() {
             let Some(db) = slot.database() else { continue };
-            let options = db.options();
-            if db.log_pending() && (options.scratch || options.delayed_durability != crate::DelayedDurability::Disabled)
-            {
+            if db.log_pending() && db.options().flushes_in_background() {
                 let _ = db.flush_log();
             }
             let grown = db.log_stats().end_lsn.saturating_sub(db.checkpointed_at.load(Ordering::Acquire));
@@ -825,9 +823,7 @@ fn background(engine: Weak<Engine>, stop: Arc<AtomicBool>) {
         let Some(engine) = engine.upgrade() else { return };
         let tick = engine.config.delayed_flush_interval;
         for db in engine.open_slots().iter().filter_map(|s| s.database()) {
-            let options = db.options();
-            if db.log_pending() && (options.scratch || options.delayed_durability != crate::DelayedDurability::Disabled)
-            {
+            if db.log_pending() && db.options().flushes_in_background() {
                 let _ = db.flush_log();
             }
         }

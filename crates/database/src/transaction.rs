@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tessera_access::lock::Resource;
-use tessera_access::{BulkOutcome, Direction, Durability, LockMode, OnLocked, ReadLocks, Scan, Txn};
+use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
 use tessera_errors::Result;
 
 use crate::database::{Database, RecoveryModel, TableId};
@@ -252,9 +252,7 @@ impl Transaction {
     /// may lose it.
     pub fn commit_with(mut self, delayed: bool) -> Result<()> {
         let mut txn = self.txn.take().expect("transaction is open");
-        let options = self.db.options();
-        txn.durability =
-            if options.scratch { Durability::Delayed } else { options.delayed_durability.resolve(delayed) };
+        txn.durability = self.db.options().commit_durability(delayed);
         self.db.space.commit(txn)
     }
 

@@ -850,7 +850,8 @@ pub fn empty_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
 
 /// The pages of the tree rooted at `root`, each after all of its children (root last);
 /// pages no longer formatted as this tree's (freed by an interrupted walk) are left out.
-fn tree_pages(space: &Space, root: PageNo) -> Result<Vec<PageNo>> {
+/// Some of them may already be free: a page keeps its format when it is freed.
+pub fn tree_pages(space: &Space, root: PageNo) -> Result<Vec<PageNo>> {
     let mut order = Vec::new();
     let mut stack = vec![(root, false)];
     while let Some((no, expanded)) = stack.pop() {

@@ -291,7 +291,7 @@ pub fn restore(
                 recovery_model: RecoveryModel::parse(&header.recovery_model).unwrap_or_default(),
                 ..DatabaseOptions::default()
             };
-            engine.begin_restore(database, &data_path, &log_path, options)?;
+            engine.begin_restore(database, &data_path, &log_path, options, opts.replace)?;
             for p in [&data_path, &log_path] {
                 remove_if_exists(p)?;
             }

@@ -346,22 +346,10 @@ impl Database {
             }
         }
         let chain = self.space.get(&txn, BOOT_ROOT, CHAIN_KEY)?.and_then(|v| BackupChain::decode(&v));
-        let pending: Vec<PageNo> = self
-            .space
-            .scan(
-                &txn,
-                BOOT_ROOT,
-                Bound::Included(b"D".to_vec()),
-                Bound::Excluded(b"E".to_vec()),
-                Direction::Forward,
-                OnLocked::Wait,
-            )
-            .filter_map(|item| item.ok())
-            .filter(|(k, _)| k.len() == 5)
-            .map(|(k, _)| u32::from_be_bytes(k[1..5].try_into().unwrap()))
-            .collect();
+        let pending = self.pending_drops(&txn);
         self.space.commit(txn)?;
         result?;
+        let pending = pending?;
         *self.tables.write() = tables;
         *self.chain.lock() = chain.unwrap_or_default();
         self.apply_log_hold();
@@ -373,6 +361,22 @@ impl Database {
             }
         }
         Ok(())
+    }
+
+    /// The roots of dropped trees whose pages may not all be free yet.
+    fn pending_drops(&self, txn: &tessera_access::Txn) -> Result<Vec<PageNo>> {
+        self.space
+            .scan(
+                txn,
+                BOOT_ROOT,
+                Bound::Included(b"D".to_vec()),
+                Bound::Excluded(b"E".to_vec()),
+                Direction::Forward,
+                OnLocked::Wait,
+            )
+            .filter(|item| !matches!(item, Ok((k, _)) if k.len() != 5))
+            .map(|item| item.map(|(k, _)| u32::from_be_bytes(k[1..5].try_into().unwrap())))
+            .collect()
     }
 
     pub fn name(&self) -> &str {
@@ -652,7 +656,8 @@ impl Database {
 
     /// The structural checker (the future DBCC CHECKDB): every tree's structure, then
     /// allocation: every page in use by a tree is allocated exactly once, and every
-    /// allocated page is in use.
+    /// allocated page is in use. The pages of a dropped tree not yet freed (a drop left
+    /// pending by a full file, or one the next open finishes) are in use until then.
     pub fn check(&self) -> Result<Vec<(String, TreeStats)>> {
         let mut trees = vec![("(catalog)".to_string(), TableId(BOOT_ROOT))];
         trees.extend(self.tables());
@@ -666,6 +671,15 @@ impl Database {
             report.push((name, stats));
         }
         let allocated = self.space.allocated_pages()?;
+        let txn = self.space.begin(Durability::Full);
+        let pending = self.pending_drops(&txn);
+        self.space.commit(txn)?;
+        let allocated_set: std::collections::HashSet<PageNo> = allocated.iter().copied().collect();
+        for root in pending? {
+            let meta = self.space.tree(root);
+            let _latch = meta.latch.read();
+            used.extend(btree::tree_pages(&self.space, root)?.into_iter().filter(|p| allocated_set.contains(p)));
+        }
         let maps: std::collections::HashSet<PageNo> =
             allocated.iter().copied().filter(|&p| (p - 1) % tessera_access::space::BITS_PER_MAP == 0).collect();
         used.sort_unstable();

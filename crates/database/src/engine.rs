@@ -430,9 +430,18 @@ impl Engine {
     /// Makes `name` a RESTORING database whose files will be (re)written at the given
     /// paths: registers it, or — for an existing database — closes it (error 3101 if it
     /// is in use) and deletes files it no longer uses. A path that belongs to another
-    /// database is error 1834. The caller writes the files and then calls
+    /// database is error 1834; any other existing file that is not the database's own
+    /// (a detached database's, a stranger's) is error 3142 unless `replace` (RESTORE …
+    /// WITH REPLACE) allows overwriting it. The caller writes the files and then calls
     /// [`Engine::finish_restore`].
-    pub fn begin_restore(&self, name: &str, data_path: &Path, log_path: &Path, options: DatabaseOptions) -> Result<()> {
+    pub fn begin_restore(
+        &self,
+        name: &str,
+        data_path: &Path,
+        log_path: &Path,
+        options: DatabaseOptions,
+        replace: bool,
+    ) -> Result<()> {
         let mut inner = self.inner.lock();
         for slot in inner.slots.values() {
             let e = slot.entry.lock();
@@ -451,6 +460,22 @@ impl Engine {
                         ),
                     });
                 }
+            }
+        }
+        let own = inner.slots.get(&key(name)).map(|s| {
+            let e = s.entry.lock();
+            [e.data_path.clone(), e.log_path.clone()]
+        });
+        let foreign = |p: &Path| own.as_ref().is_none_or(|own| !own.iter().any(|o| o == p)) && p.exists();
+        for (p, logical) in [(data_path, name.to_string()), (log_path, format!("{name}_log"))] {
+            if foreign(p) && !replace {
+                return Err(Error::Numbered {
+                    number: 3142,
+                    message: format!(
+                        "File \"{logical}\" cannot be restored over the existing \"{}\". Reissue the RESTORE statement using WITH REPLACE to overwrite pre-existing files, or WITH MOVE to identify an alternate location.",
+                        p.display()
+                    ),
+                });
             }
         }
         let options = DatabaseOptions { data_path: None, log_path: None, ..options };
@@ -484,6 +509,8 @@ impl Engine {
             inner.slots.insert(key(name), Slot::new(entry, None));
             inner.next_id = id + 1;
         }
+        // A detached database whose file is overwritten is gone.
+        inner.detached.retain(|d| ![&d.data_path, &d.log_path].iter().any(|p| *p == data_path || *p == log_path));
         self.save_registry(&inner)
     }
 

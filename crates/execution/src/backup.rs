@@ -365,7 +365,7 @@ pub fn backup(
         // A tail-log backup WITH NORECOVERY leaves the database RESTORING.
         shared.forget(database);
         let (data, log_path, options) = shared.engine.database_info(database).expect("backed up just now");
-        shared.engine.begin_restore(database, &data, &log_path, options).map_err(|e| to_sql(e.into(), verb))?;
+        shared.engine.begin_restore(database, &data, &log_path, options, false).map_err(|e| to_sql(e.into(), verb))?;
         if let Some(id) = shared.engine.database_id(database) {
             shared.plans.forget_database(database, id);
         }

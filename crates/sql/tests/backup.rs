@@ -346,3 +346,50 @@ fn bulk_logged_insert_select_is_minimally_logged_and_its_log_backup_carries_the_
     assert_eq!(r[4], Value::Int(3000));
     ok(&mut s, "dbcc checkdb ('bl2')");
 }
+
+/// RESTORE never overwrites a file that is not the database's own without WITH REPLACE
+/// (3142): a detached database's files survive a RESTORE of its name and attach again.
+#[test]
+fn restore_refuses_to_overwrite_a_detached_database_s_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let mut s = session(dir.path());
+    ok(&mut s, "create database tenant; alter database tenant set recovery simple");
+    ok(&mut s, "create table tenant.dbo.t (id int primary key, v varchar(10)); insert tenant.dbo.t values (1, 'old')");
+    ok(&mut s, &format!("backup database tenant to disk = '{d}/tenant.bak' with init"));
+    ok(&mut s, "insert tenant.dbo.t values (2, 'after')");
+    let files =
+        ok(&mut s, "select physical_name from sys.master_files where database_id = db_id('tenant') order by type");
+    let paths: Vec<String> = files.result_sets[0]
+        .1
+        .iter()
+        .map(|r| match &r[0] {
+            Value::Str(t) => t.to_string(),
+            v => panic!("{v:?}"),
+        })
+        .collect();
+    ok(&mut s, "exec sp_detach_db 'tenant'");
+
+    let out = run(&mut s, &format!("restore database tenant from disk = '{d}/tenant.bak'"));
+    assert_eq!(error_numbers(&out)[0], 3142, "{:?}", texts(&out));
+    assert!(texts(&out)[0].contains(&paths[0]), "{:?}", texts(&out));
+    assert_eq!(
+        scalar(&mut s, "select count(*) from sys.databases where name = 'tenant'"),
+        Value::Int(0),
+        "a refused RESTORE registers nothing"
+    );
+    ok(
+        &mut s,
+        &format!("create database tenant on (filename = '{}'), (filename = '{}') for attach", paths[0], paths[1]),
+    );
+    assert_eq!(scalar(&mut s, "select count(*) from tenant.dbo.t"), Value::Int(2), "the detached files are intact");
+
+    ok(&mut s, "exec sp_detach_db 'tenant'");
+    ok(&mut s, &format!("restore database tenant from disk = '{d}/tenant.bak' with replace"));
+    assert_eq!(scalar(&mut s, "select count(*) from tenant.dbo.t"), Value::Int(1), "WITH REPLACE overwrote them");
+    let out = run(
+        &mut s,
+        &format!("create database again on (filename = '{}'), (filename = '{}') for attach", paths[0], paths[1]),
+    );
+    assert_eq!(error_numbers(&out)[0], 5120, "the files are the restored database's now: {:?}", texts(&out));
+}

@@ -182,6 +182,7 @@ pub static MESSAGES: &[Message] = &[
     m(3132, 16, Statement, "The media set has %d media families but only %d are provided. All members must be provided."),
     m(3135, 16, Statement, "The backup set in file '%ls' was created by %ls and cannot be used for this restore operation."),
     m(3136, 16, Statement, "This differential backup cannot be restored because the database has not been restored to the correct earlier state."),
+    m(3142, 16, Statement, "File \"%ls\" cannot be restored over the existing \"%ls\". Reissue the RESTORE statement using WITH REPLACE to overwrite pre-existing files, or WITH MOVE to identify an alternate location."),
     m(3148, 16, Statement, "RESTORE DATABASE WITH RECOVERY cannot be used on database '%.*ls' because it is already online."),
     m(3154, 16, Statement, "The backup set holds a backup of a database other than the existing '%.*ls' database."),
     m(3159, 16, Statement, "The tail of the log for the database \"%.*ls\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log."),

@@ -103,11 +103,20 @@ struct Slot {
     open: Mutex<Option<Arc<Database>>>,
     /// When it was last closed (None: not since the engine started).
     closed_at: Mutex<Option<SystemTime>>,
+    /// Set, under the `open` lock, when the database leaves the engine (DROP, detach): a
+    /// thread that found the slot before then reports the database missing instead of
+    /// opening its files again.
+    retired: AtomicBool,
 }
 
 impl Slot {
     fn new(entry: Entry, open: Option<Arc<Database>>) -> Arc<Slot> {
-        Arc::new(Slot { entry: Mutex::new(entry), open: Mutex::new(open), closed_at: Mutex::new(None) })
+        Arc::new(Slot {
+            entry: Mutex::new(entry),
+            open: Mutex::new(open),
+            closed_at: Mutex::new(None),
+            retired: AtomicBool::new(false),
+        })
     }
 
     /// The open database's handle (None: closed).
@@ -379,6 +388,9 @@ impl Engine {
             let mut open = slot.open.lock();
             match &*open {
                 Some(db) => (db.clone(), false),
+                None if slot.retired.load(Ordering::Acquire) => {
+                    return Err(Error::NotFound { kind: "database", name: name.to_string() });
+                }
                 None => {
                     let entry = slot.entry.lock().clone();
                     if entry.state == DbState::Restoring {
@@ -480,22 +492,25 @@ impl Engine {
         }
         let options = DatabaseOptions { data_path: None, log_path: None, ..options };
         if let Some(slot) = inner.slots.get(&key(name)).cloned() {
-            if !close_unused(&slot) {
+            // RESTORING before the open lock is let go, so nobody opens the old files.
+            let closed = close_unused(&slot, || {
+                let mut e = slot.entry.lock();
+                for old in [e.data_path.clone(), e.log_path.clone()] {
+                    if old != data_path && old != log_path {
+                        let _ = std::fs::remove_file(&old);
+                    }
+                }
+                e.data_path = data_path.to_path_buf();
+                e.log_path = log_path.to_path_buf();
+                e.options = options;
+                e.state = DbState::Restoring;
+            });
+            if !closed {
                 return Err(Error::Numbered {
                     number: 3101,
                     message: "Exclusive access could not be obtained because the database is in use.".into(),
                 });
             }
-            let mut e = slot.entry.lock();
-            for old in [e.data_path.clone(), e.log_path.clone()] {
-                if old != data_path && old != log_path {
-                    let _ = std::fs::remove_file(&old);
-                }
-            }
-            e.data_path = data_path.to_path_buf();
-            e.log_path = log_path.to_path_buf();
-            e.options = options;
-            e.state = DbState::Restoring;
         } else {
             let id = inner.next_id;
             let entry = Entry {
@@ -561,7 +576,7 @@ impl Engine {
                 .get(&key(name))
                 .cloned()
                 .ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
-            if close_unused(&slot) {
+            if close_unused(&slot, || slot.retired.store(true, Ordering::Release)) {
                 break (inner, slot);
             }
             drop(inner);
@@ -576,6 +591,7 @@ impl Engine {
         inner.slots.remove(&key(name));
         if let Err(e) = self.save_registry(&inner) {
             // Still registered on disk: it still exists (closed).
+            slot.retired.store(false, Ordering::Release);
             inner.slots.insert(key(name), slot);
             return Err(e);
         }
@@ -816,11 +832,15 @@ impl Engine {
 }
 
 /// Drops a database's open handle (without a checkpoint: its files are about to go) if
-/// nothing outside the engine holds it. False if something does.
-fn close_unused(slot: &Slot) -> bool {
+/// nothing outside the engine holds it, and then runs `closed` before anyone can open it
+/// again. False if something holds it.
+fn close_unused(slot: &Slot, closed: impl FnOnce()) -> bool {
     let mut open = slot.open.lock();
     match open.take().map(Arc::try_unwrap) {
-        None | Some(Ok(_)) => true,
+        None | Some(Ok(_)) => {
+            closed();
+            true
+        }
         Some(Err(db)) => {
             *open = Some(db);
             false

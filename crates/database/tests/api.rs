@@ -428,6 +428,52 @@ fn drop_database_while_the_background_walks_the_open_ones() {
     drop((kept, held));
 }
 
+/// A session that looked a database up just before a DROP, detach or RESTORE took it
+/// away must not open its files again afterwards (the old engine did: it reopened a
+/// detached database's files, which an operator then copies, a dropped database's deleted
+/// files, or a restored database's old ones). Sessions here open and close the database
+/// all the time, so some are always between finding it and opening it. While a session
+/// holds a handle nobody can take the database away, so it must still be listed.
+#[test]
+fn a_database_taken_away_is_never_reopened_by_a_session_that_looked_it_up_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Arc::new(Engine::open(config(dir.path())).unwrap());
+    for round in 0..40 {
+        let name = format!("away{round}");
+        engine.create_database(&name, DatabaseOptions::default()).unwrap();
+        let users: Vec<_> = (0..3)
+            .map(|_| {
+                let (engine, name) = (engine.clone(), name.clone());
+                std::thread::spawn(move || loop {
+                    match engine.database(&name) {
+                        Ok(db) => {
+                            assert!(engine.database_id(&name).is_some(), "{name} was opened after it was taken away");
+                            drop(db);
+                        }
+                        Err(e) => {
+                            assert_eq!(e.number(), 911, "{e}");
+                            return;
+                        }
+                    }
+                    engine.close_database(&name).unwrap();
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(5));
+        loop {
+            let r = if round % 2 == 0 { engine.detach_database(&name) } else { engine.drop_database(&name) };
+            match r {
+                Ok(()) => break,
+                Err(e) if matches!(e.number(), 3702 | 3703) => std::thread::yield_now(),
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+        for user in users {
+            user.join().unwrap();
+        }
+    }
+}
+
 #[test]
 fn delayed_durability_and_log_reuse() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@
 //! unattached, after it an attached database.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tessera_access::space::Space;
@@ -80,6 +81,7 @@ impl Engine {
                     }
                 }
             }
+            slot.retired.store(true, Ordering::Release);
         }
         let entry = slot.entry.lock().clone();
         inner.slots.remove(&key(name));
@@ -88,6 +90,7 @@ impl Engine {
         inner.detached.push(entry);
         if let Err(e) = self.save_registry(&inner) {
             // Still registered on disk: still attached (closed).
+            slot.retired.store(false, Ordering::Release);
             inner.detached = saved_detached;
             inner.slots.insert(key(name), slot);
             return Err(e);

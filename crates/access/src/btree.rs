@@ -835,6 +835,15 @@ pub fn free_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
     free_pages_then(space, &tree_pages(space, root)?, last, |_| Ok(()))
 }
 
+/// Whether the page `root` still holds the root of the tree dropped when the log ended
+/// at `dropped_at`. Once a drop's walk has freed the root, every other page of the tree
+/// is free too, and the root page may already be the root of a new tree: formatted as
+/// the same object (a tree is named by its root page), but changed after the drop.
+pub fn holds_dropped_root(space: &Space, root: PageNo, dropped_at: Lsn) -> Result<bool> {
+    let g = read(space, root)?;
+    Ok(page::object_id(&g) == root && page::lsn(&g) < dropped_at)
+}
+
 /// Frees every page of the tree rooted at `root` but the root, which becomes an empty
 /// leaf in the last mini-transaction (logged with `last`). Like [`free_tree`], safe to
 /// repeat after a crash part-way.
@@ -849,8 +858,8 @@ pub fn empty_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
 }
 
 /// The pages of the tree rooted at `root`, each after all of its children (root last);
-/// pages no longer formatted as this tree's (freed by an interrupted walk) are left out.
-/// Some of them may already be free: a page keeps its format when it is freed.
+/// pages no longer formatted as this tree's (freed by an interrupted walk: a freed page is
+/// formatted as free) are left out.
 pub fn tree_pages(space: &Space, root: PageNo) -> Result<Vec<PageNo>> {
     let mut order = Vec::new();
     let mut stack = vec![(root, false)];

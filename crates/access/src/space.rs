@@ -758,11 +758,17 @@ impl Space {
         })
     }
 
-    /// Frees every page of a tree that no catalog entry names any more (a committed
-    /// DROP). Safe to repeat after a crash part-way: pages already freed are skipped.
-    pub fn free_tree(&self, root: PageNo) -> Result<()> {
+    /// Frees every page of a tree that no catalog entry names any more (a DROP committed
+    /// when the log ended at `dropped_at`; 0 for drops recorded without it). Safe to
+    /// repeat after a crash part-way: pages already freed are skipped, and once the root
+    /// is free — it goes last — nothing is freed again, even if the root page has become
+    /// another tree's root since.
+    pub fn free_tree(&self, root: PageNo, dropped_at: Lsn) -> Result<()> {
         let meta = self.tree(root);
         let _latch = meta.latch.write();
+        if dropped_at != 0 && !btree::holds_dropped_root(self, root, dropped_at)? {
+            return Ok(());
+        }
         btree::free_tree(self, root, LogCtx::system()).map(|_| ())
     }
 

@@ -163,7 +163,10 @@ fn catalog_key(name: &str) -> Vec<u8> {
     k
 }
 
-/// A dropped tree whose pages may not all be free yet: `D` + root page (u32 BE).
+/// A dropped tree whose pages may not all be free yet: `D` + root page (u32 BE); its
+/// value is the end of the log when the drop began (u64 LE), which tells the dropped
+/// tree's root from a later tree's root on the same page (entries written before the
+/// value existed are empty).
 fn pending_drop_key(root: PageNo) -> Vec<u8> {
     let mut k = b"D".to_vec();
     k.extend_from_slice(&root.to_be_bytes());
@@ -353,8 +356,8 @@ impl Database {
         *self.tables.write() = tables;
         *self.chain.lock() = chain.unwrap_or_default();
         self.apply_log_hold();
-        for root in pending {
-            match self.finish_drop(root) {
+        for (root, dropped_at) in pending {
+            match self.finish_drop(root, dropped_at) {
                 // A full log or data file leaves the drop pending until the next open.
                 Err(e) if tessera_access::reserve::is_full(&e) => {}
                 r => r?,
@@ -363,8 +366,9 @@ impl Database {
         Ok(())
     }
 
-    /// The roots of dropped trees whose pages may not all be free yet.
-    fn pending_drops(&self, txn: &tessera_access::Txn) -> Result<Vec<PageNo>> {
+    /// The roots of dropped trees whose pages may not all be free yet, each with the end
+    /// of the log when it was dropped (0: not recorded).
+    fn pending_drops(&self, txn: &tessera_access::Txn) -> Result<Vec<(PageNo, Lsn)>> {
         self.space
             .scan(
                 txn,
@@ -375,7 +379,12 @@ impl Database {
                 OnLocked::Wait,
             )
             .filter(|item| !matches!(item, Ok((k, _)) if k.len() != 5))
-            .map(|item| item.map(|(k, _)| u32::from_be_bytes(k[1..5].try_into().unwrap())))
+            .map(|item| {
+                item.map(|(k, v)| {
+                    let dropped_at = v.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+                    (u32::from_be_bytes(k[1..5].try_into().unwrap()), dropped_at)
+                })
+            })
             .collect()
     }
 
@@ -595,23 +604,24 @@ impl Database {
         let Some(id) = self.table(name) else {
             return Err(Error::NotFound { kind: "object", name: name.to_string() });
         };
+        let dropped_at = self.space.wal.end_lsn();
         let mut txn = self.space.begin(Durability::Full);
         let r = self
             .space
             .delete(&mut txn, BOOT_ROOT, &catalog_key(name))
-            .and_then(|_| self.space.insert(&mut txn, BOOT_ROOT, &pending_drop_key(id.0), &[]));
+            .and_then(|_| self.space.insert(&mut txn, BOOT_ROOT, &pending_drop_key(id.0), &dropped_at.to_le_bytes()));
         if let Err(e) = r {
             self.space.rollback(txn)?;
             return Err(e);
         }
         self.space.commit(txn)?;
         self.tables.write().remove(name);
-        self.finish_drop(id.0)
+        self.finish_drop(id.0, dropped_at)
     }
 
     /// Frees a dropped tree and removes its pending-drop entry.
-    fn finish_drop(&self, root: PageNo) -> Result<()> {
-        self.space.free_tree(root)?;
+    fn finish_drop(&self, root: PageNo, dropped_at: Lsn) -> Result<()> {
+        self.space.free_tree(root, dropped_at)?;
         let mut txn = self.space.begin(Durability::Full);
         match self.space.delete(&mut txn, BOOT_ROOT, &pending_drop_key(root)) {
             Ok(_) => self.space.commit(txn),
@@ -674,11 +684,12 @@ impl Database {
         let txn = self.space.begin(Durability::Full);
         let pending = self.pending_drops(&txn);
         self.space.commit(txn)?;
-        let allocated_set: std::collections::HashSet<PageNo> = allocated.iter().copied().collect();
-        for root in pending? {
+        for (root, dropped_at) in pending? {
             let meta = self.space.tree(root);
             let _latch = meta.latch.read();
-            used.extend(btree::tree_pages(&self.space, root)?.into_iter().filter(|p| allocated_set.contains(p)));
+            if dropped_at == 0 || btree::holds_dropped_root(&self.space, root, dropped_at)? {
+                used.extend(btree::tree_pages(&self.space, root)?);
+            }
         }
         let maps: std::collections::HashSet<PageNo> =
             allocated.iter().copied().filter(|&p| (p - 1) % tessera_access::space::BITS_PER_MAP == 0).collect();

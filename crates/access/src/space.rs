@@ -44,8 +44,12 @@ use crate::txn::{self, Durability, Hold, TreeMeta, Txn, TxnTable};
 pub const BITS_PER_MAP: u32 = ((PAGE_SIZE - HEADER_SIZE) * 8) as u32;
 const MAGIC: &[u8; 8] = b"TSRADAT1";
 const FORMAT_VERSION: u32 = 1;
-/// Offset of the file header fields inside page 0.
+/// Offset of the file header fields inside page 0: magic (8 bytes), format version
+/// (u32 LE), boot tree root (u32 LE), the database's file family (u128 LE, 0: not set).
 const HDR_FIELDS: u16 = HEADER_SIZE as u16;
+/// Offset of the file family: the id its log file carries too, so that a data file is
+/// never recovered with another database's log.
+const HDR_FAMILY: usize = HEADER_SIZE + 16;
 /// Page number of the first tree created in a new file: the database's catalog.
 pub const BOOT_ROOT: PageNo = 2;
 
@@ -345,8 +349,9 @@ impl Space {
 
     /// Checks the first page of the file at `path` without opening it as a database: a
     /// tessera data file's header page, intact (what attaching a database verifies before
-    /// recovery writes to the file). `Ok(Err(property))` names what is wrong with it.
-    pub fn probe_header(path: &Path) -> std::io::Result<std::result::Result<(), &'static str>> {
+    /// recovery writes to the file). Returns its file family (0: not set);
+    /// `Ok(Err(property))` names what is wrong with it.
+    pub fn probe_header(path: &Path) -> std::io::Result<std::result::Result<u128, &'static str>> {
         use std::io::Read;
         let mut p = vec![0u8; PAGE_SIZE];
         let mut file = std::fs::File::open(path)?;
@@ -367,7 +372,22 @@ impl Space {
         if u32::from_le_bytes(f[8..12].try_into().expect("4 bytes")) != FORMAT_VERSION {
             return Ok(Err("format version"));
         }
-        Ok(Ok(()))
+        Ok(Ok(u128::from_le_bytes(p[HDR_FAMILY..HDR_FAMILY + 16].try_into().expect("16 bytes"))))
+    }
+
+    /// The file family in the header (0: not set; files made before it existed).
+    pub fn family(&self) -> Result<u128> {
+        let h = self.pool.fetch(self.file, 0)?;
+        let p = h.read();
+        Ok(u128::from_le_bytes(p[HDR_FAMILY..HDR_FAMILY + 16].try_into().expect("16 bytes")))
+    }
+
+    /// Sets the file family in the header, logged like any page change.
+    pub fn set_family(&self, family: u128) -> Result<()> {
+        let mut mtr = Mtr::claiming(self, Claim::CHANGE)?;
+        let h = mtr.latch(0)?;
+        mtr.apply(h, PageOp::Raw { offset: HDR_FAMILY as u16, bytes: family.to_le_bytes().to_vec() });
+        mtr.commit_system().map(|_| ())
     }
 
     /// The in-memory state of one tree: its latch (exclusive for changes, shared for

@@ -284,7 +284,7 @@ impl Database {
             }
         };
         let db = Database::assemble(entry, space);
-        if let Err(e) = db.checkpoint() {
+        if let Err(e) = db.pair_files(rand::random::<u128>().max(1)).and_then(|_| db.checkpoint()) {
             drop(db);
             let _ = std::fs::remove_file(&entry.data_path);
             let _ = std::fs::remove_file(&entry.log_path);
@@ -296,14 +296,41 @@ impl Database {
     pub(crate) fn open(entry: &Entry, pool: Arc<BufferPool>, data: &DataConfig, log: &LogConfig) -> Result<Database> {
         let (data, log) = (entry.options.data_config(data), entry.options.log_config(log));
         let (wal, master) = Wal::open(&entry.log_path, &entry.name, log)?;
+        // Before recovery writes anything: a log of another database would corrupt it. (A
+        // header that does not read is reported after recovery, which may repair it.)
+        let data_family = Space::probe_header(&entry.data_path).ok().and_then(|h| h.ok()).unwrap_or(0);
+        let log_family = wal.family()?;
+        if data_family != 0 && log_family != 0 && data_family != log_family {
+            return Err(Error::Numbered {
+                number: 5173,
+                message: "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files.  If this is an existing database, the file may be corrupted and should be restored from a backup.".into(),
+            });
+        }
         let space = Space::open(&entry.name, &entry.data_path, pool, wal, &data)?;
         let outcome = space.recover(master)?;
         space.verify_header()?;
         let mut db = Database::assemble(entry, space);
         db.recovery = Some(outcome);
+        db.pair_files(rand::random::<u128>().max(1))?;
         db.load_catalog()?;
         db.checkpoint()?;
         Ok(db)
+    }
+
+    /// Gives the data file and the log the same file family: the one either has, or
+    /// `new` when neither has one (files made before families existed; a log a RESTORE
+    /// rebuilt gets its data file's).
+    fn pair_files(&self, new: u128) -> Result<()> {
+        let (data, log) = (self.space.family()?, self.space.wal.family()?);
+        match (data, log) {
+            (0, 0) => {
+                self.space.set_family(new)?;
+                self.space.wal.set_family(new)
+            }
+            (0, log) => self.space.set_family(log),
+            (data, 0) => self.space.wal.set_family(data),
+            _ => Ok(()),
+        }
     }
 
     fn assemble(entry: &Entry, space: Arc<Space>) -> Database {

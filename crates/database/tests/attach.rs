@@ -114,3 +114,28 @@ fn detach_and_attach_errors() {
     e.attach_database("busy", &data, &log, Default::default()).unwrap();
     assert!(e.database("busy").unwrap().table("t").is_none(), "empty, as it was made");
 }
+
+/// A data file and a log of two different databases are refused (5173) before recovery
+/// touches either, and both databases attach afterwards with their own files, intact.
+#[test]
+fn a_data_file_with_another_database_s_log_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(config(dir.path())).unwrap();
+    let mut paths = Vec::new();
+    for (name, rows) in [("one", 0..100), ("two", 0..250)] {
+        engine.create_database(name, DatabaseOptions::default()).unwrap();
+        fill(&engine, name, rows);
+        paths.push(engine.database(name).unwrap().file_paths());
+        engine.detach_database(name).unwrap();
+    }
+    let (one, two) = (&paths[0], &paths[1]);
+    let before = [std::fs::read(&one.0).unwrap(), std::fs::read(&two.1).unwrap()];
+    let e = engine.attach_database("mixed", &one.0, &two.1, DatabaseOptions::default()).unwrap_err();
+    assert_eq!(e.number(), 5173, "{e}");
+    assert!(!engine.exists("mixed"));
+    let after = [std::fs::read(&one.0).unwrap(), std::fs::read(&two.1).unwrap()];
+    assert!(before == after, "the refused files are untouched");
+    engine.attach_database("one", &one.0, &one.1, DatabaseOptions::default()).unwrap();
+    engine.attach_database("two", &two.0, &two.1, DatabaseOptions::default()).unwrap();
+    assert_eq!((count(&engine, "one"), count(&engine, "two")), (100, 250));
+}

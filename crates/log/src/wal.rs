@@ -1,7 +1,7 @@
 //! The log file: header with the master record, then virtual log files (VLFs).
 //!
 //! ```text
-//! file:   [header 4096: magic, master slot A @512, master slot B @1024] [VLF] [VLF] ...
+//! file:   [header 4096: magic, version, family @16, master slot A @512, master slot B @1024] [VLF] ...
 //! VLF:    [VLF header 512: magic, seq, size, crc] [frame] [frame] ... [end marker]
 //! frame:  len u32 | crc32c(seq, len, payload) u32 | payload (a LogRecord)
 //! ```
@@ -29,6 +29,8 @@ use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};
 pub(crate) const MAGIC: &[u8; 8] = b"TSRALOG1";
 const VLF_MAGIC: &[u8; 4] = b"VLF1";
 pub(crate) const FILE_HEADER: u64 = 4096;
+/// Where the header keeps the file family (u128 LE), after the magic and the version.
+const FAMILY_OFFSET: u64 = 16;
 pub(crate) const MASTER_SLOTS: [u64; 2] = [512, 1024];
 pub(crate) const VLF_HEADER: u32 = 512;
 pub(crate) const FRAME_HEADER: u32 = 8;
@@ -459,6 +461,20 @@ impl Wal {
 
     pub fn path(&self) -> &Path {
         self.file.path()
+    }
+
+    /// The file family in the header: the id its database's data file carries too (0:
+    /// not set; logs made before it existed, and logs a RESTORE rebuilt).
+    pub fn family(&self) -> Result<u128> {
+        let mut b = [0u8; 16];
+        self.file.read_exact_at(&mut b, FAMILY_OFFSET)?;
+        Ok(u128::from_le_bytes(b))
+    }
+
+    /// Writes the file family into the header, durably.
+    pub fn set_family(&self, family: u128) -> Result<()> {
+        self.file.write_all_at(&family.to_le_bytes(), FAMILY_OFFSET)?;
+        self.file.sync_data()
     }
 
     /// The LSN the next appended record will get.

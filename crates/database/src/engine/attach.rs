@@ -102,7 +102,8 @@ impl Engine {
     /// and opens it (running recovery). Files detached from this instance keep the
     /// options they had (recovery model, delayed durability, sizes); others get
     /// `options`. Errors: 1801 (the name exists), 5120 (a file is missing or another
-    /// database uses it), 5172 (not a tessera data or log file).
+    /// database uses it), 5172 (not a tessera data or log file), 5173 (the log is another
+    /// database's: the files' families differ).
     pub fn attach_database(
         &self,
         name: &str,
@@ -138,7 +139,7 @@ impl Engine {
             return Err(not_valid_header(log_path, "file type"));
         }
         match Space::probe_header(data_path) {
-            Ok(Ok(())) => {}
+            Ok(Ok(_family)) => {}
             Ok(Err(property)) => return Err(not_valid_header(data_path, property)),
             Err(e) => return Err(unable_to_open(data_path, e.raw_os_error().unwrap_or(5), &e.to_string())),
         }

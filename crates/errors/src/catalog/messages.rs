@@ -264,6 +264,7 @@ pub static MESSAGES: &[Message] = &[
     m(5169, 16, Statement, "FILEGROWTH cannot be greater than MAXSIZE for file '%.*ls'."),
     m(5170, 16, Statement, "Cannot create file '%ls' because it already exists. Change the file path or the file name, and retry the operation."),
     m(5172, 16, Statement, "The header for file '%ls' is not a valid database file header. The %ls property is incorrect."),
+    m(5173, 16, Statement, "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files.  If this is an existing database, the file may be corrupted and should be restored from a backup."),
     m(5174, 16, Statement, "Each file size must be greater than or equal to 512 KB."),
     m(5701, 0, Statement, "Changed database context to '%.*ls'."),
     m(5703, 0, Statement, "Changed language setting to us_english."),

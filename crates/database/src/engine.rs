@@ -22,7 +22,7 @@ use tessera_log::LogConfig;
 
 use crate::database::{Database, DatabaseOptions};
 use crate::memory::{self, MemoryGovernor, MemoryStatus};
-use crate::registry::{self, DbState, Entry};
+use crate::registry::{self, Change, DbState, Entry, Registry};
 
 mod attach;
 
@@ -136,6 +136,7 @@ struct Inner {
     /// Files of detached databases (kept in the registry so that CREATE DATABASE never
     /// deletes them as orphans; see `attach.rs`).
     detached: Vec<Entry>,
+    registry: Registry,
 }
 
 pub struct Engine {
@@ -223,7 +224,8 @@ impl Engine {
         let memory = MemoryGovernor::new(reservation as u64, config.pool_bytes as u64, PAGE_SIZE);
         config.log.buffers.set_budget(log_buffer_budget(memory.status().max_bytes));
         pool.set_max_bytes(pool_share(memory.status().target_bytes, &config.log))?;
-        let registry::Loaded { entries, detached } = registry::load(&Engine::registry_path(&config.data_dir))?;
+        let (registry, registry::Loaded { entries, detached }) =
+            Registry::open(&Engine::registry_path(&config.data_dir), key)?;
         let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
         let slots = entries.into_iter().map(|e| (key(&e.name), Slot::new(e, None))).collect();
         let max_open = AtomicUsize::new(config.max_open_databases.max(1));
@@ -235,7 +237,7 @@ impl Engine {
             config,
             pool,
             memory,
-            inner: Mutex::new(Inner { slots, next_id, detached }),
+            inner: Mutex::new(Inner { slots, next_id, detached, registry }),
             stop: Arc::new(AtomicBool::new(false)),
             worker: Mutex::new(None),
             listener: Mutex::new(None),
@@ -259,12 +261,15 @@ impl Engine {
         dir.join("databases.reg")
     }
 
-    fn save_registry(&self, inner: &Inner) -> Result<()> {
-        // Locked in the usual order (the engine's, then each entry's), read in place.
-        let mut entries: Vec<_> = inner.slots.values().map(|s| s.entry.lock()).collect();
-        entries.sort_unstable_by_key(|e| e.id);
-        let entries: Vec<&Entry> = entries.iter().map(|e| &**e).collect();
-        registry::save(&Engine::registry_path(&self.config.data_dir), &entries, &inner.detached)
+    /// Makes `changes` to the registry durable (the in-memory state has them already).
+    fn record(inner: &mut Inner, changes: &[Change]) -> Result<()> {
+        let Inner { registry, slots, detached, .. } = inner;
+        registry.record(changes, || {
+            // Locked in the usual order (the engine's, then each entry's).
+            let mut entries: Vec<Entry> = slots.values().map(|s| s.entry.lock().clone()).collect();
+            entries.sort_unstable_by_key(|e| e.id);
+            (entries, detached.clone())
+        })
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -360,7 +365,7 @@ impl Engine {
             let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
             inner.slots.insert(key(name), slot.clone());
             inner.next_id = id + 1;
-            if let Err(e) = self.save_registry(&inner) {
+            if let Err(e) = Engine::record(&mut inner, &[Change::Put(&entry)]) {
                 // Not registered: the database does not exist, and neither do its files.
                 inner.slots.remove(&key(name));
                 drop(slot);
@@ -525,8 +530,13 @@ impl Engine {
             inner.next_id = id + 1;
         }
         // A detached database whose file is overwritten is gone.
-        inner.detached.retain(|d| ![&d.data_path, &d.log_path].iter().any(|p| *p == data_path || *p == log_path));
-        self.save_registry(&inner)
+        registry::forget_detached(&mut inner.detached, data_path);
+        registry::forget_detached(&mut inner.detached, log_path);
+        let entry = inner.slots[&key(name)].entry.lock().clone();
+        Engine::record(
+            &mut inner,
+            &[Change::Put(&entry), Change::ForgetDetached(data_path), Change::ForgetDetached(log_path)],
+        )
     }
 
     /// Ends a restore sequence: the database goes ONLINE by being opened, which runs
@@ -539,19 +549,23 @@ impl Engine {
             slot.entry.lock().state = DbState::Restoring;
             return Err(e);
         }
-        let inner = self.inner.lock();
-        self.save_registry(&inner)
+        let entry = slot.entry.lock().clone();
+        Engine::record(&mut self.inner.lock(), &[Change::Put(&entry)])
     }
 
     /// Changes a database's options (recovery model, delayed durability, file growth and
     /// maximum sizes; the initial sizes only mattered when it was created).
     pub fn alter_database(&self, name: &str, options: DatabaseOptions) -> Result<()> {
-        let inner = self.inner.lock();
-        let slot =
-            inner.slots.get(&key(name)).ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+        let mut inner = self.inner.lock();
+        let slot = inner
+            .slots
+            .get(&key(name))
+            .cloned()
+            .ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
         let options = DatabaseOptions { data_path: None, log_path: None, ..options };
         let old = std::mem::replace(&mut slot.entry.lock().options, options.clone());
-        if let Err(e) = self.save_registry(&inner) {
+        let entry = slot.entry.lock().clone();
+        if let Err(e) = Engine::record(&mut inner, &[Change::Put(&entry)]) {
             slot.entry.lock().options = old;
             return Err(e);
         }
@@ -589,7 +603,7 @@ impl Engine {
             std::thread::sleep(Duration::from_millis(2));
         };
         inner.slots.remove(&key(name));
-        if let Err(e) = self.save_registry(&inner) {
+        if let Err(e) = Engine::record(&mut inner, &[Change::Remove(name)]) {
             // Still registered on disk: it still exists (closed).
             slot.retired.store(false, Ordering::Release);
             inner.slots.insert(key(name), slot);

@@ -224,3 +224,115 @@ fn every_acknowledged_commit_survives_sigkill_with_files_at_their_maximum_sizes(
     assert!(r.log_full > 0 && r.data_full > 0, "both files reached their maximum sizes");
     assert!(r.losers > 0, "some kills interrupted transactions, whose changes recovery undid");
 }
+
+/// CREATE, ALTER, detach and DROP DATABASE killed at random instants: the registry says
+/// what the operations that returned did, the one in flight is all or nothing, and no
+/// file is left that is no database's (see the worker's `databases` workload).
+#[test]
+fn database_creation_and_removal_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    // name → (state acknowledged, state begun): "C" created, "D" dropped, "X" detached.
+    let mut known: BTreeMap<String, (Option<char>, char)> = BTreeMap::new();
+    let mut models: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
+    // Names whose operation a kill cut off: their files may stay behind (the next CREATE
+    // of the name removes them).
+    let mut cut_off: Vec<String> = Vec::new();
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    for round in 0..12 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tessera-crashtest-worker"))
+            .arg(dir.path())
+            .arg("databases")
+            .arg((seed % 1_000_000).to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader =
+            std::thread::spawn(move || BufReader::new(stdout).lines().map_while(|l| l.ok()).collect::<Vec<_>>());
+        std::thread::sleep(Duration::from_millis(100 + seed % 500));
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("round {round}: worker exited early with {status}");
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for line in reader.join().unwrap() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let op = f[0].chars().next().unwrap();
+            if op.eq_ignore_ascii_case(&'a') {
+                let m = models.entry(f[1].to_string()).or_insert((None, String::new()));
+                if op == 'A' {
+                    m.0 = Some(f[2].to_string());
+                }
+                m.1 = f[2].to_string();
+                continue;
+            }
+            let k = known.entry(f[1].to_string()).or_insert((None, 'c'));
+            if op.is_ascii_uppercase() {
+                k.0 = Some(op);
+            }
+            k.1 = op.to_ascii_uppercase();
+        }
+        let engine = Engine::open(config(dir.path())).expect("the instance opens");
+        let names: Vec<String> = known.keys().cloned().collect();
+        for name in &names {
+            let (acked, begun) = known[name];
+            let exists = engine.exists(name);
+            match (acked, begun) {
+                (Some(a), b) if a == b => assert_eq!(exists, a == 'C', "round {round}: {name} after {a}"),
+                (acked, begun) => {
+                    // Its last operation was cut off: either outcome, but whole.
+                    let before = acked == Some('C');
+                    let after = begun == 'C';
+                    assert!(exists == before || exists == after, "round {round}: {name} {acked:?} → {begun}");
+                    cut_off.push(name.clone());
+                    let settled = if exists {
+                        'C'
+                    } else if begun == 'C' {
+                        'D'
+                    } else {
+                        begun
+                    };
+                    known.insert(name.clone(), (Some(settled), settled));
+                }
+            }
+            if engine.exists(name) {
+                let db = engine.database(name).unwrap_or_else(|e| panic!("round {round}: {name} opens: {e}"));
+                db.check().unwrap();
+            }
+        }
+        for (name, (acked, begun)) in &mut models {
+            if !engine.exists(name) {
+                continue;
+            }
+            let (_, _, options) = engine.database_info(name).unwrap();
+            let model = options.recovery_model.name().to_string();
+            assert!(
+                Some(&model) == acked.as_ref() || model == *begun,
+                "round {round}: {name} is {model}, acknowledged {acked:?}, begun {begun}"
+            );
+            *acked = Some(model.clone());
+            *begun = model;
+        }
+        // Every file is a registered database's or a detached one's, or the cut-off
+        // operation's.
+        for file in std::fs::read_dir(dir.path()).unwrap() {
+            let file = file.unwrap().file_name().into_string().unwrap();
+            let Some(stem) = file.strip_suffix(".mdf").or_else(|| file.strip_suffix("_log.ldf")) else { continue };
+            let detached = known.get(stem).is_some_and(|s| s.0 == Some('X'));
+            assert!(
+                stem == "master" || engine.exists(stem) || detached || cut_off.iter().any(|n| n == stem),
+                "round {round}: {file} is no database's"
+            );
+        }
+        engine.shutdown().unwrap();
+        drop(engine);
+    }
+    let created = known.values().filter(|s| s.0 == Some('C')).count();
+    let removed = known.values().filter(|s| matches!(s.0, Some('D' | 'X'))).count();
+    eprintln!("12 kills; {} databases named, {created} exist, {removed} dropped or detached", known.len());
+    assert!(created > 0 && removed > 0);
+}

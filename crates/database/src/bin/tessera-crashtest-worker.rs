@@ -15,6 +15,14 @@
 //! rolls back. So after any crash, with `k = bulk`, table `b<k>` holds exactly its `n`
 //! rows, tables of later loads are empty, and every other table is complete.
 //!
+//! With `databases` as its second argument, the worker instead creates, alters,
+//! detaches and drops databases one after another in `<dir>`'s instance, printing
+//! `c|a|x|d <name>` before each starts and `C|A|X|D <name>` when it returns (an ALTER also
+//! prints the recovery model it sets): after any crash, every database whose CREATE
+//! returned exists unless its DROP or detach began, none whose DROP or detach returned
+//! does, an ALTER that returned holds unless a later one began, and every file in the
+//! directory is a database's, a detached one's, or the one operation's in flight.
+//!
 //! With a fourth argument `full-ok` the database's files have maximum sizes the work
 //! reaches: a statement that fails with 9002 or 1105 has its transaction rolled back
 //! (which must succeed), the worker prints `F <error number>` and goes on.
@@ -121,9 +129,58 @@ fn bulk_loads(db: Arc<Database>, seed: u64, out: Out) {
     }
 }
 
+/// The `databases` workload (see the module documentation): CREATE, ALTER, detach and
+/// DROP DATABASE one after another, each announced before it starts and reported when it
+/// returns.
+fn databases(dir: &str, seed: u64) {
+    use tessera_database::{DatabaseOptions, RecoveryModel};
+    let engine = Engine::open(EngineConfig::new(dir)).expect("engine opens (recovery)");
+    let out = Out { stdout: Arc::new(std::sync::Mutex::new(std::io::stdout())), full_ok: false };
+    let mut rng = seed | 1;
+    let mut live: Vec<String> = Vec::new();
+    for i in 0u64.. {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        match (rng % 8, live.is_empty()) {
+            (0..=3, _) | (_, true) => {
+                let name = format!("s{seed}_{i}");
+                out.line(&format!("c {name}"));
+                engine.create_database(&name, DatabaseOptions::default()).unwrap();
+                out.line(&format!("C {name}"));
+                live.push(name);
+            }
+            (4 | 5, false) => {
+                let name = live.swap_remove((rng >> 8) as usize % live.len());
+                out.line(&format!("d {name}"));
+                engine.drop_database(&name).unwrap();
+                out.line(&format!("D {name}"));
+            }
+            (6, false) => {
+                let name = live.swap_remove((rng >> 8) as usize % live.len());
+                out.line(&format!("x {name}"));
+                engine.detach_database(&name).unwrap();
+                out.line(&format!("X {name}"));
+            }
+            _ => {
+                let name = &live[(rng >> 8) as usize % live.len()];
+                let model = if rng & 1 == 0 { RecoveryModel::Simple } else { RecoveryModel::Full };
+                out.line(&format!("a {name} {}", model.name()));
+                engine.alter_database(name, DatabaseOptions { recovery_model: model, ..Default::default() }).unwrap();
+                out.line(&format!("A {name} {}", model.name()));
+            }
+        }
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().expect("usage: worker DIR THREADS SEED [full-ok]");
+    let dir = args.next().expect("usage: worker DIR (THREADS SEED [full-ok] | databases SEED)");
+    if std::env::args().nth(2).as_deref() == Some("databases") {
+        let seed = std::env::args().nth(3).and_then(|s| s.parse().ok()).unwrap_or(1);
+        databases(&dir, seed);
+        return;
+    }
     let threads: u32 = args.next().and_then(|s| s.parse().ok()).unwrap_or(4);
     let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     let full_ok = args.next().as_deref() == Some("full-ok");

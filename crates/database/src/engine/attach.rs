@@ -20,7 +20,7 @@ use tessera_errors::{Error, Result};
 
 use super::{key, Engine, Slot};
 use crate::database::{Database, DatabaseOptions};
-use crate::registry::{DbState, Entry};
+use crate::registry::{self, Change, DbState, Entry};
 
 fn numbered(number: i32, message: String) -> Error {
     Error::Numbered { number, message }
@@ -86,9 +86,8 @@ impl Engine {
         let entry = slot.entry.lock().clone();
         inner.slots.remove(&key(name));
         let saved_detached = inner.detached.clone();
-        inner.detached.retain(|d| d.data_path != entry.data_path && d.log_path != entry.log_path);
-        inner.detached.push(entry);
-        if let Err(e) = self.save_registry(&inner) {
+        registry::remember_detached(&mut inner.detached, entry.clone());
+        if let Err(e) = Engine::record(&mut inner, &[Change::Remove(name), Change::Detach(&entry)]) {
             // Still registered on disk: still attached (closed).
             slot.retired.store(false, Ordering::Release);
             inner.detached = saved_detached;
@@ -163,12 +162,16 @@ impl Engine {
                 }
                 e => e,
             })?;
-        let slot = Slot::new(entry, Some(Arc::new(db)));
+        let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
         inner.slots.insert(key(name), slot);
         inner.next_id += 1;
         let saved_detached = inner.detached.clone();
-        inner.detached.retain(|d| d.data_path != data_path && d.log_path != log_path);
-        if let Err(e) = self.save_registry(&inner) {
+        registry::forget_detached(&mut inner.detached, data_path);
+        registry::forget_detached(&mut inner.detached, log_path);
+        if let Err(e) = Engine::record(
+            &mut inner,
+            &[Change::Put(&entry), Change::ForgetDetached(data_path), Change::ForgetDetached(log_path)],
+        ) {
             inner.slots.remove(&key(name));
             inner.detached = saved_detached;
             return Err(e);

@@ -162,6 +162,11 @@ impl PgSide {
 
     /// Makes tenants up to `n` (the first `self.tenants` exist), in scripts of
     /// [`SETUP_CHUNK`] tenants.
+    /// Tenants created so far.
+    pub fn tenants(&self) -> usize {
+        self.tenants
+    }
+
     pub fn grow(&mut self, n: usize, progress: &dyn Fn(&str)) -> Result<()> {
         let objects = format!("{}\n{}", postgres_tables(), (0..PROCEDURES).map(postgres_function).collect::<String>());
         let script = self.dir.join("grow.sql");

@@ -109,7 +109,17 @@ fn start_bouncer(dir: &Path, pg_port: u16, max_clients: usize) -> Result<Bouncer
         c.args(["-R", "postgres:postgres"]).arg(dir);
         run_checked(c, "chown to postgres")?;
     }
-    let child = pg_command(tool)
+    // runuser starts it with the login default of 1,024 descriptors; it needs one per
+    // client and server connection.
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(BenchError::new(format!("getrlimit: {}", std::io::Error::last_os_error())));
+    }
+    let descriptors = limit.rlim_max.min(max_clients as u64 + 1024);
+    let child = pg_command(Path::new("/usr/bin/prlimit"))
+        .arg(format!("--nofile={descriptors}:{}", limit.rlim_max))
+        .arg(tool)
         .arg(&ini)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

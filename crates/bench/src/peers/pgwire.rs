@@ -56,11 +56,17 @@ fn error_text(body: &[u8]) -> String {
     format!("{severity}: {text}")
 }
 
+/// How long a login may wait for the server's answer.
+const LOGIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl PgConn {
-    /// Connects to 127.0.0.1:`port` as `user` to `database` (trust authentication).
+    /// Connects to 127.0.0.1:`port` as `user` to `database` (trust authentication). A
+    /// login not answered within `LOGIN_TIMEOUT` is an error, not a hang (a server or
+    /// pooler that cannot accept leaves the connection in its listen queue).
     pub fn connect(port: u16, user: &str, database: &str) -> Result<PgConn> {
         let mut stream = TcpStream::connect(("127.0.0.1", port))?;
         stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(LOGIN_TIMEOUT))?;
         let mut body = 196_608u32.to_be_bytes().to_vec(); // protocol 3.0
         for (k, v) in [("user", user), ("database", database), ("application_name", "tessera bench")] {
             body.extend_from_slice(k.as_bytes());
@@ -95,6 +101,7 @@ impl PgConn {
                         if conn.backend_pid == 0 {
                             return Err(BenchError::new("PostgreSQL sent no BackendKeyData"));
                         }
+                        conn.stream.set_read_timeout(None)?;
                         return Ok(conn);
                     }
                     _ => {} // ParameterStatus, NoticeResponse

@@ -284,7 +284,7 @@ impl Database {
             }
         };
         let db = Database::assemble(entry, space);
-        if let Err(e) = db.pair_files(rand::random::<u128>().max(1)).and_then(|_| db.checkpoint()) {
+        if let Err(e) = db.pair_files().and_then(|_| db.checkpoint()) {
             drop(db);
             let _ = std::fs::remove_file(&entry.data_path);
             let _ = std::fs::remove_file(&entry.log_path);
@@ -311,19 +311,20 @@ impl Database {
         space.verify_header()?;
         let mut db = Database::assemble(entry, space);
         db.recovery = Some(outcome);
-        db.pair_files(rand::random::<u128>().max(1))?;
+        db.pair_files()?;
         db.load_catalog()?;
         db.checkpoint()?;
         Ok(db)
     }
 
     /// Gives the data file and the log the same file family: the one either has, or
-    /// `new` when neither has one (files made before families existed; a log a RESTORE
-    /// rebuilt gets its data file's).
-    fn pair_files(&self, new: u128) -> Result<()> {
+    /// a new one when neither has one (a new database; files made before families
+    /// existed; a log a RESTORE rebuilt gets its data file's).
+    fn pair_files(&self) -> Result<()> {
         let (data, log) = (self.space.family()?, self.space.wal.family()?);
         match (data, log) {
             (0, 0) => {
+                let new = rand::random::<u128>().max(1);
                 self.space.set_family(new)?;
                 self.space.wal.set_family(new)
             }

@@ -283,17 +283,15 @@ fn postgres_side(
     let side = run.side;
     let largest = p.sizes.last().copied().unwrap_or(0);
     let mut pg = PgSide::start(dir, layout, p.memory_mb, largest)?;
-    let mut per_tenant_bytes = 0;
-    for (k, &n) in p.sizes.iter().enumerate() {
+    let empty_bytes = disk_usage(dir)?;
+    pg.grow(1, progress)?;
+    for &n in &p.sizes {
         progress(&format!("{}: creating tenants up to {n}", side.label()));
-        if k == 0 {
-            let before = disk_usage(dir)?;
-            pg.grow(1, progress)?;
-            per_tenant_bytes = disk_usage(dir)?.saturating_sub(before);
-            check_free_space(dir, per_tenant_bytes, n, "`--sizes`")?;
-        }
-        // The larger sizes this disk cannot hold are left out, and said so.
-        if let Err(e) = check_free_space(dir, per_tenant_bytes, n - pg.tenants(), "`--sizes`") {
+        // Each tenant's share of everything the cluster wrote so far (its WAL and catalogs
+        // too: the first tenant alone was an underestimate and filled the disk). The sizes
+        // this disk cannot hold are left out, and said so.
+        let per_tenant_bytes = disk_usage(dir)?.saturating_sub(empty_bytes) / pg.tenants().max(1) as u64;
+        if let Err(e) = check_free_space(dir, per_tenant_bytes, n.saturating_sub(pg.tenants()), "`--sizes`") {
             run.notes.push(format!("{}: {n} tenants and more not measured: {e}", side.label()));
             break;
         }

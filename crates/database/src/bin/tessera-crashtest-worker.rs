@@ -176,12 +176,12 @@ fn databases(dir: &str, seed: u64) {
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = args.next().expect("usage: worker DIR (THREADS SEED [full-ok] | databases SEED)");
-    if std::env::args().nth(2).as_deref() == Some("databases") {
-        let seed = std::env::args().nth(3).and_then(|s| s.parse().ok()).unwrap_or(1);
-        databases(&dir, seed);
+    let second = args.next();
+    if second.as_deref() == Some("databases") {
+        databases(&dir, args.next().and_then(|s| s.parse().ok()).unwrap_or(1));
         return;
     }
-    let threads: u32 = args.next().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let threads: u32 = second.and_then(|s| s.parse().ok()).unwrap_or(4);
     let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
     let full_ok = args.next().as_deref() == Some("full-ok");
     let mut config = EngineConfig::new(&dir);

@@ -92,6 +92,16 @@ fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb:
     if allowed {
         return Ok(());
     }
+    // BACKUP DATABASE / BACKUP LOG are database permissions (db_owner and
+    // db_backupoperator hold them).
+    if verb.starts_with("BACKUP") && shared.engine.exists(database) {
+        if let Ok((security, token)) = crate::ddl::principals::token_in(shared, state, database) {
+            let on = crate::principals::check::On::Database;
+            if crate::principals::check::allowed(&security, &token, verb, on) {
+                return Ok(());
+            }
+        }
+    }
     Err(SqlError::new(262, format!("{verb} permission denied in database '{database}'.")).with_severity(14))
 }
 

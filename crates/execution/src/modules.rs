@@ -33,7 +33,10 @@ pub fn define(
     if name.name().value.starts_with('#') {
         return Err(SqlError::new(2760, "Temporary procedures, functions and views are not supported."));
     }
-    if !schema.eq_ignore_ascii_case("dbo") {
+    let schema_exists = schema.eq_ignore_ascii_case("dbo")
+        || (ctx.shared.engine.exists(&db)
+            && ctx.shared.security(&ctx.session.catalog_memo, &db)?.schema(&schema).is_some());
+    if !schema_exists {
         return Err(SqlError::new(
             2760,
             format!(

@@ -29,6 +29,8 @@ struct DbCatalog {
     database: Arc<str>,
     database_id: u32,
     current: RwLock<Arc<Catalog>>,
+    /// The database's principals and permissions, loaded at first use.
+    security: RwLock<Option<Arc<crate::principals::Security>>>,
     ddl: Mutex<()>,
     /// Set when the database is dropped or restored: a session's memo of this entry is
     /// stale.
@@ -217,6 +219,7 @@ impl Shared {
             database: Arc::from(db.name()),
             database_id: db.id(),
             current: RwLock::new(Arc::new(loaded)),
+            security: RwLock::new(None),
             ddl: Mutex::new(()),
             forgotten: AtomicBool::new(false),
         });
@@ -282,6 +285,48 @@ impl Shared {
         let current = entry.current.read().clone();
         let (next, out) = change(&current, self.versions.fetch_add(1, Ordering::Relaxed))?;
         *entry.current.write() = Arc::new(next);
+        Ok(out)
+    }
+
+    /// The principals and permissions of the database `name` (through a session's memo).
+    pub fn security(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<crate::principals::Security>> {
+        let entry = match &*memo.0.borrow() {
+            Some(e) if !e.forgotten.load(Ordering::Acquire) && e.database.eq_ignore_ascii_case(name) => Some(e.clone()),
+            _ => None,
+        };
+        let entry = match entry {
+            Some(e) => e,
+            None => self.entry_named(name)?,
+        };
+        if let Some(s) = &*entry.security.read() {
+            return Ok(s.clone());
+        }
+        let db = self.database(&entry.database)?;
+        let _ddl = entry.ddl.lock();
+        if let Some(s) = &*entry.security.read() {
+            return Ok(s.clone());
+        }
+        let loaded = Arc::new(crate::principals::load(&db)?);
+        *entry.security.write() = Some(loaded.clone());
+        Ok(loaded)
+    }
+
+    /// Runs one change of a database's principals or permissions: `change` gets the
+    /// current set and returns the next, which is written and then replaces it.
+    pub fn alter_security<T>(
+        &self,
+        db: &Arc<Database>,
+        change: impl FnOnce(&crate::principals::Security) -> SqlResult<(crate::principals::Security, T)>,
+    ) -> SqlResult<T> {
+        let entry = self.entry(db)?;
+        let _ddl = entry.ddl.lock();
+        let current = match &*entry.security.read() {
+            Some(s) => s.clone(),
+            None => Arc::new(crate::principals::load(db)?),
+        };
+        let (next, out) = change(&current)?;
+        crate::principals::save(db, &current, &next)?;
+        *entry.security.write() = Some(Arc::new(next));
         Ok(out)
     }
 

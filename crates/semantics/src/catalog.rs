@@ -315,6 +315,51 @@ pub struct ObjectDep {
     /// The plan reads or changes this table, and holds a schema-stability lock on it
     /// while it runs.
     pub locked: bool,
+    /// What the statement does to the object (the permissions it needs on it).
+    pub access: Access,
+    /// The view or function (its database and lower-cased `schema.name`) whose definition
+    /// names the object; `None` when the statement names it itself. An object reached
+    /// through a module with the same owner needs no permission of its own (ownership
+    /// chaining).
+    pub via: Option<(DbRef, String)>,
+}
+
+/// What a statement does to an object, as the permissions it needs on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Access(u8);
+
+impl Access {
+    pub const NONE: Access = Access(0);
+    pub const SELECT: Access = Access(1);
+    pub const INSERT: Access = Access(2);
+    pub const UPDATE: Access = Access(4);
+    pub const DELETE: Access = Access(8);
+    pub const EXECUTE: Access = Access(16);
+    /// Each access with its permission's name.
+    const NAMES: [(Access, &'static str); 5] = [
+        (Access::SELECT, "SELECT"),
+        (Access::INSERT, "INSERT"),
+        (Access::UPDATE, "UPDATE"),
+        (Access::DELETE, "DELETE"),
+        (Access::EXECUTE, "EXECUTE"),
+    ];
+
+    pub fn union(self, other: Access) -> Access {
+        Access(self.0 | other.0)
+    }
+
+    pub fn without(self, other: Access) -> Access {
+        Access(self.0 & !other.0)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The names of the permissions this access needs (`SELECT`, `INSERT`, …).
+    pub fn permissions(self) -> impl Iterator<Item = &'static str> {
+        Access::NAMES.into_iter().filter(move |(a, _)| self.0 & a.0 != 0).map(|(_, n)| n)
+    }
 }
 
 impl ObjectDep {

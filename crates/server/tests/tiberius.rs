@@ -700,6 +700,10 @@ fn logins_roles_and_permissions() {
             Some("SERVER_ROLE")
         );
 
+        // Without a user in its default database the login fails (4064).
+        assert_eq!(login_error(port, "app", "App-Pass-1").await, 4064);
+        run(&mut sa, "USE appdb; CREATE USER app; USE master").await;
+
         // The new login: its name, its default database, no server permissions.
         let mut app = connect_as(port, "APP", "App-Pass-1", EncryptionLevel::NotSupported).await.expect("app login");
         assert_eq!(scalar_text(&mut app, "SELECT SUSER_NAME()").await.as_deref(), Some("app"));

@@ -97,6 +97,63 @@ pub enum StatementKind {
         add: bool,
     },
 
+    // ---- database security -----------------------------------------------------------
+    /// `CREATE USER name [FOR|FROM LOGIN login | WITHOUT LOGIN] [WITH option, …]`
+    CreateUser {
+        name: Ident,
+        login: UserLogin,
+        options: Vec<UserOption>,
+    },
+    /// `ALTER USER name WITH option, …`
+    AlterUser {
+        name: Ident,
+        options: Vec<UserOption>,
+    },
+    DropUser {
+        name: Ident,
+        if_exists: bool,
+    },
+    /// `CREATE ROLE name [AUTHORIZATION owner]`
+    CreateRole {
+        name: Ident,
+        owner: Option<Ident>,
+    },
+    /// `ALTER ROLE role ADD|DROP MEMBER principal` / `ALTER ROLE role WITH NAME = new`
+    AlterRole {
+        role: Ident,
+        action: AlterRoleAction,
+    },
+    DropRole {
+        name: Ident,
+        if_exists: bool,
+    },
+    /// `CREATE SCHEMA name [AUTHORIZATION owner] [element …]`: the elements (CREATE
+    /// TABLE, CREATE VIEW, GRANT, DENY, REVOKE) are created in the new schema.
+    CreateSchema {
+        name: Ident,
+        owner: Option<Ident>,
+        elements: Vec<Statement>,
+    },
+    DropSchema {
+        name: Ident,
+        if_exists: bool,
+    },
+    /// `ALTER AUTHORIZATION ON [class::]name TO principal | SCHEMA OWNER` (`owner` is
+    /// `None` for SCHEMA OWNER).
+    AlterAuthorization {
+        on: Securable,
+        owner: Option<Ident>,
+    },
+    /// `GRANT`, `DENY` or `REVOKE`.
+    Permission(Box<PermissionStatement>),
+    /// `EXECUTE AS LOGIN|USER = 'name' [WITH NO REVERT]` / `EXECUTE AS CALLER`
+    ExecuteAs {
+        target: ExecuteAsTarget,
+        no_revert: bool,
+    },
+    /// `REVERT`
+    Revert,
+
     // ---- tables and indexes ----------------------------------------------------------
     CreateTable(Box<CreateTable>),
     DropTable {
@@ -506,6 +563,93 @@ pub struct Delete {
     /// `DELETE t FROM t JOIN …` or `DELETE FROM t FROM t JOIN …`
     pub from: Vec<TableRef>,
     pub selection: Option<Expr>,
+}
+
+// ---- database security -------------------------------------------------------------------
+
+/// Which login a database user maps to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UserLogin {
+    /// No FOR/FROM LOGIN, WITHOUT LOGIN or PASSWORD: the login of the same name.
+    SameName,
+    /// `FOR LOGIN login` / `FROM LOGIN login`
+    Login(Ident),
+    /// `WITHOUT LOGIN`
+    Without,
+}
+
+/// An option of `CREATE USER … WITH` / `ALTER USER … WITH`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UserOption {
+    DefaultSchema(Ident),
+    /// `PASSWORD = 'p' [OLD_PASSWORD = 'o']`: a contained database user's password.
+    Password {
+        value: String,
+        old: Option<String>,
+    },
+    Name(Ident),
+    Login(Ident),
+    DefaultLanguage(Ident),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum AlterRoleAction {
+    AddMember(Ident),
+    DropMember(Ident),
+    Rename(Ident),
+}
+
+/// What a permission statement or ALTER AUTHORIZATION is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecurableClass {
+    /// `ON t` / `ON OBJECT::s.t`
+    Object,
+    Schema,
+    Database,
+    Login,
+    User,
+    Role,
+}
+
+/// `[class::]name` after ON.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Securable {
+    pub class: SecurableClass,
+    pub name: ObjectName,
+}
+
+/// One permission of a GRANT/DENY/REVOKE: its name upper-cased with single spaces
+/// (`SELECT`, `CREATE TABLE`, `VIEW SERVER STATE`, `ALL`), and the columns it is limited
+/// to, if any.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Permission {
+    pub name: String,
+    pub columns: Vec<Ident>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermissionAction {
+    Grant { with_grant_option: bool },
+    Deny { cascade: bool },
+    Revoke { grant_option_for: bool, cascade: bool },
+}
+
+/// `GRANT|DENY|REVOKE permission, … [ON securable] TO|FROM principal, … [AS principal]`
+#[derive(Clone, Debug, PartialEq)]
+pub struct PermissionStatement {
+    pub action: PermissionAction,
+    pub permissions: Vec<Permission>,
+    pub on: Option<Securable>,
+    pub principals: Vec<Ident>,
+    pub as_principal: Option<Ident>,
+}
+
+/// Whose security context `EXECUTE AS` switches to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExecuteAsTarget {
+    Login(String),
+    User(String),
+    Caller,
 }
 
 // ---- DDL ---------------------------------------------------------------------------------

@@ -65,7 +65,14 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
         e if e.number() == 5170 => failed(e.into()),
         e => e.into(),
-    })
+    })?;
+    // The creating login owns the database (is its dbo); `sa` is the owner by default.
+    let sid = ctx.shared.logins.get(&ctx.session.login).map(|l| l.sid).unwrap_or_default();
+    if !sid.is_empty() && sid != [1] {
+        let db = ctx.shared.database(name)?;
+        crate::ddl::principals::set_owner(ctx.shared, &db, &sid)?;
+    }
+    Ok(())
 }
 
 /// `CREATE DATABASE name ON (FILENAME = data) [, (FILENAME = log)] [LOG ON (FILENAME = log)]

@@ -20,6 +20,7 @@ mod databases;
 mod files;
 mod indexes;
 mod locking;
+pub mod principals;
 mod rebuild;
 mod tables;
 

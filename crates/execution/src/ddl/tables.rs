@@ -32,7 +32,10 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
     }
     let b = Binder::new(ctx.shared, ctx.session, &[]);
     let (db, schema, obj) = b.qualify(name)?;
-    if !schema.eq_ignore_ascii_case("dbo") {
+    let schema_exists = schema.eq_ignore_ascii_case("dbo")
+        || (ctx.shared.engine.exists(&db)
+            && ctx.shared.security(&ctx.session.catalog_memo, &db)?.schema(&schema).is_some());
+    if !schema_exists {
         return Err(SqlError::new(
             2760,
             format!(
@@ -43,7 +46,7 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
     if !ctx.shared.engine.exists(&db) {
         return Err(database_not_found(&db));
     }
-    Ok((db, "dbo".to_string(), obj))
+    Ok((db, schema, obj))
 }
 
 pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Column> {

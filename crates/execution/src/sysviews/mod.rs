@@ -11,7 +11,7 @@
 //!
 //! One file per family:
 //! - `databases`: sys.databases, database_files, master_files
-//! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters, schemas,
+//! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters,
 //!   INFORMATION_SCHEMA.ROUTINES
 //! - `columns`: sys.columns, sys.types, INFORMATION_SCHEMA.TABLES and COLUMNS
 //! - `indexes`: sys.indexes, index_columns, key/check/default constraints, foreign keys
@@ -19,6 +19,8 @@
 //! - `dmv`: the dynamic management views (sessions, requests, connections, cached plans,
 //!   performance counters, memory, the buffer pool and its extension)
 //! - `security`: sys.server_principals, sql_logins, server_role_members
+//! - `principals`: sys.database_principals, database_role_members, database_permissions,
+//!   schemas
 //! - `config`: sys.configurations
 //! - `messages`: sys.messages, from the error catalog
 //! - `system_types`: the system types' ids and sizes (sys.types, sys.columns, TYPE_ID, TYPE_NAME)
@@ -30,6 +32,7 @@ mod dmv;
 mod indexes;
 mod messages;
 mod objects;
+mod principals;
 mod security;
 mod system_types;
 #[cfg(test)]
@@ -58,7 +61,10 @@ static ALL: &[&dyn SystemView] = &[
     &objects::PROCEDURES,
     &objects::SQL_MODULES,
     &objects::PARAMETERS,
-    &objects::SCHEMAS,
+    &principals::SCHEMAS,
+    &principals::DATABASE_PRINCIPALS,
+    &principals::DATABASE_ROLE_MEMBERS,
+    &principals::DATABASE_PERMISSIONS,
     &objects::INFORMATION_SCHEMA_ROUTINES,
     &columns::COLUMNS,
     &columns::TYPES,

@@ -246,20 +246,6 @@ fn module_parameters(m: &Module) -> Vec<tessera_syntax::ast::Parameter> {
     }
 }
 
-pub(super) static SCHEMAS: ViewDef<3> = ViewDef {
-    schema: "sys",
-    name: "schemas",
-    columns: [col("name", SYSNAME, false), col("schema_id", Int, false), col("principal_id", Int, true)],
-    rows: |_, _| {
-        Ok(vec![
-            [s("dbo"), int(1), int(1)],
-            [s("guest"), int(2), int(2)],
-            [s("INFORMATION_SCHEMA"), int(3), int(3)],
-            [s("sys"), int(4), int(4)],
-        ])
-    },
-};
-
 pub(super) static INFORMATION_SCHEMA_ROUTINES: ViewDef<8> = ViewDef {
     schema: "information_schema",
     name: "routines",

@@ -133,7 +133,7 @@ impl<'a> Binder<'a> {
                     let plan = Plan::System { view, db: db.at };
                     return Ok(self.leaf_plan(BoundQuery { plan, columns: view.columns() }, qualifier, scope, offset));
                 }
-                if let Some((db, m)) = self.module(name)? {
+                if let Some((db, m)) = self.module(name, crate::catalog::Access::SELECT)? {
                     if m.kind == ModuleKind::View {
                         let bound = self.bind_view(&db, &m)?;
                         return Ok(self.leaf_plan(bound, qualifier, scope, offset));
@@ -192,7 +192,7 @@ impl<'a> Binder<'a> {
                 check_derived_columns(&bound.columns, &alias.value)?;
                 Ok(self.leaf_plan(bound, qualifier, scope, offset))
             }
-            ast::TableRef::Function { name, args, alias } => match self.module(name)? {
+            ast::TableRef::Function { name, args, alias } => match self.module(name, crate::catalog::Access::SELECT)? {
                 Some((db, m)) if m.kind == ModuleKind::TableFunction => {
                     let bound = self.bind_table_function(&db, &m, args)?;
                     let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();

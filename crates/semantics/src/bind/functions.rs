@@ -22,7 +22,7 @@ impl<'a> Binder<'a> {
     ) -> SqlResult<(Expr, SqlType, bool)> {
         let fname = name.name().value.to_uppercase();
         if name.0.len() > 1 {
-            if let Some((db, m)) = self.module(name)? {
+            if let Some((db, m)) = self.module(name, crate::catalog::Access::EXECUTE)? {
                 if m.kind == ModuleKind::ScalarFunction {
                     return self.bind_scalar_function(&db, &m, args);
                 }

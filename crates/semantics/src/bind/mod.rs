@@ -9,7 +9,7 @@
 //! every join a method: index nested loops when the inner table has an index on the join
 //! columns, hash join for other equi-joins, nested loops otherwise.
 
-use crate::catalog::{Catalog, DbRef, ObjectDep, Table};
+use crate::catalog::{Access, Catalog, DbRef, ObjectDep, Table};
 use crate::plan::{BoundQuery, Expr};
 use crate::types::{self, SqlType};
 use aggregate::AggContext;
@@ -78,6 +78,8 @@ pub struct Binder<'a> {
     module_depth: i32,
     /// Every name looked up, and what was found (see `ObjectDep`).
     pub deps: Vec<ObjectDep>,
+    /// The view or function whose definition is being bound (see `ObjectDep::via`).
+    via: Option<(DbRef, String)>,
     /// The catalog snapshot of each database the statement names, taken at its first
     /// lookup there: a statement is bound against one snapshot per database, so what its
     /// names found and the definitions in its plan always agree.
@@ -115,6 +117,7 @@ impl<'a> Binder<'a> {
             substitutions: Vec::new(),
             module_depth: 0,
             deps: Vec::new(),
+            via: None,
             snapshots: Vec::new(),
         }
     }
@@ -131,12 +134,37 @@ impl<'a> Binder<'a> {
     }
 
     /// Records what the name `key` found in database `db` (a table the plan reads or
-    /// changes when `locked`): the plan holds wherever the name finds the same.
-    fn depend(&mut self, db: &DbRef, key: String, fingerprint: Option<u64>, locked: bool) {
+    /// changes when `locked`) and what the statement does to it: the plan holds wherever
+    /// the name finds the same.
+    fn depend(&mut self, db: &DbRef, key: String, fingerprint: Option<u64>, locked: bool, access: Access) {
         let locked = locked && fingerprint.is_some();
-        match self.deps.iter_mut().find(|d| d.db == *db && d.key == key) {
-            Some(d) => d.locked |= locked,
-            None => self.deps.push(ObjectDep { db: db.clone(), key, fingerprint, locked }),
+        let access = if fingerprint.is_some() { access } else { Access::NONE };
+        match self.deps.iter_mut().find(|d| d.db == *db && d.key == key && d.via == self.via) {
+            Some(d) => {
+                d.locked |= locked;
+                d.access = d.access.union(access);
+            }
+            None => {
+                self.deps.push(ObjectDep { db: db.clone(), key, fingerprint, locked, access, via: self.via.clone() })
+            }
+        }
+    }
+
+    /// Adds `access` to what the statement does to the object under `key` in `db` (named
+    /// by the statement itself, or by the module being bound).
+    pub fn add_access(&mut self, db: &DbRef, key: &str, access: Access) {
+        if let Some(d) = self.deps.iter_mut().find(|d| d.db == *db && d.key == key && d.via == self.via) {
+            if d.fingerprint.is_some() {
+                d.access = d.access.union(access);
+            }
+        }
+    }
+
+    /// Takes `access` away from the object under `key` in `db` (an UPDATE or DELETE that
+    /// reads nothing of its target needs no SELECT on it).
+    pub fn remove_access(&mut self, db: &DbRef, key: &str, access: Access) {
+        if let Some(d) = self.deps.iter_mut().find(|d| d.db == *db && d.key == key && d.via == self.via) {
+            d.access = d.access.without(access);
         }
     }
 }

@@ -5,7 +5,7 @@ use super::conversion::convert;
 use super::names::Scope;
 use super::{invalid_object, Binder, InDb};
 use crate::cache::CachedBatch;
-use crate::catalog::{name_key, Module, Object};
+use crate::catalog::{name_key, Access, Module, Object};
 use crate::plan::{columns_used, BoundQuery, Expr, Prepared};
 use crate::types::{self, SqlType};
 use std::sync::Arc;
@@ -20,9 +20,10 @@ pub fn nesting_error() -> SqlError {
 }
 
 impl<'a> Binder<'a> {
-    /// A view, procedure or function by name: (its database, module). What the name
-    /// found (a table, nothing) is a dependency of the plan too.
-    pub(super) fn module(&mut self, name: &ObjectName) -> SqlResult<Option<(InDb, Arc<Module>)>> {
+    /// A view, procedure or function by name: (its database, module), which the statement
+    /// uses as `access` says. What the name found (a table, nothing) is a dependency of
+    /// the plan too.
+    pub(super) fn module(&mut self, name: &ObjectName, access: Access) -> SqlResult<Option<(InDb, Arc<Module>)>> {
         let (db, schema, obj) = self.qualify_at(name)?;
         if obj.starts_with('#') || name.name().value.starts_with('@') || !self.catalogs.exists(&db.name) {
             return Ok(None);
@@ -30,11 +31,13 @@ impl<'a> Binder<'a> {
         let (database, catalog) = self.snapshot(&db.name)?;
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);
-        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false);
-        Ok(match found {
-            Some(Object::Module(m)) => Some((InDb { at: db.at, name: database.to_string() }, m.clone())),
+        let module = match found {
+            Some(Object::Module(m)) => Some(m.clone()),
             _ => None,
-        })
+        };
+        let access = if module.is_some() { access } else { Access::NONE };
+        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false, access);
+        Ok(module.map(|m| (InDb { at: db.at, name: database.to_string() }, m)))
     }
 
     /// Parses a module's definition (through the plan cache).
@@ -42,11 +45,13 @@ impl<'a> Binder<'a> {
         self.catalogs.module_definition(&m.text)
     }
 
-    /// Binds a module's query in its own database, one nesting level down.
-    fn bind_in_module<T>(&mut self, db: &InDb, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
+    /// Binds the query of the module `m` in its own database, one nesting level down;
+    /// what it names is reached through `m` (see `ObjectDep::via`).
+    fn bind_in_module<T>(&mut self, db: &InDb, m: &Module, f: impl FnOnce(&mut Self) -> SqlResult<T>) -> SqlResult<T> {
         if self.module_depth >= MAX_NESTING {
             return Err(nesting_error());
         }
+        let saved_via = self.via.replace((db.at.clone(), name_key(&m.schema, &m.name)));
         let saved_db = self.default_db.replace(db.clone());
         let saved_ctes = std::mem::take(&mut self.ctes);
         self.module_depth += 1;
@@ -56,6 +61,7 @@ impl<'a> Binder<'a> {
         self.module_depth -= 1;
         self.ctes = saved_ctes;
         self.default_db = saved_db;
+        self.via = saved_via;
         r
     }
 
@@ -65,7 +71,7 @@ impl<'a> Binder<'a> {
         let Some(ast::StatementKind::CreateView(cv)) = cached.batch.statements.first().map(|s| &s.kind) else {
             return Err(invalid_object(&m.name));
         };
-        let mut bound = self.bind_in_module(db, |b| b.bind_query(&cv.query))?;
+        let mut bound = self.bind_in_module(db, m, |b| b.bind_query(&cv.query))?;
         for (c, n) in bound.columns.iter_mut().zip(&cv.columns) {
             c.name = n.value.clone();
         }
@@ -93,7 +99,7 @@ impl<'a> Binder<'a> {
             }
         }
         let saved = std::mem::replace(&mut self.substitutions, bound_args);
-        let r = self.bind_in_module(db, |b| b.bind_query(query));
+        let r = self.bind_in_module(db, m, |b| b.bind_query(query));
         self.substitutions = saved;
         r
     }

@@ -111,7 +111,7 @@ impl<'a> Binder<'a> {
         let (database, catalog) = self.snapshot(&db.name)?;
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);
-        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), true);
+        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), true, crate::catalog::Access::SELECT);
         match found {
             Some(Object::Table(t)) => Ok(ResolvedTable { at: db.at, db: database.to_string(), table: t.clone() }),
             _ => Err(invalid_object(&object_display(name))),

@@ -12,7 +12,14 @@ fn compiled(db: Option<&str>, fingerprint: u64, plan: u32) -> Compiled<u32> {
     Compiled {
         context: 0,
         plan: Arc::new(plan),
-        deps: Arc::from([ObjectDep { db, key: "dbo.t".into(), fingerprint: Some(fingerprint), locked: true }]),
+        deps: Arc::from([ObjectDep {
+            db,
+            key: "dbo.t".into(),
+            fingerprint: Some(fingerprint),
+            locked: true,
+            access: crate::catalog::Access::SELECT,
+            via: None,
+        }]),
     }
 }
 

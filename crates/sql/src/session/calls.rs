@@ -163,7 +163,11 @@ impl Runner<'_> {
                 }
                 Err(err) => return self.fail(s, err),
             };
-            self.call_procedure(s, &db, &module.name, &module.text, args)?
+            let owner = match self.check_execute(&db, &module.schema, &module.name, module.id) {
+                Ok(owner) => owner,
+                Err(err) => return self.fail(s, err),
+            };
+            self.call_procedure(s, &db, &module.name, &module.text, args, owner)?
         };
         if let Some(rc) = &e.return_status {
             let vars = self.visible(s);
@@ -202,6 +206,7 @@ impl Runner<'_> {
         name: &str,
         text: &str,
         args: Vec<Argument>,
+        owner: (String, i32),
     ) -> Result<i32, Stop> {
         let cached = match self.shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
@@ -210,7 +215,7 @@ impl Runner<'_> {
         let Some(StatementKind::CreateProcedure(cp)) = cached.batch.statements.first().map(|st| &st.kind) else {
             return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{name}'."))).map(|_| 0);
         };
-        self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args)
+        self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args, Some(owner))
     }
 
     /// Runs `body` with `params` bound to `args`, one nesting level down.
@@ -224,6 +229,7 @@ impl Runner<'_> {
         name: Option<&str>,
         db: &str,
         args: Vec<Argument>,
+        owner: Option<(String, i32)>,
     ) -> Result<i32, Stop> {
         let shown = name.unwrap_or("sp_executesql").to_string();
         if self.state.nest_level >= tessera_semantics::bind::MAX_NESTING {
@@ -253,6 +259,7 @@ impl Runner<'_> {
             let mut inner = Runner {
                 try_depth: self.try_depth,
                 procedure: name.map(str::to_string),
+                owner,
                 ..Runner::new(self.shared, &mut *self.state, cached, &frame, &mut *self.sink)
             };
             let r = match inner.compile_all(body) {
@@ -400,7 +407,7 @@ impl Runner<'_> {
             Ok(c) => c,
             Err(e) => return self.fail(s, e),
         };
-        self.invoke(s, &cached, &[], &cached.batch.statements, None, &db, Vec::new()).map(|_| Flow::Next)
+        self.invoke(s, &cached, &[], &cached.batch.statements, None, &db, Vec::new(), None).map(|_| Flow::Next)
     }
 }
 

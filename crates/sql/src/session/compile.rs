@@ -133,6 +133,7 @@ impl Runner<'_> {
                 // Just found or bound against the catalogs as they are: with no table to
                 // lock, nothing can change under it before it runs.
                 if !found.deps.iter().any(|d| d.locked) {
+                    self.check_plan(&found.deps)?;
                     return Ok(found.plan);
                 }
                 found
@@ -151,6 +152,7 @@ impl Runner<'_> {
             // still finds what it was bound against.
             let catalogs = Catalogs::new(self.shared, self.state)?;
             if found.deps.iter().all(|d| catalogs.holds(d)) {
+                self.check_plan(&found.deps)?;
                 return Ok(found.plan);
             }
             found = compile(self)?;

@@ -29,6 +29,7 @@ mod dbcc;
 mod errors;
 mod instance;
 mod options;
+mod permissions;
 mod queries;
 mod rpc;
 mod showplan;
@@ -87,7 +88,18 @@ impl Session {
             connection: None,
         };
         shared.sessions.lock().insert(spid, info);
-        Ok(Session { state: SessionState::new(spid, login, database), shared, initial_database: database.to_string() })
+        let state = SessionState::new(spid, login, database);
+        if let Err(e) = tessera_execution::ddl::principals::check_access(&shared, &state, database) {
+            if e.number != 916 {
+                return Err(e);
+            }
+            return Err(SqlError::new(
+                4060,
+                format!("Cannot open database \"{database}\" requested by the login. The login failed."),
+            )
+            .with_severity(11));
+        }
+        Ok(Session { state, shared, initial_database: database.to_string() })
     }
 
     /// A session the server runs for itself (msdb history): a system spid below 51, as
@@ -306,6 +318,10 @@ struct Runner<'a> {
     /// were found in: a statement's first run starts from its plan instead of finding it
     /// again (then checks it under its locks, as always).
     compiled: HashMap<usize, (u64, Found<Prepared>)>,
+    /// The procedure or function being run: its database and owner, from which the
+    /// objects its statements name are reached without permissions of their own when they
+    /// have the same owner (ownership chaining). `None` for a batch and dynamic SQL.
+    owner: Option<(String, i32)>,
 }
 
 impl<'a> Runner<'a> {
@@ -331,6 +347,7 @@ impl<'a> Runner<'a> {
             table_vars: Vec::new(),
             changing: false,
             compiled: HashMap::new(),
+            owner: None,
         }
     }
 }

@@ -192,7 +192,7 @@ impl Runner<'_> {
             Ok(c) => c,
             Err(e) => return Err(Stop::Error(e)),
         };
-        self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args)
+        self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args, None)
     }
 }
 

@@ -138,6 +138,30 @@ impl Runner<'_> {
                 self.state.rowcount = 0;
             }
             StatementKind::Use(db) => self.use_database(&db.value)?,
+            StatementKind::CreateUser { .. }
+            | StatementKind::AlterUser { .. }
+            | StatementKind::DropUser { .. }
+            | StatementKind::CreateRole { .. }
+            | StatementKind::AlterRole { .. }
+            | StatementKind::DropRole { .. }
+            | StatementKind::DropSchema { .. }
+            | StatementKind::AlterAuthorization { .. }
+            | StatementKind::Permission(_) => self.database_security(&s.kind)?,
+            StatementKind::CreateSchema { name, elements, .. } => {
+                self.database_security(&s.kind)?;
+                for element in elements {
+                    let mut element = element.clone();
+                    match &mut element.kind {
+                        StatementKind::CreateTable(ct) => ct.name = super::permissions::in_schema(&ct.name, name),
+                        StatementKind::CreateView(cv) => cv.name = super::permissions::in_schema(&cv.name, name),
+                        _ => {}
+                    }
+                    self.exec(&element)?;
+                }
+            }
+            StatementKind::ExecuteAs { .. } | StatementKind::Revert => {
+                return Err(SqlError::new(15247, "EXECUTE AS and REVERT are not supported yet."))
+            }
             StatementKind::BeginTransaction { name } => self.begin_transaction(s, name.as_ref())?,
             StatementKind::Commit { delayed_durability, .. } => self.commit(*delayed_durability)?,
             StatementKind::Rollback { name } => self.rollback(s, name.as_ref())?,
@@ -173,23 +197,59 @@ impl Runner<'_> {
             | StatementKind::AlterServerRole { .. } => self.security_statement(&s.kind)?,
             StatementKind::DropDatabase { names, if_exists } => {
                 for n in names {
+                    if !self.may_control_database(&n.value)? {
+                        return Err(SqlError::new(
+                            3701,
+                            format!("Cannot drop the database '{}', because it does not exist or you do not have permission.", n.value),
+                        ));
+                    }
                     self.with_ctx(|ctx| ddl::drop_database(ctx, n, *if_exists))?;
                 }
             }
             StatementKind::AlterDatabase { name, action } => {
+                let target = if name.is("CURRENT") { self.state.database.clone() } else { name.value.clone() };
+                if !self.may_control_database(&target)? {
+                    return Err(SqlError::new(
+                        5011,
+                        format!("User does not have permission to alter database '{target}', the database does not exist, or the database is not in a state that allows access checks."),
+                    )
+                    .with_severity(14));
+                }
                 self.with_ctx(|ctx| ddl::alter_database(ctx, name, action))?
             }
-            StatementKind::CreateTable(ct) => self.with_ctx(|ctx| ddl::create_table(ctx, ct))?,
+            StatementKind::CreateTable(ct) => {
+                self.check_create("CREATE TABLE", &ct.name)?;
+                self.with_ctx(|ctx| ddl::create_table(ctx, ct))?
+            }
             StatementKind::DropTable { names, if_exists } => {
                 for n in names {
+                    self.check_alter(n, || {
+                        SqlError::new(
+                            3701,
+                            format!(
+                                "Cannot drop the table '{}', because it does not exist or you do not have permission.",
+                                object_shown(n)
+                            ),
+                        )
+                    })?;
                     self.with_ctx(|ctx| ddl::drop_table(ctx, n, *if_exists))?;
                 }
             }
-            StatementKind::AlterTable { table, action } => self.with_ctx(|ctx| ddl::alter_table(ctx, table, action))?,
-            StatementKind::TruncateTable(t) => self.with_ctx(|ctx| ddl::truncate_table(ctx, t))?,
-            StatementKind::CreateIndex(ci) => self.with_ctx(|ctx| ddl::create_index(ctx, ci))?,
+            StatementKind::AlterTable { table, action } => {
+                self.check_alter(table, || cannot_find(4902, table))?;
+                self.with_ctx(|ctx| ddl::alter_table(ctx, table, action))?
+            }
+            StatementKind::TruncateTable(t) => {
+                self.check_alter(t, || cannot_find(1088, t))?;
+                self.with_ctx(|ctx| ddl::truncate_table(ctx, t))?
+            }
+            StatementKind::CreateIndex(ci) => {
+                self.check_alter(&ci.table, || cannot_find(1088, &ci.table))?;
+                self.with_ctx(|ctx| ddl::create_index(ctx, ci))?
+            }
             StatementKind::DropIndex { indexes, if_exists } => {
                 for (ix, t) in indexes {
+                    self.check_alter(t, || cannot_find(1088, t))?;
                     self.with_ctx(|ctx| ddl::drop_index(ctx, ix, t, *if_exists))?;
                 }
             }
@@ -256,6 +316,7 @@ impl Runner<'_> {
                 unreachable!("control flow runs in run_control")
             }
             StatementKind::CreateProcedure(cp) => {
+                self.check_define("CREATE PROCEDURE", &cp.name, cp.alter || cp.or_alter)?;
                 let text = cp.text.clone();
                 self.with_ctx(|ctx| {
                     tessera_execution::modules::define(
@@ -269,6 +330,7 @@ impl Runner<'_> {
                 })?;
             }
             StatementKind::CreateFunction(cf) => {
+                self.check_define("CREATE FUNCTION", &cf.name, cf.alter || cf.or_alter)?;
                 let kind = match cf.returns {
                     ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
                     ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
@@ -285,6 +347,7 @@ impl Runner<'_> {
                 })?;
             }
             StatementKind::CreateView(cv) => {
+                self.check_define("CREATE VIEW", &cv.name, cv.alter || cv.or_alter)?;
                 // A view must bind when it is created (its tables and columns must exist).
                 let mut b = Binder::new(self.shared, self.state, &[]);
                 let bound = b.bind_query(&cv.query)?;
@@ -312,6 +375,20 @@ impl Runner<'_> {
             }
             StatementKind::DropModule { kind, names, if_exists } => {
                 for n in names {
+                    let word = match kind {
+                        ast::ModuleKind::Procedure => "procedure",
+                        ast::ModuleKind::Function => "function",
+                        ast::ModuleKind::View => "view",
+                    };
+                    self.check_alter(n, || {
+                        SqlError::new(
+                            3701,
+                            format!(
+                                "Cannot drop the {word} '{}', because it does not exist or you do not have permission.",
+                                object_shown(n)
+                            ),
+                        )
+                    })?;
                     self.with_ctx(|ctx| tessera_execution::modules::drop(ctx, *kind, n, *if_exists))?;
                 }
             }
@@ -325,10 +402,28 @@ impl Runner<'_> {
             return Err(tessera_semantics::catalog::database_not_found(name));
         }
         let db = self.shared.database(name)?;
+        tessera_execution::ddl::principals::check_access(self.shared, self.state, db.name())?;
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());
         self.sink.env_change(&EnvChange::Database { old, new: db.name().to_string() });
         self.sink.message(&info(5701, format!("Changed database context to '{}'.", db.name())));
         self.state.rowcount = 0;
         Ok(())
     }
+}
+
+/// An object name as written (`dbo.t`).
+fn object_shown(name: &ast::ObjectName) -> String {
+    name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+}
+
+/// "Cannot find the object … because it does not exist or you do not have permissions."
+/// (4902 for ALTER TABLE, 1088 for TRUNCATE TABLE and indexes).
+fn cannot_find(number: i32, name: &ast::ObjectName) -> SqlError {
+    SqlError::new(
+        number,
+        format!(
+            "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+            object_shown(name)
+        ),
+    )
 }

@@ -22,6 +22,10 @@ impl Runner<'_> {
     pub(super) fn run_detach_db(&mut self, args: &[NamedArg]) -> Result<i32, Stop> {
         too_many("sp_detach_db", args, 3).map_err(Stop::Error)?;
         let name = text_arg(args, 0, "@dbname").ok_or_else(|| missing("sp_detach_db", "@dbname"))?;
+        // Membership of db_owner (CONTROL on the database), as SQL Server requires.
+        if !self.may_control_database(&name).map_err(Stop::Error)? {
+            return Err(Stop::Error(SqlError::new(15247, "User does not have permission to perform this action.")));
+        }
         self.with_ctx(|ctx| ddl::detach_database(ctx, &name)).map_err(Stop::Error)?;
         Ok(0)
     }

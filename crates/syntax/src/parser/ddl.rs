@@ -20,7 +20,7 @@ pub(super) struct TableElements {
 const CONSTRAINT_STARTS: &[&str] = &["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "DEFAULT"];
 
 impl Parser<'_> {
-    /// After `CREATE`: DATABASE, TABLE, LOGIN or INDEX.
+    /// After `CREATE`: DATABASE, TABLE, LOGIN, USER, ROLE, SCHEMA or INDEX.
     pub(super) fn create(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             return Ok(StatementKind::CreateDatabase(self.create_database()?));
@@ -31,13 +31,23 @@ impl Parser<'_> {
         if self.eat_word("LOGIN") {
             return self.create_login();
         }
+        if self.eat_word("USER") {
+            return self.create_user();
+        }
+        if self.eat_word("ROLE") {
+            return self.create_role();
+        }
+        if self.eat_word("SCHEMA") {
+            return self.create_schema();
+        }
         let unique = self.eat_word("UNIQUE");
         let clustered = self.clustered();
         self.expect_word("INDEX")?;
         Ok(StatementKind::CreateIndex(self.create_index(unique, clustered)?))
     }
 
-    /// After `ALTER` (modules are handled by the caller): DATABASE, LOGIN, SERVER ROLE or TABLE.
+    /// After `ALTER` (modules are handled by the caller): DATABASE, LOGIN, USER, ROLE,
+    /// AUTHORIZATION, SERVER ROLE, SERVER CONFIGURATION or TABLE.
     pub(super) fn alter(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             let name = if self.peek().is_word("CURRENT") { Ident::new(self.advance().text) } else { self.ident()? };
@@ -46,6 +56,15 @@ impl Parser<'_> {
         }
         if self.eat_word("LOGIN") {
             return self.alter_login();
+        }
+        if self.eat_word("USER") {
+            return self.alter_user();
+        }
+        if self.eat_word("ROLE") {
+            return self.alter_role();
+        }
+        if self.eat_word("AUTHORIZATION") {
+            return self.alter_authorization();
         }
         if self.eat_words(&["SERVER", "ROLE"]) {
             return self.alter_server_role();
@@ -59,7 +78,7 @@ impl Parser<'_> {
         Ok(StatementKind::AlterTable { table, action })
     }
 
-    /// `DROP TABLE|DATABASE|LOGIN|INDEX|PROC|FUNCTION|VIEW [IF EXISTS] …`
+    /// `DROP TABLE|DATABASE|LOGIN|USER|ROLE|SCHEMA|INDEX|PROC|FUNCTION|VIEW [IF EXISTS] …`
     pub(super) fn drop(&mut self) -> Result<StatementKind> {
         self.expect_word("DROP")?;
         let object = self.upper_word()?;
@@ -68,6 +87,9 @@ impl Parser<'_> {
             "TABLE" => StatementKind::DropTable { names: self.comma_list(Parser::object_name)?, if_exists },
             "DATABASE" => StatementKind::DropDatabase { names: self.comma_list(Parser::ident)?, if_exists },
             "LOGIN" => StatementKind::DropLogin(self.ident()?),
+            "USER" => StatementKind::DropUser { name: self.principal()?, if_exists },
+            "ROLE" => StatementKind::DropRole { name: self.principal()?, if_exists },
+            "SCHEMA" => StatementKind::DropSchema { name: self.ident()?, if_exists },
             "INDEX" => StatementKind::DropIndex { indexes: self.comma_list(Parser::drop_index_item)?, if_exists },
             "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" => {
                 let kind = match object.as_str() {

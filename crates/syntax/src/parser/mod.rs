@@ -23,6 +23,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod keywords;
+mod principals;
 mod program;
 mod query;
 mod security;

@@ -116,7 +116,16 @@ impl Parser<'_> {
             }
             "THROW" => self.throw()?,
             "RAISERROR" => self.raiserror()?,
+            "EXEC" | "EXECUTE" if self.peek_nth(1).is_word("AS") => {
+                self.pos += 2;
+                self.execute_as()?
+            }
             "EXEC" | "EXECUTE" => self.execute()?,
+            "GRANT" | "DENY" | "REVOKE" => self.permission_statement()?,
+            "REVERT" => {
+                self.pos += 1;
+                StatementKind::Revert
+            }
             "DBCC" => self.dbcc()?,
             "BACKUP" => self.backup()?,
             "RESTORE" => self.restore()?,

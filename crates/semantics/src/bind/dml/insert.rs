@@ -4,6 +4,7 @@
 use super::output::bind_output_rows;
 use super::target::bind_target;
 use crate::bind::{convert, invalid_column, Binder};
+use crate::catalog::Access;
 use crate::catalog::Table;
 use crate::plan::{Expr, InsertPlan, InsertSource, OutputPlan};
 use crate::types::{self, SqlType, Value};
@@ -39,6 +40,9 @@ fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
 pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan> {
     let rt = b.resolve_table(&ins.table)?;
     let table = rt.table.clone();
+    let key = crate::catalog::name_key(&table.schema, &table.name);
+    b.remove_access(&rt.at, &key, Access::SELECT);
+    b.add_access(&rt.at, &key, Access::INSERT);
     let identity = table.identity_column();
     let identity_insert =
         b.session.identity_insert().is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && id == table.id);

@@ -12,6 +12,12 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
     b.bind_ctes(&up.with, up.max_recursion)?;
     let (db, table, source, scope, offset, key) =
         bind_dml_source(b, &up.table, &up.table_hints, &up.from, up.selection.as_ref(), up.top.as_ref())?;
+    let target_key = crate::catalog::name_key(&table.schema, &table.name);
+    // SELECT on the target is needed only when the statement reads rows to choose them.
+    if up.selection.is_none() && up.from.is_empty() {
+        b.remove_access(&db, &target_key, crate::catalog::Access::SELECT);
+    }
+    b.add_access(&db, &target_key, crate::catalog::Access::UPDATE);
     let mut sets = Vec::new();
     let mut variables = Vec::new();
     b.with_bound_scope(scope, |b| -> SqlResult<()> {

@@ -1,0 +1,643 @@
+//! The statements that change a database's principals and permissions: CREATE/ALTER/DROP
+//! USER and ROLE, ALTER ROLE … MEMBER, CREATE/DROP SCHEMA, ALTER AUTHORIZATION and
+//! GRANT/DENY/REVOKE. Each checks the caller's permission first and changes nothing when
+//! it fails.
+
+use std::sync::Arc;
+
+use tessera_errors::{SqlError, SqlResult};
+use tessera_semantics::catalog::Object;
+use tessera_syntax::ast::{
+    AlterRoleAction, Ident, PermissionAction, PermissionStatement, Securable, SecurableClass, UserLogin, UserOption,
+};
+
+use crate::principals::check::{self, allowed, On, Token, PERMISSIONS};
+use crate::principals::{
+    is_fixed_role, now, Class, GrantState, PermissionRow, Principal, PrincipalKind, Schema, Security, DBO_ID,
+    FIRST_PRINCIPAL_ID, PUBLIC_ID,
+};
+use crate::runtime::{ExecCtx, SessionState, Shared};
+
+/// The caller's principals and permissions in its current database.
+struct Caller {
+    db: Arc<tessera_database::Database>,
+    security: Arc<Security>,
+    token: Token,
+}
+
+fn caller(ctx: &ExecCtx) -> SqlResult<Caller> {
+    let (security, token) = token_in(ctx.shared, ctx.session, &ctx.session.database.clone())?;
+    let db = ctx.shared.database(&ctx.session.database)?;
+    Ok(Caller { db, security, token })
+}
+
+impl Caller {
+    fn may(&self, permission: &str, on: On) -> bool {
+        allowed(&self.security, &self.token, permission, on)
+    }
+
+    fn require(&self, permission: &str) -> SqlResult<()> {
+        if self.may(permission, On::Database) {
+            Ok(())
+        } else {
+            Err(crate::security::no_permission())
+        }
+    }
+}
+
+fn exists(name: &str) -> SqlError {
+    SqlError::new(15023, format!("User, group, or role '{name}' already exists in the current database."))
+}
+
+fn not_found(verb: &str, what: &str, name: &str) -> SqlError {
+    SqlError::new(
+        15151,
+        format!("Cannot {verb} the {what} '{name}', because it does not exist or you do not have permission."),
+    )
+}
+
+/// `CREATE USER`.
+pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[UserOption]) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    c.require("ALTER ANY USER")?;
+    let password = options.iter().find_map(|o| match o {
+        UserOption::Password { value, .. } => Some(value.clone()),
+        _ => None,
+    });
+    let default_schema = options.iter().find_map(|o| match o {
+        UserOption::DefaultSchema(s) => Some(s.value.clone()),
+        _ => None,
+    });
+    let (kind, sid, password_hash) = match (login, &password) {
+        (UserLogin::Without, None) => (PrincipalKind::UserWithoutLogin, None, None),
+        // Contained databases (CONTAINMENT = PARTIAL) do not exist yet.
+        (UserLogin::SameName, Some(_)) => {
+            return Err(SqlError::new(33233, "You can only create a user with a password in a contained database."));
+        }
+        (UserLogin::SameName, None) | (UserLogin::Login(_), None) => {
+            let login_name = match login {
+                UserLogin::Login(l) => &l.value,
+                _ => &name.value,
+            };
+            let Some(l) = ctx.shared.logins.get(login_name) else {
+                return Err(SqlError::new(
+                    15007,
+                    format!("'{login_name}' is not a valid login or you do not have permission."),
+                ));
+            };
+            (PrincipalKind::SqlUser, Some(l.sid), None)
+        }
+        _ => return Err(SqlError::new(102, "Incorrect syntax near 'PASSWORD'.").with_severity(15)),
+    };
+    ctx.shared.alter_security(&c.db, |s| {
+        if s.principal(&name.value).is_some() {
+            return Err(exists(&name.value));
+        }
+        if let Some(sid) = &sid {
+            if s.user_for_sid(sid).is_some() || s.owner_sid() == sid.as_slice() {
+                return Err(SqlError::new(15063, "The login already has an account under a different user name."));
+            }
+        }
+        let mut next = s.clone();
+        let id = next.new_principal_id();
+        let t = now();
+        next.put_principal(Principal {
+            id,
+            name: name.value.clone(),
+            kind,
+            sid: sid.clone(),
+            password_hash: password_hash.clone(),
+            default_schema: Some(default_schema.clone().unwrap_or_else(|| "dbo".to_string())),
+            owner: None,
+            create_date: t,
+            modify_date: t,
+        })?;
+        next.set_permission(PermissionRow {
+            class: Class::Database,
+            major_id: 0,
+            grantee: id,
+            permission: "CONNECT".to_string(),
+            grantor: c.token.user,
+            state: GrantState::Grant,
+        })?;
+        Ok((next, ()))
+    })
+}
+
+/// `ALTER USER … WITH …`.
+pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    c.require("ALTER ANY USER")?;
+    let mut login_sid = None;
+    let mut password_hash = None;
+    for o in options {
+        match o {
+            UserOption::Login(l) => match ctx.shared.logins.get(&l.value) {
+                Some(found) => login_sid = Some(found.sid),
+                None => {
+                    return Err(SqlError::new(
+                        15007,
+                        format!("'{}' is not a valid login or you do not have permission.", l.value),
+                    ))
+                }
+            },
+            UserOption::Password { value, .. } => {
+                crate::logins::check_policy(value)?;
+                password_hash = Some(crate::logins::hash_password(value)?);
+            }
+            _ => {}
+        }
+    }
+    ctx.shared.alter_security(&c.db, |s| {
+        let Some(user) = s.principal(&name.value).filter(|p| !p.kind.is_role()).cloned() else {
+            return Err(not_found("alter", "user", &name.value));
+        };
+        let mut next = s.clone();
+        let mut user = user;
+        for o in options {
+            match o {
+                UserOption::DefaultSchema(schema) => user.default_schema = Some(schema.value.clone()),
+                UserOption::Name(new) => {
+                    if user.is_fixed() {
+                        return Err(SqlError::new(15150, format!("Cannot alter the user '{}'.", user.name)));
+                    }
+                    if next.principal(&new.value).is_some() {
+                        return Err(exists(&new.value));
+                    }
+                    user.name = new.value.clone();
+                }
+                UserOption::Login(_) => {
+                    if let Some(sid) = &login_sid {
+                        if next.user_for_sid(sid).is_some() {
+                            return Err(SqlError::new(
+                                15063,
+                                "The login already has an account under a different user name.",
+                            ));
+                        }
+                    }
+                    user.sid = login_sid.clone();
+                    user.kind = PrincipalKind::SqlUser;
+                }
+                UserOption::Password { .. } => {
+                    if user.kind != PrincipalKind::ContainedUser {
+                        return Err(SqlError::new(
+                            15151,
+                            format!(
+                                "Cannot alter the user '{}', because it does not exist or you do not have permission.",
+                                user.name
+                            ),
+                        ));
+                    }
+                    user.password_hash = password_hash.clone();
+                }
+                UserOption::DefaultLanguage(_) => {}
+            }
+        }
+        user.modify_date = now();
+        next.put_principal(user)?;
+        Ok((next, ()))
+    })
+}
+
+/// `DROP USER`.
+pub fn drop_user(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    c.require("ALTER ANY USER")?;
+    ctx.shared.alter_security(&c.db, |s| {
+        let Some(user) = s.principal(&name.value).filter(|p| !p.kind.is_role()).cloned() else {
+            if if_exists {
+                return Ok((s.clone(), ()));
+            }
+            return Err(not_found("drop", "user", &name.value));
+        };
+        if user.is_fixed() {
+            return Err(SqlError::new(15150, format!("Cannot drop the user '{}'.", user.name)));
+        }
+        Ok((without_principal(s, &user)?, ()))
+    })
+}
+
+/// `s` without `p`, its memberships and the permissions granted to it; error 15138 when
+/// it owns a schema or a role.
+fn without_principal(s: &Security, p: &Principal) -> SqlResult<Security> {
+    if s.schemas().any(|sc| sc.owner == p.id) || s.principals().any(|r| r.kind.is_role() && r.owner == Some(p.id)) {
+        return Err(SqlError::new(
+            15138,
+            "The database principal owns a schema in the database, and cannot be dropped.",
+        ));
+    }
+    let mut next = s.clone();
+    next.remove_principal(p.id);
+    Ok(next)
+}
+
+/// `CREATE ROLE … [AUTHORIZATION owner]`.
+pub fn create_role(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    if !c.may("CREATE ROLE", On::Database) && !c.may("ALTER ANY ROLE", On::Database) {
+        return Err(crate::security::no_permission());
+    }
+    ctx.shared.alter_security(&c.db, |s| {
+        if s.principal(&name.value).is_some() {
+            return Err(exists(&name.value));
+        }
+        let owner = match owner {
+            Some(o) => s.principal(&o.value).ok_or_else(|| not_found("find", "user", &o.value))?.id,
+            None => c.token.user,
+        };
+        let mut next = s.clone();
+        let id = next.new_principal_id();
+        let t = now();
+        next.put_principal(Principal {
+            id,
+            name: name.value.clone(),
+            kind: PrincipalKind::Role,
+            sid: None,
+            password_hash: None,
+            default_schema: None,
+            owner: Some(owner),
+            create_date: t,
+            modify_date: t,
+        })?;
+        Ok((next, ()))
+    })
+}
+
+/// Whether the caller may change the membership or name of `role`: a fixed role needs
+/// membership of db_owner (db_securityadmin for the others), a user-defined one ALTER
+/// ANY ROLE or ownership.
+fn may_alter_role(c: &Caller, role: &Principal) -> bool {
+    if c.token.unrestricted || c.token.holds(crate::principals::DB_OWNER_ID) {
+        return true;
+    }
+    if is_fixed_role(role.id) {
+        return role.id != crate::principals::DB_OWNER_ID && c.token.holds(16386);
+    }
+    role.owner.is_some_and(|o| c.token.holds(o)) || c.may("ALTER ANY ROLE", On::Database)
+}
+
+/// `ALTER ROLE … ADD MEMBER | DROP MEMBER | WITH NAME =`.
+pub fn alter_role(ctx: &ExecCtx, role: &Ident, action: &AlterRoleAction) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    ctx.shared.alter_security(&c.db, |s| {
+        let Some(r) = s.principal(&role.value).filter(|p| p.kind.is_role()).cloned() else {
+            return Err(not_found("alter", "role", &role.value));
+        };
+        if !may_alter_role(&c, &r) {
+            return Err(not_found("alter", "role", &role.value));
+        }
+        let mut next = s.clone();
+        match action {
+            AlterRoleAction::AddMember(m) | AlterRoleAction::DropMember(m) => {
+                let add = matches!(action, AlterRoleAction::AddMember(_));
+                let verb = if add { "add" } else { "drop" };
+                let Some(member) = s.principal(&m.value).cloned() else {
+                    return Err(not_found(verb, "principal", &m.value));
+                };
+                if r.id == PUBLIC_ID || member.id == DBO_ID || member.id == PUBLIC_ID {
+                    return Err(SqlError::new(
+                        15405,
+                        format!(
+                            "Cannot use the special principal '{}'.",
+                            if r.id == PUBLIC_ID { &r.name } else { &member.name }
+                        ),
+                    ));
+                }
+                if add {
+                    if member.id == r.id || s.members().iter().any(|&(role, mem)| role == member.id && mem == r.id) {
+                        return Err(SqlError::new(
+                            15413,
+                            "Cannot make a role a member of itself or of one of its members.",
+                        ));
+                    }
+                    next.add_member(r.id, member.id)?;
+                } else {
+                    next.remove_member(r.id, member.id);
+                }
+            }
+            AlterRoleAction::Rename(new) => {
+                if r.is_fixed() {
+                    return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", r.name)));
+                }
+                if s.principal(&new.value).is_some() {
+                    return Err(exists(&new.value));
+                }
+                let mut renamed = r.clone();
+                renamed.name = new.value.clone();
+                renamed.modify_date = now();
+                next.put_principal(renamed)?;
+            }
+        }
+        Ok((next, ()))
+    })
+}
+
+/// `DROP ROLE`.
+pub fn drop_role(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    ctx.shared.alter_security(&c.db, |s| {
+        let Some(r) = s.principal(&name.value).filter(|p| p.kind.is_role()).cloned() else {
+            if if_exists {
+                return Ok((s.clone(), ()));
+            }
+            return Err(not_found("drop", "role", &name.value));
+        };
+        if !may_alter_role(&c, &r) {
+            return Err(not_found("drop", "role", &name.value));
+        }
+        if r.is_fixed() {
+            return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", r.name)));
+        }
+        if s.members().iter().any(|&(role, _)| role == r.id) {
+            return Err(SqlError::new(15144, "The role has members. It must be empty before it can be dropped."));
+        }
+        Ok((without_principal(s, &r)?, ()))
+    })
+}
+
+/// `CREATE SCHEMA name [AUTHORIZATION owner]` (its elements run after it, in the session).
+pub fn create_schema(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    if !c.may("CREATE SCHEMA", On::Database) {
+        return Err(check::database_denied("CREATE SCHEMA", c.db.name()));
+    }
+    ctx.shared.alter_security(&c.db, |s| {
+        if s.schema(&name.value).is_some() {
+            return Err(SqlError::new(
+                2714,
+                format!("There is already an object named '{}' in the database.", name.value),
+            ));
+        }
+        let owner = match owner {
+            Some(o) => s.principal(&o.value).ok_or_else(|| not_found("find", "user", &o.value))?.id,
+            None => c.token.user,
+        };
+        let mut next = s.clone();
+        let id = next.new_schema_id();
+        next.put_schema(Schema { id, name: name.value.clone(), owner })?;
+        Ok((next, ()))
+    })
+}
+
+/// `DROP SCHEMA`: error 3729 while an object is in it.
+pub fn drop_schema(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    let catalog = ctx.shared.catalog(&c.db)?;
+    ctx.shared.alter_security(&c.db, |s| {
+        let Some(schema) = s.schema(&name.value).cloned() else {
+            if if_exists {
+                return Ok((s.clone(), ()));
+            }
+            return Err(not_found("drop", "schema", &name.value));
+        };
+        if !c.may("CONTROL", On::Schema(&schema.name)) || schema.id < FIRST_PRINCIPAL_ID || is_fixed_role(schema.id) {
+            return Err(not_found("drop", "schema", &name.value));
+        }
+        if let Some(o) = catalog.objects().into_iter().find(|o| o.schema().eq_ignore_ascii_case(&schema.name)) {
+            return Err(SqlError::new(
+                3729,
+                format!(
+                    "Cannot drop schema '{}' because it is being referenced by object '{}'.",
+                    schema.name,
+                    o.name()
+                ),
+            ));
+        }
+        let mut next = s.clone();
+        next.remove_schema(schema.id);
+        Ok((next, ()))
+    })
+}
+
+/// `ALTER AUTHORIZATION ON SCHEMA::s | DATABASE::d TO principal`.
+pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    let target = &on.name.name().value;
+    match on.class {
+        SecurableClass::Schema => ctx.shared.alter_security(&c.db, |s| {
+            let Some(mut schema) = s.schema(target).cloned() else {
+                return Err(not_found("find", "schema", target));
+            };
+            if !c.may("CONTROL", On::Schema(&schema.name)) {
+                return Err(not_found("find", "schema", target));
+            }
+            schema.owner = match owner {
+                Some(o) => s.principal(&o.value).ok_or_else(|| not_found("find", "user", &o.value))?.id,
+                None => return Err(SqlError::new(102, "Incorrect syntax near 'OWNER'.").with_severity(15)),
+            };
+            let mut next = s.clone();
+            next.put_schema(schema)?;
+            Ok((next, ()))
+        }),
+        SecurableClass::Database => {
+            let Some(o) = owner else {
+                return Err(SqlError::new(102, "Incorrect syntax near 'OWNER'.").with_severity(15));
+            };
+            let Some(login) = ctx.shared.logins.get(&o.value) else {
+                return Err(SqlError::new(
+                    15151,
+                    format!(
+                        "Cannot find the principal '{}', because it does not exist or you do not have permission.",
+                        o.value
+                    ),
+                ));
+            };
+            let db = ctx.shared.database(target)?;
+            let (security, token) = token_in(ctx.shared, ctx.session, db.name())?;
+            if !allowed(&security, &token, "CONTROL", On::Database) {
+                return Err(not_found("find", "database", target));
+            }
+            ctx.shared.alter_security(&db, |s| {
+                if s.user_for_sid(&login.sid).is_some() {
+                    return Err(SqlError::new(
+                        15110,
+                        "The proposed new database owner is already a user or aliased in the database.",
+                    ));
+                }
+                let mut next = s.clone();
+                if let Some(mut dbo) = next.principal("dbo").cloned() {
+                    dbo.sid = Some(login.sid.clone());
+                    next.put_principal(dbo)?;
+                }
+                Ok((next, ()))
+            })
+        }
+        _ => Err(SqlError::new(15247, "User does not have permission to perform this action.")),
+    }
+}
+
+/// Makes the login with security id `sid` the owner (`dbo`) of the database `db`, as
+/// CREATE DATABASE does for the login that creates it.
+pub fn set_owner(shared: &Shared, db: &Arc<tessera_database::Database>, sid: &[u8]) -> SqlResult<()> {
+    shared.alter_security(db, |s| {
+        let mut next = s.clone();
+        if let Some(mut dbo) = next.principal("dbo").cloned() {
+            dbo.sid = Some(sid.to_vec());
+            next.put_principal(dbo)?;
+        }
+        Ok((next, ()))
+    })
+}
+
+/// What a GRANT/DENY/REVOKE is on, resolved: (class, major id, the check's `On`, name).
+struct Target {
+    class: Class,
+    major_id: i32,
+    schema: Option<String>,
+    /// The permissions `ALL` stands for here.
+    all: &'static [&'static str],
+}
+
+fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target> {
+    let database_all: &[&str] =
+        &["BACKUP DATABASE", "BACKUP LOG", "CREATE FUNCTION", "CREATE PROCEDURE", "CREATE TABLE", "CREATE VIEW"];
+    let Some(on) = on else {
+        return Ok(Target { class: Class::Database, major_id: 0, schema: None, all: database_all });
+    };
+    let shown = on.name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+    match on.class {
+        SecurableClass::Database => {
+            if !on.name.name().value.eq_ignore_ascii_case(c.db.name()) {
+                return Err(SqlError::new(
+                    15151,
+                    format!(
+                        "Cannot find the database '{shown}', because it does not exist or you do not have permission."
+                    ),
+                ));
+            }
+            Ok(Target { class: Class::Database, major_id: 0, schema: None, all: database_all })
+        }
+        SecurableClass::Schema => {
+            let schema = c.security.schema(&on.name.name().value).ok_or_else(|| not_found("find", "schema", &shown))?;
+            Ok(Target {
+                class: Class::Schema,
+                major_id: schema.id,
+                schema: Some(schema.name.clone()),
+                all: &["SELECT", "INSERT", "UPDATE", "DELETE", "EXECUTE", "REFERENCES"],
+            })
+        }
+        SecurableClass::Object => {
+            let b = tessera_semantics::bind::Binder::new(ctx.shared, ctx.session, &[]);
+            let (db, schema, name) = b.qualify(&on.name)?;
+            if !db.eq_ignore_ascii_case(c.db.name()) {
+                return Err(SqlError::new(
+                    4701,
+                    format!(
+                        "Cannot find the object \"{shown}\" because it does not exist or you do not have permissions."
+                    ),
+                ));
+            }
+            let catalog = ctx.shared.catalog(&c.db)?;
+            let object = catalog.lookup(&schema, &name).ok_or_else(|| not_found("find", "object", &shown))?;
+            let all: &'static [&'static str] = match object {
+                Object::Table(_) => &["DELETE", "INSERT", "REFERENCES", "SELECT", "UPDATE"],
+                Object::Module(m) => match m.kind {
+                    tessera_semantics::catalog::ModuleKind::Procedure => &["EXECUTE"],
+                    tessera_semantics::catalog::ModuleKind::ScalarFunction => &["EXECUTE", "REFERENCES"],
+                    _ => &["DELETE", "INSERT", "REFERENCES", "SELECT", "UPDATE"],
+                },
+            };
+            Ok(Target { class: Class::Object, major_id: object.id(), schema: Some(object.schema().to_string()), all })
+        }
+        _ => Err(SqlError::new(15247, "User does not have permission to perform this action.")),
+    }
+}
+
+/// `GRANT`, `DENY` or `REVOKE` on the database, a schema or an object.
+pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
+    let c = caller(ctx)?;
+    let t = target(ctx, &c, p.on.as_ref())?;
+    let on = match (&t.class, &t.schema) {
+        (Class::Object, Some(schema)) => On::Object { schema, id: t.major_id },
+        (Class::Schema, Some(schema)) => On::Schema(schema),
+        _ => On::Database,
+    };
+    let mut names = Vec::new();
+    for perm in &p.permissions {
+        if perm.name == "ALL" {
+            names.extend(t.all.iter().map(|n| n.to_string()));
+            continue;
+        }
+        let valid =
+            PERMISSIONS.iter().find(|(n, ..)| *n == perm.name).is_some_and(|(_, _, db, schema, object)| {
+                match t.class {
+                    Class::Database => *db,
+                    Class::Schema => *schema,
+                    _ => *object,
+                }
+            });
+        if !valid {
+            return Err(SqlError::new(
+                4606,
+                format!("Granted or revoked privilege {} is not compatible with object.", perm.name),
+            ));
+        }
+        names.push(perm.name.clone());
+    }
+    // The grantor needs CONTROL on the securable (db_securityadmin manages permissions
+    // on the database and its schemas).
+    let securityadmin = c.token.holds(16386) && t.class != Class::Object;
+    if !securityadmin && !c.may("CONTROL", on) {
+        let shown = p.on.as_ref().map_or(c.db.name().to_string(), |s| s.name.name().value.clone());
+        return Err(SqlError::new(
+            15151,
+            format!("Cannot find the object '{shown}', because it does not exist or you do not have permission."),
+        ));
+    }
+    ctx.shared.alter_security(&c.db, |s| {
+        let mut grantees = Vec::new();
+        for g in &p.principals {
+            let Some(principal) = s.principal(&g.value) else {
+                return Err(not_found("find", "user", &g.value));
+            };
+            if matches!(principal.id, DBO_ID | 3 | 4) {
+                return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", principal.name)));
+            }
+            if is_fixed_role(principal.id) {
+                return Err(SqlError::new(4617, "Cannot grant, deny or revoke permissions to or from special roles."));
+            }
+            grantees.push(principal.id);
+        }
+        let mut next = s.clone();
+        for grantee in grantees {
+            for name in &names {
+                let row = PermissionRow {
+                    class: t.class,
+                    major_id: t.major_id,
+                    grantee,
+                    permission: name.clone(),
+                    grantor: c.token.user,
+                    state: GrantState::Grant,
+                };
+                match p.action {
+                    PermissionAction::Grant { with_grant_option } => {
+                        let state =
+                            if with_grant_option { GrantState::GrantWithGrantOption } else { GrantState::Grant };
+                        next.set_permission(PermissionRow { state, ..row })?;
+                    }
+                    PermissionAction::Deny { .. } => {
+                        next.set_permission(PermissionRow { state: GrantState::Deny, ..row })?
+                    }
+                    PermissionAction::Revoke { grant_option_for, .. } => next.revoke(&row, grant_option_for),
+                }
+            }
+        }
+        Ok((next, ()))
+    })
+}
+
+/// Whether the session's login may use the database `name` (error 916 when not).
+pub fn check_access(shared: &Shared, state: &SessionState, name: &str) -> SqlResult<()> {
+    token_in(shared, state, name).map(|_| ())
+}
+
+/// The security of the database `database` and the session's token there: who its login
+/// is in that database. Error 916 when the login has no access to it.
+pub fn token_in(shared: &Shared, state: &SessionState, database: &str) -> SqlResult<(Arc<Security>, Token)> {
+    let security = shared.security(&state.catalog_memo, database)?;
+    let (sid, sysadmin) = shared.logins.get(&state.login).map(|l| (l.sid.clone(), l.is_sysadmin())).unwrap_or_default();
+    match check::token(&security, &sid, sysadmin) {
+        Some(token) => Ok((security, token)),
+        None => Err(check::no_access(&state.login, database)),
+    }
+}

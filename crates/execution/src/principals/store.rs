@@ -1,0 +1,101 @@
+//! The storage tree `sys$principals` of a database: one row per principal (`p:<id>`),
+//! schema (`s:<id>`), role membership (`m:<role>:<member>`) and permission
+//! (`g:<class>:<major>:<grantee>:<permission>`), values as JSON. The tree is created at a
+//! database's first security change with every row of its defaults; a change writes only
+//! the rows that differ from the snapshot before it, in one transaction.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use tessera_database::{Database, Direction};
+use tessera_errors::{SqlError, SqlResult};
+
+use super::{PermissionRow, Principal, Schema, Security};
+
+const TREE: &str = "sys$principals";
+
+/// The owner `sa` has when nothing else is recorded (`sa`'s security id).
+const SA_SID: &[u8] = &[1];
+
+fn damaged(db: &Database, detail: impl std::fmt::Display) -> SqlError {
+    SqlError::new(50000, format!("Damaged security entry in database '{}': {detail}", db.name())).with_severity(21)
+}
+
+fn json<T: serde::Serialize>(value: &T) -> SqlResult<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| SqlError::new(50000, e.to_string()))
+}
+
+/// Every row of `s`, by key.
+fn rows(s: &Security) -> SqlResult<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for p in s.principals.values() {
+        out.insert(format!("p:{}", p.id).into_bytes(), json(p)?);
+    }
+    for sc in s.schemas.values() {
+        out.insert(format!("s:{}", sc.id).into_bytes(), json(sc)?);
+    }
+    for (role, member) in &s.members {
+        out.insert(format!("m:{role}:{member}").into_bytes(), Vec::new());
+    }
+    for g in &s.permissions {
+        let key = format!("g:{:?}:{}:{}:{}", g.class, g.major_id, g.grantee, g.permission);
+        out.insert(key.into_bytes(), json(g)?);
+    }
+    Ok(out)
+}
+
+/// A database's security: its rows, or the defaults when it has none.
+pub fn load(db: &Arc<Database>) -> SqlResult<Security> {
+    let Some(tree) = db.table(TREE) else {
+        return Ok(Security::defaults(db.name(), SA_SID.to_vec()));
+    };
+    let mut s = Security::empty();
+    let tx = db.begin();
+    for item in tx.scan(tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
+        let (k, v) = item?;
+        let key = std::str::from_utf8(&k).map_err(|e| damaged(db, e))?;
+        match key.split(':').next() {
+            Some("p") => s.insert_principal(serde_json::from_slice::<Principal>(&v).map_err(|e| damaged(db, e))?),
+            Some("s") => s.insert_schema(serde_json::from_slice::<Schema>(&v).map_err(|e| damaged(db, e))?),
+            Some("m") => {
+                let mut parts = key.split(':').skip(1).map(str::parse::<i32>);
+                match (parts.next(), parts.next()) {
+                    (Some(Ok(role)), Some(Ok(member))) => s.members.push((role, member)),
+                    _ => return Err(damaged(db, key)),
+                }
+            }
+            Some("g") => s.permissions.push(serde_json::from_slice::<PermissionRow>(&v).map_err(|e| damaged(db, e))?),
+            _ => return Err(damaged(db, key)),
+        }
+    }
+    tx.commit()?;
+    Ok(s)
+}
+
+/// Writes what differs between `before` and `after` durably, in one transaction.
+pub fn save(db: &Arc<Database>, before: &Security, after: &Security) -> SqlResult<()> {
+    let (tree, old) = match db.table(TREE) {
+        Some(t) => (t, rows(before)?),
+        None => match db.create_table(TREE) {
+            Ok(t) => (t, BTreeMap::new()),
+            Err(tessera_database::Error::AlreadyExists { .. }) => {
+                (db.table(TREE).ok_or_else(|| damaged(db, "tree vanished"))?, rows(before)?)
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    let new = rows(after)?;
+    let mut tx = db.begin();
+    for key in old.keys().filter(|k| !new.contains_key(*k)) {
+        tx.delete(tree, key)?;
+    }
+    for (key, value) in &new {
+        if old.get(key) != Some(value) {
+            tx.delete(tree, key)?;
+            tx.insert(tree, key, value)?;
+        }
+    }
+    tx.commit()?;
+    Ok(())
+}

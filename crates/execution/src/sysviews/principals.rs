@@ -1,0 +1,133 @@
+//! Database security: sys.database_principals, sys.database_role_members,
+//! sys.database_permissions and sys.schemas, from the database's principals.
+
+use super::{bit, col, datetime, int, s, Rows, ViewDef, SYSNAME};
+use crate::principals::{Principal, PrincipalKind};
+use crate::runtime::ExecCtx;
+use tessera_semantics::types::{SqlType::*, Value};
+
+fn security(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<std::sync::Arc<crate::principals::Security>> {
+    ctx.shared.security(&ctx.session.catalog_memo, db)
+}
+
+fn or_null(v: Option<i32>) -> Value {
+    v.map_or(Value::Null, |v| int(i64::from(v)))
+}
+
+pub(super) static DATABASE_PRINCIPALS: ViewDef<12> = ViewDef {
+    schema: "sys",
+    name: "database_principals",
+    columns: [
+        col("name", SYSNAME, false),
+        col("principal_id", Int, false),
+        col("type", Char(1), false),
+        col("type_desc", NVarChar(60), true),
+        col("default_schema_name", SYSNAME, true),
+        col("create_date", DateTime, false),
+        col("modify_date", DateTime, false),
+        col("owning_principal_id", Int, true),
+        col("sid", VarBinary(85), true),
+        col("is_fixed_role", Bit, false),
+        col("authentication_type", Int, false),
+        col("authentication_type_desc", NVarChar(60), true),
+    ],
+    rows: database_principals,
+};
+
+fn principal_row(p: &Principal) -> [Value; 12] {
+    let (ty, desc) = if p.kind.is_role() { ("R", "DATABASE_ROLE") } else { ("S", "SQL_USER") };
+    let (auth, auth_desc) = match p.kind {
+        PrincipalKind::Role => (0, "NONE"),
+        PrincipalKind::SqlUser => (1, "INSTANCE"),
+        PrincipalKind::ContainedUser => (2, "DATABASE"),
+        PrincipalKind::UserWithoutLogin => (0, "NONE"),
+    };
+    [
+        s(&p.name),
+        int(i64::from(p.id)),
+        s(ty),
+        s(desc),
+        p.default_schema.as_deref().map_or(Value::Null, s),
+        datetime(p.create_date),
+        datetime(p.modify_date),
+        or_null(p.owner),
+        p.sid.clone().map_or(Value::Null, |sid| Value::Binary(sid.into())),
+        bit(crate::principals::is_fixed_role(p.id)),
+        int(auth),
+        s(auth_desc),
+    ]
+}
+
+fn database_principals(ctx: &ExecCtx, db: &str) -> Rows<12> {
+    let security = security(ctx, db)?;
+    let mut out: Vec<(i32, [Value; 12])> = security.principals().map(|p| (p.id, principal_row(p))).collect();
+    out.sort_by_key(|(id, _)| *id);
+    Ok(out.into_iter().map(|(_, r)| r).collect())
+}
+
+pub(super) static DATABASE_ROLE_MEMBERS: ViewDef<2> = ViewDef {
+    schema: "sys",
+    name: "database_role_members",
+    columns: [col("role_principal_id", Int, false), col("member_principal_id", Int, false)],
+    rows: |ctx, db| {
+        let security = security(ctx, db)?;
+        let mut members = security.members().to_vec();
+        members.sort_unstable();
+        Ok(members.into_iter().map(|(r, m)| [int(i64::from(r)), int(i64::from(m))]).collect())
+    },
+};
+
+pub(super) static DATABASE_PERMISSIONS: ViewDef<10> = ViewDef {
+    schema: "sys",
+    name: "database_permissions",
+    columns: [
+        col("class", TinyInt, false),
+        col("class_desc", NVarChar(60), true),
+        col("major_id", Int, false),
+        col("minor_id", Int, false),
+        col("grantee_principal_id", Int, false),
+        col("grantor_principal_id", Int, false),
+        col("type", Char(4), false),
+        col("permission_name", NVarChar(128), true),
+        col("state", Char(1), false),
+        col("state_desc", NVarChar(60), true),
+    ],
+    rows: |ctx, db| {
+        let security = security(ctx, db)?;
+        Ok(security
+            .permissions()
+            .iter()
+            .map(|g| {
+                let (class, class_desc) = g.class.number_and_desc();
+                let (state, state_desc) = g.state.code_and_desc();
+                [
+                    int(class),
+                    s(class_desc),
+                    int(i64::from(g.major_id)),
+                    int(0),
+                    int(i64::from(g.grantee)),
+                    int(i64::from(g.grantor)),
+                    s(crate::principals::check::type_code(&g.permission)),
+                    s(&g.permission),
+                    s(state),
+                    s(state_desc),
+                ]
+            })
+            .collect())
+    },
+};
+
+pub(super) static SCHEMAS: ViewDef<3> = ViewDef {
+    schema: "sys",
+    name: "schemas",
+    columns: [col("name", SYSNAME, false), col("schema_id", Int, false), col("principal_id", Int, true)],
+    rows: |ctx, db| {
+        let security = security(ctx, db)?;
+        let mut out: Vec<(i32, [Value; 3])> = security
+            .schemas()
+            .map(|sc| (sc.id, [s(&sc.name), int(i64::from(sc.id)), int(i64::from(sc.owner))]))
+            .collect();
+        out.sort_by_key(|(id, _)| *id);
+        Ok(out.into_iter().map(|(_, r)| r).collect())
+    },
+};

@@ -1,0 +1,173 @@
+//! Database users and permissions over TDS with tiberius: a tenant's database belongs to
+//! the login that created it; another login can neither use it, read it, change it, drop
+//! it, alter it, back it up nor detach it, until the owner makes it a user and grants it
+//! what it needs; DENY wins; ownership chaining lets a granted procedure read its table;
+//! a failed statement changes nothing.
+
+mod common;
+
+use common::{TestServer, PASSWORD};
+use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
+use tokio::net::TcpStream;
+use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+
+type Conn = Client<Compat<TcpStream>>;
+
+const ALICE: &str = "Alice-Pass-1";
+const BOB: &str = "Bob-Pass-12";
+
+async fn connect_as(port: u16, user: &str, password: &str) -> Conn {
+    let mut config = Config::new();
+    config.host("127.0.0.1");
+    config.port(port);
+    config.authentication(AuthMethod::sql_server(user, password));
+    config.encryption(EncryptionLevel::NotSupported);
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    Client::connect(config, tcp.compat_write()).await.expect("login")
+}
+
+async fn run(c: &mut Conn, sql: &str) {
+    c.simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_results()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// The number and text of the error `sql` must raise.
+async fn refused(c: &mut Conn, sql: &str) -> (u32, String) {
+    let e = match c.simple_query(sql).await {
+        Ok(stream) => match stream.into_results().await {
+            Ok(_) => panic!("{sql}: no error"),
+            Err(e) => e,
+        },
+        Err(e) => e,
+    };
+    match e {
+        tiberius::error::Error::Server(t) => (t.code(), t.message().to_string()),
+        other => panic!("{sql}: expected a server error, got {other:?}"),
+    }
+}
+
+async fn count(c: &mut Conn, sql: &str) -> i32 {
+    let row =
+        c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_row().await.unwrap().expect("a row");
+    row.get::<i32, _>(0).expect("an int")
+}
+
+#[test]
+fn a_tenant_s_database_is_its_own_until_it_grants() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN alice WITH PASSWORD = '{ALICE}'; CREATE LOGIN bob WITH PASSWORD = '{BOB}'")).await;
+        run(&mut sa, "ALTER SERVER ROLE dbcreator ADD MEMBER alice; ALTER SERVER ROLE dbcreator ADD MEMBER bob").await;
+
+        let mut alice = connect_as(port, "alice", ALICE).await;
+        run(&mut alice, "CREATE DATABASE tenant_a").await;
+        run(&mut alice, "USE tenant_a; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 10), (2, 20)").await;
+        run(&mut alice, "CREATE PROCEDURE p AS SELECT COUNT(*) FROM t").await;
+        assert_eq!(count(&mut alice, "SELECT principal_id FROM sys.database_principals WHERE name = 'dbo'").await, 1);
+
+        // bob has no user in tenant_a: nothing of it is his.
+        let mut bob = connect_as(port, "bob", BOB).await;
+        let (n, m) = refused(&mut bob, "USE tenant_a").await;
+        assert_eq!(n, 916, "{m}");
+        assert_eq!(m, "The server principal \"bob\" is not able to access the database \"tenant_a\" under the current security context.");
+        assert_eq!(refused(&mut bob, "SELECT * FROM tenant_a.dbo.t").await.0, 916);
+        assert_eq!(refused(&mut bob, "DROP DATABASE tenant_a").await.0, 3701);
+        assert_eq!(refused(&mut bob, "ALTER DATABASE tenant_a SET RECOVERY SIMPLE").await.0, 5011);
+        let dir = server.dir.path().display().to_string();
+        assert_eq!(refused(&mut bob, &format!("BACKUP DATABASE tenant_a TO DISK = '{dir}/a.bak'")).await.0, 262);
+        assert_eq!(refused(&mut bob, "EXEC sp_detach_db 'tenant_a'").await.0, 15247);
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'tenant_a'").await, 1, "still there");
+
+        // A user without permissions: connects, may do nothing.
+        run(&mut alice, "CREATE USER bob FOR LOGIN bob").await;
+        run(&mut bob, "USE tenant_a").await;
+        let (n, m) = refused(&mut bob, "SELECT * FROM t").await;
+        assert_eq!((n, m.as_str()), (229, "The SELECT permission was denied on the object 't', database 'tenant_a', schema 'dbo'."));
+        assert_eq!(refused(&mut bob, "INSERT INTO t VALUES (3, 30)").await.0, 229);
+        assert_eq!(refused(&mut bob, "UPDATE t SET v = 0").await.0, 229);
+        assert_eq!(refused(&mut bob, "DELETE FROM t WHERE id = 1").await.0, 229);
+        assert_eq!(refused(&mut bob, "EXEC p").await, (229, "The EXECUTE permission was denied on the object 'p', database 'tenant_a', schema 'dbo'.".into()));
+        assert_eq!(refused(&mut bob, "CREATE TABLE x (a int)").await.0, 262);
+        assert_eq!(refused(&mut bob, "DROP TABLE t").await.0, 3701);
+        assert_eq!(refused(&mut bob, "TRUNCATE TABLE t").await.0, 1088);
+        assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM t WHERE v > 0").await, 2, "nothing changed");
+
+        // EXECUTE on the procedure: it reads its table through the ownership chain.
+        run(&mut alice, "GRANT EXECUTE ON p TO bob").await;
+        assert_eq!(count(&mut bob, "EXEC p").await, 2);
+        assert_eq!(refused(&mut bob, "SELECT * FROM t").await.0, 229);
+
+        // A fixed role, then a DENY that wins over it.
+        run(&mut alice, "ALTER ROLE db_datareader ADD MEMBER bob").await;
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM t").await, 2);
+        run(&mut alice, "DENY SELECT ON OBJECT::dbo.t TO bob").await;
+        assert_eq!(refused(&mut bob, "SELECT COUNT(*) FROM t").await.0, 229);
+        run(&mut alice, "REVOKE SELECT ON t FROM bob").await;
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM t").await, 2);
+        assert_eq!(
+            count(
+                &mut alice,
+                "SELECT COUNT(*) FROM sys.database_permissions p JOIN sys.database_principals u \
+                 ON u.principal_id = p.grantee_principal_id WHERE u.name = 'bob' AND p.permission_name IN ('CONNECT', 'EXECUTE')"
+            )
+            .await,
+            2
+        );
+        assert_eq!(
+            count(
+                &mut alice,
+                "SELECT COUNT(*) FROM sys.database_role_members r JOIN sys.database_principals u \
+                 ON u.principal_id = r.member_principal_id WHERE u.name = 'bob'"
+            )
+            .await,
+            1
+        );
+
+        // A schema bob owns: with CREATE TABLE he may make and fill tables in it.
+        run(&mut alice, "CREATE SCHEMA sales AUTHORIZATION bob").await;
+        assert_eq!(refused(&mut bob, "CREATE TABLE sales.orders (id int)").await.0, 262);
+        run(&mut alice, "GRANT CREATE TABLE TO bob").await;
+        run(&mut bob, "CREATE TABLE sales.orders (id int)").await;
+        run(&mut bob, "INSERT INTO sales.orders VALUES (1)").await;
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sales.orders").await, 1);
+        assert_eq!(refused(&mut bob, "CREATE TABLE dbo.mine (id int)").await.0, 2760);
+        assert_eq!(refused(&mut alice, "DROP SCHEMA sales").await.0, 3729);
+        assert_eq!(refused(&mut alice, "DROP USER bob").await.0, 15138);
+
+        // bob's own database is his; alice has no way in.
+        run(&mut bob, "CREATE DATABASE tenant_b").await;
+        run(&mut bob, "USE tenant_b; CREATE TABLE secret (v int); INSERT INTO secret VALUES (42)").await;
+        assert_eq!(refused(&mut alice, "SELECT * FROM tenant_b.dbo.secret").await.0, 916);
+        assert_eq!(refused(&mut alice, "DROP DATABASE tenant_b").await.0, 3701);
+        run(&mut bob, "USE master; DROP DATABASE tenant_b").await;
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'tenant_b'").await, 0);
+    });
+}
+
+#[test]
+fn principals_and_permissions_survive_a_restart() {
+    let mut server = TestServer::start();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut sa = connect_as(server.port(), "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN bob WITH PASSWORD = '{BOB}'; CREATE DATABASE shop")).await;
+        run(
+            &mut sa,
+            "USE shop; CREATE TABLE t (a int); CREATE USER bob; CREATE ROLE readers; ALTER ROLE readers ADD MEMBER bob",
+        )
+        .await;
+        run(&mut sa, "USE shop; GRANT SELECT ON SCHEMA::dbo TO readers").await;
+    });
+    server.restart();
+    rt.block_on(async {
+        let mut bob = connect_as(server.port(), "bob", BOB).await;
+        run(&mut bob, "USE shop; SELECT * FROM t").await;
+        assert_eq!(refused(&mut bob, "INSERT INTO shop.dbo.t VALUES (1)").await.0, 229);
+    });
+}

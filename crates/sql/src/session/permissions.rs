@@ -1,0 +1,178 @@
+//! Permission checks at run time: the permissions a statement's plan needs on the objects
+//! it names (with ownership chaining through the module being run and through views),
+//! EXECUTE on a procedure, database permissions of DDL and BACKUP, and the statements that
+//! change principals and permissions.
+
+use super::Runner;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::ddl::principals::{self as ddl, token_in};
+use tessera_execution::principals;
+use tessera_execution::principals::check::{allowed, database_denied, object_denied, On};
+use tessera_execution::runtime::ExecCtx;
+use tessera_semantics::catalog::ObjectDep;
+use tessera_syntax::ast::{self, StatementKind};
+
+impl Runner<'_> {
+    /// Checks that the session holds what the plan with these dependencies needs on every
+    /// object it names. An object reached through a module (the one being run, or a view
+    /// or function the statement names) with the same owner in the same database needs
+    /// nothing of its own (ownership chaining; not across databases).
+    pub(super) fn check_plan(&mut self, deps: &[ObjectDep]) -> SqlResult<()> {
+        for dep in deps.iter().filter(|d| !d.access.is_empty()) {
+            let db = dep.db.name(&self.state.database).to_string();
+            let (security, token) = token_in(self.shared, self.state, &db)?;
+            if token.unrestricted {
+                continue;
+            }
+            let of = self.shared.catalog_named(&db)?;
+            let Some(object) = of.catalog.lookup_key(&dep.key) else { continue };
+            let schema = object.schema().to_string();
+            let owner = security.schema_owner(&schema);
+            let chain = match &dep.via {
+                Some((via_db, via_key)) => {
+                    let via_name = via_db.name(&self.state.database).to_string();
+                    match of.catalog.lookup_key(via_key) {
+                        Some(module) if via_name.eq_ignore_ascii_case(&db) => security.schema_owner(module.schema()),
+                        _ => None,
+                    }
+                }
+                None => self.owner.as_ref().filter(|(d, _)| d.eq_ignore_ascii_case(&db)).map(|(_, o)| *o),
+            };
+            if chain.is_some() && chain == owner {
+                continue;
+            }
+            for permission in dep.access.permissions() {
+                if !allowed(&security, &token, permission, On::Object { schema: &schema, id: object.id() }) {
+                    return Err(object_denied(permission, object.name(), &of.database, &schema));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// EXECUTE on a procedure about to run; its database and owner when it may (the
+    /// owner its statements chain from).
+    pub(super) fn check_execute(&mut self, db: &str, schema: &str, name: &str, id: i32) -> SqlResult<(String, i32)> {
+        let (security, token) = token_in(self.shared, self.state, db)?;
+        let owner = security.schema_owner(schema).unwrap_or(principals::DBO_ID);
+        let chained = self.owner.as_ref().is_some_and(|(d, o)| d.eq_ignore_ascii_case(db) && *o == owner);
+        if !chained && !allowed(&security, &token, "EXECUTE", On::Object { schema, id }) {
+            return Err(object_denied("EXECUTE", name, db, schema));
+        }
+        Ok((db.to_string(), owner))
+    }
+
+    /// CREATE TABLE / VIEW / PROCEDURE / FUNCTION of `name`: the database permission, and
+    /// ALTER on the schema it goes in (error 2760 when that schema does not exist).
+    pub(super) fn check_create(&mut self, permission: &str, name: &ast::ObjectName) -> SqlResult<()> {
+        let b = tessera_semantics::bind::Binder::new(self.shared, self.state, &[]);
+        let (db, schema, object) = b.qualify(name)?;
+        if object.starts_with('#') || !self.shared.engine.exists(&db) {
+            return Ok(());
+        }
+        let (security, token) = token_in(self.shared, self.state, &db)?;
+        if security.schema(&schema).is_none() {
+            return Err(SqlError::new(
+                2760,
+                format!("The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."),
+            ));
+        }
+        if !allowed(&security, &token, permission, On::Database) {
+            return Err(database_denied(permission, &db));
+        }
+        if !allowed(&security, &token, "ALTER", On::Schema(&schema)) {
+            return Err(SqlError::new(
+                2760,
+                format!("The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."),
+            ));
+        }
+        Ok(())
+    }
+
+    /// CREATE (or, for an existing module, ALTER) of a procedure, function or view.
+    pub(super) fn check_define(&mut self, permission: &str, name: &ast::ObjectName, alter: bool) -> SqlResult<()> {
+        let b = tessera_semantics::bind::Binder::new(self.shared, self.state, &[]);
+        let (db, schema, object) = b.qualify(name)?;
+        let exists = self.shared.engine.exists(&db)
+            && self.shared.catalog_named(&db)?.catalog.lookup(&schema, &object).is_some();
+        if alter && exists {
+            let shown = name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+            return self.check_alter(name, || {
+                SqlError::new(
+                    15151,
+                    format!(
+                        "Cannot alter the object '{shown}', because it does not exist or you do not have permission."
+                    ),
+                )
+            });
+        }
+        self.check_create(permission, name)
+    }
+
+    /// DROP / ALTER / TRUNCATE / CREATE INDEX on the object `name`: ALTER on it (or
+    /// CONTROL); without it, `refused` — the statement's "does not exist or you do not
+    /// have permission" error, so that nothing is revealed.
+    pub(super) fn check_alter(&mut self, name: &ast::ObjectName, refused: impl FnOnce() -> SqlError) -> SqlResult<()> {
+        let b = tessera_semantics::bind::Binder::new(self.shared, self.state, &[]);
+        let (db, schema, object) = b.qualify(name)?;
+        if object.starts_with('#') || !self.shared.engine.exists(&db) {
+            return Ok(());
+        }
+        let (security, token) = token_in(self.shared, self.state, &db)?;
+        if token.unrestricted {
+            return Ok(());
+        }
+        let of = self.shared.catalog_named(&db)?;
+        let Some(found) = of.catalog.lookup(&schema, &object) else { return Ok(()) };
+        if allowed(&security, &token, "ALTER", On::Object { schema: &schema, id: found.id() }) {
+            Ok(())
+        } else {
+            Err(refused())
+        }
+    }
+
+    /// Whether the session may change or drop the database `name` (its owner, db_owner,
+    /// sysadmin, or ALTER ANY DATABASE at server level — dbcreator).
+    pub(super) fn may_control_database(&mut self, name: &str) -> SqlResult<bool> {
+        let login = self.state.login.clone();
+        if self.shared.logins.is_sysadmin(&login) {
+            return Ok(true);
+        }
+        if !self.shared.engine.exists(name) {
+            return Ok(true);
+        }
+        match token_in(self.shared, self.state, name) {
+            Ok((security, token)) => Ok(allowed(&security, &token, "CONTROL", On::Database)),
+            Err(e) if e.number == 916 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// CREATE/ALTER/DROP USER and ROLE, CREATE/DROP SCHEMA (with the schema's elements),
+    /// ALTER AUTHORIZATION and GRANT/DENY/REVOKE.
+    pub(super) fn database_security(&mut self, kind: &StatementKind) -> SqlResult<()> {
+        let ctx = ExecCtx::new(self.shared, self.state);
+        match kind {
+            StatementKind::CreateUser { name, login, options } => ddl::create_user(&ctx, name, login, options),
+            StatementKind::AlterUser { name, options } => ddl::alter_user(&ctx, name, options),
+            StatementKind::DropUser { name, if_exists } => ddl::drop_user(&ctx, name, *if_exists),
+            StatementKind::CreateRole { name, owner } => ddl::create_role(&ctx, name, owner.as_ref()),
+            StatementKind::AlterRole { role, action } => ddl::alter_role(&ctx, role, action),
+            StatementKind::DropRole { name, if_exists } => ddl::drop_role(&ctx, name, *if_exists),
+            StatementKind::CreateSchema { name, owner, .. } => ddl::create_schema(&ctx, name, owner.as_ref()),
+            StatementKind::DropSchema { name, if_exists } => ddl::drop_schema(&ctx, name, *if_exists),
+            StatementKind::AlterAuthorization { on, owner } => ddl::alter_authorization(&ctx, on, owner.as_ref()),
+            StatementKind::Permission(p) => ddl::permission(&ctx, p),
+            _ => unreachable!("not a database security statement"),
+        }
+    }
+}
+
+/// A schema element's name in the schema being created: a one-part name gets the schema.
+pub(super) fn in_schema(name: &ast::ObjectName, schema: &ast::Ident) -> ast::ObjectName {
+    if name.0.len() == 1 {
+        ast::ObjectName(vec![schema.clone(), name.0[0].clone()])
+    } else {
+        name.clone()
+    }
+}

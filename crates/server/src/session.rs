@@ -24,7 +24,8 @@
 //!   thread: an open transaction is rolled back and temp tables dropped.
 //! - Before login completes, messages are bounded by a small size and the whole exchange
 //!   by the login timeout; wrong credentials get error 18456 and nothing else (18486 for
-//!   a login that is locked out).
+//!   a login that is locked out). An address with many failed logins waits before its
+//!   credentials are checked (see `throttle`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -43,6 +44,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::packet::{self, kind, status, Limits, Message};
 use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
+use crate::throttle::Verdict;
 use crate::tls::PreloginWrapped;
 use crate::tokens::{self, done, Version};
 use crate::transport::{self, LoginStream, Transport, Watch};
@@ -168,6 +170,20 @@ async fn login_phase(
     // (MS-TDS 1.7); its features are TDS 7.4's.
     let version = if strict { Version::V7_4 } else { Version::negotiate(login.tds_version).unwrap_or(Version::V7_1) };
 
+    // An address with many failed logins waits (a timer, holding no permit) or is refused.
+    let (verdict, report) = state.throttle.admit(peer.ip(), std::time::Instant::now());
+    if let Some(report) = report {
+        state.log.session(0, &report.line(peer.ip()));
+    }
+    match verdict {
+        Verdict::Go => {}
+        Verdict::Wait(wait) => tokio::time::sleep(wait).await,
+        Verdict::Refuse => {
+            let refused = login_refused(18456, &login.user_name);
+            refuse(&mut stream, &state.shared.server_name, version, &[refused]).await?;
+            return Ok(None);
+        }
+    }
     // Credentials: the slow hash runs on a blocking thread, a bounded number at a time.
     let checked = if login.sspi {
         Err(Refusal::failed(58, "Windows authentication is not supported; use a SQL Server login."))
@@ -185,6 +201,7 @@ async fn login_phase(
     let accepted = match checked {
         Ok(a) => a,
         Err(refusal) => {
+            state.throttle.failure(peer.ip(), std::time::Instant::now());
             state.log.session(0, &format!("Error: {}, Severity: 14, State: {}.", refusal.number, refusal.state));
             state.log.session(
                 0,

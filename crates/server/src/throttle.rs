@@ -68,16 +68,15 @@ pub struct Report {
     /// Attempts delayed and refused since the last report, this one included.
     pub delayed: u32,
     pub refused: u32,
-    /// What became of this attempt.
-    pub verdict: Verdict,
+    /// This attempt's wait; None: it is refused.
+    pub wait: Option<Duration>,
 }
 
 impl Report {
     pub fn line(&self, address: IpAddr) -> String {
-        let this = match self.verdict {
-            Verdict::Wait(w) => format!("this one waits {} ms", w.as_millis()),
-            Verdict::Refuse => "this one is refused".to_string(),
-            Verdict::Go => "this one goes ahead".to_string(),
+        let this = match self.wait {
+            Some(w) => format!("this one waits {} ms", w.as_millis()),
+            None => "this one is refused".to_string(),
         };
         format!(
             "Login attempts from {address} are throttled after {} failed logins: {} delayed and {} refused since the last report; {this}.",
@@ -125,22 +124,22 @@ impl LoginThrottle {
         }
         let start = r.next_slot.max(now) + delay(r.failures);
         let wait = start - now;
-        let verdict = if wait > MAX_DELAY {
-            r.refused += 1;
-            Verdict::Refuse
-        } else {
+        let admitted = wait <= MAX_DELAY;
+        if admitted {
             r.next_slot = start;
             r.delayed += 1;
-            Verdict::Wait(wait)
-        };
+        } else {
+            r.refused += 1;
+        }
         let due = r.reported.is_none_or(|t| now.saturating_duration_since(t) >= REPORT_EVERY);
         let report = due.then(|| {
             r.reported = Some(now);
-            let report = Report { failures: r.failures, delayed: r.delayed, refused: r.refused, verdict };
+            let report =
+                Report { failures: r.failures, delayed: r.delayed, refused: r.refused, wait: admitted.then_some(wait) };
             (r.delayed, r.refused) = (0, 0);
             report
         });
-        (verdict, report)
+        (if admitted { Verdict::Wait(wait) } else { Verdict::Refuse }, report)
     }
 
     /// Records a failed login from `address` at `now`.
@@ -168,11 +167,6 @@ impl LoginThrottle {
             Record { failures: 1, last_failure: now, next_slot: now, delayed: 0, refused: 0, reported: None },
         );
     }
-
-    /// Addresses tracked now.
-    pub fn tracked(&self) -> usize {
-        self.records.lock().len()
-    }
 }
 
 #[cfg(test)]
@@ -198,7 +192,7 @@ mod tests {
         t.failure(ip("10.0.0.1"), t0);
         let (verdict, report) = t.admit(ip("10.0.0.1"), t0);
         assert_eq!(verdict, Verdict::Wait(FIRST_DELAY));
-        assert_eq!(report, Some(Report { failures: FREE_FAILURES, delayed: 1, refused: 0, verdict }));
+        assert_eq!(report, Some(Report { failures: FREE_FAILURES, delayed: 1, refused: 0, wait: Some(FIRST_DELAY) }));
         assert_eq!(
             report.unwrap().line(ip("10.0.0.1")),
             "Login attempts from 10.0.0.1 are throttled after 10 failed logins: 1 delayed and 0 refused since the last report; this one waits 250 ms."
@@ -245,6 +239,10 @@ mod tests {
         fail(&t, "10.0.0.1", FREE_FAILURES + 6, t0);
         assert!(t.admit(ip("10.0.0.1"), t0).1.is_some());
         assert_eq!(t.admit(ip("10.0.0.1"), t0), (Verdict::Refuse, None));
+        assert_eq!(
+            Report { failures: 16, delayed: 0, refused: 1, wait: None }.line(ip("10.0.0.1")),
+            "Login attempts from 10.0.0.1 are throttled after 16 failed logins: 0 delayed and 1 refused since the last report; this one is refused."
+        );
         t.failure(ip("10.0.0.1"), t0 + REPORT_EVERY / 2);
         let later = t0 + REPORT_EVERY;
         t.failure(ip("10.0.0.1"), later);
@@ -258,7 +256,7 @@ mod tests {
         let t0 = Instant::now();
         fail(&t, "10.0.0.1", FREE_FAILURES, t0);
         assert_eq!(t.admit(ip("10.0.0.1"), t0 + WINDOW), (Verdict::Go, None));
-        assert_eq!(t.tracked(), 0);
+        assert_eq!(t.records.lock().len(), 0);
         fail(&t, "10.0.0.1", FREE_FAILURES - 1, t0);
         t.failure(ip("10.0.0.1"), t0 + WINDOW);
         assert_eq!(t.admit(ip("10.0.0.1"), t0 + WINDOW).0, Verdict::Go, "the count started over");
@@ -272,11 +270,11 @@ mod tests {
             t.failure(IpAddr::V4(i.into()), t0 + Duration::from_micros(u64::from(i)));
         }
         fail(&t, "0.0.0.0", FREE_FAILURES, t0 + Duration::from_secs(2));
-        assert_eq!(t.tracked(), MAX_ADDRESSES);
+        assert_eq!(t.records.lock().len(), MAX_ADDRESSES);
         // 0.0.0.1 had the oldest failure (address 0.0.0.0 was refreshed before it filled).
         let newcomer = t0 + Duration::from_secs(3);
         t.failure(ip("192.0.2.1"), newcomer);
-        assert_eq!(t.tracked(), MAX_ADDRESSES);
+        assert_eq!(t.records.lock().len(), MAX_ADDRESSES);
         assert!(!t.records.lock().contains_key(&ip("0.0.0.1")));
         assert!(matches!(t.admit(ip("0.0.0.0"), newcomer).0, Verdict::Wait(_)));
     }

@@ -331,7 +331,11 @@ impl Logins {
             ));
         }
         if lockable.is_some() {
-            self.strikes.lock().remove(&login.principal_id);
+            // The count starts over; the last failure's time stays for LOGINPROPERTY.
+            if let Some(entry) = self.strikes.lock().get_mut(&login.principal_id) {
+                entry.count = 0;
+                entry.locked = None;
+            }
         }
         if login.disabled {
             return Err(Refusal::failed(7, "Login is disabled."));
@@ -609,6 +613,7 @@ mod tests {
         assert_eq!(count(&l, "bob", t0), 2);
         l.check_at("bob", "Bob-Pass-1", &policy(), t0).unwrap();
         assert_eq!(count(&l, "bob", t0), 0);
+        assert!(l.lockout_at("bob", &policy(), t0).unwrap().bad_password_time.is_some());
         // The third failure in a row locks (and says so in ERRORLOG's reason).
         fail(&l, "bob", t0);
         fail(&l, "bob", t0);

@@ -19,6 +19,8 @@ const MIN_MEMORY: &str = "min server memory (MB)";
 const PLAN_CACHE_MEMORY: &str = "plan cache memory (MB)";
 const MAX_OPEN_DATABASES: &str = "max open databases";
 const IDLE_DATABASE_CLOSE: &str = "idle database close (s)";
+const LOCKOUT_THRESHOLD: &str = "login lockout threshold";
+const LOCKOUT_DURATION: &str = "login lockout duration (min)";
 
 /// Storage tree in master holding the configured values.
 const CONFIG_TREE: &str = "sys$config";
@@ -87,6 +89,26 @@ pub const OPTIONS: &[OptionDef] = &[
         dynamic: true,
         advanced: true,
         description: "Seconds after which an idle database is closed; tessera's own option",
+    },
+    OptionDef {
+        id: 16387,
+        name: LOCKOUT_THRESHOLD,
+        minimum: 0,
+        maximum: 999,
+        default: 5,
+        dynamic: true,
+        advanced: true,
+        description: "Failed passwords in a row that lock a CHECK_POLICY login other than sa (0: never); tessera's own option",
+    },
+    OptionDef {
+        id: 16388,
+        name: LOCKOUT_DURATION,
+        minimum: 0,
+        maximum: 99_999,
+        default: 30,
+        dynamic: true,
+        advanced: true,
+        description: "Minutes a login stays locked and a failed password counts (0: until ALTER LOGIN … UNLOCK); tessera's own option",
     },
     OptionDef {
         id: 1539,
@@ -333,6 +355,17 @@ impl Config {
         (self.running(self.find_exact(PLAN_CACHE_MEMORY)) as usize) << 20
     }
 
+    /// The account lockout settings (the ranges and meaning of Windows' account lockout
+    /// policy): the run value of 'login lockout threshold' (failed passwords that lock a
+    /// login; 0: never) and of 'login lockout duration (min)' (None for 0: until unlocked).
+    pub fn lockout(&self) -> (u32, Option<std::time::Duration>) {
+        let minutes = self.running(self.find_exact(LOCKOUT_DURATION)).unsigned_abs();
+        (
+            u32::try_from(self.running(self.find_exact(LOCKOUT_THRESHOLD))).unwrap_or(0),
+            (minutes > 0).then(|| std::time::Duration::from_secs(minutes * 60)),
+        )
+    }
+
     /// Gives the engine the run values of min and max server memory. The default max
     /// (2147483647: "all") means the pool size the server was started with.
     pub fn apply_memory(&self, engine: &Engine) -> SqlResult<u64> {
@@ -515,5 +548,18 @@ mod tests {
         c.reconfigure();
         assert_eq!(c.run_value("max server memory (MB)"), Some(4096));
         assert_eq!(c.find("m").unwrap_err().number, 15125, "ambiguous prefix");
+    }
+
+    #[test]
+    fn lockout_settings_follow_the_run_values() {
+        let c = Config::in_memory();
+        assert_eq!(c.lockout(), (5, Some(std::time::Duration::from_secs(30 * 60))));
+        c.set("show advanced options", 1).unwrap();
+        c.reconfigure();
+        assert_eq!(c.set("login lockout threshold", 1000).unwrap_err().number, 15129);
+        c.set("login lockout threshold", 3).unwrap();
+        c.set("login lockout duration", 0).unwrap();
+        c.reconfigure();
+        assert_eq!(c.lockout(), (3, None));
     }
 }

@@ -1,5 +1,6 @@
 //! Functions that read the session, the catalog or the server: @@ROWCOUNT, DB_NAME,
-//! OBJECT_ID, IDENT_CURRENT, SERVERPROPERTY, SUSER_NAME and the rest of `SessionFn`.
+//! OBJECT_ID, IDENT_CURRENT, SERVERPROPERTY, SUSER_NAME, LOGINPROPERTY and the rest of
+//! `SessionFn`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use crate::runtime::{ExecCtx, Shared, DEFAULT_COLLATION, VERSION};
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{Catalog, Object};
 use tessera_semantics::plan::SessionFn;
-use tessera_semantics::types::{SqlType, Value};
+use tessera_semantics::types::{convert, SqlType, Value};
 
 /// The value of a session function for `args`.
 pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> SqlResult<Value> {
@@ -150,8 +151,41 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             }
             _ => Value::Null,
         },
+        SessionFn::LoginProperty => match (args.first().and_then(text), args.get(1).and_then(text)) {
+            (Some(name), Some(property)) => login_property(ctx.shared, &s.login, &name, &property),
+            _ => Value::Null,
+        },
         SessionFn::HasDbAccess => Value::Int(1),
     })
+}
+
+/// LOGINPROPERTY(name, property): NULL for an unknown login or property, and for a login
+/// the caller may not manage unless it is its own (SQL Server's VIEW permission on it).
+/// The password hash and expiration properties are NULL (tessera keeps neither).
+fn login_property(shared: &Shared, caller: &str, name: &str, property: &str) -> Value {
+    let visible = caller.eq_ignore_ascii_case(name)
+        || shared.logins.is_sysadmin(caller)
+        || shared.logins.is_member(caller, "securityadmin");
+    let Some(login) = shared.logins.get(name).filter(|_| visible) else { return Value::Null };
+    let Some(lockout) = shared.logins.lockout(name, &shared.lockout_policy()) else { return Value::Null };
+    // A time never recorded is 1900-01-01, as in SQL Server.
+    let time = |t: Option<std::time::SystemTime>| {
+        let secs = t
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(-2_208_988_800, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        convert::cast(&crate::sysviews::datetime(secs), &SqlType::DateTime, &variant_type(), Some(121))
+            .unwrap_or(Value::Null)
+    };
+    match property.to_ascii_lowercase().as_str() {
+        "islocked" => Value::str(if lockout.locked { "1" } else { "0" }),
+        "badpasswordcount" => Value::str(&lockout.bad_password_count.to_string()),
+        "badpasswordtime" => time(lockout.bad_password_time),
+        "lockouttime" => time(lockout.lockout_time),
+        "defaultdatabase" => Value::str(&login.default_database),
+        "defaultlanguage" => Value::str(&login.default_language),
+        "isexpired" | "ismustchange" | "historylength" => Value::str("0"),
+        _ => Value::Null,
+    }
 }
 
 impl ExecCtx<'_> {

@@ -13,13 +13,20 @@
 //!   the server is started with (`TESSERA_SA_PASSWORD` or the config file), applied at
 //!   every start; `ALTER LOGIN sa WITH PASSWORD` lasts until the next restart.
 //! - Names compare case-insensitively (the server collation is case-insensitive).
+//! - Lockout ([`LockoutPolicy`]): a CHECK_POLICY = ON login other than `sa` is locked after
+//!   `threshold` failed passwords in a row; while locked every attempt is refused (18486)
+//!   before its password is hashed. The lock ends after `duration`, at `ALTER LOGIN … WITH
+//!   PASSWORD = '…' UNLOCK` or at `CHECK_POLICY = OFF`; a correct password resets the
+//!   count, and so does `duration` without a failure. The counts live in memory only,
+//!   keyed by principal id: a restart unlocks every login, a rename keeps its count.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use tessera_database::Database;
@@ -79,12 +86,69 @@ impl Login {
     }
 }
 
-/// Why a connection's credentials were refused; `state` is SQL Server's state of error
-/// 18456 (written to ERRORLOG only; the client sees the same message for every reason).
+/// Why a connection's credentials were refused. `number` is the error the client gets:
+/// 18456 for every reason but a locked login (18486), so that it reveals nothing about
+/// whether the login exists; `state` and `reason` are written to ERRORLOG only.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refusal {
+    pub number: i32,
     pub state: i32,
     pub reason: &'static str,
+}
+
+impl Refusal {
+    /// A refusal with error 18456 in SQL Server's `state`.
+    pub fn failed(state: i32, reason: &'static str) -> Refusal {
+        Refusal { number: 18456, state, reason }
+    }
+}
+
+/// The account lockout policy of the instance (tessera's `sp_configure` options 'login
+/// lockout threshold' and 'login lockout duration (min)': `Shared::lockout_policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockoutPolicy {
+    /// Failed passwords in a row that lock a login; 0: never locked.
+    pub threshold: u32,
+    /// How long a lock lasts, and how long a failure counts toward one; None: a lock lasts
+    /// until an administrator unlocks the login, and failures count until a success.
+    pub duration: Option<Duration>,
+}
+
+/// One login's failed passwords (memory only).
+#[derive(Clone, Copy, Debug, Default)]
+struct Strikes {
+    /// Failed passwords since the last success, unlock or expiry.
+    count: u32,
+    /// The last failed password (kept after the count resets, for LOGINPROPERTY).
+    last_failure: Option<(Instant, SystemTime)>,
+    /// When the login was locked.
+    locked: Option<(Instant, SystemTime)>,
+}
+
+impl Strikes {
+    /// These strikes as they stand at `now` under `policy`: a lock or a count older than
+    /// the policy's duration has lapsed.
+    fn at(mut self, policy: &LockoutPolicy, now: Instant) -> Strikes {
+        let lapsed = |since: Instant| policy.duration.is_some_and(|d| now.saturating_duration_since(since) >= d);
+        match self.locked {
+            Some((at, _)) if lapsed(at) => {
+                self.locked = None;
+                self.count = 0;
+            }
+            None if self.last_failure.is_some_and(|(at, _)| lapsed(at)) => self.count = 0,
+            _ => {}
+        }
+        self
+    }
+}
+
+/// What LOGINPROPERTY tells of a login's lockout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockoutStatus {
+    pub locked: bool,
+    pub bad_password_count: u32,
+    pub bad_password_time: Option<SystemTime>,
+    pub lockout_time: Option<SystemTime>,
 }
 
 /// What the server knows of the connecting login after a successful check.
@@ -98,6 +162,15 @@ pub struct Accepted {
 pub struct Logins {
     master: Option<Arc<Database>>,
     logins: RwLock<BTreeMap<String, Login>>,
+    /// Failed passwords by principal id, for the logins the lockout applies to (at most
+    /// one entry per login: bounded by [`MAX_LOGINS`]).
+    strikes: Mutex<HashMap<i32, Strikes>>,
+}
+
+/// Whether the lockout applies to `login`: CHECK_POLICY = ON and not `sa` (so that an
+/// operator can never be locked out of their own server).
+fn lockable(login: &Login, policy: &LockoutPolicy) -> bool {
+    policy.threshold > 0 && login.check_policy && login.principal_id != 1
 }
 
 fn now() -> i64 {
@@ -202,12 +275,16 @@ impl Logins {
             tx.commit()?;
         }
         logins.entry("sa".to_string()).or_insert_with(sa_login);
-        Ok(Logins { master: Some(master), logins: RwLock::new(logins) })
+        Ok(Logins { master: Some(master), logins: RwLock::new(logins), strikes: Mutex::new(HashMap::new()) })
     }
 
     /// Logins that are not persisted (tests).
     pub fn in_memory() -> Logins {
-        Logins { master: None, logins: RwLock::new(BTreeMap::from([("sa".to_string(), sa_login())])) }
+        Logins {
+            master: None,
+            logins: RwLock::new(BTreeMap::from([("sa".to_string(), sa_login())])),
+            strikes: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Sets `sa`'s password for this run of the server (not persisted).
@@ -219,21 +296,100 @@ impl Logins {
         Ok(())
     }
 
-    /// Checks a connection's SQL credentials (slow: run on a blocking thread).
-    pub fn check(&self, user: &str, password: &str) -> Result<Accepted, Refusal> {
+    /// Checks a connection's SQL credentials under the lockout `policy` (slow: run on a
+    /// blocking thread).
+    pub fn check(&self, user: &str, password: &str, policy: &LockoutPolicy) -> Result<Accepted, Refusal> {
+        self.check_at(user, password, policy, Instant::now())
+    }
+
+    /// [`Logins::check`] at the instant `now`.
+    fn check_at(&self, user: &str, password: &str, policy: &LockoutPolicy, now: Instant) -> Result<Accepted, Refusal> {
         let found = self.get(user);
+        let lockable = found.as_ref().filter(|l| lockable(l, policy)).map(|l| l.principal_id);
+        // A locked login is refused before its hash runs: its attempts cost nothing.
+        if lockable.is_some_and(|id| self.strikes_at(id, policy, now).locked.is_some()) {
+            return Err(Refusal {
+                number: 18486,
+                state: 1,
+                reason: "The account is currently locked out. The system administrator can unlock it.",
+            });
+        }
         let hash = found.as_ref().map_or(decoy_hash(), |l| l.password_hash.as_str());
         let matches = verify_password(password, hash);
         let Some(login) = found else {
-            return Err(Refusal { state: 5, reason: "Could not find a login matching the name provided." });
+            return Err(Refusal::failed(5, "Could not find a login matching the name provided."));
         };
         if !matches {
-            return Err(Refusal { state: 8, reason: "Password did not match that for the login provided." });
+            let locked = lockable.is_some_and(|id| self.strike(id, policy, now));
+            return Err(Refusal::failed(
+                8,
+                if locked {
+                    "Password did not match that for the login provided. The login is now locked out."
+                } else {
+                    "Password did not match that for the login provided."
+                },
+            ));
+        }
+        if lockable.is_some() {
+            // The count starts over; the last failure's time stays for LOGINPROPERTY.
+            if let Some(entry) = self.strikes.lock().get_mut(&login.principal_id) {
+                entry.count = 0;
+                entry.locked = None;
+            }
         }
         if login.disabled {
-            return Err(Refusal { state: 7, reason: "Login is disabled." });
+            return Err(Refusal::failed(7, "Login is disabled."));
         }
         Ok(Accepted { name: login.name, default_database: login.default_database })
+    }
+
+    /// The strikes of principal `id` as they stand at `now` (a lapsed lock or count is
+    /// reset in the table too).
+    fn strikes_at(&self, id: i32, policy: &LockoutPolicy, now: Instant) -> Strikes {
+        let mut strikes = self.strikes.lock();
+        let Some(entry) = strikes.get_mut(&id) else { return Strikes::default() };
+        *entry = entry.at(policy, now);
+        *entry
+    }
+
+    /// Records a failed password of principal `id`; true when it locked the login.
+    fn strike(&self, id: i32, policy: &LockoutPolicy, now: Instant) -> bool {
+        let mut strikes = self.strikes.lock();
+        let entry = strikes.entry(id).or_default();
+        *entry = entry.at(policy, now);
+        let wall = (now, SystemTime::now());
+        entry.count = entry.count.saturating_add(1);
+        entry.last_failure = Some(wall);
+        if entry.locked.is_none() && entry.count >= policy.threshold {
+            entry.locked = Some(wall);
+            return true;
+        }
+        false
+    }
+
+    /// Forgets a login's failed passwords and ends its lock (`ALTER LOGIN … UNLOCK`,
+    /// `CHECK_POLICY = OFF`).
+    pub fn unlock(&self, principal_id: i32) {
+        self.strikes.lock().remove(&principal_id);
+    }
+
+    /// A login's lockout as LOGINPROPERTY reports it (None: no such login).
+    pub fn lockout(&self, name: &str, policy: &LockoutPolicy) -> Option<LockoutStatus> {
+        self.lockout_at(name, policy, Instant::now())
+    }
+
+    fn lockout_at(&self, name: &str, policy: &LockoutPolicy, now: Instant) -> Option<LockoutStatus> {
+        let login = self.get(name)?;
+        if !lockable(&login, policy) {
+            return Some(LockoutStatus::default());
+        }
+        let s = self.strikes_at(login.principal_id, policy, now);
+        Some(LockoutStatus {
+            locked: s.locked.is_some(),
+            bad_password_count: s.count,
+            bad_password_time: s.last_failure.map(|(_, t)| t),
+            lockout_time: s.locked.map(|(_, t)| t),
+        })
     }
 
     pub fn get(&self, name: &str) -> Option<Login> {
@@ -350,7 +506,10 @@ impl Logins {
             }
         }
         self.persist(Some(&key), None)?;
-        logins.remove(&key);
+        if let Some(gone) = logins.remove(&key) {
+            // A later login may be given the same principal id.
+            self.strikes.lock().remove(&gone.principal_id);
+        }
         Ok(())
     }
 
@@ -401,25 +560,137 @@ mod tests {
     fn create_check_disable_and_drop() {
         let l = Logins::in_memory();
         l.set_sa_password("Secret1!").unwrap();
-        assert_eq!(l.check("SA", "Secret1!").unwrap().name, "sa");
-        assert_eq!(l.check("sa", "secret1!").unwrap_err().state, 8);
-        assert_eq!(l.check("bob", "Secret1!").unwrap_err().state, 5);
+        let p = LockoutPolicy { threshold: 5, duration: Some(30 * MINUTE) };
+        assert_eq!(l.check("SA", "Secret1!", &p).unwrap().name, "sa");
+        assert_eq!(l.check("sa", "secret1!", &p).unwrap_err().state, 8);
+        assert_eq!(l.check("bob", "Secret1!", &p).unwrap_err().state, 5);
         assert_eq!(l.create(new("bob", "short")).unwrap_err().number, 15116);
         assert_eq!(l.create(new("bob", "alllowercase")).unwrap_err().number, 15118);
         l.create(new("Bob", "Bob-Pass-1")).unwrap();
         assert_eq!(l.create(new("BOB", "Bob-Pass-1")).unwrap_err().number, 15025);
         assert_eq!(l.create(new("sysadmin", "Bob-Pass-1")).unwrap_err().number, 15025);
-        assert_eq!(l.check("bob", "Bob-Pass-1").unwrap().name, "Bob");
+        assert_eq!(l.check("bob", "Bob-Pass-1", &p).unwrap().name, "Bob");
         assert!(!l.is_sysadmin("bob"));
         l.alter("bob", |x| {
             x.disabled = true;
             Ok(())
         })
         .unwrap();
-        assert_eq!(l.check("bob", "Bob-Pass-1").unwrap_err().state, 7);
+        assert_eq!(l.check("bob", "Bob-Pass-1", &p).unwrap_err().state, 7);
         assert_eq!(l.drop_login("sa").unwrap_err().number, 15151);
         l.drop_login("BOB").unwrap();
         assert_eq!(l.drop_login("bob").unwrap_err().number, 15151);
         assert!(!verify_password("x", "not a hash"));
+    }
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    /// Three failures lock; a lock and a count last a minute.
+    fn policy() -> LockoutPolicy {
+        LockoutPolicy { threshold: 3, duration: Some(MINUTE) }
+    }
+
+    fn fail(l: &Logins, name: &str, now: Instant) -> Refusal {
+        l.check_at(name, "Wrong-Pass-1", &policy(), now).unwrap_err()
+    }
+
+    fn count(l: &Logins, name: &str, now: Instant) -> u32 {
+        l.lockout_at(name, &policy(), now).unwrap().bad_password_count
+    }
+
+    fn locked(l: &Logins, name: &str, now: Instant) -> bool {
+        l.lockout_at(name, &policy(), now).unwrap().locked
+    }
+
+    #[test]
+    fn failures_lock_a_login_until_the_lock_lapses() {
+        let l = Logins::in_memory();
+        l.create(new("bob", "Bob-Pass-1")).unwrap();
+        let t0 = Instant::now();
+        // Failures short of the threshold, then a success: the count starts over.
+        assert_eq!(fail(&l, "bob", t0), Refusal::failed(8, "Password did not match that for the login provided."));
+        fail(&l, "bob", t0);
+        assert_eq!(count(&l, "bob", t0), 2);
+        l.check_at("bob", "Bob-Pass-1", &policy(), t0).unwrap();
+        assert_eq!(count(&l, "bob", t0), 0);
+        assert!(l.lockout_at("bob", &policy(), t0).unwrap().bad_password_time.is_some());
+        // The third failure in a row locks (and says so in ERRORLOG's reason).
+        fail(&l, "bob", t0);
+        fail(&l, "bob", t0);
+        let third = fail(&l, "bob", t0);
+        assert_eq!((third.number, third.state), (18456, 8));
+        assert!(third.reason.ends_with("The login is now locked out."), "{}", third.reason);
+        let status = l.lockout_at("BOB", &policy(), t0).unwrap();
+        assert!(status.locked && status.lockout_time.is_some() && status.bad_password_time.is_some());
+        assert_eq!(status.bad_password_count, 3);
+        // Locked: even the right password is refused, with 18486, and counts nothing.
+        let refused = l.check_at("bob", "Bob-Pass-1", &policy(), t0 + MINUTE / 2).unwrap_err();
+        assert_eq!((refused.number, refused.state), (18486, 1));
+        assert_eq!(count(&l, "bob", t0 + MINUTE / 2), 3);
+        // The lock lapses after its duration.
+        assert!(!locked(&l, "bob", t0 + MINUTE));
+        assert_eq!(count(&l, "bob", t0 + MINUTE), 0);
+        assert_eq!(l.check_at("bob", "Bob-Pass-1", &policy(), t0 + MINUTE).unwrap().name, "bob");
+    }
+
+    #[test]
+    fn old_failures_do_not_count() {
+        let l = Logins::in_memory();
+        l.create(new("bob", "Bob-Pass-1")).unwrap();
+        let t0 = Instant::now();
+        fail(&l, "bob", t0);
+        fail(&l, "bob", t0);
+        fail(&l, "bob", t0 + MINUTE);
+        assert!(!locked(&l, "bob", t0 + MINUTE));
+        assert_eq!(count(&l, "bob", t0 + MINUTE), 1);
+    }
+
+    #[test]
+    fn sa_policy_off_logins_and_threshold_zero_are_never_locked() {
+        let l = Logins::in_memory();
+        l.set_sa_password("Secret1!").unwrap();
+        let mut weak = new("weak", "weak");
+        weak.check_policy = false;
+        l.create(weak).unwrap();
+        l.create(new("bob", "Bob-Pass-1")).unwrap();
+        let t0 = Instant::now();
+        for _ in 0..4 {
+            fail(&l, "sa", t0);
+            fail(&l, "weak", t0);
+        }
+        assert_eq!(l.check_at("sa", "Secret1!", &policy(), t0).unwrap().name, "sa");
+        assert_eq!(l.check_at("weak", "weak", &policy(), t0).unwrap().name, "weak");
+        assert_eq!(l.lockout_at("sa", &policy(), t0), Some(LockoutStatus::default()));
+        assert_eq!(l.lockout_at("nobody", &policy(), t0), None);
+        let never = LockoutPolicy { threshold: 0, duration: None };
+        for _ in 0..4 {
+            l.check_at("bob", "Wrong-Pass-1", &never, t0).unwrap_err();
+        }
+        l.check_at("bob", "Bob-Pass-1", &never, t0).unwrap();
+    }
+
+    #[test]
+    fn unlock_drop_and_locks_without_a_duration() {
+        let l = Logins::in_memory();
+        l.create(new("bob", "Bob-Pass-1")).unwrap();
+        let until_unlocked = LockoutPolicy { threshold: 2, duration: None };
+        let t0 = Instant::now();
+        let year = t0 + 365 * 24 * 60 * MINUTE;
+        for _ in 0..2 {
+            l.check_at("bob", "Wrong-Pass-1", &until_unlocked, t0).unwrap_err();
+        }
+        assert_eq!(l.check_at("bob", "Bob-Pass-1", &until_unlocked, year).unwrap_err().number, 18486);
+        l.unlock(l.get("BOB").unwrap().principal_id);
+        assert_eq!(l.lockout_at("bob", &until_unlocked, year), Some(LockoutStatus::default()));
+        l.check_at("bob", "Bob-Pass-1", &until_unlocked, year).unwrap();
+        // A dropped login's lock is not inherited by a login given its principal id.
+        for _ in 0..2 {
+            l.check_at("bob", "Wrong-Pass-1", &until_unlocked, t0).unwrap_err();
+        }
+        let id = l.get("bob").unwrap().principal_id;
+        l.drop_login("bob").unwrap();
+        l.create(new("carl", "Carl-Pass-1")).unwrap();
+        assert_eq!(l.get("carl").unwrap().principal_id, id);
+        l.check_at("carl", "Carl-Pass-1", &until_unlocked, t0).unwrap();
     }
 }

@@ -194,6 +194,12 @@ impl Shared {
     }
 
     /// Spids 1–50 belong to the server's own sessions (reused in turn).
+    /// The account lockout policy in force (the run values of its `sp_configure` options).
+    pub fn lockout_policy(&self) -> crate::logins::LockoutPolicy {
+        let (threshold, duration) = self.config.lockout();
+        crate::logins::LockoutPolicy { threshold, duration }
+    }
+
     pub fn next_system_spid(&self) -> i32 {
         1 + (self.next_system_spid.fetch_add(1, Ordering::Relaxed) % 50)
     }

@@ -4,6 +4,8 @@
 //! Permissions (fixed server roles): sysadmin may do everything; securityadmin may manage
 //! logins that are not sysadmins and the membership of roles other than sysadmin; any
 //! login may change its own password (with OLD_PASSWORD), default database and language.
+//! `PASSWORD = '…' UNLOCK` and `CHECK_POLICY = OFF` end a login's lockout; UNLOCK needs
+//! the right to manage the login.
 
 use crate::logins::{self, cannot_alter, NewLogin, SERVER_ROLES};
 use crate::runtime::Shared;
@@ -135,11 +137,12 @@ pub fn alter_login(shared: &Shared, login: &str, name: &Ident, action: &AlterLog
         AlterLoginAction::Set(options) => options,
     };
     for option in options {
+        // UNLOCK needs the right to manage the login, even on one's own password.
         let allowed = may_manage
             || (own
                 && matches!(
                     option,
-                    LoginOption::Password { old: Some(_), .. }
+                    LoginOption::Password { old: Some(_), unlock: false, .. }
                         | LoginOption::DefaultDatabase(_)
                         | LoginOption::DefaultLanguage(_)
                 ));
@@ -175,6 +178,10 @@ pub fn alter_login(shared: &Shared, login: &str, name: &Ident, action: &AlterLog
             new_hash = Some(logins::hash_password(value)?);
         }
     }
+    // Unlocking ends the lock (and forgets the failed passwords) once the change is stored.
+    let unlock = options
+        .iter()
+        .any(|o| matches!(o, LoginOption::Password { unlock: true, .. } | LoginOption::CheckPolicy(false)));
     shared.logins.alter(&name.value, |l| {
         for option in options {
             match option {
@@ -200,7 +207,11 @@ pub fn alter_login(shared: &Shared, login: &str, name: &Ident, action: &AlterLog
             return Err(SqlError::new(15122, "The CHECK_EXPIRATION option cannot be used when CHECK_POLICY is OFF."));
         }
         Ok(())
-    })
+    })?;
+    if unlock {
+        shared.logins.unlock(target.principal_id);
+    }
+    Ok(())
 }
 
 /// `DROP LOGIN name`.

@@ -23,6 +23,7 @@ pub mod prelogin;
 pub mod request;
 pub mod rpc;
 pub mod session;
+pub mod throttle;
 pub mod tls;
 pub mod tm;
 pub mod tokens;
@@ -48,6 +49,8 @@ pub struct ServerState {
     pub log: Arc<ErrorLog>,
     pub tls: Option<tls::ServerTls>,
     pub login_permits: Semaphore,
+    /// Failed logins by client address, which delay that address's next attempts.
+    pub throttle: throttle::LoginThrottle,
     /// The server version announced in PRELOGIN and LOGINACK (16.0.4000: SQL Server 2022's
     /// major version, which clients use to pick features).
     pub version_bytes: [u8; 4],
@@ -174,6 +177,7 @@ impl Server {
         }
         let state = Arc::new(ServerState {
             login_permits: Semaphore::new(config.max_concurrent_logins),
+            throttle: throttle::LoginThrottle::default(),
             config,
             shared,
             log,

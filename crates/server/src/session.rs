@@ -23,7 +23,9 @@
 //! - When the connection ends, however it ends, the session is closed on a blocking
 //!   thread: an open transaction is rolled back and temp tables dropped.
 //! - Before login completes, messages are bounded by a small size and the whole exchange
-//!   by the login timeout; wrong credentials get error 18456 and nothing else.
+//!   by the login timeout; wrong credentials get error 18456 and nothing else (18486 for
+//!   a login that is locked out). An address with many failed logins waits before its
+//!   credentials are checked (see `throttle`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -42,6 +44,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::packet::{self, kind, status, Limits, Message};
 use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
+use crate::throttle::Verdict;
 use crate::tls::PreloginWrapped;
 use crate::tokens::{self, done, Version};
 use crate::transport::{self, LoginStream, Transport, Watch};
@@ -167,21 +170,39 @@ async fn login_phase(
     // (MS-TDS 1.7); its features are TDS 7.4's.
     let version = if strict { Version::V7_4 } else { Version::negotiate(login.tds_version).unwrap_or(Version::V7_1) };
 
+    // An address with many failed logins waits (a timer, holding no permit) or is refused.
+    let (verdict, report) = state.throttle.admit(peer.ip(), std::time::Instant::now());
+    if let Some(report) = report {
+        state.log.session(0, &report.line(peer.ip()));
+    }
+    match verdict {
+        Verdict::Go => {}
+        Verdict::Wait(wait) => tokio::time::sleep(wait).await,
+        Verdict::Refuse => {
+            let refused = login_refused(18456, &login.user_name);
+            refuse(&mut stream, &state.shared.server_name, version, &[refused]).await?;
+            return Ok(None);
+        }
+    }
     // Credentials: the slow hash runs on a blocking thread, a bounded number at a time.
     let checked = if login.sspi {
-        Err(Refusal { state: 58, reason: "Windows authentication is not supported; use a SQL Server login." })
+        Err(Refusal::failed(58, "Windows authentication is not supported; use a SQL Server login."))
     } else {
         let _permit = state.login_permits.acquire().await.map_err(|_| io::Error::other("server stopping"))?;
         let st = state.clone();
         let (user, password) = (login.user_name.clone(), login.password.clone());
-        tokio::task::spawn_blocking(move || st.shared.logins.check(&user, &password))
-            .await
-            .map_err(|e| io::Error::other(e.to_string()))?
+        tokio::task::spawn_blocking(move || {
+            let policy = st.shared.lockout_policy();
+            st.shared.logins.check(&user, &password, &policy)
+        })
+        .await
+        .map_err(|e| io::Error::other(e.to_string()))?
     };
     let accepted = match checked {
         Ok(a) => a,
         Err(refusal) => {
-            state.log.session(0, &format!("Error: 18456, Severity: 14, State: {}.", refusal.state));
+            state.throttle.failure(peer.ip(), std::time::Instant::now());
+            state.log.session(0, &format!("Error: {}, Severity: 14, State: {}.", refusal.number, refusal.state));
             state.log.session(
                 0,
                 &format!(
@@ -191,7 +212,8 @@ async fn login_phase(
                     peer.ip()
                 ),
             );
-            refuse(&mut stream, &state.shared.server_name, version, &[login_failed(&login.user_name)]).await?;
+            let refused = login_refused(refusal.number, &login.user_name);
+            refuse(&mut stream, &state.shared.server_name, version, &[refused]).await?;
             return Ok(None);
         }
     };
@@ -219,13 +241,15 @@ async fn login_phase(
             )
             .with_severity(11);
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the explicitly specified database '{database}'. [CLIENT: {}]", login.user_name, peer.ip()));
-            refuse(&mut stream, &state.shared.server_name, version, &[e4060, login_failed(&login.user_name)]).await?;
+            refuse(&mut stream, &state.shared.server_name, version, &[e4060, login_refused(18456, &login.user_name)])
+                .await?;
             return Ok(None);
         }
         Err(_) => {
             let e4064 = SqlError::new(4064, "Cannot open user default database. Login failed.").with_severity(11);
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the database '{database}' configured in the login object while revalidating the login on the connection. [CLIENT: {}]", login.user_name, peer.ip()));
-            refuse(&mut stream, &state.shared.server_name, version, &[e4064, login_failed(&login.user_name)]).await?;
+            refuse(&mut stream, &state.shared.server_name, version, &[e4064, login_refused(18456, &login.user_name)])
+                .await?;
             return Ok(None);
         }
     };
@@ -358,16 +382,17 @@ fn info(number: i32, text: impl Into<String>) -> SqlError {
     SqlError { number, severity: 0, state: 1, message: text.into(), line: 0, procedure: None, preceding: Vec::new() }
 }
 
-fn login_failed(user: &str) -> SqlError {
-    SqlError {
-        number: 18456,
-        severity: 14,
-        state: 1,
-        message: format!("Login failed for user '{user}'."),
-        line: 1,
-        procedure: None,
-        preceding: Vec::new(),
-    }
+/// The error a refused login gets: 18456, which says nothing of why, or 18486 for a login
+/// that exists and is locked out (SQL Server's documented behaviour).
+fn login_refused(number: i32, user: &str) -> SqlError {
+    let message = if number == 18486 {
+        format!(
+            "Login failed for user '{user}' because the account is currently locked out. The system administrator can unlock it."
+        )
+    } else {
+        format!("Login failed for user '{user}'.")
+    };
+    SqlError { number, severity: 14, state: 1, message, line: 1, procedure: None, preceding: Vec::new() }
 }
 
 async fn refuse(stream: &mut LoginStream, server: &str, version: Version, errors: &[SqlError]) -> io::Result<()> {

@@ -351,6 +351,7 @@ pub static MESSAGES: &[Message] = &[
     m(15457, 0, Statement, "Configuration option '%.*ls' changed from %ls to %ls. Run the RECONFIGURE statement to install."),
     m(18054, 16, Statement, "Error %d, severity %d, state %d was raised, but no message with that error number was found in sys.messages. If error is larger than 50000, make sure the user-defined message is added using sp_addmessage."),
     m(18456, 14, Statement, "Login failed for user '%.*ls'."),
+    m(18486, 14, Statement, "Login failed for user '%.*ls' because the account is currently locked out. The system administrator can unlock it."),
     m(33233, 16, Statement, "You can only create a user with a password in a contained database."),
     m(35100, 16, Statement, "Error number %d in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647."),
     m(40517, 16, Statement, "CROSS APPLY and OUTER APPLY are not supported yet."),

@@ -176,7 +176,7 @@ fn bit(b: bool) -> Value {
 }
 
 /// `datetime` from seconds since the Unix epoch.
-fn datetime(epoch: i64) -> Value {
+pub(crate) fn datetime(epoch: i64) -> Value {
     // Days from 0001-01-01 to 1970-01-01.
     const UNIX_DAYS: i64 = 719_162;
     let days = epoch.div_euclid(86_400) + UNIX_DAYS;

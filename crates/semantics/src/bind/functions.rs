@@ -104,7 +104,10 @@ impl<'a> Binder<'a> {
             | "TYPE_ID" | "IDENT_CURRENT" | "SCOPE_IDENTITY" | "SERVERPROPERTY" | "DATABASEPROPERTYEX"
             | "XACT_STATE" | "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
             | "ERROR_PROCEDURE" | "SUSER_NAME" | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "USER_NAME" | "HOST_NAME"
-            | "APP_NAME" | "IS_SRVROLEMEMBER" | "HAS_DBACCESS" | "SUSER_ID" | "SUSER_SID" => {
+            | "APP_NAME" | "IS_SRVROLEMEMBER" | "HAS_DBACCESS" | "SUSER_ID" | "SUSER_SID" | "LOGINPROPERTY" => {
+                if fname == "LOGINPROPERTY" {
+                    arity(2)?;
+                }
                 let (func, ty) = session_function(&fname).expect("listed");
                 let mut bound = Vec::with_capacity(args.len());
                 for a in args {
@@ -222,6 +225,7 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "HOST_NAME" => (HostName, nv),
         "APP_NAME" => (AppName, nv),
         "IS_SRVROLEMEMBER" => (IsSrvRoleMember, SqlType::Int),
+        "LOGINPROPERTY" => (LoginProperty, nv),
         "SUSER_ID" => (SuserId, SqlType::Int),
         "SUSER_SID" => (SuserSid, SqlType::VarBinary(85)),
         "HAS_DBACCESS" => (HasDbAccess, SqlType::Int),

@@ -56,6 +56,7 @@ pub enum SessionFn {
     HostName,
     AppName,
     IsSrvRoleMember,
+    LoginProperty,
     HasDbAccess,
     ProgramName,
 }

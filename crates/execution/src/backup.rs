@@ -95,7 +95,7 @@ fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb:
     // BACKUP DATABASE / BACKUP LOG are database permissions (db_owner and
     // db_backupoperator hold them).
     if verb.starts_with("BACKUP") && shared.engine.exists(database) {
-        if let Ok((security, token)) = crate::ddl::principals::token_in(shared, state, database) {
+        if let Ok((security, token)) = shared.access(state, database) {
             let on = crate::principals::check::On::Database;
             if crate::principals::check::allowed(&security, &token, verb, on) {
                 return Ok(());

@@ -1,6 +1,6 @@
 //! Functions that read the session, the catalog or the server: @@ROWCOUNT, DB_NAME,
 //! OBJECT_ID, IDENT_CURRENT, SERVERPROPERTY, SUSER_NAME, LOGINPROPERTY and the rest of
-//! `SessionFn`.
+//! `SessionFn` (those about database principals are in `principal_functions`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,6 +18,20 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         Value::Str(s) => Some(s.to_string()),
         _ => None,
     };
+    if matches!(
+        func,
+        SessionFn::UserName
+            | SessionFn::UserId
+            | SessionFn::SchemaName
+            | SessionFn::SchemaId
+            | SessionFn::IsMember
+            | SessionFn::IsRoleMember
+            | SessionFn::HasDbAccess
+            | SessionFn::HasPermsByName
+            | SessionFn::OriginalLogin
+    ) {
+        return crate::principal_functions::principal_function(ctx, func, args);
+    }
     Ok(match func {
         SessionFn::RowCount => Value::Int(s.rowcount),
         SessionFn::Identity => s.identity.clone().unwrap_or(Value::Null),
@@ -53,13 +67,6 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
                     .and_then(|c| c.by_id(*id as i32).map(|o| Value::str(o.name())))
                     .unwrap_or(Value::Null)
             }
-            _ => Value::Null,
-        },
-        SessionFn::SchemaName => match args.first() {
-            None | Some(Value::Int(1)) => Value::str("dbo"),
-            Some(Value::Int(2)) => Value::str("guest"),
-            Some(Value::Int(3)) => Value::str("INFORMATION_SCHEMA"),
-            Some(Value::Int(4)) => Value::str("sys"),
             _ => Value::Null,
         },
         SessionFn::TypeName => match args.first() {
@@ -138,7 +145,6 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             let name = args.first().and_then(text).unwrap_or_else(|| s.login.clone());
             ctx.shared.logins.get(&name).map_or(Value::Null, |l| Value::Binary(l.sid.into()))
         }
-        SessionFn::UserName => Value::str("dbo"),
         SessionFn::HostName => Value::str(&s.host_name),
         SessionFn::AppName | SessionFn::ProgramName => Value::str(&s.program_name),
         SessionFn::IsSrvRoleMember => match args.first().and_then(text) {
@@ -155,7 +161,15 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             (Some(name), Some(property)) => login_property(ctx.shared, &s.login, &name, &property),
             _ => Value::Null,
         },
-        SessionFn::HasDbAccess => Value::Int(1),
+        SessionFn::UserName
+        | SessionFn::UserId
+        | SessionFn::SchemaName
+        | SessionFn::SchemaId
+        | SessionFn::IsMember
+        | SessionFn::IsRoleMember
+        | SessionFn::HasDbAccess
+        | SessionFn::HasPermsByName
+        | SessionFn::OriginalLogin => unreachable!("answered by principal_functions"),
     })
 }
 

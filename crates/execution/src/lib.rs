@@ -14,6 +14,7 @@ pub mod identity;
 pub mod logins;
 pub mod modules;
 pub mod open_close_log;
+pub mod principal_functions;
 pub mod principals;
 pub mod runtime;
 pub mod security;

@@ -317,6 +317,40 @@ impl Shared {
         Ok(loaded)
     }
 
+    /// The security of the database `database` and who the session is there (its
+    /// token): its login's user, or the user it impersonates (EXECUTE AS USER, only in
+    /// that user's database). Error 916 when it has no access to the database.
+    pub fn access(
+        &self,
+        state: &SessionState,
+        database: &str,
+    ) -> SqlResult<(Arc<crate::principals::Security>, crate::principals::check::Token)> {
+        use crate::principals::check;
+        let security = self.security(&state.catalog_memo, database)?;
+        if let Some(Impersonation { user: Some((db, user)), .. }) = state.impersonation.last() {
+            return if db.eq_ignore_ascii_case(database) {
+                Ok((security.clone(), check::token_of_user(&security, *user)))
+            } else {
+                Err(check::no_access(&state.login, database))
+            };
+        }
+        if let Some(m) = &*state.access_memo.borrow() {
+            if Arc::ptr_eq(&m.security, &security) && m.login == state.login {
+                return Ok((security, m.token.clone()));
+            }
+        }
+        let (sid, sysadmin) =
+            self.logins.get(&state.login).map(|l| (l.sid.clone(), l.is_sysadmin())).unwrap_or_default();
+        match check::token(&security, &sid, sysadmin) {
+            Some(token) => {
+                *state.access_memo.borrow_mut() =
+                    Some(AccessMemo { security: security.clone(), login: state.login.clone(), token: token.clone() });
+                Ok((security, token))
+            }
+            None => Err(check::no_access(&state.login, database)),
+        }
+    }
+
     /// Runs one change of a database's principals or permissions: `change` gets the
     /// current set and returns the next, which is written and then replaces it.
     pub fn alter_security<T>(
@@ -593,7 +627,36 @@ pub struct SessionState {
     /// Application locks the session owns (`sp_getapplock @LockOwner = 'Session'`):
     /// (database, name hash).
     pub app_locks: Vec<(String, u64)>,
+    /// EXECUTE AS contexts, innermost last.
+    pub impersonation: Vec<Impersonation>,
+    /// The token `Shared::access` found last, for the database security snapshot and login
+    /// it was found for (server role membership is read when it is made, as SQL Server
+    /// reads it at login: a change applies to the session at its next database or
+    /// security change).
+    access_memo: RefCell<Option<AccessMemo>>,
     next_handle: i32,
+}
+
+/// A session's last token (see `SessionState::access_memo`).
+#[derive(Debug)]
+struct AccessMemo {
+    security: Arc<crate::principals::Security>,
+    login: String,
+    token: crate::principals::check::Token,
+}
+
+/// One EXECUTE AS: whom the session was before it, and whom it is now.
+#[derive(Clone, Debug)]
+pub struct Impersonation {
+    /// The login before this context (the session's login now is the impersonated one for
+    /// EXECUTE AS LOGIN, the same one for EXECUTE AS USER).
+    pub previous_login: String,
+    /// EXECUTE AS USER: the database and the user's principal id there.
+    pub user: Option<(String, i32)>,
+    /// `WITH NO REVERT`: REVERT cannot end it.
+    pub no_revert: bool,
+    /// The module nesting level it began at: it ends when that module returns.
+    pub nest_level: i32,
 }
 
 impl SessionState {
@@ -623,6 +686,8 @@ impl SessionState {
             bulk_rows: None,
             bulk_target: None,
             app_locks: Vec::new(),
+            impersonation: Vec::new(),
+            access_memo: RefCell::new(None),
             next_handle: 1,
         }
     }

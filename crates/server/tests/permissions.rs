@@ -77,6 +77,13 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         assert_eq!(n, 916, "{m}");
         assert_eq!(m, "The server principal \"bob\" is not able to access the database \"tenant_a\" under the current security context.");
         assert_eq!(refused(&mut bob, "SELECT * FROM tenant_a.dbo.t").await.0, 916);
+        assert_eq!(refused(&mut bob, "SELECT * FROM tenant_a.dbo.no_such_table").await.0, 916, "no name is revealed");
+        assert_eq!(refused(&mut bob, "EXEC tenant_a.dbo.p").await.0, 916);
+        assert_eq!(refused(&mut bob, "EXEC tenant_a.dbo.no_such_procedure").await.0, 916);
+        assert_eq!(refused(&mut bob, "SELECT name FROM tenant_a.sys.tables").await.0, 916, "metadata too");
+        assert_eq!(refused(&mut bob, "EXEC ('SELECT * FROM tenant_a.dbo.t')").await.0, 916);
+        assert_eq!(refused(&mut bob, "EXEC sp_executesql N'SELECT * FROM tenant_a.dbo.t'").await.0, 916);
+        assert_eq!(refused(&mut bob, "EXEC ('USE tenant_a')").await.0, 916);
         assert_eq!(refused(&mut bob, "DROP DATABASE tenant_a").await.0, 3701);
         assert_eq!(refused(&mut bob, "ALTER DATABASE tenant_a SET RECOVERY SIMPLE").await.0, 5011);
         let dir = server.dir.path().display().to_string();
@@ -169,5 +176,64 @@ fn principals_and_permissions_survive_a_restart() {
         let mut bob = connect_as(server.port(), "bob", BOB).await;
         run(&mut bob, "USE shop; SELECT * FROM t").await;
         assert_eq!(refused(&mut bob, "INSERT INTO shop.dbo.t VALUES (1)").await.0, 229);
+    });
+}
+
+async fn text(c: &mut Conn, sql: &str) -> Option<String> {
+    let row =
+        c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_row().await.unwrap().expect("a row");
+    row.get::<&str, _>(0).map(str::to_string)
+}
+
+#[test]
+fn execute_as_and_the_functions_that_say_who_one_is() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(
+            &mut sa,
+            &format!("CREATE LOGIN carol WITH PASSWORD = '{BOB}'; CREATE DATABASE shop; CREATE DATABASE other"),
+        )
+        .await;
+        run(
+            &mut sa,
+            "USE shop; CREATE TABLE t (a int); INSERT INTO t VALUES (1); CREATE USER carol WITH DEFAULT_SCHEMA = dbo",
+        )
+        .await;
+        assert_eq!(text(&mut sa, "SELECT USER_NAME()").await.as_deref(), Some("dbo"));
+        assert_eq!(count(&mut sa, "SELECT IS_MEMBER('db_owner')").await, 1);
+
+        // Impersonating the user: its name, its login, its permissions; REVERT ends it.
+        run(&mut sa, "EXECUTE AS USER = 'carol'").await;
+        assert_eq!(text(&mut sa, "SELECT USER_NAME()").await.as_deref(), Some("carol"));
+        assert_eq!(text(&mut sa, "SELECT SUSER_NAME()").await.as_deref(), Some("carol"));
+        assert_eq!(text(&mut sa, "SELECT ORIGINAL_LOGIN()").await.as_deref(), Some("sa"));
+        assert_eq!(count(&mut sa, "SELECT IS_MEMBER('db_owner')").await, 0);
+        assert_eq!(count(&mut sa, "SELECT HAS_PERMS_BY_NAME('dbo.t', 'OBJECT', 'SELECT')").await, 0);
+        assert_eq!(refused(&mut sa, "SELECT * FROM t").await.0, 229);
+        assert_eq!(refused(&mut sa, "SELECT * FROM other.dbo.sysobjects").await.0, 916);
+        assert_eq!(refused(&mut sa, "EXECUTE AS LOGIN = 'sa'").await.0, 15406);
+        run(&mut sa, "REVERT").await;
+        assert_eq!(text(&mut sa, "SELECT USER_NAME()").await.as_deref(), Some("dbo"));
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM t").await, 1);
+
+        // Roles and permissions as the functions see them.
+        assert_eq!(count(&mut sa, "SELECT IS_ROLEMEMBER('db_datareader', 'carol')").await, 0);
+        run(&mut sa, "ALTER ROLE db_datareader ADD MEMBER carol").await;
+        assert_eq!(count(&mut sa, "SELECT IS_ROLEMEMBER('db_datareader', 'carol')").await, 1);
+        let mut carol = connect_as(port, "carol", BOB).await;
+        run(&mut carol, "USE shop").await;
+        assert_eq!(count(&mut carol, "SELECT HAS_PERMS_BY_NAME('dbo.t', 'OBJECT', 'SELECT')").await, 1);
+        assert_eq!(count(&mut carol, "SELECT HAS_PERMS_BY_NAME('dbo.t', 'OBJECT', 'DELETE')").await, 0);
+        assert_eq!(count(&mut carol, "SELECT HAS_DBACCESS('shop')").await, 1);
+        assert_eq!(count(&mut carol, "SELECT HAS_DBACCESS('other')").await, 0);
+        assert_eq!(count(&mut carol, "SELECT USER_ID()").await, count(&mut sa, "SELECT USER_ID('carol')").await);
+        assert_eq!(refused(&mut carol, "EXECUTE AS USER = 'dbo'").await.0, 15517);
+
+        // A context begun WITH NO REVERT stays.
+        run(&mut sa, "EXECUTE AS LOGIN = 'carol' WITH NO REVERT").await;
+        assert_eq!(refused(&mut sa, "REVERT").await.0, 15196);
+        assert_eq!(text(&mut sa, "SELECT SUSER_NAME()").await.as_deref(), Some("carol"));
     });
 }

@@ -26,7 +26,7 @@ struct Caller {
 }
 
 fn caller(ctx: &ExecCtx) -> SqlResult<Caller> {
-    let (security, token) = token_in(ctx.shared, ctx.session, &ctx.session.database.clone())?;
+    let (security, token) = ctx.shared.access(ctx.session, &ctx.session.database.clone())?;
     let db = ctx.shared.database(&ctx.session.database)?;
     Ok(Caller { db, security, token })
 }
@@ -443,7 +443,7 @@ pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>)
                 ));
             };
             let db = ctx.shared.database(target)?;
-            let (security, token) = token_in(ctx.shared, ctx.session, db.name())?;
+            let (security, token) = ctx.shared.access(ctx.session, db.name())?;
             if !allowed(&security, &token, "CONTROL", On::Database) {
                 return Err(not_found("find", "database", target));
             }
@@ -628,16 +628,5 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
 
 /// Whether the session's login may use the database `name` (error 916 when not).
 pub fn check_access(shared: &Shared, state: &SessionState, name: &str) -> SqlResult<()> {
-    token_in(shared, state, name).map(|_| ())
-}
-
-/// The security of the database `database` and the session's token there: who its login
-/// is in that database. Error 916 when the login has no access to it.
-pub fn token_in(shared: &Shared, state: &SessionState, database: &str) -> SqlResult<(Arc<Security>, Token)> {
-    let security = shared.security(&state.catalog_memo, database)?;
-    let (sid, sysadmin) = shared.logins.get(&state.login).map(|l| (l.sid.clone(), l.is_sysadmin())).unwrap_or_default();
-    match check::token(&security, &sid, sysadmin) {
-        Some(token) => Ok((security, token)),
-        None => Err(check::no_access(&state.login, database)),
-    }
+    shared.access(state, name).map(|_| ())
 }

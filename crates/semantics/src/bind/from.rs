@@ -126,10 +126,13 @@ impl<'a> Binder<'a> {
                     }
                 }
                 if let Some(view) = self.system_view(name) {
-                    let (db, _, _) = self.qualify_at(name)?;
+                    let (db, schema, object) = self.qualify_at(name)?;
                     if !self.catalogs.exists(&db.name) {
                         return Err(crate::catalog::database_not_found(&db.name));
                     }
+                    // The plan reads the database's metadata: it needs access to it.
+                    let key = crate::catalog::name_key(&schema, &object);
+                    self.depend(&db.at, key, None, false, crate::catalog::Access::NONE);
                     let plan = Plan::System { view, db: db.at };
                     return Ok(self.leaf_plan(BoundQuery { plan, columns: view.columns() }, qualifier, scope, offset));
                 }

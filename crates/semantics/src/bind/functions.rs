@@ -100,13 +100,47 @@ impl<'a> Binder<'a> {
                 let other = convert(f.0, &f.1, &ty)?;
                 return Ok((Expr::Case { branches: vec![(c, then)], otherwise: Some(Box::new(other)) }, ty, true));
             }
-            "DB_NAME" | "DB_ID" | "OBJECT_ID" | "OBJECT_NAME" | "SCHEMA_NAME" | "COL_LENGTH" | "TYPE_NAME"
-            | "TYPE_ID" | "IDENT_CURRENT" | "SCOPE_IDENTITY" | "SERVERPROPERTY" | "DATABASEPROPERTYEX"
-            | "XACT_STATE" | "ERROR_NUMBER" | "ERROR_MESSAGE" | "ERROR_SEVERITY" | "ERROR_STATE" | "ERROR_LINE"
-            | "ERROR_PROCEDURE" | "SUSER_NAME" | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "USER_NAME" | "HOST_NAME"
-            | "APP_NAME" | "IS_SRVROLEMEMBER" | "HAS_DBACCESS" | "SUSER_ID" | "SUSER_SID" | "LOGINPROPERTY" => {
-                if fname == "LOGINPROPERTY" {
-                    arity(2)?;
+            "DB_NAME"
+            | "DB_ID"
+            | "OBJECT_ID"
+            | "OBJECT_NAME"
+            | "SCHEMA_NAME"
+            | "COL_LENGTH"
+            | "TYPE_NAME"
+            | "TYPE_ID"
+            | "IDENT_CURRENT"
+            | "SCOPE_IDENTITY"
+            | "SERVERPROPERTY"
+            | "DATABASEPROPERTYEX"
+            | "XACT_STATE"
+            | "ERROR_NUMBER"
+            | "ERROR_MESSAGE"
+            | "ERROR_SEVERITY"
+            | "ERROR_STATE"
+            | "ERROR_LINE"
+            | "ERROR_PROCEDURE"
+            | "SUSER_NAME"
+            | "SUSER_SNAME"
+            | "ORIGINAL_LOGIN"
+            | "USER_NAME"
+            | "HOST_NAME"
+            | "APP_NAME"
+            | "IS_SRVROLEMEMBER"
+            | "HAS_DBACCESS"
+            | "SUSER_ID"
+            | "SUSER_SID"
+            | "LOGINPROPERTY"
+            | "USER_ID"
+            | "DATABASE_PRINCIPAL_ID"
+            | "SCHEMA_ID"
+            | "IS_MEMBER"
+            | "IS_ROLEMEMBER"
+            | "HAS_PERMS_BY_NAME" => {
+                match fname.as_str() {
+                    "LOGINPROPERTY" => arity(2)?,
+                    "IS_MEMBER" => arity(1)?,
+                    "HAS_PERMS_BY_NAME" => arity(3)?,
+                    _ => {}
                 }
                 let (func, ty) = session_function(&fname).expect("listed");
                 let mut bound = Vec::with_capacity(args.len());
@@ -220,7 +254,13 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "ERROR_STATE" => (ErrorState, SqlType::Int),
         "ERROR_LINE" => (ErrorLine, SqlType::Int),
         "ERROR_PROCEDURE" => (ErrorProcedure, nv),
-        "SUSER_NAME" | "SUSER_SNAME" | "ORIGINAL_LOGIN" | "SYSTEM_USER" => (SuserName, nv),
+        "SUSER_NAME" | "SUSER_SNAME" | "SYSTEM_USER" => (SuserName, nv),
+        "ORIGINAL_LOGIN" => (OriginalLogin, nv),
+        "USER_ID" | "DATABASE_PRINCIPAL_ID" => (UserId, SqlType::Int),
+        "SCHEMA_ID" => (SchemaId, SqlType::Int),
+        "IS_MEMBER" => (IsMember, SqlType::Int),
+        "IS_ROLEMEMBER" => (IsRoleMember, SqlType::Int),
+        "HAS_PERMS_BY_NAME" => (HasPermsByName, SqlType::Int),
         "USER_NAME" | "CURRENT_USER" | "SESSION_USER" | "USER" => (UserName, nv),
         "HOST_NAME" => (HostName, nv),
         "APP_NAME" => (AppName, nv),

@@ -157,6 +157,7 @@ impl<'a> Binder<'a> {
         let bound = self.function_arguments(&m.name, &cf.params, args)?;
         let call = crate::plan::UserCall {
             db: db.at.clone(),
+            schema: m.schema.clone(),
             name: m.name.clone(),
             text: Arc::from(m.text.as_str()),
             arg_types: bound.iter().map(|b| b.1).collect(),

@@ -59,6 +59,18 @@ pub enum SessionFn {
     LoginProperty,
     HasDbAccess,
     ProgramName,
+    /// ORIGINAL_LOGIN(): the login before any EXECUTE AS.
+    OriginalLogin,
+    /// USER_ID(['name']), DATABASE_PRINCIPAL_ID(['name']).
+    UserId,
+    /// SCHEMA_ID(['name']).
+    SchemaId,
+    /// IS_MEMBER('role').
+    IsMember,
+    /// IS_ROLEMEMBER('role' [, 'principal']).
+    IsRoleMember,
+    /// HAS_PERMS_BY_NAME(securable, class, permission).
+    HasPermsByName,
 }
 
 #[derive(Clone, Debug)]
@@ -147,6 +159,8 @@ pub enum Expr {
 #[derive(Debug)]
 pub struct UserCall {
     pub db: DbRef,
+    /// The function's schema (whose owner its statements chain from) and name.
+    pub schema: String,
     pub name: String,
     /// The CREATE FUNCTION text (its parsed form and plans are cached under it).
     pub text: Arc<str>,

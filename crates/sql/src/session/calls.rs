@@ -56,6 +56,9 @@ pub(crate) fn call_scalar_function(
     }
     let saved_vars = std::mem::replace(&mut state.vars, vars);
     let db = call.db.name(&state.database).to_string();
+    // The function's statements chain from its owner (EXECUTE on it was checked with the
+    // plan that calls it).
+    let owner = ctx.shared.security(&state.catalog_memo, &db)?.schema_owner(&call.schema).map(|o| (db.clone(), o));
     let saved_db = std::mem::replace(&mut state.database, db);
     state.nest_level += 1;
     let mut sink = Discard;
@@ -64,11 +67,13 @@ pub(crate) fn call_scalar_function(
             try_depth: 1,
             procedure: Some(call.name.clone()),
             returns: Some(call.ty),
+            owner,
             ..Runner::new(ctx.shared, &mut *state, &cached, &frame, &mut sink)
         };
         let r = runner.compile_all(body).map(|_| runner.run_block(body));
         r.map(|flow| (flow, runner.returned.take()))
     };
+    super::permissions::end_contexts_below(state, state.nest_level - 1);
     state.nest_level -= 1;
     state.database = saved_db;
     state.vars = saved_vars;
@@ -158,6 +163,15 @@ impl Runner<'_> {
             let (db, module) = match found {
                 Ok(Some((db, m))) if m.kind == ModuleKind::Procedure => (db, m),
                 Ok(_) => {
+                    // Nothing about a database the session may not use is revealed.
+                    if e.procedure.0.len() >= 3 {
+                        let db = &e.procedure.0[e.procedure.0.len() - 3].value;
+                        if !db.is_empty() && self.shared.engine.exists(db) {
+                            if let Err(err) = self.shared.access(self.state, db) {
+                                return self.fail(s, err);
+                            }
+                        }
+                    }
                     let shown = e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
                     return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{shown}'.")));
                 }
@@ -269,6 +283,7 @@ impl Runner<'_> {
             inner.drop_table_variables();
             r
         };
+        super::permissions::end_contexts_below(self.state, self.state.nest_level - 1);
         self.state.nest_level -= 1;
         self.state.options = saved_options;
         self.state.scope_identity = saved_scope_identity;

@@ -65,7 +65,16 @@ impl Runner<'_> {
         }
         let started = std::time::Instant::now();
         let mut b = Binder::new(self.shared, self.state, vars);
-        let prepared = compile(&mut b)?;
+        let prepared = match compile(&mut b) {
+            Ok(p) => p,
+            // A name in a database the session may not use is 916, whether or not it
+            // exists there: nothing about another tenant's objects is revealed.
+            Err(e) => {
+                let deps = std::mem::take(&mut b.deps);
+                self.check_databases(&deps)?;
+                return Err(e);
+            }
+        };
         let deps: Arc<[ObjectDep]> = Arc::from(std::mem::take(&mut b.deps));
         let plan = Arc::new(prepared);
         let bind_us = started.elapsed().as_micros() as u64;

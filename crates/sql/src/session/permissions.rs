@@ -5,7 +5,7 @@
 
 use super::Runner;
 use tessera_errors::{SqlError, SqlResult};
-use tessera_execution::ddl::principals::{self as ddl, token_in};
+use tessera_execution::ddl::principals as ddl;
 use tessera_execution::principals;
 use tessera_execution::principals::check::{allowed, database_denied, object_denied, On};
 use tessera_execution::runtime::ExecCtx;
@@ -18,9 +18,10 @@ impl Runner<'_> {
     /// or function the statement names) with the same owner in the same database needs
     /// nothing of its own (ownership chaining; not across databases).
     pub(super) fn check_plan(&mut self, deps: &[ObjectDep]) -> SqlResult<()> {
+        self.check_databases(deps)?;
         for dep in deps.iter().filter(|d| !d.access.is_empty()) {
             let db = dep.db.name(&self.state.database).to_string();
-            let (security, token) = token_in(self.shared, self.state, &db)?;
+            let (security, token) = self.shared.access(self.state, &db)?;
             if token.unrestricted {
                 continue;
             }
@@ -50,10 +51,24 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// Checks that the session may use every database these names were looked up in.
+    pub(super) fn check_databases(&mut self, deps: &[ObjectDep]) -> SqlResult<()> {
+        for (i, dep) in deps.iter().enumerate() {
+            if deps[..i].iter().any(|d| d.db == dep.db) {
+                continue;
+            }
+            let db = dep.db.name(&self.state.database);
+            if self.shared.engine.exists(db) {
+                self.shared.access(self.state, db)?;
+            }
+        }
+        Ok(())
+    }
+
     /// EXECUTE on a procedure about to run; its database and owner when it may (the
     /// owner its statements chain from).
     pub(super) fn check_execute(&mut self, db: &str, schema: &str, name: &str, id: i32) -> SqlResult<(String, i32)> {
-        let (security, token) = token_in(self.shared, self.state, db)?;
+        let (security, token) = self.shared.access(self.state, db)?;
         let owner = security.schema_owner(schema).unwrap_or(principals::DBO_ID);
         let chained = self.owner.as_ref().is_some_and(|(d, o)| d.eq_ignore_ascii_case(db) && *o == owner);
         if !chained && !allowed(&security, &token, "EXECUTE", On::Object { schema, id }) {
@@ -70,7 +85,7 @@ impl Runner<'_> {
         if object.starts_with('#') || !self.shared.engine.exists(&db) {
             return Ok(());
         }
-        let (security, token) = token_in(self.shared, self.state, &db)?;
+        let (security, token) = self.shared.access(self.state, &db)?;
         if security.schema(&schema).is_none() {
             return Err(SqlError::new(
                 2760,
@@ -118,7 +133,7 @@ impl Runner<'_> {
         if object.starts_with('#') || !self.shared.engine.exists(&db) {
             return Ok(());
         }
-        let (security, token) = token_in(self.shared, self.state, &db)?;
+        let (security, token) = self.shared.access(self.state, &db)?;
         if token.unrestricted {
             return Ok(());
         }
@@ -141,7 +156,7 @@ impl Runner<'_> {
         if !self.shared.engine.exists(name) {
             return Ok(true);
         }
-        match token_in(self.shared, self.state, name) {
+        match self.shared.access(self.state, name) {
             Ok((security, token)) => Ok(allowed(&security, &token, "CONTROL", On::Database)),
             Err(e) if e.number == 916 => Ok(false),
             Err(e) => Err(e),
@@ -165,6 +180,96 @@ impl Runner<'_> {
             StatementKind::Permission(p) => ddl::permission(&ctx, p),
             _ => unreachable!("not a database security statement"),
         }
+    }
+}
+
+impl Runner<'_> {
+    /// `EXECUTE AS LOGIN = 'x'` (a sysadmin's), `EXECUTE AS USER = 'x'` (dbo's or
+    /// db_owner's, in the current database only) or `EXECUTE AS CALLER`; the context lasts
+    /// until REVERT or the end of the module or dynamic batch it began in.
+    pub(super) fn execute_as(&mut self, target: &ast::ExecuteAsTarget, no_revert: bool) -> SqlResult<()> {
+        let previous_login = self.state.login.clone();
+        let nest_level = self.state.nest_level;
+        let user = match target {
+            ast::ExecuteAsTarget::Login(name) => {
+                let refused = || {
+                    SqlError::new(
+                        15406,
+                        format!("Cannot execute as the server principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
+                    )
+                };
+                let login = self.shared.logins.get(name).filter(|l| !l.disabled).ok_or_else(refused)?;
+                if !self.shared.logins.is_sysadmin(&previous_login) || self.impersonating_user() {
+                    return Err(refused());
+                }
+                self.state.login = login.name;
+                None
+            }
+            ast::ExecuteAsTarget::User(name) => {
+                let db = self.state.database.clone();
+                let refused = || {
+                    SqlError::new(
+                        15517,
+                        format!("Cannot execute as the database principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
+                    )
+                };
+                let (security, token) = self.shared.access(self.state, &db)?;
+                let user = security.principal(name).filter(|p| !p.kind.is_role()).ok_or_else(refused)?;
+                if !allowed(&security, &token, "CONTROL", On::Database) {
+                    return Err(refused());
+                }
+                // The session acts as the user's login (SUSER_NAME, server permissions):
+                // the one mapped to it, or none (the user's name, which no login has).
+                let login = user
+                    .sid
+                    .as_deref()
+                    .and_then(|sid| self.shared.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name));
+                self.state.login = login.unwrap_or_else(|| user.name.clone());
+                Some((db, user.id))
+            }
+            ast::ExecuteAsTarget::Caller => self.state.impersonation.last().and_then(|c| c.user.clone()),
+        };
+        self.state.impersonation.push(tessera_execution::runtime::Impersonation {
+            previous_login,
+            user,
+            no_revert,
+            nest_level,
+        });
+        Ok(())
+    }
+
+    fn impersonating_user(&self) -> bool {
+        self.state.impersonation.last().is_some_and(|c| c.user.is_some())
+    }
+
+    /// `REVERT`: ends the innermost EXECUTE AS begun at this nesting level (nothing when
+    /// there is none); error 15196 for one begun WITH NO REVERT.
+    pub(super) fn revert(&mut self) -> SqlResult<()> {
+        let Some(context) = self.state.impersonation.last() else { return Ok(()) };
+        if context.nest_level != self.state.nest_level {
+            return Ok(());
+        }
+        if context.no_revert {
+            return Err(SqlError::new(
+                15196,
+                "The current security context is non-revertible. The \"Revert\" statement failed.",
+            ));
+        }
+        let context = self.state.impersonation.pop().expect("a context");
+        self.state.login = context.previous_login;
+        Ok(())
+    }
+}
+
+/// Ends the EXECUTE AS contexts begun deeper than `nest_level` (a module or dynamic batch
+/// returned).
+pub(super) fn end_contexts_below(state: &mut tessera_execution::runtime::SessionState, nest_level: i32) {
+    while let Some(context) = state.impersonation.last() {
+        if context.nest_level <= nest_level {
+            break;
+        }
+        let context = state.impersonation.pop().expect("a context");
+        state.login = context.previous_login;
     }
 }
 

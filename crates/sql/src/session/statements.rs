@@ -159,9 +159,8 @@ impl Runner<'_> {
                     self.exec(&element)?;
                 }
             }
-            StatementKind::ExecuteAs { .. } | StatementKind::Revert => {
-                return Err(SqlError::new(15247, "EXECUTE AS and REVERT are not supported yet."))
-            }
+            StatementKind::ExecuteAs { target, no_revert } => self.execute_as(target, *no_revert)?,
+            StatementKind::Revert => self.revert()?,
             StatementKind::BeginTransaction { name } => self.begin_transaction(s, name.as_ref())?,
             StatementKind::Commit { delayed_durability, .. } => self.commit(*delayed_durability)?,
             StatementKind::Rollback { name } => self.rollback(s, name.as_ref())?,

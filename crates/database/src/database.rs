@@ -113,6 +113,9 @@ pub struct DatabaseOptions {
     /// The contents need not survive a restart (tempdb, made afresh at every start):
     /// commits never wait for a log flush, whatever DELAYED_DURABILITY says.
     pub scratch: bool,
+    /// The security id of the login that owns the database (`sys.databases.owner_sid`),
+    /// kept in the registry so that listings need not open it; `None`: `sa`.
+    pub owner_sid: Option<Vec<u8>>,
 }
 
 impl DatabaseOptions {

@@ -17,7 +17,8 @@
 //! \t state \t sizes \t scratch`: the sizes are six fields, empty when not set (initial
 //! data size, data growth, maximum data size, initial log size, log growth, maximum log
 //! size; bytes, a growth in percent ends with `%`), then `SCRATCH` for a database whose
-//! contents need not survive a restart (tempdb), empty otherwise.
+//! contents need not survive a restart (tempdb), empty otherwise, then the owner's
+//! security id in hexadecimal (empty: `sa`; entries written before it have 14 fields).
 //!
 //! A crash while a line is appended leaves it torn: the last line, without its newline
 //! or with a CRC that does not match, is not a change that happened (it was never
@@ -295,7 +296,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {
@@ -331,6 +332,10 @@ fn decode_entry(line: &str) -> Option<Entry> {
                 Some(&"SCRATCH") => true,
                 Some(_) => return None,
             },
+            owner_sid: match f.get(14) {
+                None | Some(&"") => None,
+                Some(hex) => Some(decode_hex(hex)?),
+            },
         },
         state: match f.get(6) {
             None | Some(&"ONLINE") | Some(&DETACHED) => DbState::Online,
@@ -357,7 +362,7 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let growth = |g: Option<Growth>| g.map(Growth::encode).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -371,9 +376,21 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         size(o.initial_log_size),
         growth(o.log_growth),
         size(o.max_log_size),
-        if o.scratch { "SCRATCH" } else { "" }
+        if o.scratch { "SCRATCH" } else { "" },
+        o.owner_sid.as_deref().map(encode_hex).unwrap_or_default()
     );
     Ok(())
+}
+
+fn encode_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
 }
 
 #[cfg(test)]
@@ -386,7 +403,11 @@ mod tests {
             id,
             data_path: PathBuf::from(format!("/d/{name}.mdf")),
             log_path: PathBuf::from(format!("/d/{name}_log.ldf")),
-            options: DatabaseOptions { max_data_size: Some(id as u64 * 8192), ..DatabaseOptions::default() },
+            options: DatabaseOptions {
+                max_data_size: Some(id as u64 * 8192),
+                owner_sid: id.is_multiple_of(3).then(|| vec![id as u8, 0xab, 0]),
+                ..DatabaseOptions::default()
+            },
             state: DbState::Online,
         }
     }

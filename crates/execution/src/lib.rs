@@ -18,6 +18,7 @@ pub mod principal_functions;
 pub mod principals;
 pub mod runtime;
 pub mod security;
+pub mod server_permissions;
 pub mod statistics;
 pub mod sysprocs;
 pub mod sysviews;

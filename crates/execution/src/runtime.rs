@@ -78,6 +78,8 @@ pub struct Shared {
     pub config: crate::config::Config,
     /// Server logins and their fixed server roles.
     pub logins: crate::logins::Logins,
+    /// GRANT/DENY at server level (`sys.server_permissions`).
+    pub server_permissions: crate::server_permissions::ServerPermissions,
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
@@ -133,13 +135,15 @@ pub struct ConnectionInfo {
 }
 
 impl Shared {
-    /// The instance over `engine`, its configuration and logins loaded from master, with
+    /// The instance over `engine`, its configuration, logins and server permissions
+    /// loaded from master, with
     /// `scalar_functions` running the bodies of user-defined scalar functions. Starting an
     /// instance (tempdb, msdb) is `tessera_sql::start_instance`, in the session layer.
     pub fn assemble(
         engine: Arc<Engine>,
         config: crate::config::Config,
         logins: crate::logins::Logins,
+        server_permissions: crate::server_permissions::ServerPermissions,
         scalar_functions: ScalarFunctions,
     ) -> Arc<Shared> {
         let shared = Arc::new_cyclic(|me| Shared {
@@ -154,6 +158,7 @@ impl Shared {
             sessions: Mutex::new(HashMap::new()),
             config,
             logins,
+            server_permissions,
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
             errorlog: Mutex::new(None),
             open_close_log: Mutex::default(),
@@ -315,6 +320,39 @@ impl Shared {
         let loaded = Arc::new(crate::principals::load(&db)?);
         *entry.security.write() = Some(loaded.clone());
         Ok(loaded)
+    }
+
+    /// Whether the session's login holds the server permission `permission`.
+    pub fn holds_server(&self, state: &SessionState, permission: &str) -> bool {
+        self.logins.get(&state.login).is_some_and(|l| self.server_permissions.holds(&l, permission))
+    }
+
+    /// The databases the session may see listed (sys.databases, sp_databases,
+    /// sp_helpdb), from the registry: every one with VIEW ANY DATABASE (which `public`
+    /// holds until denied) or CREATE ANY DATABASE; otherwise master, tempdb, the current
+    /// database and those its login owns.
+    pub fn visible_databases(&self, state: &SessionState) -> Vec<tessera_database::DatabaseEntry> {
+        let entries = self.engine.entries();
+        let Some(login) = self.logins.get(&state.login) else { return Vec::new() };
+        let all = ["VIEW ANY DATABASE", "CREATE ANY DATABASE"].iter().any(|p| self.server_permissions.holds(&login, p));
+        if all {
+            return entries;
+        }
+        entries
+            .into_iter()
+            .filter(|e| {
+                ["master", "tempdb"].iter().any(|n| e.name.eq_ignore_ascii_case(n))
+                    || e.name.eq_ignore_ascii_case(&state.database)
+                    || e.options.owner_sid.as_deref().unwrap_or(&[1]) == login.sid.as_slice()
+            })
+            .collect()
+    }
+
+    /// The name of the login that owns a database (NULL's stand-in: none when that login
+    /// is gone).
+    pub fn owner_name(&self, entry: &tessera_database::DatabaseEntry) -> Option<String> {
+        let sid = entry.options.owner_sid.as_deref().unwrap_or(&[1]);
+        self.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name)
     }
 
     /// The security of the database `database` and who the session is there (its

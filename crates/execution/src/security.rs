@@ -235,7 +235,9 @@ pub fn drop_login(shared: &Shared, login: &str, name: &Ident) -> SqlResult<()> {
             format!("Could not drop login '{}' as the user is currently logged in.", name.value),
         ));
     }
-    shared.logins.drop_login(&name.value)
+    shared.logins.drop_login(&name.value)?;
+    // Its server permissions go with it (a new login never inherits them by id).
+    shared.server_permissions.change(|rows| rows.retain(|r| r.grantee != target.principal_id))
 }
 
 /// `ALTER SERVER ROLE role ADD|DROP MEMBER login`.

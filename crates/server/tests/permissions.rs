@@ -63,7 +63,8 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
         let mut sa = connect_as(port, "sa", PASSWORD).await;
         run(&mut sa, &format!("CREATE LOGIN alice WITH PASSWORD = '{ALICE}'; CREATE LOGIN bob WITH PASSWORD = '{BOB}'")).await;
-        run(&mut sa, "ALTER SERVER ROLE dbcreator ADD MEMBER alice; ALTER SERVER ROLE dbcreator ADD MEMBER bob").await;
+        // Each may create databases; dbcreator would let them drop each other's too.
+        run(&mut sa, "GRANT CREATE ANY DATABASE TO alice; GRANT CREATE ANY DATABASE TO bob").await;
 
         let mut alice = connect_as(port, "alice", ALICE).await;
         run(&mut alice, "CREATE DATABASE tenant_a").await;
@@ -235,5 +236,57 @@ fn execute_as_and_the_functions_that_say_who_one_is() {
         run(&mut sa, "EXECUTE AS LOGIN = 'carol' WITH NO REVERT").await;
         assert_eq!(refused(&mut sa, "REVERT").await.0, 15196);
         assert_eq!(text(&mut sa, "SELECT SUSER_NAME()").await.as_deref(), Some("carol"));
+    });
+}
+
+#[test]
+fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN t1 WITH PASSWORD = '{ALICE}'; CREATE LOGIN t2 WITH PASSWORD = '{BOB}'")).await;
+        run(&mut sa, "CREATE DATABASE db1; CREATE DATABASE db2").await;
+        run(&mut sa, "ALTER AUTHORIZATION ON DATABASE::db1 TO t1; ALTER AUTHORIZATION ON DATABASE::db2 TO t2").await;
+        let visible = "SELECT COUNT(*) FROM sys.databases WHERE name IN ('db1', 'db2')";
+        let mut t1 = connect_as(port, "t1", ALICE).await;
+        assert_eq!(count(&mut t1, visible).await, 2, "public holds VIEW ANY DATABASE");
+
+        run(&mut sa, "USE master; DENY VIEW ANY DATABASE TO public").await;
+        let mut t1 = connect_as(port, "t1", ALICE).await;
+        assert_eq!(count(&mut t1, visible).await, 1, "its own only");
+        assert_eq!(text(&mut t1, "SELECT name FROM sys.databases WHERE name LIKE 'db%'").await.as_deref(), Some("db1"));
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.databases WHERE name IN ('master', 'tempdb')").await, 2);
+        assert_eq!(count(&mut sa, visible).await, 2, "sysadmin sees everything");
+        assert_eq!(
+            count(&mut sa, "SELECT COUNT(*) FROM sys.server_permissions WHERE grantee_principal_id = 2 AND state = 'D' AND type = 'VWDB'").await,
+            1
+        );
+        run(&mut t1, "USE db1; CREATE TABLE mine (a int)").await;
+        assert_eq!(
+            count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'db1' AND owner_sid = SUSER_SID('t1')").await,
+            1
+        );
+
+        // Server state: its own session only, and no server-wide DMV.
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await, 1);
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE session_id = @@SPID").await, 1);
+        let (n, m) = refused(&mut t1, "SELECT * FROM sys.dm_os_sys_memory").await;
+        assert_eq!((n, m.as_str()), (300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'."));
+        assert_eq!(refused(&mut t1, "SELECT * FROM sys.dm_exec_cached_plans").await.0, 300);
+        assert_eq!(refused(&mut t1, "DBCC FREEPROCCACHE").await.0, 2571);
+        assert_eq!(refused(&mut t1, "DBCC DROPCLEANBUFFERS").await.0, 2571);
+        assert_eq!(refused(&mut t1, "DBCC TRACEON (1222, -1)").await.0, 2571);
+        run(&mut t1, "DBCC CHECKDB (db1) WITH NO_INFOMSGS").await;
+        assert_eq!(refused(&mut t1, "DBCC CHECKDB (db2)").await.0, 2571);
+        assert_eq!(refused(&mut t1, "USE master; GRANT VIEW SERVER STATE TO t1").await.0, 4613);
+        assert_eq!(refused(&mut sa, "USE db1; GRANT VIEW SERVER STATE TO t1").await.0, 4621);
+        run(&mut sa, "USE master; GRANT VIEW SERVER STATE TO t1").await;
+        let mut t1 = connect_as(port, "t1", ALICE).await;
+        assert!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await >= 2);
+        run(&mut t1, "SELECT * FROM sys.dm_os_sys_memory").await;
+        run(&mut sa, "USE master; REVOKE VIEW SERVER STATE FROM t1").await;
+        let mut t1 = connect_as(port, "t1", ALICE).await;
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await, 1);
     });
 }

@@ -143,7 +143,11 @@ impl Engine {
             Err(e) => return Err(unable_to_open(data_path, e.raw_os_error().unwrap_or(5), &e.to_string())),
         }
         let remembered = inner.detached.iter().position(|d| d.data_path == data_path && d.log_path == log_path);
-        let options = remembered.map_or(options, |i| inner.detached[i].options.clone());
+        // Files detached here keep their options; the attaching login owns the database.
+        let options = match remembered {
+            Some(i) => DatabaseOptions { owner_sid: options.owner_sid, ..inner.detached[i].options.clone() },
+            None => options,
+        };
         let entry = Entry {
             name: name.to_string(),
             id: inner.next_id,

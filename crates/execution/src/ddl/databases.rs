@@ -45,7 +45,8 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
             }
         }
     }
-    let mut options = DatabaseOptions { data_path, log_path, ..DatabaseOptions::default() };
+    let mut options =
+        DatabaseOptions { data_path, log_path, owner_sid: creator_sid(ctx), ..DatabaseOptions::default() };
     let failed = |e: SqlError| {
         SqlError::new(
             1802,
@@ -67,12 +68,17 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         e => e.into(),
     })?;
     // The creating login owns the database (is its dbo); `sa` is the owner by default.
-    let sid = ctx.shared.logins.get(&ctx.session.login).map(|l| l.sid).unwrap_or_default();
-    if !sid.is_empty() && sid != [1] {
+    if let Some(sid) = creator_sid(ctx) {
         let db = ctx.shared.database(name)?;
         crate::ddl::principals::set_owner(ctx.shared, &db, &sid)?;
     }
     Ok(())
+}
+
+/// The security id of the login creating or attaching a database, which owns it; `None`
+/// for `sa` (every database's owner when none is recorded).
+fn creator_sid(ctx: &ExecCtx) -> Option<Vec<u8>> {
+    ctx.shared.logins.get(&ctx.session.login).map(|l| l.sid).filter(|sid| !sid.is_empty() && sid.as_slice() != [1])
 }
 
 /// `CREATE DATABASE name ON (FILENAME = data) [, (FILENAME = log)] [LOG ON (FILENAME = log)]
@@ -125,7 +131,8 @@ pub fn attach_files(ctx: &mut ExecCtx, name: &str, data: &std::path::Path, log: 
         )
         .with_state(3));
     }
-    ctx.shared.engine.attach_database(name, data, log, DatabaseOptions::default()).map_err(|e| match e.number() {
+    let options = DatabaseOptions { owner_sid: creator_sid(ctx), ..DatabaseOptions::default() };
+    ctx.shared.engine.attach_database(name, data, log, options).map_err(|e| match e.number() {
         5120 => SqlError::new(
             1802,
             "CREATE DATABASE failed. Some file names listed could not be created. Check related errors.",

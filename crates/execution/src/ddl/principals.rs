@@ -17,6 +17,7 @@ use crate::principals::{
     FIRST_PRINCIPAL_ID, PUBLIC_ID,
 };
 use crate::runtime::{ExecCtx, SessionState, Shared};
+use crate::server_permissions::{is_server_permission, ServerPermission};
 
 /// The caller's principals and permissions in its current database.
 struct Caller {
@@ -460,7 +461,13 @@ pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>)
                     next.put_principal(dbo)?;
                 }
                 Ok((next, ()))
-            })
+            })?;
+            // The registry's owner, which listings read without opening the database.
+            let (_, _, mut options) =
+                ctx.shared.engine.database_info(db.name()).ok_or_else(|| not_found("find", "database", target))?;
+            options.owner_sid = (login.sid.as_slice() != [1]).then(|| login.sid.clone());
+            ctx.shared.engine.alter_database(db.name(), options)?;
+            Ok(())
         }
         _ => Err(SqlError::new(15247, "User does not have permission to perform this action.")),
     }
@@ -543,8 +550,11 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
     }
 }
 
-/// `GRANT`, `DENY` or `REVOKE` on the database, a schema or an object.
+/// `GRANT`, `DENY` or `REVOKE` on the server, the database, a schema or an object.
 pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
+    if p.on.is_none() && p.permissions.iter().all(|perm| is_server_permission(&perm.name)) {
+        return server_permission(ctx, p);
+    }
     let c = caller(ctx)?;
     let t = target(ctx, &c, p.on.as_ref())?;
     let on = match (&t.class, &t.schema) {
@@ -629,4 +639,69 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
 /// Whether the session's login may use the database `name` (error 916 when not).
 pub fn check_access(shared: &Shared, state: &SessionState, name: &str) -> SqlResult<()> {
     shared.access(state, name).map(|_| ())
+}
+
+/// `GRANT|DENY|REVOKE <server permission> TO login | server role`, in master only (4621),
+/// by a sysadmin, a securityadmin or a holder of CONTROL SERVER.
+fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
+    if !ctx.session.database.eq_ignore_ascii_case("master") {
+        return Err(SqlError::new(
+            4621,
+            "Permissions at the server scope can only be granted when the current database is master",
+        ));
+    }
+    let caller = ctx.shared.logins.get(&ctx.session.login);
+    let may = caller
+        .as_ref()
+        .is_some_and(|l| l.is_member("securityadmin") || ctx.shared.server_permissions.holds(l, "CONTROL SERVER"));
+    if !may {
+        return Err(SqlError::new(4613, "Grantor does not have GRANT permission."));
+    }
+    let grantor = caller.map_or(1, |l| l.principal_id);
+    let mut grantees = Vec::new();
+    for g in &p.principals {
+        let id = match ctx.shared.logins.get(&g.value) {
+            Some(l) if l.principal_id == 1 => {
+                return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", l.name)))
+            }
+            Some(l) => l.principal_id,
+            None => match crate::logins::SERVER_ROLES.iter().find(|(_, r)| g.is(r)) {
+                Some((3, name)) => {
+                    return Err(SqlError::new(15405, format!("Cannot use the special principal '{name}'.")))
+                }
+                Some((id, _)) => *id,
+                None => return Err(not_found("find", "login", &g.value)),
+            },
+        };
+        grantees.push(id);
+    }
+    ctx.shared.server_permissions.change(|rows| {
+        for grantee in &grantees {
+            for perm in &p.permissions {
+                let at = rows.iter().position(|r| r.grantee == *grantee && r.permission == perm.name);
+                let state = match p.action {
+                    PermissionAction::Grant { with_grant_option: true } => GrantState::GrantWithGrantOption,
+                    PermissionAction::Grant { .. } => GrantState::Grant,
+                    PermissionAction::Deny { .. } => GrantState::Deny,
+                    PermissionAction::Revoke { grant_option_for, .. } => {
+                        match at {
+                            Some(i) if grant_option_for && rows[i].state == GrantState::GrantWithGrantOption => {
+                                rows[i].state = GrantState::Grant;
+                            }
+                            Some(i) if !grant_option_for => {
+                                rows.remove(i);
+                            }
+                            _ => {}
+                        }
+                        continue;
+                    }
+                };
+                let row = ServerPermission { grantee: *grantee, permission: perm.name.clone(), grantor, state };
+                match at {
+                    Some(i) => rows[i] = row,
+                    None => rows.push(row),
+                }
+            }
+        }
+    })
 }

@@ -263,7 +263,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
                 return Err(SqlError::new(15010, format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases.")));
             }
         },
-        None => ctx.shared.engine.entries(),
+        None => ctx.shared.visible_databases(ctx.session),
     };
     let columns = [
         col("name", SYSNAME, true),
@@ -289,7 +289,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
         rows.push(vec![
             s(&db.name),
             s(&mb(data + log)),
-            s("sa"),
+            ctx.shared.owner_name(db).map_or(Value::Null, |n| s(&n)),
             int(i64::from(db.id)),
             s("Nov 22 2026"),
             s(&status),
@@ -674,7 +674,7 @@ fn databases(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
         col("REMARKS", SqlType::VarChar(254), true),
     ];
     let mut rows = Vec::new();
-    for db in ctx.shared.engine.entries() {
+    for db in ctx.shared.visible_databases(ctx.session) {
         let (data, log) = db.file_bytes();
         rows.push(vec![s(&db.name), int(((data + log) / 1024) as i64), Value::Null]);
     }

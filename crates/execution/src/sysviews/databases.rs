@@ -8,7 +8,7 @@ use tessera_semantics::plan::Col;
 use tessera_semantics::types::SqlType::*;
 use tessera_semantics::types::Value;
 
-pub(super) static DATABASES: ViewDef<14> = ViewDef {
+pub(super) static DATABASES: ViewDef<15> = ViewDef {
     schema: "sys",
     name: "databases",
     columns: [
@@ -26,15 +26,16 @@ pub(super) static DATABASES: ViewDef<14> = ViewDef {
         col("log_reuse_wait_desc", NVarChar(60), true),
         col("delayed_durability", Int, true),
         col("delayed_durability_desc", NVarChar(60), true),
+        col("owner_sid", VarBinary(85), true),
     ],
     rows: databases,
 };
 
-/// Every database, from the registry: none is opened to be listed (a closed one's log
-/// waits for nothing).
-fn databases(ctx: &ExecCtx, _db: &str) -> Rows<14> {
+/// Every database the session may see, from the registry: none is opened to be listed (a
+/// closed one's log waits for nothing).
+fn databases(ctx: &ExecCtx, _db: &str) -> Rows<15> {
     let mut out = Vec::new();
-    for d in ctx.shared.engine.entries() {
+    for d in ctx.shared.visible_databases(ctx.session) {
         let o = &d.options;
         let model = o.recovery_model;
         let dd = o.delayed_durability.name();
@@ -60,6 +61,7 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<14> {
             s(reuse_wait.unwrap_or("NOTHING")),
             int(dd_id),
             s(dd),
+            Value::Binary(d.options.owner_sid.clone().unwrap_or_else(|| vec![1]).into()),
         ]);
     }
     Ok(out)
@@ -89,6 +91,7 @@ pub(super) static TESSERA_DATABASES: ViewDef<11> = ViewDef {
 /// Reads the registry, the open databases, the loaded catalogs, the buffer pool and the
 /// plan cache; opens nothing.
 fn tessera_databases(ctx: &ExecCtx, _db: &str) -> Rows<11> {
+    super::server_state(ctx)?;
     let shared = &ctx.shared;
     let engine = &shared.engine;
     let mut pages: std::collections::HashMap<u32, i64> = std::collections::HashMap::new();

@@ -128,9 +128,12 @@ fn exec_connections(ctx: &ExecCtx, _db: &str) -> Rows<13> {
         .collect())
 }
 
-/// The sessions, by session id.
+/// The sessions, by session id: every one with VIEW SERVER STATE, else only the caller's.
 fn sessions(ctx: &ExecCtx) -> Vec<SessionInfo> {
-    let mut sessions: Vec<_> = ctx.shared.sessions.lock().values().cloned().collect();
+    let everyone = ctx.shared.holds_server(ctx.session, "VIEW SERVER STATE");
+    let me = ctx.session.spid;
+    let mut sessions: Vec<_> =
+        ctx.shared.sessions.lock().values().filter(|i| everyone || i.spid == me).cloned().collect();
     sessions.sort_by_key(|i| i.spid);
     sessions
 }
@@ -165,6 +168,7 @@ pub(super) static EXEC_CACHED_PLANS: ViewDef<9> = ViewDef {
 /// One row per cached batch: a "Compiled Plan" once a statement of it is bound, a
 /// "Parse Tree" before.
 fn exec_cached_plans(ctx: &ExecCtx, _db: &str) -> Rows<9> {
+    super::server_state(ctx)?;
     Ok(ctx
         .shared
         .plans
@@ -202,6 +206,7 @@ pub(super) static OS_PERFORMANCE_COUNTERS: ViewDef<5> = ViewDef {
 /// The plan cache's, the buffer manager's (and its extension's) and the memory
 /// manager's counters.
 fn os_performance_counters(ctx: &ExecCtx, _db: &str) -> Rows<5> {
+    super::server_state(ctx)?;
     let p = &ctx.shared.plans;
     let hits = p.hits.load(Ordering::Relaxed) as i64;
     let misses = p.misses.load(Ordering::Relaxed) as i64;
@@ -281,7 +286,8 @@ pub(super) static OS_SYS_MEMORY: ViewDef<10> = ViewDef {
     rows: os_sys_memory,
 };
 
-fn os_sys_memory(_: &ExecCtx, _db: &str) -> Rows<10> {
+fn os_sys_memory(ctx: &ExecCtx, _db: &str) -> Rows<10> {
+    super::server_state(ctx)?;
     let m = tessera_database::memory::system_memory();
     let low = tessera_database::memory::low_water(m.total);
     let (high_signal, low_signal) = (m.available > 2 * low, m.available < low);
@@ -325,7 +331,8 @@ pub(super) static OS_PROCESS_MEMORY: ViewDef<12> = ViewDef {
     rows: os_process_memory,
 };
 
-fn os_process_memory(_: &ExecCtx, _db: &str) -> Rows<12> {
+fn os_process_memory(ctx: &ExecCtx, _db: &str) -> Rows<12> {
+    super::server_state(ctx)?;
     let p = tessera_database::memory::process_memory();
     let m = tessera_database::memory::system_memory();
     let low = m.available < tessera_database::memory::low_water(m.total);
@@ -370,6 +377,7 @@ pub(super) static OS_BUFFER_DESCRIPTORS: ViewDef<12> = ViewDef {
 
 /// The pages in the buffer pool (and its extension).
 fn os_buffer_descriptors(ctx: &ExecCtx, _db: &str) -> Rows<12> {
+    super::server_state(ctx)?;
     Ok(ctx
         .shared
         .engine
@@ -409,6 +417,7 @@ pub(super) static OS_BUFFER_POOL_EXTENSION_CONFIGURATION: ViewDef<5> = ViewDef {
 
 /// One row: the running extension, or the configured one that could not start, or none.
 fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
+    super::server_state(ctx)?;
     let row = match (ctx.shared.engine.pool().extension(), ctx.shared.config.extension()) {
         (Some(ext), _) => [
             s(&ext.path().to_string_lossy()),

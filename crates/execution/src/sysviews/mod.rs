@@ -18,7 +18,7 @@
 //!   and their columns (and constraints as objects, for sys.objects)
 //! - `dmv`: the dynamic management views (sessions, requests, connections, cached plans,
 //!   performance counters, memory, the buffer pool and its extension)
-//! - `security`: sys.server_principals, sql_logins, server_role_members
+//! - `security`: sys.server_principals, sql_logins, server_role_members, server_permissions
 //! - `principals`: sys.database_principals, database_role_members, database_permissions,
 //!   schemas
 //! - `config`: sys.configurations
@@ -90,6 +90,7 @@ static ALL: &[&dyn SystemView] = &[
     &security::SERVER_PRINCIPALS,
     &security::SQL_LOGINS,
     &security::SERVER_ROLE_MEMBERS,
+    &security::SERVER_PERMISSIONS,
     &config::CONFIGURATIONS,
     &messages::MESSAGES,
 ];
@@ -189,6 +190,19 @@ fn concat<const A: usize, const B: usize, const C: usize>(a: [Value; A], b: [Val
     const { assert!(A + B == C, "a row of C values is A values and B values") };
     let mut values = a.into_iter().chain(b);
     std::array::from_fn(|_| values.next().expect("A + B = C values"))
+}
+
+/// The server-wide DMVs need VIEW SERVER STATE: without it, SQL Server's errors 300 and
+/// 297.
+fn server_state(ctx: &ExecCtx) -> SqlResult<()> {
+    if ctx.shared.holds_server(ctx.session, "VIEW SERVER STATE") {
+        return Ok(());
+    }
+    let denied = tessera_errors::SqlError::new(
+        300,
+        "VIEW SERVER STATE permission was denied on object 'server', database 'master'.",
+    );
+    Err(tessera_errors::SqlError::new(297, "The user does not have permission to perform this action.").after(denied))
 }
 
 /// Database `db` and its current catalog, for the views that list its objects.

@@ -1,5 +1,5 @@
-//! Server security: sys.server_principals (logins and fixed server roles), sys.sql_logins
-//! and sys.server_role_members.
+//! Server security: sys.server_principals (logins and fixed server roles), sys.sql_logins,
+//! sys.server_role_members and sys.server_permissions.
 
 use super::{bit, col, concat, datetime, int, s, Rows, ViewDef, SYSNAME};
 use crate::logins::{Login, SERVER_ROLES};
@@ -133,3 +133,43 @@ fn server_role_members(ctx: &ExecCtx, _db: &str) -> Rows<2> {
     }
     Ok(out)
 }
+
+pub(super) static SERVER_PERMISSIONS: ViewDef<10> = ViewDef {
+    schema: "sys",
+    name: "server_permissions",
+    columns: [
+        col("class", TinyInt, false),
+        col("class_desc", NVarChar(60), true),
+        col("major_id", Int, false),
+        col("minor_id", Int, false),
+        col("grantee_principal_id", Int, false),
+        col("grantor_principal_id", Int, false),
+        col("type", Char(4), false),
+        col("permission_name", NVarChar(128), true),
+        col("state", Char(1), false),
+        col("state_desc", NVarChar(60), true),
+    ],
+    rows: |ctx, _| {
+        Ok(ctx
+            .shared
+            .server_permissions
+            .all()
+            .into_iter()
+            .map(|p| {
+                let (state, state_desc) = p.state.code_and_desc();
+                [
+                    int(100),
+                    s("SERVER"),
+                    int(0),
+                    int(0),
+                    int(i64::from(p.grantee)),
+                    int(i64::from(p.grantor)),
+                    s(crate::server_permissions::type_code(&p.permission)),
+                    s(&p.permission),
+                    s(state),
+                    s(state_desc),
+                ]
+            })
+            .collect())
+    },
+};

@@ -75,6 +75,30 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// Who may run a DBCC command, as SQL Server documents it: FREEPROCCACHE needs ALTER
+    /// SERVER STATE; DROPCLEANBUFFERS and TRACEON/TRACEOFF sysadmin; CHECKDB db_owner of
+    /// its database (error 2571 otherwise); TRACESTATUS anyone.
+    fn check_dbcc(&mut self, command: &str, args: &[ast::Expr]) -> SqlResult<()> {
+        let allowed = match command {
+            "FREEPROCCACHE" => self.shared.holds_server(self.state, "ALTER SERVER STATE"),
+            "DROPCLEANBUFFERS" | "TRACEON" | "TRACEOFF" => self.shared.logins.is_sysadmin(&self.state.login),
+            "CHECKDB" => {
+                let name = match args.first() {
+                    Some(ast::Expr::Column(n)) => n.name().value.clone(),
+                    Some(ast::Expr::Literal(ast::Literal::String { value, .. })) => value.clone(),
+                    _ => self.state.database.clone(),
+                };
+                self.may_control_database(&name)?
+            }
+            _ => true,
+        };
+        if allowed {
+            return Ok(());
+        }
+        Err(SqlError::new(2571, format!("User '{}' does not have permission to run DBCC {command}.", self.state.login))
+            .with_severity(14))
+    }
+
     pub(super) fn dbcc(
         &mut self,
         s: &Statement,
@@ -92,6 +116,7 @@ impl Runner<'_> {
                 Err(_) => {}
             }
         }
+        self.check_dbcc(command, args)?;
         match command {
             "FREEPROCCACHE" => self.shared.plans.clear(),
             "DROPCLEANBUFFERS" => {

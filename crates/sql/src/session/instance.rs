@@ -1,5 +1,5 @@
 //! Starting an instance: tempdb made afresh (as SQL Server does at every start),
-//! configuration and logins loaded from master, msdb and its history tables made at the
+//! configuration, logins and server permissions loaded from master, msdb and its history tables made at the
 //! first start, and the session layer's statement loop handed down for user-defined
 //! scalar functions that expressions call.
 
@@ -30,6 +30,8 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
     )?;
     let config = tessera_execution::config::Config::load(engine.database("master")?)?;
     let logins = tessera_execution::logins::Logins::load(engine.database("master")?)?;
+    let server_permissions =
+        tessera_execution::server_permissions::ServerPermissions::load(engine.database("master")?)?;
     config.apply_memory(&engine)?;
     config.apply_open_limits(&engine);
     // A saved mask naming CPUs this machine no longer gives the server leaves it on all
@@ -49,7 +51,7 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
             },
         )?;
     }
-    let shared = Shared::assemble(engine, config, logins, call_scalar_function);
+    let shared = Shared::assemble(engine, config, logins, server_permissions, call_scalar_function);
     shared.query_memory.set_max_bytes(shared.engine.memory_status().max_bytes);
     let mut out = Collected::default();
     Session::system(shared.clone(), "msdb")?.execute(tessera_execution::backup::MSDB_TABLES, &mut out);

@@ -150,7 +150,7 @@ impl Runner<'_> {
     /// sysadmin, or ALTER ANY DATABASE at server level — dbcreator).
     pub(super) fn may_control_database(&mut self, name: &str) -> SqlResult<bool> {
         let login = self.state.login.clone();
-        if self.shared.logins.is_sysadmin(&login) {
+        if self.shared.logins.is_sysadmin(&login) || self.shared.holds_server(self.state, "ALTER ANY DATABASE") {
             return Ok(true);
         }
         if !self.shared.engine.exists(name) {

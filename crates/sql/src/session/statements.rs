@@ -167,8 +167,7 @@ impl Runner<'_> {
             StatementKind::SaveTransaction { name } => self.save_transaction(s, name)?,
             StatementKind::SetOption { options, value } => self.set_option(s, options, value)?,
             StatementKind::CreateDatabase(cd) => {
-                let login = &self.state.login;
-                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "dbcreator") {
+                if !self.shared.holds_server(self.state, "CREATE ANY DATABASE") {
                     return Err(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'."));
                 }
                 self.with_ctx(|ctx| ddl::create_database(ctx, cd))?

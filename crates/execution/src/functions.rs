@@ -54,7 +54,10 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         },
         SessionFn::DbNameOf | SessionFn::DbIdOf => Value::Null,
         SessionFn::ObjectId => match args.first().and_then(text) {
-            Some(n) => ctx.object(&n).map_or(Value::Null, |(_, o)| Value::Int(i64::from(o.id()))),
+            Some(n) => match ctx.object(&n) {
+                Some((db, o)) if ctx.may_see(&db, &o) => Value::Int(i64::from(o.id())),
+                _ => Value::Null,
+            },
             None => Value::Null,
         },
         SessionFn::ObjectName => match args.first() {
@@ -206,6 +209,16 @@ impl ExecCtx<'_> {
     fn catalog_of(&self, db: &str) -> SqlResult<Arc<Catalog>> {
         let database = self.shared.database(db)?;
         self.shared.catalog(&database)
+    }
+
+    /// Whether the session may see the object `o` of database `db` (metadata visibility);
+    /// temp tables are always their session's.
+    fn may_see(&self, db: &str, o: &Object) -> bool {
+        db.eq_ignore_ascii_case("tempdb")
+            || self
+                .shared
+                .access(self.session, db)
+                .is_ok_and(|(s, t)| crate::principals::check::may_see(&s, &t, o.schema(), o.id()))
     }
 
     /// Resolves `name`, `schema.name` or `db.schema.name` to (database, object).

@@ -105,15 +105,24 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         assert_eq!(refused(&mut bob, "DROP TABLE t").await.0, 3701);
         assert_eq!(refused(&mut bob, "TRUNCATE TABLE t").await.0, 1088);
         assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM t WHERE v > 0").await, 2, "nothing changed");
+        // Metadata: what bob has no permission on, he does not see.
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.objects WHERE is_ms_shipped = 0").await, 0);
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES").await, 0);
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.columns").await, 0);
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.tables WHERE OBJECT_ID('t') IS NULL").await, 0);
+        assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM sys.tables WHERE object_id = OBJECT_ID('t')").await, 1);
 
         // EXECUTE on the procedure: it reads its table through the ownership chain.
         run(&mut alice, "GRANT EXECUTE ON p TO bob").await;
         assert_eq!(count(&mut bob, "EXEC p").await, 2);
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.procedures WHERE name = 'p'").await, 1);
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.tables").await, 0);
         assert_eq!(refused(&mut bob, "SELECT * FROM t").await.0, 229);
 
         // A fixed role, then a DENY that wins over it.
         run(&mut alice, "ALTER ROLE db_datareader ADD MEMBER bob").await;
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM t").await, 2);
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.tables WHERE name = 't'").await, 1);
         run(&mut alice, "DENY SELECT ON OBJECT::dbo.t TO bob").await;
         assert_eq!(refused(&mut bob, "SELECT COUNT(*) FROM t").await.0, 229);
         run(&mut alice, "REVOKE SELECT ON t FROM bob").await;

@@ -218,6 +218,27 @@ pub fn allowed(security: &Security, token: &Token, permission: &str, on: On) -> 
     granted
 }
 
+/// The permissions any one of which lets a principal see an object in the catalog views
+/// (metadata visibility).
+const VISIBLE_THROUGH: &[&str] = &[
+    "SELECT",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "EXECUTE",
+    "REFERENCES",
+    "VIEW DEFINITION",
+    "ALTER",
+    "TAKE OWNERSHIP",
+    "CONTROL",
+];
+
+/// Whether `token` may see the object `id` of schema `schema` in catalog views and
+/// OBJECT_ID: it holds some permission on it (owning its schema included).
+pub fn may_see(security: &Security, token: &Token, schema: &str, id: i32) -> bool {
+    token.unrestricted || VISIBLE_THROUGH.iter().any(|p| allowed(security, token, p, On::Object { schema, id }))
+}
+
 /// Error 229: an object permission denied.
 pub fn object_denied(permission: &str, object: &str, database: &str, schema: &str) -> SqlError {
     SqlError::new(

@@ -205,9 +205,21 @@ fn server_state(ctx: &ExecCtx) -> SqlResult<()> {
     Err(tessera_errors::SqlError::new(297, "The user does not have permission to perform this action.").after(denied))
 }
 
-/// Database `db` and its current catalog, for the views that list its objects.
+/// Database `db` and its current catalog as the session may see it, for the views that
+/// list its objects: only the objects it holds some permission on (all of them for dbo
+/// and sysadmins).
 fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<Catalog>)> {
     let database = ctx.shared.database(db)?;
     let catalog = ctx.shared.catalog(&database)?;
-    Ok((database, catalog))
+    let (security, token) = ctx.shared.access(ctx.session, database.name())?;
+    if token.unrestricted {
+        return Ok((database, catalog));
+    }
+    let seen = catalog
+        .objects()
+        .into_iter()
+        .filter(|o| crate::principals::check::may_see(&security, &token, o.schema(), o.id()))
+        .cloned()
+        .collect();
+    Ok((database, Arc::new(Catalog::from_objects(catalog.version, seen))))
 }

@@ -55,4 +55,8 @@ impl SessionNames for SessionState {
     fn dateformat(&self) -> &str {
         &self.options.dateformat
     }
+
+    fn default_schema(&self) -> &str {
+        &self.default_schema
+    }
 }

@@ -29,7 +29,8 @@ pub fn define(
     text: &str,
 ) -> SqlResult<()> {
     let b = Binder::new(ctx.shared, ctx.session, &[]);
-    let (db, schema, obj) = b.qualify(name)?;
+    // A new module goes in the default schema; ALTER finds the one the name means.
+    let (db, schema, obj) = if alter { b.qualify(name)? } else { b.qualify_new(name)? };
     if name.name().value.starts_with('#') {
         return Err(SqlError::new(2760, "Temporary procedures, functions and views are not supported."));
     }

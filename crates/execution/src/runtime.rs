@@ -322,6 +322,16 @@ impl Shared {
         Ok(loaded)
     }
 
+    /// Sets the session's default schema from its user in the current database (after
+    /// login, USE, EXECUTE AS and REVERT).
+    pub fn refresh_default_schema(&self, state: &mut SessionState) {
+        let schema = self
+            .access(state, &state.database.clone())
+            .ok()
+            .and_then(|(security, token)| security.principal_by_id(token.user).and_then(|u| u.default_schema.clone()));
+        state.default_schema = schema.unwrap_or_else(|| "dbo".to_string());
+    }
+
     /// Whether the session's login holds the server permission `permission`.
     pub fn holds_server(&self, state: &SessionState, permission: &str) -> bool {
         self.logins.get(&state.login).is_some_and(|l| self.server_permissions.holds(&l, permission))
@@ -667,6 +677,10 @@ pub struct SessionState {
     pub app_locks: Vec<(String, u64)>,
     /// EXECUTE AS contexts, innermost last.
     pub impersonation: Vec<Impersonation>,
+    /// Where one-part names are looked for before dbo: the session user's default schema
+    /// in the current database (see `Shared::refresh_default_schema`), or the schema of
+    /// the procedure or function running.
+    pub default_schema: String,
     /// The token `Shared::access` found last, for the database security snapshot and login
     /// it was found for (server role membership is read when it is made, as SQL Server
     /// reads it at login: a change applies to the session at its next database or
@@ -725,6 +739,7 @@ impl SessionState {
             bulk_target: None,
             app_locks: Vec::new(),
             impersonation: Vec::new(),
+            default_schema: "dbo".to_string(),
             access_memo: RefCell::new(None),
             next_handle: 1,
         }

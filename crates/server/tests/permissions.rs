@@ -299,3 +299,41 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await, 1);
     });
 }
+
+#[test]
+fn one_part_names_look_in_the_user_s_default_schema_first() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN dave WITH PASSWORD = '{BOB}'; CREATE DATABASE shop")).await;
+        run(&mut sa, "USE shop; CREATE SCHEMA sales; CREATE TABLE dbo.t (a int); INSERT INTO dbo.t VALUES (1)").await;
+        run(&mut sa, "CREATE TABLE sales.t (a int); INSERT INTO sales.t VALUES (2)").await;
+        run(&mut sa, "CREATE TABLE dbo.only_dbo (a int); INSERT INTO dbo.only_dbo VALUES (3)").await;
+        run(&mut sa, "CREATE PROCEDURE dbo.pt AS SELECT a FROM t").await;
+        run(&mut sa, "CREATE USER dave WITH DEFAULT_SCHEMA = sales; ALTER AUTHORIZATION ON SCHEMA::sales TO dave")
+            .await;
+        run(
+            &mut sa,
+            "GRANT SELECT ON SCHEMA::dbo TO dave; GRANT CREATE TABLE TO dave; GRANT EXECUTE ON dbo.pt TO dave",
+        )
+        .await;
+
+        let mut dave = connect_as(port, "dave", BOB).await;
+        run(&mut dave, "USE shop").await;
+        assert_eq!(text(&mut dave, "SELECT SCHEMA_NAME()").await.as_deref(), Some("sales"));
+        assert_eq!(count(&mut dave, "SELECT a FROM t").await, 2, "sales.t first");
+        assert_eq!(count(&mut dave, "SELECT a FROM only_dbo").await, 3, "then dbo");
+        assert_eq!(count(&mut sa, "SELECT a FROM t").await, 1, "sa's default schema is dbo (same text, its own plan)");
+        assert_eq!(count(&mut dave, "SELECT a FROM t").await, 2);
+        assert_eq!(count(&mut dave, "EXEC dbo.pt").await, 1, "a procedure's names look in its own schema");
+        run(&mut dave, "CREATE TABLE newt (a int)").await;
+        assert_eq!(
+            text(&mut sa, "SELECT SCHEMA_NAME(schema_id) FROM sys.tables WHERE name = 'newt'").await.as_deref(),
+            Some("sales")
+        );
+        // A table of the same name appearing in sales later takes over dave's one-part name.
+        run(&mut sa, "CREATE TABLE sales.only_dbo (a int); INSERT INTO sales.only_dbo VALUES (4)").await;
+        assert_eq!(count(&mut dave, "SELECT a FROM only_dbo").await, 4);
+    });
+}

@@ -31,7 +31,7 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
         return Ok(("tempdb".to_string(), "dbo".to_string(), real));
     }
     let b = Binder::new(ctx.shared, ctx.session, &[]);
-    let (db, schema, obj) = b.qualify(name)?;
+    let (db, schema, obj) = b.qualify_new(name)?;
     let schema_exists = schema.eq_ignore_ascii_case("dbo")
         || (ctx.shared.engine.exists(&db)
             && ctx.shared.security(&ctx.session.catalog_memo, &db)?.schema(&schema).is_some());

@@ -30,17 +30,18 @@ pub(super) static OBJECTS: ViewDef<10> = ViewDef {
 /// Each table followed by its constraints, and each module, in object id order.
 fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
     let (_, catalog) = catalog(ctx, db)?;
+    let schema_id = schema_ids(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         match o {
             Object::Table(t) => {
-                out.push(table_object(t));
+                out.push(table_object(t, schema_id(&t.schema)));
                 for c in constraint_objects(t) {
                     out.push([
                         s(&c.name),
                         int(i64::from(c.id)),
                         Value::Null,
-                        int(1),
+                        schema_id(&t.schema),
                         int(i64::from(t.id)),
                         s(&format!("{:<2}", c.kind)),
                         s(c.object_desc),
@@ -54,7 +55,7 @@ fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
                 s(&m.name),
                 int(i64::from(m.id)),
                 Value::Null,
-                int(1),
+                schema_id(&m.schema),
                 int(0),
                 s(&format!("{:<2}", m.kind.type_code())),
                 s(match m.kind {
@@ -73,12 +74,12 @@ fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
 }
 
 /// A table's row of sys.objects (and the first columns of sys.tables).
-fn table_object(t: &Table) -> [Value; 10] {
+fn table_object(t: &Table, schema_id: Value) -> [Value; 10] {
     [
         s(&t.name),
         int(i64::from(t.id)),
         Value::Null,
-        int(1),
+        schema_id,
         int(0),
         s("U "),
         s("USER_TABLE"),
@@ -109,10 +110,11 @@ pub(super) static TABLES: ViewDef<11> = ViewDef {
 
 fn tables(ctx: &ExecCtx, db: &str) -> Rows<11> {
     let (_, catalog) = catalog(ctx, db)?;
+    let schema_id = schema_ids(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         if let Object::Table(t) = o {
-            out.push(concat(table_object(t), [int(t.columns.len() as i64)]));
+            out.push(concat(table_object(t, schema_id(&t.schema)), [int(t.columns.len() as i64)]));
         }
     }
     Ok(out)
@@ -155,6 +157,7 @@ pub(super) static PROCEDURES: ViewDef<9> = ViewDef {
 /// The rows of sys.views or sys.procedures: the modules of one kind.
 fn modules_of_kind(ctx: &ExecCtx, db: &str, kind: ModuleKind, type_desc: &str) -> Rows<9> {
     let (_, catalog) = catalog(ctx, db)?;
+    let schema_id = schema_ids(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         match o {
@@ -162,7 +165,7 @@ fn modules_of_kind(ctx: &ExecCtx, db: &str, kind: ModuleKind, type_desc: &str) -
                 s(&m.name),
                 int(i64::from(m.id)),
                 Value::Null,
-                int(1),
+                schema_id(&m.schema),
                 int(0),
                 s(&format!("{:<2}", m.kind.type_code())),
                 s(type_desc),
@@ -285,4 +288,10 @@ fn information_schema_routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
         ]);
     }
     Ok(out)
+}
+
+/// The `schema_id` of a schema of database `db`, by name.
+fn schema_ids(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<impl Fn(&str) -> Value> {
+    let security = ctx.shared.security(&ctx.session.catalog_memo, db)?;
+    Ok(move |schema: &str| int(i64::from(security.schema(schema).map_or(1, |s| s.id))))
 }

@@ -39,4 +39,7 @@ pub trait SessionNames {
     fn identity_insert(&self) -> Option<(&str, i32)>;
     /// SET DATEFORMAT, which constants converted while binding are read in.
     fn dateformat(&self) -> &str;
+    /// The session user's default schema in the current database, where one-part names
+    /// are looked for before dbo (and where objects they name are created).
+    fn default_schema(&self) -> &str;
 }

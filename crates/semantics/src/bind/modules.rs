@@ -28,6 +28,7 @@ impl<'a> Binder<'a> {
         if obj.starts_with('#') || name.name().value.starts_with('@') || !self.catalogs.exists(&db.name) {
             return Ok(None);
         }
+        self.depend_on_default_schema(name, &db.at, &schema);
         let (database, catalog) = self.snapshot(&db.name)?;
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);

@@ -54,6 +54,48 @@ impl<'a> Binder<'a> {
         self.qualify_at(name).map(|(db, schema, obj)| (db.name, schema, obj))
     }
 
+    /// As `qualify`, for an object about to be created: a one-part name goes in the
+    /// session's default schema.
+    pub fn qualify_new(&self, name: &ObjectName) -> SqlResult<(String, String, String)> {
+        let (db, schema, obj) = self.qualify(name)?;
+        if name.0.len() == 1 && !obj.starts_with(['#', '@']) && self.default_db.is_none() {
+            return Ok((db, self.session.default_schema().to_string(), obj));
+        }
+        Ok((db, schema, obj))
+    }
+
+    /// SQL Server's active default schema: inside a view or function being bound, its
+    /// schema; elsewhere the session's (a procedure's while one runs, the user's default
+    /// schema otherwise).
+    fn active_schema(&self) -> String {
+        match &self.via {
+            Some((_, key)) => key.split('.').next().unwrap_or("dbo").to_string(),
+            None => self.session.default_schema().to_string(),
+        }
+    }
+
+    /// The schema a one-part name means: the active default schema when the object is
+    /// there, else dbo.
+    fn unqualified_schema(&self, db: &str, own: &str) -> String {
+        let active = self.active_schema();
+        if active.eq_ignore_ascii_case("dbo") {
+            return "dbo".to_string();
+        }
+        match self.catalogs.catalog(db) {
+            Ok((_, catalog)) if catalog.lookup(&active, own).is_some() => active,
+            _ => "dbo".to_string(),
+        }
+    }
+
+    /// A one-part name that fell back to dbo depends on there being nothing of that name
+    /// in the active default schema: a plan bound so must not run where there is.
+    pub(super) fn depend_on_default_schema(&mut self, name: &ObjectName, at: &DbRef, schema: &str) {
+        let active = self.active_schema();
+        if name.0.len() == 1 && !active.eq_ignore_ascii_case(schema) {
+            self.depend(at, name_key(&active, &name.name().value), None, false, crate::catalog::Access::NONE);
+        }
+    }
+
     /// As `qualify`, with how a plan refers to the database: a name without a database
     /// part means the database the plan runs in (inside a module, the module's database,
     /// which is itself relative when the module was named so).
@@ -89,7 +131,10 @@ impl<'a> Binder<'a> {
             _ => current.clone(),
         };
         Ok(match parts.len() {
-            1 => (current.clone(), "dbo".to_string(), own.clone()),
+            1 => {
+                let schema = self.unqualified_schema(&current.name, own);
+                (current.clone(), schema, own.clone())
+            }
             2 => (current.clone(), part(0, "dbo"), own.clone()),
             3 => (database(0), part(1, "dbo"), own.clone()),
             4 => (database(1), part(2, "dbo"), own.clone()),
@@ -108,6 +153,7 @@ impl<'a> Binder<'a> {
 
     pub fn resolve_table(&mut self, name: &ObjectName) -> SqlResult<ResolvedTable> {
         let (db, schema, obj) = self.qualify_at(name)?;
+        self.depend_on_default_schema(name, &db.at, &schema);
         let (database, catalog) = self.snapshot(&db.name)?;
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);

@@ -58,7 +58,12 @@ pub(crate) fn call_scalar_function(
     let db = call.db.name(&state.database).to_string();
     // The function's statements chain from its owner (EXECUTE on it was checked with the
     // plan that calls it).
-    let owner = ctx.shared.security(&state.catalog_memo, &db)?.schema_owner(&call.schema).map(|o| (db.clone(), o));
+    let owner = ctx
+        .shared
+        .security(&state.catalog_memo, &db)?
+        .schema_owner(&call.schema)
+        .map(|owner| super::permissions::ModuleContext { db: db.clone(), schema: call.schema.clone(), owner });
+    let saved_schema = std::mem::replace(&mut state.default_schema, call.schema.clone());
     let saved_db = std::mem::replace(&mut state.database, db);
     state.nest_level += 1;
     let mut sink = Discard;
@@ -75,6 +80,7 @@ pub(crate) fn call_scalar_function(
     };
     super::permissions::end_contexts_below(state, state.nest_level - 1);
     state.nest_level -= 1;
+    state.default_schema = saved_schema;
     state.database = saved_db;
     state.vars = saved_vars;
     match result? {
@@ -220,7 +226,7 @@ impl Runner<'_> {
         name: &str,
         text: &str,
         args: Vec<Argument>,
-        owner: (String, i32),
+        owner: super::permissions::ModuleContext,
     ) -> Result<i32, Stop> {
         let cached = match self.shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
@@ -243,7 +249,7 @@ impl Runner<'_> {
         name: Option<&str>,
         db: &str,
         args: Vec<Argument>,
-        owner: Option<(String, i32)>,
+        owner: Option<super::permissions::ModuleContext>,
     ) -> Result<i32, Stop> {
         let shown = name.unwrap_or("sp_executesql").to_string();
         if self.state.nest_level >= tessera_semantics::bind::MAX_NESTING {
@@ -264,6 +270,12 @@ impl Runner<'_> {
         };
         let saved_vars = std::mem::replace(&mut self.state.vars, vars);
         let saved_db = std::mem::replace(&mut self.state.database, db.to_string());
+        // A procedure's one-part names are looked for in its schema first; dynamic SQL's
+        // in the caller's default schema.
+        let saved_schema = self.state.default_schema.clone();
+        if let Some(module) = &owner {
+            self.state.default_schema = module.schema.clone();
+        }
         let saved_scope_identity = self.state.scope_identity.take();
         // SET options changed inside a procedure revert when it ends.
         let saved_options = self.state.options.clone();
@@ -288,6 +300,7 @@ impl Runner<'_> {
         self.state.options = saved_options;
         self.state.scope_identity = saved_scope_identity;
         self.state.database = saved_db;
+        self.state.default_schema = saved_schema;
         let proc_vars = std::mem::replace(&mut self.state.vars, saved_vars);
         let status = match result {
             Err(mut compile_error) => {

@@ -40,6 +40,13 @@ impl Runner<'_> {
             "ymd" | "ydm" => 1 << 61,
             _ => 0,
         };
+        // Where one-part names are looked for first (dbo needs no mark: it is the common
+        // case, and the plan depends on what the names found).
+        if !self.state.default_schema.eq_ignore_ascii_case("dbo") {
+            let mut d = std::collections::hash_map::DefaultHasher::new();
+            self.state.default_schema.to_lowercase().hash(&mut d);
+            h ^= d.finish() >> 8;
+        }
         // The same in any order the map keeps its entries.
         let temp = self.state.temp_tables.iter().fold(0u64, |acc, entry| {
             let mut e = std::collections::hash_map::DefaultHasher::new();

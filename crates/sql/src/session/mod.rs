@@ -88,7 +88,7 @@ impl Session {
             connection: None,
         };
         shared.sessions.lock().insert(spid, info);
-        let state = SessionState::new(spid, login, database);
+        let mut state = SessionState::new(spid, login, database);
         if let Err(e) = tessera_execution::ddl::principals::check_access(&shared, &state, database) {
             if e.number != 916 {
                 return Err(e);
@@ -99,6 +99,7 @@ impl Session {
             )
             .with_severity(11));
         }
+        shared.refresh_default_schema(&mut state);
         Ok(Session { state, shared, initial_database: database.to_string() })
     }
 
@@ -318,10 +319,9 @@ struct Runner<'a> {
     /// were found in: a statement's first run starts from its plan instead of finding it
     /// again (then checks it under its locks, as always).
     compiled: HashMap<usize, (u64, Found<Prepared>)>,
-    /// The procedure or function being run: its database and owner, from which the
-    /// objects its statements name are reached without permissions of their own when they
-    /// have the same owner (ownership chaining). `None` for a batch and dynamic SQL.
-    owner: Option<(String, i32)>,
+    /// The procedure or function being run (see `ModuleContext`); `None` for a batch and
+    /// dynamic SQL.
+    owner: Option<permissions::ModuleContext>,
 }
 
 impl<'a> Runner<'a> {

@@ -12,6 +12,17 @@ use tessera_execution::runtime::ExecCtx;
 use tessera_semantics::catalog::ObjectDep;
 use tessera_syntax::ast::{self, StatementKind};
 
+/// The procedure or function a runner runs: its database, its schema (where its one-part
+/// names are looked for first) and its owner, from which the objects its statements name
+/// are reached without permissions of their own when they have the same owner (ownership
+/// chaining).
+#[derive(Clone, Debug)]
+pub(super) struct ModuleContext {
+    pub db: String,
+    pub schema: String,
+    pub owner: i32,
+}
+
 impl Runner<'_> {
     /// Checks that the session holds what the plan with these dependencies needs on every
     /// object it names. An object reached through a module (the one being run, or a view
@@ -37,7 +48,7 @@ impl Runner<'_> {
                         _ => None,
                     }
                 }
-                None => self.owner.as_ref().filter(|(d, _)| d.eq_ignore_ascii_case(&db)).map(|(_, o)| *o),
+                None => self.owner.as_ref().filter(|m| m.db.eq_ignore_ascii_case(&db)).map(|m| m.owner),
             };
             if chain.is_some() && chain == owner {
                 continue;
@@ -67,21 +78,21 @@ impl Runner<'_> {
 
     /// EXECUTE on a procedure about to run; its database and owner when it may (the
     /// owner its statements chain from).
-    pub(super) fn check_execute(&mut self, db: &str, schema: &str, name: &str, id: i32) -> SqlResult<(String, i32)> {
+    pub(super) fn check_execute(&mut self, db: &str, schema: &str, name: &str, id: i32) -> SqlResult<ModuleContext> {
         let (security, token) = self.shared.access(self.state, db)?;
         let owner = security.schema_owner(schema).unwrap_or(principals::DBO_ID);
-        let chained = self.owner.as_ref().is_some_and(|(d, o)| d.eq_ignore_ascii_case(db) && *o == owner);
+        let chained = self.owner.as_ref().is_some_and(|m| m.db.eq_ignore_ascii_case(db) && m.owner == owner);
         if !chained && !allowed(&security, &token, "EXECUTE", On::Object { schema, id }) {
             return Err(object_denied("EXECUTE", name, db, schema));
         }
-        Ok((db.to_string(), owner))
+        Ok(ModuleContext { db: db.to_string(), schema: schema.to_string(), owner })
     }
 
     /// CREATE TABLE / VIEW / PROCEDURE / FUNCTION of `name`: the database permission, and
     /// ALTER on the schema it goes in (error 2760 when that schema does not exist).
     pub(super) fn check_create(&mut self, permission: &str, name: &ast::ObjectName) -> SqlResult<()> {
         let b = tessera_semantics::bind::Binder::new(self.shared, self.state, &[]);
-        let (db, schema, object) = b.qualify(name)?;
+        let (db, schema, object) = b.qualify_new(name)?;
         if object.starts_with('#') || !self.shared.engine.exists(&db) {
             return Ok(());
         }
@@ -235,6 +246,7 @@ impl Runner<'_> {
             no_revert,
             nest_level,
         });
+        self.shared.refresh_default_schema(self.state);
         Ok(())
     }
 
@@ -257,6 +269,7 @@ impl Runner<'_> {
         }
         let context = self.state.impersonation.pop().expect("a context");
         self.state.login = context.previous_login;
+        self.shared.refresh_default_schema(self.state);
         Ok(())
     }
 }

@@ -402,6 +402,7 @@ impl Runner<'_> {
         let db = self.shared.database(name)?;
         tessera_execution::ddl::principals::check_access(self.shared, self.state, db.name())?;
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());
+        self.shared.refresh_default_schema(self.state);
         self.sink.env_change(&EnvChange::Database { old, new: db.name().to_string() });
         self.sink.message(&info(5701, format!("Changed database context to '{}'.", db.name())));
         self.state.rowcount = 0;

@@ -20,6 +20,8 @@ const PLAN_CACHE_MEMORY: &str = "plan cache memory (MB)";
 const MAX_OPEN_DATABASES: &str = "max open databases";
 const IDLE_DATABASE_CLOSE: &str = "idle database close (s)";
 const LOCKOUT_THRESHOLD: &str = "login lockout threshold";
+/// Whether databases may be contained (and their users log in with passwords of their own).
+pub const CONTAINED_AUTHENTICATION: &str = "contained database authentication";
 const LOCKOUT_DURATION: &str = "login lockout duration (min)";
 
 /// Storage tree in master holding the configured values.
@@ -159,6 +161,16 @@ pub const OPTIONS: &[OptionDef] = &[
         dynamic: true,
         advanced: true,
         description: "Memory budget of the plan cache (MB); tessera's own option",
+    },
+    OptionDef {
+        id: 16386,
+        name: CONTAINED_AUTHENTICATION,
+        minimum: 0,
+        maximum: 1,
+        default: 0,
+        dynamic: true,
+        advanced: false,
+        description: "Enables contained databases and contained authentication",
     },
     OptionDef {
         id: 518,

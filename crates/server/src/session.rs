@@ -38,7 +38,7 @@ use tessera_semantics::output::EnvChange;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
-use tessera_sql::Refusal;
+use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
 use tessera_sql::{ResultSink, Session, SqlError};
 use tokio::io::AsyncWriteExt;
 
@@ -190,16 +190,27 @@ async fn login_phase(
     } else {
         let _permit = state.login_permits.acquire().await.map_err(|_| io::Error::other("server stopping"))?;
         let st = state.clone();
-        let (user, password) = (login.user_name.clone(), login.password.clone());
+        let (user, password, database) = (login.user_name.clone(), login.password.clone(), login.database.clone());
         tokio::task::spawn_blocking(move || {
+            // A contained database's own users first, then the server's logins.
+            match check_contained_login(&st.shared, &database, &user, &password) {
+                Ok(ContainedLogin::Accepted(name, id)) => return Ok(Who::Contained(name, id)),
+                Ok(ContainedLogin::Refused) => {
+                    return Err(Refusal::failed(
+                        8,
+                        "Password did not match that for the user provided in the contained database.",
+                    ))
+                }
+                Ok(ContainedLogin::NotContained) | Err(_) => {}
+            }
             let policy = st.shared.lockout_policy();
-            st.shared.logins.check(&user, &password, &policy)
+            st.shared.logins.check(&user, &password, &policy).map(Who::Login)
         })
         .await
         .map_err(|e| io::Error::other(e.to_string()))?
     };
-    let accepted = match checked {
-        Ok(a) => a,
+    let who = match checked {
+        Ok(who) => who,
         Err(refusal) => {
             state.throttle.failure(peer.ip(), std::time::Instant::now());
             state.log.session(0, &format!("Error: {}, Severity: 14, State: {}.", refusal.number, refusal.state));
@@ -217,15 +228,20 @@ async fn login_phase(
             return Ok(None);
         }
     };
-    let login_name = accepted.name;
-
     // No database asked for: the login's default database.
     let explicit = !login.database.is_empty();
-    let database = if explicit { login.database.clone() } else { accepted.default_database };
+    let (login_name, database, contained) = match who {
+        Who::Contained(user, id) => (user, login.database.clone(), Some(id)),
+        Who::Login(a) => (a.name, if explicit { login.database.clone() } else { a.default_database }, None),
+    };
     let shared = state.shared.clone();
     let (db, host, app, name) = (database.clone(), login.host_name.clone(), login.app_name.clone(), login_name.clone());
     let created = tokio::task::spawn_blocking(move || {
-        Session::new(shared, &name, &db).map(|mut s| {
+        let session = match contained {
+            Some(user_id) => Session::contained(shared, &db, &name, user_id),
+            None => Session::new(shared, &name, &db),
+        };
+        session.map(|mut s| {
             s.set_client(&host, &app);
             s
         })
@@ -393,6 +409,14 @@ fn login_refused(number: i32, user: &str) -> SqlError {
         format!("Login failed for user '{user}'.")
     };
     SqlError { number, severity: 14, state: 1, message, line: 1, procedure: None, preceding: Vec::new() }
+}
+
+/// Whom a login's credentials named.
+enum Who {
+    /// A server login.
+    Login(tessera_sql::Accepted),
+    /// A contained database's user: (its name, its principal id).
+    Contained(String, i32),
 }
 
 async fn refuse(stream: &mut LoginStream, server: &str, version: Version, errors: &[SqlError]) -> io::Result<()> {

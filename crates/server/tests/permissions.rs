@@ -337,3 +337,58 @@ fn one_part_names_look_in_the_user_s_default_schema_first() {
         assert_eq!(count(&mut dave, "SELECT a FROM only_dbo").await, 4);
     });
 }
+
+async fn connect_to(port: u16, user: &str, password: &str, database: &str) -> tiberius::Result<Conn> {
+    let mut config = Config::new();
+    config.host("127.0.0.1");
+    config.port(port);
+    config.database(database);
+    config.authentication(AuthMethod::sql_server(user, password));
+    config.encryption(EncryptionLevel::NotSupported);
+    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
+    Client::connect(config, tcp.compat_write()).await
+}
+
+/// The error number a login attempt is refused with.
+fn login_error(attempt: tiberius::Result<Conn>) -> u32 {
+    match attempt {
+        Ok(_) => panic!("the login was accepted"),
+        Err(tiberius::error::Error::Server(t)) => t.code(),
+        Err(other) => panic!("expected a server error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_contained_database_s_users_log_in_with_their_own_passwords() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, "CREATE DATABASE cdb; CREATE DATABASE other").await;
+        assert_eq!(refused(&mut sa, "ALTER DATABASE cdb SET CONTAINMENT = PARTIAL").await.0, 12824);
+        assert_eq!(refused(&mut sa, "USE cdb; CREATE USER erin WITH PASSWORD = 'Erin-Pass-1'").await.0, 33233);
+        run(&mut sa, "USE master; EXEC sp_configure 'contained database authentication', 1; RECONFIGURE").await;
+        run(&mut sa, "ALTER DATABASE cdb SET CONTAINMENT = PARTIAL").await;
+        run(&mut sa, "USE cdb; CREATE TABLE t (a int); INSERT INTO t VALUES (7)").await;
+        run(&mut sa, "CREATE USER erin WITH PASSWORD = 'Erin-Pass-1'; GRANT SELECT ON t TO erin").await;
+        assert_eq!(
+            text(&mut sa, "SELECT authentication_type_desc FROM sys.database_principals WHERE name = 'erin'")
+                .await
+                .as_deref(),
+            Some("DATABASE")
+        );
+
+        let mut erin = connect_to(port, "erin", "Erin-Pass-1", "cdb").await.expect("a contained user logs in");
+        assert_eq!(count(&mut erin, "SELECT a FROM t").await, 7);
+        assert_eq!(text(&mut erin, "SELECT USER_NAME()").await.as_deref(), Some("erin"));
+        assert_eq!(refused(&mut erin, "INSERT INTO t VALUES (8)").await.0, 229);
+        assert_eq!(refused(&mut erin, "SELECT * FROM other.sys.tables").await.0, 916);
+        assert_eq!(refused(&mut erin, "REVERT").await.0, 15196, "a contained session stays its user");
+
+        assert_eq!(login_error(connect_to(port, "erin", "wrong-Pass-1", "cdb").await), 18456);
+        assert_eq!(login_error(connect_to(port, "erin", "Erin-Pass-1", "master").await), 18456, "not a server login");
+        assert_eq!(refused(&mut sa, "ALTER DATABASE cdb SET CONTAINMENT = NONE").await.0, 12809);
+        run(&mut sa, "USE cdb; DROP USER erin; USE master; ALTER DATABASE cdb SET CONTAINMENT = NONE").await;
+        assert_eq!(login_error(connect_to(port, "erin", "Erin-Pass-1", "cdb").await), 18456);
+    });
+}

@@ -328,6 +328,8 @@ pub static MESSAGES: &[Message] = &[
     m(10742, 15, Statement, "The offset specified in a OFFSET clause may not be negative."),
     m(10743, 15, Statement, "The number of rows provided for a %ls clause must be an integer."),
     m(10744, 15, Statement, "The number of rows provided for a FETCH clause must be greater then zero."),
+    m(12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE."),
+    m(12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use."),
     m(15007, 16, Statement, "'%s' is not a valid login or you do not have permission."),
     m(15009, 16, Statement, "The object '%.*ls' does not exist in database '%.*ls' or is invalid for this operation."),
     m(15010, 16, Statement, "The database '%.*ls' does not exist. Supply a valid database name. To see available databases, use sys.databases."),

@@ -249,6 +249,7 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                             SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)
                         })?;
                     }
+                    "CONTAINMENT" => set_containment(ctx, &database, value)?,
                     _ => {
                         return Err(SqlError::new(5058, format!("Option '{opt}' cannot be set in database '{n}'.")));
                     }
@@ -266,6 +267,33 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
             Err(SqlError::new(5058, format!("This ALTER DATABASE option is not supported for database '{n}'.")))
         }
     }
+}
+
+/// `SET CONTAINMENT = PARTIAL | NONE`: whether the database's users may have passwords of
+/// their own and log in straight into it (needs 'contained database authentication').
+fn set_containment(ctx: &ExecCtx, database: &std::sync::Arc<tessera_database::Database>, value: &str) -> SqlResult<()> {
+    let contained = match value {
+        "PARTIAL" => true,
+        "NONE" => false,
+        _ => return Err(SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)),
+    };
+    if contained && ctx.shared.config.run_value(crate::config::CONTAINED_AUTHENTICATION) != Some(1) {
+        return Err(SqlError::new(
+            12824,
+            "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.",
+        ));
+    }
+    ctx.shared.alter_security(database, |s| {
+        if !contained && s.principals().any(|p| p.kind == crate::principals::PrincipalKind::ContainedUser) {
+            return Err(SqlError::new(
+                12809,
+                "You must remove all users with password before setting the containment property to NONE.",
+            ));
+        }
+        let mut next = s.clone();
+        next.set_contained(contained);
+        Ok((next, ()))
+    })
 }
 
 /// `MODIFY FILE (NAME = …, MAXSIZE = …, FILEGROWTH = …)` on the data file (logical name

@@ -71,9 +71,15 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
     });
     let (kind, sid, password_hash) = match (login, &password) {
         (UserLogin::Without, None) => (PrincipalKind::UserWithoutLogin, None, None),
-        // Contained databases (CONTAINMENT = PARTIAL) do not exist yet.
-        (UserLogin::SameName, Some(_)) => {
-            return Err(SqlError::new(33233, "You can only create a user with a password in a contained database."));
+        (UserLogin::SameName, Some(p)) => {
+            if !c.security.is_contained() {
+                return Err(SqlError::new(
+                    33233,
+                    "You can only create a user with a password in a contained database.",
+                ));
+            }
+            crate::logins::check_policy(p)?;
+            (PrincipalKind::ContainedUser, None, Some(crate::logins::hash_password(p)?))
         }
         (UserLogin::SameName, None) | (UserLogin::Login(_), None) => {
             let login_name = match login {
@@ -704,4 +710,37 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
             }
         }
     })
+}
+
+/// What a login naming a contained database finds there.
+pub enum ContainedLogin {
+    /// The database is not contained, or has no contained user of that name: the login
+    /// is a server login's.
+    NotContained,
+    /// A contained user whose password matched: (its name, its principal id).
+    Accepted(String, i32),
+    /// A contained user whose password did not match.
+    Refused,
+}
+
+/// Checks a login against the contained users of `database` (slow when it hashes: run it
+/// on a blocking thread). As SQL Server does, a contained database's users are tried
+/// before the server's logins.
+pub fn check_contained_login(shared: &Shared, database: &str, user: &str, password: &str) -> SqlResult<ContainedLogin> {
+    if database.is_empty() || !shared.engine.exists(database) {
+        return Ok(ContainedLogin::NotContained);
+    }
+    let security = shared.security(&crate::runtime::CatalogMemo::default(), database)?;
+    if !security.is_contained() {
+        return Ok(ContainedLogin::NotContained);
+    }
+    let Some(found) = security.principal(user).filter(|p| p.kind == PrincipalKind::ContainedUser) else {
+        return Ok(ContainedLogin::NotContained);
+    };
+    let hash = found.password_hash.as_deref().unwrap_or_default();
+    if crate::logins::verify_password(password, hash) {
+        Ok(ContainedLogin::Accepted(found.name.clone(), found.id))
+    } else {
+        Ok(ContainedLogin::Refused)
+    }
 }

@@ -194,6 +194,8 @@ pub struct Security {
     /// Lower-cased name → schema.
     schemas: BTreeMap<String, Schema>,
     permissions: Vec<PermissionRow>,
+    /// `CONTAINMENT = PARTIAL`: its contained users log in with their own passwords.
+    contained: bool,
     next_principal_id: i32,
     next_schema_id: i32,
 }
@@ -402,9 +404,19 @@ impl Security {
             members: Vec::new(),
             schemas: BTreeMap::new(),
             permissions: Vec::new(),
+            contained: false,
             next_principal_id: FIRST_PRINCIPAL_ID,
             next_schema_id: FIRST_PRINCIPAL_ID,
         }
+    }
+
+    /// `CONTAINMENT = PARTIAL`.
+    pub fn is_contained(&self) -> bool {
+        self.contained
+    }
+
+    pub fn set_contained(&mut self, contained: bool) {
+        self.contained = contained;
     }
 }
 

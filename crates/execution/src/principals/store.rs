@@ -1,6 +1,7 @@
 //! The storage tree `sys$principals` of a database: one row per principal (`p:<id>`),
 //! schema (`s:<id>`), role membership (`m:<role>:<member>`) and permission
-//! (`g:<class>:<major>:<grantee>:<permission>`), values as JSON. The tree is created at a
+//! (`g:<class>:<major>:<grantee>:<permission>`), values as JSON, and `c` (empty) in a
+//! contained database. The tree is created at a
 //! database's first security change with every row of its defaults; a change writes only
 //! the rows that differ from the snapshot before it, in one transaction.
 
@@ -38,6 +39,9 @@ fn rows(s: &Security) -> SqlResult<BTreeMap<Vec<u8>, Vec<u8>>> {
     for (role, member) in &s.members {
         out.insert(format!("m:{role}:{member}").into_bytes(), Vec::new());
     }
+    if s.contained {
+        out.insert(b"c".to_vec(), Vec::new());
+    }
     for g in &s.permissions {
         let key = format!("g:{:?}:{}:{}:{}", g.class, g.major_id, g.grantee, g.permission);
         out.insert(key.into_bytes(), json(g)?);
@@ -66,6 +70,7 @@ pub fn load(db: &Arc<Database>) -> SqlResult<Security> {
                 }
             }
             Some("g") => s.permissions.push(serde_json::from_slice::<PermissionRow>(&v).map_err(|e| damaged(db, e))?),
+            Some("c") => s.contained = true,
             _ => return Err(damaged(db, key)),
         }
     }

@@ -71,10 +71,40 @@ fn info(number: i32, message: impl Into<String>) -> SqlError {
 
 impl Session {
     pub fn new(shared: Arc<Shared>, login: &str, database: &str) -> SqlResult<Session> {
+        Session::open(shared, login, database, None)
+    }
+
+    /// A session of a contained database's user (logged in with its own password): it is
+    /// that user, in that database only, for good (as an EXECUTE AS USER WITH NO REVERT).
+    pub fn contained(shared: Arc<Shared>, database: &str, user: &str, user_id: i32) -> SqlResult<Session> {
+        Session::open(shared, user, database, Some(user_id))
+    }
+
+    fn open(shared: Arc<Shared>, login: &str, database: &str, contained: Option<i32>) -> SqlResult<Session> {
         if !shared.engine.exists(database) {
             return Err(tessera_semantics::catalog::database_not_found(database));
         }
         let spid = shared.next_spid();
+        let mut state = SessionState::new(spid, login, database);
+        if let Some(user) = contained {
+            state.impersonation.push(tessera_execution::runtime::Impersonation {
+                previous_login: login.to_string(),
+                user: Some((database.to_string(), user)),
+                no_revert: true,
+                nest_level: 0,
+            });
+        }
+        if let Err(e) = tessera_execution::ddl::principals::check_access(&shared, &state, database) {
+            if e.number != 916 {
+                return Err(e);
+            }
+            return Err(SqlError::new(
+                4060,
+                format!("Cannot open database \"{database}\" requested by the login. The login failed."),
+            )
+            .with_severity(11));
+        }
+        shared.refresh_default_schema(&mut state);
         let info = tessera_execution::runtime::SessionInfo {
             spid,
             login: login.to_string(),
@@ -88,18 +118,6 @@ impl Session {
             connection: None,
         };
         shared.sessions.lock().insert(spid, info);
-        let mut state = SessionState::new(spid, login, database);
-        if let Err(e) = tessera_execution::ddl::principals::check_access(&shared, &state, database) {
-            if e.number != 916 {
-                return Err(e);
-            }
-            return Err(SqlError::new(
-                4060,
-                format!("Cannot open database \"{database}\" requested by the login. The login failed."),
-            )
-            .with_severity(11));
-        }
-        shared.refresh_default_schema(&mut state);
         Ok(Session { state, shared, initial_database: database.to_string() })
     }
 

@@ -113,6 +113,7 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM sys.tables WHERE object_id = OBJECT_ID('t')").await, 1);
 
         // EXECUTE on the procedure: it reads its table through the ownership chain.
+        assert_eq!(refused(&mut alice, "GRANT SELECT (id) ON t TO bob").await.0, 40528, "no column permissions yet");
         run(&mut alice, "GRANT EXECUTE ON p TO bob").await;
         assert_eq!(count(&mut bob, "EXEC p").await, 2);
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.procedures WHERE name = 'p'").await, 1);

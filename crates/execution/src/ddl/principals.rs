@@ -570,6 +570,9 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
     };
     let mut names = Vec::new();
     for perm in &p.permissions {
+        if !perm.columns.is_empty() {
+            return Err(SqlError::new(40528, "Column permissions are not supported yet."));
+        }
         if perm.name == "ALL" {
             names.extend(t.all.iter().map(|n| n.to_string()));
             continue;

@@ -393,3 +393,28 @@ fn a_contained_database_s_users_log_in_with_their_own_passwords() {
         assert_eq!(login_error(connect_to(port, "erin", "Erin-Pass-1", "cdb").await), 18456);
     });
 }
+
+#[test]
+fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN fay WITH PASSWORD = '{BOB}'; CREATE DATABASE shop")).await;
+        run(&mut sa, "USE shop; CREATE TABLE secret (a int); INSERT INTO secret VALUES (1), (2); CREATE USER fay").await;
+        run(&mut sa, "CREATE PROCEDURE dbo.as_owner WITH EXECUTE AS OWNER AS EXEC ('SELECT COUNT(*) FROM secret')").await;
+        run(&mut sa, "CREATE PROCEDURE dbo.as_caller AS EXEC ('SELECT COUNT(*) FROM secret')").await;
+        run(&mut sa, "CREATE PROCEDURE dbo.who WITH EXECUTE AS OWNER AS SELECT USER_NAME()").await;
+        run(&mut sa, "GRANT EXECUTE ON dbo.as_owner TO fay; GRANT EXECUTE ON dbo.as_caller TO fay; GRANT EXECUTE ON dbo.who TO fay").await;
+        assert_eq!(refused(&mut sa, "CREATE PROCEDURE dbo.bad WITH EXECUTE AS 'nobody' AS SELECT 1").await.0, 15517);
+        assert_eq!(refused(&mut sa, "CREATE PROCEDURE dbo.bad WITH EXECUTE AS SELF AS SELECT 1").await.0, 40530);
+
+        let mut fay = connect_as(port, "fay", BOB).await;
+        run(&mut fay, "USE shop").await;
+        assert_eq!(count(&mut fay, "EXEC dbo.as_owner").await, 2, "dynamic SQL runs as the owner");
+        assert_eq!(refused(&mut fay, "EXEC dbo.as_caller").await.0, 229, "dynamic SQL breaks the ownership chain");
+        assert_eq!(text(&mut fay, "EXEC dbo.who").await.as_deref(), Some("dbo"));
+        assert_eq!(text(&mut fay, "SELECT USER_NAME()").await.as_deref(), Some("fay"), "the context ends with the call");
+        assert_eq!(refused(&mut fay, "SELECT COUNT(*) FROM secret").await.0, 229);
+    });
+}

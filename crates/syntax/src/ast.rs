@@ -866,8 +866,24 @@ pub struct CreateProcedure {
     pub name: ObjectName,
     pub params: Vec<Parameter>,
     pub body: Vec<Statement>,
+    /// `WITH EXECUTE AS …`: whose security context the body runs in.
+    pub execute_as: ModuleExecuteAs,
     /// The statement's source text from `CREATE`/`ALTER` to its end (sys.sql_modules).
     pub text: String,
+}
+
+/// A module's `WITH EXECUTE AS`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ModuleExecuteAs {
+    /// `CALLER` (or no clause): the caller's context.
+    #[default]
+    Caller,
+    /// `SELF`: the user who created or last altered the module.
+    SelfUser,
+    /// `OWNER`: the module's owner.
+    Owner,
+    /// `'user_name'`
+    User(String),
 }
 
 #[derive(Clone, Debug, PartialEq)]

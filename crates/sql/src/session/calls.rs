@@ -235,7 +235,14 @@ impl Runner<'_> {
         let Some(StatementKind::CreateProcedure(cp)) = cached.batch.statements.first().map(|st| &st.kind) else {
             return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{name}'."))).map(|_| 0);
         };
-        self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args, Some(owner))
+        // WITH EXECUTE AS OWNER | 'user': the body runs as that user, whatever happens.
+        let outer = self.state.nest_level;
+        if let Err(e) = self.enter_module_context(&owner, &cp.execute_as) {
+            return self.fail(s, e).map(|_| 0);
+        }
+        let status = self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args, Some(owner));
+        super::permissions::end_contexts_below(self.state, outer);
+        status
     }
 
     /// Runs `body` with `params` bound to `args`, one nesting level down.

@@ -229,13 +229,8 @@ impl Runner<'_> {
                 if !allowed(&security, &token, "CONTROL", On::Database) {
                     return Err(refused());
                 }
-                // The session acts as the user's login (SUSER_NAME, server permissions):
-                // the one mapped to it, or none (the user's name, which no login has).
-                let login = user
-                    .sid
-                    .as_deref()
-                    .and_then(|sid| self.shared.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name));
-                self.state.login = login.unwrap_or_else(|| user.name.clone());
+                // The session acts as the user's login (SUSER_NAME, server permissions).
+                self.state.login = self.login_of(user);
                 Some((db, user.id))
             }
             ast::ExecuteAsTarget::Caller => self.state.impersonation.last().and_then(|c| c.user.clone()),
@@ -272,6 +267,77 @@ impl Runner<'_> {
         self.shared.refresh_default_schema(self.state);
         Ok(())
     }
+}
+
+impl Runner<'_> {
+    /// A procedure's `WITH EXECUTE AS OWNER | 'user'`: the context its body runs in, one
+    /// nesting level down (ended with it; REVERT inside cannot end it).
+    pub(super) fn enter_module_context(
+        &mut self,
+        module: &ModuleContext,
+        execute_as: &ast::ModuleExecuteAs,
+    ) -> SqlResult<()> {
+        let (security, _) = self.shared.access(self.state, &module.db)?;
+        let user = match execute_as {
+            ast::ModuleExecuteAs::Caller => return Ok(()),
+            ast::ModuleExecuteAs::Owner => security.principal_by_id(module.owner).cloned(),
+            ast::ModuleExecuteAs::User(name) => security.principal(name).filter(|p| !p.kind.is_role()).cloned(),
+            ast::ModuleExecuteAs::SelfUser => return Err(execute_as_self()),
+        };
+        let Some(user) = user else {
+            let name = match execute_as {
+                ast::ModuleExecuteAs::User(name) => name.clone(),
+                _ => module.owner.to_string(),
+            };
+            return Err(SqlError::new(
+                15517,
+                format!("Cannot execute as the database principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
+            ));
+        };
+        let previous_login = self.state.login.clone();
+        self.state.login = self.login_of(&user);
+        self.state.impersonation.push(tessera_execution::runtime::Impersonation {
+            previous_login,
+            user: Some((module.db.clone(), user.id)),
+            no_revert: true,
+            nest_level: self.state.nest_level + 1,
+        });
+        Ok(())
+    }
+
+    /// The login a database user acts as: the one mapped to it, or none (the user's name,
+    /// which no login has).
+    fn login_of(&self, user: &tessera_execution::principals::Principal) -> String {
+        let login = user
+            .sid
+            .as_deref()
+            .and_then(|sid| self.shared.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name));
+        login.unwrap_or_else(|| user.name.clone())
+    }
+
+    /// CREATE PROCEDURE … WITH EXECUTE AS: the user must exist, and naming one takes
+    /// CONTROL of the database (SQL Server's IMPERSONATE on it).
+    pub(super) fn check_module_execute_as(&mut self, execute_as: &ast::ModuleExecuteAs) -> SqlResult<()> {
+        let name = match execute_as {
+            ast::ModuleExecuteAs::Caller | ast::ModuleExecuteAs::Owner => return Ok(()),
+            ast::ModuleExecuteAs::SelfUser => return Err(execute_as_self()),
+            ast::ModuleExecuteAs::User(name) => name,
+        };
+        let db = self.state.database.clone();
+        let (security, token) = self.shared.access(self.state, &db)?;
+        let exists = security.principal(name).is_some_and(|p| !p.kind.is_role());
+        if !exists || !allowed(&security, &token, "CONTROL", On::Database) {
+            return Err(SqlError::new(
+                15517,
+                format!("Cannot execute as the database principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn execute_as_self() -> SqlError {
+    SqlError::new(40530, "EXECUTE AS SELF is not supported yet: use EXECUTE AS OWNER or a user's name.")
 }
 
 /// Ends the EXECUTE AS contexts begun deeper than `nest_level` (a module or dynamic batch

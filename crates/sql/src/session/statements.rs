@@ -315,6 +315,7 @@ impl Runner<'_> {
             }
             StatementKind::CreateProcedure(cp) => {
                 self.check_define("CREATE PROCEDURE", &cp.name, cp.alter || cp.or_alter)?;
+                self.check_module_execute_as(&cp.execute_as)?;
                 let text = cp.text.clone();
                 self.with_ctx(|ctx| {
                     tessera_execution::modules::define(

@@ -6,7 +6,8 @@ use super::keywords::is_statement_word;
 use super::{is_ident_token, is_reserved, Parser, Result};
 use crate::ast::{
     BinaryOp, CreateFunction, CreateProcedure, CreateView, Declaration, DeclarationKind, ExecArg, Execute, Expr,
-    FunctionReturns, Ident, Literal, ModuleKind, ObjectName, Parameter, SetValue, Statement, StatementKind,
+    FunctionReturns, Ident, Literal, ModuleExecuteAs, ModuleKind, ObjectName, Parameter, SetValue, Statement,
+    StatementKind,
 };
 use crate::lexer::{Punct, TokenKind};
 use tessera_errors::SqlError;
@@ -537,12 +538,12 @@ impl Parser<'_> {
         } else {
             vec![]
         };
-        self.module_options()?;
+        let execute_as = self.module_options()?;
         self.eat_words(&["FOR", "REPLICATION"]);
         self.expect_word("AS")?;
         let body = self.statements_to_eof()?;
         let text = self.source(header.start, self.previous_end());
-        Ok(CreateProcedure { or_alter: header.or_alter, alter: header.alter, name, params, body, text })
+        Ok(CreateProcedure { or_alter: header.or_alter, alter: header.alter, name, params, body, execute_as, text })
     }
 
     /// `@name [AS] type [VARYING] [= default] [OUT|OUTPUT] [READONLY]`
@@ -557,14 +558,23 @@ impl Parser<'_> {
         Ok(Parameter { name, ty, default, output, readonly })
     }
 
-    /// `WITH RECOMPILE, ENCRYPTION, SCHEMABINDING, EXECUTE AS …`: accepted and ignored.
-    fn module_options(&mut self) -> Result<()> {
+    /// `WITH RECOMPILE, ENCRYPTION, SCHEMABINDING, EXECUTE AS …`: the EXECUTE AS clause;
+    /// the other options are accepted and ignored.
+    fn module_options(&mut self) -> Result<ModuleExecuteAs> {
+        let mut execute_as = ModuleExecuteAs::Caller;
         if !self.eat_word("WITH") {
-            return Ok(());
+            return Ok(execute_as);
         }
         self.comma_list(|p| {
             if p.eat_word("EXECUTE") || p.eat_word("EXEC") {
                 p.expect_word("AS")?;
+                execute_as = match &p.peek().kind {
+                    TokenKind::String { value, .. } => ModuleExecuteAs::User(value.clone()),
+                    _ if p.peek().is_word("CALLER") => ModuleExecuteAs::Caller,
+                    _ if p.peek().is_word("SELF") => ModuleExecuteAs::SelfUser,
+                    _ if p.peek().is_word("OWNER") => ModuleExecuteAs::Owner,
+                    _ => return Err(p.error_here()),
+                };
                 p.advance();
                 return Ok(());
             }
@@ -575,7 +585,16 @@ impl Parser<'_> {
             }
             p.upper_word().map(drop)
         })?;
-        Ok(())
+        Ok(execute_as)
+    }
+
+    /// Module options where EXECUTE AS is not supported yet (functions and views): only
+    /// CALLER, which is what they run as.
+    fn caller_module_options(&mut self) -> Result<()> {
+        match self.module_options()? {
+            ModuleExecuteAs::Caller => Ok(()),
+            _ => Err(SqlError::new(40529, "EXECUTE AS on functions and views is not supported yet.")),
+        }
     }
 
     /// After `CREATE FUNCTION`.
@@ -593,7 +612,7 @@ impl Parser<'_> {
 
     fn function_returns(&mut self) -> Result<FunctionReturns> {
         if self.eat_word("TABLE") {
-            self.module_options()?;
+            self.caller_module_options()?;
             self.eat_word("AS");
             self.expect_word("RETURN")?;
             let query = if self.eat_punct(Punct::LParen) {
@@ -619,7 +638,7 @@ impl Parser<'_> {
 
     /// `[WITH …] [AS] BEGIN … END`
     fn function_body(&mut self) -> Result<Vec<crate::ast::Statement>> {
-        self.module_options()?;
+        self.caller_module_options()?;
         self.eat_word("AS");
         self.expect_word("BEGIN")?;
         let body = self.statements_until("END")?;
@@ -641,7 +660,7 @@ impl Parser<'_> {
     fn view(&mut self, header: ModuleHeader) -> Result<CreateView> {
         let name = self.object_name()?;
         let columns = if self.peek().is_punct(Punct::LParen) { self.ident_list()? } else { vec![] };
-        self.module_options()?;
+        self.caller_module_options()?;
         self.expect_word("AS")?;
         let query = Box::new(self.query()?);
         self.eat_words(&["WITH", "CHECK", "OPTION"]);

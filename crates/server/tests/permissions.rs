@@ -123,6 +123,16 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         // A fixed role, then a DENY that wins over it.
         run(&mut alice, "ALTER ROLE db_datareader ADD MEMBER bob").await;
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM t").await, 2);
+        // A bulk load is an INSERT: refused without INSERT, and nothing is loaded.
+        let mut load = bob.bulk_insert("t").await.expect("bob may read t's columns");
+        let mut row = tiberius::TokenRow::new();
+        row.push(tiberius::ColumnData::I32(Some(9)));
+        row.push(tiberius::ColumnData::I32(Some(90)));
+        load.send(row).await.expect("a row is sent");
+        match load.finalize().await {
+            Err(tiberius::error::Error::Server(e)) => assert_eq!(e.code(), 229),
+            other => panic!("the load must be refused: {other:?}"),
+        }
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.tables WHERE name = 't'").await, 1);
         run(&mut alice, "DENY SELECT ON OBJECT::dbo.t TO bob").await;
         assert_eq!(refused(&mut bob, "SELECT COUNT(*) FROM t").await.0, 229);
@@ -155,7 +165,15 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         run(&mut bob, "INSERT INTO sales.orders VALUES (1)").await;
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sales.orders").await, 1);
         assert_eq!(refused(&mut bob, "CREATE TABLE dbo.mine (id int)").await.0, 2760);
+        let fk = "CREATE TABLE sales.lines (id int, t_id int REFERENCES dbo.t (id))";
+        assert_eq!(
+            refused(&mut bob, fk).await,
+            (229, "The REFERENCES permission was denied on the object 't', database 'tenant_a', schema 'dbo'.".into())
+        );
+        run(&mut alice, "GRANT REFERENCES ON t TO bob").await;
+        run(&mut bob, fk).await;
         assert_eq!(refused(&mut alice, "DROP SCHEMA sales").await.0, 3729);
+        run(&mut bob, "DROP TABLE sales.lines").await;
         assert_eq!(refused(&mut alice, "DROP USER bob").await.0, 15138);
 
         // bob's own database is his; alice has no way in.

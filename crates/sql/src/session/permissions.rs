@@ -135,6 +135,34 @@ impl Runner<'_> {
         self.check_create(permission, name)
     }
 
+    /// REFERENCES on the table each FOREIGN KEY among `constraints` and `columns`' names
+    /// (229 without it), as CREATE TABLE and ALTER TABLE … ADD need.
+    pub(super) fn check_references(
+        &mut self,
+        columns: &[ast::ColumnDef],
+        constraints: &[ast::TableConstraint],
+    ) -> SqlResult<()> {
+        let foreign_keys =
+            columns.iter().flat_map(|c| &c.constraints).chain(constraints).filter_map(|c| match &c.kind {
+                ast::ConstraintKind::ForeignKey { ref_table, .. } => Some(ref_table.clone()),
+                _ => None,
+            });
+        for table in foreign_keys.collect::<Vec<_>>() {
+            let b = tessera_semantics::bind::Binder::new(self.shared, self.state, &[]);
+            let (db, schema, object) = b.qualify(&table)?;
+            if !self.shared.engine.exists(&db) {
+                continue;
+            }
+            let (security, token) = self.shared.access(self.state, &db)?;
+            let of = self.shared.catalog_named(&db)?;
+            let Some(found) = of.catalog.lookup(&schema, &object) else { continue };
+            if !allowed(&security, &token, "REFERENCES", On::Object { schema: &schema, id: found.id() }) {
+                return Err(object_denied("REFERENCES", found.name(), &of.database, found.schema()));
+            }
+        }
+        Ok(())
+    }
+
     /// DROP / ALTER / TRUNCATE / CREATE INDEX on the object `name`: ALTER on it (or
     /// CONTROL); without it, `refused` — the statement's "does not exist or you do not
     /// have permission" error, so that nothing is revealed.

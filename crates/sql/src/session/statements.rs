@@ -217,6 +217,7 @@ impl Runner<'_> {
             }
             StatementKind::CreateTable(ct) => {
                 self.check_create("CREATE TABLE", &ct.name)?;
+                self.check_references(&ct.columns, &ct.constraints)?;
                 self.with_ctx(|ctx| ddl::create_table(ctx, ct))?
             }
             StatementKind::DropTable { names, if_exists } => {
@@ -235,6 +236,9 @@ impl Runner<'_> {
             }
             StatementKind::AlterTable { table, action } => {
                 self.check_alter(table, || cannot_find(4902, table))?;
+                if let ast::AlterTableAction::Add { columns, constraints } = action {
+                    self.check_references(columns, constraints)?;
+                }
                 self.with_ctx(|ctx| ddl::alter_table(ctx, table, action))?
             }
             StatementKind::TruncateTable(t) => {

@@ -436,3 +436,121 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         assert_eq!(refused(&mut fay, "SELECT COUNT(*) FROM secret").await.0, 229);
     });
 }
+
+/// One permission: how it is granted, a statement that needs it, the error without it,
+/// and a query whose answer shows the statement changed nothing when refused (or
+/// `None` when the statement changes nothing anyway).
+struct Case {
+    grant: &'static str,
+    needs: &'static str,
+    refused_with: u32,
+    unchanged: Option<(&'static str, i32)>,
+}
+
+/// For each database permission, a user without it gets SQL Server's error and changes
+/// nothing; with it granted, the same statement succeeds.
+#[test]
+fn each_database_permission_refuses_without_and_allows_with() {
+    let server = TestServer::start();
+    let port = server.port();
+    let dir = server.dir.path().display().to_string();
+    let backup = format!("BACKUP DATABASE perms TO DISK = '{dir}/perms.bak'");
+    let cases = [
+        Case { grant: "GRANT SELECT ON dbo.t TO u", needs: "SELECT * FROM dbo.t", refused_with: 229, unchanged: None },
+        Case {
+            grant: "GRANT INSERT ON dbo.t TO u",
+            needs: "INSERT INTO dbo.t VALUES (100)",
+            refused_with: 229,
+            unchanged: Some(("SELECT COUNT(*) FROM dbo.t WHERE a = 100", 0)),
+        },
+        Case {
+            grant: "GRANT UPDATE ON dbo.t TO u",
+            needs: "UPDATE dbo.t SET a = a",
+            refused_with: 229,
+            unchanged: None,
+        },
+        Case {
+            grant: "GRANT DELETE ON dbo.t TO u",
+            needs: "DELETE dbo.t",
+            refused_with: 229,
+            unchanged: Some(("SELECT COUNT(*) FROM dbo.t", 3)),
+        },
+        Case { grant: "GRANT EXECUTE ON dbo.p TO u", needs: "EXEC dbo.p", refused_with: 229, unchanged: None },
+        Case { grant: "GRANT SELECT ON dbo.v TO u", needs: "SELECT * FROM dbo.v", refused_with: 229, unchanged: None },
+        Case {
+            grant: "GRANT ALTER ON dbo.t2 TO u",
+            needs: "ALTER TABLE dbo.t2 ADD b int",
+            refused_with: 4902,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.columns WHERE name = 'b'", 0)),
+        },
+        Case {
+            grant: "GRANT CONTROL ON dbo.t3 TO u",
+            needs: "DROP TABLE dbo.t3",
+            refused_with: 3701,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.tables WHERE name = 't3'", 1)),
+        },
+        Case {
+            grant: "GRANT CREATE TABLE TO u; GRANT ALTER ON SCHEMA::dbo TO u",
+            needs: "CREATE TABLE dbo.made (a int)",
+            refused_with: 262,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.tables WHERE name = 'made'", 0)),
+        },
+        Case {
+            grant: "GRANT CREATE VIEW TO u",
+            needs: "CREATE VIEW dbo.made_v AS SELECT 1 AS one",
+            refused_with: 262,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.views WHERE name = 'made_v'", 0)),
+        },
+        Case {
+            grant: "GRANT CREATE PROCEDURE TO u",
+            needs: "CREATE PROCEDURE dbo.made_p AS SELECT 1",
+            refused_with: 262,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.procedures WHERE name = 'made_p'", 0)),
+        },
+        Case {
+            grant: "GRANT CREATE FUNCTION TO u",
+            needs: "CREATE FUNCTION dbo.made_f() RETURNS int AS BEGIN RETURN 1 END",
+            refused_with: 262,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.objects WHERE name = 'made_f'", 0)),
+        },
+        Case {
+            grant: "GRANT ALTER ANY USER TO u",
+            needs: "CREATE USER made_u WITHOUT LOGIN",
+            refused_with: 15247,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.database_principals WHERE name = 'made_u'", 0)),
+        },
+        Case {
+            grant: "GRANT CREATE ROLE TO u",
+            needs: "CREATE ROLE made_r",
+            refused_with: 15247,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.database_principals WHERE name = 'made_r'", 0)),
+        },
+        Case {
+            grant: "GRANT CREATE SCHEMA TO u",
+            needs: "CREATE SCHEMA made_s",
+            refused_with: 262,
+            unchanged: Some(("SELECT COUNT(*) FROM sys.schemas WHERE name = 'made_s'", 0)),
+        },
+        Case { grant: "ALTER ROLE db_backupoperator ADD MEMBER u", needs: "", refused_with: 262, unchanged: None },
+    ];
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN u WITH PASSWORD = '{BOB}'; CREATE DATABASE perms")).await;
+        run(&mut sa, "USE perms; CREATE TABLE t (a int); INSERT INTO t VALUES (1), (2)").await;
+        run(&mut sa, "CREATE TABLE t2 (a int); CREATE TABLE t3 (a int); CREATE USER u").await;
+        run(&mut sa, "CREATE PROCEDURE p AS SELECT 1").await;
+        run(&mut sa, "CREATE VIEW v AS SELECT 1 AS one").await;
+        let mut u = connect_as(port, "u", BOB).await;
+        run(&mut u, "USE perms").await;
+        for case in &cases {
+            let needs = if case.needs.is_empty() { backup.as_str() } else { case.needs };
+            let (n, m) = refused(&mut u, needs).await;
+            assert_eq!(n, case.refused_with, "{needs}: {m}");
+            if let Some((query, expected)) = case.unchanged {
+                assert_eq!(count(&mut sa, query).await, expected, "{needs} changed something");
+            }
+            run(&mut sa, case.grant).await;
+            run(&mut u, needs).await;
+        }
+    });
+}

@@ -116,6 +116,9 @@ pub struct DatabaseOptions {
     /// The security id of the login that owns the database (`sys.databases.owner_sid`),
     /// kept in the registry so that listings need not open it; `None`: `sa`.
     pub owner_sid: Option<Vec<u8>>,
+    /// At most this many of the database's requests run at once (a tessera extension,
+    /// `ALTER DATABASE … SET MAX_CONCURRENT_REQUESTS`); `None`: no limit.
+    pub max_concurrent_requests: Option<u32>,
 }
 
 impl DatabaseOptions {

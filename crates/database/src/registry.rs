@@ -18,7 +18,9 @@
 //! data size, data growth, maximum data size, initial log size, log growth, maximum log
 //! size; bytes, a growth in percent ends with `%`), then `SCRATCH` for a database whose
 //! contents need not survive a restart (tempdb), empty otherwise, then the owner's
-//! security id in hexadecimal (empty: `sa`; entries written before it have 14 fields).
+//! security id in hexadecimal (empty: `sa`; entries written before it have 14 fields),
+//! then the most requests that may run at once (empty: no limit; entries written before
+//! it have 15 fields).
 //!
 //! A crash while a line is appended leaves it torn: the last line, without its newline
 //! or with a CRC that does not match, is not a change that happened (it was never
@@ -296,7 +298,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14, 15].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15, 16].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {
@@ -336,6 +338,10 @@ fn decode_entry(line: &str) -> Option<Entry> {
                 None | Some(&"") => None,
                 Some(hex) => Some(decode_hex(hex)?),
             },
+            max_concurrent_requests: match f.get(15) {
+                None | Some(&"") => None,
+                Some(n) => Some(n.parse().ok()?),
+            },
         },
         state: match f.get(6) {
             None | Some(&"ONLINE") | Some(&DETACHED) => DbState::Online,
@@ -362,7 +368,7 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let growth = |g: Option<Growth>| g.map(Growth::encode).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -377,7 +383,8 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         growth(o.log_growth),
         size(o.max_log_size),
         if o.scratch { "SCRATCH" } else { "" },
-        o.owner_sid.as_deref().map(encode_hex).unwrap_or_default()
+        o.owner_sid.as_deref().map(encode_hex).unwrap_or_default(),
+        o.max_concurrent_requests.map(|n| n.to_string()).unwrap_or_default()
     );
     Ok(())
 }
@@ -406,6 +413,7 @@ mod tests {
             options: DatabaseOptions {
                 max_data_size: Some(id as u64 * 8192),
                 owner_sid: id.is_multiple_of(3).then(|| vec![id as u8, 0xab, 0]),
+                max_concurrent_requests: id.is_multiple_of(5).then_some(id % 7),
                 ..DatabaseOptions::default()
             },
             state: DbState::Online,

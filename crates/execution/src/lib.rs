@@ -16,6 +16,7 @@ pub mod modules;
 pub mod open_close_log;
 pub mod principal_functions;
 pub mod principals;
+pub mod request_gates;
 pub mod runtime;
 pub mod security;
 pub mod server_permissions;

@@ -91,6 +91,8 @@ pub struct Shared {
     pub scalar_functions: ScalarFunctions,
     /// What statements' blocking operators hold (see `grant::Grant`).
     pub query_memory: Arc<crate::grant::QueryMemory>,
+    /// Per-database limits on requests running at once (`request_gates`).
+    pub request_gates: crate::request_gates::RequestGates,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -163,9 +165,15 @@ impl Shared {
             errorlog: Mutex::new(None),
             open_close_log: Mutex::default(),
             query_memory: Arc::default(),
+            request_gates: Default::default(),
             scalar_functions,
             me: me.clone(),
         });
+        for entry in shared.engine.entries() {
+            if let Some(limit) = entry.options.max_concurrent_requests {
+                shared.request_gates.set_limit(entry.id, limit);
+            }
+        }
         let weak = Arc::downgrade(&shared);
         shared.engine.listen(Arc::new(move |event| {
             let Some(shared) = weak.upgrade() else { return };

@@ -34,6 +34,9 @@ const SETUP: &[&str] = &[
     "create login reader with password = 'Reader!Passw0rd', check_policy = off",
     "alter server role sysadmin add member reader",
     "select * from parent p join child c on c.parent_id = p.id",
+    "alter database master set max_concurrent_requests = 8",
+    "create schema extra authorization dbo",
+    "create user nobody without login; grant select on parent to nobody",
 ];
 
 /// Views that may be empty here: nothing is running a batch, and no client is connected.

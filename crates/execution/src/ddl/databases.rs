@@ -177,6 +177,7 @@ pub fn detach_database(ctx: &mut ExecCtx, n: &str) -> SqlResult<()> {
     ctx.shared.engine.detach_database(n).map_err(|e| if e.number() == 3703 { in_use() } else { e.into() })?;
     if let Some(id) = id {
         ctx.shared.plans.forget_database(n, id);
+        ctx.shared.request_gates.forget(id);
     }
     Ok(())
 }
@@ -250,12 +251,24 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                         })?;
                     }
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
+                    "MAX_CONCURRENT_REQUESTS" => {
+                        // The hoster's to set, not the tenant's: a server setting.
+                        if !ctx.shared.holds_server(ctx.session, "ALTER SETTINGS") {
+                            return Err(SqlError::new(15247, "User does not have permission to perform this action."));
+                        }
+                        let n: u32 = value.parse().map_err(|_| {
+                            SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)
+                        })?;
+                        options.max_concurrent_requests = (n > 0).then_some(n);
+                    }
                     _ => {
                         return Err(SqlError::new(5058, format!("Option '{opt}' cannot be set in database '{n}'.")));
                     }
                 }
             }
+            let limit = options.max_concurrent_requests.unwrap_or(0);
             ctx.shared.engine.alter_database(&n, options)?;
+            ctx.shared.request_gates.set_limit(database.id(), limit);
             Ok(())
         }
         ast::AlterDatabaseAction::ModifyFile(spec) => {

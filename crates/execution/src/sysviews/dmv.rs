@@ -432,3 +432,45 @@ fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
     };
     Ok(vec![row])
 }
+
+/// `sys.dm_tessera_resource_limits` (a tessera extension): each database with a limit on
+/// requests running at once, and its use now and since the limit was set.
+pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<8> = ViewDef {
+    schema: "sys",
+    name: "dm_tessera_resource_limits",
+    columns: [
+        col("database_id", Int, false),
+        col("name", SYSNAME, true),
+        col("max_concurrent_requests", Int, false),
+        col("running_requests", Int, false),
+        col("queued_requests", Int, false),
+        col("admitted_requests", BigInt, false),
+        col("queued_requests_total", BigInt, false),
+        col("queued_wait_ms_total", BigInt, false),
+    ],
+    rows: tessera_resource_limits,
+};
+
+fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<8> {
+    super::server_state(ctx)?;
+    let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
+    Ok(ctx
+        .shared
+        .request_gates
+        .usage()
+        .into_iter()
+        .map(|(id, u)| {
+            let name = ctx.shared.engine.entry_by_id(id).map_or(Value::Null, |e| s(&e.name));
+            [
+                int(i64::from(id)),
+                name,
+                int(i64::from(u.limit)),
+                int(i64::from(u.running)),
+                int(i64::from(u.queued)),
+                big(u.admitted_total),
+                big(u.queued_total),
+                big(u.wait_total_ms),
+            ]
+        })
+        .collect())
+}

@@ -17,7 +17,8 @@
 //! - `indexes`: sys.indexes, index_columns, key/check/default constraints, foreign keys
 //!   and their columns (and constraints as objects, for sys.objects)
 //! - `dmv`: the dynamic management views (sessions, requests, connections, cached plans,
-//!   performance counters, memory, the buffer pool and its extension)
+//!   performance counters, memory, the buffer pool and its extension, tessera's
+//!   per-database request limits)
 //! - `security`: sys.server_principals, sql_logins, server_role_members, server_permissions
 //! - `principals`: sys.database_principals, database_role_members, database_permissions,
 //!   schemas
@@ -87,6 +88,7 @@ static ALL: &[&dyn SystemView] = &[
     &dmv::OS_PROCESS_MEMORY,
     &dmv::OS_BUFFER_DESCRIPTORS,
     &dmv::OS_BUFFER_POOL_EXTENSION_CONFIGURATION,
+    &dmv::TESSERA_RESOURCE_LIMITS,
     &security::SERVER_PRINCIPALS,
     &security::SQL_LOGINS,
     &security::SERVER_ROLE_MEMBERS,

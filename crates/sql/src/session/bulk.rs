@@ -64,6 +64,16 @@ impl Session {
         debug_assert!(rows.iter().all(|r| r.len() == columns.len()));
         self.publish(Some("INSERT BULK"));
         let mut counted = RowCounter { inner: sink, rows: 0, failed: false };
+        // Admitted before the load's own transaction begins, so it counts against its
+        // database's request limit like any other request.
+        let _slot = match self.admit() {
+            Ok(slot) => slot,
+            Err(e) => {
+                counted.message(&e);
+                self.publish(None);
+                return true;
+            }
+        };
         // The load's count is reported whatever SET NOCOUNT says.
         let nocount = std::mem::replace(&mut self.state.options.nocount, false);
         let own_transaction = self.state.txns.count == 0;

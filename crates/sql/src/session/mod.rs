@@ -189,9 +189,25 @@ impl Session {
     pub fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
         let mut watch = ErrorWatch { inner: sink, failed: false };
         self.publish(Some(text));
-        self.execute_inner(text, &mut watch);
+        match self.admit() {
+            Ok(_slot) => self.execute_inner(text, &mut watch),
+            Err(e) => {
+                watch.message(&e);
+                self.state.error = e.number;
+            }
+        }
         self.publish(None);
         watch.failed
+    }
+
+    /// A turn to run a request in the session's database, waiting for one when the
+    /// database limits how many run at once (`request_gates`).
+    pub(crate) fn admit(&self) -> SqlResult<Option<tessera_execution::request_gates::RequestSlot>> {
+        if !self.shared.request_gates.any() {
+            return Ok(None);
+        }
+        let id = self.shared.catalog_memo(&self.state.catalog_memo, &self.state.database)?.database_id;
+        self.shared.request_gates.enter(id, self.state.txns.count > 0, &self.state.cancel)
     }
 
     fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {

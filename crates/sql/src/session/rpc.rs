@@ -39,8 +39,16 @@ impl Session {
         let mut watch = ErrorWatch { inner: sink, failed: false };
         self.publish(Some(&text));
         self.state.cancel.store(false, Ordering::Relaxed);
-        let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
-        self.run_bound(&text, decls, params.iter().map(|p| p.value.clone()).collect(), &mut watch);
+        match self.admit() {
+            Ok(_slot) => {
+                let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
+                self.run_bound(&text, decls, params.iter().map(|p| p.value.clone()).collect(), &mut watch);
+            }
+            Err(e) => {
+                watch.message(&e);
+                self.state.error = e.number;
+            }
+        }
         let outputs = params
             .iter()
             .enumerate()

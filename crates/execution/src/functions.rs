@@ -251,11 +251,18 @@ impl ExecCtx<'_> {
 
     /// DB_NAME(id), from the registry (no database is opened).
     fn database_name(&self, id: i64) -> Option<String> {
-        u32::try_from(id).ok().and_then(|id| self.shared.engine.entry_by_id(id)).map(|d| d.name)
+        u32::try_from(id)
+            .ok()
+            .and_then(|id| self.shared.engine.entry_by_id(id))
+            .map(|d| d.name)
+            .filter(|name| self.shared.may_see_database(self.session, name))
     }
 
-    /// DB_ID(name), from the registry.
+    /// DB_ID(name), from the registry: NULL for a database the session may not see.
     fn database_id(&self, name: &str) -> Value {
+        if !self.shared.may_see_database(self.session, name) {
+            return Value::Null;
+        }
         self.shared.engine.database_id(name).map_or(Value::Null, |id| Value::Int(i64::from(id)))
     }
 

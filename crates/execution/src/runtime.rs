@@ -350,20 +350,28 @@ impl Shared {
     /// holds until denied) or CREATE ANY DATABASE; otherwise master, tempdb, the current
     /// database and those its login owns.
     pub fn visible_databases(&self, state: &SessionState) -> Vec<tessera_database::DatabaseEntry> {
-        let entries = self.engine.entries();
-        let Some(login) = self.logins.get(&state.login) else { return Vec::new() };
-        let all = ["VIEW ANY DATABASE", "CREATE ANY DATABASE"].iter().any(|p| self.server_permissions.holds(&login, p));
-        if all {
-            return entries;
+        let sees = self.database_visibility(state);
+        self.engine.entries().into_iter().filter(|e| sees(e)).collect()
+    }
+
+    /// Whether the session may see the database `name` listed (see `visible_databases`;
+    /// DB_ID, DB_NAME and sp_helpdb follow the same rule).
+    pub fn may_see_database(&self, state: &SessionState, name: &str) -> bool {
+        self.engine.entry(name).is_some_and(|e| self.database_visibility(state)(&e))
+    }
+
+    fn database_visibility(&self, state: &SessionState) -> impl Fn(&tessera_database::DatabaseEntry) -> bool + '_ {
+        let login = self.logins.get(&state.login);
+        let all = login.as_ref().is_some_and(|l| {
+            ["VIEW ANY DATABASE", "CREATE ANY DATABASE"].iter().any(|p| self.server_permissions.holds(l, p))
+        });
+        let sid = login.map(|l| l.sid);
+        let current = state.database.clone();
+        move |e: &tessera_database::DatabaseEntry| {
+            all || ["master", "tempdb"].iter().any(|n| e.name.eq_ignore_ascii_case(n))
+                || e.name.eq_ignore_ascii_case(&current)
+                || sid.as_deref().is_some_and(|sid| e.options.owner_sid.as_deref().unwrap_or(&[1]) == sid)
         }
-        entries
-            .into_iter()
-            .filter(|e| {
-                ["master", "tempdb"].iter().any(|n| e.name.eq_ignore_ascii_case(n))
-                    || e.name.eq_ignore_ascii_case(&state.database)
-                    || e.options.owner_sid.as_deref().unwrap_or(&[1]) == login.sid.as_slice()
-            })
-            .collect()
     }
 
     /// The name of the login that owns a database (NULL's stand-in: none when that login

@@ -286,6 +286,12 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         assert_eq!(text(&mut t1, "SELECT name FROM sys.databases WHERE name LIKE 'db%'").await.as_deref(), Some("db1"));
         assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.databases WHERE name IN ('master', 'tempdb')").await, 2);
         assert_eq!(count(&mut sa, visible).await, 2, "sysadmin sees everything");
+        let db2 = count(&mut sa, "SELECT CAST(DB_ID('db2') AS int)").await;
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) WHERE DB_ID('db2') IS NULL").await, 1);
+        assert_eq!(count(&mut t1, &format!("SELECT COUNT(*) WHERE DB_NAME({db2}) IS NULL")).await, 1);
+        assert_eq!(count(&mut t1, &format!("SELECT COUNT(*) FROM sys.master_files WHERE database_id = {db2}")).await, 0);
+        assert_eq!(refused(&mut t1, "EXEC sp_helpdb 'db2'").await.0, 15010);
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) WHERE DB_ID('db1') IS NOT NULL").await, 1);
         assert_eq!(
             count(&mut sa, "SELECT COUNT(*) FROM sys.server_permissions WHERE grantee_principal_id = 2 AND state = 'D' AND type = 'VWDB'").await,
             1

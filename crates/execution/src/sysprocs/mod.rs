@@ -257,7 +257,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
     too_many("sp_helpdb", args, 1)?;
     let only = text_arg(args, 0, "@dbname");
     let databases = match &only {
-        Some(n) => match ctx.shared.engine.entry(n) {
+        Some(n) => match ctx.shared.engine.entry(n).filter(|_| ctx.shared.may_see_database(ctx.session, n)) {
             Some(d) => vec![d],
             None => {
                 return Err(SqlError::new(15010, format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases.")));

@@ -219,7 +219,7 @@ fn database_files(ctx: &ExecCtx, db: &str) -> Rows<10> {
 
 fn master_files(ctx: &ExecCtx, _db: &str) -> Rows<11> {
     let mut out = Vec::new();
-    for d in ctx.shared.engine.entries() {
+    for d in ctx.shared.visible_databases(ctx.session) {
         for f in files_of(&d, ctx) {
             out.push(super::concat([int(i64::from(d.id))], f));
         }

@@ -305,6 +305,8 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         // Server state: its own session only, and no server-wide DMV.
         assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await, 1);
         assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE session_id = @@SPID").await, 1);
+        let who = t1.simple_query("EXEC sp_who").await.unwrap().into_first_result().await.unwrap();
+        assert_eq!(who.len(), 1, "sp_who: its own session only");
         let (n, m) = refused(&mut t1, "SELECT * FROM sys.dm_os_sys_memory").await;
         assert_eq!((n, m.as_str()), (300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'."));
         assert_eq!(refused(&mut t1, "SELECT * FROM sys.dm_exec_cached_plans").await.0, 300);

@@ -190,7 +190,11 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
 fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     too_many("sp_who", args, 1)?;
     let filter = text_arg(args, 0, "@loginame");
-    let mut sessions: Vec<_> = ctx.shared.sessions.lock().values().cloned().collect();
+    // Every session with VIEW SERVER STATE, else only the caller's (as SQL Server).
+    let everyone = ctx.shared.holds_server(ctx.session, "VIEW SERVER STATE");
+    let me = ctx.session.spid;
+    let mut sessions: Vec<_> =
+        ctx.shared.sessions.lock().values().filter(|i| everyone || i.spid == me).cloned().collect();
     sessions.sort_by_key(|i| i.spid);
     let columns = [
         col("spid", SqlType::SmallInt, false),

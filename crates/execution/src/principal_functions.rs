@@ -77,7 +77,7 @@ pub fn principal_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -
             let role = text(args.first()).and_then(|r| security.principal(&r).cloned()).filter(|r| r.kind.is_role());
             let member = match text(args.get(1)) {
                 Some(name) => security.principal(&name).map(|p| token_of_user(&security, p.id)),
-                None if args.len() < 2 => Some(token.clone()),
+                None if args.len() < 2 => Some((*token).clone()),
                 None => None,
             };
             match (role, member) {

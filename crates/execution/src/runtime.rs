@@ -388,12 +388,12 @@ impl Shared {
         &self,
         state: &SessionState,
         database: &str,
-    ) -> SqlResult<(Arc<crate::principals::Security>, crate::principals::check::Token)> {
+    ) -> SqlResult<(Arc<crate::principals::Security>, Arc<crate::principals::check::Token>)> {
         use crate::principals::check;
         let security = self.security(&state.catalog_memo, database)?;
         if let Some(Impersonation { user: Some((db, user)), .. }) = state.impersonation.last() {
             return if db.eq_ignore_ascii_case(database) {
-                Ok((security.clone(), check::token_of_user(&security, *user)))
+                Ok((security.clone(), Arc::new(check::token_of_user(&security, *user))))
             } else {
                 Err(check::no_access(&state.login, database))
             };
@@ -407,6 +407,7 @@ impl Shared {
             self.logins.get(&state.login).map(|l| (l.sid.clone(), l.is_sysadmin())).unwrap_or_default();
         match check::token(&security, &sid, sysadmin) {
             Some(token) => {
+                let token = Arc::new(token);
                 *state.access_memo.borrow_mut() =
                     Some(AccessMemo { security: security.clone(), login: state.login.clone(), token: token.clone() });
                 Ok((security, token))
@@ -710,7 +711,7 @@ pub struct SessionState {
 struct AccessMemo {
     security: Arc<crate::principals::Security>,
     login: String,
-    token: crate::principals::check::Token,
+    token: Arc<crate::principals::check::Token>,
 }
 
 /// One EXECUTE AS: whom the session was before it, and whom it is now.

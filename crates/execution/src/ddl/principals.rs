@@ -23,7 +23,7 @@ use crate::server_permissions::{is_server_permission, ServerPermission};
 struct Caller {
     db: Arc<tessera_database::Database>,
     security: Arc<Security>,
-    token: Token,
+    token: Arc<Token>,
 }
 
 fn caller(ctx: &ExecCtx) -> SqlResult<Caller> {

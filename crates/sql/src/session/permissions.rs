@@ -9,7 +9,7 @@ use tessera_execution::ddl::principals as ddl;
 use tessera_execution::principals;
 use tessera_execution::principals::check::{allowed, database_denied, object_denied, On};
 use tessera_execution::runtime::ExecCtx;
-use tessera_semantics::catalog::ObjectDep;
+use tessera_semantics::catalog::{DbRef, ObjectDep};
 use tessera_syntax::ast::{self, StatementKind};
 
 /// The procedure or function a runner runs: its database, its schema (where its one-part
@@ -68,8 +68,9 @@ impl Runner<'_> {
             if deps[..i].iter().any(|d| d.db == dep.db) {
                 continue;
             }
+            // The current database exists (a USE checked it); another may not.
             let db = dep.db.name(&self.state.database);
-            if self.shared.engine.exists(db) {
+            if dep.db == DbRef::Current || self.shared.engine.exists(db) {
                 self.shared.access(self.state, db)?;
             }
         }

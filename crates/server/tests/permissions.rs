@@ -93,8 +93,10 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'tenant_a'").await, 1, "still there");
 
         // A user without permissions: connects, may do nothing.
-        run(&mut alice, "CREATE USER bob FOR LOGIN bob").await;
+        run(&mut alice, "CREATE USER bob FOR LOGIN bob; CREATE USER carl WITHOUT LOGIN").await;
         run(&mut bob, "USE tenant_a").await;
+        assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.database_principals WHERE name IN ('bob', 'carl')").await, 1);
+        assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM sys.database_principals WHERE name IN ('bob', 'carl')").await, 2);
         let (n, m) = refused(&mut bob, "SELECT * FROM t").await;
         assert_eq!((n, m.as_str()), (229, "The SELECT permission was denied on the object 't', database 'tenant_a', schema 'dbo'."));
         assert_eq!(refused(&mut bob, "INSERT INTO t VALUES (3, 30)").await.0, 229);
@@ -286,6 +288,10 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         assert_eq!(text(&mut t1, "SELECT name FROM sys.databases WHERE name LIKE 'db%'").await.as_deref(), Some("db1"));
         assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.databases WHERE name IN ('master', 'tempdb')").await, 2);
         assert_eq!(count(&mut sa, visible).await, 2, "sysadmin sees everything");
+        // Other tenants' logins, and everyone's password hashes, are hidden.
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.server_principals WHERE type = 'S'").await, 1);
+        assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.sql_logins WHERE name = 't1' AND password_hash IS NULL").await, 1);
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.sql_logins WHERE name = 't2' AND password_hash IS NOT NULL").await, 1);
         let db2 = count(&mut sa, "SELECT CAST(DB_ID('db2') AS int)").await;
         assert_eq!(count(&mut t1, "SELECT COUNT(*) WHERE DB_ID('db2') IS NULL").await, 1);
         assert_eq!(count(&mut t1, &format!("SELECT COUNT(*) WHERE DB_NAME({db2}) IS NULL")).await, 1);

@@ -10,6 +10,26 @@ fn security(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<std::sync::Arc
     ctx.shared.security(&ctx.session.catalog_memo, db)
 }
 
+/// Which principals' rows the session may see in database `db`: every one with ALTER ANY
+/// USER or VIEW DEFINITION on the database, else its own user, the roles it is in, and
+/// the principals every database has (`None` stands for all).
+fn visible_principals(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<Option<Vec<i32>>> {
+    use crate::principals::check::{allowed, On};
+    let (security, token) = ctx.shared.access(ctx.session, db)?;
+    if ["ALTER ANY USER", "VIEW DEFINITION"].iter().any(|p| allowed(&security, &token, p, On::Database)) {
+        return Ok(None);
+    }
+    let fixed = security
+        .principals()
+        .filter(|p| p.id < crate::principals::FIRST_PRINCIPAL_ID || crate::principals::is_fixed_role(p.id))
+        .map(|p| p.id);
+    Ok(Some(token.principals.iter().copied().chain(fixed).collect()))
+}
+
+fn sees(visible: &Option<Vec<i32>>, id: i32) -> bool {
+    visible.as_ref().is_none_or(|ids| ids.contains(&id))
+}
+
 fn or_null(v: Option<i32>) -> Value {
     v.map_or(Value::Null, |v| int(i64::from(v)))
 }
@@ -60,7 +80,9 @@ fn principal_row(p: &Principal) -> [Value; 12] {
 
 fn database_principals(ctx: &ExecCtx, db: &str) -> Rows<12> {
     let security = security(ctx, db)?;
-    let mut out: Vec<(i32, [Value; 12])> = security.principals().map(|p| (p.id, principal_row(p))).collect();
+    let visible = visible_principals(ctx, db)?;
+    let mut out: Vec<(i32, [Value; 12])> =
+        security.principals().filter(|p| sees(&visible, p.id)).map(|p| (p.id, principal_row(p))).collect();
     out.sort_by_key(|(id, _)| *id);
     Ok(out.into_iter().map(|(_, r)| r).collect())
 }
@@ -71,7 +93,9 @@ pub(super) static DATABASE_ROLE_MEMBERS: ViewDef<2> = ViewDef {
     columns: [col("role_principal_id", Int, false), col("member_principal_id", Int, false)],
     rows: |ctx, db| {
         let security = security(ctx, db)?;
-        let mut members = security.members().to_vec();
+        let visible = visible_principals(ctx, db)?;
+        let mut members: Vec<(i32, i32)> =
+            security.members().iter().copied().filter(|&(_, member)| sees(&visible, member)).collect();
         members.sort_unstable();
         Ok(members.into_iter().map(|(r, m)| [int(i64::from(r)), int(i64::from(m))]).collect())
     },
@@ -94,9 +118,11 @@ pub(super) static DATABASE_PERMISSIONS: ViewDef<10> = ViewDef {
     ],
     rows: |ctx, db| {
         let security = security(ctx, db)?;
+        let visible = visible_principals(ctx, db)?;
         Ok(security
             .permissions()
             .iter()
+            .filter(|g| sees(&visible, g.grantee))
             .map(|g| {
                 let (class, class_desc) = g.class.number_and_desc();
                 let (state, state_desc) = g.state.code_and_desc();

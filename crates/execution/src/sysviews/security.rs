@@ -27,10 +27,21 @@ pub(super) static SERVER_PRINCIPALS: ViewDef<13> = ViewDef {
     rows: server_principals,
 };
 
-/// Logins and server roles, by principal id.
+/// The logins the session may see: all of them with ALTER ANY LOGIN or VIEW ANY
+/// DEFINITION, else its own (as SQL Server shows them).
+fn visible_logins(ctx: &ExecCtx) -> Vec<Login> {
+    let all = ["ALTER ANY LOGIN", "VIEW ANY DEFINITION"].iter().any(|p| ctx.shared.holds_server(ctx.session, p));
+    let mut logins = ctx.shared.logins.all();
+    if !all {
+        logins.retain(|l| l.name.eq_ignore_ascii_case(&ctx.session.login));
+    }
+    logins
+}
+
+/// Logins (those the session may see) and server roles, by principal id.
 fn server_principals(ctx: &ExecCtx, _db: &str) -> Rows<13> {
     let mut out: Vec<[Value; 13]> =
-        ctx.shared.logins.all().iter().map(|login| concat(login_principal(login), [Value::Null, bit(false)])).collect();
+        visible_logins(ctx).iter().map(|login| concat(login_principal(login), [Value::Null, bit(false)])).collect();
     for (id, name) in SERVER_ROLES {
         out.push([
             s(name),
@@ -77,21 +88,14 @@ pub(super) static SQL_LOGINS: ViewDef<14> = ViewDef {
     rows: sql_logins,
 };
 
+/// The logins the session may see; their password hashes only for CONTROL SERVER.
 fn sql_logins(ctx: &ExecCtx, _db: &str) -> Rows<14> {
-    Ok(ctx
-        .shared
-        .logins
-        .all()
+    let hashes = ctx.shared.holds_server(ctx.session, "CONTROL SERVER");
+    Ok(visible_logins(ctx)
         .iter()
         .map(|login| {
-            concat(
-                login_principal(login),
-                [
-                    bit(login.check_policy),
-                    bit(login.check_expiration),
-                    Value::Binary(login.password_hash.as_bytes().into()),
-                ],
-            )
+            let hash = if hashes { Value::Binary(login.password_hash.as_bytes().into()) } else { Value::Null };
+            concat(login_principal(login), [bit(login.check_policy), bit(login.check_expiration), hash])
         })
         .collect())
 }
@@ -124,7 +128,7 @@ pub(super) static SERVER_ROLE_MEMBERS: ViewDef<2> = ViewDef {
 /// Each login's fixed server roles (public, which every login is in, is not listed).
 fn server_role_members(ctx: &ExecCtx, _db: &str) -> Rows<2> {
     let mut out = Vec::new();
-    for login in ctx.shared.logins.all() {
+    for login in visible_logins(ctx) {
         for (id, name) in SERVER_ROLES {
             if *name != "public" && login.roles.iter().any(|r| r == name) {
                 out.push([int(i64::from(*id)), int(i64::from(login.principal_id))]);
@@ -150,11 +154,22 @@ pub(super) static SERVER_PERMISSIONS: ViewDef<10> = ViewDef {
         col("state_desc", NVarChar(60), true),
     ],
     rows: |ctx, _| {
+        // Without ALTER ANY LOGIN or VIEW ANY DEFINITION: the rows of its own login, its
+        // server roles and public.
+        let mine: Vec<i32> = visible_logins(ctx)
+            .iter()
+            .flat_map(|l| {
+                let roles = SERVER_ROLES.iter().filter(|(_, r)| l.is_member(r)).map(|(id, _)| *id);
+                std::iter::once(l.principal_id).chain(roles).collect::<Vec<_>>()
+            })
+            .chain([crate::server_permissions::PUBLIC_ROLE_ID])
+            .collect();
         Ok(ctx
             .shared
             .server_permissions
             .all()
             .into_iter()
+            .filter(|p| mine.contains(&p.grantee))
             .map(|p| {
                 let (state, state_desc) = p.state.code_and_desc();
                 [

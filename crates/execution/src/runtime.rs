@@ -84,6 +84,8 @@ pub struct Shared {
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
     errorlog: Mutex<Option<ErrorLogHook>>,
+    /// Ends a client's connection (the server installs it; KILL calls it).
+    kill_hook: Mutex<Option<KillHook>>,
     /// Which databases opened and closed get an ERRORLOG line.
     open_close_log: Mutex<crate::open_close_log::OpenCloseLog>,
     /// Runs a user-defined scalar function's body (the session layer's statement loop),
@@ -102,6 +104,10 @@ pub type ScalarFunctions = fn(&mut ExecCtx, &tessera_semantics::plan::UserCall, 
 
 /// Writes one ERRORLOG line for a session (spid 0: the server).
 pub type ErrorLogHook = Arc<dyn Fn(i32, &str) + Send + Sync>;
+
+/// Ends the connection of session `spid` (its running request is cancelled, its
+/// transaction rolls back); false when no connection has that session.
+pub type KillHook = Arc<dyn Fn(i32) -> bool + Send + Sync>;
 
 /// A session as the server's views show it.
 #[derive(Clone, Debug)]
@@ -163,6 +169,7 @@ impl Shared {
             server_permissions,
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
             errorlog: Mutex::new(None),
+            kill_hook: Mutex::new(None),
             open_close_log: Mutex::default(),
             query_memory: Arc::default(),
             request_gates: Default::default(),
@@ -196,6 +203,17 @@ impl Shared {
     /// Installs where ERRORLOG lines go.
     pub fn set_errorlog(&self, hook: ErrorLogHook) {
         *self.errorlog.lock() = Some(hook);
+    }
+
+    /// Installs what ends a connection (KILL).
+    pub fn set_kill_hook(&self, hook: KillHook) {
+        *self.kill_hook.lock() = Some(hook);
+    }
+
+    /// Ends session `spid`'s connection; false when there is none to end.
+    pub fn kill(&self, spid: i32) -> bool {
+        let hook = self.kill_hook.lock().clone();
+        hook.is_some_and(|h| h(spid))
     }
 
     /// Writes a line to ERRORLOG (nothing when no log is installed).

@@ -60,6 +60,9 @@ pub struct ServerState {
     pub busy: AtomicUsize,
     /// Each logged-in connection's cancel flag (shutdown sets them all).
     pub cancels: parking_lot::Mutex<Vec<Arc<AtomicBool>>>,
+    /// Each logged-in connection by its session id: its cancel flag and a handle on its
+    /// socket, which KILL shuts down.
+    pub connections: parking_lot::Mutex<std::collections::HashMap<i32, (Arc<AtomicBool>, std::net::TcpStream)>>,
 }
 
 /// How long shutdown waits for running requests (cancelled when it begins) to end
@@ -186,7 +189,18 @@ impl Server {
             stopping: Arc::new(AtomicBool::new(false)),
             busy: AtomicUsize::new(0),
             cancels: parking_lot::Mutex::new(Vec::new()),
+            connections: parking_lot::Mutex::new(std::collections::HashMap::new()),
         });
+        // KILL: cancel the session's request and shut its socket, which ends its
+        // connection (idle or once the request stops).
+        let weak = Arc::downgrade(&state);
+        state.shared.set_kill_hook(Arc::new(move |spid| {
+            let Some(state) = weak.upgrade() else { return false };
+            let Some((cancel, socket)) = state.connections.lock().remove(&spid) else { return false };
+            cancel.store(true, Ordering::SeqCst);
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+            true
+        }));
         Ok(Server { state, listener, engine, registration })
     }
 

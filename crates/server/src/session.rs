@@ -438,9 +438,12 @@ type Job = Box<dyn FnOnce(&mut Session, &mut TokenSink)>;
 async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<()> {
     let transport = Transport::from_login(conn.stream)?;
     transport.socket().set_read_timeout(Some(READ_TIMEOUT))?;
-    let cancel = conn.logged.session.lock().cancel_handle();
+    let (cancel, spid) = {
+        let session = conn.logged.session.lock();
+        (session.cancel_handle(), session.state.spid)
+    };
     let watch = Watch::new(&transport, cancel.clone());
-    let _listed = Listed::new(state, &cancel);
+    let _listed = Listed::new(state, &cancel, spid, transport.socket().try_clone()?);
     let mut busy = Busy {
         state: state.clone(),
         limits: Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: state.config.max_message_mb << 20 },
@@ -471,18 +474,20 @@ async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<
 }
 
 /// A connection's cancel flag in `ServerState::cancels` while the connection lives.
-struct Listed(Arc<ServerState>, Arc<AtomicBool>);
+struct Listed(Arc<ServerState>, Arc<AtomicBool>, i32);
 
 impl Listed {
-    fn new(state: &Arc<ServerState>, cancel: &Arc<AtomicBool>) -> Listed {
+    fn new(state: &Arc<ServerState>, cancel: &Arc<AtomicBool>, spid: i32, socket: std::net::TcpStream) -> Listed {
         state.cancels.lock().push(cancel.clone());
-        Listed(state.clone(), cancel.clone())
+        state.connections.lock().insert(spid, (cancel.clone(), socket));
+        Listed(state.clone(), cancel.clone(), spid)
     }
 }
 
 impl Drop for Listed {
     fn drop(&mut self) {
         self.0.cancels.lock().retain(|c| !Arc::ptr_eq(c, &self.1));
+        self.0.connections.lock().remove(&self.2);
     }
 }
 

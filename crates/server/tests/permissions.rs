@@ -644,3 +644,33 @@ fn a_database_s_request_limit_queues_the_rest_in_turn_and_never_deadlocks_a_tran
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits").await, 0);
     });
 }
+
+#[test]
+fn kill_needs_alter_any_connection_and_ends_the_session_with_its_transaction() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN k1 WITH PASSWORD = '{ALICE}'; CREATE LOGIN k2 WITH PASSWORD = '{BOB}'"))
+            .await;
+        run(&mut sa, "CREATE DATABASE kdb; ALTER AUTHORIZATION ON DATABASE::kdb TO k2").await;
+        let mut k1 = connect_as(port, "k1", ALICE).await;
+        let mut k2 = connect_to(port, "k2", BOB, "kdb").await.unwrap();
+        run(&mut k2, "CREATE TABLE t (a int); BEGIN TRAN; INSERT INTO t VALUES (1)").await;
+        let k2_spid = count(&mut k2, "SELECT CAST(@@SPID AS int)").await;
+        let sa_spid = count(&mut sa, "SELECT CAST(@@SPID AS int)").await;
+
+        assert_eq!(refused(&mut k1, &format!("KILL {k2_spid}")).await.0, 6102, "another tenant's session");
+        assert_eq!(refused(&mut sa, &format!("KILL {sa_spid}")).await.0, 6104);
+        assert_eq!(refused(&mut sa, "KILL 9999").await.0, 6106);
+        assert_eq!(refused(&mut sa, "KILL 5").await.0, 6107);
+
+        run(&mut sa, "GRANT ALTER ANY CONNECTION TO k1").await;
+        let mut k1 = connect_as(port, "k1", ALICE).await;
+        run(&mut k1, &format!("KILL {k2_spid}")).await;
+        assert!(k2.simple_query("SELECT 1").await.is_err(), "the killed connection is gone");
+        eventually(&mut sa, &format!("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE session_id = {k2_spid}"), 0)
+            .await;
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM kdb.dbo.t").await, 0, "its transaction rolled back");
+    });
+}

@@ -153,6 +153,8 @@ pub enum StatementKind {
     },
     /// `REVERT`
     Revert,
+    /// `KILL session_id`
+    Kill(i64),
 
     // ---- tables and indexes ----------------------------------------------------------
     CreateTable(Box<CreateTable>),

@@ -365,6 +365,31 @@ impl Runner<'_> {
     }
 }
 
+impl Runner<'_> {
+    /// `KILL spid`: ends another session's connection (ALTER ANY CONNECTION: processadmin
+    /// or sysadmin), its running request cancelled and its transaction rolled back.
+    pub(super) fn kill(&mut self, spid: i64) -> SqlResult<()> {
+        if !self.shared.holds_server(self.state, "ALTER ANY CONNECTION") {
+            return Err(
+                SqlError::new(6102, "User does not have permission to use the KILL statement.").with_severity(14)
+            );
+        }
+        let Ok(spid) = i32::try_from(spid) else {
+            return Err(SqlError::new(6106, format!("Process ID {spid} is not an active process ID.")));
+        };
+        if spid == self.state.spid {
+            return Err(SqlError::new(6104, "Cannot use KILL to kill your own process."));
+        }
+        if spid < 51 {
+            return Err(SqlError::new(6107, "Only user processes can be killed."));
+        }
+        if !self.shared.sessions.lock().contains_key(&spid) || !self.shared.kill(spid) {
+            return Err(SqlError::new(6106, format!("Process ID {spid} is not an active process ID.")));
+        }
+        Ok(())
+    }
+}
+
 fn execute_as_self() -> SqlError {
     SqlError::new(40530, "EXECUTE AS SELF is not supported yet: use EXECUTE AS OWNER or a user's name.")
 }

@@ -161,6 +161,7 @@ impl Runner<'_> {
             }
             StatementKind::ExecuteAs { target, no_revert } => self.execute_as(target, *no_revert)?,
             StatementKind::Revert => self.revert()?,
+            StatementKind::Kill(spid) => self.kill(*spid)?,
             StatementKind::BeginTransaction { name } => self.begin_transaction(s, name.as_ref())?,
             StatementKind::Commit { delayed_durability, .. } => self.commit(*delayed_durability)?,
             StatementKind::Rollback { name } => self.rollback(s, name.as_ref())?,

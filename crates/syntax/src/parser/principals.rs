@@ -373,5 +373,7 @@ mod tests {
         );
         assert_eq!(one("revert"), StatementKind::Revert);
         assert!(matches!(one("exec sp_who"), StatementKind::Execute(_)));
+        assert_eq!(one("KILL 57"), StatementKind::Kill(57));
+        assert_eq!(one("kill 57 with statusonly"), StatementKind::Kill(57));
     }
 }

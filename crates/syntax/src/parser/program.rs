@@ -127,6 +127,16 @@ impl Parser<'_> {
                 self.pos += 1;
                 StatementKind::Revert
             }
+            "KILL" => {
+                self.pos += 1;
+                let token = self.peek().clone();
+                if token.kind != TokenKind::Integer {
+                    return Err(self.error_here());
+                }
+                self.pos += 1;
+                self.eat_words(&["WITH", "STATUSONLY"]);
+                StatementKind::Kill(token.text.parse().map_err(|_| self.error_here())?)
+            }
             "DBCC" => self.dbcc()?,
             "BACKUP" => self.backup()?,
             "RESTORE" => self.restore()?,

@@ -113,6 +113,20 @@ const fn col(name: &'static str, ty: SqlType, nullable: bool) -> Col {
     Col { name, ty, nullable }
 }
 
+/// The columns sys.database_permissions and sys.server_permissions share (SQL Server's).
+const PERMISSION_COLUMNS: [Col; 10] = [
+    col("class", SqlType::TinyInt, false),
+    col("class_desc", SqlType::NVarChar(60), true),
+    col("major_id", SqlType::Int, false),
+    col("minor_id", SqlType::Int, false),
+    col("grantee_principal_id", SqlType::Int, false),
+    col("grantor_principal_id", SqlType::Int, false),
+    col("type", SqlType::Char(4), false),
+    col("permission_name", SqlType::NVarChar(128), true),
+    col("state", SqlType::Char(1), false),
+    col("state_desc", SqlType::NVarChar(60), true),
+];
+
 /// The rows of a view of `N` columns.
 pub type Rows<const N: usize> = SqlResult<Vec<[Value; N]>>;
 

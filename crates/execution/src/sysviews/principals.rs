@@ -104,18 +104,7 @@ pub(super) static DATABASE_ROLE_MEMBERS: ViewDef<2> = ViewDef {
 pub(super) static DATABASE_PERMISSIONS: ViewDef<10> = ViewDef {
     schema: "sys",
     name: "database_permissions",
-    columns: [
-        col("class", TinyInt, false),
-        col("class_desc", NVarChar(60), true),
-        col("major_id", Int, false),
-        col("minor_id", Int, false),
-        col("grantee_principal_id", Int, false),
-        col("grantor_principal_id", Int, false),
-        col("type", Char(4), false),
-        col("permission_name", NVarChar(128), true),
-        col("state", Char(1), false),
-        col("state_desc", NVarChar(60), true),
-    ],
+    columns: super::PERMISSION_COLUMNS,
     rows: |ctx, db| {
         let security = security(ctx, db)?;
         let visible = visible_principals(ctx, db)?;

@@ -141,18 +141,7 @@ fn server_role_members(ctx: &ExecCtx, _db: &str) -> Rows<2> {
 pub(super) static SERVER_PERMISSIONS: ViewDef<10> = ViewDef {
     schema: "sys",
     name: "server_permissions",
-    columns: [
-        col("class", TinyInt, false),
-        col("class_desc", NVarChar(60), true),
-        col("major_id", Int, false),
-        col("minor_id", Int, false),
-        col("grantee_principal_id", Int, false),
-        col("grantor_principal_id", Int, false),
-        col("type", Char(4), false),
-        col("permission_name", NVarChar(128), true),
-        col("state", Char(1), false),
-        col("state_desc", NVarChar(60), true),
-    ],
+    columns: super::PERMISSION_COLUMNS,
     rows: |ctx, _| {
         // Without ALTER ANY LOGIN or VIEW ANY DEFINITION: the rows of its own login, its
         // server roles and public.

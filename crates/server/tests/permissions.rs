@@ -253,6 +253,17 @@ fn execute_as_and_the_functions_that_say_who_one_is() {
         assert_eq!(count(&mut sa, "SELECT IS_ROLEMEMBER('db_datareader', 'carol')").await, 0);
         run(&mut sa, "ALTER ROLE db_datareader ADD MEMBER carol").await;
         assert_eq!(count(&mut sa, "SELECT IS_ROLEMEMBER('db_datareader', 'carol')").await, 1);
+        // The older procedures do the same.
+        run(&mut sa, "EXEC sp_droprolemember 'db_datareader', 'carol'").await;
+        assert_eq!(count(&mut sa, "SELECT IS_ROLEMEMBER('db_datareader', 'carol')").await, 0);
+        run(&mut sa, "EXEC sp_addrolemember @rolename = 'db_datareader', @membername = 'carol'").await;
+        assert_eq!(count(&mut sa, "SELECT IS_ROLEMEMBER('db_datareader', 'carol')").await, 1);
+        assert_eq!(refused(&mut sa, "EXEC sp_addrolemember 'db_datareader'").await.0, 201);
+        assert_eq!(refused(&mut sa, "EXEC sp_addrolemember 'no_such_role', 'carol'").await.0, 15151);
+        run(&mut sa, "EXEC sp_addsrvrolemember 'carol', 'processadmin'").await;
+        assert_eq!(count(&mut sa, "SELECT IS_SRVROLEMEMBER('processadmin', 'carol')").await, 1);
+        run(&mut sa, "EXEC sp_dropsrvrolemember 'carol', 'processadmin'").await;
+        assert_eq!(count(&mut sa, "SELECT IS_SRVROLEMEMBER('processadmin', 'carol')").await, 0);
         let mut carol = connect_as(port, "carol", BOB).await;
         run(&mut carol, "USE shop").await;
         assert_eq!(count(&mut carol, "SELECT HAS_PERMS_BY_NAME('dbo.t', 'OBJECT', 'SELECT')").await, 1);

@@ -11,6 +11,7 @@ use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
 pub mod applock;
+mod roles;
 
 /// An argument of a system procedure: its `@name` if given by name, and its value
 /// (None for DEFAULT).
@@ -31,6 +32,10 @@ pub enum SystemProc {
     Databases,
     GetAppLock,
     ReleaseAppLock,
+    AddRoleMember,
+    DropRoleMember,
+    AddServerRoleMember,
+    DropServerRoleMember,
 }
 
 /// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
@@ -50,6 +55,10 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_databases" => SystemProc::Databases,
         "sp_getapplock" => SystemProc::GetAppLock,
         "sp_releaseapplock" => SystemProc::ReleaseAppLock,
+        "sp_addrolemember" => SystemProc::AddRoleMember,
+        "sp_droprolemember" => SystemProc::DropRoleMember,
+        "sp_addsrvrolemember" => SystemProc::AddServerRoleMember,
+        "sp_dropsrvrolemember" => SystemProc::DropServerRoleMember,
         _ => return None,
     })
 }
@@ -116,6 +125,10 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::Databases => databases(args, ctx, sink),
         SystemProc::GetAppLock => applock::get(args, ctx),
         SystemProc::ReleaseAppLock => applock::release(args, ctx),
+        SystemProc::AddRoleMember => roles::database_role_member(args, ctx, true),
+        SystemProc::DropRoleMember => roles::database_role_member(args, ctx, false),
+        SystemProc::AddServerRoleMember => roles::server_role_member(args, ctx, true),
+        SystemProc::DropServerRoleMember => roles::server_role_member(args, ctx, false),
     }
 }
 

@@ -86,8 +86,9 @@ pub fn principal_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -
             }
         }
         SessionFn::HasPermsByName => {
-            let (Some(securable), Some(class), Some(permission)) =
-                (text(args.first()), text(args.get(1)), text(args.get(2)))
+            // The securable is NULL for the server.
+            let (securable, Some(class), Some(permission)) =
+                (text(args.first()).unwrap_or_default(), text(args.get(1)), text(args.get(2)))
             else {
                 return Ok(Value::Null);
             };
@@ -124,12 +125,7 @@ pub fn principal_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -
                         None => Value::Null,
                     }
                 }
-                "SERVER" => {
-                    let login = &ctx.session.login;
-                    let held = ctx.shared.logins.is_sysadmin(login)
-                        || (permission == "CREATE ANY DATABASE" && ctx.shared.logins.is_member(login, "dbcreator"));
-                    Value::Int(i64::from(held))
-                }
+                "SERVER" => Value::Int(i64::from(ctx.shared.holds_server(ctx.session, &permission))),
                 _ => Value::Null,
             }
         }

@@ -334,8 +334,10 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         assert_eq!(refused(&mut t1, "DBCC CHECKDB (db2)").await.0, 2571);
         assert_eq!(refused(&mut t1, "USE master; GRANT VIEW SERVER STATE TO t1").await.0, 4613);
         assert_eq!(refused(&mut sa, "USE db1; GRANT VIEW SERVER STATE TO t1").await.0, 4621);
+        assert_eq!(count(&mut t1, "SELECT HAS_PERMS_BY_NAME(NULL, 'SERVER', 'VIEW SERVER STATE')").await, 0);
         run(&mut sa, "USE master; GRANT VIEW SERVER STATE TO t1").await;
         let mut t1 = connect_as(port, "t1", ALICE).await;
+        assert_eq!(count(&mut t1, "SELECT HAS_PERMS_BY_NAME(NULL, 'SERVER', 'VIEW SERVER STATE')").await, 1);
         assert!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await >= 2);
         run(&mut t1, "SELECT * FROM sys.dm_os_sys_memory").await;
         run(&mut sa, "USE master; REVOKE VIEW SERVER STATE FROM t1").await;

@@ -412,6 +412,9 @@ impl Shared {
         if let Some(Impersonation { user: Some((db, user)), .. }) = state.impersonation.last() {
             return if db.eq_ignore_ascii_case(database) {
                 Ok((security.clone(), Arc::new(check::token_of_user(&security, *user))))
+            } else if database.eq_ignore_ascii_case("tempdb") {
+                // Every session has tempdb (its temp tables and table variables), as guest.
+                Ok((security.clone(), Arc::new(check::token_of_user(&security, crate::principals::GUEST_ID))))
             } else {
                 Err(check::no_access(&state.login, database))
             };

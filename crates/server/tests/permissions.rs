@@ -104,6 +104,11 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         assert_eq!(refused(&mut bob, "DELETE FROM t WHERE id = 1").await.0, 229);
         assert_eq!(refused(&mut bob, "EXEC p").await, (229, "The EXECUTE permission was denied on the object 'p', database 'tenant_a', schema 'dbo'.".into()));
         assert_eq!(refused(&mut bob, "CREATE TABLE x (a int)").await.0, 262);
+        // Temp tables and table variables are every session's own.
+        let scratch = "CREATE TABLE #scratch (a int); INSERT INTO #scratch VALUES (1); SELECT COUNT(*) FROM #scratch";
+        assert_eq!(count(&mut bob, scratch).await, 1);
+        assert_eq!(count(&mut bob, "DECLARE @v TABLE (a int); INSERT INTO @v VALUES (1), (2); SELECT COUNT(*) FROM @v").await, 2);
+        run(&mut bob, "DROP TABLE #scratch").await;
         assert_eq!(refused(&mut bob, "DROP TABLE t").await.0, 3701);
         assert_eq!(refused(&mut bob, "TRUNCATE TABLE t").await.0, 1088);
         assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM t WHERE v > 0").await, 2, "nothing changed");
@@ -428,6 +433,10 @@ fn a_contained_database_s_users_log_in_with_their_own_passwords() {
         assert_eq!(count(&mut erin, "SELECT a FROM t").await, 7);
         assert_eq!(text(&mut erin, "SELECT USER_NAME()").await.as_deref(), Some("erin"));
         assert_eq!(refused(&mut erin, "INSERT INTO t VALUES (8)").await.0, 229);
+        assert_eq!(
+            count(&mut erin, "CREATE TABLE #mine (a int); INSERT INTO #mine VALUES (3); SELECT a FROM #mine").await,
+            3
+        );
         assert_eq!(refused(&mut erin, "SELECT * FROM other.sys.tables").await.0, 916);
         assert_eq!(refused(&mut erin, "REVERT").await.0, 15196, "a contained session stays its user");
 
@@ -450,6 +459,8 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         run(&mut sa, "CREATE PROCEDURE dbo.as_owner WITH EXECUTE AS OWNER AS EXEC ('SELECT COUNT(*) FROM secret')").await;
         run(&mut sa, "CREATE PROCEDURE dbo.as_caller AS EXEC ('SELECT COUNT(*) FROM secret')").await;
         run(&mut sa, "CREATE PROCEDURE dbo.who WITH EXECUTE AS OWNER AS SELECT USER_NAME()").await;
+        run(&mut sa, "CREATE PROCEDURE dbo.scratch WITH EXECUTE AS OWNER AS BEGIN CREATE TABLE #s (a int); INSERT INTO #s SELECT a FROM secret; SELECT COUNT(*) FROM #s; END").await;
+        run(&mut sa, "GRANT EXECUTE ON dbo.scratch TO fay").await;
         run(&mut sa, "GRANT EXECUTE ON dbo.as_owner TO fay; GRANT EXECUTE ON dbo.as_caller TO fay; GRANT EXECUTE ON dbo.who TO fay").await;
         assert_eq!(refused(&mut sa, "CREATE PROCEDURE dbo.bad WITH EXECUTE AS 'nobody' AS SELECT 1").await.0, 15517);
         assert_eq!(refused(&mut sa, "CREATE PROCEDURE dbo.bad WITH EXECUTE AS SELF AS SELECT 1").await.0, 40530);
@@ -457,6 +468,7 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         let mut fay = connect_as(port, "fay", BOB).await;
         run(&mut fay, "USE shop").await;
         assert_eq!(count(&mut fay, "EXEC dbo.as_owner").await, 2, "dynamic SQL runs as the owner");
+        assert_eq!(count(&mut fay, "EXEC dbo.scratch").await, 2, "temp tables inside");
         assert_eq!(refused(&mut fay, "EXEC dbo.as_caller").await.0, 229, "dynamic SQL breaks the ownership chain");
         assert_eq!(text(&mut fay, "EXEC dbo.who").await.as_deref(), Some("dbo"));
         assert_eq!(text(&mut fay, "SELECT USER_NAME()").await.as_deref(), Some("fay"), "the context ends with the call");

@@ -38,6 +38,11 @@ impl Runner<'_> {
             }
             let of = self.shared.catalog_named(&db)?;
             let Some(object) = of.catalog.lookup_key(&dep.key) else { continue };
+            // A session's #temp tables and table variables (and ##global ones, which any
+            // session may use) need no permission.
+            if of.database.eq_ignore_ascii_case("tempdb") && object.name().starts_with('#') {
+                continue;
+            }
             let schema = object.schema().to_string();
             let owner = security.schema_owner(&schema);
             let chain = match &dep.via {

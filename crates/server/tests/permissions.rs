@@ -111,6 +111,8 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         run(&mut bob, "DROP TABLE #scratch").await;
         assert_eq!(refused(&mut bob, "DROP TABLE t").await.0, 3701);
         assert_eq!(refused(&mut bob, "TRUNCATE TABLE t").await.0, 1088);
+        assert_eq!(refused(&mut bob, "SELECT * INTO #copy FROM t").await.0, 229, "SELECT INTO reads too");
+        assert_eq!(refused(&mut bob, "INSERT INTO t EXEC ('SELECT 5, 50')").await.0, 229, "INSERT … EXEC inserts too");
         assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM t WHERE v > 0").await, 2, "nothing changed");
         // Metadata: what bob has no permission on, he does not see.
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.objects WHERE is_ms_shipped = 0").await, 0);

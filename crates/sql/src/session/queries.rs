@@ -165,7 +165,20 @@ impl Runner<'_> {
             inner.into = None;
         }
         let vars = self.visible(s);
-        let bound = Binder::new(self.shared, self.state, vars).bind_query(&plain)?;
+        let mut b = Binder::new(self.shared, self.state, vars);
+        let bound = b.bind_query(&plain);
+        let deps = std::mem::take(&mut b.deps);
+        // What the query reads needs SELECT, and the new table CREATE TABLE, as for a
+        // SELECT and a CREATE TABLE of their own.
+        let bound = match bound {
+            Ok(bound) => bound,
+            Err(e) => {
+                self.check_databases(&deps)?;
+                return Err(e);
+            }
+        };
+        self.check_plan(&deps)?;
+        self.check_create("CREATE TABLE", &into)?;
         let mut columns = Vec::new();
         for (i, c) in bound.columns.iter().enumerate() {
             if c.name.is_empty() {
@@ -210,6 +223,27 @@ impl Runner<'_> {
     /// `INSERT t EXEC proc …`: the procedure's result sets become the inserted rows.
     pub(super) fn insert_exec(&mut self, s: &Statement, i: &ast::Insert) -> SqlResult<()> {
         let ast::InsertSource::Execute(call) = &i.source else { unreachable!("checked by the caller") };
+        let plain = ast::Insert {
+            top: i.top.clone(),
+            table: i.table.clone(),
+            columns: i.columns.clone(),
+            output: None,
+            source: ast::InsertSource::Values(Vec::new()),
+        };
+        let vars = self.visible(s);
+        let mut b = Binder::new(self.shared, self.state, vars);
+        let plan = tessera_semantics::bind::compile_insert(&mut b, &plain);
+        let deps = std::mem::take(&mut b.deps);
+        // The target needs INSERT, as for an INSERT of its own, checked before the call
+        // runs.
+        let mut plan = match plan {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.check_databases(&deps)?;
+                return Err(e);
+            }
+        };
+        self.check_plan(&deps)?;
         let mut captured = Collected::default();
         let result = {
             // The call runs in this frame with a sink that keeps its rows.
@@ -257,16 +291,6 @@ impl Runner<'_> {
             }
             rows.extend(set);
         }
-        let plain = ast::Insert {
-            top: i.top.clone(),
-            table: i.table.clone(),
-            columns: i.columns.clone(),
-            output: None,
-            source: ast::InsertSource::Values(Vec::new()),
-        };
-        let vars = self.visible(s);
-        let mut b = Binder::new(self.shared, self.state, vars);
-        let mut plan = tessera_semantics::bind::compile_insert(&mut b, &plain)?;
         if let Some(t) = source_types {
             if t.len() != plan.columns.len() {
                 return Err(SqlError::new(

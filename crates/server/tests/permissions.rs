@@ -118,6 +118,9 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.objects WHERE is_ms_shipped = 0").await, 0);
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES").await, 0);
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.columns").await, 0);
+        let tables = bob.simple_query("EXEC sp_tables").await.unwrap().into_first_result().await.unwrap();
+        assert!(tables.iter().all(|r| r.get::<&str, _>(2) != Some("t")), "sp_tables hides t");
+        assert_eq!(refused(&mut bob, "EXEC sp_help 't'").await.0, 15009, "sp_help finds nothing it may not see");
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.tables WHERE OBJECT_ID('t') IS NULL").await, 0);
         assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM sys.tables WHERE object_id = OBJECT_ID('t')").await, 1);
 

@@ -354,9 +354,11 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
     Ok(0)
 }
 
+/// The current database's catalog as the session may see it (only the objects it holds
+/// some permission on, as the catalog views show them).
 fn current_catalog(ctx: &ExecCtx) -> SqlResult<(String, Arc<Catalog>)> {
-    let db = ctx.shared.database(&ctx.session.database)?;
-    Ok((db.name().to_string(), ctx.shared.catalog(&db)?))
+    let (db, catalog) = crate::sysviews::catalog(ctx, &ctx.session.database)?;
+    Ok((db.name().to_string(), catalog))
 }
 
 fn object_type(o: &Object) -> &'static str {

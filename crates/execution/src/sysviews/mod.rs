@@ -224,7 +224,7 @@ fn server_state(ctx: &ExecCtx) -> SqlResult<()> {
 /// Database `db` and its current catalog as the session may see it, for the views that
 /// list its objects: only the objects it holds some permission on (all of them for dbo
 /// and sysadmins).
-fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<Catalog>)> {
+pub(crate) fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<Catalog>)> {
     let database = ctx.shared.database(db)?;
     let catalog = ctx.shared.catalog(&database)?;
     let (security, token) = ctx.shared.access(ctx.session, database.name())?;

@@ -640,9 +640,13 @@ impl Database {
         };
         let dropped_at = self.space.wal.end_lsn();
         let mut txn = self.space.begin(Durability::Full);
+        // An entry already under this root page is a stale one: a drop that freed its tree
+        // (root last) and then could not delete its entry (a full log). The page serves
+        // this table now, so that tree was freed whole, and this entry replaces it.
         let r = self
             .space
             .delete(&mut txn, BOOT_ROOT, &catalog_key(name))
+            .and_then(|_| self.space.delete(&mut txn, BOOT_ROOT, &pending_drop_key(id.0)))
             .and_then(|_| self.space.insert(&mut txn, BOOT_ROOT, &pending_drop_key(id.0), &dropped_at.to_le_bytes()));
         if let Err(e) = r {
             self.space.rollback(txn)?;

@@ -174,6 +174,13 @@ fn databases(dir: &str, seed: u64) {
 }
 
 fn main() {
+    // A panic in any thread ends the process, so the test sees the worker exit early
+    // instead of losing one thread's work unnoticed.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
     let mut args = std::env::args().skip(1);
     let dir = args.next().expect("usage: worker DIR (THREADS SEED [full-ok] | databases SEED)");
     let second = args.next();

@@ -107,17 +107,12 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
         }
         let mut next = s.clone();
         let id = next.new_principal_id();
-        let t = now();
+        let made = Principal::new(id, &name.value, kind, now());
         next.put_principal(Principal {
-            id,
-            name: name.value.clone(),
-            kind,
             sid: sid.clone(),
             password_hash: password_hash.clone(),
-            default_schema: Some(default_schema.clone().unwrap_or_else(|| "dbo".to_string())),
-            owner: None,
-            create_date: t,
-            modify_date: t,
+            default_schema: default_schema.clone().or(made.default_schema.clone()),
+            ..made
         })?;
         next.set_permission(PermissionRow {
             class: Class::Database,
@@ -254,18 +249,8 @@ pub fn create_role(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlRes
         };
         let mut next = s.clone();
         let id = next.new_principal_id();
-        let t = now();
-        next.put_principal(Principal {
-            id,
-            name: name.value.clone(),
-            kind: PrincipalKind::Role,
-            sid: None,
-            password_hash: None,
-            default_schema: None,
-            owner: Some(owner),
-            create_date: t,
-            modify_date: t,
-        })?;
+        let made = Principal::new(id, &name.value, PrincipalKind::Role, now());
+        next.put_principal(Principal { owner: Some(owner), ..made })?;
         Ok((next, ()))
     })
 }

@@ -275,17 +275,7 @@ mod tests {
 
     fn user(s: &mut Security, name: &str, sid: u8) -> i32 {
         let id = s.new_principal_id();
-        s.insert_principal(Principal {
-            id,
-            name: name.into(),
-            kind: PrincipalKind::SqlUser,
-            sid: Some(vec![sid]),
-            password_hash: None,
-            default_schema: Some("dbo".into()),
-            owner: None,
-            create_date: 0,
-            modify_date: 0,
-        });
+        s.insert_principal(Principal { sid: Some(vec![sid]), ..Principal::new(id, name, PrincipalKind::SqlUser, 0) });
         s.permissions.push(row(Class::Database, 0, id, "CONNECT", GrantState::Grant));
         id
     }
@@ -323,7 +313,7 @@ mod tests {
         let mut s = Security::defaults("shop", vec![1]);
         let u = user(&mut s, "u", 7);
         let r = s.new_principal_id();
-        s.insert_principal(Principal::fixed(r, "readers", PrincipalKind::Role));
+        s.insert_principal(Principal::new(r, "readers", PrincipalKind::Role, 0));
         s.members.push((r, u));
         s.members.push((16390, r));
         let t = token(&s, &[7], false).unwrap();

@@ -90,7 +90,9 @@ pub struct Principal {
 }
 
 impl Principal {
-    fn fixed(id: i32, name: &str, kind: PrincipalKind) -> Principal {
+    /// A principal made at `created` (seconds since the Unix epoch), with the defaults: a
+    /// user's default schema is dbo, a role's owner dbo, no login.
+    pub fn new(id: i32, name: &str, kind: PrincipalKind, created: i64) -> Principal {
         Principal {
             id,
             name: name.to_string(),
@@ -99,9 +101,13 @@ impl Principal {
             password_hash: None,
             default_schema: (!kind.is_role()).then(|| "dbo".to_string()),
             owner: kind.is_role().then_some(DBO_ID),
-            create_date: 0,
-            modify_date: 0,
+            create_date: created,
+            modify_date: created,
         }
+    }
+
+    fn fixed(id: i32, name: &str, kind: PrincipalKind) -> Principal {
+        Principal::new(id, name, kind, 0)
     }
 
     /// Principals that exist in every database and cannot be dropped.

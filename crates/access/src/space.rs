@@ -612,7 +612,7 @@ impl Space {
 
     /// Publishes a lower bound of the transaction's first LSN before its first record
     /// exists, so a checkpoint never truncates the log past it.
-    pub(crate) fn note_first_lsn(&self, txn: &Txn) {
+    pub(crate) fn note_first_lsn(&self, txn: &mut Txn) {
         txn::note_first_lsn(self, txn)
     }
 

@@ -49,10 +49,12 @@ impl Default for TxnTable {
 
 impl TxnTable {
     /// A new transaction, entered in the table (see [`Space::begin`]).
+    /// A new transaction. It joins the active table only when it first logs (see
+    /// [`note_first_lsn`]): one that only reads needs no recovery and no place there, and
+    /// begins and ends without taking the table's mutex.
     pub(crate) fn begin(&self, durability: Durability) -> Txn {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(TxnShared::default());
-        self.active.lock().insert(id, shared.clone());
         Txn {
             id,
             shared,
@@ -68,12 +70,19 @@ impl TxnTable {
             durability,
             read_ahead: true,
             append_leaf: None,
+            registered: false,
             finished: false,
         }
     }
 
-    fn end(&self, id: TxnId) {
-        self.active.lock().remove(&id);
+    fn register(&self, txn: &Txn) {
+        self.active.lock().insert(txn.id, txn.shared.clone());
+    }
+
+    fn end(&self, txn: &Txn) {
+        if txn.registered {
+            self.active.lock().remove(&txn.id);
+        }
     }
 
     /// Active transactions (first and last LSN) and the next transaction id.
@@ -141,6 +150,8 @@ pub struct Txn {
     /// (one page at most) so that a run of ever-increasing inserts latches it without
     /// looking it up and pinning it for every row. Released when the transaction ends.
     append_leaf: Option<(PageNo, PageHandle)>,
+    /// In the active table: set with its first LSN, before its first record.
+    registered: bool,
     finished: bool,
 }
 
@@ -160,6 +171,7 @@ impl Txn {
 
     /// Records that `lsn` is the transaction's newest log record.
     fn logged(&self, lsn: Lsn) {
+        debug_assert!(self.registered, "transaction {} logged before it noted its first LSN", self.id);
         debug_assert!(lsn > self.last_lsn(), "a transaction's records are chained in LSN order");
         self.shared.last_lsn.store(lsn, Ordering::Release);
     }
@@ -275,7 +287,7 @@ fn finish(space: &Space, txn: &mut Txn) {
             t.meta.writers.fetch_sub(1, Ordering::AcqRel);
         }
     }
-    space.txns.end(txn.id);
+    space.txns.end(txn);
     txn.finished = true;
 }
 
@@ -317,9 +329,11 @@ fn undo_back_to(space: &Space, txn: &Txn, stop: Lsn) -> Result<Lsn> {
 }
 
 /// The body of [`Space::note_first_lsn`].
-pub(crate) fn note_first_lsn(space: &Space, txn: &Txn) {
-    if txn.shared.first_lsn.load(Ordering::Acquire) == 0 {
+pub(crate) fn note_first_lsn(space: &Space, txn: &mut Txn) {
+    if !txn.registered {
         txn.shared.first_lsn.store(space.wal.end_lsn(), Ordering::Release);
+        space.txns.register(txn);
+        txn.registered = true;
     }
 }
 

@@ -1,6 +1,7 @@
 //! Row and key encodings: stored rows decoded into values, index keys and entries, and the
 //! memcomparable bytes of grouping and sorting keys.
 
+use std::sync::Arc;
 use tessera_access::key::KeyBuf;
 use tessera_access::row::{self, RowSchema};
 
@@ -32,8 +33,8 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Storage schema of a table's rows.
-pub fn row_schema(table: &Table) -> SqlResult<RowSchema> {
-    Ok(RowSchema::new(table.columns.iter().map(|c| c.ty).collect())?)
+pub fn row_schema(table: &Table) -> SqlResult<Arc<RowSchema>> {
+    Ok(table.row_schema()?)
 }
 
 /// Decodes a stored row into SQL values.

@@ -35,6 +35,9 @@ struct DbCatalog {
     /// Set when the database is dropped or restored: a session's memo of this entry is
     /// stale.
     forgotten: AtomicBool,
+    /// The open database the catalog was loaded from. It holds nothing open: it upgrades
+    /// only while the engine (or a transaction) still holds that database.
+    handle: std::sync::Weak<Database>,
 }
 
 impl DbCatalog {
@@ -259,6 +262,7 @@ impl Shared {
             security: RwLock::new(None),
             ddl: Mutex::new(()),
             forgotten: AtomicBool::new(false),
+            handle: Arc::downgrade(db),
         });
         Ok(self.catalogs.lock().entry(key).or_insert(entry).clone())
     }
@@ -320,9 +324,25 @@ impl Shared {
         let entry = self.entry(db)?;
         let _ddl = entry.ddl.lock();
         let current = entry.current.read().clone();
-        let (next, out) = change(&current, self.versions.fetch_add(1, Ordering::Relaxed))?;
+        let version = self.versions.fetch_add(1, Ordering::Relaxed);
+        let (mut next, out) = change(&current, version)?;
+        // Every snapshot has its own version: a plan checked in one is good in it.
+        next.version = version;
         *entry.current.write() = Arc::new(next);
         Ok(out)
+    }
+
+    /// The open database `name`, through a session's memo when it holds that database's
+    /// catalog and the database is still open (every statement's transaction asks this).
+    pub fn database_memo(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<Database>> {
+        if let Some(entry) = &*memo.0.borrow() {
+            if !entry.forgotten.load(Ordering::Acquire) && entry.database.eq_ignore_ascii_case(name) {
+                if let Some(db) = entry.handle.upgrade() {
+                    return Ok(db);
+                }
+            }
+        }
+        self.database(name)
     }
 
     /// The principals and permissions of the database `name` (through a session's memo).
@@ -793,7 +813,7 @@ impl SessionState {
         if let Some(i) = self.txns.position(db) {
             return Ok(&mut self.txns.open[i]);
         }
-        let database = shared.database(db)?;
+        let database = shared.database_memo(&self.catalog_memo, db)?;
         let mut t = database.begin();
         // Trace flag 652: scans read no pages ahead.
         t.set_read_ahead(!self.has_trace_flag(shared, 652));
@@ -879,7 +899,7 @@ impl<'a> ExecCtx<'a> {
         self.shared.table_for_plan(&self.session.catalog_memo, &self.session.database, db, def)
     }
 
-    pub fn row_schema(&self, table: &Table) -> SqlResult<tessera_access::row::RowSchema> {
+    pub fn row_schema(&self, table: &Table) -> SqlResult<Arc<tessera_access::row::RowSchema>> {
         crate::encoding::row_schema(table)
     }
 

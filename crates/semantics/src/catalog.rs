@@ -24,6 +24,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::types::{self, SqlType};
+use tessera_access::row::RowSchema;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{ReferentialAction, TypeArg, TypeName};
 
@@ -136,9 +137,37 @@ pub struct Table {
     pub modified: i64,
     #[serde(skip)]
     pub counters: Arc<TableCounters>,
+    /// The stored row's layout, built at first use.
+    #[serde(skip)]
+    pub layout: LayoutCache,
+}
+
+/// A table's row layout, built once per table definition. A copy of the definition (the
+/// start of every ALTER) starts empty, and a layout whose column types no longer match
+/// the columns is built again, so it never outlives a change of the columns.
+#[derive(Debug, Default)]
+pub struct LayoutCache(std::sync::OnceLock<Arc<RowSchema>>);
+
+impl Clone for LayoutCache {
+    fn clone(&self) -> Self {
+        LayoutCache::default()
+    }
 }
 
 impl Table {
+    /// The layout of the table's stored rows (its column types in order).
+    pub fn row_schema(&self) -> tessera_errors::Result<Arc<RowSchema>> {
+        let same = |s: &RowSchema| s.columns().iter().copied().eq(self.columns.iter().map(|c| c.ty));
+        match self.layout.0.get() {
+            Some(s) if same(s) => Ok(s.clone()),
+            Some(_) => Ok(Arc::new(RowSchema::new(self.columns.iter().map(|c| c.ty).collect())?)),
+            None => {
+                let s = Arc::new(RowSchema::new(self.columns.iter().map(|c| c.ty).collect())?);
+                Ok(self.layout.0.get_or_init(|| s).clone())
+            }
+        }
+    }
+
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }
@@ -699,5 +728,35 @@ mod tests {
         assert_eq!(display_name("#@t_0033_00000002"), "@t");
         assert_eq!(display_name("#my_table_0033_00000003"), "#my_table");
         assert_eq!(display_name("orders"), "orders");
+    }
+
+    fn column(name: &str, ty: SqlType) -> Column {
+        Column { name: name.into(), ty, nullable: true, identity: None, default: None }
+    }
+
+    #[test]
+    fn a_row_layout_never_outlives_a_change_of_the_columns() {
+        let mut table = Table {
+            id: 1,
+            schema: "dbo".into(),
+            name: "t".into(),
+            columns: vec![column("a", SqlType::Int)],
+            indexes: Vec::new(),
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+            created: 0,
+            modified: 0,
+            counters: Arc::default(),
+            layout: LayoutCache::default(),
+        };
+        let first = table.row_schema().unwrap();
+        assert!(Arc::ptr_eq(&first, &table.row_schema().unwrap()), "built once");
+        // Changed in place (the layout was built) and in a copy (it starts empty).
+        table.columns.push(column("b", SqlType::BigInt));
+        assert_eq!(table.row_schema().unwrap().columns(), &[SqlType::Int, SqlType::BigInt]);
+        let mut copy = table.clone();
+        copy.columns[0].ty = SqlType::SmallInt;
+        assert_eq!(copy.row_schema().unwrap().columns(), &[SqlType::SmallInt, SqlType::BigInt]);
+        assert_eq!(table.row_schema().unwrap().columns(), &[SqlType::Int, SqlType::BigInt]);
     }
 }

@@ -122,6 +122,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             created: now,
             modified: now,
             counters: Arc::default(),
+            layout: Default::default(),
         };
         for (i, c) in ct.columns.iter().enumerate() {
             if table.column(&c.name.value).is_some() {

@@ -170,7 +170,7 @@ struct RangeScan<'p> {
     unfiltered: VecDeque<(Row, std::ops::Range<usize>)>,
     /// The database the scan reads.
     db: String,
-    schema: RowSchema,
+    schema: Arc<RowSchema>,
     tree: TableId,
     /// Through a nonclustered index: the tree holding the rows.
     rows_tree: Option<TableId>,

@@ -64,11 +64,12 @@ impl Runner<'_> {
         key: usize,
         vars: &[(String, SqlType)],
         compile: impl FnOnce(&mut Binder) -> SqlResult<Prepared>,
-    ) -> SqlResult<Found<Prepared>> {
+    ) -> SqlResult<Checked> {
         let context = self.context();
         let catalogs = Catalogs::new(self.shared, self.state)?;
+        let version = catalogs.current.catalog.version;
         if let Some(found) = self.batch.plan(key, context, catalogs.current.database_id, |dep| catalogs.holds(dep)) {
-            return Ok(found);
+            return Ok(Checked { found, version });
         }
         let started = std::time::Instant::now();
         let mut b = Binder::new(self.shared, self.state, vars);
@@ -87,10 +88,10 @@ impl Runner<'_> {
         let bind_us = started.elapsed().as_micros() as u64;
         let compiled = Compiled { context, plan: plan.clone(), deps: deps.clone() };
         self.batch.store(key, compiled, catalogs.current.database_id, bind_us);
-        Ok(Found { plan, deps })
+        Ok(Checked { found: Found { plan, deps }, version })
     }
 
-    pub(super) fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Found<Prepared>>> {
+    pub(super) fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Checked>> {
         let vars = self.visible(s);
         let key = addr(s);
         Ok(Some(match &s.kind {
@@ -139,25 +140,26 @@ impl Runner<'_> {
     /// as a plan found now would be.
     fn locked(
         &mut self,
-        first: Option<Found<Prepared>>,
-        compile: impl Fn(&mut Self) -> SqlResult<Found<Prepared>>,
+        first: Option<Checked>,
+        compile: impl Fn(&mut Self) -> SqlResult<Checked>,
     ) -> SqlResult<Arc<Prepared>> {
-        let mut found = match first {
-            Some(found) => found,
+        let mut checked = match first {
+            Some(checked) => checked,
             None => {
-                let found = compile(self)?;
+                let checked = compile(self)?;
                 // Just found or bound against the catalogs as they are: with no table to
                 // lock, nothing can change under it before it runs.
-                if !found.deps.iter().any(|d| d.locked) {
-                    self.check_plan(&found.deps)?;
-                    return Ok(found.plan);
+                if !checked.found.deps.iter().any(|d| d.locked) {
+                    self.check_plan(&checked.found.deps)?;
+                    return Ok(checked.found.plan);
                 }
-                found
+                checked
             }
         };
         loop {
+            let found = &checked.found;
             for dep in found.deps.iter().filter(|d| d.locked) {
-                let of = self.shared.catalog_named(dep.db.name(&self.state.database))?;
+                let of = self.shared.catalog_memo(&self.state.catalog_memo, dep.db.name(&self.state.database))?;
                 // A table dropped meanwhile: binding again reports it.
                 if let Some(o) = of.catalog.lookup_key(&dep.key) {
                     let tx = self.state.transaction(self.shared, &of.database)?;
@@ -165,13 +167,15 @@ impl Runner<'_> {
                 }
             }
             // Under the locks no DDL changes what the plan uses: it holds if every name
-            // still finds what it was bound against.
+            // still finds what it was bound against. The current database's names need
+            // no look when its catalog is still the snapshot they were checked in.
             let catalogs = Catalogs::new(self.shared, self.state)?;
-            if found.deps.iter().all(|d| catalogs.holds(d)) {
+            let unchanged = catalogs.current.catalog.version == checked.version;
+            if found.deps.iter().all(|d| (unchanged && d.db == DbRef::Current) || catalogs.holds(d)) {
                 self.check_plan(&found.deps)?;
-                return Ok(found.plan);
+                return Ok(checked.found.plan);
             }
-            found = compile(self)?;
+            checked = compile(self)?;
         }
     }
 
@@ -194,9 +198,9 @@ impl Runner<'_> {
                 // A USE changes what later names mean: stop compiling ahead there.
                 StatementKind::Use(_) => return Ok(()),
                 _ => match self.compile_statement(s) {
-                    Ok(Some(found)) => {
+                    Ok(Some(checked)) => {
                         let context = self.context();
-                        self.compiled.insert(addr(s), (context, found));
+                        self.compiled.insert(addr(s), (context, checked));
                     }
                     Ok(None) => {}
                     // Deferred name resolution: the object may be created earlier in the
@@ -313,6 +317,19 @@ fn mentions_temp_table(s: &Statement) -> bool {
 /// The catalogs a cached plan's dependencies are checked against while a statement finds
 /// its plan: the current database's, and any other database's the plan names (looked up
 /// once each).
+/// A plan, and the version of the current database's catalog its names were found to
+/// hold in.
+pub(super) struct Checked {
+    found: Found<Prepared>,
+    version: u64,
+}
+
+impl Checked {
+    pub(super) fn plan(&self) -> &Prepared {
+        &self.found.plan
+    }
+}
+
 struct Catalogs<'a> {
     shared: &'a Shared,
     current: CatalogOf,

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_execution::runtime::{ExecCtx, SessionState, Shared};
-use tessera_semantics::cache::{CachedBatch, Found};
+use tessera_semantics::cache::CachedBatch;
 use tessera_semantics::output::{EnvChange, ResultSink};
 use tessera_semantics::plan::Prepared;
 use tessera_semantics::types::{SqlType, Value};
@@ -352,7 +352,7 @@ struct Runner<'a> {
     /// Plans the compile phase found, by statement address with the session context they
     /// were found in: a statement's first run starts from its plan instead of finding it
     /// again (then checks it under its locks, as always).
-    compiled: HashMap<usize, (u64, Found<Prepared>)>,
+    compiled: HashMap<usize, (u64, compile::Checked)>,
     /// The procedure or function being run (see `ModuleContext`); `None` for a batch and
     /// dynamic SQL.
     owner: Option<permissions::ModuleContext>,

@@ -29,14 +29,16 @@ impl Runner<'_> {
     /// or function the statement names) with the same owner in the same database needs
     /// nothing of its own (ownership chaining; not across databases).
     pub(super) fn check_plan(&mut self, deps: &[ObjectDep]) -> SqlResult<()> {
-        self.check_databases(deps)?;
+        if self.check_databases(deps)? {
+            return Ok(());
+        }
         for dep in deps.iter().filter(|d| !d.access.is_empty()) {
             let db = dep.db.name(&self.state.database).to_string();
             let (security, token) = self.shared.access(self.state, &db)?;
             if token.unrestricted {
                 continue;
             }
-            let of = self.shared.catalog_named(&db)?;
+            let of = self.shared.catalog_memo(&self.state.catalog_memo, &db)?;
             let Some(object) = of.catalog.lookup_key(&dep.key) else { continue };
             // A session's #temp tables and table variables (and ##global ones, which any
             // session may use) need no permission.
@@ -67,8 +69,10 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Checks that the session may use every database these names were looked up in.
-    pub(super) fn check_databases(&mut self, deps: &[ObjectDep]) -> SqlResult<()> {
+    /// Checks that the session may use every database these names were looked up in;
+    /// true when it is unrestricted in all of them (no object needs a look).
+    pub(super) fn check_databases(&mut self, deps: &[ObjectDep]) -> SqlResult<bool> {
+        let mut unrestricted = true;
         for (i, dep) in deps.iter().enumerate() {
             if deps[..i].iter().any(|d| d.db == dep.db) {
                 continue;
@@ -76,10 +80,12 @@ impl Runner<'_> {
             // The current database exists (a USE checked it); another may not.
             let db = dep.db.name(&self.state.database);
             if dep.db == DbRef::Current || self.shared.engine.exists(db) {
-                self.shared.access(self.state, db)?;
+                unrestricted &= self.shared.access(self.state, db)?.1.unrestricted;
+            } else {
+                unrestricted = false;
             }
         }
-        Ok(())
+        Ok(unrestricted)
     }
 
     /// EXECUTE on a procedure about to run; its database and owner when it may (the

@@ -127,8 +127,8 @@ impl Runner<'_> {
                 }
             }
         }
-        let Some(found) = self.compile_statement(s)? else { return Ok(None) };
-        Ok(Some(self.with_site(|at| tessera_semantics::plan::statement_plan(&found.plan, vars, at))))
+        let Some(checked) = self.compile_statement(s)? else { return Ok(None) };
+        Ok(Some(self.with_site(|at| tessera_semantics::plan::statement_plan(checked.plan(), vars, at))))
     }
 
     /// Shows a plan as it runs in the session's database.

@@ -116,9 +116,28 @@ pub struct DatabaseOptions {
     /// The security id of the login that owns the database (`sys.databases.owner_sid`),
     /// kept in the registry so that listings need not open it; `None`: `sa`.
     pub owner_sid: Option<Vec<u8>>,
-    /// At most this many of the database's requests run at once (a tessera extension,
-    /// `ALTER DATABASE … SET MAX_CONCURRENT_REQUESTS`); `None`: no limit.
+    /// What the database's requests may use (tessera extensions, set with ALTER
+    /// DATABASE).
+    pub limits: ResourceLimits,
+}
+
+/// A database's resource limits, each `None` when it has none (tessera extensions to
+/// `ALTER DATABASE … SET`, enforced by the T-SQL layer's governor).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResourceLimits {
+    /// `MAX_CONCURRENT_REQUESTS`: at most this many of its requests run at once.
     pub max_concurrent_requests: Option<u32>,
+    /// `MAX_CPU_PERCENT`: its requests use at most this share of the CPU the server may
+    /// use (all its cores: 50 on a 2-core server is one core's worth), 1–100.
+    pub max_cpu_percent: Option<u32>,
+    /// `MAX_LOG_RATE_KB`: its log is written at most this many KiB per second.
+    pub max_log_rate_kb: Option<u32>,
+}
+
+impl ResourceLimits {
+    pub fn any(&self) -> bool {
+        *self != ResourceLimits::default()
+    }
 }
 
 impl DatabaseOptions {
@@ -700,6 +719,11 @@ impl Database {
 
     pub fn log_stats(&self) -> tessera_log::LogStats {
         self.space.wal.stats()
+    }
+
+    /// Bytes written to the log file since the database opened (one atomic read).
+    pub fn log_bytes_written(&self) -> u64 {
+        self.space.wal.bytes_written()
     }
 
     /// The structural checker (the future DBCC CHECKDB): every tree's structure, then

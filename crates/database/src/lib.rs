@@ -26,7 +26,9 @@ mod registry;
 pub use registry::{DbState, Entry as DatabaseEntry};
 mod transaction;
 
-pub use database::{BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, TableId};
+pub use database::{
+    BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, ResourceLimits, TableId,
+};
 pub use engine::{
     with_lowercase, BufferDescriptor, DatabaseEvent, DatabaseListener, Engine, EngineConfig, EngineStats,
 };

@@ -19,8 +19,9 @@
 //! size; bytes, a growth in percent ends with `%`), then `SCRATCH` for a database whose
 //! contents need not survive a restart (tempdb), empty otherwise, then the owner's
 //! security id in hexadecimal (empty: `sa`; entries written before it have 14 fields),
-//! then the most requests that may run at once (empty: no limit; entries written before
-//! it have 15 fields).
+//! then the resource limits, each empty when not set: the most requests that may run at
+//! once, the CPU cap in percent and the log rate in KiB/s (entries written before the
+//! first have 15 fields, before the other two 16).
 //!
 //! A crash while a line is appended leaves it torn: the last line, without its newline
 //! or with a CRC that does not match, is not a change that happened (it was never
@@ -41,7 +42,7 @@ use std::path::{Path, PathBuf};
 use tessera_errors::{Error, Result};
 use tessera_log::Growth;
 
-use crate::database::{DatabaseOptions, DelayedDurability, RecoveryModel};
+use crate::database::{DatabaseOptions, DelayedDurability, RecoveryModel, ResourceLimits};
 
 /// `sys.databases.state_desc`: RESTORING between a RESTORE … WITH NORECOVERY and the
 /// RESTORE that recovers it; such a database cannot be opened.
@@ -298,7 +299,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14, 15, 16].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15, 16, 18].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {
@@ -311,6 +312,12 @@ fn decode_entry(line: &str) -> Option<Entry> {
         match f.get(k) {
             None | Some(&"") => Some(None),
             Some(s) => Growth::parse(s).map(Some),
+        }
+    };
+    let number = |k: usize| -> Option<Option<u32>> {
+        match f.get(k) {
+            None | Some(&"") => Some(None),
+            Some(s) => s.parse().ok().map(Some),
         }
     };
     Some(Entry {
@@ -338,9 +345,10 @@ fn decode_entry(line: &str) -> Option<Entry> {
                 None | Some(&"") => None,
                 Some(hex) => Some(decode_hex(hex)?),
             },
-            max_concurrent_requests: match f.get(15) {
-                None | Some(&"") => None,
-                Some(n) => Some(n.parse().ok()?),
+            limits: ResourceLimits {
+                max_concurrent_requests: number(15)?,
+                max_cpu_percent: number(16)?,
+                max_log_rate_kb: number(17)?,
             },
         },
         state: match f.get(6) {
@@ -366,9 +374,10 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let o = &e.options;
     let size = |s: Option<u64>| s.map(|n| n.to_string()).unwrap_or_default();
     let growth = |g: Option<Growth>| g.map(Growth::encode).unwrap_or_default();
+    let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -384,7 +393,9 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         size(o.max_log_size),
         if o.scratch { "SCRATCH" } else { "" },
         o.owner_sid.as_deref().map(encode_hex).unwrap_or_default(),
-        o.max_concurrent_requests.map(|n| n.to_string()).unwrap_or_default()
+        number(o.limits.max_concurrent_requests),
+        number(o.limits.max_cpu_percent),
+        number(o.limits.max_log_rate_kb)
     );
     Ok(())
 }
@@ -413,7 +424,11 @@ mod tests {
             options: DatabaseOptions {
                 max_data_size: Some(id as u64 * 8192),
                 owner_sid: id.is_multiple_of(3).then(|| vec![id as u8, 0xab, 0]),
-                max_concurrent_requests: id.is_multiple_of(5).then_some(id % 7),
+                limits: ResourceLimits {
+                    max_concurrent_requests: id.is_multiple_of(5).then_some(id % 7),
+                    max_cpu_percent: id.is_multiple_of(2).then_some(id % 100),
+                    max_log_rate_kb: id.is_multiple_of(3).then_some(id * 1000),
+                },
                 ..DatabaseOptions::default()
             },
             state: DbState::Online,

@@ -96,8 +96,8 @@ pub struct Shared {
     pub scalar_functions: ScalarFunctions,
     /// What statements' blocking operators hold (see `grant::Grant`).
     pub query_memory: Arc<crate::grant::QueryMemory>,
-    /// Per-database limits on requests running at once (`request_gates`).
-    pub request_gates: crate::request_gates::RequestGates,
+    /// Per-database resource limits and their use (`governor`).
+    pub governors: crate::governor::Governors,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -175,13 +175,13 @@ impl Shared {
             kill_hook: Mutex::new(None),
             open_close_log: Mutex::default(),
             query_memory: Arc::default(),
-            request_gates: Default::default(),
+            governors: Default::default(),
             scalar_functions,
             me: me.clone(),
         });
         for entry in shared.engine.entries() {
-            if let Some(limit) = entry.options.max_concurrent_requests {
-                shared.request_gates.set_limit(entry.id, limit);
+            if entry.options.limits.any() {
+                shared.governors.set_limits(entry.id, entry.options.limits);
             }
         }
         let weak = Arc::downgrade(&shared);
@@ -700,6 +700,9 @@ pub struct SessionState {
     pub spid: i32,
     pub database: String,
     pub catalog_memo: CatalogMemo,
+    /// The running request's charges against its database's resource limits (None: it
+    /// has none, or no request runs).
+    pub pacer: Option<crate::governor::Pacer>,
     pub login: String,
     pub options: Options,
     pub txns: Transactions,
@@ -787,6 +790,7 @@ impl SessionState {
             cancel: Arc::new(AtomicBool::new(false)),
             temp_tables: HashMap::new(),
             catalog_memo: CatalogMemo::default(),
+            pacer: None,
             caught: None,
             null_eliminated: false,
             host_name: String::new(),
@@ -823,6 +827,24 @@ impl SessionState {
         txns.statement_marks.push((database.name().to_string(), t.savepoint()));
         txns.open.push(t);
         Ok(txns.open.last_mut().expect("just pushed"))
+    }
+
+    /// Counts `rows` rows read or written against the running request's resource limits,
+    /// waiting when its database is over one (see `crate::governor`).
+    pub fn pace(&mut self, rows: u32) -> SqlResult<()> {
+        match &mut self.pacer {
+            Some(p) => p.rows(rows, &self.cancel),
+            None => Ok(()),
+        }
+    }
+
+    /// Charges the running request's use so far against its limits (at the end of a
+    /// statement), waiting when its database is over one.
+    pub fn pace_statement(&mut self) -> SqlResult<()> {
+        match &mut self.pacer {
+            Some(p) => p.charge(&self.cancel),
+            None => Ok(()),
+        }
     }
 
     /// A new sp_prepare handle.
@@ -875,11 +897,14 @@ impl<'a> ExecCtx<'a> {
         &self.session.vars[slot]
     }
 
-    pub fn check_cancel(&self) -> SqlResult<()> {
+    /// Between two rows (or batches of rows) of a statement: where it stops when the
+    /// session was cancelled (3617), and waits when its database is over a resource
+    /// limit (see `crate::governor`).
+    pub fn yield_point(&mut self) -> SqlResult<()> {
         if self.session.cancel.load(Ordering::Relaxed) {
             return Err(SqlError::new(3617, "The query was cancelled.").with_severity(25));
         }
-        Ok(())
+        self.session.pace(1)
     }
 
     /// The session's transaction in `db`, begun on first use.

@@ -908,6 +908,11 @@ impl Wal {
         Ok(())
     }
 
+    /// Bytes written to the file since it opened.
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes_written.load(Ordering::Relaxed)
+    }
+
     pub fn stats(&self) -> LogStats {
         let st = self.state.lock();
         let trunc_seq = lsn_seq(st.truncation_lsn);

@@ -6,55 +6,11 @@
 
 mod common;
 
+use common::tds::{connect_as, connect_to, count, eventually, refused, run, Conn};
 use common::{TestServer, PASSWORD};
-use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
-use tokio::net::TcpStream;
-use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
-
-type Conn = Client<Compat<TcpStream>>;
 
 const ALICE: &str = "Alice-Pass-1";
 const BOB: &str = "Bob-Pass-12";
-
-async fn connect_as(port: u16, user: &str, password: &str) -> Conn {
-    let mut config = Config::new();
-    config.host("127.0.0.1");
-    config.port(port);
-    config.authentication(AuthMethod::sql_server(user, password));
-    config.encryption(EncryptionLevel::NotSupported);
-    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
-    Client::connect(config, tcp.compat_write()).await.expect("login")
-}
-
-async fn run(c: &mut Conn, sql: &str) {
-    c.simple_query(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .into_results()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-}
-
-/// The number and text of the error `sql` must raise.
-async fn refused(c: &mut Conn, sql: &str) -> (u32, String) {
-    let e = match c.simple_query(sql).await {
-        Ok(stream) => match stream.into_results().await {
-            Ok(_) => panic!("{sql}: no error"),
-            Err(e) => e,
-        },
-        Err(e) => e,
-    };
-    match e {
-        tiberius::error::Error::Server(t) => (t.code(), t.message().to_string()),
-        other => panic!("{sql}: expected a server error, got {other:?}"),
-    }
-}
-
-async fn count(c: &mut Conn, sql: &str) -> i32 {
-    let row =
-        c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_row().await.unwrap().expect("a row");
-    row.get::<i32, _>(0).expect("an int")
-}
 
 #[test]
 fn a_tenant_s_database_is_its_own_until_it_grants() {
@@ -394,17 +350,6 @@ fn one_part_names_look_in_the_user_s_default_schema_first() {
     });
 }
 
-async fn connect_to(port: u16, user: &str, password: &str, database: &str) -> tiberius::Result<Conn> {
-    let mut config = Config::new();
-    config.host("127.0.0.1");
-    config.port(port);
-    config.database(database);
-    config.authentication(AuthMethod::sql_server(user, password));
-    config.encryption(EncryptionLevel::NotSupported);
-    let tcp = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
-    Client::connect(config, tcp.compat_write()).await
-}
-
 /// The error number a login attempt is refused with.
 fn login_error(attempt: tiberius::Result<Conn>) -> u32 {
     match attempt {
@@ -596,82 +541,6 @@ fn each_database_permission_refuses_without_and_allows_with() {
             run(&mut sa, case.grant).await;
             run(&mut u, needs).await;
         }
-    });
-}
-
-/// Polls `query` until it answers `expected` (a guard against a hang, not a timing test).
-async fn eventually(c: &mut Conn, query: &str, expected: i32) {
-    for _ in 0..2_000 {
-        if count(c, query).await == expected {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    panic!("{query} never answered {expected}");
-}
-
-#[test]
-fn a_database_s_request_limit_queues_the_rest_in_turn_and_never_deadlocks_a_transaction() {
-    let mut server = TestServer::start();
-    let port = server.port();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let running = "SELECT running_requests FROM sys.dm_tessera_resource_limits WHERE name = 'busy'";
-    let queued = "SELECT queued_requests FROM sys.dm_tessera_resource_limits WHERE name = 'busy'";
-    rt.block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
-        run(&mut sa, &format!("CREATE LOGIN gus WITH PASSWORD = '{BOB}'; GRANT CREATE ANY DATABASE TO gus")).await;
-        let mut gus = connect_as(port, "gus", BOB).await;
-        run(&mut gus, "CREATE DATABASE busy").await;
-        run(&mut gus, "USE busy; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)").await;
-        assert_eq!(
-            refused(&mut gus, "ALTER DATABASE busy SET MAX_CONCURRENT_REQUESTS = 1").await.0,
-            15247,
-            "the hoster's setting"
-        );
-        run(&mut sa, "ALTER DATABASE busy SET MAX_CONCURRENT_REQUESTS = 1").await;
-
-        // One request runs; the next waits its turn, then runs.
-        let mut c1 = connect_to(port, "gus", BOB, "busy").await.unwrap();
-        let mut c2 = connect_to(port, "gus", BOB, "busy").await.unwrap();
-        let watcher = async {
-            eventually(&mut sa, running, 1).await;
-            eventually(&mut sa, queued, 1).await;
-        };
-        let second = async {
-            eventually(&mut connect_as(port, "sa", PASSWORD).await, running, 1).await;
-            count(&mut c2, "SELECT 41 + 1").await
-        };
-        let (_, _, answer) = tokio::join!(run(&mut c1, "WAITFOR DELAY '00:00:03'"), watcher, second);
-        assert_eq!(answer, 42);
-        assert!(
-            count(
-                &mut sa,
-                "SELECT CAST(queued_requests_total AS int) FROM sys.dm_tessera_resource_limits WHERE name = 'busy'"
-            )
-            .await
-                >= 1
-        );
-
-        // A session inside a transaction is never queued behind a request waiting for its
-        // locks: no deadlock.
-        run(&mut c1, "BEGIN TRAN; UPDATE t SET v = 1 WHERE id = 1").await;
-        let blocked = async {
-            run(&mut c2, "SET LOCK_TIMEOUT 20000; UPDATE t SET v = 2 WHERE id = 1").await;
-        };
-        let commit = async {
-            eventually(&mut connect_as(port, "sa", PASSWORD).await, running, 1).await;
-            run(&mut c1, "COMMIT").await;
-        };
-        tokio::join!(blocked, commit);
-        assert_eq!(count(&mut sa, "SELECT v FROM busy.dbo.t WHERE id = 1").await, 2);
-    });
-    server.restart();
-    rt.block_on(async {
-        let mut sa = connect_as(server.port(), "sa", PASSWORD).await;
-        let limit = "SELECT max_concurrent_requests FROM sys.dm_tessera_resource_limits WHERE name = 'busy'";
-        assert_eq!(count(&mut sa, limit).await, 1, "the limit survives a restart");
-        run(&mut sa, "ALTER DATABASE busy SET MAX_CONCURRENT_REQUESTS = 0").await;
-        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits").await, 0);
     });
 }
 

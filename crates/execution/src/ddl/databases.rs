@@ -177,7 +177,7 @@ pub fn detach_database(ctx: &mut ExecCtx, n: &str) -> SqlResult<()> {
     ctx.shared.engine.detach_database(n).map_err(|e| if e.number() == 3703 { in_use() } else { e.into() })?;
     if let Some(id) = id {
         ctx.shared.plans.forget_database(n, id);
-        ctx.shared.request_gates.forget(id);
+        ctx.shared.governors.forget(id);
     }
     Ok(())
 }
@@ -251,24 +251,17 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                         })?;
                     }
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
-                    "MAX_CONCURRENT_REQUESTS" => {
-                        // The hoster's to set, not the tenant's: a server setting.
-                        if !ctx.shared.holds_server(ctx.session, "ALTER SETTINGS") {
-                            return Err(SqlError::new(15247, "User does not have permission to perform this action."));
-                        }
-                        let n: u32 = value.parse().map_err(|_| {
-                            SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)
-                        })?;
-                        options.max_concurrent_requests = (n > 0).then_some(n);
+                    "MAX_CONCURRENT_REQUESTS" | "MAX_CPU_PERCENT" | "MAX_LOG_RATE_KB" => {
+                        set_limit(ctx, &mut options.limits, opt, value)?;
                     }
                     _ => {
                         return Err(SqlError::new(5058, format!("Option '{opt}' cannot be set in database '{n}'.")));
                     }
                 }
             }
-            let limit = options.max_concurrent_requests.unwrap_or(0);
+            let limits = options.limits;
             ctx.shared.engine.alter_database(&n, options)?;
-            ctx.shared.request_gates.set_limit(database.id(), limit);
+            ctx.shared.governors.set_limits(database.id(), limits);
             Ok(())
         }
         ast::AlterDatabaseAction::ModifyFile(spec) => {
@@ -281,6 +274,31 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
         }
     }
 }
+
+/// One of a database's resource limits (tessera extensions, see `crate::governor`): a
+/// whole number, 0 for none (and 100 for no CPU cap). The hoster's to set, not the
+/// tenant's: a server setting (ALTER SETTINGS, 15247).
+fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: &str, value: &str) -> SqlResult<()> {
+    if !ctx.shared.holds_server(ctx.session, "ALTER SETTINGS") {
+        return Err(SqlError::new(15247, "User does not have permission to perform this action."));
+    }
+    let n: u32 =
+        value.parse().map_err(|_| SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15))?;
+    let out_of_range = |max: u32| {
+        SqlError::new(15129, format!("'{n}' is not a valid value for configuration option '{opt}': 0 to {max}."))
+    };
+    match opt {
+        "MAX_CONCURRENT_REQUESTS" => limits.max_concurrent_requests = (n > 0).then_some(n),
+        "MAX_CPU_PERCENT" if n > 100 => return Err(out_of_range(100)),
+        "MAX_CPU_PERCENT" => limits.max_cpu_percent = (n > 0 && n < 100).then_some(n),
+        _ if n > MAX_LOG_RATE_KB => return Err(out_of_range(MAX_LOG_RATE_KB)),
+        _ => limits.max_log_rate_kb = (n > 0).then_some(n),
+    }
+    Ok(())
+}
+
+/// The highest `MAX_LOG_RATE_KB` (16 GiB/s: beyond any log device).
+const MAX_LOG_RATE_KB: u32 = 16 << 20;
 
 /// `SET CONTAINMENT = PARTIAL | NONE`: whether the database's users may have passwords of
 /// their own and log in straight into it (needs 'contained database authentication').

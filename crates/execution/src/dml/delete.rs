@@ -18,7 +18,7 @@ pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>
     let mut count = 0;
     let mut output = Vec::new();
     for r in rows {
-        ctx.check_cancel()?;
+        ctx.yield_point()?;
         let old: Row = r[p.offset..p.offset + n].to_vec();
         let Value::Binary(key) = &r[p.key] else { continue };
         if delete_row(ctx, &target, key, &old, 0)? {

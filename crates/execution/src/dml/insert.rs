@@ -83,7 +83,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     let mut output = Vec::new();
     let mut staged = StagedRows::new(ctx, &target, source_rows.len())?;
     for src in source_rows.into_iter().take(limit) {
-        ctx.check_cancel()?;
+        ctx.yield_point()?;
         let mut row: Row = vec![Value::Null; table.columns.len()];
         let mut given = vec![false; table.columns.len()];
         for (j, v) in src.into_iter().enumerate() {

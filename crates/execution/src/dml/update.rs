@@ -25,7 +25,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
     let mut changes: Vec<(Arc<[u8]>, Row, Row)> = Vec::with_capacity(rows.len());
     let mut output = Vec::new();
     for r in rows {
-        ctx.check_cancel()?;
+        ctx.yield_point()?;
         let old: Row = r[p.offset..p.offset + n].to_vec();
         let Value::Binary(key) = &r[p.key] else { continue };
         let mut new = old.clone();
@@ -49,11 +49,11 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         changes.push((key.clone(), old, new));
     }
     for (key, old, new) in &changes {
-        ctx.check_cancel()?;
+        ctx.yield_point()?;
         unlink_old_row(ctx, &target, key, old, new, &changed)?;
     }
     for (key, old, new) in &changes {
-        ctx.check_cancel()?;
+        ctx.yield_point()?;
         link_new_row(ctx, &target, key, old, new, &changed)?;
     }
     let count = changes.len() as u64;

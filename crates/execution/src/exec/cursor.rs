@@ -27,7 +27,7 @@ const SEEN_KEY_OVERHEAD_BYTES: usize = 48;
 /// Opens `plan`. `corr` is the correlation row an enclosing [`Plan::Apply`] hands down
 /// (empty at the top); expressions of the plan that read it are evaluated now.
 pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Rows<'p>> {
-    ctx.check_cancel()?;
+    ctx.yield_point()?;
     Ok(match plan {
         Plan::Values(rows) => Box::new(Values { rows: rows.iter(), corr: corr.to_vec() }),
         Plan::Scan(node) => open_scan(node, None, corr, ctx)?,

@@ -152,7 +152,7 @@ pub(super) fn locked_rows(
         if out.rows.len() >= limit {
             break;
         }
-        ctx.check_cancel()?;
+        ctx.yield_point()?;
         let tx = ctx.transaction(&db_name)?;
         // A point lookup through a nonclustered index: its entry first (its key is exact).
         let (row_key, entry) = match entry {

@@ -433,30 +433,39 @@ fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
     Ok(vec![row])
 }
 
-/// `sys.dm_tessera_resource_limits` (a tessera extension): each database with a limit on
-/// requests running at once, and its use now and since the limit was set.
-pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<8> = ViewDef {
+/// `sys.dm_tessera_resource_limits` (a tessera extension): each database with a resource
+/// limit (`crate::governor`), its limits (NULL: none) and its use since the first was set.
+pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<16> = ViewDef {
     schema: "sys",
     name: "dm_tessera_resource_limits",
     columns: [
         col("database_id", Int, false),
         col("name", SYSNAME, true),
-        col("max_concurrent_requests", Int, false),
+        col("max_concurrent_requests", Int, true),
         col("running_requests", Int, false),
         col("queued_requests", Int, false),
         col("admitted_requests", BigInt, false),
         col("queued_requests_total", BigInt, false),
         col("queued_wait_ms_total", BigInt, false),
+        col("max_cpu_percent", Int, true),
+        col("cpu_used_ms_total", BigInt, false),
+        col("cpu_throttled_count", BigInt, false),
+        col("cpu_throttled_ms_total", BigInt, false),
+        col("max_log_rate_kb", Int, true),
+        col("log_written_kb_total", BigInt, false),
+        col("log_throttled_count", BigInt, false),
+        col("log_throttled_ms_total", BigInt, false),
     ],
     rows: tessera_resource_limits,
 };
 
-fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<8> {
+fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<16> {
     super::server_state(ctx)?;
     let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
+    let limit = |n: Option<u32>| n.map_or(Value::Null, |n| int(i64::from(n)));
     Ok(ctx
         .shared
-        .request_gates
+        .governors
         .usage()
         .into_iter()
         .map(|(id, u)| {
@@ -464,12 +473,20 @@ fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<8> {
             [
                 int(i64::from(id)),
                 name,
-                int(i64::from(u.limit)),
-                int(i64::from(u.running)),
-                int(i64::from(u.queued)),
-                big(u.admitted_total),
-                big(u.queued_total),
-                big(u.wait_total_ms),
+                limit(u.limits.max_concurrent_requests),
+                int(i64::from(u.requests.running)),
+                int(i64::from(u.requests.queued)),
+                big(u.requests.admitted_total),
+                big(u.requests.queued_total),
+                big(u.requests.wait_total_ms),
+                limit(u.limits.max_cpu_percent),
+                big(u.cpu.used_total / 1_000_000),
+                big(u.cpu.waits_total),
+                big(u.cpu.waited_ms_total),
+                limit(u.limits.max_log_rate_kb),
+                big(u.log.used_total >> 10),
+                big(u.log.waits_total),
+                big(u.log.waited_ms_total),
             ]
         })
         .collect())

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod tds;
+
 use tessera_server::{Config, RunningServer};
 use tiberius::{AuthMethod, Client, EncryptionLevel};
 use tokio::net::TcpStream;

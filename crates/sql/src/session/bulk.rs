@@ -120,6 +120,7 @@ impl Session {
         if !failed && !cancelled {
             sink.done(Some(rows), false);
         }
+        self.release();
         self.publish(None);
         failed || cancelled
     }

@@ -190,7 +190,10 @@ impl Session {
         let mut watch = ErrorWatch { inner: sink, failed: false };
         self.publish(Some(text));
         match self.admit() {
-            Ok(_slot) => self.execute_inner(text, &mut watch),
+            Ok(_slot) => {
+                self.execute_inner(text, &mut watch);
+                self.release();
+            }
             Err(e) => {
                 watch.message(&e);
                 self.state.error = e.number;
@@ -201,13 +204,25 @@ impl Session {
     }
 
     /// A turn to run a request in the session's database, waiting for one when the
-    /// database limits how many run at once (`request_gates`).
-    pub(crate) fn admit(&self) -> SqlResult<Option<tessera_execution::request_gates::RequestSlot>> {
-        if !self.shared.request_gates.any() {
+    /// database limits how many run at once, and the charges of its use against the
+    /// database's limits (`tessera_execution::governor`), ended by [`Session::release`].
+    pub(crate) fn admit(&mut self) -> SqlResult<Option<tessera_execution::governor::RequestSlot>> {
+        if !self.shared.governors.any() {
             return Ok(None);
         }
-        let id = self.shared.catalog_memo(&self.state.catalog_memo, &self.state.database)?.database_id;
-        self.shared.request_gates.enter(id, self.state.txns.count > 0, &self.state.cancel)
+        let db = self.shared.database_memo(&self.state.catalog_memo, &self.state.database)?;
+        let admission = self.shared.governors.admit(&db, self.state.txns.count > 0, &self.state.cancel)?;
+        Ok(admission.map(|a| {
+            self.state.pacer = Some(a.pacer);
+            a.slot
+        }))
+    }
+
+    /// Ends the request's charges against its database's limits.
+    pub(crate) fn release(&mut self) {
+        if let Some(pacer) = self.state.pacer.take() {
+            pacer.finish();
+        }
     }
 
     fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {

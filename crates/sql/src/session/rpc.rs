@@ -43,6 +43,7 @@ impl Session {
             Ok(_slot) => {
                 let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
                 self.run_bound(&text, decls, params.iter().map(|p| p.value.clone()).collect(), &mut watch);
+                self.release();
             }
             Err(e) => {
                 watch.message(&e);

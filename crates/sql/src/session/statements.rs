@@ -98,6 +98,11 @@ impl Runner<'_> {
                         return self.fail(s, e);
                     }
                 }
+                // A database over its resource limits waits here, its locks released
+                // when it commits.
+                if let Err(e) = self.state.pace_statement() {
+                    return self.fail(s, e);
+                }
                 if !matches!(s.kind, StatementKind::Declare(_) | StatementKind::Label(_)) {
                     self.state.error = 0;
                 }

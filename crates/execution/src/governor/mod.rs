@@ -1,0 +1,163 @@
+//! Per-database resource limits (tessera extensions, set with `ALTER DATABASE … SET`;
+//! `ResourceLimits` in the database crate), for any number of databases:
+//!
+//! - `MAX_CONCURRENT_REQUESTS`: at most n of the database's requests run at once, the
+//!   rest wait in a fair queue ([`gate`]);
+//! - `MAX_CPU_PERCENT`: its requests use at most this share of the CPU the server may use;
+//! - `MAX_LOG_RATE_KB`: its log is written at most this fast.
+//!
+//! CPU and log use are drawn from token buckets ([`bucket`]). A running request charges
+//! them as it goes ([`Pacer`]): at the end of each statement and every few rows it reads
+//! or writes, it charges the CPU its thread used and the bytes its database's log wrote
+//! since the last charge, and sleeps off any deficit (cancellable, error 3617) — so a
+//! database over its limit waits, never fails, and leaves the CPU and the log device to
+//! the others. Requests in a database without limits pay one branch per row.
+//!
+//! Invariants:
+//! - Only databases with a limit have a governor: the memory held grows with the number
+//!   of limited databases, not of databases.
+//! - A request is governed by the database it started in (its session's database when
+//!   the batch or RPC arrived), for its whole run.
+
+pub mod bucket;
+pub mod gate;
+mod pacer;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use tessera_database::{Database, ResourceLimits};
+use tessera_errors::SqlResult;
+
+pub use bucket::BucketUse;
+pub use gate::{GateUse, RequestSlot};
+pub use pacer::Pacer;
+
+use bucket::Bucket;
+use gate::Gate;
+
+/// One database's limits and what they are used to enforce.
+#[derive(Debug)]
+pub struct Governor {
+    limits: Mutex<ResourceLimits>,
+    gate: Arc<Gate>,
+    /// CPU nanoseconds per second.
+    cpu: Bucket,
+    /// Log bytes per second.
+    log: Bucket,
+}
+
+/// What a governed database's DMV row shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Usage {
+    pub limits: ResourceLimits,
+    pub requests: GateUse,
+    pub cpu: BucketUse,
+    pub log: BucketUse,
+}
+
+/// CPU nanoseconds per second a cap of `percent` allows: that share of every core the
+/// server may run on.
+fn cpu_rate(percent: Option<u32>) -> Option<f64> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    percent.map(|p| f64::from(p.clamp(1, 100)) / 100.0 * cores as f64 * 1e9)
+}
+
+fn log_rate(kb: Option<u32>) -> Option<f64> {
+    kb.map(|kb| f64::from(kb.max(1)) * 1024.0)
+}
+
+impl Governor {
+    fn new(limits: ResourceLimits, now: Instant) -> Governor {
+        Governor {
+            limits: Mutex::new(limits),
+            gate: Arc::new(Gate::new(limits.max_concurrent_requests.unwrap_or(0))),
+            cpu: Bucket::new(cpu_rate(limits.max_cpu_percent), now),
+            log: Bucket::new(log_rate(limits.max_log_rate_kb), now),
+        }
+    }
+
+    fn set(&self, limits: ResourceLimits, now: Instant) {
+        let mut current = self.limits.lock();
+        if current.max_concurrent_requests != limits.max_concurrent_requests {
+            self.gate.set_limit(limits.max_concurrent_requests.unwrap_or(0));
+        }
+        if current.max_cpu_percent != limits.max_cpu_percent {
+            self.cpu.set_rate(cpu_rate(limits.max_cpu_percent), now);
+        }
+        if current.max_log_rate_kb != limits.max_log_rate_kb {
+            self.log.set_rate(log_rate(limits.max_log_rate_kb), now);
+        }
+        *current = limits;
+    }
+
+    fn usage(&self) -> Usage {
+        Usage { limits: *self.limits.lock(), requests: self.gate.usage(), cpu: self.cpu.usage(), log: self.log.usage() }
+    }
+}
+
+/// The governors of every database that has a limit, by database id.
+#[derive(Debug, Default)]
+pub struct Governors {
+    governors: Mutex<HashMap<u32, Arc<Governor>>>,
+    /// How many there are (read without the lock: none, nothing to do).
+    count: AtomicUsize,
+}
+
+/// A request's admission: its place in the gate (given back when dropped) and the pacer
+/// that charges its use.
+pub struct Admission {
+    pub slot: RequestSlot,
+    pub pacer: Pacer,
+}
+
+impl Governors {
+    /// Sets database `id`'s limits; with none left, its governor goes (queued requests
+    /// are let through, running ones finish uncharged).
+    pub fn set_limits(&self, id: u32, limits: ResourceLimits) {
+        let now = Instant::now();
+        let mut governors = self.governors.lock();
+        if limits.any() {
+            match governors.get(&id) {
+                Some(g) => g.set(limits, now),
+                None => {
+                    governors.insert(id, Arc::new(Governor::new(limits, now)));
+                }
+            }
+        } else if let Some(g) = governors.remove(&id) {
+            g.set(limits, now);
+        }
+        self.count.store(governors.len(), Ordering::Relaxed);
+    }
+
+    /// Forgets a dropped or detached database's governor.
+    pub fn forget(&self, id: u32) {
+        self.set_limits(id, ResourceLimits::default());
+    }
+
+    /// Whether any database has a limit.
+    pub fn any(&self) -> bool {
+        self.count.load(Ordering::Relaxed) > 0
+    }
+
+    /// Admits a request to database `db` (None when it has no limits): waits for its turn
+    /// if too many of its requests run (not for a session inside a transaction), and
+    /// starts charging its use. Error 3617 when `cancel` is set while it waits.
+    pub fn admit(&self, db: &Arc<Database>, in_transaction: bool, cancel: &AtomicBool) -> SqlResult<Option<Admission>> {
+        let Some(governor) = self.governors.lock().get(&db.id()).cloned() else { return Ok(None) };
+        let slot = governor.gate.enter(in_transaction, cancel)?;
+        Ok(Some(Admission { slot, pacer: Pacer::start(governor, db.clone()) }))
+    }
+
+    /// Every governed database's limits and use, by database id.
+    pub fn usage(&self) -> Vec<(u32, Usage)> {
+        let governors: Vec<(u32, Arc<Governor>)> =
+            self.governors.lock().iter().map(|(id, g)| (*id, g.clone())).collect();
+        let mut out: Vec<(u32, Usage)> = governors.into_iter().map(|(id, g)| (id, g.usage())).collect();
+        out.sort_unstable_by_key(|(id, _)| *id);
+        out
+    }
+}

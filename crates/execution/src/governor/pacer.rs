@@ -1,0 +1,80 @@
+//! A running request's charges against its database's CPU and log buckets.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tessera_database::Database;
+use tessera_errors::{SqlError, SqlResult};
+
+use super::Governor;
+use crate::statistics::thread_cpu_time;
+
+/// Rows (or batches of rows read) between two charges: often enough that a request over
+/// its limit stops within a few milliseconds, rarely enough that the clock reads (a
+/// system call for the thread's CPU time) cost little next to the rows.
+const CHARGE_EVERY_ROWS: u32 = 64;
+/// How often a throttled request looks at its cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// Charges one request's use. It runs on one thread (a request's batch does), whose CPU
+/// clock it reads.
+pub struct Pacer {
+    governor: Arc<Governor>,
+    db: Arc<Database>,
+    cpu_at: Duration,
+    rows: u32,
+}
+
+impl Pacer {
+    pub(super) fn start(governor: Arc<Governor>, db: Arc<Database>) -> Pacer {
+        Pacer { governor, db, cpu_at: thread_cpu_time(), rows: 0 }
+    }
+
+    /// Counts `rows` rows read or written; every [`CHARGE_EVERY_ROWS`], charges.
+    pub fn rows(&mut self, rows: u32, cancel: &AtomicBool) -> SqlResult<()> {
+        self.rows = self.rows.saturating_add(rows);
+        if self.rows < CHARGE_EVERY_ROWS {
+            return Ok(());
+        }
+        self.charge(cancel)
+    }
+
+    /// Charges the CPU the thread used and the log its database wrote since the last
+    /// charge, and sleeps off a deficit. Error 3617 when `cancel` is set meanwhile.
+    pub fn charge(&mut self, cancel: &AtomicBool) -> SqlResult<()> {
+        let wait = self.charge_now();
+        sleep(wait, cancel)
+    }
+
+    /// The last charge, when the request ends: a deficit is left for the database's next
+    /// charge to wait off, so the reply is not held back.
+    pub fn finish(mut self) {
+        self.charge_now();
+    }
+
+    fn charge_now(&mut self) -> Duration {
+        self.rows = 0;
+        let now = Instant::now();
+        let cpu = thread_cpu_time();
+        let used = cpu.saturating_sub(self.cpu_at);
+        self.cpu_at = cpu;
+        let cpu_wait = self.governor.cpu.charge(used.as_nanos() as u64, now);
+        cpu_wait.max(self.governor.log.charge_total(self.db.log_bytes_written(), now))
+    }
+}
+
+/// Sleeps `wait`, or until `cancel` is set (3617).
+fn sleep(wait: Duration, cancel: &AtomicBool) -> SqlResult<()> {
+    let until = Instant::now() + wait;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(SqlError::new(3617, "The query was cancelled.").with_severity(25));
+        }
+        let now = Instant::now();
+        if now >= until {
+            return Ok(());
+        }
+        std::thread::sleep((until - now).min(CANCEL_POLL));
+    }
+}

@@ -1,0 +1,154 @@
+//! Per-database resource limits over TDS (tessera extensions to ALTER DATABASE … SET):
+//! requests beyond MAX_CONCURRENT_REQUESTS wait their turn, a database over its
+//! MAX_CPU_PERCENT or MAX_LOG_RATE_KB waits and gets its answer, a throttled request can
+//! be killed, and sys.dm_tessera_resource_limits shows the limits and what they held back.
+//! Only the hoster sets them; they survive a restart. No timing is asserted: the DMV's
+//! counters say whether a request was held back.
+
+mod common;
+
+use common::tds::{connect_as, connect_to, count, eventually, refused, run};
+use common::{TestServer, PASSWORD};
+
+const BOB: &str = "Bob-Pass-12";
+
+/// A column of `sys.dm_tessera_resource_limits` for database `db`, as an int.
+fn limits_column(column: &str, db: &str) -> String {
+    format!("SELECT CAST({column} AS int) FROM sys.dm_tessera_resource_limits WHERE name = '{db}'")
+}
+
+#[test]
+fn a_database_s_request_limit_queues_the_rest_in_turn_and_never_deadlocks_a_transaction() {
+    let mut server = TestServer::start();
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let running = "SELECT running_requests FROM sys.dm_tessera_resource_limits WHERE name = 'busy'";
+    let queued = "SELECT queued_requests FROM sys.dm_tessera_resource_limits WHERE name = 'busy'";
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN gus WITH PASSWORD = '{BOB}'; GRANT CREATE ANY DATABASE TO gus")).await;
+        let mut gus = connect_as(port, "gus", BOB).await;
+        run(&mut gus, "CREATE DATABASE busy").await;
+        run(&mut gus, "USE busy; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)").await;
+        assert_eq!(
+            refused(&mut gus, "ALTER DATABASE busy SET MAX_CONCURRENT_REQUESTS = 1").await.0,
+            15247,
+            "the hoster's setting"
+        );
+        run(&mut sa, "ALTER DATABASE busy SET MAX_CONCURRENT_REQUESTS = 1").await;
+
+        // One request runs; the next waits its turn, then runs.
+        let mut c1 = connect_to(port, "gus", BOB, "busy").await.unwrap();
+        let mut c2 = connect_to(port, "gus", BOB, "busy").await.unwrap();
+        let watcher = async {
+            eventually(&mut sa, running, 1).await;
+            eventually(&mut sa, queued, 1).await;
+        };
+        let second = async {
+            eventually(&mut connect_as(port, "sa", PASSWORD).await, running, 1).await;
+            count(&mut c2, "SELECT 41 + 1").await
+        };
+        let (_, _, answer) = tokio::join!(run(&mut c1, "WAITFOR DELAY '00:00:03'"), watcher, second);
+        assert_eq!(answer, 42);
+        assert!(
+            count(
+                &mut sa,
+                "SELECT CAST(queued_requests_total AS int) FROM sys.dm_tessera_resource_limits WHERE name = 'busy'"
+            )
+            .await
+                >= 1
+        );
+
+        // A session inside a transaction is never queued behind a request waiting for its
+        // locks: no deadlock.
+        run(&mut c1, "BEGIN TRAN; UPDATE t SET v = 1 WHERE id = 1").await;
+        let blocked = async {
+            run(&mut c2, "SET LOCK_TIMEOUT 20000; UPDATE t SET v = 2 WHERE id = 1").await;
+        };
+        let commit = async {
+            eventually(&mut connect_as(port, "sa", PASSWORD).await, running, 1).await;
+            run(&mut c1, "COMMIT").await;
+        };
+        tokio::join!(blocked, commit);
+        assert_eq!(count(&mut sa, "SELECT v FROM busy.dbo.t WHERE id = 1").await, 2);
+    });
+    server.restart();
+    rt.block_on(async {
+        let mut sa = connect_as(server.port(), "sa", PASSWORD).await;
+        let limit = "SELECT max_concurrent_requests FROM sys.dm_tessera_resource_limits WHERE name = 'busy'";
+        assert_eq!(count(&mut sa, limit).await, 1, "the limit survives a restart");
+        run(&mut sa, "ALTER DATABASE busy SET MAX_CONCURRENT_REQUESTS = 0").await;
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits").await, 0);
+    });
+}
+
+#[test]
+fn a_database_over_its_cpu_cap_or_log_rate_waits_and_the_dmv_shows_it() {
+    let mut server = TestServer::start();
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // A few milliseconds of CPU or more: past the cap's burst (0.1 s of 1 % of the cores).
+    let busy_loop = "DECLARE @i int = 0, @x int = 0; \
+                     WHILE @i < 1500 BEGIN SET @x = (@x + @i * 7) % 1009; SET @i += 1; END; SELECT @x";
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN gus WITH PASSWORD = '{BOB}'")).await;
+        run(&mut sa, "CREATE DATABASE capped; CREATE DATABASE logged; CREATE DATABASE free").await;
+        run(&mut sa, "ALTER AUTHORIZATION ON DATABASE::capped TO gus").await;
+        let mut gus = connect_to(port, "gus", BOB, "capped").await.unwrap();
+        assert_eq!(refused(&mut gus, "ALTER DATABASE capped SET MAX_CPU_PERCENT = 1").await.0, 15247);
+        assert_eq!(refused(&mut sa, "ALTER DATABASE capped SET MAX_CPU_PERCENT = 101").await.0, 15129);
+        assert_eq!(refused(&mut sa, "ALTER DATABASE capped SET MAX_LOG_RATE_KB = -1").await.0, 102);
+        run(&mut sa, "ALTER DATABASE capped SET MAX_CPU_PERCENT = 1").await;
+        run(&mut sa, "ALTER DATABASE logged SET MAX_LOG_RATE_KB = 512").await;
+
+        // The capped database's loop is held back and still answers; the same loop in a
+        // database without limits is not governed at all.
+        let answer = count(&mut gus, busy_loop).await;
+        assert!(count(&mut sa, &limits_column("cpu_throttled_count", "capped")).await > 0);
+        assert!(count(&mut sa, &limits_column("cpu_throttled_ms_total", "capped")).await > 0);
+        assert!(count(&mut sa, &limits_column("cpu_used_ms_total", "capped")).await > 0);
+        let mut free = connect_to(port, "sa", PASSWORD, "free").await.unwrap();
+        assert_eq!(count(&mut free, busy_loop).await, answer);
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits WHERE name = 'free'").await, 0);
+
+        // About 900 KiB of log at 512 KiB/s: the writer waits for the log's rate, and every
+        // row is there.
+        let mut writer = connect_to(port, "sa", PASSWORD, "logged").await.unwrap();
+        run(&mut writer, "CREATE TABLE t (id int PRIMARY KEY, v char(1000))").await;
+        run(&mut writer, "DECLARE @i int = 0; WHILE @i < 800 BEGIN INSERT INTO t VALUES (@i, 'x'); SET @i += 1; END")
+            .await;
+        assert_eq!(count(&mut writer, "SELECT COUNT(*) FROM t").await, 800);
+        assert!(count(&mut sa, &limits_column("log_throttled_count", "logged")).await > 0);
+        assert!(count(&mut sa, &limits_column("log_written_kb_total", "logged")).await >= 800);
+        assert_eq!(count(&mut sa, &limits_column("cpu_throttled_count", "logged")).await, 0, "no CPU cap there");
+
+        // A request held back for a long time can be killed: its session ends.
+        let spid = count(&mut gus, "SELECT CAST(@@SPID AS int)").await;
+        let throttled_before = count(&mut sa, &limits_column("cpu_throttled_count", "capped")).await;
+        let long = busy_loop.replace("1500", "10000000");
+        let kill = async {
+            let throttled = limits_column("cpu_throttled_count", "capped");
+            for _ in 0..2_000 {
+                if count(&mut sa, &throttled).await > throttled_before {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            run(&mut sa, &format!("KILL {spid}")).await;
+            eventually(&mut sa, &format!("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE session_id = {spid}"), 0)
+                .await;
+        };
+        let (killed, ()) = tokio::join!(async { gus.simple_query(long.as_str()).await.map(|_| ()) }, kill);
+        drop(killed);
+    });
+    server.restart();
+    rt.block_on(async {
+        let mut sa = connect_as(server.port(), "sa", PASSWORD).await;
+        assert_eq!(count(&mut sa, &limits_column("max_cpu_percent", "capped")).await, 1, "kept over a restart");
+        assert_eq!(count(&mut sa, &limits_column("max_log_rate_kb", "logged")).await, 512);
+        run(&mut sa, "ALTER DATABASE capped SET MAX_CPU_PERCENT = 100; ALTER DATABASE logged SET MAX_LOG_RATE_KB = 0")
+            .await;
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits").await, 0);
+    });
+}

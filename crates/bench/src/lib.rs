@@ -15,6 +15,8 @@
 //! - [`consolidation`]: `tessera bench consolidation`, seed 000's PACE-like tenants under a
 //!   mix of procedure calls at 500 … 8,000 databases, against PostgreSQL's two ways of
 //!   serving many tenants.
+//! - [`noisy`]: `tessera bench noisy`, quiet tenants' latency beside a noisy tenant, alone,
+//!   without and with its resource limits, against PostgreSQL.
 //! - [`streaming`]: `tessera bench streaming`, `SELECT *` of a table larger than memory
 //!   over TDS against PostgreSQL, read by [`tdsstream`] and sampled by [`rss`].
 
@@ -28,6 +30,7 @@ pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod machine;
+pub mod noisy;
 pub mod peers;
 pub mod plancache;
 pub mod pointselect;

@@ -49,6 +49,11 @@ pub enum Bench {
     /// half the CPUs each, next to PostgreSQL with a database per tenant behind PgBouncer and
     /// with a schema per tenant; `--idle N`: server RSS with N open idle databases.
     Consolidation(ConsolidationArgs),
+    /// Issue 21: 100 quiet tenants' procedure calls at a fixed rate beside one noisy tenant
+    /// scanning and bulk inserting flat out: the quiet p99 alone, beside it without limits
+    /// and with its MAX_CPU_PERCENT / MAX_CONCURRENT_REQUESTS / MAX_LOG_RATE_KB on, next to
+    /// PostgreSQL with the same tenants.
+    Noisy(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -182,13 +187,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             })
         }
         Bench::Consolidation(args) => {
-            let binary = match std::env::current_exe() {
-                Ok(path) => Some(path),
-                Err(e) => {
-                    eprintln!("tessera bench: cannot find the tessera binary to start servers from: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
+            let Some(binary) = server_binary() else { return ExitCode::FAILURE };
             let mut params = if args.common.quick {
                 tessera_bench::consolidation::ConsolidationParams::quick(binary)
             } else {
@@ -209,7 +208,27 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::consolidation::run(dir, &params, &progress).map(|o| (o.report, o.failures))
             })
         }
+        Bench::Noisy(common) => {
+            let Some(binary) = server_binary() else { return ExitCode::FAILURE };
+            let params = if common.quick {
+                tessera_bench::noisy::NoisyParams::quick(binary)
+            } else {
+                tessera_bench::noisy::NoisyParams::full(binary)
+            };
+            finish(&common, |dir| tessera_bench::noisy::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
+    }
+}
+
+/// This binary, which benchmarks start their `tessera serve` servers from.
+fn server_binary() -> Option<Option<PathBuf>> {
+    match std::env::current_exe() {
+        Ok(path) => Some(Some(path)),
+        Err(e) => {
+            eprintln!("tessera bench: cannot find the tessera binary to start servers from: {e}");
+            None
+        }
     }
 }
 

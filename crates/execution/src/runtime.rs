@@ -901,10 +901,15 @@ impl<'a> ExecCtx<'a> {
     /// session was cancelled (3617), and waits when its database is over a resource
     /// limit (see `crate::governor`).
     pub fn yield_point(&mut self) -> SqlResult<()> {
+        self.yield_after_rows(1)
+    }
+
+    /// [`ExecCtx::yield_point`] after `rows` rows (a batch of a scan).
+    pub fn yield_after_rows(&mut self, rows: u32) -> SqlResult<()> {
         if self.session.cancel.load(Ordering::Relaxed) {
             return Err(SqlError::new(3617, "The query was cancelled.").with_severity(25));
         }
-        self.session.pace(1)
+        self.session.pace(rows)
     }
 
     /// The session's transaction in `db`, begun on first use.

@@ -87,7 +87,7 @@ fn a_database_over_its_cpu_cap_or_log_rate_waits_and_the_dmv_shows_it() {
     let mut server = TestServer::start();
     let port = server.port();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    // A few milliseconds of CPU or more: past the cap's burst (0.1 s of 1 % of the cores).
+    // A few milliseconds of CPU or more: past the cap's burst (0.02 s of 1 % of the cores).
     let busy_loop = "DECLARE @i int = 0, @x int = 0; \
                      WHILE @i < 1500 BEGIN SET @x = (@x + @i * 7) % 1009; SET @i += 1; END; SELECT @x";
     rt.block_on(async {

@@ -14,10 +14,10 @@
 //! against its buffer pool. The report carries the throughput-versus-databases curves
 //! (`--chart`).
 
-mod postgres;
+pub(crate) mod postgres;
 pub mod schema;
 mod summary;
-mod tessera;
+pub(crate) mod tessera;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -182,7 +182,7 @@ struct SideRun {
     notes: Vec<String>,
 }
 
-fn tenant_schema() -> TenantSchema {
+pub(crate) fn tenant_schema() -> TenantSchema {
     TenantSchema { tables: tessera_tables(), procedures: (0..PROCEDURES).map(tessera_procedure).collect() }
 }
 

@@ -170,13 +170,18 @@ impl PgSide {
         Ok(PgSide { layout, dir: dir.to_path_buf(), server, bouncer, tenants: 0 })
     }
 
-    /// Makes tenants up to `n` (the first `self.tenants` exist), in scripts of
-    /// [`SETUP_CHUNK`] tenants.
+    /// The cluster's own port (not PgBouncer's).
+    pub fn server_port(&self) -> u16 {
+        self.server.port
+    }
+
     /// Tenants created so far.
     pub fn tenants(&self) -> usize {
         self.tenants
     }
 
+    /// Makes tenants up to `n` (the first `self.tenants` exist), in scripts of
+    /// [`SETUP_CHUNK`] tenants.
     pub fn grow(&mut self, n: usize, progress: &dyn Fn(&str)) -> Result<()> {
         let objects = format!("{}\n{}", postgres_tables(), (0..PROCEDURES).map(postgres_function).collect::<String>());
         let script = self.dir.join("grow.sql");

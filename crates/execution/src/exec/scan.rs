@@ -271,7 +271,7 @@ impl Cursor for RangeScan<'_> {
             if self.done {
                 return Ok(None);
             }
-            ctx.yield_point()?;
+            ctx.yield_after_rows(SCAN_BATCH_ROWS as u32)?;
             let (node, mut mark, db) = (self.node, self.read_ahead, self.db.clone());
             crate::statistics::streaming_read(&db, &node.table, &mut mark, || self.read_batch(ctx))?;
             self.read_ahead = mark;

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 /// How much use a full bucket lets through at once, in seconds of its rate: short
-/// requests of a database that stays under its limit never wait.
-const BURST_SECONDS: f64 = 0.1;
+/// requests of a database that stays under its limit never wait, and a database that
+/// has been idle takes at most this much of its rate's worth at once.
+const BURST_SECONDS: f64 = 0.02;
 /// The longest single wait a charge asks for (a longer deficit is waited off in turns,
 /// each request charging again after its wait).
 const MAX_WAIT: Duration = Duration::from_secs(1);
@@ -117,16 +118,16 @@ mod tests {
     fn use_beyond_the_rate_waits_and_a_burst_does_not() {
         let start = Instant::now();
         let b = Bucket::new(Some(1000.0), start);
-        // The burst (100 units) passes at once.
-        assert_eq!(b.charge(100, start), Duration::ZERO);
-        // 50 more: half a twentieth of a second at 1,000/s.
+        // The burst (20 units) passes at once.
+        assert_eq!(b.charge(20, start), Duration::ZERO);
+        // 50 more: a twentieth of a second at 1,000/s.
         assert_eq!(b.charge(50, start), Duration::from_millis(50));
         // A second later the bucket is full again, not more than full.
         let later = start + Duration::from_secs(1);
-        assert_eq!(b.charge(100, later), Duration::ZERO);
+        assert_eq!(b.charge(20, later), Duration::ZERO);
         assert_eq!(b.charge(1, later), Duration::from_millis(1));
         let u = b.usage();
-        assert_eq!((u.used_total, u.waits_total, u.waited_ms_total), (251, 2, 51));
+        assert_eq!((u.used_total, u.waits_total, u.waited_ms_total), (91, 2, 51));
         // A huge deficit is waited off a second at a time.
         assert_eq!(b.charge(1_000_000, later), MAX_WAIT);
     }
@@ -142,10 +143,10 @@ mod tests {
     #[test]
     fn a_running_total_is_charged_by_what_it_grew() {
         let now = Instant::now();
-        let b = Bucket::new(Some(100.0), now);
+        let b = Bucket::new(Some(500.0), now);
         assert_eq!(b.charge_total(1_000_000, now), Duration::ZERO, "the first total only sets the mark");
         assert_eq!(b.charge_total(1_000_010, now), Duration::ZERO);
-        assert_eq!(b.charge_total(1_000_030, now), Duration::from_millis(200));
+        assert_eq!(b.charge_total(1_000_030, now), Duration::from_millis(40));
         assert_eq!(b.usage().used_total, 30);
     }
 }

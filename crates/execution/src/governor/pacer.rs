@@ -10,10 +10,10 @@ use tessera_errors::{SqlError, SqlResult};
 use super::Governor;
 use crate::statistics::thread_cpu_time;
 
-/// Rows (or batches of rows read) between two charges: often enough that a request over
-/// its limit stops within a few milliseconds, rarely enough that the clock reads (a
-/// system call for the thread's CPU time) cost little next to the rows.
-const CHARGE_EVERY_ROWS: u32 = 64;
+/// Rows read or written between two charges: often enough that a request over its limit
+/// stops within a millisecond or so, rarely enough that the clock reads (a system call
+/// for the thread's CPU time) cost little next to the rows.
+const CHARGE_EVERY_ROWS: u32 = 256;
 /// How often a throttled request looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
@@ -31,7 +31,7 @@ impl Pacer {
         Pacer { governor, db, cpu_at: thread_cpu_time(), rows: 0 }
     }
 
-    /// Counts `rows` rows read or written; every [`CHARGE_EVERY_ROWS`], charges.
+    /// Counts `rows` rows read or written; every [`CHARGE_EVERY_ROWS`] or more, charges.
     pub fn rows(&mut self, rows: u32, cancel: &AtomicBool) -> SqlResult<()> {
         self.rows = self.rows.saturating_add(rows);
         if self.rows < CHARGE_EVERY_ROWS {

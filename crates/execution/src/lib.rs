@@ -17,6 +17,7 @@ pub mod modules;
 pub mod open_close_log;
 pub mod principal_functions;
 pub mod principals;
+pub mod resource_governor;
 pub mod runtime;
 pub mod security;
 pub mod server_permissions;

@@ -34,6 +34,9 @@ pub fn define(
     if name.name().value.starts_with('#') {
         return Err(SqlError::new(2760, "Temporary procedures, functions and views are not supported."));
     }
+    if kind == ModuleKind::ScalarFunction && (alter || or_alter) {
+        crate::ddl::resource_governor::check_not_classifier(ctx, "alter", &db, &schema, &obj)?;
+    }
     let schema_exists = schema.eq_ignore_ascii_case("dbo")
         || (ctx.shared.engine.exists(&db)
             && ctx.shared.security(&ctx.session.catalog_memo, &db)?.schema(&schema).is_some());
@@ -149,6 +152,9 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
     };
     if !ctx.shared.engine.exists(&db) {
         return if if_exists { Ok(()) } else { Err(missing()) };
+    }
+    if kind == ast::ModuleKind::Function {
+        crate::ddl::resource_governor::check_not_classifier(ctx, "drop", &db, &schema, &obj)?;
     }
     let database = ctx.shared.database(&db)?;
     ctx.shared.alter_catalog(&database, |catalog: &Catalog, version| {

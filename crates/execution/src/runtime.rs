@@ -83,6 +83,8 @@ pub struct Shared {
     pub logins: crate::logins::Logins,
     /// GRANT/DENY at server level (`sys.server_permissions`).
     pub server_permissions: crate::server_permissions::ServerPermissions,
+    /// Resource Governor's pools, groups and classifier (`resource_governor`).
+    pub resource_governor: crate::resource_governor::ResourceGovernor,
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
     pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
@@ -129,6 +131,8 @@ pub struct SessionInfo {
     pub open_transactions: u32,
     /// The network connection, for sessions of the TDS server (sys.dm_exec_connections).
     pub connection: Option<ConnectionInfo>,
+    /// Its Resource Governor workload group.
+    pub group_id: i32,
 }
 
 /// A client's TDS connection, as sys.dm_exec_connections shows it.
@@ -146,8 +150,8 @@ pub struct ConnectionInfo {
 }
 
 impl Shared {
-    /// The instance over `engine`, its configuration, logins and server permissions
-    /// loaded from master, with
+    /// The instance over `engine`, its configuration, logins, server permissions and
+    /// Resource Governor configuration loaded from master, with
     /// `scalar_functions` running the bodies of user-defined scalar functions. Starting an
     /// instance (tempdb, msdb) is `tessera_sql::start_instance`, in the session layer.
     pub fn assemble(
@@ -155,6 +159,7 @@ impl Shared {
         config: crate::config::Config,
         logins: crate::logins::Logins,
         server_permissions: crate::server_permissions::ServerPermissions,
+        resource_governor: crate::resource_governor::ResourceGovernor,
         scalar_functions: ScalarFunctions,
     ) -> Arc<Shared> {
         let shared = Arc::new_cyclic(|me| Shared {
@@ -170,6 +175,7 @@ impl Shared {
             config,
             logins,
             server_permissions,
+            resource_governor,
             global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
             errorlog: Mutex::new(None),
             kill_hook: Mutex::new(None),
@@ -429,6 +435,9 @@ impl Shared {
     ) -> SqlResult<(Arc<crate::principals::Security>, Arc<crate::principals::check::Token>)> {
         use crate::principals::check;
         let security = self.security(&state.catalog_memo, database)?;
+        if state.classifying {
+            return Ok((security, Arc::new(check::Token::dbo())));
+        }
         if let Some(Impersonation { user: Some((db, user)), .. }) = state.impersonation.last() {
             return if db.eq_ignore_ascii_case(database) {
                 Ok((security.clone(), Arc::new(check::token_of_user(&security, *user))))
@@ -700,9 +709,15 @@ pub struct SessionState {
     pub spid: i32,
     pub database: String,
     pub catalog_memo: CatalogMemo,
-    /// The running request's charges against its database's resource limits (None: it
-    /// has none, or no request runs).
+    /// The running request's charges against its database's resource limits and its
+    /// workload group's and pool's (None: none apply, or no request runs).
     pub pacer: Option<crate::governor::Pacer>,
+    /// The Resource Governor workload group the session was classified into at login.
+    pub group_id: i32,
+    /// Set while the classifier function runs for the session: it runs as the server
+    /// runs it, with every permission, in the session's context (its login, host and
+    /// program names).
+    pub classifying: bool,
     pub login: String,
     pub options: Options,
     pub txns: Transactions,
@@ -791,6 +806,8 @@ impl SessionState {
             temp_tables: HashMap::new(),
             catalog_memo: CatalogMemo::default(),
             pacer: None,
+            group_id: crate::resource_governor::DEFAULT_ID,
+            classifying: false,
             caught: None,
             null_eliminated: false,
             host_name: String::new(),

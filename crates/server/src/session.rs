@@ -243,6 +243,7 @@ async fn login_phase(
         };
         session.map(|mut s| {
             s.set_client(&host, &app);
+            s.classify();
             s
         })
     })
@@ -770,6 +771,7 @@ impl<'a> TokenSink<'a> {
         match Session::new(shared, login, database) {
             Ok(mut fresh) => {
                 fresh.set_client(&host, &app);
+                fresh.classify();
                 fresh.state.cancel = s.state.cancel.clone();
                 if let Some(c) = connection {
                     fresh.set_connection(c);

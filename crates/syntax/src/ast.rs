@@ -6,6 +6,8 @@
 //! Every statement records the 1-based line of the batch it starts on, which is the line
 //! SQL Server reports in `Msg …, Line n` for errors raised while running it.
 
+pub mod governor;
+
 /// An identifier: `name`, `[name with spaces]` or `"name"`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ident {
@@ -276,6 +278,8 @@ pub enum StatementKind {
     /// `ALTER SERVER CONFIGURATION SET BUFFER POOL EXTENSION ON (FILENAME = 'f', SIZE = n
     /// [KB|MB|GB])` (`Some((file, bytes))`) or `… OFF` (`None`).
     BufferPoolExtension(Option<(String, u64)>),
+    /// Resource Governor's pools, groups and configuration.
+    ResourceGovernor(governor::GovernorStatement),
     /// `ALTER SERVER CONFIGURATION SET PROCESS AFFINITY CPU = AUTO` (`None`) or `CPU = n
     /// [TO m] [, …]` (the CPUs named, ranges inclusive).
     ProcessAffinity(Option<Vec<(u32, u32)>>),

@@ -22,6 +22,7 @@ mod indexes;
 mod locking;
 pub mod principals;
 mod rebuild;
+pub mod resource_governor;
 mod tables;
 
 pub use alter::alter_table;

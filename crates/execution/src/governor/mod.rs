@@ -13,6 +13,10 @@
 //! database over its limit waits, never fails, and leaves the CPU and the log device to
 //! the others. Requests in a database without limits pay one branch per row.
 //!
+//! Resource Governor's pools and groups (`crate::resource_governor`) are governors too: a
+//! request goes through its database's, its workload group's and its pool's, in that
+//! order (one order for all, so two gates never wait on each other).
+//!
 //! Invariants:
 //! - Only databases with a limit have a governor: the memory held grows with the number
 //!   of limited databases, not of databases.
@@ -29,7 +33,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use tessera_database::{Database, ResourceLimits};
+use tessera_database::ResourceLimits;
 use tessera_errors::SqlResult;
 
 pub use bucket::BucketUse;
@@ -71,7 +75,8 @@ fn log_rate(kb: Option<u32>) -> Option<f64> {
 }
 
 impl Governor {
-    fn new(limits: ResourceLimits, now: Instant) -> Governor {
+    pub fn new(limits: ResourceLimits) -> Governor {
+        let now = Instant::now();
         Governor {
             limits: Mutex::new(limits),
             gate: Arc::new(Gate::new(limits.max_concurrent_requests.unwrap_or(0))),
@@ -80,7 +85,10 @@ impl Governor {
         }
     }
 
-    fn set(&self, limits: ResourceLimits, now: Instant) {
+    /// Changes the limits; running requests go on, queued ones are admitted as the new
+    /// request limit allows.
+    pub fn set(&self, limits: ResourceLimits) {
+        let now = Instant::now();
         let mut current = self.limits.lock();
         if current.max_concurrent_requests != limits.max_concurrent_requests {
             self.gate.set_limit(limits.max_concurrent_requests.unwrap_or(0));
@@ -94,7 +102,13 @@ impl Governor {
         *current = limits;
     }
 
-    fn usage(&self) -> Usage {
+    /// Waits for a turn under the request limit (none for a session inside a
+    /// transaction); 3617 when `cancel` is set meanwhile.
+    pub fn enter(&self, in_transaction: bool, cancel: &AtomicBool) -> SqlResult<RequestSlot> {
+        self.gate.enter(in_transaction, cancel)
+    }
+
+    pub fn usage(&self) -> Usage {
         Usage { limits: *self.limits.lock(), requests: self.gate.usage(), cpu: self.cpu.usage(), log: self.log.usage() }
     }
 }
@@ -107,28 +121,20 @@ pub struct Governors {
     count: AtomicUsize,
 }
 
-/// A request's admission: its place in the gate (given back when dropped) and the pacer
-/// that charges its use.
-pub struct Admission {
-    pub slot: RequestSlot,
-    pub pacer: Pacer,
-}
-
 impl Governors {
     /// Sets database `id`'s limits; with none left, its governor goes (queued requests
     /// are let through, running ones finish uncharged).
     pub fn set_limits(&self, id: u32, limits: ResourceLimits) {
-        let now = Instant::now();
         let mut governors = self.governors.lock();
         if limits.any() {
             match governors.get(&id) {
-                Some(g) => g.set(limits, now),
+                Some(g) => g.set(limits),
                 None => {
-                    governors.insert(id, Arc::new(Governor::new(limits, now)));
+                    governors.insert(id, Arc::new(Governor::new(limits)));
                 }
             }
         } else if let Some(g) = governors.remove(&id) {
-            g.set(limits, now);
+            g.set(limits);
         }
         self.count.store(governors.len(), Ordering::Relaxed);
     }
@@ -143,13 +149,9 @@ impl Governors {
         self.count.load(Ordering::Relaxed) > 0
     }
 
-    /// Admits a request to database `db` (None when it has no limits): waits for its turn
-    /// if too many of its requests run (not for a session inside a transaction), and
-    /// starts charging its use. Error 3617 when `cancel` is set while it waits.
-    pub fn admit(&self, db: &Arc<Database>, in_transaction: bool, cancel: &AtomicBool) -> SqlResult<Option<Admission>> {
-        let Some(governor) = self.governors.lock().get(&db.id()).cloned() else { return Ok(None) };
-        let slot = governor.gate.enter(in_transaction, cancel)?;
-        Ok(Some(Admission { slot, pacer: Pacer::start(governor, db.clone()) }))
+    /// The governor of database `id`, if it has limits.
+    pub fn get(&self, id: u32) -> Option<Arc<Governor>> {
+        self.governors.lock().get(&id).cloned()
     }
 
     /// Every governed database's limits and use, by database id.

@@ -17,18 +17,19 @@ const CHARGE_EVERY_ROWS: u32 = 256;
 /// How often a throttled request looks at its cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
-/// Charges one request's use. It runs on one thread (a request's batch does), whose CPU
-/// clock it reads.
+/// Charges one request's use to every governor it goes through. It runs on one thread
+/// (a request's batch does), whose CPU clock it reads.
 pub struct Pacer {
-    governor: Arc<Governor>,
+    governors: Vec<Arc<Governor>>,
     db: Arc<Database>,
     cpu_at: Duration,
     rows: u32,
 }
 
 impl Pacer {
-    pub(super) fn start(governor: Arc<Governor>, db: Arc<Database>) -> Pacer {
-        Pacer { governor, db, cpu_at: thread_cpu_time(), rows: 0 }
+    /// Starts charging a request of database `db` to `governors`.
+    pub fn start(governors: Vec<Arc<Governor>>, db: Arc<Database>) -> Pacer {
+        Pacer { governors, db, cpu_at: thread_cpu_time(), rows: 0 }
     }
 
     /// Counts `rows` rows read or written; every [`CHARGE_EVERY_ROWS`] or more, charges.
@@ -59,8 +60,12 @@ impl Pacer {
         let cpu = thread_cpu_time();
         let used = cpu.saturating_sub(self.cpu_at);
         self.cpu_at = cpu;
-        let cpu_wait = self.governor.cpu.charge(used.as_nanos() as u64, now);
-        cpu_wait.max(self.governor.log.charge_total(self.db.log_bytes_written(), now))
+        let log_total = self.db.log_bytes_written();
+        let mut wait = Duration::ZERO;
+        for g in &self.governors {
+            wait = wait.max(g.cpu.charge(used.as_nanos() as u64, now)).max(g.log.charge_total(log_total, now));
+        }
+        wait
     }
 }
 

@@ -8,7 +8,7 @@ use super::{bit, col, datetime, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::{ExecCtx, SessionInfo};
 use tessera_semantics::types::{SqlType::*, Value};
 
-pub(super) static EXEC_SESSIONS: ViewDef<9> = ViewDef {
+pub(super) static EXEC_SESSIONS: ViewDef<10> = ViewDef {
     schema: "sys",
     name: "dm_exec_sessions",
     columns: [
@@ -21,11 +21,12 @@ pub(super) static EXEC_SESSIONS: ViewDef<9> = ViewDef {
         col("database_id", SmallInt, false),
         col("open_transaction_count", Int, false),
         col("is_user_process", Bit, false),
+        col("group_id", Int, false),
     ],
     rows: exec_sessions,
 };
 
-fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<9> {
+fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<10> {
     Ok(sessions(ctx)
         .into_iter()
         .map(|info| {
@@ -39,6 +40,7 @@ fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<9> {
                 int(database_id(ctx, &info)),
                 int(i64::from(info.open_transactions)),
                 bit(true),
+                int(i64::from(info.group_id)),
             ]
         })
         .collect())

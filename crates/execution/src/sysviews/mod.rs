@@ -34,6 +34,7 @@ mod indexes;
 mod messages;
 mod objects;
 mod principals;
+mod resource_governor;
 mod security;
 mod system_types;
 #[cfg(test)]
@@ -89,6 +90,12 @@ static ALL: &[&dyn SystemView] = &[
     &dmv::OS_BUFFER_DESCRIPTORS,
     &dmv::OS_BUFFER_POOL_EXTENSION_CONFIGURATION,
     &dmv::TESSERA_RESOURCE_LIMITS,
+    &resource_governor::CONFIGURATION,
+    &resource_governor::DM_CONFIGURATION,
+    &resource_governor::POOLS,
+    &resource_governor::DM_POOLS,
+    &resource_governor::GROUPS,
+    &resource_governor::DM_GROUPS,
     &security::SERVER_PRINCIPALS,
     &security::SQL_LOGINS,
     &security::SERVER_ROLE_MEMBERS,
@@ -199,6 +206,22 @@ pub(crate) fn datetime(epoch: i64) -> Value {
     let days = epoch.div_euclid(86_400) + UNIX_DAYS;
     let ticks = epoch.rem_euclid(86_400) as u64 * 10_000_000;
     Value::DateTime { days: days as i32, ticks }
+}
+
+/// The columns `a` then `b`, for views that share some of their columns.
+const fn concat_columns<const A: usize, const B: usize, const C: usize>(a: [Col; A], b: [Col; B]) -> [Col; C] {
+    assert!(A + B == C, "C columns are A columns and B columns");
+    let mut out = [col("", SqlType::Int, false); C];
+    let mut i = 0;
+    while i < A {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < C {
+        out[i] = b[i - A];
+        i += 1;
+    }
+    out
 }
 
 /// The values `a` then `b` as one row, for views that share their first columns.

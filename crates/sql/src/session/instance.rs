@@ -32,6 +32,7 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
     let logins = tessera_execution::logins::Logins::load(engine.database("master")?)?;
     let server_permissions =
         tessera_execution::server_permissions::ServerPermissions::load(engine.database("master")?)?;
+    let resource_governor = tessera_execution::resource_governor::ResourceGovernor::load(engine.database("master")?)?;
     config.apply_memory(&engine)?;
     config.apply_open_limits(&engine);
     // A saved mask naming CPUs this machine no longer gives the server leaves it on all
@@ -51,7 +52,7 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
             },
         )?;
     }
-    let shared = Shared::assemble(engine, config, logins, server_permissions, call_scalar_function);
+    let shared = Shared::assemble(engine, config, logins, server_permissions, resource_governor, call_scalar_function);
     shared.query_memory.set_max_bytes(shared.engine.memory_status().max_bytes);
     let mut out = Collected::default();
     Session::system(shared.clone(), "msdb")?.execute(tessera_execution::backup::MSDB_TABLES, &mut out);

@@ -116,6 +116,7 @@ impl Session {
             command: None,
             open_transactions: 0,
             connection: None,
+            group_id: state.group_id,
         };
         shared.sessions.lock().insert(spid, info);
         Ok(Session { state, shared, initial_database: database.to_string() })
@@ -142,6 +143,35 @@ impl Session {
         if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
             info.host_name = host_name.to_string();
             info.program_name = program_name.to_string();
+        }
+    }
+
+    /// Puts the session in its Resource Governor workload group (at login, once the
+    /// client's names are known): the group the classifier function in force names, run
+    /// as the server runs it; the default group without a classifier, or when it fails or
+    /// names no group.
+    pub fn classify(&mut self) {
+        let rg = &self.shared.resource_governor;
+        let group = match rg.classifier() {
+            None => tessera_execution::resource_governor::DEFAULT_ID,
+            Some(c) => {
+                let quote = |n: &str| format!("[{}]", n.replace(']', "]]"));
+                let text = format!("SELECT [master].{}.{}()", quote(&c.schema), quote(&c.name));
+                let mut out = tessera_semantics::output::Collected::default();
+                self.state.classifying = true;
+                self.execute(&text, &mut out);
+                self.state.classifying = false;
+                let answer = out.result_sets.first().and_then(|(_, rows)| rows.first()).and_then(|r| r.first());
+                let name = match answer {
+                    Some(Value::Str(s)) => Some(s.trim_end().to_string()),
+                    _ => None,
+                };
+                self.shared.resource_governor.group_for(name.as_deref())
+            }
+        };
+        self.state.group_id = group;
+        if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
+            info.group_id = group;
         }
     }
 
@@ -206,16 +236,21 @@ impl Session {
     /// A turn to run a request in the session's database, waiting for one when the
     /// database limits how many run at once, and the charges of its use against the
     /// database's limits (`tessera_execution::governor`), ended by [`Session::release`].
-    pub(crate) fn admit(&mut self) -> SqlResult<Option<tessera_execution::governor::RequestSlot>> {
-        if !self.shared.governors.any() {
-            return Ok(None);
+    pub(crate) fn admit(&mut self) -> SqlResult<Vec<tessera_execution::governor::RequestSlot>> {
+        let mut governors = self.shared.resource_governor.governors(self.state.group_id);
+        let limited = self.shared.governors.any();
+        if governors.is_empty() && !limited {
+            return Ok(Vec::new());
         }
         let db = self.shared.database_memo(&self.state.catalog_memo, &self.state.database)?;
-        let admission = self.shared.governors.admit(&db, self.state.txns.count > 0, &self.state.cancel)?;
-        Ok(admission.map(|a| {
-            self.state.pacer = Some(a.pacer);
-            a.slot
-        }))
+        if let Some(g) = self.shared.governors.get(db.id()).filter(|_| limited) {
+            governors.insert(0, g);
+        }
+        let in_transaction = self.state.txns.count > 0;
+        let slots =
+            governors.iter().map(|g| g.enter(in_transaction, &self.state.cancel)).collect::<SqlResult<Vec<_>>>()?;
+        self.state.pacer = Some(tessera_execution::governor::Pacer::start(governors, db));
+        Ok(slots)
     }
 
     /// Ends the request's charges against its database's limits.

@@ -178,6 +178,12 @@ impl Runner<'_> {
                 }
                 self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
             }
+            StatementKind::ResourceGovernor(statement) => {
+                let in_transaction = self.state.txns.count > 0;
+                self.with_ctx(|ctx| {
+                    tessera_execution::ddl::resource_governor::execute(ctx, statement, in_transaction)
+                })?;
+            }
             StatementKind::BufferPoolExtension(setting) => {
                 let login = &self.state.login;
                 if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "serveradmin") {

@@ -1,6 +1,7 @@
 //! DDL: databases, tables, constraints, indexes and DROP statements.
 
 use super::{Parser, Result};
+use crate::ast::governor::GovernorStatement;
 use crate::ast::{
     AlterDatabaseAction, AlterTableAction, AttachMode, ColumnDef, ConstraintKind, CreateDatabase, CreateIndex,
     CreateTable, FileSpec, Ident, IndexColumn, ModuleKind, ObjectName, ReferentialAction, StatementKind,
@@ -20,7 +21,8 @@ pub(super) struct TableElements {
 const CONSTRAINT_STARTS: &[&str] = &["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "DEFAULT"];
 
 impl Parser<'_> {
-    /// After `CREATE`: DATABASE, TABLE, LOGIN, USER, ROLE, SCHEMA or INDEX.
+    /// After `CREATE`: DATABASE, TABLE, LOGIN, USER, ROLE, SCHEMA, RESOURCE POOL, WORKLOAD
+    /// GROUP or INDEX.
     pub(super) fn create(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             return Ok(StatementKind::CreateDatabase(self.create_database()?));
@@ -40,6 +42,12 @@ impl Parser<'_> {
         if self.eat_word("SCHEMA") {
             return self.create_schema();
         }
+        if self.eat_words(&["RESOURCE", "POOL"]) {
+            return self.resource_pool(true);
+        }
+        if self.eat_words(&["WORKLOAD", "GROUP"]) {
+            return self.workload_group(true);
+        }
         let unique = self.eat_word("UNIQUE");
         let clustered = self.clustered();
         self.expect_word("INDEX")?;
@@ -47,7 +55,8 @@ impl Parser<'_> {
     }
 
     /// After `ALTER` (modules are handled by the caller): DATABASE, LOGIN, USER, ROLE,
-    /// AUTHORIZATION, SERVER ROLE, SERVER CONFIGURATION or TABLE.
+    /// AUTHORIZATION, SERVER ROLE, SERVER CONFIGURATION, RESOURCE POOL, RESOURCE GOVERNOR,
+    /// WORKLOAD GROUP or TABLE.
     pub(super) fn alter(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             let name = if self.peek().is_word("CURRENT") { Ident::new(self.advance().text) } else { self.ident()? };
@@ -72,13 +81,23 @@ impl Parser<'_> {
         if self.eat_words(&["SERVER", "CONFIGURATION"]) {
             return self.alter_server_configuration();
         }
+        if self.eat_words(&["RESOURCE", "POOL"]) {
+            return self.resource_pool(false);
+        }
+        if self.eat_words(&["RESOURCE", "GOVERNOR"]) {
+            return self.alter_resource_governor();
+        }
+        if self.eat_words(&["WORKLOAD", "GROUP"]) {
+            return self.workload_group(false);
+        }
         self.expect_word("TABLE")?;
         let table = self.object_name()?;
         let action = self.alter_table_action(&table)?;
         Ok(StatementKind::AlterTable { table, action })
     }
 
-    /// `DROP TABLE|DATABASE|LOGIN|USER|ROLE|SCHEMA|INDEX|PROC|FUNCTION|VIEW [IF EXISTS] …`
+    /// `DROP TABLE|DATABASE|LOGIN|USER|ROLE|SCHEMA|INDEX|PROC|FUNCTION|VIEW [IF EXISTS] …`,
+    /// `DROP RESOURCE POOL p`, `DROP WORKLOAD GROUP g`
     pub(super) fn drop(&mut self) -> Result<StatementKind> {
         self.expect_word("DROP")?;
         let object = self.upper_word()?;
@@ -90,6 +109,12 @@ impl Parser<'_> {
             "USER" => StatementKind::DropUser { name: self.principal()?, if_exists },
             "ROLE" => StatementKind::DropRole { name: self.principal()?, if_exists },
             "SCHEMA" => StatementKind::DropSchema { name: self.ident()?, if_exists },
+            "RESOURCE" if !if_exists && self.eat_word("POOL") => {
+                StatementKind::ResourceGovernor(GovernorStatement::DropPool(self.ident()?))
+            }
+            "WORKLOAD" if !if_exists && self.eat_word("GROUP") => {
+                StatementKind::ResourceGovernor(GovernorStatement::DropGroup(self.ident()?))
+            }
             "INDEX" => StatementKind::DropIndex { indexes: self.comma_list(Parser::drop_index_item)?, if_exists },
             "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" => {
                 let kind = match object.as_str() {

@@ -22,6 +22,7 @@ mod backup;
 mod ddl;
 mod dml;
 mod expr;
+mod governor;
 mod keywords;
 mod principals;
 mod program;

@@ -1,0 +1,359 @@
+//! Resource Governor, as SQL Server has it: resource pools (CPU and memory shares of the
+//! server), workload groups (request limits inside a pool) and a classifier function in
+//! master that puts each new session in a group.
+//!
+//! - The statements (`crate::ddl::resource_governor`) change the **stored** configuration, kept in master (tree
+//!   `sys$resource_governor`, one JSON row) and shown by `sys.resource_governor_*`.
+//! - `ALTER RESOURCE GOVERNOR RECONFIGURE` makes it the **effective** configuration (and
+//!   enables the governor), shown by `sys.dm_resource_governor_*`; `DISABLE` puts every
+//!   new session in the default group with no limits. A session keeps the group it was
+//!   classified into at login for its lifetime, as in SQL Server.
+//! - Enforcement reuses the per-database governor's parts (`crate::governor`): each
+//!   effective pool has a [`Governor`] whose CPU bucket is its `CAP_CPU_PERCENT`, and each
+//!   group one whose gate is its `GROUP_MAX_REQUESTS`. A request is admitted through its
+//!   group's gate and charged to its pool. `MAX_CPU_PERCENT` (a share under contention),
+//!   the memory percentages, `IMPORTANCE`, `MAX_DOP`, the IOPS limits and the per-request
+//!   limits are kept and shown but do not act.
+//!
+//! Invariants: pools and groups are at most [`MAX_POOLS`] and [`MAX_GROUPS`]; the
+//! predefined `internal` and `default` pool and group always exist; every group's pool
+//! exists; the sum of the pools' MIN_CPU_PERCENT is at most 100.
+
+mod store;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use tessera_database::{Database, ResourceLimits};
+use tessera_errors::SqlResult;
+
+use crate::governor::Governor;
+
+pub const INTERNAL_ID: i32 = 1;
+pub const DEFAULT_ID: i32 = 2;
+/// The first id a user-defined pool or group gets (SQL Server's: 256).
+const FIRST_USER_ID: i32 = 256;
+/// Pools, the predefined two included (SQL Server's limit: 64).
+pub const MAX_POOLS: usize = 64;
+/// Workload groups, the predefined two included.
+pub const MAX_GROUPS: usize = 1024;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pool {
+    pub id: i32,
+    pub name: String,
+    pub min_cpu_percent: u32,
+    pub max_cpu_percent: u32,
+    pub cap_cpu_percent: u32,
+    pub min_memory_percent: u32,
+    pub max_memory_percent: u32,
+    pub min_iops_per_volume: u32,
+    pub max_iops_per_volume: u32,
+}
+
+impl Pool {
+    pub(crate) fn new(id: i32, name: &str) -> Pool {
+        Pool {
+            id,
+            name: name.to_string(),
+            min_cpu_percent: 0,
+            max_cpu_percent: 100,
+            cap_cpu_percent: 100,
+            min_memory_percent: 0,
+            max_memory_percent: 100,
+            min_iops_per_volume: 0,
+            max_iops_per_volume: 0,
+        }
+    }
+
+    fn limits(&self) -> ResourceLimits {
+        ResourceLimits {
+            max_cpu_percent: (self.cap_cpu_percent < 100).then_some(self.cap_cpu_percent),
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    pub id: i32,
+    pub name: String,
+    pub pool_id: i32,
+    /// LOW, MEDIUM or HIGH.
+    pub importance: String,
+    pub request_max_memory_grant_percent: u32,
+    pub request_max_cpu_time_sec: u32,
+    pub request_memory_grant_timeout_sec: u32,
+    pub max_dop: u32,
+    /// 0: no limit.
+    pub group_max_requests: u32,
+}
+
+impl Group {
+    pub(crate) fn new(id: i32, name: &str, pool_id: i32) -> Group {
+        Group {
+            id,
+            name: name.to_string(),
+            pool_id,
+            importance: "MEDIUM".to_string(),
+            request_max_memory_grant_percent: 25,
+            request_max_cpu_time_sec: 0,
+            request_memory_grant_timeout_sec: 0,
+            max_dop: 0,
+            group_max_requests: 0,
+        }
+    }
+
+    fn limits(&self) -> ResourceLimits {
+        ResourceLimits {
+            max_concurrent_requests: (self.group_max_requests > 0).then_some(self.group_max_requests),
+            ..Default::default()
+        }
+    }
+}
+
+/// The classifier function: its schema and name in master.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Classifier {
+    pub schema: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Configuration {
+    pub pools: Vec<Pool>,
+    pub groups: Vec<Group>,
+    pub classifier: Option<Classifier>,
+    pub enabled: bool,
+}
+
+impl Default for Configuration {
+    fn default() -> Configuration {
+        Configuration {
+            pools: vec![Pool::new(INTERNAL_ID, "internal"), Pool::new(DEFAULT_ID, "default")],
+            groups: vec![
+                Group::new(INTERNAL_ID, "internal", INTERNAL_ID),
+                Group::new(DEFAULT_ID, "default", DEFAULT_ID),
+            ],
+            classifier: None,
+            enabled: false,
+        }
+    }
+}
+
+impl Configuration {
+    pub fn pool(&self, name: &str) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn group(&self, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name.eq_ignore_ascii_case(name))
+    }
+
+    /// An id no pool (or group) has.
+    pub(crate) fn next_id(ids: impl Iterator<Item = i32>) -> i32 {
+        ids.max().unwrap_or(0).max(FIRST_USER_ID - 1) + 1
+    }
+}
+
+/// The configuration in force and the governors that enforce it, by pool and group id.
+struct Effective {
+    config: Configuration,
+    pools: HashMap<i32, Arc<Governor>>,
+    groups: HashMap<i32, Arc<Governor>>,
+    /// When its statistics began (seconds since the Unix epoch).
+    statistics_since: i64,
+}
+
+impl Effective {
+    /// `config` in force, keeping the governors (and their statistics) of the pools and
+    /// groups `previous` had.
+    fn of(config: Configuration, previous: Option<&Effective>) -> Effective {
+        let keep = |map: Option<&HashMap<i32, Arc<Governor>>>, id: i32, limits: ResourceLimits| match map
+            .and_then(|m| m.get(&id))
+        {
+            Some(g) => {
+                g.set(limits);
+                g.clone()
+            }
+            None => Arc::new(Governor::new(limits)),
+        };
+        let pools = config.pools.iter().map(|p| (p.id, keep(previous.map(|e| &e.pools), p.id, p.limits()))).collect();
+        let groups =
+            config.groups.iter().map(|g| (g.id, keep(previous.map(|e| &e.groups), g.id, g.limits()))).collect();
+        let statistics_since = previous.map_or_else(tessera_semantics::catalog::now_epoch, |e| e.statistics_since);
+        Effective { config, pools, groups, statistics_since }
+    }
+}
+
+/// A pool's or group's statistics (sys.dm_resource_governor_*).
+#[derive(Clone, Debug)]
+pub struct Running<T> {
+    pub definition: T,
+    pub usage: crate::governor::Usage,
+}
+
+pub struct ResourceGovernor {
+    master: Option<Arc<Database>>,
+    stored: RwLock<Configuration>,
+    effective: RwLock<Effective>,
+    /// The stored configuration changed since it was last put in force (or disabled).
+    pending: AtomicBool,
+}
+
+impl ResourceGovernor {
+    /// The configuration kept in master; in force at once if it was enabled.
+    pub fn load(master: Arc<Database>) -> SqlResult<ResourceGovernor> {
+        let stored = store::load(&master)?;
+        let effective = Effective::of(in_force(&stored), None);
+        Ok(ResourceGovernor {
+            master: Some(master),
+            stored: RwLock::new(stored),
+            effective: RwLock::new(effective),
+            pending: AtomicBool::new(false),
+        })
+    }
+
+    /// A configuration that is not persisted (tests).
+    pub fn in_memory() -> ResourceGovernor {
+        let stored = Configuration::default();
+        let effective = Effective::of(stored.clone(), None);
+        ResourceGovernor {
+            master: None,
+            stored: RwLock::new(stored),
+            effective: RwLock::new(effective),
+            pending: AtomicBool::new(false),
+        }
+    }
+
+    pub fn stored(&self) -> Configuration {
+        self.stored.read().clone()
+    }
+
+    pub fn effective(&self) -> Configuration {
+        self.effective.read().config.clone()
+    }
+
+    /// Replaces the stored configuration with what `change` makes of it, writing master
+    /// first.
+    pub fn change<T>(&self, change: impl FnOnce(&mut Configuration) -> SqlResult<T>) -> SqlResult<T> {
+        let mut stored = self.stored.write();
+        let mut next = stored.clone();
+        let out = change(&mut next)?;
+        if let Some(master) = &self.master {
+            store::save(master, &next)?;
+        }
+        *stored = next;
+        self.pending.store(true, Ordering::Release);
+        Ok(out)
+    }
+
+    /// `ALTER RESOURCE GOVERNOR RECONFIGURE` (`enable`) or `DISABLE`: stores the switch
+    /// and puts the configuration in force.
+    pub fn apply(&self, enable: bool) -> SqlResult<()> {
+        self.change(|c| {
+            c.enabled = enable;
+            Ok(())
+        })?;
+        let stored = self.stored();
+        let mut effective = self.effective.write();
+        *effective = Effective::of(in_force(&stored), Some(&effective));
+        self.pending.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// `ALTER RESOURCE GOVERNOR RESET STATISTICS`.
+    pub fn reset_statistics(&self) {
+        let mut effective = self.effective.write();
+        let config = effective.config.clone();
+        *effective = Effective::of(config, None);
+    }
+
+    /// Whether the stored configuration changed since RECONFIGURE or DISABLE last ran.
+    pub fn reconfiguration_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// The classifier in force.
+    pub fn classifier(&self) -> Option<Classifier> {
+        let effective = self.effective.read();
+        effective.config.classifier.clone().filter(|_| effective.config.enabled)
+    }
+
+    /// The group a classifier's answer names: an unknown group, `internal` or no answer
+    /// is the default group.
+    pub fn group_for(&self, name: Option<&str>) -> i32 {
+        let effective = self.effective.read();
+        match name.and_then(|n| effective.config.group(n)) {
+            Some(g) if g.id != INTERNAL_ID => g.id,
+            _ => DEFAULT_ID,
+        }
+    }
+
+    /// The governors a request of a session in group `group` goes through: its group's
+    /// (request limit) and its pool's (CPU cap); the default group's when `group` was
+    /// dropped since the session was classified. None while the governor is disabled.
+    pub fn governors(&self, group: i32) -> Vec<Arc<Governor>> {
+        let effective = self.effective.read();
+        if !effective.config.enabled {
+            return Vec::new();
+        }
+        let groups = &effective.config.groups;
+        let Some(g) = groups.iter().find(|g| g.id == group).or_else(|| groups.iter().find(|g| g.id == DEFAULT_ID))
+        else {
+            return Vec::new();
+        };
+        [effective.groups.get(&g.id), effective.pools.get(&g.pool_id)].into_iter().flatten().cloned().collect()
+    }
+
+    /// The pools in force with their use, and when the statistics began.
+    pub fn running_pools(&self) -> (Vec<Running<Pool>>, i64) {
+        let e = self.effective.read();
+        let pools = e
+            .config
+            .pools
+            .iter()
+            .map(|p| Running {
+                definition: p.clone(),
+                usage: e.pools.get(&p.id).map(|g| g.usage()).unwrap_or_default(),
+            })
+            .collect();
+        (pools, e.statistics_since)
+    }
+
+    /// The groups in force with their use, and when the statistics began.
+    pub fn running_groups(&self) -> (Vec<Running<Group>>, i64) {
+        let e = self.effective.read();
+        let groups = e
+            .config
+            .groups
+            .iter()
+            .map(|g| Running {
+                definition: g.clone(),
+                usage: e.groups.get(&g.id).map(|x| x.usage()).unwrap_or_default(),
+            })
+            .collect();
+        (groups, e.statistics_since)
+    }
+}
+
+/// What a stored configuration puts in force: itself when enabled; otherwise the
+/// predefined pools and groups with their defaults (user-defined ones stay, unused).
+fn in_force(stored: &Configuration) -> Configuration {
+    if stored.enabled {
+        return stored.clone();
+    }
+    let defaults = Configuration::default();
+    let mut off = stored.clone();
+    for p in off.pools.iter_mut().filter(|p| p.id <= DEFAULT_ID) {
+        *p = defaults.pools.iter().find(|d| d.id == p.id).cloned().unwrap_or_else(|| p.clone());
+    }
+    for g in off.groups.iter_mut().filter(|g| g.id <= DEFAULT_ID) {
+        *g = defaults.groups.iter().find(|d| d.id == g.id).cloned().unwrap_or_else(|| g.clone());
+    }
+    off.classifier = None;
+    off
+}

@@ -1,0 +1,205 @@
+//! Resource Governor's views: `sys.resource_governor_*` show the stored configuration,
+//! `sys.dm_resource_governor_*` the one in force and its use (`crate::resource_governor`).
+//! All need VIEW SERVER STATE (297/300).
+
+use tessera_semantics::types::SqlType::{BigInt, Bit, Int};
+use tessera_semantics::types::Value;
+
+use super::{bit, col, datetime, int, s, Rows, ViewDef, SYSNAME};
+use crate::resource_governor::{Classifier, Group, Pool};
+use crate::runtime::ExecCtx;
+
+/// OBJECT_ID of the classifier function in master (0: none).
+fn classifier_id(ctx: &ExecCtx, classifier: Option<&Classifier>) -> Value {
+    let id = classifier.and_then(|c| {
+        let master = ctx.shared.catalog_named("master").ok()?;
+        master.catalog.module(&c.schema, &c.name).map(|m| m.id)
+    });
+    int(i64::from(id.unwrap_or(0)))
+}
+
+pub(super) static CONFIGURATION: ViewDef<3> = ViewDef {
+    schema: "sys",
+    name: "resource_governor_configuration",
+    columns: [
+        col("classifier_function_id", Int, false),
+        col("is_enabled", Bit, false),
+        col("max_outstanding_io_per_volume", Int, false),
+    ],
+    rows: configuration,
+};
+
+fn configuration(ctx: &ExecCtx, _db: &str) -> Rows<3> {
+    super::server_state(ctx)?;
+    let stored = ctx.shared.resource_governor.stored();
+    Ok(vec![[classifier_id(ctx, stored.classifier.as_ref()), bit(stored.enabled), int(0)]])
+}
+
+pub(super) static DM_CONFIGURATION: ViewDef<3> = ViewDef {
+    schema: "sys",
+    name: "dm_resource_governor_configuration",
+    columns: [
+        col("classifier_function_id", Int, false),
+        col("is_reconfiguration_pending", Bit, false),
+        col("max_outstanding_io_per_volume", Int, false),
+    ],
+    rows: dm_configuration,
+};
+
+fn dm_configuration(ctx: &ExecCtx, _db: &str) -> Rows<3> {
+    super::server_state(ctx)?;
+    let rg = &ctx.shared.resource_governor;
+    let classifier = rg.classifier();
+    Ok(vec![[classifier_id(ctx, classifier.as_ref()), bit(rg.reconfiguration_pending()), int(0)]])
+}
+
+/// A pool's settings, as both pool views show them.
+fn pool_settings(p: &Pool) -> [Value; 7] {
+    let n = |v: u32| int(i64::from(v));
+    [
+        n(p.min_cpu_percent),
+        n(p.max_cpu_percent),
+        n(p.min_memory_percent),
+        n(p.max_memory_percent),
+        n(p.cap_cpu_percent),
+        n(p.min_iops_per_volume),
+        n(p.max_iops_per_volume),
+    ]
+}
+
+const POOL_SETTING_COLUMNS: [super::Col; 7] = [
+    col("min_cpu_percent", Int, false),
+    col("max_cpu_percent", Int, false),
+    col("min_memory_percent", Int, false),
+    col("max_memory_percent", Int, false),
+    col("cap_cpu_percent", Int, false),
+    col("min_iops_per_volume", Int, false),
+    col("max_iops_per_volume", Int, false),
+];
+
+pub(super) static POOLS: ViewDef<9> = ViewDef {
+    schema: "sys",
+    name: "resource_governor_resource_pools",
+    columns: super::concat_columns([col("pool_id", Int, false), col("name", SYSNAME, false)], POOL_SETTING_COLUMNS),
+    rows: pools,
+};
+
+fn pools(ctx: &ExecCtx, _db: &str) -> Rows<9> {
+    super::server_state(ctx)?;
+    let stored = ctx.shared.resource_governor.stored();
+    Ok(stored.pools.iter().map(|p| super::concat([int(i64::from(p.id)), s(&p.name)], pool_settings(p))).collect())
+}
+
+pub(super) static DM_POOLS: ViewDef<12> = ViewDef {
+    schema: "sys",
+    name: "dm_resource_governor_resource_pools",
+    columns: super::concat_columns(
+        super::concat_columns::<4, 7, 11>(
+            [
+                col("pool_id", Int, false),
+                col("name", SYSNAME, false),
+                col("statistics_start_time", tessera_semantics::types::SqlType::DateTime, false),
+                col("total_cpu_usage_ms", BigInt, false),
+            ],
+            POOL_SETTING_COLUMNS,
+        ),
+        [col("total_cpu_delayed_ms", BigInt, false)],
+    ),
+    rows: dm_pools,
+};
+
+fn dm_pools(ctx: &ExecCtx, _db: &str) -> Rows<12> {
+    super::server_state(ctx)?;
+    let (pools, since) = ctx.shared.resource_governor.running_pools();
+    let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
+    Ok(pools
+        .iter()
+        .map(|r| {
+            let p = &r.definition;
+            let head = [int(i64::from(p.id)), s(&p.name), datetime(since), big(r.usage.cpu.used_total / 1_000_000)];
+            super::concat::<11, 1, 12>(
+                super::concat::<4, 7, 11>(head, pool_settings(p)),
+                [big(r.usage.cpu.waited_ms_total)],
+            )
+        })
+        .collect())
+}
+
+/// A group's settings, as both group views show them.
+fn group_settings(g: &Group) -> [Value; 7] {
+    let n = |v: u32| int(i64::from(v));
+    [
+        s(&g.importance),
+        n(g.request_max_memory_grant_percent),
+        n(g.request_max_cpu_time_sec),
+        n(g.request_memory_grant_timeout_sec),
+        n(g.max_dop),
+        n(g.group_max_requests),
+        int(i64::from(g.pool_id)),
+    ]
+}
+
+const GROUP_SETTING_COLUMNS: [super::Col; 7] = [
+    col("importance", SYSNAME, false),
+    col("request_max_memory_grant_percent", Int, false),
+    col("request_max_cpu_time_sec", Int, false),
+    col("request_memory_grant_timeout_sec", Int, false),
+    col("max_dop", Int, false),
+    col("group_max_requests", Int, false),
+    col("pool_id", Int, false),
+];
+
+pub(super) static GROUPS: ViewDef<9> = ViewDef {
+    schema: "sys",
+    name: "resource_governor_workload_groups",
+    columns: super::concat_columns([col("group_id", Int, false), col("name", SYSNAME, false)], GROUP_SETTING_COLUMNS),
+    rows: groups,
+};
+
+fn groups(ctx: &ExecCtx, _db: &str) -> Rows<9> {
+    super::server_state(ctx)?;
+    let stored = ctx.shared.resource_governor.stored();
+    Ok(stored.groups.iter().map(|g| super::concat([int(i64::from(g.id)), s(&g.name)], group_settings(g))).collect())
+}
+
+pub(super) static DM_GROUPS: ViewDef<15> = ViewDef {
+    schema: "sys",
+    name: "dm_resource_governor_workload_groups",
+    columns: super::concat_columns(
+        [
+            col("group_id", Int, false),
+            col("name", SYSNAME, false),
+            col("statistics_start_time", tessera_semantics::types::SqlType::DateTime, false),
+            col("total_request_count", BigInt, false),
+            col("total_queued_request_count", BigInt, false),
+            col("active_request_count", Int, false),
+            col("queued_request_count", Int, false),
+            col("total_cpu_usage_ms", BigInt, false),
+        ],
+        GROUP_SETTING_COLUMNS,
+    ),
+    rows: dm_groups,
+};
+
+fn dm_groups(ctx: &ExecCtx, _db: &str) -> Rows<15> {
+    super::server_state(ctx)?;
+    let (groups, since) = ctx.shared.resource_governor.running_groups();
+    let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
+    Ok(groups
+        .iter()
+        .map(|r| {
+            let (g, u) = (&r.definition, &r.usage);
+            let head = [
+                int(i64::from(g.id)),
+                s(&g.name),
+                datetime(since),
+                big(u.requests.admitted_total),
+                big(u.requests.queued_total),
+                int(i64::from(u.requests.running)),
+                int(i64::from(u.requests.queued)),
+                big(u.cpu.used_total / 1_000_000),
+            ];
+            super::concat(head, group_settings(g))
+        })
+        .collect())
+}

@@ -26,6 +26,10 @@ impl Catalogs for Shared {
         crate::sysviews::lookup(schema, name)
     }
 
+    fn system_function(&self, name: &str) -> Option<View> {
+        crate::sysviews::functions::lookup(name)
+    }
+
     fn module_definition(&self, text: &str) -> SqlResult<Arc<CachedBatch<Prepared>>> {
         self.plans.get_or_parse(text, tessera_syntax::parser::parse_batch)
     }

@@ -222,7 +222,7 @@ impl ExecCtx<'_> {
     }
 
     /// Resolves `name`, `schema.name` or `db.schema.name` to (database, object).
-    fn object(&self, name: &str) -> Option<(String, Object)> {
+    pub(crate) fn object(&self, name: &str) -> Option<(String, Object)> {
         let parts: Vec<&str> = name.split('.').map(|p| p.trim_matches(|c| c == '[' || c == ']')).collect();
         let (db, schema, obj) = match parts.as_slice() {
             [o] => (self.session.database.clone(), "dbo", *o),

@@ -141,9 +141,11 @@ impl ServerPermissions {
             .collect();
         let mut grantees = vec![login.principal_id, PUBLIC_ROLE_ID];
         grantees.extend(SERVER_ROLES.iter().filter(|(_, name)| login.is_member(name)).map(|(id, _)| *id));
-        let mut granted = ROLE_PERMISSIONS
-            .iter()
-            .any(|(role, held)| login.is_member(role) && held.iter().any(|p| covering.contains(p)));
+        // CONNECT SQL is every login's (SQL Server grants it at CREATE LOGIN) until denied.
+        let mut granted = permission == "CONNECT SQL"
+            || ROLE_PERMISSIONS
+                .iter()
+                .any(|(role, held)| login.is_member(role) && held.iter().any(|p| covering.contains(p)));
         for row in self.rows.read().iter() {
             if grantees.contains(&row.grantee) && covering.contains(&row.permission.as_str()) {
                 if row.state == GrantState::Deny {

@@ -573,3 +573,37 @@ fn kill_needs_alter_any_connection_and_ends_the_session_with_its_transaction() {
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM kdb.dbo.t").await, 0, "its transaction rolled back");
     });
 }
+
+#[test]
+fn fn_my_permissions_lists_what_the_caller_holds() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN fay WITH PASSWORD = '{ALICE}'")).await;
+        run(&mut sa, "CREATE DATABASE fdb").await;
+        run(&mut sa, "USE fdb; CREATE TABLE t (a int, b int); CREATE TABLE hidden (x int); CREATE USER fay FOR LOGIN fay").await;
+        run(&mut sa, "USE fdb; GRANT SELECT ON t TO fay; GRANT CREATE TABLE TO fay").await;
+        let mut fay = connect_to(port, "fay", ALICE, "fdb").await.unwrap();
+        let permissions = |args: &str| format!("SELECT COUNT(*) FROM fn_my_permissions({args})");
+        let holds = |args: &str, sub: &str, p: &str| {
+            format!(
+                "SELECT COUNT(*) FROM sys.fn_my_permissions({args}) WHERE subentity_name = '{sub}' AND permission_name = '{p}'"
+            )
+        };
+        assert_eq!(count(&mut fay, &holds("'dbo.t', 'OBJECT'", "", "SELECT")).await, 1);
+        assert_eq!(count(&mut fay, &holds("'dbo.t', 'OBJECT'", "b", "SELECT")).await, 1, "a row per column");
+        assert_eq!(count(&mut fay, &holds("'dbo.t', 'OBJECT'", "", "INSERT")).await, 0);
+        assert_eq!(count(&mut fay, &permissions("'dbo.t', 'OBJECT'")).await, 3, "SELECT, and SELECT on a and b");
+        assert_eq!(count(&mut fay, &permissions("'dbo.hidden', 'OBJECT'")).await, 0);
+        assert_eq!(count(&mut fay, &holds("NULL, 'DATABASE'", "", "CREATE TABLE")).await, 1);
+        assert_eq!(count(&mut fay, &holds("NULL, 'DATABASE'", "", "CONNECT")).await, 1);
+        assert_eq!(count(&mut fay, &holds("NULL, 'DATABASE'", "", "CREATE VIEW")).await, 0);
+        assert_eq!(count(&mut fay, &holds("NULL, 'SERVER'", "", "CONNECT SQL")).await, 1);
+        assert_eq!(count(&mut fay, &holds("NULL, 'SERVER'", "", "CONTROL SERVER")).await, 0);
+        // sa holds everything, column by column too.
+        assert_eq!(count(&mut sa, &holds("'fdb.dbo.hidden', 'OBJECT'", "x", "UPDATE")).await, 1);
+        assert_eq!(count(&mut sa, &holds("NULL, 'SERVER'", "", "CONTROL SERVER")).await, 1);
+        assert_eq!(count(&mut fay, &permissions("NULL, 'NO SUCH CLASS'")).await, 0);
+    });
+}

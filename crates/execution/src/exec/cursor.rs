@@ -46,6 +46,11 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             let db = ctx.db_name(db);
             Box::new(Held::loose(crate::sysviews::rows(*view, &db, ctx)?))
         }
+        Plan::SystemFunction { function, db, args } => {
+            let db = ctx.db_name(db);
+            let values = args.iter().map(|a| eval(a, corr, ctx)).collect::<SqlResult<Vec<_>>>()?;
+            Box::new(Held::loose(crate::sysviews::functions::rows(*function, &db, &values, ctx)?))
+        }
         Plan::Filter { input, predicate } => match &**input {
             Plan::Scan(node) => match ScanFilter::of(node, predicate, ctx) {
                 Some(filter) => open_scan(node, Some(filter), corr, ctx)?,

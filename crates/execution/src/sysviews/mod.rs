@@ -24,12 +24,15 @@
 //!   schemas
 //! - `config`: sys.configurations
 //! - `messages`: sys.messages, from the error catalog
+//! - `resource_governor`: sys.resource_governor_* and sys.dm_resource_governor_*
 //! - `system_types`: the system types' ids and sizes (sys.types, sys.columns, TYPE_ID, TYPE_NAME)
+//! - `functions`: the system table-valued functions (fn_my_permissions)
 
 mod columns;
 mod config;
 mod databases;
 mod dmv;
+pub mod functions;
 mod indexes;
 mod messages;
 mod objects;

@@ -19,6 +19,8 @@ pub trait Catalogs {
     fn catalog(&self, database: &str) -> SqlResult<(Arc<str>, Arc<Catalog>)>;
     /// The system view `schema.name` (both lower case), if there is one.
     fn system_view(&self, schema: &str, name: &str) -> Option<View>;
+    /// A system table-valued function by its lower-case name (`fn_my_permissions`).
+    fn system_function(&self, name: &str) -> Option<View>;
     /// A module's definition parsed, shared by every database that defines it the same.
     fn module_definition(&self, text: &str) -> SqlResult<Arc<CachedBatch<Prepared>>>;
 }

@@ -195,6 +195,21 @@ impl<'a> Binder<'a> {
                 check_derived_columns(&bound.columns, &alias.value)?;
                 Ok(self.leaf_plan(bound, qualifier, scope, offset))
             }
+            ast::TableRef::Function { name, args, alias } if self.system_function(name).is_some() => {
+                let function = self.system_function(name).expect("a system function");
+                let args = args.iter().map(|a| self.bind_expr(a).map(|(e, _)| e)).collect::<SqlResult<Vec<_>>>()?;
+                let mut used = Vec::new();
+                if !args.iter().all(|e| columns_used(e, &mut used)) || !used.is_empty() {
+                    return Err(SqlError::new(
+                        40527,
+                        "Arguments of table-valued functions that read columns (APPLY) are not supported yet.",
+                    ));
+                }
+                let plan = Plan::SystemFunction { function, db: crate::catalog::DbRef::Current, args };
+                let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                let bound = BoundQuery { plan, columns: function.columns() };
+                Ok(self.leaf_plan(bound, qualifier, scope, offset))
+            }
             ast::TableRef::Function { name, args, alias } => match self.module(name, crate::catalog::Access::SELECT)? {
                 Some((db, m)) if m.kind == ModuleKind::TableFunction => {
                     let bound = self.bind_table_function(&db, &m, args)?;

@@ -155,7 +155,7 @@ impl<'v> Printer<'v> {
         match plan {
             Plan::Values(rows) => self.values(rows, corr),
             Plan::Scan(node) => self.scan(node, corr, None),
-            Plan::System { view, .. } => {
+            Plan::System { view, .. } | Plan::SystemFunction { function: view, .. } => {
                 let names = view.columns().iter().map(|c| bracket(&c.name)).collect();
                 (Node::leaf(format!("Table-valued function(OBJECT:([sys].[{view:?}]))")), names)
             }

@@ -297,6 +297,13 @@ pub enum Plan {
         view: View,
         db: DbRef,
     },
+    /// A system table-valued function (`fn_my_permissions(…)`), computed when read from
+    /// its arguments (constants and variables).
+    SystemFunction {
+        function: View,
+        db: DbRef,
+        args: Vec<Expr>,
+    },
     Filter {
         input: Box<Plan>,
         predicate: Expr,

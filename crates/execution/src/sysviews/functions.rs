@@ -1,0 +1,119 @@
+//! System table-valued functions: relations computed from their arguments when a query
+//! reads them (`SELECT * FROM fn_my_permissions(NULL, 'DATABASE')`). Each is defined
+//! once, as a [`FunctionDef`], like a view; a plan names one by [`View`] (its id indexes
+//! [`FUNCTIONS`]).
+
+use tessera_errors::SqlResult;
+use tessera_semantics::catalog::Object;
+use tessera_semantics::plan::{Col, Row, View};
+use tessera_semantics::types::{SqlType, Value};
+
+use super::{col, s, Rows, SYSNAME};
+use crate::principals::check::{allowed, On, PERMISSIONS};
+use crate::runtime::ExecCtx;
+use crate::server_permissions::SERVER_PERMISSIONS;
+
+pub struct FunctionDef<const N: usize> {
+    pub name: &'static str,
+    pub columns: [Col; N],
+    /// The rows for the arguments (evaluated), read in database `db`.
+    pub rows: fn(&ExecCtx, &str, &[Value]) -> Rows<N>,
+}
+
+static FUNCTIONS: &[&FunctionDef<3>] = &[&MY_PERMISSIONS];
+
+/// The system function `name` (lower case), if there is one.
+pub fn lookup(name: &str) -> Option<View> {
+    let id = FUNCTIONS.iter().position(|f| f.name == name)?;
+    Some(View { id, schema: "sys", name: FUNCTIONS[id].name, columns: &FUNCTIONS[id].columns })
+}
+
+/// The rows of `function` for `args`, read in database `db`.
+pub fn rows(function: View, db: &str, args: &[Value], ctx: &ExecCtx) -> SqlResult<Vec<Row>> {
+    Ok((FUNCTIONS[function.id].rows)(ctx, db, args)?.into_iter().map(Vec::from).collect())
+}
+
+/// `fn_my_permissions(securable, 'class')`: the permissions the caller holds on a
+/// securable, granted or through roles, ownership and the permissions that imply them:
+/// SERVER (securable NULL), DATABASE (NULL: the current one), SCHEMA, and OBJECT (with a
+/// row per column for SELECT, UPDATE and REFERENCES, as SQL Server lists them). A
+/// securable that does not exist, or another class, has no rows.
+pub(super) static MY_PERMISSIONS: FunctionDef<3> = FunctionDef {
+    name: "fn_my_permissions",
+    columns: [
+        col("entity_name", SYSNAME, true),
+        col("subentity_name", SYSNAME, true),
+        col("permission_name", SqlType::NVarChar(60), true),
+    ],
+    rows: my_permissions,
+};
+
+fn my_permissions(ctx: &ExecCtx, db: &str, args: &[Value]) -> Rows<3> {
+    let text = |v: Option<&Value>| match v {
+        Some(Value::Str(s)) => Some(s.trim_end().to_string()),
+        _ => None,
+    };
+    let securable = text(args.first());
+    let class = text(args.get(1)).unwrap_or_default().to_uppercase();
+    let row = |entity: &str, sub: &str, permission: &str| [s(entity), s(sub), s(permission)];
+    if class == "SERVER" {
+        let held = SERVER_PERMISSIONS.iter().filter(|(p, _)| ctx.shared.holds_server(ctx.session, p));
+        return Ok(held.map(|(p, _)| row("server", "", p)).collect());
+    }
+    let (database, on_object) = match (class.as_str(), &securable) {
+        ("DATABASE", None) => (db.to_string(), None),
+        ("DATABASE", Some(name)) => (name.clone(), None),
+        ("SCHEMA", Some(_)) => (db.to_string(), None),
+        ("OBJECT", Some(name)) => match ctx.object(name) {
+            Some((in_db, o)) => (in_db, Some(o)),
+            None => return Ok(Vec::new()),
+        },
+        _ => return Ok(Vec::new()),
+    };
+    if !ctx.shared.engine.exists(&database) {
+        return Ok(Vec::new());
+    }
+    let Ok((security, token)) = ctx.shared.access(ctx.session, &database) else { return Ok(Vec::new()) };
+    let holds = |permission: &str, on: On| allowed(&security, &token, permission, on);
+    let mut out = Vec::new();
+    match (class.as_str(), on_object) {
+        ("DATABASE", _) => {
+            for (p, ..) in PERMISSIONS.iter().filter(|(_, _, database, _, _)| *database) {
+                if holds(p, On::Database) {
+                    out.push(row("database", "", p));
+                }
+            }
+        }
+        ("SCHEMA", _) => {
+            let schema = securable.unwrap_or_default();
+            if security.schema(&schema).is_none() {
+                return Ok(Vec::new());
+            }
+            for (p, ..) in PERMISSIONS.iter().filter(|(_, _, _, on_schema, _)| *on_schema) {
+                if holds(p, On::Schema(&schema)) {
+                    out.push(row(&schema, "", p));
+                }
+            }
+        }
+        (_, Some(object)) => {
+            let entity = securable.unwrap_or_default();
+            let on = On::Object { schema: object.schema(), id: object.id() };
+            for (p, ..) in PERMISSIONS.iter().filter(|(_, _, _, _, on_object)| *on_object) {
+                if holds(p, on) {
+                    out.push(row(&entity, "", p));
+                }
+            }
+            if let Object::Table(table) = &object {
+                for c in &table.columns {
+                    for p in ["SELECT", "UPDATE", "REFERENCES"] {
+                        if holds(p, on) {
+                            out.push(row(&entity, &c.name, p));
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(out)
+}

@@ -20,16 +20,20 @@ const CANCEL_POLL: Duration = Duration::from_millis(20);
 /// Charges one request's use to every governor it goes through. It runs on one thread
 /// (a request's batch does), whose CPU clock it reads.
 pub struct Pacer {
-    governors: Vec<Arc<Governor>>,
+    /// The database's governor (if it has limits): CPU and the database's log.
+    database: Option<Arc<Governor>>,
+    /// Resource Governor's workload group and pool: CPU only.
+    others: Vec<Arc<Governor>>,
     db: Arc<Database>,
     cpu_at: Duration,
     rows: u32,
 }
 
 impl Pacer {
-    /// Starts charging a request of database `db` to `governors`.
-    pub fn start(governors: Vec<Arc<Governor>>, db: Arc<Database>) -> Pacer {
-        Pacer { governors, db, cpu_at: thread_cpu_time(), rows: 0 }
+    /// Starts charging a request of database `db` to its governor `database` and to
+    /// `others` (which have no log limit).
+    pub fn start(database: Option<Arc<Governor>>, others: Vec<Arc<Governor>>, db: Arc<Database>) -> Pacer {
+        Pacer { database, others, db, cpu_at: thread_cpu_time(), rows: 0 }
     }
 
     /// Counts `rows` rows read or written; every [`CHARGE_EVERY_ROWS`] or more, charges.
@@ -60,10 +64,13 @@ impl Pacer {
         let cpu = thread_cpu_time();
         let used = cpu.saturating_sub(self.cpu_at);
         self.cpu_at = cpu;
-        let log_total = self.db.log_bytes_written();
-        let mut wait = Duration::ZERO;
-        for g in &self.governors {
-            wait = wait.max(g.cpu.charge(used.as_nanos() as u64, now)).max(g.log.charge_total(log_total, now));
+        let used = used.as_nanos() as u64;
+        let mut wait = match &self.database {
+            Some(g) => g.cpu.charge(used, now).max(g.log.charge_total(self.db.log_bytes_written(), now)),
+            None => Duration::ZERO,
+        };
+        for g in &self.others {
+            wait = wait.max(g.cpu.charge(used, now));
         }
         wait
     }

@@ -237,19 +237,21 @@ impl Session {
     /// database limits how many run at once, and the charges of its use against the
     /// database's limits (`tessera_execution::governor`), ended by [`Session::release`].
     pub(crate) fn admit(&mut self) -> SqlResult<Vec<tessera_execution::governor::RequestSlot>> {
-        let mut governors = self.shared.resource_governor.governors(self.state.group_id);
+        let group = self.shared.resource_governor.governors(self.state.group_id);
         let limited = self.shared.governors.any();
-        if governors.is_empty() && !limited {
+        if group.is_empty() && !limited {
             return Ok(Vec::new());
         }
         let db = self.shared.database_memo(&self.state.catalog_memo, &self.state.database)?;
-        if let Some(g) = self.shared.governors.get(db.id()).filter(|_| limited) {
-            governors.insert(0, g);
-        }
+        let database = self.shared.governors.get(db.id()).filter(|_| limited);
         let in_transaction = self.state.txns.count > 0;
-        let slots =
-            governors.iter().map(|g| g.enter(in_transaction, &self.state.cancel)).collect::<SqlResult<Vec<_>>>()?;
-        self.state.pacer = Some(tessera_execution::governor::Pacer::start(governors, db));
+        // The database's gate first, then the group's and the pool's: one order for all.
+        let slots = database
+            .iter()
+            .chain(&group)
+            .map(|g| g.enter(in_transaction, &self.state.cancel))
+            .collect::<SqlResult<Vec<_>>>()?;
+        self.state.pacer = Some(tessera_execution::governor::Pacer::start(database, group, db));
         Ok(slots)
     }
 

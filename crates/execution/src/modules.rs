@@ -59,6 +59,7 @@ pub fn define(
         .with_severity(15));
     }
     let database = ctx.shared.database(&db)?;
+    let altered_by = ctx.shared.access(ctx.session, &db).ok().map(|(_, token)| token.user);
     ctx.shared.alter_catalog(&database, |catalog: &Catalog, version| {
         let existing = catalog.lookup(&schema, &obj).cloned();
         let now = catalog::now_epoch();
@@ -98,6 +99,7 @@ pub fn define(
                         text: text.to_string(),
                         created: now,
                         modified: now,
+                        altered_by,
                     },
                     version,
                 );
@@ -114,6 +116,7 @@ pub fn define(
                 text: text.to_string(),
                 created,
                 modified: now,
+                altered_by,
             },
             version,
         )

@@ -220,6 +220,10 @@ pub struct Module {
     pub text: String,
     pub created: i64,
     pub modified: i64,
+    /// The database user who created or last altered it (`EXECUTE AS SELF` runs as
+    /// this user); `None` in definitions from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub altered_by: Option<i32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -413,7 +413,9 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         run(&mut sa, "GRANT EXECUTE ON dbo.scratch TO fay").await;
         run(&mut sa, "GRANT EXECUTE ON dbo.as_owner TO fay; GRANT EXECUTE ON dbo.as_caller TO fay; GRANT EXECUTE ON dbo.who TO fay").await;
         assert_eq!(refused(&mut sa, "CREATE PROCEDURE dbo.bad WITH EXECUTE AS 'nobody' AS SELECT 1").await.0, 15517);
-        assert_eq!(refused(&mut sa, "CREATE PROCEDURE dbo.bad WITH EXECUTE AS SELF AS SELECT 1").await.0, 40530);
+        // SELF: the user who created (or last altered) the procedure.
+        run(&mut sa, "CREATE PROCEDURE dbo.as_self WITH EXECUTE AS SELF AS EXEC ('SELECT COUNT(*) FROM secret')").await;
+        run(&mut sa, "GRANT EXECUTE ON dbo.as_self TO fay; GRANT CREATE PROCEDURE TO fay; GRANT ALTER ON SCHEMA::dbo TO fay").await;
 
         let mut fay = connect_as(port, "fay", BOB).await;
         run(&mut fay, "USE shop").await;
@@ -421,6 +423,9 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         assert_eq!(count(&mut fay, "EXEC dbo.scratch").await, 2, "temp tables inside");
         assert_eq!(refused(&mut fay, "EXEC dbo.as_caller").await.0, 229, "dynamic SQL breaks the ownership chain");
         assert_eq!(text(&mut fay, "EXEC dbo.who").await.as_deref(), Some("dbo"));
+        assert_eq!(count(&mut fay, "EXEC dbo.as_self").await, 2, "sa made it: it runs as dbo");
+        run(&mut fay, "CREATE PROCEDURE dbo.fay_self WITH EXECUTE AS SELF AS SELECT USER_NAME()").await;
+        assert_eq!(text(&mut sa, "EXEC shop.dbo.fay_self").await.as_deref(), Some("fay"), "fay made it");
         assert_eq!(text(&mut fay, "SELECT USER_NAME()").await.as_deref(), Some("fay"), "the context ends with the call");
         assert_eq!(refused(&mut fay, "SELECT COUNT(*) FROM secret").await.0, 229);
     });

@@ -395,5 +395,4 @@ pub static MESSAGES: &[Message] = &[
     m(40527, 16, Statement, "Arguments of table-valued functions that read columns (APPLY) are not supported yet."),
     m(40528, 16, Statement, "Column permissions are not supported yet."),
     m(40529, 16, Statement, "EXECUTE AS on functions and views is not supported yet."),
-    m(40530, 16, Statement, "EXECUTE AS SELF is not supported yet: use EXECUTE AS OWNER or a user's name."),
 ];

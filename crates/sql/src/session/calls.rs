@@ -58,11 +58,9 @@ pub(crate) fn call_scalar_function(
     let db = call.db.name(&state.database).to_string();
     // The function's statements chain from its owner (EXECUTE on it was checked with the
     // plan that calls it).
-    let owner = ctx
-        .shared
-        .security(&state.catalog_memo, &db)?
-        .schema_owner(&call.schema)
-        .map(|owner| super::permissions::ModuleContext { db: db.clone(), schema: call.schema.clone(), owner });
+    let owner = ctx.shared.security(&state.catalog_memo, &db)?.schema_owner(&call.schema).map(|owner| {
+        super::permissions::ModuleContext { db: db.clone(), schema: call.schema.clone(), owner, altered_by: None }
+    });
     let saved_schema = std::mem::replace(&mut state.default_schema, call.schema.clone());
     let saved_db = std::mem::replace(&mut state.database, db);
     state.nest_level += 1;

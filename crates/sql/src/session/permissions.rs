@@ -21,6 +21,8 @@ pub(super) struct ModuleContext {
     pub db: String,
     pub schema: String,
     pub owner: i32,
+    /// The user who created or last altered the module (`EXECUTE AS SELF`).
+    pub altered_by: Option<i32>,
 }
 
 impl Runner<'_> {
@@ -97,7 +99,11 @@ impl Runner<'_> {
         if !chained && !allowed(&security, &token, "EXECUTE", On::Object { schema, id }) {
             return Err(object_denied("EXECUTE", name, db, schema));
         }
-        Ok(ModuleContext { db: db.to_string(), schema: schema.to_string(), owner })
+        let altered_by = match self.shared.catalog_memo(&self.state.catalog_memo, db)?.catalog.by_id(id) {
+            Some(tessera_semantics::catalog::Object::Module(m)) => m.altered_by,
+            _ => None,
+        };
+        Ok(ModuleContext { db: db.to_string(), schema: schema.to_string(), owner, altered_by })
     }
 
     /// CREATE TABLE / VIEW / PROCEDURE / FUNCTION of `name`: the database permission, and
@@ -322,7 +328,10 @@ impl Runner<'_> {
             ast::ModuleExecuteAs::Caller => return Ok(()),
             ast::ModuleExecuteAs::Owner => security.principal_by_id(module.owner).cloned(),
             ast::ModuleExecuteAs::User(name) => security.principal(name).filter(|p| !p.kind.is_role()).cloned(),
-            ast::ModuleExecuteAs::SelfUser => return Err(execute_as_self()),
+            // A definition kept before its author was (none then): its owner.
+            ast::ModuleExecuteAs::SelfUser => {
+                security.principal_by_id(module.altered_by.unwrap_or(module.owner)).cloned()
+            }
         };
         let Some(user) = user else {
             let name = match execute_as {
@@ -359,8 +368,9 @@ impl Runner<'_> {
     /// CONTROL of the database (SQL Server's IMPERSONATE on it).
     pub(super) fn check_module_execute_as(&mut self, execute_as: &ast::ModuleExecuteAs) -> SqlResult<()> {
         let name = match execute_as {
-            ast::ModuleExecuteAs::Caller | ast::ModuleExecuteAs::Owner => return Ok(()),
-            ast::ModuleExecuteAs::SelfUser => return Err(execute_as_self()),
+            ast::ModuleExecuteAs::Caller | ast::ModuleExecuteAs::Owner | ast::ModuleExecuteAs::SelfUser => {
+                return Ok(())
+            }
             ast::ModuleExecuteAs::User(name) => name,
         };
         let db = self.state.database.clone();
@@ -399,10 +409,6 @@ impl Runner<'_> {
         }
         Ok(())
     }
-}
-
-fn execute_as_self() -> SqlError {
-    SqlError::new(40530, "EXECUTE AS SELF is not supported yet: use EXECUTE AS OWNER or a user's name.")
 }
 
 /// Ends the EXECUTE AS contexts begun deeper than `nest_level` (a module or dynamic batch

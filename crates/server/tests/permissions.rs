@@ -426,6 +426,16 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         assert_eq!(count(&mut fay, "EXEC dbo.as_self").await, 2, "sa made it: it runs as dbo");
         run(&mut fay, "CREATE PROCEDURE dbo.fay_self WITH EXECUTE AS SELF AS SELECT USER_NAME()").await;
         assert_eq!(text(&mut sa, "EXEC shop.dbo.fay_self").await.as_deref(), Some("fay"), "fay made it");
+        // Scalar functions too; table-valued ones have no EXECUTE AS (40529).
+        run(&mut sa, "USE shop").await;
+        run(&mut sa, "CREATE FUNCTION dbo.as_owner_name() RETURNS sysname WITH EXECUTE AS OWNER AS BEGIN RETURN USER_NAME() END").await;
+        run(&mut sa, "CREATE FUNCTION dbo.caller_name() RETURNS sysname AS BEGIN RETURN USER_NAME() END").await;
+        run(&mut sa, "GRANT EXECUTE ON dbo.as_owner_name TO fay; GRANT EXECUTE ON dbo.caller_name TO fay").await;
+        assert_eq!(text(&mut fay, "SELECT dbo.as_owner_name()").await.as_deref(), Some("dbo"));
+        assert_eq!(text(&mut fay, "SELECT dbo.caller_name()").await.as_deref(), Some("fay"));
+        assert_eq!(text(&mut fay, "SELECT USER_NAME()").await.as_deref(), Some("fay"), "the context ends with the call");
+        let tvf = "CREATE FUNCTION dbo.rows_as_owner() RETURNS TABLE WITH EXECUTE AS OWNER AS RETURN (SELECT 1 AS a)";
+        assert_eq!(refused(&mut sa, tvf).await.0, 40529);
         assert_eq!(text(&mut fay, "SELECT USER_NAME()").await.as_deref(), Some("fay"), "the context ends with the call");
         assert_eq!(refused(&mut fay, "SELECT COUNT(*) FROM secret").await.0, 229);
     });

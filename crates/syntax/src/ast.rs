@@ -905,7 +905,7 @@ pub struct CreateFunction {
 #[derive(Clone, Debug, PartialEq)]
 pub enum FunctionReturns {
     /// `RETURNS type AS BEGIN … RETURN expr END`
-    Scalar { ty: TypeName, body: Vec<Statement> },
+    Scalar { ty: TypeName, body: Vec<Statement>, execute_as: ModuleExecuteAs },
     /// `RETURNS TABLE AS RETURN (query)`
     InlineTable(Box<Query>),
     /// `RETURNS @t TABLE (…) AS BEGIN … RETURN END`

@@ -394,5 +394,5 @@ pub static MESSAGES: &[Message] = &[
     m(40526, 16, Statement, "Multi-statement table-valued functions are not supported yet."),
     m(40527, 16, Statement, "Arguments of table-valued functions that read columns (APPLY) are not supported yet."),
     m(40528, 16, Statement, "Column permissions are not supported yet."),
-    m(40529, 16, Statement, "EXECUTE AS on functions and views is not supported yet."),
+    m(40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet."),
 ];

@@ -42,7 +42,7 @@ pub(crate) fn call_scalar_function(
     let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
         return Err(tessera_semantics::bind::invalid_object(&call.name));
     };
-    let ast::FunctionReturns::Scalar { body, .. } = &cf.returns else {
+    let ast::FunctionReturns::Scalar { body, execute_as, .. } = &cf.returns else {
         return Err(tessera_semantics::bind::invalid_object(&call.name));
     };
     let state = &mut *ctx.session;
@@ -58,8 +58,12 @@ pub(crate) fn call_scalar_function(
     let db = call.db.name(&state.database).to_string();
     // The function's statements chain from its owner (EXECUTE on it was checked with the
     // plan that calls it).
+    let altered_by = match ctx.shared.catalog_memo(&state.catalog_memo, &db)?.catalog.module(&call.schema, &call.name) {
+        Some(m) => m.altered_by,
+        None => None,
+    };
     let owner = ctx.shared.security(&state.catalog_memo, &db)?.schema_owner(&call.schema).map(|owner| {
-        super::permissions::ModuleContext { db: db.clone(), schema: call.schema.clone(), owner, altered_by: None }
+        super::permissions::ModuleContext { db: db.clone(), schema: call.schema.clone(), owner, altered_by }
     });
     let saved_schema = std::mem::replace(&mut state.default_schema, call.schema.clone());
     let saved_db = std::mem::replace(&mut state.database, db);
@@ -73,7 +77,15 @@ pub(crate) fn call_scalar_function(
             owner,
             ..Runner::new(ctx.shared, &mut *state, &cached, &frame, &mut sink)
         };
-        let r = runner.compile_all(body).map(|_| runner.run_block(body));
+        // WITH EXECUTE AS OWNER | SELF | 'user': the body runs as that user.
+        let entered = match &runner.owner {
+            Some(module) if *execute_as != ast::ModuleExecuteAs::Caller => {
+                let module = module.clone();
+                runner.enter_module_context(&module, execute_as)
+            }
+            _ => Ok(()),
+        };
+        let r = entered.and_then(|()| runner.compile_all(body)).map(|_| runner.run_block(body));
         r.map(|flow| (flow, runner.returned.take()))
     };
     super::permissions::end_contexts_below(state, state.nest_level - 1);

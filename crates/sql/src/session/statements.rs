@@ -346,6 +346,9 @@ impl Runner<'_> {
             }
             StatementKind::CreateFunction(cf) => {
                 self.check_define("CREATE FUNCTION", &cf.name, cf.alter || cf.or_alter)?;
+                if let ast::FunctionReturns::Scalar { execute_as, .. } = &cf.returns {
+                    self.check_module_execute_as(execute_as)?;
+                }
                 let kind = match cf.returns {
                     ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
                     ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,

@@ -598,12 +598,12 @@ impl Parser<'_> {
         Ok(execute_as)
     }
 
-    /// Module options where EXECUTE AS is not supported yet (functions and views): only
-    /// CALLER, which is what they run as.
+    /// Module options where EXECUTE AS is not supported (views, inline and multi-statement
+    /// table-valued functions): only CALLER, which is what they run as.
     fn caller_module_options(&mut self) -> Result<()> {
         match self.module_options()? {
             ModuleExecuteAs::Caller => Ok(()),
-            _ => Err(SqlError::new(40529, "EXECUTE AS on functions and views is not supported yet.")),
+            _ => Err(SqlError::new(40529, "EXECUTE AS on table-valued functions and views is not supported yet.")),
         }
     }
 
@@ -638,17 +638,18 @@ impl Parser<'_> {
             let variable = self.advance().text.to_string();
             self.expect_word("TABLE")?;
             let elements = self.table_elements(&ObjectName(vec![Ident::new(variable.clone())]))?;
+            self.caller_module_options()?;
             let body = self.function_body()?;
             return Ok(FunctionReturns::MultiStatement { variable, columns: elements.columns, body });
         }
         let ty = self.type_name()?;
+        let execute_as = self.module_options()?;
         let body = self.function_body()?;
-        Ok(FunctionReturns::Scalar { ty, body })
+        Ok(FunctionReturns::Scalar { ty, body, execute_as })
     }
 
-    /// `[WITH …] [AS] BEGIN … END`
+    /// `[AS] BEGIN … END` (after the options)
     fn function_body(&mut self) -> Result<Vec<crate::ast::Statement>> {
-        self.caller_module_options()?;
         self.eat_word("AS");
         self.expect_word("BEGIN")?;
         let body = self.statements_until("END")?;

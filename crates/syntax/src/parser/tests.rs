@@ -1124,7 +1124,7 @@ fn functions_and_views() {
         panic!()
     };
     assert_eq!(f.params.len(), 1);
-    let FunctionReturns::Scalar { ty: t, body } = f.returns else { panic!() };
+    let FunctionReturns::Scalar { ty: t, body, .. } = f.returns else { panic!() };
     assert_eq!(t, ty("INT", &[]));
     assert_eq!(body[0].kind, StatementKind::Return(Some(bin(BinaryOp::Add, var("@x"), int("1")))));
     let StatementKind::CreateFunction(f) = one("CREATE OR ALTER FUNCTION f() RETURNS TABLE AS RETURN (SELECT 1 AS a)")

@@ -355,6 +355,9 @@ pub struct ObjectDep {
     /// through a module with the same owner needs no permission of its own (ownership
     /// chaining).
     pub via: Option<(DbRef, String)>,
+    /// The table's columns (by position) the statement reads (SELECT) or sets (UPDATE),
+    /// for column permissions; a column read only through a view is not listed.
+    pub columns: Vec<(u16, Access)>,
 }
 
 /// What a statement does to an object, as the permissions it needs on it.
@@ -387,6 +390,11 @@ impl Access {
 
     pub fn is_empty(self) -> bool {
         self.0 == 0
+    }
+
+    /// Whether this access includes the one named `permission`.
+    pub fn includes(self, permission: &str) -> bool {
+        Access::NAMES.iter().any(|(a, n)| *n == permission && self.0 & a.0 != 0)
     }
 
     /// The names of the permissions this access needs (`SELECT`, `INSERT`, …).

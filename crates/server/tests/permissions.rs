@@ -81,7 +81,6 @@ fn a_tenant_s_database_is_its_own_until_it_grants() {
         assert_eq!(count(&mut alice, "SELECT COUNT(*) FROM sys.tables WHERE object_id = OBJECT_ID('t')").await, 1);
 
         // EXECUTE on the procedure: it reads its table through the ownership chain.
-        assert_eq!(refused(&mut alice, "GRANT SELECT (id) ON t TO bob").await.0, 40528, "no column permissions yet");
         run(&mut alice, "GRANT EXECUTE ON p TO bob").await;
         assert_eq!(count(&mut bob, "EXEC p").await, 2);
         assert_eq!(count(&mut bob, "SELECT COUNT(*) FROM sys.procedures WHERE name = 'p'").await, 1);
@@ -620,5 +619,57 @@ fn fn_my_permissions_lists_what_the_caller_holds() {
         assert_eq!(count(&mut sa, &holds("'fdb.dbo.hidden', 'OBJECT'", "x", "UPDATE")).await, 1);
         assert_eq!(count(&mut sa, &holds("NULL, 'SERVER'", "", "CONTROL SERVER")).await, 1);
         assert_eq!(count(&mut fay, &permissions("NULL, 'NO SUCH CLASS'")).await, 0);
+    });
+}
+
+#[test]
+fn column_permissions_allow_and_deny_each_column() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN cole WITH PASSWORD = '{ALICE}'; CREATE DATABASE cols")).await;
+        run(&mut sa, "USE cols; CREATE TABLE t (id int PRIMARY KEY, v int, secret int); CREATE USER cole").await;
+        run(&mut sa, "INSERT INTO t VALUES (1, 10, 100), (2, 20, 200)").await;
+        assert_eq!(refused(&mut sa, "GRANT SELECT (nope) ON t TO cole").await.0, 207);
+        assert_eq!(refused(&mut sa, "GRANT INSERT (id) ON t TO cole").await.0, 4606);
+        run(&mut sa, "GRANT SELECT (id, v) ON t TO cole").await;
+        let mut cole = connect_to(port, "cole", ALICE, "cols").await.unwrap();
+
+        // The granted columns only, wherever the statement reads them.
+        assert_eq!(count(&mut cole, "SELECT SUM(v) FROM t WHERE id > 0").await, 30);
+        assert_eq!(count(&mut cole, "SELECT COUNT(*) FROM t").await, 2);
+        assert_eq!(
+            refused(&mut cole, "SELECT secret FROM t").await,
+            (230, "The SELECT permission was denied on the column 'secret' of the object 't', database 'cols', schema 'dbo'.".into())
+        );
+        assert_eq!(refused(&mut cole, "SELECT * FROM t").await.0, 230);
+        assert_eq!(refused(&mut cole, "SELECT id FROM t WHERE secret = 100").await.0, 230);
+        assert_eq!(refused(&mut cole, "UPDATE t SET v = 0").await.0, 229);
+        assert_eq!(count(&mut cole, "SELECT COUNT(*) FROM sys.tables WHERE name = 't'").await, 1, "a column makes it visible");
+        let holds = |sub: &str, p: &str| {
+            format!("SELECT COUNT(*) FROM fn_my_permissions('dbo.t', 'OBJECT') WHERE subentity_name = '{sub}' AND permission_name = '{p}'")
+        };
+        assert_eq!(count(&mut cole, &holds("v", "SELECT")).await, 1);
+        assert_eq!(count(&mut cole, &holds("secret", "SELECT")).await, 0);
+        assert_eq!(count(&mut cole, &holds("", "SELECT")).await, 0, "not the table's");
+
+        // UPDATE of one column.
+        run(&mut sa, "GRANT UPDATE (v) ON t TO cole").await;
+        run(&mut cole, "UPDATE t SET v = v + 1 WHERE id = 1").await;
+        assert_eq!(refused(&mut cole, "UPDATE t SET secret = 0 WHERE id = 1").await.0, 230);
+        assert_eq!(count(&mut sa, "SELECT secret FROM cols.dbo.t WHERE id = 1").await, 100, "nothing changed");
+
+        // A DENY on a column wins over SELECT on the table.
+        run(&mut sa, "GRANT SELECT ON t TO cole; DENY SELECT (secret) ON t TO cole").await;
+        assert_eq!(count(&mut cole, "SELECT SUM(id + v) FROM t").await, 34);
+        assert_eq!(refused(&mut cole, "SELECT * FROM t").await.0, 230);
+        let rows = "SELECT COUNT(*) FROM sys.database_permissions WHERE major_id = OBJECT_ID('t') AND minor_id > 0";
+        assert_eq!(count(&mut sa, &format!("USE cols; {rows}")).await, 4, "id, v, v (UPDATE), secret");
+
+        // REVOKE on the table takes its column rows with it.
+        run(&mut sa, "REVOKE SELECT ON t FROM cole").await;
+        assert_eq!(refused(&mut cole, "SELECT id FROM t").await.0, 229);
+        assert_eq!(count(&mut sa, &format!("USE cols; {rows}")).await, 1, "UPDATE (v) stays");
     });
 }

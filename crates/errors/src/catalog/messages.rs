@@ -60,6 +60,7 @@ pub static MESSAGES: &[Message] = &[
     m(217, 16, Batch, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32)."),
     m(220, 16, Statement, "Arithmetic overflow error for data type %ls, value = %I64d."),
     m(229, 14, Statement, "The %ls permission was denied on the object '%.*ls', database '%.*ls', schema '%.*ls'."),
+    m(230, 14, Statement, "The %ls permission was denied on the column '%.*ls' of the object '%.*ls', database '%.*ls', schema '%.*ls'."),
     m(235, 16, Statement, "Cannot convert a char value to money. The char value has incorrect syntax."),
     m(239, 16, Statement, "Duplicate common table expression name '%.*ls' was specified."),
     m(240, 16, Statement, "Types don't match between the anchor and the recursive part in column \"%.*ls\" of recursive query \"%.*ls\"."),
@@ -393,6 +394,5 @@ pub static MESSAGES: &[Message] = &[
     m(40522, 16, Statement, "Filtered indexes are not supported yet."),
     m(40526, 16, Statement, "Multi-statement table-valued functions are not supported yet."),
     m(40527, 16, Statement, "Arguments of table-valued functions that read columns (APPLY) are not supported yet."),
-    m(40528, 16, Statement, "Column permissions are not supported yet."),
     m(40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet."),
 ];

@@ -117,6 +117,7 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
         next.set_permission(PermissionRow {
             class: Class::Database,
             major_id: 0,
+            minor_id: 0,
             grantee: id,
             permission: "CONNECT".to_string(),
             grantor: c.token.user,
@@ -553,13 +554,17 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
         (Class::Schema, Some(schema)) => On::Schema(schema),
         _ => On::Database,
     };
-    let mut names = Vec::new();
+    // (permission, column id: 0 for the object itself).
+    let mut names: Vec<(String, i32)> = Vec::new();
     for perm in &p.permissions {
         if !perm.columns.is_empty() {
-            return Err(SqlError::new(40528, "Column permissions are not supported yet."));
+            for id in column_ids(ctx, &t, &perm.name, &perm.columns)? {
+                names.push((perm.name.clone(), id));
+            }
+            continue;
         }
         if perm.name == "ALL" {
-            names.extend(t.all.iter().map(|n| n.to_string()));
+            names.extend(t.all.iter().map(|n| (n.to_string(), 0)));
             continue;
         }
         let valid =
@@ -576,7 +581,7 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
                 format!("Granted or revoked privilege {} is not compatible with object.", perm.name),
             ));
         }
-        names.push(perm.name.clone());
+        names.push((perm.name.clone(), 0));
     }
     // The grantor needs CONTROL on the securable (db_securityadmin manages permissions
     // on the database and its schemas).
@@ -604,10 +609,11 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
         }
         let mut next = s.clone();
         for grantee in grantees {
-            for name in &names {
+            for (name, column) in &names {
                 let row = PermissionRow {
                     class: t.class,
                     major_id: t.major_id,
+                    minor_id: *column,
                     grantee,
                     permission: name.clone(),
                     grantor: c.token.user,
@@ -628,6 +634,33 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
         }
         Ok((next, ()))
     })
+}
+
+/// The column ids a column permission (`GRANT SELECT (a, b) ON t`) names: SELECT, UPDATE
+/// and REFERENCES on a table's columns (4606 for another permission or securable, 207
+/// for a column the table does not have).
+fn column_ids(
+    ctx: &ExecCtx,
+    t: &Target,
+    permission: &str,
+    columns: &[tessera_syntax::ast::Ident],
+) -> SqlResult<Vec<i32>> {
+    let incompatible =
+        || SqlError::new(4606, format!("Granted or revoked privilege {permission} is not compatible with object."));
+    if t.class != Class::Object || !["SELECT", "UPDATE", "REFERENCES"].contains(&permission) {
+        return Err(incompatible());
+    }
+    let catalog = ctx.shared.catalog_named(&ctx.session.database)?.catalog;
+    let Some(table) = catalog.table_by_id(t.major_id) else { return Err(incompatible()) };
+    columns
+        .iter()
+        .map(|c| {
+            table
+                .column(&c.value)
+                .map(|i| i as i32 + 1)
+                .ok_or_else(|| SqlError::new(207, format!("Invalid column name '{}'.", c.value)))
+        })
+        .collect()
 }
 
 /// Whether the session's login may use the database `name` (error 916 when not).

@@ -195,6 +195,7 @@ pub fn allowed(security: &Security, token: &Token, permission: &str, on: On) -> 
         for row in security.permissions() {
             if row.class == class
                 && row.major_id == major
+                && row.minor_id == 0
                 && token.holds(row.grantee)
                 && covering.contains(&row.permission.as_str())
             {
@@ -218,6 +219,51 @@ pub fn allowed(security: &Security, token: &Token, permission: &str, on: On) -> 
     granted
 }
 
+/// Whether `token` holds `permission` (SELECT, UPDATE or REFERENCES) on column
+/// `column_id` of object `id`: a DENY on the column refuses it; a GRANT on the column
+/// allows it, even under a DENY on the table (SQL Server's documented exception, kept
+/// for compatibility); otherwise the object's permission decides.
+pub fn column_allowed(
+    security: &Security,
+    token: &Token,
+    permission: &str,
+    schema: &str,
+    id: i32,
+    column_id: i32,
+) -> bool {
+    if token.unrestricted {
+        return true;
+    }
+    let mut granted = false;
+    for row in security.permissions() {
+        if row.class == Class::Object
+            && row.major_id == id
+            && row.minor_id == column_id
+            && row.permission == permission
+            && token.holds(row.grantee)
+        {
+            if row.state == GrantState::Deny {
+                return false;
+            }
+            granted = true;
+        }
+    }
+    granted || allowed(security, token, permission, On::Object { schema, id })
+}
+
+/// Whether `token` holds `permission` on some column of object `id` (a query that reads
+/// no column, such as `SELECT COUNT(*)`, needs that much).
+pub fn any_column_allowed(security: &Security, token: &Token, permission: &str, id: i32) -> bool {
+    security.permissions().iter().any(|row| {
+        row.class == Class::Object
+            && row.major_id == id
+            && row.minor_id != 0
+            && row.permission == permission
+            && row.state != GrantState::Deny
+            && token.holds(row.grantee)
+    })
+}
+
 /// The permissions any one of which lets a principal see an object in the catalog views
 /// (metadata visibility).
 const VISIBLE_THROUGH: &[&str] = &[
@@ -236,7 +282,9 @@ const VISIBLE_THROUGH: &[&str] = &[
 /// Whether `token` may see the object `id` of schema `schema` in catalog views and
 /// OBJECT_ID: it holds some permission on it (owning its schema included).
 pub fn may_see(security: &Security, token: &Token, schema: &str, id: i32) -> bool {
-    token.unrestricted || VISIBLE_THROUGH.iter().any(|p| allowed(security, token, p, On::Object { schema, id }))
+    token.unrestricted
+        || VISIBLE_THROUGH.iter().any(|p| allowed(security, token, p, On::Object { schema, id }))
+        || ["SELECT", "UPDATE", "REFERENCES"].iter().any(|p| any_column_allowed(security, token, p, id))
 }
 
 /// Error 229: an object permission denied.
@@ -247,6 +295,16 @@ pub fn object_denied(permission: &str, object: &str, database: &str, schema: &st
     )
     .with_severity(14)
     .with_state(5)
+}
+
+/// Error 230: a permission denied on a column.
+pub fn column_denied(permission: &str, column: &str, object: &str, database: &str, schema: &str) -> SqlError {
+    SqlError::new(
+        230,
+        format!("The {permission} permission was denied on the column '{column}' of the object '{object}', database '{database}', schema '{schema}'."),
+    )
+    .with_severity(14)
+    .with_state(1)
 }
 
 /// Error 262: a database permission denied.
@@ -281,7 +339,7 @@ mod tests {
     }
 
     fn row(class: Class, major_id: i32, grantee: i32, permission: &str, state: GrantState) -> PermissionRow {
-        PermissionRow { class, major_id, grantee, permission: permission.into(), grantor: DBO_ID, state }
+        PermissionRow { class, major_id, minor_id: 0, grantee, permission: permission.into(), grantor: DBO_ID, state }
     }
 
     #[test]

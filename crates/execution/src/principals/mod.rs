@@ -173,6 +173,9 @@ impl GrantState {
 pub struct PermissionRow {
     pub class: Class,
     pub major_id: i32,
+    /// A column's id (its ordinal, from 1) for a column permission; 0 for the object.
+    #[serde(default)]
+    pub minor_id: i32,
     pub grantee: i32,
     /// The permission's name (`SELECT`, `CREATE TABLE`, …; see `check::PERMISSIONS`).
     pub permission: String,
@@ -185,6 +188,7 @@ impl PermissionRow {
     fn same_key(&self, other: &PermissionRow) -> bool {
         self.class == other.class
             && self.major_id == other.major_id
+            && self.minor_id == other.minor_id
             && self.grantee == other.grantee
             && self.permission == other.permission
     }
@@ -238,6 +242,7 @@ impl Security {
             s.permissions.push(PermissionRow {
                 class: Class::Database,
                 major_id: 0,
+                minor_id: 0,
                 grantee: GUEST_ID,
                 permission: "CONNECT".to_string(),
                 grantor: DBO_ID,
@@ -368,8 +373,18 @@ impl Security {
         Ok(())
     }
 
-    /// REVOKE of the row with `row`'s key: all of it, or only its grant option.
+    /// REVOKE of the row with `row`'s key: all of it, or only its grant option. A REVOKE
+    /// on the object takes the permission's column rows with it, as in SQL Server.
     pub fn revoke(&mut self, row: &PermissionRow, grant_option_only: bool) {
+        if row.minor_id == 0 && !grant_option_only {
+            self.permissions.retain(|g| {
+                !(g.minor_id != 0
+                    && g.class == row.class
+                    && g.major_id == row.major_id
+                    && g.grantee == row.grantee
+                    && g.permission == row.permission)
+            });
+        }
         let Some(i) = self.permissions.iter().position(|g| g.same_key(row)) else { return };
         if !grant_option_only {
             self.permissions.remove(i);

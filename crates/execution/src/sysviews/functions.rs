@@ -9,7 +9,7 @@ use tessera_semantics::plan::{Col, Row, View};
 use tessera_semantics::types::{SqlType, Value};
 
 use super::{col, s, Rows, SYSNAME};
-use crate::principals::check::{allowed, On, PERMISSIONS};
+use crate::principals::check::{allowed, column_allowed, On, PERMISSIONS};
 use crate::runtime::ExecCtx;
 use crate::server_permissions::SERVER_PERMISSIONS;
 
@@ -104,9 +104,9 @@ fn my_permissions(ctx: &ExecCtx, db: &str, args: &[Value]) -> Rows<3> {
                 }
             }
             if let Object::Table(table) = &object {
-                for c in &table.columns {
+                for (i, c) in table.columns.iter().enumerate() {
                     for p in ["SELECT", "UPDATE", "REFERENCES"] {
-                        if holds(p, on) {
+                        if column_allowed(&security, &token, p, object.schema(), object.id(), i as i32 + 1) {
                             out.push(row(&entity, &c.name, p));
                         }
                     }

@@ -119,7 +119,7 @@ pub(super) static DATABASE_PERMISSIONS: ViewDef<10> = ViewDef {
                     int(class),
                     s(class_desc),
                     int(i64::from(g.major_id)),
-                    int(0),
+                    int(i64::from(g.minor_id)),
                     int(i64::from(g.grantee)),
                     int(i64::from(g.grantor)),
                     s(crate::principals::check::type_code(&g.permission)),

@@ -144,12 +144,13 @@ impl<'a> Binder<'a> {
                 }
                 let rt = self.resolve_table(name)?;
                 let hints = LockHints::parse(hints)?;
-                for c in &rt.table.columns {
+                for (i, c) in rt.table.columns.iter().enumerate() {
                     scope.columns.push(ScopeColumn {
                         qualifier: Some(qualifier.clone()),
                         name: c.name.clone(),
                         ty: c.ty,
                         nullable: c.nullable,
+                        source: Some((rt.dep, i as u16)),
                     });
                 }
                 let mut width = rt.table.columns.len();
@@ -160,6 +161,7 @@ impl<'a> Binder<'a> {
                         name: KEY_COLUMN.into(),
                         ty: SqlType::VarBinary(900),
                         nullable: false,
+                        source: None,
                     });
                     width += 1;
                 }
@@ -259,6 +261,7 @@ impl<'a> Binder<'a> {
                 name: c.name.clone(),
                 ty: c.ty,
                 nullable: c.nullable,
+                source: None,
             });
         }
         FromNode::Leaf {

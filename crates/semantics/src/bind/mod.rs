@@ -92,6 +92,8 @@ pub struct ResolvedTable {
     pub at: DbRef,
     pub db: String,
     pub table: Arc<Table>,
+    /// Its entry among the binder's dependencies.
+    pub dep: usize,
 }
 
 impl<'a> Binder<'a> {
@@ -144,9 +146,15 @@ impl<'a> Binder<'a> {
                 d.locked |= locked;
                 d.access = d.access.union(access);
             }
-            None => {
-                self.deps.push(ObjectDep { db: db.clone(), key, fingerprint, locked, access, via: self.via.clone() })
-            }
+            None => self.deps.push(ObjectDep {
+                db: db.clone(),
+                key,
+                fingerprint,
+                locked,
+                access,
+                via: self.via.clone(),
+                columns: Vec::new(),
+            }),
         }
     }
 
@@ -157,6 +165,23 @@ impl<'a> Binder<'a> {
             if d.fingerprint.is_some() {
                 d.access = d.access.union(access);
             }
+        }
+    }
+
+    /// Notes that the statement reads (SELECT) or sets (UPDATE) column `column` of the
+    /// table of dependency `dep` (see [`ObjectDep::columns`]).
+    pub(super) fn note_column(&mut self, dep: usize, column: u16, access: Access) {
+        let Some(d) = self.deps.get_mut(dep) else { return };
+        match d.columns.iter_mut().find(|(c, _)| *c == column) {
+            Some((_, a)) => *a = a.union(access),
+            None => d.columns.push((column, access)),
+        }
+    }
+
+    /// [`Binder::note_column`] for the table under `key` in `db`.
+    pub fn note_column_of(&mut self, db: &DbRef, key: &str, column: u16, access: Access) {
+        if let Some(i) = self.deps.iter().position(|d| d.db == *db && d.key == key && d.via == self.via) {
+            self.note_column(i, column, access);
         }
     }
 

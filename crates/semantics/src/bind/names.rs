@@ -15,6 +15,9 @@ pub(super) struct ScopeColumn {
     pub(super) name: String,
     pub(super) ty: SqlType,
     pub(super) nullable: bool,
+    /// The table column it is (its dependency's index and the column's position), for
+    /// column permissions; `None` for anything else.
+    pub(super) source: Option<(usize, u16)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -158,8 +161,10 @@ impl<'a> Binder<'a> {
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);
         self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), true, crate::catalog::Access::SELECT);
+        let dep =
+            self.deps.iter().position(|d| d.db == db.at && d.key == key && d.via == self.via).unwrap_or(usize::MAX);
         match found {
-            Some(Object::Table(t)) => Ok(ResolvedTable { at: db.at, db: database.to_string(), table: t.clone() }),
+            Some(Object::Table(t)) => Ok(ResolvedTable { at: db.at, db: database.to_string(), table: t.clone(), dep }),
             _ => Err(invalid_object(&object_display(name))),
         }
     }
@@ -193,7 +198,13 @@ impl<'a> Binder<'a> {
         let columns = table
             .columns
             .iter()
-            .map(|c| ScopeColumn { qualifier: Some(q.clone()), name: c.name.clone(), ty: c.ty, nullable: c.nullable })
+            .map(|c| ScopeColumn {
+                qualifier: Some(q.clone()),
+                name: c.name.clone(),
+                ty: c.ty,
+                nullable: c.nullable,
+                source: None,
+            })
             .collect();
         self.with_scope(Scope { columns, correlated: false }, f)
     }
@@ -208,6 +219,7 @@ impl<'a> Binder<'a> {
                     name: c.name.clone(),
                     ty: c.ty,
                     nullable: true,
+                    source: None,
                 });
             }
         }
@@ -262,7 +274,10 @@ impl<'a> Binder<'a> {
             let scope = &self.scopes[n - 1 - depth];
             if let Some(i) = Self::find_in_scope(scope, name)? {
                 let c = &scope.columns[i];
-                let (ty, nullable) = (c.ty, c.nullable);
+                let (ty, nullable, source) = (c.ty, c.nullable, c.source);
+                if let Some((dep, column)) = source {
+                    self.note_column(dep, column, crate::catalog::Access::SELECT);
+                }
                 if depth == 0 {
                     return Ok((Expr::Column(i), ty, nullable));
                 }

@@ -70,7 +70,13 @@ impl<'a> Binder<'a> {
             columns: bound
                 .columns
                 .iter()
-                .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty, nullable: c.nullable })
+                .map(|c| ScopeColumn {
+                    qualifier: None,
+                    name: c.name.clone(),
+                    ty: c.ty,
+                    nullable: c.nullable,
+                    source: None,
+                })
                 .collect(),
             correlated: false,
         };

@@ -102,6 +102,9 @@ impl<'a> Binder<'a> {
                     for (i, c) in scope.columns.iter().enumerate() {
                         exprs.push(Expr::Column(i));
                         columns.push(OutputColumn { name: c.name.clone(), ty: c.ty, nullable: c.nullable });
+                        if let Some((dep, column)) = c.source {
+                            self.note_column(dep, column, crate::catalog::Access::SELECT);
+                        }
                     }
                 }
                 ast::SelectItem::QualifiedWildcard(q) => {
@@ -112,6 +115,9 @@ impl<'a> Binder<'a> {
                             any = true;
                             exprs.push(Expr::Column(i));
                             columns.push(OutputColumn { name: c.name.clone(), ty: c.ty, nullable: c.nullable });
+                            if let Some((dep, column)) = c.source {
+                                self.note_column(dep, column, crate::catalog::Access::SELECT);
+                            }
                         }
                     }
                     if !any {

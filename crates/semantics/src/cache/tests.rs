@@ -19,6 +19,7 @@ fn compiled(db: Option<&str>, fingerprint: u64, plan: u32) -> Compiled<u32> {
             locked: true,
             access: crate::catalog::Access::SELECT,
             via: None,
+            columns: Vec::new(),
         }]),
     }
 }

@@ -7,7 +7,9 @@ use super::Runner;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl::principals as ddl;
 use tessera_execution::principals;
-use tessera_execution::principals::check::{allowed, database_denied, object_denied, On};
+use tessera_execution::principals::check::{
+    allowed, any_column_allowed, column_allowed, column_denied, database_denied, object_denied, On,
+};
 use tessera_execution::runtime::ExecCtx;
 use tessera_semantics::catalog::{DbRef, ObjectDep};
 use tessera_syntax::ast::{self, StatementKind};
@@ -63,8 +65,29 @@ impl Runner<'_> {
                 continue;
             }
             for permission in dep.access.permissions() {
-                if !allowed(&security, &token, permission, On::Object { schema: &schema, id: object.id() }) {
+                let on = On::Object { schema: &schema, id: object.id() };
+                let table = match object {
+                    tessera_semantics::catalog::Object::Table(t) if matches!(permission, "SELECT" | "UPDATE") => t,
+                    _ => {
+                        if !allowed(&security, &token, permission, on) {
+                            return Err(object_denied(permission, object.name(), &of.database, &schema));
+                        }
+                        continue;
+                    }
+                };
+                // Column permissions: each column read (SELECT) or set (UPDATE) needs the
+                // permission on it or on the table, and no DENY on it.
+                if !allowed(&security, &token, permission, on)
+                    && !any_column_allowed(&security, &token, permission, object.id())
+                {
                     return Err(object_denied(permission, object.name(), &of.database, &schema));
+                }
+                let columns = dep.columns.iter().filter(|(_, a)| a.includes(permission)).map(|(c, _)| *c as usize);
+                for c in columns.filter(|c| *c < table.columns.len()) {
+                    if !column_allowed(&security, &token, permission, &schema, object.id(), c as i32 + 1) {
+                        let column = &table.columns[c].name;
+                        return Err(column_denied(permission, column, object.name(), &of.database, &schema));
+                    }
                 }
             }
         }

@@ -45,6 +45,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                         },
                         v => b.bind_expr(&v)?,
                     };
+                    b.note_column_of(&db, &target_key, col as u16, crate::catalog::Access::UPDATE);
                     sets.push((col, e, t));
                 }
                 ast::Assignment::Variable { name, op, value } => {
@@ -60,6 +61,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                     let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
                     let (slot, vt) = b.variable_slot(variable)?;
                     let (e, t) = b.bind_expr(value)?;
+                    b.note_column_of(&db, &target_key, col as u16, crate::catalog::Access::UPDATE);
                     sets.push((col, e, t));
                     variables.push((slot, VarSource::NewColumn(col), table.columns[col].ty, vt));
                 }

@@ -673,3 +673,33 @@ fn column_permissions_allow_and_deny_each_column() {
         assert_eq!(count(&mut sa, &format!("USE cols; {rows}")).await, 1, "UPDATE (v) stays");
     });
 }
+
+#[test]
+fn impersonate_on_a_user_lets_another_user_execute_as_it() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN ivy WITH PASSWORD = '{ALICE}'; CREATE DATABASE imp")).await;
+        run(&mut sa, "USE imp; CREATE TABLE secret (a int); INSERT INTO secret VALUES (1), (2)").await;
+        run(&mut sa, "USE imp; CREATE USER ivy; CREATE USER proxy WITHOUT LOGIN; CREATE ROLE r").await;
+        run(&mut sa, "USE imp; GRANT SELECT ON secret TO proxy").await;
+        let mut ivy = connect_to(port, "ivy", ALICE, "imp").await.unwrap();
+        assert_eq!(refused(&mut ivy, "EXECUTE AS USER = 'proxy'").await.0, 15517);
+
+        run(&mut sa, "USE imp; GRANT IMPERSONATE ON USER::proxy TO ivy").await;
+        run(&mut ivy, "EXECUTE AS USER = 'proxy'").await;
+        assert_eq!(count(&mut ivy, "SELECT COUNT(*) FROM secret").await, 2);
+        run(&mut ivy, "REVERT").await;
+        assert_eq!(refused(&mut ivy, "SELECT COUNT(*) FROM secret").await.0, 229);
+        let rows = "SELECT COUNT(*) FROM sys.database_permissions WHERE class_desc = 'DATABASE_PRINCIPAL' \
+                    AND permission_name = 'IMPERSONATE' AND major_id = USER_ID('proxy')";
+        assert_eq!(count(&mut sa, &format!("USE imp; {rows}")).await, 1);
+
+        assert_eq!(refused(&mut sa, "USE imp; GRANT IMPERSONATE ON ROLE::r TO ivy").await.0, 4606);
+        assert_eq!(refused(&mut sa, "USE imp; GRANT SELECT ON USER::proxy TO ivy").await.0, 4606);
+        assert_eq!(refused(&mut sa, "USE imp; GRANT IMPERSONATE ON USER::nobody TO ivy").await.0, 15151);
+        run(&mut sa, "USE imp; DENY IMPERSONATE ON USER::proxy TO ivy").await;
+        assert_eq!(refused(&mut ivy, "EXECUTE AS USER = 'proxy'").await.0, 15517);
+    });
+}

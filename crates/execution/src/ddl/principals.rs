@@ -538,11 +538,27 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
             };
             Ok(Target { class: Class::Object, major_id: object.id(), schema: Some(object.schema().to_string()), all })
         }
+        SecurableClass::User | SecurableClass::Role => {
+            let principal = c
+                .security
+                .principal(&on.name.name().value)
+                .filter(|p| p.kind.is_role() == (on.class == SecurableClass::Role))
+                .ok_or_else(|| {
+                    not_found("find", if on.class == SecurableClass::Role { "role" } else { "user" }, &shown)
+                })?;
+            let all: &'static [&'static str] = if principal.kind.is_role() {
+                &["ALTER", "CONTROL", "VIEW DEFINITION"]
+            } else {
+                &["ALTER", "CONTROL", "IMPERSONATE", "VIEW DEFINITION"]
+            };
+            Ok(Target { class: Class::Principal, major_id: principal.id, schema: None, all })
+        }
         _ => Err(SqlError::new(15247, "User does not have permission to perform this action.")),
     }
 }
 
-/// `GRANT`, `DENY` or `REVOKE` on the server, the database, a schema or an object.
+/// `GRANT`, `DENY` or `REVOKE` on the server, the database, a schema, an object, a user or
+/// a role.
 pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
     if p.on.is_none() && p.permissions.iter().all(|perm| is_server_permission(&perm.name)) {
         return server_permission(ctx, p);
@@ -552,6 +568,7 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
     let on = match (&t.class, &t.schema) {
         (Class::Object, Some(schema)) => On::Object { schema, id: t.major_id },
         (Class::Schema, Some(schema)) => On::Schema(schema),
+        (Class::Principal, _) => On::Principal(t.major_id),
         _ => On::Database,
     };
     // (permission, column id: 0 for the object itself).
@@ -567,14 +584,16 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
             names.extend(t.all.iter().map(|n| (n.to_string(), 0)));
             continue;
         }
-        let valid =
-            PERMISSIONS.iter().find(|(n, ..)| *n == perm.name).is_some_and(|(_, _, db, schema, object)| {
+        let valid = match t.class {
+            Class::Principal => t.all.contains(&perm.name.as_str()),
+            _ => PERMISSIONS.iter().find(|(n, ..)| *n == perm.name).is_some_and(|(_, _, db, schema, object)| {
                 match t.class {
                     Class::Database => *db,
                     Class::Schema => *schema,
                     _ => *object,
                 }
-            });
+            }),
+        };
         if !valid {
             return Err(SqlError::new(
                 4606,

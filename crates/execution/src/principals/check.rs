@@ -34,6 +34,7 @@ pub const PERMISSIONS: &[(&str, &str, bool, bool, bool)] = &[
     ("CONTROL", "CL", true, true, true),
     ("TAKE OWNERSHIP", "TO", true, true, true),
     ("VIEW DEFINITION", "VW", true, true, true),
+    ("IMPERSONATE", "IM", false, false, false),
     ("CREATE TABLE", "CRTB", true, false, false),
     ("CREATE VIEW", "CRVW", true, false, false),
     ("CREATE PROCEDURE", "CRPR", true, false, false),
@@ -109,6 +110,9 @@ impl Token {
 #[derive(Clone, Copy, Debug)]
 pub enum On<'a> {
     Database,
+    /// A database principal (user or role), by id: IMPERSONATE, ALTER, CONTROL and VIEW
+    /// DEFINITION on it.
+    Principal(i32),
     Schema(&'a str),
     /// An object (by id) in a schema (by name).
     Object {
@@ -165,6 +169,17 @@ fn levels(security: &Security, permission: &str, on: On) -> Vec<((Class, i32), V
     let schema_id = |name: &str| security.schema(name).map_or(-1, |s| s.id);
     match on {
         On::Database => vec![((Class::Database, 0), database)],
+        On::Principal(id) => {
+            // ALTER ANY USER / ALTER ANY ROLE cover ALTER on every user or role.
+            let any = match security.principal_by_id(id) {
+                Some(p) if p.kind.is_role() => "ALTER ANY ROLE",
+                _ => "ALTER ANY USER",
+            };
+            if permission == "ALTER" {
+                database.push(any);
+            }
+            vec![((Class::Principal, id), vec![own, "CONTROL"]), ((Class::Database, 0), database)]
+        }
         On::Schema(name) => {
             vec![((Class::Schema, schema_id(name)), vec![own, "CONTROL"]), ((Class::Database, 0), database)]
         }
@@ -183,7 +198,7 @@ pub fn allowed(security: &Security, token: &Token, permission: &str, on: On) -> 
     }
     let schema = match on {
         On::Schema(s) | On::Object { schema: s, .. } => Some(s),
-        On::Database => None,
+        On::Database | On::Principal(_) => None,
     };
     if let Some(owner) = schema.and_then(|s| security.schema_owner(s)) {
         if token.holds(owner) {

@@ -264,8 +264,9 @@ impl Runner<'_> {
 }
 
 impl Runner<'_> {
-    /// `EXECUTE AS LOGIN = 'x'` (a sysadmin's), `EXECUTE AS USER = 'x'` (dbo's or
-    /// db_owner's, in the current database only) or `EXECUTE AS CALLER`; the context lasts
+    /// `EXECUTE AS LOGIN = 'x'` (a sysadmin's), `EXECUTE AS USER = 'x'` (needs IMPERSONATE
+    /// on the user: db_owner holds it; in the current database only) or `EXECUTE AS
+    /// CALLER`; the context lasts
     /// until REVERT or the end of the module or dynamic batch it began in.
     pub(super) fn execute_as(&mut self, target: &ast::ExecuteAsTarget, no_revert: bool) -> SqlResult<()> {
         let previous_login = self.state.login.clone();
@@ -295,7 +296,8 @@ impl Runner<'_> {
                 };
                 let (security, token) = self.shared.access(self.state, &db)?;
                 let user = security.principal(name).filter(|p| !p.kind.is_role()).ok_or_else(refused)?;
-                if !allowed(&security, &token, "CONTROL", On::Database) {
+                // db_owner, or IMPERSONATE (or CONTROL) on the user.
+                if !allowed(&security, &token, "IMPERSONATE", On::Principal(user.id)) {
                     return Err(refused());
                 }
                 // The session acts as the user's login (SUSER_NAME, server permissions).
@@ -388,7 +390,7 @@ impl Runner<'_> {
     }
 
     /// CREATE PROCEDURE … WITH EXECUTE AS: the user must exist, and naming one takes
-    /// CONTROL of the database (SQL Server's IMPERSONATE on it).
+    /// IMPERSONATE on it (db_owner holds it).
     pub(super) fn check_module_execute_as(&mut self, execute_as: &ast::ModuleExecuteAs) -> SqlResult<()> {
         let name = match execute_as {
             ast::ModuleExecuteAs::Caller | ast::ModuleExecuteAs::Owner | ast::ModuleExecuteAs::SelfUser => {
@@ -398,8 +400,8 @@ impl Runner<'_> {
         };
         let db = self.state.database.clone();
         let (security, token) = self.shared.access(self.state, &db)?;
-        let exists = security.principal(name).is_some_and(|p| !p.kind.is_role());
-        if !exists || !allowed(&security, &token, "CONTROL", On::Database) {
+        let user = security.principal(name).filter(|p| !p.kind.is_role());
+        if !user.is_some_and(|u| allowed(&security, &token, "IMPERSONATE", On::Principal(u.id))) {
             return Err(SqlError::new(
                 15517,
                 format!("Cannot execute as the database principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),

@@ -7,7 +7,7 @@
 //! - `MAX_LOG_RATE_KB`: its log is written at most this fast.
 //!
 //! CPU and log use are drawn from token buckets ([`bucket`]). A running request charges
-//! them as it goes ([`Pacer`]): at the end of each statement and every few rows it reads
+//! them as it goes ([`Pacer`]): at the end of each statement and every 256 rows it reads
 //! or writes, it charges the CPU its thread used and the bytes its database's log wrote
 //! since the last charge, and sleeps off any deficit (cancellable, error 3617) — so a
 //! database over its limit waits, never fails, and leaves the CPU and the log device to
@@ -43,7 +43,8 @@ pub use pacer::Pacer;
 use bucket::Bucket;
 use gate::Gate;
 
-/// One database's limits and what they are used to enforce.
+/// One database's limits (or a Resource Governor pool's or workload group's) and what
+/// enforces them.
 #[derive(Debug)]
 pub struct Governor {
     limits: Mutex<ResourceLimits>,

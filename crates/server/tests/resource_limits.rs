@@ -152,3 +152,77 @@ fn a_database_over_its_cpu_cap_or_log_rate_waits_and_the_dmv_shows_it() {
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits").await, 0);
     });
 }
+
+/// Writers on one row in a limited database while its limits change under them: every
+/// update lands (the counter is exact), none waits for ever, and the queues empty.
+#[test]
+fn limits_changed_under_load_lose_no_request_and_no_update() {
+    const WRITERS: usize = 6;
+    const UPDATES: i32 = 40;
+    let server = TestServer::start();
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, "CREATE DATABASE churn").await;
+        run(&mut sa, "USE churn; CREATE TABLE counter (id int PRIMARY KEY, n int); INSERT INTO counter VALUES (1, 0)")
+            .await;
+        run(&mut sa, "ALTER DATABASE churn SET MAX_CONCURRENT_REQUESTS = 1").await;
+    });
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                rt.block_on(async {
+                    let mut c = connect_to(port, "sa", PASSWORD, "churn").await.unwrap();
+                    for i in 0..UPDATES {
+                        // Every third in an explicit transaction (never queued inside one).
+                        let sql = if (i + w as i32) % 3 == 0 {
+                            "BEGIN TRAN; UPDATE counter SET n = n + 1 WHERE id = 1; COMMIT"
+                        } else {
+                            "UPDATE counter SET n = n + 1 WHERE id = 1"
+                        };
+                        run(&mut c, sql).await;
+                    }
+                })
+            })
+        })
+        .collect();
+    let toggler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let mut sa = connect_as(port, "sa", PASSWORD).await;
+                let mut i = 0u32;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let settings = format!(
+                        "ALTER DATABASE churn SET MAX_CONCURRENT_REQUESTS = {}; ALTER DATABASE churn SET MAX_CPU_PERCENT = {}; \
+                         ALTER DATABASE churn SET MAX_LOG_RATE_KB = {}",
+                        i % 3,
+                        [0, 50, 100][(i % 3) as usize],
+                        [0, 4096][(i % 2) as usize]
+                    );
+                    run(&mut sa, &settings).await;
+                    i += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                i
+            })
+        })
+    };
+    for w in writers {
+        w.join().expect("a writer finished");
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let changes = toggler.join().expect("the toggler finished");
+    assert!(changes >= 1, "the limits changed while the writers ran");
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        assert_eq!(count(&mut sa, "SELECT n FROM churn.dbo.counter WHERE id = 1").await, WRITERS as i32 * UPDATES);
+        run(&mut sa, "ALTER DATABASE churn SET MAX_CONCURRENT_REQUESTS = 1").await;
+        assert_eq!(count(&mut sa, &limits_column("queued_requests", "churn")).await, 0);
+        assert_eq!(count(&mut sa, &limits_column("running_requests", "churn")).await, 0);
+    });
+}

@@ -132,6 +132,9 @@ pub struct ResourceLimits {
     pub max_cpu_percent: Option<u32>,
     /// `MAX_LOG_RATE_KB`: its log is written at most this many KiB per second.
     pub max_log_rate_kb: Option<u32>,
+    /// `CPU_SHARE_PERCENT`: while the server's CPU is contended, its requests use at most
+    /// this share of it (1–100); idle CPU is anyone's.
+    pub cpu_share_percent: Option<u32>,
 }
 
 impl ResourceLimits {

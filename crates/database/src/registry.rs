@@ -20,8 +20,9 @@
 //! contents need not survive a restart (tempdb), empty otherwise, then the owner's
 //! security id in hexadecimal (empty: `sa`; entries written before it have 14 fields),
 //! then the resource limits, each empty when not set: the most requests that may run at
-//! once, the CPU cap in percent and the log rate in KiB/s (entries written before the
-//! first have 15 fields, before the other two 16).
+//! once, the CPU cap in percent, the log rate in KiB/s and the CPU share in percent
+//! (entries written before the first have 15 fields, before the next two 16, before the
+//! last 18).
 //!
 //! A crash while a line is appended leaves it torn: the last line, without its newline
 //! or with a CRC that does not match, is not a change that happened (it was never
@@ -299,7 +300,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14, 15, 16, 18].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15, 16, 18, 19].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {
@@ -349,6 +350,7 @@ fn decode_entry(line: &str) -> Option<Entry> {
                 max_concurrent_requests: number(15)?,
                 max_cpu_percent: number(16)?,
                 max_log_rate_kb: number(17)?,
+                cpu_share_percent: number(18)?,
             },
         },
         state: match f.get(6) {
@@ -377,7 +379,7 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -395,7 +397,8 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         o.owner_sid.as_deref().map(encode_hex).unwrap_or_default(),
         number(o.limits.max_concurrent_requests),
         number(o.limits.max_cpu_percent),
-        number(o.limits.max_log_rate_kb)
+        number(o.limits.max_log_rate_kb),
+        number(o.limits.cpu_share_percent)
     );
     Ok(())
 }
@@ -428,6 +431,7 @@ mod tests {
                     max_concurrent_requests: id.is_multiple_of(5).then_some(id % 7),
                     max_cpu_percent: id.is_multiple_of(2).then_some(id % 100),
                     max_log_rate_kb: id.is_multiple_of(3).then_some(id * 1000),
+                    cpu_share_percent: id.is_multiple_of(4).then_some(id % 100),
                 },
                 ..DatabaseOptions::default()
             },

@@ -101,6 +101,8 @@ fn a_database_over_its_cpu_cap_or_log_rate_waits_and_the_dmv_shows_it() {
         assert_eq!(refused(&mut sa, "ALTER DATABASE capped SET MAX_LOG_RATE_KB = -1").await.0, 102);
         run(&mut sa, "ALTER DATABASE capped SET MAX_CPU_PERCENT = 1").await;
         run(&mut sa, "ALTER DATABASE logged SET MAX_LOG_RATE_KB = 512").await;
+        assert_eq!(refused(&mut sa, "ALTER DATABASE logged SET CPU_SHARE_PERCENT = 101").await.0, 15129);
+        run(&mut sa, "ALTER DATABASE logged SET CPU_SHARE_PERCENT = 30").await;
 
         // The capped database's loop is held back and still answers; the same loop in a
         // database without limits is not governed at all.
@@ -147,8 +149,13 @@ fn a_database_over_its_cpu_cap_or_log_rate_waits_and_the_dmv_shows_it() {
         let mut sa = connect_as(server.port(), "sa", PASSWORD).await;
         assert_eq!(count(&mut sa, &limits_column("max_cpu_percent", "capped")).await, 1, "kept over a restart");
         assert_eq!(count(&mut sa, &limits_column("max_log_rate_kb", "logged")).await, 512);
-        run(&mut sa, "ALTER DATABASE capped SET MAX_CPU_PERCENT = 100; ALTER DATABASE logged SET MAX_LOG_RATE_KB = 0")
-            .await;
+        assert_eq!(count(&mut sa, &limits_column("cpu_share_percent", "logged")).await, 30);
+        run(
+            &mut sa,
+            "ALTER DATABASE capped SET MAX_CPU_PERCENT = 100; ALTER DATABASE logged SET MAX_LOG_RATE_KB = 0; \
+             ALTER DATABASE logged SET CPU_SHARE_PERCENT = 0",
+        )
+        .await;
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits").await, 0);
     });
 }

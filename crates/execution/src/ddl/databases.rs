@@ -251,7 +251,7 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                         })?;
                     }
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
-                    "MAX_CONCURRENT_REQUESTS" | "MAX_CPU_PERCENT" | "MAX_LOG_RATE_KB" => {
+                    "MAX_CONCURRENT_REQUESTS" | "MAX_CPU_PERCENT" | "MAX_LOG_RATE_KB" | "CPU_SHARE_PERCENT" => {
                         set_limit(ctx, &mut options.limits, opt, value)?;
                     }
                     _ => {
@@ -289,8 +289,9 @@ fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: 
     };
     match opt {
         "MAX_CONCURRENT_REQUESTS" => limits.max_concurrent_requests = (n > 0).then_some(n),
-        "MAX_CPU_PERCENT" if n > 100 => return Err(out_of_range(100)),
+        "MAX_CPU_PERCENT" | "CPU_SHARE_PERCENT" if n > 100 => return Err(out_of_range(100)),
         "MAX_CPU_PERCENT" => limits.max_cpu_percent = (n > 0 && n < 100).then_some(n),
+        "CPU_SHARE_PERCENT" => limits.cpu_share_percent = (n > 0 && n < 100).then_some(n),
         _ if n > MAX_LOG_RATE_KB => return Err(out_of_range(MAX_LOG_RATE_KB)),
         _ => limits.max_log_rate_kb = (n > 0).then_some(n),
     }

@@ -86,6 +86,21 @@ impl Bucket {
         wait
     }
 
+    /// As [`Bucket::charge`] for a share (a soft limit): a deficit is waited off only while
+    /// the resource is `contended`; otherwise use beyond the rate is free, and no debt is
+    /// carried into the next contention.
+    pub fn charge_share(&self, used: u64, now: Instant, contended: bool) -> Duration {
+        let wait = self.charge(used, now);
+        if contended || wait.is_zero() {
+            return wait;
+        }
+        let mut s = self.state.lock();
+        s.balance = s.balance.max(0.0);
+        s.waits_total -= 1;
+        s.waited_total = s.waited_total.saturating_sub(wait);
+        Duration::ZERO
+    }
+
     /// As [`Bucket::charge`] for use counted by a running total that only grows (a log's
     /// bytes written): charges what it grew by since the last call. The first call only
     /// notes where the total stands.
@@ -130,6 +145,15 @@ mod tests {
         assert_eq!((u.used_total, u.waits_total, u.waited_ms_total), (91, 2, 51));
         // A huge deficit is waited off a second at a time.
         assert_eq!(b.charge(1_000_000, later), MAX_WAIT);
+    }
+
+    #[test]
+    fn a_share_waits_only_under_contention_and_keeps_no_debt() {
+        let start = Instant::now();
+        let b = Bucket::new(Some(1000.0), start);
+        assert_eq!(b.charge_share(1000, start, false), Duration::ZERO, "idle CPU is free");
+        assert_eq!(b.charge_share(20, start, true), Duration::from_millis(20), "no debt from before");
+        assert_eq!(b.usage().waits_total, 1);
     }
 
     #[test]

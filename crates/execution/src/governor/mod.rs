@@ -4,6 +4,8 @@
 //! - `MAX_CONCURRENT_REQUESTS`: at most n of the database's requests run at once, the
 //!   rest wait in a fair queue ([`gate`]);
 //! - `MAX_CPU_PERCENT`: its requests use at most this share of the CPU the server may use;
+//! - `CPU_SHARE_PERCENT`: the same, but only while the server's CPU is contended
+//!   ([`contention`]: the process busy on 90 % of its cores); idle CPU is anyone's;
 //! - `MAX_LOG_RATE_KB`: its log is written at most this fast.
 //!
 //! CPU and log use are drawn from token buckets ([`bucket`]). A running request charges
@@ -24,6 +26,7 @@
 //!   the batch or RPC arrived), for its whole run.
 
 pub mod bucket;
+mod contention;
 pub mod gate;
 mod pacer;
 
@@ -49,8 +52,10 @@ use gate::Gate;
 pub struct Governor {
     limits: Mutex<ResourceLimits>,
     gate: Arc<Gate>,
-    /// CPU nanoseconds per second.
+    /// CPU nanoseconds per second (a cap).
     cpu: Bucket,
+    /// CPU nanoseconds per second under contention (a share).
+    share: Bucket,
     /// Log bytes per second.
     log: Bucket,
 }
@@ -61,6 +66,7 @@ pub struct Usage {
     pub limits: ResourceLimits,
     pub requests: GateUse,
     pub cpu: BucketUse,
+    pub share: BucketUse,
     pub log: BucketUse,
 }
 
@@ -82,6 +88,7 @@ impl Governor {
             limits: Mutex::new(limits),
             gate: Arc::new(Gate::new(limits.max_concurrent_requests.unwrap_or(0))),
             cpu: Bucket::new(cpu_rate(limits.max_cpu_percent), now),
+            share: Bucket::new(cpu_rate(limits.cpu_share_percent), now),
             log: Bucket::new(log_rate(limits.max_log_rate_kb), now),
         }
     }
@@ -97,6 +104,9 @@ impl Governor {
         if current.max_cpu_percent != limits.max_cpu_percent {
             self.cpu.set_rate(cpu_rate(limits.max_cpu_percent), now);
         }
+        if current.cpu_share_percent != limits.cpu_share_percent {
+            self.share.set_rate(cpu_rate(limits.cpu_share_percent), now);
+        }
         if current.max_log_rate_kb != limits.max_log_rate_kb {
             self.log.set_rate(log_rate(limits.max_log_rate_kb), now);
         }
@@ -110,7 +120,13 @@ impl Governor {
     }
 
     pub fn usage(&self) -> Usage {
-        Usage { limits: *self.limits.lock(), requests: self.gate.usage(), cpu: self.cpu.usage(), log: self.log.usage() }
+        Usage {
+            limits: *self.limits.lock(),
+            requests: self.gate.usage(),
+            cpu: self.cpu.usage(),
+            share: self.share.usage(),
+            log: self.log.usage(),
+        }
     }
 }
 

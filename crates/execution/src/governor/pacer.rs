@@ -65,12 +65,13 @@ impl Pacer {
         let used = cpu.saturating_sub(self.cpu_at);
         self.cpu_at = cpu;
         let used = used.as_nanos() as u64;
+        let contended = super::contention::contended(now);
         let mut wait = match &self.database {
-            Some(g) => g.cpu.charge(used, now).max(g.log.charge_total(self.db.log_bytes_written(), now)),
+            Some(g) => g.log.charge_total(self.db.log_bytes_written(), now),
             None => Duration::ZERO,
         };
-        for g in &self.others {
-            wait = wait.max(g.cpu.charge(used, now));
+        for g in self.database.iter().chain(&self.others) {
+            wait = wait.max(g.cpu.charge(used, now)).max(g.share.charge_share(used, now, contended));
         }
         wait
     }

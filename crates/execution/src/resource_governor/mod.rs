@@ -10,10 +10,11 @@
 //!   classified into at login for its lifetime, as in SQL Server.
 //! - Enforcement reuses the per-database governor's parts (`crate::governor`): each
 //!   effective pool has a [`Governor`] whose CPU bucket is its `CAP_CPU_PERCENT`, and each
-//!   group one whose gate is its `GROUP_MAX_REQUESTS`. A request is admitted through its
-//!   group's gate and charged to its pool. `MAX_CPU_PERCENT` (a share under contention),
-//!   the memory percentages, `IMPORTANCE`, `MAX_DOP`, the IOPS limits and the per-request
-//!   limits are kept and shown but do not act.
+//!   group one whose gate is its `GROUP_MAX_REQUESTS`; a pool's `MAX_CPU_PERCENT` is its
+//!   CPU share, which holds while the CPU is contended. A request is admitted through its
+//!   group's gate and charged to its pool. `MIN_CPU_PERCENT`, the memory percentages,
+//!   `IMPORTANCE`, `MAX_DOP`, the IOPS limits and the per-request limits are kept and shown
+//!   but do not act.
 //!
 //! Invariants: pools and groups are at most [`MAX_POOLS`] and [`MAX_GROUPS`]; the
 //! predefined `internal` and `default` pool and group always exist; every group's pool
@@ -69,9 +70,11 @@ impl Pool {
         }
     }
 
+    /// CAP_CPU_PERCENT is a cap; MAX_CPU_PERCENT a share (it holds under contention).
     fn limits(&self) -> ResourceLimits {
         ResourceLimits {
             max_cpu_percent: (self.cap_cpu_percent < 100).then_some(self.cap_cpu_percent),
+            cpu_share_percent: (self.max_cpu_percent < 100).then_some(self.max_cpu_percent),
             ..Default::default()
         }
     }

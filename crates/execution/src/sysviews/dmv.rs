@@ -437,7 +437,7 @@ fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
 
 /// `sys.dm_tessera_resource_limits` (a tessera extension): each database with a resource
 /// limit (`crate::governor`), its limits (NULL: none) and its use since the first was set.
-pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<16> = ViewDef {
+pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<19> = ViewDef {
     schema: "sys",
     name: "dm_tessera_resource_limits",
     columns: [
@@ -453,6 +453,9 @@ pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<16> = ViewDef {
         col("cpu_used_ms_total", BigInt, false),
         col("cpu_throttled_count", BigInt, false),
         col("cpu_throttled_ms_total", BigInt, false),
+        col("cpu_share_percent", Int, true),
+        col("cpu_share_throttled_count", BigInt, false),
+        col("cpu_share_throttled_ms_total", BigInt, false),
         col("max_log_rate_kb", Int, true),
         col("log_written_kb_total", BigInt, false),
         col("log_throttled_count", BigInt, false),
@@ -461,7 +464,7 @@ pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<16> = ViewDef {
     rows: tessera_resource_limits,
 };
 
-fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<16> {
+fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<19> {
     super::server_state(ctx)?;
     let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
     let limit = |n: Option<u32>| n.map_or(Value::Null, |n| int(i64::from(n)));
@@ -485,6 +488,9 @@ fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<16> {
                 big(u.cpu.used_total / 1_000_000),
                 big(u.cpu.waits_total),
                 big(u.cpu.waited_ms_total),
+                limit(u.limits.cpu_share_percent),
+                big(u.share.waits_total),
+                big(u.share.waited_ms_total),
                 limit(u.limits.max_log_rate_kb),
                 big(u.log.used_total >> 10),
                 big(u.log.waits_total),

@@ -119,7 +119,7 @@ fn dm_pools(ctx: &ExecCtx, _db: &str) -> Rows<12> {
             let head = [int(i64::from(p.id)), s(&p.name), datetime(since), big(r.usage.cpu.used_total / 1_000_000)];
             super::concat::<11, 1, 12>(
                 super::concat::<4, 7, 11>(head, pool_settings(p)),
-                [big(r.usage.cpu.waited_ms_total)],
+                [big(r.usage.cpu.waited_ms_total + r.usage.share.waited_ms_total)],
             )
         })
         .collect())

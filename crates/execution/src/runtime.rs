@@ -924,7 +924,7 @@ impl<'a> ExecCtx<'a> {
     /// [`ExecCtx::yield_point`] after `rows` rows (a batch of a scan).
     pub fn yield_after_rows(&mut self, rows: u32) -> SqlResult<()> {
         if self.session.cancel.load(Ordering::Relaxed) {
-            return Err(SqlError::new(3617, "The query was cancelled.").with_severity(25));
+            return Err(SqlError::from(tessera_errors::Error::Cancelled));
         }
         self.session.pace(rows)
     }

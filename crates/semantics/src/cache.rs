@@ -62,7 +62,7 @@ pub struct Compiled<T> {
 
 impl<T> Compiled<T> {
     fn bytes(&self) -> usize {
-        PLAN_BYTES + self.deps.iter().map(|d| d.key.len() + 48).sum::<usize>()
+        PLAN_BYTES + self.deps.iter().map(|d| d.key.len() + 48 + d.columns.len() * 8).sum::<usize>()
     }
 }
 

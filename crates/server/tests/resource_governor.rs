@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tds::{connect_as, count, refused, run};
+use common::tds::{connect_as, count, refused, run, BUSY_LOOP};
 use common::{TestServer, PASSWORD};
 
 const GUS: &str = "Gus-Pass-123";
@@ -19,8 +19,6 @@ fn pools_groups_and_a_classifier_govern_a_login_s_sessions() {
     let mut server = TestServer::start();
     let port = server.port();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let busy_loop = "DECLARE @i int = 0, @x int = 0; \
-                     WHILE @i < 1500 BEGIN SET @x = (@x + @i * 7) % 1009; SET @i += 1; END; SELECT @x";
     let spid_group = |spid: i32| format!("SELECT group_id FROM sys.dm_exec_sessions WHERE session_id = {spid}");
     rt.block_on(async {
         let mut sa = connect_as(port, "sa", PASSWORD).await;
@@ -60,6 +58,9 @@ fn pools_groups_and_a_classifier_govern_a_login_s_sessions() {
         run(&mut sa, "USE master").await;
         run(&mut sa, "CREATE FUNCTION dbo.bad(@n int) RETURNS sysname AS BEGIN RETURN N'x' END").await;
         assert_eq!(refused(&mut sa, "ALTER RESOURCE GOVERNOR WITH (CLASSIFIER_FUNCTION = dbo.bad)").await.0, 10907);
+        run(&mut sa, "CREATE FUNCTION dbo.unbound() RETURNS sysname AS BEGIN RETURN N'x' END").await;
+        let unbound = "ALTER RESOURCE GOVERNOR WITH (CLASSIFIER_FUNCTION = dbo.unbound)";
+        assert_eq!(refused(&mut sa, unbound).await.0, 10907, "not schema-bound");
         assert_eq!(refused(&mut sa, "ALTER RESOURCE GOVERNOR WITH (CLASSIFIER_FUNCTION = dbo.none)").await.0, 10903);
         run(&mut sa, CLASSIFIER).await;
         run(&mut sa, "ALTER RESOURCE GOVERNOR WITH (CLASSIFIER_FUNCTION = dbo.rg_classifier)").await;
@@ -94,14 +95,14 @@ fn pools_groups_and_a_classifier_govern_a_login_s_sessions() {
         assert_eq!(count(&mut sa, &spid_group(sa_spid)).await, 1 + 1, "the default group");
 
         // gus's loop runs in the capped pool: held back, and answered.
-        let answer = count(&mut gus, busy_loop).await;
+        let answer = count(&mut gus, BUSY_LOOP).await;
         let delayed = "SELECT CAST(total_cpu_delayed_ms AS int) FROM sys.dm_resource_governor_resource_pools \
                        WHERE name = 'capped'";
         assert!(count(&mut sa, delayed).await > 0);
         let requests = "SELECT CAST(total_request_count AS int) FROM sys.dm_resource_governor_workload_groups \
                         WHERE name = 'narrow'";
         assert!(count(&mut sa, requests).await >= 2);
-        assert_eq!(count(&mut sa, busy_loop).await, answer);
+        assert_eq!(count(&mut sa, BUSY_LOOP).await, answer);
 
         // DISABLE: new sessions go to the default group.
         run(&mut sa, "ALTER RESOURCE GOVERNOR DISABLE").await;

@@ -904,8 +904,9 @@ pub struct CreateFunction {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum FunctionReturns {
-    /// `RETURNS type AS BEGIN … RETURN expr END`
-    Scalar { ty: TypeName, body: Vec<Statement>, execute_as: ModuleExecuteAs },
+    /// `RETURNS type [WITH …] AS BEGIN … RETURN expr END`; `schema_bound`: WITH
+    /// SCHEMABINDING was given.
+    Scalar { ty: TypeName, body: Vec<Statement>, execute_as: ModuleExecuteAs, schema_bound: bool },
     /// `RETURNS TABLE AS RETURN (query)`
     InlineTable(Box<Query>),
     /// `RETURNS @t TABLE (…) AS BEGIN … RETURN END`

@@ -367,30 +367,20 @@ fn classifier(ctx: &ExecCtx, function: &ObjectName) -> SqlResult<Classifier> {
     };
     let batch = tessera_syntax::parser::parse_batch(&module.text).map_err(|_| invalid())?;
     let valid = batch.statements.iter().any(|s| match &s.kind {
-        StatementKind::CreateFunction(f) => {
-            let returns_sysname = match &f.returns {
-                ast::FunctionReturns::Scalar { ty, .. } => {
-                    ty.name.eq_ignore_ascii_case("sysname")
-                        || (ty.name.eq_ignore_ascii_case("nvarchar") && ty.args == [ast::TypeArg::Number(128)])
-                }
-                _ => false,
-            };
-            returns_sysname && f.params.is_empty() && schema_bound(&f.text)
-        }
+        StatementKind::CreateFunction(f) => match &f.returns {
+            ast::FunctionReturns::Scalar { ty, schema_bound, .. } => {
+                let sysname = ty.name.eq_ignore_ascii_case("sysname")
+                    || (ty.name.eq_ignore_ascii_case("nvarchar") && ty.args == [ast::TypeArg::Number(128)]);
+                sysname && *schema_bound && f.params.is_empty()
+            }
+            _ => false,
+        },
         _ => false,
     });
     if !valid {
         return Err(invalid());
     }
     Ok(Classifier { schema: module.schema.clone(), name: module.name.clone() })
-}
-
-/// Whether a function's text says `WITH SCHEMABINDING` before its body (the first
-/// word `AS`).
-fn schema_bound(text: &str) -> bool {
-    let upper = text.to_ascii_uppercase();
-    let words = upper.split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')');
-    words.take_while(|w| *w != "AS").any(|w| w == "SCHEMABINDING")
 }
 
 /// DROP or ALTER of the classifier function is refused (10921).

@@ -71,6 +71,19 @@ impl Bucket {
 
     /// Takes `used` units out; how long the caller must wait before it goes on.
     pub fn charge(&self, used: u64, now: Instant) -> Duration {
+        self.take(used, now, true)
+    }
+
+    /// As [`Bucket::charge`] for a share (a soft limit): a deficit is waited off only while
+    /// the resource is `contended`; otherwise use beyond the rate is free, and no debt is
+    /// carried into the next contention.
+    pub fn charge_share(&self, used: u64, now: Instant, contended: bool) -> Duration {
+        self.take(used, now, contended)
+    }
+
+    /// Takes `used` units out; with `enforce`, how long the caller must wait off a
+    /// deficit, else the deficit is forgiven.
+    fn take(&self, used: u64, now: Instant, enforce: bool) -> Duration {
         let mut s = self.state.lock();
         s.used_total = s.used_total.saturating_add(used);
         let Some(rate) = s.rate_per_second else { return Duration::ZERO };
@@ -80,25 +93,14 @@ impl Bucket {
         if s.balance >= 0.0 {
             return Duration::ZERO;
         }
+        if !enforce {
+            s.balance = 0.0;
+            return Duration::ZERO;
+        }
         let wait = Duration::from_secs_f64(-s.balance / rate).min(MAX_WAIT);
         s.waits_total += 1;
         s.waited_total += wait;
         wait
-    }
-
-    /// As [`Bucket::charge`] for a share (a soft limit): a deficit is waited off only while
-    /// the resource is `contended`; otherwise use beyond the rate is free, and no debt is
-    /// carried into the next contention.
-    pub fn charge_share(&self, used: u64, now: Instant, contended: bool) -> Duration {
-        let wait = self.charge(used, now);
-        if contended || wait.is_zero() {
-            return wait;
-        }
-        let mut s = self.state.lock();
-        s.balance = s.balance.max(0.0);
-        s.waits_total -= 1;
-        s.waited_total = s.waited_total.saturating_sub(wait);
-        Duration::ZERO
     }
 
     /// As [`Bucket::charge`] for use counted by a running total that only grows (a log's

@@ -119,7 +119,7 @@ impl Gate {
                     state.skip_cancelled();
                     drop(state);
                     self.turn.notify_all();
-                    return Err(SqlError::new(3617, "The query was cancelled.").with_severity(25));
+                    return Err(SqlError::from(tessera_errors::Error::Cancelled));
                 }
                 self.turn.wait_for(&mut state, CANCEL_POLL);
                 state.skip_cancelled();

@@ -82,7 +82,7 @@ fn sleep(wait: Duration, cancel: &AtomicBool) -> SqlResult<()> {
     let until = Instant::now() + wait;
     loop {
         if cancel.load(Ordering::Relaxed) {
-            return Err(SqlError::new(3617, "The query was cancelled.").with_severity(25));
+            return Err(SqlError::from(tessera_errors::Error::Cancelled));
         }
         let now = Instant::now();
         if now >= until {

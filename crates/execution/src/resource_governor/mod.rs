@@ -315,32 +315,24 @@ impl ResourceGovernor {
     /// The pools in force with their use, and when the statistics began.
     pub fn running_pools(&self) -> (Vec<Running<Pool>>, i64) {
         let e = self.effective.read();
-        let pools = e
-            .config
-            .pools
-            .iter()
-            .map(|p| Running {
-                definition: p.clone(),
-                usage: e.pools.get(&p.id).map(|g| g.usage()).unwrap_or_default(),
-            })
-            .collect();
-        (pools, e.statistics_since)
+        (running(&e.config.pools, |p| p.id, &e.pools), e.statistics_since)
     }
 
     /// The groups in force with their use, and when the statistics began.
     pub fn running_groups(&self) -> (Vec<Running<Group>>, i64) {
         let e = self.effective.read();
-        let groups = e
-            .config
-            .groups
-            .iter()
-            .map(|g| Running {
-                definition: g.clone(),
-                usage: e.groups.get(&g.id).map(|x| x.usage()).unwrap_or_default(),
-            })
-            .collect();
-        (groups, e.statistics_since)
+        (running(&e.config.groups, |g| g.id, &e.groups), e.statistics_since)
     }
+}
+
+/// Each definition with the use its governor counted.
+fn running<T: Clone>(
+    definitions: &[T],
+    id: impl Fn(&T) -> i32,
+    governors: &HashMap<i32, Arc<Governor>>,
+) -> Vec<Running<T>> {
+    let usage = |d: &T| governors.get(&id(d)).map(|g| g.usage()).unwrap_or_default();
+    definitions.iter().map(|d| Running { definition: d.clone(), usage: usage(d) }).collect()
 }
 
 /// What a stored configuration puts in force: itself when enabled; otherwise the

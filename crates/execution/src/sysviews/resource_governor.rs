@@ -53,29 +53,39 @@ fn dm_configuration(ctx: &ExecCtx, _db: &str) -> Rows<3> {
     Ok(vec![[classifier_id(ctx, classifier.as_ref()), bit(rg.reconfiguration_pending()), int(0)]])
 }
 
-/// A pool's settings, as both pool views show them.
-fn pool_settings(p: &Pool) -> [Value; 7] {
-    let n = |v: u32| int(i64::from(v));
-    [
-        n(p.min_cpu_percent),
-        n(p.max_cpu_percent),
-        n(p.min_memory_percent),
-        n(p.max_memory_percent),
-        n(p.cap_cpu_percent),
-        n(p.min_iops_per_volume),
-        n(p.max_iops_per_volume),
-    ]
+/// A setting of a pool or group: its column, and its value read from the definition.
+type Setting<T> = (super::Col, fn(&T) -> Value);
+
+/// The columns of `settings`, in order.
+const fn setting_columns<T, const N: usize>(settings: [Setting<T>; N]) -> [super::Col; N] {
+    let mut out = [col("", Int, false); N];
+    let mut i = 0;
+    while i < N {
+        out[i] = settings[i].0;
+        i += 1;
+    }
+    out
 }
 
-const POOL_SETTING_COLUMNS: [super::Col; 7] = [
-    col("min_cpu_percent", Int, false),
-    col("max_cpu_percent", Int, false),
-    col("min_memory_percent", Int, false),
-    col("max_memory_percent", Int, false),
-    col("cap_cpu_percent", Int, false),
-    col("min_iops_per_volume", Int, false),
-    col("max_iops_per_volume", Int, false),
+fn number(v: u32) -> Value {
+    int(i64::from(v))
+}
+
+/// A pool's settings, as both pool views show them.
+const POOL_SETTINGS: [Setting<Pool>; 7] = [
+    (col("min_cpu_percent", Int, false), |p| number(p.min_cpu_percent)),
+    (col("max_cpu_percent", Int, false), |p| number(p.max_cpu_percent)),
+    (col("min_memory_percent", Int, false), |p| number(p.min_memory_percent)),
+    (col("max_memory_percent", Int, false), |p| number(p.max_memory_percent)),
+    (col("cap_cpu_percent", Int, false), |p| number(p.cap_cpu_percent)),
+    (col("min_iops_per_volume", Int, false), |p| number(p.min_iops_per_volume)),
+    (col("max_iops_per_volume", Int, false), |p| number(p.max_iops_per_volume)),
 ];
+const POOL_SETTING_COLUMNS: [super::Col; 7] = setting_columns(POOL_SETTINGS);
+
+fn pool_settings(p: &Pool) -> [Value; 7] {
+    POOL_SETTINGS.map(|(_, value)| value(p))
+}
 
 pub(super) static POOLS: ViewDef<9> = ViewDef {
     schema: "sys",
@@ -126,28 +136,20 @@ fn dm_pools(ctx: &ExecCtx, _db: &str) -> Rows<12> {
 }
 
 /// A group's settings, as both group views show them.
-fn group_settings(g: &Group) -> [Value; 7] {
-    let n = |v: u32| int(i64::from(v));
-    [
-        s(&g.importance),
-        n(g.request_max_memory_grant_percent),
-        n(g.request_max_cpu_time_sec),
-        n(g.request_memory_grant_timeout_sec),
-        n(g.max_dop),
-        n(g.group_max_requests),
-        int(i64::from(g.pool_id)),
-    ]
-}
-
-const GROUP_SETTING_COLUMNS: [super::Col; 7] = [
-    col("importance", SYSNAME, false),
-    col("request_max_memory_grant_percent", Int, false),
-    col("request_max_cpu_time_sec", Int, false),
-    col("request_memory_grant_timeout_sec", Int, false),
-    col("max_dop", Int, false),
-    col("group_max_requests", Int, false),
-    col("pool_id", Int, false),
+const GROUP_SETTINGS: [Setting<Group>; 7] = [
+    (col("importance", SYSNAME, false), |g| s(&g.importance)),
+    (col("request_max_memory_grant_percent", Int, false), |g| number(g.request_max_memory_grant_percent)),
+    (col("request_max_cpu_time_sec", Int, false), |g| number(g.request_max_cpu_time_sec)),
+    (col("request_memory_grant_timeout_sec", Int, false), |g| number(g.request_memory_grant_timeout_sec)),
+    (col("max_dop", Int, false), |g| number(g.max_dop)),
+    (col("group_max_requests", Int, false), |g| number(g.group_max_requests)),
+    (col("pool_id", Int, false), |g| int(i64::from(g.pool_id))),
 ];
+const GROUP_SETTING_COLUMNS: [super::Col; 7] = setting_columns(GROUP_SETTINGS);
+
+fn group_settings(g: &Group) -> [Value; 7] {
+    GROUP_SETTINGS.map(|(_, value)| value(g))
+}
 
 pub(super) static GROUPS: ViewDef<9> = ViewDef {
     schema: "sys",

@@ -58,9 +58,13 @@ pub(crate) fn call_scalar_function(
     let db = call.db.name(&state.database).to_string();
     // The function's statements chain from its owner (EXECUTE on it was checked with the
     // plan that calls it).
-    let altered_by = match ctx.shared.catalog_memo(&state.catalog_memo, &db)?.catalog.module(&call.schema, &call.name) {
-        Some(m) => m.altered_by,
-        None => None,
+    // Its author, for EXECUTE AS SELF only (this runs once per row of a query).
+    let altered_by = match execute_as {
+        ast::ModuleExecuteAs::SelfUser => {
+            let catalog = ctx.shared.catalog_memo(&state.catalog_memo, &db)?.catalog;
+            catalog.module(&call.schema, &call.name).and_then(|m| m.altered_by)
+        }
+        _ => None,
     };
     let owner = ctx.shared.security(&state.catalog_memo, &db)?.schema_owner(&call.schema).map(|owner| {
         super::permissions::ModuleContext { db: db.clone(), schema: call.schema.clone(), owner, altered_by }
@@ -193,7 +197,7 @@ impl Runner<'_> {
                 }
                 Err(err) => return self.fail(s, err),
             };
-            let owner = match self.check_execute(&db, &module.schema, &module.name, module.id) {
+            let owner = match self.check_execute(&db, &module) {
                 Ok(owner) => owner,
                 Err(err) => return self.fail(s, err),
             };

@@ -314,9 +314,6 @@ fn mentions_temp_table(s: &Statement) -> bool {
     }
 }
 
-/// The catalogs a cached plan's dependencies are checked against while a statement finds
-/// its plan: the current database's, and any other database's the plan names (looked up
-/// once each).
 /// A plan, and the version of the current database's catalog its names were found to
 /// hold in.
 pub(super) struct Checked {
@@ -330,6 +327,9 @@ impl Checked {
     }
 }
 
+/// The catalogs a cached plan's dependencies are checked against while a statement finds
+/// its plan: the current database's, and any other database's the plan names (looked up
+/// once each).
 struct Catalogs<'a> {
     shared: &'a Shared,
     current: CatalogOf,

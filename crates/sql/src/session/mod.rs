@@ -161,6 +161,9 @@ impl Session {
                 self.state.classifying = true;
                 self.execute(&text, &mut out);
                 self.state.classifying = false;
+                // The session's first batch sees a fresh @@ERROR and @@ROWCOUNT.
+                self.state.error = 0;
+                self.state.rowcount = 0;
                 let answer = out.result_sets.first().and_then(|(_, rows)| rows.first()).and_then(|r| r.first());
                 let name = match answer {
                     Some(Value::Str(s)) => Some(s.trim_end().to_string()),

@@ -11,7 +11,7 @@ use tessera_execution::principals::check::{
     allowed, any_column_allowed, column_allowed, column_denied, database_denied, object_denied, On,
 };
 use tessera_execution::runtime::ExecCtx;
-use tessera_semantics::catalog::{DbRef, ObjectDep};
+use tessera_semantics::catalog::{DbRef, Module, ObjectDep};
 use tessera_syntax::ast::{self, StatementKind};
 
 /// The procedure or function a runner runs: its database, its schema (where its one-part
@@ -113,20 +113,17 @@ impl Runner<'_> {
         Ok(unrestricted)
     }
 
-    /// EXECUTE on a procedure about to run; its database and owner when it may (the
-    /// owner its statements chain from).
-    pub(super) fn check_execute(&mut self, db: &str, schema: &str, name: &str, id: i32) -> SqlResult<ModuleContext> {
+    /// EXECUTE on a procedure of database `db` about to run; its database and owner when
+    /// it may (the owner its statements chain from).
+    pub(super) fn check_execute(&mut self, db: &str, module: &Module) -> SqlResult<ModuleContext> {
         let (security, token) = self.shared.access(self.state, db)?;
+        let schema = module.schema.as_str();
         let owner = security.schema_owner(schema).unwrap_or(principals::DBO_ID);
         let chained = self.owner.as_ref().is_some_and(|m| m.db.eq_ignore_ascii_case(db) && m.owner == owner);
-        if !chained && !allowed(&security, &token, "EXECUTE", On::Object { schema, id }) {
-            return Err(object_denied("EXECUTE", name, db, schema));
+        if !chained && !allowed(&security, &token, "EXECUTE", On::Object { schema, id: module.id }) {
+            return Err(object_denied("EXECUTE", &module.name, db, schema));
         }
-        let altered_by = match self.shared.catalog_memo(&self.state.catalog_memo, db)?.catalog.by_id(id) {
-            Some(tessera_semantics::catalog::Object::Module(m)) => m.altered_by,
-            _ => None,
-        };
-        Ok(ModuleContext { db: db.to_string(), schema: schema.to_string(), owner, altered_by })
+        Ok(ModuleContext { db: db.to_string(), schema: schema.to_string(), owner, altered_by: module.altered_by })
     }
 
     /// CREATE TABLE / VIEW / PROCEDURE / FUNCTION of `name`: the database permission, and

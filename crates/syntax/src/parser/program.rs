@@ -548,7 +548,7 @@ impl Parser<'_> {
         } else {
             vec![]
         };
-        let execute_as = self.module_options()?;
+        let execute_as = self.module_options()?.0;
         self.eat_words(&["FOR", "REPLICATION"]);
         self.expect_word("AS")?;
         let body = self.statements_to_eof()?;
@@ -568,12 +568,13 @@ impl Parser<'_> {
         Ok(Parameter { name, ty, default, output, readonly })
     }
 
-    /// `WITH RECOMPILE, ENCRYPTION, SCHEMABINDING, EXECUTE AS …`: the EXECUTE AS clause;
-    /// the other options are accepted and ignored.
-    fn module_options(&mut self) -> Result<ModuleExecuteAs> {
+    /// `WITH RECOMPILE, ENCRYPTION, SCHEMABINDING, EXECUTE AS …`: the EXECUTE AS clause
+    /// and whether SCHEMABINDING was given; the other options are accepted and ignored.
+    fn module_options(&mut self) -> Result<(ModuleExecuteAs, bool)> {
         let mut execute_as = ModuleExecuteAs::Caller;
+        let mut schema_bound = false;
         if !self.eat_word("WITH") {
-            return Ok(execute_as);
+            return Ok((execute_as, schema_bound));
         }
         self.comma_list(|p| {
             if p.eat_word("EXECUTE") || p.eat_word("EXEC") {
@@ -593,15 +594,16 @@ impl Parser<'_> {
             {
                 return Ok(());
             }
-            p.upper_word().map(drop)
+            schema_bound |= p.upper_word()? == "SCHEMABINDING";
+            Ok(())
         })?;
-        Ok(execute_as)
+        Ok((execute_as, schema_bound))
     }
 
     /// Module options where EXECUTE AS is not supported (views, inline and multi-statement
     /// table-valued functions): only CALLER, which is what they run as.
     fn caller_module_options(&mut self) -> Result<()> {
-        match self.module_options()? {
+        match self.module_options()?.0 {
             ModuleExecuteAs::Caller => Ok(()),
             _ => Err(SqlError::new(40529, "EXECUTE AS on table-valued functions and views is not supported yet.")),
         }
@@ -643,9 +645,9 @@ impl Parser<'_> {
             return Ok(FunctionReturns::MultiStatement { variable, columns: elements.columns, body });
         }
         let ty = self.type_name()?;
-        let execute_as = self.module_options()?;
+        let (execute_as, schema_bound) = self.module_options()?;
         let body = self.function_body()?;
-        Ok(FunctionReturns::Scalar { ty, body, execute_as })
+        Ok(FunctionReturns::Scalar { ty, body, execute_as, schema_bound })
     }
 
     /// `[AS] BEGIN … END` (after the options)

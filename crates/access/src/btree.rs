@@ -460,6 +460,7 @@ fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: 
         }
         insert_into_parent(space, root, &mut mtr, &path[..path.len() - 1], &sep, q)?;
     }
+    crate::account::charge_pages(space, root, mtr.pages_delta());
     mtr.commit_system()?;
     Ok(())
 }
@@ -648,6 +649,7 @@ fn merge(space: &Space, root: PageNo, path: &[PageNo]) -> Result<()> {
         fill(&mut mtr, root, format, &records)?;
         space.free_page(&mut mtr, left)?;
     }
+    crate::account::charge_pages(space, root, mtr.pages_delta());
     mtr.commit_system()?;
     Ok(())
 }
@@ -832,7 +834,9 @@ pub fn scan_batch(
 /// Pages that no longer belong to the tree are skipped, so a free interrupted by a crash
 /// can simply run again. Returns the LSN of the last record.
 pub fn free_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
-    free_pages_then(space, &tree_pages(space, root)?, last, |_| Ok(()))
+    let lsn = free_pages_then(space, &tree_pages(space, root)?, last, |_| Ok(()))?;
+    crate::account::settle_tree(space, root, 0);
+    Ok(lsn)
 }
 
 /// Whether the page `root` still holds the root of the tree dropped when the log ended
@@ -850,11 +854,13 @@ pub fn holds_dropped_root(space: &Space, root: PageNo, dropped_at: Lsn) -> Resul
 pub fn empty_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
     let mut pages = tree_pages(space, root)?;
     pages.retain(|&no| no != root);
-    free_pages_then(space, &pages, last, |mtr| {
+    let lsn = free_pages_then(space, &pages, last, |mtr| {
         let i = mtr.latch(root)?;
         mtr.apply(i, empty_root(root));
         Ok(())
-    })
+    })?;
+    crate::account::settle_tree(space, root, 1);
+    Ok(lsn)
 }
 
 /// The pages of the tree rooted at `root`, each after all of its children (root last);

@@ -144,13 +144,14 @@ impl Builder<'_> {
 
     /// Allocates one page for the load, logging the allocation with its undo.
     fn alloc(&mut self) -> Result<(PageNo, Lsn)> {
-        let space = self.space;
+        let (space, root) = (self.space, self.root);
         txn::with_undo_reserved(space, self.txn, 0, 0, None, |txn| {
             let mut mtr = Mtr::claiming(space, Claim::NEW_PAGE)?;
             let no = space.alloc_page(&mut mtr)?;
             let lsn = space.commit_update(txn, mtr, &Undo::BulkPage { page: no })?;
             Ok((no, lsn))
         })
+        .inspect(|_| crate::account::charge_pages(space, root, 1))
     }
 
     /// Writes `buf` as page `no` into the pool: dirty, unlogged, stamped `lsn`.

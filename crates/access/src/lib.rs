@@ -1,6 +1,7 @@
 //! The access layer: B+tree indexes over the buffer pool, row and key formats, space
 //! allocation, locks and transactions. See `README.md` beside this crate.
 
+pub mod account;
 pub mod btree;
 pub mod bulk;
 pub mod changes;
@@ -15,6 +16,7 @@ pub mod slotted;
 pub mod space;
 pub mod txn;
 
+pub use account::PageAccount;
 pub use btree::Direction;
 pub use bulk::BulkOutcome;
 pub use lock::LockMode;

@@ -50,6 +50,8 @@ pub struct Mtr<'a> {
     /// The room claimed before the first change (None for rollback and recovery),
     /// released when the mini-transaction is dropped, after its record is appended.
     claim: Option<Claimed<'a>>,
+    /// Pages allocated less pages freed so far (a tree's page account, `crate::account`).
+    pages_delta: i64,
 }
 
 /// A page the mini-transaction holds exclusively latched: pinned by the mini-transaction
@@ -120,7 +122,7 @@ impl<'a> Mtr<'a> {
     #[inline]
     pub fn claiming(space: &'a Space, claim: Claim) -> Result<Mtr<'a>> {
         let claimed = space.claim(claim)?;
-        Ok(Mtr { space, pages: SmallVec::new(), ops: SmallVec::new(), claim: Some(claimed) })
+        Ok(Mtr { space, pages: SmallVec::new(), ops: SmallVec::new(), claim: Some(claimed), pages_delta: 0 })
     }
 
     /// [`Mtr::claiming`] for optional work (a merge, a ghost's removal): None, and nothing
@@ -137,7 +139,17 @@ impl<'a> Mtr<'a> {
     /// nearly full (the reserve exists for it).
     #[inline]
     pub fn without_reserve(space: &'a Space) -> Mtr<'a> {
-        Mtr { space, pages: SmallVec::new(), ops: SmallVec::new(), claim: None }
+        Mtr { space, pages: SmallVec::new(), ops: SmallVec::new(), claim: None, pages_delta: 0 }
+    }
+
+    /// Notes `pages` allocated (negative: freed) by this mini-transaction.
+    pub(crate) fn count_pages(&mut self, pages: i64) {
+        self.pages_delta += pages;
+    }
+
+    /// Pages allocated less pages freed by this mini-transaction.
+    pub(crate) fn pages_delta(&self) -> i64 {
+        self.pages_delta
     }
 
     fn find(&self, no: PageNo) -> Option<usize> {

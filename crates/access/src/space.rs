@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +32,7 @@ use tessera_log::growth::{grown_size, DefaultGrowth};
 use tessera_log::recovery::RecoveryOutcome;
 use tessera_log::{Growth, Lsn, Wal};
 
+use crate::account::{self, PageAccount};
 use crate::btree::{self, Direction};
 use crate::bulk::{self, BulkOutcome};
 use crate::lock::{LockManager, LockMode, Resource};
@@ -237,7 +238,9 @@ pub struct Space {
     pub(crate) claimed_pages: AtomicU32,
     /// Frames bigger than a row change's promised now (see `reserve::promise_frame`).
     pub(crate) big_frames: Mutex<Vec<u64>>,
-    trees: RwLock<HashMap<PageNo, Arc<TreeMeta>, BuildHasherDefault<PageNoHasher>>>,
+    pub(crate) trees: RwLock<HashMap<PageNo, Arc<TreeMeta>, BuildHasherDefault<PageNoHasher>>>,
+    /// Whether any tree is charged to a page account (`crate::account`).
+    pub(crate) has_charged_trees: AtomicBool,
 }
 
 impl Space {
@@ -320,6 +323,7 @@ impl Space {
             claimed_pages: AtomicU32::new(0),
             big_frames: Mutex::new(Vec::new()),
             trees: RwLock::new(HashMap::default()),
+            has_charged_trees: AtomicBool::new(false),
         }
     }
 
@@ -450,6 +454,7 @@ impl Space {
                     self.store.grow_to(no + 1)?;
                 }
                 mtr.apply(mi, PageOp::SetBits { first: bit, count: 1, value: true });
+                mtr.count_pages(1);
                 return Ok(no);
             }
             k += 1;
@@ -518,6 +523,7 @@ impl Space {
             "page {no} freed twice"
         );
         mtr.apply(mi, PageOp::SetBits { first: bit, count: 1, value: false });
+        mtr.count_pages(-1);
         let mut hints = self.alloc_hint.lock();
         if let Some(h) = hints.get_mut(k) {
             *h = (*h).min((bit / 8) as usize);
@@ -762,6 +768,13 @@ impl Space {
     /// Deletes a row (leaving a ghost until commit); returns false if there is none.
     pub fn delete(&self, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<bool> {
         txn::write::delete(self, txn, tree, key)
+    }
+
+    /// Charges the tree rooted at `root` to `account` from now on (tempdb's quota per
+    /// database; see `crate::account`), starting with the pages it holds now. A tree
+    /// already charged to an account stays with it.
+    pub fn charge_tree_to(&self, root: PageNo, account: Arc<PageAccount>) -> Result<()> {
+        account::charge_tree_to(self, root, account)
     }
 
     // Trees as part of transactions.

@@ -21,6 +21,7 @@ use tessera_errors::Result;
 use tessera_log::recovery::ActiveTxn;
 use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
+use crate::account::TreeCharge;
 use crate::btree;
 use crate::lock::{LockMode, Resource, Wait};
 use crate::mtr::{self, LogCtx};
@@ -224,11 +225,19 @@ pub struct TreeMeta {
     pub(crate) writers: AtomicUsize,
     /// The rightmost leaf as last seen by an insert (0: unknown); see `btree::try_append`.
     append_hint: AtomicU32,
+    /// The account its pages are counted against, if any (`crate::account`).
+    pub(crate) charge: Mutex<Option<TreeCharge>>,
 }
 
 impl TreeMeta {
     pub fn new(root: PageNo) -> TreeMeta {
-        TreeMeta { root, latch: RwLock::new(()), writers: AtomicUsize::new(0), append_hint: AtomicU32::new(0) }
+        TreeMeta {
+            root,
+            latch: RwLock::new(()),
+            writers: AtomicUsize::new(0),
+            append_hint: AtomicU32::new(0),
+            charge: Mutex::new(None),
+        }
     }
 
     /// The rightmost leaf is no longer known (the tree was rebuilt).

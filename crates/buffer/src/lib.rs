@@ -5,6 +5,6 @@ mod pool;
 
 pub use page::{Lsn, PageNo, PAGE_SIZE};
 pub use pool::{
-    io_counters, BufferPool, Extension, ExtensionStats, FileId, HugePages, IoCounters, PageHandle, PageRead,
+    io_counters, BufferPool, Extension, ExtensionStats, FileId, FileUsage, HugePages, IoCounters, PageHandle, PageRead,
     PageReadGuard, PageStore, PageWrite, PageWriteGuard, PoolConfig, PoolStats,
 };

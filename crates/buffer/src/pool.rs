@@ -16,6 +16,7 @@ mod frame;
 mod handle;
 mod pin;
 mod prefault;
+mod quota;
 mod readahead;
 mod region;
 mod registry;
@@ -49,6 +50,7 @@ use registry::Files;
 pub use counters::{io_counters, IoCounters};
 pub use extension::{Extension, ExtensionStats};
 pub use handle::{PageHandle, PageRead, PageReadGuard, PageWrite, PageWriteGuard};
+pub use quota::FileUsage;
 pub use stats::PoolStats;
 use table::{shard_of, Key, Shard, SlotTable, SHARDS};
 
@@ -286,6 +288,19 @@ impl BufferPool {
     /// pinned are freed when their last pin is dropped.
     pub fn discard(&self, file: FileId) {
         self.inner.discard(file)
+    }
+
+    /// Holds `file` to at most `limit_pages` resident pages (`None`: no limit; README,
+    /// "Per-file limits"). A lower limit than the file holds evicts its coldest unpinned
+    /// pages at once, writing dirty ones first (a write error is returned).
+    pub fn set_file_limit(&self, file: FileId, limit_pages: Option<usize>) -> Result<()> {
+        self.inner.set_file_limit(file, limit_pages)
+    }
+
+    /// The file's resident pages, limit and the evictions its limit caused; `None` for a
+    /// file that is not registered.
+    pub fn file_usage(&self, file: FileId) -> Option<FileUsage> {
+        self.inner.file_usage(file)
     }
 
     /// Pins page `no`, reading it from the store on a miss and verifying it with

@@ -11,7 +11,7 @@ use parking_lot::{Mutex, RwLock};
 use tessera_access::btree::{self, TreeStats};
 use tessera_access::space::{DataConfig, Space, BOOT_ROOT};
 use tessera_access::{Direction, Durability, OnLocked};
-use tessera_buffer::page::PageNo;
+use tessera_buffer::page::{PageNo, PAGE_SIZE};
 use tessera_buffer::BufferPool;
 use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
@@ -135,6 +135,12 @@ pub struct ResourceLimits {
     /// `CPU_SHARE_PERCENT`: while the server's CPU is contended, its requests use at most
     /// this share of it (1–100); idle CPU is anyone's.
     pub cpu_share_percent: Option<u32>,
+    /// `MAX_BUFFER_POOL_MB`: its pages hold at most this much of the buffer pool; a load
+    /// beyond it replaces one of its own pages (`BufferPool::set_file_limit`).
+    pub max_buffer_pool_mb: Option<u32>,
+    /// `MAX_TEMPDB_MB`: the temporary tables and table variables its requests create in
+    /// tempdb hold at most this much (error 40544 beyond it).
+    pub max_tempdb_mb: Option<u32>,
 }
 
 impl ResourceLimits {
@@ -312,7 +318,7 @@ impl Database {
             }
         };
         let db = Database::assemble(entry, space);
-        if let Err(e) = db.pair_files().and_then(|_| db.checkpoint()) {
+        if let Err(e) = db.apply_pool_limit().and_then(|_| db.pair_files()).and_then(|_| db.checkpoint()) {
             drop(db);
             let _ = std::fs::remove_file(&entry.data_path);
             let _ = std::fs::remove_file(&entry.log_path);
@@ -338,6 +344,7 @@ impl Database {
         let outcome = space.recover(master)?;
         space.verify_header()?;
         let mut db = Database::assemble(entry, space);
+        db.apply_pool_limit()?;
         db.recovery = Some(outcome);
         db.pair_files()?;
         db.load_catalog()?;
@@ -475,12 +482,27 @@ impl Database {
         self.space.set_data_limits(data.growth, data.max_size);
         self.space.wal.set_limits(log.growth, log.max_size);
         *self.options.lock() = options;
+        self.apply_pool_limit()?;
         let chain = *self.chain.lock();
         if simple && chain.log_backup_lsn != 0 {
             self.set_backup_chain(BackupChain { log_backup_lsn: 0, ..chain })?;
         }
         self.apply_log_hold();
         Ok(())
+    }
+
+    /// Holds the data file's pages in the buffer pool to `MAX_BUFFER_POOL_MB`, or lets
+    /// them grow freely when it is not set.
+    fn apply_pool_limit(&self) -> Result<()> {
+        let mb = self.options.lock().limits.max_buffer_pool_mb;
+        let pages = mb.map(|mb| (mb as usize) * (1 << 20) / PAGE_SIZE);
+        self.space.pool.set_file_limit(self.space.file, pages)
+    }
+
+    /// The data file's share of the buffer pool: resident pages, limit, and the evictions
+    /// its limit caused.
+    pub fn pool_usage(&self) -> Option<tessera_buffer::FileUsage> {
+        self.space.pool.file_usage(self.space.file)
     }
 
     /// The log keeps what the next log backup needs, under FULL and BULK_LOGGED once a
@@ -694,6 +716,12 @@ impl Database {
 
     pub fn table(&self, name: &str) -> Option<TableId> {
         self.tables.read().get(name).copied()
+    }
+
+    /// Counts the pages of `table` against `account` from now on (tempdb's per-database
+    /// quota), starting with those it holds.
+    pub fn charge_table_to(&self, table: TableId, account: Arc<tessera_access::PageAccount>) -> Result<()> {
+        self.space.charge_tree_to(table.0, account)
     }
 
     pub fn tables(&self) -> Vec<(String, TableId)> {

@@ -35,8 +35,8 @@ pub use engine::{
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::space::DataConfig;
-pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, ReadLocks, RowLock};
-pub use tessera_buffer::{ExtensionStats, HugePages, PoolStats, PAGE_SIZE};
+pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, PageAccount, ReadLocks, RowLock};
+pub use tessera_buffer::{ExtensionStats, FileUsage, HugePages, PoolStats, PAGE_SIZE};
 pub use tessera_errors::{Error, Result};
 pub use tessera_io::DirLock;
 pub use tessera_log::recovery::RecoveryOutcome;

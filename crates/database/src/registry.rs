@@ -300,7 +300,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14, 15, 16, 18, 19].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15, 16, 18, 19, 21].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {
@@ -351,6 +351,8 @@ fn decode_entry(line: &str) -> Option<Entry> {
                 max_cpu_percent: number(16)?,
                 max_log_rate_kb: number(17)?,
                 cpu_share_percent: number(18)?,
+                max_buffer_pool_mb: number(19)?,
+                max_tempdb_mb: number(20)?,
             },
         },
         state: match f.get(6) {
@@ -379,7 +381,7 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -398,7 +400,9 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         number(o.limits.max_concurrent_requests),
         number(o.limits.max_cpu_percent),
         number(o.limits.max_log_rate_kb),
-        number(o.limits.cpu_share_percent)
+        number(o.limits.cpu_share_percent),
+        number(o.limits.max_buffer_pool_mb),
+        number(o.limits.max_tempdb_mb)
     );
     Ok(())
 }
@@ -432,6 +436,8 @@ mod tests {
                     max_cpu_percent: id.is_multiple_of(2).then_some(id % 100),
                     max_log_rate_kb: id.is_multiple_of(3).then_some(id * 1000),
                     cpu_share_percent: id.is_multiple_of(4).then_some(id % 100),
+                    max_buffer_pool_mb: id.is_multiple_of(6).then_some(id * 3),
+                    max_tempdb_mb: id.is_multiple_of(7).then_some(id * 5),
                 },
                 ..DatabaseOptions::default()
             },

@@ -917,6 +917,28 @@ impl<'a> ExecCtx<'a> {
     /// Between two rows (or batches of rows) of a statement: where it stops when the
     /// session was cancelled (3617), and waits when its database is over a resource
     /// limit (see `crate::governor`).
+    /// Before rows are written to `db`: error 40544 when that is tempdb and `pages` more
+    /// (at least one) would pass the request's database's tempdb quota (`MAX_TEMPDB_MB`).
+    #[inline]
+    pub fn check_tempdb_room(&self, db: &str, pages: u64) -> SqlResult<()> {
+        match self.session.pacer.as_ref().and_then(|p| p.tempdb()) {
+            Some(quota) if db.eq_ignore_ascii_case("tempdb") => quota.check(pages),
+            _ => Ok(()),
+        }
+    }
+
+    /// Charges a new tree of `database` (a temporary object's, when it is tempdb) to the
+    /// request's database's tempdb quota.
+    pub fn charge_new_tree(&self, database: &Database, table: tessera_database::TableId) -> SqlResult<()> {
+        if !database.options().scratch {
+            return Ok(());
+        }
+        if let Some(quota) = self.session.pacer.as_ref().and_then(|p| p.tempdb()) {
+            database.charge_table_to(table, quota.account().clone())?;
+        }
+        Ok(())
+    }
+
     pub fn yield_point(&mut self) -> SqlResult<()> {
         self.yield_after_rows(1)
     }

@@ -229,3 +229,108 @@ fn limits_changed_under_load_lose_no_request_and_no_update() {
         assert_eq!(count(&mut sa, &limits_column("running_requests", "churn")).await, 0);
     });
 }
+
+/// MAX_BUFFER_POOL_MB: a database's pages hold no more of the pool than its limit, at once
+/// when the limit is set and through a scan and an update of every row, which still give
+/// the right answers and lose nothing (dirty pages are written before they are replaced).
+#[test]
+fn a_database_s_buffer_pool_limit_holds_its_pages_and_loses_no_change() {
+    let mut server = TestServer::start();
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let pool_kb = limits_column("buffer_pool_kb", "big");
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, "CREATE DATABASE big").await;
+        let mut c = connect_to(port, "sa", PASSWORD, "big").await.unwrap();
+        // About 6 MiB of rows: 1,500 rows of 4 KB, two to a page.
+        run(&mut c, "CREATE TABLE t (id int PRIMARY KEY, v int, pad char(4000))").await;
+        run(&mut c, "DECLARE @i int = 0; WHILE @i < 1500 BEGIN INSERT INTO t VALUES (@i, 0, 'x'); SET @i += 1; END")
+            .await;
+        assert_eq!(refused(&mut sa, "ALTER DATABASE big SET MAX_BUFFER_POOL_MB = 16777217").await.0, 15129);
+        run(&mut sa, "ALTER DATABASE big SET MAX_BUFFER_POOL_MB = 1").await;
+        let held = count(&mut sa, &pool_kb).await;
+        assert!(held <= 1024, "{held} KiB held right after the limit was set");
+
+        assert_eq!(count(&mut c, "SELECT COUNT(*) FROM t WHERE pad = 'x'").await, 1500);
+        run(&mut c, "UPDATE t SET v = v + id").await;
+        assert_eq!(count(&mut c, "SELECT SUM(v) FROM t").await, 1499 * 1500 / 2);
+        // Concurrent loads may each pass the limit by a page or two.
+        let held = count(&mut sa, &pool_kb).await;
+        assert!(held <= 1024 + 64, "{held} KiB held after a scan and an update");
+        assert!(count(&mut sa, &limits_column("buffer_pool_limit_evictions_total", "big")).await > 500);
+        let rows = "SELECT COUNT(*) FROM sys.dm_os_buffer_descriptors WHERE database_id = DB_ID('big')";
+        assert!(count(&mut sa, rows).await <= 128 + 8, "the buffer descriptors agree");
+    });
+    server.restart();
+    rt.block_on(async {
+        let mut sa = connect_as(server.port(), "sa", PASSWORD).await;
+        assert_eq!(count(&mut sa, "SELECT SUM(v) FROM big.dbo.t").await, 1499 * 1500 / 2, "every change kept");
+        assert_eq!(count(&mut sa, &limits_column("max_buffer_pool_mb", "big")).await, 1, "kept over a restart");
+        assert!(count(&mut sa, &pool_kb).await <= 1024 + 64);
+        run(&mut sa, "ALTER DATABASE big SET MAX_BUFFER_POOL_MB = 0").await;
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_tessera_resource_limits").await, 0);
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM big.dbo.t WHERE pad = 'x'").await, 1500);
+        let rows = "SELECT COUNT(*) FROM sys.dm_os_buffer_descriptors WHERE database_id = DB_ID('big')";
+        assert!(count(&mut sa, rows).await > 700, "without a limit the table is cached whole");
+    });
+}
+
+/// MAX_TEMPDB_MB: what a database's requests create in tempdb (temporary tables, table
+/// variables, their indexes) is counted, a statement that would go past the quota fails
+/// with 40544 and changes nothing, and dropping the objects (or ending the session) gives
+/// the space back. Other databases' temporary objects are not counted.
+#[test]
+fn a_database_s_tempdb_quota_refuses_rows_beyond_it_and_frees_with_its_objects() {
+    let server = TestServer::start();
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let tempdb_kb = limits_column("tempdb_kb", "tenant");
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, "CREATE DATABASE tenant; CREATE DATABASE other").await;
+        run(&mut sa, "ALTER DATABASE tenant SET MAX_TEMPDB_MB = 1").await;
+        for db in ["tenant", "other"] {
+            let mut c = connect_to(port, "sa", PASSWORD, db).await.unwrap();
+            run(&mut c, "CREATE TABLE src (id int PRIMARY KEY, pad char(2000))").await;
+            run(&mut c, "DECLARE @i int = 0; WHILE @i < 600 BEGIN INSERT INTO src VALUES (@i, 'x'); SET @i += 1; END")
+                .await;
+        }
+
+        // 200 rows of 2 KB (about 400 KiB) fit; 400 more do not, and the statement that
+        // tried leaves the table as it was.
+        let mut c = connect_to(port, "sa", PASSWORD, "tenant").await.unwrap();
+        run(&mut c, "CREATE TABLE #t (id int PRIMARY KEY, pad char(2000)); INSERT INTO #t SELECT id, pad FROM src WHERE id < 200")
+            .await;
+        let used = count(&mut sa, &tempdb_kb).await;
+        assert!((400..1024).contains(&used), "{used} KiB");
+        let (number, message) = refused(&mut c, "INSERT INTO #t SELECT id, pad FROM src WHERE id >= 200").await;
+        assert_eq!(number, 40544, "{message}");
+        assert!(message.contains("'tempdb' has reached its size quota"), "{message}");
+        assert_eq!(count(&mut c, "SELECT COUNT(*) FROM #t").await, 200, "the failed statement changed nothing");
+        assert!(count(&mut sa, &limits_column("tempdb_refused_count", "tenant")).await >= 1);
+        // A table variable is counted as well.
+        assert_eq!(
+            refused(&mut c, "DECLARE @v TABLE (id int PRIMARY KEY, pad char(2000)); INSERT INTO @v SELECT id, pad FROM src")
+                .await
+                .0,
+            40544
+        );
+        // Deleting rows and dropping the table give the space back.
+        run(&mut c, "DROP TABLE #t").await;
+        let left = count(&mut sa, &tempdb_kb).await;
+        assert!(left < 64, "{left} KiB left");
+        run(&mut c, "CREATE TABLE #u (id int PRIMARY KEY, pad char(2000)); INSERT INTO #u SELECT id, pad FROM src WHERE id < 300")
+            .await;
+        assert!(count(&mut sa, &tempdb_kb).await >= 600);
+        drop(c);
+        eventually(&mut sa, &format!("SELECT CASE WHEN ({}) < 64 THEN 1 ELSE 0 END", tempdb_kb), 1).await;
+
+        // Another database's session is not held to the tenant's quota.
+        let mut o = connect_to(port, "sa", PASSWORD, "other").await.unwrap();
+        run(&mut o, "CREATE TABLE #big (id int PRIMARY KEY, pad char(2000)); INSERT INTO #big SELECT id, pad FROM src").await;
+        assert_eq!(count(&mut o, "SELECT COUNT(*) FROM #big").await, 600);
+        let used = count(&mut sa, &tempdb_kb).await;
+        assert!(used < 64, "{used} KiB charged to the tenant");
+    });
+}

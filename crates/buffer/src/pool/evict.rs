@@ -170,6 +170,7 @@ impl Inner {
                 }
                 slot.store(0, Ordering::Release);
                 self.resident.fetch_sub(1, Ordering::Relaxed);
+                entry.quota.resident_pages.fetch_sub(1, Ordering::Relaxed);
                 drop(g);
                 self.evictions.fetch_add(1, Ordering::Relaxed);
                 if let Some(ext) = self.extension() {

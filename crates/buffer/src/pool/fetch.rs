@@ -199,7 +199,10 @@ impl Inner {
     /// A miss is counted unless this is `read_ahead`.
     pub(super) fn map_loading(&self, entry: &FileEntry, no: PageNo, read_ahead: bool) -> Result<Option<u32>> {
         let k = key(entry.id, no);
-        let i = self.allocate_frame(read_ahead)?;
+        let i = match self.frame_within_limit(entry) {
+            Some(i) => i,
+            None => self.allocate_frame(read_ahead)?,
+        };
         let f = self.frame(i);
         f.key.store(k, Ordering::Relaxed);
         let latched = f.latch.try_lock_exclusive();
@@ -224,8 +227,22 @@ impl Inner {
         }
         // Counted under the shard mutex with the translation it counts.
         self.resident.fetch_add(1, Ordering::Relaxed);
+        entry.quota.resident_pages.fetch_add(1, Ordering::Relaxed);
         drop(g);
         Ok(Some(i))
+    }
+
+    /// For a file at its limit (README, "Per-file limits"): one of its own pages evicted
+    /// to make room. `None`: not at its limit, or (an overrun) no own page could go.
+    fn frame_within_limit(&self, entry: &FileEntry) -> Option<u32> {
+        if !entry.quota.is_full() {
+            return None;
+        }
+        let own = self.evict_own(entry).ok().flatten();
+        if own.is_none() {
+            entry.quota.count_overrun();
+        }
+        own
     }
 
     /// Ends the load of frame `i` begun by `map_loading`: Valid if `res` is Ok (and the
@@ -260,6 +277,7 @@ impl Inner {
             if let Some(slot) = entry.radix.get().entry(key_page(k)).filter(|e| e.load(Ordering::Relaxed) == i + 1) {
                 slot.store(0, Ordering::Release);
                 self.resident.fetch_sub(1, Ordering::Relaxed);
+                entry.quota.resident_pages.fetch_sub(1, Ordering::Relaxed);
             }
         }
         let _ = f.state.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |x| Some(State(x).with_kind(Kind::Orphan).0));

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tessera_errors::Error;
 
 use super::frame::{Kind, State};
+use super::quota::FileQuota;
 use super::table::{key, Radix, RadixRef, SlotTable};
 use super::{FileId, Inner, PageStore};
 
@@ -21,6 +22,8 @@ pub(super) struct FileEntry {
     /// clear while holding a shard mutex may use `radix` for keys of that shard until it
     /// releases the mutex; once it is set, the radix may already serve another file.
     pub(super) closed: AtomicBool,
+    /// Its resident pages and their limit (README, "Per-file limits").
+    pub(super) quota: FileQuota,
 }
 
 pub(super) struct Files {
@@ -94,7 +97,8 @@ impl Inner {
             };
             debug_assert!(radix.get().resident().is_empty(), "a spare radix must be empty");
             files.table().set(id, radix);
-            let entry = FileEntry { id: FileId(id), store, radix, closed: AtomicBool::new(false) };
+            let entry =
+                FileEntry { id: FileId(id), store, radix, closed: AtomicBool::new(false), quota: FileQuota::default() };
             files.map.insert(id, Arc::new(entry));
             return FileId(id);
         }
@@ -132,6 +136,7 @@ impl Inner {
                 })
                 .unwrap_or_else(|x| x);
             self.resident.fetch_sub(1, Ordering::Relaxed);
+            entry.quota.resident_pages.fetch_sub(1, Ordering::Relaxed);
             drop(g);
             if State(prev).pins() == 0 {
                 debug_assert_eq!(State(prev).kind(), Kind::Valid);

@@ -208,6 +208,17 @@ impl Radix {
         out
     }
 
+    /// The first resident page at or after `from`, with its frame: a walk that skips
+    /// absent subtrees (a file's own clock, `pool/quota.rs`).
+    pub fn next_resident(&self, from: PageNo) -> Option<(PageNo, u32)> {
+        let root = self.root.load(Ordering::Acquire);
+        let height = root & HEIGHT_MASK;
+        if height == 0 || u64::from(from) >= span(height) {
+            return None;
+        }
+        first_from(root & !HEIGHT_MASK, height, 0, u64::from(from))
+    }
+
     /// Bytes allocated for the tree's nodes.
     #[cfg(test)]
     pub fn footprint(&self) -> usize {
@@ -227,6 +238,29 @@ impl Radix {
             walk(root & !HEIGHT_MASK, root & HEIGHT_MASK)
         }
     }
+}
+
+/// The first resident entry at or after page `from` in the subtree at `p` (of `height`,
+/// covering pages from `base`).
+fn first_from(p: usize, height: usize, base: u64, from: u64) -> Option<(PageNo, u32)> {
+    if height == 1 {
+        // SAFETY: see `Radix::entry`.
+        let leaf = unsafe { &*(p as *const Leaf) };
+        let start = from.saturating_sub(base) as usize;
+        return leaf.0[start..].iter().enumerate().find_map(|(j, e)| {
+            let i = e.load(Ordering::Acquire).checked_sub(1)?;
+            Some(((base + (start + j) as u64) as PageNo, i))
+        });
+    }
+    // SAFETY: see `Radix::entry`.
+    let node = unsafe { &*(p as *const Node) };
+    let child_span = span(height - 1);
+    let start = (from.saturating_sub(base) / child_span) as usize;
+    node.0[start..].iter().enumerate().find_map(|(j, c)| {
+        let c = c.load(Ordering::Acquire);
+        let child_base = base + (start + j) as u64 * child_span;
+        (!c.is_null()).then(|| first_from(c as usize, height - 1, child_base, from.max(child_base))).flatten()
+    })
 }
 
 fn collect(p: usize, height: usize, base: u64, out: &mut Vec<(PageNo, u32)>) {
@@ -439,9 +473,25 @@ mod tests {
         want.push((5, 10));
         want.sort_unstable();
         assert_eq!(r.resident(), want);
+        // Walking from any page finds the next resident one, skipping absent subtrees.
+        let mut walked = Vec::new();
+        let mut at = 0;
+        while let Some((no, i)) = r.next_resident(at) {
+            walked.push((no, i));
+            match no.checked_add(1) {
+                Some(n) => at = n,
+                None => break,
+            }
+        }
+        assert_eq!(walked, want, "a walk with next_resident visits what resident() lists");
+        assert_eq!(r.next_resident(6), Some((1023, 100)));
+        assert_eq!(r.next_resident(70_001), Some((1 << 20, 103)));
+        assert_eq!(r.next_resident((1 << 30) + 4), Some((u32::MAX - 1, 105)));
         r.entry(70_000).unwrap().store(0, Ordering::Relaxed);
         assert_eq!(r.get(70_000), None);
         assert_eq!(r.resident().len(), want.len() - 1);
+        assert_eq!(r.next_resident(1025), Some((1 << 20, 103)));
+        assert_eq!(Radix::new().next_resident(0), None);
     }
 
     #[test]

@@ -224,7 +224,9 @@ impl Inner {
         let mut mapped = vec![false; hwm];
         let mut resident = 0u64;
         for (&id, e) in files.map.iter() {
-            for (no, i) in e.radix.get().resident() {
+            let own = e.radix.get().resident();
+            assert_eq!(own.len(), e.quota.resident_pages.load(Ordering::Relaxed), "file {id}: resident counter");
+            for (no, i) in own {
                 assert!((i as usize) < hwm, "mapped frame {i} beyond hwm {hwm}");
                 let f = self.frame(i);
                 let k = f.key.load(Ordering::Relaxed);
@@ -1846,4 +1848,126 @@ fn io_counters_count_this_threads_logical_physical_and_read_ahead_reads() {
     }
     let d = crate::io_counters().since(start);
     assert_eq!((d.logical_reads, d.physical_reads, d.read_ahead_reads), (30, 0, 30), "{d:?}");
+}
+
+// ----- per-file limits ---------------------------------------------------------------------------
+
+#[test]
+fn a_file_at_its_limit_replaces_its_own_pages_and_leaves_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = pool(64, false);
+    let quiet = pool.register(Arc::new(NullStore));
+    let store = FileStore::create(&dir.path().join("noisy.dat"));
+    let noisy = pool.register(store.clone());
+    pool.set_file_limit(noisy, Some(8)).unwrap();
+    // The quiet file's 20 pages, each used twice.
+    for _ in 0..2 {
+        for no in 0..20 {
+            drop(pool.fetch(quiet, no).unwrap());
+        }
+    }
+    // The noisy file writes 100 pages: far more than its limit, more than the pool.
+    for no in 0..100 {
+        write_page(&pool, noisy, no, u64::from(no) + 1, 7);
+        let u = pool.file_usage(noisy).unwrap();
+        assert!(u.resident_pages <= 8, "page {no}: {u:?}");
+    }
+    let u = pool.file_usage(noisy).unwrap();
+    assert_eq!((u.resident_pages, u.limit_pages, u.overruns), (8, Some(8), 0), "{u:?}");
+    assert_eq!(u.evictions_within_limit, 92);
+    assert_eq!(pool.file_usage(quiet).unwrap().resident_pages, 20, "the other file kept its pages");
+    let before = pool.stats();
+    for no in 0..20 {
+        drop(pool.fetch(quiet, no).unwrap());
+    }
+    assert_eq!(pool.stats().reads, before.reads, "every quiet page was still a hit");
+    // What the noisy file evicted dirty was written first (the WAL rule included).
+    for no in 0..100 {
+        check(&pool.fetch(noisy, no).unwrap().read(), no, u64::from(no) + 1, 7);
+    }
+    assert!(pool.file_usage(noisy).unwrap().resident_pages <= 8);
+    pool.inner.check_invariants(true);
+}
+
+#[test]
+fn lowering_a_limit_evicts_at_once_and_removing_it_lets_the_file_grow() {
+    let pool = pool(64, false);
+    let f = pool.register(Arc::new(NullStore));
+    for _ in 0..=MAX_USAGE {
+        for no in 0..40 {
+            drop(pool.fetch(f, no).unwrap());
+        }
+    }
+    let pinned = pool.fetch(f, 3).unwrap();
+    pool.set_file_limit(f, Some(10)).unwrap();
+    assert_eq!(pool.file_usage(f).unwrap().resident_pages, 10);
+    assert!(pool.fetch(f, 3).is_ok() && pool.inner.entry(f).unwrap().radix.get().get(3).is_some(), "pinned stays");
+    // Every own page pinned: a load goes past the limit rather than fail, and says so.
+    pool.set_file_limit(f, Some(1)).unwrap();
+    let u = pool.file_usage(f).unwrap();
+    assert_eq!((u.resident_pages, u.overruns), (1, 0), "{u:?}");
+    let other = pool.fetch(f, 50).unwrap();
+    let u = pool.file_usage(f).unwrap();
+    assert_eq!((u.resident_pages, u.overruns), (2, 1), "{u:?}");
+    drop((pinned, other));
+    pool.set_file_limit(f, None).unwrap();
+    for no in 100..140 {
+        drop(pool.fetch(f, no).unwrap());
+    }
+    let u = pool.file_usage(f).unwrap();
+    assert_eq!((u.resident_pages, u.limit_pages), (42, None), "{u:?}");
+    assert!(pool.set_file_limit(FileId(999), Some(1)).is_err(), "an unregistered file is refused");
+    pool.inner.check_invariants(true);
+}
+
+#[test]
+fn threads_loading_and_writing_a_limited_file_keep_every_change() {
+    const PAGES: u32 = 200;
+    const LIMIT: usize = 12;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = FileStore::create(&dir.path().join("a.dat"));
+    Arc::get_mut(&mut store).unwrap().record = false;
+    let pool = pool(48, true);
+    let f = pool.register(store.clone());
+    let other = pool.register(Arc::new(NullStore));
+    pool.set_file_limit(f, Some(LIMIT)).unwrap();
+    let lsn = &AtomicU64::new(1);
+    let counter = |p: &[u8]| u64::from_le_bytes(p[HEADER_SIZE..HEADER_SIZE + 8].try_into().unwrap());
+    let increments: u64 = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4u64)
+            .map(|t| {
+                let pool = &pool;
+                s.spawn(move || {
+                    let mut next = xorshift(t + 11);
+                    let mut incs = 0;
+                    for _ in 0..3000 {
+                        let r = next();
+                        let no = (r % u64::from(PAGES)) as u32;
+                        if r >> 60 == 0 {
+                            drop(pool.fetch(other, no).unwrap());
+                            continue;
+                        }
+                        let h = pool.fetch(f, no).unwrap();
+                        let mut w = h.write();
+                        let c = counter(&w) + 1;
+                        w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
+                        page::set_page_no(&mut w, no);
+                        page::set_lsn(&mut w, lsn.fetch_add(1, Ordering::SeqCst));
+                        w.mark_dirty();
+                        incs += 1;
+                        // Racing loads may each pass the limit by the pages they hold.
+                        let held = pool.file_usage(f).unwrap().resident_pages;
+                        assert!(held <= LIMIT + 4, "{held} resident");
+                    }
+                    incs
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).sum()
+    });
+    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, no).unwrap().read())).sum();
+    assert_eq!(sum, increments);
+    pool.inner.check_invariants(true);
+    let u = pool.file_usage(f).unwrap();
+    assert!(u.resident_pages <= LIMIT + 4 && u.evictions_within_limit > 0, "{u:?}");
 }

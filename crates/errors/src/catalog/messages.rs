@@ -395,4 +395,5 @@ pub static MESSAGES: &[Message] = &[
     m(40526, 16, Statement, "Multi-statement table-valued functions are not supported yet."),
     m(40527, 16, Statement, "Arguments of table-valued functions that read columns (APPLY) are not supported yet."),
     m(40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet."),
+    m(40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions."),
 ];

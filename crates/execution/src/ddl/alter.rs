@@ -150,7 +150,7 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                     }
                 }
                 for ix in &new_indexes {
-                    database.create_table(&ix.tree)?;
+                    super::create_tree(ctx, &database, &ix.tree)?;
                 }
                 let target = target_for(ctx, &db, Arc::new(new.clone()))?;
                 let built = in_own_transaction(ctx, |ctx| {

@@ -251,7 +251,12 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                         })?;
                     }
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
-                    "MAX_CONCURRENT_REQUESTS" | "MAX_CPU_PERCENT" | "MAX_LOG_RATE_KB" | "CPU_SHARE_PERCENT" => {
+                    "MAX_CONCURRENT_REQUESTS"
+                    | "MAX_CPU_PERCENT"
+                    | "MAX_LOG_RATE_KB"
+                    | "CPU_SHARE_PERCENT"
+                    | "MAX_BUFFER_POOL_MB"
+                    | "MAX_TEMPDB_MB" => {
                         set_limit(ctx, &mut options.limits, opt, value)?;
                     }
                     _ => {
@@ -292,14 +297,19 @@ fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: 
         "MAX_CPU_PERCENT" | "CPU_SHARE_PERCENT" if n > 100 => return Err(out_of_range(100)),
         "MAX_CPU_PERCENT" => limits.max_cpu_percent = (n > 0 && n < 100).then_some(n),
         "CPU_SHARE_PERCENT" => limits.cpu_share_percent = (n > 0 && n < 100).then_some(n),
-        _ if n > MAX_LOG_RATE_KB => return Err(out_of_range(MAX_LOG_RATE_KB)),
-        _ => limits.max_log_rate_kb = (n > 0).then_some(n),
+        "MAX_LOG_RATE_KB" if n > MAX_LOG_RATE_KB => return Err(out_of_range(MAX_LOG_RATE_KB)),
+        "MAX_LOG_RATE_KB" => limits.max_log_rate_kb = (n > 0).then_some(n),
+        _ if n > MAX_SPACE_MB => return Err(out_of_range(MAX_SPACE_MB)),
+        "MAX_BUFFER_POOL_MB" => limits.max_buffer_pool_mb = (n > 0).then_some(n),
+        _ => limits.max_tempdb_mb = (n > 0).then_some(n),
     }
     Ok(())
 }
 
 /// The highest `MAX_LOG_RATE_KB` (16 GiB/s: beyond any log device).
 const MAX_LOG_RATE_KB: u32 = 16 << 20;
+/// The highest `MAX_BUFFER_POOL_MB` and `MAX_TEMPDB_MB` (16 TiB).
+const MAX_SPACE_MB: u32 = 16 << 20;
 
 /// `SET CONTAINMENT = PARTIAL | NONE`: whether the database's users may have passwords of
 /// their own and log in straight into it (needs 'contained database authentication').

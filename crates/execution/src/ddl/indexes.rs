@@ -112,7 +112,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         unique_constraint: false,
         include,
     };
-    database.create_table(&ix.tree)?;
+    super::create_tree(ctx, &database, &ix.tree)?;
     new.indexes.push(ix.clone());
     let target = target_for(ctx, database.name(), Arc::new(new.clone()))?;
     if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &ix)) {
@@ -175,7 +175,7 @@ pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> S
     let mut new = (*now).clone();
     let old_tree = new.indexes[ix].tree.clone();
     new.indexes[ix].tree = tree_name(now.id, now.indexes[ix].id, version.wrapping_add(2_000_000));
-    database.create_table(&new.indexes[ix].tree)?;
+    super::create_tree(ctx, &database, &new.indexes[ix].tree)?;
     let target = target_for(ctx, db, Arc::new(new.clone()))?;
     let index = new.indexes[ix].clone();
     if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &index)) {

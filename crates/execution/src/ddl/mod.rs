@@ -42,11 +42,17 @@ fn tree_name(table_id: i32, index_id: u32, version: u64) -> String {
 }
 
 /// Creates a table's storage trees.
-fn create_trees(db: &tessera_database::Database, table: &Table) -> SqlResult<()> {
+fn create_trees(ctx: &ExecCtx, db: &tessera_database::Database, table: &Table) -> SqlResult<()> {
     for ix in &table.indexes {
-        db.create_table(&ix.tree)?;
+        create_tree(ctx, db, &ix.tree)?;
     }
     Ok(())
+}
+
+/// Creates one storage tree (in tempdb, charged to the request's tempdb quota).
+fn create_tree(ctx: &ExecCtx, db: &tessera_database::Database, name: &str) -> SqlResult<()> {
+    let id = db.create_table(name)?;
+    ctx.charge_new_tree(db, id)
 }
 
 fn drop_trees(db: &tessera_database::Database, table: &Table) -> SqlResult<()> {

@@ -54,7 +54,7 @@ pub(super) fn replace_storage(
         }
         new.modified = catalog::now_epoch();
         new.counters = Arc::default();
-        create_trees(database, &new)?;
+        create_trees(ctx, database, &new)?;
         let table = Arc::new(new.clone());
         let loaded = in_own_transaction(ctx, |ctx| {
             let target = target_for(ctx, database.name(), table.clone())?;

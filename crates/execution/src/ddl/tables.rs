@@ -195,7 +195,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
                 format!("Creating or altering table '{name}' failed because the minimum row size would be {row_min}, including 7 bytes of internal overhead. This exceeds the maximum allowable table row size of 8060 bytes."),
             ));
         }
-        create_trees(&database, &table)?;
+        create_trees(ctx, &database, &table)?;
         let obj = Object::Table(Arc::new(table.clone()));
         if let Err(e) = catalog::store::save(&database, &obj) {
             let _ = drop_trees(&database, &table);

@@ -52,6 +52,8 @@ impl StagedRows {
         if let Some(w) = self.rows.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(duplicate_error(table, &table.indexes[0], &stored(&w[1].1)?));
         }
+        // The pages the rows will fill, against a tempdb quota before any is written.
+        ctx.check_tempdb_room(&target.db, self.bytes.div_ceil(tessera_database::PAGE_SIZE) as u64)?;
         let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
         let tx = ctx.transaction(&target.db)?;
         if self.bytes >= BULK_MIN_BYTES && tx.bulk_load(rows_tree, self.rows.iter().map(|(k, v)| (k, v)))?.is_some() {

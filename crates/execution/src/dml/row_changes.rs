@@ -233,6 +233,7 @@ pub(super) fn link_new_row(
     changed: &[usize],
 ) -> SqlResult<()> {
     let table = &target.table;
+    ctx.check_tempdb_room(&target.db, 0)?;
     let key_changed = clustered_key_changes(table, old, new, changed);
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
     let bytes = to_storage_row(table, new)?;

@@ -14,6 +14,7 @@ use tessera_semantics::types::Value;
 /// index; returns its key.
 pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> SqlResult<Vec<u8>> {
     let table = &target.table;
+    ctx.check_tempdb_room(&target.db, 0)?;
     let (key, bytes) = encode_row(ctx, target, row)?;
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
     ctx.transaction(&target.db)?

@@ -6,7 +6,12 @@
 //! - `MAX_CPU_PERCENT`: its requests use at most this share of the CPU the server may use;
 //! - `CPU_SHARE_PERCENT`: the same, but only while the server's CPU is contended
 //!   ([`contention`]: the process busy on 90 % of its cores); idle CPU is anyone's;
-//! - `MAX_LOG_RATE_KB`: its log is written at most this fast.
+//! - `MAX_LOG_RATE_KB`: its log is written at most this fast;
+//! - `MAX_TEMPDB_MB`: the temporary tables and table variables its requests create hold
+//!   at most this much of tempdb ([`TempdbQuota`]; error 40544 beyond it, the one limit
+//!   that refuses rather than waits: space does not come back by waiting);
+//! - `MAX_BUFFER_POOL_MB`: kept by the database itself (its data file's limit in the
+//!   buffer pool), shown here.
 //!
 //! CPU and log use are drawn from token buckets ([`bucket`]). A running request charges
 //! them as it goes ([`Pacer`]): at the end of each statement and every 256 rows it reads
@@ -31,13 +36,13 @@ pub mod gate;
 mod pacer;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use tessera_database::ResourceLimits;
-use tessera_errors::SqlResult;
+use tessera_database::{PageAccount, ResourceLimits, PAGE_SIZE};
+use tessera_errors::{SqlError, SqlResult};
 
 pub use bucket::BucketUse;
 pub use gate::{GateUse, RequestSlot};
@@ -58,6 +63,51 @@ pub struct Governor {
     share: Bucket,
     /// Log bytes per second.
     log: Bucket,
+    /// The tempdb pages its requests' temporary objects hold.
+    tempdb: TempdbQuota,
+}
+
+/// A database's tempdb quota: the trees of the temporary tables and table variables its
+/// requests create are charged to `account` (see `tessera_access::account`), and a row
+/// written to tempdb while the account is at its limit is refused.
+#[derive(Debug, Default)]
+pub struct TempdbQuota {
+    account: Arc<PageAccount>,
+    /// At most this many pages (0: no limit).
+    limit_pages: AtomicU64,
+    refusals: AtomicU64,
+}
+
+impl TempdbQuota {
+    fn set_limit(&self, mb: Option<u32>) {
+        let pages = mb.map_or(0, |mb| u64::from(mb) * (1 << 20) / PAGE_SIZE as u64);
+        self.limit_pages.store(pages, Ordering::Relaxed);
+    }
+
+    /// What new temporary objects are charged to.
+    pub fn account(&self) -> &Arc<PageAccount> {
+        &self.account
+    }
+
+    /// Error 40544 when `pages` more (at least one) would pass the quota.
+    pub fn check(&self, pages: u64) -> SqlResult<()> {
+        let limit = self.limit_pages.load(Ordering::Relaxed);
+        if limit == 0 || self.account.pages() + pages.max(1) <= limit {
+            return Ok(());
+        }
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        Err(SqlError::new(
+            40544,
+            "The database 'tempdb' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.",
+        ))
+    }
+}
+
+/// A tempdb quota's use, for the DMV.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TempdbUse {
+    pub pages: u64,
+    pub refusals: u64,
 }
 
 /// What a governed database's DMV row shows.
@@ -68,6 +118,7 @@ pub struct Usage {
     pub cpu: BucketUse,
     pub share: BucketUse,
     pub log: BucketUse,
+    pub tempdb: TempdbUse,
 }
 
 /// CPU nanoseconds per second a cap of `percent` allows: that share of every core the
@@ -90,7 +141,18 @@ impl Governor {
             cpu: Bucket::new(cpu_rate(limits.max_cpu_percent), now),
             share: Bucket::new(cpu_rate(limits.cpu_share_percent), now),
             log: Bucket::new(log_rate(limits.max_log_rate_kb), now),
+            tempdb: TempdbQuota::default(),
         }
+        .with_tempdb_limit(limits.max_tempdb_mb)
+    }
+
+    fn with_tempdb_limit(self, mb: Option<u32>) -> Governor {
+        self.tempdb.set_limit(mb);
+        self
+    }
+
+    pub fn tempdb(&self) -> &TempdbQuota {
+        &self.tempdb
     }
 
     /// Changes the limits; running requests go on, queued ones are admitted as the new
@@ -110,6 +172,7 @@ impl Governor {
         if current.max_log_rate_kb != limits.max_log_rate_kb {
             self.log.set_rate(log_rate(limits.max_log_rate_kb), now);
         }
+        self.tempdb.set_limit(limits.max_tempdb_mb);
         *current = limits;
     }
 
@@ -126,6 +189,10 @@ impl Governor {
             cpu: self.cpu.usage(),
             share: self.share.usage(),
             log: self.log.usage(),
+            tempdb: TempdbUse {
+                pages: self.tempdb.account.pages(),
+                refusals: self.tempdb.refusals.load(Ordering::Relaxed),
+            },
         }
     }
 }

@@ -36,6 +36,12 @@ impl Pacer {
         Pacer { database, others, db, cpu_at: thread_cpu_time(), rows: 0 }
     }
 
+    /// The tempdb quota of the request's database, if it has limits (`None`: nothing
+    /// it creates in tempdb is counted).
+    pub fn tempdb(&self) -> Option<&super::TempdbQuota> {
+        self.database.as_deref().map(Governor::tempdb)
+    }
+
     /// Counts `rows` rows read or written; every [`CHARGE_EVERY_ROWS`] or more, charges.
     pub fn rows(&mut self, rows: u32, cancel: &AtomicBool) -> SqlResult<()> {
         self.rows = self.rows.saturating_add(rows);

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::{bit, col, datetime, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::{ExecCtx, SessionInfo};
+use tessera_database::PAGE_SIZE;
 use tessera_semantics::types::{SqlType::*, Value};
 
 pub(super) static EXEC_SESSIONS: ViewDef<10> = ViewDef {
@@ -437,7 +438,7 @@ fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
 
 /// `sys.dm_tessera_resource_limits` (a tessera extension): each database with a resource
 /// limit (`crate::governor`), its limits (NULL: none) and its use since the first was set.
-pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<19> = ViewDef {
+pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<25> = ViewDef {
     schema: "sys",
     name: "dm_tessera_resource_limits",
     columns: [
@@ -460,11 +461,17 @@ pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<19> = ViewDef {
         col("log_written_kb_total", BigInt, false),
         col("log_throttled_count", BigInt, false),
         col("log_throttled_ms_total", BigInt, false),
+        col("max_buffer_pool_mb", Int, true),
+        col("buffer_pool_kb", BigInt, false),
+        col("buffer_pool_limit_evictions_total", BigInt, false),
+        col("max_tempdb_mb", Int, true),
+        col("tempdb_kb", BigInt, false),
+        col("tempdb_refused_count", BigInt, false),
     ],
     rows: tessera_resource_limits,
 };
 
-fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<19> {
+fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<25> {
     super::server_state(ctx)?;
     let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
     let limit = |n: Option<u32>| n.map_or(Value::Null, |n| int(i64::from(n)));
@@ -474,7 +481,14 @@ fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<19> {
         .usage()
         .into_iter()
         .map(|(id, u)| {
-            let name = ctx.shared.engine.entry_by_id(id).map_or(Value::Null, |e| s(&e.name));
+            let entry = ctx.shared.engine.entry_by_id(id);
+            let name = entry.as_ref().map_or(Value::Null, |e| s(&e.name));
+            // A database that is not open holds nothing in the pool.
+            let pool = entry
+                .and_then(|e| ctx.shared.engine.database_if_open(&e.name))
+                .and_then(|db| db.pool_usage())
+                .unwrap_or_default();
+            let kb = |pages: u64| big(pages * (PAGE_SIZE as u64 / 1024));
             [
                 int(i64::from(id)),
                 name,
@@ -495,6 +509,12 @@ fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<19> {
                 big(u.log.used_total >> 10),
                 big(u.log.waits_total),
                 big(u.log.waited_ms_total),
+                limit(u.limits.max_buffer_pool_mb),
+                kb(pool.resident_pages as u64),
+                big(pool.evictions_within_limit),
+                limit(u.limits.max_tempdb_mb),
+                kb(u.tempdb.pages),
+                big(u.tempdb.refusals),
             ]
         })
         .collect())

@@ -712,6 +712,8 @@ pub struct SessionState {
     /// The running request's charges against its database's resource limits and its
     /// workload group's and pool's (None: none apply, or no request runs).
     pub pacer: Option<crate::governor::Pacer>,
+    /// The Resource Governor pool the running request's grants draw on (None: disabled).
+    pub query_pool: Option<crate::grant::PoolShare>,
     /// The Resource Governor workload group the session was classified into at login.
     pub group_id: i32,
     /// Set while the classifier function runs for the session: it runs as the server
@@ -806,6 +808,7 @@ impl SessionState {
             temp_tables: HashMap::new(),
             catalog_memo: CatalogMemo::default(),
             pacer: None,
+            query_pool: None,
             group_id: crate::resource_governor::DEFAULT_ID,
             classifying: false,
             caught: None,
@@ -907,7 +910,8 @@ impl<'a> ExecCtx<'a> {
     /// The statement's memory grant (see `grant::Grant`).
     pub fn grant(&mut self) -> Arc<crate::grant::Grant> {
         let shared = self.shared;
-        self.grant.get_or_insert_with(|| crate::grant::Grant::new(shared.query_memory.clone())).clone()
+        let pool = self.session.query_pool.as_ref();
+        self.grant.get_or_insert_with(|| crate::grant::Grant::new(shared.query_memory.clone(), pool)).clone()
     }
 
     pub fn var(&self, slot: usize) -> &Value {

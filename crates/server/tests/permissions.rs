@@ -674,6 +674,50 @@ fn column_permissions_allow_and_deny_each_column() {
     });
 }
 
+/// UPDATE and DELETE need SELECT on what they read of their target, as SQL Server asks:
+/// the rows a WHERE clause chooses, the columns a SET expression reads, what OUTPUT
+/// returns. Without it a user who may only change a table could read it by inference.
+#[test]
+fn update_and_delete_need_select_on_what_they_read() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN wren WITH PASSWORD = '{ALICE}'; CREATE DATABASE blind")).await;
+        run(&mut sa, "USE blind; CREATE TABLE t (id int PRIMARY KEY, v int, secret int); CREATE USER wren").await;
+        run(
+            &mut sa,
+            "USE blind; INSERT INTO t VALUES (1, 10, 100), (2, 20, 200); GRANT UPDATE, DELETE, INSERT ON t TO wren",
+        )
+        .await;
+        let mut wren = connect_to(port, "wren", ALICE, "blind").await.unwrap();
+        let select_denied =
+            (229, "The SELECT permission was denied on the object 't', database 'blind', schema 'dbo'.".to_string());
+
+        // Reading nothing: allowed.
+        run(&mut wren, "UPDATE t SET v = 5").await;
+        // Reading a column in SET, in a compound assignment, or returning rows: refused, and
+        // nothing changes.
+        assert_eq!(refused(&mut wren, "UPDATE t SET v = secret").await, select_denied);
+        assert_eq!(refused(&mut wren, "UPDATE t SET v += 1").await, select_denied);
+        assert_eq!(refused(&mut wren, "UPDATE t SET v = 1 OUTPUT deleted.secret").await, select_denied);
+        assert_eq!(refused(&mut wren, "UPDATE t SET v = 1 WHERE secret > 150").await, select_denied);
+        assert_eq!(refused(&mut wren, "DELETE FROM t OUTPUT deleted.id").await, select_denied);
+        assert_eq!(refused(&mut wren, "DELETE t WHERE secret = 100").await, select_denied);
+        assert_eq!(refused(&mut wren, "INSERT INTO t OUTPUT inserted.id VALUES (3, 0, 0)").await, select_denied);
+        assert_eq!(count(&mut sa, "SELECT SUM(v) + COUNT(*) FROM blind.dbo.t").await, 12, "nothing changed");
+
+        // SELECT on the columns read is enough; another column is still refused (230).
+        run(&mut sa, "USE blind; GRANT SELECT (v, id) ON t TO wren").await;
+        run(&mut wren, "UPDATE t SET v += id WHERE id = 2").await;
+        assert_eq!(refused(&mut wren, "UPDATE t SET v = secret").await.0, 230);
+        run(&mut wren, "DELETE t WHERE v = 7").await;
+        assert_eq!(count(&mut sa, "SELECT SUM(v) + COUNT(*) FROM blind.dbo.t").await, 6, "row 2 deleted");
+        run(&mut wren, "DELETE t").await;
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM blind.dbo.t").await, 0);
+    });
+}
+
 #[test]
 fn impersonate_on_a_user_lets_another_user_execute_as_it() {
     let server = TestServer::start();

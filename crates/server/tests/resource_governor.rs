@@ -136,3 +136,45 @@ fn pools_groups_and_a_classifier_govern_a_login_s_sessions() {
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.dm_resource_governor_resource_pools").await, 2);
     });
 }
+
+/// Query memory under Resource Governor: a pool's MAX_MEMORY_PERCENT less what other
+/// pools' MIN_MEMORY_PERCENT reserves bounds its statements' grants together (shown as
+/// max_memory_kb); a group's REQUEST_MAX_MEMORY_GRANT_PERCENT = 0 leaves its statements
+/// no memory for a sort, which fails with 701 naming the pool, while the same sort in the
+/// default group runs.
+#[test]
+fn pools_bound_query_memory_and_a_group_without_grants_cannot_sort() {
+    let server = TestServer::start_with(|c| c.memory_mb = 1024);
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let max_kb = |pool: &str| {
+        format!("SELECT CAST(max_memory_kb AS int) FROM sys.dm_resource_governor_resource_pools WHERE name = '{pool}'")
+    };
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN gus WITH PASSWORD = '{GUS}'")).await;
+        run(&mut sa, "CREATE RESOURCE POOL reserved WITH (MIN_MEMORY_PERCENT = 60)").await;
+        run(&mut sa, "CREATE RESOURCE POOL lean WITH (MAX_MEMORY_PERCENT = 100)").await;
+        run(&mut sa, "CREATE WORKLOAD GROUP nosort WITH (REQUEST_MAX_MEMORY_GRANT_PERCENT = 0) USING lean").await;
+        run(&mut sa, CLASSIFIER.replace("N'narrow'", "N'nosort'").as_str()).await;
+        run(&mut sa, "ALTER RESOURCE GOVERNOR WITH (CLASSIFIER_FUNCTION = dbo.rg_classifier)").await;
+        run(&mut sa, "ALTER RESOURCE GOVERNOR RECONFIGURE").await;
+        // 60 % is reserved for `reserved`: `lean` may use the other 40 % at most.
+        let (reserved, lean) = (count(&mut sa, &max_kb("reserved")).await, count(&mut sa, &max_kb("lean")).await);
+        assert_eq!((lean * 100 + reserved / 2) / reserved, 40, "lean {lean} KiB, reserved {reserved} KiB");
+
+        let sort = "SELECT name FROM sys.databases ORDER BY name DESC";
+        let mut gus = connect_as(port, "gus", GUS).await;
+        let (number, message) = refused(&mut gus, sort).await;
+        assert_eq!(number, 701, "{message}");
+        assert!(message.contains("resource pool 'lean'"), "{message}");
+        let oom = "SELECT CAST(out_of_memory_count AS int) FROM sys.dm_resource_governor_resource_pools \
+                   WHERE name = 'lean'";
+        assert!(count(&mut sa, oom).await >= 1);
+        run(&mut sa, sort).await;
+        run(&mut sa, "ALTER WORKLOAD GROUP nosort WITH (REQUEST_MAX_MEMORY_GRANT_PERCENT = 25)").await;
+        run(&mut sa, "ALTER RESOURCE GOVERNOR RECONFIGURE").await;
+        run(&mut gus, sort).await;
+        run(&mut sa, "ALTER RESOURCE GOVERNOR DISABLE").await;
+    });
+}

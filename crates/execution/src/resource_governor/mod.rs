@@ -12,9 +12,15 @@
 //!   effective pool has a [`Governor`] whose CPU bucket is its `CAP_CPU_PERCENT`, and each
 //!   group one whose gate is its `GROUP_MAX_REQUESTS`; a pool's `MAX_CPU_PERCENT` is its
 //!   CPU share, which holds while the CPU is contended. A request is admitted through its
-//!   group's gate and charged to its pool. `MIN_CPU_PERCENT`, the memory percentages,
-//!   `IMPORTANCE`, `MAX_DOP`, the IOPS limits and the per-request limits are kept and shown
-//!   but do not act.
+//!   group's gate and charged to its pool. As in SQL Server, a pool's effective share is
+//!   its MAX_CPU_PERCENT less what the other pools' MIN_CPU_PERCENT guarantees them
+//!   (`min(MAX_CPU_PERCENT, 100 - Σ others' MIN_CPU_PERCENT)`), which is how a minimum
+//!   holds under contention.
+//! - Query memory: each pool has a [`PoolMemory`] whose effective MAX_MEMORY_PERCENT
+//!   (the same rule with MIN_MEMORY_PERCENT) bounds its statements' grants together, and
+//!   a group's REQUEST_MAX_MEMORY_GRANT_PERCENT bounds one statement's (`crate::grant`).
+//! - `IMPORTANCE`, `MAX_DOP`, the IOPS limits, REQUEST_MAX_CPU_TIME_SEC and
+//!   REQUEST_MEMORY_GRANT_TIMEOUT_SEC are kept and shown but do not act.
 //!
 //! Invariants: pools and groups are at most [`MAX_POOLS`] and [`MAX_GROUPS`]; the
 //! predefined `internal` and `default` pool and group always exist; every group's pool
@@ -32,6 +38,7 @@ use tessera_database::{Database, ResourceLimits};
 use tessera_errors::SqlResult;
 
 use crate::governor::Governor;
+use crate::grant::{PoolMemory, PoolShare};
 
 pub const INTERNAL_ID: i32 = 1;
 pub const DEFAULT_ID: i32 = 2;
@@ -70,13 +77,26 @@ impl Pool {
         }
     }
 
-    /// CAP_CPU_PERCENT is a cap; MAX_CPU_PERCENT a share (it holds under contention).
-    fn limits(&self) -> ResourceLimits {
+    /// CAP_CPU_PERCENT is a cap; MAX_CPU_PERCENT a share (it holds under contention), less
+    /// the minimums the other pools of `config` are guaranteed.
+    fn limits(&self, config: &Configuration) -> ResourceLimits {
+        let share = self.effective(config, self.max_cpu_percent, |p| p.min_cpu_percent);
         ResourceLimits {
             max_cpu_percent: (self.cap_cpu_percent < 100).then_some(self.cap_cpu_percent),
-            cpu_share_percent: (self.max_cpu_percent < 100).then_some(self.max_cpu_percent),
+            cpu_share_percent: (share < 100).then_some(share),
             ..Default::default()
         }
+    }
+
+    /// `max` less what the other pools' minimums (`min`) reserve, at least 1.
+    fn effective(&self, config: &Configuration, max: u32, min: impl Fn(&Pool) -> u32) -> u32 {
+        let reserved: u32 = config.pools.iter().filter(|p| p.id != self.id).map(min).sum();
+        max.min(100u32.saturating_sub(reserved)).max(1)
+    }
+
+    /// Its effective MAX_MEMORY_PERCENT.
+    pub fn memory_percent(&self, config: &Configuration) -> u32 {
+        self.effective(config, self.max_memory_percent, |p| p.min_memory_percent)
     }
 }
 
@@ -167,6 +187,8 @@ struct Effective {
     config: Configuration,
     pools: HashMap<i32, Arc<Governor>>,
     groups: HashMap<i32, Arc<Governor>>,
+    /// Each pool's query memory.
+    memory: HashMap<i32, Arc<PoolMemory>>,
     /// When its statistics began (seconds since the Unix epoch).
     statistics_since: i64,
 }
@@ -184,11 +206,27 @@ impl Effective {
             }
             None => Arc::new(Governor::new(limits)),
         };
-        let pools = config.pools.iter().map(|p| (p.id, keep(previous.map(|e| &e.pools), p.id, p.limits()))).collect();
+        let pools =
+            config.pools.iter().map(|p| (p.id, keep(previous.map(|e| &e.pools), p.id, p.limits(&config)))).collect();
         let groups =
             config.groups.iter().map(|g| (g.id, keep(previous.map(|e| &e.groups), g.id, g.limits()))).collect();
+        let memory = config
+            .pools
+            .iter()
+            .map(|p| {
+                let percent = p.memory_percent(&config);
+                let memory = match previous.and_then(|e| e.memory.get(&p.id)) {
+                    Some(m) => {
+                        m.set_percent(percent);
+                        m.clone()
+                    }
+                    None => Arc::new(PoolMemory::new(&p.name, percent)),
+                };
+                (p.id, memory)
+            })
+            .collect();
         let statistics_since = previous.map_or_else(tessera_semantics::catalog::now_epoch, |e| e.statistics_since);
-        Effective { config, pools, groups, statistics_since }
+        Effective { config, pools, groups, memory, statistics_since }
     }
 }
 
@@ -312,6 +350,24 @@ impl ResourceGovernor {
         [effective.groups.get(&g.id), effective.pools.get(&g.pool_id)].into_iter().flatten().cloned().collect()
     }
 
+    /// The query memory a request of a session in group `group` draws on: its pool's, and
+    /// the group's share of it per statement. None while the governor is disabled.
+    pub fn memory_share(&self, group: i32) -> Option<PoolShare> {
+        let effective = self.effective.read();
+        if !effective.config.enabled {
+            return None;
+        }
+        let groups = &effective.config.groups;
+        let g = groups.iter().find(|g| g.id == group).or_else(|| groups.iter().find(|g| g.id == DEFAULT_ID))?;
+        let pool = effective.memory.get(&g.pool_id)?.clone();
+        Some(PoolShare { pool, request_percent: g.request_max_memory_grant_percent })
+    }
+
+    /// Each pool in force's query memory, by pool id.
+    pub fn pool_memory(&self, pool: i32) -> Option<Arc<PoolMemory>> {
+        self.effective.read().memory.get(&pool).cloned()
+    }
+
     /// The pools in force with their use, and when the statistics began.
     pub fn running_pools(&self) -> (Vec<Running<Pool>>, i64) {
         let e = self.effective.read();
@@ -351,4 +407,30 @@ fn in_force(stored: &Configuration) -> Configuration {
     }
     off.classifier = None;
     off
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_pools_minimums_come_off_a_pool_s_share() {
+        let mut config = Configuration::default();
+        let mut a = Pool::new(300, "a");
+        a.min_cpu_percent = 30;
+        a.min_memory_percent = 70;
+        let mut b = Pool::new(301, "b");
+        b.max_cpu_percent = 90;
+        b.min_cpu_percent = 20;
+        config.pools.extend([a.clone(), b.clone()]);
+        // b keeps 100 - 30 = 70 of its 90; a keeps 100 - 20 = 80; the default pool 50.
+        assert_eq!(b.limits(&config).cpu_share_percent, Some(70));
+        assert_eq!(a.limits(&config).cpu_share_percent, Some(80));
+        assert_eq!(config.pools[1].limits(&config).cpu_share_percent, Some(50));
+        assert_eq!((a.memory_percent(&config), b.memory_percent(&config)), (100, 30));
+        // Without minimums elsewhere nothing changes; a pool's own minimum does not count.
+        let alone = Configuration::default();
+        assert_eq!(alone.pools[1].limits(&alone), ResourceLimits::default());
+        assert_eq!(alone.pools[1].memory_percent(&alone), 100);
+    }
 }

@@ -100,7 +100,7 @@ fn pools(ctx: &ExecCtx, _db: &str) -> Rows<9> {
     Ok(stored.pools.iter().map(|p| super::concat([int(i64::from(p.id)), s(&p.name)], pool_settings(p))).collect())
 }
 
-pub(super) static DM_POOLS: ViewDef<12> = ViewDef {
+pub(super) static DM_POOLS: ViewDef<15> = ViewDef {
     schema: "sys",
     name: "dm_resource_governor_resource_pools",
     columns: super::concat_columns(
@@ -113,12 +113,17 @@ pub(super) static DM_POOLS: ViewDef<12> = ViewDef {
             ],
             POOL_SETTING_COLUMNS,
         ),
-        [col("total_cpu_delayed_ms", BigInt, false)],
+        [
+            col("total_cpu_delayed_ms", BigInt, false),
+            col("used_memory_kb", BigInt, false),
+            col("max_memory_kb", BigInt, false),
+            col("out_of_memory_count", BigInt, false),
+        ],
     ),
     rows: dm_pools,
 };
 
-fn dm_pools(ctx: &ExecCtx, _db: &str) -> Rows<12> {
+fn dm_pools(ctx: &ExecCtx, _db: &str) -> Rows<15> {
     super::server_state(ctx)?;
     let (pools, since) = ctx.shared.resource_governor.running_pools();
     let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
@@ -127,9 +132,18 @@ fn dm_pools(ctx: &ExecCtx, _db: &str) -> Rows<12> {
         .map(|r| {
             let p = &r.definition;
             let head = [int(i64::from(p.id)), s(&p.name), datetime(since), big(r.usage.cpu.used_total / 1_000_000)];
-            super::concat::<11, 1, 12>(
+            // Query memory: what the pool's grants hold now and may hold together.
+            let memory = ctx.shared.resource_governor.pool_memory(p.id);
+            let (used, max, refused) = memory
+                .map_or((0, 0, 0), |m| (m.used_bytes(), ctx.shared.query_memory.pool_limit_bytes(&m), m.refusals()));
+            super::concat::<11, 4, 15>(
                 super::concat::<4, 7, 11>(head, pool_settings(p)),
-                [big(r.usage.cpu.waited_ms_total + r.usage.share.waited_ms_total)],
+                [
+                    big(r.usage.cpu.waited_ms_total + r.usage.share.waited_ms_total),
+                    big(used as u64 >> 10),
+                    big(max as u64 >> 10),
+                    big(refused),
+                ],
             )
         })
         .collect())

@@ -185,6 +185,14 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// Whether the statement reads (SELECT) any column of the table under `key` in `db`.
+    pub fn reads_columns_of(&self, db: &DbRef, key: &str) -> bool {
+        self.deps
+            .iter()
+            .find(|d| d.db == *db && d.key == key && d.via == self.via)
+            .is_some_and(|d| d.columns.iter().any(|(_, a)| a.includes("SELECT")))
+    }
+
     /// Takes `access` away from the object under `key` in `db` (an UPDATE or DELETE that
     /// reads nothing of its target needs no SELECT on it).
     pub fn remove_access(&mut self, db: &DbRef, key: &str, access: Access) {

@@ -245,6 +245,9 @@ impl Session {
         if group.is_empty() && !limited {
             return Ok(Vec::new());
         }
+        if !group.is_empty() {
+            self.state.query_pool = self.shared.resource_governor.memory_share(self.state.group_id);
+        }
         let db = self.shared.database_memo(&self.state.catalog_memo, &self.state.database)?;
         let database = self.shared.governors.get(db.id()).filter(|_| limited);
         let in_transaction = self.state.txns.count > 0;
@@ -263,6 +266,7 @@ impl Session {
         if let Some(pacer) = self.state.pacer.take() {
             pacer.finish();
         }
+        self.state.query_pool = None;
     }
 
     fn execute_inner(&mut self, text: &str, sink: &mut dyn ResultSink) {

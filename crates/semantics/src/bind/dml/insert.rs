@@ -150,6 +150,10 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         }
     };
     let output = bind_output(b, &table, ins.output.as_ref())?;
+    if ins.output.is_some() {
+        // OUTPUT reads the rows inserted: SELECT on the table, as SQL Server asks.
+        b.add_access(&rt.at, &key, Access::SELECT);
+    }
     let top = bind_top(b, ins.top.as_ref())?;
     let target = bind_target(b, rt.at, table)?;
     Ok(InsertPlan { target, columns, source_types, source, output, top, explicit_identity })

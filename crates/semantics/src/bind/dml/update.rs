@@ -13,10 +13,6 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
     let (db, table, source, scope, offset, key) =
         bind_dml_source(b, &up.table, &up.table_hints, &up.from, up.selection.as_ref(), up.top.as_ref())?;
     let target_key = crate::catalog::name_key(&table.schema, &table.name);
-    // SELECT on the target is needed only when the statement reads rows to choose them.
-    if up.selection.is_none() && up.from.is_empty() {
-        b.remove_access(&db, &target_key, crate::catalog::Access::SELECT);
-    }
     b.add_access(&db, &target_key, crate::catalog::Access::UPDATE);
     let mut sets = Vec::new();
     let mut variables = Vec::new();
@@ -70,6 +66,12 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
         Ok(())
     })?;
     let output = bind_output(b, &table, up.output.as_ref())?;
+    // SELECT on the target is needed when the statement reads it: rows chosen by a WHERE
+    // or FROM clause, or a column read by a SET expression or OUTPUT (as SQL Server asks).
+    let reads = up.output.is_some() || b.reads_columns_of(&db, &target_key);
+    if up.selection.is_none() && up.from.is_empty() && !reads {
+        b.remove_access(&db, &target_key, crate::catalog::Access::SELECT);
+    }
     let target = bind_target(b, db, table)?;
     Ok(UpdatePlan { target, source, offset, key, sets, variables, output })
 }

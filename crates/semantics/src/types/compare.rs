@@ -184,6 +184,48 @@ fn parse_set(body: &[char]) -> Token {
 /// `[a-z]`, `[^a]`, case-insensitive; trailing spaces of `text` are ignored, those of the
 /// pattern are not (as SQL Server documents).
 pub fn like(text: &str, pattern: &str, escape: Option<char>) -> bool {
+    like_literals(text, pattern, escape).unwrap_or_else(|| like_general(text, pattern, escape))
+}
+
+/// The common case in one pass and without allocating: ASCII text, and an ASCII pattern
+/// of literals, `_` and `%` (no `[`, ESCAPE, nor a space or `_` at its end). `None`: not
+/// this case. The pattern's pieces between `%`s (each of a fixed length) are found in
+/// order, leftmost first, case-insensitively (the collation folds ASCII as
+/// `eq_ignore_ascii_case` does): the first must start the text and the last end it,
+/// unless a `%` stands there. Trailing spaces of the text are ignored unless a final `%`
+/// takes them anyway: a pattern ending in a literal that is not a space matches only up
+/// to the text's last character that is not a space.
+fn like_literals(text: &str, pattern: &str, escape: Option<char>) -> Option<bool> {
+    let p = pattern.as_bytes();
+    let &last = p.last()?;
+    if escape.is_some() || last == b' ' || last == b'_' || !pattern.is_ascii() || !text.is_ascii() {
+        return None;
+    }
+    if p.contains(&b'[') {
+        return None;
+    }
+    let fits = |t: &[u8], piece: &[u8]| t.iter().zip(piece).all(|(&c, &q)| q == b'_' || c.eq_ignore_ascii_case(&q));
+    let t = if last == b'%' { text } else { text.trim_end_matches(' ') }.as_bytes();
+    let mut pieces = p.split(|&b| b == b'%');
+    let first = pieces.next().expect("split yields one piece at least");
+    let Some(end) = pieces.next_back() else {
+        return Some(t.len() == first.len() && fits(t, first)); // no `%`
+    };
+    if t.len() < first.len() + end.len() || !fits(t, first) || !fits(&t[t.len() - end.len()..], end) {
+        return Some(false);
+    }
+    let mut rest = &t[first.len()..t.len() - end.len()];
+    for piece in pieces.filter(|piece| !piece.is_empty()) {
+        match rest.windows(piece.len()).position(|w| fits(w, piece)) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return Some(false),
+        }
+    }
+    Some(true)
+}
+
+/// LIKE for any text and pattern: a dynamic program over the pattern's tokens.
+fn like_general(text: &str, pattern: &str, escape: Option<char>) -> bool {
     let tokens = parse_pattern(pattern, escape);
     let text: Vec<char> = text.chars().collect();
     let (n, m) = (text.len(), tokens.len());
@@ -295,6 +337,13 @@ mod tests {
             let t = SqlType::NVarChar(20);
             let (va, vb) = (s(&a), s(&b));
             prop_assert_eq!(compare(&va, &vb), Some(key(&va, &t).cmp(&key(&vb, &t))));
+        }
+
+        #[test]
+        fn like_s_fast_path_agrees_with_the_general_matcher(text in "[aAbB c%]{0,8}", pattern in "[aAbB c%_]{0,6}") {
+            if let Some(fast) = like_literals(&text, &pattern, None) {
+                prop_assert_eq!(fast, like_general(&text, &pattern, None), "{:?} LIKE {:?}", text, pattern);
+            }
         }
 
         #[test]

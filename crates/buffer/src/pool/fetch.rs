@@ -195,10 +195,14 @@ impl Inner {
 
     /// Allocates a frame for page `no` of `entry` and maps it Loading, pinned once and
     /// exclusively latched by the caller, who must read it and call `finish_load`.
-    /// `Ok(None)`: the page was mapped by someone else meanwhile (the frame went back).
+    /// `Ok(None)`: the page was mapped by someone else meanwhile (the frame went back), or
+    /// this is read-ahead for a file at its limit.
     /// A miss is counted unless this is `read_ahead`.
     pub(super) fn map_loading(&self, entry: &FileEntry, no: PageNo, read_ahead: bool) -> Result<Option<u32>> {
         let k = key(entry.id, no);
+        if read_ahead && entry.quota.is_full() {
+            return Ok(None); // it would replace the file's own pages (README, "Per-file limits")
+        }
         let i = match self.frame_within_limit(entry) {
             Some(i) => i,
             None => self.allocate_frame(read_ahead)?,

@@ -46,7 +46,7 @@ impl Default for FileQuota {
 }
 
 impl FileQuota {
-    fn limit(&self) -> Option<usize> {
+    pub(super) fn limit(&self) -> Option<usize> {
         Some(self.limit_pages.load(Ordering::Relaxed)).filter(|&l| l != UNLIMITED)
     }
 

@@ -69,6 +69,15 @@ impl ReadAhead {
         let Some(radix) = inner.slot_table().radix(file.0) else {
             return 0;
         };
+        // A file held to a limit reads ahead only below it, at most a quarter of it at a
+        // time: at its limit every page read ahead replaces one of its own, and its clock
+        // takes a page read ahead but not yet used (usage 0) before the used ones behind
+        // it, so the scan would read it again.
+        let pages = match inner.entry(file).map(|e| (e.quota.limit(), e.quota.is_full())) {
+            Some((Some(_), true)) => return 0,
+            Some((Some(limit), false)) => &pages[..pages.len().min((limit / 4).max(1))],
+            _ => pages,
+        };
         let mut runs: Vec<Run> = Vec::new();
         let mut requester: Option<Arc<AtomicU64>> = None;
         for &no in pages {

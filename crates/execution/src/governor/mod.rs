@@ -56,6 +56,9 @@ use gate::Gate;
 #[derive(Debug)]
 pub struct Governor {
     limits: Mutex<ResourceLimits>,
+    /// Whether a request must be paced (`paces`): any limit but MAX_BUFFER_POOL_MB, which
+    /// the buffer pool keeps by itself.
+    paces: AtomicBool,
     gate: Arc<Gate>,
     /// CPU nanoseconds per second (a cap).
     cpu: Bucket,
@@ -121,6 +124,11 @@ pub struct Usage {
     pub tempdb: TempdbUse,
 }
 
+/// Whether `limits` act on requests (all of them but the buffer pool's).
+fn paces(limits: &ResourceLimits) -> bool {
+    ResourceLimits { max_buffer_pool_mb: None, ..*limits }.any()
+}
+
 /// CPU nanoseconds per second a cap of `percent` allows: that share of every core the
 /// server may run on.
 fn cpu_rate(percent: Option<u32>) -> Option<f64> {
@@ -137,6 +145,7 @@ impl Governor {
         let now = Instant::now();
         Governor {
             limits: Mutex::new(limits),
+            paces: AtomicBool::new(paces(&limits)),
             gate: Arc::new(Gate::new(limits.max_concurrent_requests.unwrap_or(0))),
             cpu: Bucket::new(cpu_rate(limits.max_cpu_percent), now),
             share: Bucket::new(cpu_rate(limits.cpu_share_percent), now),
@@ -173,7 +182,13 @@ impl Governor {
             self.log.set_rate(log_rate(limits.max_log_rate_kb), now);
         }
         self.tempdb.set_limit(limits.max_tempdb_mb);
+        self.paces.store(paces(&limits), Ordering::Relaxed);
         *current = limits;
+    }
+
+    /// Whether its requests need a [`Pacer`]: it has a limit that acts on requests.
+    pub fn paces(&self) -> bool {
+        self.paces.load(Ordering::Relaxed)
     }
 
     /// Waits for a turn under the request limit (none for a session inside a
@@ -245,5 +260,22 @@ impl Governors {
         let mut out: Vec<(u32, Usage)> = governors.into_iter().map(|(id, g)| (id, g.usage())).collect();
         out.sort_unstable_by_key(|(id, _)| *id);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_limits_that_act_on_requests_need_a_pacer() {
+        let pool_only = ResourceLimits { max_buffer_pool_mb: Some(64), ..Default::default() };
+        let g = Governor::new(pool_only);
+        assert!(!g.paces(), "the buffer pool keeps its limit by itself");
+        g.set(ResourceLimits { max_tempdb_mb: Some(8), ..pool_only });
+        assert!(g.paces(), "a tempdb quota is checked as requests write");
+        g.set(pool_only);
+        assert!(!g.paces());
+        assert!(Governor::new(ResourceLimits { max_cpu_percent: Some(5), ..Default::default() }).paces());
     }
 }

@@ -249,7 +249,11 @@ impl Session {
             self.state.query_pool = self.shared.resource_governor.memory_share(self.state.group_id);
         }
         let db = self.shared.database_memo(&self.state.catalog_memo, &self.state.database)?;
-        let database = self.shared.governors.get(db.id()).filter(|_| limited);
+        let database = self.shared.governors.get(db.id()).filter(|g| limited && g.paces());
+        if database.is_none() && group.is_empty() {
+            // Limits elsewhere, none here: nothing to charge (no CPU clock to read).
+            return Ok(Vec::new());
+        }
         let in_transaction = self.state.txns.count > 0;
         // The database's gate first, then the group's and the pool's: one order for all.
         let slots = database

@@ -13,6 +13,7 @@ use tessera_errors::Result;
 
 use crate::btree;
 use crate::space::Space;
+use crate::txn::TreeMeta;
 
 /// Pages charged to one quota.
 #[derive(Debug, Default)]
@@ -54,13 +55,22 @@ pub(crate) fn charge_tree_to(space: &Space, root: PageNo, account: Arc<PageAccou
     Ok(())
 }
 
+/// The in-memory state of the tree rooted at `root`, when trees of `space` may be
+/// charged at all: one load for a space none of whose trees is (no map lookup).
+fn charged_space_tree(space: &Space, root: PageNo) -> Option<Arc<TreeMeta>> {
+    if !space.has_charged_trees.load(Ordering::Acquire) {
+        return None;
+    }
+    space.trees.read().get(&root).cloned()
+}
+
 /// Counts `pages` allocated (or, negative, freed) by the tree rooted at `root` against its
-/// account, if it has one. One load for a space none of whose trees is charged.
+/// account, if it has one.
 pub(crate) fn charge_pages(space: &Space, root: PageNo, pages: i64) {
-    if pages == 0 || !space.has_charged_trees.load(Ordering::Acquire) {
+    if pages == 0 {
         return;
     }
-    let Some(meta) = space.trees.read().get(&root).cloned() else { return };
+    let Some(meta) = charged_space_tree(space, root) else { return };
     let slot = meta.charge.lock();
     if let Some(charge) = &*slot {
         charge.pages.fetch_add(pages, Ordering::Relaxed);
@@ -72,10 +82,7 @@ pub(crate) fn charge_pages(space: &Space, root: PageNo, pages: i64) {
 /// also leaves its account: the root page may start another tree, which the in-memory
 /// state of trees, kept by root page, would otherwise charge there too).
 pub(crate) fn settle_tree(space: &Space, root: PageNo, pages: i64) {
-    if !space.has_charged_trees.load(Ordering::Acquire) {
-        return;
-    }
-    let Some(meta) = space.trees.read().get(&root).cloned() else { return };
+    let Some(meta) = charged_space_tree(space, root) else { return };
     let mut slot = meta.charge.lock();
     if let Some(charge) = &*slot {
         let before = charge.pages.swap(pages, Ordering::Relaxed);

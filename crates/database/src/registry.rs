@@ -20,9 +20,9 @@
 //! contents need not survive a restart (tempdb), empty otherwise, then the owner's
 //! security id in hexadecimal (empty: `sa`; entries written before it have 14 fields),
 //! then the resource limits, each empty when not set: the most requests that may run at
-//! once, the CPU cap in percent, the log rate in KiB/s and the CPU share in percent
-//! (entries written before the first have 15 fields, before the next two 16, before the
-//! last 18).
+//! once, the CPU cap in percent, the log rate in KiB/s, the CPU share in percent, the
+//! buffer-pool limit and the tempdb quota in MiB (entries written before the first have
+//! 15 fields, before the next two 16, before the CPU share 18, before the last two 19).
 //!
 //! A crash while a line is appended leaves it torn: the last line, without its newline
 //! or with a CRC that does not match, is not a change that happened (it was never

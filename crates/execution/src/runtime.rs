@@ -926,7 +926,7 @@ impl<'a> ExecCtx<'a> {
     #[inline]
     pub fn check_tempdb_room(&self, db: &str, pages: u64) -> SqlResult<()> {
         match self.session.pacer.as_ref().and_then(|p| p.tempdb()) {
-            Some(quota) if db.eq_ignore_ascii_case("tempdb") => quota.check(pages),
+            Some(quota) if is_tempdb(db) => quota.check(pages),
             _ => Ok(()),
         }
     }
@@ -934,13 +934,10 @@ impl<'a> ExecCtx<'a> {
     /// Charges a new tree of `database` (a temporary object's, when it is tempdb) to the
     /// request's database's tempdb quota.
     pub fn charge_new_tree(&self, database: &Database, table: tessera_database::TableId) -> SqlResult<()> {
-        if !database.options().scratch {
-            return Ok(());
+        match self.session.pacer.as_ref().and_then(|p| p.tempdb()) {
+            Some(quota) if is_tempdb(database.name()) => Ok(database.charge_table_to(table, quota.account().clone())?),
+            _ => Ok(()),
         }
-        if let Some(quota) = self.session.pacer.as_ref().and_then(|p| p.tempdb()) {
-            database.charge_table_to(table, quota.account().clone())?;
-        }
-        Ok(())
     }
 
     pub fn yield_point(&mut self) -> SqlResult<()> {
@@ -982,4 +979,9 @@ impl<'a> ExecCtx<'a> {
         let tx = self.transaction(db)?;
         tx.database().table(name).ok_or_else(|| tessera_semantics::bind::invalid_object(&table.name))
     }
+}
+
+/// Whether `database` names tempdb, where temporary tables and table variables live.
+fn is_tempdb(database: &str) -> bool {
+    database.eq_ignore_ascii_case("tempdb")
 }

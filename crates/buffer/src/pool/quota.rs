@@ -102,8 +102,9 @@ impl Inner {
     /// Evicts one of the file's own cold, unpinned pages and returns its frame, `Owned`
     /// by the caller; `None` when none could be found. The file's clock: from its hand,
     /// round the resident pages in page order, aging a hot page as it passes and taking
-    /// the first cold one; at most enough steps for every page to age to cold. The radix is read without a lock, as the hit path
-    /// reads it; `try_evict` re-checks the translation under the shard mutex.
+    /// the first cold one; at most enough steps for every page to age to cold. The radix
+    /// is read without a lock, as the hit path reads it; `try_evict` re-checks the
+    /// translation under the shard mutex.
     pub(super) fn evict_own(&self, entry: &FileEntry) -> Result<Option<u32>> {
         let q = &entry.quota;
         let radix = entry.radix.get();

@@ -301,7 +301,8 @@ fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: 
         "MAX_LOG_RATE_KB" => limits.max_log_rate_kb = (n > 0).then_some(n),
         _ if n > MAX_SPACE_MB => return Err(out_of_range(MAX_SPACE_MB)),
         "MAX_BUFFER_POOL_MB" => limits.max_buffer_pool_mb = (n > 0).then_some(n),
-        _ => limits.max_tempdb_mb = (n > 0).then_some(n),
+        "MAX_TEMPDB_MB" => limits.max_tempdb_mb = (n > 0).then_some(n),
+        _ => unreachable!("alter_database passes only the limits here, not {opt}"),
     }
     Ok(())
 }

@@ -82,6 +82,12 @@ pub struct TempdbQuota {
 }
 
 impl TempdbQuota {
+    fn new(mb: Option<u32>) -> TempdbQuota {
+        let quota = TempdbQuota::default();
+        quota.set_limit(mb);
+        quota
+    }
+
     fn set_limit(&self, mb: Option<u32>) {
         let pages = mb.map_or(0, |mb| u64::from(mb) * (1 << 20) / PAGE_SIZE as u64);
         self.limit_pages.store(pages, Ordering::Relaxed);
@@ -150,14 +156,8 @@ impl Governor {
             cpu: Bucket::new(cpu_rate(limits.max_cpu_percent), now),
             share: Bucket::new(cpu_rate(limits.cpu_share_percent), now),
             log: Bucket::new(log_rate(limits.max_log_rate_kb), now),
-            tempdb: TempdbQuota::default(),
+            tempdb: TempdbQuota::new(limits.max_tempdb_mb),
         }
-        .with_tempdb_limit(limits.max_tempdb_mb)
-    }
-
-    fn with_tempdb_limit(self, mb: Option<u32>) -> Governor {
-        self.tempdb.set_limit(mb);
-        self
     }
 
     pub fn tempdb(&self) -> &TempdbQuota {

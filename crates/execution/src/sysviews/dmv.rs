@@ -438,7 +438,7 @@ fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
 
 /// `sys.dm_tessera_resource_limits` (a tessera extension): each database with a resource
 /// limit (`crate::governor`), its limits (NULL: none) and its use since the first was set.
-pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<25> = ViewDef {
+pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<26> = ViewDef {
     schema: "sys",
     name: "dm_tessera_resource_limits",
     columns: [
@@ -464,6 +464,7 @@ pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<25> = ViewDef {
         col("max_buffer_pool_mb", Int, true),
         col("buffer_pool_kb", BigInt, false),
         col("buffer_pool_limit_evictions_total", BigInt, false),
+        col("buffer_pool_limit_overruns_total", BigInt, false),
         col("max_tempdb_mb", Int, true),
         col("tempdb_kb", BigInt, false),
         col("tempdb_refused_count", BigInt, false),
@@ -471,7 +472,7 @@ pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<25> = ViewDef {
     rows: tessera_resource_limits,
 };
 
-fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<25> {
+fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<26> {
     super::server_state(ctx)?;
     let big = |n: u64| int(i64::try_from(n).unwrap_or(i64::MAX));
     let limit = |n: Option<u32>| n.map_or(Value::Null, |n| int(i64::from(n)));
@@ -512,6 +513,7 @@ fn tessera_resource_limits(ctx: &ExecCtx, _db: &str) -> Rows<25> {
                 limit(u.limits.max_buffer_pool_mb),
                 kb(pool.resident_pages as u64),
                 big(pool.evictions_within_limit),
+                big(pool.overruns),
                 limit(u.limits.max_tempdb_mb),
                 kb(u.tempdb.pages),
                 big(u.tempdb.refusals),

@@ -107,6 +107,12 @@ struct Slot {
     /// thread that found the slot before then reports the database missing instead of
     /// opening its files again.
     retired: AtomicBool,
+    /// Held by the engine's own work on the database (the background thread's log
+    /// flush, checkpoint and idle close), which takes a handle for that long. DROP,
+    /// detach and RESTORE hold it while they look for other holders, so the engine's own
+    /// work is waited for, never taken for a user of the database. Taken before
+    /// `Engine::inner` by whoever takes both.
+    engine_work: Mutex<()>,
 }
 
 impl Slot {
@@ -116,6 +122,7 @@ impl Slot {
             open: Mutex::new(open),
             closed_at: Mutex::new(None),
             retired: AtomicBool::new(false),
+            engine_work: Mutex::new(()),
         })
     }
 
@@ -459,7 +466,15 @@ impl Engine {
         options: DatabaseOptions,
         replace: bool,
     ) -> Result<()> {
+        let existing = self.slot(name).ok();
+        let _quiet = existing.as_ref().map(|slot| slot.engine_work.lock());
         let mut inner = self.inner.lock();
+        let now = inner.slots.get(&key(name));
+        if now.is_some() != existing.is_some() || now.zip(existing.as_ref()).is_some_and(|(a, b)| !Arc::ptr_eq(a, b)) {
+            // Created, dropped or replaced while this waited.
+            drop(inner);
+            return self.begin_restore(name, data_path, log_path, options, replace);
+        }
         for slot in inner.slots.values() {
             let e = slot.entry.lock();
             if key(&e.name) == key(name) {
@@ -580,18 +595,20 @@ impl Engine {
         if key(name) == "master" {
             return Err(Error::Invalid("Cannot drop the database 'master' because it is a system database.".into()));
         }
-        // The engine's own work (a checkpoint, a log flush) holds a database for moments:
-        // only a holder that stays is "in use".
+        let slot = self.slot(name)?;
+        let _quiet = slot.engine_work.lock();
+        // A session that just let go may still hold the database for moments: only a
+        // holder that stays is "in use".
         let started = Instant::now();
-        let (mut inner, slot) = loop {
+        let mut inner = loop {
             let inner = self.inner.lock();
-            let slot = inner
-                .slots
-                .get(&key(name))
-                .cloned()
-                .ok_or_else(|| Error::NotFound { kind: "database", name: name.into() })?;
+            if !inner.slots.get(&key(name)).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                // Dropped (and perhaps created again) while this waited.
+                drop(inner);
+                return self.drop_database(name);
+            }
             if close_unused(&slot, || slot.retired.store(true, Ordering::Release)) {
-                break (inner, slot);
+                break inner;
             }
             drop(inner);
             if started.elapsed() >= IN_USE_PATIENCE {
@@ -606,7 +623,7 @@ impl Engine {
         if let Err(e) = Engine::record(&mut inner, &[Change::Remove(name)]) {
             // Still registered on disk: it still exists (closed).
             slot.retired.store(false, Ordering::Release);
-            inner.slots.insert(key(name), slot);
+            inner.slots.insert(key(name), slot.clone());
             return Err(e);
         }
         // Deleted after the registry forgot it: a crash in between leaves files that the
@@ -805,6 +822,8 @@ impl Engine {
         self.memory.observe_evictions(self.pool.stats().evictions);
         let idle_close_after = Duration::from_millis(self.idle_close_ms.load(Ordering::Relaxed));
         for slot in self.open_slots() {
+            // Busy: a DROP, detach or RESTORE is taking it away.
+            let Some(_work) = slot.engine_work.try_lock() else { continue };
             let Some(db) = slot.database() else { continue };
             if db.log_pending() && db.options().flushes_in_background() {
                 let _ = db.flush_log();

@@ -58,10 +58,14 @@ impl Engine {
         if key(name) == "master" {
             return Err(numbered(7940, "System databases master, model, msdb, and tempdb cannot be detached.".into()));
         }
+        let slot = self.slot(name)?;
+        let _quiet = slot.engine_work.lock();
         let mut inner = self.inner.lock();
-        let Some(slot) = inner.slots.get(&key(name)).cloned() else {
-            return Err(Error::NotFound { kind: "database", name: name.into() });
-        };
+        if !inner.slots.get(&key(name)).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+            // Dropped (and perhaps created again) while this waited.
+            drop(inner);
+            return self.detach_database(name);
+        }
         {
             let mut open = slot.open.lock();
             if let Some(db) = open.take() {
@@ -91,7 +95,7 @@ impl Engine {
             // Still registered on disk: still attached (closed).
             slot.retired.store(false, Ordering::Release);
             inner.detached = saved_detached;
-            inner.slots.insert(key(name), slot);
+            inner.slots.insert(key(name), slot.clone());
             return Err(e);
         }
         Ok(())

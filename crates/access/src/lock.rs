@@ -267,7 +267,8 @@ impl LockManager {
     fn acquire(&self, txn: TxnId, r: Resource, mode: LockMode, keep: bool, wait: Wait) -> Result<bool> {
         let timeout = wait.timeout;
         let mut map = self.shard(&r).lock();
-        let started = Instant::now();
+        // Read when the request first has to wait (a granted one never reads the clock).
+        let mut started: Option<Instant> = None;
         // Only a request that waited has edges in the wait-for graph (or a queue entry).
         let mut waited = false;
         loop {
@@ -301,6 +302,7 @@ impl LockManager {
                 None => entry.queue.push(Waiter { txn, mode: wanted, thread: std::thread::current() }),
             }
             let blockers: Vec<TxnId> = entry.blockers(txn, wanted, mine.is_some()).collect();
+            let started = *started.get_or_insert_with(Instant::now);
             let failure = {
                 let mut graph = self.waits_for.lock();
                 graph.insert(txn, blockers);
@@ -344,7 +346,9 @@ impl LockManager {
                 }
             }
         }
-        self.waits_for.lock().remove(&txn);
+        // A request leaves the wait-for graph when it is granted or fails, so a
+        // transaction that ends has no edges (and ending takes no instance-wide lock).
+        debug_assert!(!self.waits_for.lock().contains_key(&txn), "{txn:?} ends with wait-for edges");
     }
 
     /// The mode `txn` holds on `r`, if any.

@@ -1,6 +1,5 @@
 //! One database: its storage (data file + log), its catalog of tables, its options.
 
-use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -278,10 +277,12 @@ pub struct Database {
     /// The differential base (its first LSN) for which `space.changes` is complete, if
     /// any: set when a full backup taken since this open completes.
     differential_base: Mutex<Option<Lsn>>,
-    tables: RwLock<HashMap<String, TableId>>,
+    tables: RwLock<foldhash::HashMap<String, TableId>>,
     ddl: Mutex<()>,
-    /// When the database was opened, and nanoseconds from then to its last use.
+    /// When the database was opened (on the precise clock and on the coarse one), and
+    /// nanoseconds from then to its last use (coarse: every statement notes it).
     opened_at: Instant,
+    opened_coarse: std::time::Duration,
     last_used_ns: AtomicU64,
     pub(crate) checkpointed_at: AtomicU64,
     recovery: Option<RecoveryOutcome>,
@@ -377,9 +378,10 @@ impl Database {
             log_path: entry.log_path.clone(),
             space,
             options: Mutex::new(entry.options.clone()),
-            tables: RwLock::new(HashMap::new()),
+            tables: RwLock::default(),
             ddl: Mutex::new(()),
             opened_at: Instant::now(),
+            opened_coarse: tessera_io::clock::coarse_monotonic(),
             last_used_ns: AtomicU64::new(0),
             checkpointed_at: AtomicU64::new(0),
             differential_base: Mutex::new(None),
@@ -391,7 +393,7 @@ impl Database {
 
     fn load_catalog(&self) -> Result<()> {
         let txn = self.space.begin(Durability::Full);
-        let mut tables = HashMap::new();
+        let mut tables = foldhash::HashMap::default();
         let scan = self.space.scan(
             &txn,
             BOOT_ROOT,
@@ -612,7 +614,7 @@ impl Database {
     }
 
     pub(crate) fn touch(&self) {
-        let now_ns = self.opened_at.elapsed().as_nanos() as u64;
+        let now_ns = self.since_open().as_nanos() as u64;
         self.last_used_ns.fetch_max(now_ns, Ordering::Relaxed);
     }
 
@@ -623,7 +625,11 @@ impl Database {
 
     pub(crate) fn idle_for(&self) -> std::time::Duration {
         let last = std::time::Duration::from_nanos(self.last_used_ns.load(Ordering::Relaxed));
-        self.opened_at.elapsed().saturating_sub(last)
+        self.since_open().saturating_sub(last)
+    }
+
+    fn since_open(&self) -> std::time::Duration {
+        tessera_io::clock::coarse_monotonic().saturating_sub(self.opened_coarse)
     }
 
     /// Starts a transaction (READ COMMITTED).

@@ -114,6 +114,25 @@ pub type ErrorLogHook = Arc<dyn Fn(i32, &str) + Send + Sync>;
 /// transaction rolls back); false when no connection has that session.
 pub type KillHook = Arc<dyn Fn(i32) -> bool + Send + Sync>;
 
+/// What a session is doing, as the server's views show it.
+#[derive(Clone, Debug, Default)]
+pub struct Activity {
+    pub database: String,
+    /// A batch is running ("running"), or none is ("sleeping").
+    pub running: bool,
+    /// The running batch's text (sys.dm_exec_requests); kept between batches, so that
+    /// publishing the next one reuses its allocation.
+    pub command: String,
+    pub open_transactions: u32,
+}
+
+impl Activity {
+    /// The running batch's text, if one is running.
+    pub fn running_text(&self) -> Option<&str> {
+        self.running.then_some(self.command.as_str())
+    }
+}
+
 /// A session as the server's views show it.
 #[derive(Clone, Debug)]
 pub struct SessionInfo {
@@ -121,14 +140,11 @@ pub struct SessionInfo {
     pub login: String,
     pub host_name: String,
     pub program_name: String,
-    pub database: String,
     /// Seconds since the Unix epoch.
     pub login_time: i64,
-    /// "running" while a batch runs, else "sleeping".
-    pub status: &'static str,
-    /// The running batch's text (sys.dm_exec_requests).
-    pub command: Option<String>,
-    pub open_transactions: u32,
+    /// What the session is doing now. The session updates it as each request starts and
+    /// ends, under this lock alone (not the instance-wide list's).
+    pub activity: Arc<Mutex<Activity>>,
     /// The network connection, for sessions of the TDS server (sys.dm_exec_connections).
     pub connection: Option<ConnectionInfo>,
     /// Its Resource Governor workload group.
@@ -309,10 +325,10 @@ impl Shared {
         current: &str,
         db: &DbRef,
         def: &Arc<Table>,
-    ) -> SqlResult<(String, Arc<Table>)> {
+    ) -> SqlResult<(Arc<str>, Arc<Table>)> {
         let of = self.catalog_memo(memo, db.name(current))?;
         let table = of.catalog.same_table(def).ok_or_else(|| tessera_semantics::bind::invalid_object(&def.name))?;
-        Ok((of.database.to_string(), table.clone()))
+        Ok((of.database, table.clone()))
     }
 
     /// The current catalog snapshot of a database.
@@ -894,7 +910,7 @@ pub struct ExecCtx<'a> {
 
 impl<'a> ExecCtx<'a> {
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
-        session.functions.set_now(std::time::SystemTime::now());
+        session.functions.start_statement();
         tessera_semantics::types::set_session_date_format(&session.options.dateformat);
         ExecCtx {
             shared,
@@ -965,7 +981,7 @@ impl<'a> ExecCtx<'a> {
     /// The table a plan bound against the definition `def` reads or changes as it runs
     /// now: the table of that name in the database `db` means (with its own storage
     /// trees, object id and counters), and that database's name.
-    pub fn table(&self, db: &DbRef, def: &Arc<Table>) -> SqlResult<(String, Arc<Table>)> {
+    pub fn table(&self, db: &DbRef, def: &Arc<Table>) -> SqlResult<(Arc<str>, Arc<Table>)> {
         self.shared.table_for_plan(&self.session.catalog_memo, &self.session.database, db, def)
     }
 

@@ -3,6 +3,7 @@
 
 pub mod affinity;
 mod aligned;
+pub mod clock;
 mod dirlock;
 mod file;
 pub mod profile;

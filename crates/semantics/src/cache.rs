@@ -27,7 +27,7 @@
 //! as recently, and any entry not used for long enough goes.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -134,8 +134,10 @@ pub struct PlanShare {
 pub struct CachedBatch<T> {
     pub text: String,
     pub batch: Batch,
+    /// The batch's variables and labels, worked out on its first run.
+    frame: std::sync::OnceLock<SqlResult<crate::frame::Frame>>,
     /// Statement address within `batch` → its plans, the newest first.
-    plans: RwLock<HashMap<usize, Vec<Variant<T>>>>,
+    plans: RwLock<foldhash::HashMap<usize, Vec<Variant<T>>>>,
     pub use_count: AtomicU64,
     pub handle: u64,
     databases: DatabaseSet,
@@ -155,6 +157,12 @@ pub struct Found<T> {
 }
 
 impl<T> CachedBatch<T> {
+    /// The batch's variables and labels (an error if it declares one twice or goes to a
+    /// label it lacks), worked out once.
+    pub fn frame(&self) -> &SqlResult<crate::frame::Frame> {
+        self.frame.get_or_init(|| crate::frame::Frame::of(&self.batch))
+    }
+
     /// A plan for a statement bound in `context` whose every dependency `holds` in the
     /// database the statement runs in (`database_id`, counted among the plan's users).
     pub fn plan(
@@ -268,13 +276,13 @@ struct ShardCounters {
 
 struct Shard<T> {
     /// Hash of the text → the entries with that hash.
-    map: RwLock<HashMap<u64, Vec<Arc<CachedBatch<T>>>>>,
+    map: RwLock<foldhash::HashMap<u64, Vec<Arc<CachedBatch<T>>>>>,
     counters: Arc<ShardCounters>,
 }
 
 impl<T> Shard<T> {
     fn new() -> Shard<T> {
-        Shard { map: RwLock::new(HashMap::new()), counters: Arc::default() }
+        Shard { map: RwLock::default(), counters: Arc::default() }
     }
 
     fn find(&self, hash: u64, text: &str) -> Option<Arc<CachedBatch<T>>> {
@@ -360,11 +368,11 @@ pub struct CachedPlanInfo {
     pub text: String,
 }
 
-/// The hash of a batch's text; allocates nothing.
+/// The hash of a batch's text; allocates nothing. Seeded once per process (foldhash's
+/// `RandomState`), so that no client can choose texts that collide.
 fn key_hash(text: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
-    h.finish()
+    static SEED: std::sync::OnceLock<foldhash::fast::RandomState> = std::sync::OnceLock::new();
+    SEED.get_or_init(foldhash::fast::RandomState::default).hash_one(text)
 }
 
 impl<T> PlanCache<T> {
@@ -403,7 +411,8 @@ impl<T> PlanCache<T> {
         let entry = Arc::new(CachedBatch {
             text: text.to_string(),
             batch,
-            plans: RwLock::new(HashMap::new()),
+            frame: std::sync::OnceLock::new(),
+            plans: RwLock::default(),
             use_count: AtomicU64::new(1),
             handle: self.next_handle.fetch_add(1, Ordering::Relaxed),
             databases: DatabaseSet::default(),

@@ -16,7 +16,6 @@
 //! the rows (0 = heap keyed by a hidden row number, 1 = clustered index), higher ids are
 //! nonclustered indexes mapping index key → clustered key.
 
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::Arc;
@@ -415,11 +414,11 @@ impl ObjectDep {
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     pub version: u64,
-    objects: HashMap<i32, Object>,
+    objects: foldhash::HashMap<i32, Object>,
     /// Object id → fingerprint of its definition.
-    fingerprints: HashMap<i32, u64>,
+    fingerprints: foldhash::HashMap<i32, u64>,
     /// Lower-cased `schema.name` → object id. Constraint names share the namespace.
-    names: HashMap<String, i32>,
+    names: foldhash::HashMap<String, i32>,
     next_id: i32,
 }
 

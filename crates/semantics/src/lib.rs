@@ -3,6 +3,7 @@
 pub mod bind;
 pub mod cache;
 pub mod catalog;
+pub mod frame;
 pub mod locking;
 pub mod output;
 pub mod plan;

@@ -165,7 +165,7 @@ pub fn detach_database(ctx: &mut ExecCtx, n: &str) -> SqlResult<()> {
         .sessions
         .lock()
         .values()
-        .any(|info| info.spid != ctx.session.spid && info.database.eq_ignore_ascii_case(n));
+        .any(|info| info.spid != ctx.session.spid && info.activity.lock().database.eq_ignore_ascii_case(n));
     if used_by_other
         || ctx.session.database.eq_ignore_ascii_case(n)
         || ctx.session.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(n))

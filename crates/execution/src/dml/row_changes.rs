@@ -88,7 +88,7 @@ pub(super) fn check_children(
             let shared = ctx.shared;
             let session = &*ctx.session;
             let mut b = Binder::new(shared, session, &[]);
-            bind_target(&mut b, DbRef::Named(target.db.clone()), child.clone())?
+            bind_target(&mut b, DbRef::Named(target.db.to_string()), child.clone())?
         };
         match action {
             Action::NoAction => {

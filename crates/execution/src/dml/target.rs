@@ -13,7 +13,7 @@ use tessera_semantics::types::{SqlType, Value};
 /// A target as a statement changes it: the database, the table there (its storage trees,
 /// object id, counters and constraint names), and the bound CHECK and DEFAULT expressions.
 pub struct TargetAt<'p> {
-    pub db: String,
+    pub db: Arc<str>,
     pub table: Arc<Table>,
     pub checks: &'p [Expr],
     pub defaults: &'p [Option<(Expr, SqlType)>],
@@ -36,7 +36,12 @@ impl BoundTarget for Target {
 
     fn as_is(&self) -> TargetAt<'_> {
         let DbRef::Named(db) = &self.db else { unreachable!("targets bound at run time name their database") };
-        TargetAt { db: db.clone(), table: self.table.clone(), checks: &self.checks, defaults: &self.defaults }
+        TargetAt {
+            db: Arc::from(db.as_str()),
+            table: self.table.clone(),
+            checks: &self.checks,
+            defaults: &self.defaults,
+        }
     }
 }
 

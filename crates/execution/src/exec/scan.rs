@@ -169,7 +169,7 @@ struct RangeScan<'p> {
     read: Vec<u8>,
     unfiltered: VecDeque<(Row, std::ops::Range<usize>)>,
     /// The database the scan reads.
-    db: String,
+    db: Arc<str>,
     schema: Arc<RowSchema>,
     tree: TableId,
     /// Through a nonclustered index: the tree holding the rows.

@@ -222,9 +222,10 @@ fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlRe
     ];
     let mut rows = Vec::new();
     for info in sessions {
+        let now = info.activity.lock().clone();
         let keep = match &filter {
             None => true,
-            Some(f) if f.eq_ignore_ascii_case("active") => info.status == "running",
+            Some(f) if f.eq_ignore_ascii_case("active") => now.running,
             Some(f) => match f.parse::<i32>() {
                 Ok(spid) => spid == info.spid,
                 Err(_) => f.eq_ignore_ascii_case(&info.login),
@@ -233,18 +234,18 @@ fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlRe
         if !keep {
             continue;
         }
-        let cmd = match &info.command {
+        let cmd = match now.running_text() {
             Some(text) => text.split_whitespace().next().unwrap_or("").to_uppercase(),
             None => "AWAITING COMMAND".to_string(),
         };
         rows.push(vec![
             int(i64::from(info.spid)),
             int(0),
-            s(&format!("{:<30}", if info.status == "running" { "runnable" } else { "sleeping" })),
+            s(&format!("{:<30}", if now.running { "runnable" } else { "sleeping" })),
             s(&info.login),
             s(&format!("{:<128}", info.host_name)),
             s("0    "),
-            s(&info.database),
+            s(&now.database),
             s(&format!("{:<16}", cmd.chars().take(16).collect::<String>())),
             int(0),
         ]);

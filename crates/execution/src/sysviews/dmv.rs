@@ -31,15 +31,16 @@ fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<10> {
     Ok(sessions(ctx)
         .into_iter()
         .map(|info| {
+            let now = info.activity.lock().clone();
             [
                 int(i64::from(info.spid)),
                 datetime(info.login_time),
                 s(&info.host_name),
                 s(&info.program_name),
                 s(&info.login),
-                s(if info.status == "running" { "running" } else { "sleeping" }),
-                int(database_id(ctx, &info)),
-                int(i64::from(info.open_transactions)),
+                s(if now.running { "running" } else { "sleeping" }),
+                int(database_id(ctx, &now.database)),
+                int(i64::from(now.open_transactions)),
                 bit(true),
                 int(i64::from(info.group_id)),
             ]
@@ -66,7 +67,8 @@ pub(super) static EXEC_REQUESTS: ViewDef<7> = ViewDef {
 fn exec_requests(ctx: &ExecCtx, _db: &str) -> Rows<7> {
     let mut out = Vec::new();
     for info in sessions(ctx) {
-        let Some(text) = &info.command else { continue };
+        let now = info.activity.lock().clone();
+        let Some(text) = now.running_text() else { continue };
         let command = text
             .split(|c: char| c.is_whitespace() || c == ';')
             .find(|w| !w.is_empty() && !w.starts_with("--"))
@@ -77,8 +79,8 @@ fn exec_requests(ctx: &ExecCtx, _db: &str) -> Rows<7> {
             int(0),
             s("running"),
             s(&command),
-            int(database_id(ctx, &info)),
-            int(i64::from(info.open_transactions)),
+            int(database_id(ctx, &now.database)),
+            int(i64::from(now.open_transactions)),
             s(text),
         ]);
     }
@@ -142,9 +144,9 @@ fn sessions(ctx: &ExecCtx) -> Vec<SessionInfo> {
 }
 
 /// The id of a session's database (0 if it is gone).
-fn database_id(ctx: &ExecCtx, info: &SessionInfo) -> i64 {
-    if ctx.shared.engine.exists(&info.database) {
-        ctx.shared.database(&info.database).map_or(0, |d| i64::from(d.id()))
+fn database_id(ctx: &ExecCtx, database: &str) -> i64 {
+    if ctx.shared.engine.exists(database) {
+        ctx.shared.database(database).map_or(0, |d| i64::from(d.id()))
     } else {
         0
     }

@@ -99,7 +99,7 @@ fn bracket(name: &str) -> String {
 
 /// The table a plan's definition names in the database it runs in, and that database's
 /// name (see `ExecCtx::table`).
-pub type TableAt<'a> = &'a dyn Fn(&DbRef, &Arc<Table>) -> (String, Arc<Table>);
+pub type TableAt<'a> = &'a dyn Fn(&DbRef, &Arc<Table>) -> (Arc<str>, Arc<Table>);
 
 /// Where a plan is shown: the database it runs in, and the tables its definitions name
 /// there (whose index and constraint names are that database's own).
@@ -995,7 +995,7 @@ mod tests {
 
     #[test]
     fn constants_and_operators_print_as_sql_server_does() {
-        let table = |db: &DbRef, def: &Arc<Table>| (db.name("d").to_string(), def.clone());
+        let table = |db: &DbRef, def: &Arc<Table>| (Arc::from(db.name("d")), def.clone());
         let at = PlanSite { database: "d", table: &table };
         let mut p = Printer::new(&[], &at);
         let row = vec!["[a]".to_string(), "[b]".to_string()];

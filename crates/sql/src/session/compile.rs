@@ -130,7 +130,11 @@ impl Runner<'_> {
     /// before a DDL that committed while the locks were awaited is bound again.
     pub(super) fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
         let context = self.context();
-        let first = self.compiled.remove(&addr(s)).filter(|(c, _)| *c == context).map(|(_, found)| found);
+        let at = addr(s);
+        let first = (self.compiled.iter().position(|(a, _, _)| *a == at))
+            .and_then(|i| self.compiled.remove(i))
+            .filter(|(_, c, _)| *c == context)
+            .map(|(_, _, found)| found);
         self.locked(first, |r| Ok(r.compile_statement(s)?.expect("compiled statement")))
     }
 
@@ -200,7 +204,7 @@ impl Runner<'_> {
                 _ => match self.compile_statement(s) {
                     Ok(Some(checked)) => {
                         let context = self.context();
-                        self.compiled.insert(addr(s), (context, checked));
+                        self.compiled.push_back((addr(s), context, checked));
                     }
                     Ok(None) => {}
                     // Deferred name resolution: the object may be created earlier in the

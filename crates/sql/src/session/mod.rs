@@ -38,13 +38,12 @@ mod tenants;
 mod transactions;
 mod variables;
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
-use tessera_execution::runtime::{ExecCtx, SessionState, Shared};
+use tessera_execution::runtime::{Activity, ExecCtx, SessionState, Shared};
 use tessera_semantics::cache::CachedBatch;
 use tessera_semantics::output::{EnvChange, ResultSink};
 use tessera_semantics::plan::Prepared;
@@ -63,6 +62,9 @@ pub struct Session {
     pub state: SessionState,
     /// The database the session started in (a reset returns to it).
     initial_database: String,
+    /// What it is doing, as the server's views show it (also in its `SessionInfo`; a
+    /// system session's is listed nowhere).
+    activity: Arc<parking_lot::Mutex<Activity>>,
 }
 
 fn info(number: i32, message: impl Into<String>) -> SqlError {
@@ -110,16 +112,17 @@ impl Session {
             login: login.to_string(),
             host_name: String::new(),
             program_name: String::new(),
-            database: database.to_string(),
             login_time: tessera_semantics::catalog::now_epoch(),
-            status: "sleeping",
-            command: None,
-            open_transactions: 0,
+            activity: Arc::new(parking_lot::Mutex::new(Activity {
+                database: database.to_string(),
+                ..Activity::default()
+            })),
             connection: None,
             group_id: state.group_id,
         };
+        let activity = info.activity.clone();
         shared.sessions.lock().insert(spid, info);
-        Ok(Session { state, shared, initial_database: database.to_string() })
+        Ok(Session { state, shared, initial_database: database.to_string(), activity })
     }
 
     /// A session the server runs for itself (msdb history): a system spid below 51, as
@@ -129,7 +132,12 @@ impl Session {
             return Err(tessera_semantics::catalog::database_not_found(database));
         }
         let spid = shared.next_system_spid();
-        Ok(Session { state: SessionState::new(spid, "sa", database), shared, initial_database: database.to_string() })
+        Ok(Session {
+            state: SessionState::new(spid, "sa", database),
+            shared,
+            initial_database: database.to_string(),
+            activity: Arc::default(),
+        })
     }
 
     pub fn database(&self) -> &str {
@@ -186,12 +194,14 @@ impl Session {
     }
 
     fn publish(&self, running: Option<&str>) {
-        if let Some(info) = self.shared.sessions.lock().get_mut(&self.state.spid) {
-            info.database.clone_from(&self.state.database);
-            info.status = if running.is_some() { "running" } else { "sleeping" };
-            info.command = running.map(str::to_string);
-            info.open_transactions = self.state.txns.count;
+        let mut activity = self.activity.lock();
+        activity.database.clone_from(&self.state.database);
+        activity.running = running.is_some();
+        if let Some(text) = running {
+            activity.command.clear();
+            activity.command.push_str(text);
         }
+        activity.open_transactions = self.state.txns.count;
     }
 
     /// Resets the session as a pooled connection's reuse asks (TDS RESETCONNECTION): the
@@ -291,16 +301,17 @@ impl Session {
             self.state.error = e.number;
             return;
         }
-        let frame = match Frame::of(&cached.batch) {
+        let frame = match cached.frame() {
             Ok(f) => f,
             Err(e) => {
-                sink.message(&e);
+                sink.message(e);
                 self.state.error = e.number;
                 return;
             }
         };
-        self.state.vars = vec![Value::Null; frame.decls.len()];
-        let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
+        self.state.vars.clear();
+        self.state.vars.resize(frame.decls.len(), Value::Null);
+        let mut runner = Runner::new(&shared, &mut self.state, &cached, frame, sink);
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             report(runner.sink, &e);
             runner.state.error = e.number;
@@ -326,7 +337,7 @@ impl Session {
                 return;
             }
         };
-        let frame = Frame { decls, visible: HashMap::new(), labels: Vec::new(), gotos: Vec::new() };
+        let frame = Frame { decls, visible: Default::default(), labels: Vec::new(), gotos: Vec::new() };
         self.state.vars = values;
         let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
         let _ = runner.run_or_show(&cached.batch.statements);
@@ -414,8 +425,9 @@ struct Runner<'a> {
     changing: bool,
     /// Plans the compile phase found, by statement address with the session context they
     /// were found in: a statement's first run starts from its plan instead of finding it
-    /// again (then checks it under its locks, as always).
-    compiled: HashMap<usize, (u64, compile::Checked)>,
+    /// again (then checks it under its locks, as always). In text order, which is the
+    /// order statements usually run in: the next one to run is usually the first.
+    compiled: std::collections::VecDeque<(usize, u64, compile::Checked)>,
     /// The procedure or function being run (see `ModuleContext`); `None` for a batch and
     /// dynamic SQL.
     owner: Option<permissions::ModuleContext>,
@@ -443,7 +455,7 @@ impl<'a> Runner<'a> {
             returned: None,
             table_vars: Vec::new(),
             changing: false,
-            compiled: HashMap::new(),
+            compiled: Default::default(),
             owner: None,
         }
     }

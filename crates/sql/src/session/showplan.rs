@@ -136,7 +136,7 @@ impl Runner<'_> {
         let current = &self.state.database;
         let table = |db: &DbRef, def: &Arc<Table>| {
             (self.shared.table_for_plan(&self.state.catalog_memo, current, db, def))
-                .unwrap_or_else(|_| (db.name(current).to_string(), def.clone()))
+                .unwrap_or_else(|_| (Arc::from(db.name(current)), def.clone()))
         };
         show(&PlanSite { database: current, table: &table })
     }

@@ -60,8 +60,9 @@ use system::new_guid;
 /// once per statement, so that every GETDATE() in a statement agrees, as in SQL Server)
 /// and the session's random number generator for RAND and NEWID.
 pub struct FunctionContext {
-    /// The statement's time, UTC, as days since 0001-01-01 and 100 ns ticks.
-    pub now_utc: (i32, u64),
+    /// The statement's time, UTC, as days since 0001-01-01 and 100 ns ticks; read from
+    /// the system clock when the statement first asks (None: not yet).
+    now_utc: Option<(i32, u64)>,
     /// Local time minus UTC, in minutes (GETDATE and SYSDATETIME are local).
     pub utc_offset_minutes: i32,
     /// The session's generator; `RAND(seed)` reseeds it (a small fast generator: seeding
@@ -80,31 +81,43 @@ impl Default for FunctionContext {
 impl FunctionContext {
     /// A context at the current time, UTC as local time, with a randomly seeded RNG.
     pub fn new() -> FunctionContext {
-        let mut ctx =
-            FunctionContext { now_utc: (0, 0), utc_offset_minutes: 0, rng: SmallRng::from_os_rng(), datefirst: 7 };
-        ctx.set_now(SystemTime::now());
-        ctx
+        FunctionContext { now_utc: None, utc_offset_minutes: 0, rng: SmallRng::from_os_rng(), datefirst: 7 }
     }
 
-    /// Sets the statement's clock (call at the start of each statement).
+    /// A new statement: its clock is read when it first asks for the time.
+    pub fn start_statement(&mut self) {
+        self.now_utc = None;
+    }
+
+    /// The statement's time, UTC (read from the system clock on the first call).
+    pub fn now_utc(&mut self) -> (i32, u64) {
+        *self.now_utc.get_or_insert_with(|| utc_ticks(SystemTime::now()))
+    }
+
+    /// Sets the statement's clock to `now`.
     pub fn set_now(&mut self, now: SystemTime) {
-        let ticks = match now.duration_since(UNIX_EPOCH) {
-            Ok(d) => d.as_nanos() / 100,
-            Err(_) => 0,
-        };
-        let unix_epoch_days = days_from_civil(1970, 1, 1);
-        let per_day = u128::from(TICKS_PER_DAY);
-        self.now_utc = (unix_epoch_days + (ticks / per_day) as i32, (ticks % per_day) as u64);
+        self.now_utc = Some(utc_ticks(now));
     }
 
-    fn now_local(&self) -> (i32, u64) {
-        let (d, t) = self.now_utc;
+    fn now_local(&mut self) -> (i32, u64) {
+        let (d, t) = self.now_utc();
         let total = i128::from(d) * i128::from(TICKS_PER_DAY)
             + i128::from(t)
             + i128::from(self.utc_offset_minutes) * i128::from(TICKS_PER_MINUTE);
         let per_day = i128::from(TICKS_PER_DAY);
         (total.div_euclid(per_day) as i32, total.rem_euclid(per_day) as u64)
     }
+}
+
+/// `now` as days since 0001-01-01 and 100 ns ticks.
+fn utc_ticks(now: SystemTime) -> (i32, u64) {
+    let ticks = match now.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() / 100,
+        Err(_) => 0,
+    };
+    let unix_epoch_days = days_from_civil(1970, 1, 1);
+    let per_day = u128::from(TICKS_PER_DAY);
+    (unix_epoch_days + (ticks / per_day) as i32, (ticks % per_day) as u64)
 }
 
 fn arg_count(name: &str, n: usize, min: usize, max: usize) -> SqlResult<()> {
@@ -433,19 +446,26 @@ pub fn call_function(
             Ok(Value::DateTime { days: d, ticks: t })
         }
         "GETUTCDATE" => {
-            let (d, t) = round_datetime(ctx.now_utc.0, ctx.now_utc.1);
+            let (d, t) = ctx.now_utc();
+            let (d, t) = round_datetime(d, t);
             Ok(Value::DateTime { days: d, ticks: t })
         }
         "SYSDATETIME" => {
             let (days, ticks) = ctx.now_local();
             Ok(Value::DateTime { days, ticks })
         }
-        "SYSUTCDATETIME" => Ok(Value::DateTime { days: ctx.now_utc.0, ticks: ctx.now_utc.1 }),
-        "SYSDATETIMEOFFSET" => Ok(Value::DateTimeOffset {
-            days: ctx.now_utc.0,
-            ticks: ctx.now_utc.1,
-            offset: ctx.utc_offset_minutes.clamp(MIN_OFFSET_MINUTES.into(), MAX_OFFSET_MINUTES.into()) as i16,
-        }),
+        "SYSUTCDATETIME" => {
+            let (days, ticks) = ctx.now_utc();
+            Ok(Value::DateTime { days, ticks })
+        }
+        "SYSDATETIMEOFFSET" => {
+            let (days, ticks) = ctx.now_utc();
+            Ok(Value::DateTimeOffset {
+                days,
+                ticks,
+                offset: ctx.utc_offset_minutes.clamp(MIN_OFFSET_MINUTES.into(), MAX_OFFSET_MINUTES.into()) as i16,
+            })
+        }
         _ => call.date(),
     }
 }

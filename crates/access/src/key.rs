@@ -151,6 +151,7 @@ impl KeyBuf {
 
     fn present(&mut self, payload: &[u8], desc: bool) -> &mut Self {
         let start = self.buf.len();
+        self.buf.reserve(1 + payload.len());
         self.buf.push(PRESENT);
         self.buf.extend_from_slice(payload);
         self.finish(start, desc)

@@ -475,6 +475,12 @@ impl Database {
         self.options.lock().clone()
     }
 
+    /// How a commit is made durable under the database's DELAYED_DURABILITY (read without
+    /// copying the options: every commit asks).
+    pub fn commit_durability(&self, delayed: bool) -> tessera_access::Durability {
+        self.options.lock().commit_durability(delayed)
+    }
+
     /// Switching to SIMPLE breaks the log backup chain: log backups need a new full
     /// backup first, as in SQL Server. Growth and maximum sizes apply from now on
     /// (`engine` gives the defaults for those not set).

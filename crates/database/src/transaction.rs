@@ -252,7 +252,7 @@ impl Transaction {
     /// may lose it.
     pub fn commit_with(mut self, delayed: bool) -> Result<()> {
         let mut txn = self.txn.take().expect("transaction is open");
-        txn.durability = self.db.options().commit_durability(delayed);
+        txn.durability = self.db.commit_durability(delayed);
         self.db.space.commit(txn)
     }
 

@@ -86,7 +86,7 @@ pub struct Shared {
     /// Resource Governor's pools, groups and classifier (`resource_governor`).
     pub resource_governor: crate::resource_governor::ResourceGovernor,
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
-    pub global_trace_flags: Mutex<std::collections::BTreeSet<i32>>,
+    pub global_trace_flags: RwLock<std::collections::BTreeSet<i32>>,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
     errorlog: Mutex<Option<ErrorLogHook>>,
     /// Ends a client's connection (the server installs it; KILL calls it).
@@ -192,7 +192,7 @@ impl Shared {
             logins,
             server_permissions,
             resource_governor,
-            global_trace_flags: Mutex::new(std::collections::BTreeSet::new()),
+            global_trace_flags: RwLock::new(std::collections::BTreeSet::new()),
             errorlog: Mutex::new(None),
             kill_hook: Mutex::new(None),
             open_close_log: Mutex::default(),
@@ -845,7 +845,7 @@ impl SessionState {
 
     /// Whether a trace flag is on for this session (or globally).
     pub fn has_trace_flag(&self, shared: &Shared, flag: i32) -> bool {
-        self.trace_flags.contains(&flag) || shared.global_trace_flags.lock().contains(&flag)
+        self.trace_flags.contains(&flag) || shared.global_trace_flags.read().contains(&flag)
     }
 
     /// The session's transaction in `db`, begun on first use.

@@ -94,6 +94,13 @@ fn charge(db: &str, table: &Table, scans: u64, io: IoCounters) {
     });
 }
 
+/// Whether the running statement counts its reads (SET STATISTICS IO ON): callers of
+/// [`table_read`] work out the table's database name only then.
+#[inline]
+pub fn counting() -> bool {
+    ACTIVE.with(Cell::get)
+}
+
 /// Runs `read` (a scan or seek of `table`: `scans` is 1, or 0 for a seek of one key of a
 /// unique index) and, if the running statement counts its reads, charges the pages it
 /// read to the table.

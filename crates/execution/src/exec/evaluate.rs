@@ -161,17 +161,11 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             Value::Null
         }
         Expr::Func { name, args, arg_types, ty } => {
-            let mut vals = Vec::with_capacity(args.len());
-            for a in args {
-                vals.push(eval(a, row, ctx)?);
-            }
+            let vals = eval_arguments(args, row, ctx)?;
             types::call_function(name, &vals, arg_types, ty, &mut ctx.session.functions)?
         }
         Expr::Session { func, args } => {
-            let mut vals = Vec::with_capacity(args.len());
-            for a in args {
-                vals.push(eval(a, row, ctx)?);
-            }
+            let vals = eval_arguments(args, row, ctx)?;
             crate::functions::session_function(ctx, func, &vals)?
         }
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,
@@ -281,6 +275,15 @@ fn decide<R: AsRef<[Value]>>(
             bit(result)
         }
     })
+}
+
+/// A function call's arguments, on the stack when there are a few (most calls).
+fn eval_arguments(args: &[Expr], row: &[Value], ctx: &mut ExecCtx) -> SqlResult<smallvec::SmallVec<[Value; 4]>> {
+    let mut vals = smallvec::SmallVec::with_capacity(args.len());
+    for a in args {
+        vals.push(eval(a, row, ctx)?);
+    }
+    Ok(vals)
 }
 
 pub(super) fn eval_all(exprs: &[Expr], row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Row> {

@@ -27,8 +27,11 @@ use tessera_semantics::types::Value;
 const SCAN_BATCH_ROWS: usize = 256;
 
 /// A unique index pinned on its whole key: one point lookup instead of a range scan.
+/// Room a seek key is made with: most keys fit, so encoding one allocates once.
+const KEY_CAPACITY: usize = 64;
+
 fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
-    let mut values = Vec::with_capacity(node.prefix.len());
+    let mut values: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::with_capacity(node.prefix.len());
     for e in &node.prefix {
         let v = eval(e, corr, ctx)?;
         if v.is_null() {
@@ -36,7 +39,7 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
         }
         values.push(v);
     }
-    let mut key = KeyBuf::new();
+    let mut key = KeyBuf::with_capacity(KEY_CAPACITY);
     encode_prefix(&node.table, node.index, &values, &mut key)?;
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
     if locks != ReadLocks::COMMITTED {
@@ -53,16 +56,17 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
     let tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
     let (row_key, found) = if node.index == 0 {
         let found = tx.get_with(tree, key.as_bytes(), |bytes| decode_row(table, &schema, bytes))?;
-        (key.as_bytes().to_vec(), found)
+        // The storage key is copied out only for a plan that asked for it.
+        (node.with_key.then(|| key.as_bytes().to_vec()), found)
     } else {
         let Some(row_key) = tx.get(tree, key.as_bytes())? else { return Ok(Vec::new()) };
         let rows = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
         let found = tx.get_with(rows, &row_key, |bytes| decode_row(table, &schema, bytes))?;
-        (row_key, found)
+        (node.with_key.then_some(row_key), found)
     };
     let Some(row) = found else { return Ok(Vec::new()) };
     let mut row = row?;
-    if node.with_key {
+    if let Some(row_key) = row_key {
         row.push(Value::Binary(Arc::from(row_key)));
     }
     Ok(vec![row])
@@ -109,6 +113,9 @@ pub(super) fn open_scan<'p>(
     corr: &[Value],
     ctx: &mut ExecCtx,
 ) -> SqlResult<Rows<'p>> {
+    if !crate::statistics::counting() {
+        return open_rows(node, filter, corr, ctx);
+    }
     let point = node.single && node.lower.is_none() && node.upper.is_none();
     let db = ctx.db_name(&node.db);
     crate::statistics::table_read(&db, &node.table, u64::from(!point), || open_rows(node, filter, corr, ctx))

@@ -436,6 +436,9 @@ impl Plan {
     }
 
     pub fn order_columns(&self, width: usize) -> Vec<u16> {
+        if !self.sorted_below_selection() {
+            return Vec::new();
+        }
         // `map[i]`: the result column that column i of the current plan's output becomes.
         let mut map: Vec<Option<usize>> = (0..width).map(Some).collect();
         let mut plan = self;
@@ -469,6 +472,19 @@ impl Plan {
                         .collect();
                 }
                 _ => return Vec::new(),
+            }
+        }
+    }
+
+    /// Whether a sort sits under only TOP, OFFSET and projections (without allocating:
+    /// most queries have none, and every query asks).
+    fn sorted_below_selection(&self) -> bool {
+        let mut plan = self;
+        loop {
+            match plan {
+                Plan::Top { input, .. } | Plan::Offset { input, .. } | Plan::Project { input, .. } => plan = input,
+                Plan::Sort { .. } => return true,
+                _ => return false,
             }
         }
     }

@@ -113,10 +113,13 @@ impl DateOrder {
 /// (`mdy`, `dmy`, `ymd`, `ydm`, `myd`, `dym`; the last three read as their nearest of the
 /// first three). The session sets it before binding or running a statement.
 pub fn set_session_date_format(format: &str) {
-    let order = match format.to_ascii_lowercase().as_str() {
-        "dmy" | "dym" => DateOrder::Dmy,
-        "ymd" | "ydm" => DateOrder::Ymd,
-        _ => DateOrder::Mdy,
+    let is = |name: &str| format.eq_ignore_ascii_case(name);
+    let order = if is("dmy") || is("dym") {
+        DateOrder::Dmy
+    } else if is("ymd") || is("ydm") {
+        DateOrder::Ymd
+    } else {
+        DateOrder::Mdy
     };
     SESSION_ORDER.with(|o| o.set(order));
 }

@@ -90,7 +90,9 @@ impl Runner<'_> {
         self.state.null_eliminated = false;
         match self.exec(s) {
             Ok(flow) => {
-                if self.state.nest_level == 0 {
+                // An autocommit statement's commit below releases its statement locks
+                // with the rest.
+                if self.state.nest_level == 0 && self.state.txns.count != 0 {
                     self.state.txns.end_statement();
                 }
                 if self.state.txns.count == 0 {

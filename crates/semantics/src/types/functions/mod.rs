@@ -410,8 +410,9 @@ fn result_string(s: &str, result: &SqlType) -> Value {
 }
 
 /// Evaluates the built-in `name` (upper-case) with `args` of types `arg_types`; `result`
-/// is what [`function_type`] returned. NULL arguments give NULL except where SQL Server
-/// says otherwise (CONCAT, CONCAT_WS, CHECKSUM, ISDATE, ISNUMERIC).
+/// is what [`function_type`] returned, which also checked the name and the argument count
+/// (so they are not checked again on every call). NULL arguments give NULL except where
+/// SQL Server says otherwise (CONCAT, CONCAT_WS, CHECKSUM, ISDATE, ISNUMERIC).
 pub fn call_function(
     name: &str,
     args: &[Value],
@@ -419,13 +420,12 @@ pub fn call_function(
     result: &SqlType,
     ctx: &mut FunctionContext,
 ) -> SqlResult<Value> {
-    let (min, max) = arity(name).ok_or_else(|| {
-        SqlError::new(195, format!("'{}' is not a recognized built-in function name.", name.to_ascii_lowercase()))
-    })?;
-    arg_count(name, args.len(), min, max)?;
-    if arg_types.len() != args.len() {
-        return Err(SqlError::new(8116, format!("{name}: argument types do not match the arguments.")));
-    }
+    debug_assert!(
+        arity(name).is_some_and(|(min, max)| (min..=max).contains(&args.len())),
+        "{name} with {} arguments was not bound",
+        args.len()
+    );
+    debug_assert_eq!(arg_types.len(), args.len(), "{name}: argument types do not match the arguments");
     let call = Call { name, args, types: arg_types, result, datefirst: ctx.datefirst };
     match name {
         "LEN" | "DATALENGTH" | "SUBSTRING" | "LEFT" | "RIGHT" | "UPPER" | "LOWER" | "LTRIM" | "RTRIM" | "TRIM"

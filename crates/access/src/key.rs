@@ -45,8 +45,15 @@ const GUID_ORDER: [usize; 16] = [10, 11, 12, 13, 14, 15, 8, 9, 6, 7, 4, 5, 0, 1,
 /// sorted descending.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KeyBuf {
-    buf: Vec<u8>,
+    /// Inline up to [`INLINE_KEY_BYTES`]: most keys (integers, GUIDs, short strings) are
+    /// built without allocating.
+    buf: KeyBytes,
 }
+
+/// How many key bytes a [`KeyBuf`] holds before it allocates.
+pub const INLINE_KEY_BYTES: usize = 32;
+
+type KeyBytes = smallvec::SmallVec<[u8; INLINE_KEY_BYTES]>;
 
 fn f32_bits(v: f32) -> u32 {
     let v = if v == 0.0 {
@@ -89,7 +96,7 @@ fn f64_from_bits(k: u64) -> f64 {
 }
 
 /// Appends `v` escaped and terminated.
-fn push_escaped(buf: &mut Vec<u8>, v: &[u8]) {
+fn push_escaped(buf: &mut KeyBytes, v: &[u8]) {
     let mut rest = v;
     while let Some(z) = rest.iter().position(|&b| b == 0) {
         buf.extend_from_slice(&rest[..z]);
@@ -106,7 +113,7 @@ impl KeyBuf {
     }
 
     pub fn with_capacity(n: usize) -> KeyBuf {
-        KeyBuf { buf: Vec::with_capacity(n) }
+        KeyBuf { buf: KeyBytes::with_capacity(n) }
     }
 
     pub fn clear(&mut self) {
@@ -123,7 +130,7 @@ impl KeyBuf {
     }
 
     pub fn into_vec(self) -> Vec<u8> {
-        self.buf
+        self.buf.into_vec()
     }
 
     pub fn len(&self) -> usize {

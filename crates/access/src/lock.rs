@@ -135,7 +135,9 @@ impl LockMode {
 /// every waiter of the lock table's shard.
 #[derive(Default)]
 struct Entry {
-    holders: Vec<(TxnId, LockMode)>,
+    /// Inline for the usual one or two holders: a statement's Sch-S on a table no one
+    /// else holds creates and drops its entry without allocating.
+    holders: smallvec::SmallVec<[(TxnId, LockMode); 2]>,
     queue: Vec<Waiter>,
 }
 
@@ -338,7 +340,7 @@ impl LockManager {
         for r in held {
             let mut map = self.shard(r).lock();
             if let Some(entry) = map.get_mut(r) {
-                entry.holders.retain(|&(t, _)| t != txn);
+                entry.holders.retain(|h| h.0 != txn);
                 if entry.is_unused() {
                     map.remove(r);
                 } else {

@@ -60,7 +60,7 @@ impl TxnTable {
             id,
             shared,
             locks: Vec::new(),
-            statement_locks: Vec::new(),
+            statement_locks: StatementLocks::new(),
             trees: Vec::new(),
             ghosts: Vec::new(),
             undo_bytes: 0,
@@ -121,6 +121,10 @@ pub enum Durability {
     Delayed,
 }
 
+/// The locks a transaction holds for its running statement only: inline for the usual
+/// few (a statement's Sch-S locks), so an autocommit statement allocates none.
+pub(crate) type StatementLocks = smallvec::SmallVec<[Resource; 2]>;
+
 /// An open transaction. Finish it with [`Space::commit`] or [`Space::rollback`];
 /// dropping it unfinished is a bug (asserted in debug builds).
 pub struct Txn {
@@ -131,7 +135,7 @@ pub struct Txn {
     ghosts: Vec<(PageNo, Vec<u8>)>,
     /// Locks taken for the running statement only (READ COMMITTED update locks): released
     /// by [`Space::end_statement`] unless a write converted them to X.
-    statement_locks: Vec<Resource>,
+    statement_locks: StatementLocks,
     /// Log bytes this transaction's rollback may need (counted in `Space::undo_reserve`).
     undo_bytes: u64,
     /// Page images its rollback may log: one per change, up to `MAX_IMAGED_PAGES`

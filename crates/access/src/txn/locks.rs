@@ -67,8 +67,8 @@ pub(crate) fn keep_lock(space: &Space, txn: &mut Txn, i: usize, r: Resource, hol
                 let (released, kept): (Vec<Resource>, Vec<Resource>) = txn.locks.iter().partition(|r| in_tree(r));
                 space.locks.release_all(txn.id, &released);
                 txn.locks = kept;
-                let (released, kept): (Vec<Resource>, Vec<Resource>) =
-                    txn.statement_locks.iter().partition(|r| in_tree(r));
+                let (released, kept): (crate::txn::StatementLocks, crate::txn::StatementLocks) =
+                    txn.statement_locks.iter().copied().partition(|r| in_tree(r));
                 space.locks.release_all(txn.id, &released);
                 txn.statement_locks = kept;
             }
@@ -137,7 +137,7 @@ pub(crate) fn release_key(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]
     let r = Resource::key(tree, key);
     if space.locks.release_unless(txn.id, r, |m| m == LockMode::Exclusive).is_none() {
         txn.locks.retain(|&l| l != r);
-        txn.statement_locks.retain(|&l| l != r);
+        txn.statement_locks.retain(|l| *l != r);
     }
 }
 

@@ -27,9 +27,6 @@ use tessera_semantics::types::Value;
 const SCAN_BATCH_ROWS: usize = 256;
 
 /// A unique index pinned on its whole key: one point lookup instead of a range scan.
-/// Room a seek key is made with: most keys fit, so encoding one allocates once.
-const KEY_CAPACITY: usize = 64;
-
 fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
     let mut values: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::with_capacity(node.prefix.len());
     for e in &node.prefix {
@@ -39,7 +36,7 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
         }
         values.push(v);
     }
-    let mut key = KeyBuf::with_capacity(KEY_CAPACITY);
+    let mut key = KeyBuf::new();
     encode_prefix(&node.table, node.index, &values, &mut key)?;
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
     if locks != ReadLocks::COMMITTED {

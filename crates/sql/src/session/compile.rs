@@ -132,7 +132,7 @@ impl Runner<'_> {
         let context = self.context();
         let at = addr(s);
         let first = (self.compiled.iter().position(|(a, _, _)| *a == at))
-            .and_then(|i| self.compiled.remove(i))
+            .map(|i| self.compiled.remove(i))
             .filter(|(_, c, _)| *c == context)
             .map(|(_, _, found)| found);
         self.locked(first, |r| Ok(r.compile_statement(s)?.expect("compiled statement")))
@@ -204,7 +204,7 @@ impl Runner<'_> {
                 _ => match self.compile_statement(s) {
                     Ok(Some(checked)) => {
                         let context = self.context();
-                        self.compiled.push_back((addr(s), context, checked));
+                        self.compiled.push((addr(s), context, checked));
                     }
                     Ok(None) => {}
                     // Deferred name resolution: the object may be created earlier in the

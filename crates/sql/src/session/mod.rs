@@ -426,8 +426,9 @@ struct Runner<'a> {
     /// Plans the compile phase found, by statement address with the session context they
     /// were found in: a statement's first run starts from its plan instead of finding it
     /// again (then checks it under its locks, as always). In text order, which is the
-    /// order statements usually run in: the next one to run is usually the first.
-    compiled: std::collections::VecDeque<(usize, u64, compile::Checked)>,
+    /// order statements usually run in: the next one to run is usually the first. Inline
+    /// for batches of one or two statements (most).
+    compiled: smallvec::SmallVec<[(usize, u64, compile::Checked); 2]>,
     /// The procedure or function being run (see `ModuleContext`); `None` for a batch and
     /// dynamic SQL.
     owner: Option<permissions::ModuleContext>,

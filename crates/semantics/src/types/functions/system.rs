@@ -14,7 +14,7 @@ impl Call<'_> {
     pub(super) fn checksum(&self) -> SqlResult<Value> {
         // FNV-1a over each argument's collation key, so that CHECKSUM('a') = CHECKSUM('A')
         let mut h: u32 = 0x811C_9DC5;
-        let mut key = KeyBuf::with_capacity(64);
+        let mut key = KeyBuf::new();
         for (v, t) in self.args.iter().zip(self.types) {
             key.clear();
             if encode_key(v, t, false, &mut key).is_err() {

@@ -603,8 +603,9 @@ pub struct Transactions {
     pub count: u32,
     /// Savepoints by name: the position in every open transaction.
     pub savepoints: Vec<(String, Vec<(String, Savepoint)>)>,
-    /// Where the running statement started in each transaction (statement rollback).
-    pub statement_marks: Vec<(String, Savepoint)>,
+    /// Where the running statement started in each transaction (statement rollback), by
+    /// the transaction's database.
+    pub statement_marks: Vec<(Arc<Database>, Savepoint)>,
     /// Set when an error doomed the transaction (XACT_ABORT): it can only roll back.
     pub doomed: bool,
     /// Delayed durability requested by `COMMIT … WITH (DELAYED_DURABILITY = ON)`.
@@ -620,7 +621,7 @@ impl Transactions {
 
     /// Marks the start of a statement in every open transaction.
     pub fn mark_statement(&mut self) {
-        self.statement_marks = self.open.iter().map(|t| (t.database().name().to_string(), t.savepoint())).collect();
+        self.statement_marks = self.open.iter().map(|t| (t.database().clone(), t.savepoint())).collect();
     }
 
     /// Ends the running statement's locks in every open transaction (statement-duration
@@ -643,7 +644,7 @@ impl Transactions {
     /// Undoes the running statement's changes, keeping the transactions open.
     pub fn rollback_statement(&mut self) -> SqlResult<()> {
         for (db, mark) in std::mem::take(&mut self.statement_marks) {
-            if let Some(i) = self.position(&db) {
+            if let Some(i) = self.open.iter().position(|t| Arc::ptr_eq(t.database(), &db)) {
                 self.open[i].rollback_to(mark)?;
             }
         }
@@ -860,7 +861,7 @@ impl SessionState {
         t.set_lock_timeout(lock_timeout(self.options.lock_timeout));
         t.set_cancel(self.cancel.clone());
         let txns = &mut self.txns;
-        txns.statement_marks.push((database.name().to_string(), t.savepoint()));
+        txns.statement_marks.push((database.clone(), t.savepoint()));
         txns.open.push(t);
         Ok(txns.open.last_mut().expect("just pushed"))
     }

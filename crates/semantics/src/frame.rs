@@ -22,7 +22,7 @@ pub fn addr<T>(x: &T) -> usize {
 
 impl Frame {
     pub fn of(batch: &ast::Batch) -> SqlResult<Frame> {
-        let mut f = Frame { decls: Vec::new(), visible: Default::default(), labels: Vec::new(), gotos: Vec::new() };
+        let mut f = Frame::with_decls(Vec::new());
         f.walk(&batch.statements)?;
         f.check_labels()?;
         Ok(f)
@@ -42,17 +42,19 @@ impl Frame {
         Ok(())
     }
 
+    /// A frame of the given variables and nothing else (every statement sees them all):
+    /// the parameters of an RPC batch, before any DECLARE of its own is walked.
+    pub fn with_decls(decls: Vec<(String, SqlType)>) -> Frame {
+        Frame { decls, visible: Default::default(), labels: Vec::new(), gotos: Vec::new() }
+    }
+
     /// A procedure's frame: its parameters first, then the body's declarations.
     pub fn of_procedure(params: &[ast::Parameter], body: &[Statement]) -> SqlResult<Frame> {
-        let mut f = Frame { decls: Vec::new(), visible: Default::default(), labels: Vec::new(), gotos: Vec::new() };
+        let mut f = Frame::with_decls(Vec::new());
         for p in params {
             let lower = p.name.to_lowercase();
             if f.decls.iter().any(|(n, _)| *n == lower) {
-                return Err(SqlError::new(
-                    134,
-                    format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", p.name),
-                )
-                .with_severity(15));
+                return Err(already_declared(&p.name));
             }
             f.decls.push((lower, types::resolve_type(&p.ty, false)?));
         }
@@ -69,12 +71,7 @@ impl Frame {
                     for d in decls {
                         let lower = d.name.to_lowercase();
                         if self.decls.iter().any(|(n, _)| *n == lower) {
-                            return Err(SqlError::new(
-                                134,
-                                format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", d.name),
-                            )
-                            .with_severity(15)
-                            .at_line(s.line));
+                            return Err(already_declared(&d.name).at_line(s.line));
                         }
                         // Table variables are tables (see `ddl::declare_table_variable`), not slots.
                         if let ast::DeclarationKind::Scalar { ty, .. } = &d.kind {
@@ -105,4 +102,13 @@ impl Frame {
         }
         Ok(())
     }
+}
+
+/// Error 134: a batch or procedure declares `name` twice.
+fn already_declared(name: &str) -> SqlError {
+    SqlError::new(
+        134,
+        format!("The variable name '{name}' has already been declared. Variable names must be unique within a query batch or stored procedure."),
+    )
+    .with_severity(15)
 }

@@ -337,7 +337,7 @@ impl Session {
                 return;
             }
         };
-        let frame = Frame { decls, visible: Default::default(), labels: Vec::new(), gotos: Vec::new() };
+        let frame = Frame::with_decls(decls);
         self.state.vars = values;
         let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
         let _ = runner.run_or_show(&cached.batch.statements);

@@ -18,10 +18,29 @@
 //! searches it for a cycle through itself; if one exists the requester is the victim
 //! and gets error 1205. Waiters re-check every few milliseconds, so a cycle formed by
 //! later requests is found by the request that closes it.
+//!
+//! ## Schema stability without the lock table
+//!
+//! Every statement takes Sch-S on each object it uses, and Sch-S conflicts only with
+//! Sch-M (DDL), which is rare. So Sch-S is first tried as a *fast* hold: a count of
+//! holders per stripe of object ids ([`SchemaStripes`]), beside a count of Sch-M
+//! requests pending or granted per stripe. A statement increments its stripe's holders
+//! and then reads the stripe's modifiers; a DDL increments its stripe's modifiers and
+//! then reads the holders (both sequentially consistent), so at least one sees the
+//! other: either the statement falls back to the lock table, or the DDL waits for the
+//! fast holders to drain before it asks the lock table for Sch-M.
+//!
+//! Fast holds are invisible to the wait-for graph, which is safe only while their
+//! holders never wait for anyone. So a transaction that holds fast Sch-S and must wait
+//! in the lock table first *transfers* them: enters each as a granted Sch-S in the lock
+//! table (granted without a compatibility check: no Sch-M on the object can be granted
+//! while its fast holders are counted), then stops counting it. A DDL waiting for fast
+//! holders to drain therefore waits only for statements that are running, and any
+//! cycle through it passes through a lock-table wait, where detection sees it.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -189,13 +208,60 @@ pub struct Wait<'a> {
     pub timeout: Option<Duration>,
     /// Set when the request is cancelled (attention, shutdown): the wait ends with 3617.
     pub cancel: Option<&'a AtomicBool>,
+    /// The requester's fast schema-stability holds, transferred to the lock table before
+    /// it waits (see the module's notes).
+    pub fast: Option<&'a FastSchemaHolds>,
 }
 
 impl Wait<'_> {
-    pub const FOREVER: Wait<'static> = Wait { timeout: None, cancel: None };
+    pub const FOREVER: Wait<'static> = Wait { timeout: None, cancel: None, fast: None };
 
     pub fn timeout(limit: Duration) -> Wait<'static> {
-        Wait { timeout: Some(limit), cancel: None }
+        Wait { timeout: Some(limit), cancel: None, fast: None }
+    }
+
+    /// The error that ends a wait begun at `started` now, if any: a cancel, or the timeout.
+    fn ended(&self, started: Instant) -> Option<Error> {
+        if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            Some(Error::Cancelled)
+        } else {
+            self.timeout.filter(|&limit| started.elapsed() >= limit).map(|_| Error::LockTimeout)
+        }
+    }
+}
+
+/// Stripes of object ids for fast schema-stability holds (a power of two).
+const SCHEMA_STRIPES: usize = 256;
+
+/// Per stripe of object ids: fast Sch-S holders, and Sch-M requests pending or granted.
+struct SchemaStripes {
+    holders: [AtomicU32; SCHEMA_STRIPES],
+    modifiers: [AtomicU32; SCHEMA_STRIPES],
+}
+
+impl Default for SchemaStripes {
+    fn default() -> Self {
+        SchemaStripes {
+            holders: std::array::from_fn(|_| AtomicU32::new(0)),
+            modifiers: std::array::from_fn(|_| AtomicU32::new(0)),
+        }
+    }
+}
+
+fn schema_stripe(object: u32) -> usize {
+    (object.wrapping_mul(0x9E37_79B9) >> 24) as usize % SCHEMA_STRIPES
+}
+
+/// A transaction's schema-stability locks taken as fast holds: (object, transferred),
+/// where a transferred one is a Sch-S in the lock table now; all released when its
+/// statement ends. Behind a mutex only so that a wait, which sees the transaction shared,
+/// can transfer them; the owner reaches them with `&mut`.
+#[derive(Debug, Default)]
+pub struct FastSchemaHolds(Mutex<smallvec::SmallVec<[(u32, bool); 2]>>);
+
+impl FastSchemaHolds {
+    fn has_held(&self) -> bool {
+        self.0.lock().iter().any(|&(_, transferred)| !transferred)
     }
 }
 
@@ -205,6 +271,7 @@ pub const MAX_LOCKS_PER_TXN: usize = 5_000_000;
 pub struct LockManager {
     shards: Vec<Mutex<Table>>,
     waits_for: Mutex<HashMap<TxnId, Vec<TxnId>>>,
+    schema: SchemaStripes,
 }
 
 impl Default for LockManager {
@@ -212,6 +279,114 @@ impl Default for LockManager {
         LockManager {
             shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
             waits_for: Mutex::new(HashMap::new()),
+            schema: SchemaStripes::default(),
+        }
+    }
+}
+
+/// Schema locks: the fast Sch-S path and what Sch-M does about it (see the module's notes).
+impl LockManager {
+    /// Takes Sch-S on `object` as a fast hold in `holds` when no Sch-M on its stripe is
+    /// pending or granted; false otherwise (take it in the lock table then).
+    pub fn try_fast_schema_stability(&self, object: u32, holds: &mut FastSchemaHolds) -> bool {
+        let s = schema_stripe(object);
+        if self.schema.modifiers[s].load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        self.schema.holders[s].fetch_add(1, Ordering::SeqCst);
+        if self.schema.modifiers[s].load(Ordering::SeqCst) != 0 {
+            self.schema.holders[s].fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        holds.0.get_mut().push((object, false));
+        true
+    }
+
+    /// Releases every schema lock in `holds`, fast or transferred.
+    pub fn release_schema_holds(&self, txn: TxnId, holds: &mut FastSchemaHolds) {
+        for (object, transferred) in holds.0.get_mut().drain(..) {
+            if transferred {
+                self.release_all(txn, &[Resource::Schema(object)]);
+            } else {
+                let before = self.schema.holders[schema_stripe(object)].fetch_sub(1, Ordering::SeqCst);
+                debug_assert!(before > 0, "a fast schema hold released twice");
+            }
+        }
+    }
+
+    /// Moves `txn`'s fast holds into the lock table as granted Sch-S (before it waits, or
+    /// before it asks for Sch-M). Takes one shard at a time: call it holding none.
+    fn transfer(&self, txn: TxnId, holds: &FastSchemaHolds) {
+        let mut holds = holds.0.lock();
+        for i in 0..holds.len() {
+            let (object, transferred) = holds[i];
+            if transferred {
+                continue;
+            }
+            let r = Resource::Schema(object);
+            // An object held twice (a self-join) is one lock-table hold, released once.
+            let again = holds[..i].iter().any(|&(o, _)| o == object);
+            if !again {
+                let mut map = self.shard(&r).lock();
+                let entry = map.entry(r).or_default();
+                debug_assert!(
+                    entry.holders.iter().all(|h| h.0 == txn || h.1 != LockMode::SchemaModification),
+                    "Sch-M granted on {object} beside a fast Sch-S hold"
+                );
+                match entry.holders.iter_mut().find(|h| h.0 == txn) {
+                    Some(h) => h.1 = h.1.combine(LockMode::SchemaStability),
+                    None => entry.holders.push((txn, LockMode::SchemaStability)),
+                }
+            }
+            holds[i].1 = !again;
+            self.schema.holders[schema_stripe(object)].fetch_sub(1, Ordering::SeqCst);
+        }
+        holds.retain(|&mut (_, transferred)| transferred);
+    }
+
+    /// Sch-M on `object` for `txn` (what [`LockManager::lock`] does for it): announced on
+    /// its stripe (so new statements take Sch-S in the lock table), `txn`'s own fast
+    /// holds transferred, the stripe's fast holders drained, then granted in the lock
+    /// table, where it waits for every Sch-S holder with deadlock detection.
+    fn lock_schema_modification(&self, txn: TxnId, object: u32, wait: Wait) -> Result<bool> {
+        let r = Resource::Schema(object);
+        if self.held(txn, r) == Some(LockMode::SchemaModification) {
+            return Ok(false);
+        }
+        let s = schema_stripe(object);
+        self.schema.modifiers[s].fetch_add(1, Ordering::SeqCst);
+        if let Some(holds) = wait.fast {
+            self.transfer(txn, holds);
+        }
+        let granted = self
+            .drain_fast_holders(s, wait)
+            .and_then(|()| self.acquire(txn, r, LockMode::SchemaModification, true, wait));
+        if granted.is_err() {
+            self.schema.modifiers[s].fetch_sub(1, Ordering::SeqCst);
+        }
+        granted
+    }
+
+    /// Waits until stripe `s` has no fast holders. They are running statements that do
+    /// not wait for anyone (a waiter transfers its holds first), so this ends.
+    fn drain_fast_holders(&self, s: usize, wait: Wait) -> Result<()> {
+        let mut started: Option<Instant> = None;
+        let mut nap = Duration::from_micros(20);
+        while self.schema.holders[s].load(Ordering::SeqCst) != 0 {
+            if let Some(e) = wait.ended(*started.get_or_insert_with(Instant::now)) {
+                return Err(e);
+            }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(2));
+        }
+        Ok(())
+    }
+
+    /// A holder of `r` in `mode` has been removed: a Sch-M no longer counts on its stripe.
+    fn released(&self, r: &Resource, mode: LockMode) {
+        if let (Resource::Schema(object), LockMode::SchemaModification) = (r, mode) {
+            let before = self.schema.modifiers[schema_stripe(*object)].fetch_sub(1, Ordering::SeqCst);
+            debug_assert!(before > 0, "a Sch-M released that was never announced");
         }
     }
 }
@@ -225,12 +400,18 @@ impl LockManager {
     /// this is a new lock the transaction must release later (false when it already
     /// held the resource; the mode may have been upgraded in place), waiting as `wait` allows.
     pub fn lock(&self, txn: TxnId, r: Resource, mode: LockMode, wait: Wait) -> Result<bool> {
-        self.acquire(txn, r, mode, true, wait)
+        match (r, mode) {
+            (Resource::Schema(object), LockMode::SchemaModification) => {
+                self.lock_schema_modification(txn, object, wait)
+            }
+            _ => self.acquire(txn, r, mode, true, wait),
+        }
     }
 
     /// Acquires `mode` on `r` only if no other transaction holds a conflicting lock;
     /// never waits. `None`: not granted; `Some(new)`: held now, `new` as for [`lock`](Self::lock).
     pub fn try_lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> Option<bool> {
+        debug_assert!(mode != LockMode::SchemaModification, "Sch-M is announced first: take it with lock");
         let mut map = self.shard(&r).lock();
         let entry = map.entry(r).or_default();
         let converting = entry.holders.iter().any(|h| h.0 == txn);
@@ -299,6 +480,12 @@ impl LockManager {
                 }
                 return Ok(granted);
             }
+            // Fast schema holds are invisible to deadlock detection: into the table
+            // with them before waiting (with no shard held, then look again).
+            if let Some(fast) = wait.fast.filter(|f| !waited && f.has_held()) {
+                MutexGuard::unlocked(&mut map, || self.transfer(txn, fast));
+                continue;
+            }
             match entry.queue.iter_mut().find(|w| w.txn == txn) {
                 Some(w) => w.mode = wanted,
                 None => entry.queue.push(Waiter { txn, mode: wanted, thread: std::thread::current() }),
@@ -310,10 +497,8 @@ impl LockManager {
                 graph.insert(txn, blockers);
                 if reaches(&graph, txn) {
                     Some(Error::Deadlock)
-                } else if wait.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-                    Some(Error::Cancelled)
                 } else {
-                    timeout.filter(|&limit| started.elapsed() >= limit).map(|_| Error::LockTimeout)
+                    wait.ended(started)
                 }
             };
             if let Some(e) = failure {
@@ -340,7 +525,10 @@ impl LockManager {
         for r in held {
             let mut map = self.shard(r).lock();
             if let Some(entry) = map.get_mut(r) {
-                entry.holders.retain(|h| h.0 != txn);
+                if let Some(i) = entry.holders.iter().position(|h| h.0 == txn) {
+                    let (_, mode) = entry.holders.swap_remove(i);
+                    self.released(r, mode);
+                }
                 if entry.is_unused() {
                     map.remove(r);
                 } else {
@@ -370,6 +558,7 @@ impl LockManager {
             return Some(mode);
         }
         entry.holders.swap_remove(i);
+        self.released(&r, mode);
         if entry.is_unused() {
             map.remove(&r);
         } else {
@@ -492,6 +681,106 @@ mod tests {
         assert_eq!(lm.locked_resources(), 0);
     }
 
+    fn wait_with(holds: &FastSchemaHolds) -> Wait<'_> {
+        Wait { timeout: None, cancel: None, fast: Some(holds) }
+    }
+
+    #[test]
+    fn a_fast_schema_hold_keeps_ddl_waiting_until_released() {
+        let lm = Arc::new(LockManager::default());
+        let mut holds = FastSchemaHolds::default();
+        assert!(lm.try_fast_schema_stability(7, &mut holds));
+        assert_eq!(lm.locked_resources(), 0, "a fast hold is not in the lock table");
+        let lm2 = lm.clone();
+        let ddl =
+            std::thread::spawn(move || lm2.lock(2, Resource::Schema(7), LockMode::SchemaModification, Wait::FOREVER));
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!ddl.is_finished(), "Sch-M waits for the fast holder");
+        // With Sch-M announced, a new statement takes Sch-S in the lock table, behind it.
+        let mut later = FastSchemaHolds::default();
+        assert!(!lm.try_fast_schema_stability(7, &mut later));
+        lm.release_schema_holds(1, &mut holds);
+        assert!(ddl.join().unwrap().unwrap());
+        assert_eq!(lm.held(2, Resource::Schema(7)), Some(LockMode::SchemaModification));
+        lm.release_all(2, &[Resource::Schema(7)]);
+        assert!(lm.try_fast_schema_stability(7, &mut later), "the stripe is fast again once Sch-M is released");
+        lm.release_schema_holds(3, &mut later);
+        assert_eq!(lm.locked_resources(), 0);
+    }
+
+    #[test]
+    fn ddl_over_its_own_fast_hold_converts_it() {
+        let lm = LockManager::default();
+        let mut holds = FastSchemaHolds::default();
+        assert!(lm.try_fast_schema_stability(9, &mut holds));
+        let schema = Resource::Schema(9);
+        let new = lm.lock(1, schema, LockMode::SchemaModification, wait_with(&holds)).unwrap();
+        assert!(!new, "the transferred Sch-S became Sch-M");
+        assert_eq!(lm.held(1, schema), Some(LockMode::SchemaModification));
+        assert!(!lm.lock(1, schema, LockMode::SchemaModification, wait_with(&holds)).unwrap());
+        lm.release_schema_holds(1, &mut holds);
+        assert_eq!(lm.locked_resources(), 0);
+        assert!(lm.try_fast_schema_stability(9, &mut holds), "the Sch-M was counted off once");
+        lm.release_schema_holds(1, &mut holds);
+    }
+
+    #[test]
+    fn a_deadlock_through_a_fast_schema_hold_is_detected() {
+        // Transaction 1 reads table 5 (fast Sch-S), transaction 2 holds X on a row and
+        // asks for Sch-M on table 5; then 1 waits for that row. 2 waits for 1 outside the
+        // lock table until 1 transfers its hold: the cycle must then be found.
+        let lm = Arc::new(LockManager::default());
+        let row = Resource::key(1, b"row");
+        lm.lock(2, row, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        let mut holds = FastSchemaHolds::default();
+        assert!(lm.try_fast_schema_stability(5, &mut holds));
+        let lm2 = lm.clone();
+        let ddl = std::thread::spawn(move || {
+            let own = FastSchemaHolds::default();
+            let r = lm2.lock(2, Resource::Schema(5), LockMode::SchemaModification, wait_with(&own));
+            lm2.release_all(2, &[row, Resource::Schema(5)]);
+            r
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let read = lm.wait_compatible(1, row, LockMode::Shared, wait_with(&holds));
+        lm.release_schema_holds(1, &mut holds);
+        let ddl = ddl.join().unwrap();
+        let victims = [read.is_err(), ddl.is_err()].iter().filter(|&&e| e).count();
+        assert_eq!(victims, 1, "{read:?} {ddl:?}");
+        assert!(matches!(read, Err(Error::Deadlock)) || matches!(ddl, Err(Error::Deadlock)));
+        assert_eq!(lm.locked_resources(), 0);
+    }
+
+    #[test]
+    fn an_object_held_twice_transfers_and_releases_once() {
+        let lm = LockManager::default();
+        let mut holds = FastSchemaHolds::default();
+        assert!(lm.try_fast_schema_stability(4, &mut holds));
+        assert!(lm.try_fast_schema_stability(4, &mut holds));
+        lm.transfer(1, &holds);
+        assert_eq!(lm.held(1, Resource::Schema(4)), Some(LockMode::SchemaStability));
+        assert!(lm.try_fast_schema_stability(4, &mut holds), "held fast again after the transfer");
+        lm.transfer(1, &holds);
+        lm.release_schema_holds(1, &mut holds);
+        assert_eq!(lm.locked_resources(), 0);
+        let ddl = lm.lock(2, Resource::Schema(4), LockMode::SchemaModification, Wait::timeout(Duration::ZERO));
+        assert!(ddl.unwrap(), "no fast holder is left counted");
+        lm.release_all(2, &[Resource::Schema(4)]);
+    }
+
+    #[test]
+    fn a_ddl_waiting_for_fast_holders_honours_its_timeout() {
+        let lm = LockManager::default();
+        let mut holds = FastSchemaHolds::default();
+        assert!(lm.try_fast_schema_stability(3, &mut holds));
+        let r = lm.lock(2, Resource::Schema(3), LockMode::SchemaModification, Wait::timeout(Duration::from_millis(20)));
+        assert!(matches!(r, Err(Error::LockTimeout)));
+        let mut again = FastSchemaHolds::default();
+        assert!(lm.try_fast_schema_stability(3, &mut again), "a failed Sch-M is counted off");
+        lm.release_schema_holds(1, &mut holds);
+        lm.release_schema_holds(4, &mut again);
+    }
+
     #[test]
     fn deadlock_is_detected_and_one_victim_chosen() {
         let lm = Arc::new(LockManager::default());
@@ -523,7 +812,7 @@ mod tests {
         let r = Resource::key(1, b"k");
         lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap();
         let cancel = AtomicBool::new(true);
-        let wait = Wait { timeout: None, cancel: Some(&cancel) };
+        let wait = Wait { timeout: None, cancel: Some(&cancel), fast: None };
         assert!(matches!(lm.lock(2, r, LockMode::Update, wait), Err(Error::Cancelled)));
         assert_eq!(Error::Cancelled.number(), 3617);
         lm.release_all(1, &[r]);

@@ -23,7 +23,7 @@ use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
 use crate::account::TreeCharge;
 use crate::btree;
-use crate::lock::{LockMode, Resource, Wait};
+use crate::lock::{FastSchemaHolds, LockMode, Resource, Wait};
 use crate::mtr::{self, LogCtx};
 use crate::ops::Undo;
 use crate::reserve::{self, Claim, MAX_IMAGED_PAGES, TXN_RECORDS, UNDO_OVERHEAD};
@@ -61,6 +61,7 @@ impl TxnTable {
             shared,
             locks: Vec::new(),
             statement_locks: StatementLocks::new(),
+            schema_holds: FastSchemaHolds::default(),
             trees: Vec::new(),
             ghosts: Vec::new(),
             undo_bytes: 0,
@@ -136,6 +137,9 @@ pub struct Txn {
     /// Locks taken for the running statement only (READ COMMITTED update locks): released
     /// by [`Space::end_statement`] unless a write converted them to X.
     statement_locks: StatementLocks,
+    /// Schema-stability locks held without the lock table (see `crate::lock`), released
+    /// with the statement locks.
+    schema_holds: FastSchemaHolds,
     /// Log bytes this transaction's rollback may need (counted in `Space::undo_reserve`).
     undo_bytes: u64,
     /// Page images its rollback may log: one per change, up to `MAX_IMAGED_PAGES`
@@ -163,7 +167,7 @@ pub struct Txn {
 impl Txn {
     /// How this transaction's lock requests wait.
     pub fn wait(&self) -> Wait<'_> {
-        Wait { timeout: self.lock_timeout, cancel: self.cancel.as_deref() }
+        Wait { timeout: self.lock_timeout, cancel: self.cancel.as_deref(), fast: Some(&self.schema_holds) }
     }
 
     pub fn last_lsn(&self) -> Lsn {
@@ -295,6 +299,7 @@ fn finish(space: &Space, txn: &mut Txn) {
     space.locks.release_all(txn.id, &txn.locks);
     space.locks.release_all(txn.id, &txn.statement_locks);
     txn.statement_locks.clear();
+    space.locks.release_schema_holds(txn.id, &mut txn.schema_holds);
     for t in txn.trees.drain(..) {
         if t.writer {
             t.meta.writers.fetch_sub(1, Ordering::AcqRel);

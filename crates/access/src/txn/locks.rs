@@ -106,8 +106,12 @@ pub(crate) fn tree_locks(space: &Space, txn: &mut Txn, tree: PageNo, write: bool
 }
 
 /// The body of [`Space::lock_schema`].
+/// Sch-S is a fast hold unless a DDL on the object's stripe is pending (see `crate::lock`).
 pub(crate) fn lock_schema(space: &Space, txn: &mut Txn, object: u32, mode: LockMode) -> Result<()> {
     debug_assert!(matches!(mode, LockMode::SchemaStability | LockMode::SchemaModification));
+    if mode == LockMode::SchemaStability && space.locks.try_fast_schema_stability(object, &mut txn.schema_holds) {
+        return Ok(());
+    }
     let r = Resource::Schema(object);
     if space.locks.lock(txn.id, r, mode, txn.wait())? {
         txn.statement_locks.push(r);
@@ -124,7 +128,7 @@ pub(crate) fn lock_app(
     timeout: Option<Duration>,
 ) -> Result<bool> {
     debug_assert!(matches!(r, Resource::App(_)));
-    let wait = Wait { timeout, cancel: txn.cancel.as_deref() };
+    let wait = Wait { timeout, ..txn.wait() };
     let (new, waited) = space.locks.lock_noting_wait(txn.id, r, mode, wait)?;
     if new {
         txn.locks.push(r);
@@ -148,6 +152,7 @@ pub(crate) fn end_statement(space: &Space, txn: &mut Txn) {
             txn.locks.push(r);
         }
     }
+    space.locks.release_schema_holds(txn.id, &mut txn.schema_holds);
 }
 
 /// The body of [`Space::lock_table`].

@@ -95,7 +95,7 @@ pub fn get(args: &[NamedArg], ctx: &mut ExecCtx) -> SqlResult<i32> {
         Owner::Session => {
             let database = ctx.shared.database(&db)?;
             let cancel = ctx.session.cancel.clone();
-            let wait = tessera_database::LockWait { timeout, cancel: Some(&cancel) };
+            let wait = tessera_database::LockWait { timeout, cancel: Some(&cancel), fast: None };
             let granted = database.lock_app_for_session(session_owner(ctx.session.spid), hash, mode, wait);
             if granted.is_ok() && !ctx.session.app_locks.contains(&(db.clone(), hash)) {
                 ctx.session.app_locks.push((db.clone(), hash));

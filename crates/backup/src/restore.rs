@@ -306,7 +306,7 @@ pub fn restore(
                 begin_lsn: header.first_lsn,
                 recovery_model: header.recovery_model.clone(),
             };
-            (data_path.clone(), log_path.clone(), progress, LogBuilder::create(&log_path, database)?)
+            (data_path.clone(), log_path.clone(), progress, LogBuilder::create(&log_path, database, header.first_lsn)?)
         }
         BackupType::Differential | BackupType::Log => {
             if state != Some(DbState::Restoring) {
@@ -324,7 +324,7 @@ pub fn restore(
                 remove_if_exists(&log_path)?;
                 let progress =
                     Progress { checkpoint_lsn: header.checkpoint_lsn, begin_lsn: header.first_lsn, ..progress };
-                (data_path, log_path.clone(), progress, LogBuilder::create(&log_path, database)?)
+                (data_path, log_path.clone(), progress, LogBuilder::create(&log_path, database, header.first_lsn)?)
             } else {
                 if opts.stop_at.is_some_and(|stop| stop < set_trailer.finish_unix_micros)
                     && set_trailer.has_bulk_logged_data

@@ -11,6 +11,12 @@
 //!
 //! Invariant: the builder's log is one gap-free run of frames from its first segment to
 //! `end_lsn`; a segment that would leave a gap is refused, one that overlaps is trimmed.
+//!
+//! A copy that began where a VLF ended (the log had moved on to the next VLF, so its
+//! first frame opens that one) still names its begin LSN in the ended VLF: the master
+//! record and the checkpoint's redo point say recovery starts there. The builder lays
+//! that VLF out as a stub holding only its end marker, so reading from the begin LSN
+//! goes on into the next VLF as it did in the original log.
 
 use std::path::Path;
 
@@ -52,12 +58,15 @@ pub struct LogBuilder {
     file_len: u64,
     /// The LSN the next frame must have (0: nothing written yet).
     end: Lsn,
+    /// Where the copied log begins, for a new log (0: where its first segment begins).
+    begin: Lsn,
     serial: u64,
 }
 
 impl LogBuilder {
-    /// Starts a new log file at `path` (which must not exist).
-    pub fn create(path: &Path, database: &str) -> Result<LogBuilder> {
+    /// Starts a new log file at `path` (which must not exist) for a copy of the log that
+    /// begins at `begin` (0: wherever its first segment begins).
+    pub fn create(path: &Path, database: &str, begin: Lsn) -> Result<LogBuilder> {
         let file = DataFile::open(path, OpenMode::CreateNew, false)?;
         let mut header = vec![0u8; FILE_HEADER as usize];
         header[0..8].copy_from_slice(MAGIC);
@@ -70,6 +79,7 @@ impl LogBuilder {
             vlfs: Vec::new(),
             file_len: FILE_HEADER,
             end: 0,
+            begin,
             serial: 0,
         })
     }
@@ -88,7 +98,7 @@ impl LogBuilder {
             .unwrap_or(0);
         let (vlfs, file_len) = scan_vlfs(&file)?;
         let vlfs: Vec<Vlf> = vlfs.into_iter().filter(|v| v.seq != 0 && v.seq <= lsn_seq(end)).collect();
-        Ok(LogBuilder { file, database: database.to_string(), vlfs, file_len, end, serial })
+        Ok(LogBuilder { file, database: database.to_string(), vlfs, file_len, end, begin: 0, serial })
     }
 
     /// The LSN just past the last frame written.
@@ -113,6 +123,9 @@ impl LogBuilder {
         }
         if seg.vlf_size > MAX_VLF_SIZE || u64::from(seg.offset) + seg.frames.len() as u64 > seg.vlf_size {
             return Err(Error::Invalid(format!("a log segment of VLF {} does not fit its VLF", seg.seq)));
+        }
+        if self.end == 0 && self.begin != 0 && seg.first_lsn() != self.begin {
+            self.stub_ended_vlf(seg)?;
         }
         let mut frames: &[u8] = &seg.frames;
         let mut start = seg.offset;
@@ -139,6 +152,27 @@ impl LogBuilder {
         debug_assert_eq!(vlf.seq, seg.seq);
         self.file.write_all_at(frames, vlf.offset + u64::from(start))?;
         self.end = make_lsn(seg.seq, start + frames.len() as u32);
+        Ok(())
+    }
+
+    /// The copy's first segment opens the VLF after the one `begin` lies in: that VLF
+    /// had no frame from `begin` on. Lays it out as a stub ending at `begin` (see the
+    /// module's notes); any other start is a gap.
+    fn stub_ended_vlf(&mut self, first: &LogSegment) -> Result<()> {
+        let opens_next = lsn_seq(self.begin) + 1 == first.seq && first.offset == VLF_HEADER;
+        if !opens_next {
+            return Err(Error::Invalid(format!(
+                "the log copied for database '{}' begins at LSN {}, not at LSN {} where it should",
+                self.database,
+                format_lsn(first.first_lsn()),
+                format_lsn(self.begin)
+            )));
+        }
+        let size = (u64::from(lsn_offset(self.begin)) + u64::from(FRAME_HEADER))
+            .max(2 * u64::from(VLF_HEADER))
+            .next_multiple_of(4096);
+        self.start_vlf(lsn_seq(self.begin), size)?;
+        self.end = self.begin;
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use tessera_errors::{Error, Result};
 use crate::reader::WalReader;
 use crate::record::{LogRecord, RecordKind, TxnId};
 use crate::wal::{Master, Wal};
-use crate::Lsn;
+use crate::{lsn_seq, Lsn};
 
 /// Applies record bodies to pages. Implemented by the access layer.
 pub trait RecoveryHandler {
@@ -117,6 +117,16 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
     } else {
         (master.begin_lsn, master.begin_lsn)
     };
+
+    // A start the log does not hold would read as an empty log: nothing redone.
+    for lsn in [analysis_from, redo_lsn] {
+        if lsn != 0 && wal.vlf_for_seq(lsn_seq(lsn)).is_none() {
+            return Err(wal.corrupt(format!(
+                "recovery starts at LSN {}, which the log file does not hold",
+                crate::format_lsn(lsn)
+            )));
+        }
+    }
 
     // Analysis.
     let mut reader = WalReader::new(wal, analysis_from);

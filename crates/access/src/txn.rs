@@ -55,10 +55,9 @@ impl TxnTable {
     /// begins and ends without taking the table's mutex.
     pub(crate) fn begin(&self, durability: Durability) -> Txn {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::new(TxnShared::default());
         Txn {
             id,
-            shared,
+            shared: None,
             locks: Vec::new(),
             statement_locks: StatementLocks::new(),
             schema_holds: FastSchemaHolds::default(),
@@ -78,7 +77,8 @@ impl TxnTable {
     }
 
     fn register(&self, txn: &Txn) {
-        self.active.lock().insert(txn.id, txn.shared.clone());
+        let shared = txn.shared.clone().expect("a transaction registers with its shared state");
+        self.active.lock().insert(txn.id, shared);
     }
 
     fn end(&self, txn: &Txn) {
@@ -130,7 +130,9 @@ pub(crate) type StatementLocks = smallvec::SmallVec<[Resource; 2]>;
 /// dropping it unfinished is a bug (asserted in debug builds).
 pub struct Txn {
     pub id: TxnId,
-    shared: Arc<TxnShared>,
+    /// What the checkpointer reads: made when the transaction first logs (a reader never
+    /// needs it).
+    shared: Option<Arc<TxnShared>>,
     locks: Vec<Resource>,
     pub(crate) trees: Vec<TreeLocks>,
     ghosts: Vec<(PageNo, Vec<u8>)>,
@@ -171,7 +173,15 @@ impl Txn {
     }
 
     pub fn last_lsn(&self) -> Lsn {
-        self.shared.last_lsn.load(Ordering::Acquire)
+        self.shared.as_ref().map_or(0, |s| s.last_lsn.load(Ordering::Acquire))
+    }
+
+    /// Sets the transaction's newest log record (after it noted its first LSN).
+    pub(crate) fn set_last_lsn(&self, lsn: Lsn) {
+        match &self.shared {
+            Some(s) => s.last_lsn.store(lsn, Ordering::Release),
+            None => debug_assert_eq!(lsn, 0, "transaction {} logged before it noted its first LSN", self.id),
+        }
     }
 
     pub fn has_writes(&self) -> bool {
@@ -182,7 +192,7 @@ impl Txn {
     fn logged(&self, lsn: Lsn) {
         debug_assert!(self.registered, "transaction {} logged before it noted its first LSN", self.id);
         debug_assert!(lsn > self.last_lsn(), "a transaction's records are chained in LSN order");
-        self.shared.last_lsn.store(lsn, Ordering::Release);
+        self.set_last_lsn(lsn);
     }
 }
 
@@ -288,8 +298,13 @@ fn remove_ghosts(space: &Space, txn: &Txn) {
 }
 
 fn finish(space: &Space, txn: &mut Txn) {
-    space.undo_reserve.fetch_sub(txn.undo_bytes, Ordering::AcqRel);
-    space.undo_images.fetch_sub(txn.undo_images, Ordering::AcqRel);
+    // A reader reserved nothing: it leaves the space's shared counters alone.
+    if txn.undo_bytes != 0 {
+        space.undo_reserve.fetch_sub(txn.undo_bytes, Ordering::AcqRel);
+    }
+    if txn.undo_images != 0 {
+        space.undo_images.fetch_sub(txn.undo_images, Ordering::AcqRel);
+    }
     if let Some(split) = txn.rollback_split.take() {
         space.rollback_pages.fetch_sub(split.pages, Ordering::AcqRel);
         reserve::drop_frame(space, split.frame);
@@ -323,7 +338,7 @@ pub(crate) fn rollback(space: &Space, mut txn: Txn) -> Result<()> {
 pub(crate) fn rollback_to(space: &Space, txn: &mut Txn, savepoint: Lsn) -> Result<()> {
     assert!(savepoint <= txn.last_lsn(), "savepoint {savepoint} lies after the transaction's last record");
     let last = undo_back_to(space, txn, savepoint)?;
-    txn.shared.last_lsn.store(last, Ordering::Release);
+    txn.set_last_lsn(last);
     Ok(())
 }
 
@@ -349,7 +364,8 @@ fn undo_back_to(space: &Space, txn: &Txn, stop: Lsn) -> Result<Lsn> {
 /// The body of [`Space::note_first_lsn`].
 pub(crate) fn note_first_lsn(space: &Space, txn: &mut Txn) {
     if !txn.registered {
-        txn.shared.first_lsn.store(space.wal.end_lsn(), Ordering::Release);
+        let shared = TxnShared { first_lsn: AtomicU64::new(space.wal.end_lsn()), last_lsn: AtomicU64::new(0) };
+        txn.shared = Some(Arc::new(shared));
         space.txns.register(txn);
         txn.registered = true;
     }

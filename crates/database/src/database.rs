@@ -621,7 +621,11 @@ impl Database {
 
     pub(crate) fn touch(&self) {
         let now_ns = self.since_open().as_nanos() as u64;
-        self.last_used_ns.fetch_max(now_ns, Ordering::Relaxed);
+        // Read first: sessions on one database share the line, and the coarse clock
+        // moves once a millisecond or so, so most touches change nothing.
+        if self.last_used_ns.load(Ordering::Relaxed) < now_ns {
+            self.last_used_ns.fetch_max(now_ns, Ordering::Relaxed);
+        }
     }
 
     /// When the database was last used (when it was opened if not since).

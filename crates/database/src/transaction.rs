@@ -252,7 +252,10 @@ impl Transaction {
     /// may lose it.
     pub fn commit_with(mut self, delayed: bool) -> Result<()> {
         let mut txn = self.txn.take().expect("transaction is open");
-        txn.durability = self.db.commit_durability(delayed);
+        // Only a commit record is made durable (a reader logs none).
+        if txn.has_writes() {
+            txn.durability = self.db.commit_durability(delayed);
+        }
         self.db.space.commit(txn)
     }
 

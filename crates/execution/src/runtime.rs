@@ -86,7 +86,7 @@ pub struct Shared {
     /// Resource Governor's pools, groups and classifier (`resource_governor`).
     pub resource_governor: crate::resource_governor::ResourceGovernor,
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
-    pub global_trace_flags: RwLock<std::collections::BTreeSet<i32>>,
+    pub global_trace_flags: GlobalTraceFlags,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
     errorlog: Mutex<Option<ErrorLogHook>>,
     /// Ends a client's connection (the server installs it; KILL calls it).
@@ -192,7 +192,7 @@ impl Shared {
             logins,
             server_permissions,
             resource_governor,
-            global_trace_flags: RwLock::new(std::collections::BTreeSet::new()),
+            global_trace_flags: GlobalTraceFlags::default(),
             errorlog: Mutex::new(None),
             kill_hook: Mutex::new(None),
             open_close_log: Mutex::default(),
@@ -846,7 +846,7 @@ impl SessionState {
 
     /// Whether a trace flag is on for this session (or globally).
     pub fn has_trace_flag(&self, shared: &Shared, flag: i32) -> bool {
-        self.trace_flags.contains(&flag) || shared.global_trace_flags.read().contains(&flag)
+        self.trace_flags.contains(&flag) || shared.global_trace_flags.contains(flag)
     }
 
     /// The session's transaction in `db`, begun on first use.
@@ -889,6 +889,36 @@ impl SessionState {
         let h = self.next_handle;
         self.next_handle = self.next_handle.wrapping_add(1).max(1);
         h
+    }
+}
+
+/// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`): asked about on
+/// every transaction, changed by hand, so while none is on an asker reads one flag and
+/// takes no lock.
+#[derive(Default)]
+pub struct GlobalTraceFlags {
+    on: RwLock<std::collections::BTreeSet<i32>>,
+    any: AtomicBool,
+}
+
+impl GlobalTraceFlags {
+    pub fn contains(&self, flag: i32) -> bool {
+        self.any.load(Ordering::Acquire) && self.on.read().contains(&flag)
+    }
+
+    pub fn set(&self, flag: i32, on: bool) {
+        let mut flags = self.on.write();
+        if on {
+            flags.insert(flag);
+        } else {
+            flags.remove(&flag);
+        }
+        self.any.store(!flags.is_empty(), Ordering::Release);
+    }
+
+    /// The flags on, ascending.
+    pub fn list(&self) -> Vec<i32> {
+        self.on.read().iter().copied().collect()
     }
 }
 

@@ -64,7 +64,7 @@ fn change(
                 let placed = btree::put_placed(space, tree, key, rec, ctx)?;
                 note_placed(txn, meta, placed);
             }
-            None => txn.shared.last_lsn.store(btree::remove(space, tree, key, ctx)?, Ordering::Release),
+            None => txn.set_last_lsn(btree::remove(space, tree, key, ctx)?),
         }
         Ok(())
     })
@@ -76,7 +76,7 @@ fn note_placed(txn: &Txn, meta: &TreeMeta, placed: btree::Placed) {
     if placed.rightmost {
         meta.append_hint.store(placed.leaf, Ordering::Relaxed);
     }
-    txn.shared.last_lsn.store(placed.lsn, Ordering::Release);
+    txn.set_last_lsn(placed.lsn);
 }
 
 /// The body of [`Space::insert`].
@@ -109,7 +109,7 @@ fn store_new(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &
     // the tree cannot be a duplicate.
     if let Some(leaf) = append_leaf(space, txn, tree, meta)? {
         if let Some(lsn) = btree::try_append(space, tree, leaf, key, &mut rec, ctx)? {
-            txn.shared.last_lsn.store(lsn, Ordering::Release);
+            txn.set_last_lsn(lsn);
             return Ok(None);
         }
     }

@@ -67,9 +67,8 @@ impl Runner<'_> {
     ) -> SqlResult<Checked> {
         let context = self.context();
         let catalogs = Catalogs::new(self.shared, self.state)?;
-        let version = catalogs.current.catalog.version;
         if let Some(found) = self.batch.plan(key, context, catalogs.current.database_id, |dep| catalogs.holds(dep)) {
-            return Ok(Checked { found, version });
+            return Ok(Checked { found, context, current: catalogs.current });
         }
         let started = std::time::Instant::now();
         let mut b = Binder::new(self.shared, self.state, vars);
@@ -88,7 +87,7 @@ impl Runner<'_> {
         let bind_us = started.elapsed().as_micros() as u64;
         let compiled = Compiled { context, plan: plan.clone(), deps: deps.clone() };
         self.batch.store(key, compiled, catalogs.current.database_id, bind_us);
-        Ok(Checked { found: Found { plan, deps }, version })
+        Ok(Checked { found: Found { plan, deps }, context, current: catalogs.current })
     }
 
     pub(super) fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Checked>> {
@@ -131,10 +130,9 @@ impl Runner<'_> {
     pub(super) fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
         let context = self.context();
         let at = addr(s);
-        let first = (self.compiled.iter().position(|(a, _, _)| *a == at))
-            .map(|i| self.compiled.remove(i))
-            .filter(|(_, c, _)| *c == context)
-            .map(|(_, _, found)| found);
+        let first = (self.compiled.iter().position(|(a, _)| *a == at))
+            .map(|i| self.compiled.remove(i).1)
+            .filter(|checked| checked.context == context);
         self.locked(first, |r| Ok(r.compile_statement(s)?.expect("compiled statement")))
     }
 
@@ -163,7 +161,16 @@ impl Runner<'_> {
         loop {
             let found = &checked.found;
             for dep in found.deps.iter().filter(|d| d.locked) {
-                let of = self.shared.catalog_memo(&self.state.catalog_memo, dep.db.name(&self.state.database))?;
+                // The current database's objects as the plan was checked against them (an
+                // object replaced since is found so by the look under the locks below).
+                let named;
+                let of = match &dep.db {
+                    DbRef::Current => &checked.current,
+                    DbRef::Named(db) => {
+                        named = self.shared.catalog_memo(&self.state.catalog_memo, db)?;
+                        &named
+                    }
+                };
                 // A table dropped meanwhile: binding again reports it.
                 if let Some(o) = of.catalog.lookup_key(&dep.key) {
                     let tx = self.state.transaction(self.shared, &of.database)?;
@@ -174,7 +181,7 @@ impl Runner<'_> {
             // still finds what it was bound against. The current database's names need
             // no look when its catalog is still the snapshot they were checked in.
             let catalogs = Catalogs::new(self.shared, self.state)?;
-            let unchanged = catalogs.current.catalog.version == checked.version;
+            let unchanged = catalogs.current.catalog.version == checked.current.catalog.version;
             if found.deps.iter().all(|d| (unchanged && d.db == DbRef::Current) || catalogs.holds(d)) {
                 self.check_plan(&found.deps)?;
                 return Ok(checked.found.plan);
@@ -202,10 +209,7 @@ impl Runner<'_> {
                 // A USE changes what later names mean: stop compiling ahead there.
                 StatementKind::Use(_) => return Ok(()),
                 _ => match self.compile_statement(s) {
-                    Ok(Some(checked)) => {
-                        let context = self.context();
-                        self.compiled.push((addr(s), context, checked));
-                    }
+                    Ok(Some(checked)) => self.compiled.push((addr(s), checked)),
                     Ok(None) => {}
                     // Deferred name resolution: the object may be created earlier in the
                     // batch; the statement binds again when it runs.
@@ -318,11 +322,12 @@ fn mentions_temp_table(s: &Statement) -> bool {
     }
 }
 
-/// A plan, and the version of the current database's catalog its names were found to
-/// hold in.
+/// A plan, the session context it was found for, and the current database's catalog its
+/// names were found to hold in.
 pub(super) struct Checked {
     found: Found<Prepared>,
-    version: u64,
+    context: u64,
+    current: CatalogOf,
 }
 
 impl Checked {

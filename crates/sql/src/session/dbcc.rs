@@ -154,12 +154,7 @@ impl Runner<'_> {
                     }
                     let on = command == "TRACEON";
                     if global {
-                        let mut g = self.shared.global_trace_flags.write();
-                        if on {
-                            g.insert(f);
-                        } else {
-                            g.remove(&f);
-                        }
+                        self.shared.global_trace_flags.set(f, on);
                     } else if on {
                         self.state.trace_flags.insert(f);
                     } else {
@@ -168,7 +163,7 @@ impl Runner<'_> {
                 }
             }
             "TRACESTATUS" => {
-                let global: Vec<i32> = self.shared.global_trace_flags.read().iter().copied().collect();
+                let global = self.shared.global_trace_flags.list();
                 let mut flags: Vec<i32> =
                     self.state.trace_flags.iter().copied().chain(global.iter().copied()).collect();
                 flags.sort_unstable();

@@ -428,7 +428,7 @@ struct Runner<'a> {
     /// again (then checks it under its locks, as always). In text order, which is the
     /// order statements usually run in: the next one to run is usually the first. Inline
     /// for batches of one or two statements (most).
-    compiled: smallvec::SmallVec<[(usize, u64, compile::Checked); 2]>,
+    compiled: smallvec::SmallVec<[(usize, compile::Checked); 2]>,
     /// The procedure or function being run (see `ModuleContext`); `None` for a batch and
     /// dynamic SQL.
     owner: Option<permissions::ModuleContext>,

@@ -29,6 +29,9 @@ struct DbCatalog {
     database: Arc<str>,
     database_id: u32,
     current: RwLock<Arc<Catalog>>,
+    /// The version of `current`, stored after it is replaced: a session's memo of a
+    /// snapshot checks it instead of taking the lock.
+    published: AtomicU64,
     /// The database's principals and permissions, loaded at first use.
     security: RwLock<Option<Arc<crate::principals::Security>>>,
     ddl: Mutex<()>,
@@ -51,11 +54,13 @@ impl DbCatalog {
 }
 
 /// A session's memo of the catalog entry of the database it last asked about (usually its
-/// current one), so that finding a statement's plan takes no instance-wide lock.
+/// current one) and of the snapshot it last took there, so that finding a statement's
+/// plan takes no instance-wide lock, and no lock at all while the catalog is unchanged.
 #[derive(Default)]
-pub struct CatalogMemo(RefCell<Option<Arc<DbCatalog>>>);
+pub struct CatalogMemo(RefCell<Option<(Arc<DbCatalog>, CatalogOf)>>);
 
 /// A database's catalog snapshot, with the database's name as registered and its id.
+#[derive(Clone)]
 pub struct CatalogOf {
     pub database: Arc<str>,
     pub database_id: u32,
@@ -280,6 +285,7 @@ impl Shared {
         let entry = Arc::new(DbCatalog {
             database: Arc::from(db.name()),
             database_id: db.id(),
+            published: AtomicU64::new(loaded.version),
             current: RwLock::new(Arc::new(loaded)),
             security: RwLock::new(None),
             ddl: Mutex::new(()),
@@ -297,14 +303,20 @@ impl Shared {
 
     /// As `catalog_named`, through a session's memo.
     pub fn catalog_memo(&self, memo: &CatalogMemo, name: &str) -> SqlResult<CatalogOf> {
-        if let Some(entry) = &*memo.0.borrow() {
-            if !entry.forgotten.load(Ordering::Acquire) && entry.database.eq_ignore_ascii_case(name) {
-                return Ok(entry.snapshot());
+        let mut memo = memo.0.borrow_mut();
+        let entry = match &*memo {
+            Some((entry, of))
+                if !entry.forgotten.load(Ordering::Acquire) && entry.database.eq_ignore_ascii_case(name) =>
+            {
+                if entry.published.load(Ordering::Acquire) == of.catalog.version {
+                    return Ok(of.clone());
+                }
+                entry.clone()
             }
-        }
-        let entry = self.entry_named(name)?;
+            _ => self.entry_named(name)?,
+        };
         let of = entry.snapshot();
-        *memo.0.borrow_mut() = Some(entry);
+        *memo = Some((entry, of.clone()));
         Ok(of)
     }
 
@@ -351,13 +363,14 @@ impl Shared {
         // Every snapshot has its own version: a plan checked in one is good in it.
         next.version = version;
         *entry.current.write() = Arc::new(next);
+        entry.published.store(version, Ordering::Release);
         Ok(out)
     }
 
     /// The open database `name`, through a session's memo when it holds that database's
     /// catalog and the database is still open (every statement's transaction asks this).
     pub fn database_memo(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<Database>> {
-        if let Some(entry) = &*memo.0.borrow() {
+        if let Some((entry, _)) = &*memo.0.borrow() {
             if !entry.forgotten.load(Ordering::Acquire) && entry.database.eq_ignore_ascii_case(name) {
                 if let Some(db) = entry.handle.upgrade() {
                     return Ok(db);
@@ -370,7 +383,9 @@ impl Shared {
     /// The principals and permissions of the database `name` (through a session's memo).
     pub fn security(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<crate::principals::Security>> {
         let entry = match &*memo.0.borrow() {
-            Some(e) if !e.forgotten.load(Ordering::Acquire) && e.database.eq_ignore_ascii_case(name) => Some(e.clone()),
+            Some((e, _)) if !e.forgotten.load(Ordering::Acquire) && e.database.eq_ignore_ascii_case(name) => {
+                Some(e.clone())
+            }
             _ => None,
         };
         let entry = match entry {

@@ -47,3 +47,12 @@ impl Cursor for Held {
         Ok(self.rows.next())
     }
 }
+
+/// At most one row, already read (a point lookup's).
+pub(super) struct OneRow(pub(super) Option<Row>);
+
+impl Cursor for OneRow {
+    fn next(&mut self, _: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        Ok(self.0.take())
+    }
+}

@@ -8,7 +8,7 @@ use super::evaluate::{eval, is_true};
 use super::locked_read::{locked_rows, run_locked_scan};
 use super::missing_tree;
 use super::ranges::scan_range;
-use super::rows::{Cursor, Held, Rows};
+use super::rows::{Cursor, Held, OneRow, Rows};
 use crate::encoding::{decode_columns, decode_row, encode_prefix};
 use crate::grant::Collector;
 use crate::runtime::ExecCtx;
@@ -27,12 +27,12 @@ use tessera_semantics::types::Value;
 const SCAN_BATCH_ROWS: usize = 256;
 
 /// A unique index pinned on its whole key: one point lookup instead of a range scan.
-fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
     let mut values: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::with_capacity(node.prefix.len());
     for e in &node.prefix {
         let v = eval(e, corr, ctx)?;
         if v.is_null() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         values.push(v);
     }
@@ -43,7 +43,9 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
         let candidates = vec![(key.as_bytes().to_vec(), None)];
         let mut out = Collector::new(&ctx.grant());
         locked_rows(node, locks, candidates, &(Bound::Unbounded, Bound::Unbounded), None, usize::MAX, ctx, &mut out)?;
-        return Ok(out.into_parts().0);
+        let mut rows = out.into_parts().0;
+        debug_assert!(rows.len() <= 1, "a point lookup found {} rows", rows.len());
+        return Ok(rows.pop());
     }
     let (db_name, table) = ctx.table(&node.db, &node.table)?;
     let table = &table;
@@ -56,17 +58,17 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
         // The storage key is copied out only for a plan that asked for it.
         (node.with_key.then(|| key.as_bytes().to_vec()), found)
     } else {
-        let Some(row_key) = tx.get(tree, key.as_bytes())? else { return Ok(Vec::new()) };
+        let Some(row_key) = tx.get(tree, key.as_bytes())? else { return Ok(None) };
         let rows = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
         let found = tx.get_with(rows, &row_key, |bytes| decode_row(table, &schema, bytes))?;
         (node.with_key.then_some(row_key), found)
     };
-    let Some(row) = found else { return Ok(Vec::new()) };
+    let Some(row) = found else { return Ok(None) };
     let mut row = row?;
     if let Some(row_key) = row_key {
         row.push(Value::Binary(Arc::from(row_key)));
     }
-    Ok(vec![row])
+    Ok(Some(row))
 }
 
 /// A filter on the rows of a streaming range scan, evaluated inside the scan: only the
@@ -126,7 +128,7 @@ fn open_rows<'p>(
 ) -> SqlResult<Rows<'p>> {
     debug_assert!(filter.is_none() || !(node.single && node.lower.is_none() && node.upper.is_none()));
     if node.single && node.lower.is_none() && node.upper.is_none() {
-        return Ok(Box::new(Held::loose(run_point_lookup(node, corr, ctx)?)));
+        return Ok(Box::new(OneRow(run_point_lookup(node, corr, ctx)?)));
     }
     let Some((lo, hi)) = scan_range(node, corr, ctx)? else { return Ok(Box::new(Held::loose(Vec::new()))) };
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);

@@ -7,7 +7,8 @@
 //! through `Session::execute` (text in → plan-cache hit → execute → row out); SQLite runs the
 //! prepared `SELECT n FROM TestTable WHERE id = ?1` with ids from a random generator (the
 //! generator's cost is in both sides). Both sides read every row once before timing, so both
-//! run from memory. Goal (the T-SQL layer issue): tessera's rate ≥ 1.5× SQLite's.
+//! run from memory. The timed statements run in rounds, the sides taking turns (see
+//! [`ROUNDS`]). Goal (the T-SQL layer issue): tessera's rate ≥ 1.5× SQLite's.
 
 use std::fs;
 use std::path::Path;
@@ -106,116 +107,193 @@ fn execute(session: &mut Session, text: &str, what: &str) -> Result<RowCounter> 
     }
 }
 
-/// tessera's side; also returns the plan cache's hit ratio over the timed statements.
-fn tessera(dir: &Path, p: &SqlParams) -> Result<(Figures, f64)> {
-    let setup = Instant::now();
-    let mut config = EngineConfig::new(dir);
-    config.pool_bytes = ((p.rows as usize * 1100) * 2).max(256 << 20);
-    let engine = Engine::open(config)?;
-    let shared = tessera_sql::start_instance(engine.clone()).map_err(|e| sql_error("start", e))?;
-    let mut session = Session::new(shared.clone(), "sa", "master").map_err(|e| sql_error("session", e))?;
-    execute(&mut session, "create database [BufferPoolExtensions_test];", "create database")?;
-    execute(
-        &mut session,
-        "use [BufferPoolExtensions_test];
-         create table [dbo].[TestTable] (
-             [id] int identity(1,1) not null,
-             [n] [char](1000) not null,
-             constraint [PK_TestTable] primary key clustered ([id])
-         );",
-        "create table",
-    )?;
-    // Load: 1000-row INSERT statements, 10 per transaction (the seed's one-row INSERT
-    // repeated a million times is the same data; setup time is not the metric).
-    let insert = |n: u64| {
-        let mut text = String::from("insert into [dbo].[TestTable] ([n]) values ");
-        for i in 0..n {
-            text.push_str(if i == 0 { "(replicate('A', 1000))" } else { ", (replicate('A', 1000))" });
-        }
-        text
-    };
-    let full = insert(ROWS_PER_INSERT);
-    let mut loaded = 0;
-    while loaded < p.rows {
-        let mut batch = String::from("set nocount on; begin tran;\n");
-        for _ in 0..10 {
-            if loaded >= p.rows {
-                break;
+/// tessera's side, loaded and warm: a session running the seed's batch text.
+struct TesseraSide {
+    engine: std::sync::Arc<Engine>,
+    shared: std::sync::Arc<tessera_sql::Shared>,
+    session: Session,
+    query: String,
+    sink: RowCounter,
+    setup_seconds: f64,
+    /// The plan cache's (hits, misses) when the timed rounds began.
+    plans_before: (u64, u64),
+}
+
+impl TesseraSide {
+    fn load(dir: &Path, p: &SqlParams) -> Result<TesseraSide> {
+        let setup = Instant::now();
+        let mut config = EngineConfig::new(dir);
+        config.pool_bytes = ((p.rows as usize * 1100) * 2).max(256 << 20);
+        let engine = Engine::open(config)?;
+        let shared = tessera_sql::start_instance(engine.clone()).map_err(|e| sql_error("start", e))?;
+        let mut session = Session::new(shared.clone(), "sa", "master").map_err(|e| sql_error("session", e))?;
+        execute(&mut session, "create database [BufferPoolExtensions_test];", "create database")?;
+        execute(
+            &mut session,
+            "use [BufferPoolExtensions_test];
+             create table [dbo].[TestTable] (
+                 [id] int identity(1,1) not null,
+                 [n] [char](1000) not null,
+                 constraint [PK_TestTable] primary key clustered ([id])
+             );",
+            "create table",
+        )?;
+        // Load: 1000-row INSERT statements, 10 per transaction (the seed's one-row INSERT
+        // repeated a million times is the same data; setup time is not the metric).
+        let insert = |n: u64| {
+            let mut text = String::from("insert into [dbo].[TestTable] ([n]) values ");
+            for i in 0..n {
+                text.push_str(if i == 0 { "(replicate('A', 1000))" } else { ", (replicate('A', 1000))" });
             }
-            let n = ROWS_PER_INSERT.min(p.rows - loaded);
-            batch.push_str(&if n == ROWS_PER_INSERT { full.clone() } else { insert(n) });
-            batch.push_str(";\n");
-            loaded += n;
+            text
+        };
+        let full = insert(ROWS_PER_INSERT);
+        let mut loaded = 0;
+        while loaded < p.rows {
+            let mut batch = String::from("set nocount on; begin tran;\n");
+            for _ in 0..10 {
+                if loaded >= p.rows {
+                    break;
+                }
+                let n = ROWS_PER_INSERT.min(p.rows - loaded);
+                batch.push_str(&if n == ROWS_PER_INSERT { full.clone() } else { insert(n) });
+                batch.push_str(";\n");
+                loaded += n;
+            }
+            batch.push_str("commit;");
+            execute(&mut session, &batch, "load")?;
         }
-        batch.push_str("commit;");
-        execute(&mut session, &batch, "load")?;
+        // Warm: read every row once.
+        let warm = execute(&mut session, "select [n] from [dbo].[TestTable];", "warm-up")?;
+        if warm.rows != p.rows {
+            return Err(BenchError::new(format!("tessera loaded {} rows, not {}", warm.rows, p.rows)));
+        }
+        let query = format!(
+            "select [n]\nfrom [dbo].[TestTable]\nwhere [id] = cast(rand(checksum(newid())) * {} as int) + 1;",
+            p.rows
+        );
+        execute(&mut session, &query, "first query")?;
+        let plans_before = (shared.plans.hits.load(Ordering::Relaxed), shared.plans.misses.load(Ordering::Relaxed));
+        Ok(TesseraSide {
+            engine,
+            shared,
+            session,
+            query,
+            sink: RowCounter::default(),
+            setup_seconds: setup.elapsed().as_secs_f64(),
+            plans_before,
+        })
     }
-    // Warm: read every row once.
-    let warm = execute(&mut session, "select [n] from [dbo].[TestTable];", "warm-up")?;
-    if warm.rows != p.rows {
-        return Err(BenchError::new(format!("tessera loaded {} rows, not {}", warm.rows, p.rows)));
+
+    /// Runs the batch `n` times; the seconds it took.
+    fn round(&mut self, n: u64) -> Result<f64> {
+        let start = Instant::now();
+        for _ in 0..n {
+            self.session.execute(&self.query, &mut self.sink);
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        match self.sink.error.take() {
+            Some(e) => Err(sql_error("point select", e)),
+            None => Ok(seconds),
+        }
     }
-    let query = format!(
-        "select [n]\nfrom [dbo].[TestTable]\nwhere [id] = cast(rand(checksum(newid())) * {} as int) + 1;",
-        p.rows
-    );
-    execute(&mut session, &query, "first query")?;
-    let setup_seconds = setup.elapsed().as_secs_f64();
-    let (hits0, misses0) = (shared.plans.hits.load(Ordering::Relaxed), shared.plans.misses.load(Ordering::Relaxed));
-    let mut sink = RowCounter::default();
-    let start = Instant::now();
-    for _ in 0..p.statements {
-        session.execute(&query, &mut sink);
+
+    /// Checks every statement returned its row; the bytes read and the plan cache's hit
+    /// ratio over the timed statements.
+    fn finish(mut self, statements: u64) -> Result<(u64, f64)> {
+        if self.sink.rows != statements {
+            return Err(BenchError::new(format!(
+                "{statements} statements returned {} rows, not one each",
+                self.sink.rows
+            )));
+        }
+        let hits = self.shared.plans.hits.load(Ordering::Relaxed) - self.plans_before.0;
+        let misses = self.shared.plans.misses.load(Ordering::Relaxed) - self.plans_before.1;
+        let hit_ratio = 100.0 * hits as f64 / (hits + misses).max(1) as f64;
+        self.session.close();
+        drop(self.session);
+        self.engine.shutdown()?;
+        Ok((self.sink.bytes, hit_ratio))
     }
-    let seconds = start.elapsed().as_secs_f64();
-    if let Some(e) = sink.error.take() {
-        return Err(sql_error("point select", e));
-    }
-    if sink.rows != p.statements {
-        return Err(BenchError::new(format!("{} statements returned {} rows, not one each", p.statements, sink.rows)));
-    }
-    let hits = shared.plans.hits.load(Ordering::Relaxed) - hits0;
-    let misses = shared.plans.misses.load(Ordering::Relaxed) - misses0;
-    let hit_ratio = 100.0 * hits as f64 / (hits + misses).max(1) as f64;
-    session.close();
-    drop(session);
-    engine.shutdown()?;
-    Ok((Figures { count: p.statements, seconds, setup_seconds, checksum: sink.bytes }, hit_ratio))
 }
 
 /// SQLite's side: the same table and data, the prepared equivalent of the seed's SELECT.
-fn sqlite(dir: &Path, p: &SqlParams) -> Result<Figures> {
-    let setup = Instant::now();
-    let conn = rusqlite::Connection::open(dir.join("seed002.sqlite"))?;
-    let cache_kib = (p.rows * 1200 / 1024 * 2).max(65_536);
-    conn.execute_batch(&format!(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA cache_size=-{cache_kib};
-         CREATE TABLE TestTable (id INTEGER PRIMARY KEY, n TEXT NOT NULL);"
-    ))?;
-    let value = "A".repeat(VALUE_LEN);
-    conn.execute_batch("BEGIN")?;
-    {
-        let mut insert = conn.prepare("INSERT INTO TestTable (id, n) VALUES (?1, ?2)")?;
-        for id in 1..=p.rows {
-            insert.execute((id as i64, &value))?;
+struct SqliteSide {
+    conn: rusqlite::Connection,
+    rng: SmallRng,
+    rows: u64,
+    bytes: u64,
+    setup_seconds: f64,
+}
+
+/// SQLite's statement (prepared once, kept in the connection's statement cache).
+const SQLITE_SELECT: &str = "SELECT n FROM TestTable WHERE id = ?1";
+
+impl SqliteSide {
+    fn load(dir: &Path, p: &SqlParams) -> Result<SqliteSide> {
+        let setup = Instant::now();
+        let conn = rusqlite::Connection::open(dir.join("seed002.sqlite"))?;
+        let cache_kib = (p.rows * 1200 / 1024 * 2).max(65_536);
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA cache_size=-{cache_kib};
+             CREATE TABLE TestTable (id INTEGER PRIMARY KEY, n TEXT NOT NULL);"
+        ))?;
+        let value = "A".repeat(VALUE_LEN);
+        conn.execute_batch("BEGIN")?;
+        {
+            let mut insert = conn.prepare("INSERT INTO TestTable (id, n) VALUES (?1, ?2)")?;
+            for id in 1..=p.rows {
+                insert.execute((id as i64, &value))?;
+            }
         }
+        conn.execute_batch("COMMIT")?;
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        {
+            let mut select = conn.prepare_cached(SQLITE_SELECT)?;
+            for id in 1..=p.rows {
+                select.query_row([id as i64], |row| Ok(row.get_ref(0)?.as_str()?.len()))?;
+            }
+        }
+        Ok(SqliteSide {
+            conn,
+            rng: SmallRng::seed_from_u64(p.seed),
+            rows: p.rows,
+            bytes: 0,
+            setup_seconds: setup.elapsed().as_secs_f64(),
+        })
     }
-    conn.execute_batch("COMMIT")?;
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-    let mut select = conn.prepare("SELECT n FROM TestTable WHERE id = ?1")?;
-    for id in 1..=p.rows {
-        select.query_row([id as i64], |row| Ok(row.get_ref(0)?.as_str()?.len()))?;
+
+    /// Runs the prepared SELECT `n` times with random ids; the seconds it took.
+    fn round(&mut self, n: u64) -> Result<f64> {
+        let mut select = self.conn.prepare_cached(SQLITE_SELECT)?;
+        let start = Instant::now();
+        for _ in 0..n {
+            let id = self.rng.random_range(1..=self.rows) as i64;
+            self.bytes += select.query_row([id], |row| Ok(row.get_ref(0)?.as_str()?.len()))? as u64;
+        }
+        Ok(start.elapsed().as_secs_f64())
     }
-    let setup_seconds = setup.elapsed().as_secs_f64();
-    let mut rng = SmallRng::seed_from_u64(p.seed);
-    let mut bytes = 0u64;
-    let start = Instant::now();
-    for _ in 0..p.statements {
-        let id = rng.random_range(1..=p.rows) as i64;
-        bytes += select.query_row([id], |row| Ok(row.get_ref(0)?.as_str()?.len()))? as u64;
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    Ok(Figures { count: p.statements, seconds, setup_seconds, checksum: bytes })
+}
+
+/// The timed statements are run in this many rounds, the two sides taking turns (each
+/// side first in every other round), so that a drift in the machine's speed (this VM's
+/// moves a run by 10–30 %) falls on both sides alike instead of on whichever ran second.
+const ROUNDS: u64 = 10;
+
+/// Both sides' timed rounds: (tessera's seconds, SQLite's seconds) per round.
+fn alternate(ours: &mut TesseraSide, peer: &mut SqliteSide, statements: u64) -> Result<Vec<(f64, f64)>> {
+    let per_round = statements / ROUNDS;
+    (0..ROUNDS)
+        .map(|i| {
+            if i % 2 == 0 {
+                let t = ours.round(per_round)?;
+                Ok((t, peer.round(per_round)?))
+            } else {
+                let s = peer.round(per_round)?;
+                Ok((ours.round(per_round)?, s))
+            }
+        })
+        .collect()
 }
 
 /// Runs both sides in fresh subdirectories of `dir` (removed afterwards).
@@ -230,17 +308,28 @@ pub fn run(dir: &Path, params: &SqlParams, progress: &dyn Fn(&str)) -> Result<Ou
         let _ = fs::remove_dir_all(&path);
         fs::create_dir_all(&path).map(|_| path)
     };
-    progress(&format!("tessera: loading {} rows, then {} point selects", params.rows, params.statements));
-    let path = side("tessera")?;
-    let ours = tessera(&path, params);
-    let _ = fs::remove_dir_all(&path);
-    progress("sqlite: loading, then the prepared point selects");
-    let path = side("sqlite")?;
-    let peer = sqlite(&path, params);
-    let _ = fs::remove_dir_all(&path);
+    progress(&format!("tessera and sqlite: loading {} rows each", params.rows));
+    let (ours_dir, peer_dir) = (side("tessera")?, side("sqlite")?);
     let what = "seed 002 point select, text → plan-cache hit → row (1 thread)";
-    match (&ours, &peer) {
-        (Ok((o, hit_ratio)), Ok(s)) => {
+    let measured = (|| -> Result<_> {
+        let mut ours = TesseraSide::load(&ours_dir, params)?;
+        let mut peer = SqliteSide::load(&peer_dir, params)?;
+        progress(&format!("{} point selects a side, in {ROUNDS} alternating rounds", params.statements));
+        let rounds = alternate(&mut ours, &mut peer, params.statements)?;
+        let (ours_setup, peer_setup, peer_bytes) = (ours.setup_seconds, peer.setup_seconds, peer.bytes);
+        let count = params.statements / ROUNDS * ROUNDS;
+        let (bytes, hit_ratio) = ours.finish(count)?;
+        let figures =
+            |seconds: f64, setup_seconds: f64, checksum: u64| Figures { count, seconds, setup_seconds, checksum };
+        let o = figures(rounds.iter().map(|r| r.0).sum(), ours_setup, bytes);
+        let s = figures(rounds.iter().map(|r| r.1).sum(), peer_setup, peer_bytes);
+        Ok((o, s, hit_ratio, rounds))
+    })();
+    for dir in [&ours_dir, &peer_dir] {
+        let _ = fs::remove_dir_all(dir);
+    }
+    match measured {
+        Ok((o, s, hit_ratio, rounds)) => {
             if o.checksum != s.checksum {
                 // Same count of 1000-character values on both sides.
                 failures.push(format!("{what}: tessera read {} bytes, sqlite {}", o.checksum, s.checksum));
@@ -253,7 +342,7 @@ pub fn run(dir: &Path, params: &SqlParams, progress: &dyn Fn(&str)) -> Result<Ou
                 s.per_second(),
                 GOAL_RATE_VS_SQLITE,
             ));
-            report.push(ResultRow::own("plan cache hit ratio over the timed statements", "%", *hit_ratio, 99.0));
+            report.push(ResultRow::own("plan cache hit ratio over the timed statements", "%", hit_ratio, 99.0));
             report.note(format!(
                 "tessera {} statements/s ({:.2} µs each, setup {:.1} s); sqlite {} statements/s ({:.2} µs each, setup {:.1} s)",
                 fmt_value(o.per_second()),
@@ -263,15 +352,14 @@ pub fn run(dir: &Path, params: &SqlParams, progress: &dyn Fn(&str)) -> Result<Ou
                 1e6 / s.per_second().max(1e-9),
                 s.setup_seconds
             ));
+            let mut ratios: Vec<f64> = rounds.iter().map(|&(t, s)| s / t.max(1e-12)).collect();
+            ratios.sort_by(f64::total_cmp);
+            report.note(format!(
+                "ratio per round (sqlite's time ÷ tessera's), lowest to highest: {}",
+                ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(", ")
+            ));
         }
-        _ => {
-            if let Err(e) = &ours {
-                failures.push(format!("{what} (tessera): {e}"));
-            }
-            if let Err(e) = &peer {
-                failures.push(format!("{what} (sqlite): {e}"));
-            }
-        }
+        Err(e) => failures.push(format!("{what}: {e}")),
     }
     report.note("ratio = tessera's rate ÷ SQLite's; the goal 1.5 is the T-SQL layer issue's '≥ 1.5× SQLite's prepared statement'");
     report.note(

@@ -8,4 +8,4 @@ mod engine;
 mod sql;
 
 pub use engine::{Error, Result};
-pub use sql::{SqlError, SqlResult};
+pub use sql::{ErrorDetail, SqlError, SqlResult};

@@ -6,7 +6,7 @@ use crate::runtime::{SessionState, Shared};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::{ErrorDetail, SqlError, SqlResult};
 use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{SqlType, Value};
 
@@ -18,7 +18,15 @@ pub struct EvaluatedOption {
 }
 
 fn info(number: i32, text: String) -> SqlError {
-    SqlError { number, severity: 0, state: 1, message: text, line: 0, procedure: None, preceding: Vec::new() }
+    SqlError::from(ErrorDetail {
+        number,
+        severity: 0,
+        state: 1,
+        message: text,
+        line: 0,
+        procedure: None,
+        preceding: Vec::new(),
+    })
 }
 
 fn notice_sink(sink: &mut dyn ResultSink) -> impl FnMut(Notice) + '_ {
@@ -291,7 +299,10 @@ pub fn backup(
     not_in_transaction(state)?;
     if !shared.engine.exists(database) {
         return Err(to_sql(
-            BackupError { number: 911, message: tessera_semantics::catalog::database_not_found(database).message },
+            BackupError {
+                number: 911,
+                message: tessera_semantics::catalog::database_not_found(database).into_detail().message,
+            },
             verb,
         ));
     }

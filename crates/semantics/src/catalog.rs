@@ -601,7 +601,7 @@ mod type_text {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SqlType, D::Error> {
         let text = String::deserialize(d)?;
-        parse_type_text(&text).map_err(|e| serde::de::Error::custom(e.message))
+        parse_type_text(&text).map_err(|e| serde::de::Error::custom(&e.message))
     }
 }
 

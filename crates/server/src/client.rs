@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::Value;
-use tessera_sql::SqlError;
+use tessera_sql::{ErrorDetail, SqlError};
 use tokio::net::TcpStream;
 
 use crate::codec::{DecodeError, Reader};
@@ -477,7 +477,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                     // A result set an error interrupted ends without its DONE count.
                     in_result = false;
                 }
-                sink.message(&SqlError {
+                sink.message(&SqlError::from(ErrorDetail {
                     number,
                     severity,
                     state,
@@ -485,7 +485,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                     line,
                     procedure: (!procedure.is_empty()).then_some(procedure),
                     preceding: Vec::new(),
-                });
+                }));
             }
             tokens::ENVCHANGE => {
                 let len = usize::from(r.u16()?);

@@ -39,7 +39,7 @@ use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
 use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
-use tessera_sql::{ResultSink, Session, SqlError};
+use tessera_sql::{ErrorDetail, ResultSink, Session, SqlError};
 use tokio::io::AsyncWriteExt;
 
 use crate::packet::{self, kind, status, Limits, Message};
@@ -396,7 +396,15 @@ async fn tds7_prelogin(
 }
 
 fn info(number: i32, text: impl Into<String>) -> SqlError {
-    SqlError { number, severity: 0, state: 1, message: text.into(), line: 0, procedure: None, preceding: Vec::new() }
+    SqlError::from(ErrorDetail {
+        number,
+        severity: 0,
+        state: 1,
+        message: text.into(),
+        line: 0,
+        procedure: None,
+        preceding: Vec::new(),
+    })
 }
 
 /// The error a refused login gets: 18456, which says nothing of why, or 18486 for a login
@@ -409,7 +417,15 @@ fn login_refused(number: i32, user: &str) -> SqlError {
     } else {
         format!("Login failed for user '{user}'.")
     };
-    SqlError { number, severity: 14, state: 1, message, line: 1, procedure: None, preceding: Vec::new() }
+    SqlError::from(ErrorDetail {
+        number,
+        severity: 14,
+        state: 1,
+        message,
+        line: 1,
+        procedure: None,
+        preceding: Vec::new(),
+    })
 }
 
 /// Whom a login's credentials named.

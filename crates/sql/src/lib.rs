@@ -4,7 +4,7 @@ pub mod runner;
 pub mod session;
 
 pub use session::{start_instance, Session};
-pub use tessera_errors::{SqlError, SqlResult};
+pub use tessera_errors::{ErrorDetail, SqlError, SqlResult};
 pub use tessera_execution::ddl::principals::{check_contained_login, ContainedLogin};
 pub use tessera_execution::logins::{Accepted, Refusal};
 pub use tessera_execution::runtime::{BulkTarget, ConnectionInfo, Shared, VERSION};

@@ -2,12 +2,12 @@
 //! each batch `count` times, announcing loops as sqlcmd does.
 
 use crate::session::Session;
-use tessera_errors::SqlError;
+use tessera_errors::{ErrorDetail, SqlError};
 use tessera_semantics::output::ResultSink;
 use tessera_syntax::script::{parse_go_line, split_batches};
 
 fn note(text: &str) -> SqlError {
-    SqlError {
+    SqlError::from(ErrorDetail {
         number: 0,
         severity: 0,
         state: 0,
@@ -15,7 +15,7 @@ fn note(text: &str) -> SqlError {
         line: 0,
         procedure: None,
         preceding: Vec::new(),
-    }
+    })
 }
 
 /// Replaces sqlcmd scripting variables `$(name)` (names case-insensitive) with their values;

@@ -101,7 +101,7 @@ impl Runner<'_> {
                 s.execute(&sql, &mut out);
                 out.errors().first().map(|e| e.message.clone())
             }
-            Err(e) => Some(e.message),
+            Err(e) => Some(e.into_detail().message),
         };
         if let Some(message) = failed {
             self.shared.write_errorlog(0, &format!("Could not record backup history in msdb: {message}"));

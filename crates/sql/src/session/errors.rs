@@ -4,7 +4,7 @@
 
 use super::{info, Flow, Runner, Stop};
 use tessera_errors::catalog::Abort;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::{ErrorDetail, SqlError, SqlResult};
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -129,8 +129,15 @@ impl Runner<'_> {
             values.push(self.eval_scalar(s, a)?);
         }
         let text = format_message(&format, &values);
-        let e =
-            SqlError { number, severity, state, message: text, line: s.line, procedure: None, preceding: Vec::new() };
+        let e = SqlError::from(ErrorDetail {
+            number,
+            severity,
+            state,
+            message: text,
+            line: s.line,
+            procedure: None,
+            preceding: Vec::new(),
+        });
         if options.iter().any(|o| o == "SETERROR") {
             self.state.error = number;
         }

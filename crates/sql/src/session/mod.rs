@@ -41,7 +41,7 @@ mod variables;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::{ErrorDetail, SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_execution::runtime::{Activity, ExecCtx, SessionState, Shared};
 use tessera_semantics::cache::CachedBatch;
@@ -68,7 +68,15 @@ pub struct Session {
 }
 
 fn info(number: i32, message: impl Into<String>) -> SqlError {
-    SqlError { number, severity: 0, state: 1, message: message.into(), line: 0, procedure: None, preceding: Vec::new() }
+    SqlError::from(ErrorDetail {
+        number,
+        severity: 0,
+        state: 1,
+        message: message.into(),
+        line: 0,
+        procedure: None,
+        preceding: Vec::new(),
+    })
 }
 
 impl Session {

@@ -21,7 +21,7 @@ fn error(sql: &str) -> (i32, u32, String) {
         Ok(batch) => panic!("{sql} parsed: {batch:#?}"),
         Err(e) => {
             assert_eq!(e.severity, 15, "{e}");
-            (e.number, e.line, e.message)
+            (e.number, e.line, e.message.clone())
         }
     }
 }

@@ -19,7 +19,7 @@ fn s(x: &str) -> Value {
 
 fn err(r: SqlResult<Value>) -> (i32, String) {
     let e = r.unwrap_err();
-    (e.number, e.message)
+    (e.number, e.message.clone())
 }
 
 fn dec(value: i128, scale: u8) -> Value {

@@ -305,9 +305,7 @@ impl Shared {
     pub fn catalog_memo(&self, memo: &CatalogMemo, name: &str) -> SqlResult<CatalogOf> {
         let mut memo = memo.0.borrow_mut();
         let entry = match &*memo {
-            Some((entry, of))
-                if !entry.forgotten.load(Ordering::Acquire) && entry.database.eq_ignore_ascii_case(name) =>
-            {
+            Some((entry, of)) if !entry.forgotten.load(Ordering::Acquire) && same_database(&entry.database, name) => {
                 if entry.published.load(Ordering::Acquire) == of.catalog.version {
                     return Ok(of.clone());
                 }
@@ -371,7 +369,7 @@ impl Shared {
     /// catalog and the database is still open (every statement's transaction asks this).
     pub fn database_memo(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<Database>> {
         if let Some((entry, _)) = &*memo.0.borrow() {
-            if !entry.forgotten.load(Ordering::Acquire) && entry.database.eq_ignore_ascii_case(name) {
+            if !entry.forgotten.load(Ordering::Acquire) && same_database(&entry.database, name) {
                 if let Some(db) = entry.handle.upgrade() {
                     return Ok(db);
                 }
@@ -383,9 +381,7 @@ impl Shared {
     /// The principals and permissions of the database `name` (through a session's memo).
     pub fn security(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<crate::principals::Security>> {
         let entry = match &*memo.0.borrow() {
-            Some((e, _)) if !e.forgotten.load(Ordering::Acquire) && e.database.eq_ignore_ascii_case(name) => {
-                Some(e.clone())
-            }
+            Some((e, _)) if !e.forgotten.load(Ordering::Acquire) && same_database(&e.database, name) => Some(e.clone()),
             _ => None,
         };
         let entry = match entry {
@@ -631,7 +627,7 @@ pub struct Transactions {
 
 impl Transactions {
     fn position(&self, db: &str) -> Option<usize> {
-        self.open.iter().position(|t| t.database().name().eq_ignore_ascii_case(db))
+        self.open.iter().position(|t| same_database(t.database().name(), db))
     }
 
     /// Marks the start of a statement in every open transaction.
@@ -1041,6 +1037,13 @@ impl<'a> ExecCtx<'a> {
         let tx = self.transaction(db)?;
         tx.database().table(name).ok_or_else(|| tessera_semantics::bind::invalid_object(&table.name))
     }
+}
+
+/// Whether two names of databases name the same one (case-insensitively). Most names a
+/// statement compares are the registered name itself, byte for byte: those are compared
+/// as bytes first, several times a statement.
+fn same_database(a: &str, b: &str) -> bool {
+    a == b || a.eq_ignore_ascii_case(b)
 }
 
 /// Whether `database` names tempdb, where temporary tables and table variables live.

@@ -161,11 +161,13 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             Value::Null
         }
         Expr::Func { name, args, arg_types, ty } => {
-            let vals = eval_arguments(args, row, ctx)?;
+            let mut vals = Arguments::new();
+            eval_arguments(args, row, ctx, &mut vals)?;
             types::call_function(name, &vals, arg_types, ty, &mut ctx.session.functions)?
         }
         Expr::Session { func, args } => {
-            let vals = eval_arguments(args, row, ctx)?;
+            let mut vals = Arguments::new();
+            eval_arguments(args, row, ctx, &mut vals)?;
             crate::functions::session_function(ctx, func, &vals)?
         }
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,
@@ -278,12 +280,16 @@ fn decide<R: AsRef<[Value]>>(
 }
 
 /// A function call's arguments, on the stack when there are a few (most calls).
-fn eval_arguments(args: &[Expr], row: &[Value], ctx: &mut ExecCtx) -> SqlResult<smallvec::SmallVec<[Value; 4]>> {
-    let mut vals = smallvec::SmallVec::with_capacity(args.len());
+type Arguments = smallvec::SmallVec<[Value; 4]>;
+
+/// Evaluates a call's arguments into `vals` (the caller's: returned, they would be copied
+/// once more on every call).
+fn eval_arguments(args: &[Expr], row: &[Value], ctx: &mut ExecCtx, vals: &mut Arguments) -> SqlResult<()> {
+    vals.reserve(args.len());
     for a in args {
         vals.push(eval(a, row, ctx)?);
     }
-    Ok(vals)
+    Ok(())
 }
 
 pub(super) fn eval_all(exprs: &[Expr], row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Row> {

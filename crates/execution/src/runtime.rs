@@ -632,7 +632,9 @@ impl Transactions {
 
     /// Marks the start of a statement in every open transaction.
     pub fn mark_statement(&mut self) {
-        self.statement_marks = self.open.iter().map(|t| (t.database().clone(), t.savepoint())).collect();
+        // Refilled in place: the list keeps its room from one statement to the next.
+        self.statement_marks.clear();
+        self.statement_marks.extend(self.open.iter().map(|t| (t.database().clone(), t.savepoint())));
     }
 
     /// Ends the running statement's locks in every open transaction (statement-duration

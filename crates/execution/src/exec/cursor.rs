@@ -58,7 +58,9 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             },
             _ => Box::new(Filter { input: open(input, corr, ctx)?, predicate }),
         },
-        Plan::Project { input, exprs } => Box::new(Project { input: open(input, corr, ctx)?, exprs }),
+        Plan::Project { input, exprs } => {
+            Box::new(Project { input: open(input, corr, ctx)?, exprs, in_place: selects_in_order(exprs) })
+        }
         Plan::NestedLoop { left, right, kind, on, left_width, right_width } => {
             let left = open(left, corr, ctx)?;
             let inner = drain(open(right, corr, ctx)?, ctx)?;
@@ -201,15 +203,40 @@ impl Cursor for Filter<'_> {
 struct Project<'p> {
     input: Rows<'p>,
     exprs: &'p [Expr],
+    /// The projection only keeps columns, in their order (`SELECT [n]` of a table): the
+    /// input row is cut down where it is instead of copied into a new one.
+    in_place: bool,
 }
 
 impl Cursor for Project<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
         match self.input.next(ctx)? {
+            Some(mut r) if self.in_place => {
+                for (k, e) in self.exprs.iter().enumerate() {
+                    let Expr::Column(i) = *e else { unreachable!("an in-place projection keeps columns") };
+                    // i >= k (ascending, distinct): column i has not been moved yet.
+                    r.swap(k, i);
+                }
+                r.truncate(self.exprs.len());
+                Ok(Some(r))
+            }
             Some(r) => Ok(Some(eval_all(self.exprs, &r, ctx)?)),
             None => Ok(None),
         }
     }
+}
+
+/// Whether a projection is a plain selection of columns in ascending order, which
+/// [`Project`] does in place.
+fn selects_in_order(exprs: &[Expr]) -> bool {
+    let mut last = None;
+    exprs.iter().all(|e| match *e {
+        Expr::Column(i) if last.is_none_or(|l| i > l) => {
+            last = Some(i);
+            true
+        }
+        _ => false,
+    })
 }
 
 fn padded_left(row: Row, right_width: usize) -> Row {

@@ -2,8 +2,9 @@
 //! rather than timed: the VM these benchmarks run on moves a timing by 10–30 % from one
 //! run to the next, an instruction count not at all. Loads `bench sql --quick`'s table
 //! (20,000 rows of `char(1000)`, in a database of the same name: names are compared on
-//! the way), then runs the seed's batch `N` times (default 100,000)
-//! in `timed_loop`, which is what to count:
+//! the way; a second argument loads that many rows instead, 1000000 for `bench sql`'s
+//! full scale), then runs the seed's batch `N` times (default 100,000) in `timed_loop`,
+//! which is what to count:
 //!
 //! ```sh
 //! cargo build --release --example statement_cost -p tessera
@@ -21,6 +22,8 @@ use tessera_sql::{ResultSink, Session, SqlError};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Rows loaded unless a second argument says otherwise (`bench sql`'s full scale is
+/// 1,000,000).
 const ROWS: usize = 20_000;
 const ROWS_PER_INSERT: usize = 1_000;
 
@@ -47,9 +50,10 @@ impl ResultSink for Sink {
 
 fn main() {
     let statements: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let rows: usize = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(ROWS);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut config = tessera_database::EngineConfig::new(dir.path());
-    config.pool_bytes = 256 << 20;
+    config.pool_bytes = (rows * 2200).max(256 << 20);
     config.background = false;
     let engine = tessera_database::Engine::open(config).expect("the engine opens");
     let shared = tessera_sql::start_instance(engine).expect("the instance starts");
@@ -65,12 +69,12 @@ fn main() {
     for _ in 1..ROWS_PER_INSERT {
         insert.push_str(", (replicate('A', 1000))");
     }
-    for _ in 0..ROWS / ROWS_PER_INSERT {
+    for _ in 0..rows.div_ceil(ROWS_PER_INSERT) {
         session.execute(&insert, &mut sink);
     }
     session.execute("select [n] from [dbo].[TestTable];", &mut sink);
     let query =
-        format!("select [n]\nfrom [dbo].[TestTable]\nwhere [id] = cast(rand(checksum(newid())) * {ROWS} as int) + 1;");
+        format!("select [n]\nfrom [dbo].[TestTable]\nwhere [id] = cast(rand(checksum(newid())) * {rows} as int) + 1;");
     session.execute(&query, &mut sink);
     let started = std::time::Instant::now();
     timed_loop(&mut session, &query, statements, &mut sink);

@@ -70,6 +70,11 @@ impl<T> Compiled<T> {
 struct Variant<T> {
     compiled: Compiled<T>,
     last_use: AtomicU64,
+    /// The version of the catalog snapshot its dependencies were last found to hold in (0:
+    /// none), when they all name the current database: snapshots never change and each
+    /// has its own version, so in that snapshot they hold without another look.
+    verified_in: AtomicU64,
+    current_only: bool,
 }
 
 /// The databases that ran an entry's plans: one bit per database id.
@@ -164,17 +169,27 @@ impl<T> CachedBatch<T> {
     }
 
     /// A plan for a statement bound in `context` whose every dependency `holds` in the
-    /// database the statement runs in (`database_id`, counted among the plan's users).
+    /// database the statement runs in (`database_id`, counted among the plan's users),
+    /// whose catalog snapshot is `catalog_version`.
     pub fn plan(
         &self,
         stmt: usize,
         context: u64,
         database_id: u32,
+        catalog_version: u64,
         holds: impl Fn(&ObjectDep) -> bool,
     ) -> Option<Found<T>> {
         let plans = self.plans.read();
-        let v =
-            plans.get(&stmt)?.iter().find(|v| v.compiled.context == context && v.compiled.deps.iter().all(&holds))?;
+        let verified = |v: &Variant<T>| {
+            v.current_only && catalog_version != 0 && v.verified_in.load(Ordering::Relaxed) == catalog_version
+        };
+        let v = plans
+            .get(&stmt)?
+            .iter()
+            .find(|v| v.compiled.context == context && (verified(v) || v.compiled.deps.iter().all(&holds)))?;
+        if v.current_only && !verified(v) {
+            v.verified_in.store(catalog_version, Ordering::Relaxed);
+        }
         v.last_use.store(self.use_count.load(Ordering::Relaxed), Ordering::Relaxed);
         self.databases.insert(database_id);
         Some(Found { plan: v.compiled.plan.clone(), deps: v.compiled.deps.clone() })
@@ -190,7 +205,11 @@ impl<T> CachedBatch<T> {
             let mut plans = self.plans.write();
             let variants = plans.entry(stmt).or_default();
             let uses = self.use_count.load(Ordering::Relaxed);
-            variants.insert(0, Variant { compiled, last_use: AtomicU64::new(uses) });
+            let current_only = compiled.deps.iter().all(|d| d.db == DbRef::Current);
+            variants.insert(
+                0,
+                Variant { compiled, last_use: AtomicU64::new(uses), verified_in: AtomicU64::new(0), current_only },
+            );
             if variants.len() > MAX_VARIANTS {
                 let oldest = (1..variants.len())
                     .min_by_key(|&i| variants[i].last_use.load(Ordering::Relaxed))

@@ -78,15 +78,15 @@ fn plans_are_accounted_and_shared_by_databases_with_the_same_definitions() {
     b.store(7, compiled(None, 3, 42), 1, 10);
     assert!(b.size() > before.0 && cache.bytes() - before.1 == b.size() - before.0, "a bound plan is accounted");
     for database in 1..=50 {
-        assert_eq!(b.plan(7, 0, database, holds_with(3)).map(|f| *f.plan), Some(42));
+        assert_eq!(b.plan(7, 0, database, 0, holds_with(3)).map(|f| *f.plan), Some(42));
     }
-    assert!(b.plan(7, 0, 51, holds_with(4)).is_none(), "a database whose table differs");
-    assert!(b.plan(7, 1, 1, holds_with(3)).is_none(), "another session's context");
-    assert!(b.plan(8, 0, 1, holds_with(3)).is_none());
+    assert!(b.plan(7, 0, 51, 0, holds_with(4)).is_none(), "a database whose table differs");
+    assert!(b.plan(7, 1, 1, 0, holds_with(3)).is_none(), "another session's context");
+    assert!(b.plan(8, 0, 1, 0, holds_with(3)).is_none());
     // The differing database binds its own plan; the shared one stays.
     b.store(7, compiled(None, 4, 43), 1, 10);
-    assert_eq!(b.plan(7, 0, 51, holds_with(4)).map(|f| *f.plan), Some(43));
-    assert_eq!(b.plan(7, 0, 2, holds_with(3)).map(|f| *f.plan), Some(42));
+    assert_eq!(b.plan(7, 0, 51, 0, holds_with(4)).map(|f| *f.plan), Some(43));
+    assert_eq!(b.plan(7, 0, 2, 0, holds_with(3)).map(|f| *f.plan), Some(42));
     let info = &cache.entries()[0];
     assert_eq!((info.databases, info.plans), (51, 2));
 }
@@ -99,12 +99,12 @@ fn a_statement_keeps_a_bounded_number_of_plans_the_least_recently_used_going() {
     for v in 1..=(MAX_VARIANTS as u64 + 3) {
         cache.get_or_parse("x", parse).unwrap();
         // Plan 0 stays in use.
-        assert!(b.plan(1, 0, 1, holds_with(0)).is_some());
+        assert!(b.plan(1, 0, 1, 0, holds_with(0)).is_some());
         b.store(1, compiled(None, v, v as u32), 1, 1);
     }
     assert_eq!(b.plan_count(), MAX_VARIANTS);
-    assert!(b.plan(1, 0, 1, holds_with(0)).is_some(), "the plan in use stays");
-    assert!(b.plan(1, 0, 1, holds_with(1)).is_none(), "an unused one went");
+    assert!(b.plan(1, 0, 1, 0, holds_with(0)).is_some(), "the plan in use stays");
+    assert!(b.plan(1, 0, 1, 0, holds_with(1)).is_none(), "an unused one went");
     assert_eq!(cache.bytes(), b.size());
 }
 
@@ -118,7 +118,7 @@ fn forgetting_a_database_drops_only_the_plans_that_name_it() {
     let cross = cache.get_or_parse("cross", parse).unwrap();
     cross.store(1, compiled(Some("b"), 1, 1), 1, 1);
     let local = cache.get_or_parse("q0", parse).unwrap();
-    assert!(local.plan(1, 0, 9, holds_with(1)).is_some());
+    assert!(local.plan(1, 0, 9, 0, holds_with(1)).is_some());
     cache.forget_database("B", 9);
     assert_eq!(cross.plan_count(), 0);
     assert_eq!(cache.entries().iter().map(|e| e.plans).sum::<usize>(), 10, "the shared plans stay");
@@ -164,4 +164,21 @@ fn sessions_share_the_cache_from_many_threads() {
     assert_eq!(cache.len(), 100, "one entry per text, whoever parsed it first");
     assert_eq!(cache.hits.load(Ordering::Relaxed) + cache.misses.load(Ordering::Relaxed), 8000);
     assert_eq!(cache.bytes(), cache.entries().iter().map(|e| e.size).sum::<usize>());
+}
+
+#[test]
+fn a_plan_found_to_hold_in_a_catalog_snapshot_is_not_checked_again_in_it() {
+    let cache: PlanCache<u32> = PlanCache::new(1 << 20);
+    let b = cache.get_or_parse("x", parse).unwrap();
+    b.store(7, compiled(None, 3, 42), 1, 10);
+    let never = |_: &ObjectDep| false;
+    assert!(b.plan(7, 0, 1, 9, never).is_none(), "not yet found to hold in snapshot 9");
+    assert!(b.plan(7, 0, 1, 9, holds_with(3)).is_some());
+    assert!(b.plan(7, 0, 1, 9, never).is_some(), "snapshot 9 never changes: it still holds there");
+    assert!(b.plan(7, 0, 1, 10, never).is_none(), "another snapshot is checked");
+    assert!(b.plan(7, 0, 1, 0, never).is_none(), "a snapshot without a version is always checked");
+    // A plan naming another database is always checked: the snapshot is only this one's.
+    b.store(8, compiled(Some("other"), 3, 43), 1, 10);
+    assert!(b.plan(8, 0, 1, 9, holds_with(3)).is_some());
+    assert!(b.plan(8, 0, 1, 9, never).is_none());
 }

@@ -67,7 +67,8 @@ impl Runner<'_> {
     ) -> SqlResult<Checked> {
         let context = self.context();
         let catalogs = Catalogs::new(self.shared, self.state)?;
-        if let Some(found) = self.batch.plan(key, context, catalogs.current.database_id, |dep| catalogs.holds(dep)) {
+        let (database_id, version) = (catalogs.current.database_id, catalogs.current.catalog.version);
+        if let Some(found) = self.batch.plan(key, context, database_id, version, |dep| catalogs.holds(dep)) {
             return Ok(Checked { found, context, current: catalogs.current });
         }
         let started = std::time::Instant::now();

@@ -72,6 +72,21 @@ impl SqlError {
         ErrorDetail { number, severity, state: 1, message, line: 0, procedure: None, preceding: Vec::new() }.into()
     }
 
+    /// An informational message (severity 0, state 1): "Changed database context to …",
+    /// BACKUP's progress, PRINT. Not looked up in the catalog: PRINT's number is 0.
+    pub fn informational(number: i32, message: impl Into<String>) -> SqlError {
+        ErrorDetail {
+            number,
+            severity: 0,
+            state: 1,
+            message: message.into(),
+            line: 0,
+            procedure: None,
+            preceding: Vec::new(),
+        }
+        .into()
+    }
+
     pub fn with_severity(mut self, severity: u8) -> SqlError {
         self.severity = severity;
         self

@@ -6,7 +6,7 @@ use crate::runtime::{SessionState, Shared};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
-use tessera_errors::{ErrorDetail, SqlError, SqlResult};
+use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{SqlType, Value};
 
@@ -17,20 +17,8 @@ pub struct EvaluatedOption {
     pub to: Option<(Value, SqlType)>,
 }
 
-fn info(number: i32, text: String) -> SqlError {
-    SqlError::from(ErrorDetail {
-        number,
-        severity: 0,
-        state: 1,
-        message: text,
-        line: 0,
-        procedure: None,
-        preceding: Vec::new(),
-    })
-}
-
 fn notice_sink(sink: &mut dyn ResultSink) -> impl FnMut(Notice) + '_ {
-    move |n: Notice| sink.message(&info(n.number, n.text))
+    move |n: Notice| sink.message(&SqlError::informational(n.number, n.text))
 }
 
 fn text(v: &Option<(Value, SqlType)>, option: &str) -> SqlResult<String> {
@@ -130,7 +118,7 @@ fn trace(shared: &Shared, state: &SessionState, sink: &mut dyn ResultSink, lines
             shared.write_errorlog(state.spid, line);
         }
         if state.has_trace_flag(shared, 3604) {
-            sink.message(&info(0, line.clone()));
+            sink.message(&SqlError::informational(0, line.clone()));
         }
     }
 }

@@ -290,7 +290,7 @@ async fn login_phase(
     tokens::message(
         &mut out,
         version,
-        &info(5701, format!("Changed database context to '{database}'.")),
+        &SqlError::informational(5701, format!("Changed database context to '{database}'.")),
         &state.shared.server_name,
     );
     tokens::env_change_collation(&mut out);
@@ -298,7 +298,7 @@ async fn login_phase(
     tokens::message(
         &mut out,
         version,
-        &info(5703, "Changed language setting to us_english."),
+        &SqlError::informational(5703, "Changed language setting to us_english."),
         &state.shared.server_name,
     );
     tokens::login_ack(&mut out, version, "Microsoft SQL Server", state.version_bytes);
@@ -393,18 +393,6 @@ async fn tds7_prelogin(
             (LoginStream::Plain(tcp), m, false)
         }
     }))
-}
-
-fn info(number: i32, text: impl Into<String>) -> SqlError {
-    SqlError::from(ErrorDetail {
-        number,
-        severity: 0,
-        state: 1,
-        message: text.into(),
-        line: 0,
-        procedure: None,
-        preceding: Vec::new(),
-    })
 }
 
 /// The error a refused login gets: 18456, which says nothing of why, or 18486 for a login

@@ -5,7 +5,7 @@
 use crate::runtime::ExecCtx;
 use crate::sysviews::{growth_in_force, FileKind};
 use std::sync::Arc;
-use tessera_errors::{ErrorDetail, SqlError, SqlResult};
+use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Catalog, Object, Table};
 use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
@@ -183,18 +183,13 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
                 }
             };
             let change = config.set(&name, value)?;
-            sink.message(&SqlError::from(ErrorDetail {
-                number: 15457,
-                severity: 0,
-                state: 1,
-                message: format!(
+            sink.message(&SqlError::informational(
+                15457,
+                format!(
                     "Configuration option '{}' changed from {} to {}. Run the RECONFIGURE statement to install.",
                     change.name, change.old, change.new
                 ),
-                line: 0,
-                procedure: None,
-                preceding: Vec::new(),
-            }));
+            ));
         }
     }
     Ok(0)

@@ -2,7 +2,7 @@
 //! every nonclustered index against its table, with REPAIR_REBUILD), TRACEON, TRACEOFF
 //! and TRACESTATUS.
 
-use super::{info, Runner};
+use super::Runner;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_semantics::types::{SqlType, Value};
@@ -29,7 +29,7 @@ impl Runner<'_> {
                 self.sink.message(&e.clone().at_line(s.line));
             }
             errors += f.error_count;
-            self.sink.message(&info(
+            self.sink.message(&SqlError::informational(
                 8990,
                 format!(
                     "CHECKDB found 0 allocation errors and {} consistency errors in table '{}' (object ID {}).",
@@ -38,7 +38,7 @@ impl Runner<'_> {
             ));
         }
         if errors > 0 || !quiet {
-            self.sink.message(&info(
+            self.sink.message(&SqlError::informational(
                 8989,
                 format!(
                     "CHECKDB found 0 allocation errors and {errors} consistency errors in database '{}'.",
@@ -50,7 +50,7 @@ impl Runner<'_> {
             return Ok(());
         }
         if !repair {
-            self.sink.message(&info(
+            self.sink.message(&SqlError::informational(
                 8958,
                 format!(
                     "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB ({}).",
@@ -68,7 +68,7 @@ impl Runner<'_> {
                 fixed += f.error_count;
             }
         }
-        self.sink.message(&info(
+        self.sink.message(&SqlError::informational(
             8989,
             format!("CHECKDB fixed 0 allocation errors and {fixed} consistency errors in database '{}'.", db.name()),
         ));
@@ -221,7 +221,7 @@ impl Runner<'_> {
             }
         }
         if !quiet {
-            self.sink.message(&info(2528, completed));
+            self.sink.message(&SqlError::informational(2528, completed));
         }
         Ok(())
     }

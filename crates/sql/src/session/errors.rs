@@ -2,7 +2,7 @@
 //! the batch goes on, and the errors a batch raises itself: THROW and RAISERROR (with its
 //! printf-style message).
 
-use super::{info, Flow, Runner, Stop};
+use super::{Flow, Runner, Stop};
 use tessera_errors::catalog::Abort;
 use tessera_errors::{ErrorDetail, SqlError, SqlResult};
 use tessera_semantics::output::ResultSink;
@@ -44,7 +44,7 @@ impl Runner<'_> {
             return Err(Stop::Abort);
         }
         if terminated || e.number == 1505 || e.preceding.iter().any(|p| p.number == 1505) {
-            self.sink.message(&info(3621, "The statement has been terminated."));
+            self.sink.message(&SqlError::informational(3621, "The statement has been terminated."));
         }
         Ok(Flow::Next)
     }

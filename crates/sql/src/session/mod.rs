@@ -41,7 +41,7 @@ mod variables;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tessera_errors::{ErrorDetail, SqlError, SqlResult};
+use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_execution::runtime::{Activity, ExecCtx, SessionState, Shared};
 use tessera_semantics::cache::CachedBatch;
@@ -65,18 +65,6 @@ pub struct Session {
     /// What it is doing, as the server's views show it (also in its `SessionInfo`; a
     /// system session's is listed nowhere).
     activity: Arc<parking_lot::Mutex<Activity>>,
-}
-
-fn info(number: i32, message: impl Into<String>) -> SqlError {
-    SqlError::from(ErrorDetail {
-        number,
-        severity: 0,
-        state: 1,
-        message: message.into(),
-        line: 0,
-        procedure: None,
-        preceding: Vec::new(),
-    })
 }
 
 impl Session {

@@ -1,7 +1,7 @@
 //! SET options: the session's switches (NOCOUNT, XACT_ABORT, ANSI_*, …), IDENTITY_INSERT,
 //! and the numeric and word settings (ROWCOUNT, LOCK_TIMEOUT, DATEFIRST, DATEFORMAT, …).
 
-use super::{info, Runner};
+use super::Runner;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::types::Value;
@@ -138,7 +138,7 @@ impl Runner<'_> {
                         return Err(SqlError::new(2741, format!("SET LANGUAGE failed because '{w}' is not an official language name or a language alias on this SQL Server.")));
                     }
                     self.state.options.language = "us_english".to_string();
-                    self.sink.message(&info(5703, "Changed language setting to us_english."));
+                    self.sink.message(&SqlError::informational(5703, "Changed language setting to us_english."));
                 }
                 ("TRANSACTION ISOLATION LEVEL", None) => {
                     self.state.options.isolation_level = word().unwrap_or_default();

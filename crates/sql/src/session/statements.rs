@@ -3,7 +3,7 @@
 //! what runs it.
 
 use super::transactions::starts_implicit_transaction;
-use super::{info, Flow, Runner, Stop};
+use super::{Flow, Runner, Stop};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_semantics::bind::Binder;
@@ -141,7 +141,7 @@ impl Runner<'_> {
                     Value::Str(s) => s.to_string(),
                     _ => String::new(),
                 };
-                self.sink.message(&info(0, msg));
+                self.sink.message(&SqlError::informational(0, msg));
                 self.state.rowcount = 0;
             }
             StatementKind::Use(db) => self.use_database(&db.value)?,
@@ -426,7 +426,7 @@ impl Runner<'_> {
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());
         self.shared.refresh_default_schema(self.state);
         self.sink.env_change(&EnvChange::Database { old, new: db.name().to_string() });
-        self.sink.message(&info(5701, format!("Changed database context to '{}'.", db.name())));
+        self.sink.message(&SqlError::informational(5701, format!("Changed database context to '{}'.", db.name())));
         self.state.rowcount = 0;
         Ok(())
     }

@@ -82,9 +82,8 @@ fn to_sql(e: BackupError, verb: &str) -> SqlError {
 }
 
 fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb: &str) -> SqlResult<()> {
-    let login = &state.login;
-    let allowed = shared.logins.is_sysadmin(login)
-        || (verb.starts_with("RESTORE") && shared.logins.is_member(login, "dbcreator"));
+    let allowed = shared.session_in_role(state, "sysadmin")
+        || (verb.starts_with("RESTORE") && shared.session_in_role(state, "dbcreator"));
     if allowed {
         return Ok(());
     }

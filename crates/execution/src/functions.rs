@@ -152,7 +152,15 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         SessionFn::AppName | SessionFn::ProgramName => Value::str(&s.program_name),
         SessionFn::IsSrvRoleMember => match args.first().and_then(text) {
             Some(role) if crate::logins::SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&role)) => {
-                let login = args.get(1).and_then(text).unwrap_or_else(|| s.login.clone());
+                // Without a login named: the session's server login; a database principal
+                // without a login is in no server role.
+                let login = match args.get(1).and_then(text) {
+                    Some(named) => named,
+                    None => match s.server_login() {
+                        Some(own) => own.to_string(),
+                        None => return Ok(Value::Int(0)),
+                    },
+                };
                 match ctx.shared.logins.get(&login) {
                     Some(_) => Value::Int(i64::from(ctx.shared.logins.is_member(&login, &role))),
                     None => Value::Null,
@@ -161,7 +169,7 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             _ => Value::Null,
         },
         SessionFn::LoginProperty => match (args.first().and_then(text), args.get(1).and_then(text)) {
-            (Some(name), Some(property)) => login_property(ctx.shared, &s.login, &name, &property),
+            (Some(name), Some(property)) => login_property(ctx.shared, s.server_login(), &name, &property),
             _ => Value::Null,
         },
         SessionFn::UserName
@@ -179,10 +187,12 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
 /// LOGINPROPERTY(name, property): NULL for an unknown login or property, and for a login
 /// the caller may not manage unless it is its own (SQL Server's VIEW permission on it).
 /// The password hash and expiration properties are NULL (tessera keeps neither).
-fn login_property(shared: &Shared, caller: &str, name: &str, property: &str) -> Value {
-    let visible = caller.eq_ignore_ascii_case(name)
-        || shared.logins.is_sysadmin(caller)
-        || shared.logins.is_member(caller, "securityadmin");
+fn login_property(shared: &Shared, caller: Option<&str>, name: &str, property: &str) -> Value {
+    let visible = caller.is_some_and(|caller| {
+        caller.eq_ignore_ascii_case(name)
+            || shared.logins.is_sysadmin(caller)
+            || shared.logins.is_member(caller, "securityadmin")
+    });
     let Some(login) = shared.logins.get(name).filter(|_| visible) else { return Value::Null };
     let Some(lockout) = shared.logins.lockout(name, &shared.lockout_policy()) else { return Value::Null };
     // A time never recorded is 1900-01-01, as in SQL Server.

@@ -411,9 +411,20 @@ impl Shared {
         state.default_schema = schema.unwrap_or_else(|| "dbo".to_string());
     }
 
+    /// The server login the session acts as (see `SessionState::server_login`).
+    pub fn session_login(&self, state: &SessionState) -> Option<crate::logins::Login> {
+        state.server_login().and_then(|name| self.logins.get(name))
+    }
+
+    /// Whether the session's server login is a member of the server role `role`
+    /// (`sysadmin` also for `sa`).
+    pub fn session_in_role(&self, state: &SessionState, role: &str) -> bool {
+        state.server_login().is_some_and(|name| self.logins.is_member(name, role))
+    }
+
     /// Whether the session's login holds the server permission `permission`.
     pub fn holds_server(&self, state: &SessionState, permission: &str) -> bool {
-        self.logins.get(&state.login).is_some_and(|l| self.server_permissions.holds(&l, permission))
+        self.session_login(state).is_some_and(|l| self.server_permissions.holds(&l, permission))
     }
 
     /// The databases the session may see listed (sys.databases, sp_databases,
@@ -432,7 +443,7 @@ impl Shared {
     }
 
     fn database_visibility(&self, state: &SessionState) -> impl Fn(&tessera_database::DatabaseEntry) -> bool + '_ {
-        let login = self.logins.get(&state.login);
+        let login = self.session_login(state);
         let all = login.as_ref().is_some_and(|l| {
             ["VIEW ANY DATABASE", "CREATE ANY DATABASE"].iter().any(|p| self.server_permissions.holds(l, p))
         });
@@ -454,7 +465,9 @@ impl Shared {
 
     /// The security of the database `database` and who the session is there (its
     /// token): its login's user, or the user it impersonates (EXECUTE AS USER, only in
-    /// that user's database). Error 916 when it has no access to the database.
+    /// that user's database), or the application role it set (in the role's database; in
+    /// the others it is `guest`, where guest has CONNECT). Error 916 when it has no access
+    /// to the database; 15356 when the application role it set has been dropped.
     pub fn access(
         &self,
         state: &SessionState,
@@ -465,14 +478,24 @@ impl Shared {
         if state.classifying {
             return Ok((security, Arc::new(check::Token::dbo())));
         }
-        if let Some(Impersonation { user: Some((db, user)), .. }) = state.impersonation.last() {
+        if let Some(Impersonation { user: Some((db, user)), origin, .. }) = state.impersonation.last() {
+            let application_role = matches!(origin, ContextOrigin::ApplicationRole { .. });
             return if db.eq_ignore_ascii_case(database) {
+                if application_role && security.principal_by_id(*user).is_none() {
+                    return Err(SqlError::new(
+                        15356,
+                        "The current application role has been dropped. The current security context contains no valid database user context.",
+                    ));
+                }
                 Ok((security.clone(), Arc::new(check::token_of_user(&security, *user))))
             } else if database.eq_ignore_ascii_case("tempdb") {
                 // Every session has tempdb (its temp tables and table variables), as guest.
                 Ok((security.clone(), Arc::new(check::token_of_user(&security, crate::principals::GUEST_ID))))
             } else {
-                Err(check::no_access(&state.login, database))
+                match check::guest_token(&security).filter(|_| application_role) {
+                    Some(guest) => Ok((security, Arc::new(guest))),
+                    None => Err(check::no_access(&state.login, database)),
+                }
             };
         }
         if let Some(m) = &*state.access_memo.borrow() {
@@ -480,8 +503,7 @@ impl Shared {
                 return Ok((security, m.token.clone()));
             }
         }
-        let (sid, sysadmin) =
-            self.logins.get(&state.login).map(|l| (l.sid.clone(), l.is_sysadmin())).unwrap_or_default();
+        let (sid, sysadmin) = self.session_login(state).map(|l| (l.sid.clone(), l.is_sysadmin())).unwrap_or_default();
         match check::token(&security, &sid, sysadmin) {
             Some(token) => {
                 let token = Arc::new(token);
@@ -815,8 +837,46 @@ pub struct Impersonation {
     pub user: Option<(String, i32)>,
     /// `WITH NO REVERT`: REVERT cannot end it.
     pub no_revert: bool,
+    /// The session's login in this context is only the name of a database principal
+    /// without a login (a contained database user, or a user WITHOUT LOGIN it acts as):
+    /// it holds no server login's permissions, whatever login has that name.
+    pub without_login: bool,
     /// The module nesting level it began at: it ends when that module returns.
     pub nest_level: i32,
+    pub origin: ContextOrigin,
+}
+
+/// What began a security context.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ContextOrigin {
+    /// A contained database user's login: the session's first context, for good.
+    ContainedLogin,
+    /// EXECUTE AS, or a module's EXECUTE AS.
+    ExecuteAs,
+    /// `sp_setapprole`: the session is the application role in its database until
+    /// `sp_unsetapprole` gives back this cookie (with none, until it disconnects).
+    ApplicationRole { cookie: Option<Vec<u8>> },
+}
+
+impl SessionState {
+    /// The server login the session acts as, for server permissions and server roles:
+    /// its login, or the login EXECUTE AS gave it; none while it acts as a database
+    /// principal without a login, whose name may be any login's.
+    pub fn server_login(&self) -> Option<&str> {
+        match self.impersonation.last() {
+            Some(context) if context.without_login => None,
+            _ => Some(&self.login),
+        }
+    }
+
+    /// The application role the session set (`sp_setapprole`): its database and
+    /// principal id.
+    pub fn application_role(&self) -> Option<(&str, i32)> {
+        self.impersonation.iter().find_map(|c| match (&c.origin, &c.user) {
+            (ContextOrigin::ApplicationRole { .. }, Some((db, id))) => Some((db.as_str(), *id)),
+            _ => None,
+        })
+    }
 }
 
 impl SessionState {

@@ -16,8 +16,10 @@ pub fn no_permission() -> SqlError {
     SqlError::new(15247, "User does not have permission to perform this action.")
 }
 
-fn can_manage_logins(shared: &Shared, login: &str) -> bool {
-    shared.logins.is_sysadmin(login) || shared.logins.is_member(login, "securityadmin")
+/// `caller` is the session's server login (`SessionState::server_login`): none for a
+/// database principal without a login, which manages no login.
+fn can_manage_logins(shared: &Shared, caller: Option<&str>) -> bool {
+    caller.is_some_and(|l| shared.logins.is_sysadmin(l) || shared.logins.is_member(l, "securityadmin"))
 }
 
 fn check_database(shared: &Shared, name: &Ident) -> SqlResult<()> {
@@ -49,12 +51,12 @@ fn unsupported(what: &str) -> SqlError {
 /// `CREATE LOGIN name WITH PASSWORD = '…' [, …]`.
 pub fn create_login(
     shared: &Shared,
-    login: &str,
+    caller: Option<&str>,
     name: &Ident,
     options: &[LoginOption],
     external_source: Option<&str>,
 ) -> SqlResult<()> {
-    if !can_manage_logins(shared, login) {
+    if !can_manage_logins(shared, caller) {
         return Err(no_permission());
     }
     if let Some(source) = external_source {
@@ -116,11 +118,11 @@ pub fn create_login(
 }
 
 /// `ALTER LOGIN name ENABLE | DISABLE | WITH option [, …]`.
-pub fn alter_login(shared: &Shared, login: &str, name: &Ident, action: &AlterLoginAction) -> SqlResult<()> {
+pub fn alter_login(shared: &Shared, caller: Option<&str>, name: &Ident, action: &AlterLoginAction) -> SqlResult<()> {
     let target = shared.logins.get(&name.value).ok_or_else(|| cannot_alter(&name.value))?;
-    let manager = can_manage_logins(shared, login);
-    let sysadmin = shared.logins.is_sysadmin(login);
-    let own = target.name.eq_ignore_ascii_case(login);
+    let manager = can_manage_logins(shared, caller);
+    let sysadmin = caller.is_some_and(|l| shared.logins.is_sysadmin(l));
+    let own = caller.is_some_and(|l| target.name.eq_ignore_ascii_case(l));
     // Only a sysadmin may change another sysadmin.
     let may_manage = manager && (sysadmin || !target.is_sysadmin());
     let options: &[LoginOption] = match action {
@@ -215,7 +217,7 @@ pub fn alter_login(shared: &Shared, login: &str, name: &Ident, action: &AlterLog
 }
 
 /// `DROP LOGIN name`.
-pub fn drop_login(shared: &Shared, login: &str, name: &Ident) -> SqlResult<()> {
+pub fn drop_login(shared: &Shared, caller: Option<&str>, name: &Ident) -> SqlResult<()> {
     let denied = || {
         SqlError::new(
             15151,
@@ -224,8 +226,8 @@ pub fn drop_login(shared: &Shared, login: &str, name: &Ident) -> SqlResult<()> {
     };
     let target = shared.logins.get(&name.value).ok_or_else(denied)?;
     if target.principal_id == 1
-        || !can_manage_logins(shared, login)
-        || (target.is_sysadmin() && !shared.logins.is_sysadmin(login))
+        || !can_manage_logins(shared, caller)
+        || (target.is_sysadmin() && !caller.is_some_and(|l| shared.logins.is_sysadmin(l)))
     {
         return Err(denied());
     }
@@ -241,13 +243,21 @@ pub fn drop_login(shared: &Shared, login: &str, name: &Ident) -> SqlResult<()> {
 }
 
 /// `ALTER SERVER ROLE role ADD|DROP MEMBER login`.
-pub fn alter_server_role(shared: &Shared, login: &str, role: &Ident, member: &Ident, add: bool) -> SqlResult<()> {
+pub fn alter_server_role(
+    shared: &Shared,
+    caller: Option<&str>,
+    role: &Ident,
+    member: &Ident,
+    add: bool,
+) -> SqlResult<()> {
     let role_name = SERVER_ROLES
         .iter()
         .map(|(_, r)| *r)
         .find(|r| r.eq_ignore_ascii_case(&role.value) && *r != "public")
         .filter(|r| {
-            shared.logins.is_sysadmin(login) || (*r != "sysadmin" && shared.logins.is_member(login, "securityadmin"))
+            caller.is_some_and(|l| {
+                shared.logins.is_sysadmin(l) || (*r != "sysadmin" && shared.logins.is_member(l, "securityadmin"))
+            })
         })
         .ok_or_else(|| {
             SqlError::new(

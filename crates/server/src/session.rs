@@ -111,8 +111,6 @@ struct LoggedIn {
     spid: i32,
     version: Version,
     packet_size: usize,
-    login: String,
-    database: String,
     /// The current transaction descriptor (0 = none), echoed in ENVCHANGE 8/9/10.
     transaction: u64,
     next_descriptor: u64,
@@ -312,8 +310,6 @@ async fn login_phase(
             spid,
             version,
             packet_size,
-            login: login_name,
-            database,
             transaction: 0,
             next_descriptor: 1,
         },
@@ -614,16 +610,22 @@ impl Busy {
         if attention_read {
             self.watch.attention_read();
         }
-        {
+        let keep = {
             let mut s = c.session.lock();
-            if reset {
-                sink.reset(&mut s, self.state.shared.clone(), &c.login, &c.database);
+            let keep = !reset || sink.reset(&mut s);
+            if keep {
+                job(&mut s, &mut sink);
             }
-            job(&mut s, &mut sink);
-        }
+            keep
+        };
         self.watch.running(false);
         c.transaction = sink.transaction;
         c.next_descriptor = sink.next_descriptor;
+        if !keep {
+            // The reset was refused: the client gets why, then the connection ends.
+            sink.finish(false)?;
+            return Ok(false);
+        }
         if self.state.stopping.load(Ordering::SeqCst) {
             // The shutdown cancelled the request, not the client: no Attention to read.
             // The client gets the response (the cancelled request's error), then the
@@ -765,14 +767,16 @@ impl<'a> TokenSink<'a> {
         }
     }
 
-    /// RESETCONNECTION: a fresh session for the same login and database.
-    /// The fresh session keeps the connection's cancel flag (the attention watchdog holds
-    /// it) and its network description (sys.dm_exec_connections).
-    fn reset(&mut self, s: &mut Session, shared: Arc<tessera_sql::Shared>, login: &str, database: &str) {
+    /// RESETCONNECTION: a fresh session for whoever logged in, in the database it logged
+    /// in to (`Session::fresh`). The fresh session keeps the connection's cancel flag (the
+    /// attention watchdog holds it) and its network description (sys.dm_exec_connections).
+    /// False when the connection must end instead (error 18059, written here).
+    fn reset(&mut self, s: &mut Session) -> bool {
         let (host, app) = (s.state.host_name.clone(), s.state.program_name.clone());
-        let connection = shared.sessions.lock().get(&s.state.spid).and_then(|i| i.connection.clone());
+        let connection = s.shared.sessions.lock().get(&s.state.spid).and_then(|i| i.connection.clone());
+        let fresh = s.fresh();
         s.close();
-        match Session::new(shared, login, database) {
+        match fresh {
             Ok(mut fresh) => {
                 fresh.set_client(&host, &app);
                 fresh.classify();
@@ -782,10 +786,16 @@ impl<'a> TokenSink<'a> {
                 }
                 *s = fresh;
             }
-            Err(e) => self.message(&e),
+            Err(e) => {
+                self.message(&e);
+                if e.severity >= 20 {
+                    return false;
+                }
+            }
         }
         self.transaction = 0;
         tokens::env_change_reset_ack(&mut self.buf);
+        true
     }
 
     fn flush_pending(&mut self) {

@@ -747,3 +747,46 @@ fn impersonate_on_a_user_lets_another_user_execute_as_it() {
         assert_eq!(refused(&mut ivy, "EXECUTE AS USER = 'proxy'").await.0, 15517);
     });
 }
+
+/// A database principal without a login goes by a name any login may have. Acting as one
+/// (a contained user logged in, or EXECUTE AS a user WITHOUT LOGIN) once meant acting as
+/// the login of that name for every server-level check: a tenant who named its user `sa`
+/// was sysadmin. It holds no server login's permissions, whatever its name.
+#[test]
+fn a_principal_without_a_login_holds_no_login_s_server_permissions() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(
+            &mut sa,
+            &format!("CREATE LOGIN tenant WITH PASSWORD = '{ALICE}'; ALTER SERVER ROLE dbcreator ADD MEMBER tenant"),
+        )
+        .await;
+        run(&mut sa, "EXEC sp_configure 'contained database authentication', 1; RECONFIGURE").await;
+        let mut tenant = connect_as(port, "tenant", ALICE).await;
+        run(&mut tenant, "CREATE DATABASE own; USE own; CREATE USER sa WITHOUT LOGIN").await;
+
+        // EXECUTE AS a loginless user named like the sysadmin login.
+        run(&mut tenant, "EXECUTE AS USER = 'sa'").await;
+        assert_eq!(count(&mut tenant, "SELECT IS_SRVROLEMEMBER('sysadmin')").await, 0);
+        assert_eq!(count(&mut tenant, "SELECT HAS_PERMS_BY_NAME(NULL, 'SERVER', 'CONTROL SERVER')").await, 0);
+        assert_eq!(refused(&mut tenant, &format!("CREATE LOGIN evil WITH PASSWORD = '{BOB}'")).await.0, 15247);
+        assert_eq!(refused(&mut tenant, "ALTER SERVER ROLE sysadmin ADD MEMBER tenant").await.0, 15151);
+        assert_eq!(refused(&mut tenant, "DBCC DROPCLEANBUFFERS").await.0, 2571);
+        assert_eq!(refused(&mut tenant, "CREATE DATABASE stolen").await.0, 262);
+        run(&mut tenant, "REVERT").await;
+
+        // A contained user named sa, logged in with its own password.
+        run(&mut sa, "ALTER DATABASE own SET CONTAINMENT = PARTIAL").await;
+        run(&mut tenant, "USE own; DROP USER sa; CREATE USER sa WITH PASSWORD = 'Tenant-Sa-9'").await;
+        let mut fake = connect_to(port, "sa", "Tenant-Sa-9", "own").await.expect("the contained user logs in");
+        assert_eq!(count(&mut fake, "SELECT IS_SRVROLEMEMBER('sysadmin')").await, 0);
+        assert_eq!(refused(&mut fake, "CREATE DATABASE stolen").await.0, 262);
+        assert_eq!(refused(&mut fake, "EXEC sp_configure 'show advanced options', 1").await.0, 15247);
+        assert_eq!(refused(&mut fake, "KILL 52").await.0, 6102);
+        assert_eq!(refused(&mut fake, "ALTER LOGIN sa WITH PASSWORD = 'Taken-Over-1'").await.0, 15151);
+        assert_eq!(count(&mut fake, "SELECT COUNT(*) FROM sys.server_principals WHERE name = 'sa'").await, 0);
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'stolen'").await, 0);
+    });
+}

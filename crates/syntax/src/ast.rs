@@ -129,6 +129,19 @@ pub enum StatementKind {
         name: Ident,
         if_exists: bool,
     },
+    /// `CREATE APPLICATION ROLE name WITH PASSWORD = 'p' [, DEFAULT_SCHEMA = s]`
+    CreateApplicationRole {
+        name: Ident,
+        options: Vec<UserOption>,
+    },
+    /// `ALTER APPLICATION ROLE name WITH NAME = n | PASSWORD = 'p' | DEFAULT_SCHEMA = s, …`
+    AlterApplicationRole {
+        name: Ident,
+        options: Vec<UserOption>,
+    },
+    DropApplicationRole {
+        name: Ident,
+    },
     /// `CREATE SCHEMA name [AUTHORIZATION owner] [element …]`: the elements (CREATE
     /// TABLE, CREATE VIEW, GRANT, DENY, REVOKE) are created in the new schema.
     CreateSchema {
@@ -615,6 +628,8 @@ pub enum SecurableClass {
     Login,
     User,
     Role,
+    /// `APPLICATION ROLE::name`
+    ApplicationRole,
 }
 
 /// `[class::]name` after ON.

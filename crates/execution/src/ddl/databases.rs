@@ -78,7 +78,7 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
 /// The security id of the login creating or attaching a database, which owns it; `None`
 /// for `sa` (every database's owner when none is recorded).
 fn creator_sid(ctx: &ExecCtx) -> Option<Vec<u8>> {
-    ctx.shared.logins.get(&ctx.session.login).map(|l| l.sid).filter(|sid| !sid.is_empty() && sid.as_slice() != [1])
+    ctx.shared.session_login(ctx.session).map(|l| l.sid).filter(|sid| !sid.is_empty() && sid.as_slice() != [1])
 }
 
 /// `CREATE DATABASE name ON (FILENAME = data) [, (FILENAME = log)] [LOG ON (FILENAME = log)]

@@ -15,6 +15,7 @@
 //! share (tree names, a table's trees, a heap's index, a table as a DML target).
 
 mod alter;
+pub mod application_roles;
 mod constraints;
 mod databases;
 mod files;

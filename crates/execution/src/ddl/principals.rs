@@ -20,24 +20,24 @@ use crate::runtime::{ExecCtx, SessionState, Shared};
 use crate::server_permissions::{is_server_permission, ServerPermission};
 
 /// The caller's principals and permissions in its current database.
-struct Caller {
-    db: Arc<tessera_database::Database>,
-    security: Arc<Security>,
-    token: Arc<Token>,
+pub(super) struct Caller {
+    pub(super) db: Arc<tessera_database::Database>,
+    pub(super) security: Arc<Security>,
+    pub(super) token: Arc<Token>,
 }
 
-fn caller(ctx: &ExecCtx) -> SqlResult<Caller> {
+pub(super) fn caller(ctx: &ExecCtx) -> SqlResult<Caller> {
     let (security, token) = ctx.shared.access(ctx.session, &ctx.session.database.clone())?;
     let db = ctx.shared.database(&ctx.session.database)?;
     Ok(Caller { db, security, token })
 }
 
 impl Caller {
-    fn may(&self, permission: &str, on: On) -> bool {
+    pub(super) fn may(&self, permission: &str, on: On) -> bool {
         allowed(&self.security, &self.token, permission, on)
     }
 
-    fn require(&self, permission: &str) -> SqlResult<()> {
+    pub(super) fn require(&self, permission: &str) -> SqlResult<()> {
         if self.may(permission, On::Database) {
             Ok(())
         } else {
@@ -46,11 +46,11 @@ impl Caller {
     }
 }
 
-fn exists(name: &str) -> SqlError {
+pub(super) fn exists(name: &str) -> SqlError {
     SqlError::new(15023, format!("User, group, or role '{name}' already exists in the current database."))
 }
 
-fn not_found(verb: &str, what: &str, name: &str) -> SqlError {
+pub(super) fn not_found(verb: &str, what: &str, name: &str) -> SqlError {
     SqlError::new(
         15151,
         format!("Cannot {verb} the {what} '{name}', because it does not exist or you do not have permission."),
@@ -152,7 +152,7 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
         }
     }
     ctx.shared.alter_security(&c.db, |s| {
-        let Some(user) = s.principal(&name.value).filter(|p| !p.kind.is_role()).cloned() else {
+        let Some(user) = s.principal(&name.value).filter(|p| p.kind.is_user()).cloned() else {
             return Err(not_found("alter", "user", &name.value));
         };
         let mut next = s.clone();
@@ -207,7 +207,7 @@ pub fn drop_user(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
     let c = caller(ctx)?;
     c.require("ALTER ANY USER")?;
     ctx.shared.alter_security(&c.db, |s| {
-        let Some(user) = s.principal(&name.value).filter(|p| !p.kind.is_role()).cloned() else {
+        let Some(user) = s.principal(&name.value).filter(|p| p.kind.is_user()).cloned() else {
             if if_exists {
                 return Ok((s.clone(), ()));
             }
@@ -222,7 +222,7 @@ pub fn drop_user(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
 
 /// `s` without `p`, its memberships and the permissions granted to it; error 15138 when
 /// it owns a schema or a role.
-fn without_principal(s: &Security, p: &Principal) -> SqlResult<Security> {
+pub(super) fn without_principal(s: &Security, p: &Principal) -> SqlResult<Security> {
     if s.schemas().any(|sc| sc.owner == p.id) || s.principals().any(|r| r.kind.is_role() && r.owner == Some(p.id)) {
         return Err(SqlError::new(
             15138,
@@ -538,18 +538,21 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
             };
             Ok(Target { class: Class::Object, major_id: object.id(), schema: Some(object.schema().to_string()), all })
         }
-        SecurableClass::User | SecurableClass::Role => {
+        SecurableClass::User | SecurableClass::Role | SecurableClass::ApplicationRole => {
+            let (kind, what) = match on.class {
+                SecurableClass::User => (None, "user"),
+                SecurableClass::Role => (Some(PrincipalKind::Role), "role"),
+                _ => (Some(PrincipalKind::ApplicationRole), "application role"),
+            };
             let principal = c
                 .security
                 .principal(&on.name.name().value)
-                .filter(|p| p.kind.is_role() == (on.class == SecurableClass::Role))
-                .ok_or_else(|| {
-                    not_found("find", if on.class == SecurableClass::Role { "role" } else { "user" }, &shown)
-                })?;
-            let all: &'static [&'static str] = if principal.kind.is_role() {
-                &["ALTER", "CONTROL", "VIEW DEFINITION"]
-            } else {
+                .filter(|p| kind.map_or(p.kind.is_user(), |k| p.kind == k))
+                .ok_or_else(|| not_found("find", what, &shown))?;
+            let all: &'static [&'static str] = if principal.kind.is_user() {
                 &["ALTER", "CONTROL", "IMPERSONATE", "VIEW DEFINITION"]
+            } else {
+                &["ALTER", "CONTROL", "VIEW DEFINITION"]
             };
             Ok(Target { class: Class::Principal, major_id: principal.id, schema: None, all })
         }
@@ -696,7 +699,7 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
             "Permissions at the server scope can only be granted when the current database is master",
         ));
     }
-    let caller = ctx.shared.logins.get(&ctx.session.login);
+    let caller = ctx.shared.session_login(ctx.session);
     let may = caller
         .as_ref()
         .is_some_and(|l| l.is_member("securityadmin") || ctx.shared.server_permissions.holds(l, "CONTROL SERVER"));

@@ -48,6 +48,7 @@ pub const PERMISSIONS: &[(&str, &str, bool, bool, bool)] = &[
     ("CONNECT", "CO", true, false, false),
     ("ALTER ANY USER", "ALUS", true, false, false),
     ("ALTER ANY ROLE", "ALRL", true, false, false),
+    ("ALTER ANY APPLICATION ROLE", "ALAR", true, false, false),
     ("ALTER ANY SCHEMA", "ALSM", true, false, false),
     ("VIEW DATABASE STATE", "VWDS", true, false, false),
     ("SHOWPLAN", "SPLN", true, false, false),
@@ -62,7 +63,7 @@ pub fn type_code(permission: &str) -> &'static str {
 const FIXED_ROLE_PERMISSIONS: &[(i32, GrantState, &[&str])] = &[
     (16384, GrantState::GrantWithGrantOption, &["CONTROL"]),
     (16385, GrantState::Grant, &["ALTER ANY USER", "CONNECT", "CREATE SCHEMA"]),
-    (16386, GrantState::Grant, &["ALTER ANY ROLE", "CREATE SCHEMA", "VIEW DEFINITION"]),
+    (16386, GrantState::Grant, &["ALTER ANY ROLE", "ALTER ANY APPLICATION ROLE", "CREATE SCHEMA", "VIEW DEFINITION"]),
     (
         16387,
         GrantState::Grant,
@@ -134,7 +135,15 @@ pub fn token(security: &Security, sid: &[u8], sysadmin: bool) -> Option<Token> {
     allowed(security, &token, "CONNECT", On::Database).then_some(token)
 }
 
-/// The token of a database user (EXECUTE AS USER, contained users).
+/// `guest`'s token, when guest has CONNECT (how an application role reaches the other
+/// databases).
+pub fn guest_token(security: &Security) -> Option<Token> {
+    let token = token_of_user(security, GUEST_ID);
+    allowed(security, &token, "CONNECT", On::Database).then_some(token)
+}
+
+/// The token of a database user (EXECUTE AS USER, contained users) or of an application
+/// role.
 pub fn token_of_user(security: &Security, user: i32) -> Token {
     if user == DBO_ID {
         return Token::dbo();
@@ -157,8 +166,9 @@ pub fn token_of_user(security: &Security, user: i32) -> Token {
 /// the securable of each level.
 fn levels(security: &Security, permission: &str, on: On) -> Vec<((Class, i32), Vec<&'static str>)> {
     let own = PERMISSIONS.iter().find(|p| p.0 == permission).map_or("", |p| p.0);
-    let alter_any = matches!(permission, "ALTER ANY USER" | "ALTER ANY ROLE" | "ALTER ANY SCHEMA")
-        || permission.starts_with("CREATE ");
+    let alter_any =
+        matches!(permission, "ALTER ANY USER" | "ALTER ANY ROLE" | "ALTER ANY APPLICATION ROLE" | "ALTER ANY SCHEMA")
+            || permission.starts_with("CREATE ");
     let mut database = vec![own, "CONTROL"];
     if alter_any {
         database.push("ALTER");
@@ -170,9 +180,10 @@ fn levels(security: &Security, permission: &str, on: On) -> Vec<((Class, i32), V
     match on {
         On::Database => vec![((Class::Database, 0), database)],
         On::Principal(id) => {
-            // ALTER ANY USER / ALTER ANY ROLE cover ALTER on every user or role.
-            let any = match security.principal_by_id(id) {
-                Some(p) if p.kind.is_role() => "ALTER ANY ROLE",
+            // ALTER ANY USER / ROLE / APPLICATION ROLE cover ALTER on every one of its kind.
+            let any = match security.principal_by_id(id).map(|p| p.kind) {
+                Some(super::PrincipalKind::Role) => "ALTER ANY ROLE",
+                Some(super::PrincipalKind::ApplicationRole) => "ALTER ANY APPLICATION ROLE",
                 _ => "ALTER ANY USER",
             };
             if permission == "ALTER" {

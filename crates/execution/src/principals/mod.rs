@@ -64,11 +64,19 @@ pub enum PrincipalKind {
     ContainedUser,
     /// A database role (`R`, DATABASE_ROLE).
     Role,
+    /// An application role (`A`, APPLICATION_ROLE): it has no members; a session becomes
+    /// it with `sp_setapprole` and its password (kept as an Argon2id hash).
+    ApplicationRole,
 }
 
 impl PrincipalKind {
     pub fn is_role(self) -> bool {
         self == PrincipalKind::Role
+    }
+
+    /// A database user: a login's, one without a login, or a contained one.
+    pub fn is_user(self) -> bool {
+        matches!(self, PrincipalKind::SqlUser | PrincipalKind::UserWithoutLogin | PrincipalKind::ContainedUser)
     }
 }
 
@@ -79,7 +87,7 @@ pub struct Principal {
     pub kind: PrincipalKind,
     /// The login's security id (SQL users, and dbo: the database owner's login).
     pub sid: Option<Vec<u8>>,
-    /// A contained user's Argon2id hash.
+    /// A contained user's or an application role's Argon2id hash.
     pub password_hash: Option<String>,
     pub default_schema: Option<String>,
     /// A role's owner.
@@ -266,7 +274,7 @@ impl Security {
 
     /// The user mapped to the login with security id `sid`.
     pub fn user_for_sid(&self, sid: &[u8]) -> Option<&Principal> {
-        self.principals.values().find(|p| !p.kind.is_role() && p.sid.as_deref() == Some(sid))
+        self.principals.values().find(|p| p.kind.is_user() && p.sid.as_deref() == Some(sid))
     }
 
     pub fn schema(&self, name: &str) -> Option<&Schema> {

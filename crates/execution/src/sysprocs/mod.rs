@@ -166,8 +166,9 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
             result(ctx, sink, &columns, &rows);
         }
         (Some(name), Some((v, t))) => {
-            let login = &ctx.session.login;
-            if !ctx.shared.logins.is_sysadmin(login) && !ctx.shared.logins.is_member(login, "serveradmin") {
+            if !ctx.shared.session_in_role(ctx.session, "sysadmin")
+                && !ctx.shared.session_in_role(ctx.session, "serveradmin")
+            {
                 return Err(crate::security::no_permission());
             }
             let value = match types::cast(&v, &t, &SqlType::BigInt, None) {

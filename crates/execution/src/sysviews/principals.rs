@@ -55,12 +55,13 @@ pub(super) static DATABASE_PRINCIPALS: ViewDef<12> = ViewDef {
 };
 
 fn principal_row(p: &Principal) -> [Value; 12] {
-    let (ty, desc) = if p.kind.is_role() { ("R", "DATABASE_ROLE") } else { ("S", "SQL_USER") };
-    let (auth, auth_desc) = match p.kind {
-        PrincipalKind::Role => (0, "NONE"),
-        PrincipalKind::SqlUser => (1, "INSTANCE"),
-        PrincipalKind::ContainedUser => (2, "DATABASE"),
-        PrincipalKind::UserWithoutLogin => (0, "NONE"),
+    // (type, type_desc, authentication_type, authentication_type_desc)
+    let (ty, desc, auth, auth_desc) = match p.kind {
+        PrincipalKind::Role => ("R", "DATABASE_ROLE", 0, "NONE"),
+        PrincipalKind::ApplicationRole => ("A", "APPLICATION_ROLE", 0, "NONE"),
+        PrincipalKind::SqlUser => ("S", "SQL_USER", 1, "INSTANCE"),
+        PrincipalKind::ContainedUser => ("S", "SQL_USER", 2, "DATABASE"),
+        PrincipalKind::UserWithoutLogin => ("S", "SQL_USER", 0, "NONE"),
     };
     [
         s(&p.name),

@@ -33,7 +33,7 @@ fn visible_logins(ctx: &ExecCtx) -> Vec<Login> {
     let all = ["ALTER ANY LOGIN", "VIEW ANY DEFINITION"].iter().any(|p| ctx.shared.holds_server(ctx.session, p));
     let mut logins = ctx.shared.logins.all();
     if !all {
-        logins.retain(|l| l.name.eq_ignore_ascii_case(&ctx.session.login));
+        logins.retain(|l| ctx.session.server_login().is_some_and(|own| l.name.eq_ignore_ascii_case(own)));
     }
     logins
 }

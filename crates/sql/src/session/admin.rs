@@ -62,18 +62,20 @@ impl Runner<'_> {
                 format!("{verb} statement not allowed within multi-statement transaction."),
             ));
         }
-        let (shared, login) = (self.shared, self.state.login.clone());
+        let shared = self.shared;
+        let caller = self.state.server_login().map(str::to_string);
+        let caller = caller.as_deref();
         match kind {
             StatementKind::CreateLogin { name, options, external_source } => {
-                tessera_execution::security::create_login(shared, &login, name, options, external_source.as_deref())
+                tessera_execution::security::create_login(shared, caller, name, options, external_source.as_deref())
             }
             StatementKind::AlterLogin { name, action } => {
-                tessera_execution::security::alter_login(shared, &login, name, action)?;
+                tessera_execution::security::alter_login(shared, caller, name, action)?;
                 // A renamed current login keeps its session under the new name.
                 if let AlterLoginAction::Set(options) = action {
                     for o in options {
                         if let ast::LoginOption::Name(n) = o {
-                            if name.value.eq_ignore_ascii_case(&login) {
+                            if caller.is_some_and(|own| name.value.eq_ignore_ascii_case(own)) {
                                 self.state.login = n.value.clone();
                             }
                         }
@@ -81,9 +83,9 @@ impl Runner<'_> {
                 }
                 Ok(())
             }
-            StatementKind::DropLogin(name) => tessera_execution::security::drop_login(shared, &login, name),
+            StatementKind::DropLogin(name) => tessera_execution::security::drop_login(shared, caller, name),
             StatementKind::AlterServerRole { role, member, add } => {
-                tessera_execution::security::alter_server_role(shared, &login, role, member, *add)
+                tessera_execution::security::alter_server_role(shared, caller, role, member, *add)
             }
             _ => unreachable!("security_statement is called for security statements only"),
         }

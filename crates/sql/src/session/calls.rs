@@ -148,6 +148,12 @@ impl Runner<'_> {
                 Err(Stop::Error(err)) => return self.fail(s, err),
                 Err(Stop::Abort) => return Err(Stop::Abort),
             }
+        } else if let Some(which) = ApplicationRoleProc::lookup(&proc_name) {
+            match self.run_application_role_proc(which, args) {
+                Ok(status) => status,
+                Err(Stop::Error(err)) => return self.fail(s, err),
+                Err(Stop::Abort) => return Err(Stop::Abort),
+            }
         } else if let Some(system) = tessera_execution::sysprocs::lookup(&proc_name) {
             self.state.txns.mark_statement();
             let values: Vec<tessera_execution::sysprocs::NamedArg> =
@@ -477,5 +483,30 @@ impl PreparedProc {
             "sp_unprepare" => PreparedProc::Unprepare,
             _ => return None,
         })
+    }
+}
+
+/// `sp_setapprole` and `sp_unsetapprole` (`application_roles.rs`), found by name before the
+/// other system procedures.
+#[derive(Clone, Copy)]
+pub(super) enum ApplicationRoleProc {
+    Set,
+    Unset,
+}
+
+impl ApplicationRoleProc {
+    pub(super) fn lookup(name: &str) -> Option<ApplicationRoleProc> {
+        match name.to_ascii_lowercase().as_str() {
+            "sp_setapprole" => Some(ApplicationRoleProc::Set),
+            "sp_unsetapprole" => Some(ApplicationRoleProc::Unset),
+            _ => None,
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            ApplicationRoleProc::Set => "sp_setapprole",
+            ApplicationRoleProc::Unset => "sp_unsetapprole",
+        }
     }
 }

@@ -81,7 +81,7 @@ impl Runner<'_> {
     fn check_dbcc(&mut self, command: &str, args: &[ast::Expr]) -> SqlResult<()> {
         let allowed = match command {
             "FREEPROCCACHE" => self.shared.holds_server(self.state, "ALTER SERVER STATE"),
-            "DROPCLEANBUFFERS" | "TRACEON" | "TRACEOFF" => self.shared.logins.is_sysadmin(&self.state.login),
+            "DROPCLEANBUFFERS" | "TRACEON" | "TRACEOFF" => self.shared.session_in_role(self.state, "sysadmin"),
             "CHECKDB" => {
                 let name = match args.first() {
                     Some(ast::Expr::Column(n)) => n.name().value.clone(),

@@ -21,6 +21,7 @@
 //! sessions share (`start_instance`).
 
 mod admin;
+mod application_roles;
 mod bulk;
 mod calls;
 mod compile;
@@ -62,6 +63,10 @@ pub struct Session {
     pub state: SessionState,
     /// The database the session started in (a reset returns to it).
     initial_database: String,
+    /// Whom the session logged in as: a login's name, or a contained database user's name
+    /// and principal id (a reset returns to it).
+    initial_login: String,
+    contained_user: Option<i32>,
     /// What it is doing, as the server's views show it (also in its `SessionInfo`; a
     /// system session's is listed nowhere).
     activity: Arc<parking_lot::Mutex<Activity>>,
@@ -89,7 +94,9 @@ impl Session {
                 previous_login: login.to_string(),
                 user: Some((database.to_string(), user)),
                 no_revert: true,
+                without_login: true,
                 nest_level: 0,
+                origin: tessera_execution::runtime::ContextOrigin::ContainedLogin,
             });
         }
         if let Err(e) = tessera_execution::ddl::principals::check_access(&shared, &state, database) {
@@ -118,7 +125,14 @@ impl Session {
         };
         let activity = info.activity.clone();
         shared.sessions.lock().insert(spid, info);
-        Ok(Session { state, shared, initial_database: database.to_string(), activity })
+        Ok(Session {
+            state,
+            shared,
+            initial_database: database.to_string(),
+            initial_login: login.to_string(),
+            contained_user: contained,
+            activity,
+        })
     }
 
     /// A session the server runs for itself (msdb history): a system spid below 51, as
@@ -132,6 +146,8 @@ impl Session {
             state: SessionState::new(spid, "sa", database),
             shared,
             initial_database: database.to_string(),
+            initial_login: "sa".to_string(),
+            contained_user: None,
             activity: Arc::default(),
         })
     }
@@ -200,16 +216,22 @@ impl Session {
         activity.open_transactions = self.state.txns.count;
     }
 
-    /// Resets the session as a pooled connection's reuse asks (TDS RESETCONNECTION): the
-    /// transaction rolls back, temp tables and prepared statements go, options and the
-    /// database return to the login's.
-    pub fn reset(&mut self) {
-        self.close();
-        let (spid, login) = (self.state.spid, self.state.login.clone());
-        let (host, program) = (self.state.host_name.clone(), self.state.program_name.clone());
-        self.state = SessionState::new(spid, &login, &self.initial_database);
-        self.state.host_name = host;
-        self.state.program_name = program;
+    /// A new session for the same client, as a pooled connection's reuse asks (TDS
+    /// RESETCONNECTION; the caller closes this one): who logged in (the login, or the
+    /// contained database user with its context), in the database it logged in to.
+    ///
+    /// Error 18059 (severity 20: the connection ends) when the session has since taken
+    /// another security context, by EXECUTE AS or sp_setapprole: as SQL Server does, a
+    /// connection is not reset under an identity other than the one that opened it.
+    pub fn fresh(&self) -> SqlResult<Session> {
+        use tessera_execution::runtime::ContextOrigin;
+        if self.state.impersonation.iter().any(|c| c.origin != ContextOrigin::ContainedLogin) {
+            return Err(SqlError::new(
+                18059,
+                "The connection has been dropped because the principal that opened it subsequently assumed a new security context, and then tried to reset the connection under its impersonated security context. This scenario is not supported. See \"Impersonation Overview\" in Books Online.",
+            ));
+        }
+        Session::open(self.shared.clone(), &self.initial_login, &self.initial_database, self.contained_user)
     }
 
     /// Ends the session: rolls back an open transaction and drops its temp tables.

@@ -226,8 +226,9 @@ impl Runner<'_> {
     /// Whether the session may change or drop the database `name` (its owner, db_owner,
     /// sysadmin, or ALTER ANY DATABASE at server level — dbcreator).
     pub(super) fn may_control_database(&mut self, name: &str) -> SqlResult<bool> {
-        let login = self.state.login.clone();
-        if self.shared.logins.is_sysadmin(&login) || self.shared.holds_server(self.state, "ALTER ANY DATABASE") {
+        if self.shared.session_in_role(self.state, "sysadmin")
+            || self.shared.holds_server(self.state, "ALTER ANY DATABASE")
+        {
             return Ok(true);
         }
         if !self.shared.engine.exists(name) {
@@ -251,6 +252,13 @@ impl Runner<'_> {
             StatementKind::CreateRole { name, owner } => ddl::create_role(&ctx, name, owner.as_ref()),
             StatementKind::AlterRole { role, action } => ddl::alter_role(&ctx, role, action),
             StatementKind::DropRole { name, if_exists } => ddl::drop_role(&ctx, name, *if_exists),
+            StatementKind::CreateApplicationRole { name, options } => {
+                tessera_execution::ddl::application_roles::create(&ctx, name, options)
+            }
+            StatementKind::AlterApplicationRole { name, options } => {
+                tessera_execution::ddl::application_roles::alter(&ctx, name, options)
+            }
+            StatementKind::DropApplicationRole { name } => tessera_execution::ddl::application_roles::drop(&ctx, name),
             StatementKind::CreateSchema { name, owner, .. } => ddl::create_schema(&ctx, name, owner.as_ref()),
             StatementKind::DropSchema { name, if_exists } => ddl::drop_schema(&ctx, name, *if_exists),
             StatementKind::AlterAuthorization { on, owner } => ddl::alter_authorization(&ctx, on, owner.as_ref()),
@@ -268,6 +276,7 @@ impl Runner<'_> {
     pub(super) fn execute_as(&mut self, target: &ast::ExecuteAsTarget, no_revert: bool) -> SqlResult<()> {
         let previous_login = self.state.login.clone();
         let nest_level = self.state.nest_level;
+        let mut without_login = false;
         let user = match target {
             ast::ExecuteAsTarget::Login(name) => {
                 let refused = || {
@@ -277,7 +286,7 @@ impl Runner<'_> {
                     )
                 };
                 let login = self.shared.logins.get(name).filter(|l| !l.disabled).ok_or_else(refused)?;
-                if !self.shared.logins.is_sysadmin(&previous_login) || self.impersonating_user() {
+                if !self.shared.session_in_role(self.state, "sysadmin") || self.impersonating_user() {
                     return Err(refused());
                 }
                 self.state.login = login.name;
@@ -298,16 +307,23 @@ impl Runner<'_> {
                     return Err(refused());
                 }
                 // The session acts as the user's login (SUSER_NAME, server permissions).
-                self.state.login = self.login_of(user);
+                let login = self.login_of(user);
+                without_login = login.is_none();
+                self.state.login = login.unwrap_or_else(|| user.name.clone());
                 Some((db, user.id))
             }
-            ast::ExecuteAsTarget::Caller => self.state.impersonation.last().and_then(|c| c.user.clone()),
+            ast::ExecuteAsTarget::Caller => {
+                without_login = self.state.impersonation.last().is_some_and(|c| c.without_login);
+                self.state.impersonation.last().and_then(|c| c.user.clone())
+            }
         };
         self.state.impersonation.push(tessera_execution::runtime::Impersonation {
             previous_login,
             user,
             no_revert,
+            without_login,
             nest_level,
+            origin: tessera_execution::runtime::ContextOrigin::ExecuteAs,
         });
         self.shared.refresh_default_schema(self.state);
         Ok(())
@@ -323,6 +339,12 @@ impl Runner<'_> {
         let Some(context) = self.state.impersonation.last() else { return Ok(()) };
         if context.nest_level != self.state.nest_level {
             return Ok(());
+        }
+        if matches!(context.origin, tessera_execution::runtime::ContextOrigin::ApplicationRole { .. }) {
+            return Err(SqlError::new(
+                15357,
+                "The current security context was set by \"sp_setapprole\". It cannot be reverted by statement \"Revert\".",
+            ));
         }
         if context.no_revert {
             return Err(SqlError::new(
@@ -366,24 +388,24 @@ impl Runner<'_> {
             ));
         };
         let previous_login = self.state.login.clone();
-        self.state.login = self.login_of(&user);
+        let login = self.login_of(&user);
+        let without_login = login.is_none();
+        self.state.login = login.unwrap_or_else(|| user.name.clone());
         self.state.impersonation.push(tessera_execution::runtime::Impersonation {
             previous_login,
             user: Some((module.db.clone(), user.id)),
             no_revert: true,
+            without_login,
             nest_level: self.state.nest_level + 1,
+            origin: tessera_execution::runtime::ContextOrigin::ExecuteAs,
         });
         Ok(())
     }
 
-    /// The login a database user acts as: the one mapped to it, or none (the user's name,
-    /// which no login has).
-    fn login_of(&self, user: &tessera_execution::principals::Principal) -> String {
-        let login = user
-            .sid
-            .as_deref()
-            .and_then(|sid| self.shared.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name));
-        login.unwrap_or_else(|| user.name.clone())
+    /// The login a database user acts as: the one mapped to it, or none (the session then
+    /// shows the user's name, and holds no login's server permissions).
+    fn login_of(&self, user: &tessera_execution::principals::Principal) -> Option<String> {
+        user.sid.as_deref().and_then(|sid| self.shared.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name))
     }
 
     /// CREATE PROCEDURE … WITH EXECUTE AS: the user must exist, and naming one takes

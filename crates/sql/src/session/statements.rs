@@ -151,6 +151,9 @@ impl Runner<'_> {
             | StatementKind::CreateRole { .. }
             | StatementKind::AlterRole { .. }
             | StatementKind::DropRole { .. }
+            | StatementKind::CreateApplicationRole { .. }
+            | StatementKind::AlterApplicationRole { .. }
+            | StatementKind::DropApplicationRole { .. }
             | StatementKind::DropSchema { .. }
             | StatementKind::AlterAuthorization { .. }
             | StatementKind::Permission(_) => self.database_security(&s.kind)?,
@@ -187,8 +190,9 @@ impl Runner<'_> {
                 })?;
             }
             StatementKind::BufferPoolExtension(setting) => {
-                let login = &self.state.login;
-                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "serveradmin") {
+                if !self.shared.session_in_role(self.state, "sysadmin")
+                    && !self.shared.session_in_role(self.state, "serveradmin")
+                {
                     return Err(tessera_execution::security::no_permission());
                 }
                 let setting =
@@ -196,8 +200,9 @@ impl Runner<'_> {
                 self.shared.config.set_extension(&self.shared.engine, setting)?;
             }
             StatementKind::ProcessAffinity(ranges) => {
-                let login = &self.state.login;
-                if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "serveradmin") {
+                if !self.shared.session_in_role(self.state, "sysadmin")
+                    && !self.shared.session_in_role(self.state, "serveradmin")
+                {
                     return Err(tessera_execution::security::no_permission());
                 }
                 let cpus = ranges.as_ref().map(|r| r.iter().flat_map(|&(a, b)| a as usize..=b as usize).collect());
@@ -313,8 +318,8 @@ impl Runner<'_> {
                 self.record_history(history);
             }
             StatementKind::Reconfigure { .. } => {
-                if !self.shared.logins.is_sysadmin(&self.state.login)
-                    && !self.shared.logins.is_member(&self.state.login, "serveradmin")
+                if !self.shared.session_in_role(self.state, "sysadmin")
+                    && !self.shared.session_in_role(self.state, "serveradmin")
                 {
                     return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
                 }
@@ -420,6 +425,12 @@ impl Runner<'_> {
     fn use_database(&mut self, name: &str) -> SqlResult<()> {
         if !self.shared.engine.exists(name) {
             return Err(tessera_semantics::catalog::database_not_found(name));
+        }
+        if self.state.application_role().is_some_and(|(db, _)| !db.eq_ignore_ascii_case(name)) {
+            return Err(SqlError::new(
+                505,
+                "The current user account was invoked with SETUSER or SP_SETAPPROLE. Changing databases is not allowed.",
+            ));
         }
         let db = self.shared.database(name)?;
         tessera_execution::ddl::principals::check_access(self.shared, self.state, db.name())?;

@@ -34,8 +34,8 @@ impl Runner<'_> {
     /// (a third file or more is refused, as CREATE DATABASE … FOR ATTACH refuses it).
     pub(super) fn run_attach_db(&mut self, args: &[NamedArg]) -> Result<i32, Stop> {
         too_many("sp_attach_db", args, 17).map_err(Stop::Error)?;
-        let login = &self.state.login;
-        if !self.shared.logins.is_sysadmin(login) && !self.shared.logins.is_member(login, "dbcreator") {
+        if !self.shared.session_in_role(self.state, "sysadmin") && !self.shared.session_in_role(self.state, "dbcreator")
+        {
             return Err(Stop::Error(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'.")));
         }
         let name = text_arg(args, 0, "@dbname").ok_or_else(|| missing("sp_attach_db", "@dbname"))?;

@@ -39,6 +39,9 @@ impl Parser<'_> {
         if self.eat_word("ROLE") {
             return self.create_role();
         }
+        if self.eat_words(&["APPLICATION", "ROLE"]) {
+            return self.application_role(true);
+        }
         if self.eat_word("SCHEMA") {
             return self.create_schema();
         }
@@ -71,6 +74,9 @@ impl Parser<'_> {
         }
         if self.eat_word("ROLE") {
             return self.alter_role();
+        }
+        if self.eat_words(&["APPLICATION", "ROLE"]) {
+            return self.application_role(false);
         }
         if self.eat_word("AUTHORIZATION") {
             return self.alter_authorization();
@@ -108,6 +114,9 @@ impl Parser<'_> {
             "LOGIN" => StatementKind::DropLogin(self.ident()?),
             "USER" => StatementKind::DropUser { name: self.principal()?, if_exists },
             "ROLE" => StatementKind::DropRole { name: self.principal()?, if_exists },
+            "APPLICATION" if !if_exists && self.eat_word("ROLE") => {
+                StatementKind::DropApplicationRole { name: self.principal()? }
+            }
             "SCHEMA" => StatementKind::DropSchema { name: self.ident()?, if_exists },
             "RESOURCE" if !if_exists && self.eat_word("POOL") => {
                 StatementKind::ResourceGovernor(GovernorStatement::DropPool(self.ident()?))

@@ -102,6 +102,18 @@ impl Parser<'_> {
         Ok(StatementKind::AlterRole { role, action })
     }
 
+    /// After `CREATE APPLICATION ROLE` or `ALTER APPLICATION ROLE`: `name WITH option, …`.
+    pub(super) fn application_role(&mut self, create: bool) -> Result<StatementKind> {
+        let name = self.principal()?;
+        self.expect_word("WITH")?;
+        let options = self.comma_list(Parser::user_option)?;
+        Ok(if create {
+            StatementKind::CreateApplicationRole { name, options }
+        } else {
+            StatementKind::AlterApplicationRole { name, options }
+        })
+    }
+
     /// After `CREATE SCHEMA`: `name [AUTHORIZATION owner] [CREATE TABLE … | CREATE VIEW …
     /// | GRANT … | DENY … | REVOKE …]…`.
     pub(super) fn create_schema(&mut self) -> Result<StatementKind> {
@@ -129,9 +141,17 @@ impl Parser<'_> {
         Ok(StatementKind::AlterAuthorization { on, owner })
     }
 
-    /// `[class::]name`: OBJECT, SCHEMA, DATABASE, LOGIN, USER or ROLE; no class is an object.
+    /// `[class::]name`: OBJECT, SCHEMA, DATABASE, LOGIN, USER, ROLE or APPLICATION ROLE; no
+    /// class is an object.
     fn securable(&mut self) -> Result<Securable> {
-        let class = if self.peek().kind == TokenKind::Word
+        let class = if self.peek().is_word("APPLICATION")
+            && self.peek_nth(1).is_word("ROLE")
+            && self.peek_nth(2).is_punct(Punct::Colon)
+            && self.peek_nth(3).is_punct(Punct::Colon)
+        {
+            self.pos += 4;
+            SecurableClass::ApplicationRole
+        } else if self.peek().kind == TokenKind::Word
             && self.peek_nth(1).is_punct(Punct::Colon)
             && self.peek_nth(2).is_punct(Punct::Colon)
         {
@@ -269,6 +289,36 @@ mod tests {
             }
         );
         assert_eq!(one("drop user if exists u"), StatementKind::DropUser { name: Ident::new("u"), if_exists: true });
+    }
+
+    #[test]
+    fn application_roles() {
+        assert_eq!(
+            one("CREATE APPLICATION ROLE billing WITH PASSWORD = 'Str0ng!pw', DEFAULT_SCHEMA = sales"),
+            StatementKind::CreateApplicationRole {
+                name: Ident::new("billing"),
+                options: vec![
+                    UserOption::Password { value: "Str0ng!pw".into(), old: None },
+                    UserOption::DefaultSchema(Ident::new("sales")),
+                ],
+            }
+        );
+        assert_eq!(
+            one("alter application role billing with name = invoicing"),
+            StatementKind::AlterApplicationRole {
+                name: Ident::new("billing"),
+                options: vec![UserOption::Name(Ident::new("invoicing"))],
+            }
+        );
+        assert_eq!(
+            one("drop application role billing"),
+            StatementKind::DropApplicationRole { name: Ident::new("billing") }
+        );
+        let StatementKind::Permission(p) = one("GRANT ALTER ON APPLICATION ROLE::billing TO auditor") else {
+            panic!("not a permission statement");
+        };
+        assert_eq!(p.on.map(|on| on.class), Some(SecurableClass::ApplicationRole));
+        assert!(parse_batch("create application role billing").is_err(), "a password is required");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `PASSWORD = '…' UNLOCK` and `CHECK_POLICY = OFF` end a login's lockout; UNLOCK needs
 //! the right to manage the login.
 
-use crate::logins::{self, cannot_alter, NewLogin, SERVER_ROLES};
+use crate::logins::{self, cannot_alter, Login, NewLogin, SERVER_ROLES};
 use crate::runtime::Shared;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{AlterLoginAction, Ident, LoginOption};
@@ -20,6 +20,14 @@ pub fn no_permission() -> SqlError {
 /// database principal without a login, which manages no login.
 fn can_manage_logins(shared: &Shared, caller: Option<&str>) -> bool {
     caller.is_some_and(|l| shared.logins.is_sysadmin(l) || shared.logins.is_member(l, "securityadmin"))
+}
+
+/// Whether `caller` holds `permission` (ALTER, CONTROL, …) on the login `target`: granted
+/// on `LOGIN::target`, or covered on every login (ALTER ANY LOGIN, CONTROL SERVER).
+fn holds_on_login(shared: &Shared, caller: Option<&str>, permission: &str, target: &Login) -> bool {
+    caller
+        .and_then(|name| shared.logins.get(name))
+        .is_some_and(|l| shared.server_permissions.holds_on_login(&l, permission, target.principal_id))
 }
 
 fn check_database(shared: &Shared, name: &Ident) -> SqlResult<()> {
@@ -120,7 +128,7 @@ pub fn create_login(
 /// `ALTER LOGIN name ENABLE | DISABLE | WITH option [, …]`.
 pub fn alter_login(shared: &Shared, caller: Option<&str>, name: &Ident, action: &AlterLoginAction) -> SqlResult<()> {
     let target = shared.logins.get(&name.value).ok_or_else(|| cannot_alter(&name.value))?;
-    let manager = can_manage_logins(shared, caller);
+    let manager = can_manage_logins(shared, caller) || holds_on_login(shared, caller, "ALTER", &target);
     let sysadmin = caller.is_some_and(|l| shared.logins.is_sysadmin(l));
     let own = caller.is_some_and(|l| target.name.eq_ignore_ascii_case(l));
     // Only a sysadmin may change another sysadmin.
@@ -226,7 +234,7 @@ pub fn drop_login(shared: &Shared, caller: Option<&str>, name: &Ident) -> SqlRes
     };
     let target = shared.logins.get(&name.value).ok_or_else(denied)?;
     if target.principal_id == 1
-        || !can_manage_logins(shared, caller)
+        || !(can_manage_logins(shared, caller) || holds_on_login(shared, caller, "CONTROL", &target))
         || (target.is_sysadmin() && !caller.is_some_and(|l| shared.logins.is_sysadmin(l)))
     {
         return Err(denied());
@@ -238,8 +246,10 @@ pub fn drop_login(shared: &Shared, caller: Option<&str>, name: &Ident) -> SqlRes
         ));
     }
     shared.logins.drop_login(&name.value)?;
-    // Its server permissions go with it (a new login never inherits them by id).
-    shared.server_permissions.change(|rows| rows.retain(|r| r.grantee != target.principal_id))
+    // Its server permissions, and those on it, go with it (a new login never inherits them
+    // by id).
+    let id = target.principal_id;
+    shared.server_permissions.change(|rows| rows.retain(|r| r.grantee != id && r.on_login != id))
 }
 
 /// `ALTER SERVER ROLE role ADD|DROP MEMBER login`.

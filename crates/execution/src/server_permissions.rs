@@ -1,6 +1,7 @@
 //! Server-level permissions: GRANT/DENY/REVOKE of VIEW SERVER STATE, VIEW ANY DATABASE,
-//! CREATE ANY DATABASE and the others to logins and server roles, as SQL Server keeps them
-//! in `sys.server_permissions`, and whether a login holds one.
+//! CREATE ANY DATABASE and the others to logins and server roles, and of IMPERSONATE,
+//! ALTER, CONTROL and VIEW DEFINITION on one login (`LOGIN::name`), as SQL Server keeps
+//! them in `sys.server_permissions`, and whether a login holds one.
 //!
 //! Invariants:
 //! - The rows live in master's storage tree `sys$server_permissions` (key `grantee:name`,
@@ -11,6 +12,9 @@
 //! - A permission is held through a grant of itself, of CONTROL SERVER or of one that
 //!   implies it, to the login, `public` or a server role the login is in, or through the
 //!   fixed server role's own permissions; a DENY of any of those wins.
+//! - A permission on a login is held through a grant of itself or CONTROL on that login,
+//!   or of the server permission that covers it on every login (IMPERSONATE ANY LOGIN,
+//!   ALTER ANY LOGIN, VIEW ANY DEFINITION, CONTROL SERVER); a DENY at either level wins.
 //! - At most [`MAX_ROWS`] rows (a bound on what the server keeps in memory).
 
 use std::ops::Bound;
@@ -44,6 +48,7 @@ pub const SERVER_PERMISSIONS: &[(&str, &str)] = &[
     ("CONNECT SQL", "COSQ"),
     ("CONTROL SERVER", "CL"),
     ("CREATE ANY DATABASE", "CRDB"),
+    ("IMPERSONATE ANY LOGIN", "IAL"),
     ("SHUTDOWN", "SHDN"),
     ("VIEW ANY DATABASE", "VWDB"),
     ("VIEW ANY DEFINITION", "VWAD"),
@@ -66,17 +71,34 @@ const ROLE_PERMISSIONS: &[(&str, &[&str])] = &[
     ("bulkadmin", &["ADMINISTER BULK OPERATIONS"]),
 ];
 
+/// The permissions one may hold on a login (`LOGIN::name`), each with its type code and the
+/// server permission that covers it on every login.
+pub const LOGIN_PERMISSIONS: &[(&str, &str, &str)] = &[
+    ("ALTER", "AL", "ALTER ANY LOGIN"),
+    ("CONTROL", "CL", "CONTROL SERVER"),
+    ("IMPERSONATE", "IM", "IMPERSONATE ANY LOGIN"),
+    ("VIEW DEFINITION", "VW", "VIEW ANY DEFINITION"),
+];
+
 pub fn is_server_permission(name: &str) -> bool {
     SERVER_PERMISSIONS.iter().any(|(n, _)| *n == name)
 }
 
-pub fn type_code(name: &str) -> &'static str {
+/// A row's type code: `on_login` rows use the login permissions' codes.
+pub fn type_code(name: &str, on_login: bool) -> &'static str {
+    if on_login {
+        return LOGIN_PERMISSIONS.iter().find(|(n, ..)| *n == name).map_or("", |(_, c, _)| c);
+    }
     SERVER_PERMISSIONS.iter().find(|(n, _)| *n == name).map_or("", |(_, c)| c)
 }
 
 /// One row of `sys.server_permissions`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerPermission {
+    /// The login it is on (class 101, SERVER_PRINCIPAL), by principal id; 0 for the
+    /// server (class 100).
+    #[serde(default)]
+    pub on_login: i32,
     /// A login's or server role's principal id.
     pub grantee: i32,
     pub permission: String,
@@ -91,6 +113,7 @@ pub struct ServerPermissions {
 
 fn defaults() -> Vec<ServerPermission> {
     vec![ServerPermission {
+        on_login: 0,
         grantee: PUBLIC_ROLE_ID,
         permission: "VIEW ANY DATABASE".to_string(),
         grantor: 1,
@@ -139,15 +162,40 @@ impl ServerPermissions {
             .chain(["CONTROL SERVER"])
             .chain(IMPLIED_BY.iter().filter(|(p, _)| *p == permission).flat_map(|(_, by)| by.iter().copied()))
             .collect();
-        let mut grantees = vec![login.principal_id, PUBLIC_ROLE_ID];
-        grantees.extend(SERVER_ROLES.iter().filter(|(_, name)| login.is_member(name)).map(|(id, _)| *id));
         // CONNECT SQL is every login's (SQL Server grants it at CREATE LOGIN) until denied.
-        let mut granted = permission == "CONNECT SQL"
+        let granted = permission == "CONNECT SQL"
             || ROLE_PERMISSIONS
                 .iter()
                 .any(|(role, held)| login.is_member(role) && held.iter().any(|p| covering.contains(p)));
+        self.decide(login, granted, |row| row.on_login == 0 && covering.contains(&row.permission.as_str()))
+    }
+
+    /// Whether `login` holds `permission` (one of [`LOGIN_PERMISSIONS`]) on the login
+    /// whose principal id is `target`.
+    pub fn holds_on_login(&self, login: &Login, permission: &str, target: i32) -> bool {
+        if login.is_sysadmin() {
+            return true;
+        }
+        let Some((_, _, any)) = LOGIN_PERMISSIONS.iter().find(|(p, ..)| *p == permission) else {
+            return false;
+        };
+        let on_every = [*any, "CONTROL SERVER"];
+        let granted = ROLE_PERMISSIONS
+            .iter()
+            .any(|(role, held)| login.is_member(role) && held.iter().any(|p| on_every.contains(p)));
+        self.decide(login, granted, |row| match row.on_login {
+            0 => on_every.contains(&row.permission.as_str()),
+            on => on == target && (row.permission == permission || row.permission == "CONTROL"),
+        })
+    }
+
+    /// `granted` unless a row that `covers` it, for the login, `public` or one of its
+    /// server roles, denies it; granted as well when such a row grants it.
+    fn decide(&self, login: &Login, mut granted: bool, covers: impl Fn(&ServerPermission) -> bool) -> bool {
+        let mut grantees = vec![login.principal_id, PUBLIC_ROLE_ID];
+        grantees.extend(SERVER_ROLES.iter().filter(|(_, name)| login.is_member(name)).map(|(id, _)| *id));
         for row in self.rows.read().iter() {
-            if grantees.contains(&row.grantee) && covering.contains(&row.permission.as_str()) {
+            if grantees.contains(&row.grantee) && covers(row) {
                 if row.state == GrantState::Deny {
                     return false;
                 }
@@ -185,7 +233,7 @@ impl ServerPermissions {
             tx.delete(tree, &key)?;
         }
         for row in rows {
-            let key = format!("{}:{}", row.grantee, row.permission);
+            let key = format!("{}:{}:{}", row.on_login, row.grantee, row.permission);
             let value = serde_json::to_vec(row).map_err(|e| SqlError::new(50000, e.to_string()))?;
             tx.insert(tree, key.as_bytes(), &value)?;
         }
@@ -216,7 +264,7 @@ mod tests {
     }
 
     fn row(grantee: i32, permission: &str, state: GrantState) -> ServerPermission {
-        ServerPermission { grantee, permission: permission.into(), grantor: 1, state }
+        ServerPermission { on_login: 0, grantee, permission: permission.into(), grantor: 1, state }
     }
 
     #[test]
@@ -233,5 +281,24 @@ mod tests {
         p.change(|rows| rows.push(row(300, "CONTROL SERVER", GrantState::Grant))).unwrap();
         assert!(p.holds(&plain, "VIEW SERVER STATE"));
         assert!(!p.holds(&plain, "VIEW ANY DATABASE"), "the DENY to public still wins");
+    }
+
+    #[test]
+    fn a_permission_on_a_login_is_held_on_that_login_only() {
+        let p = ServerPermissions::in_memory();
+        let (ivy, target, other) = (login(300, &[]), 310, 311);
+        assert!(!p.holds_on_login(&ivy, "IMPERSONATE", target));
+        let on = |permission: &str, state| ServerPermission { on_login: target, ..row(300, permission, state) };
+        p.change(|rows| rows.push(on("IMPERSONATE", GrantState::Grant))).unwrap();
+        assert!(p.holds_on_login(&ivy, "IMPERSONATE", target));
+        assert!(!p.holds_on_login(&ivy, "IMPERSONATE", other));
+        assert!(!p.holds_on_login(&ivy, "ALTER", target));
+        assert!(!p.holds(&ivy, "IMPERSONATE ANY LOGIN"), "a grant on a login is no server permission");
+        p.change(|rows| rows.push(on("CONTROL", GrantState::Grant))).unwrap();
+        assert!(p.holds_on_login(&ivy, "ALTER", target), "CONTROL on the login covers ALTER");
+        p.change(|rows| rows.push(row(PUBLIC_ROLE_ID, "IMPERSONATE ANY LOGIN", GrantState::Deny))).unwrap();
+        assert!(!p.holds_on_login(&ivy, "IMPERSONATE", target), "a DENY on every login wins");
+        assert!(p.holds_on_login(&login(301, &["sysadmin"]), "IMPERSONATE", other));
+        assert!(p.holds_on_login(&login(302, &["securityadmin"]), "ALTER", other), "ALTER ANY LOGIN");
     }
 }

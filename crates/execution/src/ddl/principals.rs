@@ -17,7 +17,7 @@ use crate::principals::{
     FIRST_PRINCIPAL_ID, PUBLIC_ID,
 };
 use crate::runtime::{ExecCtx, SessionState, Shared};
-use crate::server_permissions::{is_server_permission, ServerPermission};
+use crate::server_permissions::{is_server_permission, ServerPermission, LOGIN_PERMISSIONS};
 
 /// The caller's principals and permissions in its current database.
 pub(super) struct Caller {
@@ -563,7 +563,8 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
 /// `GRANT`, `DENY` or `REVOKE` on the server, the database, a schema, an object, a user or
 /// a role.
 pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
-    if p.on.is_none() && p.permissions.iter().all(|perm| is_server_permission(&perm.name)) {
+    let on_login = p.on.as_ref().is_some_and(|on| on.class == SecurableClass::Login);
+    if on_login || (p.on.is_none() && p.permissions.iter().all(|perm| is_server_permission(&perm.name))) {
         return server_permission(ctx, p);
     }
     let c = caller(ctx)?;
@@ -699,10 +700,34 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
             "Permissions at the server scope can only be granted when the current database is master",
         ));
     }
+    // `LOGIN::name`: the login the permissions are on, and each must be one a login has.
+    let mut on_sysadmin = false;
+    let on_login = match &p.on {
+        Some(on) => {
+            let name = &on.name.name().value;
+            let target = ctx.shared.logins.get(name).ok_or_else(|| not_found("find", "login", name))?;
+            for perm in &p.permissions {
+                if !LOGIN_PERMISSIONS.iter().any(|(n, ..)| *n == perm.name) || !perm.columns.is_empty() {
+                    return Err(SqlError::new(
+                        4606,
+                        format!("Granted or revoked privilege {} is not compatible with object.", perm.name),
+                    ));
+                }
+            }
+            on_sysadmin = target.is_sysadmin();
+            target.principal_id
+        }
+        None => 0,
+    };
     let caller = ctx.shared.session_login(ctx.session);
-    let may = caller
-        .as_ref()
-        .is_some_and(|l| l.is_member("securityadmin") || ctx.shared.server_permissions.holds(l, "CONTROL SERVER"));
+    // A permission on a sysadmin's login (IMPERSONATE would make its holder one) only
+    // from a sysadmin, as only a sysadmin may change a sysadmin's login.
+    let may = caller.as_ref().is_some_and(|l| {
+        (l.is_member("securityadmin")
+            || ctx.shared.server_permissions.holds(l, "CONTROL SERVER")
+            || (on_login != 0 && ctx.shared.server_permissions.holds_on_login(l, "CONTROL", on_login)))
+            && (!on_sysadmin || l.is_sysadmin())
+    });
     if !may {
         return Err(SqlError::new(4613, "Grantor does not have GRANT permission."));
     }
@@ -727,7 +752,9 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
     ctx.shared.server_permissions.change(|rows| {
         for grantee in &grantees {
             for perm in &p.permissions {
-                let at = rows.iter().position(|r| r.grantee == *grantee && r.permission == perm.name);
+                let at = rows
+                    .iter()
+                    .position(|r| r.on_login == on_login && r.grantee == *grantee && r.permission == perm.name);
                 let state = match p.action {
                     PermissionAction::Grant { with_grant_option: true } => GrantState::GrantWithGrantOption,
                     PermissionAction::Grant { .. } => GrantState::Grant,
@@ -745,7 +772,8 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
                         continue;
                     }
                 };
-                let row = ServerPermission { grantee: *grantee, permission: perm.name.clone(), grantor, state };
+                let row =
+                    ServerPermission { on_login, grantee: *grantee, permission: perm.name.clone(), grantor, state };
                 match at {
                     Some(i) => rows[i] = row,
                     None => rows.push(row),

@@ -4,6 +4,7 @@
 use super::{bit, col, concat, datetime, int, s, Rows, ViewDef, SYSNAME};
 use crate::logins::{Login, SERVER_ROLES};
 use crate::runtime::ExecCtx;
+use crate::server_permissions::LOGIN_PERMISSIONS;
 use tessera_semantics::types::{SqlType::*, Value};
 
 pub(super) static SERVER_PRINCIPALS: ViewDef<13> = ViewDef {
@@ -28,12 +29,19 @@ pub(super) static SERVER_PRINCIPALS: ViewDef<13> = ViewDef {
 };
 
 /// The logins the session may see: all of them with ALTER ANY LOGIN or VIEW ANY
-/// DEFINITION, else its own (as SQL Server shows them).
+/// DEFINITION, else its own and those it holds a permission on (as SQL Server shows them).
 fn visible_logins(ctx: &ExecCtx) -> Vec<Login> {
     let all = ["ALTER ANY LOGIN", "VIEW ANY DEFINITION"].iter().any(|p| ctx.shared.holds_server(ctx.session, p));
     let mut logins = ctx.shared.logins.all();
     if !all {
-        logins.retain(|l| ctx.session.server_login().is_some_and(|own| l.name.eq_ignore_ascii_case(own)));
+        let me = ctx.shared.session_login(ctx.session);
+        let permissions = &ctx.shared.server_permissions;
+        logins.retain(|l| {
+            me.as_ref().is_some_and(|me| {
+                me.name.eq_ignore_ascii_case(&l.name)
+                    || LOGIN_PERMISSIONS.iter().any(|(p, ..)| permissions.holds_on_login(me, p, l.principal_id))
+            })
+        });
     }
     logins
 }
@@ -161,14 +169,15 @@ pub(super) static SERVER_PERMISSIONS: ViewDef<10> = ViewDef {
             .filter(|p| mine.contains(&p.grantee))
             .map(|p| {
                 let (state, state_desc) = p.state.code_and_desc();
+                let (class, class_desc) = if p.on_login == 0 { (100, "SERVER") } else { (101, "SERVER_PRINCIPAL") };
                 [
-                    int(100),
-                    s("SERVER"),
-                    int(0),
+                    int(class),
+                    s(class_desc),
+                    int(i64::from(p.on_login)),
                     int(0),
                     int(i64::from(p.grantee)),
                     int(i64::from(p.grantor)),
-                    s(crate::server_permissions::type_code(&p.permission)),
+                    s(crate::server_permissions::type_code(&p.permission, p.on_login != 0)),
                     s(&p.permission),
                     s(state),
                     s(state_desc),

@@ -286,7 +286,12 @@ impl Runner<'_> {
                     )
                 };
                 let login = self.shared.logins.get(name).filter(|l| !l.disabled).ok_or_else(refused)?;
-                if !self.shared.session_in_role(self.state, "sysadmin") || self.impersonating_user() {
+                // sysadmin, or IMPERSONATE on the login (IMPERSONATE ANY LOGIN, CONTROL
+                // SERVER); never from inside a user's context.
+                let may = self.shared.session_login(self.state).is_some_and(|me| {
+                    self.shared.server_permissions.holds_on_login(&me, "IMPERSONATE", login.principal_id)
+                });
+                if !may || self.impersonating_user() {
                     return Err(refused());
                 }
                 self.state.login = login.name;

@@ -6,17 +6,11 @@
 
 mod common;
 
-use common::tds::{connect_as, count, refused, run, Conn};
+use common::tds::{connect_as, count, refused, run, text, Conn};
 use common::{TestServer, PASSWORD};
 
 const ROLE_PASSWORD: &str = "Billing-App-7";
 const USER_PASSWORD: &str = "Dana-Pass-12";
-
-async fn text(c: &mut Conn, sql: &str) -> Option<String> {
-    let row =
-        c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_row().await.unwrap().expect("a row");
-    row.get::<&str, _>(0).map(str::to_string)
-}
 
 /// The cookie sp_setapprole hands out, as a hex literal for sp_unsetapprole.
 async fn set_with_cookie(c: &mut Conn, role: &str, password: &str) -> String {

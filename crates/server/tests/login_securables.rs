@@ -5,17 +5,11 @@
 
 mod common;
 
-use common::tds::{connect_as, count, refused, run, Conn};
+use common::tds::{connect_as, count, refused, run, text};
 use common::{TestServer, PASSWORD};
 
 const IVY: &str = "Ivy-Pass-123";
 const OTHER: &str = "Other-Pass-12";
-
-async fn text(c: &mut Conn, sql: &str) -> Option<String> {
-    let row =
-        c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_row().await.unwrap().expect("a row");
-    row.get::<&str, _>(0).map(str::to_string)
-}
 
 #[test]
 fn impersonate_alter_and_control_on_a_login() {

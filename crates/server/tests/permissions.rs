@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tds::{connect_as, connect_to, count, eventually, refused, run, Conn};
+use common::tds::{connect_as, connect_to, count, eventually, refused, run, text, Conn};
 use common::{TestServer, PASSWORD};
 
 const ALICE: &str = "Alice-Pass-1";
@@ -173,12 +173,6 @@ fn principals_and_permissions_survive_a_restart() {
         run(&mut bob, "USE shop; SELECT * FROM t").await;
         assert_eq!(refused(&mut bob, "INSERT INTO shop.dbo.t VALUES (1)").await.0, 229);
     });
-}
-
-async fn text(c: &mut Conn, sql: &str) -> Option<String> {
-    let row =
-        c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_row().await.unwrap().expect("a row");
-    row.get::<&str, _>(0).map(str::to_string)
 }
 
 #[test]

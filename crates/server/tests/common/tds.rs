@@ -67,6 +67,13 @@ pub async fn count(c: &mut Conn, sql: &str) -> i32 {
     row.get::<i32, _>(0).expect("an int")
 }
 
+/// The text in the first column of the first row `sql` answers (None for NULL).
+pub async fn text(c: &mut Conn, sql: &str) -> Option<String> {
+    let row =
+        c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_row().await.unwrap().expect("a row");
+    row.get::<&str, _>(0).map(str::to_string)
+}
+
 /// Polls `query` until it answers `expected` (a guard against a hang, not a timing test).
 pub async fn eventually(c: &mut Conn, query: &str, expected: i32) {
     for _ in 0..2_000 {

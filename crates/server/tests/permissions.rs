@@ -784,3 +784,38 @@ fn a_principal_without_a_login_holds_no_login_s_server_permissions() {
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'stolen'").await, 0);
     });
 }
+
+/// ALTER and CONTROL granted on a user or role act: ALTER on a role lets its holder change
+/// the role's members, CONTROL drop it; ALTER on a user lets its holder set the user's
+/// default schema, not rename it (ALTER ANY USER); any user may set its own.
+#[test]
+fn alter_and_control_on_a_principal_let_its_holder_change_it() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, &format!("CREATE LOGIN pat WITH PASSWORD = '{ALICE}'; CREATE DATABASE princ")).await;
+        run(&mut sa, "USE princ; CREATE USER pat; CREATE USER target WITHOUT LOGIN; CREATE ROLE r").await;
+        let mut pat = connect_to(port, "pat", ALICE, "princ").await.unwrap();
+        let members = "SELECT COUNT(*) FROM sys.database_role_members WHERE role_principal_id = USER_ID('r')";
+
+        assert_eq!(refused(&mut pat, "ALTER ROLE r ADD MEMBER target").await.0, 15151);
+        run(&mut sa, "USE princ; GRANT ALTER ON ROLE::r TO pat").await;
+        run(&mut pat, "ALTER ROLE r ADD MEMBER target").await;
+        assert_eq!(count(&mut sa, &format!("USE princ; {members}")).await, 1);
+        assert_eq!(refused(&mut pat, "DROP ROLE r").await.0, 15151, "ALTER does not drop");
+
+        let schema = "SELECT default_schema_name FROM sys.database_principals WHERE name = 'target'";
+        assert_eq!(refused(&mut pat, "ALTER USER target WITH DEFAULT_SCHEMA = guest").await.0, 15247);
+        run(&mut sa, "USE princ; GRANT ALTER ON USER::target TO pat").await;
+        run(&mut pat, "ALTER USER target WITH DEFAULT_SCHEMA = guest").await;
+        assert_eq!(text(&mut sa, &format!("USE princ; {schema}")).await.as_deref(), Some("guest"));
+        assert_eq!(refused(&mut pat, "ALTER USER target WITH NAME = renamed").await.0, 15247);
+        run(&mut pat, "ALTER USER pat WITH DEFAULT_SCHEMA = guest").await;
+        assert_eq!(refused(&mut pat, "ALTER USER dbo WITH DEFAULT_SCHEMA = guest").await.0, 15247);
+
+        run(&mut sa, "USE princ; GRANT CONTROL ON ROLE::r TO pat").await;
+        run(&mut pat, "ALTER ROLE r DROP MEMBER target; DROP ROLE r").await;
+        assert_eq!(count(&mut sa, "USE princ; SELECT COUNT(*) FROM sys.database_principals WHERE name = 'r'").await, 0);
+    });
+}

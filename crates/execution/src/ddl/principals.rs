@@ -127,10 +127,12 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
     })
 }
 
-/// `ALTER USER … WITH …`.
+/// `ALTER USER … WITH …`, each option with the permission SQL Server asks for it: NAME
+/// ALTER ANY USER; LOGIN CONTROL on the database; DEFAULT_SCHEMA, DEFAULT_LANGUAGE and
+/// PASSWORD ALTER on the user (which ALTER ANY USER covers), or being that user (its own
+/// password only with the right OLD_PASSWORD).
 pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
     let c = caller(ctx)?;
-    c.require("ALTER ANY USER")?;
     let mut login_sid = None;
     let mut password_hash = None;
     for o in options {
@@ -155,6 +157,21 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
         let Some(user) = s.principal(&name.value).filter(|p| p.kind.is_user()).cloned() else {
             return Err(not_found("alter", "user", &name.value));
         };
+        let own = c.token.user == user.id;
+        for o in options {
+            let allowed = match o {
+                UserOption::Name(_) => c.may("ALTER ANY USER", On::Database),
+                UserOption::Login(_) => c.may("CONTROL", On::Database),
+                UserOption::Password { old: Some(old), .. } if own => {
+                    crate::logins::verify_password(old, user.password_hash.as_deref().unwrap_or_default())
+                }
+                UserOption::DefaultSchema(_) | UserOption::DefaultLanguage(_) if own => true,
+                _ => c.may("ALTER", On::Principal(user.id)),
+            };
+            if !allowed {
+                return Err(crate::security::no_permission());
+            }
+        }
         let mut next = s.clone();
         let mut user = user;
         for o in options {
@@ -257,8 +274,8 @@ pub fn create_role(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlRes
 }
 
 /// Whether the caller may change the membership or name of `role`: a fixed role needs
-/// membership of db_owner (db_securityadmin for the others), a user-defined one ALTER
-/// ANY ROLE or ownership.
+/// membership of db_owner (db_securityadmin for the others), a user-defined one ALTER on
+/// it (ALTER ANY ROLE covers it) or ownership.
 fn may_alter_role(c: &Caller, role: &Principal) -> bool {
     if c.token.unrestricted || c.token.holds(crate::principals::DB_OWNER_ID) {
         return true;
@@ -266,7 +283,8 @@ fn may_alter_role(c: &Caller, role: &Principal) -> bool {
     if is_fixed_role(role.id) {
         return role.id != crate::principals::DB_OWNER_ID && c.token.holds(16386);
     }
-    role.owner.is_some_and(|o| c.token.holds(o)) || c.may("ALTER ANY ROLE", On::Database)
+    // ALTER on the role (granted on ROLE::r, or covered by CONTROL or ALTER ANY ROLE).
+    role.owner.is_some_and(|o| c.token.holds(o)) || c.may("ALTER", On::Principal(role.id))
 }
 
 /// `ALTER ROLE … ADD MEMBER | DROP MEMBER | WITH NAME =`.
@@ -335,7 +353,13 @@ pub fn drop_role(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
             }
             return Err(not_found("drop", "role", &name.value));
         };
-        if !may_alter_role(&c, &r) {
+        // CONTROL on the role, or ALTER ANY ROLE (ALTER on it alone does not drop it).
+        let may_drop = c.token.unrestricted
+            || c.token.holds(crate::principals::DB_OWNER_ID)
+            || r.owner.is_some_and(|o| c.token.holds(o))
+            || c.may("CONTROL", On::Principal(r.id))
+            || c.may("ALTER ANY ROLE", On::Database);
+        if !may_drop {
             return Err(not_found("drop", "role", &name.value));
         }
         if r.is_fixed() {

@@ -115,6 +115,9 @@ pub struct DatabaseOptions {
     /// The security id of the login that owns the database (`sys.databases.owner_sid`),
     /// kept in the registry so that listings need not open it; `None`: `sa`.
     pub owner_sid: Option<Vec<u8>>,
+    /// `DB_CHAINING ON`: ownership chains may cross into and out of this database, to and
+    /// from another that allows it too (`sys.databases.is_db_chaining_on`).
+    pub db_chaining: bool,
     /// What the database's requests may use (tessera extensions, set with ALTER
     /// DATABASE).
     pub limits: ResourceLimits,

@@ -22,7 +22,9 @@
 //! then the resource limits, each empty when not set: the most requests that may run at
 //! once, the CPU cap in percent, the log rate in KiB/s, the CPU share in percent, the
 //! buffer-pool limit and the tempdb quota in MiB (entries written before the first have
-//! 15 fields, before the next two 16, before the CPU share 18, before the last two 19).
+//! 15 fields, before the next two 16, before the CPU share 18, before the last two 19),
+//! then `DB_CHAINING` for a database that lets ownership chains cross into it, empty
+//! otherwise (entries written before it have 21 fields).
 //!
 //! A crash while a line is appended leaves it torn: the last line, without its newline
 //! or with a CRC that does not match, is not a change that happened (it was never
@@ -300,7 +302,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14, 15, 16, 18, 19, 21].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15, 16, 18, 19, 21, 22].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {
@@ -354,6 +356,11 @@ fn decode_entry(line: &str) -> Option<Entry> {
                 max_buffer_pool_mb: number(19)?,
                 max_tempdb_mb: number(20)?,
             },
+            db_chaining: match f.get(21) {
+                None | Some(&"") => false,
+                Some(&"DB_CHAINING") => true,
+                Some(_) => return None,
+            },
         },
         state: match f.get(6) {
             None | Some(&"ONLINE") | Some(&DETACHED) => DbState::Online,
@@ -381,7 +388,7 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -402,7 +409,8 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         number(o.limits.max_log_rate_kb),
         number(o.limits.cpu_share_percent),
         number(o.limits.max_buffer_pool_mb),
-        number(o.limits.max_tempdb_mb)
+        number(o.limits.max_tempdb_mb),
+        if o.db_chaining { "DB_CHAINING" } else { "" }
     );
     Ok(())
 }
@@ -439,6 +447,7 @@ mod tests {
                     max_buffer_pool_mb: id.is_multiple_of(6).then_some(id * 3),
                     max_tempdb_mb: id.is_multiple_of(7).then_some(id * 5),
                 },
+                db_chaining: id.is_multiple_of(2),
                 ..DatabaseOptions::default()
             },
             state: DbState::Online,

@@ -22,6 +22,9 @@ const IDLE_DATABASE_CLOSE: &str = "idle database close (s)";
 const LOCKOUT_THRESHOLD: &str = "login lockout threshold";
 /// Whether databases may be contained (and their users log in with passwords of their own).
 pub const CONTAINED_AUTHENTICATION: &str = "contained database authentication";
+/// Whether ownership chains cross between every two databases (otherwise only between
+/// two with DB_CHAINING ON).
+pub const CROSS_DB_CHAINING: &str = "cross db ownership chaining";
 const LOCKOUT_DURATION: &str = "login lockout duration (min)";
 
 /// Storage tree in master holding the configured values.
@@ -81,6 +84,16 @@ pub const OPTIONS: &[OptionDef] = &[
         dynamic: true,
         advanced: true,
         description: "cost threshold for parallelism",
+    },
+    OptionDef {
+        id: 400,
+        name: CROSS_DB_CHAINING,
+        minimum: 0,
+        maximum: 1,
+        default: 0,
+        dynamic: true,
+        advanced: false,
+        description: "Allow cross db ownership chaining",
     },
     OptionDef {
         id: 16386,

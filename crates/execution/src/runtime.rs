@@ -411,6 +411,17 @@ impl Shared {
         state.default_schema = schema.unwrap_or_else(|| "dbo".to_string());
     }
 
+    /// Whether an ownership chain may cross from database `from` into `to`: always within
+    /// one database; between two when 'cross db ownership chaining' is 1, or when both
+    /// have DB_CHAINING ON (both off by default).
+    pub fn chains_between(&self, from: &str, to: &str) -> bool {
+        if from.eq_ignore_ascii_case(to) || self.config.run_value(crate::config::CROSS_DB_CHAINING) == Some(1) {
+            return true;
+        }
+        let on = |name: &str| self.engine.entry(name).is_some_and(|e| e.options.db_chaining);
+        on(from) && on(to)
+    }
+
     /// The server login the session acts as (see `SessionState::server_login`).
     pub fn session_login(&self, state: &SessionState) -> Option<crate::logins::Login> {
         state.server_login().and_then(|name| self.logins.get(name))

@@ -149,7 +149,13 @@ impl Engine {
         let remembered = inner.detached.iter().position(|d| d.data_path == data_path && d.log_path == log_path);
         // Files detached here keep their options; the attaching login owns the database.
         let options = match remembered {
-            Some(i) => DatabaseOptions { owner_sid: options.owner_sid, ..inner.detached[i].options.clone() },
+            // An attached database lets no ownership chain in until a sysadmin says so
+            // again, as in SQL Server.
+            Some(i) => DatabaseOptions {
+                owner_sid: options.owner_sid,
+                db_chaining: false,
+                ..inner.detached[i].options.clone()
+            },
             None => options,
         };
         let entry = Entry {

@@ -251,6 +251,22 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                         })?;
                     }
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
+                    "DB_CHAINING" => {
+                        if ["master", "tempdb", "model"].iter().any(|s| n.eq_ignore_ascii_case(s)) {
+                            return Err(SqlError::new(
+                                5058,
+                                format!("Option '{opt}' cannot be set in database '{n}'."),
+                            ));
+                        }
+                        if !ctx.shared.session_in_role(ctx.session, "sysadmin") {
+                            return Err(SqlError::new(15247, "User does not have permission to perform this action."));
+                        }
+                        options.db_chaining = match value.as_str() {
+                            "ON" => true,
+                            "OFF" => false,
+                            _ => return Err(SqlError::new(102, format!("Incorrect syntax near '{value}'."))),
+                        };
+                    }
                     "MAX_CONCURRENT_REQUESTS"
                     | "MAX_CPU_PERCENT"
                     | "MAX_LOG_RATE_KB"

@@ -8,7 +8,7 @@ use tessera_semantics::plan::Col;
 use tessera_semantics::types::SqlType::*;
 use tessera_semantics::types::Value;
 
-pub(super) static DATABASES: ViewDef<15> = ViewDef {
+pub(super) static DATABASES: ViewDef<16> = ViewDef {
     schema: "sys",
     name: "databases",
     columns: [
@@ -27,13 +27,14 @@ pub(super) static DATABASES: ViewDef<15> = ViewDef {
         col("delayed_durability", Int, true),
         col("delayed_durability_desc", NVarChar(60), true),
         col("owner_sid", VarBinary(85), true),
+        col("is_db_chaining_on", Bit, true),
     ],
     rows: databases,
 };
 
 /// Every database the session may see, from the registry: none is opened to be listed (a
 /// closed one's log waits for nothing).
-fn databases(ctx: &ExecCtx, _db: &str) -> Rows<15> {
+fn databases(ctx: &ExecCtx, _db: &str) -> Rows<16> {
     let mut out = Vec::new();
     for d in ctx.shared.visible_databases(ctx.session) {
         let o = &d.options;
@@ -62,6 +63,7 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<15> {
             int(dd_id),
             s(dd),
             Value::Binary(d.options.owner_sid.clone().unwrap_or_else(|| vec![1]).into()),
+            bit(o.db_chaining),
         ]);
     }
     Ok(out)

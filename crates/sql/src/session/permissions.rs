@@ -30,8 +30,8 @@ pub(super) struct ModuleContext {
 impl Runner<'_> {
     /// Checks that the session holds what the plan with these dependencies needs on every
     /// object it names. An object reached through a module (the one being run, or a view
-    /// or function the statement names) with the same owner in the same database needs
-    /// nothing of its own (ownership chaining; not across databases).
+    /// or function the statement names) with the same owner needs nothing of its own
+    /// (ownership chaining; across databases only where `chained` lets it).
     pub(super) fn check_plan(&mut self, deps: &[ObjectDep]) -> SqlResult<()> {
         if self.check_databases(deps)? {
             return Ok(());
@@ -51,18 +51,27 @@ impl Runner<'_> {
             }
             let schema = object.schema().to_string();
             let owner = security.schema_owner(&schema);
+            // The module the object is reached through: its database and owner.
             let chain = match &dep.via {
                 Some((via_db, via_key)) => {
                     let via_name = via_db.name(&self.state.database).to_string();
-                    match of.catalog.lookup_key(via_key) {
-                        Some(module) if via_name.eq_ignore_ascii_case(&db) => security.schema_owner(module.schema()),
-                        _ => None,
+                    let via = self.shared.catalog_memo(&self.state.catalog_memo, &via_name)?;
+                    let module_schema = via.catalog.lookup_key(via_key).map(|m| m.schema().to_string());
+                    match module_schema {
+                        Some(s) => self
+                            .shared
+                            .security(&self.state.catalog_memo, &via_name)?
+                            .schema_owner(&s)
+                            .map(|o| (via_name, o)),
+                        None => None,
                     }
                 }
-                None => self.owner.as_ref().filter(|m| m.db.eq_ignore_ascii_case(&db)).map(|m| m.owner),
+                None => self.owner.as_ref().map(|m| (m.db.clone(), m.owner)),
             };
-            if chain.is_some() && chain == owner {
-                continue;
+            if let (Some((module_db, module_owner)), Some(owner)) = (chain, owner) {
+                if self.chained(&module_db, module_owner, &db, &security, owner)? {
+                    continue;
+                }
             }
             for permission in dep.access.permissions() {
                 let on = On::Object { schema: &schema, id: object.id() };
@@ -94,6 +103,29 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// Whether an object of `db` owned by `owner` (a principal of `security`, `db`'s) is
+    /// reached by an unbroken ownership chain from a module of `module_db` owned by
+    /// `module_owner`: the same owner in one database; across two databases that let
+    /// chains cross (`Shared::chains_between`), owners mapped to the same login.
+    fn chained(
+        &mut self,
+        module_db: &str,
+        module_owner: i32,
+        db: &str,
+        security: &principals::Security,
+        owner: i32,
+    ) -> SqlResult<bool> {
+        if module_db.eq_ignore_ascii_case(db) {
+            return Ok(module_owner == owner);
+        }
+        if !self.shared.chains_between(module_db, db) {
+            return Ok(false);
+        }
+        let module_security = self.shared.security(&self.state.catalog_memo, module_db)?;
+        let sid_of = |s: &principals::Security, id: i32| s.principal_by_id(id).and_then(|p| p.sid.clone());
+        Ok(sid_of(&module_security, module_owner).is_some_and(|sid| sid_of(security, owner) == Some(sid)))
+    }
+
     /// Checks that the session may use every database these names were looked up in;
     /// true when it is unrestricted in all of them (no object needs a look).
     pub(super) fn check_databases(&mut self, deps: &[ObjectDep]) -> SqlResult<bool> {
@@ -119,7 +151,10 @@ impl Runner<'_> {
         let (security, token) = self.shared.access(self.state, db)?;
         let schema = module.schema.as_str();
         let owner = security.schema_owner(schema).unwrap_or(principals::DBO_ID);
-        let chained = self.owner.as_ref().is_some_and(|m| m.db.eq_ignore_ascii_case(db) && m.owner == owner);
+        let chained = match self.owner.clone() {
+            Some(m) => self.chained(&m.db, m.owner, db, &security, owner)?,
+            None => false,
+        };
         if !chained && !allowed(&security, &token, "EXECUTE", On::Object { schema, id: module.id }) {
             return Err(object_denied("EXECUTE", &module.name, db, schema));
         }

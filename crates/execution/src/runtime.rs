@@ -848,10 +848,11 @@ pub struct Impersonation {
     pub user: Option<(String, i32)>,
     /// `WITH NO REVERT`: REVERT cannot end it.
     pub no_revert: bool,
-    /// The session's login in this context is only the name of a database principal
-    /// without a login (a contained database user, or a user WITHOUT LOGIN it acts as):
-    /// it holds no server login's permissions, whatever login has that name.
-    pub without_login: bool,
+    /// The context acts in its database only (a contained database user, EXECUTE AS USER,
+    /// a module's EXECUTE AS), as SQL Server's database-scoped impersonation: it holds no
+    /// server login's permissions and is in no server role, whatever login its user maps
+    /// to or shares its name with. The session's login is then only the name it shows.
+    pub database_only: bool,
     /// The module nesting level it began at: it ends when that module returns.
     pub nest_level: i32,
     pub origin: ContextOrigin,
@@ -871,11 +872,11 @@ pub enum ContextOrigin {
 
 impl SessionState {
     /// The server login the session acts as, for server permissions and server roles:
-    /// its login, or the login EXECUTE AS gave it; none while it acts as a database
-    /// principal without a login, whose name may be any login's.
+    /// its login, or the one EXECUTE AS LOGIN gave it; none while a database-scoped
+    /// context is in force (`Impersonation::database_only`).
     pub fn server_login(&self) -> Option<&str> {
         match self.impersonation.last() {
-            Some(context) if context.without_login => None,
+            Some(context) if context.database_only => None,
             _ => Some(&self.login),
         }
     }

@@ -782,6 +782,26 @@ fn a_principal_without_a_login_holds_no_login_s_server_permissions() {
         assert_eq!(refused(&mut fake, "ALTER LOGIN sa WITH PASSWORD = 'Taken-Over-1'").await.0, 15151);
         assert_eq!(count(&mut fake, "SELECT COUNT(*) FROM sys.server_principals WHERE name = 'sa'").await, 0);
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'stolen'").await, 0);
+
+        // A user mapped to a sysadmin's login: impersonating it, or running a module as
+        // it, is scoped to the database (SQL Server's database-scoped impersonation), so a
+        // database's owner cannot borrow the sysadmin's server permissions that way.
+        run(&mut sa, &format!("CREATE LOGIN boss WITH PASSWORD = '{BOB}'; ALTER SERVER ROLE sysadmin ADD MEMBER boss"))
+            .await;
+        run(&mut tenant, "CREATE DATABASE own2; USE own2; CREATE USER boss FOR LOGIN boss").await;
+        run(&mut tenant, "EXECUTE AS USER = 'boss'").await;
+        assert_eq!(text(&mut tenant, "SELECT SUSER_NAME()").await.as_deref(), Some("boss"));
+        assert_eq!(count(&mut tenant, "SELECT IS_SRVROLEMEMBER('sysadmin')").await, 0);
+        assert_eq!(refused(&mut tenant, "CREATE DATABASE stolen").await.0, 262);
+        assert_eq!(refused(&mut tenant, "ALTER SERVER ROLE sysadmin ADD MEMBER tenant").await.0, 15151);
+        run(&mut tenant, "REVERT").await;
+        run(
+            &mut tenant,
+            "EXEC('CREATE PROCEDURE grab WITH EXECUTE AS ''boss'' AS ALTER SERVER ROLE sysadmin ADD MEMBER tenant')",
+        )
+        .await;
+        assert_eq!(refused(&mut tenant, "EXEC grab").await.0, 15151);
+        assert_eq!(count(&mut sa, "SELECT IS_SRVROLEMEMBER('sysadmin', 'tenant')").await, 0);
     });
 }
 

@@ -89,12 +89,12 @@ impl Runner<'_> {
             let value = Value::Binary(cookie.clone().into());
             self.state.vars[slot] = types::cast(&value, &SqlType::VarBinary(8000), &ty, None)?;
         }
-        let without_login = self.state.impersonation.last().is_some_and(|c| c.without_login);
+        let database_only = self.state.impersonation.last().is_some_and(|c| c.database_only);
         self.state.impersonation.push(Impersonation {
             previous_login: self.state.login.clone(),
             user: Some((db, id)),
             no_revert: true,
-            without_login,
+            database_only,
             nest_level: 0,
             origin: ContextOrigin::ApplicationRole { cookie },
         });

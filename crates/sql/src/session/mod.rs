@@ -94,7 +94,7 @@ impl Session {
                 previous_login: login.to_string(),
                 user: Some((database.to_string(), user)),
                 no_revert: true,
-                without_login: true,
+                database_only: true,
                 nest_level: 0,
                 origin: tessera_execution::runtime::ContextOrigin::ContainedLogin,
             });

@@ -311,7 +311,7 @@ impl Runner<'_> {
     pub(super) fn execute_as(&mut self, target: &ast::ExecuteAsTarget, no_revert: bool) -> SqlResult<()> {
         let previous_login = self.state.login.clone();
         let nest_level = self.state.nest_level;
-        let mut without_login = false;
+        let mut database_only = false;
         let user = match target {
             ast::ExecuteAsTarget::Login(name) => {
                 let refused = || {
@@ -347,13 +347,12 @@ impl Runner<'_> {
                     return Err(refused());
                 }
                 // The session acts as the user's login (SUSER_NAME, server permissions).
-                let login = self.login_of(user);
-                without_login = login.is_none();
-                self.state.login = login.unwrap_or_else(|| user.name.clone());
+                database_only = true;
+                self.state.login = self.login_of(user).unwrap_or_else(|| user.name.clone());
                 Some((db, user.id))
             }
             ast::ExecuteAsTarget::Caller => {
-                without_login = self.state.impersonation.last().is_some_and(|c| c.without_login);
+                database_only = self.state.impersonation.last().is_some_and(|c| c.database_only);
                 self.state.impersonation.last().and_then(|c| c.user.clone())
             }
         };
@@ -361,7 +360,7 @@ impl Runner<'_> {
             previous_login,
             user,
             no_revert,
-            without_login,
+            database_only,
             nest_level,
             origin: tessera_execution::runtime::ContextOrigin::ExecuteAs,
         });
@@ -428,22 +427,21 @@ impl Runner<'_> {
             ));
         };
         let previous_login = self.state.login.clone();
-        let login = self.login_of(&user);
-        let without_login = login.is_none();
-        self.state.login = login.unwrap_or_else(|| user.name.clone());
+        self.state.login = self.login_of(&user).unwrap_or_else(|| user.name.clone());
         self.state.impersonation.push(tessera_execution::runtime::Impersonation {
             previous_login,
             user: Some((module.db.clone(), user.id)),
             no_revert: true,
-            without_login,
+            database_only: true,
             nest_level: self.state.nest_level + 1,
             origin: tessera_execution::runtime::ContextOrigin::ExecuteAs,
         });
         Ok(())
     }
 
-    /// The login a database user acts as: the one mapped to it, or none (the session then
-    /// shows the user's name, and holds no login's server permissions).
+    /// The login a database user maps to, the name the session shows while it acts as the
+    /// user (SUSER_NAME); none for a user without a login (the user's name is shown). The
+    /// context holds no server permission either way (`Impersonation::database_only`).
     fn login_of(&self, user: &tessera_execution::principals::Principal) -> Option<String> {
         user.sid.as_deref().and_then(|sid| self.shared.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name))
     }

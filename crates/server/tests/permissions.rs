@@ -839,3 +839,47 @@ fn alter_and_control_on_a_principal_let_its_holder_change_it() {
         assert_eq!(count(&mut sa, "USE princ; SELECT COUNT(*) FROM sys.database_principals WHERE name = 'r'").await, 0);
     });
 }
+
+/// WITH GRANT OPTION acts: its holder may grant the permission on, and revoke what it
+/// granted; taking the option away from a holder that passed it on needs CASCADE (4611),
+/// which takes the grants it made as well.
+#[test]
+fn a_grant_option_lets_its_holder_grant_and_cascade_takes_the_chain() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(
+            &mut sa,
+            &format!("CREATE LOGIN lead WITH PASSWORD = '{ALICE}'; CREATE LOGIN member WITH PASSWORD = '{BOB}'"),
+        )
+        .await;
+        run(&mut sa, "CREATE DATABASE chain; USE chain; CREATE TABLE t (a int); INSERT INTO t VALUES (1)").await;
+        run(&mut sa, "USE chain; CREATE USER lead; CREATE USER member; CREATE USER third WITHOUT LOGIN").await;
+        let mut lead = connect_to(port, "lead", ALICE, "chain").await.unwrap();
+        let mut member = connect_to(port, "member", BOB, "chain").await.unwrap();
+
+        run(&mut sa, "USE chain; GRANT SELECT ON t TO lead").await;
+        assert_eq!(refused(&mut lead, "GRANT SELECT ON t TO member").await.0, 15151, "no grant option");
+        run(&mut sa, "USE chain; GRANT SELECT ON t TO lead WITH GRANT OPTION").await;
+        run(&mut lead, "GRANT SELECT ON t TO member").await;
+        assert_eq!(count(&mut member, "SELECT a FROM t").await, 1);
+        assert_eq!(refused(&mut lead, "GRANT INSERT ON t TO member").await.0, 15151, "only what it may grant");
+        assert_eq!(refused(&mut lead, "DENY SELECT ON t TO member").await.0, 15151, "DENY takes CONTROL");
+        let grantor = "SELECT COUNT(*) FROM sys.database_permissions WHERE grantee_principal_id = USER_ID('member') \
+                       AND grantor_principal_id = USER_ID('lead') AND permission_name = 'SELECT'";
+        assert_eq!(count(&mut sa, &format!("USE chain; {grantor}")).await, 1);
+        run(&mut lead, "REVOKE SELECT ON t FROM member").await;
+        assert_eq!(refused(&mut member, "SELECT a FROM t").await.0, 229);
+        run(&mut lead, "GRANT SELECT ON t TO member").await;
+
+        // The option taken from a holder that used it: CASCADE or 4611, and nothing changes.
+        assert_eq!(refused(&mut sa, "USE chain; REVOKE GRANT OPTION FOR SELECT ON t FROM lead").await.0, 4611);
+        assert_eq!(refused(&mut sa, "USE chain; DENY SELECT ON t TO lead").await.0, 4611);
+        assert_eq!(count(&mut member, "SELECT a FROM t").await, 1, "nothing changed");
+        run(&mut sa, "USE chain; REVOKE GRANT OPTION FOR SELECT ON t FROM lead CASCADE").await;
+        assert_eq!(count(&mut lead, "SELECT a FROM t").await, 1, "lead keeps SELECT itself");
+        assert_eq!(refused(&mut member, "SELECT a FROM t").await.0, 229, "the grant it made went");
+        assert_eq!(refused(&mut lead, "GRANT SELECT ON t TO member").await.0, 15151);
+    });
+}

@@ -251,6 +251,7 @@ pub static MESSAGES: &[Message] = &[
     m(4341, 16, Statement, "This log backup contains bulk-logged changes. It cannot be used to stop at an arbitrary point in time."),
     m(4511, 16, Statement, "Create View or Function failed because no column name was specified for column %d."),
     m(4606, 16, Statement, "Granted or revoked privilege %ls is not compatible with object."),
+    m(4611, 16, Statement, "To revoke or deny grantable privileges, specify the CASCADE option."),
     m(4613, 16, Statement, "Grantor does not have GRANT permission."),
     m(4617, 16, Statement, "Cannot grant, deny or revoke permissions to or from special roles."),
     m(4621, 16, Statement, "Permissions at the server scope can only be granted when the current database is master"),

@@ -631,9 +631,12 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
         names.push((perm.name.clone(), 0));
     }
     // The grantor needs CONTROL on the securable (db_securityadmin manages permissions
-    // on the database and its schemas).
+    // on the database and its schemas), or, to GRANT or REVOKE, each permission WITH
+    // GRANT OPTION.
     let securityadmin = c.token.holds(16386) && t.class != Class::Object;
-    if !securityadmin && !c.may("CONTROL", on) {
+    let grants_on = !matches!(p.action, PermissionAction::Deny { .. })
+        && names.iter().all(|(name, _)| check::grantable(&c.security, &c.token, name, on));
+    if !securityadmin && !c.may("CONTROL", on) && !grants_on {
         let shown = p.on.as_ref().map_or(c.db.name().to_string(), |s| s.name.name().value.clone());
         return Err(SqlError::new(
             15151,
@@ -666,6 +669,23 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
                     grantor: c.token.user,
                     state: GrantState::Grant,
                 };
+                // Taking a permission (or its grant option) from a grantee that passed it on
+                // takes the grants it made too, only when asked (CASCADE; 4611 otherwise).
+                let takes_away = match p.action {
+                    PermissionAction::Grant { .. } => None,
+                    PermissionAction::Deny { cascade } | PermissionAction::Revoke { cascade, .. } => Some(cascade),
+                };
+                if let Some(cascade) = takes_away {
+                    if next.granted_onward(&row) {
+                        if !cascade {
+                            return Err(SqlError::new(
+                                4611,
+                                "To revoke or deny grantable privileges, specify the CASCADE option.",
+                            ));
+                        }
+                        next.revoke_onward(&row);
+                    }
+                }
                 match p.action {
                     PermissionAction::Grant { with_grant_option } => {
                         let state =

@@ -202,6 +202,32 @@ fn levels(security: &Security, permission: &str, on: On) -> Vec<((Class, i32), V
     }
 }
 
+/// Whether `token` may grant `permission` on `on` to others: it holds the permission, or
+/// one that covers it, WITH GRANT OPTION at some level of `on`, and no DENY of it.
+pub fn grantable(security: &Security, token: &Token, permission: &str, on: On) -> bool {
+    if token.unrestricted {
+        return true;
+    }
+    let mut grantable = false;
+    for ((class, major), covering) in levels(security, permission, on) {
+        for row in security.permissions() {
+            if row.class == class
+                && row.major_id == major
+                && row.minor_id == 0
+                && token.holds(row.grantee)
+                && covering.contains(&row.permission.as_str())
+            {
+                match row.state {
+                    GrantState::Deny => return false,
+                    GrantState::GrantWithGrantOption => grantable = true,
+                    GrantState::Grant => {}
+                }
+            }
+        }
+    }
+    grantable
+}
+
 /// Whether `token` holds `permission` on `on`.
 pub fn allowed(security: &Security, token: &Token, permission: &str, on: On) -> bool {
     if token.unrestricted {

@@ -194,10 +194,14 @@ pub struct PermissionRow {
 impl PermissionRow {
     /// Rows with the same key replace each other (a DENY replaces a GRANT).
     fn same_key(&self, other: &PermissionRow) -> bool {
+        self.grantee == other.grantee && self.same_securable(other)
+    }
+
+    /// The same permission on the same securable (or column), to any grantee.
+    fn same_securable(&self, other: &PermissionRow) -> bool {
         self.class == other.class
             && self.major_id == other.major_id
             && self.minor_id == other.minor_id
-            && self.grantee == other.grantee
             && self.permission == other.permission
     }
 }
@@ -398,6 +402,27 @@ impl Security {
             self.permissions.remove(i);
         } else if self.permissions[i].state == GrantState::GrantWithGrantOption {
             self.permissions[i].state = GrantState::Grant;
+        }
+    }
+
+    /// Whether `grantee` has passed `row`'s permission on (rows of the same securable and
+    /// permission whose grantor it is).
+    pub fn granted_onward(&self, row: &PermissionRow) -> bool {
+        self.permissions.iter().any(|g| g.grantor == row.grantee && g.grantee != row.grantee && g.same_securable(row))
+    }
+
+    /// REVOKE … CASCADE: takes away every grant of `row`'s permission on its securable
+    /// that `row`'s grantee made, and those their grantees made in turn (a grant chain
+    /// ends where its grantor's grant option went).
+    pub fn revoke_onward(&mut self, row: &PermissionRow) {
+        let mut grantors = vec![row.grantee];
+        while let Some(grantor) = grantors.pop() {
+            let (gone, kept): (Vec<PermissionRow>, Vec<PermissionRow>) =
+                std::mem::take(&mut self.permissions).into_iter().partition(|g| {
+                    g.grantor == grantor && g.grantee != grantor && g.same_securable(row) && g.state != GrantState::Deny
+                });
+            self.permissions = kept;
+            grantors.extend(gone.iter().map(|g| g.grantee).filter(|g| *g != row.grantee));
         }
     }
 

@@ -202,6 +202,23 @@ fn levels(security: &Security, permission: &str, on: On) -> Vec<((Class, i32), V
     }
 }
 
+/// The rows granting or denying one of `covering` on the securable `(class, major)` to a
+/// principal of `token`.
+fn rows_at<'a>(
+    security: &'a Security,
+    token: &'a Token,
+    (class, major): (Class, i32),
+    covering: &'a [&'static str],
+) -> impl Iterator<Item = &'a super::PermissionRow> + 'a {
+    security.permissions().iter().filter(move |row| {
+        row.class == class
+            && row.major_id == major
+            && row.minor_id == 0
+            && token.holds(row.grantee)
+            && covering.contains(&row.permission.as_str())
+    })
+}
+
 /// Whether `token` may grant `permission` on `on` to others: it holds the permission, or
 /// one that covers it, WITH GRANT OPTION at some level of `on`, and no DENY of it.
 pub fn grantable(security: &Security, token: &Token, permission: &str, on: On) -> bool {
@@ -209,19 +226,12 @@ pub fn grantable(security: &Security, token: &Token, permission: &str, on: On) -
         return true;
     }
     let mut grantable = false;
-    for ((class, major), covering) in levels(security, permission, on) {
-        for row in security.permissions() {
-            if row.class == class
-                && row.major_id == major
-                && row.minor_id == 0
-                && token.holds(row.grantee)
-                && covering.contains(&row.permission.as_str())
-            {
-                match row.state {
-                    GrantState::Deny => return false,
-                    GrantState::GrantWithGrantOption => grantable = true,
-                    GrantState::Grant => {}
-                }
+    for (level, covering) in levels(security, permission, on) {
+        for row in rows_at(security, token, level, &covering) {
+            match row.state {
+                GrantState::Deny => return false,
+                GrantState::GrantWithGrantOption => grantable = true,
+                GrantState::Grant => {}
             }
         }
     }
@@ -244,18 +254,11 @@ pub fn allowed(security: &Security, token: &Token, permission: &str, on: On) -> 
     }
     let mut granted = false;
     for ((class, major), covering) in levels(security, permission, on) {
-        for row in security.permissions() {
-            if row.class == class
-                && row.major_id == major
-                && row.minor_id == 0
-                && token.holds(row.grantee)
-                && covering.contains(&row.permission.as_str())
-            {
-                if row.state == GrantState::Deny {
-                    return false;
-                }
-                granted = true;
+        for row in rows_at(security, token, (class, major), &covering) {
+            if row.state == GrantState::Deny {
+                return false;
             }
+            granted = true;
         }
         if class == Class::Database {
             for (role, state, held) in FIXED_ROLE_PERMISSIONS {

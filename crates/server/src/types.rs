@@ -22,7 +22,10 @@
 //!
 //! Values go through [`tessera_semantics::types::to_storage`], which gives each type's canonical
 //! storage form (varchar as Windows-1252, nvarchar as UTF-16 units, datetime as days since
-//! 1900 and 1/300 s ticks, money in 1/10000 units) — the same forms TDS carries.
+//! 1900 and 1/300 s ticks, money in 1/10000 units) — the same forms TDS carries — except
+//! text and binary values whose bytes the value itself holds in that form, written
+//! straight from it (`put_direct`): varchar text that is ASCII (where Windows-1252 and
+//! UTF-8 agree), nvarchar text (UTF-16 units made as they are written), binary.
 //!
 //! Invariant: encoders never fail; a value that does not fit its static type (which the
 //! SQL layer rules out) is sent as NULL rather than as malformed bytes.
@@ -173,7 +176,7 @@ pub fn put_null(out: &mut BytesMut, ty: &SqlType) {
 fn put_plp(out: &mut BytesMut, bytes: &[u8]) {
     out.put_u64_le(bytes.len() as u64);
     // One chunk per 2^31 bytes at most (values are far smaller in practice).
-    for chunk in bytes.chunks(1 << 30) {
+    for chunk in bytes.chunks(PLP_CHUNK) {
         out.put_u32_le(chunk.len() as u32);
         out.put_slice(chunk);
     }
@@ -190,12 +193,60 @@ fn put_var_bytes(out: &mut BytesMut, ty: &SqlType, bytes: &[u8]) {
     }
 }
 
+/// The largest PLP value written in one chunk (`put_plp`'s chunk).
+const PLP_CHUNK: usize = 1 << 30;
+
+/// Writes a text or binary value of type `ty` from the value's own bytes, without making
+/// its storage form first; false (nothing written) when it needs that form: varchar text
+/// that is not ASCII, a value of another type, a PLP value of more than one chunk.
+fn put_direct(out: &mut BytesMut, ty: &SqlType, v: &Value) -> bool {
+    use SqlType as T;
+    match (ty, v) {
+        (T::Char(_) | T::VarChar(_), Value::Str(s)) if s.is_ascii() && s.len() <= PLP_CHUNK => {
+            put_var_bytes(out, ty, s.as_bytes());
+        }
+        (T::Binary(_) | T::VarBinary(_), Value::Binary(b)) if b.len() <= PLP_CHUNK => put_var_bytes(out, ty, b),
+        (T::NChar(_) | T::NVarChar(_), Value::Str(s)) => {
+            let bytes = s.encode_utf16().count() * 2;
+            if bytes > PLP_CHUNK {
+                return false;
+            }
+            let put_units = |out: &mut BytesMut, limit: usize| {
+                for unit in s.encode_utf16().take(limit / 2) {
+                    out.put_u16_le(unit);
+                }
+            };
+            if is_plp(ty) {
+                out.put_u64_le(bytes as u64);
+                if bytes > 0 {
+                    out.put_u32_le(bytes as u32);
+                    put_units(out, bytes);
+                }
+                out.put_u32_le(0);
+            } else {
+                let n = bytes.min(0xFFFE);
+                out.put_u16_le(n as u16);
+                put_units(out, n);
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
 /// Writes a value of static type `ty` (as in a ROW token or a RETURNVALUE).
 pub fn put_value(out: &mut BytesMut, ty: &SqlType, v: &Value) {
-    use SqlType as T;
     if v.is_null() {
         return put_null(out, ty);
     }
+    if !put_direct(out, ty, v) {
+        put_stored(out, ty, v);
+    }
+}
+
+/// Writes a non-NULL value through its storage form.
+fn put_stored(out: &mut BytesMut, ty: &SqlType, v: &Value) {
+    use SqlType as T;
     let stored = to_storage(v, ty);
     match (ty, stored) {
         (_, row::Value::Null) => put_null(out, ty),
@@ -679,6 +730,33 @@ mod tests {
         let back = read_value(&mut r, &ti).unwrap();
         assert!(r.is_empty(), "{ty:?} left {} bytes", r.remaining());
         assert_eq!(back, v, "{ty:?}");
+    }
+
+    /// The bytes written straight from a value are the bytes its storage form gives.
+    #[test]
+    fn direct_text_and_binary_match_their_storage_form() {
+        use SqlType as T;
+        let long = "x".repeat(70_000);
+        let cases = [
+            (T::VarChar(10), Value::str("plain")),
+            (T::Char(5), Value::str("ab   ")),
+            (T::VarChar(MAX), Value::str(&long)),
+            (T::VarChar(MAX), Value::str("")),
+            (T::NVarChar(10), Value::str("caf\u{e9} \u{1f600}")),
+            (T::NChar(3), Value::str("\u{4e2d}  ")),
+            (T::NVarChar(MAX), Value::str(&long)),
+            (T::NVarChar(MAX), Value::str("")),
+            (T::NVarChar(4000), Value::str("")),
+            (T::VarBinary(4), Value::Binary(vec![0, 1, 255].into())),
+            (T::VarBinary(MAX), Value::Binary(vec![7; 70_000].into())),
+        ];
+        for (ty, v) in cases {
+            let (mut direct, mut stored) = (BytesMut::new(), BytesMut::new());
+            assert!(put_direct(&mut direct, &ty, &v), "{ty:?} is written directly");
+            put_stored(&mut stored, &ty, &v);
+            assert_eq!(direct, stored, "{ty:?}");
+        }
+        assert!(!put_direct(&mut BytesMut::new(), &T::VarChar(10), &Value::str("caf\u{e9}")), "not ASCII");
     }
 
     #[test]

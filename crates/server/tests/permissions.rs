@@ -883,3 +883,31 @@ fn a_grant_option_lets_its_holder_grant_and_cascade_takes_the_chain() {
         assert_eq!(refused(&mut lead, "GRANT SELECT ON t TO member").await.0, 15151);
     });
 }
+
+/// Server configuration takes ALTER SETTINGS, as a server permission: serveradmin holds it,
+/// a grant gives it to any login, and a DENY takes it even from serveradmin.
+#[test]
+fn alter_settings_decides_who_configures_the_server() {
+    let server = TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(
+            &mut sa,
+            &format!("CREATE LOGIN tuner WITH PASSWORD = '{ALICE}'; CREATE LOGIN admin WITH PASSWORD = '{BOB}'"),
+        )
+        .await;
+        run(&mut sa, "ALTER SERVER ROLE serveradmin ADD MEMBER admin").await;
+        let mut tuner = connect_as(port, "tuner", ALICE).await;
+        let mut admin = connect_as(port, "admin", BOB).await;
+        let change = "EXEC sp_configure 'backup checksum default', 1";
+        assert_eq!(refused(&mut tuner, change).await.0, 15247);
+        assert_eq!(refused(&mut tuner, "RECONFIGURE").await.0, 5812);
+        run(&mut admin, &format!("{change}; RECONFIGURE")).await;
+
+        run(&mut sa, "GRANT ALTER SETTINGS TO tuner; DENY ALTER SETTINGS TO admin").await;
+        run(&mut tuner, &format!("{change}; RECONFIGURE")).await;
+        assert_eq!(refused(&mut admin, "RECONFIGURE").await.0, 5812);
+        assert_eq!(refused(&mut admin, change).await.0, 15247);
+    });
+}

@@ -273,18 +273,20 @@ pub fn create_role(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlRes
     })
 }
 
-/// Whether the caller may change the membership or name of `role`: a fixed role needs
-/// membership of db_owner (db_securityadmin for the others), a user-defined one ALTER on
-/// it (ALTER ANY ROLE covers it) or ownership.
-fn may_alter_role(c: &Caller, role: &Principal) -> bool {
+/// Whether the caller may change `role`: its membership or name (`permission` ALTER), or
+/// drop it (CONTROL). A fixed role needs membership of db_owner (db_securityadmin for the
+/// others); a user-defined one ownership, the permission on it, or ALTER ANY ROLE (which
+/// covers ALTER on every role, CONTROL on none).
+fn may_change_role(c: &Caller, role: &Principal, permission: &str) -> bool {
     if c.token.unrestricted || c.token.holds(crate::principals::DB_OWNER_ID) {
         return true;
     }
     if is_fixed_role(role.id) {
         return role.id != crate::principals::DB_OWNER_ID && c.token.holds(16386);
     }
-    // ALTER on the role (granted on ROLE::r, or covered by CONTROL or ALTER ANY ROLE).
-    role.owner.is_some_and(|o| c.token.holds(o)) || c.may("ALTER", On::Principal(role.id))
+    role.owner.is_some_and(|o| c.token.holds(o))
+        || c.may(permission, On::Principal(role.id))
+        || c.may("ALTER ANY ROLE", On::Database)
 }
 
 /// `ALTER ROLE … ADD MEMBER | DROP MEMBER | WITH NAME =`.
@@ -294,7 +296,7 @@ pub fn alter_role(ctx: &ExecCtx, role: &Ident, action: &AlterRoleAction) -> SqlR
         let Some(r) = s.principal(&role.value).filter(|p| p.kind.is_role()).cloned() else {
             return Err(not_found("alter", "role", &role.value));
         };
-        if !may_alter_role(&c, &r) {
+        if !may_change_role(&c, &r, "ALTER") {
             return Err(not_found("alter", "role", &role.value));
         }
         let mut next = s.clone();
@@ -353,13 +355,7 @@ pub fn drop_role(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
             }
             return Err(not_found("drop", "role", &name.value));
         };
-        // CONTROL on the role, or ALTER ANY ROLE (ALTER on it alone does not drop it).
-        let may_drop = c.token.unrestricted
-            || c.token.holds(crate::principals::DB_OWNER_ID)
-            || r.owner.is_some_and(|o| c.token.holds(o))
-            || c.may("CONTROL", On::Principal(r.id))
-            || c.may("ALTER ANY ROLE", On::Database);
-        if !may_drop {
+        if !may_change_role(&c, &r, "CONTROL") {
             return Err(not_found("drop", "role", &name.value));
         }
         if r.is_fixed() {

@@ -166,9 +166,7 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
             result(ctx, sink, &columns, &rows);
         }
         (Some(name), Some((v, t))) => {
-            if !ctx.shared.session_in_role(ctx.session, "sysadmin")
-                && !ctx.shared.session_in_role(ctx.session, "serveradmin")
-            {
+            if !ctx.shared.holds_server(ctx.session, "ALTER SETTINGS") {
                 return Err(crate::security::no_permission());
             }
             let value = match types::cast(&v, &t, &SqlType::BigInt, None) {

@@ -50,28 +50,32 @@ impl Runner<'_> {
                 continue;
             }
             let schema = object.schema().to_string();
-            let owner = security.schema_owner(&schema);
-            // The module the object is reached through: its database and owner.
-            let chain = match &dep.via {
-                Some((via_db, via_key)) => {
-                    let via_name = via_db.name(&self.state.database).to_string();
-                    let via = self.shared.catalog_memo(&self.state.catalog_memo, &via_name)?;
-                    let module_schema = via.catalog.lookup_key(via_key).map(|m| m.schema().to_string());
-                    match module_schema {
-                        Some(s) => self
-                            .shared
-                            .security(&self.state.catalog_memo, &via_name)?
-                            .schema_owner(&s)
-                            .map(|o| (via_name, o)),
-                        None => None,
+            // Reached through a module (a view or function the statement names, or the module
+            // running) by an unbroken ownership chain: nothing of its own is needed.
+            let chained = match (&dep.via, security.schema_owner(&schema)) {
+                (_, None) => false,
+                (Some((via_db, via_key)), Some(owner)) => {
+                    let via_name = via_db.name(&self.state.database);
+                    if via_name.eq_ignore_ascii_case(&db) {
+                        // The same database: its catalog and security are at hand.
+                        of.catalog.lookup_key(via_key).and_then(|m| security.schema_owner(m.schema())) == Some(owner)
+                    } else {
+                        let via = self.shared.catalog_memo(&self.state.catalog_memo, via_name)?;
+                        let module_schema = via.catalog.lookup_key(via_key).map(|m| m.schema().to_string());
+                        let via_security = self.shared.security(&self.state.catalog_memo, via_name)?;
+                        match module_schema.and_then(|s| via_security.schema_owner(&s)) {
+                            Some(module_owner) => self.chained(via_name, module_owner, &db, &security, owner)?,
+                            None => false,
+                        }
                     }
                 }
-                None => self.owner.as_ref().map(|m| (m.db.clone(), m.owner)),
+                (None, Some(owner)) => match &self.owner {
+                    Some(m) => self.chained(&m.db, m.owner, &db, &security, owner)?,
+                    None => false,
+                },
             };
-            if let (Some((module_db, module_owner)), Some(owner)) = (chain, owner) {
-                if self.chained(&module_db, module_owner, &db, &security, owner)? {
-                    continue;
-                }
+            if chained {
+                continue;
             }
             for permission in dep.access.permissions() {
                 let on = On::Object { schema: &schema, id: object.id() };
@@ -108,7 +112,7 @@ impl Runner<'_> {
     /// `module_owner`: the same owner in one database; across two databases that let
     /// chains cross (`Shared::chains_between`), owners mapped to the same login.
     fn chained(
-        &mut self,
+        &self,
         module_db: &str,
         module_owner: i32,
         db: &str,
@@ -151,7 +155,7 @@ impl Runner<'_> {
         let (security, token) = self.shared.access(self.state, db)?;
         let schema = module.schema.as_str();
         let owner = security.schema_owner(schema).unwrap_or(principals::DBO_ID);
-        let chained = match self.owner.clone() {
+        let chained = match &self.owner {
             Some(m) => self.chained(&m.db, m.owner, db, &security, owner)?,
             None => false,
         };

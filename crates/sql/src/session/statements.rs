@@ -190,9 +190,7 @@ impl Runner<'_> {
                 })?;
             }
             StatementKind::BufferPoolExtension(setting) => {
-                if !self.shared.session_in_role(self.state, "sysadmin")
-                    && !self.shared.session_in_role(self.state, "serveradmin")
-                {
+                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
                     return Err(tessera_execution::security::no_permission());
                 }
                 let setting =
@@ -200,9 +198,7 @@ impl Runner<'_> {
                 self.shared.config.set_extension(&self.shared.engine, setting)?;
             }
             StatementKind::ProcessAffinity(ranges) => {
-                if !self.shared.session_in_role(self.state, "sysadmin")
-                    && !self.shared.session_in_role(self.state, "serveradmin")
-                {
+                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
                     return Err(tessera_execution::security::no_permission());
                 }
                 let cpus = ranges.as_ref().map(|r| r.iter().flat_map(|&(a, b)| a as usize..=b as usize).collect());
@@ -318,9 +314,7 @@ impl Runner<'_> {
                 self.record_history(history);
             }
             StatementKind::Reconfigure { .. } => {
-                if !self.shared.session_in_role(self.state, "sysadmin")
-                    && !self.shared.session_in_role(self.state, "serveradmin")
-                {
+                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
                     return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
                 }
                 self.shared.config.reconfigure();

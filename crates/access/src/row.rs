@@ -53,6 +53,7 @@
 //! Variable-length data is the raw bytes (`varchar`, `varbinary`) or UTF-16LE code units
 //! (`nvarchar`).
 
+use std::ops::Range;
 use tessera_errors::{Error, Result};
 
 /// The largest row, in bytes (SQL Server's limit).
@@ -821,28 +822,46 @@ fn var_span(row: &[u8], l: &Layout, k: usize) -> Result<(usize, usize)> {
     Ok((start, end))
 }
 
-fn read_column<'r>(schema: &RowSchema, row: &'r [u8], l: &Layout, i: usize) -> Result<Field<'r>> {
+/// Where column `i`'s stored bytes are in the row, None when it is NULL.
+fn column_span(schema: &RowSchema, row: &[u8], l: &Layout, i: usize) -> Result<Option<Range<usize>>> {
     if i >= l.ncols || null_bit(row, l, i) {
-        return Ok(Field::Value(Value::Null));
+        return Ok(None);
     }
-    let ty = &schema.columns[i];
     let place = schema.place[i] as usize;
-    match ty.fixed_size() {
-        Some(size) => {
-            let b = &row[place..place + size];
-            Ok(match ty {
-                ColumnType::Char(_) | ColumnType::Binary(_) => Field::Bytes(b),
-                ColumnType::NChar(_) => Field::Unicode(b),
-                _ => Field::Value(read_fixed(ty, b)?),
-            })
-        }
+    match schema.columns[i].fixed_size() {
+        Some(size) => Ok(Some(place..place + size)),
         None => {
             if place >= l.vc {
                 return Err(malformed(format_args!("column {i} is not NULL but has no data")));
             }
             let (s, e) = var_span(row, l, place)?;
-            read_var(ty, &row[s..e])
+            Ok(Some(s..e))
         }
+    }
+}
+
+fn read_column<'r>(schema: &RowSchema, row: &'r [u8], l: &Layout, i: usize) -> Result<Field<'r>> {
+    match column_span(schema, row, l, i)? {
+        None => Ok(Field::Value(Value::Null)),
+        Some(span) => field(&schema.columns[i], &row[span]),
+    }
+}
+
+/// A non-NULL column of type `ty` from its stored bytes (as [`locate`] finds them).
+/// Malformed bytes give [`Error::Invalid`].
+pub fn field<'r>(ty: &ColumnType, bytes: &'r [u8]) -> Result<Field<'r>> {
+    match ty.fixed_size() {
+        Some(size) => {
+            if bytes.len() != size {
+                return Err(malformed(format_args!("{} bytes in a {ty:?} column", bytes.len())));
+            }
+            Ok(match ty {
+                ColumnType::Char(_) | ColumnType::Binary(_) => Field::Bytes(bytes),
+                ColumnType::NChar(_) => Field::Unicode(bytes),
+                _ => Field::Value(read_fixed(ty, bytes)?),
+            })
+        }
+        None => read_var(ty, bytes),
     }
 }
 
@@ -863,6 +882,36 @@ pub fn decode_into(schema: &RowSchema, row: &[u8], out: &mut Vec<Value>) -> Resu
 /// Hands every column of a row to `f` in order, character and binary data borrowed.
 /// Checks the whole row as [`decode_into`] does.
 pub fn decode_each<'r>(schema: &RowSchema, row: &'r [u8], mut f: impl FnMut(usize, Field<'r>)) -> Result<()> {
+    let l = check(schema, row)?;
+    for i in 0..schema.len() {
+        f(i, read_column(schema, row, &l, i)?);
+    }
+    Ok(())
+}
+
+/// Where the stored bytes of each of `columns` are in a row, in that order, None for a
+/// NULL column: `out` is cleared and filled with one entry per column. Checks the whole
+/// row as [`decode_into`] does, and the values of the columns located, so the bytes it
+/// points at are valid stored values of their types (see [`field`]).
+pub fn locate(schema: &RowSchema, row: &[u8], columns: &[usize], out: &mut Vec<Option<Range<usize>>>) -> Result<()> {
+    out.clear();
+    let l = check(schema, row)?;
+    for &i in columns {
+        if i >= schema.len() {
+            return Err(invalid(format!("column {i} of a {}-column row", schema.len())));
+        }
+        let span = column_span(schema, row, &l, i)?;
+        if let Some(span) = &span {
+            field(&schema.columns[i], &row[span.clone()])?;
+        }
+        out.push(span);
+    }
+    Ok(())
+}
+
+/// The row's layout, the whole row checked: NULL bitmap padding, var-column offsets in
+/// order and ending exactly at the end of the row, no data for a NULL var column.
+fn check(schema: &RowSchema, row: &[u8]) -> Result<Layout> {
     let l = parse(schema, row)?;
     if l.ncols % 8 != 0 && row[l.bitmap + l.ncols / 8] >> (l.ncols % 8) != 0 {
         return Err(malformed("NULL bitmap padding is not zero"));
@@ -878,7 +927,8 @@ pub fn decode_each<'r>(schema: &RowSchema, row: &'r [u8], mut f: impl FnMut(usiz
     if prev != row.len() {
         return Err(malformed(format_args!("{} trailing bytes", row.len() - prev)));
     }
-    for i in 0..schema.len() {
+    // Only a row with var data can hold data for a NULL var column.
+    for i in (0..schema.len()).take_while(|_| l.vc > 0) {
         let ty = &schema.columns[i];
         if i < l.ncols && ty.is_variable() && null_bit(row, &l, i) {
             let k = schema.place[i] as usize;
@@ -886,9 +936,8 @@ pub fn decode_each<'r>(schema: &RowSchema, row: &'r [u8], mut f: impl FnMut(usiz
                 return Err(malformed(format_args!("NULL column {i} has data")));
             }
         }
-        f(i, read_column(schema, row, &l, i)?);
     }
-    Ok(())
+    Ok(l)
 }
 
 /// Reads column `idx` of a row without decoding the others.
@@ -1230,7 +1279,19 @@ mod tests {
                 prop_assert_eq!(is_null(&s, &row, i).unwrap(), want.is_null());
             }
             // re-encoding the decoded (padded) values gives the same bytes
-            prop_assert_eq!(encode(&s, &expect).unwrap(), row);
+            prop_assert_eq!(&encode(&s, &expect).unwrap(), &row);
+            // each column located, in reverse order, reads as its decoded value
+            let columns: Vec<usize> = (0..s.len()).rev().collect();
+            let mut spans = Vec::new();
+            locate(&s, &row, &columns, &mut spans).unwrap();
+            prop_assert_eq!(spans.len(), columns.len());
+            for (&i, span) in columns.iter().zip(&spans) {
+                let got = match span {
+                    None => Value::Null,
+                    Some(span) => field(&s.columns()[i], &row[span.clone()]).unwrap().into_value(),
+                };
+                prop_assert_eq!(&got, &expect[i]);
+            }
         }
 
         #[test]
@@ -1248,11 +1309,14 @@ mod tests {
             if do_cut {
                 row.truncate(cut.index(row.len() + 1));
             }
-            let _ = decode(&s, &row);
+            let decoded = decode(&s, &row);
             for i in 0..s.len() {
                 let _ = column(&s, &row, i);
                 let _ = is_null(&s, &row, i);
             }
+            // A row that decodes is one that locates, and the other way round.
+            let all: Vec<usize> = (0..s.len()).collect();
+            prop_assert_eq!(locate(&s, &row, &all, &mut Vec::new()).is_ok(), decoded.is_ok());
         }
 
         #[test]

@@ -19,7 +19,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tessera_database::{Engine, EngineConfig};
-use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::{OutputColumn, StoredRow};
 use tessera_semantics::types::Value;
 use tessera_sql::{ResultSink, Session, SqlError};
 
@@ -67,7 +67,9 @@ pub struct Outcome {
     pub failures: Vec<String>,
 }
 
-/// Counts rows and checks each statement returned exactly one row, without copying values.
+/// Counts rows and checks each statement returned exactly one row, without copying values:
+/// a row that comes as it is stored has its first column's bytes read in place, as
+/// SQLite's side reads its column (`get_ref`).
 #[derive(Default)]
 struct RowCounter {
     rows: u64,
@@ -82,6 +84,17 @@ impl ResultSink for RowCounter {
         self.rows += 1;
         if let Some(Value::Str(s)) = row.first() {
             self.bytes += s.len() as u64;
+        }
+    }
+
+    fn takes_stored_rows(&self) -> bool {
+        true
+    }
+
+    fn stored_row(&mut self, row: &StoredRow<'_>) {
+        self.rows += 1;
+        if let (_, Some(bytes)) = row.column(0) {
+            self.bytes += bytes.len() as u64;
         }
     }
 

@@ -15,7 +15,7 @@
 //! and divide "Collected" by N. It uses the server's allocator (mimalloc), as
 //! `tessera bench sql` does.
 
-use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::{OutputColumn, StoredRow};
 use tessera_semantics::types::Value;
 use tessera_sql::{ResultSink, Session, SqlError};
 
@@ -27,9 +27,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const ROWS: usize = 20_000;
 const ROWS_PER_INSERT: usize = 1_000;
 
-/// Counts the bytes of the rows returned; fails on any error.
+/// Counts the bytes of the rows returned; fails on any error. It takes rows as they are
+/// stored, reading the first column's bytes in place, unless `STATEMENT_COST_VALUES` is
+/// set (then every row comes as values).
 struct Sink {
     bytes: u64,
+    takes_stored: bool,
 }
 
 impl ResultSink for Sink {
@@ -38,6 +41,16 @@ impl ResultSink for Sink {
     fn row(&mut self, row: &[Value]) {
         if let Some(Value::Str(s)) = row.first() {
             self.bytes += s.len() as u64;
+        }
+    }
+
+    fn takes_stored_rows(&self) -> bool {
+        self.takes_stored
+    }
+
+    fn stored_row(&mut self, row: &StoredRow<'_>) {
+        if let (_, Some(bytes)) = row.column(0) {
+            self.bytes += bytes.len() as u64;
         }
     }
 
@@ -58,7 +71,7 @@ fn main() {
     let engine = tessera_database::Engine::open(config).expect("the engine opens");
     let shared = tessera_sql::start_instance(engine).expect("the instance starts");
     let mut session = Session::new(shared, "sa", "master").expect("a session");
-    let mut sink = Sink { bytes: 0 };
+    let mut sink = Sink { bytes: 0, takes_stored: std::env::var_os("STATEMENT_COST_VALUES").is_none() };
     session.execute(
         "create database [BufferPoolExtensions_test]; use [BufferPoolExtensions_test];
          create table [dbo].[TestTable] ([id] int identity(1,1) not null, [n] [char](1000) not null,

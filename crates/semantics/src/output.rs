@@ -3,6 +3,7 @@
 //! process and, through the TDS client, over the network alike.
 
 use crate::types::{self, SqlType, Value};
+use std::ops::Range;
 use tessera_errors::SqlError;
 
 /// A change of session environment that clients are told about (TDS ENVCHANGE).
@@ -29,6 +30,17 @@ pub trait ResultSink {
     /// The result columns (1-based) the rows come ordered by (ORDER BY), after `columns`.
     fn order(&mut self, _columns: &[u16]) {}
     fn row(&mut self, row: &[Value]);
+    /// Whether the sink wants the rows of a query that reads a table's columns as they
+    /// are stored ([`ResultSink::stored_row`]) rather than as values.
+    fn takes_stored_rows(&self) -> bool {
+        false
+    }
+    /// A row in its stored form (only to a sink that [takes
+    /// them](ResultSink::takes_stored_rows)); by default decoded into values for
+    /// [`ResultSink::row`].
+    fn stored_row(&mut self, row: &StoredRow<'_>) {
+        self.row(&row.values());
+    }
     /// A result set or a statement ended; `count` is the row count to report (None under
     /// SET NOCOUNT ON or for statements without a count).
     fn done(&mut self, count: Option<u64>, result_set: bool);
@@ -37,6 +49,54 @@ pub trait ResultSink {
     fn env_change(&mut self, _change: &EnvChange) {}
     /// A procedure's return status (`EXEC p` as an RPC).
     fn return_status(&mut self, _status: i32) {}
+}
+
+/// A result row whose columns are columns of one stored row, handed over in their stored
+/// form (the layout in `tessera_access::row`), which for every type but money is the form
+/// TDS carries: the row's bytes are written to the client without becoming values.
+#[derive(Clone, Copy, Debug)]
+pub struct StoredRow<'r> {
+    /// The stored row.
+    bytes: &'r [u8],
+    /// Per result column: its type, and where its bytes are in the row (None for NULL).
+    types: &'r [SqlType],
+    spans: &'r [Option<Range<usize>>],
+}
+
+impl<'r> StoredRow<'r> {
+    /// A row whose columns `row::locate` found at `spans`; each span's bytes must be a
+    /// valid stored value of its column's type in `types`, which `locate` checked.
+    pub fn new(bytes: &'r [u8], types: &'r [SqlType], spans: &'r [Option<Range<usize>>]) -> StoredRow<'r> {
+        assert_eq!(types.len(), spans.len(), "a type and a span per column");
+        debug_assert!(spans.iter().flatten().all(|s| s.end <= bytes.len()));
+        StoredRow { bytes, types, spans }
+    }
+
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    /// Result column `i`: its type and its stored bytes (None when NULL).
+    pub fn column(&self, i: usize) -> (&'r SqlType, Option<&'r [u8]>) {
+        (&self.types[i], self.spans[i].clone().map(|s| &self.bytes[s]))
+    }
+
+    /// The row as values.
+    pub fn values(&self) -> Vec<Value> {
+        (0..self.len())
+            .map(|i| match self.column(i) {
+                (_, None) => Value::Null,
+                (ty, Some(bytes)) => {
+                    let field = tessera_access::row::field(ty, bytes).expect("located values were checked");
+                    types::from_field(field, ty)
+                }
+            })
+            .collect()
+    }
 }
 
 /// Collects everything, for tests and embedders.
@@ -56,6 +116,11 @@ impl Collected {
 impl ResultSink for Collected {
     fn columns(&mut self, columns: &[OutputColumn]) {
         self.result_sets.push((columns.to_vec(), Vec::new()));
+    }
+    /// Stored rows are decoded here rather than by the query, so that in-process runs
+    /// take the path a TDS client's queries take.
+    fn takes_stored_rows(&self) -> bool {
+        true
     }
     fn row(&mut self, row: &[Value]) {
         if let Some(rs) = self.result_sets.last_mut() {
@@ -217,6 +282,11 @@ impl<W: std::io::Write> ResultSink for SqlcmdWriter<W> {
             self.format.trim = saved;
             self.line(&dash_line);
         }
+    }
+
+    /// As [`Collected`]: the text is made from values decoded here.
+    fn takes_stored_rows(&self) -> bool {
+        true
     }
 
     fn row(&mut self, row: &[Value]) {

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use parking_lot::Mutex;
 use tessera_semantics::output::EnvChange;
-use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::{OutputColumn, StoredRow};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
 use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
@@ -913,6 +913,19 @@ impl ResultSink for TokenSink<'_> {
             return;
         }
         tokens::row(&mut self.buf, &self.columns, row);
+        self.ship();
+    }
+
+    fn takes_stored_rows(&self) -> bool {
+        true
+    }
+
+    fn stored_row(&mut self, row: &StoredRow<'_>) {
+        if self.write_error.is_some() {
+            return;
+        }
+        debug_assert!((0..row.len()).all(|i| Some(row.column(i).0) == self.columns.get(i)));
+        tokens::stored_row(&mut self.buf, row);
         self.ship();
     }
 

@@ -25,7 +25,9 @@
 //! 1900 and 1/300 s ticks, money in 1/10000 units) — the same forms TDS carries — except
 //! text and binary values whose bytes the value itself holds in that form, written
 //! straight from it (`put_direct`): varchar text that is ASCII (where Windows-1252 and
-//! UTF-8 agree), nvarchar text (UTF-16 units made as they are written), binary.
+//! UTF-8 agree), nvarchar text (UTF-16 units made as they are written), binary. A row
+//! handed over as it is stored ([`put_stored_value`]) is written from its stored bytes,
+//! which are the bytes above but for money, whose halves TDS swaps.
 //!
 //! Invariant: encoders never fail; a value that does not fit its static type (which the
 //! SQL layer rules out) is sent as NULL rather than as malformed bytes.
@@ -241,6 +243,44 @@ pub fn put_value(out: &mut BytesMut, ty: &SqlType, v: &Value) {
     }
     if !put_direct(out, ty, v) {
         put_stored(out, ty, v);
+    }
+}
+
+/// Writes a non-NULL value of static type `ty` from its stored bytes (a valid stored value
+/// of that type, as `row::locate` checks): a fixed-length type's bytes with their length,
+/// money with its halves swapped, text and binary as the variable types carry them.
+pub fn put_stored_value(out: &mut BytesMut, ty: &SqlType, bytes: &[u8]) {
+    use SqlType as T;
+    debug_assert_eq!(ty.fixed_size().map_or(bytes.len(), |n| n), bytes.len(), "{ty:?}");
+    match ty {
+        T::Money => {
+            let m = i64::from_le_bytes(bytes.try_into().expect("money is 8 bytes"));
+            out.put_u8(8);
+            out.put_i32_le((m >> 32) as i32);
+            out.put_u32_le(m as u32);
+        }
+        T::Char(_) | T::VarChar(_) | T::NChar(_) | T::NVarChar(_) | T::Binary(_) | T::VarBinary(_) => {
+            put_var_bytes(out, ty, bytes)
+        }
+        T::Bit
+        | T::TinyInt
+        | T::SmallInt
+        | T::Int
+        | T::BigInt
+        | T::Real
+        | T::Float
+        | T::Decimal { .. }
+        | T::SmallMoney
+        | T::Date
+        | T::Time { .. }
+        | T::DateTime2 { .. }
+        | T::DateTimeOffset { .. }
+        | T::DateTime
+        | T::SmallDateTime
+        | T::UniqueIdentifier => {
+            out.put_u8(bytes.len() as u8);
+            out.put_slice(bytes);
+        }
     }
 }
 

@@ -556,7 +556,7 @@ fn same_keys(a: &[Value], b: &[Value]) -> bool {
     })
 }
 
-fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usize> {
+pub(super) fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usize> {
     if percent {
         let p = match n {
             Value::Float(f) => *f,

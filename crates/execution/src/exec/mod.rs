@@ -6,7 +6,8 @@
 //! (expressions), `ranges` (the key range of a scan or seek), `locked_read` (scans that
 //! lock their rows), `scan` (scans and seeks), `operators` (sort, aggregation, set
 //! operations, ROW_NUMBER), `cursor` (every operator opened; a plan run to its end;
-//! recursive CTE rounds; TOP counts).
+//! recursive CTE rounds; TOP counts), `stored` (queries whose rows go out as they are
+//! stored, not as values).
 //!
 //! One recursion crosses files: an expression may hold a query (a subquery, which
 //! `evaluate` opens with `cursor::open`) and a query holds expressions. Every other file
@@ -19,10 +20,12 @@ mod operators;
 mod ranges;
 mod rows;
 mod scan;
+mod stored;
 
 pub use cursor::{open, run};
 pub use evaluate::{eval, is_true};
 pub use rows::{drain, Cursor, Rows};
+pub use stored::{open_stored, StoredRows};
 
 use tessera_errors::SqlError;
 

@@ -383,6 +383,12 @@ impl ResultSink for ErrorWatch<'_> {
     fn row(&mut self, row: &[Value]) {
         self.inner.row(row);
     }
+    fn takes_stored_rows(&self) -> bool {
+        self.inner.takes_stored_rows()
+    }
+    fn stored_row(&mut self, row: &tessera_semantics::output::StoredRow<'_>) {
+        self.inner.stored_row(row);
+    }
     fn done(&mut self, count: Option<u64>, result_set: bool) {
         self.inner.done(count, result_set);
     }

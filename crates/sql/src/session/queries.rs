@@ -3,7 +3,7 @@
 
 use super::{Runner, Stop};
 use tessera_errors::{SqlError, SqlResult};
-use tessera_execution::exec::{open, run};
+use tessera_execution::exec::{open, open_stored, run, Rows, StoredRows};
 use tessera_execution::runtime::ExecCtx;
 use tessera_execution::statistics::IoStatement;
 use tessera_execution::{ddl, dml};
@@ -117,7 +117,18 @@ impl Runner<'_> {
         let order = q.plan.order_columns(q.columns.len());
         let sink = &mut *self.sink;
         let mut ctx = ExecCtx::new(self.shared, self.state);
-        let mut rows = match open(&q.plan, &[], &mut ctx) {
+        let opened = if sink.takes_stored_rows() {
+            let types: Vec<SqlType> = q.columns.iter().map(|c| c.ty).collect();
+            open_stored(&q.plan, &types, &mut ctx).map(|s| s.map(Opened::Stored))
+        } else {
+            Ok(None)
+        };
+        let opened = match opened {
+            Ok(Some(stored)) => Ok(stored),
+            Ok(None) => open(&q.plan, &[], &mut ctx).map(Opened::Values),
+            Err(e) => Err(e),
+        };
+        let mut rows = match opened {
             Ok(rows) => rows,
             Err(e) => {
                 sink.columns(&q.columns);
@@ -130,8 +141,16 @@ impl Runner<'_> {
         }
         let mut sent = 0u64;
         while sent < limit {
-            let Some(r) = rows.next(&mut ctx)? else { break };
-            sink.row(&r);
+            match &mut rows {
+                Opened::Values(rows) => {
+                    let Some(r) = rows.next(&mut ctx)? else { break };
+                    sink.row(&r);
+                }
+                Opened::Stored(rows) => {
+                    let Some(r) = rows.next(&mut ctx)? else { break };
+                    sink.stored_row(&r);
+                }
+            }
             sent += 1;
         }
         drop((rows, ctx));
@@ -327,4 +346,11 @@ fn type_args(t: &SqlType) -> Vec<ast::TypeArg> {
         }
         _ => Vec::new(),
     }
+}
+
+/// A query opened to hand out its rows as values, or as they are stored (to a sink that
+/// takes them, for a plan whose shape allows it).
+enum Opened<'p> {
+    Values(Rows<'p>),
+    Stored(Box<StoredRows<'p>>),
 }

@@ -64,6 +64,8 @@ fn rows_stream_early_stops_and_memory_grants() {
         "SELECT CASE WHEN EXISTS (SELECT * FROM big WHERE pad = 'x') THEN 1 ELSE 0 END",
         "SELECT COUNT(*) FROM (VALUES (1), (2)) v(n) WHERE EXISTS (SELECT * FROM big b WHERE b.id >= v.n)",
         "SELECT CASE WHEN 5 IN (SELECT id FROM big) THEN 1 ELSE 0 END",
+        "SELECT TOP 3 id, pad FROM big ORDER BY id DESC",
+        "SELECT id FROM big WHERE id < 30000 ORDER BY id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY",
     ] {
         let pages = pages_read(&engine, &mut s, early);
         assert!(pages < full / 20, "{early}: {pages} pages of {full}");
@@ -71,6 +73,15 @@ fn rows_stream_early_stops_and_memory_grants() {
     assert_eq!(run(&mut s, "SELECT TOP 3 id FROM big").result_sets[0].1.len(), 3);
     let offset = run(&mut s, "SELECT id FROM big ORDER BY id OFFSET 10 ROWS FETCH NEXT 2 ROWS ONLY");
     assert_eq!(offset.result_sets[0].1, vec![vec![Value::Int(10)], vec![Value::Int(11)]]);
+    // ORDER BY the key descending reads the index backward, from the range's end.
+    let last = run(&mut s, "SELECT TOP 3 id FROM big ORDER BY id DESC");
+    let ids = |n: &[i64]| n.iter().map(|&i| vec![Value::Int(i)]).collect::<Vec<_>>();
+    assert_eq!(last.result_sets[0].1, ids(&[ROWS as i64 - 1, ROWS as i64 - 2, ROWS as i64 - 3]));
+    let below =
+        run(&mut s, "SELECT id FROM big WHERE id < 30000 ORDER BY id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY");
+    assert_eq!(below.result_sets[0].1, ids(&[29_997, 29_996, 29_995]));
+    let between = run(&mut s, "SELECT id FROM big WHERE id BETWEEN 10 AND 14 ORDER BY id DESC");
+    assert_eq!(between.result_sets[0].1, ids(&[14, 13, 12, 11, 10]));
 
     // Rows stream to the client as they are made: an error at the sixth row arrives
     // after the first five.

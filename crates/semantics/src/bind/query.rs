@@ -103,7 +103,9 @@ impl<'a> Binder<'a> {
             }
             Ok(keys)
         })?;
-        Ok(BoundQuery { plan: Plan::Sort { input: Box::new(bound.plan), keys }, columns: bound.columns })
+        let mut plan = bound.plan;
+        plan.scan_backward_for(&keys);
+        Ok(BoundQuery { plan: Plan::Sort { input: Box::new(plan), keys }, columns: bound.columns })
     }
 
     pub(super) fn bind_set_expr(&mut self, body: &ast::SetExpr) -> SqlResult<BoundQuery> {

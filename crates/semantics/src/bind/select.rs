@@ -238,6 +238,7 @@ impl<'a> Binder<'a> {
         }
         if !sort_keys.is_empty() {
             let ties: Vec<Expr> = sort_keys.iter().map(|k| k.expr.clone()).collect();
+            p.scan_backward_for(&sort_keys);
             p = Plan::Sort { input: Box::new(p), keys: sort_keys };
             if let Some((count, percent, with_ties)) = top.clone() {
                 p = Plan::Top { input: Box::new(p), count, percent, ties: if with_ties { ties } else { Vec::new() } };

@@ -484,7 +484,9 @@ impl<'v> Printer<'v> {
             let text = match (&seek, &filter) {
                 (Some(s), Some(w)) => format!("{op}(OBJECT:({op_object}), SEEK:({s}),  WHERE:({w}) {order})"),
                 (Some(s), None) => format!("{op}(OBJECT:({op_object}), SEEK:({s}) {order})"),
+                (None, Some(w)) if node.reverse => format!("{op}(OBJECT:({op_object}), WHERE:({w}) {order})"),
                 (None, Some(w)) => format!("{op}(OBJECT:({op_object}), WHERE:({w}))"),
+                (None, None) if node.reverse => format!("{op}(OBJECT:({op_object}), {order})"),
                 (None, None) => format!("{op}(OBJECT:({op_object}))"),
             };
             Node { text, children: subqueries }
@@ -493,6 +495,7 @@ impl<'v> Printer<'v> {
             let ix_object = format!("{object}.{}{alias}", bracket(&index.name));
             let ix = match &seek {
                 Some(s) => format!("Index Seek(OBJECT:({ix_object}), SEEK:({s}) {order})"),
+                None if node.reverse => format!("Index Scan(OBJECT:({ix_object}), {order})"),
                 None => format!("Index Scan(OBJECT:({ix_object}))"),
             };
             let rows = &table.indexes[0];

@@ -394,9 +394,6 @@ pub enum Plan {
 }
 
 impl Plan {
-    /// The result columns (1-based) a query's rows are ordered by, for TDS's ORDER token:
-    /// the leading ORDER BY keys that are columns of the result, in key order. Empty when
-    /// the query is not ordered.
     /// Whether this plan's rows already come in the order of `keys` (ascending or
     /// descending as each key says): a scan of an index whose key columns, after those
     /// its seek pins to one value, lead with the keys' columns in the keys' directions
@@ -435,6 +432,40 @@ impl Plan {
         })
     }
 
+    /// Reads the scan under this plan backward when that, and not reading it forward,
+    /// delivers the order of `keys` (`ORDER BY id DESC` over an ascending key), so that a
+    /// sort over the plan has nothing to do and a TOP over it stops after its rows.
+    pub fn scan_backward_for(&mut self, keys: &[SortKey]) {
+        if keys.is_empty() || self.delivers_order(keys) {
+            return;
+        }
+        let Some(node) = self.ordered_scan_mut() else { return };
+        node.reverse = !node.reverse;
+        if !self.delivers_order(keys) {
+            let node = self.ordered_scan_mut().expect("found above");
+            node.reverse = !node.reverse;
+        }
+    }
+
+    /// The scan whose order [`Plan::delivers_order`] looks at.
+    fn ordered_scan_mut(&mut self) -> Option<&mut ScanNode> {
+        let inner = match self {
+            Plan::Project { input, .. } => &mut **input,
+            other => other,
+        };
+        match inner {
+            Plan::Filter { input, .. } => match &mut **input {
+                Plan::Scan(node) => Some(node),
+                _ => None,
+            },
+            Plan::Scan(node) => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The result columns (1-based) a query's rows are ordered by, for TDS's ORDER token:
+    /// the leading ORDER BY keys that are columns of the result, in key order. Empty when
+    /// the query is not ordered.
     pub fn order_columns(&self, width: usize) -> Vec<u16> {
         if !self.sorted_below_selection() {
             return Vec::new();

@@ -35,6 +35,8 @@ SELECT a.id, b.id FROM c AS a JOIN c AS b ON a.id < b.id;
 -- ORDER BY, TOP, OFFSET
 SELECT TOP (5) id, name FROM c ORDER BY name DESC, id;
 SELECT id FROM c ORDER BY id OFFSET 1 ROWS FETCH NEXT 1 ROWS ONLY;
+-- ORDER BY the key descending: the index read backward, no sort
+SELECT TOP (2) id, name FROM c ORDER BY id DESC;
 -- aggregates: grouped (hash), scalar (stream), computed values
 SELECT cid, COUNT(*) AS n, SUM(qty) AS total FROM o GROUP BY cid;
 SELECT MAX(qty) AS top_qty FROM o;

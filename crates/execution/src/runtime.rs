@@ -142,7 +142,10 @@ impl Activity {
 #[derive(Clone, Debug)]
 pub struct SessionInfo {
     pub spid: i32,
+    /// The name it logged in with: a login's, or a contained database user's.
     pub login: String,
+    /// It logged in as a contained database user, which no login stands behind.
+    pub contained: bool,
     pub host_name: String,
     pub program_name: String,
     /// Seconds since the Unix epoch.

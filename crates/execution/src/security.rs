@@ -239,7 +239,8 @@ pub fn drop_login(shared: &Shared, caller: Option<&str>, name: &Ident) -> SqlRes
     {
         return Err(denied());
     }
-    if shared.sessions.lock().values().any(|s| s.login.eq_ignore_ascii_case(&target.name)) {
+    // A contained user's session shows its own name, not a login's.
+    if shared.sessions.lock().values().any(|s| !s.contained && s.login.eq_ignore_ascii_case(&target.name)) {
         return Err(SqlError::new(
             15434,
             format!("Could not drop login '{}' as the user is currently logged in.", name.value),

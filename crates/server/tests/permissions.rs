@@ -782,6 +782,13 @@ fn a_principal_without_a_login_holds_no_login_s_server_permissions() {
         assert_eq!(refused(&mut fake, "ALTER LOGIN sa WITH PASSWORD = 'Taken-Over-1'").await.0, 15151);
         assert_eq!(count(&mut fake, "SELECT COUNT(*) FROM sys.server_principals WHERE name = 'sa'").await, 0);
         assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'stolen'").await, 0);
+        // Nor is a contained user's session its namesake login's: it does not hold up
+        // DROP LOGIN (15434 is for the login's own sessions).
+        run(&mut sa, &format!("CREATE LOGIN pat WITH PASSWORD = '{BOB}'")).await;
+        run(&mut tenant, "USE own; CREATE USER pat WITH PASSWORD = 'Tenant-Pat-9'").await;
+        let _pat = connect_to(port, "pat", "Tenant-Pat-9", "own").await.expect("the contained user logs in");
+        run(&mut sa, "DROP LOGIN pat").await;
+        assert_eq!(refused(&mut sa, "DROP LOGIN tenant").await.0, 15434);
 
         // A user mapped to a sysadmin's login: impersonating it, or running a module as
         // it, is scoped to the database (SQL Server's database-scoped impersonation), so a

@@ -113,6 +113,7 @@ impl Session {
         let info = tessera_execution::runtime::SessionInfo {
             spid,
             login: login.to_string(),
+            contained: contained.is_some(),
             host_name: String::new(),
             program_name: String::new(),
             login_time: tessera_semantics::catalog::now_epoch(),

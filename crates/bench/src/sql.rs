@@ -379,7 +379,7 @@ pub fn run(dir: &Path, params: &SqlParams, progress: &dyn Fn(&str)) -> Result<Ou
     }
     report.note("ratio = tessera's rate ÷ SQLite's; the goal 1.5 is the T-SQL layer issue's '≥ 1.5× SQLite's prepared statement'");
     report.note(
-        "tessera: the seed's batch text through Session::execute in process (parse skipped on a plan-cache hit, RAND/CHECKSUM/NEWID evaluated per statement, seek on the clustered key, row decoded to SQL values, autocommit); \
+        "tessera: the seed's batch text through Session::execute in process (parse skipped on a plan-cache hit, RAND/CHECKSUM/NEWID evaluated per statement, seek on the clustered key, the row handed to the sink as stored and its value read in place, autocommit); \
          sqlite: bundled, WAL, prepared SELECT with random ids, value read without a copy",
     );
     for f in &failures {

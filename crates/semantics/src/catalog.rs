@@ -171,6 +171,24 @@ impl Table {
         self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
+    /// The columns (and directions) whose order a scan of index `index` delivers its rows
+    /// in: the index's key columns, then, for a non-unique nonclustered index (whose
+    /// entries end with the row's clustered key), the clustered key's columns it lacks.
+    pub fn key_order(&self, index: usize) -> std::borrow::Cow<'_, [(usize, bool)]> {
+        let ix = &self.indexes[index];
+        let rows = &self.indexes[0];
+        if index == 0 || ix.unique || rows.is_heap() {
+            return std::borrow::Cow::Borrowed(&ix.columns);
+        }
+        let mut columns = ix.columns.clone();
+        for &(c, descending) in &rows.columns {
+            if !columns.iter().any(|&(k, _)| k == c) {
+                columns.push((c, descending));
+            }
+        }
+        std::borrow::Cow::Owned(columns)
+    }
+
     pub fn rows_index(&self) -> &Index {
         &self.indexes[0]
     }

@@ -94,6 +94,8 @@ fn column_queries_hand_over_stored_rows_and_others_values() {
         "SELECT id, a FROM t ORDER BY id",
         "SELECT TOP (4) id, c FROM t WHERE id < 300 ORDER BY id DESC",
         "SELECT k, id FROM t WHERE k > 45 ORDER BY k DESC",
+        "SELECT k, id FROM t WHERE k = 9 ORDER BY k DESC, id DESC",
+        "SELECT id FROM t WHERE k BETWEEN 3 AND 5 ORDER BY k, id",
         "SELECT g, b, c FROM t WHERE id = 21 AND k = 21",
         "SET ROWCOUNT 3; SELECT d FROM t WHERE id > 500; SET ROWCOUNT 0",
     ];

@@ -398,7 +398,9 @@ impl Plan {
     /// descending as each key says): a scan of an index whose key columns, after those
     /// its seek pins to one value, lead with the keys' columns in the keys' directions
     /// (all reversed for a backward scan), under at most a filter and a projection of
-    /// columns. A sort over such a plan has nothing to do.
+    /// columns. A non-unique nonclustered index's entries end with the clustered key, so
+    /// its order goes on with the clustered key's columns. A sort over such a plan has
+    /// nothing to do.
     pub fn delivers_order(&self, keys: &[SortKey]) -> bool {
         let (inner, project) = match self {
             Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
@@ -420,7 +422,7 @@ impl Plan {
             },
             _ => None,
         };
-        let columns = &node.table.indexes[node.index].columns;
+        let columns = node.table.key_order(node.index);
         let pinned = node.prefix.len().min(columns.len());
         (0..=pinned).any(|skip| {
             let rest = &columns[skip..];

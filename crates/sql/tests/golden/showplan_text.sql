@@ -37,6 +37,8 @@ SELECT TOP (5) id, name FROM c ORDER BY name DESC, id;
 SELECT id FROM c ORDER BY id OFFSET 1 ROWS FETCH NEXT 1 ROWS ONLY;
 -- ORDER BY the key descending: the index read backward, no sort
 SELECT TOP (2) id, name FROM c ORDER BY id DESC;
+-- a nonclustered index's entries end with the clustered key: ordered by both
+SELECT id FROM o WHERE cid = 3 ORDER BY cid, id;
 -- aggregates: grouped (hash), scalar (stream), computed values
 SELECT cid, COUNT(*) AS n, SUM(qty) AS total FROM o GROUP BY cid;
 SELECT MAX(qty) AS top_qty FROM o;

@@ -183,6 +183,13 @@ impl Reservation {
         self.bytes += bytes;
         Ok(())
     }
+
+    /// Gives back `bytes` of what it holds (at most all of it).
+    pub fn give_back(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.bytes);
+        self.grant.give_back(bytes);
+        self.bytes -= bytes;
+    }
 }
 
 impl Drop for Reservation {

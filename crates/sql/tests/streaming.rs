@@ -109,6 +109,20 @@ fn rows_stream_early_stops_and_memory_grants() {
     assert!(s.execute("SELECT id, pad FROM big ORDER BY pad DESC, id DESC", &mut out));
     assert_eq!(out.errors()[0].number, 701, "{:?}", out.errors());
     assert_eq!(shared.query_memory.used_bytes(), 0, "the failed statement gave its memory back");
+    // TOP (n) … ORDER BY and OFFSET/FETCH over the same sort hold only their rows (a top-N
+    // sort), so they fit; rows with equal keys keep their scan order.
+    let top = run(&mut s, "SELECT TOP 5 id, pad FROM big ORDER BY pad DESC, id DESC");
+    let firsts: Vec<&Value> = top.result_sets[0].1.iter().map(|r| &r[0]).collect();
+    let n = ROWS as i64;
+    assert_eq!(firsts, [n - 1, n - 2, n - 3, n - 4, n - 5].map(Value::Int).iter().collect::<Vec<_>>());
+    let page = run(&mut s, "SELECT id FROM big ORDER BY pad DESC, id DESC OFFSET 10 ROWS FETCH NEXT 3 ROWS ONLY");
+    assert_eq!(
+        page.result_sets[0].1,
+        vec![vec![Value::Int(n - 11)], vec![Value::Int(n - 12)], vec![Value::Int(n - 13)]]
+    );
+    let ties = run(&mut s, "SELECT TOP 3 id FROM big ORDER BY pad");
+    assert_eq!(ties.result_sets[0].1, vec![vec![Value::Int(0)], vec![Value::Int(1)], vec![Value::Int(2)]]);
+    assert_eq!(shared.query_memory.used_bytes(), 0);
     let counted = run(&mut s, "SELECT COUNT(*) FROM big");
     assert_eq!(counted.result_sets[0].1[0][0], Value::Int(ROWS as i64));
 }

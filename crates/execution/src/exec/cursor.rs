@@ -9,7 +9,7 @@
 
 use super::evaluate::{eval, eval_all, is_true};
 use super::locked_read::{locked_top_input, run_locked_top};
-use super::operators::{row_number, set_operation, sort_rows, Aggregation};
+use super::operators::{row_number, set_operation, sort_rows, top_sort, Aggregation};
 use super::rows::{drain, Cursor, Held, Rows};
 use super::scan::{open_scan, ScanFilter};
 use crate::encoding::group_key;
@@ -17,7 +17,7 @@ use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
 use std::collections::{HashMap, HashSet, VecDeque};
 use tessera_errors::{SqlError, SqlResult};
-use tessera_semantics::plan::{fetch_count, offset_count, Expr, Plan, Row};
+use tessera_semantics::plan::{fetch_count, offset_count, Expr, Plan, Row, SortKey};
 use tessera_semantics::types::{self, Value};
 use tessera_syntax::ast::{JoinKind, SetOperator};
 
@@ -133,6 +133,18 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
                 None => rows,
             };
             Box::new(Held::loose(rows))
+        }
+        Plan::Top { input, count, percent: false, ties } if ties.is_empty() && sorts(input).is_some() => {
+            let (input, keys) = sorts(input).expect("checked");
+            let limit = top_count(&eval(count, corr, ctx)?, false, usize::MAX)?;
+            Box::new(Held::new(top_sort(open(input, corr, ctx)?, keys, limit, ctx)?))
+        }
+        Plan::Offset { input, offset, fetch: Some(fetch) } if sorts(input).is_some() => {
+            let (input, keys) = sorts(input).expect("checked");
+            let skip = offset_count(&eval(offset, corr, ctx)?)?;
+            let take = fetch_count(&eval(fetch, corr, ctx)?)?;
+            let sorted = top_sort(open(input, corr, ctx)?, keys, skip.saturating_add(take), ctx)?;
+            Box::new(Offset { input: Box::new(Held::new(sorted)), skip, take })
         }
         Plan::Top { input, count, percent: true, ties } => {
             // A percentage needs the input's size first.
@@ -554,6 +566,14 @@ fn same_keys(a: &[Value], b: &[Value]) -> bool {
         (false, false) => types::compare(x, y) == Some(std::cmp::Ordering::Equal),
         _ => false,
     })
+}
+
+/// The input and keys of a sort that must sort (its input does not deliver the order).
+fn sorts(plan: &Plan) -> Option<(&Plan, &[SortKey])> {
+    match plan {
+        Plan::Sort { input, keys } if !input.delivers_order(keys) => Some((input, keys)),
+        _ => None,
+    }
 }
 
 pub(super) fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usize> {

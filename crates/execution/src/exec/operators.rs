@@ -1,11 +1,12 @@
-//! The operators that need all of their input first: sort, grouping and aggregation, set
-//! operations and ROW_NUMBER.
+//! The operators that need all of their input first: sort (and top-N sort), grouping and
+//! aggregation, set operations and ROW_NUMBER.
 
 use super::evaluate::{eval, eval_all};
+use super::rows::Rows;
 use crate::encoding::{encode_value, group_key};
 use crate::grant::{row_bytes, Collector, Reservation};
 use crate::runtime::ExecCtx;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use tessera_access::key::KeyBuf;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::{AggCall, AggFunc, Expr, Row, SortKey};
@@ -15,16 +16,81 @@ use tessera_syntax::ast::{BinaryOp, SetOperator};
 pub(super) fn sort_rows(rows: Vec<Row>, keys: &[SortKey], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
     let mut keyed = Vec::with_capacity(rows.len());
     for r in rows {
-        let mut k = KeyBuf::new();
-        for key in keys {
-            let v = eval(&key.expr, &r, ctx)?;
-            encode_value(&v, key.descending, &mut k)?;
-        }
-        keyed.push((k.into_vec(), r));
+        keyed.push((sort_key(&r, keys, ctx)?, r));
     }
     // Stable: rows with equal keys keep their input order.
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(keyed.into_iter().map(|(_, r)| r).collect())
+}
+
+/// A row's sort key: its keys' values encoded so that the bytes compare as the keys do.
+fn sort_key(r: &Row, keys: &[SortKey], ctx: &mut ExecCtx) -> SqlResult<Vec<u8>> {
+    let mut k = KeyBuf::new();
+    for key in keys {
+        let v = eval(&key.expr, r, ctx)?;
+        encode_value(&v, key.descending, &mut k)?;
+    }
+    Ok(k.into_vec())
+}
+
+/// A row a top-N sort holds: ordered by its sort key, then by its place in the input.
+struct Ranked {
+    key: Vec<u8>,
+    seq: u64,
+    row: Row,
+}
+
+impl Ranked {
+    fn bytes(&self) -> usize {
+        row_bytes(&self.row) + self.key.len()
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.key, self.seq) == (&other.key, other.seq)
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (&self.key, self.seq).cmp(&(&other.key, other.seq))
+    }
+}
+
+/// The first `limit` rows of `input` in the order of `keys` (SQL Server's Top N Sort):
+/// only that many rows are held, under the statement's grant, so `TOP (n) … ORDER BY` and
+/// OFFSET/FETCH need memory for their rows, not the input's. Rows with equal keys keep
+/// their input order, as in the full sort.
+pub(super) fn top_sort(mut input: Rows<'_>, keys: &[SortKey], limit: usize, ctx: &mut ExecCtx) -> SqlResult<Collector> {
+    let mut held = Reservation::new(&ctx.grant());
+    let mut best: BinaryHeap<Ranked> = BinaryHeap::new();
+    if limit > 0 {
+        let mut seq = 0;
+        while let Some(row) = input.next(ctx)? {
+            let ranked = Ranked { key: sort_key(&row, keys, ctx)?, seq, row };
+            seq += 1;
+            if best.len() == limit {
+                if ranked >= *best.peek().expect("limit > 0") {
+                    continue;
+                }
+                let out = best.pop().expect("limit > 0");
+                held.give_back(out.bytes());
+            }
+            held.take(ranked.bytes())?;
+            best.push(ranked);
+        }
+    }
+    let rows = best.into_sorted_vec().into_iter().map(|r| r.row).collect();
+    Ok(Collector::from_parts(rows, held))
 }
 
 struct AggState {

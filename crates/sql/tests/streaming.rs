@@ -65,6 +65,8 @@ fn rows_stream_early_stops_and_memory_grants() {
         "SELECT COUNT(*) FROM (VALUES (1), (2)) v(n) WHERE EXISTS (SELECT * FROM big b WHERE b.id >= v.n)",
         "SELECT CASE WHEN 5 IN (SELECT id FROM big) THEN 1 ELSE 0 END",
         "SELECT TOP 3 id, pad FROM big ORDER BY id DESC",
+        "SELECT MAX(id) FROM big",
+        "SELECT MIN(id) FROM big WHERE id > 100",
         "SELECT id FROM big WHERE id < 30000 ORDER BY id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY",
     ] {
         let pages = pages_read(&engine, &mut s, early);
@@ -80,6 +82,8 @@ fn rows_stream_early_stops_and_memory_grants() {
     let below =
         run(&mut s, "SELECT id FROM big WHERE id < 30000 ORDER BY id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY");
     assert_eq!(below.result_sets[0].1, ids(&[29_997, 29_996, 29_995]));
+    let max = run(&mut s, "SELECT MAX(id), (SELECT MIN(id) FROM big WHERE id > 100) FROM big");
+    assert_eq!(max.result_sets[0].1, vec![vec![Value::Int(ROWS as i64 - 1), Value::Int(101)]]);
     let between = run(&mut s, "SELECT id FROM big WHERE id BETWEEN 10 AND 14 ORDER BY id DESC");
     assert_eq!(between.result_sets[0].1, ids(&[14, 13, 12, 11, 10]));
 

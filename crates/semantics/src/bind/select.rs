@@ -222,6 +222,7 @@ impl<'a> Binder<'a> {
                 v
             };
             p = Plan::Aggregate { input: Box::new(p), group_by, aggregates: agg.calls.clone() };
+            p.read_one_for_min_max();
             self.agg = Some(agg);
         }
         if let Some(h) = having {

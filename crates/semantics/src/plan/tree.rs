@@ -449,6 +449,41 @@ impl Plan {
         }
     }
 
+    /// Under an aggregate of one MIN or MAX of a NOT NULL column and no GROUP BY, a scan
+    /// whose index order leads with that column (after the columns its seek pins) reads
+    /// one row, the first in the direction that gives the answer: `MAX(id)` reads the key's
+    /// last row, not the table. Its plan is SQL Server's: a TOP 1 under the aggregate.
+    pub fn read_one_for_min_max(&mut self) {
+        let Plan::Aggregate { input, group_by, aggregates } = self else { return };
+        let [AggCall { func: func @ (AggFunc::Min | AggFunc::Max), arg: Some(Expr::Column(c)), .. }] = &aggregates[..]
+        else {
+            return;
+        };
+        if !group_by.is_empty() {
+            return;
+        }
+        let (c, func) = (*c, *func);
+        // The argument names a column of the scan's row: no projection in between.
+        let node = match &mut **input {
+            Plan::Filter { input, .. } => match &mut **input {
+                Plan::Scan(node) => node,
+                _ => return,
+            },
+            Plan::Scan(node) => node,
+            _ => return,
+        };
+        let order = node.table.key_order(node.index);
+        let Some(&(lead, descending)) = order.get(node.prefix.len()) else { return };
+        if lead != c || node.with_key || node.table.columns.get(c).is_none_or(|col| col.nullable) {
+            return;
+        }
+        // MIN wants the column ascending, MAX descending.
+        node.reverse = descending != (func == AggFunc::Max);
+        let scan = std::mem::replace(&mut **input, Plan::Values(Vec::new()));
+        **input =
+            Plan::Top { input: Box::new(scan), count: Expr::Const(Value::Int(1)), percent: false, ties: Vec::new() };
+    }
+
     /// The scan whose order [`Plan::delivers_order`] looks at.
     fn ordered_scan_mut(&mut self) -> Option<&mut ScanNode> {
         let inner = match self {

@@ -16,6 +16,18 @@ SELECT COUNT_BIG(*) AS big, COUNT_BIG(DISTINCT product) AS big_distinct FROM sal
 SELECT AVG(CAST(qty AS float)) AS favg FROM sales WHERE qty IS NOT NULL;
 SELECT AVG(qty * 1.0) AS davg FROM sales;
 GO
+-- MIN/MAX of a key column read one row from the end of the index, in either direction
+CREATE TABLE backwards (k int NOT NULL, v int, CONSTRAINT pk_backwards PRIMARY KEY (k DESC));
+INSERT INTO backwards VALUES (5, 1), (9, 2), (-3, 3);
+SELECT MAX(id) AS max_id FROM sales;
+SELECT MIN(id) AS min_id FROM sales WHERE id > 3;
+SELECT MAX(id) AS none_above FROM sales WHERE id > 100;
+SELECT MIN(id) AS cheap_min FROM sales WHERE price > 1.9;
+SELECT MAX(k) AS max_k FROM backwards;
+SELECT MIN(k) AS min_k FROM backwards;
+SELECT MAX(k) AS max_k_below FROM backwards WHERE k < 9;
+SELECT MAX(a) AS empty_max FROM empty_t;
+GO
 -- integer AVG truncates
 SELECT AVG(x) AS a FROM (VALUES (1),(2),(2)) AS v(x);
 SELECT AVG(x) AS a FROM (VALUES (-1),(-2)) AS v(x);

@@ -39,6 +39,10 @@ SELECT id FROM c ORDER BY id OFFSET 1 ROWS FETCH NEXT 1 ROWS ONLY;
 SELECT TOP (2) id, name FROM c ORDER BY id DESC;
 -- a nonclustered index's entries end with the clustered key: ordered by both
 SELECT id FROM o WHERE cid = 3 ORDER BY cid, id;
+-- MIN/MAX of a NOT NULL key column read one row from the right end; of a nullable one, all
+SELECT MAX(id) FROM c;
+SELECT MIN(id) FROM o WHERE id > 10;
+SELECT MAX(cid) FROM o;
 -- aggregates: grouped (hash), scalar (stream), computed values
 SELECT cid, COUNT(*) AS n, SUM(qty) AS total FROM o GROUP BY cid;
 SELECT MAX(qty) AS top_qty FROM o;

@@ -22,6 +22,7 @@ INSERT INTO backwards VALUES (5, 1), (9, 2), (-3, 3);
 SELECT MAX(id) AS max_id FROM sales;
 SELECT MIN(id) AS min_id FROM sales WHERE id > 3;
 SELECT MAX(id) AS none_above FROM sales WHERE id > 100;
+SELECT MAX(id) AS max_below FROM sales WHERE id < 5 AND id <> 4;
 SELECT MIN(id) AS cheap_min FROM sales WHERE price > 1.9;
 SELECT MAX(k) AS max_k FROM backwards;
 SELECT MIN(k) AS min_k FROM backwards;

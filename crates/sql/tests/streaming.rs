@@ -124,6 +124,28 @@ fn rows_stream_early_stops_and_memory_grants() {
         page.result_sets[0].1,
         vec![vec![Value::Int(n - 11)], vec![Value::Int(n - 12)], vec![Value::Int(n - 13)]]
     );
+    let tied = run(&mut s, "SELECT TOP 2 WITH TIES id, pad FROM big ORDER BY id % 1000 DESC");
+    let expected: Vec<Value> = (0..ROWS as i64 / 1000).map(|k| Value::Int(k * 1000 + 999)).collect();
+    assert_eq!(tied.result_sets[0].1.iter().map(|r| r[0].clone()).collect::<Vec<_>>(), expected);
+    // The top-N sort against the full sort, cut as TOP, WITH TIES and OFFSET/FETCH say.
+    run(&mut s, "CREATE TABLE small (id int PRIMARY KEY, k int)");
+    let values: Vec<String> = (0..300).map(|i| format!("({i}, {})", (i * 7) % 13)).collect();
+    run(&mut s, &format!("INSERT INTO small VALUES {}", values.join(", ")));
+    let full = run(&mut s, "SELECT id, k FROM small ORDER BY k DESC");
+    let full = &full.result_sets[0].1;
+    for n in [0usize, 1, 2, 5, 23, 24, 46, 299, 300, 301] {
+        let top = run(&mut s, &format!("SELECT TOP ({n}) id, k FROM small ORDER BY k DESC"));
+        assert_eq!(top.result_sets[0].1, full[..n.min(300)], "TOP {n}");
+        let with_ties = run(&mut s, &format!("SELECT TOP ({n}) WITH TIES id, k FROM small ORDER BY k DESC"));
+        let mut cut = n.min(300);
+        while n > 0 && cut < 300 && full[cut][1] == full[n - 1][1] {
+            cut += 1;
+        }
+        assert_eq!(with_ties.result_sets[0].1, full[..cut], "TOP {n} WITH TIES");
+        let page =
+            run(&mut s, &format!("SELECT id, k FROM small ORDER BY k DESC OFFSET {n} ROWS FETCH NEXT 7 ROWS ONLY"));
+        assert_eq!(page.result_sets[0].1, full[n.min(300)..(n + 7).min(300)], "OFFSET {n}");
+    }
     let ties = run(&mut s, "SELECT TOP 3 id FROM big ORDER BY pad");
     assert_eq!(ties.result_sets[0].1, vec![vec![Value::Int(0)], vec![Value::Int(1)], vec![Value::Int(2)]]);
     assert_eq!(shared.query_memory.used_bytes(), 0);

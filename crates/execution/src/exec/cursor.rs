@@ -134,16 +134,17 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             };
             Box::new(Held::loose(rows))
         }
-        Plan::Top { input, count, percent: false, ties } if ties.is_empty() && sorts(input).is_some() => {
+        Plan::Top { input, count, percent: false, ties } if sorts(input).is_some() => {
+            // WITH TIES ties on the sort's keys (the binder makes them the same).
             let (input, keys) = sorts(input).expect("checked");
             let limit = top_count(&eval(count, corr, ctx)?, false, usize::MAX)?;
-            Box::new(Held::new(top_sort(open(input, corr, ctx)?, keys, limit, ctx)?))
+            Box::new(Held::new(top_sort(open(input, corr, ctx)?, keys, limit, !ties.is_empty(), ctx)?))
         }
         Plan::Offset { input, offset, fetch: Some(fetch) } if sorts(input).is_some() => {
             let (input, keys) = sorts(input).expect("checked");
             let skip = offset_count(&eval(offset, corr, ctx)?)?;
             let take = fetch_count(&eval(fetch, corr, ctx)?)?;
-            let sorted = top_sort(open(input, corr, ctx)?, keys, skip.saturating_add(take), ctx)?;
+            let sorted = top_sort(open(input, corr, ctx)?, keys, skip.saturating_add(take), false, ctx)?;
             Box::new(Offset { input: Box::new(Held::new(sorted)), skip, take })
         }
         Plan::Top { input, count, percent: true, ties } => {

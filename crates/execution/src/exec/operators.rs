@@ -66,31 +66,63 @@ impl Ord for Ranked {
     }
 }
 
-/// The first `limit` rows of `input` in the order of `keys` (SQL Server's Top N Sort):
-/// only that many rows are held, under the statement's grant, so `TOP (n) … ORDER BY` and
-/// OFFSET/FETCH need memory for their rows, not the input's. Rows with equal keys keep
-/// their input order, as in the full sort.
-pub(super) fn top_sort(mut input: Rows<'_>, keys: &[SortKey], limit: usize, ctx: &mut ExecCtx) -> SqlResult<Collector> {
+/// The first `limit` rows of `input` in the order of `keys` (SQL Server's Top N Sort),
+/// and `with_ties`, the rows whose keys equal the last one's: only those rows are held,
+/// under the statement's grant, so `TOP (n) … ORDER BY` and OFFSET/FETCH need memory for
+/// their rows, not the input's. Rows with equal keys keep their input order, as in the
+/// full sort.
+pub(super) fn top_sort(
+    mut input: Rows<'_>,
+    keys: &[SortKey],
+    limit: usize,
+    with_ties: bool,
+    ctx: &mut ExecCtx,
+) -> SqlResult<Collector> {
     let mut held = Reservation::new(&ctx.grant());
     let mut best: BinaryHeap<Ranked> = BinaryHeap::new();
+    // WITH TIES: rows past the first `limit` whose keys equal the last of those.
+    let mut tied: Vec<Ranked> = Vec::new();
     if limit > 0 {
         let mut seq = 0;
         while let Some(row) = input.next(ctx)? {
             let ranked = Ranked { key: sort_key(&row, keys, ctx)?, seq, row };
             seq += 1;
-            if best.len() == limit {
-                if ranked >= *best.peek().expect("limit > 0") {
-                    continue;
+            if best.len() < limit {
+                held.take(ranked.bytes())?;
+                best.push(ranked);
+                continue;
+            }
+            let last = best.peek().expect("limit > 0");
+            if ranked >= *last {
+                if with_ties && ranked.key == last.key {
+                    held.take(ranked.bytes())?;
+                    tied.push(ranked);
                 }
-                let out = best.pop().expect("limit > 0");
-                held.give_back(out.bytes());
+                continue;
             }
             held.take(ranked.bytes())?;
             best.push(ranked);
+            let out = best.pop().expect("limit > 0");
+            let last = &best.peek().expect("limit > 0").key;
+            if with_ties && out.key == *last {
+                tied.push(out);
+            } else {
+                held.give_back(out.bytes());
+            }
+            // The last key only ever falls: rows tied with an earlier one are out.
+            tied.retain(|t| {
+                let keep = t.key == *last;
+                if !keep {
+                    held.give_back(t.bytes());
+                }
+                keep
+            });
         }
     }
-    let rows = best.into_sorted_vec().into_iter().map(|r| r.row).collect();
-    Ok(Collector::from_parts(rows, held))
+    let mut rows = best.into_vec();
+    rows.append(&mut tied);
+    rows.sort_unstable();
+    Ok(Collector::from_parts(rows.into_iter().map(|r| r.row).collect(), held))
 }
 
 struct AggState {

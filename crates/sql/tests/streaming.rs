@@ -113,6 +113,16 @@ fn rows_stream_early_stops_and_memory_grants() {
     assert!(s.execute("SELECT id, pad FROM big ORDER BY pad DESC, id DESC", &mut out));
     assert_eq!(out.errors()[0].number, 701, "{:?}", out.errors());
     assert_eq!(shared.query_memory.used_bytes(), 0, "the failed statement gave its memory back");
+    // A sort's keys count with its rows: 21 MB of rows fit sorted by small keys, not by
+    // keys as large as the rows.
+    run(&mut s, "CREATE TABLE wide (id int PRIMARY KEY, s varchar(1000) NOT NULL)");
+    run(&mut s, "INSERT INTO wide SELECT id, REPLICATE('y', 990) + CAST(id AS varchar(10)) FROM big WHERE id < 20000");
+    let small_keys = run(&mut s, "SELECT id, s FROM wide ORDER BY id % 7, id");
+    assert_eq!(small_keys.result_sets[0].1.len(), 20_000);
+    let mut out = Collected::default();
+    assert!(s.execute("SELECT id, s FROM wide ORDER BY s", &mut out));
+    assert_eq!(out.errors()[0].number, 701, "{:?}", out.errors());
+    assert_eq!(shared.query_memory.used_bytes(), 0);
     // TOP (n) … ORDER BY and OFFSET/FETCH over the same sort hold only their rows (a top-N
     // sort), so they fit; rows with equal keys keep their scan order.
     let top = run(&mut s, "SELECT TOP 5 id, pad FROM big ORDER BY pad DESC, id DESC");

@@ -119,8 +119,9 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
         }
         Plan::Sort { input, keys } if input.delivers_order(keys) => open(input, corr, ctx)?,
         Plan::Sort { input, keys } => {
-            let (rows, reservation) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
-            Box::new(Held::new(Collector::from_parts(sort_rows(rows, keys, ctx)?, reservation)))
+            let (rows, mut reservation) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
+            let sorted = sort_rows(rows, keys, &mut reservation, ctx)?;
+            Box::new(Held::new(Collector::from_parts(sorted, reservation)))
         }
         Plan::Top { input, count, percent: false, ties }
             if ties.is_empty() && locked_top_input(input, ctx).is_some() =>

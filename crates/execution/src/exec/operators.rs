@@ -13,13 +13,25 @@ use tessera_semantics::plan::{AggCall, AggFunc, Expr, Row, SortKey};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{BinaryOp, SetOperator};
 
-pub(super) fn sort_rows(rows: Vec<Row>, keys: &[SortKey], ctx: &mut ExecCtx) -> SqlResult<Vec<Row>> {
+/// `rows` in the order of `keys`. Their sort keys are held under `held` (the rows' own
+/// reservation) while they are sorted, and given back after.
+pub(super) fn sort_rows(
+    rows: Vec<Row>,
+    keys: &[SortKey],
+    held: &mut Reservation,
+    ctx: &mut ExecCtx,
+) -> SqlResult<Vec<Row>> {
     let mut keyed = Vec::with_capacity(rows.len());
+    let mut key_bytes = 0;
     for r in rows {
-        keyed.push((sort_key(&r, keys, ctx)?, r));
+        let key = sort_key(&r, keys, ctx)?;
+        held.take(key.len())?;
+        key_bytes += key.len();
+        keyed.push((key, r));
     }
     // Stable: rows with equal keys keep their input order.
     keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    held.give_back(key_bytes);
     Ok(keyed.into_iter().map(|(_, r)| r).collect())
 }
 

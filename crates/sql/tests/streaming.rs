@@ -123,6 +123,13 @@ fn rows_stream_early_stops_and_memory_grants() {
     assert!(s.execute("SELECT id, s FROM wide ORDER BY s", &mut out));
     assert_eq!(out.errors()[0].number, 701, "{:?}", out.errors());
     assert_eq!(shared.query_memory.used_bytes(), 0);
+    // So do a hash join's keys with its build rows.
+    let small_keys = run(&mut s, "SELECT COUNT(*) FROM big b JOIN wide w ON w.id + 0 = b.id + 0");
+    assert_eq!(small_keys.result_sets[0].1, vec![vec![Value::Int(20_000)]]);
+    let mut out = Collected::default();
+    assert!(s.execute("SELECT COUNT(*) FROM big b JOIN wide w ON w.s = b.pad", &mut out));
+    assert_eq!(out.errors()[0].number, 701, "{:?}", out.errors());
+    assert_eq!(shared.query_memory.used_bytes(), 0);
     // TOP (n) … ORDER BY and OFFSET/FETCH over the same sort hold only their rows (a top-N
     // sort), so they fit; rows with equal keys keep their scan order.
     let top = run(&mut s, "SELECT TOP 5 id, pad FROM big ORDER BY pad DESC, id DESC");

@@ -15,6 +15,7 @@ use super::scan::{open_scan, ScanFilter};
 use crate::encoding::group_key;
 use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::{fetch_count, offset_count, Expr, Plan, Row, SortKey};
@@ -23,6 +24,9 @@ use tessera_syntax::ast::{JoinKind, SetOperator};
 
 /// What DISTINCT holds for each key seen besides the key's bytes (the set's entry).
 const SEEN_KEY_OVERHEAD_BYTES: usize = 48;
+/// What a hash join's table holds for each distinct build key besides the key's bytes
+/// (the map's entry and its list of rows).
+const HASH_ENTRY_OVERHEAD_BYTES: usize = 64;
 
 /// Opens `plan`. `corr` is the correlation row an enclosing [`Plan::Apply`] hands down
 /// (empty at the top); expressions of the plan that read it are evaluated now.
@@ -78,15 +82,26 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
         }
         Plan::HashJoin { left, right, kind, left_keys, right_keys, residual, left_width, right_width } => {
             let left = open(left, corr, ctx)?;
-            let build = drain(open(right, corr, ctx)?, ctx)?;
+            let (rows, mut held) = drain(open(right, corr, ctx)?, ctx)?.into_parts();
+            // The hash table is held under the grant with the rows it points into.
             let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-            for (i, row) in build.rows.iter().enumerate() {
+            for (i, row) in rows.iter().enumerate() {
                 let k = eval_all(right_keys, row, ctx)?;
                 if k.iter().any(Value::is_null) {
                     continue;
                 }
-                table.entry(group_key(&k)?).or_default().push(i);
+                match table.entry(group_key(&k)?) {
+                    Entry::Vacant(v) => {
+                        held.take(v.key().len() + HASH_ENTRY_OVERHEAD_BYTES)?;
+                        v.insert(vec![i]);
+                    }
+                    Entry::Occupied(o) => {
+                        held.take(std::mem::size_of::<usize>())?;
+                        o.into_mut().push(i);
+                    }
+                }
             }
+            let build = Collector::from_parts(rows, held);
             Box::new(HashJoin {
                 left,
                 matched_right: vec![false; build.rows.len()],

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tds::{connect_as, connect_to, count, eventually, refused, run, text, Conn};
+use common::tds::{connect_as, connect_to, count, eventually, refused, run, text, with_server, Conn};
 use common::{TestServer, PASSWORD};
 
 const ALICE: &str = "Alice-Pass-1";
@@ -177,10 +177,7 @@ fn principals_and_permissions_survive_a_restart() {
 
 #[test]
 fn execute_as_and_the_functions_that_say_who_one_is() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(
             &mut sa,
             &format!("CREATE LOGIN carol WITH PASSWORD = '{BOB}'; CREATE DATABASE shop; CREATE DATABASE other"),
@@ -241,11 +238,9 @@ fn execute_as_and_the_functions_that_say_who_one_is() {
 
 #[test]
 fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
-        run(&mut sa, &format!("CREATE LOGIN t1 WITH PASSWORD = '{ALICE}'; CREATE LOGIN t2 WITH PASSWORD = '{BOB}'")).await;
+    with_server(|port, mut sa| async move {
+        run(&mut sa, &format!("CREATE LOGIN t1 WITH PASSWORD = '{ALICE}'; CREATE LOGIN t2 WITH PASSWORD = '{BOB}'"))
+            .await;
         run(&mut sa, "CREATE DATABASE db1; CREATE DATABASE db2").await;
         run(&mut sa, "ALTER AUTHORIZATION ON DATABASE::db1 TO t1; ALTER AUTHORIZATION ON DATABASE::db2 TO t2").await;
         let visible = "SELECT COUNT(*) FROM sys.databases WHERE name IN ('db1', 'db2')";
@@ -260,12 +255,21 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         assert_eq!(count(&mut sa, visible).await, 2, "sysadmin sees everything");
         // Other tenants' logins, and everyone's password hashes, are hidden.
         assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.server_principals WHERE type = 'S'").await, 1);
-        assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.sql_logins WHERE name = 't1' AND password_hash IS NULL").await, 1);
-        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM sys.sql_logins WHERE name = 't2' AND password_hash IS NOT NULL").await, 1);
+        assert_eq!(
+            count(&mut t1, "SELECT COUNT(*) FROM sys.sql_logins WHERE name = 't1' AND password_hash IS NULL").await,
+            1
+        );
+        assert_eq!(
+            count(&mut sa, "SELECT COUNT(*) FROM sys.sql_logins WHERE name = 't2' AND password_hash IS NOT NULL").await,
+            1
+        );
         let db2 = count(&mut sa, "SELECT CAST(DB_ID('db2') AS int)").await;
         assert_eq!(count(&mut t1, "SELECT COUNT(*) WHERE DB_ID('db2') IS NULL").await, 1);
         assert_eq!(count(&mut t1, &format!("SELECT COUNT(*) WHERE DB_NAME({db2}) IS NULL")).await, 1);
-        assert_eq!(count(&mut t1, &format!("SELECT COUNT(*) FROM sys.master_files WHERE database_id = {db2}")).await, 0);
+        assert_eq!(
+            count(&mut t1, &format!("SELECT COUNT(*) FROM sys.master_files WHERE database_id = {db2}")).await,
+            0
+        );
         assert_eq!(refused(&mut t1, "EXEC sp_helpdb 'db2'").await.0, 15010);
         assert_eq!(count(&mut t1, "SELECT COUNT(*) WHERE DB_ID('db1') IS NOT NULL").await, 1);
         assert_eq!(
@@ -274,7 +278,8 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         );
         run(&mut t1, "USE db1; CREATE TABLE mine (a int)").await;
         assert_eq!(
-            count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'db1' AND owner_sid = SUSER_SID('t1')").await,
+            count(&mut sa, "SELECT COUNT(*) FROM sys.databases WHERE name = 'db1' AND owner_sid = SUSER_SID('t1')")
+                .await,
             1
         );
 
@@ -284,7 +289,10 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         let who = t1.simple_query("EXEC sp_who").await.unwrap().into_first_result().await.unwrap();
         assert_eq!(who.len(), 1, "sp_who: its own session only");
         let (n, m) = refused(&mut t1, "SELECT * FROM sys.dm_os_sys_memory").await;
-        assert_eq!((n, m.as_str()), (300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'."));
+        assert_eq!(
+            (n, m.as_str()),
+            (300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'.")
+        );
         assert_eq!(refused(&mut t1, "SELECT * FROM sys.dm_exec_cached_plans").await.0, 300);
         assert_eq!(refused(&mut t1, "DBCC FREEPROCCACHE").await.0, 2571);
         assert_eq!(refused(&mut t1, "DBCC DROPCLEANBUFFERS").await.0, 2571);
@@ -307,10 +315,7 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
 
 #[test]
 fn one_part_names_look_in_the_user_s_default_schema_first() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN dave WITH PASSWORD = '{BOB}'; CREATE DATABASE shop")).await;
         run(&mut sa, "USE shop; CREATE SCHEMA sales; CREATE TABLE dbo.t (a int); INSERT INTO dbo.t VALUES (1)").await;
         run(&mut sa, "CREATE TABLE sales.t (a int); INSERT INTO sales.t VALUES (2)").await;
@@ -354,10 +359,7 @@ fn login_error(attempt: tiberius::Result<Conn>) -> u32 {
 
 #[test]
 fn a_contained_database_s_users_log_in_with_their_own_passwords() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, "CREATE DATABASE cdb; CREATE DATABASE other").await;
         assert_eq!(refused(&mut sa, "ALTER DATABASE cdb SET CONTAINMENT = PARTIAL").await.0, 12824);
         assert_eq!(refused(&mut sa, "USE cdb; CREATE USER erin WITH PASSWORD = 'Erin-Pass-1'").await.0, 33233);
@@ -393,13 +395,12 @@ fn a_contained_database_s_users_log_in_with_their_own_passwords() {
 
 #[test]
 fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN fay WITH PASSWORD = '{BOB}'; CREATE DATABASE shop")).await;
-        run(&mut sa, "USE shop; CREATE TABLE secret (a int); INSERT INTO secret VALUES (1), (2); CREATE USER fay").await;
-        run(&mut sa, "CREATE PROCEDURE dbo.as_owner WITH EXECUTE AS OWNER AS EXEC ('SELECT COUNT(*) FROM secret')").await;
+        run(&mut sa, "USE shop; CREATE TABLE secret (a int); INSERT INTO secret VALUES (1), (2); CREATE USER fay")
+            .await;
+        run(&mut sa, "CREATE PROCEDURE dbo.as_owner WITH EXECUTE AS OWNER AS EXEC ('SELECT COUNT(*) FROM secret')")
+            .await;
         run(&mut sa, "CREATE PROCEDURE dbo.as_caller AS EXEC ('SELECT COUNT(*) FROM secret')").await;
         run(&mut sa, "CREATE PROCEDURE dbo.who WITH EXECUTE AS OWNER AS SELECT USER_NAME()").await;
         run(&mut sa, "CREATE PROCEDURE dbo.scratch WITH EXECUTE AS OWNER AS BEGIN CREATE TABLE #s (a int); INSERT INTO #s SELECT a FROM secret; SELECT COUNT(*) FROM #s; END").await;
@@ -408,7 +409,11 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         assert_eq!(refused(&mut sa, "CREATE PROCEDURE dbo.bad WITH EXECUTE AS 'nobody' AS SELECT 1").await.0, 15517);
         // SELF: the user who created (or last altered) the procedure.
         run(&mut sa, "CREATE PROCEDURE dbo.as_self WITH EXECUTE AS SELF AS EXEC ('SELECT COUNT(*) FROM secret')").await;
-        run(&mut sa, "GRANT EXECUTE ON dbo.as_self TO fay; GRANT CREATE PROCEDURE TO fay; GRANT ALTER ON SCHEMA::dbo TO fay").await;
+        run(
+            &mut sa,
+            "GRANT EXECUTE ON dbo.as_self TO fay; GRANT CREATE PROCEDURE TO fay; GRANT ALTER ON SCHEMA::dbo TO fay",
+        )
+        .await;
 
         let mut fay = connect_as(port, "fay", BOB).await;
         run(&mut fay, "USE shop").await;
@@ -421,15 +426,27 @@ fn a_procedure_with_execute_as_owner_runs_its_dynamic_sql_as_its_owner() {
         assert_eq!(text(&mut sa, "EXEC shop.dbo.fay_self").await.as_deref(), Some("fay"), "fay made it");
         // Scalar functions too; table-valued ones have no EXECUTE AS (40529).
         run(&mut sa, "USE shop").await;
-        run(&mut sa, "CREATE FUNCTION dbo.as_owner_name() RETURNS sysname WITH EXECUTE AS OWNER AS BEGIN RETURN USER_NAME() END").await;
+        run(
+            &mut sa,
+            "CREATE FUNCTION dbo.as_owner_name() RETURNS sysname WITH EXECUTE AS OWNER AS BEGIN RETURN USER_NAME() END",
+        )
+        .await;
         run(&mut sa, "CREATE FUNCTION dbo.caller_name() RETURNS sysname AS BEGIN RETURN USER_NAME() END").await;
         run(&mut sa, "GRANT EXECUTE ON dbo.as_owner_name TO fay; GRANT EXECUTE ON dbo.caller_name TO fay").await;
         assert_eq!(text(&mut fay, "SELECT dbo.as_owner_name()").await.as_deref(), Some("dbo"));
         assert_eq!(text(&mut fay, "SELECT dbo.caller_name()").await.as_deref(), Some("fay"));
-        assert_eq!(text(&mut fay, "SELECT USER_NAME()").await.as_deref(), Some("fay"), "the context ends with the call");
+        assert_eq!(
+            text(&mut fay, "SELECT USER_NAME()").await.as_deref(),
+            Some("fay"),
+            "the context ends with the call"
+        );
         let tvf = "CREATE FUNCTION dbo.rows_as_owner() RETURNS TABLE WITH EXECUTE AS OWNER AS RETURN (SELECT 1 AS a)";
         assert_eq!(refused(&mut sa, tvf).await.0, 40529);
-        assert_eq!(text(&mut fay, "SELECT USER_NAME()").await.as_deref(), Some("fay"), "the context ends with the call");
+        assert_eq!(
+            text(&mut fay, "SELECT USER_NAME()").await.as_deref(),
+            Some("fay"),
+            "the context ends with the call"
+        );
         assert_eq!(refused(&mut fay, "SELECT COUNT(*) FROM secret").await.0, 229);
     });
 }
@@ -554,10 +571,7 @@ fn each_database_permission_refuses_without_and_allows_with() {
 
 #[test]
 fn kill_needs_alter_any_connection_and_ends_the_session_with_its_transaction() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN k1 WITH PASSWORD = '{ALICE}'; CREATE LOGIN k2 WITH PASSWORD = '{BOB}'"))
             .await;
         run(&mut sa, "CREATE DATABASE kdb; ALTER AUTHORIZATION ON DATABASE::kdb TO k2").await;
@@ -584,13 +598,14 @@ fn kill_needs_alter_any_connection_and_ends_the_session_with_its_transaction() {
 
 #[test]
 fn fn_my_permissions_lists_what_the_caller_holds() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN fay WITH PASSWORD = '{ALICE}'")).await;
         run(&mut sa, "CREATE DATABASE fdb").await;
-        run(&mut sa, "USE fdb; CREATE TABLE t (a int, b int); CREATE TABLE hidden (x int); CREATE USER fay FOR LOGIN fay").await;
+        run(
+            &mut sa,
+            "USE fdb; CREATE TABLE t (a int, b int); CREATE TABLE hidden (x int); CREATE USER fay FOR LOGIN fay",
+        )
+        .await;
         run(&mut sa, "USE fdb; GRANT SELECT ON t TO fay; GRANT CREATE TABLE TO fay").await;
         let mut fay = connect_to(port, "fay", ALICE, "fdb").await.unwrap();
         let permissions = |args: &str| format!("SELECT COUNT(*) FROM fn_my_permissions({args})");
@@ -618,10 +633,7 @@ fn fn_my_permissions_lists_what_the_caller_holds() {
 
 #[test]
 fn column_permissions_allow_and_deny_each_column() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN cole WITH PASSWORD = '{ALICE}'; CREATE DATABASE cols")).await;
         run(&mut sa, "USE cols; CREATE TABLE t (id int PRIMARY KEY, v int, secret int); CREATE USER cole").await;
         run(&mut sa, "INSERT INTO t VALUES (1, 10, 100), (2, 20, 200)").await;
@@ -640,7 +652,11 @@ fn column_permissions_allow_and_deny_each_column() {
         assert_eq!(refused(&mut cole, "SELECT * FROM t").await.0, 230);
         assert_eq!(refused(&mut cole, "SELECT id FROM t WHERE secret = 100").await.0, 230);
         assert_eq!(refused(&mut cole, "UPDATE t SET v = 0").await.0, 229);
-        assert_eq!(count(&mut cole, "SELECT COUNT(*) FROM sys.tables WHERE name = 't'").await, 1, "a column makes it visible");
+        assert_eq!(
+            count(&mut cole, "SELECT COUNT(*) FROM sys.tables WHERE name = 't'").await,
+            1,
+            "a column makes it visible"
+        );
         let holds = |sub: &str, p: &str| {
             format!("SELECT COUNT(*) FROM fn_my_permissions('dbo.t', 'OBJECT') WHERE subentity_name = '{sub}' AND permission_name = '{p}'")
         };
@@ -673,10 +689,7 @@ fn column_permissions_allow_and_deny_each_column() {
 /// returns. Without it a user who may only change a table could read it by inference.
 #[test]
 fn update_and_delete_need_select_on_what_they_read() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN wren WITH PASSWORD = '{ALICE}'; CREATE DATABASE blind")).await;
         run(&mut sa, "USE blind; CREATE TABLE t (id int PRIMARY KEY, v int, secret int); CREATE USER wren").await;
         run(
@@ -714,10 +727,7 @@ fn update_and_delete_need_select_on_what_they_read() {
 
 #[test]
 fn impersonate_on_a_user_lets_another_user_execute_as_it() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN ivy WITH PASSWORD = '{ALICE}'; CREATE DATABASE imp")).await;
         run(&mut sa, "USE imp; CREATE TABLE secret (a int); INSERT INTO secret VALUES (1), (2)").await;
         run(&mut sa, "USE imp; CREATE USER ivy; CREATE USER proxy WITHOUT LOGIN; CREATE ROLE r").await;
@@ -748,10 +758,7 @@ fn impersonate_on_a_user_lets_another_user_execute_as_it() {
 /// was sysadmin. It holds no server login's permissions, whatever its name.
 #[test]
 fn a_principal_without_a_login_holds_no_login_s_server_permissions() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(
             &mut sa,
             &format!("CREATE LOGIN tenant WITH PASSWORD = '{ALICE}'; ALTER SERVER ROLE dbcreator ADD MEMBER tenant"),
@@ -817,10 +824,7 @@ fn a_principal_without_a_login_holds_no_login_s_server_permissions() {
 /// default schema, not rename it (ALTER ANY USER); any user may set its own.
 #[test]
 fn alter_and_control_on_a_principal_let_its_holder_change_it() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(&mut sa, &format!("CREATE LOGIN pat WITH PASSWORD = '{ALICE}'; CREATE DATABASE princ")).await;
         run(&mut sa, "USE princ; CREATE USER pat; CREATE USER target WITHOUT LOGIN; CREATE ROLE r").await;
         let mut pat = connect_to(port, "pat", ALICE, "princ").await.unwrap();
@@ -852,10 +856,7 @@ fn alter_and_control_on_a_principal_let_its_holder_change_it() {
 /// which takes the grants it made as well.
 #[test]
 fn a_grant_option_lets_its_holder_grant_and_cascade_takes_the_chain() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(
             &mut sa,
             &format!("CREATE LOGIN lead WITH PASSWORD = '{ALICE}'; CREATE LOGIN member WITH PASSWORD = '{BOB}'"),
@@ -895,10 +896,7 @@ fn a_grant_option_lets_its_holder_grant_and_cascade_takes_the_chain() {
 /// a grant gives it to any login, and a DENY takes it even from serveradmin.
 #[test]
 fn alter_settings_decides_who_configures_the_server() {
-    let server = TestServer::start();
-    let port = server.port();
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-        let mut sa = connect_as(port, "sa", PASSWORD).await;
+    with_server(|port, mut sa| async move {
         run(
             &mut sa,
             &format!("CREATE LOGIN tuner WITH PASSWORD = '{ALICE}'; CREATE LOGIN admin WITH PASSWORD = '{BOB}'"),

@@ -35,6 +35,17 @@ pub async fn connect_to(port: u16, user: &str, password: &str, database: &str) -
     Client::connect(config, tcp.compat_write()).await
 }
 
+/// Starts a server, then runs `test` on a current-thread runtime with the server's port and
+/// a connection as sa; the server stops when it is done.
+pub fn with_server<F: std::future::Future<Output = ()>>(test: impl FnOnce(u16, Conn) -> F) {
+    let server = super::TestServer::start();
+    let port = server.port();
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+        let sa = connect_as(port, "sa", super::PASSWORD).await;
+        test(port, sa).await;
+    });
+}
+
 /// Runs `sql`, which must succeed.
 pub async fn run(c: &mut Conn, sql: &str) {
     c.simple_query(sql)

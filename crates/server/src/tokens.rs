@@ -203,52 +203,46 @@ pub fn col_metadata(out: &mut BytesMut, version: Version, columns: &[OutputColum
 
 /// ROW, or NBCROW when that is shorter (a row with at least one NULL).
 pub fn row(out: &mut BytesMut, types: &[SqlType], values: &[Value]) {
-    let nulls = values.iter().filter(|v| v.is_null()).count();
-    if nulls > 0 && nulls >= types.len().div_ceil(8) {
-        out.put_u8(NBCROW);
-        let mut bitmap = vec![0u8; types.len().div_ceil(8)];
-        for (i, v) in values.iter().enumerate() {
-            if v.is_null() {
-                bitmap[i / 8] |= 1 << (i % 8);
-            }
-        }
-        out.put_slice(&bitmap);
-        for (t, v) in types.iter().zip(values) {
-            if !v.is_null() {
-                put_value(out, t, v);
-            }
-        }
-        return;
-    }
-    out.put_u8(ROW);
-    for (t, v) in types.iter().zip(values) {
-        put_value(out, t, v);
-    }
+    put_row(out, types.len(), |i| values[i].is_null(), |out, i| put_value(out, &types[i], &values[i]));
 }
 
 /// ROW or NBCROW for a row in its stored form: each value written from its stored bytes.
 pub fn stored_row(out: &mut BytesMut, row: &StoredRow<'_>) {
-    let width = row.len();
-    let nulls = (0..width).filter(|&i| row.column(i).1.is_none()).count();
+    put_row(
+        out,
+        row.len(),
+        |i| row.column(i).1.is_none(),
+        |out, i| match row.column(i) {
+            (ty, Some(bytes)) => put_stored_value(out, ty, bytes),
+            (ty, None) => put_null(out, ty),
+        },
+    );
+}
+
+/// A row of `width` columns: NBCROW when its NULL bitmap is no longer than the NULLs it
+/// spares (each NULL column then written only as its bit), else ROW with every column.
+fn put_row(
+    out: &mut BytesMut,
+    width: usize,
+    is_null: impl Fn(usize) -> bool,
+    mut put_column: impl FnMut(&mut BytesMut, usize),
+) {
+    let nulls = (0..width).filter(|&i| is_null(i)).count();
     let bitmap_len = width.div_ceil(8);
     let compressed = nulls > 0 && nulls >= bitmap_len;
     if compressed {
         out.put_u8(NBCROW);
         let at = out.len();
         out.put_bytes(0, bitmap_len);
-        for i in 0..width {
-            if row.column(i).1.is_none() {
-                out[at + i / 8] |= 1 << (i % 8);
-            }
+        for i in (0..width).filter(|&i| is_null(i)) {
+            out[at + i / 8] |= 1 << (i % 8);
         }
     } else {
         out.put_u8(ROW);
     }
     for i in 0..width {
-        match row.column(i) {
-            (ty, Some(bytes)) => put_stored_value(out, ty, bytes),
-            (ty, None) if !compressed => put_null(out, ty),
-            (_, None) => {}
+        if !(compressed && is_null(i)) {
+            put_column(out, i);
         }
     }
 }

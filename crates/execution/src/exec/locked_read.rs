@@ -86,14 +86,7 @@ pub(super) fn locked_top_input<'p>(input: &'p Plan, ctx: &ExecCtx) -> Option<Loc
         Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
         other => (other, None),
     };
-    let (node, filter) = match inner {
-        Plan::Filter { input, predicate } => match &**input {
-            Plan::Scan(node) => (&**node, Some(predicate)),
-            _ => return None,
-        },
-        Plan::Scan(node) => (&**node, None),
-        _ => return None,
-    };
+    let (node, filter) = inner.filtered_scan()?;
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
     if node.index != 0 || node.reverse || !matches!(locks.row, RowLock::Keep { .. }) {
         return None;

@@ -74,19 +74,10 @@ fn shape(plan: &Plan) -> Option<Shape<'_>> {
                 .collect::<Option<Vec<_>>>()?;
             Some(Shape { columns, ..inner })
         }
-        Plan::Filter { input, predicate } => match &**input {
-            Plan::Scan(node) => Some(Shape::scan(node, Some(predicate))),
-            _ => None,
-        },
-        Plan::Scan(node) => Some(Shape::scan(node, None)),
-        _ => None,
-    }
-}
-
-impl<'p> Shape<'p> {
-    /// Every column of the table `node` reads, in order.
-    fn scan(node: &'p ScanNode, filter: Option<&'p Expr>) -> Shape<'p> {
-        Shape { node, filter, columns: (0..node.table.columns.len()).collect(), top: None }
+        scan => {
+            let (node, filter) = scan.filtered_scan()?;
+            Some(Shape { node, filter, columns: (0..node.table.columns.len()).collect(), top: None })
+        }
     }
 }
 
@@ -94,7 +85,11 @@ impl<'p> Shape<'p> {
 /// scan at READ COMMITTED that is not asked for its storage keys, of a table whose
 /// columns have the result's `types`. None (nothing opened) otherwise. Boxed, as a range
 /// scan's state is a few hundred bytes that would otherwise be copied at each move.
-pub fn open_stored<'p>(plan: &'p Plan, types: &[SqlType], ctx: &mut ExecCtx) -> SqlResult<Option<Box<StoredRows<'p>>>> {
+pub fn open_stored<'p>(
+    plan: &'p Plan,
+    types: Vec<SqlType>,
+    ctx: &mut ExecCtx,
+) -> SqlResult<Option<Box<StoredRows<'p>>>> {
     let Some(Shape { node, filter, columns, top }) = shape(plan) else { return Ok(None) };
     let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
     if node.with_key || locks != ReadLocks::COMMITTED || columns.len() != types.len() {
@@ -103,7 +98,7 @@ pub fn open_stored<'p>(plan: &'p Plan, types: &[SqlType], ctx: &mut ExecCtx) -> 
     ctx.yield_point()?;
     let target = ScanTarget::of(node, ctx)?;
     let stored = target.schema.columns();
-    if columns.iter().zip(types).any(|(&c, ty)| stored.get(c) != Some(ty)) {
+    if columns.iter().zip(&types).any(|(&c, ty)| stored.get(c) != Some(ty)) {
         return Ok(None);
     }
     let left = match top {
@@ -119,7 +114,7 @@ pub fn open_stored<'p>(plan: &'p Plan, types: &[SqlType], ctx: &mut ExecCtx) -> 
         open_source(node, target, filter, ctx)?
     };
     let spans = Vec::with_capacity(columns.len());
-    Ok(Some(Box::new(StoredRows { source, left, types: types.to_vec(), columns, spans })))
+    Ok(Some(Box::new(StoredRows { source, left, types, columns, spans })))
 }
 
 fn open_source<'p>(

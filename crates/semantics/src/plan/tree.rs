@@ -406,14 +406,7 @@ impl Plan {
             Plan::Project { input, exprs } => (&**input, Some(&exprs[..])),
             other => (other, None),
         };
-        let node = match inner {
-            Plan::Filter { input, .. } => match &**input {
-                Plan::Scan(node) => node,
-                _ => return false,
-            },
-            Plan::Scan(node) => node,
-            _ => return false,
-        };
+        let Some((node, _)) = inner.filtered_scan() else { return false };
         let row_column = |e: &Expr| match (e, project) {
             (Expr::Column(c), None) => Some(*c),
             (Expr::Column(c), Some(exprs)) => match exprs.get(*c) {
@@ -464,14 +457,7 @@ impl Plan {
         }
         let (c, func) = (*c, *func);
         // The argument names a column of the scan's row: no projection in between.
-        let node = match &mut **input {
-            Plan::Filter { input, .. } => match &mut **input {
-                Plan::Scan(node) => node,
-                _ => return,
-            },
-            Plan::Scan(node) => node,
-            _ => return,
-        };
+        let Some(node) = input.filtered_scan_mut() else { return };
         let order = node.table.key_order(node.index);
         let Some(&(lead, descending)) = order.get(node.prefix.len()) else { return };
         if lead != c || node.with_key || node.table.columns.get(c).is_none_or(|col| col.nullable) {
@@ -486,11 +472,26 @@ impl Plan {
 
     /// The scan whose order [`Plan::delivers_order`] looks at.
     fn ordered_scan_mut(&mut self) -> Option<&mut ScanNode> {
-        let inner = match self {
-            Plan::Project { input, .. } => &mut **input,
-            other => other,
-        };
-        match inner {
+        match self {
+            Plan::Project { input, .. } => input.filtered_scan_mut(),
+            other => other.filtered_scan_mut(),
+        }
+    }
+
+    /// This plan as a scan under at most a filter: the scan, and the filter's predicate.
+    pub fn filtered_scan(&self) -> Option<(&ScanNode, Option<&Expr>)> {
+        match self {
+            Plan::Filter { input, predicate } => match &**input {
+                Plan::Scan(node) => Some((node, Some(predicate))),
+                _ => None,
+            },
+            Plan::Scan(node) => Some((node, None)),
+            _ => None,
+        }
+    }
+
+    fn filtered_scan_mut(&mut self) -> Option<&mut ScanNode> {
+        match self {
             Plan::Filter { input, .. } => match &mut **input {
                 Plan::Scan(node) => Some(node),
                 _ => None,

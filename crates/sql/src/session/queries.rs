@@ -119,7 +119,7 @@ impl Runner<'_> {
         let mut ctx = ExecCtx::new(self.shared, self.state);
         let opened = if sink.takes_stored_rows() {
             let types: Vec<SqlType> = q.columns.iter().map(|c| c.ty).collect();
-            open_stored(&q.plan, &types, &mut ctx).map(|s| s.map(Opened::Stored))
+            open_stored(&q.plan, types, &mut ctx).map(|s| s.map(Opened::Stored))
         } else {
             Ok(None)
         };

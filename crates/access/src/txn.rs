@@ -278,7 +278,14 @@ pub(crate) fn commit(space: &Space, mut txn: Txn) -> Result<()> {
             }
         };
         if txn.durability == Durability::Full {
-            space.wal.flush(lsn)?;
+            if let Err(e) = space.wal.flush(lsn) {
+                // In doubt: the commit record may or may not be on disk, and the log takes
+                // nothing more (9001), so neither a rollback nor a retry can be logged. The
+                // transaction ends here; the database's next opening decides from what the
+                // disk holds.
+                finish(space, &mut txn);
+                return Err(e);
+            }
         }
         remove_ghosts(space, &txn);
     }

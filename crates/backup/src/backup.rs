@@ -367,6 +367,7 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
         if *position.get_or_insert(pos) != pos {
             return Err(err(3231, "The media families of this media set hold different numbers of backup sets."));
         }
+        let existed = path.exists();
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -374,6 +375,11 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
             .truncate(false)
             .open(path)
             .map_err(|e| crate::open_failed(path, &e))?;
+        if !existed {
+            // A backup reported done must not lose its file to a power loss: the
+            // contents are synced when the set is finished, the new name here.
+            tessera_io::durable::sync_parent(path)?;
+        }
         // Devices that are not regular files (/dev/null-like) are written, never cut.
         let regular = file.metadata().is_ok_and(|m| m.is_file());
         if !reuse {

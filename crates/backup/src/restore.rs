@@ -80,10 +80,8 @@ fn load_progress(data_path: &Path, name: &str) -> Result<Progress, BackupError> 
 
 fn save_progress(data_path: &Path, p: &Progress) -> Result<(), BackupError> {
     let path = progress_path(data_path);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec(p).expect("progress serializes"))
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| BackupError::from(tessera_errors::Error::io("write", &path, 0, e)))
+    let bytes = serde_json::to_vec(p).expect("progress serializes");
+    Ok(tessera_io::durable::write_atomically(&path, &bytes, 0o644)?)
 }
 
 /// The media set on `devices`: every family present once, all of one set.

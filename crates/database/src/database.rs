@@ -583,6 +583,13 @@ impl Database {
         Ok(point)
     }
 
+    /// Fails with 9001 once a write or sync of the log has failed: what is in memory may
+    /// hold changes that never reached the disk, so the database serves nothing more until
+    /// it is opened again and its recovery reads what the disk holds.
+    pub fn available(&self) -> Result<()> {
+        self.space.wal.check_failed()
+    }
+
     /// The log (backups copy from it).
     pub fn wal(&self) -> &Arc<Wal> {
         &self.space.wal

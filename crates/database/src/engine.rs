@@ -212,7 +212,7 @@ impl Engine {
     /// first start.
     pub fn open(config: EngineConfig) -> Result<Arc<Engine>> {
         for dir in [Some(&config.data_dir), config.log_dir.as_ref()].into_iter().flatten() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, 0, e))?;
+            tessera_io::durable::create_dir_all(dir)?;
         }
         let dir_lock = match &config.dir_lock {
             Some(lock) => lock.clone(),
@@ -420,6 +420,8 @@ impl Engine {
                 }
             }
         };
+        // A database whose log failed serves nothing more until it is opened again.
+        db.available()?;
         db.touch();
         // Only an opening can take the count of open databases over the limit (walking
         // every slot on each access would cost O(databases) per statement).
@@ -885,6 +887,9 @@ fn close_slot(slot: &Slot) -> Result<bool> {
     let mut open = slot.open.lock();
     let Some(db) = open.take() else { return Ok(false) };
     match Arc::try_unwrap(db) {
+        // A database whose log failed can log no checkpoint: it closes as a crash
+        // would leave it, and its next opening recovers from what the disk holds.
+        Ok(db) if db.available().is_err() => Ok(true),
         Ok(db) => {
             let r = db.checkpoint();
             drop(db);

@@ -232,15 +232,7 @@ fn rewrite(path: &Path, entries: &[&Entry], detached: &[Entry]) -> Result<(File,
         text.push_str(&ops);
         text.push('\n');
     }
-    let tmp = path.with_extension("tmp");
-    let io = |op, e| Error::io(op, &tmp, 0, e);
-    let mut f = File::create(&tmp).map_err(|e| io("create", e))?;
-    f.write_all(text.as_bytes()).map_err(|e| io("write", e))?;
-    f.sync_all().map_err(|e| io("sync", e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io("rename", path, 0, e))?;
-    if let Some(dir) = path.parent() {
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io("sync", dir, 0, e))?;
-    }
+    tessera_io::durable::write_atomically(path, text.as_bytes(), 0o644)?;
     let file = std::fs::OpenOptions::new().append(true).open(path).map_err(|e| Error::io("open", path, 0, e))?;
     Ok((file, text.len() as u64))
 }

@@ -19,6 +19,9 @@ pub enum Error {
     LockTimeout,
     /// The request was cancelled while it waited (an attention, a shutdown; SQL Server 3617).
     Cancelled,
+    /// An earlier write or sync of the database's log failed: nothing more can be logged or
+    /// acknowledged until the database is opened again (SQL Server 9001).
+    LogUnavailable { database: String },
     /// The transaction log is full and cannot grow (SQL Server 9002).
     LogFull { database: String, reason: String },
     /// The data file cannot grow (SQL Server 1105).
@@ -50,6 +53,7 @@ impl Error {
             Error::Deadlock => 1205,
             Error::LockTimeout => 1222,
             Error::Cancelled => 3617,
+            Error::LogUnavailable { .. } => 9001,
             Error::LogFull { .. } => 9002,
             Error::DataFull { .. } => 1105,
             Error::RowTooLarge { .. } => 511,
@@ -99,6 +103,10 @@ impl fmt::Display for Error {
             ),
             Error::LockTimeout => write!(f, "Lock request time out period exceeded."),
             Error::Cancelled => write!(f, "The query was cancelled."),
+            Error::LogUnavailable { database } => write!(
+                f,
+                "The log for database '{database}' is not available. Check the ERRORLOG for related error messages. Resolve any errors and restart the server."
+            ),
             Error::LogFull { database, reason } => write!(
                 f,
                 "The transaction log for database '{database}' is full due to '{reason}'."

@@ -252,6 +252,7 @@ mod tests {
             (Error::Deadlock, 1205, 13),
             (Error::LockTimeout, 1222, 16),
             (Error::Cancelled, 3617, 25),
+            (Error::LogUnavailable { database: "d".into() }, 9001, 21),
             (Error::LogFull { database: "d".into(), reason: "CHECKPOINT".into() }, 9002, 17),
             (Error::DataFull { database: "d".into() }, 1105, 17),
             (Error::RowTooLarge { size: 8061, max: 8060 }, 511, 16),

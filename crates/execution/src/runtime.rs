@@ -943,6 +943,7 @@ impl SessionState {
             return Ok(&mut self.txns.open[i]);
         }
         let database = shared.database_memo(&self.catalog_memo, db)?;
+        database.available()?;
         let mut t = database.begin();
         // Trace flag 652: scans read no pages ahead.
         t.set_read_ahead(!self.has_trace_flag(shared, 652));

@@ -28,6 +28,8 @@ pub struct DataFile {
 }
 
 impl DataFile {
+    /// Opens `path`; a file made here ([`OpenMode::CreateNew`]) has its name made durable
+    /// (its directory synced) before this returns.
     pub fn open(path: &Path, mode: OpenMode, direct: bool) -> Result<DataFile> {
         let mut opts = OpenOptions::new();
         opts.read(true).write(true);
@@ -48,7 +50,17 @@ impl DataFile {
                 Error::io("open", path, 0, e)
             }
         })?;
+        if mode == OpenMode::CreateNew {
+            // The new name must survive a power loss as the data written to it will.
+            crate::durable::sync_parent(path)?;
+        }
         Ok(DataFile { file, path: path.to_path_buf(), direct })
+    }
+
+    /// An armed [`crate::faults::Fault`] for this operation on this file.
+    #[cfg(feature = "faults")]
+    fn injected(&self, op: crate::faults::Op, what: &'static str, offset: u64) -> Result<()> {
+        crate::faults::check(op, &self.path).map_err(|e| Error::io(what, &self.path, offset, e))
     }
 
     pub fn path(&self) -> &Path {
@@ -71,6 +83,8 @@ impl DataFile {
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
+        #[cfg(feature = "faults")]
+        self.injected(crate::faults::Op::Read, "read", offset)?;
         let len = buf.len();
         crate::profile::through(&self.path, offset, len, || self.file.read_exact_at(buf, offset))
             .map_err(|e| Error::io("read", &self.path, offset, e))
@@ -81,6 +95,8 @@ impl DataFile {
     /// after a short read. Reading past the end is an error.
     pub fn read_exact_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> Result<()> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
+        #[cfg(feature = "faults")]
+        self.injected(crate::faults::Op::Read, "read", offset)?;
         let mut at = offset;
         for b in bufs.iter() {
             self.check_alignment(at, b.len(), b.as_ptr() as usize);
@@ -124,6 +140,8 @@ impl DataFile {
     /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (0 at end of file).
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
+        #[cfg(feature = "faults")]
+        self.injected(crate::faults::Op::Read, "read", offset)?;
         let len = buf.len();
         loop {
             match crate::profile::through(&self.path, offset, len, || self.file.read_at(buf, offset)) {
@@ -136,17 +154,23 @@ impl DataFile {
 
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
+        #[cfg(feature = "faults")]
+        self.injected(crate::faults::Op::Write, "write", offset)?;
         crate::profile::through(&self.path, offset, buf.len(), || self.file.write_all_at(buf, offset))
             .map_err(|e| Error::io("write", &self.path, offset, e))
     }
 
     /// Makes written data durable (fdatasync).
     pub fn sync_data(&self) -> Result<()> {
+        #[cfg(feature = "faults")]
+        self.injected(crate::faults::Op::Sync, "sync", 0)?;
         self.file.sync_data().map_err(|e| Error::io("sync", &self.path, 0, e))
     }
 
     /// Makes data and metadata durable (fsync).
     pub fn sync_all(&self) -> Result<()> {
+        #[cfg(feature = "faults")]
+        self.injected(crate::faults::Op::Sync, "sync", 0)?;
         self.file.sync_all().map_err(|e| Error::io("sync", &self.path, 0, e))
     }
 

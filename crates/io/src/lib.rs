@@ -5,6 +5,9 @@ pub mod affinity;
 mod aligned;
 pub mod clock;
 mod dirlock;
+pub mod durable;
+#[cfg(feature = "faults")]
+pub mod faults;
 mod file;
 pub mod profile;
 pub mod uring;

@@ -24,8 +24,8 @@ use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
 
 use crate::wal::{
-    decode_master, encode_master, frame_crc, scan_vlfs, split_frames, sync_dir, vlf_header, Vlf, FILE_HEADER,
-    FRAME_HEADER, MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
+    decode_master, encode_master, frame_crc, scan_vlfs, split_frames, vlf_header, Vlf, FILE_HEADER, FRAME_HEADER,
+    MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
 };
 use crate::{format_lsn, lsn_offset, lsn_seq, make_lsn, LogConfig, Lsn, Master, Wal};
 
@@ -211,9 +211,6 @@ impl LogBuilder {
         let slot = MASTER_SLOTS[(self.serial % 2) as usize];
         self.file.write_all_at(&encode_master(&master, self.serial), slot)?;
         self.file.sync_all()?;
-        if let Some(dir) = self.file.path().parent() {
-            sync_dir(dir)?;
-        }
         Ok(())
     }
 }

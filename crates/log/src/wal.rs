@@ -350,9 +350,6 @@ impl Wal {
         let master = Master { checkpoint_lsn: 0, begin_lsn: begin };
         file.write_all_at(&encode_master(&master, 1), MASTER_SLOTS[1])?;
         file.sync_all()?;
-        if let Some(dir) = path.parent() {
-            sync_dir(dir)?;
-        }
         Ok(Wal::assemble(file, database, config, vlfs, 0, VLF_HEADER, begin, total, 1))
     }
 
@@ -487,13 +484,12 @@ impl Wal {
         self.durable.load(Ordering::Acquire)
     }
 
-    fn check_failed(&self) -> Result<()> {
+    /// Fails with 9001 once a write or sync of the log has failed: from then on nothing
+    /// is appended or acknowledged, and the database must be opened again (its recovery
+    /// reads what the disk really holds).
+    pub fn check_failed(&self) -> Result<()> {
         if self.failed.load(Ordering::Acquire) {
-            return Err(Error::Invalid(format!(
-                "The log for database '{}' is not available because an earlier write to '{}' failed.",
-                self.database,
-                self.file.path().display()
-            )));
+            return Err(Error::LogUnavailable { database: self.database.clone() });
         }
         Ok(())
     }
@@ -934,11 +930,6 @@ impl Wal {
     pub(crate) fn corrupt(&self, detail: String) -> Error {
         Error::Corrupt { database: self.database.clone(), path: self.file.path().to_path_buf(), page: 0, detail }
     }
-}
-
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    let d = std::fs::File::open(dir).map_err(|e| Error::io("open", dir, 0, e))?;
-    d.sync_all().map_err(|e| Error::io("sync", dir, 0, e))
 }
 
 impl Drop for Wal {

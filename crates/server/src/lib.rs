@@ -94,7 +94,7 @@ impl Server {
             }
             None => None,
         };
-        std::fs::create_dir_all(&config.data_dir)
+        tessera_io::durable::create_dir_all(&config.data_dir)
             .map_err(|e| format!("cannot create the data directory '{}': {e}", config.data_dir.display()))?;
         // Before anything is written there: another server may own the directory.
         let dir_lock = Arc::new(tessera_database::DirLock::acquire(&config.data_dir).map_err(|e| e.to_string())?);
@@ -104,8 +104,18 @@ impl Server {
         log.server(&format!("Logging SQL Server messages in file '{}'.", config.data_dir.join("ERRORLOG").display()));
         let data_dir = std::fs::canonicalize(&config.data_dir).unwrap_or_else(|_| config.data_dir.clone());
         log.server(&format!("Data directory: '{}'.", data_dir.display()));
-        let (tls, cert) = tls::server_config(config.tls_cert.as_deref(), config.tls_key.as_deref(), &config.data_dir)?;
-        log.server(&format!("The certificate '{}' was successfully loaded for encryption.", cert.display()));
+        let loaded = tls::server_config(config.tls_cert.as_deref(), config.tls_key.as_deref(), &config.data_dir)?;
+        if let Some(reason) = &loaded.generated {
+            log.server(&format!(
+                "A self-signed certificate was generated in '{}' ({reason}).",
+                loaded.cert_path.display()
+            ));
+        }
+        log.server(&format!(
+            "The certificate '{}' was successfully loaded for encryption.",
+            loaded.cert_path.display()
+        ));
+        let tls = loaded.tls;
         if config.force_strict_encryption {
             log.server("Force Strict Encryption is on: only TDS 8.0 strict (TLS-first) connections are accepted.");
         }

@@ -42,44 +42,76 @@ pub struct ServerTls {
     pub strict: Arc<rustls::ServerConfig>,
 }
 
+/// The certificate the server presents, loaded by [`server_config`].
+pub struct LoadedTls {
+    pub tls: ServerTls,
+    /// The certificate's file.
+    pub cert_path: PathBuf,
+    /// Why the self-signed pair in the data directory was made afresh (for the ERRORLOG):
+    /// it was missing, or what was there could not be used.
+    pub generated: Option<String>,
+}
+
 /// Loads the configured certificate and key, or the self-signed pair under
-/// `data_dir/tls/`, creating it on first use. Returns the server configurations and the
-/// certificate's path.
-pub fn server_config(cert: Option<&Path>, key: Option<&Path>, data_dir: &Path) -> Result<(ServerTls, PathBuf), String> {
-    let (cert_path, key_path) = match (cert, key) {
-        (Some(c), Some(k)) => (c.to_path_buf(), k.to_path_buf()),
-        _ => {
-            let dir = data_dir.join("tls");
-            let c = dir.join("cert.pem");
-            let k = dir.join("key.pem");
-            if !c.exists() || !k.exists() {
-                std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
-                let hostname = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".to_string());
-                let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
-                if hostname != "localhost" {
-                    names.push(hostname);
-                }
-                let ck =
-                    rcgen::generate_simple_self_signed(names).map_err(|e| format!("cannot make a certificate: {e}"))?;
-                write_private(&k, ck.key_pair.serialize_pem().as_bytes())?;
-                std::fs::write(&c, ck.cert.pem()).map_err(|e| format!("cannot write '{}': {e}", c.display()))?;
-            }
-            (c, k)
+/// `data_dir/tls/`, making it when it is missing. A configured pair that cannot be used
+/// is an error; the self-signed pair is the server's own, so one that cannot be used (a
+/// power loss right after it was written can leave it empty or half written) is made
+/// afresh, and the reason reported in [`LoadedTls::generated`].
+pub fn server_config(cert: Option<&Path>, key: Option<&Path>, data_dir: &Path) -> Result<LoadedTls, String> {
+    if let (Some(c), Some(k)) = (cert, key) {
+        let tls = load_pair(c, k)?;
+        return Ok(LoadedTls { tls, cert_path: c.to_path_buf(), generated: None });
+    }
+    let dir = data_dir.join("tls");
+    let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let reason = if !c.exists() && !k.exists() {
+        "there was none".to_string()
+    } else {
+        match load_pair(&c, &k) {
+            Ok(tls) => return Ok(LoadedTls { tls, cert_path: c, generated: None }),
+            Err(e) => e,
         }
     };
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert_path)
+    generate(&dir, &c, &k)?;
+    let tls = load_pair(&c, &k)?;
+    Ok(LoadedTls { tls, cert_path: c, generated: Some(reason) })
+}
+
+/// Makes a self-signed certificate for this host and writes it and its key, each file
+/// replaced whole and durably (the key first: a crash between the two leaves a pair that
+/// does not match, which the next start replaces).
+fn generate(dir: &Path, cert_path: &Path, key_path: &Path) -> Result<(), String> {
+    tessera_io::durable::create_dir_all(dir).map_err(|e| format!("cannot create '{}': {e}", dir.display()))?;
+    let hostname = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".to_string());
+    let mut names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    if hostname != "localhost" {
+        names.push(hostname);
+    }
+    let ck = rcgen::generate_simple_self_signed(names).map_err(|e| format!("cannot make a certificate: {e}"))?;
+    let write = |path: &Path, bytes: &[u8], mode| {
+        tessera_io::durable::write_atomically(path, bytes, mode)
+            .map_err(|e| format!("cannot write '{}': {e}", path.display()))
+    };
+    write(key_path, ck.key_pair.serialize_pem().as_bytes(), 0o600)?;
+    write(cert_path, ck.cert.pem().as_bytes(), 0o644)
+}
+
+/// The two server configurations over the certificate chain at `cert_path` and the key at
+/// `key_path`; an error says what is wrong with them.
+fn load_pair(cert_path: &Path, key_path: &Path) -> Result<ServerTls, String> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_path)
         .map_err(|e| format!("cannot read certificate '{}': {e}", cert_path.display()))?
         .collect::<Result<_, _>>()
         .map_err(|e| format!("bad certificate '{}': {e}", cert_path.display()))?;
     if certs.is_empty() {
         return Err(format!("no certificate in '{}'", cert_path.display()));
     }
-    let key = PrivateKeyDer::from_pem_file(&key_path)
+    let key = PrivateKeyDer::from_pem_file(key_path)
         .map_err(|e| format!("cannot read private key '{}': {e}", key_path.display()))?;
     let tds7 = config(&[&rustls::version::TLS12], certs.clone(), key.clone_key())?;
     let mut strict = config(&[&rustls::version::TLS13, &rustls::version::TLS12], certs, key)?;
     strict.alpn_protocols = vec![ALPN_TDS8.to_vec()];
-    Ok((ServerTls { tds7: Arc::new(tds7), strict: Arc::new(strict) }, cert_path))
+    Ok(ServerTls { tds7: Arc::new(tds7), strict: Arc::new(strict) })
 }
 
 fn config(
@@ -99,19 +131,6 @@ fn config(
     // here do not resume sessions, so none are sent, strict connections included.
     config.send_tls13_tickets = 0;
     Ok(config)
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path).map_err(|e| format!("cannot write '{}': {e}", path.display()))?;
-    f.write_all(bytes).map_err(|e| format!("cannot write '{}': {e}", path.display()))
 }
 
 /// See the module documentation.

@@ -327,6 +327,7 @@ pub static MESSAGES: &[Message] = &[
     m(8958, 0, Statement, "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB (%.*ls)."),
     m(8989, 0, Statement, "CHECKDB %ls 0 allocation errors and %d consistency errors in database '%.*ls'."),
     m(8990, 0, Statement, "CHECKDB found 0 allocation errors and %d consistency errors in table '%.*ls' (object ID %d)."),
+    m(9001, 21, Connection, "The log for database '%.*ls' is not available. Check the ERRORLOG for related error messages. Resolve any errors and restart the server."),
     m(9002, 17, Statement, "The transaction log for database '%.*ls' is full due to '%ls'."),
     m(9810, 16, Statement, "The datepart %ls is not supported by date function %ls for data type %ls."),
     m(9812, 16, Statement, "The timezone provided to builtin function %ls is invalid."),

@@ -156,6 +156,10 @@ impl Runner<'_> {
             }
         } else if let Some(system) = tessera_execution::sysprocs::lookup(&proc_name) {
             self.state.txns.mark_statement();
+            // As for any statement in autocommit mode: done when its commit is.
+            if self.state.txns.count == 0 {
+                self.sink.hold();
+            }
             let values: Vec<tessera_execution::sysprocs::NamedArg> =
                 args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
             use tessera_execution::sysprocs::SystemProc;
@@ -166,20 +170,27 @@ impl Runner<'_> {
                 SystemProc::DetachDb => self.run_detach_db(&values),
                 _ => {
                     let mut ctx = ExecCtx::new(self.shared, self.state);
-                    tessera_execution::sysprocs::run(system, &values, &mut ctx, self.sink).map_err(Stop::Error)
+                    tessera_execution::sysprocs::run(system, &values, &mut ctx, &mut self.sink).map_err(Stop::Error)
                 }
             };
             match result {
                 Ok(status) => {
                     if self.state.txns.count == 0 {
                         if let Err(err) = self.state.txns.commit_all(false) {
+                            self.sink.discard();
                             return self.fail(s, err);
                         }
                     }
+                    self.sink.release();
                     status
                 }
-                Err(Stop::Error(err)) => return self.fail(s, err),
-                Err(Stop::Abort) => return Err(Stop::Abort),
+                Err(stop) => {
+                    self.sink.release();
+                    match stop {
+                        Stop::Error(err) => return self.fail(s, err),
+                        Stop::Abort => return Err(Stop::Abort),
+                    }
+                }
             }
         } else {
             let found = {
@@ -313,7 +324,7 @@ impl Runner<'_> {
                 try_depth: self.try_depth,
                 procedure: name.map(str::to_string),
                 owner,
-                ..Runner::new(self.shared, &mut *self.state, cached, &frame, &mut *self.sink)
+                ..Runner::new(self.shared, &mut *self.state, cached, &frame, &mut self.sink)
             };
             let r = match inner.compile_all(body) {
                 Err(e) => Err(e),

@@ -5,6 +5,7 @@
 use super::Runner;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
+use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement};
 

@@ -39,7 +39,7 @@ impl Runner<'_> {
         if self.try_depth > 0 && e.severity > 10 && e.severity < 20 {
             return Err(Stop::Error(e));
         }
-        report(self.sink, &e);
+        report(&mut self.sink, &e);
         if doom || aborts >= Abort::Batch || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
         }

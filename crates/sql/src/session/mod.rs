@@ -7,7 +7,8 @@
 //!    that does not exist yet, SQL Server's deferred name resolution) stops the whole batch
 //!    before anything runs, as a compile error does in SQL Server.
 //! 4. Statements run in order. Each runs in the session's transactions (one per database
-//!    touched), committed after the statement in autocommit mode. A failing statement is
+//!    touched), committed after the statement in autocommit mode — and only then is the
+//!    statement done: its row count waits for the commit (`sink`). A failing statement is
 //!    undone back to where it started; whether the batch goes on follows SQL Server:
 //!    most errors end only the statement, conversion errors, deadlocks and errors under
 //!    XACT_ABORT end the batch (XACT_ABORT and deadlocks also roll the transaction back),
@@ -34,6 +35,7 @@ mod permissions;
 mod queries;
 mod rpc;
 mod showplan;
+mod sink;
 mod statements;
 mod tenants;
 mod transactions;
@@ -332,7 +334,7 @@ impl Session {
         self.state.vars.resize(frame.decls.len(), Value::Null);
         let mut runner = Runner::new(&shared, &mut self.state, &cached, frame, sink);
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
-            report(runner.sink, &e);
+            report(&mut runner.sink, &e);
             runner.state.error = e.number;
             return;
         }
@@ -435,7 +437,7 @@ struct Runner<'a> {
     state: &'a mut SessionState,
     batch: &'a CachedBatch<Prepared>,
     frame: &'a Frame,
-    sink: &'a mut dyn ResultSink,
+    sink: sink::Sink<'a>,
     try_depth: usize,
     executed: u64,
     /// The procedure being run (error messages name it), None for a batch.
@@ -473,7 +475,7 @@ impl<'a> Runner<'a> {
             state,
             batch,
             frame,
-            sink,
+            sink: sink::Sink::new(sink),
             try_depth: 0,
             executed: 0,
             procedure: None,

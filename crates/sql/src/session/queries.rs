@@ -9,6 +9,7 @@ use tessera_execution::statistics::IoStatement;
 use tessera_execution::{ddl, dml};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::Collected;
+use tessera_semantics::output::ResultSink;
 use tessera_semantics::plan::{Expr, Prepared};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -115,7 +116,7 @@ impl Runner<'_> {
             _ => u64::MAX,
         };
         let order = q.plan.order_columns(q.columns.len());
-        let sink = &mut *self.sink;
+        let sink = &mut self.sink;
         let mut ctx = ExecCtx::new(self.shared, self.state);
         let opened = if sink.takes_stored_rows() {
             let types: Vec<SqlType> = q.columns.iter().map(|c| c.ty).collect();

@@ -12,6 +12,7 @@ use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::{DbRef, Table};
 use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::ResultSink;
 use tessera_semantics::plan::PlanSite;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};

@@ -9,6 +9,7 @@ use tessera_execution::ddl;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::ModuleKind;
 use tessera_semantics::output::EnvChange;
+use tessera_semantics::output::ResultSink;
 use tessera_semantics::plan::Prepared;
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -88,6 +89,10 @@ impl Runner<'_> {
         }
         self.state.txns.mark_statement();
         self.state.null_eliminated = false;
+        // In autocommit mode the statement is done when its commit is: its DONE waits.
+        if self.state.txns.count == 0 {
+            self.sink.hold();
+        }
         match self.exec(s) {
             Ok(flow) => {
                 // An autocommit statement's commit below releases its statement locks
@@ -97,9 +102,11 @@ impl Runner<'_> {
                 }
                 if self.state.txns.count == 0 {
                     if let Err(e) = self.state.txns.commit_all(false) {
+                        self.sink.discard();
                         return self.fail(s, e);
                     }
                 }
+                self.sink.release();
                 // A database over its resource limits waits here, its locks released
                 // when it commits.
                 if let Err(e) = self.state.pace_statement() {
@@ -110,7 +117,10 @@ impl Runner<'_> {
                 }
                 Ok(flow)
             }
-            Err(e) => self.fail(s, e),
+            Err(e) => {
+                self.sink.release();
+                self.fail(s, e)
+            }
         }
     }
 
@@ -291,7 +301,13 @@ impl Runner<'_> {
                 let (devices, options) = self.backup_arguments(s, &b.devices, &b.options)?;
                 let shared = self.shared.arc();
                 let history = tessera_execution::backup::backup(
-                    &shared, self.state, b.log, &database, devices, &options, self.sink,
+                    &shared,
+                    self.state,
+                    b.log,
+                    &database,
+                    devices,
+                    &options,
+                    &mut self.sink,
                 )?;
                 self.record_history(history);
             }
@@ -309,7 +325,7 @@ impl Runner<'_> {
                     database.as_deref(),
                     devices,
                     &options,
-                    self.sink,
+                    &mut self.sink,
                 )?;
                 self.record_history(history);
             }

@@ -5,6 +5,7 @@
 use super::Runner;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::output::EnvChange;
+use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::Value;
 use tessera_syntax::ast::{self, Statement, StatementKind};
 

@@ -15,4 +15,5 @@ if ! command -v fio >/dev/null 2>&1; then
         $sudo apt-get install -y fio >/dev/null
     }
 fi
-exec cargo run --release --quiet -p tessera -- bench iobench "$@"
+cargo build --release --quiet -p tessera -p tessera-bench
+exec target/release/tessera-bench bench iobench "$@"

@@ -1,299 +1,41 @@
-//! `tessera bench <name>`: the workload benchmarks. Every benchmark takes the same flags
-//! ([`CommonArgs`]) and ends the same way: a table or one JSON object on stdout, optionally a
-//! chart, progress on stderr, and a non-zero exit when something could not be measured.
+//! `tessera bench …` and `tessera iobench …`: the benchmarks live in the `tessera-bench`
+//! binary (crates/bench), so that the server links none of their peers (SQLite, LMDB),
+//! clients or chart drawing. These subcommands run it, found beside this binary or on
+//! PATH, with the same arguments (`tessera bench engine --quick` runs `tessera-bench bench
+//! engine --quick`).
 
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand};
-use tessera_bench::{engine, EngineParams, Report};
+use clap::Args;
 
+/// The arguments, untouched, for `tessera-bench`.
 #[derive(Debug, Args)]
-pub struct BenchArgs {
-    #[command(subcommand)]
-    pub bench: Bench,
+#[command(disable_help_flag = true)]
+pub struct Forwarded {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<OsString>,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum Bench {
-    /// Storage engine against SQLite and LMDB: point lookups, bulk insert, durable commits,
-    /// buffer pool release.
-    Engine(CommonArgs),
-    /// Seed 002's point select through the T-SQL layer against SQLite's prepared statement.
-    Sql(CommonArgs),
-    /// Seed 002's point select over TCP through the TDS server (1 and 16 connections) next to
-    /// PostgreSQL's pgbench in the same run.
-    Pointselect(CommonArgs),
-    /// Writers on the same rows (a hot counter, bank transfers over 10 and 10,000 accounts;
-    /// 1, 4 and 16 connections) next to PostgreSQL's pgbench running the same
-    /// transactions; both checked exact afterwards.
-    Contention(CommonArgs),
-    /// Seed 002's five buffer pool extension scenarios (memory, cold HDD, capped memory,
-    /// capped memory plus an extension, cold SSD) through the TDS server.
-    Bpe(CommonArgs),
-    /// Seed 003's burst: one transaction of 10M rows into an indexed table, then releasing
-    /// the pool, next to SQLite.
-    Burst(CommonArgs),
-    /// Seed 004: BACKUP and RESTORE MB/s over stripes, MAXTRANSFERSIZE, BUFFERCOUNT and
-    /// compression, next to the disk's sequential copy rate measured in the same run.
-    Backup(CommonArgs),
-    /// SELECT * of a 4 GiB table over TDS with max server memory 512 MB, read by a streaming
-    /// client: first-row latency and the server's RSS growth, next to PostgreSQL.
-    Streaming(CommonArgs),
-    /// Issue 19: 4,000 tenant databases of one schema × 200 stored procedures, every
-    /// procedure run in every database: compiled plans, plan cache memory, and a shared
-    /// plan's first run against a compile; then again with 10 % of the databases altered.
-    Plancache(PlancacheArgs),
-    /// Issue 20 / seed 000: PACE-like tenants (200 procedures each) at 500 … 8,000
-    /// databases under one mix of procedure calls, one tessera instance and two pinned to
-    /// half the CPUs each, next to PostgreSQL with a database per tenant behind PgBouncer and
-    /// with a schema per tenant; `--idle N`: server RSS with N open idle databases.
-    Consolidation(ConsolidationArgs),
-    /// Issue 21: 100 quiet tenants' procedure calls at a fixed rate beside one noisy tenant
-    /// scanning and bulk inserting flat out: the quiet p99 alone, beside it without limits
-    /// and with its MAX_CPU_PERCENT / MAX_CONCURRENT_REQUESTS / MAX_LOG_RATE_KB on, next to
-    /// PostgreSQL with the same tenants.
-    Noisy(CommonArgs),
-    /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
-    Iobench(crate::iobench_cmd::IobenchBenchArgs),
+/// The benchmark binary: beside this one (as `cargo build` and an install leave it), or
+/// on PATH.
+fn benchmark_binary() -> PathBuf {
+    std::env::current_exe()
+        .map(|exe| exe.with_file_name("tessera-bench"))
+        .ok()
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("tessera-bench"))
 }
 
-/// The flags every benchmark accepts.
-#[derive(Debug, Args)]
-pub struct CommonArgs {
-    /// A scaled-down run that finishes in about a minute on 2 cores (a smoke check).
-    #[arg(long)]
-    pub quick: bool,
-    /// Print one JSON object on stdout instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Also draw the chart into FILE (.png or .svg).
-    #[arg(long, value_name = "FILE")]
-    pub chart: Option<PathBuf>,
-    /// Directory for the benchmark's files (a fresh subdirectory is made in it and removed
-    /// afterwards) [default: the current directory, or $TMPDIR if that is not writable].
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
-}
-
-/// `tessera bench plancache`'s flags.
-#[derive(Debug, Args)]
-pub struct PlancacheArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
-    /// Tenant databases to create (each takes about 8.5 MiB of disk) [default: 4,000;
-    /// 200 with --quick].
-    #[arg(long, value_name = "N")]
-    pub databases: Option<usize>,
-}
-
-/// `tessera bench consolidation`'s flags.
-#[derive(Debug, Args)]
-pub struct ConsolidationArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
-    /// Database counts, ascending [default: 500,1000,2000,4000,8000; 50,100,200,400 with
-    /// --quick].
-    #[arg(long, value_name = "N,…", value_delimiter = ',')]
-    pub sizes: Option<Vec<usize>>,
-    /// Timed seconds per point [default: 20; 5 with --quick].
-    #[arg(long, value_name = "S")]
-    pub seconds: Option<u64>,
-    /// Only measure the server's RSS with N open idle databases (the issue's 10,000).
-    #[arg(long, value_name = "N")]
-    pub idle: Option<usize>,
-    /// Leave out PostgreSQL (tessera's two variants only).
-    #[arg(long)]
-    pub no_postgres: bool,
-}
-
-pub fn run(args: BenchArgs) -> ExitCode {
-    match args.bench {
-        Bench::Engine(common) => {
-            let params = if common.quick { EngineParams::quick() } else { EngineParams::full() };
-            finish(&common, |dir| engine::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
-        }
-        Bench::Sql(common) => {
-            let params = if common.quick {
-                tessera_bench::sql::SqlParams::quick()
-            } else {
-                tessera_bench::sql::SqlParams::full()
-            };
-            finish(&common, |dir| tessera_bench::sql::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
-        }
-        Bench::Pointselect(common) => {
-            let params = if common.quick {
-                tessera_bench::pointselect::PointselectParams::quick()
-            } else {
-                tessera_bench::pointselect::PointselectParams::full()
-            };
-            finish(&common, |dir| {
-                tessera_bench::pointselect::run(dir, &params, &progress).map(|o| (o.report, o.failures))
-            })
-        }
-        Bench::Contention(common) => {
-            let params = if common.quick {
-                tessera_bench::contention::ContentionParams::quick()
-            } else {
-                tessera_bench::contention::ContentionParams::full()
-            };
-            finish(&common, |dir| {
-                tessera_bench::contention::run(dir, &params, &progress).map(|o| (o.report, o.failures))
-            })
-        }
-        Bench::Bpe(common) => {
-            let params = if common.quick {
-                tessera_bench::bpe::BpeParams::quick()
-            } else {
-                tessera_bench::bpe::BpeParams::full()
-            };
-            finish(&common, |dir| tessera_bench::bpe::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
-        }
-        Bench::Burst(common) => {
-            let params = if common.quick {
-                tessera_bench::burst::BurstParams::quick()
-            } else {
-                tessera_bench::burst::BurstParams::full()
-            };
-            finish(&common, |dir| tessera_bench::burst::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
-        }
-        Bench::Backup(common) => {
-            let params = if common.quick {
-                tessera_bench::backup::BackupParams::quick()
-            } else {
-                tessera_bench::backup::BackupParams::full()
-            };
-            finish(&common, |dir| tessera_bench::backup::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
-        }
-        Bench::Streaming(common) => {
-            let params = if common.quick {
-                tessera_bench::streaming::StreamingParams::quick()
-            } else {
-                tessera_bench::streaming::StreamingParams::full()
-            };
-            finish(&common, |dir| {
-                tessera_bench::streaming::run(dir, &params, &progress).map(|o| (o.report, o.failures))
-            })
-        }
-        Bench::Plancache(PlancacheArgs { common, databases }) => {
-            let mut params = if common.quick {
-                tessera_bench::plancache::PlancacheParams::quick()
-            } else {
-                tessera_bench::plancache::PlancacheParams::full()
-            };
-            params.databases = databases.unwrap_or(params.databases);
-            finish(&common, |dir| {
-                tessera_bench::plancache::run(dir, &params, &progress).map(|o| (o.report, o.failures))
-            })
-        }
-        Bench::Consolidation(args) => {
-            let Some(binary) = server_binary() else { return ExitCode::FAILURE };
-            let mut params = if args.common.quick {
-                tessera_bench::consolidation::ConsolidationParams::quick(binary)
-            } else {
-                tessera_bench::consolidation::ConsolidationParams::full(binary)
-            };
-            if let Some(sizes) = args.sizes {
-                params.goal_size = if sizes.contains(&params.goal_size) {
-                    params.goal_size
-                } else {
-                    *sizes.iter().max().unwrap_or(&0)
-                };
-                params.sizes = sizes;
-            }
-            params.seconds = args.seconds.unwrap_or(params.seconds);
-            params.idle = args.idle;
-            params.postgres = !args.no_postgres;
-            finish(&args.common, |dir| {
-                tessera_bench::consolidation::run(dir, &params, &progress).map(|o| (o.report, o.failures))
-            })
-        }
-        Bench::Noisy(common) => {
-            let Some(binary) = server_binary() else { return ExitCode::FAILURE };
-            let params = if common.quick {
-                tessera_bench::noisy::NoisyParams::quick(binary)
-            } else {
-                tessera_bench::noisy::NoisyParams::full(binary)
-            };
-            finish(&common, |dir| tessera_bench::noisy::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
-        }
-        Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
-    }
-}
-
-/// This binary, which benchmarks start their `tessera serve` servers from.
-fn server_binary() -> Option<Option<PathBuf>> {
-    match std::env::current_exe() {
-        Ok(path) => Some(Some(path)),
-        Err(e) => {
-            eprintln!("tessera bench: cannot find the tessera binary to start servers from: {e}");
-            None
-        }
-    }
-}
-
-fn progress(line: &str) {
-    eprintln!("[bench] {line}");
-}
-
-/// Makes the work directory, runs `bench` in it, removes it, and writes the outputs.
-fn finish(common: &CommonArgs, bench: impl FnOnce(&Path) -> tessera_bench::Result<(Report, Vec<String>)>) -> ExitCode {
-    let work = match work_dir(common.dir.as_deref()) {
-        Ok(dir) => dir,
-        Err(e) => {
-            eprintln!("tessera bench: cannot make a work directory: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    progress(&format!("working in {}", work.path().display()));
-    let outcome = bench(work.path());
-    if let Err(e) = work.close() {
-        eprintln!("tessera bench: could not remove the work directory: {e}");
-    }
-    let (report, failures) = match outcome {
-        Ok(done) => done,
-        Err(e) => {
-            eprintln!("tessera bench: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if common.json {
-        println!("{}", report.to_json());
-    } else {
-        report.print_table();
-    }
-    let mut ok = failures.is_empty();
-    if let Some(chart) = &common.chart {
-        match report.write_chart(chart) {
-            Ok(()) => progress(&format!("chart written to {}", chart.display())),
-            Err(e) => {
-                eprintln!("tessera bench: {e}");
-                ok = false;
-            }
-        }
-    }
-    if !failures.is_empty() {
-        eprintln!("tessera bench: {} part(s) not measured:", failures.len());
-        for failure in &failures {
-            eprintln!("  {failure}");
-        }
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
-/// A fresh directory for the benchmark's files: in `dir` if given, else in the current
-/// directory, else in the system's temporary directory ($TMPDIR).
-fn work_dir(dir: Option<&Path>) -> std::io::Result<tempfile::TempDir> {
-    let make = |parent: &Path| {
-        std::fs::create_dir_all(parent)?;
-        tempfile::Builder::new().prefix("tessera-bench-").tempdir_in(parent)
-    };
-    match dir {
-        Some(dir) => make(dir),
-        None => std::env::current_dir().and_then(|cwd| make(&cwd)).or_else(|_| make(&std::env::temp_dir())),
-    }
+/// Runs `tessera-bench <subcommand> <args>` in place of this process.
+pub fn run(subcommand: &str, forwarded: Forwarded) -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let binary = benchmark_binary();
+    let e = std::process::Command::new(&binary).arg(subcommand).args(&forwarded.args).exec();
+    eprintln!(
+        "tessera {subcommand}: cannot run '{}' ({e}): the benchmarks are in the tessera-bench binary; build it with `cargo build --release -p tessera-bench`",
+        binary.display()
+    );
+    ExitCode::from(2)
 }

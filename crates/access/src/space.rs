@@ -12,7 +12,7 @@
 //!
 //! File layout: page 0 is the file header; allocation maps sit at pages
 //! `1 + k * BITS_PER_MAP` and each tracks itself and the `BITS_PER_MAP - 1` pages after
-//! it, one bit per page (1 = in use). A 512 MiB stretch of file costs one 8 KiB map,
+//! it, one bit per page (1 = in use). A 509 MiB stretch of file costs one 8 KiB map,
 //! so allocation scales to multi-GB files without lists.
 
 use std::collections::HashMap;
@@ -44,7 +44,8 @@ use crate::txn::{self, Durability, Hold, TreeMeta, Txn, TxnTable};
 
 pub const BITS_PER_MAP: u32 = ((PAGE_SIZE - HEADER_SIZE) * 8) as u32;
 const MAGIC: &[u8; 8] = b"TSRADAT1";
-const FORMAT_VERSION: u32 = 1;
+/// The data file format this build writes and reads (docs/FORMAT.md, "Format versions").
+pub const FORMAT_VERSION: u32 = 1;
 /// Offset of the file header fields inside page 0: magic (8 bytes), format version
 /// (u32 LE), boot tree root (u32 LE), the database's file family (u128 LE, 0: not set).
 const HDR_FIELDS: u16 = HEADER_SIZE as u16;
@@ -243,6 +244,15 @@ pub struct Space {
     pub(crate) has_charged_trees: AtomicBool,
 }
 
+/// What is wrong with a data file's header page ([`Space::probe_header`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderFault {
+    /// Not a valid tessera header: the property SQL Server's 5172 names.
+    Invalid(&'static str),
+    /// A tessera data file of this newer format, which this build does not read (948).
+    Newer(u32),
+}
+
 impl Space {
     // The file and its trees.
 
@@ -352,29 +362,32 @@ impl Space {
     }
 
     /// Checks the first page of the file at `path` without opening it as a database: a
-    /// tessera data file's header page, intact (what attaching a database verifies before
-    /// recovery writes to the file). Returns its file family (0: not set);
-    /// `Ok(Err(property))` names what is wrong with it.
-    pub fn probe_header(path: &Path) -> std::io::Result<std::result::Result<u128, &'static str>> {
+    /// tessera data file's header page, intact, of this build's format (what opening and
+    /// attaching a database verify before recovery writes to the file). Returns its file
+    /// family (0: not set), or what is wrong with it.
+    pub fn probe_header(path: &Path) -> std::io::Result<std::result::Result<u128, HeaderFault>> {
         use std::io::Read;
+        use HeaderFault::Invalid;
         let mut p = vec![0u8; PAGE_SIZE];
         let mut file = std::fs::File::open(path)?;
         let mut filled = 0;
         while filled < PAGE_SIZE {
             match file.read(&mut p[filled..])? {
-                0 => return Ok(Err("FILE SIZE")),
+                0 => return Ok(Err(Invalid("FILE SIZE"))),
                 n => filled += n,
             }
         }
         if page::verify(&p, 0).is_err() || p.iter().all(|&b| b == 0) {
-            return Ok(Err("PageAudit"));
+            return Ok(Err(Invalid("PageAudit")));
         }
         let f = &p[HEADER_SIZE..HEADER_SIZE + 12];
         if &f[0..8] != MAGIC {
-            return Ok(Err("file type"));
+            return Ok(Err(Invalid("file type")));
         }
-        if u32::from_le_bytes(f[8..12].try_into().expect("4 bytes")) != FORMAT_VERSION {
-            return Ok(Err("format version"));
+        match u32::from_le_bytes(f[8..12].try_into().expect("4 bytes")) {
+            FORMAT_VERSION => {}
+            newer if newer > FORMAT_VERSION => return Ok(Err(HeaderFault::Newer(newer))),
+            _ => return Ok(Err(Invalid("format version"))),
         }
         Ok(Ok(u128::from_le_bytes(p[HDR_FAMILY..HDR_FAMILY + 16].try_into().expect("16 bytes"))))
     }

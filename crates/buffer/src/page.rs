@@ -4,7 +4,8 @@
 //! offset size field
 //!      0    4 checksum   crc32c of bytes 4..8192, written just before the page goes to disk
 //!      4    4 page_no    the page's own number in its file (catches misdirected writes)
-//!      8    4 object_id  the tree (or allocation map) that owns the page; 0 = none
+//!      8    4 object_id  the root page of the tree that owns the page; 0 for the file
+//!                        header, allocation maps and free pages
 //!     12    1 page_type  see [`PageType`]
 //!     13    1 level      B+tree level, 0 = leaf
 //!     14    2 flags

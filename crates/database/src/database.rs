@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use tessera_access::btree::{self, TreeStats};
-use tessera_access::space::{DataConfig, Space, BOOT_ROOT};
+use tessera_access::space::{DataConfig, HeaderFault, Space, BOOT_ROOT, FORMAT_VERSION};
 use tessera_access::{Direction, Durability, OnLocked};
 use tessera_buffer::page::{PageNo, PAGE_SIZE};
 use tessera_buffer::BufferPool;
@@ -334,9 +334,16 @@ impl Database {
     pub(crate) fn open(entry: &Entry, pool: Arc<BufferPool>, data: &DataConfig, log: &LogConfig) -> Result<Database> {
         let (data, log) = (entry.options.data_config(data), entry.options.log_config(log));
         let (wal, master) = Wal::open(&entry.log_path, &entry.name, log)?;
-        // Before recovery writes anything: a log of another database would corrupt it. (A
-        // header that does not read is reported after recovery, which may repair it.)
-        let data_family = Space::probe_header(&entry.data_path).ok().and_then(|h| h.ok()).unwrap_or(0);
+        // Before recovery writes anything: a data file of a newer format is refused, and a
+        // log of another database would corrupt it. (A header that does not read is
+        // reported after recovery, which may repair it.)
+        let data_family = match Space::probe_header(&entry.data_path) {
+            Ok(Ok(family)) => family,
+            Ok(Err(HeaderFault::Newer(version))) => {
+                return Err(Error::NewerFormat { database: entry.name.clone(), version, supported: FORMAT_VERSION })
+            }
+            Ok(Err(HeaderFault::Invalid(_))) | Err(_) => 0,
+        };
         let log_family = wal.family()?;
         if data_family != 0 && log_family != 0 && data_family != log_family {
             return Err(Error::Numbered {

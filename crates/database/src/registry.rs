@@ -156,7 +156,18 @@ impl Registry {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(Error::io("read", path, 0, e)),
         };
-        let mut loaded = if text.starts_with(HEADER) { replay(path, &text, &key)? } else { load_v1(path, &text)? };
+        let first = text.lines().next().unwrap_or("");
+        let mut loaded = if first == HEADER {
+            replay(path, &text, &key)?
+        } else if let Some(version) = first.strip_prefix("tessera-registry ") {
+            // Written by another build: its lines may mean other things than ours.
+            return Err(Error::Invalid(format!(
+                "{}: the database registry is format {version}; this build reads format 2 (and the one-line-per-database format before it)",
+                path.display()
+            )));
+        } else {
+            load_v1(path, &text)?
+        };
         loaded.entries.sort_unstable_by_key(|e| e.id);
         let entries: Vec<&Entry> = loaded.entries.iter().collect();
         let (file, len_bytes) = rewrite(path, &entries, &loaded.detached)?;
@@ -529,5 +540,19 @@ mod tests {
         assert!(std::fs::read_to_string(&path).unwrap().starts_with(HEADER));
         let (_, again) = Registry::open(&path, key).unwrap();
         assert_eq!((again.entries, again.detached), (loaded.entries, loaded.detached));
+    }
+
+    /// A registry of another format (a newer build's) is refused, named, and left as it
+    /// was; so is a header that only starts like ours.
+    #[test]
+    fn a_registry_of_another_format_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("databases.reg");
+        for text in ["tessera-registry 3\nx\n", "tessera-registry 20\n"] {
+            std::fs::write(&path, text).unwrap();
+            let Err(e) = Registry::open(&path, key) else { panic!("opened a registry of another format") };
+            assert!(e.to_string().contains("this build reads format 2"), "{e}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
     }
 }

@@ -22,6 +22,9 @@ pub enum Error {
     /// An earlier write or sync of the database's log failed: nothing more can be logged or
     /// acknowledged until the database is opened again (SQL Server 9001).
     LogUnavailable { database: String },
+    /// A database file (data or log) of a newer format than this build reads: refused
+    /// before anything is written to it (SQL Server 948).
+    NewerFormat { database: String, version: u32, supported: u32 },
     /// The transaction log is full and cannot grow (SQL Server 9002).
     LogFull { database: String, reason: String },
     /// The data file cannot grow (SQL Server 1105).
@@ -54,6 +57,7 @@ impl Error {
             Error::LockTimeout => 1222,
             Error::Cancelled => 3617,
             Error::LogUnavailable { .. } => 9001,
+            Error::NewerFormat { .. } => 948,
             Error::LogFull { .. } => 9002,
             Error::DataFull { .. } => 1105,
             Error::RowTooLarge { .. } => 511,
@@ -106,6 +110,10 @@ impl fmt::Display for Error {
             Error::LogUnavailable { database } => write!(
                 f,
                 "The log for database '{database}' is not available. Check the ERRORLOG for related error messages. Resolve any errors and restart the server."
+            ),
+            Error::NewerFormat { database, version, supported } => write!(
+                f,
+                "The database '{database}' cannot be opened because it is version {version}. This server supports version {supported} and earlier. A downgrade path is not supported."
             ),
             Error::LogFull { database, reason } => write!(
                 f,

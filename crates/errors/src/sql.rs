@@ -253,6 +253,7 @@ mod tests {
             (Error::LockTimeout, 1222, 16),
             (Error::Cancelled, 3617, 25),
             (Error::LogUnavailable { database: "d".into() }, 9001, 21),
+            (Error::NewerFormat { database: "d".into(), version: 2, supported: 1 }, 948, 20),
             (Error::LogFull { database: "d".into(), reason: "CHECKPOINT".into() }, 9002, 17),
             (Error::DataFull { database: "d".into() }, 1105, 17),
             (Error::RowTooLarge { size: 8061, max: 8060 }, 511, 16),

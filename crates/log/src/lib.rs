@@ -19,7 +19,7 @@ pub use growth::Growth;
 pub use reader::WalReader;
 pub use rebuild::{LogBuilder, LogSegment};
 pub use record::{LogRecord, RecordKind, TxnId};
-pub use wal::{encode_frame, split_frames, Hold, LogConfig, LogStats, Master, Wal};
+pub use wal::{encode_frame, split_frames, Hold, LogConfig, LogStats, Master, Wal, LOG_FORMAT_VERSION};
 
 /// Log sequence number: `(vlf sequence << 32) | byte offset inside the VLF`. Strictly
 /// increasing in log order; 0 means "none".

@@ -25,7 +25,7 @@ use tessera_io::{DataFile, OpenMode};
 
 use crate::wal::{
     decode_master, encode_master, frame_crc, scan_vlfs, split_frames, vlf_header, Vlf, FILE_HEADER, FRAME_HEADER,
-    MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
+    LOG_FORMAT_VERSION, MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
 };
 use crate::{format_lsn, lsn_offset, lsn_seq, make_lsn, LogConfig, Lsn, Master, Wal};
 
@@ -70,7 +70,7 @@ impl LogBuilder {
         let file = DataFile::open(path, OpenMode::CreateNew, false)?;
         let mut header = vec![0u8; FILE_HEADER as usize];
         header[0..8].copy_from_slice(MAGIC);
-        header[8..12].copy_from_slice(&1u32.to_le_bytes());
+        header[8..12].copy_from_slice(&LOG_FORMAT_VERSION.to_le_bytes());
         file.allocate(FILE_HEADER)?;
         file.write_all_at(&header, 0)?;
         Ok(LogBuilder {

@@ -26,9 +26,10 @@ pub enum RecordKind {
     /// Applied atomically: all its page operations or none.
     System = 3,
     Commit = 4,
-    /// The transaction has started rolling back.
+    /// Reserved: no build writes it (a rollback is its compensation records and End).
     Abort = 5,
-    /// The transaction is finished (after commit or after its rollback completed).
+    /// The transaction's rollback completed (at run time, or recovery's undo of a loser);
+    /// a committed transaction ends with its Commit record, with no End after it.
     End = 6,
     /// Written after a checkpoint's page flush; the body lists active transactions.
     Checkpoint = 7,

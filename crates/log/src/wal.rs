@@ -27,6 +27,8 @@ use crate::writer::{background_writer, Turn};
 use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};
 
 pub(crate) const MAGIC: &[u8; 8] = b"TSRALOG1";
+/// The log file format this build writes and reads (docs/FORMAT.md, "Format versions").
+pub const LOG_FORMAT_VERSION: u32 = 1;
 const VLF_MAGIC: &[u8; 4] = b"VLF1";
 pub(crate) const FILE_HEADER: u64 = 4096;
 /// Where the header keeps the file family (u128 LE), after the magic and the version.
@@ -337,7 +339,7 @@ impl Wal {
         file.allocate(total)?;
         let mut header = vec![0u8; FILE_HEADER as usize];
         header[0..8].copy_from_slice(MAGIC);
-        header[8..12].copy_from_slice(&1u32.to_le_bytes());
+        header[8..12].copy_from_slice(&LOG_FORMAT_VERSION.to_le_bytes());
         file.write_all_at(&header, 0)?;
         let mut vlfs = Vec::new();
         for i in 0..4u64 {
@@ -362,6 +364,17 @@ impl Wal {
         file.read_exact_at(&mut header, 0)?;
         if &header[0..8] != MAGIC {
             return Err(corrupt("the file is not a tessera log file".into()));
+        }
+        match u32::from_le_bytes(header[8..12].try_into().expect("4 bytes")) {
+            LOG_FORMAT_VERSION => {}
+            newer if newer > LOG_FORMAT_VERSION => {
+                return Err(Error::NewerFormat {
+                    database: database.into(),
+                    version: newer,
+                    supported: LOG_FORMAT_VERSION,
+                })
+            }
+            older => return Err(corrupt(format!("the log file's format version {older} is not one this build reads"))),
         }
         let (serial, master) = MASTER_SLOTS
             .iter()

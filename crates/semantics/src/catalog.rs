@@ -1,8 +1,8 @@
 //! The SQL catalog of one database: tables (columns, indexes, constraints) and modules
 //! (views, procedures, functions).
 //!
-//! Definitions are stored as JSON rows in the storage tree `sys$objects` (key: object id,
-//! big-endian) and cached in memory as an immutable [`Catalog`] snapshot; DDL builds a new
+//! Definitions are stored as JSON rows in the storage tree `sys$objects` (key: object id
+//! then chunk number, both big-endian: a long definition is split in chunks) and cached in memory as an immutable [`Catalog`] snapshot; DDL builds a new
 //! snapshot, writes the changed row in its own transaction and swaps the snapshot in. Every
 //! snapshot has a version.
 //!
@@ -12,7 +12,7 @@
 //! looked up ([`ObjectDep`]), and any database whose objects under those names have the
 //! same fingerprints runs the same plan.
 //!
-//! Each table owns B+trees in storage, named `#<object id>.<index id>`: index 0 or 1 holds
+//! Each table owns B+trees in storage, named `#<object id>.<index id>.<version>`: index 0 or 1 holds
 //! the rows (0 = heap keyed by a hidden row number, 1 = clustered index), higher ids are
 //! nonclustered indexes mapping index key → clustered key.
 

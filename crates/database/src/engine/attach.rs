@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tessera_access::space::Space;
+use tessera_access::space::{HeaderFault, Space, FORMAT_VERSION};
 use tessera_errors::{Error, Result};
 
 use super::{key, Engine, Slot};
@@ -106,7 +106,7 @@ impl Engine {
     /// options they had (recovery model, delayed durability, sizes); others get
     /// `options`. Errors: 1801 (the name exists), 5120 (a file is missing or another
     /// database uses it), 5172 (not a tessera data or log file), 5173 (the log is another
-    /// database's: the files' families differ).
+    /// database's: the files' families differ), 948 (files of a newer format).
     pub fn attach_database(
         &self,
         name: &str,
@@ -143,7 +143,10 @@ impl Engine {
         }
         match Space::probe_header(data_path) {
             Ok(Ok(_family)) => {}
-            Ok(Err(property)) => return Err(not_valid_header(data_path, property)),
+            Ok(Err(HeaderFault::Invalid(property))) => return Err(not_valid_header(data_path, property)),
+            Ok(Err(HeaderFault::Newer(version))) => {
+                return Err(Error::NewerFormat { database: name.to_string(), version, supported: FORMAT_VERSION })
+            }
             Err(e) => return Err(unable_to_open(data_path, e.raw_os_error().unwrap_or(5), &e.to_string())),
         }
         let remembered = inner.detached.iter().position(|d| d.data_path == data_path && d.log_path == log_path);

@@ -125,6 +125,7 @@ pub static MESSAGES: &[Message] = &[
     m(1067, 15, Statement, "The SET SHOWPLAN statements must be the only statements in the batch."),
     m(1087, 15, Statement, "Must declare the table variable \"%.*ls\"."),
     m(1088, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."),
+    m(948, 20, Connection, "The database '%.*ls' cannot be opened because it is version %d. This server supports version %d and earlier. A downgrade path is not supported."),
     m(1105, 17, Statement, "Could not allocate space for object in database '%.*ls' because the 'PRIMARY' filegroup is full."),
     m(1205, 13, Transaction, "Transaction was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction."),
     m(1222, 16, Statement, "Lock request time out period exceeded."),

@@ -2,6 +2,7 @@
 
 pub mod backup;
 pub mod binding;
+pub mod catalog_store;
 pub mod checkdb;
 pub mod config;
 pub mod ddl;
@@ -17,6 +18,7 @@ pub mod modules;
 pub mod open_close_log;
 pub mod principal_functions;
 pub mod principals;
+pub mod read_locks;
 pub mod resource_governor;
 pub mod runtime;
 pub mod security;

@@ -134,7 +134,7 @@ fn save(
     version: u64,
 ) -> SqlResult<(Catalog, ())> {
     let obj = Object::Module(Arc::new(m));
-    catalog::store::save(database, &obj)?;
+    crate::catalog_store::save(database, &obj)?;
     Ok((catalog.with(obj, version), ()))
 }
 
@@ -166,7 +166,7 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
             _ if if_exists => return Ok((catalog.clone(), ())),
             _ => return Err(missing()),
         };
-        catalog::store::delete(&database, m.id)?;
+        crate::catalog_store::delete(&database, m.id)?;
         Ok((catalog.without(m.id, version), ()))
     })
 }

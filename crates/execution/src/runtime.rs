@@ -12,7 +12,7 @@ use tessera_database::{Database, Engine, Savepoint, Transaction};
 
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::cache::PlanCache;
-use tessera_semantics::catalog::{self, Catalog, DbRef, Table};
+use tessera_semantics::catalog::{Catalog, DbRef, Table};
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::{FunctionContext, Value};
 
@@ -284,7 +284,7 @@ impl Shared {
         if let Some(c) = self.catalogs.lock().get(&key) {
             return Ok(c.clone());
         }
-        let loaded = catalog::store::load(db, self.versions.fetch_add(1, Ordering::Relaxed))?;
+        let loaded = crate::catalog_store::load(db, self.versions.fetch_add(1, Ordering::Relaxed))?;
         let entry = Arc::new(DbCatalog {
             database: Arc::from(db.name()),
             database_id: db.id(),

@@ -1,4 +1,5 @@
-//! Table hints and isolation levels as the locks a table read takes.
+//! Table hints, as a plan carries them; `tessera_execution::read_locks` turns them and
+//! the isolation level into the locks a table read takes.
 //!
 //! SQL Server's rules, as `tessera_access::read` implements them: a READ COMMITTED read
 //! waits for writers and keeps nothing; UPDATE and DELETE take update (U) locks on the
@@ -11,8 +12,6 @@
 //! `ROWLOCK`, `PAGLOCK`, `READCOMMITTED`, `READCOMMITTEDLOCK`, `INDEX(…)`, `FORCESEEK`,
 //! `FORCESCAN`, `NOEXPAND`, `NOWAIT` and `FASTFIRSTROW` are accepted (rows are the only
 //! lock granularity below the table here).
-
-use tessera_database::{Hold, LockMode, ReadLocks, RowLock};
 
 use tessera_errors::{SqlError, SqlResult};
 
@@ -55,65 +54,11 @@ impl LockHints {
         }
         Ok(h)
     }
-
-    /// The locks a read of the table takes under the session's isolation level.
-    /// `target`: the table an UPDATE or DELETE changes (its rows are read with U locks).
-    pub fn read_locks(self, target: bool, isolation: &str) -> ReadLocks {
-        let repeatable = self.holdlock || matches!(isolation, "REPEATABLE READ" | "SERIALIZABLE");
-        let hold = if repeatable { Hold::Transaction } else { Hold::Statement };
-        let row = if self.xlock {
-            RowLock::Keep { mode: LockMode::Exclusive, hold: Hold::Transaction }
-        } else if self.updlock {
-            RowLock::Keep { mode: LockMode::Update, hold: Hold::Transaction }
-        } else if target {
-            RowLock::Keep { mode: LockMode::Update, hold }
-        } else if repeatable {
-            RowLock::Keep { mode: LockMode::Shared, hold: Hold::Transaction }
-        } else if self.nolock || (isolation == "READ UNCOMMITTED" && !self.readcommitted) {
-            RowLock::Uncommitted
-        } else {
-            RowLock::Committed
-        };
-        let table = if self.tablockx || (self.tablock && (target || self.xlock)) {
-            Some(LockMode::Exclusive)
-        } else if self.tablock && self.updlock {
-            Some(LockMode::Update)
-        } else if self.tablock {
-            Some(LockMode::Shared)
-        } else {
-            None
-        };
-        ReadLocks { row, table, skip_locked: self.readpast }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hints(h: &[&str]) -> LockHints {
-        LockHints::parse(&h.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
-    }
-
-    #[test]
-    fn hints_become_locks() {
-        let rc = "READ COMMITTED";
-        assert_eq!(hints(&[]).read_locks(false, rc), ReadLocks::COMMITTED);
-        assert_eq!(hints(&["NOLOCK"]).read_locks(false, rc).row, RowLock::Uncommitted);
-        assert_eq!(hints(&[]).read_locks(false, "READ UNCOMMITTED").row, RowLock::Uncommitted);
-        assert_eq!(hints(&["READCOMMITTEDLOCK"]).read_locks(false, "READ UNCOMMITTED").row, RowLock::Committed);
-        let update = RowLock::Keep { mode: LockMode::Update, hold: Hold::Statement };
-        assert_eq!(hints(&["ROWLOCK"]).read_locks(true, rc).row, update);
-        let updlock = hints(&["UPDLOCK", "READPAST"]).read_locks(false, rc);
-        assert_eq!(updlock.row, RowLock::Keep { mode: LockMode::Update, hold: Hold::Transaction });
-        assert!(updlock.skip_locked);
-        let held = RowLock::Keep { mode: LockMode::Shared, hold: Hold::Transaction };
-        assert_eq!(hints(&["HOLDLOCK"]).read_locks(false, rc).row, held);
-        assert_eq!(hints(&[]).read_locks(false, "SERIALIZABLE").row, held);
-        assert_eq!(hints(&["TABLOCK"]).read_locks(false, rc).table, Some(LockMode::Shared));
-        assert_eq!(hints(&["TABLOCK"]).read_locks(true, rc).table, Some(LockMode::Exclusive));
-        assert_eq!(hints(&["TABLOCKX"]).read_locks(false, rc).table, Some(LockMode::Exclusive));
-    }
 
     #[test]
     fn bad_hints_are_errors() {

@@ -65,7 +65,7 @@ pub(super) fn replace_storage(
             return Err(e);
         }
         let obj = Object::Table(table.clone());
-        if let Err(e) = catalog::store::save(database, &obj) {
+        if let Err(e) = crate::catalog_store::save(database, &obj) {
             let _ = drop_trees(database, &new);
             return Err(e);
         }
@@ -83,7 +83,7 @@ pub(super) fn save_definition(
     table.modified = catalog::now_epoch();
     ctx.shared.alter_catalog(database, |catalog, version| {
         let obj = Object::Table(Arc::new(table));
-        catalog::store::save(database, &obj)?;
+        crate::catalog_store::save(database, &obj)?;
         Ok((catalog.with(obj, version), ()))
     })
 }

@@ -197,7 +197,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
         }
         create_trees(ctx, &database, &table)?;
         let obj = Object::Table(Arc::new(table.clone()));
-        if let Err(e) = catalog::store::save(&database, &obj) {
+        if let Err(e) = crate::catalog_store::save(&database, &obj) {
             let _ = drop_trees(&database, &table);
             return Err(e);
         }
@@ -239,7 +239,7 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
                 ),
             ));
         }
-        catalog::store::delete(&database, table.id)?;
+        crate::catalog_store::delete(&database, table.id)?;
         drop_trees(&database, &table)?;
         Ok((catalog.without(table.id, version), ()))
     })?;

@@ -87,7 +87,7 @@ pub(super) fn locked_top_input<'p>(input: &'p Plan, ctx: &ExecCtx) -> Option<Loc
         other => (other, None),
     };
     let (node, filter) = inner.filtered_scan()?;
-    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    let locks = crate::read_locks::read_locks(node.hints, node.with_key, &ctx.session.options.isolation_level);
     if node.index != 0 || node.reverse || !matches!(locks.row, RowLock::Keep { .. }) {
         return None;
     }
@@ -109,7 +109,7 @@ pub(super) fn run_locked_top(
     let db = ctx.db_name(&node.db);
     crate::statistics::table_read(&db, &node.table, 1, || {
         let Some(range) = scan_range(node, corr, ctx)? else { return Ok(Vec::new()) };
-        let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+        let locks = crate::read_locks::read_locks(node.hints, node.with_key, &ctx.session.options.isolation_level);
         let candidates = locked_candidates(node, locks, &range, ctx)?;
         let mut out = Collector::new(&ctx.grant());
         locked_rows(node, locks, candidates, &range, filter, limit, ctx, &mut out)?;

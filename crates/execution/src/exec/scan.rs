@@ -92,7 +92,7 @@ fn lookup_committed<R>(
 /// A point lookup, as values.
 fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
     let Some(key) = point_key(node, corr, ctx)? else { return Ok(None) };
-    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    let locks = crate::read_locks::read_locks(node.hints, node.with_key, &ctx.session.options.isolation_level);
     if locks != ReadLocks::COMMITTED {
         let candidates = vec![(key.as_bytes().to_vec(), None)];
         let mut out = Collector::new(&ctx.grant());
@@ -139,7 +139,7 @@ impl<'p> ScanFilter<'p> {
     /// read the whole row through outer references).
     pub(super) fn of(node: &ScanNode, predicate: &'p Expr, ctx: &ExecCtx) -> Option<ScanFilter<'p>> {
         let point = is_point(node);
-        let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+        let locks = crate::read_locks::read_locks(node.hints, node.with_key, &ctx.session.options.isolation_level);
         if point || node.with_key || locks != ReadLocks::COMMITTED {
             return None;
         }
@@ -199,7 +199,7 @@ fn open_rows<'p>(
         return Ok(Box::new(OneRow(run_point_lookup(node, corr, ctx)?)));
     }
     let Some((lo, hi)) = scan_range(node, corr, ctx)? else { return Ok(Box::new(Held::loose(Vec::new()))) };
-    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    let locks = crate::read_locks::read_locks(node.hints, node.with_key, &ctx.session.options.isolation_level);
     if locks != ReadLocks::COMMITTED {
         return Ok(Box::new(Held::new(run_locked_scan(node, locks, (lo, hi), ctx)?)));
     }

@@ -91,7 +91,7 @@ pub fn open_stored<'p>(
     ctx: &mut ExecCtx,
 ) -> SqlResult<Option<Box<StoredRows<'p>>>> {
     let Some(Shape { node, filter, columns, top }) = shape(plan) else { return Ok(None) };
-    let locks = node.hints.read_locks(node.with_key, &ctx.session.options.isolation_level);
+    let locks = crate::read_locks::read_locks(node.hints, node.with_key, &ctx.session.options.isolation_level);
     if node.with_key || locks != ReadLocks::COMMITTED || columns.len() != types.len() {
         return Ok(None);
     }

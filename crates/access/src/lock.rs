@@ -309,7 +309,7 @@ impl LockManager {
                 self.release_all(txn, &[Resource::Schema(object)]);
             } else {
                 let before = self.schema.holders[schema_stripe(object)].fetch_sub(1, Ordering::SeqCst);
-                debug_assert!(before > 0, "a fast schema hold released twice");
+                assert!(before > 0, "a fast schema hold released twice");
             }
         }
     }
@@ -329,7 +329,7 @@ impl LockManager {
             if !again {
                 let mut map = self.shard(&r).lock();
                 let entry = map.entry(r).or_default();
-                debug_assert!(
+                assert!(
                     entry.holders.iter().all(|h| h.0 == txn || h.1 != LockMode::SchemaModification),
                     "Sch-M granted on {object} beside a fast Sch-S hold"
                 );
@@ -386,7 +386,7 @@ impl LockManager {
     fn released(&self, r: &Resource, mode: LockMode) {
         if let (Resource::Schema(object), LockMode::SchemaModification) = (r, mode) {
             let before = self.schema.modifiers[schema_stripe(*object)].fetch_sub(1, Ordering::SeqCst);
-            debug_assert!(before > 0, "a Sch-M released that was never announced");
+            assert!(before > 0, "a Sch-M released that was never announced");
         }
     }
 }
@@ -411,7 +411,7 @@ impl LockManager {
     /// Acquires `mode` on `r` only if no other transaction holds a conflicting lock;
     /// never waits. `None`: not granted; `Some(new)`: held now, `new` as for [`lock`](Self::lock).
     pub fn try_lock(&self, txn: TxnId, r: Resource, mode: LockMode) -> Option<bool> {
-        debug_assert!(mode != LockMode::SchemaModification, "Sch-M is announced first: take it with lock");
+        assert!(mode != LockMode::SchemaModification, "Sch-M is announced first: take it with lock");
         let mut map = self.shard(&r).lock();
         let entry = map.entry(r).or_default();
         let converting = entry.holders.iter().any(|h| h.0 == txn);
@@ -463,6 +463,12 @@ impl LockManager {
                     entry.leave_queue(txn);
                     self.waits_for.lock().remove(&txn);
                 }
+                // The grant rule, checked where it is enforced: every other holder's mode
+                // is compatible with the one granted.
+                assert!(
+                    entry.holders.iter().all(|&(t, m)| t == txn || m.compatible(wanted)),
+                    "{wanted:?} granted to {txn:?} beside an incompatible holder"
+                );
                 let granted = if !keep {
                     false
                 } else if let Some(i) = mine {

@@ -265,7 +265,7 @@ impl<'a> Mtr<'a> {
         };
         for (no, g) in self.pages.iter_mut() {
             if self.ops.iter().any(|(n, _)| n == no) {
-                debug_assert!(page::lsn(g) < lsn, "page LSNs only grow");
+                assert!(page::lsn(g) < lsn, "page LSNs only grow");
                 let flags = page::flags(g);
                 page::set_flags(g, flags & !page::FLAG_UNLOGGED);
                 page::set_lsn(g, lsn);

@@ -165,6 +165,10 @@ impl PageStore for DataStore {
     }
 
     fn write_page(&self, no: PageNo, buf: &[u8]) -> Result<()> {
+        // The WAL rule, where a page reaches the file: the log that describes its last
+        // change is durable first (0: a page no record describes yet).
+        let lsn = page::lsn(buf);
+        assert!(lsn == 0 || lsn < self.wal.durable_lsn(), "page {no} written before its log (LSN {lsn:#x})");
         self.changes.mark(no);
         self.file.write_all_at(buf, u64::from(no) * PAGE_SIZE as u64)
     }

@@ -14,6 +14,7 @@ mod fetch;
 mod flush;
 mod frame;
 mod handle;
+mod invariants;
 mod pin;
 mod prefault;
 mod quota;
@@ -402,6 +403,14 @@ impl BufferPool {
             }
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// Checks the pool's structural invariants (`pool/invariants.rs`) and panics on the
+    /// first that does not hold. It holds every shard's mutex while it runs, so it is for
+    /// tests and checks, not for a serving pool's hot path. With `quiescent`, also that
+    /// nothing is pinned, loading or in flight: only when no other thread uses the pool.
+    pub fn check_invariants(&self, quiescent: bool) {
+        self.inner.check_invariants(quiescent);
     }
 
     pub fn stats(&self) -> PoolStats {

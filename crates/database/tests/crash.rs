@@ -74,6 +74,7 @@ fn check(
     let db = engine.database("crash").unwrap();
     *losers += db.recovery().expect("opened by recovery").losers;
     db.check().expect("structure and allocation are consistent after recovery");
+    engine.pool().check_invariants(false);
     let table = db.table("t").unwrap();
     let tx = db.begin();
     let rows: BTreeMap<Vec<u8>, Vec<u8>> =

@@ -179,6 +179,7 @@ fn run(ops: Vec<Op>) {
                     committed = view.clone();
                 }
                 verify_all(&db, &committed);
+                engine.pool().check_invariants(false);
                 if matches!(op, Op::Checkpoint) {
                     db.checkpoint().unwrap();
                 }
@@ -195,6 +196,8 @@ fn run(ops: Vec<Op>) {
     }
     tx.take().unwrap().rollback().unwrap();
     verify_all(&db, &committed);
+    // Nothing runs in the background here: nothing may be pinned or in flight.
+    engine.pool().check_invariants(true);
 }
 
 proptest! {

@@ -144,7 +144,7 @@ impl LogBuffers {
                 lent_bytes: 0,
             },
         };
-        debug_assert!(chunk.data.is_empty() && chunk.unsealed.is_empty(), "a lent chunk is empty");
+        assert!(chunk.data.is_empty() && chunk.unsealed.is_empty(), "a lent chunk is empty");
         chunk.file_offset = file_offset;
         chunk.lent_bytes = chunk.bytes();
         self.lent_bytes.fetch_add(chunk.lent_bytes, Ordering::Relaxed);
@@ -154,7 +154,7 @@ impl LogBuffers {
     /// Takes back a written chunk: kept for reuse while the spare chunks fit the
     /// budget, freed otherwise (and always when it is bigger than an ordinary chunk).
     pub(crate) fn give(&self, mut chunk: Chunk) {
-        debug_assert!(chunk.unsealed.is_empty(), "a written chunk is sealed");
+        assert!(chunk.unsealed.is_empty(), "a written chunk is sealed");
         self.lent_bytes.fetch_sub(chunk.lent_bytes, Ordering::Relaxed);
         let bytes = chunk.bytes();
         let ordinary = chunk.data.capacity() == CHUNK_BYTES && bytes <= CHUNK_BYTES + CHUNK_OVERHEAD_BYTES;

@@ -149,7 +149,7 @@ impl LogBuilder {
             return Err(self.out_of_sequence(seg));
         }
         let vlf = *self.vlfs.last().expect("a current VLF");
-        debug_assert_eq!(vlf.seq, seg.seq);
+        assert_eq!(vlf.seq, seg.seq);
         self.file.write_all_at(frames, vlf.offset + u64::from(start))?;
         self.end = make_lsn(seg.seq, start + frames.len() as u32);
         Ok(())

@@ -162,11 +162,11 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
     // (txn -> (next lsn to undo, last lsn written for the txn))
     while let Some((&txn, &(to_undo, last))) = losers.iter().filter(|(_, v)| v.0 != 0).max_by_key(|(_, v)| v.0) {
         let rec = wal.read(to_undo)?;
-        debug_assert_eq!(rec.txn, txn, "undo chain crossed into another transaction");
+        assert_eq!(rec.txn, txn, "undo chain crossed into another transaction");
         let (next, last) = match rec.kind {
             RecordKind::Update => {
                 let (clr, undo_next) = handler.undo(to_undo, &rec, last)?;
-                debug_assert!(undo_next <= rec.prev_lsn, "undo only moves back");
+                assert!(undo_next <= rec.prev_lsn, "undo only moves back");
                 outcome.records_undone += 1;
                 (undo_next, clr)
             }

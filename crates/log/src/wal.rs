@@ -519,7 +519,7 @@ impl Wal {
     pub fn begin_checkpoint(&self) -> Lsn {
         let mut st = self.state.lock();
         let end = st.end_lsn();
-        debug_assert!(end >= st.redo_point, "redo points only grow");
+        assert!(end >= st.redo_point, "redo points only grow");
         st.redo_point = end;
         self.redo_point.store(end, Ordering::Release);
         end
@@ -715,7 +715,7 @@ impl Wal {
             || self.check_failed(),
             || {
                 let written = self.written.load(Ordering::Acquire);
-                debug_assert!(written > lsn, "a record is written before it is synced");
+                assert!(written > lsn, "a record is written before it is synced");
                 match self.file.sync_data() {
                     Ok(()) => {
                         self.flushes.fetch_add(1, Ordering::Relaxed);
@@ -793,7 +793,7 @@ impl Wal {
     /// Never moves backwards, and never past a [`Hold`].
     pub fn truncate_before(&self, lsn: Lsn, reuse_wait: &'static str) {
         let mut st = self.state.lock();
-        debug_assert!(lsn <= st.end_lsn(), "truncation point beyond the end of the log");
+        assert!(lsn <= st.end_lsn(), "truncation point beyond the end of the log");
         let (held, hold) = [Hold::Backup, Hold::LogBackup]
             .into_iter()
             .map(|h| (st.holds[h as usize], h))
@@ -826,7 +826,7 @@ impl Wal {
     /// Durably records where recovery starts. The log must already be durable up to
     /// `master.checkpoint_lsn`.
     pub fn write_master(&self, master: Master) -> Result<()> {
-        debug_assert!(master.checkpoint_lsn < self.durable_lsn(), "checkpoint record must be durable first");
+        assert!(master.checkpoint_lsn < self.durable_lsn(), "checkpoint record must be durable first");
         let serial = {
             let mut st = self.state.lock();
             st.master_serial += 1;

@@ -42,8 +42,8 @@ impl Inner {
             }
         };
         let f = self.frame(i);
-        debug_assert_eq!(State(f.state.load(Ordering::Relaxed)).kind(), Kind::Owned);
-        debug_assert_eq!(f.dirty.load(Ordering::Relaxed) & (DIRTY | WRITING), 0, "reusing a dirty frame");
+        assert_eq!(State(f.state.load(Ordering::Relaxed)).kind(), Kind::Owned);
+        assert_eq!(f.dirty.load(Ordering::Relaxed) & (DIRTY | WRITING), 0, "reusing a dirty frame");
         Ok(i)
     }
 
@@ -55,9 +55,9 @@ impl Inner {
             let f = self.frame(i);
             fl.head = f.next_free.load(Ordering::Relaxed);
             fl.len -= 1;
-            debug_assert!((i as usize) < limit, "free list holds frame {i} beyond the limit {limit}");
+            assert!((i as usize) < limit, "free list holds frame {i} beyond the limit {limit}");
             let old = f.state.swap(State::new(Kind::Owned, 0, 0).0, Ordering::Acquire);
-            debug_assert_eq!(State(old).kind(), Kind::Free);
+            assert_eq!(State(old).kind(), Kind::Free);
             return Some(i);
         }
         let h = self.hwm.load(Ordering::Relaxed);
@@ -65,7 +65,7 @@ impl Inner {
             return None;
         }
         if h >= self.initialized.load(Ordering::Relaxed) {
-            debug_assert_eq!(h, self.initialized.load(Ordering::Relaxed));
+            assert_eq!(h, self.initialized.load(Ordering::Relaxed));
             // SAFETY: descriptor h lies inside the reserved descriptor region and no one
             // can reference it yet (it is beyond `initialized` and `hwm`).
             unsafe { std::ptr::write((self.descs.ptr() as *mut Frame).add(h), Frame::new()) };
@@ -75,7 +75,7 @@ impl Inner {
         self.prefault.note_hwm(h + 1);
         let f = self.frame(h as u32);
         let old = f.state.swap(State::new(Kind::Owned, 0, 0).0, Ordering::Acquire);
-        debug_assert_eq!(State(old).kind(), Kind::Free);
+        assert_eq!(State(old).kind(), Kind::Free);
         Some(h as u32)
     }
 
@@ -100,9 +100,9 @@ impl Inner {
     /// changes are dropped on purpose; evicted pages are always clean here).
     pub(super) fn scrub(&self, i: u32) {
         let f = self.frame(i);
-        debug_assert_eq!(State(f.state.load(Ordering::Relaxed)).kind(), Kind::Owned);
+        assert_eq!(State(f.state.load(Ordering::Relaxed)).kind(), Kind::Owned);
         let d = f.dirty.fetch_and(!(DIRTY | WRITING), Ordering::AcqRel);
-        debug_assert_eq!(d & WRITING, 0, "scrubbing a frame that is being written");
+        assert_eq!(d & WRITING, 0, "scrubbing a frame that is being written");
         if d & DIRTY != 0 {
             self.dirty_pages.fetch_sub(1, Ordering::Relaxed);
         }

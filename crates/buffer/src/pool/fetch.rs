@@ -92,7 +92,7 @@ impl Inner {
             if s.kind() != Kind::Valid {
                 return None;
             }
-            debug_assert!(s.pins() < frame::PIN_MASK, "pin count overflow");
+            assert!(s.pins() < frame::PIN_MASK, "pin count overflow");
             let bump = if s.usage() < MAX_USAGE { 1 << USAGE_SHIFT } else { 0 };
             match f.state.compare_exchange_weak(s.0, s.0 + 1 + bump, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => break,

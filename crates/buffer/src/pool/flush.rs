@@ -37,7 +37,7 @@ impl Inner {
     /// written now (latch busy and `!block`, or another write of it in progress).
     pub(super) fn write_frame(&self, i: u32, entry: &FileEntry, block: bool) -> Result<bool> {
         let f = self.frame(i);
-        debug_assert!(State(f.state.load(Ordering::Relaxed)).pins() > 0, "writing an unpinned frame");
+        assert!(State(f.state.load(Ordering::Relaxed)).pins() > 0, "writing an unpinned frame");
         if block {
             f.latch.lock_shared();
         } else if !f.latch.try_lock_shared() {

@@ -49,7 +49,7 @@ pub(super) struct State(pub u64);
 
 impl State {
     pub fn new(kind: Kind, pins: u64, usage: u64) -> State {
-        debug_assert!(pins <= PIN_MASK && usage <= MAX_USAGE);
+        assert!(pins <= PIN_MASK && usage <= MAX_USAGE);
         State(pins | (usage << USAGE_SHIFT) | ((kind as u64) << KIND_SHIFT))
     }
     pub fn pins(self) -> u64 {

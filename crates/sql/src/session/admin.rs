@@ -7,6 +7,85 @@ use tessera_semantics::types::Value;
 use tessera_syntax::ast::{self, AlterLoginAction, Statement, StatementKind};
 
 impl Runner<'_> {
+    /// Statements on the server and its files rather than a database's objects:
+    /// Resource Governor, the buffer pool extension, process affinity, RECONFIGURE,
+    /// CHECKPOINT, BACKUP and RESTORE.
+    pub(super) fn server_statement(&mut self, s: &Statement) -> SqlResult<()> {
+        match &s.kind {
+            StatementKind::ResourceGovernor(statement) => {
+                let in_transaction = self.state.txns.count > 0;
+                self.with_ctx(|ctx| {
+                    tessera_execution::ddl::resource_governor::execute(ctx, statement, in_transaction)
+                })?;
+            }
+            StatementKind::BufferPoolExtension(setting) => {
+                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
+                    return Err(tessera_execution::security::no_permission());
+                }
+                let setting =
+                    setting.clone().map(|(file, bytes)| tessera_execution::config::ExtensionSetting { file, bytes });
+                self.shared.config.set_extension(&self.shared.engine, setting)?;
+            }
+            StatementKind::ProcessAffinity(ranges) => {
+                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
+                    return Err(tessera_execution::security::no_permission());
+                }
+                let cpus = ranges.as_ref().map(|r| r.iter().flat_map(|&(a, b)| a as usize..=b as usize).collect());
+                self.shared.config.set_process_affinity(cpus.as_ref())?;
+            }
+            StatementKind::Checkpoint => {
+                let db = self.shared.database(&self.state.database)?;
+                db.checkpoint()?;
+            }
+            StatementKind::Backup(b) => {
+                let database = self.database_ref(s, &b.database)?;
+                let (devices, options) = self.backup_arguments(s, &b.devices, &b.options)?;
+                let shared = self.shared.arc();
+                let history = tessera_execution::backup::backup(
+                    &shared,
+                    self.state,
+                    b.log,
+                    &database,
+                    devices,
+                    &options,
+                    &mut self.sink,
+                )?;
+                self.record_history(history);
+            }
+            StatementKind::Restore(r) => {
+                let database = match &r.database {
+                    Some(d) => Some(self.database_ref(s, d)?),
+                    None => None,
+                };
+                let (devices, options) = self.backup_arguments(s, &r.devices, &r.options)?;
+                let shared = self.shared.arc();
+                let history = tessera_execution::backup::restore(
+                    &shared,
+                    self.state,
+                    r.kind,
+                    database.as_deref(),
+                    devices,
+                    &options,
+                    &mut self.sink,
+                )?;
+                self.record_history(history);
+            }
+            StatementKind::Reconfigure { .. } => {
+                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
+                    return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
+                }
+                self.shared.config.reconfigure();
+                self.shared.config.apply_memory(&self.shared.engine)?;
+                self.shared.config.apply_open_limits(&self.shared.engine);
+                self.shared.config.apply_affinity()?;
+                self.shared.query_memory.set_max_bytes(self.shared.engine.memory_status().max_bytes);
+                self.shared.plans.set_budget_bytes(self.shared.config.plan_cache_bytes());
+            }
+            _ => unreachable!("server_statement runs only the statements `exec` sends it"),
+        }
+        Ok(())
+    }
+
     /// The database a BACKUP or RESTORE names, directly or in a variable.
     pub(super) fn database_ref(&mut self, s: &Statement, d: &ast::DatabaseRef) -> SqlResult<String> {
         match d {

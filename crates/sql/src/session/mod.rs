@@ -17,7 +17,7 @@
 //! `Session` holds the entry points (batches here, RPCs in `rpc`, bulk loads in `bulk`);
 //! a `Runner` runs a batch or module body, its work split by concern: `compile` (step 3),
 //! `statements` (the loop of step 4), `control`, `variables`, `transactions`, `errors`,
-//! `options`, `calls`, `queries`, `admin`, `tenants` (sp_detach_db, sp_attach_db, sp_MSforeachdb), `dbcc` and `showplan` (step 4 under SET
+//! `options`, `calls`, `queries`, `definitions` (DDL statements), `admin` (server statements), `tenants` (sp_detach_db, sp_attach_db, sp_MSforeachdb), `dbcc` and `showplan` (step 4 under SET
 //! SHOWPLAN_TEXT ON: plans shown, nothing run). `instance` starts the instance the
 //! sessions share (`start_instance`).
 
@@ -28,6 +28,7 @@ mod calls;
 mod compile;
 mod control;
 mod dbcc;
+mod definitions;
 mod errors;
 mod instance;
 mod options;

@@ -5,9 +5,6 @@
 use super::transactions::starts_implicit_transaction;
 use super::{Flow, Runner, Stop};
 use tessera_errors::{SqlError, SqlResult};
-use tessera_execution::ddl;
-use tessera_semantics::bind::Binder;
-use tessera_semantics::catalog::ModuleKind;
 use tessera_semantics::output::EnvChange;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::plan::Prepared;
@@ -124,7 +121,7 @@ impl Runner<'_> {
         }
     }
 
-    fn exec(&mut self, s: &Statement) -> SqlResult<Flow> {
+    pub(super) fn exec(&mut self, s: &Statement) -> SqlResult<Flow> {
         match &s.kind {
             StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()) => {
                 self.select_into(s, q)?;
@@ -167,18 +164,6 @@ impl Runner<'_> {
             | StatementKind::DropSchema { .. }
             | StatementKind::AlterAuthorization { .. }
             | StatementKind::Permission(_) => self.database_security(&s.kind)?,
-            StatementKind::CreateSchema { name, elements, .. } => {
-                self.database_security(&s.kind)?;
-                for element in elements {
-                    let mut element = element.clone();
-                    match &mut element.kind {
-                        StatementKind::CreateTable(ct) => ct.name = super::permissions::in_schema(&ct.name, name),
-                        StatementKind::CreateView(cv) => cv.name = super::permissions::in_schema(&cv.name, name),
-                        _ => {}
-                    }
-                    self.exec(&element)?;
-                }
-            }
             StatementKind::ExecuteAs { target, no_revert } => self.execute_as(target, *no_revert)?,
             StatementKind::Revert => self.revert()?,
             StatementKind::Kill(spid) => self.kill(*spid)?,
@@ -187,99 +172,31 @@ impl Runner<'_> {
             StatementKind::Rollback { name } => self.rollback(s, name.as_ref())?,
             StatementKind::SaveTransaction { name } => self.save_transaction(s, name)?,
             StatementKind::SetOption { options, value } => self.set_option(s, options, value)?,
-            StatementKind::CreateDatabase(cd) => {
-                if !self.shared.holds_server(self.state, "CREATE ANY DATABASE") {
-                    return Err(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'."));
-                }
-                self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
-            }
-            StatementKind::ResourceGovernor(statement) => {
-                let in_transaction = self.state.txns.count > 0;
-                self.with_ctx(|ctx| {
-                    tessera_execution::ddl::resource_governor::execute(ctx, statement, in_transaction)
-                })?;
-            }
-            StatementKind::BufferPoolExtension(setting) => {
-                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
-                    return Err(tessera_execution::security::no_permission());
-                }
-                let setting =
-                    setting.clone().map(|(file, bytes)| tessera_execution::config::ExtensionSetting { file, bytes });
-                self.shared.config.set_extension(&self.shared.engine, setting)?;
-            }
-            StatementKind::ProcessAffinity(ranges) => {
-                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
-                    return Err(tessera_execution::security::no_permission());
-                }
-                let cpus = ranges.as_ref().map(|r| r.iter().flat_map(|&(a, b)| a as usize..=b as usize).collect());
-                self.shared.config.set_process_affinity(cpus.as_ref())?;
-            }
             StatementKind::CreateLogin { .. }
             | StatementKind::AlterLogin { .. }
             | StatementKind::DropLogin(_)
             | StatementKind::AlterServerRole { .. } => self.security_statement(&s.kind)?,
-            StatementKind::DropDatabase { names, if_exists } => {
-                for n in names {
-                    if !self.may_control_database(&n.value)? {
-                        return Err(SqlError::new(
-                            3701,
-                            format!("Cannot drop the database '{}', because it does not exist or you do not have permission.", n.value),
-                        ));
-                    }
-                    self.with_ctx(|ctx| ddl::drop_database(ctx, n, *if_exists))?;
-                }
-            }
-            StatementKind::AlterDatabase { name, action } => {
-                let target = if name.is("CURRENT") { self.state.database.clone() } else { name.value.clone() };
-                if !self.may_control_database(&target)? {
-                    return Err(SqlError::new(
-                        5011,
-                        format!("User does not have permission to alter database '{target}', the database does not exist, or the database is not in a state that allows access checks."),
-                    )
-                    .with_severity(14));
-                }
-                self.with_ctx(|ctx| ddl::alter_database(ctx, name, action))?
-            }
-            StatementKind::CreateTable(ct) => {
-                self.check_create("CREATE TABLE", &ct.name)?;
-                self.check_references(&ct.columns, &ct.constraints)?;
-                self.with_ctx(|ctx| ddl::create_table(ctx, ct))?
-            }
-            StatementKind::DropTable { names, if_exists } => {
-                for n in names {
-                    self.check_alter(n, || {
-                        SqlError::new(
-                            3701,
-                            format!(
-                                "Cannot drop the table '{}', because it does not exist or you do not have permission.",
-                                object_shown(n)
-                            ),
-                        )
-                    })?;
-                    self.with_ctx(|ctx| ddl::drop_table(ctx, n, *if_exists))?;
-                }
-            }
-            StatementKind::AlterTable { table, action } => {
-                self.check_alter(table, || cannot_find(4902, table))?;
-                if let ast::AlterTableAction::Add { columns, constraints } = action {
-                    self.check_references(columns, constraints)?;
-                }
-                self.with_ctx(|ctx| ddl::alter_table(ctx, table, action))?
-            }
-            StatementKind::TruncateTable(t) => {
-                self.check_alter(t, || cannot_find(1088, t))?;
-                self.with_ctx(|ctx| ddl::truncate_table(ctx, t))?
-            }
-            StatementKind::CreateIndex(ci) => {
-                self.check_alter(&ci.table, || cannot_find(1088, &ci.table))?;
-                self.with_ctx(|ctx| ddl::create_index(ctx, ci))?
-            }
-            StatementKind::DropIndex { indexes, if_exists } => {
-                for (ix, t) in indexes {
-                    self.check_alter(t, || cannot_find(1088, t))?;
-                    self.with_ctx(|ctx| ddl::drop_index(ctx, ix, t, *if_exists))?;
-                }
-            }
+            StatementKind::CreateDatabase(_)
+            | StatementKind::DropDatabase { .. }
+            | StatementKind::AlterDatabase { .. }
+            | StatementKind::CreateTable(_)
+            | StatementKind::DropTable { .. }
+            | StatementKind::AlterTable { .. }
+            | StatementKind::TruncateTable(_)
+            | StatementKind::CreateIndex(_)
+            | StatementKind::DropIndex { .. }
+            | StatementKind::CreateProcedure(_)
+            | StatementKind::CreateFunction(_)
+            | StatementKind::CreateView(_)
+            | StatementKind::DropModule { .. }
+            | StatementKind::CreateSchema { .. } => self.define(s)?,
+            StatementKind::ResourceGovernor(_)
+            | StatementKind::BufferPoolExtension(_)
+            | StatementKind::ProcessAffinity(_)
+            | StatementKind::Checkpoint
+            | StatementKind::Backup(_)
+            | StatementKind::Restore(_)
+            | StatementKind::Reconfigure { .. } => self.server_statement(s)?,
             StatementKind::Label(_) => {}
             StatementKind::Goto(l) => return Ok(Flow::Goto(l.value.clone())),
             StatementKind::Break => return Ok(Flow::Break),
@@ -291,141 +208,12 @@ impl Runner<'_> {
             StatementKind::RaisError { message, severity, state, args, options } => {
                 self.raiserror(s, message, severity, state, args, options)?
             }
-            StatementKind::Checkpoint => {
-                let db = self.shared.database(&self.state.database)?;
-                db.checkpoint()?;
-            }
             StatementKind::Dbcc { command, args, options } => self.dbcc(s, command, args, options)?,
-            StatementKind::Backup(b) => {
-                let database = self.database_ref(s, &b.database)?;
-                let (devices, options) = self.backup_arguments(s, &b.devices, &b.options)?;
-                let shared = self.shared.arc();
-                let history = tessera_execution::backup::backup(
-                    &shared,
-                    self.state,
-                    b.log,
-                    &database,
-                    devices,
-                    &options,
-                    &mut self.sink,
-                )?;
-                self.record_history(history);
-            }
-            StatementKind::Restore(r) => {
-                let database = match &r.database {
-                    Some(d) => Some(self.database_ref(s, d)?),
-                    None => None,
-                };
-                let (devices, options) = self.backup_arguments(s, &r.devices, &r.options)?;
-                let shared = self.shared.arc();
-                let history = tessera_execution::backup::restore(
-                    &shared,
-                    self.state,
-                    r.kind,
-                    database.as_deref(),
-                    devices,
-                    &options,
-                    &mut self.sink,
-                )?;
-                self.record_history(history);
-            }
-            StatementKind::Reconfigure { .. } => {
-                if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
-                    return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
-                }
-                self.shared.config.reconfigure();
-                self.shared.config.apply_memory(&self.shared.engine)?;
-                self.shared.config.apply_open_limits(&self.shared.engine);
-                self.shared.config.apply_affinity()?;
-                self.shared.query_memory.set_max_bytes(self.shared.engine.memory_status().max_bytes);
-                self.shared.plans.set_budget_bytes(self.shared.config.plan_cache_bytes());
-            }
             StatementKind::If { .. }
             | StatementKind::While { .. }
             | StatementKind::Block(_)
             | StatementKind::TryCatch { .. } => {
                 unreachable!("control flow runs in run_control")
-            }
-            StatementKind::CreateProcedure(cp) => {
-                self.check_define("CREATE PROCEDURE", &cp.name, cp.alter || cp.or_alter)?;
-                self.check_module_execute_as(&cp.execute_as)?;
-                let text = cp.text.clone();
-                self.with_ctx(|ctx| {
-                    tessera_execution::modules::define(
-                        ctx,
-                        &cp.name,
-                        ModuleKind::Procedure,
-                        cp.or_alter,
-                        cp.alter,
-                        &text,
-                    )
-                })?;
-            }
-            StatementKind::CreateFunction(cf) => {
-                self.check_define("CREATE FUNCTION", &cf.name, cf.alter || cf.or_alter)?;
-                if let ast::FunctionReturns::Scalar { execute_as, .. } = &cf.returns {
-                    self.check_module_execute_as(execute_as)?;
-                }
-                let kind = match cf.returns {
-                    ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
-                    ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
-                    ast::FunctionReturns::MultiStatement { .. } => {
-                        return Err(SqlError::new(
-                            40526,
-                            "Multi-statement table-valued functions are not supported yet.",
-                        ))
-                    }
-                };
-                let text = cf.text.clone();
-                self.with_ctx(|ctx| {
-                    tessera_execution::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text)
-                })?;
-            }
-            StatementKind::CreateView(cv) => {
-                self.check_define("CREATE VIEW", &cv.name, cv.alter || cv.or_alter)?;
-                // A view must bind when it is created (its tables and columns must exist).
-                let mut b = Binder::new(self.shared, self.state, &[]);
-                let bound = b.bind_query(&cv.query)?;
-                if !cv.columns.is_empty() && cv.columns.len() != bound.columns.len() {
-                    return Err(SqlError::new(
-                        8159,
-                        format!("'{}' has fewer columns than were specified in the column list.", cv.name.name().value),
-                    ));
-                }
-                if cv.columns.is_empty() {
-                    if let Some(i) = bound.columns.iter().position(|c| c.name.is_empty()) {
-                        return Err(SqlError::new(
-                            4511,
-                            format!(
-                                "Create View or Function failed because no column name was specified for column {}.",
-                                i + 1
-                            ),
-                        ));
-                    }
-                }
-                let text = cv.text.clone();
-                self.with_ctx(|ctx| {
-                    tessera_execution::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
-                })?;
-            }
-            StatementKind::DropModule { kind, names, if_exists } => {
-                for n in names {
-                    let word = match kind {
-                        ast::ModuleKind::Procedure => "procedure",
-                        ast::ModuleKind::Function => "function",
-                        ast::ModuleKind::View => "view",
-                    };
-                    self.check_alter(n, || {
-                        SqlError::new(
-                            3701,
-                            format!(
-                                "Cannot drop the {word} '{}', because it does not exist or you do not have permission.",
-                                object_shown(n)
-                            ),
-                        )
-                    })?;
-                    self.with_ctx(|ctx| tessera_execution::modules::drop(ctx, *kind, n, *if_exists))?;
-                }
             }
             StatementKind::Execute(_) | StatementKind::ExecuteString(_) => unreachable!("EXEC runs in run_one"),
         }
@@ -451,21 +239,4 @@ impl Runner<'_> {
         self.state.rowcount = 0;
         Ok(())
     }
-}
-
-/// An object name as written (`dbo.t`).
-fn object_shown(name: &ast::ObjectName) -> String {
-    name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
-}
-
-/// "Cannot find the object … because it does not exist or you do not have permissions."
-/// (4902 for ALTER TABLE, 1088 for TRUNCATE TABLE and indexes).
-fn cannot_find(number: i32, name: &ast::ObjectName) -> SqlError {
-    SqlError::new(
-        number,
-        format!(
-            "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
-            object_shown(name)
-        ),
-    )
 }

@@ -1,0 +1,200 @@
+//! Data definition as statements: CREATE/ALTER/DROP of databases, tables, indexes,
+//! procedures, functions, views and schemas — each one's permission check here (with
+//! SQL Server's message for a missing or forbidden object), the work in
+//! `tessera_execution::ddl` and `tessera_execution::modules`.
+
+use super::Runner;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::ddl;
+use tessera_semantics::bind::Binder;
+use tessera_semantics::catalog::ModuleKind;
+use tessera_syntax::ast::{self, Statement, StatementKind};
+
+impl Runner<'_> {
+    /// Data definition: databases, tables, indexes, modules (procedures, functions,
+    /// views) and schemas, each after its permission check.
+    pub(super) fn define(&mut self, s: &Statement) -> SqlResult<()> {
+        match &s.kind {
+            StatementKind::CreateDatabase(cd) => {
+                if !self.shared.holds_server(self.state, "CREATE ANY DATABASE") {
+                    return Err(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'."));
+                }
+                self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
+            }
+            StatementKind::DropDatabase { names, if_exists } => {
+                for n in names {
+                    if !self.may_control_database(&n.value)? {
+                        return Err(SqlError::new(
+                            3701,
+                            format!("Cannot drop the database '{}', because it does not exist or you do not have permission.", n.value),
+                        ));
+                    }
+                    self.with_ctx(|ctx| ddl::drop_database(ctx, n, *if_exists))?;
+                }
+            }
+            StatementKind::AlterDatabase { name, action } => {
+                let target = if name.is("CURRENT") { self.state.database.clone() } else { name.value.clone() };
+                if !self.may_control_database(&target)? {
+                    return Err(SqlError::new(
+                        5011,
+                        format!("User does not have permission to alter database '{target}', the database does not exist, or the database is not in a state that allows access checks."),
+                    )
+                    .with_severity(14));
+                }
+                self.with_ctx(|ctx| ddl::alter_database(ctx, name, action))?
+            }
+            StatementKind::CreateTable(ct) => {
+                self.check_create("CREATE TABLE", &ct.name)?;
+                self.check_references(&ct.columns, &ct.constraints)?;
+                self.with_ctx(|ctx| ddl::create_table(ctx, ct))?
+            }
+            StatementKind::DropTable { names, if_exists } => {
+                for n in names {
+                    self.check_alter(n, || {
+                        SqlError::new(
+                            3701,
+                            format!(
+                                "Cannot drop the table '{}', because it does not exist or you do not have permission.",
+                                object_shown(n)
+                            ),
+                        )
+                    })?;
+                    self.with_ctx(|ctx| ddl::drop_table(ctx, n, *if_exists))?;
+                }
+            }
+            StatementKind::AlterTable { table, action } => {
+                self.check_alter(table, || cannot_find(4902, table))?;
+                if let ast::AlterTableAction::Add { columns, constraints } = action {
+                    self.check_references(columns, constraints)?;
+                }
+                self.with_ctx(|ctx| ddl::alter_table(ctx, table, action))?
+            }
+            StatementKind::TruncateTable(t) => {
+                self.check_alter(t, || cannot_find(1088, t))?;
+                self.with_ctx(|ctx| ddl::truncate_table(ctx, t))?
+            }
+            StatementKind::CreateIndex(ci) => {
+                self.check_alter(&ci.table, || cannot_find(1088, &ci.table))?;
+                self.with_ctx(|ctx| ddl::create_index(ctx, ci))?
+            }
+            StatementKind::DropIndex { indexes, if_exists } => {
+                for (ix, t) in indexes {
+                    self.check_alter(t, || cannot_find(1088, t))?;
+                    self.with_ctx(|ctx| ddl::drop_index(ctx, ix, t, *if_exists))?;
+                }
+            }
+            StatementKind::CreateProcedure(cp) => {
+                self.check_define("CREATE PROCEDURE", &cp.name, cp.alter || cp.or_alter)?;
+                self.check_module_execute_as(&cp.execute_as)?;
+                let text = cp.text.clone();
+                self.with_ctx(|ctx| {
+                    tessera_execution::modules::define(
+                        ctx,
+                        &cp.name,
+                        ModuleKind::Procedure,
+                        cp.or_alter,
+                        cp.alter,
+                        &text,
+                    )
+                })?;
+            }
+            StatementKind::CreateFunction(cf) => {
+                self.check_define("CREATE FUNCTION", &cf.name, cf.alter || cf.or_alter)?;
+                if let ast::FunctionReturns::Scalar { execute_as, .. } = &cf.returns {
+                    self.check_module_execute_as(execute_as)?;
+                }
+                let kind = match cf.returns {
+                    ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
+                    ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
+                    ast::FunctionReturns::MultiStatement { .. } => {
+                        return Err(SqlError::new(
+                            40526,
+                            "Multi-statement table-valued functions are not supported yet.",
+                        ))
+                    }
+                };
+                let text = cf.text.clone();
+                self.with_ctx(|ctx| {
+                    tessera_execution::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text)
+                })?;
+            }
+            StatementKind::CreateView(cv) => {
+                self.check_define("CREATE VIEW", &cv.name, cv.alter || cv.or_alter)?;
+                // A view must bind when it is created (its tables and columns must exist).
+                let mut b = Binder::new(self.shared, self.state, &[]);
+                let bound = b.bind_query(&cv.query)?;
+                if !cv.columns.is_empty() && cv.columns.len() != bound.columns.len() {
+                    return Err(SqlError::new(
+                        8159,
+                        format!("'{}' has fewer columns than were specified in the column list.", cv.name.name().value),
+                    ));
+                }
+                if cv.columns.is_empty() {
+                    if let Some(i) = bound.columns.iter().position(|c| c.name.is_empty()) {
+                        return Err(SqlError::new(
+                            4511,
+                            format!(
+                                "Create View or Function failed because no column name was specified for column {}.",
+                                i + 1
+                            ),
+                        ));
+                    }
+                }
+                let text = cv.text.clone();
+                self.with_ctx(|ctx| {
+                    tessera_execution::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
+                })?;
+            }
+            StatementKind::DropModule { kind, names, if_exists } => {
+                for n in names {
+                    let word = match kind {
+                        ast::ModuleKind::Procedure => "procedure",
+                        ast::ModuleKind::Function => "function",
+                        ast::ModuleKind::View => "view",
+                    };
+                    self.check_alter(n, || {
+                        SqlError::new(
+                            3701,
+                            format!(
+                                "Cannot drop the {word} '{}', because it does not exist or you do not have permission.",
+                                object_shown(n)
+                            ),
+                        )
+                    })?;
+                    self.with_ctx(|ctx| tessera_execution::modules::drop(ctx, *kind, n, *if_exists))?;
+                }
+            }
+            StatementKind::CreateSchema { name, elements, .. } => {
+                self.database_security(&s.kind)?;
+                for element in elements {
+                    let mut element = element.clone();
+                    match &mut element.kind {
+                        StatementKind::CreateTable(ct) => ct.name = super::permissions::in_schema(&ct.name, name),
+                        StatementKind::CreateView(cv) => cv.name = super::permissions::in_schema(&cv.name, name),
+                        _ => {}
+                    }
+                    self.exec(&element)?;
+                }
+            }
+            _ => unreachable!("define runs only the statements `exec` sends it"),
+        }
+        Ok(())
+    }
+}
+
+/// An object name as written (`dbo.t`).
+fn object_shown(name: &ast::ObjectName) -> String {
+    name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
+}
+
+/// "Cannot find the object … because it does not exist or you do not have permissions."
+/// (4902 for ALTER TABLE, 1088 for TRUNCATE TABLE and indexes).
+fn cannot_find(number: i32, name: &ast::ObjectName) -> SqlError {
+    SqlError::new(
+        number,
+        format!(
+            "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+            object_shown(name)
+        ),
+    )
+}

@@ -7,9 +7,11 @@
 //! made from a template has each placeholder replaced by text; [`matches`] checks that it
 //! was.
 
-mod messages;
+pub mod messages;
 
 pub use messages::MESSAGES;
+
+use crate::SqlError;
 
 /// What an error ends when `SET XACT_ABORT` is OFF (with it ON, every error at or above
 /// severity 11 rolls the transaction back and ends the batch). Ordered: each ends what
@@ -34,6 +36,45 @@ pub struct Message {
     pub severity: u8,
     pub aborts: Abort,
     pub template: &'static str,
+}
+
+impl Message {
+    /// This error, raised where its template has no placeholders: the call site names
+    /// the error (`msg::COMMIT_WITHOUT_BEGIN.err()`), the catalog holds its number, its
+    /// severity and its text.
+    pub fn err(&self) -> SqlError {
+        debug_assert_eq!(literal_pieces(self.template).len(), 1, "error {} takes arguments", self.number);
+        SqlError::new(self.number, render(self.template, &[]))
+    }
+
+    /// This error with its template's placeholders filled, in order, by `args`.
+    pub fn with(&self, args: &[&dyn std::fmt::Display]) -> SqlError {
+        debug_assert_eq!(
+            literal_pieces(self.template).len(),
+            args.len() + 1,
+            "error {} takes {} argument(s)",
+            self.number,
+            literal_pieces(self.template).len() - 1
+        );
+        SqlError::new(self.number, render(self.template, args))
+    }
+}
+
+/// `template` with each placeholder replaced by the next of `args` (SQL Server's
+/// `(null)` when they run out) and `%%` by `%`.
+fn render(template: &str, args: &[&dyn std::fmt::Display]) -> String {
+    let pieces = literal_pieces(template);
+    let mut out = String::with_capacity(template.len() + 16 * args.len());
+    for (i, piece) in pieces.iter().enumerate() {
+        if i > 0 {
+            match args.get(i - 1) {
+                Some(a) => out.push_str(&a.to_string()),
+                None => out.push_str("(null)"),
+            }
+        }
+        out.push_str(piece);
+    }
+    out
 }
 
 /// The catalog entry for `number`, if tessera raises it.

@@ -4,6 +4,8 @@
 //! T-SQL syntax layer alike — can use it.
 
 pub mod catalog;
+/// The catalog's errors by name (`msg::DUPLICATE_KEY.with(&[…])`): what call sites raise.
+pub use catalog::messages as msg;
 mod engine;
 mod sql;
 

@@ -6,6 +6,7 @@ use crate::runtime::{SessionState, Shared};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tessera_backup::{BackupError, BackupOptions, BackupType, Notice, RestoreOptions, SetHeader, Trailer};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{SqlType, Value};
@@ -97,12 +98,12 @@ fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb:
             }
         }
     }
-    Err(SqlError::new(262, format!("{verb} permission denied in database '{database}'.")).with_severity(14))
+    Err(msg::DATABASE_PERMISSION_DENIED.with(&[&verb, &database]).with_severity(14))
 }
 
 fn not_in_transaction(state: &SessionState) -> SqlResult<()> {
     if state.txns.count > 0 {
-        return Err(SqlError::new(3021, "Cannot perform a backup or restore operation within a transaction."));
+        return Err(msg::BACKUP_IN_TRANSACTION.err());
     }
     Ok(())
 }
@@ -345,7 +346,7 @@ pub fn backup(
         }
     }
     if state.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(database)) {
-        return Err(SqlError::new(3021, "Cannot perform a backup or restore operation within a transaction."));
+        return Err(msg::BACKUP_IN_TRANSACTION.err());
     }
     let report = {
         let mut notify = notice_sink(sink);

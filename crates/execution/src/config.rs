@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use parking_lot::RwLock;
 use tessera_database::{Database, Engine};
@@ -298,9 +299,7 @@ impl Config {
         match (exact, prefixed.next(), prefixed.next()) {
             (Some(o), _, _) => Ok(o),
             (None, Some(o), None) => Ok(o),
-            (None, Some(_), Some(_)) => {
-                Err(SqlError::new(15125, format!("The configuration option '{name}' is not unique.")).with_state(1))
-            }
+            (None, Some(_), Some(_)) => Err(msg::CONFIG_OPTION_AMBIGUOUS.with(&[&name]).with_state(1)),
             _ => Err(SqlError::new(
                 15123,
                 format!("The configuration option '{name}' does not exist, or it may be an advanced option."),
@@ -543,7 +542,7 @@ pub fn affinity_mask(cpus: &std::collections::BTreeSet<usize>) -> SqlResult<i64>
 }
 
 fn affinity_mismatch() -> SqlError {
-    SqlError::new(5832, "The affinity mask specified does not match the CPU mask on this system.")
+    msg::AFFINITY_MASK_MISMATCH.err()
 }
 
 /// An 'affinity mask' may name only CPUs the server was given.

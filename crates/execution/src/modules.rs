@@ -4,6 +4,7 @@
 //! under that text, like any batch's.
 
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use crate::runtime::ExecCtx;
 use tessera_errors::{SqlError, SqlResult};
@@ -83,7 +84,7 @@ pub fn define(
                 ));
             }
             (None, true, false) => {
-                return Err(SqlError::new(208, format!("Invalid object name '{obj}'.")));
+                return Err(msg::INVALID_OBJECT_NAME.with(&[&obj]));
             }
             (None, _, _) => {
                 let mut c = catalog.clone();

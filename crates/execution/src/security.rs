@@ -9,11 +9,12 @@
 
 use crate::logins::{self, cannot_alter, Login, NewLogin, SERVER_ROLES};
 use crate::runtime::Shared;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{AlterLoginAction, Ident, LoginOption};
 
 pub fn no_permission() -> SqlError {
-    SqlError::new(15247, "User does not have permission to perform this action.")
+    msg::ADMIN_ACTION_DENIED.err()
 }
 
 /// `caller` is the session's server login (`SessionState::server_login`): none for a
@@ -48,7 +49,7 @@ fn check_language(name: &Ident) -> SqlResult<()> {
     if name.value.eq_ignore_ascii_case("us_english") || name.value.eq_ignore_ascii_case("english") {
         Ok(())
     } else {
-        Err(SqlError::new(15033, format!("'{}' is not a valid official language name.", name.value)))
+        Err(msg::INVALID_LANGUAGE_NAME.with(&[&name.value]))
     }
 }
 
@@ -120,7 +121,7 @@ pub fn create_login(
         ));
     }
     if new.check_expiration && !new.check_policy {
-        return Err(SqlError::new(15122, "The CHECK_EXPIRATION option cannot be used when CHECK_POLICY is OFF."));
+        return Err(msg::CHECK_EXPIRATION_WITHOUT_POLICY.err());
     }
     shared.logins.create(new)
 }
@@ -214,7 +215,7 @@ pub fn alter_login(shared: &Shared, caller: Option<&str>, name: &Ident, action: 
             l.password_hash = h;
         }
         if l.check_expiration && !l.check_policy {
-            return Err(SqlError::new(15122, "The CHECK_EXPIRATION option cannot be used when CHECK_POLICY is OFF."));
+            return Err(msg::CHECK_EXPIRATION_WITHOUT_POLICY.err());
         }
         Ok(())
     })?;

@@ -20,6 +20,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU64};
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use serde::{Deserialize, Serialize};
 
@@ -31,7 +32,7 @@ use tessera_syntax::ast::{ReferentialAction, TypeArg, TypeName};
 /// Storage name of the tree holding catalog rows.
 /// Error 911: no database of that name.
 pub fn database_not_found(name: &str) -> SqlError {
-    SqlError::new(911, format!("Database '{name}' does not exist. Make sure that the name is entered correctly."))
+    msg::DATABASE_NOT_FOUND.with(&[&name])
 }
 
 pub const OBJECTS_TREE: &str = "sys$objects";

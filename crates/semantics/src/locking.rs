@@ -13,7 +13,8 @@
 //! `FORCESCAN`, `NOEXPAND`, `NOWAIT` and `FASTFIRSTROW` are accepted (rows are the only
 //! lock granularity below the table here).
 
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 
 /// The locking a table reference asks for with its hints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,11 +47,11 @@ impl LockHints {
                 "ROWLOCK" | "PAGLOCK" | "FORCESEEK" | "FORCESCAN" | "NOEXPAND" | "NOWAIT" | "FASTFIRSTROW"
                 | "KEEPIDENTITY" | "KEEPDEFAULTS" | "IGNORE_CONSTRAINTS" | "IGNORE_TRIGGERS" => {}
                 h if h.starts_with("INDEX(") => {}
-                other => return Err(SqlError::new(321, format!("{other} is not a recognized table hints option."))),
+                other => return Err(msg::UNRECOGNIZED_TABLE_HINT.with(&[&other])),
             }
         }
         if h.nolock && (h.holdlock || h.updlock || h.xlock || h.readcommitted || h.readpast || h.tablockx) {
-            return Err(SqlError::new(1047, "Conflicting locking hints specified.").with_severity(15));
+            return Err(msg::CONFLICTING_LOCK_HINTS.err().with_severity(15));
         }
         Ok(h)
     }

@@ -13,6 +13,7 @@
 //! checked (SQL Server skips them without CHECK_CONSTRAINTS and marks them untrusted),
 //! and NULLs sent for columns with a DEFAULT stay NULL (SQL Server's KEEP_NULLS).
 
+use tessera_errors::msg;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::output::{EnvChange, ResultSink};
 use tessera_semantics::types::{SqlType, Value};
@@ -32,7 +33,7 @@ pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version:
     let (columns, rows) = match decode(payload, version) {
         Ok(decoded) => decoded,
         Err(e) => {
-            sink.message(&SqlError::new(4804, format!("The bulk load data could not be read: {e}.")).with_severity(16));
+            sink.message(&msg::BULK_LOAD_READ_FAILED.with(&[&e]).with_severity(16));
             return;
         }
     };

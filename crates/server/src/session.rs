@@ -31,6 +31,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use bytes::BytesMut;
 use parking_lot::Mutex;
@@ -261,7 +262,7 @@ async fn login_phase(
             return Ok(None);
         }
         Err(_) => {
-            let e4064 = SqlError::new(4064, "Cannot open user default database. Login failed.").with_severity(11);
+            let e4064 = msg::DEFAULT_DATABASE_UNAVAILABLE.err().with_severity(11);
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the database '{database}' configured in the login object while revalidating the login on the connection. [CLIENT: {}]", login.user_name, peer.ip()));
             refuse(&mut stream, &state.shared.server_name, version, &[e4064, login_refused(18456, &login.user_name)])
                 .await?;

@@ -121,11 +121,11 @@ pub fn parse_definition(text: &str) -> tessera_errors::SqlResult<Expr> {
         Some(crate::ast::StatementKind::Query(q)) => match q.body {
             crate::ast::SetExpr::Select(s) => match s.items.into_iter().next() {
                 Some(crate::ast::SelectItem::Expr { expr, .. }) => Ok(expr),
-                _ => Err(tessera_errors::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
+                _ => Err(tessera_errors::msg::SYNTAX_ERROR_NEAR.with(&[&text])),
             },
-            _ => Err(tessera_errors::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
+            _ => Err(tessera_errors::msg::SYNTAX_ERROR_NEAR.with(&[&text])),
         },
-        _ => Err(tessera_errors::SqlError::new(102, format!("Incorrect syntax near '{text}'."))),
+        _ => Err(tessera_errors::msg::SYNTAX_ERROR_NEAR.with(&[&text])),
     }
 }
 

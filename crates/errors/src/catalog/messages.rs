@@ -8,406 +8,415 @@
 
 use super::{Abort, Message};
 
-const fn m(number: i32, severity: u8, aborts: Abort, template: &'static str) -> Message {
-    Message { number, severity, aborts, template }
+/// Each row is `NAME = number, severity, what it ends, template;`: a constant of that name
+/// (`tessera_errors::msg::NAME`, what call sites raise) and a row of [`MESSAGES`].
+macro_rules! catalog {
+    ($($name:ident = $number:literal, $severity:literal, $aborts:ident, $template:literal;)*) => {
+        $(
+            pub const $name: Message =
+                Message { number: $number, severity: $severity, aborts: $aborts, template: $template };
+        )*
+        /// Every row, sorted by number.
+        pub static MESSAGES: &[Message] = &[$($name),*];
+    };
 }
 
 use Abort::{Batch, Connection, Statement, Transaction};
 
-pub static MESSAGES: &[Message] = &[
-    m(102, 15, Statement, "Incorrect syntax near '%.*ls'."),
-    m(103, 15, Statement, "The identifier that starts with '%.*ls' is too long. Maximum length is 128."),
-    m(104, 15, Statement, "ORDER BY items must appear in the select list if the statement contains a UNION, INTERSECT or EXCEPT operator."),
-    m(105, 15, Statement, "Unclosed quotation mark after the character string '%.*ls'."),
-    m(107, 15, Statement, "The column prefix '%.*ls' does not match with a table name or alias name used in the query."),
-    m(108, 15, Statement, "The ORDER BY position number %d is out of range of the number of items in the select list."),
-    m(109, 15, Statement, "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
-    m(110, 15, Statement, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
-    m(111, 15, Statement, "'%ls %ls' must be the first statement in a query batch."),
-    m(113, 15, Statement, "Missing end comment mark '*/'."),
-    m(116, 16, Statement, "Only one expression can be specified in the select list when the subquery is not introduced with EXISTS."),
-    m(117, 15, Statement, "The object name '%.*ls' contains more than the maximum number of prefixes. The maximum is 3."),
-    m(119, 15, Statement, "Must pass parameter number %d and subsequent parameters as '@name = value'. After the form '@name = value' has been used, all subsequent parameters must be passed in the form '@name = value'."),
-    m(120, 15, Statement, "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns."),
-    m(121, 15, Statement, "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns."),
-    m(130, 16, Statement, "Cannot perform an aggregate function on an expression containing an aggregate or a subquery."),
-    m(131, 16, Statement, "The size (%d) given to the type '%.*ls' exceeds the maximum allowed for any data type (%d)."),
-    m(133, 15, Statement, "A GOTO statement references the label '%.*ls' but the label has not been declared."),
-    m(134, 15, Statement, "The variable name '%.*ls' has already been declared. Variable names must be unique within a query batch or stored procedure."),
-    m(137, 15, Statement, "Must declare the scalar variable \"%.*ls\"."),
-    m(141, 15, Statement, "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations."),
-    m(144, 15, Statement, "Cannot use an aggregate or a subquery in an expression used for the group by list of a GROUP BY clause."),
-    m(145, 15, Statement, "ORDER BY items must appear in the select list if SELECT DISTINCT is specified."),
-    m(147, 15, Statement, "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference."),
-    m(148, 15, Statement, "Incorrect time syntax in time string used with WAITFOR."),
-    m(153, 15, Statement, "Invalid usage of the option NEXT in the FETCH statement."),
-    m(155, 16, Statement, "'%.*ls' is not a recognized %ls option."),
-    m(156, 15, Statement, "Incorrect syntax near the keyword '%.*ls'."),
-    m(166, 15, Statement, "'CREATE/ALTER %ls' does not allow specifying the database name as a prefix to the object name."),
-    m(174, 15, Statement, "The %ls function requires %d argument(s)."),
-    m(178, 15, Statement, "A RETURN statement with a return value cannot be used in this context."),
-    m(189, 15, Statement, "The %ls function requires %d to %d arguments."),
-    m(191, 15, Statement, "Some part of your SQL statement is nested too deeply. Rewrite the query or break it up into smaller queries."),
-    m(195, 16, Statement, "'%.*ls' is not a recognized %ls."),
-    m(201, 16, Statement, "Procedure or function '%.*ls' expects parameter '%.*ls', which was not supplied."),
-    m(205, 16, Statement, "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists."),
-    m(206, 16, Statement, "Operand type clash: %ls is incompatible with %ls"),
-    m(207, 16, Statement, "Invalid column name '%.*ls'."),
-    m(208, 16, Batch, "Invalid object name '%.*ls'."),
-    m(209, 16, Statement, "Ambiguous column name '%.*ls'."),
-    m(213, 16, Statement, "Column name or number of supplied values does not match table definition."),
-    m(214, 16, Statement, "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'."),
-    m(217, 16, Batch, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32)."),
-    m(220, 16, Statement, "Arithmetic overflow error for data type %ls, value = %I64d."),
-    m(229, 14, Statement, "The %ls permission was denied on the object '%.*ls', database '%.*ls', schema '%.*ls'."),
-    m(230, 14, Statement, "The %ls permission was denied on the column '%.*ls' of the object '%.*ls', database '%.*ls', schema '%.*ls'."),
-    m(235, 16, Statement, "Cannot convert a char value to money. The char value has incorrect syntax."),
-    m(239, 16, Statement, "Duplicate common table expression name '%.*ls' was specified."),
-    m(240, 16, Statement, "Types don't match between the anchor and the recursive part in column \"%.*ls\" of recursive query \"%.*ls\"."),
-    m(241, 16, Batch, "Conversion failed when converting date and/or time from character string."),
-    m(242, 16, Batch, "The conversion of a %ls data type to a %ls data type resulted in an out-of-range value."),
-    m(244, 16, Statement, "The conversion of the %ls value '%.*ls' overflowed an %ls column. Use a larger integer column."),
-    m(245, 16, Batch, "Conversion failed when converting the %ls value '%.*ls' to data type %ls."),
-    m(248, 16, Statement, "The conversion of the %ls value '%.*ls' overflowed an int column."),
-    m(252, 16, Statement, "Recursive common table expression '%.*ls' does not contain a top-level UNION ALL operator."),
-    m(253, 16, Statement, "Recursive member of a common table expression '%.*ls' has multiple recursive references."),
-    m(257, 16, Statement, "Implicit conversion from data type %ls to %ls is not allowed. Use the CONVERT function to run this query."),
-    m(262, 14, Statement, "%ls permission denied in database '%.*ls'."),
-    m(263, 16, Statement, "Must specify table to select from."),
-    m(264, 16, Statement, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code."),
-    m(266, 16, Statement, "Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = %d, current count = %d."),
-    m(281, 16, Statement, "%d is not a valid style number when converting from %ls to %ls."),
-    m(289, 16, Statement, "Cannot construct data type %ls, some of the arguments have values which are not valid."),
-    m(297, 16, Statement, "The user does not have permission to perform this action."),
-    m(300, 14, Statement, "%ls permission was denied on object '%.*ls', database '%.*ls'."),
-    m(310, 15, Statement, "The value %d specified for the MAXRECURSION option exceeds the allowed maximum of 32767."),
-    m(313, 16, Statement, "An insufficient number of arguments were supplied for the procedure or function %.*ls."),
-    m(321, 16, Statement, "%.*ls is not a recognized table hints option."),
-    m(402, 16, Statement, "The data types %ls and %ls are incompatible in the %ls operator."),
-    m(505, 16, Statement, "The current user account was invoked with SETUSER or SP_SETAPPROLE. Changing databases is not allowed."),
-    m(511, 16, Statement, "Cannot create a row of size %d which is greater than the allowable maximum row size of %d."),
-    m(512, 16, Statement, "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression."),
-    m(515, 16, Statement, "Cannot insert the value NULL into column '%.*ls', table '%.*ls.%.*ls'; column does not allow nulls. %ls"),
-    m(517, 16, Statement, "Adding a value to a '%ls' column caused an overflow."),
-    m(529, 16, Batch, "Explicit conversion from data type %ls to %ls is not allowed."),
-    m(530, 16, Statement, "The statement terminated. The maximum recursion %d has been exhausted before statement completion."),
-    m(535, 16, Statement, "The %ls function resulted in an overflow. The number of dateparts separating two date/time instances is too large. Try to use %ls with a less precise datepart."),
-    m(536, 16, Statement, "Invalid length parameter passed to the %ls function."),
-    m(537, 16, Statement, "Invalid length parameter passed to the LEFT or SUBSTRING function."),
-    m(544, 16, Statement, "Cannot insert explicit value for identity column in table '%.*ls' when IDENTITY_INSERT is set to OFF."),
-    m(545, 16, Statement, "Explicit value must be specified for identity column in table '%.*ls' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column."),
-    m(547, 16, Statement, "The %ls statement conflicted with the %ls constraint \"%.*ls\". The conflict occurred in database \"%.*ls\", table \"%.*ls\"%ls."),
-    m(574, 16, Statement, "%ls statement not allowed within multi-statement transaction."),
-    m(628, 16, Statement, "Cannot issue SAVE TRANSACTION when there is no active transaction."),
-    m(701, 16, Batch, "There is insufficient system memory %ls."),
-    m(802, 17, Statement, "There is insufficient memory available in the buffer pool."),
-    m(823, 24, Connection, "The operating system returned error %ls to tessera during a %ls at offset %#018I64x in file '%ls'."),
-    m(824, 24, Connection, "%ls"),
-    m(864, 16, Statement, "Attempting to allocate %I64d BUF for buffer pool extension for a maximum of %I64d page descriptors."),
-    m(868, 16, Statement, "The buffer pool extension size must be larger than the current memory allocation threshold '%I64d MB'. Buffer pool extension is not enabled."),
-    m(870, 16, Statement, "The buffer pool extension is already enabled; turn it OFF before changing its file or size."),
-    m(911, 16, Statement, "Database '%.*ls' does not exist. Make sure that the name is entered correctly."),
-    m(916, 14, Statement, "The server principal \"%.*ls\" is not able to access the database \"%.*ls\" under the current security context."),
-    m(927, 16, Statement, "Database '%.*ls' cannot be opened. It is in the middle of a restore."),
-    m(948, 20, Connection, "The database '%.*ls' cannot be opened because it is version %d. This server supports version %d and earlier. A downgrade path is not supported."),
-    m(1001, 16, Statement, "Line 1: Length or precision specification 0 is invalid."),
-    m(1002, 16, Statement, "Line 1: Specified scale %d is invalid."),
-    m(1005, 16, Statement, "Line 1: Invalid parameter '%.*ls' for SET DATEFORMAT."),
-    m(1007, 15, Statement, "The number '%.*ls' is out of the range for numeric representation (maximum precision 38)."),
-    m(1011, 15, Statement, "The correlation name '%.*ls' is specified multiple times in a FROM clause."),
-    m(1013, 15, Statement, "The objects \"%.*ls\" and \"%.*ls\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
-    m(1031, 16, Statement, "Percent values must be between 0 and 100."),
-    m(1033, 15, Statement, "The ORDER BY clause is invalid in views, inline functions, derived tables, subqueries, and common table expressions, unless TOP, OFFSET or FOR XML is also specified."),
-    m(1038, 16, Statement, "%ls"),
-    m(1047, 15, Statement, "Conflicting locking hints specified."),
-    m(1060, 16, Statement, "The number of rows %ls must be an integer."),
-    m(1062, 15, Statement, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause."),
-    m(1065, 15, Statement, "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements."),
-    m(1067, 15, Statement, "The SET SHOWPLAN statements must be the only statements in the batch."),
-    m(1087, 15, Statement, "Must declare the table variable \"%.*ls\"."),
-    m(1088, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."),
-    m(1105, 17, Statement, "Could not allocate space for object in database '%.*ls' because the 'PRIMARY' filegroup is full."),
-    m(1205, 13, Transaction, "Transaction was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction."),
-    m(1222, 16, Statement, "Lock request time out period exceeded."),
-    m(1223, 16, Statement, "Cannot release the application lock (Database Principal: '%.*ls', Resource: '%.*ls') because it is not currently held."),
-    m(1505, 16, Statement, "The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '%.*ls' and the index name '%.*ls'.%ls"),
-    m(1701, 16, Statement, "Creating or altering table '%.*ls' failed because the minimum row size would be %d, including 7 bytes of internal overhead. This exceeds the maximum allowable table row size of 8060 bytes."),
-    m(1702, 16, Statement, "CREATE TABLE failed because column '%.*ls' in table '%.*ls' exceeds the maximum of 1024 columns."),
-    m(1750, 16, Statement, "Could not create constraint or index. See previous errors."),
-    m(1752, 16, Statement, "Column '%.*ls' in table '%.*ls' is invalid for creating a default constraint."),
-    m(1767, 16, Statement, "Foreign key '%.*ls' references invalid table '%.*ls'."),
-    m(1769, 16, Statement, "Foreign key '%.*ls' references invalid column '%.*ls' in referencing table '%.*ls'."),
-    m(1770, 16, Statement, "Foreign key '%.*ls' references invalid column '%.*ls' in referenced table '%.*ls'."),
-    m(1776, 16, Statement, "There are no primary or candidate keys in the referenced table '%.*ls' that match the referencing column list in the foreign key '%.*ls'."),
-    m(1778, 16, Statement, "Column '%.*ls.%.*ls' is not the same data type as referencing column '%.*ls.%.*ls' in foreign key '%.*ls'."),
-    m(1779, 16, Statement, "Table '%.*ls' already has a primary key defined on it."),
-    m(1781, 16, Statement, "Column already has a DEFAULT bound to it."),
-    m(1801, 16, Statement, "Database '%.*ls' already exists. Choose a different database name."),
-    m(1802, 16, Statement, "CREATE DATABASE failed. Some file names listed could not be created. Check related errors."),
-    m(1813, 16, Statement, "Could not open new database '%.*ls'. CREATE DATABASE is aborted."),
-    m(1834, 16, Statement, "The file '%ls' cannot be overwritten.  It is being used by database '%.*ls'. File '%.*ls' cannot be restored to '%ls'. Use WITH MOVE to identify a valid location for the file."),
-    m(1902, 16, Statement, "Cannot create more than one clustered index on table '%.*ls'. Drop the existing clustered index '%.*ls' before creating another."),
-    m(1909, 16, Statement, "Cannot use duplicate column names in %ls. Column name '%.*ls' listed more than once."),
-    m(1911, 16, Statement, "Column name '%.*ls' does not exist in the target table or view."),
-    m(1913, 16, Statement, "The operation failed because an index or statistics with name '%.*ls' already exists on table '%.*ls.%.*ls'."),
-    m(1919, 16, Statement, "Column '%.*ls' in table '%.*ls' is of a type that is invalid for use as a key column in an index."),
-    m(1946, 16, Statement, "Operation failed. The index entry of length %d bytes%ls exceeds the maximum length of %d bytes%ls."),
-    m(2010, 16, Statement, "Cannot perform alter on '%.*ls' because it is an incompatible object type."),
-    m(2520, 16, Statement, "Could not find trace flag %d."),
-    m(2526, 16, Statement, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options."),
-    m(2528, 0, Statement, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."),
-    m(2560, 16, Statement, "Parameter 1 is incorrect for this DBCC statement."),
-    m(2571, 14, Statement, "User '%.*ls' does not have permission to run DBCC %.*ls."),
-    m(2601, 14, Statement, "Cannot insert duplicate key row in object '%.*ls' with unique index '%.*ls'. The duplicate key value is (%ls)."),
-    m(2627, 14, Statement, "Violation of %ls constraint%ls. Cannot insert duplicate key in object '%.*ls'. The duplicate key value is (%ls)."),
-    m(2628, 16, Statement, "String or binary data would be truncated in table '%.*ls.%.*ls', column '%.*ls'. Truncated value: '%.*ls'."),
-    m(2705, 16, Statement, "Column names in each table must be unique. Column name '%.*ls' in table '%.*ls' is specified more than once."),
-    m(2714, 16, Statement, "There is already %ls named '%.*ls' in the database."),
-    m(2715, 16, Statement, "%lsCannot find data type %.*ls."),
-    m(2716, 16, Statement, "Column, parameter, or variable #1: Cannot specify a column width on data type %.*ls."),
-    m(2717, 16, Statement, "The size (max) given to the column '#1' exceeds the maximum allowed for any data type (%d)."),
-    m(2741, 16, Statement, "SET LANGUAGE failed because '%.*ls' is not an official language name or a language alias on this SQL Server."),
-    m(2742, 16, Statement, "SET DATEFIRST %d is out of range."),
-    m(2744, 16, Statement, "Multiple identity columns specified for table '%.*ls'. Only one identity column per table is allowed."),
-    m(2749, 16, Statement, "Identity column '%.*ls' must be of data type int, bigint, smallint, tinyint, or decimal or numeric with a scale of 0, and constrained to be nonnullable."),
-    m(2750, 16, Statement, "%ls"),
-    m(2751, 16, Statement, "Column or parameter #1: Specified column scale %d is greater than the specified precision of %d."),
-    m(2754, 16, Statement, "Error severity levels greater than 18 can only be specified by members of the sysadmin role, using the WITH LOG option."),
-    m(2760, 16, Statement, "%ls"),
-    m(2762, 16, Statement, "sp_setapprole was not invoked correctly. Refer to the documentation for more information."),
-    m(2812, 16, Statement, "Could not find stored procedure '%.*ls'."),
-    m(3013, 16, Statement, "%ls"),
-    m(3014, 0, Statement, "%ls successfully processed %I64d pages in %ls seconds (%ls MB/sec)."),
-    m(3021, 16, Statement, "Cannot perform a backup or restore operation within a transaction."),
-    m(3023, 16, Statement, "Backup, file manipulation operations (such as ALTER DATABASE ADD FILE) and encryption changes on a database must be serialized. Reissue the statement after the current backup or file manipulation operation is completed."),
-    m(3032, 16, Statement, "RESTORE WITH STANDBY is not supported; use NORECOVERY and recover at the end."),
-    m(3035, 16, Statement, "Cannot perform a differential backup for database \"%.*ls\", because a current database backup does not exist. Perform a full database backup by reissuing BACKUP DATABASE, omitting the WITH DIFFERENTIAL option."),
-    m(3036, 16, Statement, "The %ls option is limited to %d characters."),
-    m(3043, 16, Statement, "BACKUP '%.*ls' detected an error on page (1:%d) in file '%ls': %ls."),
-    m(3045, 16, Statement, "The %ls option %ls."),
-    m(3101, 16, Statement, "Exclusive access could not be obtained because the database is in use."),
-    m(3102, 16, Statement, "RESTORE cannot process database '%.*ls' because it is in use by this session. It is recommended that the master database be used when performing this operation."),
-    m(3108, 16, Statement, "To restore the %ls database, the server must be running in single-user mode; tessera cannot restore system databases."),
-    m(3117, 16, Statement, "The log or differential backup cannot be restored because no files are ready to rollforward%ls."),
-    m(3132, 16, Statement, "The media set has %d media families but only %d are provided. All members must be provided."),
-    m(3135, 16, Statement, "The backup set in file '%ls' was created by %ls and cannot be used for this restore operation."),
-    m(3136, 16, Statement, "This differential backup cannot be restored because the database has not been restored to the correct earlier state."),
-    m(3142, 16, Statement, "File \"%ls\" cannot be restored over the existing \"%ls\". Reissue the RESTORE statement using WITH REPLACE to overwrite pre-existing files, or WITH MOVE to identify an alternate location."),
-    m(3148, 16, Statement, "RESTORE DATABASE WITH RECOVERY cannot be used on database '%.*ls' because it is already online."),
-    m(3154, 16, Statement, "The backup set holds a backup of a database other than the existing '%.*ls' database."),
-    m(3159, 16, Statement, "The tail of the log for the database \"%.*ls\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log."),
-    m(3183, 16, Statement, "RESTORE detected an error on page (1:%d) in database '%.*ls' as read from the backup set: %ls."),
-    m(3187, 16, Statement, "RESTORE WITH CHECKSUM cannot be specified because the backup set does not contain checksum information."),
-    m(3189, 16, Statement, "Damage to the backup set was detected%ls."),
-    m(3201, 16, Statement, "%ls"),
-    m(3202, 16, Statement, "Write on \"%ls\" failed: %ls"),
-    m(3203, 16, Statement, "Read on \"%ls\" failed: %ls"),
-    m(3205, 16, Statement, "Too many backup devices specified for backup or restore; only 64 are allowed."),
-    m(3206, 16, Statement, "%ls"),
-    m(3209, 16, Statement, "The backup device '%ls' is specified more than once."),
-    m(3211, 0, Statement, "%d percent processed."),
-    m(3227, 16, Statement, "%ls"),
-    m(3231, 16, Statement, "%ls"),
-    m(3234, 16, Statement, "Logical file '%.*ls' is not part of database '%.*ls'. Use RESTORE FILELISTONLY to list the logical file names."),
-    m(3241, 16, Statement, "The media family on device '%ls' is incorrectly formed. tessera cannot process this media family."),
-    m(3249, 16, Statement, "The value '0' is not within range for the BUFFERCOUNT parameter."),
-    m(3250, 16, Statement, "The value '%d' is not within range for the MAXTRANSFERSIZE parameter. It must be a multiple of 65536 between 65536 and 4194304."),
-    m(3252, 16, Statement, "The block size parameter must supply a value that is a power of 2 between 512 and 65536; %d is not."),
-    m(3262, 0, Statement, "The backup set on file %d is valid."),
-    m(3612, 0, Statement, " SQL Server Execution Times:%ls   CPU time = %d ms,  elapsed time = %d ms."),
-    m(3613, 0, Statement, "SQL Server parse and compile time: %ls   CPU time = %d ms, elapsed time = %d ms."),
-    m(3615, 0, Statement, "Table '%.*ls'. Scan count %I64d, logical reads %I64d, physical reads %I64d, page server reads %I64d, read-ahead reads %I64d, page server read-ahead reads %I64d, lob logical reads %I64d, lob physical reads %I64d, lob page server reads %I64d, lob read-ahead reads %I64d, lob page server read-ahead reads %I64d."),
-    m(3617, 25, Connection, "The query was cancelled."),
-    m(3621, 0, Statement, "The statement has been terminated."),
-    m(3623, 16, Statement, "An invalid floating point operation occurred."),
-    m(3701, 11, Statement, "Cannot drop the %ls '%.*ls', because it does not exist or you do not have permission."),
-    m(3702, 16, Statement, "Cannot drop database \"%.*ls\" because it is currently in use."),
-    m(3703, 16, Statement, "Cannot detach the %ls '%.*ls' because it is currently in use."),
-    m(3708, 16, Statement, "Cannot drop the database '%.*ls' because it is a system database."),
-    m(3723, 16, Statement, "An explicit DROP INDEX is not allowed on index '%.*ls.%.*ls'. It is being used for %ls constraint enforcement."),
-    m(3725, 16, Statement, "The constraint '%.*ls' is being referenced by table '%.*ls', foreign key constraint '%.*ls'."),
-    m(3726, 16, Statement, "Could not drop object '%.*ls.%.*ls' because it is referenced by a FOREIGN KEY constraint."),
-    m(3727, 16, Statement, "Could not drop constraint. See previous errors."),
-    m(3728, 16, Statement, "'%.*ls' is not a constraint."),
-    m(3729, 16, Statement, "Cannot drop schema '%.*ls' because it is being referenced by object '%.*ls'."),
-    m(3902, 16, Statement, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."),
-    m(3903, 16, Statement, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION."),
-    m(3930, 16, Statement, "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction."),
-    m(4035, 0, Statement, "Processed %d pages for database '%.*ls', file '%.*ls' on file %d."),
-    m(4037, 16, Statement, "The user-specified MEDIANAME \"%.*ls\" does not match the MEDIANAME \"%.*ls\" of the device \"%ls\"."),
-    m(4038, 16, Statement, "Cannot find file ID %d on device '%ls'."),
-    m(4060, 11, Statement, "Cannot open database \"%.*ls\" requested by the login. The login failed."),
-    m(4064, 11, Statement, "Cannot open user default database. Login failed."),
-    m(4104, 16, Statement, "The multi-part identifier \"%.*ls\" could not be bound."),
-    m(4108, 16, Statement, "%ls"),
-    m(4112, 15, Statement, "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY."),
-    m(4121, 16, Statement, "Cannot find either column \"%.*ls\" or the user-defined function or aggregate \"%.*ls\", or the name is ambiguous."),
-    m(4145, 16, Statement, "An expression of non-boolean type specified in a context where a condition is expected, near '%.*ls'."),
-    m(4208, 16, Statement, "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE."),
-    m(4214, 16, Statement, "BACKUP LOG cannot be performed because there is no current database backup."),
-    m(4305, 16, Statement, "The log in this backup set begins at LSN %ls, which is too recent to apply to the database. An earlier log backup that includes LSN %ls can be restored."),
-    m(4319, 0, Statement, "This log file contains records logged before the designated mark/time. The database is being left in the Restoring state so you can apply another log file."),
-    m(4326, 16, Statement, "The log in this backup set terminates at LSN %ls, which is too early to apply to the database. A more recent log backup that includes LSN %ls can be restored."),
-    m(4338, 16, Statement, "The STOPAT clause specifies a point too early to allow this backup set to be restored. Choose a different stop point or use RESTORE DATABASE WITH RECOVERY to recover at the current point."),
-    m(4341, 16, Statement, "This log backup contains bulk-logged changes. It cannot be used to stop at an arbitrary point in time."),
-    m(4511, 16, Statement, "Create View or Function failed because no column name was specified for column %d."),
-    m(4606, 16, Statement, "Granted or revoked privilege %ls is not compatible with object."),
-    m(4611, 16, Statement, "To revoke or deny grantable privileges, specify the CASCADE option."),
-    m(4613, 16, Statement, "Grantor does not have GRANT permission."),
-    m(4617, 16, Statement, "Cannot grant, deny or revoke permissions to or from special roles."),
-    m(4621, 16, Statement, "Permissions at the server scope can only be granted when the current database is master"),
-    m(4701, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."),
-    m(4712, 16, Statement, "Cannot truncate table '%.*ls' because it is being referenced by a FOREIGN KEY constraint."),
-    m(4804, 16, Statement, "The bulk load data could not be read: %ls."),
-    m(4822, 16, Statement, "The bulk load sent %d columns; INSERT BULK named %d."),
-    m(4901, 16, Statement, "ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '%.*ls' cannot be added to non-empty table '%.*ls' because it does not satisfy these conditions."),
-    m(4902, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."),
-    m(4922, 16, Statement, "ALTER TABLE %ls COLUMN %.*ls failed because one or more objects access this column."),
-    m(4923, 16, Statement, "ALTER TABLE DROP COLUMN failed because '%.*ls' is the only data column in table '%.*ls'. A table must have at least one data column."),
-    m(4924, 16, Statement, "ALTER TABLE DROP COLUMN failed because column '%.*ls' does not exist in table '%.*ls'."),
-    m(5011, 14, Statement, "User does not have permission to alter database '%.*ls', the database does not exist, or the database is not in a state that allows access checks."),
-    m(5038, 16, Statement, "MODIFY FILE failed for file \"%.*ls\". At least one property per file must be specified."),
-    m(5039, 16, Statement, "MODIFY FILE failed. Specified size is less than or equal to current size."),
-    m(5040, 16, Statement, "MODIFY FILE failed for database '%.*ls', file id %d. Size of file (%d KB) is greater than MAXSIZE (%d KB)."),
-    m(5041, 16, Statement, "MODIFY FILE failed. File '%.*ls' does not exist."),
-    m(5058, 16, Statement, "%ls database '%.*ls'."),
-    m(5069, 16, Statement, "ALTER DATABASE statement failed."),
-    m(5074, 16, Statement, "The %ls '%.*ls' is dependent on column '%.*ls'."),
-    m(5103, 16, Statement, "MAXSIZE cannot be less than SIZE for file '%ls'."),
-    m(5120, 16, Statement, "Unable to open the %ls \"%ls\"%ls"),
-    m(5123, 16, Statement, "CREATE FILE encountered operating system error %ls while attempting to open or create the physical file '%ls'."),
-    m(5133, 16, Statement, "Directory lookup for the file \"%ls\" failed with the operating system error 2(The system cannot find the file specified.)."),
-    m(5169, 16, Statement, "FILEGROWTH cannot be greater than MAXSIZE for file '%.*ls'."),
-    m(5170, 16, Statement, "Cannot create file '%ls' because it already exists. Change the file path or the file name, and retry the operation."),
-    m(5172, 16, Statement, "The header for file '%ls' is not a valid database file header. The %ls property is incorrect."),
-    m(5173, 16, Statement, "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files.  If this is an existing database, the file may be corrupted and should be restored from a backup."),
-    m(5174, 16, Statement, "Each file size must be greater than or equal to 512 KB."),
-    m(5701, 0, Statement, "Changed database context to '%.*ls'."),
-    m(5703, 0, Statement, "Changed language setting to us_english."),
-    m(5812, 16, Statement, "You do not have permission to run the RECONFIGURE statement."),
-    m(5832, 16, Statement, "The affinity mask specified does not match the CPU mask on this system."),
-    m(6102, 14, Statement, "User does not have permission to use the KILL statement."),
-    m(6104, 16, Statement, "Cannot use KILL to kill your own process."),
-    m(6106, 16, Statement, "Process ID %d is not an active process ID."),
-    m(6107, 16, Statement, "Only user processes can be killed."),
-    m(6401, 16, Statement, "Cannot roll back %.*ls. No transaction or savepoint of that name was found."),
-    m(7940, 16, Statement, "System databases master, model, msdb, and tempdb cannot be detached."),
-    m(8009, 16, Statement, "%ls"),
-    m(8101, 16, Statement, "An explicit value for the identity column in table '%.*ls' can only be specified when a column list is used and IDENTITY_INSERT is ON."),
-    m(8102, 16, Statement, "Cannot update identity column '%.*ls'."),
-    m(8106, 16, Statement, "Table '%.*ls' does not have the identity property. Cannot perform SET operation."),
-    m(8107, 16, Statement, "IDENTITY_INSERT is already ON for table '%.*ls'. Cannot perform SET operation for table '%.*ls'."),
-    m(8110, 16, Statement, "Cannot add multiple PRIMARY KEY constraints to table '%.*ls'."),
-    m(8111, 16, Statement, "Cannot define PRIMARY KEY constraint on nullable column in table '%.*ls'."),
-    m(8114, 16, Batch, "%ls"),
-    m(8115, 16, Statement, "Arithmetic overflow error converting %ls to data type %ls."),
-    m(8116, 16, Statement, "%ls"),
-    m(8117, 16, Statement, "Operand data type %ls is invalid for %ls operator."),
-    m(8120, 16, Statement, "Column '%.*ls' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
-    m(8121, 16, Statement, "Column '%.*ls' is invalid in the HAVING clause because it is not contained in either an aggregate function or the GROUP BY clause."),
-    m(8127, 16, Statement, "Column \"%.*ls\" is invalid in the ORDER BY clause because it is not contained in either an aggregate function or the GROUP BY clause."),
-    m(8134, 16, Statement, "Divide by zero error encountered."),
-    m(8139, 16, Statement, "Number of referencing columns in foreign key differs from number of referenced columns, table '%.*ls'."),
-    m(8144, 16, Statement, "Procedure or function %.*ls has too many arguments specified."),
-    m(8145, 16, Statement, "%.*ls is not a parameter for procedure %.*ls."),
-    m(8153, 10, Statement, "Warning: Null value is eliminated by an aggregate or other SET operation."),
-    m(8155, 16, Statement, "No column name was specified for column %d of '%.*ls'."),
-    m(8156, 16, Statement, "The column '%.*ls' was specified multiple times for '%.*ls'."),
-    m(8158, 16, Statement, "'%.*ls' has more columns than were specified in the column list."),
-    m(8159, 16, Statement, "'%.*ls' has fewer columns than were specified in the column list."),
-    m(8162, 16, Statement, "The formal parameter \"%.*ls\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output."),
-    m(8169, 16, Batch, "Conversion failed when converting from a character string to uniqueidentifier."),
-    m(8170, 16, Statement, "Insufficient result space to convert uniqueidentifier value to %ls."),
-    m(8178, 16, Statement, "The parameterized query expects parameters that were not supplied."),
-    m(8179, 16, Statement, "Could not find prepared statement with handle %d."),
-    m(8939, 16, Statement, "Table error: %ls"),
-    m(8951, 16, Statement, "Table error: %.*ls. Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:"),
-    m(8952, 16, Statement, "Table error: %.*ls. Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:"),
-    m(8955, 16, Statement, "Data row identified by (%ls) with index values '%ls'."),
-    m(8956, 16, Statement, "Index row with key 0x%ls pointing to the data row identified by (%ls)."),
-    m(8958, 0, Statement, "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB (%.*ls)."),
-    m(8989, 0, Statement, "CHECKDB %ls 0 allocation errors and %d consistency errors in database '%.*ls'."),
-    m(8990, 0, Statement, "CHECKDB found 0 allocation errors and %d consistency errors in table '%.*ls' (object ID %d)."),
-    m(9001, 21, Connection, "The log for database '%.*ls' is not available. Check the ERRORLOG for related error messages. Resolve any errors and restart the server."),
-    m(9002, 17, Statement, "The transaction log for database '%.*ls' is full due to '%ls'."),
-    m(9810, 16, Statement, "The datepart %ls is not supported by date function %ls for data type %ls."),
-    m(9812, 16, Statement, "The timezone provided to builtin function %ls is invalid."),
-    m(10704, 15, Statement, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement."),
-    m(10709, 16, Statement, "The number of columns for each row in a table value constructor must be the same."),
-    m(10741, 15, Statement, "A TOP can not be used in the same query or sub-query as a OFFSET."),
-    m(10742, 15, Statement, "The offset specified in a OFFSET clause may not be negative."),
-    m(10743, 15, Statement, "The number of rows provided for a %ls clause must be an integer."),
-    m(10744, 15, Statement, "The number of rows provided for a FETCH clause must be greater then zero."),
-    m(10902, 16, Statement, "User does not have permission to alter the resource governor configuration."),
-    m(10903, 16, Statement, "User-defined function '%ls' does not exist in master database, or the user does not have permission to access it."),
-    m(10904, 16, Statement, "The specified schema name '%.*ls' for classifier user-defined function either does not exist, or the user does not have permission to use it."),
-    m(10907, 16, Statement, "The object '%.*ls'.'%.*ls' is not a valid resource governor classifier user-defined function. A valid classifier user-defined function must be schema-bound, return sysname, and have no parameters."),
-    m(10908, 16, Statement, "Attribute '%.*ls' with value of %u is greater than attribute '%.*ls' with value of %u."),
-    m(10909, 16, Statement, "Attribute '%.*ls' with value of %u is less than attribute '%.*ls' with value of %u."),
-    m(10910, 16, Statement, "The resource pool cannot be created. The maximum number of resource pools cannot exceed current limit of %u including predefined resource pools."),
-    m(10911, 16, Statement, "The operation could not be completed. The specified '%.*ls' value, %u, causes the sum of minimums on all resource pools to exceed 100 percent. Reduce the value or modify other resource pools so that the sum is less than 100."),
-    m(10912, 16, Statement, "Requested operation cannot be performed because the resource pool '%.*ls' does not exist."),
-    m(10913, 16, Statement, "The operation could not be completed. Dropping predefined %ls is not allowed."),
-    m(10914, 16, Statement, "Users are not allowed to %ls the workload group '%.*ls' in the '%.*ls' resource pool."),
-    m(10915, 16, Statement, "The name of the %ls '%.*ls' cannot begin with # of ##."),
-    m(10916, 16, Statement, "The operation could not be completed. Altering '%.*ls' %ls is not allowed."),
-    m(10917, 16, Statement, "Cannot drop resource pool '%.*ls' because it contains workload group '%.*ls'. Drop or remove all workload groups using this resource pool before dropping it."),
-    m(10918, 16, Statement, "ALTER WORKLOAD GROUP failed. Either a 'WITH' or 'USING' clause must be specified."),
-    m(10919, 16, Statement, "Cannot create %ls '%.*ls' because it already exists."),
-    m(10920, 16, Statement, "An error occurred while reading the resource governor configuration from master database. Check the integrity of master database or contact the system administrator."),
-    m(10921, 16, Statement, "Cannot %ls user-defined function '%.*ls'. It is being used as a resource governor classifier."),
-    m(10922, 16, Statement, "The '%.*ls' %ls cannot be moved out of '%.*ls' %ls."),
-    m(12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE."),
-    m(12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use."),
-    m(15002, 16, Statement, "The procedure '%s' cannot be executed within a transaction."),
-    m(15007, 16, Statement, "'%s' is not a valid login or you do not have permission."),
-    m(15009, 16, Statement, "The object '%.*ls' does not exist in database '%.*ls' or is invalid for this operation."),
-    m(15010, 16, Statement, "The database '%.*ls' does not exist. Supply a valid database name. To see available databases, use sys.databases."),
-    m(15021, 16, Statement, "Invalid value given for parameter PASSWORD. Specify a valid parameter value."),
-    m(15023, 16, Statement, "User, group, or role '%s' already exists in the current database."),
-    m(15025, 16, Statement, "The server %ls."),
-    m(15033, 16, Statement, "'%.*ls' is not a valid official language name."),
-    m(15063, 16, Statement, "The login already has an account under a different user name."),
-    m(15110, 16, Statement, "The proposed new database owner is already a user or aliased in the database."),
-    m(15116, 16, Statement, "Password validation failed. The password does not meet the operating system policy requirements because it is too short."),
-    m(15118, 16, Statement, "%ls"),
-    m(15122, 16, Statement, "The CHECK_EXPIRATION option cannot be used when CHECK_POLICY is OFF."),
-    m(15123, 16, Statement, "%ls"),
-    m(15125, 16, Statement, "The configuration option '%.*ls' is not unique."),
-    m(15129, 16, Statement, "'%ls' is not a valid value for configuration option '%.*ls'%ls."),
-    m(15138, 16, Statement, "The database principal owns a schema in the database, and cannot be dropped."),
-    m(15144, 16, Statement, "The role has members. It must be empty before it can be dropped."),
-    m(15150, 16, Statement, "Cannot %ls the user '%.*ls'."),
-    m(15151, 16, Statement, "Cannot %ls the %ls '%.*ls', because it does not exist or you do not have permission."),
-    m(15161, 16, Statement, "Cannot set application role '%.*ls' because it does not exist or the password is incorrect."),
-    m(15196, 16, Statement, "The current security context is non-revertible. The \"Revert\" statement failed."),
-    m(15247, 16, Statement, "User does not have permission to perform this action."),
-    m(15356, 16, Statement, "The current application role has been dropped. The current security context contains no valid database user context."),
-    m(15357, 16, Statement, "The current security context was set by \"%ls\". It cannot be reverted by statement \"%ls\"."),
-    m(15401, 16, Statement, "Logins FROM %ls are not supported; use CREATE LOGIN %.*ls WITH PASSWORD = '…'."),
-    m(15405, 16, Statement, "Cannot use the special principal '%s'."),
-    m(15406, 16, Statement, "Cannot execute as the server principal because the principal \"%.*ls\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
-    m(15413, 16, Statement, "Cannot make a role a member of itself or of one of its members."),
-    m(15422, 16, Statement, "Application roles can only be activated at the ad hoc level."),
-    m(15431, 16, Statement, "You must specify the @rolename parameter."),
-    m(15433, 16, Statement, "Supplied parameter sid is in use or is not a valid security identifier."),
-    m(15434, 16, Statement, "Could not drop login '%.*ls' as the user is currently logged in."),
-    m(15457, 0, Statement, "Configuration option '%.*ls' changed from %ls to %ls. Run the RECONFIGURE statement to install."),
-    m(15517, 16, Statement, "Cannot execute as the database principal because the principal \"%.*ls\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
-    m(15592, 16, Statement, "Cannot unset application role because none was set or the cookie is invalid."),
-    m(15600, 15, Statement, "An invalid parameter or option was specified for procedure '%s'."),
-    m(18054, 16, Statement, "Error %d, severity %d, state %d was raised, but no message with that error number was found in sys.messages. If error is larger than 50000, make sure the user-defined message is added using sp_addmessage."),
-    m(18059, 20, Connection, "The connection has been dropped because the principal that opened it subsequently assumed a new security context, and then tried to reset the connection under its impersonated security context. This scenario is not supported. See \"Impersonation Overview\" in Books Online."),
-    m(18456, 14, Statement, "Login failed for user '%.*ls'."),
-    m(18486, 14, Statement, "Login failed for user '%.*ls' because the account is currently locked out. The system administrator can unlock it."),
-    m(33233, 16, Statement, "You can only create a user with a password in a contained database."),
-    m(35100, 16, Statement, "Error number %d in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647."),
-    m(40517, 16, Statement, "CROSS APPLY and OUTER APPLY are not supported yet."),
-    m(40520, 16, Statement, "Computed columns are not supported yet."),
-    m(40521, 16, Statement, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced."),
-    m(40522, 16, Statement, "Filtered indexes are not supported yet."),
-    m(40526, 16, Statement, "Multi-statement table-valued functions are not supported yet."),
-    m(40527, 16, Statement, "Arguments of table-valued functions that read columns (APPLY) are not supported yet."),
-    m(40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet."),
-    m(40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions."),
-];
+catalog! {
+    SYNTAX_ERROR_NEAR = 102, 15, Statement, "Incorrect syntax near '%.*ls'.";
+    IDENTIFIER_TOO_LONG = 103, 15, Statement, "The identifier that starts with '%.*ls' is too long. Maximum length is 128.";
+    UNION_ORDER_BY_NOT_SELECTED = 104, 15, Statement, "ORDER BY items must appear in the select list if the statement contains a UNION, INTERSECT or EXCEPT operator.";
+    UNCLOSED_QUOTATION_MARK = 105, 15, Statement, "Unclosed quotation mark after the character string '%.*ls'.";
+    INVALID_COLUMN_PREFIX = 107, 15, Statement, "The column prefix '%.*ls' does not match with a table name or alias name used in the query.";
+    ORDER_BY_POSITION_INVALID = 108, 15, Statement, "The ORDER BY position number %d is out of range of the number of items in the select list.";
+    INSERT_MORE_COLUMNS_THAN_VALUES = 109, 15, Statement, "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.";
+    INSERT_FEWER_COLUMNS_THAN_VALUES = 110, 15, Statement, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.";
+    MUST_BE_FIRST_IN_BATCH = 111, 15, Statement, "'%ls %ls' must be the first statement in a query batch.";
+    MISSING_END_COMMENT = 113, 15, Statement, "Missing end comment mark '*/'.";
+    SUBQUERY_MULTIPLE_COLUMNS = 116, 16, Statement, "Only one expression can be specified in the select list when the subquery is not introduced with EXISTS.";
+    TOO_MANY_NAME_PREFIXES = 117, 15, Statement, "The object name '%.*ls' contains more than the maximum number of prefixes. The maximum is 3.";
+    NAMED_PARAMETER_ORDER = 119, 15, Statement, "Must pass parameter number %d and subsequent parameters as '@name = value'. After the form '@name = value' has been used, all subsequent parameters must be passed in the form '@name = value'.";
+    INSERT_SELECT_TOO_FEW_VALUES = 120, 15, Statement, "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns.";
+    INSERT_SELECT_TOO_MANY_VALUES = 121, 15, Statement, "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns.";
+    NESTED_AGGREGATE = 130, 16, Statement, "Cannot perform an aggregate function on an expression containing an aggregate or a subquery.";
+    TYPE_SIZE_TOO_LARGE = 131, 16, Statement, "The size (%d) given to the type '%.*ls' exceeds the maximum allowed for any data type (%d).";
+    GOTO_LABEL_NOT_DECLARED = 133, 15, Statement, "A GOTO statement references the label '%.*ls' but the label has not been declared.";
+    VARIABLE_ALREADY_DECLARED = 134, 15, Statement, "The variable name '%.*ls' has already been declared. Variable names must be unique within a query batch or stored procedure.";
+    UNDECLARED_VARIABLE = 137, 15, Statement, "Must declare the scalar variable \"%.*ls\".";
+    ASSIGNMENT_WITH_RETRIEVAL = 141, 15, Statement, "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations.";
+    AGGREGATE_IN_GROUP_BY = 144, 15, Statement, "Cannot use an aggregate or a subquery in an expression used for the group by list of a GROUP BY clause.";
+    DISTINCT_ORDER_BY_NOT_SELECTED = 145, 15, Statement, "ORDER BY items must appear in the select list if SELECT DISTINCT is specified.";
+    AGGREGATE_IN_WHERE = 147, 15, Statement, "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference.";
+    INVALID_WAITFOR_TIME = 148, 15, Statement, "Incorrect time syntax in time string used with WAITFOR.";
+    INVALID_FETCH_NEXT = 153, 15, Statement, "Invalid usage of the option NEXT in the FETCH statement.";
+    UNRECOGNIZED_OPTION = 155, 16, Statement, "'%.*ls' is not a recognized %ls option.";
+    SYNTAX_ERROR_NEAR_KEYWORD = 156, 15, Statement, "Incorrect syntax near the keyword '%.*ls'.";
+    DATABASE_PREFIX_NOT_ALLOWED = 166, 15, Statement, "'CREATE/ALTER %ls' does not allow specifying the database name as a prefix to the object name.";
+    WRONG_ARGUMENT_COUNT = 174, 15, Statement, "The %ls function requires %d argument(s).";
+    INVALID_RETURN_VALUE = 178, 15, Statement, "A RETURN statement with a return value cannot be used in this context.";
+    ARGUMENT_COUNT_OUT_OF_RANGE = 189, 15, Statement, "The %ls function requires %d to %d arguments.";
+    NESTED_TOO_DEEPLY = 191, 15, Statement, "Some part of your SQL statement is nested too deeply. Rewrite the query or break it up into smaller queries.";
+    UNRECOGNIZED_NAME = 195, 16, Statement, "'%.*ls' is not a recognized %ls.";
+    MISSING_PARAMETER = 201, 16, Statement, "Procedure or function '%.*ls' expects parameter '%.*ls', which was not supplied.";
+    UNION_COLUMN_COUNT_MISMATCH = 205, 16, Statement, "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists.";
+    OPERAND_TYPE_CLASH = 206, 16, Statement, "Operand type clash: %ls is incompatible with %ls";
+    INVALID_COLUMN_NAME = 207, 16, Statement, "Invalid column name '%.*ls'.";
+    INVALID_OBJECT_NAME = 208, 16, Batch, "Invalid object name '%.*ls'.";
+    AMBIGUOUS_COLUMN_NAME = 209, 16, Statement, "Ambiguous column name '%.*ls'.";
+    INSERT_COLUMN_COUNT_MISMATCH = 213, 16, Statement, "Column name or number of supplied values does not match table definition.";
+    INVALID_STATEMENT_PARAM_TYPE = 214, 16, Statement, "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.";
+    MAX_NESTING_LEVEL_EXCEEDED = 217, 16, Batch, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).";
+    ARITHMETIC_OVERFLOW_FOR_TYPE = 220, 16, Statement, "Arithmetic overflow error for data type %ls, value = %I64d.";
+    OBJECT_PERMISSION_DENIED = 229, 14, Statement, "The %ls permission was denied on the object '%.*ls', database '%.*ls', schema '%.*ls'.";
+    COLUMN_PERMISSION_DENIED = 230, 14, Statement, "The %ls permission was denied on the column '%.*ls' of the object '%.*ls', database '%.*ls', schema '%.*ls'.";
+    INVALID_MONEY_STRING = 235, 16, Statement, "Cannot convert a char value to money. The char value has incorrect syntax.";
+    DUPLICATE_CTE_NAME = 239, 16, Statement, "Duplicate common table expression name '%.*ls' was specified.";
+    RECURSIVE_CTE_TYPE_MISMATCH = 240, 16, Statement, "Types don't match between the anchor and the recursive part in column \"%.*ls\" of recursive query \"%.*ls\".";
+    DATETIME_CONVERSION_FAILED = 241, 16, Batch, "Conversion failed when converting date and/or time from character string.";
+    CONVERSION_OUT_OF_RANGE = 242, 16, Batch, "The conversion of a %ls data type to a %ls data type resulted in an out-of-range value.";
+    CONVERSION_OVERFLOWED_COLUMN = 244, 16, Statement, "The conversion of the %ls value '%.*ls' overflowed an %ls column. Use a larger integer column.";
+    CONVERSION_FAILED = 245, 16, Batch, "Conversion failed when converting the %ls value '%.*ls' to data type %ls.";
+    CONVERSION_OVERFLOWED_INT = 248, 16, Statement, "The conversion of the %ls value '%.*ls' overflowed an int column.";
+    RECURSIVE_CTE_NO_UNION_ALL = 252, 16, Statement, "Recursive common table expression '%.*ls' does not contain a top-level UNION ALL operator.";
+    RECURSIVE_CTE_MULTIPLE_REFERENCES = 253, 16, Statement, "Recursive member of a common table expression '%.*ls' has multiple recursive references.";
+    IMPLICIT_CONVERSION_NOT_ALLOWED = 257, 16, Statement, "Implicit conversion from data type %ls to %ls is not allowed. Use the CONVERT function to run this query.";
+    DATABASE_PERMISSION_DENIED = 262, 14, Statement, "%ls permission denied in database '%.*ls'.";
+    MUST_SPECIFY_TABLE = 263, 16, Statement, "Must specify table to select from.";
+    COLUMN_ASSIGNED_TWICE = 264, 16, Statement, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.";
+    TRANCOUNT_MISMATCH = 266, 16, Statement, "Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = %d, current count = %d.";
+    INVALID_CONVERT_STYLE = 281, 16, Statement, "%d is not a valid style number when converting from %ls to %ls.";
+    CANNOT_CONSTRUCT_TYPE = 289, 16, Statement, "Cannot construct data type %ls, some of the arguments have values which are not valid.";
+    ACTION_PERMISSION_DENIED = 297, 16, Statement, "The user does not have permission to perform this action.";
+    SERVER_PERMISSION_DENIED = 300, 14, Statement, "%ls permission was denied on object '%.*ls', database '%.*ls'.";
+    MAXRECURSION_TOO_LARGE = 310, 15, Statement, "The value %d specified for the MAXRECURSION option exceeds the allowed maximum of 32767.";
+    TOO_FEW_ARGUMENTS = 313, 16, Statement, "An insufficient number of arguments were supplied for the procedure or function %.*ls.";
+    UNRECOGNIZED_TABLE_HINT = 321, 16, Statement, "%.*ls is not a recognized table hints option.";
+    INCOMPATIBLE_OPERATOR_TYPES = 402, 16, Statement, "The data types %ls and %ls are incompatible in the %ls operator.";
+    DATABASE_CHANGE_NOT_ALLOWED = 505, 16, Statement, "The current user account was invoked with SETUSER or SP_SETAPPROLE. Changing databases is not allowed.";
+    ROW_TOO_LARGE = 511, 16, Statement, "Cannot create a row of size %d which is greater than the allowable maximum row size of %d.";
+    SUBQUERY_MULTIPLE_ROWS = 512, 16, Statement, "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression.";
+    NULL_INTO_NOT_NULL = 515, 16, Statement, "Cannot insert the value NULL into column '%.*ls', table '%.*ls.%.*ls'; column does not allow nulls. %ls";
+    DATE_ADD_OVERFLOW = 517, 16, Statement, "Adding a value to a '%ls' column caused an overflow.";
+    EXPLICIT_CONVERSION_NOT_ALLOWED = 529, 16, Batch, "Explicit conversion from data type %ls to %ls is not allowed.";
+    MAX_RECURSION_EXHAUSTED = 530, 16, Statement, "The statement terminated. The maximum recursion %d has been exhausted before statement completion.";
+    DATEDIFF_OVERFLOW = 535, 16, Statement, "The %ls function resulted in an overflow. The number of dateparts separating two date/time instances is too large. Try to use %ls with a less precise datepart.";
+    INVALID_LENGTH_PARAMETER = 536, 16, Statement, "Invalid length parameter passed to the %ls function.";
+    INVALID_SUBSTRING_LENGTH = 537, 16, Statement, "Invalid length parameter passed to the LEFT or SUBSTRING function.";
+    IDENTITY_INSERT_OFF = 544, 16, Statement, "Cannot insert explicit value for identity column in table '%.*ls' when IDENTITY_INSERT is set to OFF.";
+    IDENTITY_VALUE_REQUIRED = 545, 16, Statement, "Explicit value must be specified for identity column in table '%.*ls' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column.";
+    CONSTRAINT_CONFLICT = 547, 16, Statement, "The %ls statement conflicted with the %ls constraint \"%.*ls\". The conflict occurred in database \"%.*ls\", table \"%.*ls\"%ls.";
+    NOT_ALLOWED_IN_TRANSACTION = 574, 16, Statement, "%ls statement not allowed within multi-statement transaction.";
+    SAVE_WITHOUT_TRANSACTION = 628, 16, Statement, "Cannot issue SAVE TRANSACTION when there is no active transaction.";
+    OUT_OF_MEMORY = 701, 16, Batch, "There is insufficient system memory %ls.";
+    BUFFER_POOL_MEMORY_EXHAUSTED = 802, 17, Statement, "There is insufficient memory available in the buffer pool.";
+    OS_IO_ERROR = 823, 24, Connection, "The operating system returned error %ls to tessera during a %ls at offset %#018I64x in file '%ls'.";
+    LOGICAL_CONSISTENCY_IO_ERROR = 824, 24, Connection, "%ls";
+    BUFFER_POOL_EXTENSION_ALLOC = 864, 16, Statement, "Attempting to allocate %I64d BUF for buffer pool extension for a maximum of %I64d page descriptors.";
+    BUFFER_POOL_EXTENSION_TOO_SMALL = 868, 16, Statement, "The buffer pool extension size must be larger than the current memory allocation threshold '%I64d MB'. Buffer pool extension is not enabled.";
+    BUFFER_POOL_EXTENSION_ALREADY_ON = 870, 16, Statement, "The buffer pool extension is already enabled; turn it OFF before changing its file or size.";
+    DATABASE_NOT_FOUND = 911, 16, Statement, "Database '%.*ls' does not exist. Make sure that the name is entered correctly.";
+    DATABASE_ACCESS_DENIED = 916, 14, Statement, "The server principal \"%.*ls\" is not able to access the database \"%.*ls\" under the current security context.";
+    DATABASE_RESTORING = 927, 16, Statement, "Database '%.*ls' cannot be opened. It is in the middle of a restore.";
+    DATABASE_VERSION_TOO_NEW = 948, 20, Connection, "The database '%.*ls' cannot be opened because it is version %d. This server supports version %d and earlier. A downgrade path is not supported.";
+    ZERO_LENGTH_OR_PRECISION = 1001, 16, Statement, "Line 1: Length or precision specification 0 is invalid.";
+    INVALID_SCALE = 1002, 16, Statement, "Line 1: Specified scale %d is invalid.";
+    INVALID_DATEFORMAT = 1005, 16, Statement, "Line 1: Invalid parameter '%.*ls' for SET DATEFORMAT.";
+    NUMERIC_LITERAL_OUT_OF_RANGE = 1007, 15, Statement, "The number '%.*ls' is out of the range for numeric representation (maximum precision 38).";
+    DUPLICATE_CORRELATION_NAME = 1011, 15, Statement, "The correlation name '%.*ls' is specified multiple times in a FROM clause.";
+    DUPLICATE_EXPOSED_NAME = 1013, 15, Statement, "The objects \"%.*ls\" and \"%.*ls\" in the FROM clause have the same exposed names. Use correlation names to distinguish them.";
+    INVALID_PERCENT_VALUE = 1031, 16, Statement, "Percent values must be between 0 and 100.";
+    ORDER_BY_NOT_ALLOWED = 1033, 15, Statement, "The ORDER BY clause is invalid in views, inline functions, derived tables, subqueries, and common table expressions, unless TOP, OFFSET or FOR XML is also specified.";
+    EMPTY_OBJECT_OR_COLUMN_NAME = 1038, 16, Statement, "%ls";
+    CONFLICTING_LOCK_HINTS = 1047, 15, Statement, "Conflicting locking hints specified.";
+    TOP_ROW_COUNT_NOT_INTEGER = 1060, 16, Statement, "The number of rows %ls must be an integer.";
+    WITH_TIES_WITHOUT_ORDER_BY = 1062, 15, Statement, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.";
+    NOLOCK_ON_TARGET_TABLE = 1065, 15, Statement, "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements.";
+    SHOWPLAN_NOT_ALONE = 1067, 15, Statement, "The SET SHOWPLAN statements must be the only statements in the batch.";
+    UNDECLARED_TABLE_VARIABLE = 1087, 15, Statement, "Must declare the table variable \"%.*ls\".";
+    INDEX_TABLE_NOT_FOUND = 1088, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions.";
+    FILEGROUP_FULL = 1105, 17, Statement, "Could not allocate space for object in database '%.*ls' because the 'PRIMARY' filegroup is full.";
+    DEADLOCK_VICTIM = 1205, 13, Transaction, "Transaction was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction.";
+    LOCK_TIMEOUT = 1222, 16, Statement, "Lock request time out period exceeded.";
+    APP_LOCK_NOT_HELD = 1223, 16, Statement, "Cannot release the application lock (Database Principal: '%.*ls', Resource: '%.*ls') because it is not currently held.";
+    CREATE_UNIQUE_INDEX_DUPLICATE = 1505, 16, Statement, "The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '%.*ls' and the index name '%.*ls'.%ls";
+    MIN_ROW_SIZE_TOO_LARGE = 1701, 16, Statement, "Creating or altering table '%.*ls' failed because the minimum row size would be %d, including 7 bytes of internal overhead. This exceeds the maximum allowable table row size of 8060 bytes.";
+    TOO_MANY_COLUMNS = 1702, 16, Statement, "CREATE TABLE failed because column '%.*ls' in table '%.*ls' exceeds the maximum of 1024 columns.";
+    CONSTRAINT_OR_INDEX_NOT_CREATED = 1750, 16, Statement, "Could not create constraint or index. See previous errors.";
+    INVALID_DEFAULT_COLUMN = 1752, 16, Statement, "Column '%.*ls' in table '%.*ls' is invalid for creating a default constraint.";
+    FOREIGN_KEY_INVALID_TABLE = 1767, 16, Statement, "Foreign key '%.*ls' references invalid table '%.*ls'.";
+    FOREIGN_KEY_BAD_REFERENCING_COLUMN = 1769, 16, Statement, "Foreign key '%.*ls' references invalid column '%.*ls' in referencing table '%.*ls'.";
+    FOREIGN_KEY_BAD_REFERENCED_COLUMN = 1770, 16, Statement, "Foreign key '%.*ls' references invalid column '%.*ls' in referenced table '%.*ls'.";
+    FOREIGN_KEY_NO_MATCHING_KEY = 1776, 16, Statement, "There are no primary or candidate keys in the referenced table '%.*ls' that match the referencing column list in the foreign key '%.*ls'.";
+    FOREIGN_KEY_TYPE_MISMATCH = 1778, 16, Statement, "Column '%.*ls.%.*ls' is not the same data type as referencing column '%.*ls.%.*ls' in foreign key '%.*ls'.";
+    TABLE_ALREADY_HAS_PRIMARY_KEY = 1779, 16, Statement, "Table '%.*ls' already has a primary key defined on it.";
+    DEFAULT_ALREADY_BOUND = 1781, 16, Statement, "Column already has a DEFAULT bound to it.";
+    DATABASE_ALREADY_EXISTS = 1801, 16, Statement, "Database '%.*ls' already exists. Choose a different database name.";
+    CREATE_DATABASE_FAILED = 1802, 16, Statement, "CREATE DATABASE failed. Some file names listed could not be created. Check related errors.";
+    NEW_DATABASE_OPEN_FAILED = 1813, 16, Statement, "Could not open new database '%.*ls'. CREATE DATABASE is aborted.";
+    RESTORE_FILE_IN_USE = 1834, 16, Statement, "The file '%ls' cannot be overwritten.  It is being used by database '%.*ls'. File '%.*ls' cannot be restored to '%ls'. Use WITH MOVE to identify a valid location for the file.";
+    MULTIPLE_CLUSTERED_INDEXES = 1902, 16, Statement, "Cannot create more than one clustered index on table '%.*ls'. Drop the existing clustered index '%.*ls' before creating another.";
+    DUPLICATE_COLUMN_IN_INDEX = 1909, 16, Statement, "Cannot use duplicate column names in %ls. Column name '%.*ls' listed more than once.";
+    INDEX_COLUMN_NOT_FOUND = 1911, 16, Statement, "Column name '%.*ls' does not exist in the target table or view.";
+    INDEX_ALREADY_EXISTS = 1913, 16, Statement, "The operation failed because an index or statistics with name '%.*ls' already exists on table '%.*ls.%.*ls'.";
+    INVALID_INDEX_KEY_TYPE = 1919, 16, Statement, "Column '%.*ls' in table '%.*ls' is of a type that is invalid for use as a key column in an index.";
+    INDEX_KEY_TOO_LONG = 1946, 16, Statement, "Operation failed. The index entry of length %d bytes%ls exceeds the maximum length of %d bytes%ls.";
+    ALTER_WRONG_OBJECT_TYPE = 2010, 16, Statement, "Cannot perform alter on '%.*ls' because it is an incompatible object type.";
+    TRACE_FLAG_NOT_FOUND = 2520, 16, Statement, "Could not find trace flag %d.";
+    INVALID_DBCC_STATEMENT = 2526, 16, Statement, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.";
+    DBCC_COMPLETED = 2528, 0, Statement, "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
+    INVALID_DBCC_PARAMETER = 2560, 16, Statement, "Parameter 1 is incorrect for this DBCC statement.";
+    DBCC_PERMISSION_DENIED = 2571, 14, Statement, "User '%.*ls' does not have permission to run DBCC %.*ls.";
+    DUPLICATE_INDEX_KEY = 2601, 14, Statement, "Cannot insert duplicate key row in object '%.*ls' with unique index '%.*ls'. The duplicate key value is (%ls).";
+    DUPLICATE_KEY = 2627, 14, Statement, "Violation of %ls constraint%ls. Cannot insert duplicate key in object '%.*ls'. The duplicate key value is (%ls).";
+    STRING_TRUNCATED = 2628, 16, Statement, "String or binary data would be truncated in table '%.*ls.%.*ls', column '%.*ls'. Truncated value: '%.*ls'.";
+    DUPLICATE_COLUMN_NAME = 2705, 16, Statement, "Column names in each table must be unique. Column name '%.*ls' in table '%.*ls' is specified more than once.";
+    OBJECT_ALREADY_EXISTS = 2714, 16, Statement, "There is already %ls named '%.*ls' in the database.";
+    TYPE_NOT_FOUND = 2715, 16, Statement, "%lsCannot find data type %.*ls.";
+    COLUMN_WIDTH_NOT_ALLOWED = 2716, 16, Statement, "Column, parameter, or variable #1: Cannot specify a column width on data type %.*ls.";
+    COLUMN_SIZE_TOO_LARGE = 2717, 16, Statement, "The size (max) given to the column '#1' exceeds the maximum allowed for any data type (%d).";
+    SET_LANGUAGE_FAILED = 2741, 16, Statement, "SET LANGUAGE failed because '%.*ls' is not an official language name or a language alias on this SQL Server.";
+    DATEFIRST_OUT_OF_RANGE = 2742, 16, Statement, "SET DATEFIRST %d is out of range.";
+    MULTIPLE_IDENTITY_COLUMNS = 2744, 16, Statement, "Multiple identity columns specified for table '%.*ls'. Only one identity column per table is allowed.";
+    INVALID_IDENTITY_TYPE = 2749, 16, Statement, "Identity column '%.*ls' must be of data type int, bigint, smallint, tinyint, or decimal or numeric with a scale of 0, and constrained to be nonnullable.";
+    PRECISION_TOO_LARGE = 2750, 16, Statement, "%ls";
+    SCALE_EXCEEDS_PRECISION = 2751, 16, Statement, "Column or parameter #1: Specified column scale %d is greater than the specified precision of %d.";
+    SEVERITY_REQUIRES_SYSADMIN = 2754, 16, Statement, "Error severity levels greater than 18 can only be specified by members of the sysadmin role, using the WITH LOG option.";
+    SCHEMA_NOT_FOUND = 2760, 16, Statement, "%ls";
+    SETAPPROLE_INVALID_CALL = 2762, 16, Statement, "sp_setapprole was not invoked correctly. Refer to the documentation for more information.";
+    PROCEDURE_NOT_FOUND = 2812, 16, Statement, "Could not find stored procedure '%.*ls'.";
+    BACKUP_RESTORE_TERMINATED = 3013, 16, Statement, "%ls";
+    BACKUP_RESTORE_SUCCEEDED = 3014, 0, Statement, "%ls successfully processed %I64d pages in %ls seconds (%ls MB/sec).";
+    BACKUP_IN_TRANSACTION = 3021, 16, Statement, "Cannot perform a backup or restore operation within a transaction.";
+    BACKUP_MUST_BE_SERIALIZED = 3023, 16, Statement, "Backup, file manipulation operations (such as ALTER DATABASE ADD FILE) and encryption changes on a database must be serialized. Reissue the statement after the current backup or file manipulation operation is completed.";
+    RESTORE_STANDBY_UNSUPPORTED = 3032, 16, Statement, "RESTORE WITH STANDBY is not supported; use NORECOVERY and recover at the end.";
+    NO_BASE_FOR_DIFFERENTIAL = 3035, 16, Statement, "Cannot perform a differential backup for database \"%.*ls\", because a current database backup does not exist. Perform a full database backup by reissuing BACKUP DATABASE, omitting the WITH DIFFERENTIAL option.";
+    BACKUP_OPTION_TOO_LONG = 3036, 16, Statement, "The %ls option is limited to %d characters.";
+    BACKUP_PAGE_ERROR = 3043, 16, Statement, "BACKUP '%.*ls' detected an error on page (1:%d) in file '%ls': %ls.";
+    BACKUP_OPTION_INVALID = 3045, 16, Statement, "The %ls option %ls.";
+    EXCLUSIVE_ACCESS_DENIED = 3101, 16, Statement, "Exclusive access could not be obtained because the database is in use.";
+    RESTORE_DATABASE_IN_USE = 3102, 16, Statement, "RESTORE cannot process database '%.*ls' because it is in use by this session. It is recommended that the master database be used when performing this operation.";
+    RESTORE_SYSTEM_DATABASE = 3108, 16, Statement, "To restore the %ls database, the server must be running in single-user mode; tessera cannot restore system databases.";
+    NO_FILES_TO_ROLL_FORWARD = 3117, 16, Statement, "The log or differential backup cannot be restored because no files are ready to rollforward%ls.";
+    MEDIA_FAMILIES_MISSING = 3132, 16, Statement, "The media set has %d media families but only %d are provided. All members must be provided.";
+    BACKUP_SET_INCOMPATIBLE = 3135, 16, Statement, "The backup set in file '%ls' was created by %ls and cannot be used for this restore operation.";
+    DIFFERENTIAL_BASE_MISMATCH = 3136, 16, Statement, "This differential backup cannot be restored because the database has not been restored to the correct earlier state.";
+    RESTORE_WOULD_OVERWRITE_FILE = 3142, 16, Statement, "File \"%ls\" cannot be restored over the existing \"%ls\". Reissue the RESTORE statement using WITH REPLACE to overwrite pre-existing files, or WITH MOVE to identify an alternate location.";
+    DATABASE_ALREADY_ONLINE = 3148, 16, Statement, "RESTORE DATABASE WITH RECOVERY cannot be used on database '%.*ls' because it is already online.";
+    BACKUP_OF_DIFFERENT_DATABASE = 3154, 16, Statement, "The backup set holds a backup of a database other than the existing '%.*ls' database.";
+    LOG_TAIL_NOT_BACKED_UP = 3159, 16, Statement, "The tail of the log for the database \"%.*ls\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.";
+    RESTORE_PAGE_ERROR = 3183, 16, Statement, "RESTORE detected an error on page (1:%d) in database '%.*ls' as read from the backup set: %ls.";
+    BACKUP_HAS_NO_CHECKSUM = 3187, 16, Statement, "RESTORE WITH CHECKSUM cannot be specified because the backup set does not contain checksum information.";
+    BACKUP_SET_DAMAGED = 3189, 16, Statement, "Damage to the backup set was detected%ls.";
+    BACKUP_DEVICE_OPEN_FAILED = 3201, 16, Statement, "%ls";
+    BACKUP_WRITE_FAILED = 3202, 16, Statement, "Write on \"%ls\" failed: %ls";
+    BACKUP_READ_FAILED = 3203, 16, Statement, "Read on \"%ls\" failed: %ls";
+    TOO_MANY_BACKUP_DEVICES = 3205, 16, Statement, "Too many backup devices specified for backup or restore; only 64 are allowed.";
+    BACKUP_DEVICE_NOT_FOUND = 3206, 16, Statement, "%ls";
+    DUPLICATE_BACKUP_DEVICE = 3209, 16, Statement, "The backup device '%ls' is specified more than once.";
+    PERCENT_PROCESSED = 3211, 0, Statement, "%d percent processed.";
+    DUPLICATE_MEDIA_FAMILY = 3227, 16, Statement, "%ls";
+    MEDIA_FAMILY_COUNT_MISMATCH = 3231, 16, Statement, "%ls";
+    LOGICAL_FILE_NOT_IN_DATABASE = 3234, 16, Statement, "Logical file '%.*ls' is not part of database '%.*ls'. Use RESTORE FILELISTONLY to list the logical file names.";
+    MEDIA_FAMILY_MALFORMED = 3241, 16, Statement, "The media family on device '%ls' is incorrectly formed. tessera cannot process this media family.";
+    INVALID_BUFFERCOUNT = 3249, 16, Statement, "The value '0' is not within range for the BUFFERCOUNT parameter.";
+    INVALID_MAXTRANSFERSIZE = 3250, 16, Statement, "The value '%d' is not within range for the MAXTRANSFERSIZE parameter. It must be a multiple of 65536 between 65536 and 4194304.";
+    INVALID_BLOCKSIZE = 3252, 16, Statement, "The block size parameter must supply a value that is a power of 2 between 512 and 65536; %d is not.";
+    BACKUP_SET_VALID = 3262, 0, Statement, "The backup set on file %d is valid.";
+    EXECUTION_TIMES = 3612, 0, Statement, " SQL Server Execution Times:%ls   CPU time = %d ms,  elapsed time = %d ms.";
+    PARSE_COMPILE_TIMES = 3613, 0, Statement, "SQL Server parse and compile time: %ls   CPU time = %d ms, elapsed time = %d ms.";
+    IO_STATISTICS = 3615, 0, Statement, "Table '%.*ls'. Scan count %I64d, logical reads %I64d, physical reads %I64d, page server reads %I64d, read-ahead reads %I64d, page server read-ahead reads %I64d, lob logical reads %I64d, lob physical reads %I64d, lob page server reads %I64d, lob read-ahead reads %I64d, lob page server read-ahead reads %I64d.";
+    QUERY_CANCELLED = 3617, 25, Connection, "The query was cancelled.";
+    STATEMENT_TERMINATED = 3621, 0, Statement, "The statement has been terminated.";
+    INVALID_FLOAT_OPERATION = 3623, 16, Statement, "An invalid floating point operation occurred.";
+    DROP_OBJECT_NOT_FOUND = 3701, 11, Statement, "Cannot drop the %ls '%.*ls', because it does not exist or you do not have permission.";
+    DROP_DATABASE_IN_USE = 3702, 16, Statement, "Cannot drop database \"%.*ls\" because it is currently in use.";
+    DETACH_DATABASE_IN_USE = 3703, 16, Statement, "Cannot detach the %ls '%.*ls' because it is currently in use.";
+    DROP_SYSTEM_DATABASE = 3708, 16, Statement, "Cannot drop the database '%.*ls' because it is a system database.";
+    DROP_CONSTRAINT_INDEX = 3723, 16, Statement, "An explicit DROP INDEX is not allowed on index '%.*ls.%.*ls'. It is being used for %ls constraint enforcement.";
+    CONSTRAINT_REFERENCED_BY_FK = 3725, 16, Statement, "The constraint '%.*ls' is being referenced by table '%.*ls', foreign key constraint '%.*ls'.";
+    DROP_OBJECT_REFERENCED_BY_FK = 3726, 16, Statement, "Could not drop object '%.*ls.%.*ls' because it is referenced by a FOREIGN KEY constraint.";
+    DROP_CONSTRAINT_FAILED = 3727, 16, Statement, "Could not drop constraint. See previous errors.";
+    NOT_A_CONSTRAINT = 3728, 16, Statement, "'%.*ls' is not a constraint.";
+    DROP_SCHEMA_REFERENCED = 3729, 16, Statement, "Cannot drop schema '%.*ls' because it is being referenced by object '%.*ls'.";
+    COMMIT_WITHOUT_BEGIN = 3902, 16, Statement, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION.";
+    ROLLBACK_WITHOUT_BEGIN = 3903, 16, Statement, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.";
+    UNCOMMITTABLE_TRANSACTION = 3930, 16, Statement, "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.";
+    BACKUP_PAGES_PROCESSED = 4035, 0, Statement, "Processed %d pages for database '%.*ls', file '%.*ls' on file %d.";
+    MEDIANAME_MISMATCH = 4037, 16, Statement, "The user-specified MEDIANAME \"%.*ls\" does not match the MEDIANAME \"%.*ls\" of the device \"%ls\".";
+    BACKUP_FILE_ID_NOT_FOUND = 4038, 16, Statement, "Cannot find file ID %d on device '%ls'.";
+    CANNOT_OPEN_LOGIN_DATABASE = 4060, 11, Statement, "Cannot open database \"%.*ls\" requested by the login. The login failed.";
+    DEFAULT_DATABASE_UNAVAILABLE = 4064, 11, Statement, "Cannot open user default database. Login failed.";
+    MULTIPART_ID_NOT_BOUND = 4104, 16, Statement, "The multi-part identifier \"%.*ls\" could not be bound.";
+    WINDOW_FUNCTION_MISPLACED = 4108, 16, Statement, "%ls";
+    ROW_NUMBER_REQUIRES_ORDER_BY = 4112, 15, Statement, "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY.";
+    COLUMN_OR_FUNCTION_NOT_FOUND = 4121, 16, Statement, "Cannot find either column \"%.*ls\" or the user-defined function or aggregate \"%.*ls\", or the name is ambiguous.";
+    NON_BOOLEAN_CONDITION = 4145, 16, Statement, "An expression of non-boolean type specified in a context where a condition is expected, near '%.*ls'.";
+    LOG_BACKUP_IN_SIMPLE_RECOVERY = 4208, 16, Statement, "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE.";
+    NO_DATABASE_BACKUP_FOR_LOG = 4214, 16, Statement, "BACKUP LOG cannot be performed because there is no current database backup.";
+    LOG_BACKUP_TOO_RECENT = 4305, 16, Statement, "The log in this backup set begins at LSN %ls, which is too recent to apply to the database. An earlier log backup that includes LSN %ls can be restored.";
+    LOG_ENDS_BEFORE_STOP_POINT = 4319, 0, Statement, "This log file contains records logged before the designated mark/time. The database is being left in the Restoring state so you can apply another log file.";
+    LOG_BACKUP_TOO_EARLY = 4326, 16, Statement, "The log in this backup set terminates at LSN %ls, which is too early to apply to the database. A more recent log backup that includes LSN %ls can be restored.";
+    STOPAT_TOO_EARLY = 4338, 16, Statement, "The STOPAT clause specifies a point too early to allow this backup set to be restored. Choose a different stop point or use RESTORE DATABASE WITH RECOVERY to recover at the current point.";
+    BULK_LOGGED_NO_STOPAT = 4341, 16, Statement, "This log backup contains bulk-logged changes. It cannot be used to stop at an arbitrary point in time.";
+    VIEW_COLUMN_NAME_MISSING = 4511, 16, Statement, "Create View or Function failed because no column name was specified for column %d.";
+    INCOMPATIBLE_PRIVILEGE = 4606, 16, Statement, "Granted or revoked privilege %ls is not compatible with object.";
+    REVOKE_REQUIRES_CASCADE = 4611, 16, Statement, "To revoke or deny grantable privileges, specify the CASCADE option.";
+    GRANTOR_LACKS_GRANT_OPTION = 4613, 16, Statement, "Grantor does not have GRANT permission.";
+    SPECIAL_ROLE_PERMISSIONS = 4617, 16, Statement, "Cannot grant, deny or revoke permissions to or from special roles.";
+    SERVER_GRANT_OUTSIDE_MASTER = 4621, 16, Statement, "Permissions at the server scope can only be granted when the current database is master";
+    TRUNCATE_TABLE_NOT_FOUND = 4701, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions.";
+    TRUNCATE_REFERENCED_TABLE = 4712, 16, Statement, "Cannot truncate table '%.*ls' because it is being referenced by a FOREIGN KEY constraint.";
+    BULK_LOAD_READ_FAILED = 4804, 16, Statement, "The bulk load data could not be read: %ls.";
+    BULK_LOAD_COLUMN_MISMATCH = 4822, 16, Statement, "The bulk load sent %d columns; INSERT BULK named %d.";
+    ADD_COLUMN_TO_NONEMPTY_TABLE = 4901, 16, Statement, "ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '%.*ls' cannot be added to non-empty table '%.*ls' because it does not satisfy these conditions.";
+    ALTER_TABLE_NOT_FOUND = 4902, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions.";
+    ALTER_COLUMN_HAS_DEPENDENTS = 4922, 16, Statement, "ALTER TABLE %ls COLUMN %.*ls failed because one or more objects access this column.";
+    DROP_ONLY_COLUMN = 4923, 16, Statement, "ALTER TABLE DROP COLUMN failed because '%.*ls' is the only data column in table '%.*ls'. A table must have at least one data column.";
+    DROP_COLUMN_NOT_FOUND = 4924, 16, Statement, "ALTER TABLE DROP COLUMN failed because column '%.*ls' does not exist in table '%.*ls'.";
+    ALTER_DATABASE_DENIED = 5011, 14, Statement, "User does not have permission to alter database '%.*ls', the database does not exist, or the database is not in a state that allows access checks.";
+    MODIFY_FILE_NO_PROPERTY = 5038, 16, Statement, "MODIFY FILE failed for file \"%.*ls\". At least one property per file must be specified.";
+    MODIFY_FILE_SIZE_NOT_LARGER = 5039, 16, Statement, "MODIFY FILE failed. Specified size is less than or equal to current size.";
+    FILE_SIZE_EXCEEDS_MAXSIZE = 5040, 16, Statement, "MODIFY FILE failed for database '%.*ls', file id %d. Size of file (%d KB) is greater than MAXSIZE (%d KB).";
+    MODIFY_FILE_NOT_FOUND = 5041, 16, Statement, "MODIFY FILE failed. File '%.*ls' does not exist.";
+    DATABASE_OPTION_NOT_SETTABLE = 5058, 16, Statement, "%ls database '%.*ls'.";
+    ALTER_DATABASE_FAILED = 5069, 16, Statement, "ALTER DATABASE statement failed.";
+    OBJECT_DEPENDS_ON_COLUMN = 5074, 16, Statement, "The %ls '%.*ls' is dependent on column '%.*ls'.";
+    MAXSIZE_LESS_THAN_SIZE = 5103, 16, Statement, "MAXSIZE cannot be less than SIZE for file '%ls'.";
+    PHYSICAL_FILE_OPEN_FAILED = 5120, 16, Statement, "Unable to open the %ls \"%ls\"%ls";
+    CREATE_FILE_OS_ERROR = 5123, 16, Statement, "CREATE FILE encountered operating system error %ls while attempting to open or create the physical file '%ls'.";
+    DIRECTORY_LOOKUP_FAILED = 5133, 16, Statement, "Directory lookup for the file \"%ls\" failed with the operating system error 2(The system cannot find the file specified.).";
+    FILEGROWTH_EXCEEDS_MAXSIZE = 5169, 16, Statement, "FILEGROWTH cannot be greater than MAXSIZE for file '%.*ls'.";
+    FILE_ALREADY_EXISTS = 5170, 16, Statement, "Cannot create file '%ls' because it already exists. Change the file path or the file name, and retry the operation.";
+    INVALID_FILE_HEADER = 5172, 16, Statement, "The header for file '%ls' is not a valid database file header. The %ls property is incorrect.";
+    FILES_DO_NOT_MATCH_PRIMARY = 5173, 16, Statement, "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files.  If this is an existing database, the file may be corrupted and should be restored from a backup.";
+    FILE_SIZE_TOO_SMALL = 5174, 16, Statement, "Each file size must be greater than or equal to 512 KB.";
+    DATABASE_CONTEXT_CHANGED = 5701, 0, Statement, "Changed database context to '%.*ls'.";
+    LANGUAGE_CHANGED = 5703, 0, Statement, "Changed language setting to us_english.";
+    RECONFIGURE_PERMISSION_DENIED = 5812, 16, Statement, "You do not have permission to run the RECONFIGURE statement.";
+    AFFINITY_MASK_MISMATCH = 5832, 16, Statement, "The affinity mask specified does not match the CPU mask on this system.";
+    KILL_PERMISSION_DENIED = 6102, 14, Statement, "User does not have permission to use the KILL statement.";
+    KILL_OWN_PROCESS = 6104, 16, Statement, "Cannot use KILL to kill your own process.";
+    PROCESS_NOT_ACTIVE = 6106, 16, Statement, "Process ID %d is not an active process ID.";
+    KILL_SYSTEM_PROCESS = 6107, 16, Statement, "Only user processes can be killed.";
+    SAVEPOINT_NOT_FOUND = 6401, 16, Statement, "Cannot roll back %.*ls. No transaction or savepoint of that name was found.";
+    DETACH_SYSTEM_DATABASE = 7940, 16, Statement, "System databases master, model, msdb, and tempdb cannot be detached.";
+    TDS_RPC_STREAM_INCORRECT = 8009, 16, Statement, "%ls";
+    IDENTITY_INSERT_NEEDS_COLUMN_LIST = 8101, 16, Statement, "An explicit value for the identity column in table '%.*ls' can only be specified when a column list is used and IDENTITY_INSERT is ON.";
+    UPDATE_IDENTITY_COLUMN = 8102, 16, Statement, "Cannot update identity column '%.*ls'.";
+    NO_IDENTITY_PROPERTY = 8106, 16, Statement, "Table '%.*ls' does not have the identity property. Cannot perform SET operation.";
+    IDENTITY_INSERT_ALREADY_ON = 8107, 16, Statement, "IDENTITY_INSERT is already ON for table '%.*ls'. Cannot perform SET operation for table '%.*ls'.";
+    MULTIPLE_PRIMARY_KEYS = 8110, 16, Statement, "Cannot add multiple PRIMARY KEY constraints to table '%.*ls'.";
+    NULLABLE_PRIMARY_KEY_COLUMN = 8111, 16, Statement, "Cannot define PRIMARY KEY constraint on nullable column in table '%.*ls'.";
+    TYPE_CONVERSION_ERROR = 8114, 16, Batch, "%ls";
+    ARITHMETIC_OVERFLOW = 8115, 16, Statement, "Arithmetic overflow error converting %ls to data type %ls.";
+    INVALID_ARGUMENT_TYPE = 8116, 16, Statement, "%ls";
+    INVALID_OPERAND_TYPE = 8117, 16, Statement, "Operand data type %ls is invalid for %ls operator.";
+    COLUMN_NOT_IN_GROUP_BY = 8120, 16, Statement, "Column '%.*ls' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.";
+    HAVING_COLUMN_NOT_GROUPED = 8121, 16, Statement, "Column '%.*ls' is invalid in the HAVING clause because it is not contained in either an aggregate function or the GROUP BY clause.";
+    ORDER_BY_COLUMN_NOT_GROUPED = 8127, 16, Statement, "Column \"%.*ls\" is invalid in the ORDER BY clause because it is not contained in either an aggregate function or the GROUP BY clause.";
+    DIVIDE_BY_ZERO = 8134, 16, Statement, "Divide by zero error encountered.";
+    FOREIGN_KEY_COLUMN_COUNT_MISMATCH = 8139, 16, Statement, "Number of referencing columns in foreign key differs from number of referenced columns, table '%.*ls'.";
+    TOO_MANY_ARGUMENTS = 8144, 16, Statement, "Procedure or function %.*ls has too many arguments specified.";
+    UNKNOWN_PARAMETER = 8145, 16, Statement, "%.*ls is not a parameter for procedure %.*ls.";
+    NULL_ELIMINATED_BY_AGGREGATE = 8153, 10, Statement, "Warning: Null value is eliminated by an aggregate or other SET operation.";
+    NO_COLUMN_NAME_SPECIFIED = 8155, 16, Statement, "No column name was specified for column %d of '%.*ls'.";
+    DUPLICATE_COLUMN_IN_LIST = 8156, 16, Statement, "The column '%.*ls' was specified multiple times for '%.*ls'.";
+    MORE_COLUMNS_THAN_LIST = 8158, 16, Statement, "'%.*ls' has more columns than were specified in the column list.";
+    FEWER_COLUMNS_THAN_LIST = 8159, 16, Statement, "'%.*ls' has fewer columns than were specified in the column list.";
+    PARAMETER_NOT_OUTPUT = 8162, 16, Statement, "The formal parameter \"%.*ls\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output.";
+    INVALID_UNIQUEIDENTIFIER = 8169, 16, Batch, "Conversion failed when converting from a character string to uniqueidentifier.";
+    UNIQUEIDENTIFIER_RESULT_TOO_SMALL = 8170, 16, Statement, "Insufficient result space to convert uniqueidentifier value to %ls.";
+    PARAMETERS_NOT_SUPPLIED = 8178, 16, Statement, "The parameterized query expects parameters that were not supplied.";
+    PREPARED_HANDLE_NOT_FOUND = 8179, 16, Statement, "Could not find prepared statement with handle %d.";
+    CHECKDB_TABLE_ERROR = 8939, 16, Statement, "Table error: %ls";
+    MISSING_INDEX_ROW = 8951, 16, Statement, "Table error: %.*ls. Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:";
+    EXTRA_INDEX_ROW = 8952, 16, Statement, "Table error: %.*ls. Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:";
+    CHECKDB_DATA_ROW_DETAIL = 8955, 16, Statement, "Data row identified by (%ls) with index values '%ls'.";
+    CHECKDB_INDEX_ROW_DETAIL = 8956, 16, Statement, "Index row with key 0x%ls pointing to the data row identified by (%ls).";
+    CHECKDB_MIN_REPAIR_LEVEL = 8958, 0, Statement, "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB (%.*ls).";
+    CHECKDB_DATABASE_SUMMARY = 8989, 0, Statement, "CHECKDB %ls 0 allocation errors and %d consistency errors in database '%.*ls'.";
+    CHECKDB_TABLE_SUMMARY = 8990, 0, Statement, "CHECKDB found 0 allocation errors and %d consistency errors in table '%.*ls' (object ID %d).";
+    LOG_NOT_AVAILABLE = 9001, 21, Connection, "The log for database '%.*ls' is not available. Check the ERRORLOG for related error messages. Resolve any errors and restart the server.";
+    LOG_FULL = 9002, 17, Statement, "The transaction log for database '%.*ls' is full due to '%ls'.";
+    UNSUPPORTED_DATEPART = 9810, 16, Statement, "The datepart %ls is not supported by date function %ls for data type %ls.";
+    INVALID_TIME_ZONE = 9812, 16, Statement, "The timezone provided to builtin function %ls is invalid.";
+    THROW_OUTSIDE_CATCH = 10704, 15, Statement, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement.";
+    VALUES_ROW_LENGTH_MISMATCH = 10709, 16, Statement, "The number of columns for each row in a table value constructor must be the same.";
+    TOP_WITH_OFFSET = 10741, 15, Statement, "A TOP can not be used in the same query or sub-query as a OFFSET.";
+    NEGATIVE_OFFSET = 10742, 15, Statement, "The offset specified in a OFFSET clause may not be negative.";
+    OFFSET_FETCH_ROWS_NOT_INTEGER = 10743, 15, Statement, "The number of rows provided for a %ls clause must be an integer.";
+    FETCH_ROWS_NOT_POSITIVE = 10744, 15, Statement, "The number of rows provided for a FETCH clause must be greater then zero.";
+    RESOURCE_GOVERNOR_DENIED = 10902, 16, Statement, "User does not have permission to alter the resource governor configuration.";
+    CLASSIFIER_FUNCTION_NOT_FOUND = 10903, 16, Statement, "User-defined function '%ls' does not exist in master database, or the user does not have permission to access it.";
+    CLASSIFIER_SCHEMA_NOT_FOUND = 10904, 16, Statement, "The specified schema name '%.*ls' for classifier user-defined function either does not exist, or the user does not have permission to use it.";
+    INVALID_CLASSIFIER_FUNCTION = 10907, 16, Statement, "The object '%.*ls'.'%.*ls' is not a valid resource governor classifier user-defined function. A valid classifier user-defined function must be schema-bound, return sysname, and have no parameters.";
+    RG_ATTRIBUTE_ABOVE_LIMIT = 10908, 16, Statement, "Attribute '%.*ls' with value of %u is greater than attribute '%.*ls' with value of %u.";
+    RG_ATTRIBUTE_BELOW_LIMIT = 10909, 16, Statement, "Attribute '%.*ls' with value of %u is less than attribute '%.*ls' with value of %u.";
+    TOO_MANY_RESOURCE_POOLS = 10910, 16, Statement, "The resource pool cannot be created. The maximum number of resource pools cannot exceed current limit of %u including predefined resource pools.";
+    RESOURCE_POOL_MIN_SUM_EXCEEDED = 10911, 16, Statement, "The operation could not be completed. The specified '%.*ls' value, %u, causes the sum of minimums on all resource pools to exceed 100 percent. Reduce the value or modify other resource pools so that the sum is less than 100.";
+    RESOURCE_POOL_NOT_FOUND = 10912, 16, Statement, "Requested operation cannot be performed because the resource pool '%.*ls' does not exist.";
+    DROP_PREDEFINED_NOT_ALLOWED = 10913, 16, Statement, "The operation could not be completed. Dropping predefined %ls is not allowed.";
+    WORKLOAD_GROUP_OP_NOT_ALLOWED = 10914, 16, Statement, "Users are not allowed to %ls the workload group '%.*ls' in the '%.*ls' resource pool.";
+    RG_NAME_STARTS_WITH_HASH = 10915, 16, Statement, "The name of the %ls '%.*ls' cannot begin with # of ##.";
+    ALTER_PREDEFINED_NOT_ALLOWED = 10916, 16, Statement, "The operation could not be completed. Altering '%.*ls' %ls is not allowed.";
+    RESOURCE_POOL_HAS_GROUPS = 10917, 16, Statement, "Cannot drop resource pool '%.*ls' because it contains workload group '%.*ls'. Drop or remove all workload groups using this resource pool before dropping it.";
+    ALTER_WORKLOAD_GROUP_NO_CLAUSE = 10918, 16, Statement, "ALTER WORKLOAD GROUP failed. Either a 'WITH' or 'USING' clause must be specified.";
+    RG_OBJECT_ALREADY_EXISTS = 10919, 16, Statement, "Cannot create %ls '%.*ls' because it already exists.";
+    RG_CONFIG_READ_FAILED = 10920, 16, Statement, "An error occurred while reading the resource governor configuration from master database. Check the integrity of master database or contact the system administrator.";
+    CLASSIFIER_FUNCTION_IN_USE = 10921, 16, Statement, "Cannot %ls user-defined function '%.*ls'. It is being used as a resource governor classifier.";
+    WORKLOAD_GROUP_CANNOT_MOVE = 10922, 16, Statement, "The '%.*ls' %ls cannot be moved out of '%.*ls' %ls.";
+    CONTAINED_USERS_WITH_PASSWORD = 12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE.";
+    CONTAINED_AUTH_DISABLED = 12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.";
+    PROCEDURE_IN_TRANSACTION = 15002, 16, Statement, "The procedure '%s' cannot be executed within a transaction.";
+    INVALID_LOGIN = 15007, 16, Statement, "'%s' is not a valid login or you do not have permission.";
+    OBJECT_NOT_IN_DATABASE = 15009, 16, Statement, "The object '%.*ls' does not exist in database '%.*ls' or is invalid for this operation.";
+    NO_SUCH_DATABASE = 15010, 16, Statement, "The database '%.*ls' does not exist. Supply a valid database name. To see available databases, use sys.databases.";
+    INVALID_PASSWORD_PARAMETER = 15021, 16, Statement, "Invalid value given for parameter PASSWORD. Specify a valid parameter value.";
+    USER_OR_ROLE_EXISTS = 15023, 16, Statement, "User, group, or role '%s' already exists in the current database.";
+    SERVER_PRINCIPAL_EXISTS = 15025, 16, Statement, "The server %ls.";
+    INVALID_LANGUAGE_NAME = 15033, 16, Statement, "'%.*ls' is not a valid official language name.";
+    LOGIN_ALREADY_HAS_USER = 15063, 16, Statement, "The login already has an account under a different user name.";
+    NEW_OWNER_ALREADY_USER = 15110, 16, Statement, "The proposed new database owner is already a user or aliased in the database.";
+    PASSWORD_TOO_SHORT = 15116, 16, Statement, "Password validation failed. The password does not meet the operating system policy requirements because it is too short.";
+    PASSWORD_NOT_COMPLEX = 15118, 16, Statement, "%ls";
+    CHECK_EXPIRATION_WITHOUT_POLICY = 15122, 16, Statement, "The CHECK_EXPIRATION option cannot be used when CHECK_POLICY is OFF.";
+    CONFIG_OPTION_NOT_FOUND = 15123, 16, Statement, "%ls";
+    CONFIG_OPTION_AMBIGUOUS = 15125, 16, Statement, "The configuration option '%.*ls' is not unique.";
+    INVALID_CONFIG_VALUE = 15129, 16, Statement, "'%ls' is not a valid value for configuration option '%.*ls'%ls.";
+    PRINCIPAL_OWNS_SCHEMA = 15138, 16, Statement, "The database principal owns a schema in the database, and cannot be dropped.";
+    ROLE_HAS_MEMBERS = 15144, 16, Statement, "The role has members. It must be empty before it can be dropped.";
+    CANNOT_MODIFY_USER = 15150, 16, Statement, "Cannot %ls the user '%.*ls'.";
+    PRINCIPAL_NOT_FOUND_OR_DENIED = 15151, 16, Statement, "Cannot %ls the %ls '%.*ls', because it does not exist or you do not have permission.";
+    APP_ROLE_SET_FAILED = 15161, 16, Statement, "Cannot set application role '%.*ls' because it does not exist or the password is incorrect.";
+    CONTEXT_NOT_REVERTIBLE = 15196, 16, Statement, "The current security context is non-revertible. The \"Revert\" statement failed.";
+    ADMIN_ACTION_DENIED = 15247, 16, Statement, "User does not have permission to perform this action.";
+    APP_ROLE_DROPPED = 15356, 16, Statement, "The current application role has been dropped. The current security context contains no valid database user context.";
+    REVERT_CONTEXT_MISMATCH = 15357, 16, Statement, "The current security context was set by \"%ls\". It cannot be reverted by statement \"%ls\".";
+    EXTERNAL_LOGIN_UNSUPPORTED = 15401, 16, Statement, "Logins FROM %ls are not supported; use CREATE LOGIN %.*ls WITH PASSWORD = '…'.";
+    SPECIAL_PRINCIPAL_NOT_USABLE = 15405, 16, Statement, "Cannot use the special principal '%s'.";
+    EXECUTE_AS_LOGIN_FAILED = 15406, 16, Statement, "Cannot execute as the server principal because the principal \"%.*ls\" does not exist, this type of principal cannot be impersonated, or you do not have permission.";
+    CIRCULAR_ROLE_MEMBERSHIP = 15413, 16, Statement, "Cannot make a role a member of itself or of one of its members.";
+    APP_ROLE_AD_HOC_ONLY = 15422, 16, Statement, "Application roles can only be activated at the ad hoc level.";
+    ROLENAME_REQUIRED = 15431, 16, Statement, "You must specify the @rolename parameter.";
+    INVALID_SID = 15433, 16, Statement, "Supplied parameter sid is in use or is not a valid security identifier.";
+    DROP_LOGGED_IN_LOGIN = 15434, 16, Statement, "Could not drop login '%.*ls' as the user is currently logged in.";
+    CONFIG_OPTION_CHANGED = 15457, 0, Statement, "Configuration option '%.*ls' changed from %ls to %ls. Run the RECONFIGURE statement to install.";
+    EXECUTE_AS_USER_FAILED = 15517, 16, Statement, "Cannot execute as the database principal because the principal \"%.*ls\" does not exist, this type of principal cannot be impersonated, or you do not have permission.";
+    APP_ROLE_UNSET_FAILED = 15592, 16, Statement, "Cannot unset application role because none was set or the cookie is invalid.";
+    INVALID_PROCEDURE_PARAMETER = 15600, 15, Statement, "An invalid parameter or option was specified for procedure '%s'.";
+    MESSAGE_NOT_FOUND = 18054, 16, Statement, "Error %d, severity %d, state %d was raised, but no message with that error number was found in sys.messages. If error is larger than 50000, make sure the user-defined message is added using sp_addmessage.";
+    IMPERSONATED_RESET_DROPPED = 18059, 20, Connection, "The connection has been dropped because the principal that opened it subsequently assumed a new security context, and then tried to reset the connection under its impersonated security context. This scenario is not supported. See \"Impersonation Overview\" in Books Online.";
+    LOGIN_FAILED = 18456, 14, Statement, "Login failed for user '%.*ls'.";
+    LOGIN_LOCKED_OUT = 18486, 14, Statement, "Login failed for user '%.*ls' because the account is currently locked out. The system administrator can unlock it.";
+    PASSWORD_USER_NOT_CONTAINED = 33233, 16, Statement, "You can only create a user with a password in a contained database.";
+    THROW_NUMBER_OUT_OF_RANGE = 35100, 16, Statement, "Error number %d in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647.";
+    APPLY_NOT_SUPPORTED = 40517, 16, Statement, "CROSS APPLY and OUTER APPLY are not supported yet.";
+    COMPUTED_COLUMNS_NOT_SUPPORTED = 40520, 16, Statement, "Computed columns are not supported yet.";
+    CHECK_NOCHECK_NOT_SUPPORTED = 40521, 16, Statement, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced.";
+    FILTERED_INDEX_NOT_SUPPORTED = 40522, 16, Statement, "Filtered indexes are not supported yet.";
+    MULTI_STATEMENT_TVF_NOT_SUPPORTED = 40526, 16, Statement, "Multi-statement table-valued functions are not supported yet.";
+    CORRELATED_TVF_ARGS_NOT_SUPPORTED = 40527, 16, Statement, "Arguments of table-valued functions that read columns (APPLY) are not supported yet.";
+    EXECUTE_AS_TVF_NOT_SUPPORTED = 40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet.";
+    DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
+}

@@ -2,6 +2,7 @@
 
 use crate::dml::{self, BoundTarget};
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use super::constraints::{apply_constraint, constraint_failed, set_default};
 use super::indexes::place_index;
@@ -50,7 +51,7 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                 }
                 let col = column_def(c, first_new + k + 1)?;
                 if col.identity.is_some() && new.identity_column().is_some() {
-                    return Err(SqlError::new(2744, format!("Multiple identity columns specified for table '{}'. Only one identity column per table is allowed.", table.name)));
+                    return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&table.name]));
                 }
                 let needs_value = !col.nullable || col.identity.is_some();
                 new.columns.push(col);
@@ -89,8 +90,7 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
             for (k, con) in constraints.iter().enumerate() {
                 if matches!(con.kind, ConstraintKind::PrimaryKey { .. }) && new.primary_key().is_some() {
                     return Err(constraint_failed(
-                        SqlError::new(1779, format!("Table '{}' already has a primary key defined on it.", table.name))
-                            .with_state(0),
+                        msg::TABLE_ALREADY_HAS_PRIMARY_KEY.with(&[&table.name]).with_state(0),
                     ));
                 }
                 let salt = salt + 200 + k as u64;
@@ -217,7 +217,7 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                 return Ok(());
             }
             if keep.is_empty() {
-                return Err(SqlError::new(4923, format!("ALTER TABLE DROP COLUMN failed because '{}' is the only data column in table '{}'. A table must have at least one data column.", names[0].value, table.name)));
+                return Err(msg::DROP_ONLY_COLUMN.with(&[&names[0].value, &table.name]));
             }
             let remap = |c: usize| keep.iter().position(|&k| k == c).expect("kept column");
             new.columns = keep.iter().map(|&i| table.columns[i].clone()).collect();
@@ -275,9 +275,10 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                 {
                     col.default = None;
                 } else if !*if_exists {
-                    return Err(SqlError::new(3727, "Could not drop constraint. See previous errors.")
+                    return Err(msg::DROP_CONSTRAINT_FAILED
+                        .err()
                         .with_state(0)
-                        .after(SqlError::new(3728, format!("'{name}' is not a constraint."))));
+                        .after(msg::NOT_A_CONSTRAINT.with(&[&name])));
                 }
             }
             if rewrite {
@@ -312,9 +313,7 @@ fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTa
                 Ok(r)
             })
         }
-        ast::AlterTableAction::CheckConstraints { .. } => {
-            Err(SqlError::new(40521, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced."))
-        }
+        ast::AlterTableAction::CheckConstraints { .. } => Err(msg::CHECK_NOCHECK_NOT_SUPPORTED.err()),
     }
 }
 
@@ -338,5 +337,5 @@ fn column_in_use(verb: &str, column: &str, dependent: &str, what: &str) -> SqlEr
         format!("ALTER TABLE {verb} COLUMN {column} failed because one or more objects access this column."),
     )
     .with_state(9)
-    .after(SqlError::new(5074, format!("The {what} '{dependent}' is dependent on column '{column}'.")))
+    .after(msg::OBJECT_DEPENDS_ON_COLUMN.with(&[&what, &dependent, &column]))
 }

@@ -5,6 +5,7 @@
 //! altering one, ALTER on it (which ALTER ANY APPLICATION ROLE covers). A failed statement
 //! changes nothing.
 
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{Ident, UserOption};
 
@@ -15,7 +16,7 @@ use crate::runtime::ExecCtx;
 
 /// An option that does not belong to an application role: SQL Server's parser refuses it.
 fn misplaced(option: &str) -> SqlError {
-    SqlError::new(102, format!("Incorrect syntax near '{option}'."))
+    msg::SYNTAX_ERROR_NEAR.with(&[&option])
 }
 
 /// The role named `name`, if it is an application role.

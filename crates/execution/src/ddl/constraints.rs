@@ -1,6 +1,7 @@
 //! Constraints: PRIMARY KEY, UNIQUE, CHECK, DEFAULT and FOREIGN KEY definitions and their names.
 
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use super::indexes::index_columns;
 use super::tree_name;
@@ -254,7 +255,7 @@ pub(super) fn apply_constraint(
                 )
             })?;
             if table.columns[i].default.is_some() {
-                return Err(SqlError::new(1781, "Column already has a DEFAULT bound to it."));
+                return Err(msg::DEFAULT_ALREADY_BOUND.err());
             }
             let name = match &c.name {
                 Some(n) => n.value.clone(),
@@ -277,7 +278,7 @@ pub(super) fn set_default(table: &mut Table, col: usize, def: &(Option<Ident>, a
 /// Errors in a constraint definition are summed up by error 1750.
 pub(super) fn constraint_failed(e: SqlError) -> SqlError {
     if matches!(e.number, 1505 | 1753 | 1767 | 1769 | 1776 | 1779 | 1911 | 2714 | 8111) {
-        SqlError::new(1750, "Could not create constraint or index. See previous errors.").with_state(0).after(e)
+        msg::CONSTRAINT_OR_INDEX_NOT_CREATED.err().with_state(0).after(e)
     } else {
         e
     }

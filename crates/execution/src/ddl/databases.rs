@@ -1,6 +1,7 @@
 //! Databases: CREATE, DROP and ALTER DATABASE.
 
 use tessera_database::{DatabaseOptions, DelayedDurability, Growth, RecoveryModel};
+use tessera_errors::msg;
 
 use super::files;
 use crate::runtime::ExecCtx;
@@ -141,8 +142,7 @@ pub fn attach_files(ctx: &mut ExecCtx, name: &str, data: &std::path::Path, log: 
         1801 | 5172 => e.into(),
         _ => match e {
             tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
-            e => SqlError::new(1813, format!("Could not open new database '{name}'. CREATE DATABASE is aborted."))
-                .after(e.into()),
+            e => msg::NEW_DATABASE_OPEN_FAILED.with(&[&name]).after(e.into()),
         },
     })
 }
@@ -157,7 +157,7 @@ pub fn detach_database(ctx: &mut ExecCtx, n: &str) -> SqlResult<()> {
         ));
     }
     if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
-        return Err(SqlError::new(7940, "System databases master, model, msdb, and tempdb cannot be detached."));
+        return Err(msg::DETACH_SYSTEM_DATABASE.err());
     }
     let in_use = || SqlError::new(3703, format!("Cannot detach the database '{n}' because it is currently in use."));
     let used_by_other = ctx
@@ -195,21 +195,17 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
         .with_severity(11));
     }
     if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
-        return Err(SqlError::new(3708, format!("Cannot drop the database '{n}' because it is a system database.")));
+        return Err(msg::DROP_SYSTEM_DATABASE.with(&[&n]));
     }
     if ctx.session.database.eq_ignore_ascii_case(n)
         || ctx.session.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(n))
     {
-        return Err(
-            SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")).with_state(4)
-        );
+        return Err(msg::DROP_DATABASE_IN_USE.with(&[&n]).with_state(4));
     }
     let id = ctx.shared.engine.database_id(n);
     ctx.shared.forget(n);
     ctx.shared.engine.drop_database(n).map_err(|e| match e.number() {
-        3702 => {
-            SqlError::new(3702, format!("Cannot drop database \"{n}\" because it is currently in use.")).with_state(4)
-        }
+        3702 => msg::DROP_DATABASE_IN_USE.with(&[&n]).with_state(4),
         _ => e.into(),
     })?;
     if let Some(id) = id {
@@ -221,7 +217,7 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
 pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDatabaseAction) -> SqlResult<()> {
     let n = if name.value.eq_ignore_ascii_case("current") { ctx.session.database.clone() } else { name.value.clone() };
     let database = ctx.shared.database(&n).map_err(|e| match e.number {
-        911 => SqlError::new(5069, "ALTER DATABASE statement failed.").after(
+        911 => msg::ALTER_DATABASE_FAILED.err().after(
             SqlError::new(
                 5011,
                 format!("User does not have permission to alter database '{n}', the database does not exist, or the database is not in a state that allows access checks."),
@@ -241,14 +237,12 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                 }
                 match opt.as_str() {
                     "RECOVERY" => {
-                        options.recovery_model = RecoveryModel::parse(value).ok_or_else(|| {
-                            SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)
-                        })?;
+                        options.recovery_model = RecoveryModel::parse(value)
+                            .ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15))?;
                     }
                     "DELAYED_DURABILITY" => {
-                        options.delayed_durability = DelayedDurability::parse(value).ok_or_else(|| {
-                            SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)
-                        })?;
+                        options.delayed_durability = DelayedDurability::parse(value)
+                            .ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15))?;
                     }
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
                     "DB_CHAINING" => {
@@ -259,12 +253,12 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                             ));
                         }
                         if !ctx.shared.session_in_role(ctx.session, "sysadmin") {
-                            return Err(SqlError::new(15247, "User does not have permission to perform this action."));
+                            return Err(msg::ADMIN_ACTION_DENIED.err());
                         }
                         options.db_chaining = match value.as_str() {
                             "ON" => true,
                             "OFF" => false,
-                            _ => return Err(SqlError::new(102, format!("Incorrect syntax near '{value}'."))),
+                            _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&value])),
                         };
                     }
                     "MAX_CONCURRENT_REQUESTS"
@@ -301,10 +295,9 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
 /// tenant's: a server setting (ALTER SETTINGS, 15247).
 fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: &str, value: &str) -> SqlResult<()> {
     if !ctx.shared.holds_server(ctx.session, "ALTER SETTINGS") {
-        return Err(SqlError::new(15247, "User does not have permission to perform this action."));
+        return Err(msg::ADMIN_ACTION_DENIED.err());
     }
-    let n: u32 =
-        value.parse().map_err(|_| SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15))?;
+    let n: u32 = value.parse().map_err(|_| msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15))?;
     let out_of_range = |max: u32| {
         SqlError::new(15129, format!("'{n}' is not a valid value for configuration option '{opt}': 0 to {max}."))
     };
@@ -334,7 +327,7 @@ fn set_containment(ctx: &ExecCtx, database: &std::sync::Arc<tessera_database::Da
     let contained = match value {
         "PARTIAL" => true,
         "NONE" => false,
-        _ => return Err(SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)),
+        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15)),
     };
     if contained && ctx.shared.config.run_value(crate::config::CONTAINED_AUTHENTICATION) != Some(1) {
         return Err(SqlError::new(
@@ -364,7 +357,7 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
     } else if logical.eq_ignore_ascii_case(&format!("{db}_log")) {
         FileKind::Log
     } else {
-        return Err(SqlError::new(5041, format!("MODIFY FILE failed. File '{logical}' does not exist.")));
+        return Err(msg::MODIFY_FILE_NOT_FOUND.with(&[&logical]));
     };
     if !spec.options.iter().any(|(k, _)| k != "NAME") {
         return Err(SqlError::new(

@@ -3,6 +3,7 @@
 //! is megabytes) and checked as SQL Server checks them, into a database's options.
 
 use tessera_database::{DatabaseOptions, Growth};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::FileSpec;
 
@@ -34,7 +35,7 @@ pub fn check_names(spec: &FileSpec, allowed: &[&str]) -> SqlResult<()> {
 }
 
 fn syntax_near(value: &str) -> SqlError {
-    SqlError::new(102, format!("Incorrect syntax near '{value}'.")).with_severity(15)
+    msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15)
 }
 
 /// `10MB`, `512KB`, `2GB`, `1TB`, `10` (megabytes) in bytes.
@@ -62,7 +63,7 @@ pub fn sizes(spec: &FileSpec, name: &str) -> SqlResult<FileSizes> {
     if let Some(v) = option(spec, "SIZE") {
         let size = bytes(v)?;
         if size < MIN_FILE_BYTES {
-            return Err(SqlError::new(5174, "Each file size must be greater than or equal to 512 KB."));
+            return Err(msg::FILE_SIZE_TOO_SMALL.err());
         }
         out.size = Some(size);
     }
@@ -77,12 +78,12 @@ pub fn sizes(spec: &FileSpec, name: &str) -> SqlResult<FileSizes> {
     }
     if let (Some(size), Some(Some(max))) = (out.size, out.max_size) {
         if max < size {
-            return Err(SqlError::new(5103, format!("MAXSIZE cannot be less than SIZE for file '{name}'.")));
+            return Err(msg::MAXSIZE_LESS_THAN_SIZE.with(&[&name]));
         }
     }
     if let (Some(Growth::Bytes(growth)), Some(Some(max))) = (out.growth, out.max_size) {
         if growth > max {
-            return Err(SqlError::new(5169, format!("FILEGROWTH cannot be greater than MAXSIZE for file '{name}'.")));
+            return Err(msg::FILEGROWTH_EXCEEDS_MAXSIZE.with(&[&name]));
         }
     }
     Ok(out)

@@ -3,6 +3,7 @@
 use crate::dml::{self, BoundTarget};
 use std::sync::Arc;
 use tessera_database::LockMode;
+use tessera_errors::msg;
 
 use super::locking::{lock_for_ddl, lock_trees};
 use super::rebuild::{in_own_transaction, rebuild, save_definition};
@@ -16,9 +17,7 @@ use tessera_syntax::ast::{self, Ident, ObjectName};
 pub(super) fn index_columns(table: &Table, cols: &[ast::IndexColumn], what: &str) -> SqlResult<Vec<(usize, bool)>> {
     let mut out = Vec::new();
     for c in cols {
-        let i = table.column(&c.name.value).ok_or_else(|| {
-            SqlError::new(1911, format!("Column name '{}' does not exist in the target table or view.", c.name.value))
-        })?;
+        let i = table.column(&c.name.value).ok_or_else(|| msg::INDEX_COLUMN_NOT_FOUND.with(&[&c.name.value]))?;
         if out.iter().any(|(x, _)| *x == i) {
             return Err(SqlError::new(
                 1909,
@@ -62,17 +61,13 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         ));
     }
     if ci.filter.is_some() {
-        return Err(SqlError::new(40522, "Filtered indexes are not supported yet."));
+        return Err(msg::FILTERED_INDEX_NOT_SUPPORTED.err());
     }
     let columns = index_columns(&table, &ci.columns, "key or index")?;
     let include = ci
         .include
         .iter()
-        .map(|c| {
-            table.column(&c.value).ok_or_else(|| {
-                SqlError::new(1911, format!("Column name '{}' does not exist in the target table or view.", c.value))
-            })
-        })
+        .map(|c| table.column(&c.value).ok_or_else(|| msg::INDEX_COLUMN_NOT_FOUND.with(&[&c.value])))
         .collect::<SqlResult<Vec<_>>>()?;
     let mut new = (*table).clone();
     let version = ctx.shared.catalog(&database)?.version;

@@ -4,6 +4,7 @@
 //! it fails.
 
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::Object;
@@ -47,7 +48,7 @@ impl Caller {
 }
 
 pub(super) fn exists(name: &str) -> SqlError {
-    SqlError::new(15023, format!("User, group, or role '{name}' already exists in the current database."))
+    msg::USER_OR_ROLE_EXISTS.with(&[&name])
 }
 
 pub(super) fn not_found(verb: &str, what: &str, name: &str) -> SqlError {
@@ -102,7 +103,7 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
         }
         if let Some(sid) = &sid {
             if s.user_for_sid(sid).is_some() || s.owner_sid() == sid.as_slice() {
-                return Err(SqlError::new(15063, "The login already has an account under a different user name."));
+                return Err(msg::LOGIN_ALREADY_HAS_USER.err());
             }
         }
         let mut next = s.clone();
@@ -330,7 +331,7 @@ pub fn alter_role(ctx: &ExecCtx, role: &Ident, action: &AlterRoleAction) -> SqlR
             }
             AlterRoleAction::Rename(new) => {
                 if r.is_fixed() {
-                    return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", r.name)));
+                    return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&r.name]));
                 }
                 if s.principal(&new.value).is_some() {
                     return Err(exists(&new.value));
@@ -359,10 +360,10 @@ pub fn drop_role(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
             return Err(not_found("drop", "role", &name.value));
         }
         if r.is_fixed() {
-            return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", r.name)));
+            return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&r.name]));
         }
         if s.members().iter().any(|&(role, _)| role == r.id) {
-            return Err(SqlError::new(15144, "The role has members. It must be empty before it can be dropped."));
+            return Err(msg::ROLE_HAS_MEMBERS.err());
         }
         Ok((without_principal(s, &r)?, ()))
     })
@@ -481,7 +482,7 @@ pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>)
             ctx.shared.engine.alter_database(db.name(), options)?;
             Ok(())
         }
-        _ => Err(SqlError::new(15247, "User does not have permission to perform this action.")),
+        _ => Err(msg::ADMIN_ACTION_DENIED.err()),
     }
 }
 
@@ -576,7 +577,7 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
             };
             Ok(Target { class: Class::Principal, major_id: principal.id, schema: None, all })
         }
-        _ => Err(SqlError::new(15247, "User does not have permission to perform this action.")),
+        _ => Err(msg::ADMIN_ACTION_DENIED.err()),
     }
 }
 
@@ -646,10 +647,10 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
                 return Err(not_found("find", "user", &g.value));
             };
             if matches!(principal.id, DBO_ID | 3 | 4) {
-                return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", principal.name)));
+                return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&principal.name]));
             }
             if is_fixed_role(principal.id) {
-                return Err(SqlError::new(4617, "Cannot grant, deny or revoke permissions to or from special roles."));
+                return Err(msg::SPECIAL_ROLE_PERMISSIONS.err());
             }
             grantees.push(principal.id);
         }
@@ -708,8 +709,7 @@ fn column_ids(
     permission: &str,
     columns: &[tessera_syntax::ast::Ident],
 ) -> SqlResult<Vec<i32>> {
-    let incompatible =
-        || SqlError::new(4606, format!("Granted or revoked privilege {permission} is not compatible with object."));
+    let incompatible = || msg::INCOMPATIBLE_PRIVILEGE.with(&[&permission]);
     if t.class != Class::Object || !["SELECT", "UPDATE", "REFERENCES"].contains(&permission) {
         return Err(incompatible());
     }
@@ -717,12 +717,7 @@ fn column_ids(
     let Some(table) = catalog.table_by_id(t.major_id) else { return Err(incompatible()) };
     columns
         .iter()
-        .map(|c| {
-            table
-                .column(&c.value)
-                .map(|i| i as i32 + 1)
-                .ok_or_else(|| SqlError::new(207, format!("Invalid column name '{}'.", c.value)))
-        })
+        .map(|c| table.column(&c.value).map(|i| i as i32 + 1).ok_or_else(|| msg::INVALID_COLUMN_NAME.with(&[&c.value])))
         .collect()
 }
 
@@ -769,20 +764,16 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
             && (!on_sysadmin || l.is_sysadmin())
     });
     if !may {
-        return Err(SqlError::new(4613, "Grantor does not have GRANT permission."));
+        return Err(msg::GRANTOR_LACKS_GRANT_OPTION.err());
     }
     let grantor = caller.map_or(1, |l| l.principal_id);
     let mut grantees = Vec::new();
     for g in &p.principals {
         let id = match ctx.shared.logins.get(&g.value) {
-            Some(l) if l.principal_id == 1 => {
-                return Err(SqlError::new(15405, format!("Cannot use the special principal '{}'.", l.name)))
-            }
+            Some(l) if l.principal_id == 1 => return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&l.name])),
             Some(l) => l.principal_id,
             None => match crate::logins::SERVER_ROLES.iter().find(|(_, r)| g.is(r)) {
-                Some((3, name)) => {
-                    return Err(SqlError::new(15405, format!("Cannot use the special principal '{name}'.")))
-                }
+                Some((3, name)) => return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&name])),
                 Some((id, _)) => *id,
                 None => return Err(not_found("find", "login", &g.value)),
             },

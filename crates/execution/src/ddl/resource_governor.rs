@@ -1,6 +1,7 @@
 //! Resource Governor's statements, checked as SQL Server checks them (CONTROL SERVER;
 //! errors 10902–10922, 15151) and applied to the stored configuration.
 
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::governor::{GovernorOption, GovernorStatement, OptionValue};
 use tessera_syntax::ast::{self, Ident, ObjectName, StatementKind};
@@ -28,7 +29,7 @@ pub fn execute(ctx: &mut ExecCtx, statement: &GovernorStatement, in_transaction:
             GovernorStatement::DropGroup(_) => "DROP WORKLOAD GROUP",
             _ => "ALTER RESOURCE GOVERNOR",
         };
-        return Err(SqlError::new(574, format!("{what} statement not allowed within multi-statement transaction.")));
+        return Err(msg::NOT_ALLOWED_IN_TRANSACTION.with(&[&what]));
     }
     let rg = &ctx.shared.resource_governor;
     match statement {
@@ -66,7 +67,7 @@ fn check_new_name(kind: &str, name: &Ident, exists: bool) -> SqlResult<()> {
         ));
     }
     if exists {
-        return Err(SqlError::new(10919, format!("Cannot create {kind} '{}' because it already exists.", name.value)));
+        return Err(msg::RG_OBJECT_ALREADY_EXISTS.with(&[&kind, &name.value]));
     }
     Ok(())
 }
@@ -96,7 +97,7 @@ fn greater(a: &str, x: u32, b: &str, y: u32) -> SqlError {
 }
 
 fn less(a: &str, x: u32, b: &str, y: u32) -> SqlError {
-    SqlError::new(10909, format!("Attribute '{a}' with value of {x} is less than attribute '{b}' with value of {y}."))
+    msg::RG_ATTRIBUTE_BELOW_LIMIT.with(&[&a, &x, &b, &y])
 }
 
 /// An option's whole-number value within `min..=max`.
@@ -104,7 +105,7 @@ fn number(option: &GovernorOption, min: u32, max: u32) -> SqlResult<u32> {
     let n = match &option.value {
         OptionValue::Number(n) => *n,
         OptionValue::Word(w) => {
-            return Err(SqlError::new(102, format!("Incorrect syntax near '{w}'.")).with_severity(15));
+            return Err(msg::SYNTAX_ERROR_NEAR.with(&[&w]).with_severity(15));
         }
     };
     let name = option.name.as_str();
@@ -118,7 +119,7 @@ fn number(option: &GovernorOption, min: u32, max: u32) -> SqlResult<u32> {
 }
 
 fn unknown_option(option: &GovernorOption) -> SqlError {
-    SqlError::new(102, format!("Incorrect syntax near '{}'.", option.name)).with_severity(15)
+    msg::SYNTAX_ERROR_NEAR.with(&[&option.name]).with_severity(15)
 }
 
 fn set_pool_options(pool: &mut Pool, options: &[GovernorOption]) -> SqlResult<()> {
@@ -232,12 +233,8 @@ fn set_group_options(group: &mut Group, options: &[GovernorOption]) -> SqlResult
         match o.name.as_str() {
             "IMPORTANCE" => match &o.value {
                 OptionValue::Word(w) if ["LOW", "MEDIUM", "HIGH"].contains(&w.as_str()) => group.importance = w.clone(),
-                OptionValue::Word(w) => {
-                    return Err(SqlError::new(102, format!("Incorrect syntax near '{w}'.")).with_severity(15))
-                }
-                OptionValue::Number(n) => {
-                    return Err(SqlError::new(102, format!("Incorrect syntax near '{n}'.")).with_severity(15))
-                }
+                OptionValue::Word(w) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&w]).with_severity(15)),
+                OptionValue::Number(n) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&n]).with_severity(15)),
             },
             "REQUEST_MAX_MEMORY_GRANT_PERCENT" => group.request_max_memory_grant_percent = number(o, 0, 100)?,
             "REQUEST_MAX_CPU_TIME_SEC" => group.request_max_cpu_time_sec = number(o, 0, i32::MAX as u32)?,
@@ -334,7 +331,7 @@ fn classifier(ctx: &ExecCtx, function: &ObjectName) -> SqlResult<Classifier> {
         [name] => ("master", "dbo", *name),
         [schema, name] => ("master", *schema, *name),
         [database, schema, name] => (*database, if schema.is_empty() { "dbo" } else { *schema }, *name),
-        _ => return Err(SqlError::new(102, format!("Incorrect syntax near '{}'.", parts.join("."))).with_severity(15)),
+        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&parts.join(".")]).with_severity(15)),
     };
     let shown = format!("{schema}.{name}");
     let missing = || {

@@ -7,6 +7,7 @@ use super::rebuild::replace_storage;
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::{self, database_not_found, Catalog, Column, Index, Object, Table};
@@ -52,7 +53,7 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
 pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Column> {
     let ty = resolve_column_type(&c.ty, position)?;
     if c.computed.is_some() {
-        return Err(SqlError::new(40520, "Computed columns are not supported yet."));
+        return Err(msg::COMPUTED_COLUMNS_NOT_SUPPORTED.err());
     }
     if let Some((seed, inc)) = c.identity {
         let ok = matches!(ty, SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt)
@@ -106,7 +107,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             return Err(SqlError::new(102, "Incorrect syntax near ')'.").with_severity(15));
         }
         if ct.columns.len() > tessera_access::row::MAX_COLUMNS {
-            return Err(SqlError::new(1702, format!("CREATE TABLE failed because column '{}' in table '{name}' exceeds the maximum of 1024 columns.", ct.columns[1024].name.value)));
+            return Err(msg::TOO_MANY_COLUMNS.with(&[&ct.columns[1024].name.value, &name]));
         }
         let mut catalog = catalog.clone();
         let id = catalog.allocate_id();
@@ -134,7 +135,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             table.columns.push(column_def(c, i + 1)?);
         }
         if table.columns.iter().filter(|c| c.identity.is_some()).count() > 1 {
-            return Err(SqlError::new(2744, format!("Multiple identity columns specified for table '{name}'. Only one identity column per table is allowed.")));
+            return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&name]));
         }
         // Constraints: column-level ones name their column; then table-level ones. Keys
         // first so that foreign keys may reference this table's own key.
@@ -183,7 +184,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             let columns = index_columns(&table, &ix.columns, "key or index")?;
             let clustered = ix.clustered == Some(true);
             if clustered && !table.indexes[0].is_heap() {
-                return Err(SqlError::new(1902, format!("Cannot create more than one clustered index on table '{name}'. Drop the existing clustered index '{}' before creating another.", table.indexes[0].name)));
+                return Err(msg::MULTIPLE_CLUSTERED_INDEXES.with(&[&name, &table.indexes[0].name]));
             }
             let iid = if clustered { 1 } else { table.indexes.iter().map(|i| i.id).max().unwrap_or(1).max(1) + 1 };
             place_index(&mut table, Index { id: iid, name: ix.name.value.clone(), tree: tree_name(id, iid, version), columns, unique: ix.unique, primary_key: false, unique_constraint: false, include: Vec::new() });

@@ -17,6 +17,7 @@ use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::{fetch_count, offset_count, Expr, Plan, Row, SortKey};
 use tessera_semantics::types::{self, Value};
@@ -602,7 +603,7 @@ pub(super) fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usi
             _ => 0.0,
         };
         if !(0.0..=100.0).contains(&p) {
-            return Err(SqlError::new(1031, "Percent values must be between 0 and 100."));
+            return Err(msg::INVALID_PERCENT_VALUE.err());
         }
         return Ok((p / 100.0 * total as f64).ceil() as usize);
     }

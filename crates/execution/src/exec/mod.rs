@@ -27,8 +27,9 @@ pub use evaluate::{eval, is_true};
 pub use rows::{drain, Cursor, Rows};
 pub use stored::{open_stored, StoredRows};
 
+use tessera_errors::msg;
 use tessera_errors::SqlError;
 
 fn missing_tree(table: &str) -> SqlError {
-    SqlError::new(208, format!("Invalid object name '{table}'."))
+    msg::INVALID_OBJECT_NAME.with(&[&table])
 }

@@ -16,6 +16,7 @@
 //! - A DENY of a covering permission at any level, to any principal of the token, wins
 //!   over every GRANT.
 
+use tessera_errors::msg;
 use tessera_errors::SqlError;
 
 use super::{Class, GrantState, Security, DBO_ID, GUEST_ID, PUBLIC_ID};
@@ -364,9 +365,7 @@ pub fn column_denied(permission: &str, column: &str, object: &str, database: &st
 
 /// Error 262: a database permission denied.
 pub fn database_denied(permission: &str, database: &str) -> SqlError {
-    SqlError::new(262, format!("{permission} permission denied in database '{database}'."))
-        .with_severity(14)
-        .with_state(1)
+    msg::DATABASE_PERMISSION_DENIED.with(&[&permission, &database]).with_severity(14).with_state(1)
 }
 
 /// Error 916: the login has no user (nor guest) in the database.

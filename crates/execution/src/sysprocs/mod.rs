@@ -5,6 +5,7 @@
 use crate::runtime::ExecCtx;
 use crate::sysviews::{growth_in_force, FileKind};
 use std::sync::Arc;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Catalog, Object, Table};
 use tessera_semantics::output::{OutputColumn, ResultSink};
@@ -272,7 +273,7 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
         Some(n) => match ctx.shared.engine.entry(n).filter(|_| ctx.shared.may_see_database(ctx.session, n)) {
             Some(d) => vec![d],
             None => {
-                return Err(SqlError::new(15010, format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases.")));
+                return Err(msg::NO_SUCH_DATABASE.with(&[&n]));
             }
         },
         None => ctx.shared.visible_databases(ctx.session),

@@ -4,6 +4,7 @@
 use crate::plan::{BoundQuery, Expr, Plan};
 use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::Literal;
 
@@ -64,7 +65,7 @@ pub(super) fn decimal_literal(text: &str) -> SqlResult<(Value, SqlType)> {
         )
         .with_severity(15));
     }
-    let value: i128 = digits.parse().map_err(|_| SqlError::new(102, format!("Incorrect syntax near '{text}'.")))?;
+    let value: i128 = digits.parse().map_err(|_| msg::SYNTAX_ERROR_NEAR.with(&[&text]))?;
     Ok((
         Value::Decimal { value, scale: scale as u8 },
         SqlType::Decimal { precision: precision as u8, scale: scale as u8 },
@@ -75,10 +76,7 @@ pub fn literal(l: &Literal) -> SqlResult<(Value, SqlType)> {
     Ok(match l {
         Literal::Integer(t) => integer_literal(t)?,
         Literal::Decimal(t) => decimal_literal(t)?,
-        Literal::Float(t) => (
-            Value::Float(t.parse().map_err(|_| SqlError::new(102, format!("Incorrect syntax near '{t}'.")))?),
-            SqlType::Float,
-        ),
+        Literal::Float(t) => (Value::Float(t.parse().map_err(|_| msg::SYNTAX_ERROR_NEAR.with(&[&t]))?), SqlType::Float),
         Literal::Money(t) => {
             let (v, ty) = decimal_literal(t)?;
             (types::cast(&v, &ty, &SqlType::Money, None)?, SqlType::Money)

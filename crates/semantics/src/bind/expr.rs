@@ -11,6 +11,7 @@ use super::Binder;
 use crate::plan::{BoundQuery, Expr, Subquery, SubqueryKind};
 use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, BinaryOp, Literal, UnaryOp};
 
@@ -59,9 +60,8 @@ impl<'a> Binder<'a> {
                 (Expr::Var(slot), ty, true)
             }
             ast::Expr::GlobalVariable(name) => {
-                let (func, ty) = global_variable(name).ok_or_else(|| {
-                    SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15)
-                })?;
+                let (func, ty) =
+                    global_variable(name).ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&name]).with_severity(15))?;
                 (Expr::Session { func, args: Vec::new() }, ty, true)
             }
             ast::Expr::Default => {

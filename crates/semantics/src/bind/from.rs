@@ -10,6 +10,7 @@ use crate::locking::LockHints;
 use crate::plan::{columns_used, BoundQuery, Expr, Plan};
 use crate::types::SqlType;
 use std::sync::Arc;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, JoinKind};
 
@@ -218,12 +219,12 @@ impl<'a> Binder<'a> {
                     let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
                     Ok(self.leaf_plan(bound, qualifier, scope, offset))
                 }
-                _ => Err(SqlError::new(208, format!("Invalid object name '{}'.", object_display(name)))),
+                _ => Err(msg::INVALID_OBJECT_NAME.with(&[&object_display(name)])),
             },
             ast::TableRef::Join { left, right, kind, on } => {
                 let l = self.bind_table_ref(left, scope)?;
                 if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
-                    return Err(SqlError::new(40517, "CROSS APPLY and OUTER APPLY are not supported yet."));
+                    return Err(msg::APPLY_NOT_SUPPORTED.err());
                 }
                 let r = self.bind_table_ref(right, scope)?;
                 let width = l.width() + r.width();
@@ -339,6 +340,5 @@ fn push_down_on(node: &mut FromNode, c: Expr) -> Option<Expr> {
 
 /// Error 1011: two FROM items with the same alias.
 fn duplicate_correlation(alias: &str) -> SqlError {
-    SqlError::new(1011, format!("The correlation name '{alias}' is specified multiple times in a FROM clause."))
-        .with_severity(15)
+    msg::DUPLICATE_CORRELATION_NAME.with(&[&alias]).with_severity(15)
 }

@@ -15,6 +15,7 @@ use crate::types::{self, SqlType};
 use aggregate::AggContext;
 use cte::DEFAULT_MAX_RECURSION;
 use std::sync::Arc;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::Ident;
 
@@ -203,11 +204,11 @@ impl<'a> Binder<'a> {
 }
 
 pub fn invalid_object(name: &str) -> SqlError {
-    SqlError::new(208, format!("Invalid object name '{name}'."))
+    msg::INVALID_OBJECT_NAME.with(&[&name])
 }
 
 pub fn invalid_column(name: &str) -> SqlError {
-    SqlError::new(207, format!("Invalid column name '{name}'."))
+    msg::INVALID_COLUMN_NAME.with(&[&name])
 }
 
 pub fn ident_list(ids: &[Ident]) -> String {

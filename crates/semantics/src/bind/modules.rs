@@ -9,6 +9,7 @@ use crate::catalog::{name_key, Access, Module, Object};
 use crate::plan::{columns_used, BoundQuery, Expr, Prepared};
 use crate::types::{self, SqlType};
 use std::sync::Arc;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, ObjectName};
 
@@ -16,7 +17,7 @@ use tessera_syntax::ast::{self, ObjectName};
 pub const MAX_NESTING: i32 = 32;
 
 pub fn nesting_error() -> SqlError {
-    SqlError::new(217, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).")
+    msg::MAX_NESTING_LEVEL_EXCEEDED.err()
 }
 
 impl<'a> Binder<'a> {

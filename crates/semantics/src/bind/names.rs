@@ -5,6 +5,7 @@ use super::{invalid_column, invalid_object, Binder, InDb, ResolvedTable};
 use crate::catalog::{name_key, DbRef, Object, Table};
 use crate::plan::{Expr, View};
 use crate::types::SqlType;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::ObjectName;
 
@@ -110,9 +111,7 @@ impl<'a> Binder<'a> {
             // A table variable: a table of this session in tempdb.
             return match self.session.temp_table(&own.to_lowercase()) {
                 Some(real) => Ok((tempdb(), "dbo".to_string(), real.to_string())),
-                None => {
-                    Err(SqlError::new(1087, format!("Must declare the table variable \"{own}\".")).with_severity(15))
-                }
+                None => Err(msg::UNDECLARED_TABLE_VARIABLE.with(&[&own]).with_severity(15)),
             };
         }
         if own.starts_with('#') {
@@ -242,9 +241,11 @@ impl<'a> Binder<'a> {
 
     pub(super) fn variable(&self, name: &str) -> SqlResult<(usize, SqlType)> {
         let lower = name.to_lowercase();
-        self.variables.iter().rposition(|(n, _)| *n == lower).map(|i| (i, self.variables[i].1)).ok_or_else(|| {
-            SqlError::new(137, format!("Must declare the scalar variable \"{name}\".")).with_severity(15).with_state(2)
-        })
+        self.variables
+            .iter()
+            .rposition(|(n, _)| *n == lower)
+            .map(|i| (i, self.variables[i].1))
+            .ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&name]).with_severity(15).with_state(2))
     }
 
     pub(super) fn find_in_scope(scope: &Scope, name: &ObjectName) -> SqlResult<Option<usize>> {
@@ -261,7 +262,7 @@ impl<'a> Binder<'a> {
                 }
             }
             if found.is_some() {
-                return Err(SqlError::new(209, format!("Ambiguous column name '{col}'.")));
+                return Err(msg::AMBIGUOUS_COLUMN_NAME.with(&[&col]));
             }
             found = Some(i);
         }

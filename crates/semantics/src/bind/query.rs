@@ -7,6 +7,7 @@ use super::Binder;
 use crate::output::OutputColumn;
 use crate::plan::{BoundQuery, Expr, Plan, SortKey};
 use crate::types::{self, SqlType, Value};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Literal};
 
@@ -87,17 +88,21 @@ impl<'a> Binder<'a> {
                     ast::Expr::Literal(Literal::Integer(n)) => {
                         let i: usize = n.parse().unwrap_or(0);
                         if i == 0 || i > bound.columns.len() {
-                            return Err(SqlError::new(108, format!("The ORDER BY position number {n} is out of range of the number of items in the select list.")).with_severity(15));
+                            return Err(msg::ORDER_BY_POSITION_INVALID.with(&[&n]).with_severity(15));
                         }
                         Expr::Column(i - 1)
                     }
-                    e => b.bind_expr(e).map_err(|err| {
-                        if err.number == 207 {
-                            SqlError::new(104, "ORDER BY items must appear in the select list if the statement contains a UNION, INTERSECT or EXCEPT operator.").with_severity(15)
-                        } else {
-                            err
-                        }
-                    })?.0,
+                    e => {
+                        b.bind_expr(e)
+                            .map_err(|err| {
+                                if err.number == 207 {
+                                    msg::UNION_ORDER_BY_NOT_SELECTED.err().with_severity(15)
+                                } else {
+                                    err
+                                }
+                            })?
+                            .0
+                    }
                 };
                 keys.push(SortKey { expr: e, descending: item.descending });
             }
@@ -151,10 +156,10 @@ impl<'a> Binder<'a> {
 /// Errors 8158/8159: a derived table's or CTE's column list does not match its query.
 pub(super) fn check_column_list(have: usize, listed: usize, name: &str) -> SqlResult<()> {
     if have > listed {
-        return Err(SqlError::new(8158, format!("'{name}' has more columns than were specified in the column list.")));
+        return Err(msg::MORE_COLUMNS_THAN_LIST.with(&[&name]));
     }
     if have < listed {
-        return Err(SqlError::new(8159, format!("'{name}' has fewer columns than were specified in the column list.")));
+        return Err(msg::FEWER_COLUMNS_THAN_LIST.with(&[&name]));
     }
     Ok(())
 }
@@ -201,7 +206,7 @@ pub(super) fn check_nested_order_by(q: &ast::Query) -> SqlResult<()> {
 pub(super) fn check_derived_columns(columns: &[OutputColumn], name: &str) -> SqlResult<()> {
     for (i, c) in columns.iter().enumerate() {
         if c.name.is_empty() {
-            return Err(SqlError::new(8155, format!("No column name was specified for column {} of '{name}'.", i + 1)));
+            return Err(msg::NO_COLUMN_NAME_SPECIFIED.with(&[&(i + 1), &name]));
         }
         if columns[..i].iter().any(|p| p.name.eq_ignore_ascii_case(&c.name)) {
             return Err(SqlError::new(

@@ -8,6 +8,7 @@ use super::Binder;
 use crate::output::OutputColumn;
 use crate::plan::{BoundQuery, Expr, Plan, SortKey};
 use crate::types::{SqlType, Value};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Literal};
 
@@ -93,7 +94,7 @@ impl<'a> Binder<'a> {
             match item {
                 ast::SelectItem::Wildcard => {
                     if s.from.is_empty() {
-                        return Err(SqlError::new(263, "Must specify table to select from.").with_severity(16));
+                        return Err(msg::MUST_SPECIFY_TABLE.err().with_severity(16));
                     }
                     if aggregated {
                         let first = scope.columns.first().map(qualified_name).unwrap_or_default();
@@ -160,7 +161,7 @@ impl<'a> Binder<'a> {
                     columns.push(OutputColumn { name, ty: t, nullable: n });
                 }
                 ast::SelectItem::Assign { .. } => {
-                    return Err(SqlError::new(141, "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations.").with_severity(15));
+                    return Err(msg::ASSIGNMENT_WITH_RETRIEVAL.err().with_severity(15));
                 }
             }
         }
@@ -205,8 +206,7 @@ impl<'a> Binder<'a> {
             .with_severity(15));
         }
         if top.is_some() && (offset.is_some() || fetch.is_some()) {
-            return Err(SqlError::new(10741, "A TOP can not be used in the same query or sub-query as a OFFSET.")
-                .with_severity(15));
+            return Err(msg::TOP_WITH_OFFSET.err().with_severity(15));
         }
         // Assemble.
         let mut p = std::mem::replace(plan, Plan::Values(Vec::new()));
@@ -249,9 +249,7 @@ impl<'a> Binder<'a> {
         }
         if offset.is_some() || fetch.is_some() {
             if order_by.is_empty() {
-                return Err(
-                    SqlError::new(153, "Invalid usage of the option NEXT in the FETCH statement.").with_severity(15)
-                );
+                return Err(msg::INVALID_FETCH_NEXT.err().with_severity(15));
             }
             p = self.paging(p, offset, fetch)?;
         }
@@ -293,7 +291,7 @@ impl<'a> Binder<'a> {
             let x = convert(x, &t, &SqlType::Float)?;
             if let Expr::Const(Value::Float(p)) = &x {
                 if !(0.0..=100.0).contains(p) {
-                    return Err(SqlError::new(1031, "Percent values must be between 0 and 100.").with_severity(15));
+                    return Err(msg::INVALID_PERCENT_VALUE.err().with_severity(15));
                 }
             }
             Ok(x)

@@ -19,6 +19,7 @@ pub use tree::{
 };
 
 use crate::types::Value;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 /// A row of values, as operators pass them on.
@@ -28,9 +29,7 @@ pub type Row = Vec<Value>;
 pub fn offset_count(v: &Value) -> SqlResult<usize> {
     match v {
         Value::Int(n) if *n >= 0 => Ok(*n as usize),
-        Value::Int(_) => {
-            Err(SqlError::new(10742, "The offset specified in a OFFSET clause may not be negative.").with_severity(15))
-        }
+        Value::Int(_) => Err(msg::NEGATIVE_OFFSET.err().with_severity(15)),
         _ => Err(row_count_not_integer("OFFSET")),
     }
 }
@@ -39,15 +38,11 @@ pub fn offset_count(v: &Value) -> SqlResult<usize> {
 pub fn fetch_count(v: &Value) -> SqlResult<usize> {
     match v {
         Value::Int(n) if *n > 0 => Ok(*n as usize),
-        Value::Int(_) => {
-            Err(SqlError::new(10744, "The number of rows provided for a FETCH clause must be greater then zero.")
-                .with_severity(15))
-        }
+        Value::Int(_) => Err(msg::FETCH_ROWS_NOT_POSITIVE.err().with_severity(15)),
         _ => Err(row_count_not_integer("FETCH")),
     }
 }
 
 fn row_count_not_integer(clause: &str) -> SqlError {
-    SqlError::new(10743, format!("The number of rows provided for a {clause} clause must be an integer."))
-        .with_severity(15)
+    msg::OFFSET_FETCH_ROWS_NOT_INTEGER.with(&[&clause]).with_severity(15)
 }

@@ -7,6 +7,7 @@ use super::typing::{base_type_name, family, is_numeric, Family};
 use super::{num, SqlType, Value};
 use std::sync::Arc;
 use tessera_access::row::{MAX, TICKS_PER_DAY};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{BinaryOp, UnaryOp};
 
@@ -16,11 +17,11 @@ fn overflow(t: &SqlType) -> SqlError {
 }
 
 fn divide_by_zero() -> SqlError {
-    SqlError::new(8134, "Divide by zero error encountered.")
+    msg::DIVIDE_BY_ZERO.err()
 }
 
 fn invalid(op: &str, t: &SqlType) -> SqlError {
-    SqlError::new(8117, format!("Operand data type {} is invalid for {op} operator.", base_type_name(t)))
+    msg::INVALID_OPERAND_TYPE.with(&[&base_type_name(t), &op])
 }
 
 /// `a op b` for `+ - * / % & | ^` with both operands already of the types the binder
@@ -169,8 +170,7 @@ fn datetime_op(
         BinaryOp::Subtract => total(days, ticks) - total(n_days, n_ticks),
         _ => return Err(invalid(op_word(op), result)),
     };
-    let overflowed =
-        || SqlError::new(517, format!("Adding a value to a '{}' column caused an overflow.", base_type_name(result)));
+    let overflowed = || msg::DATE_ADD_OVERFLOW.with(&[&base_type_name(result)]);
     let per_day = i128::from(TICKS_PER_DAY);
     let d = i32::try_from(r.div_euclid(per_day)).map_err(|_| overflowed())?;
     let t = r.rem_euclid(per_day) as u64;

@@ -4,6 +4,7 @@
 
 use super::SqlType;
 use tessera_access::row::MAX;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{BinaryOp, TypeArg, TypeName};
 
@@ -92,7 +93,7 @@ fn no_width(name: &str) -> SqlError {
 }
 
 fn zero_length() -> SqlError {
-    SqlError::new(1001, "Line 1: Length or precision specification 0 is invalid.")
+    msg::ZERO_LENGTH_OR_PRECISION.err()
 }
 
 /// Resolves a type as written (`varchar(10)`, `decimal(10, 2)`, `double precision`) to a
@@ -125,7 +126,7 @@ pub fn resolve_type(t: &TypeName, in_cast: bool) -> SqlResult<SqlType> {
         match t.args.as_slice() {
             [] => Ok(7),
             [TypeArg::Number(s)] if *s <= 7 => Ok(*s as u8),
-            [TypeArg::Number(s)] => Err(SqlError::new(1002, format!("Line 1: Specified scale {s} is invalid."))),
+            [TypeArg::Number(s)] => Err(msg::INVALID_SCALE.with(&[&s])),
             _ => Err(no_width(name)),
         }
     };
@@ -355,7 +356,7 @@ pub fn conversion(from: &SqlType, to: &SqlType) -> Conversion {
 
 /// Error 206, `Operand type clash: date is incompatible with int`.
 pub fn type_clash(a: &SqlType, b: &SqlType) -> SqlError {
-    SqlError::new(206, format!("Operand type clash: {} is incompatible with {}", base_type_name(a), base_type_name(b)))
+    msg::OPERAND_TYPE_CLASH.with(&[&base_type_name(a), &base_type_name(b)])
 }
 
 /// Error 257 for a conversion that needs `CONVERT`.

@@ -2,6 +2,7 @@
 //! evaluated arguments of BACKUP and RESTORE.
 
 use super::{Runner, Session};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::types::Value;
 use tessera_syntax::ast::{self, AlterLoginAction, Statement, StatementKind};
@@ -72,7 +73,7 @@ impl Runner<'_> {
             }
             StatementKind::Reconfigure { .. } => {
                 if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
-                    return Err(SqlError::new(5812, "You do not have permission to run the RECONFIGURE statement."));
+                    return Err(msg::RECONFIGURE_PERMISSION_DENIED.err());
                 }
                 self.shared.config.reconfigure();
                 self.shared.config.apply_memory(&self.shared.engine)?;

@@ -7,6 +7,7 @@
 //! (18059, see `Session::fresh`).
 
 use rand::RngCore;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl::application_roles;
 use tessera_execution::runtime::{ContextOrigin, Impersonation};
@@ -32,7 +33,7 @@ impl Runner<'_> {
         args: Vec<Argument>,
     ) -> Result<i32, Stop> {
         let result = if self.state.nest_level > 0 {
-            Err(SqlError::new(15422, "Application roles can only be activated at the ad hoc level."))
+            Err(msg::APP_ROLE_AD_HOC_ONLY.err())
         } else if self.state.txns.count > 0 {
             Err(SqlError::new(
                 15002,
@@ -53,7 +54,7 @@ impl Runner<'_> {
         let named: Vec<NamedArg> = args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
         too_many("sp_setapprole", &named, 5)?;
         let Some(role) = text_arg(&named, 0, "@rolename") else {
-            return Err(SqlError::new(15431, "You must specify the @rolename parameter."));
+            return Err(msg::ROLENAME_REQUIRED.err());
         };
         let Some(password) = text_arg(&named, 1, "@password") else {
             return Err(SqlError::new(

@@ -4,6 +4,7 @@
 
 use super::variables::Frame;
 use super::{Flow, Runner, Stop};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::runtime::ExecCtx;
 use tessera_semantics::cache::CachedBatch;
@@ -118,11 +119,10 @@ impl Runner<'_> {
                     ast::Expr::Variable(v) => {
                         let vars = self.visible(s);
                         let lower = v.to_lowercase();
-                        let slot = vars.iter().rposition(|(n, _)| *n == lower).ok_or_else(|| {
-                            SqlError::new(137, format!("Must declare the scalar variable \"{v}\"."))
-                                .with_severity(15)
-                                .with_state(2)
-                        })?;
+                        let slot = vars
+                            .iter()
+                            .rposition(|(n, _)| *n == lower)
+                            .ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&v]).with_severity(15).with_state(2))?;
                         Some((slot, vars[slot].1))
                     }
                     _ => None,
@@ -210,7 +210,7 @@ impl Runner<'_> {
                         }
                     }
                     let shown = e.procedure.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
-                    return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{shown}'.")));
+                    return self.fail(s, msg::PROCEDURE_NOT_FOUND.with(&[&shown]));
                 }
                 Err(err) => return self.fail(s, err),
             };
@@ -231,14 +231,7 @@ impl Runner<'_> {
                         Err(err) => return self.fail(s, err),
                     }
                 }
-                None => {
-                    return self.fail(
-                        s,
-                        SqlError::new(137, format!("Must declare the scalar variable \"{rc}\"."))
-                            .with_severity(15)
-                            .with_state(2),
-                    )
-                }
+                None => return self.fail(s, msg::UNDECLARED_VARIABLE.with(&[&rc]).with_severity(15).with_state(2)),
             }
         }
         if self.state.nest_level == 0 {
@@ -264,7 +257,7 @@ impl Runner<'_> {
             Err(e) => return self.fail(s, e).map(|_| 0),
         };
         let Some(StatementKind::CreateProcedure(cp)) = cached.batch.statements.first().map(|st| &st.kind) else {
-            return self.fail(s, SqlError::new(2812, format!("Could not find stored procedure '{name}'."))).map(|_| 0);
+            return self.fail(s, msg::PROCEDURE_NOT_FOUND.with(&[&name])).map(|_| 0);
         };
         // WITH EXECUTE AS OWNER | 'user': the body runs as that user, whatever happens.
         let outer = self.state.nest_level;
@@ -388,9 +381,10 @@ impl Runner<'_> {
             let slot = match &a.name {
                 Some(n) => {
                     named_seen = true;
-                    params.iter().position(|p| p.name.eq_ignore_ascii_case(n)).ok_or_else(|| {
-                        SqlError::new(8145, format!("{n} is not a parameter for procedure {proc_name}."))
-                    })?
+                    params
+                        .iter()
+                        .position(|p| p.name.eq_ignore_ascii_case(n))
+                        .ok_or_else(|| msg::UNKNOWN_PARAMETER.with(&[&n, &proc_name]))?
                 }
                 None => {
                     if named_seen {

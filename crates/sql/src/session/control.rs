@@ -3,7 +3,8 @@
 
 use super::{Flow, Runner, Stop};
 use std::sync::atomic::Ordering;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
@@ -32,7 +33,7 @@ impl Runner<'_> {
                     return Ok(Flow::Next);
                 }
                 if self.state.cancel.load(Ordering::Relaxed) {
-                    return self.fail(s, SqlError::new(3617, "The query was cancelled.").with_severity(25));
+                    return self.fail(s, msg::QUERY_CANCELLED.err().with_severity(25));
                 }
                 match self.run_one(body)? {
                     Flow::Break => return Ok(Flow::Next),
@@ -67,8 +68,7 @@ impl Runner<'_> {
             return Ok(Flow::Return(None));
         }
         if self.procedure.is_none() {
-            return Err(SqlError::new(178, "A RETURN statement with a return value cannot be used in this context.")
-                .with_severity(15));
+            return Err(msg::INVALID_RETURN_VALUE.err().with_severity(15));
         }
         let (v, t) = self.eval_scalar(s, e)?;
         let status = match types::cast(&v, &t, &SqlType::Int, None)? {
@@ -82,7 +82,7 @@ impl Runner<'_> {
         let (v, t) = self.eval_scalar(s, value)?;
         let time = types::cast(&v, &t, &SqlType::Time { scale: 7 }, None)?;
         let Value::Time(ticks) = time else {
-            return Err(SqlError::new(148, "Incorrect time syntax in time string used with WAITFOR.").with_severity(15));
+            return Err(msg::INVALID_WAITFOR_TIME.err().with_severity(15));
         };
         let wait = if delay {
             std::time::Duration::from_nanos(ticks * 100)
@@ -100,7 +100,7 @@ impl Runner<'_> {
         let end = std::time::Instant::now() + wait;
         while std::time::Instant::now() < end {
             if self.state.cancel.load(Ordering::Relaxed) {
-                return Err(SqlError::new(3617, "The query was cancelled.").with_severity(25));
+                return Err(msg::QUERY_CANCELLED.err().with_severity(25));
             }
             std::thread::sleep((end - std::time::Instant::now()).min(std::time::Duration::from_millis(20)));
         }

@@ -3,6 +3,7 @@
 //! and TRACESTATUS.
 
 use super::Runner;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_semantics::output::ResultSink;
@@ -18,7 +19,7 @@ impl Runner<'_> {
         let db = self.shared.database(name)?;
         let mut errors = 0;
         if let Err(e) = db.check() {
-            self.sink.message(&SqlError::new(8939, format!("Table error: {e}")).at_line(s.line));
+            self.sink.message(&msg::CHECKDB_TABLE_ERROR.with(&[&e]).at_line(s.line));
             errors += 1;
         }
         let findings = self.with_ctx(|ctx| tessera_execution::checkdb::check_indexes(ctx, db.name()))?;
@@ -96,8 +97,7 @@ impl Runner<'_> {
         if allowed {
             return Ok(());
         }
-        Err(SqlError::new(2571, format!("User '{}' does not have permission to run DBCC {command}.", self.state.login))
-            .with_severity(14))
+        Err(msg::DBCC_PERMISSION_DENIED.with(&[&self.state.login, &command]).with_severity(14))
     }
 
     pub(super) fn dbcc(
@@ -145,13 +145,11 @@ impl Runner<'_> {
                 let global = numbers.contains(&-1);
                 let flags: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
                 if flags.is_empty() {
-                    return Err(
-                        SqlError::new(2560, "Parameter 1 is incorrect for this DBCC statement.").with_severity(16)
-                    );
+                    return Err(msg::INVALID_DBCC_PARAMETER.err().with_severity(16));
                 }
                 for f in flags {
                     if !(0..=32767).contains(&f) {
-                        return Err(SqlError::new(2520, format!("Could not find trace flag {f}.")).with_severity(16));
+                        return Err(msg::TRACE_FLAG_NOT_FOUND.with(&[&f]).with_severity(16));
                     }
                     let on = command == "TRACEON";
                     if global {

@@ -4,6 +4,7 @@
 
 use super::{Flow, Runner, Stop};
 use tessera_errors::catalog::Abort;
+use tessera_errors::msg;
 use tessera_errors::{ErrorDetail, SqlError, SqlResult};
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{self, SqlType, Value};
@@ -57,13 +58,13 @@ impl Runner<'_> {
         let Some((n, m, st)) = args else {
             return match &self.state.caught {
                 Some(e) => Ok(e.clone()),
-                None => Err(SqlError::new(10704, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement.").with_severity(15)),
+                None => Err(msg::THROW_OUTSIDE_CATCH.err().with_severity(15)),
             };
         };
         let number = match self.eval_scalar(s, n)?.0 {
             Value::Int(n) if n >= 50000 => n as i32,
             Value::Int(n) => {
-                return Err(SqlError::new(35100, format!("Error number {n} in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647.")));
+                return Err(msg::THROW_NUMBER_OUT_OF_RANGE.with(&[&n]));
             }
             _ => 50000,
         };
@@ -118,7 +119,7 @@ impl Runner<'_> {
             _ => 16,
         };
         if severity > 18 && !options.iter().any(|o| o == "LOG") {
-            return Err(SqlError::new(2754, "Error severity levels greater than 18 can only be specified by members of the sysadmin role, using the WITH LOG option."));
+            return Err(msg::SEVERITY_REQUIRES_SYSADMIN.err());
         }
         let state = match self.eval_scalar(s, state)?.0 {
             Value::Int(n) => n.clamp(0, 255) as u8,

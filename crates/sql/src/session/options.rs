@@ -2,6 +2,7 @@
 //! and the numeric and word settings (ROWCOUNT, LOCK_TIMEOUT, DATEFIRST, DATEFORMAT, …).
 
 use super::Runner;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::ResultSink;
@@ -136,7 +137,7 @@ impl Runner<'_> {
                 ("LANGUAGE", None) => {
                     let w = word().unwrap_or_default();
                     if !w.eq_ignore_ascii_case("us_english") && !w.eq_ignore_ascii_case("english") {
-                        return Err(SqlError::new(2741, format!("SET LANGUAGE failed because '{w}' is not an official language name or a language alias on this SQL Server.")));
+                        return Err(msg::SET_LANGUAGE_FAILED.with(&[&w]));
                     }
                     self.state.options.language = "us_english".to_string();
                     self.sink.message(&SqlError::informational(5703, "Changed language setting to us_english."));

@@ -4,6 +4,7 @@
 //! change principals and permissions.
 
 use super::Runner;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl::principals as ddl;
 use tessera_execution::principals;
@@ -477,21 +478,19 @@ impl Runner<'_> {
     /// or sysadmin), its running request cancelled and its transaction rolled back.
     pub(super) fn kill(&mut self, spid: i64) -> SqlResult<()> {
         if !self.shared.holds_server(self.state, "ALTER ANY CONNECTION") {
-            return Err(
-                SqlError::new(6102, "User does not have permission to use the KILL statement.").with_severity(14)
-            );
+            return Err(msg::KILL_PERMISSION_DENIED.err().with_severity(14));
         }
         let Ok(spid) = i32::try_from(spid) else {
-            return Err(SqlError::new(6106, format!("Process ID {spid} is not an active process ID.")));
+            return Err(msg::PROCESS_NOT_ACTIVE.with(&[&spid]));
         };
         if spid == self.state.spid {
-            return Err(SqlError::new(6104, "Cannot use KILL to kill your own process."));
+            return Err(msg::KILL_OWN_PROCESS.err());
         }
         if spid < 51 {
-            return Err(SqlError::new(6107, "Only user processes can be killed."));
+            return Err(msg::KILL_SYSTEM_PROCESS.err());
         }
         if !self.shared.sessions.lock().contains_key(&spid) || !self.shared.kill(spid) {
-            return Err(SqlError::new(6106, format!("Process ID {spid} is not an active process ID.")));
+            return Err(msg::PROCESS_NOT_ACTIVE.with(&[&spid]));
         }
         Ok(())
     }

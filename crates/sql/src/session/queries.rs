@@ -2,6 +2,7 @@
 //! warning), OUTPUT rows, `SELECT … INTO` and `INSERT … EXEC`.
 
 use super::{Runner, Stop};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::exec::{open, open_stored, run, Rows, StoredRows};
 use tessera_execution::runtime::ExecCtx;
@@ -31,7 +32,7 @@ impl Runner<'_> {
     /// Warning 8153 after a statement whose aggregates skipped NULLs (under ANSI_WARNINGS).
     fn null_warning(&mut self) {
         if std::mem::take(&mut self.state.null_eliminated) && self.state.options.ansi_warnings {
-            let w = SqlError::new(8153, "Warning: Null value is eliminated by an aggregate or other SET operation.");
+            let w = msg::NULL_ELIMINATED_BY_AGGREGATE.err();
             self.sink.message(&w.with_severity(10));
         }
     }

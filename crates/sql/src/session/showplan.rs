@@ -8,7 +8,8 @@
 
 use super::{Flow, Runner, Stop};
 use std::sync::Arc;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::{DbRef, Table};
 use tessera_semantics::output::OutputColumn;
@@ -35,9 +36,7 @@ pub(super) fn check_showplan_alone(stmts: &[Statement]) -> SqlResult<()> {
     }
     match find(stmts) {
         Some(s) if stmts.len() > 1 || !is_showplan(&stmts[0]) => {
-            Err(SqlError::new(1067, "The SET SHOWPLAN statements must be the only statements in the batch.")
-                .with_severity(15)
-                .at_line(s.line))
+            Err(msg::SHOWPLAN_NOT_ALONE.err().with_severity(15).at_line(s.line))
         }
         _ => Ok(()),
     }

@@ -3,6 +3,7 @@
 //! (T-SQL run once per database, as dynamic SQL).
 
 use super::{Runner, Stop};
+use tessera_errors::msg;
 use tessera_errors::SqlError;
 use tessera_execution::ddl;
 use tessera_execution::sysprocs::{text_arg, too_many, NamedArg};
@@ -24,7 +25,7 @@ impl Runner<'_> {
         let name = text_arg(args, 0, "@dbname").ok_or_else(|| missing("sp_detach_db", "@dbname"))?;
         // Membership of db_owner (CONTROL on the database), as SQL Server requires.
         if !self.may_control_database(&name).map_err(Stop::Error)? {
-            return Err(Stop::Error(SqlError::new(15247, "User does not have permission to perform this action.")));
+            return Err(Stop::Error(msg::ADMIN_ACTION_DENIED.err()));
         }
         self.with_ctx(|ctx| ddl::detach_database(ctx, &name)).map_err(Stop::Error)?;
         Ok(0)

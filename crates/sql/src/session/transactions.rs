@@ -3,6 +3,7 @@
 //! transaction, or dooming it, under XACT_ABORT or after a deadlock).
 
 use super::Runner;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::output::EnvChange;
 use tessera_semantics::output::ResultSink;
@@ -46,7 +47,7 @@ impl Runner<'_> {
     pub(super) fn commit(&mut self, delayed_durability: Option<bool>) -> SqlResult<()> {
         let txns = &mut self.state.txns;
         if txns.count == 0 {
-            return Err(SqlError::new(3902, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."));
+            return Err(msg::COMMIT_WITHOUT_BEGIN.err());
         }
         if txns.doomed {
             return Err(SqlError::new(
@@ -66,7 +67,7 @@ impl Runner<'_> {
     pub(super) fn save_transaction(&mut self, s: &Statement, name: &ast::Expr) -> SqlResult<()> {
         let n = self.name_of(s, name)?;
         if self.state.txns.count == 0 {
-            return Err(SqlError::new(628, "Cannot issue SAVE TRANSACTION when there is no active transaction."));
+            return Err(msg::SAVE_WITHOUT_TRANSACTION.err());
         }
         self.state.txns.savepoint(&n);
         Ok(())

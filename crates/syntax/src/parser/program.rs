@@ -10,6 +10,7 @@ use crate::ast::{
     StatementKind,
 };
 use crate::lexer::{Punct, TokenKind};
+use tessera_errors::msg;
 use tessera_errors::SqlError;
 
 /// How a module statement began: `CREATE`, `ALTER` or `CREATE OR ALTER`.
@@ -605,7 +606,7 @@ impl Parser<'_> {
     fn caller_module_options(&mut self) -> Result<()> {
         match self.module_options()?.0 {
             ModuleExecuteAs::Caller => Ok(()),
-            _ => Err(SqlError::new(40529, "EXECUTE AS on table-valued functions and views is not supported yet.")),
+            _ => Err(msg::EXECUTE_AS_TVF_NOT_SUPPORTED.err()),
         }
     }
 

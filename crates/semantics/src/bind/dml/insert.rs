@@ -8,6 +8,7 @@ use crate::catalog::Access;
 use crate::catalog::Table;
 use crate::plan::{Expr, InsertPlan, InsertSource, OutputPlan};
 use crate::types::{self, SqlType, Value};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
 
@@ -17,7 +18,7 @@ fn mismatched_insert(table: &Table, values: usize) -> SqlError {
     if table.identity_column().is_some() && values == table.columns.len() {
         return explicit_identity(table);
     }
-    SqlError::new(213, "Column name or number of supplied values does not match table definition.")
+    msg::INSERT_COLUMN_COUNT_MISMATCH.err()
 }
 
 fn explicit_identity(table: &Table) -> SqlError {

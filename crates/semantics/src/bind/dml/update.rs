@@ -5,6 +5,7 @@ use super::target::{bind_dml_source, bind_target};
 use crate::bind::{invalid_column, Binder};
 use crate::plan::{Expr, UpdatePlan, VarSource};
 use crate::types::Value;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast;
 
@@ -22,7 +23,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                 ast::Assignment::Column { column, op, value } => {
                     let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
                     if table.columns[col].identity.is_some() {
-                        return Err(SqlError::new(8102, format!("Cannot update identity column '{}'.", table.columns[col].name)));
+                        return Err(msg::UPDATE_IDENTITY_COLUMN.with(&[&table.columns[col].name]));
                     }
                     if sets.iter().any(|(c, _, _)| *c == col) {
                         return Err(SqlError::new(

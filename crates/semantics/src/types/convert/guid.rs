@@ -3,7 +3,8 @@
 use super::super::{SqlType, Value};
 use super::binary::{hex, parse_hex};
 use super::unexpected;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 
 /// The text of a uniqueidentifier, `6F9619FF-8B86-D011-B42D-00C04FC964FF`.
 pub(crate) fn guid_text(g: &[u8; 16]) -> String {
@@ -42,9 +43,7 @@ fn parse_guid(s: &str) -> Option<[u8; 16]> {
 pub(super) fn to_guid(v: &Value, _from: &SqlType) -> SqlResult<Value> {
     match v {
         Value::Guid(g) => Ok(Value::Guid(*g)),
-        Value::Str(s) => parse_guid(s).map(Value::Guid).ok_or_else(|| {
-            SqlError::new(8169, "Conversion failed when converting from a character string to uniqueidentifier.")
-        }),
+        Value::Str(s) => parse_guid(s).map(Value::Guid).ok_or_else(|| msg::INVALID_UNIQUEIDENTIFIER.err()),
         Value::Binary(b) => {
             let mut g = [0u8; 16];
             let n = b.len().min(16);

@@ -7,6 +7,7 @@ use super::super::typing::{base_type_name, family, Family};
 use super::super::{SqlType, Value};
 use super::{overflow, string_type_name, unexpected};
 use tessera_access::row::{MAX, TICKS_PER_DAY};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 fn numeric_overflow(from: &SqlType) -> SqlError {
@@ -225,7 +226,7 @@ fn decimal_from_string(s: &str, from: &SqlType, to: &SqlType) -> SqlResult<Value
     if money.is_some() {
         let cleaned: String = trim_ws(s).chars().filter(|c| !matches!(c, ',' | '$' | '€' | '£' | '¥')).collect();
         let text = if trim_ws(s).is_empty() { "0" } else { cleaned.as_str() };
-        let bad = || SqlError::new(235, "Cannot convert a char value to money. The char value has incorrect syntax.");
+        let bad = || msg::INVALID_MONEY_STRING.err();
         let t = parse_decimal_text(text).ok_or_else(bad)?;
         let value = t.scaled(scale).ok_or_else(|| overflow(to))?;
         return finish_decimal(value, precision, scale, money).ok_or_else(|| overflow(to));

@@ -11,6 +11,7 @@ use tessera_access::row::{
     DATETIME_MAX_DAYS, DATETIME_MIN_DAYS, DATETIME_TICKS_PER_DAY, MAX, MAX_DATE_DAYS, MAX_OFFSET_MINUTES,
     MIN_OFFSET_MINUTES, TICKS_PER_DAY,
 };
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 /// A datetimeoffset as text: the local date and time, then the offset
@@ -153,8 +154,7 @@ pub(super) fn to_temporal(v: &Value, from: &SqlType, to: &SqlType, style: Option
             datetime::shift_minutes(*days, *ticks, (*o).into())
         }
         Value::Str(s) => {
-            let bad =
-                || SqlError::new(241, "Conversion failed when converting date and/or time from character string.");
+            let bad = || msg::DATETIME_CONVERSION_FAILED.err();
             let order = DateOrder::for_style(style);
             if matches!(to, SqlType::DateTime | SqlType::SmallDateTime) {
                 let p = datetime::parse(s, order).ok_or_else(bad)?;

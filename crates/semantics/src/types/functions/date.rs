@@ -13,6 +13,7 @@ use super::datepart::datepart_value;
 use super::offset::offset_minutes;
 use super::{date_part, Call, DatePart};
 use tessera_access::row::{MAX_DATE_DAYS, TICKS_PER_DAY};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 /// A date argument as (days, ticks) and the type it has (strings and numbers become
@@ -202,8 +203,7 @@ impl Call<'_> {
         let n = or_null!(self.int(1)?);
         let ((days, ticks), t) = or_null!(instant(&self.args[2], &self.types[2], SqlType::DateTime)?);
         self.check_part(part, &t)?;
-        let overflow =
-            || SqlError::new(517, format!("Adding a value to a '{}' column caused an overflow.", base_type_name(&t)));
+        let overflow = || msg::DATE_ADD_OVERFLOW.with(&[&base_type_name(&t)]);
         let (d, tk) = match part {
             DatePart::Year | DatePart::Quarter | DatePart::Month => {
                 let months = match part {

@@ -4,6 +4,7 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use tessera_errors::msg;
 
 use super::super::convert::{cast, check_int};
 use super::super::num::{self, f64_to_decimal, fits_precision};
@@ -13,7 +14,7 @@ use super::{bad_arg, int, Call, FunctionContext};
 use tessera_errors::{SqlError, SqlResult};
 
 fn invalid_float() -> SqlError {
-    SqlError::new(3623, "An invalid floating point operation occurred.")
+    msg::INVALID_FLOAT_OPERATION.err()
 }
 
 fn float_value(x: f64) -> SqlResult<Value> {

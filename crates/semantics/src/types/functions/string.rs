@@ -3,6 +3,7 @@
 //! CONCAT_WS, STR, CHAR, NCHAR, ASCII, UNICODE, STUFF and QUOTENAME.
 
 use std::sync::Arc;
+use tessera_errors::msg;
 
 use super::super::compare::like;
 use super::super::num::{self, f64_to_decimal};
@@ -122,7 +123,7 @@ impl Call<'_> {
         let start = or_null!(self.int(1)?);
         let len = or_null!(self.int(2)?);
         if len < 0 {
-            return Err(SqlError::new(537, "Invalid length parameter passed to the LEFT or SUBSTRING function."));
+            return Err(msg::INVALID_SUBSTRING_LENGTH.err());
         }
         // characters start..start+len (1-based) intersected with the string
         let from = start.max(1);

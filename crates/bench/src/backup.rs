@@ -307,8 +307,8 @@ pub fn run(dir: &Path, params: &BackupParams, progress: &dyn Fn(&str)) -> Result
             311.0,
         ),
         (
-            "4 files, 4 MB transfers (seed: 505 MB/s)",
-            "backup: 4 stripes, MAXTRANSFERSIZE 4096 KB, BUFFERCOUNT default",
+            "4 files, 1 MB transfers (seed: 505 MB/s)",
+            "backup: 4 stripes, MAXTRANSFERSIZE 1024 KB, BUFFERCOUNT default",
             505.0,
         ),
         (
@@ -334,7 +334,7 @@ pub fn run(dir: &Path, params: &BackupParams, progress: &dyn Fn(&str)) -> Result
         params.repetitions + 1
     ));
     report.note("every run starts with the data file and backup files dropped from the OS page cache; MB/s = database pages × 8 KiB / MiB / seconds, as SQL Server's messages; restore times include crash recovery of the restored copy");
-    report.note("seed 004 ran SQL Server 2019 on AWS EBS: its figures are context for the shape (striping and transfer size), not a goal on this machine");
+    report.note("seed 004 ran SQL Server on AWS EBS: its figures are context for the shape (striping and transfer size), not a goal on this machine");
     for f in &failures {
         report.note(format!("not measured: {f}"));
     }

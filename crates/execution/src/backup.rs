@@ -98,7 +98,7 @@ fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb:
             }
         }
     }
-    Err(msg::DATABASE_PERMISSION_DENIED.with(&[&verb, &database]).with_severity(14))
+    Err(msg::DATABASE_PERMISSION_DENIED.with(&[&verb, &database]))
 }
 
 fn not_in_transaction(state: &SessionState) -> SqlResult<()> {

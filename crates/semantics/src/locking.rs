@@ -51,7 +51,7 @@ impl LockHints {
             }
         }
         if h.nolock && (h.holdlock || h.updlock || h.xlock || h.readcommitted || h.readpast || h.tablockx) {
-            return Err(msg::CONFLICTING_LOCK_HINTS.err().with_severity(15));
+            return Err(msg::CONFLICTING_LOCK_HINTS.err());
         }
         Ok(h)
     }

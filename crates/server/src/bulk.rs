@@ -33,7 +33,7 @@ pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version:
     let (columns, rows) = match decode(payload, version) {
         Ok(decoded) => decoded,
         Err(e) => {
-            sink.message(&msg::BULK_LOAD_READ_FAILED.with(&[&e]).with_severity(16));
+            sink.message(&msg::BULK_LOAD_READ_FAILED.with(&[&e]));
             return;
         }
     };

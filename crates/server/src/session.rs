@@ -262,7 +262,7 @@ async fn login_phase(
             return Ok(None);
         }
         Err(_) => {
-            let e4064 = msg::DEFAULT_DATABASE_UNAVAILABLE.err().with_severity(11);
+            let e4064 = msg::DEFAULT_DATABASE_UNAVAILABLE.err();
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the database '{database}' configured in the login object while revalidating the login on the connection. [CLIENT: {}]", login.user_name, peer.ip()));
             refuse(&mut stream, &state.shared.server_name, version, &[e4064, login_refused(18456, &login.user_name)])
                 .await?;

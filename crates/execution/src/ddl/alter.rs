@@ -32,289 +32,315 @@ pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTabl
     })
 }
 
+/// The table an ALTER TABLE changes, locked for DDL, and what every action needs of it.
+struct Altering {
+    database: Arc<tessera_database::Database>,
+    table: Arc<Table>,
+    /// The database's name.
+    db: String,
+    catalog: Arc<tessera_semantics::catalog::Catalog>,
+    /// Seeds the names of generated defaults (distinct per catalog version).
+    salt: u64,
+}
+
 fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
     let (database, table) = lock_for_ddl(ctx, name)?;
     let db = database.name().to_string();
     let catalog = ctx.shared.catalog(&database)?;
     let salt = catalog.version.wrapping_mul(31);
+    let at = Altering { database, table, db, catalog, salt };
     match action {
-        ast::AlterTableAction::Add { columns, constraints } => {
-            let mut new = (*table).clone();
-            let mut rewrite = false;
-            let first_new = new.columns.len();
-            for (k, c) in columns.iter().enumerate() {
-                if new.column(&c.name.value).is_some() {
-                    return Err(SqlError::new(
-                        2705,
-                        format!("Column names in each table must be unique. Column name '{}' in table '{}' is specified more than once.", c.name.value, table.name),
-                    ));
-                }
-                let col = column_def(c, first_new + k + 1)?;
-                if col.identity.is_some() && new.identity_column().is_some() {
-                    return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&table.name]));
-                }
-                let needs_value = !col.nullable || col.identity.is_some();
-                new.columns.push(col);
-                let idx = new.columns.len() - 1;
-                if let Some(d) = &c.default {
-                    set_default(&mut new, idx, d, salt + k as u64);
-                }
-                if needs_value {
-                    if new.columns[idx].default.is_none()
-                        && new.columns[idx].identity.is_none()
-                        && !is_empty(ctx, &db, &table)?
-                    {
-                        return Err(SqlError::new(
-                            4901,
-                            format!("ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '{}' cannot be added to non-empty table '{}' because it does not satisfy these conditions.", c.name.value, table.name),
-                        ));
-                    }
-                    rewrite = true;
-                }
-                for con in &c.constraints {
-                    let column = Some(c.name.value.as_str());
-                    let mut implicit_null = vec![false; new.columns.len()];
-                    implicit_null[idx] = c.nullable.is_none();
-                    let salt = salt + 100 + k as u64;
-                    if let Some(ix) =
-                        apply_constraint(ctx, &catalog, &mut new, con, column, &implicit_null, catalog.version, salt)
-                            .map_err(constraint_failed)?
-                    {
-                        place_index(&mut new, ix);
-                        rewrite = true;
-                    }
-                }
-            }
-            let mut new_indexes = Vec::new();
-            let mut validate = false;
-            for (k, con) in constraints.iter().enumerate() {
-                if matches!(con.kind, ConstraintKind::PrimaryKey { .. }) && new.primary_key().is_some() {
-                    return Err(constraint_failed(
-                        msg::TABLE_ALREADY_HAS_PRIMARY_KEY.with(&[&table.name]).with_state(0),
-                    ));
-                }
-                let salt = salt + 200 + k as u64;
-                if let Some(ix) = apply_constraint(ctx, &catalog, &mut new, con, None, &[], catalog.version, salt)
-                    .map_err(constraint_failed)?
-                {
-                    if ix.is_clustered() {
-                        rewrite = true;
-                    } else {
-                        new_indexes.push(ix.clone());
-                    }
-                    place_index(&mut new, ix);
-                }
-                validate |= matches!(con.kind, ConstraintKind::Check(_) | ConstraintKind::ForeignKey { .. });
-            }
-            if rewrite {
-                let defaults = target_for(ctx, &db, Arc::new(new.clone()))?.defaults;
-                let added: Vec<usize> = (first_new..new.columns.len()).collect();
-                let new_table = new.clone();
-                // Values for the added columns: identity, default, or NULL.
-                let mut fill: Vec<Value> = Vec::new();
-                for &i in &added {
-                    fill.push(match (&new_table.columns[i].identity, &defaults[i]) {
-                        (Some(_), _) => Value::Null,
-                        (None, Some((tessera_semantics::plan::Expr::Const(v), t))) => {
-                            types::cast(v, t, &new_table.columns[i].ty, None)?
-                        }
-                        (None, Some((e, t))) => {
-                            let v = crate::exec::eval(e, &[], ctx)?;
-                            types::cast(&v, t, &new_table.columns[i].ty, None)?
-                        }
-                        (None, None) => Value::Null,
-                    });
-                }
-                let identity = new_table.identity_column().filter(|i| added.contains(i));
-                let counter = std::cell::Cell::new(0i64);
-                let ident = new_table.identity_column().and_then(|i| new_table.columns[i].identity);
-                let transform = move |mut r: Row| -> SqlResult<Row> {
-                    for v in &fill {
-                        r.push(v.clone());
-                    }
-                    if let (Some(i), Some((seed, inc))) = (identity, ident) {
-                        let n = seed + counter.get() * inc;
-                        counter.set(counter.get() + 1);
-                        r[i] = types::cast(&Value::Int(n), &SqlType::BigInt, &new_table.columns[i].ty, None)?;
-                    }
-                    Ok(r)
-                };
-                rebuild(ctx, &database, &table, new, &transform)?;
-            } else {
-                for ix in &mut new_indexes {
-                    ix.tree = tree_name(new.id, ix.id, catalog.version.wrapping_add(ix.id as u64));
-                }
-                for ix in &new_indexes {
-                    if let Some(slot) = new.indexes.iter_mut().find(|i| i.id == ix.id) {
-                        slot.tree = ix.tree.clone();
-                    }
-                }
-                for ix in &new_indexes {
-                    super::create_tree(ctx, &database, &ix.tree)?;
-                }
-                let target = target_for(ctx, &db, Arc::new(new.clone()))?;
-                let built = in_own_transaction(ctx, |ctx| {
-                    for ix in &new_indexes {
-                        dml::build_index(ctx, &target.as_is(), ix)?;
-                    }
-                    if validate {
-                        dml::validate_rows(ctx, &target.as_is())?;
-                    }
-                    Ok(())
-                });
-                if let Err(e) = built {
-                    for ix in &new_indexes {
-                        let _ = database.drop_table(&ix.tree);
-                    }
-                    return Err(e.with_alter_context());
-                }
-                save_definition(ctx, &database, new)?;
-            }
-            Ok(())
-        }
-        ast::AlterTableAction::DropColumns { names, if_exists } => {
-            let mut new = (*table).clone();
-            let mut keep: Vec<usize> = (0..table.columns.len()).collect();
-            for n in names {
-                let Some(i) = table.column(&n.value) else {
-                    if *if_exists {
-                        continue;
-                    }
-                    return Err(SqlError::new(
-                        4924,
-                        format!(
-                            "ALTER TABLE DROP COLUMN failed because column '{}' does not exist in table '{}'.",
-                            n.value, table.name
-                        ),
-                    ));
-                };
-                let dependent = table
-                    .indexes
-                    .iter()
-                    .find(|ix| ix.columns.iter().any(|(c, _)| *c == i))
-                    .map(|ix| {
-                        (ix.name.clone(), if ix.primary_key || ix.unique_constraint { "object" } else { "index" })
-                    })
-                    .or_else(|| {
-                        table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| (f.name.clone(), "object"))
-                    })
-                    .or_else(|| table.columns[i].default.as_ref().map(|d| (d.name.clone(), "object")))
-                    .or_else(|| {
-                        table
-                            .checks
-                            .iter()
-                            .find(|c| {
-                                c.text.to_lowercase().contains(&format!("[{}]", table.columns[i].name.to_lowercase()))
-                            })
-                            .map(|c| (c.name.clone(), "object"))
-                    });
-                if let Some((dep, what)) = dependent {
-                    return Err(column_in_use("DROP", &table.columns[i].name, &dep, what));
-                }
-                keep.retain(|&k| k != i);
-            }
-            if keep.len() == table.columns.len() {
-                return Ok(());
-            }
-            if keep.is_empty() {
-                return Err(msg::DROP_ONLY_COLUMN.with(&[&names[0].value, &table.name]));
-            }
-            let remap = |c: usize| keep.iter().position(|&k| k == c).expect("kept column");
-            new.columns = keep.iter().map(|&i| table.columns[i].clone()).collect();
-            for ix in &mut new.indexes {
-                for c in &mut ix.columns {
-                    c.0 = remap(c.0);
-                }
-                ix.include = ix.include.iter().filter(|c| keep.contains(c)).map(|&c| remap(c)).collect();
-            }
-            for fk in &mut new.foreign_keys {
-                fk.columns = fk.columns.iter().map(|&c| remap(c)).collect();
-            }
-            let keep2 = keep.clone();
-            rebuild(ctx, &database, &table, new, &move |r: Row| Ok(keep2.iter().map(|&i| r[i].clone()).collect()))
-        }
-        ast::AlterTableAction::DropConstraints { names, if_exists } => {
-            let mut new = (*table).clone();
-            let mut rewrite = false;
-            for n in names {
-                let name = &n.value;
-                if let Some(pos) = new
-                    .indexes
-                    .iter()
-                    .position(|ix| (ix.primary_key || ix.unique_constraint) && ix.name.eq_ignore_ascii_case(name))
-                {
-                    let ix = new.indexes[pos].clone();
-                    if let Some((child, fk)) = catalog.referencing(table.id).into_iter().find(|(c, k)| {
-                        let fk = &c.foreign_keys[*k];
-                        fk.ref_columns.len() == ix.columns.len()
-                            && fk.ref_columns.iter().all(|rc| ix.columns.iter().any(|(c, _)| c == rc))
-                    }) {
-                        return Err(SqlError::new(
-                            3725,
-                            format!(
-                                "The constraint '{}' is being referenced by table '{}', foreign key constraint '{}'.",
-                                ix.name, child.name, child.foreign_keys[fk].name
-                            ),
-                        ));
-                    }
-                    if pos == 0 {
-                        new.indexes[0] = heap_index(table.id, catalog.version);
-                        rewrite = true;
-                    } else {
-                        new.indexes.remove(pos);
-                        database.drop_table(&ix.tree)?;
-                    }
-                } else if let Some(pos) = new.checks.iter().position(|c| c.name.eq_ignore_ascii_case(name)) {
-                    new.checks.remove(pos);
-                } else if let Some(pos) = new.foreign_keys.iter().position(|f| f.name.eq_ignore_ascii_case(name)) {
-                    new.foreign_keys.remove(pos);
-                } else if let Some(col) = new
-                    .columns
-                    .iter_mut()
-                    .find(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name)))
-                {
-                    col.default = None;
-                } else if !*if_exists {
-                    return Err(msg::DROP_CONSTRAINT_FAILED
-                        .err()
-                        .with_state(0)
-                        .after(msg::NOT_A_CONSTRAINT.with(&[&name])));
-                }
-            }
-            if rewrite {
-                rebuild(ctx, &database, &table, new, &Ok)
-            } else {
-                save_definition(ctx, &database, new)
-            }
-        }
+        ast::AlterTableAction::Add { columns, constraints } => add(ctx, &at, columns, constraints),
+        ast::AlterTableAction::DropColumns { names, if_exists } => drop_columns(ctx, &at, names, if_exists),
+        ast::AlterTableAction::DropConstraints { names, if_exists } => drop_constraints(ctx, &at, names, if_exists),
         ast::AlterTableAction::AlterColumn { name: col_name, ty, nullable } => {
-            let i = table.column(&col_name.value).ok_or_else(|| {
-                SqlError::new(
-                    4902,
-                    format!(
-                        "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
-                        table.name
-                    ),
-                )
-            })?;
-            if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
-                let what = if ix.primary_key || ix.unique_constraint { "object" } else { "index" };
-                return Err(column_in_use("ALTER", &col_name.value, &ix.name, what));
-            }
-            let mut new = (*table).clone();
-            let old_ty = table.columns[i].ty;
-            let new_ty = resolve_column_type(ty, i + 1)?;
-            new.columns[i].ty = new_ty;
-            new.columns[i].nullable = nullable.unwrap_or(true);
-            let target_table = new.clone();
-            let db_name = db.clone();
-            rebuild(ctx, &database, &table, new, &move |mut r: Row| {
-                r[i] = dml::assign_value(&r[i], &old_ty, &db_name, &target_table, i)?;
-                Ok(r)
-            })
+            alter_column(ctx, &at, col_name, ty, nullable)
         }
         ast::AlterTableAction::CheckConstraints { .. } => Err(msg::CHECK_NOCHECK_NOT_SUPPORTED.err()),
     }
+}
+
+/// ADD: columns (a rebuild when a non-empty table gets a NOT NULL column with a default,
+/// an identity or a computed value) and constraints.
+fn add(
+    ctx: &mut ExecCtx,
+    at: &Altering,
+    columns: &[ast::ColumnDef],
+    constraints: &[ast::TableConstraint],
+) -> SqlResult<()> {
+    let Altering { database, table, db, catalog, salt } = at;
+    let mut new = (**table).clone();
+    let mut rewrite = false;
+    let first_new = new.columns.len();
+    for (k, c) in columns.iter().enumerate() {
+        if new.column(&c.name.value).is_some() {
+            return Err(SqlError::new(
+                2705,
+                format!("Column names in each table must be unique. Column name '{}' in table '{}' is specified more than once.", c.name.value, table.name),
+            ));
+        }
+        let col = column_def(c, first_new + k + 1)?;
+        if col.identity.is_some() && new.identity_column().is_some() {
+            return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&table.name]));
+        }
+        let needs_value = !col.nullable || col.identity.is_some();
+        new.columns.push(col);
+        let idx = new.columns.len() - 1;
+        if let Some(d) = &c.default {
+            set_default(&mut new, idx, d, salt + k as u64);
+        }
+        if needs_value {
+            if new.columns[idx].default.is_none() && new.columns[idx].identity.is_none() && !is_empty(ctx, db, table)? {
+                return Err(SqlError::new(
+                    4901,
+                    format!("ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '{}' cannot be added to non-empty table '{}' because it does not satisfy these conditions.", c.name.value, table.name),
+                ));
+            }
+            rewrite = true;
+        }
+        for con in &c.constraints {
+            let column = Some(c.name.value.as_str());
+            let mut implicit_null = vec![false; new.columns.len()];
+            implicit_null[idx] = c.nullable.is_none();
+            let salt = salt + 100 + k as u64;
+            if let Some(ix) =
+                apply_constraint(ctx, catalog, &mut new, con, column, &implicit_null, catalog.version, salt)
+                    .map_err(constraint_failed)?
+            {
+                place_index(&mut new, ix);
+                rewrite = true;
+            }
+        }
+    }
+    let mut new_indexes = Vec::new();
+    let mut validate = false;
+    for (k, con) in constraints.iter().enumerate() {
+        if matches!(con.kind, ConstraintKind::PrimaryKey { .. }) && new.primary_key().is_some() {
+            return Err(constraint_failed(msg::TABLE_ALREADY_HAS_PRIMARY_KEY.with(&[&table.name]).with_state(0)));
+        }
+        let salt = salt + 200 + k as u64;
+        if let Some(ix) = apply_constraint(ctx, catalog, &mut new, con, None, &[], catalog.version, salt)
+            .map_err(constraint_failed)?
+        {
+            if ix.is_clustered() {
+                rewrite = true;
+            } else {
+                new_indexes.push(ix.clone());
+            }
+            place_index(&mut new, ix);
+        }
+        validate |= matches!(con.kind, ConstraintKind::Check(_) | ConstraintKind::ForeignKey { .. });
+    }
+    if rewrite {
+        let defaults = target_for(ctx, db, Arc::new(new.clone()))?.defaults;
+        let added: Vec<usize> = (first_new..new.columns.len()).collect();
+        let new_table = new.clone();
+        // Values for the added columns: identity, default, or NULL.
+        let mut fill: Vec<Value> = Vec::new();
+        for &i in &added {
+            fill.push(match (&new_table.columns[i].identity, &defaults[i]) {
+                (Some(_), _) => Value::Null,
+                (None, Some((tessera_semantics::plan::Expr::Const(v), t))) => {
+                    types::cast(v, t, &new_table.columns[i].ty, None)?
+                }
+                (None, Some((e, t))) => {
+                    let v = crate::exec::eval(e, &[], ctx)?;
+                    types::cast(&v, t, &new_table.columns[i].ty, None)?
+                }
+                (None, None) => Value::Null,
+            });
+        }
+        let identity = new_table.identity_column().filter(|i| added.contains(i));
+        let counter = std::cell::Cell::new(0i64);
+        let ident = new_table.identity_column().and_then(|i| new_table.columns[i].identity);
+        let transform = move |mut r: Row| -> SqlResult<Row> {
+            for v in &fill {
+                r.push(v.clone());
+            }
+            if let (Some(i), Some((seed, inc))) = (identity, ident) {
+                let n = seed + counter.get() * inc;
+                counter.set(counter.get() + 1);
+                r[i] = types::cast(&Value::Int(n), &SqlType::BigInt, &new_table.columns[i].ty, None)?;
+            }
+            Ok(r)
+        };
+        rebuild(ctx, database, table, new, &transform)?;
+    } else {
+        for ix in &mut new_indexes {
+            ix.tree = tree_name(new.id, ix.id, catalog.version.wrapping_add(ix.id as u64));
+        }
+        for ix in &new_indexes {
+            if let Some(slot) = new.indexes.iter_mut().find(|i| i.id == ix.id) {
+                slot.tree = ix.tree.clone();
+            }
+        }
+        for ix in &new_indexes {
+            super::create_tree(ctx, database, &ix.tree)?;
+        }
+        let target = target_for(ctx, db, Arc::new(new.clone()))?;
+        let built = in_own_transaction(ctx, |ctx| {
+            for ix in &new_indexes {
+                dml::build_index(ctx, &target.as_is(), ix)?;
+            }
+            if validate {
+                dml::validate_rows(ctx, &target.as_is())?;
+            }
+            Ok(())
+        });
+        if let Err(e) = built {
+            for ix in &new_indexes {
+                let _ = database.drop_table(&ix.tree);
+            }
+            return Err(e.with_alter_context());
+        }
+        save_definition(ctx, database, new)?;
+    }
+    Ok(())
+}
+
+/// DROP COLUMN: the columns go, and the table is rebuilt without them.
+fn drop_columns(ctx: &mut ExecCtx, at: &Altering, names: &[ast::Ident], if_exists: &bool) -> SqlResult<()> {
+    let Altering { database, table, .. } = at;
+    let mut new = (**table).clone();
+    let mut keep: Vec<usize> = (0..table.columns.len()).collect();
+    for n in names {
+        let Some(i) = table.column(&n.value) else {
+            if *if_exists {
+                continue;
+            }
+            return Err(SqlError::new(
+                4924,
+                format!(
+                    "ALTER TABLE DROP COLUMN failed because column '{}' does not exist in table '{}'.",
+                    n.value, table.name
+                ),
+            ));
+        };
+        let dependent = table
+            .indexes
+            .iter()
+            .find(|ix| ix.columns.iter().any(|(c, _)| *c == i))
+            .map(|ix| (ix.name.clone(), if ix.primary_key || ix.unique_constraint { "object" } else { "index" }))
+            .or_else(|| table.foreign_keys.iter().find(|f| f.columns.contains(&i)).map(|f| (f.name.clone(), "object")))
+            .or_else(|| table.columns[i].default.as_ref().map(|d| (d.name.clone(), "object")))
+            .or_else(|| {
+                table
+                    .checks
+                    .iter()
+                    .find(|c| c.text.to_lowercase().contains(&format!("[{}]", table.columns[i].name.to_lowercase())))
+                    .map(|c| (c.name.clone(), "object"))
+            });
+        if let Some((dep, what)) = dependent {
+            return Err(column_in_use("DROP", &table.columns[i].name, &dep, what));
+        }
+        keep.retain(|&k| k != i);
+    }
+    if keep.len() == table.columns.len() {
+        return Ok(());
+    }
+    if keep.is_empty() {
+        return Err(msg::DROP_ONLY_COLUMN.with(&[&names[0].value, &table.name]));
+    }
+    let remap = |c: usize| keep.iter().position(|&k| k == c).expect("kept column");
+    new.columns = keep.iter().map(|&i| table.columns[i].clone()).collect();
+    for ix in &mut new.indexes {
+        for c in &mut ix.columns {
+            c.0 = remap(c.0);
+        }
+        ix.include = ix.include.iter().filter(|c| keep.contains(c)).map(|&c| remap(c)).collect();
+    }
+    for fk in &mut new.foreign_keys {
+        fk.columns = fk.columns.iter().map(|&c| remap(c)).collect();
+    }
+    let keep2 = keep.clone();
+    rebuild(ctx, database, table, new, &move |r: Row| Ok(keep2.iter().map(|&i| r[i].clone()).collect()))
+}
+
+/// DROP CONSTRAINT: keys (and their indexes), checks, defaults and foreign keys.
+fn drop_constraints(ctx: &mut ExecCtx, at: &Altering, names: &[ast::Ident], if_exists: &bool) -> SqlResult<()> {
+    let Altering { database, table, catalog, .. } = at;
+    let mut new = (**table).clone();
+    let mut rewrite = false;
+    for n in names {
+        let name = &n.value;
+        if let Some(pos) = new
+            .indexes
+            .iter()
+            .position(|ix| (ix.primary_key || ix.unique_constraint) && ix.name.eq_ignore_ascii_case(name))
+        {
+            let ix = new.indexes[pos].clone();
+            if let Some((child, fk)) = catalog.referencing(table.id).into_iter().find(|(c, k)| {
+                let fk = &c.foreign_keys[*k];
+                fk.ref_columns.len() == ix.columns.len()
+                    && fk.ref_columns.iter().all(|rc| ix.columns.iter().any(|(c, _)| c == rc))
+            }) {
+                return Err(SqlError::new(
+                    3725,
+                    format!(
+                        "The constraint '{}' is being referenced by table '{}', foreign key constraint '{}'.",
+                        ix.name, child.name, child.foreign_keys[fk].name
+                    ),
+                ));
+            }
+            if pos == 0 {
+                new.indexes[0] = heap_index(table.id, catalog.version);
+                rewrite = true;
+            } else {
+                new.indexes.remove(pos);
+                database.drop_table(&ix.tree)?;
+            }
+        } else if let Some(pos) = new.checks.iter().position(|c| c.name.eq_ignore_ascii_case(name)) {
+            new.checks.remove(pos);
+        } else if let Some(pos) = new.foreign_keys.iter().position(|f| f.name.eq_ignore_ascii_case(name)) {
+            new.foreign_keys.remove(pos);
+        } else if let Some(col) =
+            new.columns.iter_mut().find(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name)))
+        {
+            col.default = None;
+        } else if !*if_exists {
+            return Err(msg::DROP_CONSTRAINT_FAILED.err().with_state(0).after(msg::NOT_A_CONSTRAINT.with(&[&name])));
+        }
+    }
+    if rewrite {
+        rebuild(ctx, database, table, new, &Ok)
+    } else {
+        save_definition(ctx, database, new)
+    }
+}
+
+/// ALTER COLUMN: a new type or nullability, every row converted and checked.
+fn alter_column(
+    ctx: &mut ExecCtx,
+    at: &Altering,
+    col_name: &ast::Ident,
+    ty: &ast::TypeName,
+    nullable: &Option<bool>,
+) -> SqlResult<()> {
+    let Altering { database, table, db, .. } = at;
+    let i = table.column(&col_name.value).ok_or_else(|| {
+        SqlError::new(
+            4902,
+            format!(
+                "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
+                table.name
+            ),
+        )
+    })?;
+    if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
+        let what = if ix.primary_key || ix.unique_constraint { "object" } else { "index" };
+        return Err(column_in_use("ALTER", &col_name.value, &ix.name, what));
+    }
+    let mut new = (**table).clone();
+    let old_ty = table.columns[i].ty;
+    let new_ty = resolve_column_type(ty, i + 1)?;
+    new.columns[i].ty = new_ty;
+    new.columns[i].nullable = nullable.unwrap_or(true);
+    let target_table = new.clone();
+    let db_name = db.clone();
+    rebuild(ctx, database, table, new, &move |mut r: Row| {
+        r[i] = dml::assign_value(&r[i], &old_ty, &db_name, &target_table, i)?;
+        Ok(r)
+    })
 }
 
 trait AlterContext {

@@ -237,12 +237,12 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                 }
                 match opt.as_str() {
                     "RECOVERY" => {
-                        options.recovery_model = RecoveryModel::parse(value)
-                            .ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15))?;
+                        options.recovery_model =
+                            RecoveryModel::parse(value).ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&value]))?;
                     }
                     "DELAYED_DURABILITY" => {
-                        options.delayed_durability = DelayedDurability::parse(value)
-                            .ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15))?;
+                        options.delayed_durability =
+                            DelayedDurability::parse(value).ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&value]))?;
                     }
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
                     "DB_CHAINING" => {
@@ -297,7 +297,7 @@ fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: 
     if !ctx.shared.holds_server(ctx.session, "ALTER SETTINGS") {
         return Err(msg::ADMIN_ACTION_DENIED.err());
     }
-    let n: u32 = value.parse().map_err(|_| msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15))?;
+    let n: u32 = value.parse().map_err(|_| msg::SYNTAX_ERROR_NEAR.with(&[&value]))?;
     let out_of_range = |max: u32| {
         SqlError::new(15129, format!("'{n}' is not a valid value for configuration option '{opt}': 0 to {max}."))
     };
@@ -327,7 +327,7 @@ fn set_containment(ctx: &ExecCtx, database: &std::sync::Arc<tessera_database::Da
     let contained = match value {
         "PARTIAL" => true,
         "NONE" => false,
-        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15)),
+        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&value])),
     };
     if contained && ctx.shared.config.run_value(crate::config::CONTAINED_AUTHENTICATION) != Some(1) {
         return Err(SqlError::new(

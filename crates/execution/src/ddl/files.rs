@@ -35,7 +35,7 @@ pub fn check_names(spec: &FileSpec, allowed: &[&str]) -> SqlResult<()> {
 }
 
 fn syntax_near(value: &str) -> SqlError {
-    msg::SYNTAX_ERROR_NEAR.with(&[&value]).with_severity(15)
+    msg::SYNTAX_ERROR_NEAR.with(&[&value])
 }
 
 /// `10MB`, `512KB`, `2GB`, `1TB`, `10` (megabytes) in bytes.

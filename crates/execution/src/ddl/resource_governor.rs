@@ -105,7 +105,7 @@ fn number(option: &GovernorOption, min: u32, max: u32) -> SqlResult<u32> {
     let n = match &option.value {
         OptionValue::Number(n) => *n,
         OptionValue::Word(w) => {
-            return Err(msg::SYNTAX_ERROR_NEAR.with(&[&w]).with_severity(15));
+            return Err(msg::SYNTAX_ERROR_NEAR.with(&[&w]));
         }
     };
     let name = option.name.as_str();
@@ -119,7 +119,7 @@ fn number(option: &GovernorOption, min: u32, max: u32) -> SqlResult<u32> {
 }
 
 fn unknown_option(option: &GovernorOption) -> SqlError {
-    msg::SYNTAX_ERROR_NEAR.with(&[&option.name]).with_severity(15)
+    msg::SYNTAX_ERROR_NEAR.with(&[&option.name])
 }
 
 fn set_pool_options(pool: &mut Pool, options: &[GovernorOption]) -> SqlResult<()> {
@@ -233,8 +233,8 @@ fn set_group_options(group: &mut Group, options: &[GovernorOption]) -> SqlResult
         match o.name.as_str() {
             "IMPORTANCE" => match &o.value {
                 OptionValue::Word(w) if ["LOW", "MEDIUM", "HIGH"].contains(&w.as_str()) => group.importance = w.clone(),
-                OptionValue::Word(w) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&w]).with_severity(15)),
-                OptionValue::Number(n) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&n]).with_severity(15)),
+                OptionValue::Word(w) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&w])),
+                OptionValue::Number(n) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&n])),
             },
             "REQUEST_MAX_MEMORY_GRANT_PERCENT" => group.request_max_memory_grant_percent = number(o, 0, 100)?,
             "REQUEST_MAX_CPU_TIME_SEC" => group.request_max_cpu_time_sec = number(o, 0, i32::MAX as u32)?,
@@ -331,7 +331,7 @@ fn classifier(ctx: &ExecCtx, function: &ObjectName) -> SqlResult<Classifier> {
         [name] => ("master", "dbo", *name),
         [schema, name] => ("master", *schema, *name),
         [database, schema, name] => (*database, if schema.is_empty() { "dbo" } else { *schema }, *name),
-        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&parts.join(".")]).with_severity(15)),
+        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&parts.join(".")])),
     };
     let shown = format!("{schema}.{name}");
     let missing = || {

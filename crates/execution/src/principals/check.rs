@@ -365,7 +365,7 @@ pub fn column_denied(permission: &str, column: &str, object: &str, database: &st
 
 /// Error 262: a database permission denied.
 pub fn database_denied(permission: &str, database: &str) -> SqlError {
-    msg::DATABASE_PERMISSION_DENIED.with(&[&permission, &database]).with_severity(14).with_state(1)
+    msg::DATABASE_PERMISSION_DENIED.with(&[&permission, &database]).with_state(1)
 }
 
 /// Error 916: the login has no user (nor guest) in the database.

@@ -60,8 +60,7 @@ impl<'a> Binder<'a> {
                 (Expr::Var(slot), ty, true)
             }
             ast::Expr::GlobalVariable(name) => {
-                let (func, ty) =
-                    global_variable(name).ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&name]).with_severity(15))?;
+                let (func, ty) = global_variable(name).ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&name]))?;
                 (Expr::Session { func, args: Vec::new() }, ty, true)
             }
             ast::Expr::Default => {

@@ -340,5 +340,5 @@ fn push_down_on(node: &mut FromNode, c: Expr) -> Option<Expr> {
 
 /// Error 1011: two FROM items with the same alias.
 fn duplicate_correlation(alias: &str) -> SqlError {
-    msg::DUPLICATE_CORRELATION_NAME.with(&[&alias]).with_severity(15)
+    msg::DUPLICATE_CORRELATION_NAME.with(&[&alias])
 }

@@ -111,7 +111,7 @@ impl<'a> Binder<'a> {
             // A table variable: a table of this session in tempdb.
             return match self.session.temp_table(&own.to_lowercase()) {
                 Some(real) => Ok((tempdb(), "dbo".to_string(), real.to_string())),
-                None => Err(msg::UNDECLARED_TABLE_VARIABLE.with(&[&own]).with_severity(15)),
+                None => Err(msg::UNDECLARED_TABLE_VARIABLE.with(&[&own])),
             };
         }
         if own.starts_with('#') {
@@ -245,7 +245,7 @@ impl<'a> Binder<'a> {
             .iter()
             .rposition(|(n, _)| *n == lower)
             .map(|i| (i, self.variables[i].1))
-            .ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&name]).with_severity(15).with_state(2))
+            .ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&name]).with_state(2))
     }
 
     pub(super) fn find_in_scope(scope: &Scope, name: &ObjectName) -> SqlResult<Option<usize>> {

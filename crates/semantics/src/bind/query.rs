@@ -88,19 +88,21 @@ impl<'a> Binder<'a> {
                     ast::Expr::Literal(Literal::Integer(n)) => {
                         let i: usize = n.parse().unwrap_or(0);
                         if i == 0 || i > bound.columns.len() {
-                            return Err(msg::ORDER_BY_POSITION_INVALID.with(&[&n]).with_severity(15));
+                            return Err(msg::ORDER_BY_POSITION_INVALID.with(&[&n]));
                         }
                         Expr::Column(i - 1)
                     }
                     e => {
                         b.bind_expr(e)
-                            .map_err(|err| {
-                                if err.number == 207 {
-                                    msg::UNION_ORDER_BY_NOT_SELECTED.err().with_severity(15)
-                                } else {
-                                    err
-                                }
-                            })?
+                            .map_err(
+                                |err| {
+                                    if err.number == 207 {
+                                        msg::UNION_ORDER_BY_NOT_SELECTED.err()
+                                    } else {
+                                        err
+                                    }
+                                },
+                            )?
                             .0
                     }
                 };

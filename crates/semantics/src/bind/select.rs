@@ -94,7 +94,7 @@ impl<'a> Binder<'a> {
             match item {
                 ast::SelectItem::Wildcard => {
                     if s.from.is_empty() {
-                        return Err(msg::MUST_SPECIFY_TABLE.err().with_severity(16));
+                        return Err(msg::MUST_SPECIFY_TABLE.err());
                     }
                     if aggregated {
                         let first = scope.columns.first().map(qualified_name).unwrap_or_default();
@@ -161,7 +161,7 @@ impl<'a> Binder<'a> {
                     columns.push(OutputColumn { name, ty: t, nullable: n });
                 }
                 ast::SelectItem::Assign { .. } => {
-                    return Err(msg::ASSIGNMENT_WITH_RETRIEVAL.err().with_severity(15));
+                    return Err(msg::ASSIGNMENT_WITH_RETRIEVAL.err());
                 }
             }
         }
@@ -206,7 +206,7 @@ impl<'a> Binder<'a> {
             .with_severity(15));
         }
         if top.is_some() && (offset.is_some() || fetch.is_some()) {
-            return Err(msg::TOP_WITH_OFFSET.err().with_severity(15));
+            return Err(msg::TOP_WITH_OFFSET.err());
         }
         // Assemble.
         let mut p = std::mem::replace(plan, Plan::Values(Vec::new()));
@@ -249,7 +249,7 @@ impl<'a> Binder<'a> {
         }
         if offset.is_some() || fetch.is_some() {
             if order_by.is_empty() {
-                return Err(msg::INVALID_FETCH_NEXT.err().with_severity(15));
+                return Err(msg::INVALID_FETCH_NEXT.err());
             }
             p = self.paging(p, offset, fetch)?;
         }

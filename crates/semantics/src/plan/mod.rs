@@ -29,7 +29,7 @@ pub type Row = Vec<Value>;
 pub fn offset_count(v: &Value) -> SqlResult<usize> {
     match v {
         Value::Int(n) if *n >= 0 => Ok(*n as usize),
-        Value::Int(_) => Err(msg::NEGATIVE_OFFSET.err().with_severity(15)),
+        Value::Int(_) => Err(msg::NEGATIVE_OFFSET.err()),
         _ => Err(row_count_not_integer("OFFSET")),
     }
 }
@@ -38,11 +38,11 @@ pub fn offset_count(v: &Value) -> SqlResult<usize> {
 pub fn fetch_count(v: &Value) -> SqlResult<usize> {
     match v {
         Value::Int(n) if *n > 0 => Ok(*n as usize),
-        Value::Int(_) => Err(msg::FETCH_ROWS_NOT_POSITIVE.err().with_severity(15)),
+        Value::Int(_) => Err(msg::FETCH_ROWS_NOT_POSITIVE.err()),
         _ => Err(row_count_not_integer("FETCH")),
     }
 }
 
 fn row_count_not_integer(clause: &str) -> SqlError {
-    msg::OFFSET_FETCH_ROWS_NOT_INTEGER.with(&[&clause]).with_severity(15)
+    msg::OFFSET_FETCH_ROWS_NOT_INTEGER.with(&[&clause])
 }

@@ -122,7 +122,7 @@ impl Runner<'_> {
                         let slot = vars
                             .iter()
                             .rposition(|(n, _)| *n == lower)
-                            .ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&v]).with_severity(15).with_state(2))?;
+                            .ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&v]).with_state(2))?;
                         Some((slot, vars[slot].1))
                     }
                     _ => None,
@@ -231,7 +231,7 @@ impl Runner<'_> {
                         Err(err) => return self.fail(s, err),
                     }
                 }
-                None => return self.fail(s, msg::UNDECLARED_VARIABLE.with(&[&rc]).with_severity(15).with_state(2)),
+                None => return self.fail(s, msg::UNDECLARED_VARIABLE.with(&[&rc]).with_state(2)),
             }
         }
         if self.state.nest_level == 0 {

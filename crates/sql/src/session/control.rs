@@ -33,7 +33,7 @@ impl Runner<'_> {
                     return Ok(Flow::Next);
                 }
                 if self.state.cancel.load(Ordering::Relaxed) {
-                    return self.fail(s, msg::QUERY_CANCELLED.err().with_severity(25));
+                    return self.fail(s, msg::QUERY_CANCELLED.err());
                 }
                 match self.run_one(body)? {
                     Flow::Break => return Ok(Flow::Next),
@@ -68,7 +68,7 @@ impl Runner<'_> {
             return Ok(Flow::Return(None));
         }
         if self.procedure.is_none() {
-            return Err(msg::INVALID_RETURN_VALUE.err().with_severity(15));
+            return Err(msg::INVALID_RETURN_VALUE.err());
         }
         let (v, t) = self.eval_scalar(s, e)?;
         let status = match types::cast(&v, &t, &SqlType::Int, None)? {
@@ -82,7 +82,7 @@ impl Runner<'_> {
         let (v, t) = self.eval_scalar(s, value)?;
         let time = types::cast(&v, &t, &SqlType::Time { scale: 7 }, None)?;
         let Value::Time(ticks) = time else {
-            return Err(msg::INVALID_WAITFOR_TIME.err().with_severity(15));
+            return Err(msg::INVALID_WAITFOR_TIME.err());
         };
         let wait = if delay {
             std::time::Duration::from_nanos(ticks * 100)
@@ -100,7 +100,7 @@ impl Runner<'_> {
         let end = std::time::Instant::now() + wait;
         while std::time::Instant::now() < end {
             if self.state.cancel.load(Ordering::Relaxed) {
-                return Err(msg::QUERY_CANCELLED.err().with_severity(25));
+                return Err(msg::QUERY_CANCELLED.err());
             }
             std::thread::sleep((end - std::time::Instant::now()).min(std::time::Duration::from_millis(20)));
         }

@@ -97,7 +97,7 @@ impl Runner<'_> {
         if allowed {
             return Ok(());
         }
-        Err(msg::DBCC_PERMISSION_DENIED.with(&[&self.state.login, &command]).with_severity(14))
+        Err(msg::DBCC_PERMISSION_DENIED.with(&[&self.state.login, &command]))
     }
 
     pub(super) fn dbcc(
@@ -145,11 +145,11 @@ impl Runner<'_> {
                 let global = numbers.contains(&-1);
                 let flags: Vec<i32> = numbers.iter().filter(|&&n| n != -1).map(|&n| n as i32).collect();
                 if flags.is_empty() {
-                    return Err(msg::INVALID_DBCC_PARAMETER.err().with_severity(16));
+                    return Err(msg::INVALID_DBCC_PARAMETER.err());
                 }
                 for f in flags {
                     if !(0..=32767).contains(&f) {
-                        return Err(msg::TRACE_FLAG_NOT_FOUND.with(&[&f]).with_severity(16));
+                        return Err(msg::TRACE_FLAG_NOT_FOUND.with(&[&f]));
                     }
                     let on = command == "TRACEON";
                     if global {

@@ -58,7 +58,7 @@ impl Runner<'_> {
         let Some((n, m, st)) = args else {
             return match &self.state.caught {
                 Some(e) => Ok(e.clone()),
-                None => Err(msg::THROW_OUTSIDE_CATCH.err().with_severity(15)),
+                None => Err(msg::THROW_OUTSIDE_CATCH.err()),
             };
         };
         let number = match self.eval_scalar(s, n)?.0 {

@@ -478,7 +478,7 @@ impl Runner<'_> {
     /// or sysadmin), its running request cancelled and its transaction rolled back.
     pub(super) fn kill(&mut self, spid: i64) -> SqlResult<()> {
         if !self.shared.holds_server(self.state, "ALTER ANY CONNECTION") {
-            return Err(msg::KILL_PERMISSION_DENIED.err().with_severity(14));
+            return Err(msg::KILL_PERMISSION_DENIED.err());
         }
         let Ok(spid) = i32::try_from(spid) else {
             return Err(msg::PROCESS_NOT_ACTIVE.with(&[&spid]));

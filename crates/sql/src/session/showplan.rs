@@ -35,9 +35,7 @@ pub(super) fn check_showplan_alone(stmts: &[Statement]) -> SqlResult<()> {
         })
     }
     match find(stmts) {
-        Some(s) if stmts.len() > 1 || !is_showplan(&stmts[0]) => {
-            Err(msg::SHOWPLAN_NOT_ALONE.err().with_severity(15).at_line(s.line))
-        }
+        Some(s) if stmts.len() > 1 || !is_showplan(&stmts[0]) => Err(msg::SHOWPLAN_NOT_ALONE.err().at_line(s.line)),
         _ => Ok(()),
     }
 }

@@ -62,7 +62,15 @@ impl Inner {
             let f = self.frame(i as u32);
             let s = State(f.state.load(Ordering::Relaxed));
             if quiescent {
-                assert_eq!(s.pins(), 0, "frame {i} still pinned");
+                let k = f.key.load(Ordering::Relaxed);
+                assert_eq!(
+                    s.pins(),
+                    0,
+                    "frame {i} (file {}, page {}, {:?}) still pinned",
+                    key_file(k),
+                    key_page(k),
+                    s.kind()
+                );
                 assert!(matches!(s.kind(), Kind::Free | Kind::Valid), "frame {i} is {:?}", s.kind());
             }
             if s.kind() == Kind::Valid {

@@ -156,10 +156,7 @@ impl Runner<'_> {
             }
         } else if let Some(system) = tessera_execution::sysprocs::lookup(&proc_name) {
             self.state.txns.mark_statement();
-            // As for any statement in autocommit mode: done when its commit is.
-            if self.state.txns.count == 0 {
-                self.sink.hold();
-            }
+            self.begin_autocommit();
             let values: Vec<tessera_execution::sysprocs::NamedArg> =
                 args.iter().map(|a| (a.name.clone(), a.value.clone())).collect();
             use tessera_execution::sysprocs::SystemProc;
@@ -175,13 +172,9 @@ impl Runner<'_> {
             };
             match result {
                 Ok(status) => {
-                    if self.state.txns.count == 0 {
-                        if let Err(err) = self.state.txns.commit_all(false) {
-                            self.sink.discard();
-                            return self.fail(s, err);
-                        }
+                    if let Err(err) = self.end_autocommit() {
+                        return self.fail(s, err);
                     }
-                    self.sink.release();
                     status
                 }
                 Err(stop) => {

@@ -86,10 +86,7 @@ impl Runner<'_> {
         }
         self.state.txns.mark_statement();
         self.state.null_eliminated = false;
-        // In autocommit mode the statement is done when its commit is: its DONE waits.
-        if self.state.txns.count == 0 {
-            self.sink.hold();
-        }
+        self.begin_autocommit();
         match self.exec(s) {
             Ok(flow) => {
                 // An autocommit statement's commit below releases its statement locks
@@ -97,13 +94,9 @@ impl Runner<'_> {
                 if self.state.nest_level == 0 && self.state.txns.count != 0 {
                     self.state.txns.end_statement();
                 }
-                if self.state.txns.count == 0 {
-                    if let Err(e) = self.state.txns.commit_all(false) {
-                        self.sink.discard();
-                        return self.fail(s, e);
-                    }
+                if let Err(e) = self.end_autocommit() {
+                    return self.fail(s, e);
                 }
-                self.sink.release();
                 // A database over its resource limits waits here, its locks released
                 // when it commits.
                 if let Err(e) = self.state.pace_statement() {

@@ -28,6 +28,27 @@ pub(super) fn starts_implicit_transaction(k: &StatementKind) -> bool {
 }
 
 impl Runner<'_> {
+    /// A statement starts: in autocommit mode (no transaction open) it is done only when
+    /// its commit is, so its DONE waits in the sink.
+    pub(super) fn begin_autocommit(&mut self) {
+        if self.state.txns.count == 0 {
+            self.sink.hold();
+        }
+    }
+
+    /// The statement ran: in autocommit mode its work commits, and then its DONE goes
+    /// out; a failed commit is the statement's error, and its DONE (its count) never goes.
+    pub(super) fn end_autocommit(&mut self) -> SqlResult<()> {
+        if self.state.txns.count == 0 {
+            if let Err(e) = self.state.txns.commit_all(false) {
+                self.sink.discard();
+                return Err(e);
+            }
+        }
+        self.sink.release();
+        Ok(())
+    }
+
     /// BEGIN TRANSACTION: the outermost one names the transaction.
     pub(super) fn begin_transaction(&mut self, s: &Statement, name: Option<&ast::Expr>) -> SqlResult<()> {
         let name = match name {

@@ -18,6 +18,8 @@ const WRITER_BATCH: usize = 256;
 pub(super) struct WriterState {
     pub(super) shutdown: bool,
     kicked: bool,
+    /// A round is running: the writer may hold a pin (see `is_writing`).
+    in_round: bool,
 }
 
 impl Inner {
@@ -39,10 +41,17 @@ impl Inner {
                     return;
                 }
                 g.kicked = false;
+                g.in_round = true;
             }
             self.writer_kick.store(false, Ordering::Release);
             self.writer_round();
+            self.writer.lock().in_round = false;
         }
+    }
+
+    /// The writer is in a round, and may hold a pin on the frame it writes.
+    pub(super) fn is_writing(&self) -> bool {
+        self.writer.lock().in_round
     }
 
     /// One round: release frames stranded beyond the limit, then, if free frames are

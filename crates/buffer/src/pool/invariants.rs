@@ -6,17 +6,33 @@
 //! through `BufferPool::check_invariants`.
 
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::frame::{Kind, State, DIRTY, NIL};
 use super::table::{key_file, key_page};
 use super::Inner;
 
+/// How long a quiescent check waits for read-ahead and the background writer.
+const BACKGROUND_WAIT: Duration = Duration::from_secs(30);
+
 impl Inner {
     /// See [`BufferPool::check_invariants`].
     pub(crate) fn check_invariants(&self, quiescent: bool) {
         // Holding every shard mutex (in order; only this checker takes more than one)
-        // freezes every translation.
-        let _shards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+        // freezes every translation. A quiescent check also waits for the pool's own
+        // threads: a read-ahead worker or the background writer holds a pin while it
+        // reads or writes a frame, and a pin they hold is not a leak. Neither can take a
+        // new pin while the shard mutexes are held, so idle then stays idle.
+        let deadline = Instant::now() + BACKGROUND_WAIT;
+        let _shards = loop {
+            let shards: Vec<_> = self.shards.iter().map(|s| s.0.lock()).collect();
+            if !quiescent || (self.read_ahead.is_idle() && !self.is_writing()) {
+                break shards;
+            }
+            drop(shards);
+            assert!(Instant::now() < deadline, "the pool's background threads did not go idle");
+            std::thread::sleep(Duration::from_millis(1));
+        };
         let hwm = self.hwm.load(Ordering::Acquire);
         let limit = self.limit.load(Ordering::Acquire);
         assert!(hwm <= self.initialized.load(Ordering::Acquire));

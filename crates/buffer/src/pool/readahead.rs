@@ -147,7 +147,6 @@ impl ReadAhead {
     }
 
     /// Nothing queued, nothing being read.
-    #[cfg(test)]
     pub fn is_idle(&self) -> bool {
         let q = self.queue.lock();
         q.runs.is_empty() && q.idle == q.workers.len() && self.in_flight.load(Ordering::Relaxed) == 0

@@ -26,7 +26,7 @@ fn text(v: &Option<(Value, SqlType)>, option: &str) -> SqlResult<String> {
     match v {
         Some((Value::Str(s), _)) => Ok(s.to_string()),
         Some((Value::Int(i), _)) => Ok(i.to_string()),
-        _ => Err(SqlError::new(3045, format!("The {option} option requires a value."))),
+        _ => Err(msg::BACKUP_OPTION_INVALID.with(&[&option, &"requires a value"])),
     }
 }
 
@@ -43,11 +43,11 @@ fn number(v: &Option<(Value, SqlType)>, option: &str) -> SqlResult<u32> {
 /// `STOPAT`: a datetime in the server's local time, as microseconds since the epoch.
 fn stop_at(v: &Option<(Value, SqlType)>, state: &SessionState) -> SqlResult<i64> {
     let Some((value, ty)) = v else {
-        return Err(SqlError::new(3045, "The STOPAT option requires a value."));
+        return Err(msg::BACKUP_OPTION_INVALID.with(&[&"STOPAT", &"requires a value"]));
     };
     let dt = tessera_semantics::types::cast(value, ty, &SqlType::DateTime2 { scale: 7 }, None)?;
     let Value::DateTime { days, ticks } = dt else {
-        return Err(SqlError::new(3045, "The value for the STOPAT option is not a valid datetime."));
+        return Err(msg::BACKUP_OPTION_INVALID.with(&[&"value for the STOPAT", &"is not a valid datetime"]));
     };
     let epoch = tessera_semantics::types::days_from_civil(1970, 1, 1);
     let local_micros = i64::from(days - epoch) * 86_400_000_000 + (ticks / 10) as i64;
@@ -338,11 +338,7 @@ pub fn backup(
             | "RETAINDAYS"
             | "EXPIREDATE"
             | "RESTART" => {}
-            other => {
-                return Err(
-                    SqlError::new(155, format!("'{other}' is not a recognized BACKUP option.")).with_severity(15)
-                )
-            }
+            other => return Err(msg::UNRECOGNIZED_OPTION.with(&[&other, &"BACKUP"]).with_severity(15)),
         }
     }
     if state.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(database)) {
@@ -561,11 +557,7 @@ pub fn restore(
             | "MEDIANAME"
             | "MEDIAPASSWORD"
             | "PASSWORD" => {}
-            other => {
-                return Err(
-                    SqlError::new(155, format!("'{other}' is not a recognized RESTORE option.")).with_severity(15)
-                )
-            }
+            other => return Err(msg::UNRECOGNIZED_OPTION.with(&[&other, &"RESTORE"]).with_severity(15)),
         }
     }
     if standby {

@@ -15,6 +15,7 @@ use tessera_database::{Direction, LockMode, ReadLocks, RowLock, TableId, Transac
 
 use crate::encoding::{decode_row, index_entry, row_schema};
 use crate::runtime::ExecCtx;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Object, Table};
 use tessera_semantics::types::{self, Value};
@@ -127,28 +128,12 @@ fn object_label(table: &Table) -> String {
 
 fn missing_entry(table: &Table, ix: usize) -> SqlError {
     let index = &table.indexes[ix];
-    SqlError::new(
-        8951,
-        format!(
-            "Table error: {}. Data row does not have a matching index row in the index '{}' (ID {}). Possible missing or invalid keys for the index row matching:",
-            object_label(table),
-            index.name,
-            index.id
-        ),
-    )
+    msg::MISSING_INDEX_ROW.with(&[&object_label(table), &index.name, &index.id])
 }
 
 fn extra_entry(table: &Table, ix: usize) -> SqlError {
     let index = &table.indexes[ix];
-    SqlError::new(
-        8952,
-        format!(
-            "Table error: {}. Index row in index '{}' (ID {}) does not match any data row. Possible extra or invalid keys for:",
-            object_label(table),
-            index.name,
-            index.id
-        ),
-    )
+    msg::EXTRA_INDEX_ROW.with(&[&object_label(table), &index.name, &index.id])
 }
 
 /// `col = value and …` over an index's key columns (the clustered key for index 0, or

@@ -332,10 +332,7 @@ impl Config {
     pub fn set(&self, name: &str, value: i64) -> SqlResult<Change> {
         let def = self.find(name)?;
         if value < def.minimum || value > def.maximum {
-            return Err(SqlError::new(
-                15129,
-                format!("'{value}' is not a valid value for configuration option '{}'.", def.name),
-            ));
+            return Err(msg::INVALID_CONFIG_VALUE.with(&[&value, &def.name, &""]));
         }
         let old = self.configured_value(def);
         // min server memory may not exceed max server memory (nor the other way round).
@@ -347,13 +344,11 @@ impl Config {
         if let Some((other, is_min)) = other {
             let other_value = self.configured_value(self.find_exact(other));
             if (is_min && value > other_value) || (!is_min && value < other_value) {
-                return Err(SqlError::new(
-                    15129,
-                    format!(
-                        "'{value}' is not a valid value for configuration option '{}': min server memory may not exceed max server memory.",
-                        def.name
-                    ),
-                ));
+                return Err(msg::INVALID_CONFIG_VALUE.with(&[
+                    &value,
+                    &def.name,
+                    &": min server memory may not exceed max server memory",
+                ]));
             }
         }
         if def.name == AFFINITY_MASK {
@@ -447,38 +442,21 @@ impl Config {
     pub fn set_extension(&self, engine: &Engine, setting: Option<ExtensionSetting>) -> SqlResult<()> {
         if let Some(s) = &setting {
             if engine.pool().extension().is_some() {
-                return Err(SqlError::new(
-                    870,
-                    "The buffer pool extension is already enabled; turn it OFF before changing its file or size.",
-                ));
+                return Err(msg::BUFFER_POOL_EXTENSION_ALREADY_ON.err());
             }
             let max = engine.memory_status().max_bytes;
             if s.bytes <= max {
-                return Err(SqlError::new(
-                    868,
-                    format!(
-                        "The buffer pool extension size must be larger than the current memory allocation threshold '{} MB'. Buffer pool extension is not enabled.",
-                        max >> 20
-                    ),
-                ));
+                return Err(msg::BUFFER_POOL_EXTENSION_TOO_SMALL.with(&[&(max >> 20)]));
             }
             let page = tessera_database::PAGE_SIZE as u64;
             if s.bytes > EXTENSION_MAX_RATIO * max {
-                return Err(SqlError::new(
-                    864,
-                    format!(
-                        "Attempting to allocate {} BUF for buffer pool extension for a maximum of {} page descriptors.",
-                        s.bytes / page,
-                        EXTENSION_MAX_RATIO * max / page
-                    ),
-                ));
+                return Err(
+                    msg::BUFFER_POOL_EXTENSION_ALLOC.with(&[&(s.bytes / page), &(EXTENSION_MAX_RATIO * max / page)])
+                );
             }
-            engine.set_buffer_pool_extension(Some((std::path::Path::new(&s.file), s.bytes))).map_err(|e| {
-                SqlError::new(
-                    5123,
-                    format!("CREATE FILE encountered operating system error {e} while attempting to open or create the physical file '{}'.", s.file),
-                )
-            })?;
+            engine
+                .set_buffer_pool_extension(Some((std::path::Path::new(&s.file), s.bytes)))
+                .map_err(|e| msg::CREATE_FILE_OS_ERROR.with(&[&e, &s.file]))?;
         } else {
             engine.set_buffer_pool_extension(None)?;
         }

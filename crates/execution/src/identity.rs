@@ -6,7 +6,8 @@ use std::sync::atomic::Ordering;
 use tessera_access::row;
 
 use crate::runtime::ExecCtx;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
 use tessera_semantics::types::{self, SqlType, Value};
 
@@ -61,12 +62,8 @@ pub(super) fn next_identity(table: &Table, col: usize) -> SqlResult<Value> {
     let (_, inc) = table.columns[col].identity.expect("identity column");
     let v = table.counters.identity.fetch_add(inc, Ordering::Relaxed) + inc;
     let ty = table.columns[col].ty;
-    types::cast(&Value::Int(v), &SqlType::BigInt, &ty, None).map_err(|_| {
-        SqlError::new(
-            8115,
-            format!("Arithmetic overflow error converting IDENTITY to data type {}.", types::base_type_name(&ty)),
-        )
-    })
+    types::cast(&Value::Int(v), &SqlType::BigInt, &ty, None)
+        .map_err(|_| msg::ARITHMETIC_OVERFLOW.with(&[&"IDENTITY", &types::base_type_name(&ty)]))
 }
 
 /// Notes an explicitly inserted identity value (IDENTITY_INSERT ON): later values continue

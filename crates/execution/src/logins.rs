@@ -31,6 +31,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use tessera_database::Database;
 
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 /// Storage tree in master holding the logins.
@@ -207,10 +208,7 @@ fn decoy_hash() -> &'static str {
 /// three of: upper-case letters, lower-case letters, digits, other characters.
 pub fn check_policy(password: &str) -> SqlResult<()> {
     if password.chars().count() < 8 {
-        return Err(SqlError::new(
-            15116,
-            "Password validation failed. The password does not meet the operating system policy requirements because it is too short.",
-        ));
+        return Err(msg::PASSWORD_TOO_SHORT.err());
     }
     let classes = [
         password.chars().any(|c| c.is_uppercase()),
@@ -439,10 +437,7 @@ impl Logins {
         let sid = match new.sid {
             Some(sid) => {
                 if sid.is_empty() || sid.len() > 85 || logins.values().any(|l| l.sid == sid) {
-                    return Err(SqlError::new(
-                        15433,
-                        "Supplied parameter sid is in use or is not a valid security identifier.",
-                    ));
+                    return Err(msg::INVALID_SID.err());
                 }
                 sid
             }
@@ -498,12 +493,7 @@ impl Logins {
         let key = name.to_lowercase();
         match logins.get(&key) {
             Some(l) if l.principal_id != 1 => {}
-            _ => {
-                return Err(SqlError::new(
-                    15151,
-                    format!("Cannot drop the login '{name}', because it does not exist or you do not have permission."),
-                ))
-            }
+            _ => return Err(msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"drop", &"login", &name])),
         }
         self.persist(Some(&key), None)?;
         if let Some(gone) = logins.remove(&key) {
@@ -534,10 +524,7 @@ impl Logins {
 }
 
 pub fn cannot_alter(name: &str) -> SqlError {
-    SqlError::new(
-        15151,
-        format!("Cannot alter the login '{name}', because it does not exist or you do not have permission."),
-    )
+    msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"alter", &"login", &name])
 }
 
 #[cfg(test)]

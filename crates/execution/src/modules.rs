@@ -50,14 +50,7 @@ pub fn define(
         ));
     }
     if !db.eq_ignore_ascii_case(&ctx.session.database) {
-        return Err(SqlError::new(
-            166,
-            format!(
-                "'CREATE/ALTER {}' does not allow specifying the database name as a prefix to the object name.",
-                kind_word(kind)
-            ),
-        )
-        .with_severity(15));
+        return Err(msg::DATABASE_PREFIX_NOT_ALLOWED.with(&[&kind_word(kind)]));
     }
     let database = ctx.shared.database(&db)?;
     let altered_by = ctx.shared.access(ctx.session, &db).ok().map(|(_, token)| token.user);
@@ -67,21 +60,15 @@ pub fn define(
         let (id, created) = match (&existing, alter, or_alter) {
             (Some(Object::Module(m)), true, _) | (Some(Object::Module(m)), _, true) => {
                 if m.kind != kind && !(is_function(m.kind) && is_function(kind)) {
-                    return Err(SqlError::new(
-                        2010,
-                        format!("Cannot perform alter on '{obj}' because it is an incompatible object type."),
-                    ));
+                    return Err(msg::ALTER_WRONG_OBJECT_TYPE.with(&[&obj]));
                 }
                 (m.id, m.created)
             }
             (Some(_), false, false) => {
-                return Err(SqlError::new(2714, format!("There is already an object named '{obj}' in the database.")));
+                return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &obj]));
             }
             (Some(Object::Table(_)), _, _) => {
-                return Err(SqlError::new(
-                    2010,
-                    format!("Cannot perform alter on '{obj}' because it is an incompatible object type."),
-                ));
+                return Err(msg::ALTER_WRONG_OBJECT_TYPE.with(&[&obj]));
             }
             (None, true, false) => {
                 return Err(msg::INVALID_OBJECT_NAME.with(&[&obj]));
@@ -148,12 +135,7 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
         ast::ModuleKind::Function => "function",
         ast::ModuleKind::View => "view",
     };
-    let missing = || {
-        SqlError::new(
-            3701,
-            format!("Cannot drop the {word} '{obj}', because it does not exist or you do not have permission."),
-        )
-    };
+    let missing = || msg::DROP_OBJECT_NOT_FOUND.with(&[&word, &obj]);
     if !ctx.shared.engine.exists(&db) {
         return if if_exists { Ok(()) } else { Err(missing()) };
     }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use tessera_database::{Database, Engine, Savepoint, Transaction};
 
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::cache::PlanCache;
 use tessera_semantics::catalog::{Catalog, DbRef, Table};
@@ -496,10 +497,7 @@ impl Shared {
             let application_role = matches!(origin, ContextOrigin::ApplicationRole { .. });
             return if db.eq_ignore_ascii_case(database) {
                 if application_role && security.principal_by_id(*user).is_none() {
-                    return Err(SqlError::new(
-                        15356,
-                        "The current application role has been dropped. The current security context contains no valid database user context.",
-                    ));
+                    return Err(msg::APP_ROLE_DROPPED.err());
                 }
                 Ok((security.clone(), Arc::new(check::token_of_user(&security, *user))))
             } else if database.eq_ignore_ascii_case("tempdb") {

@@ -35,13 +35,7 @@ fn check_database(shared: &Shared, name: &Ident) -> SqlResult<()> {
     if shared.engine.exists(&name.value) {
         Ok(())
     } else {
-        Err(SqlError::new(
-            15010,
-            format!(
-                "The database '{}' does not exist. Supply a valid database name. To see available databases, use sys.databases.",
-                name.value
-            ),
-        ))
+        Err(msg::NO_SUCH_DATABASE.with(&[&name.value]))
     }
 }
 
@@ -69,10 +63,7 @@ pub fn create_login(
         return Err(no_permission());
     }
     if let Some(source) = external_source {
-        return Err(SqlError::new(
-            15401,
-            format!("Logins FROM {source} are not supported; use CREATE LOGIN {} WITH PASSWORD = '…'.", name.value),
-        ));
+        return Err(msg::EXTERNAL_LOGIN_UNSUPPORTED.with(&[&source, &name.value]));
     }
     let mut new = NewLogin {
         name: name.value.clone(),
@@ -94,7 +85,7 @@ pub fn create_login(
                     return Err(unsupported("MUST_CHANGE"));
                 }
                 if old.is_some() {
-                    return Err(SqlError::new(102, "Incorrect syntax near 'OLD_PASSWORD'.").with_severity(15));
+                    return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"OLD_PASSWORD"]));
                 }
                 new.password = value.clone();
                 password = true;
@@ -111,14 +102,11 @@ pub fn create_login(
             LoginOption::CheckPolicy(on) => new.check_policy = *on,
             LoginOption::CheckExpiration(on) => new.check_expiration = *on,
             LoginOption::Credential(_) | LoginOption::NoCredential => return Err(unsupported("CREDENTIAL")),
-            LoginOption::Name(_) => return Err(SqlError::new(102, "Incorrect syntax near 'NAME'.").with_severity(15)),
+            LoginOption::Name(_) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"NAME"])),
         }
     }
     if !password {
-        return Err(SqlError::new(
-            15021,
-            "Invalid value given for parameter PASSWORD. Specify a valid parameter value.",
-        ));
+        return Err(msg::INVALID_PASSWORD_PARAMETER.err());
     }
     if new.check_expiration && !new.check_policy {
         return Err(msg::CHECK_EXPIRATION_WITHOUT_POLICY.err());
@@ -168,7 +156,7 @@ pub fn alter_login(shared: &Shared, caller: Option<&str>, name: &Ident, action: 
             }
             LoginOption::DefaultDatabase(db) => check_database(shared, db)?,
             LoginOption::DefaultLanguage(l) => check_language(l)?,
-            LoginOption::Sid(_) => return Err(SqlError::new(102, "Incorrect syntax near 'SID'.").with_severity(15)),
+            LoginOption::Sid(_) => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"SID"])),
             LoginOption::Credential(_) | LoginOption::NoCredential => return Err(unsupported("CREDENTIAL")),
             _ => {}
         }
@@ -227,12 +215,7 @@ pub fn alter_login(shared: &Shared, caller: Option<&str>, name: &Ident, action: 
 
 /// `DROP LOGIN name`.
 pub fn drop_login(shared: &Shared, caller: Option<&str>, name: &Ident) -> SqlResult<()> {
-    let denied = || {
-        SqlError::new(
-            15151,
-            format!("Cannot drop the login '{}', because it does not exist or you do not have permission.", name.value),
-        )
-    };
+    let denied = || msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"drop", &"login", &name.value]);
     let target = shared.logins.get(&name.value).ok_or_else(denied)?;
     if target.principal_id == 1
         || !(can_manage_logins(shared, caller) || holds_on_login(shared, caller, "CONTROL", &target))
@@ -242,10 +225,7 @@ pub fn drop_login(shared: &Shared, caller: Option<&str>, name: &Ident) -> SqlRes
     }
     // A contained user's session shows its own name, not a login's.
     if shared.sessions.lock().values().any(|s| !s.contained && s.login.eq_ignore_ascii_case(&target.name)) {
-        return Err(SqlError::new(
-            15434,
-            format!("Could not drop login '{}' as the user is currently logged in.", name.value),
-        ));
+        return Err(msg::DROP_LOGGED_IN_LOGIN.with(&[&name.value]));
     }
     shared.logins.drop_login(&name.value)?;
     // Its server permissions, and those on it, go with it (a new login never inherits them
@@ -271,28 +251,12 @@ pub fn alter_server_role(
                 shared.logins.is_sysadmin(l) || (*r != "sysadmin" && shared.logins.is_member(l, "securityadmin"))
             })
         })
-        .ok_or_else(|| {
-            SqlError::new(
-                15151,
-                format!(
-                    "Cannot alter the server role '{}', because it does not exist or you do not have permission.",
-                    role.value
-                ),
-            )
-        })?;
+        .ok_or_else(|| msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"alter", &"server role", &role.value]))?;
     let verb = if add { "add" } else { "drop" };
-    let missing = || {
-        SqlError::new(
-            15151,
-            format!(
-                "Cannot {verb} the principal '{}', because it does not exist or you do not have permission.",
-                member.value
-            ),
-        )
-    };
+    let missing = || msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&verb, &"principal", &member.value]);
     let target = shared.logins.get(&member.value).ok_or_else(missing)?;
     if target.principal_id == 1 {
-        return Err(SqlError::new(15405, "Cannot use the special principal 'sa'."));
+        return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&"sa"]));
     }
     shared.logins.alter(&target.name, |l| {
         l.roles.retain(|r| r != role_name);

@@ -636,7 +636,7 @@ pub fn parse_type_text(text: &str) -> SqlResult<SqlType> {
         if a.eq_ignore_ascii_case("max") {
             parsed.push(TypeArg::Max);
         } else {
-            let n = a.parse().map_err(|_| SqlError::new(2715, format!("Cannot find data type {text}.")))?;
+            let n = a.parse().map_err(|_| msg::TYPE_NOT_FOUND.with(&[&"", &text]))?;
             parsed.push(TypeArg::Number(n));
         }
     }

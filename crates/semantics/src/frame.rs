@@ -3,6 +3,7 @@
 //! batch works its frame out once ([`crate::cache::CachedBatch::frame`]).
 
 use crate::types::{self, SqlType};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
@@ -31,12 +32,7 @@ impl Frame {
     fn check_labels(&self) -> SqlResult<()> {
         for (label, line) in &self.gotos {
             if !self.labels.iter().any(|l| l.eq_ignore_ascii_case(label)) {
-                return Err(SqlError::new(
-                    133,
-                    format!("A GOTO statement references the label '{label}' but the label has not been declared."),
-                )
-                .with_severity(15)
-                .at_line(*line));
+                return Err(msg::GOTO_LABEL_NOT_DECLARED.with(&[&label]).at_line(*line));
             }
         }
         Ok(())
@@ -106,9 +102,5 @@ impl Frame {
 
 /// Error 134: a batch or procedure declares `name` twice.
 fn already_declared(name: &str) -> SqlError {
-    SqlError::new(
-        134,
-        format!("The variable name '{name}' has already been declared. Variable names must be unique within a query batch or stored procedure."),
-    )
-    .with_severity(15)
+    msg::VARIABLE_ALREADY_DECLARED.with(&[&name])
 }

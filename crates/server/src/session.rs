@@ -251,11 +251,7 @@ async fn login_phase(
     let mut session = match created {
         Ok(s) => s,
         Err(_) if explicit => {
-            let e4060 = SqlError::new(
-                4060,
-                format!("Cannot open database \"{database}\" requested by the login. The login failed."),
-            )
-            .with_severity(11);
+            let e4060 = msg::CANNOT_OPEN_LOGIN_DATABASE.with(&[&database]);
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the explicitly specified database '{database}'. [CLIENT: {}]", login.user_name, peer.ip()));
             refuse(&mut stream, &state.shared.server_name, version, &[e4060, login_refused(18456, &login.user_name)])
                 .await?;

@@ -74,10 +74,7 @@ fn add(
     let first_new = new.columns.len();
     for (k, c) in columns.iter().enumerate() {
         if new.column(&c.name.value).is_some() {
-            return Err(SqlError::new(
-                2705,
-                format!("Column names in each table must be unique. Column name '{}' in table '{}' is specified more than once.", c.name.value, table.name),
-            ));
+            return Err(msg::DUPLICATE_COLUMN_NAME.with(&[&c.name.value, &table.name]));
         }
         let col = column_def(c, first_new + k + 1)?;
         if col.identity.is_some() && new.identity_column().is_some() {
@@ -91,10 +88,7 @@ fn add(
         }
         if needs_value {
             if new.columns[idx].default.is_none() && new.columns[idx].identity.is_none() && !is_empty(ctx, db, table)? {
-                return Err(SqlError::new(
-                    4901,
-                    format!("ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '{}' cannot be added to non-empty table '{}' because it does not satisfy these conditions.", c.name.value, table.name),
-                ));
+                return Err(msg::ADD_COLUMN_TO_NONEMPTY_TABLE.with(&[&c.name.value, &table.name]));
             }
             rewrite = true;
         }
@@ -208,13 +202,7 @@ fn drop_columns(ctx: &mut ExecCtx, at: &Altering, names: &[ast::Ident], if_exist
             if *if_exists {
                 continue;
             }
-            return Err(SqlError::new(
-                4924,
-                format!(
-                    "ALTER TABLE DROP COLUMN failed because column '{}' does not exist in table '{}'.",
-                    n.value, table.name
-                ),
-            ));
+            return Err(msg::DROP_COLUMN_NOT_FOUND.with(&[&n.value, &table.name]));
         };
         let dependent = table
             .indexes
@@ -274,13 +262,11 @@ fn drop_constraints(ctx: &mut ExecCtx, at: &Altering, names: &[ast::Ident], if_e
                 fk.ref_columns.len() == ix.columns.len()
                     && fk.ref_columns.iter().all(|rc| ix.columns.iter().any(|(c, _)| c == rc))
             }) {
-                return Err(SqlError::new(
-                    3725,
-                    format!(
-                        "The constraint '{}' is being referenced by table '{}', foreign key constraint '{}'.",
-                        ix.name, child.name, child.foreign_keys[fk].name
-                    ),
-                ));
+                return Err(msg::CONSTRAINT_REFERENCED_BY_FK.with(&[
+                    &ix.name,
+                    &child.name,
+                    &(child.foreign_keys[fk].name),
+                ]));
             }
             if pos == 0 {
                 new.indexes[0] = heap_index(table.id, catalog.version);
@@ -317,15 +303,7 @@ fn alter_column(
     nullable: &Option<bool>,
 ) -> SqlResult<()> {
     let Altering { database, table, db, .. } = at;
-    let i = table.column(&col_name.value).ok_or_else(|| {
-        SqlError::new(
-            4902,
-            format!(
-                "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
-                table.name
-            ),
-        )
-    })?;
+    let i = table.column(&col_name.value).ok_or_else(|| msg::ALTER_TABLE_NOT_FOUND.with(&[&table.name]))?;
     if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
         let what = if ix.primary_key || ix.unique_constraint { "object" } else { "index" };
         return Err(column_in_use("ALTER", &col_name.value, &ix.name, what));
@@ -358,10 +336,8 @@ impl AlterContext for SqlError {
 
 /// A column that an index or constraint depends on cannot be dropped or altered.
 fn column_in_use(verb: &str, column: &str, dependent: &str, what: &str) -> SqlError {
-    SqlError::new(
-        4922,
-        format!("ALTER TABLE {verb} COLUMN {column} failed because one or more objects access this column."),
-    )
-    .with_state(9)
-    .after(msg::OBJECT_DEPENDS_ON_COLUMN.with(&[&what, &dependent, &column]))
+    msg::ALTER_COLUMN_HAS_DEPENDENTS
+        .with(&[&verb, &column])
+        .with_state(9)
+        .after(msg::OBJECT_DEPENDS_ON_COLUMN.with(&[&what, &dependent, &column]))
 }

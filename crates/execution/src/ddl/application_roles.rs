@@ -125,9 +125,6 @@ pub fn activate(security: &Security, name: &str, password: &str) -> SqlResult<i3
         Some(role) if crate::logins::verify_password(password, role.password_hash.as_deref().unwrap_or_default()) => {
             Ok(role.id)
         }
-        _ => Err(SqlError::new(
-            15161,
-            format!("Cannot set application role '{name}' because it does not exist or the password is incorrect."),
-        )),
+        _ => Err(msg::APP_ROLE_SET_FAILED.with(&[&name])),
     }
 }

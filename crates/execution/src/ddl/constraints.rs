@@ -51,16 +51,10 @@ fn add_key_constraint(
         _ => unreachable!("key constraints only"),
     };
     if primary && table.primary_key().is_some() {
-        return Err(SqlError::new(
-            8110,
-            format!("Cannot add multiple PRIMARY KEY constraints to table '{}'.", table.name),
-        ));
+        return Err(msg::MULTIPLE_PRIMARY_KEYS.with(&[&table.name]));
     }
     if clustered && !table.indexes[0].is_heap() {
-        return Err(SqlError::new(
-            1902,
-            format!("Cannot create more than one clustered index on table '{}'. Drop the existing clustered index '{}' before creating another.", table.name, table.indexes[0].name),
-        ));
+        return Err(msg::MULTIPLE_CLUSTERED_INDEXES.with(&[&table.name, &(table.indexes[0].name)]));
     }
     let columns = index_columns(table, cols, "key or index")?;
     if primary {
@@ -69,10 +63,7 @@ fn add_key_constraint(
         for &(c, _) in &columns {
             if table.columns[c].nullable {
                 if !implicit_null.get(c).copied().unwrap_or(false) {
-                    return Err(SqlError::new(
-                        8111,
-                        format!("Cannot define PRIMARY KEY constraint on nullable column in table '{}'.", table.name),
-                    ));
+                    return Err(msg::NULLABLE_PRIMARY_KEY_COLUMN.with(&[&table.name]));
                 }
                 table.columns[c].nullable = false;
             }
@@ -121,25 +112,17 @@ fn foreign_key(
     let parent: Arc<Table> = if obj.eq_ignore_ascii_case(&table.name) {
         Arc::new(table.clone())
     } else {
-        catalog.table(&schema, &obj).cloned().ok_or_else(|| {
-            SqlError::new(
-                1767,
-                format!("Foreign key '{fk_name}' references invalid table '{}'.", ref_table.name().value),
-            )
-        })?
+        catalog
+            .table(&schema, &obj)
+            .cloned()
+            .ok_or_else(|| msg::FOREIGN_KEY_INVALID_TABLE.with(&[&fk_name, &(ref_table.name().value)]))?
     };
     let cols: Vec<usize> = columns
         .iter()
         .map(|c| {
-            table.column(&c.value).ok_or_else(|| {
-                SqlError::new(
-                    1769,
-                    format!(
-                        "Foreign key '{fk_name}' references invalid column '{}' in referencing table '{}'.",
-                        c.value, table.name
-                    ),
-                )
-            })
+            table
+                .column(&c.value)
+                .ok_or_else(|| msg::FOREIGN_KEY_BAD_REFERENCING_COLUMN.with(&[&fk_name, &c.value, &table.name]))
         })
         .collect::<SqlResult<_>>()?;
     let ref_cols: Vec<usize> = if ref_columns.is_empty() {
@@ -148,43 +131,31 @@ fn foreign_key(
         ref_columns
             .iter()
             .map(|c| {
-                parent.column(&c.value).ok_or_else(|| {
-                    SqlError::new(
-                        1770,
-                        format!(
-                            "Foreign key '{fk_name}' references invalid column '{}' in referenced table '{}'.",
-                            c.value, parent.name
-                        ),
-                    )
-                })
+                parent
+                    .column(&c.value)
+                    .ok_or_else(|| msg::FOREIGN_KEY_BAD_REFERENCED_COLUMN.with(&[&fk_name, &c.value, &parent.name]))
             })
             .collect::<SqlResult<_>>()?
     };
     if cols.len() != ref_cols.len() {
-        return Err(SqlError::new(
-            8139,
-            format!(
-                "Number of referencing columns in foreign key differs from number of referenced columns, table '{}'.",
-                table.name
-            ),
-        ));
+        return Err(msg::FOREIGN_KEY_COLUMN_COUNT_MISMATCH.with(&[&table.name]));
     }
     let candidate = parent.indexes.iter().any(|ix| {
         ix.unique && ix.columns.len() == ref_cols.len() && ix.columns.iter().all(|(c, _)| ref_cols.contains(c))
     });
     if !candidate {
-        return Err(SqlError::new(
-            1776,
-            format!("There are no primary or candidate keys in the referenced table '{}' that match the referencing column list in the foreign key '{fk_name}'.", parent.name),
-        ));
+        return Err(msg::FOREIGN_KEY_NO_MATCHING_KEY.with(&[&parent.name, &fk_name]));
     }
     for (&c, &p) in cols.iter().zip(&ref_cols) {
         let (a, b) = (&table.columns[c].ty, &parent.columns[p].ty);
         if types::base_type_name(a) != types::base_type_name(b) {
-            return Err(SqlError::new(
-                1778,
-                format!("Column '{}.{}' is not the same data type as referencing column '{}.{}' in foreign key '{fk_name}'.", parent.name, parent.columns[p].name, table.name, table.columns[c].name),
-            ));
+            return Err(msg::FOREIGN_KEY_TYPE_MISMATCH.with(&[
+                &parent.name,
+                &(parent.columns[p].name),
+                &table.name,
+                &(table.columns[c].name),
+                &fk_name,
+            ]));
         }
     }
     Ok(ForeignKey {
@@ -204,7 +175,7 @@ pub(super) fn ensure_constraint_name_free(catalog: &Catalog, table: &Table, name
         || table.checks.iter().any(|c| c.name.eq_ignore_ascii_case(name))
         || table.foreign_keys.iter().any(|f| f.name.eq_ignore_ascii_case(name));
     if taken {
-        return Err(SqlError::new(2714, format!("There is already an object named '{name}' in the database.")));
+        return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &name]));
     }
     Ok(())
 }
@@ -245,15 +216,9 @@ pub(super) fn apply_constraint(
             Ok(None)
         }
         ConstraintKind::Default { expr, column } => {
-            let i = table.column(&column.value).ok_or_else(|| {
-                SqlError::new(
-                    1752,
-                    format!(
-                        "Column '{}' in table '{}' is invalid for creating a default constraint.",
-                        column.value, table.name
-                    ),
-                )
-            })?;
+            let i = table
+                .column(&column.value)
+                .ok_or_else(|| msg::INVALID_DEFAULT_COLUMN.with(&[&column.value, &table.name]))?;
             if table.columns[i].default.is_some() {
                 return Err(msg::DEFAULT_ALREADY_BOUND.err());
             }

@@ -16,20 +16,14 @@ fn file_path(spec: &ast::FileSpec) -> Option<std::path::PathBuf> {
 pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult<()> {
     let name = &cd.name.value;
     if ctx.shared.engine.exists(name) {
-        return Err(SqlError::new(
-            1801,
-            format!("Database '{name}' already exists. Choose a different database name."),
-        )
-        .with_state(3));
+        return Err(msg::DATABASE_ALREADY_EXISTS.with(&[&name]).with_state(3));
     }
     if let Some(mode) = cd.attach {
         return attach(ctx, cd, mode);
     }
     if cd.files.len() > 1 || cd.log_files.len() > 1 {
-        return Err(SqlError::new(
-            5058,
-            format!("A database has one data file and one log file: more cannot be created for database '{name}'."),
-        ));
+        return Err(msg::DATABASE_OPTION_NOT_SETTABLE
+            .with(&[&"A database has one data file and one log file: more cannot be created for", &name]));
     }
     for spec in cd.files.iter().chain(&cd.log_files) {
         files::check_names(spec, &["NAME", "FILENAME", "SIZE", "MAXSIZE", "FILEGROWTH"])?;
@@ -39,22 +33,13 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
     for p in data_path.iter().chain(log_path.iter()) {
         if let Some(dir) = p.parent() {
             if !dir.as_os_str().is_empty() && !dir.is_dir() {
-                return Err(SqlError::new(
-                    5133,
-                    format!("Directory lookup for the file \"{}\" failed with the operating system error 2(The system cannot find the file specified.).", p.display()),
-                ));
+                return Err(msg::DIRECTORY_LOOKUP_FAILED.with(&[&p.display()]));
             }
         }
     }
     let mut options =
         DatabaseOptions { data_path, log_path, owner_sid: creator_sid(ctx), ..DatabaseOptions::default() };
-    let failed = |e: SqlError| {
-        SqlError::new(
-            1802,
-            "CREATE DATABASE failed. Some file names listed could not be created. Check related errors.",
-        )
-        .after(e)
-    };
+    let failed = |e: SqlError| msg::CREATE_DATABASE_FAILED.err().after(e);
     if let Some(spec) = cd.files.first() {
         let logical = files::option(spec, "NAME").unwrap_or(name);
         files::sizes(spec, logical).map_err(failed)?.apply(FileKind::Data, &mut options);
@@ -88,10 +73,7 @@ fn creator_sid(ctx: &ExecCtx) -> Option<Vec<u8>> {
 fn attach(ctx: &mut ExecCtx, cd: &ast::CreateDatabase, mode: ast::AttachMode) -> SqlResult<()> {
     let name = &cd.name.value;
     if mode == ast::AttachMode::RebuildLog {
-        return Err(SqlError::new(
-            5058,
-            format!("FOR ATTACH_REBUILD_LOG (a data file's pages carry the LSNs of its own log, which a new log would not continue) cannot be used for database '{name}'."),
-        ));
+        return Err(msg::DATABASE_OPTION_NOT_SETTABLE.with(&[&"FOR ATTACH_REBUILD_LOG (a data file's pages carry the LSNs of its own log, which a new log would not continue) cannot be used for", &name]));
     }
     let specs: Vec<&ast::FileSpec> = cd.files.iter().chain(&cd.log_files).collect();
     for spec in &specs {
@@ -105,18 +87,12 @@ fn attach(ctx: &mut ExecCtx, cd: &ast::CreateDatabase, mode: ast::AttachMode) ->
         }
         [data, log] => (data.clone(), log.clone()),
         [] => {
-            return Err(SqlError::new(
-                5058,
-                format!("FOR ATTACH needs the FILENAME of the data file: it cannot be used for database '{name}'."),
-            ))
+            return Err(msg::DATABASE_OPTION_NOT_SETTABLE
+                .with(&[&"FOR ATTACH needs the FILENAME of the data file: it cannot be used for", &name]))
         }
         _ => {
-            return Err(SqlError::new(
-                5058,
-                format!(
-                    "A database has one data file and one log file: more cannot be attached for database '{name}'."
-                ),
-            ))
+            return Err(msg::DATABASE_OPTION_NOT_SETTABLE
+                .with(&[&"A database has one data file and one log file: more cannot be attached for", &name]))
         }
     };
     attach_files(ctx, name, &data, &log)
@@ -126,19 +102,11 @@ fn attach(ctx: &mut ExecCtx, cd: &ast::CreateDatabase, mode: ast::AttachMode) ->
 /// then 1802, 5172, 1813 after a failed recovery).
 pub fn attach_files(ctx: &mut ExecCtx, name: &str, data: &std::path::Path, log: &std::path::Path) -> SqlResult<()> {
     if ctx.shared.engine.exists(name) {
-        return Err(SqlError::new(
-            1801,
-            format!("Database '{name}' already exists. Choose a different database name."),
-        )
-        .with_state(3));
+        return Err(msg::DATABASE_ALREADY_EXISTS.with(&[&name]).with_state(3));
     }
     let options = DatabaseOptions { owner_sid: creator_sid(ctx), ..DatabaseOptions::default() };
     ctx.shared.engine.attach_database(name, data, log, options).map_err(|e| match e.number() {
-        5120 => SqlError::new(
-            1802,
-            "CREATE DATABASE failed. Some file names listed could not be created. Check related errors.",
-        )
-        .after(e.into()),
+        5120 => msg::CREATE_DATABASE_FAILED.err().after(e.into()),
         1801 | 5172 => e.into(),
         _ => match e {
             tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
@@ -151,15 +119,12 @@ pub fn attach_files(ctx: &mut ExecCtx, name: &str, data: &std::path::Path, log: 
 /// 15010 if it does not exist, 7940 for a system database, 3703 while any session uses it.
 pub fn detach_database(ctx: &mut ExecCtx, n: &str) -> SqlResult<()> {
     if !ctx.shared.engine.exists(n) {
-        return Err(SqlError::new(
-            15010,
-            format!("The database '{n}' does not exist. Supply a valid database name. To see available databases, use sys.databases."),
-        ));
+        return Err(msg::NO_SUCH_DATABASE.with(&[&n]));
     }
     if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
         return Err(msg::DETACH_SYSTEM_DATABASE.err());
     }
-    let in_use = || SqlError::new(3703, format!("Cannot detach the database '{n}' because it is currently in use."));
+    let in_use = || msg::DETACH_DATABASE_IN_USE.with(&[&"database", &n]);
     let used_by_other = ctx
         .shared
         .sessions
@@ -188,11 +153,7 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
         if if_exists {
             return Ok(());
         }
-        return Err(SqlError::new(
-            3701,
-            format!("Cannot drop the database '{n}', because it does not exist or you do not have permission."),
-        )
-        .with_severity(11));
+        return Err(msg::DROP_OBJECT_NOT_FOUND.with(&[&"database", &n]));
     }
     if ["master", "tempdb", "model", "msdb"].iter().any(|s| s.eq_ignore_ascii_case(n)) {
         return Err(msg::DROP_SYSTEM_DATABASE.with(&[&n]));
@@ -217,14 +178,7 @@ pub fn drop_database(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlRes
 pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDatabaseAction) -> SqlResult<()> {
     let n = if name.value.eq_ignore_ascii_case("current") { ctx.session.database.clone() } else { name.value.clone() };
     let database = ctx.shared.database(&n).map_err(|e| match e.number {
-        911 => msg::ALTER_DATABASE_FAILED.err().after(
-            SqlError::new(
-                5011,
-                format!("User does not have permission to alter database '{n}', the database does not exist, or the database is not in a state that allows access checks."),
-            )
-            .with_severity(14)
-            .with_state(5),
-        ),
+        911 => msg::ALTER_DATABASE_FAILED.err().after(msg::ALTER_DATABASE_DENIED.with(&[&n]).with_state(5)),
         _ => e,
     })?;
     let mut options = database.options();
@@ -285,7 +239,7 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
             Ok(())
         }
         ast::AlterDatabaseAction::Rename(_) | ast::AlterDatabaseAction::Collate(_) => {
-            Err(SqlError::new(5058, format!("This ALTER DATABASE option is not supported for database '{n}'.")))
+            Err(msg::DATABASE_OPTION_NOT_SETTABLE.with(&[&"This ALTER DATABASE option is not supported for", &n]))
         }
     }
 }
@@ -330,17 +284,11 @@ fn set_containment(ctx: &ExecCtx, database: &std::sync::Arc<tessera_database::Da
         _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&value])),
     };
     if contained && ctx.shared.config.run_value(crate::config::CONTAINED_AUTHENTICATION) != Some(1) {
-        return Err(SqlError::new(
-            12824,
-            "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.",
-        ));
+        return Err(msg::CONTAINED_AUTH_DISABLED.err());
     }
     ctx.shared.alter_security(database, |s| {
         if !contained && s.principals().any(|p| p.kind == crate::principals::PrincipalKind::ContainedUser) {
-            return Err(SqlError::new(
-                12809,
-                "You must remove all users with password before setting the containment property to NONE.",
-            ));
+            return Err(msg::CONTAINED_USERS_WITH_PASSWORD.err());
         }
         let mut next = s.clone();
         next.set_contained(contained);
@@ -360,10 +308,7 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
         return Err(msg::MODIFY_FILE_NOT_FOUND.with(&[&logical]));
     };
     if !spec.options.iter().any(|(k, _)| k != "NAME") {
-        return Err(SqlError::new(
-            5038,
-            format!("MODIFY FILE failed for file \"{logical}\". At least one property per file must be specified."),
-        ));
+        return Err(msg::MODIFY_FILE_NO_PROPERTY.with(&[&logical]));
     }
     if let Some((k, _)) =
         spec.options.iter().find(|(k, _)| !["NAME", "SIZE", "MAXSIZE", "FILEGROWTH"].contains(&k.as_str()))
@@ -379,10 +324,7 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
     let current = if kind == FileKind::Data { data } else { log };
     if let Some(size) = sizes.size {
         if size <= current {
-            return Err(SqlError::new(
-                5039,
-                "MODIFY FILE failed. Specified size is less than or equal to current size.",
-            ));
+            return Err(msg::MODIFY_FILE_SIZE_NOT_LARGER.err());
         }
         return Err(SqlError::new(
             5058,
@@ -392,14 +334,7 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
     if let Some(Some(max)) = sizes.max_size {
         if max < current {
             let file_id = if kind == FileKind::Data { 1 } else { 2 };
-            return Err(SqlError::new(
-                5040,
-                format!(
-                    "MODIFY FILE failed for database '{db}', file id {file_id}. Size of file ({} KB) is greater than MAXSIZE ({} KB).",
-                    current / 1024,
-                    max / 1024
-                ),
-            ));
+            return Err(msg::FILE_SIZE_EXCEEDS_MAXSIZE.with(&[&db, &file_id, &(current / 1024), &(max / 1024)]));
         }
     }
     let max_after = match (kind, sizes.max_size) {
@@ -409,10 +344,7 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
     };
     if let (Some(Growth::Bytes(growth)), Some(max)) = (sizes.growth, max_after) {
         if growth > max {
-            return Err(SqlError::new(
-                5169,
-                format!("FILEGROWTH cannot be greater than MAXSIZE for file '{logical}'."),
-            ));
+            return Err(msg::FILEGROWTH_EXCEEDS_MAXSIZE.with(&[&logical]));
         }
     }
     sizes.apply(kind, options);

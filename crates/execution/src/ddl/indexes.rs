@@ -19,22 +19,10 @@ pub(super) fn index_columns(table: &Table, cols: &[ast::IndexColumn], what: &str
     for c in cols {
         let i = table.column(&c.name.value).ok_or_else(|| msg::INDEX_COLUMN_NOT_FOUND.with(&[&c.name.value]))?;
         if out.iter().any(|(x, _)| *x == i) {
-            return Err(SqlError::new(
-                1909,
-                format!(
-                    "Cannot use duplicate column names in {what}. Column name '{}' listed more than once.",
-                    c.name.value
-                ),
-            ));
+            return Err(msg::DUPLICATE_COLUMN_IN_INDEX.with(&[&what, &c.name.value]));
         }
         if table.columns[i].ty.is_max() {
-            return Err(SqlError::new(
-                1919,
-                format!(
-                    "Column '{}' in table '{}' is of a type that is invalid for use as a key column in an index.",
-                    c.name.value, table.name
-                ),
-            ));
+            return Err(msg::INVALID_INDEX_KEY_TYPE.with(&[&c.name.value, &table.name]));
         }
         out.push((i, c.descending));
     }
@@ -52,13 +40,7 @@ pub(super) fn place_index(table: &mut Table, ix: Index) {
 pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
     let (database, table) = lock_for_ddl(ctx, &ci.table)?;
     if table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&ci.name.value)) {
-        return Err(SqlError::new(
-            1913,
-            format!(
-                "The operation failed because an index or statistics with name '{}' already exists on table '{}.{}'.",
-                ci.name.value, table.schema, table.name
-            ),
-        ));
+        return Err(msg::INDEX_ALREADY_EXISTS.with(&[&ci.name.value, &table.schema, &table.name]));
     }
     if ci.filter.is_some() {
         return Err(msg::FILTERED_INDEX_NOT_SUPPORTED.err());
@@ -73,10 +55,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
     let version = ctx.shared.catalog(&database)?.version;
     if ci.clustered == Some(true) {
         if !table.indexes[0].is_heap() {
-            return Err(SqlError::new(
-                1902,
-                format!("Cannot create more than one clustered index on table '{}'. Drop the existing clustered index '{}' before creating another.", table.name, table.indexes[0].name),
-            ));
+            return Err(msg::MULTIPLE_CLUSTERED_INDEXES.with(&[&table.name, &(table.indexes[0].name)]));
         }
         new.indexes[0] = Index {
             id: 1,
@@ -135,10 +114,11 @@ pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_
     };
     let ix = &table.indexes[pos];
     if ix.primary_key || ix.unique_constraint {
-        return Err(SqlError::new(
-            3723,
-            format!("An explicit DROP INDEX is not allowed on index '{}.{}'. It is being used for {} constraint enforcement.", table.name, ix.name, if ix.primary_key { "PRIMARY KEY" } else { "UNIQUE KEY" }),
-        ));
+        return Err(msg::DROP_CONSTRAINT_INDEX.with(&[
+            &table.name,
+            &ix.name,
+            &(if ix.primary_key { "PRIMARY KEY" } else { "UNIQUE KEY" }),
+        ]));
     }
     let mut new = (*table).clone();
     if pos == 0 {

@@ -52,10 +52,7 @@ pub(super) fn exists(name: &str) -> SqlError {
 }
 
 pub(super) fn not_found(verb: &str, what: &str, name: &str) -> SqlError {
-    SqlError::new(
-        15151,
-        format!("Cannot {verb} the {what} '{name}', because it does not exist or you do not have permission."),
-    )
+    msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&verb, &what, &name])
 }
 
 /// `CREATE USER`.
@@ -74,10 +71,7 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
         (UserLogin::Without, None) => (PrincipalKind::UserWithoutLogin, None, None),
         (UserLogin::SameName, Some(p)) => {
             if !c.security.is_contained() {
-                return Err(SqlError::new(
-                    33233,
-                    "You can only create a user with a password in a contained database.",
-                ));
+                return Err(msg::PASSWORD_USER_NOT_CONTAINED.err());
             }
             crate::logins::check_policy(p)?;
             (PrincipalKind::ContainedUser, None, Some(crate::logins::hash_password(p)?))
@@ -88,14 +82,11 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
                 _ => &name.value,
             };
             let Some(l) = ctx.shared.logins.get(login_name) else {
-                return Err(SqlError::new(
-                    15007,
-                    format!("'{login_name}' is not a valid login or you do not have permission."),
-                ));
+                return Err(msg::INVALID_LOGIN.with(&[&login_name]));
             };
             (PrincipalKind::SqlUser, Some(l.sid), None)
         }
-        _ => return Err(SqlError::new(102, "Incorrect syntax near 'PASSWORD'.").with_severity(15)),
+        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"PASSWORD"])),
     };
     ctx.shared.alter_security(&c.db, |s| {
         if s.principal(&name.value).is_some() {
@@ -140,12 +131,7 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
         match o {
             UserOption::Login(l) => match ctx.shared.logins.get(&l.value) {
                 Some(found) => login_sid = Some(found.sid),
-                None => {
-                    return Err(SqlError::new(
-                        15007,
-                        format!("'{}' is not a valid login or you do not have permission.", l.value),
-                    ))
-                }
+                None => return Err(msg::INVALID_LOGIN.with(&[&l.value])),
             },
             UserOption::Password { value, .. } => {
                 crate::logins::check_policy(value)?;
@@ -180,7 +166,7 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
                 UserOption::DefaultSchema(schema) => user.default_schema = Some(schema.value.clone()),
                 UserOption::Name(new) => {
                     if user.is_fixed() {
-                        return Err(SqlError::new(15150, format!("Cannot alter the user '{}'.", user.name)));
+                        return Err(msg::CANNOT_MODIFY_USER.with(&[&"alter", &user.name]));
                     }
                     if next.principal(&new.value).is_some() {
                         return Err(exists(&new.value));
@@ -190,10 +176,7 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
                 UserOption::Login(_) => {
                     if let Some(sid) = &login_sid {
                         if next.user_for_sid(sid).is_some() {
-                            return Err(SqlError::new(
-                                15063,
-                                "The login already has an account under a different user name.",
-                            ));
+                            return Err(msg::LOGIN_ALREADY_HAS_USER.err());
                         }
                     }
                     user.sid = login_sid.clone();
@@ -201,13 +184,7 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
                 }
                 UserOption::Password { .. } => {
                     if user.kind != PrincipalKind::ContainedUser {
-                        return Err(SqlError::new(
-                            15151,
-                            format!(
-                                "Cannot alter the user '{}', because it does not exist or you do not have permission.",
-                                user.name
-                            ),
-                        ));
+                        return Err(msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"alter", &"user", &user.name]));
                     }
                     user.password_hash = password_hash.clone();
                 }
@@ -232,7 +209,7 @@ pub fn drop_user(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
             return Err(not_found("drop", "user", &name.value));
         };
         if user.is_fixed() {
-            return Err(SqlError::new(15150, format!("Cannot drop the user '{}'.", user.name)));
+            return Err(msg::CANNOT_MODIFY_USER.with(&[&"drop", &user.name]));
         }
         Ok((without_principal(s, &user)?, ()))
     })
@@ -242,10 +219,7 @@ pub fn drop_user(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
 /// it owns a schema or a role.
 pub(super) fn without_principal(s: &Security, p: &Principal) -> SqlResult<Security> {
     if s.schemas().any(|sc| sc.owner == p.id) || s.principals().any(|r| r.kind.is_role() && r.owner == Some(p.id)) {
-        return Err(SqlError::new(
-            15138,
-            "The database principal owns a schema in the database, and cannot be dropped.",
-        ));
+        return Err(msg::PRINCIPAL_OWNS_SCHEMA.err());
     }
     let mut next = s.clone();
     next.remove_principal(p.id);
@@ -309,20 +283,15 @@ pub fn alter_role(ctx: &ExecCtx, role: &Ident, action: &AlterRoleAction) -> SqlR
                     return Err(not_found(verb, "principal", &m.value));
                 };
                 if r.id == PUBLIC_ID || member.id == DBO_ID || member.id == PUBLIC_ID {
-                    return Err(SqlError::new(
-                        15405,
-                        format!(
-                            "Cannot use the special principal '{}'.",
-                            if r.id == PUBLIC_ID { &r.name } else { &member.name }
-                        ),
-                    ));
+                    return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&(if r.id == PUBLIC_ID {
+                        &r.name
+                    } else {
+                        &member.name
+                    })]));
                 }
                 if add {
                     if member.id == r.id || s.members().iter().any(|&(role, mem)| role == member.id && mem == r.id) {
-                        return Err(SqlError::new(
-                            15413,
-                            "Cannot make a role a member of itself or of one of its members.",
-                        ));
+                        return Err(msg::CIRCULAR_ROLE_MEMBERSHIP.err());
                     }
                     next.add_member(r.id, member.id)?;
                 } else {
@@ -377,10 +346,7 @@ pub fn create_schema(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlR
     }
     ctx.shared.alter_security(&c.db, |s| {
         if s.schema(&name.value).is_some() {
-            return Err(SqlError::new(
-                2714,
-                format!("There is already an object named '{}' in the database.", name.value),
-            ));
+            return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &name.value]));
         }
         let owner = match owner {
             Some(o) => s.principal(&o.value).ok_or_else(|| not_found("find", "user", &o.value))?.id,
@@ -408,14 +374,7 @@ pub fn drop_schema(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()
             return Err(not_found("drop", "schema", &name.value));
         }
         if let Some(o) = catalog.objects().into_iter().find(|o| o.schema().eq_ignore_ascii_case(&schema.name)) {
-            return Err(SqlError::new(
-                3729,
-                format!(
-                    "Cannot drop schema '{}' because it is being referenced by object '{}'.",
-                    schema.name,
-                    o.name()
-                ),
-            ));
+            return Err(msg::DROP_SCHEMA_REFERENCED.with(&[&schema.name, &o.name()]));
         }
         let mut next = s.clone();
         next.remove_schema(schema.id);
@@ -437,7 +396,7 @@ pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>)
             }
             schema.owner = match owner {
                 Some(o) => s.principal(&o.value).ok_or_else(|| not_found("find", "user", &o.value))?.id,
-                None => return Err(SqlError::new(102, "Incorrect syntax near 'OWNER'.").with_severity(15)),
+                None => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"OWNER"])),
             };
             let mut next = s.clone();
             next.put_schema(schema)?;
@@ -445,16 +404,10 @@ pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>)
         }),
         SecurableClass::Database => {
             let Some(o) = owner else {
-                return Err(SqlError::new(102, "Incorrect syntax near 'OWNER'.").with_severity(15));
+                return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"OWNER"]));
             };
             let Some(login) = ctx.shared.logins.get(&o.value) else {
-                return Err(SqlError::new(
-                    15151,
-                    format!(
-                        "Cannot find the principal '{}', because it does not exist or you do not have permission.",
-                        o.value
-                    ),
-                ));
+                return Err(msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"find", &"principal", &o.value]));
             };
             let db = ctx.shared.database(target)?;
             let (security, token) = ctx.shared.access(ctx.session, db.name())?;
@@ -463,10 +416,7 @@ pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>)
             }
             ctx.shared.alter_security(&db, |s| {
                 if s.user_for_sid(&login.sid).is_some() {
-                    return Err(SqlError::new(
-                        15110,
-                        "The proposed new database owner is already a user or aliased in the database.",
-                    ));
+                    return Err(msg::NEW_OWNER_ALREADY_USER.err());
                 }
                 let mut next = s.clone();
                 if let Some(mut dbo) = next.principal("dbo").cloned() {
@@ -518,12 +468,7 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
     match on.class {
         SecurableClass::Database => {
             if !on.name.name().value.eq_ignore_ascii_case(c.db.name()) {
-                return Err(SqlError::new(
-                    15151,
-                    format!(
-                        "Cannot find the database '{shown}', because it does not exist or you do not have permission."
-                    ),
-                ));
+                return Err(msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"find", &"database", &shown]));
             }
             Ok(Target { class: Class::Database, major_id: 0, schema: None, all: database_all })
         }
@@ -540,12 +485,7 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
             let b = tessera_semantics::bind::Binder::new(ctx.shared, ctx.session, &[]);
             let (db, schema, name) = b.qualify(&on.name)?;
             if !db.eq_ignore_ascii_case(c.db.name()) {
-                return Err(SqlError::new(
-                    4701,
-                    format!(
-                        "Cannot find the object \"{shown}\" because it does not exist or you do not have permissions."
-                    ),
-                ));
+                return Err(msg::TRUNCATE_TABLE_NOT_FOUND.with(&[&shown]));
             }
             let catalog = ctx.shared.catalog(&c.db)?;
             let object = catalog.lookup(&schema, &name).ok_or_else(|| not_found("find", "object", &shown))?;
@@ -620,10 +560,7 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
             }),
         };
         if !valid {
-            return Err(SqlError::new(
-                4606,
-                format!("Granted or revoked privilege {} is not compatible with object.", perm.name),
-            ));
+            return Err(msg::INCOMPATIBLE_PRIVILEGE.with(&[&perm.name]));
         }
         names.push((perm.name.clone(), 0));
     }
@@ -635,10 +572,7 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
         && names.iter().all(|(name, _)| check::grantable(&c.security, &c.token, name, on));
     if !securityadmin && !c.may("CONTROL", on) && !grants_on {
         let shown = p.on.as_ref().map_or(c.db.name().to_string(), |s| s.name.name().value.clone());
-        return Err(SqlError::new(
-            15151,
-            format!("Cannot find the object '{shown}', because it does not exist or you do not have permission."),
-        ));
+        return Err(msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"find", &"object", &shown]));
     }
     ctx.shared.alter_security(&c.db, |s| {
         let mut grantees = Vec::new();
@@ -675,10 +609,7 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
                 if let Some(cascade) = takes_away {
                     if next.granted_onward(&row) {
                         if !cascade {
-                            return Err(SqlError::new(
-                                4611,
-                                "To revoke or deny grantable privileges, specify the CASCADE option.",
-                            ));
+                            return Err(msg::REVOKE_REQUIRES_CASCADE.err());
                         }
                         next.revoke_onward(&row);
                     }
@@ -730,10 +661,7 @@ pub fn check_access(shared: &Shared, state: &SessionState, name: &str) -> SqlRes
 /// by a sysadmin, a securityadmin or a holder of CONTROL SERVER.
 fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
     if !ctx.session.database.eq_ignore_ascii_case("master") {
-        return Err(SqlError::new(
-            4621,
-            "Permissions at the server scope can only be granted when the current database is master",
-        ));
+        return Err(msg::SERVER_GRANT_OUTSIDE_MASTER.err());
     }
     // `LOGIN::name`: the login the permissions are on, and each must be one a login has.
     let mut on_sysadmin = false;
@@ -743,10 +671,7 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
             let target = ctx.shared.logins.get(name).ok_or_else(|| not_found("find", "login", name))?;
             for perm in &p.permissions {
                 if !LOGIN_PERMISSIONS.iter().any(|(n, ..)| *n == perm.name) || !perm.columns.is_empty() {
-                    return Err(SqlError::new(
-                        4606,
-                        format!("Granted or revoked privilege {} is not compatible with object.", perm.name),
-                    ));
+                    return Err(msg::INCOMPATIBLE_PRIVILEGE.with(&[&perm.name]));
                 }
             }
             on_sysadmin = target.is_sysadmin();

@@ -14,10 +14,7 @@ use crate::runtime::ExecCtx;
 /// Runs one statement. `in_transaction`: the session has a transaction open (574).
 pub fn execute(ctx: &mut ExecCtx, statement: &GovernorStatement, in_transaction: bool) -> SqlResult<()> {
     if !ctx.shared.holds_server(ctx.session, "CONTROL SERVER") {
-        return Err(SqlError::new(
-            10902,
-            "User does not have permission to alter the resource governor configuration.",
-        ));
+        return Err(msg::RESOURCE_GOVERNOR_DENIED.err());
     }
     if in_transaction {
         let what = match statement {
@@ -61,10 +58,7 @@ pub fn execute(ctx: &mut ExecCtx, statement: &GovernorStatement, in_transaction:
 
 fn check_new_name(kind: &str, name: &Ident, exists: bool) -> SqlResult<()> {
     if name.value.starts_with('#') {
-        return Err(SqlError::new(
-            10915,
-            format!("The name of the {kind} '{}' cannot begin with # of ##.", name.value),
-        ));
+        return Err(msg::RG_NAME_STARTS_WITH_HASH.with(&[&kind, &name.value]));
     }
     if exists {
         return Err(msg::RG_OBJECT_ALREADY_EXISTS.with(&[&kind, &name.value]));
@@ -73,27 +67,15 @@ fn check_new_name(kind: &str, name: &Ident, exists: bool) -> SqlResult<()> {
 }
 
 fn no_pool(name: &Ident) -> SqlError {
-    SqlError::new(
-        10912,
-        format!("Requested operation cannot be performed because the resource pool '{}' does not exist.", name.value),
-    )
+    msg::RESOURCE_POOL_NOT_FOUND.with(&[&name.value])
 }
 
 fn no_group(verb: &str, name: &Ident) -> SqlError {
-    SqlError::new(
-        15151,
-        format!(
-            "Cannot {verb} the workload group '{}', because it does not exist or you do not have permission.",
-            name.value
-        ),
-    )
+    msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&verb, &"workload group", &name.value])
 }
 
 fn greater(a: &str, x: u32, b: &str, y: u32) -> SqlError {
-    SqlError::new(
-        10908,
-        format!("Attribute '{a}' with value of {x} is greater than attribute '{b}' with value of {y}."),
-    )
+    msg::RG_ATTRIBUTE_ABOVE_LIMIT.with(&[&a, &x, &b, &y])
 }
 
 fn less(a: &str, x: u32, b: &str, y: u32) -> SqlError {
@@ -172,10 +154,7 @@ fn check_minimums(c: &Configuration, changed: &Pool) -> SqlResult<()> {
     ];
     for (name, value, sum) in sums {
         if sum > 100 {
-            return Err(SqlError::new(
-                10911,
-                format!("The operation could not be completed. The specified '{name}' value, {value}, causes the sum of minimums on all resource pools to exceed 100 percent. Reduce the value or modify other resource pools so that the sum is less than 100."),
-            ));
+            return Err(msg::RESOURCE_POOL_MIN_SUM_EXCEEDED.with(&[&name, &value]));
         }
     }
     Ok(())
@@ -184,10 +163,7 @@ fn check_minimums(c: &Configuration, changed: &Pool) -> SqlResult<()> {
 fn create_pool(c: &mut Configuration, name: &Ident, options: &[GovernorOption]) -> SqlResult<()> {
     check_new_name("resource pool", name, c.pool(&name.value).is_some())?;
     if c.pools.len() >= MAX_POOLS {
-        return Err(SqlError::new(
-            10910,
-            format!("The resource pool cannot be created. The maximum number of resource pools cannot exceed current limit of {MAX_POOLS} including predefined resource pools."),
-        ));
+        return Err(msg::TOO_MANY_RESOURCE_POOLS.with(&[&MAX_POOLS]));
     }
     let mut pool = Pool::new(Configuration::next_id(c.pools.iter().map(|p| p.id)), &name.value);
     set_pool_options(&mut pool, options)?;
@@ -200,10 +176,7 @@ fn alter_pool(c: &mut Configuration, name: &Ident, options: &[GovernorOption]) -
         return Err(no_pool(name));
     };
     if c.pools[at].id == INTERNAL_ID {
-        return Err(SqlError::new(
-            10916,
-            "The operation could not be completed. Altering 'internal' resource pool is not allowed.",
-        ));
+        return Err(msg::ALTER_PREDEFINED_NOT_ALLOWED.with(&[&"internal", &"resource pool"]));
     }
     set_pool_options(&mut c.pools[at], options)?;
     let pool = c.pools[at].clone();
@@ -213,16 +186,10 @@ fn alter_pool(c: &mut Configuration, name: &Ident, options: &[GovernorOption]) -
 fn drop_pool(c: &mut Configuration, name: &Ident) -> SqlResult<()> {
     let Some(pool) = c.pool(&name.value).cloned() else { return Err(no_pool(name)) };
     if pool.id <= DEFAULT_ID {
-        return Err(SqlError::new(
-            10913,
-            "The operation could not be completed. Dropping predefined resource pool is not allowed.",
-        ));
+        return Err(msg::DROP_PREDEFINED_NOT_ALLOWED.with(&[&"resource pool"]));
     }
     if let Some(g) = c.groups.iter().find(|g| g.pool_id == pool.id) {
-        return Err(SqlError::new(
-            10917,
-            format!("Cannot drop resource pool '{}' because it contains workload group '{}'. Drop or remove all workload groups using this resource pool before dropping it.", pool.name, g.name),
-        ));
+        return Err(msg::RESOURCE_POOL_HAS_GROUPS.with(&[&pool.name, &g.name]));
     }
     c.pools.retain(|p| p.id != pool.id);
     Ok(())
@@ -253,10 +220,7 @@ fn set_group_options(group: &mut Group, options: &[GovernorOption]) -> SqlResult
 fn group_pool(c: &Configuration, verb: &str, group: &str, pool: &Ident) -> SqlResult<i32> {
     let p = c.pool(&pool.value).ok_or_else(|| no_pool(pool))?;
     if p.id == INTERNAL_ID {
-        return Err(SqlError::new(
-            10914,
-            format!("Users are not allowed to {verb} the workload group '{group}' in the 'internal' resource pool."),
-        ));
+        return Err(msg::WORKLOAD_GROUP_OP_NOT_ALLOWED.with(&[&verb, &group, &"internal"]));
     }
     Ok(p.id)
 }
@@ -283,28 +247,24 @@ fn create_group(
 
 fn alter_group(c: &mut Configuration, name: &Ident, options: &[GovernorOption], pool: Option<&Ident>) -> SqlResult<()> {
     if options.is_empty() && pool.is_none() {
-        return Err(SqlError::new(
-            10918,
-            "ALTER WORKLOAD GROUP failed. Either a 'WITH' or 'USING' clause must be specified.",
-        ));
+        return Err(msg::ALTER_WORKLOAD_GROUP_NO_CLAUSE.err());
     }
     let Some(at) = c.groups.iter().position(|g| g.name.eq_ignore_ascii_case(&name.value)) else {
         return Err(no_group("alter", name));
     };
     let id = c.groups[at].id;
     if id == INTERNAL_ID {
-        return Err(SqlError::new(
-            10916,
-            "The operation could not be completed. Altering 'internal' workload group is not allowed.",
-        ));
+        return Err(msg::ALTER_PREDEFINED_NOT_ALLOWED.with(&[&"internal", &"workload group"]));
     }
     if let Some(p) = pool {
         let pool_id = group_pool(c, "move", &name.value, p)?;
         if id == DEFAULT_ID && pool_id != DEFAULT_ID {
-            return Err(SqlError::new(
-                10922,
-                "The 'default' workload group cannot be moved out of 'default' resource pool.",
-            ));
+            return Err(msg::WORKLOAD_GROUP_CANNOT_MOVE.with(&[
+                &"default",
+                &"workload group",
+                &"default",
+                &"resource pool",
+            ]));
         }
         c.groups[at].pool_id = pool_id;
     }
@@ -314,10 +274,7 @@ fn alter_group(c: &mut Configuration, name: &Ident, options: &[GovernorOption], 
 fn drop_group(c: &mut Configuration, name: &Ident) -> SqlResult<()> {
     let Some(group) = c.group(&name.value).cloned() else { return Err(no_group("drop", name)) };
     if group.id <= DEFAULT_ID {
-        return Err(SqlError::new(
-            10913,
-            "The operation could not be completed. Dropping predefined workload group is not allowed.",
-        ));
+        return Err(msg::DROP_PREDEFINED_NOT_ALLOWED.with(&[&"workload group"]));
     }
     c.groups.retain(|g| g.id != group.id);
     Ok(())
@@ -334,34 +291,21 @@ fn classifier(ctx: &ExecCtx, function: &ObjectName) -> SqlResult<Classifier> {
         _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&parts.join(".")])),
     };
     let shown = format!("{schema}.{name}");
-    let missing = || {
-        SqlError::new(
-            10903,
-            format!("User-defined function '{shown}' does not exist in master database, or the user does not have permission to access it."),
-        )
-    };
+    let missing = || msg::CLASSIFIER_FUNCTION_NOT_FOUND.with(&[&shown]);
     if !database.eq_ignore_ascii_case("master") {
         return Err(missing());
     }
     let master = ctx.shared.catalog_named("master")?;
     let security = ctx.shared.security(&ctx.session.catalog_memo, "master")?;
     if security.schema(schema).is_none() {
-        return Err(SqlError::new(
-            10904,
-            format!("The specified schema name '{schema}' for classifier user-defined function either does not exist, or the user does not have permission to use it."),
-        ));
+        return Err(msg::CLASSIFIER_SCHEMA_NOT_FOUND.with(&[&schema]));
     }
     let module = master
         .catalog
         .module(schema, name)
         .filter(|m| m.kind == tessera_semantics::catalog::ModuleKind::ScalarFunction);
     let module = module.ok_or_else(missing)?;
-    let invalid = || {
-        SqlError::new(
-            10907,
-            format!("The object '{}'.'{}' is not a valid resource governor classifier user-defined function. A valid classifier user-defined function must be schema-bound, return sysname, and have no parameters.", module.schema, module.name),
-        )
-    };
+    let invalid = || msg::INVALID_CLASSIFIER_FUNCTION.with(&[&module.schema, &module.name]);
     let batch = tessera_syntax::parser::parse_batch(&module.text).map_err(|_| invalid())?;
     let valid = batch.statements.iter().any(|s| match &s.kind {
         StatementKind::CreateFunction(f) => match &f.returns {

@@ -59,10 +59,7 @@ pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Colum
         let ok = matches!(ty, SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt)
             || matches!(ty, SqlType::Decimal { scale: 0, .. });
         if !ok || c.nullable == Some(true) {
-            return Err(SqlError::new(
-                2749,
-                format!("Identity column '{}' must be of data type int, bigint, smallint, tinyint, or decimal or numeric with a scale of 0, and constrained to be nonnullable.", c.name.value),
-            ));
+            return Err(msg::INVALID_IDENTITY_TYPE.with(&[&c.name.value]));
         }
         if inc == 0 {
             return Err(SqlError::new(2750, "Identity increment cannot be zero."));
@@ -81,30 +78,20 @@ pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Colum
 pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
     let (db_name, schema, name) = placement(ctx, &ct.name)?;
     if name.chars().count() > 128 {
-        return Err(SqlError::new(
-            103,
-            format!(
-                "The identifier that starts with '{}' is too long. Maximum length is 128.",
-                &name[..30.min(name.len())]
-            ),
-        )
-        .with_severity(15));
+        return Err(msg::IDENTIFIER_TOO_LONG.with(&[&&name[..30.min(name.len())]]));
     }
     let database = ctx.shared.database(&db_name)?;
     let temp = ct.name.name().value.starts_with('#');
     if temp && ctx.session.temp_tables.contains_key(&ct.name.name().value.to_lowercase()) {
-        return Err(SqlError::new(
-            2714,
-            format!("There is already an object named '{}' in the database.", ct.name.name().value),
-        ));
+        return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &(ct.name.name().value)]));
     }
     let shared = ctx.shared;
     let table = shared.alter_catalog(&database, |catalog, version| -> SqlResult<(Catalog, Table)> {
         if catalog.lookup(&schema, &name).is_some() {
-            return Err(SqlError::new(2714, format!("There is already an object named '{name}' in the database.")));
+            return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &name]));
         }
         if ct.columns.is_empty() {
-            return Err(SqlError::new(102, "Incorrect syntax near ')'.").with_severity(15));
+            return Err(msg::SYNTAX_ERROR_NEAR.with(&[&")"]));
         }
         if ct.columns.len() > tessera_access::row::MAX_COLUMNS {
             return Err(msg::TOO_MANY_COLUMNS.with(&[&ct.columns[1024].name.value, &name]));
@@ -127,10 +114,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
         };
         for (i, c) in ct.columns.iter().enumerate() {
             if table.column(&c.name.value).is_some() {
-                return Err(SqlError::new(
-                    2705,
-                    format!("Column names in each table must be unique. Column name '{}' in table '{name}' is specified more than once.", c.name.value),
-                ));
+                return Err(msg::DUPLICATE_COLUMN_NAME.with(&[&c.name.value, &name]));
             }
             table.columns.push(column_def(c, i + 1)?);
         }
@@ -150,10 +134,9 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             _ => 2,
         });
         // A clustered UNIQUE makes the primary key nonclustered by default.
-        let clustered_unique = all
-            .iter()
-            .any(|(_, c)| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
-            || ct.indexes.iter().any(|i| i.clustered == Some(true));
+        let clustered_unique =
+            all.iter().any(|(_, c)| matches!(c.kind, ConstraintKind::Unique { clustered: Some(true), .. }))
+                || ct.indexes.iter().any(|i| i.clustered == Some(true));
         let implicit_null: Vec<bool> = ct.columns.iter().map(|c| c.nullable.is_none()).collect();
         let mut salt = 0u64;
         for (column, c) in &all {
@@ -187,14 +170,23 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
                 return Err(msg::MULTIPLE_CLUSTERED_INDEXES.with(&[&name, &table.indexes[0].name]));
             }
             let iid = if clustered { 1 } else { table.indexes.iter().map(|i| i.id).max().unwrap_or(1).max(1) + 1 };
-            place_index(&mut table, Index { id: iid, name: ix.name.value.clone(), tree: tree_name(id, iid, version), columns, unique: ix.unique, primary_key: false, unique_constraint: false, include: Vec::new() });
+            place_index(
+                &mut table,
+                Index {
+                    id: iid,
+                    name: ix.name.value.clone(),
+                    tree: tree_name(id, iid, version),
+                    columns,
+                    unique: ix.unique,
+                    primary_key: false,
+                    unique_constraint: false,
+                    include: Vec::new(),
+                },
+            );
         }
         let row_min = tessera_access::row::RowSchema::new(table.columns.iter().map(|c| c.ty).collect())?.min_row_size();
         if row_min > tessera_access::row::MAX_ROW_SIZE {
-            return Err(SqlError::new(
-                1701,
-                format!("Creating or altering table '{name}' failed because the minimum row size would be {row_min}, including 7 bytes of internal overhead. This exceeds the maximum allowable table row size of 8060 bytes."),
-            ));
+            return Err(msg::MIN_ROW_SIZE_TOO_LARGE.with(&[&name, &row_min]));
         }
         create_trees(ctx, &database, &table)?;
         let obj = Object::Table(Arc::new(table.clone()));
@@ -217,28 +209,16 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
             if if_exists {
                 return Ok(());
             }
-            return Err(SqlError::new(
-                3701,
-                format!(
-                    "Cannot drop the table '{}', because it does not exist or you do not have permission.",
-                    name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
-                ),
-            )
-            .with_severity(11)
-            .with_state(5));
+            return Err(msg::DROP_OBJECT_NOT_FOUND
+                .with(&[&"table", &(name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join("."))])
+                .with_state(5));
         }
         Err(e) => return Err(e),
     };
     ctx.shared.alter_catalog(&database, |catalog, version| {
         if let Some((child, _)) = catalog.referencing(table.id).into_iter().find(|(c, _)| c.id != table.id) {
             let _ = child;
-            return Err(SqlError::new(
-                3726,
-                format!(
-                    "Could not drop object '{}.{}' because it is referenced by a FOREIGN KEY constraint.",
-                    table.schema, table.name
-                ),
-            ));
+            return Err(msg::DROP_OBJECT_REFERENCED_BY_FK.with(&[&table.schema, &table.name]));
         }
         crate::catalog_store::delete(&database, table.id)?;
         drop_trees(&database, &table)?;
@@ -273,24 +253,17 @@ pub fn declare_table_variable(
 
 pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
     let (database, table) = lock_for_ddl(ctx, name).map_err(|e| match e.number {
-        208 | 911 => SqlError::new(
-            4701,
-            format!(
-                "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
-                name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".")
-            ),
-        ),
+        208 | 911 => msg::TRUNCATE_TABLE_NOT_FOUND.with(&[&(name
+            .0
+            .iter()
+            .map(|i| i.value.as_str())
+            .collect::<Vec<_>>()
+            .join("."))]),
         _ => e,
     })?;
     let catalog = ctx.shared.catalog(&database)?;
     if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
-        return Err(SqlError::new(
-            4712,
-            format!(
-                "Cannot truncate table '{}' because it is being referenced by a FOREIGN KEY constraint.",
-                table.name
-            ),
-        ));
+        return Err(msg::TRUNCATE_REFERENCED_TABLE.with(&[&table.name]));
     }
     replace_storage(ctx, &database, &table, (*table).clone(), Vec::new())
 }

@@ -5,6 +5,7 @@ use super::{object_name, TargetAt};
 use crate::exec::eval;
 use crate::runtime::ExecCtx;
 use tessera_access::row;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Index, Table};
 use tessera_semantics::types::{self, SqlType, Value};
@@ -32,15 +33,7 @@ pub fn assign_value(v: &Value, from: &SqlType, db: &str, table: &Table, col: usi
                 Value::Str(s) => s.chars().take(limit).collect(),
                 _ => String::new(),
             };
-            return Err(SqlError::new(
-                2628,
-                format!(
-                    "String or binary data would be truncated in table '{db}.{}', column '{}'. Truncated value: '{}'.",
-                    object_name(table),
-                    c.name,
-                    shown
-                ),
-            ));
+            return Err(msg::STRING_TRUNCATED.with(&[&db, &object_name(table), &c.name, &shown]));
         }
     }
     types::cast(v, from, &c.ty, None)
@@ -79,15 +72,7 @@ pub(super) fn duplicate_error(table: &Table, index: &Index, row: &[Value]) -> Sq
         )
         .with_severity(14)
     } else {
-        SqlError::new(
-            2601,
-            format!(
-                "Cannot insert duplicate key row in object '{}' with unique index '{}'. The duplicate key value is ({values}).",
-                object_name(table),
-                index.name
-            ),
-        )
-        .with_severity(14)
+        msg::DUPLICATE_INDEX_KEY.with(&[&object_name(table), &index.name, &values])
     }
 }
 
@@ -104,16 +89,7 @@ pub(super) fn check_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value], kin
     for (i, c) in table.columns.iter().enumerate() {
         if !c.nullable && row[i].is_null() {
             let verb = if kind == "INSERT" { "INSERT fails." } else { "UPDATE fails." };
-            return Err(SqlError::new(
-                515,
-                format!(
-                    "Cannot insert the value NULL into column '{}', table '{}.{}'; column does not allow nulls. {verb}",
-                    c.name,
-                    target.db,
-                    object_name(table)
-                ),
-            )
-            .with_state(2));
+            return Err(msg::NULL_INTO_NOT_NULL.with(&[&c.name, &target.db, &object_name(table), &verb]).with_state(2));
         }
     }
     for (pred, def) in target.checks.iter().zip(&table.checks) {
@@ -122,16 +98,9 @@ pub(super) fn check_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value], kin
         if v == Value::Bit(false) {
             // SQL Server names the column when the constraint reads exactly one.
             let column = single_column(&def.text).map(|c| format!(", column '{c}'")).unwrap_or_default();
-            return Err(SqlError::new(
-                547,
-                format!(
-                    "The {} statement conflicted with the CHECK constraint \"{name}\". The conflict occurred in database \"{}\", table \"{}\"{column}.",
-                    kind,
-                    target.db,
-                    object_name(table)
-                ),
-            )
-            .with_state(0));
+            return Err(msg::CONSTRAINT_CONFLICT
+                .with(&[&kind, &"CHECK", &name, &target.db, &object_name(table), &column])
+                .with_state(0));
         }
     }
     Ok(())

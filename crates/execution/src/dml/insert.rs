@@ -10,7 +10,8 @@ use super::target::BoundTarget;
 use crate::exec::{eval, run};
 use crate::identity::{load_counters, next_identity, observe_identity};
 use crate::runtime::ExecCtx;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::plan::{Expr, InsertPlan, InsertSource, Row};
 use tessera_semantics::types::{self, SqlType, Value};
 
@@ -19,10 +20,9 @@ fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
         None => Ok(usize::MAX),
         Some(e) => match eval(e, &[], ctx)? {
             Value::Int(n) if n >= 0 => Ok(n as usize),
-            _ => Err(SqlError::new(
-                1060,
-                "The number of rows provided for a TOP or FETCH clauses row count parameter must be an integer.",
-            )),
+            _ => {
+                Err(msg::TOP_ROW_COUNT_NOT_INTEGER.with(&[&"provided for a TOP or FETCH clauses row count parameter"]))
+            }
         },
     }
 }
@@ -34,19 +34,10 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     let on = ctx.session.options.identity_insert.as_ref();
     let identity_insert = on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&target.db) && *id == table.id);
     if p.explicit_identity && !identity_insert {
-        return Err(SqlError::new(
-            544,
-            format!(
-                "Cannot insert explicit value for identity column in table '{}' when IDENTITY_INSERT is set to OFF.",
-                table.name
-            ),
-        ));
+        return Err(msg::IDENTITY_INSERT_OFF.with(&[&table.name]));
     }
     if identity_insert && !p.explicit_identity {
-        return Err(SqlError::new(
-            545,
-            format!("Explicit value must be specified for identity column in table '{}' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column.", table.name),
-        ));
+        return Err(msg::IDENTITY_VALUE_REQUIRED.with(&[&table.name]));
     }
     let source_rows: Vec<Vec<Option<Value>>> = match &p.source {
         InsertSource::DefaultValues => vec![Vec::new()],

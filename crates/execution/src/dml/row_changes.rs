@@ -11,6 +11,7 @@ use super::{object_name, TargetAt};
 use crate::encoding::decode_row;
 use crate::exec::eval;
 use crate::runtime::ExecCtx;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::bind::{bind_target, Binder};
 use tessera_semantics::catalog::{Action, DbRef, Table};
@@ -138,10 +139,7 @@ pub(super) fn delete_row(
     depth: usize,
 ) -> SqlResult<bool> {
     if depth > MAX_CASCADE_DEPTH {
-        return Err(SqlError::new(
-            217,
-            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
-        ));
+        return Err(msg::MAX_NESTING_LEVEL_EXCEEDED.err());
     }
     check_children(ctx, target, row, None, "DELETE", depth)?;
     let table = &target.table;
@@ -179,10 +177,7 @@ pub(super) fn check_update(
     depth: usize,
 ) -> SqlResult<()> {
     if depth > MAX_CASCADE_DEPTH {
-        return Err(SqlError::new(
-            217,
-            "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).",
-        ));
+        return Err(msg::MAX_NESTING_LEVEL_EXCEEDED.err());
     }
     check_row(ctx, target, new, "UPDATE")?;
     check_parents(ctx, target, new, Some(changed), "UPDATE")?;

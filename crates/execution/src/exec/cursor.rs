@@ -18,7 +18,7 @@ use crate::runtime::ExecCtx;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_semantics::plan::{fetch_count, offset_count, Expr, Plan, Row, SortKey};
 use tessera_semantics::types::{self, Value};
 use tessera_syntax::ast::{JoinKind, SetOperator};
@@ -556,12 +556,7 @@ fn run_recursive(
         let next = run(recursive, corr, ctx)?;
         if !next.is_empty() {
             if max_recursion != 0 && depth >= max_recursion {
-                return Err(SqlError::new(
-                    530,
-                    format!(
-                        "The statement terminated. The maximum recursion {max_recursion} has been exhausted before statement completion."
-                    ),
-                ));
+                return Err(msg::MAX_RECURSION_EXHAUSTED.with(&[&max_recursion]));
             }
             depth += 1;
         }
@@ -609,10 +604,7 @@ pub(super) fn top_count(n: &Value, percent: bool, total: usize) -> SqlResult<usi
     }
     match n {
         Value::Int(i) if *i >= 0 => Ok(*i as usize),
-        Value::Null => Err(SqlError::new(1060, "The number of rows in the TOP clause must be an integer.")),
-        _ => Err(SqlError::new(
-            1060,
-            "The number of rows provided for a TOP or FETCH clauses row count parameter must be an integer.",
-        )),
+        Value::Null => Err(msg::TOP_ROW_COUNT_NOT_INTEGER.with(&[&"in the TOP clause"])),
+        _ => Err(msg::TOP_ROW_COUNT_NOT_INTEGER.with(&[&"provided for a TOP or FETCH clauses row count parameter"])),
     }
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use crate::grant::Collector;
 use crate::runtime::ExecCtx;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::plan::{Expr, Row, Subquery, SubqueryKind};
 use tessera_semantics::types::{self, Value};
 use tessera_syntax::ast::{BinaryOp, UnaryOp};
@@ -235,12 +236,7 @@ fn decide<R: AsRef<[Value]>>(
         SubqueryKind::Scalar => match (next()?, next()?) {
             (None, _) => Value::Null,
             (Some(r), None) => r.as_ref()[0].clone(),
-            (Some(_), Some(_)) => {
-                return Err(SqlError::new(
-                    512,
-                    "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression.",
-                ))
-            }
+            (Some(_), Some(_)) => return Err(msg::SUBQUERY_MULTIPLE_ROWS.err()),
         },
         SubqueryKind::Exists { negated } => Value::Bit(next()?.is_none() == *negated),
         SubqueryKind::In { negated, .. } => {

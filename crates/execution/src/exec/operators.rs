@@ -8,7 +8,8 @@ use crate::grant::{row_bytes, Collector, Reservation};
 use crate::runtime::ExecCtx;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use tessera_access::key::KeyBuf;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::plan::{AggCall, AggFunc, Expr, Row, SortKey};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{BinaryOp, SetOperator};
@@ -197,7 +198,7 @@ fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
     Ok(match call.func {
         AggFunc::Count => {
             if st.count > i64::from(i32::MAX) {
-                return Err(SqlError::new(8115, "Arithmetic overflow error converting expression to data type int."));
+                return Err(msg::ARITHMETIC_OVERFLOW.with(&[&"expression", &"int"]));
             }
             Value::Int(st.count)
         }

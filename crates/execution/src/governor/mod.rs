@@ -42,7 +42,8 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 use tessera_database::{PageAccount, ResourceLimits, PAGE_SIZE};
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 
 pub use bucket::BucketUse;
 pub use gate::{GateUse, RequestSlot};
@@ -105,10 +106,7 @@ impl TempdbQuota {
             return Ok(());
         }
         self.refusals.fetch_add(1, Ordering::Relaxed);
-        Err(SqlError::new(
-            40544,
-            "The database 'tempdb' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.",
-        ))
+        Err(msg::DATABASE_SIZE_QUOTA_REACHED.with(&[&"tempdb"]))
     }
 }
 

@@ -345,22 +345,12 @@ pub fn may_see(security: &Security, token: &Token, schema: &str, id: i32) -> boo
 
 /// Error 229: an object permission denied.
 pub fn object_denied(permission: &str, object: &str, database: &str, schema: &str) -> SqlError {
-    SqlError::new(
-        229,
-        format!("The {permission} permission was denied on the object '{object}', database '{database}', schema '{schema}'."),
-    )
-    .with_severity(14)
-    .with_state(5)
+    msg::OBJECT_PERMISSION_DENIED.with(&[&permission, &object, &database, &schema]).with_state(5)
 }
 
 /// Error 230: a permission denied on a column.
 pub fn column_denied(permission: &str, column: &str, object: &str, database: &str, schema: &str) -> SqlError {
-    SqlError::new(
-        230,
-        format!("The {permission} permission was denied on the column '{column}' of the object '{object}', database '{database}', schema '{schema}'."),
-    )
-    .with_severity(14)
-    .with_state(1)
+    msg::COLUMN_PERMISSION_DENIED.with(&[&permission, &column, &object, &database, &schema]).with_state(1)
 }
 
 /// Error 262: a database permission denied.
@@ -370,14 +360,7 @@ pub fn database_denied(permission: &str, database: &str) -> SqlError {
 
 /// Error 916: the login has no user (nor guest) in the database.
 pub fn no_access(login: &str, database: &str) -> SqlError {
-    SqlError::new(
-        916,
-        format!(
-            "The server principal \"{login}\" is not able to access the database \"{database}\" under the current security context."
-        ),
-    )
-    .with_severity(14)
-    .with_state(1)
+    msg::DATABASE_ACCESS_DENIED.with(&[&login, &database]).with_state(1)
 }
 
 #[cfg(test)]

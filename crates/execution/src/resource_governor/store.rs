@@ -5,6 +5,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use tessera_database::{Database, Direction};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 use super::Configuration;
@@ -14,10 +15,7 @@ const KEY: &[u8] = b"configuration";
 
 /// SQL Server's 10920, for a row that does not read back.
 fn damaged(_: serde_json::Error) -> SqlError {
-    SqlError::new(
-        10920,
-        "An error occurred while reading the resource governor configuration from master database. Check the integrity of master database or contact the system administrator.",
-    )
+    msg::RG_CONFIG_READ_FAILED.err()
 }
 
 pub(super) fn load(master: &Arc<Database>) -> SqlResult<Configuration> {

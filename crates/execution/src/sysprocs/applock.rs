@@ -16,7 +16,8 @@ use tessera_database::{Error as EngineError, LockMode};
 
 use super::NamedArg;
 use crate::runtime::{lock_timeout, ExecCtx};
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::types::{self, SqlType, Value};
 
 /// The session's owner id in the lock manager: from the top of the id space, which
@@ -129,12 +130,7 @@ pub fn release(args: &[NamedArg], ctx: &mut ExecCtx) -> SqlResult<i32> {
         }
     };
     if !released {
-        return Err(SqlError::new(
-            1223,
-            format!(
-                "Cannot release the application lock (Database Principal: '{principal}', Resource: '{resource}') because it is not currently held."
-            ),
-        ));
+        return Err(msg::APP_LOCK_NOT_HELD.with(&[&principal, &resource]));
     }
     Ok(0)
 }

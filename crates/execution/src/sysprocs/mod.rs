@@ -103,10 +103,7 @@ pub fn text_arg(args: &[NamedArg], position: usize, name: &str) -> Option<String
 
 pub fn too_many(proc_name: &str, args: &[NamedArg], max: usize) -> SqlResult<()> {
     if args.len() > max {
-        return Err(SqlError::new(
-            8144,
-            format!("Procedure or function {proc_name} has too many arguments specified."),
-        ));
+        return Err(msg::TOO_MANY_ARGUMENTS.with(&[&proc_name]));
     }
     Ok(())
 }
@@ -172,15 +169,7 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
             }
             let value = match types::cast(&v, &t, &SqlType::BigInt, None) {
                 Ok(Value::Int(n)) => n,
-                _ => {
-                    return Err(SqlError::new(
-                        15129,
-                        format!(
-                            "'{}' is not a valid value for configuration option '{name}'.",
-                            types::display_text(&v, &t)
-                        ),
-                    ))
-                }
+                _ => return Err(msg::INVALID_CONFIG_VALUE.with(&[&types::display_text(&v, &t), &name, &""])),
             };
             let change = config.set(&name, value)?;
             sink.message(&SqlError::informational(
@@ -382,13 +371,7 @@ fn help(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlR
     };
     let bare = name.rsplit('.').next().unwrap_or(&name).trim_matches(|c| c == '[' || c == ']').to_string();
     let Some(object) = catalog.lookup("dbo", &bare).cloned() else {
-        return Err(SqlError::new(
-            15009,
-            format!(
-                "The object '{name}' does not exist in database '{}' or is invalid for this operation.",
-                ctx.session.database
-            ),
-        ));
+        return Err(msg::OBJECT_NOT_IN_DATABASE.with(&[&name, &ctx.session.database]));
     };
     let header = [
         col("Name", SYSNAME, false),
@@ -607,11 +590,7 @@ fn odbc_type(t: &SqlType) -> i64 {
 
 fn columns(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     let Some(table_name) = text_arg(args, 0, "@table_name") else {
-        return Err(SqlError::new(
-            201,
-            "Procedure or function 'sp_columns' expects parameter '@table_name', which was not supplied.",
-        )
-        .with_state(4));
+        return Err(msg::MISSING_PARAMETER.with(&[&"sp_columns", &"@table_name"]).with_state(4));
     };
     let (db, catalog) = current_catalog(ctx)?;
     let columns = [

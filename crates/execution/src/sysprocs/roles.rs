@@ -3,6 +3,7 @@
 //! `sp_addsrvrolemember` / `sp_dropsrvrolemember` (ALTER SERVER ROLE … ADD|DROP MEMBER),
 //! with the same permission checks and errors as the statements.
 
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{AlterRoleAction, Ident};
 
@@ -10,10 +11,7 @@ use super::{text_arg, too_many, NamedArg};
 use crate::runtime::ExecCtx;
 
 fn missing(proc_name: &str, param: &str) -> SqlError {
-    SqlError::new(
-        201,
-        format!("Procedure or function '{proc_name}' expects parameter '{param}', which was not supplied."),
-    )
+    msg::MISSING_PARAMETER.with(&[&proc_name, &param])
 }
 
 /// `sp_addrolemember @rolename, @membername` (`add`) or `sp_droprolemember`.

@@ -5,6 +5,7 @@ use super::names::{qualified_name, Scope};
 use super::Binder;
 use crate::plan::{AggCall, AggFunc, Expr};
 use crate::types::{self, SqlType};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, ObjectName};
 
@@ -74,33 +75,22 @@ impl<'a> Binder<'a> {
         star: bool,
     ) -> SqlResult<(Expr, SqlType, bool)> {
         let Some(mut agg) = self.agg.take() else {
-            return Err(SqlError::new(
-                147,
-                "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference.",
-            )
-            .with_severity(15));
+            return Err(msg::AGGREGATE_IN_WHERE.err());
         };
         // The argument is computed from the aggregate's input rows.
         let result = (|| -> SqlResult<AggCall> {
             if star {
                 if func != AggFunc::Count && func != AggFunc::CountBig {
-                    return Err(SqlError::new(102, "Incorrect syntax near '*'.").with_severity(15));
+                    return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"*"]));
                 }
                 let ty = if func == AggFunc::Count { SqlType::Int } else { SqlType::BigInt };
                 return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty });
             }
             if args.len() == 1 && (contains_aggregate(&args[0]) || contains_subquery(&args[0])) {
-                return Err(SqlError::new(
-                    130,
-                    "Cannot perform an aggregate function on an expression containing an aggregate or a subquery.",
-                ));
+                return Err(msg::NESTED_AGGREGATE.err());
             }
             if args.len() != 1 {
-                return Err(SqlError::new(
-                    174,
-                    format!("The {} function requires 1 argument(s).", fname.to_lowercase()),
-                )
-                .with_severity(15));
+                return Err(msg::WRONG_ARGUMENT_COUNT.with(&[&fname.to_lowercase(), &"1"]));
             }
             let (arg, arg_type) = self.with_scope(agg.input.clone(), |b| b.bind_expr(&args[0]))?;
             let ty = match func {
@@ -196,15 +186,6 @@ fn sum_type(func: AggFunc, t: &SqlType, fname: &str) -> SqlResult<SqlType> {
         }
         Money | SmallMoney => Money,
         Real | Float => Float,
-        _ => {
-            return Err(SqlError::new(
-                8117,
-                format!(
-                    "Operand data type {} is invalid for {} operator.",
-                    types::base_type_name(t),
-                    fname.to_lowercase()
-                ),
-            ))
-        }
+        _ => return Err(msg::INVALID_OPERAND_TYPE.with(&[&types::base_type_name(t), &fname.to_lowercase()])),
     })
 }

@@ -5,7 +5,7 @@ use crate::plan::{BoundQuery, Expr, Plan};
 use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_syntax::ast::Literal;
 
 /// Whether values of `from` must be converted to be handled as `to` (values of the
@@ -59,11 +59,7 @@ pub(super) fn decimal_literal(text: &str) -> SqlResult<(Value, SqlType)> {
     let scale = frac.len();
     let precision = significant.max(scale).max(1);
     if precision > 38 {
-        return Err(SqlError::new(
-            1007,
-            format!("The number '{text}' is out of the range for numeric representation (maximum precision 38)."),
-        )
-        .with_severity(15));
+        return Err(msg::NUMERIC_LITERAL_OUT_OF_RANGE.with(&[&text]));
     }
     let value: i128 = digits.parse().map_err(|_| msg::SYNTAX_ERROR_NEAR.with(&[&text]))?;
     Ok((

@@ -5,7 +5,8 @@ use super::query::{check_column_list, check_derived_columns, check_nested_order_
 use super::Binder;
 use crate::output::OutputColumn;
 use crate::plan::{BoundQuery, Plan};
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
 /// The recursion limit of recursive CTEs when the statement gives no MAXRECURSION.
@@ -34,10 +35,7 @@ impl<'a> Binder<'a> {
                 .take_while(|c| !std::ptr::eq(*c, cte))
                 .any(|c| c.name.value.eq_ignore_ascii_case(&cte.name.value))
             {
-                return Err(SqlError::new(
-                    239,
-                    format!("Duplicate common table expression name '{}' was specified.", cte.name.value),
-                ));
+                return Err(msg::DUPLICATE_CTE_NAME.with(&[&cte.name.value]));
             }
             self.ctes.push((cte.name.value.to_lowercase(), bound));
         }
@@ -170,32 +168,17 @@ fn check_recursive_member(
     uses: usize,
 ) -> SqlResult<()> {
     if uses == 0 || op != ast::SetOperator::Union || !all {
-        return Err(SqlError::new(
-            252,
-            format!("Recursive common table expression '{name}' does not contain a top-level UNION ALL operator."),
-        ));
+        return Err(msg::RECURSIVE_CTE_NO_UNION_ALL.with(&[&name]));
     }
     if uses > 1 {
-        return Err(SqlError::new(
-            253,
-            format!("Recursive member of a common table expression '{name}' has multiple recursive references."),
-        ));
+        return Err(msg::RECURSIVE_CTE_MULTIPLE_REFERENCES.with(&[&name]));
     }
     if member.columns.len() != anchor.len() {
-        return Err(SqlError::new(
-            205,
-            "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists.",
-        ));
+        return Err(msg::UNION_COLUMN_COUNT_MISMATCH.err());
     }
     for (a, m) in anchor.iter().zip(&member.columns) {
         if a.ty != m.ty {
-            return Err(SqlError::new(
-                240,
-                format!(
-                    "Types don't match between the anchor and the recursive part in column \"{}\" of recursive query \"{name}\".",
-                    a.name
-                ),
-            ));
+            return Err(msg::RECURSIVE_CTE_TYPE_MISMATCH.with(&[&a.name, &name]));
         }
     }
     Ok(())

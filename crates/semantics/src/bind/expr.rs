@@ -20,10 +20,7 @@ impl<'a> Binder<'a> {
     pub fn bind_predicate(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
         let (b, _) = self.bind_expr(e)?;
         if !is_predicate(&b) {
-            return Err(SqlError::new(
-                4145,
-                format!("An expression of non-boolean type specified in a context where a condition is expected, near '{}'.", near_text(e)),
-            ));
+            return Err(msg::NON_BOOLEAN_CONDITION.with(&[&near_text(e)]));
         }
         Ok(b)
     }
@@ -63,9 +60,7 @@ impl<'a> Binder<'a> {
                 let (func, ty) = global_variable(name).ok_or_else(|| msg::UNDECLARED_VARIABLE.with(&[&name]))?;
                 (Expr::Session { func, args: Vec::new() }, ty, true)
             }
-            ast::Expr::Default => {
-                return Err(SqlError::new(156, "Incorrect syntax near the keyword 'DEFAULT'.").with_severity(15))
-            }
+            ast::Expr::Default => return Err(msg::SYNTAX_ERROR_NEAR_KEYWORD.with(&[&"DEFAULT"])),
             ast::Expr::Nested(inner) => return self.bind_expr_n(inner),
             ast::Expr::Collate { expr, .. } => return self.bind_expr_n(expr),
             ast::Expr::Unary { op, expr } => self.bind_unary(*op, expr)?,
@@ -352,10 +347,7 @@ impl<'a> Binder<'a> {
     fn bind_subquery(&mut self, query: &ast::Query) -> SqlResult<(BoundQuery, bool)> {
         let (b, c) = self.bind_subquery_any(query)?;
         if b.columns.len() != 1 {
-            return Err(SqlError::new(
-                116,
-                "Only one expression can be specified in the select list when the subquery is not introduced with EXISTS.",
-            ));
+            return Err(msg::SUBQUERY_MULTIPLE_COLUMNS.err());
         }
         Ok((b, c))
     }

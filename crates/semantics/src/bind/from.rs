@@ -107,11 +107,7 @@ impl<'a> Binder<'a> {
                         Some(a) => duplicate_correlation(&a.value),
                         None => {
                             let shown = object_display(name);
-                            SqlError::new(
-                                1013,
-                                format!("The objects \"{shown}\" and \"{shown}\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
-                            )
-                            .with_severity(15)
+                            msg::DUPLICATE_EXPOSED_NAME.with(&[&shown, &shown])
                         }
                     });
                 }
@@ -203,10 +199,7 @@ impl<'a> Binder<'a> {
                 let args = args.iter().map(|a| self.bind_expr(a).map(|(e, _)| e)).collect::<SqlResult<Vec<_>>>()?;
                 let mut used = Vec::new();
                 if !args.iter().all(|e| columns_used(e, &mut used)) || !used.is_empty() {
-                    return Err(SqlError::new(
-                        40527,
-                        "Arguments of table-valued functions that read columns (APPLY) are not supported yet.",
-                    ));
+                    return Err(msg::CORRELATED_TVF_ARGS_NOT_SUPPORTED.err());
                 }
                 let plan = Plan::SystemFunction { function, db: crate::catalog::DbRef::Current, args };
                 let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();

@@ -8,6 +8,7 @@ use super::Binder;
 use crate::catalog::ModuleKind;
 use crate::plan::{Expr, SessionFn};
 use crate::types::{self, SqlType, Value};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, BinaryOp, ObjectName};
 
@@ -27,10 +28,7 @@ impl<'a> Binder<'a> {
                     return self.bind_scalar_function(&db, &m, args);
                 }
             }
-            return Err(SqlError::new(
-                4121,
-                format!("Cannot find either column \"{}\" or the user-defined function or aggregate \"{}\", or the name is ambiguous.", name.0[0].value, object_display(name)),
-            ));
+            return Err(msg::COLUMN_OR_FUNCTION_NOT_FOUND.with(&[&(name.0[0].value), &object_display(name)]));
         }
         if let Some(func) = agg_func(&fname) {
             if over.is_some() {
@@ -46,20 +44,14 @@ impl<'a> Binder<'a> {
         }
         let arity = |n: usize| -> SqlResult<()> {
             if args.len() != n {
-                return Err(SqlError::new(
-                    174,
-                    format!("The {} function requires {n} argument(s).", fname.to_lowercase()),
-                )
-                .with_severity(15));
+                return Err(msg::WRONG_ARGUMENT_COUNT.with(&[&fname.to_lowercase(), &n]));
             }
             Ok(())
         };
         match fname.as_str() {
             "COALESCE" => {
                 if args.len() < 2 {
-                    return Err(
-                        SqlError::new(189, "The coalesce function requires 2 to 254 arguments.").with_severity(15)
-                    );
+                    return Err(msg::ARGUMENT_COUNT_OUT_OF_RANGE.with(&[&"coalesce", &"2", &"254"]));
                 }
                 let bound = args.iter().map(|a| self.bind_expr(a)).collect::<SqlResult<Vec<_>>>()?;
                 let ty = unify(bound.iter())?;
@@ -224,8 +216,7 @@ impl<'a> Binder<'a> {
                 Ok((Expr::Func { name: fname, args: bound, arg_types, ty }, ty, true))
             }
             None => {
-                Err(SqlError::new(195, format!("'{}' is not a recognized built-in function name.", name.name().value))
-                    .with_severity(15))
+                Err(msg::UNRECOGNIZED_NAME.with(&[&(name.name().value), &"built-in function name"]).with_severity(15))
             }
         }
     }

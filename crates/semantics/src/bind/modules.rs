@@ -94,10 +94,7 @@ impl<'a> Binder<'a> {
         for (e, _, _) in &bound_args {
             let mut used = Vec::new();
             if !columns_used(e, &mut used) || !used.is_empty() {
-                return Err(SqlError::new(
-                    40527,
-                    "Arguments of table-valued functions that read columns (APPLY) are not supported yet.",
-                ));
+                return Err(msg::CORRELATED_TVF_ARGS_NOT_SUPPORTED.err());
             }
         }
         let saved = std::mem::replace(&mut self.substitutions, bound_args);
@@ -115,10 +112,7 @@ impl<'a> Binder<'a> {
         args: &[ast::Expr],
     ) -> SqlResult<Vec<(Expr, SqlType, String)>> {
         if args.len() > params.len() {
-            return Err(SqlError::new(
-                8144,
-                format!("Procedure or function {fname} has too many arguments specified."),
-            ));
+            return Err(msg::TOO_MANY_ARGUMENTS.with(&[&fname]));
         }
         let mut out = Vec::with_capacity(params.len());
         for (i, p) in params.iter().enumerate() {
@@ -126,14 +120,7 @@ impl<'a> Binder<'a> {
             let (e, t) = match args.get(i) {
                 Some(ast::Expr::Default) | None => match (&p.default, args.get(i)) {
                     (Some(d), Some(_)) => self.bind_expr(d)?,
-                    _ => {
-                        return Err(SqlError::new(
-                            313,
-                            format!(
-                            "An insufficient number of arguments were supplied for the procedure or function {fname}."
-                        ),
-                        ))
-                    }
+                    _ => return Err(msg::TOO_FEW_ARGUMENTS.with(&[&fname])),
                 },
                 Some(a) => self.bind_expr(a)?,
             };

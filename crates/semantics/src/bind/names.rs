@@ -6,7 +6,7 @@ use crate::catalog::{name_key, DbRef, Object, Table};
 use crate::plan::{Expr, View};
 use crate::types::SqlType;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_syntax::ast::ObjectName;
 
 #[derive(Clone, Debug)]
@@ -140,16 +140,7 @@ impl<'a> Binder<'a> {
             2 => (current.clone(), part(0, "dbo"), own.clone()),
             3 => (database(0), part(1, "dbo"), own.clone()),
             4 => (database(1), part(2, "dbo"), own.clone()),
-            _ => {
-                return Err(SqlError::new(
-                    117,
-                    format!(
-                        "The object name '{}' contains more than the maximum number of prefixes. The maximum is 3.",
-                        object_display(name)
-                    ),
-                )
-                .with_severity(15))
-            }
+            _ => return Err(msg::TOO_MANY_NAME_PREFIXES.with(&[&object_display(name)])),
         })
     }
 
@@ -293,10 +284,7 @@ impl<'a> Binder<'a> {
             let known =
                 self.scopes.iter().any(|s| s.columns.iter().any(|c| c.qualifier.as_deref() == Some(&q.to_lowercase())));
             if !known {
-                return Err(SqlError::new(
-                    4104,
-                    format!("The multi-part identifier \"{}\" could not be bound.", object_display(name)),
-                ));
+                return Err(msg::MULTIPART_ID_NOT_BOUND.with(&[&object_display(name)]));
             }
         }
         Err(invalid_column(&name.name().value))

@@ -8,7 +8,7 @@ use crate::output::OutputColumn;
 use crate::plan::{BoundQuery, Expr, Plan, SortKey};
 use crate::types::{self, SqlType, Value};
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_syntax::ast::{self, Literal};
 
 impl<'a> Binder<'a> {
@@ -133,10 +133,7 @@ impl<'a> Binder<'a> {
         let mut bound_rows = Vec::with_capacity(rows.len());
         for r in rows {
             if r.len() != width {
-                return Err(SqlError::new(
-                    10709,
-                    "The number of columns for each row in a table value constructor must be the same.",
-                ));
+                return Err(msg::VALUES_ROW_LENGTH_MISMATCH.err());
             }
             bound_rows.push(r.iter().map(|e| self.bind_expr(e)).collect::<SqlResult<Vec<_>>>()?);
         }
@@ -175,10 +172,7 @@ pub(super) fn combine_set_operands(
     r: BoundQuery,
 ) -> SqlResult<BoundQuery> {
     if l.columns.len() != r.columns.len() {
-        return Err(SqlError::new(
-            205,
-            "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists.",
-        ));
+        return Err(msg::UNION_COLUMN_COUNT_MISMATCH.err());
     }
     let mut columns = Vec::with_capacity(l.columns.len());
     for (a, b) in l.columns.iter().zip(&r.columns) {
@@ -195,11 +189,7 @@ pub(super) fn combine_set_operands(
 pub(super) fn check_nested_order_by(q: &ast::Query) -> SqlResult<()> {
     let top = matches!(&q.body, ast::SetExpr::Select(s) if s.top.is_some());
     if !q.order_by.is_empty() && !top && q.offset.is_none() {
-        return Err(SqlError::new(
-            1033,
-            "The ORDER BY clause is invalid in views, inline functions, derived tables, subqueries, and common table expressions, unless TOP, OFFSET or FOR XML is also specified.",
-        )
-        .with_severity(15));
+        return Err(msg::ORDER_BY_NOT_ALLOWED.err());
     }
     Ok(())
 }
@@ -211,10 +201,7 @@ pub(super) fn check_derived_columns(columns: &[OutputColumn], name: &str) -> Sql
             return Err(msg::NO_COLUMN_NAME_SPECIFIED.with(&[&(i + 1), &name]));
         }
         if columns[..i].iter().any(|p| p.name.eq_ignore_ascii_case(&c.name)) {
-            return Err(SqlError::new(
-                8156,
-                format!("The column '{}' was specified multiple times for '{name}'.", c.name),
-            ));
+            return Err(msg::DUPLICATE_COLUMN_IN_LIST.with(&[&c.name, &name]));
         }
     }
     Ok(())

@@ -49,11 +49,7 @@ impl<'a> Binder<'a> {
             let mut group_types = Vec::new();
             for g in &s.group_by {
                 if contains_aggregate(g) || contains_subquery(g) {
-                    return Err(SqlError::new(
-                        144,
-                        "Cannot use an aggregate or a subquery in an expression used for the group by list of a GROUP BY clause.",
-                    )
-                    .with_severity(15));
+                    return Err(msg::AGGREGATE_IN_GROUP_BY.err());
                 }
                 let (e, t) = self.bind_expr(g)?;
                 group_bound.push(e);
@@ -122,25 +118,14 @@ impl<'a> Binder<'a> {
                         }
                     }
                     if !any {
-                        return Err(SqlError::new(
-                            107,
-                            format!(
-                                "The column prefix '{}' does not match with a table name or alias name used in the query.",
-                                object_display(q)
-                            ),
-                        )
-                        .with_severity(15));
+                        return Err(msg::INVALID_COLUMN_PREFIX.with(&[&object_display(q)]));
                     }
                 }
                 ast::SelectItem::Expr { expr, alias } => {
                     if let ast::Expr::Function { name, over: Some(w), .. } = expr {
                         if name.name().is("ROW_NUMBER") {
                             if w.order_by.is_empty() {
-                                return Err(SqlError::new(
-                                    4112,
-                                    "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY.",
-                                )
-                                .with_severity(15));
+                                return Err(msg::ROW_NUMBER_REQUIRES_ORDER_BY.err());
                             }
                             if window.is_some() {
                                 return Err(SqlError::new(4108, "Only one ROW_NUMBER() per query is supported."));
@@ -184,11 +169,7 @@ impl<'a> Binder<'a> {
             sort_keys.push(SortKey { expr: e, descending: item.descending });
         }
         if s.distinct && exprs.len() > visible {
-            return Err(SqlError::new(
-                145,
-                "ORDER BY items must appear in the select list if SELECT DISTINCT is specified.",
-            )
-            .with_severity(15));
+            return Err(msg::DISTINCT_ORDER_BY_NOT_SELECTED.err());
         }
         // TOP
         let top = match &s.top {
@@ -199,11 +180,7 @@ impl<'a> Binder<'a> {
             None => None,
         };
         if top.as_ref().is_some_and(|t| t.2) && order_by.is_empty() {
-            return Err(SqlError::new(
-                1062,
-                "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.",
-            )
-            .with_severity(15));
+            return Err(msg::WITH_TIES_WITHOUT_ORDER_BY.err());
         }
         if top.is_some() && (offset.is_some() || fetch.is_some()) {
             return Err(msg::TOP_WITH_OFFSET.err());
@@ -314,13 +291,7 @@ impl<'a> Binder<'a> {
         if let ast::Expr::Literal(Literal::Integer(n)) = e {
             let i: usize = n.parse().unwrap_or(0);
             if i == 0 || i > columns.len() {
-                return Err(SqlError::new(
-                    108,
-                    format!(
-                        "The ORDER BY position number {n} is out of range of the number of items in the select list."
-                    ),
-                )
-                .with_severity(15));
+                return Err(msg::ORDER_BY_POSITION_INVALID.with(&[&n]));
             }
             return Ok(Expr::Column(i - 1));
         }

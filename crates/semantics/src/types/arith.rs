@@ -13,7 +13,7 @@ use tessera_syntax::ast::{BinaryOp, UnaryOp};
 
 fn overflow(t: &SqlType) -> SqlError {
     let name = if matches!(t, SqlType::Decimal { .. }) { "numeric" } else { base_type_name(t) };
-    SqlError::new(8115, format!("Arithmetic overflow error converting expression to data type {name}."))
+    msg::ARITHMETIC_OVERFLOW.with(&[&"expression", &name])
 }
 
 fn divide_by_zero() -> SqlError {
@@ -194,10 +194,7 @@ pub fn unary_type(op: UnaryOp, t: &SqlType) -> SqlResult<SqlType> {
             UnaryOp::BitNot => "'~'",
             UnaryOp::Not => "not",
         };
-        return Err(SqlError::new(
-            8117,
-            format!("Operand data type {} is invalid for {name} operator.", base_type_name(t)),
-        ));
+        return Err(msg::INVALID_OPERAND_TYPE.with(&[&base_type_name(t), &name]));
     }
     Ok(*t)
 }

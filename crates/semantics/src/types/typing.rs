@@ -82,14 +82,11 @@ pub fn is_temporal(t: &SqlType) -> bool {
 }
 
 fn data_type_not_found(name: &str) -> SqlError {
-    SqlError::new(2715, format!("Column, parameter, or variable #1: Cannot find data type {name}."))
+    msg::TYPE_NOT_FOUND.with(&[&"Column, parameter, or variable #1: ", &name])
 }
 
 fn no_width(name: &str) -> SqlError {
-    SqlError::new(
-        2716,
-        format!("Column, parameter, or variable #1: Cannot specify a column width on data type {name}."),
-    )
+    msg::COLUMN_WIDTH_NOT_ALLOWED.with(&[&name])
 }
 
 fn zero_length() -> SqlError {
@@ -109,15 +106,9 @@ pub fn resolve_type(t: &TypeName, in_cast: bool) -> SqlResult<SqlType> {
         match t.args.as_slice() {
             [] => Ok(default_len),
             [TypeArg::Max] if allow_max => Ok(MAX),
-            [TypeArg::Max] => Err(SqlError::new(
-                2717,
-                format!("The size (max) given to the column '#1' exceeds the maximum allowed for any data type ({limit})."),
-            )),
+            [TypeArg::Max] => Err(msg::COLUMN_SIZE_TOO_LARGE.with(&[&limit])),
             [TypeArg::Number(0)] => Err(zero_length()),
-            [TypeArg::Number(n)] if *n > u32::from(limit) => Err(SqlError::new(
-                131,
-                format!("The size ({n}) given to the type '{name}' exceeds the maximum allowed for any data type ({limit})."),
-            )),
+            [TypeArg::Number(n)] if *n > u32::from(limit) => Err(msg::TYPE_SIZE_TOO_LARGE.with(&[&n, &name, &limit])),
             [TypeArg::Number(n)] => Ok(*n as u16),
             _ => Err(no_width(name)),
         }
@@ -180,7 +171,7 @@ fn decimal_type(args: &[TypeArg]) -> SqlResult<SqlType> {
         [] => (18, 0),
         [TypeArg::Number(p)] => (*p, 0),
         [TypeArg::Number(p), TypeArg::Number(s)] => (*p, *s),
-        _ => return Err(SqlError::new(102, "Incorrect syntax near 'max'.")),
+        _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"max"])),
     };
     if p == 0 {
         return Err(zero_length());
@@ -194,12 +185,7 @@ fn decimal_type(args: &[TypeArg]) -> SqlResult<SqlType> {
         ));
     }
     if s > p {
-        return Err(SqlError::new(
-            2751,
-            format!(
-                "Column or parameter #1: Specified column scale {s} is greater than the specified precision of {p}."
-            ),
-        ));
+        return Err(msg::SCALE_EXCEEDS_PRECISION.with(&[&s, &p]));
     }
     Ok(SqlType::Decimal { precision: p as u8, scale: s as u8 })
 }
@@ -361,14 +347,7 @@ pub fn type_clash(a: &SqlType, b: &SqlType) -> SqlError {
 
 /// Error 257 for a conversion that needs `CONVERT`.
 pub fn implicit_not_allowed(from: &SqlType, to: &SqlType) -> SqlError {
-    SqlError::new(
-        257,
-        format!(
-            "Implicit conversion from data type {} to {} is not allowed. Use the CONVERT function to run this query.",
-            base_type_name(from),
-            base_type_name(to)
-        ),
-    )
+    msg::IMPLICIT_CONVERSION_NOT_ALLOWED.with(&[&base_type_name(from), &base_type_name(to)])
 }
 
 /// Checks that a value of type `from` may be assigned or implicitly converted to `to`
@@ -518,22 +497,11 @@ pub fn operator_name(op: BinaryOp) -> &'static str {
 }
 
 fn invalid_operand(op: BinaryOp, t: &SqlType) -> SqlError {
-    SqlError::new(
-        8117,
-        format!("Operand data type {} is invalid for {} operator.", base_type_name(t), operator_name(op)),
-    )
+    msg::INVALID_OPERAND_TYPE.with(&[&base_type_name(t), &operator_name(op)])
 }
 
 fn incompatible(op: BinaryOp, a: &SqlType, b: &SqlType) -> SqlError {
-    SqlError::new(
-        402,
-        format!(
-            "The data types {} and {} are incompatible in the {} operator.",
-            base_type_name(a),
-            base_type_name(b),
-            operator_name(op)
-        ),
-    )
+    msg::INCOMPATIBLE_OPERATOR_TYPES.with(&[&base_type_name(a), &base_type_name(b), &operator_name(op)])
 }
 
 /// How the binder evaluates `a op b`: the types to cast the left and right operands to,
@@ -619,15 +587,11 @@ fn bitwise(op: BinaryOp, a: &SqlType, b: &SqlType) -> SqlResult<ArithmeticPlan> 
         return Err(invalid_operand(op, bad));
     }
     if family(a) == F::Binary && family(b) == F::Binary {
-        return Err(SqlError::new(
-            402,
-            format!(
-                "The data types {} and {} are incompatible in the {} operator.",
-                base_type_name(a),
-                base_type_name(b),
-                operator_name(op)
-            ),
-        ));
+        return Err(msg::INCOMPATIBLE_OPERATOR_TYPES.with(&[
+            &base_type_name(a),
+            &base_type_name(b),
+            &operator_name(op),
+        ]));
     }
     // binary operands take the integer type of the other side
     let t = match (family(a), family(b)) {

@@ -137,10 +137,7 @@ impl Runner<'_> {
             _ => "ALTER SERVER ROLE",
         };
         if self.state.txns.count > 0 {
-            return Err(SqlError::new(
-                574,
-                format!("{verb} statement not allowed within multi-statement transaction."),
-            ));
+            return Err(msg::NOT_ALLOWED_IN_TRANSACTION.with(&[&verb]));
         }
         let shared = self.shared;
         let caller = self.state.server_login().map(str::to_string);

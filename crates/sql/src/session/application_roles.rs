@@ -8,7 +8,7 @@
 
 use rand::RngCore;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_execution::ddl::application_roles;
 use tessera_execution::runtime::{ContextOrigin, Impersonation};
 use tessera_execution::sysprocs::{text_arg, too_many, NamedArg};
@@ -35,10 +35,7 @@ impl Runner<'_> {
         let result = if self.state.nest_level > 0 {
             Err(msg::APP_ROLE_AD_HOC_ONLY.err())
         } else if self.state.txns.count > 0 {
-            Err(SqlError::new(
-                15002,
-                format!("The procedure '{}' cannot be executed within a transaction.", which.name()),
-            ))
+            Err(msg::PROCEDURE_IN_TRANSACTION.with(&[&which.name()]))
         } else {
             match which {
                 ApplicationRoleProc::Set => self.set_application_role(&args),
@@ -57,26 +54,17 @@ impl Runner<'_> {
             return Err(msg::ROLENAME_REQUIRED.err());
         };
         let Some(password) = text_arg(&named, 1, "@password") else {
-            return Err(SqlError::new(
-                201,
-                "Procedure or function 'sp_setapprole' expects parameter '@password', which was not supplied.",
-            ));
+            return Err(msg::MISSING_PARAMETER.with(&[&"sp_setapprole", &"@password"]));
         };
         // The ODBC "encrypt" is an obfuscation of the driver's own; passwords come as text.
         if text_arg(&named, 2, "@encrypt").is_some_and(|e| !e.eq_ignore_ascii_case("none")) {
-            return Err(SqlError::new(
-                15600,
-                "An invalid parameter or option was specified for procedure 'sp_setapprole'.",
-            ));
+            return Err(msg::INVALID_PROCEDURE_PARAMETER.with(&[&"sp_setapprole"]));
         }
         let create_cookie =
             text_arg(&named, 3, "@fCreateCookie").is_some_and(|v| v.eq_ignore_ascii_case("true") || v.trim() == "1");
         if self.state.impersonation.iter().any(|c| c.origin != ContextOrigin::ContainedLogin) {
             // Already an application role, or inside EXECUTE AS.
-            return Err(SqlError::new(
-                2762,
-                "sp_setapprole was not invoked correctly. Refer to the documentation for more information.",
-            ));
+            return Err(msg::SETAPPROLE_INVALID_CALL.err());
         }
         let db = self.state.database.clone();
         let (security, _) = self.shared.access(self.state, &db)?;
@@ -116,10 +104,7 @@ impl Runner<'_> {
             _ => false,
         };
         if !matches {
-            return Err(SqlError::new(
-                15592,
-                "Cannot unset application role because none was set or the cookie is invalid.",
-            ));
+            return Err(msg::APP_ROLE_UNSET_FAILED.err());
         }
         let context = self.state.impersonation.pop().expect("the application role's context");
         self.state.login = context.previous_login;

@@ -343,10 +343,7 @@ impl Runner<'_> {
         }
         let after = self.state.txns.count;
         if after != before {
-            let e = SqlError::new(
-                266,
-                format!("Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = {before}, current count = {after}."),
-            );
+            let e = msg::TRANCOUNT_MISMATCH.with(&[&before, &after]);
             let mut e = e.at_line(s.line);
             e.procedure = name.map(str::to_string);
             self.sink.message(&e);
@@ -388,10 +385,7 @@ impl Runner<'_> {
                         .with_severity(15));
                     }
                     if i >= params.len() {
-                        return Err(SqlError::new(
-                            8144,
-                            format!("Procedure or function {proc_name} has too many arguments specified."),
-                        ));
+                        return Err(msg::TOO_MANY_ARGUMENTS.with(&[&proc_name]));
                     }
                     i
                 }
@@ -404,30 +398,21 @@ impl Runner<'_> {
             let arg = given[i].take();
             let value = match arg.as_ref().and_then(|a| a.value.clone()) {
                 Some((v, t)) => types::cast(&v, &t, &ty, None)?,
-                None => {
-                    match &p.default {
-                        Some(d) => {
-                            let (v, t) = self.eval_scalar(s, d)?;
-                            types::cast(&v, &t, &ty, None)?
-                        }
-                        None if arg.as_ref().is_some_and(|a| a.value.is_none()) || arg.is_none() => {
-                            return Err(SqlError::new(
-                            201,
-                            format!("Procedure or function '{proc_name}' expects parameter '{}', which was not supplied.", p.name),
-                        )
-                        .with_state(4));
-                        }
-                        None => Value::Null,
+                None => match &p.default {
+                    Some(d) => {
+                        let (v, t) = self.eval_scalar(s, d)?;
+                        types::cast(&v, &t, &ty, None)?
                     }
-                }
+                    None if arg.as_ref().is_some_and(|a| a.value.is_none()) || arg.is_none() => {
+                        return Err(msg::MISSING_PARAMETER.with(&[&proc_name, &p.name]).with_state(4));
+                    }
+                    None => Value::Null,
+                },
             };
             vars[i] = value;
             if let Some((caller_slot, caller_ty)) = arg.and_then(|a| a.output) {
                 if !p.output {
-                    return Err(SqlError::new(
-                        8162,
-                        format!("The formal parameter \"{}\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output.", p.name),
-                    ));
+                    return Err(msg::PARAMETER_NOT_OUTPUT.with(&[&p.name]));
                 }
                 outputs.push((i, caller_slot, ty, caller_ty));
             }

@@ -212,12 +212,7 @@ impl Runner<'_> {
                 }
                 self.sink.done(None, true);
             }
-            _ => {
-                return Err(SqlError::new(
-                    2526,
-                    "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.",
-                ))
-            }
+            _ => return Err(msg::INVALID_DBCC_STATEMENT.err()),
         }
         if !quiet {
             self.sink.message(&SqlError::informational(2528, completed));

@@ -4,6 +4,7 @@
 //! `tessera_execution::ddl` and `tessera_execution::modules`.
 
 use super::Runner;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_semantics::bind::Binder;
@@ -17,17 +18,14 @@ impl Runner<'_> {
         match &s.kind {
             StatementKind::CreateDatabase(cd) => {
                 if !self.shared.holds_server(self.state, "CREATE ANY DATABASE") {
-                    return Err(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'."));
+                    return Err(msg::DATABASE_PERMISSION_DENIED.with(&[&"CREATE DATABASE", &"master"]));
                 }
                 self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
             }
             StatementKind::DropDatabase { names, if_exists } => {
                 for n in names {
                     if !self.may_control_database(&n.value)? {
-                        return Err(SqlError::new(
-                            3701,
-                            format!("Cannot drop the database '{}', because it does not exist or you do not have permission.", n.value),
-                        ));
+                        return Err(msg::DROP_OBJECT_NOT_FOUND.with(&[&"database", &n.value]));
                     }
                     self.with_ctx(|ctx| ddl::drop_database(ctx, n, *if_exists))?;
                 }
@@ -35,11 +33,7 @@ impl Runner<'_> {
             StatementKind::AlterDatabase { name, action } => {
                 let target = if name.is("CURRENT") { self.state.database.clone() } else { name.value.clone() };
                 if !self.may_control_database(&target)? {
-                    return Err(SqlError::new(
-                        5011,
-                        format!("User does not have permission to alter database '{target}', the database does not exist, or the database is not in a state that allows access checks."),
-                    )
-                    .with_severity(14));
+                    return Err(msg::ALTER_DATABASE_DENIED.with(&[&target]));
                 }
                 self.with_ctx(|ctx| ddl::alter_database(ctx, name, action))?
             }
@@ -50,15 +44,7 @@ impl Runner<'_> {
             }
             StatementKind::DropTable { names, if_exists } => {
                 for n in names {
-                    self.check_alter(n, || {
-                        SqlError::new(
-                            3701,
-                            format!(
-                                "Cannot drop the table '{}', because it does not exist or you do not have permission.",
-                                object_shown(n)
-                            ),
-                        )
-                    })?;
+                    self.check_alter(n, || msg::DROP_OBJECT_NOT_FOUND.with(&[&"table", &object_shown(n)]))?;
                     self.with_ctx(|ctx| ddl::drop_table(ctx, n, *if_exists))?;
                 }
             }
@@ -107,10 +93,7 @@ impl Runner<'_> {
                     ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
                     ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
                     ast::FunctionReturns::MultiStatement { .. } => {
-                        return Err(SqlError::new(
-                            40526,
-                            "Multi-statement table-valued functions are not supported yet.",
-                        ))
+                        return Err(msg::MULTI_STATEMENT_TVF_NOT_SUPPORTED.err())
                     }
                 };
                 let text = cf.text.clone();
@@ -124,20 +107,11 @@ impl Runner<'_> {
                 let mut b = Binder::new(self.shared, self.state, &[]);
                 let bound = b.bind_query(&cv.query)?;
                 if !cv.columns.is_empty() && cv.columns.len() != bound.columns.len() {
-                    return Err(SqlError::new(
-                        8159,
-                        format!("'{}' has fewer columns than were specified in the column list.", cv.name.name().value),
-                    ));
+                    return Err(msg::FEWER_COLUMNS_THAN_LIST.with(&[&(cv.name.name().value)]));
                 }
                 if cv.columns.is_empty() {
                     if let Some(i) = bound.columns.iter().position(|c| c.name.is_empty()) {
-                        return Err(SqlError::new(
-                            4511,
-                            format!(
-                                "Create View or Function failed because no column name was specified for column {}.",
-                                i + 1
-                            ),
-                        ));
+                        return Err(msg::VIEW_COLUMN_NAME_MISSING.with(&[&(i + 1)]));
                     }
                 }
                 let text = cv.text.clone();
@@ -152,15 +126,7 @@ impl Runner<'_> {
                         ast::ModuleKind::Function => "function",
                         ast::ModuleKind::View => "view",
                     };
-                    self.check_alter(n, || {
-                        SqlError::new(
-                            3701,
-                            format!(
-                                "Cannot drop the {word} '{}', because it does not exist or you do not have permission.",
-                                object_shown(n)
-                            ),
-                        )
-                    })?;
+                    self.check_alter(n, || msg::DROP_OBJECT_NOT_FOUND.with(&[&word, &object_shown(n)]))?;
                     self.with_ctx(|ctx| tessera_execution::modules::drop(ctx, *kind, n, *if_exists))?;
                 }
             }

@@ -101,10 +101,7 @@ impl Runner<'_> {
                     Value::Int(v) => v,
                     _ => 1,
                 };
-                return Err(SqlError::new(
-                    18054,
-                    format!("Error {n}, severity {severity}, state {state} was raised, but no message with that error number was found in sys.messages. If error is larger than 50000, make sure the user-defined message is added using sp_addmessage."),
-                ));
+                return Err(msg::MESSAGE_NOT_FOUND.with(&[&n, &severity, &state]));
             }
             v => (
                 50000,

@@ -45,6 +45,7 @@ mod variables;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_execution::runtime::{Activity, ExecCtx, SessionState, Shared};
@@ -106,11 +107,7 @@ impl Session {
             if e.number != 916 {
                 return Err(e);
             }
-            return Err(SqlError::new(
-                4060,
-                format!("Cannot open database \"{database}\" requested by the login. The login failed."),
-            )
-            .with_severity(11));
+            return Err(msg::CANNOT_OPEN_LOGIN_DATABASE.with(&[&database]));
         }
         shared.refresh_default_schema(&mut state);
         let info = tessera_execution::runtime::SessionInfo {
@@ -230,10 +227,7 @@ impl Session {
     pub fn fresh(&self) -> SqlResult<Session> {
         use tessera_execution::runtime::ContextOrigin;
         if self.state.impersonation.iter().any(|c| c.origin != ContextOrigin::ContainedLogin) {
-            return Err(SqlError::new(
-                18059,
-                "The connection has been dropped because the principal that opened it subsequently assumed a new security context, and then tried to reset the connection under its impersonated security context. This scenario is not supported. See \"Impersonation Overview\" in Books Online.",
-            ));
+            return Err(msg::IMPERSONATED_RESET_DROPPED.err());
         }
         Session::open(self.shared.clone(), &self.initial_login, &self.initial_database, self.contained_user)
     }

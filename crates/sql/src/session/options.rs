@@ -22,7 +22,7 @@ impl Runner<'_> {
                     Value::Int(n) => Ok(n),
                     _ => Ok(0),
                 },
-                _ => Err(SqlError::new(102, "Incorrect syntax near 'SET'.").with_severity(15)),
+                _ => Err(msg::SYNTAX_ERROR_NEAR.with(&[&"SET"])),
             }
         };
         let word = || match value {
@@ -68,27 +68,18 @@ impl Runner<'_> {
                 ) => {}
                 ("IDENTITY_INSERT", _) => {
                     let ast::SetValue::Table { table, on } = value else {
-                        return Err(SqlError::new(102, "Incorrect syntax near 'IDENTITY_INSERT'.").with_severity(15));
+                        return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"IDENTITY_INSERT"]));
                     };
                     let mut b = Binder::new(self.shared, self.state, &[]);
                     let rt = b.resolve_table(table)?;
                     if rt.table.identity_column().is_none() {
-                        return Err(SqlError::new(
-                            8106,
-                            format!(
-                                "Table '{}' does not have the identity property. Cannot perform SET operation.",
-                                rt.table.name
-                            ),
-                        ));
+                        return Err(msg::NO_IDENTITY_PROPERTY.with(&[&rt.table.name]));
                     }
                     let o = &mut self.state.options;
                     if *on {
                         if let Some((db, id)) = &o.identity_insert {
                             if !(db.eq_ignore_ascii_case(&rt.db) && *id == rt.table.id) {
-                                return Err(SqlError::new(
-                                    8107,
-                                    format!("IDENTITY_INSERT is already ON for table '{}'. Cannot perform SET operation for table '{}'.", db, rt.table.name),
-                                ));
+                                return Err(msg::IDENTITY_INSERT_ALREADY_ON.with(&[&db, &rt.table.name]));
                             }
                         }
                         o.identity_insert = Some((rt.db, rt.table.id));
@@ -127,10 +118,7 @@ impl Runner<'_> {
                 ("DATEFORMAT", None) => {
                     let w = word().unwrap_or_default().to_lowercase();
                     if !["mdy", "dmy", "ymd", "ydm", "myd", "dym"].contains(&w.as_str()) {
-                        return Err(SqlError::new(
-                            1005,
-                            format!("Line 1: Invalid parameter '{w}' for SET DATEFORMAT."),
-                        ));
+                        return Err(msg::INVALID_DATEFORMAT.with(&[&w]));
                     }
                     self.state.options.dateformat = w;
                 }
@@ -147,9 +135,7 @@ impl Runner<'_> {
                 }
                 ("DEADLOCK_PRIORITY", None) => {}
                 (other, _) => {
-                    return Err(
-                        SqlError::new(195, format!("'{other}' is not a recognized SET option.")).with_severity(15)
-                    );
+                    return Err(msg::UNRECOGNIZED_NAME.with(&[&other, &"SET option"]).with_severity(15));
                 }
             }
         }

@@ -201,14 +201,7 @@ impl Runner<'_> {
             && self.shared.catalog_named(&db)?.catalog.lookup(&schema, &object).is_some();
         if alter && exists {
             let shown = name.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
-            return self.check_alter(name, || {
-                SqlError::new(
-                    15151,
-                    format!(
-                        "Cannot alter the object '{shown}', because it does not exist or you do not have permission."
-                    ),
-                )
-            });
+            return self.check_alter(name, || msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"alter", &"object", &shown]));
         }
         self.check_create(permission, name)
     }
@@ -319,12 +312,7 @@ impl Runner<'_> {
         let mut database_only = false;
         let user = match target {
             ast::ExecuteAsTarget::Login(name) => {
-                let refused = || {
-                    SqlError::new(
-                        15406,
-                        format!("Cannot execute as the server principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
-                    )
-                };
+                let refused = || msg::EXECUTE_AS_LOGIN_FAILED.with(&[&name]);
                 let login = self.shared.logins.get(name).filter(|l| !l.disabled).ok_or_else(refused)?;
                 // sysadmin, or IMPERSONATE on the login (IMPERSONATE ANY LOGIN, CONTROL
                 // SERVER); never from inside a user's context.
@@ -339,12 +327,7 @@ impl Runner<'_> {
             }
             ast::ExecuteAsTarget::User(name) => {
                 let db = self.state.database.clone();
-                let refused = || {
-                    SqlError::new(
-                        15517,
-                        format!("Cannot execute as the database principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
-                    )
-                };
+                let refused = || msg::EXECUTE_AS_USER_FAILED.with(&[&name]);
                 let (security, token) = self.shared.access(self.state, &db)?;
                 let user = security.principal(name).filter(|p| !p.kind.is_role()).ok_or_else(refused)?;
                 // db_owner, or IMPERSONATE (or CONTROL) on the user.
@@ -385,16 +368,10 @@ impl Runner<'_> {
             return Ok(());
         }
         if matches!(context.origin, tessera_execution::runtime::ContextOrigin::ApplicationRole { .. }) {
-            return Err(SqlError::new(
-                15357,
-                "The current security context was set by \"sp_setapprole\". It cannot be reverted by statement \"Revert\".",
-            ));
+            return Err(msg::REVERT_CONTEXT_MISMATCH.with(&[&"sp_setapprole", &"Revert"]));
         }
         if context.no_revert {
-            return Err(SqlError::new(
-                15196,
-                "The current security context is non-revertible. The \"Revert\" statement failed.",
-            ));
+            return Err(msg::CONTEXT_NOT_REVERTIBLE.err());
         }
         let context = self.state.impersonation.pop().expect("a context");
         self.state.login = context.previous_login;
@@ -426,10 +403,7 @@ impl Runner<'_> {
                 ast::ModuleExecuteAs::User(name) => name.clone(),
                 _ => module.owner.to_string(),
             };
-            return Err(SqlError::new(
-                15517,
-                format!("Cannot execute as the database principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
-            ));
+            return Err(msg::EXECUTE_AS_USER_FAILED.with(&[&name]));
         };
         let previous_login = self.state.login.clone();
         self.state.login = self.login_of(&user).unwrap_or_else(|| user.name.clone());
@@ -464,10 +438,7 @@ impl Runner<'_> {
         let (security, token) = self.shared.access(self.state, &db)?;
         let user = security.principal(name).filter(|p| !p.kind.is_role());
         if !user.is_some_and(|u| allowed(&security, &token, "IMPERSONATE", On::Principal(u.id))) {
-            return Err(SqlError::new(
-                15517,
-                format!("Cannot execute as the database principal because the principal \"{name}\" does not exist, this type of principal cannot be impersonated, or you do not have permission."),
-            ));
+            return Err(msg::EXECUTE_AS_USER_FAILED.with(&[&name]));
         }
         Ok(())
     }

@@ -276,7 +276,7 @@ impl Runner<'_> {
             match &**call {
                 StatementKind::Execute(e) => inner.run_execute(s, e),
                 StatementKind::ExecuteString(parts) => inner.run_dynamic(s, parts),
-                _ => Err(Stop::Error(SqlError::new(102, "Incorrect syntax near 'EXEC'.").with_severity(15))),
+                _ => Err(Stop::Error(msg::SYNTAX_ERROR_NEAR.with(&[&"EXEC"]))),
             }
         };
         // The call's messages reach the client; an error that ended the call's batch is
@@ -303,10 +303,7 @@ impl Runner<'_> {
             let types_: Vec<SqlType> = columns.iter().map(|c| c.ty).collect();
             match &source_types {
                 Some(t) if t.len() != types_.len() => {
-                    return Err(SqlError::new(
-                        213,
-                        "Column name or number of supplied values does not match table definition.",
-                    ));
+                    return Err(msg::INSERT_COLUMN_COUNT_MISMATCH.err());
                 }
                 _ => source_types = Some(types_),
             }
@@ -314,10 +311,7 @@ impl Runner<'_> {
         }
         if let Some(t) = source_types {
             if t.len() != plan.columns.len() {
-                return Err(SqlError::new(
-                    213,
-                    "Column name or number of supplied values does not match table definition.",
-                ));
+                return Err(msg::INSERT_COLUMN_COUNT_MISMATCH.err());
             }
             plan.source_types = t;
         }

@@ -5,7 +5,7 @@
 use super::calls::{Argument, PreparedProc};
 use super::{ErrorWatch, Runner, Session, Stop};
 use std::sync::atomic::Ordering;
-use tessera_errors::SqlError;
+use tessera_errors::msg;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{Statement, StatementKind};
@@ -94,10 +94,7 @@ impl Runner<'_> {
         };
         let prepare = |this: &mut Self, args: &mut Vec<Argument>| -> Result<i32, Stop> {
             if args.len() < 3 {
-                return Err(Stop::Error(SqlError::new(
-                    201,
-                    "Procedure or function 'sp_prepare' expects parameter '@stmt', which was not supplied.",
-                )));
+                return Err(Stop::Error(msg::MISSING_PARAMETER.with(&[&"sp_prepare", &"@stmt"])));
             }
             let text = |a: &Argument| match &a.value {
                 Some((Value::Str(v), _)) => v.to_string(),
@@ -121,7 +118,7 @@ impl Runner<'_> {
             }
             PreparedProc::Execute => {
                 let Some(handle) = int_arg(args.first()) else {
-                    return Err(Stop::Error(SqlError::new(8179, "Could not find prepared statement with handle 0.")));
+                    return Err(Stop::Error(msg::PREPARED_HANDLE_NOT_FOUND.with(&[&"0"])));
                 };
                 args.remove(0);
                 self.execute_handle(s, handle, args)
@@ -129,10 +126,7 @@ impl Runner<'_> {
             PreparedProc::Unprepare => {
                 let handle = int_arg(args.first()).unwrap_or(0);
                 if self.state.prepared.remove(&handle).is_none() {
-                    return Err(Stop::Error(SqlError::new(
-                        8179,
-                        format!("Could not find prepared statement with handle {handle}."),
-                    )));
+                    return Err(Stop::Error(msg::PREPARED_HANDLE_NOT_FOUND.with(&[&handle])));
                 }
                 Ok(0)
             }
@@ -141,10 +135,7 @@ impl Runner<'_> {
 
     fn execute_handle(&mut self, s: &Statement, handle: i32, args: Vec<Argument>) -> Result<i32, Stop> {
         let Some((params, stmt)) = self.state.prepared.get(&handle).cloned() else {
-            return Err(Stop::Error(SqlError::new(
-                8179,
-                format!("Could not find prepared statement with handle {handle}."),
-            )));
+            return Err(Stop::Error(msg::PREPARED_HANDLE_NOT_FOUND.with(&[&handle])));
         };
         let text = |t: String| Argument {
             name: None,
@@ -163,17 +154,11 @@ impl Runner<'_> {
             _ => None,
         };
         if args.is_empty() {
-            return Err(Stop::Error(SqlError::new(
-                201,
-                "Procedure or function 'sp_executesql' expects parameter '@statement', which was not supplied.",
-            )));
+            return Err(Stop::Error(msg::MISSING_PARAMETER.with(&[&"sp_executesql", &"@statement"])));
         }
         let stmt = args.remove(0);
         let Some(stmt_text) = text_of(&stmt) else {
-            return Err(Stop::Error(SqlError::new(
-                214,
-                "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.",
-            )));
+            return Err(Stop::Error(msg::INVALID_STATEMENT_PARAM_TYPE.err()));
         };
         let params_text = if args
             .first()
@@ -191,10 +176,7 @@ impl Runner<'_> {
             Err(e) => return Err(Stop::Error(e)),
         };
         let Some(StatementKind::CreateProcedure(cp)) = declared.batch.statements.first().map(|st| &st.kind) else {
-            return Err(Stop::Error(SqlError::new(
-                8178,
-                "The parameterized query expects parameters that were not supplied.",
-            )));
+            return Err(Stop::Error(msg::PARAMETERS_NOT_SUPPLIED.err()));
         };
         let params = cp.params.clone();
         let cached = match self.shared.plans.get_or_parse(&stmt_text, tessera_syntax::parser::parse_batch) {

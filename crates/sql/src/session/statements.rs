@@ -4,6 +4,7 @@
 
 use super::transactions::starts_implicit_transaction;
 use super::{Flow, Runner, Stop};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::output::EnvChange;
 use tessera_semantics::output::ResultSink;
@@ -218,10 +219,7 @@ impl Runner<'_> {
             return Err(tessera_semantics::catalog::database_not_found(name));
         }
         if self.state.application_role().is_some_and(|(db, _)| !db.eq_ignore_ascii_case(name)) {
-            return Err(SqlError::new(
-                505,
-                "The current user account was invoked with SETUSER or SP_SETAPPROLE. Changing databases is not allowed.",
-            ));
+            return Err(msg::DATABASE_CHANGE_NOT_ALLOWED.err());
         }
         let db = self.shared.database(name)?;
         tessera_execution::ddl::principals::check_access(self.shared, self.state, db.name())?;

@@ -4,16 +4,12 @@
 
 use super::{Runner, Stop};
 use tessera_errors::msg;
-use tessera_errors::SqlError;
 use tessera_execution::ddl;
 use tessera_execution::sysprocs::{text_arg, too_many, NamedArg};
 use tessera_syntax::ast::Statement;
 
 fn missing(proc_name: &str, param: &str) -> Stop {
-    Stop::Error(SqlError::new(
-        201,
-        format!("Procedure or function '{proc_name}' expects parameter '{param}', which was not supplied."),
-    ))
+    Stop::Error(msg::MISSING_PARAMETER.with(&[&proc_name, &param]))
 }
 
 impl Runner<'_> {
@@ -37,7 +33,7 @@ impl Runner<'_> {
         too_many("sp_attach_db", args, 17).map_err(Stop::Error)?;
         if !self.shared.session_in_role(self.state, "sysadmin") && !self.shared.session_in_role(self.state, "dbcreator")
         {
-            return Err(Stop::Error(SqlError::new(262, "CREATE DATABASE permission denied in database 'master'.")));
+            return Err(Stop::Error(msg::DATABASE_PERMISSION_DENIED.with(&[&"CREATE DATABASE", &"master"])));
         }
         let name = text_arg(args, 0, "@dbname").ok_or_else(|| missing("sp_attach_db", "@dbname"))?;
         let files: Vec<String> = (1..=16).map_while(|i| text_arg(args, i, &format!("@filename{i}"))).collect();
@@ -51,12 +47,10 @@ impl Runner<'_> {
             }
             [data, log] => (data.into(), log.into()),
             _ => {
-                return Err(Stop::Error(SqlError::new(
-                    5058,
-                    format!(
-                        "A database has one data file and one log file: more cannot be attached for database '{name}'."
-                    ),
-                )))
+                return Err(Stop::Error(
+                    msg::DATABASE_OPTION_NOT_SETTABLE
+                        .with(&[&"A database has one data file and one log file: more cannot be attached for", &name]),
+                ))
             }
         };
         self.with_ctx(|ctx| ddl::attach_files(ctx, &name, &data, &log)).map_err(Stop::Error)?;

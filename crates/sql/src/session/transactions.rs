@@ -4,7 +4,7 @@
 
 use super::Runner;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_semantics::output::EnvChange;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::Value;
@@ -71,10 +71,7 @@ impl Runner<'_> {
             return Err(msg::COMMIT_WITHOUT_BEGIN.err());
         }
         if txns.doomed {
-            return Err(SqlError::new(
-                3930,
-                "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.",
-            ));
+            return Err(msg::UNCOMMITTABLE_TRANSACTION.err());
         }
         txns.count -= 1;
         if txns.count == 0 {
@@ -106,10 +103,7 @@ impl Runner<'_> {
 
     pub(super) fn rollback(&mut self, s: &Statement, name: Option<&ast::Expr>) -> SqlResult<()> {
         if self.state.txns.count == 0 {
-            return Err(SqlError::new(
-                3903,
-                "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.",
-            ));
+            return Err(msg::ROLLBACK_WITHOUT_BEGIN.err());
         }
         if let Some(n) = name {
             let n = self.name_of(s, n)?;
@@ -118,10 +112,7 @@ impl Runner<'_> {
             }
             let outer = self.state.txns.name.as_deref();
             if !outer.is_some_and(|o| o.eq_ignore_ascii_case(&n)) {
-                return Err(SqlError::new(
-                    6401,
-                    format!("Cannot roll back {n}. No transaction or savepoint of that name was found."),
-                ));
+                return Err(msg::SAVEPOINT_NOT_FOUND.with(&[&n]));
             }
         }
         self.state.txns.rollback_all()?;

@@ -3,7 +3,8 @@
 //! assignment.
 
 use super::Runner;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_execution::ddl;
 pub(super) use tessera_semantics::frame::{addr, Frame};
 use tessera_semantics::types::{self, SqlType};
@@ -24,11 +25,7 @@ impl Runner<'_> {
             if let ast::DeclarationKind::Table { columns, constraints } = &d.kind {
                 let lower = d.name.to_lowercase();
                 if self.table_vars.iter().any(|(n, _)| *n == lower) {
-                    return Err(SqlError::new(
-                        134,
-                        format!("The variable name '{}' has already been declared. Variable names must be unique within a query batch or stored procedure.", d.name),
-                    )
-                    .with_severity(15));
+                    return Err(msg::VARIABLE_ALREADY_DECLARED.with(&[&d.name]));
                 }
                 let previous = self.state.temp_tables.get(&lower).cloned();
                 self.with_ctx(|ctx| ddl::declare_table_variable(ctx, &d.name, columns, constraints))?;

@@ -6,7 +6,7 @@ use crate::ast::{
     StatementKind, TableRef, Top,
 };
 use crate::lexer::{Punct, TokenKind};
-use tessera_errors::SqlError;
+use tessera_errors::msg;
 
 /// Table hints accepted without `WITH` (`FROM t (NOLOCK)`).
 const TABLE_HINTS: &[&str] = &[
@@ -65,16 +65,7 @@ impl Parser<'_> {
                 };
                 match value {
                     Some(v) if v <= 32767 => max_recursion = Some(v as u16),
-                    Some(v) => {
-                        return Err(SqlError::new(
-                            310,
-                            format!(
-                            "The value {v} specified for the MAXRECURSION option exceeds the allowed maximum of 32767."
-                        ),
-                        )
-                        .with_severity(15)
-                        .at_line(line))
-                    }
+                    Some(v) => return Err(msg::MAXRECURSION_TOO_LARGE.with(&[&v]).at_line(line)),
                     None => return Err(self.error_here()),
                 }
             } else {

@@ -2,7 +2,8 @@
 
 use crate::bind::Binder;
 use crate::plan::Prepared;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
 /// `SELECT @a = x, @b += y FROM …` and `SET @v = expr`.
@@ -11,11 +12,7 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
     let mut targets = Vec::new();
     for item in &select.items {
         let ast::SelectItem::Assign { variable, op, value } = item else {
-            return Err(SqlError::new(
-                141,
-                "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations.",
-            )
-            .with_severity(15));
+            return Err(msg::ASSIGNMENT_WITH_RETRIEVAL.err());
         };
         let (slot, vt) = b.variable_slot(variable)?;
         let value = match op {

@@ -22,10 +22,7 @@ fn mismatched_insert(table: &Table, values: usize) -> SqlError {
 }
 
 fn explicit_identity(table: &Table) -> SqlError {
-    SqlError::new(
-        8101,
-        format!("An explicit value for the identity column in table '{}' can only be specified when a column list is used and IDENTITY_INSERT is ON.", table.name),
-    )
+    msg::IDENTITY_INSERT_NEEDS_COLUMN_LIST.with(&[&table.name])
 }
 
 fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
@@ -57,10 +54,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         for c in &ins.columns {
             let i = table.column(&c.value).ok_or_else(|| invalid_column(&c.value))?;
             if cols.contains(&i) {
-                return Err(SqlError::new(
-                    264,
-                    format!("The column name '{}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.", c.value),
-                ));
+                return Err(msg::COLUMN_ASSIGNED_TWICE.with(&[&c.value]));
             }
             cols.push(i);
         }
@@ -179,10 +173,7 @@ pub(super) fn bind_output(
         };
         let mut into = compile_insert(b, &insert)?;
         if into.columns.len() != plan.columns.len() {
-            return Err(SqlError::new(
-                213,
-                "Column name or number of supplied values does not match table definition.",
-            ));
+            return Err(msg::INSERT_COLUMN_COUNT_MISMATCH.err());
         }
         into.source_types = plan.columns.iter().map(|c| c.ty).collect();
         plan.into = Some(Box::new(into));

@@ -5,7 +5,8 @@ use crate::bind::Binder;
 use crate::catalog::Table;
 use crate::output::OutputColumn;
 use crate::plan::{Expr, OutputPlan};
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
 /// The rows an OUTPUT clause returns, without its INTO target.
@@ -21,12 +22,7 @@ pub(super) fn bind_output_rows(b: &mut Binder, table: &Table, out: &ast::Output)
                     let base = match which.as_str() {
                         "deleted" => 0,
                         "inserted" => n,
-                        _ => {
-                            return Err(SqlError::new(
-                                4104,
-                                format!("The multi-part identifier \"{}\" could not be bound.", q.name().value),
-                            ))
-                        }
+                        _ => return Err(msg::MULTIPART_ID_NOT_BOUND.with(&[&(q.name().value)])),
                     };
                     for (i, c) in table.columns.iter().enumerate() {
                         exprs.push(Expr::Column(base + i));
@@ -42,7 +38,7 @@ pub(super) fn bind_output_rows(b: &mut Binder, table: &Table, out: &ast::Output)
                     exprs.push(e);
                     columns.push(OutputColumn { name, ty: t, nullable: true });
                 }
-                _ => return Err(SqlError::new(102, "Incorrect syntax near '*'.").with_severity(15)),
+                _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"*"])),
             }
         }
         Ok(OutputPlan { exprs, columns, into: None })

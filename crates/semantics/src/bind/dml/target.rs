@@ -6,7 +6,8 @@ use crate::catalog::{DbRef, Table};
 use crate::plan::{Plan, Target};
 use crate::types::SqlType;
 use std::sync::Arc;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
 /// Binds CHECK and DEFAULT definitions of a table against its own row.
@@ -81,11 +82,7 @@ pub(super) fn bind_dml_source(
     top: Option<&ast::Top>,
 ) -> SqlResult<(DbRef, Arc<Table>, Plan, crate::bind::Scope, usize, usize)> {
     if hints.iter().any(|h| h == "NOLOCK" || h == "READUNCOMMITTED") {
-        return Err(SqlError::new(
-            1065,
-            "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements.",
-        )
-        .with_severity(15));
+        return Err(msg::NOLOCK_ON_TARGET_TABLE.err());
     }
     let (from, qualifier) = dml_from(target, hints, from);
     let name = find_named(&from, &qualifier).cloned().unwrap_or_else(|| target.clone());

@@ -6,7 +6,7 @@ use crate::bind::{invalid_column, Binder};
 use crate::plan::{Expr, UpdatePlan, VarSource};
 use crate::types::Value;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
 pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
@@ -26,13 +26,14 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                         return Err(msg::UPDATE_IDENTITY_COLUMN.with(&[&table.columns[col].name]));
                     }
                     if sets.iter().any(|(c, _, _)| *c == col) {
-                        return Err(SqlError::new(
-                            264,
-                            format!("The column name '{}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.", table.columns[col].name),
-                        ));
+                        return Err(msg::COLUMN_ASSIGNED_TWICE.with(&[&(table.columns[col].name)]));
                     }
                     let value = match op {
-                        Some(op) => ast::Expr::Binary { op: *op, left: Box::new(ast::Expr::Column(column.clone())), right: Box::new(value.clone()) },
+                        Some(op) => ast::Expr::Binary {
+                            op: *op,
+                            left: Box::new(ast::Expr::Column(column.clone())),
+                            right: Box::new(value.clone()),
+                        },
                         None => value.clone(),
                     };
                     let (e, t) = match value {
@@ -48,7 +49,11 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                 ast::Assignment::Variable { name, op, value } => {
                     let (slot, vt) = b.variable_slot(name)?;
                     let value = match op {
-                        Some(op) => ast::Expr::Binary { op: *op, left: Box::new(ast::Expr::Variable(name.clone())), right: Box::new(value.clone()) },
+                        Some(op) => ast::Expr::Binary {
+                            op: *op,
+                            left: Box::new(ast::Expr::Variable(name.clone())),
+                            right: Box::new(value.clone()),
+                        },
                         None => value.clone(),
                     };
                     let (e, t) = b.bind_expr(&value)?;

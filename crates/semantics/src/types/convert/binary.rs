@@ -10,6 +10,7 @@ use super::numeric::{decimal_to_binary, int_width};
 use super::string_type_name;
 use super::temporal::temporal_to_binary;
 use tessera_access::row::MAX;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 pub(super) fn hex(b: &[u8]) -> String {
@@ -87,9 +88,6 @@ fn string_to_bytes(s: &str, from: &SqlType, style: Option<i32>) -> SqlResult<Vec
             parse_hex(body).ok_or_else(bad)
         }
         2 => parse_hex(s).ok_or_else(bad),
-        other => Err(SqlError::new(
-            281,
-            format!("{other} is not a valid style number when converting from {} to binary.", string_type_name(from)),
-        )),
+        other => Err(msg::INVALID_CONVERT_STYLE.with(&[&other, &string_type_name(from), &"binary"])),
     }
 }

@@ -12,7 +12,7 @@ use tessera_errors::{SqlError, SqlResult};
 
 fn numeric_overflow(from: &SqlType) -> SqlError {
     let from = if matches!(from, SqlType::Decimal { .. }) { "numeric" } else { base_type_name(from) };
-    SqlError::new(8115, format!("Arithmetic overflow error converting {from} to data type numeric."))
+    msg::ARITHMETIC_OVERFLOW.with(&[&from, &"numeric"])
 }
 
 /// The integer range of an integer type.
@@ -40,15 +40,7 @@ fn trim_ws(s: &str) -> &str {
 }
 
 fn conversion_failed(s: &str, from: &SqlType, to: &SqlType) -> SqlError {
-    SqlError::new(
-        245,
-        format!(
-            "Conversion failed when converting the {} value '{}' to data type {}.",
-            string_type_name(from),
-            s,
-            base_type_name(to)
-        ),
-    )
+    msg::CONVERSION_FAILED.with(&[&string_type_name(from), &s, &base_type_name(to)])
 }
 
 /// Parses `[+-]digits` with surrounding white space (empty → 0).
@@ -127,10 +119,7 @@ pub(super) fn to_int(v: &Value, from: &SqlType, to: &SqlType) -> SqlResult<Value
         Value::Int(i) => {
             let (lo, hi) = int_range(to);
             if *i < lo || *i > hi {
-                return Err(SqlError::new(
-                    220,
-                    format!("Arithmetic overflow error for data type {}, value = {i}.", base_type_name(to)),
-                ));
+                return Err(msg::ARITHMETIC_OVERFLOW_FOR_TYPE.with(&[&base_type_name(to), &i]));
             }
             return Ok(Value::Int(*i));
         }
@@ -233,7 +222,7 @@ fn decimal_from_string(s: &str, from: &SqlType, to: &SqlType) -> SqlResult<Value
     }
     let t = parse_decimal_text(s)
         .ok_or_else(|| SqlError::new(8114, format!("Error converting data type {src} to numeric.")))?;
-    let over = || SqlError::new(8115, format!("Arithmetic overflow error converting {src} to data type numeric."));
+    let over = || msg::ARITHMETIC_OVERFLOW.with(&[&src, &"numeric"]);
     if t.integral_digits() > usize::from(precision.saturating_sub(scale)) {
         return Err(over());
     }

@@ -10,7 +10,8 @@ use super::binary::hex;
 use super::temporal::temporal_text;
 use super::{bad_style, guid_text, overflow};
 use tessera_access::row::MAX;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 
 /// Formats a float as C's `%.{precision}g` with SQL Server's three-digit exponent
 /// (`1.23457e+008`).
@@ -162,10 +163,7 @@ pub(super) fn to_string(v: &Value, from: &SqlType, to: &SqlType, style: Option<i
             };
             if too_long(&text) {
                 let src = if family(from) == Family::Money { "expression" } else { "numeric" };
-                return Err(SqlError::new(
-                    8115,
-                    format!("Arithmetic overflow error converting {src} to data type {}.", base_type_name(to)),
-                ));
+                return Err(msg::ARITHMETIC_OVERFLOW.with(&[&src, &base_type_name(to)]));
             }
             text
         }
@@ -191,10 +189,7 @@ pub(super) fn to_string(v: &Value, from: &SqlType, to: &SqlType, style: Option<i
             let text = guid_text(g);
             if too_long(&text) {
                 let target = if is_unicode(to) { "nchar" } else { "char" };
-                return Err(SqlError::new(
-                    8170,
-                    format!("Insufficient result space to convert uniqueidentifier value to {target}."),
-                ));
+                return Err(msg::UNIQUEIDENTIFIER_RESULT_TOO_SMALL.with(&[&target]));
             }
             text
         }

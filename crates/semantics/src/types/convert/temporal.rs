@@ -133,13 +133,7 @@ fn out_of_range(from: &SqlType, to: &SqlType) -> SqlError {
     } else {
         base_type_name(from)
     };
-    SqlError::new(
-        242,
-        format!(
-            "The conversion of a {from} data type to a {} data type resulted in an out-of-range value.",
-            base_type_name(to)
-        ),
-    )
+    msg::CONVERSION_OUT_OF_RANGE.with(&[&from, &base_type_name(to)])
 }
 
 pub(super) fn to_temporal(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> SqlResult<Value> {

@@ -56,15 +56,7 @@ impl Call<'_> {
     }
 
     pub(super) fn unsupported(&self, part: DatePart, t: &SqlType) -> SqlError {
-        SqlError::new(
-            9810,
-            format!(
-                "The datepart {} is not supported by date function {} for data type {}.",
-                part.name(),
-                self.lower(),
-                base_type_name(t)
-            ),
-        )
+        msg::UNSUPPORTED_DATEPART.with(&[&part.name(), &self.lower(), &base_type_name(t)])
     }
 
     fn check_part(&self, part: DatePart, t: &SqlType) -> SqlResult<()> {
@@ -131,19 +123,14 @@ impl Call<'_> {
                 let total = i64::from(y) * 12 + i64::from(m) - 1 + months;
                 let (y, m) = (total.div_euclid(12), total.rem_euclid(12) as u32 + 1);
                 if !(1..=9999).contains(&y) {
-                    return Err(SqlError::new(517, "Adding a value to a 'date' column caused an overflow."));
+                    return Err(msg::DATE_ADD_OVERFLOW.with(&[&"date"]));
                 }
                 let y = y as i32;
                 Ok(Value::Date(days_from_civil(y, m, days_in_month(y, m))))
             }
             "DATEFROMPARTS" => {
                 let (y, m, d) = (or_null!(self.int(0)?), or_null!(self.int(1)?), or_null!(self.int(2)?));
-                let days = valid_date(y, m, d).ok_or_else(|| {
-                    SqlError::new(
-                        289,
-                        "Cannot construct data type date, some of the arguments have values which are not valid.",
-                    )
-                })?;
+                let days = valid_date(y, m, d).ok_or_else(|| msg::CANNOT_CONSTRUCT_TYPE.with(&[&"date"]))?;
                 Ok(Value::Date(days))
             }
             "DATETIMEFROMPARTS" => self.datetimefromparts(),
@@ -159,7 +146,7 @@ impl Call<'_> {
                 let Value::DateTimeOffset { days, ticks, .. } = v else { return Ok(Value::Null) };
                 self.with_offset((days, ticks), offset)
             }
-            _ => Err(SqlError::new(195, format!("'{}' is not a recognized built-in function name.", self.lower()))),
+            _ => Err(msg::UNRECOGNIZED_NAME.with(&[&self.lower(), &"built-in function name"])),
         }
     }
 
@@ -176,12 +163,7 @@ impl Call<'_> {
         for (i, slot) in p.iter_mut().enumerate() {
             *slot = or_null!(self.int(i)?);
         }
-        let bad = || {
-            SqlError::new(
-                289,
-                "Cannot construct data type datetime, some of the arguments have values which are not valid.",
-            )
-        };
+        let bad = || msg::CANNOT_CONSTRUCT_TYPE.with(&[&"datetime"]);
         let days = valid_date(p[0], p[1], p[2]).ok_or_else(bad)?;
         if !(0..24).contains(&p[3])
             || !(0..60).contains(&p[4])
@@ -262,16 +244,7 @@ impl Call<'_> {
         self.check_part(part, &tb)?;
         let diff = datediff(part, (d1, t1), (d2, t2));
         let result = if self.name == "DATEDIFF" { SqlType::Int } else { SqlType::BigInt };
-        check_int(diff, &result).map_err(|_| {
-            SqlError::new(
-                535,
-                format!(
-                    "The {} function resulted in an overflow. The number of dateparts separating two date/time instances is too large. Try to use {} with a less precise datepart.",
-                    self.lower(),
-                    self.lower()
-                ),
-            )
-        })
+        check_int(diff, &result).map_err(|_| msg::DATEDIFF_OVERFLOW.with(&[&self.lower(), &self.lower()]))
     }
 }
 

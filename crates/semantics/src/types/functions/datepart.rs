@@ -6,7 +6,8 @@ use super::super::datetime::{
 };
 use super::super::SqlType;
 use tessera_access::row::TICKS_PER_DAY;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 
 /// A part of a date for DATEADD, DATEDIFF, DATEPART and DATENAME.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +99,7 @@ pub fn date_part(name: &str) -> SqlResult<DatePart> {
         "nanosecond" | "ns" => DatePart::Nanosecond,
         "iso_week" | "isowk" | "isoww" => DatePart::IsoWeek,
         "tzoffset" | "tz" => DatePart::TzOffset,
-        _ => return Err(SqlError::new(155, format!("'{name}' is not a recognized datepart option."))),
+        _ => return Err(msg::UNRECOGNIZED_OPTION.with(&[&name, &"datepart"])),
     })
 }
 

@@ -183,7 +183,7 @@ impl Call<'_> {
 
 fn overflow(t: &SqlType) -> SqlError {
     let name = if matches!(t, SqlType::Decimal { .. }) { "numeric" } else { base_type_name(t) };
-    SqlError::new(8115, format!("Arithmetic overflow error converting expression to data type {name}."))
+    msg::ARITHMETIC_OVERFLOW.with(&[&"expression", &name])
 }
 
 pub(super) fn rand(call: &Call<'_>, ctx: &mut FunctionContext) -> SqlResult<Value> {

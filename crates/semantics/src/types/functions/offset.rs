@@ -7,14 +7,12 @@ use super::super::typing::{family, Family};
 use super::super::{SqlType, Value};
 use super::{int, Call, DatePart};
 use tessera_access::row::{MAX_DATE_DAYS, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 /// Error 9812 for an offset TODATETIMEOFFSET or SWITCHOFFSET cannot use.
 fn invalid_timezone(function: &str) -> SqlError {
-    SqlError::new(
-        9812,
-        format!("The timezone provided to builtin function {} is invalid.", function.to_ascii_lowercase()),
-    )
+    msg::INVALID_TIME_ZONE.with(&[&function.to_ascii_lowercase()])
 }
 
 /// A time zone offset argument: `{+|-}hh:mm`, or an integer number of minutes, within
@@ -53,7 +51,7 @@ impl Call<'_> {
     /// The datetimeoffset of a UTC instant and an offset, at the result's scale (517 when
     /// its local time leaves the date range).
     pub(super) fn with_offset(&self, (days, ticks): (i32, u64), offset: i16) -> SqlResult<Value> {
-        let overflow = || SqlError::new(517, "Adding a value to a 'datetimeoffset' column caused an overflow.");
+        let overflow = || msg::DATE_ADD_OVERFLOW.with(&[&"datetimeoffset"]);
         let local = shift_minutes(days, ticks, offset.into()).0;
         if !(0..=MAX_DATE_DAYS).contains(&days) || !(0..=MAX_DATE_DAYS).contains(&local) {
             return Err(overflow());

@@ -11,7 +11,7 @@ use super::super::text::{cp1252_byte, decode_cp1252, find_ci, trim_trailing_spac
 use super::super::typing::is_unicode;
 use super::super::{SqlType, Value};
 use super::{result_string, Call};
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 
 impl Call<'_> {
     pub(super) fn string(&self) -> SqlResult<Value> {
@@ -26,10 +26,7 @@ impl Call<'_> {
                 let s = or_null!(self.text(0)?);
                 let n = or_null!(self.int(1)?);
                 if n < 0 {
-                    return Err(SqlError::new(
-                        536,
-                        format!("Invalid length parameter passed to the {} function.", self.lower()),
-                    ));
+                    return Err(msg::INVALID_LENGTH_PARAMETER.with(&[&self.lower()]));
                 }
                 let chars: Vec<char> = s.chars().collect();
                 let n = (n as usize).min(chars.len());

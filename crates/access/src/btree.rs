@@ -914,7 +914,7 @@ fn free_pages_then(
         rec.undo_next = last.undo_next;
         return space.wal.append(&rec);
     }
-    let mut lsn = 0;
+    let mut lsn = Lsn::NONE;
     let chunks: Vec<&[PageNo]> = order.chunks(CHUNK).collect();
     for (i, chunk) in chunks.iter().enumerate() {
         let mut mtr = if last.kind == tessera_log::RecordKind::Compensation {

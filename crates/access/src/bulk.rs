@@ -22,7 +22,7 @@
 
 use tessera_buffer::page::{self, PageNo, PageType, PAGE_SIZE};
 use tessera_errors::{Error, Result};
-use tessera_log::{LogRecord, Lsn, RecordKind};
+use tessera_log::{LogRecord, Lsn, RecordKind, TxnId};
 
 use crate::btree::{self, MAX_LEAF_RECORD};
 use crate::mtr::Mtr;
@@ -254,7 +254,7 @@ impl Builder<'_> {
         // the note's LSN here (see `Space::may_have_bulk_notes`).
         let mut newest = space.newest_bulk_note.lock();
         for body in notes {
-            *newest = space.wal.append(&LogRecord::new(RecordKind::System, 0, 0, body))?;
+            *newest = space.wal.append(&LogRecord::new(RecordKind::System, TxnId::SYSTEM, Lsn::NONE, body))?;
         }
         Ok(BulkOutcome { rows: self.rows, pages: self.pages.len() as u64 })
     }

@@ -632,18 +632,21 @@ mod tests {
     fn update_lock_admits_readers_and_serialises_writers() {
         let lm = Arc::new(LockManager::default());
         let r = Resource::key(1, b"k");
-        assert!(lm.lock(1, r, LockMode::Update, Wait::FOREVER).unwrap());
-        lm.wait_compatible(2, r, LockMode::Shared, Wait::timeout(Duration::ZERO)).unwrap();
+        assert!(lm.lock(TxnId::from_raw(1), r, LockMode::Update, Wait::FOREVER).unwrap());
+        lm.wait_compatible(TxnId::from_raw(2), r, LockMode::Shared, Wait::timeout(Duration::ZERO)).unwrap();
         assert!(matches!(
-            lm.lock(2, r, LockMode::Update, Wait::timeout(Duration::from_millis(10))),
+            lm.lock(TxnId::from_raw(2), r, LockMode::Update, Wait::timeout(Duration::from_millis(10))),
             Err(Error::LockTimeout)
         ));
-        assert!(!lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap(), "conversion is not a new lock");
-        assert_eq!(lm.held(1, r), Some(LockMode::Exclusive));
-        assert_eq!(lm.release_unless(1, r, |m| m == LockMode::Exclusive), Some(LockMode::Exclusive));
-        lm.release_all(1, &[r]);
-        assert!(lm.lock(2, r, LockMode::Update, Wait::timeout(Duration::ZERO)).unwrap());
-        assert_eq!(lm.release_unless(2, r, |m| m == LockMode::Exclusive), None);
+        assert!(
+            !lm.lock(TxnId::from_raw(1), r, LockMode::Exclusive, Wait::FOREVER).unwrap(),
+            "conversion is not a new lock"
+        );
+        assert_eq!(lm.held(TxnId::from_raw(1), r), Some(LockMode::Exclusive));
+        assert_eq!(lm.release_unless(TxnId::from_raw(1), r, |m| m == LockMode::Exclusive), Some(LockMode::Exclusive));
+        lm.release_all(TxnId::from_raw(1), &[r]);
+        assert!(lm.lock(TxnId::from_raw(2), r, LockMode::Update, Wait::timeout(Duration::ZERO)).unwrap());
+        assert_eq!(lm.release_unless(TxnId::from_raw(2), r, |m| m == LockMode::Exclusive), None);
         assert_eq!(lm.locked_resources(), 0);
     }
 
@@ -651,13 +654,17 @@ mod tests {
     fn writer_blocks_reader_until_release() {
         let lm = Arc::new(LockManager::default());
         let r = Resource::key(1, b"k");
-        assert!(lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap());
-        assert!(!lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap(), "re-lock is not a new lock");
+        assert!(lm.lock(TxnId::from_raw(1), r, LockMode::Exclusive, Wait::FOREVER).unwrap());
+        assert!(
+            !lm.lock(TxnId::from_raw(1), r, LockMode::Exclusive, Wait::FOREVER).unwrap(),
+            "re-lock is not a new lock"
+        );
         let lm2 = lm.clone();
-        let reader = std::thread::spawn(move || lm2.wait_compatible(2, r, LockMode::Shared, Wait::FOREVER));
+        let reader =
+            std::thread::spawn(move || lm2.wait_compatible(TxnId::from_raw(2), r, LockMode::Shared, Wait::FOREVER));
         std::thread::sleep(Duration::from_millis(30));
         assert!(!reader.is_finished());
-        lm.release_all(1, &[r]);
+        lm.release_all(TxnId::from_raw(1), &[r]);
         reader.join().unwrap().unwrap();
         assert_eq!(lm.locked_resources(), 0);
     }
@@ -666,24 +673,25 @@ mod tests {
     fn a_waiting_request_is_not_overtaken() {
         let lm = Arc::new(LockManager::default());
         let r = Resource::Schema(7);
-        lm.lock(1, r, LockMode::SchemaStability, Wait::FOREVER).unwrap();
+        lm.lock(TxnId::from_raw(1), r, LockMode::SchemaStability, Wait::FOREVER).unwrap();
         let lm2 = lm.clone();
-        let ddl = std::thread::spawn(move || lm2.lock(2, r, LockMode::SchemaModification, Wait::FOREVER));
+        let ddl =
+            std::thread::spawn(move || lm2.lock(TxnId::from_raw(2), r, LockMode::SchemaModification, Wait::FOREVER));
         std::thread::sleep(Duration::from_millis(30));
         // Sch-S is compatible with the holder, but a Sch-M request waits ahead of it.
         assert!(matches!(
-            lm.lock(3, r, LockMode::SchemaStability, Wait::timeout(Duration::from_millis(20))),
+            lm.lock(TxnId::from_raw(3), r, LockMode::SchemaStability, Wait::timeout(Duration::from_millis(20))),
             Err(Error::LockTimeout)
         ));
         // A conversion by a holder skips the queue.
-        assert!(!lm.lock(1, r, LockMode::SchemaStability, Wait::timeout(Duration::ZERO)).unwrap());
-        lm.release_all(1, &[r]);
+        assert!(!lm.lock(TxnId::from_raw(1), r, LockMode::SchemaStability, Wait::timeout(Duration::ZERO)).unwrap());
+        lm.release_all(TxnId::from_raw(1), &[r]);
         assert!(ddl.join().unwrap().unwrap());
-        assert_eq!(lm.held(2, r), Some(LockMode::SchemaModification));
-        assert!(lm.try_lock(3, r, LockMode::SchemaStability).is_none());
-        lm.release_all(2, &[r]);
-        assert_eq!(lm.try_lock(3, r, LockMode::SchemaStability), Some(true));
-        lm.release_all(3, &[r]);
+        assert_eq!(lm.held(TxnId::from_raw(2), r), Some(LockMode::SchemaModification));
+        assert!(lm.try_lock(TxnId::from_raw(3), r, LockMode::SchemaStability).is_none());
+        lm.release_all(TxnId::from_raw(2), &[r]);
+        assert_eq!(lm.try_lock(TxnId::from_raw(3), r, LockMode::SchemaStability), Some(true));
+        lm.release_all(TxnId::from_raw(3), &[r]);
         assert_eq!(lm.locked_resources(), 0);
     }
 
@@ -698,19 +706,20 @@ mod tests {
         assert!(lm.try_fast_schema_stability(7, &mut holds));
         assert_eq!(lm.locked_resources(), 0, "a fast hold is not in the lock table");
         let lm2 = lm.clone();
-        let ddl =
-            std::thread::spawn(move || lm2.lock(2, Resource::Schema(7), LockMode::SchemaModification, Wait::FOREVER));
+        let ddl = std::thread::spawn(move || {
+            lm2.lock(TxnId::from_raw(2), Resource::Schema(7), LockMode::SchemaModification, Wait::FOREVER)
+        });
         std::thread::sleep(Duration::from_millis(30));
         assert!(!ddl.is_finished(), "Sch-M waits for the fast holder");
         // With Sch-M announced, a new statement takes Sch-S in the lock table, behind it.
         let mut later = FastSchemaHolds::default();
         assert!(!lm.try_fast_schema_stability(7, &mut later));
-        lm.release_schema_holds(1, &mut holds);
+        lm.release_schema_holds(TxnId::from_raw(1), &mut holds);
         assert!(ddl.join().unwrap().unwrap());
-        assert_eq!(lm.held(2, Resource::Schema(7)), Some(LockMode::SchemaModification));
-        lm.release_all(2, &[Resource::Schema(7)]);
+        assert_eq!(lm.held(TxnId::from_raw(2), Resource::Schema(7)), Some(LockMode::SchemaModification));
+        lm.release_all(TxnId::from_raw(2), &[Resource::Schema(7)]);
         assert!(lm.try_fast_schema_stability(7, &mut later), "the stripe is fast again once Sch-M is released");
-        lm.release_schema_holds(3, &mut later);
+        lm.release_schema_holds(TxnId::from_raw(3), &mut later);
         assert_eq!(lm.locked_resources(), 0);
     }
 
@@ -720,14 +729,14 @@ mod tests {
         let mut holds = FastSchemaHolds::default();
         assert!(lm.try_fast_schema_stability(9, &mut holds));
         let schema = Resource::Schema(9);
-        let new = lm.lock(1, schema, LockMode::SchemaModification, wait_with(&holds)).unwrap();
+        let new = lm.lock(TxnId::from_raw(1), schema, LockMode::SchemaModification, wait_with(&holds)).unwrap();
         assert!(!new, "the transferred Sch-S became Sch-M");
-        assert_eq!(lm.held(1, schema), Some(LockMode::SchemaModification));
-        assert!(!lm.lock(1, schema, LockMode::SchemaModification, wait_with(&holds)).unwrap());
-        lm.release_schema_holds(1, &mut holds);
+        assert_eq!(lm.held(TxnId::from_raw(1), schema), Some(LockMode::SchemaModification));
+        assert!(!lm.lock(TxnId::from_raw(1), schema, LockMode::SchemaModification, wait_with(&holds)).unwrap());
+        lm.release_schema_holds(TxnId::from_raw(1), &mut holds);
         assert_eq!(lm.locked_resources(), 0);
         assert!(lm.try_fast_schema_stability(9, &mut holds), "the Sch-M was counted off once");
-        lm.release_schema_holds(1, &mut holds);
+        lm.release_schema_holds(TxnId::from_raw(1), &mut holds);
     }
 
     #[test]
@@ -737,19 +746,19 @@ mod tests {
         // lock table until 1 transfers its hold: the cycle must then be found.
         let lm = Arc::new(LockManager::default());
         let row = Resource::key(1, b"row");
-        lm.lock(2, row, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        lm.lock(TxnId::from_raw(2), row, LockMode::Exclusive, Wait::FOREVER).unwrap();
         let mut holds = FastSchemaHolds::default();
         assert!(lm.try_fast_schema_stability(5, &mut holds));
         let lm2 = lm.clone();
         let ddl = std::thread::spawn(move || {
             let own = FastSchemaHolds::default();
-            let r = lm2.lock(2, Resource::Schema(5), LockMode::SchemaModification, wait_with(&own));
-            lm2.release_all(2, &[row, Resource::Schema(5)]);
+            let r = lm2.lock(TxnId::from_raw(2), Resource::Schema(5), LockMode::SchemaModification, wait_with(&own));
+            lm2.release_all(TxnId::from_raw(2), &[row, Resource::Schema(5)]);
             r
         });
         std::thread::sleep(Duration::from_millis(20));
-        let read = lm.wait_compatible(1, row, LockMode::Shared, wait_with(&holds));
-        lm.release_schema_holds(1, &mut holds);
+        let read = lm.wait_compatible(TxnId::from_raw(1), row, LockMode::Shared, wait_with(&holds));
+        lm.release_schema_holds(TxnId::from_raw(1), &mut holds);
         let ddl = ddl.join().unwrap();
         let victims = [read.is_err(), ddl.is_err()].iter().filter(|&&e| e).count();
         assert_eq!(victims, 1, "{read:?} {ddl:?}");
@@ -763,15 +772,20 @@ mod tests {
         let mut holds = FastSchemaHolds::default();
         assert!(lm.try_fast_schema_stability(4, &mut holds));
         assert!(lm.try_fast_schema_stability(4, &mut holds));
-        lm.transfer(1, &holds);
-        assert_eq!(lm.held(1, Resource::Schema(4)), Some(LockMode::SchemaStability));
+        lm.transfer(TxnId::from_raw(1), &holds);
+        assert_eq!(lm.held(TxnId::from_raw(1), Resource::Schema(4)), Some(LockMode::SchemaStability));
         assert!(lm.try_fast_schema_stability(4, &mut holds), "held fast again after the transfer");
-        lm.transfer(1, &holds);
-        lm.release_schema_holds(1, &mut holds);
+        lm.transfer(TxnId::from_raw(1), &holds);
+        lm.release_schema_holds(TxnId::from_raw(1), &mut holds);
         assert_eq!(lm.locked_resources(), 0);
-        let ddl = lm.lock(2, Resource::Schema(4), LockMode::SchemaModification, Wait::timeout(Duration::ZERO));
+        let ddl = lm.lock(
+            TxnId::from_raw(2),
+            Resource::Schema(4),
+            LockMode::SchemaModification,
+            Wait::timeout(Duration::ZERO),
+        );
         assert!(ddl.unwrap(), "no fast holder is left counted");
-        lm.release_all(2, &[Resource::Schema(4)]);
+        lm.release_all(TxnId::from_raw(2), &[Resource::Schema(4)]);
     }
 
     #[test]
@@ -779,32 +793,37 @@ mod tests {
         let lm = LockManager::default();
         let mut holds = FastSchemaHolds::default();
         assert!(lm.try_fast_schema_stability(3, &mut holds));
-        let r = lm.lock(2, Resource::Schema(3), LockMode::SchemaModification, Wait::timeout(Duration::from_millis(20)));
+        let r = lm.lock(
+            TxnId::from_raw(2),
+            Resource::Schema(3),
+            LockMode::SchemaModification,
+            Wait::timeout(Duration::from_millis(20)),
+        );
         assert!(matches!(r, Err(Error::LockTimeout)));
         let mut again = FastSchemaHolds::default();
         assert!(lm.try_fast_schema_stability(3, &mut again), "a failed Sch-M is counted off");
-        lm.release_schema_holds(1, &mut holds);
-        lm.release_schema_holds(4, &mut again);
+        lm.release_schema_holds(TxnId::from_raw(1), &mut holds);
+        lm.release_schema_holds(TxnId::from_raw(4), &mut again);
     }
 
     #[test]
     fn deadlock_is_detected_and_one_victim_chosen() {
         let lm = Arc::new(LockManager::default());
         let (a, b) = (Resource::key(1, b"a"), Resource::key(1, b"b"));
-        lm.lock(1, a, LockMode::Exclusive, Wait::FOREVER).unwrap();
-        lm.lock(2, b, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        lm.lock(TxnId::from_raw(1), a, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        lm.lock(TxnId::from_raw(2), b, LockMode::Exclusive, Wait::FOREVER).unwrap();
         let lm2 = lm.clone();
         let t2 = std::thread::spawn(move || {
-            let r = lm2.lock(2, a, LockMode::Exclusive, Wait::FOREVER);
+            let r = lm2.lock(TxnId::from_raw(2), a, LockMode::Exclusive, Wait::FOREVER);
             if r.is_err() {
-                lm2.release_all(2, &[b]);
+                lm2.release_all(TxnId::from_raw(2), &[b]);
             }
             r
         });
         std::thread::sleep(Duration::from_millis(20));
-        let r1 = lm.lock(1, b, LockMode::Exclusive, Wait::FOREVER);
+        let r1 = lm.lock(TxnId::from_raw(1), b, LockMode::Exclusive, Wait::FOREVER);
         if r1.is_err() {
-            lm.release_all(1, &[a]);
+            lm.release_all(TxnId::from_raw(1), &[a]);
         }
         let r2 = t2.join().unwrap();
         let victims = [&r1, &r2].iter().filter(|r| matches!(r, Err(Error::Deadlock))).count();
@@ -816,12 +835,12 @@ mod tests {
     fn a_cancelled_wait_ends_with_3617() {
         let lm = LockManager::default();
         let r = Resource::key(1, b"k");
-        lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        lm.lock(TxnId::from_raw(1), r, LockMode::Exclusive, Wait::FOREVER).unwrap();
         let cancel = AtomicBool::new(true);
         let wait = Wait { timeout: None, cancel: Some(&cancel), fast: None };
-        assert!(matches!(lm.lock(2, r, LockMode::Update, wait), Err(Error::Cancelled)));
+        assert!(matches!(lm.lock(TxnId::from_raw(2), r, LockMode::Update, wait), Err(Error::Cancelled)));
         assert_eq!(Error::Cancelled.number(), 3617);
-        lm.release_all(1, &[r]);
+        lm.release_all(TxnId::from_raw(1), &[r]);
         assert_eq!(lm.locked_resources(), 0, "the cancelled request left the queue");
     }
 
@@ -829,11 +848,11 @@ mod tests {
     fn timeout_reports_1222() {
         let lm = LockManager::default();
         let r = Resource::Table(5);
-        lm.lock(1, r, LockMode::Exclusive, Wait::FOREVER).unwrap();
+        lm.lock(TxnId::from_raw(1), r, LockMode::Exclusive, Wait::FOREVER).unwrap();
         let limit = Wait::timeout(Duration::from_millis(20));
-        assert!(matches!(lm.lock(2, r, LockMode::IntentShared, limit), Err(Error::LockTimeout)));
+        assert!(matches!(lm.lock(TxnId::from_raw(2), r, LockMode::IntentShared, limit), Err(Error::LockTimeout)));
         assert!(matches!(
-            lm.wait_compatible(2, r, LockMode::Shared, Wait::timeout(Duration::ZERO)),
+            lm.wait_compatible(TxnId::from_raw(2), r, LockMode::Shared, Wait::timeout(Duration::ZERO)),
             Err(Error::LockTimeout)
         ));
     }

@@ -102,7 +102,7 @@ pub struct LogCtx<'u> {
 
 impl LogCtx<'_> {
     pub fn system() -> LogCtx<'static> {
-        LogCtx { kind: RecordKind::System, txn: 0, prev_lsn: 0, undo_next: 0, undo: None }
+        LogCtx { kind: RecordKind::System, txn: TxnId::SYSTEM, prev_lsn: Lsn::NONE, undo_next: Lsn::NONE, undo: None }
     }
 }
 
@@ -234,7 +234,7 @@ impl<'a> Mtr<'a> {
     /// hundred bytes), a cost the once-per-row append path does not pay.
     pub fn commit_latched(&mut self, ctx: LogCtx) -> Result<Lsn> {
         if self.ops.is_empty() {
-            return Ok(0);
+            return Ok(Lsn::NONE);
         }
         let lsn = loop {
             let redo_point = self.space.wal.redo_point();

@@ -294,7 +294,7 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
         Some(Undo::EmptyTree { root, before }) => {
             out.push(4);
             out.extend_from_slice(&root.to_le_bytes());
-            out.extend_from_slice(&before.to_le_bytes());
+            out.extend_from_slice(&before.raw().to_le_bytes());
         }
     }
 }
@@ -422,7 +422,7 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo<'static>>, PageRuns)>
             let key = inserted_key(&ops).ok_or_else(|| Error::Invalid("an insert's undo without its insert".into()))?;
             Some(Undo::Row { tree, key: Cow::Owned(key.to_vec()), old: None })
         }
-        4 => Some(Undo::EmptyTree { root: c.u32()?, before: c.u64()? }),
+        4 => Some(Undo::EmptyTree { root: c.u32()?, before: Lsn::from_raw(c.u64()?) }),
         t => return Err(Error::Invalid(format!("unknown undo kind {t} in log"))),
     };
     let mut runs = Vec::new();
@@ -482,7 +482,7 @@ mod tests {
             Undo::Row { tree: 2, key: Cow::Borrowed(b"k"), old: None },
             Undo::CreateTree { root: 77 },
             Undo::BulkPage { page: 9 },
-            Undo::EmptyTree { root: 12, before: 77 },
+            Undo::EmptyTree { root: 12, before: Lsn::from_raw(77) },
         ] {
             let mut b = Vec::new();
             encode(&ops, Some(&undo), &mut b);

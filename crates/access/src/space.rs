@@ -30,7 +30,7 @@ use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
 use tessera_log::growth::{grown_size, DefaultGrowth};
 use tessera_log::recovery::RecoveryOutcome;
-use tessera_log::{Growth, Lsn, Wal};
+use tessera_log::{Growth, Lsn, TxnId, Wal};
 
 use crate::account::{self, PageAccount};
 use crate::btree::{self, Direction};
@@ -168,7 +168,7 @@ impl PageStore for DataStore {
         // The WAL rule, where a page reaches the file: the log that describes its last
         // change is durable first (0: a page no record describes yet).
         let lsn = page::lsn(buf);
-        assert!(lsn == 0 || lsn < self.wal.durable_lsn(), "page {no} written before its log (LSN {lsn:#x})");
+        assert!(lsn.is_none() || lsn < self.wal.durable_lsn(), "page {no} written before its log (LSN {lsn})");
         self.changes.mark(no);
         self.file.write_all_at(buf, u64::from(no) * PAGE_SIZE as u64)
     }
@@ -327,7 +327,7 @@ impl Space {
             locks: LockManager::default(),
             txns: TxnTable::default(),
             opened_at,
-            newest_bulk_note: Mutex::new(0),
+            newest_bulk_note: Mutex::new(Lsn::NONE),
             alloc_hint: Mutex::new(Vec::new()),
             alloc_hwm: AtomicU32::new(pages),
             undo_reserve: AtomicU64::new(0),
@@ -583,11 +583,15 @@ impl Space {
         let (mut active, next_txn) = self.txns.snapshot();
         // Transactions that have logged nothing need no recovery: a checkpoint record
         // does not grow with idle sessions (it is written from the log's floor reserve).
-        active.retain(|a| a.first_lsn != 0);
+        active.retain(|a| !a.first_lsn.is_none());
         let begin = active.iter().map(|a| a.first_lsn).fold(redo_lsn, Lsn::min);
         let ckpt = tessera_log::recovery::Checkpoint { redo_lsn, next_txn, active };
-        let lsn =
-            self.wal.append(&tessera_log::LogRecord::new(tessera_log::RecordKind::Checkpoint, 0, 0, ckpt.encode()))?;
+        let lsn = self.wal.append(&tessera_log::LogRecord::new(
+            tessera_log::RecordKind::Checkpoint,
+            TxnId::SYSTEM,
+            Lsn::NONE,
+            ckpt.encode(),
+        ))?;
         self.wal.flush(lsn)?;
         let master = tessera_log::Master { checkpoint_lsn: lsn, begin_lsn: begin };
         self.wal.write_master(master)?;
@@ -816,7 +820,7 @@ impl Space {
     pub fn free_tree(&self, root: PageNo, dropped_at: Lsn) -> Result<()> {
         let meta = self.tree(root);
         let _latch = meta.latch.write();
-        if dropped_at != 0 && !btree::holds_dropped_root(self, root, dropped_at)? {
+        if !dropped_at.is_none() && !btree::holds_dropped_root(self, root, dropped_at)? {
             return Ok(());
         }
         btree::free_tree(self, root, LogCtx::system()).map(|_| ())

@@ -56,7 +56,7 @@ impl TxnTable {
     pub(crate) fn begin(&self, durability: Durability) -> Txn {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         Txn {
-            id,
+            id: TxnId::from_raw(id),
             shared: None,
             locks: Vec::new(),
             statement_locks: StatementLocks::new(),
@@ -94,11 +94,11 @@ impl TxnTable {
             .iter()
             .map(|(&txn, s)| ActiveTxn {
                 txn,
-                first_lsn: s.first_lsn.load(Ordering::Acquire),
-                last_lsn: s.last_lsn.load(Ordering::Acquire),
+                first_lsn: Lsn::from_raw(s.first_lsn.load(Ordering::Acquire)),
+                last_lsn: Lsn::from_raw(s.last_lsn.load(Ordering::Acquire)),
             })
             .collect();
-        (list, self.next.load(Ordering::Relaxed))
+        (list, TxnId::from_raw(self.next.load(Ordering::Relaxed)))
     }
 
     pub fn active_count(&self) -> usize {
@@ -173,19 +173,19 @@ impl Txn {
     }
 
     pub fn last_lsn(&self) -> Lsn {
-        self.shared.as_ref().map_or(0, |s| s.last_lsn.load(Ordering::Acquire))
+        Lsn::from_raw(self.shared.as_ref().map_or(0, |s| s.last_lsn.load(Ordering::Acquire)))
     }
 
     /// Sets the transaction's newest log record (after it noted its first LSN).
     pub(crate) fn set_last_lsn(&self, lsn: Lsn) {
         match &self.shared {
-            Some(s) => s.last_lsn.store(lsn, Ordering::Release),
-            None => debug_assert_eq!(lsn, 0, "transaction {} logged before it noted its first LSN", self.id),
+            Some(s) => s.last_lsn.store(lsn.raw(), Ordering::Release),
+            None => debug_assert_eq!(lsn, Lsn::NONE, "transaction {} logged before it noted its first LSN", self.id),
         }
     }
 
     pub fn has_writes(&self) -> bool {
-        self.last_lsn() != 0
+        !self.last_lsn().is_none()
     }
 
     /// Records that `lsn` is the transaction's newest log record.
@@ -333,7 +333,7 @@ fn finish(space: &Space, txn: &mut Txn) {
 
 /// The body of [`Space::rollback`].
 pub(crate) fn rollback(space: &Space, mut txn: Txn) -> Result<()> {
-    let last = undo_back_to(space, &txn, 0)?;
+    let last = undo_back_to(space, &txn, Lsn::NONE)?;
     if txn.has_writes() {
         space.wal.append(&LogRecord::new(RecordKind::End, txn.id, last, Vec::new()))?;
     }
@@ -371,7 +371,7 @@ fn undo_back_to(space: &Space, txn: &Txn, stop: Lsn) -> Result<Lsn> {
 /// The body of [`Space::note_first_lsn`].
 pub(crate) fn note_first_lsn(space: &Space, txn: &mut Txn) {
     if !txn.registered {
-        let shared = TxnShared { first_lsn: AtomicU64::new(space.wal.end_lsn()), last_lsn: AtomicU64::new(0) };
+        let shared = TxnShared { first_lsn: AtomicU64::new(space.wal.end_lsn().raw()), last_lsn: AtomicU64::new(0) };
         txn.shared = Some(Arc::new(shared));
         space.txns.register(txn);
         txn.registered = true;
@@ -468,8 +468,13 @@ pub(crate) fn with_undo_reserved<R>(
 
 /// The body of [`Space::commit_update`].
 pub(crate) fn commit_update(txn: &mut Txn, mtr: mtr::Mtr, undo: &Undo) -> Result<Lsn> {
-    let ctx =
-        LogCtx { kind: RecordKind::Update, txn: txn.id, prev_lsn: txn.last_lsn(), undo_next: 0, undo: Some(undo) };
+    let ctx = LogCtx {
+        kind: RecordKind::Update,
+        txn: txn.id,
+        prev_lsn: txn.last_lsn(),
+        undo_next: Lsn::NONE,
+        undo: Some(undo),
+    };
     let lsn = mtr.commit(ctx)?;
     txn.logged(lsn);
     Ok(lsn)

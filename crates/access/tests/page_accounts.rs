@@ -9,7 +9,7 @@ use tessera_access::space::{DataConfig, Space};
 use tessera_access::{Durability, PageAccount};
 use tessera_buffer::page::PageNo;
 use tessera_buffer::{BufferPool, PoolConfig};
-use tessera_log::{LogConfig, Wal};
+use tessera_log::{LogConfig, Lsn, Wal};
 
 fn key(i: u32) -> Vec<u8> {
     let mut k = format!("{i:010}").into_bytes();
@@ -84,12 +84,12 @@ fn an_account_holds_exactly_its_trees_pages_until_they_are_dropped() {
     space.rollback(txn).unwrap();
     assert_eq!(pages(&space, again), 1, "the rolled-back load left an empty root");
     assert_eq!(account.pages(), held + 1, "the rollback emptied the tree and settled its account");
-    space.free_tree(again, 0).unwrap();
+    space.free_tree(again, Lsn::NONE).unwrap();
     assert_eq!(account.pages(), held);
 
-    space.free_tree(charged, 0).unwrap();
+    space.free_tree(charged, Lsn::NONE).unwrap();
     assert_eq!(account.pages(), pages(&space, loaded));
-    space.free_tree(loaded, 0).unwrap();
+    space.free_tree(loaded, Lsn::NONE).unwrap();
     assert_eq!(account.pages(), 0, "every page given back");
     // A new tree on a freed root page is not charged to the old tree's account.
     let mut txn = space.begin(Durability::Full);

@@ -95,13 +95,13 @@ pub fn backup(
                 "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE.",
             ))
         }
-        BackupType::Log if chain.log_backup_lsn == 0 => {
+        BackupType::Log if chain.log_backup_lsn.is_none() => {
             return Err(err(
                 4214,
                 "BACKUP LOG cannot be performed because there is no current database backup.",
             ))
         }
-        BackupType::Differential if chain.differential_base_lsn == 0 => {
+        BackupType::Differential if chain.differential_base_lsn.is_none() => {
             return Err(err(
                 3035,
                 format!("Cannot perform a differential backup for database \"{name}\", because a current database backup does not exist. Perform a full database backup by reissuing BACKUP DATABASE, omitting the WITH DIFFERENTIAL option."),
@@ -126,11 +126,13 @@ pub fn backup(
         server_name: opts.server_name.clone(),
         user_name: opts.user_name.clone(),
         recovery_model: model.name().to_string(),
-        first_lsn,
-        checkpoint_lsn: point.checkpoint_lsn,
-        differential_base_lsn: if kind == BackupType::Database { 0 } else { chain.differential_base_lsn },
+        first_lsn: first_lsn.raw(),
+        checkpoint_lsn: point.checkpoint_lsn.raw(),
+        differential_base_lsn: if kind == BackupType::Database { 0 } else { chain.differential_base_lsn.raw() },
         differential_base_guid: if kind == BackupType::Database { 0 } else { chain.differential_base_guid },
-        begins_log_chain: kind == BackupType::Database && chain.log_backup_lsn == 0 && model != RecoveryModel::Simple,
+        begins_log_chain: kind == BackupType::Database
+            && chain.log_backup_lsn.is_none()
+            && model != RecoveryModel::Simple,
         copy_only: opts.copy_only && kind != BackupType::Differential,
         compressed: opts.compression,
         checksums: opts.checksum,
@@ -167,8 +169,8 @@ pub fn backup(
     let mts = buffers.max_transfer_size as usize;
     let mut pipe = WritePipeline::start(outs, set_guid, buffers.buffer_count, opts.compression);
     let mut stats = Stats::new(opts.stats);
-    let log_estimate = db.wal().end_lsn().saturating_sub(first_lsn).min(1 << 40);
-    let since = if kind == BackupType::Differential { chain.differential_base_lsn } else { 0 };
+    let log_estimate = db.wal().end_lsn().raw().saturating_sub(first_lsn.raw()).min(1 << 40);
+    let since = if kind == BackupType::Differential { chain.differential_base_lsn } else { Lsn::NONE };
     // The data file pages to read: none for a log backup; for a differential, the
     // extents changed since its base when this open of the database tracked them;
     // else every page.
@@ -202,8 +204,16 @@ pub fn backup(
                 break;
             }
             bulk_pages += loaded.len() as u64;
-            data_pages +=
-                copy_data_file(&data_path, &page::runs(&loaded), 0, opts.checksum, &name, mts, &mut pipe, &mut |_| {})?;
+            data_pages += copy_data_file(
+                &data_path,
+                &page::runs(&loaded),
+                Lsn::NONE,
+                opts.checksum,
+                &name,
+                mts,
+                &mut pipe,
+                &mut |_| {},
+            )?;
             scanned = end;
             end = db.wal().end_lsn();
         }
@@ -240,7 +250,7 @@ pub fn backup(
     };
     let totals = pipe.totals.clone();
     let mut trailer = Trailer {
-        last_lsn,
+        last_lsn: last_lsn.raw(),
         finish_unix_micros: now_micros(),
         data_pages_copied: data_pages,
         log_bytes,
@@ -261,7 +271,7 @@ pub fn backup(
             BackupType::Database => BackupChain {
                 differential_base_lsn: first_lsn,
                 differential_base_guid: set_guid,
-                log_backup_lsn: if chain.log_backup_lsn == 0 && model != RecoveryModel::Simple {
+                log_backup_lsn: if chain.log_backup_lsn.is_none() && model != RecoveryModel::Simple {
                     first_lsn
                 } else {
                     chain.log_backup_lsn

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tessera_buffer::page::{self, PAGE_SIZE};
 use tessera_database::{BackupChain, DatabaseOptions, DbState, Engine, RecoveryModel};
 use tessera_io::{DataFile, OpenMode};
-use tessera_log::{format_lsn, split_frames, LogBuilder, LogRecord, LogSegment, Master};
+use tessera_log::{split_frames, LogBuilder, LogRecord, LogSegment, Lsn, Master};
 
 use crate::media::{list_sets, read_media_header, BackupType, ChunkKind, MediaHeader, SetHeader, SetLocation, Trailer};
 use crate::pipeline::read_set;
@@ -304,7 +304,12 @@ pub fn restore(
                 begin_lsn: header.first_lsn,
                 recovery_model: header.recovery_model.clone(),
             };
-            (data_path.clone(), log_path.clone(), progress, LogBuilder::create(&log_path, database, header.first_lsn)?)
+            (
+                data_path.clone(),
+                log_path.clone(),
+                progress,
+                LogBuilder::create(&log_path, database, Lsn::from_raw(header.first_lsn))?,
+            )
         }
         BackupType::Differential | BackupType::Log => {
             if state != Some(DbState::Restoring) {
@@ -322,7 +327,12 @@ pub fn restore(
                 remove_if_exists(&log_path)?;
                 let progress =
                     Progress { checkpoint_lsn: header.checkpoint_lsn, begin_lsn: header.first_lsn, ..progress };
-                (data_path, log_path.clone(), progress, LogBuilder::create(&log_path, database, header.first_lsn)?)
+                (
+                    data_path,
+                    log_path.clone(),
+                    progress,
+                    LogBuilder::create(&log_path, database, Lsn::from_raw(header.first_lsn))?,
+                )
             } else {
                 if opts.stop_at.is_some_and(|stop| stop < set_trailer.finish_unix_micros)
                     && set_trailer.has_bulk_logged_data
@@ -331,11 +341,11 @@ pub fn restore(
                 }
                 let builder = LogBuilder::open(&log_path, database)?;
                 let end = builder.end_lsn();
-                if header.first_lsn > end {
-                    return Err(err(4305, format!("The log in this backup set begins at LSN {}, which is too recent to apply to the database. An earlier log backup that includes LSN {} can be restored.", format_lsn(header.first_lsn), format_lsn(end))));
+                if header.first_lsn > end.raw() {
+                    return Err(err(4305, format!("The log in this backup set begins at LSN {}, which is too recent to apply to the database. An earlier log backup that includes LSN {} can be restored.", Lsn::from_raw(header.first_lsn), end)));
                 }
-                if set_trailer.last_lsn < end {
-                    return Err(err(4326, format!("The log in this backup set terminates at LSN {}, which is too early to apply to the database. A more recent log backup that includes LSN {} can be restored.", format_lsn(set_trailer.last_lsn), format_lsn(end))));
+                if set_trailer.last_lsn < end.raw() {
+                    return Err(err(4326, format!("The log in this backup set terminates at LSN {}, which is too early to apply to the database. A more recent log backup that includes LSN {} can be restored.", Lsn::from_raw(set_trailer.last_lsn), end)));
                 }
                 (data_path, log_path, progress, builder)
             }
@@ -405,7 +415,10 @@ pub fn restore(
     data_file.sync_all()?;
     drop(data_file);
     let end = builder.end_lsn();
-    builder.finish(Master { checkpoint_lsn: progress.checkpoint_lsn, begin_lsn: progress.begin_lsn })?;
+    builder.finish(Master {
+        checkpoint_lsn: Lsn::from_raw(progress.checkpoint_lsn),
+        begin_lsn: Lsn::from_raw(progress.begin_lsn),
+    })?;
     save_progress(&data_path, &progress)?;
 
     let name = &header.database_name;
@@ -431,7 +444,7 @@ pub fn restore(
     }
     let recover = opts.recovery && !stop_pending;
     if recover {
-        finish_recovery(engine, database, &data_path, &mut progress, end)?;
+        finish_recovery(engine, database, &data_path, &mut progress, end.raw())?;
     }
     let what = if header.backup_type == BackupType::Log { "RESTORE LOG" } else { "RESTORE DATABASE" };
     let total_pages = pages + log_pages;
@@ -459,7 +472,7 @@ pub fn recover_only(engine: &Engine, database: &str, notify: &mut dyn FnMut(Noti
     let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
     let mut progress = load_progress(&data_path, database)?;
     let end = LogBuilder::open(&log_path, database)?.end_lsn();
-    finish_recovery(engine, database, &data_path, &mut progress, end)?;
+    finish_recovery(engine, database, &data_path, &mut progress, end.raw())?;
     notify(Notice { number: 3014, text: success_text("RESTORE DATABASE", 0, started.elapsed().as_secs_f64()) });
     Ok(())
 }
@@ -477,9 +490,9 @@ fn finish_recovery(
     // apply to the restored full backup, and log backups start where the log now ends.
     let simple = db.options().recovery_model == RecoveryModel::Simple;
     db.set_backup_chain(BackupChain {
-        differential_base_lsn: progress.base_first_lsn,
+        differential_base_lsn: Lsn::from_raw(progress.base_first_lsn),
         differential_base_guid: progress.base_guid,
-        log_backup_lsn: if simple { 0 } else { end },
+        log_backup_lsn: if simple { Lsn::NONE } else { Lsn::from_raw(end) },
     })?;
     let _ = std::fs::remove_file(progress_path(data_path));
     Ok(())

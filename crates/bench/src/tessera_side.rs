@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use tessera_access::key::KeyBuf;
-use tessera_buffer::{BufferPool, PageNo, PageStore, PoolConfig, PAGE_SIZE};
+use tessera_buffer::{BufferPool, Lsn, PageNo, PageStore, PoolConfig, PAGE_SIZE};
 use tessera_database::{DatabaseOptions, Engine, EngineConfig, RecoveryModel};
 
 use crate::error::{BenchError, Result};
@@ -181,7 +181,7 @@ impl PageStore for NoFile {
     fn write_page(&self, _: PageNo, _: &[u8]) -> tessera_errors::Result<()> {
         Ok(())
     }
-    fn flush_log_to(&self, _: u64) -> tessera_errors::Result<()> {
+    fn flush_log_to(&self, _: Lsn) -> tessera_errors::Result<()> {
         Ok(())
     }
     fn sync(&self) -> tessera_errors::Result<()> {

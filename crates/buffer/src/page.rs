@@ -28,7 +28,62 @@ pub const HEADER_SIZE: usize = 48;
 pub const FLAG_UNLOGGED: u16 = 1;
 
 pub type PageNo = u32;
-pub type Lsn = u64;
+
+/// A log sequence number: `(VLF sequence << 32) | byte offset inside the VLF`, strictly
+/// increasing in log order; [`Lsn::NONE`] (0) means "none". Defined here, below the log,
+/// because a page header carries the LSN of its last change and the pool obeys the WAL
+/// rule with it; `tessera_log` re-exports it.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+pub struct Lsn(u64);
+
+impl Lsn {
+    pub const NONE: Lsn = Lsn(0);
+    /// The largest LSN: "everything" as a bound.
+    pub const MAX: Lsn = Lsn(u64::MAX);
+
+    /// The LSN at `offset` bytes into the VLF with sequence number `seq`.
+    pub const fn new(seq: u32, offset: u32) -> Lsn {
+        Lsn(((seq as u64) << 32) | offset as u64)
+    }
+
+    /// The LSN stored as `raw` (a page header, a log record, a backup header).
+    pub const fn from_raw(raw: u64) -> Lsn {
+        Lsn(raw)
+    }
+
+    /// The form it is stored in.
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    pub const fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The sequence number of its VLF.
+    pub const fn seq(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    /// Its byte offset inside its VLF.
+    pub const fn offset(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The position just before this one: "every record that starts before `self`" as an
+    /// inclusive bound.
+    pub fn just_before(self) -> Lsn {
+        assert!(self.0 > 0, "no LSN precedes NONE");
+        Lsn(self.0 - 1)
+    }
+}
+
+impl std::fmt::Display for Lsn {
+    /// `seq:offset`, the VLF's sequence number and the byte offset in it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq(), self.offset())
+    }
+}
 
 const OFF_CHECKSUM: usize = 0;
 const OFF_PAGE_NO: usize = 4;
@@ -142,10 +197,10 @@ pub fn set_flags(p: &mut [u8], v: u16) {
     put_u16(p, OFF_FLAGS, v)
 }
 pub fn lsn(p: &[u8]) -> Lsn {
-    u64::from_le_bytes(p[OFF_LSN..OFF_LSN + 8].try_into().unwrap())
+    Lsn(u64::from_le_bytes(p[OFF_LSN..OFF_LSN + 8].try_into().unwrap()))
 }
 pub fn set_lsn(p: &mut [u8], v: Lsn) {
-    p[OFF_LSN..OFF_LSN + 8].copy_from_slice(&v.to_le_bytes())
+    p[OFF_LSN..OFF_LSN + 8].copy_from_slice(&v.0.to_le_bytes())
 }
 pub fn prev(p: &[u8]) -> PageNo {
     get_u32(p, OFF_PREV)
@@ -243,7 +298,7 @@ mod tests {
         let mut p = vec![0u8; PAGE_SIZE];
         assert!(verify(&p, 5).is_ok(), "zero page is a valid unwritten page");
         set_page_no(&mut p, 5);
-        set_lsn(&mut p, 77);
+        set_lsn(&mut p, Lsn::from_raw(77));
         set_page_type(&mut p, PageType::BTreeLeaf);
         p[4000] = 0xAB;
         seal(&mut p);

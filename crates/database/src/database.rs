@@ -14,7 +14,7 @@ use tessera_buffer::page::{PageNo, PAGE_SIZE};
 use tessera_buffer::BufferPool;
 use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
-use tessera_log::{Growth, Hold, LogConfig, Lsn, Wal};
+use tessera_log::{Growth, Hold, LogConfig, Lsn, TxnId, Wal};
 
 use crate::registry::Entry;
 use crate::transaction::Transaction;
@@ -226,17 +226,17 @@ const CHAIN_KEY: &[u8] = b"Bchain";
 impl BackupChain {
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(32);
-        v.extend_from_slice(&self.differential_base_lsn.to_le_bytes());
+        v.extend_from_slice(&self.differential_base_lsn.raw().to_le_bytes());
         v.extend_from_slice(&self.differential_base_guid.to_le_bytes());
-        v.extend_from_slice(&self.log_backup_lsn.to_le_bytes());
+        v.extend_from_slice(&self.log_backup_lsn.raw().to_le_bytes());
         v
     }
 
     fn decode(b: &[u8]) -> Option<BackupChain> {
         (b.len() == 32).then(|| BackupChain {
-            differential_base_lsn: u64::from_le_bytes(b[0..8].try_into().unwrap()),
+            differential_base_lsn: Lsn::from_raw(u64::from_le_bytes(b[0..8].try_into().unwrap())),
             differential_base_guid: u128::from_le_bytes(b[8..24].try_into().unwrap()),
-            log_backup_lsn: u64::from_le_bytes(b[24..32].try_into().unwrap()),
+            log_backup_lsn: Lsn::from_raw(u64::from_le_bytes(b[24..32].try_into().unwrap())),
         })
     }
 }
@@ -457,7 +457,7 @@ impl Database {
             .map(|item| {
                 item.map(|(k, v)| {
                     let dropped_at = v.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
-                    (u32::from_be_bytes(k[1..5].try_into().unwrap()), dropped_at)
+                    (u32::from_be_bytes(k[1..5].try_into().unwrap()), Lsn::from_raw(dropped_at))
                 })
             })
             .collect()
@@ -502,8 +502,8 @@ impl Database {
         *self.options.lock() = options;
         self.apply_pool_limit()?;
         let chain = *self.chain.lock();
-        if simple && chain.log_backup_lsn != 0 {
-            self.set_backup_chain(BackupChain { log_backup_lsn: 0, ..chain })?;
+        if simple && !chain.log_backup_lsn.is_none() {
+            self.set_backup_chain(BackupChain { log_backup_lsn: Lsn::NONE, ..chain })?;
         }
         self.apply_log_hold();
         Ok(())
@@ -527,7 +527,7 @@ impl Database {
     /// log chain exists.
     fn apply_log_hold(&self) {
         let chain = self.chain.lock().log_backup_lsn;
-        let keep = chain != 0 && self.options.lock().recovery_model != RecoveryModel::Simple;
+        let keep = !chain.is_none() && self.options.lock().recovery_model != RecoveryModel::Simple;
         self.space.wal.set_hold(Hold::LogBackup, keep.then_some(chain));
     }
 
@@ -566,7 +566,13 @@ impl Database {
         // Hold what is there now, so a concurrent checkpoint cannot truncate past the
         // point this checkpoint is about to name.
         wal.set_hold(Hold::Backup, Some(wal.truncation_lsn()));
-        let mut point = BackupPoint { db: self, _exclusive: exclusive, begin_lsn: 0, checkpoint_lsn: 0, data_pages: 0 };
+        let mut point = BackupPoint {
+            db: self,
+            _exclusive: exclusive,
+            begin_lsn: Lsn::NONE,
+            checkpoint_lsn: Lsn::NONE,
+            data_pages: 0,
+        };
         if new_base {
             *self.differential_base.lock() = None;
         }
@@ -582,7 +588,7 @@ impl Database {
             // backup carries.
             self.space.store.changes.reset();
         }
-        self.checkpointed_at.store(wal.end_lsn(), Ordering::Release);
+        self.checkpointed_at.store(wal.end_lsn().raw(), Ordering::Release);
         wal.set_hold(Hold::Backup, Some(master.begin_lsn));
         point.begin_lsn = master.begin_lsn;
         point.checkpoint_lsn = master.checkpoint_lsn;
@@ -619,7 +625,7 @@ impl Database {
             return Ok(Vec::new());
         }
         // The reader reads the file: every record below `to` must be in it.
-        wal.flush(to - 1)?;
+        wal.flush(to.just_before())?;
         let mut reader = tessera_log::WalReader::new(wal, from);
         let mut pages = Vec::new();
         while let Some(item) = reader.next_record() {
@@ -671,12 +677,12 @@ impl Database {
         wait: tessera_access::lock::Wait,
     ) -> Result<bool> {
         let r = tessera_access::lock::Resource::App(name_hash);
-        self.space.locks.lock_noting_wait(owner, r, mode, wait).map(|(_, waited)| waited)
+        self.space.locks.lock_noting_wait(TxnId::from_raw(owner), r, mode, wait).map(|(_, waited)| waited)
     }
 
     /// Releases a session's application lock; false if it holds none.
     pub fn release_app_for_session(&self, owner: u64, name_hash: u64) -> bool {
-        self.space.locks.release(owner, tessera_access::lock::Resource::App(name_hash))
+        self.space.locks.release(TxnId::from_raw(owner), tessera_access::lock::Resource::App(name_hash))
     }
 
     pub fn begin(self: &Arc<Self>) -> Transaction {
@@ -724,7 +730,9 @@ impl Database {
             .space
             .delete(&mut txn, BOOT_ROOT, &catalog_key(name))
             .and_then(|_| self.space.delete(&mut txn, BOOT_ROOT, &pending_drop_key(id.0)))
-            .and_then(|_| self.space.insert(&mut txn, BOOT_ROOT, &pending_drop_key(id.0), &dropped_at.to_le_bytes()));
+            .and_then(|_| {
+                self.space.insert(&mut txn, BOOT_ROOT, &pending_drop_key(id.0), &dropped_at.raw().to_le_bytes())
+            });
         if let Err(e) = r {
             self.space.rollback(txn)?;
             return Err(e);
@@ -767,7 +775,7 @@ impl Database {
     /// recovery model until log backups exist, the log before it becomes reusable.
     pub fn checkpoint(&self) -> Result<()> {
         self.space.checkpoint()?;
-        self.checkpointed_at.store(self.space.wal.end_lsn(), Ordering::Release);
+        self.checkpointed_at.store(self.space.wal.end_lsn().raw(), Ordering::Release);
         Ok(())
     }
 
@@ -813,7 +821,7 @@ impl Database {
         for (root, dropped_at) in pending? {
             let meta = self.space.tree(root);
             let _latch = meta.latch.read();
-            if dropped_at == 0 || btree::holds_dropped_root(&self.space, root, dropped_at)? {
+            if dropped_at.is_none() || btree::holds_dropped_root(&self.space, root, dropped_at)? {
                 used.extend(btree::tree_pages(&self.space, root)?);
             }
         }

@@ -830,7 +830,7 @@ impl Engine {
             if db.log_pending() && db.options().flushes_in_background() {
                 let _ = db.flush_log();
             }
-            let grown = db.log_stats().end_lsn.saturating_sub(db.checkpointed_at.load(Ordering::Acquire));
+            let grown = db.log_stats().end_lsn.raw().saturating_sub(db.checkpointed_at.load(Ordering::Acquire));
             // LSN differences across VLFs overstate growth; that only checkpoints early.
             if grown >= self.config.checkpoint_log_bytes {
                 let _ = db.checkpoint();

@@ -7,16 +7,17 @@ use std::time::Duration;
 use tessera_access::lock::Resource;
 use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
 use tessera_errors::Result;
+use tessera_log::{Lsn, TxnId};
 
 use crate::database::{Database, RecoveryModel, TableId};
 
 /// A position in a transaction's log chain (see [`Transaction::savepoint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Savepoint(u64);
+pub struct Savepoint(Lsn);
 
 impl Savepoint {
     /// The beginning of any transaction: rolling back to it undoes everything.
-    pub const START: Savepoint = Savepoint(0);
+    pub const START: Savepoint = Savepoint(Lsn::NONE);
 }
 
 /// A READ COMMITTED transaction on one database. Dropping it without `commit` rolls
@@ -36,7 +37,7 @@ impl Transaction {
     }
 
     pub fn id(&self) -> u64 {
-        self.txn_ref().id
+        (self.txn_ref().id).raw()
     }
 
     /// Whether range scans begun from now on read leaves ahead (on by default; SQL
@@ -82,7 +83,7 @@ impl Transaction {
 
     /// Releases an application lock this transaction holds; false if it holds none.
     pub fn release_app(&mut self, name_hash: u64) -> bool {
-        self.db.space.locks.release(self.id(), Resource::App(name_hash))
+        self.db.space.locks.release(TxnId::from_raw(self.id()), Resource::App(name_hash))
     }
 
     /// Inserts a row; an existing key is error 2627.

@@ -357,8 +357,8 @@ pub fn backup(
                 "{what}. Database: {}, pages dumped: {}, first LSN: {}, last LSN: {}, number of dump devices: {}, device information: (FILE={}, TYPE=DISK: {{{}}}).",
                 report.header.database_name,
                 report.pages,
-                tessera_log::format_lsn(report.header.first_lsn),
-                tessera_log::format_lsn(report.trailer.last_lsn),
+                tessera_log::Lsn::from_raw(report.header.first_lsn),
+                tessera_log::Lsn::from_raw(report.trailer.last_lsn),
                 devices.len(),
                 report.header.position,
                 devices.iter().map(|d| format!("'{}'", d.display())).collect::<Vec<_>>().join(", ")
@@ -676,8 +676,8 @@ pub fn restore(
                     &format!(
                         "{} was restored: Database: {name}, creation date(time): (n/a), first LSN: {}, last LSN: {}, number of dump devices: {}, device information: (FILE={position}, TYPE=DISK: {{{}}}).",
                         if kind == K::Log { "Log" } else { "Database" },
-                        tessera_log::format_lsn(report.header.first_lsn),
-                        tessera_log::format_lsn(report.trailer.last_lsn),
+                        tessera_log::Lsn::from_raw(report.header.first_lsn),
+                        tessera_log::Lsn::from_raw(report.trailer.last_lsn),
                         devices.len(),
                         devices.iter().map(|d| format!("'{}'", d.display())).collect::<Vec<_>>().join(", ")
                     ),

@@ -5,7 +5,7 @@ use tessera_errors::Result;
 
 use crate::record::LogRecord;
 use crate::wal::{frame_crc, Vlf, Wal, FRAME_HEADER, MAX_RECORD, VLF_HEADER};
-use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};
+use crate::Lsn;
 
 /// Reads records forward from an LSN until the end of the valid log.
 pub struct WalReader<'a> {
@@ -24,8 +24,8 @@ impl<'a> WalReader<'a> {
     pub fn new(wal: &'a Wal, from: Lsn) -> WalReader<'a> {
         WalReader {
             wal,
-            vlf: wal.vlf_for_seq(lsn_seq(from)),
-            offset: lsn_offset(from).max(VLF_HEADER),
+            vlf: wal.vlf_for_seq(from.seq()),
+            offset: from.offset().max(VLF_HEADER),
             buf: Vec::new(),
             buf_start: 0,
             done: false,
@@ -35,7 +35,7 @@ impl<'a> WalReader<'a> {
     /// The LSN just past the last record returned (the end of the log once `next_record`
     /// returned `None`).
     pub fn position(&self) -> Lsn {
-        make_lsn(self.vlf.map_or(0, |v| v.seq), self.offset)
+        Lsn::new(self.vlf.map_or(0, |v| v.seq), self.offset)
     }
 
     /// Copies `len` bytes at `offset` of the current VLF, refilling the window as needed.
@@ -65,9 +65,11 @@ impl<'a> WalReader<'a> {
             Ok(f) => f,
             Err(e) => return Some(Err(e)),
         };
-        Some(LogRecord::decode(&payload).map(|r| (lsn, r)).map_err(|e| {
-            self.wal.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn)))
-        }))
+        Some(
+            LogRecord::decode(&payload)
+                .map(|r| (lsn, r))
+                .map_err(|e| self.wal.corrupt(format!("log record at LSN {} cannot be decoded: {e}", lsn))),
+        )
     }
 
     /// Size of the VLF the reader is in (a backup records it, so that a restored log
@@ -123,7 +125,7 @@ impl<'a> WalReader<'a> {
                 self.done = true;
                 return None;
             }
-            let lsn = make_lsn(vlf.seq, self.offset);
+            let lsn = Lsn::new(vlf.seq, self.offset);
             self.offset += FRAME_HEADER + len;
             return Some(Ok((lsn, payload)));
         }

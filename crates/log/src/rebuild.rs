@@ -27,7 +27,7 @@ use crate::wal::{
     decode_master, encode_master, frame_crc, scan_vlfs, split_frames, vlf_header, Vlf, FILE_HEADER, FRAME_HEADER,
     LOG_FORMAT_VERSION, MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
 };
-use crate::{format_lsn, lsn_offset, lsn_seq, make_lsn, LogConfig, Lsn, Master, Wal};
+use crate::{LogConfig, Lsn, Master, Wal};
 
 /// Consecutive frames of one VLF, as a backup stores them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,12 +42,12 @@ pub struct LogSegment {
 
 impl LogSegment {
     pub fn first_lsn(&self) -> Lsn {
-        make_lsn(self.seq, self.offset)
+        Lsn::new(self.seq, self.offset)
     }
 
     /// The LSN just past the last frame.
     pub fn end_lsn(&self) -> Lsn {
-        make_lsn(self.seq, self.offset + self.frames.len() as u32)
+        Lsn::new(self.seq, self.offset + self.frames.len() as u32)
     }
 }
 
@@ -78,7 +78,7 @@ impl LogBuilder {
             database: database.to_string(),
             vlfs: Vec::new(),
             file_len: FILE_HEADER,
-            end: 0,
+            end: Lsn::NONE,
             begin,
             serial: 0,
         })
@@ -97,8 +97,8 @@ impl LogBuilder {
             .max()
             .unwrap_or(0);
         let (vlfs, file_len) = scan_vlfs(&file)?;
-        let vlfs: Vec<Vlf> = vlfs.into_iter().filter(|v| v.seq != 0 && v.seq <= lsn_seq(end)).collect();
-        Ok(LogBuilder { file, database: database.to_string(), vlfs, file_len, end, begin: 0, serial })
+        let vlfs: Vec<Vlf> = vlfs.into_iter().filter(|v| v.seq != 0 && v.seq <= end.seq()).collect();
+        Ok(LogBuilder { file, database: database.to_string(), vlfs, file_len, end, begin: Lsn::NONE, serial })
     }
 
     /// The LSN just past the last frame written.
@@ -109,40 +109,40 @@ impl LogBuilder {
     fn out_of_sequence(&self, seg: &LogSegment) -> Error {
         Error::Invalid(format!(
             "log records starting at LSN {} cannot follow the log of database '{}', which ends at LSN {}",
-            format_lsn(seg.first_lsn()),
+            seg.first_lsn(),
             self.database,
-            format_lsn(self.end)
+            self.end
         ))
     }
 
     /// Adds a segment. Frames before `end_lsn` are skipped; a segment starting after
     /// `end_lsn` (a gap) is an error.
     pub fn append(&mut self, seg: &LogSegment) -> Result<()> {
-        if seg.frames.is_empty() || (self.end != 0 && seg.end_lsn() <= self.end) {
+        if seg.frames.is_empty() || (!self.end.is_none() && seg.end_lsn() <= self.end) {
             return Ok(());
         }
         if seg.vlf_size > MAX_VLF_SIZE || u64::from(seg.offset) + seg.frames.len() as u64 > seg.vlf_size {
             return Err(Error::Invalid(format!("a log segment of VLF {} does not fit its VLF", seg.seq)));
         }
-        if self.end == 0 && self.begin != 0 && seg.first_lsn() != self.begin {
+        if self.end.is_none() && !self.begin.is_none() && seg.first_lsn() != self.begin {
             self.stub_ended_vlf(seg)?;
         }
         let mut frames: &[u8] = &seg.frames;
         let mut start = seg.offset;
-        if self.end == 0 {
+        if self.end.is_none() {
             self.start_vlf(seg.seq, seg.vlf_size)?;
-        } else if seg.seq == lsn_seq(self.end) {
-            if seg.offset > lsn_offset(self.end) {
+        } else if seg.seq == self.end.seq() {
+            if seg.offset > self.end.offset() {
                 return Err(self.out_of_sequence(seg));
             }
-            let skip = (lsn_offset(self.end) - seg.offset) as usize;
+            let skip = (self.end.offset() - seg.offset) as usize;
             let boundary = skip == 0 || split_frames(seg.seq, frames).iter().any(|&(at, _)| at == skip);
             if !boundary {
                 return Err(self.out_of_sequence(seg));
             }
             frames = &frames[skip..];
-            start = lsn_offset(self.end);
-        } else if seg.seq == lsn_seq(self.end) + 1 && seg.offset == VLF_HEADER {
+            start = self.end.offset();
+        } else if seg.seq == self.end.seq() + 1 && seg.offset == VLF_HEADER {
             self.close_vlf()?;
             self.start_vlf(seg.seq, seg.vlf_size)?;
         } else {
@@ -151,7 +151,7 @@ impl LogBuilder {
         let vlf = *self.vlfs.last().expect("a current VLF");
         assert_eq!(vlf.seq, seg.seq);
         self.file.write_all_at(frames, vlf.offset + u64::from(start))?;
-        self.end = make_lsn(seg.seq, start + frames.len() as u32);
+        self.end = Lsn::new(seg.seq, start + frames.len() as u32);
         Ok(())
     }
 
@@ -159,19 +159,19 @@ impl LogBuilder {
     /// had no frame from `begin` on. Lays it out as a stub ending at `begin` (see the
     /// module's notes); any other start is a gap.
     fn stub_ended_vlf(&mut self, first: &LogSegment) -> Result<()> {
-        let opens_next = lsn_seq(self.begin) + 1 == first.seq && first.offset == VLF_HEADER;
+        let opens_next = self.begin.seq() + 1 == first.seq && first.offset == VLF_HEADER;
         if !opens_next {
             return Err(Error::Invalid(format!(
                 "the log copied for database '{}' begins at LSN {}, not at LSN {} where it should",
                 self.database,
-                format_lsn(first.first_lsn()),
-                format_lsn(self.begin)
+                first.first_lsn(),
+                self.begin
             )));
         }
-        let size = (u64::from(lsn_offset(self.begin)) + u64::from(FRAME_HEADER))
+        let size = (u64::from(self.begin.offset()) + u64::from(FRAME_HEADER))
             .max(2 * u64::from(VLF_HEADER))
             .next_multiple_of(4096);
-        self.start_vlf(lsn_seq(self.begin), size)?;
+        self.start_vlf(self.begin.seq(), size)?;
         self.end = self.begin;
         Ok(())
     }
@@ -189,7 +189,7 @@ impl LogBuilder {
     /// readers on to the next sequence.
     fn close_vlf(&mut self) -> Result<()> {
         let vlf = *self.vlfs.last().expect("a current VLF");
-        let off = u64::from(lsn_offset(self.end));
+        let off = u64::from(self.end.offset());
         if vlf.size - off >= u64::from(FRAME_HEADER) {
             let mut marker = [0u8; 8];
             marker[4..8].copy_from_slice(&frame_crc(vlf.seq, 0, &[]).to_le_bytes());
@@ -200,7 +200,7 @@ impl LogBuilder {
 
     /// Writes the master record (where recovery starts) and makes the file durable.
     pub fn finish(mut self, master: Master) -> Result<()> {
-        if self.end == 0 || master.begin_lsn > self.end || master.checkpoint_lsn >= self.end {
+        if self.end.is_none() || master.begin_lsn > self.end || master.checkpoint_lsn >= self.end {
             return Err(Error::Invalid(format!(
                 "the restored log of database '{}' does not contain its checkpoint",
                 self.database

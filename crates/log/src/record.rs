@@ -13,7 +13,35 @@ use tessera_errors::{Error, Result};
 
 use crate::Lsn;
 
-pub type TxnId = u64;
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+pub struct TxnId(u64);
+
+impl TxnId {
+    /// The id of no user transaction: what system records (page allocations, structure
+    /// changes that are never undone) carry.
+    pub const SYSTEM: TxnId = TxnId(0);
+
+    /// The id stored as `raw` (a log record, a checkpoint).
+    pub const fn from_raw(raw: u64) -> TxnId {
+        TxnId(raw)
+    }
+
+    /// The form it is stored (and shown, as `transaction_id`) in.
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// The id allocated after this one.
+    pub fn next(self) -> TxnId {
+        TxnId(self.0 + 1)
+    }
+}
+
+impl std::fmt::Display for TxnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -75,7 +103,7 @@ pub struct LogRecord {
 
 impl LogRecord {
     pub fn new(kind: RecordKind, txn: TxnId, prev_lsn: Lsn, body: Vec<u8>) -> LogRecord {
-        LogRecord { kind, txn, prev_lsn, undo_next: 0, body }
+        LogRecord { kind, txn, prev_lsn, undo_next: Lsn::NONE, body }
     }
 
     pub fn encoded_len(&self) -> usize {
@@ -84,14 +112,14 @@ impl LogRecord {
 
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         assert!(
-            self.undo_next == 0 || self.kind == RecordKind::Compensation,
+            self.undo_next.is_none() || self.kind == RecordKind::Compensation,
             "only a compensation record has an undo-next LSN"
         );
         out.push(self.kind as u8);
-        out.extend_from_slice(&self.txn.to_le_bytes());
-        out.extend_from_slice(&self.prev_lsn.to_le_bytes());
+        out.extend_from_slice(&self.txn.raw().to_le_bytes());
+        out.extend_from_slice(&self.prev_lsn.raw().to_le_bytes());
         if self.kind == RecordKind::Compensation {
-            out.extend_from_slice(&self.undo_next.to_le_bytes());
+            out.extend_from_slice(&self.undo_next.raw().to_le_bytes());
         }
         out.extend_from_slice(&self.body);
     }
@@ -124,9 +152,9 @@ impl LogRecord {
         let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
         Ok(LogRecord {
             kind,
-            txn: u64_at(1),
-            prev_lsn: u64_at(9),
-            undo_next: if kind == RecordKind::Compensation { u64_at(17) } else { 0 },
+            txn: TxnId::from_raw(u64_at(1)),
+            prev_lsn: Lsn::from_raw(u64_at(9)),
+            undo_next: if kind == RecordKind::Compensation { Lsn::from_raw(u64_at(17)) } else { Lsn::NONE },
             body: bytes[envelope..].to_vec(),
         })
     }
@@ -138,15 +166,15 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let mut r = LogRecord::new(RecordKind::Compensation, 42, 7, vec![1, 2, 3]);
-        r.undo_next = 99;
+        let mut r = LogRecord::new(RecordKind::Compensation, TxnId::from_raw(42), Lsn::from_raw(7), vec![1, 2, 3]);
+        r.undo_next = Lsn::from_raw(99);
         let mut buf = Vec::new();
         r.encode_into(&mut buf);
         assert_eq!(buf.len(), r.encoded_len());
         assert_eq!(LogRecord::decode(&buf).unwrap(), r);
         assert!(LogRecord::decode(&buf[..10]).is_err());
         assert!(LogRecord::decode(&buf[..20]).is_err(), "a CLR's envelope carries undo-next");
-        let u = LogRecord::new(RecordKind::Update, 42, 7, vec![1, 2, 3]);
+        let u = LogRecord::new(RecordKind::Update, TxnId::from_raw(42), Lsn::from_raw(7), vec![1, 2, 3]);
         let mut ubuf = Vec::new();
         u.encode_into(&mut ubuf);
         assert_eq!(ubuf.len(), ENVELOPE_SIZE + 3, "other records leave undo-next out");

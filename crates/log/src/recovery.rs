@@ -20,7 +20,7 @@ use tessera_errors::{Error, Result};
 use crate::reader::WalReader;
 use crate::record::{LogRecord, RecordKind, TxnId};
 use crate::wal::{Master, Wal};
-use crate::{lsn_seq, Lsn};
+use crate::Lsn;
 
 /// Applies record bodies to pages. Implemented by the access layer.
 pub trait RecoveryHandler {
@@ -53,13 +53,13 @@ pub struct Checkpoint {
 impl Checkpoint {
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(20 + self.active.len() * 24);
-        b.extend_from_slice(&self.redo_lsn.to_le_bytes());
-        b.extend_from_slice(&self.next_txn.to_le_bytes());
+        b.extend_from_slice(&self.redo_lsn.raw().to_le_bytes());
+        b.extend_from_slice(&self.next_txn.raw().to_le_bytes());
         b.extend_from_slice(&(self.active.len() as u32).to_le_bytes());
         for a in &self.active {
-            b.extend_from_slice(&a.txn.to_le_bytes());
-            b.extend_from_slice(&a.first_lsn.to_le_bytes());
-            b.extend_from_slice(&a.last_lsn.to_le_bytes());
+            b.extend_from_slice(&a.txn.raw().to_le_bytes());
+            b.extend_from_slice(&a.first_lsn.raw().to_le_bytes());
+            b.extend_from_slice(&a.last_lsn.raw().to_le_bytes());
         }
         b
     }
@@ -74,9 +74,13 @@ impl Checkpoint {
         let mut active = Vec::with_capacity(n);
         for i in 0..n {
             let o = 20 + i * 24;
-            active.push(ActiveTxn { txn: u64_at(o)?, first_lsn: u64_at(o + 8)?, last_lsn: u64_at(o + 16)? });
+            active.push(ActiveTxn {
+                txn: TxnId::from_raw(u64_at(o)?),
+                first_lsn: Lsn::from_raw(u64_at(o + 8)?),
+                last_lsn: Lsn::from_raw(u64_at(o + 16)?),
+            });
         }
-        Ok(Checkpoint { redo_lsn: u64_at(0)?, next_txn: u64_at(8)?, active })
+        Ok(Checkpoint { redo_lsn: Lsn::from_raw(u64_at(0)?), next_txn: TxnId::from_raw(u64_at(8)?), active })
     }
 }
 
@@ -102,8 +106,8 @@ struct TxnEntry {
 /// closed with an End record; the log is flushed.
 pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> Result<RecoveryOutcome> {
     let mut txns: HashMap<TxnId, TxnEntry> = HashMap::new();
-    let mut next_txn: TxnId = 1;
-    let (analysis_from, redo_lsn) = if master.checkpoint_lsn != 0 {
+    let mut next_txn: TxnId = TxnId::from_raw(1);
+    let (analysis_from, redo_lsn) = if !master.checkpoint_lsn.is_none() {
         let rec = wal.read(master.checkpoint_lsn)?;
         if rec.kind != RecordKind::Checkpoint {
             return Err(Error::Invalid("the log master record does not point at a checkpoint".into()));
@@ -120,11 +124,8 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
 
     // A start the log does not hold would read as an empty log: nothing redone.
     for lsn in [analysis_from, redo_lsn] {
-        if lsn != 0 && wal.vlf_for_seq(lsn_seq(lsn)).is_none() {
-            return Err(wal.corrupt(format!(
-                "recovery starts at LSN {}, which the log file does not hold",
-                crate::format_lsn(lsn)
-            )));
+        if !lsn.is_none() && wal.vlf_for_seq(lsn.seq()).is_none() {
+            return Err(wal.corrupt(format!("recovery starts at LSN {}, which the log file does not hold", lsn)));
         }
     }
 
@@ -132,11 +133,11 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
     let mut reader = WalReader::new(wal, analysis_from);
     while let Some(item) = reader.next_record() {
         let (lsn, rec) = item?;
-        if rec.txn == 0 {
+        if rec.txn == TxnId::SYSTEM {
             continue;
         }
-        next_txn = next_txn.max(rec.txn + 1);
-        let entry = txns.entry(rec.txn).or_insert(TxnEntry { last_lsn: 0, finished: false });
+        next_txn = next_txn.max(rec.txn.next());
+        let entry = txns.entry(rec.txn).or_insert(TxnEntry { last_lsn: Lsn::NONE, finished: false });
         entry.last_lsn = entry.last_lsn.max(lsn);
         if matches!(rec.kind, RecordKind::Commit | RecordKind::End) {
             entry.finished = true;
@@ -160,7 +161,7 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
         txns.iter().filter(|(_, e)| !e.finished).map(|(&t, e)| (t, (e.last_lsn, e.last_lsn))).collect();
     outcome.losers = losers.len();
     // (txn -> (next lsn to undo, last lsn written for the txn))
-    while let Some((&txn, &(to_undo, last))) = losers.iter().filter(|(_, v)| v.0 != 0).max_by_key(|(_, v)| v.0) {
+    while let Some((&txn, &(to_undo, last))) = losers.iter().filter(|(_, v)| !v.0.is_none()).max_by_key(|(_, v)| v.0) {
         let rec = wal.read(to_undo)?;
         assert_eq!(rec.txn, txn, "undo chain crossed into another transaction");
         let (next, last) = match rec.kind {

@@ -24,7 +24,7 @@ use crate::growth::{grown_size, Growth, LOG_GROWTH};
 use crate::reader::WalReader;
 use crate::record::LogRecord;
 use crate::writer::{background_writer, Turn};
-use crate::{lsn_offset, lsn_seq, make_lsn, Lsn};
+use crate::Lsn;
 
 pub(crate) const MAGIC: &[u8; 8] = b"TSRALOG1";
 /// The log file format this build writes and reads (docs/FORMAT.md, "Format versions").
@@ -144,7 +144,7 @@ impl State {
         if let Some(r) = self.reusable {
             return r;
         }
-        let trunc_seq = lsn_seq(self.truncation_lsn);
+        let trunc_seq = self.truncation_lsn.seq();
         let cur = self.cur;
         let r = self
             .vlfs
@@ -165,7 +165,7 @@ impl State {
     }
 
     fn end_lsn(&self) -> Lsn {
-        make_lsn(self.vlfs[self.cur].seq, self.next_off)
+        Lsn::new(self.vlfs[self.cur].seq, self.next_off)
     }
 
     /// The pending chunk that continues at `file_offset` with room for `bytes`, borrowed
@@ -314,8 +314,8 @@ fn parse_vlf_header(h: &[u8]) -> Option<(u32, u64)> {
 pub(crate) fn encode_master(m: &Master, serial: u64) -> [u8; 28] {
     let mut b = [0u8; 28];
     b[0..8].copy_from_slice(&serial.to_le_bytes());
-    b[8..16].copy_from_slice(&m.checkpoint_lsn.to_le_bytes());
-    b[16..24].copy_from_slice(&m.begin_lsn.to_le_bytes());
+    b[8..16].copy_from_slice(&m.checkpoint_lsn.raw().to_le_bytes());
+    b[16..24].copy_from_slice(&m.begin_lsn.raw().to_le_bytes());
     let crc = crc32c::crc32c(&b[0..24]);
     b[24..28].copy_from_slice(&crc.to_le_bytes());
     b
@@ -327,7 +327,7 @@ pub(crate) fn decode_master(b: &[u8]) -> Option<(u64, Master)> {
     }
     let u = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
     let serial = u(0);
-    (serial != 0).then(|| (serial, Master { checkpoint_lsn: u(8), begin_lsn: u(16) }))
+    (serial != 0).then(|| (serial, Master { checkpoint_lsn: Lsn::from_raw(u(8)), begin_lsn: Lsn::from_raw(u(16)) }))
 }
 
 impl Wal {
@@ -348,8 +348,8 @@ impl Wal {
             file.write_all_at(&vlf_header(seq, vlf_size), offset)?;
             vlfs.push(Vlf { offset, size: vlf_size, seq });
         }
-        let begin = make_lsn(1, VLF_HEADER);
-        let master = Master { checkpoint_lsn: 0, begin_lsn: begin };
+        let begin = Lsn::new(1, VLF_HEADER);
+        let master = Master { checkpoint_lsn: Lsn::NONE, begin_lsn: begin };
         file.write_all_at(&encode_master(&master, 1), MASTER_SLOTS[1])?;
         file.sync_all()?;
         Ok(Wal::assemble(file, database, config, vlfs, 0, VLF_HEADER, begin, total, 1))
@@ -382,12 +382,12 @@ impl Wal {
             .max_by_key(|(s, _)| *s)
             .ok_or_else(|| corrupt("both copies of the log master record are damaged".into()))?;
         let (vlfs, offset) = scan_vlfs(&file)?;
-        let start = if master.checkpoint_lsn != 0 { master.checkpoint_lsn } else { master.begin_lsn };
+        let start = if !master.checkpoint_lsn.is_none() { master.checkpoint_lsn } else { master.begin_lsn };
         let cur = vlfs
             .iter()
-            .position(|v| v.seq == lsn_seq(start))
-            .ok_or_else(|| corrupt(format!("the log has no virtual log file for LSN {}", crate::format_lsn(start))))?;
-        let wal = Wal::assemble(file, database, config, vlfs, cur, lsn_offset(start), master.begin_lsn, offset, serial);
+            .position(|v| v.seq == start.seq())
+            .ok_or_else(|| corrupt(format!("the log has no virtual log file for LSN {}", start)))?;
+        let wal = Wal::assemble(file, database, config, vlfs, cur, start.offset(), master.begin_lsn, offset, serial);
         // Walk to the end of the valid log; appending continues there.
         let mut reader = WalReader::new(&wal, start);
         while let Some(item) = reader.next_record() {
@@ -396,11 +396,11 @@ impl Wal {
         let end = reader.position();
         {
             let mut st = wal.state.lock();
-            st.cur = st.vlfs.iter().position(|v| v.seq == lsn_seq(end)).expect("reader ends inside a known VLF");
-            st.next_off = lsn_offset(end);
+            st.cur = st.vlfs.iter().position(|v| v.seq == end.seq()).expect("reader ends inside a known VLF");
+            st.next_off = end.offset();
             // VLFs activated after the end of the valid log hold nothing durable: mark them
             // unused on disk so no sequence number can appear twice.
-            let stale: Vec<usize> = (0..st.vlfs.len()).filter(|&i| st.vlfs[i].seq > lsn_seq(end)).collect();
+            let stale: Vec<usize> = (0..st.vlfs.len()).filter(|&i| st.vlfs[i].seq > end.seq()).collect();
             for &i in &stale {
                 st.vlfs[i].seq = 0;
                 wal.file.write_all_at(&vlf_header(0, st.vlfs[i].size), st.vlfs[i].offset)?;
@@ -413,9 +413,9 @@ impl Wal {
             // as found: a page's first change after this open carries its image.
             st.redo_point = end;
         }
-        wal.redo_point.store(end, Ordering::Release);
-        wal.written.store(end, Ordering::Release);
-        wal.durable.store(end, Ordering::Release);
+        wal.redo_point.store(end.raw(), Ordering::Release);
+        wal.written.store(end.raw(), Ordering::Release);
+        wal.durable.store(end.raw(), Ordering::Release);
         Ok((wal, master))
     }
 
@@ -431,7 +431,7 @@ impl Wal {
         file_len: u64,
         master_serial: u64,
     ) -> Arc<Wal> {
-        let end = make_lsn(vlfs[cur].seq, next_off);
+        let end = Lsn::new(vlfs[cur].seq, next_off);
         let (growth, max_size) = (config.growth, config.max_size);
         Arc::new_cyclic(|me| Wal {
             me: me.clone(),
@@ -458,12 +458,12 @@ impl Wal {
             }),
             writing: Turn::default(),
             syncing: Turn::default(),
-            written: AtomicU64::new(end),
-            durable: AtomicU64::new(end),
+            written: AtomicU64::new(end.raw()),
+            durable: AtomicU64::new(end.raw()),
             failed: AtomicBool::new(false),
             flushes: AtomicU64::new(0),
             bytes_written: AtomicU64::new(0),
-            redo_point: AtomicU64::new(end),
+            redo_point: AtomicU64::new(end.raw()),
             room_hint: AtomicU64::new(0),
             frame_limit: AtomicU64::new(0),
         })
@@ -494,7 +494,7 @@ impl Wal {
 
     /// Every record starting below this LSN is durable.
     pub fn durable_lsn(&self) -> Lsn {
-        self.durable.load(Ordering::Acquire)
+        Lsn::from_raw(self.durable.load(Ordering::Acquire))
     }
 
     /// Fails with 9001 once a write or sync of the log has failed: from then on nothing
@@ -511,7 +511,7 @@ impl Wal {
     /// than this. A page whose LSN is below it has not been changed since, so its next
     /// change must log a full image of the page (torn-write protection).
     pub fn redo_point(&self) -> Lsn {
-        self.redo_point.load(Ordering::Acquire)
+        Lsn::from_raw(self.redo_point.load(Ordering::Acquire))
     }
 
     /// Starts a checkpoint: the end of the log becomes the redo point, atomically with
@@ -521,7 +521,7 @@ impl Wal {
         let end = st.end_lsn();
         assert!(end >= st.redo_point, "redo points only grow");
         st.redo_point = end;
-        self.redo_point.store(end, Ordering::Release);
+        self.redo_point.store(end.raw(), Ordering::Release);
         end
     }
 
@@ -554,7 +554,7 @@ impl Wal {
                 self.switch_vlf(&mut st, u64::from(frame))?;
             }
             let seq = st.vlfs[st.cur].seq;
-            let lsn = make_lsn(seq, st.next_off);
+            let lsn = Lsn::new(seq, st.next_off);
             let at = st.vlfs[st.cur].offset + u64::from(st.next_off);
             // Encode straight into the pending chunk: no temporary buffer per record.
             // The CRC is left to whoever writes the chunk out (usually the log writer).
@@ -603,7 +603,7 @@ impl Wal {
             st.push_bytes(cur.offset + u64::from(st.next_off), &marker, &self.config.buffers);
         }
         let new_seq = cur.seq + 1;
-        let trunc_seq = lsn_seq(st.truncation_lsn);
+        let trunc_seq = st.truncation_lsn.seq();
         let n = st.vlfs.len();
         let need = frame + u64::from(VLF_HEADER);
         let reusable =
@@ -706,16 +706,16 @@ impl Wal {
     /// one fdatasync (group commit): whoever syncs covers everything written before it
     /// began, and those waiting behind it find their records durable.
     pub fn flush(&self, lsn: Lsn) -> Result<()> {
-        if self.durable.load(Ordering::Acquire) > lsn {
+        if self.durable.load(Ordering::Acquire) > lsn.raw() {
             return Ok(());
         }
         self.write_through(lsn)?;
         self.syncing.until(
-            || self.durable.load(Ordering::Acquire) > lsn,
+            || self.durable.load(Ordering::Acquire) > lsn.raw(),
             || self.check_failed(),
             || {
                 let written = self.written.load(Ordering::Acquire);
-                assert!(written > lsn, "a record is written before it is synced");
+                assert!(written > lsn.raw(), "a record is written before it is synced");
                 match self.file.sync_data() {
                     Ok(()) => {
                         self.flushes.fetch_add(1, Ordering::Relaxed);
@@ -736,17 +736,17 @@ impl Wal {
     /// Makes everything appended so far durable.
     pub fn flush_all(&self) -> Result<()> {
         let end = self.end_lsn();
-        if end == 0 {
+        if end.is_none() {
             return Ok(());
         }
-        self.flush(end - 1)
+        self.flush(end.just_before())
     }
 
     /// Writes (without syncing) at least every record starting at or below `lsn`,
     /// waiting for a writer already at work rather than skipping it.
     fn write_through(&self, lsn: Lsn) -> Result<()> {
         self.writing.until(
-            || self.written.load(Ordering::Acquire) > lsn,
+            || self.written.load(Ordering::Acquire) > lsn.raw(),
             || self.check_failed(),
             || self.write_pending(),
         )
@@ -771,7 +771,7 @@ impl Wal {
                 self.file.write_all_at(&chunk.data, chunk.file_offset)?;
                 self.bytes_written.fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
             }
-            self.written.store(end, Ordering::Release);
+            self.written.store(end.raw(), Ordering::Release);
             Ok(())
         })();
         // Given back outside the state mutex, written or not (after a failed write the
@@ -840,12 +840,12 @@ impl Wal {
     /// Reads the record at `lsn` (which must be a record boundary): two exact reads,
     /// header then payload, so rolling back reads no more than it needs.
     pub fn read(&self, lsn: Lsn) -> Result<LogRecord> {
-        if lsn >= self.written.load(Ordering::Acquire) {
+        if lsn >= Lsn::from_raw(self.written.load(Ordering::Acquire)) {
             self.write_through(lsn)?;
         }
-        let missing = || self.corrupt(format!("no log record at LSN {}", crate::format_lsn(lsn)));
-        let vlf = self.vlf_for_seq(lsn_seq(lsn)).ok_or_else(missing)?;
-        let off = u64::from(lsn_offset(lsn));
+        let missing = || self.corrupt(format!("no log record at LSN {}", lsn));
+        let vlf = self.vlf_for_seq(lsn.seq()).ok_or_else(missing)?;
+        let off = u64::from(lsn.offset());
         let mut header = [0u8; FRAME_HEADER as usize];
         if off + u64::from(FRAME_HEADER) > vlf.size {
             return Err(missing());
@@ -862,7 +862,7 @@ impl Wal {
             return Err(missing());
         }
         LogRecord::decode(&payload)
-            .map_err(|e| self.corrupt(format!("log record at LSN {} cannot be decoded: {e}", crate::format_lsn(lsn))))
+            .map_err(|e| self.corrupt(format!("log record at LSN {} cannot be decoded: {e}", lsn)))
     }
 
     /// Copies the frames in `[from, to)` (both record boundaries, `from` not truncated
@@ -878,7 +878,7 @@ impl Wal {
         if to <= from {
             return Ok(());
         }
-        self.flush(to - 1)?;
+        self.flush(to.just_before())?;
         let mut reader = WalReader::new(self, from);
         let mut cur: Option<crate::LogSegment> = None;
         let mut reached = from;
@@ -887,7 +887,7 @@ impl Wal {
             if lsn >= to {
                 break;
             }
-            let seq = lsn_seq(lsn);
+            let seq = lsn.seq();
             let frame_len = FRAME_HEADER as usize + payload.len();
             if cur.as_ref().is_some_and(|c| c.seq != seq || c.frames.len() + frame_len > max_bytes) {
                 sink(cur.take().expect("a segment"))?;
@@ -895,24 +895,21 @@ impl Wal {
             let seg = cur.get_or_insert_with(|| crate::LogSegment {
                 seq,
                 vlf_size: reader.vlf_size(),
-                offset: lsn_offset(lsn),
+                offset: lsn.offset(),
                 frames: Vec::with_capacity(max_bytes.min(1 << 20)),
             });
             encode_frame(seq, &payload, &mut seg.frames);
-            reached = make_lsn(seq, lsn_offset(lsn) + frame_len as u32);
+            reached = Lsn::new(seq, lsn.offset() + frame_len as u32);
         }
         if let Some(seg) = cur {
             sink(seg)?;
         }
         // The end of a VLF and the start of the next one are the same place in the log.
-        let next_vlf_start = lsn_seq(to) == lsn_seq(reached) + 1 && lsn_offset(to) == VLF_HEADER;
+        let next_vlf_start = to.seq() == reached.seq() + 1 && to.offset() == VLF_HEADER;
         if reached < to && !next_vlf_start {
-            return Err(self.corrupt(format!(
-                "the log from LSN {} to {} is not available (it ends at {})",
-                crate::format_lsn(from),
-                crate::format_lsn(to),
-                crate::format_lsn(reached)
-            )));
+            return Err(
+                self.corrupt(format!("the log from LSN {} to {} is not available (it ends at {})", from, to, reached))
+            );
         }
         Ok(())
     }
@@ -924,7 +921,7 @@ impl Wal {
 
     pub fn stats(&self) -> LogStats {
         let st = self.state.lock();
-        let trunc_seq = lsn_seq(st.truncation_lsn);
+        let trunc_seq = st.truncation_lsn.seq();
         LogStats {
             file_size: st.file_len,
             vlf_count: st.vlfs.len(),

@@ -1,6 +1,6 @@
 //! Copying log segments out of a log and laying them out again (backup and restore).
 
-use tessera_log::{LogBuilder, LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader};
+use tessera_log::{LogBuilder, LogConfig, LogRecord, Lsn, Master, RecordKind, TxnId, Wal, WalReader};
 
 fn small() -> LogConfig {
     LogConfig { initial_size: 256 << 10, growth: None, max_size: 64 << 20, write_buffer: 4096, ..LogConfig::default() }
@@ -15,7 +15,7 @@ fn fill(wal: &Wal, n: u32, salt: u8) -> Vec<Lsn> {
     (0..n)
         .map(|i| {
             let body = vec![(i as u8) ^ salt; (i % 700) as usize];
-            wal.append(&LogRecord::new(RecordKind::Update, u64::from(i) + 1, 0, body)).unwrap()
+            wal.append(&LogRecord::new(RecordKind::Update, TxnId::from_raw(u64::from(i) + 1), Lsn::NONE, body)).unwrap()
         })
         .collect()
 }
@@ -31,7 +31,7 @@ fn segments_rebuild_a_log_with_the_same_lsns_and_extend_it() {
     let mid = wal.end_lsn();
     let more = fill(&wal, 2000, 3);
     let end = wal.end_lsn();
-    assert!(tessera_log::lsn_seq(end) > tessera_log::lsn_seq(from) + 2, "the copy spans several VLFs");
+    assert!(end.seq() > from.seq() + 2, "the copy spans several VLFs");
 
     let mut first = Vec::new();
     wal.copy_segments(from, mid, 64 << 10, |s| {
@@ -80,7 +80,7 @@ fn segments_rebuild_a_log_with_the_same_lsns_and_extend_it() {
     let (copy, _) = Wal::open(&path, "dst", small()).unwrap();
     assert_eq!(read_all(&copy, from), read_all(&wal, from));
     // The rebuilt log takes new records after the copied ones.
-    let next = copy.append(&LogRecord::commit(9, 0, 42)).unwrap();
+    let next = copy.append(&LogRecord::commit(TxnId::from_raw(9), Lsn::NONE, 42)).unwrap();
     assert_eq!(next, end);
     assert_eq!(copy.read(next).unwrap().commit_time(), Some(42));
 }
@@ -106,12 +106,14 @@ impl tessera_log::recovery::RecoveryHandler for Count {
 fn a_copy_that_begins_where_a_vlf_ended_recovers_from_its_begin() {
     let dir = tempfile::tempdir().unwrap();
     let wal = Wal::create(&dir.path().join("src.ldf"), "src", small()).unwrap();
-    let commit = |txn: u64| wal.append(&LogRecord::commit(txn, 0, 1)).unwrap();
-    let update = |txn: u64| wal.append(&LogRecord::new(RecordKind::Update, txn, 0, vec![7; 600])).unwrap();
+    let commit = |txn: u64| wal.append(&LogRecord::commit(TxnId::from_raw(txn), Lsn::NONE, 1)).unwrap();
+    let update = |txn: u64| {
+        wal.append(&LogRecord::new(RecordKind::Update, TxnId::from_raw(txn), Lsn::NONE, vec![7; 600])).unwrap()
+    };
     let begin = loop {
         let end = wal.end_lsn();
         let lsn = update(1);
-        if tessera_log::lsn_seq(lsn) != tessera_log::lsn_seq(end) {
+        if lsn.seq() != end.seq() {
             break end;
         }
     };
@@ -119,9 +121,10 @@ fn a_copy_that_begins_where_a_vlf_ended_recovers_from_its_begin() {
     let checkpoint = wal
         .append(&LogRecord::new(
             RecordKind::Checkpoint,
-            0,
-            0,
-            tessera_log::recovery::Checkpoint { redo_lsn: begin, next_txn: 2, active: Vec::new() }.encode(),
+            TxnId::SYSTEM,
+            Lsn::NONE,
+            tessera_log::recovery::Checkpoint { redo_lsn: begin, next_txn: TxnId::from_raw(2), active: Vec::new() }
+                .encode(),
         ))
         .unwrap();
     update(2);
@@ -133,7 +136,7 @@ fn a_copy_that_begins_where_a_vlf_ended_recovers_from_its_begin() {
         Ok(())
     })
     .unwrap();
-    assert_eq!(segments[0].first_lsn(), tessera_log::make_lsn(tessera_log::lsn_seq(begin) + 1, 512));
+    assert_eq!(segments[0].first_lsn(), Lsn::new(begin.seq() + 1, 512));
     let master = Master { checkpoint_lsn: checkpoint, begin_lsn: begin };
 
     let rebuild = |name: &str, from: Lsn| {
@@ -150,6 +153,6 @@ fn a_copy_that_begins_where_a_vlf_ended_recovers_from_its_begin() {
     assert_eq!(count.0, 2, "both updates are redone: {outcome:?}");
 
     // Without the ended VLF, recovery refuses rather than redoing nothing.
-    let lacking = rebuild("lacking.ldf", 0);
+    let lacking = rebuild("lacking.ldf", Lsn::NONE);
     assert!(tessera_log::recovery::recover(&lacking, master, &mut Count(0)).is_err());
 }

@@ -1,14 +1,14 @@
 use std::collections::HashMap;
 
 use tessera_log::recovery::{recover, ActiveTxn, Checkpoint, RecoveryHandler};
-use tessera_log::{LogBuffers, LogConfig, LogRecord, Lsn, Master, RecordKind, Wal, WalReader, CHUNK_BYTES};
+use tessera_log::{LogBuffers, LogConfig, LogRecord, Lsn, Master, RecordKind, TxnId, Wal, WalReader, CHUNK_BYTES};
 
 fn small() -> LogConfig {
     LogConfig { initial_size: 256 << 10, growth: None, max_size: 64 << 20, write_buffer: 4096, ..LogConfig::default() }
 }
 
 fn rec(txn: u64, body: &[u8]) -> LogRecord {
-    LogRecord::new(RecordKind::Update, txn, 0, body.to_vec())
+    LogRecord::new(RecordKind::Update, TxnId::from_raw(txn), Lsn::NONE, body.to_vec())
 }
 
 fn read_all(wal: &Wal, from: Lsn) -> Vec<(Lsn, LogRecord)> {
@@ -41,10 +41,10 @@ fn append_flush_reopen_and_read_back() {
     assert_eq!(all.len(), 5000);
     for (i, (lsn, r)) in all.iter().enumerate() {
         assert_eq!(*lsn, lsns[i]);
-        assert_eq!(r.txn, i as u64 + 1);
+        assert_eq!(r.txn, TxnId::from_raw(i as u64 + 1));
         assert_eq!(r.body.len(), i % 300);
     }
-    assert_eq!(wal.read(lsns[1234]).unwrap().txn, 1235);
+    assert_eq!(wal.read(lsns[1234]).unwrap().txn, TxnId::from_raw(1235));
     // Appending continues after the old end.
     let next = wal.append(&rec(9, b"after")).unwrap();
     assert!(next > *lsns.last().unwrap());
@@ -57,7 +57,7 @@ fn truncation_lets_vlfs_be_reused_without_growth() {
     let wal = Wal::create(&path, "db", small()).unwrap();
     let size0 = wal.stats().file_size;
     for round in 0..40 {
-        let mut last = 0;
+        let mut last = Lsn::NONE;
         for _ in 0..200 {
             last = wal.append(&rec(1, &[round as u8; 100])).unwrap();
         }
@@ -66,10 +66,10 @@ fn truncation_lets_vlfs_be_reused_without_growth() {
     }
     assert_eq!(wal.stats().file_size, size0, "log cycled through its VLFs instead of growing");
     let end = wal.end_lsn();
-    let master = Master { checkpoint_lsn: 0, begin_lsn: end };
+    let master = Master { checkpoint_lsn: Lsn::NONE, begin_lsn: end };
     let marker = wal.append(&rec(77, b"marker")).unwrap();
     wal.flush(marker).unwrap();
-    wal.write_master(Master { checkpoint_lsn: 0, ..master }).unwrap();
+    wal.write_master(Master { checkpoint_lsn: Lsn::NONE, ..master }).unwrap();
     drop(wal);
     let (wal, m) = Wal::open(&path, "db", small()).unwrap();
     assert_eq!(m.begin_lsn, end);
@@ -108,7 +108,7 @@ fn torn_tail_ends_the_log_cleanly() {
     wal.flush_all().unwrap();
     drop(wal);
     // Damage record 60's payload: the log must end right before it.
-    let off = 4096 + 512 + (lsns[60] - lsns[0]) + 20;
+    let off = 4096 + 512 + (lsns[60].raw() - lsns[0].raw()) + 20;
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[off as usize] ^= 0xFF;
     std::fs::write(&path, &bytes).unwrap();
@@ -151,7 +151,7 @@ fn upd(key: u8, new: u8, old: u8) -> Vec<u8> {
 
 impl RecoveryHandler for Toy {
     fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_errors::Result<()> {
-        let page = self.pages.entry(rec.body[0]).or_insert((0, 0));
+        let page = self.pages.entry(rec.body[0]).or_insert((0, Lsn::NONE));
         if page.1 < lsn {
             *page = (rec.body[1], lsn);
         }
@@ -188,12 +188,16 @@ fn recovery_redoes_winners_and_undoes_losers() {
     let wal = Wal::create(&path, "r", small()).unwrap();
     // txn 1 commits key 1 := 10; txn 2 sets key 2 := 20 then key 1 := 11 and never commits;
     // a checkpoint in the middle lists txn 2 as active.
-    let a = wal.append(&LogRecord::new(RecordKind::Update, 1, 0, upd(1, 10, 0))).unwrap();
-    let c = wal.append(&LogRecord::new(RecordKind::Commit, 1, a, vec![])).unwrap();
-    let b1 = wal.append(&LogRecord::new(RecordKind::Update, 2, 0, upd(2, 20, 0))).unwrap();
-    let ck = Checkpoint { redo_lsn: a, next_txn: 3, active: vec![ActiveTxn { txn: 2, first_lsn: b1, last_lsn: b1 }] };
-    let ck_lsn = wal.append(&LogRecord::new(RecordKind::Checkpoint, 0, 0, ck.encode())).unwrap();
-    let b2 = wal.append(&LogRecord::new(RecordKind::Update, 2, b1, upd(1, 11, 10))).unwrap();
+    let a = wal.append(&LogRecord::new(RecordKind::Update, TxnId::from_raw(1), Lsn::NONE, upd(1, 10, 0))).unwrap();
+    let c = wal.append(&LogRecord::new(RecordKind::Commit, TxnId::from_raw(1), a, vec![])).unwrap();
+    let b1 = wal.append(&LogRecord::new(RecordKind::Update, TxnId::from_raw(2), Lsn::NONE, upd(2, 20, 0))).unwrap();
+    let ck = Checkpoint {
+        redo_lsn: a,
+        next_txn: TxnId::from_raw(3),
+        active: vec![ActiveTxn { txn: TxnId::from_raw(2), first_lsn: b1, last_lsn: b1 }],
+    };
+    let ck_lsn = wal.append(&LogRecord::new(RecordKind::Checkpoint, TxnId::SYSTEM, Lsn::NONE, ck.encode())).unwrap();
+    let b2 = wal.append(&LogRecord::new(RecordKind::Update, TxnId::from_raw(2), b1, upd(1, 11, 10))).unwrap();
     wal.flush(b2).unwrap();
     wal.write_master(Master { checkpoint_lsn: ck_lsn, begin_lsn: a }).unwrap();
     assert!(c < ck_lsn);
@@ -205,7 +209,7 @@ fn recovery_redoes_winners_and_undoes_losers() {
         let out = recover(&wal, master, &mut h).unwrap();
         assert_eq!(h.toy.pages[&1].0, 10, "round {round}: committed value survives, loser's undone");
         assert_eq!(h.toy.pages[&2].0, 0);
-        assert_eq!(out.next_txn, 3);
+        assert_eq!(out.next_txn, TxnId::from_raw(3));
         if round == 0 {
             assert_eq!((out.losers, out.records_undone), (1, 2));
         } else {
@@ -226,7 +230,7 @@ fn logs_share_one_pool_of_buffers_and_hold_none_once_written() {
     let firsts: Vec<Lsn> = logs.iter().map(|w| w.end_lsn()).collect();
     for wal in &logs {
         wal.append(&rec(1, &vec![7u8; CHUNK_BYTES + 100])).unwrap();
-        let mut lsn = 0;
+        let mut lsn = Lsn::NONE;
         for i in 0..3000u32 {
             lsn = wal.append(&rec(u64::from(i) + 2, &[i as u8; 200])).unwrap();
         }

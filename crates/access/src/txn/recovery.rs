@@ -67,6 +67,6 @@ pub(crate) fn recover(space: &Space, master: tessera_log::Master) -> Result<Reco
         }
     }
     let outcome = recovery::recover(&space.wal, master, &mut Handler(space))?;
-    space.txns.next.fetch_max(outcome.next_txn, Ordering::AcqRel);
+    space.txns.next.fetch_max(outcome.next_txn.raw(), Ordering::AcqRel);
     Ok(outcome)
 }

@@ -23,8 +23,8 @@ enum Call {
     Read(PageNo),
     /// A multi-page read: first page, count.
     ReadRun(PageNo, usize),
-    FlushLog(Lsn),
-    Write(PageNo, Lsn),
+    FlushLog(u64),
+    Write(PageNo, u64),
     Sync,
 }
 
@@ -102,7 +102,7 @@ impl PageStore for FileStore {
     }
     fn write_page(&self, no: PageNo, buf: &[u8]) -> Result<()> {
         assert_eq!(buf.as_ptr() as usize % 4096, 0, "write buffer not aligned");
-        let lsn = page::lsn(buf);
+        let lsn = page::lsn(buf).raw();
         assert!(
             lsn <= self.flushed.load(Ordering::SeqCst),
             "WAL rule broken: page {no} lsn {lsn} written before the log"
@@ -120,8 +120,8 @@ impl PageStore for FileStore {
         self.file.write_all_at(buf, u64::from(no) * PAGE_SIZE as u64)
     }
     fn flush_log_to(&self, lsn: Lsn) -> Result<()> {
-        self.flushed.fetch_max(lsn, Ordering::SeqCst);
-        self.note(Call::FlushLog(lsn));
+        self.flushed.fetch_max(lsn.raw(), Ordering::SeqCst);
+        self.note(Call::FlushLog(lsn.raw()));
         Ok(())
     }
     fn sync(&self) -> Result<()> {
@@ -167,23 +167,23 @@ fn pool(frames: usize, writer: bool) -> Arc<BufferPool> {
 }
 
 /// Fills a page the way the tests expect to find it: header page_no and lsn, body pattern.
-fn fill(p: &mut [u8], no: PageNo, lsn: Lsn, seed: u8) {
+fn fill(p: &mut [u8], no: PageNo, lsn: u64, seed: u8) {
     page::set_page_no(p, no);
-    page::set_lsn(p, lsn);
+    page::set_lsn(p, Lsn::from_raw(lsn));
     for (j, b) in p[HEADER_SIZE..].iter_mut().enumerate() {
         *b = seed ^ (j as u8) ^ (no as u8);
     }
 }
 
-fn check(p: &[u8], no: PageNo, lsn: Lsn, seed: u8) {
+fn check(p: &[u8], no: PageNo, lsn: u64, seed: u8) {
     assert_eq!(page::page_no(p), no, "page_no of page {no}");
-    assert_eq!(page::lsn(p), lsn, "lsn of page {no}");
+    assert_eq!(page::lsn(p).raw(), lsn, "lsn of page {no}");
     for (j, &b) in p[HEADER_SIZE..].iter().enumerate() {
         assert_eq!(b, seed ^ (j as u8) ^ (no as u8), "page {no} byte {}", j + HEADER_SIZE);
     }
 }
 
-fn write_page(pool: &BufferPool, f: FileId, no: PageNo, lsn: Lsn, seed: u8) {
+fn write_page(pool: &BufferPool, f: FileId, no: PageNo, lsn: u64, seed: u8) {
     let h = pool.fetch(f, no).unwrap();
     let mut w = h.write();
     fill(&mut w, no, lsn, seed);
@@ -234,7 +234,7 @@ fn dirty_eviction_flushes_the_log_to_the_page_lsn_first() {
         w.mark_dirty();
     }
     let calls = store.calls();
-    let writes: Vec<(usize, PageNo, Lsn)> = calls
+    let writes: Vec<(usize, PageNo, u64)> = calls
         .iter()
         .enumerate()
         .filter_map(|(j, c)| if let Call::Write(no, l) = c { Some((j, *no, *l)) } else { None })
@@ -321,7 +321,7 @@ fn unregister_writes_and_forgets_discard_forgets_only() {
     let s = pool.stats();
     assert_eq!(s.resident_pages, 0, "{s:?}");
     assert_eq!(s.dirty_pages, 1, "the pinned page is only freed on unpin: {s:?}");
-    assert_eq!(page::lsn(&pinned.read()), 30, "a pinned page stays readable");
+    assert_eq!(page::lsn(&pinned.read()).raw(), 30, "a pinned page stays readable");
     drop(pinned);
     assert_eq!(pool.stats().dirty_pages, 0);
     pool.inner.check_invariants(true);
@@ -524,7 +524,7 @@ fn four_threads_hammer_overlapping_pages() {
         let c = counter(&w) + 1;
         w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
         page::set_page_no(&mut w, h.page_no());
-        page::set_lsn(&mut w, lsn.fetch_add(1, Ordering::SeqCst));
+        page::set_lsn(&mut w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
         w.mark_dirty();
     };
     let increments: u64 = std::thread::scope(|s| {
@@ -556,7 +556,7 @@ fn four_threads_hammer_overlapping_pages() {
                                     let c = counter(w) + 1;
                                     w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
                                     page::set_page_no(w, no);
-                                    page::set_lsn(w, lsn.fetch_add(1, Ordering::SeqCst));
+                                    page::set_lsn(w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
                                     w.mark_dirty();
                                 }
                                 incs += 2;
@@ -945,7 +945,7 @@ fn concurrent_fetches_race_eviction_of_the_same_pages() {
         let h = pool.fetch_new(f, no).unwrap();
         let mut w = h.write();
         page::set_page_no(&mut w, no);
-        page::set_lsn(&mut w, lsn.fetch_add(1, Ordering::SeqCst));
+        page::set_lsn(&mut w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
         for j in 8..256 {
             w[HEADER_SIZE + j] = (no as u8) ^ (j as u8);
         }
@@ -977,7 +977,7 @@ fn concurrent_fetches_race_eviction_of_the_same_pages() {
                             verify(&w, no);
                             let c = counter(&w) + 1;
                             w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
-                            page::set_lsn(&mut w, lsn.fetch_add(1, Ordering::SeqCst));
+                            page::set_lsn(&mut w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
                             w.mark_dirty();
                             incs += 1;
                         } else {
@@ -1304,20 +1304,20 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// What the file should read as: `None` = never written (zeros), else `(lsn, seed)`.
-type Model = HashMap<PageNo, (Lsn, u8)>;
+type Model = HashMap<PageNo, (u64, u8)>;
 
-fn parse_disk(file: &DataFile, no: PageNo) -> Option<(Lsn, u8)> {
+fn parse_disk(file: &DataFile, no: PageNo) -> Option<(u64, u8)> {
     let p = read_disk(file, no);
     if p.iter().all(|&b| b == 0) {
         return None;
     }
     assert_eq!(page::verify(&p, no), Ok(()));
     let seed = p[HEADER_SIZE] ^ (no as u8);
-    check(&p, no, page::lsn(&p), seed);
-    Some((page::lsn(&p), seed))
+    check(&p, no, page::lsn(&p).raw(), seed);
+    Some((page::lsn(&p).raw(), seed))
 }
 
-fn expect(p: &[u8], no: PageNo, m: Option<&(Lsn, u8)>) {
+fn expect(p: &[u8], no: PageNo, m: Option<&(u64, u8)>) {
     match m {
         None => assert!(p.iter().all(|&b| b == 0), "page {no} should be zero"),
         Some(&(lsn, seed)) => check(p, no, lsn, seed),
@@ -1607,7 +1607,7 @@ proptest! {
     fn extension_never_serves_a_stale_page(ops in proptest::collection::vec((0u8..4, 0u32..12, any::<u8>()), 1..300)) {
         let dir = tempfile::tempdir().unwrap();
         let (p, f, _store) = with_extension(6, 8, dir.path());
-        let mut model: HashMap<PageNo, (Lsn, u8)> = HashMap::new();
+        let mut model: HashMap<PageNo, (u64, u8)> = HashMap::new();
         let mut lsn = 1;
         for (op, no, seed) in ops {
             match op {
@@ -1870,7 +1870,7 @@ fn threads_loading_and_writing_a_limited_file_keep_every_change() {
                         let c = counter(&w) + 1;
                         w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
                         page::set_page_no(&mut w, no);
-                        page::set_lsn(&mut w, lsn.fetch_add(1, Ordering::SeqCst));
+                        page::set_lsn(&mut w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
                         w.mark_dirty();
                         incs += 1;
                         // Racing loads may each pass the limit by the pages they hold.

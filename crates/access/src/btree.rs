@@ -81,7 +81,7 @@ pub(crate) fn internal_record(key: &[u8], child: PageNo) -> Vec<u8> {
     let mut r = Vec::with_capacity(6 + key.len());
     r.extend_from_slice(&(key.len() as u16).to_le_bytes());
     r.extend_from_slice(key);
-    r.extend_from_slice(&child.to_le_bytes());
+    r.extend_from_slice(&child.raw().to_le_bytes());
     r
 }
 
@@ -91,7 +91,7 @@ pub fn internal_key(rec: &[u8]) -> &[u8] {
 }
 
 pub fn internal_child(rec: &[u8]) -> PageNo {
-    u32::from_le_bytes(rec[rec.len() - 4..].try_into().unwrap())
+    PageNo::from_raw(u32::from_le_bytes(rec[rec.len() - 4..].try_into().unwrap()))
 }
 
 pub fn is_leaf(p: &[u8]) -> bool {
@@ -102,14 +102,14 @@ pub fn is_leaf(p: &[u8]) -> bool {
 fn route(p: &[u8], key: &[u8]) -> (PageNo, isize) {
     match slotted::search(p, key, internal_key) {
         Ok(i) => (internal_child(slotted::record(p, i)), i as isize),
-        Err(0) => (page::aux(p), -1),
+        Err(0) => (PageNo::from_raw(page::aux(p)), -1),
         Err(i) => (internal_child(slotted::record(p, i - 1)), i as isize - 1),
     }
 }
 
 fn child_at(p: &[u8], pos: isize) -> PageNo {
     if pos < 0 {
-        page::aux(p)
+        PageNo::from_raw(page::aux(p))
     } else {
         internal_child(slotted::record(p, pos as usize))
     }
@@ -123,7 +123,7 @@ fn damaged(space: &Space, no: PageNo, what: &str) -> Error {
     Error::Corrupt {
         database: space.name.clone(),
         path: tessera_buffer::PageStore::path(&*space.store).to_path_buf(),
-        page: no,
+        page: no.raw(),
         detail: format!("B-tree page is inconsistent: {what}"),
     }
 }
@@ -147,7 +147,7 @@ pub fn depth(space: &Space, root: PageNo) -> Result<usize> {
 
 /// The format of an empty tree's root page.
 pub fn empty_root(root: PageNo) -> PageOp {
-    leaf_format(root, 0, 0)
+    leaf_format(root, PageNo::NONE, PageNo::NONE)
 }
 
 /// Creates an empty tree inside `mtr` and returns its root page.
@@ -177,7 +177,7 @@ fn descend(space: &Space, root: PageNo, key: &[u8]) -> Result<Path> {
         })?;
         match step {
             Ok(None) => return Ok(path),
-            Ok(Some((child, last))) if child != 0 && path.len() <= MAX_DEPTH => {
+            Ok(Some((child, last))) if !child.is_none() && path.len() <= MAX_DEPTH => {
                 no = child;
                 path.push(no);
                 if last {
@@ -276,8 +276,8 @@ pub fn try_append(
     let p = mtr.page(li);
     let n = slotted::count(p);
     let applies = is_leaf(p)
-        && page::object_id(p) == root
-        && page::next(p) == 0
+        && page::object_id(p) == root.raw()
+        && page::next(p) == PageNo::NONE
         && n > 0
         && key > leaf_key(slotted::record(p, n - 1))
         && slotted::fits(p, rec.len());
@@ -329,7 +329,7 @@ fn place(
         let mut mtr = if rollback { Mtr::without_reserve(space) } else { Mtr::new(space)? };
         let li = latch_leaf(space, &mut mtr, leaf)?;
         let p = mtr.page(li);
-        let rightmost = page::next(p) == 0;
+        let rightmost = page::next(p) == PageNo::NONE;
         let target = match slotted::search(p, key, leaf_key) {
             Ok(slot) if !replace => return Ok(Err(slotted::record(p, slot).to_vec())),
             Ok(slot) => {
@@ -430,7 +430,7 @@ fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: 
     let p = mtr.page(li);
     let n = slotted::count(p);
     let sizes: Vec<usize> = (0..n).map(|i| slotted::record(p, i).len() + SLOT_SIZE).collect();
-    let k = choose_split(&sizes, target, page::next(p) == 0);
+    let k = choose_split(&sizes, target, page::next(p) == PageNo::NONE);
     let sep = if k < n { leaf_key(slotted::record(p, k)).to_vec() } else { key.to_vec() };
     let (old_prev, old_next) = (page::prev(p), page::next(p));
     // Only the records that move are copied: all of a root leaf's, the upper part of
@@ -442,18 +442,28 @@ fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: 
         // Root leaf: its records move into two new leaves; the root becomes internal.
         let l = space.alloc_page(&mut mtr)?;
         let r = space.alloc_page(&mut mtr)?;
-        let lf = leaf_format(root, 0, r);
+        let lf = leaf_format(root, PageNo::NONE, r);
         fill(&mut mtr, l, lf, &records[..k])?;
-        fill(&mut mtr, r, leaf_format(root, l, 0), &records[k..])?;
+        fill(&mut mtr, r, leaf_format(root, l, PageNo::NONE), &records[k..])?;
         let ri = mtr.latch(root)?;
-        mtr.apply(ri, PageOp::Format { object: root, ty: PageType::BTreeInternal, level: 1, prev: 0, next: 0, aux: l });
+        mtr.apply(
+            ri,
+            PageOp::Format {
+                object: root.raw(),
+                ty: PageType::BTreeInternal,
+                level: 1,
+                prev: PageNo::NONE,
+                next: PageNo::NONE,
+                aux: l.raw(),
+            },
+        );
         mtr.apply(ri, PageOp::Insert { slot: 0, rec: internal_record(&sep, r) });
     } else {
         let q = space.alloc_page(&mut mtr)?;
         fill(&mut mtr, q, leaf_format(root, leaf, old_next), &records)?;
         mtr.apply(li, PageOp::Truncate { keep: k as u16 });
         mtr.apply(li, PageOp::SetLinks { prev: old_prev, next: q });
-        if old_next != 0 {
+        if !old_next.is_none() {
             let ni = mtr.latch(old_next)?;
             let nn = page::next(mtr.page(ni));
             mtr.apply(ni, PageOp::SetLinks { prev: q, next: nn });
@@ -493,7 +503,7 @@ fn split_claim(space: &Space, path: &[PageNo]) -> Result<Claim> {
 }
 
 fn leaf_format(root: PageNo, prev: PageNo, next: PageNo) -> PageOp {
-    PageOp::Format { object: root, ty: PageType::BTreeLeaf, level: 0, prev, next, aux: 0 }
+    PageOp::Format { object: root.raw(), ty: PageType::BTreeLeaf, level: 0, prev, next, aux: 0 }
 }
 
 /// Formats page `no` (already allocated) and fills it with `records` in order; logged as
@@ -548,17 +558,17 @@ fn insert_into_parent(
     let mid_key = internal_key(&entries[m]).to_vec();
     let mid_child = internal_child(&entries[m]);
     let internal = |aux: PageNo, level: u8| PageOp::Format {
-        object: root,
+        object: root.raw(),
         ty: PageType::BTreeInternal,
         level,
-        prev: 0,
-        next: 0,
-        aux,
+        prev: PageNo::NONE,
+        next: PageNo::NONE,
+        aux: aux.raw(),
     };
     if ancestors.len() == 1 {
         let l = space.alloc_page(mtr)?;
         let r = space.alloc_page(mtr)?;
-        fill(mtr, l, internal(aux, level), &entries[..m])?;
+        fill(mtr, l, internal(PageNo::from_raw(aux), level), &entries[..m])?;
         fill(mtr, r, internal(mid_child, level), &entries[m + 1..])?;
         let pi = mtr.latch(parent)?;
         mtr.apply(pi, internal(l, level + 1));
@@ -566,7 +576,7 @@ fn insert_into_parent(
     } else {
         let q = space.alloc_page(mtr)?;
         fill(mtr, q, internal(mid_child, level), &entries[m + 1..])?;
-        fill(mtr, parent, internal(aux, level), &entries[..m])?;
+        fill(mtr, parent, internal(PageNo::from_raw(aux), level), &entries[..m])?;
         insert_into_parent(space, root, mtr, &ancestors[..ancestors.len() - 1], &mid_key, q)?;
     }
     Ok(())
@@ -627,7 +637,7 @@ fn merge(space: &Space, root: PageNo, path: &[PageNo]) -> Result<()> {
     }
     mtr.apply(lg, PageOp::SetLinks { prev: left_prev, next: right_next });
     mtr.log_as_image(lg);
-    if right_next != 0 {
+    if !right_next.is_none() {
         let ni = mtr.latch(right_next)?;
         let nn = page::next(mtr.page(ni));
         mtr.apply(ni, PageOp::SetLinks { prev: left, next: nn });
@@ -639,11 +649,11 @@ fn merge(space: &Space, root: PageNo, path: &[PageNo]) -> Result<()> {
         let lp = mtr.page(lg);
         let records: Vec<Vec<u8>> = slotted::records(lp).map(|r| r.to_vec()).collect();
         let format = PageOp::Format {
-            object: root,
+            object: root.raw(),
             ty: page::page_type(lp).unwrap(),
             level: page::level(lp),
-            prev: 0,
-            next: 0,
+            prev: PageNo::NONE,
+            next: PageNo::NONE,
             aux: page::aux(lp),
         };
         fill(&mut mtr, root, format, &records)?;
@@ -772,7 +782,7 @@ pub fn scan_batch(
         }
         let (child, pos) = match start_key {
             Some(k) => route(&g, k),
-            None if dir == Direction::Forward => (page::aux(&g), -1),
+            None if dir == Direction::Forward => (PageNo::from_raw(page::aux(&g)), -1),
             None => {
                 let n = slotted::count(&g) as isize;
                 (child_at(&g, n - 1), n - 1)
@@ -816,7 +826,7 @@ pub fn scan_batch(
             pos += if dir == Direction::Forward { 1 } else { -1 };
         }
         let next = if dir == Direction::Forward { page::next(&g) } else { page::prev(&g) };
-        if next == 0 {
+        if next.is_none() {
             return Ok((out, false));
         }
         hops += 1;
@@ -845,7 +855,7 @@ pub fn free_tree(space: &Space, root: PageNo, last: LogCtx) -> Result<Lsn> {
 /// the same object (a tree is named by its root page), but changed after the drop.
 pub fn holds_dropped_root(space: &Space, root: PageNo, dropped_at: Lsn) -> Result<bool> {
     let g = read(space, root)?;
-    Ok(page::object_id(&g) == root && page::lsn(&g) < dropped_at)
+    Ok(page::object_id(&g) == root.raw() && page::lsn(&g) < dropped_at)
 }
 
 /// Frees every page of the tree rooted at `root` but the root, which becomes an empty
@@ -871,7 +881,7 @@ pub fn tree_pages(space: &Space, root: PageNo) -> Result<Vec<PageNo>> {
     let mut stack = vec![(root, false)];
     while let Some((no, expanded)) = stack.pop() {
         let g = read(space, no)?;
-        let ours = page::object_id(&g) == root
+        let ours = page::object_id(&g) == root.raw()
             && matches!(page::page_type(&g), Some(PageType::BTreeLeaf | PageType::BTreeInternal));
         if !ours {
             continue;
@@ -881,7 +891,7 @@ pub fn tree_pages(space: &Space, root: PageNo) -> Result<Vec<PageNo>> {
             continue;
         }
         stack.push((no, true));
-        stack.push((page::aux(&g), false));
+        stack.push((PageNo::from_raw(page::aux(&g)), false));
         for r in slotted::records(&g) {
             stack.push((internal_child(r), false));
         }
@@ -920,7 +930,7 @@ fn free_pages_then(
         let mut mtr = if last.kind == tessera_log::RecordKind::Compensation {
             Mtr::without_reserve(space)
         } else {
-            let mut maps: Vec<u32> = chunk.iter().map(|&no| (no - 1) / BITS_PER_MAP).collect();
+            let mut maps: Vec<u32> = chunk.iter().map(|&no| (no.raw() - 1) / BITS_PER_MAP).collect();
             maps.sort_unstable();
             maps.dedup();
             Mtr::claiming(space, Claim::free(chunk.len() as u64, maps.len() as u64, 1))?

@@ -109,9 +109,9 @@ impl Builder<'_> {
     fn fresh(&self, level: usize, prev: PageNo, aux: PageNo) -> Vec<u8> {
         let mut buf = vec![0u8; PAGE_SIZE];
         let ty = if level == 0 { PageType::BTreeLeaf } else { PageType::BTreeInternal };
-        slotted::init(&mut buf, 0, self.root, ty, level as u8);
+        slotted::init(&mut buf, PageNo::NONE, self.root.raw(), ty, level as u8);
         page::set_prev(&mut buf, prev);
-        page::set_aux(&mut buf, aux);
+        page::set_aux(&mut buf, aux.raw());
         buf
     }
 
@@ -125,7 +125,7 @@ impl Builder<'_> {
             return Err(Error::RowTooLarge { size: rec.len(), max: MAX_LEAF_RECORD });
         }
         if self.levels.is_empty() {
-            let buf = self.fresh(0, 0, 0);
+            let buf = self.fresh(0, PageNo::NONE, PageNo::NONE);
             self.levels.push(Open { buf, no: None, first_key: Vec::new(), written: 0 });
         }
         if !slotted::fits(&self.levels[0].buf, rec.len()) {
@@ -170,9 +170,9 @@ impl Builder<'_> {
     /// add it to its parent and start the next one.
     fn write_full(&mut self, level: usize) -> Result<()> {
         let next = if level == 0 { Some(self.alloc()?) } else { None };
-        let done = self.write_page(level, next.map_or(0, |(n, _)| n))?;
+        let done = self.write_page(level, next.map_or(PageNo::NONE, |(n, _)| n))?;
         let first_key = std::mem::take(&mut self.levels[level].first_key);
-        let buf = self.fresh(level, if level == 0 { done } else { 0 }, 0);
+        let buf = self.fresh(level, if level == 0 { done } else { PageNo::NONE }, PageNo::NONE);
         let open = &mut self.levels[level];
         open.buf = buf;
         open.no = next;
@@ -201,7 +201,7 @@ impl Builder<'_> {
             if level >= MAX_LEVELS {
                 return Err(Error::Invalid("bulk load tree exceeds the level limit".into()));
             }
-            let buf = self.fresh(level, 0, child);
+            let buf = self.fresh(level, PageNo::NONE, child);
             self.levels.push(Open { buf, no: None, first_key, written: 0 });
             return Ok(());
         }
@@ -209,7 +209,7 @@ impl Builder<'_> {
         if !slotted::fits(&self.levels[level].buf, rec.len()) {
             self.write_full(level)?;
             let open = &mut self.levels[level];
-            page::set_aux(&mut open.buf, child);
+            page::set_aux(&mut open.buf, child.raw());
             open.first_key = first_key;
             return Ok(());
         }
@@ -228,7 +228,7 @@ impl Builder<'_> {
         }
         let mut level = 0;
         while !(level + 1 == self.levels.len() && self.levels[level].written == 0) {
-            let done = self.write_page(level, 0)?;
+            let done = self.write_page(level, PageNo::NONE)?;
             let first_key = std::mem::take(&mut self.levels[level].first_key);
             self.add_child(level + 1, first_key, done)?;
             level += 1;

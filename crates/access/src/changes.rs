@@ -30,7 +30,7 @@ impl ChangeMap {
     /// Notes that page `no` changed. Cheap when its extent is already marked.
     #[inline]
     pub fn mark(&self, no: PageNo) {
-        let extent = (no / EXTENT_PAGES) as usize;
+        let extent = (no.raw() / EXTENT_PAGES) as usize;
         let (w, bit) = (extent / 64, 1u64 << (extent % 64));
         {
             let words = self.words.read();
@@ -70,8 +70,8 @@ impl ChangeMap {
                 }
                 let count = EXTENT_PAGES.min(pages - first);
                 match runs.last_mut() {
-                    Some((f, c)) if *f + *c == first => *c += count,
-                    _ => runs.push((first, count)),
+                    Some((f, c)) if *f + *c == PageNo::from_raw(first) => *c += count,
+                    _ => runs.push((PageNo::from_raw(first), count)),
                 }
             }
         }
@@ -83,19 +83,23 @@ impl ChangeMap {
 mod tests {
     use super::*;
 
+    fn pg(n: u32) -> PageNo {
+        PageNo::from_raw(n)
+    }
+
     #[test]
     fn marks_extents_and_lists_them_as_runs() {
         let m = ChangeMap::default();
         assert!(m.changed_runs(1000).is_empty());
         for no in [3, 9, 15, 17, 700, 100_000] {
-            m.mark(no);
+            m.mark(PageNo::from_raw(no));
         }
-        assert_eq!(m.changed_runs(1000), vec![(0, 24), (696, 8)]);
-        assert_eq!(m.changed_runs(200_000), vec![(0, 24), (696, 8), (100_000, 8)]);
-        assert_eq!(m.changed_runs(700), vec![(0, 24), (696, 4)], "runs stop at the end of the file");
+        assert_eq!(m.changed_runs(1000), vec![(pg(0), 24), (pg(696), 8)]);
+        assert_eq!(m.changed_runs(200_000), vec![(pg(0), 24), (pg(696), 8), (pg(100_000), 8)]);
+        assert_eq!(m.changed_runs(700), vec![(pg(0), 24), (pg(696), 4)], "runs stop at the end of the file");
         m.reset();
         assert!(m.changed_runs(200_000).is_empty());
-        m.mark(8);
-        assert_eq!(m.changed_runs(200_000), vec![(8, 8)]);
+        m.mark(PageNo::from_raw(8));
+        assert_eq!(m.changed_runs(200_000), vec![(pg(8), 8)]);
     }
 }

@@ -208,15 +208,15 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
     assert!(ops.len() <= u16::MAX as usize, "too many page operations in one record");
     out.extend_from_slice(&(ops.len() as u16).to_le_bytes());
     for (no, op) in ops {
-        out.extend_from_slice(&no.to_le_bytes());
+        out.extend_from_slice(&no.raw().to_le_bytes());
         match op {
             PageOp::Format { object, ty, level, prev, next, aux } => {
                 out.push(1);
                 out.extend_from_slice(&object.to_le_bytes());
                 out.push(*ty as u8);
                 out.push(*level);
-                out.extend_from_slice(&prev.to_le_bytes());
-                out.extend_from_slice(&next.to_le_bytes());
+                out.extend_from_slice(&prev.raw().to_le_bytes());
+                out.extend_from_slice(&next.raw().to_le_bytes());
                 out.extend_from_slice(&aux.to_le_bytes());
             }
             PageOp::Insert { slot, rec } => {
@@ -239,8 +239,8 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
             }
             PageOp::SetLinks { prev, next } => {
                 out.push(6);
-                out.extend_from_slice(&prev.to_le_bytes());
-                out.extend_from_slice(&next.to_le_bytes());
+                out.extend_from_slice(&prev.raw().to_le_bytes());
+                out.extend_from_slice(&next.raw().to_le_bytes());
             }
             PageOp::SetAux { aux } => {
                 out.push(7);
@@ -269,11 +269,11 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
         None => out.push(0),
         Some(Undo::Row { tree, key, old: None }) if inserted_key(ops) == Some(key.as_ref()) => {
             out.push(5);
-            out.extend_from_slice(&tree.to_le_bytes());
+            out.extend_from_slice(&tree.raw().to_le_bytes());
         }
         Some(Undo::Row { tree, key, old }) => {
             out.push(1);
-            out.extend_from_slice(&tree.to_le_bytes());
+            out.extend_from_slice(&tree.raw().to_le_bytes());
             put_bytes(out, key);
             match old {
                 None => out.push(0),
@@ -285,15 +285,15 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
         }
         Some(Undo::CreateTree { root }) => {
             out.push(2);
-            out.extend_from_slice(&root.to_le_bytes());
+            out.extend_from_slice(&root.raw().to_le_bytes());
         }
         Some(Undo::BulkPage { page }) => {
             out.push(3);
-            out.extend_from_slice(&page.to_le_bytes());
+            out.extend_from_slice(&page.raw().to_le_bytes());
         }
         Some(Undo::EmptyTree { root, before }) => {
             out.push(4);
-            out.extend_from_slice(&root.to_le_bytes());
+            out.extend_from_slice(&root.raw().to_le_bytes());
             out.extend_from_slice(&before.raw().to_le_bytes());
         }
     }
@@ -313,7 +313,7 @@ pub fn encode_bulk_note(pages: &[PageNo]) -> Vec<Vec<u8>> {
             encode(&[], None, &mut out);
             out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
             for (first, count) in chunk {
-                out.extend_from_slice(&first.to_le_bytes());
+                out.extend_from_slice(&first.raw().to_le_bytes());
                 out.extend_from_slice(&count.to_le_bytes());
             }
             out
@@ -326,7 +326,7 @@ pub fn bulk_note_pages(body: &[u8]) -> Result<Vec<PageNo>> {
     let (_, _, runs) = decode_all(body)?;
     let mut pages = Vec::new();
     for (first, count) in runs {
-        pages.extend(first..first.saturating_add(count));
+        pages.extend(first.up_to(first.saturating_add(count)));
     }
     Ok(pages)
 }
@@ -376,18 +376,25 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo<'static>>, PageRuns)>
     let n = c.u16()? as usize;
     let mut ops = Vec::with_capacity(n);
     for _ in 0..n {
-        let no = c.u32()?;
+        let no = PageNo::from_raw(c.u32()?);
         let op = match c.u8()? {
             1 => {
                 let object = c.u32()?;
                 let ty = PageType::from_u8(c.u8()?).ok_or_else(|| Error::Invalid("bad page type in log".into()))?;
-                PageOp::Format { object, ty, level: c.u8()?, prev: c.u32()?, next: c.u32()?, aux: c.u32()? }
+                PageOp::Format {
+                    object,
+                    ty,
+                    level: c.u8()?,
+                    prev: PageNo::from_raw(c.u32()?),
+                    next: PageNo::from_raw(c.u32()?),
+                    aux: c.u32()?,
+                }
             }
             2 => PageOp::Insert { slot: c.u16()?, rec: c.bytes()? },
             3 => PageOp::Remove { slot: c.u16()? },
             4 => PageOp::Replace { slot: c.u16()?, rec: c.bytes()? },
             5 => PageOp::Truncate { keep: c.u16()? },
-            6 => PageOp::SetLinks { prev: c.u32()?, next: c.u32()? },
+            6 => PageOp::SetLinks { prev: PageNo::from_raw(c.u32()?), next: PageNo::from_raw(c.u32()?) },
             7 => PageOp::SetAux { aux: c.u32()? },
             8 => PageOp::SetBits { first: c.u32()?, count: c.u32()?, value: c.u8()? != 0 },
             9 => PageOp::Raw { offset: c.u16()?, bytes: c.bytes()? },
@@ -413,16 +420,16 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo<'static>>, PageRuns)>
                 0 => None,
                 _ => Some(c.bytes()?),
             };
-            Some(Undo::Row { tree, key: Cow::Owned(key), old })
+            Some(Undo::Row { tree: PageNo::from_raw(tree), key: Cow::Owned(key), old })
         }
-        2 => Some(Undo::CreateTree { root: c.u32()? }),
-        3 => Some(Undo::BulkPage { page: c.u32()? }),
+        2 => Some(Undo::CreateTree { root: PageNo::from_raw(c.u32()?) }),
+        3 => Some(Undo::BulkPage { page: PageNo::from_raw(c.u32()?) }),
         5 => {
             let tree = c.u32()?;
             let key = inserted_key(&ops).ok_or_else(|| Error::Invalid("an insert's undo without its insert".into()))?;
-            Some(Undo::Row { tree, key: Cow::Owned(key.to_vec()), old: None })
+            Some(Undo::Row { tree: PageNo::from_raw(tree), key: Cow::Owned(key.to_vec()), old: None })
         }
-        4 => Some(Undo::EmptyTree { root: c.u32()?, before: Lsn::from_raw(c.u64()?) }),
+        4 => Some(Undo::EmptyTree { root: PageNo::from_raw(c.u32()?), before: Lsn::from_raw(c.u64()?) }),
         t => return Err(Error::Invalid(format!("unknown undo kind {t} in log"))),
     };
     let mut runs = Vec::new();
@@ -432,7 +439,7 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo<'static>>, PageRuns)>
             return Err(Error::Invalid("trailing bytes after page operations".into()));
         }
         for _ in 0..n {
-            runs.push((c.u32()?, c.u32()?));
+            runs.push((PageNo::from_raw(c.u32()?), c.u32()?));
         }
         if c.at != body.len() {
             return Err(Error::Invalid("trailing bytes after a bulk-load note".into()));
@@ -445,16 +452,20 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo<'static>>, PageRuns)>
 mod tests {
     use super::*;
 
+    fn pg(n: u32) -> PageNo {
+        PageNo::from_raw(n)
+    }
+
     #[test]
     fn an_inserts_undo_names_the_inserted_record_instead_of_repeating_its_key() {
         let rec = crate::btree::leaf_record(0, b"key-42", b"value");
-        let ops = vec![(9, PageOp::Insert { slot: 3, rec: rec.clone() })];
-        let undo = Undo::Row { tree: 2, key: Cow::Borrowed(b"key-42"), old: None };
+        let ops = vec![(pg(9), PageOp::Insert { slot: 3, rec: rec.clone() })];
+        let undo = Undo::Row { tree: pg(2), key: Cow::Borrowed(b"key-42"), old: None };
         let (mut compact, mut full) = (Vec::new(), Vec::new());
         encode(&ops, Some(&undo), &mut compact);
         assert_eq!(decode(&compact).unwrap(), (ops.clone(), Some(undo.clone())));
         // Another key (or an image instead of the insert) keeps the key in the undo.
-        let other = Undo::Row { tree: 2, key: Cow::Borrowed(b"key-43"), old: None };
+        let other = Undo::Row { tree: pg(2), key: Cow::Borrowed(b"key-43"), old: None };
         encode(&ops, Some(&other), &mut full);
         assert_eq!(decode(&full).unwrap(), (ops.clone(), Some(other)));
         assert_eq!(full.len(), compact.len() + 2 + 6 + 1, "key length, key and old flag left out");
@@ -467,22 +478,22 @@ mod tests {
     #[test]
     fn encode_decode_round_trip() {
         let ops = vec![
-            (7, PageOp::Format { object: 3, ty: PageType::BTreeLeaf, level: 0, prev: 1, next: 2, aux: 0 }),
-            (7, PageOp::Insert { slot: 0, rec: vec![1, 2, 3] }),
-            (7, PageOp::Replace { slot: 0, rec: vec![9] }),
-            (7, PageOp::Remove { slot: 0 }),
-            (8, PageOp::Truncate { keep: 4 }),
-            (8, PageOp::SetLinks { prev: 5, next: 6 }),
-            (8, PageOp::SetAux { aux: 11 }),
-            (1, PageOp::SetBits { first: 3, count: 9, value: true }),
-            (0, PageOp::Raw { offset: 60, bytes: vec![4, 4] }),
+            (pg(7), PageOp::Format { object: 3, ty: PageType::BTreeLeaf, level: 0, prev: pg(1), next: pg(2), aux: 0 }),
+            (pg(7), PageOp::Insert { slot: 0, rec: vec![1, 2, 3] }),
+            (pg(7), PageOp::Replace { slot: 0, rec: vec![9] }),
+            (pg(7), PageOp::Remove { slot: 0 }),
+            (pg(8), PageOp::Truncate { keep: 4 }),
+            (pg(8), PageOp::SetLinks { prev: pg(5), next: pg(6) }),
+            (pg(8), PageOp::SetAux { aux: 11 }),
+            (pg(1), PageOp::SetBits { first: 3, count: 9, value: true }),
+            (pg(0), PageOp::Raw { offset: 60, bytes: vec![4, 4] }),
         ];
         for undo in [
-            Undo::Row { tree: 2, key: Cow::Borrowed(b"k"), old: Some(b"v".to_vec()) },
-            Undo::Row { tree: 2, key: Cow::Borrowed(b"k"), old: None },
-            Undo::CreateTree { root: 77 },
-            Undo::BulkPage { page: 9 },
-            Undo::EmptyTree { root: 12, before: Lsn::from_raw(77) },
+            Undo::Row { tree: pg(2), key: Cow::Borrowed(b"k"), old: Some(b"v".to_vec()) },
+            Undo::Row { tree: pg(2), key: Cow::Borrowed(b"k"), old: None },
+            Undo::CreateTree { root: pg(77) },
+            Undo::BulkPage { page: pg(9) },
+            Undo::EmptyTree { root: pg(12), before: Lsn::from_raw(77) },
         ] {
             let mut b = Vec::new();
             encode(&ops, Some(&undo), &mut b);
@@ -496,16 +507,16 @@ mod tests {
 
     #[test]
     fn bulk_notes_list_pages_as_runs() {
-        let pages: Vec<PageNo> = (10..20).chain(30..31).chain(40..45).collect();
+        let pages: Vec<PageNo> = (10..20).chain(30..31).chain(40..45).map(pg).collect();
         let bodies = encode_bulk_note(&pages);
         assert_eq!(bodies.len(), 1);
         assert_eq!(bodies[0].len(), 3 + 4 + 3 * 8);
         assert_eq!(bulk_note_pages(&bodies[0]).unwrap(), pages);
         assert_eq!(decode(&bodies[0]).unwrap(), (Vec::new(), None));
         let mut plain = Vec::new();
-        encode(&[(3, PageOp::SetAux { aux: 1 })], None, &mut plain);
+        encode(&[(pg(3), PageOp::SetAux { aux: 1 })], None, &mut plain);
         assert!(bulk_note_pages(&plain).unwrap().is_empty());
-        let many: Vec<PageNo> = (0..(MAX_NOTE_RUNS as u32 + 5)).map(|i| i * 2).collect();
+        let many: Vec<PageNo> = (0..(MAX_NOTE_RUNS as u32 + 5)).map(|i| pg(i * 2)).collect();
         let bodies = encode_bulk_note(&many);
         assert_eq!(bodies.len(), 2);
         let back: Vec<PageNo> = bodies.iter().flat_map(|b| bulk_note_pages(b).unwrap()).collect();
@@ -515,44 +526,74 @@ mod tests {
     #[test]
     fn bits_and_records_apply() {
         let mut p = vec![0u8; page::PAGE_SIZE];
-        apply(&mut p, 4, &PageOp::Format { object: 1, ty: PageType::BTreeLeaf, level: 0, prev: 0, next: 9, aux: 0 });
-        apply(&mut p, 4, &PageOp::Insert { slot: 0, rec: b"b".to_vec() });
-        apply(&mut p, 4, &PageOp::Insert { slot: 0, rec: b"a".to_vec() });
+        apply(
+            &mut p,
+            pg(4),
+            &PageOp::Format { object: 1, ty: PageType::BTreeLeaf, level: 0, prev: PageNo::NONE, next: pg(9), aux: 0 },
+        );
+        apply(&mut p, pg(4), &PageOp::Insert { slot: 0, rec: b"b".to_vec() });
+        apply(&mut p, pg(4), &PageOp::Insert { slot: 0, rec: b"a".to_vec() });
         assert_eq!(slotted::record(&p, 1), b"b");
-        assert_eq!(page::next(&p), 9);
+        assert_eq!(page::next(&p), pg(9));
         let mut map = vec![0u8; page::PAGE_SIZE];
-        apply(&mut map, 1, &PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: 0, next: 0, aux: 0 });
-        apply(&mut map, 1, &PageOp::SetBits { first: 6, count: 4, value: true });
+        apply(
+            &mut map,
+            pg(1),
+            &PageOp::Format {
+                object: 0,
+                ty: PageType::AllocMap,
+                level: 0,
+                prev: PageNo::NONE,
+                next: PageNo::NONE,
+                aux: 0,
+            },
+        );
+        apply(&mut map, pg(1), &PageOp::SetBits { first: 6, count: 4, value: true });
         assert_eq!(map[BITMAP_OFFSET], 0b1100_0000);
         assert_eq!(map[BITMAP_OFFSET + 1], 0b0000_0011);
-        apply(&mut map, 1, &PageOp::SetBits { first: 7, count: 1, value: false });
+        apply(&mut map, pg(1), &PageOp::SetBits { first: 7, count: 1, value: false });
         assert_eq!(map[BITMAP_OFFSET], 0b0100_0000);
     }
 
     #[test]
     fn page_images_leave_out_the_free_gap_and_rebuild_the_page() {
         let mut leaf = vec![0u8; page::PAGE_SIZE];
-        apply(&mut leaf, 5, &PageOp::Format { object: 2, ty: PageType::BTreeLeaf, level: 0, prev: 3, next: 8, aux: 1 });
+        apply(
+            &mut leaf,
+            pg(5),
+            &PageOp::Format { object: 2, ty: PageType::BTreeLeaf, level: 0, prev: pg(3), next: pg(8), aux: 1 },
+        );
         for i in 0..20u8 {
-            apply(&mut leaf, 5, &PageOp::Insert { slot: u16::from(i), rec: vec![i; 100] });
+            apply(&mut leaf, pg(5), &PageOp::Insert { slot: u16::from(i), rec: vec![i; 100] });
         }
         let mut map = vec![0u8; page::PAGE_SIZE];
-        apply(&mut map, 1, &PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: 0, next: 0, aux: 0 });
-        apply(&mut map, 1, &PageOp::SetBits { first: 60_000, count: 5, value: true });
+        apply(
+            &mut map,
+            pg(1),
+            &PageOp::Format {
+                object: 0,
+                ty: PageType::AllocMap,
+                level: 0,
+                prev: PageNo::NONE,
+                next: PageNo::NONE,
+                aux: 0,
+            },
+        );
+        apply(&mut map, pg(1), &PageOp::SetBits { first: 60_000, count: 5, value: true });
         for (no, p, logged_at_most) in [(5, &leaf, page::PAGE_SIZE / 3), (1, &map, page::PAGE_SIZE)] {
             let op = image(p);
             let PageOp::Image { bytes, .. } = &op else { panic!("not an image") };
             assert!(bytes.len() <= logged_at_most, "{} bytes logged", bytes.len());
             let mut b = Vec::new();
-            encode(&[(no, op.clone())], None, &mut b);
+            encode(&[(pg(no), op.clone())], None, &mut b);
             let (ops, _) = decode(&b).unwrap();
-            assert_eq!(ops, vec![(no, op)]);
+            assert_eq!(ops, vec![(pg(no), op)]);
             let mut rebuilt = vec![0xEEu8; page::PAGE_SIZE];
-            apply(&mut rebuilt, no, &ops[0].1);
+            apply(&mut rebuilt, pg(no), &ops[0].1);
             assert_eq!(&rebuilt, p);
         }
         let mut b = Vec::new();
-        encode(&[(5, PageOp::Image { hole_at: 8000, hole_len: 1000, bytes: vec![0; 7192] })], None, &mut b);
+        encode(&[(pg(5), PageOp::Image { hole_at: 8000, hole_len: 1000, bytes: vec![0; 7192] })], None, &mut b);
         assert!(decode(&b).is_err(), "an image that does not add up to a page is refused");
     }
 }

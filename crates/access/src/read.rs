@@ -121,7 +121,7 @@ pub(crate) fn get_locked<R>(
             space.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
         }
     };
-    let r = Resource::key(tree, key);
+    let r = Resource::key(tree.raw(), key);
     let mut new = false;
     loop {
         {

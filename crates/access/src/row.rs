@@ -963,7 +963,7 @@ mod tests {
     use super::*;
     use crate::slotted;
     use proptest::prelude::*;
-    use tessera_buffer::page::{PageType, PAGE_SIZE};
+    use tessera_buffer::page::{PageNo, PageType, PAGE_SIZE};
     use ColumnType as T;
 
     fn schema(cols: &[ColumnType]) -> RowSchema {
@@ -974,7 +974,7 @@ mod tests {
     fn int_char1000_row_is_1011_bytes_and_7_fit_a_page() {
         let s = schema(&[T::Int, T::Char(1000)]);
         let mut page = vec![0u8; PAGE_SIZE];
-        slotted::init(&mut page, 1, 1, PageType::BTreeLeaf, 0);
+        slotted::init(&mut page, PageNo::from_raw(1), 1, PageType::BTreeLeaf, 0);
         for i in 0..7 {
             let row = encode(&s, &[Value::Int(i), Value::Bytes(b"x".to_vec())]).unwrap();
             assert_eq!(row.len(), 1011);

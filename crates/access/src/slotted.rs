@@ -521,7 +521,7 @@ mod tests {
 
     fn new_page() -> Vec<u8> {
         let mut p = vec![0u8; PAGE_SIZE];
-        init(&mut p, 7, 42, PageType::BTreeLeaf, 0);
+        init(&mut p, PageNo::from_raw(7), 42, PageType::BTreeLeaf, 0);
         p
     }
 
@@ -632,7 +632,7 @@ mod tests {
     #[test]
     fn init_sets_header() {
         let p = new_page();
-        assert_eq!(page::page_no(&p), 7);
+        assert_eq!(page::page_no(&p), PageNo::from_raw(7));
         assert_eq!(page::object_id(&p), 42);
         assert_eq!(page::page_type(&p), Some(PageType::BTreeLeaf));
         assert_eq!(page::level(&p), 0);
@@ -754,7 +754,7 @@ mod tests {
             assert!(insert(&mut a, i as usize, &[i; 50]));
         }
         let mut b = new_page();
-        init(&mut b, 8, 42, PageType::BTreeLeaf, 0);
+        init(&mut b, PageNo::from_raw(8), 42, PageType::BTreeLeaf, 0);
         assert!(move_tail(&mut a, 6, &mut b));
         check(&a).unwrap();
         check(&b).unwrap();
@@ -903,7 +903,7 @@ mod tests {
                 prop_assert_eq!(free_space(&p), PAGE_SIZE - HEADER_SIZE - used);
                 prop_assert!(contiguous_free(&p) <= free_space(&p));
                 // header fields outside the slotted area are untouched
-                prop_assert_eq!(page::page_no(&p), 7);
+                prop_assert_eq!(page::page_no(&p), PageNo::from_raw(7));
                 prop_assert_eq!(page::object_id(&p), 42);
             }
         }

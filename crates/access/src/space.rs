@@ -53,7 +53,7 @@ const HDR_FIELDS: u16 = HEADER_SIZE as u16;
 /// never recovered with another database's log.
 const HDR_FAMILY: usize = HEADER_SIZE + 16;
 /// Page number of the first tree created in a new file: the database's catalog.
-pub const BOOT_ROOT: PageNo = 2;
+pub const BOOT_ROOT: PageNo = PageNo::from_raw(2);
 
 /// Sizes of a data file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,22 +146,22 @@ impl DataStore {
 
 impl PageStore for DataStore {
     fn read_page(&self, no: PageNo, buf: &mut [u8]) -> Result<()> {
-        if no >= self.pages() {
+        if no >= PageNo::from_raw(self.pages()) {
             buf.fill(0);
             return Ok(());
         }
-        self.file.read_exact_at(buf, u64::from(no) * PAGE_SIZE as u64)
+        self.file.read_exact_at(buf, no.byte_offset())
     }
 
     fn read_pages(&self, first: PageNo, bufs: &mut [&mut [u8]]) -> Result<()> {
         // Pages beyond the file's end read as zeros, as in `read_page`.
-        let inside = (self.pages().saturating_sub(first) as usize).min(bufs.len());
+        let inside = (self.pages().saturating_sub(first.raw()) as usize).min(bufs.len());
         let (within, beyond) = bufs.split_at_mut(inside);
         beyond.iter_mut().for_each(|b| b.fill(0));
         if within.is_empty() {
             return Ok(());
         }
-        self.file.read_exact_vectored_at(within, u64::from(first) * PAGE_SIZE as u64)
+        self.file.read_exact_vectored_at(within, first.byte_offset())
     }
 
     fn write_page(&self, no: PageNo, buf: &[u8]) -> Result<()> {
@@ -170,7 +170,7 @@ impl PageStore for DataStore {
         let lsn = page::lsn(buf);
         assert!(lsn.is_none() || lsn < self.wal.durable_lsn(), "page {no} written before its log (LSN {lsn})");
         self.changes.mark(no);
-        self.file.write_all_at(buf, u64::from(no) * PAGE_SIZE as u64)
+        self.file.write_all_at(buf, no.byte_offset())
     }
 
     fn flush_log_to(&self, lsn: Lsn) -> Result<()> {
@@ -274,15 +274,35 @@ impl Space {
         let pages = config.initial_size.div_ceil(PAGE_SIZE as u64).clamp(3, u64::from(u32::MAX)) as u32;
         space.store.extend_to(pages)?;
         let mut mtr = Mtr::claiming(&space, Claim::pages(3, 3))?;
-        let h = mtr.latch_new(0)?;
-        mtr.apply(h, PageOp::Format { object: 0, ty: PageType::FileHeader, level: 0, prev: 0, next: 0, aux: 0 });
+        let h = mtr.latch_new(PageNo::NONE)?;
+        mtr.apply(
+            h,
+            PageOp::Format {
+                object: 0,
+                ty: PageType::FileHeader,
+                level: 0,
+                prev: PageNo::NONE,
+                next: PageNo::NONE,
+                aux: 0,
+            },
+        );
         let mut fields = Vec::new();
         fields.extend_from_slice(MAGIC);
         fields.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-        fields.extend_from_slice(&BOOT_ROOT.to_le_bytes());
+        fields.extend_from_slice(&BOOT_ROOT.raw().to_le_bytes());
         mtr.apply(h, PageOp::Raw { offset: HDR_FIELDS, bytes: fields });
-        let m = mtr.latch_new(1)?;
-        mtr.apply(m, PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: 0, next: 0, aux: 0 });
+        let m = mtr.latch_new(PageNo::from_raw(1))?;
+        mtr.apply(
+            m,
+            PageOp::Format {
+                object: 0,
+                ty: PageType::AllocMap,
+                level: 0,
+                prev: PageNo::NONE,
+                next: PageNo::NONE,
+                aux: 0,
+            },
+        );
         mtr.apply(m, PageOp::SetBits { first: 0, count: 1, value: true });
         let boot = btree::create(&space, &mut mtr)?;
         assert_eq!(boot, BOOT_ROOT, "the boot tree is the first page allocated");
@@ -351,7 +371,7 @@ impl Space {
     /// Checks the file header (after recovery, so a header that never reached the disk
     /// has been redone).
     pub fn verify_header(&self) -> Result<()> {
-        let h = self.pool.fetch(self.file, 0)?;
+        let h = self.pool.fetch(self.file, PageNo::NONE)?;
         let p = h.read();
         let f = &p[HEADER_SIZE..HEADER_SIZE + 16];
         if &f[0..8] != MAGIC || u32::from_le_bytes(f[8..12].try_into().unwrap()) != FORMAT_VERSION {
@@ -381,7 +401,7 @@ impl Space {
                 n => filled += n,
             }
         }
-        if page::verify(&p, 0).is_err() || p.iter().all(|&b| b == 0) {
+        if page::verify(&p, PageNo::NONE).is_err() || p.iter().all(|&b| b == 0) {
             return Ok(Err(Invalid("PageAudit")));
         }
         let f = &p[HEADER_SIZE..HEADER_SIZE + 12];
@@ -398,7 +418,7 @@ impl Space {
 
     /// The file family in the header (0: not set; files made before it existed).
     pub fn family(&self) -> Result<u128> {
-        let h = self.pool.fetch(self.file, 0)?;
+        let h = self.pool.fetch(self.file, PageNo::NONE)?;
         let p = h.read();
         Ok(u128::from_le_bytes(p[HDR_FAMILY..HDR_FAMILY + 16].try_into().expect("16 bytes")))
     }
@@ -406,7 +426,7 @@ impl Space {
     /// Sets the file family in the header, logged like any page change.
     pub fn set_family(&self, family: u128) -> Result<()> {
         let mut mtr = Mtr::claiming(self, Claim::CHANGE)?;
-        let h = mtr.latch(0)?;
+        let h = mtr.latch(PageNo::NONE)?;
         mtr.apply(h, PageOp::Raw { offset: HDR_FAMILY as u16, bytes: family.to_le_bytes().to_vec() });
         mtr.commit_system().map(|_| ())
     }
@@ -423,7 +443,7 @@ impl Space {
     // Allocation.
 
     fn map_page(k: usize) -> PageNo {
-        1 + (k as u32) * BITS_PER_MAP
+        PageNo::from_raw(1 + (k as u32) * BITS_PER_MAP)
     }
 
     /// Allocates a free page inside `mtr` (its map bit is set by the mini-transaction)
@@ -432,14 +452,24 @@ impl Space {
         let mut k = 0usize;
         loop {
             let map_no = Space::map_page(k);
-            if map_no >= self.store.pages() {
+            if map_no >= PageNo::from_raw(self.store.pages()) {
                 // Not reached when the claims are right: the claim counted the new map.
-                self.store.grow_to(map_no + 2)?;
+                self.store.grow_to((map_no + 2).raw())?;
             }
             let mi = mtr.latch(map_no)?;
             if page::page_type(mtr.page(mi)) != Some(PageType::AllocMap) {
                 // A map beyond the last one in use: create it.
-                mtr.apply(mi, PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: 0, next: 0, aux: 0 });
+                mtr.apply(
+                    mi,
+                    PageOp::Format {
+                        object: 0,
+                        ty: PageType::AllocMap,
+                        level: 0,
+                        prev: PageNo::NONE,
+                        next: PageNo::NONE,
+                        aux: 0,
+                    },
+                );
                 mtr.apply(mi, PageOp::SetBits { first: 0, count: 1, value: true });
             }
             let found = {
@@ -464,11 +494,11 @@ impl Space {
             };
             if let Some(bit) = found {
                 let no = map_no + bit;
-                self.alloc_hwm.fetch_max(no + 1, Ordering::AcqRel);
-                if no >= self.store.pages() {
+                self.alloc_hwm.fetch_max((no + 1).raw(), Ordering::AcqRel);
+                if no >= PageNo::from_raw(self.store.pages()) {
                     // Not reached when the claims are right (a rollback's split beyond
                     // what its transaction reserved may get here).
-                    self.store.grow_to(no + 1)?;
+                    self.store.grow_to((no + 1).raw())?;
                 }
                 mtr.apply(mi, PageOp::SetBits { first: bit, count: 1, value: true });
                 mtr.count_pages(1);
@@ -527,13 +557,16 @@ impl Space {
     }
 
     fn free_page_with(&self, mtr: &mut Mtr, no: PageNo, unread: bool) -> Result<()> {
-        assert!(no > 1, "page {no} is never freed");
-        let k = ((no - 1) / BITS_PER_MAP) as usize;
+        assert!(no > PageNo::from_raw(1), "page {no} is never freed");
+        let k = ((no.raw() - 1) / BITS_PER_MAP) as usize;
         let map_no = Space::map_page(k);
         assert_ne!(no, map_no, "allocation maps are never freed");
         let bit = no - map_no;
         let pi = if unread { mtr.latch_new(no)? } else { mtr.latch(no)? };
-        mtr.apply(pi, PageOp::Format { object: 0, ty: PageType::Free, level: 0, prev: 0, next: 0, aux: 0 });
+        mtr.apply(
+            pi,
+            PageOp::Format { object: 0, ty: PageType::Free, level: 0, prev: PageNo::NONE, next: PageNo::NONE, aux: 0 },
+        );
         let mi = mtr.latch(map_no)?;
         debug_assert!(
             mtr.page(mi)[BITMAP_OFFSET + (bit / 8) as usize] & (1 << (bit % 8)) != 0,
@@ -552,7 +585,7 @@ impl Space {
     pub fn allocated_pages(&self) -> Result<Vec<PageNo>> {
         let mut out = Vec::new();
         let mut k = 0;
-        while Space::map_page(k) < self.store.pages() {
+        while Space::map_page(k) < PageNo::from_raw(self.store.pages()) {
             let map_no = Space::map_page(k);
             let h = self.pool.fetch(self.file, map_no)?;
             let p = h.read();
@@ -698,7 +731,7 @@ impl Space {
 
     /// Whether the transaction holds a lock on `key` in `tree`.
     pub fn holds_key(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> bool {
-        self.locks.held(txn.id, Resource::key(tree, key)).is_some()
+        self.locks.held(txn.id, Resource::key(tree.raw(), key)).is_some()
     }
 
     /// Lets go of the transaction's lock on `key` in `tree` unless a write made it X: a
@@ -720,11 +753,11 @@ impl Space {
         if meta.writers.load(Ordering::Acquire) == 0 {
             return None;
         }
-        let table = Resource::Table(meta.root);
+        let table = Resource::Table(meta.root.raw());
         if self.locks.conflicts(txn.id, table, LockMode::IntentShared) {
             return Some((table, LockMode::IntentShared));
         }
-        let r = Resource::key(meta.root, key);
+        let r = Resource::key(meta.root.raw(), key);
         self.locks.conflicts(txn.id, r, LockMode::Shared).then_some((r, LockMode::Shared))
     }
 

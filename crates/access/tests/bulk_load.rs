@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tessera_access::btree;
 use tessera_access::space::{DataConfig, Space, BOOT_ROOT};
 use tessera_access::Durability;
-use tessera_buffer::page::PAGE_SIZE;
+use tessera_buffer::page::{PageNo, PAGE_SIZE};
 use tessera_buffer::{BufferPool, PoolConfig};
 use tessera_log::{LogConfig, Wal};
 
@@ -48,7 +48,7 @@ fn create(dir: &Path) -> (Arc<Space>, u32) {
     let root = space.create_tree(&mut txn).unwrap();
     space.commit(txn).unwrap();
     space.checkpoint().unwrap();
-    (space, root)
+    (space, root.raw())
 }
 
 fn contents(space: &Space, root: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -56,7 +56,7 @@ fn contents(space: &Space, root: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
     let all: Vec<_> = space
         .scan(
             &txn,
-            root,
+            PageNo::from_raw(root),
             std::ops::Bound::Unbounded,
             std::ops::Bound::Unbounded,
             btree::Direction::Forward,
@@ -76,10 +76,11 @@ fn a_bulk_load_builds_the_tree_with_little_log_and_survives_a_crash() {
     let log_before = space.wal.stats().end_lsn;
 
     let mut txn = space.begin(Durability::Full);
-    let out = space.bulk_load(&mut txn, root, data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
+    let out =
+        space.bulk_load(&mut txn, PageNo::from_raw(root), data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
     space.commit(txn).unwrap();
     assert_eq!(out.rows, 6000);
-    let (stats, _) = btree::check(&space, root).unwrap();
+    let (stats, _) = btree::check(&space, PageNo::from_raw(root)).unwrap();
     assert_eq!(stats.records, 6000);
     assert!(stats.depth >= 3, "depth {}", stats.depth);
     assert_eq!(out.pages as usize, stats.leaf_pages + stats.internal_pages - 1, "every page but the root unlogged");
@@ -94,15 +95,15 @@ fn a_bulk_load_builds_the_tree_with_little_log_and_survives_a_crash() {
     let mut txn = space.begin(Durability::Full);
     let mut expected: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = data.into_iter().collect();
     for i in (1..12000u32).step_by(10) {
-        space.insert(&mut txn, root, &key(i), &value(i)).unwrap();
+        space.insert(&mut txn, PageNo::from_raw(root), &key(i), &value(i)).unwrap();
         expected.insert(key(i), value(i));
     }
     for i in (0..12000u32).step_by(14) {
-        space.update(&mut txn, root, &key(i), b"changed").unwrap();
+        space.update(&mut txn, PageNo::from_raw(root), &key(i), b"changed").unwrap();
         expected.insert(key(i), b"changed".to_vec());
     }
     for i in (4..12000u32).step_by(18) {
-        space.delete(&mut txn, root, &key(i)).unwrap();
+        space.delete(&mut txn, PageNo::from_raw(root), &key(i)).unwrap();
         expected.remove(&key(i));
     }
     space.commit(txn).unwrap();
@@ -125,7 +126,7 @@ fn a_bulk_load_builds_the_tree_with_little_log_and_survives_a_crash() {
     drop(file);
     assert!(torn > 50, "only {torn} pages torn");
     let space = open(dir.path());
-    btree::check(&space, root).unwrap();
+    btree::check(&space, PageNo::from_raw(root)).unwrap();
     btree::check(&space, BOOT_ROOT).unwrap();
     assert_eq!(contents(&space, root), expected.into_iter().collect::<Vec<_>>());
 }
@@ -138,60 +139,60 @@ fn rolled_back_and_crashed_loads_leave_an_empty_tree_and_free_their_pages() {
     let data = rows(3000);
 
     let mut txn = space.begin(Durability::Full);
-    space.bulk_load(&mut txn, root, data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
+    space.bulk_load(&mut txn, PageNo::from_raw(root), data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
     assert_eq!(contents_in(&space, &txn, root), 3000);
     space.rollback(txn).unwrap();
     assert_eq!(space.allocated_pages().unwrap(), before);
     assert!(contents(&space, root).is_empty());
-    btree::check(&space, root).unwrap();
+    btree::check(&space, PageNo::from_raw(root)).unwrap();
 
     // Rows inserted after the load split its pages: rollback frees those pages too.
     let mut txn = space.begin(Durability::Full);
-    space.bulk_load(&mut txn, root, data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
+    space.bulk_load(&mut txn, PageNo::from_raw(root), data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
     for i in (1..6000u32).step_by(2) {
-        space.insert(&mut txn, root, &key(i), &value(i)).unwrap();
+        space.insert(&mut txn, PageNo::from_raw(root), &key(i), &value(i)).unwrap();
     }
     space.rollback(txn).unwrap();
     assert_eq!(space.allocated_pages().unwrap(), before);
-    btree::check(&space, root).unwrap();
+    btree::check(&space, PageNo::from_raw(root)).unwrap();
 
     // A finished load that never commits: recovery empties the tree again.
     let mut txn = space.begin(Durability::Full);
-    space.bulk_load(&mut txn, root, data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
+    space.bulk_load(&mut txn, PageNo::from_raw(root), data.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().unwrap();
     space.wal.flush_all().unwrap();
     std::mem::forget(txn);
     drop(space);
     let space = open(dir.path());
     assert_eq!(space.allocated_pages().unwrap(), before);
     assert!(contents(&space, root).is_empty());
-    btree::check(&space, root).unwrap();
+    btree::check(&space, PageNo::from_raw(root)).unwrap();
 
     // A load cut short (here by a key out of order at the end) and then a crash with its
     // pages torn: recovery frees them without reading them.
     let mut txn = space.begin(Durability::Full);
     let bad = data.iter().map(|(k, v)| (&k[..], &v[..])).chain([(&b"0"[..], &b"late"[..])]);
-    assert!(space.bulk_load(&mut txn, root, bad).is_err());
-    let loaded: Vec<u32> = space.allocated_pages().unwrap().into_iter().filter(|p| !before.contains(p)).collect();
+    assert!(space.bulk_load(&mut txn, PageNo::from_raw(root), bad).is_err());
+    let loaded: Vec<PageNo> = space.allocated_pages().unwrap().into_iter().filter(|p| !before.contains(p)).collect();
     assert!(loaded.len() > 50, "{} pages written before the load failed", loaded.len());
     space.pool.flush_file(space.file).unwrap();
     std::mem::forget(txn);
     drop(space);
     let file = std::fs::OpenOptions::new().write(true).open(dir.path().join("b.mdf")).unwrap();
     for no in loaded {
-        std::os::unix::fs::FileExt::write_all_at(&file, &[0xA5; 100], u64::from(no) * PAGE_SIZE as u64 + 2000).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&file, &[0xA5; 100], no.byte_offset() + 2000).unwrap();
     }
     drop(file);
     let space = open(dir.path());
     assert_eq!(space.allocated_pages().unwrap(), before);
     assert!(contents(&space, root).is_empty());
-    btree::check(&space, root).unwrap();
+    btree::check(&space, PageNo::from_raw(root)).unwrap();
 }
 
 fn contents_in(space: &Space, txn: &tessera_access::Txn, root: u32) -> usize {
     space
         .scan(
             txn,
-            root,
+            PageNo::from_raw(root),
             std::ops::Bound::Unbounded,
             std::ops::Bound::Unbounded,
             btree::Direction::Forward,
@@ -205,9 +206,9 @@ fn only_empty_trees_load_and_keys_must_ascend() {
     let dir = tempfile::tempdir().unwrap();
     let (space, root) = create(dir.path());
     let mut txn = space.begin(Durability::Full);
-    space.insert(&mut txn, root, b"a", b"1").unwrap();
+    space.insert(&mut txn, PageNo::from_raw(root), b"a", b"1").unwrap();
     let rows = [(&b"b"[..], &b"2"[..])];
-    assert_eq!(space.bulk_load(&mut txn, root, rows).unwrap(), None);
+    assert_eq!(space.bulk_load(&mut txn, PageNo::from_raw(root), rows).unwrap(), None);
     space.commit(txn).unwrap();
 
     let mut txn = space.begin(Durability::Full);
@@ -222,6 +223,6 @@ fn only_empty_trees_load_and_keys_must_ascend() {
     let out = space.bulk_load(&mut txn, single, [(&b"k"[..], &b"v"[..])]).unwrap().unwrap();
     assert_eq!((out.rows, out.pages), (1, 0));
     space.commit(txn).unwrap();
-    assert_eq!(contents(&space, single), vec![(b"k".to_vec(), b"v".to_vec())]);
+    assert_eq!(contents(&space, single.raw()), vec![(b"k".to_vec(), b"v".to_vec())]);
     btree::check(&space, single).unwrap();
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tessera_access::btree;
 use tessera_access::space::{DataConfig, Space, BOOT_ROOT};
 use tessera_access::Durability;
-use tessera_buffer::page::{self, PAGE_SIZE};
+use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
 use tessera_buffer::{BufferPool, PoolConfig};
 use tessera_log::{LogConfig, Wal};
 
@@ -80,7 +80,7 @@ fn pages_torn_after_a_checkpoint_are_rebuilt_from_logged_images() {
         file.write_all_at(&old[half.clone()], (no * PAGE_SIZE + half.start) as u64).unwrap();
         let mut image = new.clone();
         image[half.clone()].copy_from_slice(&old[half]);
-        if page::verify(&image, no as u32).is_err() {
+        if page::verify(&image, PageNo::from_raw(no as u32)).is_err() {
             torn += 1;
         }
     }

@@ -174,7 +174,7 @@ pub fn backup(
     // The data file pages to read: none for a log backup; for a differential, the
     // extents changed since its base when this open of the database tracked them;
     // else every page.
-    let every_page = || vec![(0, point.data_pages)];
+    let every_page = || vec![(PageNo::NONE, point.data_pages)];
     let runs = match kind {
         BackupType::Log => Vec::new(),
         BackupType::Differential => db.changed_page_runs(since, point.data_pages).unwrap_or_else(every_page),
@@ -444,7 +444,7 @@ fn copy_data_file(
         while no < pages {
             let n = (run_pages as u32).min(pages - no) as usize;
             let buf = &mut run[..n * PAGE_SIZE];
-            file.read_exact_at(buf, u64::from(no) * PAGE_SIZE as u64).map_err(read_err)?;
+            file.read_exact_at(buf, no.byte_offset()).map_err(read_err)?;
             for i in 0..n {
                 let page_no = no + i as u32;
                 let p = &mut buf[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
@@ -452,7 +452,7 @@ fn copy_data_file(
                 while page::verify(p, page_no).is_err() && tries < TORN_RETRIES {
                     // Most likely torn by a concurrent write of this page: read it again.
                     std::thread::sleep(std::time::Duration::from_millis(1));
-                    file.read_exact_at(p, u64::from(page_no) * PAGE_SIZE as u64).map_err(read_err)?;
+                    file.read_exact_at(p, page_no.byte_offset()).map_err(read_err)?;
                     tries += 1;
                 }
                 if let Err(damage) = page::verify(p, page_no) {
@@ -472,7 +472,7 @@ fn copy_data_file(
                 if in_chunk == 0 && !pipe.reserve() {
                     return Ok(copied);
                 }
-                chunk.extend_from_slice(&page_no.to_le_bytes());
+                chunk.extend_from_slice(&page_no.raw().to_le_bytes());
                 chunk.extend_from_slice(p);
                 in_chunk += 1;
                 copied += 1;

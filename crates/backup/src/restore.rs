@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use tessera_buffer::page::{self, PAGE_SIZE};
+use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
 use tessera_database::{BackupChain, DatabaseOptions, DbState, Engine, RecoveryModel};
 use tessera_io::{DataFile, OpenMode};
 use tessera_log::{split_frames, LogBuilder, LogRecord, LogSegment, Lsn, Master};
@@ -178,7 +178,7 @@ pub fn verify(devices: &[PathBuf], position: u32, notify: &mut dyn FnMut(Notice)
         match c.kind {
             ChunkKind::Pages => {
                 for (no, image) in page_entries(&c.data)? {
-                    if let Err(damage) = page::verify(image, no) {
+                    if let Err(damage) = page::verify(image, PageNo::from_raw(no)) {
                         if header.checksums {
                             return Err(err(3183, format!("RESTORE detected an error on page (1:{no}) in database '{}' as read from the backup set: {damage}.", header.database_name)));
                         }
@@ -370,7 +370,7 @@ pub fn restore(
                 let entries = page_entries(&c.data)?;
                 if header.checksums {
                     for &(no, image) in &entries {
-                        if let Err(damage) = page::verify(image, no) {
+                        if let Err(damage) = page::verify(image, PageNo::from_raw(no)) {
                             return Err(err(3183, format!("RESTORE detected an error on page (1:{no}) in database '{database}' as read from the backup set: {damage}.")));
                         }
                     }

@@ -243,9 +243,9 @@ pub fn pool_commit_and_release(bytes: u64) -> Result<(f64, f64)> {
     let pool =
         BufferPool::new(PoolConfig { max_bytes: bytes as usize, background_writer: false, ..PoolConfig::default() })?;
     let file = pool.register(Arc::new(NoFile));
-    let pages = (bytes / PAGE_SIZE as u64) as PageNo;
+    let pages = (bytes / PAGE_SIZE as u64) as u32;
     for no in 0..pages {
-        let page = pool.fetch_new(file, no)?;
+        let page = pool.fetch_new(file, PageNo::from_raw(no))?;
         let mut w = page.write();
         w[100] = no as u8;
         w[PAGE_SIZE - 1] = 1;

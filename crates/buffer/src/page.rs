@@ -27,7 +27,91 @@ pub const HEADER_SIZE: usize = 48;
 /// logged bulk load), so its next logged change must log a full image of it.
 pub const FLAG_UNLOGGED: u16 = 1;
 
-pub type PageNo = u32;
+/// A page's number in its file: its byte offset divided by [`PAGE_SIZE`]. Page 0 is the
+/// file's header page, which no link, root or hint ever names, so [`PageNo::NONE`] (0) in
+/// one of those means "no page".
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+pub struct PageNo(u32);
+
+impl PageNo {
+    pub const NONE: PageNo = PageNo(0);
+    pub const MAX: PageNo = PageNo(u32::MAX);
+
+    /// The page stored as `raw` (a page header, a log record, a map).
+    pub const fn from_raw(raw: u32) -> PageNo {
+        PageNo(raw)
+    }
+
+    /// The form it is stored in.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+
+    pub const fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Its position in a file, in bytes.
+    pub const fn byte_offset(self) -> u64 {
+        self.0 as u64 * PAGE_SIZE as u64
+    }
+
+    /// The page `n` pages further on, if there is one.
+    pub fn checked_add(self, n: u32) -> Option<PageNo> {
+        self.0.checked_add(n).map(PageNo)
+    }
+
+    /// The page `n` pages further on, or the last page there can be.
+    pub fn saturating_add(self, n: u32) -> PageNo {
+        PageNo(self.0.saturating_add(n))
+    }
+
+    /// Pages `self`, `self + 1`, … to the last there can be.
+    pub fn onward(self) -> impl Iterator<Item = PageNo> {
+        (self.0..=u32::MAX).map(PageNo)
+    }
+
+    /// Pages `self`, `self + 1`, … up to but not including `end`.
+    pub fn up_to(self, end: PageNo) -> impl DoubleEndedIterator<Item = PageNo> + ExactSizeIterator {
+        (self.0..end.0).map(PageNo)
+    }
+}
+
+/// The page `n` pages further on.
+impl std::ops::Add<u32> for PageNo {
+    type Output = PageNo;
+    fn add(self, n: u32) -> PageNo {
+        PageNo(self.0.checked_add(n).expect("page number overflow"))
+    }
+}
+
+impl std::ops::AddAssign<u32> for PageNo {
+    fn add_assign(&mut self, n: u32) {
+        *self = *self + n;
+    }
+}
+
+/// The page `n` pages before.
+impl std::ops::Sub<u32> for PageNo {
+    type Output = PageNo;
+    fn sub(self, n: u32) -> PageNo {
+        PageNo(self.0.checked_sub(n).expect("page number underflow"))
+    }
+}
+
+/// How many pages `other` is before `self`.
+impl std::ops::Sub<PageNo> for PageNo {
+    type Output = u32;
+    fn sub(self, other: PageNo) -> u32 {
+        self.0.checked_sub(other.0).expect("page distance underflow")
+    }
+}
+
+impl std::fmt::Display for PageNo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// A log sequence number: `(VLF sequence << 32) | byte offset inside the VLF`, strictly
 /// increasing in log order; [`Lsn::NONE`] (0) means "none". Defined here, below the log,
@@ -167,10 +251,10 @@ pub fn checksum(p: &[u8]) -> u32 {
     get_u32(p, OFF_CHECKSUM)
 }
 pub fn page_no(p: &[u8]) -> PageNo {
-    get_u32(p, OFF_PAGE_NO)
+    PageNo::from_raw(get_u32(p, OFF_PAGE_NO))
 }
 pub fn set_page_no(p: &mut [u8], v: PageNo) {
-    put_u32(p, OFF_PAGE_NO, v)
+    put_u32(p, OFF_PAGE_NO, v.raw())
 }
 pub fn object_id(p: &[u8]) -> u32 {
     get_u32(p, OFF_OBJECT)
@@ -203,16 +287,16 @@ pub fn set_lsn(p: &mut [u8], v: Lsn) {
     p[OFF_LSN..OFF_LSN + 8].copy_from_slice(&v.0.to_le_bytes())
 }
 pub fn prev(p: &[u8]) -> PageNo {
-    get_u32(p, OFF_PREV)
+    PageNo::from_raw(get_u32(p, OFF_PREV))
 }
 pub fn set_prev(p: &mut [u8], v: PageNo) {
-    put_u32(p, OFF_PREV, v)
+    put_u32(p, OFF_PREV, v.raw())
 }
 pub fn next(p: &[u8]) -> PageNo {
-    get_u32(p, OFF_NEXT)
+    PageNo::from_raw(get_u32(p, OFF_NEXT))
 }
 pub fn set_next(p: &mut [u8], v: PageNo) {
-    put_u32(p, OFF_NEXT, v)
+    put_u32(p, OFF_NEXT, v.raw())
 }
 pub fn slot_count(p: &[u8]) -> u16 {
     get_u16(p, OFF_SLOTS)
@@ -296,15 +380,15 @@ mod tests {
     #[test]
     fn seal_verify_and_detect_flips() {
         let mut p = vec![0u8; PAGE_SIZE];
-        assert!(verify(&p, 5).is_ok(), "zero page is a valid unwritten page");
-        set_page_no(&mut p, 5);
+        assert!(verify(&p, PageNo::from_raw(5)).is_ok(), "zero page is a valid unwritten page");
+        set_page_no(&mut p, PageNo::from_raw(5));
         set_lsn(&mut p, Lsn::from_raw(77));
         set_page_type(&mut p, PageType::BTreeLeaf);
         p[4000] = 0xAB;
         seal(&mut p);
-        assert!(verify(&p, 5).is_ok());
-        assert!(matches!(verify(&p, 6), Err(PageDamage::WrongPage { .. })));
+        assert!(verify(&p, PageNo::from_raw(5)).is_ok());
+        assert!(matches!(verify(&p, PageNo::from_raw(6)), Err(PageDamage::WrongPage { .. })));
         p[4001] ^= 1;
-        assert!(matches!(verify(&p, 5), Err(PageDamage::Checksum { .. })));
+        assert!(matches!(verify(&p, PageNo::from_raw(5)), Err(PageDamage::Checksum { .. })));
     }
 }

@@ -62,7 +62,7 @@ pub trait PageStore: Send + Sync {
     /// Reads pages `first`, `first + 1`, … into `bufs` (one PAGE_SIZE buffer each, 4096-aligned):
     /// read-ahead's multi-page request. Stores that can read a run in one request should.
     fn read_pages(&self, first: PageNo, bufs: &mut [&mut [u8]]) -> Result<()> {
-        for (no, buf) in (first..).zip(bufs.iter_mut()) {
+        for (no, buf) in first.onward().zip(bufs.iter_mut()) {
             self.read_page(no, buf)?;
         }
         Ok(())

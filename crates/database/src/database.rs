@@ -205,7 +205,7 @@ fn catalog_key(name: &str) -> Vec<u8> {
 /// value existed are empty).
 fn pending_drop_key(root: PageNo) -> Vec<u8> {
     let mut k = b"D".to_vec();
-    k.extend_from_slice(&root.to_be_bytes());
+    k.extend_from_slice(&root.raw().to_be_bytes());
     k
 }
 
@@ -417,7 +417,7 @@ impl Database {
             match item {
                 Ok((k, v)) if v.len() == 4 => {
                     let name = String::from_utf8_lossy(&k[1..]).into_owned();
-                    tables.insert(name, TableId(u32::from_le_bytes(v[..4].try_into().unwrap())));
+                    tables.insert(name, TableId(PageNo::from_raw(u32::from_le_bytes(v[..4].try_into().unwrap()))));
                 }
                 Ok(_) => result = Err(Error::Invalid(format!("damaged catalog entry in database '{}'", self.name))),
                 Err(e) => result = Err(e),
@@ -457,7 +457,7 @@ impl Database {
             .map(|item| {
                 item.map(|(k, v)| {
                     let dropped_at = v.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
-                    (u32::from_be_bytes(k[1..5].try_into().unwrap()), Lsn::from_raw(dropped_at))
+                    (PageNo::from_raw(u32::from_be_bytes(k[1..5].try_into().unwrap())), Lsn::from_raw(dropped_at))
                 })
             })
             .collect()
@@ -699,7 +699,7 @@ impl Database {
         }
         let mut txn = self.space.begin(Durability::Full);
         let created = self.space.create_tree(&mut txn).and_then(|root| {
-            self.space.insert(&mut txn, BOOT_ROOT, &catalog_key(name), &root.to_le_bytes()).map(|_| root)
+            self.space.insert(&mut txn, BOOT_ROOT, &catalog_key(name), &root.raw().to_le_bytes()).map(|_| root)
         });
         let root = match created {
             Ok(root) => root,
@@ -826,7 +826,7 @@ impl Database {
             }
         }
         let maps: std::collections::HashSet<PageNo> =
-            allocated.iter().copied().filter(|&p| (p - 1) % tessera_access::space::BITS_PER_MAP == 0).collect();
+            allocated.iter().copied().filter(|&p| (p.raw() - 1) % tessera_access::space::BITS_PER_MAP == 0).collect();
         used.sort_unstable();
         if let Some(w) = used.windows(2).find(|w| w[0] == w[1]) {
             return Err(self.inconsistent(format!("page {} is used twice", w[0])));

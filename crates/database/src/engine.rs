@@ -772,7 +772,7 @@ impl Engine {
                 out.push(BufferDescriptor {
                     database: name.clone(),
                     database_id: *id,
-                    page,
+                    page: page.raw(),
                     dirty,
                     in_extension: false,
                 });
@@ -784,7 +784,7 @@ impl Engine {
                     out.push(BufferDescriptor {
                         database: name.clone(),
                         database_id: *id,
-                        page,
+                        page: page.raw(),
                         dirty: false,
                         in_extension: true,
                     });

@@ -303,7 +303,9 @@ fn a_corrupted_page_is_reported_and_the_rest_stays_readable() {
     let victim = (3..bytes.len() / 8192)
         .find(|&p| {
             let page = &bytes[p * 8192..(p + 1) * 8192];
-            page[12] == 3 && u16::from_le_bytes([page[32], page[33]]) > 10 && tessera_buffer::page::prev(page) != 0
+            page[12] == 3
+                && u16::from_le_bytes([page[32], page[33]]) > 10
+                && !tessera_buffer::page::prev(page).is_none()
         })
         .expect("a leaf page with a left sibling");
     bytes[victim * 8192 + 5000] ^= 0x5A;

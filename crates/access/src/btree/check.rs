@@ -43,7 +43,7 @@ pub fn check(space: &Space, root: PageNo) -> Result<(TreeStats, Vec<PageNo>)> {
         let g = read(space, no)?;
         let bad = |what: String| damaged(space, no, &what);
         slotted::check(&g).map_err(bad)?;
-        if page::object_id(&g) != root {
+        if page::object_id(&g) != root.raw() {
             return Err(bad(format!("page belongs to object {} not {root}", page::object_id(&g))));
         }
         let level = page::level(&g);
@@ -96,7 +96,7 @@ pub fn check(space: &Space, root: PageNo) -> Result<(TreeStats, Vec<PageNo>)> {
                 .collect();
             // Push right to left so leaves are visited left to right.
             for child in children.into_iter().rev() {
-                if child.page == 0 || depth_of.insert(child.page, depth + 1).is_some() {
+                if child.page.is_none() || depth_of.insert(child.page, depth + 1).is_some() {
                     return Err(bad(format!("child {} is null or referenced twice", child.page)));
                 }
                 stack.push(child);
@@ -105,8 +105,8 @@ pub fn check(space: &Space, root: PageNo) -> Result<(TreeStats, Vec<PageNo>)> {
     }
     stats.depth = leaf_depth.unwrap_or(1);
     for (i, &(no, prev, next)) in leaves.iter().enumerate() {
-        let want_prev = if i == 0 { 0 } else { leaves[i - 1].0 };
-        let want_next = if i + 1 == leaves.len() { 0 } else { leaves[i + 1].0 };
+        let want_prev = if i == 0 { PageNo::NONE } else { leaves[i - 1].0 };
+        let want_next = if i + 1 == leaves.len() { PageNo::NONE } else { leaves[i + 1].0 };
         if prev != want_prev || next != want_next {
             return Err(damaged(space, no, &format!("sibling links {prev}/{next}, expected {want_prev}/{want_next}")));
         }

@@ -31,7 +31,7 @@ pub(super) fn lock_key(space: &Space, txn: &mut Txn, i: usize, key: &[u8], mode:
         return Ok(false);
     }
     let tree = txn.trees[i].meta.root;
-    let r = Resource::key(tree, key);
+    let r = Resource::key(tree.raw(), key);
     if !space.locks.lock(txn.id, r, mode, txn.wait())? {
         return Ok(false);
     }
@@ -57,13 +57,13 @@ pub(crate) fn keep_lock(space: &Space, txn: &mut Txn, i: usize, r: Resource, hol
     if t.keys >= t.next_escalation {
         let tree = t.meta.root;
         let mode = if t.writer { LockMode::Exclusive } else { LockMode::Shared };
-        match space.locks.try_lock(txn.id, Resource::Table(tree), mode) {
+        match space.locks.try_lock(txn.id, Resource::Table(tree.raw()), mode) {
             Some(new) => {
                 t.table = Some(mode);
                 if new {
-                    txn.locks.push(Resource::Table(tree));
+                    txn.locks.push(Resource::Table(tree.raw()));
                 }
-                let in_tree = |r: &Resource| matches!(r, Resource::Key(t, _) if *t == tree);
+                let in_tree = |r: &Resource| matches!(r, Resource::Key(t, _) if *t == tree.raw());
                 let (released, kept): (Vec<Resource>, Vec<Resource>) = txn.locks.iter().partition(|r| in_tree(r));
                 space.locks.release_all(txn.id, &released);
                 txn.locks = kept;
@@ -87,8 +87,8 @@ pub(crate) fn tree_locks(space: &Space, txn: &mut Txn, tree: PageNo, write: bool
         }
     }
     let intent = if write { LockMode::IntentExclusive } else { LockMode::IntentShared };
-    if space.locks.lock(txn.id, Resource::Table(tree), intent, txn.wait())? {
-        txn.locks.push(Resource::Table(tree));
+    if space.locks.lock(txn.id, Resource::Table(tree.raw()), intent, txn.wait())? {
+        txn.locks.push(Resource::Table(tree.raw()));
     }
     let i = match found {
         Some(i) => i,
@@ -138,7 +138,7 @@ pub(crate) fn lock_app(
 
 /// The body of [`Space::release_key`].
 pub(crate) fn release_key(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]) {
-    let r = Resource::key(tree, key);
+    let r = Resource::key(tree.raw(), key);
     if space.locks.release_unless(txn.id, r, |m| m == LockMode::Exclusive).is_none() {
         txn.locks.retain(|&l| l != r);
         txn.statement_locks.retain(|l| *l != r);
@@ -160,7 +160,7 @@ pub(crate) fn lock_table(space: &Space, txn: &mut Txn, i: usize, mode: LockMode)
     if txn.trees[i].table.is_some_and(|m| m.max(mode) == m) {
         return Ok(());
     }
-    let r = Resource::Table(txn.trees[i].meta.root);
+    let r = Resource::Table(txn.trees[i].meta.root.raw());
     if space.locks.lock(txn.id, r, mode, txn.wait())? {
         txn.locks.push(r);
     }

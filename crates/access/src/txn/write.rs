@@ -79,7 +79,7 @@ fn change(
 /// the tree's append hint.
 fn note_placed(txn: &Txn, meta: &TreeMeta, placed: btree::Placed) {
     if placed.rightmost {
-        meta.append_hint.store(placed.leaf, Ordering::Relaxed);
+        meta.append_hint.store(placed.leaf.raw(), Ordering::Relaxed);
     }
     txn.set_last_lsn(placed.lsn);
 }
@@ -142,11 +142,11 @@ fn append_leaf<'t>(space: &Space, txn: &'t mut Txn, tree: PageNo, meta: &TreeMet
     if hint == 0 {
         return Ok(None);
     }
-    let held = matches!(&txn.append_leaf, Some((t, h)) if *t == tree && h.page_no() == hint);
+    let held = matches!(&txn.append_leaf, Some((t, h)) if *t == tree && h.page_no() == PageNo::from_raw(hint));
     if !held {
         // Unpin the old leaf before pinning the new one: a transaction holds one.
         txn.append_leaf = None;
-        txn.append_leaf = Some((tree, space.pool.fetch(space.file, hint)?));
+        txn.append_leaf = Some((tree, space.pool.fetch(space.file, PageNo::from_raw(hint))?));
     }
     Ok(txn.append_leaf.as_ref().map(|(_, h)| h))
 }

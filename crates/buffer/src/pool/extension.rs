@@ -340,7 +340,7 @@ mod tests {
     fn image(no: u32, fill: u8) -> Vec<u8> {
         let mut p = vec![fill; PAGE_SIZE];
         p[..page::HEADER_SIZE].fill(0);
-        page::set_page_no(&mut p, no);
+        page::set_page_no(&mut p, PageNo::from_raw(no));
         p
     }
 
@@ -350,17 +350,17 @@ mod tests {
         let ext = Extension::create(&dir.path().join("x.bpe"), 4 * PAGE_SIZE as u64).unwrap();
         let mut buf = AlignedBuf::new(PAGE_SIZE);
         for no in 0..3 {
-            ext.stage(key(FileId(1), no), &image(no, no as u8 + 1));
+            ext.stage(key(FileId(1), PageNo::from_raw(no)), &image(no, no as u8 + 1));
         }
         ext.drain();
-        assert!(ext.read(key(FileId(1), 2), &mut buf));
+        assert!(ext.read(key(FileId(1), PageNo::from_raw(2)), &mut buf));
         assert_eq!(buf[PAGE_SIZE - 1], 3);
-        assert!(!ext.read(key(FileId(2), 2), &mut buf), "another file's page 2 is not this one");
-        ext.invalidate(key(FileId(1), 2));
-        assert!(!ext.read(key(FileId(1), 2), &mut buf), "dirtied in RAM: gone");
+        assert!(!ext.read(key(FileId(2), PageNo::from_raw(2)), &mut buf), "another file's page 2 is not this one");
+        ext.invalidate(key(FileId(1), PageNo::from_raw(2)));
+        assert!(!ext.read(key(FileId(1), PageNo::from_raw(2)), &mut buf), "dirtied in RAM: gone");
         // Six more pages into four slots: the clock evicts.
         for no in 10..16 {
-            ext.stage(key(FileId(1), no), &image(no, 9));
+            ext.stage(key(FileId(1), PageNo::from_raw(no)), &image(no, 9));
         }
         ext.drain();
         let s = ext.stats();
@@ -379,7 +379,7 @@ mod tests {
         let ext = Extension::create(&dir.path().join("x.bpe"), 64 * PAGE_SIZE as u64).unwrap();
         let mut buf = AlignedBuf::new(PAGE_SIZE);
         for round in 0..200u32 {
-            let k = key(FileId(1), round % 7);
+            let k = key(FileId(1), PageNo::from_raw(round % 7));
             // The page was dirtied (and written) since its last copy: a new image.
             ext.invalidate(k);
             ext.stage(k, &image(round % 7, (round % 250) as u8));
@@ -402,7 +402,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.bpe");
         let ext = Extension::create(&path, 8 * PAGE_SIZE as u64).unwrap();
-        ext.stage(key(FileId(1), 5), &image(5, 7));
+        ext.stage(key(FileId(1), PageNo::from_raw(5)), &image(5, 7));
         ext.drain();
         // Damage every slot behind the extension's back.
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -410,7 +410,7 @@ mod tests {
             std::os::unix::fs::FileExt::write_all_at(&f, &[0xAB; 64], s * PAGE_SIZE as u64 + 100).unwrap();
         }
         let mut buf = AlignedBuf::new(PAGE_SIZE);
-        assert!(!ext.read(key(FileId(1), 5), &mut buf), "checksum failure: not used");
+        assert!(!ext.read(key(FileId(1), PageNo::from_raw(5)), &mut buf), "checksum failure: not used");
         assert_eq!(ext.stats().damaged, 1);
         assert_eq!(ext.stats().used, 0, "and forgotten");
     }

@@ -169,7 +169,7 @@ impl Inner {
                     Err(damage) => Err(Error::Corrupt {
                         database: entry.store.database_name().to_string(),
                         path: entry.store.path().to_path_buf(),
-                        page: no,
+                        page: no.raw(),
                         detail: damage.to_string(),
                     }),
                 }

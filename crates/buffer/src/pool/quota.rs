@@ -12,6 +12,7 @@ use super::frame::{Kind, State, MAX_USAGE, USAGE_SHIFT};
 use super::registry::{not_registered, FileEntry};
 use super::table::key;
 use super::{FileId, Inner};
+use crate::page::PageNo;
 
 /// No limit.
 const UNLIMITED: usize = usize::MAX;
@@ -112,14 +113,14 @@ impl Inner {
         let mut at = q.hand.load(Ordering::Relaxed);
         let mut last_err = None;
         for _ in 0..budget {
-            let Some((no, i)) = radix.next_resident(at) else {
+            let Some((no, i)) = radix.next_resident(PageNo::from_raw(at)) else {
                 if at == 0 {
                     break; // nothing resident
                 }
                 at = 0; // round again: hot pages age by one each time round
                 continue;
             };
-            at = no.saturating_add(1);
+            at = no.saturating_add(1).raw();
             q.hand.store(at, Ordering::Relaxed);
             let f = self.frame(i);
             if f.key.load(Ordering::Relaxed) != key(entry.id, no) {

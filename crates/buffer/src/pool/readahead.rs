@@ -184,7 +184,7 @@ impl Inner {
         let requester = &*run.requester;
         let budget = (self.limit.load(Ordering::Relaxed) / 4).max(1);
         let mut claimed: Vec<(PageNo, u32)> = Vec::with_capacity(run.count as usize);
-        for no in run.first..run.first.saturating_add(run.count) {
+        for no in run.first.up_to(run.first.saturating_add(run.count)) {
             let gap = claimed.last().is_some_and(|&(last, _)| last + 1 != no);
             if gap {
                 self.load_claimed(&entry, &mut claimed, requester);

@@ -21,7 +21,7 @@ pub(super) const SHARDS: usize = 64;
 pub(super) type Key = u64;
 
 pub(super) fn key(file: FileId, no: PageNo) -> Key {
-    (u64::from(file.0) << 32) | u64::from(no)
+    (u64::from(file.0) << 32) | u64::from(no.raw())
 }
 
 pub(super) fn key_file(k: Key) -> u32 {
@@ -29,7 +29,7 @@ pub(super) fn key_file(k: Key) -> u32 {
 }
 
 pub(super) fn key_page(k: Key) -> PageNo {
-    k as u32
+    PageNo::from_raw(k as u32)
 }
 
 /// A 64-bit finaliser with full avalanche (every input bit flips each output bit with
@@ -93,7 +93,7 @@ fn span(height: usize) -> u64 {
 }
 
 /// The child of a node at `height` (>= 2) on the way to page `no`.
-fn child_index(no: PageNo, height: usize) -> usize {
+fn child_index(no: u32, height: usize) -> usize {
     (u64::from(no) >> (LEAF_BITS as usize + NODE_BITS as usize * (height - 2))) as usize & (NODE_LEN - 1)
 }
 
@@ -118,6 +118,7 @@ impl Radix {
     /// The entry of page `no`, if the path to it exists.
     #[inline]
     pub fn entry(&self, no: PageNo) -> Option<&AtomicU32> {
+        let no = no.raw();
         let root = self.root.load(Ordering::Acquire);
         let mut height = root & HEIGHT_MASK;
         if height == 0 || u64::from(no) >= span(height) {
@@ -149,6 +150,7 @@ impl Radix {
     /// different shard mutexes) may race to add the same node: each installs with a
     /// compare-and-swap and the loser frees its unpublished copy.
     pub fn entry_or_grow(&self, no: PageNo) -> &AtomicU32 {
+        let no = no.raw();
         loop {
             let root = self.root.load(Ordering::Acquire);
             let height = root & HEIGHT_MASK;
@@ -213,10 +215,10 @@ impl Radix {
     pub fn next_resident(&self, from: PageNo) -> Option<(PageNo, u32)> {
         let root = self.root.load(Ordering::Acquire);
         let height = root & HEIGHT_MASK;
-        if height == 0 || u64::from(from) >= span(height) {
+        if height == 0 || u64::from(from.raw()) >= span(height) {
             return None;
         }
-        first_from(root & !HEIGHT_MASK, height, 0, u64::from(from))
+        first_from(root & !HEIGHT_MASK, height, 0, u64::from(from.raw()))
     }
 
     /// Bytes allocated for the tree's nodes.
@@ -249,7 +251,7 @@ fn first_from(p: usize, height: usize, base: u64, from: u64) -> Option<(PageNo, 
         let start = from.saturating_sub(base) as usize;
         return leaf.0[start..].iter().enumerate().find_map(|(j, e)| {
             let i = e.load(Ordering::Acquire).checked_sub(1)?;
-            Some(((base + (start + j) as u64) as PageNo, i))
+            Some((PageNo::from_raw((base + (start + j) as u64) as u32), i))
         });
     }
     // SAFETY: see `Radix::entry`.
@@ -269,7 +271,7 @@ fn collect(p: usize, height: usize, base: u64, out: &mut Vec<(PageNo, u32)>) {
         let leaf = unsafe { &*(p as *const Leaf) };
         for (j, e) in leaf.0.iter().enumerate() {
             if let Some(i) = e.load(Ordering::Acquire).checked_sub(1) {
-                out.push(((base + j as u64) as PageNo, i));
+                out.push((PageNo::from_raw((base + j as u64) as u32), i));
             }
         }
         return;
@@ -440,13 +442,17 @@ impl SlotTable {
 mod tests {
     use super::*;
 
+    fn pg(n: u32) -> PageNo {
+        PageNo::from_raw(n)
+    }
+
     #[test]
     fn keys_round_trip_and_spread_over_shards() {
-        let k = key(FileId(7), 123_456);
-        assert_eq!((key_file(k), key_page(k)), (7, 123_456));
+        let k = key(FileId(7), pg(123_456));
+        assert_eq!((key_file(k), key_page(k)), (7, pg(123_456)));
         let mut counts = [0usize; SHARDS];
         for no in 0..64_000 {
-            counts[shard_of(key(FileId(1), no))] += 1;
+            counts[shard_of(key(FileId(1), pg(no)))] += 1;
         }
         assert!(counts.iter().all(|&c| (700..1300).contains(&c)), "{counts:?}");
     }
@@ -454,43 +460,43 @@ mod tests {
     #[test]
     fn radix_grows_upward_and_keeps_entries() {
         let r = Radix::new();
-        assert_eq!((r.get(0), r.get(u32::MAX)), (None, None));
-        assert!(r.entry(5).is_none() && r.resident().is_empty());
-        r.entry_or_grow(5).store(11, Ordering::Relaxed);
+        assert_eq!((r.get(pg(0)), r.get(pg(u32::MAX))), (None, None));
+        assert!(r.entry(pg(5)).is_none() && r.resident().is_empty());
+        r.entry_or_grow(pg(5)).store(11, Ordering::Relaxed);
         assert_eq!(r.footprint(), 4096, "a small file costs one leaf");
-        assert_eq!((r.get(5), r.get(6), r.get(1024)), (Some(10), None, None));
+        assert_eq!((r.get(pg(5)), r.get(pg(6)), r.get(pg(1024))), (Some(10), None, None));
         let pages = [0, 1023, 1024, 70_000, 1 << 20, (1 << 30) + 3, u32::MAX - 1, u32::MAX];
         for (j, &no) in pages.iter().enumerate() {
-            r.entry_or_grow(no).store(100 + j as u32, Ordering::Relaxed);
+            r.entry_or_grow(pg(no)).store(100 + j as u32, Ordering::Relaxed);
         }
-        assert_eq!(r.get(5), Some(10), "growing keeps the old root as the first child");
+        assert_eq!(r.get(pg(5)), Some(10), "growing keeps the old root as the first child");
         for (j, &no) in pages.iter().enumerate() {
-            assert_eq!(r.get(no), Some(99 + j as u32), "page {no}");
+            assert_eq!(r.get(pg(no)), Some(99 + j as u32), "page {no}");
         }
         assert_eq!(r.root.load(Ordering::Relaxed) & HEIGHT_MASK, MAX_HEIGHT);
-        let mut want: Vec<(PageNo, u32)> = pages.iter().enumerate().map(|(j, &no)| (no, 99 + j as u32)).collect();
-        want.push((5, 10));
+        let mut want: Vec<(PageNo, u32)> = pages.iter().enumerate().map(|(j, &no)| (pg(no), 99 + j as u32)).collect();
+        want.push((pg(5), 10));
         want.sort_unstable();
         assert_eq!(r.resident(), want);
         // Walking from any page finds the next resident one, skipping absent subtrees.
         let mut walked = Vec::new();
         let mut at = 0;
-        while let Some((no, i)) = r.next_resident(at) {
+        while let Some((no, i)) = r.next_resident(pg(at)) {
             walked.push((no, i));
             match no.checked_add(1) {
-                Some(n) => at = n,
+                Some(n) => at = n.raw(),
                 None => break,
             }
         }
         assert_eq!(walked, want, "a walk with next_resident visits what resident() lists");
-        assert_eq!(r.next_resident(6), Some((1023, 100)));
-        assert_eq!(r.next_resident(70_001), Some((1 << 20, 103)));
-        assert_eq!(r.next_resident((1 << 30) + 4), Some((u32::MAX - 1, 105)));
-        r.entry(70_000).unwrap().store(0, Ordering::Relaxed);
-        assert_eq!(r.get(70_000), None);
+        assert_eq!(r.next_resident(pg(6)), Some((pg(1023), 100)));
+        assert_eq!(r.next_resident(pg(70_001)), Some((pg(1 << 20), 103)));
+        assert_eq!(r.next_resident(pg((1 << 30) + 4)), Some((pg(u32::MAX - 1), 105)));
+        r.entry(pg(70_000)).unwrap().store(0, Ordering::Relaxed);
+        assert_eq!(r.get(pg(70_000)), None);
         assert_eq!(r.resident().len(), want.len() - 1);
-        assert_eq!(r.next_resident(1025), Some((1 << 20, 103)));
-        assert_eq!(Radix::new().next_resident(0), None);
+        assert_eq!(r.next_resident(pg(1025)), Some((pg(1 << 20), 103)));
+        assert_eq!(Radix::new().next_resident(pg(0)), None);
     }
 
     #[test]
@@ -502,7 +508,7 @@ mod tests {
                 s.spawn(move || {
                     for j in 0..20_000u32 {
                         let no = j.wrapping_mul(2_654_435_761).rotate_left(t * 8) | t;
-                        r.entry_or_grow(no).store(no % 1000 + 1, Ordering::Relaxed);
+                        r.entry_or_grow(pg(no)).store(no % 1000 + 1, Ordering::Relaxed);
                     }
                 });
             }
@@ -510,7 +516,7 @@ mod tests {
         for t in 0..4u32 {
             for j in 0..20_000u32 {
                 let no = j.wrapping_mul(2_654_435_761).rotate_left(t * 8) | t;
-                assert_eq!(r.get(no), Some(no % 1000), "page {no}");
+                assert_eq!(r.get(pg(no)), Some(no % 1000), "page {no}");
             }
         }
     }

@@ -16,6 +16,11 @@ use super::table::key;
 use super::*;
 use crate::page::{self, HEADER_SIZE, PAGE_SIZE};
 
+/// Page `n` (the tests name pages by number).
+fn pg(n: u32) -> PageNo {
+    PageNo::from_raw(n)
+}
+
 // ----- a file-backed store that records what the pool asks of it ---------------------------
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +75,7 @@ fn read_disk(file: &DataFile, no: PageNo) -> Vec<u8> {
     let mut buf = vec![0u8; PAGE_SIZE];
     let mut done = 0;
     while done < PAGE_SIZE {
-        let n = file.read_at(&mut buf[done..], u64::from(no) * PAGE_SIZE as u64 + done as u64).unwrap();
+        let n = file.read_at(&mut buf[done..], no.byte_offset() + done as u64).unwrap();
         if n == 0 {
             break;
         }
@@ -95,7 +100,7 @@ impl PageStore for FileStore {
         assert!(bufs.iter().all(|b| b.len() == PAGE_SIZE && (b.as_ptr() as usize).is_multiple_of(4096)));
         self.reads.fetch_add(bufs.len() as u64, Ordering::SeqCst);
         self.note(Call::ReadRun(first, bufs.len()));
-        for (no, buf) in (first..).zip(bufs.iter_mut()) {
+        for (no, buf) in first.onward().zip(bufs.iter_mut()) {
             buf.copy_from_slice(&read_disk(&self.file, no));
         }
         Ok(())
@@ -109,15 +114,10 @@ impl PageStore for FileStore {
         );
         assert_eq!(page::verify(buf, no), Ok(()), "page {no} written unsealed");
         if self.fail_writes.load(Ordering::SeqCst) {
-            return Err(Error::io(
-                "write",
-                self.file.path(),
-                u64::from(no) * 8192,
-                std::io::Error::from_raw_os_error(5),
-            ));
+            return Err(Error::io("write", self.file.path(), no.byte_offset(), std::io::Error::from_raw_os_error(5)));
         }
         self.note(Call::Write(no, lsn));
-        self.file.write_all_at(buf, u64::from(no) * PAGE_SIZE as u64)
+        self.file.write_all_at(buf, no.byte_offset())
     }
     fn flush_log_to(&self, lsn: Lsn) -> Result<()> {
         self.flushed.fetch_max(lsn.raw(), Ordering::SeqCst);
@@ -171,7 +171,7 @@ fn fill(p: &mut [u8], no: PageNo, lsn: u64, seed: u8) {
     page::set_page_no(p, no);
     page::set_lsn(p, Lsn::from_raw(lsn));
     for (j, b) in p[HEADER_SIZE..].iter_mut().enumerate() {
-        *b = seed ^ (j as u8) ^ (no as u8);
+        *b = seed ^ (j as u8) ^ (no.raw() as u8);
     }
 }
 
@@ -179,7 +179,7 @@ fn check(p: &[u8], no: PageNo, lsn: u64, seed: u8) {
     assert_eq!(page::page_no(p), no, "page_no of page {no}");
     assert_eq!(page::lsn(p).raw(), lsn, "lsn of page {no}");
     for (j, &b) in p[HEADER_SIZE..].iter().enumerate() {
-        assert_eq!(b, seed ^ (j as u8) ^ (no as u8), "page {no} byte {}", j + HEADER_SIZE);
+        assert_eq!(b, seed ^ (j as u8) ^ (no.raw() as u8), "page {no} byte {}", j + HEADER_SIZE);
     }
 }
 
@@ -199,9 +199,9 @@ fn tiny_pool_evicts_and_reads_back_1000_pages() {
     let pool = pool(16, false);
     let f = pool.register(store.clone());
     for no in 0..1000 {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
-        fill(&mut w, no, 10 + u64::from(no), 7);
+        fill(&mut w, pg(no), 10 + u64::from(no), 7);
         w.mark_dirty();
     }
     let s = pool.stats();
@@ -209,8 +209,8 @@ fn tiny_pool_evicts_and_reads_back_1000_pages() {
     assert!(s.evictions >= 984 && s.writes >= 984, "{s:?}");
     pool.inner.check_invariants(true);
     for no in (0..1000).rev() {
-        let h = pool.fetch(f, no).unwrap();
-        check(&h.read(), no, 10 + u64::from(no), 7);
+        let h = pool.fetch(f, pg(no)).unwrap();
+        check(&h.read(), pg(no), 10 + u64::from(no), 7);
     }
     let s = pool.stats();
     assert!(s.reads >= 984, "{s:?}");
@@ -228,9 +228,9 @@ fn dirty_eviction_flushes_the_log_to_the_page_lsn_first() {
     let pool = pool(4, false);
     let f = pool.register(store.clone());
     for no in 0..12 {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
-        fill(&mut w, no, 1000 + u64::from(no) * 3, 1);
+        fill(&mut w, pg(no), 1000 + u64::from(no) * 3, 1);
         w.mark_dirty();
     }
     let calls = store.calls();
@@ -241,14 +241,14 @@ fn dirty_eviction_flushes_the_log_to_the_page_lsn_first() {
         .collect();
     assert_eq!(writes.len(), 8, "{calls:?}");
     for (j, no, lsn) in writes {
-        assert_eq!(lsn, 1000 + u64::from(no) * 3);
+        assert_eq!(lsn, 1000 + u64::from(no.raw()) * 3);
         assert_eq!(calls[j - 1], Call::FlushLog(lsn), "write of page {no} not preceded by its log flush: {calls:?}");
     }
     // A clean eviction neither flushes the log nor writes.
     pool.flush_file(f).unwrap();
     let before = store.calls().len();
     for no in 0..4 {
-        drop(pool.fetch(f, 100 + no).unwrap());
+        drop(pool.fetch(f, pg(100 + no)).unwrap());
     }
     assert!(store.calls()[before..].iter().all(|c| matches!(c, Call::Read(_))), "{:?}", &store.calls()[before..]);
 }
@@ -260,16 +260,16 @@ fn flush_file_writes_every_dirty_page_then_syncs() {
     let pool = pool(64, false);
     let f = pool.register(store.clone());
     for no in 0..30 {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
-        fill(&mut w, no, 5, 3);
+        fill(&mut w, pg(no), 5, 3);
         if no % 3 != 0 {
             w.mark_dirty();
         }
     }
     assert_eq!(pool.stats().dirty_pages, 20);
     // A reader holding a shared latch does not stop the checkpoint.
-    let reader = pool.fetch(f, 1).unwrap();
+    let reader = pool.fetch(f, pg(1)).unwrap();
     let r = reader.read();
     pool.flush_file(f).unwrap();
     drop(r);
@@ -279,16 +279,16 @@ fn flush_file_writes_every_dirty_page_then_syncs() {
     let calls = store.calls();
     assert_eq!(calls.last(), Some(&Call::Sync));
     for no in (0..30).filter(|n| n % 3 != 0) {
-        check(&read_disk(&store.file, no), no, 5, 3);
-        assert_eq!(page::verify(&read_disk(&store.file, no), no), Ok(()));
+        check(&read_disk(&store.file, pg(no)), pg(no), 5, 3);
+        assert_eq!(page::verify(&read_disk(&store.file, pg(no)), pg(no)), Ok(()));
     }
     pool.flush_file(f).unwrap();
     assert_eq!(pool.stats().writes, 20, "second flush has nothing to write");
     // Re-dirtied pages are written again.
-    write_page(&pool, f, 4, 6, 9);
+    write_page(&pool, f, pg(4), 6, 9);
     pool.flush_all().unwrap();
     assert_eq!(pool.stats().writes, 21);
-    check(&read_disk(&store.file, 4), 4, 6, 9);
+    check(&read_disk(&store.file, pg(4)), pg(4), 6, 9);
     pool.inner.check_invariants(true);
 }
 
@@ -300,23 +300,23 @@ fn unregister_writes_and_forgets_discard_forgets_only() {
     let pool = pool(32, false);
     let f = pool.register(store.clone());
     for no in 0..10 {
-        write_page(&pool, f, no, 20, 4);
+        write_page(&pool, f, pg(no), 20, 4);
     }
     pool.unregister(f).unwrap();
     assert_eq!(pool.stats().resident_pages, 0);
     assert_eq!(pool.stats().dirty_pages, 0);
-    assert_eq!(pool.fetch(f, 0).unwrap_err().number(), 50000);
+    assert_eq!(pool.fetch(f, PageNo::NONE).unwrap_err().number(), 50000);
     assert!(pool.flush_file(f).is_err());
     for no in 0..10 {
-        check(&read_disk(&store.file, no), no, 20, 4);
+        check(&read_disk(&store.file, pg(no)), pg(no), 20, 4);
     }
     // Discard drops unwritten changes.
     let g = pool.register(FileStore::open(&path, OpenMode::Existing));
     assert_ne!(f, g);
     for no in 0..10 {
-        write_page(&pool, g, no, 30, 5);
+        write_page(&pool, g, pg(no), 30, 5);
     }
-    let pinned = pool.fetch(g, 3).unwrap();
+    let pinned = pool.fetch(g, pg(3)).unwrap();
     pool.discard(g);
     let s = pool.stats();
     assert_eq!(s.resident_pages, 0, "{s:?}");
@@ -326,18 +326,18 @@ fn unregister_writes_and_forgets_discard_forgets_only() {
     assert_eq!(pool.stats().dirty_pages, 0);
     pool.inner.check_invariants(true);
     for no in 0..10 {
-        check(&read_disk(&store.file, no), no, 20, 4);
+        check(&read_disk(&store.file, pg(no)), pg(no), 20, 4);
     }
     let h = pool.register(FileStore::open(&path, OpenMode::Existing));
     for no in 0..10 {
-        check(&pool.fetch(h, no).unwrap().read(), no, 20, 4);
+        check(&pool.fetch(h, pg(no)).unwrap().read(), pg(no), 20, 4);
     }
     pool.discard(h);
     pool.discard(h); // twice is harmless
                      // The freed frames are reused.
     let k = pool.register(Arc::new(NullStore));
     for no in 0..32 {
-        drop(pool.fetch_new(k, no).unwrap());
+        drop(pool.fetch_new(k, pg(no)).unwrap());
     }
     assert_eq!(pool.stats().evictions, 0);
     pool.inner.check_invariants(true);
@@ -351,19 +351,19 @@ fn corrupt_page_is_error_824_and_not_cached() {
     let pool = pool(32, false);
     let f = pool.register(store.clone());
     for no in 0..8 {
-        write_page(&pool, f, no, 40, 6);
+        write_page(&pool, f, pg(no), 40, 6);
     }
     pool.unregister(f).unwrap();
     // Flip one bit of page 3, and put page 5's image where page 6 belongs.
-    let mut p3 = read_disk(&store.file, 3);
+    let mut p3 = read_disk(&store.file, pg(3));
     p3[5000] ^= 0x10;
     store.file.write_all_at(&p3, 3 * PAGE_SIZE as u64).unwrap();
-    store.file.write_all_at(&read_disk(&store.file, 5), 6 * PAGE_SIZE as u64).unwrap();
+    store.file.write_all_at(&read_disk(&store.file, pg(5)), 6 * PAGE_SIZE as u64).unwrap();
 
     let f = pool.register(FileStore::open(&path, OpenMode::Existing));
     let resident = pool.stats().resident_pages;
     for _ in 0..2 {
-        let err = pool.fetch(f, 3).unwrap_err();
+        let err = pool.fetch(f, pg(3)).unwrap_err();
         assert_eq!(err.number(), 824);
         match &err {
             Error::Corrupt { database, path: p, page, detail } => {
@@ -376,11 +376,11 @@ fn corrupt_page_is_error_824_and_not_cached() {
         assert!(msg.contains("(1:3)") && msg.contains("testdb") && msg.contains("bad.dat"), "{msg}");
         assert_eq!(pool.stats().resident_pages, resident, "a corrupt page must not stay cached");
     }
-    let err = pool.fetch(f, 6).unwrap_err();
+    let err = pool.fetch(f, pg(6)).unwrap_err();
     assert_eq!(err.number(), 824);
     assert!(err.to_string().contains("pageid"), "{err}");
     for no in [0, 1, 2, 4, 5, 7] {
-        check(&pool.fetch(f, no).unwrap().read(), no, 40, 6);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 40, 6);
     }
     pool.inner.check_invariants(true);
 }
@@ -389,19 +389,19 @@ fn corrupt_page_is_error_824_and_not_cached() {
 fn all_frames_pinned_is_pool_exhausted_not_a_hang() {
     let pool = pool(4, true);
     let f = pool.register(Arc::new(NullStore));
-    let held: Vec<PageHandle> = (0..4).map(|no| pool.fetch(f, no).unwrap()).collect();
+    let held: Vec<PageHandle> = (0..4).map(|no| pool.fetch(f, pg(no)).unwrap()).collect();
     let _latched: Vec<PageWrite<'_>> = held.iter().map(|h| h.write()).collect();
     let t = Instant::now();
-    assert_eq!(pool.fetch(f, 4).unwrap_err().number(), 802);
-    assert_eq!(pool.fetch_new(f, 5).unwrap_err().number(), 802);
+    assert_eq!(pool.fetch(f, pg(4)).unwrap_err().number(), 802);
+    assert_eq!(pool.fetch_new(f, pg(5)).unwrap_err().number(), 802);
     assert!(t.elapsed() < Duration::from_secs(2));
     // A page already cached is still a hit.
-    let again = pool.fetch(f, 2).unwrap();
-    assert_eq!(again.page_no(), 2);
+    let again = pool.fetch(f, pg(2)).unwrap();
+    assert_eq!(again.page_no(), pg(2));
     drop(again);
     drop(_latched);
     drop(held);
-    assert_eq!(pool.fetch(f, 4).unwrap().page_no(), 4);
+    assert_eq!(pool.fetch(f, pg(4)).unwrap().page_no(), pg(4));
     pool.inner.check_invariants(true);
 }
 
@@ -412,19 +412,19 @@ fn write_errors_surface_and_pages_stay_dirty() {
     let pool = pool(4, false);
     let f = pool.register(store.clone());
     for no in 0..4 {
-        write_page(&pool, f, no, 50, 2);
+        write_page(&pool, f, pg(no), 50, 2);
     }
     store.fail_writes.store(true, Ordering::SeqCst);
-    assert_eq!(pool.fetch(f, 10).unwrap_err().number(), 823);
+    assert_eq!(pool.fetch(f, pg(10)).unwrap_err().number(), 823);
     assert_eq!(pool.flush_file(f).unwrap_err().number(), 823);
     assert_eq!(pool.unregister(f).unwrap_err().number(), 823);
     assert_eq!(pool.stats().dirty_pages, 4);
     pool.inner.check_invariants(true);
     store.fail_writes.store(false, Ordering::SeqCst);
-    drop(pool.fetch(f, 10).unwrap());
+    drop(pool.fetch(f, pg(10)).unwrap());
     pool.unregister(f).unwrap();
     for no in 0..4 {
-        check(&read_disk(&store.file, no), no, 50, 2);
+        check(&read_disk(&store.file, pg(no)), pg(no), 50, 2);
     }
 }
 
@@ -462,9 +462,9 @@ fn a_panicking_store_leaves_the_pool_usable() {
     let store = Arc::new(PanicStore { panic: AtomicBool::new(false) });
     let pool = pool(8, false);
     let f = pool.register(store.clone());
-    write_page(&pool, f, 1, 3, 3);
+    write_page(&pool, f, pg(1), 3, 3);
     store.panic.store(true, Ordering::SeqCst);
-    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.fetch(f, 2).map(|_| ())));
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.fetch(f, pg(2)).map(|_| ())));
     let flush = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.flush_file(f)));
     assert!(read.is_err() && flush.is_err());
     pool.inner.check_invariants(true);
@@ -472,7 +472,7 @@ fn a_panicking_store_leaves_the_pool_usable() {
     assert_eq!(pool.stats().dirty_pages, 1);
     pool.flush_file(f).unwrap();
     assert_eq!(pool.stats().dirty_pages, 0);
-    drop(pool.fetch(f, 2).unwrap());
+    drop(pool.fetch(f, pg(2)).unwrap());
     pool.inner.check_invariants(true);
 }
 
@@ -490,7 +490,7 @@ fn concurrent_misses_on_one_page_share_one_frame() {
             .map(|_| {
                 s.spawn(|| {
                     barrier.wait();
-                    let h = pool.fetch(f, 7).unwrap();
+                    let h = pool.fetch(f, pg(7)).unwrap();
                     let p = h.read().as_ptr() as usize;
                     p
                 })
@@ -548,30 +548,30 @@ fn four_threads_hammer_overlapping_pages() {
                                 // Two pins and two exclusive latches at once, in page order.
                                 let b = (a + 1 + ((r >> 40) % 5) as u32) % PAGES;
                                 let (lo, hi) = (a.min(b), a.max(b));
-                                let hl = pool.fetch(f, lo).unwrap();
-                                let hh = pool.fetch(f, hi).unwrap();
+                                let hl = pool.fetch(f, pg(lo)).unwrap();
+                                let hh = pool.fetch(f, pg(hi)).unwrap();
                                 let mut wl = hl.write();
                                 let mut wh = hh.write();
                                 for (w, no) in [(&mut wl, lo), (&mut wh, hi)] {
                                     let c = counter(w) + 1;
                                     w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
-                                    page::set_page_no(w, no);
+                                    page::set_page_no(w, pg(no));
                                     page::set_lsn(w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
                                     w.mark_dirty();
                                 }
                                 incs += 2;
                             }
                             1 | 2 => {
-                                let h = pool.fetch(f, a).unwrap();
+                                let h = pool.fetch(f, pg(a)).unwrap();
                                 let r = h.read();
                                 assert!(
-                                    page::page_no(&r) == a || counter(&r) == 0,
+                                    page::page_no(&r) == pg(a) || counter(&r) == 0,
                                     "page {a} holds {}",
                                     page::page_no(&r)
                                 );
                             }
                             _ => {
-                                bump(&pool.fetch(f, a).unwrap());
+                                bump(&pool.fetch(f, pg(a)).unwrap());
                                 incs += 1;
                             }
                         }
@@ -592,12 +592,12 @@ fn four_threads_hammer_overlapping_pages() {
         checkpointer.join().unwrap();
         total
     });
-    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, no).unwrap().read())).sum();
+    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, pg(no)).unwrap().read())).sum();
     assert_eq!(sum, increments);
     pool.inner.check_invariants(true);
     pool.unregister(f).unwrap();
     let g = pool.register(FileStore::open(&path, OpenMode::Existing));
-    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(g, no).unwrap().read())).sum();
+    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(g, pg(no)).unwrap().read())).sum();
     assert_eq!(sum, increments, "totals on disk");
     let s = pool.stats();
     assert!(s.evictions > 0 && s.writes > 0, "{s:?}");
@@ -610,9 +610,9 @@ fn shrink_then_grow_keeps_every_page() {
     let pool = pool(64, false);
     let f = pool.register(store.clone());
     for no in 0..64 {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
-        fill(&mut w, no, 70, 8);
+        fill(&mut w, pg(no), 70, 8);
         w.mark_dirty();
     }
     assert_eq!(pool.stats().resident_pages, 64);
@@ -625,13 +625,13 @@ fn shrink_then_grow_keeps_every_page() {
     assert_eq!(pool.max_bytes(), 16 * PAGE_SIZE);
     pool.inner.check_invariants(true);
     for no in 0..64 {
-        check(&pool.fetch(f, no).unwrap().read(), no, 70, 8);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 70, 8);
         assert!(pool.stats().resident_pages <= 16);
     }
     pool.inner.check_invariants(true);
     // A page pinned beyond the new limit stays until it is unpinned.
     pool.set_max_bytes(64 * PAGE_SIZE).unwrap();
-    let held: Vec<PageHandle> = (100..164).map(|no| pool.fetch_new(f, no).unwrap()).collect();
+    let held: Vec<PageHandle> = (100..164).map(|no| pool.fetch_new(f, pg(no)).unwrap()).collect();
     assert_eq!(pool.stats().resident_pages, 64);
     let keep = held.iter().find(|h| h.idx >= 8).map(|h| h.page_no()).unwrap();
     let pinned = pool.fetch(f, keep).unwrap();
@@ -642,13 +642,13 @@ fn shrink_then_grow_keeps_every_page() {
     drop(pinned);
     // The clock retires the straggler once it is unpinned.
     for no in 200..240 {
-        drop(pool.fetch_new(f, no).unwrap());
+        drop(pool.fetch_new(f, pg(no)).unwrap());
     }
     assert!(pool.stats().resident_pages <= 8);
     pool.inner.check_invariants(true);
     pool.set_max_bytes(32 * PAGE_SIZE).unwrap();
     for no in 0..64 {
-        check(&pool.fetch(f, no).unwrap().read(), no, 70, 8);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 70, 8);
     }
     assert_eq!(pool.stats().resident_pages, 32);
     pool.inner.check_invariants(true);
@@ -660,27 +660,27 @@ fn a_scan_does_not_evict_hot_pages() {
     let f = pool.register(Arc::new(NullStore));
     for _ in 0..6 {
         for no in 0..5 {
-            drop(pool.fetch(f, no).unwrap());
+            drop(pool.fetch(f, pg(no)).unwrap());
         }
     }
     for no in 1000..1500 {
-        drop(pool.fetch(f, no).unwrap());
+        drop(pool.fetch(f, pg(no)).unwrap());
     }
     let before = pool.stats();
     for no in 0..5 {
-        drop(pool.fetch(f, no).unwrap());
+        drop(pool.fetch(f, pg(no)).unwrap());
     }
     let after = pool.stats();
     assert_eq!((after.hits - before.hits, after.reads - before.reads), (5, 0), "{before:?} {after:?}");
     // Once the hot pages stop being used, the clock ages them out when it needs room.
     for no in 2000..2100 {
         for _ in 0..2 {
-            drop(pool.fetch(f, no).unwrap());
+            drop(pool.fetch(f, pg(no)).unwrap());
         }
     }
     let before = pool.stats();
     for no in 0..5 {
-        drop(pool.fetch(f, no).unwrap());
+        drop(pool.fetch(f, pg(no)).unwrap());
     }
     assert_eq!(pool.stats().reads - before.reads, 5);
     pool.inner.check_invariants(true);
@@ -693,9 +693,9 @@ fn background_writer_cleans_cold_dirty_pages() {
     let pool = pool(32, true);
     let f = pool.register(store.clone());
     for no in 0..32 {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
-        fill(&mut w, no, 90, 1);
+        fill(&mut w, pg(no), 90, 1);
         w.mark_dirty();
     }
     let t = Instant::now();
@@ -705,7 +705,7 @@ fn background_writer_cleans_cold_dirty_pages() {
     let s = pool.stats();
     assert_eq!((s.dirty_pages, s.writes, s.evictions), (0, 32, 0), "{s:?}");
     for no in 0..32 {
-        check(&read_disk(&store.file, no), no, 90, 1);
+        check(&read_disk(&store.file, pg(no)), pg(no), 90, 1);
     }
     pool.inner.check_invariants(true);
     let t = Instant::now();
@@ -719,7 +719,7 @@ fn fill_256_mib_then_drop() {
     let pool = pool(frames, true);
     let f = pool.register(Arc::new(NullStore));
     for no in 0..frames as u32 {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
         w[100] = no as u8;
         if no % 2 == 0 {
@@ -728,7 +728,7 @@ fn fill_256_mib_then_drop() {
     }
     let s = pool.stats();
     assert_eq!((s.resident_pages, s.evictions), (frames as u64, 0), "{s:?}");
-    drop(pool.fetch_new(f, frames as u32).unwrap());
+    drop(pool.fetch_new(f, pg(frames as u32)).unwrap());
     assert_eq!(pool.stats().evictions, 1);
     let t = Instant::now();
     drop(pool);
@@ -739,7 +739,7 @@ fn fill_256_mib_then_drop() {
 fn handles_outlive_the_pool_object() {
     let pool = pool(8, true);
     let f = pool.register(Arc::new(NullStore));
-    let h = pool.fetch_new(f, 1).unwrap();
+    let h = pool.fetch_new(f, pg(1)).unwrap();
     drop(pool);
     h.write()[200] = 1;
     assert_eq!(h.read()[200], 1);
@@ -766,19 +766,19 @@ fn guards_and_handles_are_send_and_sync() {
 fn owned_guards_hold_pin_and_latch() {
     let pool = pool(4, false);
     let f = pool.register(Arc::new(NullStore));
-    let mut guards: Vec<PageWriteGuard> = (0..4).map(|no| pool.fetch_new(f, no).unwrap().into_write()).collect();
+    let mut guards: Vec<PageWriteGuard> = (0..4).map(|no| pool.fetch_new(f, pg(no)).unwrap().into_write()).collect();
     for g in guards.iter_mut() {
         let no = g.page_no();
         fill(g, no, 7, 1);
         g.mark_dirty();
     }
     assert_eq!(pool.stats().dirty_pages, 4);
-    assert_eq!(pool.fetch(f, 9).unwrap_err().number(), 802);
+    assert_eq!(pool.fetch(f, pg(9)).unwrap_err().number(), 802);
     drop(guards);
-    let r = pool.fetch(f, 2).unwrap().into_read();
-    let r2 = pool.fetch(f, 2).unwrap().into_read();
-    check(&r, 2, 7, 1);
-    assert_eq!((r2.page_no(), r2.file()), (2, f));
+    let r = pool.fetch(f, pg(2)).unwrap().into_read();
+    let r2 = pool.fetch(f, pg(2)).unwrap().into_read();
+    check(&r, pg(2), 7, 1);
+    assert_eq!((r2.page_no(), r2.file()), (pg(2), f));
     drop((r, r2));
     pool.inner.check_invariants(true);
 }
@@ -839,47 +839,47 @@ fn hits_take_the_lock_free_path_and_stale_translations_are_refused() {
     let pool = pool(8, false);
     let f = pool.register(Arc::new(PatternStore { tag: 3 }));
     let inner = &pool.inner;
-    let i = pool.fetch(f, 1).unwrap().idx;
+    let i = pool.fetch(f, pg(1)).unwrap().idx;
     let radix = inner.entry(f).unwrap().radix;
     let state = |i: u32| inner.frame(i).state.load(Ordering::SeqCst);
 
     // A resident, valid page is pinned without the shard mutex.
     {
-        let _g = inner.shard(key(f, 1)).0.lock();
-        assert_eq!(inner.pin_fast(f, 1, key(f, 1)), Some(i));
+        let _g = inner.shard(key(f, pg(1))).0.lock();
+        assert_eq!(inner.pin_fast(f, pg(1), key(f, pg(1))), Some(i));
         inner.unpin(i);
     }
-    let h = pool.fetch(f, 1).unwrap();
+    let h = pool.fetch(f, pg(1)).unwrap();
     assert_eq!(h.idx, i);
-    check(&h.read(), 1, 1, 3);
+    check(&h.read(), pg(1), 1, 3);
     drop(h);
     // A translation pointing at a frame that holds another page (as a reader that loaded
     // it before the frame was evicted and reused would see) pins nothing.
-    radix.get().entry_or_grow(2).store(i + 1, Ordering::SeqCst);
+    radix.get().entry_or_grow(pg(2)).store(i + 1, Ordering::SeqCst);
     let before = state(i);
-    assert_eq!(inner.pin_fast(f, 2, key(f, 2)), None);
+    assert_eq!(inner.pin_fast(f, pg(2), key(f, pg(2))), None);
     assert_eq!(state(i), before, "no pin and no usage bump left behind");
-    radix.get().entry(2).unwrap().store(0, Ordering::SeqCst);
+    radix.get().entry(pg(2)).unwrap().store(0, Ordering::SeqCst);
     // Nor does one pointing at a frame that is being evicted (Owned), even if it still
     // carries the right key.
     assert_eq!(inner.try_evict(i, true).unwrap(), Evict::Done { wrote: false });
-    radix.get().entry(1).unwrap().store(i + 1, Ordering::SeqCst);
-    assert_eq!(inner.pin_fast(f, 1, key(f, 1)), None);
+    radix.get().entry(pg(1)).unwrap().store(i + 1, Ordering::SeqCst);
+    assert_eq!(inner.pin_fast(f, pg(1), key(f, pg(1))), None);
     assert_eq!(State(state(i)), State::new(Kind::Owned, 0, 0), "an owned frame is never pinned");
-    radix.get().entry(1).unwrap().store(0, Ordering::SeqCst);
+    radix.get().entry(pg(1)).unwrap().store(0, Ordering::SeqCst);
     inner.free_frame(i);
     inner.check_invariants(true);
     // Nor does a Loading frame: the locked path waits for the loader instead.
-    let h = pool.fetch(f, 1).unwrap();
+    let h = pool.fetch(f, pg(1)).unwrap();
     let j = h.idx;
     drop(h);
     let valid = state(j);
     inner.frame(j).state.store(State(valid).with_kind(Kind::Loading).0, Ordering::SeqCst);
-    assert_eq!(inner.pin_fast(f, 1, key(f, 1)), None);
+    assert_eq!(inner.pin_fast(f, pg(1), key(f, pg(1))), None);
     inner.frame(j).state.store(valid, Ordering::SeqCst);
     // An unregistered file, or a page never loaded, is not found either.
-    assert_eq!(inner.pin_fast(FileId(f.0 + 1), 1, key(FileId(f.0 + 1), 1)), None);
-    assert_eq!(inner.pin_fast(f, 7, key(f, 7)), None);
+    assert_eq!(inner.pin_fast(FileId(f.0 + 1), pg(1), key(FileId(f.0 + 1), pg(1))), None);
+    assert_eq!(inner.pin_fast(f, pg(7), key(f, pg(7))), None);
     let s = pool.stats();
     assert_eq!((s.hits, s.misses), (1, 2), "{s:?}");
     inner.check_invariants(true);
@@ -890,9 +890,9 @@ fn eviction_rechecks_the_dirty_word_after_claiming_the_frame() {
     let pool = pool(8, false);
     let f = pool.register(Arc::new(PatternStore { tag: 5 }));
     for _ in 0..MAX_USAGE + 2 {
-        drop(pool.fetch(f, 1).unwrap());
+        drop(pool.fetch(f, pg(1)).unwrap());
     }
-    let i = pool.fetch(f, 1).unwrap().idx;
+    let i = pool.fetch(f, pg(1)).unwrap().idx;
     let state = || State(pool.inner.frame(i).state.load(Ordering::SeqCst));
     let before = state();
     assert_eq!((before.kind(), before.pins(), before.usage()), (Kind::Valid, 0, MAX_USAGE));
@@ -902,16 +902,16 @@ fn eviction_rechecks_the_dirty_word_after_claiming_the_frame() {
     let p = Arc::clone(&pool);
     BEFORE_CLAIM.with(|h| {
         *h.borrow_mut() = Some(Box::new(move || {
-            let h = p.fetch(f, 1).unwrap();
+            let h = p.fetch(f, pg(1)).unwrap();
             let mut w = h.write();
-            fill(&mut w, 1, 9, 6);
+            fill(&mut w, pg(1), 9, 6);
             w.mark_dirty();
         }))
     });
     assert_eq!(pool.inner.try_evict(i, true).unwrap(), Evict::Skipped);
     assert_eq!(state(), before, "the claim is undone");
     assert_eq!(pool.stats().dirty_pages, 1);
-    check(&pool.fetch(f, 1).unwrap().read(), 1, 9, 6);
+    check(&pool.fetch(f, pg(1)).unwrap().read(), pg(1), 9, 6);
     pool.inner.check_invariants(true);
     // Left alone, the evictor writes the page, then evicts it.
     assert_eq!(pool.inner.try_evict(i, true).unwrap(), Evict::Done { wrote: true });
@@ -938,13 +938,13 @@ fn concurrent_fetches_race_eviction_of_the_same_pages() {
     let verify = |p: &[u8], no: PageNo| {
         assert_eq!(page::page_no(p), no, "fetched page {no}, got page {}", page::page_no(p));
         for j in 8..256 {
-            assert_eq!(p[HEADER_SIZE + j], (no as u8) ^ (j as u8), "page {no} byte {j}");
+            assert_eq!(p[HEADER_SIZE + j], (no.raw() as u8) ^ (j as u8), "page {no} byte {j}");
         }
     };
     for no in 0..PAGES {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
-        page::set_page_no(&mut w, no);
+        page::set_page_no(&mut w, pg(no));
         page::set_lsn(&mut w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
         for j in 8..256 {
             w[HEADER_SIZE + j] = (no as u8) ^ (j as u8);
@@ -965,23 +965,23 @@ fn concurrent_fetches_race_eviction_of_the_same_pages() {
                         // Mostly a few hot pages, so that hits and evictions meet on them.
                         let no = if r.is_multiple_of(4) { (r >> 8) as u32 % PAGES } else { (r >> 8) as u32 % 6 };
                         let h = loop {
-                            match pool.fetch(f, no) {
+                            match pool.fetch(f, pg(no)) {
                                 Ok(h) => break h,
                                 Err(e) if e.number() == 802 => std::thread::yield_now(),
                                 Err(e) => panic!("{e}"),
                             }
                         };
-                        assert_eq!(h.page_no(), no);
+                        assert_eq!(h.page_no(), pg(no));
                         if (r >> 40).is_multiple_of(3) {
                             let mut w = h.write();
-                            verify(&w, no);
+                            verify(&w, pg(no));
                             let c = counter(&w) + 1;
                             w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
                             page::set_lsn(&mut w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
                             w.mark_dirty();
                             incs += 1;
                         } else {
-                            verify(&h.read(), no);
+                            verify(&h.read(), pg(no));
                         }
                     }
                     incs
@@ -1009,14 +1009,14 @@ fn concurrent_fetches_race_eviction_of_the_same_pages() {
     let s = pool.stats();
     eprintln!("race stats {s:?}, stale pins so far {}", STALE_PINS.load(Ordering::Relaxed));
     assert!(s.hits > 0 && s.evictions > 0, "{s:?}");
-    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, no).unwrap().read())).sum();
+    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, pg(no)).unwrap().read())).sum();
     assert_eq!(sum, increments);
     pool.unregister(f).unwrap();
     let g = pool.register(FileStore::open(&path, OpenMode::Existing));
     let mut sum = 0;
     for no in 0..PAGES {
-        let h = pool.fetch(g, no).unwrap();
-        verify(&h.read(), no);
+        let h = pool.fetch(g, pg(no)).unwrap();
+        verify(&h.read(), pg(no));
         sum += counter(&h.read());
     }
     assert_eq!(sum, increments, "totals on disk");
@@ -1038,8 +1038,8 @@ fn file_churn_never_serves_another_files_page() {
                 let mut next = xorshift(100 + t);
                 while !done.load(Ordering::Relaxed) {
                     let no = (next() % 40) as u32;
-                    match pool.fetch(reader_file, no) {
-                        Ok(h) => check(&h.read(), no, 1, 1),
+                    match pool.fetch(reader_file, pg(no)) {
+                        Ok(h) => check(&h.read(), pg(no), 1, 1),
                         Err(e) => assert_eq!(e.number(), 802, "{e}"),
                     }
                 }
@@ -1058,19 +1058,19 @@ fn file_churn_never_serves_another_files_page() {
             for _ in 0..300 {
                 let (f, tag) = files[(next() % 40) as usize];
                 let no = (next() % 8) as u32;
-                match pool.fetch(f, no) {
-                    Ok(h) => check(&h.read(), no, 1, tag),
+                match pool.fetch(f, pg(no)) {
+                    Ok(h) => check(&h.read(), pg(no), 1, tag),
                     Err(e) => assert_eq!(e.number(), 802, "{e}"),
                 }
             }
             // Discard with a page still pinned now and then: its frame lingers as an orphan.
-            let held = pool.fetch(files[0].0, 0).ok();
+            let held = pool.fetch(files[0].0, PageNo::NONE).ok();
             for &(f, _) in files.iter() {
                 pool.discard(f);
-                assert_eq!(pool.fetch(f, 0).unwrap_err().number(), 50000);
+                assert_eq!(pool.fetch(f, PageNo::NONE).unwrap_err().number(), 50000);
             }
             if let Some(h) = held {
-                check(&h.read(), 0, 1, files[0].1);
+                check(&h.read(), PageNo::NONE, 1, files[0].1);
             }
         }
     });
@@ -1093,7 +1093,7 @@ fn many_files_get_distinct_ids_and_slots() {
             live.push(f);
         }
         for (j, &f) in live.iter().enumerate() {
-            drop(pool.fetch_new(f, j as u32 * 1000).unwrap());
+            drop(pool.fetch_new(f, pg(j as u32 * 1000)).unwrap());
         }
         pool.inner.check_invariants(true);
         // Keep every third file.
@@ -1110,7 +1110,7 @@ fn many_files_get_distinct_ids_and_slots() {
         pool.inner.check_invariants(true);
     }
     for &f in live.iter() {
-        assert_eq!(pool.fetch(f, 0).unwrap().page_no(), 0);
+        assert_eq!(pool.fetch(f, PageNo::NONE).unwrap().page_no(), PageNo::NONE);
     }
     pool.inner.check_invariants(true);
 }
@@ -1136,15 +1136,15 @@ fn read_ahead_reads_runs_that_later_fetches_hit() {
     let pool = pool(1024, false);
     let f = pool.register(store.clone());
     for no in 0..200 {
-        write_page(&pool, f, no, 9, 3);
+        write_page(&pool, f, pg(no), 9, 3);
     }
     pool.unregister(f).unwrap();
     let f = pool.register(store.clone());
     // Page 70 is cached already: the runs go around it.
-    drop(pool.fetch(f, 70).unwrap());
+    drop(pool.fetch(f, pg(70)).unwrap());
     store.calls.lock().clear();
     let before = pool.stats();
-    let pages: Vec<PageNo> = (0..200).collect();
+    let pages: Vec<PageNo> = (0..200).map(pg).collect();
     assert_eq!(pool.read_ahead(f, &pages), 199);
     pool.wait_read_ahead();
     let mut runs: Vec<Call> = store.calls();
@@ -1155,17 +1155,17 @@ fn read_ahead_reads_runs_that_later_fetches_hit() {
     assert_eq!(
         runs,
         vec![
-            Call::ReadRun(0, 64),
-            Call::ReadRun(64, 6),
-            Call::ReadRun(71, 64),
-            Call::ReadRun(135, 64),
-            Call::ReadRun(199, 1)
+            Call::ReadRun(PageNo::NONE, 64),
+            Call::ReadRun(pg(64), 6),
+            Call::ReadRun(pg(71), 64),
+            Call::ReadRun(pg(135), 64),
+            Call::ReadRun(pg(199), 1)
         ]
     );
     let s = pool.stats();
     assert_eq!((s.read_ahead_pages, s.misses), (199, before.misses), "{s:?}");
     for no in 0..200 {
-        check(&pool.fetch(f, no).unwrap().read(), no, 9, 3);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 9, 3);
     }
     assert_eq!(pool.stats().misses, before.misses, "every page was read ahead");
     // Asking again for cached pages queues nothing.
@@ -1174,10 +1174,10 @@ fn read_ahead_reads_runs_that_later_fetches_hit() {
     pool.unregister(f).unwrap();
     let f = pool.register(store.clone());
     store.calls.lock().clear();
-    let down: Vec<PageNo> = (0..64).rev().collect();
+    let down: Vec<PageNo> = (0..64).rev().map(pg).collect();
     pool.read_ahead(f, &down);
     pool.wait_read_ahead();
-    assert_eq!(store.calls(), vec![Call::ReadRun(0, 64)]);
+    assert_eq!(store.calls(), vec![Call::ReadRun(PageNo::NONE, 64)]);
     pool.inner.check_invariants(true);
 }
 
@@ -1189,21 +1189,21 @@ fn read_ahead_leaves_damaged_pages_to_the_fetch_that_wants_them() {
     let pool = pool(64, false);
     let f = pool.register(store.clone());
     for no in 0..10 {
-        write_page(&pool, f, no, 5, 1);
+        write_page(&pool, f, pg(no), 5, 1);
     }
     pool.unregister(f).unwrap();
-    let mut p5 = read_disk(&store.file, 5);
+    let mut p5 = read_disk(&store.file, pg(5));
     p5[3000] ^= 1;
     store.file.write_all_at(&p5, 5 * PAGE_SIZE as u64).unwrap();
     let f = pool.register(store.clone());
-    pool.read_ahead(f, &(0..10).collect::<Vec<_>>());
+    pool.read_ahead(f, &(0..10).map(pg).collect::<Vec<_>>());
     pool.wait_read_ahead();
     // Page 5 fails its checksum: read-ahead drops it again.
     assert_eq!(pool.stats().read_ahead_pages, 9);
     assert_eq!(pool.stats().resident_pages, 9);
-    assert_eq!(pool.fetch(f, 5).unwrap_err().number(), 824);
+    assert_eq!(pool.fetch(f, pg(5)).unwrap_err().number(), 824);
     for no in (0..10).filter(|&n| n != 5) {
-        check(&pool.fetch(f, no).unwrap().read(), no, 5, 1);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 5, 1);
     }
     pool.inner.check_invariants(true);
 }
@@ -1264,7 +1264,7 @@ fn misses_from_concurrent_threads_are_read_in_parallel() {
     std::thread::scope(|s| {
         for t in 0..THREADS as u32 {
             let pool = &pool;
-            s.spawn(move || drop(pool.fetch(f, t * 3).unwrap()));
+            s.spawn(move || drop(pool.fetch(f, pg(t * 3)).unwrap()));
         }
     });
     // No lock of the pool is held across a read: all eight were in the store at once.
@@ -1312,7 +1312,7 @@ fn parse_disk(file: &DataFile, no: PageNo) -> Option<(u64, u8)> {
         return None;
     }
     assert_eq!(page::verify(&p, no), Ok(()));
-    let seed = p[HEADER_SIZE] ^ (no as u8);
+    let seed = p[HEADER_SIZE] ^ (no.raw() as u8);
     check(&p, no, page::lsn(&p).raw(), seed);
     Some((page::lsn(&p).raw(), seed))
 }
@@ -1342,11 +1342,11 @@ proptest! {
         for op in ops {
             match op {
                 Op::Read(no) => {
-                    let h = pool.fetch(f, no).unwrap();
-                    expect(&h.read(), no, model.get(&no));
+                    let h = pool.fetch(f, pg(no)).unwrap();
+                    expect(&h.read(), pg(no), model.get(&pg(no)));
                 }
                 Op::Write(no, seed) | Op::New(no, seed) => {
-                    let h = if matches!(op, Op::New(..)) { pool.fetch_new(f, no) } else { pool.fetch(f, no) };
+                    let h = if matches!(op, Op::New(..)) { pool.fetch_new(f, pg(no)) } else { pool.fetch(f, pg(no)) };
                     let h = match h {
                         Ok(h) => h,
                         Err(e) => {
@@ -1358,13 +1358,13 @@ proptest! {
                     };
                     lsn += 1;
                     let mut w = h.write();
-                    fill(&mut w, no, lsn, seed);
+                    fill(&mut w, pg(no), lsn, seed);
                     w.mark_dirty();
-                    model.insert(no, (lsn, seed));
+                    model.insert(pg(no), (lsn, seed));
                 }
                 Op::Hold(no) => {
                     if held.len() < 3 {
-                        if let Ok(h) = pool.fetch(f, no) {
+                        if let Ok(h) = pool.fetch(f, pg(no)) {
                             held.push(h);
                         }
                     }
@@ -1381,8 +1381,8 @@ proptest! {
                     pool.flush_file(f).unwrap();
                     prop_assert_eq!(pool.stats().dirty_pages, 0);
                     for no in 0..48 {
-                        let disk = parse_disk(&store.file, no);
-                        prop_assert_eq!(disk.as_ref(), model.get(&no));
+                        let disk = parse_disk(&store.file, pg(no));
+                        prop_assert_eq!(disk.as_ref(), model.get(&pg(no)));
                     }
                 }
                 Op::Reopen => {
@@ -1398,7 +1398,7 @@ proptest! {
                     pool.wait_read_ahead();
                     pool.discard(f);
                     // Whatever reached the disk is what the file now holds.
-                    model = (0..48).filter_map(|no| parse_disk(&store.file, no).map(|m| (no, m))).collect();
+                    model = (0..48).filter_map(|no| parse_disk(&store.file, pg(no)).map(|m| (pg(no), m))).collect();
                     f = pool.register(store.clone());
                 }
                 Op::Resize(frames) => {
@@ -1406,7 +1406,7 @@ proptest! {
                 }
                 Op::ReadAhead(from, n) => {
                     // Runs in the background, overlapping the ops that follow.
-                    pool.read_ahead(f, &(from..from + n).collect::<Vec<_>>());
+                    pool.read_ahead(f, &(from..from + n).map(pg).collect::<Vec<_>>());
                 }
             }
             pool.inner.check_invariants(false);
@@ -1418,13 +1418,13 @@ proptest! {
         pool.wait_read_ahead();
         pool.inner.check_invariants(true);
         for no in 0..48 {
-            let h = pool.fetch(f, no).unwrap();
-            expect(&h.read(), no, model.get(&no));
+            let h = pool.fetch(f, pg(no)).unwrap();
+            expect(&h.read(), pg(no), model.get(&pg(no)));
         }
         pool.unregister(f).unwrap();
         for no in 0..48 {
-            let disk = parse_disk(&store.file, no);
-            prop_assert_eq!(disk.as_ref(), model.get(&no));
+            let disk = parse_disk(&store.file, pg(no));
+            prop_assert_eq!(disk.as_ref(), model.get(&pg(no)));
         }
     }
 }
@@ -1439,7 +1439,7 @@ fn drop_8_gib_pool_timing() {
     let f = pool.register(Arc::new(NullStore));
     let t = Instant::now();
     for no in 0..frames as u32 {
-        let h = pool.fetch_new(f, no).unwrap();
+        let h = pool.fetch_new(f, pg(no)).unwrap();
         let mut w = h.write();
         w[PAGE_SIZE - 1] = 1;
         w.mark_dirty();
@@ -1461,7 +1461,7 @@ fn fetch_hit_timing() {
     let pool = pool(pages as usize, false);
     let f = pool.register(Arc::new(NullStore));
     for no in 0..pages {
-        pool.fetch_new(f, no).unwrap().write()[100] = no as u8;
+        pool.fetch_new(f, pg(no)).unwrap().write()[100] = no as u8;
     }
     let reps: usize = std::env::var("HIT_REPS").map(|v| v.parse().unwrap()).unwrap_or(3);
     for (threads, read) in [(1u64, true), (1, false), (2, true), (2, false)] {
@@ -1480,7 +1480,7 @@ fn fetch_hit_timing() {
                                 rng ^= rng >> 7;
                                 rng ^= rng << 17;
                                 let no = (rng % u64::from(pages)) as u32;
-                                let h = pool.fetch(f, no).unwrap();
+                                let h = pool.fetch(f, pg(no)).unwrap();
                                 if read {
                                     let r = h.read();
                                     assert_eq!(r[100], no as u8);
@@ -1513,17 +1513,17 @@ fn drop_clean_pages_keeps_dirty_and_pinned_pages() {
     let pool = pool(64, false);
     let f = pool.register(store.clone());
     for no in 0..8 {
-        write_page(&pool, f, no, 1, 3);
+        write_page(&pool, f, pg(no), 1, 3);
     }
     pool.flush_file(f).unwrap();
-    write_page(&pool, f, 3, 2, 9);
-    let pinned = pool.fetch(f, 5).unwrap();
+    write_page(&pool, f, pg(3), 2, 9);
+    let pinned = pool.fetch(f, pg(5)).unwrap();
     assert_eq!(pool.drop_clean_pages(), 6, "all but the dirty and the pinned page");
     pool.inner.check_invariants(false);
     let reads = pool.stats().reads;
-    check(&pool.fetch(f, 0).unwrap().read(), 0, 1, 3);
+    check(&pool.fetch(f, PageNo::NONE).unwrap().read(), PageNo::NONE, 1, 3);
     assert_eq!(pool.stats().reads, reads + 1, "a dropped page is read again from disk");
-    check(&pool.fetch(f, 3).unwrap().read(), 3, 2, 9);
+    check(&pool.fetch(f, pg(3)).unwrap().read(), pg(3), 2, 9);
     assert_eq!(pool.stats().reads, reads + 1, "the dirty page stayed in memory with its change");
     drop(pinned);
     pool.unregister(f).unwrap();
@@ -1541,7 +1541,7 @@ fn with_extension(frames: usize, slots: usize, dir: &Path) -> (Arc<BufferPool>, 
 
 /// Pushes `f`'s pages out of RAM by reading others, then lets the extension catch up.
 fn churn(p: &BufferPool, f: FileId, from: PageNo, n: u32) {
-    for no in from..from + n {
+    for no in from.up_to(from + n) {
         drop(p.fetch(f, no).unwrap());
     }
     if let Some(ext) = p.extension() {
@@ -1553,28 +1553,28 @@ fn churn(p: &BufferPool, f: FileId, from: PageNo, n: u32) {
 fn extension_serves_evicted_clean_pages_and_forgets_dirtied_ones() {
     let dir = tempfile::tempdir().unwrap();
     let (p, f, store) = with_extension(8, 64, dir.path());
-    write_page(&p, f, 1, 10, 0x11);
+    write_page(&p, f, pg(1), 10, 0x11);
     p.flush_file(f).unwrap();
-    churn(&p, f, 100, 16);
+    churn(&p, f, pg(100), 16);
     let reads = store.reads.load(Ordering::SeqCst);
-    check(&p.fetch(f, 1).unwrap().read(), 1, 10, 0x11);
+    check(&p.fetch(f, pg(1)).unwrap().read(), pg(1), 10, 0x11);
     assert_eq!(store.reads.load(Ordering::SeqCst), reads, "read from the extension, not the data file");
     assert!(p.extension().unwrap().stats().reads >= 1);
 
     // Dirtied in RAM: the extension's copy is stale and must never be read again.
-    write_page(&p, f, 1, 20, 0x22);
-    assert!(!p.extension().unwrap().contains(key(f, 1)), "dirtying invalidates the copy");
+    write_page(&p, f, pg(1), 20, 0x22);
+    assert!(!p.extension().unwrap().contains(key(f, pg(1))), "dirtying invalidates the copy");
     p.flush_file(f).unwrap();
-    churn(&p, f, 200, 16);
-    check(&p.fetch(f, 1).unwrap().read(), 1, 20, 0x22);
+    churn(&p, f, pg(200), 16);
+    check(&p.fetch(f, pg(1)).unwrap().read(), pg(1), 20, 0x22);
 
     // Removing the extension deletes its file; the pool goes on without it.
     let old = p.set_extension(None).unwrap();
     let path = old.path().to_path_buf();
     drop(old);
     assert!(!path.exists());
-    churn(&p, f, 300, 16);
-    check(&p.fetch(f, 1).unwrap().read(), 1, 20, 0x22);
+    churn(&p, f, pg(300), 16);
+    check(&p.fetch(f, pg(1)).unwrap().read(), pg(1), 20, 0x22);
     p.inner.check_invariants(true);
 }
 
@@ -1582,17 +1582,17 @@ fn extension_serves_evicted_clean_pages_and_forgets_dirtied_ones() {
 fn a_corrupt_extension_page_is_re_read_from_the_data_file() {
     let dir = tempfile::tempdir().unwrap();
     let (p, f, store) = with_extension(8, 64, dir.path());
-    write_page(&p, f, 3, 30, 0x33);
+    write_page(&p, f, pg(3), 30, 0x33);
     p.flush_file(f).unwrap();
-    churn(&p, f, 100, 16);
-    assert!(p.extension().unwrap().contains(key(f, 3)));
+    churn(&p, f, pg(100), 16);
+    assert!(p.extension().unwrap().contains(key(f, pg(3))));
     // Damage the whole extension file behind the pool's back.
     let bpe = std::fs::OpenOptions::new().write(true).open(dir.path().join("x.bpe")).unwrap();
     for s in 0..64u64 {
         std::os::unix::fs::FileExt::write_all_at(&bpe, &[0x5A; 32], s * PAGE_SIZE as u64 + 4000).unwrap();
     }
     let reads = store.reads.load(Ordering::SeqCst);
-    check(&p.fetch(f, 3).unwrap().read(), 3, 30, 0x33);
+    check(&p.fetch(f, pg(3)).unwrap().read(), pg(3), 30, 0x33);
     assert_eq!(store.reads.load(Ordering::SeqCst), reads + 1, "re-read from the data file");
     assert_eq!(p.extension().unwrap().stats().damaged, 1);
 }
@@ -1613,14 +1613,14 @@ proptest! {
             match op {
                 0 => {
                     lsn += 1;
-                    write_page(&p, f, no, lsn, seed);
-                    model.insert(no, (lsn, seed));
+                    write_page(&p, f, pg(no), lsn, seed);
+                    model.insert(pg(no), (lsn, seed));
                 }
                 1 => p.flush_file(f).unwrap(),
-                2 => churn(&p, f, 1000 + u32::from(seed % 4) * 8, 8),
+                2 => churn(&p, f, pg(1000 + u32::from(seed % 4) * 8), 8),
                 _ => {
-                    if let Some(&(l, s)) = model.get(&no) {
-                        check(&p.fetch(f, no).unwrap().read(), no, l, s);
+                    if let Some(&(l, s)) = model.get(&pg(no)) {
+                        check(&p.fetch(f, pg(no)).unwrap().read(), pg(no), l, s);
                     }
                 }
             }
@@ -1634,10 +1634,10 @@ proptest! {
 fn fill_and_check(pool: &BufferPool, pages: u32) {
     let f = pool.register(Arc::new(NullStore));
     for no in 0..pages {
-        write_page(pool, f, no, 1, 4);
+        write_page(pool, f, pg(no), 1, 4);
     }
     for no in 0..pages {
-        check(&pool.fetch(f, no).unwrap().read(), no, 1, 4);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 1, 4);
     }
     pool.discard(f);
 }
@@ -1697,11 +1697,11 @@ fn frames_are_committed_ahead_of_the_high_water_mark_and_given_back_by_a_shrink(
     let pool = pool(4096, false);
     let f = pool.register(Arc::new(NullStore));
     for no in 0..1000 {
-        drop(pool.fetch_new(f, no).unwrap());
+        drop(pool.fetch_new(f, pg(no)).unwrap());
     }
     assert_eq!(pool.inner.prefault.committed.load(Ordering::Acquire), 0, "a small pool commits nothing ahead");
     for no in 1000..2000 {
-        write_page(&pool, f, no, 2, 8);
+        write_page(&pool, f, pg(no), 2, 8);
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     // Once the thread has caught up, at least half a window lies ahead of the mark.
@@ -1711,10 +1711,10 @@ fn frames_are_committed_ahead_of_the_high_water_mark_and_given_back_by_a_shrink(
     }
     // Frames handed out later find their memory committed; contents are untouched.
     for no in 2000..2400 {
-        write_page(&pool, f, no, 2, 8);
+        write_page(&pool, f, pg(no), 2, 8);
     }
     for no in 1000..2400 {
-        check(&pool.fetch(f, no).unwrap().read(), no, 2, 8);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 2, 8);
     }
     pool.set_max_bytes(128 * PAGE_SIZE).unwrap();
     assert!(pool.inner.prefault.committed.load(Ordering::Acquire) <= 128, "nothing counted beyond the limit");
@@ -1729,17 +1729,17 @@ fn io_counters_count_this_threads_logical_physical_and_read_ahead_reads() {
     let pool = pool(1024, false);
     let f = pool.register(store.clone());
     for no in 0..100 {
-        write_page(&pool, f, no, 9, 3);
+        write_page(&pool, f, pg(no), 9, 3);
     }
     pool.unregister(f).unwrap();
     let f = pool.register(store.clone());
     let start = crate::io_counters();
     // Two misses, then a hit: three logical reads, two physical.
-    drop(pool.fetch(f, 1).unwrap());
-    pool.read_with(f, 2, |p| check(p, 2, 9, 3)).unwrap();
-    drop(pool.fetch(f, 1).unwrap());
+    drop(pool.fetch(f, pg(1)).unwrap());
+    pool.read_with(f, pg(2), |p| check(p, pg(2), 9, 3)).unwrap();
+    drop(pool.fetch(f, pg(1)).unwrap());
     // A page being allocated is not a read.
-    drop(pool.fetch_new(f, 500).unwrap());
+    drop(pool.fetch_new(f, pg(500)).unwrap());
     let d = crate::io_counters().since(start);
     assert_eq!((d.logical_reads, d.physical_reads, d.read_ahead_reads), (3, 2, 0), "{d:?}");
     // Another thread's reads are its own.
@@ -1747,7 +1747,7 @@ fn io_counters_count_this_threads_logical_physical_and_read_ahead_reads() {
         let pool = pool.clone();
         std::thread::spawn(move || {
             let start = crate::io_counters();
-            drop(pool.fetch(f, 3).unwrap());
+            drop(pool.fetch(f, pg(3)).unwrap());
             crate::io_counters().since(start)
         })
         .join()
@@ -1758,7 +1758,7 @@ fn io_counters_count_this_threads_logical_physical_and_read_ahead_reads() {
     // Pages read ahead for this thread are its read-ahead reads; fetching them is logical
     // reads only.
     let start = crate::io_counters();
-    let pages: Vec<PageNo> = (10..40).collect();
+    let pages: Vec<PageNo> = (10..40).map(pg).collect();
     assert_eq!(pool.read_ahead(f, &pages), 30);
     pool.wait_read_ahead();
     for &no in &pages {
@@ -1781,12 +1781,12 @@ fn a_file_at_its_limit_replaces_its_own_pages_and_leaves_the_others() {
     // The quiet file's 20 pages, each used twice.
     for _ in 0..2 {
         for no in 0..20 {
-            drop(pool.fetch(quiet, no).unwrap());
+            drop(pool.fetch(quiet, pg(no)).unwrap());
         }
     }
     // The noisy file writes 100 pages: far more than its limit, more than the pool.
     for no in 0..100 {
-        write_page(&pool, noisy, no, u64::from(no) + 1, 7);
+        write_page(&pool, noisy, pg(no), u64::from(no) + 1, 7);
         let u = pool.file_usage(noisy).unwrap();
         assert!(u.resident_pages <= 8, "page {no}: {u:?}");
     }
@@ -1796,12 +1796,12 @@ fn a_file_at_its_limit_replaces_its_own_pages_and_leaves_the_others() {
     assert_eq!(pool.file_usage(quiet).unwrap().resident_pages, 20, "the other file kept its pages");
     let before = pool.stats();
     for no in 0..20 {
-        drop(pool.fetch(quiet, no).unwrap());
+        drop(pool.fetch(quiet, pg(no)).unwrap());
     }
     assert_eq!(pool.stats().reads, before.reads, "every quiet page was still a hit");
     // What the noisy file evicted dirty was written first (the WAL rule included).
     for no in 0..100 {
-        check(&pool.fetch(noisy, no).unwrap().read(), no, u64::from(no) + 1, 7);
+        check(&pool.fetch(noisy, pg(no)).unwrap().read(), pg(no), u64::from(no) + 1, 7);
     }
     assert!(pool.file_usage(noisy).unwrap().resident_pages <= 8);
     pool.inner.check_invariants(true);
@@ -1813,24 +1813,27 @@ fn lowering_a_limit_evicts_at_once_and_removing_it_lets_the_file_grow() {
     let f = pool.register(Arc::new(NullStore));
     for _ in 0..=MAX_USAGE {
         for no in 0..40 {
-            drop(pool.fetch(f, no).unwrap());
+            drop(pool.fetch(f, pg(no)).unwrap());
         }
     }
-    let pinned = pool.fetch(f, 3).unwrap();
+    let pinned = pool.fetch(f, pg(3)).unwrap();
     pool.set_file_limit(f, Some(10)).unwrap();
     assert_eq!(pool.file_usage(f).unwrap().resident_pages, 10);
-    assert!(pool.fetch(f, 3).is_ok() && pool.inner.entry(f).unwrap().radix.get().get(3).is_some(), "pinned stays");
+    assert!(
+        pool.fetch(f, pg(3)).is_ok() && pool.inner.entry(f).unwrap().radix.get().get(pg(3)).is_some(),
+        "pinned stays"
+    );
     // Every own page pinned: a load goes past the limit rather than fail, and says so.
     pool.set_file_limit(f, Some(1)).unwrap();
     let u = pool.file_usage(f).unwrap();
     assert_eq!((u.resident_pages, u.overruns), (1, 0), "{u:?}");
-    let other = pool.fetch(f, 50).unwrap();
+    let other = pool.fetch(f, pg(50)).unwrap();
     let u = pool.file_usage(f).unwrap();
     assert_eq!((u.resident_pages, u.overruns), (2, 1), "{u:?}");
     drop((pinned, other));
     pool.set_file_limit(f, None).unwrap();
     for no in 100..140 {
-        drop(pool.fetch(f, no).unwrap());
+        drop(pool.fetch(f, pg(no)).unwrap());
     }
     let u = pool.file_usage(f).unwrap();
     assert_eq!((u.resident_pages, u.limit_pages), (42, None), "{u:?}");
@@ -1862,14 +1865,14 @@ fn threads_loading_and_writing_a_limited_file_keep_every_change() {
                         let r = next();
                         let no = (r % u64::from(PAGES)) as u32;
                         if r >> 60 == 0 {
-                            drop(pool.fetch(other, no).unwrap());
+                            drop(pool.fetch(other, pg(no)).unwrap());
                             continue;
                         }
-                        let h = pool.fetch(f, no).unwrap();
+                        let h = pool.fetch(f, pg(no)).unwrap();
                         let mut w = h.write();
                         let c = counter(&w) + 1;
                         w[HEADER_SIZE..HEADER_SIZE + 8].copy_from_slice(&c.to_le_bytes());
-                        page::set_page_no(&mut w, no);
+                        page::set_page_no(&mut w, pg(no));
                         page::set_lsn(&mut w, Lsn::from_raw(lsn.fetch_add(1, Ordering::SeqCst)));
                         w.mark_dirty();
                         incs += 1;
@@ -1883,7 +1886,7 @@ fn threads_loading_and_writing_a_limited_file_keep_every_change() {
             .collect();
         workers.into_iter().map(|w| w.join().unwrap()).sum()
     });
-    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, no).unwrap().read())).sum();
+    let sum: u64 = (0..PAGES).map(|no| counter(&pool.fetch(f, pg(no)).unwrap().read())).sum();
     assert_eq!(sum, increments);
     pool.inner.check_invariants(true);
     let u = pool.file_usage(f).unwrap();
@@ -1897,7 +1900,7 @@ fn a_limited_file_s_scan_with_read_ahead_reads_each_page_once() {
     let pool = pool(1024, false);
     let f = pool.register(store.clone());
     for no in 0..400 {
-        write_page(&pool, f, no, 5, 1);
+        write_page(&pool, f, pg(no), 5, 1);
     }
     pool.unregister(f).unwrap();
     let f = pool.register(store.clone());
@@ -1907,10 +1910,10 @@ fn a_limited_file_s_scan_with_read_ahead_reads_each_page_once() {
     // A scan asking for the next 64 pages every 16: more than its limit at once.
     for no in 0..400u32 {
         if no % 16 == 0 {
-            let ahead: Vec<PageNo> = (no..(no + 64).min(400)).collect();
+            let ahead: Vec<PageNo> = (no..(no + 64).min(400)).map(pg).collect();
             pool.read_ahead(f, &ahead);
         }
-        check(&pool.fetch(f, no).unwrap().read(), no, 5, 1);
+        check(&pool.fetch(f, pg(no)).unwrap().read(), pg(no), 5, 1);
     }
     pool.wait_read_ahead();
     // Reading ahead at the limit read 1,056 pages here (its pages replaced before the scan

@@ -12,7 +12,7 @@ use crate::plan::{BoundQuery, Expr, Subquery, SubqueryKind};
 use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_syntax::ast::{self, BinaryOp, Literal, UnaryOp};
 
 impl<'a> Binder<'a> {
@@ -312,12 +312,7 @@ impl<'a> Binder<'a> {
             None => None,
             Some(s) => match self.bind_expr(s)? {
                 (Expr::Const(Value::Int(v)), _) => Some(v as i32),
-                _ => {
-                    return Err(SqlError::new(
-                        8116,
-                        "Argument data type is invalid for argument 3 of convert function.",
-                    ))
-                }
+                (_, t) => return Err(msg::INVALID_ARGUMENT_TYPE.with(&[&types::base_type_name(&t), &3, &"convert"])),
             },
         };
         // a conversion the chart forbids is a compile error, even in TRY_CAST (NULL converts)

@@ -9,7 +9,7 @@ use crate::catalog::ModuleKind;
 use crate::plan::{Expr, SessionFn};
 use crate::types::{self, SqlType, Value};
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_syntax::ast::{self, BinaryOp, ObjectName};
 
 impl<'a> Binder<'a> {
@@ -32,15 +32,12 @@ impl<'a> Binder<'a> {
         }
         if let Some(func) = agg_func(&fname) {
             if over.is_some() {
-                return Err(SqlError::new(
-                    4108,
-                    "Windowed functions can only appear in the SELECT or ORDER BY clauses.",
-                ));
+                return Err(msg::WINDOW_FUNCTION_MISPLACED.err());
             }
             return self.bind_aggregate(func, &fname, args, distinct, star);
         }
         if over.is_some() || fname == "ROW_NUMBER" {
-            return Err(SqlError::new(4108, "Windowed functions can only appear in the SELECT or ORDER BY clauses."));
+            return Err(msg::WINDOW_FUNCTION_MISPLACED.err());
         }
         let arity = |n: usize| -> SqlResult<()> {
             if args.len() != n {

@@ -9,7 +9,7 @@ use crate::output::OutputColumn;
 use crate::plan::{BoundQuery, Expr, Plan, SortKey};
 use crate::types::{SqlType, Value};
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_syntax::ast::{self, Literal};
 
 impl<'a> Binder<'a> {
@@ -128,7 +128,7 @@ impl<'a> Binder<'a> {
                                 return Err(msg::ROW_NUMBER_REQUIRES_ORDER_BY.err());
                             }
                             if window.is_some() {
-                                return Err(SqlError::new(4108, "Only one ROW_NUMBER() per query is supported."));
+                                return Err(msg::ROW_NUMBER_ONCE_PER_QUERY.err());
                             }
                             window = Some((exprs.len(), w.partition_by.clone(), w.order_by.clone()));
                             exprs.push(Expr::Const(Value::Null));
@@ -245,7 +245,7 @@ impl<'a> Binder<'a> {
         scope: &Scope,
     ) -> SqlResult<(Plan, usize)> {
         if self.agg.is_some() {
-            return Err(SqlError::new(4108, "ROW_NUMBER() over grouped queries is not supported."));
+            return Err(msg::ROW_NUMBER_WITH_GROUPING_NOT_SUPPORTED.err());
         }
         let mut part = Vec::new();
         for e in partition {

@@ -74,7 +74,7 @@ fn as_int(v: &Value) -> SqlResult<i64> {
     match v {
         Value::Int(i) => Ok(*i),
         Value::Bit(b) => Ok(i64::from(*b)),
-        _ => Err(SqlError::new(8114, format!("Expected an integer operand, got {v:?}."))),
+        _ => Err(msg::INTERNAL_QUERY_PROCESSOR_ERROR.err()),
     }
 }
 
@@ -84,7 +84,7 @@ fn as_f64(v: &Value) -> SqlResult<f64> {
         Value::Int(i) => Ok(*i as f64),
         Value::Bit(b) => Ok(f64::from(u8::from(*b))),
         Value::Decimal { value, scale } => Ok(num::decimal_to_f64(*value, *scale)),
-        _ => Err(SqlError::new(8114, format!("Expected a numeric operand, got {v:?}."))),
+        _ => Err(msg::INTERNAL_QUERY_PROCESSOR_ERROR.err()),
     }
 }
 
@@ -93,7 +93,7 @@ fn as_decimal(v: &Value) -> SqlResult<(i128, u8)> {
         Value::Decimal { value, scale } => Ok((*value, *scale)),
         Value::Int(i) => Ok((i128::from(*i), 0)),
         Value::Bit(b) => Ok((i128::from(*b), 0)),
-        _ => Err(SqlError::new(8114, format!("Expected a decimal operand, got {v:?}."))),
+        _ => Err(msg::INTERNAL_QUERY_PROCESSOR_ERROR.err()),
     }
 }
 

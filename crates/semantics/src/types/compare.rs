@@ -6,6 +6,7 @@ use super::typing::{family, Family};
 use super::{num, SqlType, Value};
 use std::cmp::Ordering;
 use tessera_access::key::KeyBuf;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 /// The order in which SQL Server compares the bytes of a uniqueidentifier: the last six
@@ -65,8 +66,10 @@ fn as_f64(v: &Value) -> Option<f64> {
     })
 }
 
-fn bad_key(v: &Value, t: &SqlType) -> SqlError {
-    SqlError::new(8114, format!("Cannot build a key from {v:?} as {t:?}."))
+/// A value that does not have the type its key column says: a bug in the caller, reported as
+/// SQL Server reports its own internal failures (8630).
+fn bad_key(_v: &Value, _t: &SqlType) -> SqlError {
+    msg::INTERNAL_QUERY_PROCESSOR_ERROR.err()
 }
 
 /// Appends the memcomparable key of `v` (of type `t`) to `out`: byte order matches

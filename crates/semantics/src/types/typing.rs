@@ -134,12 +134,7 @@ pub fn resolve_type(t: &TypeName, in_cast: bool) -> SqlResult<SqlType> {
             [TypeArg::Number(0)] => return Err(zero_length()),
             [TypeArg::Number(n)] if *n <= 24 => T::Real,
             [TypeArg::Number(n)] if *n <= 53 => T::Float,
-            [TypeArg::Number(n)] => {
-                return Err(SqlError::new(
-                    2750,
-                    format!("Column or parameter #1: Specified column precision {n} is greater than the maximum precision of 53."),
-                ))
-            }
+            [TypeArg::Number(n)] => return Err(msg::PRECISION_TOO_LARGE.with(&[&1, &n, &53])),
             _ => return Err(no_width(name)),
         },
         "decimal" | "numeric" | "dec" => decimal_type(&t.args)?,
@@ -177,12 +172,7 @@ fn decimal_type(args: &[TypeArg]) -> SqlResult<SqlType> {
         return Err(zero_length());
     }
     if p > u32::from(MAX_PRECISION) {
-        return Err(SqlError::new(
-            2750,
-            format!(
-                "Column or parameter #1: Specified column precision {p} is greater than the maximum precision of 38."
-            ),
-        ));
+        return Err(msg::PRECISION_TOO_LARGE.with(&[&1, &p, &MAX_PRECISION]));
     }
     if s > p {
         return Err(msg::SCALE_EXCEEDS_PRECISION.with(&[&s, &p]));

@@ -3,7 +3,7 @@
 use super::{Parser, Result};
 use crate::ast::{BackupOption, BackupStatement, DatabaseRef, RestoreKind, RestoreStatement, StatementKind};
 use crate::lexer::{Punct, TokenKind};
-use tessera_errors::SqlError;
+use tessera_errors::msg;
 
 impl Parser<'_> {
     /// `BACKUP DATABASE | LOG db TO DISK = 'path' [, DISK = 'path' …] [WITH option, …]`
@@ -72,21 +72,9 @@ impl Parser<'_> {
                 return p.expr();
             }
             if token.is_word("TAPE") || token.is_word("URL") {
-                return Err(SqlError::new(
-                    3206,
-                    format!(
-                        "Backup device type {} is not supported; only DISK = 'path' is.",
-                        token.text.to_uppercase()
-                    ),
-                ));
+                return Err(msg::BACKUP_DEVICE_TYPE_NOT_SUPPORTED.with(&[&token.text.to_uppercase()]));
             }
-            Err(SqlError::new(
-                3206,
-                format!(
-                    "No entry in sysdevices for backup device '{}'. Update sysdevices and rerun statement.",
-                    token.text
-                ),
-            ))
+            Err(msg::BACKUP_DEVICE_NOT_FOUND.with(&[&token.text]))
         })
     }
 

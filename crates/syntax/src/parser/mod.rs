@@ -34,6 +34,7 @@ mod tests;
 
 use crate::ast::{Batch, Ident, ObjectName, Statement, StatementKind};
 use crate::lexer::{tokenize, Punct, Token, TokenKind};
+use tessera_errors::msg;
 use tessera_errors::SqlError;
 
 pub use keywords::is_reserved;
@@ -157,9 +158,7 @@ impl<'a> Parser<'a> {
 
     /// Error 191: nesting beyond the parser's limits.
     fn too_deep(&self) -> SqlError {
-        let message = "Some part of your SQL statement is nested too deeply. \
-                       Rewrite the query or break it up into smaller queries.";
-        SqlError::new(191, message).with_severity(15).at_line(self.peek().line)
+        msg::NESTED_TOO_DEEPLY.err().at_line(self.peek().line)
     }
 
     /// Fails with 191 once a left-deep chain (joins, set operations) is too long.
@@ -373,9 +372,9 @@ fn is_ident_token(token: &Token) -> bool {
 fn syntax_error(token: &Token, keyword_allowed: bool) -> SqlError {
     let error = if keyword_allowed && token.kind == TokenKind::Word && is_reserved(token.text) {
         let keyword = token.text.to_uppercase();
-        SqlError::new(156, format!("Incorrect syntax near the keyword '{keyword}'."))
+        msg::SYNTAX_ERROR_NEAR_KEYWORD.with(&[&keyword])
     } else {
-        SqlError::new(102, format!("Incorrect syntax near '{}'.", token.display_text()))
+        msg::SYNTAX_ERROR_NEAR.with(&[&token.display_text()])
     };
     error.with_severity(15).at_line(token.line)
 }

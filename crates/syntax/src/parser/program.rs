@@ -11,7 +11,6 @@ use crate::ast::{
 };
 use crate::lexer::{Punct, TokenKind};
 use tessera_errors::msg;
-use tessera_errors::SqlError;
 
 /// How a module statement began: `CREATE`, `ALTER` or `CREATE OR ALTER`.
 #[derive(Clone, Copy)]
@@ -511,8 +510,7 @@ impl Parser<'_> {
         };
         if let Some((noun, kind)) = module {
             if !first {
-                let message = format!("'{} {noun}' must be the first statement in a query batch.", header.verb());
-                return Err(SqlError::new(111, message).with_severity(15).at_line(start_token.line));
+                return Err(msg::MUST_BE_FIRST_IN_BATCH.with(&[&header.verb(), &noun]).at_line(start_token.line));
             }
             self.pos += 1;
             return match kind {

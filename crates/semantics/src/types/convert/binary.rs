@@ -11,7 +11,7 @@ use super::string_type_name;
 use super::temporal::temporal_to_binary;
 use tessera_access::row::MAX;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 
 pub(super) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02X}")).collect()
@@ -79,7 +79,7 @@ fn fit_binary(mut bytes: Vec<u8>, n: u16, pad: bool, numeric: bool) -> Vec<u8> {
 }
 
 fn string_to_bytes(s: &str, from: &SqlType, style: Option<i32>) -> SqlResult<Vec<u8>> {
-    let bad = || SqlError::new(8114, format!("Error converting data type {} to varbinary.", string_type_name(from)));
+    let bad = || msg::TYPE_CONVERSION_ERROR.with(&[&string_type_name(from), &"varbinary"]);
     match style.unwrap_or(0) {
         0 if is_unicode(from) => Ok(s.encode_utf16().flat_map(u16::to_le_bytes).collect()),
         0 => Ok(encode_cp1252(s)),

@@ -18,6 +18,7 @@
 use super::typing::{base_type_name, conversion, family, is_unicode, Conversion, Family};
 use super::{SqlType, Value};
 use tessera_access::row::MAX;
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 mod binary;
@@ -70,24 +71,18 @@ pub fn cast(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> SqlR
 /// Error 529 when not even `CAST` converts `from` to `to` (`CAST(date AS int)`).
 pub fn check_explicit(from: &SqlType, to: &SqlType) -> SqlResult<()> {
     if conversion(from, to) == Conversion::NotAllowed {
-        return Err(SqlError::new(
-            529,
-            format!(
-                "Explicit conversion from data type {} to {} is not allowed.",
-                base_type_name(from),
-                base_type_name(to)
-            ),
-        ));
+        return Err(msg::EXPLICIT_CONVERSION_NOT_ALLOWED.with(&[&base_type_name(from), &base_type_name(to)]));
     }
     Ok(())
 }
 
+/// A value this conversion has no rule for, named by the type that holds it as it is.
 fn unexpected(v: &Value, to: &SqlType) -> SqlError {
-    SqlError::new(8114, format!("Error converting a {:?} value to data type {}.", v, base_type_name(to)))
+    msg::TYPE_CONVERSION_ERROR.with(&[&base_type_name(&storage::natural_type(v)), &base_type_name(to)])
 }
 
 fn overflow(to: &SqlType) -> SqlError {
-    SqlError::new(8115, format!("Arithmetic overflow error converting expression to data type {}.", base_type_name(to)))
+    msg::ARITHMETIC_OVERFLOW.with(&[&"expression", &base_type_name(to)])
 }
 
 fn string_type_name(from: &SqlType) -> &'static str {
@@ -99,13 +94,7 @@ fn string_type_name(from: &SqlType) -> &'static str {
 }
 
 fn bad_style(style: i32, from: &SqlType) -> SqlError {
-    SqlError::new(
-        281,
-        format!(
-            "{style} is not a valid style number when converting from {} to a character string.",
-            base_type_name(from)
-        ),
-    )
+    msg::INVALID_CONVERT_STYLE.with(&[&style, &base_type_name(from), &"a character string"])
 }
 
 /// Whether storing `v` (of a string or binary type) in a column of type `to` would cut

@@ -159,9 +159,9 @@ pub(super) fn to_float(v: &Value, from: &SqlType, to: &SqlType) -> SqlResult<Val
         Value::Int(i) => *i as f64,
         Value::Float(f) => *f,
         Value::Decimal { value, scale } => decimal_to_f64(*value, *scale),
-        Value::Str(s) => parse_float_text(s).ok_or_else(|| {
-            SqlError::new(8114, format!("Error converting data type {} to float.", string_type_name(from)))
-        })?,
+        Value::Str(s) => {
+            parse_float_text(s).ok_or_else(|| msg::TYPE_CONVERSION_ERROR.with(&[&string_type_name(from), &"float"]))?
+        }
         Value::DateTime { days, ticks } => datetime_as_days(*days, *ticks),
         Value::Binary(b) if b.len() >= 8 => f64::from_be_bytes(b[b.len() - 8..].try_into().unwrap_or([0; 8])),
         _ => return Err(unexpected(v, to)),
@@ -220,8 +220,7 @@ fn decimal_from_string(s: &str, from: &SqlType, to: &SqlType) -> SqlResult<Value
         let value = t.scaled(scale).ok_or_else(|| overflow(to))?;
         return finish_decimal(value, precision, scale, money).ok_or_else(|| overflow(to));
     }
-    let t = parse_decimal_text(s)
-        .ok_or_else(|| SqlError::new(8114, format!("Error converting data type {src} to numeric.")))?;
+    let t = parse_decimal_text(s).ok_or_else(|| msg::TYPE_CONVERSION_ERROR.with(&[&src, &"numeric"]))?;
     let over = || msg::ARITHMETIC_OVERFLOW.with(&[&src, &"numeric"]);
     if t.integral_digits() > usize::from(precision.saturating_sub(scale)) {
         return Err(over());
@@ -245,7 +244,7 @@ fn decimal_from_binary(b: &[u8], to: &SqlType) -> SqlResult<Value> {
         let x = int_from_bytes(b, int_width(to));
         return Ok(Value::Decimal { value: i128::from(x), scale: 4 });
     }
-    let bad = || SqlError::new(8114, "Error converting data type varbinary to numeric.");
+    let bad = || msg::TYPE_CONVERSION_ERROR.with(&[&"varbinary", &"numeric"]);
     let [_, s, sign, mag @ ..] = b else { return Err(bad()) };
     if mag.len() > 16 || *sign > 1 || *s > 38 {
         return Err(bad());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tessera_access::row::{self, MAX, MINUTES_PER_DAY};
 
 /// A SQL type that holds `v` as it is, for values whose type is unknown.
-fn natural_type(v: &Value) -> SqlType {
+pub(super) fn natural_type(v: &Value) -> SqlType {
     match v {
         Value::Null | Value::Int(_) => SqlType::BigInt,
         Value::Bit(_) => SqlType::Bit,

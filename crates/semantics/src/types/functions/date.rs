@@ -2,7 +2,7 @@
 //! YEAR, MONTH, DAY, EOMONTH, DATEFROMPARTS, DATETIMEFROMPARTS and ISDATE (the time zone
 //! ones are in `offset`, the clock ones in the dispatch).
 
-use super::super::convert::{cast, check_int};
+use super::super::convert::{cast, check_int, display_text};
 use super::super::datetime::{
     civil_from_days, days_from_civil, days_in_month, shift_minutes, DAYS_TO_1900, MONTHS, TICKS_PER_HOUR,
     TICKS_PER_MINUTE, TICKS_PER_SECOND, WEEKDAYS,
@@ -51,7 +51,7 @@ impl Call<'_> {
     fn date_part_arg(&self) -> SqlResult<DatePart> {
         match &self.args[0] {
             Value::Str(s) => date_part(s),
-            other => Err(SqlError::new(155, format!("'{other:?}' is not a recognized datepart option."))),
+            other => Err(msg::UNRECOGNIZED_OPTION.with(&[&display_text(other, &self.types[0]), &"datepart"])),
         }
     }
 

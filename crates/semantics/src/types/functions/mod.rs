@@ -31,6 +31,7 @@ use super::datetime::{days_from_civil, TICKS_PER_MINUTE};
 use super::typing::{base_type_name, family, fraction_digits, is_string, is_unicode, Family, MAX_BYTES, MAX_NCHARS};
 use super::{SqlType, Value};
 use tessera_access::row::{MAX, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES, TICKS_PER_DAY};
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 // before the `mod` lines, so that the groups' files see it
@@ -134,15 +135,7 @@ fn arg_count(name: &str, n: usize, min: usize, max: usize) -> SqlResult<()> {
 }
 
 fn bad_arg(name: &str, t: &SqlType, i: usize) -> SqlError {
-    SqlError::new(
-        8116,
-        format!(
-            "Argument data type {} is invalid for argument {} of {} function.",
-            base_type_name(t),
-            i + 1,
-            name.to_ascii_lowercase()
-        ),
-    )
+    msg::INVALID_ARGUMENT_TYPE.with(&[&base_type_name(t), &(i + 1), &name.to_ascii_lowercase()])
 }
 
 /// The number of arguments a function takes, as (min, max).

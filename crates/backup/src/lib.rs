@@ -52,6 +52,14 @@ pub(crate) fn err(number: i32, message: impl Into<String>) -> BackupError {
     BackupError { number, message: message.into() }
 }
 
+impl From<tessera_errors::SqlError> for BackupError {
+    /// An error raised by name from the catalog (`msg::NAME.err()`), carried as a backup
+    /// error.
+    fn from(e: tessera_errors::SqlError) -> BackupError {
+        BackupError { number: e.number, message: e.message.clone() }
+    }
+}
+
 fn os_error(e: &std::io::Error) -> String {
     let text = e.to_string();
     let text = text.split(" (os error").next().unwrap_or(&text).to_string();
@@ -175,7 +183,7 @@ impl BufferConfig {
 /// Checks the device list of a BACKUP or RESTORE.
 pub(crate) fn check_devices(devices: &[PathBuf]) -> Result<(), BackupError> {
     if devices.is_empty() {
-        return Err(err(3206, "No backup device was specified."));
+        return Err(tessera_errors::msg::ZERO_LENGTH_DEVICE_NAME.err().into());
     }
     if devices.len() > MAX_DEVICES {
         return Err(err(3205, "Too many backup devices specified for backup or restore; only 64 are allowed."));

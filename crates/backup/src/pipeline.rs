@@ -225,7 +225,8 @@ impl WritePipeline {
         self.stripes.clear();
         let mut first = None;
         for h in self.writers.drain(..) {
-            let r = h.join().unwrap_or_else(|_| Err(err(3013, "a backup writer thread panicked")));
+            // A writer that panicked is tessera's failure, reported as SQL Server reports its own.
+            let r = h.join().unwrap_or_else(|_| Err(tessera_errors::msg::INTERNAL_QUERY_PROCESSOR_ERROR.err().into()));
             if let Err(e) = r {
                 first.get_or_insert(e);
             }

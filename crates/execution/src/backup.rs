@@ -37,7 +37,8 @@ fn number(v: &Option<(Value, SqlType)>, option: &str) -> SqlResult<u32> {
         Some((Value::Decimal { value, scale: 0 }, _)) => i64::try_from(*value).unwrap_or(-1),
         _ => -1,
     };
-    u32::try_from(n).map_err(|_| SqlError::new(3045, format!("The value for the {option} option is not valid.")))
+    u32::try_from(n)
+        .map_err(|_| msg::BACKUP_OPTION_INVALID.with(&[&format!("value for the {option}"), &"is not valid"]))
 }
 
 /// `STOPAT`: a datetime in the server's local time, as microseconds since the epoch.
@@ -79,7 +80,7 @@ fn guid(v: u128) -> Value {
 
 fn to_sql(e: BackupError, verb: &str) -> SqlError {
     let first = SqlError::new(e.number, e.message);
-    SqlError::new(3013, format!("{verb} is terminating abnormally.")).after(first)
+    msg::BACKUP_RESTORE_TERMINATED.with(&[&verb]).after(first)
 }
 
 fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb: &str) -> SqlResult<()> {

@@ -84,12 +84,8 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
             let row = decode_row(&table, &schema, &bytes)?;
             let entry = index_entry(&table, ix, &row, &row_key)?;
             if tx.get(index_tree, &entry)?.as_deref() != Some(&row_key[..]) {
-                let detail = format!(
-                    "Data row identified by ({}) with index values '{}'.",
-                    values(&table, 0, &row),
-                    values(&table, ix, &row)
-                );
-                findings.report(missing_entry(&table, ix), SqlError::new(8955, detail));
+                let detail = msg::CHECKDB_DATA_ROW_DETAIL.with(&[&values(&table, 0, &row), &values(&table, ix, &row)]);
+                findings.report(missing_entry(&table, ix), detail);
             }
         }
         // Every entry belongs to its row.
@@ -108,11 +104,8 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
                     Some(r) => values(&table, 0, r),
                     None => format!("a missing row, key 0x{}", hex(&row_key)),
                 };
-                let detail = format!(
-                    "Index row with key 0x{} pointing to the data row identified by ({pointing}).",
-                    hex(&entry)
-                );
-                findings.report(extra_entry(&table, ix), SqlError::new(8956, detail));
+                let detail = msg::CHECKDB_INDEX_ROW_DETAIL.with(&[&hex(&entry), &pointing]);
+                findings.report(extra_entry(&table, ix), detail);
             }
         }
         if findings.error_count > before {

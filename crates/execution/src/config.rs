@@ -300,10 +300,7 @@ impl Config {
             (Some(o), _, _) => Ok(o),
             (None, Some(o), None) => Ok(o),
             (None, Some(_), Some(_)) => Err(msg::CONFIG_OPTION_AMBIGUOUS.with(&[&name]).with_state(1)),
-            _ => Err(SqlError::new(
-                15123,
-                format!("The configuration option '{name}' does not exist, or it may be an advanced option."),
-            )),
+            _ => Err(msg::CONFIG_OPTION_NOT_FOUND.with(&[&name])),
         }
     }
 

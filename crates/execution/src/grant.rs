@@ -15,6 +15,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::Value;
@@ -239,8 +240,7 @@ impl Collector {
 }
 
 fn insufficient_memory(pool: &str) -> SqlError {
-    SqlError::new(701, format!("There is insufficient system memory in resource pool '{pool}' to run this query."))
-        .with_severity(17)
+    msg::OUT_OF_MEMORY.with(&[&format!("in resource pool '{pool}' to run this query")]).with_severity(17)
 }
 
 #[cfg(test)]

@@ -182,11 +182,13 @@ fn now() -> i64 {
 pub fn hash_password(password: &str) -> SqlResult<String> {
     let mut bytes = [0u8; 16];
     rand::rng().fill_bytes(&mut bytes);
-    let salt = SaltString::encode_b64(&bytes).map_err(|e| SqlError::new(15118, e.to_string()))?;
+    // Neither step fails for 16 random bytes and a password of a SQL string's length: a
+    // failure is tessera's, reported as SQL Server reports its own (8630).
+    let salt = SaltString::encode_b64(&bytes).map_err(|_| msg::INTERNAL_QUERY_PROCESSOR_ERROR.err())?;
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| SqlError::new(15118, format!("Password hashing failed: {e}")))
+        .map_err(|_| msg::INTERNAL_QUERY_PROCESSOR_ERROR.err())
 }
 
 /// Whether `password` matches the PHC hash `hash` (false for a malformed or empty hash).
@@ -217,10 +219,7 @@ pub fn check_policy(password: &str) -> SqlResult<()> {
         password.chars().any(|c| !c.is_alphanumeric()),
     ];
     if classes.iter().filter(|&&b| b).count() < 3 {
-        return Err(SqlError::new(
-            15118,
-            "Password validation failed. The password does not meet the operating system policy requirements because it is not complex enough.",
-        ));
+        return Err(msg::PASSWORD_NOT_COMPLEX.err());
     }
     Ok(())
 }
@@ -266,8 +265,7 @@ impl Logins {
                 tessera_database::Direction::Forward,
             ) {
                 let (_, v) = item?;
-                let login: Login = serde_json::from_slice(&v)
-                    .map_err(|e| SqlError::new(824, format!("A login in master is unreadable: {e}")))?;
+                let login: Login = serde_json::from_slice(&v).map_err(|_| msg::SCHEMA_CORRUPTION.err())?;
                 logins.insert(login.name.to_lowercase(), login);
             }
             tx.commit()?;
@@ -425,13 +423,10 @@ impl Logins {
         let mut logins = self.logins.write();
         let key = new.name.to_lowercase();
         if logins.contains_key(&key) || SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&new.name)) {
-            return Err(SqlError::new(15025, format!("The server principal '{}' already exists.", new.name)));
+            return Err(msg::SERVER_PRINCIPAL_EXISTS.with(&[&new.name]));
         }
         if logins.len() >= MAX_LOGINS {
-            return Err(SqlError::new(
-                15025,
-                format!("The server already has the most logins it keeps ({MAX_LOGINS})."),
-            ));
+            return Err(msg::TOO_MANY_LOGINS.with(&[&MAX_LOGINS]));
         }
         let principal_id = logins.values().map(|l| l.principal_id + 1).max().unwrap_or(0).max(FIRST_LOGIN_ID);
         let sid = match new.sid {
@@ -479,7 +474,7 @@ impl Logins {
         next.modify_date = now();
         let new_key = next.name.to_lowercase();
         if new_key != key && logins.contains_key(&new_key) {
-            return Err(SqlError::new(15025, format!("The server principal '{}' already exists.", next.name)));
+            return Err(msg::SERVER_PRINCIPAL_EXISTS.with(&[&next.name]));
         }
         self.persist(Some(&key), Some(&next))?;
         logins.remove(&key);
@@ -515,7 +510,7 @@ impl Logins {
             tx.delete(tree, k.as_bytes())?;
         }
         if let Some(l) = login {
-            let bytes = serde_json::to_vec(l).map_err(|e| SqlError::new(15118, e.to_string()))?;
+            let bytes = serde_json::to_vec(l).map_err(|_| msg::INTERNAL_QUERY_PROCESSOR_ERROR.err())?;
             tx.insert(tree, l.name.to_lowercase().as_bytes(), &bytes)?;
         }
         tx.commit()?;

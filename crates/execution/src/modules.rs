@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tessera_errors::msg;
 
 use crate::runtime::ExecCtx;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::{self, Catalog, Module, ModuleKind, Object};
 use tessera_syntax::ast::{self, ObjectName};
@@ -33,7 +33,7 @@ pub fn define(
     // A new module goes in the default schema; ALTER finds the one the name means.
     let (db, schema, obj) = if alter { b.qualify(name)? } else { b.qualify_new(name)? };
     if name.name().value.starts_with('#') {
-        return Err(SqlError::new(2760, "Temporary procedures, functions and views are not supported."));
+        return Err(msg::TEMPORARY_MODULES_NOT_SUPPORTED.err());
     }
     if kind == ModuleKind::ScalarFunction && (alter || or_alter) {
         crate::ddl::resource_governor::check_not_classifier(ctx, "alter", &db, &schema, &obj)?;
@@ -42,12 +42,7 @@ pub fn define(
         || (ctx.shared.engine.exists(&db)
             && ctx.shared.security(&ctx.session.catalog_memo, &db)?.schema(&schema).is_some());
     if !schema_exists {
-        return Err(SqlError::new(
-            2760,
-            format!(
-                "The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."
-            ),
-        ));
+        return Err(msg::SCHEMA_NOT_FOUND.with(&[&schema]));
     }
     if !db.eq_ignore_ascii_case(&ctx.session.database) {
         return Err(msg::DATABASE_PREFIX_NOT_ALLOWED.with(&[&kind_word(kind)]));

@@ -48,7 +48,7 @@ fn check_language(name: &Ident) -> SqlResult<()> {
 }
 
 fn unsupported(what: &str) -> SqlError {
-    SqlError::new(15123, format!("{what} is not supported by tessera."))
+    msg::LOGIN_OPTION_NOT_SUPPORTED.with(&[&what])
 }
 
 /// `CREATE LOGIN name WITH PASSWORD = '…' [, …]`.
@@ -187,10 +187,7 @@ pub fn alter_login(shared: &Shared, caller: Option<&str>, name: &Ident, action: 
                 LoginOption::DefaultDatabase(db) => l.default_database = db.value.clone(),
                 LoginOption::Name(n) => {
                     if SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&n.value)) {
-                        return Err(SqlError::new(
-                            15025,
-                            format!("The server principal '{}' already exists.", n.value),
-                        ));
+                        return Err(msg::SERVER_PRINCIPAL_EXISTS.with(&[&n.value]));
                     }
                     l.name = n.value.clone();
                 }

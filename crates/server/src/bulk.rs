@@ -38,9 +38,7 @@ pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version:
         }
     };
     if columns.len() != target.columns.len() {
-        let message =
-            format!("The bulk load sent {} columns; INSERT BULK named {}.", columns.len(), target.columns.len());
-        sink.message(&SqlError::new(4822, message).with_severity(16));
+        sink.message(&msg::BULK_LOAD_COLUMN_MISMATCH.with(&[&columns.len(), &target.columns.len()]));
         return;
     }
     let mut typed: Vec<(String, SqlType)> =

@@ -557,16 +557,14 @@ impl Busy {
                     s.execute(&text, sink);
                     sink.finish_batch();
                 }),
-                Err(e) => bad_request(e),
+                Err(e) => bad_request(msg::TDS_STREAM_INCORRECT.with(&[&e])),
             },
             kind::RPC => match request::decode_rpc(&msg.payload, version) {
                 Ok(calls) => Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)),
-                Err(e) => bad_request(e),
+                Err(e) => bad_request(msg::TDS_RPC_STREAM_INCORRECT.with(&[&e])),
             },
             kind::TRANSACTION_MANAGER => match request::decode_tm(&msg.payload, version) {
-                Ok(tm::Request::Unsupported(k)) => bad_request(format!(
-                    "The transaction manager request {k} (distributed transactions) is not supported."
-                )),
+                Ok(tm::Request::Unsupported(k)) => bad_request(msg::DISTRIBUTED_TRANSACTIONS_NOT_SUPPORTED.with(&[&k])),
                 Ok(req) => Box::new(move |s: &mut Session, sink: &mut TokenSink| {
                     for text in req.statements() {
                         if s.execute(&text, sink) {
@@ -575,7 +573,7 @@ impl Busy {
                     }
                     sink.finish_batch();
                 }),
-                Err(e) => bad_request(e),
+                Err(e) => bad_request(msg::TDS_STREAM_INCORRECT.with(&[&e])),
             },
             kind::BULK_LOAD => {
                 let payload = msg.payload;
@@ -649,12 +647,12 @@ impl Busy {
 
 /// A BULK_LOAD message with no `INSERT BULK` before it.
 fn not_announced() -> SqlError {
-    SqlError::new(8009, "A bulk load (BULK_LOAD) must follow an INSERT BULK statement.")
+    msg::TDS_STREAM_INCORRECT.with(&[&"a bulk load (BULK_LOAD) must follow an INSERT BULK statement"])
 }
 
-fn bad_request(message: String) -> Job {
+fn bad_request(error: SqlError) -> Job {
     Box::new(move |_s: &mut Session, sink: &mut TokenSink| {
-        sink.message(&SqlError::new(8009, message).with_severity(16));
+        sink.message(&error);
         sink.finish_batch();
     })
 }

@@ -226,7 +226,7 @@ fn full_model_log_chain_point_in_time_and_errors() {
     let out = run(&mut s, &format!("BACKUP DATABASE bank TO DISK = '{d}/y.bak' WITH FROBNICATE"));
     assert_eq!(error_numbers(&out), vec![155]);
     let out = run(&mut s, "BACKUP DATABASE bank TO TAPE = '\\\\.\\tape0'");
-    assert_eq!(error_numbers(&out), vec![3206]);
+    assert_eq!(error_numbers(&out), vec![40525]);
 }
 
 #[test]

@@ -49,7 +49,7 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         files::sizes(spec, &logical).map_err(failed)?.apply(FileKind::Log, &mut options);
     }
     ctx.shared.engine.create_database(name, options).map_err(|e| match e {
-        tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
+        tessera_database::Error::Invalid(_) => invalid_name(name),
         e if e.number() == 5170 => failed(e.into()),
         e => e.into(),
     })?;
@@ -109,10 +109,20 @@ pub fn attach_files(ctx: &mut ExecCtx, name: &str, data: &std::path::Path, log: 
         5120 => msg::CREATE_DATABASE_FAILED.err().after(e.into()),
         1801 | 5172 => e.into(),
         _ => match e {
-            tessera_database::Error::Invalid(m) => SqlError::new(1038, m),
+            tessera_database::Error::Invalid(_) => invalid_name(name),
             e => msg::NEW_DATABASE_OPEN_FAILED.with(&[&name]).after(e.into()),
         },
     })
+}
+
+/// The engine refused the name of a new database: SQL Server's 1038 when it is empty,
+/// otherwise a name tessera cannot give a database's files.
+fn invalid_name(name: &str) -> SqlError {
+    if name.is_empty() {
+        msg::EMPTY_OBJECT_OR_COLUMN_NAME.err()
+    } else {
+        msg::DATABASE_NAME_NOT_SUPPORTED.with(&[&name])
+    }
 }
 
 /// `sp_detach_db`: the database leaves the instance; its files stay where they are.
@@ -187,7 +197,9 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
             for (opt, value) in settings {
                 if options.scratch {
                     // tempdb is SIMPLE and never waits for the log, as in SQL Server.
-                    return Err(SqlError::new(5058, format!("Option '{opt}' cannot be set in database '{n}'.")));
+                    return Err(
+                        msg::DATABASE_OPTION_NOT_SETTABLE.with(&[&format!("Option '{opt}' cannot be set in"), &n])
+                    );
                 }
                 match opt.as_str() {
                     "RECOVERY" => {
@@ -201,10 +213,8 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                     "CONTAINMENT" => set_containment(ctx, &database, value)?,
                     "DB_CHAINING" => {
                         if ["master", "tempdb", "model"].iter().any(|s| n.eq_ignore_ascii_case(s)) {
-                            return Err(SqlError::new(
-                                5058,
-                                format!("Option '{opt}' cannot be set in database '{n}'."),
-                            ));
+                            return Err(msg::DATABASE_OPTION_NOT_SETTABLE
+                                .with(&[&format!("Option '{opt}' cannot be set in"), &n]));
                         }
                         if !ctx.shared.session_in_role(ctx.session, "sysadmin") {
                             return Err(msg::ADMIN_ACTION_DENIED.err());
@@ -224,7 +234,9 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                         set_limit(ctx, &mut options.limits, opt, value)?;
                     }
                     _ => {
-                        return Err(SqlError::new(5058, format!("Option '{opt}' cannot be set in database '{n}'.")));
+                        return Err(
+                            msg::DATABASE_OPTION_NOT_SETTABLE.with(&[&format!("Option '{opt}' cannot be set in"), &n])
+                        );
                     }
                 }
             }
@@ -252,9 +264,7 @@ fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: 
         return Err(msg::ADMIN_ACTION_DENIED.err());
     }
     let n: u32 = value.parse().map_err(|_| msg::SYNTAX_ERROR_NEAR.with(&[&value]))?;
-    let out_of_range = |max: u32| {
-        SqlError::new(15129, format!("'{n}' is not a valid value for configuration option '{opt}': 0 to {max}."))
-    };
+    let out_of_range = |max: u32| msg::INVALID_CONFIG_VALUE.with(&[&n, &opt, &format!(": 0 to {max}")]);
     match opt {
         "MAX_CONCURRENT_REQUESTS" => limits.max_concurrent_requests = (n > 0).then_some(n),
         "MAX_CPU_PERCENT" | "CPU_SHARE_PERCENT" if n > 100 => return Err(out_of_range(100)),
@@ -313,10 +323,8 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
     if let Some((k, _)) =
         spec.options.iter().find(|(k, _)| !["NAME", "SIZE", "MAXSIZE", "FILEGROWTH"].contains(&k.as_str()))
     {
-        return Err(SqlError::new(
-            5058,
-            format!("Option '{k}' cannot be modified for file '{logical}' in database '{db}'."),
-        ));
+        return Err(msg::DATABASE_OPTION_NOT_SETTABLE
+            .with(&[&format!("Option '{k}' cannot be modified for file '{logical}' in"), &db]));
     }
     let sizes = files::sizes(spec, logical)?;
     let registered = ctx.shared.engine.entry(db).ok_or_else(|| tessera_semantics::catalog::database_not_found(db))?;
@@ -326,10 +334,10 @@ fn modify_file(ctx: &ExecCtx, db: &str, spec: &ast::FileSpec, options: &mut Data
         if size <= current {
             return Err(msg::MODIFY_FILE_SIZE_NOT_LARGER.err());
         }
-        return Err(SqlError::new(
-            5058,
-            format!("Option 'SIZE' of MODIFY FILE (tessera grows a file as it fills: set FILEGROWTH and MAXSIZE) cannot be set for file '{logical}' in database '{db}'."),
-        ));
+        return Err(msg::DATABASE_OPTION_NOT_SETTABLE.with(&[
+            &format!("Option 'SIZE' of MODIFY FILE (tessera grows a file as it fills: set FILEGROWTH and MAXSIZE) cannot be set for file '{logical}' in"),
+            &db,
+        ]));
     }
     if let Some(Some(max)) = sizes.max_size {
         if max < current {

@@ -9,7 +9,7 @@ use super::locking::{lock_for_ddl, lock_trees};
 use super::rebuild::{in_own_transaction, rebuild, save_definition};
 use super::{heap_index, target_for, tree_name};
 use crate::runtime::ExecCtx;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{Index, Table};
 use tessera_syntax::ast::{self, Ident, ObjectName};
 
@@ -69,7 +69,8 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         };
         return rebuild(ctx, &database, &table, new, &Ok).map_err(|e| {
             if e.number == 2601 || e.number == 2627 {
-                SqlError::new(1505, format!("The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '{}.{}' and the index name '{}'.", table.schema, table.name, ci.name.value))
+                let object = format!("{}.{}", table.schema, table.name);
+                msg::CREATE_UNIQUE_INDEX_DUPLICATE.with(&[&object, &ci.name.value, &""])
             } else {
                 e
             }
@@ -102,15 +103,10 @@ pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_
         if if_exists {
             return Ok(());
         }
-        return Err(SqlError::new(
-            3701,
-            format!(
-                "Cannot drop the index '{}.{}', because it does not exist or you do not have permission.",
-                table.name, index.value
-            ),
-        )
-        .with_severity(11)
-        .with_state(7));
+        return Err(msg::DROP_OBJECT_NOT_FOUND
+            .with(&[&"index", &format!("{}.{}", table.name, index.value)])
+            .with_severity(11)
+            .with_state(7));
     };
     let ix = &table.indexes[pos];
     if ix.primary_key || ix.unique_constraint {

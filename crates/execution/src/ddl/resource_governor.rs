@@ -117,10 +117,8 @@ fn set_pool_options(pool: &mut Pool, options: &[GovernorOption]) -> SqlResult<()
             // Pools run on every CPU the server may use (sp_configure 'affinity mask').
             "AFFINITY SCHEDULER" | "AFFINITY NUMANODE" if o.value == OptionValue::Word("AUTO".into()) => {}
             "AFFINITY SCHEDULER" | "AFFINITY NUMANODE" => {
-                return Err(SqlError::new(
-                    5058,
-                    format!("Option '{}' other than AUTO cannot be set in database 'master'.", o.name),
-                ))
+                return Err(msg::DATABASE_OPTION_NOT_SETTABLE
+                    .with(&[&format!("Option '{}' other than AUTO cannot be set in", o.name), &"master"]))
             }
             _ => return Err(unknown_option(o)),
         }
@@ -333,10 +331,7 @@ pub fn check_not_classifier(ctx: &ExecCtx, verb: &str, database: &str, schema: &
                 && c.schema.eq_ignore_ascii_case(schema)
                 && c.name.eq_ignore_ascii_case(name) =>
         {
-            Err(SqlError::new(
-                10921,
-                format!("Cannot {verb} user-defined function '{schema}.{name}'. It is being used as a resource governor classifier."),
-            ))
+            Err(msg::CLASSIFIER_FUNCTION_IN_USE.with(&[&verb, &format!("{schema}.{name}")]))
         }
         _ => Ok(()),
     }

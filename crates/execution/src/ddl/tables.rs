@@ -8,7 +8,7 @@ use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::{self, database_not_found, Catalog, Column, Index, Object, Table};
 use tessera_semantics::types::{self, SqlType};
@@ -37,12 +37,7 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
         || (ctx.shared.engine.exists(&db)
             && ctx.shared.security(&ctx.session.catalog_memo, &db)?.schema(&schema).is_some());
     if !schema_exists {
-        return Err(SqlError::new(
-            2760,
-            format!(
-                "The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."
-            ),
-        ));
+        return Err(msg::SCHEMA_NOT_FOUND.with(&[&schema]));
     }
     if !ctx.shared.engine.exists(&db) {
         return Err(database_not_found(&db));
@@ -62,7 +57,7 @@ pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Colum
             return Err(msg::INVALID_IDENTITY_TYPE.with(&[&c.name.value]));
         }
         if inc == 0 {
-            return Err(SqlError::new(2750, "Identity increment cannot be zero."));
+            return Err(msg::IDENTITY_INVALID_INCREMENT.with(&[&c.name.value]));
         }
         let _ = seed;
     }

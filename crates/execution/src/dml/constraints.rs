@@ -61,16 +61,8 @@ pub(super) fn key_values(table: &Table, index: &Index, row: &[Value]) -> String 
 pub(super) fn duplicate_error(table: &Table, index: &Index, row: &[Value]) -> SqlError {
     let values = key_values(table, index, row);
     if index.primary_key || index.unique_constraint {
-        SqlError::new(
-            2627,
-            format!(
-                "Violation of {} constraint '{}'. Cannot insert duplicate key in object '{}'. The duplicate key value is ({values}).",
-                if index.primary_key { "PRIMARY KEY" } else { "UNIQUE KEY" },
-                index.name,
-                object_name(table)
-            ),
-        )
-        .with_severity(14)
+        let kind = if index.primary_key { "PRIMARY KEY" } else { "UNIQUE KEY" };
+        msg::DUPLICATE_KEY.with(&[&kind, &format!(" '{}'", index.name), &object_name(table), &values])
     } else {
         msg::DUPLICATE_INDEX_KEY.with(&[&object_name(table), &index.name, &values])
     }

@@ -6,7 +6,8 @@ use super::indexes::index_key;
 use super::storage::row_key;
 use super::{object_name, TargetAt};
 use crate::runtime::ExecCtx;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
 use tessera_semantics::types::{self, Value};
 
@@ -44,17 +45,10 @@ pub(super) fn check_parents(
             .map(|(&c, &pc)| types::cast(&row[c], &table.columns[c].ty, &parent.columns[pc].ty, None))
             .collect::<SqlResult<_>>()?;
         if !parent_exists(ctx, &target.db, &parent, &fk.ref_columns, &values)? {
-            return Err(SqlError::new(
-                547,
-                format!(
-                    "The {kind} statement conflicted with the FOREIGN KEY constraint \"{}\". The conflict occurred in database \"{}\", table \"{}\", column '{}'.",
-                    fk.name,
-                    target.db,
-                    object_name(&parent),
-                    parent.columns[fk.ref_columns[0]].name
-                ),
-            )
-            .with_state(0));
+            let column = format!(", column '{}'", parent.columns[fk.ref_columns[0]].name);
+            return Err(msg::CONSTRAINT_CONFLICT
+                .with(&[&kind, &"FOREIGN KEY", &fk.name, &target.db, &object_name(&parent), &column])
+                .with_state(0));
         }
     }
     Ok(())

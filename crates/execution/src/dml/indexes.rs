@@ -6,7 +6,8 @@ use super::storage::table_rows;
 use super::{object_name, TargetAt};
 use crate::runtime::ExecCtx;
 use tessera_access::key::KeyBuf;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{Index, Table};
 use tessera_semantics::types::{self, Value};
 
@@ -51,15 +52,8 @@ pub fn build_index(ctx: &mut ExecCtx, target: &TargetAt, ix: &Index) -> SqlResul
     for (k, r) in rows {
         insert_index_entry(ctx, target, ix, &r, &k).map_err(|e| {
             if e.number == 2627 || e.number == 2601 {
-                SqlError::new(
-                    1505,
-                    format!(
-                        "The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '{}' and the index name '{}'. The duplicate key value is ({}).",
-                        object_name(&target.table),
-                        ix.name,
-                        key_values(&target.table, ix, &r)
-                    ),
-                )
+                let key = format!(" The duplicate key value is ({}).", key_values(&target.table, ix, &r));
+                msg::CREATE_UNIQUE_INDEX_DUPLICATE.with(&[&object_name(&target.table), &ix.name, &key])
             } else {
                 e
             }

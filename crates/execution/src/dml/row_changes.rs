@@ -12,7 +12,7 @@ use crate::encoding::decode_row;
 use crate::exec::eval;
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_semantics::bind::{bind_target, Binder};
 use tessera_semantics::catalog::{Action, DbRef, Table};
 use tessera_semantics::plan::Row;
@@ -93,17 +93,10 @@ pub(super) fn check_children(
         };
         match action {
             Action::NoAction => {
-                return Err(SqlError::new(
-                    547,
-                    format!(
-                        "The {kind} statement conflicted with the REFERENCE constraint \"{}\". The conflict occurred in database \"{}\", table \"{}\", column '{}'.",
-                        fk.name,
-                        target.db,
-                        object_name(&child),
-                        child.columns[fk.columns[0]].name
-                    ),
-                )
-                .with_state(0))
+                let column = format!(", column '{}'", child.columns[fk.columns[0]].name);
+                return Err(msg::CONSTRAINT_CONFLICT
+                    .with(&[&kind, &"REFERENCE", &fk.name, &target.db, &object_name(&child), &column])
+                    .with_state(0));
             }
             Action::Cascade if new.is_none() => {
                 for (k, r) in rows {

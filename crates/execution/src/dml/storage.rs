@@ -8,7 +8,8 @@ use crate::runtime::ExecCtx;
 use std::sync::atomic::Ordering;
 use tessera_access::key::KeyBuf;
 use tessera_access::row;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::{self, Value};
@@ -24,10 +25,8 @@ pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResu
         k.u64(u, false);
     }
     if k.len() > MAX_CLUSTERED_KEY + 8 {
-        return Err(SqlError::new(
-            1946,
-            format!("Operation failed. The index entry of length {} bytes for the index '{}' exceeds the maximum length of {MAX_CLUSTERED_KEY} bytes for clustered indexes.", k.len(), idx.name),
-        ));
+        let index = format!(" for the index '{}'", idx.name);
+        return Err(msg::INDEX_KEY_TOO_LONG.with(&[&k.len(), &index, &MAX_CLUSTERED_KEY, &" for clustered indexes"]));
     }
     Ok(k.into_vec())
 }

@@ -240,11 +240,8 @@ fn server_state(ctx: &ExecCtx) -> SqlResult<()> {
     if ctx.shared.holds_server(ctx.session, "VIEW SERVER STATE") {
         return Ok(());
     }
-    let denied = tessera_errors::SqlError::new(
-        300,
-        "VIEW SERVER STATE permission was denied on object 'server', database 'master'.",
-    );
-    Err(tessera_errors::SqlError::new(297, "The user does not have permission to perform this action.").after(denied))
+    let denied = tessera_errors::msg::SERVER_PERMISSION_DENIED.with(&[&"VIEW SERVER STATE", &"server", &"master"]);
+    Err(tessera_errors::msg::ACTION_PERMISSION_DENIED.err().after(denied))
 }
 
 /// Database `db` and its current catalog as the session may see it, for the views that

@@ -3,8 +3,8 @@
 
 use super::{Runner, Session};
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
-use tessera_semantics::types::Value;
+use tessera_errors::SqlResult;
+use tessera_semantics::types::{self, Value};
 use tessera_syntax::ast::{self, AlterLoginAction, Statement, StatementKind};
 
 impl Runner<'_> {
@@ -91,9 +91,10 @@ impl Runner<'_> {
     pub(super) fn database_ref(&mut self, s: &Statement, d: &ast::DatabaseRef) -> SqlResult<String> {
         match d {
             ast::DatabaseRef::Name(i) => Ok(i.value.clone()),
-            ast::DatabaseRef::Variable(v) => match self.eval_scalar(s, &ast::Expr::Variable(v.clone()))?.0 {
-                Value::Str(name) => Ok(name.trim_end().to_string()),
-                _ => Err(SqlError::new(3201, format!("The variable {v} does not hold a database name."))),
+            ast::DatabaseRef::Variable(v) => match self.eval_scalar(s, &ast::Expr::Variable(v.clone()))? {
+                (Value::Str(name), _) => Ok(name.trim_end().to_string()),
+                (Value::Null, _) => Err(msg::DATABASE_NOT_FOUND.with(&[&""])),
+                (_, t) => Err(msg::OPERAND_TYPE_CLASH.with(&[&types::base_type_name(&t), &"sysname"])),
             },
         }
     }
@@ -109,7 +110,7 @@ impl Runner<'_> {
         for d in devices {
             match self.eval_scalar(s, d)?.0 {
                 Value::Str(p) if !p.trim().is_empty() => paths.push(std::path::PathBuf::from(p.trim_end())),
-                _ => return Err(SqlError::new(3206, "A backup device name must be a non-empty string.")),
+                _ => return Err(msg::ZERO_LENGTH_DEVICE_NAME.err()),
             }
         }
         let mut out = Vec::new();

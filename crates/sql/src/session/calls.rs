@@ -378,11 +378,7 @@ impl Runner<'_> {
                 }
                 None => {
                     if named_seen {
-                        return Err(SqlError::new(
-                            119,
-                            "Must pass parameter number 2 and subsequent parameters as '@name = value'. After the form '@name = value' has been used, all subsequent parameters must be passed in the form '@name = value'.".replace("number 2", &format!("number {}", i + 1)),
-                        )
-                        .with_severity(15));
+                        return Err(msg::NAMED_PARAMETER_ORDER.with(&[&(i + 1)]));
                     }
                     if i >= params.len() {
                         return Err(msg::TOO_MANY_ARGUMENTS.with(&[&proc_name]));

@@ -107,10 +107,7 @@ impl Runner<'_> {
                 ("DATEFIRST", None) => {
                     let n = number(self)?;
                     if !(1..=7).contains(&n) {
-                        return Err(SqlError::new(
-                            2742,
-                            "SET DATEFIRST 0 is out of range.".replace('0', &n.to_string()),
-                        ));
+                        return Err(msg::DATEFIRST_OUT_OF_RANGE.with(&[&n]));
                     }
                     self.state.options.datefirst = n;
                     self.state.functions.datefirst = n as u8;

@@ -176,19 +176,13 @@ impl Runner<'_> {
         }
         let (security, token) = self.shared.access(self.state, &db)?;
         if security.schema(&schema).is_none() {
-            return Err(SqlError::new(
-                2760,
-                format!("The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."),
-            ));
+            return Err(msg::SCHEMA_NOT_FOUND.with(&[&schema]));
         }
         if !allowed(&security, &token, permission, On::Database) {
             return Err(database_denied(permission, &db));
         }
         if !allowed(&security, &token, "ALTER", On::Schema(&schema)) {
-            return Err(SqlError::new(
-                2760,
-                format!("The specified schema name \"{schema}\" either does not exist or you do not have permission to use it."),
-            ));
+            return Err(msg::SCHEMA_NOT_FOUND.with(&[&schema]));
         }
         Ok(())
     }

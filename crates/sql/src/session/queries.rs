@@ -201,9 +201,9 @@ impl Runner<'_> {
         self.check_plan(&deps)?;
         self.check_create("CREATE TABLE", &into)?;
         let mut columns = Vec::new();
-        for (i, c) in bound.columns.iter().enumerate() {
+        for c in &bound.columns {
             if c.name.is_empty() {
-                return Err(SqlError::new(1038, format!("An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name. For other statements, look for empty alias names. Aliases defined as \"\" or [] are not allowed. Change the alias to a valid name. (column {})", i + 1)).with_severity(15));
+                return Err(msg::EMPTY_OBJECT_OR_COLUMN_NAME.err());
             }
             columns.push(ast::ColumnDef {
                 name: ast::Ident::new(c.name.clone()),

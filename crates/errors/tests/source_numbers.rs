@@ -214,16 +214,16 @@ fn every_error_raised_in_the_source_has_a_catalog_row_that_fits() {
         }
     }
     assert!(problems.is_empty(), "{} problem(s):\n{}", problems.len(), problems.join("\n"));
-    // A scanner that stopped finding calls would pass everything above.
-    assert!(with_text >= 50, "only {with_text} calls with a literal message found under {}", crates.display());
+    // A scanner that stopped finding calls would pass everything above. The code raises its
+    // errors by name now; the tests still build the errors they expect by number (27 calls
+    // with a literal message when this floor was set).
+    assert!(with_text >= 20, "only {with_text} calls with a literal message found under {}", crates.display());
 }
 
-/// Sites outside the catalog that still raise an error by its number and text rather than
-/// by its name (`msg::NAME.err()` / `.with(&[…])`), in the code that is not a test's. The
-/// catalog's names are the way to raise an error; this number only goes down (issue 32:
-/// none at all).
-const LITERAL_SITES_LIMIT: usize = 66;
-
+/// No site outside the catalog raises an error by its number and text rather than by its
+/// name (`msg::NAME.err()` / `.with(&[…])`), in the code that is not a test's: the catalog's
+/// names are the way to raise an error (issue 32). A number that comes from data
+/// (`SqlError::new(e.number, …)`) is not a literal and is not counted.
 #[test]
 fn errors_are_raised_by_name_not_by_number() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("crates/");
@@ -236,14 +236,15 @@ fn errors_are_raised_by_name_not_by_number() {
     }) {
         let src = fs::read_to_string(file).expect("read a source file");
         // A file's unit tests build the errors they expect as they like.
-        let code = src.find("#[cfg(test)]\nmod tests").map_or(&src[..], |at| &src[..at]);
+        // (`mod tests;` only declares a file of its own, which the filter above leaves out.)
+        let code = src.find("#[cfg(test)]\nmod tests {").map_or(&src[..], |at| &src[..at]);
         for call in calls(code).into_iter().filter(|c| c.number < 50000) {
             sites.push(format!("{}:{} ({})", file.display(), call.line, call.number));
         }
     }
     assert!(
-        sites.len() <= LITERAL_SITES_LIMIT,
-        "{} sites raise an error by number (at most {LITERAL_SITES_LIMIT}); name it from tessera_errors::msg instead:\n{}",
+        sites.is_empty(),
+        "{} site(s) raise an error by number; name it from tessera_errors::msg instead:\n{}",
         sites.len(),
         sites.join("\n")
     );

@@ -437,11 +437,12 @@ fn raw_logged_in(port: u16) {
     odd.push(0);
     send(&mut s, 0x01, &odd);
     assert_eq!(recv(&mut s)[0], 0xAA);
-    // A BULK_LOAD no INSERT BULK announced: error 8009, the connection stays. An INSERT
+    // A BULK_LOAD no INSERT BULK announced: error 4002 (the TDS stream is incorrect; 8009
+    // is for RPC requests), the connection stays. An INSERT
     // BULK naming a column the table lacks is 207 and announces nothing.
     send(&mut s, 0x07, &[0x81, 0, 0]);
     let resp = recv(&mut s);
-    assert_eq!((resp[0], i32::from_le_bytes([resp[3], resp[4], resp[5], resp[6]])), (0xAA, 8009));
+    assert_eq!((resp[0], i32::from_le_bytes([resp[3], resp[4], resp[5], resp[6]])), (0xAA, 4002));
     send(&mut s, 0x01, &batch("CREATE TABLE bulk_probe (a int)"));
     recv(&mut s);
     send(&mut s, 0x01, &batch("INSERT BULK bulk_probe ([a] int, [b] int)"));
@@ -449,7 +450,7 @@ fn raw_logged_in(port: u16) {
     assert_eq!((resp[0], i32::from_le_bytes([resp[3], resp[4], resp[5], resp[6]])), (0xAA, 207));
     send(&mut s, 0x07, &[0x81, 0, 0]);
     let resp = recv(&mut s);
-    assert_eq!((resp[0], i32::from_le_bytes([resp[3], resp[4], resp[5], resp[6]])), (0xAA, 8009));
+    assert_eq!((resp[0], i32::from_le_bytes([resp[3], resp[4], resp[5], resp[6]])), (0xAA, 4002));
     // An unknown packet type after login ends the connection.
     let mut s2 = raw_login(port);
     send(&mut s2, 0x55, b"junk");

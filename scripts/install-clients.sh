@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the SQL Server client libraries and tools the client scenario tests drive
 # (crates/server/tests/*.rs): python-tds and pymssql from PyPI, FreeTDS's tsql and freebcp
-# from Debian, tedious from npm, go-mssqldb from the Go module proxy. Idempotent; needs
-# root (or sudo) for apt-get. Language runtimes (python3, node, go) must be present.
+# from Debian, tedious from npm, go-mssqldb from the Go module proxy, the Microsoft JDBC
+# driver (mssql-jdbc) from Maven Central. Idempotent; needs root (or sudo) for apt-get.
+# Language runtimes (python3, node, go, a JDK with Maven) must be present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,3 +19,4 @@ fi
 
 (cd crates/server/tests/clients/tedious && npm ci --no-audit --no-fund --silent)
 (cd crates/server/tests/clients/gomssql && go mod download)
+(cd crates/server/tests/clients/jdbc && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib)

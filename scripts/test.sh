@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as README.md documents it. Needs the Rust toolchain (rustup's
 # stable with rustfmt and clippy; every crate comes from crates.io), Python 3 with pip, Node.js
-# with npm and Go: scripts/install-clients.sh installs the SQL Server clients the scenario
-# tests drive (python-tds, pymssql, FreeTDS, tedious, go-mssqldb).
+# with npm, Go, and a JDK with Maven: scripts/install-clients.sh installs the SQL Server
+# clients the scenario tests drive (python-tds, pymssql, FreeTDS, tedious, go-mssqldb,
+# mssql-jdbc).
 # Last, the TDS request decoders are fuzzed for 30 s (scripts/fuzz.sh: nightly + cargo-fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -19,7 +19,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use tessera_database::{Engine, EngineConfig};
-use tessera_semantics::output::{OutputColumn, StoredRow};
+use tessera_semantics::output::{Command, OutputColumn, StoredRow};
 use tessera_semantics::types::Value;
 use tessera_sql::{ResultSink, Session, SqlError};
 
@@ -98,7 +98,7 @@ impl ResultSink for RowCounter {
         }
     }
 
-    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn done(&mut self, _: Option<u64>, _: Command) {}
 
     fn message(&mut self, m: &SqlError) {
         if m.severity > 10 && self.error.is_none() {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tessera_semantics::output::OutputColumn;
+use tessera_semantics::output::{Command, OutputColumn};
 use tessera_semantics::types::Value;
 use tessera_sql::{ResultSink, Session, Shared, SqlError};
 
@@ -35,7 +35,7 @@ impl ResultSink for LastValue {
         self.value = row.first().cloned();
     }
 
-    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn done(&mut self, _: Option<u64>, _: Command) {}
 
     fn message(&mut self, m: &SqlError) {
         if m.severity > 10 {

@@ -15,7 +15,7 @@
 //! and divide "Collected" by N. It uses the server's allocator (mimalloc), as
 //! `tessera bench sql` does.
 
-use tessera_semantics::output::{OutputColumn, StoredRow};
+use tessera_semantics::output::{Command, OutputColumn, StoredRow};
 use tessera_semantics::types::Value;
 use tessera_sql::{ResultSink, Session, SqlError};
 
@@ -54,7 +54,7 @@ impl ResultSink for Sink {
         }
     }
 
-    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn done(&mut self, _: Option<u64>, _: Command) {}
 
     fn message(&mut self, m: &SqlError) {
         assert!(m.severity <= 10, "Msg {}: {}", m.number, m.message);

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use tessera_semantics::output::{OutputColumn, ResultSink};
+use tessera_semantics::output::{Command, OutputColumn, ResultSink};
 use tessera_semantics::types::Value;
 use tessera_sql::runner::{self, Batches};
 use tessera_sql::SqlError;
@@ -142,8 +142,8 @@ impl ResultSink for Tally {
             self.names.push(name.to_string());
         }
     }
-    fn done(&mut self, count: Option<u64>, result_set: bool) {
-        if !result_set {
+    fn done(&mut self, count: Option<u64>, command: Command) {
+        if !command.is_result_set() {
             self.rows += count.unwrap_or(0);
         }
     }

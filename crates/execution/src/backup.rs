@@ -502,7 +502,7 @@ fn result_set(sink: &mut dyn ResultSink, spec: &[(&str, SqlType)], rows: &[Vec<V
     for r in rows {
         sink.row(r);
     }
-    sink.done(Some(rows.len() as u64), true);
+    sink.done(Some(rows.len() as u64), tessera_semantics::output::Command::Select);
 }
 
 /// The RESTORE family; returns the msdb history to record (none under trace flag 3001, or

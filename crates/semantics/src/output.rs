@@ -23,6 +23,58 @@ pub struct OutputColumn {
     pub nullable: bool,
 }
 
+/// What a statement that ended was, for the DONE that ends it: TDS carries it as the
+/// token's CurCmd, and drivers read it (the Microsoft JDBC driver takes a row count only
+/// from a DONE that ends a data change, and reports 0 for one that ends DDL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// A result set (a query's, or the rows a procedure, DBCC or RESTORE … ONLY returns).
+    Select,
+    SelectInto,
+    Insert,
+    Update,
+    Delete,
+    BulkInsert,
+    CreateTable,
+    DropTable,
+    AlterTable,
+    CreateIndex,
+    DropIndex,
+    CreateView,
+    DropView,
+    CreateProcedure,
+    DropProcedure,
+    CreateFunction,
+    DropFunction,
+    CreateSchema,
+    DropSchema,
+    CreateDatabase,
+    DropDatabase,
+    AlterDatabase,
+    CreateUser,
+    AlterUser,
+    DropUser,
+    CreateRole,
+    AlterRole,
+    DropRole,
+    CreateLogin,
+    AlterLogin,
+    DropLogin,
+    Grant,
+    Revoke,
+    Deny,
+    /// Another definition or administration statement (TRUNCATE TABLE, ALTER
+    /// AUTHORIZATION, application roles, server roles).
+    OtherDdl,
+}
+
+impl Command {
+    /// Whether the DONE ends a result set.
+    pub fn is_result_set(self) -> bool {
+        self == Command::Select
+    }
+}
+
 /// Receives a batch's results in order.
 pub trait ResultSink {
     /// A result set starts.
@@ -43,7 +95,7 @@ pub trait ResultSink {
     }
     /// A result set or a statement ended; `count` is the row count to report (None under
     /// SET NOCOUNT ON or for statements without a count).
-    fn done(&mut self, count: Option<u64>, result_set: bool);
+    fn done(&mut self, count: Option<u64>, command: Command);
     /// An error (severity ≥ 11) or an informational message (PRINT, RAISERROR ≤ 10).
     fn message(&mut self, message: &SqlError);
     fn env_change(&mut self, _change: &EnvChange) {}
@@ -127,7 +179,7 @@ impl ResultSink for Collected {
             rs.1.push(row.to_vec());
         }
     }
-    fn done(&mut self, count: Option<u64>, _result_set: bool) {
+    fn done(&mut self, count: Option<u64>, _command: Command) {
         if let Some(c) = count {
             self.counts.push(c);
         }
@@ -295,13 +347,13 @@ impl<W: std::io::Write> ResultSink for SqlcmdWriter<W> {
         self.line(&line);
     }
 
-    fn done(&mut self, count: Option<u64>, result_set: bool) {
+    fn done(&mut self, count: Option<u64>, command: Command) {
         match count {
             Some(n) => {
                 self.line("");
                 self.line(&format!("({n} row{} affected)", if n == 1 { "" } else { "s" }));
             }
-            None if result_set => self.line(""),
+            None if command.is_result_set() => self.line(""),
             None => {}
         }
     }

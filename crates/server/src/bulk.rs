@@ -15,7 +15,7 @@
 
 use tessera_errors::msg;
 use tessera_semantics::output::OutputColumn;
-use tessera_semantics::output::{EnvChange, ResultSink};
+use tessera_semantics::output::{Command, EnvChange, ResultSink};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::BulkTarget;
 use tessera_sql::{Session, SqlError};
@@ -66,7 +66,7 @@ pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version:
             }
             total += 1;
         }
-        sink.done(Some(total), false);
+        sink.done(Some(total), Command::BulkInsert);
         return;
     }
     session.bulk_insert(&target.table, &typed, rows, target.keep_identity, sink);
@@ -157,7 +157,7 @@ struct ErrorsOnly<'s> {
 impl ResultSink for ErrorsOnly<'_> {
     fn columns(&mut self, _: &[OutputColumn]) {}
     fn row(&mut self, _: &[Value]) {}
-    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn done(&mut self, _: Option<u64>, _: Command) {}
     fn message(&mut self, m: &SqlError) {
         self.failed |= m.severity > 10;
         self.inner.message(m);

@@ -5,6 +5,7 @@
 use std::io;
 use std::sync::Arc;
 
+use tessera_semantics::output::Command;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::Value;
@@ -406,7 +407,7 @@ struct Messages<'a>(&'a mut Vec<SqlError>);
 impl ResultSink for Messages<'_> {
     fn columns(&mut self, _: &[OutputColumn]) {}
     fn row(&mut self, _: &[tessera_semantics::types::Value]) {}
-    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn done(&mut self, _: Option<u64>, _: Command) {}
     fn message(&mut self, m: &SqlError) {
         self.0.push(m.clone());
     }
@@ -454,12 +455,22 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
             }
             tokens::DONE | tokens::DONEPROC | tokens::DONEINPROC => {
                 let status = r.u16()?;
-                r.u16()?;
+                let cur_cmd = r.u16()?;
                 let count = r.u64()?;
                 let counted = status & done::COUNT != 0;
                 outcome.attention |= status & done::ATTN != 0;
                 if counted || in_result {
-                    sink.done(counted.then_some(count), in_result);
+                    // What this sink needs to know: a result set's end, or a count of
+                    // rows a statement changed (which one, the CurCmd says).
+                    let command = match cur_cmd {
+                        _ if in_result => Command::Select,
+                        0xC2 => Command::SelectInto,
+                        0xC4 => Command::Delete,
+                        0xC5 => Command::Update,
+                        0xF0 => Command::BulkInsert,
+                        _ => Command::Insert,
+                    };
+                    sink.done(counted.then_some(count), command);
                 }
                 in_result = false;
             }

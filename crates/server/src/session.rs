@@ -36,7 +36,7 @@ use tessera_errors::msg;
 use bytes::BytesMut;
 use parking_lot::Mutex;
 use tessera_semantics::output::EnvChange;
-use tessera_semantics::output::{OutputColumn, StoredRow};
+use tessera_semantics::output::{Command, OutputColumn, StoredRow};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
 use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
@@ -721,7 +721,7 @@ pub struct TokenSink<'a> {
     server: String,
     columns: Vec<SqlType>,
     /// The last DONE, held back until we know whether more follows (DONE_MORE).
-    pending: Option<(u16, u64)>,
+    pending: Option<(u16, u16, u64)>,
     error_since_done: bool,
     in_proc: bool,
     /// Rows of the last count (DONEPROC carries it).
@@ -794,8 +794,8 @@ impl<'a> TokenSink<'a> {
     }
 
     fn flush_pending(&mut self) {
-        if let Some((status, count)) = self.pending.take() {
-            tokens::done(&mut self.buf, self.version, tokens::DONE, status | done::MORE, 0, count);
+        if let Some((status, cur_cmd, count)) = self.pending.take() {
+            tokens::done(&mut self.buf, self.version, tokens::DONE, status | done::MORE, cur_cmd, count);
         }
     }
 
@@ -837,8 +837,8 @@ impl<'a> TokenSink<'a> {
         }
         self.finished = true;
         let status = match self.pending.take() {
-            Some((status, count)) => {
-                tokens::done(&mut self.buf, self.version, tokens::DONE, status, 0, count);
+            Some((status, cur_cmd, count)) => {
+                tokens::done(&mut self.buf, self.version, tokens::DONE, status, cur_cmd, count);
                 return;
             }
             None if self.error_since_done => done::ERROR,
@@ -858,7 +858,7 @@ impl<'a> TokenSink<'a> {
             status |= done::MORE;
         }
         let _ = self.last_count;
-        tokens::done(&mut self.buf, self.version, tokens::DONEPROC, status, 0xE0, 0);
+        tokens::done(&mut self.buf, self.version, tokens::DONEPROC, status, tokens::CUR_CMD_EXECUTE, 0);
         self.error_since_done = false;
         if !more {
             self.finished = true;
@@ -924,7 +924,7 @@ impl ResultSink for TokenSink<'_> {
         self.ship();
     }
 
-    fn done(&mut self, count: Option<u64>, _result_set: bool) {
+    fn done(&mut self, count: Option<u64>, command: Command) {
         let mut status = if count.is_some() { done::COUNT } else { done::FINAL };
         if self.error_since_done {
             status |= done::ERROR;
@@ -932,10 +932,18 @@ impl ResultSink for TokenSink<'_> {
         self.error_since_done = false;
         self.last_count = count;
         if self.in_proc {
-            tokens::done(&mut self.buf, self.version, tokens::DONEINPROC, status | done::MORE, 0, count.unwrap_or(0));
+            let cur_cmd = tokens::cur_cmd(command);
+            tokens::done(
+                &mut self.buf,
+                self.version,
+                tokens::DONEINPROC,
+                status | done::MORE,
+                cur_cmd,
+                count.unwrap_or(0),
+            );
         } else {
             self.flush_pending();
-            self.pending = Some((status, count.unwrap_or(0)));
+            self.pending = Some((status, tokens::cur_cmd(command), count.unwrap_or(0)));
         }
         self.ship();
     }

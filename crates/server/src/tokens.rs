@@ -8,7 +8,7 @@
 //! 2-byte line numbers; 7.2 and later use 8, 4 and 4 bytes.
 
 use bytes::{BufMut, BytesMut};
-use tessera_semantics::output::{OutputColumn, StoredRow};
+use tessera_semantics::output::{Command, OutputColumn, StoredRow};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::SqlError;
 
@@ -244,6 +244,51 @@ fn put_row(
         if !(compressed && is_null(i)) {
             put_column(out, i);
         }
+    }
+}
+
+/// The CurCmd of the DONEPROC that ends a procedure call.
+pub const CUR_CMD_EXECUTE: u16 = 0xE0;
+
+/// The CurCmd of a DONE that ends `command`: MS-TDS leaves the values to SQL Server;
+/// these are the ones it sends, and the Microsoft JDBC driver reads them.
+pub fn cur_cmd(command: Command) -> u16 {
+    match command {
+        Command::Select => 0xC1,
+        Command::SelectInto => 0xC2,
+        Command::Insert => 0xC3,
+        Command::Delete => 0xC4,
+        Command::Update => 0xC5,
+        Command::BulkInsert => 0xF0,
+        Command::CreateTable => 0xC6,
+        Command::DropTable => 0xC7,
+        Command::CreateIndex => 0xC8,
+        Command::DropIndex => 0xC9,
+        Command::CreateDatabase => 0xCB,
+        Command::DropDatabase => 0xCC,
+        Command::Grant => 0xCD,
+        Command::Revoke => 0xCE,
+        Command::Deny => 0x99,
+        Command::CreateView => 0xCF,
+        Command::DropView => 0xD0,
+        Command::AlterDatabase => 0xD7,
+        Command::AlterTable => 0xD8,
+        Command::CreateProcedure => 0xDE,
+        Command::DropProcedure => 0xDF,
+        Command::CreateFunction => 0xB2,
+        Command::DropFunction => 0xB3,
+        Command::DropSchema => 0xB0,
+        Command::CreateSchema => 0x14A,
+        Command::CreateUser => 0x13B,
+        Command::AlterUser => 0x13C,
+        Command::DropUser => 0x13D,
+        Command::CreateRole => 0x13F,
+        Command::AlterRole => 0x140,
+        Command::DropRole => 0x141,
+        Command::CreateLogin => 0x145,
+        Command::AlterLogin => 0x146,
+        Command::DropLogin => 0x147,
+        Command::OtherDdl => 0xB6,
     }
 }
 

@@ -2,6 +2,7 @@
 //! parameters and return status, sp_executesql, and the prepared-statement procedures.
 
 use tessera_database::{Engine, EngineConfig};
+use tessera_semantics::output::Command;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
@@ -20,7 +21,7 @@ impl ResultSink for Sink {
     fn row(&mut self, r: &[Value]) {
         self.inner.row(r)
     }
-    fn done(&mut self, c: Option<u64>, rs: bool) {
+    fn done(&mut self, c: Option<u64>, rs: Command) {
         self.inner.done(c, rs)
     }
     fn message(&mut self, m: &SqlError) {

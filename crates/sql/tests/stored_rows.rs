@@ -5,7 +5,7 @@
 //! SET STATISTICS IO messages.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_semantics::output::{OutputColumn, ResultSink, StoredRow};
+use tessera_semantics::output::{Command, OutputColumn, ResultSink, StoredRow};
 use tessera_semantics::types::Value;
 use tessera_sql::{Session, SqlError};
 
@@ -38,7 +38,7 @@ impl ResultSink for Sink {
         self.seen.stored += 1;
         self.seen.rows.push(row.values());
     }
-    fn done(&mut self, count: Option<u64>, _: bool) {
+    fn done(&mut self, count: Option<u64>, _: Command) {
         self.seen.counts.push(count);
     }
     fn message(&mut self, m: &SqlError) {

@@ -4,7 +4,7 @@
 //! on). Page counts come from the buffer pool's fetch counters, in one session.
 
 use tessera_database::{Engine, EngineConfig};
-use tessera_semantics::output::{OutputColumn, ResultSink};
+use tessera_semantics::output::{Command, OutputColumn, ResultSink};
 use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session, SqlError};
 
@@ -34,7 +34,7 @@ impl ResultSink for Arrivals {
     fn row(&mut self, row: &[Value]) {
         self.0.push(format!("row {:?}", row[0]));
     }
-    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn done(&mut self, _: Option<u64>, _: Command) {}
     fn message(&mut self, m: &SqlError) {
         self.0.push(format!("error {}", m.number));
     }

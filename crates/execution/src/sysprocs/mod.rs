@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::catalog::{Catalog, Object, Table};
-use tessera_semantics::output::{OutputColumn, ResultSink};
+use tessera_semantics::output::{Command, OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
 pub mod applock;
@@ -85,7 +85,7 @@ fn result(ctx: &ExecCtx, sink: &mut dyn ResultSink, columns: &[OutputColumn], ro
         sink.row(r);
     }
     let count = (!ctx.session.options.nocount).then_some(rows.len() as u64);
-    sink.done(count, true);
+    sink.done(count, Command::Select);
 }
 
 /// The text value of the argument at `position` or named `name`.

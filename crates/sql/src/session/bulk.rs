@@ -8,7 +8,7 @@ use super::{Runner, Session};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::runtime::BulkTarget;
 use tessera_semantics::bind::{invalid_column, Binder};
-use tessera_semantics::output::{EnvChange, ResultSink};
+use tessera_semantics::output::{Command, EnvChange, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::InsertBulk;
 
@@ -118,7 +118,7 @@ impl Session {
         }
         let (rows, failed) = (counted.rows, counted.failed);
         if !failed && !cancelled {
-            sink.done(Some(rows), false);
+            sink.done(Some(rows), Command::BulkInsert);
         }
         self.release();
         self.publish(None);
@@ -137,7 +137,7 @@ struct RowCounter<'s> {
 impl ResultSink for RowCounter<'_> {
     fn columns(&mut self, _: &[tessera_semantics::output::OutputColumn]) {}
     fn row(&mut self, _: &[Value]) {}
-    fn done(&mut self, count: Option<u64>, _: bool) {
+    fn done(&mut self, count: Option<u64>, _: Command) {
         self.rows += count.unwrap_or(0);
     }
     fn message(&mut self, message: &SqlError) {

@@ -9,6 +9,7 @@ use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::runtime::ExecCtx;
 use tessera_semantics::cache::CachedBatch;
 use tessera_semantics::catalog::ModuleKind;
+use tessera_semantics::output::Command;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::plan::Prepared;
 use tessera_semantics::types::{self, SqlType, Value};
@@ -29,7 +30,7 @@ struct Discard;
 impl ResultSink for Discard {
     fn columns(&mut self, _: &[tessera_semantics::output::OutputColumn]) {}
     fn row(&mut self, _: &[Value]) {}
-    fn done(&mut self, _: Option<u64>, _: bool) {}
+    fn done(&mut self, _: Option<u64>, _: Command) {}
     fn message(&mut self, _: &SqlError) {}
 }
 
@@ -342,7 +343,11 @@ impl Runner<'_> {
             }
         }
         let after = self.state.txns.count;
-        if after != before {
+        // Under IMPLICIT_TRANSACTIONS a procedure entered outside a transaction may leave
+        // the one its first statement began (SQL Server raises no 266 then: it is how a
+        // driver with auto-commit off runs every prepared statement).
+        let implicit = self.state.options.implicit_transactions && before == 0 && after == 1;
+        if after != before && !implicit {
             let e = msg::TRANCOUNT_MISMATCH.with(&[&before, &after]);
             let mut e = e.at_line(s.line);
             e.procedure = name.map(str::to_string);

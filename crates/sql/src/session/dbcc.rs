@@ -6,6 +6,7 @@ use super::Runner;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
+use tessera_semantics::output::Command;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement};
@@ -210,7 +211,7 @@ impl Runner<'_> {
                 for r in &rows {
                     self.sink.row(r);
                 }
-                self.sink.done(None, true);
+                self.sink.done(None, Command::Select);
             }
             _ => return Err(msg::INVALID_DBCC_STATEMENT.err()),
         }

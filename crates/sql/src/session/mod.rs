@@ -25,6 +25,7 @@ mod admin;
 mod application_roles;
 mod bulk;
 mod calls;
+mod commands;
 mod compile;
 mod control;
 mod dbcc;
@@ -50,7 +51,7 @@ use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
 use tessera_execution::runtime::{Activity, ExecCtx, SessionState, Shared};
 use tessera_semantics::cache::CachedBatch;
-use tessera_semantics::output::{EnvChange, ResultSink};
+use tessera_semantics::output::{Command, EnvChange, ResultSink};
 use tessera_semantics::plan::Prepared;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast;
@@ -387,8 +388,8 @@ impl ResultSink for ErrorWatch<'_> {
     fn stored_row(&mut self, row: &tessera_semantics::output::StoredRow<'_>) {
         self.inner.stored_row(row);
     }
-    fn done(&mut self, count: Option<u64>, result_set: bool) {
-        self.inner.done(count, result_set);
+    fn done(&mut self, count: Option<u64>, command: Command) {
+        self.inner.done(count, command);
     }
     fn message(&mut self, message: &SqlError) {
         self.failed |= message.severity > 10;

@@ -10,7 +10,7 @@ use tessera_execution::statistics::IoStatement;
 use tessera_execution::{ddl, dml};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::Collected;
-use tessera_semantics::output::ResultSink;
+use tessera_semantics::output::{Command, ResultSink};
 use tessera_semantics::plan::{Expr, Prepared};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -26,7 +26,7 @@ impl Runner<'_> {
         }
         self.null_warning();
         let count = (!self.state.options.nocount).then_some(rows.len() as u64);
-        self.sink.done(count, true);
+        self.sink.done(count, Command::Select);
     }
 
     /// Warning 8153 after a statement whose aggregates skipped NULLs (under ANSI_WARNINGS).
@@ -37,11 +37,12 @@ impl Runner<'_> {
         }
     }
 
-    fn affected(&mut self, n: u64) {
+    /// `command` changed `n` rows.
+    fn affected(&mut self, n: u64, command: Command) {
         self.null_warning();
         self.state.rowcount = n as i64;
         let count = (!self.state.options.nocount).then_some(n);
-        self.sink.done(count, false);
+        self.sink.done(count, command);
     }
 
     /// Runs a compiled statement; under SET STATISTICS IO its reads follow, table by table.
@@ -88,21 +89,21 @@ impl Runner<'_> {
                 if let Some(o) = &i.output {
                     self.output(o, out)?;
                 }
-                self.affected(n);
+                self.affected(n, Command::Insert);
             }
             Prepared::Update(u) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_update(ctx, u))?;
                 if let Some(o) = &u.output {
                     self.output(o, out)?;
                 }
-                self.affected(n);
+                self.affected(n, Command::Update);
             }
             Prepared::Delete(d) => {
                 let (n, out) = self.with_ctx(|ctx| dml::run_delete(ctx, d))?;
                 if let Some(o) = &d.output {
                     self.output(o, out)?;
                 }
-                self.affected(n);
+                self.affected(n, Command::Delete);
             }
         }
         Ok(())
@@ -159,7 +160,7 @@ impl Runner<'_> {
         self.state.rowcount = sent as i64;
         self.null_warning();
         let count = (!self.state.options.nocount).then_some(sent);
-        self.sink.done(count, true);
+        self.sink.done(count, Command::Select);
         Ok(())
     }
 
@@ -236,7 +237,7 @@ impl Runner<'_> {
         );
         plan.source_types = bound.columns.iter().map(|c| c.ty).collect();
         let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
-        self.affected(n);
+        self.affected(n, Command::SelectInto);
         self.io_messages(tables);
         Ok(())
     }
@@ -319,7 +320,7 @@ impl Runner<'_> {
             rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
         );
         let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
-        self.affected(n);
+        self.affected(n, Command::Insert);
         Ok(())
     }
 }

@@ -12,6 +12,7 @@ use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::{DbRef, Table};
+use tessera_semantics::output::Command;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::plan::PlanSite;
@@ -99,7 +100,7 @@ impl Runner<'_> {
             self.sink.row(&[Value::str(r)]);
         }
         let count = (!self.state.options.nocount).then_some(rows.len() as u64);
-        self.sink.done(count, true);
+        self.sink.done(count, Command::Select);
     }
 
     /// The plan of a query or data change (None for statements without one).

@@ -6,11 +6,11 @@
 //! changes that were never made durable.
 
 use tessera_errors::SqlError;
-use tessera_semantics::output::{EnvChange, OutputColumn, ResultSink, StoredRow};
+use tessera_semantics::output::{Command, EnvChange, OutputColumn, ResultSink, StoredRow};
 use tessera_semantics::types::Value;
 
-/// A DONE not passed on yet: its count and whether it ends a result set.
-type Done = (Option<u64>, bool);
+/// A DONE not passed on yet: its count and the statement it ends.
+type Done = (Option<u64>, Command);
 
 pub(super) struct Sink<'a> {
     inner: &'a mut dyn ResultSink,
@@ -44,8 +44,8 @@ impl<'a> Sink<'a> {
 
     /// Anything after a held DONE follows it: the DONE goes out first.
     fn pass_held(&mut self) {
-        if let Some((count, result_set)) = self.held.take() {
-            self.inner.done(count, result_set);
+        if let Some((count, command)) = self.held.take() {
+            self.inner.done(count, command);
         }
     }
 }
@@ -67,12 +67,12 @@ impl ResultSink for Sink<'_> {
     fn stored_row(&mut self, row: &StoredRow<'_>) {
         self.inner.stored_row(row);
     }
-    fn done(&mut self, count: Option<u64>, result_set: bool) {
+    fn done(&mut self, count: Option<u64>, command: Command) {
         self.pass_held();
         if self.holding {
-            self.held = Some((count, result_set));
+            self.held = Some((count, command));
         } else {
-            self.inner.done(count, result_set);
+            self.inner.done(count, command);
         }
     }
     fn message(&mut self, message: &SqlError) {
@@ -99,14 +99,14 @@ mod tests {
         let mut out = Collected::default();
         let mut sink = Sink::new(&mut out);
         sink.hold();
-        sink.done(Some(3), false);
-        sink.done(Some(1), false);
+        sink.done(Some(3), Command::Insert);
+        sink.done(Some(1), Command::Insert);
         sink.release();
         sink.hold();
-        sink.done(Some(7), false);
+        sink.done(Some(7), Command::Insert);
         sink.discard();
         sink.message(&SqlError::new(50000, "the commit failed"));
-        sink.done(Some(2), false);
+        sink.done(Some(2), Command::Insert);
         assert_eq!(out.counts, vec![3, 1, 2]);
         assert_eq!(out.messages.len(), 1);
     }

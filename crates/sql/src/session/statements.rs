@@ -98,6 +98,11 @@ impl Runner<'_> {
                 if let Err(e) = self.end_autocommit() {
                     return self.fail(s, e);
                 }
+                // A definition's DONE, once it is committed (queries and data changes
+                // sent theirs as they ran).
+                if let Some(command) = super::commands::definition_command(&s.kind) {
+                    self.sink.done(None, command);
+                }
                 // A database over its resource limits waits here, its locks released
                 // when it commits.
                 if let Err(e) = self.state.pace_statement() {

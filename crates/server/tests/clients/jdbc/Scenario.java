@@ -1,0 +1,244 @@
+// The Microsoft JDBC driver (mssql-jdbc) against a tessera server, as a Java service
+// would use it: update counts, auto-commit off, savepoints, prepared statements and
+// batches, generated keys, callable statements with OUTPUT parameters and a return
+// status, and the parameter types the driver sends. Run by crates/server/tests/jdbc.rs:
+//   java -cp 'lib/*' Scenario.java HOST PORT SA_PASSWORD
+// Prints one line per check and, when every check passed, "all checks passed".
+
+import java.math.BigDecimal;
+import java.sql.*;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+public class Scenario {
+    private static final List<String> failures = new ArrayList<>();
+
+    interface Check {
+        void run() throws Exception;
+    }
+
+    static void check(String name, Check body) {
+        try {
+            body.run();
+            System.out.println("ok   " + name);
+        } catch (Throwable e) {
+            String why = e instanceof SQLException
+                    ? "error " + ((SQLException) e).getErrorCode() + ": " + e.getMessage()
+                    : e.toString();
+            System.out.println("FAIL " + name + ": " + why);
+            failures.add(name);
+        }
+    }
+
+    static void expect(Object want, Object got, String what) {
+        boolean same = want instanceof int[] && got instanceof int[]
+                ? Arrays.equals((int[]) want, (int[]) got)
+                : want == null ? got == null : want.equals(got);
+        if (!same) {
+            String w = want instanceof int[] ? Arrays.toString((int[]) want) : String.valueOf(want);
+            String g = got instanceof int[] ? Arrays.toString((int[]) got) : String.valueOf(got);
+            throw new AssertionError(what + ": expected " + w + ", got " + g);
+        }
+    }
+
+    static int count(Connection c, String table) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + table)) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String url = "jdbc:sqlserver://" + args[0] + ":" + args[1]
+                + ";user=sa;password=" + args[2] + ";encrypt=false;databaseName=master";
+        try (Connection c = DriverManager.getConnection(url)) {
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE DATABASE jdbc_scenario");
+            }
+            c.setCatalog("jdbc_scenario");
+            run(c);
+        }
+        try (Connection c = DriverManager.getConnection(url + ";sendStringParametersAsUnicode=false")) {
+            c.setCatalog("jdbc_scenario");
+            check("varchar parameters (sendStringParametersAsUnicode=false)", () -> {
+                try (PreparedStatement p = c.prepareStatement("SELECT ? + 'x', DATALENGTH(?)")) {
+                    p.setString(1, "ab");
+                    p.setString(2, "cd");
+                    try (ResultSet rs = p.executeQuery()) {
+                        rs.next();
+                        expect("abx", rs.getString(1), "concatenation");
+                        expect(2, rs.getInt(2), "bytes of a varchar (not nvarchar) parameter");
+                    }
+                }
+            });
+        }
+        if (failures.isEmpty()) {
+            System.out.println("all checks passed");
+        } else {
+            System.out.println(failures.size() + " check(s) failed: " + failures);
+            System.exit(1);
+        }
+    }
+
+    static void run(Connection c) throws Exception {
+        Statement s = c.createStatement();
+        check("DDL update count", () -> {
+            expect(0, s.executeUpdate("CREATE TABLE items (id int IDENTITY PRIMARY KEY, name nvarchar(50) NOT NULL, "
+                    + "price decimal(10, 2) NULL, at datetime2 NULL, data varbinary(100) NULL, flag bit NULL, big bigint NULL)"),
+                    "CREATE TABLE");
+        });
+        check("INSERT update counts", () -> {
+            expect(1, s.executeUpdate("INSERT items (name) VALUES ('a')"), "one row");
+            expect(2, s.executeUpdate("INSERT items (name) VALUES ('b'), ('c')"), "two rows");
+        });
+        check("UPDATE and DELETE update counts", () -> {
+            expect(2, s.executeUpdate("UPDATE items SET price = 1.5 WHERE name IN ('a', 'b')"), "UPDATE");
+            expect(0, s.executeUpdate("UPDATE items SET price = 2 WHERE name = 'none'"), "UPDATE of no row");
+            expect(1, s.executeUpdate("DELETE items WHERE name = 'c'"), "DELETE");
+        });
+        check("getUpdateCount after execute", () -> {
+            expect(false, s.execute("UPDATE items SET price = 3 WHERE name = 'a'"), "execute returns no result set");
+            expect(1, s.getUpdateCount(), "update count");
+        });
+        check("NOCOUNT ON hides the count", () -> {
+            s.execute("SET NOCOUNT ON");
+            try {
+                s.execute("UPDATE items SET price = 4 WHERE name = 'a'");
+                expect(-1, s.getUpdateCount(), "update count");
+            } finally {
+                s.execute("SET NOCOUNT OFF");
+            }
+        });
+        check("prepared INSERT", () -> {
+            try (PreparedStatement p = c.prepareStatement("INSERT items (name, price) VALUES (?, ?)")) {
+                p.setString(1, "d");
+                p.setBigDecimal(2, new BigDecimal("12.34"));
+                expect(1, p.executeUpdate(), "first execution");
+                p.setString(1, "e");
+                p.setBigDecimal(2, new BigDecimal("5.6"));
+                expect(1, p.executeUpdate(), "second execution (sp_execute)");
+            }
+        });
+        check("executeBatch", () -> {
+            try (PreparedStatement p = c.prepareStatement("INSERT items (name) VALUES (?)")) {
+                for (String n : new String[] {"f", "g", "h"}) {
+                    p.setString(1, n);
+                    p.addBatch();
+                }
+                expect(new int[] {1, 1, 1}, p.executeBatch(), "batch counts");
+            }
+        });
+        check("getGeneratedKeys", () -> {
+            try (Statement g = c.createStatement()) {
+                g.executeUpdate("INSERT items (name) VALUES ('k')", Statement.RETURN_GENERATED_KEYS);
+                try (ResultSet keys = g.getGeneratedKeys()) {
+                    expect(true, keys.next(), "a key");
+                    long id = keys.getLong(1);
+                    try (ResultSet rs = s.executeQuery("SELECT MAX(id) FROM items")) {
+                        rs.next();
+                        expect(rs.getLong(1), id, "the new identity");
+                    }
+                }
+            }
+        });
+        check("auto-commit off: rollback", () -> {
+            int before = count(c, "items");
+            c.setAutoCommit(false);
+            try (PreparedStatement p = c.prepareStatement("INSERT items (name) VALUES (?)")) {
+                p.setString(1, "rolled back");
+                expect(1, p.executeUpdate(), "insert");
+                c.rollback();
+            } finally {
+                c.setAutoCommit(true);
+            }
+            expect(before, count(c, "items"), "rows after rollback");
+        });
+        check("auto-commit off: commit", () -> {
+            int before = count(c, "items");
+            c.setAutoCommit(false);
+            try (PreparedStatement p = c.prepareStatement("INSERT items (name) VALUES (?)")) {
+                p.setString(1, "committed");
+                expect(1, p.executeUpdate(), "insert");
+                s.executeUpdate("UPDATE items SET flag = 1 WHERE name = 'committed'");
+                c.commit();
+            } finally {
+                c.setAutoCommit(true);
+            }
+            expect(before + 1, count(c, "items"), "rows after commit");
+        });
+        check("savepoints", () -> {
+            int before = count(c, "items");
+            c.setAutoCommit(false);
+            try {
+                s.executeUpdate("INSERT items (name) VALUES ('kept')");
+                Savepoint sp = c.setSavepoint("sp1");
+                s.executeUpdate("INSERT items (name) VALUES ('undone')");
+                c.rollback(sp);
+                c.commit();
+            } finally {
+                c.setAutoCommit(true);
+            }
+            expect(before + 1, count(c, "items"), "rows after rollback to the savepoint");
+        });
+        check("parameter types round trip", () -> {
+            try (PreparedStatement p = c.prepareStatement(
+                    "INSERT items (name, price, at, data, flag, big) VALUES (?, ?, ?, ?, ?, ?)")) {
+                p.setNString(1, "types ✓");
+                p.setBigDecimal(2, new BigDecimal("98765432.10"));
+                p.setTimestamp(3, Timestamp.valueOf("2026-11-29 10:20:30.1234567"));
+                p.setBytes(4, new byte[] {1, 2, 3});
+                p.setBoolean(5, true);
+                p.setLong(6, 9_000_000_000L);
+                expect(1, p.executeUpdate(), "insert");
+            }
+            try (PreparedStatement q = c.prepareStatement("SELECT name, price, at, data, flag, big FROM items WHERE big = ?")) {
+                q.setLong(1, 9_000_000_000L);
+                try (ResultSet rs = q.executeQuery()) {
+                    expect(true, rs.next(), "the row");
+                    expect("types ✓", rs.getNString(1), "nvarchar");
+                    expect(new BigDecimal("98765432.10"), rs.getBigDecimal(2), "decimal(10,2)");
+                    expect(Timestamp.valueOf("2026-11-29 10:20:30.1234567"), rs.getTimestamp(3), "datetime2");
+                    expect("[1, 2, 3]", Arrays.toString(rs.getBytes(4)), "varbinary");
+                    expect(true, rs.getBoolean(5), "bit");
+                    expect(9_000_000_000L, rs.getLong(6), "bigint");
+                }
+            }
+        });
+        check("NULL parameters", () -> {
+            try (PreparedStatement p = c.prepareStatement("SELECT COUNT(*) FROM items WHERE ? IS NULL")) {
+                p.setNull(1, Types.INTEGER);
+                try (ResultSet rs = p.executeQuery()) {
+                    rs.next();
+                    expect(count(c, "items"), rs.getInt(1), "rows");
+                }
+            }
+        });
+        check("CallableStatement: OUTPUT parameter and return status", () -> {
+            s.execute("CREATE PROCEDURE add_one @x int, @y int OUTPUT AS BEGIN SET @y = @x + 1; RETURN 7; END");
+            try (CallableStatement cs = c.prepareCall("{? = call add_one(?, ?)}")) {
+                cs.registerOutParameter(1, Types.INTEGER);
+                cs.setInt(2, 41);
+                cs.registerOutParameter(3, Types.INTEGER);
+                cs.execute();
+                expect(7, cs.getInt(1), "return status");
+                expect(42, cs.getInt(3), "OUTPUT parameter");
+            }
+        });
+        check("a procedure's update counts", () -> {
+            s.execute("CREATE PROCEDURE touch AS UPDATE items SET flag = 0 WHERE name = 'a'");
+            try (CallableStatement cs = c.prepareCall("{call touch}")) {
+                expect(1, cs.executeUpdate(), "update count from inside the procedure");
+            }
+        });
+        check("errors carry their number", () -> {
+            try {
+                s.executeQuery("SELECT nope FROM items");
+                throw new AssertionError("no error");
+            } catch (SQLException e) {
+                expect(207, e.getErrorCode(), "error number");
+            }
+        });
+        s.close();
+    }
+}

@@ -22,7 +22,8 @@ pub enum Abort {
     Statement,
     /// The batch; an open transaction stays open.
     Batch,
-    /// The batch, and the transaction is rolled back (a deadlock victim).
+    /// The batch, and the transaction is rolled back (a deadlock victim, a conversion
+    /// error); inside TRY the transaction is doomed instead (XACT_STATE() = -1).
     Transaction,
     /// The connection (severity 20 and above).
     Connection,

@@ -107,7 +107,8 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         SessionFn::FetchStatus => Value::Int(-1),
         SessionFn::DateFirst => Value::Int(s.options.datefirst),
         SessionFn::ProcId => Value::Int(0),
-        SessionFn::XactState => Value::Int(if s.txns.count == 0 && s.txns.open.is_empty() {
+        // About user transactions only: an autocommit statement's own is none.
+        SessionFn::XactState => Value::Int(if s.txns.count == 0 {
             0
         } else if s.txns.doomed {
             -1

@@ -74,10 +74,10 @@ catalog! {
     INVALID_MONEY_STRING = 235, 16, Statement, "Cannot convert a char value to money. The char value has incorrect syntax.";
     DUPLICATE_CTE_NAME = 239, 16, Statement, "Duplicate common table expression name '%.*ls' was specified.";
     RECURSIVE_CTE_TYPE_MISMATCH = 240, 16, Statement, "Types don't match between the anchor and the recursive part in column \"%.*ls\" of recursive query \"%.*ls\".";
-    DATETIME_CONVERSION_FAILED = 241, 16, Batch, "Conversion failed when converting date and/or time from character string.";
-    CONVERSION_OUT_OF_RANGE = 242, 16, Batch, "The conversion of a %ls data type to a %ls data type resulted in an out-of-range value.";
+    DATETIME_CONVERSION_FAILED = 241, 16, Transaction, "Conversion failed when converting date and/or time from character string.";
+    CONVERSION_OUT_OF_RANGE = 242, 16, Transaction, "The conversion of a %ls data type to a %ls data type resulted in an out-of-range value.";
     CONVERSION_OVERFLOWED_COLUMN = 244, 16, Statement, "The conversion of the %ls value '%.*ls' overflowed an %ls column. Use a larger integer column.";
-    CONVERSION_FAILED = 245, 16, Batch, "Conversion failed when converting the %ls value '%.*ls' to data type %ls.";
+    CONVERSION_FAILED = 245, 16, Transaction, "Conversion failed when converting the %ls value '%.*ls' to data type %ls.";
     CONVERSION_OVERFLOWED_INT = 248, 16, Statement, "The conversion of the %ls value '%.*ls' overflowed an int column.";
     RECURSIVE_CTE_NO_UNION_ALL = 252, 16, Statement, "Recursive common table expression '%.*ls' does not contain a top-level UNION ALL operator.";
     RECURSIVE_CTE_MULTIPLE_REFERENCES = 253, 16, Statement, "Recursive member of a common table expression '%.*ls' has multiple recursive references.";
@@ -245,6 +245,7 @@ catalog! {
     COMMIT_WITHOUT_BEGIN = 3902, 16, Statement, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     ROLLBACK_WITHOUT_BEGIN = 3903, 16, Statement, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     UNCOMMITTABLE_TRANSACTION = 3930, 16, Statement, "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.";
+    UNCOMMITTABLE_AT_BATCH_END = 3998, 16, Statement, "Uncommittable transaction is detected at the end of the batch. The transaction is rolled back.";
     TDS_STREAM_INCORRECT = 4002, 16, Statement, "The incoming tabular data stream (TDS) protocol stream is incorrect: %ls.";
     BACKUP_PAGES_PROCESSED = 4035, 0, Statement, "Processed %d pages for database '%.*ls', file '%.*ls' on file %d.";
     MEDIANAME_MISMATCH = 4037, 16, Statement, "The user-specified MEDIANAME \"%.*ls\" does not match the MEDIANAME \"%.*ls\" of the device \"%ls\".";
@@ -312,7 +313,7 @@ catalog! {
     IDENTITY_INSERT_ALREADY_ON = 8107, 16, Statement, "IDENTITY_INSERT is already ON for table '%.*ls'. Cannot perform SET operation for table '%.*ls'.";
     MULTIPLE_PRIMARY_KEYS = 8110, 16, Statement, "Cannot add multiple PRIMARY KEY constraints to table '%.*ls'.";
     NULLABLE_PRIMARY_KEY_COLUMN = 8111, 16, Statement, "Cannot define PRIMARY KEY constraint on nullable column in table '%.*ls'.";
-    TYPE_CONVERSION_ERROR = 8114, 16, Batch, "Error converting data type %ls to %ls.";
+    TYPE_CONVERSION_ERROR = 8114, 16, Transaction, "Error converting data type %ls to %ls.";
     ARITHMETIC_OVERFLOW = 8115, 16, Statement, "Arithmetic overflow error converting %ls to data type %ls.";
     INVALID_ARGUMENT_TYPE = 8116, 16, Statement, "Argument data type %ls is invalid for argument %d of %ls function.";
     INVALID_OPERAND_TYPE = 8117, 16, Statement, "Operand data type %ls is invalid for %ls operator.";
@@ -329,7 +330,7 @@ catalog! {
     MORE_COLUMNS_THAN_LIST = 8158, 16, Statement, "'%.*ls' has more columns than were specified in the column list.";
     FEWER_COLUMNS_THAN_LIST = 8159, 16, Statement, "'%.*ls' has fewer columns than were specified in the column list.";
     PARAMETER_NOT_OUTPUT = 8162, 16, Statement, "The formal parameter \"%.*ls\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output.";
-    INVALID_UNIQUEIDENTIFIER = 8169, 16, Batch, "Conversion failed when converting from a character string to uniqueidentifier.";
+    INVALID_UNIQUEIDENTIFIER = 8169, 16, Transaction, "Conversion failed when converting from a character string to uniqueidentifier.";
     UNIQUEIDENTIFIER_RESULT_TOO_SMALL = 8170, 16, Statement, "Insufficient result space to convert uniqueidentifier value to %ls.";
     PARAMETERS_NOT_SUPPLIED = 8178, 16, Statement, "The parameterized query expects parameters that were not supplied.";
     PREPARED_HANDLE_NOT_FOUND = 8179, 16, Statement, "Could not find prepared statement with handle %d.";

@@ -35,7 +35,9 @@ impl Runner<'_> {
         self.state.rowcount = 0;
         // What the error ends comes from the error catalog (`tessera_errors::catalog`).
         let aborts = e.aborts();
-        let doom = self.state.options.xact_abort || aborts == Abort::Transaction;
+        // RAISERROR is the one error XACT_ABORT leaves alone (THROW is not).
+        let raiserror = matches!(s.kind, StatementKind::RaisError { .. });
+        let doom = (self.state.options.xact_abort && !raiserror) || aborts == Abort::Transaction;
         self.undo_statement(doom);
         if self.try_depth > 0 && e.severity > 10 && e.severity < 20 {
             return Err(Stop::Error(e));

@@ -339,6 +339,7 @@ impl Session {
         }
         let _ = runner.run_or_show(&cached.batch.statements);
         runner.drop_table_variables();
+        runner.end_batch();
     }
 
     /// Runs the batch `text` whose variables `decls` are already set to `values` (RPC
@@ -358,6 +359,7 @@ impl Session {
         self.state.vars = values;
         let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
         let _ = runner.run_or_show(&cached.batch.statements);
+        runner.end_batch();
     }
 
     /// The cancel flag a network layer sets on an attention signal.

@@ -85,6 +85,9 @@ impl Runner<'_> {
         {
             self.state.txns.count = 1;
         }
+        if self.state.txns.doomed && self.state.txns.count > 0 && writes(&s.kind) {
+            return self.fail(s, msg::UNCOMMITTABLE_TRANSACTION.err());
+        }
         self.state.txns.mark_statement();
         self.state.null_eliminated = false;
         self.begin_autocommit();
@@ -235,4 +238,14 @@ impl Runner<'_> {
         self.state.rowcount = 0;
         Ok(())
     }
+}
+
+/// Whether a statement of this kind writes to the log: what a doomed transaction refuses
+/// (3930) until it is rolled back.
+fn writes(kind: &StatementKind) -> bool {
+    matches!(
+        kind,
+        StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_) | StatementKind::InsertBulk(_)
+    ) || matches!(kind, StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()))
+        || super::commands::definition_command(kind).is_some()
 }

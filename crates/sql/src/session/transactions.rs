@@ -120,6 +120,20 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// The batch (or RPC) ended: a doomed transaction still open is rolled back, with
+    /// error 3998, as SQL Server does.
+    pub(super) fn end_batch(&mut self) {
+        if self.state.txns.doomed && self.state.txns.count > 0 {
+            let e = msg::UNCOMMITTABLE_AT_BATCH_END.err();
+            self.sink.message(&e);
+            self.state.error = e.number;
+            // A failed rollback leaves nothing to do but what rollback_all already did:
+            // every storage transaction is ended either way.
+            let _ = self.state.txns.rollback_all();
+            self.sink.env_change(&EnvChange::RollbackTransaction);
+        }
+    }
+
     /// Undoes a failed statement. With `doom` (XACT_ABORT, or a deadlock) outside TRY the
     /// transaction rolls back; otherwise the statement is undone (inside TRY, `doom` leaves
     /// the transaction doomed: it can only be rolled back), and with no user transaction

@@ -220,7 +220,7 @@ mod tests {
         assert_eq!(
             SqlError::new(8169, "Conversion failed when converting from a character string to uniqueidentifier.")
                 .aborts(),
-            Abort::Batch
+            Abort::Transaction
         );
         assert_eq!(SqlError::from(Error::Deadlock).aborts(), Abort::Transaction);
         assert_eq!(SqlError::new(3617, "The query was cancelled.").aborts(), Abort::Connection);

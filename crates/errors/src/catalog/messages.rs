@@ -397,6 +397,8 @@ catalog! {
     APP_ROLE_SET_FAILED = 15161, 16, Statement, "Cannot set application role '%.*ls' because it does not exist or the password is incorrect.";
     CONTEXT_NOT_REVERTIBLE = 15196, 16, Statement, "The current security context is non-revertible. The \"Revert\" statement failed.";
     ADMIN_ACTION_DENIED = 15247, 16, Statement, "User does not have permission to perform this action.";
+    QUALIFIER_NOT_CURRENT_DATABASE = 15250, 16, Statement, "The database name component of the object qualifier must be the name of the current database.";
+    FKEYS_NEED_A_TABLE = 15252, 16, Statement, "The primary key or foreign key table name must be given.";
     APP_ROLE_DROPPED = 15356, 16, Statement, "The current application role has been dropped. The current security context contains no valid database user context.";
     REVERT_CONTEXT_MISMATCH = 15357, 16, Statement, "The current security context was set by \"%ls\". It cannot be reverted by statement \"%ls\".";
     EXTERNAL_LOGIN_UNSUPPORTED = 15401, 16, Statement, "Logins FROM %ls are not supported; use CREATE LOGIN %.*ls WITH PASSWORD = '…'.";

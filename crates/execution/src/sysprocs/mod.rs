@@ -12,6 +12,7 @@ use tessera_semantics::output::{Command, OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
 pub mod applock;
+mod odbc;
 mod roles;
 
 /// An argument of a system procedure: its `@name` if given by name, and its value
@@ -29,7 +30,21 @@ pub enum SystemProc {
     HelpDb,
     Help,
     Tables,
-    Columns,
+    /// `sp_columns`, or with `wide` `sp_columns_100` (ten more columns).
+    Columns {
+        wide: bool,
+    },
+    PrimaryKeys,
+    ForeignKeys,
+    Statistics,
+    SpecialColumns,
+    StoredProcedures,
+    ProcedureColumns {
+        wide: bool,
+    },
+    DataTypeInfo {
+        wide: bool,
+    },
     Databases,
     GetAppLock,
     ReleaseAppLock,
@@ -52,7 +67,17 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_helpdb" => SystemProc::HelpDb,
         "sp_help" => SystemProc::Help,
         "sp_tables" => SystemProc::Tables,
-        "sp_columns" => SystemProc::Columns,
+        "sp_columns" => SystemProc::Columns { wide: false },
+        "sp_columns_100" => SystemProc::Columns { wide: true },
+        "sp_pkeys" => SystemProc::PrimaryKeys,
+        "sp_fkeys" => SystemProc::ForeignKeys,
+        "sp_statistics" | "sp_statistics_100" => SystemProc::Statistics,
+        "sp_special_columns" | "sp_special_columns_100" => SystemProc::SpecialColumns,
+        "sp_stored_procedures" => SystemProc::StoredProcedures,
+        "sp_sproc_columns" => SystemProc::ProcedureColumns { wide: false },
+        "sp_sproc_columns_100" => SystemProc::ProcedureColumns { wide: true },
+        "sp_datatype_info" => SystemProc::DataTypeInfo { wide: false },
+        "sp_datatype_info_100" => SystemProc::DataTypeInfo { wide: true },
         "sp_databases" => SystemProc::Databases,
         "sp_getapplock" => SystemProc::GetAppLock,
         "sp_releaseapplock" => SystemProc::ReleaseAppLock,
@@ -118,8 +143,15 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::Who => who(args, ctx, sink),
         SystemProc::HelpDb => helpdb(args, ctx, sink),
         SystemProc::Help => help(args, ctx, sink),
-        SystemProc::Tables => tables(args, ctx, sink),
-        SystemProc::Columns => columns(args, ctx, sink),
+        SystemProc::Tables => odbc::sp_tables(args, ctx, sink),
+        SystemProc::Columns { wide } => odbc::sp_columns(wide, args, ctx, sink),
+        SystemProc::PrimaryKeys => odbc::sp_pkeys(args, ctx, sink),
+        SystemProc::ForeignKeys => odbc::sp_fkeys(args, ctx, sink),
+        SystemProc::Statistics => odbc::sp_statistics(args, ctx, sink),
+        SystemProc::SpecialColumns => odbc::sp_special_columns(args, ctx, sink),
+        SystemProc::StoredProcedures => odbc::sp_stored_procedures(args, ctx, sink),
+        SystemProc::ProcedureColumns { wide } => odbc::sp_sproc_columns(wide, args, ctx, sink),
+        SystemProc::DataTypeInfo { wide } => odbc::sp_datatype_info(wide, args, ctx, sink),
         SystemProc::Databases => databases(args, ctx, sink),
         SystemProc::GetAppLock => applock::get(args, ctx),
         SystemProc::ReleaseAppLock => applock::release(args, ctx),
@@ -529,135 +561,6 @@ fn help_table(t: &Table, ctx: &ExecCtx, sink: &mut dyn ResultSink) {
     if !constraints.is_empty() {
         result(ctx, sink, &constraint_columns, &constraints);
     }
-}
-
-fn tables(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
-    let pattern = text_arg(args, 0, "@table_name");
-    let (db, catalog) = current_catalog(ctx)?;
-    let columns = [
-        col("TABLE_QUALIFIER", SYSNAME, true),
-        col("TABLE_OWNER", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, true),
-        col("TABLE_TYPE", SqlType::VarChar(32), true),
-        col("REMARKS", SqlType::VarChar(254), true),
-    ];
-    let mut rows = Vec::new();
-    for o in catalog.objects() {
-        let kind = match o {
-            Object::Table(_) => "TABLE",
-            Object::Module(m) if m.kind == tessera_semantics::catalog::ModuleKind::View => "VIEW",
-            _ => continue,
-        };
-        if pattern.as_ref().is_some_and(|p| !types::like(o.name(), p, None)) {
-            continue;
-        }
-        rows.push(vec![s(&db), s(o.schema()), s(o.name()), s(kind), Value::Null]);
-    }
-    rows.sort_by(|a, b| format!("{:?}{:?}", a[3], a[2]).cmp(&format!("{:?}{:?}", b[3], b[2])));
-    result(ctx, sink, &columns, &rows);
-    Ok(0)
-}
-
-/// ODBC type code of a SQL type (sp_columns DATA_TYPE).
-fn odbc_type(t: &SqlType) -> i64 {
-    use SqlType::*;
-    match t {
-        Bit => -7,
-        TinyInt => -6,
-        SmallInt => 5,
-        Int => 4,
-        BigInt => -5,
-        Real => 7,
-        Float => 6,
-        Decimal { .. } => 3,
-        Money | SmallMoney => 3,
-        Char(_) => 1,
-        VarChar(n) if *n == tessera_access::row::MAX => -1,
-        VarChar(_) => 12,
-        NChar(_) => -8,
-        NVarChar(n) if *n == tessera_access::row::MAX => -10,
-        NVarChar(_) => -9,
-        Binary(_) => -2,
-        VarBinary(n) if *n == tessera_access::row::MAX => -4,
-        VarBinary(_) => -3,
-        Date => -9,
-        Time { .. } => -9,
-        DateTime | SmallDateTime => 11,
-        DateTime2 { .. } | DateTimeOffset { .. } => -9,
-        UniqueIdentifier => -11,
-    }
-}
-
-fn columns(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
-    let Some(table_name) = text_arg(args, 0, "@table_name") else {
-        return Err(msg::MISSING_PARAMETER.with(&[&"sp_columns", &"@table_name"]).with_state(4));
-    };
-    let (db, catalog) = current_catalog(ctx)?;
-    let columns = [
-        col("TABLE_QUALIFIER", SYSNAME, true),
-        col("TABLE_OWNER", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, true),
-        col("COLUMN_NAME", SYSNAME, true),
-        col("DATA_TYPE", SqlType::SmallInt, true),
-        col("TYPE_NAME", SYSNAME, true),
-        col("PRECISION", SqlType::Int, true),
-        col("LENGTH", SqlType::Int, true),
-        col("SCALE", SqlType::SmallInt, true),
-        col("NULLABLE", SqlType::SmallInt, true),
-        col("COLUMN_DEF", SqlType::NVarChar(4000), true),
-        col("ORDINAL_POSITION", SqlType::Int, true),
-        col("IS_NULLABLE", SqlType::VarChar(254), true),
-    ];
-    let mut rows = Vec::new();
-    for o in catalog.objects() {
-        let Object::Table(t) = o else { continue };
-        if !types::like(&t.name, &table_name, None) {
-            continue;
-        }
-        for (i, c) in t.columns.iter().enumerate() {
-            let (precision, length, scale) = match c.ty {
-                SqlType::Decimal { precision, scale } => {
-                    (i64::from(precision), i64::from(precision) + 2, Value::Int(i64::from(scale)))
-                }
-                SqlType::Int => (10, 4, Value::Int(0)),
-                SqlType::BigInt => (19, 8, Value::Int(0)),
-                SqlType::SmallInt => (5, 2, Value::Int(0)),
-                SqlType::TinyInt => (3, 1, Value::Int(0)),
-                SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Binary(n) | SqlType::VarBinary(n) => {
-                    let n = if n == tessera_access::row::MAX { 2_147_483_647 } else { i64::from(n) };
-                    (n, n, Value::Null)
-                }
-                SqlType::NChar(n) | SqlType::NVarChar(n) => {
-                    let n = if n == tessera_access::row::MAX { 1_073_741_823 } else { i64::from(n) };
-                    (n, n * 2, Value::Null)
-                }
-                _ => {
-                    (c.ty.fixed_size().map_or(0, |n| n as i64), c.ty.fixed_size().map_or(0, |n| n as i64), Value::Null)
-                }
-            };
-            let mut type_name = types::base_type_name(&c.ty).to_string();
-            if c.identity.is_some() {
-                type_name.push_str(" identity");
-            }
-            rows.push(vec![
-                s(&db),
-                s(&t.schema),
-                s(&t.name),
-                s(&c.name),
-                int(odbc_type(&c.ty)),
-                s(&type_name),
-                int(precision),
-                int(length),
-                scale,
-                int(i64::from(c.nullable)),
-                c.default.as_ref().map_or(Value::Null, |d| s(&d.text)),
-                int(i as i64 + 1),
-                s(if c.nullable { "YES" } else { "NO" }),
-            ]);
-        }
-    }
-    result(ctx, sink, &columns, &rows);
-    Ok(0)
 }
 
 fn databases(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {

@@ -137,39 +137,60 @@ fn key_constraints(ctx: &ExecCtx, db: &str) -> Rows<6> {
     Ok(out)
 }
 
-pub(super) static FOREIGN_KEYS: ViewDef<6> = ViewDef {
+pub(super) static FOREIGN_KEYS: ViewDef<15> = ViewDef {
     schema: "sys",
     name: "foreign_keys",
     columns: [
         col("name", SYSNAME, false),
         col("object_id", Int, false),
+        col("principal_id", Int, true),
+        col("schema_id", Int, false),
         col("parent_object_id", Int, false),
+        col("type", Char(2), true),
+        col("type_desc", NVarChar(60), true),
         col("referenced_object_id", Int, true),
+        col("is_disabled", Bit, false),
+        col("is_not_for_replication", Bit, false),
+        col("is_not_trusted", Bit, false),
+        col("delete_referential_action", TinyInt, true),
         col("delete_referential_action_desc", NVarChar(60), true),
+        col("update_referential_action", TinyInt, true),
         col("update_referential_action_desc", NVarChar(60), true),
     ],
     rows: foreign_keys,
 };
 
-fn foreign_keys(ctx: &ExecCtx, db: &str) -> Rows<6> {
+fn foreign_keys(ctx: &ExecCtx, db: &str) -> Rows<15> {
     let (_, catalog) = catalog(ctx, db)?;
+    let schema_id = super::objects::schema_ids(ctx, db)?;
+    // sys.foreign_keys' codes: 0 NO_ACTION, 1 CASCADE, 2 SET_NULL, 3 SET_DEFAULT.
     let action = |a: Action| match a {
-        Action::NoAction => "NO_ACTION",
-        Action::Cascade => "CASCADE",
-        Action::SetNull => "SET_NULL",
-        Action::SetDefault => "SET_DEFAULT",
+        Action::NoAction => (0, "NO_ACTION"),
+        Action::Cascade => (1, "CASCADE"),
+        Action::SetNull => (2, "SET_NULL"),
+        Action::SetDefault => (3, "SET_DEFAULT"),
     };
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Table(t) = o else { continue };
         for (c, fk) in constraint_objects(t).into_iter().filter(|c| c.kind == "F").zip(&t.foreign_keys) {
+            let (on_delete, on_update) = (action(fk.on_delete), action(fk.on_update));
             out.push([
                 s(&c.name),
                 int(i64::from(c.id)),
+                Value::Null,
+                schema_id(&t.schema),
                 int(i64::from(t.id)),
+                s("F"),
+                s("FOREIGN_KEY_CONSTRAINT"),
                 int(i64::from(fk.ref_table)),
-                s(action(fk.on_delete)),
-                s(action(fk.on_update)),
+                bit(false),
+                bit(false),
+                bit(false),
+                int(on_delete.0),
+                s(on_delete.1),
+                int(on_update.0),
+                s(on_update.1),
             ]);
         }
     }

@@ -53,6 +53,7 @@ use tessera_semantics::plan::{Col, Row, View};
 use tessera_semantics::types::{SqlType, Value};
 
 pub use databases::{growth_in_force, FileKind};
+pub(crate) use objects::module_signature;
 pub use system_types::{type_id, type_name};
 
 /// Every system view. Names are unique and lower case (a lookup lowers the name it is given).

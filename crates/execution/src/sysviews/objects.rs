@@ -219,7 +219,7 @@ fn parameters(ctx: &ExecCtx, db: &str) -> Rows<10> {
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Module(m) = o else { continue };
-        for (i, p) in module_parameters(m).into_iter().enumerate() {
+        for (i, p) in module_signature(m).0.into_iter().enumerate() {
             let ty = types::resolve_type(&p.ty, false).unwrap_or(SqlType::Int);
             let (id, len, prec, sc) = type_ids(&ty);
             out.push([
@@ -239,13 +239,21 @@ fn parameters(ctx: &ExecCtx, db: &str) -> Rows<10> {
     Ok(out)
 }
 
-/// The parameters of a procedure or function, from its definition.
-fn module_parameters(m: &Module) -> Vec<tessera_syntax::ast::Parameter> {
-    let Ok(batch) = tessera_syntax::parser::parse_batch(&m.text) else { return Vec::new() };
+/// The parameters of a procedure or function, and a scalar function's return type, from
+/// its definition.
+pub(crate) fn module_signature(m: &Module) -> (Vec<tessera_syntax::ast::Parameter>, Option<SqlType>) {
+    use tessera_syntax::ast::{FunctionReturns, StatementKind};
+    let Ok(batch) = tessera_syntax::parser::parse_batch(&m.text) else { return (Vec::new(), None) };
     match batch.statements.into_iter().next().map(|s| s.kind) {
-        Some(tessera_syntax::ast::StatementKind::CreateProcedure(p)) => p.params,
-        Some(tessera_syntax::ast::StatementKind::CreateFunction(f)) => f.params,
-        _ => Vec::new(),
+        Some(StatementKind::CreateProcedure(p)) => (p.params, None),
+        Some(StatementKind::CreateFunction(f)) => {
+            let returns = match &f.returns {
+                FunctionReturns::Scalar { ty, .. } => types::resolve_type(ty, false).ok(),
+                _ => None,
+            };
+            (f.params, returns)
+        }
+        _ => (Vec::new(), None),
     }
 }
 
@@ -291,7 +299,7 @@ fn information_schema_routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
 }
 
 /// The `schema_id` of a schema of database `db`, by name.
-fn schema_ids(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<impl Fn(&str) -> Value> {
+pub(super) fn schema_ids(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<impl Fn(&str) -> Value> {
     let security = ctx.shared.security(&ctx.session.catalog_memo, db)?;
     Ok(move |schema: &str| int(i64::from(security.schema(schema).map_or(1, |s| s.id))))
 }

@@ -1,7 +1,8 @@
 // The Microsoft JDBC driver (mssql-jdbc) against a tessera server, as a Java service
 // would use it: update counts, auto-commit off, savepoints, prepared statements and
 // batches, generated keys, callable statements with OUTPUT parameters and a return
-// status, and the parameter types the driver sends. Run by crates/server/tests/jdbc.rs:
+// status, the parameter types the driver sends, and DatabaseMetaData (the catalog
+// procedures sp_columns_100, sp_pkeys, sp_fkeys, sp_statistics_100, …). Run by crates/server/tests/jdbc.rs:
 //   java -cp 'lib/*' Scenario.java HOST PORT SA_PASSWORD
 // Prints one line per check and, when every check passed, "all checks passed".
 
@@ -230,6 +231,105 @@ public class Scenario {
             try (CallableStatement cs = c.prepareCall("{call touch}")) {
                 expect(1, cs.executeUpdate(), "update count from inside the procedure");
             }
+        });
+        check("DatabaseMetaData: tables and columns", () -> {
+            s.execute("CREATE TABLE parents (id int PRIMARY KEY, label varchar(20) NULL)");
+            s.execute("CREATE TABLE children (id int PRIMARY KEY, parent_id int NOT NULL "
+                    + "REFERENCES parents (id) ON DELETE CASCADE, note nvarchar(max) NULL)");
+            s.execute("CREATE INDEX ix_children_parent ON children (parent_id)");
+            DatabaseMetaData md = c.getMetaData();
+            List<String> tables = new ArrayList<>();
+            try (ResultSet rs = md.getTables(null, "dbo", "%", new String[] {"TABLE"})) {
+                while (rs.next()) {
+                    tables.add(rs.getString("TABLE_NAME"));
+                }
+            }
+            expect("[children, items, parents]", tables.toString(), "tables");
+            try (ResultSet rs = md.getColumns(null, "dbo", "items", "%")) {
+                List<String> cols = new ArrayList<>();
+                while (rs.next()) {
+                    String name = rs.getString("COLUMN_NAME");
+                    cols.add(name);
+                    if (name.equals("id")) {
+                        expect("YES", rs.getString("IS_AUTOINCREMENT"), "id is an identity");
+                        expect(Types.INTEGER, rs.getInt("DATA_TYPE"), "id's type");
+                    }
+                    if (name.equals("name")) {
+                        expect(Types.NVARCHAR, rs.getInt("DATA_TYPE"), "name's type");
+                        expect(50, rs.getInt("COLUMN_SIZE"), "name's size");
+                        expect(DatabaseMetaData.columnNoNulls, rs.getInt("NULLABLE"), "name's nullability");
+                    }
+                    if (name.equals("price")) {
+                        expect(Types.DECIMAL, rs.getInt("DATA_TYPE"), "price's type");
+                        expect(10, rs.getInt("COLUMN_SIZE"), "price's precision");
+                        expect(2, rs.getInt("DECIMAL_DIGITS"), "price's scale");
+                    }
+                    if (name.equals("at")) {
+                        expect(Types.TIMESTAMP, rs.getInt("DATA_TYPE"), "datetime2's type");
+                    }
+                }
+                expect("[id, name, price, at, data, flag, big]", cols.toString(), "columns in order");
+            }
+        });
+        check("DatabaseMetaData: keys and indexes", () -> {
+            DatabaseMetaData md = c.getMetaData();
+            try (ResultSet rs = md.getPrimaryKeys(null, "dbo", "children")) {
+                expect(true, rs.next(), "a key column");
+                expect("id", rs.getString("COLUMN_NAME"), "key column");
+                expect(1, rs.getInt("KEY_SEQ"), "key sequence");
+                expect(false, rs.next(), "one key column");
+            }
+            try (ResultSet rs = md.getImportedKeys(null, "dbo", "children")) {
+                expect(true, rs.next(), "an imported key");
+                expect("parents", rs.getString("PKTABLE_NAME"), "referenced table");
+                expect("id", rs.getString("PKCOLUMN_NAME"), "referenced column");
+                expect("parent_id", rs.getString("FKCOLUMN_NAME"), "referencing column");
+                expect(DatabaseMetaData.importedKeyCascade, rs.getInt("DELETE_RULE"), "ON DELETE CASCADE");
+                expect(DatabaseMetaData.importedKeyNoAction, rs.getInt("UPDATE_RULE"), "no ON UPDATE");
+                expect(false, rs.next(), "one imported key column");
+            }
+            try (ResultSet rs = md.getExportedKeys(null, "dbo", "parents")) {
+                expect(true, rs.next(), "an exported key");
+                expect("children", rs.getString("FKTABLE_NAME"), "referencing table");
+            }
+            boolean found = false;
+            try (ResultSet rs = md.getIndexInfo(null, "dbo", "children", false, true)) {
+                while (rs.next()) {
+                    if ("ix_children_parent".equals(rs.getString("INDEX_NAME"))) {
+                        found = true;
+                        expect(true, rs.getBoolean("NON_UNIQUE"), "non-unique index");
+                        expect("parent_id", rs.getString("COLUMN_NAME"), "indexed column");
+                    }
+                }
+            }
+            expect(true, found, "the index is listed");
+            try (ResultSet rs = md.getBestRowIdentifier(null, "dbo", "children", DatabaseMetaData.bestRowSession, true)) {
+                expect(true, rs.next(), "a row identifier");
+                expect("id", rs.getString("COLUMN_NAME"), "the primary key");
+            }
+        });
+        check("DatabaseMetaData: procedures and types", () -> {
+            DatabaseMetaData md = c.getMetaData();
+            try (ResultSet rs = md.getProcedures(null, "dbo", "add_one")) {
+                expect(true, rs.next(), "the procedure");
+                expect("add_one;1", rs.getString("PROCEDURE_NAME"), "its name");
+            }
+            List<String> params = new ArrayList<>();
+            try (ResultSet rs = md.getProcedureColumns(null, "dbo", "add_one", "%")) {
+                while (rs.next()) {
+                    params.add(rs.getString("COLUMN_NAME") + ":" + rs.getInt("COLUMN_TYPE") + ":" + rs.getInt("DATA_TYPE"));
+                }
+            }
+            expect("[@RETURN_VALUE:" + DatabaseMetaData.procedureColumnReturn + ":4, @x:"
+                    + DatabaseMetaData.procedureColumnIn + ":4, @y:" + DatabaseMetaData.procedureColumnInOut + ":4]",
+                    params.toString(), "parameters");
+            boolean intType = false;
+            try (ResultSet rs = md.getTypeInfo()) {
+                while (rs.next()) {
+                    intType |= rs.getString("TYPE_NAME").equals("int") && rs.getInt("DATA_TYPE") == Types.INTEGER;
+                }
+            }
+            expect(true, intType, "int in the type list");
         });
         check("errors carry their number", () -> {
             try {

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Installs the SQL Server client libraries and tools the client scenario tests drive
-# (crates/server/tests/*.rs): python-tds and pymssql from PyPI, FreeTDS's tsql and freebcp
-# from Debian, tedious from npm, go-mssqldb from the Go module proxy, the Microsoft JDBC
-# driver (mssql-jdbc) from Maven Central. Idempotent; needs root (or sudo) for apt-get.
-# Language runtimes (python3, node, go, a JDK with Maven) must be present.
+# (crates/server/tests/*.rs): python-tds, pymssql and pyodbc from PyPI; FreeTDS's tsql,
+# freebcp and ODBC driver (with unixODBC) from Debian; tedious from npm; go-mssqldb from
+# the Go module proxy; the Microsoft JDBC driver (mssql-jdbc) from Maven Central.
+# Idempotent; needs root (or sudo) for apt-get. Language runtimes (python3, node, go, a JDK
+# with Maven) must be present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-    python-tds==1.17.1 pymssql==2.3.2
+    python-tds==1.17.1 pymssql==2.3.2 pyodbc==5.5.0
 
-if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null; then
+if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null || ! odbcinst -q -d -n FreeTDS >/dev/null 2>&1; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get install -y -q freetds-bin >/dev/null 2>&1 \
-        || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q freetds-bin >/dev/null; }
+    $sudo apt-get install -y -q freetds-bin tdsodbc unixodbc >/dev/null 2>&1 \
+        || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q freetds-bin tdsodbc unixodbc >/dev/null; }
 fi
 
 (cd crates/server/tests/clients/tedious && npm ci --no-audit --no-fund --silent)

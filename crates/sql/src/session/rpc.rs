@@ -24,7 +24,9 @@ impl Session {
             text.push_str(&types::type_name(&p.ty));
         }
         text.push_str("\nEXEC ");
-        text.push_str(&quote_name(procedure));
+        // `..name` (FreeTDS's ODBC driver calls `..sp_stored_procedures`): empty database
+        // and schema parts name the current database and the default schema.
+        text.push_str(&quote_name(procedure.trim_start_matches('.')));
         for (i, p) in params.iter().enumerate() {
             text.push_str(if i == 0 { " " } else { ", " });
             if let Some(n) = &p.name {

@@ -162,7 +162,7 @@ pub(super) static FOREIGN_KEYS: ViewDef<15> = ViewDef {
 
 fn foreign_keys(ctx: &ExecCtx, db: &str) -> Rows<15> {
     let (_, catalog) = catalog(ctx, db)?;
-    let schema_id = super::objects::schema_ids(ctx, db)?;
+    let schema_id = super::schema_ids(ctx, db)?;
     // sys.foreign_keys' codes: 0 NO_ACTION, 1 CASCADE, 2 SET_NULL, 3 SET_DEFAULT.
     let action = |a: Action| match a {
         Action::NoAction => (0, "NO_ACTION"),

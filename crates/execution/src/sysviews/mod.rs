@@ -245,6 +245,12 @@ fn server_state(ctx: &ExecCtx) -> SqlResult<()> {
     Err(tessera_errors::msg::ACTION_PERMISSION_DENIED.err().after(denied))
 }
 
+/// The `schema_id` of a schema of database `db`, by name.
+pub(super) fn schema_ids(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<impl Fn(&str) -> Value> {
+    let security = ctx.shared.security(&ctx.session.catalog_memo, db)?;
+    Ok(move |schema: &str| int(i64::from(security.schema(schema).map_or(1, |s| s.id))))
+}
+
 /// Database `db` and its current catalog as the session may see it, for the views that
 /// list its objects: only the objects it holds some permission on (all of them for dbo
 /// and sysadmins).

@@ -4,7 +4,7 @@
 
 use super::indexes::constraint_objects;
 use super::system_types::type_ids;
-use super::{bit, catalog, col, concat, datetime, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
+use super::{bit, catalog, col, concat, datetime, int, s, schema_ids, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::ExecCtx;
 use tessera_semantics::catalog::{Module, ModuleKind, Object, Table};
 use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
@@ -296,10 +296,4 @@ fn information_schema_routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
         ]);
     }
     Ok(out)
-}
-
-/// The `schema_id` of a schema of database `db`, by name.
-pub(super) fn schema_ids(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<impl Fn(&str) -> Value> {
-    let security = ctx.shared.security(&ctx.session.catalog_memo, db)?;
-    Ok(move |schema: &str| int(i64::from(security.schema(schema).map_or(1, |s| s.id))))
 }

@@ -60,132 +60,22 @@ use tessera_errors::{Error, Result};
 pub const MAX_ROW_SIZE: usize = 8060;
 /// The most columns a row can have (SQL Server's limit for non-sparse tables).
 pub const MAX_COLUMNS: usize = 1024;
-/// Length parameter meaning `max` in `varchar(max)`, `nvarchar(max)`, `varbinary(max)`.
-pub const MAX: u16 = 0xFFFF;
-
-/// Days from 0001-01-01 to 9999-12-31 (the largest `date`).
-pub const MAX_DATE_DAYS: i32 = 3_652_058;
-/// 100 ns ticks in a day (`time`, `datetime2`).
-pub const TICKS_PER_DAY: u64 = 864_000_000_000;
-/// 1/300 s ticks in a day (`datetime`).
-pub const DATETIME_TICKS_PER_DAY: u32 = 25_920_000;
-/// `datetime` range, in days relative to 1900-01-01: 1753-01-01 ..= 9999-12-31.
-pub const DATETIME_MIN_DAYS: i32 = -53_690;
-pub const DATETIME_MAX_DAYS: i32 = 2_958_463;
-/// Minutes in a day (`smalldatetime`).
-pub const MINUTES_PER_DAY: u16 = 1440;
-/// `datetimeoffset`'s offset range, in minutes: -14:00 ..= +14:00.
-pub const MIN_OFFSET_MINUTES: i16 = -840;
-pub const MAX_OFFSET_MINUTES: i16 = 840;
+// A row is laid out by its columns' SQL types, which are `tessera-types`' (below this
+// crate and the T-SQL layers alike): a column's type is a `SqlType`, here `ColumnType`.
+use tessera_types::time_size;
+pub use tessera_types::{
+    SqlType as ColumnType, DATETIME_MAX_DAYS, DATETIME_MIN_DAYS, DATETIME_TICKS_PER_DAY, MAX, MAX_DATE_DAYS,
+    MAX_OFFSET_MINUTES, MINUTES_PER_DAY, MIN_OFFSET_MINUTES, TICKS_PER_DAY,
+};
 
 const HEADER: usize = 4;
 const STATUS_NULL_BITMAP: u8 = 0x10;
 const STATUS_VAR_COLUMNS: u8 = 0x20;
 const STATUS_RECORD_TYPE: u8 = 0x0E;
 
-/// A column's SQL type. Length parameters are in characters for `nchar`/`nvarchar` and in
-/// bytes otherwise; [`MAX`] means `max` for the variable-length types.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ColumnType {
-    Bit,
-    TinyInt,
-    SmallInt,
-    Int,
-    BigInt,
-    Real,
-    Float,
-    Decimal { precision: u8, scale: u8 },
-    Money,
-    SmallMoney,
-    Char(u16),
-    VarChar(u16),
-    NChar(u16),
-    NVarChar(u16),
-    Binary(u16),
-    VarBinary(u16),
-    Date,
-    Time { scale: u8 },
-    DateTime,
-    DateTime2 { scale: u8 },
-    SmallDateTime,
-    DateTimeOffset { scale: u8 },
-    UniqueIdentifier,
-}
-
-fn decimal_size(precision: u8) -> usize {
-    match precision {
-        0..=9 => 5,
-        10..=19 => 9,
-        20..=28 => 13,
-        _ => 17,
-    }
-}
-
-fn time_size(scale: u8) -> usize {
-    match scale {
-        0..=2 => 3,
-        3..=4 => 4,
-        _ => 5,
-    }
-}
-
 /// 100 ns ticks per unit of a `time(scale)` value as stored.
 fn time_unit(scale: u8) -> u64 {
     10u64.pow(7 - u32::from(scale.min(7)))
-}
-
-impl ColumnType {
-    /// Bytes the column takes in the fixed-length part of a row, or `None` for the
-    /// variable-length types.
-    pub fn fixed_size(&self) -> Option<usize> {
-        use ColumnType::*;
-        Some(match *self {
-            Bit | TinyInt => 1,
-            SmallInt => 2,
-            Int | Real | SmallMoney | SmallDateTime => 4,
-            BigInt | Float | Money | DateTime => 8,
-            Decimal { precision, .. } => decimal_size(precision),
-            Char(n) | Binary(n) => n as usize,
-            NChar(n) => 2 * n as usize,
-            Date => 3,
-            Time { scale } => time_size(scale),
-            DateTime2 { scale } => time_size(scale) + 3,
-            DateTimeOffset { scale } => time_size(scale) + 5,
-            UniqueIdentifier => 16,
-            VarChar(_) | NVarChar(_) | VarBinary(_) => return None,
-        })
-    }
-
-    /// True for `varchar`, `nvarchar` and `varbinary`.
-    pub fn is_variable(&self) -> bool {
-        self.fixed_size().is_none()
-    }
-
-    /// True for `varchar(max)`, `nvarchar(max)` and `varbinary(max)`.
-    pub fn is_max(&self) -> bool {
-        matches!(self, ColumnType::VarChar(MAX) | ColumnType::NVarChar(MAX) | ColumnType::VarBinary(MAX))
-    }
-
-    /// Checks the type's parameters against SQL Server's ranges: lengths 1..=8000 bytes
-    /// (1..=4000 for the n-types) or `max` for the variable-length types, decimal precision
-    /// 1..=38 with scale ≤ precision, time/datetime2/datetimeoffset scale ≤ 7.
-    pub fn validate(&self) -> Result<()> {
-        use ColumnType::*;
-        let ok = match *self {
-            Char(n) | Binary(n) => (1..=8000).contains(&n),
-            NChar(n) => (1..=4000).contains(&n),
-            VarChar(n) | VarBinary(n) => (1..=8000).contains(&n) || n == MAX,
-            NVarChar(n) => (1..=4000).contains(&n) || n == MAX,
-            Decimal { precision, scale } => (1..=38).contains(&precision) && scale <= precision,
-            Time { scale } | DateTime2 { scale } | DateTimeOffset { scale } => scale <= 7,
-            _ => true,
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::Invalid(format!("invalid column type {self:?}")))
-        }
-    }
 }
 
 /// A column value.

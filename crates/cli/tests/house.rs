@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 /// tessera's crates, lowest layer first; a crate may depend only on crates before it.
 const LAYERS: &[&str] = &[
     "tessera-errors",
+    "tessera-types",
     "tessera-io",
     "tessera-buffer",
     "tessera-log",

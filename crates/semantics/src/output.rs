@@ -226,7 +226,7 @@ fn is_numeric(t: &SqlType) -> bool {
 
 /// The display size sqlcmd reserves for a type.
 pub fn display_width(t: &SqlType, max_width: usize) -> usize {
-    use tessera_access::row::MAX;
+    use tessera_types::MAX;
     use SqlType::*;
     let frac = |s: u8| if s > 0 { usize::from(s) + 1 } else { 0 };
     match *t {

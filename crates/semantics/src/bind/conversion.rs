@@ -86,9 +86,9 @@ pub fn literal(l: &Literal) -> SqlResult<(Value, SqlType)> {
             };
             let ty = if n > 8000 || (*unicode && n > 4000) {
                 if *unicode {
-                    SqlType::NVarChar(tessera_access::row::MAX)
+                    SqlType::NVarChar(tessera_types::MAX)
                 } else {
-                    SqlType::VarChar(tessera_access::row::MAX)
+                    SqlType::VarChar(tessera_types::MAX)
                 }
             } else {
                 ty
@@ -97,11 +97,8 @@ pub fn literal(l: &Literal) -> SqlResult<(Value, SqlType)> {
         }
         Literal::Binary(b) => {
             let n = b.len();
-            let ty = if n > 8000 {
-                SqlType::VarBinary(tessera_access::row::MAX)
-            } else {
-                SqlType::VarBinary(n.max(1) as u16)
-            };
+            let ty =
+                if n > 8000 { SqlType::VarBinary(tessera_types::MAX) } else { SqlType::VarBinary(n.max(1) as u16) };
             (Value::Binary(Arc::from(&b[..])), ty)
         }
         Literal::Null => (Value::Null, SqlType::Int),

@@ -81,9 +81,9 @@ impl<'a> Binder<'a> {
                 let s = |b: &mut Self, x: &ast::Expr| -> SqlResult<Expr> {
                     let (e, t) = b.bind_expr(x)?;
                     let to = if matches!(t, SqlType::NChar(_) | SqlType::NVarChar(_)) {
-                        SqlType::NVarChar(tessera_access::row::MAX)
+                        SqlType::NVarChar(tessera_types::MAX)
                     } else {
-                        SqlType::VarChar(tessera_access::row::MAX)
+                        SqlType::VarChar(tessera_types::MAX)
                     };
                     convert(e, &t, &to)
                 };

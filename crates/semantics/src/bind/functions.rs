@@ -140,10 +140,10 @@ impl<'a> Binder<'a> {
                         t,
                         SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_)
                     ) {
-                        SqlType::NVarChar(tessera_access::row::MAX)
+                        SqlType::NVarChar(tessera_types::MAX)
                     } else if matches!(t, SqlType::Binary(_) | SqlType::VarBinary(_)) {
                         // SUSER_SNAME(sid)
-                        SqlType::VarBinary(tessera_access::row::MAX)
+                        SqlType::VarBinary(tessera_types::MAX)
                     } else {
                         SqlType::BigInt
                     };

@@ -6,10 +6,10 @@ use super::datetime::DAYS_TO_1900;
 use super::typing::{base_type_name, family, is_numeric, Family};
 use super::{num, SqlType, Value};
 use std::sync::Arc;
-use tessera_access::row::{MAX, TICKS_PER_DAY};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{BinaryOp, UnaryOp};
+use tessera_types::{MAX, TICKS_PER_DAY};
 
 fn overflow(t: &SqlType) -> SqlError {
     let name = if matches!(t, SqlType::Decimal { .. }) { "numeric" } else { base_type_name(t) };

@@ -3,12 +3,9 @@
 //! Every temporal value is handled as days since 0001-01-01 plus 100 ns ticks since
 //! midnight, the representation of [`super::Value`].
 
-use tessera_access::row::TICKS_PER_DAY;
+use tessera_types::TICKS_PER_DAY;
 
-/// Days from 0001-01-01 to 1900-01-01 (`datetime`'s day zero).
-pub(crate) const DAYS_TO_1900: i32 = 693_595;
-pub(crate) const TICKS_PER_SECOND: u64 = 10_000_000;
-pub(crate) const TICKS_PER_MINUTE: u64 = 60 * TICKS_PER_SECOND;
+pub(crate) use tessera_types::{DAYS_TO_1900, TICKS_PER_MINUTE, TICKS_PER_SECOND};
 pub(crate) const TICKS_PER_HOUR: u64 = 60 * TICKS_PER_MINUTE;
 
 pub(crate) const MONTHS: [&str; 12] = [
@@ -482,8 +479,8 @@ mod tests {
     fn calendar() {
         assert_eq!(ymd(1, 1, 1), 0);
         assert_eq!(ymd(1900, 1, 1), DAYS_TO_1900);
-        assert_eq!(ymd(9999, 12, 31), tessera_access::row::MAX_DATE_DAYS);
-        assert_eq!(ymd(1753, 1, 1) - DAYS_TO_1900, tessera_access::row::DATETIME_MIN_DAYS);
+        assert_eq!(ymd(9999, 12, 31), tessera_types::MAX_DATE_DAYS);
+        assert_eq!(ymd(1753, 1, 1) - DAYS_TO_1900, tessera_types::DATETIME_MIN_DAYS);
         for days in [0, 1, 59, 60, 365, 693_595, 738_915, 3_652_058] {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(ymd(y, m, d), days);

@@ -3,10 +3,10 @@
 //! CASE, UNION) and the result types of the arithmetic operators.
 
 use super::SqlType;
-use tessera_access::row::MAX;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{BinaryOp, TypeArg, TypeName};
+use tessera_types::MAX;
 
 /// The most digits a `decimal` can have.
 pub const MAX_PRECISION: u8 = 38;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 /// A SQL Server data type. Storage and the SQL layer share one definition: length
 /// parameters are characters for `nchar`/`nvarchar` and bytes otherwise, and
-/// [`tessera_access::row::MAX`] means `(max)`.
-pub use tessera_access::row::ColumnType as SqlType;
+/// [`tessera_types::MAX`] means `(max)`.
+pub use tessera_types::SqlType;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {

@@ -9,9 +9,9 @@ use super::super::{SqlType, Value};
 use super::numeric::{decimal_to_binary, int_width};
 use super::string_type_name;
 use super::temporal::temporal_to_binary;
-use tessera_access::row::MAX;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_types::MAX;
 
 pub(super) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02X}")).collect()

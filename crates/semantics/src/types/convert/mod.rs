@@ -17,9 +17,9 @@
 
 use super::typing::{base_type_name, conversion, family, is_unicode, Conversion, Family};
 use super::{SqlType, Value};
-use tessera_access::row::MAX;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_types::MAX;
 
 mod binary;
 mod display;

@@ -6,9 +6,9 @@ use super::super::num::{self, decimal_to_f64, f64_to_decimal, fits_precision, pa
 use super::super::typing::{base_type_name, family, Family};
 use super::super::{SqlType, Value};
 use super::{overflow, string_type_name, unexpected};
-use tessera_access::row::{MAX, TICKS_PER_DAY};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_types::{MAX, TICKS_PER_DAY};
 
 fn numeric_overflow(from: &SqlType) -> SqlError {
     let from = if matches!(from, SqlType::Decimal { .. }) { "numeric" } else { base_type_name(from) };

@@ -4,9 +4,9 @@ use super::super::datetime::{DAYS_TO_1900, TICKS_PER_MINUTE};
 use super::super::text::{decode_cp1252, encode_cp1252};
 use super::super::{num, SqlType, Value};
 use super::cast;
-use super::temporal::{datetime_storage, ticks_from_t300};
 use std::sync::Arc;
-use tessera_access::row::{self, MAX, MINUTES_PER_DAY};
+use tessera_access::row;
+use tessera_types::{datetime_parts, ticks_from_t300, MAX, MINUTES_PER_DAY};
 
 /// A SQL type that holds `v` as it is, for values whose type is unknown.
 pub(super) fn natural_type(v: &Value) -> SqlType {
@@ -53,7 +53,7 @@ pub fn to_storage(v: &Value, t: &SqlType) -> row::Value {
         (Value::Time(x), T::Time { .. }) => row::Value::Time(*x),
         (Value::DateTime { days, ticks }, T::DateTime2 { .. }) => row::Value::DateTime2 { days: *days, ticks: *ticks },
         (Value::DateTime { days, ticks }, T::DateTime) => {
-            let (days, ticks) = datetime_storage(*days, *ticks);
+            let (days, ticks) = datetime_parts(*days, *ticks);
             row::Value::DateTime { days, ticks }
         }
         (Value::DateTime { days, ticks }, T::SmallDateTime) => row::Value::SmallDateTime {

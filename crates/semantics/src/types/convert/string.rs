@@ -9,9 +9,9 @@ use super::super::{SqlType, Value};
 use super::binary::hex;
 use super::temporal::temporal_text;
 use super::{bad_style, guid_text, overflow};
-use tessera_access::row::MAX;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_types::MAX;
 
 /// Formats a float as C's `%.{precision}g` with SQL Server's three-digit exponent
 /// (`1.23457e+008`).

@@ -7,12 +7,12 @@ use super::super::typing::{base_type_name, family, fraction_digits, Family};
 use super::super::{SqlType, Value};
 use super::numeric::{int_from_bytes, to_float};
 use super::{bad_style, overflow, string_type_name, unexpected};
-use tessera_access::row::{
-    DATETIME_MAX_DAYS, DATETIME_MIN_DAYS, DATETIME_TICKS_PER_DAY, MAX, MAX_DATE_DAYS, MAX_OFFSET_MINUTES,
-    MIN_OFFSET_MINUTES, TICKS_PER_DAY,
-};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_types::{
+    datetime_parts, ticks_from_t300, DATETIME_MAX_DAYS, DATETIME_MIN_DAYS, DATETIME_TICKS_PER_DAY, MAX, MAX_DATE_DAYS,
+    MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES, TICKS_PER_DAY,
+};
 
 /// A datetimeoffset as text: the local date and time, then the offset
 /// (`2025-03-04 10:11:12.1234567 +05:30`, style 121 and the default); style 126 puts the
@@ -68,7 +68,7 @@ pub(super) fn temporal_text(v: &Value, from: &SqlType, style: Option<i32>) -> Sq
 pub(super) fn temporal_to_binary(v: &Value, from: &SqlType) -> Vec<u8> {
     match (v, from) {
         (Value::DateTime { days, ticks }, SqlType::DateTime) => {
-            let (d, t300) = datetime_storage(*days, *ticks);
+            let (d, t300) = datetime_parts(*days, *ticks);
             [d.to_be_bytes(), t300.to_be_bytes()].concat()
         }
         (Value::DateTime { days, ticks }, SqlType::SmallDateTime) => {
@@ -84,16 +84,6 @@ pub(super) fn temporal_to_binary(v: &Value, from: &SqlType) -> Vec<u8> {
         }
         _ => Vec::new(),
     }
-}
-
-/// `datetime`'s on-disk form of a value on its grid: days since 1900, 1/300 s ticks.
-pub(super) fn datetime_storage(days: i32, ticks: u64) -> (i32, u32) {
-    (days - DAYS_TO_1900, ((ticks * 3 + 50_000) / 100_000) as u32)
-}
-
-/// 100 ns ticks of a 1/300 s tick count (rounded: 1 → 33 333, 2 → 66 667).
-pub(super) fn ticks_from_t300(t300: u32) -> u64 {
-    (u64::from(t300) * 100_000 + 1) / 3
 }
 
 /// Rounds to `datetime`'s 1/300 s grid, carrying into the next day.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use super::super::datetime::TICKS_PER_SECOND;
 use super::*;
 use proptest::prelude::*;
-use tessera_access::row::{self, TICKS_PER_DAY};
+use tessera_access::row;
+use tessera_types::TICKS_PER_DAY;
 use SqlType as T;
 
 fn c(v: Value, from: T, to: T) -> SqlResult<Value> {
@@ -365,7 +366,7 @@ proptest! {
     }
 
     #[test]
-    fn datetime2_text_round_trip(days in 0i32..=tessera_access::row::MAX_DATE_DAYS, ticks in 0u64..TICKS_PER_DAY) {
+    fn datetime2_text_round_trip(days in 0i32..=tessera_types::MAX_DATE_DAYS, ticks in 0u64..TICKS_PER_DAY) {
         let t = T::DateTime2 { scale: 7 };
         let v = Value::DateTime { days, ticks };
         let text = c(v.clone(), t, T::VarChar(40)).unwrap();
@@ -374,7 +375,7 @@ proptest! {
 
     #[test]
     fn datetimeoffset_text_round_trip(
-        days in 1i32..tessera_access::row::MAX_DATE_DAYS,
+        days in 1i32..tessera_types::MAX_DATE_DAYS,
         ticks in 0u64..TICKS_PER_DAY,
         offset in -840i16..=840,
     ) {

@@ -12,9 +12,9 @@ use super::super::{SqlType, Value};
 use super::datepart::datepart_value;
 use super::offset::offset_minutes;
 use super::{date_part, Call, DatePart};
-use tessera_access::row::{MAX_DATE_DAYS, TICKS_PER_DAY};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_types::{MAX_DATE_DAYS, TICKS_PER_DAY};
 
 /// A date argument as (days, ticks) and the type it has (strings and numbers become
 /// `as_type`); a datetimeoffset gives its local date and time.

@@ -5,9 +5,9 @@ use super::super::datetime::{
     civil_from_days, days_from_civil, weekday, Parts, TICKS_PER_HOUR, TICKS_PER_MINUTE, TICKS_PER_SECOND,
 };
 use super::super::SqlType;
-use tessera_access::row::TICKS_PER_DAY;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_types::TICKS_PER_DAY;
 
 /// A part of a date for DATEADD, DATEDIFF, DATEPART and DATENAME.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

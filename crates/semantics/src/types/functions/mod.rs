@@ -30,9 +30,9 @@ use super::convert::{cast, fit_string, round_datetime};
 use super::datetime::{days_from_civil, TICKS_PER_MINUTE};
 use super::typing::{base_type_name, family, fraction_digits, is_string, is_unicode, Family, MAX_BYTES, MAX_NCHARS};
 use super::{SqlType, Value};
-use tessera_access::row::{MAX, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES, TICKS_PER_DAY};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_types::{MAX, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES, TICKS_PER_DAY};
 
 // before the `mod` lines, so that the groups' files see it
 macro_rules! or_null {

@@ -6,9 +6,9 @@ use super::super::datetime::{format_offset, shift_minutes};
 use super::super::typing::{family, Family};
 use super::super::{SqlType, Value};
 use super::{int, Call, DatePart};
-use tessera_access::row::{MAX_DATE_DAYS, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_types::{MAX_DATE_DAYS, MAX_OFFSET_MINUTES, MIN_OFFSET_MINUTES};
 
 /// Error 9812 for an offset TODATETIMEOFFSET or SWITCHOFFSET cannot use.
 fn invalid_timezone(function: &str) -> SqlError {

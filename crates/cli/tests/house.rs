@@ -2,7 +2,10 @@
 //! - every dependency a crate declares is named in its code (an unused one is compiled and
 //!   linked for nothing, and hides what a crate really needs);
 //! - tessera's crates depend one way, down the layers: io → buffer → log → access →
-//!   database → backup → the T-SQL layers → server → the binaries.
+//!   database → backup → the T-SQL layers → server → the binaries;
+//! - the T-SQL layers that say what a statement is and means (syntax, semantics) know
+//!   nothing of storage: no storage crate is among their dependencies, direct or not
+//!   (types and errors, below everything, are theirs too).
 //!
 //! A crate's code is read as text: a dependency `foo-bar` counts as used when the word
 //! `foo_bar` appears in its `src/` (for `[dependencies]`) or anywhere in the crate (for
@@ -31,6 +34,13 @@ const LAYERS: &[&str] = &[
     "tessera-bench",
     "tessera",
 ];
+
+/// The storage crates: pages, logs, rows, keys, locks, databases and their backups.
+const STORAGE: &[&str] =
+    &["tessera-io", "tessera-buffer", "tessera-log", "tessera-access", "tessera-database", "tessera-backup"];
+
+/// The crates that must not reach storage through any dependency.
+const STORAGE_FREE: &[&str] = &["tessera-syntax", "tessera-semantics"];
 
 fn crates_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("crates/").to_path_buf()
@@ -143,6 +153,41 @@ fn crates_depend_down_the_layers_only() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The workspace crates `name` depends on (its `[dependencies]`), directly or through
+/// other workspace crates.
+fn reaches(workspace: &[(PathBuf, Manifest)], name: &str) -> Vec<String> {
+    let deps = |n: &str| -> Vec<String> {
+        workspace
+            .iter()
+            .find(|(_, m)| m.name == n)
+            .and_then(|(_, m)| m.sections.get("dependencies").cloned())
+            .unwrap_or_default()
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut stack = deps(name);
+    while let Some(d) = stack.pop() {
+        if workspace.iter().any(|(_, m)| m.name == d) && !seen.contains(&d) {
+            stack.extend(deps(&d));
+            seen.push(d);
+        }
+    }
+    seen.sort();
+    seen
+}
+
+#[test]
+fn syntax_and_semantics_know_nothing_of_storage() {
+    let ws = workspace();
+    let mut wrong = Vec::new();
+    for name in STORAGE_FREE {
+        assert!(ws.iter().any(|(_, m)| m.name == *name), "{name} is not in the workspace");
+        for d in reaches(&ws, name).iter().filter(|d| STORAGE.contains(&d.as_str())) {
+            wrong.push(format!("{name} depends on the storage crate {d}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn the_checks_see_what_they_check() {
     let sql = manifest(&crates_dir().join("sql"));
@@ -150,4 +195,9 @@ fn the_checks_see_what_they_check() {
     assert!(sql.sections["dependencies"].iter().any(|d| d == "tessera-execution"));
     assert!(names("use tessera_io::durable;", "tessera-io"));
     assert!(!names("use tessera_iobench::run;", "tessera-io"), "a longer name is not the dependency");
+    let ws = workspace();
+    let execution = reaches(&ws, "tessera-execution");
+    assert!(execution.iter().any(|d| d == "tessera-access"), "a direct dependency: {execution:?}");
+    assert!(reaches(&ws, "tessera-sql").iter().any(|d| d == "tessera-io"), "a dependency through others");
+    assert!(STORAGE.iter().chain(STORAGE_FREE).all(|c| LAYERS.contains(c)), "every crate named is a layer");
 }

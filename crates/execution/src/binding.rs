@@ -11,6 +11,7 @@ use tessera_semantics::bind::{Catalogs, SessionNames};
 use tessera_semantics::cache::CachedBatch;
 use tessera_semantics::catalog::Catalog;
 use tessera_semantics::plan::{Prepared, View};
+use tessera_semantics::types::KeyEncoding;
 
 impl Catalogs for Shared {
     fn exists(&self, database: &str) -> bool {
@@ -62,5 +63,8 @@ impl SessionNames for SessionState {
 
     fn default_schema(&self) -> &str {
         &self.default_schema
+    }
+    fn key_encoding(&self) -> Option<&'static dyn KeyEncoding> {
+        self.functions.keys
     }
 }

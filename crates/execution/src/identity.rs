@@ -32,7 +32,7 @@ pub fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()
         }
         if let Some(i) = identity {
             let stored = row::column(&schema, &v, i)?;
-            if let Value::Int(n) = decimal_to_int(types::from_storage(stored, &table.columns[i].ty)) {
+            if let Value::Int(n) = decimal_to_int(crate::encoding::from_storage(stored, &table.columns[i].ty)) {
                 let inc = table.columns[i].identity.map_or(1, |x| x.1);
                 max_id = Some(match max_id {
                     None => n,

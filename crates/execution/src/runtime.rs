@@ -906,7 +906,7 @@ impl SessionState {
             scope_identity: None,
             error: 0,
             nest_level: 0,
-            functions: FunctionContext::default(),
+            functions: FunctionContext::with_keys(&crate::encoding::KEYS),
             cancel: Arc::new(AtomicBool::new(false)),
             temp_tables: HashMap::new(),
             catalog_memo: CatalogMemo::default(),

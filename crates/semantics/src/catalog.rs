@@ -25,7 +25,6 @@ use tessera_errors::msg;
 use serde::{Deserialize, Serialize};
 
 use crate::types::{self, SqlType};
-use tessera_access::row::RowSchema;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{ReferentialAction, TypeArg, TypeName};
 
@@ -138,16 +137,29 @@ pub struct Table {
     pub modified: i64,
     #[serde(skip)]
     pub counters: Arc<TableCounters>,
-    /// The stored row's layout, built at first use.
+    /// The stored row's layout, built by the execution layer at first use.
     #[serde(skip)]
     pub layout: LayoutCache,
 }
 
-/// A table's row layout, built once per table definition. A copy of the definition (the
-/// start of every ALTER) starts empty, and a layout whose column types no longer match
-/// the columns is built again, so it never outlives a change of the columns.
-#[derive(Debug, Default)]
-pub struct LayoutCache(std::sync::OnceLock<Arc<RowSchema>>);
+/// What the storage side derives from a table's definition (the layout of its stored
+/// rows) and keeps with it, built at first use: opaque here, the execution layer says
+/// what it holds and when it is stale. A copy of the definition (the start of every
+/// ALTER) starts empty.
+#[derive(Default)]
+pub struct LayoutCache(std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl LayoutCache {
+    /// What was kept, if it is a `T`.
+    pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.0.get()?.clone().downcast().ok()
+    }
+
+    /// Keeps `value` if nothing was kept yet; what is kept now, if it is a `T`.
+    pub fn keep<T: std::any::Any + Send + Sync>(&self, value: Arc<T>) -> Option<Arc<T>> {
+        self.0.get_or_init(|| value).clone().downcast().ok()
+    }
+}
 
 impl Clone for LayoutCache {
     fn clone(&self) -> Self {
@@ -155,20 +167,13 @@ impl Clone for LayoutCache {
     }
 }
 
-impl Table {
-    /// The layout of the table's stored rows (its column types in order).
-    pub fn row_schema(&self) -> tessera_errors::Result<Arc<RowSchema>> {
-        let same = |s: &RowSchema| s.columns().iter().copied().eq(self.columns.iter().map(|c| c.ty));
-        match self.layout.0.get() {
-            Some(s) if same(s) => Ok(s.clone()),
-            Some(_) => Ok(Arc::new(RowSchema::new(self.columns.iter().map(|c| c.ty).collect())?)),
-            None => {
-                let s = Arc::new(RowSchema::new(self.columns.iter().map(|c| c.ty).collect())?);
-                Ok(self.layout.0.get_or_init(|| s).clone())
-            }
-        }
+impl std::fmt::Debug for LayoutCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "LayoutCache(built)" } else { "LayoutCache(empty)" })
     }
+}
 
+impl Table {
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
     }
@@ -671,31 +676,5 @@ mod tests {
 
     fn column(name: &str, ty: SqlType) -> Column {
         Column { name: name.into(), ty, nullable: true, identity: None, default: None }
-    }
-
-    #[test]
-    fn a_row_layout_never_outlives_a_change_of_the_columns() {
-        let mut table = Table {
-            id: 1,
-            schema: "dbo".into(),
-            name: "t".into(),
-            columns: vec![column("a", SqlType::Int)],
-            indexes: Vec::new(),
-            checks: Vec::new(),
-            foreign_keys: Vec::new(),
-            created: 0,
-            modified: 0,
-            counters: Arc::default(),
-            layout: LayoutCache::default(),
-        };
-        let first = table.row_schema().unwrap();
-        assert!(Arc::ptr_eq(&first, &table.row_schema().unwrap()), "built once");
-        // Changed in place (the layout was built) and in a copy (it starts empty).
-        table.columns.push(column("b", SqlType::BigInt));
-        assert_eq!(table.row_schema().unwrap().columns(), &[SqlType::Int, SqlType::BigInt]);
-        let mut copy = table.clone();
-        copy.columns[0].ty = SqlType::SmallInt;
-        assert_eq!(copy.row_schema().unwrap().columns(), &[SqlType::SmallInt, SqlType::BigInt]);
-        assert_eq!(table.row_schema().unwrap().columns(), &[SqlType::Int, SqlType::BigInt]);
     }
 }

@@ -104,8 +104,8 @@ pub trait ResultSink {
 }
 
 /// A result row whose columns are columns of one stored row, handed over in their stored
-/// form (the layout in `tessera_access::row`), which for every type but money is the form
-/// TDS carries: the row's bytes are written to the client without becoming values.
+/// form (the storage layer's row layout), which for every type but money is the form TDS
+/// carries: the row's bytes are written to the client without becoming values.
 #[derive(Clone, Copy, Debug)]
 pub struct StoredRow<'r> {
     /// The stored row.
@@ -113,15 +113,27 @@ pub struct StoredRow<'r> {
     /// Per result column: its type, and where its bytes are in the row (None for NULL).
     types: &'r [SqlType],
     spans: &'r [Option<Range<usize>>],
+    /// The value of a column's stored bytes: the form is storage's, so the layer that
+    /// made the row says how.
+    decode: DecodeStored,
 }
 
+/// The value of a column's stored bytes, given its type (bytes the row's maker checked).
+pub type DecodeStored = fn(&SqlType, &[u8]) -> Value;
+
 impl<'r> StoredRow<'r> {
-    /// A row whose columns `row::locate` found at `spans`; each span's bytes must be a
-    /// valid stored value of its column's type in `types`, which `locate` checked.
-    pub fn new(bytes: &'r [u8], types: &'r [SqlType], spans: &'r [Option<Range<usize>>]) -> StoredRow<'r> {
+    /// A row whose columns were found at `spans`; each span's bytes must be a valid
+    /// stored value of its column's type in `types` (the maker checked them), which
+    /// `decode` turns into a value.
+    pub fn new(
+        bytes: &'r [u8],
+        types: &'r [SqlType],
+        spans: &'r [Option<Range<usize>>],
+        decode: DecodeStored,
+    ) -> StoredRow<'r> {
         assert_eq!(types.len(), spans.len(), "a type and a span per column");
         debug_assert!(spans.iter().flatten().all(|s| s.end <= bytes.len()));
-        StoredRow { bytes, types, spans }
+        StoredRow { bytes, types, spans, decode }
     }
 
     pub fn len(&self) -> usize {
@@ -142,10 +154,7 @@ impl<'r> StoredRow<'r> {
         (0..self.len())
             .map(|i| match self.column(i) {
                 (_, None) => Value::Null,
-                (ty, Some(bytes)) => {
-                    let field = tessera_access::row::field(ty, bytes).expect("located values were checked");
-                    types::from_field(field, ty)
-                }
+                (ty, Some(bytes)) => (self.decode)(ty, bytes),
             })
             .collect()
     }

@@ -343,7 +343,7 @@ mod tests {
     fn stored_rows_encode_as_their_values_do() {
         use rand::{rngs::StdRng, Rng, SeedableRng};
         use tessera_access::row::{self, RowSchema, Value as V, MAX};
-        use tessera_semantics::types::from_storage;
+        use tessera_execution::encoding::from_storage;
         use SqlType as T;
         let units = |s: &str| V::Unicode(s.encode_utf16().collect());
         let samples: Vec<(SqlType, Vec<V>)> = vec![
@@ -411,7 +411,10 @@ mod tests {
             let mut spans = Vec::new();
             row::locate(&schema, &bytes, &columns, &mut spans).unwrap();
             let (mut from_bytes, mut from_values) = (BytesMut::new(), BytesMut::new());
-            stored_row(&mut from_bytes, &StoredRow::new(&bytes, &types, &spans));
+            stored_row(
+                &mut from_bytes,
+                &StoredRow::new(&bytes, &types, &spans, tessera_execution::encoding::stored_value),
+            );
             let values: Vec<Value> =
                 columns.iter().zip(&types).map(|(&c, ty)| from_storage(stored[c].clone(), ty)).collect();
             row(&mut from_values, &types, &values);

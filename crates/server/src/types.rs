@@ -20,7 +20,7 @@
 //! | datetime, smalldatetime | DATETIMN (0x6F) of 8/4 bytes |
 //! | uniqueidentifier | GUIDTYPE (0x24) |
 //!
-//! Values go through [`tessera_semantics::types::to_storage`], which gives each type's canonical
+//! Values go through [`tessera_execution::encoding::to_storage`], which gives each type's canonical
 //! storage form (varchar as Windows-1252, nvarchar as UTF-16 units, datetime as days since
 //! 1900 and 1/300 s ticks, money in 1/10000 units) — the same forms TDS carries — except
 //! text and binary values whose bytes the value itself holds in that form, written
@@ -34,7 +34,8 @@
 
 use bytes::{BufMut, BytesMut};
 use tessera_access::row::{self, MAX};
-use tessera_semantics::types::{from_storage, to_storage, SqlType, Value};
+use tessera_execution::encoding::{from_storage, to_storage};
+use tessera_semantics::types::{SqlType, Value};
 
 use crate::codec::{bad, cp1252_decode, ucs2_decode, DecodeResult, Reader};
 

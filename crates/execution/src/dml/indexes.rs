@@ -9,12 +9,12 @@ use tessera_access::key::KeyBuf;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{Index, Table};
-use tessera_semantics::types::{self, Value};
+use tessera_semantics::types::Value;
 
 pub(super) fn index_key(table: &Table, index: &Index, row: &[Value]) -> SqlResult<Vec<u8>> {
     let mut k = KeyBuf::new();
     for &(col, desc) in &index.columns {
-        types::encode_key(&row[col], &table.columns[col].ty, desc, &mut k)?;
+        crate::encoding::encode_key(&row[col], &table.columns[col].ty, desc, &mut k)?;
     }
     Ok(k.into_vec())
 }

@@ -12,14 +12,14 @@ use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
 use tessera_semantics::plan::Row;
-use tessera_semantics::types::{self, Value};
+use tessera_semantics::types::Value;
 
 /// The storage key of a row in the table's rows tree.
 pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResult<Vec<u8>> {
     let idx = &table.indexes[0];
     let mut k = KeyBuf::new();
     for &(col, desc) in &idx.columns {
-        types::encode_key(&row[col], &table.columns[col].ty, desc, &mut k)?;
+        crate::encoding::encode_key(&row[col], &table.columns[col].ty, desc, &mut k)?;
     }
     if let Some(u) = uniquifier {
         k.u64(u, false);
@@ -33,7 +33,8 @@ pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResu
 
 /// A row in the storage format of its table (FixedVar).
 pub fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
-    let stored: Vec<row::Value> = row.iter().zip(&table.columns).map(|(v, c)| types::to_storage(v, &c.ty)).collect();
+    let stored: Vec<row::Value> =
+        row.iter().zip(&table.columns).map(|(v, c)| crate::encoding::to_storage(v, &c.ty)).collect();
     let schema = crate::encoding::row_schema(table)?;
     Ok(row::encode(&schema, &stored)?)
 }

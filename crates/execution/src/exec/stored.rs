@@ -160,6 +160,6 @@ impl StoredRows<'_> {
         };
         self.left -= 1;
         row::locate(&target.schema, bytes, &self.columns, &mut self.spans)?;
-        Ok(Some(StoredRow::new(bytes, &self.types, &self.spans)))
+        Ok(Some(StoredRow::new(bytes, &self.types, &self.spans, crate::encoding::stored_value)))
     }
 }

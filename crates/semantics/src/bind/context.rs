@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::cache::CachedBatch;
 use crate::catalog::Catalog;
 use crate::plan::{Prepared, View};
+use crate::types::KeyEncoding;
 use tessera_errors::SqlResult;
 
 /// The server's databases, as a statement's names find them.
@@ -44,4 +45,8 @@ pub trait SessionNames {
     /// The session user's default schema in the current database, where one-part names
     /// are looked for before dbo (and where objects they name are created).
     fn default_schema(&self) -> &str;
+    /// Storage's key form of values, for folding CHECKSUM of constants (none: not folded).
+    fn key_encoding(&self) -> Option<&'static dyn KeyEncoding> {
+        None
+    }
 }

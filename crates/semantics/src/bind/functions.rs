@@ -204,8 +204,10 @@ impl<'a> Binder<'a> {
                         })
                         .collect();
                     // Constant folding: deterministic functions of constants (a fresh
-                    // context is enough, they use neither clock nor generator).
+                    // context is enough, they use neither clock nor generator; CHECKSUM
+                    // hashes storage's key form, which the session provides).
                     let mut fctx = types::FunctionContext::new();
+                    fctx.keys = self.session.key_encoding();
                     if let Ok(v) = types::call_function(&fname, &vals, &arg_types, &ty, &mut fctx) {
                         return Ok((Expr::Const(v), ty, true));
                     }

@@ -172,7 +172,7 @@ pub(crate) fn fits_precision(v: i128, precision: u8) -> bool {
 }
 
 /// `value × 10^-from` at scale `to`, rounded half away from zero; `None` on overflow.
-pub(crate) fn rescale_round(value: i128, from: u8, to: u8) -> Option<i128> {
+pub fn rescale_round(value: i128, from: u8, to: u8) -> Option<i128> {
     Wide::new(value).rescale(from, to)?.to_i128()
 }
 

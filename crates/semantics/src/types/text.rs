@@ -21,7 +21,7 @@ pub(crate) fn cp1252_byte(c: char) -> Option<u8> {
 }
 
 /// Encodes as Windows-1252; characters outside the code page become `?`.
-pub(crate) fn encode_cp1252(s: &str) -> Vec<u8> {
+pub fn encode_cp1252(s: &str) -> Vec<u8> {
     if is_ascii(s.as_bytes()) {
         return s.as_bytes().to_vec();
     }
@@ -29,7 +29,7 @@ pub(crate) fn encode_cp1252(s: &str) -> Vec<u8> {
 }
 
 /// Decodes Windows-1252 bytes (ASCII, the common case, without copying).
-pub(crate) fn decode_cp1252(b: &[u8]) -> std::borrow::Cow<'_, str> {
+pub fn decode_cp1252(b: &[u8]) -> std::borrow::Cow<'_, str> {
     if is_ascii(b) {
         // SAFETY: ASCII bytes are valid UTF-8 (and the same characters in Windows-1252);
         // checking them a second time cost as much as the check above (a char(1000)
@@ -132,7 +132,7 @@ pub(crate) fn fold_char(c: char) -> char {
 /// The collation sort key of a string: base letters first (so `e` < `é` < `f`), then
 /// accents; case is ignored and trailing spaces dropped. Two strings compare equal under
 /// the collation exactly when their keys are equal, and keys compare as the strings do.
-pub(crate) fn sort_key(s: &str) -> Vec<u8> {
+pub fn sort_key(s: &str) -> Vec<u8> {
     let s = trim_trailing_spaces(s);
     let mut key = Vec::with_capacity(s.len() * 4 + 3);
     let mut accents = Vec::new();

@@ -17,7 +17,7 @@ pub const MAX_NCHARS: u16 = 4000;
 
 /// Groups of types that convert, compare and compute alike.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Family {
+pub enum Family {
     Bit,
     /// tinyint, smallint, int, bigint
     Int,
@@ -41,7 +41,8 @@ pub(crate) enum Family {
     Guid,
 }
 
-pub(crate) fn family(t: &SqlType) -> Family {
+/// The family of a type.
+pub fn family(t: &SqlType) -> Family {
     use SqlType as T;
     match t {
         T::Bit => Family::Bit,

@@ -46,7 +46,7 @@ pub enum Value {
         ticks: u64,
         offset: i16,
     },
-    /// uniqueidentifier, bytes in SQL Server's order (as `tessera_access::row::Value::Guid`).
+    /// uniqueidentifier, bytes in SQL Server's order (as the storage layer keeps them).
     Guid([u8; 16]),
 }
 

@@ -25,7 +25,6 @@ mod binary;
 mod display;
 mod guid;
 mod numeric;
-mod storage;
 mod string;
 mod temporal;
 #[cfg(test)]
@@ -34,7 +33,6 @@ mod tests;
 pub use display::display_text;
 pub(crate) use guid::guid_text;
 pub(crate) use numeric::check_int;
-pub use storage::{from_field, from_storage, to_storage};
 pub(crate) use string::fit_string;
 pub(crate) use temporal::round_datetime;
 
@@ -43,6 +41,23 @@ use guid::to_guid;
 use numeric::{to_bit, to_decimal, to_float, to_int};
 use string::{char_units, to_string};
 use temporal::to_temporal;
+
+/// A SQL type that holds `v` as it is, for values whose type is unknown.
+pub fn natural_type(v: &Value) -> SqlType {
+    match v {
+        Value::Null | Value::Int(_) => SqlType::BigInt,
+        Value::Bit(_) => SqlType::Bit,
+        Value::Float(_) => SqlType::Float,
+        Value::Decimal { scale, .. } => SqlType::Decimal { precision: 38, scale: *scale },
+        Value::Str(_) => SqlType::NVarChar(MAX),
+        Value::Binary(_) => SqlType::VarBinary(MAX),
+        Value::Date(_) => SqlType::Date,
+        Value::Time(_) => SqlType::Time { scale: 7 },
+        Value::DateTime { .. } => SqlType::DateTime2 { scale: 7 },
+        Value::DateTimeOffset { .. } => SqlType::DateTimeOffset { scale: 7 },
+        Value::Guid(_) => SqlType::UniqueIdentifier,
+    }
+}
 
 /// Converts `v` of type `from` to type `to` as `CAST`, or `CONVERT` with `style`, does:
 /// range checks and rounding per SQL Server, string parsing and formatting, and SQL
@@ -78,7 +93,7 @@ pub fn check_explicit(from: &SqlType, to: &SqlType) -> SqlResult<()> {
 
 /// A value this conversion has no rule for, named by the type that holds it as it is.
 fn unexpected(v: &Value, to: &SqlType) -> SqlError {
-    msg::TYPE_CONVERSION_ERROR.with(&[&base_type_name(&storage::natural_type(v)), &base_type_name(to)])
+    msg::TYPE_CONVERSION_ERROR.with(&[&base_type_name(&natural_type(v)), &base_type_name(to)])
 }
 
 fn overflow(to: &SqlType) -> SqlError {

@@ -71,6 +71,18 @@ pub struct FunctionContext {
     pub rng: SmallRng,
     /// `SET DATEFIRST`: the first day of the week, 1 = Monday … 7 = Sunday.
     pub datefirst: u8,
+    /// Storage's key form of values, which CHECKSUM hashes; the execution layer sets it
+    /// (without it CHECKSUM fails with 8630, and the binder folds no CHECKSUM of constants).
+    pub keys: Option<&'static dyn KeyEncoding>,
+}
+
+/// The memcomparable form of a value as an ascending index key column, in which values
+/// equal under the collation (`'a'`, `'A '`) have equal bytes. The form is storage's, so
+/// the execution layer, which knows it, implements this; CHECKSUM hashes it.
+pub trait KeyEncoding: Sync {
+    /// Calls `with` with the key bytes of `v` of type `t` (no bytes when `v` is not a
+    /// value of `t`).
+    fn key(&self, v: &Value, t: &SqlType, with: &mut dyn FnMut(&[u8]));
 }
 
 impl Default for FunctionContext {
@@ -80,9 +92,15 @@ impl Default for FunctionContext {
 }
 
 impl FunctionContext {
-    /// A context at the current time, UTC as local time, with a randomly seeded RNG.
+    /// A context at the current time, UTC as local time, with a randomly seeded RNG (and
+    /// no [`KeyEncoding`]).
     pub fn new() -> FunctionContext {
-        FunctionContext { now_utc: None, utc_offset_minutes: 0, rng: SmallRng::from_os_rng(), datefirst: 7 }
+        FunctionContext { now_utc: None, utc_offset_minutes: 0, rng: SmallRng::from_os_rng(), datefirst: 7, keys: None }
+    }
+
+    /// [`FunctionContext::new`] with storage's key form (which the execution layer has).
+    pub fn with_keys(keys: &'static dyn KeyEncoding) -> FunctionContext {
+        FunctionContext { keys: Some(keys), ..FunctionContext::new() }
     }
 
     /// A new statement: its clock is read when it first asks for the time.
@@ -430,7 +448,7 @@ pub fn call_function(
         }
         "RAND" => rand(&call, ctx),
         "NEWID" => Ok(Value::Guid(new_guid(&mut ctx.rng))),
-        "CHECKSUM" => call.checksum(),
+        "CHECKSUM" => call.checksum(ctx.keys),
         "ISNUMERIC" => call.isnumeric(),
         "ISDATE" => call.isdate(),
         "GETDATE" | "CURRENT_TIMESTAMP" => {

@@ -1,28 +1,24 @@
 //! The system functions: NEWID, CHECKSUM and ISNUMERIC (ISDATE is with the date
 //! functions).
 
-use super::super::compare::encode_key;
 use super::super::typing::{family, Family};
 use super::super::{num, Value};
-use super::Call;
+use super::{Call, KeyEncoding};
 use rand::rngs::SmallRng;
 use rand::RngCore;
-use tessera_access::key::KeyBuf;
-use tessera_errors::SqlResult;
+use tessera_errors::{msg, SqlResult};
 
 impl Call<'_> {
-    pub(super) fn checksum(&self) -> SqlResult<Value> {
+    pub(super) fn checksum(&self, keys: Option<&dyn KeyEncoding>) -> SqlResult<Value> {
+        let keys = keys.ok_or_else(|| msg::INTERNAL_QUERY_PROCESSOR_ERROR.err())?;
         // FNV-1a over each argument's collation key, so that CHECKSUM('a') = CHECKSUM('A')
         let mut h: u32 = 0x811C_9DC5;
-        let mut key = KeyBuf::new();
         for (v, t) in self.args.iter().zip(self.types) {
-            key.clear();
-            if encode_key(v, t, false, &mut key).is_err() {
-                key.clear();
-            }
-            for &b in key.as_bytes() {
-                h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-            }
+            keys.key(v, t, &mut |key| {
+                for &b in key {
+                    h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+                }
+            });
         }
         Ok(Value::Int(i64::from(h as i32)))
     }

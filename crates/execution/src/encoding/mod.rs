@@ -1,5 +1,8 @@
-//! Row and key encodings: stored rows decoded into values, index keys and entries, and the
-//! memcomparable bytes of grouping and sorting keys.
+//! Row and key encodings: SQL values in storage's forms and back (`values`: a value as a
+//! row column; `keys`: a value as a memcomparable key column), stored rows decoded into
+//! values, a table's row layout, index keys and entries, and the memcomparable bytes of
+//! grouping and sorting keys. The semantics layer knows none of these forms; this is
+//! where SQL values meet the storage layer.
 
 use std::sync::Arc;
 use tessera_access::key::KeyBuf;
@@ -8,13 +11,19 @@ use tessera_access::row::{self, RowSchema};
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
 use tessera_semantics::plan::Row;
-use tessera_semantics::types::{self, SqlType, Value};
+use tessera_semantics::types::{SqlType, Value};
+
+mod keys;
+mod values;
+
+pub use keys::{encode_key, StorageKeys, KEYS};
+pub use values::{from_field, from_storage, stored_value, to_storage};
 
 /// Builds the storage key for a prefix of an index's key columns.
 pub fn encode_prefix(table: &Table, index: usize, values: &[Value], out: &mut KeyBuf) -> SqlResult<()> {
     let idx = &table.indexes[index];
     for (v, &(col, desc)) in values.iter().zip(&idx.columns) {
-        types::encode_key(v, &table.columns[col].ty, desc, out)?;
+        encode_key(v, &table.columns[col].ty, desc, out)?;
     }
     Ok(())
 }
@@ -32,15 +41,27 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// Storage schema of a table's rows.
+/// Storage schema of a table's rows (its column types in order), built once per table
+/// definition and kept with it (`Table::layout`); one whose column types no longer match
+/// the columns (changed in place) is built again, so it never outlives a change of the
+/// columns.
 pub fn row_schema(table: &Table) -> SqlResult<Arc<RowSchema>> {
-    Ok(table.row_schema()?)
+    let types = || table.columns.iter().map(|c| c.ty);
+    let build = || RowSchema::new(types().collect()).map(Arc::new);
+    match table.layout.get::<RowSchema>() {
+        Some(s) if s.columns().iter().copied().eq(types()) => Ok(s),
+        Some(_) => Ok(build()?),
+        None => {
+            let s = build()?;
+            Ok(table.layout.keep(s.clone()).unwrap_or(s))
+        }
+    }
 }
 
 /// Decodes a stored row into SQL values.
 pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8]) -> SqlResult<Row> {
     let mut out = Vec::with_capacity(table.columns.len());
-    row::decode_each(schema, bytes, |i, field| out.push(types::from_field(field, &table.columns[i].ty)))?;
+    row::decode_each(schema, bytes, |i, field| out.push(from_field(field, &table.columns[i].ty)))?;
     Ok(out)
 }
 
@@ -50,7 +71,7 @@ pub fn decode_columns(table: &Table, schema: &RowSchema, bytes: &[u8], reads: &[
     let mut out = vec![Value::Null; table.columns.len()];
     row::decode_each(schema, bytes, |i, field| {
         if reads[i] {
-            out[i] = types::from_field(field, &table.columns[i].ty);
+            out[i] = from_field(field, &table.columns[i].ty);
         }
     })?;
     Ok(out)
@@ -91,7 +112,7 @@ fn key_type(v: &Value) -> SqlType {
 
 /// Appends a value's memcomparable encoding.
 pub fn encode_value(v: &Value, descending: bool, out: &mut KeyBuf) -> SqlResult<()> {
-    types::encode_key(v, &key_type(v), descending, out)
+    encode_key(v, &key_type(v), descending, out)
 }
 
 /// Memcomparable bytes of a list of values: equal bytes ⇔ equal values under the collation
@@ -102,4 +123,40 @@ pub fn group_key(values: &[Value]) -> SqlResult<Vec<u8>> {
         encode_value(v, false, &mut k)?;
     }
     Ok(k.into_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_semantics::catalog::{Column, LayoutCache};
+
+    fn column(name: &str, ty: SqlType) -> Column {
+        Column { name: name.into(), ty, nullable: true, identity: None, default: None }
+    }
+
+    #[test]
+    fn a_row_layout_never_outlives_a_change_of_the_columns() {
+        let mut table = Table {
+            id: 1,
+            schema: "dbo".into(),
+            name: "t".into(),
+            columns: vec![column("a", SqlType::Int)],
+            indexes: Vec::new(),
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+            created: 0,
+            modified: 0,
+            counters: Arc::default(),
+            layout: LayoutCache::default(),
+        };
+        let first = row_schema(&table).unwrap();
+        assert!(Arc::ptr_eq(&first, &row_schema(&table).unwrap()), "built once");
+        // Changed in place (the layout was built) and in a copy (it starts empty).
+        table.columns.push(column("b", SqlType::BigInt));
+        assert_eq!(row_schema(&table).unwrap().columns(), &[SqlType::Int, SqlType::BigInt]);
+        let mut copy = table.clone();
+        copy.columns[0].ty = SqlType::SmallInt;
+        assert_eq!(row_schema(&copy).unwrap().columns(), &[SqlType::SmallInt, SqlType::BigInt]);
+        assert_eq!(row_schema(&table).unwrap().columns(), &[SqlType::Int, SqlType::BigInt]);
+    }
 }

@@ -674,7 +674,15 @@ mod tests {
         assert_eq!(display_name("orders"), "orders");
     }
 
-    fn column(name: &str, ty: SqlType) -> Column {
-        Column { name: name.into(), ty, nullable: true, identity: None, default: None }
+    #[test]
+    fn a_layout_cache_keeps_one_value_and_a_copy_starts_empty() {
+        let cache = LayoutCache::default();
+        assert!(cache.get::<Vec<SqlType>>().is_none());
+        let first = cache.keep(Arc::new(vec![SqlType::Int])).unwrap();
+        let second = cache.keep(Arc::new(vec![SqlType::BigInt])).unwrap();
+        assert!(Arc::ptr_eq(&first, &second), "the first kept stays");
+        assert!(Arc::ptr_eq(&first, &cache.get::<Vec<SqlType>>().unwrap()));
+        assert!(cache.get::<String>().is_none(), "another type is not there");
+        assert!(cache.clone().get::<Vec<SqlType>>().is_none(), "a copy of a definition starts empty");
     }
 }

@@ -376,6 +376,8 @@ fn name_resolution() {
 // Types of expressions and of query results.
 
 const TYPES: &[(&str, &str)] = &[
+    // A typed NULL is not the NULL constant.
+    ("SELECT COALESCE(NULL, CAST(NULL AS int))", "int"),
     // Columns and arithmetic.
     ("SELECT a, b + 1 AS c FROM t", "a int, c int"),
     ("SELECT t.a + x AS s FROM t, u", "s bigint"),
@@ -481,6 +483,14 @@ fn typing() {
 // Errors of grouping, ordering and other clauses.
 
 const ERRORS: &[(&str, &str)] = &[
+    // MIN and MAX take no bit.
+    ("SELECT MAX(flag) FROM u", "8117: Operand data type bit is invalid for max operator."),
+    // CASE and COALESCE need a result other than the NULL constant.
+    ("SELECT COALESCE(NULL, NULL)", "4127: At least one of the arguments to COALESCE must be an expression that is not the NULL constant."),
+    ("SELECT CASE WHEN a = 1 THEN NULL END FROM t", "8133: At least one of the result expressions in a CASE specification must be an expression other than the NULL constant."),
+    // A column twice in ORDER BY.
+    ("SELECT a FROM t ORDER BY a, a", "169: A column has been specified more than once in the order by list. Columns in the order by list must be unique."),
+    ("SELECT a FROM t ORDER BY a, A", "169: A column has been specified more than once in the order by list. Columns in the order by list must be unique."),
     ("SELECT b, COUNT(*) FROM t GROUP BY a", "8120: Column 't.b' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
     ("SELECT x.b, COUNT(*) FROM t AS x", "8120: Column 'x.b' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
     ("SELECT * FROM t GROUP BY a", "8120: Column 't.a' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
@@ -574,28 +584,9 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "4109: Windowed functions cannot be used in the context of another windowed function or aggregate.",
         "4108: Windowed functions can only appear in the SELECT or ORDER BY clauses.",
     ),
-    // MIN and MAX take no bit.
-    ("SELECT MAX(flag) FROM u", "8117: Operand data type bit is invalid for max operator.", "bit"),
     // A negative integer constant is the negation of a positive one: 2147483648 is
     // numeric(10,0), and so is -2147483648.
     ("SELECT -2147483648 AS v", "v decimal(10,0)", "v int"),
-    // CASE and COALESCE need a result other than the NULL constant.
-    (
-        "SELECT COALESCE(NULL, NULL)",
-        "4127: At least one of the arguments to COALESCE must be an expression that is not the NULL constant.",
-        "int",
-    ),
-    (
-        "SELECT CASE WHEN a = 1 THEN NULL END FROM t",
-        "8133: At least one of the result expressions in a CASE specification must be an expression other than the NULL constant.",
-        "int",
-    ),
-    // A column twice in ORDER BY.
-    (
-        "SELECT a FROM t ORDER BY a, a",
-        "169: A column has been specified more than once in the order by list. Columns in the order by list must be unique.",
-        "a int",
-    ),
     // The schema part of a three-part column name is not checked.
     ("SELECT sales.t.a FROM dbo.t", "4104: The multi-part identifier \"sales.t.a\" could not be bound.", "a int"),
 ];

@@ -53,6 +53,7 @@ catalog! {
     UNRECOGNIZED_OPTION = 155, 16, Statement, "'%.*ls' is not a recognized %ls option.";
     SYNTAX_ERROR_NEAR_KEYWORD = 156, 15, Statement, "Incorrect syntax near the keyword '%.*ls'.";
     DATABASE_PREFIX_NOT_ALLOWED = 166, 15, Statement, "'CREATE/ALTER %ls' does not allow specifying the database name as a prefix to the object name.";
+    ORDER_BY_COLUMN_REPEATED = 169, 15, Statement, "A column has been specified more than once in the order by list. Columns in the order by list must be unique.";
     WRONG_ARGUMENT_COUNT = 174, 15, Statement, "The %ls function requires %d argument(s).";
     INVALID_RETURN_VALUE = 178, 15, Statement, "A RETURN statement with a return value cannot be used in this context.";
     ARGUMENT_COUNT_OUT_OF_RANGE = 189, 15, Statement, "The %ls function requires %d to %d arguments.";
@@ -256,6 +257,7 @@ catalog! {
     WINDOW_FUNCTION_MISPLACED = 4108, 16, Statement, "Windowed functions can only appear in the SELECT or ORDER BY clauses.";
     ROW_NUMBER_REQUIRES_ORDER_BY = 4112, 15, Statement, "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY.";
     COLUMN_OR_FUNCTION_NOT_FOUND = 4121, 16, Statement, "Cannot find either column \"%.*ls\" or the user-defined function or aggregate \"%.*ls\", or the name is ambiguous.";
+    COALESCE_ALL_NULL = 4127, 16, Statement, "At least one of the arguments to COALESCE must be an expression that is not the NULL constant.";
     NON_BOOLEAN_CONDITION = 4145, 16, Statement, "An expression of non-boolean type specified in a context where a condition is expected, near '%.*ls'.";
     LOG_BACKUP_IN_SIMPLE_RECOVERY = 4208, 16, Statement, "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE.";
     NO_DATABASE_BACKUP_FOR_LOG = 4214, 16, Statement, "BACKUP LOG cannot be performed because there is no current database backup.";
@@ -320,6 +322,7 @@ catalog! {
     COLUMN_NOT_IN_GROUP_BY = 8120, 16, Statement, "Column '%.*ls' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.";
     HAVING_COLUMN_NOT_GROUPED = 8121, 16, Statement, "Column '%.*ls' is invalid in the HAVING clause because it is not contained in either an aggregate function or the GROUP BY clause.";
     ORDER_BY_COLUMN_NOT_GROUPED = 8127, 16, Statement, "Column \"%.*ls\" is invalid in the ORDER BY clause because it is not contained in either an aggregate function or the GROUP BY clause.";
+    CASE_ALL_NULL = 8133, 16, Statement, "At least one of the result expressions in a CASE specification must be an expression other than the NULL constant.";
     DIVIDE_BY_ZERO = 8134, 16, Statement, "Divide by zero error encountered.";
     FOREIGN_KEY_COLUMN_COUNT_MISMATCH = 8139, 16, Statement, "Number of referencing columns in foreign key differs from number of referenced columns, table '%.*ls'.";
     TOO_MANY_ARGUMENTS = 8144, 16, Statement, "Procedure or function %.*ls has too many arguments specified.";

@@ -96,6 +96,9 @@ impl<'a> Binder<'a> {
             let ty = match func {
                 AggFunc::Count => SqlType::Int,
                 AggFunc::CountBig => SqlType::BigInt,
+                AggFunc::Min | AggFunc::Max if arg_type == SqlType::Bit => {
+                    return Err(msg::INVALID_OPERAND_TYPE.with(&[&"bit", &fname.to_lowercase()]));
+                }
                 AggFunc::Min | AggFunc::Max => arg_type,
                 AggFunc::Sum | AggFunc::Avg => sum_type(func, &arg_type, fname)?,
             };

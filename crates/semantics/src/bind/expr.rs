@@ -266,6 +266,11 @@ impl<'a> Binder<'a> {
         branches: &[(ast::Expr, ast::Expr)],
         otherwise: Option<&ast::Expr>,
     ) -> SqlResult<(Expr, SqlType, bool)> {
+        // The NULL constant alone gives CASE no type (a missing ELSE is one too).
+        let null = |e: &ast::Expr| matches!(e, ast::Expr::Literal(ast::Literal::Null));
+        if branches.iter().all(|(_, then)| null(then)) && otherwise.is_none_or(null) {
+            return Err(msg::CASE_ALL_NULL.err());
+        }
         let mut conds = Vec::with_capacity(branches.len());
         let mut results = Vec::with_capacity(branches.len() + 1);
         for (when, then) in branches {

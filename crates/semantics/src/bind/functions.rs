@@ -50,6 +50,9 @@ impl<'a> Binder<'a> {
                 if args.len() < 2 {
                     return Err(msg::ARGUMENT_COUNT_OUT_OF_RANGE.with(&[&"coalesce", &"2", &"254"]));
                 }
+                if args.iter().all(|a| matches!(a, ast::Expr::Literal(ast::Literal::Null))) {
+                    return Err(msg::COALESCE_ALL_NULL.err());
+                }
                 let bound = args.iter().map(|a| self.bind_expr(a)).collect::<SqlResult<Vec<_>>>()?;
                 let ty = unify(bound.iter())?;
                 let args = bound.into_iter().map(|(e, t)| convert(e, &t, &ty)).collect::<SqlResult<Vec<_>>>()?;

@@ -15,6 +15,7 @@ impl<'a> Binder<'a> {
     pub fn bind_query(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
         self.bind_ctes(&q.with, q.max_recursion)?;
         let order_by = &q.order_by;
+        check_order_by_unique(order_by)?;
         let has_paging = q.offset.is_some() || q.fetch.is_some();
         match &q.body {
             ast::SetExpr::Select(s) if !order_by.is_empty() || has_paging => {
@@ -186,6 +187,19 @@ pub(super) fn combine_set_operands(
 }
 
 /// Error 1033: ORDER BY in a derived table, subquery or CTE needs TOP or OFFSET.
+/// Error 169: the same column (written the same way, in any case) twice in ORDER BY.
+fn check_order_by_unique(order_by: &[ast::OrderItem]) -> SqlResult<()> {
+    let mut seen = std::collections::HashSet::new();
+    for item in order_by {
+        if matches!(item.expr, ast::Expr::Column(_))
+            && !seen.insert(tessera_syntax::unparse::definition(&item.expr).to_lowercase())
+        {
+            return Err(msg::ORDER_BY_COLUMN_REPEATED.err());
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn check_nested_order_by(q: &ast::Query) -> SqlResult<()> {
     let top = matches!(&q.body, ast::SetExpr::Select(s) if s.top.is_some());
     if !q.order_by.is_empty() && !top && q.offset.is_none() {

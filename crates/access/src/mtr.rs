@@ -100,9 +100,14 @@ pub struct LogCtx<'u> {
     pub undo: Option<&'u Undo<'u>>,
 }
 
-impl LogCtx<'_> {
+impl<'u> LogCtx<'u> {
     pub fn system() -> LogCtx<'static> {
         LogCtx { kind: RecordKind::System, txn: TxnId::SYSTEM, prev_lsn: Lsn::NONE, undo_next: Lsn::NONE, undo: None }
+    }
+
+    /// A user transaction's change, undone by `undo`, chained after its last record.
+    pub fn update(txn: TxnId, prev_lsn: Lsn, undo: &'u Undo<'u>) -> LogCtx<'u> {
+        LogCtx { kind: RecordKind::Update, txn, prev_lsn, undo_next: Lsn::NONE, undo: Some(undo) }
     }
 }
 

@@ -77,6 +77,11 @@ pub enum PageOp {
 }
 
 impl PageOp {
+    /// Formats an allocation map page (no object, no links).
+    pub fn alloc_map() -> PageOp {
+        PageOp::Format { object: 0, ty: PageType::AllocMap, level: 0, prev: PageNo::NONE, next: PageNo::NONE, aux: 0 }
+    }
+
     /// Whether this operation replaces the page's whole contents: redo then accepts a
     /// page that fails its checksum (torn), starting from zeros.
     pub fn overwrites_page(&self) -> bool {
@@ -536,18 +541,7 @@ mod tests {
         assert_eq!(slotted::record(&p, 1), b"b");
         assert_eq!(page::next(&p), pg(9));
         let mut map = vec![0u8; page::PAGE_SIZE];
-        apply(
-            &mut map,
-            pg(1),
-            &PageOp::Format {
-                object: 0,
-                ty: PageType::AllocMap,
-                level: 0,
-                prev: PageNo::NONE,
-                next: PageNo::NONE,
-                aux: 0,
-            },
-        );
+        apply(&mut map, pg(1), &PageOp::alloc_map());
         apply(&mut map, pg(1), &PageOp::SetBits { first: 6, count: 4, value: true });
         assert_eq!(map[BITMAP_OFFSET], 0b1100_0000);
         assert_eq!(map[BITMAP_OFFSET + 1], 0b0000_0011);
@@ -567,18 +561,7 @@ mod tests {
             apply(&mut leaf, pg(5), &PageOp::Insert { slot: u16::from(i), rec: vec![i; 100] });
         }
         let mut map = vec![0u8; page::PAGE_SIZE];
-        apply(
-            &mut map,
-            pg(1),
-            &PageOp::Format {
-                object: 0,
-                ty: PageType::AllocMap,
-                level: 0,
-                prev: PageNo::NONE,
-                next: PageNo::NONE,
-                aux: 0,
-            },
-        );
+        apply(&mut map, pg(1), &PageOp::alloc_map());
         apply(&mut map, pg(1), &PageOp::SetBits { first: 60_000, count: 5, value: true });
         for (no, p, logged_at_most) in [(5, &leaf, page::PAGE_SIZE / 3), (1, &map, page::PAGE_SIZE)] {
             let op = image(p);

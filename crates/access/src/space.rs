@@ -292,17 +292,7 @@ impl Space {
         fields.extend_from_slice(&BOOT_ROOT.raw().to_le_bytes());
         mtr.apply(h, PageOp::Raw { offset: HDR_FIELDS, bytes: fields });
         let m = mtr.latch_new(PageNo::from_raw(1))?;
-        mtr.apply(
-            m,
-            PageOp::Format {
-                object: 0,
-                ty: PageType::AllocMap,
-                level: 0,
-                prev: PageNo::NONE,
-                next: PageNo::NONE,
-                aux: 0,
-            },
-        );
+        mtr.apply(m, PageOp::alloc_map());
         mtr.apply(m, PageOp::SetBits { first: 0, count: 1, value: true });
         let boot = btree::create(&space, &mut mtr)?;
         assert_eq!(boot, BOOT_ROOT, "the boot tree is the first page allocated");
@@ -459,17 +449,7 @@ impl Space {
             let mi = mtr.latch(map_no)?;
             if page::page_type(mtr.page(mi)) != Some(PageType::AllocMap) {
                 // A map beyond the last one in use: create it.
-                mtr.apply(
-                    mi,
-                    PageOp::Format {
-                        object: 0,
-                        ty: PageType::AllocMap,
-                        level: 0,
-                        prev: PageNo::NONE,
-                        next: PageNo::NONE,
-                        aux: 0,
-                    },
-                );
+                mtr.apply(mi, PageOp::alloc_map());
                 mtr.apply(mi, PageOp::SetBits { first: 0, count: 1, value: true });
             }
             let found = {

@@ -468,13 +468,7 @@ pub(crate) fn with_undo_reserved<R>(
 
 /// The body of [`Space::commit_update`].
 pub(crate) fn commit_update(txn: &mut Txn, mtr: mtr::Mtr, undo: &Undo) -> Result<Lsn> {
-    let ctx = LogCtx {
-        kind: RecordKind::Update,
-        txn: txn.id,
-        prev_lsn: txn.last_lsn(),
-        undo_next: Lsn::NONE,
-        undo: Some(undo),
-    };
+    let ctx = LogCtx::update(txn.id, txn.last_lsn(), undo);
     let lsn = mtr.commit(ctx)?;
     txn.logged(lsn);
     Ok(lsn)

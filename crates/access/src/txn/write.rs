@@ -20,7 +20,6 @@ use std::sync::Arc;
 use tessera_buffer::page::PageNo;
 use tessera_buffer::PageHandle;
 use tessera_errors::{Error, Result};
-use tessera_log::{Lsn, RecordKind};
 
 use super::{locks, reserve_undo, unreserve_undo, with_undo_reserved, Hold, TreeMeta, Txn};
 use crate::btree;
@@ -57,13 +56,7 @@ fn change(
     let shrinks_in = if old.is_some() && old_len > new_len { Some(btree::depth(space, tree)?) } else { None };
     with_undo_reserved(space, txn, key.len(), old_len.max(new_len), shrinks_in, |txn| {
         let undo = Undo::Row { tree, key: Cow::Borrowed(key), old };
-        let ctx = LogCtx {
-            kind: RecordKind::Update,
-            txn: txn.id,
-            prev_lsn: txn.last_lsn(),
-            undo_next: Lsn::NONE,
-            undo: Some(&undo),
-        };
+        let ctx = LogCtx::update(txn.id, txn.last_lsn(), &undo);
         match new {
             Some(rec) => {
                 let placed = btree::put_placed(space, tree, key, rec, ctx)?;
@@ -108,13 +101,7 @@ fn store_new(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &
     let tree = meta.root;
     let mut rec = btree::leaf_record(0, key, value);
     let undo = Undo::Row { tree, key: Cow::Borrowed(key), old: None };
-    let ctx = LogCtx {
-        kind: RecordKind::Update,
-        txn: txn.id,
-        prev_lsn: txn.last_lsn(),
-        undo_next: Lsn::NONE,
-        undo: Some(&undo),
-    };
+    let ctx = LogCtx::update(txn.id, txn.last_lsn(), &undo);
     // Ever-increasing keys go straight to the rightmost leaf: a key above every key in
     // the tree cannot be a duplicate.
     if let Some(leaf) = append_leaf(space, txn, tree, meta)? {

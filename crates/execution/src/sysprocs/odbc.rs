@@ -139,6 +139,48 @@ fn opt(v: Option<i64>) -> Value {
     v.map_or(Value::Null, int)
 }
 
+/// The columns `sp_columns` and `sp_sproc_columns` describe a value's type with, from
+/// DATA_TYPE to IS_NULLABLE.
+fn described_type_columns() -> [OutputColumn; 14] {
+    [
+        col("DATA_TYPE", SqlType::SmallInt, true),
+        col("TYPE_NAME", SYSNAME, true),
+        col("PRECISION", SqlType::Int, true),
+        col("LENGTH", SqlType::Int, true),
+        col("SCALE", SqlType::SmallInt, true),
+        col("RADIX", SqlType::SmallInt, true),
+        col("NULLABLE", SqlType::SmallInt, true),
+        col("REMARKS", SqlType::VarChar(254), true),
+        col("COLUMN_DEF", SqlType::NVarChar(4000), true),
+        col("SQL_DATA_TYPE", SqlType::SmallInt, true),
+        col("SQL_DATETIME_SUB", SqlType::SmallInt, true),
+        col("CHAR_OCTET_LENGTH", SqlType::Int, true),
+        col("ORDINAL_POSITION", SqlType::Int, true),
+        col("IS_NULLABLE", SqlType::VarChar(254), true),
+    ]
+}
+
+/// The cells of [`described_type_columns`] for a value of type `ty`.
+fn described_type(ty: &SqlType, type_name: &str, nullable: bool, default: Value, ordinal: i64) -> [Value; 14] {
+    let o = odbc(ty);
+    [
+        int(o.data_type),
+        s(type_name),
+        int(o.precision),
+        int(o.length),
+        opt(o.scale),
+        opt(o.radix),
+        int(i64::from(nullable)),
+        Value::Null,
+        default,
+        int(o.sql_data_type),
+        opt(o.datetime_sub),
+        opt(o.octets),
+        int(ordinal),
+        s(if nullable { "YES" } else { "NO" }),
+    ]
+}
+
 /// A row's text cell, upper-cased, as a sort key (the catalog's collation ignores case).
 fn text(v: &Value) -> String {
     match v {
@@ -251,21 +293,8 @@ pub(super) fn sp_columns(
         col("TABLE_OWNER", SYSNAME, true),
         col("TABLE_NAME", SYSNAME, true),
         col("COLUMN_NAME", SYSNAME, true),
-        col("DATA_TYPE", SqlType::SmallInt, true),
-        col("TYPE_NAME", SYSNAME, true),
-        col("PRECISION", SqlType::Int, true),
-        col("LENGTH", SqlType::Int, true),
-        col("SCALE", SqlType::SmallInt, true),
-        col("RADIX", SqlType::SmallInt, true),
-        col("NULLABLE", SqlType::SmallInt, true),
-        col("REMARKS", SqlType::VarChar(254), true),
-        col("COLUMN_DEF", SqlType::NVarChar(4000), true),
-        col("SQL_DATA_TYPE", SqlType::SmallInt, true),
-        col("SQL_DATETIME_SUB", SqlType::SmallInt, true),
-        col("CHAR_OCTET_LENGTH", SqlType::Int, true),
-        col("ORDINAL_POSITION", SqlType::Int, true),
-        col("IS_NULLABLE", SqlType::VarChar(254), true),
     ];
+    columns.extend(described_type_columns());
     if wide {
         columns.extend([
             col("SS_IS_SPARSE", SqlType::SmallInt, true),
@@ -287,31 +316,13 @@ pub(super) fn sp_columns(
             if !matches(&column, &c.name) {
                 continue;
             }
-            let o = odbc(&c.ty);
             let mut type_name = types::base_type_name(&c.ty).to_string();
             if c.identity.is_some() {
                 type_name.push_str(" identity");
             }
-            let mut row = vec![
-                s(&db),
-                s(&t.schema),
-                s(&t.name),
-                s(&c.name),
-                int(o.data_type),
-                s(&type_name),
-                int(o.precision),
-                int(o.length),
-                opt(o.scale),
-                opt(o.radix),
-                int(i64::from(c.nullable)),
-                Value::Null,
-                c.default.as_ref().map_or(Value::Null, |d| s(&d.text)),
-                int(o.sql_data_type),
-                opt(o.datetime_sub),
-                opt(o.octets),
-                int(i as i64 + 1),
-                s(if c.nullable { "YES" } else { "NO" }),
-            ];
+            let mut row = vec![s(&db), s(&t.schema), s(&t.name), s(&c.name)];
+            let default = c.default.as_ref().map_or(Value::Null, |d| s(&d.text));
+            row.extend(described_type(&c.ty, &type_name, c.nullable, default, i as i64 + 1));
             if wide {
                 row.extend([int(0), int(0), int(0), int(i64::from(c.identity.is_some()))]);
                 row.extend(std::iter::repeat_n(Value::Null, 6));
@@ -615,21 +626,8 @@ pub(super) fn sp_sproc_columns(
         col("PROCEDURE_NAME", SqlType::NVarChar(134), true),
         col("COLUMN_NAME", SYSNAME, true),
         col("COLUMN_TYPE", SqlType::SmallInt, true),
-        col("DATA_TYPE", SqlType::SmallInt, true),
-        col("TYPE_NAME", SYSNAME, true),
-        col("PRECISION", SqlType::Int, true),
-        col("LENGTH", SqlType::Int, true),
-        col("SCALE", SqlType::SmallInt, true),
-        col("RADIX", SqlType::SmallInt, true),
-        col("NULLABLE", SqlType::SmallInt, true),
-        col("REMARKS", SqlType::VarChar(254), true),
-        col("COLUMN_DEF", SqlType::NVarChar(4000), true),
-        col("SQL_DATA_TYPE", SqlType::SmallInt, true),
-        col("SQL_DATETIME_SUB", SqlType::SmallInt, true),
-        col("CHAR_OCTET_LENGTH", SqlType::Int, true),
-        col("ORDINAL_POSITION", SqlType::Int, true),
-        col("IS_NULLABLE", SqlType::VarChar(254), true),
     ];
+    columns.extend(described_type_columns());
     if wide {
         columns.push(col("SS_DATA_TYPE", SqlType::TinyInt, true));
     }
@@ -650,29 +648,9 @@ pub(super) fn sp_sproc_columns(
             if !matches(&column, &param) {
                 continue;
             }
-            let o = odbc(&ty);
-            let mut row = vec![
-                s(&db),
-                s(&m.schema),
-                s(&format!("{};1", m.name)),
-                s(&param),
-                int(kind),
-                int(o.data_type),
-                s(types::base_type_name(&ty)),
-                int(o.precision),
-                int(o.length),
-                opt(o.scale),
-                opt(o.radix),
-                int(1),
-                Value::Null,
-                // SQL Server keeps no text of a parameter's default.
-                Value::Null,
-                int(o.sql_data_type),
-                opt(o.datetime_sub),
-                opt(o.octets),
-                int(ordinal as i64),
-                s("YES"),
-            ];
+            let mut row = vec![s(&db), s(&m.schema), s(&format!("{};1", m.name)), s(&param), int(kind)];
+            // SQL Server keeps no text of a parameter's default.
+            row.extend(described_type(&ty, types::base_type_name(&ty), true, Value::Null, ordinal as i64));
             if wide {
                 row.push(int(ss_data_type(&ty, true)));
             }

@@ -12,6 +12,7 @@ use tessera_access::space::{DataConfig, HeaderFault, Space, BOOT_ROOT, FORMAT_VE
 use tessera_access::{Direction, Durability, OnLocked};
 use tessera_buffer::page::{PageNo, PAGE_SIZE};
 use tessera_buffer::BufferPool;
+use tessera_errors::msg;
 use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
 use tessera_log::{Growth, Hold, LogConfig, Lsn, TxnId, Wal};
@@ -346,10 +347,7 @@ impl Database {
         };
         let log_family = wal.family()?;
         if data_family != 0 && log_family != 0 && data_family != log_family {
-            return Err(Error::Numbered {
-                number: 5173,
-                message: "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files.  If this is an existing database, the file may be corrupted and should be restored from a backup.".into(),
-            });
+            return Err(msg::FILES_DO_NOT_MATCH_PRIMARY.engine(&[]));
         }
         let space = Space::open(&entry.name, &entry.data_path, pool, wal, &data)?;
         let outcome = space.recover(master)?;
@@ -558,10 +556,7 @@ impl Database {
     /// base (`new_base`) resets the changed-extent map after its checkpoint. Error 3023 while another
     /// backup of this database runs.
     pub fn begin_backup(&self, checkpoint: bool, new_base: bool) -> Result<BackupPoint<'_>> {
-        let exclusive = self.backup.try_lock().ok_or_else(|| Error::Numbered {
-            number: 3023,
-            message: "Backup, file manipulation operations (such as ALTER DATABASE ADD FILE) and encryption changes on a database must be serialized. Reissue the statement after the current backup or file manipulation operation is completed.".into(),
-        })?;
+        let exclusive = self.backup.try_lock().ok_or_else(|| msg::BACKUP_MUST_BE_SERIALIZED.engine(&[]))?;
         let wal = &self.space.wal;
         // Hold what is there now, so a concurrent checkpoint cannot truncate past the
         // point this checkpoint is about to name.

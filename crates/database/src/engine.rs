@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use tessera_access::space::DataConfig;
 use tessera_buffer::page::PAGE_SIZE;
 use tessera_buffer::{BufferPool, HugePages, PoolConfig, PoolStats};
+use tessera_errors::msg;
 use tessera_errors::{Error, Result};
 use tessera_log::LogConfig;
 
@@ -355,13 +356,7 @@ impl Engine {
                     e.data_path == *path || e.log_path == *path
                 }) || inner.detached.iter().any(|e| e.data_path == *path || e.log_path == *path);
                 if explicit || registered {
-                    return Err(Error::Numbered {
-                        number: 5170,
-                        message: format!(
-                            "Cannot create file '{}' because it already exists. Change the file path or the file name, and retry the operation.",
-                            path.display()
-                        ),
-                    });
+                    return Err(msg::FILE_ALREADY_EXISTS.engine(&[&path.display()]));
                 }
                 // A file at the database's own default path that no database uses: left by
                 // a CREATE or DROP DATABASE that a crash interrupted (the registry, written
@@ -406,13 +401,7 @@ impl Engine {
                 None => {
                     let entry = slot.entry.lock().clone();
                     if entry.state == DbState::Restoring {
-                        return Err(Error::Numbered {
-                            number: 927,
-                            message: format!(
-                                "Database '{}' cannot be opened. It is in the middle of a restore.",
-                                entry.name
-                            ),
-                        });
+                        return Err(msg::DATABASE_RESTORING.engine(&[&entry.name]));
                     }
                     let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.data, &self.config.log)?);
                     *open = Some(db.clone());
@@ -484,15 +473,7 @@ impl Engine {
             }
             for (p, logical) in [(data_path, name.to_string()), (log_path, format!("{name}_log"))] {
                 if p == e.data_path || p == e.log_path {
-                    return Err(Error::Numbered {
-                        number: 1834,
-                        message: format!(
-                            "The file '{}' cannot be overwritten.  It is being used by database '{}'. File '{logical}' cannot be restored to '{}'. Use WITH MOVE to identify a valid location for the file.",
-                            p.display(),
-                            e.name,
-                            p.display()
-                        ),
-                    });
+                    return Err(msg::RESTORE_FILE_IN_USE.engine(&[&p.display(), &e.name, &logical, &p.display()]));
                 }
             }
         }
@@ -503,13 +484,7 @@ impl Engine {
         let foreign = |p: &Path| own.as_ref().is_none_or(|own| !own.iter().any(|o| o == p)) && p.exists();
         for (p, logical) in [(data_path, name.to_string()), (log_path, format!("{name}_log"))] {
             if foreign(p) && !replace {
-                return Err(Error::Numbered {
-                    number: 3142,
-                    message: format!(
-                        "File \"{logical}\" cannot be restored over the existing \"{}\". Reissue the RESTORE statement using WITH REPLACE to overwrite pre-existing files, or WITH MOVE to identify an alternate location.",
-                        p.display()
-                    ),
-                });
+                return Err(msg::RESTORE_WOULD_OVERWRITE_FILE.engine(&[&logical, &p.display()]));
             }
         }
         let options = DatabaseOptions { data_path: None, log_path: None, ..options };
@@ -528,10 +503,7 @@ impl Engine {
                 e.state = DbState::Restoring;
             });
             if !closed {
-                return Err(Error::Numbered {
-                    number: 3101,
-                    message: "Exclusive access could not be obtained because the database is in use.".into(),
-                });
+                return Err(msg::EXCLUSIVE_ACCESS_DENIED.engine(&[]));
             }
         } else {
             let id = inner.next_id;
@@ -614,10 +586,7 @@ impl Engine {
             }
             drop(inner);
             if started.elapsed() >= IN_USE_PATIENCE {
-                return Err(Error::Numbered {
-                    number: 3702,
-                    message: format!("Cannot drop database \"{name}\" because it is currently in use."),
-                });
+                return Err(msg::DROP_DATABASE_IN_USE.engine(&[&name]));
             }
             std::thread::sleep(Duration::from_millis(2));
         };

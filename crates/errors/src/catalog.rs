@@ -48,6 +48,13 @@ impl Message {
         SqlError::new(self.number, render(self.template, &[]))
     }
 
+    /// This error as the storage layers raise it (`Error::Numbered`, which keeps the
+    /// number when it reaches a client), its placeholders filled by `args`.
+    pub fn engine(&self, args: &[&dyn std::fmt::Display]) -> crate::Error {
+        debug_assert_eq!(literal_pieces(self.template).len(), args.len() + 1, "error {} arguments", self.number);
+        crate::Error::Numbered { number: self.number, message: render(self.template, args) }
+    }
+
     /// This error with its template's placeholders filled, in order, by `args`.
     pub fn with(&self, args: &[&dyn std::fmt::Display]) -> SqlError {
         debug_assert_eq!(

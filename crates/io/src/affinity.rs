@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
+use tessera_errors::msg;
 use tessera_errors::{Error, Result};
 
 /// The CPUs this process was allowed to run on when first asked (before any pinning).
@@ -44,10 +45,7 @@ pub fn pin_process(cpus: Option<&BTreeSet<usize>>) -> Result<()> {
     let allowed = allowed_cpus();
     let cpus = cpus.unwrap_or(allowed);
     if cpus.is_empty() || !cpus.is_subset(allowed) {
-        return Err(Error::Numbered {
-            number: 5832,
-            message: "The affinity mask specified does not match the CPU mask on this system.".into(),
-        });
+        return Err(msg::AFFINITY_MASK_MISMATCH.engine(&[]));
     }
     // SAFETY: cpu_set_t is plain data.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
+use tessera_errors::msg;
 use tessera_errors::{Error, Result};
 
 /// The file locked in a data directory.
@@ -33,14 +34,8 @@ impl DirLock {
         // SAFETY: flock on a descriptor this function owns; no memory is involved.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            return Err(Error::Numbered {
-                number: 5120,
-                message: format!(
-                    "Unable to open the data directory \"{}\": another tessera process (pid {}) is using it.",
-                    dir.display(),
-                    holder.trim()
-                ),
-            });
+            let held = format!(": another tessera process (pid {}) is using it.", holder.trim());
+            return Err(msg::PHYSICAL_FILE_OPEN_FAILED.engine(&[&"data directory", &dir.display(), &held]));
         }
         file.set_len(0).map_err(|e| Error::io("truncate the lock file", &path, 0, e))?;
         write!(file, "{}", std::process::id()).map_err(|e| Error::io("write the lock file", &path, 0, e))?;

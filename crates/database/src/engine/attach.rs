@@ -16,34 +16,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use tessera_access::space::{HeaderFault, Space, FORMAT_VERSION};
-use tessera_errors::{Error, Result};
+use tessera_errors::{msg, Error, Result};
 
 use super::{key, Engine, Slot};
 use crate::database::{Database, DatabaseOptions};
 use crate::registry::{self, Change, DbState, Entry};
 
-fn numbered(number: i32, message: String) -> Error {
-    Error::Numbered { number, message }
-}
-
 fn not_valid_header(path: &Path, property: &str) -> Error {
-    numbered(
-        5172,
-        format!(
-            "The header for file '{}' is not a valid database file header. The {property} property is incorrect.",
-            path.display()
-        ),
-    )
+    msg::INVALID_FILE_HEADER.engine(&[&path.display(), &property])
 }
 
 fn unable_to_open(path: &Path, os_error: i32, text: &str) -> Error {
-    numbered(
-        5120,
-        format!(
-            "Unable to open the physical file \"{}\". Operating system error {os_error}: \"{os_error}({text})\".",
-            path.display()
-        ),
-    )
+    let why = format!(". Operating system error {os_error}: \"{os_error}({text})\".");
+    msg::PHYSICAL_FILE_OPEN_FAILED.engine(&[&"physical file", &path.display(), &why])
 }
 
 /// The path as the file system resolves it (symbolic links, `..`), for comparing files.
@@ -56,7 +41,7 @@ impl Engine {
     /// registry, leaving its files. 3703 if anything holds it open, 7940 for master.
     pub fn detach_database(&self, name: &str) -> Result<()> {
         if key(name) == "master" {
-            return Err(numbered(7940, "System databases master, model, msdb, and tempdb cannot be detached.".into()));
+            return Err(msg::DETACH_SYSTEM_DATABASE.engine(&[]));
         }
         let slot = self.slot(name)?;
         let _quiet = slot.engine_work.lock();
@@ -78,10 +63,7 @@ impl Engine {
                     }
                     Err(db) => {
                         *open = Some(db);
-                        return Err(numbered(
-                            3703,
-                            format!("Cannot detach the database '{name}' because it is currently in use."),
-                        ));
+                        return Err(msg::DETACH_DATABASE_IN_USE.engine(&[&"database", &name]));
                     }
                 }
             }

@@ -35,7 +35,6 @@ pub struct PageNo(u32);
 
 impl PageNo {
     pub const NONE: PageNo = PageNo(0);
-    pub const MAX: PageNo = PageNo(u32::MAX);
 
     /// The page stored as `raw` (a page header, a log record, a map).
     pub const fn from_raw(raw: u32) -> PageNo {

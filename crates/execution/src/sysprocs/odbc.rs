@@ -217,6 +217,21 @@ fn qualified_catalog(ctx: &ExecCtx, qualifier: &Option<String>) -> SqlResult<(St
     }
 }
 
+/// The arguments of a procedure about one table: `@table_name` (required, else 201),
+/// `@table_owner`, and the current database's name and catalog (`@table_qualifier` may
+/// only name it).
+fn table_args(
+    proc_name: &str,
+    args: &[NamedArg],
+    ctx: &ExecCtx,
+) -> SqlResult<(String, Option<String>, String, std::sync::Arc<Catalog>)> {
+    let Some(table) = text_arg(args, 0, "@table_name") else {
+        return Err(msg::MISSING_PARAMETER.with(&[&proc_name, &"@table_name"]).with_state(4));
+    };
+    let (db, catalog) = qualified_catalog(ctx, &text_arg(args, 2, "@table_qualifier"))?;
+    Ok((table, text_arg(args, 1, "@table_owner"), db, catalog))
+}
+
 fn tables_of<'c>(catalog: &'c Catalog, owner: &Option<String>, name: &Option<String>, pattern: bool) -> Vec<&'c Table> {
     let mut out: Vec<&Table> = catalog
         .objects()
@@ -281,12 +296,7 @@ pub(super) fn sp_columns(
     ctx: &mut ExecCtx,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<i32> {
-    let Some(table) = text_arg(args, 0, "@table_name") else {
-        let proc_name = if wide { "sp_columns_100" } else { "sp_columns" };
-        return Err(msg::MISSING_PARAMETER.with(&[&proc_name, &"@table_name"]).with_state(4));
-    };
-    let owner = text_arg(args, 1, "@table_owner");
-    let (db, catalog) = qualified_catalog(ctx, &text_arg(args, 2, "@table_qualifier"))?;
+    let (table, owner, db, catalog) = table_args(if wide { "sp_columns_100" } else { "sp_columns" }, args, ctx)?;
     let column = text_arg(args, 3, "@column_name");
     let mut columns = vec![
         col("TABLE_QUALIFIER", SYSNAME, true),
@@ -338,11 +348,7 @@ pub(super) fn sp_columns(
 /// `sp_pkeys @table_name [, @table_owner] [, @table_qualifier]`: the primary key's
 /// columns in key order.
 pub(super) fn sp_pkeys(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
-    let Some(table) = text_arg(args, 0, "@table_name") else {
-        return Err(msg::MISSING_PARAMETER.with(&[&"sp_pkeys", &"@table_name"]).with_state(4));
-    };
-    let owner = text_arg(args, 1, "@table_owner");
-    let (db, catalog) = qualified_catalog(ctx, &text_arg(args, 2, "@table_qualifier"))?;
+    let (table, owner, db, catalog) = table_args("sp_pkeys", args, ctx)?;
     let columns = [
         col("TABLE_QUALIFIER", SYSNAME, true),
         col("TABLE_OWNER", SYSNAME, true),
@@ -451,11 +457,7 @@ pub(super) fn sp_fkeys(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn Resu
 /// [, @index_name] [, @is_unique] [, @accuracy]`: a row for the table (TYPE 0), then a
 /// row per key column of each index (TYPE 1 clustered, 3 other), unique ones first.
 pub(super) fn sp_statistics(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
-    let Some(table) = text_arg(args, 0, "@table_name") else {
-        return Err(msg::MISSING_PARAMETER.with(&[&"sp_statistics", &"@table_name"]).with_state(4));
-    };
-    let owner = text_arg(args, 1, "@table_owner");
-    let (db, catalog) = qualified_catalog(ctx, &text_arg(args, 2, "@table_qualifier"))?;
+    let (table, owner, db, catalog) = table_args("sp_statistics", args, ctx)?;
     let index_name = text_arg(args, 3, "@index_name");
     let unique_only = text_arg(args, 4, "@is_unique").is_some_and(|u| u.eq_ignore_ascii_case("Y"));
     let columns = [
@@ -525,11 +527,7 @@ pub(super) fn sp_statistics(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn
 /// default) the columns that identify a row best, the primary key or else the first
 /// unique index; for 'V' the columns updated automatically (tessera has none).
 pub(super) fn sp_special_columns(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
-    let Some(table) = text_arg(args, 0, "@table_name") else {
-        return Err(msg::MISSING_PARAMETER.with(&[&"sp_special_columns", &"@table_name"]).with_state(4));
-    };
-    let owner = text_arg(args, 1, "@table_owner");
-    let (_, catalog) = qualified_catalog(ctx, &text_arg(args, 2, "@table_qualifier"))?;
+    let (table, owner, _, catalog) = table_args("sp_special_columns", args, ctx)?;
     let row_id = text_arg(args, 3, "@col_type").is_none_or(|t| t.eq_ignore_ascii_case("R"));
     let columns = [
         col("SCOPE", SqlType::SmallInt, true),

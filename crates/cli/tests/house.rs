@@ -27,6 +27,8 @@ const LAYERS: &[&str] = &[
     "tessera-backup",
     "tessera-syntax",
     "tessera-semantics",
+    "tessera-security",
+    "tessera-governance",
     "tessera-execution",
     "tessera-sql",
     "tessera-server",

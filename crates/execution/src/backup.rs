@@ -93,8 +93,8 @@ fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb:
     // db_backupoperator hold them).
     if verb.starts_with("BACKUP") && shared.engine.exists(database) {
         if let Ok((security, token)) = shared.access(state, database) {
-            let on = crate::principals::check::On::Database;
-            if crate::principals::check::allowed(&security, &token, verb, on) {
+            let on = tessera_security::principals::check::On::Database;
+            if tessera_security::principals::check::allowed(&security, &token, verb, on) {
                 return Ok(());
             }
         }

@@ -34,7 +34,7 @@ struct DbCatalog {
     /// snapshot checks it instead of taking the lock.
     published: AtomicU64,
     /// The database's principals and permissions, loaded at first use.
-    security: RwLock<Option<Arc<crate::principals::Security>>>,
+    security: RwLock<Option<Arc<tessera_security::principals::Security>>>,
     ddl: Mutex<()>,
     /// Set when the database is dropped or restored: a session's memo of this entry is
     /// stale.
@@ -86,11 +86,11 @@ pub struct Shared {
     /// sp_configure options.
     pub config: crate::config::Config,
     /// Server logins and their fixed server roles.
-    pub logins: crate::logins::Logins,
+    pub logins: tessera_security::logins::Logins,
     /// GRANT/DENY at server level (`sys.server_permissions`).
-    pub server_permissions: crate::server_permissions::ServerPermissions,
+    pub server_permissions: tessera_security::server_permissions::ServerPermissions,
     /// Resource Governor's pools, groups and classifier (`resource_governor`).
-    pub resource_governor: crate::resource_governor::ResourceGovernor,
+    pub resource_governor: tessera_governance::resource_governor::ResourceGovernor,
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
     pub global_trace_flags: GlobalTraceFlags,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
@@ -103,9 +103,9 @@ pub struct Shared {
     /// for expressions that call one.
     pub scalar_functions: ScalarFunctions,
     /// What statements' blocking operators hold (see `grant::Grant`).
-    pub query_memory: Arc<crate::grant::QueryMemory>,
+    pub query_memory: Arc<tessera_governance::grant::QueryMemory>,
     /// Per-database resource limits and their use (`governor`).
-    pub governors: crate::governor::Governors,
+    pub governors: tessera_governance::governor::Governors,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -182,9 +182,9 @@ impl Shared {
     pub fn assemble(
         engine: Arc<Engine>,
         config: crate::config::Config,
-        logins: crate::logins::Logins,
-        server_permissions: crate::server_permissions::ServerPermissions,
-        resource_governor: crate::resource_governor::ResourceGovernor,
+        logins: tessera_security::logins::Logins,
+        server_permissions: tessera_security::server_permissions::ServerPermissions,
+        resource_governor: tessera_governance::resource_governor::ResourceGovernor,
         scalar_functions: ScalarFunctions,
     ) -> Arc<Shared> {
         let shared = Arc::new_cyclic(|me| Shared {
@@ -260,9 +260,9 @@ impl Shared {
 
     /// Spids 1–50 belong to the server's own sessions (reused in turn).
     /// The account lockout policy in force (the run values of its `sp_configure` options).
-    pub fn lockout_policy(&self) -> crate::logins::LockoutPolicy {
+    pub fn lockout_policy(&self) -> tessera_security::logins::LockoutPolicy {
         let (threshold, duration) = self.config.lockout();
-        crate::logins::LockoutPolicy { threshold, duration }
+        tessera_security::logins::LockoutPolicy { threshold, duration }
     }
 
     pub fn next_system_spid(&self) -> i32 {
@@ -383,7 +383,7 @@ impl Shared {
     }
 
     /// The principals and permissions of the database `name` (through a session's memo).
-    pub fn security(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<crate::principals::Security>> {
+    pub fn security(&self, memo: &CatalogMemo, name: &str) -> SqlResult<Arc<tessera_security::principals::Security>> {
         let entry = match &*memo.0.borrow() {
             Some((e, _)) if !e.forgotten.load(Ordering::Acquire) && same_database(&e.database, name) => Some(e.clone()),
             _ => None,
@@ -400,7 +400,7 @@ impl Shared {
         if let Some(s) = &*entry.security.read() {
             return Ok(s.clone());
         }
-        let loaded = Arc::new(crate::principals::load(&db)?);
+        let loaded = Arc::new(tessera_security::principals::load(&db)?);
         *entry.security.write() = Some(loaded.clone());
         Ok(loaded)
     }
@@ -427,7 +427,7 @@ impl Shared {
     }
 
     /// The server login the session acts as (see `SessionState::server_login`).
-    pub fn session_login(&self, state: &SessionState) -> Option<crate::logins::Login> {
+    pub fn session_login(&self, state: &SessionState) -> Option<tessera_security::logins::Login> {
         state.server_login().and_then(|name| self.logins.get(name))
     }
 
@@ -487,8 +487,8 @@ impl Shared {
         &self,
         state: &SessionState,
         database: &str,
-    ) -> SqlResult<(Arc<crate::principals::Security>, Arc<crate::principals::check::Token>)> {
-        use crate::principals::check;
+    ) -> SqlResult<(Arc<tessera_security::principals::Security>, Arc<tessera_security::principals::check::Token>)> {
+        use tessera_security::principals::check;
         let security = self.security(&state.catalog_memo, database)?;
         if state.classifying {
             return Ok((security, Arc::new(check::Token::dbo())));
@@ -502,7 +502,10 @@ impl Shared {
                 Ok((security.clone(), Arc::new(check::token_of_user(&security, *user))))
             } else if database.eq_ignore_ascii_case("tempdb") {
                 // Every session has tempdb (its temp tables and table variables), as guest.
-                Ok((security.clone(), Arc::new(check::token_of_user(&security, crate::principals::GUEST_ID))))
+                Ok((
+                    security.clone(),
+                    Arc::new(check::token_of_user(&security, tessera_security::principals::GUEST_ID)),
+                ))
             } else {
                 match check::guest_token(&security).filter(|_| application_role) {
                     Some(guest) => Ok((security, Arc::new(guest))),
@@ -532,16 +535,18 @@ impl Shared {
     pub fn alter_security<T>(
         &self,
         db: &Arc<Database>,
-        change: impl FnOnce(&crate::principals::Security) -> SqlResult<(crate::principals::Security, T)>,
+        change: impl FnOnce(
+            &tessera_security::principals::Security,
+        ) -> SqlResult<(tessera_security::principals::Security, T)>,
     ) -> SqlResult<T> {
         let entry = self.entry(db)?;
         let _ddl = entry.ddl.lock();
         let current = match &*entry.security.read() {
             Some(s) => s.clone(),
-            None => Arc::new(crate::principals::load(db)?),
+            None => Arc::new(tessera_security::principals::load(db)?),
         };
         let (next, out) = change(&current)?;
-        crate::principals::save(db, &current, &next)?;
+        tessera_security::principals::save(db, &current, &next)?;
         *entry.security.write() = Some(Arc::new(next));
         Ok(out)
     }
@@ -775,9 +780,9 @@ pub struct SessionState {
     pub catalog_memo: CatalogMemo,
     /// The running request's charges against its database's resource limits and its
     /// workload group's and pool's (None: none apply, or no request runs).
-    pub pacer: Option<crate::governor::Pacer>,
+    pub pacer: Option<tessera_governance::governor::Pacer>,
     /// The Resource Governor pool the running request's grants draw on (None: disabled).
-    pub query_pool: Option<crate::grant::PoolShare>,
+    pub query_pool: Option<tessera_governance::grant::PoolShare>,
     /// The Resource Governor workload group the session was classified into at login.
     pub group_id: i32,
     /// Set while the classifier function runs for the session: it runs as the server
@@ -834,9 +839,9 @@ pub struct SessionState {
 /// A session's last token (see `SessionState::access_memo`).
 #[derive(Debug)]
 struct AccessMemo {
-    security: Arc<crate::principals::Security>,
+    security: Arc<tessera_security::principals::Security>,
     login: String,
-    token: Arc<crate::principals::check::Token>,
+    token: Arc<tessera_security::principals::check::Token>,
 }
 
 /// One EXECUTE AS: whom the session was before it, and whom it is now.
@@ -912,7 +917,7 @@ impl SessionState {
             catalog_memo: CatalogMemo::default(),
             pacer: None,
             query_pool: None,
-            group_id: crate::resource_governor::DEFAULT_ID,
+            group_id: tessera_governance::resource_governor::DEFAULT_ID,
             classifying: false,
             caught: None,
             null_eliminated: false,
@@ -954,7 +959,7 @@ impl SessionState {
     }
 
     /// Counts `rows` rows read or written against the running request's resource limits,
-    /// waiting when its database is over one (see `crate::governor`).
+    /// waiting when its database is over one (see `tessera_governance::governor`).
     pub fn pace(&mut self, rows: u32) -> SqlResult<()> {
         match &mut self.pacer {
             Some(p) => p.rows(rows, &self.cancel),
@@ -1023,7 +1028,7 @@ pub struct ExecCtx<'a> {
     /// The current round of each running recursive CTE, by work table id.
     pub work_tables: HashMap<usize, Vec<Row>>,
     /// The statement's memory grant, made when an operator first needs it.
-    grant: Option<Arc<crate::grant::Grant>>,
+    grant: Option<Arc<tessera_governance::grant::Grant>>,
 }
 
 impl<'a> ExecCtx<'a> {
@@ -1042,10 +1047,12 @@ impl<'a> ExecCtx<'a> {
     }
 
     /// The statement's memory grant (see `grant::Grant`).
-    pub fn grant(&mut self) -> Arc<crate::grant::Grant> {
+    pub fn grant(&mut self) -> Arc<tessera_governance::grant::Grant> {
         let shared = self.shared;
         let pool = self.session.query_pool.as_ref();
-        self.grant.get_or_insert_with(|| crate::grant::Grant::new(shared.query_memory.clone(), pool)).clone()
+        self.grant
+            .get_or_insert_with(|| tessera_governance::grant::Grant::new(shared.query_memory.clone(), pool))
+            .clone()
     }
 
     pub fn var(&self, slot: usize) -> &Value {
@@ -1054,7 +1061,7 @@ impl<'a> ExecCtx<'a> {
 
     /// Between two rows (or batches of rows) of a statement: where it stops when the
     /// session was cancelled (3617), and waits when its database is over a resource
-    /// limit (see `crate::governor`).
+    /// limit (see `tessera_governance::governor`).
     /// Before rows are written to `db`: error 40544 when that is tempdb and `pages` more
     /// (at least one) would pass the request's database's tempdb quota (`MAX_TEMPDB_MB`).
     #[inline]

@@ -10,9 +10,9 @@ use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{Ident, UserOption};
 
 use super::principals::{caller, exists, not_found, without_principal};
-use crate::principals::check::On;
-use crate::principals::{now, Principal, PrincipalKind, Security};
 use crate::runtime::ExecCtx;
+use tessera_security::principals::check::On;
+use tessera_security::principals::{now, Principal, PrincipalKind, Security};
 
 /// An option that does not belong to an application role: SQL Server's parser refuses it.
 fn misplaced(option: &str) -> SqlError {
@@ -43,8 +43,8 @@ pub fn create(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<
     let Some(password) = password else {
         return Err(misplaced(&name.value));
     };
-    crate::logins::check_policy(password)?;
-    let hash = crate::logins::hash_password(password)?;
+    tessera_security::logins::check_policy(password)?;
+    let hash = tessera_security::logins::hash_password(password)?;
     ctx.shared.alter_security(&c.db, |s| {
         if s.principal(&name.value).is_some() {
             return Err(exists(&name.value));
@@ -68,8 +68,8 @@ pub fn alter(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<(
     for o in options {
         match o {
             UserOption::Password { value, old: None } => {
-                crate::logins::check_policy(value)?;
-                hash = Some(crate::logins::hash_password(value)?);
+                tessera_security::logins::check_policy(value)?;
+                hash = Some(tessera_security::logins::hash_password(value)?);
             }
             UserOption::Password { .. } => return Err(misplaced("OLD_PASSWORD")),
             UserOption::Login(_) => return Err(misplaced("LOGIN")),
@@ -122,7 +122,12 @@ pub fn drop(ctx: &ExecCtx, name: &Ident) -> SqlResult<()> {
 /// or the password wrong, so that it reveals neither.
 pub fn activate(security: &Security, name: &str, password: &str) -> SqlResult<i32> {
     match find(security, name) {
-        Some(role) if crate::logins::verify_password(password, role.password_hash.as_deref().unwrap_or_default()) => {
+        Some(role)
+            if tessera_security::logins::verify_password(
+                password,
+                role.password_hash.as_deref().unwrap_or_default(),
+            ) =>
+        {
             Ok(role.id)
         }
         _ => Err(msg::APP_ROLE_SET_FAILED.with(&[&name])),

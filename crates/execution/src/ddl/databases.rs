@@ -256,7 +256,7 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
     }
 }
 
-/// One of a database's resource limits (tessera extensions, see `crate::governor`): a
+/// One of a database's resource limits (tessera extensions, see `tessera_governance::governor`): a
 /// whole number, 0 for none (and 100 for no CPU cap). The hoster's to set, not the
 /// tenant's: a server setting (ALTER SETTINGS, 15247).
 fn set_limit(ctx: &ExecCtx, limits: &mut tessera_database::ResourceLimits, opt: &str, value: &str) -> SqlResult<()> {
@@ -297,7 +297,7 @@ fn set_containment(ctx: &ExecCtx, database: &std::sync::Arc<tessera_database::Da
         return Err(msg::CONTAINED_AUTH_DISABLED.err());
     }
     ctx.shared.alter_security(database, |s| {
-        if !contained && s.principals().any(|p| p.kind == crate::principals::PrincipalKind::ContainedUser) {
+        if !contained && s.principals().any(|p| p.kind == tessera_security::principals::PrincipalKind::ContainedUser) {
             return Err(msg::CONTAINED_USERS_WITH_PASSWORD.err());
         }
         let mut next = s.clone();

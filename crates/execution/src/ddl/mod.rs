@@ -21,6 +21,7 @@ mod databases;
 mod files;
 mod indexes;
 mod locking;
+pub mod logins;
 pub mod principals;
 mod rebuild;
 pub mod resource_governor;

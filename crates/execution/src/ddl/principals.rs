@@ -12,13 +12,13 @@ use tessera_syntax::ast::{
     AlterRoleAction, Ident, PermissionAction, PermissionStatement, Securable, SecurableClass, UserLogin, UserOption,
 };
 
-use crate::principals::check::{self, allowed, On, Token, PERMISSIONS};
-use crate::principals::{
+use crate::runtime::{ExecCtx, SessionState, Shared};
+use tessera_security::principals::check::{self, allowed, On, Token, PERMISSIONS};
+use tessera_security::principals::{
     is_fixed_role, now, Class, GrantState, PermissionRow, Principal, PrincipalKind, Schema, Security, DBO_ID,
     FIRST_PRINCIPAL_ID, PUBLIC_ID,
 };
-use crate::runtime::{ExecCtx, SessionState, Shared};
-use crate::server_permissions::{is_server_permission, ServerPermission, LOGIN_PERMISSIONS};
+use tessera_security::server_permissions::{is_server_permission, ServerPermission, LOGIN_PERMISSIONS};
 
 /// The caller's principals and permissions in its current database.
 pub(super) struct Caller {
@@ -42,7 +42,7 @@ impl Caller {
         if self.may(permission, On::Database) {
             Ok(())
         } else {
-            Err(crate::security::no_permission())
+            Err(crate::ddl::logins::no_permission())
         }
     }
 }
@@ -73,8 +73,8 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
             if !c.security.is_contained() {
                 return Err(msg::PASSWORD_USER_NOT_CONTAINED.err());
             }
-            crate::logins::check_policy(p)?;
-            (PrincipalKind::ContainedUser, None, Some(crate::logins::hash_password(p)?))
+            tessera_security::logins::check_policy(p)?;
+            (PrincipalKind::ContainedUser, None, Some(tessera_security::logins::hash_password(p)?))
         }
         (UserLogin::SameName, None) | (UserLogin::Login(_), None) => {
             let login_name = match login {
@@ -134,8 +134,8 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
                 None => return Err(msg::INVALID_LOGIN.with(&[&l.value])),
             },
             UserOption::Password { value, .. } => {
-                crate::logins::check_policy(value)?;
-                password_hash = Some(crate::logins::hash_password(value)?);
+                tessera_security::logins::check_policy(value)?;
+                password_hash = Some(tessera_security::logins::hash_password(value)?);
             }
             _ => {}
         }
@@ -150,13 +150,13 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
                 UserOption::Name(_) => c.may("ALTER ANY USER", On::Database),
                 UserOption::Login(_) => c.may("CONTROL", On::Database),
                 UserOption::Password { old: Some(old), .. } if own => {
-                    crate::logins::verify_password(old, user.password_hash.as_deref().unwrap_or_default())
+                    tessera_security::logins::verify_password(old, user.password_hash.as_deref().unwrap_or_default())
                 }
                 UserOption::DefaultSchema(_) | UserOption::DefaultLanguage(_) if own => true,
                 _ => c.may("ALTER", On::Principal(user.id)),
             };
             if !allowed {
-                return Err(crate::security::no_permission());
+                return Err(crate::ddl::logins::no_permission());
             }
         }
         let mut next = s.clone();
@@ -230,7 +230,7 @@ pub(super) fn without_principal(s: &Security, p: &Principal) -> SqlResult<Securi
 pub fn create_role(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlResult<()> {
     let c = caller(ctx)?;
     if !c.may("CREATE ROLE", On::Database) && !c.may("ALTER ANY ROLE", On::Database) {
-        return Err(crate::security::no_permission());
+        return Err(crate::ddl::logins::no_permission());
     }
     ctx.shared.alter_security(&c.db, |s| {
         if s.principal(&name.value).is_some() {
@@ -253,11 +253,11 @@ pub fn create_role(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlRes
 /// others); a user-defined one ownership, the permission on it, or ALTER ANY ROLE (which
 /// covers ALTER on every role, CONTROL on none).
 fn may_change_role(c: &Caller, role: &Principal, permission: &str) -> bool {
-    if c.token.unrestricted || c.token.holds(crate::principals::DB_OWNER_ID) {
+    if c.token.unrestricted || c.token.holds(tessera_security::principals::DB_OWNER_ID) {
         return true;
     }
     if is_fixed_role(role.id) {
-        return role.id != crate::principals::DB_OWNER_ID && c.token.holds(16386);
+        return role.id != tessera_security::principals::DB_OWNER_ID && c.token.holds(16386);
     }
     role.owner.is_some_and(|o| c.token.holds(o))
         || c.may(permission, On::Principal(role.id))
@@ -697,7 +697,7 @@ fn server_permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
         let id = match ctx.shared.logins.get(&g.value) {
             Some(l) if l.principal_id == 1 => return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&l.name])),
             Some(l) => l.principal_id,
-            None => match crate::logins::SERVER_ROLES.iter().find(|(_, r)| g.is(r)) {
+            None => match tessera_security::logins::SERVER_ROLES.iter().find(|(_, r)| g.is(r)) {
                 Some((3, name)) => return Err(msg::SPECIAL_PRINCIPAL_NOT_USABLE.with(&[&name])),
                 Some((id, _)) => *id,
                 None => return Err(not_found("find", "login", &g.value)),
@@ -765,7 +765,7 @@ pub fn check_contained_login(shared: &Shared, database: &str, user: &str, passwo
         return Ok(ContainedLogin::NotContained);
     };
     let hash = found.password_hash.as_deref().unwrap_or_default();
-    if crate::logins::verify_password(password, hash) {
+    if tessera_security::logins::verify_password(password, hash) {
         Ok(ContainedLogin::Accepted(found.name.clone(), found.id))
     } else {
         Ok(ContainedLogin::Refused)

@@ -6,10 +6,10 @@ use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::governor::{GovernorOption, GovernorStatement, OptionValue};
 use tessera_syntax::ast::{self, Ident, ObjectName, StatementKind};
 
-use crate::resource_governor::{
+use crate::runtime::ExecCtx;
+use tessera_governance::resource_governor::{
     Classifier, Configuration, Group, Pool, DEFAULT_ID, INTERNAL_ID, MAX_GROUPS, MAX_POOLS,
 };
-use crate::runtime::ExecCtx;
 
 /// Runs one statement. `in_transaction`: the session has a transaction open (574).
 pub fn execute(ctx: &mut ExecCtx, statement: &GovernorStatement, in_transaction: bool) -> SqlResult<()> {

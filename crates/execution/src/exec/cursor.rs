@@ -13,12 +13,12 @@ use super::operators::{row_number, set_operation, sort_rows, top_sort, Aggregati
 use super::rows::{drain, Cursor, Held, Rows};
 use super::scan::{open_scan, ScanFilter};
 use crate::encoding::group_key;
-use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_governance::grant::{Collector, Reservation};
 use tessera_semantics::plan::{fetch_count, offset_count, Expr, Plan, Row, SortKey};
 use tessera_semantics::types::{self, Value};
 use tessera_syntax::ast::{JoinKind, SetOperator};

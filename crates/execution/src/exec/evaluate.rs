@@ -3,10 +3,10 @@
 use super::cursor::open;
 use std::sync::Arc;
 
-use crate::grant::Collector;
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_governance::grant::Collector;
 use tessera_semantics::plan::{Expr, Row, Subquery, SubqueryKind};
 use tessera_semantics::types::{self, Value};
 use tessera_syntax::ast::{BinaryOp, UnaryOp};

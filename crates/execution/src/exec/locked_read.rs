@@ -5,11 +5,11 @@ use super::evaluate::is_true;
 use super::missing_tree;
 use super::ranges::{scan_range, KeyRange};
 use crate::encoding::{decode_row, index_entry};
-use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
 use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
 use tessera_errors::SqlResult;
+use tessera_governance::grant::{Collector, Reservation};
 use tessera_semantics::plan::{Expr, Plan, Row, ScanNode};
 use tessera_semantics::types::Value;
 

@@ -1,6 +1,6 @@
 //! Running bound plans: each relational operator opened as a cursor that streams its rows
 //! on demand (those that need all of their input first hold it under the statement's
-//! memory grant, `crate::grant`), and expressions evaluated as a tree walk.
+//! memory grant, `tessera_governance::grant`), and expressions evaluated as a tree walk.
 //!
 //! Files: `rows` (what an open operator is, rows held in memory), `evaluate`
 //! (expressions), `ranges` (the key range of a scan or seek), `locked_read` (scans that

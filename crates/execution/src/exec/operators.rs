@@ -4,12 +4,12 @@
 use super::evaluate::{eval, eval_all};
 use super::rows::Rows;
 use crate::encoding::{encode_value, group_key};
-use crate::grant::{row_bytes, Collector, Reservation};
 use crate::runtime::ExecCtx;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use tessera_access::key::KeyBuf;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_governance::grant::{row_bytes, Collector, Reservation};
 use tessera_semantics::plan::{AggCall, AggFunc, Expr, Row, SortKey};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{BinaryOp, SetOperator};

@@ -1,9 +1,9 @@
 //! What an open operator is: a cursor that hands out its rows one at a time, and rows held
 //! in memory (under the statement's grant, or small by construction).
 
-use crate::grant::{Collector, Reservation};
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
+use tessera_governance::grant::{Collector, Reservation};
 use tessera_semantics::plan::Row;
 
 /// An open operator.

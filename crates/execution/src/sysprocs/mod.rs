@@ -197,7 +197,7 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
         }
         (Some(name), Some((v, t))) => {
             if !ctx.shared.holds_server(ctx.session, "ALTER SETTINGS") {
-                return Err(crate::security::no_permission());
+                return Err(crate::ddl::logins::no_permission());
             }
             let value = match types::cast(&v, &t, &SqlType::BigInt, None) {
                 Ok(Value::Int(n)) => n,

@@ -32,6 +32,6 @@ pub(super) fn server_role_member(args: &[NamedArg], ctx: &mut ExecCtx, add: bool
     let login = text_arg(args, 0, "@loginame").ok_or_else(|| missing(proc_name, "@loginame"))?;
     let role = text_arg(args, 1, "@rolename").ok_or_else(|| missing(proc_name, "@rolename"))?;
     let caller = ctx.session.server_login().map(str::to_string);
-    crate::security::alter_server_role(ctx.shared, caller.as_deref(), &Ident::new(role), &Ident::new(login), add)?;
+    crate::ddl::logins::alter_server_role(ctx.shared, caller.as_deref(), &Ident::new(role), &Ident::new(login), add)?;
     Ok(0)
 }

@@ -439,7 +439,7 @@ fn os_buffer_pool_extension_configuration(ctx: &ExecCtx, _db: &str) -> Rows<5> {
 }
 
 /// `sys.dm_tessera_resource_limits` (a tessera extension): each database with a resource
-/// limit (`crate::governor`), its limits (NULL: none) and its use since the first was set.
+/// limit (`tessera_governance::governor`), its limits (NULL: none) and its use since the first was set.
 pub(super) static TESSERA_RESOURCE_LIMITS: ViewDef<26> = ViewDef {
     schema: "sys",
     name: "dm_tessera_resource_limits",

@@ -9,9 +9,9 @@ use tessera_semantics::plan::{Col, Row, View};
 use tessera_semantics::types::{SqlType, Value};
 
 use super::{col, s, Rows, SYSNAME};
-use crate::principals::check::{allowed, column_allowed, On, PERMISSIONS};
 use crate::runtime::ExecCtx;
-use crate::server_permissions::SERVER_PERMISSIONS;
+use tessera_security::principals::check::{allowed, column_allowed, On, PERMISSIONS};
+use tessera_security::server_permissions::SERVER_PERMISSIONS;
 
 pub struct FunctionDef<const N: usize> {
     pub name: &'static str,

@@ -264,7 +264,7 @@ pub(crate) fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<
     let seen = catalog
         .objects()
         .into_iter()
-        .filter(|o| crate::principals::check::may_see(&security, &token, o.schema(), o.id()))
+        .filter(|o| tessera_security::principals::check::may_see(&security, &token, o.schema(), o.id()))
         .cloned()
         .collect();
     Ok((database, Arc::new(Catalog::from_objects(catalog.version, seen))))

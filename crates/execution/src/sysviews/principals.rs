@@ -2,11 +2,14 @@
 //! sys.database_permissions and sys.schemas, from the database's principals.
 
 use super::{bit, col, datetime, int, s, Rows, ViewDef, SYSNAME};
-use crate::principals::{Principal, PrincipalKind};
 use crate::runtime::ExecCtx;
+use tessera_security::principals::{Principal, PrincipalKind};
 use tessera_semantics::types::{SqlType::*, Value};
 
-fn security(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<std::sync::Arc<crate::principals::Security>> {
+fn security(
+    ctx: &ExecCtx,
+    db: &str,
+) -> tessera_errors::SqlResult<std::sync::Arc<tessera_security::principals::Security>> {
     ctx.shared.security(&ctx.session.catalog_memo, db)
 }
 
@@ -14,14 +17,16 @@ fn security(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<std::sync::Arc
 /// USER or VIEW DEFINITION on the database, else its own user, the roles it is in, and
 /// the principals every database has (`None` stands for all).
 fn visible_principals(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<Option<Vec<i32>>> {
-    use crate::principals::check::{allowed, On};
+    use tessera_security::principals::check::{allowed, On};
     let (security, token) = ctx.shared.access(ctx.session, db)?;
     if ["ALTER ANY USER", "VIEW DEFINITION"].iter().any(|p| allowed(&security, &token, p, On::Database)) {
         return Ok(None);
     }
     let fixed = security
         .principals()
-        .filter(|p| p.id < crate::principals::FIRST_PRINCIPAL_ID || crate::principals::is_fixed_role(p.id))
+        .filter(|p| {
+            p.id < tessera_security::principals::FIRST_PRINCIPAL_ID || tessera_security::principals::is_fixed_role(p.id)
+        })
         .map(|p| p.id);
     Ok(Some(token.principals.iter().copied().chain(fixed).collect()))
 }
@@ -73,7 +78,7 @@ fn principal_row(p: &Principal) -> [Value; 12] {
         datetime(p.modify_date),
         or_null(p.owner),
         p.sid.clone().map_or(Value::Null, |sid| Value::Binary(sid.into())),
-        bit(crate::principals::is_fixed_role(p.id)),
+        bit(tessera_security::principals::is_fixed_role(p.id)),
         int(auth),
         s(auth_desc),
     ]
@@ -123,7 +128,7 @@ pub(super) static DATABASE_PERMISSIONS: ViewDef<10> = ViewDef {
                     int(i64::from(g.minor_id)),
                     int(i64::from(g.grantee)),
                     int(i64::from(g.grantor)),
-                    s(crate::principals::check::type_code(&g.permission)),
+                    s(tessera_security::principals::check::type_code(&g.permission)),
                     s(&g.permission),
                     s(state),
                     s(state_desc),

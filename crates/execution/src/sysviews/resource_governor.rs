@@ -1,13 +1,13 @@
 //! Resource Governor's views: `sys.resource_governor_*` show the stored configuration,
-//! `sys.dm_resource_governor_*` the one in force and its use (`crate::resource_governor`).
+//! `sys.dm_resource_governor_*` the one in force and its use (`tessera_governance::resource_governor`).
 //! All need VIEW SERVER STATE (297/300).
 
 use tessera_semantics::types::SqlType::{BigInt, Bit, Int};
 use tessera_semantics::types::Value;
 
 use super::{bit, col, datetime, int, s, Rows, ViewDef, SYSNAME};
-use crate::resource_governor::{Classifier, Group, Pool};
 use crate::runtime::ExecCtx;
+use tessera_governance::resource_governor::{Classifier, Group, Pool};
 
 /// OBJECT_ID of the classifier function in master (0: none).
 fn classifier_id(ctx: &ExecCtx, classifier: Option<&Classifier>) -> Value {

@@ -2,9 +2,9 @@
 //! sys.server_role_members and sys.server_permissions.
 
 use super::{bit, col, concat, datetime, int, s, Rows, ViewDef, SYSNAME};
-use crate::logins::{Login, SERVER_ROLES};
 use crate::runtime::ExecCtx;
-use crate::server_permissions::LOGIN_PERMISSIONS;
+use tessera_security::logins::{Login, SERVER_ROLES};
+use tessera_security::server_permissions::LOGIN_PERMISSIONS;
 use tessera_semantics::types::{SqlType::*, Value};
 
 pub(super) static SERVER_PRINCIPALS: ViewDef<13> = ViewDef {
@@ -159,7 +159,7 @@ pub(super) static SERVER_PERMISSIONS: ViewDef<10> = ViewDef {
                 let roles = SERVER_ROLES.iter().filter(|(_, r)| l.is_member(r)).map(|(id, _)| *id);
                 std::iter::once(l.principal_id).chain(roles).collect::<Vec<_>>()
             })
-            .chain([crate::server_permissions::PUBLIC_ROLE_ID])
+            .chain([tessera_security::server_permissions::PUBLIC_ROLE_ID])
             .collect();
         Ok(ctx
             .shared
@@ -177,7 +177,7 @@ pub(super) static SERVER_PERMISSIONS: ViewDef<10> = ViewDef {
                     int(0),
                     int(i64::from(p.grantee)),
                     int(i64::from(p.grantor)),
-                    s(crate::server_permissions::type_code(&p.permission, p.on_login != 0)),
+                    s(tessera_security::server_permissions::type_code(&p.permission, p.on_login != 0)),
                     s(&p.permission),
                     s(state),
                     s(state_desc),

@@ -21,7 +21,7 @@ impl Runner<'_> {
             }
             StatementKind::BufferPoolExtension(setting) => {
                 if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
-                    return Err(tessera_execution::security::no_permission());
+                    return Err(tessera_execution::ddl::logins::no_permission());
                 }
                 let setting =
                     setting.clone().map(|(file, bytes)| tessera_execution::config::ExtensionSetting { file, bytes });
@@ -29,7 +29,7 @@ impl Runner<'_> {
             }
             StatementKind::ProcessAffinity(ranges) => {
                 if !self.shared.holds_server(self.state, "ALTER SETTINGS") {
-                    return Err(tessera_execution::security::no_permission());
+                    return Err(tessera_execution::ddl::logins::no_permission());
                 }
                 let cpus = ranges.as_ref().map(|r| r.iter().flat_map(|&(a, b)| a as usize..=b as usize).collect());
                 self.shared.config.set_process_affinity(cpus.as_ref())?;
@@ -145,10 +145,10 @@ impl Runner<'_> {
         let caller = caller.as_deref();
         match kind {
             StatementKind::CreateLogin { name, options, external_source } => {
-                tessera_execution::security::create_login(shared, caller, name, options, external_source.as_deref())
+                tessera_execution::ddl::logins::create_login(shared, caller, name, options, external_source.as_deref())
             }
             StatementKind::AlterLogin { name, action } => {
-                tessera_execution::security::alter_login(shared, caller, name, action)?;
+                tessera_execution::ddl::logins::alter_login(shared, caller, name, action)?;
                 // A renamed current login keeps its session under the new name.
                 if let AlterLoginAction::Set(options) = action {
                     for o in options {
@@ -161,9 +161,9 @@ impl Runner<'_> {
                 }
                 Ok(())
             }
-            StatementKind::DropLogin(name) => tessera_execution::security::drop_login(shared, caller, name),
+            StatementKind::DropLogin(name) => tessera_execution::ddl::logins::drop_login(shared, caller, name),
             StatementKind::AlterServerRole { role, member, add } => {
-                tessera_execution::security::alter_server_role(shared, caller, role, member, *add)
+                tessera_execution::ddl::logins::alter_server_role(shared, caller, role, member, *add)
             }
             _ => unreachable!("security_statement is called for security statements only"),
         }

@@ -29,10 +29,9 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
         },
     )?;
     let config = tessera_execution::config::Config::load(engine.database("master")?)?;
-    let logins = tessera_execution::logins::Logins::load(engine.database("master")?)?;
-    let server_permissions =
-        tessera_execution::server_permissions::ServerPermissions::load(engine.database("master")?)?;
-    let resource_governor = tessera_execution::resource_governor::ResourceGovernor::load(engine.database("master")?)?;
+    let logins = tessera_security::logins::Logins::load(engine.database("master")?)?;
+    let server_permissions = tessera_security::server_permissions::ServerPermissions::load(engine.database("master")?)?;
+    let resource_governor = tessera_governance::resource_governor::ResourceGovernor::load(engine.database("master")?)?;
     config.apply_memory(&engine)?;
     config.apply_open_limits(&engine);
     // A saved mask naming CPUs this machine no longer gives the server leaves it on all

@@ -175,7 +175,7 @@ impl Session {
     pub fn classify(&mut self) {
         let rg = &self.shared.resource_governor;
         let group = match rg.classifier() {
-            None => tessera_execution::resource_governor::DEFAULT_ID,
+            None => tessera_governance::resource_governor::DEFAULT_ID,
             Some(c) => {
                 let quote = |n: &str| format!("[{}]", n.replace(']', "]]"));
                 let text = format!("SELECT [master].{}.{}()", quote(&c.schema), quote(&c.name));
@@ -265,8 +265,8 @@ impl Session {
 
     /// A turn to run a request in the session's database, waiting for one when the
     /// database limits how many run at once, and the charges of its use against the
-    /// database's limits (`tessera_execution::governor`), ended by [`Session::release`].
-    pub(crate) fn admit(&mut self) -> SqlResult<Vec<tessera_execution::governor::RequestSlot>> {
+    /// database's limits (`tessera_governance::governor`), ended by [`Session::release`].
+    pub(crate) fn admit(&mut self) -> SqlResult<Vec<tessera_governance::governor::RequestSlot>> {
         let group = self.shared.resource_governor.governors(self.state.group_id);
         let limited = self.shared.governors.any();
         if group.is_empty() && !limited {
@@ -288,7 +288,7 @@ impl Session {
             .chain(&group)
             .map(|g| g.enter(in_transaction, &self.state.cancel))
             .collect::<SqlResult<Vec<_>>>()?;
-        self.state.pacer = Some(tessera_execution::governor::Pacer::start(database, group, db));
+        self.state.pacer = Some(tessera_governance::governor::Pacer::start(database, group, db));
         Ok(slots)
     }
 

@@ -7,11 +7,11 @@ use super::Runner;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl::principals as ddl;
-use tessera_execution::principals;
-use tessera_execution::principals::check::{
+use tessera_execution::runtime::ExecCtx;
+use tessera_security::principals;
+use tessera_security::principals::check::{
     allowed, any_column_allowed, column_allowed, column_denied, database_denied, object_denied, On,
 };
-use tessera_execution::runtime::ExecCtx;
 use tessera_semantics::catalog::{DbRef, Module, ObjectDep};
 use tessera_syntax::ast::{self, StatementKind};
 
@@ -415,7 +415,7 @@ impl Runner<'_> {
     /// The login a database user maps to, the name the session shows while it acts as the
     /// user (SUSER_NAME); none for a user without a login (the user's name is shown). The
     /// context holds no server permission either way (`Impersonation::database_only`).
-    fn login_of(&self, user: &tessera_execution::principals::Principal) -> Option<String> {
+    fn login_of(&self, user: &tessera_security::principals::Principal) -> Option<String> {
         user.sid.as_deref().and_then(|sid| self.shared.logins.all().into_iter().find(|l| l.sid == sid).map(|l| l.name))
     }
 

@@ -2,7 +2,7 @@
 //! server), workload groups (request limits inside a pool) and a classifier function in
 //! master that puts each new session in a group.
 //!
-//! - The statements (`crate::ddl::resource_governor`) change the **stored** configuration, kept in master (tree
+//! - The statements (`tessera_execution::ddl::resource_governor`) change the **stored** configuration, kept in master (tree
 //!   `sys$resource_governor`, one JSON row) and shown by `sys.resource_governor_*`.
 //! - `ALTER RESOURCE GOVERNOR RECONFIGURE` makes it the **effective** configuration (and
 //!   enables the governor), shown by `sys.dm_resource_governor_*`; `DISABLE` puts every
@@ -63,7 +63,7 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(id: i32, name: &str) -> Pool {
+    pub fn new(id: i32, name: &str) -> Pool {
         Pool {
             id,
             name: name.to_string(),
@@ -116,7 +116,7 @@ pub struct Group {
 }
 
 impl Group {
-    pub(crate) fn new(id: i32, name: &str, pool_id: i32) -> Group {
+    pub fn new(id: i32, name: &str, pool_id: i32) -> Group {
         Group {
             id,
             name: name.to_string(),
@@ -177,7 +177,7 @@ impl Configuration {
     }
 
     /// An id no pool (or group) has.
-    pub(crate) fn next_id(ids: impl Iterator<Item = i32>) -> i32 {
+    pub fn next_id(ids: impl Iterator<Item = i32>) -> i32 {
         ids.max().unwrap_or(0).max(FIRST_USER_ID - 1) + 1
     }
 }

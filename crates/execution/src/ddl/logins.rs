@@ -1,5 +1,5 @@
 //! Executing `CREATE/ALTER/DROP LOGIN` and `ALTER SERVER ROLE`: permission checks and
-//! SQL Server's messages; the logins themselves are kept by [`crate::logins`].
+//! SQL Server's messages; the logins themselves are kept by [`tessera_security::logins`].
 //!
 //! Permissions (fixed server roles): sysadmin may do everything; securityadmin may manage
 //! logins that are not sysadmins and the membership of roles other than sysadmin; any
@@ -7,10 +7,10 @@
 //! `PASSWORD = '…' UNLOCK` and `CHECK_POLICY = OFF` end a login's lockout; UNLOCK needs
 //! the right to manage the login.
 
-use crate::logins::{self, cannot_alter, Login, NewLogin, SERVER_ROLES};
 use crate::runtime::Shared;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+use tessera_security::logins::{self, cannot_alter, Login, NewLogin, SERVER_ROLES};
 use tessera_syntax::ast::{AlterLoginAction, Ident, LoginOption};
 
 pub fn no_permission() -> SqlError {

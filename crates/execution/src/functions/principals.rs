@@ -3,9 +3,9 @@
 //! HAS_PERMS_BY_NAME and ORIGINAL_LOGIN. Each answers NULL where SQL Server does: for a
 //! name that finds nothing.
 
-use crate::principals::check::{allowed, token_of_user, On};
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
+use tessera_security::principals::check::{allowed, token_of_user, On};
 use tessera_semantics::plan::SessionFn;
 use tessera_semantics::types::Value;
 

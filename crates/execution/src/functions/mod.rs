@@ -1,6 +1,8 @@
 //! Functions that read the session, the catalog or the server: @@ROWCOUNT, DB_NAME,
 //! OBJECT_ID, IDENT_CURRENT, SERVERPROPERTY, SUSER_NAME, LOGINPROPERTY and the rest of
-//! `SessionFn` (those about database principals are in `principal_functions`).
+//! `SessionFn` (those about database principals are in `principals`).
+
+mod principals;
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -30,7 +32,7 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             | SessionFn::HasPermsByName
             | SessionFn::OriginalLogin
     ) {
-        return crate::principal_functions::principal_function(ctx, func, args);
+        return principals::principal_function(ctx, func, args);
     }
     Ok(match func {
         SessionFn::RowCount => Value::Int(s.rowcount),
@@ -152,7 +154,7 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         SessionFn::HostName => Value::str(&s.host_name),
         SessionFn::AppName | SessionFn::ProgramName => Value::str(&s.program_name),
         SessionFn::IsSrvRoleMember => match args.first().and_then(text) {
-            Some(role) if crate::logins::SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&role)) => {
+            Some(role) if tessera_security::logins::SERVER_ROLES.iter().any(|(_, r)| r.eq_ignore_ascii_case(&role)) => {
                 // Without a login named: the session's server login; a database principal
                 // without a login is in no server role.
                 let login = match args.get(1).and_then(text) {
@@ -181,7 +183,7 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         | SessionFn::IsRoleMember
         | SessionFn::HasDbAccess
         | SessionFn::HasPermsByName
-        | SessionFn::OriginalLogin => unreachable!("answered by principal_functions"),
+        | SessionFn::OriginalLogin => unreachable!("answered by functions::principals"),
     })
 }
 
@@ -229,7 +231,7 @@ impl ExecCtx<'_> {
             || self
                 .shared
                 .access(self.session, db)
-                .is_ok_and(|(s, t)| crate::principals::check::may_see(&s, &t, o.schema(), o.id()))
+                .is_ok_and(|(s, t)| tessera_security::principals::check::may_see(&s, &t, o.schema(), o.id()))
     }
 
     /// Resolves `name`, `schema.name` or `db.schema.name` to (database, object).

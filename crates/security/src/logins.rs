@@ -30,9 +30,10 @@ use parking_lot::{Mutex, RwLock};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use tessera_database::Database;
-
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
+
+use crate::principals::now;
 
 /// Storage tree in master holding the logins.
 const LOGINS_TREE: &str = "sys$logins";
@@ -172,10 +173,6 @@ pub struct Logins {
 /// operator can never be locked out of their own server).
 fn lockable(login: &Login, policy: &LockoutPolicy) -> bool {
     policy.threshold > 0 && login.check_policy && login.principal_id != 1
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
 /// A salted Argon2id hash of `password` in PHC string form.

@@ -8,7 +8,7 @@ use tessera_database::Database;
 use tessera_errors::{SqlError, SqlResult};
 
 use super::Governor;
-use crate::statistics::thread_cpu_time;
+use tessera_io::clock::thread_cpu_time;
 
 /// Rows read or written between two charges: often enough that a request over its limit
 /// stops within a millisecond or so, rarely enough that the clock reads (a system call

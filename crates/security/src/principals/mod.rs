@@ -475,6 +475,6 @@ impl Security {
 }
 
 /// Seconds since the Unix epoch.
-pub(crate) fn now() -> i64 {
+pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }

@@ -1,0 +1,5 @@
+//! Who may do what in a tessera server. See README.md.
+
+pub mod logins;
+pub mod principals;
+pub mod server_permissions;

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
 use tessera_database::{BackupChain, Engine, RecoveryModel};
+use tessera_errors::msg;
 use tessera_log::Lsn;
 
 use crate::media::{
@@ -16,7 +17,7 @@ use crate::media::{
     Trailer, MEDIA_HEADER_SIZE, SET_MAGIC,
 };
 use crate::pipeline::{StripeOut, WritePipeline};
-use crate::{check_devices, err, now_micros, success_text, write_failed, BackupError, BufferConfig, Notice, Stats};
+use crate::{check_devices, now_micros, succeeded, write_failed, BackupError, BufferConfig, Notice, Stats};
 
 #[derive(Clone, Debug, Default)]
 pub struct BackupOptions {
@@ -74,12 +75,12 @@ pub fn backup(
         (255, &opts.media_description, "MEDIADESCRIPTION"),
     ] {
         if value.as_ref().is_some_and(|v| v.chars().count() > limit) {
-            return Err(err(3036, format!("The {what} option is limited to {limit} characters.")));
+            return Err(msg::BACKUP_OPTION_TOO_LONG.with(&[&what, &limit]).into());
         }
     }
     if let Some(b) = opts.block_size {
         if ![512, 1024, 2048, 4096, 8192, 16384, 32768, 65536].contains(&b) {
-            return Err(err(3252, format!("The block size parameter must supply a value that is a power of 2 between 512 and 65536; {b} is not.")));
+            return Err(msg::INVALID_BLOCKSIZE.with(&[&b]).into());
         }
     }
     let buffers =
@@ -90,22 +91,11 @@ pub fn backup(
     let chain = db.backup_chain();
     match kind {
         BackupType::Log if model == RecoveryModel::Simple => {
-            return Err(err(
-                4208,
-                "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE.",
-            ))
+            return Err(msg::LOG_BACKUP_IN_SIMPLE_RECOVERY.err().into())
         }
-        BackupType::Log if chain.log_backup_lsn.is_none() => {
-            return Err(err(
-                4214,
-                "BACKUP LOG cannot be performed because there is no current database backup.",
-            ))
-        }
+        BackupType::Log if chain.log_backup_lsn.is_none() => return Err(msg::NO_DATABASE_BACKUP_FOR_LOG.err().into()),
         BackupType::Differential if chain.differential_base_lsn.is_none() => {
-            return Err(err(
-                3035,
-                format!("Cannot perform a differential backup for database \"{name}\", because a current database backup does not exist. Perform a full database backup by reissuing BACKUP DATABASE, omitting the WITH DIFFERENTIAL option."),
-            ))
+            return Err(msg::NO_BASE_FOR_DIFFERENTIAL.with(&[&name]).into())
         }
         _ => {}
     }
@@ -241,7 +231,7 @@ pub fn backup(
         Ok(p) if !pipe.failed() => p,
         Ok(_) => {
             pipe.finish(None)?;
-            return Err(err(3013, "BACKUP is terminating abnormally."));
+            return Err(msg::BACKUP_RESTORE_TERMINATED.with(&[&"BACKUP"]).into());
         }
         Err(e) => {
             let _ = pipe.finish(None);
@@ -287,15 +277,10 @@ pub fn backup(
 
     let log_pages = log_bytes.div_ceil(PAGE_SIZE as u64);
     if kind != BackupType::Log || data_pages > 0 {
-        notify(Notice {
-            number: 4035,
-            text: format!("Processed {data_pages} pages for database '{name}', file '{name}' on file {position}."),
-        });
+        notify(Notice::of(&msg::BACKUP_PAGES_PROCESSED, &[&data_pages, &name, &name, &position]));
     }
-    notify(Notice {
-        number: 4035,
-        text: format!("Processed {log_pages} pages for database '{name}', file '{name}_log' on file {position}."),
-    });
+    let log_file = format!("{name}_log");
+    notify(Notice::of(&msg::BACKUP_PAGES_PROCESSED, &[&log_pages, &name, &log_file, &position]));
     let pages = data_pages + log_pages;
     let seconds = started.elapsed().as_secs_f64();
     let what = match kind {
@@ -303,7 +288,7 @@ pub fn backup(
         BackupType::Differential => "BACKUP DATABASE WITH DIFFERENTIAL",
         BackupType::Log => "BACKUP LOG",
     };
-    notify(Notice { number: 3014, text: success_text(what, pages, seconds) });
+    notify(succeeded(what, pages, seconds));
     Ok(BackupReport { header, trailer, media, buffers, pages, pages_scanned, seconds })
 }
 
@@ -320,25 +305,20 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
         let first = existing.iter().flatten().next().expect("an existing header").clone();
         for (i, h) in existing.iter().enumerate() {
             let d = opts.devices[i].display();
+            let formatted_for = |families: u32| -> BackupError {
+                let text = format!("The media loaded on \"{d}\" is formatted to support {families} media families, but {n} media families are expected according to the backup device specification.");
+                msg::MEDIA_FAMILY_COUNT_MISMATCH.with(&[&text]).into()
+            };
             let Some(h) = h else {
-                return Err(err(
-                    3231,
-                    format!("The media loaded on \"{d}\" is formatted to support 0 media families, but {n} media families are expected according to the backup device specification."),
-                ));
+                return Err(formatted_for(0));
             };
             if h.family_count != n || h.media_set_guid != first.media_set_guid {
-                return Err(err(
-                    3231,
-                    format!("The media loaded on \"{d}\" is formatted to support {} media families, but {n} media families are expected according to the backup device specification.", h.family_count),
-                ));
+                return Err(formatted_for(h.family_count));
             }
             if !opts.skip {
                 if let Some(want) = &opts.media_name {
                     if *want != h.media_name {
-                        return Err(err(
-                            4037,
-                            format!("The user-specified MEDIANAME \"{want}\" does not match the MEDIANAME \"{}\" of the device \"{d}\".", h.media_name),
-                        ));
+                        return Err(msg::MEDIANAME_MISMATCH.with(&[want, &h.media_name, &d]).into());
                     }
                 }
             }
@@ -347,7 +327,8 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
         let mut seqs: Vec<u32> = headers.iter().map(|h| h.family_sequence).collect();
         seqs.sort_unstable();
         if seqs != (1..=n).collect::<Vec<_>>() {
-            return Err(err(3231, "The devices do not form one complete media set: a media family is given twice."));
+            let text = "The devices do not form one complete media set: a media family is given twice.";
+            return Err(msg::MEDIA_FAMILY_COUNT_MISMATCH.with(&[&text]).into());
         }
     } else {
         let guid: u128 = rand::random();
@@ -375,7 +356,8 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
             (MEDIA_HEADER_SIZE, 1)
         };
         if *position.get_or_insert(pos) != pos {
-            return Err(err(3231, "The media families of this media set hold different numbers of backup sets."));
+            let text = "The media families of this media set hold different numbers of backup sets.";
+            return Err(msg::MEDIA_FAMILY_COUNT_MISMATCH.with(&[&text]).into());
         }
         let existed = path.exists();
         let mut file = OpenOptions::new()
@@ -427,8 +409,10 @@ fn copy_data_file(
     pipe: &mut WritePipeline,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, BackupError> {
-    let file =
-        File::open(path).map_err(|e| err(3201, format!("Cannot open database file '{}': {e}", path.display())))?;
+    let file = File::open(path).map_err(|e| {
+        let text = format!("Cannot open database file '{}': {e}", path.display());
+        BackupError::from(msg::BACKUP_DEVICE_OPEN_FAILED.with(&[&text]))
+    })?;
     // SAFETY: plain syscall on an owned descriptor: the file is read once, in order.
     unsafe { libc::posix_fadvise(std::os::unix::io::AsRawFd::as_raw_fd(&file), 0, 0, libc::POSIX_FADV_SEQUENTIAL) };
     let per_chunk = (mts / (PAGE_SIZE + 4)).max(1);
@@ -457,13 +441,9 @@ fn copy_data_file(
                 }
                 if let Err(damage) = page::verify(p, page_no) {
                     if checksum {
-                        return Err(err(
-                            3043,
-                            format!(
-                                "BACKUP '{database}' detected an error on page (1:{page_no}) in file '{}': {damage}.",
-                                path.display()
-                            ),
-                        ));
+                        return Err(msg::BACKUP_PAGE_ERROR
+                            .with(&[&database, &page_no, &path.display(), &damage])
+                            .into());
                     }
                 }
                 if p.iter().all(|&b| b == 0) || page::lsn(p) < since {

@@ -10,6 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
+use tessera_errors::catalog::Message;
+use tessera_errors::{msg, SqlError};
+
 mod backup;
 pub mod media;
 mod pipeline;
@@ -48,15 +51,12 @@ impl From<tessera_errors::Error> for BackupError {
     }
 }
 
-pub(crate) fn err(number: i32, message: impl Into<String>) -> BackupError {
-    BackupError { number, message: message.into() }
-}
-
-impl From<tessera_errors::SqlError> for BackupError {
+impl From<SqlError> for BackupError {
     /// An error raised by name from the catalog (`msg::NAME.err()`), carried as a backup
     /// error.
-    fn from(e: tessera_errors::SqlError) -> BackupError {
-        BackupError { number: e.number, message: e.message.clone() }
+    fn from(e: SqlError) -> BackupError {
+        let e = e.into_detail();
+        BackupError { number: e.number, message: e.message }
     }
 }
 
@@ -66,16 +66,26 @@ fn os_error(e: &std::io::Error) -> String {
     format!("{}({text})", e.raw_os_error().unwrap_or(0))
 }
 
+fn device_open_failed(path: &Path, os_error: &str) -> BackupError {
+    let text = format!("Cannot open backup device '{}'. Operating system error {os_error}.", path.display());
+    msg::BACKUP_DEVICE_OPEN_FAILED.with(&[&text]).into()
+}
+
 pub(crate) fn open_failed(path: &Path, e: &std::io::Error) -> BackupError {
-    err(3201, format!("Cannot open backup device '{}'. Operating system error {}.", path.display(), os_error(e)))
+    device_open_failed(path, &os_error(e))
+}
+
+/// 3201 for a backup device that is not there (or holds no media header).
+pub(crate) fn device_missing(path: &Path) -> BackupError {
+    device_open_failed(path, "2(The system cannot find the file specified.)")
 }
 
 pub(crate) fn read_failed(path: &Path, e: &std::io::Error) -> BackupError {
-    err(3203, format!("Read on \"{}\" failed: {}", path.display(), os_error(e)))
+    msg::BACKUP_READ_FAILED.with(&[&path.display(), &os_error(e)]).into()
 }
 
 pub(crate) fn write_failed(path: &Path, e: &std::io::Error) -> BackupError {
-    err(3202, format!("Write on \"{}\" failed: {}", path.display(), os_error(e)))
+    msg::BACKUP_WRITE_FAILED.with(&[&path.display(), &os_error(e)]).into()
 }
 
 /// An informational message for the client (`N percent processed.`, `Processed N pages
@@ -84,6 +94,15 @@ pub(crate) fn write_failed(path: &Path, e: &std::io::Error) -> BackupError {
 pub struct Notice {
     pub number: i32,
     pub text: String,
+}
+
+impl Notice {
+    /// The catalog's informational `message` (`msg::PERCENT_PROCESSED`, …), its
+    /// placeholders filled by `args`: the catalog holds its number and its text.
+    pub fn of(message: &Message, args: &[&dyn std::fmt::Display]) -> Notice {
+        let m = message.with(args).into_detail();
+        Notice { number: m.number, text: m.message }
+    }
 }
 
 /// Reports `STATS = n` progress: a notice each time the done fraction passes a multiple
@@ -104,7 +123,7 @@ impl Stats {
         let pct = (done.min(total) * 100).checked_div(total).map_or(100, |p| p as u32);
         if pct >= self.next && self.next <= 100 {
             let shown = pct / step * step;
-            notify(Notice { number: 3211, text: format!("{shown} percent processed.") });
+            notify(Notice::of(&msg::PERCENT_PROCESSED, &[&shown]));
             self.next = shown + step;
         }
     }
@@ -131,27 +150,22 @@ impl BufferConfig {
     ) -> Result<BufferConfig, BackupError> {
         let mts = max_transfer_size.unwrap_or(1 << 20);
         if !(MIN_TRANSFER..=MAX_TRANSFER).contains(&mts) || !mts.is_multiple_of(MIN_TRANSFER) {
-            return Err(err(
-                3250,
-                format!("The value '{mts}' is not within range for the MAXTRANSFERSIZE parameter. It must be a multiple of 65536 between 65536 and 4194304."),
-            ));
+            return Err(msg::INVALID_MAXTRANSFERSIZE.with(&[&mts]).into());
         }
         let n = devices as u32;
         let count = buffer_count.unwrap_or(n * 3 + n + 2);
         if count == 0 {
-            return Err(err(3249, "The value '0' is not within range for the BUFFERCOUNT parameter."));
+            return Err(msg::INVALID_BUFFERCOUNT.err().into());
         }
         let memory = u64::from(count) * u64::from(mts);
         if memory > MAX_BUFFER_MEMORY {
-            return Err(err(
-                701,
-                format!(
-                    "There is insufficient system memory to run this backup or restore: BUFFERCOUNT {count} × MAXTRANSFERSIZE {} KB = {} MB exceeds the limit of {} MB.",
-                    mts >> 10,
-                    memory >> 20,
-                    MAX_BUFFER_MEMORY >> 20
-                ),
-            ));
+            let what = format!(
+                "to run this backup or restore: BUFFERCOUNT {count} × MAXTRANSFERSIZE {} KB = {} MB exceeds the limit of {} MB",
+                mts >> 10,
+                memory >> 20,
+                MAX_BUFFER_MEMORY >> 20
+            );
+            return Err(msg::OUT_OF_MEMORY.with(&[&what]).into());
         }
         Ok(BufferConfig { buffer_count: count.max(n), max_transfer_size: mts, devices: n, compression })
     }
@@ -183,14 +197,14 @@ impl BufferConfig {
 /// Checks the device list of a BACKUP or RESTORE.
 pub(crate) fn check_devices(devices: &[PathBuf]) -> Result<(), BackupError> {
     if devices.is_empty() {
-        return Err(tessera_errors::msg::ZERO_LENGTH_DEVICE_NAME.err().into());
+        return Err(msg::ZERO_LENGTH_DEVICE_NAME.err().into());
     }
     if devices.len() > MAX_DEVICES {
-        return Err(err(3205, "Too many backup devices specified for backup or restore; only 64 are allowed."));
+        return Err(msg::TOO_MANY_BACKUP_DEVICES.err().into());
     }
     for (i, d) in devices.iter().enumerate() {
         if devices[..i].contains(d) {
-            return Err(err(3209, format!("The backup device '{}' is specified more than once.", d.display())));
+            return Err(msg::DUPLICATE_BACKUP_DEVICE.with(&[&d.display()]).into());
         }
     }
     Ok(())
@@ -201,8 +215,8 @@ pub(crate) fn now_micros() -> i64 {
 }
 
 /// `… successfully processed N pages in S.sss seconds (X.xxx MB/sec).` (MB = MiB).
-pub(crate) fn success_text(what: &str, pages: u64, seconds: f64) -> String {
+pub(crate) fn succeeded(what: &str, pages: u64, seconds: f64) -> Notice {
     let seconds = seconds.max(0.001);
     let mb = pages as f64 * 8192.0 / 1_048_576.0 / seconds;
-    format!("{what} successfully processed {pages} pages in {seconds:.3} seconds ({mb:.3} MB/sec).")
+    Notice::of(&msg::BACKUP_RESTORE_SUCCEEDED, &[&what, &pages, &format!("{seconds:.3}"), &format!("{mb:.3}")])
 }

@@ -12,7 +12,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{err, BackupError};
+use tessera_errors::msg;
+
+use crate::BackupError;
 
 pub const MEDIA_MAGIC: &[u8; 8] = b"TSRAMED1";
 pub const SET_MAGIC: &[u8; 8] = b"TSRASET1";
@@ -246,13 +248,7 @@ pub fn read_media_header(path: &Path) -> Result<Option<MediaHeader>, BackupError
 }
 
 pub fn not_media(path: &Path) -> BackupError {
-    err(
-        3241,
-        format!(
-            "The media family on device '{}' is incorrectly formed. tessera cannot process this media family.",
-            path.display()
-        ),
-    )
+    msg::MEDIA_FAMILY_MALFORMED.with(&[&path.display()]).into()
 }
 
 /// Where a backup set sits in one stripe file.
@@ -298,8 +294,14 @@ pub fn read_chunk(
     Ok(Some((header, data)))
 }
 
+/// 3189: damage on the device at `path`, as `detail` describes it.
 pub fn damaged(path: &Path, detail: &str) -> BackupError {
-    err(3189, format!("Damage to the backup set was detected on device '{}': {detail}.", path.display()))
+    msg::BACKUP_SET_DAMAGED.with(&[&format!(" on device '{}': {detail}", path.display())]).into()
+}
+
+/// 3189: damage to the set as a whole, as `detail` describes it.
+pub(crate) fn damaged_set(detail: &str) -> BackupError {
+    msg::BACKUP_SET_DAMAGED.with(&[&format!(": {detail}")]).into()
 }
 
 /// Follows every completed set in a stripe: `magic | set start u64 | trailer offset u64
@@ -353,15 +355,7 @@ fn read_set_at(file: &File, start: u64, trailer_at: u64, end: u64) -> Option<Set
 /// footers when every set is complete, else forward through the chunks. The forward walk
 /// stops at the first set that is incomplete or damaged (listed with no trailer).
 pub fn list_sets(path: &Path) -> Result<(MediaHeader, Vec<SetLocation>), BackupError> {
-    let media = read_media_header(path)?.ok_or_else(|| {
-        err(
-            3201,
-            format!(
-                "Cannot open backup device '{}'. Operating system error 2(The system cannot find the file specified.).",
-                path.display()
-            ),
-        )
-    })?;
+    let media = read_media_header(path)?.ok_or_else(|| crate::device_missing(path))?;
     let file = File::open(path).map_err(|e| crate::open_failed(path, &e))?;
     let len = file.metadata().map_err(|e| crate::read_failed(path, &e))?.len();
     let mut at = len;

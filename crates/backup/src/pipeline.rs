@@ -17,9 +17,9 @@ use std::thread::JoinHandle;
 
 use parking_lot::Condvar;
 
-use crate::media::damaged;
+use crate::media::{damaged, damaged_set};
 use crate::media::{encode_footer, read_chunk, ChunkHeader, ChunkKind, SetLocation, Trailer};
-use crate::{err, write_failed, BackupError};
+use crate::{write_failed, BackupError};
 
 /// zstd level for COMPRESSION: fast enough to keep up with a disk.
 const ZSTD_LEVEL: i32 = 1;
@@ -462,12 +462,7 @@ fn merge(
                 apply(c)?;
             }
             None if heads.iter().all(Option::is_none) => break,
-            None => {
-                return Err(err(
-                    3189,
-                    format!("Damage to the backup set was detected: chunk {expect} is missing from every stripe."),
-                ))
-            }
+            None => return Err(damaged_set(&format!("chunk {expect} is missing from every stripe"))),
         }
     }
     let (first, _) = trailers[0].clone().expect("every stripe ended with a trailer");
@@ -478,13 +473,7 @@ fn merge(
         }
     }
     if expect != first.chunks_total {
-        return Err(err(
-            3189,
-            format!(
-                "Damage to the backup set was detected: {} of its {} chunks were found.",
-                expect, first.chunks_total
-            ),
-        ));
+        return Err(damaged_set(&format!("{expect} of its {} chunks were found", first.chunks_total)));
     }
     Ok(first)
 }

@@ -13,12 +13,15 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
 use tessera_database::{BackupChain, DatabaseOptions, DbState, Engine, RecoveryModel};
+use tessera_errors::msg;
 use tessera_io::{DataFile, OpenMode};
 use tessera_log::{split_frames, LogBuilder, LogRecord, LogSegment, Lsn, Master};
 
-use crate::media::{list_sets, read_media_header, BackupType, ChunkKind, MediaHeader, SetHeader, SetLocation, Trailer};
+use crate::media::{
+    damaged_set, list_sets, read_media_header, BackupType, ChunkKind, MediaHeader, SetHeader, SetLocation, Trailer,
+};
 use crate::pipeline::read_set;
-use crate::{check_devices, err, success_text, BackupError, BufferConfig, Notice, Stats};
+use crate::{check_devices, device_missing, succeeded, BackupError, BufferConfig, Notice, Stats};
 
 #[derive(Clone, Debug, Default)]
 pub struct RestoreOptions {
@@ -75,7 +78,7 @@ fn load_progress(data_path: &Path, name: &str) -> Result<Progress, BackupError> 
     std::fs::read(progress_path(data_path))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| err(3117, format!("The log or differential backup cannot be restored because no files are ready to rollforward (database '{name}').")))
+        .ok_or_else(|| msg::NO_FILES_TO_ROLL_FORWARD.with(&[&format!(" (database '{name}')")]).into())
 }
 
 fn save_progress(data_path: &Path, p: &Progress) -> Result<(), BackupError> {
@@ -89,39 +92,26 @@ fn open_media(devices: &[PathBuf]) -> Result<Vec<MediaHeader>, BackupError> {
     check_devices(devices)?;
     let mut headers = Vec::new();
     for d in devices {
-        let h = read_media_header(d)?.ok_or_else(|| {
-            err(3201, format!("Cannot open backup device '{}'. Operating system error 2(The system cannot find the file specified.).", d.display()))
-        })?;
+        let h = read_media_header(d)?.ok_or_else(|| device_missing(d))?;
         headers.push(h);
     }
     let first = headers[0].clone();
     for (i, h) in headers.iter().enumerate() {
         if h.media_set_guid != first.media_set_guid {
-            return Err(err(
-                3227,
-                format!(
-                    "The volume on device '{}' belongs to a different media set than the volume on device '{}'.",
-                    devices[i].display(),
-                    devices[0].display()
-                ),
-            ));
+            let text = format!(
+                "The volume on device '{}' belongs to a different media set than the volume on device '{}'.",
+                devices[i].display(),
+                devices[0].display()
+            );
+            return Err(msg::DUPLICATE_MEDIA_FAMILY.with(&[&text]).into());
         }
         if headers[..i].iter().any(|o| o.family_sequence == h.family_sequence) {
-            return Err(err(
-                3227,
-                format!("The volume on device '{}' is a duplicate of stripe set media family {}. Remove it and insert another volume which holds a different media family.", devices[i].display(), h.family_sequence),
-            ));
+            let text = format!("The volume on device '{}' is a duplicate of stripe set media family {}. Remove it and insert another volume which holds a different media family.", devices[i].display(), h.family_sequence);
+            return Err(msg::DUPLICATE_MEDIA_FAMILY.with(&[&text]).into());
         }
     }
     if first.family_count as usize != devices.len() {
-        return Err(err(
-            3132,
-            format!(
-                "The media set has {} media families but only {} are provided. All members must be provided.",
-                first.family_count,
-                devices.len()
-            ),
-        ));
+        return Err(msg::MEDIA_FAMILIES_MISSING.with(&[&first.family_count, &devices.len()]).into());
     }
     Ok(headers)
 }
@@ -133,19 +123,23 @@ fn locate(devices: &[PathBuf], position: u32) -> Result<Vec<(PathBuf, SetLocatio
     for (i, d) in devices.iter().enumerate() {
         let (_, sets) = list_sets(d)?;
         let Some(loc) = sets.into_iter().nth(position as usize - 1) else {
-            return Err(err(4038, format!("Cannot find file ID {position} on device '{}'.", d.display())));
+            return Err(msg::BACKUP_FILE_ID_NOT_FOUND.with(&[&position, &d.display()]).into());
         };
         if loc.trailer.is_none() {
-            return Err(err(
-                3189,
-                format!("Damage to the backup set was detected: the backup set on file {position} of device '{}' is incomplete (its backup did not finish).", d.display()),
-            ));
+            return Err(damaged_set(&format!(
+                "the backup set on file {position} of device '{}' is incomplete (its backup did not finish)",
+                d.display()
+            )));
         }
         found.push((headers[i].family_sequence, d.clone(), loc));
     }
     let guid = found[0].2.header.backup_set_guid;
     if let Some((_, d, _)) = found.iter().find(|(_, _, l)| l.header.backup_set_guid != guid) {
-        return Err(err(3227, format!("The backup set on file {position} of device '{}' belongs to a different backup than the other devices.", d.display())));
+        let text = format!(
+            "The backup set on file {position} of device '{}' belongs to a different backup than the other devices.",
+            d.display()
+        );
+        return Err(msg::DUPLICATE_MEDIA_FAMILY.with(&[&text]).into());
     }
     found.sort_by_key(|(seq, _, _)| *seq);
     Ok(found.into_iter().map(|(_, d, l)| (d, l)).collect())
@@ -165,7 +159,7 @@ pub fn file_list(devices: &[PathBuf], position: u32) -> Result<SetHeader, Backup
     sets.into_iter()
         .nth(position.max(1) as usize - 1)
         .map(|s| s.header)
-        .ok_or_else(|| err(4038, format!("Cannot find file ID {position} on device '{}'.", devices[0].display())))
+        .ok_or_else(|| msg::BACKUP_FILE_ID_NOT_FOUND.with(&[&position, &devices[0].display()]).into())
 }
 
 /// RESTORE VERIFYONLY: reads the whole set from every stripe, checking chunk checksums,
@@ -180,7 +174,7 @@ pub fn verify(devices: &[PathBuf], position: u32, notify: &mut dyn FnMut(Notice)
                 for (no, image) in page_entries(&c.data)? {
                     if let Err(damage) = page::verify(image, PageNo::from_raw(no)) {
                         if header.checksums {
-                            return Err(err(3183, format!("RESTORE detected an error on page (1:{no}) in database '{}' as read from the backup set: {damage}.", header.database_name)));
+                            return Err(msg::RESTORE_PAGE_ERROR.with(&[&no, &header.database_name, &damage]).into());
                         }
                     }
                 }
@@ -192,20 +186,20 @@ pub fn verify(devices: &[PathBuf], position: u32, notify: &mut dyn FnMut(Notice)
         }
         Ok(())
     })?;
-    notify(Notice { number: 3262, text: format!("The backup set on file {} is valid.", position.max(1)) });
+    notify(Notice::of(&msg::BACKUP_SET_VALID, &[&position.max(1)]));
     Ok(())
 }
 
 fn page_entries(data: &[u8]) -> Result<Vec<(u32, &[u8])>, BackupError> {
     if !data.len().is_multiple_of(PAGE_SIZE + 4) {
-        return Err(err(3189, "Damage to the backup set was detected: a data chunk has a partial page."));
+        return Err(damaged_set("a data chunk has a partial page"));
     }
     Ok(data.chunks_exact(PAGE_SIZE + 4).map(|e| (u32::from_le_bytes(e[0..4].try_into().unwrap()), &e[4..])).collect())
 }
 
 fn log_segment(data: &[u8]) -> Result<LogSegment, BackupError> {
     if data.len() < 16 {
-        return Err(err(3189, "Damage to the backup set was detected: a log chunk is truncated."));
+        return Err(damaged_set("a log chunk is truncated"));
     }
     let seg = LogSegment {
         seq: u32::from_le_bytes(data[0..4].try_into().unwrap()),
@@ -215,7 +209,7 @@ fn log_segment(data: &[u8]) -> Result<LogSegment, BackupError> {
     };
     let whole: usize = split_frames(seg.seq, &seg.frames).last().map_or(0, |&(at, p)| at + 8 + p.len());
     if whole != seg.frames.len() {
-        return Err(err(3189, "Damage to the backup set was detected: a log chunk holds a damaged record."));
+        return Err(damaged_set("a log chunk holds a damaged record"));
     }
     Ok(seg)
 }
@@ -237,18 +231,15 @@ pub fn restore(
         (true, BackupType::Log) | (false, BackupType::Database | BackupType::Differential) => {}
         (_, t) => {
             let by = if t == BackupType::Log { "BACKUP LOG" } else { "BACKUP DATABASE" };
-            return Err(err(3135, format!("The backup set in file '{device}' was created by {by} and cannot be used for this restore operation.")));
+            return Err(msg::BACKUP_SET_INCOMPATIBLE.with(&[&device, &by]).into());
         }
     }
     if opts.checksum && !header.checksums {
-        return Err(err(
-            3187,
-            "RESTORE WITH CHECKSUM cannot be specified because the backup set does not contain checksum information.",
-        ));
+        return Err(msg::BACKUP_HAS_NO_CHECKSUM.err().into());
     }
     for (logical, _) in &opts.moves {
         if !header.files.iter().any(|f| f.logical_name.eq_ignore_ascii_case(logical)) {
-            return Err(err(3234, format!("Logical file '{logical}' is not part of database '{database}'. Use RESTORE FILELISTONLY to list the logical file names.")));
+            return Err(msg::LOGICAL_FILE_NOT_IN_DATABASE.with(&[logical, &database]).into());
         }
     }
     let buffers = BufferConfig::choose(
@@ -264,16 +255,16 @@ pub fn restore(
         BackupType::Database => {
             if let Some(stop) = opts.stop_at {
                 if stop < set_trailer.finish_unix_micros {
-                    return Err(err(4338, "The STOPAT clause specifies a point too early to allow this backup set to be restored. Choose a different stop point or use RESTORE DATABASE WITH RECOVERY to recover at the current point."));
+                    return Err(msg::STOPAT_TOO_EARLY.err().into());
                 }
             }
             if state == Some(DbState::Online) && !opts.replace {
                 if !header.database_name.eq_ignore_ascii_case(database) {
-                    return Err(err(3154, format!("The backup set holds a backup of a database other than the existing '{database}' database.")));
+                    return Err(msg::BACKUP_OF_DIFFERENT_DATABASE.with(&[&database]).into());
                 }
                 let (_, _, current) = engine.database_info(database).expect("the database exists");
                 if current.recovery_model != RecoveryModel::Simple {
-                    return Err(err(3159, format!("The tail of the log for the database \"{database}\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log.")));
+                    return Err(msg::LOG_TAIL_NOT_BACKED_UP.with(&[&database]).into());
                 }
             }
             let target = |kind: char| -> PathBuf {
@@ -313,16 +304,13 @@ pub fn restore(
         }
         BackupType::Differential | BackupType::Log => {
             if state != Some(DbState::Restoring) {
-                return Err(err(
-                    3117,
-                    "The log or differential backup cannot be restored because no files are ready to rollforward.",
-                ));
+                return Err(msg::NO_FILES_TO_ROLL_FORWARD.with(&[&""]).into());
             }
             let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
             let progress = load_progress(&data_path, database)?;
             if header.backup_type == BackupType::Differential {
                 if header.differential_base_guid != progress.base_guid {
-                    return Err(err(3136, "This differential backup cannot be restored because the database has not been restored to the correct earlier state."));
+                    return Err(msg::DIFFERENTIAL_BASE_MISMATCH.err().into());
                 }
                 remove_if_exists(&log_path)?;
                 let progress =
@@ -337,15 +325,15 @@ pub fn restore(
                 if opts.stop_at.is_some_and(|stop| stop < set_trailer.finish_unix_micros)
                     && set_trailer.has_bulk_logged_data
                 {
-                    return Err(err(4341, "This log backup contains bulk-logged changes. It cannot be used to stop at an arbitrary point in time."));
+                    return Err(msg::BULK_LOGGED_NO_STOPAT.err().into());
                 }
                 let builder = LogBuilder::open(&log_path, database)?;
                 let end = builder.end_lsn();
                 if header.first_lsn > end.raw() {
-                    return Err(err(4305, format!("The log in this backup set begins at LSN {}, which is too recent to apply to the database. An earlier log backup that includes LSN {} can be restored.", Lsn::from_raw(header.first_lsn), end)));
+                    return Err(msg::LOG_BACKUP_TOO_RECENT.with(&[&Lsn::from_raw(header.first_lsn), &end]).into());
                 }
                 if set_trailer.last_lsn < end.raw() {
-                    return Err(err(4326, format!("The log in this backup set terminates at LSN {}, which is too early to apply to the database. A more recent log backup that includes LSN {} can be restored.", Lsn::from_raw(set_trailer.last_lsn), end)));
+                    return Err(msg::LOG_BACKUP_TOO_EARLY.with(&[&Lsn::from_raw(set_trailer.last_lsn), &end]).into());
                 }
                 (data_path, log_path, progress, builder)
             }
@@ -371,7 +359,7 @@ pub fn restore(
                 if header.checksums {
                     for &(no, image) in &entries {
                         if let Err(damage) = page::verify(image, PageNo::from_raw(no)) {
-                            return Err(err(3183, format!("RESTORE detected an error on page (1:{no}) in database '{database}' as read from the backup set: {damage}.")));
+                            return Err(msg::RESTORE_PAGE_ERROR.with(&[&no, &database, &damage]).into());
                         }
                     }
                 }
@@ -424,23 +412,15 @@ pub fn restore(
     let name = &header.database_name;
     let log_pages = log_bytes.div_ceil(PAGE_SIZE as u64);
     if header.backup_type != BackupType::Log || pages > 0 {
-        notify(Notice {
-            number: 4035,
-            text: format!("Processed {pages} pages for database '{database}', file '{name}' on file {position}."),
-        });
+        notify(Notice::of(&msg::BACKUP_PAGES_PROCESSED, &[&pages, &database, name, &position]));
     }
-    notify(Notice {
-        number: 4035,
-        text: format!("Processed {log_pages} pages for database '{database}', file '{name}_log' on file {position}."),
-    });
+    let log_file = format!("{name}_log");
+    notify(Notice::of(&msg::BACKUP_PAGES_PROCESSED, &[&log_pages, &database, &log_file, &position]));
 
     // STOPAT beyond this backup: the point lies in a later log backup.
     let stop_pending = opts.stop_at.is_some() && !stopped;
     if stop_pending && opts.recovery {
-        notify(Notice {
-            number: 4319,
-            text: "This log file contains records logged before the designated mark/time. The database is being left in the Restoring state so you can apply another log file.".into(),
-        });
+        notify(Notice::of(&msg::LOG_ENDS_BEFORE_STOP_POINT, &[]));
     }
     let recover = opts.recovery && !stop_pending;
     if recover {
@@ -449,7 +429,7 @@ pub fn restore(
     let what = if header.backup_type == BackupType::Log { "RESTORE LOG" } else { "RESTORE DATABASE" };
     let total_pages = pages + log_pages;
     let seconds = started.elapsed().as_secs_f64();
-    notify(Notice { number: 3014, text: success_text(what, total_pages, seconds) });
+    notify(succeeded(what, total_pages, seconds));
     Ok(RestoreReport { header, trailer, buffers, pages: total_pages, seconds, recovered: recover, data_path, log_path })
 }
 
@@ -459,21 +439,14 @@ pub fn recover_only(engine: &Engine, database: &str, notify: &mut dyn FnMut(Noti
     let started = Instant::now();
     match engine.database_state(database) {
         None => return Err(tessera_errors::Error::NotFound { kind: "database", name: database.into() }.into()),
-        Some(DbState::Online) => {
-            return Err(err(
-                3148,
-                format!(
-                "RESTORE DATABASE WITH RECOVERY cannot be used on database '{database}' because it is already online."
-            ),
-            ))
-        }
+        Some(DbState::Online) => return Err(msg::DATABASE_ALREADY_ONLINE.with(&[&database]).into()),
         Some(DbState::Restoring) => {}
     }
     let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
     let mut progress = load_progress(&data_path, database)?;
     let end = LogBuilder::open(&log_path, database)?.end_lsn();
     finish_recovery(engine, database, &data_path, &mut progress, end.raw())?;
-    notify(Notice { number: 3014, text: success_text("RESTORE DATABASE", 0, started.elapsed().as_secs_f64()) });
+    notify(succeeded("RESTORE DATABASE", 0, started.elapsed().as_secs_f64()));
     Ok(())
 }
 

@@ -150,6 +150,38 @@ fn calls(src: &str) -> Vec<Call> {
     found
 }
 
+/// Every error number written as a literal of 3 to 5 digits in a struct field
+/// (`BackupError { number: 3102, … }`, `Notice { number: 3014, … }`) or as the first
+/// argument of an `err(…)` helper (`err(3201, text)`), as `(line, number, form)`: the
+/// shapes a crate's own error type takes when it is built by number rather than from a
+/// catalog row. `number:` and `err(` must start a word (not `sequence_number:` or
+/// `map_err(`); the literal must end there (not `100.0`, not `1_000_000`).
+fn numbers_written(src: &str) -> Vec<(usize, i32, &'static str)> {
+    let mut found = Vec::new();
+    for form in ["number:", "err("] {
+        for (start, _) in src.match_indices(form) {
+            let word_start = src[..start].chars().next_back().is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            if !word_start {
+                continue;
+            }
+            let at = skip_whitespace(src, start + form.len());
+            let digits: String = src[at..].chars().take_while(char::is_ascii_digit).collect();
+            let ends =
+                src[at + digits.len()..].chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '.'));
+            if !(3..=5).contains(&digits.len()) || !ends {
+                continue;
+            }
+            if form == "err(" && !src[skip_whitespace(src, at + digits.len())..].starts_with(',') {
+                continue;
+            }
+            let line = src[..start].matches('\n').count() + 1;
+            found.push((start, line, digits.parse().expect("at most 5 digits"), form));
+        }
+    }
+    found.sort_unstable();
+    found.into_iter().map(|(_, line, number, form)| (line, number, form)).collect()
+}
+
 /// A format string's text with each `{…}` argument replaced by `X` (which a template's
 /// placeholder matches) and `{{`/`}}` undone.
 fn format_sample(format: &str) -> String {
@@ -222,8 +254,10 @@ fn every_error_raised_in_the_source_has_a_catalog_row_that_fits() {
 
 /// No site outside the catalog raises an error by its number and text rather than by its
 /// name (`msg::NAME.err()` / `.with(&[…])`), in the code that is not a test's: the catalog's
-/// names are the way to raise an error (issue 32). A number that comes from data
-/// (`SqlError::new(e.number, …)`) is not a literal and is not counted.
+/// names are the way to raise an error (issue 32). That covers `SqlError::new(<literal>, …)`,
+/// `Error::Numbered { … }`, and a crate's own error or message types built the same way
+/// ([`numbers_written`]: `number: <literal>`, `err(<literal>, …)`). A number that comes from
+/// data (`SqlError::new(e.number, …)`) is not a literal and is not counted.
 #[test]
 fn errors_are_raised_by_name_not_by_number() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("crates/");
@@ -244,6 +278,12 @@ fn errors_are_raised_by_name_not_by_number() {
         // The storage layers raise theirs as `msg::NAME.engine(&[…])`.
         for (at, _) in code.match_indices("Error::Numbered {") {
             sites.push(format!("{}:{} (Error::Numbered)", file.display(), code[..at].matches('\n').count() + 1));
+        }
+        // A crate's own error and message types (`BackupError`, `Notice`, …) take theirs from
+        // a catalog row too (`msg::NAME.with(&[…]).into()`).
+        for (line, number, form) in numbers_written(code).into_iter().filter(|&(_, n, _)| n < 50000) {
+            let written = if form == "err(" { format!("err({number}, …)") } else { format!("number: {number}") };
+            sites.push(format!("{}:{line} ({written})", file.display()));
         }
     }
     assert!(
@@ -286,4 +326,33 @@ fn the_scanner_reads_calls_as_written() {
     );
     assert!(catalog::matches(catalog::lookup(207).unwrap().template, &format_sample("Invalid column name '{name}'.")));
     assert!(!catalog::matches(catalog::lookup(207).unwrap().template, "Invalid column name {name}."));
+}
+
+#[test]
+fn the_scanner_reads_numbers_written_as_fields_and_err_calls() {
+    let src = r#"
+        let a = BackupError { number: 3102, message: text };
+        notify(Notice {
+            number:
+                4035,
+            text,
+        });
+        return Err(err(
+            3250,
+            format!("The value '{mts}' is not within range."),
+        ));
+        let b = err(701, "There is insufficient system memory.");
+        let c = Refusal { number: 18456, state: 8 };
+        let d = BackupError { number: e.number(), message };
+        let e = Row { sequence_number: 100, number: 12, ratio_number: 100.0 };
+        let f = Big { number: 123456, weight: 100.0, number: 100.0 };
+        let g = x.map_err(123, y).unwrap_or_else(|e| err(n, e)).err();
+        let h = err(1234);
+        let i = msg::DATABASE_NOT_FOUND.with(&[&name]).into();
+    "#;
+    let found = numbers_written(src);
+    assert_eq!(
+        found,
+        vec![(2, 3102, "number:"), (4, 4035, "number:"), (8, 3250, "err("), (12, 701, "err("), (13, 18456, "number:")],
+    );
 }

@@ -78,7 +78,9 @@ fn guid(v: u128) -> Value {
     Value::Guid(v.to_le_bytes())
 }
 
-fn to_sql(e: BackupError, verb: &str) -> SqlError {
+/// `e`, followed by 3013 (`BACKUP DATABASE is terminating abnormally.`).
+fn to_sql(e: impl Into<BackupError>, verb: &str) -> SqlError {
+    let e = e.into();
     let first = SqlError::new(e.number, e.message);
     msg::BACKUP_RESTORE_TERMINATED.with(&[&verb]).after(first)
 }
@@ -287,13 +289,7 @@ pub fn backup(
     check_permission(shared, state, database, verb)?;
     not_in_transaction(state)?;
     if !shared.engine.exists(database) {
-        return Err(to_sql(
-            BackupError {
-                number: 911,
-                message: tessera_semantics::catalog::database_not_found(database).into_detail().message,
-            },
-            verb,
-        ));
+        return Err(to_sql(tessera_semantics::catalog::database_not_found(database), verb));
     }
     let mut o = BackupOptions {
         devices: devices.clone(),
@@ -371,7 +367,7 @@ pub fn backup(
         // A tail-log backup WITH NORECOVERY leaves the database RESTORING.
         shared.forget(database);
         let (data, log_path, options) = shared.engine.database_info(database).expect("backed up just now");
-        shared.engine.begin_restore(database, &data, &log_path, options, false).map_err(|e| to_sql(e.into(), verb))?;
+        shared.engine.begin_restore(database, &data, &log_path, options, false).map_err(|e| to_sql(e, verb))?;
         if let Some(id) = shared.engine.database_id(database) {
             shared.plans.forget_database(database, id);
         }
@@ -562,13 +558,7 @@ pub fn restore(
         }
     }
     if standby {
-        return Err(to_sql(
-            BackupError {
-                number: 3032,
-                message: "RESTORE WITH STANDBY is not supported; use NORECOVERY and recover at the end.".into(),
-            },
-            verb,
-        ));
+        return Err(to_sql(msg::RESTORE_STANDBY_UNSUPPORTED.err(), verb));
     }
     let position = o.file.unwrap_or(1);
     match kind {
@@ -641,17 +631,11 @@ pub fn restore(
             let name = database.expect("RESTORE DATABASE and LOG name a database");
             for system in ["master", "msdb", "tempdb", "model"] {
                 if name.eq_ignore_ascii_case(system) {
-                    return Err(to_sql(
-                        BackupError { number: 3108, message: format!("To restore the {system} database, the server must be running in single-user mode; tessera cannot restore system databases.") },
-                        verb,
-                    ));
+                    return Err(to_sql(msg::RESTORE_SYSTEM_DATABASE.with(&[&system]), verb));
                 }
             }
             if state.database.eq_ignore_ascii_case(name) {
-                return Err(to_sql(
-                    BackupError { number: 3102, message: format!("RESTORE cannot process database '{name}' because it is in use by this session. It is recommended that the master database be used when performing this operation.") },
-                    verb,
-                ));
+                return Err(to_sql(msg::RESTORE_DATABASE_IN_USE.with(&[&name]), verb));
             }
             shared.forget(name);
             if let Some(id) = shared.engine.database_id(name) {

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tessera_buffer::{io_counters, IoCounters};
 use tessera_io::clock::thread_cpu_time;
 
+use tessera_errors::msg;
 use tessera_errors::SqlError;
 use tessera_semantics::catalog::Table;
 
@@ -52,19 +53,21 @@ impl TableIo {
     /// SQL Server's message 3615 for this table (the wording of SQL Server 2019 and later;
     /// tessera has no page servers and keeps no LOB pages apart, so those counts are 0).
     pub fn message(&self) -> SqlError {
-        info(
-            3615,
-            format!(
-                "Table '{}'. Scan count {}, logical reads {}, physical reads {}, page server reads 0, read-ahead reads {}, page server read-ahead reads 0, lob logical reads 0, lob physical reads 0, lob page server reads 0, lob read-ahead reads 0, lob page server read-ahead reads 0.",
-                self.name, self.scans, self.io.logical_reads, self.io.physical_reads, self.io.read_ahead_reads
-            ),
-        )
+        msg::IO_STATISTICS.with(&[
+            &self.name,
+            &self.scans,
+            &self.io.logical_reads,
+            &self.io.physical_reads,
+            &0,
+            &self.io.read_ahead_reads,
+            &0,
+            &0,
+            &0,
+            &0,
+            &0,
+            &0,
+        ])
     }
-}
-
-/// An informational message (severity 0, as clients see SQL Server's severity-10 ones).
-fn info(number: i32, message: String) -> SqlError {
-    SqlError::new(number, message).with_severity(0)
 }
 
 fn add(a: IoCounters, b: IoCounters) -> IoCounters {
@@ -217,13 +220,13 @@ impl Stopwatch {
     /// SQL Server's message 3613, sent before a batch runs.
     pub fn compile_message(&self) -> SqlError {
         let (cpu, elapsed) = self.elapsed_ms();
-        info(3613, format!("SQL Server parse and compile time: \n   CPU time = {cpu} ms, elapsed time = {elapsed} ms."))
+        msg::PARSE_COMPILE_TIMES.with(&[&"\n", &cpu, &elapsed])
     }
 
     /// SQL Server's message 3612, sent after a statement ran.
     pub fn execution_message(&self) -> SqlError {
         let (cpu, elapsed) = self.elapsed_ms();
-        info(3612, format!(" SQL Server Execution Times:\n   CPU time = {cpu} ms,  elapsed time = {elapsed} ms."))
+        msg::EXECUTION_TIMES.with(&[&"\n", &cpu, &elapsed])
     }
 }
 

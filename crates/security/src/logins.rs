@@ -30,6 +30,7 @@ use parking_lot::{Mutex, RwLock};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use tessera_database::Database;
+use tessera_errors::catalog::Message;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
@@ -88,20 +89,26 @@ impl Login {
     }
 }
 
-/// Why a connection's credentials were refused. `number` is the error the client gets:
-/// 18456 for every reason but a locked login (18486), so that it reveals nothing about
-/// whether the login exists; `state` and `reason` are written to ERRORLOG only.
+/// Why a connection's credentials were refused. `error` is what the client gets:
+/// LOGIN_FAILED (18456) for every reason but a locked login (LOGIN_LOCKED_OUT, 18486), so
+/// that it reveals nothing about whether the login exists; `state` and `reason` are
+/// written to ERRORLOG only.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Refusal {
-    pub number: i32,
+    pub error: &'static Message,
     pub state: i32,
     pub reason: &'static str,
 }
 
 impl Refusal {
-    /// A refusal with error 18456 in SQL Server's `state`.
+    /// A refusal with LOGIN_FAILED (18456) in SQL Server's `state`.
     pub fn failed(state: i32, reason: &'static str) -> Refusal {
-        Refusal { number: 18456, state, reason }
+        Refusal { error: &msg::LOGIN_FAILED, state, reason }
+    }
+
+    /// The error number the client gets.
+    pub fn number(&self) -> i32 {
+        self.error.number
     }
 }
 
@@ -302,7 +309,7 @@ impl Logins {
         // A locked login is refused before its hash runs: its attempts cost nothing.
         if lockable.is_some_and(|id| self.strikes_at(id, policy, now).locked.is_some()) {
             return Err(Refusal {
-                number: 18486,
+                error: &msg::LOGIN_LOCKED_OUT,
                 state: 1,
                 reason: "The account is currently locked out. The system administrator can unlock it.",
             });
@@ -597,14 +604,14 @@ mod tests {
         fail(&l, "bob", t0);
         fail(&l, "bob", t0);
         let third = fail(&l, "bob", t0);
-        assert_eq!((third.number, third.state), (18456, 8));
+        assert_eq!((third.number(), third.state), (18456, 8));
         assert!(third.reason.ends_with("The login is now locked out."), "{}", third.reason);
         let status = l.lockout_at("BOB", &policy(), t0).unwrap();
         assert!(status.locked && status.lockout_time.is_some() && status.bad_password_time.is_some());
         assert_eq!(status.bad_password_count, 3);
         // Locked: even the right password is refused, with 18486, and counts nothing.
         let refused = l.check_at("bob", "Bob-Pass-1", &policy(), t0 + MINUTE / 2).unwrap_err();
-        assert_eq!((refused.number, refused.state), (18486, 1));
+        assert_eq!((refused.number(), refused.state), (18486, 1));
         assert_eq!(count(&l, "bob", t0 + MINUTE / 2), 3);
         // The lock lapses after its duration.
         assert!(!locked(&l, "bob", t0 + MINUTE));
@@ -658,7 +665,7 @@ mod tests {
         for _ in 0..2 {
             l.check_at("bob", "Wrong-Pass-1", &until_unlocked, t0).unwrap_err();
         }
-        assert_eq!(l.check_at("bob", "Bob-Pass-1", &until_unlocked, year).unwrap_err().number, 18486);
+        assert_eq!(l.check_at("bob", "Bob-Pass-1", &until_unlocked, year).unwrap_err().number(), 18486);
         l.unlock(l.get("BOB").unwrap().principal_id);
         assert_eq!(l.lockout_at("bob", &until_unlocked, year), Some(LockoutStatus::default()));
         l.check_at("bob", "Bob-Pass-1", &until_unlocked, year).unwrap();

@@ -40,7 +40,7 @@ use tessera_semantics::output::{Command, OutputColumn, StoredRow};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
 use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
-use tessera_sql::{ErrorDetail, ResultSink, Session, SqlError};
+use tessera_sql::{ResultSink, Session, SqlError};
 use tokio::io::AsyncWriteExt;
 
 use crate::packet::{self, kind, status, Limits, Message};
@@ -178,7 +178,7 @@ async fn login_phase(
         Verdict::Go => {}
         Verdict::Wait(wait) => tokio::time::sleep(wait).await,
         Verdict::Refuse => {
-            let refused = login_refused(18456, &login.user_name);
+            let refused = login_failed(&login.user_name);
             refuse(&mut stream, &state.shared.server_name, version, &[refused]).await?;
             return Ok(None);
         }
@@ -212,7 +212,7 @@ async fn login_phase(
         Ok(who) => who,
         Err(refusal) => {
             state.throttle.failure(peer.ip(), std::time::Instant::now());
-            state.log.session(0, &format!("Error: {}, Severity: 14, State: {}.", refusal.number, refusal.state));
+            state.log.session(0, &format!("Error: {}, Severity: 14, State: {}.", refusal.number(), refusal.state));
             state.log.session(
                 0,
                 &format!(
@@ -222,7 +222,7 @@ async fn login_phase(
                     peer.ip()
                 ),
             );
-            let refused = login_refused(refusal.number, &login.user_name);
+            let refused = refusal.error.with(&[&login.user_name]).at_line(1);
             refuse(&mut stream, &state.shared.server_name, version, &[refused]).await?;
             return Ok(None);
         }
@@ -253,15 +253,13 @@ async fn login_phase(
         Err(_) if explicit => {
             let e4060 = msg::CANNOT_OPEN_LOGIN_DATABASE.with(&[&database]);
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the explicitly specified database '{database}'. [CLIENT: {}]", login.user_name, peer.ip()));
-            refuse(&mut stream, &state.shared.server_name, version, &[e4060, login_refused(18456, &login.user_name)])
-                .await?;
+            refuse(&mut stream, &state.shared.server_name, version, &[e4060, login_failed(&login.user_name)]).await?;
             return Ok(None);
         }
         Err(_) => {
             let e4064 = msg::DEFAULT_DATABASE_UNAVAILABLE.err();
             state.log.session(0, &format!("Login failed for user '{}'. Reason: Failed to open the database '{database}' configured in the login object while revalidating the login on the connection. [CLIENT: {}]", login.user_name, peer.ip()));
-            refuse(&mut stream, &state.shared.server_name, version, &[e4064, login_refused(18456, &login.user_name)])
-                .await?;
+            refuse(&mut stream, &state.shared.server_name, version, &[e4064, login_failed(&login.user_name)]).await?;
             return Ok(None);
         }
     };
@@ -282,20 +280,10 @@ async fn login_phase(
 
     let mut out = BytesMut::new();
     tokens::env_change_text(&mut out, tokens::ENV_DATABASE, &database, "master");
-    tokens::message(
-        &mut out,
-        version,
-        &SqlError::informational(5701, format!("Changed database context to '{database}'.")),
-        &state.shared.server_name,
-    );
+    tokens::message(&mut out, version, &msg::DATABASE_CONTEXT_CHANGED.with(&[&database]), &state.shared.server_name);
     tokens::env_change_collation(&mut out);
     tokens::env_change_text(&mut out, tokens::ENV_LANGUAGE, "us_english", "");
-    tokens::message(
-        &mut out,
-        version,
-        &SqlError::informational(5703, "Changed language setting to us_english."),
-        &state.shared.server_name,
-    );
+    tokens::message(&mut out, version, &msg::LANGUAGE_CHANGED.err(), &state.shared.server_name);
     tokens::login_ack(&mut out, version, "Microsoft SQL Server", state.version_bytes);
     tokens::env_change_text(&mut out, tokens::ENV_PACKET_SIZE, &packet_size.to_string(), "4096");
     tokens::done(&mut out, version, tokens::DONE, done::FINAL, 0, 0);
@@ -388,25 +376,9 @@ async fn tds7_prelogin(
     }))
 }
 
-/// The error a refused login gets: 18456, which says nothing of why, or 18486 for a login
-/// that exists and is locked out (SQL Server's documented behaviour).
-fn login_refused(number: i32, user: &str) -> SqlError {
-    let message = if number == 18486 {
-        format!(
-            "Login failed for user '{user}' because the account is currently locked out. The system administrator can unlock it."
-        )
-    } else {
-        format!("Login failed for user '{user}'.")
-    };
-    SqlError::from(ErrorDetail {
-        number,
-        severity: 14,
-        state: 1,
-        message,
-        line: 1,
-        procedure: None,
-        preceding: Vec::new(),
-    })
+/// The error a refused login gets when the reason is not for the client to know (18456).
+fn login_failed(user: &str) -> SqlError {
+    msg::LOGIN_FAILED.with(&[&user]).at_line(1)
 }
 
 /// Whom a login's credentials named.

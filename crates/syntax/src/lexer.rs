@@ -6,6 +6,7 @@
 //! identifiers here: an unquoted name is a [`TokenKind::Word`] and the parser compares its
 //! text case-insensitively.
 
+use tessera_errors::msg;
 use tessera_errors::SqlError;
 
 /// Operators and punctuation.
@@ -182,8 +183,8 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    fn at_end_error(&self, number: i32, message: String) -> SqlError {
-        SqlError::new(number, message).with_severity(15).at_line(self.line)
+    fn at_end_error(&self, error: SqlError) -> SqlError {
+        error.at_line(self.line)
     }
 
     /// Skips whitespace and comments.
@@ -217,7 +218,7 @@ impl<'a> Lexer<'a> {
                     return Ok(());
                 }
             } else if self.bump().is_none() {
-                return Err(self.at_end_error(113, "Missing end comment mark '*/'.".into()));
+                return Err(self.at_end_error(msg::MISSING_END_COMMENT.err()));
             }
         }
     }
@@ -274,8 +275,7 @@ impl<'a> Lexer<'a> {
                 Some(c) => value.push(c),
                 None => {
                     let rest = &self.src[body_start..];
-                    let message = format!("Unclosed quotation mark after the character string '{rest}'.");
-                    return Err(self.at_end_error(105, message));
+                    return Err(self.at_end_error(msg::UNCLOSED_QUOTATION_MARK.with(&[&rest])));
                 }
             }
         }

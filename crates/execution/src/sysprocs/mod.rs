@@ -204,13 +204,7 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
                 _ => return Err(msg::INVALID_CONFIG_VALUE.with(&[&types::display_text(&v, &t), &name, &""])),
             };
             let change = config.set(&name, value)?;
-            sink.message(&SqlError::informational(
-                15457,
-                format!(
-                    "Configuration option '{}' changed from {} to {}. Run the RECONFIGURE statement to install.",
-                    change.name, change.old, change.new
-                ),
-            ));
+            sink.message(&msg::CONFIG_OPTION_CHANGED.with(&[&change.name, &change.old, &change.new]));
         }
     }
     Ok(0)

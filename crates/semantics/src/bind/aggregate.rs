@@ -30,17 +30,12 @@ pub(super) enum AggClause {
 
 /// A column neither grouped nor aggregated: error 8120, 8121 or 8127 by clause.
 pub(super) fn not_grouped(clause: AggClause, column: &str) -> SqlError {
-    let (number, quoted, place) = match clause {
-        AggClause::Select => (8120, format!("'{column}'"), "select list"),
-        AggClause::Having => (8121, format!("'{column}'"), "HAVING clause"),
-        AggClause::OrderBy => (8127, format!("\"{column}\""), "ORDER BY clause"),
+    let error = match clause {
+        AggClause::Select => &msg::COLUMN_NOT_IN_GROUP_BY,
+        AggClause::Having => &msg::HAVING_COLUMN_NOT_GROUPED,
+        AggClause::OrderBy => &msg::ORDER_BY_COLUMN_NOT_GROUPED,
     };
-    SqlError::new(
-        number,
-        format!(
-            "Column {quoted} is invalid in the {place} because it is not contained in either an aggregate function or the GROUP BY clause."
-        ),
-    )
+    error.with(&[&column])
 }
 
 pub(super) fn agg_func(name: &str) -> Option<AggFunc> {

@@ -4,7 +4,7 @@
 
 use super::Runner;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_execution::ddl;
 use tessera_semantics::output::Command;
 use tessera_semantics::output::ResultSink;
@@ -32,34 +32,16 @@ impl Runner<'_> {
                 self.sink.message(&e.clone().at_line(s.line));
             }
             errors += f.error_count;
-            self.sink.message(&SqlError::informational(
-                8990,
-                format!(
-                    "CHECKDB found 0 allocation errors and {} consistency errors in table '{}' (object ID {}).",
-                    f.error_count, f.table.name, f.table.id
-                ),
-            ));
+            self.sink.message(&msg::CHECKDB_TABLE_SUMMARY.with(&[&f.error_count, &f.table.name, &f.table.id]));
         }
         if errors > 0 || !quiet {
-            self.sink.message(&SqlError::informational(
-                8989,
-                format!(
-                    "CHECKDB found 0 allocation errors and {errors} consistency errors in database '{}'.",
-                    db.name()
-                ),
-            ));
+            self.sink.message(&msg::CHECKDB_DATABASE_SUMMARY.with(&[&"found", &errors, &db.name()]));
         }
         if errors == 0 {
             return Ok(());
         }
         if !repair {
-            self.sink.message(&SqlError::informational(
-                8958,
-                format!(
-                    "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB ({}).",
-                    db.name()
-                ),
-            ));
+            self.sink.message(&msg::CHECKDB_MIN_REPAIR_LEVEL.with(&[&db.name()]));
             return Ok(());
         }
         let mut fixed = 0;
@@ -71,10 +53,7 @@ impl Runner<'_> {
                 fixed += f.error_count;
             }
         }
-        self.sink.message(&SqlError::informational(
-            8989,
-            format!("CHECKDB fixed 0 allocation errors and {fixed} consistency errors in database '{}'.", db.name()),
-        ));
+        self.sink.message(&msg::CHECKDB_DATABASE_SUMMARY.with(&[&"fixed", &fixed, &db.name()]));
         Ok(())
     }
 
@@ -109,7 +88,6 @@ impl Runner<'_> {
         options: &[String],
     ) -> SqlResult<()> {
         let quiet = options.iter().any(|o| o.eq_ignore_ascii_case("NO_INFOMSGS"));
-        let completed = "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
         let mut numbers = Vec::new();
         for a in args {
             match self.eval_scalar(s, a) {
@@ -216,7 +194,7 @@ impl Runner<'_> {
             _ => return Err(msg::INVALID_DBCC_STATEMENT.err()),
         }
         if !quiet {
-            self.sink.message(&SqlError::informational(2528, completed));
+            self.sink.message(&msg::DBCC_COMPLETED.err());
         }
         Ok(())
     }

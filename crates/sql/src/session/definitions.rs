@@ -4,6 +4,7 @@
 //! `tessera_execution::ddl` and `tessera_execution::modules`.
 
 use super::Runner;
+use tessera_errors::catalog::Message;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
@@ -49,23 +50,23 @@ impl Runner<'_> {
                 }
             }
             StatementKind::AlterTable { table, action } => {
-                self.check_alter(table, || cannot_find(4902, table))?;
+                self.check_alter(table, || cannot_find(&msg::ALTER_TABLE_NOT_FOUND, table))?;
                 if let ast::AlterTableAction::Add { columns, constraints } = action {
                     self.check_references(columns, constraints)?;
                 }
                 self.with_ctx(|ctx| ddl::alter_table(ctx, table, action))?
             }
             StatementKind::TruncateTable(t) => {
-                self.check_alter(t, || cannot_find(1088, t))?;
+                self.check_alter(t, || cannot_find(&msg::INDEX_TABLE_NOT_FOUND, t))?;
                 self.with_ctx(|ctx| ddl::truncate_table(ctx, t))?
             }
             StatementKind::CreateIndex(ci) => {
-                self.check_alter(&ci.table, || cannot_find(1088, &ci.table))?;
+                self.check_alter(&ci.table, || cannot_find(&msg::INDEX_TABLE_NOT_FOUND, &ci.table))?;
                 self.with_ctx(|ctx| ddl::create_index(ctx, ci))?
             }
             StatementKind::DropIndex { indexes, if_exists } => {
                 for (ix, t) in indexes {
-                    self.check_alter(t, || cannot_find(1088, t))?;
+                    self.check_alter(t, || cannot_find(&msg::INDEX_TABLE_NOT_FOUND, t))?;
                     self.with_ctx(|ctx| ddl::drop_index(ctx, ix, t, *if_exists))?;
                 }
             }
@@ -154,13 +155,8 @@ fn object_shown(name: &ast::ObjectName) -> String {
 }
 
 /// "Cannot find the object … because it does not exist or you do not have permissions."
-/// (4902 for ALTER TABLE, 1088 for TRUNCATE TABLE and indexes).
-fn cannot_find(number: i32, name: &ast::ObjectName) -> SqlError {
-    SqlError::new(
-        number,
-        format!(
-            "Cannot find the object \"{}\" because it does not exist or you do not have permissions.",
-            object_shown(name)
-        ),
-    )
+/// (ALTER_TABLE_NOT_FOUND for ALTER TABLE, INDEX_TABLE_NOT_FOUND for TRUNCATE TABLE and
+/// indexes).
+fn cannot_find(error: &Message, name: &ast::ObjectName) -> SqlError {
+    error.with(&[&object_shown(name)])
 }

@@ -47,7 +47,7 @@ impl Runner<'_> {
             return Err(Stop::Abort);
         }
         if terminated || e.number == 1505 || e.preceding.iter().any(|p| p.number == 1505) {
-            self.sink.message(&SqlError::informational(3621, "The statement has been terminated."));
+            self.sink.message(&msg::STATEMENT_TERMINATED.err());
         }
         Ok(Flow::Next)
     }

@@ -3,7 +3,7 @@
 
 use super::Runner;
 use tessera_errors::msg;
-use tessera_errors::{SqlError, SqlResult};
+use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::Value;
@@ -125,7 +125,7 @@ impl Runner<'_> {
                         return Err(msg::SET_LANGUAGE_FAILED.with(&[&w]));
                     }
                     self.state.options.language = "us_english".to_string();
-                    self.sink.message(&SqlError::informational(5703, "Changed language setting to us_english."));
+                    self.sink.message(&msg::LANGUAGE_CHANGED.err());
                 }
                 ("TRANSACTION ISOLATION LEVEL", None) => {
                     self.state.options.isolation_level = word().unwrap_or_default();

@@ -234,7 +234,7 @@ impl Runner<'_> {
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());
         self.shared.refresh_default_schema(self.state);
         self.sink.env_change(&EnvChange::Database { old, new: db.name().to_string() });
-        self.sink.message(&SqlError::informational(5701, format!("Changed database context to '{}'.", db.name())));
+        self.sink.message(&msg::DATABASE_CONTEXT_CHANGED.with(&[&db.name()]));
         self.state.rowcount = 0;
         Ok(())
     }

@@ -72,12 +72,11 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
                     return Err(mismatched_insert(&table, r.len()));
                 }
                 if r.len() != columns.len() {
-                    let (n, msg) = if r.len() > columns.len() {
-                        (110, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
+                    return Err(if r.len() > columns.len() {
+                        msg::INSERT_FEWER_COLUMNS_THAN_VALUES.err()
                     } else {
-                        (109, "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.")
-                    };
-                    return Err(SqlError::new(n, msg).with_severity(15));
+                        msg::INSERT_MORE_COLUMNS_THAN_VALUES.err()
+                    });
                 }
                 let mut br = Vec::with_capacity(r.len());
                 for e in r {
@@ -127,14 +126,11 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
                 return Err(mismatched_insert(&table, bound.columns.len()));
             }
             if bound.columns.len() != columns.len() {
-                return Err(SqlError::new(
-                    if bound.columns.len() > columns.len() { 121 } else { 120 },
-                    if bound.columns.len() > columns.len() {
-                        "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns."
-                    } else {
-                        "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns."
-                    },
-                ).with_severity(15));
+                return Err(if bound.columns.len() > columns.len() {
+                    msg::INSERT_SELECT_TOO_MANY_VALUES.err()
+                } else {
+                    msg::INSERT_SELECT_TOO_FEW_VALUES.err()
+                });
             }
             let types_ = bound.columns.iter().map(|c| c.ty).collect();
             (InsertSource::Query(Box::new(bound.plan)), types_)

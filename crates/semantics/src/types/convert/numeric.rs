@@ -71,17 +71,13 @@ fn int_from_string(s: &str, from: &SqlType, to: &SqlType) -> SqlResult<Value> {
     match parsed {
         Some(x) if x >= i128::from(lo) && x <= i128::from(hi) => Ok(Value::Int(x as i64)),
         _ => {
-            let column = match to {
-                SqlType::TinyInt => "INT1 column. Use a larger integer column.",
-                SqlType::SmallInt => "INT2 column. Use a larger integer column.",
-                SqlType::Int => "int column.",
-                _ => return Err(overflow(to)),
-            };
-            let number = if matches!(to, SqlType::Int) { 248 } else { 244 };
-            Err(SqlError::new(
-                number,
-                format!("The conversion of the {} value '{}' overflowed an {column}", string_type_name(from), s),
-            ))
+            let from = string_type_name(from);
+            Err(match to {
+                SqlType::TinyInt => msg::CONVERSION_OVERFLOWED_COLUMN.with(&[&from, &s, &"INT1"]),
+                SqlType::SmallInt => msg::CONVERSION_OVERFLOWED_COLUMN.with(&[&from, &s, &"INT2"]),
+                SqlType::Int => msg::CONVERSION_OVERFLOWED_INT.with(&[&from, &s]),
+                _ => overflow(to),
+            })
         }
     }
 }

@@ -144,12 +144,11 @@ fn arg_count(name: &str, n: usize, min: usize, max: usize) -> SqlResult<()> {
         return Ok(());
     }
     let lower = name.to_ascii_lowercase();
-    let message = if min == max {
-        format!("The {lower} function requires {min} argument(s).")
+    Err(if min == max {
+        msg::WRONG_ARGUMENT_COUNT.with(&[&lower, &min])
     } else {
-        format!("The {lower} function requires {min} to {max} arguments.")
-    };
-    Err(SqlError::new(if min == max { 174 } else { 189 }, message).with_severity(15))
+        msg::ARGUMENT_COUNT_OUT_OF_RANGE.with(&[&lower, &min, &max])
+    })
 }
 
 fn bad_arg(name: &str, t: &SqlType, i: usize) -> SqlError {

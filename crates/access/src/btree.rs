@@ -432,6 +432,13 @@ fn split_leaf(space: &Space, root: PageNo, path: &[PageNo], key: &[u8], target: 
     let sizes: Vec<usize> = (0..n).map(|i| slotted::record(p, i).len() + SLOT_SIZE).collect();
     let k = choose_split(&sizes, target, page::next(p) == PageNo::NONE);
     let sep = if k < n { leaf_key(slotted::record(p, k)).to_vec() } else { key.to_vec() };
+    // The split rule, checked where it is made: the separator is above every key that
+    // stays left (and is the first key that moves right), so a search finds each key
+    // on the side it went to.
+    assert!(
+        k == 0 || leaf_key(slotted::record(p, k - 1)) < sep.as_slice(),
+        "leaf {leaf} split at {k} of {n} with a separator not above the left half"
+    );
     let (old_prev, old_next) = (page::prev(p), page::next(p));
     // Only the records that move are copied: all of a root leaf's, the upper part of
     // another's (none when an ever-increasing key starts a new rightmost leaf).

@@ -3,6 +3,7 @@
 //!   linked for nothing, and hides what a crate really needs);
 //! - tessera's crates depend one way, down the layers: io → buffer → log → access →
 //!   database → backup → the T-SQL layers → server → the binaries;
+//! - every crate's README names its one job in its first line;
 //! - the T-SQL layers that say what a statement is and means (syntax, semantics) know
 //!   nothing of storage: no storage crate is among their dependencies, direct or not
 //!   (types and errors, below everything, are theirs too).
@@ -185,6 +186,22 @@ fn syntax_and_semantics_know_nothing_of_storage() {
         assert!(ws.iter().any(|(_, m)| m.name == *name), "{name} is not in the workspace");
         for d in reaches(&ws, name).iter().filter(|d| STORAGE.contains(&d.as_str())) {
             wrong.push(format!("{name} depends on the storage crate {d}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Every crate says in the first line of its README what its one job is:
+/// `# name — job`.
+#[test]
+fn every_crate_names_its_one_job() {
+    let mut wrong = Vec::new();
+    for (dir, m) in workspace() {
+        let readme = fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+        let first = readme.lines().next().unwrap_or("");
+        let job = first.strip_prefix("# ").and_then(|t| t.split_once(" — ")).map(|(_, job)| job.trim());
+        if job.is_none_or(str::is_empty) {
+            wrong.push(format!("{}: README.md's first line {first:?} is not `# name — job`", m.name));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

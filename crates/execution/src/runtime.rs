@@ -21,6 +21,10 @@ use tessera_semantics::types::{FunctionContext, Value};
 pub const VERSION: &str =
     concat!("tessera ", env!("CARGO_PKG_VERSION"), " - a SQL Server compatible database server (TDS 7.4)\n\tLinux");
 
+/// The SQL Server version tessera answers as (SERVERPROPERTY('ProductVersion'), the
+/// SQL Server Browser, sp_server_info): the release whose behaviour it follows.
+pub const PRODUCT_VERSION: &str = "16.0.1000.6";
+
 /// The server's (and every database's) collation.
 pub const DEFAULT_COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
 

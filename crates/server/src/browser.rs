@@ -36,7 +36,7 @@ pub const SSRP_PORT: u16 = 1434;
 pub const RETRY: Duration = Duration::from_secs(1);
 
 /// The version the browser reports (SERVERPROPERTY('ProductVersion')).
-const VERSION: &str = "16.0.1000.6";
+use tessera_execution::runtime::PRODUCT_VERSION as VERSION;
 
 const SVR_RESP: u8 = 0x05;
 /// MC-SQLR 2.2.5: the most RESP_DATA for one instance, and for all of them.

@@ -7,7 +7,7 @@ mod principals;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::runtime::{ExecCtx, Shared, DEFAULT_COLLATION, VERSION};
+use crate::runtime::{ExecCtx, Shared, DEFAULT_COLLATION, PRODUCT_VERSION, VERSION};
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{Catalog, Object};
 use tessera_semantics::plan::SessionFn;
@@ -316,7 +316,7 @@ fn server_name(shared: &Shared) -> String {
 
 fn server_property(name: &str, shared: &Shared) -> Value {
     match name.to_ascii_lowercase().as_str() {
-        "productversion" => Value::str("16.0.1000.6"),
+        "productversion" => Value::str(PRODUCT_VERSION),
         "productlevel" => Value::str("RTM"),
         "edition" => Value::str("Developer Edition (64-bit)"),
         "engineedition" => Value::str("3"),

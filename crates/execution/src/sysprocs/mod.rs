@@ -14,6 +14,7 @@ use tessera_semantics::types::{self, SqlType, Value};
 pub mod applock;
 mod odbc;
 mod roles;
+mod server_info;
 
 /// An argument of a system procedure: its `@name` if given by name, and its value
 /// (None for DEFAULT).
@@ -45,6 +46,7 @@ pub enum SystemProc {
     DataTypeInfo {
         wide: bool,
     },
+    ServerInfo,
     Databases,
     GetAppLock,
     ReleaseAppLock,
@@ -78,6 +80,7 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_sproc_columns_100" => SystemProc::ProcedureColumns { wide: true },
         "sp_datatype_info" => SystemProc::DataTypeInfo { wide: false },
         "sp_datatype_info_100" => SystemProc::DataTypeInfo { wide: true },
+        "sp_server_info" => SystemProc::ServerInfo,
         "sp_databases" => SystemProc::Databases,
         "sp_getapplock" => SystemProc::GetAppLock,
         "sp_releaseapplock" => SystemProc::ReleaseAppLock,
@@ -152,6 +155,7 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::StoredProcedures => odbc::sp_stored_procedures(args, ctx, sink),
         SystemProc::ProcedureColumns { wide } => odbc::sp_sproc_columns(wide, args, ctx, sink),
         SystemProc::DataTypeInfo { wide } => odbc::sp_datatype_info(wide, args, ctx, sink),
+        SystemProc::ServerInfo => server_info::sp_server_info(args, ctx, sink),
         SystemProc::Databases => databases(args, ctx, sink),
         SystemProc::GetAppLock => applock::get(args, ctx),
         SystemProc::ReleaseAppLock => applock::release(args, ctx),

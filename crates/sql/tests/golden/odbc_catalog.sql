@@ -42,3 +42,7 @@ exec sp_datatype_info 4;
 exec sp_datatype_info_100 @data_type = -9;
 exec sp_tables 'x', 'dbo', 'no_such_database';
 go
+exec sp_server_info;
+exec sp_server_info @attribute_id = 18;
+exec sp_server_info 500;
+go

@@ -375,6 +375,17 @@ catalog! {
     RG_CONFIG_READ_FAILED = 10920, 16, Statement, "An error occurred while reading the resource governor configuration from master database. Check the integrity of master database or contact the system administrator.";
     CLASSIFIER_FUNCTION_IN_USE = 10921, 16, Statement, "Cannot %ls user-defined function '%.*ls'. It is being used as a resource governor classifier.";
     WORKLOAD_GROUP_CANNOT_MOVE = 10922, 16, Statement, "The '%.*ls' %ls cannot be moved out of '%.*ls' %ls.";
+    DESCRIBE_INCOMPATIBLE_STATEMENTS = 11509, 16, Statement, "The metadata could not be determined because the statement '%.*ls' is not compatible with the statement '%.*ls'.";
+    DESCRIBE_INCOMPATIBLE_WITH_PROCEDURE = 11510, 16, Statement, "The metadata could not be determined because the statement '%.*ls' in the main batch is not compatible with the statement '%.*ls' in procedure '%.*ls'.";
+    DESCRIBE_PROCEDURE_INCOMPATIBLE_WITH_BATCH = 11511, 16, Statement, "The metadata could not be determined because the statement '%.*ls' in procedure '%.*ls' is not compatible with the statement '%.*ls' in the main batch.";
+    DESCRIBE_INCOMPATIBLE_PROCEDURES = 11512, 16, Statement, "The metadata could not be determined because the statement '%.*ls' in procedure '%.*ls' is not compatible with the statement '%.*ls' in procedure '%.*ls'.";
+    DESCRIBE_DYNAMIC_SQL = 11513, 16, Statement, "The metadata could not be determined because statement '%.*ls' contains dynamic SQL. Consider using the WITH RESULT SETS clause to explicitly describe the result set.";
+    DESCRIBE_DYNAMIC_SQL_IN_PROCEDURE = 11514, 16, Statement, "The metadata could not be determined because statement '%.*ls' in procedure '%.*ls' contains dynamic SQL. Consider using the WITH RESULT SETS clause to explicitly describe the result set.";
+    DESCRIBE_INDIRECT_RECURSION = 11523, 16, Statement, "The metadata could not be determined because statement '%.*ls' causes indirect recursion.";
+    DESCRIBE_INDIRECT_RECURSION_IN_PROCEDURE = 11524, 16, Statement, "The metadata could not be determined because statement '%.*ls' in procedure '%.*ls' causes indirect recursion.";
+    DESCRIBE_TEMP_TABLE = 11525, 16, Statement, "The metadata could not be determined because statement '%.*ls' uses a temp table. Metadata discovery only supports temp tables when analyzing a single-statement batch.";
+    DESCRIBE_TEMP_TABLE_IN_PROCEDURE = 11526, 16, Statement, "The metadata could not be determined because statement '%.*ls' in procedure '%.*ls' uses a temp table.";
+    DESCRIBE_BROWSE_MODE_INVALID = 11552, 16, Statement, "The @browse_information_mode parameter expects a tinyint with values 0, 1 or 2.";
     CONTAINED_USERS_WITH_PASSWORD = 12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE.";
     CONTAINED_AUTH_DISABLED = 12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.";
     PROCEDURE_IN_TRANSACTION = 15002, 16, Statement, "The procedure '%s' cannot be executed within a transaction.";

@@ -1,6 +1,8 @@
 //! System stored procedures (`sp_…`), implemented in Rust. `sp_executesql`,
-//! `sp_MSforeachdb`, `sp_attach_db`, `sp_detach_db` and the prepared-statement procedures
-//! are run by the session itself (they execute batches or DDL); the others produce result sets from the engine, the catalogs and the configuration.
+//! `sp_MSforeachdb`, `sp_attach_db`, `sp_detach_db`, `sp_describe_first_result_set` (the
+//! session binds the batch; `describe` sends what it found) and the prepared-statement
+//! procedures are run by the session itself (they execute or bind batches, or run DDL);
+//! the others produce result sets from the engine, the catalogs and the configuration.
 
 use crate::runtime::ExecCtx;
 use crate::sysviews::{growth_in_force, FileKind};
@@ -12,6 +14,7 @@ use tessera_semantics::output::{Command, OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
 pub mod applock;
+pub mod describe;
 mod odbc;
 mod roles;
 mod server_info;
@@ -47,6 +50,7 @@ pub enum SystemProc {
         wide: bool,
     },
     ServerInfo,
+    DescribeFirstResultSet,
     Databases,
     GetAppLock,
     ReleaseAppLock,
@@ -81,6 +85,7 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_datatype_info" => SystemProc::DataTypeInfo { wide: false },
         "sp_datatype_info_100" => SystemProc::DataTypeInfo { wide: true },
         "sp_server_info" => SystemProc::ServerInfo,
+        "sp_describe_first_result_set" => SystemProc::DescribeFirstResultSet,
         "sp_databases" => SystemProc::Databases,
         "sp_getapplock" => SystemProc::GetAppLock,
         "sp_releaseapplock" => SystemProc::ReleaseAppLock,
@@ -139,9 +144,11 @@ pub fn too_many(proc_name: &str, args: &[NamedArg], max: usize) -> SqlResult<()>
 /// Runs a system procedure other than `sp_executesql`; returns its return status.
 pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     match which {
-        SystemProc::ExecuteSql | SystemProc::ForEachDb | SystemProc::AttachDb | SystemProc::DetachDb => {
-            Err(SqlError::new(50000, "this system procedure runs in the session"))
-        }
+        SystemProc::ExecuteSql
+        | SystemProc::ForEachDb
+        | SystemProc::AttachDb
+        | SystemProc::DetachDb
+        | SystemProc::DescribeFirstResultSet => Err(SqlError::new(50000, "this system procedure runs in the session")),
         SystemProc::Configure => configure(args, ctx, sink),
         SystemProc::Who => who(args, ctx, sink),
         SystemProc::HelpDb => helpdb(args, ctx, sink),

@@ -39,7 +39,7 @@ mod objects;
 mod principals;
 mod resource_governor;
 mod security;
-mod system_types;
+pub(crate) mod system_types;
 #[cfg(test)]
 mod tests;
 

@@ -57,7 +57,7 @@ pub fn type_id(name: &str) -> Option<i64> {
 }
 
 /// A type's `(system_type_id, max_length, precision, scale)` as SQL Server reports them.
-pub(super) fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
+pub(crate) fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
     use SqlType::*;
     let max = tessera_access::row::MAX;
     let len = |n: u16, unit: i64| if n == max { -1 } else { i64::from(n) * unit };
@@ -94,6 +94,6 @@ pub(super) fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
     }
 }
 
-pub(super) fn is_string(t: &SqlType) -> bool {
+pub(crate) fn is_string(t: &SqlType) -> bool {
     matches!(t, SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_))
 }

@@ -289,7 +289,7 @@ fn is_constant_or_variable(e: &ast::Expr) -> bool {
 
 /// Whether a statement names a `#temp` table, whose columns may only be known once an
 /// earlier statement of the batch created it (so its compile errors wait for run time).
-fn mentions_temp_table(s: &Statement) -> bool {
+pub(super) fn mentions_temp_table(s: &Statement) -> bool {
     fn named(n: &ast::ObjectName) -> bool {
         n.name().value.starts_with('#') || n.name().value.starts_with('@')
     }

@@ -30,6 +30,7 @@ mod compile;
 mod control;
 mod dbcc;
 mod definitions;
+mod describe;
 mod errors;
 mod instance;
 mod options;

@@ -172,20 +172,28 @@ impl Runner<'_> {
             String::new()
         };
         let db = self.state.database.clone();
-        let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
-        let declared = match self.shared.plans.get_or_parse(&header, tessera_syntax::parser::parse_batch) {
-            Ok(c) => c,
-            Err(e) => return Err(Stop::Error(e)),
-        };
-        let Some(StatementKind::CreateProcedure(cp)) = declared.batch.statements.first().map(|st| &st.kind) else {
-            return Err(Stop::Error(msg::PARAMETERS_NOT_SUPPLIED.err()));
-        };
-        let params = cp.params.clone();
+        let params = self.declared_parameters(&params_text).map_err(Stop::Error)?;
         let cached = match self.shared.plans.get_or_parse(&stmt_text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return Err(Stop::Error(e)),
         };
         self.invoke(s, &cached, &params, &cached.batch.statements, None, &db, args, None)
+    }
+}
+
+impl Runner<'_> {
+    /// The parameters a declaration string declares (`@a int, @b varchar(10) OUTPUT`), as
+    /// `sp_executesql` and `sp_describe_first_result_set` take them in `@params`.
+    pub(super) fn declared_parameters(
+        &self,
+        params_text: &str,
+    ) -> tessera_errors::SqlResult<Vec<tessera_syntax::ast::Parameter>> {
+        let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
+        let declared = self.shared.plans.get_or_parse(&header, tessera_syntax::parser::parse_batch)?;
+        match declared.batch.statements.first().map(|st| &st.kind) {
+            Some(StatementKind::CreateProcedure(cp)) => Ok(cp.params.clone()),
+            _ => Err(msg::PARAMETERS_NOT_SUPPLIED.err()),
+        }
     }
 }
 

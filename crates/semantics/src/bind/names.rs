@@ -147,7 +147,13 @@ impl<'a> Binder<'a> {
     pub fn resolve_table(&mut self, name: &ObjectName) -> SqlResult<ResolvedTable> {
         let (db, schema, obj) = self.qualify_at(name)?;
         self.depend_on_default_schema(name, &db.at, &schema);
-        let (database, catalog) = self.snapshot(&db.name)?;
+        let (database, catalog) = match self.snapshot(&db.name) {
+            Ok(found) => found,
+            // A table of a database that does not exist is an invalid object name, as in
+            // SQL Server (911 is for USE and the statements that name a database alone).
+            Err(e) if e.number == msg::DATABASE_NOT_FOUND.number => return Err(invalid_object(&object_display(name))),
+            Err(e) => return Err(e),
+        };
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);
         self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), true, crate::catalog::Access::SELECT);

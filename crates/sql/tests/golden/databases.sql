@@ -119,3 +119,6 @@ SELECT name, recovery_model_desc FROM sys.databases WHERE name = 'tempdb';
 GO
 ALTER DATABASE tempdb SET RECOVERY FULL;
 GO
+-- A table of a database that does not exist is an invalid object (208), as in SQL Server.
+select * from no_such_database.dbo.t;
+go

@@ -122,3 +122,10 @@ GO
 -- A table of a database that does not exist is an invalid object (208), as in SQL Server.
 select * from no_such_database.dbo.t;
 go
+-- Empty leading parts name the current database and the default schema.
+create table dotted (id int);
+insert into ..dotted values (1);
+select id from ..[dotted];
+select count(*) from .dbo.dotted;
+drop table dotted;
+go

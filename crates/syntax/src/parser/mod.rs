@@ -301,9 +301,15 @@ impl<'a> Parser<'a> {
         Ok(self.any_word()?.value.to_uppercase())
     }
 
-    /// `a`, `a.b`, `a.b.c`, `a.b.c.d`, `db..t`.
+    /// `a`, `a.b`, `a.b.c`, `a.b.c.d`, `db..t`, and empty leading parts (`..t`: the
+    /// current database and the default schema).
     fn object_name(&mut self) -> Result<ObjectName> {
-        let mut parts = vec![self.ident()?];
+        let mut parts = Vec::new();
+        while parts.len() < 3 && self.peek().is_punct(Punct::Dot) {
+            self.pos += 1;
+            parts.push(Ident::new(""));
+        }
+        parts.push(self.ident()?);
         while parts.len() < 4 && self.peek().is_punct(Punct::Dot) {
             self.pos += 1;
             if self.peek().is_punct(Punct::Dot) {

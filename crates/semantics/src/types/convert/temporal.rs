@@ -59,9 +59,28 @@ pub(super) fn temporal_text(v: &Value, from: &SqlType, style: Option<i32>) -> Sq
         (None, Some(text)) => Ok(text),
         (s, _) => {
             let s = s.unwrap_or(0);
-            datetime::format_style(days, ticks, if datetime_ms { 3 } else { digits }, datetime_ms, s)
-                .ok_or_else(|| bad_style(s, from))
+            let text = datetime::format_style(days, ticks, if datetime_ms { 3 } else { digits }, datetime_ms, s)
+                .ok_or_else(|| bad_style(s, from))?;
+            // A date has no time to show and a time no date: of a style that shows both,
+            // each keeps its own part (`date` in style 121 is `2006-01-02`, `time` is
+            // `22:04:05.0000000`).
+            Ok(match (from, date_width(s)) {
+                (SqlType::Date, Some(width)) => text.get(..width).unwrap_or(&text).to_string(),
+                (SqlType::Time { .. }, Some(width)) => text.get(width + 1..).unwrap_or(&text).to_string(),
+                _ => text,
+            })
         }
+    }
+}
+
+/// How many characters the date takes at the start of a style that shows a date and a
+/// time (then one separator, then the time); None for a style that shows one of them.
+fn date_width(style: i32) -> Option<usize> {
+    match style {
+        0 | 100 | 9 | 109 | 13 | 113 => Some(11),
+        20 | 120 | 21 | 121 | 25 | 126 | 127 => Some(10),
+        22 => Some(8),
+        _ => None,
     }
 }
 

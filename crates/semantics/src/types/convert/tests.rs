@@ -208,6 +208,13 @@ fn dates_to_strings() {
     let v = c(s("2024-01-31 13:45:00.123"), T::VarChar(30), T::DateTime).unwrap();
     assert_eq!(c(v.clone(), T::DateTime, T::VarChar(30)).unwrap(), s("Jan 31 2024  1:45PM"));
     assert_eq!(cast(&v, &T::DateTime, &T::VarChar(30), Some(121)).unwrap(), s("2024-01-31 13:45:00.123"));
+    // A date shows only its date, a time only its time, in a style that shows both.
+    let date = cast(&s("2006-01-02"), &T::VarChar(10), &T::Date, None).unwrap();
+    assert_eq!(cast(&date, &T::Date, &T::VarChar(30), Some(121)).unwrap(), s("2006-01-02"));
+    assert_eq!(cast(&date, &T::Date, &T::VarChar(30), Some(100)).unwrap(), s("Jan  2 2006"));
+    let time = cast(&s("22:04:05"), &T::VarChar(10), &T::Time { scale: 7 }, None).unwrap();
+    assert_eq!(cast(&time, &T::Time { scale: 7 }, &T::VarChar(30), Some(121)).unwrap(), s("22:04:05.0000000"));
+    assert_eq!(cast(&time, &T::Time { scale: 7 }, &T::VarChar(30), Some(120)).unwrap(), s("22:04:05"));
     assert_eq!(cast(&v, &T::DateTime, &T::VarChar(30), Some(112)).unwrap(), s("20240131"));
     assert_eq!(err(cast(&v, &T::DateTime, &T::VarChar(30), Some(99))).0, 281);
     let v2 = c(v.clone(), T::DateTime, T::DateTime2 { scale: 7 }).unwrap();

@@ -120,3 +120,48 @@ fn procedures_executesql_and_prepared_statements() {
     assert!(out.failed);
     assert_eq!(sink.inner.errors()[0].number, 8179);
 }
+
+/// The same sp_executesql statement with other `@params` is bound anew: a plan bound for
+/// one declaration read another's values as its own types (a string came back NULL, a
+/// decimal of another scale was stored wrong) and another order's slots (values swapped).
+#[test]
+fn one_statement_with_other_parameter_declarations_is_bound_for_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.pool_bytes = 32 << 20;
+    config.background = false;
+    let engine = Engine::open(config).unwrap();
+    let shared = tessera_sql::start_instance(engine).unwrap();
+    let mut s = Session::new(shared, "sa", "master").unwrap();
+    let mut sink = Sink::default();
+    assert!(!s.execute("create table money (amount decimal(18,6));", &mut sink));
+    let text = SqlType::NVarChar(4000);
+    let mut run = |stmt: &str, decl: &str, args: Vec<RpcParam>| {
+        let mut all = vec![param("", nvarchar(stmt), text, false), param("", nvarchar(decl), text, false)];
+        all.extend(args);
+        let mut sink = Sink::default();
+        let out = s.execute_rpc("sp_executesql", all, &mut sink);
+        assert!(!out.failed, "{stmt} with {decl}: {:?}", sink.inner.messages);
+        sink.inner.result_sets.first().map(|r| r.1.clone()).unwrap_or_default()
+    };
+
+    let int = run("select @p1", "@p1 int", vec![param("@p1", Value::Int(5), SqlType::Int, false)]);
+    assert_eq!(int, vec![vec![Value::Int(5)]]);
+    let string =
+        run("select @p1", "@p1 nvarchar(10)", vec![param("@p1", nvarchar("abc"), SqlType::NVarChar(10), false)]);
+    assert_eq!(string, vec![vec![nvarchar("abc")]]);
+
+    let two = Value::Decimal { value: 125, scale: 2 };
+    let six = Value::Decimal { value: 2_123_456, scale: 6 };
+    let d = |p, s| SqlType::Decimal { precision: p, scale: s };
+    run("insert into money values (@p1)", "@p1 decimal(10,2)", vec![param("@p1", two, d(10, 2), false)]);
+    run("insert into money values (@p1)", "@p1 decimal(18,6)", vec![param("@p1", six, d(18, 6), false)]);
+    let stored = run("select cast(amount as varchar(20)) from money order by amount", "", vec![]);
+    assert_eq!(stored, vec![vec![Value::str("1.250000")], vec![Value::str("2.123456")]]);
+
+    let ab = |a: i64, b: i64| {
+        vec![param("@a", Value::Int(a), SqlType::Int, false), param("@b", Value::Int(b), SqlType::Int, false)]
+    };
+    assert_eq!(run("select @a, @b", "@a int, @b int", ab(1, 2)), vec![vec![Value::Int(1), Value::Int(2)]]);
+    assert_eq!(run("select @a, @b", "@b int, @a int", ab(10, 20)), vec![vec![Value::Int(10), Value::Int(20)]]);
+}

@@ -20,10 +20,16 @@ use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
 impl Runner<'_> {
-    /// Fingerprint of the session state plans depend on: which table has IDENTITY_INSERT
-    /// on (in which database the session is: a plan compiled under it names that table),
-    /// and which tables `#names` and `@table_variables` mean now.
-    fn context(&self) -> u64 {
+    /// Fingerprint of the session state plans depend on: the variables in scope (`vars`:
+    /// their names, slots and types — a batch's are fixed by its text, but the same
+    /// `sp_executesql` statement may come with other `@params`, and a plan bound for one
+    /// declaration would read another's slots as its types), which table has
+    /// IDENTITY_INSERT on (in which database the session is: a plan compiled under it
+    /// names that table), and which tables `#names` and `@table_variables` mean now.
+    fn context(&self, vars: &[(String, SqlType)]) -> u64 {
+        let mut declared = std::collections::hash_map::DefaultHasher::new();
+        vars.hash(&mut declared);
+        let declared = declared.finish();
         let o = &self.state.options;
         let mut h = match &o.identity_insert {
             Some((db, id)) => {
@@ -53,7 +59,7 @@ impl Runner<'_> {
             entry.hash(&mut e);
             acc.wrapping_add(e.finish())
         });
-        h ^ temp
+        h ^ temp ^ declared.rotate_left(17)
     }
 
     /// The compiled form of the AST node at `key` — a plan from the plan cache whose
@@ -65,7 +71,7 @@ impl Runner<'_> {
         vars: &[(String, SqlType)],
         compile: impl FnOnce(&mut Binder) -> SqlResult<Prepared>,
     ) -> SqlResult<Checked> {
-        let context = self.context();
+        let context = self.context(vars);
         let catalogs = Catalogs::new(self.shared, self.state)?;
         let (database_id, version) = (catalogs.current.database_id, catalogs.current.catalog.version);
         if let Some(found) = self.batch.plan(key, context, database_id, version, |dep| catalogs.holds(dep)) {
@@ -129,7 +135,7 @@ impl Runner<'_> {
     /// to the end of the statement, so no DDL changes them while it runs). A plan bound
     /// before a DDL that committed while the locks were awaited is bound again.
     pub(super) fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
-        let context = self.context();
+        let context = self.context(self.visible(s));
         let at = addr(s);
         let first = (self.compiled.iter().position(|(a, _)| *a == at))
             .map(|i| self.compiled.remove(i).1)

@@ -6,7 +6,7 @@ use super::{Flow, Runner, Stop};
 use tessera_errors::catalog::Abort;
 use tessera_errors::msg;
 use tessera_errors::{ErrorDetail, SqlError, SqlResult};
-use tessera_semantics::output::ResultSink;
+use tessera_semantics::output::{EnvChange, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 
@@ -38,11 +38,14 @@ impl Runner<'_> {
         // RAISERROR is the one error XACT_ABORT leaves alone (THROW is not).
         let raiserror = matches!(s.kind, StatementKind::RaisError { .. });
         let doom = (self.state.options.xact_abort && !raiserror) || aborts == Abort::Transaction;
-        self.undo_statement(doom);
+        let rolled_back = self.undo_statement(doom);
         if self.try_depth > 0 && e.severity > 10 && e.severity < 20 {
             return Err(Stop::Error(e));
         }
         report(&mut self.sink, &e);
+        if rolled_back {
+            self.sink.env_change(&EnvChange::RollbackTransaction);
+        }
         if doom || aborts >= Abort::Batch || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
         }

@@ -137,11 +137,14 @@ impl Runner<'_> {
     /// Undoes a failed statement. With `doom` (XACT_ABORT, or a deadlock) outside TRY the
     /// transaction rolls back; otherwise the statement is undone (inside TRY, `doom` leaves
     /// the transaction doomed: it can only be rolled back), and with no user transaction
-    /// open everything rolls back.
-    pub(super) fn undo_statement(&mut self, doom: bool) {
+    /// open everything rolls back. Returns whether a user transaction was rolled back:
+    /// the client must be told (ENVCHANGE), after the error, as SQL Server does.
+    pub(super) fn undo_statement(&mut self, doom: bool) -> bool {
         let txns = &mut self.state.txns;
         if doom && self.try_depth == 0 {
+            let open = txns.count > 0;
             let _ = txns.rollback_all();
+            open
         } else {
             let _ = txns.rollback_statement();
             if self.state.nest_level == 0 {
@@ -153,6 +156,7 @@ impl Runner<'_> {
             if txns.count == 0 {
                 let _ = txns.rollback_all();
             }
+            false
         }
     }
 }

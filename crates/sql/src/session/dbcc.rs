@@ -191,6 +191,30 @@ impl Runner<'_> {
                 }
                 self.sink.done(None, Command::Select);
             }
+            "USEROPTIONS" => {
+                let o = &self.state.options;
+                let mut rows: Vec<(String, String)> = vec![
+                    ("textsize".into(), o.text_size().to_string()),
+                    ("language".into(), o.language.clone()),
+                    ("dateformat".into(), o.dateformat.clone()),
+                    ("datefirst".into(), o.datefirst.to_string()),
+                    ("lock_timeout".into(), o.lock_timeout.to_string()),
+                ];
+                rows.extend(
+                    o.switches().iter().filter(|(_, on, _)| *on).map(|(name, _, _)| (name.to_string(), "SET".into())),
+                );
+                rows.push(("isolation level".into(), o.isolation_level.to_lowercase()));
+                let column = |name: &str| tessera_semantics::output::OutputColumn {
+                    name: name.into(),
+                    ty: SqlType::NVarChar(128),
+                    nullable: false,
+                };
+                self.sink.columns(&[column("Set Option"), column("Value")]);
+                for (option, value) in &rows {
+                    self.sink.row(&[Value::str(option), Value::str(value)]);
+                }
+                self.sink.done(None, Command::Select);
+            }
             _ => return Err(msg::INVALID_DBCC_STATEMENT.err()),
         }
         if !quiet {

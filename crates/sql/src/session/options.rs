@@ -46,15 +46,30 @@ impl Runner<'_> {
                 ("SHOWPLAN_TEXT", Some(v)) => o.showplan_text = v,
                 ("STATISTICS IO", Some(v)) => o.statistics_io = v,
                 ("STATISTICS TIME", Some(v)) => o.statistics_time = v,
+                ("ANSI_PADDING", Some(v)) => o.ansi_padding = v,
+                ("ANSI_NULL_DFLT_ON", Some(v)) => {
+                    o.ansi_null_dflt_on = v;
+                    o.ansi_null_dflt_off &= !v;
+                }
+                ("ANSI_NULL_DFLT_OFF", Some(v)) => {
+                    o.ansi_null_dflt_off = v;
+                    o.ansi_null_dflt_on &= !v;
+                }
+                ("CURSOR_CLOSE_ON_COMMIT", Some(v)) => o.cursor_close_on_commit = v,
+                ("NUMERIC_ROUNDABORT", Some(v)) => o.numeric_roundabort = v,
+                ("ARITHIGNORE", Some(v)) => o.arithignore = v,
+                // SQL Server's ANSI_DEFAULTS: the ISO behaviour of seven options at once.
+                ("ANSI_DEFAULTS", Some(v)) => {
+                    o.ansi_nulls = v;
+                    o.ansi_null_dflt_on = v;
+                    o.ansi_padding = v;
+                    o.ansi_warnings = v;
+                    o.cursor_close_on_commit = v;
+                    o.implicit_transactions = v;
+                    o.quoted_identifier = v;
+                }
                 (
-                    "ANSI_PADDING"
-                    | "ANSI_NULL_DFLT_ON"
-                    | "ANSI_NULL_DFLT_OFF"
-                    | "ANSI_DEFAULTS"
-                    | "CURSOR_CLOSE_ON_COMMIT"
-                    | "NUMERIC_ROUNDABORT"
-                    | "ARITHIGNORE"
-                    | "NOEXEC"
+                    "NOEXEC"
                     | "PARSEONLY"
                     | "FORCEPLAN"
                     | "STATISTICS XML"

@@ -861,6 +861,9 @@ pub struct SessionState {
     pub temp_tables: HashMap<String, String>,
     /// The error being handled by the innermost CATCH block.
     pub caught: Option<SqlError>,
+    /// An error of severity 20 or more was raised: the connection ends once the
+    /// response is sent, as in SQL Server.
+    pub fatal_error: bool,
     /// Set when an aggregate skipped a NULL in the running statement (warning 8153).
     pub null_eliminated: bool,
     pub host_name: String,
@@ -976,6 +979,7 @@ impl SessionState {
             group_id: tessera_governance::resource_governor::DEFAULT_ID,
             classifying: false,
             caught: None,
+            fatal_error: false,
             null_eliminated: false,
             host_name: String::new(),
             program_name: String::new(),

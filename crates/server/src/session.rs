@@ -577,19 +577,20 @@ impl Busy {
         if attention_read {
             self.watch.attention_read();
         }
-        let keep = {
+        let (keep, fatal) = {
             let mut s = c.session.lock();
             let keep = !reset || sink.reset(&mut s);
             if keep {
                 job(&mut s, &mut sink);
             }
-            keep
+            (keep, s.must_close())
         };
         self.watch.running(false);
         c.transaction = sink.transaction;
         c.next_descriptor = sink.next_descriptor;
-        if !keep {
-            // The reset was refused: the client gets why, then the connection ends.
+        if !keep || fatal {
+            // The reset was refused, or a fatal error (severity 20 or more) was raised:
+            // the client gets why, then the connection ends.
             sink.finish(false)?;
             return Ok(false);
         }

@@ -782,3 +782,28 @@ fn logins_roles_and_permissions() {
         assert_eq!(login_error(port, "weak", "weak").await, 18456);
     });
 }
+
+/// An error of severity 20 or more is fatal: the client gets it, then the connection
+/// ends (SQL Server's behaviour); the server goes on serving everyone else.
+#[test]
+fn a_fatal_error_ends_its_connection_only() {
+    let server = TestServer::start();
+    let port = server.port();
+    rt().block_on(async {
+        let mut other = connect(port).await;
+        let mut c = connect(port).await;
+        let e = match c.simple_query("raiserror('fatal error', 20, 1) with log; select 1").await {
+            Ok(stream) => stream.into_results().await.expect_err("the error ends the batch"),
+            Err(e) => e,
+        };
+        assert_eq!(server_error(e), (50000, "fatal error".to_string()));
+        let next = async { c.simple_query("select 1").await?.into_results().await };
+        assert!(next.await.is_err(), "the connection was closed");
+        assert_eq!(scalar_i32(&mut other, "select 2").await, 2);
+        let mut again = connect(port).await;
+        assert_eq!(scalar_i32(&mut again, "select 3").await, 3);
+        // Below 20 the connection stays.
+        assert_eq!(error_number(&mut again, "raiserror('not fatal', 19, 1) with log").await, 50000);
+        assert_eq!(scalar_i32(&mut again, "select 4").await, 4);
+    });
+}

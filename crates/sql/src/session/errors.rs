@@ -46,7 +46,10 @@ impl Runner<'_> {
         if rolled_back {
             self.sink.env_change(&EnvChange::RollbackTransaction);
         }
-        if doom || aborts >= Abort::Batch || matches!(s.kind, StatementKind::Throw(_)) {
+        // Severity 20 and above is fatal: the batch stops and the connection ends.
+        let fatal = e.severity >= 20;
+        self.state.fatal_error |= fatal;
+        if doom || fatal || aborts >= Abort::Batch || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);
         }
         if terminated || e.number == 1505 || e.preceding.iter().any(|p| p.number == 1505) {

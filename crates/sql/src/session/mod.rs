@@ -247,6 +247,12 @@ impl Session {
     }
 
     /// Runs one batch (the text between two GO lines); true if it raised an error.
+    /// Whether an error of severity 20 or more ended the session's last request: the
+    /// server sends the response, then closes the connection.
+    pub fn must_close(&self) -> bool {
+        self.state.fatal_error
+    }
+
     pub fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
         let mut watch = ErrorWatch { inner: sink, failed: false };
         self.publish(Some(text));

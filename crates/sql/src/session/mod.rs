@@ -28,6 +28,7 @@ mod calls;
 mod commands;
 mod compile;
 mod control;
+mod cursors;
 mod dbcc;
 mod definitions;
 mod errors;
@@ -75,6 +76,8 @@ pub struct Session {
     /// What it is doing, as the server's views show it (also in its `SessionInfo`; a
     /// system session's is listed nowhere).
     activity: Arc<parking_lot::Mutex<Activity>>,
+    /// Its API server cursors (`cursors`).
+    cursors: cursors::Cursors,
 }
 
 impl Session {
@@ -134,6 +137,7 @@ impl Session {
             initial_login: login.to_string(),
             contained_user: contained,
             activity,
+            cursors: cursors::Cursors::default(),
         })
     }
 
@@ -151,6 +155,7 @@ impl Session {
             initial_login: "sa".to_string(),
             contained_user: None,
             activity: Arc::default(),
+            cursors: cursors::Cursors::default(),
         })
     }
 
@@ -233,8 +238,10 @@ impl Session {
         Session::open(self.shared.clone(), &self.initial_login, &self.initial_database, self.contained_user)
     }
 
-    /// Ends the session: rolls back an open transaction and drops its temp tables.
+    /// Ends the session: closes its cursors, rolls back an open transaction and drops its
+    /// temp tables.
     pub fn close(&mut self) {
+        self.cursors.clear();
         let _ = self.state.txns.rollback_all();
         tessera_execution::sysprocs::applock::release_session_locks(&mut ExecCtx::new(&self.shared, &mut self.state));
         let names: Vec<String> = self.state.temp_tables.keys().cloned().collect();
@@ -377,6 +384,13 @@ struct ErrorWatch<'s> {
 impl ResultSink for ErrorWatch<'_> {
     fn columns(&mut self, columns: &[tessera_semantics::output::OutputColumn]) {
         self.inner.columns(columns);
+    }
+    fn cursor_columns(
+        &mut self,
+        columns: &[tessera_semantics::output::OutputColumn],
+        origins: &tessera_semantics::output::ColumnOrigins,
+    ) {
+        self.inner.cursor_columns(columns, origins);
     }
     fn order(&mut self, columns: &[u16]) {
         self.inner.order(columns);

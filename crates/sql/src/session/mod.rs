@@ -14,7 +14,8 @@
 //!    XACT_ABORT end the batch (XACT_ABORT and deadlocks also roll the transaction back),
 //!    and inside TRY every error moves to CATCH.
 //!
-//! `Session` holds the entry points (batches here, RPCs in `rpc`, bulk loads in `bulk`);
+//! `Session` holds the entry points (batches here, RPCs in `rpc` and the API server
+//! cursors they reach in `cursors`, bulk loads in `bulk`);
 //! a `Runner` runs a batch or module body, its work split by concern: `compile` (step 3),
 //! `statements` (the loop of step 4), `control`, `variables`, `transactions`, `errors`,
 //! `options`, `calls`, `queries`, `definitions` (DDL statements), `admin` (server statements), `tenants` (sp_detach_db, sp_attach_db, sp_MSforeachdb), `dbcc` and `showplan` (step 4 under SET

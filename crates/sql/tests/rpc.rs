@@ -280,12 +280,21 @@ fn api_server_cursors() {
         vec![int_out(0), text("SELECT COUNT(*) FROM items"), int(0x1 | 0x8000 | 0x10000), int(0x1), int_out(0)];
     assert_eq!(refused(&mut s, "sp_cursoropen", params), [16955]);
 
-    // FAST_FORWARD: forward only, row count unknown.
-    let ([c, scroll, _, count], _) = open(&mut s, "SELECT id FROM items ORDER BY id", 0x10, 0x1, vec![]);
+    // FAST_FORWARD: forward only, row count unknown, the rows as they were at open.
+    let ([c, scroll, _, count], _) = open(&mut s, "SELECT id, name FROM items ORDER BY id", 0x10, 0x1, vec![]);
     assert_eq!((scroll, count), (0x10, -1));
+    assert!(!s.execute("UPDATE items SET name = N'F' WHERE id = 6", &mut Sink::default()));
     assert_eq!(ids(&fetch(&mut s, c, 0x2, 0, 4).0), [1, 2, 3, 4]);
     assert_eq!(refused(&mut s, "sp_cursorfetch", vec![int(c), int(0x4), int(0), int(1)]), [16911]);
-    assert_eq!(ids(&fetch(&mut s, c, 0x2, 0, 4).0), [5, 6, 7, 8], "a refused fetch leaves the position");
+    let (_, mut sink) = call(&mut s, "sp_cursorfetch", vec![int(c), int(0x2), int(0), int(4)]);
+    let rows = sink.inner.result_sets.pop().unwrap().1;
+    assert_eq!(rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>(), (5..=8).map(Value::Int).collect::<Vec<_>>());
+    assert_eq!(rows[1][1], nvarchar("f"), "a snapshot: the change after open is not seen");
+    assert!(!s.execute("UPDATE items SET name = N'f' WHERE id = 6", &mut Sink::default()));
+    close(&mut s, c);
+    // A select list reading a parameter cannot be read again by key: STATIC.
+    let ([c, scroll, ..], _) = open(&mut s, "SELECT id, @p AS p FROM items", 0x1, 0x4, vec![text("@p int"), int(3)]);
+    assert_eq!(scroll, 0x8);
     close(&mut s, c);
 
     // Parameters (PARAMETERIZED_STMT, @paramdef and a value after @rowcount).
@@ -337,6 +346,23 @@ fn api_server_cursors() {
             vec![Value::Int(100), nvarchar("new"), Value::Int(7)],
         ]
     );
+    // sp_cursoroption: SCROLLOPT and CCOPT answer; names are unique in the session.
+    let (out, _) = call(&mut s, "sp_cursoroption", vec![int(k), int(4), int_out(0)]);
+    assert_eq!(outs(&out), [0x1]);
+    let (out, _) = call(&mut s, "sp_cursoroption", vec![int(k), int(5), int_out(0)]);
+    assert_eq!(outs(&out), [0x4]);
+    call(&mut s, "sp_cursoroption", vec![int(k), int(2), text("orders")]);
+    let ([other, ..], _) = open(&mut s, "SELECT id FROM items", 0x8, 0x1, vec![]);
+    assert_eq!(refused(&mut s, "sp_cursoroption", vec![int(other), int(2), text("ORDERS")]), [16915]);
+    assert_eq!(refused(&mut s, "sp_cursoroption", vec![int(other), int(9), int(0)]), [16902]);
+    close(&mut s, other);
+    // A key changed through the cursor: the row keeps its place under its new key.
+    let ([u, ..], _) = open(&mut s, "SELECT id, name FROM items ORDER BY id", 0x1, 0x4, vec![]);
+    assert_eq!(ids(&fetch(&mut s, u, 0x10, 4, 1).0), [5], "row 3 is gone");
+    call(&mut s, "sp_cursor", vec![int(u), int(0x1), int(1), text(""), named("@id", Value::Int(50), SqlType::Int)]);
+    assert_eq!(ids(&fetch(&mut s, u, 0x80, 0, 0).0), [50]);
+    assert!(!s.execute("UPDATE items SET id = 5 WHERE id = 50", &mut Sink::default()));
+    close(&mut s, u);
     // A read-only cursor refuses changes.
     let ([r, ..], _) = open(&mut s, "SELECT id FROM items", 0x8, 0x1, vec![]);
     fetch(&mut s, r, 0x2, 0, 1);

@@ -235,10 +235,12 @@ struct KeyPlan {
     keyed: Keyed,
 }
 
-/// The scroll type and concurrency a cursor gets for a request.
+/// The scroll type and concurrency a cursor gets for a request, and whether it is keyed
+/// (else a snapshot).
 struct Granted {
     scroll: i64,
     concurrency: i64,
+    keyed: bool,
 }
 
 /// The API cursor procedures.
@@ -601,7 +603,7 @@ impl Session {
         {
             return Err(call.error(msg::CURSOR_NOT_ACCEPTABLE.err()));
         }
-        Ok((shape, Some(Granted { scroll, concurrency })))
+        Ok((shape, Some(Granted { scroll, concurrency, keyed })))
     }
 
     /// Opens a cursor on `stmt` (or runs it directly) and answers in `call`'s OUTPUT
@@ -634,7 +636,7 @@ impl Session {
             return self.cursor_fail(call.error(msg::CURSOR_LIMIT_REACHED.err()), sink);
         }
         let plan = match shape {
-            Shape::Keyed(plan) if granted.concurrency != READ_ONLY || granted.scroll != STATIC => Some(plan),
+            Shape::Keyed(plan) if granted.keyed => Some(plan),
             _ => None,
         };
         let text = plan.as_ref().map_or(stmt, |p| p.text.as_str());
@@ -742,7 +744,14 @@ impl Session {
             return Shape::Snapshot { converts: true };
         }
         let snapshot = Shape::Snapshot { converts: false };
-        let ([TableRef::Named { name, alias, .. }], true) = (select.from.as_slice(), query.with.is_empty()) else {
+        // A select list that reads parameters cannot be read again by key alone.
+        let variables = select.items.iter().any(|i| match i {
+            SelectItem::Expr { expr, .. } => expr.any(&|x| matches!(x, Expr::Variable(_))),
+            _ => false,
+        });
+        let ([TableRef::Named { name, alias, .. }], true) =
+            (select.from.as_slice(), query.with.is_empty() && !variables)
+        else {
             return snapshot;
         };
         let Some((database, table)) = self.base_table(name) else { return snapshot };
@@ -919,11 +928,9 @@ impl Session {
         } else {
             (start, want.min(count - start + 1).max(0) as usize)
         };
+        self.reread(cursor, start, len, sink)?;
         cursor.start = start;
         cursor.len = len;
-        if self.reread(cursor, start, len, sink).is_err() {
-            return Err(());
-        }
         cursor.send_rows(start, len, self.state.options.nocount, sink);
         Ok(status)
     }
@@ -1110,6 +1117,15 @@ impl Session {
             if op == OP_DELETE {
                 cursor.rows[target].missing = true;
             } else {
+                // A key changed in place (UPDT_IN_PLACE): the row keeps its place under
+                // its new key.
+                for (i, (k, ty)) in keyed.keys.iter().enumerate() {
+                    if let Some(p) = assignments.value_of(k) {
+                        if let Ok(v) = types::cast(&p.value, &p.ty, ty, None) {
+                            cursor.rows[target].key[i] = v;
+                        }
+                    }
+                }
                 self.reread(cursor, target as i64 + 1, 1, sink)?;
             }
         }
@@ -1226,6 +1242,12 @@ impl Assignments {
             a.text = Some(texts.join(", "));
         }
         Ok(a)
+    }
+
+    /// The value given for `column` (named parameters only).
+    fn value_of(&self, column: &str) -> Option<&RpcParam> {
+        let at = self.columns.iter().position(|(c, _)| c.eq_ignore_ascii_case(column))?;
+        self.params.get(at)
     }
 
     fn is_empty(&self) -> bool {

@@ -474,6 +474,25 @@ public class Scenario {
                     }
                 }
             });
+            check("selectMethod=cursor: a batch of two SELECTs runs directly (16954)", () -> {
+                try (Statement st = cc.createStatement()) {
+                    expect(true, st.execute("SELECT id FROM cursor_rows WHERE id = 1; SELECT id FROM cursor_rows WHERE id = 2"),
+                            "a result set");
+                    try (ResultSet rs = st.getResultSet()) {
+                        expect(0, serverCursorId(rs), "no server cursor");
+                        expect(List.of(1), ids(rs), "first result set");
+                    }
+                    expect(true, st.getMoreResults(), "a second result set");
+                    try (ResultSet rs = st.getResultSet()) {
+                        expect(List.of(2), ids(rs), "second result set");
+                    }
+                    boolean told = false;
+                    for (SQLWarning w = st.getWarnings(); w != null; w = w.getNextWarning()) {
+                        told |= w.getErrorCode() == 16954;
+                    }
+                    expect(true, told, "warning 16954 (Executing SQL directly; no cursor.)");
+                }
+            });
             check("selectMethod=cursor: a statement that is not a SELECT still counts", () -> {
                 try (Statement st = cc.createStatement()) {
                     expect(1, st.executeUpdate("UPDATE cursor_rows SET name = N'n1' WHERE id = 1"), "update count");

@@ -408,3 +408,35 @@ fn api_server_cursors() {
     s.close();
     assert_eq!(refused(&mut s, "sp_cursorfetch", vec![int(k), int(2), int(0), int(1)]), [16909]);
 }
+
+/// A cursor's rows are held under a memory grant: past it the open fails with 701 and
+/// leaves no cursor (the session goes on); what an open cursor holds comes back when it
+/// closes.
+#[test]
+fn api_cursor_memory_is_bounded_and_given_back() {
+    let (_dir, mut s) = session();
+    let mut sink = Sink::default();
+    assert!(!s.execute(
+        "create table n (i int primary key);
+         declare @i int = 0; while @i < 400 begin insert n values (@i); set @i += 1; end",
+        &mut sink
+    ));
+    let memory = s.shared.query_memory.clone();
+    assert_eq!(memory.used_bytes(), 0);
+    let ([c, _, _, count], _) = open(&mut s, "SELECT i, REPLICATE(N'x', 100) AS pad FROM n", 0x8, 0x1, vec![]);
+    assert_eq!(count, 400);
+    assert!(memory.used_bytes() > 400 * 100, "{}", memory.used_bytes());
+    close(&mut s, c);
+    assert_eq!(memory.used_bytes(), 0, "closing gives the rows' memory back");
+    // 160,000 rows of some 300 bytes: past a statement's grant (32 MB here).
+    let big = text("SELECT a.i, REPLICATE(N'x', 300) AS pad FROM n a CROSS JOIN n b");
+    let params = vec![int_out(0), big, int_out(0x8), int_out(0x1), int_out(0)];
+    let mut sink = Sink::default();
+    let out = s.execute_rpc("sp_cursoropen", params, &mut sink);
+    assert!(out.failed);
+    assert_eq!(errors(&sink), [701]);
+    assert_eq!(outs(&out)[0], 0, "no cursor");
+    assert_eq!(memory.used_bytes(), 0);
+    let ([c, ..], _) = open(&mut s, "SELECT i FROM n", 0x8, 0x1, vec![]);
+    assert_eq!(ids(&fetch(&mut s, c, 0x2, 0, 2).0), [0, 1], "the session goes on");
+}

@@ -200,7 +200,7 @@ impl Drop for Reservation {
 }
 
 /// Approximate in-memory size of a row.
-pub fn row_bytes(r: &Row) -> usize {
+pub fn row_bytes(r: &[Value]) -> usize {
     24 + r
         .iter()
         .map(|v| match v {

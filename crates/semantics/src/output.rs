@@ -23,6 +23,32 @@ pub struct OutputColumn {
     pub nullable: bool,
 }
 
+/// Where the columns of a server cursor's result come from, which a client needs to
+/// update rows through the cursor (TDS TABNAME and COLINFO, sent after the cursor's
+/// COLMETADATA as SQL Server sends them for cursors and FOR BROWSE).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnOrigins {
+    /// The base tables, each as its name's parts (database, schema, table).
+    pub tables: Vec<Vec<String>>,
+    /// One per result column, in order.
+    pub columns: Vec<ColumnOrigin>,
+}
+
+/// Where one result column comes from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ColumnOrigin {
+    /// 1-based position of its table in [`ColumnOrigins::tables`]; 0 for none.
+    pub table: u8,
+    /// The base column's name, when it differs from the result column's.
+    pub base_name: Option<String>,
+    /// Computed from an expression rather than read from a column.
+    pub expression: bool,
+    /// Part of its table's key.
+    pub key: bool,
+    /// Not one of the select list's columns (a cursor's trailing ROWSTAT).
+    pub hidden: bool,
+}
+
 /// What a statement that ended was, for the DONE that ends it: TDS carries it as the
 /// token's CurCmd, and drivers read it (the Microsoft JDBC driver takes a row count only
 /// from a DONE that ends a data change, and reports 0 for one that ends DDL).
@@ -79,6 +105,11 @@ impl Command {
 pub trait ResultSink {
     /// A result set starts.
     fn columns(&mut self, columns: &[OutputColumn]);
+    /// A server cursor's result starts: its columns (the hidden ones last) and where they
+    /// come from. By default, as [`ResultSink::columns`].
+    fn cursor_columns(&mut self, columns: &[OutputColumn], _origins: &ColumnOrigins) {
+        self.columns(columns);
+    }
     /// The result columns (1-based) the rows come ordered by (ORDER BY), after `columns`.
     fn order(&mut self, _columns: &[u16]) {}
     fn row(&mut self, row: &[Value]);

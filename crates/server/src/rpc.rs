@@ -33,6 +33,10 @@ pub fn proc_name(id: u16) -> Option<&'static str> {
     })
 }
 
+/// Option flag fNoMetaData: the result sets of the call go without their metadata
+/// (COLMETADATA in its "no metadata" form), which the client has from an earlier call.
+pub const OPTION_NO_METADATA: u16 = 0x02;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {
     /// With its '@', or empty for a positional parameter.

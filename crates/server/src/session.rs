@@ -36,7 +36,7 @@ use tessera_errors::msg;
 use bytes::BytesMut;
 use parking_lot::Mutex;
 use tessera_semantics::output::EnvChange;
-use tessera_semantics::output::{Command, OutputColumn, StoredRow};
+use tessera_semantics::output::{ColumnOrigins, Command, OutputColumn, StoredRow};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::session::RpcParam;
 use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
@@ -660,8 +660,10 @@ fn run_rpc(s: &mut Session, sink: &mut TokenSink, calls: Vec<rpc::Call>) {
                 RpcParam { name, value: p.value, ty: p.ty, output: p.output }
             })
             .collect();
+        sink.no_metadata = call.options & rpc::OPTION_NO_METADATA != 0;
         let outcome = s.execute_rpc(&call.procedure, params, sink);
         sink.in_proc = false;
+        sink.no_metadata = false;
         for ((ordinal, name, ty), (_, value, vty)) in outputs.iter().zip(outcome.outputs.iter()) {
             let _ = ty;
             sink.return_value(*ordinal, name, vty, value);
@@ -697,6 +699,9 @@ pub struct TokenSink<'a> {
     pending: Option<(u16, u16, u64)>,
     error_since_done: bool,
     in_proc: bool,
+    /// The running RPC asked for no metadata (option fNoMetaData, 0x02): its result sets'
+    /// COLMETADATA is the "no metadata" form.
+    no_metadata: bool,
     /// Rows of the last count (DONEPROC carries it).
     last_count: Option<u64>,
     transaction: u64,
@@ -728,6 +733,7 @@ impl<'a> TokenSink<'a> {
             pending: None,
             error_since_done: false,
             in_proc: false,
+            no_metadata: false,
             last_count: None,
             transaction: 0,
             next_descriptor: 1,
@@ -866,7 +872,19 @@ impl<'a> TokenSink<'a> {
 impl ResultSink for TokenSink<'_> {
     fn columns(&mut self, columns: &[OutputColumn]) {
         self.flush_pending();
-        tokens::col_metadata(&mut self.buf, self.version, columns);
+        // An RPC with fNoMetaData gets the "no metadata" form (sp_cursorfetch's, from the
+        // Microsoft JDBC driver): the client knows the columns already.
+        tokens::col_metadata(&mut self.buf, self.version, if self.no_metadata { &[] } else { columns });
+        self.columns = columns.iter().map(|c| c.ty).collect();
+        self.ship();
+    }
+
+    fn cursor_columns(&mut self, columns: &[OutputColumn], origins: &ColumnOrigins) {
+        if self.no_metadata {
+            return self.columns(columns);
+        }
+        self.flush_pending();
+        tokens::cursor_col_metadata(&mut self.buf, self.version, columns, origins);
         self.columns = columns.iter().map(|c| c.ty).collect();
         self.ship();
     }

@@ -1,6 +1,6 @@
 //! Encoders for the response tokens the server sends (MS-TDS 2.2.7): LOGINACK, ENVCHANGE,
-//! INFO, ERROR, COLMETADATA, ROW, NBCROW, DONE/DONEPROC/DONEINPROC, RETURNSTATUS and
-//! RETURNVALUE.
+//! INFO, ERROR, COLMETADATA (with TABNAME and COLINFO for server cursors), ROW, NBCROW,
+//! DONE/DONEPROC/DONEINPROC, RETURNSTATUS and RETURNVALUE.
 //!
 //! Invariant: every token with a length field is written with its exact length (clients
 //! such as pytds and FreeTDS derive field sizes from it). Differences between TDS
@@ -8,7 +8,7 @@
 //! 2-byte line numbers; 7.2 and later use 8, 4 and 4 bytes.
 
 use bytes::{BufMut, BytesMut};
-use tessera_semantics::output::{Command, OutputColumn, StoredRow};
+use tessera_semantics::output::{ColumnOrigins, Command, OutputColumn, StoredRow};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::SqlError;
 
@@ -16,6 +16,8 @@ use crate::codec::{put_b_varchar, put_us_varchar, ucs2_len};
 use crate::types::{put_null, put_stored_value, put_type_info, put_value, COLLATION};
 
 pub const COLMETADATA: u8 = 0x81;
+pub const TABNAME: u8 = 0xA4;
+pub const COLINFO: u8 = 0xA5;
 pub const ORDER: u8 = 0xA9;
 pub const ERROR: u8 = 0xAA;
 pub const INFO: u8 = 0xAB;
@@ -185,16 +187,53 @@ pub fn order(out: &mut BytesMut, columns: &[u16]) {
 }
 
 pub fn col_metadata(out: &mut BytesMut, version: Version, columns: &[OutputColumn]) {
+    put_col_metadata(out, version, columns, |_| 0);
+}
+
+/// COLMETADATA of a server cursor's result, its hidden and key columns flagged (fHidden,
+/// fKey), then TABNAME and COLINFO saying where each column comes from.
+pub fn cursor_col_metadata(out: &mut BytesMut, version: Version, columns: &[OutputColumn], origins: &ColumnOrigins) {
+    put_col_metadata(out, version, columns, |i| match origins.columns.get(i) {
+        Some(o) => (if o.hidden { 0x2000 } else { 0 }) | (if o.key { 0x4000 } else { 0 }),
+        None => 0,
+    });
+    with_len16(out, TABNAME, |out| {
+        for table in &origins.tables {
+            out.put_u8(table.len().min(4) as u8);
+            for part in table.iter().take(4) {
+                put_us_varchar(out, part);
+            }
+        }
+    });
+    with_len16(out, COLINFO, |out| {
+        for (i, o) in origins.columns.iter().enumerate() {
+            out.put_u8((i + 1) as u8);
+            out.put_u8(o.table);
+            let status = (if o.expression { 0x04 } else { 0 })
+                | (if o.key { 0x08 } else { 0 })
+                | (if o.hidden { 0x10 } else { 0 })
+                | (if o.base_name.is_some() { 0x20 } else { 0 });
+            out.put_u8(status);
+            if let Some(name) = &o.base_name {
+                put_b_varchar(out, name);
+            }
+        }
+    });
+}
+
+/// COLMETADATA (an empty list writes the "no metadata" form), each column's flags
+/// (fNullable and updateable "unknown") with `extra(i)`'s.
+fn put_col_metadata(out: &mut BytesMut, version: Version, columns: &[OutputColumn], extra: impl Fn(usize) -> u16) {
     out.put_u8(COLMETADATA);
     if columns.is_empty() {
         out.put_u16_le(0xFFFF);
         return;
     }
     out.put_u16_le(columns.len().min(0xFFFE) as u16);
-    for c in columns {
+    for (i, c) in columns.iter().enumerate() {
         put_user_type(out, version);
         // fNullable 0x0001; updateable "unknown" 0x0008.
-        let flags: u16 = if c.nullable { 0x0001 } else { 0 } | 0x0008;
+        let flags: u16 = if c.nullable { 0x0001 } else { 0 } | 0x0008 | extra(i);
         out.put_u16_le(flags);
         put_type_info(out, &c.ty);
         put_b_varchar(out, &c.name);

@@ -1095,6 +1095,40 @@ pub enum Expr {
     Nested(Box<Expr>),
 }
 
+impl Expr {
+    /// Whether `f` holds for this expression or one of its parts, down to (not into) the
+    /// queries of subqueries and the windows of OVER clauses.
+    pub fn any(&self, f: &impl Fn(&Expr) -> bool) -> bool {
+        if f(self) {
+            return true;
+        }
+        match self {
+            Expr::Unary { expr, .. }
+            | Expr::IsNull { expr, .. }
+            | Expr::Cast { expr, .. }
+            | Expr::Collate { expr, .. }
+            | Expr::Nested(expr)
+            | Expr::InSubquery { expr, .. }
+            | Expr::Quantified { left: expr, .. } => expr.any(f),
+            Expr::Binary { left, right, .. } => left.any(f) || right.any(f),
+            Expr::Between { expr, low, high, .. } => expr.any(f) || low.any(f) || high.any(f),
+            Expr::Like { expr, pattern, escape, .. } => {
+                expr.any(f) || pattern.any(f) || escape.as_deref().is_some_and(|e| e.any(f))
+            }
+            Expr::InList { expr, list, .. } => expr.any(f) || list.iter().any(|e| e.any(f)),
+            Expr::Case { operand, branches, otherwise } => {
+                operand.as_deref().is_some_and(|e| e.any(f))
+                    || branches.iter().any(|(w, t)| w.any(f) || t.any(f))
+                    || otherwise.as_deref().is_some_and(|e| e.any(f))
+            }
+            Expr::Convert { expr, style, .. } => expr.any(f) || style.as_deref().is_some_and(|e| e.any(f)),
+            Expr::Function { args, .. } => args.iter().any(|e| e.any(f)),
+            // Leaves, and queries (not entered).
+            _ => false,
+        }
+    }
+}
+
 /// `OVER ([PARTITION BY …] [ORDER BY …])` — parsed for ROW_NUMBER() and aggregates.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Window {

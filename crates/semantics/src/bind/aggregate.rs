@@ -114,60 +114,17 @@ impl<'a> Binder<'a> {
     }
 }
 
-pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
-    use ast::Expr as E;
-    match e {
-        E::Function { name, args, over, .. } => {
-            (over.is_none() && agg_func(&name.name().value.to_uppercase()).is_some())
-                || args.iter().any(contains_aggregate)
-        }
-        E::Unary { expr, .. }
-        | E::IsNull { expr, .. }
-        | E::Nested(expr)
-        | E::Collate { expr, .. }
-        | E::Cast { expr, .. } => contains_aggregate(expr),
-        E::Convert { expr, style, .. } => contains_aggregate(expr) || style.as_deref().is_some_and(contains_aggregate),
-        E::Binary { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
-        E::Between { expr, low, high, .. } => {
-            contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high)
-        }
-        E::Like { expr, pattern, .. } => contains_aggregate(expr) || contains_aggregate(pattern),
-        E::InList { expr, list, .. } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
-        E::Case { operand, branches, otherwise } => {
-            operand.as_deref().is_some_and(contains_aggregate)
-                || branches.iter().any(|(a, b)| contains_aggregate(a) || contains_aggregate(b))
-                || otherwise.as_deref().is_some_and(contains_aggregate)
-        }
-        E::InSubquery { expr, .. } | E::Quantified { left: expr, .. } => contains_aggregate(expr),
-        _ => false,
-    }
+/// Whether an expression calls an aggregate (outside nested queries and windows).
+pub fn contains_aggregate(e: &ast::Expr) -> bool {
+    e.any(&|x| {
+        matches!(x, ast::Expr::Function { name, over: None, .. } if agg_func(&name.name().value.to_uppercase()).is_some())
+    })
 }
 
 /// Whether an expression contains a subquery (outside nested queries).
 pub(super) fn contains_subquery(e: &ast::Expr) -> bool {
     use ast::Expr as E;
-    match e {
-        E::Subquery(_) | E::Exists(_) | E::InSubquery { .. } | E::Quantified { .. } => true,
-        E::Function { args, .. } => args.iter().any(contains_subquery),
-        E::Unary { expr, .. }
-        | E::IsNull { expr, .. }
-        | E::Nested(expr)
-        | E::Collate { expr, .. }
-        | E::Cast { expr, .. }
-        | E::Convert { expr, .. } => contains_subquery(expr),
-        E::Binary { left, right, .. } => contains_subquery(left) || contains_subquery(right),
-        E::Between { expr, low, high, .. } => {
-            contains_subquery(expr) || contains_subquery(low) || contains_subquery(high)
-        }
-        E::Like { expr, pattern, .. } => contains_subquery(expr) || contains_subquery(pattern),
-        E::InList { expr, list, .. } => contains_subquery(expr) || list.iter().any(contains_subquery),
-        E::Case { operand, branches, otherwise } => {
-            operand.as_deref().is_some_and(contains_subquery)
-                || branches.iter().any(|(a, b)| contains_subquery(a) || contains_subquery(b))
-                || otherwise.as_deref().is_some_and(contains_subquery)
-        }
-        _ => false,
-    }
+    e.any(&|x| matches!(x, E::Subquery(_) | E::Exists(_) | E::InSubquery { .. } | E::Quantified { .. }))
 }
 
 fn sum_type(func: AggFunc, t: &SqlType, fname: &str) -> SqlResult<SqlType> {

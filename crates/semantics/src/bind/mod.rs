@@ -34,6 +34,7 @@ mod names;
 mod query;
 mod select;
 
+pub use aggregate::contains_aggregate;
 pub use context::{Catalogs, SessionNames};
 pub use conversion::{cast_to, convert, literal};
 pub use dml::{bind_target, compile_assign, compile_delete, compile_insert, compile_update};

@@ -14,7 +14,8 @@
 //!    XACT_ABORT end the batch (XACT_ABORT and deadlocks also roll the transaction back),
 //!    and inside TRY every error moves to CATCH.
 //!
-//! `Session` holds the entry points (batches here, RPCs in `rpc`, bulk loads in `bulk`);
+//! `Session` holds the entry points (batches here, RPCs in `rpc` and the API server
+//! cursors they reach in `cursors`, bulk loads in `bulk`);
 //! a `Runner` runs a batch or module body, its work split by concern: `compile` (step 3),
 //! `statements` (the loop of step 4), `control`, `variables`, `transactions`, `errors`,
 //! `options`, `calls`, `queries`, `definitions` (DDL statements), `admin` (server statements), `tenants` (sp_detach_db, sp_attach_db, sp_MSforeachdb), `dbcc` and `showplan` (step 4 under SET
@@ -28,6 +29,7 @@ mod calls;
 mod commands;
 mod compile;
 mod control;
+mod cursors;
 mod dbcc;
 mod definitions;
 mod describe;
@@ -76,6 +78,8 @@ pub struct Session {
     /// What it is doing, as the server's views show it (also in its `SessionInfo`; a
     /// system session's is listed nowhere).
     activity: Arc<parking_lot::Mutex<Activity>>,
+    /// Its API server cursors (`cursors`).
+    cursors: cursors::Cursors,
 }
 
 impl Session {
@@ -135,6 +139,7 @@ impl Session {
             initial_login: login.to_string(),
             contained_user: contained,
             activity,
+            cursors: cursors::Cursors::default(),
         })
     }
 
@@ -152,6 +157,7 @@ impl Session {
             initial_login: "sa".to_string(),
             contained_user: None,
             activity: Arc::default(),
+            cursors: cursors::Cursors::default(),
         })
     }
 
@@ -234,8 +240,10 @@ impl Session {
         Session::open(self.shared.clone(), &self.initial_login, &self.initial_database, self.contained_user)
     }
 
-    /// Ends the session: rolls back an open transaction and drops its temp tables.
+    /// Ends the session: closes its cursors, rolls back an open transaction and drops its
+    /// temp tables.
     pub fn close(&mut self) {
+        self.cursors.clear();
         let _ = self.state.txns.rollback_all();
         tessera_execution::sysprocs::applock::release_session_locks(&mut ExecCtx::new(&self.shared, &mut self.state));
         let names: Vec<String> = self.state.temp_tables.keys().cloned().collect();
@@ -384,6 +392,13 @@ struct ErrorWatch<'s> {
 impl ResultSink for ErrorWatch<'_> {
     fn columns(&mut self, columns: &[tessera_semantics::output::OutputColumn]) {
         self.inner.columns(columns);
+    }
+    fn cursor_columns(
+        &mut self,
+        columns: &[tessera_semantics::output::OutputColumn],
+        origins: &tessera_semantics::output::ColumnOrigins,
+    ) {
+        self.inner.cursor_columns(columns, origins);
     }
     fn order(&mut self, columns: &[u16]) {
         self.inner.order(columns);

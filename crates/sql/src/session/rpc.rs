@@ -1,6 +1,7 @@
 //! Remote procedure calls (TDS RPC requests) and the procedures that serve them:
 //! `sp_executesql`, and `sp_prepare` / `sp_execute` / `sp_prepexec` / `sp_unprepare`
-//! with the prepared statements they keep in the session.
+//! with the prepared statements they keep in the session. The API cursor procedures
+//! (`sp_cursoropen` …) are `cursors`'.
 
 use super::calls::{Argument, PreparedProc};
 use super::{ErrorWatch, Runner, Session, Stop};
@@ -11,56 +12,88 @@ use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{Statement, StatementKind};
 
 impl Session {
-    /// Runs a remote procedure call: a stored procedure, `sp_executesql`, or a
-    /// prepared-statement procedure, with typed parameter values. Result sets, messages and
-    /// the return status go to `sink`; OUTPUT parameter values come back.
+    /// Runs a remote procedure call: a stored procedure, `sp_executesql`, a
+    /// prepared-statement procedure or an API cursor procedure (`cursors`), with typed
+    /// parameter values. Result sets, messages and the return status go to `sink`; OUTPUT
+    /// parameter values come back.
     pub fn execute_rpc(&mut self, procedure: &str, params: Vec<RpcParam>, sink: &mut dyn ResultSink) -> RpcOutcome {
-        // The call runs as the batch `EXEC proc @a = @__rpc0, @__rpc1 OUTPUT, …` whose
-        // variables hold the parameter values; the text names the types so that a cached
-        // plan is only reused for the same parameter types.
-        let mut text = String::from("-- rpc:");
-        for p in &params {
-            text.push(' ');
-            text.push_str(&types::type_name(&p.ty));
-        }
-        text.push_str("\nEXEC ");
-        // `..name` (FreeTDS's ODBC driver calls `..sp_stored_procedures`): empty database
-        // and schema parts name the current database and the default schema.
-        text.push_str(&quote_name(procedure.trim_start_matches('.')));
-        for (i, p) in params.iter().enumerate() {
-            text.push_str(if i == 0 { " " } else { ", " });
-            if let Some(n) = &p.name {
-                text.push_str(n);
-                text.push_str(" = ");
-            }
-            text.push_str(&format!("@__rpc{i}"));
-            if p.output {
-                text.push_str(" OUTPUT");
-            }
-        }
+        let text = rpc_text(procedure, &params);
         let mut watch = ErrorWatch { inner: sink, failed: false };
         self.publish(Some(&text));
         self.state.cancel.store(false, Ordering::Relaxed);
-        match self.admit() {
+        let outputs = match self.admit() {
             Ok(_slot) => {
-                let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
-                self.run_bound(&text, decls, params.iter().map(|p| p.value.clone()).collect(), &mut watch);
+                let outputs = if Session::is_api_cursor_procedure(procedure) {
+                    self.run_api_cursor_procedure(procedure, &params, &mut watch)
+                } else {
+                    self.call_rpc_text(&text, &params, &mut watch)
+                };
                 self.release();
+                outputs
             }
             Err(e) => {
                 watch.message(&e);
                 self.state.error = e.number;
+                params.iter().filter(|p| p.output).map(|p| (p.name.clone(), Value::Null, p.ty)).collect()
             }
-        }
-        let outputs = params
+        };
+        self.publish(None);
+        RpcOutcome { outputs, failed: watch.failed }
+    }
+
+    /// Runs `procedure` with `params` inside a request already admitted (the API cursor
+    /// procedures run their statements this way); returns the OUTPUT parameters' values.
+    pub(super) fn call_rpc(
+        &mut self,
+        procedure: &str,
+        params: &[RpcParam],
+        sink: &mut dyn ResultSink,
+    ) -> Vec<(Option<String>, Value, SqlType)> {
+        self.call_rpc_text(&rpc_text(procedure, params), params, sink)
+    }
+
+    fn call_rpc_text(
+        &mut self,
+        text: &str,
+        params: &[RpcParam],
+        sink: &mut dyn ResultSink,
+    ) -> Vec<(Option<String>, Value, SqlType)> {
+        let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
+        self.run_bound(text, decls, params.iter().map(|p| p.value.clone()).collect(), sink);
+        params
             .iter()
             .enumerate()
             .filter(|(_, p)| p.output)
             .map(|(i, p)| (p.name.clone(), self.state.vars.get(i).cloned().unwrap_or(Value::Null), p.ty))
-            .collect();
-        self.publish(None);
-        RpcOutcome { outputs, failed: watch.failed }
+            .collect()
     }
+}
+
+/// The batch an RPC runs as: `EXEC proc @a = @__rpc0, @__rpc1 OUTPUT, …`, whose variables
+/// hold the parameter values; the text names the types so that a cached plan is only
+/// reused for the same parameter types.
+fn rpc_text(procedure: &str, params: &[RpcParam]) -> String {
+    let mut text = String::from("-- rpc:");
+    for p in params {
+        text.push(' ');
+        text.push_str(&types::type_name(&p.ty));
+    }
+    text.push_str("\nEXEC ");
+    // `..name` (FreeTDS's ODBC driver calls `..sp_stored_procedures`): empty database
+    // and schema parts name the current database and the default schema.
+    text.push_str(&quote_name(procedure.trim_start_matches('.')));
+    for (i, p) in params.iter().enumerate() {
+        text.push_str(if i == 0 { " " } else { ", " });
+        if let Some(n) = &p.name {
+            text.push_str(n);
+            text.push_str(" = ");
+        }
+        text.push_str(&format!("@__rpc{i}"));
+        if p.output {
+            text.push_str(" OUTPUT");
+        }
+    }
+    text
 }
 
 /// A parameter of a remote procedure call (TDS RPC request).

@@ -6,7 +6,7 @@
 //! changes that were never made durable.
 
 use tessera_errors::SqlError;
-use tessera_semantics::output::{Command, EnvChange, OutputColumn, ResultSink, StoredRow};
+use tessera_semantics::output::{ColumnOrigins, Command, EnvChange, OutputColumn, ResultSink, StoredRow};
 use tessera_semantics::types::Value;
 
 /// A DONE not passed on yet: its count and the statement it ends.
@@ -54,6 +54,10 @@ impl ResultSink for Sink<'_> {
     fn columns(&mut self, columns: &[OutputColumn]) {
         self.pass_held();
         self.inner.columns(columns);
+    }
+    fn cursor_columns(&mut self, columns: &[OutputColumn], origins: &ColumnOrigins) {
+        self.pass_held();
+        self.inner.cursor_columns(columns, origins);
     }
     fn order(&mut self, columns: &[u16]) {
         self.inner.order(columns);

@@ -1,8 +1,10 @@
 // The Microsoft JDBC driver (mssql-jdbc) against a tessera server, as a Java service
 // would use it: update counts, auto-commit off, savepoints, prepared statements and
 // batches, generated keys, callable statements with OUTPUT parameters and a return
-// status, the parameter types the driver sends, and DatabaseMetaData (the catalog
-// procedures sp_columns_100, sp_pkeys, sp_fkeys, sp_statistics_100, …). Run by crates/server/tests/jdbc.rs:
+// status, the parameter types the driver sends, DatabaseMetaData (the catalog
+// procedures sp_columns_100, sp_pkeys, sp_fkeys, sp_statistics_100, …), and server
+// cursors (selectMethod=cursor, scrollable and updatable result sets: sp_cursoropen,
+// sp_cursorfetch, sp_cursor, …). Run by crates/server/tests/jdbc.rs:
 //   java -cp 'lib/*' Scenario.java HOST PORT SA_PASSWORD
 // Prints one line per check and, when every check passed, "all checks passed".
 
@@ -10,7 +12,12 @@ import java.math.BigDecimal;
 import java.sql.*;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 public class Scenario {
     private static final List<String> failures = new ArrayList<>();
@@ -59,6 +66,10 @@ public class Scenario {
             }
             c.setCatalog("jdbc_scenario");
             run(c);
+        }
+        try (Connection c = DriverManager.getConnection(url)) {
+            c.setCatalog("jdbc_scenario");
+            cursors(c, url);
         }
         try (Connection c = DriverManager.getConnection(url + ";sendStringParametersAsUnicode=false")) {
             c.setCatalog("jdbc_scenario");
@@ -340,5 +351,312 @@ public class Scenario {
             }
         });
         s.close();
+    }
+
+    /** The driver's result set log, where each server cursor fetch is one line. */
+    static final Logger resultSetLog = Logger.getLogger("com.microsoft.sqlserver.jdbc.internals.SQLServerResultSet");
+
+    interface Body {
+        void run() throws Exception;
+    }
+
+    /** Runs body; returns the sp_cursorfetch calls the driver made meanwhile ("fetchType:2 startRow:0 numRows:4"). */
+    static List<String> fetchesDuring(Body body) throws Exception {
+        List<String> fetches = Collections.synchronizedList(new ArrayList<>());
+        Handler h = new Handler() {
+            public void publish(LogRecord r) {
+                String m = r.getMessage();
+                if (m != null && m.contains(" fetchType:")) {
+                    fetches.add(m.substring(m.indexOf("fetchType:")));
+                }
+            }
+
+            public void flush() {}
+
+            public void close() {}
+        };
+        resultSetLog.setUseParentHandlers(false);
+        resultSetLog.setLevel(Level.FINER);
+        resultSetLog.addHandler(h);
+        try {
+            body.run();
+        } finally {
+            resultSetLog.removeHandler(h);
+            resultSetLog.setLevel(null);
+        }
+        return fetches;
+    }
+
+    /** The server cursor behind a result set (0: none, the rows came directly). */
+    static int serverCursorId(ResultSet rs) throws Exception {
+        Class<?> k = Class.forName("com.microsoft.sqlserver.jdbc.SQLServerResultSet");
+        java.lang.reflect.Method m = k.getDeclaredMethod("getServerCursorId");
+        m.setAccessible(true);
+        return (Integer) m.invoke(rs.unwrap(k));
+    }
+
+    static List<Integer> ids(ResultSet rs) throws SQLException {
+        List<Integer> ids = new ArrayList<>();
+        while (rs.next()) {
+            ids.add(rs.getInt(1));
+        }
+        return ids;
+    }
+
+    static List<Integer> range(int from, int to) {
+        List<Integer> r = new ArrayList<>();
+        for (int i = from; i <= to; i++) {
+            r.add(i);
+        }
+        return r;
+    }
+
+    static String rows(Connection c, String query) throws SQLException {
+        List<String> out = new ArrayList<>();
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(query)) {
+            int n = rs.getMetaData().getColumnCount();
+            while (rs.next()) {
+                List<String> row = new ArrayList<>();
+                for (int i = 1; i <= n; i++) {
+                    row.add(rs.getString(i));
+                }
+                out.add(String.join(",", row));
+            }
+        }
+        return String.join(" ", out);
+    }
+
+    /** Server cursors: the API cursor procedures as the driver calls them. */
+    static void cursors(Connection c, String url) throws Exception {
+        try (Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE cursor_rows (id int PRIMARY KEY, name nvarchar(20) NOT NULL)");
+            StringBuilder insert = new StringBuilder("INSERT cursor_rows VALUES ");
+            for (int i = 1; i <= 25; i++) {
+                insert.append(i > 1 ? ", " : "").append("(").append(i).append(", N'n").append(i).append("')");
+            }
+            s.execute(insert.toString());
+            s.execute("CREATE TABLE cursor_edit (id int PRIMARY KEY, name nvarchar(20) NOT NULL, qty int NULL)");
+        }
+        String resetEdit = "DELETE cursor_edit; INSERT cursor_edit VALUES (1, N'a', 1), (2, N'b', 2), (3, N'c', 3), "
+                + "(4, N'd', 4), (5, N'e', 5)";
+        try (Connection cc = DriverManager.getConnection(url + ";selectMethod=cursor;responseBuffering=adaptive")) {
+            cc.setCatalog("jdbc_scenario");
+            check("selectMethod=cursor: rows come by sp_cursorfetch in blocks of the fetch size", () -> {
+                List<Integer> got = new ArrayList<>();
+                List<String> fetches = fetchesDuring(() -> {
+                    try (Statement st = cc.createStatement()) {
+                        st.setFetchSize(4);
+                        try (ResultSet rs = st.executeQuery("SELECT id, name FROM cursor_rows ORDER BY id")) {
+                            expect(true, serverCursorId(rs) > 0, "a server cursor (sp_cursoropen)");
+                            expect(2, rs.getMetaData().getColumnCount(), "columns (ROWSTAT hidden)");
+                            while (rs.next()) {
+                                got.add(rs.getInt(1));
+                                expect("n" + rs.getInt(1), rs.getString("name"), "name");
+                            }
+                        }
+                    }
+                });
+                expect(range(1, 25), got, "rows in order");
+                expect(true, fetches.size() >= 7, "sp_cursorfetch calls of 4 rows: " + fetches);
+                expect(true, fetches.stream().allMatch(f -> f.endsWith("numRows:4")), "fetch sizes " + fetches);
+            });
+            check("selectMethod=cursor: prepared statement (sp_cursorprepexec, then sp_cursorexecute)", () -> {
+                try (PreparedStatement ps = cc.prepareStatement("SELECT id FROM cursor_rows WHERE id > ? ORDER BY id")) {
+                    ps.setFetchSize(3);
+                    ps.setInt(1, 20);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        expect(true, serverCursorId(rs) > 0, "a server cursor");
+                        expect(range(21, 25), ids(rs), "first execution");
+                    }
+                    ps.setInt(1, 22);
+                    try (ResultSet rs = ps.executeQuery()) {
+                        expect(range(23, 25), ids(rs), "second execution");
+                    }
+                }
+            });
+            check("selectMethod=cursor: a batch of two SELECTs runs directly (16954)", () -> {
+                try (Statement st = cc.createStatement()) {
+                    expect(true, st.execute("SELECT id FROM cursor_rows WHERE id = 1; SELECT id FROM cursor_rows WHERE id = 2"),
+                            "a result set");
+                    try (ResultSet rs = st.getResultSet()) {
+                        expect(0, serverCursorId(rs), "no server cursor");
+                        expect(List.of(1), ids(rs), "first result set");
+                    }
+                    expect(true, st.getMoreResults(), "a second result set");
+                    try (ResultSet rs = st.getResultSet()) {
+                        expect(List.of(2), ids(rs), "second result set");
+                    }
+                    boolean told = false;
+                    for (SQLWarning w = st.getWarnings(); w != null; w = w.getNextWarning()) {
+                        told |= w.getErrorCode() == 16954;
+                    }
+                    expect(true, told, "warning 16954 (Executing SQL directly; no cursor.)");
+                }
+            });
+            check("selectMethod=cursor: a statement that is not a SELECT still counts", () -> {
+                try (Statement st = cc.createStatement()) {
+                    expect(1, st.executeUpdate("UPDATE cursor_rows SET name = N'n1' WHERE id = 1"), "update count");
+                }
+            });
+        }
+        check("TYPE_SCROLL_INSENSITIVE: first, last, absolute, relative, previous, getRow", () -> {
+            try (Statement st = c.createStatement(ResultSet.TYPE_SCROLL_INSENSITIVE, ResultSet.CONCUR_READ_ONLY)) {
+                st.setFetchSize(5);
+                try (ResultSet rs = st.executeQuery("SELECT id, name FROM cursor_rows ORDER BY id")) {
+                    expect(true, serverCursorId(rs) > 0, "a server cursor");
+                    expect(ResultSet.TYPE_SCROLL_INSENSITIVE, rs.getType(), "type");
+                    expect(true, rs.last(), "last");
+                    expect(25, rs.getInt(1), "last row");
+                    expect(25, rs.getRow(), "its number");
+                    expect(true, rs.first(), "first");
+                    expect(1, rs.getInt(1), "first row");
+                    expect(1, rs.getRow(), "its number");
+                    expect(true, rs.absolute(12), "absolute(12)");
+                    expect(12, rs.getInt(1), "row 12");
+                    expect(12, rs.getRow(), "its number");
+                    expect(true, rs.relative(-5), "relative(-5)");
+                    expect(7, rs.getInt(1), "row 7");
+                    expect(true, rs.previous(), "previous");
+                    expect(6, rs.getInt(1), "row 6");
+                    expect(true, rs.previous(), "previous across a fetch block");
+                    expect(5, rs.getInt(1), "row 5");
+                    expect(true, rs.relative(10), "relative(10)");
+                    expect(15, rs.getInt(1), "row 15");
+                    expect(true, rs.absolute(-2), "absolute(-2)");
+                    expect(24, rs.getInt(1), "row 24");
+                    expect(24, rs.getRow(), "its number");
+                    rs.afterLast();
+                    expect(true, rs.previous(), "previous after the last row");
+                    expect(25, rs.getInt(1), "row 25");
+                    rs.beforeFirst();
+                    expect(true, rs.next(), "next before the first row");
+                    expect(1, rs.getInt(1), "row 1");
+                    expect(false, rs.previous(), "previous from the first row");
+                    expect(true, rs.isBeforeFirst(), "before the first row");
+                    expect(false, rs.absolute(30), "absolute past the end");
+                    expect(true, rs.isAfterLast(), "after the last row");
+                    // Insensitive: a change made after the cursor opened is not seen.
+                    try (Statement other = c.createStatement()) {
+                        other.executeUpdate("UPDATE cursor_rows SET name = N'changed' WHERE id = 3");
+                    }
+                    expect(true, rs.absolute(3), "absolute(3)");
+                    expect("n3", rs.getString(2), "the value at open");
+                } finally {
+                    try (Statement other = c.createStatement()) {
+                        other.executeUpdate("UPDATE cursor_rows SET name = N'n3' WHERE id = 3");
+                    }
+                }
+            }
+        });
+        check("TYPE_SCROLL_SENSITIVE: each fetch reads its rows again", () -> {
+            try (Statement st = c.createStatement(ResultSet.TYPE_SCROLL_SENSITIVE, ResultSet.CONCUR_READ_ONLY)) {
+                st.setFetchSize(2);
+                try (ResultSet rs = st.executeQuery("SELECT id, name FROM cursor_rows ORDER BY id")) {
+                    expect(true, rs.next(), "row 1");
+                    try (Statement other = c.createStatement()) {
+                        other.executeUpdate("UPDATE cursor_rows SET name = N'new' WHERE id IN (2, 4)");
+                        other.executeUpdate("DELETE cursor_rows WHERE id = 5");
+                    }
+                    expect(true, rs.next(), "row 2");
+                    expect("n2", rs.getString(2), "row 2, fetched before the change");
+                    expect(true, rs.next(), "row 3");
+                    expect(true, rs.next(), "row 4");
+                    expect("new", rs.getString(2), "row 4, fetched after the change");
+                    expect(true, rs.next(), "row 5");
+                    try {
+                        rs.getString(2);
+                        throw new AssertionError("read a value of row 5, deleted since the cursor opened");
+                    } catch (SQLException e) {
+                        // ROWSTAT 2: the driver knows the row is missing.
+                    }
+                    expect(true, rs.next(), "row 6");
+                    expect("n6", rs.getString(2), "row 6");
+                } finally {
+                    try (Statement other = c.createStatement()) {
+                        other.executeUpdate("UPDATE cursor_rows SET name = N'n' + CAST(id AS nvarchar(10)) WHERE id IN (2, 4)");
+                        other.executeUpdate("INSERT cursor_rows VALUES (5, N'n5')");
+                    }
+                }
+            }
+        });
+        check("updatable result set: updateRow, deleteRow, insertRow (sp_cursor)", () -> {
+            try (Statement s = c.createStatement()) {
+                s.execute(resetEdit);
+            }
+            try (Statement st = c.createStatement(ResultSet.TYPE_SCROLL_SENSITIVE, ResultSet.CONCUR_UPDATABLE)) {
+                st.setFetchSize(2);
+                try (ResultSet rs = st.executeQuery("SELECT id, name, qty FROM cursor_edit ORDER BY id")) {
+                    expect(ResultSet.CONCUR_UPDATABLE, rs.getConcurrency(), "concurrency");
+                    expect(true, rs.absolute(2), "absolute(2)");
+                    rs.updateString("name", "two");
+                    rs.updateInt("qty", 22);
+                    rs.updateRow();
+                    expect(true, rs.absolute(3), "absolute(3)");
+                    rs.deleteRow();
+                    rs.moveToInsertRow();
+                    rs.updateInt("id", 100);
+                    rs.updateString("name", "hundred");
+                    rs.updateInt("qty", 7);
+                    rs.insertRow();
+                    rs.moveToCurrentRow();
+                    rs.beforeFirst();
+                    expect(true, rs.absolute(3), "absolute(3) fetched again");
+                    expect(true, rs.rowDeleted(), "the deleted row");
+                    expect(true, rs.absolute(2), "absolute(2)");
+                    expect("two", rs.getString("name"), "the updated row");
+                    expect(true, rs.last(), "last");
+                    expect(100, rs.getInt("id"), "the inserted row, at the end");
+                    expect(6, rs.getRow(), "its number");
+                }
+            }
+            expect("1,a,1 2,two,22 4,d,4 5,e,5 100,hundred,7", rows(c, "SELECT id, name, qty FROM cursor_edit ORDER BY id"),
+                    "the table");
+        });
+        check("updatable result set: optimistic concurrency (16947)", () -> {
+            try (Statement st = c.createStatement(ResultSet.TYPE_SCROLL_SENSITIVE, ResultSet.CONCUR_UPDATABLE);
+                    ResultSet rs = st.executeQuery("SELECT id, name, qty FROM cursor_edit ORDER BY id")) {
+                expect(true, rs.first(), "first");
+                try (Statement other = c.createStatement()) {
+                    other.executeUpdate("UPDATE cursor_edit SET qty = 10 WHERE id = 1");
+                }
+                rs.updateInt("qty", 11);
+                try {
+                    rs.updateRow();
+                    throw new AssertionError("the update of a row changed since it was fetched went through");
+                } catch (SQLException e) {
+                    expect(16947, e.getErrorCode(), "error number");
+                }
+                rs.refreshRow();
+                expect(10, rs.getInt("qty"), "the row as it is now");
+                rs.updateInt("qty", 11);
+                rs.updateRow();
+            }
+            expect("11", rows(c, "SELECT qty FROM cursor_edit WHERE id = 1"), "the update after the refresh");
+        });
+        check("forward-only updatable result set: update each row as it is read", () -> {
+            try (Statement st = c.createStatement(ResultSet.TYPE_FORWARD_ONLY, ResultSet.CONCUR_UPDATABLE)) {
+                st.setFetchSize(2);
+                try (ResultSet rs = st.executeQuery("SELECT id, qty FROM cursor_edit ORDER BY id")) {
+                    expect(true, serverCursorId(rs) > 0, "a server cursor");
+                    while (rs.next()) {
+                        rs.updateInt("qty", rs.getInt("qty") * 10);
+                        rs.updateRow();
+                    }
+                }
+            }
+            expect("1,110 2,220 4,40 5,50 100,70", rows(c, "SELECT id, qty FROM cursor_edit ORDER BY id"), "the table");
+        });
+        check("read-only cursor refuses sp_cursor (16929)", () -> {
+            try (Statement st = c.createStatement(ResultSet.TYPE_SCROLL_SENSITIVE, ResultSet.CONCUR_UPDATABLE);
+                    ResultSet rs = st.executeQuery("SELECT COUNT(*) AS n FROM cursor_edit")) {
+                expect(true, rs.next(), "the count's row");
+                try {
+                    rs.deleteRow();
+                    throw new AssertionError("deleted through a STATIC (read-only) cursor");
+                } catch (SQLException e) {
+                    expect(16929, e.getErrorCode(), "error number");
+                }
+            }
+        });
     }
 }

@@ -46,8 +46,9 @@ impl Runner<'_> {
         if rolled_back {
             self.sink.env_change(&EnvChange::RollbackTransaction);
         }
-        // Severity 20 and above is fatal: the batch stops and the connection ends.
-        let fatal = e.severity >= 20;
+        // Severity 20 and above is fatal: the batch stops and the connection ends (but
+        // for a cancelled request: an Attention ends the request, not the connection).
+        let fatal = e.severity >= 20 && e.number != msg::QUERY_CANCELLED.number;
         self.state.fatal_error |= fatal;
         if doom || fatal || aborts >= Abort::Batch || matches!(s.kind, StatementKind::Throw(_)) {
             return Err(Stop::Abort);

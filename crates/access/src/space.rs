@@ -710,6 +710,15 @@ impl Space {
     }
 
     /// Whether the transaction holds a lock on `key` in `tree`.
+    /// Whether the transaction holds a writer's lock on `tree` (IX or X): it may have
+    /// uncommitted changes there.
+    pub fn may_have_written(&self, txn: &Txn, tree: PageNo) -> bool {
+        matches!(
+            self.locks.held(txn.id, Resource::Table(tree.raw())),
+            Some(crate::lock::LockMode::IntentExclusive | crate::lock::LockMode::Exclusive)
+        )
+    }
+
     pub fn holds_key(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> bool {
         self.locks.held(txn.id, Resource::key(tree.raw(), key)).is_some()
     }

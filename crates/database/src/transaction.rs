@@ -151,6 +151,12 @@ impl Transaction {
         self.db.space.lock_table_for_read(txn, table.0, locks)
     }
 
+    /// Whether this transaction may have uncommitted changes in `table` (it holds a
+    /// writer's table lock there).
+    pub fn may_have_written(&self, table: TableId) -> bool {
+        self.db.space.may_have_written(self.txn_ref(), table.0)
+    }
+
     /// Whether this transaction holds a lock on the row `key` of `table`.
     pub fn holds_key(&self, table: TableId, key: &[u8]) -> bool {
         self.db.space.holds_key(self.txn_ref(), table.0, key)

@@ -38,7 +38,7 @@ pub(super) fn place_index(table: &mut Table, ix: Index) {
 }
 
 pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
-    let (database, table) = lock_for_ddl(ctx, &ci.table)?;
+    let (database, table) = lock_for_ddl(ctx, &ci.table, "CREATE INDEX")?;
     if table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&ci.name.value)) {
         return Err(msg::INDEX_ALREADY_EXISTS.with(&[&ci.name.value, &table.schema, &table.name]));
     }
@@ -98,7 +98,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
 }
 
 pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_exists: bool) -> SqlResult<()> {
-    let (database, table) = lock_for_ddl(ctx, table_name)?;
+    let (database, table) = lock_for_ddl(ctx, table_name, "DROP INDEX")?;
     let Some(pos) = table.indexes.iter().position(|i| !i.is_heap() && i.name.eq_ignore_ascii_case(&index.value)) else {
         if if_exists {
             return Ok(());
@@ -141,7 +141,7 @@ pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> S
         // Changed by DDL since it was checked: nothing to repair here.
         return Ok(());
     }
-    lock_trees(ctx, &database, &now)?;
+    lock_trees(ctx, &database, &now, "DBCC CHECKDB")?;
     let version = ctx.shared.catalog(&database)?.version;
     let mut new = (*now).clone();
     let old_tree = new.indexes[ix].tree.clone();

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use tessera_database::{LockMode, ReadLocks, RowLock};
 
 use crate::runtime::ExecCtx;
+use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::Table;
@@ -24,10 +25,12 @@ fn find_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(Arc<tessera_da
 /// transaction with uncommitted changes in them (they hold IX to their end) and keeps new
 /// writers out. Nobody else can then read or change the trees, so DDL may copy, replace
 /// or drop them; the shared lock (not X) lets DDL's own transaction (`in_own_transaction`)
-/// read them. Returns the definition as it is once locked.
+/// read them. Returns the definition as it is once locked. `statement` names the DDL
+/// for its error (see [`lock_trees`]).
 pub(super) fn lock_for_ddl(
     ctx: &mut ExecCtx,
     name: &ObjectName,
+    statement: &str,
 ) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
     loop {
         let (database, table) = find_table(ctx, name)?;
@@ -37,17 +40,29 @@ pub(super) fn lock_for_ddl(
             // Dropped and created again while this statement waited.
             continue;
         }
-        lock_trees(ctx, &database, &now)?;
+        lock_trees(ctx, &database, &now, statement)?;
         return Ok((database, now));
     }
 }
 
-/// The shared table locks `lock_for_ddl` takes on each tree of a table.
-pub(super) fn lock_trees(ctx: &mut ExecCtx, database: &tessera_database::Database, table: &Table) -> SqlResult<()> {
+/// The shared table locks `lock_for_ddl` takes on each tree of a table. DDL is not yet
+/// part of the session's transaction (issue 34): it copies, replaces or drops the trees at
+/// once. So a table the session's own open transaction has changed is refused (574): its
+/// rollback would undo rows in trees that are gone, reading pages freed and reused since.
+pub(super) fn lock_trees(
+    ctx: &mut ExecCtx,
+    database: &tessera_database::Database,
+    table: &Table,
+    statement: &str,
+) -> SqlResult<()> {
     let shared = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
     for ix in &table.indexes {
         if let Some(tree) = database.table(&ix.tree) {
-            ctx.transaction(database.name())?.lock_table_for_read(tree, shared)?;
+            let tx = ctx.transaction(database.name())?;
+            if tx.may_have_written(tree) {
+                return Err(msg::NOT_ALLOWED_IN_TRANSACTION.with(&[&statement]));
+            }
+            tx.lock_table_for_read(tree, shared)?;
         }
     }
     Ok(())

@@ -198,7 +198,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
 }
 
 pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
-    let (database, table) = match lock_for_ddl(ctx, name) {
+    let (database, table) = match lock_for_ddl(ctx, name, "DROP TABLE") {
         Ok(t) => t,
         Err(e) if e.number == 208 || e.number == 911 => {
             if if_exists {
@@ -247,7 +247,7 @@ pub fn declare_table_variable(
 }
 
 pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
-    let (database, table) = lock_for_ddl(ctx, name).map_err(|e| match e.number {
+    let (database, table) = lock_for_ddl(ctx, name, "TRUNCATE TABLE").map_err(|e| match e.number {
         208 | 911 => msg::TRUNCATE_TABLE_NOT_FOUND.with(&[&(name
             .0
             .iter()

@@ -876,7 +876,11 @@ fn background(engine: Weak<Engine>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Acquire) {
         let Some(engine) = engine.upgrade() else { return };
         let tick = engine.config.delayed_flush_interval;
-        for db in engine.open_slots().iter().filter_map(|s| s.database()) {
+        for slot in engine.open_slots() {
+            // Not while DETACH, DROP or a close works on the database: a handle held here
+            // would make DETACH refuse it as in use (3703). `db` goes before `_work`.
+            let Some(_work) = slot.engine_work.try_lock() else { continue };
+            let Some(db) = slot.database() else { continue };
             if db.log_pending() && db.options().flushes_in_background() {
                 let _ = db.flush_log();
             }

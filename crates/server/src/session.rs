@@ -280,10 +280,12 @@ async fn login_phase(
 
     let mut out = BytesMut::new();
     tokens::env_change_text(&mut out, tokens::ENV_DATABASE, &database, "master");
-    tokens::message(&mut out, version, &msg::DATABASE_CONTEXT_CHANGED.with(&[&database]), &state.shared.server_name);
+    // SQL Server sends the login's two messages at line 1 (pymssql's message handler tests read it).
+    let context_changed = msg::DATABASE_CONTEXT_CHANGED.with(&[&database]).at_line(1);
+    tokens::message(&mut out, version, &context_changed, &state.shared.server_name);
     tokens::env_change_collation(&mut out);
     tokens::env_change_text(&mut out, tokens::ENV_LANGUAGE, "us_english", "");
-    tokens::message(&mut out, version, &msg::LANGUAGE_CHANGED.err(), &state.shared.server_name);
+    tokens::message(&mut out, version, &msg::LANGUAGE_CHANGED.err().at_line(1), &state.shared.server_name);
     tokens::login_ack(&mut out, version, "Microsoft SQL Server", state.version_bytes);
     tokens::env_change_text(&mut out, tokens::ENV_PACKET_SIZE, &packet_size.to_string(), "4096");
     tokens::done(&mut out, version, tokens::DONE, done::FINAL, 0, 0);

@@ -153,7 +153,7 @@ impl Runner<'_> {
                 self.sink.message(&SqlError::informational(0, msg));
                 self.state.rowcount = 0;
             }
-            StatementKind::Use(db) => self.use_database(&db.value)?,
+            StatementKind::Use(db) => self.use_database(&db.value, s.line)?,
             StatementKind::CreateUser { .. }
             | StatementKind::AlterUser { .. }
             | StatementKind::DropUser { .. }
@@ -222,7 +222,8 @@ impl Runner<'_> {
         Ok(Flow::Next)
     }
 
-    fn use_database(&mut self, name: &str) -> SqlResult<()> {
+    /// USE: `line` is the statement's, which its message 5701 carries.
+    fn use_database(&mut self, name: &str, line: u32) -> SqlResult<()> {
         if !self.shared.engine.exists(name) {
             return Err(tessera_semantics::catalog::database_not_found(name));
         }
@@ -234,7 +235,7 @@ impl Runner<'_> {
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());
         self.shared.refresh_default_schema(self.state);
         self.sink.env_change(&EnvChange::Database { old, new: db.name().to_string() });
-        self.sink.message(&msg::DATABASE_CONTEXT_CHANGED.with(&[&db.name()]));
+        self.sink.message(&msg::DATABASE_CONTEXT_CHANGED.with(&[&db.name()]).at_line(line));
         self.state.rowcount = 0;
         Ok(())
     }

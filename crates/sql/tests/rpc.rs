@@ -1,7 +1,8 @@
 //! Remote procedure calls as the TDS layer makes them: stored procedures with OUTPUT
 //! parameters and return status, sp_executesql, and the prepared-statement procedures.
 
-use tessera_database::{Engine, EngineConfig};
+mod common;
+
 use tessera_semantics::output::Command;
 use tessera_semantics::output::OutputColumn;
 use tessera_semantics::types::{SqlType, Value};
@@ -42,7 +43,7 @@ fn nvarchar(s: &str) -> Value {
 
 #[test]
 fn procedures_executesql_and_prepared_statements() {
-    let (_dir, mut s) = session();
+    let (_dir, mut s) = common::session();
     let mut sink = Sink::default();
     assert!(!s.execute(
         "create table t (id int primary key, v nvarchar(20));
@@ -120,13 +121,7 @@ fn procedures_executesql_and_prepared_statements() {
 /// decimal of another scale was stored wrong) and another order's slots (values swapped).
 #[test]
 fn one_statement_with_other_parameter_declarations_is_bound_for_each() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.pool_bytes = 32 << 20;
-    config.background = false;
-    let engine = Engine::open(config).unwrap();
-    let shared = tessera_sql::start_instance(engine).unwrap();
-    let mut s = Session::new(shared, "sa", "master").unwrap();
+    let (_dir, mut s) = common::session();
     let mut sink = Sink::default();
     assert!(!s.execute("create table money (amount decimal(18,6));", &mut sink));
     let text = SqlType::NVarChar(4000);
@@ -158,17 +153,6 @@ fn one_statement_with_other_parameter_declarations_is_bound_for_each() {
     };
     assert_eq!(run("select @a, @b", "@a int, @b int", ab(1, 2)), vec![vec![Value::Int(1), Value::Int(2)]]);
     assert_eq!(run("select @a, @b", "@b int, @a int", ab(10, 20)), vec![vec![Value::Int(10), Value::Int(20)]]);
-}
-
-fn session() -> (tempfile::TempDir, Session) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.pool_bytes = 32 << 20;
-    config.background = false;
-    let engine = Engine::open(config).unwrap();
-    let shared = tessera_sql::start_instance(engine).unwrap();
-    let s = Session::new(shared, "sa", "master").unwrap();
-    (dir, s)
 }
 
 fn int(v: i64) -> RpcParam {
@@ -270,7 +254,7 @@ fn named(name: &str, value: Value, ty: SqlType) -> RpcParam {
 /// optimistic concurrency, direct execution, prepared cursors, and the limits.
 #[test]
 fn api_server_cursors() {
-    let (_dir, mut s) = session();
+    let (_dir, mut s) = common::session();
     let mut sink = Sink::default();
     assert!(!s.execute(
         "create table items (id int primary key, name nvarchar(20) not null, qty int null);
@@ -459,7 +443,7 @@ fn api_server_cursors() {
 /// closes.
 #[test]
 fn api_cursor_memory_is_bounded_and_given_back() {
-    let (_dir, mut s) = session();
+    let (_dir, mut s) = common::session();
     let mut sink = Sink::default();
     assert!(!s.execute(
         "create table n (i int primary key);

@@ -1,19 +1,15 @@
 //! System procedures whose output carries times or sizes (so no golden file can hold it):
 //! the shape of their result sets.
 
+mod common;
+
 use tessera_database::{Engine, EngineConfig};
 use tessera_semantics::types::Value;
 use tessera_sql::{Collected, Session};
 
 #[test]
 fn sp_help_sp_helpdb_and_sp_databases_describe_what_exists() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.pool_bytes = 32 << 20;
-    config.background = false;
-    let engine = Engine::open(config).unwrap();
-    let shared = tessera_sql::start_instance(engine).unwrap();
-    let mut s = Session::new(shared, "sa", "master").unwrap();
+    let (_dir, mut s) = common::session();
     let mut out = Collected::default();
     assert!(!s.execute(
         "create table gadgets (id int identity primary key, name varchar(20) not null default 'thing', price decimal(8,2) check (price >= 0));

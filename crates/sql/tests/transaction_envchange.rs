@@ -3,7 +3,8 @@
 //! transaction is still open sends the rest of its "transaction" as autocommit
 //! statements that each commit.
 
-use tessera_database::{Engine, EngineConfig};
+mod common;
+
 use tessera_semantics::output::{Command, EnvChange, OutputColumn};
 use tessera_semantics::types::Value;
 use tessera_sql::{ResultSink, Session, SqlError};
@@ -39,13 +40,7 @@ fn run(s: &mut Session, sql: &str) -> Vec<String> {
 
 #[test]
 fn a_transaction_the_server_rolls_back_is_announced_after_its_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.pool_bytes = 32 << 20;
-    config.background = false;
-    let engine = Engine::open(config).unwrap();
-    let shared = tessera_sql::start_instance(engine).unwrap();
-    let mut s = Session::new(shared, "sa", "master").unwrap();
+    let (_dir, mut s) = common::session();
     run(&mut s, "create table pk (id int primary key); insert into pk values (1);");
 
     // XACT_ABORT: the duplicate key ends the transaction.

@@ -70,6 +70,7 @@ catalog! {
     INVALID_STATEMENT_PARAM_TYPE = 214, 16, Statement, "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.";
     MAX_NESTING_LEVEL_EXCEEDED = 217, 16, Batch, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).";
     ARITHMETIC_OVERFLOW_FOR_TYPE = 220, 16, Statement, "Arithmetic overflow error for data type %ls, value = %I64d.";
+    NOT_IN_MULTI_STATEMENT_TRANSACTION = 226, 16, Statement, "%ls statement not allowed within multi-statement transaction.";
     OBJECT_PERMISSION_DENIED = 229, 14, Statement, "The %ls permission was denied on the object '%.*ls', database '%.*ls', schema '%.*ls'.";
     COLUMN_PERMISSION_DENIED = 230, 14, Statement, "The %ls permission was denied on the column '%.*ls' of the object '%.*ls', database '%.*ls', schema '%.*ls'.";
     INVALID_MONEY_STRING = 235, 16, Statement, "Cannot convert a char value to money. The char value has incorrect syntax.";
@@ -108,7 +109,7 @@ catalog! {
     IDENTITY_INSERT_OFF = 544, 16, Statement, "Cannot insert explicit value for identity column in table '%.*ls' when IDENTITY_INSERT is set to OFF.";
     IDENTITY_VALUE_REQUIRED = 545, 16, Statement, "Explicit value must be specified for identity column in table '%.*ls' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column.";
     CONSTRAINT_CONFLICT = 547, 16, Statement, "The %ls statement conflicted with the %ls constraint \"%.*ls\". The conflict occurred in database \"%.*ls\", table \"%.*ls\"%ls.";
-    NOT_ALLOWED_IN_TRANSACTION = 574, 16, Statement, "%ls statement not allowed within multi-statement transaction.";
+    NOT_IN_USER_TRANSACTION = 574, 16, Statement, "%ls statement cannot be used inside a user transaction.";
     SAVE_WITHOUT_TRANSACTION = 628, 16, Statement, "Cannot issue SAVE TRANSACTION when there is no active transaction.";
     OUT_OF_MEMORY = 701, 16, Batch, "There is insufficient system memory %ls.";
     BUFFER_POOL_MEMORY_EXHAUSTED = 802, 17, Statement, "There is insufficient memory available in the buffer pool.";

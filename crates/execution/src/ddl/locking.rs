@@ -60,7 +60,7 @@ pub(super) fn lock_trees(
         if let Some(tree) = database.table(&ix.tree) {
             let tx = ctx.transaction(database.name())?;
             if tx.may_have_written(tree) {
-                return Err(msg::NOT_ALLOWED_IN_TRANSACTION.with(&[&statement]));
+                return Err(msg::NOT_IN_USER_TRANSACTION.with(&[&statement]));
             }
             tx.lock_table_for_read(tree, shared)?;
         }

@@ -26,7 +26,7 @@ pub fn execute(ctx: &mut ExecCtx, statement: &GovernorStatement, in_transaction:
             GovernorStatement::DropGroup(_) => "DROP WORKLOAD GROUP",
             _ => "ALTER RESOURCE GOVERNOR",
         };
-        return Err(msg::NOT_ALLOWED_IN_TRANSACTION.with(&[&what]));
+        return Err(msg::NOT_IN_USER_TRANSACTION.with(&[&what]));
     }
     let rg = &ctx.shared.resource_governor;
     match statement {

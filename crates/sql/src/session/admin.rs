@@ -138,7 +138,7 @@ impl Runner<'_> {
             _ => "ALTER SERVER ROLE",
         };
         if self.state.txns.count > 0 {
-            return Err(msg::NOT_ALLOWED_IN_TRANSACTION.with(&[&verb]));
+            return Err(msg::NOT_IN_USER_TRANSACTION.with(&[&verb]));
         }
         let shared = self.shared;
         let caller = self.state.server_login().map(str::to_string);

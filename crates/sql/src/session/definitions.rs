@@ -18,12 +18,19 @@ impl Runner<'_> {
     pub(super) fn define(&mut self, s: &Statement) -> SqlResult<()> {
         match &s.kind {
             StatementKind::CreateDatabase(cd) => {
+                // A database is made outside any transaction, as in SQL Server.
+                if self.state.txns.count > 0 {
+                    return Err(msg::NOT_IN_MULTI_STATEMENT_TRANSACTION.with(&[&"CREATE DATABASE"]));
+                }
                 if !self.shared.holds_server(self.state, "CREATE ANY DATABASE") {
                     return Err(msg::DATABASE_PERMISSION_DENIED.with(&[&"CREATE DATABASE", &"master"]));
                 }
                 self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
             }
             StatementKind::DropDatabase { names, if_exists } => {
+                if self.state.txns.count > 0 {
+                    return Err(msg::NOT_IN_USER_TRANSACTION.with(&[&"DROP DATABASE"]));
+                }
                 for n in names {
                     if !self.may_control_database(&n.value)? {
                         return Err(msg::DROP_OBJECT_NOT_FOUND.with(&[&"database", &n.value]));
@@ -32,6 +39,9 @@ impl Runner<'_> {
                 }
             }
             StatementKind::AlterDatabase { name, action } => {
+                if self.state.txns.count > 0 {
+                    return Err(msg::NOT_IN_MULTI_STATEMENT_TRANSACTION.with(&[&"ALTER DATABASE"]));
+                }
                 let target = if name.is("CURRENT") { self.state.database.clone() } else { name.value.clone() };
                 if !self.may_control_database(&target)? {
                     return Err(msg::ALTER_DATABASE_DENIED.with(&[&target]));

@@ -29,3 +29,17 @@ insert tr values (2);
 drop table tr;
 select object_id('tr') as dropped;
 go
+-- Databases are made, changed and dropped outside any transaction (226, 574), as in SQL Server.
+create database txdb;
+go
+begin tran;
+create database txdb2;
+go
+alter database txdb set recovery simple;
+go
+drop database txdb;
+go
+rollback;
+select name from sys.databases where name like 'txdb%';
+drop database txdb;
+go

@@ -236,11 +236,16 @@ impl ExecCtx<'_> {
 
     /// Resolves `name`, `schema.name` or `db.schema.name` to (database, object).
     pub(crate) fn object(&self, name: &str) -> Option<(String, Object)> {
-        let parts: Vec<&str> = name.split('.').map(|p| p.trim_matches(|c| c == '[' || c == ']')).collect();
+        let parts = name_parts(name)?;
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         let (db, schema, obj) = match parts.as_slice() {
             [o] => (self.session.database.clone(), "dbo", *o),
-            [s, o] => (self.session.database.clone(), *s, *o),
-            [d, s, o] => (d.to_string(), if s.is_empty() { "dbo" } else { s }, *o),
+            [s, o] => (self.session.database.clone(), if s.is_empty() { "dbo" } else { s }, *o),
+            [d, s, o] => (
+                if d.is_empty() { self.session.database.clone() } else { d.to_string() },
+                if s.is_empty() { "dbo" } else { s },
+                *o,
+            ),
             _ => return None,
         };
         if let Some(real) = obj.starts_with('#').then(|| self.session.temp_tables.get(&obj.to_lowercase())).flatten() {
@@ -335,4 +340,32 @@ fn server_property(name: &str, shared: &Shared) -> Value {
 /// The result column type of SERVERPROPERTY and friends (sql_variant in SQL Server).
 pub fn variant_type() -> SqlType {
     SqlType::NVarChar(128)
+}
+
+/// The parts of a multi-part name as written in a string (`OBJECT_ID('db.[a.b].[c]]d]')`):
+/// split at the dots outside brackets and quotes, `[…]` with `]]` and `"…"` with `""`
+/// unescaped. None for an unclosed bracket or quote.
+fn name_parts(name: &str) -> Option<Vec<String>> {
+    let mut parts = vec![String::new()];
+    let mut chars = name.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '.' => parts.push(String::new()),
+            '[' | '"' => {
+                let close = if c == '[' { ']' } else { '"' };
+                loop {
+                    match chars.next()? {
+                        x if x == close && chars.peek() == Some(&close) => {
+                            chars.next();
+                            parts.last_mut()?.push(close);
+                        }
+                        x if x == close => break,
+                        x => parts.last_mut()?.push(x),
+                    }
+                }
+            }
+            c => parts.last_mut()?.push(c),
+        }
+    }
+    Some(parts)
 }

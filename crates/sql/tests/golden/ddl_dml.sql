@@ -146,3 +146,14 @@ drop database shop;
 go
 drop database shop;
 go
+-- OBJECT_ID reads a name as T-SQL writes it: brackets and quotes with their escapes,
+-- dots inside them, empty parts.
+create table [odd]]name] (a int);
+create table [dotted.name] (a int);
+select case when object_id('dbo.[odd]]name]') = object_id('[odd]]name]') then 'same' else 'differs' end as bracketed,
+       case when object_id('"dotted.name"') is not null and object_id('..[dotted.name]') = object_id('"dotted.name"') then 'found' else 'missing' end as quoted,
+       object_id('[odd]name]') as wrong_escape,
+       object_id('[unclosed') as unclosed;
+drop table [odd]]name];
+drop table [dotted.name];
+go

@@ -20,21 +20,16 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         Value::Str(s) => Some(s.to_string()),
         _ => None,
     };
-    if matches!(
-        func,
-        SessionFn::UserName
-            | SessionFn::UserId
-            | SessionFn::SchemaName
-            | SessionFn::SchemaId
-            | SessionFn::IsMember
-            | SessionFn::IsRoleMember
-            | SessionFn::HasDbAccess
-            | SessionFn::HasPermsByName
-            | SessionFn::OriginalLogin
-    ) {
-        return principals::principal_function(ctx, func, args);
-    }
     Ok(match func {
+        SessionFn::UserName
+        | SessionFn::UserId
+        | SessionFn::SchemaName
+        | SessionFn::SchemaId
+        | SessionFn::IsMember
+        | SessionFn::IsRoleMember
+        | SessionFn::HasDbAccess
+        | SessionFn::HasPermsByName
+        | SessionFn::OriginalLogin => return principals::principal_function(ctx, func, args),
         SessionFn::RowCount => Value::Int(s.rowcount),
         SessionFn::Identity => s.identity.clone().unwrap_or(Value::Null),
         SessionFn::ScopeIdentity => s.scope_identity.clone().unwrap_or(Value::Null),
@@ -175,15 +170,6 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             (Some(name), Some(property)) => login_property(ctx.shared, s.server_login(), &name, &property),
             _ => Value::Null,
         },
-        SessionFn::UserName
-        | SessionFn::UserId
-        | SessionFn::SchemaName
-        | SessionFn::SchemaId
-        | SessionFn::IsMember
-        | SessionFn::IsRoleMember
-        | SessionFn::HasDbAccess
-        | SessionFn::HasPermsByName
-        | SessionFn::OriginalLogin => unreachable!("answered by functions::principals"),
     })
 }
 

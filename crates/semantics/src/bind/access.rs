@@ -259,26 +259,37 @@ fn join_with_table(
     left_width: usize,
     right_width: usize,
 ) -> Plan {
-    // Facts about right columns whose values come from the left row.
-    let eqs = join_equalities(&on, left_width);
-    let mut facts: Vec<Fact> = Vec::new();
-    for (_, l, r, _) in &eqs {
+    // Facts about right columns: the right side's own filters that compare a column with
+    // a value independent of any row (`S_W_ID = @w`), numbered by filter, then the join's
+    // equalities whose values come from the left row (`S_I_ID = OL_I_ID`).
+    let mut facts: Vec<Fact> = rfilters
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| column_comparison(f).map(|(c, op, v)| (c, op, v.clone(), i)))
+        .collect();
+    for (_, l, r, _) in join_equalities(&on, left_width) {
         if let Expr::Column(rc) = r {
-            facts.push((rc - left_width, BinaryOp::Eq, l.clone(), usize::MAX));
+            facts.push((rc - left_width, BinaryOp::Eq, l, usize::MAX));
         }
     }
+    // The index whose seek the join pins on the longest key prefix; the join must pin at
+    // least one key column, or the seek would not depend on the left row.
     let mut best: Option<(usize, Seek)> = None;
     for i in 0..table.indexes.len() {
         if table.indexes[i].is_heap() {
             continue;
         }
         let seek = seek_bounds(&table, i, &facts);
-        if !seek.prefix.is_empty() && best.as_ref().is_none_or(|b| seek.prefix.len() > b.1.prefix.len()) {
+        let joined = seek.used.contains(&usize::MAX);
+        if joined && best.as_ref().is_none_or(|b| seek.prefix.len() > b.1.prefix.len()) {
             best = Some((i, seek));
         }
     }
     match best {
         Some((index, seek)) => {
+            // The right side's filters the seek represents exactly are dropped.
+            let rfilters: Vec<Expr> =
+                rfilters.into_iter().enumerate().filter(|(i, _)| !seek.used.contains(i)).map(|(_, f)| f).collect();
             let scan = Plan::Scan(Box::new(ScanNode {
                 db,
                 table,

@@ -62,3 +62,13 @@ SELECT s.name FROM staff s JOIN dept s ON s.id = 1;
 GO
 SELECT 'after errors' AS ok;
 GO
+-- the inner table's composite key pinned by a constant and the join column (index nested
+-- loops seeking both), with constant filters on both sides and a residual on the inner
+CREATE TABLE stock (w int NOT NULL, item int NOT NULL, qty int, PRIMARY KEY (w, item));
+CREATE TABLE line (w int NOT NULL, o int NOT NULL, n int NOT NULL, item int, PRIMARY KEY (w, o, n));
+INSERT INTO stock VALUES (1, 1, 5), (1, 2, 50), (1, 3, 7), (2, 1, 1), (2, 2, 2), (2, 3, 3);
+INSERT INTO line VALUES (1, 10, 1, 1), (1, 10, 2, 2), (1, 11, 1, 3), (1, 12, 1, 1), (2, 10, 1, 3), (1, 13, 1, 9);
+SELECT COUNT(DISTINCT stock.item) AS low FROM line, stock WHERE line.w = 1 AND o >= 10 AND o < 13 AND stock.w = 1 AND stock.item = line.item AND qty < 10;
+SELECT l.o, l.n, s.w, s.qty FROM line l JOIN stock s ON s.item = l.item AND s.w = 2 WHERE l.w = 1 ORDER BY l.o, l.n;
+SELECT l.o, l.n, s.qty FROM line l LEFT JOIN stock s ON s.item = l.item AND s.w = 1 AND s.qty > 6 ORDER BY l.w, l.o, l.n;
+GO

@@ -10,6 +10,7 @@ CREATE TABLE c (id int NOT NULL CONSTRAINT pk_c PRIMARY KEY, name varchar(20), c
 CREATE TABLE o (id int NOT NULL CONSTRAINT pk_o PRIMARY KEY, cid int, qty int, note varchar(20));
 CREATE INDEX ix_cid ON o (cid);
 CREATE TABLE h (k int, v int);
+CREATE TABLE s (w int NOT NULL, i int NOT NULL, q int, CONSTRAINT pk_s PRIMARY KEY (w, i));
 INSERT INTO c VALUES (1, 'ann', 'oslo'), (2, 'bob', 'rome');
 INSERT INTO o VALUES (10, 1, 5, NULL), (11, 2, 7, 'x');
 GO
@@ -27,6 +28,9 @@ SELECT v FROM h WHERE k = 3;
 SELECT qty FROM o WHERE cid = 1;
 -- the join's inner table has an index on the join column: index nested loops
 SELECT c.name, o.qty FROM c JOIN o ON o.cid = c.id;
+-- the inner table's key leads with a column the query pins to a value and goes on with
+-- the join column: index nested loops seeking both (TPC-C's stock level query)
+SELECT COUNT(DISTINCT s.i) FROM o, s WHERE o.id >= 10 AND s.w = 1 AND s.i = o.cid AND s.q < 15;
 -- no index on the join column: a hash join (the build input first)
 SELECT c.name, h.v FROM c JOIN h ON h.k = c.id;
 SELECT c.name, h.v FROM c LEFT JOIN h ON h.k = c.id;

@@ -377,9 +377,28 @@ pub struct Query {
     pub offset: Option<Expr>,
     /// `FETCH NEXT|FIRST n ROWS ONLY`
     pub fetch: Option<Expr>,
-    /// `OPTION (MAXRECURSION n)`: the recursion limit of recursive CTEs (0 = none); other
-    /// query hints are accepted and ignored.
+    /// `OPTION (…)`
+    pub hints: QueryHints,
+}
+
+/// The query hints of `OPTION (…)` that have an effect; the others are accepted and
+/// ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryHints {
+    /// `MAXRECURSION n`: the recursion limit of recursive CTEs (0 = none).
     pub max_recursion: Option<u16>,
+    /// `LOOP JOIN`, `HASH JOIN`, `MERGE JOIN`: how every join of the statement is made.
+    pub join: Option<JoinHint>,
+}
+
+/// How a join is made, as a query asks: `INNER LOOP JOIN`, `OPTION (HASH JOIN)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinHint {
+    Loop,
+    Hash,
+    Merge,
+    /// `REMOTE`: the right table is on a linked server; here every table is local.
+    Remote,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -453,28 +472,18 @@ pub struct OrderItem {
 pub enum TableRef {
     /// A table, view, CTE, `#temp` or `@table_variable` (the variable's name, with `@`, as
     /// the single part), with optional alias and table hints (`WITH (NOLOCK)`, upper-cased).
-    Named {
-        name: ObjectName,
-        alias: Option<Ident>,
-        hints: Vec<String>,
-    },
+    Named { name: ObjectName, alias: Option<Ident>, hints: Vec<String> },
     /// `(query) [AS] alias [(columns)]`
-    Derived {
-        query: Box<Query>,
-        alias: Ident,
-        columns: Vec<Ident>,
-    },
+    Derived { query: Box<Query>, alias: Ident, columns: Vec<Ident> },
     /// `fn(args) [AS] alias` — table-valued functions.
-    Function {
-        name: ObjectName,
-        args: Vec<Expr>,
-        alias: Option<Ident>,
-    },
+    Function { name: ObjectName, args: Vec<Expr>, alias: Option<Ident> },
     Join {
         left: Box<TableRef>,
         right: Box<TableRef>,
         kind: JoinKind,
         on: Option<Expr>,
+        /// `INNER LOOP JOIN`, `LEFT HASH JOIN` …
+        hint: Option<JoinHint>,
     },
 }
 
@@ -535,8 +544,8 @@ pub struct Output {
 pub struct Update {
     /// `WITH ctes UPDATE …`
     pub with: Vec<Cte>,
-    /// `OPTION (MAXRECURSION n)`
-    pub max_recursion: Option<u16>,
+    /// `OPTION (…)`
+    pub hints: QueryHints,
     pub top: Option<Top>,
     /// The target: a table name or an alias defined in `from`.
     pub table: ObjectName,
@@ -572,8 +581,8 @@ pub enum Assignment {
 pub struct Delete {
     /// `WITH ctes DELETE …`
     pub with: Vec<Cte>,
-    /// `OPTION (MAXRECURSION n)`
-    pub max_recursion: Option<u16>,
+    /// `OPTION (…)`
+    pub hints: QueryHints,
     pub top: Option<Top>,
     pub table: ObjectName,
     /// `DELETE t WITH (hints)`

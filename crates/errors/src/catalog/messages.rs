@@ -338,6 +338,7 @@ catalog! {
     UNIQUEIDENTIFIER_RESULT_TOO_SMALL = 8170, 16, Statement, "Insufficient result space to convert uniqueidentifier value to %ls.";
     PARAMETERS_NOT_SUPPLIED = 8178, 16, Statement, "The parameterized query expects parameters that were not supplied.";
     PREPARED_HANDLE_NOT_FOUND = 8179, 16, Statement, "Could not find prepared statement with handle %d.";
+    QUERY_HINTS_CANNOT_BE_MET = 8622, 16, Statement, "Query processor could not produce a query plan because of the hints defined in this query. Resubmit the query without specifying any hints and without using SET FORCEPLAN.";
     INTERNAL_QUERY_PROCESSOR_ERROR = 8630, 17, Statement, "Internal Query Processor Error: The query processor encountered an unexpected error during execution.";
     CHECKDB_TABLE_ERROR = 8939, 16, Statement, "Table error: %ls";
     MISSING_INDEX_ROW = 8951, 16, Statement, "Table error: %.*ls. Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:";

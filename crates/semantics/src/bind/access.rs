@@ -8,8 +8,8 @@ use crate::catalog::{DbRef, Table};
 use crate::locking::LockHints;
 use crate::plan::{columns_used, Expr, Plan, RangeBound, ScanNode};
 use std::sync::Arc;
-use tessera_errors::SqlResult;
-use tessera_syntax::ast::{BinaryOp, JoinKind};
+use tessera_errors::{msg, SqlResult};
+use tessera_syntax::ast::{BinaryOp, JoinHint, JoinKind};
 
 impl<'a> Binder<'a> {
     /// Turns a FROM tree with pushed-down filters into a plan over its local row.
@@ -27,46 +27,45 @@ impl<'a> Binder<'a> {
                     },
                 })
             }
-            FromNode::Join { left, right, kind, on, offset, .. } => {
+            FromNode::Join { left, right, kind, on, offset, hint, .. } => {
+                // A hint in the join, else the statement's (`OPTION (LOOP JOIN)`).
+                let hint = hint.or(self.join_hint);
                 let left_width = left.width();
                 let right_width = right.width();
                 let right_offset = right.offset();
                 let local_on: Vec<Expr> = on.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
-                // Index nested loops: the inner side is a table whose index the join pins.
-                if matches!(kind, JoinKind::Inner | JoinKind::Left) {
-                    let inner_is_table = matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
-                    if inner_is_table {
-                        let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
-                        let LeafSource::Table { db, table, alias, with_key, hints } = *source else {
-                            unreachable!("checked above")
-                        };
-                        let rfilters: Vec<Expr> =
-                            filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
-                        let lp = self.build(*left)?;
-                        return Ok(join_with_table(
-                            lp,
-                            db,
-                            table,
-                            alias,
-                            with_key,
-                            hints,
-                            rfilters,
-                            kind,
-                            local_on,
-                            left_width,
-                            right_width,
-                        ));
-                    }
+                // Index nested loops: the inner side is a table whose index the join pins
+                // (unless the query asks for a hash or merge join).
+                let inner_is_table =
+                    matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
+                let loops = !matches!(hint, Some(JoinHint::Hash | JoinHint::Merge));
+                if loops && inner_is_table && matches!(kind, JoinKind::Inner | JoinKind::Left) {
+                    let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
+                    let LeafSource::Table { db, table, alias, with_key, hints } = *source else {
+                        unreachable!("checked above")
+                    };
+                    let rfilters: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
                     let lp = self.build(*left)?;
-                    let rp = self.build(*right)?;
-                    return Ok(hash_or_loop(lp, rp, kind, local_on, left_width, right_width));
+                    let inner = Inner { db, table, alias, with_key, hints, filters: rfilters };
+                    return join_with_table(lp, inner, kind, local_on, left_width, right_width, hint);
                 }
                 let lp = self.build(*left)?;
                 let rp = self.build(*right)?;
-                Ok(hash_or_loop(lp, rp, kind, local_on, left_width, right_width))
+                hash_or_loop(lp, rp, kind, local_on, left_width, right_width, hint)
             }
         }
     }
+}
+
+/// The inner table of a join that may be read by index nested loops, with its own filters
+/// (over its own row).
+struct Inner {
+    db: DbRef,
+    table: Arc<Table>,
+    alias: Option<String>,
+    with_key: bool,
+    hints: LockHints,
+    filters: Vec<Expr>,
 }
 
 /// A comparison `Column(col) op value` where value does not read the row.
@@ -245,20 +244,18 @@ fn join_equalities(on: &[Expr], left_width: usize) -> Vec<(usize, Expr, Expr, us
     out
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Joins `left` with the table `inner` by index nested loops when the join pins a key
+/// prefix of one of its indexes, else by a hash join or nested loops.
 fn join_with_table(
     left: Plan,
-    db: DbRef,
-    table: Arc<Table>,
-    alias: Option<String>,
-    with_key: bool,
-    hints: LockHints,
-    rfilters: Vec<Expr>,
+    inner: Inner,
     kind: JoinKind,
     on: Vec<Expr>,
     left_width: usize,
     right_width: usize,
-) -> Plan {
+    hint: Option<JoinHint>,
+) -> SqlResult<Plan> {
+    let Inner { db, table, alias, with_key, hints, filters: rfilters } = inner;
     // Facts about right columns: the right side's own filters that compare a column with
     // a value independent of any row (`S_W_ID = @w`), numbered by filter, then the join's
     // equalities whose values come from the left row (`S_I_ID = OL_I_ID`).
@@ -307,32 +304,47 @@ fn join_with_table(
                 Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
                 None => scan,
             };
-            Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width }
+            Ok(Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width })
         }
         None => {
             let right = access_path(db, table, alias, rfilters, with_key, hints);
-            hash_or_loop(left, right, kind, on, left_width, right_width)
+            hash_or_loop(left, right, kind, on, left_width, right_width, hint)
         }
     }
 }
 
-fn hash_or_loop(left: Plan, right: Plan, kind: JoinKind, on: Vec<Expr>, left_width: usize, right_width: usize) -> Plan {
+/// A hash join on the join's equalities, or nested loops where there are none or the
+/// query asks for loops. A hash or merge join asked for without an equality to join on
+/// cannot be made (8622); a merge join is made as a hash join, whose rows are the same.
+fn hash_or_loop(
+    left: Plan,
+    right: Plan,
+    kind: JoinKind,
+    on: Vec<Expr>,
+    left_width: usize,
+    right_width: usize,
+    hint: Option<JoinHint>,
+) -> SqlResult<Plan> {
     let eqs = join_equalities(&on, left_width);
-    if eqs.is_empty() || kind == JoinKind::Cross {
-        return Plan::NestedLoop {
+    let loops = eqs.is_empty() || kind == JoinKind::Cross || hint == Some(JoinHint::Loop);
+    if loops && matches!(hint, Some(JoinHint::Hash | JoinHint::Merge)) {
+        return Err(msg::QUERY_HINTS_CANNOT_BE_MET.err());
+    }
+    if loops {
+        return Ok(Plan::NestedLoop {
             left: Box::new(left),
             right: Box::new(right),
             kind,
             on: conjoin(on),
             left_width,
             right_width,
-        };
+        });
     }
     let used: Vec<usize> = eqs.iter().map(|e| e.0).collect();
     let left_keys: Vec<Expr> = eqs.iter().map(|e| e.1.clone()).collect();
     let right_keys: Vec<Expr> = eqs.iter().map(|e| map_columns(&e.2, &|i| i - left_width)).collect();
     let residual: Vec<Expr> = on.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, e)| e).collect();
-    Plan::HashJoin {
+    Ok(Plan::HashJoin {
         left: Box::new(left),
         right: Box::new(right),
         kind,
@@ -341,5 +353,5 @@ fn hash_or_loop(left: Plan, right: Plan, kind: JoinKind, on: Vec<Expr>, left_wid
         residual: conjoin(residual),
         left_width,
         right_width,
-    }
+    })
 }

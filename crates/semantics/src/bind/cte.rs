@@ -14,10 +14,14 @@ pub(super) const DEFAULT_MAX_RECURSION: u16 = 100;
 
 impl<'a> Binder<'a> {
     /// Makes a statement's CTEs visible to what is bound next (recursive ones limited by
-    /// `max_recursion` when given, else by the statement's limit).
-    pub fn bind_ctes(&mut self, with: &[ast::Cte], max_recursion: Option<u16>) -> SqlResult<()> {
-        if let Some(limit) = max_recursion {
+    /// the hints' MAXRECURSION when given, else by the statement's limit); the hints' join
+    /// hint, when given, applies to every join bound from now on.
+    pub fn bind_ctes(&mut self, with: &[ast::Cte], hints: &ast::QueryHints) -> SqlResult<()> {
+        if let Some(limit) = hints.max_recursion {
             self.max_recursion = limit;
+        }
+        if hints.join.is_some() {
+            self.join_hint = hints.join;
         }
         for cte in with {
             check_nested_order_by(&cte.query)?;

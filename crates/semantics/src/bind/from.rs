@@ -12,11 +12,25 @@ use crate::types::SqlType;
 use std::sync::Arc;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
-use tessera_syntax::ast::{self, JoinKind};
+use tessera_syntax::ast::{self, JoinHint, JoinKind};
 
 pub(super) enum FromNode {
-    Leaf { source: Box<LeafSource>, offset: usize, width: usize, filters: Vec<Expr> },
-    Join { left: Box<FromNode>, right: Box<FromNode>, kind: JoinKind, on: Vec<Expr>, offset: usize, width: usize },
+    Leaf {
+        source: Box<LeafSource>,
+        offset: usize,
+        width: usize,
+        filters: Vec<Expr>,
+    },
+    Join {
+        left: Box<FromNode>,
+        right: Box<FromNode>,
+        kind: JoinKind,
+        on: Vec<Expr>,
+        offset: usize,
+        width: usize,
+        /// The join hint written in the join (`INNER LOOP JOIN`).
+        hint: Option<JoinHint>,
+    },
 }
 
 pub(super) enum LeafSource {
@@ -73,6 +87,7 @@ impl<'a> Binder<'a> {
                         on: Vec::new(),
                         offset,
                         width,
+                        hint: None,
                     }
                 }
             });
@@ -214,7 +229,7 @@ impl<'a> Binder<'a> {
                 }
                 _ => Err(msg::INVALID_OBJECT_NAME.with(&[&object_display(name)])),
             },
-            ast::TableRef::Join { left, right, kind, on } => {
+            ast::TableRef::Join { left, right, kind, on, hint } => {
                 let l = self.bind_table_ref(left, scope)?;
                 if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
                     return Err(msg::APPLY_NOT_SUPPORTED.err());
@@ -233,6 +248,7 @@ impl<'a> Binder<'a> {
                     on: Vec::new(),
                     offset,
                     width,
+                    hint: *hint,
                 };
                 let mut keep = Vec::new();
                 for c in conj {

@@ -68,6 +68,8 @@ pub struct Binder<'a> {
     next_work_table: usize,
     work_table_uses: usize,
     max_recursion: u16,
+    /// The statement's join hint (`OPTION (LOOP JOIN)`): how every join is made.
+    join_hint: Option<tessera_syntax::ast::JoinHint>,
     agg: Option<AggContext>,
     /// While binding a FROM clause: the table that gets a hidden key column.
     key_target: Option<String>,
@@ -115,6 +117,7 @@ impl<'a> Binder<'a> {
             next_work_table: 0,
             work_table_uses: 0,
             max_recursion: DEFAULT_MAX_RECURSION,
+            join_hint: None,
             agg: None,
             key_target: None,
             default_db: None,

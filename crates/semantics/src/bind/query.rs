@@ -13,7 +13,7 @@ use tessera_syntax::ast::{self, Literal};
 
 impl<'a> Binder<'a> {
     pub fn bind_query(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
-        self.bind_ctes(&q.with, q.max_recursion)?;
+        self.bind_ctes(&q.with, &q.hints)?;
         let order_by = &q.order_by;
         check_order_by_unique(order_by)?;
         let has_paging = q.offset.is_some() || q.fetch.is_some();

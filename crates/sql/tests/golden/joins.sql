@@ -72,3 +72,16 @@ SELECT COUNT(DISTINCT stock.item) AS low FROM line, stock WHERE line.w = 1 AND o
 SELECT l.o, l.n, s.w, s.qty FROM line l JOIN stock s ON s.item = l.item AND s.w = 2 WHERE l.w = 1 ORDER BY l.o, l.n;
 SELECT l.o, l.n, s.qty FROM line l LEFT JOIN stock s ON s.item = l.item AND s.w = 1 AND s.qty > 6 ORDER BY l.w, l.o, l.n;
 GO
+-- join hints: the rows are the same whichever way the join is made
+SELECT l.o, s.qty FROM line l INNER LOOP JOIN stock s ON s.item = l.item AND s.w = l.w ORDER BY l.w, l.o, l.n;
+SELECT l.o, s.qty FROM line l INNER HASH JOIN stock s ON s.item = l.item AND s.w = l.w ORDER BY l.w, l.o, l.n;
+SELECT l.o, s.qty FROM line l LEFT OUTER MERGE JOIN stock s ON s.item = l.item AND s.w = l.w ORDER BY l.w, l.o, l.n;
+SELECT l.o, s.qty FROM line l, stock s WHERE s.item = l.item AND s.w = l.w ORDER BY l.w, l.o, l.n OPTION (HASH JOIN);
+GO
+-- a hash or merge join needs an equality to join on (8622)
+SELECT COUNT(*) FROM line l INNER HASH JOIN stock s ON s.item < l.item;
+GO
+SELECT COUNT(*) FROM line l JOIN stock s ON s.item < l.item OPTION (MERGE JOIN);
+GO
+SELECT COUNT(*) AS loops_need_no_equality FROM line l JOIN stock s ON s.item < l.item OPTION (LOOP JOIN);
+GO

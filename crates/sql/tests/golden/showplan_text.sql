@@ -34,6 +34,12 @@ SELECT COUNT(DISTINCT s.i) FROM o, s WHERE o.id >= 10 AND s.w = 1 AND s.i = o.ci
 -- no index on the join column: a hash join (the build input first)
 SELECT c.name, h.v FROM c JOIN h ON h.k = c.id;
 SELECT c.name, h.v FROM c LEFT JOIN h ON h.k = c.id;
+-- join hints: a hash join where index nested loops would be chosen, nested loops where a
+-- hash join would be; OPTION's hint applies to every join of the statement
+SELECT c.name, o.qty FROM c INNER HASH JOIN o ON o.cid = c.id;
+SELECT c.name, h.v FROM c INNER LOOP JOIN h ON h.k = c.id;
+SELECT c.name, h.v FROM c JOIN h ON h.k = c.id OPTION (LOOP JOIN);
+SELECT c.name, o.qty FROM c, o WHERE o.cid = c.id OPTION (HASH JOIN);
 -- no equality to hash on: nested loops with the join predicate
 SELECT a.id, b.id FROM c AS a JOIN c AS b ON a.id < b.id;
 -- ORDER BY, TOP, OFFSET

@@ -2,7 +2,7 @@
 
 use super::expr::compound_operator;
 use super::{Parser, Result};
-use crate::ast::{Assignment, BinaryOp, Delete, Insert, InsertBulk, InsertSource, Output, Update};
+use crate::ast::{Assignment, BinaryOp, Delete, Insert, InsertBulk, InsertSource, Output, QueryHints, Update};
 use crate::lexer::{Punct, TokenKind};
 
 impl Parser<'_> {
@@ -111,8 +111,8 @@ impl Parser<'_> {
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
-        let max_recursion = self.option_clause()?;
-        Ok(Update { with: vec![], max_recursion, top, table, table_hints, assignments, output, from, selection })
+        let hints = self.option_clause()?;
+        Ok(Update { with: vec![], hints, top, table, table_hints, assignments, output, from, selection })
     }
 
     /// `col [op]= expr`, `@v [op]= expr` or `@v = col = expr`.
@@ -169,15 +169,15 @@ impl Parser<'_> {
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
-        let max_recursion = self.option_clause()?;
-        Ok(Delete { with: vec![], max_recursion, top, table, table_hints, output, from, selection })
+        let hints = self.option_clause()?;
+        Ok(Delete { with: vec![], hints, top, table, table_hints, output, from, selection })
     }
 
-    /// `OPTION (…)` query hints: MAXRECURSION's value; the others are accepted and ignored.
-    fn option_clause(&mut self) -> Result<Option<u16>> {
+    /// `OPTION (…)` query hints, if given.
+    fn option_clause(&mut self) -> Result<QueryHints> {
         if self.eat_word("OPTION") {
             return self.query_hints();
         }
-        Ok(None)
+        Ok(QueryHints::default())
     }
 }

@@ -2,8 +2,8 @@
 
 use super::{is_ident_token, Parser, Result};
 use crate::ast::{
-    Cte, Expr, Ident, InsertSource, JoinKind, Literal, ObjectName, Query, Select, SelectItem, SetExpr, SetOperator,
-    StatementKind, TableRef, Top,
+    Cte, Expr, Ident, InsertSource, JoinHint, JoinKind, Literal, ObjectName, Query, QueryHints, Select, SelectItem,
+    SetExpr, SetOperator, StatementKind, TableRef, Top,
 };
 use crate::lexer::{Punct, TokenKind};
 use tessera_errors::msg;
@@ -42,21 +42,34 @@ impl Parser<'_> {
         self.nested(|p| {
             let with = if p.eat_word("WITH") { p.comma_list(Parser::cte)? } else { vec![] };
             let body = p.set_expr()?;
-            let mut query = Query { with, body, order_by: vec![], offset: None, fetch: None, max_recursion: None };
+            let mut query =
+                Query { with, body, order_by: vec![], offset: None, fetch: None, hints: QueryHints::default() };
             p.order_by_clause(&mut query)?;
             if p.eat_word("OPTION") {
-                query.max_recursion = p.query_hints()?;
+                query.hints = p.query_hints()?;
             }
             Ok(query)
         })
     }
 
-    /// `(hint, …)` after OPTION; returns MAXRECURSION's value, the one hint with an effect.
-    pub(super) fn query_hints(&mut self) -> Result<Option<u16>> {
+    /// `(hint, …)` after OPTION: MAXRECURSION and the join hints; the others are accepted
+    /// and ignored. Several different join hints leave the choice among them to the
+    /// optimizer, as no hint does here.
+    pub(super) fn query_hints(&mut self) -> Result<QueryHints> {
         self.expect_punct(Punct::LParen)?;
-        let mut max_recursion = None;
+        let mut hints = QueryHints::default();
+        let mut joins = Vec::new();
         loop {
-            if self.eat_word("MAXRECURSION") {
+            let join = [("LOOP", JoinHint::Loop), ("HASH", JoinHint::Hash), ("MERGE", JoinHint::Merge)]
+                .into_iter()
+                .find(|(word, _)| self.peek().is_word(word) && self.peek_nth(1).is_word("JOIN"));
+            if let Some((_, hint)) = join {
+                self.advance();
+                self.advance();
+                if !joins.contains(&hint) {
+                    joins.push(hint);
+                }
+            } else if self.eat_word("MAXRECURSION") {
                 let token = self.advance();
                 let line = token.line;
                 let value = match token.kind {
@@ -64,7 +77,7 @@ impl Parser<'_> {
                     _ => None,
                 };
                 match value {
-                    Some(v) if v <= 32767 => max_recursion = Some(v as u16),
+                    Some(v) if v <= 32767 => hints.max_recursion = Some(v as u16),
                     Some(v) => return Err(msg::MAXRECURSION_TOO_LARGE.with(&[&v]).at_line(line)),
                     None => return Err(self.error_here()),
                 }
@@ -84,7 +97,11 @@ impl Parser<'_> {
             }
             if !self.eat_punct(Punct::Comma) {
                 self.expect_punct(Punct::RParen)?;
-                return Ok(max_recursion);
+                hints.join = match joins[..] {
+                    [only] => Some(only),
+                    _ => None,
+                };
+                return Ok(hints);
             }
         }
     }
@@ -379,7 +396,7 @@ impl Parser<'_> {
 
     fn joins(&mut self, mut left: TableRef) -> Result<TableRef> {
         let mut length = 0;
-        while let Some(kind) = self.join_kind() {
+        while let Some((kind, hint)) = self.join_kind() {
             length += 1;
             self.check_chain(length)?;
             let mut right = self.table_primary()?;
@@ -393,7 +410,7 @@ impl Parser<'_> {
             } else {
                 None
             };
-            left = TableRef::Join { left: Box::new(left), right: Box::new(right), kind, on };
+            left = TableRef::Join { left: Box::new(left), right: Box::new(right), kind, on, hint };
         }
         Ok(left)
     }
@@ -402,8 +419,36 @@ impl Parser<'_> {
         self.peek_is_any_word(&["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "OUTER"])
     }
 
-    /// Consumes a join operator, if one comes next.
-    fn join_kind(&mut self) -> Option<JoinKind> {
+    /// Consumes a join operator, if one comes next, with its join hint: `INNER LOOP JOIN`,
+    /// `LEFT OUTER HASH JOIN` (a hint needs the join's kind written before it).
+    fn join_kind(&mut self) -> Option<(JoinKind, Option<JoinHint>)> {
+        let kinds: &[(&[&str], JoinKind)] = &[
+            (&["INNER"], JoinKind::Inner),
+            (&["LEFT", "OUTER"], JoinKind::Left),
+            (&["LEFT"], JoinKind::Left),
+            (&["RIGHT", "OUTER"], JoinKind::Right),
+            (&["RIGHT"], JoinKind::Right),
+            (&["FULL", "OUTER"], JoinKind::Full),
+            (&["FULL"], JoinKind::Full),
+        ];
+        let hints = [
+            ("LOOP", JoinHint::Loop),
+            ("HASH", JoinHint::Hash),
+            ("MERGE", JoinHint::Merge),
+            ("REMOTE", JoinHint::Remote),
+        ];
+        for (words, kind) in kinds {
+            for (word, hint) in hints {
+                if self.eat_words(&[words, &[word, "JOIN"][..]].concat()) {
+                    return Some((*kind, Some(hint)));
+                }
+            }
+        }
+        self.plain_join_kind().map(|kind| (kind, None))
+    }
+
+    /// A join operator without a hint.
+    fn plain_join_kind(&mut self) -> Option<JoinKind> {
         let words: &[(&[&str], JoinKind)] = &[
             (&["JOIN"], JoinKind::Inner),
             (&["INNER", "JOIN"], JoinKind::Inner),

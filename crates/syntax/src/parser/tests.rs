@@ -369,13 +369,17 @@ fn joins() {
     let TableRef::Join { kind: JoinKind::Cross, left, .. } = &f[0] else { panic!("{f:#?}") };
     let TableRef::Join { kind: JoinKind::Left, left, on: Some(_), .. } = left.as_ref() else { panic!() };
     assert!(matches!(left.as_ref(), TableRef::Join { kind: JoinKind::Inner, .. }));
-    for (text, kind) in [
-        ("INNER JOIN", JoinKind::Inner),
-        ("LEFT JOIN", JoinKind::Left),
-        ("RIGHT OUTER JOIN", JoinKind::Right),
-        ("RIGHT JOIN", JoinKind::Right),
-        ("FULL OUTER JOIN", JoinKind::Full),
-        ("FULL JOIN", JoinKind::Full),
+    for (text, kind, hint) in [
+        ("INNER JOIN", JoinKind::Inner, None),
+        ("LEFT JOIN", JoinKind::Left, None),
+        ("RIGHT OUTER JOIN", JoinKind::Right, None),
+        ("RIGHT JOIN", JoinKind::Right, None),
+        ("FULL OUTER JOIN", JoinKind::Full, None),
+        ("FULL JOIN", JoinKind::Full, None),
+        ("INNER LOOP JOIN", JoinKind::Inner, Some(JoinHint::Loop)),
+        ("LEFT OUTER HASH JOIN", JoinKind::Left, Some(JoinHint::Hash)),
+        ("right merge join", JoinKind::Right, Some(JoinHint::Merge)),
+        ("FULL OUTER REMOTE JOIN", JoinKind::Full, Some(JoinHint::Remote)),
     ] {
         let f = from(&format!("SELECT * FROM a {text} b ON a.x = b.x"));
         assert_eq!(
@@ -384,12 +388,27 @@ fn joins() {
                 left: Box::new(table("a", None)),
                 right: Box::new(table("b", None)),
                 kind,
-                on: Some(bin(BinaryOp::Eq, col("a.x"), col("b.x")))
+                on: Some(bin(BinaryOp::Eq, col("a.x"), col("b.x"))),
+                hint,
             }
         );
     }
+    // A hint needs the join's kind before it: `LOOP JOIN` alone is an alias and a join.
+    assert_eq!(error("SELECT * FROM a LOOP HASH JOIN b ON 1 = 1").0, 102);
+    // OPTION's join hints: one is kept; several leave the choice free.
+    for (option, join) in [
+        ("LOOP JOIN", Some(JoinHint::Loop)),
+        ("MAXRECURSION 5, hash join", Some(JoinHint::Hash)),
+        ("MERGE JOIN, FAST 10", Some(JoinHint::Merge)),
+        ("LOOP JOIN, HASH JOIN", None),
+        ("RECOMPILE", None),
+    ] {
+        let q = query(&format!("SELECT * FROM a JOIN b ON a.x = b.x OPTION ({option})"));
+        assert_eq!(q.hints.join, join, "{option}");
+    }
+    assert_eq!(query("SELECT 1 OPTION (MAXRECURSION 5, LOOP JOIN)").hints.max_recursion, Some(5));
     let f = from("SELECT * FROM a CROSS APPLY f(a.x) AS g OUTER APPLY (SELECT 1 AS y) h");
-    let TableRef::Join { kind: JoinKind::OuterApply, left, right, on: None } = &f[0] else { panic!() };
+    let TableRef::Join { kind: JoinKind::OuterApply, left, right, on: None, .. } = &f[0] else { panic!() };
     assert!(matches!(right.as_ref(), TableRef::Derived { .. }));
     let TableRef::Join { kind: JoinKind::CrossApply, right, .. } = left.as_ref() else { panic!() };
     assert_eq!(

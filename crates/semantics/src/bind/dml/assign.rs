@@ -32,7 +32,7 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
         order_by: order_by.to_vec(),
         offset: None,
         fetch: None,
-        max_recursion: None,
+        hints: ast::QueryHints::default(),
     };
     let bound = b.bind_query(&query)?;
     let targets = targets.into_iter().zip(&bound.columns).map(|((slot, vt), c)| (slot, vt, c.ty)).collect();

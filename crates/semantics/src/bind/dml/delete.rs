@@ -8,7 +8,7 @@ use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
 pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
-    b.bind_ctes(&del.with, del.max_recursion)?;
+    b.bind_ctes(&del.with, &del.hints)?;
     let (db, table, source, _scope, offset, key) =
         bind_dml_source(b, &del.table, &del.table_hints, &del.from, del.selection.as_ref(), del.top.as_ref())?;
     let target_key = crate::catalog::name_key(&table.schema, &table.name);

@@ -10,7 +10,7 @@ use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
 pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
-    b.bind_ctes(&up.with, up.max_recursion)?;
+    b.bind_ctes(&up.with, &up.hints)?;
     let (db, table, source, scope, offset, key) =
         bind_dml_source(b, &up.table, &up.table_hints, &up.from, up.selection.as_ref(), up.top.as_ref())?;
     let target_key = crate::catalog::name_key(&table.schema, &table.name);

@@ -17,10 +17,13 @@
 //!   serving many tenants.
 //! - [`noisy`]: `tessera bench noisy`, quiet tenants' latency beside a noisy tenant, alone,
 //!   without and with its resource limits, against PostgreSQL.
+//! - [`benchbase`]: `tessera bench benchbase`, BenchBase's TPC-C, YCSB, SmallBank and TATP
+//!   through mssql-jdbc against the same through pgjdbc on PostgreSQL.
 //! - [`streaming`]: `tessera bench streaming`, `SELECT *` of a table larger than memory
 //!   over TDS against PostgreSQL, read by [`tdsstream`] and sampled by [`rss`].
 
 pub mod backup;
+pub mod benchbase;
 pub mod bpe;
 pub mod burst;
 mod chart;

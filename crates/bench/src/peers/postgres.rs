@@ -167,6 +167,16 @@ pub fn psql(port: u16, sql: &str) -> Result<String> {
     run_checked(c, "psql")
 }
 
+/// Runs `sql` in `database` and returns its rows unaligned, without headers (`-At`:
+/// columns separated by `|`).
+pub fn psql_in(port: u16, database: &str, sql: &str) -> Result<String> {
+    let tool = pg_tool("psql").ok_or_else(|| BenchError::new("psql is not installed"))?;
+    let mut c = Command::new(tool);
+    c.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-U", "postgres", "-d", database, "-c", sql]);
+    run_checked(c, "psql")
+}
+
 /// What pgbench reports of one run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PgbenchRun {

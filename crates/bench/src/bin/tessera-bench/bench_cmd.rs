@@ -54,6 +54,12 @@ pub enum Bench {
     /// and with its MAX_CPU_PERCENT / MAX_CONCURRENT_REQUESTS / MAX_LOG_RATE_KB on, next to
     /// PostgreSQL with the same tenants.
     Noisy(CommonArgs),
+    /// Issue 33: BenchBase, unchanged and provided by the user, loading and running TPC-C
+    /// (10 warehouses, 8 terminals, 120 s; 1 warehouse, 4 terminals, 20 s with --quick),
+    /// YCSB A and C, SmallBank or TATP against tessera through mssql-jdbc and against
+    /// PostgreSQL through pgjdbc in the same run: goodput, latency, server CPU per
+    /// transaction, load time and their ratios.
+    Benchbase(BenchbaseArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -105,6 +111,68 @@ pub struct ConsolidationArgs {
     /// Leave out PostgreSQL (tessera's two variants only).
     #[arg(long)]
     pub no_postgres: bool,
+}
+
+/// `tessera bench benchbase`'s flags.
+#[derive(Debug, Args)]
+pub struct BenchbaseArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The directory holding BenchBase's two builds, unpacked: `benchbase-sqlserver/` and
+    /// `benchbase-postgres/` (from `mvn package -P sqlserver` and `-P postgres`)
+    /// [default: $BENCHBASE_HOME].
+    #[arg(long, value_name = "DIR")]
+    pub benchbase: Option<PathBuf>,
+    /// The workloads to run: tpcc, ycsb-a, ycsb-c, smallbank, tatp, or all.
+    #[arg(long, value_name = "NAME,…", value_delimiter = ',', default_value = "tpcc")]
+    pub workload: Vec<String>,
+    /// BenchBase's scale factor for every workload [default: each workload's own].
+    #[arg(long, value_name = "N")]
+    pub scale: Option<f64>,
+    /// Client terminals [default: 8; 4 with --quick].
+    #[arg(long, value_name = "N")]
+    pub terminals: Option<usize>,
+    /// Seconds each workload runs [default: 120; 20 with --quick].
+    #[arg(long, value_name = "S")]
+    pub time: Option<u64>,
+    /// The Java runtime for BenchBase [default: $JAVA_HOME/bin/java, else java on PATH].
+    #[arg(long, value_name = "PATH")]
+    pub java: Option<PathBuf>,
+}
+
+/// `tessera bench benchbase`'s parameters from its flags and environment.
+fn benchbase_params(
+    args: &BenchbaseArgs,
+    binary: PathBuf,
+) -> Result<tessera_bench::benchbase::BenchbaseParams, String> {
+    use tessera_bench::benchbase::{BenchbaseParams, Workload};
+    let home = args
+        .benchbase
+        .clone()
+        .or_else(|| std::env::var_os("BENCHBASE_HOME").map(PathBuf::from))
+        .ok_or("tessera bench benchbase: say where BenchBase's builds are (--benchbase DIR or $BENCHBASE_HOME)")?;
+    let java = args
+        .java
+        .clone()
+        .or_else(|| std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join("java")))
+        .unwrap_or_else(|| PathBuf::from("java"));
+    let mut workloads = Vec::new();
+    for name in &args.workload {
+        if name.eq_ignore_ascii_case("all") {
+            workloads.extend(Workload::ALL);
+        } else {
+            workloads.push(Workload::parse(name).ok_or_else(|| {
+                format!(
+                    "tessera bench benchbase: unknown workload '{name}' (tpcc, ycsb-a, ycsb-c, smallbank, tatp, all)"
+                )
+            })?);
+        }
+    }
+    let mut params = BenchbaseParams::new(home, java, binary, workloads, args.common.quick);
+    params.scale = args.scale;
+    params.terminals = args.terminals.unwrap_or(params.terminals);
+    params.seconds = args.time.unwrap_or(params.seconds);
+    Ok(params)
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
@@ -216,6 +284,19 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::noisy::NoisyParams::full(binary)
             };
             finish(&common, |dir| tessera_bench::noisy::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Benchbase(args) => {
+            let Some(Some(binary)) = server_binary() else { return ExitCode::FAILURE };
+            let params = match benchbase_params(&args, binary) {
+                Ok(params) => params,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            finish(&args.common, |dir| {
+                tessera_bench::benchbase::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
         }
         Bench::Iobench(args) => finish(&args.common, |dir| crate::iobench_cmd::bench(dir, &args, &progress)),
     }

@@ -699,7 +699,10 @@ pub struct TokenSink<'a> {
     columns: Vec<SqlType>,
     /// The last DONE, held back until we know whether more follows (DONE_MORE).
     pending: Option<(u16, u16, u64)>,
-    error_since_done: bool,
+    /// The DONE status bits the errors since the last DONE ask for: DONE_ERROR, and with
+    /// it DONE_SRVERROR after a fatal error (severity 20 or more), which tells the client
+    /// the connection is ending.
+    error_status: u16,
     in_proc: bool,
     /// The running RPC asked for no metadata (option fNoMetaData, 0x02): its result sets'
     /// COLMETADATA is the "no metadata" form.
@@ -733,7 +736,7 @@ impl<'a> TokenSink<'a> {
             server,
             columns: Vec::new(),
             pending: None,
-            error_since_done: false,
+            error_status: 0,
             in_proc: false,
             no_metadata: false,
             last_count: None,
@@ -822,7 +825,7 @@ impl<'a> TokenSink<'a> {
                 tokens::done(&mut self.buf, self.version, tokens::DONE, status, cur_cmd, count);
                 return;
             }
-            None if self.error_since_done => done::ERROR,
+            None if self.error_status != 0 => self.error_status,
             None => done::FINAL,
         };
         tokens::done(&mut self.buf, self.version, tokens::DONE, status, 0, 0);
@@ -840,7 +843,7 @@ impl<'a> TokenSink<'a> {
         }
         let _ = self.last_count;
         tokens::done(&mut self.buf, self.version, tokens::DONEPROC, status, tokens::CUR_CMD_EXECUTE, 0);
-        self.error_since_done = false;
+        self.error_status = 0;
         if !more {
             self.finished = true;
         }
@@ -919,10 +922,8 @@ impl ResultSink for TokenSink<'_> {
 
     fn done(&mut self, count: Option<u64>, command: Command) {
         let mut status = if count.is_some() { done::COUNT } else { done::FINAL };
-        if self.error_since_done {
-            status |= done::ERROR;
-        }
-        self.error_since_done = false;
+        status |= self.error_status;
+        self.error_status = 0;
         self.last_count = count;
         if self.in_proc {
             let cur_cmd = tokens::cur_cmd(command);
@@ -950,7 +951,10 @@ impl ResultSink for TokenSink<'_> {
         self.flush_pending();
         tokens::message(&mut self.buf, self.version, m, &self.server);
         if m.severity > 10 {
-            self.error_since_done = true;
+            self.error_status |= done::ERROR;
+        }
+        if m.severity >= 20 {
+            self.error_status |= done::SRVERROR;
         }
         self.ship();
     }

@@ -806,4 +806,15 @@ fn a_fatal_error_ends_its_connection_only() {
         assert_eq!(error_number(&mut again, "raiserror('not fatal', 19, 1) with log").await, 50000);
         assert_eq!(scalar_i32(&mut again, "select 4").await, 4);
     });
+    // On the wire: the batch's DONE says DONE_ERROR and DONE_SRVERROR (0x100), which tells
+    // the client the connection is ending (go-mssqldb reports a ServerError on it), and the
+    // server closes the connection.
+    let mut s = raw_login(port);
+    send(&mut s, 0x01, &batch("raiserror('fatal error', 20, 1) with log"));
+    let resp = recv(&mut s);
+    let done = &resp[resp.len() - 13..];
+    assert_eq!(done[0], 0xFD, "the reply ends with DONE");
+    assert_eq!(u16::from_le_bytes([done[1], done[2]]), 0x100 | 0x02);
+    let mut buf = [0u8; 16];
+    assert!(matches!(s.read(&mut buf), Ok(0) | Err(_)), "the connection was closed");
 }

@@ -38,6 +38,7 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         SessionFn::Spid => Value::Int(i64::from(s.spid)),
         SessionFn::NestLevel => Value::Int(i64::from(s.nest_level)),
         SessionFn::Version => Value::str(VERSION),
+        SessionFn::MicrosoftVersion => Value::Int(microsoft_version(PRODUCT_VERSION)),
         SessionFn::ServerName => Value::str(&server_name(ctx.shared)),
         SessionFn::ServiceName => Value::str(ctx.shared.instance_name.get().unwrap_or(&ctx.shared.server_name)),
         SessionFn::DbName => match args.first() {
@@ -354,4 +355,12 @@ fn name_parts(name: &str) -> Option<Vec<String>> {
         }
     }
     Some(parts)
+}
+
+/// `major.minor.build.revision` as @@MICROSOFTVERSION packs it: the major version in the
+/// top byte, the minor in the next, the build in the low 16 bits.
+fn microsoft_version(product: &str) -> i64 {
+    let mut parts = product.split('.').map(|p| p.parse::<i64>().unwrap_or(0));
+    let (major, minor, build) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major << 24) | ((minor & 0xFF) << 16) | (build & 0xFFFF)
 }

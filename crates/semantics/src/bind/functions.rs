@@ -276,6 +276,7 @@ pub(super) fn global_variable(name: &str) -> Option<(SessionFn, SqlType)> {
         "@@SPID" => (Spid, SqlType::SmallInt),
         "@@NESTLEVEL" => (NestLevel, SqlType::Int),
         "@@VERSION" => (Version, SqlType::NVarChar(300)),
+        "@@MICROSOFTVERSION" => (MicrosoftVersion, SqlType::Int),
         "@@SERVERNAME" => (ServerName, SqlType::NVarChar(128)),
         "@@SERVICENAME" => (ServiceName, SqlType::NVarChar(128)),
         "@@LANGUAGE" => (Language, SqlType::NVarChar(128)),

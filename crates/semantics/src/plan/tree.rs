@@ -20,6 +20,8 @@ pub enum SessionFn {
     Spid,
     NestLevel,
     Version,
+    /// @@MICROSOFTVERSION: the product version as one integer (major, minor, build).
+    MicrosoftVersion,
     ServerName,
     ServiceName,
     DbName,

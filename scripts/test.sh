@@ -5,6 +5,8 @@
 # clients the scenario tests drive (python-tds, pymssql, FreeTDS, tedious, go-mssqldb,
 # mssql-jdbc).
 # Last, the TDS request decoders are fuzzed for 30 s (scripts/fuzz.sh: nightly + cargo-fuzz).
+# With TESSERA_DRIVER_SUITES=1, the SQL Server drivers' own test suites run too
+# (scripts/driver-suites.sh: go-mssqldb's and pymssql's, about 15 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
@@ -13,3 +15,6 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
 scripts/fuzz.sh 30
+if [ "${TESSERA_DRIVER_SUITES:-0}" = 1 ]; then
+    scripts/driver-suites.sh all
+fi

@@ -5,31 +5,31 @@ use super::system_types::{is_string, type_ids, user_type_id, SYSTEM_TYPES};
 use super::{bit, catalog, col, int, s, Rows, ViewDef, COLLATION, SYSNAME};
 use crate::runtime::ExecCtx;
 use tessera_semantics::catalog::{ModuleKind, Object};
+use tessera_semantics::plan::Col;
 use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
 
-pub(super) static COLUMNS: ViewDef<13> = ViewDef {
-    schema: "sys",
-    name: "columns",
-    columns: [
-        col("object_id", Int, false),
-        col("name", SYSNAME, true),
-        col("column_id", Int, false),
-        col("system_type_id", TinyInt, false),
-        col("user_type_id", Int, false),
-        col("max_length", SmallInt, false),
-        col("precision", TinyInt, false),
-        col("scale", TinyInt, false),
-        col("collation_name", SYSNAME, true),
-        col("is_nullable", Bit, true),
-        col("is_identity", Bit, false),
-        col("is_computed", Bit, false),
-        col("default_object_id", Int, false),
-    ],
-    rows: columns,
-};
+/// sys.columns' columns, which sys.system_columns and sys.all_columns share.
+pub(super) const COLUMN_COLUMNS: [Col; 13] = [
+    col("object_id", Int, false),
+    col("name", SYSNAME, true),
+    col("column_id", Int, false),
+    col("system_type_id", TinyInt, false),
+    col("user_type_id", Int, false),
+    col("max_length", SmallInt, false),
+    col("precision", TinyInt, false),
+    col("scale", TinyInt, false),
+    col("collation_name", SYSNAME, true),
+    col("is_nullable", Bit, true),
+    col("is_identity", Bit, false),
+    col("is_computed", Bit, false),
+    col("default_object_id", Int, false),
+];
+
+pub(super) static COLUMNS: ViewDef<13> =
+    ViewDef { schema: "sys", name: "columns", columns: COLUMN_COLUMNS, rows: columns };
 
 /// The columns of every table (numeric ones as decimal: the type keeps no spelling).
-fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
+pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
     let (_, catalog) = catalog(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {

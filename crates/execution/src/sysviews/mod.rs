@@ -27,6 +27,8 @@
 //! - `resource_governor`: sys.resource_governor_* and sys.dm_resource_governor_*
 //! - `system_types`: the system types' ids and sizes (sys.types, sys.columns, TYPE_ID, TYPE_NAME)
 //! - `functions`: the system table-valued functions (fn_my_permissions)
+//! - `system_objects`: the system views as objects: sys.system_objects, system_columns,
+//!   all_objects, all_columns
 
 mod columns;
 mod config;
@@ -39,6 +41,7 @@ mod objects;
 mod principals;
 mod resource_governor;
 mod security;
+mod system_objects;
 pub(crate) mod system_types;
 #[cfg(test)]
 mod tests;
@@ -106,6 +109,10 @@ static ALL: &[&dyn SystemView] = &[
     &security::SERVER_PERMISSIONS,
     &config::CONFIGURATIONS,
     &messages::MESSAGES,
+    &system_objects::SYSTEM_OBJECTS,
+    &system_objects::ALL_OBJECTS,
+    &system_objects::SYSTEM_COLUMNS,
+    &system_objects::ALL_COLUMNS,
 ];
 
 /// One system view: where it is found, its columns and how its rows are made.

@@ -7,28 +7,28 @@ use super::system_types::type_ids;
 use super::{bit, catalog, col, concat, datetime, int, s, schema_ids, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::ExecCtx;
 use tessera_semantics::catalog::{Module, ModuleKind, Object, Table};
+use tessera_semantics::plan::Col;
 use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
 
-pub(super) static OBJECTS: ViewDef<10> = ViewDef {
-    schema: "sys",
-    name: "objects",
-    columns: [
-        col("name", SYSNAME, false),
-        col("object_id", Int, false),
-        col("principal_id", Int, true),
-        col("schema_id", Int, false),
-        col("parent_object_id", Int, false),
-        col("type", Char(2), true),
-        col("type_desc", NVarChar(60), true),
-        col("create_date", DateTime, false),
-        col("modify_date", DateTime, false),
-        col("is_ms_shipped", Bit, false),
-    ],
-    rows: objects,
-};
+/// sys.objects' columns, which sys.system_objects and sys.all_objects share.
+pub(super) const OBJECT_COLUMNS: [Col; 10] = [
+    col("name", SYSNAME, false),
+    col("object_id", Int, false),
+    col("principal_id", Int, true),
+    col("schema_id", Int, false),
+    col("parent_object_id", Int, false),
+    col("type", Char(2), true),
+    col("type_desc", NVarChar(60), true),
+    col("create_date", DateTime, false),
+    col("modify_date", DateTime, false),
+    col("is_ms_shipped", Bit, false),
+];
+
+pub(super) static OBJECTS: ViewDef<10> =
+    ViewDef { schema: "sys", name: "objects", columns: OBJECT_COLUMNS, rows: objects };
 
 /// Each table followed by its constraints, and each module, in object id order.
-fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
+pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
     let (_, catalog) = catalog(ctx, db)?;
     let schema_id = schema_ids(ctx, db)?;
     let mut out = Vec::new();

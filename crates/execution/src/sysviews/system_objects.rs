@@ -1,0 +1,99 @@
+//! The system views as objects: sys.system_objects and sys.system_columns (the system
+//! views and their columns), and sys.all_objects and sys.all_columns (the database's own
+//! objects and columns, then the system ones), as tools that list every object read them.
+
+use super::columns::{columns, COLUMN_COLUMNS};
+use super::objects::{objects, OBJECT_COLUMNS};
+use super::system_types::{is_string, type_ids};
+use super::{all, bit, datetime, int, s, Rows, ViewDef, COLLATION};
+use crate::runtime::ExecCtx;
+use tessera_semantics::plan::View;
+use tessera_semantics::types::Value;
+
+/// SQL Server's schema ids of `sys` and `INFORMATION_SCHEMA`, the same in every database.
+const SYS_SCHEMA_ID: i64 = 4;
+const INFORMATION_SCHEMA_ID: i64 = 3;
+
+/// When the system objects were "created": the server's build has no such date, so the
+/// product's release day (SQL Server 2022 RTM, 2022-11-16), as constant as SQL Server's.
+const SYSTEM_CREATED_EPOCH: i64 = 1_668_556_800;
+
+pub(super) static SYSTEM_OBJECTS: ViewDef<10> =
+    ViewDef { schema: "sys", name: "system_objects", columns: OBJECT_COLUMNS, rows: system_objects };
+
+pub(super) static ALL_OBJECTS: ViewDef<10> =
+    ViewDef { schema: "sys", name: "all_objects", columns: OBJECT_COLUMNS, rows: all_objects };
+
+pub(super) static SYSTEM_COLUMNS: ViewDef<13> =
+    ViewDef { schema: "sys", name: "system_columns", columns: COLUMN_COLUMNS, rows: system_columns };
+
+pub(super) static ALL_COLUMNS: ViewDef<13> =
+    ViewDef { schema: "sys", name: "all_columns", columns: COLUMN_COLUMNS, rows: all_columns };
+
+/// A system view's object id: negative, as SQL Server's system objects' are, and fixed
+/// by its place in the list of views.
+fn object_id(view: &View) -> i64 {
+    -100 - view.id as i64
+}
+
+fn system_objects(_: &ExecCtx, _: &str) -> Rows<10> {
+    Ok(all()
+        .map(|v| {
+            // INFORMATION_SCHEMA's views are named in capitals, sys's in small letters.
+            let (schema_id, name) = if v.schema == "sys" {
+                (SYS_SCHEMA_ID, v.name.to_string())
+            } else {
+                (INFORMATION_SCHEMA_ID, v.name.to_uppercase())
+            };
+            [
+                s(&name),
+                int(object_id(&v)),
+                Value::Null,
+                int(schema_id),
+                int(0),
+                s("V "),
+                s("VIEW"),
+                datetime(SYSTEM_CREATED_EPOCH),
+                datetime(SYSTEM_CREATED_EPOCH),
+                bit(true),
+            ]
+        })
+        .collect())
+}
+
+fn all_objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
+    let mut out = objects(ctx, db)?;
+    out.extend(system_objects(ctx, db)?);
+    Ok(out)
+}
+
+fn system_columns(_: &ExecCtx, _: &str) -> Rows<13> {
+    let mut out = Vec::new();
+    for v in all() {
+        for (i, c) in v.columns.iter().enumerate() {
+            let (id, len, precision, scale) = type_ids(&c.ty);
+            out.push([
+                int(object_id(&v)),
+                s(c.name),
+                int(i as i64 + 1),
+                int(id),
+                int(id),
+                int(len),
+                int(precision),
+                int(scale),
+                if is_string(&c.ty) { s(COLLATION) } else { Value::Null },
+                bit(c.nullable),
+                bit(false),
+                bit(false),
+                int(0),
+            ]);
+        }
+    }
+    Ok(out)
+}
+
+fn all_columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
+    let mut out = columns(ctx, db)?;
+    out.extend(system_columns(ctx, db)?);
+    Ok(out)
+}

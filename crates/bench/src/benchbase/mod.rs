@@ -144,11 +144,27 @@ pub fn run(dir: &Path, p: &BenchbaseParams, progress: &dyn Fn(&str)) -> Result<O
         "BenchBase unchanged, its sqlserver profile (mssql-jdbc) against tessera and its postgres profile (pgjdbc) \
          against PostgreSQL; each system loads a fresh database, then runs the workload; SERIALIZABLE on both",
     );
+    report.note(format!(
+        "drivers: {}; {}",
+        driver_jar(&System::Tessera.build_dir(&p.home), "mssql-jdbc-"),
+        driver_jar(&System::Postgres.build_dir(&p.home), "postgresql-")
+    ));
     report.note(
         "batched inserts as each driver's documentation advises for loading: pgjdbc reWriteBatchedInserts=true (as in \
          BenchBase's own PostgreSQL sample), mssql-jdbc useBulkCopyForBatchInsert=true",
     );
     Ok(Outcome { report, failures })
+}
+
+/// The JDBC driver a BenchBase build ships, by its jar's name in `lib/` (its version).
+fn driver_jar(build: &Path, prefix: &str) -> String {
+    std::fs::read_dir(build.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|name| name.starts_with(prefix) && name.ends_with(".jar"))
+        .unwrap_or_else(|| format!("no {prefix}*.jar in {}", build.join("lib").display()))
 }
 
 fn on_tessera(dir: &Path, p: &BenchbaseParams, workload: Workload, size: Size, progress: &dyn Fn(&str)) -> Result<Run> {

@@ -709,7 +709,6 @@ impl Space {
         txn::locks::lock_app(self, txn, r, mode, timeout)
     }
 
-    /// Whether the transaction holds a lock on `key` in `tree`.
     /// Whether the transaction holds a writer's lock on `tree` (IX or X): it may have
     /// uncommitted changes there.
     pub fn may_have_written(&self, txn: &Txn, tree: PageNo) -> bool {
@@ -719,6 +718,7 @@ impl Space {
         )
     }
 
+    /// Whether the transaction holds a lock on `key` in `tree`.
     pub fn holds_key(&self, txn: &Txn, tree: PageNo, key: &[u8]) -> bool {
         self.locks.held(txn.id, Resource::key(tree.raw(), key)).is_some()
     }

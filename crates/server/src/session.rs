@@ -707,8 +707,6 @@ pub struct TokenSink<'a> {
     /// The running RPC asked for no metadata (option fNoMetaData, 0x02): its result sets'
     /// COLMETADATA is the "no metadata" form.
     no_metadata: bool,
-    /// Rows of the last count (DONEPROC carries it).
-    last_count: Option<u64>,
     transaction: u64,
     next_descriptor: u64,
     finished: bool,
@@ -739,7 +737,6 @@ impl<'a> TokenSink<'a> {
             error_status: 0,
             in_proc: false,
             no_metadata: false,
-            last_count: None,
             transaction: 0,
             next_descriptor: 1,
             finished: false,
@@ -841,7 +838,6 @@ impl<'a> TokenSink<'a> {
         if more {
             status |= done::MORE;
         }
-        let _ = self.last_count;
         tokens::done(&mut self.buf, self.version, tokens::DONEPROC, status, tokens::CUR_CMD_EXECUTE, 0);
         self.error_status = 0;
         if !more {
@@ -924,7 +920,6 @@ impl ResultSink for TokenSink<'_> {
         let mut status = if count.is_some() { done::COUNT } else { done::FINAL };
         status |= self.error_status;
         self.error_status = 0;
-        self.last_count = count;
         if self.in_proc {
             let cur_cmd = tokens::cur_cmd(command);
             tokens::done(

@@ -419,10 +419,20 @@ impl Parser<'_> {
         self.peek_is_any_word(&["JOIN", "INNER", "LEFT", "RIGHT", "FULL", "CROSS", "OUTER"])
     }
 
-    /// Consumes a join operator, if one comes next, with its join hint: `INNER LOOP JOIN`,
-    /// `LEFT OUTER HASH JOIN` (a hint needs the join's kind written before it).
+    /// Consumes a join operator, if one comes next: `[kind] [hint] JOIN` (a hint needs the
+    /// kind written before it: `INNER LOOP JOIN`, `LEFT OUTER HASH JOIN`), `CROSS JOIN`,
+    /// `CROSS APPLY` or `OUTER APPLY`.
     fn join_kind(&mut self) -> Option<(JoinKind, Option<JoinHint>)> {
-        let kinds: &[(&[&str], JoinKind)] = &[
+        let fixed: [(&[&str], JoinKind); 3] = [
+            (&["CROSS", "JOIN"], JoinKind::Cross),
+            (&["CROSS", "APPLY"], JoinKind::CrossApply),
+            (&["OUTER", "APPLY"], JoinKind::OuterApply),
+        ];
+        if let Some((_, kind)) = fixed.into_iter().find(|(words, _)| self.eat_words(words)) {
+            return Some((kind, None));
+        }
+        let start = self.pos;
+        let kinds: [(&[&str], JoinKind); 7] = [
             (&["INNER"], JoinKind::Inner),
             (&["LEFT", "OUTER"], JoinKind::Left),
             (&["LEFT"], JoinKind::Left),
@@ -431,38 +441,19 @@ impl Parser<'_> {
             (&["FULL", "OUTER"], JoinKind::Full),
             (&["FULL"], JoinKind::Full),
         ];
+        let kind = kinds.into_iter().find(|(words, _)| self.eat_words(words)).map(|(_, kind)| kind);
         let hints = [
             ("LOOP", JoinHint::Loop),
             ("HASH", JoinHint::Hash),
             ("MERGE", JoinHint::Merge),
             ("REMOTE", JoinHint::Remote),
         ];
-        for (words, kind) in kinds {
-            for (word, hint) in hints {
-                if self.eat_words(&[words, &[word, "JOIN"][..]].concat()) {
-                    return Some((*kind, Some(hint)));
-                }
-            }
+        let hint = kind.and_then(|_| hints.into_iter().find(|(word, _)| self.eat_word(word)).map(|(_, hint)| hint));
+        if self.eat_word("JOIN") {
+            return Some((kind.unwrap_or(JoinKind::Inner), hint));
         }
-        self.plain_join_kind().map(|kind| (kind, None))
-    }
-
-    /// A join operator without a hint.
-    fn plain_join_kind(&mut self) -> Option<JoinKind> {
-        let words: &[(&[&str], JoinKind)] = &[
-            (&["JOIN"], JoinKind::Inner),
-            (&["INNER", "JOIN"], JoinKind::Inner),
-            (&["LEFT", "JOIN"], JoinKind::Left),
-            (&["LEFT", "OUTER", "JOIN"], JoinKind::Left),
-            (&["RIGHT", "JOIN"], JoinKind::Right),
-            (&["RIGHT", "OUTER", "JOIN"], JoinKind::Right),
-            (&["FULL", "JOIN"], JoinKind::Full),
-            (&["FULL", "OUTER", "JOIN"], JoinKind::Full),
-            (&["CROSS", "JOIN"], JoinKind::Cross),
-            (&["CROSS", "APPLY"], JoinKind::CrossApply),
-            (&["OUTER", "APPLY"], JoinKind::OuterApply),
-        ];
-        words.iter().find(|(w, _)| self.eat_words(w)).map(|(_, kind)| *kind)
+        self.pos = start;
+        None
     }
 
     /// A table, `@table_variable`, table-valued function, derived table or parenthesised join.

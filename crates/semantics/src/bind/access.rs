@@ -2,12 +2,10 @@
 //! pin down best, index nested loops, hash joins, nested loops.
 
 use super::expr_walk::{conjoin, map_columns};
-use super::from::{FromNode, LeafSource};
+use super::from::{FromNode, LeafSource, TableSource};
 use super::Binder;
-use crate::catalog::{DbRef, Table};
-use crate::locking::LockHints;
+use crate::catalog::Table;
 use crate::plan::{columns_used, Expr, Plan, RangeBound, ScanNode};
-use std::sync::Arc;
 use tessera_errors::{msg, SqlResult};
 use tessera_syntax::ast::{BinaryOp, JoinHint, JoinKind};
 
@@ -18,9 +16,7 @@ impl<'a> Binder<'a> {
             FromNode::Leaf { source, offset, filters, .. } => {
                 let local: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
                 Ok(match *source {
-                    LeafSource::Table { db, table, alias, with_key, hints } => {
-                        access_path(db, table, alias, local, with_key, hints)
-                    }
+                    LeafSource::Table(table) => access_path(table, local),
                     LeafSource::Plan(p) => match conjoin(local) {
                         Some(pred) => Plan::Filter { input: Box::new(p), predicate: pred },
                         None => p,
@@ -28,44 +24,43 @@ impl<'a> Binder<'a> {
                 })
             }
             FromNode::Join { left, right, kind, on, offset, hint, .. } => {
-                // A hint in the join, else the statement's (`OPTION (LOOP JOIN)`).
-                let hint = hint.or(self.join_hint);
-                let left_width = left.width();
-                let right_width = right.width();
+                let join = JoinSpec {
+                    kind,
+                    on: on.iter().map(|f| map_columns(f, &|i| i - offset)).collect(),
+                    left_width: left.width(),
+                    right_width: right.width(),
+                    // A hint in the join, else the statement's (`OPTION (LOOP JOIN)`).
+                    hint: hint.or(self.join_hint),
+                };
                 let right_offset = right.offset();
-                let local_on: Vec<Expr> = on.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
                 // Index nested loops: the inner side is a table whose index the join pins
                 // (unless the query asks for a hash or merge join).
+                let loops = !matches!(join.hint, Some(JoinHint::Hash | JoinHint::Merge));
                 let inner_is_table =
-                    matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table { .. }));
-                let loops = !matches!(hint, Some(JoinHint::Hash | JoinHint::Merge));
+                    matches!(&*right, FromNode::Leaf { source, .. } if matches!(**source, LeafSource::Table(_)));
                 if loops && inner_is_table && matches!(kind, JoinKind::Inner | JoinKind::Left) {
                     let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
-                    let LeafSource::Table { db, table, alias, with_key, hints } = *source else {
-                        unreachable!("checked above")
-                    };
-                    let rfilters: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
+                    let LeafSource::Table(table) = *source else { unreachable!("checked above") };
+                    let own = filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
                     let lp = self.build(*left)?;
-                    let inner = Inner { db, table, alias, with_key, hints, filters: rfilters };
-                    return join_with_table(lp, inner, kind, local_on, left_width, right_width, hint);
+                    return join_with_table(lp, table, own, join);
                 }
                 let lp = self.build(*left)?;
                 let rp = self.build(*right)?;
-                hash_or_loop(lp, rp, kind, local_on, left_width, right_width, hint)
+                hash_or_loop(lp, rp, join)
             }
         }
     }
 }
 
-/// The inner table of a join that may be read by index nested loops, with its own filters
-/// (over its own row).
-struct Inner {
-    db: DbRef,
-    table: Arc<Table>,
-    alias: Option<String>,
-    with_key: bool,
-    hints: LockHints,
-    filters: Vec<Expr>,
+/// A join of two inputs as the query states it: its kind and ON conjuncts (over the left
+/// row then the right), the inputs' widths, and the join hint in force.
+struct JoinSpec {
+    kind: JoinKind,
+    on: Vec<Expr>,
+    left_width: usize,
+    right_width: usize,
+    hint: Option<JoinHint>,
 }
 
 /// A comparison `Column(col) op value` where value does not read the row.
@@ -160,28 +155,19 @@ fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
 }
 
 /// Chooses how to read a table given filters over its own row: the index the filters pin
-/// down best, a full scan otherwise. Filters the seek represents exactly are dropped (so a
-/// non-deterministic value such as `RAND()` is computed once, for the seek); the others
-/// stay as a residual predicate.
-fn access_path(
-    db: DbRef,
-    table: Arc<Table>,
-    alias: Option<String>,
-    filters: Vec<Expr>,
-    with_key: bool,
-    hints: LockHints,
-) -> Plan {
+/// down best, a full scan otherwise.
+fn access_path(source: TableSource, filters: Vec<Expr>) -> Plan {
     let facts: Vec<Fact> = filters
         .iter()
         .enumerate()
         .filter_map(|(i, f)| column_comparison(f).map(|(c, op, v)| (c, op, v.clone(), i)))
         .collect();
     let mut best: Option<(usize, Seek, i32)> = None;
-    for i in 0..table.indexes.len() {
-        if table.indexes[i].is_heap() {
+    for i in 0..source.table.indexes.len() {
+        if source.table.indexes[i].is_heap() {
             continue;
         }
-        let seek = seek_bounds(&table, i, &facts);
+        let seek = seek_bounds(&source.table, i, &facts);
         let score = (if seek.single { 1000 } else { 0 })
             + seek.prefix.len() as i32 * 10
             + i32::from(seek.lower.is_some() || seek.upper.is_some()) * 5
@@ -194,7 +180,15 @@ fn access_path(
         Some((i, seek, _)) => (i, seek),
         None => (0, Seek { prefix: Vec::new(), lower: None, upper: None, single: false, used: Vec::new() }),
     };
-    let used = seek.used;
+    seek_plan(source, index, seek, filters)
+}
+
+/// The scan of index `index` of `source` that `seek` describes, under the filters it does
+/// not represent exactly: those whose numbers are not in `seek.used` stay as a residual
+/// predicate; the others are dropped (so a non-deterministic value such as `RAND()` is
+/// computed once, for the seek).
+fn seek_plan(source: TableSource, index: usize, seek: Seek, filters: Vec<Expr>) -> Plan {
+    let TableSource { db, table, alias, with_key, hints } = source;
     let scan = Plan::Scan(Box::new(ScanNode {
         db,
         table,
@@ -209,7 +203,7 @@ fn access_path(
         hints,
     }));
     let residual: Vec<Expr> =
-        filters.into_iter().enumerate().filter(|(i, _)| !used.contains(i)).map(|(_, f)| f).collect();
+        filters.into_iter().enumerate().filter(|(i, _)| !seek.used.contains(i)).map(|(_, f)| f).collect();
     match conjoin(residual) {
         Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
         None => scan,
@@ -244,39 +238,32 @@ fn join_equalities(on: &[Expr], left_width: usize) -> Vec<(usize, Expr, Expr, us
     out
 }
 
-/// Joins `left` with the table `inner` by index nested loops when the join pins a key
-/// prefix of one of its indexes, else by a hash join or nested loops.
-fn join_with_table(
-    left: Plan,
-    inner: Inner,
-    kind: JoinKind,
-    on: Vec<Expr>,
-    left_width: usize,
-    right_width: usize,
-    hint: Option<JoinHint>,
-) -> SqlResult<Plan> {
-    let Inner { db, table, alias, with_key, hints, filters: rfilters } = inner;
-    // Facts about right columns: the right side's own filters that compare a column with
-    // a value independent of any row (`S_W_ID = @w`), numbered by filter, then the join's
-    // equalities whose values come from the left row (`S_I_ID = OL_I_ID`).
-    let mut facts: Vec<Fact> = rfilters
+/// Joins `left` with the table `inner` (its own filters `own`, over its row) by index
+/// nested loops when the join pins a key prefix of one of its indexes, else by a hash join
+/// or nested loops.
+fn join_with_table(left: Plan, inner: TableSource, own: Vec<Expr>, join: JoinSpec) -> SqlResult<Plan> {
+    // Facts about the inner table's columns: its own filters that compare a column with a
+    // value independent of any row (`S_W_ID = @w`), numbered by filter, then the join's
+    // equalities whose values come from the left row (`S_I_ID = OL_I_ID`), numbered
+    // usize::MAX.
+    let mut facts: Vec<Fact> = own
         .iter()
         .enumerate()
         .filter_map(|(i, f)| column_comparison(f).map(|(c, op, v)| (c, op, v.clone(), i)))
         .collect();
-    for (_, l, r, _) in join_equalities(&on, left_width) {
+    for (_, l, r, _) in join_equalities(&join.on, join.left_width) {
         if let Expr::Column(rc) = r {
-            facts.push((rc - left_width, BinaryOp::Eq, l, usize::MAX));
+            facts.push((rc - join.left_width, BinaryOp::Eq, l, usize::MAX));
         }
     }
     // The index whose seek the join pins on the longest key prefix; the join must pin at
     // least one key column, or the seek would not depend on the left row.
     let mut best: Option<(usize, Seek)> = None;
-    for i in 0..table.indexes.len() {
-        if table.indexes[i].is_heap() {
+    for i in 0..inner.table.indexes.len() {
+        if inner.table.indexes[i].is_heap() {
             continue;
         }
-        let seek = seek_bounds(&table, i, &facts);
+        let seek = seek_bounds(&inner.table, i, &facts);
         let joined = seek.used.contains(&usize::MAX);
         if joined && best.as_ref().is_none_or(|b| seek.prefix.len() > b.1.prefix.len()) {
             best = Some((i, seek));
@@ -284,47 +271,19 @@ fn join_with_table(
     }
     match best {
         Some((index, seek)) => {
-            // The right side's filters the seek represents exactly are dropped.
-            let rfilters: Vec<Expr> =
-                rfilters.into_iter().enumerate().filter(|(i, _)| !seek.used.contains(i)).map(|(_, f)| f).collect();
-            let scan = Plan::Scan(Box::new(ScanNode {
-                db,
-                table,
-                alias,
-                prefix: seek.prefix,
-                lower: seek.lower,
-                upper: seek.upper,
-                index,
-                reverse: false,
-                with_key,
-                single: seek.single,
-                hints,
-            }));
-            let right = match conjoin(rfilters) {
-                Some(pred) => Plan::Filter { input: Box::new(scan), predicate: pred },
-                None => scan,
-            };
+            let right = seek_plan(inner, index, seek, own);
+            let JoinSpec { kind, on, right_width, .. } = join;
             Ok(Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width })
         }
-        None => {
-            let right = access_path(db, table, alias, rfilters, with_key, hints);
-            hash_or_loop(left, right, kind, on, left_width, right_width, hint)
-        }
+        None => hash_or_loop(left, access_path(inner, own), join),
     }
 }
 
 /// A hash join on the join's equalities, or nested loops where there are none or the
 /// query asks for loops. A hash or merge join asked for without an equality to join on
 /// cannot be made (8622); a merge join is made as a hash join, whose rows are the same.
-fn hash_or_loop(
-    left: Plan,
-    right: Plan,
-    kind: JoinKind,
-    on: Vec<Expr>,
-    left_width: usize,
-    right_width: usize,
-    hint: Option<JoinHint>,
-) -> SqlResult<Plan> {
+fn hash_or_loop(left: Plan, right: Plan, join: JoinSpec) -> SqlResult<Plan> {
+    let JoinSpec { kind, on, left_width, right_width, hint } = join;
     let eqs = join_equalities(&on, left_width);
     let loops = eqs.is_empty() || kind == JoinKind::Cross || hint == Some(JoinHint::Loop);
     if loops && matches!(hint, Some(JoinHint::Hash | JoinHint::Merge)) {

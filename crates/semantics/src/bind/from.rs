@@ -34,8 +34,19 @@ pub(super) enum FromNode {
 }
 
 pub(super) enum LeafSource {
-    Table { db: DbRef, table: Arc<Table>, alias: Option<String>, with_key: bool, hints: LockHints },
+    Table(TableSource),
     Plan(Plan),
+}
+
+/// A table as a FROM clause names it, before an access path is chosen for it.
+pub(super) struct TableSource {
+    pub(super) db: DbRef,
+    pub(super) table: Arc<Table>,
+    /// The alias the query gave it (for plans shown to clients).
+    pub(super) alias: Option<String>,
+    /// Its rows carry their storage key (the UPDATE/DELETE target).
+    pub(super) with_key: bool,
+    pub(super) hints: LockHints,
 }
 
 impl FromNode {
@@ -178,13 +189,13 @@ impl<'a> Binder<'a> {
                     width += 1;
                 }
                 Ok(FromNode::Leaf {
-                    source: Box::new(LeafSource::Table {
+                    source: Box::new(LeafSource::Table(TableSource {
                         db: rt.at,
                         table: rt.table,
                         alias: alias.as_ref().map(|a| a.value.clone()),
                         with_key,
                         hints,
-                    }),
+                    })),
                     offset,
                     width,
                     filters: Vec::new(),

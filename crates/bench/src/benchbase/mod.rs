@@ -178,8 +178,8 @@ fn on_tessera(dir: &Path, p: &BenchbaseParams, workload: Workload, size: Size, p
     let instance = Instance::start(&spec, Vec::new())?;
     instance.admin(&["CREATE DATABASE benchbase".to_string()])?;
     let pid = instance.pid();
-    let mut run =
-        benchbase(p, System::Tessera, workload, size, instance.port, &spec.dir, &|| process_cpu(pid), progress)?;
+    let server = Server { system: System::Tessera, port: instance.port, work: &spec.dir, cpu: &|| process_cpu(pid) };
+    let mut run = benchbase(p, workload, size, &server, progress)?;
     if workload == Workload::Tpcc {
         let rows = instance.admin(&[format!("USE benchbase; {TPCC_CONSISTENCY}")])?;
         run.violations = rows.first().map(|r| r.0);
@@ -199,8 +199,8 @@ fn on_postgres(
     let server = start_postgres(&work, p.memory_mb)?;
     psql(server.port, "CREATE DATABASE benchbase")?;
     let postmaster = server.postmaster_pid();
-    let mut run =
-        benchbase(p, System::Postgres, workload, size, server.port, &work, &|| postgres_cpu(postmaster), progress)?;
+    let target = Server { system: System::Postgres, port: server.port, work: &work, cpu: &|| postgres_cpu(postmaster) };
+    let mut run = benchbase(p, workload, size, &target, progress)?;
     if workload == Workload::Tpcc {
         let out = psql_in(server.port, "benchbase", TPCC_CONSISTENCY)?;
         run.violations = out.trim().split('|').next().and_then(|v| v.parse().ok());
@@ -208,19 +208,25 @@ fn on_postgres(
     Ok(run)
 }
 
-/// Loads and then runs `workload` with BenchBase against the server on `port`, as two
-/// invocations so that each phase's server CPU (`server_cpu`) is its own.
-#[allow(clippy::too_many_arguments)]
+/// A server BenchBase runs against: which system, its port, the directory for BenchBase's
+/// configuration, logs and results, and the server's CPU seconds so far.
+struct Server<'a> {
+    system: System,
+    port: u16,
+    work: &'a Path,
+    cpu: &'a dyn Fn() -> f64,
+}
+
+/// Loads and then runs `workload` with BenchBase against `server`, as two invocations so
+/// that each phase's server CPU is its own.
 fn benchbase(
     p: &BenchbaseParams,
-    system: System,
     workload: Workload,
     size: Size,
-    port: u16,
-    work: &Path,
-    server_cpu: &dyn Fn() -> f64,
+    server: &Server<'_>,
     progress: &dyn Fn(&str),
 ) -> Result<Run> {
+    let Server { system, port, work, cpu: server_cpu } = *server;
     let config = work.join("benchbase.xml");
     workload::write_config(&p.home, system, workload, size, port, PASSWORD, &config)?;
     let results = work.join("results");

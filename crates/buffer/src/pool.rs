@@ -154,6 +154,8 @@ struct Inner {
     extension: RwLock<Option<Arc<Extension>>>,
     has_extension: AtomicBool,
     read_ahead: readahead::ReadAhead,
+    /// Frames held for a moment by write-outs, and the count of those let go.
+    passing: pin::Passing,
     prefault: prefault::Prefault,
 }
 
@@ -249,6 +251,7 @@ impl BufferPool {
             extension: RwLock::new(None),
             has_extension: AtomicBool::new(false),
             read_ahead: readahead::ReadAhead::default(),
+            passing: pin::Passing::default(),
             prefault: prefault::Prefault::default(),
         });
         let writer = if cfg.background_writer {

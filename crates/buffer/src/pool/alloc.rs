@@ -11,8 +11,9 @@ use super::frame::{Frame, Kind, State, DIRTY, NIL, NO_KEY, WRITING};
 use super::Inner;
 use crate::page::PAGE_SIZE;
 
-/// How long a fetch that finds every frame pinned waits for read-ahead to let go of its.
-const READ_AHEAD_PATIENCE: Duration = Duration::from_secs(2);
+/// How long a fetch that finds every frame pinned waits for the pool's own short pins
+/// (read-ahead's loads, write-outs) to let go of theirs.
+const PASSING_PATIENCE: Duration = Duration::from_secs(2);
 
 pub(super) struct FreeList {
     pub(super) head: u32,
@@ -22,19 +23,20 @@ pub(super) struct FreeList {
 impl Inner {
     /// Returns an `Owned` frame: from the free list, from never-used frames, or by eviction.
     ///
-    /// When every frame is pinned and some pins are read-ahead's (which holds them only
-    /// while its reads are in flight, and waits for nobody), a foreground caller waits
-    /// for those to end rather than fail with 802; read-ahead itself (`for_read_ahead`)
-    /// never waits.
+    /// When every frame is pinned and some pins are the pool's own passing ones
+    /// (read-ahead's loads and write-outs, which wait for nobody), or one of those was let
+    /// go while the search ran, a foreground caller looks again rather than fail with 802;
+    /// read-ahead itself (`for_read_ahead`) never waits.
     pub(super) fn allocate_frame(&self, for_read_ahead: bool) -> Result<u32> {
         let mut deadline = None;
         let i = loop {
+            let released = self.passing.released.load(Ordering::Acquire);
             match self.pop_free().map_or_else(|| self.find_victim(), Ok) {
                 Ok(i) => break i,
                 Err(Error::PoolExhausted)
                     if !for_read_ahead
-                        && self.read_ahead.in_flight.load(Ordering::Acquire) > 0
-                        && Instant::now() < *deadline.get_or_insert_with(|| Instant::now() + READ_AHEAD_PATIENCE) =>
+                        && self.passing.may_free_soon(released, self.read_ahead.in_flight.load(Ordering::Acquire))
+                        && Instant::now() < *deadline.get_or_insert_with(|| Instant::now() + PASSING_PATIENCE) =>
                 {
                     std::thread::sleep(Duration::from_micros(100));
                 }

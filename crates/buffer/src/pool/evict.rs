@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering;
 use tessera_errors::{Error, Result};
 
 use super::frame::{Kind, State, DIRTY, MAX_USAGE, NO_KEY, USAGE_SHIFT, WRITING};
-use super::pin::Pin;
 use super::table::{key_file, key_page};
 use super::{FileId, Inner};
 use crate::page::PAGE_SIZE;
@@ -184,8 +183,7 @@ impl Inner {
             if d & WRITING != 0 || wrote {
                 return Ok(Evict::Skipped);
             }
-            self.pin_quiet(i);
-            let pin = Pin { pool: self, idx: i };
+            let pin = self.pin_passing(i);
             drop(g);
             let r = self.write_frame(i, &entry, false);
             drop(pin);

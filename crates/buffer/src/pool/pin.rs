@@ -3,7 +3,7 @@
 //! states" and "Pins, latches and lock ordering"). The lock-free pin of the hit path is in
 //! `fetch.rs`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::lock_api::RawRwLock as _;
@@ -24,6 +24,44 @@ pub(super) struct Pin<'a> {
 impl Drop for Pin<'_> {
     fn drop(&mut self) {
         self.pool.unpin(self.idx);
+    }
+}
+
+/// A pin the pool takes for a moment of its own, to write a page out (eviction, the
+/// background writer, a checkpoint); unpins on drop. Counted in `Passing`, so that a fetch
+/// that finds every frame pinned waits for these to go rather than fail with 802.
+pub(super) struct PassingPin<'a> {
+    pool: &'a Inner,
+    pub(super) idx: u32,
+}
+
+impl Drop for PassingPin<'_> {
+    fn drop(&mut self) {
+        self.pool.unpin(self.idx);
+        self.pool.passing.pins.fetch_sub(1, Ordering::AcqRel);
+        self.pool.passing.released.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Frames the pool's own work holds for a moment: write-outs (`PassingPin`) and, beside
+/// them, read-ahead's loads (`ReadAhead::in_flight`).
+#[derive(Default)]
+pub(super) struct Passing {
+    /// `PassingPin`s held now.
+    pins: AtomicUsize,
+    /// Passing pins and read-ahead loads let go so far: a search for a frame that failed
+    /// while this moved may have missed a frame freed meanwhile.
+    pub(super) released: AtomicU64,
+}
+
+impl Passing {
+    /// Whether a search for a frame that began when `released` read `before`, and found
+    /// none, should look again: a passing pin or a read-ahead load is held, or one was let
+    /// go since.
+    pub(super) fn may_free_soon(&self, before: u64, read_ahead_in_flight: usize) -> bool {
+        read_ahead_in_flight > 0
+            || self.pins.load(Ordering::Acquire) > 0
+            || self.released.load(Ordering::Acquire) != before
     }
 }
 
@@ -64,20 +102,28 @@ impl Inner {
         prev
     }
 
+    /// Pins a mapped frame for a write-out, without touching its usage count. Counted
+    /// before the pin is taken, so a search for a frame never sees the pin uncounted.
+    /// Caller holds the shard mutex.
+    pub(super) fn pin_passing(&self, i: u32) -> PassingPin<'_> {
+        self.passing.pins.fetch_add(1, Ordering::AcqRel);
+        self.pin_quiet(i);
+        PassingPin { pool: self, idx: i }
+    }
+
     /// Pins the frame holding page `no` of `entry`, whatever it is doing; `None` if not
     /// cached or if the file has been discarded.
-    pub(super) fn pin_page(&self, entry: &FileEntry, no: PageNo) -> Option<Pin<'_>> {
+    pub(super) fn pin_page(&self, entry: &FileEntry, no: PageNo) -> Option<PassingPin<'_>> {
         let _g = self.shard(key(entry.id, no)).0.lock();
         if entry.closed.load(Ordering::Acquire) {
             return None;
         }
         let i = entry.radix.get().get(no)?;
-        self.pin_quiet(i);
-        Some(Pin { pool: self, idx: i })
+        Some(self.pin_passing(i))
     }
 
     /// Pins frame `i` if it still holds `k` and is valid; also returns its file.
-    pub(super) fn pin_if_mapped(&self, i: u32, k: Key) -> Option<(Pin<'_>, Arc<FileEntry>)> {
+    pub(super) fn pin_if_mapped(&self, i: u32, k: Key) -> Option<(PassingPin<'_>, Arc<FileEntry>)> {
         let _g = self.shard(k).0.lock();
         let entry = self.entry(FileId(key_file(k)))?;
         if entry.radix.get().get(key_page(k)) != Some(i)
@@ -85,8 +131,7 @@ impl Inner {
         {
             return None;
         }
-        self.pin_quiet(i);
-        Some((Pin { pool: self, idx: i }, entry))
+        Some((self.pin_passing(i), entry))
     }
 
     pub(super) fn unpin(&self, i: u32) {

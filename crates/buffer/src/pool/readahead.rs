@@ -272,6 +272,7 @@ impl Inner {
             }
             self.unpin(i);
             self.read_ahead.in_flight.fetch_sub(1, Ordering::AcqRel);
+            self.passing.released.fetch_add(1, Ordering::AcqRel);
         }
         claimed.clear();
     }

@@ -405,6 +405,28 @@ fn all_frames_pinned_is_pool_exhausted_not_a_hang() {
     pool.inner.check_invariants(true);
 }
 
+/// A page being written out is pinned only for a moment: a fetch that finds every other
+/// frame held waits for that pin to go (the write-out's frame is then the victim) instead
+/// of failing with 802. Before `PassingPin`, only read-ahead's pins were waited for.
+#[test]
+fn a_fetch_waits_for_a_write_out_rather_than_fail() {
+    let pool = pool(2, false);
+    let f = pool.register(Arc::new(NullStore));
+    let _held = pool.fetch(f, pg(0)).unwrap();
+    drop(pool.fetch(f, pg(1)).unwrap());
+    let entry = pool.inner.entry(f).unwrap();
+    let write_out = pool.inner.pin_page(&entry, pg(1)).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(write_out);
+        });
+        let h = pool.fetch(f, pg(2)).unwrap();
+        assert_eq!(h.page_no(), pg(2));
+    });
+    pool.inner.check_invariants(false);
+}
+
 #[test]
 fn write_errors_surface_and_pages_stay_dirty() {
     let dir = tempfile::tempdir().unwrap();

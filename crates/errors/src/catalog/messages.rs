@@ -377,6 +377,9 @@ catalog! {
     RG_CONFIG_READ_FAILED = 10920, 16, Statement, "An error occurred while reading the resource governor configuration from master database. Check the integrity of master database or contact the system administrator.";
     CLASSIFIER_FUNCTION_IN_USE = 10921, 16, Statement, "Cannot %ls user-defined function '%.*ls'. It is being used as a resource governor classifier.";
     WORKLOAD_GROUP_CANNOT_MOVE = 10922, 16, Statement, "The '%.*ls' %ls cannot be moved out of '%.*ls' %ls.";
+    DEDUCE_NOT_IN_CONTEXT = 11502, 16, Statement, "The type for parameter '%.*ls' cannot be deduced in this context.";
+    DEDUCE_TWO_UNTYPED = 11503, 16, Statement, "The parameter type cannot be deduced because a single expression contains two untyped parameters, '%.*ls' and '%.*ls'.";
+    DEDUCE_USED_TWICE = 11508, 16, Statement, "The undeclared parameter '%.*ls' is used more than once in the batch being analyzed.";
     DESCRIBE_INCOMPATIBLE_STATEMENTS = 11509, 16, Statement, "The metadata could not be determined because the statement '%.*ls' is not compatible with the statement '%.*ls'.";
     DESCRIBE_INCOMPATIBLE_WITH_PROCEDURE = 11510, 16, Statement, "The metadata could not be determined because the statement '%.*ls' in the main batch is not compatible with the statement '%.*ls' in procedure '%.*ls'.";
     DESCRIBE_PROCEDURE_INCOMPATIBLE_WITH_BATCH = 11511, 16, Statement, "The metadata could not be determined because the statement '%.*ls' in procedure '%.*ls' is not compatible with the statement '%.*ls' in the main batch.";

@@ -1,4 +1,5 @@
-//! The result set of `sp_describe_first_result_set`: one row per column of the first
+//! The result sets of `sp_describe_first_result_set` and
+//! `sp_describe_undeclared_parameters`. The first: one row per column of the first
 //! result a batch would send, in SQL Server's 39 columns. The session finds the columns
 //! (it binds the batch's first query on every code path, without running anything);
 //! this file says how each is described: its sys.types facts (`system_type_id`,
@@ -6,11 +7,14 @@
 //! as (`tds_type_id`, `tds_length`: always the nullable form, as the server's COLMETADATA
 //! does). Browse information (`source_*`, key and updatability columns) is not collected:
 //! those columns are NULL, which SQL Server documents as "cannot be determined".
+//! The second: one row per undeclared parameter, with the type the session deduced for
+//! it (`tessera_semantics::bind::Deduced`), in SQL Server's 24 columns.
 
 use super::{col, int, result, s, NamedArg, SYSNAME};
 use crate::runtime::{ExecCtx, DEFAULT_COLLATION};
 use crate::sysviews::system_types::{is_string, type_ids};
 use tessera_access::row::MAX;
+use tessera_semantics::bind::Deduced;
 use tessera_semantics::output::{OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
@@ -53,6 +57,14 @@ fn tds_type(t: &SqlType) -> (i64, i64) {
 
 fn bit(b: bool) -> Value {
     Value::Bit(b)
+}
+
+/// The twelve columns both descriptions give about alias, CLR and XML types, for a
+/// type that is none of them: `user_type_*` and `assembly_qualified_type_name` (alias and
+/// CLR types only) and `xml_collection_*` (typed XML only) NULL; then `is_xml_document`,
+/// `is_case_sensitive` (the collation is CI) and `is_fixed_length_clr_type` 0.
+fn no_alias_clr_or_xml_type() -> impl Iterator<Item = Value> {
+    std::iter::repeat_n(Value::Null, 9).chain([bit(false), bit(false), bit(false)])
 }
 
 /// Sends the description of `columns` (a column with an empty name has none: NULL).
@@ -118,12 +130,7 @@ pub fn first_result_set(columns: &[OutputColumn], ctx: &ExecCtx, sink: &mut dyn 
                 int(scale),
                 if text { s(DEFAULT_COLLATION) } else { Value::Null },
             ];
-            // user_type_* and assembly_qualified_type_name: alias and CLR types only;
-            // xml_collection_*: typed XML only.
-            row.extend(std::iter::repeat_n(Value::Null, 9));
-            // is_xml_document, is_case_sensitive (the collation is CI),
-            // is_fixed_length_clr_type.
-            row.extend([bit(false), bit(false), bit(false)]);
+            row.extend(no_alias_clr_or_xml_type());
             // source_*, the key and updatability columns, ORDER BY positions: browse
             // information, not collected.
             row.extend(std::iter::repeat_n(Value::Null, 13));
@@ -132,6 +139,64 @@ pub fn first_result_set(columns: &[OutputColumn], ctx: &ExecCtx, sink: &mut dyn 
                 int(tds_length),
                 if text { int(COLLATION_ID) } else { Value::Null },
                 if text { int(COLLATION_SORT_ID) } else { Value::Null },
+            ]);
+            row
+        })
+        .collect();
+    result(ctx, sink, &header, &rows);
+}
+
+/// Sends the description of the undeclared parameters `params`, in the order given.
+pub fn undeclared_parameters(params: &[Deduced], ctx: &ExecCtx, sink: &mut dyn ResultSink) {
+    use SqlType::{Bit, Int, NVarChar, SmallInt, TinyInt};
+    let header = [
+        col("parameter_ordinal", Int, false),
+        col("name", SYSNAME, false),
+        col("suggested_system_type_id", Int, false),
+        col("suggested_system_type_name", NVarChar(256), true),
+        col("suggested_max_length", SmallInt, false),
+        col("suggested_precision", TinyInt, false),
+        col("suggested_scale", TinyInt, false),
+        col("suggested_user_type_id", Int, true),
+        col("suggested_user_type_database", SYSNAME, true),
+        col("suggested_user_type_schema", SYSNAME, true),
+        col("suggested_user_type_name", SYSNAME, true),
+        col("suggested_assembly_qualified_type_name", NVarChar(4000), true),
+        col("suggested_xml_collection_id", Int, true),
+        col("suggested_xml_collection_database", SYSNAME, true),
+        col("suggested_xml_collection_schema", SYSNAME, true),
+        col("suggested_xml_collection_name", SYSNAME, true),
+        col("suggested_is_xml_document", Bit, false),
+        col("suggested_is_case_sensitive", Bit, false),
+        col("suggested_is_fixed_length_clr_type", Bit, false),
+        col("suggested_is_input", Bit, false),
+        col("suggested_is_output", Bit, false),
+        col("formal_parameter_name", SYSNAME, true),
+        col("suggested_tds_type_id", Int, false),
+        col("suggested_tds_length", Int, false),
+    ];
+    let rows: Vec<Vec<Value>> = params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (system_type_id, max_length, precision, scale) = type_ids(&p.ty);
+            let (tds_type_id, tds_length) = tds_type(&p.ty);
+            let mut row = vec![
+                int(i as i64 + 1),
+                s(&p.name),
+                int(system_type_id),
+                s(&types::type_name(&p.ty)),
+                int(max_length),
+                int(precision),
+                int(scale),
+            ];
+            row.extend(no_alias_clr_or_xml_type());
+            row.extend([
+                bit(!p.output),
+                bit(p.output),
+                p.formal.as_deref().map_or(Value::Null, s),
+                int(tds_type_id),
+                int(tds_length),
             ]);
             row
         })

@@ -51,6 +51,7 @@ pub enum SystemProc {
     },
     ServerInfo,
     DescribeFirstResultSet,
+    DescribeUndeclaredParameters,
     Databases,
     GetAppLock,
     ReleaseAppLock,
@@ -86,6 +87,7 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_datatype_info_100" => SystemProc::DataTypeInfo { wide: true },
         "sp_server_info" => SystemProc::ServerInfo,
         "sp_describe_first_result_set" => SystemProc::DescribeFirstResultSet,
+        "sp_describe_undeclared_parameters" => SystemProc::DescribeUndeclaredParameters,
         "sp_databases" => SystemProc::Databases,
         "sp_getapplock" => SystemProc::GetAppLock,
         "sp_releaseapplock" => SystemProc::ReleaseAppLock,
@@ -148,7 +150,10 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         | SystemProc::ForEachDb
         | SystemProc::AttachDb
         | SystemProc::DetachDb
-        | SystemProc::DescribeFirstResultSet => Err(SqlError::new(50000, "this system procedure runs in the session")),
+        | SystemProc::DescribeFirstResultSet
+        | SystemProc::DescribeUndeclaredParameters => {
+            Err(SqlError::new(50000, "this system procedure runs in the session"))
+        }
         SystemProc::Configure => configure(args, ctx, sink),
         SystemProc::Who => who(args, ctx, sink),
         SystemProc::HelpDb => helpdb(args, ctx, sink),

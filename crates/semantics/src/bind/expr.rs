@@ -4,6 +4,7 @@
 use super::conversion::{
     convert, decimal_literal, integer_literal, is_null_literal, literal, narrow_int_literal, project_cast, unify,
 };
+use super::deduce::Rule;
 use super::functions::global_variable;
 use super::names::Scope;
 use super::query::check_nested_order_by;
@@ -53,7 +54,7 @@ impl<'a> Binder<'a> {
                 if let Some((e, t, _)) = self.substitutions.iter().find(|(_, _, n)| *n == lower) {
                     return Ok((e.clone(), *t, true));
                 }
-                let (slot, ty) = self.variable(name)?;
+                let (slot, ty) = self.variable(name).map_err(|_| self.undeclared_error(name))?;
                 (Expr::Var(slot), ty, true)
             }
             ast::Expr::GlobalVariable(name) => {
@@ -78,8 +79,7 @@ impl<'a> Binder<'a> {
                 (if *negated { Expr::Not(Box::new(both)) } else { both }, SqlType::Bit, true)
             }
             ast::Expr::Like { expr, negated, pattern, escape } => {
-                let s = |b: &mut Self, x: &ast::Expr| -> SqlResult<Expr> {
-                    let (e, t) = b.bind_expr(x)?;
+                let text = |e: Expr, t: SqlType| -> SqlResult<Expr> {
                     let to = if matches!(t, SqlType::NChar(_) | SqlType::NVarChar(_)) {
                         SqlType::NVarChar(tessera_types::MAX)
                     } else {
@@ -87,10 +87,14 @@ impl<'a> Binder<'a> {
                     };
                     convert(e, &t, &to)
                 };
-                let x = s(self, expr)?;
-                let p = s(self, pattern)?;
+                let ((x, xt, _), (p, pt, _)) = self.bind_operands(expr, pattern, Rule::Nearest)?;
+                let x = text(x, xt)?;
+                let p = text(p, pt)?;
                 let esc = match escape {
-                    Some(e) => Some(Box::new(s(self, e)?)),
+                    Some(e) => {
+                        let (e, t) = self.bind_expr(e)?;
+                        Some(Box::new(text(e, t)?))
+                    }
                     None => None,
                 };
                 (
@@ -104,7 +108,7 @@ impl<'a> Binder<'a> {
                 let mut items = Vec::with_capacity(list.len());
                 let mut t = xt;
                 for i in list {
-                    let (b, bt) = self.bind_expr(i)?;
+                    let (b, bt) = self.bind_for(i, &xt)?;
                     if !is_null_literal(&b) {
                         t = types::common_type(&t, &bt)?;
                     }
@@ -203,8 +207,8 @@ impl<'a> Binder<'a> {
             | BinaryOp::GtEq
             | BinaryOp::NotLt
             | BinaryOp::NotGt => {
-                let (l, lt) = self.bind_expr(left)?;
-                let (r, rt) = self.bind_expr(right)?;
+                let rule = if matches!(op, BinaryOp::Eq | BinaryOp::NotEq) { Rule::Same } else { Rule::Nearest };
+                let ((l, lt, _), (r, rt, _)) = self.bind_operands(left, right, rule)?;
                 // SET ANSI_NULLS OFF: `x = NULL` is true when x is NULL.
                 if !self.session.ansi_nulls() && matches!(op, BinaryOp::Eq | BinaryOp::NotEq) {
                     let other = match (is_null_literal(&l), is_null_literal(&r)) {
@@ -232,8 +236,7 @@ impl<'a> Binder<'a> {
                 Ok((Expr::Compare { op, left: Box::new(l), right: Box::new(r) }, SqlType::Bit, true))
             }
             _ => {
-                let (l, lt, ln) = self.bind_expr_n(left)?;
-                let (r, rt, rn) = self.bind_expr_n(right)?;
+                let ((l, lt, ln), (r, rt, rn)) = self.bind_operands(left, right, Rule::Nearest)?;
                 let lt = if is_null_literal(&l) { rt } else { lt };
                 let rt = if is_null_literal(&r) { lt } else { rt };
                 let (l, lt) = narrow_int_literal(l, lt, &rt);
@@ -311,8 +314,14 @@ impl<'a> Binder<'a> {
         style: Option<&ast::Expr>,
         try_: bool,
     ) -> SqlResult<(Expr, SqlType, bool)> {
-        let (x, from, n) = self.bind_expr_n(expr)?;
         let to = types::resolve_type(ty, true)?;
+        let (x, from, n) = match self.undeclared(expr) {
+            Some(p) => {
+                let (x, from) = self.note_deduced(p, to, false, None);
+                (x, from, true)
+            }
+            None => self.bind_expr_n(expr)?,
+        };
         let style = match style {
             None => None,
             Some(s) => match self.bind_expr(s)? {

@@ -24,6 +24,7 @@ mod aggregate;
 mod context;
 mod conversion;
 mod cte;
+mod deduce;
 mod dml;
 mod expr;
 mod expr_walk;
@@ -37,6 +38,7 @@ mod select;
 pub use aggregate::contains_aggregate;
 pub use context::{Catalogs, SessionNames};
 pub use conversion::{cast_to, convert, literal};
+pub use deduce::Deduced;
 pub use dml::{bind_target, compile_assign, compile_delete, compile_insert, compile_update};
 pub use expr_walk::map_columns;
 pub use modules::{nesting_error, MAX_NESTING};
@@ -88,6 +90,8 @@ pub struct Binder<'a> {
     /// lookup there: a statement is bound against one snapshot per database, so what its
     /// names found and the definitions in its plan always agree.
     snapshots: Vec<(Arc<str>, Arc<Catalog>)>,
+    /// While deducing undeclared parameters' types (`deduce.rs`): what was found.
+    deduced: Option<Vec<deduce::Deduced>>,
 }
 
 /// A resolved table reference: how a plan refers to its database, the database's name
@@ -126,6 +130,7 @@ impl<'a> Binder<'a> {
             deps: Vec::new(),
             via: None,
             snapshots: Vec::new(),
+            deduced: None,
         }
     }
 

@@ -60,7 +60,7 @@ impl<'a> Binder<'a> {
 
     fn bind_count(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
         self.scopes.push(Scope::default());
-        let r = self.bind_expr(e);
+        let r = self.bind_for(e, &SqlType::BigInt);
         self.scopes.pop();
         let (x, t) = r?;
         convert(x, &t, &SqlType::BigInt)

@@ -261,7 +261,7 @@ impl<'a> Binder<'a> {
 
     fn bind_count_top(&mut self, e: &ast::Expr, percent: bool) -> SqlResult<Expr> {
         self.scopes.push(Scope::default());
-        let r = self.bind_expr(e);
+        let r = self.bind_for(e, if percent { &SqlType::Float } else { &SqlType::BigInt });
         self.scopes.pop();
         let (x, t) = r?;
         if percent {

@@ -167,6 +167,7 @@ impl Runner<'_> {
                 SystemProc::AttachDb => self.run_attach_db(&values),
                 SystemProc::DetachDb => self.run_detach_db(&values),
                 SystemProc::DescribeFirstResultSet => self.run_describe_first_result_set(&values),
+                SystemProc::DescribeUndeclaredParameters => self.run_describe_undeclared_parameters(&values),
                 _ => {
                     let mut ctx = ExecCtx::new(self.shared, self.state);
                     tessera_execution::sysprocs::run(system, &values, &mut ctx, &mut self.sink).map_err(Stop::Error)

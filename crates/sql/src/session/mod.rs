@@ -44,6 +44,7 @@ mod sink;
 mod statements;
 mod tenants;
 mod transactions;
+mod undeclared;
 mod variables;
 
 use std::sync::atomic::Ordering;

@@ -29,7 +29,7 @@ fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
     match top {
         None => Ok(None),
         Some(t) => {
-            let (e, ty) = b.bind_expr(&t.count)?;
+            let (e, ty) = b.bind_for(&t.count, &SqlType::BigInt)?;
             Ok(Some(convert(e, &ty, &SqlType::BigInt)?))
         }
     }
@@ -79,10 +79,10 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
                     });
                 }
                 let mut br = Vec::with_capacity(r.len());
-                for e in r {
+                for (e, &col) in r.iter().zip(&columns) {
                     br.push(match e {
                         ast::Expr::Default => None,
-                        e => Some(b.bind_expr(e)?),
+                        e => Some(b.bind_for(e, &table.columns[col].ty)?),
                     });
                 }
                 bound_rows.push(br);

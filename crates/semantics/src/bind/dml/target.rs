@@ -91,7 +91,7 @@ pub(super) fn bind_dml_source(
     let key = scope.target_key().ok_or_else(|| crate::bind::invalid_object(&target.name().value))?;
     let offset = key - rt.table.columns.len();
     if let Some(t) = top {
-        let (e, ty) = b.bind_expr(&t.count)?;
+        let (e, ty) = b.bind_for(&t.count, &SqlType::BigInt)?;
         plan = Plan::Top {
             input: Box::new(plan),
             count: convert(e, &ty, &SqlType::BigInt)?,

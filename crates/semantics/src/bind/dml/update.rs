@@ -41,7 +41,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                             Some(d) => b.bind_expr(&tessera_syntax::unparse::parse_definition(&d.text)?)?,
                             None => (Expr::Const(Value::Null), table.columns[col].ty),
                         },
-                        v => b.bind_expr(&v)?,
+                        v => b.bind_for(&v, &table.columns[col].ty)?,
                     };
                     b.note_column_of(&db, &target_key, col as u16, crate::catalog::Access::UPDATE);
                     sets.push((col, e, t));
@@ -56,13 +56,13 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                         },
                         None => value.clone(),
                     };
-                    let (e, t) = b.bind_expr(&value)?;
+                    let (e, t) = b.bind_for(&value, &vt)?;
                     variables.push((slot, VarSource::Expr(e), t, vt));
                 }
                 ast::Assignment::Both { variable, column, value } => {
                     let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
                     let (slot, vt) = b.variable_slot(variable)?;
-                    let (e, t) = b.bind_expr(value)?;
+                    let (e, t) = b.bind_for(value, &table.columns[col].ty)?;
                     b.note_column_of(&db, &target_key, col as u16, crate::catalog::Access::UPDATE);
                     sets.push((col, e, t));
                     variables.push((slot, VarSource::NewColumn(col), table.columns[col].ty, vt));

@@ -226,6 +226,33 @@ public class Scenario {
                 }
             }
         });
+        check("getParameterMetaData (sp_describe_undeclared_parameters), and setNull with its types", () -> {
+            String sql = "UPDATE items SET price = ?, at = ? WHERE name = ? AND big > ?";
+            try (PreparedStatement p = c.prepareStatement(sql)) {
+                ParameterMetaData m = p.getParameterMetaData();
+                expect(4, m.getParameterCount(), "parameters");
+                expect(Types.DECIMAL, m.getParameterType(1), "price's type");
+                expect(10, m.getPrecision(1), "price's precision");
+                expect(2, m.getScale(1), "price's scale");
+                expect(Types.TIMESTAMP, m.getParameterType(2), "datetime2");
+                expect(Types.NVARCHAR, m.getParameterType(3), "nvarchar(50)");
+                expect(50, m.getPrecision(3), "its length");
+                expect(Types.BIGINT, m.getParameterType(4), "bigint");
+                // What Spring's setNull does: the NULL goes with the type the server suggests.
+                for (int i = 1; i <= 4; i++) {
+                    p.setNull(i, m.getParameterType(i));
+                }
+                expect(0, p.executeUpdate(), "no row named NULL");
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT name FROM items WHERE ? = ?")) {
+                try {
+                    p.getParameterMetaData();
+                    failures.add("two untyped parameters: no error");
+                } catch (SQLException e) {
+                    expect(11503, e.getErrorCode(), "two untyped parameters");
+                }
+            }
+        });
         check("CallableStatement: OUTPUT parameter and return status", () -> {
             s.execute("CREATE PROCEDURE add_one @x int, @y int OUTPUT AS BEGIN SET @y = @x + 1; RETURN 7; END");
             try (CallableStatement cs = c.prepareCall("{? = call add_one(?, ?)}")) {

@@ -2,16 +2,21 @@
 # The SQL Server drivers' own test suites, unchanged, against a tessera server this script
 # starts (issue 33; results and causes in docs/compatibility.md):
 #   go-mssqldb v1.11.2 — its tests, from the Go module proxy;
-#   pymssql 2.4.6      — the tests in its PyPI sdist, run with its PyPI wheel (FreeTDS 1.5.19).
+#   pymssql 2.4.6      — the tests in its PyPI sdist, run with its PyPI wheel (FreeTDS 1.5.19);
+#   pyodbc 5.5.0       — tests/sqlserver_test.py of its PyPI sdist, run with its PyPI wheel
+#                        through unixODBC and FreeTDS's ODBC driver (Debian's tdsodbc,
+#                        registered as `FreeTDS`; scripts/install-clients.sh installs it).
 # Each test runs in a process of its own, so that a test's panic or hang ends only itself;
 # a server that died is restarted. The counts are printed per suite. A failure not listed in
 # scripts/driver-suites/<suite>.known (one test a line, `name  # reason`) fails the run, and
 # so does a listed test that passes now, so that the lists shrink as gaps close.
 #
-# Usage: scripts/driver-suites.sh [go-mssqldb|pymssql|all]   (default: all)
+# Usage: scripts/driver-suites.sh [go-mssqldb|pymssql|pyodbc|all]   (default: all)
 # ./scripts/test.sh runs it when TESSERA_DRIVER_SUITES=1. Needs Go and Python 3 (the
-# scenario tests' runtimes; Debian's python3-venv is installed if missing); takes about 15
+# scenario tests' runtimes; Debian's python3-venv is installed if missing); takes about 20
 # minutes on 2 cores.
+# TESSERA_BIN=path: serve with that prebuilt tessera binary instead of building one with
+# `cargo build --release`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,8 +25,12 @@ work=$root/target/driver-suites
 password='Suites-Test-1'
 rm -rf "$work" && mkdir -p "$work"
 
-cargo build --release --locked --quiet -p tessera || exit 1
-bin=$root/target/release/tessera
+if [ -n "${TESSERA_BIN:-}" ]; then
+    bin=$(realpath "$TESSERA_BIN") && [ -x "$bin" ] || { echo "driver-suites: TESSERA_BIN=$TESSERA_BIN is not an executable" >&2; exit 1; }
+else
+    cargo build --release --locked --quiet -p tessera || exit 1
+    bin=$root/target/release/tessera
+fi
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 pid=
 
@@ -88,6 +97,49 @@ judge() {
     return $rc
 }
 
+# Makes the Python virtual environment $1.
+make_venv() {
+    # Debian's Python makes virtual environments only with its python3-venv package.
+    if ! python3 -m venv "$1" 2>/dev/null; then
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get install -y -q python3-venv >/dev/null 2>&1 ||
+            { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q python3-venv >/dev/null; }
+        rm -rf "$1"
+        python3 -m venv "$1" || return 1
+    fi
+}
+
+# Runs each test pytest collects from $1 (in the current directory, with the active
+# virtual environment's pytest) in a process of its own, its log in directory $2, and
+# records the outcomes in $3. A test that crashes its process (no summary line) fails.
+pytest_each() {
+    local tests=$1 logs=$2 out=$3
+    mkdir -p "$logs"
+    : >"$out"
+    python -m pytest "$tests" --collect-only -q -p no:cacheprovider 2>/dev/null | grep '::' >"$logs/tests"
+    while read -r id; do
+        local log=$logs/$(echo "$id" | tr '/:[]' '____').log
+        timeout -s KILL 150 python -m pytest "$id" --timeout=120 -q -rfEsxX -p no:cacheprovider >"$log" 2>&1 </dev/null
+        local rc=$? summary
+        # pytest's summary line: "1 passed in 0.1s", "1 failed, 2 subtests passed …".
+        summary=$(grep -E '^[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected)|no tests ran' "$log" | tail -1)
+        if [ $rc -eq 137 ]; then
+            outcome "$id" hung "$out"
+            check_server force
+        elif [[ $summary =~ [0-9]+\ (failed|error) ]]; then
+            outcome "$id" fail "$out"
+        elif [[ $summary =~ [0-9]+\ (skipped|xfailed|deselected) ]] && ! [[ $summary =~ [0-9]+\ (passed|xpassed) ]]; then
+            outcome "$id" skip "$out"
+        elif [[ $summary =~ [0-9]+\ (passed|xpassed) ]]; then
+            outcome "$id" pass "$out"
+        else
+            outcome "$id" fail "$out"
+        fi
+        check_server
+    done <"$logs/tests"
+}
+
 go_mssqldb() {
     local dir out=$work/go-mssqldb.outcomes
     dir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json github.com/microsoft/go-mssqldb@v1.11.2 |
@@ -124,15 +176,7 @@ go_mssqldb() {
 
 pymssql() {
     local out=$work/pymssql.outcomes
-    # Debian's Python makes virtual environments only with its python3-venv package.
-    if ! python3 -m venv "$work/venv" 2>/dev/null; then
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="sudo"
-        $sudo apt-get install -y -q python3-venv >/dev/null 2>&1 ||
-            { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q python3-venv >/dev/null; }
-        rm -rf "$work/venv"
-        python3 -m venv "$work/venv" || return 1
-    fi
+    make_venv "$work/venv" || return 1
     # shellcheck disable=SC1091
     . "$work/venv/bin/activate"
     pip install --quiet --disable-pip-version-check pymssql==2.4.6 || return 1
@@ -143,44 +187,47 @@ pymssql() {
     export PYMSSQL_TEST_SERVER=127.0.0.1 PYMSSQL_TEST_PORT=$port PYMSSQL_TEST_USERNAME=sa \
         PYMSSQL_TEST_PASSWORD=$password PYMSSQL_TEST_DATABASE=tempdb PYMSSQL_TEST_IPADDRESS=127.0.0.1
     cd "$src" || return 1
-    : >"$out"
-    python -m pytest tests --collect-only -q -p no:cacheprovider 2>/dev/null | grep '::' >"$work/pymssql.tests"
-    while read -r id; do
-        local log=$work/py/$(echo "$id" | tr '/:[]' '____').log
-        mkdir -p "$work/py"
-        timeout -s KILL 150 python -m pytest "$id" --timeout=120 -q -rfEsxX -p no:cacheprovider >"$log" 2>&1
-        local rc=$? summary
-        # pytest's summary line: "1 passed in 0.1s", "1 failed, 2 subtests passed …".
-        summary=$(grep -E '^[0-9]+ (passed|failed|errors?|skipped|xfailed|xpassed|deselected)|no tests ran' "$log" | tail -1)
-        if [ $rc -eq 137 ]; then
-            outcome "$id" hung "$out"
-            check_server force
-        elif [[ $summary =~ [0-9]+\ (failed|error) ]]; then
-            outcome "$id" fail "$out"
-        elif [[ $summary =~ [0-9]+\ (skipped|xfailed|deselected) ]] && ! [[ $summary =~ [0-9]+\ (passed|xpassed) ]]; then
-            outcome "$id" skip "$out"
-        elif [[ $summary =~ [0-9]+\ (passed|xpassed) ]]; then
-            outcome "$id" pass "$out"
-        else
-            outcome "$id" fail "$out"
-        fi
-        check_server
-    done <"$work/pymssql.tests"
+    pytest_each tests "$work/py" "$out"
     deactivate
     cd "$root" || return 1
     judge pymssql "$out"
+}
+
+pyodbc() {
+    local out=$work/pyodbc.outcomes
+    if ! odbcinst -q -d -n FreeTDS >/dev/null 2>&1; then
+        echo "pyodbc: no ODBC driver named FreeTDS (scripts/install-clients.sh installs tdsodbc and unixodbc)" >&2
+        return 1
+    fi
+    make_venv "$work/venv-pyodbc" || return 1
+    # shellcheck disable=SC1091
+    . "$work/venv-pyodbc/bin/activate"
+    pip install --quiet --disable-pip-version-check pyodbc==5.5.0 pytest==9.2.0 pytest-timeout==2.4.0 || return 1
+    pip download --quiet --disable-pip-version-check --no-binary :all: --no-deps -d "$work" pyodbc==5.5.0 || return 1
+    tar -xzf "$work/pyodbc-5.5.0.tar.gz" -C "$work"
+    local src=$work/pyodbc-5.5.0
+    # The suite reads its connection string from PYODBC_SQLSERVER; its tables (t1, t2, …)
+    # go to the login's database, which must not be master (test_set_attr_current_catalog).
+    export PYODBC_SQLSERVER="DRIVER={FreeTDS};SERVER=127.0.0.1;PORT=$port;UID=sa;PWD=$password;DATABASE=tempdb;TDS_Version=7.4"
+    cd "$src" || return 1
+    pytest_each tests/sqlserver_test.py "$work/pyodbc" "$out"
+    deactivate
+    cd "$root" || return 1
+    judge pyodbc "$out"
 }
 
 status=0
 case $which in
 go-mssqldb) go_mssqldb || status=1 ;;
 pymssql) pymssql || status=1 ;;
+pyodbc) pyodbc || status=1 ;;
 all)
     go_mssqldb || status=1
     pymssql || status=1
+    pyodbc || status=1
     ;;
 *)
-    echo "usage: $0 [go-mssqldb|pymssql|all]" >&2
+    echo "usage: $0 [go-mssqldb|pymssql|pyodbc|all]" >&2
     exit 2
     ;;
 esac

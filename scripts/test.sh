@@ -6,7 +6,7 @@
 # mssql-jdbc).
 # Last, the TDS request decoders are fuzzed for 30 s (scripts/fuzz.sh: nightly + cargo-fuzz).
 # With TESSERA_DRIVER_SUITES=1, the SQL Server drivers' own test suites run too
-# (scripts/driver-suites.sh: go-mssqldb's and pymssql's, about 15 minutes).
+# (scripts/driver-suites.sh: go-mssqldb's, pymssql's and pyodbc's, about 20 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup component add rustfmt clippy >/dev/null 2>&1 || true

@@ -145,7 +145,14 @@ impl Runner<'_> {
             StatementKind::Declare(decls) => self.declare(s, decls)?,
             StatementKind::Print(e) => {
                 let (v, t) = self.eval_scalar(s, e)?;
-                let text = types::cast(&v, &t, &SqlType::NVarChar(4000), None)?;
+                // At most 8,000 bytes, as SQL Server: 8,000 characters of varchar, 4,000
+                // of nvarchar.
+                let to = if matches!(t, SqlType::NChar(_) | SqlType::NVarChar(_)) {
+                    SqlType::NVarChar(4000)
+                } else {
+                    SqlType::VarChar(8000)
+                };
+                let text = types::cast(&v, &t, &to, None)?;
                 let msg = match text {
                     Value::Str(s) => s.to_string(),
                     _ => String::new(),

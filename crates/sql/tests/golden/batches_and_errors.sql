@@ -1,5 +1,8 @@
 -- Batches, GO n, variables, PRINT, messages and which errors end what.
 print 'hello';
+-- PRINT sends up to 8,000 characters of varchar (4,000 of nvarchar): 8,000 x, then 4,000 y.
+print replicate(cast('x' as varchar(max)), 9000);
+print replicate(cast(N'y' as nvarchar(max)), 9000);
 go
 declare @i int = 0, @s varchar(20);
 set @i += 5;

@@ -72,8 +72,27 @@ pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version:
     session.bulk_insert(&target.table, &typed, rows, target.keep_identity, sink);
 }
 
-/// A BULK_LOAD message: COLMETADATA, then rows up to DONE or the message's end.
+/// How a client writes the table name of a text, ntext or image column in a bulk load's
+/// COLMETADATA: SqlClient, mssql-jdbc, tedious and FreeTDS's bcp write one US_VARCHAR;
+/// the server's own COLMETADATA form (TDS 7.2 on) is a part count and a US_VARCHAR each.
+#[derive(Clone, Copy)]
+enum TableName {
+    Single,
+    Parts,
+}
+
+/// A BULK_LOAD message: COLMETADATA, then rows up to DONE or the message's end. The table
+/// names of text columns are read in the form clients write, else in the server's form.
 pub fn decode(payload: &[u8], version: Version) -> DecodeResult<(Vec<TypeInfo>, Vec<Vec<Value>>)> {
+    decode_with(payload, version, TableName::Single)
+        .or_else(|e| decode_with(payload, version, TableName::Parts).map_err(|_| e))
+}
+
+fn decode_with(
+    payload: &[u8],
+    version: Version,
+    table_name: TableName,
+) -> DecodeResult<(Vec<TypeInfo>, Vec<Vec<Value>>)> {
     let mut r = Reader::new(payload);
     if r.u8()? != tokens::COLMETADATA {
         return bad("the bulk load does not start with COLMETADATA");
@@ -93,7 +112,10 @@ pub fn decode(payload: &[u8], version: Version) -> DecodeResult<(Vec<TypeInfo>, 
         let ti = read_type_info(&mut r)?;
         if is_text(&ti) {
             // The table name of text, ntext and image columns.
-            let parts = r.u8()?;
+            let parts = match table_name {
+                TableName::Single => 1,
+                TableName::Parts => r.u8()?,
+            };
             for _ in 0..parts {
                 r.us_varchar()?;
             }
@@ -166,4 +188,38 @@ impl ResultSink for ErrorsOnly<'_> {
         self.inner.env_change(change);
     }
     fn return_status(&mut self, _: i32) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A bulk load of one image column "c" of table "t" holding 0xABCD, the table name
+    /// written by `name`.
+    fn image_load(name: &[u8]) -> Vec<u8> {
+        let mut m = vec![tokens::COLMETADATA, 1, 0];
+        m.extend([0, 0, 0, 0, 0x09, 0]); // user type, flags (nullable)
+        m.push(code::IMAGE);
+        m.extend(0x7FFF_FFFFu32.to_le_bytes());
+        m.extend(name);
+        m.extend([1, b'c', 0]);
+        m.push(tokens::ROW);
+        m.push(16);
+        m.extend([0xFF; 16 + 8]);
+        m.extend(2u32.to_le_bytes());
+        m.extend([0xAB, 0xCD]);
+        m
+    }
+
+    #[test]
+    fn a_text_columns_table_name_is_read_in_either_form() {
+        // One US_VARCHAR (tedious, SqlClient, mssql-jdbc, FreeTDS's bcp) ...
+        let (columns, rows) = decode(&image_load(&[1, 0, b't', 0]), Version::V7_4).unwrap();
+        assert_eq!((columns.len(), rows.len()), (1, 1));
+        assert_eq!(rows[0][0], Value::Binary(Arc::from(&[0xABu8, 0xCD][..])));
+        // ... or a part count and its parts (the server's own COLMETADATA form).
+        let (_, rows) = decode(&image_load(&[1, 1, 0, b't', 0]), Version::V7_4).unwrap();
+        assert_eq!(rows[0][0], Value::Binary(Arc::from(&[0xABu8, 0xCD][..])));
+    }
 }

@@ -93,6 +93,16 @@ impl<'a> Reader<'a> {
         ucs2_decode(self.bytes(n * 2)?)
     }
 
+    /// B_VARBYTE holding UCS-2 text: a one-byte *byte* count (a transaction manager
+    /// request's transaction name, as SqlClient and tedious write it).
+    pub fn b_varbyte_text(&mut self) -> DecodeResult<String> {
+        let n = usize::from(self.u8()?);
+        if n % 2 != 0 {
+            return bad(format!("a UCS-2 name of {n} bytes"));
+        }
+        ucs2_decode(self.bytes(n)?)
+    }
+
     /// US_VARCHAR: a two-byte character count and UCS-2 text.
     pub fn us_varchar(&mut self) -> DecodeResult<String> {
         let n = usize::from(self.u16()?);

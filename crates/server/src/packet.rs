@@ -152,11 +152,14 @@ impl<'a> Assembler<'a> {
     fn end_packet(&mut self) -> Option<Message> {
         let h = self.current.take().expect("begin_packet before end_packet");
         if h.status & status::IGNORE != 0 {
-            // The client abandoned this message: drop what it sent (MS-TDS 2.2.3.1.2).
+            // The client abandoned this message (a request cancelled while it was being
+            // sent): drop what it sent (MS-TDS 2.2.3.1.2). Its end comes out as an empty
+            // message with the IGNORE bit, which the client awaits an answer to.
             self.payload.truncate(self.before);
             if h.status & status::EOM != 0 {
                 self.payload.clear();
-                self.first = None;
+                let first = self.first.take().unwrap_or(h);
+                return Some(Message { kind: first.kind, status: h.status, payload: Default::default() });
             }
             return None;
         }
@@ -296,6 +299,22 @@ mod tests {
         assert!(read_message_blocking(&mut r, &Limits::default()).unwrap().is_none());
         let mut r: &[u8] = &[1, 0, 0, 9, 0, 0, 0, 0, 7];
         assert!(read_message_blocking(&mut r, &Limits::default()).is_err(), "end of stream inside a message");
+    }
+
+    #[test]
+    fn an_ignored_message_ends_as_an_empty_one_with_the_ignore_bit() {
+        // A batch's first packet, then its last with IGNORE (tedious cancelling while it
+        // sends), then a whole batch "x".
+        let wire: &[u8] = &[
+            1, 0, 0, 10, 0, 0, 1, 0, b'a', b'b', //
+            1, 3, 0, 8, 0, 0, 2, 0, //
+            1, 1, 0, 9, 0, 0, 1, 0, b'x',
+        ];
+        let mut r = wire;
+        let m = read_message_blocking(&mut r, &Limits::default()).unwrap().unwrap();
+        assert_eq!((m.kind, m.status & status::IGNORE, m.payload.len()), (kind::SQL_BATCH, status::IGNORE, 0));
+        let m = read_message_blocking(&mut r, &Limits::default()).unwrap().unwrap();
+        assert_eq!((m.status & status::IGNORE, &m.payload[..]), (0, &b"x"[..]));
     }
 
     #[tokio::test]

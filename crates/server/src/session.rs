@@ -514,16 +514,17 @@ impl Busy {
     fn handle(&mut self, msg: Message) -> io::Result<bool> {
         let version = self.conn.version;
         let reset = msg.status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
+        if msg.status & status::IGNORE != 0 {
+            // A request the client cancelled while sending it: nothing runs, and a DONE
+            // tells the client the server is ready for the next one.
+            self.reply_done(done::FINAL)?;
+            return Ok(true);
+        }
         let job: Job = match msg.kind {
             kind::ATTENTION => {
                 // Nothing running: acknowledge at once.
                 self.cancel.store(false, Ordering::Relaxed);
-                let mut out = BytesMut::new();
-                tokens::done(&mut out, version, tokens::DONE, done::ATTN, 0, 0);
-                let mut framed = BytesMut::new();
-                packet::frame(kind::REPLY, &out, self.conn.packet_size, true, &mut 1, &mut framed);
-                io::Write::write_all(&mut self.transport, &framed)?;
-                io::Write::flush(&mut self.transport)?;
+                self.reply_done(done::ATTN)?;
                 return Ok(true);
             }
             kind::SQL_BATCH => match request::decode_batch(&msg.payload, version) {
@@ -562,6 +563,16 @@ impl Busy {
             k => return Err(packet::protocol(format!("unexpected packet type {k:#04x} after login"))),
         };
         self.run(reset, job)
+    }
+
+    /// Answers with one DONE token of `status`, when nothing runs.
+    fn reply_done(&mut self, status: u16) -> io::Result<()> {
+        let mut out = BytesMut::new();
+        tokens::done(&mut out, self.conn.version, tokens::DONE, status, 0, 0);
+        let mut framed = BytesMut::new();
+        packet::frame(kind::REPLY, &out, self.conn.packet_size, true, &mut 1, &mut framed);
+        io::Write::write_all(&mut self.transport, &framed)?;
+        io::Write::flush(&mut self.transport)
     }
 
     /// Runs a job and writes its whole response; false when the client left.

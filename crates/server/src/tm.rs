@@ -1,6 +1,9 @@
 //! Transaction manager requests (MS-TDS 2.2.6.9): begin, commit, rollback and save, which
 //! pytds, go-mssqldb, tedious and FreeTDS-ODBC send instead of SQL text.
 //!
+//! A transaction's name is a B_VARBYTE: its length byte counts bytes, not characters
+//! (SqlClient and tedious write it so; go-mssqldb and pytds send only empty names).
+//!
 //! Invariant: the session's transaction count (@@TRANCOUNT) stays the one truth. Each
 //! request becomes the T-SQL it means ([`Request::statements`]), run through
 //! `Session::execute`, so the ENVCHANGE 8/9/10 replies come from the same events a
@@ -47,17 +50,17 @@ pub fn parse(r: &mut Reader) -> DecodeResult<Request> {
             return Ok(None);
         }
         let iso = if r.is_empty() { 0 } else { r.u8()? };
-        let name = if r.is_empty() { String::new() } else { r.b_varchar()? };
+        let name = if r.is_empty() { String::new() } else { r.b_varbyte_text()? };
         Ok(Some((iso, name)))
     };
     Ok(match kind {
         TM_BEGIN_XACT => {
             let isolation = r.u8()?;
-            let name = if r.is_empty() { String::new() } else { r.b_varchar()? };
+            let name = if r.is_empty() { String::new() } else { r.b_varbyte_text()? };
             Request::Begin { isolation, name }
         }
         TM_COMMIT_XACT | TM_ROLLBACK_XACT => {
-            let name = if r.is_empty() { String::new() } else { r.b_varchar()? };
+            let name = if r.is_empty() { String::new() } else { r.b_varbyte_text()? };
             let begin_new = begin_new(r)?;
             if kind == TM_COMMIT_XACT {
                 Request::Commit { name, begin_new }
@@ -65,7 +68,7 @@ pub fn parse(r: &mut Reader) -> DecodeResult<Request> {
                 Request::Rollback { name, begin_new }
             }
         }
-        TM_SAVE_XACT => Request::Save { name: r.b_varchar()? },
+        TM_SAVE_XACT => Request::Save { name: r.b_varbyte_text()? },
         TM_GET_DTC_ADDRESS | TM_PROPAGATE_XACT | TM_PROMOTE_XACT => Request::Unsupported(kind),
         k => return bad(format!("unknown transaction manager request {k}")),
     })
@@ -147,6 +150,20 @@ mod tests {
         let mut r = Reader::new(&[8, 0, 0, 0]);
         assert_eq!(parse(&mut r).unwrap().statements(), ["ROLLBACK TRANSACTION"]);
         let mut r = Reader::new(&[9, 0]);
+        assert!(parse(&mut r).is_err());
+    }
+
+    #[test]
+    fn a_transaction_name_is_counted_in_bytes() {
+        // TM_BEGIN_XACT, isolation 0, name "abc": 6 bytes of UCS-2 (what tedious sends).
+        let mut r = Reader::new(&[5, 0, 0, 6, b'a', 0, b'b', 0, b'c', 0]);
+        let req = parse(&mut r).unwrap();
+        assert_eq!(req, Request::Begin { isolation: 0, name: "abc".into() });
+        assert_eq!(req.statements(), ["BEGIN TRANSACTION [abc]"]);
+        // TM_SAVE_XACT "sp"; an odd byte count is malformed.
+        let mut r = Reader::new(&[9, 0, 4, b's', 0, b'p', 0]);
+        assert_eq!(parse(&mut r).unwrap().statements(), ["SAVE TRANSACTION [sp]"]);
+        let mut r = Reader::new(&[9, 0, 3, b's', 0, b'p']);
         assert!(parse(&mut r).is_err());
     }
 }

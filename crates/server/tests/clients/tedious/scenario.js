@@ -170,6 +170,16 @@ async function main() {
   await run(c, 'INSERT INTO acct VALUES (2, 20)');
   await call(c, 'commitTransaction');
   check((await run(c, 'SELECT SUM(bal), @@TRANCOUNT FROM acct'))[0].join() === '20,0', 'commit');
+  // A named transaction and a savepoint: a name's length byte counts bytes, as tedious
+  // (and SqlClient) write it.
+  const tm = (fn, ...args) => new Promise((resolve, reject) => c[fn]((err) => (err ? reject(err) : resolve()), ...args));
+  await tm('beginTransaction', 'outer_tx');
+  await run(c, 'INSERT INTO acct VALUES (3, 30)');
+  await tm('saveTransaction', 'sp1');
+  await run(c, 'INSERT INTO acct VALUES (4, 40)');
+  await tm('rollbackTransaction', 'sp1');
+  await tm('commitTransaction', 'outer_tx');
+  check((await run(c, 'SELECT SUM(bal), @@TRANCOUNT FROM acct'))[0].join() === '50,0', 'named transaction and savepoint');
 
   // An error with its number; the connection goes on.
   try {
@@ -192,6 +202,17 @@ async function main() {
   }
   check(Date.now() - started < 20000, 'cancelled well before the delay ends');
   check((await run(c, 'SELECT 4'))[0][0] === 4, 'connection usable after a cancel');
+  // A request cancelled before it is sent ends its message with the IGNORE bit: the
+  // server answers it, and the connection goes on.
+  const early = run(c, 'SELECT 5');
+  c.cancel();
+  try {
+    await early;
+    throw new Error('the request was not cancelled');
+  } catch (e) {
+    check(e.code === 'ECANCEL', 'cancelled before sending: ' + e.message);
+  }
+  check((await run(c, 'SELECT 6'))[0][0] === 6, 'connection usable after a cancel before sending');
 
   // Bulk load 10,000 rows.
   await run(c, 'CREATE TABLE loaded (id int NOT NULL PRIMARY KEY, name nvarchar(30), amount decimal(10,2), at datetime2(0))');
@@ -210,6 +231,24 @@ async function main() {
   check(loaded === 10000, 'bulk load reports 10,000 rows');
   const [[count, total]] = await run(c, 'SELECT COUNT(*), SUM(amount) FROM loaded');
   check(count === 10000 && Number(total) === 50007500, 'bulk-loaded rows are all there');
+
+  // Bulk load into text, ntext and image columns: their COLMETADATA carries the table's
+  // name, which tedious writes as one US_VARCHAR.
+  await run(c, 'CREATE TABLE blobs (id int NOT NULL PRIMARY KEY, t text, n ntext, i image)');
+  const blobs = await new Promise((resolve, reject) => {
+    const bulk = c.newBulkLoad('blobs', (err, rowCount) => (err ? reject(err) : resolve(rowCount)));
+    bulk.addColumn('id', TYPES.Int, { nullable: false });
+    bulk.addColumn('t', TYPES.Text, { nullable: true });
+    bulk.addColumn('n', TYPES.NText, { nullable: true });
+    bulk.addColumn('i', TYPES.Image, { nullable: true });
+    c.execBulkLoad(bulk, [
+      { id: 1, t: 'text', n: 'ntext \u2713', i: Buffer.from([1, 2, 3]) },
+      { id: 2, t: null, n: null, i: null },
+    ]);
+  });
+  check(blobs === 2, 'bulk load of text columns reports 2 rows');
+  const [[t, n, i]] = await run(c, 'SELECT CAST(t AS varchar(10)), CAST(n AS nvarchar(10)), DATALENGTH(i) FROM blobs WHERE id = 1');
+  check(t === 'text' && n === 'ntext \u2713' && Number(i) === 3, `text, ntext and image values: ${t}, ${n}, ${i}`);
 
   c.close();
   console.log('tedious scenario: all checks passed');

@@ -2,7 +2,7 @@
 
 use super::constraints::{apply_constraint, constraint_failed, ensure_constraint_name_free, set_default};
 use super::indexes::{index_columns, place_index};
-use super::locking::lock_for_ddl;
+use super::locking::{lock_for_ddl, refuse_row_loss};
 use super::rebuild::replace_storage;
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
@@ -197,7 +197,15 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
     Ok(())
 }
 
-pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
+/// Who drops a table: a DROP TABLE statement, or the session dropping its table variables
+/// and temporary tables when they go out of scope (never refused).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DropBy {
+    Statement,
+    Cleanup,
+}
+
+pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool, by: DropBy) -> SqlResult<()> {
     let (database, table) = match lock_for_ddl(ctx, name, "DROP TABLE") {
         Ok(t) => t,
         Err(e) if e.number == 208 || e.number == 911 => {
@@ -210,6 +218,9 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
         }
         Err(e) => return Err(e),
     };
+    if by == DropBy::Statement {
+        refuse_row_loss(ctx, &database, &table, "DROP TABLE")?;
+    }
     ctx.shared.alter_catalog(&database, |catalog, version| {
         if let Some((child, _)) = catalog.referencing(table.id).into_iter().find(|(c, _)| c.id != table.id) {
             let _ = child;
@@ -260,5 +271,6 @@ pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
     if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
         return Err(msg::TRUNCATE_REFERENCED_TABLE.with(&[&table.name]));
     }
+    refuse_row_loss(ctx, &database, &table, "TRUNCATE TABLE")?;
     replace_storage(ctx, &database, &table, (*table).clone(), Vec::new())
 }

@@ -257,6 +257,8 @@ pub struct SqlcmdWriter<W: std::io::Write> {
     column_types: Vec<SqlType>,
     /// An error number seen (for `-b` exit codes).
     pub last_error: Option<SqlError>,
+    /// A result set's header was shown and neither its DONE nor an error has come yet.
+    open_result: bool,
 }
 
 fn is_numeric(t: &SqlType) -> bool {
@@ -306,7 +308,15 @@ pub fn display_width(t: &SqlType, max_width: usize) -> usize {
 
 impl<W: std::io::Write> SqlcmdWriter<W> {
     pub fn new(out: W, format: SqlcmdFormat) -> SqlcmdWriter<W> {
-        SqlcmdWriter { out, format, widths: Vec::new(), right: Vec::new(), column_types: Vec::new(), last_error: None }
+        SqlcmdWriter {
+            out,
+            format,
+            widths: Vec::new(),
+            right: Vec::new(),
+            column_types: Vec::new(),
+            last_error: None,
+            open_result: false,
+        }
     }
 
     pub fn into_inner(self) -> W {
@@ -345,6 +355,7 @@ impl<W: std::io::Write> SqlcmdWriter<W> {
 
 impl<W: std::io::Write> ResultSink for SqlcmdWriter<W> {
     fn columns(&mut self, columns: &[OutputColumn]) {
+        self.open_result = true;
         self.widths = columns
             .iter()
             .map(|c| {
@@ -393,13 +404,18 @@ impl<W: std::io::Write> ResultSink for SqlcmdWriter<W> {
                 self.line("");
                 self.line(&format!("({n} row{} affected)", if n == 1 { "" } else { "s" }));
             }
-            None if command.is_result_set() => self.line(""),
+            // The end of a result set shown without its count (NOCOUNT ON); a failed
+            // statement's DONE shows nothing.
+            None if command.is_result_set() && self.open_result => self.line(""),
             None => {}
         }
+        self.open_result = false;
     }
 
     fn message(&mut self, m: &SqlError) {
         if m.severity > 10 {
+            // A result set an error ended shows no blank line after it.
+            self.open_result = false;
             let place = match &m.procedure {
                 Some(p) => format!("Procedure {p}, Line {}", m.line),
                 None => format!("Line {}", m.line),

@@ -48,3 +48,17 @@ pub(super) fn definition_command(kind: &StatementKind) -> Option<Command> {
         _ => return None,
     })
 }
+
+/// The command a statement that failed ends with, if it is one that sends a DONE of its
+/// own: a query, a data change or a definition. SQL Server ends such a statement with a
+/// DONE carrying DONE_ERROR, so that drivers counting one DONE per statement (the
+/// Microsoft JDBC driver's batch update counts) stay in step.
+pub(super) fn failed_statement_command(kind: &StatementKind) -> Option<Command> {
+    match kind {
+        StatementKind::Query(_) => Some(Command::Select),
+        StatementKind::Insert(_) => Some(Command::Insert),
+        StatementKind::Update(_) => Some(Command::Update),
+        StatementKind::Delete(_) => Some(Command::Delete),
+        other => definition_command(other),
+    }
+}

@@ -56,6 +56,10 @@ impl Runner<'_> {
         if terminated || e.number == 1505 || e.preceding.iter().any(|p| p.number == 1505) {
             self.sink.message(&msg::STATEMENT_TERMINATED.err());
         }
+        if let Some(command) = super::commands::failed_statement_command(&s.kind) {
+            // Its own DONE, with DONE_ERROR: the batch's next statement counts apart.
+            self.sink.done(None, command);
+        }
         Ok(Flow::Next)
     }
 

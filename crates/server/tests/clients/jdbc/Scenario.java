@@ -253,6 +253,37 @@ public class Scenario {
                 }
             }
         });
+        check("a failed statement in a batch ends with its own DONE: the next statement's count is kept", () -> {
+            s.execute("CREATE TABLE dup_keys (id int PRIMARY KEY)");
+            List<String> seen = new ArrayList<>();
+            boolean rs = s.execute("INSERT dup_keys VALUES (1); INSERT dup_keys VALUES (1); "
+                    + "INSERT dup_keys VALUES (2); SELECT id FROM dup_keys");
+            for (int i = 0; i < 10; i++) {
+                try {
+                    if (rs) {
+                        int n = 0;
+                        try (ResultSet r = s.getResultSet()) {
+                            while (r.next()) {
+                                n++;
+                            }
+                        }
+                        seen.add("rows " + n);
+                    } else {
+                        int count = s.getUpdateCount();
+                        if (count == -1) {
+                            break;
+                        }
+                        seen.add("count " + count);
+                    }
+                    rs = s.getMoreResults();
+                } catch (SQLException e) {
+                    seen.add("error " + e.getErrorCode());
+                    rs = s.getMoreResults();
+                }
+            }
+            expect("[count 1, error 2627, count 1, rows 2]", seen.toString(), "the batch's results in order");
+            s.execute("DROP TABLE dup_keys");
+        });
         check("CallableStatement: OUTPUT parameter and return status", () -> {
             s.execute("CREATE PROCEDURE add_one @x int, @y int OUTPUT AS BEGIN SET @y = @x + 1; RETURN 7; END");
             try (CallableStatement cs = c.prepareCall("{? = call add_one(?, ?)}")) {

@@ -76,7 +76,7 @@ fn add(
         if new.column(&c.name.value).is_some() {
             return Err(msg::DUPLICATE_COLUMN_NAME.with(&[&c.name.value, &table.name]));
         }
-        let col = column_def(c, first_new + k + 1)?;
+        let col = column_def(c, first_new + k + 1, ctx.session.options.ansi_null_dflt_on)?;
         if col.identity.is_some() && new.identity_column().is_some() {
             return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&table.name]));
         }

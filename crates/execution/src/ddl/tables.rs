@@ -45,7 +45,11 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
     Ok((db, schema, obj))
 }
 
-pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Column> {
+/// A column's definition. One that says neither NULL nor NOT NULL is nullable when
+/// `null_by_default` (the session's ANSI_NULL_DFLT_ON, on unless SET OFF or
+/// ANSI_NULL_DFLT_OFF ON; then the database's ANSI_NULL_DEFAULT, OFF, applies) and it is
+/// not an identity.
+pub(super) fn column_def(c: &ast::ColumnDef, position: usize, null_by_default: bool) -> SqlResult<Column> {
     let ty = resolve_column_type(&c.ty, position)?;
     if c.computed.is_some() {
         return Err(msg::COMPUTED_COLUMNS_NOT_SUPPORTED.err());
@@ -64,7 +68,7 @@ pub(super) fn column_def(c: &ast::ColumnDef, position: usize) -> SqlResult<Colum
     Ok(Column {
         name: c.name.value.clone(),
         ty,
-        nullable: c.nullable.unwrap_or(c.identity.is_none()),
+        nullable: c.nullable.unwrap_or(null_by_default && c.identity.is_none()),
         identity: c.identity,
         default: None,
     })
@@ -111,7 +115,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             if table.column(&c.name.value).is_some() {
                 return Err(msg::DUPLICATE_COLUMN_NAME.with(&[&c.name.value, &name]));
             }
-            table.columns.push(column_def(c, i + 1)?);
+            table.columns.push(column_def(c, i + 1, ctx.session.options.ansi_null_dflt_on)?);
         }
         if table.columns.iter().filter(|c| c.identity.is_some()).count() > 1 {
             return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&name]));

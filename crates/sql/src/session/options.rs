@@ -107,8 +107,14 @@ impl Runner<'_> {
                     }
                 }
                 ("TEXTSIZE", None) => {
+                    // 0 restores the default (4096); -1 (any negative) is the largest,
+                    // 2147483647.
                     let n = number(self)?;
-                    self.state.options.textsize = n;
+                    self.state.options.textsize = match n {
+                        0 => 4096,
+                        n if n < 0 => i64::from(i32::MAX),
+                        n => n.min(i64::from(i32::MAX)),
+                    };
                 }
                 ("LOCK_TIMEOUT", None) => {
                     let n = number(self)?;

@@ -16,3 +16,26 @@ select @@options & (2 | 4 | 8 | 16 | 32 | 256 | 1024), @@trancount;
 set ansi_defaults off;
 set implicit_transactions off;
 go
+-- SET TEXTSIZE 0 restores the default, 4096; -1 is the largest.
+set xact_abort off;
+set textsize 0;
+select @@textsize as default_size;
+set textsize -1;
+select @@textsize as largest;
+set textsize 100;
+select @@textsize as set_size;
+go
+-- A column that says neither NULL nor NOT NULL: nullable while ANSI_NULL_DFLT_ON is on
+-- (the default); NOT NULL once it is off (the database's ANSI_NULL_DEFAULT is OFF).
+set ansi_null_dflt_on off;
+create table #dflt_off (id int);
+insert #dflt_off values (null);
+alter table #dflt_off add more int;
+go
+set ansi_null_dflt_on on;
+create table #dflt_on (id int);
+insert #dflt_on values (null);
+select c.name, c.is_nullable from tempdb.sys.columns c where c.object_id in (object_id('tempdb..#dflt_off'), object_id('tempdb..#dflt_on')) order by c.object_id, c.column_id;
+drop table #dflt_off;
+drop table #dflt_on;
+go

@@ -6,7 +6,7 @@ use tessera_errors::msg;
 
 use super::constraints::{apply_constraint, constraint_failed, set_default};
 use super::indexes::place_index;
-use super::locking::{lock_for_ddl, refuse_row_loss};
+use super::locking::lock_for_ddl;
 use super::rebuild::{in_own_transaction, rebuild, save_definition};
 use super::tables::{column_def, resolve_column_type};
 use super::{heap_index, target_for, tree_name};
@@ -195,7 +195,6 @@ fn add(
 /// DROP COLUMN: the columns go, and the table is rebuilt without them.
 fn drop_columns(ctx: &mut ExecCtx, at: &Altering, names: &[ast::Ident], if_exists: &bool) -> SqlResult<()> {
     let Altering { database, table, .. } = at;
-    refuse_row_loss(ctx, database, table, "ALTER TABLE DROP COLUMN")?;
     let mut new = (**table).clone();
     let mut keep: Vec<usize> = (0..table.columns.len()).collect();
     for n in names {

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use tessera_database::{LockMode, ReadLocks, RowLock};
 
-use crate::dml;
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
@@ -65,25 +64,6 @@ pub(super) fn lock_trees(
             }
             tx.lock_table_for_read(tree, shared)?;
         }
-    }
-    Ok(())
-}
-
-/// DDL is not yet part of the session's transaction (issue 34), so a ROLLBACK cannot bring
-/// back rows that DROP TABLE, TRUNCATE TABLE or ALTER TABLE … DROP COLUMN destroyed. Inside
-/// a user transaction (or with IMPLICIT_TRANSACTIONS on, where the statement would begin
-/// one) such a statement is refused (574) when the table holds rows; on an empty table it
-/// goes on, at once, as before. Called with the table locked for DDL (`lock_for_ddl`), so
-/// no other transaction's rows can arrive meanwhile.
-pub(super) fn refuse_row_loss(
-    ctx: &mut ExecCtx,
-    database: &tessera_database::Database,
-    table: &Table,
-    statement: &str,
-) -> SqlResult<()> {
-    let in_transaction = ctx.session.txns.count > 0 || ctx.session.options.implicit_transactions;
-    if in_transaction && dml::has_rows(ctx, database.name(), table)? {
-        return Err(msg::NOT_IN_USER_TRANSACTION.with(&[&statement]));
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use super::constraints::{apply_constraint, constraint_failed, ensure_constraint_name_free, set_default};
 use super::indexes::{index_columns, place_index};
-use super::locking::{lock_for_ddl, refuse_row_loss};
+use super::locking::lock_for_ddl;
 use super::rebuild::replace_storage;
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
@@ -201,15 +201,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
     Ok(())
 }
 
-/// Who drops a table: a DROP TABLE statement, or the session dropping its table variables
-/// and temporary tables when they go out of scope (never refused).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum DropBy {
-    Statement,
-    Cleanup,
-}
-
-pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool, by: DropBy) -> SqlResult<()> {
+pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
     let (database, table) = match lock_for_ddl(ctx, name, "DROP TABLE") {
         Ok(t) => t,
         Err(e) if e.number == 208 || e.number == 911 => {
@@ -222,9 +214,6 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool, by: Dro
         }
         Err(e) => return Err(e),
     };
-    if by == DropBy::Statement {
-        refuse_row_loss(ctx, &database, &table, "DROP TABLE")?;
-    }
     ctx.shared.alter_catalog(&database, |catalog, version| {
         if let Some((child, _)) = catalog.referencing(table.id).into_iter().find(|(c, _)| c.id != table.id) {
             let _ = child;
@@ -275,6 +264,5 @@ pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
     if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
         return Err(msg::TRUNCATE_REFERENCED_TABLE.with(&[&table.name]));
     }
-    refuse_row_loss(ctx, &database, &table, "TRUNCATE TABLE")?;
     replace_storage(ctx, &database, &table, (*table).clone(), Vec::new())
 }

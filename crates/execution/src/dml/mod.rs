@@ -32,7 +32,7 @@ pub use delete::run_delete;
 pub use indexes::build_index;
 pub use insert::run_insert;
 pub use output::run_output_into;
-pub use storage::{has_rows, row_key, table_rows, to_storage_row};
+pub use storage::{row_key, table_rows, to_storage_row};
 pub use store::{load_rows, validate_rows};
 pub use target::{BoundTarget, TargetAt};
 pub use update::run_update;

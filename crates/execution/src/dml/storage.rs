@@ -53,19 +53,6 @@ pub(super) fn encode_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) ->
 }
 
 /// Every row of a table in storage order, with keys (index rebuilds, ALTER TABLE).
-/// Whether `table` holds any row the session's transaction in `db` sees.
-pub fn has_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
-    let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
-    let tx = ctx.transaction(db)?;
-    let first = tx
-        .scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
-        .next();
-    match first {
-        Some(item) => item.map(|_| true).map_err(Into::into),
-        None => Ok(false),
-    }
-}
-
 pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(Vec<u8>, Row)>> {
     let schema = crate::encoding::row_schema(table)?;
     let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;

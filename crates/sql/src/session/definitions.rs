@@ -56,7 +56,7 @@ impl Runner<'_> {
             StatementKind::DropTable { names, if_exists } => {
                 for n in names {
                     self.check_alter(n, || msg::DROP_OBJECT_NOT_FOUND.with(&[&"table", &object_shown(n)]))?;
-                    self.with_ctx(|ctx| ddl::drop_table(ctx, n, *if_exists, ddl::DropBy::Statement))?;
+                    self.with_ctx(|ctx| ddl::drop_table(ctx, n, *if_exists))?;
                 }
             }
             StatementKind::AlterTable { table, action } => {

@@ -251,7 +251,7 @@ impl Session {
         for n in names {
             let name = ast::ObjectName(vec![ast::Ident::new(n)]);
             let mut ctx = ExecCtx::new(&self.shared, &mut self.state);
-            let _ = ddl::drop_table(&mut ctx, &name, true, ddl::DropBy::Cleanup);
+            let _ = ddl::drop_table(&mut ctx, &name, true);
         }
     }
 

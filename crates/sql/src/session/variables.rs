@@ -48,7 +48,7 @@ impl Runner<'_> {
     pub(super) fn drop_table_variables(&mut self) {
         for (name, previous) in std::mem::take(&mut self.table_vars).into_iter().rev() {
             let object = ast::ObjectName(vec![ast::Ident::new(name.clone())]);
-            let _ = self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true, ddl::DropBy::Cleanup));
+            let _ = self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true));
             if let Some(p) = previous {
                 self.state.temp_tables.insert(name, p);
             }

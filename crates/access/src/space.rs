@@ -702,6 +702,12 @@ impl Space {
         txn::locks::lock_schema(self, txn, object, mode)
     }
 
+    /// Takes a schema-modification lock on object `object` until the transaction ends
+    /// (DDL that goes with the transaction: nobody uses the object before it ends).
+    pub fn lock_schema_to_end(&self, txn: &mut Txn, object: u32) -> Result<()> {
+        txn::locks::lock_schema_to_end(self, txn, object)
+    }
+
     /// Takes an application lock for the rest of the transaction (`sp_getapplock` with
     /// `@LockOwner = 'Transaction'`), waiting at most `timeout` (None: until granted);
     /// returns whether it had to wait.

@@ -73,6 +73,14 @@ impl Transaction {
         self.db.space.lock_schema(txn, object, mode)
     }
 
+    /// Takes a schema-modification lock on an object of the database until the
+    /// transaction ends: DDL that goes with the transaction (a table created or dropped in
+    /// it) keeps every other statement off the object until then.
+    pub fn lock_schema_to_end(&mut self, object: u32) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lock_schema_to_end(txn, object)
+    }
+
     /// Takes the application lock named by `name_hash` in `mode` until the transaction
     /// ends, waiting at most `timeout` (None: the transaction's lock timeout); returns
     /// whether it had to wait.

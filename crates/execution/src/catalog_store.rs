@@ -74,22 +74,34 @@ fn remove_chunks(tx: &mut Transaction, t: tessera_database::TableId, id: i32) ->
 
 /// Writes (or replaces) one object's definition, durably.
 pub fn save(db: &Arc<Database>, o: &Object) -> SqlResult<()> {
-    let t = tree(db)?;
-    let bytes = serde_json::to_vec(o).map_err(|e| SqlError::new(50000, e.to_string()))?;
     let mut tx = db.begin();
-    remove_chunks(&mut tx, t, o.id())?;
-    for (i, chunk) in bytes.chunks(CHUNK).enumerate() {
-        let n = u16::try_from(i).map_err(|_| SqlError::new(50000, "object definition too large"))?;
-        tx.insert(t, &key(o.id(), n), chunk)?;
-    }
+    save_in(&mut tx, o)?;
     tx.commit()?;
     Ok(())
 }
 
+/// Writes (or replaces) one object's definition in the transaction `tx` (of the object's
+/// database): it lasts if `tx` commits.
+pub fn save_in(tx: &mut Transaction, o: &Object) -> SqlResult<()> {
+    let t = tree(tx.database())?;
+    let bytes = serde_json::to_vec(o).map_err(|e| SqlError::new(50000, e.to_string()))?;
+    remove_chunks(tx, t, o.id())?;
+    for (i, chunk) in bytes.chunks(CHUNK).enumerate() {
+        let n = u16::try_from(i).map_err(|_| SqlError::new(50000, "object definition too large"))?;
+        tx.insert(t, &key(o.id(), n), chunk)?;
+    }
+    Ok(())
+}
+
 pub fn delete(db: &Arc<Database>, id: i32) -> SqlResult<()> {
-    let t = tree(db)?;
     let mut tx = db.begin();
-    remove_chunks(&mut tx, t, id)?;
+    delete_in(&mut tx, id)?;
     tx.commit()?;
     Ok(())
+}
+
+/// Removes one object's definition in the transaction `tx`: gone if `tx` commits.
+pub fn delete_in(tx: &mut Transaction, id: i32) -> SqlResult<()> {
+    let t = tree(tx.database())?;
+    remove_chunks(tx, t, id)
 }

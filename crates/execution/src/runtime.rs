@@ -8,6 +8,14 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
+
+mod deferred;
+pub(crate) use deferred::drop_trees;
+use deferred::Deferred;
+
+/// Catalog snapshot versions, unique in the process and increasing across runs (see
+/// `Shared::assemble`): every snapshot has its own, and a plan checked in one is good in it.
+static CATALOG_VERSIONS: AtomicU64 = AtomicU64::new(1);
 use tessera_database::{Database, Engine, Savepoint, Transaction};
 
 use tessera_errors::msg;
@@ -29,7 +37,7 @@ pub const PRODUCT_VERSION: &str = "16.0.1000.6";
 pub const DEFAULT_COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
 
 /// A database's catalog snapshot and the lock that serialises its DDL.
-struct DbCatalog {
+pub(crate) struct DbCatalog {
     /// The database's name as registered, and its id (DB_ID).
     database: Arc<str>,
     database_id: u32,
@@ -49,6 +57,18 @@ struct DbCatalog {
 }
 
 impl DbCatalog {
+    /// Runs one DDL change (see [`Shared::alter_catalog`]).
+    fn alter<T>(&self, change: impl FnOnce(&Catalog, u64) -> SqlResult<(Catalog, T)>) -> SqlResult<T> {
+        let _ddl = self.ddl.lock();
+        let current = self.current.read().clone();
+        let version = CATALOG_VERSIONS.fetch_add(1, Ordering::Relaxed);
+        let (mut next, out) = change(&current, version)?;
+        next.version = version;
+        *self.current.write() = Arc::new(next);
+        self.published.store(version, Ordering::Release);
+        Ok(out)
+    }
+
     fn snapshot(&self) -> CatalogOf {
         CatalogOf {
             database: self.database.clone(),
@@ -82,7 +102,6 @@ pub struct Shared {
     /// default instance. `@@SERVERNAME` is then `server_name\INSTANCE`.
     pub instance_name: std::sync::OnceLock<String>,
     catalogs: Mutex<HashMap<String, Arc<DbCatalog>>>,
-    versions: AtomicU64,
     next_spid: AtomicI32,
     next_system_spid: AtomicI32,
     /// What every open session is doing (sys.dm_exec_sessions, sp_who).
@@ -191,13 +210,17 @@ impl Shared {
         resource_governor: tessera_governance::resource_governor::ResourceGovernor,
         scalar_functions: ScalarFunctions,
     ) -> Arc<Shared> {
+        // Versions name storage trees (`#table.index.version`): starting from the clock
+        // keeps them apart from those of an earlier run, including trees a crash left
+        // behind (see `runtime/deferred.rs`).
+        let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        CATALOG_VERSIONS.fetch_max(since_epoch.as_micros() as u64, Ordering::Relaxed);
         let shared = Arc::new_cyclic(|me| Shared {
             engine,
             plans: PlanCache::new(config.plan_cache_bytes()),
             server_name: "tessera".to_string(),
             instance_name: std::sync::OnceLock::new(),
             catalogs: Mutex::new(HashMap::new()),
-            versions: AtomicU64::new(1),
             next_spid: AtomicI32::new(51),
             next_system_spid: AtomicI32::new(0),
             sessions: Mutex::new(HashMap::new()),
@@ -289,7 +312,7 @@ impl Shared {
         if let Some(c) = self.catalogs.lock().get(&key) {
             return Ok(c.clone());
         }
-        let loaded = crate::catalog_store::load(db, self.versions.fetch_add(1, Ordering::Relaxed))?;
+        let loaded = crate::catalog_store::load(db, CATALOG_VERSIONS.fetch_add(1, Ordering::Relaxed))?;
         let entry = Arc::new(DbCatalog {
             database: Arc::from(db.name()),
             database_id: db.id(),
@@ -361,16 +384,7 @@ impl Shared {
         db: &Arc<Database>,
         change: impl FnOnce(&Catalog, u64) -> SqlResult<(Catalog, T)>,
     ) -> SqlResult<T> {
-        let entry = self.entry(db)?;
-        let _ddl = entry.ddl.lock();
-        let current = entry.current.read().clone();
-        let version = self.versions.fetch_add(1, Ordering::Relaxed);
-        let (mut next, out) = change(&current, version)?;
-        // Every snapshot has its own version: a plan checked in one is good in it.
-        next.version = version;
-        *entry.current.write() = Arc::new(next);
-        entry.published.store(version, Ordering::Release);
-        Ok(out)
+        self.entry(db)?.alter(change)
     }
 
     /// The open database `name`, through a session's memo when it holds that database's
@@ -707,17 +721,31 @@ pub struct Transactions {
     pub open: Vec<Transaction>,
     /// @@TRANCOUNT
     pub count: u32,
-    /// Savepoints by name: the position in every open transaction.
-    pub savepoints: Vec<(String, Vec<(String, Savepoint)>)>,
+    /// Savepoints, newest last.
+    savepoints: Vec<SavepointMarks>,
     /// Where the running statement started in each transaction (statement rollback), by
     /// the transaction's database.
     pub statement_marks: Vec<(Arc<Database>, Savepoint)>,
+    /// How many `deferred` entries there were when the running statement started.
+    statement_deferred: usize,
+    /// Tables created and dropped in the transactions, oldest first: their end settles
+    /// them (`deferred.rs`).
+    deferred: Vec<Deferred>,
     /// Set when an error doomed the transaction (XACT_ABORT): it can only roll back.
     pub doomed: bool,
     /// Delayed durability requested by `COMMIT … WITH (DELAYED_DURABILITY = ON)`.
     pub delayed: bool,
     /// The name given to the outermost BEGIN TRANSACTION.
     pub name: Option<String>,
+}
+
+/// A savepoint: its name, the position in every open transaction, and how many deferred
+/// DDL entries there were.
+#[derive(Clone)]
+struct SavepointMarks {
+    name: String,
+    marks: Vec<(String, Savepoint)>,
+    deferred: usize,
 }
 
 impl Transactions {
@@ -730,6 +758,16 @@ impl Transactions {
         // Refilled in place: the list keeps its room from one statement to the next.
         self.statement_marks.clear();
         self.statement_marks.extend(self.open.iter().map(|t| (t.database().clone(), t.savepoint())));
+        self.statement_deferred = self.deferred.len();
+    }
+
+    /// Undoes the deferred DDL entries from the `keep`th on, newest first.
+    fn roll_back_deferred(&mut self, keep: usize) {
+        while self.deferred.len() > keep {
+            if let Some(d) = self.deferred.pop() {
+                d.rolled_back();
+            }
+        }
     }
 
     /// Ends the running statement's locks in every open transaction (statement-duration
@@ -756,14 +794,36 @@ impl Transactions {
                 self.open[i].rollback_to(mark)?;
             }
         }
+        self.roll_back_deferred(self.statement_deferred);
         Ok(())
+    }
+
+    /// Records a table created in the session's transaction in `database`.
+    fn defer_created(&mut self, database: Arc<Database>, catalog: Arc<DbCatalog>, table: Arc<Table>) {
+        self.deferred.push(Deferred::created(database, catalog, table));
+    }
+
+    /// Records a table dropped in the session's transaction in `database`.
+    fn defer_dropped(&mut self, database: Arc<Database>, catalog: Arc<DbCatalog>, table: Arc<Table>) {
+        self.deferred.push(Deferred::dropped(database, catalog, table));
     }
 
     pub fn commit_all(&mut self, delayed: bool) -> SqlResult<()> {
         let mut first_error = None;
+        let mut failed: Vec<Arc<Database>> = Vec::new();
         for t in self.open.drain(..) {
+            let database = t.database().clone();
             if let Err(e) = t.commit_with(delayed) {
                 first_error.get_or_insert(SqlError::from(e));
+                failed.push(database);
+            }
+        }
+        // A transaction that did not commit rolled back: what it deferred is undone.
+        for d in std::mem::take(&mut self.deferred) {
+            if failed.iter().any(|f| Arc::ptr_eq(f, d.database())) {
+                d.rolled_back();
+            } else {
+                d.committed();
             }
         }
         self.reset();
@@ -777,13 +837,16 @@ impl Transactions {
                 first_error.get_or_insert(SqlError::from(e));
             }
         }
+        self.roll_back_deferred(0);
         self.reset();
         first_error.map_or(Ok(()), Err)
     }
 
     fn reset(&mut self) {
+        debug_assert!(self.deferred.is_empty(), "deferred DDL outlived its transaction");
         self.count = 0;
         self.savepoints.clear();
+        self.statement_deferred = 0;
         self.statement_marks.clear();
         self.doomed = false;
         self.delayed = false;
@@ -792,15 +855,15 @@ impl Transactions {
 
     pub fn savepoint(&mut self, name: &str) {
         let marks = self.open.iter().map(|t| (t.database().name().to_string(), t.savepoint())).collect();
-        self.savepoints.push((name.to_string(), marks));
+        self.savepoints.push(SavepointMarks { name: name.to_string(), marks, deferred: self.deferred.len() });
     }
 
     /// Rolls back to the newest savepoint called `name`; false if there is none.
     pub fn rollback_to(&mut self, name: &str) -> SqlResult<bool> {
-        let Some(pos) = self.savepoints.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(name)) else {
+        let Some(pos) = self.savepoints.iter().rposition(|s| s.name.eq_ignore_ascii_case(name)) else {
             return Ok(false);
         };
-        let marks = self.savepoints[pos].1.clone();
+        let SavepointMarks { marks, deferred, .. } = self.savepoints[pos].clone();
         self.savepoints.truncate(pos + 1);
         for t in &mut self.open {
             let mark = marks.iter().find(|(db, _)| t.database().name().eq_ignore_ascii_case(db)).map(|(_, m)| *m);
@@ -810,6 +873,7 @@ impl Transactions {
                 None => t.rollback_to(Savepoint::START)?,
             }
         }
+        self.roll_back_deferred(deferred);
         Ok(true)
     }
 }
@@ -1092,6 +1156,22 @@ pub struct ExecCtx<'a> {
 }
 
 impl<'a> ExecCtx<'a> {
+    /// A table this statement created in `database`: the session's transaction settles
+    /// it (a rollback takes it out again; `runtime/deferred.rs`).
+    pub fn defer_created(&mut self, database: &Arc<Database>, table: Arc<Table>) -> SqlResult<()> {
+        let catalog = self.shared.entry(database)?;
+        self.session.txns.defer_created(database.clone(), catalog, table);
+        Ok(())
+    }
+
+    /// A table this statement dropped in `database`: its trees go when the session's
+    /// transaction commits; a rollback puts it back.
+    pub fn defer_dropped(&mut self, database: &Arc<Database>, table: Arc<Table>) -> SqlResult<()> {
+        let catalog = self.shared.entry(database)?;
+        self.session.txns.defer_dropped(database.clone(), catalog, table);
+        Ok(())
+    }
+
     pub fn new(shared: &'a Shared, session: &'a mut SessionState) -> ExecCtx<'a> {
         session.functions.start_statement();
         tessera_semantics::types::set_session_date_format(&session.options.dateformat);

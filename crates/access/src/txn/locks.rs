@@ -119,6 +119,19 @@ pub(crate) fn lock_schema(space: &Space, txn: &mut Txn, object: u32, mode: LockM
     Ok(())
 }
 
+/// The body of [`Space::lock_schema_to_end`]: Sch-M until the transaction ends (one held
+/// for the running statement already is kept to the end instead).
+pub(crate) fn lock_schema_to_end(space: &Space, txn: &mut Txn, object: u32) -> Result<()> {
+    let r = Resource::Schema(object);
+    if space.locks.lock(txn.id, r, LockMode::SchemaModification, txn.wait())? {
+        txn.locks.push(r);
+    } else if let Some(i) = txn.statement_locks.iter().position(|held| *held == r) {
+        txn.statement_locks.swap_remove(i);
+        txn.locks.push(r);
+    }
+    Ok(())
+}
+
 /// The body of [`Space::lock_app`].
 pub(crate) fn lock_app(
     space: &Space,

@@ -31,7 +31,21 @@ impl Drop for Server {
 /// the ERRORLOG line on stderr ("Server is listening on [ 127.0.0.1 <ipv4> N]."), so tests
 /// running at once can never race for a port; the rest of stderr is passed through.
 pub fn start() -> Server {
-    let dir = tempfile::tempdir().unwrap();
+    start_in(tempfile::tempdir().unwrap())
+}
+
+impl Server {
+    /// Kills the server (SIGKILL: no shutdown, no checkpoint) and starts it again on the
+    /// same data directory.
+    pub fn kill_and_restart(mut self) -> Server {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        start_in(dir)
+    }
+}
+
+fn start_in(dir: tempfile::TempDir) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["serve", "--port", "0", "--memory-mb", "64", "--data-dir"])
         .arg(dir.path())

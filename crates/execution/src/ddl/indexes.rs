@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tessera_database::LockMode;
 use tessera_errors::msg;
 
-use super::locking::{lock_for_ddl, lock_trees};
+use super::locking::{lock_for_ddl, lock_trees, OwnWrites};
 use super::rebuild::{in_own_transaction, rebuild, save_definition};
 use super::{heap_index, target_for, tree_name};
 use crate::runtime::ExecCtx;
@@ -141,7 +141,7 @@ pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> S
         // Changed by DDL since it was checked: nothing to repair here.
         return Ok(());
     }
-    lock_trees(ctx, &database, &now, "DBCC CHECKDB")?;
+    lock_trees(ctx, &database, &now, "DBCC CHECKDB", OwnWrites::Refused)?;
     let version = ctx.shared.catalog(&database)?.version;
     let mut new = (*now).clone();
     let old_tree = new.indexes[ix].tree.clone();

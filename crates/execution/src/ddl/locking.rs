@@ -32,6 +32,25 @@ pub(super) fn lock_for_ddl(
     name: &ObjectName,
     statement: &str,
 ) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
+    lock_table(ctx, name, statement, OwnWrites::Refused)
+}
+
+/// Whether DDL may take a table the session's own open transaction has changed: a DROP
+/// TABLE settled by that transaction keeps the trees until it commits, so its rollback
+/// finds them; DDL that replaces the trees at once may not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum OwnWrites {
+    Refused,
+    Allowed,
+}
+
+/// [`lock_for_ddl`], saying whether the session's own changes to the table are allowed.
+pub(super) fn lock_table(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+    statement: &str,
+    own_writes: OwnWrites,
+) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
     loop {
         let (database, table) = find_table(ctx, name)?;
         ctx.transaction(database.name())?.lock_schema(table.id as u32, LockMode::SchemaModification)?;
@@ -40,7 +59,7 @@ pub(super) fn lock_for_ddl(
             // Dropped and created again while this statement waited.
             continue;
         }
-        lock_trees(ctx, &database, &now, statement)?;
+        lock_trees(ctx, &database, &now, statement, own_writes)?;
         return Ok((database, now));
     }
 }
@@ -54,12 +73,13 @@ pub(super) fn lock_trees(
     database: &tessera_database::Database,
     table: &Table,
     statement: &str,
+    own_writes: OwnWrites,
 ) -> SqlResult<()> {
     let shared = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
     for ix in &table.indexes {
         if let Some(tree) = database.table(&ix.tree) {
             let tx = ctx.transaction(database.name())?;
-            if tx.may_have_written(tree) {
+            if own_writes == OwnWrites::Refused && tx.may_have_written(tree) {
                 return Err(msg::NOT_IN_USER_TRANSACTION.with(&[&statement]));
             }
             tx.lock_table_for_read(tree, shared)?;

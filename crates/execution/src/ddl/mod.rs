@@ -57,14 +57,7 @@ fn create_tree(ctx: &ExecCtx, db: &tessera_database::Database, name: &str) -> Sq
     ctx.charge_new_tree(db, id)
 }
 
-fn drop_trees(db: &tessera_database::Database, table: &Table) -> SqlResult<()> {
-    for ix in &table.indexes {
-        if db.table(&ix.tree).is_some() {
-            db.drop_table(&ix.tree)?;
-        }
-    }
-    Ok(())
-}
+use crate::runtime::drop_trees;
 
 fn heap_index(table_id: i32, version: u64) -> Index {
     Index {

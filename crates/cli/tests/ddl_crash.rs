@@ -1,0 +1,73 @@
+//! DDL that goes with its transaction survives a crash as the transaction does (issue 34):
+//! a table dropped and one created by a transaction still open when the server is killed
+//! are, after the restart, there and not there; a committed DROP TABLE stays done.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{start, Server, PASSWORD};
+
+/// `tessera sql -Q query` against `server`: its output, with headers and padding off.
+fn sql(server: &Server, query: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["sql", "-S", &server.address(), "-U", "sa", "-P", PASSWORD, "-h", "-1", "-W", "-Q", query])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{query}: {text}");
+    text
+}
+
+/// The same, left running in the background.
+fn sql_in_background(server: &Server, query: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["sql", "-S", &server.address(), "-U", "sa", "-P", PASSWORD, "-Q", query])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() {
+    let server = start();
+    sql(
+        &server,
+        "CREATE DATABASE d; \
+         EXEC ('USE d; CREATE TABLE kept (a int PRIMARY KEY, b varchar(20)); \
+                INSERT kept VALUES (1, ''one''), (2, ''two''), (3, ''three''); \
+                CREATE TABLE gone (a int); INSERT gone VALUES (1); \
+                DROP TABLE gone;')",
+    );
+    // A transaction drops `kept` and creates `fresh`, then waits: the server dies with it open.
+    let mut open = sql_in_background(
+        &server,
+        "USE d; BEGIN TRAN; DROP TABLE kept; CREATE TABLE fresh (x int); INSERT fresh VALUES (1); \
+         WAITFOR DELAY '00:01:00'; COMMIT;",
+    );
+    // Uncommitted DDL shows in the catalog at once: wait for it to be there.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !sql(&server, "SELECT OBJECT_ID('d.dbo.fresh')").lines().any(|l| l.trim().parse::<i64>().is_ok()) {
+        assert!(Instant::now() < deadline, "the open transaction never created its table");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let server = server.kill_and_restart();
+    let _ = open.kill();
+    let _ = open.wait();
+    let after = sql(
+        &server,
+        "USE d; SELECT COUNT(*), MAX(b) FROM kept; \
+         SELECT ISNULL(OBJECT_ID('fresh'), -1), ISNULL(OBJECT_ID('gone'), -1);",
+    );
+    let rows: Vec<&str> = after
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('(') && !l.starts_with("Changed database context"))
+        .collect();
+    assert_eq!(rows, ["3 two", "-1 -1"], "{after}");
+    // The name is free again and the database works on.
+    let again = sql(&server, "USE d; CREATE TABLE fresh (x int); INSERT fresh VALUES (5); SELECT SUM(x) FROM fresh;");
+    assert!(again.lines().any(|l| l.trim() == "5"), "{again}");
+}

@@ -762,6 +762,11 @@ impl<'a> TokenSink<'a> {
         let (host, app) = (s.state.host_name.clone(), s.state.program_name.clone());
         let connection = s.shared.sessions.lock().get(&s.state.spid).and_then(|i| i.connection.clone());
         let fresh = s.fresh();
+        // A transaction left open is rolled back by the reset: the client hears so, as
+        // after any rollback (tedious clears its "in transaction" state only then).
+        if self.transaction != 0 {
+            self.env_change(&EnvChange::RollbackTransaction);
+        }
         s.close();
         match fresh {
             Ok(mut fresh) => {

@@ -3,7 +3,8 @@
 // - a contained database user's connection stays that user after a reset, and holds no
 //   server permission, even when it is named like the sysadmin login;
 // - a connection that took another security context (sp_setapprole, EXECUTE AS) is not
-//   reset under it: the server answers 18059 and ends the connection.
+//   reset under it: the server answers 18059 and ends the connection;
+// - a transaction left open is rolled back, and the client is told (ENVCHANGE 10).
 //
 // Usage: node reset.js HOST PORT PASSWORD. Exits non-zero on the first failure.
 'use strict';
@@ -107,6 +108,14 @@ async function main() {
   // A plain connection resets as before.
   check((await reset(sa)) === undefined, "sa's own connection resets");
   check((await one(sa, 'SELECT DB_NAME()')) === 'master', 'back in its login database');
+
+  // A reset rolls back a transaction left open, and says so (ENVCHANGE 10): the client's
+  // idea of its transaction ends with it.
+  await new Promise((resolve, reject) => sa.beginTransaction((err) => (err ? reject(err) : resolve())));
+  check(sa.inTransaction === true, 'a transaction is open');
+  check((await reset(sa)) === undefined, 'the connection resets');
+  check(sa.inTransaction === false, 'the client knows its transaction was rolled back');
+  check((await one(sa, 'SELECT @@TRANCOUNT')) === 0, 'and none is open');
   sa.close();
   console.log('all checks passed');
 }

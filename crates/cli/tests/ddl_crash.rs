@@ -1,6 +1,7 @@
 //! DDL that goes with its transaction survives a crash as the transaction does (issue 34):
-//! a table dropped and one created by a transaction still open when the server is killed
-//! are, after the restart, there and not there; a committed DROP TABLE stays done.
+//! a table dropped, one truncated and given an index, and one created by a transaction
+//! still open when the server is killed are, after the restart, as they were before it;
+//! a committed DROP TABLE stays done.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,13 +40,14 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
          EXEC ('USE d; CREATE TABLE kept (a int PRIMARY KEY, b varchar(20)); \
                 INSERT kept VALUES (1, ''one''), (2, ''two''), (3, ''three''); \
                 CREATE TABLE gone (a int); INSERT gone VALUES (1); \
-                DROP TABLE gone;')",
+                DROP TABLE gone; \
+                CREATE TABLE trunc (a int); INSERT trunc VALUES (1), (2);')",
     );
     // A transaction drops `kept` and creates `fresh`, then waits: the server dies with it open.
     let mut open = sql_in_background(
         &server,
-        "USE d; BEGIN TRAN; DROP TABLE kept; CREATE TABLE fresh (x int); INSERT fresh VALUES (1); \
-         WAITFOR DELAY '00:01:00'; COMMIT;",
+        "USE d; BEGIN TRAN; DROP TABLE kept; TRUNCATE TABLE trunc; CREATE INDEX ix ON trunc (a); \
+         CREATE TABLE fresh (x int); INSERT fresh VALUES (1); WAITFOR DELAY '00:01:00'; COMMIT;",
     );
     // Uncommitted DDL shows in the catalog at once: wait for it to be there.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -59,14 +61,15 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
     let after = sql(
         &server,
         "USE d; SELECT COUNT(*), MAX(b) FROM kept; \
-         SELECT ISNULL(OBJECT_ID('fresh'), -1), ISNULL(OBJECT_ID('gone'), -1);",
+         SELECT ISNULL(OBJECT_ID('fresh'), -1), ISNULL(OBJECT_ID('gone'), -1); \
+         SELECT COUNT(*), (SELECT COUNT(*) FROM sys.indexes WHERE name = 'ix') FROM trunc;",
     );
     let rows: Vec<&str> = after
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('(') && !l.starts_with("Changed database context"))
         .collect();
-    assert_eq!(rows, ["3 two", "-1 -1"], "{after}");
+    assert_eq!(rows, ["3 two", "-1 -1", "2 0"], "{after}");
     // The name is free again and the database works on.
     let again = sql(&server, "USE d; CREATE TABLE fresh (x int); INSERT fresh VALUES (5); SELECT SUM(x) FROM fresh;");
     assert!(again.lines().any(|l| l.trim() == "5"), "{again}");

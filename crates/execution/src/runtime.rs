@@ -10,8 +10,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 mod deferred;
-pub(crate) use deferred::drop_trees;
 use deferred::Deferred;
+pub(crate) use deferred::{drop_trees, drop_trees_not_in};
 
 /// Catalog snapshot versions, unique in the process and increasing across runs (see
 /// `Shared::assemble`): every snapshot has its own, and a plan checked in one is good in it.
@@ -798,14 +798,9 @@ impl Transactions {
         Ok(())
     }
 
-    /// Records a table created in the session's transaction in `database`.
-    fn defer_created(&mut self, database: Arc<Database>, catalog: Arc<DbCatalog>, table: Arc<Table>) {
-        self.deferred.push(Deferred::created(database, catalog, table));
-    }
-
-    /// Records a table dropped in the session's transaction in `database`.
-    fn defer_dropped(&mut self, database: Arc<Database>, catalog: Arc<DbCatalog>, table: Arc<Table>) {
-        self.deferred.push(Deferred::dropped(database, catalog, table));
+    /// Records a table's definition before and after DDL in the session's transaction.
+    fn defer(&mut self, deferred: Deferred) {
+        self.deferred.push(deferred);
     }
 
     pub fn commit_all(&mut self, delayed: bool) -> SqlResult<()> {
@@ -1156,19 +1151,25 @@ pub struct ExecCtx<'a> {
 }
 
 impl<'a> ExecCtx<'a> {
-    /// A table this statement created in `database`: the session's transaction settles
-    /// it (a rollback takes it out again; `runtime/deferred.rs`).
-    pub fn defer_created(&mut self, database: &Arc<Database>, table: Arc<Table>) -> SqlResult<()> {
+    /// Makes `after` the definition of a table in `database` in place of `before` (None: a
+    /// table created, or dropped): its catalog row is written or deleted in the session's
+    /// transaction, which keeps the table locked (Sch-M) to its end and settles the trees
+    /// then (`runtime/deferred.rs`). The caller changes the in-memory catalog.
+    pub fn redefine_in_transaction(
+        &mut self,
+        database: &Arc<Database>,
+        before: Option<Arc<Table>>,
+        after: Option<Arc<Table>>,
+    ) -> SqlResult<()> {
         let catalog = self.shared.entry(database)?;
-        self.session.txns.defer_created(database.clone(), catalog, table);
-        Ok(())
-    }
-
-    /// A table this statement dropped in `database`: its trees go when the session's
-    /// transaction commits; a rollback puts it back.
-    pub fn defer_dropped(&mut self, database: &Arc<Database>, table: Arc<Table>) -> SqlResult<()> {
-        let catalog = self.shared.entry(database)?;
-        self.session.txns.defer_dropped(database.clone(), catalog, table);
+        let tx = self.session.transaction(self.shared, database.name())?;
+        let id = before.as_ref().or(after.as_ref()).map(|t| t.id).expect("DDL changes a table");
+        tx.lock_schema_to_end(id as u32)?;
+        match &after {
+            Some(a) => crate::catalog_store::save_in(tx, &tessera_semantics::catalog::Object::Table(a.clone()))?,
+            None => crate::catalog_store::delete_in(tx, id)?,
+        }
+        self.session.txns.defer(Deferred::new(database.clone(), catalog, before, after));
         Ok(())
     }
 

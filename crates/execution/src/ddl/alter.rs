@@ -187,7 +187,7 @@ fn add(
             }
             return Err(e.with_alter_context());
         }
-        save_definition(ctx, database, new)?;
+        save_definition(ctx, database, table, new)?;
     }
     Ok(())
 }
@@ -272,8 +272,8 @@ fn drop_constraints(ctx: &mut ExecCtx, at: &Altering, names: &[ast::Ident], if_e
                 new.indexes[0] = heap_index(table.id, catalog.version);
                 rewrite = true;
             } else {
+                // Its tree goes when the change is final (`save_definition`).
                 new.indexes.remove(pos);
-                database.drop_table(&ix.tree)?;
             }
         } else if let Some(pos) = new.checks.iter().position(|c| c.name.eq_ignore_ascii_case(name)) {
             new.checks.remove(pos);
@@ -290,7 +290,7 @@ fn drop_constraints(ctx: &mut ExecCtx, at: &Altering, names: &[ast::Ident], if_e
     if rewrite {
         rebuild(ctx, database, table, new, &Ok)
     } else {
-        save_definition(ctx, database, new)
+        save_definition(ctx, database, table, new)
     }
 }
 

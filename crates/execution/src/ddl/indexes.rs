@@ -94,7 +94,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         let _ = database.drop_table(&ix.tree);
         return Err(e);
     }
-    save_definition(ctx, &database, new)
+    save_definition(ctx, &database, &table, new)
 }
 
 pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_exists: bool) -> SqlResult<()> {
@@ -122,10 +122,9 @@ pub fn drop_index(ctx: &mut ExecCtx, index: &Ident, table_name: &ObjectName, if_
         new.indexes[0] = heap_index(table.id, version);
         return rebuild(ctx, &database, &table, new, &Ok);
     }
-    let removed = new.indexes.remove(pos);
-    save_definition(ctx, &database, new)?;
-    database.drop_table(&removed.tree)?;
-    Ok(())
+    // Its tree goes when the change is final (`save_definition`).
+    new.indexes.remove(pos);
+    save_definition(ctx, &database, &table, new)
 }
 
 /// Rebuilds the nonclustered index `ix` of `table` from the table's rows into a new tree
@@ -144,7 +143,6 @@ pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> S
     lock_trees(ctx, &database, &now, "DBCC CHECKDB", OwnWrites::Refused)?;
     let version = ctx.shared.catalog(&database)?.version;
     let mut new = (*now).clone();
-    let old_tree = new.indexes[ix].tree.clone();
     new.indexes[ix].tree = tree_name(now.id, now.indexes[ix].id, version.wrapping_add(2_000_000));
     super::create_tree(ctx, &database, &new.indexes[ix].tree)?;
     let target = target_for(ctx, db, Arc::new(new.clone()))?;
@@ -153,7 +151,6 @@ pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> S
         let _ = database.drop_table(&index.tree);
         return Err(e);
     }
-    save_definition(ctx, &database, new)?;
-    database.drop_table(&old_tree)?;
-    Ok(())
+    // The old tree goes when the change is final (`save_definition`).
+    save_definition(ctx, &database, &now, new)
 }

@@ -32,25 +32,6 @@ pub(super) fn lock_for_ddl(
     name: &ObjectName,
     statement: &str,
 ) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
-    lock_table(ctx, name, statement, OwnWrites::Refused)
-}
-
-/// Whether DDL may take a table the session's own open transaction has changed: a DROP
-/// TABLE settled by that transaction keeps the trees until it commits, so its rollback
-/// finds them; DDL that replaces the trees at once may not.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum OwnWrites {
-    Refused,
-    Allowed,
-}
-
-/// [`lock_for_ddl`], saying whether the session's own changes to the table are allowed.
-pub(super) fn lock_table(
-    ctx: &mut ExecCtx,
-    name: &ObjectName,
-    statement: &str,
-    own_writes: OwnWrites,
-) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
     loop {
         let (database, table) = find_table(ctx, name)?;
         ctx.transaction(database.name())?.lock_schema(table.id as u32, LockMode::SchemaModification)?;
@@ -59,14 +40,25 @@ pub(super) fn lock_table(
             // Dropped and created again while this statement waited.
             continue;
         }
+        let own_writes =
+            if super::rebuild::goes_with_transaction(&now.name) { OwnWrites::Allowed } else { OwnWrites::Refused };
         lock_trees(ctx, &database, &now, statement, own_writes)?;
         return Ok((database, now));
     }
 }
 
-/// The shared table locks `lock_for_ddl` takes on each tree of a table. DDL is not yet
-/// part of the session's transaction (issue 34): it copies, replaces or drops the trees at
-/// once. So a table the session's own open transaction has changed is refused (574): its
+/// Whether DDL may take a table the session's own open transaction has changed: DDL that
+/// goes with that transaction keeps the old trees until it commits, so its rollback finds
+/// them (`rebuild::write_definition`); DDL final at once (temporary tables) may not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum OwnWrites {
+    Refused,
+    Allowed,
+}
+
+/// The shared table locks `lock_for_ddl` takes on each tree of a table. DDL on a temporary
+/// table is final at once: it copies, replaces or drops the trees then. So such a table the
+/// session's own open transaction has changed is refused (574, `OwnWrites::Refused`): its
 /// rollback would undo rows in trees that are gone, reading pages freed and reused since.
 pub(super) fn lock_trees(
     ctx: &mut ExecCtx,

@@ -4,6 +4,7 @@ use crate::dml::{self, BoundTarget};
 use std::sync::Arc;
 
 use super::{create_trees, drop_trees, target_for, tree_name};
+use crate::runtime::drop_trees_not_in;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{self, Object, Table};
@@ -64,26 +65,61 @@ pub(super) fn replace_storage(
             let _ = drop_trees(database, &new);
             return Err(e);
         }
-        let obj = Object::Table(table.clone());
-        if let Err(e) = crate::catalog_store::save(database, &obj) {
+        if let Err(e) = write_definition(ctx, database, Some(old), Some(&table)) {
             let _ = drop_trees(database, &new);
             return Err(e);
         }
-        drop_trees(database, old)?;
-        Ok((catalog.with(obj, version), ()))
+        Ok((catalog.with(Object::Table(table), version), ()))
     })
 }
 
-/// Saves a changed definition whose storage layout is unchanged.
+/// Saves `table`'s changed definition in place of `old`: trees `old` used that it does not
+/// (a dropped index) go when the change is final, trees only it uses (a new index) when
+/// the change is undone (see [`write_definition`]).
 pub(super) fn save_definition(
     ctx: &mut ExecCtx,
     database: &Arc<tessera_database::Database>,
+    old: &Arc<Table>,
     mut table: Table,
 ) -> SqlResult<()> {
     table.modified = catalog::now_epoch();
-    ctx.shared.alter_catalog(database, |catalog, version| {
-        let obj = Object::Table(Arc::new(table));
-        crate::catalog_store::save(database, &obj)?;
-        Ok((catalog.with(obj, version), ()))
+    let shared = ctx.shared;
+    shared.alter_catalog(database, |catalog, version| {
+        let table = Arc::new(table);
+        write_definition(ctx, database, Some(old), Some(&table))?;
+        Ok((catalog.with(Object::Table(table), version), ()))
     })
+}
+
+/// Whether DDL on the table named `name` goes with the session's transaction: all but
+/// temporary tables and table variables (their storage names start with `#`), whose
+/// changes are final at once (issue 34 leaves them so).
+pub(super) fn goes_with_transaction(name: &str) -> bool {
+    !name.starts_with('#')
+}
+
+/// Makes `after` a table's catalog definition in place of `before` (None: created, or
+/// dropped). For a table whose DDL goes with the session's transaction, the catalog row
+/// changes in that transaction and the trees are settled at its end
+/// (`ExecCtx::redefine_in_transaction`); otherwise the row changes at once and the trees
+/// only `before` used are dropped at once. The caller changes the in-memory catalog.
+pub(super) fn write_definition(
+    ctx: &mut ExecCtx,
+    database: &Arc<tessera_database::Database>,
+    before: Option<&Arc<Table>>,
+    after: Option<&Arc<Table>>,
+) -> SqlResult<()> {
+    let Some(name) = before.or(after).map(|t| t.name.clone()) else { return Ok(()) };
+    if goes_with_transaction(&name) {
+        return ctx.redefine_in_transaction(database, before.cloned(), after.cloned());
+    }
+    match (before, after) {
+        (_, Some(a)) => crate::catalog_store::save(database, &Object::Table(a.clone()))?,
+        (Some(b), None) => crate::catalog_store::delete(database, b.id)?,
+        (None, None) => {}
+    }
+    if let Some(b) = before {
+        drop_trees_not_in(database, b, after.map(|a| &**a))?;
+    }
+    Ok(())
 }

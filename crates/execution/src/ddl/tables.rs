@@ -2,8 +2,8 @@
 
 use super::constraints::{apply_constraint, constraint_failed, ensure_constraint_name_free, set_default};
 use super::indexes::{index_columns, place_index};
-use super::locking::{lock_for_ddl, lock_table, OwnWrites};
-use super::rebuild::replace_storage;
+use super::locking::lock_for_ddl;
+use super::rebuild::{replace_storage, write_definition};
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
@@ -188,45 +188,25 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             return Err(msg::MIN_ROW_SIZE_TOO_LARGE.with(&[&name, &row_min]));
         }
         create_trees(ctx, &database, &table)?;
-        let obj = Object::Table(Arc::new(table.clone()));
-        // A table created in the session's transaction: its catalog row is written in it,
-        // and the new object is locked by it, so nobody else uses the table before it
-        // commits (a rollback takes it out again).
-        let saved = if transactional(&ct.name) {
-            ctx.transaction(database.name()).and_then(|tx| {
-                tx.lock_schema_to_end(table.id as u32)?;
-                crate::catalog_store::save_in(tx, &obj)
-            })
-        } else {
-            crate::catalog_store::save(&database, &obj)
-        };
-        if let Err(e) = saved {
+        let created = Arc::new(table.clone());
+        // Created in the session's transaction (not a temporary table): nobody else uses
+        // the table before it commits, and a rollback takes it out again.
+        if let Err(e) = write_definition(ctx, &database, None, Some(&created)) {
             let _ = drop_trees(&database, &table);
             return Err(e);
         }
-        Ok((catalog.with(obj, version), table))
+        Ok((catalog.with(Object::Table(created), version), table))
     })?;
-    if transactional(&ct.name) {
-        ctx.defer_created(&database, Arc::new(table.clone()))?;
-    }
     if temp {
         ctx.session.temp_tables.insert(ct.name.name().value.to_lowercase(), table.name.clone());
     }
     Ok(())
 }
 
-/// Whether a table's creation and drop go with the session's transaction: yes, but for
-/// temporary tables and table variables (issue 34 leaves them as they were: at once).
-fn transactional(name: &ObjectName) -> bool {
-    !name.name().value.starts_with(['#', '@'])
-}
-
 /// DROP TABLE. The table's catalog row goes in the session's transaction and its trees
-/// when that commits; a rollback brings it back (`runtime/deferred.rs`).
+/// when that commits; a rollback brings it back (`write_definition`).
 pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
-    let transactional = transactional(name);
-    let own_writes = if transactional { OwnWrites::Allowed } else { OwnWrites::Refused };
-    let (database, table) = match lock_table(ctx, name, "DROP TABLE", own_writes) {
+    let (database, table) = match lock_for_ddl(ctx, name, "DROP TABLE") {
         Ok(t) => t,
         Err(e) if e.number == 208 || e.number == 911 => {
             if if_exists {
@@ -238,27 +218,15 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
         }
         Err(e) => return Err(e),
     };
-    if transactional {
-        // Kept from everyone else until the transaction ends: a rollback brings it back.
-        ctx.transaction(database.name())?.lock_schema_to_end(table.id as u32)?;
-    }
     let shared = ctx.shared;
     shared.alter_catalog(&database, |catalog, version| {
         if let Some((child, _)) = catalog.referencing(table.id).into_iter().find(|(c, _)| c.id != table.id) {
             let _ = child;
             return Err(msg::DROP_OBJECT_REFERENCED_BY_FK.with(&[&table.schema, &table.name]));
         }
-        if transactional {
-            crate::catalog_store::delete_in(ctx.transaction(database.name())?, table.id)?;
-        } else {
-            crate::catalog_store::delete(&database, table.id)?;
-            drop_trees(&database, &table)?;
-        }
+        write_definition(ctx, &database, Some(&table), None)?;
         Ok((catalog.without(table.id, version), ()))
     })?;
-    if transactional {
-        ctx.defer_dropped(&database, table)?;
-    }
     let own = name.name().value.to_lowercase();
     if own.starts_with('#') || own.starts_with('@') {
         ctx.session.temp_tables.remove(&own);

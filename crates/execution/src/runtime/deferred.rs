@@ -1,16 +1,16 @@
-//! DDL that ends with its transaction (issue 34): a table created or dropped inside the
-//! session's transaction. Its catalog row changes under that transaction (recovery and
-//! ROLLBACK undo it with the transaction's rows), the in-memory catalog changes at once,
-//! and what the log cannot undo waits for the transaction's end, as PostgreSQL's pending
-//! deletes do: a dropped table's trees are dropped once the transaction commits; a
-//! rollback (whole, to a savepoint, or of the failed statement) puts a dropped table's
-//! definition back, and takes a created table's out and drops its trees.
+//! DDL that ends with its transaction (issue 34): a table created, dropped or redefined
+//! (TRUNCATE, ALTER TABLE, indexes) inside the session's transaction. Its catalog row
+//! changes under that transaction (ROLLBACK and crash recovery undo it with the
+//! transaction's rows), the in-memory catalog changes at once, and what the log cannot
+//! undo waits for the transaction's end, as PostgreSQL's pending deletes do: when it
+//! commits, the trees only the old definition used are dropped; when it rolls back (whole,
+//! to a savepoint, or the failed statement), the old definition is put back and the trees
+//! only the new one used are dropped.
 //!
-//! The table stays locked (schema modification, and its trees) by the transaction to its
-//! end, so no other transaction writes rows into a table that may yet disappear. Crash
-//! windows leave only space behind: trees of a table created by a transaction that never
-//! committed, or of one dropped by a transaction that committed just before the crash,
-//! are named by no catalog row.
+//! The table stays locked (schema modification) by the transaction to its end, so no other
+//! transaction writes rows into trees that may yet disappear. Crash windows leave only
+//! space behind: trees of a change that never committed, or of one committed just before
+//! the crash, are named by no catalog row.
 
 use std::sync::Arc;
 
@@ -19,63 +19,64 @@ use tessera_semantics::catalog::{Object, Table};
 
 use super::DbCatalog;
 
-/// What a transaction did to a table that its end settles.
+/// A table's definition before and after a transaction's DDL (None: not there).
 pub struct Deferred {
     database: Arc<Database>,
     catalog: Arc<DbCatalog>,
-    table: Arc<Table>,
-    kind: Kind,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Created,
-    Dropped,
+    before: Option<Arc<Table>>,
+    after: Option<Arc<Table>>,
 }
 
 impl Deferred {
-    pub(super) fn created(database: Arc<Database>, catalog: Arc<DbCatalog>, table: Arc<Table>) -> Deferred {
-        Deferred { database, catalog, table, kind: Kind::Created }
-    }
-
-    pub(super) fn dropped(database: Arc<Database>, catalog: Arc<DbCatalog>, table: Arc<Table>) -> Deferred {
-        Deferred { database, catalog, table, kind: Kind::Dropped }
+    pub(super) fn new(
+        database: Arc<Database>,
+        catalog: Arc<DbCatalog>,
+        before: Option<Arc<Table>>,
+        after: Option<Arc<Table>>,
+    ) -> Deferred {
+        debug_assert!(before.is_some() || after.is_some(), "DDL changes a table");
+        Deferred { database, catalog, before, after }
     }
 
     pub(super) fn database(&self) -> &Arc<Database> {
         &self.database
     }
 
-    /// The transaction committed: a dropped table's trees go.
+    /// The transaction committed: the trees only the old definition used go. A tree
+    /// left behind by a failure here is only space: no catalog row names it.
     pub(super) fn committed(self) {
-        if self.kind == Kind::Dropped {
-            // A tree left behind by a failure here is only space: no catalog row names it.
-            let _ = drop_trees(&self.database, &self.table);
+        if let Some(before) = &self.before {
+            let _ = drop_trees_not_in(&self.database, before, self.after.as_deref());
         }
     }
 
-    /// The transaction (or the part of it that did this) rolled back.
+    /// The transaction (or the part of it that did this) rolled back: the old definition
+    /// is back, and the trees only the new one used go.
     pub(super) fn rolled_back(self) {
-        let Deferred { database, catalog, table, kind } = self;
-        match kind {
-            Kind::Dropped => {
-                let _ = catalog.alter(|c, version| Ok((c.with(Object::Table(table), version), ())));
-            }
-            Kind::Created => {
-                let id = table.id;
-                let _ = catalog.alter(|c, version| Ok((c.without(id, version), ())));
-                let _ = drop_trees(&database, &table);
-            }
+        let Deferred { database, catalog, before, after } = self;
+        let _ = match (&before, &after) {
+            (Some(b), _) => catalog.alter(|c, version| Ok((c.with(Object::Table(b.clone()), version), ()))),
+            (None, Some(a)) => catalog.alter(|c, version| Ok((c.without(a.id, version), ()))),
+            (None, None) => Ok(()),
+        };
+        if let Some(after) = &after {
+            let _ = drop_trees_not_in(&database, after, before.as_deref());
         }
     }
 }
 
-/// Drops the storage trees of `table` that exist.
-pub(crate) fn drop_trees(db: &Database, table: &Table) -> tessera_errors::SqlResult<()> {
+/// Drops the storage trees of `table` that exist and that `keep` does not use.
+pub(crate) fn drop_trees_not_in(db: &Database, table: &Table, keep: Option<&Table>) -> tessera_errors::SqlResult<()> {
     for ix in &table.indexes {
-        if db.table(&ix.tree).is_some() {
+        let kept = keep.is_some_and(|k| k.indexes.iter().any(|other| other.tree == ix.tree));
+        if !kept && db.table(&ix.tree).is_some() {
             db.drop_table(&ix.tree)?;
         }
     }
     Ok(())
+}
+
+/// Drops the storage trees of `table` that exist.
+pub(crate) fn drop_trees(db: &Database, table: &Table) -> tessera_errors::SqlResult<()> {
+    drop_trees_not_in(db, table, None)
 }

@@ -1,32 +1,51 @@
--- CREATE TABLE and DROP TABLE go with the session's transaction (issue 34): a ROLLBACK
--- brings a dropped table back with its rows and takes a created one out; a COMMIT makes
--- them final. Other DDL (TRUNCATE, CREATE/DROP INDEX, ALTER TABLE) still takes effect at
--- once, so a table the open transaction has changed is refused to it (574): its rollback
--- would undo rows in trees that DDL replaced.
+-- DDL on tables goes with the session's transaction (issue 34): a ROLLBACK brings a
+-- dropped or truncated table back with its rows, takes a created table, a new index or
+-- column out again and puts a dropped column back; a COMMIT makes the changes final.
 create table tr (a int);
+insert tr values (1), (2);
 create table other (a int);
 insert other values (7);
 go
 begin tran;
-insert tr values (1);
-go
+insert tr values (3);
 truncate table tr;
-go
+select count(*) as after_truncate from tr;
 create index ix_a on tr (a);
-go
 alter table tr add b int;
 go
-drop table tr;
+insert tr values (4, 40);
+alter table tr drop column b;
+go
 drop table other;
 create table fresh (x int);
 insert fresh values (1);
-select object_id('tr') as tr_gone, object_id('other') as other_gone, object_id('fresh') as fresh_there;
+select object_id('other') as other_gone, object_id('fresh') as fresh_there, (select count(*) from tr) as tr_rows;
 go
 rollback;
 go
 select @@trancount as trancount, object_id('fresh') as fresh_gone;
-select count(*) as tr_rows from tr;
+select a from tr order by a;
+select count(*) as named_indexes from sys.indexes where object_id = object_id('tr') and name is not null;
+select name from sys.columns where object_id = object_id('tr');
 select a as other_rows from other;
+go
+-- Committed: final.
+begin tran;
+truncate table tr;
+create index ix_a on tr (a);
+commit;
+select count(*) as tr_rows from tr;
+select name from sys.indexes where object_id = object_id('tr') and name = 'ix_a';
+go
+-- A temporary table's DDL is final at once (as before): refused (574) on a temporary
+-- table the open transaction has changed, whose rollback would find its trees gone.
+create table #tmp (a int);
+begin tran;
+insert #tmp values (1);
+truncate table #tmp;
+go
+rollback;
+drop table #tmp;
 go
 -- A savepoint: what came after it is undone, what came before stays for the COMMIT.
 begin tran;

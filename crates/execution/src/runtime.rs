@@ -1151,6 +1151,12 @@ pub struct ExecCtx<'a> {
 }
 
 impl<'a> ExecCtx<'a> {
+    /// Whether the session's transaction has dropped a table `schema.name` in `database`
+    /// that its rollback would bring back.
+    pub fn drop_pending(&self, database: &Database, schema: &str, name: &str) -> bool {
+        self.session.txns.deferred.iter().any(|d| d.drops(database, schema, name))
+    }
+
     /// Makes `after` the definition of a table in `database` in place of `before` (None: a
     /// table created, or dropped): its catalog row is written or deleted in the session's
     /// transaction, which keeps the table locked (Sch-M) to its end and settles the trees

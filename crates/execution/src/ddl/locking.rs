@@ -79,3 +79,15 @@ pub(super) fn lock_trees(
     }
     Ok(())
 }
+
+/// The schema-lock object that stands for the table name `schema.name` in its database
+/// (object ids are positive `i32`s; names take the other half of the `u32` space). DROP
+/// TABLE holds it to the end of its transaction and CREATE TABLE takes it before it looks
+/// the name up, so a table made under the name of one whose drop may yet roll back waits
+/// for that transaction's end instead of taking the name twice.
+pub(super) fn name_lock(schema: &str, name: &str) -> u32 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (schema.to_lowercase(), name.to_lowercase()).hash(&mut h);
+    0x8000_0000 | (h.finish() as u32 & 0x7FFF_FFFF)
+}

@@ -2,11 +2,12 @@
 
 use super::constraints::{apply_constraint, constraint_failed, ensure_constraint_name_free, set_default};
 use super::indexes::{index_columns, place_index};
-use super::locking::lock_for_ddl;
-use super::rebuild::{replace_storage, write_definition};
+use super::locking::{lock_for_ddl, name_lock};
+use super::rebuild::{goes_with_transaction, replace_storage, write_definition};
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
+use tessera_database::LockMode;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
@@ -83,6 +84,10 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
     let temp = ct.name.name().value.starts_with('#');
     if temp && ctx.session.temp_tables.contains_key(&ct.name.name().value.to_lowercase()) {
         return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &(ct.name.name().value)]));
+    }
+    if !temp {
+        // Waits for a transaction whose DROP of a table of this name may yet roll back.
+        ctx.transaction(database.name())?.lock_schema(name_lock(&schema, &name), LockMode::SchemaModification)?;
     }
     let shared = ctx.shared;
     let table = shared.alter_catalog(&database, |catalog, version| -> SqlResult<(Catalog, Table)> {
@@ -189,9 +194,16 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
         }
         create_trees(ctx, &database, &table)?;
         let created = Arc::new(table.clone());
-        // Created in the session's transaction (not a temporary table): nobody else uses
-        // the table before it commits, and a rollback takes it out again.
-        if let Err(e) = write_definition(ctx, &database, None, Some(&created)) {
+        // A new table is final at once (other sessions would otherwise see a table that
+        // may yet vanish), unless it takes the name of one this transaction dropped: then
+        // it goes with the transaction, so that a rollback takes it out before it brings
+        // the dropped one back.
+        let saved = if !temp && ctx.drop_pending(&database, &schema, &name) {
+            write_definition(ctx, &database, None, Some(&created))
+        } else {
+            crate::catalog_store::save(&database, &Object::Table(created.clone()))
+        };
+        if let Err(e) = saved {
             let _ = drop_trees(&database, &table);
             return Err(e);
         }
@@ -218,6 +230,10 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
         }
         Err(e) => return Err(e),
     };
+    if goes_with_transaction(&table.name) {
+        // Nobody makes a table of this name while this drop may yet roll back.
+        ctx.transaction(database.name())?.lock_schema_to_end(name_lock(&table.schema, &table.name))?;
+    }
     let shared = ctx.shared;
     shared.alter_catalog(&database, |catalog, version| {
         if let Some((child, _)) = catalog.referencing(table.id).into_iter().find(|(c, _)| c.id != table.id) {

@@ -42,6 +42,16 @@ impl Deferred {
         &self.database
     }
 
+    /// Whether this is the drop of table `schema.name` of `database`.
+    pub(super) fn drops(&self, database: &Database, schema: &str, name: &str) -> bool {
+        self.after.is_none()
+            && self.database.name().eq_ignore_ascii_case(database.name())
+            && self
+                .before
+                .as_ref()
+                .is_some_and(|t| t.schema.eq_ignore_ascii_case(schema) && t.name.eq_ignore_ascii_case(name))
+    }
+
     /// The transaction committed: the trees only the old definition used go. A tree
     /// left behind by a failure here is only space: no catalog row names it.
     pub(super) fn committed(self) {

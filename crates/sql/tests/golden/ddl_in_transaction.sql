@@ -1,6 +1,8 @@
 -- DDL on tables goes with the session's transaction (issue 34): a ROLLBACK brings a
--- dropped or truncated table back with its rows, takes a created table, a new index or
--- column out again and puts a dropped column back; a COMMIT makes the changes final.
+-- dropped or truncated table back with its rows, takes a new index or column out again
+-- and puts a dropped column back; a COMMIT makes the changes final. CREATE TABLE is
+-- still final at once (other sessions would see a table that may yet vanish), unless it
+-- takes the name of a table the transaction dropped.
 create table tr (a int);
 insert tr values (1), (2);
 create table other (a int);
@@ -23,7 +25,8 @@ select object_id('other') as other_gone, object_id('fresh') as fresh_there, (sel
 go
 rollback;
 go
-select @@trancount as trancount, object_id('fresh') as fresh_gone;
+select @@trancount as trancount, object_id('fresh') as fresh_kept;
+drop table fresh;
 select a from tr order by a;
 select count(*) as named_indexes from sys.indexes where object_id = object_id('tr') and name is not null;
 select name from sys.columns where object_id = object_id('tr');
@@ -53,7 +56,7 @@ drop table other;
 save tran sp;
 create table later (x int);
 rollback tran sp;
-select object_id('later') as later_gone, object_id('other') as other_gone;
+select object_id('later') as later_kept, object_id('other') as other_gone;
 commit;
 select object_id('other') as other_dropped;
 go
@@ -69,13 +72,17 @@ rollback;
 select * from tt;
 go
 -- An error in a later statement leaves the transaction's DDL to its end.
-begin tran;
 create table kept (x int);
+insert kept values (9);
+go
+begin tran;
+drop table kept;
 select 1 / 0;
 go
-select object_id('kept') as kept_there, @@trancount as trancount;
+select object_id('kept') as kept_gone, @@trancount as trancount;
 rollback;
-select object_id('kept') as kept_gone;
+select x as kept_back from kept;
+drop table kept, later;
 go
 -- Outside a transaction: at once.
 drop table tr;

@@ -32,6 +32,29 @@ pub(super) fn lock_for_ddl(
     name: &ObjectName,
     statement: &str,
 ) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
+    lock_table(ctx, name, statement, false)
+}
+
+/// [`lock_for_ddl`] for DROP TABLE and TRUNCATE TABLE, which read no rows in a
+/// transaction of their own: on a table whose DDL goes with the session's transaction
+/// (the old trees stay until it commits, so its rollback finds them), the session's own
+/// changes to the table are allowed. ALTER TABLE and indexes may read the rows in DDL's
+/// own transaction (index builds, constraint checks), which would wait for the session's
+/// uncommitted rows for ever: they keep 574.
+pub(super) fn lock_for_settled_ddl(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+    statement: &str,
+) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
+    lock_table(ctx, name, statement, true)
+}
+
+fn lock_table(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+    statement: &str,
+    settled: bool,
+) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
     loop {
         let (database, table) = find_table(ctx, name)?;
         ctx.transaction(database.name())?.lock_schema(table.id as u32, LockMode::SchemaModification)?;
@@ -40,16 +63,18 @@ pub(super) fn lock_for_ddl(
             // Dropped and created again while this statement waited.
             continue;
         }
-        let own_writes =
-            if super::rebuild::goes_with_transaction(&now.name) { OwnWrites::Allowed } else { OwnWrites::Refused };
+        let own_writes = if settled && super::rebuild::goes_with_transaction(&now.name) {
+            OwnWrites::Allowed
+        } else {
+            OwnWrites::Refused
+        };
         lock_trees(ctx, &database, &now, statement, own_writes)?;
         return Ok((database, now));
     }
 }
 
-/// Whether DDL may take a table the session's own open transaction has changed: DDL that
-/// goes with that transaction keeps the old trees until it commits, so its rollback finds
-/// them (`rebuild::write_definition`); DDL final at once (temporary tables) may not.
+/// Whether DDL may take a table the session's own open transaction has changed (see
+/// [`lock_for_settled_ddl`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum OwnWrites {
     Refused,

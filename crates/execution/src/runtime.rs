@@ -827,12 +827,20 @@ impl Transactions {
 
     pub fn rollback_all(&mut self) -> SqlResult<()> {
         let mut first_error = None;
+        // Old definitions back while the tables are still locked (see
+        // `Deferred::restore_definition`); the new trees go once the undo is done.
+        let deferred = std::mem::take(&mut self.deferred);
+        for d in deferred.iter().rev() {
+            d.restore_definition();
+        }
         for t in self.open.drain(..) {
             if let Err(e) = t.rollback() {
                 first_error.get_or_insert(SqlError::from(e));
             }
         }
-        self.roll_back_deferred(0);
+        for d in deferred.into_iter().rev() {
+            d.drop_new_trees();
+        }
         self.reset();
         first_error.map_or(Ok(()), Err)
     }

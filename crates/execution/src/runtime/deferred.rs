@@ -60,17 +60,29 @@ impl Deferred {
         }
     }
 
-    /// The transaction (or the part of it that did this) rolled back: the old definition
-    /// is back, and the trees only the new one used go.
+    /// The transaction (or the part of it that did this) rolled back, its locks still
+    /// held: the old definition is back, and the trees only the new one used go.
     pub(super) fn rolled_back(self) {
-        let Deferred { database, catalog, before, after } = self;
-        let _ = match (&before, &after) {
-            (Some(b), _) => catalog.alter(|c, version| Ok((c.with(Object::Table(b.clone()), version), ()))),
-            (None, Some(a)) => catalog.alter(|c, version| Ok((c.without(a.id, version), ()))),
+        self.restore_definition();
+        self.drop_new_trees();
+    }
+
+    /// Puts the old definition back in the in-memory catalog. A whole transaction's
+    /// rollback does this before its storage rollback lets go of the table's locks, so
+    /// that no statement waiting for them runs a plan checked against the new one.
+    pub(super) fn restore_definition(&self) {
+        let _ = match (&self.before, &self.after) {
+            (Some(b), _) => self.catalog.alter(|c, version| Ok((c.with(Object::Table(b.clone()), version), ()))),
+            (None, Some(a)) => self.catalog.alter(|c, version| Ok((c.without(a.id, version), ()))),
             (None, None) => Ok(()),
         };
-        if let Some(after) = &after {
-            let _ = drop_trees_not_in(&database, after, before.as_deref());
+    }
+
+    /// Drops the trees only the new definition used (after the storage rollback, whose
+    /// undo may still touch them).
+    pub(super) fn drop_new_trees(self) {
+        if let Some(after) = &self.after {
+            let _ = drop_trees_not_in(&self.database, after, self.before.as_deref());
         }
     }
 }

@@ -82,15 +82,25 @@ pub(crate) fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
         Binary(n) => (173, len(n, 1), 0, 0),
         VarBinary(n) => (165, len(n, 1), 0, 0),
         Date => (40, 3, 10, 0),
-        Time { scale } => (41, t.fixed_size().unwrap_or(5) as i64, 16, i64::from(scale)),
+        // Precision counts the characters of the longest value: a fraction of n digits
+        // adds n and its point (time(7) is 16, datetime2(3) is 23).
+        Time { scale } => (41, t.fixed_size().unwrap_or(5) as i64, 8 + fraction_digits(scale), i64::from(scale)),
         DateTime => (61, 8, 23, 3),
-        DateTime2 { scale } => (42, t.fixed_size().unwrap_or(8) as i64, 27, i64::from(scale)),
+        DateTime2 { scale } => (42, t.fixed_size().unwrap_or(8) as i64, 19 + fraction_digits(scale), i64::from(scale)),
         SmallDateTime => (58, 4, 16, 0),
         DateTimeOffset { scale } => {
-            let precision = 26 + if scale > 0 { i64::from(scale) + 1 } else { 0 };
-            (43, t.fixed_size().unwrap_or(10) as i64, precision, i64::from(scale))
+            (43, t.fixed_size().unwrap_or(10) as i64, 26 + fraction_digits(scale), i64::from(scale))
         }
         UniqueIdentifier => (36, 16, 0, 0),
+    }
+}
+
+/// The characters a fraction of `scale` digits adds to a time's text: its digits and point.
+fn fraction_digits(scale: u8) -> i64 {
+    if scale > 0 {
+        i64::from(scale) + 1
+    } else {
+        0
     }
 }
 

@@ -6,7 +6,8 @@
 //! takes that type (SQL Server's "simple deduction"): the other side of `=` or `<>` (and
 //! of `IN`), of an assignment, the column a VALUES item or a SET goes to, the type of CAST
 //! or CONVERT, the parameter of the function or procedure it is passed to (with that
-//! parameter's name), bigint for TOP, OFFSET and FETCH. Where SQL Server's "general
+//! parameter's name), bigint for TOP, OFFSET and FETCH, the column a select item of
+//! INSERT … SELECT goes to. Where SQL Server's "general
 //! deduction" chooses among its candidate types (the other operand of `<`, `>`, `<=`,
 //! `>=`, LIKE and arithmetic), the candidate nearest the other operand's type is taken —
 //! the one a conversion to which only changes its length: varchar(8000), nvarchar(4000),
@@ -116,6 +117,11 @@ impl<'a> Binder<'a> {
             implicit: true,
         };
         (placeholder, ty)
+    }
+
+    /// The type already deduced for the undeclared parameter `name`, while deducing.
+    pub(super) fn deduced_as(&self, name: &str) -> Option<SqlType> {
+        self.deduced.as_ref()?.iter().find(|d| d.name.eq_ignore_ascii_case(name)).map(|d| d.ty)
     }
 
     /// Binds `e`, whose value goes to something of type `target`: an undeclared parameter

@@ -54,6 +54,10 @@ impl<'a> Binder<'a> {
                 if let Some((e, t, _)) = self.substitutions.iter().find(|(_, _, n)| *n == lower) {
                     return Ok((e.clone(), *t, true));
                 }
+                if let Some(deduced) = self.deduced_as(name) {
+                    let (e, t) = self.note_deduced(name, deduced, false, None);
+                    return Ok((e, t, true));
+                }
                 let (slot, ty) = self.variable(name).map_err(|_| self.undeclared_error(name))?;
                 (Expr::Var(slot), ty, true)
             }

@@ -40,3 +40,6 @@ exec sp_describe_undeclared_parameters N'select id from nowhere where id = @p';
 go
 exec sp_describe_undeclared_parameters;
 go
+-- INSERT ... SELECT: a select item goes to its column.
+exec sp_describe_undeclared_parameters N'insert into t (id, name) select @a, @b where not exists (select 1 from t where id = 0)';
+go

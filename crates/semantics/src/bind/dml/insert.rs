@@ -121,6 +121,17 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
             (InsertSource::Rows(out), types_)
         }
         ast::InsertSource::Query(q) => {
+            // While deducing undeclared parameters' types: one that is a select item of
+            // the source is of the column it goes to.
+            if let ast::SetExpr::Select(sel) = &q.body {
+                for (item, &col) in sel.items.iter().zip(&columns) {
+                    if let ast::SelectItem::Expr { expr, .. } = item {
+                        if let Some(p) = b.undeclared(expr) {
+                            b.note_deduced(p, table.columns[col].ty, false, None);
+                        }
+                    }
+                }
+            }
             let bound = b.bind_query(q)?;
             if bound.columns.len() != columns.len() && ins.columns.is_empty() {
                 return Err(mismatched_insert(&table, bound.columns.len()));

@@ -422,35 +422,46 @@ fn crossing_updates_pick_one_deadlock_victim() {
     assert_eq!(c.column("SELECT v FROM t ORDER BY id"), vec![1, 1]);
 }
 
+/// A connection of its own that runs the batches `round(n)` gives for n = 0, 1, … until
+/// `stop` (a deadlock victim, 1205, is the one error allowed; a transaction one leaves
+/// open is rolled back); the thread returns how many rounds it ran.
+fn ddl_rounds(
+    port: u16,
+    stop: Arc<AtomicBool>,
+    round: impl Fn(u64) -> Vec<String> + Send + 'static,
+) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut c = Conn::open(port);
+        c.exec("USE conc");
+        let mut rounds = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for sql in round(rounds) {
+                match c.try_query(&sql) {
+                    Ok(_) | Err((1205, _)) => {}
+                    Err(e) => panic!("{sql}: {e:?}"),
+                }
+                c.exec("IF @@TRANCOUNT > 0 ROLLBACK");
+            }
+            rounds += 1;
+        }
+        rounds
+    })
+}
+
 #[test]
 fn ddl_under_load_loses_no_write() {
     let server = TestServer::start();
     let mut c = setup(&server, "CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL, v int NOT NULL DEFAULT 0)");
     let duration = run_for(Duration::from_secs(4));
     let stop = Arc::new(AtomicBool::new(false));
-    let ddl = {
-        let (stop, port) = (stop.clone(), server.port());
-        std::thread::spawn(move || {
-            let mut c = Conn::open(port);
-            c.exec("USE conc");
-            let mut rounds = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for sql in [
-                    "CREATE INDEX ik ON t(k)".to_string(),
-                    format!("ALTER TABLE t ADD c{rounds} int NULL"),
-                    "DROP INDEX ik ON t".to_string(),
-                    format!("ALTER TABLE t DROP COLUMN c{rounds}"),
-                ] {
-                    match c.try_query(&sql) {
-                        Ok(_) | Err((1205, _)) => {}
-                        Err(e) => panic!("{sql}: {e:?}"),
-                    }
-                }
-                rounds += 1;
-            }
-            rounds
-        })
-    };
+    let ddl = ddl_rounds(server.port(), stop.clone(), |round| {
+        vec![
+            "CREATE INDEX ik ON t(k)".to_string(),
+            format!("ALTER TABLE t ADD c{round} int NULL"),
+            "DROP INDEX ik ON t".to_string(),
+            format!("ALTER TABLE t DROP COLUMN c{round}"),
+        ]
+    });
     let acknowledged = in_parallel(server.port(), 3, move |w, c| {
         let mut mine = Vec::new();
         let mut victims = 0;
@@ -499,31 +510,16 @@ fn ddl_rolled_back_under_load_loses_no_write() {
     let mut c = setup(&server, "CREATE TABLE t (id int PRIMARY KEY, k int NOT NULL, v int NOT NULL DEFAULT 0)");
     let duration = run_for(Duration::from_secs(4));
     let stop = Arc::new(AtomicBool::new(false));
-    let ddl = {
-        let (stop, port) = (stop.clone(), server.port());
-        std::thread::spawn(move || {
-            let mut c = Conn::open(port);
-            c.exec("USE conc");
-            let mut rounds = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for change in [
-                    "TRUNCATE TABLE t".to_string(),
-                    "DROP TABLE t".to_string(),
-                    format!("ALTER TABLE t ADD c{rounds} int NULL"),
-                    "CREATE INDEX ik ON t(k)".to_string(),
-                ] {
-                    let sql = format!("BEGIN TRAN; {change}; ROLLBACK");
-                    match c.try_query(&sql) {
-                        Ok(_) | Err((1205, _)) => {}
-                        Err(e) => panic!("{sql}: {e:?}"),
-                    }
-                    c.exec("IF @@TRANCOUNT > 0 ROLLBACK");
-                }
-                rounds += 1;
-            }
-            rounds
-        })
-    };
+    let ddl = ddl_rounds(server.port(), stop.clone(), |round| {
+        [
+            "TRUNCATE TABLE t".to_string(),
+            "DROP TABLE t".to_string(),
+            format!("ALTER TABLE t ADD c{round} int NULL"),
+            "CREATE INDEX ik ON t(k)".to_string(),
+        ]
+        .map(|change| format!("BEGIN TRAN; {change}; ROLLBACK"))
+        .to_vec()
+    });
     let acknowledged = in_parallel(server.port(), 3, move |w, c| {
         let mut mine = Vec::new();
         let started = Instant::now();

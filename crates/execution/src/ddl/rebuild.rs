@@ -11,8 +11,8 @@ use tessera_semantics::catalog::{self, Object, Table};
 use tessera_semantics::plan::Row;
 
 /// Runs `f` in a storage transaction of its own, committed when `f` succeeds: what DDL
-/// writes into new trees must not depend on the session's transaction, since the catalog
-/// change it goes with is not transactional.
+/// writes into new trees must not depend on the session's transaction: the trees belong to
+/// the definition, which that transaction's end keeps or drops (`write_definition`).
 pub(super) fn in_own_transaction<T>(ctx: &mut ExecCtx, f: impl FnOnce(&mut ExecCtx) -> SqlResult<T>) -> SqlResult<T> {
     let saved = std::mem::take(&mut ctx.session.txns);
     let result = f(ctx).and_then(|v| ctx.session.txns.commit_all(false).map(|_| v));

@@ -1,5 +1,6 @@
-//! DDL that ends with its transaction (issue 34): a table created, dropped or redefined
-//! (TRUNCATE, ALTER TABLE, indexes) inside the session's transaction. Its catalog row
+//! DDL that ends with its transaction (issue 34): a table dropped or redefined (TRUNCATE,
+//! ALTER TABLE, indexes), or created under the name of one it dropped, inside the
+//! session's transaction. Its catalog row
 //! changes under that transaction (ROLLBACK and crash recovery undo it with the
 //! transaction's rows), the in-memory catalog changes at once, and what the log cannot
 //! undo waits for the transaction's end, as PostgreSQL's pending deletes do: when it

@@ -4,14 +4,16 @@
 
 use super::indexes::constraint_objects;
 use super::system_types::type_ids;
-use super::{bit, catalog, col, concat, datetime, int, s, schema_ids, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
+use super::{
+    bit, catalog, col, concat, concat_columns, datetime, int, s, schema_ids, Rows, ViewDef, NVARCHAR_MAX, SYSNAME,
+};
 use crate::runtime::ExecCtx;
 use tessera_semantics::catalog::{Module, ModuleKind, Object, Table};
 use tessera_semantics::plan::Col;
 use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
 
-/// sys.objects' columns, which sys.system_objects and sys.all_objects share.
-pub(super) const OBJECT_COLUMNS: [Col; 10] = [
+/// The columns every object view begins with (sys.views and sys.procedures have only these).
+const OBJECT_HEAD: [Col; 9] = [
     col("name", SYSNAME, false),
     col("object_id", Int, false),
     col("principal_id", Int, true),
@@ -21,8 +23,11 @@ pub(super) const OBJECT_COLUMNS: [Col; 10] = [
     col("type_desc", NVarChar(60), true),
     col("create_date", DateTime, false),
     col("modify_date", DateTime, false),
-    col("is_ms_shipped", Bit, false),
 ];
+
+/// sys.objects' columns, which sys.system_objects, sys.all_objects and (with one more)
+/// sys.tables share.
+pub(super) const OBJECT_COLUMNS: [Col; 10] = concat_columns(OBJECT_HEAD, [col("is_ms_shipped", Bit, false)]);
 
 pub(super) static OBJECTS: ViewDef<10> =
     ViewDef { schema: "sys", name: "objects", columns: OBJECT_COLUMNS, rows: objects };
@@ -92,19 +97,7 @@ fn table_object(t: &Table, schema_id: Value) -> [Value; 10] {
 pub(super) static TABLES: ViewDef<11> = ViewDef {
     schema: "sys",
     name: "tables",
-    columns: [
-        col("name", SYSNAME, false),
-        col("object_id", Int, false),
-        col("principal_id", Int, true),
-        col("schema_id", Int, false),
-        col("parent_object_id", Int, false),
-        col("type", Char(2), true),
-        col("type_desc", NVarChar(60), true),
-        col("create_date", DateTime, false),
-        col("modify_date", DateTime, false),
-        col("is_ms_shipped", Bit, false),
-        col("max_column_id_used", Int, false),
-    ],
+    columns: concat_columns(OBJECT_COLUMNS, [col("max_column_id_used", Int, false)]),
     rows: tables,
 };
 
@@ -123,34 +116,14 @@ fn tables(ctx: &ExecCtx, db: &str) -> Rows<11> {
 pub(super) static VIEWS: ViewDef<9> = ViewDef {
     schema: "sys",
     name: "views",
-    columns: [
-        col("name", SYSNAME, false),
-        col("object_id", Int, false),
-        col("principal_id", Int, true),
-        col("schema_id", Int, false),
-        col("parent_object_id", Int, false),
-        col("type", Char(2), true),
-        col("type_desc", NVarChar(60), true),
-        col("create_date", DateTime, false),
-        col("modify_date", DateTime, false),
-    ],
+    columns: OBJECT_HEAD,
     rows: |ctx, db| modules_of_kind(ctx, db, ModuleKind::View, "VIEW"),
 };
 
 pub(super) static PROCEDURES: ViewDef<9> = ViewDef {
     schema: "sys",
     name: "procedures",
-    columns: [
-        col("name", SYSNAME, false),
-        col("object_id", Int, false),
-        col("principal_id", Int, true),
-        col("schema_id", Int, false),
-        col("parent_object_id", Int, false),
-        col("type", Char(2), true),
-        col("type_desc", NVarChar(60), true),
-        col("create_date", DateTime, false),
-        col("modify_date", DateTime, false),
-    ],
+    columns: OBJECT_HEAD,
     rows: |ctx, db| modules_of_kind(ctx, db, ModuleKind::Procedure, "SQL_STORED_PROCEDURE"),
 };
 

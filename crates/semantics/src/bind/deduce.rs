@@ -127,21 +127,19 @@ impl<'a> Binder<'a> {
     /// Binds `e`, whose value goes to something of type `target`: an undeclared parameter
     /// there takes that type.
     pub fn bind_for(&mut self, e: &ast::Expr, target: &SqlType) -> SqlResult<(Expr, SqlType)> {
-        match self.undeclared(e) {
-            Some(name) => Ok(self.note_deduced(name, *target, false, None)),
-            None => self.bind_expr(e),
-        }
+        self.bind_passed(e, target, None)
     }
 
-    /// Binds `e` passed to the parameter `formal` of type `target` of a function.
-    pub(super) fn bind_for_parameter(
+    /// Binds `e`, whose value goes to something of type `target` (the parameter `formal`
+    /// of a function, if it has that name): an undeclared parameter there takes that type.
+    pub(super) fn bind_passed(
         &mut self,
         e: &ast::Expr,
         target: &SqlType,
-        formal: &str,
+        formal: Option<&str>,
     ) -> SqlResult<(Expr, SqlType)> {
         match self.undeclared(e) {
-            Some(name) => Ok(self.note_deduced(name, *target, false, Some(formal))),
+            Some(name) => Ok(self.note_deduced(name, *target, false, formal)),
             None => self.bind_expr(e),
         }
     }

@@ -122,7 +122,7 @@ impl<'a> Binder<'a> {
                     (Some(d), Some(_)) => self.bind_expr(d)?,
                     _ => return Err(msg::TOO_FEW_ARGUMENTS.with(&[&fname])),
                 },
-                Some(a) => self.bind_for_parameter(a, &ty, &p.name)?,
+                Some(a) => self.bind_passed(a, &ty, Some(&p.name))?,
             };
             out.push((convert(e, &t, &ty)?, ty, p.name.to_lowercase()));
         }

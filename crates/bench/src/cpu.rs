@@ -2,6 +2,8 @@
 //! report can say what each query cost the server and what it cost its client.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
 
 /// CPU seconds from /proc's clock ticks.
 fn ticks_to_seconds(ticks: u64) -> f64 {
@@ -83,4 +85,49 @@ pub fn postgres_cpu(postmaster: u32) -> f64 {
         }
     }
     ticks_to_seconds(ticks)
+}
+
+/// A set of CPUs as a bit mask (bit n: CPU n), for `sched_setaffinity`.
+fn cpu_set(mask: u64) -> libc::cpu_set_t {
+    // SAFETY: a zeroed cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in (0..64).filter(|c| mask >> c & 1 == 1) {
+        // SAFETY: CPU numbers below 64 are within the set.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    set
+}
+
+/// Confines every thread of `pid` and of its live children to the CPUs of `mask`; threads
+/// and processes they start later inherit it.
+pub fn pin_process_tree(pid: u32, mask: u64) -> std::io::Result<()> {
+    let set = cpu_set(mask);
+    for process in process_and_children(pid) {
+        for task in fs::read_dir(format!("/proc/{process}/task"))?.flatten() {
+            let Ok(tid) = task.file_name().to_string_lossy().parse::<libc::pid_t>() else { continue };
+            // SAFETY: `set` is a valid cpu_set_t of the size passed.
+            if unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+                let e = std::io::Error::last_os_error();
+                // A thread may end between the listing and the call.
+                if e.raw_os_error() != Some(libc::ESRCH) {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Makes `command`'s process start confined to the CPUs of `mask`.
+pub fn pin_command(command: &mut Command, mask: u64) {
+    let set = cpu_set(mask);
+    // SAFETY: sched_setaffinity is async-signal-safe and touches only the child.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::consolidation::tessera::{Instance, InstanceSpec};
-use crate::cpu::{postgres_cpu, process_cpu};
+use crate::cpu::{pin_command, pin_process_tree, postgres_cpu, process_cpu, rusage_cpu};
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
 use crate::peers::postgres::{psql, psql_in, start_postgres};
@@ -61,6 +61,30 @@ pub struct BenchbaseParams {
     pub seconds: u64,
     /// tessera's memory and PostgreSQL's shared buffers.
     pub memory_mb: usize,
+    /// The CPUs BenchBase's JVM runs on, as (client, server) masks: the client on the
+    /// first CPUs, the server under test on the others, so that neither takes the other's
+    /// turn (None: all share every CPU).
+    pub split: Option<CpuSplit>,
+}
+
+/// Which CPUs the client and the server under test may use.
+#[derive(Clone, Copy, Debug)]
+pub struct CpuSplit {
+    pub client: u64,
+    pub server: u64,
+}
+
+impl CpuSplit {
+    /// The first `client_cpus` of the machine's `cpus` for the client, the rest for the
+    /// server; None when that leaves either side without a CPU.
+    pub fn new(client_cpus: usize, cpus: usize) -> Option<CpuSplit> {
+        if client_cpus == 0 || client_cpus >= cpus || cpus > 64 {
+            return None;
+        }
+        let all = if cpus == 64 { u64::MAX } else { (1u64 << cpus) - 1 };
+        let client = (1u64 << client_cpus) - 1;
+        Some(CpuSplit { client, server: all & !client })
+    }
 }
 
 impl BenchbaseParams {
@@ -77,6 +101,7 @@ impl BenchbaseParams {
             terminals: if quick { 4 } else { 8 },
             seconds: if quick { 20 } else { 120 },
             memory_mb: if quick { 512 } else { 2048 },
+            split: None,
         }
     }
 
@@ -115,6 +140,8 @@ pub fn run(dir: &Path, p: &BenchbaseParams, progress: &dyn Fn(&str)) -> Result<O
         "memory_mb": p.memory_mb,
         "isolation": "SERIALIZABLE",
         "benchbase": p.home.display().to_string(),
+        "client_cpu_mask": p.split.map(|s| s.client),
+        "server_cpu_mask": p.split.map(|s| s.server),
     });
     let mut report = Report::new("benchbase", params, Machine::detect(dir)?);
     let mut failures = Vec::new();
@@ -149,6 +176,13 @@ pub fn run(dir: &Path, p: &BenchbaseParams, progress: &dyn Fn(&str)) -> Result<O
         driver_jar(&System::Tessera.build_dir(&p.home), "mssql-jdbc-"),
         driver_jar(&System::Postgres.build_dir(&p.home), "postgresql-")
     ));
+    if let Some(split) = p.split {
+        report.note(format!(
+            "BenchBase's JVM confined to CPU mask {:#x}, the server under test (tessera's threads, PostgreSQL's \
+             postmaster and every backend) to {:#x}",
+            split.client, split.server
+        ));
+    }
     report.note(
         "batched inserts as each driver's documentation advises for loading: pgjdbc reWriteBatchedInserts=true (as in \
          BenchBase's own PostgreSQL sample), mssql-jdbc useBulkCopyForBatchInsert=true",
@@ -178,6 +212,9 @@ fn on_tessera(dir: &Path, p: &BenchbaseParams, workload: Workload, size: Size, p
     let instance = Instance::start(&spec, Vec::new())?;
     instance.admin(&["CREATE DATABASE benchbase".to_string()])?;
     let pid = instance.pid();
+    if let Some(split) = p.split {
+        pin_process_tree(pid, split.server)?;
+    }
     let server = Server { system: System::Tessera, port: instance.port, work: &spec.dir, cpu: &|| process_cpu(pid) };
     let mut run = benchbase(p, workload, size, &server, progress)?;
     if workload == Workload::Tpcc {
@@ -199,6 +236,9 @@ fn on_postgres(
     let server = start_postgres(&work, p.memory_mb)?;
     psql(server.port, "CREATE DATABASE benchbase")?;
     let postmaster = server.postmaster_pid();
+    if let Some(split) = p.split {
+        pin_process_tree(postmaster, split.server)?;
+    }
     let target = Server { system: System::Postgres, port: server.port, work: &work, cpu: &|| postgres_cpu(postmaster) };
     let mut run = benchbase(p, workload, size, &target, progress)?;
     if workload == Workload::Tpcc {
@@ -230,12 +270,19 @@ fn benchbase(
     let config = work.join("benchbase.xml");
     workload::write_config(&p.home, system, workload, size, port, PASSWORD, &config)?;
     let results = work.join("results");
-    let phase = |name: &str, flags: [&str; 3]| -> Result<(f64, f64, String)> {
+    // Returns the phase's wall time, the server's and BenchBase's CPU, and BenchBase's log.
+    let phase = |name: &str, flags: [&str; 3]| -> Result<(f64, f64, f64, String)> {
         progress(&format!("{} {name} on {}", workload.name(), system.name()));
         let log = work.join(format!("benchbase-{name}.log"));
         let cpu = server_cpu();
+        // The JVM is the only child reaped during the phase.
+        let client_cpu = rusage_cpu(libc::RUSAGE_CHILDREN);
         let start = Instant::now();
-        let status = Command::new(&p.java)
+        let mut java = Command::new(&p.java);
+        if let Some(split) = p.split {
+            pin_command(&mut java, split.client);
+        }
+        let status = java
             .current_dir(system.build_dir(&p.home))
             .args(["-jar", "benchbase.jar", "-b", workload.benchmark(), "-c"])
             .arg(&config)
@@ -248,6 +295,7 @@ fn benchbase(
             .map_err(|e| BenchError::new(format!("{}: {e}", p.java.display())))?;
         let wall = start.elapsed().as_secs_f64();
         let cpu = server_cpu() - cpu;
+        let client_cpu = rusage_cpu(libc::RUSAGE_CHILDREN) - client_cpu;
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         if !status.success() {
             let tail: Vec<&str> = text.lines().rev().take(6).collect();
@@ -256,14 +304,16 @@ fn benchbase(
                 tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
             )));
         }
-        Ok((wall, cpu, text))
+        Ok((wall, cpu, client_cpu, text))
     };
-    let (load_s, load_cpu_s, _) = phase("load", ["--create=true", "--load=true", "--execute=false"])?;
-    let (_, exec_cpu_s, log) = phase("execute", ["--create=false", "--load=false", "--execute=true"])?;
+    let (load_s, load_cpu_s, _, _) = phase("load", ["--create=true", "--load=true", "--execute=false"])?;
+    let (_, exec_cpu_s, exec_client_cpu_s, log) =
+        phase("execute", ["--create=false", "--load=false", "--execute=true"])?;
     let mut run = outcome::read(&results, &log)?;
     run.load_s = load_s;
     run.load_cpu_s = load_cpu_s;
     run.exec_cpu_s = exec_cpu_s;
+    run.exec_client_cpu_s = exec_client_cpu_s;
     progress(&format!(
         "{} on {}: {:.1} txn/s goodput, p95 {:.2} ms, {} unexpected errors",
         workload.name(),
@@ -297,11 +347,20 @@ fn compare(report: &mut Report, workload: Workload, ours: &Run, peer: &Run) {
         peer.cpu_per_txn_us(),
         1.0,
     ));
+    report.push(ResultRow::time(
+        format!("{w} client CPU per committed transaction"),
+        "µs",
+        ours.client_cpu_per_txn_us(),
+        "postgresql",
+        peer.client_cpu_per_txn_us(),
+        1.0,
+    ));
     report.push(ResultRow::time(format!("{w} load"), "s", ours.load_s, "postgresql", peer.load_s, 1.0));
     for (system, run) in [("tessera", ours), ("postgresql", peer)] {
         let mut note = format!(
             "{w} on {system}: throughput {:.1} req/s, goodput {:.1} txn/s, latency p50 {:.2} / p95 {:.2} / p99 {:.2} ms, \
-             {} unexpected SQL errors, execute server CPU {:.1} s, load {:.1} s wall / {:.1} s server CPU",
+             {} unexpected SQL errors, execute server CPU {:.1} s / client CPU {:.1} s, load {:.1} s wall / {:.1} s \
+             server CPU",
             run.throughput,
             run.goodput,
             run.p50_ms,
@@ -309,6 +368,7 @@ fn compare(report: &mut Report, workload: Workload, ours: &Run, peer: &Run) {
             run.p99_ms,
             run.unexpected_errors,
             run.exec_cpu_s,
+            run.exec_client_cpu_s,
             run.load_s,
             run.load_cpu_s
         );

@@ -22,6 +22,8 @@ pub struct Run {
     pub load_s: f64,
     pub load_cpu_s: f64,
     pub exec_cpu_s: f64,
+    /// BenchBase's own CPU (its JVM, start-up included) while the workload ran.
+    pub exec_client_cpu_s: f64,
     /// TPC-C's consistency violations, when checked.
     pub violations: Option<i64>,
 }
@@ -29,9 +31,18 @@ pub struct Run {
 impl Run {
     /// Server CPU per committed transaction while the workload ran.
     pub fn cpu_per_txn_us(&self) -> f64 {
+        self.per_txn_us(self.exec_cpu_s)
+    }
+
+    /// The client's CPU per committed transaction while the workload ran.
+    pub fn client_cpu_per_txn_us(&self) -> f64 {
+        self.per_txn_us(self.exec_client_cpu_s)
+    }
+
+    fn per_txn_us(&self, cpu_s: f64) -> f64 {
         let committed = self.goodput * self.elapsed_s;
         if committed > 0.0 {
-            self.exec_cpu_s * 1e6 / committed
+            cpu_s * 1e6 / committed
         } else {
             f64::INFINITY
         }

@@ -138,6 +138,10 @@ pub struct BenchbaseArgs {
     /// The Java runtime for BenchBase [default: $JAVA_HOME/bin/java, else java on PATH].
     #[arg(long, value_name = "PATH")]
     pub java: Option<PathBuf>,
+    /// Run BenchBase's JVM on the first N CPUs and the server under test on the others,
+    /// so that the client does not take the server's turn [default: all share every CPU].
+    #[arg(long, value_name = "N")]
+    pub client_cpus: Option<usize>,
 }
 
 /// `tessera bench benchbase`'s parameters from its flags and environment.
@@ -145,7 +149,7 @@ fn benchbase_params(
     args: &BenchbaseArgs,
     binary: PathBuf,
 ) -> Result<tessera_bench::benchbase::BenchbaseParams, String> {
-    use tessera_bench::benchbase::{BenchbaseParams, Workload};
+    use tessera_bench::benchbase::{BenchbaseParams, CpuSplit, Workload};
     let home = args
         .benchbase
         .clone()
@@ -172,6 +176,14 @@ fn benchbase_params(
     params.scale = args.scale;
     params.terminals = args.terminals.unwrap_or(params.terminals);
     params.seconds = args.time.unwrap_or(params.seconds);
+    if let Some(n) = args.client_cpus {
+        let cpus = std::thread::available_parallelism().map_or(1, |c| c.get());
+        params.split = Some(CpuSplit::new(n, cpus).ok_or_else(|| {
+            format!(
+                "tessera bench benchbase: --client-cpus {n} must leave at least one of the {cpus} CPUs to the server"
+            )
+        })?);
+    }
     Ok(params)
 }
 

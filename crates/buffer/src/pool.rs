@@ -454,13 +454,17 @@ impl BufferPool {
         self.inner.drop_clean_pages()
     }
 
-    /// Installs a buffer pool extension, or removes it (`None`; its file is deleted).
-    /// Returns the previous one.
+    /// Installs a buffer pool extension, or removes it (`None`). The previous one's file
+    /// is deleted now, even while a reader still holds it; it is returned.
     pub fn set_extension(&self, ext: Option<Extension>) -> Option<Arc<Extension>> {
         let next = ext.map(Arc::new);
         let mut slot = self.inner.extension.write();
         self.inner.has_extension.store(next.is_some(), Ordering::Release);
-        std::mem::replace(&mut *slot, next)
+        let previous = std::mem::replace(&mut *slot, next);
+        if let Some(p) = &previous {
+            p.delete_file();
+        }
+        previous
     }
 
     /// The extension in use, if any.

@@ -81,11 +81,15 @@ struct Shared {
     failed: AtomicBool,
 }
 
-/// An open extension file and its writer thread; dropping it stops the thread and deletes
-/// the file (an extension always starts cold, as SQL Server's does).
+/// An open extension file and its writer thread; taking it out of service or dropping it
+/// deletes the file (an extension always starts cold, as SQL Server's does), and dropping
+/// it stops the thread.
 pub struct Extension {
     shared: Arc<Shared>,
     path: PathBuf,
+    /// The file's inode: only this file is deleted, never a newer extension's at the same
+    /// path.
+    inode: u64,
     slots: u32,
     writer: Option<JoinHandle<()>>,
 }
@@ -137,7 +141,18 @@ impl Extension {
             .name("tessera-bpe".into())
             .spawn(move || worker.writer_loop())
             .map_err(|e| Error::Invalid(format!("cannot start the buffer pool extension writer: {e}")))?;
-        Ok(Extension { shared, path: path.to_path_buf(), slots: slots as u32, writer: Some(writer) })
+        let inode =
+            std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).map_err(|e| Error::io("stat", path, 0, e))?);
+        Ok(Extension { shared, path: path.to_path_buf(), inode, slots: slots as u32, writer: Some(writer) })
+    }
+
+    /// Deletes the file if it is still this extension's. Whoever still holds the extension
+    /// (a reader between two calls) goes on using the open file.
+    pub(crate) fn delete_file(&self) {
+        let ours = std::fs::metadata(&self.path).is_ok_and(|m| std::os::unix::fs::MetadataExt::ino(&m) == self.inode);
+        if ours {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -255,7 +270,7 @@ impl Drop for Extension {
         if let Some(h) = self.writer.take() {
             let _ = h.join();
         }
-        let _ = std::fs::remove_file(&self.path);
+        self.delete_file();
     }
 }
 

@@ -1,7 +1,7 @@
 //! DDL that goes with its transaction survives a crash as the transaction does (issue 34):
-//! a table dropped, one truncated and given an index by a transaction still open when the
-//! server is killed are, after the restart, as they were before it (a table it created is
-//! there, empty: CREATE TABLE is final at once); a committed DROP TABLE stays done.
+//! a table dropped, one truncated and given an index, and a table and a procedure created
+//! by a transaction still open when the server is killed are, after the restart, as they
+//! were before it; a committed DROP TABLE stays done.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -47,11 +47,12 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
     let mut open = sql_in_background(
         &server,
         "USE d; BEGIN TRAN; DROP TABLE kept; TRUNCATE TABLE trunc; CREATE INDEX ix ON trunc (a); \
-         CREATE TABLE fresh (x int); INSERT fresh VALUES (1); WAITFOR DELAY '00:01:00'; COMMIT;",
+         CREATE TABLE fresh (x int); INSERT fresh VALUES (1); EXEC ('CREATE PROCEDURE p_fresh AS SELECT 1'); \
+         WAITFOR DELAY '00:01:00'; COMMIT;",
     );
     // Uncommitted DDL shows in the catalog at once: wait for it to be there.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !sql(&server, "SELECT OBJECT_ID('d.dbo.fresh')").lines().any(|l| l.trim().parse::<i64>().is_ok()) {
+    while !sql(&server, "SELECT OBJECT_ID('d.dbo.p_fresh')").lines().any(|l| l.trim().parse::<i64>().is_ok()) {
         assert!(Instant::now() < deadline, "the open transaction never created its table");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -61,7 +62,7 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
     let after = sql(
         &server,
         "USE d; SELECT COUNT(*), MAX(b) FROM kept; \
-         SELECT (SELECT COUNT(*) FROM fresh), ISNULL(OBJECT_ID('gone'), -1); \
+         SELECT ISNULL(OBJECT_ID('fresh'), -1), ISNULL(OBJECT_ID('p_fresh'), -1), ISNULL(OBJECT_ID('gone'), -1); \
          SELECT COUNT(*), (SELECT COUNT(*) FROM sys.indexes WHERE name = 'ix') FROM trunc;",
     );
     let rows: Vec<&str> = after
@@ -69,8 +70,11 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('(') && !l.starts_with("Changed database context"))
         .collect();
-    assert_eq!(rows, ["3 two", "0 -1", "2 0"], "{after}");
-    // The database works on.
-    let again = sql(&server, "USE d; INSERT fresh VALUES (5); DROP TABLE kept; SELECT SUM(x) FROM fresh;");
+    assert_eq!(rows, ["3 two", "-1 -1 -1", "2 0"], "{after}");
+    // The database works on, and the names are free.
+    let again = sql(
+        &server,
+        "USE d; CREATE TABLE fresh (x int); INSERT fresh VALUES (5); DROP TABLE kept; SELECT SUM(x) FROM fresh;",
+    );
     assert!(again.lines().any(|l| l.trim() == "5"), "{again}");
 }

@@ -49,7 +49,9 @@ pub fn define(
     }
     let database = ctx.shared.database(&db)?;
     let altered_by = ctx.shared.access(ctx.session, &db).ok().map(|(_, token)| token.user);
-    ctx.shared.alter_catalog(&database, |catalog: &Catalog, version| {
+    lock_existing(ctx, &database, &schema, &obj)?;
+    let shared = ctx.shared;
+    shared.alter_catalog(&database, |catalog: &Catalog, version| {
         let existing = catalog.lookup(&schema, &obj).cloned();
         let now = catalog::now_epoch();
         let (id, created) = match (&existing, alter, or_alter) {
@@ -72,8 +74,10 @@ pub fn define(
                 let mut c = catalog.clone();
                 let id = c.allocate_id();
                 return save(
+                    ctx,
                     &database,
                     &c,
+                    None,
                     Module {
                         id,
                         schema: schema.clone(),
@@ -89,8 +93,10 @@ pub fn define(
             }
         };
         save(
+            ctx,
             &database,
             catalog,
+            existing,
             Module {
                 id,
                 schema: schema.clone(),
@@ -110,14 +116,18 @@ fn is_function(k: ModuleKind) -> bool {
     matches!(k, ModuleKind::ScalarFunction | ModuleKind::TableFunction)
 }
 
+/// Makes `m` the definition in place of `before` (None: a new module), in the session's
+/// transaction: a rollback puts `before` back.
 fn save(
+    ctx: &mut ExecCtx,
     database: &Arc<tessera_database::Database>,
     catalog: &Catalog,
+    before: Option<Object>,
     m: Module,
     version: u64,
 ) -> SqlResult<(Catalog, ())> {
     let obj = Object::Module(Arc::new(m));
-    crate::catalog_store::save(database, &obj)?;
+    ctx.redefine_in_transaction(database, before, Some(obj.clone()))?;
     Ok((catalog.with(obj, version), ()))
 }
 
@@ -138,15 +148,32 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
         crate::ddl::resource_governor::check_not_classifier(ctx, "drop", &db, &schema, &obj)?;
     }
     let database = ctx.shared.database(&db)?;
-    ctx.shared.alter_catalog(&database, |catalog: &Catalog, version| {
+    lock_existing(ctx, &database, &schema, &obj)?;
+    let shared = ctx.shared;
+    shared.alter_catalog(&database, |catalog: &Catalog, version| {
         let m = match catalog.module(&schema, &obj) {
             Some(m) if matches_kind(m.kind, kind) => m.clone(),
             _ if if_exists => return Ok((catalog.clone(), ())),
             _ => return Err(missing()),
         };
-        crate::catalog_store::delete(&database, m.id)?;
+        ctx.redefine_in_transaction(&database, Some(Object::Module(m.clone())), None)?;
         Ok((catalog.without(m.id, version), ()))
     })
+}
+
+/// Locks the object `schema.name` (if there is one) for a change to the end of the
+/// session's transaction, before the catalog's DDL mutex is taken: waiting for the
+/// statements that use it must not hold up every other DDL of the database.
+fn lock_existing(
+    ctx: &mut ExecCtx,
+    database: &Arc<tessera_database::Database>,
+    schema: &str,
+    name: &str,
+) -> SqlResult<()> {
+    if let Some(id) = ctx.shared.catalog(database)?.lookup(schema, name).map(|o| o.id()) {
+        ctx.transaction(database.name())?.lock_schema_to_end(id as u32)?;
+    }
+    Ok(())
 }
 
 fn matches_kind(k: ModuleKind, kind: ast::ModuleKind) -> bool {

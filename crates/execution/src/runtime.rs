@@ -21,7 +21,7 @@ use tessera_database::{Database, Engine, Savepoint, Transaction};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_semantics::cache::PlanCache;
-use tessera_semantics::catalog::{Catalog, DbRef, Table};
+use tessera_semantics::catalog::{Catalog, DbRef, Object, Table};
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::{FunctionContext, Value};
 
@@ -1159,28 +1159,23 @@ pub struct ExecCtx<'a> {
 }
 
 impl<'a> ExecCtx<'a> {
-    /// Whether the session's transaction has dropped a table `schema.name` in `database`
-    /// that its rollback would bring back.
-    pub fn drop_pending(&self, database: &Database, schema: &str, name: &str) -> bool {
-        self.session.txns.deferred.iter().any(|d| d.drops(database, schema, name))
-    }
-
-    /// Makes `after` the definition of a table in `database` in place of `before` (None: a
-    /// table created, or dropped): its catalog row is written or deleted in the session's
-    /// transaction, which keeps the table locked (Sch-M) to its end and settles the trees
-    /// then (`runtime/deferred.rs`). The caller changes the in-memory catalog.
+    /// Makes `after` the definition of an object in `database` in place of `before` (None:
+    /// an object created, or dropped): its catalog row is written or deleted in the
+    /// session's transaction, which keeps the object locked (Sch-M) to its end and settles
+    /// a table's trees then (`runtime/deferred.rs`). The caller changes the in-memory
+    /// catalog.
     pub fn redefine_in_transaction(
         &mut self,
         database: &Arc<Database>,
-        before: Option<Arc<Table>>,
-        after: Option<Arc<Table>>,
+        before: Option<Object>,
+        after: Option<Object>,
     ) -> SqlResult<()> {
         let catalog = self.shared.entry(database)?;
         let tx = self.session.transaction(self.shared, database.name())?;
-        let id = before.as_ref().or(after.as_ref()).map(|t| t.id).expect("DDL changes a table");
+        let id = before.as_ref().or(after.as_ref()).map(|o| o.id()).expect("DDL changes an object");
         tx.lock_schema_to_end(id as u32)?;
         match &after {
-            Some(a) => crate::catalog_store::save_in(tx, &tessera_semantics::catalog::Object::Table(a.clone()))?,
+            Some(a) => crate::catalog_store::save_in(tx, a)?,
             None => crate::catalog_store::delete_in(tx, id)?,
         }
         self.session.txns.defer(Deferred::new(database.clone(), catalog, before, after));

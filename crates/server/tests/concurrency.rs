@@ -398,6 +398,46 @@ fn lock_timeout_nolock_and_update_locks() {
     assert_eq!(b.try_query("DELETE t WITH (READUNCOMMITTED) WHERE id = 1").unwrap_err().0, 1065);
 }
 
+/// A table, procedure or view created in an open transaction: other sessions' statements
+/// on it and another CREATE of its name wait for the transaction (Sch-M to its end), then
+/// find it gone after a ROLLBACK (208, 2812) or there after a COMMIT.
+#[test]
+fn uncommitted_create_is_waited_for_and_goes_with_its_transaction() {
+    let server = TestServer::start();
+    let mut a = setup(&server, "CREATE TABLE anchor (x int)");
+    let mut b = Conn::open(server.port());
+    b.exec("USE conc; SET LOCK_TIMEOUT 300");
+
+    a.exec("BEGIN TRAN; CREATE TABLE nt (id int PRIMARY KEY); INSERT nt VALUES (1)");
+    a.exec("EXEC ('CREATE PROCEDURE pn AS SELECT 7')");
+    assert_eq!(b.try_query("SELECT COUNT(*) FROM nt").unwrap_err().0, 1222);
+    assert_eq!(b.try_query("CREATE TABLE nt (other int)").unwrap_err().0, 1222);
+    // Without a timeout the reader waits for the end of the transaction.
+    b.exec("SET LOCK_TIMEOUT -1");
+    let (mut b, r) = waits_for_end(&mut a, b, "SELECT COUNT(*) FROM nt", "ROLLBACK");
+    assert_eq!(r.unwrap_err().0, 208);
+    assert_eq!(b.try_query("EXEC pn").unwrap_err().0, 2812);
+    assert_eq!(b.scalar("SELECT COUNT(*) FROM sys.tables WHERE name = 'nt'"), 0);
+
+    // Committed: the waiting reader sees the table and its rows.
+    a.exec("BEGIN TRAN; CREATE TABLE nt (id int PRIMARY KEY); INSERT nt VALUES (1), (2)");
+    let (_, r) = waits_for_end(&mut a, b, "SELECT COUNT(*) FROM nt", "COMMIT");
+    assert_eq!(r.unwrap(), vec![vec![2]]);
+}
+
+/// Runs `query` on `b` while `a`'s transaction is open, checks that it waits, ends the
+/// transaction with `end`, and returns `b` with what the query got.
+fn waits_for_end(a: &mut Conn, mut b: Conn, query: &'static str, end: &str) -> (Conn, Result<Vec<Vec<i64>>, SqlErr>) {
+    let waiting = std::thread::spawn(move || {
+        let r = b.try_query(query);
+        (b, r)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!waiting.is_finished(), "{query} did not wait for the uncommitted DDL");
+    a.exec(end);
+    waiting.join().unwrap()
+}
+
 #[test]
 fn crossing_updates_pick_one_deadlock_victim() {
     let server = TestServer::start();

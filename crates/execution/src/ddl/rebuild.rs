@@ -111,7 +111,8 @@ pub(super) fn write_definition(
 ) -> SqlResult<()> {
     let Some(name) = before.or(after).map(|t| t.name.clone()) else { return Ok(()) };
     if goes_with_transaction(&name) {
-        return ctx.redefine_in_transaction(database, before.cloned(), after.cloned());
+        let object = |t: Option<&Arc<Table>>| t.map(|t| Object::Table(t.clone()));
+        return ctx.redefine_in_transaction(database, object(before), object(after));
     }
     match (before, after) {
         (_, Some(a)) => crate::catalog_store::save(database, &Object::Table(a.clone()))?,

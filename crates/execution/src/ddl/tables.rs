@@ -7,7 +7,6 @@ use super::rebuild::{goes_with_transaction, replace_storage, write_definition};
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
-use tessera_database::LockMode;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
@@ -86,8 +85,9 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
         return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &(ct.name.name().value)]));
     }
     if !temp {
-        // Waits for a transaction whose DROP of a table of this name may yet roll back.
-        ctx.transaction(database.name())?.lock_schema(name_lock(&schema, &name), LockMode::SchemaModification)?;
+        // Held to the transaction's end: another CREATE of this name waits to see whether
+        // this one commits, and this one waits for a DROP of the name that may roll back.
+        ctx.transaction(database.name())?.lock_schema_to_end(name_lock(&schema, &name))?;
     }
     let shared = ctx.shared;
     let table = shared.alter_catalog(&database, |catalog, version| -> SqlResult<(Catalog, Table)> {
@@ -194,16 +194,10 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
         }
         create_trees(ctx, &database, &table)?;
         let created = Arc::new(table.clone());
-        // A new table is final at once (other sessions would otherwise see a table that
-        // may yet vanish), unless it takes the name of one this transaction dropped: then
-        // it goes with the transaction, so that a rollback takes it out before it brings
-        // the dropped one back.
-        let saved = if !temp && ctx.drop_pending(&database, &schema, &name) {
-            write_definition(ctx, &database, None, Some(&created))
-        } else {
-            crate::catalog_store::save(&database, &Object::Table(created.clone()))
-        };
-        if let Err(e) = saved {
+        // A new table goes with the transaction: its rollback takes the table out (and
+        // then brings back one of its name that the transaction dropped). Other sessions
+        // see it in the catalog, and their statements on it wait for its Sch-M lock.
+        if let Err(e) = write_definition(ctx, &database, None, Some(&created)) {
             let _ = drop_trees(&database, &table);
             return Err(e);
         }

@@ -1,6 +1,6 @@
-//! DDL that ends with its transaction (issue 34): a table dropped or redefined (TRUNCATE,
-//! ALTER TABLE, indexes), or created under the name of one it dropped, inside the
-//! session's transaction. Its catalog row
+//! DDL that ends with its transaction (issue 34): a table created, dropped or redefined
+//! (TRUNCATE, ALTER TABLE, indexes), or a view, procedure or function created, altered or
+//! dropped, inside the session's transaction. Its catalog row
 //! changes under that transaction (ROLLBACK and crash recovery undo it with the
 //! transaction's rows), the in-memory catalog changes at once, and what the log cannot
 //! undo waits for the transaction's end, as PostgreSQL's pending deletes do: when it
@@ -8,10 +8,10 @@
 //! to a savepoint, or the failed statement), the old definition is put back and the trees
 //! only the new one used are dropped.
 //!
-//! The table stays locked (schema modification) by the transaction to its end, so no other
-//! transaction writes rows into trees that may yet disappear. Crash windows leave only
-//! space behind: trees of a change that never committed, or of one committed just before
-//! the crash, are named by no catalog row.
+//! The object stays locked (schema modification) by the transaction to its end, so no other
+//! transaction uses a definition that may yet disappear or writes rows into trees that may.
+//! Crash windows leave only space behind: trees of a change that never committed, or of one
+//! committed just before the crash, are named by no catalog row.
 
 use std::sync::Arc;
 
@@ -20,22 +20,33 @@ use tessera_semantics::catalog::{Object, Table};
 
 use super::DbCatalog;
 
-/// A table's definition before and after a transaction's DDL (None: not there).
+/// An object's definition before and after a transaction's DDL (None: not there).
 pub struct Deferred {
     database: Arc<Database>,
     catalog: Arc<DbCatalog>,
-    before: Option<Arc<Table>>,
-    after: Option<Arc<Table>>,
+    before: Option<Object>,
+    after: Option<Object>,
+}
+
+/// The table an object's definition is, if it is one.
+fn table(o: &Option<Object>) -> Option<&Table> {
+    match o {
+        Some(Object::Table(t)) => Some(t),
+        _ => None,
+    }
 }
 
 impl Deferred {
     pub(super) fn new(
         database: Arc<Database>,
         catalog: Arc<DbCatalog>,
-        before: Option<Arc<Table>>,
-        after: Option<Arc<Table>>,
+        before: Option<Object>,
+        after: Option<Object>,
     ) -> Deferred {
-        debug_assert!(before.is_some() || after.is_some(), "DDL changes a table");
+        assert!(before.is_some() || after.is_some(), "DDL changes an object");
+        if let (Some(b), Some(a)) = (&before, &after) {
+            assert_eq!(b.id(), a.id(), "a redefinition keeps the object's id");
+        }
         Deferred { database, catalog, before, after }
     }
 
@@ -43,21 +54,11 @@ impl Deferred {
         &self.database
     }
 
-    /// Whether this is the drop of table `schema.name` of `database`.
-    pub(super) fn drops(&self, database: &Database, schema: &str, name: &str) -> bool {
-        self.after.is_none()
-            && self.database.name().eq_ignore_ascii_case(database.name())
-            && self
-                .before
-                .as_ref()
-                .is_some_and(|t| t.schema.eq_ignore_ascii_case(schema) && t.name.eq_ignore_ascii_case(name))
-    }
-
     /// The transaction committed: the trees only the old definition used go. A tree
     /// left behind by a failure here is only space: no catalog row names it.
     pub(super) fn committed(self) {
-        if let Some(before) = &self.before {
-            let _ = drop_trees_not_in(&self.database, before, self.after.as_deref());
+        if let Some(before) = table(&self.before) {
+            let _ = drop_trees_not_in(&self.database, before, table(&self.after));
         }
     }
 
@@ -73,8 +74,8 @@ impl Deferred {
     /// that no statement waiting for them runs a plan checked against the new one.
     pub(super) fn restore_definition(&self) {
         let _ = match (&self.before, &self.after) {
-            (Some(b), _) => self.catalog.alter(|c, version| Ok((c.with(Object::Table(b.clone()), version), ()))),
-            (None, Some(a)) => self.catalog.alter(|c, version| Ok((c.without(a.id, version), ()))),
+            (Some(b), _) => self.catalog.alter(|c, version| Ok((c.with(b.clone(), version), ()))),
+            (None, Some(a)) => self.catalog.alter(|c, version| Ok((c.without(a.id(), version), ()))),
             (None, None) => Ok(()),
         };
     }
@@ -82,8 +83,8 @@ impl Deferred {
     /// Drops the trees only the new definition used (after the storage rollback, whose
     /// undo may still touch them).
     pub(super) fn drop_new_trees(self) {
-        if let Some(after) = &self.after {
-            let _ = drop_trees_not_in(&self.database, after, self.before.as_deref());
+        if let Some(after) = table(&self.after) {
+            let _ = drop_trees_not_in(&self.database, after, table(&self.before));
         }
     }
 }

@@ -1,8 +1,7 @@
--- DDL on tables goes with the session's transaction (issue 34): a ROLLBACK brings a
--- dropped or truncated table back with its rows, takes a new index or column out again
--- and puts a dropped column back; a COMMIT makes the changes final. CREATE TABLE is
--- still final at once (other sessions would see a table that may yet vanish), unless it
--- takes the name of a table the transaction dropped.
+-- DDL goes with the session's transaction (issue 34): a ROLLBACK takes a new table, index,
+-- column, view, procedure or function out again, brings a dropped or truncated table back
+-- with its rows, puts a dropped column back and an altered module's old text; a COMMIT
+-- makes the changes final.
 create table tr (a int);
 insert tr values (1), (2);
 create table other (a int);
@@ -31,8 +30,7 @@ select object_id('other') as other_gone, object_id('fresh') as fresh_there, (sel
 go
 rollback;
 go
-select @@trancount as trancount, object_id('fresh') as fresh_kept;
-drop table fresh;
+select @@trancount as trancount, object_id('fresh') as fresh_gone;
 select a from tr order by a;
 select count(*) as named_indexes from sys.indexes where object_id = object_id('tr') and name is not null;
 select name from sys.columns where object_id = object_id('tr');
@@ -62,7 +60,7 @@ drop table other;
 save tran sp;
 create table later (x int);
 rollback tran sp;
-select object_id('later') as later_kept, object_id('other') as other_gone;
+select object_id('later') as later_gone, object_id('other') as other_gone;
 commit;
 select object_id('other') as other_dropped;
 go
@@ -88,7 +86,48 @@ go
 select object_id('kept') as kept_gone, @@trancount as trancount;
 rollback;
 select x as kept_back from kept;
-drop table kept, later;
+drop table kept;
+go
+-- Views, procedures and functions: created, altered and dropped with the transaction.
+create view v_keep as select 1 as one;
+go
+create procedure p_keep as select 'old' as body;
+go
+begin tran;
+go
+create view v_new as select 2 as two;
+go
+create procedure p_new as select 'new' as body;
+go
+create function f_new() returns int as begin return 42 end;
+go
+alter procedure p_keep as select 'altered' as body;
+go
+drop view v_keep;
+go
+exec p_keep;
+select dbo.f_new() as f_new, (select two from v_new) as v_new, object_id('v_keep') as v_keep_gone;
+go
+rollback;
+go
+exec p_keep;
+select one from v_keep;
+select object_id('v_new') as v_new_gone, object_id('p_new') as p_new_gone, object_id('f_new') as f_new_gone;
+select count(*) as modules_in_sys from sys.sql_modules where object_id in (object_id('v_new'), object_id('p_new'));
+go
+begin tran;
+go
+create table committed_t (x int primary key);
+insert committed_t values (5);
+go
+create procedure p_committed as select x from committed_t;
+go
+commit;
+exec p_committed;
+drop procedure p_committed;
+drop procedure p_keep;
+drop view v_keep;
+drop table committed_t;
 go
 -- Outside a transaction: at once.
 drop table tr;

@@ -67,4 +67,8 @@ impl SessionNames for SessionState {
     fn key_encoding(&self) -> Option<&'static dyn KeyEncoding> {
         self.functions.keys
     }
+
+    fn own_view(&self, database: &str, catalog: Arc<Catalog>) -> Arc<Catalog> {
+        SessionState::own_view(self, database, catalog)
+    }
 }

@@ -52,7 +52,7 @@ pub fn define(
     lock_existing(ctx, &database, &schema, &obj)?;
     let shared = ctx.shared;
     shared.alter_catalog(&database, |catalog: &Catalog, version| {
-        let existing = catalog.lookup(&schema, &obj).cloned();
+        let existing = catalog.lookup(&schema, &obj).filter(|o| !ctx.dropped(database.name(), o.id())).cloned();
         let now = catalog::now_epoch();
         let (id, created) = match (&existing, alter, or_alter) {
             (Some(Object::Module(m)), true, _) | (Some(Object::Module(m)), _, true) => {
@@ -150,14 +150,15 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
     let database = ctx.shared.database(&db)?;
     lock_existing(ctx, &database, &schema, &obj)?;
     let shared = ctx.shared;
-    shared.alter_catalog(&database, |catalog: &Catalog, version| {
+    shared.alter_catalog(&database, |catalog: &Catalog, _| {
         let m = match catalog.module(&schema, &obj) {
             Some(m) if matches_kind(m.kind, kind) => m.clone(),
             _ if if_exists => return Ok((catalog.clone(), ())),
             _ => return Err(missing()),
         };
         ctx.redefine_in_transaction(&database, Some(Object::Module(m.clone())), None)?;
-        Ok((catalog.without(m.id, version), ()))
+        // Gone for this session at once, for the others when the transaction commits.
+        Ok((catalog.clone(), ()))
     })
 }
 
@@ -170,7 +171,7 @@ fn lock_existing(
     schema: &str,
     name: &str,
 ) -> SqlResult<()> {
-    if let Some(id) = ctx.shared.catalog(database)?.lookup(schema, name).map(|o| o.id()) {
+    if let Some(id) = ctx.catalog(database)?.lookup(schema, name).map(|o| o.id()) {
         ctx.transaction(database.name())?.lock_schema_to_end(id as u32)?;
     }
     Ok(())
@@ -192,6 +193,6 @@ pub fn find(ctx: &ExecCtx, name: &ObjectName) -> SqlResult<Option<(String, Arc<M
         return Ok(None);
     }
     let database = ctx.shared.database(&db)?;
-    let catalog = ctx.shared.catalog(&database)?;
+    let catalog = ctx.catalog(&database)?;
     Ok(catalog.module(&schema, &obj).cloned().map(|m| (database.name().to_string(), m)))
 }

@@ -803,9 +803,21 @@ impl Transactions {
         self.deferred.push(deferred);
     }
 
+    /// The objects of `database` the open transaction dropped: gone for this session, still
+    /// in the shared catalog (locked) until the transaction commits.
+    pub fn dropped_in<'a>(&'a self, database: &'a str) -> impl Iterator<Item = i32> + 'a {
+        self.deferred.iter().filter_map(move |d| d.dropped_in(database))
+    }
+
     pub fn commit_all(&mut self, delayed: bool) -> SqlResult<()> {
         let mut first_error = None;
         let mut failed: Vec<Arc<Database>> = Vec::new();
+        // Objects dropped leave the shared catalog while they are still locked: a
+        // statement waiting for one binds again and finds it gone (a failed commit puts it
+        // back below).
+        for d in &self.deferred {
+            d.publish_drop();
+        }
         for t in self.open.drain(..) {
             let database = t.database().clone();
             if let Err(e) = t.commit_with(delayed) {
@@ -1011,6 +1023,29 @@ impl SessionState {
             Some(context) if context.database_only => None,
             _ => Some(&self.login),
         }
+    }
+
+    /// `database`'s catalog as this session sees it: without what its open transaction
+    /// dropped (see `SessionNames::own_view`), under a version of its own.
+    pub fn own_view(&self, database: &str, catalog: Arc<Catalog>) -> Arc<Catalog> {
+        let mut dropped = self.txns.dropped_in(database).peekable();
+        if dropped.peek().is_none() {
+            return catalog;
+        }
+        let version = CATALOG_VERSIONS.fetch_add(1, Ordering::Relaxed);
+        let mut own = (*catalog).clone();
+        for id in dropped {
+            own = own.without(id, version);
+        }
+        own.version = version;
+        Arc::new(own)
+    }
+
+    /// The database `name`'s catalog through the session's memo, as the session sees it.
+    pub fn catalog_of(&self, shared: &Shared, name: &str) -> SqlResult<CatalogOf> {
+        let mut of = shared.catalog_memo(&self.catalog_memo, name)?;
+        of.catalog = self.own_view(&of.database, of.catalog);
+        Ok(of)
     }
 
     /// The application role the session set (`sp_setapprole`): its database and
@@ -1241,6 +1276,16 @@ impl<'a> ExecCtx<'a> {
             return Err(SqlError::from(tessera_errors::Error::Cancelled));
         }
         self.session.pace(rows)
+    }
+
+    /// Whether the session's open transaction dropped the object `id` of `database`.
+    pub fn dropped(&self, database: &str, id: i32) -> bool {
+        self.session.txns.dropped_in(database).any(|d| d == id)
+    }
+
+    /// `database`'s catalog as the session sees it (see [`SessionState::own_view`]).
+    pub fn catalog(&self, database: &Arc<Database>) -> SqlResult<Arc<Catalog>> {
+        Ok(self.session.own_view(database.name(), self.shared.catalog(database)?))
     }
 
     /// The session's transaction in `db`, begun on first use.

@@ -504,10 +504,15 @@ impl Catalog {
         c
     }
 
+    /// A copy without the object `id` and the version bumped. Its name goes too unless
+    /// it names another object now (one created under the name of one dropped).
     pub fn without(&self, id: i32, version: u64) -> Catalog {
         let mut c = self.clone();
         if let Some(old) = c.objects.remove(&id) {
-            c.names.remove(&name_key(old.schema(), old.name()));
+            let key = name_key(old.schema(), old.name());
+            if c.names.get(&key) == Some(&id) {
+                c.names.remove(&key);
+            }
             c.fingerprints.remove(&id);
         }
         c.version = version;

@@ -398,11 +398,14 @@ fn lock_timeout_nolock_and_update_locks() {
     assert_eq!(b.try_query("DELETE t WITH (READUNCOMMITTED) WHERE id = 1").unwrap_err().0, 1065);
 }
 
-/// A table, procedure or view created in an open transaction: other sessions' statements
-/// on it and another CREATE of its name wait for the transaction (Sch-M to its end), then
-/// find it gone after a ROLLBACK (208, 2812) or there after a COMMIT.
+/// A table or procedure created, or a table dropped, in an open transaction: other
+/// sessions' statements on the table and another CREATE of its name wait for the
+/// transaction (Sch-M to its end), then find what it left: a created table gone after a
+/// ROLLBACK (208, 2812 for the procedure) or there after a COMMIT, a dropped one back
+/// after a ROLLBACK or gone after a COMMIT. The dropping session itself finds it gone at
+/// once.
 #[test]
-fn uncommitted_create_is_waited_for_and_goes_with_its_transaction() {
+fn uncommitted_ddl_is_waited_for_and_goes_with_its_transaction() {
     let server = TestServer::start();
     let mut a = setup(&server, "CREATE TABLE anchor (x int)");
     let mut b = Conn::open(server.port());
@@ -421,8 +424,22 @@ fn uncommitted_create_is_waited_for_and_goes_with_its_transaction() {
 
     // Committed: the waiting reader sees the table and its rows.
     a.exec("BEGIN TRAN; CREATE TABLE nt (id int PRIMARY KEY); INSERT nt VALUES (1), (2)");
-    let (_, r) = waits_for_end(&mut a, b, "SELECT COUNT(*) FROM nt", "COMMIT");
+    let (b, r) = waits_for_end(&mut a, b, "SELECT COUNT(*) FROM nt", "COMMIT");
     assert_eq!(r.unwrap(), vec![vec![2]]);
+
+    // Dropped: gone for the dropping session, waited for by the others.
+    a.exec("BEGIN TRAN; DROP TABLE nt");
+    assert_eq!(a.try_query("SELECT COUNT(*) FROM nt").unwrap_err().0, 208);
+    assert_eq!(a.scalar("SELECT ISNULL(OBJECT_ID('nt'), -1)"), -1);
+    let (b, r) = waits_for_end(&mut a, b, "SELECT COUNT(*) FROM nt", "ROLLBACK");
+    assert_eq!(r.unwrap(), vec![vec![2]]);
+    a.exec("BEGIN TRAN; DROP TABLE nt; CREATE TABLE nt (other int); INSERT nt VALUES (7)");
+    let (b, r) = waits_for_end(&mut a, b, "SELECT COUNT(*) FROM nt", "ROLLBACK");
+    assert_eq!(r.unwrap(), vec![vec![2]], "the dropped table is back, the one made in its place gone");
+    a.exec("BEGIN TRAN; DROP TABLE nt");
+    let (mut b, r) = waits_for_end(&mut a, b, "SELECT COUNT(*) FROM nt", "COMMIT");
+    assert_eq!(r.unwrap_err().0, 208);
+    assert_eq!(b.scalar("SELECT ISNULL(OBJECT_ID('nt'), -1)"), -1);
 }
 
 /// Runs `query` on `b` while `a`'s transaction is open, checks that it waits, ends the

@@ -91,7 +91,9 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
     }
     let shared = ctx.shared;
     let table = shared.alter_catalog(&database, |catalog, version| -> SqlResult<(Catalog, Table)> {
-        if catalog.lookup(&schema, &name).is_some() {
+        // A table this transaction dropped still has its name in the shared catalog until
+        // the transaction commits; the new one takes the name.
+        if catalog.lookup(&schema, &name).is_some_and(|o| temp || !ctx.dropped(database.name(), o.id())) {
             return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &name]));
         }
         if ct.columns.is_empty() {
@@ -235,7 +237,13 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
             return Err(msg::DROP_OBJECT_REFERENCED_BY_FK.with(&[&table.schema, &table.name]));
         }
         write_definition(ctx, &database, Some(&table), None)?;
-        Ok((catalog.without(table.id, version), ()))
+        if goes_with_transaction(&table.name) {
+            // Gone for this session at once (`SessionState::own_view`); for the others
+            // when the transaction commits, until then waiting for its lock.
+            Ok((catalog.clone(), ()))
+        } else {
+            Ok((catalog.without(table.id, version), ()))
+        }
     })?;
     let own = name.name().value.to_lowercase();
     if own.starts_with('#') || own.starts_with('@') {

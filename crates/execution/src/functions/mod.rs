@@ -208,7 +208,7 @@ fn login_property(shared: &Shared, caller: Option<&str>, name: &str, property: &
 impl ExecCtx<'_> {
     fn catalog_of(&self, db: &str) -> SqlResult<Arc<Catalog>> {
         let database = self.shared.database(db)?;
-        self.shared.catalog(&database)
+        self.catalog(&database)
     }
 
     /// Whether the session may see the object `o` of database `db` (metadata visibility);

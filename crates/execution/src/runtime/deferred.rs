@@ -2,7 +2,9 @@
 //! (TRUNCATE, ALTER TABLE, indexes), or a view, procedure or function created, altered or
 //! dropped, inside the session's transaction. Its catalog row
 //! changes under that transaction (ROLLBACK and crash recovery undo it with the
-//! transaction's rows), the in-memory catalog changes at once, and what the log cannot
+//! transaction's rows), the in-memory catalog changes at once (a drop only for the
+//! dropping session, see `SessionState::own_view`, and for the others when the
+//! transaction commits), and what the log cannot
 //! undo waits for the transaction's end, as PostgreSQL's pending deletes do: when it
 //! commits, the trees only the old definition used are dropped; when it rolls back (whole,
 //! to a savepoint, or the failed statement), the old definition is put back and the trees
@@ -52,6 +54,22 @@ impl Deferred {
 
     pub(super) fn database(&self) -> &Arc<Database> {
         &self.database
+    }
+
+    /// The object of `database` this dropped, while its transaction is open.
+    pub(super) fn dropped_in(&self, database: &str) -> Option<i32> {
+        match (&self.before, &self.after) {
+            (Some(b), None) if self.database.name().eq_ignore_ascii_case(database) => Some(b.id()),
+            _ => None,
+        }
+    }
+
+    /// A drop about to commit: the object leaves the shared catalog (other sessions saw
+    /// it, and waited for its lock, until now).
+    pub(super) fn publish_drop(&self) {
+        if let (Some(b), None) = (&self.before, &self.after) {
+            let _ = self.catalog.alter(|c, version| Ok((c.without(b.id(), version), ())));
+        }
     }
 
     /// The transaction committed: the trees only the old definition used go. A tree

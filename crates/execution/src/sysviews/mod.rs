@@ -263,7 +263,7 @@ pub(super) fn schema_ids(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<i
 /// and sysadmins).
 pub(crate) fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<Catalog>)> {
     let database = ctx.shared.database(db)?;
-    let catalog = ctx.shared.catalog(&database)?;
+    let catalog = ctx.catalog(&database)?;
     let (security, token) = ctx.shared.access(ctx.session, database.name())?;
     if token.unrestricted {
         return Ok((database, catalog));

@@ -49,4 +49,12 @@ pub trait SessionNames {
     fn key_encoding(&self) -> Option<&'static dyn KeyEncoding> {
         None
     }
+    /// The database's catalog as this session sees it: without the objects its open
+    /// transaction dropped, which other sessions still see (and wait for) until it
+    /// commits. A changed catalog carries a version of its own, so no plan bound against
+    /// it is taken for one bound against the shared catalog.
+    fn own_view(&self, database: &str, catalog: Arc<Catalog>) -> Arc<Catalog> {
+        let _ = database;
+        catalog
+    }
 }

@@ -140,7 +140,8 @@ impl<'a> Binder<'a> {
         if let Some(found) = self.snapshots.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
             return Ok(found.clone());
         }
-        let found = self.catalogs.catalog(name)?;
+        let (spelt, shared) = self.catalogs.catalog(name)?;
+        let found = (spelt.clone(), self.session.own_view(&spelt, shared));
         self.snapshots.push(found.clone());
         Ok(found)
     }

@@ -63,7 +63,7 @@ pub(crate) fn call_scalar_function(
     // Its author, for EXECUTE AS SELF only (this runs once per row of a query).
     let altered_by = match execute_as {
         ast::ModuleExecuteAs::SelfUser => {
-            let catalog = ctx.shared.catalog_memo(&state.catalog_memo, &db)?.catalog;
+            let catalog = state.catalog_of(ctx.shared, &db)?.catalog;
             catalog.module(&call.schema, &call.name).and_then(|m| m.altered_by)
         }
         _ => None,

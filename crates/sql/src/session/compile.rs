@@ -174,7 +174,7 @@ impl Runner<'_> {
                 let of = match &dep.db {
                     DbRef::Current => &checked.current,
                     DbRef::Named(db) => {
-                        named = self.shared.catalog_memo(&self.state.catalog_memo, db)?;
+                        named = self.state.catalog_of(self.shared, db)?;
                         &named
                     }
                 };
@@ -348,14 +348,15 @@ impl Checked {
 /// once each).
 struct Catalogs<'a> {
     shared: &'a Shared,
+    session: &'a SessionState,
     current: CatalogOf,
     named: RefCell<Vec<(String, Option<Arc<Catalog>>)>>,
 }
 
 impl<'a> Catalogs<'a> {
-    fn new(shared: &'a Shared, session: &SessionState) -> SqlResult<Catalogs<'a>> {
-        let current = shared.catalog_memo(&session.catalog_memo, &session.database)?;
-        Ok(Catalogs { shared, current, named: RefCell::default() })
+    fn new(shared: &'a Shared, session: &'a SessionState) -> SqlResult<Catalogs<'a>> {
+        let current = session.catalog_of(shared, &session.database)?;
+        Ok(Catalogs { shared, session, current, named: RefCell::default() })
     }
 
     /// Whether the name finds the definition the plan was bound against.
@@ -368,7 +369,10 @@ impl<'a> Catalogs<'a> {
                     Some(at) => at,
                     None => {
                         let catalog = (self.shared.engine.exists(name))
-                            .then(|| self.shared.catalog_named(name).ok().map(|of| of.catalog))
+                            .then(|| {
+                                let of = self.shared.catalog_named(name).ok()?;
+                                Some(self.session.own_view(&of.database, of.catalog))
+                            })
                             .flatten();
                         named.push((name.clone(), catalog));
                         named.len() - 1

@@ -818,7 +818,7 @@ impl Session {
         if table.starts_with('#') || table.starts_with('@') {
             return None;
         }
-        let of = self.shared.catalog_memo(&self.state.catalog_memo, db).ok()?;
+        let of = self.state.catalog_of(&self.shared, db).ok()?;
         let found = schemas.iter().find_map(|s| of.catalog.table(s, table).cloned())?;
         Some((of.database.to_string(), found))
     }

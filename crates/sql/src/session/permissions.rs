@@ -43,7 +43,7 @@ impl Runner<'_> {
             if token.unrestricted {
                 continue;
             }
-            let of = self.shared.catalog_memo(&self.state.catalog_memo, &db)?;
+            let of = self.state.catalog_of(self.shared, &db)?;
             let Some(object) = of.catalog.lookup_key(&dep.key) else { continue };
             // A session's #temp tables and table variables (and ##global ones, which any
             // session may use) need no permission.
@@ -61,7 +61,7 @@ impl Runner<'_> {
                         // The same database: its catalog and security are at hand.
                         of.catalog.lookup_key(via_key).and_then(|m| security.schema_owner(m.schema())) == Some(owner)
                     } else {
-                        let via = self.shared.catalog_memo(&self.state.catalog_memo, via_name)?;
+                        let via = self.state.catalog_of(self.shared, via_name)?;
                         let module_schema = via.catalog.lookup_key(via_key).map(|m| m.schema().to_string());
                         let via_security = self.shared.security(&self.state.catalog_memo, via_name)?;
                         match module_schema.and_then(|s| via_security.schema_owner(&s)) {

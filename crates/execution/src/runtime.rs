@@ -153,6 +153,55 @@ pub struct Activity {
     /// publishing the next one reuses its allocation.
     pub command: String,
     pub open_transactions: u32,
+    /// Its SET options as of the last request's start or end.
+    pub settings: Settings,
+}
+
+/// The SET options of a session that sys.dm_exec_sessions shows.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// `@@TEXTSIZE`.
+    pub text_size: i64,
+    pub language: String,
+    pub date_format: String,
+    pub date_first: i64,
+    pub quoted_identifier: bool,
+    pub arithabort: bool,
+    pub ansi_null_dflt_on: bool,
+    pub ansi_warnings: bool,
+    pub ansi_padding: bool,
+    pub ansi_nulls: bool,
+    pub concat_null_yields_null: bool,
+    /// 1 READ UNCOMMITTED, 2 READ COMMITTED, 3 REPEATABLE READ, 4 SERIALIZABLE, 5 SNAPSHOT.
+    pub isolation_level: i16,
+    /// SET LOCK_TIMEOUT in milliseconds (-1: wait for ever).
+    pub lock_timeout: i64,
+}
+
+impl Settings {
+    /// Takes the session's options (reusing the strings' room).
+    pub fn update(&mut self, o: &Options) {
+        self.text_size = o.text_size();
+        self.language.clone_from(&o.language);
+        self.date_format.clone_from(&o.dateformat);
+        self.date_first = o.datefirst;
+        self.quoted_identifier = o.quoted_identifier;
+        self.arithabort = o.arithabort;
+        self.ansi_null_dflt_on = o.ansi_null_dflt_on;
+        self.ansi_warnings = o.ansi_warnings;
+        self.ansi_padding = o.ansi_padding;
+        self.ansi_nulls = o.ansi_nulls;
+        self.concat_null_yields_null = o.concat_null_yields_null;
+        self.isolation_level = match o.isolation_level.as_str() {
+            "READ UNCOMMITTED" => 1,
+            "READ COMMITTED" => 2,
+            "REPEATABLE READ" => 3,
+            "SERIALIZABLE" => 4,
+            "SNAPSHOT" => 5,
+            _ => 0,
+        };
+        self.lock_timeout = o.lock_timeout;
+    }
 }
 
 impl Activity {

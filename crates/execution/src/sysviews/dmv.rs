@@ -9,7 +9,8 @@ use crate::runtime::{ExecCtx, SessionInfo};
 use tessera_database::PAGE_SIZE;
 use tessera_semantics::types::{SqlType::*, Value};
 
-pub(super) static EXEC_SESSIONS: ViewDef<10> = ViewDef {
+/// The columns of SQL Server's view that tessera keeps, in its order.
+pub(super) static EXEC_SESSIONS: ViewDef<24> = ViewDef {
     schema: "sys",
     name: "dm_exec_sessions",
     columns: [
@@ -19,19 +20,34 @@ pub(super) static EXEC_SESSIONS: ViewDef<10> = ViewDef {
         col("program_name", SYSNAME, true),
         col("login_name", SYSNAME, false),
         col("status", NVarChar(30), false),
+        col("is_user_process", Bit, false),
+        col("text_size", Int, false),
+        col("language", SYSNAME, true),
+        col("date_format", NVarChar(3), true),
+        col("date_first", SmallInt, false),
+        col("quoted_identifier", Bit, false),
+        col("arithabort", Bit, false),
+        col("ansi_null_dflt_on", Bit, false),
+        col("ansi_warnings", Bit, false),
+        col("ansi_padding", Bit, false),
+        col("ansi_nulls", Bit, false),
+        col("concat_null_yields_null", Bit, false),
+        col("transaction_isolation_level", SmallInt, false),
+        col("lock_timeout", Int, false),
+        col("original_login_name", SYSNAME, false),
+        col("group_id", Int, false),
         col("database_id", SmallInt, false),
         col("open_transaction_count", Int, false),
-        col("is_user_process", Bit, false),
-        col("group_id", Int, false),
     ],
     rows: exec_sessions,
 };
 
-fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<10> {
+fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<24> {
     Ok(sessions(ctx)
         .into_iter()
         .map(|info| {
             let now = info.activity.lock().clone();
+            let set = &now.settings;
             [
                 int(i64::from(info.spid)),
                 datetime(info.login_time),
@@ -39,10 +55,24 @@ fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<10> {
                 s(&info.program_name),
                 s(&info.login),
                 s(if now.running { "running" } else { "sleeping" }),
+                bit(true),
+                int(set.text_size),
+                s(&set.language),
+                s(&set.date_format),
+                int(set.date_first),
+                bit(set.quoted_identifier),
+                bit(set.arithabort),
+                bit(set.ansi_null_dflt_on),
+                bit(set.ansi_warnings),
+                bit(set.ansi_padding),
+                bit(set.ansi_nulls),
+                bit(set.concat_null_yields_null),
+                int(i64::from(set.isolation_level)),
+                int(set.lock_timeout),
+                s(&info.login),
+                int(i64::from(info.group_id)),
                 int(database_id(ctx, &now.database)),
                 int(i64::from(now.open_transactions)),
-                bit(true),
-                int(i64::from(info.group_id)),
             ]
         })
         .collect())

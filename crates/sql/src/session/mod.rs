@@ -124,9 +124,10 @@ impl Session {
             host_name: String::new(),
             program_name: String::new(),
             login_time: tessera_semantics::catalog::now_epoch(),
-            activity: Arc::new(parking_lot::Mutex::new(Activity {
-                database: database.to_string(),
-                ..Activity::default()
+            activity: Arc::new(parking_lot::Mutex::new({
+                let mut a = Activity { database: database.to_string(), ..Activity::default() };
+                a.settings.update(&state.options);
+                a
             })),
             connection: None,
             group_id: state.group_id,
@@ -224,6 +225,7 @@ impl Session {
             activity.command.push_str(text);
         }
         activity.open_transactions = self.state.txns.count;
+        activity.settings.update(&self.state.options);
     }
 
     /// A new session for the same client, as a pooled connection's reuse asks (TDS

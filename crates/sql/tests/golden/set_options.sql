@@ -39,3 +39,26 @@ select c.name, c.is_nullable from tempdb.sys.columns c where c.object_id in (obj
 drop table #dflt_off;
 drop table #dflt_on;
 go
+-- sys.dm_exec_sessions shows the session's options as of its last request.
+set ansi_nulls on;
+set quoted_identifier on;
+set textsize 0;
+go
+select text_size, language, date_format, date_first, quoted_identifier, ansi_nulls, transaction_isolation_level, lock_timeout from sys.dm_exec_sessions where session_id = @@spid;
+go
+set textsize 1000;
+set lock_timeout 250;
+set transaction isolation level serializable;
+set dateformat dmy;
+set datefirst 1;
+set quoted_identifier off;
+go
+select text_size, language, date_format, date_first, quoted_identifier, ansi_nulls, transaction_isolation_level, lock_timeout from sys.dm_exec_sessions where session_id = @@spid;
+go
+set textsize -1;
+set lock_timeout -1;
+set transaction isolation level read committed;
+set dateformat mdy;
+set datefirst 7;
+set quoted_identifier on;
+go

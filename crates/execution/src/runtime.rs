@@ -1158,6 +1158,12 @@ impl SessionState {
         }
         let database = shared.database_memo(&self.catalog_memo, db)?;
         database.available()?;
+        // No database allows snapshot isolation yet (ALLOW_SNAPSHOT_ISOLATION is 5058):
+        // a SNAPSHOT transaction is refused as SQL Server refuses it where the option is
+        // off, never run as another level. tempdb's objects are the session's own.
+        if self.options.isolation_level == "SNAPSHOT" && !is_tempdb(database.name()) {
+            return Err(msg::SNAPSHOT_NOT_ALLOWED.with(&[&database.name()]));
+        }
         let mut t = database.begin();
         // Trace flag 652: scans read no pages ahead.
         t.set_read_ahead(!self.has_trace_flag(shared, 652));

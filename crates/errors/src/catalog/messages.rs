@@ -247,6 +247,7 @@ catalog! {
     COMMIT_WITHOUT_BEGIN = 3902, 16, Statement, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     ROLLBACK_WITHOUT_BEGIN = 3903, 16, Statement, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     UNCOMMITTABLE_TRANSACTION = 3930, 16, Statement, "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.";
+    SNAPSHOT_NOT_ALLOWED = 3952, 16, Statement, "Snapshot isolation transaction failed accessing database '%.*ls' because snapshot isolation is not allowed in this database. Use ALTER DATABASE to allow snapshot isolation.";
     UNCOMMITTABLE_AT_BATCH_END = 3998, 16, Statement, "Uncommittable transaction is detected at the end of the batch. The transaction is rolled back.";
     TDS_STREAM_INCORRECT = 4002, 16, Statement, "The incoming tabular data stream (TDS) protocol stream is incorrect: %ls.";
     BACKUP_PAGES_PROCESSED = 4035, 0, Statement, "Processed %d pages for database '%.*ls', file '%.*ls' on file %d.";

@@ -81,3 +81,23 @@ commit with (delayed_durability = on);
 select count(*) as delayed_row from acct where id = 10;
 alter database master set delayed_durability = disabled;
 go
+-- SNAPSHOT isolation: no database allows it yet (ALLOW_SNAPSHOT_ISOLATION is 5058), so a
+-- SNAPSHOT transaction is refused where it first touches a database (3952), as SQL Server
+-- refuses it where the option is off; tempdb's objects are the session's own.
+create table snap_t (a int);
+insert snap_t values (1);
+go
+alter database current set allow_snapshot_isolation on;
+go
+set transaction isolation level snapshot;
+select a from snap_t;
+go
+create table #snap (a int);
+insert #snap values (2);
+select a from #snap;
+drop table #snap;
+go
+set transaction isolation level read committed;
+select a from snap_t;
+drop table snap_t;
+go

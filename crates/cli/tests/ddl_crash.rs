@@ -1,5 +1,5 @@
 //! DDL that goes with its transaction survives a crash as the transaction does (issue 34):
-//! a table dropped, one truncated and given an index, and a table and a procedure created
+//! a table dropped, one truncated and given an index, and a table, a schema and a procedure created
 //! by a transaction still open when the server is killed are, after the restart, as they
 //! were before it; a committed DROP TABLE stays done.
 
@@ -47,7 +47,8 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
     let mut open = sql_in_background(
         &server,
         "USE d; BEGIN TRAN; DROP TABLE kept; TRUNCATE TABLE trunc; CREATE INDEX ix ON trunc (a); \
-         CREATE TABLE fresh (x int); INSERT fresh VALUES (1); EXEC ('CREATE PROCEDURE p_fresh AS SELECT 1'); \
+         CREATE TABLE fresh (x int); INSERT fresh VALUES (1); EXEC ('CREATE SCHEMA s_fresh'); \
+         EXEC ('CREATE PROCEDURE p_fresh AS SELECT 1'); \
          WAITFOR DELAY '00:01:00'; COMMIT;",
     );
     // Uncommitted DDL shows in the catalog at once: wait for it to be there.
@@ -62,7 +63,8 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
     let after = sql(
         &server,
         "USE d; SELECT COUNT(*), MAX(b) FROM kept; \
-         SELECT ISNULL(OBJECT_ID('fresh'), -1), ISNULL(OBJECT_ID('p_fresh'), -1), ISNULL(OBJECT_ID('gone'), -1); \
+         SELECT ISNULL(OBJECT_ID('fresh'), -1), ISNULL(OBJECT_ID('p_fresh'), -1), ISNULL(OBJECT_ID('gone'), -1), \
+                (SELECT COUNT(*) FROM sys.schemas WHERE name = 's_fresh'); \
          SELECT COUNT(*), (SELECT COUNT(*) FROM sys.indexes WHERE name = 'ix') FROM trunc;",
     );
     let rows: Vec<&str> = after
@@ -70,7 +72,7 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('(') && !l.starts_with("Changed database context"))
         .collect();
-    assert_eq!(rows, ["3 two", "-1 -1 -1", "2 0"], "{after}");
+    assert_eq!(rows, ["3 two", "-1 -1 -1 0", "2 0"], "{after}");
     // The database works on, and the names are free.
     let again = sql(
         &server,

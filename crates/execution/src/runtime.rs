@@ -16,6 +16,11 @@ pub(crate) use deferred::{drop_trees, drop_trees_not_in};
 /// Catalog snapshot versions, unique in the process and increasing across runs (see
 /// `Shared::assemble`): every snapshot has its own, and a plan checked in one is good in it.
 static CATALOG_VERSIONS: AtomicU64 = AtomicU64::new(1);
+
+/// The schema lock a transaction that changes a database's principals holds to its end
+/// (object ids are below it; a name's lock, `ddl::locking::name_lock`, may rarely share it,
+/// which only makes one wait for the other).
+const SECURITY_LOCK: u32 = 0x8000_0000;
 use tessera_database::{Database, Engine, Savepoint, Transaction};
 
 use tessera_errors::msg;
@@ -407,16 +412,17 @@ impl Shared {
     }
 
     /// The table a plan bound against the definition `def` means when it runs in the
-    /// database `current` (see `ExecCtx::table`), and that database's name as the plan
-    /// refers to it.
+    /// session's current database (see `ExecCtx::table`), as the session sees the
+    /// catalogs (a table its transaction dropped is not the one a plan means, even while
+    /// the shared catalog still has it), and that database's name as the plan refers to
+    /// it.
     pub fn table_for_plan(
         &self,
-        memo: &CatalogMemo,
-        current: &str,
+        session: &SessionState,
         db: &DbRef,
         def: &Arc<Table>,
     ) -> SqlResult<(Arc<str>, Arc<Table>)> {
-        let of = self.catalog_memo(memo, db.name(current))?;
+        let of = session.catalog_of(self, db.name(&session.database))?;
         let table = of.catalog.same_table(def).ok_or_else(|| tessera_semantics::bind::invalid_object(&def.name))?;
         Ok((of.database, table.clone()))
     }
@@ -598,7 +604,8 @@ impl Shared {
     }
 
     /// Runs one change of a database's principals or permissions: `change` gets the
-    /// current set and returns the next, which is written and then replaces it.
+    /// current set and returns the next, which is written (in a transaction of its own)
+    /// and then replaces it. A session's statements use `ExecCtx::alter_security`.
     pub fn alter_security<T>(
         &self,
         db: &Arc<Database>,
@@ -606,16 +613,36 @@ impl Shared {
             &tessera_security::principals::Security,
         ) -> SqlResult<(tessera_security::principals::Security, T)>,
     ) -> SqlResult<T> {
+        let (_, _, out) =
+            self.change_security(db, change, |before, after| tessera_security::principals::save(db, before, after))?;
+        Ok(out)
+    }
+
+    /// Runs one change of a database's principals: `change` makes the next set from the
+    /// current one, `write` stores the difference, and the next set replaces the
+    /// current one. Returns the database's entry and the set before the change.
+    fn change_security<T>(
+        &self,
+        db: &Arc<Database>,
+        change: impl FnOnce(
+            &tessera_security::principals::Security,
+        ) -> SqlResult<(tessera_security::principals::Security, T)>,
+        write: impl FnOnce(
+            &tessera_security::principals::Security,
+            &tessera_security::principals::Security,
+        ) -> SqlResult<()>,
+    ) -> SqlResult<(Arc<DbCatalog>, Arc<tessera_security::principals::Security>, T)> {
         let entry = self.entry(db)?;
-        let _ddl = entry.ddl.lock();
+        let ddl = entry.ddl.lock();
         let current = match &*entry.security.read() {
             Some(s) => s.clone(),
             None => Arc::new(tessera_security::principals::load(db)?),
         };
         let (next, out) = change(&current)?;
-        tessera_security::principals::save(db, &current, &next)?;
+        write(&current, &next)?;
         *entry.security.write() = Some(Arc::new(next));
-        Ok(out)
+        drop(ddl);
+        Ok((entry, current, out))
     }
 
     /// Drops the catalog of a database the engine closed, unless it is open again: a
@@ -1333,6 +1360,25 @@ impl<'a> ExecCtx<'a> {
         self.session.pace(rows)
     }
 
+    /// Changes the principals, schemas or permissions of `db` in the session's transaction
+    /// (CREATE/ALTER/DROP USER, ROLE, SCHEMA, APPLICATION ROLE, GRANT, DENY, REVOKE,
+    /// ALTER AUTHORIZATION): they are locked to its end, and its rollback puts them back.
+    pub fn alter_security<T>(
+        &mut self,
+        db: &Arc<Database>,
+        change: impl FnOnce(
+            &tessera_security::principals::Security,
+        ) -> SqlResult<(tessera_security::principals::Security, T)>,
+    ) -> SqlResult<T> {
+        let tx = self.session.transaction(self.shared, db.name())?;
+        tx.lock_schema_to_end(SECURITY_LOCK)?;
+        let (entry, before, out) = self
+            .shared
+            .change_security(db, change, |before, after| tessera_security::principals::save_in(tx, before, after))?;
+        self.session.txns.defer(Deferred::security(db.clone(), entry, before));
+        Ok(out)
+    }
+
     /// Whether the session's open transaction dropped the object `id` of `database`.
     pub fn dropped(&self, database: &str, id: i32) -> bool {
         self.session.txns.dropped_in(database).any(|d| d == id)
@@ -1357,7 +1403,7 @@ impl<'a> ExecCtx<'a> {
     /// now: the table of that name in the database `db` means (with its own storage
     /// trees, object id and counters), and that database's name.
     pub fn table(&self, db: &DbRef, def: &Arc<Table>) -> SqlResult<(Arc<str>, Arc<Table>)> {
-        self.shared.table_for_plan(&self.session.catalog_memo, &self.session.database, db, def)
+        self.shared.table_for_plan(self.session, db, def)
     }
 
     pub fn row_schema(&self, table: &Table) -> SqlResult<Arc<tessera_access::row::RowSchema>> {

@@ -46,7 +46,7 @@ struct Altering {
 fn alter_table_inner(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {
     let (database, table) = lock_for_ddl(ctx, name, "ALTER TABLE")?;
     let db = database.name().to_string();
-    let catalog = ctx.shared.catalog(&database)?;
+    let catalog = ctx.catalog(&database)?;
     let salt = catalog.version.wrapping_mul(31);
     let at = Altering { database, table, db, catalog, salt };
     match action {

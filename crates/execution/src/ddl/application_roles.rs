@@ -25,7 +25,7 @@ fn find<'a>(s: &'a Security, name: &str) -> Option<&'a Principal> {
 }
 
 /// `CREATE APPLICATION ROLE name WITH PASSWORD = 'p' [, DEFAULT_SCHEMA = s]`.
-pub fn create(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
+pub fn create(ctx: &mut ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
     let c = caller(ctx)?;
     c.require("ALTER ANY APPLICATION ROLE")?;
     let mut password = None;
@@ -45,7 +45,7 @@ pub fn create(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<
     };
     tessera_security::logins::check_policy(password)?;
     let hash = tessera_security::logins::hash_password(password)?;
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         if s.principal(&name.value).is_some() {
             return Err(exists(&name.value));
         }
@@ -61,7 +61,7 @@ pub fn create(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<
 }
 
 /// `ALTER APPLICATION ROLE name WITH NAME = n | PASSWORD = 'p' | DEFAULT_SCHEMA = s, …`.
-pub fn alter(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
+pub fn alter(ctx: &mut ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
     let c = caller(ctx)?;
     let refused = || not_found("alter", "application role", &name.value);
     let mut hash = None;
@@ -77,7 +77,7 @@ pub fn alter(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<(
             UserOption::Name(_) | UserOption::DefaultSchema(_) => {}
         }
     }
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         let mut role = find(s, &name.value).cloned().ok_or_else(refused)?;
         if !c.may("ALTER", On::Principal(role.id)) {
             return Err(refused());
@@ -105,9 +105,9 @@ pub fn alter(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<(
 }
 
 /// `DROP APPLICATION ROLE name`: error 15138 while it owns a schema.
-pub fn drop(ctx: &ExecCtx, name: &Ident) -> SqlResult<()> {
+pub fn drop(ctx: &mut ExecCtx, name: &Ident) -> SqlResult<()> {
     let c = caller(ctx)?;
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         let refused = || not_found("drop", "application role", &name.value);
         let role = find(s, &name.value).cloned().ok_or_else(refused)?;
         if !c.may("ALTER ANY APPLICATION ROLE", On::Database) && !c.may("CONTROL", On::Principal(role.id)) {

@@ -56,7 +56,7 @@ pub(super) fn not_found(verb: &str, what: &str, name: &str) -> SqlError {
 }
 
 /// `CREATE USER`.
-pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[UserOption]) -> SqlResult<()> {
+pub fn create_user(ctx: &mut ExecCtx, name: &Ident, login: &UserLogin, options: &[UserOption]) -> SqlResult<()> {
     let c = caller(ctx)?;
     c.require("ALTER ANY USER")?;
     let password = options.iter().find_map(|o| match o {
@@ -88,7 +88,7 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
         }
         _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"PASSWORD"])),
     };
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         if s.principal(&name.value).is_some() {
             return Err(exists(&name.value));
         }
@@ -123,7 +123,7 @@ pub fn create_user(ctx: &ExecCtx, name: &Ident, login: &UserLogin, options: &[Us
 /// ALTER ANY USER; LOGIN CONTROL on the database; DEFAULT_SCHEMA, DEFAULT_LANGUAGE and
 /// PASSWORD ALTER on the user (which ALTER ANY USER covers), or being that user (its own
 /// password only with the right OLD_PASSWORD).
-pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
+pub fn alter_user(ctx: &mut ExecCtx, name: &Ident, options: &[UserOption]) -> SqlResult<()> {
     let c = caller(ctx)?;
     let mut login_sid = None;
     let mut password_hash = None;
@@ -140,7 +140,7 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
             _ => {}
         }
     }
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         let Some(user) = s.principal(&name.value).filter(|p| p.kind.is_user()).cloned() else {
             return Err(not_found("alter", "user", &name.value));
         };
@@ -198,10 +198,10 @@ pub fn alter_user(ctx: &ExecCtx, name: &Ident, options: &[UserOption]) -> SqlRes
 }
 
 /// `DROP USER`.
-pub fn drop_user(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
+pub fn drop_user(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
     let c = caller(ctx)?;
     c.require("ALTER ANY USER")?;
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         let Some(user) = s.principal(&name.value).filter(|p| p.kind.is_user()).cloned() else {
             if if_exists {
                 return Ok((s.clone(), ()));
@@ -227,12 +227,12 @@ pub(super) fn without_principal(s: &Security, p: &Principal) -> SqlResult<Securi
 }
 
 /// `CREATE ROLE … [AUTHORIZATION owner]`.
-pub fn create_role(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlResult<()> {
+pub fn create_role(ctx: &mut ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlResult<()> {
     let c = caller(ctx)?;
     if !c.may("CREATE ROLE", On::Database) && !c.may("ALTER ANY ROLE", On::Database) {
         return Err(crate::ddl::logins::no_permission());
     }
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         if s.principal(&name.value).is_some() {
             return Err(exists(&name.value));
         }
@@ -265,9 +265,9 @@ fn may_change_role(c: &Caller, role: &Principal, permission: &str) -> bool {
 }
 
 /// `ALTER ROLE … ADD MEMBER | DROP MEMBER | WITH NAME =`.
-pub fn alter_role(ctx: &ExecCtx, role: &Ident, action: &AlterRoleAction) -> SqlResult<()> {
+pub fn alter_role(ctx: &mut ExecCtx, role: &Ident, action: &AlterRoleAction) -> SqlResult<()> {
     let c = caller(ctx)?;
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         let Some(r) = s.principal(&role.value).filter(|p| p.kind.is_role()).cloned() else {
             return Err(not_found("alter", "role", &role.value));
         };
@@ -316,9 +316,9 @@ pub fn alter_role(ctx: &ExecCtx, role: &Ident, action: &AlterRoleAction) -> SqlR
 }
 
 /// `DROP ROLE`.
-pub fn drop_role(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
+pub fn drop_role(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
     let c = caller(ctx)?;
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         let Some(r) = s.principal(&name.value).filter(|p| p.kind.is_role()).cloned() else {
             if if_exists {
                 return Ok((s.clone(), ()));
@@ -339,12 +339,12 @@ pub fn drop_role(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> 
 }
 
 /// `CREATE SCHEMA name [AUTHORIZATION owner]` (its elements run after it, in the session).
-pub fn create_schema(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlResult<()> {
+pub fn create_schema(ctx: &mut ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlResult<()> {
     let c = caller(ctx)?;
     if !c.may("CREATE SCHEMA", On::Database) {
         return Err(check::database_denied("CREATE SCHEMA", c.db.name()));
     }
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         if s.schema(&name.value).is_some() {
             return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &name.value]));
         }
@@ -360,10 +360,10 @@ pub fn create_schema(ctx: &ExecCtx, name: &Ident, owner: Option<&Ident>) -> SqlR
 }
 
 /// `DROP SCHEMA`: error 3729 while an object is in it.
-pub fn drop_schema(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
+pub fn drop_schema(ctx: &mut ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()> {
     let c = caller(ctx)?;
-    let catalog = ctx.shared.catalog(&c.db)?;
-    ctx.shared.alter_security(&c.db, |s| {
+    let catalog = ctx.catalog(&c.db)?;
+    ctx.alter_security(&c.db, |s| {
         let Some(schema) = s.schema(&name.value).cloned() else {
             if if_exists {
                 return Ok((s.clone(), ()));
@@ -383,11 +383,11 @@ pub fn drop_schema(ctx: &ExecCtx, name: &Ident, if_exists: bool) -> SqlResult<()
 }
 
 /// `ALTER AUTHORIZATION ON SCHEMA::s | DATABASE::d TO principal`.
-pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>) -> SqlResult<()> {
+pub fn alter_authorization(ctx: &mut ExecCtx, on: &Securable, owner: Option<&Ident>) -> SqlResult<()> {
     let c = caller(ctx)?;
     let target = &on.name.name().value;
     match on.class {
-        SecurableClass::Schema => ctx.shared.alter_security(&c.db, |s| {
+        SecurableClass::Schema => ctx.alter_security(&c.db, |s| {
             let Some(mut schema) = s.schema(target).cloned() else {
                 return Err(not_found("find", "schema", target));
             };
@@ -414,7 +414,7 @@ pub fn alter_authorization(ctx: &ExecCtx, on: &Securable, owner: Option<&Ident>)
             if !allowed(&security, &token, "CONTROL", On::Database) {
                 return Err(not_found("find", "database", target));
             }
-            ctx.shared.alter_security(&db, |s| {
+            ctx.alter_security(&db, |s| {
                 if s.user_for_sid(&login.sid).is_some() {
                     return Err(msg::NEW_OWNER_ALREADY_USER.err());
                 }
@@ -487,7 +487,7 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
             if !db.eq_ignore_ascii_case(c.db.name()) {
                 return Err(msg::TRUNCATE_TABLE_NOT_FOUND.with(&[&shown]));
             }
-            let catalog = ctx.shared.catalog(&c.db)?;
+            let catalog = ctx.catalog(&c.db)?;
             let object = catalog.lookup(&schema, &name).ok_or_else(|| not_found("find", "object", &shown))?;
             let all: &'static [&'static str] = match object {
                 Object::Table(_) => &["DELETE", "INSERT", "REFERENCES", "SELECT", "UPDATE"],
@@ -523,7 +523,7 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
 
 /// `GRANT`, `DENY` or `REVOKE` on the server, the database, a schema, an object, a user or
 /// a role.
-pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
+pub fn permission(ctx: &mut ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
     let on_login = p.on.as_ref().is_some_and(|on| on.class == SecurableClass::Login);
     if on_login || (p.on.is_none() && p.permissions.iter().all(|perm| is_server_permission(&perm.name))) {
         return server_permission(ctx, p);
@@ -574,7 +574,7 @@ pub fn permission(ctx: &ExecCtx, p: &PermissionStatement) -> SqlResult<()> {
         let shown = p.on.as_ref().map_or(c.db.name().to_string(), |s| s.name.name().value.clone());
         return Err(msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"find", &"object", &shown]));
     }
-    ctx.shared.alter_security(&c.db, |s| {
+    ctx.alter_security(&c.db, |s| {
         let mut grantees = Vec::new();
         for g in &p.principals {
             let Some(principal) = s.principal(&g.value) else {

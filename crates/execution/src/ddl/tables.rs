@@ -232,7 +232,10 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
     }
     let shared = ctx.shared;
     shared.alter_catalog(&database, |catalog, version| {
-        if let Some((child, _)) = catalog.referencing(table.id).into_iter().find(|(c, _)| c.id != table.id) {
+        // A referencing table this transaction dropped no longer counts.
+        let referencing = catalog.referencing(table.id);
+        let child = referencing.into_iter().find(|(c, _)| c.id != table.id && !ctx.dropped(database.name(), c.id));
+        if let Some((child, _)) = child {
             let _ = child;
             return Err(msg::DROP_OBJECT_REFERENCED_BY_FK.with(&[&table.schema, &table.name]));
         }
@@ -282,7 +285,7 @@ pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
             .join("."))]),
         _ => e,
     })?;
-    let catalog = ctx.shared.catalog(&database)?;
+    let catalog = ctx.catalog(&database)?;
     if catalog.referencing(table.id).iter().any(|(c, _)| c.id != table.id) {
         return Err(msg::TRUNCATE_REFERENCED_TABLE.with(&[&table.name]));
     }

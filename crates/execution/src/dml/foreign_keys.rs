@@ -24,7 +24,7 @@ pub(super) fn check_parents(
         return Ok(());
     }
     let database = ctx.shared.database(&target.db)?;
-    let catalog = ctx.shared.catalog(&database)?;
+    let catalog = ctx.catalog(&database)?;
     for fk in &table.foreign_keys {
         if let Some(ch) = changed {
             if !fk.columns.iter().any(|c| ch.contains(c)) {

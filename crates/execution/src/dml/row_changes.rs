@@ -69,7 +69,7 @@ pub(super) fn check_children(
     depth: usize,
 ) -> SqlResult<()> {
     let database = ctx.shared.database(&target.db)?;
-    let catalog = ctx.shared.catalog(&database)?;
+    let catalog = ctx.catalog(&database)?;
     let table = &target.table;
     for (child, i) in catalog.referencing(table.id) {
         let fk = &child.foreign_keys[i];

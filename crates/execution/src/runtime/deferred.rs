@@ -18,16 +18,21 @@
 use std::sync::Arc;
 
 use tessera_database::Database;
+use tessera_security::principals::Security;
 use tessera_semantics::catalog::{Object, Table};
 
 use super::DbCatalog;
 
-/// An object's definition before and after a transaction's DDL (None: not there).
+/// An object's definition before and after a transaction's DDL (None: not there), or the
+/// database's principals, schemas and permissions before a change to them.
 pub struct Deferred {
     database: Arc<Database>,
     catalog: Arc<DbCatalog>,
     before: Option<Object>,
     after: Option<Object>,
+    /// The principals before a security change (CREATE USER, ROLE, SCHEMA, GRANT …),
+    /// which the transaction locked to its end: nobody else changed them since.
+    principals: Option<Arc<Security>>,
 }
 
 /// The table an object's definition is, if it is one.
@@ -49,7 +54,12 @@ impl Deferred {
         if let (Some(b), Some(a)) = (&before, &after) {
             assert_eq!(b.id(), a.id(), "a redefinition keeps the object's id");
         }
-        Deferred { database, catalog, before, after }
+        Deferred { database, catalog, before, after, principals: None }
+    }
+
+    /// A change to the database's principals, schemas or permissions, `before` them.
+    pub(super) fn security(database: Arc<Database>, catalog: Arc<DbCatalog>, before: Arc<Security>) -> Deferred {
+        Deferred { database, catalog, before: None, after: None, principals: Some(before) }
     }
 
     pub(super) fn database(&self) -> &Arc<Database> {
@@ -91,6 +101,9 @@ impl Deferred {
     /// rollback does this before its storage rollback lets go of the table's locks, so
     /// that no statement waiting for them runs a plan checked against the new one.
     pub(super) fn restore_definition(&self) {
+        if let Some(principals) = &self.principals {
+            *self.catalog.security.write() = Some(principals.clone());
+        }
         let _ = match (&self.before, &self.after) {
             (Some(b), _) => self.catalog.alter(|c, version| Ok((c.with(b.clone(), version), ()))),
             (None, Some(a)) => self.catalog.alter(|c, version| Ok((c.without(a.id(), version), ()))),

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tessera_errors::{SqlError, SqlResult};
 
-pub use store::{load, save};
+pub use store::{load, save, save_in};
 
 pub const PUBLIC_ID: i32 = 0;
 pub const DBO_ID: i32 = 1;

@@ -80,18 +80,39 @@ pub fn load(db: &Arc<Database>) -> SqlResult<Security> {
 
 /// Writes what differs between `before` and `after` durably, in one transaction.
 pub fn save(db: &Arc<Database>, before: &Security, after: &Security) -> SqlResult<()> {
-    let (tree, old) = match db.table(TREE) {
-        Some(t) => (t, rows(before)?),
+    let mut tx = db.begin();
+    save_in(&mut tx, before, after)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Writes what differs between `before` and `after` in the transaction `tx` (of their
+/// database): it lasts if `tx` commits.
+pub fn save_in(tx: &mut tessera_database::Transaction, before: &Security, after: &Security) -> SqlResult<()> {
+    let db = tx.database().clone();
+    let db = &db;
+    let old = rows(before)?;
+    let tree = match db.table(TREE) {
+        Some(t) => t,
         None => match db.create_table(TREE) {
-            Ok(t) => (t, BTreeMap::new()),
+            Ok(t) => {
+                // The first change: `before` (the defaults a new database starts with) is
+                // written and committed on its own, so that a rollback of `tx`, or a crash
+                // before it commits, leaves them and not an empty store.
+                let mut base = db.begin();
+                for (key, value) in &old {
+                    base.insert(t, key, value)?;
+                }
+                base.commit()?;
+                t
+            }
             Err(tessera_database::Error::AlreadyExists { .. }) => {
-                (db.table(TREE).ok_or_else(|| damaged(db, "tree vanished"))?, rows(before)?)
+                db.table(TREE).ok_or_else(|| damaged(db, "tree vanished"))?
             }
             Err(e) => return Err(e.into()),
         },
     };
     let new = rows(after)?;
-    let mut tx = db.begin();
     for key in old.keys().filter(|k| !new.contains_key(*k)) {
         tx.delete(tree, key)?;
     }
@@ -101,6 +122,5 @@ pub fn save(db: &Arc<Database>, before: &Security, after: &Security) -> SqlResul
             tx.insert(tree, key, value)?;
         }
     }
-    tx.commit()?;
     Ok(())
 }

@@ -271,25 +271,27 @@ impl Runner<'_> {
     /// CREATE/ALTER/DROP USER and ROLE, CREATE/DROP SCHEMA (with the schema's elements),
     /// ALTER AUTHORIZATION and GRANT/DENY/REVOKE.
     pub(super) fn database_security(&mut self, kind: &StatementKind) -> SqlResult<()> {
-        let ctx = ExecCtx::new(self.shared, self.state);
+        let mut ctx = ExecCtx::new(self.shared, self.state);
         match kind {
-            StatementKind::CreateUser { name, login, options } => ddl::create_user(&ctx, name, login, options),
-            StatementKind::AlterUser { name, options } => ddl::alter_user(&ctx, name, options),
-            StatementKind::DropUser { name, if_exists } => ddl::drop_user(&ctx, name, *if_exists),
-            StatementKind::CreateRole { name, owner } => ddl::create_role(&ctx, name, owner.as_ref()),
-            StatementKind::AlterRole { role, action } => ddl::alter_role(&ctx, role, action),
-            StatementKind::DropRole { name, if_exists } => ddl::drop_role(&ctx, name, *if_exists),
+            StatementKind::CreateUser { name, login, options } => ddl::create_user(&mut ctx, name, login, options),
+            StatementKind::AlterUser { name, options } => ddl::alter_user(&mut ctx, name, options),
+            StatementKind::DropUser { name, if_exists } => ddl::drop_user(&mut ctx, name, *if_exists),
+            StatementKind::CreateRole { name, owner } => ddl::create_role(&mut ctx, name, owner.as_ref()),
+            StatementKind::AlterRole { role, action } => ddl::alter_role(&mut ctx, role, action),
+            StatementKind::DropRole { name, if_exists } => ddl::drop_role(&mut ctx, name, *if_exists),
             StatementKind::CreateApplicationRole { name, options } => {
-                tessera_execution::ddl::application_roles::create(&ctx, name, options)
+                tessera_execution::ddl::application_roles::create(&mut ctx, name, options)
             }
             StatementKind::AlterApplicationRole { name, options } => {
-                tessera_execution::ddl::application_roles::alter(&ctx, name, options)
+                tessera_execution::ddl::application_roles::alter(&mut ctx, name, options)
             }
-            StatementKind::DropApplicationRole { name } => tessera_execution::ddl::application_roles::drop(&ctx, name),
-            StatementKind::CreateSchema { name, owner, .. } => ddl::create_schema(&ctx, name, owner.as_ref()),
-            StatementKind::DropSchema { name, if_exists } => ddl::drop_schema(&ctx, name, *if_exists),
-            StatementKind::AlterAuthorization { on, owner } => ddl::alter_authorization(&ctx, on, owner.as_ref()),
-            StatementKind::Permission(p) => ddl::permission(&ctx, p),
+            StatementKind::DropApplicationRole { name } => {
+                tessera_execution::ddl::application_roles::drop(&mut ctx, name)
+            }
+            StatementKind::CreateSchema { name, owner, .. } => ddl::create_schema(&mut ctx, name, owner.as_ref()),
+            StatementKind::DropSchema { name, if_exists } => ddl::drop_schema(&mut ctx, name, *if_exists),
+            StatementKind::AlterAuthorization { on, owner } => ddl::alter_authorization(&mut ctx, on, owner.as_ref()),
+            StatementKind::Permission(p) => ddl::permission(&mut ctx, p),
             _ => unreachable!("not a database security statement"),
         }
     }

@@ -134,7 +134,7 @@ impl Runner<'_> {
     fn with_site<T>(&self, show: impl FnOnce(&PlanSite) -> T) -> T {
         let current = &self.state.database;
         let table = |db: &DbRef, def: &Arc<Table>| {
-            (self.shared.table_for_plan(&self.state.catalog_memo, current, db, def))
+            (self.shared.table_for_plan(self.state, db, def))
                 .unwrap_or_else(|_| (Arc::from(db.name(current)), def.clone()))
         };
         show(&PlanSite { database: current, table: &table })

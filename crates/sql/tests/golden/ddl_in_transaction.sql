@@ -129,6 +129,56 @@ drop procedure p_keep;
 drop view v_keep;
 drop table committed_t;
 go
+-- Dropped and made again in one transaction, the same statements run on the new table
+-- (a plan bound against the dropped one is not taken for it); a table whose referencing
+-- table the transaction dropped may be dropped too.
+begin tran;
+create table again (a int);
+insert again values (1);
+select a from again;
+go
+drop table again;
+create table again (a int);
+insert again values (2);
+go
+select a from again;
+go
+create table parent_t (id int primary key);
+create table child_t (id int references parent_t (id));
+insert parent_t values (1);
+insert child_t values (1);
+go
+drop table child_t;
+delete parent_t;
+drop table parent_t;
+select object_id('parent_t') as parent_gone, object_id('child_t') as child_gone;
+rollback;
+select object_id('again') as again_gone;
+go
+-- Schemas, users, roles and permissions go with the transaction too.
+begin tran;
+go
+create schema s_tx;
+go
+create role r_tx;
+create user u_tx without login;
+alter role r_tx add member u_tx;
+grant select to r_tx;
+create table s_tx.in_schema (a int);
+select (select count(*) from sys.schemas where name = 's_tx') as schemas,
+       (select count(*) from sys.database_principals where name in ('r_tx', 'u_tx')) as principals;
+go
+rollback;
+select (select count(*) from sys.schemas where name = 's_tx') as schemas_after,
+       (select count(*) from sys.database_principals where name in ('r_tx', 'u_tx')) as principals_after,
+       (select count(*) from sys.database_permissions p join sys.database_principals r on r.principal_id = p.grantee_principal_id where r.name = 'r_tx') as grants_after;
+go
+begin tran;
+create role r_kept;
+commit;
+select count(*) as committed_role from sys.database_principals where name = 'r_kept';
+drop role r_kept;
+go
 -- Outside a transaction: at once.
 drop table tr;
 drop table tt;

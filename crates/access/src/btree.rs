@@ -119,7 +119,7 @@ fn read(space: &Space, no: PageNo) -> Result<PageReadGuard> {
     Ok(space.pool.fetch(space.file, no)?.into_read())
 }
 
-fn damaged(space: &Space, no: PageNo, what: &str) -> Error {
+pub(crate) fn damaged(space: &Space, no: PageNo, what: &str) -> Error {
     Error::Corrupt {
         database: space.name.clone(),
         path: tessera_buffer::PageStore::path(&*space.store).to_path_buf(),

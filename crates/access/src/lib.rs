@@ -6,6 +6,7 @@ pub mod btree;
 pub mod bulk;
 pub mod changes;
 pub mod key;
+pub mod lob;
 pub mod lock;
 pub mod mtr;
 pub mod ops;

@@ -4,6 +4,7 @@
 //! offset           size        field
 //!      0              1        status A: 0x10 = NULL bitmap present (always set),
 //!                                        0x20 = variable-length block present,
+//!                                        0x40 = some var column is stored off the row,
 //!                                        0x0E = record type (0 = primary row; free for the
 //!                                               layers above, e.g. ghost records)
 //!      1              1        status B: 0
@@ -26,9 +27,14 @@
 //! * A row may carry fewer columns than the schema (N < schema length): the missing trailing
 //!   columns read as NULL. This is what lets `ALTER TABLE ... ADD <nullable column>` leave
 //!   existing rows alone. The layout of the first N columns never depends on later columns.
-//! * Rows are at most [`MAX_ROW_SIZE`] (8060) bytes, SQL Server's limit; larger rows fail with
-//!   [`Error::RowTooLarge`] (SQL Server error 511). There is no off-row (LOB) storage yet:
-//!   `varchar(max)` and friends are stored in-row, within that limit.
+//! * Rows are at most [`MAX_ROW_SIZE`] (8060) bytes, SQL Server's limit. A variable-length
+//!   value may live outside the row (see `crate::lob`): its end offset then has the high
+//!   bit [`OFF_ROW_BIT`] set (offsets are below 8060, so the bit is free) and its data in the
+//!   row is an [`OffRow`] pointer of [`OFF_ROW_POINTER`] bytes — the value's id in the
+//!   table's large-value tree, then its length in bytes, both u64. [`off_row_columns`]
+//!   says which values go out, in SQL Server's model: a `(max)` value longer than
+//!   [`MAX_IN_ROW`] (8000) bytes always, then the longest values until the row fits
+//!   (row overflow). A row still too large fails with [`Error::RowTooLarge`] (error 511).
 //! * A `char(1000)` + `int` row is 4 + 1000 + 4 + 2 + 1 = 1011 bytes, as in SQL Server.
 //!
 //! Fixed-size encodings (value representation in [`Value`]):
@@ -72,6 +78,44 @@ const HEADER: usize = 4;
 const STATUS_NULL_BITMAP: u8 = 0x10;
 const STATUS_VAR_COLUMNS: u8 = 0x20;
 const STATUS_RECORD_TYPE: u8 = 0x0E;
+const STATUS_OFF_ROW: u8 = 0x40;
+/// Set in a var column's end offset when its value is stored off the row.
+pub const OFF_ROW_BIT: u16 = 0x8000;
+/// Bytes of an [`OffRow`] pointer in the row.
+pub const OFF_ROW_POINTER: usize = 16;
+/// The longest `(max)` value kept in its row (SQL Server's default for large value types).
+pub const MAX_IN_ROW: usize = 8000;
+
+/// Where a variable-length value stored off its row is: its id in the table's
+/// large-value tree and its length in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OffRow {
+    pub id: u64,
+    pub len: u64,
+}
+
+impl OffRow {
+    pub fn to_bytes(self) -> [u8; OFF_ROW_POINTER] {
+        let mut b = [0u8; OFF_ROW_POINTER];
+        b[..8].copy_from_slice(&self.id.to_le_bytes());
+        b[8..].copy_from_slice(&self.len.to_le_bytes());
+        b
+    }
+
+    fn from_bytes(b: &[u8]) -> Result<OffRow> {
+        if b.len() != OFF_ROW_POINTER {
+            return Err(malformed(format_args!("an off-row pointer of {} bytes", b.len())));
+        }
+        let id = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+        let len = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
+        Ok(OffRow { id, len })
+    }
+}
+
+/// Whether a stored row holds a value off the row (see [`OffRow`]).
+pub fn has_off_row(row: &[u8]) -> bool {
+    row.first().is_some_and(|a| a & STATUS_OFF_ROW != 0)
+}
 
 /// 100 ns ticks per unit of a `time(scale)` value as stored.
 fn time_unit(scale: u8) -> u64 {
@@ -105,17 +149,35 @@ pub enum Value {
     BigInt(i64),
     Real(f32),
     Float(f64),
-    Decimal { value: i128, scale: u8 },
+    Decimal {
+        value: i128,
+        scale: u8,
+    },
     Money(i64),
     Date(i32),
     Time(u64),
-    DateTime { days: i32, ticks: u32 },
-    DateTime2 { days: i32, ticks: u64 },
-    SmallDateTime { days: u16, minutes: u16 },
-    DateTimeOffset { days: i32, ticks: u64, offset: i16 },
+    DateTime {
+        days: i32,
+        ticks: u32,
+    },
+    DateTime2 {
+        days: i32,
+        ticks: u64,
+    },
+    SmallDateTime {
+        days: u16,
+        minutes: u16,
+    },
+    DateTimeOffset {
+        days: i32,
+        ticks: u64,
+        offset: i16,
+    },
     Guid([u8; 16]),
     Bytes(Vec<u8>),
     Unicode(Vec<u16>),
+    /// A variable-length column's value already stored off the row.
+    OffRow(OffRow),
 }
 
 impl Value {
@@ -150,6 +212,7 @@ impl Value {
             Value::Guid(_) => "uniqueidentifier",
             Value::Bytes(_) => "bytes",
             Value::Unicode(_) => "unicode",
+            Value::OffRow(_) => "off-row value",
         }
     }
 }
@@ -207,6 +270,9 @@ pub struct RowSchema {
     fixed_end: Vec<u16>,
     /// `vars[i]` = number of variable-length columns among the first i columns.
     vars: Vec<u16>,
+    /// Whether a row can be too large to keep its values in it: some `(max)` column, or
+    /// variable-length columns whose longest values together exceed [`MAX_ROW_SIZE`].
+    overflows: bool,
 }
 
 impl RowSchema {
@@ -243,7 +309,19 @@ impl RowSchema {
             fixed_end.push(end as u16);
             vars.push(nvar as u16);
         }
-        Ok(RowSchema { columns, place, fixed_end, vars })
+        let longest = columns
+            .iter()
+            .filter(|t| t.is_variable())
+            .try_fold(0usize, |sum, t| (!t.is_max()).then(|| sum + var_capacity(t)).filter(|&s| s <= MAX_ROW_SIZE));
+        let overflows =
+            longest.is_none_or(|var| end + 2 + columns.len().div_ceil(8) + 2 + 2 * nvar + var > MAX_ROW_SIZE);
+        Ok(RowSchema { columns, place, fixed_end, vars, overflows })
+    }
+
+    /// Whether some rows of this layout may hold values off the row (see [`OffRow`]);
+    /// when not, none ever does.
+    pub fn overflows(&self) -> bool {
+        self.overflows
     }
 
     pub fn columns(&self) -> &[ColumnType] {
@@ -257,11 +335,12 @@ impl RowSchema {
     pub fn is_empty(&self) -> bool {
         self.columns.is_empty()
     }
+}
 
-    /// Size of a row whose variable-length columns are all NULL (or empty).
-    pub fn min_row_size(&self) -> usize {
-        self.fixed_end[self.len()] as usize + 2 + self.len().div_ceil(8)
-    }
+/// Size of a row of `columns` whose variable-length columns are all NULL, whether or not
+/// it fits (what CREATE TABLE checks, error 1701).
+pub fn min_row_size_of(columns: &[ColumnType]) -> usize {
+    HEADER + columns.iter().filter_map(ColumnType::fixed_size).sum::<usize>() + 2 + columns.len().div_ceil(8)
 }
 
 /// Encodes a row. `values` must have one value per schema column.
@@ -289,10 +368,12 @@ fn encode_append(schema: &RowSchema, values: &[Value], out: &mut Vec<u8>) -> Res
     // First pass: size of the variable-length part, and how many var columns to write.
     let mut vc = 0usize;
     let mut var_bytes = 0usize;
+    let mut off_row = false;
     for (i, (ty, v)) in schema.columns.iter().zip(values).enumerate() {
         if ty.is_variable() && !v.is_null() {
             var_bytes += var_len(ty, v)?;
             vc = schema.place[i] as usize + 1;
+            off_row |= matches!(v, Value::OffRow(_));
         }
     }
     let fixed_end = schema.fixed_end[n] as usize;
@@ -308,7 +389,8 @@ fn encode_append(schema: &RowSchema, values: &[Value], out: &mut Vec<u8>) -> Res
     let start = out.len();
     out.reserve(size);
     out.resize(start + fixed_end, 0);
-    out[start] = STATUS_NULL_BITMAP | if vc > 0 { STATUS_VAR_COLUMNS } else { 0 };
+    out[start] =
+        STATUS_NULL_BITMAP | if vc > 0 { STATUS_VAR_COLUMNS } else { 0 } | if off_row { STATUS_OFF_ROW } else { 0 };
     out[start + 2..start + 4].copy_from_slice(&(fixed_end as u16).to_le_bytes());
     for (i, (ty, v)) in schema.columns.iter().zip(values).enumerate() {
         if let (Some(sz), false) = (ty.fixed_size(), v.is_null()) {
@@ -336,12 +418,17 @@ fn encode_append(schema: &RowSchema, values: &[Value], out: &mut Vec<u8>) -> Res
             if k >= vc {
                 break;
             }
+            let mut end = 0;
             match v {
                 Value::Bytes(b) => out.extend_from_slice(b),
                 Value::Unicode(u) => u.iter().for_each(|c| out.extend_from_slice(&c.to_le_bytes())),
+                Value::OffRow(p) => {
+                    out.extend_from_slice(&p.to_bytes());
+                    end = OFF_ROW_BIT;
+                }
                 _ => {}
             }
-            let end = (out.len() - start) as u16;
+            let end = end | (out.len() - start) as u16;
             out[offs + 2 * k..offs + 2 * k + 2].copy_from_slice(&end.to_le_bytes());
         }
     }
@@ -349,11 +436,71 @@ fn encode_append(schema: &RowSchema, values: &[Value], out: &mut Vec<u8>) -> Res
     Ok(())
 }
 
+/// Which variable-length values of a row to store off the row so that it fits, in SQL
+/// Server's order: each `(max)` value longer than [`MAX_IN_ROW`] bytes, then the longest
+/// of the rest (longer than a pointer) until the row is at most [`MAX_ROW_SIZE`] bytes.
+/// Values already off the row count as pointers. Fails with [`Error::RowTooLarge`] when
+/// no choice makes the row fit.
+pub fn off_row_columns(schema: &RowSchema, values: &[Value]) -> Result<Vec<usize>> {
+    let n = schema.len();
+    if values.len() != n {
+        return Err(invalid(format!("a row of this table has {n} columns, not {}", values.len())));
+    }
+    let mut out = Vec::new();
+    let mut lens: Vec<(usize, usize)> = Vec::new();
+    let mut vc = 0usize;
+    let mut var_bytes = 0usize;
+    for (i, (ty, v)) in schema.columns.iter().zip(values).enumerate() {
+        if !ty.is_variable() || v.is_null() {
+            continue;
+        }
+        vc = schema.place[i] as usize + 1;
+        let len = var_len(ty, v)?;
+        if matches!(v, Value::OffRow(_)) {
+            var_bytes += len;
+        } else if ty.is_max() && len > MAX_IN_ROW {
+            out.push(i);
+            var_bytes += OFF_ROW_POINTER;
+        } else {
+            var_bytes += len;
+            lens.push((len, i));
+        }
+    }
+    let mut size = schema.fixed_end[n] as usize + 2 + n.div_ceil(8) + if vc > 0 { 2 + 2 * vc } else { 0 } + var_bytes;
+    // Longest first; among equals, the later column first (as SQL Server moves them).
+    lens.sort_unstable_by(|a, b| b.cmp(a));
+    for (len, i) in lens {
+        if size <= MAX_ROW_SIZE || len <= OFF_ROW_POINTER {
+            break;
+        }
+        size -= len - OFF_ROW_POINTER;
+        out.push(i);
+    }
+    if size > MAX_ROW_SIZE {
+        return Err(Error::RowTooLarge { size, max: MAX_ROW_SIZE });
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The longest value a variable-length column of type `ty` holds in bytes (`(max)`: none
+/// in a row; callers treat it apart).
+fn var_capacity(ty: &ColumnType) -> usize {
+    match *ty {
+        ColumnType::NVarChar(n) => 2 * n as usize,
+        ColumnType::VarChar(n) | ColumnType::VarBinary(n) => n as usize,
+        _ => 0,
+    }
+}
+
 /// Data length of a non-NULL value of a variable-length column (validating it).
 fn var_len(ty: &ColumnType, v: &Value) -> Result<usize> {
     let (n, units, width) = match (ty, v) {
         (ColumnType::VarChar(n) | ColumnType::VarBinary(n), Value::Bytes(b)) => (*n, b.len(), 1),
         (ColumnType::NVarChar(n), Value::Unicode(u)) => (*n, u.len(), 2),
+        (ColumnType::VarChar(_) | ColumnType::VarBinary(_) | ColumnType::NVarChar(_), Value::OffRow(_)) => {
+            return Ok(OFF_ROW_POINTER)
+        }
         _ => return Err(mismatch(ty, v)),
     };
     if n != MAX && units > n as usize {
@@ -619,6 +766,8 @@ pub enum Field<'r> {
     Bytes(&'r [u8]),
     /// nchar, nvarchar: UTF-16LE code units.
     Unicode(&'r [u8]),
+    /// varchar, nvarchar, varbinary stored off the row.
+    OffRow(OffRow),
 }
 
 impl Field<'_> {
@@ -627,6 +776,7 @@ impl Field<'_> {
             Field::Value(v) => v,
             Field::Bytes(b) => Value::Bytes(b.to_vec()),
             Field::Unicode(b) => Value::Unicode(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()),
+            Field::OffRow(p) => Value::OffRow(p),
         }
     }
 }
@@ -658,7 +808,7 @@ fn parse(schema: &RowSchema, row: &[u8]) -> Result<Layout> {
     }
     let a = row[0];
     if a & STATUS_NULL_BITMAP == 0
-        || a & !(STATUS_NULL_BITMAP | STATUS_VAR_COLUMNS | STATUS_RECORD_TYPE) != 0
+        || a & !(STATUS_NULL_BITMAP | STATUS_VAR_COLUMNS | STATUS_RECORD_TYPE | STATUS_OFF_ROW) != 0
         || row[1] != 0
     {
         return Err(malformed(format_args!("bad status bytes {:#04x} {:#04x}", row[0], row[1])));
@@ -702,30 +852,38 @@ fn null_bit(row: &[u8], l: &Layout, i: usize) -> bool {
     row[l.bitmap + i / 8] >> (i % 8) & 1 == 1
 }
 
-/// Byte range of var column `k` (< vc).
-fn var_span(row: &[u8], l: &Layout, k: usize) -> Result<(usize, usize)> {
-    let start = if k == 0 { l.data } else { get_u16(row, l.offs + 2 * (k - 1)) };
+/// Where var column `k`'s data ends, and whether it is an off-row pointer.
+#[inline]
+fn var_end(row: &[u8], l: &Layout, k: usize) -> (usize, bool) {
     let end = get_u16(row, l.offs + 2 * k);
+    (end & !(OFF_ROW_BIT as usize), end & OFF_ROW_BIT as usize != 0)
+}
+
+/// Byte range of var column `k` (< vc), and whether it holds an off-row pointer.
+fn var_span(row: &[u8], l: &Layout, k: usize) -> Result<(usize, usize, bool)> {
+    let start = if k == 0 { l.data } else { var_end(row, l, k - 1).0 };
+    let (end, off_row) = var_end(row, l, k);
     if start < l.data || start > end || end > row.len() {
         return Err(malformed(format_args!("var column {k} spans {start}..{end}")));
     }
-    Ok((start, end))
+    Ok((start, end, off_row))
 }
 
-/// Where column `i`'s stored bytes are in the row, None when it is NULL.
-fn column_span(schema: &RowSchema, row: &[u8], l: &Layout, i: usize) -> Result<Option<Range<usize>>> {
+/// Where column `i`'s stored bytes are in the row, None when it is NULL, and whether they
+/// are an off-row pointer.
+fn column_span(schema: &RowSchema, row: &[u8], l: &Layout, i: usize) -> Result<Option<(Range<usize>, bool)>> {
     if i >= l.ncols || null_bit(row, l, i) {
         return Ok(None);
     }
     let place = schema.place[i] as usize;
     match schema.columns[i].fixed_size() {
-        Some(size) => Ok(Some(place..place + size)),
+        Some(size) => Ok(Some((place..place + size, false))),
         None => {
             if place >= l.vc {
                 return Err(malformed(format_args!("column {i} is not NULL but has no data")));
             }
-            let (s, e) = var_span(row, l, place)?;
-            Ok(Some(s..e))
+            let (s, e, off_row) = var_span(row, l, place)?;
+            Ok(Some((s..e, off_row)))
         }
     }
 }
@@ -733,7 +891,8 @@ fn column_span(schema: &RowSchema, row: &[u8], l: &Layout, i: usize) -> Result<O
 fn read_column<'r>(schema: &RowSchema, row: &'r [u8], l: &Layout, i: usize) -> Result<Field<'r>> {
     match column_span(schema, row, l, i)? {
         None => Ok(Field::Value(Value::Null)),
-        Some(span) => field(&schema.columns[i], &row[span]),
+        Some((span, true)) => Ok(Field::OffRow(OffRow::from_bytes(&row[span])?)),
+        Some((span, false)) => field(&schema.columns[i], &row[span]),
     }
 }
 
@@ -782,7 +941,8 @@ pub fn decode_each<'r>(schema: &RowSchema, row: &'r [u8], mut f: impl FnMut(usiz
 /// Where the stored bytes of each of `columns` are in a row, in that order, None for a
 /// NULL column: `out` is cleared and filled with one entry per column. Checks the whole
 /// row as [`decode_into`] does, and the values of the columns located, so the bytes it
-/// points at are valid stored values of their types (see [`field`]).
+/// points at are valid stored values of their types (see [`field`]). A column stored off
+/// the row has no such bytes: locating it is an error.
 pub fn locate(schema: &RowSchema, row: &[u8], columns: &[usize], out: &mut Vec<Option<Range<usize>>>) -> Result<()> {
     out.clear();
     let l = check(schema, row)?;
@@ -790,10 +950,14 @@ pub fn locate(schema: &RowSchema, row: &[u8], columns: &[usize], out: &mut Vec<O
         if i >= schema.len() {
             return Err(invalid(format!("column {i} of a {}-column row", schema.len())));
         }
-        let span = column_span(schema, row, &l, i)?;
-        if let Some(span) = &span {
-            field(&schema.columns[i], &row[span.clone()])?;
-        }
+        let span = match column_span(schema, row, &l, i)? {
+            Some((_, true)) => return Err(invalid(format!("column {i} is stored off the row"))),
+            Some((span, false)) => {
+                field(&schema.columns[i], &row[span.clone()])?;
+                Some(span)
+            }
+            None => None,
+        };
         out.push(span);
     }
     Ok(())
@@ -807,12 +971,17 @@ fn check(schema: &RowSchema, row: &[u8]) -> Result<Layout> {
         return Err(malformed("NULL bitmap padding is not zero"));
     }
     let mut prev = l.data;
+    let mut off_row = false;
     for k in 0..l.vc {
-        let end = get_u16(row, l.offs + 2 * k);
-        if end < prev || end > row.len() {
+        let (end, out) = var_end(row, &l, k);
+        if end < prev || end > row.len() || (out && end - prev != OFF_ROW_POINTER) {
             return Err(malformed(format_args!("var column {k} ends at {end}")));
         }
+        off_row |= out;
         prev = end;
+    }
+    if off_row != has_off_row(row) {
+        return Err(malformed("the off-row status bit does not match the var columns"));
     }
     if prev != row.len() {
         return Err(malformed(format_args!("{} trailing bytes", row.len() - prev)));
@@ -822,7 +991,7 @@ fn check(schema: &RowSchema, row: &[u8]) -> Result<Layout> {
         let ty = &schema.columns[i];
         if i < l.ncols && ty.is_variable() && null_bit(row, &l, i) {
             let k = schema.place[i] as usize;
-            if k < l.vc && var_span(row, &l, k)?.0 != var_span(row, &l, k)?.1 {
+            if k < l.vc && (var_span(row, &l, k)?.0 != var_span(row, &l, k)?.1 || var_end(row, &l, k).1) {
                 return Err(malformed(format_args!("NULL column {i} has data")));
             }
         }
@@ -904,7 +1073,7 @@ mod tests {
         let row = encode(&s, &[Value::Int(1), Value::Null, Value::SmallInt(3), Value::Null, Value::Null]).unwrap();
         assert_eq!(row.len(), 4 + 6 + 2 + 1);
         assert_eq!(row[0], STATUS_NULL_BITMAP);
-        assert_eq!(s.min_row_size(), 13);
+        assert_eq!(min_row_size_of(s.columns()), 13);
     }
 
     #[test]
@@ -1181,6 +1350,56 @@ mod tests {
                     Some(span) => field(&s.columns()[i], &row[span.clone()]).unwrap().into_value(),
                 };
                 prop_assert_eq!(&got, &expect[i]);
+            }
+        }
+
+        #[test]
+        fn values_that_do_not_fit_go_off_the_row(
+            lens in prop::collection::vec((0usize..3, 0usize..12_000), 1..6),
+            fixed in 0u16..4000,
+        ) {
+            // Columns of the kinds that overflow: varchar(8000), nvarchar(4000), varbinary(max).
+            let mut types = vec![T::Char(fixed.max(1))];
+            let mut input = vec![Value::Bytes(vec![b' '; fixed.max(1) as usize])];
+            for &(kind, len) in &lens {
+                let (ty, v) = match kind {
+                    0 => (T::VarChar(8000), Value::Bytes(vec![b'a'; len.min(8000)])),
+                    1 => (T::NVarChar(4000), Value::Unicode(vec![0x263a; len.min(4000)])),
+                    _ => (T::VarBinary(MAX), Value::Bytes(vec![7; len])),
+                };
+                types.push(ty);
+                input.push(v);
+            }
+            let s = RowSchema::new(types).unwrap();
+            let Ok(out) = off_row_columns(&s, &input) else {
+                // Only when even every movable value as a pointer leaves the row too large.
+                let floor = min_row_size_of(s.columns()) + 2 + 2 * lens.len() + lens.len() * OFF_ROW_POINTER;
+                prop_assert!(floor > MAX_ROW_SIZE);
+                return Ok(());
+            };
+            let mut stored = input.clone();
+            for (n, &i) in out.iter().enumerate() {
+                let len = var_len(&s.columns()[i], &input[i]).unwrap() as u64;
+                stored[i] = Value::OffRow(OffRow { id: n as u64 + 1, len });
+            }
+            // (max) values over MAX_IN_ROW bytes are always out; the row then fits.
+            for (i, v) in input.iter().enumerate() {
+                if s.columns()[i].is_max() && var_len(&s.columns()[i], v).unwrap() > MAX_IN_ROW {
+                    prop_assert!(out.contains(&i));
+                }
+            }
+            let row = encode(&s, &stored).unwrap();
+            prop_assert!(row.len() <= MAX_ROW_SIZE);
+            prop_assert_eq!(has_off_row(&row), !out.is_empty());
+            prop_assert!(s.overflows() || out.is_empty());
+            prop_assert_eq!(decode(&s, &row).unwrap(), stored.clone());
+            // Moving one value fewer (the shortest moved, not a forced one) would not fit.
+            let optional: Vec<usize> = out.iter().copied().filter(|&i| !s.columns()[i].is_max()
+                || var_len(&s.columns()[i], &input[i]).unwrap() <= MAX_IN_ROW).collect();
+            if let Some(&keep) = optional.iter().min_by_key(|&&i| var_len(&s.columns()[i], &input[i]).unwrap()) {
+                let mut fewer = stored.clone();
+                fewer[keep] = input[keep].clone();
+                prop_assert!(encode(&s, &fewer).is_err());
             }
         }
 

@@ -35,17 +35,23 @@ use tessera_log::{Growth, Lsn, TxnId, Wal};
 use crate::account::{self, PageAccount};
 use crate::btree::{self, Direction};
 use crate::bulk::{self, BulkOutcome};
+use crate::lob;
 use crate::lock::{LockManager, LockMode, Resource};
 use crate::mtr::{LogCtx, Mtr};
 use crate::ops::{PageOp, Undo, BITMAP_OFFSET};
 use crate::read::{self, OnLocked, ReadLocks, Scan};
 use crate::reserve::{self, Claim, Claimed};
+use crate::row;
 use crate::txn::{self, Durability, Hold, TreeMeta, Txn, TxnTable};
 
 pub const BITS_PER_MAP: u32 = ((PAGE_SIZE - HEADER_SIZE) * 8) as u32;
 const MAGIC: &[u8; 8] = b"TSRADAT1";
 /// The data file format this build writes and reads (docs/FORMAT.md, "Format versions").
-pub const FORMAT_VERSION: u32 = 1;
+/// 2: rows may hold values stored off the row (`row::OffRow`, `crate::lob`).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format this build reads; such a file is brought to [`FORMAT_VERSION`] when
+/// it opens (every older format is a subset of the current one).
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Offset of the file header fields inside page 0: magic (8 bytes), format version
 /// (u32 LE), boot tree root (u32 LE), the database's file family (u128 LE, 0: not set).
 const HDR_FIELDS: u16 = HEADER_SIZE as u16;
@@ -246,6 +252,8 @@ pub struct Space {
     pub(crate) trees: RwLock<HashMap<PageNo, Arc<TreeMeta>, BuildHasherDefault<PageNoHasher>>>,
     /// Whether any tree is charged to a page account (`crate::account`).
     pub(crate) has_charged_trees: AtomicBool,
+    /// Large values freed by committed transactions, waiting for readers (`crate::lob`).
+    pub(crate) lob_horizon: lob::Horizon,
 }
 
 /// What is wrong with a data file's header page ([`Space::probe_header`]).
@@ -348,6 +356,7 @@ impl Space {
             big_frames: Mutex::new(Vec::new()),
             trees: RwLock::new(HashMap::default()),
             has_charged_trees: AtomicBool::new(false),
+            lob_horizon: lob::Horizon::default(),
         }
     }
 
@@ -359,18 +368,30 @@ impl Space {
     }
 
     /// Checks the file header (after recovery, so a header that never reached the disk
-    /// has been redone).
+    /// has been redone), and brings an older format's header to this build's (logged:
+    /// from then on the file may hold what only this format has).
     pub fn verify_header(&self) -> Result<()> {
-        let h = self.pool.fetch(self.file, PageNo::NONE)?;
-        let p = h.read();
-        let f = &p[HEADER_SIZE..HEADER_SIZE + 16];
-        if &f[0..8] != MAGIC || u32::from_le_bytes(f[8..12].try_into().unwrap()) != FORMAT_VERSION {
-            return Err(Error::Corrupt {
-                database: self.name.clone(),
-                path: self.store.path().to_path_buf(),
-                page: 0,
-                detail: "the file is not a tessera data file of a supported version".into(),
-            });
+        let version = {
+            let h = self.pool.fetch(self.file, PageNo::NONE)?;
+            let p = h.read();
+            let f = &p[HEADER_SIZE..HEADER_SIZE + 16];
+            let version = u32::from_le_bytes(f[8..12].try_into().expect("4 bytes"));
+            if &f[0..8] != MAGIC || !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+                return Err(Error::Corrupt {
+                    database: self.name.clone(),
+                    path: self.store.path().to_path_buf(),
+                    page: 0,
+                    detail: "the file is not a tessera data file of a supported version".into(),
+                });
+            }
+            version
+        };
+        if version < FORMAT_VERSION {
+            let mut mtr = Mtr::claiming(self, Claim::CHANGE)?;
+            let h = mtr.latch(PageNo::NONE)?;
+            let at = HDR_FIELDS + MAGIC.len() as u16;
+            mtr.apply(h, PageOp::Raw { offset: at, bytes: FORMAT_VERSION.to_le_bytes().to_vec() });
+            mtr.commit_system()?;
         }
         Ok(())
     }
@@ -399,7 +420,7 @@ impl Space {
             return Ok(Err(Invalid("file type")));
         }
         match u32::from_le_bytes(f[8..12].try_into().expect("4 bytes")) {
-            FORMAT_VERSION => {}
+            OLDEST_FORMAT_VERSION..=FORMAT_VERSION => {}
             newer if newer > FORMAT_VERSION => return Ok(Err(HeaderFault::Newer(newer))),
             _ => return Ok(Err(Invalid("format version"))),
         }
@@ -819,6 +840,56 @@ impl Space {
         txn::write::delete(self, txn, tree, key)
     }
 
+    // Large values stored off their rows: bodies in `crate::lob`.
+
+    /// Stores `data` as a new value in the large-value tree `tree`, in chunks, as part of
+    /// `txn` (whose lock on the row of `rows` that will point at it covers it; the intent
+    /// locks on `rows`, then on `tree`, are taken first); returns the pointer the row
+    /// keeps. Longer than `lob::MAX_VALUE_BYTES` is error 7119.
+    pub fn lob_write(&self, txn: &mut Txn, rows: PageNo, tree: PageNo, data: &[u8]) -> Result<row::OffRow> {
+        lob::write(self, txn, rows, tree, data)
+    }
+
+    /// Appends bytes `from .. from + len` of `value` (clipped to its length) to `out`.
+    /// The caller holds a [`lob::Pin`] taken before it read the row that points at the
+    /// value; a chunk that is gone all the same (a READ UNCOMMITTED reader's row was
+    /// rolled back) is error 7105.
+    pub fn lob_read(&self, tree: PageNo, value: row::OffRow, from: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        lob::read(self, tree, value, from, len, out)
+    }
+
+    /// Notes, as part of `txn`, that its last change dropped the row's pointer to `value`
+    /// (an entry in the free list): its chunks are removed once the transaction has
+    /// committed and no reader may still hold the pointer; a rollback (or one to a
+    /// savepoint before now) keeps them.
+    pub fn lob_free(&self, txn: &mut Txn, tree: PageNo, value: row::OffRow) -> Result<()> {
+        lob::free(self, txn, tree, value)
+    }
+
+    /// The ids of the values of `tree` that committed changes dropped and whose chunks
+    /// may not be removed yet (what a check must not count as unreferenced).
+    pub fn lob_dropped(&self, tree: PageNo) -> Result<Vec<u64>> {
+        lob::dropped(self, tree)
+    }
+
+    /// Removes every value left in the free list (by a crash between a commit and the
+    /// removal): when the database opens, before anyone reads. Returns how many.
+    pub fn lob_sweep(&self) -> Result<usize> {
+        lob::sweep(self)
+    }
+
+    /// Takes the free-list entries of the large-value tree `tree` out as part of `txn`,
+    /// the transaction that drops the tree.
+    pub fn lob_forget(&self, txn: &mut Txn, tree: PageNo) -> Result<()> {
+        lob::forget(self, txn, tree)
+    }
+
+    /// Pins the large values readable now until the pin is dropped: a reader takes one
+    /// before it reads rows whose values it will read.
+    pub fn lob_pin(self: &Arc<Self>) -> lob::Pin {
+        lob::Horizon::pin(self)
+    }
+
     /// Charges the tree rooted at `root` to `account` from now on (tempdb's quota per
     /// database; see `crate::account`), starting with the pages it holds now. A tree
     /// already charged to an account stays with it.
@@ -846,8 +917,11 @@ impl Space {
     /// is free — it goes last — nothing is freed again, even if the root page has become
     /// another tree's root since.
     pub fn free_tree(&self, root: PageNo, dropped_at: Lsn) -> Result<()> {
+        lob::Horizon::forget_tree(self, root);
         let meta = self.tree(root);
         let _latch = meta.latch.write();
+        meta.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        meta.lob_next_id.store(0, std::sync::atomic::Ordering::Release);
         if !dropped_at.is_none() && !btree::holds_dropped_root(self, root, dropped_at)? {
             return Ok(());
         }

@@ -63,6 +63,7 @@ impl TxnTable {
             schema_holds: FastSchemaHolds::default(),
             trees: Vec::new(),
             ghosts: Vec::new(),
+            lob_frees: Vec::new(),
             undo_bytes: 0,
             undo_images: 0,
             rollback_split: None,
@@ -136,6 +137,9 @@ pub struct Txn {
     locks: Vec<Resource>,
     pub(crate) trees: Vec<TreeLocks>,
     ghosts: Vec<(PageNo, Vec<u8>)>,
+    /// Large values its changes dropped, removed after it commits (see `crate::lob`),
+    /// each with the transaction's last LSN when it was dropped.
+    pub(crate) lob_frees: Vec<crate::lob::Freed>,
     /// Locks taken for the running statement only (READ COMMITTED update locks): released
     /// by [`Space::end_statement`] unless a write converted them to X.
     statement_locks: StatementLocks,
@@ -245,6 +249,10 @@ pub struct TreeMeta {
     append_hint: AtomicU32,
     /// The account its pages are counted against, if any (`crate::account`).
     pub(crate) charge: Mutex<Option<TreeCharge>>,
+    /// A large-value tree's next value id (0: not loaded yet; see `crate::lob`).
+    pub(crate) lob_next_id: AtomicU64,
+    /// Counts the frees of the tree rooted here (its root page may start another tree).
+    pub(crate) generation: AtomicU64,
 }
 
 impl TreeMeta {
@@ -255,6 +263,8 @@ impl TreeMeta {
             writers: AtomicUsize::new(0),
             append_hint: AtomicU32::new(0),
             charge: Mutex::new(None),
+            lob_next_id: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -288,6 +298,7 @@ pub(crate) fn commit(space: &Space, mut txn: Txn) -> Result<()> {
             }
         }
         remove_ghosts(space, &txn);
+        crate::lob::Horizon::committed(space, std::mem::take(&mut txn.lob_frees));
     }
     finish(space, &mut txn);
     Ok(())
@@ -346,6 +357,8 @@ pub(crate) fn rollback_to(space: &Space, txn: &mut Txn, savepoint: Lsn) -> Resul
     assert!(savepoint <= txn.last_lsn(), "savepoint {savepoint} lies after the transaction's last record");
     let last = undo_back_to(space, txn, savepoint)?;
     txn.set_last_lsn(last);
+    // Values dropped after the savepoint are referenced again.
+    txn.lob_frees.retain(|f| f.lsn <= savepoint);
     Ok(())
 }
 

@@ -32,6 +32,7 @@ pub mod contention;
 pub mod cpu;
 pub mod engine;
 pub mod error;
+pub mod lob;
 pub mod machine;
 pub mod noisy;
 pub mod peers;

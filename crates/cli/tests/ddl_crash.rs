@@ -3,39 +3,16 @@
 //! by a transaction still open when the server is killed are, after the restart, as they
 //! were before it; a committed DROP TABLE stays done.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{start, Server, PASSWORD};
-
-/// `tessera sql -Q query` against `server`: its output, with headers and padding off.
-fn sql(server: &Server, query: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["sql", "-S", &server.address(), "-U", "sa", "-P", PASSWORD, "-h", "-1", "-W", "-Q", query])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{query}: {text}");
-    text
-}
-
-/// The same, left running in the background.
-fn sql_in_background(server: &Server, query: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["sql", "-S", &server.address(), "-U", "sa", "-P", PASSWORD, "-Q", query])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
+use common::start;
 
 #[test]
 fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() {
     let server = start();
-    sql(
-        &server,
+    server.sql(
         "CREATE DATABASE d; \
          EXEC ('USE d; CREATE TABLE kept (a int PRIMARY KEY, b varchar(20)); \
                 INSERT kept VALUES (1, ''one''), (2, ''two''), (3, ''three''); \
@@ -44,8 +21,7 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
                 CREATE TABLE trunc (a int); INSERT trunc VALUES (1), (2);')",
     );
     // A transaction drops `kept` and creates `fresh`, then waits: the server dies with it open.
-    let mut open = sql_in_background(
-        &server,
+    let mut open = server.sql_in_background(
         "USE d; BEGIN TRAN; DROP TABLE kept; TRUNCATE TABLE trunc; CREATE INDEX ix ON trunc (a); \
          CREATE TABLE fresh (x int); INSERT fresh VALUES (1); EXEC ('CREATE SCHEMA s_fresh'); \
          EXEC ('CREATE PROCEDURE p_fresh AS SELECT 1'); \
@@ -53,15 +29,14 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
     );
     // Uncommitted DDL shows in the catalog at once: wait for it to be there.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !sql(&server, "SELECT OBJECT_ID('d.dbo.p_fresh')").lines().any(|l| l.trim().parse::<i64>().is_ok()) {
+    while !server.sql("SELECT OBJECT_ID('d.dbo.p_fresh')").lines().any(|l| l.trim().parse::<i64>().is_ok()) {
         assert!(Instant::now() < deadline, "the open transaction never created its table");
         std::thread::sleep(Duration::from_millis(100));
     }
     let server = server.kill_and_restart();
     let _ = open.kill();
     let _ = open.wait();
-    let after = sql(
-        &server,
+    let after = server.sql(
         "USE d; SELECT COUNT(*), MAX(b) FROM kept; \
          SELECT ISNULL(OBJECT_ID('fresh'), -1), ISNULL(OBJECT_ID('p_fresh'), -1), ISNULL(OBJECT_ID('gone'), -1), \
                 (SELECT COUNT(*) FROM sys.schemas WHERE name = 's_fresh'); \
@@ -74,9 +49,7 @@ fn ddl_of_a_transaction_killed_open_is_undone_and_a_committed_drop_stays_done() 
         .collect();
     assert_eq!(rows, ["3 two", "-1 -1 -1 0", "2 0"], "{after}");
     // The database works on, and the names are free.
-    let again = sql(
-        &server,
-        "USE d; CREATE TABLE fresh (x int); INSERT fresh VALUES (5); DROP TABLE kept; SELECT SUM(x) FROM fresh;",
-    );
+    let again = server
+        .sql("USE d; CREATE TABLE fresh (x int); INSERT fresh VALUES (5); DROP TABLE kept; SELECT SUM(x) FROM fresh;");
     assert!(again.lines().any(|l| l.trim() == "5"), "{again}");
 }

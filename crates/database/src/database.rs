@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use tessera_access::btree::{self, TreeStats};
+use tessera_access::lob::Pin as LobPin;
+use tessera_access::row::OffRow;
 use tessera_access::space::{DataConfig, HeaderFault, Space, BOOT_ROOT, FORMAT_VERSION};
 use tessera_access::{Direction, Durability, OnLocked};
 use tessera_buffer::page::{PageNo, PAGE_SIZE};
@@ -357,6 +359,13 @@ impl Database {
         db.recovery = Some(outcome);
         db.pair_files()?;
         db.load_catalog()?;
+        // Large values a crash left unreferenced (committed drops not yet removed).
+        match db.space.lob_sweep() {
+            Err(e) if tessera_access::reserve::is_full(&e) => {}
+            r => {
+                r?;
+            }
+        }
         db.checkpoint()?;
         Ok(db)
     }
@@ -721,9 +730,11 @@ impl Database {
         // An entry already under this root page is a stale one: a drop that freed its tree
         // (root last) and then could not delete its entry (a full log). The page serves
         // this table now, so that tree was freed whole, and this entry replaces it.
+        // A large-value tree's free-list entries go with it.
         let r = self
             .space
             .delete(&mut txn, BOOT_ROOT, &catalog_key(name))
+            .and_then(|_| self.space.lob_forget(&mut txn, id.0))
             .and_then(|_| self.space.delete(&mut txn, BOOT_ROOT, &pending_drop_key(id.0)))
             .and_then(|_| {
                 self.space.insert(&mut txn, BOOT_ROOT, &pending_drop_key(id.0), &dropped_at.raw().to_le_bytes())
@@ -748,6 +759,25 @@ impl Database {
                 Err(e)
             }
         }
+    }
+
+    /// Appends bytes `from .. from + len` of the large value `value` of `table` (a
+    /// large-value tree) to `out`; the caller holds a pin taken before it read the row
+    /// that points at it ([`Database::lob_pin`]).
+    pub fn lob_read(&self, table: TableId, value: OffRow, from: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.space.lob_read(table.0, value, from, len, out)
+    }
+
+    /// The ids of `table`'s large values dropped by committed transactions and not yet
+    /// removed (see `tessera_access::lob`).
+    pub fn lob_dropped(&self, table: TableId) -> Result<Vec<u64>> {
+        self.space.lob_dropped(table.0)
+    }
+
+    /// Keeps the large values readable now until the pin is dropped (see
+    /// `tessera_access::lob`): a reader takes one before it reads rows.
+    pub fn lob_pin(&self) -> LobPin {
+        self.space.lob_pin()
     }
 
     pub fn table(&self, name: &str) -> Option<TableId> {

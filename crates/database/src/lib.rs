@@ -33,7 +33,9 @@ pub use engine::{
     with_lowercase, BufferDescriptor, DatabaseEvent, DatabaseListener, Engine, EngineConfig, EngineStats,
 };
 pub use tessera_access::btree::TreeStats;
+pub use tessera_access::lob::Pin as LobPin;
 pub use tessera_access::lock::Wait as LockWait;
+pub use tessera_access::row::OffRow;
 pub use tessera_access::space::DataConfig;
 pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, PageAccount, ReadLocks, RowLock};
 pub use tessera_buffer::{ExtensionStats, FileUsage, HugePages, PoolStats, PAGE_SIZE};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tessera_access::lock::Resource;
+use tessera_access::row::OffRow;
 use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
 use tessera_errors::Result;
 use tessera_log::{Lsn, TxnId};
@@ -110,6 +111,21 @@ impl Transaction {
     pub fn delete(&mut self, table: TableId, key: &[u8]) -> Result<bool> {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.delete(txn, table.0, key)
+    }
+
+    /// Stores `data` as a new large value in `table` (the large-value tree of `rows`) and
+    /// returns the pointer a row of `rows` keeps to it (see `tessera_access::lob`); the
+    /// row's key lock, which the caller takes when it stores the row, covers it.
+    pub fn lob_write(&mut self, rows: TableId, table: TableId, data: &[u8]) -> Result<OffRow> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lob_write(txn, rows.0, table.0, data)
+    }
+
+    /// Notes that the change just made dropped its row's pointer to `value`: it is
+    /// removed after the commit (see [`tessera_access::Space::lob_free`]).
+    pub fn lob_free(&mut self, table: TableId, value: OffRow) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lob_free(txn, table.0, value)
     }
 
     /// Loads `rows` (strictly ascending keys) into `table`, minimally logged, when the

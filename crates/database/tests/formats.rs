@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use tessera_access::key::KeyBuf;
-use tessera_access::space::FORMAT_VERSION;
+use tessera_access::space::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use tessera_buffer::page::{self, PAGE_SIZE};
 use tessera_database::{DatabaseOptions, Engine, EngineConfig};
 use tessera_log::LOG_FORMAT_VERSION;
@@ -111,4 +111,27 @@ fn attaching_files_of_a_newer_format_is_refused() {
     let e = refused(engine.attach_database("d", &data, &log, DatabaseOptions::default()));
     refused_948(e, FORMAT_VERSION + 1, FORMAT_VERSION);
     assert!(engine.database("d").is_err(), "not attached");
+}
+
+#[test]
+fn a_data_file_of_an_older_format_opens_and_is_brought_to_this_one() {
+    let dir = tempfile::tempdir().unwrap();
+    make(dir.path());
+    let data = dir.path().join("d.mdf");
+    set_data_version(&data, OLDEST_FORMAT_VERSION);
+    let engine = Engine::open(config(dir.path())).unwrap();
+    let db = engine.database("d").unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(db.begin().get(t, KeyBuf::new().i32(1, false).as_bytes()).unwrap().as_deref(), Some(&b"kept"[..]));
+    db.checkpoint().unwrap();
+    drop(db);
+    engine.shutdown().unwrap();
+    drop(engine);
+    let bytes = std::fs::read(&data).unwrap();
+    let version = u32::from_le_bytes(bytes[page::HEADER_SIZE + 8..page::HEADER_SIZE + 12].try_into().unwrap());
+    assert_eq!(version, FORMAT_VERSION, "the header says the file may now hold this format's rows");
+    // Older than the oldest is damage.
+    set_data_version(&data, OLDEST_FORMAT_VERSION - 1);
+    let engine = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(refused(engine.database("d")).number(), 824);
 }

@@ -8,12 +8,21 @@
 //! its key alone, so two rows with one key leave one of them without its entry (8951).
 //! `REPAIR_REBUILD` rebuilds each index found damaged from the table's rows. Rows and
 //! entries are streamed (a point lookup each), so memory does not grow with the table.
+//!
+//! Values stored off the row: every pointer in a row must lead to a whole value in the
+//! table's large-value tree (8965), no two pointers to the same value (8974), and every
+//! value there must be pointed at (8964: space lost, e.g. by a crash between a commit
+//! and the removal of the values it dropped). These keep one entry per value in memory.
+//! No repair short of losing data fixes them (`repair_allow_data_loss`, not offered).
 
 use std::sync::Arc;
 
 use tessera_database::{Direction, LockMode, ReadLocks, RowLock, TableId, Transaction};
 
-use crate::encoding::{decode_row, index_entry, row_schema};
+use std::collections::BTreeMap;
+use tessera_access::row::RowSchema;
+
+use crate::encoding::{decode_row, index_entry, lob_tree_name, off_row_values, row_schema};
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
@@ -33,6 +42,8 @@ pub struct TableFindings {
     pub error_count: usize,
     /// Positions (in `table.indexes`) of the indexes found damaged.
     pub damaged: Vec<usize>,
+    /// Errors among `error_count` in the table's values stored off the row.
+    pub large_value_errors: usize,
 }
 
 impl TableFindings {
@@ -41,6 +52,14 @@ impl TableFindings {
         if self.errors.len() < 2 * MAX_REPORTED_PER_TABLE {
             self.errors.push(head);
             self.errors.push(detail);
+        }
+    }
+
+    fn report_large_value(&mut self, error: SqlError) {
+        self.error_count += 1;
+        self.large_value_errors += 1;
+        if self.errors.len() < 2 * MAX_REPORTED_PER_TABLE {
+            self.errors.push(error);
         }
     }
 }
@@ -53,7 +72,7 @@ pub fn check_indexes(ctx: &mut ExecCtx, db: &str) -> SqlResult<Vec<TableFindings
         .objects()
         .into_iter()
         .filter_map(|o| match o {
-            Object::Table(t) if t.indexes.len() > 1 => Some(t.clone()),
+            Object::Table(t) if t.indexes.len() > 1 || row_schema(t).is_ok_and(|s| s.overflows()) => Some(t.clone()),
             _ => None,
         })
         .collect();
@@ -70,8 +89,15 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
     let shared_lock = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
     let rows_tree = tree_of(ctx, db, &table, 0)?;
     ctx.transaction(db)?.lock_table_for_read(rows_tree, shared_lock)?;
-    let mut findings = TableFindings { table: table.clone(), errors: Vec::new(), error_count: 0, damaged: Vec::new() };
+    let mut findings = TableFindings {
+        table: table.clone(),
+        errors: Vec::new(),
+        error_count: 0,
+        damaged: Vec::new(),
+        large_value_errors: 0,
+    };
     let schema = row_schema(&table)?;
+    let lobs = ctx.lobs(db, &table, &schema)?;
     let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
     for ix in 1..table.indexes.len() {
         let index_tree = tree_of(ctx, db, &table, ix)?;
@@ -81,7 +107,7 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
         // Every row has its entry.
         for item in tx.scan(rows_tree, all.0, all.1, Direction::Forward) {
             let (row_key, bytes) = item?;
-            let row = decode_row(&table, &schema, &bytes)?;
+            let row = decode_row(&table, &schema, &bytes, &lobs)?;
             let entry = index_entry(&table, ix, &row, &row_key)?;
             if tx.get(index_tree, &entry)?.as_deref() != Some(&row_key[..]) {
                 let detail = msg::CHECKDB_DATA_ROW_DETAIL.with(&[&values(&table, 0, &row), &values(&table, ix, &row)]);
@@ -92,7 +118,7 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
         for item in tx.scan(index_tree, all.0, all.1, Direction::Forward) {
             let (entry, row_key) = item?;
             let row = match tx.get(rows_tree, &row_key)? {
-                Some(bytes) => Some(decode_row(&table, &schema, &bytes)?),
+                Some(bytes) => Some(decode_row(&table, &schema, &bytes, &lobs)?),
                 None => None,
             };
             let matches = match &row {
@@ -112,7 +138,89 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
             findings.damaged.push(ix);
         }
     }
+    if schema.overflows() {
+        check_large_values(ctx, db, &table, &schema, rows_tree, &mut findings)?;
+    }
     Ok(findings)
+}
+
+/// The values `table` keeps off the row against the pointers its rows hold (the table is
+/// locked shared: no writer changes either).
+fn check_large_values(
+    ctx: &mut ExecCtx,
+    db: &str,
+    table: &Table,
+    schema: &RowSchema,
+    rows_tree: TableId,
+    findings: &mut TableFindings,
+) -> SqlResult<()> {
+    let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    let index_id = table.indexes[0].id as i64;
+    let tx: &Transaction = ctx.transaction(db)?;
+    let lob_tree = tx.database().table(&lob_tree_name(&table.indexes[0].tree));
+    // Values dropped by committed changes whose chunks may not be removed yet (read
+    // before the values: a removal takes the chunks first, then the entry).
+    let dropped: std::collections::HashSet<u64> = match lob_tree {
+        Some(t) => tx.database().lob_dropped(t)?.into_iter().collect(),
+        None => Default::default(),
+    };
+    // Every pointer, by value id: its length and the key of the row holding it.
+    let mut pointers: BTreeMap<u64, (u64, Vec<u8>)> = BTreeMap::new();
+    for item in tx.scan(rows_tree, all.0, all.1, Direction::Forward) {
+        let (row_key, bytes) = item?;
+        for (_, p) in off_row_values(schema, &bytes)? {
+            if let Some((_, first)) = pointers.insert(p.id, (p.len, row_key.clone())) {
+                let (a, b) = (format!("key 0x{}", hex(&first)), format!("key 0x{}", hex(&row_key)));
+                let e = msg::CHECKDB_LOB_CROSS_LINKED.with(&[&table.id, &index_id, &(p.id as i64), &a, &b]);
+                findings.report_large_value(e);
+            }
+        }
+    }
+    // Every value stored, by id: its chunks in order, as many bytes as its pointer says.
+    let mut stored: Option<(u64, u64, u32)> = None; // id, bytes, next chunk
+    let mut finish = |value: Option<(u64, u64, u32)>, findings: &mut TableFindings| {
+        let Some((id, bytes, _)) = value else { return };
+        match pointers.remove(&id) {
+            None if dropped.contains(&id) => {}
+            None => {
+                findings.report_large_value(msg::CHECKDB_LOB_NOT_REFERENCED.with(&[&table.id, &index_id, &(id as i64)]))
+            }
+            Some((len, row_key)) if len != bytes => {
+                let row = format!("key 0x{}", hex(&row_key));
+                findings.report_large_value(msg::CHECKDB_LOB_NOT_SEEN.with(&[&table.id, &index_id, &(id as i64), &row]))
+            }
+            Some(_) => {}
+        }
+    };
+    if let Some(lob_tree) = lob_tree {
+        for item in tx.scan(lob_tree, all.0, all.1, Direction::Forward) {
+            let (key, chunk) = item?;
+            let (id, n) = match (key.get(..8), key.get(8..12)) {
+                (Some(id), Some(n)) if key.len() == 12 => (
+                    u64::from_be_bytes(id.try_into().expect("8 bytes")),
+                    u32::from_be_bytes(n.try_into().expect("4 bytes")),
+                ),
+                _ => continue,
+            };
+            match &mut stored {
+                // A gap in its chunks counts as a length that does not match.
+                Some((at, bytes, next)) if *at == id => {
+                    *bytes += if n == *next { chunk.len() as u64 } else { u64::MAX / 2 };
+                    *next = n + 1;
+                }
+                _ => {
+                    let first = if n == 0 { chunk.len() as u64 } else { u64::MAX / 2 };
+                    finish(stored.replace((id, first, n + 1)), findings);
+                }
+            }
+        }
+    }
+    finish(stored.take(), findings);
+    for (id, (_, row_key)) in pointers {
+        let row = format!("key 0x{}", hex(&row_key));
+        findings.report_large_value(msg::CHECKDB_LOB_NOT_SEEN.with(&[&table.id, &index_id, &(id as i64), &row]));
+    }
+    Ok(())
 }
 
 fn object_label(table: &Table) -> String {

@@ -1021,6 +1021,20 @@ impl<'a> ExecCtx<'a> {
         crate::encoding::row_schema(table)
     }
 
+    /// Where a reader of `table`'s rows in `db` reads their off-row values, made before
+    /// it reads any row (see [`crate::encoding::Lobs`]).
+    pub fn lobs(
+        &self,
+        db: &str,
+        table: &Table,
+        schema: &tessera_access::row::RowSchema,
+    ) -> SqlResult<crate::encoding::Lobs> {
+        if !schema.overflows() {
+            return Ok(crate::encoding::Lobs::none());
+        }
+        Ok(crate::encoding::Lobs::of(&self.shared.database(db)?, table, schema))
+    }
+
     /// The storage tree `name` of `table` in database `db`, seen by the session's
     /// transaction there (error 208 when it is gone).
     pub fn tree(&mut self, db: &str, name: &str, table: &Table) -> SqlResult<tessera_database::TableId> {

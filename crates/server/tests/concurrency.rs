@@ -237,6 +237,82 @@ fn bank_total_holds_under_transfers() {
     );
 }
 
+/// The length and the letter of a large value at generation `g` (off the row: over
+/// 8,000 bytes).
+fn large_value_of(g: i64) -> (i64, i64) {
+    (9_000 + (g * 7_919) % 30_000, 65 + g % 26)
+}
+
+#[test]
+fn large_values_are_read_whole_while_rewritten() {
+    let server = TestServer::start();
+    let mut c = setup(
+        &server,
+        "CREATE TABLE t (id int PRIMARY KEY, g int NOT NULL, v varchar(max) NOT NULL, w nvarchar(max));
+         DECLARE @i int = 0; WHILE @i < 8 BEGIN
+           INSERT INTO t VALUES (@i, 0, REPLICATE(CAST('A' AS varchar(max)), 9000), REPLICATE(CAST(N'w' AS nvarchar(max)), 5000));
+           SET @i += 1; END",
+    );
+    let duration = run_for(Duration::from_secs(3));
+    let done = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let (d, r) = (done.clone(), reads.clone());
+    in_parallel(server.port(), 4, move |w, c| {
+        let mut rng = StdRng::seed_from_u64(0x10B + w as u64);
+        let started = Instant::now();
+        if w < 2 {
+            // Writers: each new generation replaces the value (sometimes rolled back,
+            // sometimes leaving the other large column alone, sometimes deleting and
+            // inserting the row again).
+            while started.elapsed() < duration {
+                let id = rng.random_range(0..8);
+                let sql = match rng.random_range(0..4) {
+                    0 => format!(
+                        "BEGIN TRAN; UPDATE t SET g = g + 1, v = REPLICATE(CAST(CHAR(65 + (g + 1) % 26) AS varchar(max)),                          9000 + ((g + 1) * 7919) % 30000) WHERE id = {id}; ROLLBACK"
+                    ),
+                    1 => format!(
+                        "DECLARE @g int = (SELECT g FROM t WHERE id = {id}) + 1; BEGIN TRAN; DELETE t WHERE id = {id};                          INSERT t VALUES ({id}, @g, REPLICATE(CAST(CHAR(65 + @g % 26) AS varchar(max)), 9000 + (@g * 7919) % 30000),                          REPLICATE(CAST(N'w' AS nvarchar(max)), 5000)); COMMIT"
+                    ),
+                    _ => format!(
+                        "UPDATE t SET g = g + 1, v = REPLICATE(CAST(CHAR(65 + (g + 1) % 26) AS varchar(max)),                          9000 + ((g + 1) * 7919) % 30000) WHERE id = {id}"
+                    ),
+                };
+                match c.try_query(&sql) {
+                    Ok(_) | Err((1205, _)) => {}
+                    Err(e) => panic!("{sql}: {e:?}"),
+                }
+            }
+            d.store(true, Ordering::Release);
+        } else {
+            // Readers: every value read is whole and of its row's generation.
+            while !d.load(Ordering::Acquire) {
+                let sql = if rng.random_bool(0.5) {
+                    "SELECT g, LEN(v), ASCII(v), CASE WHEN REPLACE(v, LEFT(v, 1), '') = '' THEN 1 ELSE 0 END, LEN(w) FROM t"
+                        .to_string()
+                } else {
+                    format!(
+                        "SELECT g, LEN(v), ASCII(v), CASE WHEN REPLACE(v, LEFT(v, 1), '') = '' THEN 1 ELSE 0 END, LEN(w)                          FROM t WHERE id = {}",
+                        rng.random_range(0..8)
+                    )
+                };
+                let rows = c.try_query(&sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+                for row in rows {
+                    let (len, letter) = large_value_of(row[0]);
+                    assert_eq!(&row[1..], &[len, letter, 1, 5000], "generation {} read as {row:?}", row[0]);
+                }
+                r.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    assert!(reads.load(Ordering::Relaxed) > 0);
+    for row in c.try_query("SELECT g, LEN(v), ASCII(v) FROM t").unwrap() {
+        let (len, letter) = large_value_of(row[0]);
+        assert_eq!(&row[1..], &[len, letter]);
+    }
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM t"), 8);
+    c.exec("DBCC CHECKDB WITH NO_INFOMSGS");
+}
+
 #[test]
 fn nonclustered_index_agrees_with_its_table() {
     let server = TestServer::start();

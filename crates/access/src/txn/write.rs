@@ -80,10 +80,16 @@ fn note_placed(txn: &Txn, meta: &TreeMeta, placed: btree::Placed) {
 /// The body of [`Space::insert`].
 pub(crate) fn insert(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
     let meta = lock_for_write(space, txn, tree, key)?;
+    insert_locked(space, txn, &meta, key, value)
+}
+
+/// Inserts a record once the locks it needs are held (or, for the chunks of a large
+/// value, the lock on its row covers it: see `crate::lob`).
+pub(crate) fn insert_locked(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &[u8]) -> Result<()> {
     let _latch = meta.latch.write();
     space.note_first_lsn(txn);
     let reserved = reserve_undo(space, txn, key.len(), 0, None);
-    let stored = store_new(space, txn, &meta, key, value);
+    let stored = store_new(space, txn, meta, key, value);
     if !matches!(stored, Ok(None)) {
         unreserve_undo(space, txn, reserved);
     }
@@ -91,7 +97,7 @@ pub(crate) fn insert(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], val
         None => Ok(()),
         // A deleted row not yet cleaned: the insert replaces it (reserving its own room),
         // and undoing the insert puts the ghost back.
-        Some(ghost) => change(space, txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
+        Some(ghost) => change(space, txn, meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
     }
 }
 

@@ -65,3 +65,27 @@ fn start_in(dir: tempfile::TempDir) -> Server {
     std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
     Server { child, port, dir }
 }
+
+impl Server {
+    /// `tessera sql -Q query` against this server: its output, with headers and padding
+    /// off (the query must succeed).
+    pub fn sql(&self, query: &str) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["sql", "-S", &self.address(), "-U", "sa", "-P", PASSWORD, "-h", "-1", "-W", "-Q", query])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{query}: {text}");
+        text
+    }
+
+    /// The same, left running in the background.
+    pub fn sql_in_background(&self, query: &str) -> Child {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["sql", "-S", &self.address(), "-U", "sa", "-P", PASSWORD, "-Q", query])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}

@@ -309,6 +309,8 @@ catalog! {
     PROCESS_NOT_ACTIVE = 6106, 16, Statement, "Process ID %d is not an active process ID.";
     KILL_SYSTEM_PROCESS = 6107, 16, Statement, "Only user processes can be killed.";
     SAVEPOINT_NOT_FOUND = 6401, 16, Statement, "Cannot roll back %.*ls. No transaction or savepoint of that name was found.";
+    LOB_NODE_MISSING = 7105, 22, Connection, "The Database '%.*ls', Page %ls, slot %d for LOB data type node does not exist. This is usually caused by transactions that can read uncommitted data on a data page. Run DBCC CHECKTABLE.";
+    LOB_TOO_LARGE = 7119, 16, Statement, "Attempting to grow LOB beyond maximum allowed size of 2147483647 bytes.";
     DETACH_SYSTEM_DATABASE = 7940, 16, Statement, "System databases master, model, msdb, and tempdb cannot be detached.";
     TDS_RPC_STREAM_INCORRECT = 8009, 16, Statement, "The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect: %ls.";
     IDENTITY_INSERT_NEEDS_COLUMN_LIST = 8101, 16, Statement, "An explicit value for the identity column in table '%.*ls' can only be specified when a column list is used and IDENTITY_INSERT is ON.";
@@ -346,7 +348,10 @@ catalog! {
     EXTRA_INDEX_ROW = 8952, 16, Statement, "Table error: %.*ls. Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:";
     CHECKDB_DATA_ROW_DETAIL = 8955, 16, Statement, "Data row identified by (%ls) with index values '%ls'.";
     CHECKDB_INDEX_ROW_DETAIL = 8956, 16, Statement, "Index row with key 0x%ls pointing to the data row identified by (%ls).";
-    CHECKDB_MIN_REPAIR_LEVEL = 8958, 0, Statement, "repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB (%.*ls).";
+    CHECKDB_MIN_REPAIR_LEVEL = 8958, 0, Statement, "%ls is the minimum repair level for the errors found by DBCC CHECKDB (%.*ls).";
+    CHECKDB_LOB_NOT_REFERENCED = 8964, 16, Statement, "Table error: Object ID %d, index ID %d (type LOB data). The off-row data node with text ID %I64d is not referenced.";
+    CHECKDB_LOB_NOT_SEEN = 8965, 16, Statement, "Table error: Object ID %d, index ID %d (type LOB data). The off-row data node with text ID %I64d is referenced by the data row identified by (%ls), but was not seen in the scan.";
+    CHECKDB_LOB_CROSS_LINKED = 8974, 16, Statement, "Text node referenced by more than one node. Object ID %d, index ID %d (type LOB data), text ID %I64d is pointed to by the data row identified by (%ls) and by the data row identified by (%ls).";
     CHECKDB_DATABASE_SUMMARY = 8989, 0, Statement, "CHECKDB %ls 0 allocation errors and %d consistency errors in database '%.*ls'.";
     CHECKDB_TABLE_SUMMARY = 8990, 0, Statement, "CHECKDB found 0 allocation errors and %d consistency errors in table '%.*ls' (object ID %d).";
     LOG_NOT_AVAILABLE = 9001, 21, Connection, "The log for database '%.*ls' is not available. Check the ERRORLOG for related error messages. Resolve any errors and restart the server.";

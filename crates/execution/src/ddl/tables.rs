@@ -190,7 +190,8 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
                 },
             );
         }
-        let row_min = tessera_access::row::RowSchema::new(table.columns.iter().map(|c| c.ty).collect())?.min_row_size();
+        let types: Vec<_> = table.columns.iter().map(|c| c.ty).collect();
+        let row_min = tessera_access::row::min_row_size_of(&types);
         if row_min > tessera_access::row::MAX_ROW_SIZE {
             return Err(msg::MIN_ROW_SIZE_TOO_LARGE.with(&[&name, &row_min]));
         }

@@ -47,7 +47,9 @@ impl StagedRows {
     pub(super) fn store(mut self, ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
         let table = &target.table;
         // The row a duplicate-key error names, decoded back from its stored form.
-        let stored = |bytes: &[u8]| decode_row(table, &*crate::encoding::row_schema(table)?, bytes);
+        let schema = crate::encoding::row_schema(table)?;
+        let lobs = ctx.lobs(&target.db, table, &schema)?;
+        let stored = |bytes: &[u8]| decode_row(table, &schema, bytes, &lobs);
         self.rows.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(w) = self.rows.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(duplicate_error(table, &table.indexes[0], &stored(&w[1].1)?));

@@ -5,10 +5,10 @@
 use super::constraints::{check_row, map_duplicate};
 use super::foreign_keys::check_parents;
 use super::indexes::{delete_index_entry, insert_index_entry};
-use super::storage::{row_key, to_storage_row};
+use super::storage::{free_values, row_key, store_form, stored_if_overflowing};
 use super::target::BoundTarget;
 use super::{object_name, TargetAt};
-use crate::encoding::decode_row;
+use crate::encoding::{decode_row, off_row_values};
 use crate::exec::eval;
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
@@ -42,13 +42,14 @@ fn referencing_rows(
     // when there is one).
     let schema = crate::encoding::row_schema(child)?;
     let rows_tree = ctx.tree(db, &child.indexes[0].tree, child)?;
+    let lobs = ctx.lobs(db, child, &schema)?;
     let mut out = Vec::new();
     let tx = ctx.transaction(db)?;
     for item in
         tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
     {
         let (k, v) = item?;
-        let r = decode_row(child, &schema, &v)?;
+        let r = decode_row(child, &schema, &v, &lobs)?;
         let hit =
             fk.columns.iter().zip(&values).all(|(&c, v)| types::compare(&r[c], v) == Some(std::cmp::Ordering::Equal));
         if hit {
@@ -137,8 +138,12 @@ pub(super) fn delete_row(
     check_children(ctx, target, row, None, "DELETE", depth)?;
     let table = &target.table;
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
+    let stored = stored_if_overflowing(ctx, &target.db, table, key)?;
     if !ctx.transaction(&target.db)?.delete(rows_tree, key)? {
         return Ok(false);
+    }
+    if let Some(bytes) = stored {
+        free_values(ctx, &target.db, table, &bytes, &[])?;
     }
     for ix in &table.indexes[1..] {
         delete_index_entry(ctx, target, ix, row, key)?;
@@ -199,8 +204,13 @@ pub(super) fn unlink_old_row(
     let table = &target.table;
     let key_changed = clustered_key_changes(table, old, new, changed);
     if key_changed {
+        // The row moves: its values are stored again under the new key.
         let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
+        let stored = stored_if_overflowing(ctx, &target.db, table, key)?;
         ctx.transaction(&target.db)?.delete(rows_tree, key)?;
+        if let Some(bytes) = stored {
+            free_values(ctx, &target.db, table, &bytes, &[])?;
+        }
     }
     for ix in &table.indexes[1..] {
         if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
@@ -224,7 +234,18 @@ pub(super) fn link_new_row(
     ctx.check_tempdb_room(&target.db, 0)?;
     let key_changed = clustered_key_changes(table, old, new, changed);
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
-    let bytes = to_storage_row(table, new)?;
+    // Updated in place, the row keeps the off-row values of the columns not changed.
+    let before = if key_changed { None } else { stored_if_overflowing(ctx, &target.db, table, key)? };
+    let kept = match &before {
+        Some(bytes) => {
+            let schema = crate::encoding::row_schema(table)?;
+            // Exactly the same value (not merely equal under the collation).
+            let unchanged = |c: usize| !changed.contains(&c) || old[c] == new[c];
+            off_row_values(&schema, bytes)?.into_iter().filter(|&(c, _)| unchanged(c)).collect()
+        }
+        None => Vec::new(),
+    };
+    let bytes = store_form(ctx, &target.db, table, new, &kept)?;
     let new_key = if key_changed {
         let uniq =
             table.has_uniquifier().then(|| u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes")));
@@ -235,6 +256,9 @@ pub(super) fn link_new_row(
         nk
     } else {
         ctx.transaction(&target.db)?.update(rows_tree, key, &bytes)?;
+        if let Some(before) = before {
+            free_values(ctx, &target.db, table, &before, &kept)?;
+        }
         key.to_vec()
     };
     for ix in &table.indexes[1..] {

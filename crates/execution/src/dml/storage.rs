@@ -2,12 +2,13 @@
 //! index entries, and whole-table reads and loads for DDL.
 
 use super::{TargetAt, MAX_CLUSTERED_KEY};
-use crate::encoding::decode_row;
+use crate::encoding::{decode_row, lob_tree_name, off_row_values};
 use crate::identity::load_counters;
 use crate::runtime::ExecCtx;
 use std::sync::atomic::Ordering;
 use tessera_access::key::KeyBuf;
 use tessera_access::row;
+use tessera_database::{OffRow, TableId};
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
@@ -31,12 +32,103 @@ pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResu
     Ok(k.into_vec())
 }
 
-/// A row in the storage format of its table (FixedVar).
+/// A row in the storage format of its table (FixedVar), every value in the row.
 pub fn to_storage_row(table: &Table, row: &[Value]) -> SqlResult<Vec<u8>> {
     let stored: Vec<row::Value> =
         row.iter().zip(&table.columns).map(|(v, c)| crate::encoding::to_storage(v, &c.ty)).collect();
     let schema = crate::encoding::row_schema(table)?;
     Ok(row::encode(&schema, &stored)?)
+}
+
+/// A row in its stored form as part of the session's transaction in `db`: the values
+/// that do not fit in it (`row::off_row_columns`) are stored off the row first, in the
+/// table's large-value tree. `kept` are values already stored off the row that the row
+/// keeps as they are (an UPDATE that leaves them alone).
+pub(super) fn store_form(
+    ctx: &mut ExecCtx,
+    db: &str,
+    table: &Table,
+    row: &[Value],
+    kept: &[(usize, OffRow)],
+) -> SqlResult<Vec<u8>> {
+    let schema = crate::encoding::row_schema(table)?;
+    let mut stored: Vec<row::Value> =
+        row.iter().zip(&table.columns).map(|(v, c)| crate::encoding::to_storage(v, &c.ty)).collect();
+    if schema.overflows() {
+        for &(c, p) in kept {
+            stored[c] = row::Value::OffRow(p);
+        }
+        let out = row::off_row_columns(&schema, &stored)?;
+        if !out.is_empty() {
+            let tree = lob_tree(ctx, db, table)?;
+            let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
+            let tx = ctx.transaction(db)?;
+            for c in out {
+                let bytes = match std::mem::replace(&mut stored[c], row::Value::Null) {
+                    row::Value::Bytes(b) => b,
+                    row::Value::Unicode(u) => u.iter().flat_map(|c| c.to_le_bytes()).collect(),
+                    v => unreachable!("only variable-length values go off the row, not {}", v.kind()),
+                };
+                stored[c] = row::Value::OffRow(tx.lob_write(rows_tree, tree, &bytes)?);
+            }
+        }
+    }
+    Ok(row::encode(&schema, &stored)?)
+}
+
+/// The table's large-value tree, created by its first value (in its own transaction, as
+/// every tree is: an empty tree left by a rollback goes with the table).
+fn lob_tree(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<TableId> {
+    let name = lob_tree_name(&table.indexes[0].tree);
+    let database = ctx.transaction(db)?.database().clone();
+    if let Some(t) = database.table(&name) {
+        return Ok(t);
+    }
+    // Another session may create it first. In tempdb it counts against the request's quota.
+    let created = database.create_table(&name).map_err(Into::into).and_then(|id| ctx.charge_new_tree(&database, id));
+    match database.table(&name) {
+        Some(t) => Ok(t),
+        None => Err(created.err().unwrap_or_else(|| tessera_semantics::bind::invalid_object(&table.name))),
+    }
+}
+
+/// Notes that the change just made dropped the stored row `bytes`' off-row values but
+/// those in `kept`: they are removed after the commit.
+pub(super) fn free_values(
+    ctx: &mut ExecCtx,
+    db: &str,
+    table: &Table,
+    bytes: &[u8],
+    kept: &[(usize, OffRow)],
+) -> SqlResult<()> {
+    let schema = crate::encoding::row_schema(table)?;
+    let values = off_row_values(&schema, bytes)?;
+    if values.is_empty() {
+        return Ok(());
+    }
+    let tree = lob_tree(ctx, db, table)?;
+    let tx = ctx.transaction(db)?;
+    for (c, p) in values {
+        if !kept.iter().any(|&(k, q)| k == c && q == p) {
+            tx.lob_free(tree, p)?;
+        }
+    }
+    Ok(())
+}
+
+/// The stored row under `key`, when its table's rows may keep values off the row (whose
+/// pointers a change of the row must deal with); None otherwise or when there is none.
+pub(super) fn stored_if_overflowing(
+    ctx: &mut ExecCtx,
+    db: &str,
+    table: &Table,
+    key: &[u8],
+) -> SqlResult<Option<Vec<u8>>> {
+    if !crate::encoding::row_schema(table)?.overflows() {
+        return Ok(None);
+    }
+    let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
+    Ok(ctx.transaction(db)?.get(rows_tree, key)?)
 }
 
 /// A complete row's clustered key (with its uniquifier, if the table has one) and its
@@ -49,20 +141,21 @@ pub(super) fn encode_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) ->
     } else {
         None
     };
-    Ok((row_key(table, row, uniq)?, to_storage_row(table, row)?))
+    Ok((row_key(table, row, uniq)?, store_form(ctx, &target.db, table, row, &[])?))
 }
 
 /// Every row of a table in storage order, with keys (index rebuilds, ALTER TABLE).
 pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(Vec<u8>, Row)>> {
     let schema = crate::encoding::row_schema(table)?;
     let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
+    let lobs = ctx.lobs(db, table, &schema)?;
     let tx = ctx.transaction(db)?;
     let mut out = Vec::new();
     for item in
         tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
     {
         let (k, v) = item?;
-        out.push((k, decode_row(table, &schema, &v)?));
+        out.push((k, decode_row(table, &schema, &v, &lobs)?));
     }
     Ok(out)
 }

@@ -10,13 +10,14 @@ use tessera_access::row::{self, RowSchema};
 
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
-use tessera_semantics::plan::Row;
 use tessera_semantics::types::{SqlType, Value};
 
 mod keys;
+mod lobs;
 mod values;
 
 pub use keys::{encode_key, StorageKeys, KEYS};
+pub use lobs::{decode_columns, decode_row, lob_tree_name, off_row_values, Lobs};
 pub use values::{from_field, from_storage, stored_value, to_storage};
 
 /// Builds the storage key for a prefix of an index's key columns.
@@ -56,25 +57,6 @@ pub fn row_schema(table: &Table) -> SqlResult<Arc<RowSchema>> {
             Ok(table.layout.keep(s.clone()).unwrap_or(s))
         }
     }
-}
-
-/// Decodes a stored row into SQL values.
-pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8]) -> SqlResult<Row> {
-    let mut out = Vec::with_capacity(table.columns.len());
-    row::decode_each(schema, bytes, |i, field| out.push(from_field(field, &table.columns[i].ty)))?;
-    Ok(out)
-}
-
-/// Decodes only the columns `reads` marks, the others NULL: enough to evaluate a filter
-/// that reads no others.
-pub fn decode_columns(table: &Table, schema: &RowSchema, bytes: &[u8], reads: &[bool]) -> SqlResult<Row> {
-    let mut out = vec![Value::Null; table.columns.len()];
-    row::decode_each(schema, bytes, |i, field| {
-        if reads[i] {
-            out[i] = from_field(field, &table.columns[i].ty);
-        }
-    })?;
-    Ok(out)
 }
 
 /// The key of a row's entry in the table's nonclustered index `index` (a non-unique

@@ -85,6 +85,7 @@ pub fn from_storage(v: row::Value, t: &SqlType) -> Value {
         row::Value::Guid(g) => Value::Guid(g),
         row::Value::Bytes(b) => from_bytes(&b, t),
         row::Value::Unicode(u) => Value::Str(Arc::from(String::from_utf16_lossy(&u))),
+        row::Value::OffRow(_) => unreachable!("an off-row value is read where its row is decoded (`lobs`)"),
     }
 }
 
@@ -98,6 +99,7 @@ pub fn from_field(f: row::Field<'_>, t: &SqlType) -> Value {
             let units = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
             Value::Str(Arc::from(char::decode_utf16(units).map(|c| c.unwrap_or('\u{FFFD}')).collect::<String>()))
         }
+        row::Field::OffRow(_) => unreachable!("an off-row value is read where its row is decoded (`lobs`)"),
     }
 }
 

@@ -136,6 +136,7 @@ pub(super) fn locked_rows(
     let (db_name, table) = ctx.table(&node.db, &node.table)?;
     let table = &table;
     let schema = ctx.row_schema(table)?;
+    let lobs = ctx.lobs(&db_name, table, &schema)?;
     let tx = ctx.transaction(&db_name)?;
     let db = tx.database().clone();
     let rows_tree = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
@@ -157,7 +158,8 @@ pub(super) fn locked_rows(
             },
         };
         let held = filter.is_some() && tx.holds_key(rows_tree, &row_key);
-        let Some(row) = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes))? else {
+        let Some(row) = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes, &lobs))?
+        else {
             continue;
         };
         let mut row = row?;

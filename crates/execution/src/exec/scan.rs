@@ -9,7 +9,7 @@ use super::locked_read::{locked_rows, run_locked_scan};
 use super::missing_tree;
 use super::ranges::scan_range;
 use super::rows::{Cursor, Held, OneRow, Rows};
-use crate::encoding::{decode_columns, decode_row, encode_prefix};
+use crate::encoding::{decode_columns, decode_row, encode_prefix, Lobs};
 use crate::runtime::ExecCtx;
 use crate::statistics::ReadAheadMark;
 use std::collections::VecDeque;
@@ -39,13 +39,16 @@ pub(super) struct ScanTarget {
     pub(super) db: Arc<str>,
     pub(super) table: Arc<Table>,
     pub(super) schema: Arc<RowSchema>,
+    /// Where the rows' off-row values are read, pinned before the first row is.
+    pub(super) lobs: Lobs,
 }
 
 impl ScanTarget {
     pub(super) fn of(node: &ScanNode, ctx: &ExecCtx) -> SqlResult<ScanTarget> {
         let (db, table) = ctx.table(&node.db, &node.table)?;
         let schema = ctx.row_schema(&table)?;
-        Ok(ScanTarget { db, table, schema })
+        let lobs = ctx.lobs(&db, &table, &schema)?;
+        Ok(ScanTarget { db, table, schema, lobs })
     }
 }
 
@@ -102,7 +105,7 @@ fn run_point_lookup(node: &ScanNode, corr: &[Value], ctx: &mut ExecCtx) -> SqlRe
         return Ok(rows.pop());
     }
     let target = ScanTarget::of(node, ctx)?;
-    let decode = |bytes: &[u8]| decode_row(&target.table, &target.schema, bytes);
+    let decode = |bytes: &[u8]| decode_row(&target.table, &target.schema, bytes, &target.lobs);
     let Some((row, row_key)) = lookup_committed(node, &target, key.as_bytes(), ctx, decode)? else { return Ok(None) };
     let mut row = row?;
     if let Some(row_key) = row_key {
@@ -165,7 +168,7 @@ impl<'p> ScanFilter<'p> {
 
     /// Whether the stored row `bytes` passes the filter.
     pub(super) fn keeps(&self, target: &ScanTarget, bytes: &[u8], ctx: &mut ExecCtx) -> SqlResult<bool> {
-        let columns = decode_columns(&target.table, &target.schema, bytes, &self.reads)?;
+        let columns = decode_columns(&target.table, &target.schema, bytes, &self.reads, &target.lobs)?;
         is_true(self.predicate, &columns, ctx)
     }
 }
@@ -361,7 +364,7 @@ impl<'p> RangeScan<'p> {
 impl Cursor for RangeScan<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
         let Some(p) = self.next_kept(ctx)? else { return Ok(None) };
-        let mut r = decode_row(&self.target.table, &self.target.schema, &self.read[p.row])?;
+        let mut r = decode_row(&self.target.table, &self.target.schema, &self.read[p.row], &self.target.lobs)?;
         if self.node.with_key {
             r.push(Value::Binary(Arc::from(&self.read[p.key])));
         }

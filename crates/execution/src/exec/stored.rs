@@ -83,7 +83,7 @@ fn shape(plan: &Plan) -> Option<Shape<'_>> {
 
 /// Opens `plan` to hand its rows over as they are stored, if its shape allows it: a
 /// scan at READ COMMITTED that is not asked for its storage keys, of a table whose
-/// columns have the result's `types`. None (nothing opened) otherwise. Boxed, as a range
+/// columns have the result's `types` and whose rows keep every value in the row. None (nothing opened) otherwise. Boxed, as a range
 /// scan's state is a few hundred bytes that would otherwise be copied at each move.
 pub fn open_stored<'p>(
     plan: &'p Plan,
@@ -98,7 +98,8 @@ pub fn open_stored<'p>(
     ctx.yield_point()?;
     let target = ScanTarget::of(node, ctx)?;
     let stored = target.schema.columns();
-    if columns.iter().zip(&types).any(|(&c, ty)| stored.get(c) != Some(ty)) {
+    // Rows that may keep values off the row are decoded into values instead.
+    if target.schema.overflows() || columns.iter().zip(&types).any(|(&c, ty)| stored.get(c) != Some(ty)) {
         return Ok(None);
     }
     let left = match top {

@@ -170,16 +170,19 @@ pub(crate) fn char_in_range(c: char, lo: char, hi: char) -> bool {
     key(lo) <= key(c) && key(c) <= key(hi)
 }
 
-/// Finds `needle` in `haystack` (case-insensitively); the byte offset of the match.
-pub(crate) fn find_ci(haystack: &str, needle: &str, from: usize) -> Option<usize> {
+/// Finds `needle` in `haystack` (case-insensitively); the byte offset of the first match.
+/// Allocates only the needle's characters, so a caller that searches a long string again
+/// from after each match (REPLACE) stays linear in its length.
+pub(crate) fn find_ci(haystack: &str, needle: &str) -> Option<usize> {
     let n: Vec<char> = needle.chars().collect();
-    if n.is_empty() {
-        return None;
-    }
-    let hay: Vec<(usize, char)> = haystack.char_indices().collect();
-    (from..hay.len())
-        .find(|&i| i + n.len() <= hay.len() && n.iter().enumerate().all(|(k, &c)| chars_equal(hay[i + k].1, c)))
-        .map(|i| hay[i].0)
+    let first = *n.first()?;
+    haystack.char_indices().find_map(|(i, c)| {
+        if !chars_equal(c, first) {
+            return None;
+        }
+        let mut rest = haystack[i + c.len_utf8()..].chars();
+        n[1..].iter().all(|&want| rest.next().is_some_and(|h| chars_equal(h, want))).then_some(i)
+    })
 }
 
 #[cfg(test)]
@@ -221,7 +224,7 @@ mod tests {
         assert_eq!(collate_cmp("éa", "eb"), Less);
         assert_eq!(collate_cmp("a", "ab"), Less);
         assert_eq!(collate_cmp("", " "), Equal);
-        assert_eq!(find_ci("Hello World", "WORLD", 0), Some(6));
+        assert_eq!(find_ci("Hello World", "WORLD"), Some(6));
         assert!(char_in_range('B', 'a', 'z'));
         assert!(!char_in_range('1', 'a', 'z'));
     }

@@ -40,8 +40,11 @@ impl Runner<'_> {
         if errors == 0 {
             return Ok(());
         }
-        if !repair {
-            self.sink.message(&msg::CHECKDB_MIN_REPAIR_LEVEL.with(&[&db.name()]));
+        // Damaged large values can only be repaired by losing them.
+        let data_loss = findings.iter().any(|f| f.large_value_errors > 0);
+        if !repair || data_loss {
+            let level = if data_loss { "repair_allow_data_loss" } else { "repair_rebuild" };
+            self.sink.message(&msg::CHECKDB_MIN_REPAIR_LEVEL.with(&[&level, &db.name()]));
             return Ok(());
         }
         let mut fixed = 0;

@@ -60,6 +60,9 @@ pub enum Bench {
     /// PostgreSQL through pgjdbc in the same run: goodput, latency, server CPU per
     /// transaction, load time and their ratios.
     Benchbase(BenchbaseArgs),
+    /// Issue 34: values of 1 MiB and one of 1 GiB written and read back through T-SQL, in
+    /// process and over TDS, next to SQLite's incremental blob I/O.
+    Lob(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -244,6 +247,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::backup::BackupParams::full()
             };
             finish(&common, |dir| tessera_bench::backup::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Lob(common) => {
+            let params = if common.quick {
+                tessera_bench::lob::LobParams::quick()
+            } else {
+                tessera_bench::lob::LobParams::full()
+            };
+            finish(&common, |dir| tessera_bench::lob::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
         Bench::Streaming(common) => {
             let params = if common.quick {

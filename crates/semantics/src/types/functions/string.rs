@@ -148,7 +148,7 @@ impl Call<'_> {
         };
         let skip = (start.max(1) - 1) as usize;
         let from_byte = s.char_indices().nth(skip).map_or(s.len(), |(i, _)| i);
-        let pos = find_ci(&s[from_byte..], &find, 0).map_or(0, |b| skip + s[from_byte..][..b].chars().count() + 1);
+        let pos = find_ci(&s[from_byte..], &find).map_or(0, |b| skip + s[from_byte..][..b].chars().count() + 1);
         Ok(Value::Int(pos as i64))
     }
 
@@ -228,7 +228,7 @@ fn replace_ci(s: &str, find: &str, repl: &str) -> String {
     }
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
-    while let Some(i) = find_ci(rest, find, 0) {
+    while let Some(i) = find_ci(rest, find) {
         out.push_str(&rest[..i]);
         out.push_str(repl);
         let matched: usize = rest[i..].chars().take(find.chars().count()).map(char::len_utf8).sum();

@@ -1,0 +1,470 @@
+//! `tessera bench lob`: large values written and read back, next to SQLite's incremental
+//! blob I/O in the same run (issue 34).
+//!
+//! tessera, in process: an engine and a session; `t (id int primary key, v varbinary(max))`;
+//! each value goes in as a client sends it — an RPC, `sp_executesql` with `@id int` and
+//! `@v varbinary(max)`, one autocommit INSERT (a durable commit) per value — and comes back
+//! through `sp_executesql` of `select v from t where id = @id`, the sink counting the bytes
+//! of the value it is handed. Over TDS: a server started in process on a fresh directory,
+//! the values written by tiberius (an RPC with a varbinary(max) parameter, PLP-framed) and
+//! read back by a streaming reader ([`crate::tdsstream`]) that keeps one packet and one
+//! incomplete row. SQLite: bundled, WAL, `synchronous=FULL`; one transaction per value
+//! (`INSERT … zeroblob(n)`, then `blob_open` and one write of the value), read back with
+//! `blob_open` and `read_exact` into a buffer kept between reads.
+//!
+//! The values: `values` of `value_bytes` each, written and read in rounds that alternate
+//! the sides (a drift in the machine's speed falls on both), then one of `big_bytes` on
+//! each side, with tessera's resident memory outside its buffer pool sampled every 10 ms
+//! during the big value's write and read (the goal: < 64 MiB above what it was before).
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, MAIN_DB};
+use serde::Serialize;
+use tessera_database::{Engine, EngineConfig};
+use tessera_semantics::output::{Command, OutputColumn};
+use tessera_semantics::types::{SqlType, Value};
+use tessera_sql::session::RpcParam;
+use tessera_sql::{ResultSink, Session, SqlError};
+
+use crate::error::{BenchError, Result};
+use crate::machine::Machine;
+use crate::report::{fmt_value, Report, ResultRow};
+use crate::rss::{self, Probe, Sampler, SelfProbe};
+use crate::tdsstream::StreamConn;
+
+pub const NAME: &str = "lob";
+
+/// tessera's throughput divided by SQLite's incremental blob I/O must reach this.
+pub const GOAL_RATE_VS_SQLITE: f64 = 1.0;
+/// The server's memory outside its buffer pool may grow by less than this during the big
+/// value's transfer.
+pub const GOAL_MEMORY_MIB: f64 = 64.0;
+
+const ROUNDS: u64 = 10;
+const MIB: f64 = (1u64 << 20) as f64;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LobParams {
+    pub values: u64,
+    pub value_bytes: usize,
+    pub big_bytes: usize,
+}
+
+impl LobParams {
+    /// The issue's scale: 1,000 values of 1 MiB and one of 1 GiB.
+    pub fn full() -> LobParams {
+        LobParams { values: 1000, value_bytes: 1 << 20, big_bytes: 1 << 30 }
+    }
+
+    /// 100 values of 1 MiB and one of 64 MiB.
+    pub fn quick() -> LobParams {
+        LobParams { values: 100, value_bytes: 1 << 20, big_bytes: 64 << 20 }
+    }
+}
+
+pub struct Outcome {
+    pub report: Report,
+    pub failures: Vec<String>,
+}
+
+/// The value written under `id`: bytes that differ from value to value.
+fn value_of(id: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i as u64).wrapping_mul(0x9E37_79B9).wrapping_add(id) as u8).collect()
+}
+
+/// Counts the bytes of the binary values handed to it; keeps the first error.
+#[derive(Default)]
+struct ByteCounter {
+    bytes: u64,
+    rows: u64,
+    error: Option<SqlError>,
+}
+
+impl ResultSink for ByteCounter {
+    fn columns(&mut self, _: &[OutputColumn]) {}
+
+    fn row(&mut self, row: &[Value]) {
+        self.rows += 1;
+        if let Some(Value::Binary(b)) = row.first() {
+            self.bytes += b.len() as u64;
+        }
+    }
+
+    fn done(&mut self, _: Option<u64>, _: Command) {}
+
+    fn message(&mut self, m: &SqlError) {
+        if m.severity > 10 && self.error.is_none() {
+            self.error = Some(m.clone());
+        }
+    }
+}
+
+fn failed(what: &str, e: SqlError) -> BenchError {
+    BenchError::new(format!("tessera {what}: Msg {}: {}", e.number, e.message))
+}
+
+/// tessera in process.
+struct TesseraSide {
+    engine: Arc<Engine>,
+    session: Session,
+}
+
+impl TesseraSide {
+    fn open(dir: &Path) -> Result<TesseraSide> {
+        let mut config = EngineConfig::new(dir);
+        config.pool_bytes = 256 << 20;
+        let engine = Engine::open(config)?;
+        let shared = tessera_sql::start_instance(engine.clone()).map_err(|e| failed("start", e))?;
+        let mut session = Session::new(shared, "sa", "master").map_err(|e| failed("session", e))?;
+        let mut sink = ByteCounter::default();
+        session.execute(
+            "create database lob; use lob; create table t (id int primary key, v varbinary(max) not null);",
+            &mut sink,
+        );
+        if let Some(e) = sink.error {
+            return Err(failed("create table", e));
+        }
+        Ok(TesseraSide { engine, session })
+    }
+
+    fn rpc(&mut self, text: &str, declared: &str, mut params: Vec<RpcParam>, what: &str) -> Result<ByteCounter> {
+        let mut all = vec![
+            RpcParam { name: None, value: Value::Str(text.into()), ty: SqlType::NVarChar(u16::MAX), output: false },
+            RpcParam { name: None, value: Value::Str(declared.into()), ty: SqlType::NVarChar(u16::MAX), output: false },
+        ];
+        all.append(&mut params);
+        let mut sink = ByteCounter::default();
+        self.session.execute_rpc("sp_executesql", all, &mut sink);
+        match sink.error.take() {
+            Some(e) => Err(failed(what, e)),
+            None => Ok(sink),
+        }
+    }
+
+    fn write(&mut self, id: u64, value: &Arc<[u8]>) -> Result<()> {
+        let params = vec![
+            RpcParam { name: Some("@id".into()), value: Value::Int(id as i64), ty: SqlType::Int, output: false },
+            RpcParam {
+                name: Some("@v".into()),
+                value: Value::Binary(value.clone()),
+                ty: SqlType::VarBinary(u16::MAX),
+                output: false,
+            },
+        ];
+        self.rpc("insert t values (@id, @v)", "@id int, @v varbinary(max)", params, "insert").map(|_| ())
+    }
+
+    fn read(&mut self, id: u64) -> Result<u64> {
+        let params =
+            vec![RpcParam { name: Some("@id".into()), value: Value::Int(id as i64), ty: SqlType::Int, output: false }];
+        let sink = self.rpc("select v from t where id = @id", "@id int", params, "select")?;
+        if sink.rows != 1 {
+            return Err(BenchError::new(format!("tessera: value {id} came back in {} rows", sink.rows)));
+        }
+        Ok(sink.bytes)
+    }
+
+    fn close(mut self) -> Result<()> {
+        self.session.close();
+        drop(self.session);
+        self.engine.shutdown()?;
+        Ok(())
+    }
+}
+
+/// SQLite in process, incremental blob I/O.
+struct SqliteSide {
+    conn: Connection,
+    buf: Vec<u8>,
+}
+
+impl SqliteSide {
+    fn open(dir: &Path) -> Result<SqliteSide> {
+        let conn = Connection::open(dir.join("lob.sqlite"))?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB NOT NULL);",
+        )?;
+        Ok(SqliteSide { conn, buf: Vec::new() })
+    }
+
+    fn write(&mut self, id: u64, value: &[u8]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute("INSERT INTO t (id, v) VALUES (?1, zeroblob(?2))", (id as i64, value.len() as i64))?;
+        {
+            let mut blob = tx.blob_open(MAIN_DB, c"t", c"v", id as i64, false)?;
+            blob.write_all(value)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn read(&mut self, id: u64) -> Result<u64> {
+        let mut blob = self.conn.blob_open(MAIN_DB, c"t", c"v", id as i64, true)?;
+        let len = blob.len();
+        self.buf.resize(len, 0);
+        blob.read_exact(&mut self.buf)?;
+        Ok(len as u64)
+    }
+}
+
+/// Seconds each side took for the same work, in alternating rounds.
+fn alternate(
+    rounds: u64,
+    mut ours: impl FnMut(u64) -> Result<f64>,
+    mut peer: impl FnMut(u64) -> Result<f64>,
+) -> Result<(f64, f64)> {
+    let (mut o, mut p) = (0.0, 0.0);
+    for r in 0..rounds {
+        if r % 2 == 0 {
+            o += ours(r)?;
+            p += peer(r)?;
+        } else {
+            p += peer(r)?;
+            o += ours(r)?;
+        }
+    }
+    Ok((o, p))
+}
+
+/// MB/s (10^6 bytes) of `bytes` in `seconds`.
+fn mbps(bytes: u64, seconds: f64) -> f64 {
+    bytes as f64 / 1e6 / seconds.max(1e-9)
+}
+
+struct InProcess {
+    write: (f64, f64),
+    read: (f64, f64),
+    big_write: (f64, f64),
+    big_read: (f64, f64),
+    /// Growth of tessera's memory outside the buffer pool during the big value's write and
+    /// read, in bytes.
+    big_growth: u64,
+}
+
+fn in_process(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<InProcess> {
+    let mut ours = TesseraSide::open(&dir.join("tessera"))?;
+    let mut peer = SqliteSide::open(&dir.join("sqlite"))?;
+    let per_round = p.values / ROUNDS;
+    let values: Vec<Arc<[u8]>> = (0..per_round).map(|i| Arc::from(value_of(i, p.value_bytes))).collect();
+    progress(&format!("in process: writing {} values of {} bytes a side", per_round * ROUNDS, p.value_bytes));
+    let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        let t = Instant::now();
+        f()?;
+        Ok(t.elapsed().as_secs_f64())
+    };
+    let write = {
+        let (o, s) = (std::cell::RefCell::new(&mut ours), std::cell::RefCell::new(&mut peer));
+        alternate(
+            ROUNDS,
+            |r| {
+                timed(&mut || {
+                    (0..per_round).try_for_each(|i| o.borrow_mut().write(r * per_round + i + 1, &values[i as usize]))
+                })
+            },
+            |r| {
+                timed(&mut || {
+                    (0..per_round).try_for_each(|i| s.borrow_mut().write(r * per_round + i + 1, &values[i as usize]))
+                })
+            },
+        )?
+    };
+    progress("in process: reading them back");
+    let expected = per_round * ROUNDS * p.value_bytes as u64;
+    let (mut ours_bytes, mut peer_bytes) = (0, 0);
+    let read = {
+        let (o, s) = (std::cell::RefCell::new(&mut ours), std::cell::RefCell::new(&mut peer));
+        let (ob, sb) = (std::cell::RefCell::new(&mut ours_bytes), std::cell::RefCell::new(&mut peer_bytes));
+        alternate(
+            ROUNDS,
+            |r| {
+                timed(&mut || {
+                    for i in 0..per_round {
+                        **ob.borrow_mut() += o.borrow_mut().read(r * per_round + i + 1)?;
+                    }
+                    Ok(())
+                })
+            },
+            |r| {
+                timed(&mut || {
+                    for i in 0..per_round {
+                        **sb.borrow_mut() += s.borrow_mut().read(r * per_round + i + 1)?;
+                    }
+                    Ok(())
+                })
+            },
+        )?
+    };
+    if ours_bytes != expected || peer_bytes != expected {
+        return Err(BenchError::new(format!(
+            "read back {ours_bytes} (tessera) and {peer_bytes} (sqlite) of {expected} bytes"
+        )));
+    }
+    drop(values);
+    progress(&format!("in process: one value of {} bytes a side", p.big_bytes));
+    let big: Arc<[u8]> = Arc::from(value_of(0, p.big_bytes));
+    let big_id = p.values + 1_000_000;
+    let sampler = Sampler::start(Probe::SelfProcess(SelfProbe::new(rss::pool_mappings()?)), Duration::from_millis(10))?;
+    let t = Instant::now();
+    ours.write(big_id, &big)?;
+    let ours_big_write = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let got = ours.read(big_id)?;
+    let ours_big_read = t.elapsed().as_secs_f64();
+    let (samples, _) = sampler.stop()?;
+    let start = samples.samples.first().map_or(0, |s| s.other);
+    let big_growth = samples.largest_rise(start, |s| s.other);
+    if got != p.big_bytes as u64 {
+        return Err(BenchError::new(format!("tessera read {got} bytes of the big value")));
+    }
+    let t = Instant::now();
+    peer.write(big_id, &big)?;
+    let peer_big_write = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    peer.read(big_id)?;
+    let peer_big_read = t.elapsed().as_secs_f64();
+    ours.close()?;
+    Ok(InProcess {
+        write: (mbps(expected, write.0), mbps(expected, write.1)),
+        read: (mbps(expected, read.0), mbps(expected, read.1)),
+        big_write: (mbps(p.big_bytes as u64, ours_big_write), mbps(p.big_bytes as u64, peer_big_write)),
+        big_read: (mbps(p.big_bytes as u64, ours_big_read), mbps(p.big_bytes as u64, peer_big_read)),
+        big_growth,
+    })
+}
+
+/// Over TDS: (write MB/s, read MB/s) of `values` values through a server in process.
+fn over_tds(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<(f64, f64)> {
+    let config = tessera_server::Config {
+        port: 0,
+        data_dir: dir.join("server"),
+        sa_password: Some(crate::pointselect::PASSWORD.to_string()),
+        memory_mb: 512,
+        ..tessera_server::Config::default()
+    };
+    let server = tessera_server::RunningServer::start(config).map_err(BenchError::new)?;
+    let port = server.addr.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let values: Vec<Vec<u8>> = (0..p.values.min(100)).map(|i| value_of(i, p.value_bytes)).collect();
+    progress(&format!("over TDS: writing {} values", p.values));
+    let written = rt.block_on(async {
+        let mut c = crate::pointselect::connect(port).await?;
+        crate::pointselect::batch(
+            &mut c,
+            "create database lob; use lob; create table t (id int primary key, v varbinary(max) not null)",
+            "create table",
+        )
+        .await?;
+        let t = Instant::now();
+        for id in 1..=p.values {
+            let v = &values[(id as usize - 1) % values.len()][..];
+            c.execute("insert t values (@P1, @P2)", &[&(id as i32), &v])
+                .await
+                .map_err(|e| BenchError::new(format!("tessera insert over TDS: {e}")))?;
+        }
+        Ok::<f64, BenchError>(t.elapsed().as_secs_f64())
+    })?;
+    progress("over TDS: reading them back");
+    let mut reader = StreamConn::connect(port, "sa", crate::pointselect::PASSWORD, "lob")?;
+    let t = Instant::now();
+    let mut bytes = 0;
+    for id in 1..=p.values {
+        let run = reader.query(&format!("select v from t where id = {id}"))?;
+        if let Some(e) = run.error {
+            return Err(BenchError::new(format!("tessera select over TDS: {e}")));
+        }
+        if run.rows != 1 {
+            return Err(BenchError::new(format!("value {id} came back in {} rows", run.rows)));
+        }
+        bytes += run.bytes;
+    }
+    let read = t.elapsed().as_secs_f64();
+    if bytes < p.values * p.value_bytes as u64 {
+        return Err(BenchError::new(format!("read {bytes} bytes over TDS, fewer than the values hold")));
+    }
+    drop(reader);
+    server.stop().map_err(BenchError::new)?;
+    let total = p.values * p.value_bytes as u64;
+    Ok((mbps(total, written), mbps(total, read)))
+}
+
+/// Runs both sides in fresh subdirectories of `dir` (removed afterwards).
+pub fn run(dir: &Path, params: &LobParams, progress: &dyn Fn(&str)) -> Result<Outcome> {
+    fs::create_dir_all(dir)?;
+    progress("measuring fdatasync latency of the data directory");
+    let machine = Machine::detect(dir)?;
+    let mut report = Report::new(NAME, serde_json::to_value(params)?, machine);
+    let mut failures = Vec::new();
+    let work = dir.join("lob-run");
+    let _ = fs::remove_dir_all(&work);
+    fs::create_dir_all(work.join("sqlite"))?;
+    let size = |b: usize| if b >= 1 << 30 { format!("{} GiB", b >> 30) } else { format!("{} MiB", b >> 20) };
+    let each = size(params.value_bytes);
+    let measured = in_process(&work, params, progress);
+    let _ = fs::remove_dir_all(work.join("tessera"));
+    let tds = over_tds(&work, params, progress);
+    match &measured {
+        Ok(m) => {
+            let rows = [
+                (format!("write {} values of {each}, one commit each, in process", params.values), m.write),
+                (format!("read {} values of {each}, in process", params.values), m.read),
+                (format!("write one value of {}, in process", size(params.big_bytes)), m.big_write),
+                (format!("read one value of {}, in process", size(params.big_bytes)), m.big_read),
+            ];
+            for (what, (o, s)) in rows {
+                report.push(ResultRow::rate(what, "MB/s", o, "sqlite", s, GOAL_RATE_VS_SQLITE));
+            }
+            report.push(ResultRow::own(
+                format!("memory outside the buffer pool, growth during the {} value", size(params.big_bytes)),
+                "MiB",
+                m.big_growth as f64 / MIB,
+                GOAL_MEMORY_MIB,
+            ));
+        }
+        Err(e) => failures.push(format!("in process: {e}")),
+    }
+    match (&tds, &measured) {
+        (Ok((write, read)), Ok(m)) => {
+            let peer = "sqlite, in process";
+            let what = format!("write {} values of {each}, one commit each, over TDS (tiberius, RPC)", params.values);
+            report.push(ResultRow::rate(what, "MB/s", *write, peer, m.write.1, GOAL_RATE_VS_SQLITE));
+            let what = format!("read {} values of {each} over TDS (streaming reader)", params.values);
+            report.push(ResultRow::rate(what, "MB/s", *read, peer, m.read.1, GOAL_RATE_VS_SQLITE));
+        }
+        (Err(e), _) => failures.push(format!("over TDS: {e}")),
+        (Ok(_), Err(_)) => {}
+    }
+    let _ = fs::remove_dir_all(&work);
+    report.note(format!(
+        "ratio = tessera's MB/s ÷ SQLite's incremental blob I/O (goal {}); MB = 10^6 bytes of value",
+        fmt_value(GOAL_RATE_VS_SQLITE)
+    ));
+    report.note(
+        "tessera keeps a value whole in memory while a statement uses it (no chunked streaming in or out yet): \
+         the memory row shows what that costs for the big value",
+    );
+    for f in &failures {
+        report.note(format!("not measured: {f}"));
+    }
+    Ok(Outcome { report, failures })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tiny_run_reports_both_sides() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = LobParams { values: 20, value_bytes: 20_000, big_bytes: 300_000 };
+        let outcome = run(dir.path(), &p, &|_| {}).unwrap();
+        assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+        let row = &outcome.report.results[0];
+        assert_eq!(row.peer, "sqlite");
+        assert!(row.ours > 0.0 && row.peer_value.unwrap() > 0.0);
+    }
+}

@@ -1,0 +1,133 @@
+//! Values stored off their rows, as rows are decoded: a row of a table whose layout can
+//! overflow (`RowSchema::overflows`) may point into the table's large-value tree, named
+//! after its rows tree ([`lob_tree_name`]), where `tessera_access::lob` keeps the
+//! values in chunks. A reader makes its [`Lobs`] before it reads rows: that pins the
+//! values readable then (see `tessera_access::lob`), so a value a writer drops after
+//! the reader copied its row stays until the reader is done.
+
+use std::sync::Arc;
+use tessera_access::row::{self, RowSchema};
+use tessera_database::{Database, LobPin, OffRow, TableId};
+use tessera_errors::SqlResult;
+use tessera_semantics::catalog::Table;
+use tessera_semantics::types::{SqlType, Value};
+
+/// The name of the large-value tree of the table whose rows tree is `rows_tree`.
+pub fn lob_tree_name(rows_tree: &str) -> String {
+    format!("{rows_tree}L")
+}
+
+/// Where a reader of one table's rows reads their off-row values.
+pub struct Lobs {
+    source: Option<Source>,
+}
+
+struct Source {
+    database: Arc<Database>,
+    name: String,
+    /// Looked up again while the tree does not exist (created by the first value).
+    tree: std::sync::OnceLock<TableId>,
+    _pin: LobPin,
+}
+
+impl Lobs {
+    /// For rows that hold no off-row values (the table's layout cannot overflow).
+    pub fn none() -> Lobs {
+        Lobs { source: None }
+    }
+
+    /// For reading `table`'s rows in `database` from now on.
+    pub fn of(database: &Arc<Database>, table: &Table, schema: &RowSchema) -> Lobs {
+        if !schema.overflows() {
+            return Lobs::none();
+        }
+        let pin = database.lob_pin();
+        let name = lob_tree_name(&table.indexes[0].tree);
+        let tree = std::sync::OnceLock::new();
+        if let Some(t) = database.table(&name) {
+            let _ = tree.set(t);
+        }
+        Lobs { source: Some(Source { database: database.clone(), name, tree, _pin: pin }) }
+    }
+
+    /// The value `p` points at, as a value of type `ty`.
+    fn value(&self, p: OffRow, ty: &SqlType) -> SqlResult<Value> {
+        let bytes = self.bytes(p, 0, p.len)?;
+        Ok(super::from_field(
+            if matches!(ty, SqlType::NVarChar(_)) { row::Field::Unicode(&bytes) } else { row::Field::Bytes(&bytes) },
+            ty,
+        ))
+    }
+
+    /// Bytes `from .. from + len` of the value `p` points at.
+    pub fn bytes(&self, p: OffRow, from: u64, len: u64) -> SqlResult<Vec<u8>> {
+        let Some(s) = &self.source else {
+            return Err(tessera_errors::Error::Invalid("an off-row value in a table whose rows all fit".into()).into());
+        };
+        let tree = match s.tree.get() {
+            Some(t) => *t,
+            None => {
+                let missing = || tessera_errors::Error::Invalid(format!("the large-value tree {} is missing", s.name));
+                let t = s.database.table(&s.name).ok_or_else(missing)?;
+                *s.tree.get_or_init(|| t)
+            }
+        };
+        let mut out = Vec::new();
+        s.database.lob_read(tree, p, from, len, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// Decodes a stored row into SQL values, reading its off-row values from `lobs`.
+pub fn decode_row(table: &Table, schema: &RowSchema, bytes: &[u8], lobs: &Lobs) -> SqlResult<Vec<Value>> {
+    decode_kept(table, schema, bytes, lobs, |_| true)
+}
+
+/// Decodes only the columns `reads` marks, the others NULL: enough to evaluate a filter
+/// that reads no others.
+pub fn decode_columns(
+    table: &Table,
+    schema: &RowSchema,
+    bytes: &[u8],
+    reads: &[bool],
+    lobs: &Lobs,
+) -> SqlResult<Vec<Value>> {
+    decode_kept(table, schema, bytes, lobs, |i| reads[i])
+}
+
+/// Decodes the columns `keep` says, the others NULL.
+fn decode_kept(
+    table: &Table,
+    schema: &RowSchema,
+    bytes: &[u8],
+    lobs: &Lobs,
+    keep: impl Fn(usize) -> bool,
+) -> SqlResult<Vec<Value>> {
+    let mut out = Vec::with_capacity(table.columns.len());
+    let mut failed = None;
+    row::decode_each(schema, bytes, |i, field| {
+        let ty = &table.columns[i].ty;
+        out.push(match field {
+            _ if !keep(i) => Value::Null,
+            row::Field::OffRow(p) => lobs.value(p, ty).unwrap_or_else(|e| {
+                failed.get_or_insert(e);
+                Value::Null
+            }),
+            f => super::from_field(f, ty),
+        })
+    })?;
+    failed.map_or(Ok(out), Err)
+}
+
+/// The values a stored row keeps off the row, by column.
+pub fn off_row_values(schema: &RowSchema, bytes: &[u8]) -> SqlResult<Vec<(usize, OffRow)>> {
+    let mut out = Vec::new();
+    if row::has_off_row(bytes) {
+        row::decode_each(schema, bytes, |i, field| {
+            if let row::Field::OffRow(p) = field {
+                out.push((i, p));
+            }
+        })?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,86 @@
+-- Large values (issue 34): (max) values longer than 8,000 bytes live off the row, and
+-- variable-length values of a row longer than 8,060 bytes overflow it (longest first);
+-- every statement reads and changes them as in-row values.
+create table docs (id int primary key, title varchar(200), body varchar(max), note nvarchar(max), blob varbinary(max));
+insert docs values
+  (1, 'big', replicate(cast('0123456789' as varchar(max)), 3000), replicate(cast(N'żółw ' as nvarchar(max)), 4000), cast(replicate(cast('ab' as varchar(max)), 40000) as varbinary(max))),
+  (2, 'small', 'tiny', N'tiny', 0x0102),
+  (3, 'exactly 8000', replicate(cast('x' as varchar(max)), 8000), null, null),
+  (4, 'one more', replicate(cast('y' as varchar(max)), 8001), null, null);
+select id, cast(title as varchar(12)) as title, len(body) as body_len, datalength(note) as note_bytes, datalength(blob) as blob_bytes,
+       cast(left(body, 12) as varchar(12)) as head, cast(right(note, 5) as nvarchar(5)) as note_tail, cast(substring(blob, 79999, 2) as varbinary(2)) as blob_tail,
+       charindex('9012', body) as at, case when body like '%789' then 1 else 0 end as ends_789
+from docs order by id;
+go
+-- Change the values: append, shrink into the row, grow out of it, leave one alone.
+update docs set body = body + '!' where id = 1;
+update docs set note = N'short now' where id = 1;
+update docs set body = replicate(cast('z' as varchar(max)), 20000) where id = 2;
+update docs set title = 'renamed' where id = 4;
+select id, cast(title as varchar(12)) as title, len(body) as body_len, cast(right(body, 3) as varchar(3)) as tail, len(note) as note_len, datalength(blob) as blob_bytes
+from docs order by id;
+go
+-- Rollbacks and savepoints put the old values back.
+begin tran;
+update docs set body = 'gone' where id = 1;
+delete docs where id = 2;
+save tran sp;
+update docs set blob = 0x00 where id = 1;
+rollback tran sp;
+select id, len(body) as body_len, datalength(blob) as blob_bytes from docs order by id;
+rollback;
+select id, len(body) as body_len, datalength(blob) as blob_bytes from docs order by id;
+go
+-- A change of the clustered key moves the row with its values.
+update docs set id = 10 where id = 1;
+select id, len(body) as body_len, datalength(note) as note_bytes, datalength(blob) as blob_bytes from docs where id = 10;
+go
+-- Row overflow: three varchar(5000) values of 4,000 bytes do not fit one row together.
+create table wide (id int identity primary key, a varchar(5000), b varchar(5000), c varchar(5000), d char(10));
+insert wide (a, b, c, d) values (replicate('a', 4000), replicate('b', 4000), replicate('c', 4000), 'd');
+insert wide (a, b, c, d) values (replicate('a', 10), replicate('b', 20), replicate('c', 30), 'd');
+select id, len(a) as a, len(b) as b, len(c) as c, d, cast(left(c, 2) + right(a, 2) as varchar(4)) as ends from wide order by id;
+update wide set a = a + 'x', b = 'short' where id = 1;
+select id, len(a) as a, cast(b as varchar(10)) as b, len(c) as c from wide where id = 1;
+go
+-- Indexes, joins, grouping and sorting read them as any value.
+create index ix_title on docs (title) include (body);
+select d.id, len(d.body) as body_len, w.id as wide_id
+from docs d join wide w on w.id + 1 = d.id;
+select len(body) as body_len, count(*) as n from docs group by len(body) order by body_len;
+select top 2 id, len(body) as body_len from docs order by body desc;
+go
+-- INSERT ... SELECT copies values; ALTER TABLE rebuilds keep them; TRUNCATE and DROP
+-- take them away.
+select * into docs_copy from docs;
+insert docs_copy select id + 100, title, body + body, note, blob from docs where id = 10;
+alter table docs_copy add extra int;
+alter table docs_copy alter column title varchar(300);
+select id, len(body) as body_len, datalength(note) as note_bytes, datalength(blob) as blob_bytes from docs_copy order by id;
+truncate table docs_copy;
+insert docs_copy (id, body) values (1, replicate(cast('q' as varchar(max)), 9000));
+select id, len(body) as body_len from docs_copy;
+drop table docs_copy;
+go
+-- Temporary tables and table variables hold them too.
+create table #t (id int, v nvarchar(max));
+insert #t values (1, replicate(cast(N'ü' as nvarchar(max)), 30000));
+declare @tv table (id int, v varbinary(max));
+insert @tv values (1, cast(replicate(cast('z' as varchar(max)), 70000) as varbinary(max)));
+select (select len(v) from #t) as temp_len, (select datalength(v) from @tv) as var_bytes;
+drop table #t;
+go
+-- What still cannot be stored: a row whose fixed part and in-row data exceed 8,060 bytes.
+create table fixed_big (a char(8000), b varchar(100));
+insert fixed_big values ('a', replicate('b', 100));
+go
+create table too_fixed (a char(8000), b char(100));
+go
+-- Values no longer than a pointer stay in the row: these cannot make room (511).
+create table tight (a char(8000), b varchar(16), c varchar(16), d varchar(16));
+insert tight values ('a', replicate('b', 16), replicate('c', 16), replicate('d', 16));
+go
+select count(*) as rows_left from fixed_big;
+dbcc checkdb with no_infomsgs;
+select 'checked' as done;
+go

@@ -775,6 +775,25 @@ pub fn scan_batch(
     limit: usize,
     ra: &mut ReadAhead,
 ) -> Result<(Vec<Vec<u8>>, bool)> {
+    let mut out = Vec::new();
+    let (_, more) = scan_visit(space, root, lo, hi, dir, limit, ra, |rec| out.push(rec.to_vec()))?;
+    Ok((out, more))
+}
+
+/// [`scan_batch`] handing each record to `visit` in place (under its page's latch)
+/// instead of copying it. Returns how many it visited and whether the range may hold
+/// more after them.
+#[allow(clippy::too_many_arguments)]
+pub fn scan_visit(
+    space: &Space,
+    root: PageNo,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+    dir: Direction,
+    limit: usize,
+    ra: &mut ReadAhead,
+    mut visit: impl FnMut(&[u8]),
+) -> Result<(usize, bool)> {
     // Descend to the leaf where the scan starts.
     let start_key: Option<&[u8]> = match (dir, lo, hi) {
         (Direction::Forward, Bound::Included(k) | Bound::Excluded(k), _) => Some(k),
@@ -801,7 +820,7 @@ pub fn scan_batch(
         g = read(space, child)?;
         depth += 1;
     }
-    let mut out = Vec::new();
+    let mut seen = 0;
     let mut pos: isize = match (dir, start_key) {
         (Direction::Forward, Some(k)) => match slotted::search(&g, k, leaf_key) {
             Ok(i) | Err(i) => i as isize,
@@ -820,21 +839,22 @@ pub fn scan_batch(
             let rec = slotted::record(&g, pos as usize);
             let (above_lo, below_hi) = within(leaf_key(rec), lo, hi);
             match dir {
-                Direction::Forward if !below_hi => return Ok((out, false)),
-                Direction::Backward if !above_lo => return Ok((out, false)),
+                Direction::Forward if !below_hi => return Ok((seen, false)),
+                Direction::Backward if !above_lo => return Ok((seen, false)),
                 _ => {}
             }
             if above_lo && below_hi {
-                if out.len() == limit {
-                    return Ok((out, true));
+                if seen == limit {
+                    return Ok((seen, true));
                 }
-                out.push(rec.to_vec());
+                visit(rec);
+                seen += 1;
             }
             pos += if dir == Direction::Forward { 1 } else { -1 };
         }
         let next = if dir == Direction::Forward { page::next(&g) } else { page::prev(&g) };
         if next.is_none() {
-            return Ok((out, false));
+            return Ok((seen, false));
         }
         hops += 1;
         if hops > 1_000_000_000 {

@@ -117,49 +117,62 @@ fn next_id(space: &Space, meta: &crate::txn::TreeMeta) -> Result<u64> {
 }
 
 /// The body of [`Space::lob_read`].
-pub(crate) fn read(space: &Space, tree: PageNo, value: OffRow, from: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
-    let end = from.saturating_add(len).min(value.len);
-    if from >= end {
+pub(crate) fn read(space: &Space, tree: PageNo, value: OffRow, from: u64, out: &mut [u8]) -> Result<()> {
+    let end = from + out.len() as u64;
+    if end > value.len {
+        return Err(Error::Invalid(format!("bytes {from}..{end} of a value of {} bytes", value.len)));
+    }
+    if out.is_empty() {
         return Ok(());
     }
     let meta = space.tree(tree);
-    let (first, last) = ((from / CHUNK_BYTES as u64) as u32, ((end - 1) / CHUNK_BYTES as u64) as u32);
+    let chunk = CHUNK_BYTES as u64;
+    let (first, last) = ((from / chunk) as u32, ((end - 1) / chunk) as u32);
     let mut next = first;
-    out.reserve((end - from) as usize);
+    // The value's later chunks are asked of the disk while the first ones are copied.
+    let mut ahead = ReadAhead::default();
     while next <= last {
-        let (recs, _) = {
+        let mut fault = None;
+        let (seen, _) = {
             let _latch = meta.latch.read();
-            btree::scan_batch(
+            btree::scan_visit(
                 space,
                 tree,
                 &Bound::Included(chunk_key(value.id, next).to_vec()),
                 &Bound::Included(chunk_key(value.id, last).to_vec()),
                 Direction::Forward,
                 READ_BATCH_CHUNKS.min((last - next + 1) as usize),
-                &mut ReadAhead::off(),
+                &mut ahead,
+                |rec| {
+                    if fault.is_some() {
+                        return;
+                    }
+                    if btree::leaf_key(rec) != chunk_key(value.id, next) {
+                        fault = Some(missing(space, tree, value, next));
+                        return;
+                    }
+                    let data = btree::leaf_value(rec);
+                    let start = next as u64 * chunk;
+                    let want = (value.len - start).min(chunk) as usize;
+                    if data.len() != want {
+                        let what = format!("chunk {next} of value {} holds {} bytes", value.id, data.len());
+                        fault = Some(damaged(space, tree, &what));
+                        return;
+                    }
+                    // This chunk's bytes within from..end, and where they go in `out`.
+                    let lo = from.saturating_sub(start) as usize;
+                    let hi = (end - start).min(want as u64) as usize;
+                    let at = (start + lo as u64 - from) as usize;
+                    out[at..at + hi - lo].copy_from_slice(&data[lo..hi]);
+                    next += 1;
+                },
             )?
         };
-        if recs.is_empty() {
-            return Err(missing(space, tree, value, next));
+        if let Some(e) = fault {
+            return Err(e);
         }
-        for rec in &recs {
-            if btree::leaf_key(rec) != chunk_key(value.id, next) {
-                return Err(missing(space, tree, value, next));
-            }
-            let data = btree::leaf_value(rec);
-            let start = next as u64 * CHUNK_BYTES as u64;
-            let want = (value.len - start).min(CHUNK_BYTES as u64) as usize;
-            if data.len() != want {
-                return Err(damaged(
-                    space,
-                    tree,
-                    &format!("chunk {next} of value {} holds {} bytes", value.id, data.len()),
-                ));
-            }
-            let lo = from.saturating_sub(start) as usize;
-            let hi = (end - start).min(want as u64) as usize;
-            out.extend_from_slice(&data[lo..hi]);
-            next += 1;
+        if seen == 0 {
+            return Err(missing(space, tree, value, next));
         }
     }
     Ok(())

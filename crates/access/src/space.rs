@@ -850,12 +850,12 @@ impl Space {
         lob::write(self, txn, rows, tree, data)
     }
 
-    /// Appends bytes `from .. from + len` of `value` (clipped to its length) to `out`.
-    /// The caller holds a [`lob::Pin`] taken before it read the row that points at the
-    /// value; a chunk that is gone all the same (a READ UNCOMMITTED reader's row was
-    /// rolled back) is error 7105.
-    pub fn lob_read(&self, tree: PageNo, value: row::OffRow, from: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
-        lob::read(self, tree, value, from, len, out)
+    /// Fills `out` with bytes `from .. from + out.len()` of `value` (which must hold
+    /// them), copied once, from the pages. The caller holds a [`lob::Pin`] taken before
+    /// it read the row that points at the value; a chunk that is gone all the same (a
+    /// READ UNCOMMITTED reader's row was rolled back) is error 7105.
+    pub fn lob_read(&self, tree: PageNo, value: row::OffRow, from: u64, out: &mut [u8]) -> Result<()> {
+        lob::read(self, tree, value, from, out)
     }
 
     /// Notes, as part of `txn`, that its last change dropped the row's pointer to `value`

@@ -33,8 +33,8 @@ fn new_tree(space: &Space) -> PageNo {
 }
 
 fn read_all(space: &Space, tree: PageNo, v: tessera_access::row::OffRow) -> tessera_errors::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    space.lob_read(tree, v, 0, v.len, &mut out)?;
+    let mut out = vec![0; v.len as usize];
+    space.lob_read(tree, v, 0, &mut out)?;
     Ok(out)
 }
 
@@ -59,15 +59,16 @@ fn values_round_trip_whole_and_in_ranges() {
     for (p, data) in &stored {
         assert_eq!(p.len, data.len() as u64);
         assert_eq!(&read_all(&space, tree, *p).unwrap(), data);
-        // Ranges across chunk boundaries, at the ends, and past the end (clipped).
+        // Ranges across chunk boundaries and at the ends; past the end is refused.
         let n = data.len() as u64;
-        for (from, len) in [(0, 1), (n - 1, 1), (n / 3, n / 2), (CHUNK_BYTES as u64 - 3, 10), (n - 5, 100), (n, 10)] {
-            let mut out = vec![0xEE];
-            space.lob_read(tree, *p, from, len, &mut out).unwrap();
-            let lo = from.min(n) as usize;
-            let hi = (from + len).min(n) as usize;
-            assert_eq!(&out[1..], &data[lo..hi], "bytes {from}+{len} of a {n}-byte value");
+        for (from, len) in [(0, 1), (n - 1, 1), (n / 3, n / 2), (CHUNK_BYTES as u64 - 3, 10), (n - 5, 5), (n, 0)] {
+            let from = from.min(n);
+            let len = len.min(n - from);
+            let mut out = vec![0xEE; len as usize];
+            space.lob_read(tree, *p, from, &mut out).unwrap();
+            assert_eq!(&out[..], &data[from as usize..(from + len) as usize], "bytes {from}+{len} of a {n}-byte value");
         }
+        assert!(space.lob_read(tree, *p, n - 1, &mut [0; 2]).is_err());
     }
     // A pointer to chunks that are not there is 7105; one whose length its chunks
     // disagree with is damage (824).

@@ -336,12 +336,17 @@ fn login_all(spec: &LoadSpec<'_>) -> Result<(Vec<std::net::TcpStream>, usize)> {
 /// The request's packets, encoded once: `payload` cut to the packet size, the last packet
 /// marked end-of-message.
 pub(crate) fn frame_batch(payload: &[u8], packet_size: usize) -> Vec<u8> {
+    frame(kind::SQL_BATCH, payload, packet_size)
+}
+
+/// A request of packet type `kind`, cut as [`frame_batch`] cuts a batch.
+pub(crate) fn frame(kind: u8, payload: &[u8], packet_size: usize) -> Vec<u8> {
     let room = packet_size - HEADER_LEN;
     let mut out = Vec::with_capacity(payload.len() + HEADER_LEN * payload.len().div_ceil(room));
     let count = payload.chunks(room).count();
     for (i, chunk) in payload.chunks(room).enumerate() {
         let eom = if i + 1 == count { status::EOM } else { 0 };
-        out.extend_from_slice(&[kind::SQL_BATCH, eom]);
+        out.extend_from_slice(&[kind, eom]);
         out.extend_from_slice(&((chunk.len() + HEADER_LEN) as u16).to_be_bytes());
         out.extend_from_slice(&[0, 0, (i + 1) as u8, 0]); // spid, packet id, window
         out.extend_from_slice(chunk);
@@ -560,12 +565,13 @@ fn framing(r: &mut Cursor<'_>, ty: u8) -> Result<Framing> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Token {
     Row,
-    /// DONE, DONEPROC or DONEINPROC: its status, its row count, and whether it ends the
-    /// reply (a DONE without DONE_MORE).
+    /// DONE, DONEPROC or DONEINPROC: its status, its row count, whether it ends a batch's
+    /// reply (a DONE without DONE_MORE) and whether it ends an RPC's (a DONEPROC without).
     Done {
         status: u16,
         count: u64,
         last: bool,
+        last_of_rpc: bool,
     },
     /// An ERROR token's text.
     Error(String),
@@ -611,7 +617,13 @@ pub(crate) fn token(r: &mut Cursor<'_>, columns: &mut Vec<Framing>) -> Result<To
             let status = r.u16()?;
             r.skip(2)?; // current command
             let count = r.u64()?;
-            Token::Done { status, count, last: token == tokens::DONE && status & tokens::done::MORE == 0 }
+            let more = status & tokens::done::MORE != 0;
+            Token::Done {
+                status,
+                count,
+                last: token == tokens::DONE && !more,
+                last_of_rpc: token == tokens::DONEPROC && !more,
+            }
         }
         tokens::ERROR => {
             let len = usize::from(r.u16()?);

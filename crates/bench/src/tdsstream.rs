@@ -21,7 +21,7 @@ use tessera_server::packet::{self, kind, status, HEADER_LEN};
 use tessera_server::tokens;
 
 use crate::error::{BenchError, Result};
-use crate::tdsload::{frame_batch, token, Cursor, Framing, Token};
+use crate::tdsload::{frame, frame_batch, token, Cursor, Framing, Token};
 
 /// The socket read buffer: two packets of the largest size.
 pub const READ_BUFFER: usize = 2 * (packet::MAX_PACKET_SIZE + 1);
@@ -70,6 +70,8 @@ pub(crate) struct TokenScanner {
     pub reported_rows: Option<u64>,
     pub error: Option<String>,
     pub finished: bool,
+    /// The reply is an RPC's: it ends with a DONEPROC.
+    pub rpc: bool,
 }
 
 impl TokenScanner {
@@ -85,7 +87,8 @@ impl TokenScanner {
             let mut r = Cursor::new(&data[done..]);
             match token(&mut r, &mut self.columns) {
                 Ok(Token::Row) => self.rows += 1,
-                Ok(Token::Done { status, count, last: end }) => {
+                Ok(Token::Done { status, count, last, last_of_rpc }) => {
+                    let end = if self.rpc { last_of_rpc } else { last };
                     if status & tokens::done::ERROR != 0 && self.error.is_none() {
                         self.error = Some("the server ended the batch in error".to_string());
                     }
@@ -148,11 +151,22 @@ impl StreamConn {
     /// run (`error`), not as an `Err`.
     pub fn query(&mut self, batch: &str) -> Result<StreamRun> {
         let request = frame_batch(&batch_body(batch), self.packet_size);
+        self.request(&request, false)
+    }
+
+    /// Sends an RPC request whose payload is `body` (ALL_HEADERS and the calls, as
+    /// [`executesql_body`] makes one) and reads its reply as [`StreamConn::query`] does.
+    pub fn rpc(&mut self, body: &[u8]) -> Result<StreamRun> {
+        let request = frame(kind::RPC, body, self.packet_size);
+        self.request(&request, true)
+    }
+
+    fn request(&mut self, request: &[u8], rpc: bool) -> Result<StreamRun> {
         let mut run = StreamRun::default();
-        let mut scanner = TokenScanner::default();
+        let mut scanner = TokenScanner { rpc, ..TokenScanner::default() };
         self.tokens.clear();
         let start = Instant::now();
-        self.stream.write_all(&request)?;
+        self.stream.write_all(request)?;
         let mut filled = 0;
         loop {
             let n = match self.stream.read(&mut self.buf[filled..]) {
@@ -208,6 +222,59 @@ impl StreamConn {
         run.error = scanner.error;
         Ok(run)
     }
+}
+
+/// A parameter of [`executesql_body`].
+pub enum RpcValue<'a> {
+    Int(i32),
+    /// varbinary(max), sent PLP-framed in chunks of at most 64 KiB.
+    Binary(&'a [u8]),
+}
+
+/// An RPC request's payload calling `sp_executesql` (by its procedure id) with the
+/// statement, its parameter declarations and the parameters `@name = value`, as a driver
+/// sends a parameterized statement (MS-TDS 2.2.6.6).
+pub fn executesql_body(statement: &str, declared: &str, params: &[(&str, RpcValue<'_>)]) -> Vec<u8> {
+    const SP_EXECUTESQL: u16 = 10;
+    const PLP_CHUNK: usize = 64 << 10;
+    let mut body = batch_body("");
+    body.extend_from_slice(&0xFFFFu16.to_le_bytes());
+    body.extend_from_slice(&SP_EXECUTESQL.to_le_bytes());
+    body.extend_from_slice(&0u16.to_le_bytes());
+    let name = |body: &mut Vec<u8>, n: &str| {
+        let units: Vec<u16> = n.encode_utf16().collect();
+        body.push(units.len() as u8);
+        units.iter().for_each(|u| body.extend_from_slice(&u.to_le_bytes()));
+        body.push(0); // status: input
+    };
+    let plp = |body: &mut Vec<u8>, data: &[u8]| {
+        body.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        for chunk in data.chunks(PLP_CHUNK) {
+            body.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            body.extend_from_slice(chunk);
+        }
+        body.extend_from_slice(&0u32.to_le_bytes());
+    };
+    for text in [statement, declared] {
+        name(&mut body, "");
+        body.extend_from_slice(&[tessera_server::types::code::NVARCHAR, 0xFF, 0xFF, 0x09, 0x04, 0xD0, 0x00, 0x34]);
+        let bytes: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        plp(&mut body, &bytes);
+    }
+    for (n, value) in params {
+        name(&mut body, n);
+        match value {
+            RpcValue::Int(x) => {
+                body.extend_from_slice(&[tessera_server::types::code::INTN, 4, 4]);
+                body.extend_from_slice(&x.to_le_bytes());
+            }
+            RpcValue::Binary(data) => {
+                body.extend_from_slice(&[tessera_server::types::code::BIGVARBIN, 0xFF, 0xFF]);
+                plp(&mut body, data);
+            }
+        }
+    }
+    body
 }
 
 #[cfg(test)]

@@ -761,11 +761,11 @@ impl Database {
         }
     }
 
-    /// Appends bytes `from .. from + len` of the large value `value` of `table` (a
-    /// large-value tree) to `out`; the caller holds a pin taken before it read the row
+    /// Fills `out` with bytes `from .. from + out.len()` of the large value `value` of
+    /// `table` (a large-value tree); the caller holds a pin taken before it read the row
     /// that points at it ([`Database::lob_pin`]).
-    pub fn lob_read(&self, table: TableId, value: OffRow, from: u64, len: u64, out: &mut Vec<u8>) -> Result<()> {
-        self.space.lob_read(table.0, value, from, len, out)
+    pub fn lob_read(&self, table: TableId, value: OffRow, from: u64, out: &mut [u8]) -> Result<()> {
+        self.space.lob_read(table.0, value, from, out)
     }
 
     /// The ids of `table`'s large values dropped by committed transactions and not yet

@@ -50,17 +50,25 @@ impl Lobs {
         Lobs { source: Some(Source { database: database.clone(), name, tree, _pin: pin }) }
     }
 
-    /// The value `p` points at, as a value of type `ty`.
+    /// The value `p` points at, as a value of type `ty`: a binary value is read straight
+    /// into the value's own memory, text is decoded from a copy.
     fn value(&self, p: OffRow, ty: &SqlType) -> SqlResult<Value> {
-        let bytes = self.bytes(p, 0, p.len)?;
+        let len = usize::try_from(p.len).map_err(|_| tessera_errors::msg::LOB_TOO_LARGE.err())?;
+        if matches!(ty, SqlType::VarBinary(_)) {
+            let mut bytes: Arc<[u8]> = std::iter::repeat_n(0, len).collect();
+            self.read(p, Arc::get_mut(&mut bytes).expect("a new value has one owner"))?;
+            return Ok(Value::Binary(bytes));
+        }
+        let mut bytes = vec![0; len];
+        self.read(p, &mut bytes)?;
         Ok(super::from_field(
             if matches!(ty, SqlType::NVarChar(_)) { row::Field::Unicode(&bytes) } else { row::Field::Bytes(&bytes) },
             ty,
         ))
     }
 
-    /// Bytes `from .. from + len` of the value `p` points at.
-    pub fn bytes(&self, p: OffRow, from: u64, len: u64) -> SqlResult<Vec<u8>> {
+    /// Fills `out` with the first `out.len()` bytes of the value `p` points at.
+    fn read(&self, p: OffRow, out: &mut [u8]) -> SqlResult<()> {
         let Some(s) = &self.source else {
             return Err(tessera_errors::Error::Invalid("an off-row value in a table whose rows all fit".into()).into());
         };
@@ -72,9 +80,7 @@ impl Lobs {
                 *s.tree.get_or_init(|| t)
             }
         };
-        let mut out = Vec::new();
-        s.database.lob_read(tree, p, from, len, &mut out)?;
-        Ok(out)
+        Ok(s.database.lob_read(tree, p, 0, out)?)
     }
 }
 

@@ -437,11 +437,12 @@ fn encode_append(schema: &RowSchema, values: &[Value], out: &mut Vec<u8>) -> Res
 }
 
 /// Which variable-length values of a row to store off the row so that it fits, in SQL
-/// Server's order: each `(max)` value longer than [`MAX_IN_ROW`] bytes, then the longest
-/// of the rest (longer than a pointer) until the row is at most [`MAX_ROW_SIZE`] bytes.
-/// Values already off the row count as pointers. Fails with [`Error::RowTooLarge`] when
-/// no choice makes the row fit.
-pub fn off_row_columns(schema: &RowSchema, values: &[Value]) -> Result<Vec<usize>> {
+/// Server's order: each `(max)` value longer than [`MAX_IN_ROW`] bytes (with
+/// `max_out_of_row`, the table option "large value types out of row": every non-empty
+/// `(max)` value), then the longest of the rest (longer than a pointer) until the row is
+/// at most [`MAX_ROW_SIZE`] bytes. Values already off the row count as pointers. Fails
+/// with [`Error::RowTooLarge`] when no choice makes the row fit.
+pub fn off_row_columns(schema: &RowSchema, values: &[Value], max_out_of_row: bool) -> Result<Vec<usize>> {
     let n = schema.len();
     if values.len() != n {
         return Err(invalid(format!("a row of this table has {n} columns, not {}", values.len())));
@@ -458,7 +459,7 @@ pub fn off_row_columns(schema: &RowSchema, values: &[Value]) -> Result<Vec<usize
         let len = var_len(ty, v)?;
         if matches!(v, Value::OffRow(_)) {
             var_bytes += len;
-        } else if ty.is_max() && len > MAX_IN_ROW {
+        } else if ty.is_max() && (len > MAX_IN_ROW || (max_out_of_row && len > 0)) {
             out.push(i);
             var_bytes += OFF_ROW_POINTER;
         } else {
@@ -1371,7 +1372,7 @@ mod tests {
                 input.push(v);
             }
             let s = RowSchema::new(types).unwrap();
-            let Ok(out) = off_row_columns(&s, &input) else {
+            let Ok(out) = off_row_columns(&s, &input, false) else {
                 // Only when even every movable value as a pointer leaves the row too large.
                 let floor = min_row_size_of(s.columns()) + 2 + 2 * lens.len() + lens.len() * OFF_ROW_POINTER;
                 prop_assert!(floor > MAX_ROW_SIZE);
@@ -1381,6 +1382,14 @@ mod tests {
             for (n, &i) in out.iter().enumerate() {
                 let len = var_len(&s.columns()[i], &input[i]).unwrap() as u64;
                 stored[i] = Value::OffRow(OffRow { id: n as u64 + 1, len });
+            }
+            // With 'large value types out of row', every non-empty (max) value goes out too.
+            if let Ok(all) = off_row_columns(&s, &input, true) {
+                for (i, v) in input.iter().enumerate() {
+                    if s.columns()[i].is_max() && var_len(&s.columns()[i], v).unwrap() > 0 {
+                        prop_assert!(all.contains(&i));
+                    }
+                }
             }
             // (max) values over MAX_IN_ROW bytes are always out; the row then fits.
             for (i, v) in input.iter().enumerate() {

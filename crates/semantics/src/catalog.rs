@@ -135,6 +135,10 @@ pub struct Table {
     /// Seconds since the Unix epoch (sys.objects.create_date).
     pub created: i64,
     pub modified: i64,
+    /// `sp_tableoption 'large value types out of row'`: every non-empty `(max)` value is
+    /// stored off the row, whatever its length (off: in the row up to 8,000 bytes).
+    #[serde(default)]
+    pub large_values_out_of_row: bool,
     #[serde(skip)]
     pub counters: Arc<TableCounters>,
     /// The stored row's layout, built by the execution layer at first use.

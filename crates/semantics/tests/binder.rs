@@ -125,6 +125,7 @@ fn table(id: i32, schema: &str, name: &str, columns: Vec<Column>, indexes: Vec<I
         foreign_keys: Vec::new(),
         created: 0,
         modified: 0,
+        large_values_out_of_row: false,
         counters: Arc::default(),
         layout: LayoutCache::default(),
     }))

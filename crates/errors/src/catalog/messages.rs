@@ -426,6 +426,7 @@ catalog! {
     FKEYS_NEED_A_TABLE = 15252, 16, Statement, "The primary key or foreign key table name must be given.";
     APP_ROLE_DROPPED = 15356, 16, Statement, "The current application role has been dropped. The current security context contains no valid database user context.";
     REVERT_CONTEXT_MISMATCH = 15357, 16, Statement, "The current security context was set by \"%ls\". It cannot be reverted by statement \"%ls\".";
+    NO_USER_TABLE_MATCHING = 15388, 11, Statement, "There is no user table matching the input name '%.*ls' in the current database or you do not have permission to access the table.";
     EXTERNAL_LOGIN_UNSUPPORTED = 15401, 16, Statement, "Logins FROM %ls are not supported; use CREATE LOGIN %.*ls WITH PASSWORD = '…'.";
     SPECIAL_PRINCIPAL_NOT_USABLE = 15405, 16, Statement, "Cannot use the special principal '%s'.";
     EXECUTE_AS_LOGIN_FAILED = 15406, 16, Statement, "Cannot execute as the server principal because the principal \"%.*ls\" does not exist, this type of principal cannot be impersonated, or you do not have permission.";

@@ -11,7 +11,10 @@ use tessera_semantics::catalog::Table;
 use tessera_syntax::ast::ObjectName;
 
 /// Finds a table for DDL: (database, table).
-fn find_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
+pub(super) fn find_table(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
     let session = &*ctx.session;
     let mut b = Binder::new(ctx.shared, session, &[]);
     let rt = b.resolve_table(name)?;

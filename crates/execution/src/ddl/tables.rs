@@ -115,6 +115,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             foreign_keys: Vec::new(),
             created: now,
             modified: now,
+            large_values_out_of_row: false,
             counters: Arc::default(),
             layout: Default::default(),
         };
@@ -274,6 +275,33 @@ pub fn declare_table_variable(
     let real = ctx.session.temp_tables.remove(&hidden.to_lowercase()).expect("created above");
     ctx.session.temp_tables.insert(name.to_lowercase(), real);
     Ok(())
+}
+
+/// sp_tableoption 'large value types out of row': the table's definition changes (under
+/// a schema-modification lock, with the session's transaction); values already stored
+/// stay where they are until they are written again.
+/// Needs ALTER on the table (or CONTROL, or to own it); without it the table is as good as
+/// missing (15388), so nothing is revealed.
+pub fn set_large_values_out_of_row(ctx: &mut ExecCtx, name: &ObjectName, on: bool) -> SqlResult<()> {
+    let missing = |e: tessera_errors::SqlError| if e.number == 208 { no_user_table(name) } else { e };
+    // Permission first: no lock is taken on a table the caller may not change.
+    let (database, table) = super::locking::find_table(ctx, name).map_err(missing)?;
+    let (security, token) = ctx.shared.access(ctx.session, database.name())?;
+    let on_table = tessera_security::principals::check::On::Object { schema: &table.schema, id: table.id };
+    if !token.unrestricted && !tessera_security::principals::check::allowed(&security, &token, "ALTER", on_table) {
+        return Err(no_user_table(name));
+    }
+    let (database, table) = super::locking::lock_for_ddl(ctx, name, "sp_tableoption").map_err(missing)?;
+    if table.large_values_out_of_row == on {
+        return Ok(());
+    }
+    let mut new = (*table).clone();
+    new.large_values_out_of_row = on;
+    super::rebuild::save_definition(ctx, &database, &table, new)
+}
+
+fn no_user_table(name: &ObjectName) -> tessera_errors::SqlError {
+    msg::NO_USER_TABLE_MATCHING.with(&[&name.name().value])
 }
 
 pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {

@@ -58,7 +58,7 @@ pub(super) fn store_form(
         for &(c, p) in kept {
             stored[c] = row::Value::OffRow(p);
         }
-        let out = row::off_row_columns(&schema, &stored)?;
+        let out = row::off_row_columns(&schema, &stored, table.large_values_out_of_row)?;
         if !out.is_empty() {
             let tree = lob_tree(ctx, db, table)?;
             let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;

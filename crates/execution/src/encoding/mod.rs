@@ -128,6 +128,7 @@ mod tests {
             foreign_keys: Vec::new(),
             created: 0,
             modified: 0,
+            large_values_out_of_row: false,
             counters: Arc::default(),
             layout: LayoutCache::default(),
         };

@@ -59,6 +59,7 @@ pub enum SystemProc {
     DropRoleMember,
     AddServerRoleMember,
     DropServerRoleMember,
+    TableOption,
 }
 
 /// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
@@ -95,6 +96,7 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_droprolemember" => SystemProc::DropRoleMember,
         "sp_addsrvrolemember" => SystemProc::AddServerRoleMember,
         "sp_dropsrvrolemember" => SystemProc::DropServerRoleMember,
+        "sp_tableoption" => SystemProc::TableOption,
         _ => return None,
     })
 }
@@ -175,7 +177,62 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::DropRoleMember => roles::database_role_member(args, ctx, false),
         SystemProc::AddServerRoleMember => roles::server_role_member(args, ctx, true),
         SystemProc::DropServerRoleMember => roles::server_role_member(args, ctx, false),
+        SystemProc::TableOption => table_option(args, ctx),
     }
+}
+
+/// sp_tableoption @TableNamePattern, @OptionName, @OptionValue. The option tessera's
+/// storage has is 'large value types out of row' (ON/OFF, 1/0, TRUE/FALSE); it applies
+/// to values stored from then on, as in SQL Server. Any other option is 15600 (SQL
+/// Server's 'text in row' and 'vardecimal storage format' apply to types tessera does not
+/// have; 'table lock on bulk load' is not kept).
+fn table_option(args: &[NamedArg], ctx: &mut ExecCtx) -> SqlResult<i32> {
+    const PROC: &str = "sp_tableoption";
+    too_many(PROC, args, 3)?;
+    let arg =
+        |i: usize, name: &str| text_arg(args, i, name).ok_or_else(|| msg::MISSING_PARAMETER.with(&[&PROC, &name]));
+    let (table, option, value) = (arg(0, "@TableNamePattern")?, arg(1, "@OptionName")?, arg(2, "@OptionValue")?);
+    let invalid = || msg::INVALID_PROCEDURE_PARAMETER.with(&[&"sys.sp_tableoption"]);
+    if !option.trim().eq_ignore_ascii_case("large value types out of row") {
+        return Err(invalid());
+    }
+    let on = match value.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => true,
+        "off" | "false" | "0" => false,
+        _ => return Err(invalid()),
+    };
+    let name = object_name(&table).ok_or_else(invalid)?;
+    crate::ddl::set_large_values_out_of_row(ctx, &name, on)?;
+    Ok(0)
+}
+
+/// A multi-part name as a procedure's text argument gives it (`dbo.t`, `[my table]`).
+fn object_name(text: &str) -> Option<tessera_syntax::ast::ObjectName> {
+    use tessera_syntax::ast::{Ident, ObjectName};
+    let mut parts = Vec::new();
+    let (mut part, mut quoted, mut chars) = (String::new(), false, text.trim().chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '[' if part.is_empty() && !quoted => {
+                quoted = true;
+                loop {
+                    match chars.next()? {
+                        ']' if chars.peek() == Some(&']') => {
+                            chars.next();
+                            part.push(']');
+                        }
+                        ']' => break,
+                        c => part.push(c),
+                    }
+                }
+            }
+            '.' => parts.push(Ident { value: std::mem::take(&mut part), quoted: std::mem::take(&mut quoted) }),
+            c if !quoted => part.push(c),
+            _ => return None,
+        }
+    }
+    parts.push(Ident { value: part, quoted });
+    (parts.len() <= 3 && parts.last().is_some_and(|p| !p.value.is_empty())).then_some(ObjectName(parts))
 }
 
 fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {

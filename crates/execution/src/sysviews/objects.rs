@@ -94,20 +94,29 @@ fn table_object(t: &Table, schema_id: Value) -> [Value; 10] {
     ]
 }
 
-pub(super) static TABLES: ViewDef<11> = ViewDef {
+pub(super) static TABLES: ViewDef<13> = ViewDef {
     schema: "sys",
     name: "tables",
-    columns: concat_columns(OBJECT_COLUMNS, [col("max_column_id_used", Int, false)]),
+    columns: concat_columns(
+        OBJECT_COLUMNS,
+        [
+            col("max_column_id_used", Int, false),
+            col("text_in_row_limit", Int, true),
+            col("large_value_types_out_of_row", Bit, true),
+        ],
+    ),
     rows: tables,
 };
 
-fn tables(ctx: &ExecCtx, db: &str) -> Rows<11> {
+/// `text_in_row_limit` is 0: tessera has no text, ntext or image columns to keep in rows.
+fn tables(ctx: &ExecCtx, db: &str) -> Rows<13> {
     let (_, catalog) = catalog(ctx, db)?;
     let schema_id = schema_ids(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         if let Object::Table(t) = o {
-            out.push(concat(table_object(t, schema_id(&t.schema)), [int(t.columns.len() as i64)]));
+            let more = [int(t.columns.len() as i64), int(0), bit(t.large_values_out_of_row)];
+            out.push(concat(table_object(t, schema_id(&t.schema)), more));
         }
     }
     Ok(out)

@@ -80,6 +80,28 @@ go
 create table tight (a char(8000), b varchar(16), c varchar(16), d varchar(16));
 insert tight values ('a', replicate('b', 16), replicate('c', 16), replicate('d', 16));
 go
+-- sp_tableoption 'large value types out of row': every non-empty (max) value goes off the
+-- row from then on; the option goes with the transaction like other DDL.
+create table opt (id int primary key, v varchar(max), w varbinary(max));
+exec sp_tableoption 'dbo.opt', 'large value types out of row', 'ON';
+select name, large_value_types_out_of_row, text_in_row_limit from sys.tables where name in ('opt', 'wide') order by name;
+insert opt values (1, 'short', 0x01), (2, '', null), (3, replicate('x', 100), 0x);
+update opt set v = v + '!' where id = 1;
+select id, cast(v as varchar(10)) as v, cast(w as varbinary(4)) as w, datalength(v) as v_bytes from opt where id < 3 order by id;
+begin tran;
+exec sp_tableoption 'opt', 'large value types out of row', 0;
+select large_value_types_out_of_row as inside from sys.tables where name = 'opt';
+rollback;
+select large_value_types_out_of_row as after_rollback from sys.tables where name = 'opt';
+go
+exec sp_tableoption 'opt', 'text in row', 'ON';
+go
+exec sp_tableoption 'nosuch', 'large value types out of row', 'ON';
+go
+exec sp_tableoption 'opt', 'large value types out of row', 'maybe';
+go
+exec sp_tableoption 'opt', 'large value types out of row';
+go
 select count(*) as rows_left from fixed_big;
 dbcc checkdb with no_infomsgs;
 select 'checked' as done;

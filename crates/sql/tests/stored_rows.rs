@@ -143,3 +143,29 @@ fn column_queries_hand_over_stored_rows_and_others_values() {
     assert_eq!(after.rows, vec![vec![Value::Decimal { value: -15_000, scale: 4 }]]);
     assert_eq!(after.stored, 1);
 }
+
+/// A table with (max) columns keeps the stored-row path for rows whose values are all in
+/// the row; a row that keeps one off the row comes as values, read whole, in its place.
+#[test]
+fn rows_with_values_off_the_row_come_as_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
+    let shared = tessera_sql::start_instance(engine).unwrap();
+    let mut s = Session::new(shared, "sa", "master").unwrap();
+    run(
+        &mut s,
+        "CREATE DATABASE lv; USE lv;
+         CREATE TABLE d (id int PRIMARY KEY, body varchar(max) NULL, note nvarchar(100) NULL);
+         INSERT d VALUES (1, 'small', N'a'), (2, REPLICATE(CAST('x' AS varchar(max)), 9000), N'b'), (3, NULL, N'c');",
+        false,
+    );
+    for q in ["SELECT id, body, note FROM d", "SELECT body FROM d WHERE id = 2", "SELECT note, id FROM d WHERE id > 1"]
+    {
+        let (by_stored, by_values) = (run(&mut s, q, true), run(&mut s, q, false));
+        assert_eq!(by_stored.rows, by_values.rows, "{q}");
+        assert_eq!(by_stored.counts, by_values.counts, "{q}");
+    }
+    let all = run(&mut s, "SELECT id, body FROM d", true);
+    assert_eq!((all.stored, all.values), (2, 1), "only the row with a value off the row comes as values");
+    assert_eq!(all.rows[1][1], Value::str(&"x".repeat(9000)));
+}

@@ -41,13 +41,10 @@ impl Lobs {
         if !schema.overflows() {
             return Lobs::none();
         }
+        // The tree is looked up when a value is first read (most rows keep theirs).
         let pin = database.lob_pin();
         let name = lob_tree_name(&table.indexes[0].tree);
-        let tree = std::sync::OnceLock::new();
-        if let Some(t) = database.table(&name) {
-            let _ = tree.set(t);
-        }
-        Lobs { source: Some(Source { database: database.clone(), name, tree, _pin: pin }) }
+        Lobs { source: Some(Source { database: database.clone(), name, tree: std::sync::OnceLock::new(), _pin: pin }) }
     }
 
     /// The value `p` points at, as a value of type `ty`: a binary value is read straight

@@ -25,7 +25,7 @@ mod stored;
 pub use cursor::{open, run};
 pub use evaluate::{eval, is_true};
 pub use rows::{drain, Cursor, Rows};
-pub use stored::{open_stored, StoredRows};
+pub use stored::{open_stored, Next as StoredNext, StoredRows};
 
 use tessera_errors::msg;
 use tessera_errors::SqlError;

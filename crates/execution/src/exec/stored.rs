@@ -83,7 +83,8 @@ fn shape(plan: &Plan) -> Option<Shape<'_>> {
 
 /// Opens `plan` to hand its rows over as they are stored, if its shape allows it: a
 /// scan at READ COMMITTED that is not asked for its storage keys, of a table whose
-/// columns have the result's `types` and whose rows keep every value in the row. None (nothing opened) otherwise. Boxed, as a range
+/// columns have the result's `types`. A row that keeps a value off the row comes as
+/// values instead ([`Next::Values`]). None (nothing opened) otherwise. Boxed, as a range
 /// scan's state is a few hundred bytes that would otherwise be copied at each move.
 pub fn open_stored<'p>(
     plan: &'p Plan,
@@ -98,8 +99,7 @@ pub fn open_stored<'p>(
     ctx.yield_point()?;
     let target = ScanTarget::of(node, ctx)?;
     let stored = target.schema.columns();
-    // Rows that may keep values off the row are decoded into values instead.
-    if target.schema.overflows() || columns.iter().zip(&types).any(|(&c, ty)| stored.get(c) != Some(ty)) {
+    if columns.iter().zip(&types).any(|(&c, ty)| stored.get(c) != Some(ty)) {
         return Ok(None);
     }
     let left = match top {
@@ -135,9 +135,16 @@ fn open_source<'p>(
     })
 }
 
+/// A row of [`StoredRows`]: as it is stored, or — when it keeps a value off the row — as
+/// the result's values, read through the scan's pinned `Lobs`.
+pub enum Next<'r> {
+    Stored(StoredRow<'r>),
+    Values(Vec<tessera_semantics::types::Value>),
+}
+
 impl StoredRows<'_> {
     /// The next row, or None once there are no more.
-    pub fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<StoredRow<'_>>> {
+    pub fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Next<'_>>> {
         if self.left == 0 {
             return Ok(None);
         }
@@ -160,7 +167,11 @@ impl StoredRows<'_> {
             Source::Empty => return Ok(None),
         };
         self.left -= 1;
+        if row::has_off_row(bytes) {
+            let values = crate::encoding::decode_row(&target.table, &target.schema, bytes, &target.lobs)?;
+            return Ok(Some(Next::Values(self.columns.iter().map(|&c| values[c].clone()).collect())));
+        }
         row::locate(&target.schema, bytes, &self.columns, &mut self.spans)?;
-        Ok(Some(StoredRow::new(bytes, &self.types, &self.spans, crate::encoding::stored_value)))
+        Ok(Some(Next::Stored(StoredRow::new(bytes, &self.types, &self.spans, crate::encoding::stored_value))))
     }
 }

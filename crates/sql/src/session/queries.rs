@@ -4,7 +4,7 @@
 use super::{Runner, Stop};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
-use tessera_execution::exec::{open, open_stored, run, Rows, StoredRows};
+use tessera_execution::exec::{open, open_stored, run, Rows, StoredNext, StoredRows};
 use tessera_execution::runtime::ExecCtx;
 use tessera_execution::statistics::IoStatement;
 use tessera_execution::{ddl, dml};
@@ -149,10 +149,11 @@ impl Runner<'_> {
                     let Some(r) = rows.next(&mut ctx)? else { break };
                     sink.row(&r);
                 }
-                Opened::Stored(rows) => {
-                    let Some(r) = rows.next(&mut ctx)? else { break };
-                    sink.stored_row(&r);
-                }
+                Opened::Stored(rows) => match rows.next(&mut ctx)? {
+                    Some(StoredNext::Stored(r)) => sink.stored_row(&r),
+                    Some(StoredNext::Values(r)) => sink.row(&r),
+                    None => break,
+                },
             }
             sent += 1;
         }

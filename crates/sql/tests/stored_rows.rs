@@ -46,6 +46,11 @@ impl ResultSink for Sink {
     }
 }
 
+fn session(dir: &std::path::Path) -> Session {
+    let shared = tessera_sql::start_instance(Engine::open(EngineConfig::new(dir)).unwrap()).unwrap();
+    Session::new(shared, "sa", "master").unwrap()
+}
+
 fn run(session: &mut Session, text: &str, takes_stored: bool) -> Seen {
     let mut sink = Sink { takes_stored, seen: Seen::default() };
     let failed = session.execute(text, &mut sink);
@@ -56,9 +61,7 @@ fn run(session: &mut Session, text: &str, takes_stored: bool) -> Seen {
 #[test]
 fn column_queries_hand_over_stored_rows_and_others_values() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
-    let shared = tessera_sql::start_instance(engine).unwrap();
-    let mut s = Session::new(shared, "sa", "master").unwrap();
+    let mut s = session(dir.path());
     run(
         &mut s,
         "CREATE DATABASE st; USE st;
@@ -149,9 +152,7 @@ fn column_queries_hand_over_stored_rows_and_others_values() {
 #[test]
 fn rows_with_values_off_the_row_come_as_values() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
-    let shared = tessera_sql::start_instance(engine).unwrap();
-    let mut s = Session::new(shared, "sa", "master").unwrap();
+    let mut s = session(dir.path());
     run(
         &mut s,
         "CREATE DATABASE lv; USE lv;

@@ -36,7 +36,7 @@
 //! is held, or after the latch of its own table's rows tree (a read inside a row read);
 //! never the other way round. Chunk writes and removals hold no other latch.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -294,8 +294,9 @@ pub(crate) struct Freed {
 struct HorizonState {
     /// Incremented by every commit that freed values.
     epoch: u64,
-    /// Pins held, by the epoch they were taken at.
-    pins: BTreeMap<u64, usize>,
+    /// Pins held, by the epoch they were taken at, oldest first (a new pin is always at
+    /// the newest epoch: pinning and unpinning touch the ends).
+    pins: VecDeque<(u64, usize)>,
     /// Freed values with the epoch of their commit, oldest first.
     pending: VecDeque<(u64, Freed)>,
 }
@@ -310,12 +311,19 @@ impl Drop for Pin {
     fn drop(&mut self) {
         let due = {
             let mut st = self.space.lob_horizon.state.lock();
-            let n = st.pins.get_mut(&self.epoch).expect("a pin is counted until dropped");
-            *n -= 1;
-            if *n == 0 {
-                st.pins.remove(&self.epoch);
+            let at = st.pins.partition_point(|&(e, _)| e < self.epoch);
+            let entry = st.pins.get_mut(at).filter(|(e, _)| *e == self.epoch).expect("a pin is counted until dropped");
+            entry.1 -= 1;
+            // Only the oldest pins hold values back.
+            let was_oldest = at == 0 && entry.1 == 0;
+            while st.pins.front().is_some_and(|&(_, n)| n == 0) {
+                st.pins.pop_front();
             }
-            st.take_due()
+            if was_oldest && !st.pending.is_empty() {
+                st.take_due()
+            } else {
+                Vec::new()
+            }
         };
         remove(&self.space, due);
     }
@@ -324,7 +332,7 @@ impl Drop for Pin {
 impl HorizonState {
     /// The pending values no pin may still reach: freed at an epoch before every pin's.
     fn take_due(&mut self) -> Vec<Freed> {
-        let oldest_pin = self.pins.keys().next().copied().unwrap_or(u64::MAX);
+        let oldest_pin = self.pins.front().map_or(u64::MAX, |&(e, _)| e);
         let mut due = Vec::new();
         while let Some(&(epoch, freed)) = self.pending.front() {
             if epoch >= oldest_pin {
@@ -343,7 +351,10 @@ impl Horizon {
         let epoch = {
             let mut st = space.lob_horizon.state.lock();
             let epoch = st.epoch;
-            *st.pins.entry(epoch).or_default() += 1;
+            match st.pins.back_mut() {
+                Some((e, n)) if *e == epoch => *n += 1,
+                _ => st.pins.push_back((epoch, 1)),
+            }
             epoch
         };
         Pin { space: space.clone(), epoch }

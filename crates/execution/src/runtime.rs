@@ -1024,15 +1024,17 @@ impl<'a> ExecCtx<'a> {
     /// Where a reader of `table`'s rows in `db` reads their off-row values, made before
     /// it reads any row (see [`crate::encoding::Lobs`]).
     pub fn lobs(
-        &self,
+        &mut self,
         db: &str,
-        table: &Table,
+        table: &Arc<Table>,
         schema: &tessera_access::row::RowSchema,
     ) -> SqlResult<crate::encoding::Lobs> {
         if !schema.overflows() {
             return Ok(crate::encoding::Lobs::none());
         }
-        Ok(crate::encoding::Lobs::of(&self.shared.database(db)?, table, schema))
+        // The session's transaction holds the database (no lookup in the engine).
+        let database = self.transaction(db)?.database().clone();
+        Ok(crate::encoding::Lobs::of(&database, table, schema))
     }
 
     /// The storage tree `name` of `table` in database `db`, seen by the session's

@@ -17,7 +17,7 @@ use tessera_semantics::plan::Row;
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, ConstraintKind, ObjectName};
 
-fn is_empty(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
+fn is_empty(ctx: &mut ExecCtx, db: &str, table: &std::sync::Arc<Table>) -> SqlResult<bool> {
     Ok(dml::table_rows(ctx, db, table)?.is_empty())
 }
 

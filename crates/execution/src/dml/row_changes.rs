@@ -24,7 +24,7 @@ pub(super) const MAX_CASCADE_DEPTH: usize = 32;
 fn referencing_rows(
     ctx: &mut ExecCtx,
     db: &str,
-    child: &Table,
+    child: &std::sync::Arc<Table>,
     fk: &tessera_semantics::catalog::ForeignKey,
     parent: &Table,
     row: &[Value],

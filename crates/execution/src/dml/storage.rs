@@ -6,6 +6,7 @@ use crate::encoding::{decode_row, lob_tree_name, off_row_values};
 use crate::identity::load_counters;
 use crate::runtime::ExecCtx;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use tessera_access::key::KeyBuf;
 use tessera_access::row;
 use tessera_database::{OffRow, TableId};
@@ -145,7 +146,7 @@ pub(super) fn encode_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) ->
 }
 
 /// Every row of a table in storage order, with keys (index rebuilds, ALTER TABLE).
-pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<Vec<(Vec<u8>, Row)>> {
+pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Arc<Table>) -> SqlResult<Vec<(Vec<u8>, Row)>> {
     let schema = crate::encoding::row_schema(table)?;
     let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
     let lobs = ctx.lobs(db, table, &schema)?;

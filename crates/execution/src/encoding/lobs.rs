@@ -24,7 +24,8 @@ pub struct Lobs {
 
 struct Source {
     database: Arc<Database>,
-    name: String,
+    /// The table: its large-value tree's name is made only when a value is read.
+    table: Arc<Table>,
     /// Looked up again while the tree does not exist (created by the first value).
     tree: std::sync::OnceLock<TableId>,
     _pin: LobPin,
@@ -37,14 +38,15 @@ impl Lobs {
     }
 
     /// For reading `table`'s rows in `database` from now on.
-    pub fn of(database: &Arc<Database>, table: &Table, schema: &RowSchema) -> Lobs {
+    pub fn of(database: &Arc<Database>, table: &Arc<Table>, schema: &RowSchema) -> Lobs {
         if !schema.overflows() {
             return Lobs::none();
         }
         // The tree is looked up when a value is first read (most rows keep theirs).
         let pin = database.lob_pin();
-        let name = lob_tree_name(&table.indexes[0].tree);
-        Lobs { source: Some(Source { database: database.clone(), name, tree: std::sync::OnceLock::new(), _pin: pin }) }
+        let source =
+            Source { database: database.clone(), table: table.clone(), tree: std::sync::OnceLock::new(), _pin: pin };
+        Lobs { source: Some(source) }
     }
 
     /// The value `p` points at, as a value of type `ty`: a binary value is read straight
@@ -72,8 +74,9 @@ impl Lobs {
         let tree = match s.tree.get() {
             Some(t) => *t,
             None => {
-                let missing = || tessera_errors::Error::Invalid(format!("the large-value tree {} is missing", s.name));
-                let t = s.database.table(&s.name).ok_or_else(missing)?;
+                let name = lob_tree_name(&s.table.indexes[0].tree);
+                let missing = || tessera_errors::Error::Invalid(format!("the large-value tree {name} is missing"));
+                let t = s.database.table(&name).ok_or_else(missing)?;
                 *s.tree.get_or_init(|| t)
             }
         };

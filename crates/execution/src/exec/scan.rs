@@ -44,7 +44,7 @@ pub(super) struct ScanTarget {
 }
 
 impl ScanTarget {
-    pub(super) fn of(node: &ScanNode, ctx: &ExecCtx) -> SqlResult<ScanTarget> {
+    pub(super) fn of(node: &ScanNode, ctx: &mut ExecCtx) -> SqlResult<ScanTarget> {
         let (db, table) = ctx.table(&node.db, &node.table)?;
         let schema = ctx.row_schema(&table)?;
         let lobs = ctx.lobs(&db, &table, &schema)?;

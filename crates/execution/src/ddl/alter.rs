@@ -17,8 +17,13 @@ use tessera_semantics::plan::Row;
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, ConstraintKind, ObjectName};
 
-fn is_empty(ctx: &mut ExecCtx, db: &str, table: &std::sync::Arc<Table>) -> SqlResult<bool> {
-    Ok(dml::table_rows(ctx, db, table)?.is_empty())
+/// Whether the table holds no row: its first stored row is looked for, nothing decoded.
+fn is_empty(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
+    let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
+    let tx = ctx.transaction(db)?;
+    let unbounded = std::ops::Bound::Unbounded;
+    let first = tx.scan(rows_tree, unbounded, unbounded, tessera_database::Direction::Forward).next();
+    Ok(first.transpose()?.is_none())
 }
 
 pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {

@@ -11,8 +11,8 @@
 //!
 //! Values stored off the row: every pointer in a row must lead to a whole value in the
 //! table's large-value tree (8965), no two pointers to the same value (8974), and every
-//! value there must be pointed at (8964: space lost, e.g. by a crash between a commit
-//! and the removal of the values it dropped). These keep one entry per value in memory.
+//! value there must be pointed at or be in the free list (8964: space nothing will give
+//! back). These keep one entry per value in memory.
 //! No repair short of losing data fixes them (`repair_allow_data_loss`, not offered).
 
 use std::sync::Arc;
@@ -176,16 +176,18 @@ fn check_large_values(
             }
         }
     }
-    // Every value stored, by id: its chunks in order, as many bytes as its pointer says.
-    let mut stored: Option<(u64, u64, u32)> = None; // id, bytes, next chunk
-    let mut finish = |value: Option<(u64, u64, u32)>, findings: &mut TableFindings| {
-        let Some((id, bytes, _)) = value else { return };
+    // Every value stored, by id: its chunks in order from 0, as many bytes as its pointer
+    // says. `stored` is the value being read: its id, its bytes so far, the chunk that
+    // should come next, and whether none was missing.
+    let mut stored: Option<(u64, u64, u32, bool)> = None;
+    let mut finish = |value: Option<(u64, u64, u32, bool)>, findings: &mut TableFindings| {
+        let Some((id, bytes, _, whole)) = value else { return };
         match pointers.remove(&id) {
             None if dropped.contains(&id) => {}
             None => {
                 findings.report_large_value(msg::CHECKDB_LOB_NOT_REFERENCED.with(&[&table.id, &index_id, &(id as i64)]))
             }
-            Some((len, row_key)) if len != bytes => {
+            Some((len, row_key)) if !whole || len != bytes => {
                 let row = format!("key 0x{}", hex(&row_key));
                 findings.report_large_value(msg::CHECKDB_LOB_NOT_SEEN.with(&[&table.id, &index_id, &(id as i64), &row]))
             }
@@ -195,23 +197,17 @@ fn check_large_values(
     if let Some(lob_tree) = lob_tree {
         for item in tx.scan(lob_tree, all.0, all.1, Direction::Forward) {
             let (key, chunk) = item?;
-            let (id, n) = match (key.get(..8), key.get(8..12)) {
-                (Some(id), Some(n)) if key.len() == 12 => (
-                    u64::from_be_bytes(id.try_into().expect("8 bytes")),
-                    u32::from_be_bytes(n.try_into().expect("4 bytes")),
-                ),
-                _ => continue,
-            };
+            // A chunk's key: value id (u64 BE) ‖ chunk number (u32 BE).
+            let Ok(key) = <[u8; 12]>::try_from(&key[..]) else { continue };
+            let id = u64::from_be_bytes(key[..8].try_into().expect("8 bytes"));
+            let (n, len) = (u32::from_be_bytes(key[8..].try_into().expect("4 bytes")), chunk.len() as u64);
             match &mut stored {
-                // A gap in its chunks counts as a length that does not match.
-                Some((at, bytes, next)) if *at == id => {
-                    *bytes += if n == *next { chunk.len() as u64 } else { u64::MAX / 2 };
+                Some((at, bytes, next, whole)) if *at == id => {
+                    *whole &= n == *next;
+                    *bytes += len;
                     *next = n + 1;
                 }
-                _ => {
-                    let first = if n == 0 { chunk.len() as u64 } else { u64::MAX / 2 };
-                    finish(stored.replace((id, first, n + 1)), findings);
-                }
+                _ => finish(stored.replace((id, len, n + 1, n == 0)), findings),
             }
         }
     }

@@ -1034,7 +1034,7 @@ impl<'a> ExecCtx<'a> {
         }
         // The session's transaction holds the database (no lookup in the engine).
         let database = self.transaction(db)?.database().clone();
-        Ok(crate::encoding::Lobs::of(&database, table, schema))
+        Ok(crate::encoding::Lobs::of(&database, table))
     }
 
     /// The storage tree `name` of `table` in database `db`, seen by the session's

@@ -5,10 +5,10 @@
 use super::constraints::{check_row, map_duplicate};
 use super::foreign_keys::check_parents;
 use super::indexes::{delete_index_entry, insert_index_entry};
-use super::storage::{free_values, row_key, store_form, stored_if_overflowing};
+use super::storage::{free_values, row_key, store_form, values_off_the_row};
 use super::target::BoundTarget;
 use super::{object_name, TargetAt};
-use crate::encoding::{decode_row, off_row_values};
+use crate::encoding::decode_row;
 use crate::exec::eval;
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
@@ -138,13 +138,11 @@ pub(super) fn delete_row(
     check_children(ctx, target, row, None, "DELETE", depth)?;
     let table = &target.table;
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
-    let stored = stored_if_overflowing(ctx, &target.db, table, key)?;
+    let values = values_off_the_row(ctx, &target.db, table, key)?;
     if !ctx.transaction(&target.db)?.delete(rows_tree, key)? {
         return Ok(false);
     }
-    if let Some(bytes) = stored {
-        free_values(ctx, &target.db, table, &bytes, &[])?;
-    }
+    free_values(ctx, &target.db, table, &values, &[])?;
     for ix in &table.indexes[1..] {
         delete_index_entry(ctx, target, ix, row, key)?;
     }
@@ -206,11 +204,9 @@ pub(super) fn unlink_old_row(
     if key_changed {
         // The row moves: its values are stored again under the new key.
         let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
-        let stored = stored_if_overflowing(ctx, &target.db, table, key)?;
+        let values = values_off_the_row(ctx, &target.db, table, key)?;
         ctx.transaction(&target.db)?.delete(rows_tree, key)?;
-        if let Some(bytes) = stored {
-            free_values(ctx, &target.db, table, &bytes, &[])?;
-        }
+        free_values(ctx, &target.db, table, &values, &[])?;
     }
     for ix in &table.indexes[1..] {
         if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
@@ -235,16 +231,10 @@ pub(super) fn link_new_row(
     let key_changed = clustered_key_changes(table, old, new, changed);
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
     // Updated in place, the row keeps the off-row values of the columns not changed.
-    let before = if key_changed { None } else { stored_if_overflowing(ctx, &target.db, table, key)? };
-    let kept = match &before {
-        Some(bytes) => {
-            let schema = crate::encoding::row_schema(table)?;
-            // Exactly the same value (not merely equal under the collation).
-            let unchanged = |c: usize| !changed.contains(&c) || old[c] == new[c];
-            off_row_values(&schema, bytes)?.into_iter().filter(|&(c, _)| unchanged(c)).collect()
-        }
-        None => Vec::new(),
-    };
+    let before = if key_changed { Vec::new() } else { values_off_the_row(ctx, &target.db, table, key)? };
+    // Exactly the same value (not merely equal under the collation).
+    let unchanged = |c: usize| !changed.contains(&c) || old[c] == new[c];
+    let kept: Vec<_> = before.iter().copied().filter(|&(c, _)| unchanged(c)).collect();
     let bytes = store_form(ctx, &target.db, table, new, &kept)?;
     let new_key = if key_changed {
         let uniq =
@@ -256,9 +246,7 @@ pub(super) fn link_new_row(
         nk
     } else {
         ctx.transaction(&target.db)?.update(rows_tree, key, &bytes)?;
-        if let Some(before) = before {
-            free_values(ctx, &target.db, table, &before, &kept)?;
-        }
+        free_values(ctx, &target.db, table, &before, &kept)?;
         key.to_vec()
     };
     for ix in &table.indexes[1..] {

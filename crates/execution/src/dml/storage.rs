@@ -93,43 +93,46 @@ fn lob_tree(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<TableId> {
     }
 }
 
-/// Notes that the change just made dropped the stored row `bytes`' off-row values but
-/// those in `kept`: they are removed after the commit.
+/// Notes that the change just made dropped the row's off-row `values` but those in
+/// `kept`: they are removed after the commit.
 pub(super) fn free_values(
     ctx: &mut ExecCtx,
     db: &str,
     table: &Table,
-    bytes: &[u8],
+    values: &[(usize, OffRow)],
     kept: &[(usize, OffRow)],
 ) -> SqlResult<()> {
-    let schema = crate::encoding::row_schema(table)?;
-    let values = off_row_values(&schema, bytes)?;
     if values.is_empty() {
         return Ok(());
     }
     let tree = lob_tree(ctx, db, table)?;
     let tx = ctx.transaction(db)?;
-    for (c, p) in values {
-        if !kept.iter().any(|&(k, q)| k == c && q == p) {
+    for &(c, p) in values {
+        if !kept.contains(&(c, p)) {
             tx.lob_free(tree, p)?;
         }
     }
     Ok(())
 }
 
-/// The stored row under `key`, when its table's rows may keep values off the row (whose
-/// pointers a change of the row must deal with); None otherwise or when there is none.
-pub(super) fn stored_if_overflowing(
+/// The values the stored row under `key` keeps off the row, by column (a change of the
+/// row must keep or free them); none, without a read, when the table's rows cannot
+/// overflow.
+pub(super) fn values_off_the_row(
     ctx: &mut ExecCtx,
     db: &str,
     table: &Table,
     key: &[u8],
-) -> SqlResult<Option<Vec<u8>>> {
-    if !crate::encoding::row_schema(table)?.overflows() {
-        return Ok(None);
+) -> SqlResult<Vec<(usize, OffRow)>> {
+    let schema = crate::encoding::row_schema(table)?;
+    if !schema.overflows() {
+        return Ok(Vec::new());
     }
     let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
-    Ok(ctx.transaction(db)?.get(rows_tree, key)?)
+    match ctx.transaction(db)?.get(rows_tree, key)? {
+        Some(bytes) => off_row_values(&schema, &bytes),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// A complete row's clustered key (with its uniquifier, if the table has one) and its

@@ -37,11 +37,9 @@ impl Lobs {
         Lobs { source: None }
     }
 
-    /// For reading `table`'s rows in `database` from now on.
-    pub fn of(database: &Arc<Database>, table: &Arc<Table>, schema: &RowSchema) -> Lobs {
-        if !schema.overflows() {
-            return Lobs::none();
-        }
+    /// For reading the rows of `table` (whose rows may overflow: [`Lobs::none`] serves the
+    /// others) in `database` from now on.
+    pub fn of(database: &Arc<Database>, table: &Arc<Table>) -> Lobs {
         // The tree is looked up when a value is first read (most rows keep theirs).
         let pin = database.lob_pin();
         let source =

@@ -123,14 +123,16 @@ impl Deferred {
 /// Drops the storage trees of `table` that exist and that `keep` does not use, with the
 /// large-value tree of a rows tree that goes.
 pub(crate) fn drop_trees_not_in(db: &Database, table: &Table, keep: Option<&Table>) -> tessera_errors::SqlResult<()> {
-    for ix in &table.indexes {
+    for (i, ix) in table.indexes.iter().enumerate() {
         let kept = keep.is_some_and(|k| k.indexes.iter().any(|other| other.tree == ix.tree));
         if kept {
             continue;
         }
-        for tree in [ix.tree.clone(), crate::encoding::lob_tree_name(&ix.tree)] {
-            if db.table(&tree).is_some() {
-                db.drop_table(&tree)?;
+        // Only the rows tree (index 0) can have a large-value tree.
+        let lob = (i == 0).then(|| crate::encoding::lob_tree_name(&ix.tree));
+        for tree in std::iter::once(&ix.tree).chain(lob.as_ref()) {
+            if db.table(tree).is_some() {
+                db.drop_table(tree)?;
             }
         }
     }

@@ -16,6 +16,7 @@ pub mod row;
 pub mod slotted;
 pub mod space;
 pub mod txn;
+pub mod versions;
 
 pub use account::PageAccount;
 pub use btree::Direction;
@@ -24,3 +25,4 @@ pub use lock::LockMode;
 pub use read::{OnLocked, ReadLocks, RowLock, Scan};
 pub use space::Space;
 pub use txn::{Durability, Hold, Txn};
+pub use versions::{Snapshot, Versioning};

@@ -20,12 +20,13 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use tessera_buffer::page::PageNo;
-use tessera_errors::Result;
+use tessera_errors::{Error, Result};
 
 use crate::btree::{self, Direction};
 use crate::lock::{LockMode, Resource};
 use crate::space::Space;
 use crate::txn::{Hold, TreeMeta, Txn};
+use crate::versions::{Seen, Snapshot};
 
 /// Records read from a tree per latch acquisition in a scan.
 const SCAN_BATCH: usize = 128;
@@ -66,6 +67,9 @@ pub(crate) fn get_with<R>(
     f: impl Fn(&[u8]) -> R,
 ) -> Result<Option<R>> {
     let meta = space.tree(tree);
+    if let Some(snapshot) = txn.snapshot() {
+        return get_versioned(space, txn, &meta, key, snapshot, f);
+    }
     loop {
         let conflict = {
             let _latch = meta.latch.read();
@@ -78,6 +82,43 @@ pub(crate) fn get_with<R>(
         };
         space.locks.wait_compatible(txn.id, conflict.0, conflict.1, txn.wait())?;
     }
+}
+
+/// A read of the row version the transaction's snapshot sees: no lock is checked or
+/// waited for (see `crate::versions`).
+fn get_versioned<R>(
+    space: &Space,
+    txn: &Txn,
+    meta: &TreeMeta,
+    key: &[u8],
+    snapshot: Snapshot,
+    f: impl Fn(&[u8]) -> R,
+) -> Result<Option<R>> {
+    let _latch = meta.latch.read();
+    match meta.versions.seen(key, txn.id, snapshot.csn) {
+        Seen::Before(row) => Ok(row.map(|r| f(&r))),
+        Seen::Current => {
+            let found =
+                btree::lookup_with(space, meta.root, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
+            Ok(found.flatten())
+        }
+    }
+}
+
+/// Error 3960 when a SNAPSHOT transaction is about to change (it holds the row's update
+/// lock) a row another transaction changed and committed after its snapshot.
+fn check_update_conflict(space: &Space, txn: &Txn, meta: &TreeMeta, key: &[u8]) -> Result<()> {
+    match txn.snapshot() {
+        Some(s) if !s.statement && meta.versions.changed_since(key, txn.id, s.csn) => {
+            Err(Error::UpdateConflict { database: space.name.clone(), table: format!("tree {}", meta.root) })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A bound of owned key bytes, borrowed.
+fn bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(|k| &k[..])
 }
 
 /// The body of [`Space::get_locked`].
@@ -128,6 +169,13 @@ pub(crate) fn get_locked<R>(
             let _latch = meta.latch.read();
             if let Some(fresh) = space.locks.try_lock(txn.id, r, mode) {
                 new |= fresh;
+                if let Err(e) = check_update_conflict(space, txn, &meta, key) {
+                    drop(_latch);
+                    if new {
+                        space.keep_lock(txn, i, r, hold)?;
+                    }
+                    return Err(e);
+                }
                 let found = read()?;
                 // A missing key keeps a lock held to the end of the transaction
                 // (HOLDLOCK, UPDLOCK): no one can insert it meanwhile, so "read, and
@@ -224,6 +272,68 @@ pub struct Scan<'s> {
 
 impl Scan<'_> {
     fn fill(&mut self) -> Result<()> {
+        match self.txn.snapshot() {
+            Some(snapshot) if self.on_locked == OnLocked::Wait => self.fill_versioned(snapshot),
+            _ => self.fill_locked(),
+        }
+    }
+
+    /// The next batch as the transaction's snapshot sees it: the tree's records merged
+    /// with the keys of the range read that have versions (a row deleted since is only
+    /// there), each as the snapshot sees it. No lock is checked or waited for.
+    fn fill_versioned(&mut self, snapshot: Snapshot) -> Result<()> {
+        let _latch = self.meta.latch.read();
+        let (batch, more) = btree::scan_batch(
+            self.space,
+            self.meta.root,
+            &self.lo,
+            &self.hi,
+            self.dir,
+            SCAN_BATCH,
+            &mut self.read_ahead,
+        )?;
+        self.more = more;
+        let forward = self.dir == Direction::Forward;
+        let last = batch.last().map(|r| btree::leaf_key(r).to_vec());
+        // The part of the range this batch covers: up to its last record, or all of it.
+        let covered = match (&last, more, forward) {
+            (Some(k), true, true) => (self.lo.clone(), Bound::Included(k.clone())),
+            (Some(k), true, false) => (Bound::Included(k.clone()), self.hi.clone()),
+            _ => (self.lo.clone(), self.hi.clone()),
+        };
+        let mut out = Vec::with_capacity(batch.len());
+        let mut records = batch.into_iter().peekable();
+        let (reader, csn) = (self.txn.id, snapshot.csn);
+        let before = |a: &[u8], b: &[u8]| if forward { a < b } else { a > b };
+        self.meta.versions.seen_in(bound(&covered.0), bound(&covered.1), forward, reader, csn, |key, seen| {
+            // Records before this key have no versions: they are seen as they are.
+            while let Some(r) = records.next_if(|r| before(btree::leaf_key(r), key)) {
+                if !btree::is_ghost(&r) {
+                    out.push(r);
+                }
+            }
+            let current = records.next_if(|r| btree::leaf_key(r) == key);
+            match seen {
+                Seen::Current => out.extend(current.filter(|r| !btree::is_ghost(r))),
+                Seen::Before(Some(row)) => out.push(btree::leaf_record(0, key, &row)),
+                Seen::Before(None) => {}
+            }
+        });
+        out.extend(records.filter(|r| !btree::is_ghost(r)));
+        if let Some(k) = last {
+            match self.dir {
+                Direction::Forward => self.lo = Bound::Excluded(k),
+                Direction::Backward => self.hi = Bound::Excluded(k),
+            }
+        }
+        out.reverse();
+        self.buf = out;
+        Ok(())
+    }
+
+    /// The next batch, waiting for, skipping or reading the rows others hold locks on as
+    /// `on_locked` says.
+    fn fill_locked(&mut self) -> Result<()> {
         let root = self.meta.root;
         if let Some((r, mode)) = self.wait_for.take() {
             self.space.locks.wait_compatible(self.txn.id, r, mode, self.txn.wait())?;

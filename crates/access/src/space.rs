@@ -43,6 +43,7 @@ use crate::read::{self, OnLocked, ReadLocks, Scan};
 use crate::reserve::{self, Claim, Claimed};
 use crate::row;
 use crate::txn::{self, Durability, Hold, TreeMeta, Txn, TxnTable};
+use crate::versions::Versions;
 
 pub const BITS_PER_MAP: u32 = ((PAGE_SIZE - HEADER_SIZE) * 8) as u32;
 const MAGIC: &[u8; 8] = b"TSRADAT1";
@@ -254,6 +255,8 @@ pub struct Space {
     pub(crate) has_charged_trees: AtomicBool,
     /// Large values freed by committed transactions, waiting for readers (`crate::lob`).
     pub(crate) lob_horizon: lob::Horizon,
+    /// Row versions for snapshots (`crate::versions`).
+    pub versions: Versions,
 }
 
 /// What is wrong with a data file's header page ([`Space::probe_header`]).
@@ -357,6 +360,7 @@ impl Space {
             trees: RwLock::new(HashMap::default()),
             has_charged_trees: AtomicBool::new(false),
             lob_horizon: lob::Horizon::default(),
+            versions: Versions::default(),
         }
     }
 
@@ -760,7 +764,41 @@ impl Space {
     /// Ends a statement's locks: its statement-duration locks are released, except those
     /// a write converted to X, which are kept to the end of the transaction.
     pub fn end_statement(&self, txn: &mut Txn) {
-        txn::locks::end_statement(self, txn)
+        txn::locks::end_statement(self, txn);
+        if txn.versions.snapshot.is_some_and(|s| s.statement) {
+            self.versions.release(&mut txn.versions);
+        }
+    }
+
+    // Row versions: see `crate::versions`.
+
+    /// Takes a snapshot for the transaction's versioned reads, for the running statement
+    /// or to the transaction's end (nothing if it holds one). False when the database
+    /// does not allow snapshots now.
+    pub fn take_snapshot(&self, txn: &mut Txn, statement: bool) -> bool {
+        self.versions.take(&mut txn.versions, statement)
+    }
+
+    /// Lets go of the transaction's snapshot: its reads are locking reads again.
+    pub fn release_snapshot(&self, txn: &mut Txn) {
+        self.versions.release(&mut txn.versions);
+    }
+
+    /// Starts keeping row versions and allows snapshots once every transaction active
+    /// now has ended (waits for them unless `cancel` is set meanwhile: 3617).
+    pub fn start_versioning(&self, cancel: Option<&AtomicBool>) -> Result<()> {
+        let active = || self.txns.snapshot().0.into_iter().map(|t| t.txn).collect::<Vec<_>>();
+        self.versions.start(active, cancel)
+    }
+
+    /// Allows snapshots at once (a database opening: no transaction is active).
+    pub fn start_versioning_idle(&self) {
+        self.versions.start_idle();
+    }
+
+    /// Stops taking snapshots and, once the last one ends, keeping versions.
+    pub fn stop_versioning(&self, cancel: Option<&AtomicBool>) -> Result<()> {
+        self.versions.stop(cancel)
     }
 
     /// The lock a READ COMMITTED reader of `key` must wait for, if another transaction

@@ -28,6 +28,7 @@ use crate::mtr::{self, LogCtx};
 use crate::ops::Undo;
 use crate::reserve::{self, Claim, MAX_IMAGED_PAGES, TXN_RECORDS, UNDO_OVERHEAD};
 use crate::space::Space;
+use crate::versions::{Snapshot, TreeVersions, TxnVersions};
 
 /// Shared per-transaction state the checkpointer reads.
 #[derive(Default)]
@@ -64,6 +65,7 @@ impl TxnTable {
             trees: Vec::new(),
             ghosts: Vec::new(),
             lob_frees: Vec::new(),
+            versions: Default::default(),
             undo_bytes: 0,
             undo_images: 0,
             rollback_split: None,
@@ -140,6 +142,8 @@ pub struct Txn {
     /// Large values its changes dropped, removed after it commits (see `crate::lob`),
     /// each with the transaction's last LSN when it was dropped.
     pub(crate) lob_frees: Vec<crate::lob::Freed>,
+    /// Its versions and its snapshot (`crate::versions`).
+    pub(crate) versions: TxnVersions,
     /// Locks taken for the running statement only (READ COMMITTED update locks): released
     /// by [`Space::end_statement`] unless a write converted them to X.
     statement_locks: StatementLocks,
@@ -190,6 +194,26 @@ impl Txn {
 
     pub fn has_writes(&self) -> bool {
         !self.last_lsn().is_none()
+    }
+
+    /// The snapshot its versioned reads see, if it holds one (`crate::versions`).
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        self.versions.snapshot
+    }
+
+    /// Sets the snapshot aside (it stays held): the transaction's reads see the rows as
+    /// they are now, waiting for writers as READ COMMITTED does, until
+    /// [`Txn::resume_snapshot`]. What a change checks or frees must be the current row,
+    /// not a version (foreign keys, the large values of a row about to change, index
+    /// builds).
+    pub fn suspend_snapshot(&mut self) -> Option<Snapshot> {
+        self.versions.snapshot.take()
+    }
+
+    /// Puts back the snapshot [`Txn::suspend_snapshot`] set aside.
+    pub fn resume_snapshot(&mut self, snapshot: Option<Snapshot>) {
+        debug_assert!(self.versions.snapshot.is_none(), "a snapshot was taken while another was set aside");
+        self.versions.snapshot = snapshot;
     }
 
     /// Records that `lsn` is the transaction's newest log record.
@@ -253,6 +277,8 @@ pub struct TreeMeta {
     pub(crate) lob_next_id: AtomicU64,
     /// Counts the frees of the tree rooted here (its root page may start another tree).
     pub(crate) generation: AtomicU64,
+    /// The versions of its rows (`crate::versions`).
+    pub(crate) versions: TreeVersions,
 }
 
 impl TreeMeta {
@@ -265,6 +291,7 @@ impl TreeMeta {
             charge: Mutex::new(None),
             lob_next_id: AtomicU64::new(0),
             generation: AtomicU64::new(0),
+            versions: TreeVersions::default(),
         }
     }
 
@@ -292,11 +319,13 @@ pub(crate) fn commit(space: &Space, mut txn: Txn) -> Result<()> {
                 // In doubt: the commit record may or may not be on disk, and the log takes
                 // nothing more (9001), so neither a rollback nor a retry can be logged. The
                 // transaction ends here; the database's next opening decides from what the
-                // disk holds.
+                // disk holds. Its versions stay uncommitted: snapshots never see it.
                 finish(space, &mut txn);
                 return Err(e);
             }
         }
+        // Durable, its locks still held: snapshots taken from now on see it.
+        space.versions.committed(&mut txn.versions);
         remove_ghosts(space, &txn);
         crate::lob::Horizon::committed(space, std::mem::take(&mut txn.lob_frees));
     }
@@ -329,6 +358,7 @@ fn finish(space: &Space, txn: &mut Txn) {
     }
     txn.undo_bytes = 0;
     txn.undo_images = 0;
+    space.versions.release(&mut txn.versions);
     space.locks.release_all(txn.id, &txn.locks);
     space.locks.release_all(txn.id, &txn.statement_locks);
     txn.statement_locks.clear();
@@ -345,6 +375,7 @@ fn finish(space: &Space, txn: &mut Txn) {
 /// The body of [`Space::rollback`].
 pub(crate) fn rollback(space: &Space, mut txn: Txn) -> Result<()> {
     let last = undo_back_to(space, &txn, Lsn::NONE)?;
+    space.versions.rolled_back(&mut txn.versions);
     if txn.has_writes() {
         space.wal.append(&LogRecord::new(RecordKind::End, txn.id, last, Vec::new()))?;
     }

@@ -2,7 +2,7 @@
 
 use std::ops::Bound;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -121,6 +121,13 @@ pub struct DatabaseOptions {
     /// `DB_CHAINING ON`: ownership chains may cross into and out of this database, to and
     /// from another that allows it too (`sys.databases.is_db_chaining_on`).
     pub db_chaining: bool,
+    /// `ALLOW_SNAPSHOT_ISOLATION ON`: transactions may run at SNAPSHOT isolation
+    /// (`sys.databases.snapshot_isolation_state`).
+    pub allow_snapshot_isolation: bool,
+    /// `READ_COMMITTED_SNAPSHOT ON`: READ COMMITTED statements read the row versions
+    /// committed when they began instead of waiting for writers' locks
+    /// (`sys.databases.is_read_committed_snapshot_on`).
+    pub read_committed_snapshot: bool,
     /// What the database's requests may use (tessera extensions, set with ALTER
     /// DATABASE).
     pub limits: ResourceLimits,
@@ -155,6 +162,12 @@ impl ResourceLimits {
 }
 
 impl DatabaseOptions {
+    /// Whether these options need row versions kept (snapshot isolation allowed, or READ
+    /// COMMITTED SNAPSHOT).
+    pub fn keeps_versions(&self) -> bool {
+        self.allow_snapshot_isolation || self.read_committed_snapshot
+    }
+
     /// The durability of a commit that asked for `delayed` (`COMMIT … WITH
     /// (DELAYED_DURABILITY = ON)`): a scratch database's commits never wait for the log.
     pub fn commit_durability(&self, delayed: bool) -> Durability {
@@ -280,6 +293,9 @@ pub struct Database {
     log_path: std::path::PathBuf,
     pub(crate) space: Arc<Space>,
     options: Mutex<DatabaseOptions>,
+    /// `READ_COMMITTED_SNAPSHOT` as the options say (read without their mutex: every
+    /// READ COMMITTED statement asks).
+    read_committed_snapshot: AtomicBool,
     /// The differential base (its first LSN) for which `space.changes` is complete, if
     /// any: set when a full backup taken since this open completes.
     differential_base: Mutex<Option<Lsn>>,
@@ -356,6 +372,10 @@ impl Database {
         space.verify_header()?;
         let mut db = Database::assemble(entry, space);
         db.apply_pool_limit()?;
+        if entry.options.keeps_versions() {
+            // Nothing is active yet: snapshots may be taken at once.
+            db.space.start_versioning_idle();
+        }
         db.recovery = Some(outcome);
         db.pair_files()?;
         db.load_catalog()?;
@@ -395,6 +415,7 @@ impl Database {
             log_path: entry.log_path.clone(),
             space,
             options: Mutex::new(entry.options.clone()),
+            read_committed_snapshot: AtomicBool::new(entry.options.read_committed_snapshot),
             tables: RwLock::default(),
             ddl: Mutex::new(()),
             opened_at: Instant::now(),
@@ -492,6 +513,33 @@ impl Database {
         self.options.lock().clone()
     }
 
+    /// Whether READ COMMITTED statements read row versions (`READ_COMMITTED_SNAPSHOT ON`).
+    pub fn reads_committed_snapshot(&self) -> bool {
+        self.read_committed_snapshot.load(Ordering::Acquire)
+    }
+
+    /// Whether the database keeps row versions and allows snapshots now.
+    pub fn versioning(&self) -> tessera_access::Versioning {
+        self.space.versions.state()
+    }
+
+    /// Starts or stops keeping row versions, before the options that ask for it are
+    /// recorded: starting waits for the transactions active now to end (their changes have
+    /// no versions), stopping for the snapshots still held (see
+    /// `tessera_access::versions`). Cancelled (3617) when `cancel` is set meanwhile.
+    pub fn set_versioning(&self, on: bool, cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<()> {
+        if on {
+            self.space.start_versioning(cancel)
+        } else {
+            self.space.stop_versioning(cancel)
+        }
+    }
+
+    /// How much the version store holds now.
+    pub fn version_usage(&self) -> tessera_access::versions::VersionUsage {
+        self.space.versions.usage()
+    }
+
     /// How a commit is made durable under the database's DELAYED_DURABILITY (read without
     /// copying the options: every commit asks).
     pub fn commit_durability(&self, delayed: bool) -> tessera_access::Durability {
@@ -506,6 +554,7 @@ impl Database {
         let (data, log) = (options.data_config(data), options.log_config(log));
         self.space.set_data_limits(data.growth, data.max_size);
         self.space.wal.set_limits(log.growth, log.max_size);
+        self.read_committed_snapshot.store(options.read_committed_snapshot, Ordering::Release);
         *self.options.lock() = options;
         self.apply_pool_limit()?;
         let chain = *self.chain.lock();

@@ -37,7 +37,10 @@ pub use tessera_access::lob::Pin as LobPin;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::row::OffRow;
 pub use tessera_access::space::DataConfig;
-pub use tessera_access::{BulkOutcome, Direction, Hold, LockMode, OnLocked, PageAccount, ReadLocks, RowLock};
+pub use tessera_access::versions::VersionUsage;
+pub use tessera_access::{
+    BulkOutcome, Direction, Hold, LockMode, OnLocked, PageAccount, ReadLocks, RowLock, Snapshot, Versioning,
+};
 pub use tessera_buffer::{ExtensionStats, FileUsage, HugePages, PoolStats, PAGE_SIZE};
 pub use tessera_errors::{Error, Result};
 pub use tessera_io::DirLock;

@@ -305,7 +305,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14, 15, 16, 18, 19, 21, 22].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15, 16, 18, 19, 21, 22, 24].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {
@@ -324,6 +324,14 @@ fn decode_entry(line: &str) -> Option<Entry> {
         match f.get(k) {
             None | Some(&"") => Some(None),
             Some(s) => s.parse().ok().map(Some),
+        }
+    };
+    // An option that is on when its field holds its name.
+    let flag = |k: usize, name: &str| -> Option<bool> {
+        match f.get(k) {
+            None | Some(&"") => Some(false),
+            Some(s) if *s == name => Some(true),
+            Some(_) => None,
         }
     };
     Some(Entry {
@@ -359,11 +367,9 @@ fn decode_entry(line: &str) -> Option<Entry> {
                 max_buffer_pool_mb: number(19)?,
                 max_tempdb_mb: number(20)?,
             },
-            db_chaining: match f.get(21) {
-                None | Some(&"") => false,
-                Some(&"DB_CHAINING") => true,
-                Some(_) => return None,
-            },
+            db_chaining: flag(21, "DB_CHAINING")?,
+            allow_snapshot_isolation: flag(22, "ALLOW_SNAPSHOT_ISOLATION")?,
+            read_committed_snapshot: flag(23, "READ_COMMITTED_SNAPSHOT")?,
         },
         state: match f.get(6) {
             None | Some(&"ONLINE") | Some(&DETACHED) => DbState::Online,
@@ -391,7 +397,7 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -413,7 +419,9 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         number(o.limits.cpu_share_percent),
         number(o.limits.max_buffer_pool_mb),
         number(o.limits.max_tempdb_mb),
-        if o.db_chaining { "DB_CHAINING" } else { "" }
+        if o.db_chaining { "DB_CHAINING" } else { "" },
+        if o.allow_snapshot_isolation { "ALLOW_SNAPSHOT_ISOLATION" } else { "" },
+        if o.read_committed_snapshot { "READ_COMMITTED_SNAPSHOT" } else { "" }
     );
     Ok(())
 }

@@ -11,6 +11,7 @@ use tessera_errors::Result;
 use tessera_log::{Lsn, TxnId};
 
 use crate::database::{Database, RecoveryModel, TableId};
+use crate::LobPin;
 
 /// A position in a transaction's log chain (see [`Transaction::savepoint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,11 +27,53 @@ impl Savepoint {
 pub struct Transaction {
     db: Arc<Database>,
     txn: Option<Txn>,
+    /// Held with a snapshot: the large values its row versions point to stay readable
+    /// (values dropped by commits after it was taken are removed only once it is let go).
+    snapshot_pin: Option<LobPin>,
 }
 
 impl Transaction {
     pub(crate) fn new(db: Arc<Database>, txn: Txn) -> Self {
-        Transaction { db, txn: Some(txn) }
+        Transaction { db, txn: Some(txn), snapshot_pin: None }
+    }
+
+    /// Takes a snapshot for this transaction's reads, for the running statement (READ
+    /// COMMITTED SNAPSHOT) or to its end (SNAPSHOT isolation); nothing if it holds one.
+    /// While it holds one, its reads (other than locking ones) see the rows committed when
+    /// it was taken and never wait for writers; a locking read under a transaction's
+    /// snapshot fails with 3960 on a row changed since. False when the database does not
+    /// allow snapshots now.
+    pub fn take_snapshot(&mut self, statement: bool) -> bool {
+        if self.snapshot().is_some() {
+            return true;
+        }
+        // Pinned first: a value dropped after the snapshot is then kept for it.
+        let pin = self.db.space.lob_pin();
+        let txn = self.txn.as_mut().expect("transaction is open");
+        let taken = self.db.space.take_snapshot(txn, statement);
+        self.snapshot_pin = taken.then_some(pin);
+        taken
+    }
+
+    /// The snapshot this transaction reads at, if it holds one.
+    pub fn snapshot(&self) -> Option<tessera_access::Snapshot> {
+        self.txn_ref().snapshot()
+    }
+
+    /// Runs `f` with this transaction's reads seeing the rows as they are now, although it
+    /// holds a snapshot (see `Txn::reading_current`).
+    pub fn reading_current<R>(&mut self, f: impl FnOnce(&mut Transaction) -> R) -> R {
+        let held = self.txn.as_mut().expect("transaction is open").suspend_snapshot();
+        let r = f(self);
+        self.txn.as_mut().expect("transaction is open").resume_snapshot(held);
+        r
+    }
+
+    /// Lets go of the transaction's snapshot.
+    pub fn release_snapshot(&mut self) {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.release_snapshot(txn);
+        self.snapshot_pin = None;
     }
 
     fn txn_ref(&self) -> &Txn {
@@ -64,6 +107,9 @@ impl Transaction {
     pub fn end_statement(&mut self) {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.end_statement(txn);
+        if txn.snapshot().is_none() {
+            self.snapshot_pin = None;
+        }
     }
 
     /// Takes a schema lock on an object of the database (`LockMode::SchemaStability` for

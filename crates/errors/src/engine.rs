@@ -17,6 +17,9 @@ pub enum Error {
     Deadlock,
     /// A lock could not be granted within the lock timeout (SQL Server 1222).
     LockTimeout,
+    /// A SNAPSHOT transaction was to change a row another transaction changed and
+    /// committed after its snapshot began (SQL Server 3960).
+    UpdateConflict { database: String, table: String },
     /// The request was cancelled while it waited (an attention, a shutdown; SQL Server 3617).
     Cancelled,
     /// An earlier write or sync of the database's log failed: nothing more can be logged or
@@ -55,6 +58,7 @@ impl Error {
             Error::DuplicateKey { .. } => 2627,
             Error::Deadlock => 1205,
             Error::LockTimeout => 1222,
+            Error::UpdateConflict { .. } => 3960,
             Error::Cancelled => 3617,
             Error::LogUnavailable { .. } => 9001,
             Error::NewerFormat { .. } => 948,
@@ -106,6 +110,10 @@ impl fmt::Display for Error {
                 "Transaction was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction."
             ),
             Error::LockTimeout => write!(f, "Lock request time out period exceeded."),
+            Error::UpdateConflict { database, table } => write!(
+                f,
+                "Snapshot isolation transaction aborted due to update conflict. You cannot use snapshot isolation to access table '{table}' directly or indirectly in database '{database}' to update, delete, or insert the row that has been modified or deleted by another transaction. Retry the transaction or change the isolation level for the update/delete statement."
+            ),
             Error::Cancelled => write!(f, "The query was cancelled."),
             Error::LogUnavailable { database } => write!(
                 f,

@@ -252,6 +252,7 @@ mod tests {
             (Error::Deadlock, 1205, 13),
             (Error::LockTimeout, 1222, 16),
             (Error::Cancelled, 3617, 25),
+            (Error::UpdateConflict { database: "d".into(), table: "dbo.t".into() }, 3960, 16),
             (Error::LogUnavailable { database: "d".into() }, 9001, 21),
             (Error::NewerFormat { database: "d".into(), version: 2, supported: 1 }, 948, 20),
             (Error::LogFull { database: "d".into(), reason: "CHECKPOINT".into() }, 9002, 17),

@@ -23,25 +23,29 @@ pub fn load_counters(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<()
     let mut max_id: Option<i64> = None;
     let mut max_uniq = 0u64;
     let tx = ctx.transaction(db)?;
-    for item in
-        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
-    {
-        let (k, v) = item?;
-        if table.has_uniquifier() && k.len() >= 8 {
-            max_uniq = max_uniq.max(u64::from_be_bytes(k[k.len() - 8..].try_into().expect("8 bytes")));
-        }
-        if let Some(i) = identity {
-            let stored = row::column(&schema, &v, i)?;
-            if let Value::Int(n) = decimal_to_int(crate::encoding::from_storage(stored, &table.columns[i].ty)) {
-                let inc = table.columns[i].identity.map_or(1, |x| x.1);
-                max_id = Some(match max_id {
-                    None => n,
-                    Some(m) if inc > 0 => m.max(n),
-                    Some(m) => m.min(n),
-                });
+    // The rows as they are now, never versions: the counters continue from the largest
+    // value stored.
+    tx.reading_current(|tx| -> SqlResult<()> {
+        let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+        for item in tx.scan(rows_tree, all.0, all.1, tessera_database::Direction::Forward) {
+            let (k, v) = item?;
+            if table.has_uniquifier() && k.len() >= 8 {
+                max_uniq = max_uniq.max(u64::from_be_bytes(k[k.len() - 8..].try_into().expect("8 bytes")));
+            }
+            if let Some(i) = identity {
+                let stored = row::column(&schema, &v, i)?;
+                if let Value::Int(n) = decimal_to_int(crate::encoding::from_storage(stored, &table.columns[i].ty)) {
+                    let inc = table.columns[i].identity.map_or(1, |x| x.1);
+                    max_id = Some(match max_id {
+                        None => n,
+                        Some(m) if inc > 0 => m.max(n),
+                        Some(m) => m.min(n),
+                    });
+                }
             }
         }
-    }
+        Ok(())
+    })?;
     if let Some(i) = identity {
         let (seed, inc) = table.columns[i].identity.expect("identity column");
         table.counters.identity.store(max_id.unwrap_or(seed - inc), Ordering::Relaxed);

@@ -789,20 +789,44 @@ impl SessionState {
         self.trace_flags.contains(&flag) || shared.global_trace_flags.contains(flag)
     }
 
-    /// The session's transaction in `db`, begun on first use.
+    /// The session's transaction in `db`, begun on first use, holding the snapshot its
+    /// reads see where the isolation level and the database say so: SNAPSHOT isolation
+    /// takes one for the transaction (3952 where the database does not allow it, 3951
+    /// for a transaction begun at another level), READ COMMITTED one per statement in a
+    /// database with `READ_COMMITTED_SNAPSHOT ON` (released by `Transactions::mark_statement`).
     pub fn transaction(&mut self, shared: &Shared, db: &str) -> SqlResult<&mut Transaction> {
-        if let Some(i) = self.txns.position(db) {
-            return Ok(&mut self.txns.open[i]);
+        let i = match self.txns.position(db) {
+            Some(i) => i,
+            None => self.begin_transaction(shared, db)?,
+        };
+        let t = &mut self.txns.open[i];
+        match self.options.isolation_level.as_str() {
+            "READ COMMITTED" if t.snapshot().is_none() && t.database().reads_committed_snapshot() => {
+                // A database still turning it on (or off) reads with locks meanwhile.
+                t.take_snapshot(true);
+            }
+            "SNAPSHOT" if t.snapshot().is_none_or(|s| s.statement) && !is_tempdb(t.database().name()) => {
+                return Err(msg::SNAPSHOT_LEVEL_CHANGED.with(&[&t.database().name()]));
+            }
+            _ => {}
         }
+        Ok(&mut self.txns.open[i])
+    }
+
+    /// Begins the session's transaction in `db`; its index among the open ones.
+    fn begin_transaction(&mut self, shared: &Shared, db: &str) -> SqlResult<usize> {
         let database = shared.database_memo(&self.catalog_memo, db)?;
         database.available()?;
-        // No database allows snapshot isolation yet (ALLOW_SNAPSHOT_ISOLATION is 5058):
-        // a SNAPSHOT transaction is refused as SQL Server refuses it where the option is
-        // off, never run as another level. tempdb's objects are the session's own.
-        if self.options.isolation_level == "SNAPSHOT" && !is_tempdb(database.name()) {
-            return Err(msg::SNAPSHOT_NOT_ALLOWED.with(&[&database.name()]));
-        }
         let mut t = database.begin();
+        // A SNAPSHOT transaction sees the rows committed when it first reads the
+        // database; it is refused where the database does not allow it, never run as
+        // another level. tempdb's objects are the session's own: it reads them with locks.
+        if self.options.isolation_level == "SNAPSHOT" && !is_tempdb(database.name()) {
+            let allowed = database.options().allow_snapshot_isolation && t.take_snapshot(false);
+            if !allowed {
+                return Err(msg::SNAPSHOT_NOT_ALLOWED.with(&[&database.name()]));
+            }
+        }
         // Trace flag 652: scans read no pages ahead.
         t.set_read_ahead(!self.has_trace_flag(shared, 652));
         t.set_lock_timeout(lock_timeout(self.options.lock_timeout));
@@ -810,7 +834,7 @@ impl SessionState {
         let txns = &mut self.txns;
         txns.statement_marks.push((database.clone(), t.savepoint()));
         txns.open.push(t);
-        Ok(txns.open.last_mut().expect("just pushed"))
+        Ok(txns.open.len() - 1)
     }
 
     /// Counts `rows` rows read or written against the running request's resource limits,

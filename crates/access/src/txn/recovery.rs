@@ -30,10 +30,12 @@ pub(super) fn undo_record(space: &Space, rec: &LogRecord, last: Lsn) -> Result<(
         Undo::Row { tree, key, old } => {
             let meta = space.tree(tree);
             let _latch = meta.latch.write();
-            match old {
+            let clr = match old {
                 Some(old) => btree::put(space, tree, &key, &old, ctx),
                 None => btree::remove(space, tree, &key, ctx),
-            }
+            }?;
+            space.versions.undone(&meta, &key, rec.txn);
+            Ok(clr)
         }
         Undo::CreateTree { root } => {
             let meta = space.tree(root);

@@ -40,18 +40,25 @@ fn lock_for_write(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Res
     Ok(txn.trees[i].meta.clone())
 }
 
-/// Applies a row change: `new` is the leaf record to store (None: remove the key).
+/// Applies a row change: `new` is the leaf record to store (None: remove the key). A
+/// `versioned` change keeps the row it replaces while the database keeps versions
+/// (`crate::versions`).
 fn change(
     space: &Space,
     txn: &mut Txn,
-    meta: &TreeMeta,
+    meta: &Arc<TreeMeta>,
     key: &[u8],
     new: Option<Vec<u8>>,
     old: Option<Vec<u8>>,
+    versioned: bool,
 ) -> Result<()> {
     space.note_first_lsn(txn);
     let tree = meta.root;
     let (old_len, new_len) = (old.as_ref().map_or(0, Vec::len), new.as_ref().map_or(0, Vec::len));
+    // The row before the change, as a version: a ghost is no row.
+    let keep = versioned && space.versions.keeping();
+    let before =
+        if keep { old.as_ref().filter(|r| !btree::is_ghost(r)).map(|r| btree::leaf_value(r).to_vec()) } else { None };
     // Putting back a record bigger than the one there now may need a split.
     let shrinks_in = if old.is_some() && old_len > new_len { Some(btree::depth(space, tree)?) } else { None };
     with_undo_reserved(space, txn, key.len(), old_len.max(new_len), shrinks_in, |txn| {
@@ -65,7 +72,11 @@ fn change(
             None => txn.set_last_lsn(btree::remove(space, tree, key, ctx)?),
         }
         Ok(())
-    })
+    })?;
+    if keep {
+        space.versions.keep(&mut txn.versions, txn.id, meta, key, before.as_deref());
+    }
+    Ok(())
 }
 
 /// Bookkeeping after a row change stored a record: the transaction's last LSN and
@@ -80,16 +91,34 @@ fn note_placed(txn: &Txn, meta: &TreeMeta, placed: btree::Placed) {
 /// The body of [`Space::insert`].
 pub(crate) fn insert(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], value: &[u8]) -> Result<()> {
     let meta = lock_for_write(space, txn, tree, key)?;
-    insert_locked(space, txn, &meta, key, value)
+    insert_new(space, txn, &meta, key, value, true)
 }
 
-/// Inserts a record once the locks it needs are held (or, for the chunks of a large
-/// value, the lock on its row covers it: see `crate::lob`).
-pub(crate) fn insert_locked(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &[u8]) -> Result<()> {
+/// Inserts a record once the locks it needs are held, keeping no version: the chunks of
+/// a large value (the lock on its row covers them, see `crate::lob`) and the free list,
+/// which no snapshot reads.
+pub(crate) fn insert_locked(
+    space: &Space,
+    txn: &mut Txn,
+    meta: &Arc<TreeMeta>,
+    key: &[u8],
+    value: &[u8],
+) -> Result<()> {
+    insert_new(space, txn, meta, key, value, false)
+}
+
+fn insert_new(
+    space: &Space,
+    txn: &mut Txn,
+    meta: &Arc<TreeMeta>,
+    key: &[u8],
+    value: &[u8],
+    versioned: bool,
+) -> Result<()> {
     let _latch = meta.latch.write();
     space.note_first_lsn(txn);
     let reserved = reserve_undo(space, txn, key.len(), 0, None);
-    let stored = store_new(space, txn, meta, key, value);
+    let stored = store_new(space, txn, meta, key, value, versioned);
     if !matches!(stored, Ok(None)) {
         unreserve_undo(space, txn, reserved);
     }
@@ -97,13 +126,29 @@ pub(crate) fn insert_locked(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: 
         None => Ok(()),
         // A deleted row not yet cleaned: the insert replaces it (reserving its own room),
         // and undoing the insert puts the ghost back.
-        Some(ghost) => change(space, txn, meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost)),
+        Some(ghost) => change(space, txn, meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost), versioned),
     }
 }
 
 /// Stores a new row unless a record is stored under its key: a live one is error 2627,
-/// a ghost is returned (and nothing changed).
-fn store_new(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+/// a ghost is returned (and nothing changed). A `versioned` row keeps its version
+/// ("absent before") while the database keeps versions.
+fn store_new(
+    space: &Space,
+    txn: &mut Txn,
+    meta: &Arc<TreeMeta>,
+    key: &[u8],
+    value: &[u8],
+    versioned: bool,
+) -> Result<Option<Vec<u8>>> {
+    let stored = store_record(space, txn, meta, key, value)?;
+    if stored.is_none() && versioned && space.versions.keeping() {
+        space.versions.keep(&mut txn.versions, txn.id, meta, key, None);
+    }
+    Ok(stored)
+}
+
+fn store_record(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
     let tree = meta.root;
     let mut rec = btree::leaf_record(0, key, value);
     let undo = Undo::Row { tree, key: Cow::Borrowed(key), old: None };
@@ -152,7 +197,7 @@ pub(crate) fn update(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], val
     if btree::is_ghost(&current) {
         return Ok(false);
     }
-    change(space, txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(current))?;
+    change(space, txn, &meta, key, Some(btree::leaf_record(0, key, value)), Some(current), true)?;
     Ok(true)
 }
 
@@ -167,7 +212,7 @@ pub(crate) fn delete(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]) -> 
     let mut ghost = current.clone();
     ghost[0] |= btree::GHOST;
     current[0] &= !btree::GHOST;
-    change(space, txn, &meta, key, Some(ghost), Some(current))?;
+    change(space, txn, &meta, key, Some(ghost), Some(current), true)?;
     if txn.ghosts.len() < MAX_TRACKED_GHOSTS {
         txn.ghosts.push((tree, key.to_vec()));
     }

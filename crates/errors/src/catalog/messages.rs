@@ -247,7 +247,9 @@ catalog! {
     COMMIT_WITHOUT_BEGIN = 3902, 16, Statement, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     ROLLBACK_WITHOUT_BEGIN = 3903, 16, Statement, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     UNCOMMITTABLE_TRANSACTION = 3930, 16, Statement, "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.";
+    SNAPSHOT_LEVEL_CHANGED = 3951, 16, Statement, "Transaction failed in database '%.*ls' because the statement was run under snapshot isolation but the transaction did not start in snapshot isolation. You cannot change the isolation level of the transaction to snapshot after the transaction has started unless the transaction was originally started under snapshot isolation level.";
     SNAPSHOT_NOT_ALLOWED = 3952, 16, Statement, "Snapshot isolation transaction failed accessing database '%.*ls' because snapshot isolation is not allowed in this database. Use ALTER DATABASE to allow snapshot isolation.";
+    UPDATE_CONFLICT = 3960, 16, Transaction, "Snapshot isolation transaction aborted due to update conflict. You cannot use snapshot isolation to access table '%.*ls' directly or indirectly in database '%.*ls' to update, delete, or insert the row that has been modified or deleted by another transaction. Retry the transaction or change the isolation level for the update/delete statement.";
     UNCOMMITTABLE_AT_BATCH_END = 3998, 16, Statement, "Uncommittable transaction is detected at the end of the batch. The transaction is rolled back.";
     TDS_STREAM_INCORRECT = 4002, 16, Statement, "The incoming tabular data stream (TDS) protocol stream is incorrect: %ls.";
     BACKUP_PAGES_PROCESSED = 4035, 0, Statement, "Processed %d pages for database '%.*ls', file '%.*ls' on file %d.";

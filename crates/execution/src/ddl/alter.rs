@@ -22,8 +22,11 @@ fn is_empty(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<bool> {
     let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
     let tx = ctx.transaction(db)?;
     let unbounded = std::ops::Bound::Unbounded;
-    let first = tx.scan(rows_tree, unbounded, unbounded, tessera_database::Direction::Forward).next();
-    Ok(first.transpose()?.is_none())
+    // The table as it is now, never a version: its rows are what the change must fit.
+    let first = tx.reading_current(|tx| {
+        tx.scan(rows_tree, unbounded, unbounded, tessera_database::Direction::Forward).next().transpose()
+    })?;
+    Ok(first.is_none())
 }
 
 pub fn alter_table(ctx: &mut ExecCtx, name: &ObjectName, action: &ast::AlterTableAction) -> SqlResult<()> {

@@ -225,6 +225,15 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                             _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&value])),
                         };
                     }
+                    "ALLOW_SNAPSHOT_ISOLATION" => options.allow_snapshot_isolation = on_off(value)?,
+                    "READ_COMMITTED_SNAPSHOT" => {
+                        // master's readers never read versions, as in SQL Server.
+                        if n.eq_ignore_ascii_case("master") {
+                            return Err(msg::DATABASE_OPTION_NOT_SETTABLE
+                                .with(&[&format!("Option '{opt}' cannot be set in"), &n]));
+                        }
+                        options.read_committed_snapshot = on_off(value)?;
+                    }
                     "MAX_CONCURRENT_REQUESTS"
                     | "MAX_CPU_PERCENT"
                     | "MAX_LOG_RATE_KB"
@@ -241,6 +250,12 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                 }
             }
             let limits = options.limits;
+            // Versions are kept before an option that reads them is recorded, and stop
+            // only after no option needs them (see `Database::set_versioning`).
+            let versioned = options.keeps_versions();
+            if versioned != database.options().keeps_versions() {
+                database.set_versioning(versioned, Some(&ctx.session.cancel))?;
+            }
             ctx.shared.engine.alter_database(&n, options)?;
             ctx.shared.governors.set_limits(database.id(), limits);
             Ok(())
@@ -253,6 +268,15 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
         ast::AlterDatabaseAction::Rename(_) | ast::AlterDatabaseAction::Collate(_) => {
             Err(msg::DATABASE_OPTION_NOT_SETTABLE.with(&[&"This ALTER DATABASE option is not supported for", &n]))
         }
+    }
+}
+
+/// An option's ON or OFF.
+fn on_off(value: &str) -> SqlResult<bool> {
+    match value {
+        "ON" => Ok(true),
+        "OFF" => Ok(false),
+        _ => Err(msg::SYNTAX_ERROR_NEAR.with(&[&value])),
     }
 }
 

@@ -67,6 +67,8 @@ fn parent_exists(ctx: &mut ExecCtx, db: &str, table: &Table, columns: &[usize], 
     }
     let key = if pos == 0 { row_key(table, &full, None)? } else { index_key(table, ix, &full)? };
     let t = ctx.tree(db, &ix.tree, table)?;
+    // The parent as it is now, never a row version: SQL Server checks foreign keys with
+    // locking reads under snapshot isolation too.
     let tx = ctx.transaction(db)?;
-    Ok(tx.get(t, &key)?.is_some())
+    Ok(tx.reading_current(|tx| tx.get(t, &key))?.is_some())
 }

@@ -43,20 +43,25 @@ fn referencing_rows(
     let schema = crate::encoding::row_schema(child)?;
     let rows_tree = ctx.tree(db, &child.indexes[0].tree, child)?;
     let lobs = ctx.lobs(db, child, &schema)?;
-    let mut out = Vec::new();
-    let tx = ctx.transaction(db)?;
-    for item in
-        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
-    {
-        let (k, v) = item?;
-        let r = decode_row(child, &schema, &v, &lobs)?;
-        let hit =
-            fk.columns.iter().zip(&values).all(|(&c, v)| types::compare(&r[c], v) == Some(std::cmp::Ordering::Equal));
-        if hit {
-            out.push((k, r));
+    // The children as they are now, never versions (as the parent check in
+    // `foreign_keys`).
+    ctx.transaction(db)?.reading_current(|tx| {
+        let mut out = Vec::new();
+        let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+        for item in tx.scan(rows_tree, all.0, all.1, tessera_database::Direction::Forward) {
+            let (k, v) = item?;
+            let r = decode_row(child, &schema, &v, &lobs)?;
+            let hit = fk
+                .columns
+                .iter()
+                .zip(&values)
+                .all(|(&c, v)| types::compare(&r[c], v) == Some(std::cmp::Ordering::Equal));
+            if hit {
+                out.push((k, r));
+            }
         }
-    }
-    Ok(out)
+        Ok(out)
+    })
 }
 
 /// Enforces foreign keys referencing `table` when `row` is deleted or its key changes:

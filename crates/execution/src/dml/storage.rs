@@ -129,7 +129,9 @@ pub(super) fn values_off_the_row(
         return Ok(Vec::new());
     }
     let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
-    match ctx.transaction(db)?.get(rows_tree, key)? {
+    // The row as it is now (the caller holds its lock), never a version: these are the
+    // values its change frees.
+    match ctx.transaction(db)?.reading_current(|tx| tx.get(rows_tree, key))? {
         Some(bytes) => off_row_values(&schema, &bytes),
         None => Ok(Vec::new()),
     }
@@ -154,12 +156,14 @@ pub fn table_rows(ctx: &mut ExecCtx, db: &str, table: &Arc<Table>) -> SqlResult<
     let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
     let lobs = ctx.lobs(db, table, &schema)?;
     let tx = ctx.transaction(db)?;
-    let mut out = Vec::new();
-    for item in
-        tx.scan(rows_tree, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded, tessera_database::Direction::Forward)
-    {
-        let (k, v) = item?;
-        out.push((k, decode_row(table, &schema, &v, &lobs)?));
-    }
-    Ok(out)
+    // The rows as they are now, never versions: they are what the table is rebuilt from.
+    tx.reading_current(|tx| {
+        let mut out = Vec::new();
+        let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+        for item in tx.scan(rows_tree, all.0, all.1, tessera_database::Direction::Forward) {
+            let (k, v) = item?;
+            out.push((k, decode_row(table, &schema, &v, &lobs)?));
+        }
+        Ok(out)
+    })
 }

@@ -8,7 +8,7 @@ use crate::encoding::{decode_row, index_entry};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
 use tessera_database::{Direction, OnLocked, ReadLocks, RowLock};
-use tessera_errors::SqlResult;
+use tessera_errors::{msg, SqlError, SqlResult};
 use tessera_governance::grant::{Collector, Reservation};
 use tessera_semantics::plan::{Expr, Plan, Row, ScanNode};
 use tessera_semantics::types::Value;
@@ -66,6 +66,16 @@ fn locked_candidates(
         }
     }
     Ok(candidates)
+}
+
+/// An update conflict (3960) names the table as SQL Server does; other errors pass.
+fn name_conflict(e: tessera_database::Error, table: &tessera_semantics::catalog::Table, db: &str) -> SqlError {
+    match e {
+        tessera_database::Error::UpdateConflict { .. } => {
+            msg::UPDATE_CONFLICT.with(&[&format!("{}.{}", table.schema, table.name), &db])
+        }
+        e => e.into(),
+    }
 }
 
 /// The scan under a TOP that may lock rows one at a time and stop at the limit: a locking
@@ -158,8 +168,8 @@ pub(super) fn locked_rows(
             },
         };
         let held = filter.is_some() && tx.holds_key(rows_tree, &row_key);
-        let Some(row) = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes, &lobs))?
-        else {
+        let found = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes, &lobs));
+        let Some(row) = found.map_err(|e| name_conflict(e, table, &db_name))? else {
             continue;
         };
         let mut row = row?;

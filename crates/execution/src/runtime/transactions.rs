@@ -46,8 +46,14 @@ impl Transactions {
         self.open.iter().position(|t| same_database(t.database().name(), db))
     }
 
-    /// Marks the start of a statement in every open transaction.
+    /// Marks the start of a statement in every open transaction. A READ COMMITTED
+    /// SNAPSHOT statement's snapshot ends here: the next statement takes its own.
     pub fn mark_statement(&mut self) {
+        for t in &mut self.open {
+            if t.snapshot().is_some_and(|s| s.statement) {
+                t.release_snapshot();
+            }
+        }
         // Refilled in place: the list keeps its room from one statement to the next.
         self.statement_marks.clear();
         self.statement_marks.extend(self.open.iter().map(|t| (t.database().clone(), t.savepoint())));

@@ -8,7 +8,7 @@ use tessera_semantics::plan::Col;
 use tessera_semantics::types::SqlType::*;
 use tessera_semantics::types::Value;
 
-pub(super) static DATABASES: ViewDef<16> = ViewDef {
+pub(super) static DATABASES: ViewDef<19> = ViewDef {
     schema: "sys",
     name: "databases",
     columns: [
@@ -21,6 +21,9 @@ pub(super) static DATABASES: ViewDef<16> = ViewDef {
         col("is_read_only", Bit, true),
         col("state", TinyInt, true),
         col("state_desc", NVarChar(60), true),
+        col("snapshot_isolation_state", TinyInt, true),
+        col("snapshot_isolation_state_desc", NVarChar(60), true),
+        col("is_read_committed_snapshot_on", Bit, true),
         col("recovery_model", TinyInt, true),
         col("recovery_model_desc", NVarChar(60), true),
         col("log_reuse_wait_desc", NVarChar(60), true),
@@ -34,7 +37,7 @@ pub(super) static DATABASES: ViewDef<16> = ViewDef {
 
 /// Every database the session may see, from the registry: none is opened to be listed (a
 /// closed one's log waits for nothing).
-fn databases(ctx: &ExecCtx, _db: &str) -> Rows<16> {
+fn databases(ctx: &ExecCtx, _db: &str) -> Rows<19> {
     let mut out = Vec::new();
     for d in ctx.shared.visible_databases(ctx.session) {
         let o = &d.options;
@@ -57,6 +60,9 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<16> {
             bit(false),
             int(if restoring { 1 } else { 0 }),
             s(if restoring { "RESTORING" } else { "ONLINE" }),
+            int(if o.allow_snapshot_isolation { 1 } else { 0 }),
+            s(if o.allow_snapshot_isolation { "ON" } else { "OFF" }),
+            bit(o.read_committed_snapshot),
             int(recovery_model_id(model.name())),
             s(model.name()),
             s(reuse_wait.unwrap_or("NOTHING")),

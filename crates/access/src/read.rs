@@ -34,9 +34,13 @@ const SCAN_BATCH: usize = 128;
 /// What a read does about other transactions' locks on the rows it reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum RowLock {
-    /// READ COMMITTED: waits for the writer of a row to finish, keeps nothing.
+    /// READ COMMITTED: waits for the writer of a row to finish, keeps nothing (or, in a
+    /// transaction that holds a snapshot, reads the row version it sees).
     #[default]
     Committed,
+    /// READ COMMITTED with locks even in a transaction that holds a snapshot
+    /// (`READCOMMITTEDLOCK`): the row as it is now, its writer waited for.
+    CommittedLocking,
     /// READ UNCOMMITTED (NOLOCK): no lock is checked or taken.
     Uncommitted,
     /// Locks each row in `mode` (S, U or X) before reading it and keeps the lock for `hold`.
@@ -136,6 +140,12 @@ pub(crate) fn get_locked<R>(
     };
     let mode = match locks.row {
         RowLock::Committed if locks.table.is_none() && !locks.skip_locked => return get_with(space, txn, tree, key, f),
+        RowLock::CommittedLocking => {
+            let held = txn.suspend_snapshot();
+            let found = get_locked(space, txn, tree, key, ReadLocks { row: RowLock::Committed, ..locks }, f);
+            txn.resume_snapshot(held);
+            return found;
+        }
         RowLock::Uncommitted => {
             let meta = space.tree(tree);
             let _latch = meta.latch.read();

@@ -38,6 +38,7 @@ pub mod noisy;
 pub mod peers;
 pub mod plancache;
 pub mod pointselect;
+pub mod rcsi;
 pub mod report;
 pub mod rss;
 pub mod sql;

@@ -19,6 +19,8 @@ pub fn read_locks(hints: LockHints, target: bool, isolation: &str) -> ReadLocks 
         RowLock::Keep { mode: LockMode::Shared, hold: Hold::Transaction }
     } else if hints.nolock || (isolation == "READ UNCOMMITTED" && !hints.readcommitted) {
         RowLock::Uncommitted
+    } else if hints.readcommittedlock {
+        RowLock::CommittedLocking
     } else {
         RowLock::Committed
     };
@@ -48,7 +50,8 @@ mod tests {
         assert_eq!(read_locks(hints(&[]), false, rc), ReadLocks::COMMITTED);
         assert_eq!(read_locks(hints(&["NOLOCK"]), false, rc).row, RowLock::Uncommitted);
         assert_eq!(read_locks(hints(&[]), false, "READ UNCOMMITTED").row, RowLock::Uncommitted);
-        assert_eq!(read_locks(hints(&["READCOMMITTEDLOCK"]), false, "READ UNCOMMITTED").row, RowLock::Committed);
+        assert_eq!(read_locks(hints(&["READCOMMITTED"]), false, "READ UNCOMMITTED").row, RowLock::Committed);
+        assert_eq!(read_locks(hints(&["READCOMMITTEDLOCK"]), false, rc).row, RowLock::CommittedLocking);
         let update = RowLock::Keep { mode: LockMode::Update, hold: Hold::Statement };
         assert_eq!(read_locks(hints(&["ROWLOCK"]), true, rc).row, update);
         let updlock = read_locks(hints(&["UPDLOCK", "READPAST"]), false, rc);

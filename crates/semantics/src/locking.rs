@@ -9,7 +9,8 @@
 //! isolation levels) S locks to the end of the transaction; `TABLOCK` locks the table
 //! shared (exclusive for a data change), `TABLOCKX` exclusive; `READPAST` skips locked
 //! rows; `NOLOCK` (`READUNCOMMITTED`, or that isolation level) reads without locks.
-//! `ROWLOCK`, `PAGLOCK`, `READCOMMITTED`, `READCOMMITTEDLOCK`, `INDEX(…)`, `FORCESEEK`,
+//! `READCOMMITTEDLOCK` reads with locks even under READ COMMITTED SNAPSHOT.
+//! `ROWLOCK`, `PAGLOCK`, `READCOMMITTED`, `INDEX(…)`, `FORCESEEK`,
 //! `FORCESCAN`, `NOEXPAND`, `NOWAIT` and `FASTFIRSTROW` are accepted (rows are the only
 //! lock granularity below the table here).
 
@@ -21,6 +22,9 @@ use tessera_errors::SqlResult;
 pub struct LockHints {
     pub nolock: bool,
     pub readcommitted: bool,
+    /// `READCOMMITTEDLOCK`: READ COMMITTED with locks, even where the database reads
+    /// row versions (READ COMMITTED SNAPSHOT).
+    pub readcommittedlock: bool,
     pub holdlock: bool,
     pub updlock: bool,
     pub xlock: bool,
@@ -37,7 +41,11 @@ impl LockHints {
         for hint in hints {
             match hint.as_str() {
                 "NOLOCK" | "READUNCOMMITTED" => h.nolock = true,
-                "READCOMMITTED" | "READCOMMITTEDLOCK" => h.readcommitted = true,
+                "READCOMMITTED" => h.readcommitted = true,
+                "READCOMMITTEDLOCK" => {
+                    h.readcommitted = true;
+                    h.readcommittedlock = true;
+                }
                 "HOLDLOCK" | "SERIALIZABLE" | "REPEATABLEREAD" => h.holdlock = true,
                 "UPDLOCK" => h.updlock = true,
                 "XLOCK" => h.xlock = true,

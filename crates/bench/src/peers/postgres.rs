@@ -206,12 +206,29 @@ pub fn parse_pgbench(out: &str) -> Result<PgbenchRun> {
 /// Runs pgbench against `server`: `clients` connections for `seconds`, the script in
 /// `script`, the simple protocol; its CPU (server's, pgbench's) per transaction in µs too.
 pub fn pgbench(server: &Postgres, script: &Path, clients: usize, seconds: u64) -> Result<(PgbenchRun, (f64, f64))> {
+    let (run, cpu, _) = pgbench_logged(server, script, clients, seconds, None)?;
+    Ok((run, cpu))
+}
+
+/// [`pgbench`], keeping every transaction's latency (µs) when `log_dir` is given: pgbench
+/// writes them there (`-l`), one file per thread, and they are read back.
+pub fn pgbench_logged(
+    server: &Postgres,
+    script: &Path,
+    clients: usize,
+    seconds: u64,
+    log_dir: Option<&Path>,
+) -> Result<(PgbenchRun, (f64, f64), Vec<u32>)> {
     let tool = pg_tool("pgbench").ok_or_else(|| BenchError::new("pgbench is not installed"))?;
     let mut c = Command::new(&tool);
     c.args(["-n", "-M", "simple", "-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "postgres"])
         .args(["-c", &clients.to_string(), "-j", &clients.min(2).to_string(), "-T", &seconds.to_string(), "-f"])
-        .arg(script)
-        .arg("postgres");
+        .arg(script);
+    if let Some(dir) = log_dir {
+        fs::create_dir_all(dir)?;
+        c.arg("-l").arg(format!("--log-prefix={}", dir.join("pgbench").display()));
+    }
+    c.arg("postgres");
     let postmaster = server.postmaster_pid();
     let (server_before, client_before) = (postgres_cpu(postmaster), rusage_cpu(libc::RUSAGE_CHILDREN));
     let run = parse_pgbench(&run_checked(c, "pgbench")?)?;
@@ -222,7 +239,25 @@ pub fn pgbench(server: &Postgres, script: &Path, clients: usize, seconds: u64) -
         per_transaction(postgres_cpu(postmaster) - server_before),
         per_transaction(rusage_cpu(libc::RUSAGE_CHILDREN) - client_before),
     );
-    Ok((run, cpu))
+    let mut latencies = Vec::new();
+    if let Some(dir) = log_dir {
+        for entry in fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("pgbench.")) {
+                latencies.extend(parse_pgbench_log(&fs::read_to_string(&path)?));
+                fs::remove_file(&path)?;
+            }
+        }
+    }
+    Ok((run, cpu, latencies))
+}
+
+/// The latencies (µs, the third field) of a pgbench per-transaction log:
+/// `client_id transaction_no time script_no time_epoch time_us …`.
+fn parse_pgbench_log(text: &str) -> impl Iterator<Item = u32> + '_ {
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .map(|us| us.min(u64::from(u32::MAX)) as u32)
 }
 
 #[cfg(test)]
@@ -237,5 +272,11 @@ mod tests {
         assert!((run.latency_ms - 0.812).abs() < 1e-9);
         assert_eq!(run.transactions, 394049);
         assert!(parse_pgbench("nothing").is_err());
+    }
+
+    #[test]
+    fn pgbench_log_latencies() {
+        let log = "0 1 812 0 1700000000 123456\n3 7 95 0 1700000000 123999\nbad line\n";
+        assert_eq!(parse_pgbench_log(log).collect::<Vec<_>>(), vec![812, 95]);
     }
 }

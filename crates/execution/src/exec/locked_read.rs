@@ -54,16 +54,26 @@ fn locked_candidates(
     let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
     let mut candidates = Vec::new();
     let mut held = Reservation::new(&ctx.grant());
-    let tx = ctx.transaction(&db)?;
-    for item in tx.scan_with(tree, range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]), dir, on_locked) {
-        let (key, value) = item?;
-        // An index entry leads to its row's clustered key.
-        let candidate = if node.index == 0 { (key, None) } else { (value, Some(key)) };
-        held.take(48 + candidate.0.len() + candidate.1.as_ref().map_or(0, Vec::len))?;
-        candidates.push(candidate);
-        if node.single {
-            break;
+    let (lo, hi) = (range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]));
+    let mut find = |tx: &mut tessera_database::Transaction| -> SqlResult<()> {
+        for item in tx.scan_with(tree, lo, hi, dir, on_locked) {
+            let (key, value) = item?;
+            // An index entry leads to its row's clustered key.
+            let candidate = if node.index == 0 { (key, None) } else { (value, Some(key)) };
+            held.take(48 + candidate.0.len() + candidate.1.as_ref().map_or(0, Vec::len))?;
+            candidates.push(candidate);
+            if node.single {
+                break;
+            }
         }
+        Ok(())
+    };
+    let tx = ctx.transaction(&db)?;
+    // READCOMMITTEDLOCK finds the rows as they are now, never versions.
+    if locks.row == RowLock::CommittedLocking {
+        tx.reading_current(find)?;
+    } else {
+        find(tx)?;
     }
     Ok(candidates)
 }

@@ -137,6 +137,36 @@ fn tessera_databases(ctx: &ExecCtx, _db: &str) -> Rows<11> {
     Ok(out)
 }
 
+/// `sys.dm_tran_version_store_space_usage`: the row versions each database keeps for
+/// snapshots (in memory: see `tessera_access::versions`), as pages of 8 KiB and KB. A
+/// database is listed while it keeps versions or still holds some.
+pub(super) static VERSION_STORE_SPACE_USAGE: ViewDef<3> = ViewDef {
+    schema: "sys",
+    name: "dm_tran_version_store_space_usage",
+    columns: [
+        col("database_id", Int, false),
+        col("reserved_page_count", BigInt, false),
+        col("reserved_space_kb", BigInt, false),
+    ],
+    rows: version_store_space_usage,
+};
+
+fn version_store_space_usage(ctx: &ExecCtx, _db: &str) -> Rows<3> {
+    super::server_state(ctx)?;
+    let engine = &ctx.shared.engine;
+    let mut out = Vec::new();
+    for d in engine.entries() {
+        let Some(db) = engine.database_if_open(&d.name) else { continue };
+        let usage = db.version_usage();
+        if usage.versions == 0 && !d.options.keeps_versions() {
+            continue;
+        }
+        let pages = usage.bytes.div_ceil(tessera_database::PAGE_SIZE as u64);
+        out.push([int(i64::from(d.id)), int(pages as i64), int((pages * 8) as i64)]);
+    }
+    Ok(out)
+}
+
 /// sys.databases.recovery_model from its description.
 fn recovery_model_id(name: &str) -> i64 {
     match name {

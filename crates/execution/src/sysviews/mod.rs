@@ -87,6 +87,7 @@ static ALL: &[&dyn SystemView] = &[
     &indexes::CHECK_CONSTRAINTS,
     &indexes::DEFAULT_CONSTRAINTS,
     &databases::TESSERA_DATABASES,
+    &databases::VERSION_STORE_SPACE_USAGE,
     &dmv::EXEC_SESSIONS,
     &dmv::EXEC_REQUESTS,
     &dmv::EXEC_CONNECTIONS,

@@ -63,6 +63,10 @@ pub enum Bench {
     /// Issue 34: values of 1 MiB and one of 1 GiB written and read back through T-SQL, in
     /// process and over TDS, next to SQLite's incremental blob I/O.
     Lob(CommonArgs),
+    /// Issue 34: 16 connections doing point selects beside 4 updating random rows, with READ
+    /// COMMITTED SNAPSHOT on and off: the readers' throughput and p99, next to PostgreSQL
+    /// running the same load.
+    Rcsi(CommonArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -255,6 +259,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::lob::LobParams::full()
             };
             finish(&common, |dir| tessera_bench::lob::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Rcsi(common) => {
+            let params = if common.quick {
+                tessera_bench::rcsi::RcsiParams::quick()
+            } else {
+                tessera_bench::rcsi::RcsiParams::full()
+            };
+            finish(&common, |dir| tessera_bench::rcsi::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
         Bench::Streaming(common) => {
             let params = if common.quick {

@@ -99,14 +99,15 @@ fn get_versioned<R>(
     f: impl Fn(&[u8]) -> R,
 ) -> Result<Option<R>> {
     let _latch = meta.latch.read();
-    match meta.versions.seen(key, txn.id, snapshot.csn) {
-        Seen::Before(row) => Ok(row.map(|r| f(&r))),
+    let found = match meta.versions.seen(key, txn.id, snapshot.csn) {
+        Seen::Before(row) => row.map(|r| f(&r)),
         Seen::Current => {
-            let found =
-                btree::lookup_with(space, meta.root, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?;
-            Ok(found.flatten())
+            btree::lookup_with(space, meta.root, key, |r| (!btree::is_ghost(r)).then(|| f(btree::leaf_value(r))))?
+                .flatten()
         }
-    }
+    };
+    space.versions.check_not_given_up(&txn.versions)?;
+    Ok(found)
 }
 
 /// Error 3960 when a SNAPSHOT transaction is about to change (it holds the row's update
@@ -330,6 +331,7 @@ impl Scan<'_> {
             }
         });
         out.extend(records.filter(|r| !btree::is_ghost(r)));
+        self.space.versions.check_not_given_up(&self.txn.versions)?;
         if let Some(k) = last {
             match self.dir {
                 Direction::Forward => self.lo = Bound::Excluded(k),

@@ -776,7 +776,7 @@ impl Space {
     /// or to the transaction's end (nothing if it holds one). False when the database
     /// does not allow snapshots now.
     pub fn take_snapshot(&self, txn: &mut Txn, statement: bool) -> bool {
-        self.versions.take(&mut txn.versions, statement)
+        self.versions.take(&mut txn.versions, statement, (txn.owner, txn.id))
     }
 
     /// Lets go of the transaction's snapshot: its reads are locking reads again.

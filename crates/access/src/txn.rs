@@ -70,6 +70,7 @@ impl TxnTable {
             undo_images: 0,
             rollback_split: None,
             lock_timeout: None,
+            owner: 0,
             cancel: None,
             durability,
             read_ahead: true,
@@ -160,6 +161,9 @@ pub struct Txn {
     rollback_split: Option<Claim>,
     /// How long a lock request waits (`SET LOCK_TIMEOUT`; None: until granted).
     pub lock_timeout: Option<Duration>,
+    /// The session it works for (0: none), named in the ERRORLOG when its snapshot is
+    /// given up (`crate::versions`).
+    pub owner: u32,
     /// Set when the statement is cancelled (attention, shutdown): lock waits end with 3617.
     pub cancel: Option<Arc<AtomicBool>>,
     pub durability: Durability,

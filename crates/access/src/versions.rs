@@ -42,13 +42,13 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use tessera_errors::{Error, Result};
+use tessera_errors::{msg, Error, Result};
 use tessera_log::TxnId;
 
 use crate::txn::TreeMeta;
@@ -220,6 +220,221 @@ pub(crate) struct TxnVersions {
     writer: Option<Arc<Writer>>,
     changed: Vec<(Arc<TreeMeta>, Vec<u8>)>,
     pub(crate) snapshot: Option<Snapshot>,
+    /// Where its snapshot is registered (None: in the overflow map).
+    slot: Option<usize>,
+}
+
+/// Snapshot slots: enough for the usual number of readers of one database at a time.
+const SNAPSHOT_SLOTS: usize = 64;
+/// The mark of a slot whose snapshot was given up to shrink the store.
+const VICTIM: u64 = 1 << 63;
+
+/// One registered snapshot: its CSN + 1 (0: a free slot; `VICTIM` set once it was given
+/// up), who holds it (the session, for the ERRORLOG and the DMV; the transaction; whether
+/// it lasts one statement) and when it was taken.
+#[derive(Default)]
+struct Slot {
+    value: AtomicU64,
+    owner: AtomicU32,
+    txn: AtomicU64,
+    statement: AtomicBool,
+    taken_at_ms: AtomicU64,
+}
+
+/// A snapshot held now (`sys.dm_tran_active_snapshot_database_transactions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldSnapshot {
+    pub owner: u32,
+    pub txn: u64,
+    pub csn: u64,
+    /// READ COMMITTED SNAPSHOT's (one statement) rather than SNAPSHOT isolation's.
+    pub statement: bool,
+    pub held_ms: u64,
+}
+
+/// The active snapshots of a database: one per slot, registered and let go without a
+/// lock; past the slots, in maps under a mutex.
+///
+/// Why the oldest is never missed: a snapshot stores the clock's value in its slot, reads
+/// the clock again, and repeats until the two agree; the horizon reads the clock, then the
+/// slots (all sequentially consistent). If the horizon's read of a slot came before the
+/// snapshot's last store, the snapshot's last read of the clock — equal to what it stored
+/// — came after the horizon's read of the clock, so the snapshot is at or past the horizon
+/// and nothing it needs is removed.
+struct Snapshots {
+    slots: [Slot; SNAPSHOT_SLOTS],
+    /// Where the next registration starts looking (spreads them over the slots).
+    next: AtomicUsize,
+    overflow: Mutex<Overflow>,
+}
+
+/// Snapshots past the slots, by CSN: how many, and how many were given up.
+#[derive(Default)]
+struct Overflow {
+    active: BTreeMap<u64, usize>,
+    victims: BTreeMap<u64, usize>,
+}
+
+/// A snapshot given up to shrink the version store: its owner, its CSN, how long it was
+/// held (for the ERRORLOG line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Victim {
+    pub owner: u32,
+    pub csn: u64,
+    pub held_ms: u64,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+fn count(map: &mut BTreeMap<u64, usize>, csn: u64, by: isize) {
+    let n = map.entry(csn).or_default();
+    *n = n.checked_add_signed(by).expect("a snapshot is counted until released");
+    if *n == 0 {
+        map.remove(&csn);
+    }
+}
+
+impl Default for Snapshots {
+    fn default() -> Self {
+        Snapshots {
+            slots: std::array::from_fn(|_| Slot::default()),
+            next: AtomicUsize::new(0),
+            overflow: Mutex::new(Overflow::default()),
+        }
+    }
+}
+
+impl Snapshots {
+    /// Registers a snapshot of `holder` at the clock's value: its CSN and its slot.
+    fn register(&self, clock: &AtomicU64, holder: (u32, TxnId, bool)) -> (u64, Option<usize>) {
+        let mut csn = clock.load(Ordering::SeqCst);
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let slot = (0..SNAPSHOT_SLOTS)
+            .map(|i| (start + i) % SNAPSHOT_SLOTS)
+            .find(|&i| self.slots[i].value.compare_exchange(0, csn + 1, Ordering::SeqCst, Ordering::Relaxed).is_ok());
+        match slot {
+            Some(i) => {
+                let (owner, txn, statement) = holder;
+                self.slots[i].owner.store(owner, Ordering::Relaxed);
+                self.slots[i].txn.store(txn.raw(), Ordering::Relaxed);
+                self.slots[i].statement.store(statement, Ordering::Relaxed);
+                self.slots[i].taken_at_ms.store(now_ms(), Ordering::Relaxed);
+                loop {
+                    let now = clock.load(Ordering::SeqCst);
+                    if now == csn {
+                        return (csn, Some(i));
+                    }
+                    csn = now;
+                    self.slots[i].value.store(csn + 1, Ordering::SeqCst);
+                }
+            }
+            None => {
+                // The map's mutex orders this against the horizon's read of it.
+                let mut overflow = self.overflow.lock();
+                let csn = clock.load(Ordering::SeqCst);
+                count(&mut overflow.active, csn, 1);
+                (csn, None)
+            }
+        }
+    }
+
+    fn unregister(&self, csn: u64, slot: Option<usize>) {
+        match slot {
+            Some(i) => {
+                debug_assert_eq!(
+                    self.slots[i].value.load(Ordering::Relaxed) & !VICTIM,
+                    csn + 1,
+                    "a snapshot's slot holds its CSN"
+                );
+                self.slots[i].value.store(0, Ordering::SeqCst);
+            }
+            None => {
+                let mut overflow = self.overflow.lock();
+                if overflow.active.contains_key(&csn) {
+                    count(&mut overflow.active, csn, -1);
+                } else {
+                    count(&mut overflow.victims, csn, -1);
+                }
+            }
+        }
+    }
+
+    /// Whether the snapshot `csn` registered in `slot` was given up.
+    fn is_victim(&self, csn: u64, slot: Option<usize>) -> bool {
+        match slot {
+            Some(i) => self.slots[i].value.load(Ordering::SeqCst) & VICTIM != 0,
+            None => self.overflow.lock().victims.contains_key(&csn),
+        }
+    }
+
+    /// The oldest snapshot's CSN (of those not given up), or the clock's value when there
+    /// is none.
+    fn oldest(&self, clock: &AtomicU64) -> u64 {
+        let overflow = self.overflow.lock();
+        let mut oldest = clock.load(Ordering::SeqCst);
+        for slot in &self.slots {
+            match slot.value.load(Ordering::SeqCst) {
+                0 => {}
+                v if v & VICTIM != 0 => {}
+                v => oldest = oldest.min(v - 1),
+            }
+        }
+        overflow.active.keys().next().map_or(oldest, |&o| oldest.min(o))
+    }
+
+    /// Gives up the oldest snapshots (all of the oldest CSN): the horizon may then move
+    /// past them. None when there is no snapshot left to give up.
+    fn give_up_oldest(&self, clock: &AtomicU64) -> Vec<Victim> {
+        let mut overflow = self.overflow.lock();
+        let oldest = {
+            let in_slots =
+                self.slots.iter().map(|s| s.value.load(Ordering::SeqCst)).filter(|&v| v != 0 && v & VICTIM == 0);
+            in_slots.map(|v| v - 1).chain(overflow.active.keys().next().copied()).min()
+        };
+        let Some(oldest) = oldest else { return Vec::new() };
+        debug_assert!(oldest <= clock.load(Ordering::SeqCst));
+        let now = now_ms();
+        let mut victims = Vec::new();
+        for slot in &self.slots {
+            let marked =
+                slot.value.compare_exchange(oldest + 1, (oldest + 1) | VICTIM, Ordering::SeqCst, Ordering::SeqCst);
+            if marked.is_ok() {
+                let held_ms = now.saturating_sub(slot.taken_at_ms.load(Ordering::Relaxed));
+                victims.push(Victim { owner: slot.owner.load(Ordering::Relaxed), csn: oldest, held_ms });
+            }
+        }
+        if let Some(n) = overflow.active.remove(&oldest) {
+            count(&mut overflow.victims, oldest, n as isize);
+            victims.extend((0..n).map(|_| Victim { owner: 0, csn: oldest, held_ms: 0 }));
+        }
+        victims
+    }
+
+    /// The snapshots held in slots now (those past the slots are counted, not listed).
+    fn held(&self) -> Vec<HeldSnapshot> {
+        let now = now_ms();
+        self.slots
+            .iter()
+            .filter_map(|s| {
+                let v = s.value.load(Ordering::SeqCst) & !VICTIM;
+                (v != 0).then(|| HeldSnapshot {
+                    owner: s.owner.load(Ordering::Relaxed),
+                    txn: s.txn.load(Ordering::Relaxed),
+                    csn: v - 1,
+                    statement: s.statement.load(Ordering::Relaxed),
+                    held_ms: now.saturating_sub(s.taken_at_ms.load(Ordering::Relaxed)),
+                })
+            })
+            .collect()
+    }
+
+    fn count(&self) -> usize {
+        let in_slots = self.slots.iter().filter(|s| s.value.load(Ordering::SeqCst) != 0).count();
+        let overflow = self.overflow.lock();
+        in_slots + overflow.active.values().sum::<usize>() + overflow.victims.values().sum::<usize>()
+    }
 }
 
 /// The keys one committed transaction changed, waiting for the snapshots older than it.
@@ -244,21 +459,77 @@ pub struct Versions {
     state: AtomicU8,
     /// The CSN of the newest commit that kept versions.
     clock: AtomicU64,
-    /// Active snapshots: CSN → how many.
-    snapshots: Mutex<BTreeMap<u64, usize>>,
-    /// Committed transactions whose versions wait for older snapshots, oldest first.
+    /// The active snapshots: made when versioning first starts, so that a database that
+    /// never reads versions spends nothing on them.
+    snapshots: OnceLock<Box<Snapshots>>,
+    /// Committed transactions whose versions wait for older snapshots, oldest first, and
+    /// how many there are (read without the mutex: a snapshot's end collects only then).
     committed: Mutex<VecDeque<Committed>>,
+    waiting: AtomicUsize,
     versions: AtomicU64,
     bytes: AtomicU64,
+    /// The most the versions may hold (0: no limit): past it, the oldest snapshots are
+    /// given up (their next versioned read fails with 3966) so that what only they need
+    /// can go.
+    max_bytes: AtomicU64,
+    /// Snapshots given up and not yet reported (`Versions::take_victims`), and whether
+    /// there are any (read without the mutex).
+    victims: Mutex<Vec<Victim>>,
+    victims_pending: AtomicBool,
 }
 
 impl Versions {
+    /// Sets the most the versions may hold (0: no limit).
+    pub fn set_max_bytes(&self, max_bytes: u64) {
+        self.max_bytes.store(max_bytes, Ordering::Relaxed);
+    }
+
+    /// The snapshots given up to shrink the store since the last call, for the ERRORLOG.
+    pub fn take_victims(&self) -> Vec<Victim> {
+        if !self.victims_pending.swap(false, Ordering::AcqRel) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.victims.lock())
+    }
+
+    /// The most the versions may hold (0: no limit).
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Past the limit: removes what no snapshot needs, then gives up the oldest snapshots
+    /// one CSN at a time until the versions fit or none is left (what uncommitted changes
+    /// keep cannot go).
+    fn shrink(&self) {
+        let max = self.max_bytes.load(Ordering::Relaxed);
+        let Some(snapshots) = self.snapshots.get() else { return };
+        while max != 0 && self.bytes.load(Ordering::Relaxed) > max {
+            let victims = snapshots.give_up_oldest(&self.clock);
+            if victims.is_empty() {
+                return;
+            }
+            self.victims.lock().extend(victims);
+            self.victims_pending.store(true, Ordering::Release);
+            self.collect();
+        }
+    }
+
+    /// Error 3966 when `tv`'s snapshot was given up (checked after a versioned read: a
+    /// version removed for the shrink was then removed after the mark, which this sees).
+    pub(crate) fn check_not_given_up(&self, tv: &TxnVersions) -> Result<()> {
+        match (tv.snapshot, self.snapshots.get()) {
+            (Some(s), Some(snapshots)) if snapshots.is_victim(s.csn, tv.slot) => {
+                Err(msg::VERSION_STORE_SHRUNK.engine(&[]))
+            }
+            _ => Ok(()),
+        }
+    }
     pub fn state(&self) -> Versioning {
-        Versioning::from_u8(self.state.load(Ordering::Acquire))
+        Versioning::from_u8(self.state.load(Ordering::SeqCst))
     }
 
     fn set_state(&self, state: Versioning) {
-        self.state.store(state as u8, Ordering::Release);
+        self.state.store(state as u8, Ordering::SeqCst);
     }
 
     /// Whether row changes keep versions now.
@@ -278,6 +549,7 @@ impl Versions {
             }
             Versioning::Off | Versioning::Starting => self.set_state(Versioning::Starting),
         }
+        self.snapshots.get_or_init(Box::default);
         let before = still_active();
         while still_active().iter().any(|t| before.contains(t)) {
             if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
@@ -291,6 +563,7 @@ impl Versions {
 
     /// Turns versioning on at once (a database being opened: nothing is active).
     pub(crate) fn start_idle(&self) {
+        self.snapshots.get_or_init(Box::default);
         self.set_state(Versioning::On);
     }
 
@@ -300,19 +573,18 @@ impl Versions {
         if self.state() == Versioning::Off {
             return Ok(());
         }
-        {
-            let _s = self.snapshots.lock();
-            self.set_state(Versioning::Stopping);
-        }
+        // A snapshot registers, then checks that it may be taken: once this state is
+        // stored, every snapshot that counted is seen below (both sequentially consistent).
+        self.set_state(Versioning::Stopping);
         loop {
-            {
-                let snapshots = self.snapshots.lock();
-                if snapshots.is_empty() {
-                    if self.state() == Versioning::Stopping {
-                        self.set_state(Versioning::Off);
-                    }
-                    return Ok(());
-                }
+            if self.snapshots.get().is_none_or(|s| s.count() == 0) {
+                let _ = self.state.compare_exchange(
+                    Versioning::Stopping as u8,
+                    Versioning::Off as u8,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
+                return Ok(());
             }
             if cancel.is_some_and(|c| c.load(Ordering::Acquire)) {
                 return Err(Error::Cancelled);
@@ -348,7 +620,12 @@ impl Versions {
             tv.changed.push((meta.clone(), key.to_vec()));
         }
         self.versions.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        let total = self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let max = self.max_bytes.load(Ordering::Relaxed);
+        if max != 0 && total > max {
+            self.collect();
+            self.shrink();
+        }
     }
 
     /// The change of `key` by `txn` was undone: its version goes (under the tree latch
@@ -375,10 +652,11 @@ impl Versions {
     pub(crate) fn committed(&self, tv: &mut TxnVersions) {
         let Some(writer) = tv.writer.take() else { return };
         writer.csn.store(COMMITTING, Ordering::Release);
-        let csn = self.clock.fetch_add(1, Ordering::AcqRel) + 1;
+        let csn = self.clock.fetch_add(1, Ordering::SeqCst) + 1;
         writer.csn.store(csn, Ordering::Release);
         let keys = std::mem::take(&mut tv.changed);
         self.committed.lock().push_back(Committed { csn, keys });
+        self.waiting.fetch_add(1, Ordering::AcqRel);
         self.collect();
     }
 
@@ -390,34 +668,30 @@ impl Versions {
 
     /// Takes a snapshot for `tv` (kept until [`Versions::release`]); false when snapshots
     /// are not allowed now.
-    pub(crate) fn take(&self, tv: &mut TxnVersions, statement: bool) -> bool {
+    pub(crate) fn take(&self, tv: &mut TxnVersions, statement: bool, holder: (u32, TxnId)) -> bool {
         if tv.snapshot.is_some() {
             return true;
         }
-        let mut snapshots = self.snapshots.lock();
         if self.state() != Versioning::On {
             return false;
         }
-        let csn = self.clock.load(Ordering::Acquire);
-        *snapshots.entry(csn).or_default() += 1;
+        let snapshots = self.snapshots.get().expect("snapshots are made before versioning is on");
+        let (csn, slot) = snapshots.register(&self.clock, (holder.0, holder.1, statement));
+        // Turned off meanwhile: `stop` may not have seen this snapshot.
+        if self.state() != Versioning::On {
+            snapshots.unregister(csn, slot);
+            return false;
+        }
         tv.snapshot = Some(Snapshot { csn, statement });
+        tv.slot = slot;
         true
     }
 
     /// Lets go of `tv`'s snapshot, if it has one.
     pub(crate) fn release(&self, tv: &mut TxnVersions) {
         let Some(s) = tv.snapshot.take() else { return };
-        let oldest = {
-            let mut snapshots = self.snapshots.lock();
-            let oldest = snapshots.keys().next() == Some(&s.csn);
-            let n = snapshots.get_mut(&s.csn).expect("a snapshot is counted until released");
-            *n -= 1;
-            if *n == 0 {
-                snapshots.remove(&s.csn);
-            }
-            oldest
-        };
-        if oldest {
+        self.snapshots.get().expect("a snapshot was registered").unregister(s.csn, tv.slot);
+        if self.waiting.load(Ordering::Acquire) != 0 {
             self.collect();
         }
     }
@@ -425,8 +699,10 @@ impl Versions {
     /// The oldest CSN a snapshot may still read at: the oldest active snapshot's, or the
     /// clock when there is none.
     fn horizon(&self) -> u64 {
-        let snapshots = self.snapshots.lock();
-        snapshots.keys().next().copied().unwrap_or_else(|| self.clock.load(Ordering::Acquire))
+        match self.snapshots.get() {
+            Some(s) => s.oldest(&self.clock),
+            None => self.clock.load(Ordering::SeqCst),
+        }
     }
 
     /// Removes the versions no snapshot needs any more.
@@ -436,7 +712,10 @@ impl Versions {
             let done = {
                 let mut queue = self.committed.lock();
                 match queue.front() {
-                    Some(c) if c.csn <= horizon => queue.pop_front(),
+                    Some(c) if c.csn <= horizon => {
+                        self.waiting.fetch_sub(1, Ordering::AcqRel);
+                        queue.pop_front()
+                    }
                     _ => None,
                 }
             };
@@ -466,11 +745,14 @@ impl Versions {
         }
     }
 
+    /// The snapshots held now.
+    pub fn held(&self) -> Vec<HeldSnapshot> {
+        self.snapshots.get().map_or_else(Vec::new, |s| s.held())
+    }
+
     pub fn usage(&self) -> VersionUsage {
-        let (snapshots, oldest_snapshot) = {
-            let s = self.snapshots.lock();
-            (s.values().sum::<usize>() as u64, s.keys().next().copied().unwrap_or(0))
-        };
+        let snapshots = self.snapshots.get().map_or(0, |s| s.count()) as u64;
+        let oldest_snapshot = if snapshots == 0 { 0 } else { self.horizon() };
         VersionUsage {
             versions: self.versions.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),

@@ -289,3 +289,46 @@ fn readers_with_snapshots_do_not_wait_for_writers() {
     space.commit(reader).unwrap();
     assert_eq!(space.versions.usage().versions, 0);
 }
+
+#[test]
+fn a_full_version_store_gives_up_the_oldest_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let space = space(dir.path());
+    let tree = new_tree(&space);
+    let mut setup = space.begin(Durability::Full);
+    for k in 0..KEYS {
+        space.insert(&mut setup, tree, &key(k), &value(0)).unwrap();
+    }
+    space.commit(setup).unwrap();
+    // Room for a few versions only.
+    space.versions.set_max_bytes(8 << 10);
+
+    let mut old = space.begin(Durability::Full);
+    old.owner = 57;
+    assert!(space.take_snapshot(&mut old, false));
+    assert_eq!(read_all(&space, &old, tree)[0].len(), usize::from(KEYS));
+    // Committed changes the old snapshot alone needs pile up past the limit.
+    for round in 1..=3 {
+        let mut w = space.begin(Durability::Full);
+        for k in 0..KEYS {
+            space.update(&mut w, tree, &key(k), &value(round)).unwrap();
+        }
+        space.commit(w).unwrap();
+    }
+    let victims = space.versions.take_victims();
+    assert_eq!(victims.len(), 1, "{victims:?}");
+    assert_eq!(victims[0].owner, 57);
+    assert!(space.versions.take_victims().is_empty(), "each victim is reported once");
+    assert!(space.versions.usage().bytes <= 8 << 10, "{:?}", space.versions.usage());
+    // The victim learns it at its next versioned read, lookups and scans alike.
+    assert_eq!(space.get(&old, tree, &key(1)).unwrap_err().number(), 3966);
+    let scanned = space.scan(&old, tree, Bound::Unbounded, Bound::Unbounded, Direction::Forward, OnLocked::Wait).next();
+    assert_eq!(scanned.unwrap().unwrap_err().number(), 3966);
+    space.rollback(old).unwrap();
+    // A new snapshot reads the newest rows.
+    let mut new = space.begin(Durability::Full);
+    assert!(space.take_snapshot(&mut new, false));
+    assert!(read_all(&space, &new, tree)[1].values().all(|&v| v == 3));
+    space.commit(new).unwrap();
+    assert_eq!(space.versions.usage().versions, 0);
+}

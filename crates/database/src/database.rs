@@ -535,6 +535,27 @@ impl Database {
         }
     }
 
+    /// Sets the most the database's row versions may hold (0: no limit): past it, the
+    /// oldest snapshots are given up (3966 at their next versioned read).
+    pub fn set_version_store_max_bytes(&self, max_bytes: u64) {
+        self.space.versions.set_max_bytes(max_bytes);
+    }
+
+    /// The most the database's row versions may hold (0: no limit).
+    pub fn version_store_max_bytes(&self) -> u64 {
+        self.space.versions.max_bytes()
+    }
+
+    /// The snapshots given up to shrink the version store since the last call.
+    pub fn take_version_victims(&self) -> Vec<tessera_access::versions::Victim> {
+        self.space.versions.take_victims()
+    }
+
+    /// The snapshots held in the database now.
+    pub fn held_snapshots(&self) -> Vec<tessera_access::versions::HeldSnapshot> {
+        self.space.versions.held()
+    }
+
     /// How much the version store holds now.
     pub fn version_usage(&self) -> tessera_access::versions::VersionUsage {
         self.space.versions.usage()

@@ -51,6 +51,9 @@ pub struct EngineConfig {
     pub data: DataConfig,
     /// Sizes of new databases' log files, and the log's write buffer.
     pub log: LogConfig,
+    /// The most each database's row versions (for SNAPSHOT isolation and READ COMMITTED
+    /// SNAPSHOT, in memory) may hold; past it the oldest snapshots are given up (3966).
+    pub version_store_max_bytes: u64,
     /// Run the background thread (tests may drive checkpoints themselves).
     pub background: bool,
     /// How the buffer pool's frames are backed. With `HugePages::On` the pool reserves
@@ -74,6 +77,7 @@ impl EngineConfig {
             delayed_flush_interval: Duration::from_millis(10),
             data: DataConfig::default(),
             log: LogConfig::default(),
+            version_store_max_bytes: 1 << 30,
             background: true,
             huge_pages: HugePages::default(),
             dir_lock: None,
@@ -364,6 +368,7 @@ impl Engine {
                 std::fs::remove_file(path).map_err(|e| Error::io("delete", path, 0, e))?;
             }
             let db = Database::create(&entry, self.pool.clone(), &self.config.data, &self.config.log)?;
+            db.set_version_store_max_bytes(self.config.version_store_max_bytes);
             let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
             inner.slots.insert(key(name), slot.clone());
             inner.next_id = id + 1;
@@ -404,6 +409,7 @@ impl Engine {
                         return Err(msg::DATABASE_RESTORING.engine(&[&entry.name]));
                     }
                     let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.data, &self.config.log)?);
+                    db.set_version_store_max_bytes(self.config.version_store_max_bytes);
                     *open = Some(db.clone());
                     (db, true)
                 }

@@ -55,6 +55,12 @@ impl Transaction {
         taken
     }
 
+    /// The session this transaction works for, named in the ERRORLOG if its snapshot is
+    /// given up to shrink the version store.
+    pub fn set_owner(&mut self, session: u32) {
+        self.txn.as_mut().expect("transaction is open").owner = session;
+    }
+
     /// The snapshot this transaction reads at, if it holds one.
     pub fn snapshot(&self) -> Option<tessera_access::Snapshot> {
         self.txn_ref().snapshot()

@@ -817,7 +817,9 @@ impl SessionState {
     fn begin_transaction(&mut self, shared: &Shared, db: &str) -> SqlResult<usize> {
         let database = shared.database_memo(&self.catalog_memo, db)?;
         database.available()?;
+        report_version_victims(shared, &database);
         let mut t = database.begin();
+        t.set_owner(u32::try_from(self.spid).unwrap_or(0));
         // A SNAPSHOT transaction sees the rows committed when it first reads the
         // database; it is refused where the database does not allow it, never run as
         // another level. tempdb's objects are the session's own: it reads them with locks.
@@ -890,6 +892,24 @@ impl GlobalTraceFlags {
     /// The flags on, ascending.
     pub fn list(&self) -> Vec<i32> {
         self.on.read().iter().copied().collect()
+    }
+}
+
+/// Writes to the ERRORLOG the snapshots the database gave up to shrink its version store
+/// since the last report (as SQL Server's 3967 does): which session held each and how long.
+fn report_version_victims(shared: &Shared, database: &Database) {
+    for v in database.take_version_victims() {
+        shared.write_errorlog(
+            0,
+            &format!(
+                "Insufficient room to hold row versions in database '{}' (at most {} MB). The snapshot of session {} (sequence number {}, held for {} s) has been marked as victim: its transaction will be rolled back if it accesses the version store (3966).",
+                database.name(),
+                database.version_store_max_bytes() >> 20,
+                v.owner,
+                v.csn,
+                v.held_ms / 1000
+            ),
+        );
     }
 }
 

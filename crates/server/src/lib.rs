@@ -134,6 +134,9 @@ impl Server {
         ec.idle_close_after = std::time::Duration::from_secs(config.idle_close_secs);
         ec.log_dir = config.log_dir.clone();
         ec.pool_bytes = config.memory_mb.max(16) << 20;
+        // Each database's row versions may hold up to a quarter of the server's memory
+        // (SQL Server's are bounded by tempdb's size).
+        ec.version_store_max_bytes = (config.memory_mb.max(16) as u64) << 18;
         ec.huge_pages = config.huge_pages.parse()?;
         ec.dir_lock = Some(dir_lock);
         log.server(&format!(

@@ -161,6 +161,7 @@ impl Engine {
                 }
                 e => e,
             })?;
+        db.set_version_store_max_bytes(self.config.version_store_max_bytes);
         let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
         inner.slots.insert(key(name), slot);
         inner.next_id += 1;

@@ -167,6 +167,49 @@ fn version_store_space_usage(ctx: &ExecCtx, _db: &str) -> Rows<3> {
     Ok(out)
 }
 
+/// `sys.dm_tran_active_snapshot_database_transactions`: the snapshots held in every open
+/// database — SNAPSHOT transactions (`is_snapshot` 1) and READ COMMITTED SNAPSHOT
+/// statements (0). Version chains are not measured (their columns are 0).
+pub(super) static ACTIVE_SNAPSHOT_TRANSACTIONS: ViewDef<9> = ViewDef {
+    schema: "sys",
+    name: "dm_tran_active_snapshot_database_transactions",
+    columns: [
+        col("transaction_id", BigInt, false),
+        col("transaction_sequence_num", BigInt, false),
+        col("commit_sequence_num", BigInt, true),
+        col("session_id", Int, false),
+        col("is_snapshot", Bit, false),
+        col("first_snapshot_sequence_num", BigInt, false),
+        col("max_version_chain_traversed", Int, true),
+        col("average_version_chain_traversed", Real, true),
+        col("elapsed_time_seconds", BigInt, false),
+    ],
+    rows: active_snapshot_transactions,
+};
+
+fn active_snapshot_transactions(ctx: &ExecCtx, _db: &str) -> Rows<9> {
+    super::server_state(ctx)?;
+    let engine = &ctx.shared.engine;
+    let mut out = Vec::new();
+    for d in engine.entries() {
+        let Some(db) = engine.database_if_open(&d.name) else { continue };
+        for h in db.held_snapshots() {
+            out.push([
+                int(h.txn as i64),
+                int(h.csn as i64),
+                Value::Null,
+                int(i64::from(h.owner)),
+                bit(!h.statement),
+                int(h.csn as i64),
+                int(0),
+                Value::Float(0.0),
+                int((h.held_ms / 1000) as i64),
+            ]);
+        }
+    }
+    Ok(out)
+}
+
 /// sys.databases.recovery_model from its description.
 fn recovery_model_id(name: &str) -> i64 {
     match name {

@@ -88,6 +88,7 @@ static ALL: &[&dyn SystemView] = &[
     &indexes::DEFAULT_CONSTRAINTS,
     &databases::TESSERA_DATABASES,
     &databases::VERSION_STORE_SPACE_USAGE,
+    &databases::ACTIVE_SNAPSHOT_TRANSACTIONS,
     &dmv::EXEC_SESSIONS,
     &dmv::EXEC_REQUESTS,
     &dmv::EXEC_CONNECTIONS,

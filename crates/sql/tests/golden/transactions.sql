@@ -81,13 +81,37 @@ commit with (delayed_durability = on);
 select count(*) as delayed_row from acct where id = 10;
 alter database master set delayed_durability = disabled;
 go
--- SNAPSHOT isolation: no database allows it yet (ALLOW_SNAPSHOT_ISOLATION is 5058), so a
--- SNAPSHOT transaction is refused where it first touches a database (3952), as SQL Server
--- refuses it where the option is off; tempdb's objects are the session's own.
+-- SNAPSHOT isolation: refused where it first touches a database that does not allow it
+-- (3952), never run as another level; tempdb's objects are the session's own. Once
+-- ALLOW_SNAPSHOT_ISOLATION is on, the transaction reads the rows committed when it first
+-- read the database; a transaction begun at another level cannot turn to SNAPSHOT (3951).
 create table snap_t (a int);
 insert snap_t values (1);
 go
+set transaction isolation level snapshot;
+select a from snap_t;
+go
+set transaction isolation level read committed;
 alter database current set allow_snapshot_isolation on;
+select snapshot_isolation_state, snapshot_isolation_state_desc, is_read_committed_snapshot_on
+from sys.databases where name = db_name();
+go
+set transaction isolation level snapshot;
+begin tran;
+select a from snap_t;
+update snap_t set a = a + 1;
+select a from snap_t;
+commit;
+go
+set transaction isolation level read committed;
+begin tran;
+select a from snap_t;
+set transaction isolation level snapshot;
+select a from snap_t;
+go
+rollback;
+set transaction isolation level read committed;
+alter database current set allow_snapshot_isolation off;
 go
 set transaction isolation level snapshot;
 select a from snap_t;

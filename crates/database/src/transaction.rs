@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tessera_access::lock::Resource;
 use tessera_access::row::OffRow;
-use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn};
+use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn, Versioning};
 use tessera_errors::Result;
 use tessera_log::{Lsn, TxnId};
 
@@ -190,7 +190,9 @@ impl Transaction {
         table: TableId,
         rows: impl IntoIterator<Item = (K, V)>,
     ) -> Result<Option<BulkOutcome>> {
-        if self.db.options().recovery_model == RecoveryModel::Full {
+        // A bulk load keeps no row versions: where snapshots may read the table, the rows
+        // go in one by one (a snapshot reader takes no lock and would see them early).
+        if self.db.options().recovery_model == RecoveryModel::Full || self.db.versioning() != Versioning::Off {
             return Ok(None);
         }
         let txn = self.txn.as_mut().expect("transaction is open");

@@ -1,10 +1,10 @@
 //! Data definition: databases, tables, constraints and indexes.
 //!
-//! DDL takes effect at once and is not part of the session's transaction (a documented
-//! deviation from SQL Server, where DDL can be rolled back): the catalog row and the
-//! storage trees are written in their own transactions. Changes that alter the row layout
-//! or the clustered key (DROP COLUMN, ALTER COLUMN, a clustered index or primary key added
-//! or dropped) rebuild the table into new trees inside the session's transaction.
+//! DDL goes with the session's transaction, as in SQL Server: the catalog row is written
+//! in it and what the log cannot undo (trees to drop) waits for its end
+//! (`ExecCtx::redefine_in_transaction`, `runtime/deferred.rs`). Changes that alter the row
+//! layout or the clustered key (DROP COLUMN, ALTER COLUMN, a clustered index or primary
+//! key added or dropped) rebuild the table into new trees.
 //!
 //! Files: `files` (SIZE, MAXSIZE and FILEGROWTH of a database's files), `databases`
 //! (CREATE/ALTER/DROP DATABASE), `tables` (CREATE/DROP/TRUNCATE TABLE,

@@ -27,7 +27,9 @@
 //! so the removal also waits for every reader that might hold a pointer to the value —
 //! each reader *pins* the horizon ([`Horizon::pin`]) before it reads rows and unpins when
 //! done, and a value freed while a pin older than its commit is held stays until that pin
-//! goes. What a crash (or a full queue) leaves in the free list is committed and
+//! goes. A snapshot (`crate::versions`) may read a row version that points to a value
+//! freed after it was taken: so a value also waits until every snapshot older than the
+//! commit that freed it has ended (`Horizon::snapshot_ended` looks again). What a crash (or a full queue) leaves in the free list is committed and
 //! unreferenced: [`sweep`] removes it when the database next opens, before anyone reads.
 //! Dropping a large-value tree takes its entries out in the same transaction
 //! ([`forget`]), so an entry always names a live tree.
@@ -38,7 +40,7 @@
 
 use std::collections::VecDeque;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -277,6 +279,9 @@ fn damaged(space: &Space, tree: PageNo, detail: &str) -> Error {
 #[derive(Default)]
 pub struct Horizon {
     state: Mutex<HorizonState>,
+    /// How many values are pending (read without the mutex: the end of every snapshot
+    /// looks).
+    waiting: AtomicUsize,
 }
 
 /// A value a transaction's change dropped: its tree (as it was then: a tree freed since,
@@ -298,7 +303,7 @@ struct HorizonState {
     /// the newest epoch: pinning and unpinning touch the ends).
     pins: VecDeque<(u64, usize)>,
     /// Freed values with the epoch of their commit, oldest first.
-    pending: VecDeque<(u64, Freed)>,
+    pending: VecDeque<Pending>,
 }
 
 /// A reader's pin: values freed after it was taken stay readable until it is dropped.
@@ -309,6 +314,7 @@ pub struct Pin {
 
 impl Drop for Pin {
     fn drop(&mut self) {
+        let snapshots = self.space.versions.horizon();
         let due = {
             let mut st = self.space.lob_horizon.state.lock();
             let at = st.pins.partition_point(|&(e, _)| e < self.epoch);
@@ -320,7 +326,9 @@ impl Drop for Pin {
                 st.pins.pop_front();
             }
             if was_oldest && !st.pending.is_empty() {
-                st.take_due()
+                let due = st.take_due(snapshots);
+                self.space.lob_horizon.waiting.store(st.pending.len(), Ordering::Release);
+                due
             } else {
                 Vec::new()
             }
@@ -329,13 +337,23 @@ impl Drop for Pin {
     }
 }
 
+/// A value freed by a commit, waiting: the epoch of its commit, and the version clock
+/// then (a snapshot older than that may read a row version that points to it).
+#[derive(Clone, Copy)]
+struct Pending {
+    epoch: u64,
+    csn: u64,
+    freed: Freed,
+}
+
 impl HorizonState {
-    /// The pending values no pin may still reach: freed at an epoch before every pin's.
-    fn take_due(&mut self) -> Vec<Freed> {
+    /// The pending values no reader may still reach: freed at an epoch before every pin's,
+    /// and at a CSN every snapshot sees (`snapshots`: the versions' horizon, read before).
+    fn take_due(&mut self, snapshots: u64) -> Vec<Freed> {
         let oldest_pin = self.pins.front().map_or(u64::MAX, |&(e, _)| e);
         let mut due = Vec::new();
-        while let Some(&(epoch, freed)) = self.pending.front() {
-            if epoch >= oldest_pin {
+        while let Some(&Pending { epoch, csn, freed }) = self.pending.front() {
+            if epoch >= oldest_pin || csn > snapshots {
                 break;
             }
             self.pending.pop_front();
@@ -368,14 +386,34 @@ impl Horizon {
         if frees.is_empty() {
             return;
         }
+        // The commit's CSN, if it has one, is on the clock by now.
+        let csn = space.versions.clock();
+        let snapshots = space.versions.horizon();
         let due = {
             let mut st = space.lob_horizon.state.lock();
             let epoch = st.epoch;
             st.epoch += 1;
             if st.pending.len() + frees.len() <= MAX_PENDING_VALUES {
-                st.pending.extend(frees.into_iter().map(|f| (epoch, f)));
+                st.pending.extend(frees.into_iter().map(|freed| Pending { epoch, csn, freed }));
             }
-            st.take_due()
+            let due = st.take_due(snapshots);
+            space.lob_horizon.waiting.store(st.pending.len(), Ordering::Release);
+            due
+        };
+        remove(space, due);
+    }
+
+    /// A snapshot ended: the values only it could still reach are removed.
+    pub(crate) fn snapshot_ended(space: &Space) {
+        if space.lob_horizon.waiting.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let snapshots = space.versions.horizon();
+        let due = {
+            let mut st = space.lob_horizon.state.lock();
+            let due = st.take_due(snapshots);
+            space.lob_horizon.waiting.store(st.pending.len(), Ordering::Release);
+            due
         };
         remove(space, due);
     }
@@ -383,7 +421,9 @@ impl Horizon {
     /// A tree is being freed: values waiting in it are gone with it (its root page may
     /// start another tree).
     pub(crate) fn forget_tree(space: &Space, tree: PageNo) {
-        space.lob_horizon.state.lock().pending.retain(|(_, f)| f.tree != tree);
+        let mut st = space.lob_horizon.state.lock();
+        st.pending.retain(|p| p.freed.tree != tree);
+        space.lob_horizon.waiting.store(st.pending.len(), Ordering::Release);
     }
 
     /// Values waiting for their removal (for tests and the DMVs).

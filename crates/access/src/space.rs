@@ -766,7 +766,7 @@ impl Space {
     pub fn end_statement(&self, txn: &mut Txn) {
         txn::locks::end_statement(self, txn);
         if txn.versions.snapshot.is_some_and(|s| s.statement) {
-            self.versions.release(&mut txn.versions);
+            self.release_snapshot(txn);
         }
     }
 
@@ -781,7 +781,10 @@ impl Space {
 
     /// Lets go of the transaction's snapshot: its reads are locking reads again.
     pub fn release_snapshot(&self, txn: &mut Txn) {
-        self.versions.release(&mut txn.versions);
+        if txn.versions.snapshot.is_some() {
+            self.versions.release(&mut txn.versions);
+            lob::Horizon::snapshot_ended(self);
+        }
     }
 
     /// Starts keeping row versions and allows snapshots once every transaction active

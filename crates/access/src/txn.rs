@@ -362,7 +362,7 @@ fn finish(space: &Space, txn: &mut Txn) {
     }
     txn.undo_bytes = 0;
     txn.undo_images = 0;
-    space.versions.release(&mut txn.versions);
+    space.release_snapshot(txn);
     space.locks.release_all(txn.id, &txn.locks);
     space.locks.release_all(txn.id, &txn.statement_locks);
     txn.statement_locks.clear();

@@ -46,7 +46,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use smallvec::SmallVec;
 use tessera_errors::{msg, Error, Result};
 use tessera_log::TxnId;
@@ -98,7 +98,9 @@ type Chain = SmallVec<[Version; 1]>;
 /// The version chains of one tree's rows, by key, each oldest first.
 #[derive(Default)]
 pub(crate) struct TreeVersions {
-    chains: Mutex<BTreeMap<Vec<u8>, Chain>>,
+    /// Read by every versioned read of a key with versions, changed by writers, rollbacks
+    /// and cleanup: readers share it.
+    chains: RwLock<BTreeMap<Vec<u8>, Chain>>,
     /// Keys with a chain: readers skip the mutex while it is zero.
     keys: AtomicUsize,
 }
@@ -134,7 +136,7 @@ impl TreeVersions {
         if !self.any() {
             return Seen::Current;
         }
-        match self.chains.lock().get(key) {
+        match self.chains.read().get(key) {
             Some(chain) => resolve(chain, reader, csn),
             None => Seen::Current,
         }
@@ -158,7 +160,7 @@ impl TreeVersions {
         {
             return;
         }
-        let chains = self.chains.lock();
+        let chains = self.chains.read();
         let range = chains.range::<[u8], _>((lo, hi));
         let mut each = |(k, chain): (&Vec<u8>, &Chain)| f(k, resolve(chain, reader, csn));
         if forward {
@@ -174,7 +176,7 @@ impl TreeVersions {
         if !self.any() {
             return false;
         }
-        self.chains.lock().get(key).is_some_and(|chain| {
+        self.chains.read().get(key).is_some_and(|chain| {
             chain
                 .iter()
                 .any(|v| v.writer.txn != reader && matches!(v.writer.committed_at(), c if c != ACTIVE && c > csn))
@@ -606,7 +608,7 @@ impl Versions {
         let writer = tv.writer.get_or_insert_with(|| Arc::new(Writer { txn, csn: AtomicU64::new(ACTIVE) })).clone();
         let version = Version { writer, before: before.map(Arc::from) };
         let bytes = version.bytes(key);
-        let mut chains = meta.versions.chains.lock();
+        let mut chains = meta.versions.chains.write();
         if !chains.contains_key(key) {
             chains.insert(key.to_vec(), Chain::new());
             meta.versions.keys.fetch_add(1, Ordering::AcqRel);
@@ -634,7 +636,7 @@ impl Versions {
         if !meta.versions.any() {
             return;
         }
-        let mut chains = meta.versions.chains.lock();
+        let mut chains = meta.versions.chains.write();
         let Some(chain) = chains.get_mut(key) else { return };
         if chain.last().is_some_and(|v| v.writer.txn == txn) {
             let v = chain.pop().expect("a newest version");
@@ -696,9 +698,14 @@ impl Versions {
         }
     }
 
-    /// The oldest CSN a snapshot may still read at: the oldest active snapshot's, or the
-    /// clock when there is none.
-    fn horizon(&self) -> u64 {
+    /// The clock: the CSN of the newest commit that kept versions.
+    pub(crate) fn clock(&self) -> u64 {
+        self.clock.load(Ordering::SeqCst)
+    }
+
+    /// The oldest CSN a snapshot may still read at: the oldest active snapshot's (of those
+    /// not given up), or the clock when there is none.
+    pub(crate) fn horizon(&self) -> u64 {
         match self.snapshots.get() {
             Some(s) => s.oldest(&self.clock),
             None => self.clock.load(Ordering::SeqCst),
@@ -729,7 +736,7 @@ impl Versions {
     /// Drops the versions of `key` every snapshot sees past: those at or before the newest
     /// change committed at or before `horizon`.
     fn prune(&self, meta: &TreeMeta, key: &[u8], horizon: u64) {
-        let mut chains = meta.versions.chains.lock();
+        let mut chains = meta.versions.chains.write();
         let Some(chain) = chains.get_mut(key) else { return };
         let seen_by_all =
             chain.iter().rposition(|v| matches!(v.writer.committed_at(), c if c != ACTIVE && c <= horizon));

@@ -332,3 +332,33 @@ fn a_full_version_store_gives_up_the_oldest_snapshot() {
     space.commit(new).unwrap();
     assert_eq!(space.versions.usage().versions, 0);
 }
+
+#[test]
+fn a_large_value_dropped_after_a_snapshot_stays_until_the_snapshot_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let space = space(dir.path());
+    let (rows, values) = (new_tree(&space), new_tree(&space));
+    let data = vec![7u8; 3 * tessera_access::lob::CHUNK_BYTES + 5];
+    let mut w = space.begin(Durability::Full);
+    let value = space.lob_write(&mut w, rows, values, &data).unwrap();
+    space.insert(&mut w, rows, &key(1), &value.id.to_be_bytes()).unwrap();
+    space.commit(w).unwrap();
+
+    let mut reader = space.begin(Durability::Full);
+    assert!(space.take_snapshot(&mut reader, true));
+    let mut d = space.begin(Durability::Full);
+    assert!(space.delete(&mut d, rows, &key(1)).unwrap());
+    space.lob_free(&mut d, values, value).unwrap();
+    space.commit(d).unwrap();
+    // The snapshot still reads the row, and through it the value (it holds no pin).
+    assert!(space.get(&reader, rows, &key(1)).unwrap().is_some());
+    assert_eq!(tessera_access::lob::Horizon::pending(&space), 1);
+    let mut out = vec![0; data.len()];
+    space.lob_read(values, value, 0, &mut out).unwrap();
+    assert_eq!(out, data);
+    // Once it ends, the value goes.
+    space.end_statement(&mut reader);
+    assert_eq!(tessera_access::lob::Horizon::pending(&space), 0);
+    assert_eq!(space.lob_read(values, value, 0, &mut out).unwrap_err().number(), 7105);
+    space.commit(reader).unwrap();
+}

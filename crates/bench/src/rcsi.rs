@@ -2,6 +2,11 @@
 //! rows, with READ COMMITTED SNAPSHOT on and off, next to PostgreSQL (whose READ COMMITTED
 //! reads snapshots) running the same load in the same run.
 //!
+//! The writers send a fixed number of updates per second between them (open loop: the
+//! lean generator's `rate`, pgbench's `-R`), the same on both sides: the readers of both
+//! servers then share the machine with the same write work, whichever server could
+//! commit faster flat out.
+//!
 //! Both sides hold `acct (id int primary key, v int not null, pad char(200))` with N rows,
 //! read once before timing. A reader's query picks a uniform random id and reads `v`; a
 //! writer's adds one to `v` of a uniform random id and commits durably (fdatasync; PostgreSQL
@@ -47,17 +52,20 @@ pub struct RcsiParams {
     pub rows: u64,
     pub readers: usize,
     pub writers: usize,
+    /// The writers' updates per second, all together, on both sides (open loop): the
+    /// same write load beside both servers' readers, whichever commits faster.
+    pub writes_per_s: f64,
     /// Timed seconds per phase.
     pub seconds: u64,
 }
 
 impl RcsiParams {
     pub fn full() -> RcsiParams {
-        RcsiParams { rows: 100_000, readers: 16, writers: 4, seconds: 20 }
+        RcsiParams { rows: 100_000, readers: 16, writers: 4, writes_per_s: 2000.0, seconds: 20 }
     }
 
     pub fn quick() -> RcsiParams {
-        RcsiParams { rows: 10_000, readers: 16, writers: 4, seconds: 3 }
+        RcsiParams { rows: 10_000, readers: 16, writers: 4, writes_per_s: 2000.0, seconds: 3 }
     }
 }
 
@@ -94,6 +102,7 @@ fn load_spec<'a>(
     connections: usize,
     record_latencies: bool,
     expect_rows: Option<u64>,
+    rate: Option<f64>,
 ) -> LoadSpec<'a> {
     LoadSpec {
         port,
@@ -105,7 +114,7 @@ fn load_spec<'a>(
         stop: Stop::After(Duration::from_secs(p.seconds)),
         expect_rows,
         record_latencies,
-        rate: None,
+        rate,
     }
 }
 
@@ -114,12 +123,13 @@ fn tessera_phase(port: u16, p: &RcsiParams, writers: usize) -> Result<Phase> {
     let read = format!("select v from acct where id = cast(rand(checksum(newid())) * {} as int) + 1", p.rows);
     let write = format!("update acct set v = v + 1 where id = cast(rand(checksum(newid())) * {} as int) + 1", p.rows);
     let (reads, writes) = ([read.as_str()], [write.as_str()]);
-    let spec = |batches, connections, record_latencies, expect_rows| {
-        load_spec(port, p, batches, connections, record_latencies, expect_rows)
+    let spec = |batches, connections, record_latencies, expect_rows, rate| {
+        load_spec(port, p, batches, connections, record_latencies, expect_rows, rate)
     };
     let (readers, writers) = std::thread::scope(|scope| {
-        let w = (writers > 0).then(|| scope.spawn(|| tdsload::run(&spec(&writes, writers, false, Some(0)))));
-        let r = tdsload::run(&spec(&reads, p.readers, true, Some(1)));
+        let w = (writers > 0)
+            .then(|| scope.spawn(|| tdsload::run(&spec(&writes, writers, false, Some(0), Some(p.writes_per_s)))));
+        let r = tdsload::run(&spec(&reads, p.readers, true, Some(1), None));
         let w = w.map(|h| h.join().map_err(|_| BenchError::new("the writers' thread panicked"))?).transpose();
         (r, w)
     });
@@ -209,8 +219,10 @@ fn postgres_side(dir: &Path, p: &RcsiParams, progress: &dyn Fn(&str)) -> Result<
     for (i, writers) in [0, p.writers].into_iter().enumerate() {
         progress(&format!("postgresql: {} readers beside {writers} writers for {} s", p.readers, p.seconds));
         let (reads, writes) = std::thread::scope(|scope| {
-            let w = (writers > 0).then(|| scope.spawn(|| pgbench_logged(&server, &write, writers, p.seconds, None)));
-            let r = pgbench_logged(&server, &read, p.readers, p.seconds, Some(&logs));
+            let w = (writers > 0).then(|| {
+                scope.spawn(|| pgbench_logged(&server, &write, writers, p.seconds, None, Some(p.writes_per_s)))
+            });
+            let r = pgbench_logged(&server, &read, p.readers, p.seconds, Some(&logs), None);
             let w = w.map(|h| h.join().map_err(|_| BenchError::new("the writers' thread panicked"))?).transpose();
             (r, w)
         });
@@ -290,9 +302,10 @@ pub fn run(dir: &Path, params: &RcsiParams, progress: &dyn Fn(&str)) -> Result<O
         "goals: RCSI readers' throughput beside the writers ≥ {GOAL_READS_VS_POSTGRES}× PostgreSQL's; their p99 beside the writers ≤ {GOAL_P99_VS_ALONE}× their p99 alone (ratio = alone ÷ beside ≥ {})",
         fmt_value(1.0 / GOAL_P99_VS_ALONE)
     ));
-    report.note(
-        "tessera: RunningServer in process, the lean TDS generator (readers and writers on a thread each, ids drawn by the server); postgresql: initdb'd by the benchmark, synchronous_commit=on, two pgbench -M simple at once (ids drawn by pgbench); both on the same 2 cores as their clients",
-    );
+    report.note(format!(
+        "writers: {} updates/s in all on both sides (open loop), each its own durable transaction; tessera: RunningServer in process, the lean TDS generator (readers and writers on a thread each, ids drawn by the server); postgresql: initdb'd by the benchmark, synchronous_commit=on, two pgbench -M simple at once (the writers' with -R; ids drawn by pgbench); both on the same 2 cores as their clients",
+        fmt_value(params.writes_per_s)
+    ));
     for f in &failures {
         report.note(format!("failed: {f}"));
     }

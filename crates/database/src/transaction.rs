@@ -11,7 +11,6 @@ use tessera_errors::Result;
 use tessera_log::{Lsn, TxnId};
 
 use crate::database::{Database, RecoveryModel, TableId};
-use crate::LobPin;
 
 /// A position in a transaction's log chain (see [`Transaction::savepoint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,14 +26,11 @@ impl Savepoint {
 pub struct Transaction {
     db: Arc<Database>,
     txn: Option<Txn>,
-    /// Held with a snapshot: the large values its row versions point to stay readable
-    /// (values dropped by commits after it was taken are removed only once it is let go).
-    snapshot_pin: Option<LobPin>,
 }
 
 impl Transaction {
     pub(crate) fn new(db: Arc<Database>, txn: Txn) -> Self {
-        Transaction { db, txn: Some(txn), snapshot_pin: None }
+        Transaction { db, txn: Some(txn) }
     }
 
     /// Takes a snapshot for this transaction's reads, for the running statement (READ
@@ -44,15 +40,11 @@ impl Transaction {
     /// snapshot fails with 3960 on a row changed since. False when the database does not
     /// allow snapshots now.
     pub fn take_snapshot(&mut self, statement: bool) -> bool {
-        if self.snapshot().is_some() {
-            return true;
-        }
-        // Pinned first: a value dropped after the snapshot is then kept for it.
-        let pin = self.db.space.lob_pin();
+        // The large values its row versions point to stay readable while it is held
+        // (`tessera_access::lob`: a freed value waits for the snapshots older than its
+        // free).
         let txn = self.txn.as_mut().expect("transaction is open");
-        let taken = self.db.space.take_snapshot(txn, statement);
-        self.snapshot_pin = taken.then_some(pin);
-        taken
+        self.db.space.take_snapshot(txn, statement)
     }
 
     /// The session this transaction works for, named in the ERRORLOG if its snapshot is
@@ -79,7 +71,6 @@ impl Transaction {
     pub fn release_snapshot(&mut self) {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.release_snapshot(txn);
-        self.snapshot_pin = None;
     }
 
     fn txn_ref(&self) -> &Txn {
@@ -113,9 +104,6 @@ impl Transaction {
     pub fn end_statement(&mut self) {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.end_statement(txn);
-        if txn.snapshot().is_none() {
-            self.snapshot_pin = None;
-        }
     }
 
     /// Takes a schema lock on an object of the database (`LockMode::SchemaStability` for

@@ -206,24 +206,29 @@ pub fn parse_pgbench(out: &str) -> Result<PgbenchRun> {
 /// Runs pgbench against `server`: `clients` connections for `seconds`, the script in
 /// `script`, the simple protocol; its CPU (server's, pgbench's) per transaction in µs too.
 pub fn pgbench(server: &Postgres, script: &Path, clients: usize, seconds: u64) -> Result<(PgbenchRun, (f64, f64))> {
-    let (run, cpu, _) = pgbench_logged(server, script, clients, seconds, None)?;
+    let (run, cpu, _) = pgbench_logged(server, script, clients, seconds, None, None)?;
     Ok((run, cpu))
 }
 
 /// [`pgbench`], keeping every transaction's latency (µs) when `log_dir` is given: pgbench
-/// writes them there (`-l`), one file per thread, and they are read back.
+/// writes them there (`-l`), one file per thread, and they are read back. With `rate`,
+/// pgbench sends that many transactions per second in all (`-R`) instead of flat out.
 pub fn pgbench_logged(
     server: &Postgres,
     script: &Path,
     clients: usize,
     seconds: u64,
     log_dir: Option<&Path>,
+    rate: Option<f64>,
 ) -> Result<(PgbenchRun, (f64, f64), Vec<u32>)> {
     let tool = pg_tool("pgbench").ok_or_else(|| BenchError::new("pgbench is not installed"))?;
     let mut c = Command::new(&tool);
     c.args(["-n", "-M", "simple", "-h", "127.0.0.1", "-p", &server.port.to_string(), "-U", "postgres"])
         .args(["-c", &clients.to_string(), "-j", &clients.min(2).to_string(), "-T", &seconds.to_string(), "-f"])
         .arg(script);
+    if let Some(rate) = rate {
+        c.arg("-R").arg(format!("{rate}"));
+    }
     if let Some(dir) = log_dir {
         fs::create_dir_all(dir)?;
         c.arg("-l").arg(format!("--log-prefix={}", dir.join("pgbench").display()));

@@ -23,6 +23,18 @@ fn rows(server: &Server, query: &str) -> Vec<Vec<i64>> {
 
 #[test]
 fn committed_large_values_survive_a_kill_and_uncommitted_ones_go() {
+    crash_with_large_values(false);
+}
+
+/// The same with READ COMMITTED SNAPSHOT and snapshot isolation on and a SNAPSHOT reader
+/// holding its snapshot across the kill: versions are not kept across a restart, the
+/// options are, and snapshots read the recovered rows afterwards.
+#[test]
+fn a_kill_with_row_versions_in_flight_recovers_the_same() {
+    crash_with_large_values(true);
+}
+
+fn crash_with_large_values(versions: bool) {
     let server = start();
     server.sql(
         "CREATE DATABASE d; \
@@ -32,6 +44,18 @@ fn committed_large_values_survive_a_kill_and_uncommitted_ones_go() {
                   INSERT upd VALUES (@i, 0, REPLICATE(CAST(N''a'' AS nvarchar(max)), 6000)); SET @i += 1; END; \
                 CREATE TABLE big (id int PRIMARY KEY, v varbinary(max));')",
     );
+    if versions {
+        server.sql("ALTER DATABASE d SET READ_COMMITTED_SNAPSHOT ON; ALTER DATABASE d SET ALLOW_SNAPSHOT_ISOLATION ON");
+    }
+    // A snapshot held open across the kill, reading the rows being rewritten (so versions
+    // are kept for it while the kill comes).
+    let mut reader = versions.then(|| {
+        server.sql_in_background(
+            "USE d; SET TRANSACTION ISOLATION LEVEL SNAPSHOT; BEGIN TRAN; \
+             DECLARE @n int = 0, @g int; WHILE @n < 1000000 BEGIN SET @g = (SELECT SUM(g) FROM upd); SET @n += 1; END; \
+             COMMIT",
+        )
+    });
     // Row i holds i % 26 + 'A' repeated 8,001 + 997·i % 20,000 times.
     let mut inserter = server.sql_in_background(
         "USE d; DECLARE @i int = 1; WHILE @i < 400 BEGIN \
@@ -64,7 +88,7 @@ fn committed_large_values_survive_a_kill_and_uncommitted_ones_go() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let server = server.kill_and_restart();
-    for c in [&mut inserter, &mut updater, &mut open] {
+    for c in [&mut inserter, &mut updater, &mut open].into_iter().chain(reader.as_mut()) {
         let _ = c.kill();
         let _ = c.wait();
     }
@@ -96,4 +120,20 @@ fn committed_large_values_survive_a_kill_and_uncommitted_ones_go() {
          SELECT DATALENGTH(v) FROM big",
     );
     assert_eq!(again, [[100_000]]);
+    if versions {
+        let options = rows(
+            &server,
+            "SELECT is_read_committed_snapshot_on, snapshot_isolation_state FROM sys.databases WHERE name = 'd'",
+        );
+        assert_eq!(options, [[1, 1]], "the options outlive the restart");
+        let snapshot = rows(
+            &server,
+            "USE d; SET TRANSACTION ISOLATION LEVEL SNAPSHOT; BEGIN TRAN; SELECT SUM(g) % 2, COUNT(*) FROM upd; COMMIT",
+        );
+        assert_eq!(snapshot, [[0, 4]]);
+        assert_eq!(
+            rows(&server, "SELECT COUNT(*) FROM sys.dm_tran_version_store_space_usage WHERE reserved_page_count > 0"),
+            [[0]]
+        );
+    }
 }

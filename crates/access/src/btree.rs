@@ -780,6 +780,40 @@ pub fn scan_batch(
     Ok((out, more))
 }
 
+/// The smallest key above `lo` whose record is not a ghost (None: there is none), the
+/// caller holding the tree latch. Key-range locks are named by it.
+pub fn next_live_key(space: &Space, root: PageNo, lo: &Bound<Vec<u8>>) -> Result<Option<Vec<u8>>> {
+    Ok(keys_to_next_live(space, root, lo)?.1)
+}
+
+/// The keys above a bound up to the first live record: the ghosts met on the way, and
+/// that record's key (None: there is none).
+pub type KeysToLive = (Vec<Vec<u8>>, Option<Vec<u8>>);
+
+/// [`KeysToLive`] above `lo`, the caller holding the tree latch.
+pub fn keys_to_next_live(space: &Space, root: PageNo, lo: &Bound<Vec<u8>>) -> Result<KeysToLive> {
+    let mut lo = lo.clone();
+    let mut ghosts = Vec::new();
+    loop {
+        let mut found = None;
+        let (_, more) =
+            scan_visit(space, root, &lo, &Bound::Unbounded, Direction::Forward, 16, &mut ReadAhead::off(), |r| {
+                if found.is_none() {
+                    if is_ghost(r) {
+                        ghosts.push(leaf_key(r).to_vec());
+                    } else {
+                        found = Some(leaf_key(r).to_vec());
+                    }
+                }
+            })?;
+        match (found, ghosts.last()) {
+            (Some(k), _) => return Ok((ghosts, Some(k))),
+            (None, Some(l)) if more => lo = Bound::Excluded(l.clone()),
+            _ => return Ok((ghosts, None)),
+        }
+    }
+}
+
 /// [`scan_batch`] handing each record to `visit` in place (under its page's latch)
 /// instead of copying it. Returns how many it visited and whether the range may hold
 /// more after them.

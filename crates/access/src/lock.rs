@@ -56,14 +56,20 @@ pub enum Resource {
     Schema(u32),
     /// An application lock (`sp_getapplock`), named by a hash of its resource name.
     App(u64),
+    /// The keys of a tree between one key and the key before it (SQL Server's key-range
+    /// locks, `crate::txn::locks::lock_range`), named by the hash of the key above the
+    /// range; the range above the tree's last key is the empty key's.
+    Range(u32, u64),
 }
 
 impl Resource {
     pub fn key(tree: u32, key: &[u8]) -> Resource {
-        // Two independent CRC-32C streams (hardware-accelerated) make a 64-bit key hash.
-        let lo = crc32c::crc32c(key);
-        let hi = crc32c::crc32c_append(0x9E37_79B9, key);
-        Resource::Key(tree, (u64::from(hi) << 32) | u64::from(lo))
+        Resource::Key(tree, key_hash(key))
+    }
+
+    /// The range of keys just below `above` (None: above the tree's last key).
+    pub fn range(tree: u32, above: Option<&[u8]>) -> Resource {
+        Resource::Range(tree, key_hash(above.unwrap_or(&[])))
     }
 
     fn mix(&self) -> u64 {
@@ -72,12 +78,20 @@ impl Resource {
             Resource::Key(t, h) => (u64::from(t), h),
             Resource::Schema(o) => (u64::from(o), 0x2545_F491_4F6C_DD1D),
             Resource::App(h) => (0x27BB_2EE6, h),
+            Resource::Range(t, h) => (u64::from(t) ^ 0x6A09_E667_F3BC_C908, h),
         };
         let mut x = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b;
         x ^= x >> 32;
         x = x.wrapping_mul(0xD6E8_FEB8_6659_FD93);
         x ^ (x >> 32)
     }
+}
+
+/// A key's 64-bit hash: two independent CRC-32C streams (hardware-accelerated).
+fn key_hash(key: &[u8]) -> u64 {
+    let lo = crc32c::crc32c(key);
+    let hi = crc32c::crc32c_append(0x9E37_79B9, key);
+    (u64::from(hi) << 32) | u64::from(lo)
 }
 
 /// Hashes a [`Resource`] with one multiply-xorshift (its key part is already a hash).

@@ -56,10 +56,14 @@ pub struct ReadLocks {
     pub table: Option<LockMode>,
     /// READPAST: rows locked by others are skipped instead of waited for.
     pub skip_locked: bool,
+    /// SERIALIZABLE (HOLDLOCK): the ranges read are locked too (`Space::lock_range`), so
+    /// no row can appear in them until the transaction ends.
+    pub ranges: bool,
 }
 
 impl ReadLocks {
-    pub const COMMITTED: ReadLocks = ReadLocks { row: RowLock::Committed, table: None, skip_locked: false };
+    pub const COMMITTED: ReadLocks =
+        ReadLocks { row: RowLock::Committed, table: None, skip_locked: false, ranges: false };
 }
 
 /// The body of [`Space::get_with`].

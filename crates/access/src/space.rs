@@ -761,6 +761,29 @@ impl Space {
         txn::locks::release_key(self, txn, tree, key)
     }
 
+    /// Takes a shared key-range lock on the keys of `tree` just below `above` (None: above
+    /// its last key) to the end of the transaction (SERIALIZABLE; see
+    /// `txn::locks::lock_range`).
+    pub fn lock_range(&self, txn: &mut Txn, tree: PageNo, above: Option<&[u8]>) -> Result<()> {
+        txn::locks::lock_range(self, txn, tree, above)
+    }
+
+    /// Takes shared key-range locks on everything of `tree` above `lo` up to its first
+    /// live key, that key's range included (above the last key when there is none): the
+    /// range just above a SERIALIZABLE range read. The ranges below the ghosts met on the
+    /// way are taken too, in case a deleter of one rolls back.
+    pub fn lock_ranges_above(&self, txn: &mut Txn, tree: PageNo, lo: &Bound<Vec<u8>>) -> Result<()> {
+        let (ghosts, live) = {
+            let meta = self.tree(tree);
+            let _latch = meta.latch.read();
+            btree::keys_to_next_live(self, tree, lo)?
+        };
+        for key in ghosts.iter().map(|g| Some(&g[..])).chain(std::iter::once(live.as_deref())) {
+            txn::locks::lock_range(self, txn, tree, key)?;
+        }
+        Ok(())
+    }
+
     /// Ends a statement's locks: its statement-duration locks are released, except those
     /// a write converted to X, which are kept to the end of the transaction.
     pub fn end_statement(&self, txn: &mut Txn) {

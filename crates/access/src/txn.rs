@@ -243,6 +243,8 @@ pub(crate) struct TreeLocks {
     next_escalation: usize,
     pub(crate) table: Option<LockMode>,
     writer: bool,
+    /// Whether it holds key-range locks there (counted in the tree's `range_readers`).
+    pub(crate) ranges: bool,
 }
 
 impl TreeLocks {
@@ -283,6 +285,9 @@ pub struct TreeMeta {
     pub(crate) generation: AtomicU64,
     /// The versions of its rows (`crate::versions`).
     pub(crate) versions: TreeVersions,
+    /// Transactions holding key-range locks in it: while there are none, an insert looks
+    /// for no range lock (`txn::locks::lock_range`).
+    pub(crate) range_readers: AtomicUsize,
 }
 
 impl TreeMeta {
@@ -296,6 +301,7 @@ impl TreeMeta {
             lob_next_id: AtomicU64::new(0),
             generation: AtomicU64::new(0),
             versions: TreeVersions::default(),
+            range_readers: AtomicUsize::new(0),
         }
     }
 
@@ -370,6 +376,9 @@ fn finish(space: &Space, txn: &mut Txn) {
     for t in txn.trees.drain(..) {
         if t.writer {
             t.meta.writers.fetch_sub(1, Ordering::AcqRel);
+        }
+        if t.ranges {
+            t.meta.range_readers.fetch_sub(1, Ordering::AcqRel);
         }
     }
     space.txns.end(txn);

@@ -67,6 +67,21 @@ impl Transaction {
         r
     }
 
+    /// Takes a shared key-range lock on the keys of `table` just below `above` (None:
+    /// above its last key), held to the end of the transaction: no row can be inserted
+    /// there meanwhile (SERIALIZABLE, see `tessera_access::txn::locks`).
+    pub fn lock_range(&mut self, table: TableId, above: Option<&[u8]>) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lock_range(txn, table.0, above)
+    }
+
+    /// Takes shared key-range locks above `lo` up to `table`'s next live key, its range
+    /// included: the range just above a SERIALIZABLE range read.
+    pub fn lock_ranges_above(&mut self, table: TableId, lo: &Bound<Vec<u8>>) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lock_ranges_above(txn, table.0, lo)
+    }
+
     /// Lets go of the transaction's snapshot.
     pub fn release_snapshot(&mut self) {
         let txn = self.txn.as_mut().expect("transaction is open");

@@ -41,8 +41,12 @@ fn value(bytes: &[u8]) -> i64 {
     i64::from_le_bytes(bytes.try_into().expect("8 bytes"))
 }
 
-const UPDATE_LOCK: ReadLocks =
-    ReadLocks { row: RowLock::Keep { mode: LockMode::Update, hold: Hold::Statement }, table: None, skip_locked: false };
+const UPDATE_LOCK: ReadLocks = ReadLocks {
+    row: RowLock::Keep { mode: LockMode::Update, hold: Hold::Statement },
+    table: None,
+    skip_locked: false,
+    ranges: false,
+};
 
 /// A transaction as the scheduler runs it.
 struct Running {

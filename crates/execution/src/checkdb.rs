@@ -86,7 +86,8 @@ fn tree_of(ctx: &mut ExecCtx, db: &str, table: &Table, index: usize) -> SqlResul
 }
 
 fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<TableFindings> {
-    let shared_lock = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
+    let shared_lock =
+        ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false, ranges: false };
     let rows_tree = tree_of(ctx, db, &table, 0)?;
     ctx.transaction(db)?.lock_table_for_read(rows_tree, shared_lock)?;
     let mut findings = TableFindings {

@@ -33,7 +33,10 @@ pub fn read_locks(hints: LockHints, target: bool, isolation: &str) -> ReadLocks 
     } else {
         None
     };
-    ReadLocks { row, table, skip_locked: hints.readpast }
+    // SERIALIZABLE locks the ranges it reads (a data change's too), where it locks rows.
+    let serializable = hints.serializable || (isolation == "SERIALIZABLE" && !hints.nolock && !hints.readcommitted);
+    let ranges = serializable && matches!(row, RowLock::Keep { .. });
+    ReadLocks { row, table, skip_locked: hints.readpast, ranges }
 }
 
 #[cfg(test)]
@@ -60,6 +63,12 @@ mod tests {
         let held = RowLock::Keep { mode: LockMode::Shared, hold: Hold::Transaction };
         assert_eq!(read_locks(hints(&["HOLDLOCK"]), false, rc).row, held);
         assert_eq!(read_locks(hints(&[]), false, "SERIALIZABLE").row, held);
+        assert!(read_locks(hints(&[]), false, "SERIALIZABLE").ranges);
+        assert!(read_locks(hints(&["HOLDLOCK"]), false, rc).ranges);
+        assert!(read_locks(hints(&[]), true, "SERIALIZABLE").ranges, "a data change's ranges too");
+        assert!(!read_locks(hints(&[]), false, "REPEATABLE READ").ranges);
+        assert!(!read_locks(hints(&["REPEATABLEREAD"]), false, rc).ranges);
+        assert!(!read_locks(hints(&["NOLOCK"]), false, "SERIALIZABLE").ranges);
         assert_eq!(read_locks(hints(&["TABLOCK"]), false, rc).table, Some(LockMode::Shared));
         assert_eq!(read_locks(hints(&["TABLOCK"]), true, rc).table, Some(LockMode::Exclusive));
         assert_eq!(read_locks(hints(&["TABLOCKX"]), false, rc).table, Some(LockMode::Exclusive));

@@ -26,6 +26,9 @@ pub struct LockHints {
     /// row versions (READ COMMITTED SNAPSHOT).
     pub readcommittedlock: bool,
     pub holdlock: bool,
+    /// `HOLDLOCK` or `SERIALIZABLE` (not `REPEATABLEREAD`): the ranges read are locked
+    /// too.
+    pub serializable: bool,
     pub updlock: bool,
     pub xlock: bool,
     pub readpast: bool,
@@ -46,7 +49,11 @@ impl LockHints {
                     h.readcommitted = true;
                     h.readcommittedlock = true;
                 }
-                "HOLDLOCK" | "SERIALIZABLE" | "REPEATABLEREAD" => h.holdlock = true,
+                "HOLDLOCK" | "SERIALIZABLE" => {
+                    h.holdlock = true;
+                    h.serializable = true;
+                }
+                "REPEATABLEREAD" => h.holdlock = true,
                 "UPDLOCK" => h.updlock = true,
                 "XLOCK" => h.xlock = true,
                 "READPAST" => h.readpast = true,

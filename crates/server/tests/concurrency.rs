@@ -327,6 +327,56 @@ fn snapshot_readers_see_exact_bank_totals() {
     );
 }
 
+/// "Insert if absent" on a column that is not a key, at SERIALIZABLE: each worker looks for
+/// a value through a non-unique index and inserts a row with it if none is there (others
+/// delete values meanwhile). The
+/// key-range locks of the look (on the index) make the pair atomic: however many workers
+/// race for one value, exactly one row has it afterwards (deadlock victims retry).
+///
+/// Ignored for now: about one run in five under load (the whole suite at once) still ends
+/// with a value twice, so some interleaving — with the deletes, it seems — escapes the
+/// range locks (issue 34, next step). Run it with `--ignored`.
+#[test]
+#[ignore = "a rare interleaving still inserts a value twice: issue 34"]
+fn serializable_insert_if_absent_makes_no_duplicates() {
+    let server = TestServer::start();
+    let mut c = setup(&server, "CREATE TABLE t (id int IDENTITY PRIMARY KEY, k int NOT NULL, INDEX by_k (k))");
+    let duration = run_for(Duration::from_secs(3));
+    let victims = Arc::new(AtomicU64::new(0));
+    let v = victims.clone();
+    let inserted: Vec<i64> = in_parallel(server.port(), 4, move |w, c| {
+        let mut rng = StdRng::seed_from_u64(0x5E71 + w as u64);
+        c.exec("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE");
+        let started = Instant::now();
+        let mut inserted = 0;
+        while started.elapsed() < duration {
+            let k = rng.random_range(0..10);
+            // The look and the insert a moment apart; now and then a value is deleted, so
+            // that the race goes on.
+            let sql = if rng.random_bool(0.3) {
+                format!("DELETE t WHERE k = {k}; SELECT -@@ROWCOUNT")
+            } else {
+                format!(
+                    "BEGIN TRAN; IF NOT EXISTS (SELECT * FROM t WHERE k = {k}) BEGIN WAITFOR DELAY '00:00:00.002'; \
+                     INSERT t (k) VALUES ({k}); SELECT 1; END; COMMIT"
+                )
+            };
+            match c.try_query(&sql) {
+                Ok(rows) => inserted += rows.iter().map(|r| r[0]).sum::<i64>(),
+                Err((1205, _)) => {
+                    v.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+        }
+        inserted
+    });
+    let dupes = c.scalar("SELECT COUNT(*) FROM (SELECT k FROM t GROUP BY k HAVING COUNT(*) > 1) d");
+    assert_eq!(dupes, 0, "a value was inserted twice");
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM t"), inserted.iter().sum::<i64>(), "rows = inserted - deleted");
+    eprintln!("serializable insert-if-absent: {inserted:?} rows, {} deadlock victims", victims.load(Ordering::Relaxed));
+}
+
 /// The length and the letter of a large value at generation `g` (off the row: over
 /// 8,000 bytes).
 fn large_value_of(g: i64) -> (i64, i64) {

@@ -298,3 +298,86 @@ fn snapshot_isolation() {
         assert_eq!(now(&mut t1, "UPDATE test SET value = 0 WHERE id = 2").await, Err(3960));
     });
 }
+
+#[test]
+fn repeatable_read_and_serializable() {
+    let (server, runtime) = server_with_databases();
+    let port = server.port();
+    runtime.block_on(async {
+        // PMP at REPEATABLE READ: not prevented (rows read stay as they were, but a new
+        // row may appear).
+        let (mut t1, mut t2, _) = sessions(port, "locking", "REPEATABLE READ").await;
+        assert_eq!(now(&mut t1, "BEGIN TRAN; SELECT * FROM test WHERE value = 30").await, rows(&[]));
+        now(&mut t2, "INSERT INTO test (id, value) VALUES (3, 30)").await.unwrap();
+        assert_eq!(now(&mut t1, "SELECT * FROM test WHERE value % 3 = 0; COMMIT").await, rows(&[(3, 30)]));
+
+        // PMP at SERIALIZABLE: prevented (the insert waits for the reader's range locks).
+        let (mut t1, t2, _) = sessions(port, "locking", "SERIALIZABLE").await;
+        assert_eq!(now(&mut t1, "BEGIN TRAN; SELECT * FROM test WHERE value = 30").await, rows(&[]));
+        let insert = waits(t2, "INSERT INTO test (id, value) VALUES (3, 30)").await;
+        assert_eq!(now(&mut t1, "SELECT * FROM test WHERE value % 3 = 0").await, rows(&[]));
+        now(&mut t1, "COMMIT").await.unwrap();
+        assert_eq!(after(insert).await.1, rows(&[]));
+
+        // The same read in EXISTS (insert if absent).
+        let (mut t1, t2, _) = sessions(port, "locking", "SERIALIZABLE").await;
+        assert_eq!(
+            now(&mut t1, "BEGIN TRAN; IF NOT EXISTS (SELECT * FROM test WHERE value = 31) SELECT 1, 1").await,
+            rows(&[(1, 1)])
+        );
+        let insert = waits(t2, "INSERT INTO test (id, value) VALUES (7, 31)").await;
+        now(&mut t1, "COMMIT").await.unwrap();
+        after(insert).await.1.unwrap();
+
+        // An empty range at the end of the index, and one in the middle of it.
+        let (mut t1, t2, mut t3) = sessions(port, "locking", "SERIALIZABLE").await;
+        assert_eq!(now(&mut t1, "BEGIN TRAN; SELECT * FROM test WHERE id > 5").await, rows(&[]));
+        let insert = waits(t2, "INSERT INTO test (id, value) VALUES (10, 100)").await;
+        // Outside the range read: goes in at once.
+        now(&mut t3, "INSERT INTO test (id, value) VALUES (-1, 0)").await.unwrap();
+        now(&mut t1, "COMMIT").await.unwrap();
+        after(insert).await.1.unwrap();
+        let (mut t1, t2, _) = sessions(port, "locking", "SERIALIZABLE").await;
+        now(&mut t3, "INSERT INTO test (id, value) VALUES (10, 100)").await.unwrap();
+        assert_eq!(now(&mut t1, "BEGIN TRAN; SELECT * FROM test WHERE id BETWEEN 3 AND 9").await, rows(&[]));
+        let insert = waits(t2, "INSERT INTO test (id, value) VALUES (5, 50)").await;
+        assert_eq!(
+            now(&mut t1, "SELECT COUNT(*), 0 FROM test WHERE id BETWEEN 3 AND 9; COMMIT").await,
+            rows(&[(0, 0)])
+        );
+        after(insert).await.1.unwrap();
+
+        // G2, anti-dependency cycles: prevented (two readers of one range each insert
+        // into it: one is the deadlock victim, 1205).
+        let (mut t1, t2, mut t3) = sessions(port, "locking", "SERIALIZABLE").await;
+        assert_eq!(now(&mut t1, "BEGIN TRAN; SELECT * FROM test WHERE value % 3 = 0").await, rows(&[]));
+        let mut t2 = t2;
+        assert_eq!(now(&mut t2, "BEGIN TRAN; SELECT * FROM test WHERE value % 3 = 0").await, rows(&[]));
+        let insert = waits(t1, "INSERT INTO test (id, value) VALUES (3, 30)").await;
+        let second = now(&mut t2, "INSERT INTO test (id, value) VALUES (4, 42)").await;
+        let (mut t1, first) = after(insert).await;
+        match (first, second) {
+            (Ok(_), Err(1205)) => now(&mut t1, "COMMIT").await.unwrap(),
+            (Err(1205), Ok(_)) => now(&mut t2, "COMMIT").await.unwrap(),
+            other => panic!("one of the two must be the deadlock victim: {other:?}"),
+        };
+        assert_eq!(now(&mut t3, "SELECT COUNT(*), 0 FROM test WHERE id IN (3, 4)").await, rows(&[(1, 0)]));
+
+        // The same through a non-unique index: two "insert if absent" of one value.
+        run(&mut t3, "CREATE TABLE ti (id int IDENTITY PRIMARY KEY, k int NOT NULL, INDEX by_k (k)); INSERT ti (k) VALUES (1), (9)")
+            .await;
+        let (mut t1, mut t2, mut t3) = sessions(port, "locking", "SERIALIZABLE").await;
+        let absent = "BEGIN TRAN; IF NOT EXISTS (SELECT * FROM ti WHERE k = 5) SELECT 1, 1";
+        assert_eq!(now(&mut t1, absent).await, rows(&[(1, 1)]));
+        assert_eq!(now(&mut t2, absent).await, rows(&[(1, 1)]));
+        let insert = waits(t1, "INSERT ti (k) VALUES (5)").await;
+        let second = now(&mut t2, "INSERT ti (k) VALUES (5)").await;
+        let (mut t1, first) = after(insert).await;
+        match (first, second) {
+            (Ok(_), Err(1205)) => now(&mut t1, "COMMIT").await.unwrap(),
+            (Err(1205), Ok(_)) => now(&mut t2, "COMMIT").await.unwrap(),
+            other => panic!("one of the two must be the deadlock victim: {other:?}"),
+        };
+        assert_eq!(now(&mut t3, "SELECT COUNT(*), 0 FROM ti WHERE k = 5").await, rows(&[(1, 0)]));
+    });
+}

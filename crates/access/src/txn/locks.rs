@@ -39,6 +39,60 @@ pub(super) fn lock_key(space: &Space, txn: &mut Txn, i: usize, key: &[u8], mode:
     Ok(true)
 }
 
+/// The body of [`Space::lock_range`]: a shared key-range lock on the keys just below
+/// `above` (None: above the tree's last key), held to the end of the transaction — what
+/// SQL Server's RangeS-S gives a SERIALIZABLE read. An insert first takes the range it
+/// lands in ([`insert_into_range`]), which waits for every shared holder: so no key can
+/// appear in a range a SERIALIZABLE transaction read (no phantom), empty ranges and the
+/// ends of an index included. A table lock that covers S makes it unnecessary.
+pub(crate) fn lock_range(space: &Space, txn: &mut Txn, tree: PageNo, above: Option<&[u8]>) -> Result<()> {
+    let i = space.tree_locks(txn, tree, false)?;
+    if txn.trees[i].covers(LockMode::Shared) {
+        return Ok(());
+    }
+    if !txn.trees[i].ranges {
+        txn.trees[i].ranges = true;
+        txn.trees[i].meta.range_readers.fetch_add(1, Ordering::AcqRel);
+    }
+    let r = Resource::range(tree.raw(), above);
+    if space.locks.lock(txn.id, r, LockMode::Shared, txn.wait())? {
+        txn.locks.push(r);
+    }
+    Ok(())
+}
+
+/// Before an insert of `key` into `meta`'s tree (its tree latch held exclusively by the
+/// caller's `latch`): while transactions hold key-range locks in the tree, the range the
+/// key lands in — the one below the next key — is taken in IX for the insert only
+/// (compatible with other inserts, not with a reader's S). On conflict the latch is let
+/// go, the lock waited for and released, and `Retry` returned: the caller latches again
+/// and looks again (the next key may have changed meanwhile).
+pub(crate) fn insert_into_range(space: &Space, txn: &Txn, tree: PageNo, key: &[u8]) -> Result<RangeCheck> {
+    let next = crate::btree::next_live_key(space, tree, &std::ops::Bound::Excluded(key.to_vec()))?;
+    Ok(take_range(space, txn, tree, next.as_deref()))
+}
+
+/// Tries the range below `above` in IX for a change (an insert into it, or the delete of
+/// `above`, which merges it with the next), without waiting.
+pub(crate) fn take_range(space: &Space, txn: &Txn, tree: PageNo, above: Option<&[u8]>) -> RangeCheck {
+    let r = Resource::range(tree.raw(), above);
+    match space.locks.try_lock(txn.id, r, LockMode::IntentExclusive) {
+        Some(true) => RangeCheck::Taken(r),
+        Some(false) => RangeCheck::Clear,
+        None => RangeCheck::Wait(r),
+    }
+}
+
+/// What [`insert_into_range`] found.
+pub(crate) enum RangeCheck {
+    /// The transaction holds the range already (its own read): nothing to release.
+    Clear,
+    /// Taken for the insert: release it once the key is in.
+    Taken(Resource),
+    /// Another transaction holds it: wait (without the latch), then look again.
+    Wait(Resource),
+}
+
 /// The body of [`Space::keep_lock`]: escalation as [`lock_key`] describes it.
 pub(crate) fn keep_lock(space: &Space, txn: &mut Txn, i: usize, r: Resource, hold: Hold) -> Result<()> {
     if txn.locks.len() + txn.statement_locks.len() >= crate::lock::MAX_LOCKS_PER_TXN {
@@ -94,7 +148,14 @@ pub(crate) fn tree_locks(space: &Space, txn: &mut Txn, tree: PageNo, write: bool
         Some(i) => i,
         None => {
             let meta = space.tree(tree);
-            txn.trees.push(TreeLocks { meta, keys: 0, next_escalation: ESCALATE_AT, table: None, writer: false });
+            txn.trees.push(TreeLocks {
+                meta,
+                keys: 0,
+                next_escalation: ESCALATE_AT,
+                table: None,
+                writer: false,
+                ranges: false,
+            });
             txn.trees.len() - 1
         }
     };

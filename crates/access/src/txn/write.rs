@@ -21,6 +21,7 @@ use tessera_buffer::page::PageNo;
 use tessera_buffer::PageHandle;
 use tessera_errors::{Error, Result};
 
+use super::locks::RangeCheck;
 use super::{locks, reserve_undo, unreserve_undo, with_undo_reserved, Hold, TreeMeta, Txn};
 use crate::btree;
 use crate::lock::LockMode;
@@ -107,6 +108,8 @@ pub(crate) fn insert_locked(
     insert_new(space, txn, meta, key, value, false)
 }
 
+/// Inserts a record; a `versioned` one (a table's row or index entry) keeps its version
+/// and respects the key-range locks of SERIALIZABLE readers.
 fn insert_new(
     space: &Space,
     txn: &mut Txn,
@@ -115,10 +118,14 @@ fn insert_new(
     value: &[u8],
     versioned: bool,
 ) -> Result<()> {
-    let _latch = meta.latch.write();
+    let (_latch, range) = latch_in_range(space, txn, meta, key, RangeOf::Insert, versioned)?;
     space.note_first_lsn(txn);
     let reserved = reserve_undo(space, txn, key.len(), 0, None);
     let stored = store_new(space, txn, meta, key, value, versioned);
+    // The key is in (or not): its own X lock now keeps its range's readers waiting.
+    if let Some(r) = range {
+        space.locks.release(txn.id, r);
+    }
     if !matches!(stored, Ok(None)) {
         unreserve_undo(space, txn, reserved);
     }
@@ -201,10 +208,57 @@ pub(crate) fn update(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8], val
     Ok(true)
 }
 
+/// Which range a change of a key must find free of SERIALIZABLE readers.
+#[derive(Clone, Copy)]
+enum RangeOf {
+    /// An insert: the range it lands in (below the next key).
+    Insert,
+    /// A delete: the range below the key, which its removal merges with the next one.
+    Delete,
+}
+
+/// Latches `meta`'s tree exclusively for a change of `key`; while transactions hold
+/// key-range locks in it (and the change is to a `row`), first takes the range the change
+/// touches in IX, waiting (without the latch) for its readers and looking again. Returns
+/// the latch and the range lock to release once the change is made.
+fn latch_in_range<'m>(
+    space: &Space,
+    txn: &Txn,
+    meta: &'m TreeMeta,
+    key: &[u8],
+    of: RangeOf,
+    row: bool,
+) -> Result<(parking_lot::RwLockWriteGuard<'m, ()>, Option<crate::lock::Resource>)> {
+    loop {
+        let latch = meta.latch.write();
+        if !row || meta.range_readers.load(Ordering::Acquire) == 0 {
+            return Ok((latch, None));
+        }
+        let check = match of {
+            RangeOf::Insert => locks::insert_into_range(space, txn, meta.root, key)?,
+            RangeOf::Delete => locks::take_range(space, txn, meta.root, Some(key)),
+        };
+        match check {
+            RangeCheck::Clear => return Ok((latch, None)),
+            RangeCheck::Taken(r) => return Ok((latch, Some(r))),
+            RangeCheck::Wait(r) => {
+                drop(latch);
+                if space.locks.lock(txn.id, r, LockMode::IntentExclusive, txn.wait())? {
+                    space.locks.release(txn.id, r);
+                }
+            }
+        }
+    }
+}
+
 /// The body of [`Space::delete`].
 pub(crate) fn delete(space: &Space, txn: &mut Txn, tree: PageNo, key: &[u8]) -> Result<bool> {
     let meta = lock_for_write(space, txn, tree, key)?;
-    let _latch = meta.latch.write();
+    let (_latch, range) = latch_in_range(space, txn, &meta, key, RangeOf::Delete, true)?;
+    // The key keeps its X lock: readers of its ranges wait for it from here on.
+    if let Some(r) = range {
+        space.locks.release(txn.id, r);
+    }
     let Some(mut current) = btree::lookup_with(space, tree, key, |r| r.to_vec())? else { return Ok(false) };
     if btree::is_ghost(&current) {
         return Ok(false);

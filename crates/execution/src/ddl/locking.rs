@@ -95,7 +95,8 @@ pub(super) fn lock_trees(
     statement: &str,
     own_writes: OwnWrites,
 ) -> SqlResult<()> {
-    let shared = ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false };
+    let shared =
+        ReadLocks { row: RowLock::Committed, table: Some(LockMode::Shared), skip_locked: false, ranges: false };
     for ix in &table.indexes {
         if let Some(tree) = database.table(&ix.tree) {
             let tx = ctx.transaction(database.name())?;

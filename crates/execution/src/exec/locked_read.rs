@@ -52,10 +52,10 @@ fn locked_candidates(
         _ => OnLocked::Wait,
     };
     let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
-    let mut candidates = Vec::new();
     let mut held = Reservation::new(&ctx.grant());
     let (lo, hi) = (range.0.as_ref().map(|v| &v[..]), range.1.as_ref().map(|v| &v[..]));
-    let mut find = |tx: &mut tessera_database::Transaction| -> SqlResult<()> {
+    let mut find = |tx: &mut tessera_database::Transaction| -> SqlResult<Vec<Candidate>> {
+        let mut candidates = Vec::new();
         for item in tx.scan_with(tree, lo, hi, dir, on_locked) {
             let (key, value) = item?;
             // An index entry leads to its row's clustered key.
@@ -66,16 +66,38 @@ fn locked_candidates(
                 break;
             }
         }
-        Ok(())
+        Ok(candidates)
     };
     let tx = ctx.transaction(&db)?;
-    // READCOMMITTEDLOCK finds the rows as they are now, never versions.
-    if locks.row == RowLock::CommittedLocking {
-        tx.reading_current(find)?;
-    } else {
-        find(tx)?;
+    // READCOMMITTEDLOCK and SERIALIZABLE find the rows as they are now, never versions.
+    if locks.row != RowLock::CommittedLocking && !locks.ranges {
+        return find(tx);
     }
-    Ok(candidates)
+    tx.reading_current(|tx| {
+        let mut candidates = find(tx)?;
+        if !locks.ranges {
+            return Ok(candidates);
+        }
+        // SERIALIZABLE: the ranges below every key read and the one above the range are
+        // locked, then the range is read again: a key inserted before its range was
+        // locked is found then (its range locked in turn); none can be inserted after.
+        loop {
+            for (row_key, entry) in &candidates {
+                tx.lock_range(tree, Some(entry.as_deref().unwrap_or(row_key)))?;
+            }
+            match &range.1 {
+                std::ops::Bound::Included(k) => tx.lock_ranges_above(tree, &std::ops::Bound::Excluded(k.clone()))?,
+                std::ops::Bound::Excluded(k) => tx.lock_ranges_above(tree, &std::ops::Bound::Included(k.clone()))?,
+                std::ops::Bound::Unbounded => tx.lock_range(tree, None)?,
+            }
+            let again = find(tx)?;
+            let new_keys = again.iter().any(|c| !candidates.contains(c));
+            candidates = again;
+            if !new_keys {
+                return Ok(candidates);
+            }
+        }
+    })
 }
 
 /// An update conflict (3960) names the table as SQL Server does; other errors pass.

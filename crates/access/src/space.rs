@@ -772,16 +772,34 @@ impl Space {
     /// live key, that key's range included (above the last key when there is none): the
     /// range just above a SERIALIZABLE range read. The ranges below the ghosts met on the
     /// way are taken too, in case a deleter of one rolls back.
+    ///
+    /// The live key may be another transaction's uncommitted insert, which a rollback
+    /// would take away (merging its range with the next): so its writer is waited for
+    /// (as SQL Server's RangeS-S locks the key too), and the keys looked up again until
+    /// they stay the same.
     pub fn lock_ranges_above(&self, txn: &mut Txn, tree: PageNo, lo: &Bound<Vec<u8>>) -> Result<()> {
-        let (ghosts, live) = {
-            let meta = self.tree(tree);
+        let meta = self.tree(tree);
+        let mut keys = {
             let _latch = meta.latch.read();
             btree::keys_to_next_live(self, tree, lo)?
         };
-        for key in ghosts.iter().map(|g| Some(&g[..])).chain(std::iter::once(live.as_deref())) {
-            txn::locks::lock_range(self, txn, tree, key)?;
+        loop {
+            let (ghosts, live) = &keys;
+            for key in ghosts.iter().map(|g| Some(&g[..])).chain(std::iter::once(live.as_deref())) {
+                txn::locks::lock_range(self, txn, tree, key)?;
+            }
+            if let Some(l) = live {
+                self.locks.wait_compatible(txn.id, Resource::key(tree.raw(), l), LockMode::Shared, txn.wait())?;
+            }
+            let again = {
+                let _latch = meta.latch.read();
+                btree::keys_to_next_live(self, tree, lo)?
+            };
+            if again == keys {
+                return Ok(());
+            }
+            keys = again;
         }
-        Ok(())
     }
 
     /// Ends a statement's locks: its statement-duration locks are released, except those

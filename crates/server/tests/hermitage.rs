@@ -379,5 +379,19 @@ fn repeatable_read_and_serializable() {
             other => panic!("one of the two must be the deadlock victim: {other:?}"),
         };
         assert_eq!(now(&mut t3, "SELECT COUNT(*), 0 FROM ti WHERE k = 5").await, rows(&[(1, 0)]));
+
+        // The key above a range read is another transaction's uncommitted insert: the
+        // reader waits for it (a rollback would take it away and merge the ranges), then
+        // locks the range up to the key that is really next.
+        run(&mut t3, "DELETE ti WHERE k = 5").await;
+        let (mut t1, t2, t3) = sessions(port, "locking", "SERIALIZABLE").await;
+        now(&mut t1, "BEGIN TRAN; INSERT ti (k) VALUES (6)").await.unwrap();
+        let read = waits(t2, "BEGIN TRAN; SELECT id, k FROM ti WHERE k = 5").await;
+        now(&mut t1, "ROLLBACK").await.unwrap();
+        let (mut t2, outcome) = after(read).await;
+        assert_eq!(outcome, rows(&[]));
+        let insert = waits(t3, "INSERT ti (k) VALUES (5)").await;
+        now(&mut t2, "COMMIT").await.unwrap();
+        after(insert).await.1.unwrap();
     });
 }

@@ -778,28 +778,7 @@ impl Space {
     /// (as SQL Server's RangeS-S locks the key too), and the keys looked up again until
     /// they stay the same.
     pub fn lock_ranges_above(&self, txn: &mut Txn, tree: PageNo, lo: &Bound<Vec<u8>>) -> Result<()> {
-        let meta = self.tree(tree);
-        let mut keys = {
-            let _latch = meta.latch.read();
-            btree::keys_to_next_live(self, tree, lo)?
-        };
-        loop {
-            let (ghosts, live) = &keys;
-            for key in ghosts.iter().map(|g| Some(&g[..])).chain(std::iter::once(live.as_deref())) {
-                txn::locks::lock_range(self, txn, tree, key)?;
-            }
-            if let Some(l) = live {
-                self.locks.wait_compatible(txn.id, Resource::key(tree.raw(), l), LockMode::Shared, txn.wait())?;
-            }
-            let again = {
-                let _latch = meta.latch.read();
-                btree::keys_to_next_live(self, tree, lo)?
-            };
-            if again == keys {
-                return Ok(());
-            }
-            keys = again;
-        }
+        txn::locks::lock_ranges_above(self, txn, tree, lo)
     }
 
     /// Ends a statement's locks: its statement-duration locks are released, except those

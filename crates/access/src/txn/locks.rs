@@ -61,6 +61,37 @@ pub(crate) fn lock_range(space: &Space, txn: &mut Txn, tree: PageNo, above: Opti
     Ok(())
 }
 
+/// The body of [`Space::lock_ranges_above`].
+pub(crate) fn lock_ranges_above(
+    space: &Space,
+    txn: &mut Txn,
+    tree: PageNo,
+    lo: &std::ops::Bound<Vec<u8>>,
+) -> Result<()> {
+    let meta = space.tree(tree);
+    let mut keys = {
+        let _latch = meta.latch.read();
+        crate::btree::keys_to_next_live(space, tree, lo)?
+    };
+    loop {
+        let (ghosts, live) = &keys;
+        for key in ghosts.iter().map(|g| Some(&g[..])).chain(std::iter::once(live.as_deref())) {
+            lock_range(space, txn, tree, key)?;
+        }
+        if let Some(l) = live {
+            space.locks.wait_compatible(txn.id, Resource::key(tree.raw(), l), LockMode::Shared, txn.wait())?;
+        }
+        let again = {
+            let _latch = meta.latch.read();
+            crate::btree::keys_to_next_live(space, tree, lo)?
+        };
+        if again == keys {
+            return Ok(());
+        }
+        keys = again;
+    }
+}
+
 /// Before an insert of `key` into `meta`'s tree (its tree latch held exclusively by the
 /// caller's `latch`): while transactions hold key-range locks in the tree, the range the
 /// key lands in — the one below the next key — is taken in IX for the insert only

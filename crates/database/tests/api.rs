@@ -914,3 +914,34 @@ fn files_a_crash_left_do_not_block_the_name() {
     let t = db.table("t").unwrap();
     assert_eq!(db.begin().get(t, &int_key(1)).unwrap().as_deref(), Some(&b"row"[..]));
 }
+
+/// A minimally logged bulk load keeps no row versions, so it is refused (the rows go in
+/// one by one) while the database keeps them: a snapshot reader, which takes no lock,
+/// would otherwise see the loaded rows before they commit. Options that read versions
+/// are kept across a restart and versioning comes back on with them.
+#[test]
+fn bulk_loads_wait_while_versions_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let simple = DatabaseOptions { recovery_model: RecoveryModel::Simple, ..DatabaseOptions::default() };
+    {
+        let engine = Engine::open(config(dir.path())).unwrap();
+        engine.create_database("v", simple.clone()).unwrap();
+        let db = engine.database("v").unwrap();
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..100).map(|i| (int_key(i), b"row".to_vec())).collect();
+        let load = |table| {
+            let mut tx = db.begin();
+            let done = tx.bulk_load(table, rows.iter().map(|(k, v)| (&k[..], &v[..]))).unwrap().is_some();
+            tx.commit().unwrap();
+            done
+        };
+        assert!(load(db.create_table("plain").unwrap()), "SIMPLE recovery loads minimally");
+        db.set_versioning(true, None).unwrap();
+        engine.alter_database("v", DatabaseOptions { read_committed_snapshot: true, ..simple.clone() }).unwrap();
+        assert_eq!(db.versioning(), tessera_database::Versioning::On);
+        assert!(!load(db.create_table("versioned").unwrap()), "refused while versions are kept");
+    }
+    let engine = Engine::open(config(dir.path())).unwrap();
+    let db = engine.database("v").unwrap();
+    assert!(db.options().read_committed_snapshot && db.reads_committed_snapshot());
+    assert_eq!(db.versioning(), tessera_database::Versioning::On, "on again after a restart");
+}

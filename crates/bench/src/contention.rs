@@ -30,7 +30,7 @@ use serde::Serialize;
 
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
-use crate::peers::postgres::{pgbench, psql, start_postgres};
+use crate::peers::postgres::{pgbench, psql, start_postgres, Sides};
 use crate::pointselect::{batch, connect, Conn, Outcome, PASSWORD};
 use crate::report::{fmt_value, Report, ResultRow};
 
@@ -262,41 +262,35 @@ pub fn run(dir: &Path, params: &ContentionParams, progress: &dyn Fn(&str)) -> Re
     let mut failures = Vec::new();
     let workloads: Vec<Workload> =
         std::iter::once(Workload::Counter).chain(params.accounts.iter().map(|&n| Workload::Bank(n))).collect();
-    let side = |sub: &str| {
-        let path = dir.join(sub);
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).map(|_| path)
-    };
-    let path = side("tessera")?;
-    let ours = tessera(&path, params, &workloads, progress);
-    let _ = fs::remove_dir_all(&path);
-    let path = side("postgres")?;
-    let peer = postgres_side(&path, params, &workloads, progress);
-    let _ = fs::remove_dir_all(&path);
-    match (&ours, &peer) {
-        (Ok(o), Ok(pg)) => {
-            let cells = workloads.iter().flat_map(|w| params.connections.iter().map(move |&n| (*w, n)));
-            for (((w, n), t), q) in cells.zip(o).zip(pg) {
-                report.push(ResultRow::rate(
-                    format!("{}, {n} connection(s): throughput", w.label()),
-                    "transactions/s",
-                    t.rate,
-                    "postgresql",
-                    q.rate,
-                    GOAL_THROUGHPUT_VS_POSTGRES,
-                ));
-                for (who, c) in [("tessera", t), ("postgresql", q)] {
-                    if c.checked.0 != c.checked.1 {
-                        failures.push(format!(
-                            "{who}, {}, {n} connection(s): {} after {} transactions, {} expected",
-                            w.label(),
-                            c.checked.0,
-                            c.done,
-                            c.checked.1
-                        ));
-                    }
+    let sides = Sides::run(
+        dir,
+        |d| tessera(d, params, &workloads, progress),
+        |d| postgres_side(d, params, &workloads, progress),
+    )?;
+    failures.extend(sides.failures());
+    if let (Ok(o), Ok(pg)) = (&sides.ours, &sides.peer) {
+        let cells = workloads.iter().flat_map(|w| params.connections.iter().map(move |&n| (*w, n)));
+        for (((w, n), t), q) in cells.zip(o).zip(pg) {
+            report.push(ResultRow::rate(
+                format!("{}, {n} connection(s): throughput", w.label()),
+                "transactions/s",
+                t.rate,
+                "postgresql",
+                q.rate,
+                GOAL_THROUGHPUT_VS_POSTGRES,
+            ));
+            for (who, c) in [("tessera", t), ("postgresql", q)] {
+                if c.checked.0 != c.checked.1 {
+                    failures.push(format!(
+                        "{who}, {}, {n} connection(s): {} after {} transactions, {} expected",
+                        w.label(),
+                        c.checked.0,
+                        c.done,
+                        c.checked.1
+                    ));
                 }
-                report.note(format!(
+            }
+            report.note(format!(
                     "{}, {n} connection(s): tessera {} tx/s ({} transactions, check {} = {}), postgresql {} tx/s ({} transactions, check {} = {})",
                     w.label(),
                     fmt_value(t.rate),
@@ -308,15 +302,6 @@ pub fn run(dir: &Path, params: &ContentionParams, progress: &dyn Fn(&str)) -> Re
                     q.checked.0,
                     q.checked.1
                 ));
-            }
-        }
-        _ => {
-            if let Err(e) = &ours {
-                failures.push(format!("tessera: {e}"));
-            }
-            if let Err(e) = &peer {
-                failures.push(format!("postgresql: {e}"));
-            }
         }
     }
     report.note("throughput ratio = tessera's ÷ PostgreSQL's (goal ≥ 1.0 on every row); both sides must end exact (counter = acknowledged updates, bank total unchanged)");

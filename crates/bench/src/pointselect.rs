@@ -32,7 +32,7 @@ use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 use crate::cpu::{rusage_cpu, thread_cpu};
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
-use crate::peers::postgres::{pgbench, psql, start_postgres};
+use crate::peers::postgres::{pgbench, psql, start_postgres, Sides};
 use crate::report::{fmt_value, Report, ResultRow};
 use crate::tdsload::{self, LoadSpec, Stop};
 
@@ -313,68 +313,58 @@ pub fn run(dir: &Path, params: &PointselectParams, progress: &dyn Fn(&str)) -> R
     let machine = Machine::detect(dir)?;
     let mut report = Report::new(NAME, serde_json::to_value(params)?, machine);
     let mut failures = Vec::new();
-    let side = |sub: &str| {
-        let path = dir.join(sub);
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).map(|_| path)
-    };
-    let path = side("tessera")?;
-    let ours = tessera(&path, params, progress);
-    let _ = fs::remove_dir_all(&path);
-    let path = side("postgres")?;
-    let peer = postgres_side(&path, params, progress);
-    let _ = fs::remove_dir_all(&path);
-    match (&ours, &peer) {
-        (Ok(o), Ok(pg)) => {
-            const WHAT: &str = "seed 002 point select over TDS";
-            for ((&n, t), q) in params.connections.iter().zip(o).zip(pg) {
-                let (lean, tib) = (&t.lean, &t.tiberius);
-                if n == 1 {
+    let sides = Sides::run(dir, |d| tessera(d, params, progress), |d| postgres_side(d, params, progress))?;
+    failures.extend(sides.failures());
+    if let (Ok(o), Ok(pg)) = (&sides.ours, &sides.peer) {
+        const WHAT: &str = "seed 002 point select over TDS";
+        for ((&n, t), q) in params.connections.iter().zip(o).zip(pg) {
+            let (lean, tib) = (&t.lean, &t.tiberius);
+            if n == 1 {
+                report.push(ResultRow::time(
+                    format!("{WHAT}, 1 connection: mean latency"),
+                    "ms",
+                    lean.latency_ms,
+                    "postgresql",
+                    q.latency_ms,
+                    1.0 / GOAL_LATENCY_VS_POSTGRES,
+                ));
+                report.push(ResultRow::time(
+                    format!("{WHAT}, 1 connection, tiberius client: mean latency"),
+                    "ms",
+                    tib.latency_ms,
+                    "postgresql",
+                    q.latency_ms,
+                    0.0,
+                ));
+            } else {
+                report.push(ResultRow::rate(
+                    format!("{WHAT}, {n} connections: throughput"),
+                    "queries/s",
+                    lean.rate,
+                    "postgresql",
+                    q.rate,
+                    GOAL_THROUGHPUT_VS_POSTGRES,
+                ));
+                if let (Some((ts, _)), Some((ps, _))) = (lean.cpu, q.cpu) {
                     report.push(ResultRow::time(
-                        format!("{WHAT}, 1 connection: mean latency"),
-                        "ms",
-                        lean.latency_ms,
+                        format!("{WHAT}, {n} connections: server CPU per query"),
+                        "µs",
+                        ts,
                         "postgresql",
-                        q.latency_ms,
-                        1.0 / GOAL_LATENCY_VS_POSTGRES,
-                    ));
-                    report.push(ResultRow::time(
-                        format!("{WHAT}, 1 connection, tiberius client: mean latency"),
-                        "ms",
-                        tib.latency_ms,
-                        "postgresql",
-                        q.latency_ms,
-                        0.0,
-                    ));
-                } else {
-                    report.push(ResultRow::rate(
-                        format!("{WHAT}, {n} connections: throughput"),
-                        "queries/s",
-                        lean.rate,
-                        "postgresql",
-                        q.rate,
-                        GOAL_THROUGHPUT_VS_POSTGRES,
-                    ));
-                    if let (Some((ts, _)), Some((ps, _))) = (lean.cpu, q.cpu) {
-                        report.push(ResultRow::time(
-                            format!("{WHAT}, {n} connections: server CPU per query"),
-                            "µs",
-                            ts,
-                            "postgresql",
-                            ps,
-                            1.0 / GOAL_SERVER_CPU_VS_POSTGRES,
-                        ));
-                    }
-                    report.push(ResultRow::rate(
-                        format!("{WHAT}, {n} connections, tiberius client: throughput"),
-                        "queries/s",
-                        tib.rate,
-                        "postgresql",
-                        q.rate,
-                        0.0,
+                        ps,
+                        1.0 / GOAL_SERVER_CPU_VS_POSTGRES,
                     ));
                 }
-                report.note(format!(
+                report.push(ResultRow::rate(
+                    format!("{WHAT}, {n} connections, tiberius client: throughput"),
+                    "queries/s",
+                    tib.rate,
+                    "postgresql",
+                    q.rate,
+                    0.0,
+                ));
+            }
+            report.note(format!(
                     "{n} connection(s): tessera {} queries/s ({:.3} ms mean) with the lean generator, {} queries/s ({:.3} ms mean) with tiberius; postgresql {} queries/s ({:.3} ms mean)",
                     fmt_value(lean.rate),
                     lean.latency_ms,
@@ -383,19 +373,10 @@ pub fn run(dir: &Path, params: &PointselectParams, progress: &dyn Fn(&str)) -> R
                     fmt_value(q.rate),
                     q.latency_ms
                 ));
-                if let (Some((ls, lc)), Some((ts, tc)), Some((ps, pc))) = (lean.cpu, tib.cpu, q.cpu) {
-                    report.note(format!(
+            if let (Some((ls, lc)), Some((ts, tc)), Some((ps, pc))) = (lean.cpu, tib.cpu, q.cpu) {
+                report.note(format!(
                         "{n} connection(s), CPU per query: tessera server {ls:.1} µs + lean generator {lc:.1} µs; tessera server {ts:.1} µs + tiberius client {tc:.1} µs; postgresql server {ps:.1} µs + pgbench {pc:.1} µs"
                     ));
-                }
-            }
-        }
-        _ => {
-            if let Err(e) = &ours {
-                failures.push(format!("tessera: {e}"));
-            }
-            if let Err(e) = &peer {
-                failures.push(format!("postgresql: {e}"));
             }
         }
     }

@@ -30,10 +30,10 @@ use serde::Serialize;
 
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
-use crate::peers::postgres::{pgbench_logged, psql, start_postgres};
+use crate::peers::postgres::{pgbench_logged, psql, start_postgres, Sides};
 use crate::pointselect::{batch, connect};
 use crate::report::{fmt_value, Report, ResultRow};
-use crate::tdsload::{self, LoadSpec, Stop};
+use crate::tdsload::{self, quantile_ms, LoadSpec, Stop};
 
 pub const NAME: &str = "rcsi";
 
@@ -82,16 +82,6 @@ struct Phase {
 pub struct Outcome {
     pub report: Report,
     pub failures: Vec<String>,
-}
-
-/// The `q`-quantile of latencies in µs, in ms.
-fn quantile_ms(latencies_us: &mut [u32], q: f64) -> f64 {
-    if latencies_us.is_empty() {
-        return 0.0;
-    }
-    latencies_us.sort_unstable();
-    let i = ((latencies_us.len() as f64 * q).ceil() as usize).clamp(1, latencies_us.len()) - 1;
-    f64::from(latencies_us[i]) / 1000.0
 }
 
 /// `connections` sending `batches` in the benchmark's database for the phase's time.
@@ -243,60 +233,40 @@ pub fn run(dir: &Path, params: &RcsiParams, progress: &dyn Fn(&str)) -> Result<O
     progress("measuring fdatasync latency of the data directory");
     let machine = Machine::detect(dir)?;
     let mut report = Report::new(NAME, serde_json::to_value(params)?, machine);
-    let mut failures = Vec::new();
-    let side = |sub: &str| {
-        let path = dir.join(sub);
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).map(|_| path)
-    };
-    let path = side("tessera")?;
-    let ours = tessera(&path, params, progress);
-    let _ = fs::remove_dir_all(&path);
-    let path = side("postgres")?;
-    let peer = postgres_side(&path, params, progress);
-    let _ = fs::remove_dir_all(&path);
+    let sides = Sides::run(dir, |d| tessera(d, params, progress), |d| postgres_side(d, params, progress))?;
     let (r, w) = (params.readers, params.writers);
-    match (&ours, &peer) {
-        (Ok([alone, beside, locking]), Ok([pg_alone, pg_beside])) => {
-            report.push(ResultRow::rate(
-                format!("RCSI, {r} readers beside {w} writers: reads"),
-                "queries/s",
-                beside.reads_per_s,
-                "postgresql",
-                pg_beside.reads_per_s,
-                GOAL_READS_VS_POSTGRES,
-            ));
-            report.push(ResultRow::time(
-                format!("RCSI, {r} readers: p99 beside {w} writers (peer: alone)"),
-                "ms",
-                beside.p99_ms,
-                "tessera alone",
-                alone.p99_ms,
-                1.0 / GOAL_P99_VS_ALONE,
-            ));
-            let line = |who: &str, ph: &Phase| {
-                format!(
-                    "{who}: reads {} /s, mean {} ms, p99 {} ms; writes {} /s",
-                    fmt_value(ph.reads_per_s),
-                    fmt_value(ph.mean_ms),
-                    fmt_value(ph.p99_ms),
-                    fmt_value(ph.writes_per_s)
-                )
-            };
-            report.note(line("tessera RCSI, readers alone", alone));
-            report.note(line("tessera RCSI, beside the writers", beside));
-            report.note(line("tessera locking READ COMMITTED, beside the writers", locking));
-            report.note(line("postgresql, readers alone", pg_alone));
-            report.note(line("postgresql, beside the writers", pg_beside));
-        }
-        _ => {
-            if let Err(e) = &ours {
-                failures.push(format!("tessera: {e}"));
-            }
-            if let Err(e) = &peer {
-                failures.push(format!("postgresql: {e}"));
-            }
-        }
+    let failures = sides.failures();
+    if let (Ok([alone, beside, locking]), Ok([pg_alone, pg_beside])) = (&sides.ours, &sides.peer) {
+        report.push(ResultRow::rate(
+            format!("RCSI, {r} readers beside {w} writers: reads"),
+            "queries/s",
+            beside.reads_per_s,
+            "postgresql",
+            pg_beside.reads_per_s,
+            GOAL_READS_VS_POSTGRES,
+        ));
+        report.push(ResultRow::time(
+            format!("RCSI, {r} readers: p99 beside {w} writers (peer: alone)"),
+            "ms",
+            beside.p99_ms,
+            "tessera alone",
+            alone.p99_ms,
+            1.0 / GOAL_P99_VS_ALONE,
+        ));
+        let line = |who: &str, ph: &Phase| {
+            format!(
+                "{who}: reads {} /s, mean {} ms, p99 {} ms; writes {} /s",
+                fmt_value(ph.reads_per_s),
+                fmt_value(ph.mean_ms),
+                fmt_value(ph.p99_ms),
+                fmt_value(ph.writes_per_s)
+            )
+        };
+        report.note(line("tessera RCSI, readers alone", alone));
+        report.note(line("tessera RCSI, beside the writers", beside));
+        report.note(line("tessera locking READ COMMITTED, beside the writers", locking));
+        report.note(line("postgresql, readers alone", pg_alone));
+        report.note(line("postgresql, beside the writers", pg_beside));
     }
     report.note(format!(
         "goals: RCSI readers' throughput beside the writers ≥ {GOAL_READS_VS_POSTGRES}× PostgreSQL's; their p99 beside the writers ≤ {GOAL_P99_VS_ALONE}× their p99 alone (ratio = alone ÷ beside ≥ {})",
@@ -310,17 +280,4 @@ pub fn run(dir: &Path, params: &RcsiParams, progress: &dyn Fn(&str)) -> Result<O
         report.note(format!("failed: {f}"));
     }
     Ok(Outcome { report, failures })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantiles_of_latencies() {
-        let mut l: Vec<u32> = (1..=1000).rev().collect();
-        assert_eq!(quantile_ms(&mut l, 0.99), 0.99);
-        assert_eq!(quantile_ms(&mut l, 1.0), 1.0);
-        assert_eq!(quantile_ms(&mut [], 0.99), 0.0);
-    }
 }

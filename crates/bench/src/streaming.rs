@@ -41,7 +41,7 @@ use serde::Serialize;
 use crate::error::{BenchError, Result};
 use crate::machine::Machine;
 use crate::peers::pgwire::PgConn;
-use crate::peers::postgres::{psql, restart_postgres, start_postgres};
+use crate::peers::postgres::{psql, restart_postgres, start_postgres, Sides};
 use crate::pointselect::{batch, connect, Conn, PASSWORD};
 use crate::report::{fmt_value, Report, ResultRow};
 use crate::rss::{self, PidProbe, Probe, Sample, Sampler, Samples, SelfProbe};
@@ -464,27 +464,10 @@ pub fn run(dir: &Path, params: &StreamingParams, progress: &dyn Fn(&str)) -> Res
     let machine = Machine::detect(dir)?;
     let mut report = Report::new(NAME, serde_json::to_value(params)?, machine);
     let mut failures = Vec::new();
-    let side = |sub: &str| {
-        let path = dir.join(sub);
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).map(|_| path)
-    };
-    let path = side("tessera")?;
-    let ours = tessera(&path, params, progress);
-    let _ = std::fs::remove_dir_all(&path);
-    let path = side("postgres")?;
-    let peer = postgres_side(&path, params, progress);
-    let _ = std::fs::remove_dir_all(&path);
-    match (&ours, &peer) {
-        (Ok(t), Ok(pg)) => push_rows(&mut report, params, t, pg),
-        _ => {
-            if let Err(e) = &ours {
-                failures.push(format!("tessera: {e}"));
-            }
-            if let Err(e) = &peer {
-                failures.push(format!("postgresql: {e}"));
-            }
-        }
+    let sides = Sides::run(dir, |d| tessera(d, params, progress), |d| postgres_side(d, params, progress))?;
+    failures.extend(sides.failures());
+    if let (Ok(t), Ok(pg)) = (&sides.ours, &sides.peer) {
+        push_rows(&mut report, params, t, pg);
     }
     report.note(format!(
         "goals: first row < {GOAL_FIRST_ROW_MS} ms; server RSS growth < {GOAL_RSS_GROWTH_MIB} MiB (cold: the largest rise of resident memory outside the buffer pool's mappings during the query, from the lowest level before it; warm: peak VmRSS less VmRSS just before, the pool as the first scan left it); rows against postgresql carry no goal (0)"

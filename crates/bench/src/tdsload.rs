@@ -96,6 +96,14 @@ pub struct LoadRun {
     pub process_cpu_seconds: f64,
 }
 
+/// The `q`-quantile (0 to 1) of latencies in µs, in ms (0 for none): the value below which
+/// `q` of them lie. Sorts them.
+pub fn quantile_ms(latencies_us: &mut [u32], q: f64) -> f64 {
+    latencies_us.sort_unstable();
+    let i = ((latencies_us.len() as f64 * q) as usize).min(latencies_us.len().saturating_sub(1));
+    latencies_us.get(i).map_or(0.0, |&us| f64::from(us) / 1000.0)
+}
+
 impl LoadRun {
     pub fn rate(&self) -> f64 {
         self.queries as f64 / self.seconds.max(1e-9)
@@ -698,6 +706,15 @@ pub(crate) fn thread_cpu_seconds() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_of_latencies() {
+        let mut l: Vec<u32> = (1..=1000).rev().collect();
+        assert_eq!(quantile_ms(&mut l, 0.99), 0.991);
+        assert_eq!(quantile_ms(&mut l, 0.5), 0.501);
+        assert_eq!(quantile_ms(&mut l, 1.0), 1.0);
+        assert_eq!(quantile_ms(&mut [], 0.99), 0.0);
+    }
 
     fn le16(v: u16) -> [u8; 2] {
         v.to_le_bytes()

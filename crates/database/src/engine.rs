@@ -654,6 +654,16 @@ impl Engine {
         Ok(closed)
     }
 
+    /// Calls `f` with each open database, taking its handle only for the call (see
+    /// `open_slots`); nothing is opened.
+    pub fn for_each_open(&self, mut f: impl FnMut(&Arc<Database>)) {
+        for slot in self.open_slots() {
+            if let Some(db) = slot.database() {
+                f(&db);
+            }
+        }
+    }
+
     /// The slots of the open databases. Their handles are taken one at a time by whoever
     /// walks them ([`Slot::database`]): holding every handle for a whole walk would make
     /// DROP DATABASE of any of them fail as "in use" meanwhile.

@@ -112,6 +112,20 @@ async fn otv_begin(port: u16, db: &str, level: &str) -> (JoinHandle<(Conn, Outco
     (update, t3)
 }
 
+/// Two transactions that both read a range insert into it: `first` waits for `t2`'s range
+/// lock, then `second` for `t1`'s — one of them is the deadlock victim (1205), the other
+/// goes in and commits.
+async fn one_is_the_victim(t1: Conn, first: &'static str, mut t2: Conn, second: &'static str) {
+    let insert = waits(t1, first).await;
+    let second = now(&mut t2, second).await;
+    let (mut t1, first) = after(insert).await;
+    match (first, second) {
+        (Ok(_), Err(1205)) => now(&mut t1, "COMMIT").await.unwrap(),
+        (Err(1205), Ok(_)) => now(&mut t2, "COMMIT").await.unwrap(),
+        other => panic!("one of the two must be the deadlock victim: {other:?}"),
+    };
+}
+
 fn server_with_databases() -> (TestServer, tokio::runtime::Runtime) {
     let server = TestServer::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -353,14 +367,7 @@ fn repeatable_read_and_serializable() {
         assert_eq!(now(&mut t1, "BEGIN TRAN; SELECT * FROM test WHERE value % 3 = 0").await, rows(&[]));
         let mut t2 = t2;
         assert_eq!(now(&mut t2, "BEGIN TRAN; SELECT * FROM test WHERE value % 3 = 0").await, rows(&[]));
-        let insert = waits(t1, "INSERT INTO test (id, value) VALUES (3, 30)").await;
-        let second = now(&mut t2, "INSERT INTO test (id, value) VALUES (4, 42)").await;
-        let (mut t1, first) = after(insert).await;
-        match (first, second) {
-            (Ok(_), Err(1205)) => now(&mut t1, "COMMIT").await.unwrap(),
-            (Err(1205), Ok(_)) => now(&mut t2, "COMMIT").await.unwrap(),
-            other => panic!("one of the two must be the deadlock victim: {other:?}"),
-        };
+        one_is_the_victim(t1, "INSERT INTO test (id, value) VALUES (3, 30)", t2, "INSERT INTO test (id, value) VALUES (4, 42)").await;
         assert_eq!(now(&mut t3, "SELECT COUNT(*), 0 FROM test WHERE id IN (3, 4)").await, rows(&[(1, 0)]));
 
         // The same through a non-unique index: two "insert if absent" of one value.
@@ -370,14 +377,7 @@ fn repeatable_read_and_serializable() {
         let absent = "BEGIN TRAN; IF NOT EXISTS (SELECT * FROM ti WHERE k = 5) SELECT 1, 1";
         assert_eq!(now(&mut t1, absent).await, rows(&[(1, 1)]));
         assert_eq!(now(&mut t2, absent).await, rows(&[(1, 1)]));
-        let insert = waits(t1, "INSERT ti (k) VALUES (5)").await;
-        let second = now(&mut t2, "INSERT ti (k) VALUES (5)").await;
-        let (mut t1, first) = after(insert).await;
-        match (first, second) {
-            (Ok(_), Err(1205)) => now(&mut t1, "COMMIT").await.unwrap(),
-            (Err(1205), Ok(_)) => now(&mut t2, "COMMIT").await.unwrap(),
-            other => panic!("one of the two must be the deadlock victim: {other:?}"),
-        };
+        one_is_the_victim(t1, "INSERT ti (k) VALUES (5)", t2, "INSERT ti (k) VALUES (5)").await;
         assert_eq!(now(&mut t3, "SELECT COUNT(*), 0 FROM ti WHERE k = 5").await, rows(&[(1, 0)]));
 
         // The key above a range read is another transaction's uncommitted insert: the

@@ -108,20 +108,17 @@ pub(crate) fn insert_locked(
     insert_new(space, txn, meta, key, value, false)
 }
 
-/// Inserts a record; a `versioned` one (a table's row or index entry) keeps its version
-/// and respects the key-range locks of SERIALIZABLE readers.
-fn insert_new(
-    space: &Space,
-    txn: &mut Txn,
-    meta: &Arc<TreeMeta>,
-    key: &[u8],
-    value: &[u8],
-    versioned: bool,
-) -> Result<()> {
-    let (_latch, range) = latch_in_range(space, txn, meta, key, RangeOf::Insert, versioned)?;
+/// Inserts a record; a table's `row` (or index entry) keeps its version ("absent
+/// before") while the database keeps versions, and respects the key-range locks of
+/// SERIALIZABLE readers.
+fn insert_new(space: &Space, txn: &mut Txn, meta: &Arc<TreeMeta>, key: &[u8], value: &[u8], row: bool) -> Result<()> {
+    let (_latch, range) = latch_in_range(space, txn, meta, key, RangeOf::Insert, row)?;
     space.note_first_lsn(txn);
     let reserved = reserve_undo(space, txn, key.len(), 0, None);
-    let stored = store_new(space, txn, meta, key, value, versioned);
+    let stored = store_new(space, txn, meta, key, value);
+    if row && matches!(stored, Ok(None)) && space.versions.keeping() {
+        space.versions.keep(&mut txn.versions, txn.id, meta, key, None);
+    }
     // The key is in (or not): its own X lock now keeps its range's readers waiting.
     if let Some(r) = range {
         space.locks.release(txn.id, r);
@@ -133,29 +130,13 @@ fn insert_new(
         None => Ok(()),
         // A deleted row not yet cleaned: the insert replaces it (reserving its own room),
         // and undoing the insert puts the ghost back.
-        Some(ghost) => change(space, txn, meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost), versioned),
+        Some(ghost) => change(space, txn, meta, key, Some(btree::leaf_record(0, key, value)), Some(ghost), row),
     }
 }
 
 /// Stores a new row unless a record is stored under its key: a live one is error 2627,
-/// a ghost is returned (and nothing changed). A `versioned` row keeps its version
-/// ("absent before") while the database keeps versions.
-fn store_new(
-    space: &Space,
-    txn: &mut Txn,
-    meta: &Arc<TreeMeta>,
-    key: &[u8],
-    value: &[u8],
-    versioned: bool,
-) -> Result<Option<Vec<u8>>> {
-    let stored = store_record(space, txn, meta, key, value)?;
-    if stored.is_none() && versioned && space.versions.keeping() {
-        space.versions.keep(&mut txn.versions, txn.id, meta, key, None);
-    }
-    Ok(stored)
-}
-
-fn store_record(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+/// a ghost is returned (and nothing changed).
+fn store_new(space: &Space, txn: &mut Txn, meta: &TreeMeta, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
     let tree = meta.root;
     let mut rec = btree::leaf_record(0, key, value);
     let undo = Undo::Row { tree, key: Cow::Borrowed(key), old: None };

@@ -121,16 +121,11 @@ pub struct Sample {
 impl Sample {
     /// From the counted transactions and their latencies (µs; sorted here).
     pub fn new(transactions: u64, seconds: f64, latencies_us: &mut [u32], server_cpu: f64, client_cpu: f64) -> Sample {
-        latencies_us.sort_unstable();
-        let at = |q: f64| {
-            let i = ((latencies_us.len() as f64 * q) as usize).min(latencies_us.len().saturating_sub(1));
-            latencies_us.get(i).map_or(0.0, |&us| f64::from(us) / 1000.0)
-        };
         Sample {
             transactions,
             seconds,
-            p50_ms: at(0.50),
-            p99_ms: at(0.99),
+            p50_ms: crate::tdsload::quantile_ms(latencies_us, 0.50),
+            p99_ms: crate::tdsload::quantile_ms(latencies_us, 0.99),
             server_cpu_seconds: server_cpu,
             client_cpu_seconds: client_cpu,
         }

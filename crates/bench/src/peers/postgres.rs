@@ -177,6 +177,41 @@ pub fn psql_in(port: u16, database: &str, sql: &str) -> Result<String> {
     run_checked(c, "psql")
 }
 
+/// Both sides of a benchmark against PostgreSQL, each run in a fresh subdirectory of the
+/// benchmark's directory (`tessera`, then `postgres`) that is removed afterwards.
+pub struct Sides<A, B> {
+    pub ours: Result<A>,
+    pub peer: Result<B>,
+}
+
+impl<A, B> Sides<A, B> {
+    pub fn run(
+        dir: &Path,
+        ours: impl FnOnce(&Path) -> Result<A>,
+        peer: impl FnOnce(&Path) -> Result<B>,
+    ) -> Result<Sides<A, B>> {
+        let side = |sub: &str| {
+            let path = dir.join(sub);
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).map(|_| path)
+        };
+        let path = side("tessera")?;
+        let ours = ours(&path);
+        let _ = fs::remove_dir_all(&path);
+        let path = side("postgres")?;
+        let peer = peer(&path);
+        let _ = fs::remove_dir_all(&path);
+        Ok(Sides { ours, peer })
+    }
+
+    /// The sides that failed, as a report's failures.
+    pub fn failures(&self) -> Vec<String> {
+        let ours = self.ours.as_ref().err().map(|e| format!("tessera: {e}"));
+        let peer = self.peer.as_ref().err().map(|e| format!("postgresql: {e}"));
+        ours.into_iter().chain(peer).collect()
+    }
+}
+
 /// What pgbench reports of one run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PgbenchRun {

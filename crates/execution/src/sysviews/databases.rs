@@ -153,17 +153,14 @@ pub(super) static VERSION_STORE_SPACE_USAGE: ViewDef<3> = ViewDef {
 
 fn version_store_space_usage(ctx: &ExecCtx, _db: &str) -> Rows<3> {
     super::server_state(ctx)?;
-    let engine = &ctx.shared.engine;
     let mut out = Vec::new();
-    for d in engine.entries() {
-        let Some(db) = engine.database_if_open(&d.name) else { continue };
+    ctx.shared.engine.for_each_open(|db| {
         let usage = db.version_usage();
-        if usage.versions == 0 && !d.options.keeps_versions() {
-            continue;
+        if usage.versions != 0 || db.versioning() != tessera_database::Versioning::Off {
+            let pages = usage.bytes.div_ceil(tessera_database::PAGE_SIZE as u64);
+            out.push([int(i64::from(db.id())), int(pages as i64), int((pages * 8) as i64)]);
         }
-        let pages = usage.bytes.div_ceil(tessera_database::PAGE_SIZE as u64);
-        out.push([int(i64::from(d.id)), int(pages as i64), int((pages * 8) as i64)]);
-    }
+    });
     Ok(out)
 }
 
@@ -189,10 +186,8 @@ pub(super) static ACTIVE_SNAPSHOT_TRANSACTIONS: ViewDef<9> = ViewDef {
 
 fn active_snapshot_transactions(ctx: &ExecCtx, _db: &str) -> Rows<9> {
     super::server_state(ctx)?;
-    let engine = &ctx.shared.engine;
     let mut out = Vec::new();
-    for d in engine.entries() {
-        let Some(db) = engine.database_if_open(&d.name) else { continue };
+    ctx.shared.engine.for_each_open(|db| {
         for h in db.held_snapshots() {
             out.push([
                 int(h.txn as i64),
@@ -206,7 +201,7 @@ fn active_snapshot_transactions(ctx: &ExecCtx, _db: &str) -> Rows<9> {
                 int((h.held_ms / 1000) as i64),
             ]);
         }
-    }
+    });
     Ok(out)
 }
 

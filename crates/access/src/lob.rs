@@ -79,17 +79,72 @@ fn chunks(len: u64) -> u32 {
 
 /// The body of [`Space::lob_write`].
 pub(crate) fn write(space: &Space, txn: &mut Txn, rows: PageNo, tree: PageNo, data: &[u8]) -> Result<OffRow> {
-    if data.len() as u64 > MAX_VALUE_BYTES {
-        return Err(msg::LOB_TOO_LARGE.engine(&[]));
+    let mut w = Writer::start(space, txn, rows, tree)?;
+    w.append(space, txn, data)?;
+    w.finish(space, txn)
+}
+
+/// A value being written in pieces ([`Space::lob_writer`]): whole chunks go to the tree as
+/// they fill, so a value of any length passes through a chunk of memory.
+pub struct Writer {
+    meta: Arc<crate::txn::TreeMeta>,
+    id: u64,
+    /// Chunks written, and bytes in them.
+    chunks: u32,
+    written: u64,
+    /// The start of the next chunk (shorter than a chunk).
+    pending: Vec<u8>,
+}
+
+impl Writer {
+    /// The body of [`Space::lob_writer`].
+    pub(crate) fn start(space: &Space, txn: &mut Txn, rows: PageNo, tree: PageNo) -> Result<Writer> {
+        space.tree_locks(txn, rows, true)?;
+        let i = space.tree_locks(txn, tree, true)?;
+        let meta = txn.trees[i].meta.clone();
+        let id = next_id(space, &meta)?;
+        Ok(Writer { meta, id, chunks: 0, written: 0, pending: Vec::new() })
     }
-    space.tree_locks(txn, rows, true)?;
-    let i = space.tree_locks(txn, tree, true)?;
-    let meta = txn.trees[i].meta.clone();
-    let id = next_id(space, &meta)?;
-    for (n, chunk) in data.chunks(CHUNK_BYTES).enumerate() {
-        write::insert_locked(space, txn, &meta, &chunk_key(id, n as u32), chunk)?;
+
+    /// Appends `data` to the value (error 7119 past [`MAX_VALUE_BYTES`]).
+    pub fn append(&mut self, space: &Space, txn: &mut Txn, mut data: &[u8]) -> Result<()> {
+        if self.written + (self.pending.len() + data.len()) as u64 > MAX_VALUE_BYTES {
+            return Err(msg::LOB_TOO_LARGE.engine(&[]));
+        }
+        if !self.pending.is_empty() {
+            let take = (CHUNK_BYTES - self.pending.len()).min(data.len());
+            self.pending.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.pending.len() < CHUNK_BYTES {
+                return Ok(());
+            }
+            let chunk = std::mem::take(&mut self.pending);
+            self.put(space, txn, &chunk)?;
+        }
+        let mut whole = data.chunks_exact(CHUNK_BYTES);
+        for chunk in whole.by_ref() {
+            self.put(space, txn, chunk)?;
+        }
+        self.pending.extend_from_slice(whole.remainder());
+        Ok(())
     }
-    Ok(OffRow { id, len: data.len() as u64 })
+
+    /// Writes the last chunk; the pointer a row keeps to the value.
+    pub fn finish(mut self, space: &Space, txn: &mut Txn) -> Result<OffRow> {
+        if !self.pending.is_empty() {
+            let chunk = std::mem::take(&mut self.pending);
+            self.put(space, txn, &chunk)?;
+        }
+        Ok(OffRow { id: self.id, len: self.written })
+    }
+
+    fn put(&mut self, space: &Space, txn: &mut Txn, chunk: &[u8]) -> Result<()> {
+        debug_assert!(chunk.len() <= CHUNK_BYTES && !chunk.is_empty());
+        write::insert_locked(space, txn, &self.meta, &chunk_key(self.id, self.chunks), chunk)?;
+        self.chunks += 1;
+        self.written += chunk.len() as u64;
+        Ok(())
+    }
 }
 
 /// A new value id for the tree: one more than the largest stored, then counting up.

@@ -911,6 +911,12 @@ impl Space {
         lob::write(self, txn, rows, tree, data)
     }
 
+    /// [`Space::lob_write`] in pieces: a value appended to (`lob::Writer::append`) and
+    /// finished, each chunk stored as it fills.
+    pub fn lob_writer(&self, txn: &mut Txn, rows: PageNo, tree: PageNo) -> Result<lob::Writer> {
+        lob::Writer::start(self, txn, rows, tree)
+    }
+
     /// Fills `out` with bytes `from .. from + out.len()` of `value` (which must hold
     /// them), copied once, from the pages. The caller holds a [`lob::Pin`] taken before
     /// it read the row that points at the value; a chunk that is gone all the same (a

@@ -34,6 +34,7 @@ pub use engine::{
 };
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lob::Pin as LobPin;
+pub use tessera_access::lob::Writer as LobWriter;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::row::OffRow;
 pub use tessera_access::space::DataConfig;

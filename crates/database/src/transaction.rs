@@ -4,6 +4,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tessera_access::lob::Writer as LobWriter;
 use tessera_access::lock::Resource;
 use tessera_access::row::OffRow;
 use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn, Versioning};
@@ -174,6 +175,26 @@ impl Transaction {
     pub fn lob_write(&mut self, rows: TableId, table: TableId, data: &[u8]) -> Result<OffRow> {
         let txn = self.txn.as_mut().expect("transaction is open");
         self.db.space.lob_write(txn, rows.0, table.0, data)
+    }
+
+    /// Starts a new large value in `table` (the large-value tree of `rows`), written in
+    /// pieces ([`Transaction::lob_append`], [`Transaction::lob_finish`]): [`Transaction::lob_write`]
+    /// for a value that is not in memory whole.
+    pub fn lob_writer(&mut self, rows: TableId, table: TableId) -> Result<LobWriter> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lob_writer(txn, rows.0, table.0)
+    }
+
+    /// Appends `data` to the value `w` writes.
+    pub fn lob_append(&mut self, w: &mut LobWriter, data: &[u8]) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        w.append(&self.db.space, txn, data)
+    }
+
+    /// Ends the value `w` writes: the pointer a row keeps to it.
+    pub fn lob_finish(&mut self, w: LobWriter) -> Result<OffRow> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        w.finish(&self.db.space, txn)
     }
 
     /// Notes that the change just made dropped its row's pointer to `value`: it is

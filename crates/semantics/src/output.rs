@@ -214,9 +214,22 @@ impl ResultSink for Collected {
     fn takes_stored_rows(&self) -> bool {
         true
     }
+    /// Large values are read whole (the rows outlive the statement); one that cannot be
+    /// read is NULL in the row and its error is among the messages.
     fn row(&mut self, row: &[Value]) {
+        let mut failed = Vec::new();
+        let row: Vec<Value> = row
+            .iter()
+            .map(|v| {
+                v.clone().materialized().unwrap_or_else(|e| {
+                    failed.push(e);
+                    Value::Null
+                })
+            })
+            .collect();
+        self.messages.append(&mut failed);
         if let Some(rs) = self.result_sets.last_mut() {
-            rs.1.push(row.to_vec());
+            rs.1.push(row);
         }
     }
     fn done(&mut self, count: Option<u64>, _command: Command) {

@@ -26,6 +26,7 @@ pub mod session;
 pub mod throttle;
 pub mod tls;
 pub mod tm;
+pub mod token_sink;
 pub mod tokens;
 pub mod transport;
 pub mod types;

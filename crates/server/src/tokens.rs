@@ -266,6 +266,17 @@ fn put_row(
     is_null: impl Fn(usize) -> bool,
     mut put_column: impl FnMut(&mut BytesMut, usize),
 ) {
+    let compressed = row_start(out, width, &is_null);
+    for i in 0..width {
+        if !(compressed && is_null(i)) {
+            put_column(out, i);
+        }
+    }
+}
+
+/// The token that starts a row of `width` columns (ROW, or NBCROW with its NULL bitmap,
+/// as [`put_row`] chooses); true for NBCROW, whose NULL columns are then left out.
+pub fn row_start(out: &mut BytesMut, width: usize, is_null: impl Fn(usize) -> bool) -> bool {
     let nulls = (0..width).filter(|&i| is_null(i)).count();
     let bitmap_len = width.div_ceil(8);
     let compressed = nulls > 0 && nulls >= bitmap_len;
@@ -279,11 +290,7 @@ fn put_row(
     } else {
         out.put_u8(ROW);
     }
-    for i in 0..width {
-        if !(compressed && is_null(i)) {
-            put_column(out, i);
-        }
-    }
+    compressed
 }
 
 /// The CurCmd of the DONEPROC that ends a procedure call.

@@ -35,7 +35,7 @@
 use bytes::{BufMut, BytesMut};
 use tessera_access::row::{self, MAX};
 use tessera_execution::encoding::{from_storage, to_storage};
-use tessera_semantics::types::{SqlType, Value};
+use tessera_semantics::types::{LargeKind, SqlType, Value};
 
 use crate::codec::{bad, cp1252_decode, ucs2_decode, DecodeResult, Reader};
 
@@ -176,6 +176,31 @@ pub fn put_null(out: &mut BytesMut, ty: &SqlType) {
     }
 }
 
+/// The length that starts a PLP value sent in chunks ([`put_plp_chunk`], then
+/// [`put_plp_end`]).
+pub fn put_plp_len(out: &mut BytesMut, len: u64) {
+    out.put_u64_le(len);
+}
+
+/// One chunk of a PLP value (none for no bytes: a zero length ends the value).
+pub fn put_plp_chunk(out: &mut BytesMut, bytes: &[u8]) {
+    if !bytes.is_empty() {
+        out.put_u32_le(bytes.len() as u32);
+        out.put_slice(bytes);
+    }
+}
+
+/// The terminator of a PLP value.
+pub fn put_plp_end(out: &mut BytesMut) {
+    out.put_u32_le(0);
+}
+
+/// Whether a value of static type `ty` goes as PLP in the form of `kind` (the form a large
+/// value's bytes are in).
+pub fn is_plp_of(ty: &SqlType, kind: LargeKind) -> bool {
+    is_plp(ty) && LargeKind::of(ty) == Some(kind)
+}
+
 fn put_plp(out: &mut BytesMut, bytes: &[u8]) {
     out.put_u64_le(bytes.len() as u64);
     // One chunk per 2^31 bytes at most (values are far smaller in practice).
@@ -241,6 +266,9 @@ fn put_direct(out: &mut BytesMut, ty: &SqlType, v: &Value) -> bool {
 pub fn put_value(out: &mut BytesMut, ty: &SqlType, v: &Value) {
     if v.is_null() {
         return put_null(out, ty);
+    }
+    if let Value::Large(l) = v {
+        unreachable!("{l:?} is sent in chunks as it is read (`TokenSink`), never made whole here");
     }
     if !put_direct(out, ty, v) {
         put_stored(out, ty, v);

@@ -12,7 +12,7 @@ pub fn run_assign(ctx: &mut ExecCtx, plan: &Plan, targets: &[(usize, SqlType, Sq
     let rows = run(plan, &[], ctx)?;
     if let Some(last) = rows.last() {
         for ((slot, var_ty, expr_ty), v) in targets.iter().zip(last) {
-            ctx.session.vars[*slot] = types::cast(v, expr_ty, var_ty, None)?;
+            ctx.session.vars[*slot] = types::cast(v, expr_ty, var_ty, None)?.to_keep()?;
         }
     }
     Ok(rows.len() as u64)

@@ -26,11 +26,16 @@ pub fn assign_value(v: &Value, from: &SqlType, db: &str, table: &Table, col: usi
                 s.trim_end_matches(' ').chars().count()
             }
             Value::Binary(b) if matches!(from, SqlType::Binary(_) | SqlType::VarBinary(_)) => b.len(),
+            Value::Large(l) => l.trimmed_len_units()? as usize,
             _ => 0,
         };
         if len > limit {
             let shown: String = match v {
                 Value::Str(s) => s.chars().take(limit).collect(),
+                Value::Large(l) => match l.slice(0, limit as u64)? {
+                    Value::Str(s) => s.to_string(),
+                    _ => String::new(),
+                },
                 _ => String::new(),
             };
             return Err(msg::STRING_TRUNCATED.with(&[&db, &object_name(table), &c.name, &shown]));

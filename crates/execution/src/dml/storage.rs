@@ -9,12 +9,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tessera_access::key::KeyBuf;
 use tessera_access::row;
-use tessera_database::{OffRow, TableId};
+use tessera_database::{LobWriter, OffRow, TableId, Transaction};
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
 use tessera_semantics::plan::Row;
-use tessera_semantics::types::Value;
+use tessera_semantics::types::large::PIECE_BYTES;
+use tessera_semantics::types::{encode_cp1252, LargeKind, SqlType, Value};
 
 /// The storage key of a row in the table's rows tree.
 pub fn row_key(table: &Table, row: &[Value], uniquifier: Option<u64>) -> SqlResult<Vec<u8>> {
@@ -53,28 +54,92 @@ pub(super) fn store_form(
     kept: &[(usize, OffRow)],
 ) -> SqlResult<Vec<u8>> {
     let schema = crate::encoding::row_schema(table)?;
-    let mut stored: Vec<row::Value> =
-        row.iter().zip(&table.columns).map(|(v, c)| crate::encoding::to_storage(v, &c.ty)).collect();
-    if schema.overflows() {
-        for &(c, p) in kept {
-            stored[c] = row::Value::OffRow(p);
-        }
-        let out = row::off_row_columns(&schema, &stored, table.large_values_out_of_row)?;
-        if !out.is_empty() {
-            let tree = lob_tree(ctx, db, table)?;
-            let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
-            let tx = ctx.transaction(db)?;
-            for c in out {
-                let bytes = match std::mem::replace(&mut stored[c], row::Value::Null) {
-                    row::Value::Bytes(b) => b,
-                    row::Value::Unicode(u) => u.iter().flat_map(|c| c.to_le_bytes()).collect(),
-                    v => unreachable!("only variable-length values go off the row, not {}", v.kind()),
-                };
-                stored[c] = row::Value::OffRow(tx.lob_write(rows_tree, tree, &bytes)?);
-            }
-        }
+    if !schema.overflows() {
+        let stored: Vec<row::Value> =
+            row.iter().zip(&table.columns).map(|(v, c)| crate::encoding::to_storage(v, &c.ty)).collect();
+        return Ok(row::encode(&schema, &stored)?);
+    }
+    // `(max)` values longer than a row keeps go off the row straight from the value
+    // (a large one read in pieces), never copied whole: a pointer stands for them until
+    // they are written.
+    let placeholder = row::Value::OffRow(OffRow { id: 0, len: 0 });
+    let mut direct = Vec::new();
+    let mut stored: Vec<row::Value> = Vec::with_capacity(row.len());
+    for (c, (v, col)) in row.iter().zip(&table.columns).enumerate() {
+        stored.push(if let Some(&(_, p)) = kept.iter().find(|(k, _)| *k == c) {
+            row::Value::OffRow(p)
+        } else if goes_off_row_whole(v, &col.ty) {
+            direct.push(c);
+            placeholder.clone()
+        } else {
+            crate::encoding::to_storage(v, &col.ty)
+        });
+    }
+    let out = row::off_row_columns(&schema, &stored, table.large_values_out_of_row)?;
+    if direct.is_empty() && out.is_empty() {
+        return Ok(row::encode(&schema, &stored)?);
+    }
+    let tree = lob_tree(ctx, db, table)?;
+    let rows_tree = ctx.tree(db, &table.indexes[0].tree, table)?;
+    let tx = ctx.transaction(db)?;
+    for c in direct {
+        let mut w = tx.lob_writer(rows_tree, tree)?;
+        write_value(tx, &mut w, &row[c], &table.columns[c].ty)?;
+        stored[c] = row::Value::OffRow(tx.lob_finish(w)?);
+    }
+    for c in out {
+        let bytes = match std::mem::replace(&mut stored[c], row::Value::Null) {
+            row::Value::Bytes(b) => b,
+            row::Value::Unicode(u) => u.iter().flat_map(|c| c.to_le_bytes()).collect(),
+            v => unreachable!("only variable-length values go off the row, not {}", v.kind()),
+        };
+        stored[c] = row::Value::OffRow(tx.lob_write(rows_tree, tree, &bytes)?);
     }
     Ok(row::encode(&schema, &stored)?)
+}
+
+/// Whether `v`, stored in a column of type `ty`, goes off the row whatever the rest of
+/// the row holds: a `(max)` value longer than a row keeps in it (`row::off_row_columns`).
+fn goes_off_row_whole(v: &Value, ty: &SqlType) -> bool {
+    if !ty.is_max() {
+        return false;
+    }
+    let stored_len = match (v, LargeKind::of(ty)) {
+        (Value::Large(l), Some(kind)) if l.kind() == kind => return true,
+        (Value::Binary(b), Some(LargeKind::Binary)) => b.len(),
+        (Value::Str(s), Some(LargeKind::Ansi)) if s.len() > row::MAX_IN_ROW => s.chars().count(),
+        (Value::Str(s), Some(LargeKind::Unicode)) if 2 * s.len() > row::MAX_IN_ROW => 2 * s.encode_utf16().count(),
+        _ => return false,
+    };
+    stored_len > row::MAX_IN_ROW
+}
+
+/// Writes `v` (which [`goes_off_row_whole`]) in its stored form through `w`, in pieces.
+fn write_value(tx: &mut Transaction, w: &mut LobWriter, v: &Value, ty: &SqlType) -> SqlResult<()> {
+    match v {
+        Value::Large(l) => l.for_each_piece(0, l.len_bytes(), |piece| Ok(tx.lob_append(w, piece)?)),
+        Value::Binary(b) => Ok(tx.lob_append(w, b)?),
+        Value::Str(s) => {
+            let unicode = LargeKind::of(ty) == Some(LargeKind::Unicode);
+            let mut at = 0;
+            while at < s.len() {
+                let mut end = (at + PIECE_BYTES).min(s.len());
+                while !s.is_char_boundary(end) {
+                    end += 1;
+                }
+                let part = &s[at..end];
+                let bytes: Vec<u8> = if unicode {
+                    part.encode_utf16().flat_map(u16::to_le_bytes).collect()
+                } else {
+                    encode_cp1252(part)
+                };
+                tx.lob_append(w, &bytes)?;
+                at = end;
+            }
+            Ok(())
+        }
+        _ => unreachable!("only (max) values go off the row whole"),
+    }
 }
 
 /// The table's large-value tree, created by its first value (in its own transaction, as

@@ -38,7 +38,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
                 VarSource::NewColumn(c) => new[*c].clone(),
                 VarSource::Expr(e) => eval(e, &r, ctx)?,
             };
-            ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?;
+            ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?.to_keep()?;
         }
         check_update(ctx, &target, &old, &new, &changed, 0)?;
         if let Some(out) = &p.output {

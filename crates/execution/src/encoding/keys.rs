@@ -39,6 +39,8 @@ pub fn encode_key(v: &Value, t: &SqlType, desc: bool, out: &mut KeyBuf) -> SqlRe
         (Family::DateTime | Family::DateTime2, V::DateTime { days, ticks }) => out.i32(*days, desc).u64(*ticks, desc),
         (Family::DateTimeOffset, V::DateTimeOffset { days, ticks, .. }) => out.i32(*days, desc).u64(*ticks, desc),
         (Family::Guid, V::Guid(g)) => out.fixed(&guid_key(g), desc),
+        // A large value's key is made from the value read whole.
+        (_, V::Large(l)) => return encode_key(&l.value()?, t, desc, out),
         _ => return Err(bad_key(v, t)),
     };
     Ok(())

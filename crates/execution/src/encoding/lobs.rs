@@ -5,12 +5,13 @@
 //! values readable then (see `tessera_access::lob`), so a value a writer drops after
 //! the reader copied its row stays until the reader is done.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tessera_access::row::{self, RowSchema};
 use tessera_database::{Database, LobPin, OffRow, TableId};
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Table;
-use tessera_semantics::types::{SqlType, Value};
+use tessera_semantics::types::large::LAZY_BYTES;
+use tessera_semantics::types::{LargeKind, LargeSource, LargeValue, SqlType, Value};
 
 /// The name of the large-value tree of the table whose rows tree is `rows_tree`.
 pub fn lob_tree_name(rows_tree: &str) -> String {
@@ -19,7 +20,7 @@ pub fn lob_tree_name(rows_tree: &str) -> String {
 
 /// Where a reader of one table's rows reads their off-row values.
 pub struct Lobs {
-    source: Option<Source>,
+    source: Option<Arc<Source>>,
 }
 
 struct Source {
@@ -27,7 +28,8 @@ struct Source {
     /// The table: its large-value tree's name is made only when a value is read.
     table: Arc<Table>,
     /// Looked up again while the tree does not exist (created by the first value).
-    tree: std::sync::OnceLock<TableId>,
+    tree: OnceLock<TableId>,
+    /// Held while the reader or a [`Value::Large`] it made lives.
     _pin: LobPin,
 }
 
@@ -42,43 +44,61 @@ impl Lobs {
     pub fn of(database: &Arc<Database>, table: &Arc<Table>) -> Lobs {
         // The tree is looked up when a value is first read (most rows keep theirs).
         let pin = database.lob_pin();
-        let source =
-            Source { database: database.clone(), table: table.clone(), tree: std::sync::OnceLock::new(), _pin: pin };
-        Lobs { source: Some(source) }
+        let source = Source { database: database.clone(), table: table.clone(), tree: OnceLock::new(), _pin: pin };
+        Lobs { source: Some(Arc::new(source)) }
     }
 
-    /// The value `p` points at, as a value of type `ty`: a binary value is read straight
-    /// into the value's own memory, text is decoded from a copy.
+    /// The value `p` points at, as a value of type `ty`: a `(max)` value of at least
+    /// [`LAZY_BYTES`] as a [`Value::Large`] that reads it from its pages when asked (the
+    /// pin stays while it lives); a shorter binary value read straight into the value's
+    /// own memory, shorter text decoded from a copy.
     fn value(&self, p: OffRow, ty: &SqlType) -> SqlResult<Value> {
+        let Some(s) = &self.source else {
+            return Err(tessera_errors::Error::Invalid("an off-row value in a table whose rows all fit".into()).into());
+        };
+        let tree = s.tree()?;
+        if let Some(kind) = LargeKind::of(ty).filter(|_| p.len >= LAZY_BYTES) {
+            let stored = Arc::new(Stored { source: s.clone(), tree, value: p });
+            return Ok(Value::Large(LargeValue::new(kind, p.len, stored)));
+        }
         let len = usize::try_from(p.len).map_err(|_| tessera_errors::msg::LOB_TOO_LARGE.err())?;
         if matches!(ty, SqlType::VarBinary(_)) {
             let mut bytes: Arc<[u8]> = std::iter::repeat_n(0, len).collect();
-            self.read(p, Arc::get_mut(&mut bytes).expect("a new value has one owner"))?;
+            s.database.lob_read(tree, p, 0, Arc::get_mut(&mut bytes).expect("a new value has one owner"))?;
             return Ok(Value::Binary(bytes));
         }
         let mut bytes = vec![0; len];
-        self.read(p, &mut bytes)?;
+        s.database.lob_read(tree, p, 0, &mut bytes)?;
         Ok(super::from_field(
             if matches!(ty, SqlType::NVarChar(_)) { row::Field::Unicode(&bytes) } else { row::Field::Bytes(&bytes) },
             ty,
         ))
     }
+}
 
-    /// Fills `out` with the first `out.len()` bytes of the value `p` points at.
-    fn read(&self, p: OffRow, out: &mut [u8]) -> SqlResult<()> {
-        let Some(s) = &self.source else {
-            return Err(tessera_errors::Error::Invalid("an off-row value in a table whose rows all fit".into()).into());
-        };
-        let tree = match s.tree.get() {
-            Some(t) => *t,
-            None => {
-                let name = lob_tree_name(&s.table.indexes[0].tree);
-                let missing = || tessera_errors::Error::Invalid(format!("the large-value tree {name} is missing"));
-                let t = s.database.table(&name).ok_or_else(missing)?;
-                *s.tree.get_or_init(|| t)
-            }
-        };
-        Ok(s.database.lob_read(tree, p, 0, out)?)
+impl Source {
+    /// The table's large-value tree.
+    fn tree(&self) -> SqlResult<TableId> {
+        if let Some(t) = self.tree.get() {
+            return Ok(*t);
+        }
+        let name = lob_tree_name(&self.table.indexes[0].tree);
+        let missing = || tessera_errors::Error::Invalid(format!("the large-value tree {name} is missing"));
+        let t = self.database.table(&name).ok_or_else(missing)?;
+        Ok(*self.tree.get_or_init(|| t))
+    }
+}
+
+/// A value in a large-value tree, read where it is ([`Value::Large`]).
+struct Stored {
+    source: Arc<Source>,
+    tree: TableId,
+    value: OffRow,
+}
+
+impl LargeSource for Stored {
+    fn read(&self, from: u64, out: &mut [u8]) -> SqlResult<()> {
+        Ok(self.source.database.lob_read(self.tree, self.value, from, out)?)
     }
 }
 

@@ -89,6 +89,7 @@ fn key_type(v: &Value) -> SqlType {
         Value::DateTime { .. } => SqlType::DateTime2 { scale: 7 },
         Value::DateTimeOffset { .. } => SqlType::DateTimeOffset { scale: 7 },
         Value::Guid(_) => SqlType::UniqueIdentifier,
+        Value::Large(l) => l.kind().max_type(),
     }
 }
 

@@ -45,6 +45,7 @@ pub fn to_storage(v: &Value, t: &SqlType) -> row::Value {
             row::Value::DateTimeOffset { days: *days, ticks: *ticks, offset: *offset }
         }
         (Value::Guid(g), T::UniqueIdentifier) => row::Value::Guid(*g),
+        (Value::Large(l), _) => unreachable!("{l:?} is stored in pieces (`dml::storage`), never made whole here"),
         // not in the type's form: convert first
         _ => match cast(v, &natural_type(v), t, None) {
             Ok(c) if c != *v => to_storage(&c, t),

@@ -38,6 +38,12 @@ fn compare_op(op: BinaryOp, ord: std::cmp::Ordering) -> bool {
     }
 }
 
+/// An operator's operand: a large value read whole (see `tessera_semantics::types::large`;
+/// functions, casts, CASE and COALESCE take them as they are).
+fn operand(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
+    eval(e, row, ctx)?.materialized()
+}
+
 /// Evaluates a predicate: true only when the expression is true (not NULL).
 pub fn is_true(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<bool> {
     Ok(truth(&eval(e, row, ctx)?) == Some(true))
@@ -61,7 +67,7 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             }
         }
         Expr::Unary { op, expr, ty } => {
-            let v = eval(expr, row, ctx)?;
+            let v = operand(expr, row, ctx)?;
             match op {
                 UnaryOp::Plus => v,
                 UnaryOp::Minus => types::negate(&v, ty)?,
@@ -70,13 +76,13 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             }
         }
         Expr::Arith { op, left, right, ty } => {
-            let l = eval(left, row, ctx)?;
-            let r = eval(right, row, ctx)?;
+            let l = operand(left, row, ctx)?;
+            let r = operand(right, row, ctx)?;
             types::binary_op(*op, &l, &r, ty)?
         }
         Expr::Compare { op, left, right } => {
-            let l = eval(left, row, ctx)?;
-            let r = eval(right, row, ctx)?;
+            let l = operand(left, row, ctx)?;
+            let r = operand(right, row, ctx)?;
             bit(types::compare(&l, &r).map(|o| compare_op(*op, o)))
         }
         Expr::And(a, b) => {
@@ -106,10 +112,10 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
         Expr::Not(a) => bit(truth(&eval(a, row, ctx)?).map(|b| !b)),
         Expr::IsNull { expr, negated } => Value::Bit(eval(expr, row, ctx)?.is_null() != *negated),
         Expr::Like { expr, pattern, escape, negated } => {
-            let v = eval(expr, row, ctx)?;
-            let p = eval(pattern, row, ctx)?;
+            let v = operand(expr, row, ctx)?;
+            let p = operand(pattern, row, ctx)?;
             let esc = match escape {
-                Some(e) => match eval(e, row, ctx)? {
+                Some(e) => match operand(e, row, ctx)? {
                     Value::Null => return Ok(Value::Null),
                     Value::Str(s) => s.chars().next(),
                     _ => None,
@@ -122,13 +128,13 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
             }
         }
         Expr::InList { expr, list, negated } => {
-            let v = eval(expr, row, ctx)?;
+            let v = operand(expr, row, ctx)?;
             if v.is_null() {
                 return Ok(Value::Null);
             }
             let mut saw_null = false;
             for item in list {
-                let x = eval(item, row, ctx)?;
+                let x = operand(item, row, ctx)?;
                 match types::compare(&v, &x) {
                     Some(std::cmp::Ordering::Equal) => return Ok(Value::Bit(!*negated)),
                     None => saw_null = true,
@@ -169,6 +175,11 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
         Expr::Session { func, args } => {
             let mut vals = Arguments::new();
             eval_arguments(args, row, ctx, &mut vals)?;
+            for v in vals.iter_mut() {
+                if let Value::Large(l) = v {
+                    *v = l.value()?;
+                }
+            }
             crate::functions::session_function(ctx, func, &vals)?
         }
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,

@@ -973,6 +973,7 @@ fn constant(v: &Value) -> String {
         Value::DateTime { .. } => quoted(SqlType::DateTime2 { scale: 7 }),
         Value::DateTimeOffset { .. } => quoted(SqlType::DateTimeOffset { scale: 7 }),
         Value::Guid(_) => quoted(SqlType::UniqueIdentifier),
+        Value::Large(l) => quoted(l.kind().max_type()),
     }
 }
 

@@ -53,6 +53,9 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
             (d1, t1).cmp(&(d2, t2))
         }
         (V::Guid(x), V::Guid(y)) => guid_key(x).cmp(&guid_key(y)),
+        // Large values are compared read whole (one that cannot be read compares as
+        // unknown, as NULL does).
+        (V::Large(_), _) | (_, V::Large(_)) => return compare(&*a.whole().ok()?, &*b.whole().ok()?),
         _ => return None,
     })
 }

@@ -18,6 +18,7 @@ pub mod compare;
 pub mod convert;
 mod datetime;
 pub mod functions;
+pub mod large;
 mod num;
 mod text;
 pub mod typing;
@@ -35,4 +36,4 @@ pub use typing::{
     arithmetic_plan, arithmetic_type, base_type_name, check_implicit, common_type, conversion, is_numeric, is_string,
     is_temporal, is_unicode, precedence, resolve_type, type_name, ArithmeticPlan, Conversion,
 };
-pub use value::{SqlType, Value};
+pub use value::{LargeKind, LargeSource, LargeValue, SqlType, Value};

@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use tessera_errors::SqlResult;
+
 /// A SQL Server data type. Storage and the SQL layer share one definition: length
 /// parameters are characters for `nchar`/`nvarchar` and bytes otherwise, and
 /// [`tessera_types::MAX`] means `(max)`.
@@ -48,6 +50,9 @@ pub enum Value {
     },
     /// uniqueidentifier, bytes in SQL Server's order (as the storage layer keeps them).
     Guid([u8; 16]),
+    /// A varchar(max), nvarchar(max) or varbinary(max) value of at least
+    /// [`super::large::LAZY_BYTES`], read where it is kept (see [`super::large`]).
+    Large(LargeValue),
 }
 
 impl Value {
@@ -58,4 +63,39 @@ impl Value {
     pub fn str(s: &str) -> Value {
         Value::Str(Arc::from(s))
     }
+}
+
+/// What a large value's bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LargeKind {
+    /// varbinary(max): the bytes themselves.
+    Binary,
+    /// varchar(max): code page 1252, a byte per character.
+    Ansi,
+    /// nvarchar(max): UTF-16LE, two bytes per code unit.
+    Unicode,
+}
+
+/// Where a large value's bytes are read from.
+pub trait LargeSource: Send + Sync {
+    /// Fills `out` with the value's bytes from byte `from` on (the caller keeps within
+    /// the value's length).
+    fn read(&self, from: u64, out: &mut [u8]) -> SqlResult<()>;
+
+    /// Whether the bytes belong to the value alone (a request's spool file), so that it
+    /// may be kept past the statement that made it; false for a value still in a table,
+    /// which a later statement may drop.
+    fn detached(&self) -> bool {
+        false
+    }
+}
+
+/// A large value: its form, its length in bytes and where its bytes are. Cloning shares
+/// the source (whatever keeps the value readable, a pin or a file, lives while a clone
+/// does).
+#[derive(Clone)]
+pub struct LargeValue {
+    pub(super) kind: LargeKind,
+    pub(super) len: u64,
+    pub(super) source: Arc<dyn LargeSource>,
 }

@@ -54,7 +54,7 @@ pub(crate) fn call_scalar_function(
     let frame = Frame::of_procedure(&cf.params, body)?;
     let mut vars = vec![Value::Null; frame.decls.len()];
     for (i, v) in args.into_iter().enumerate() {
-        vars[i] = v;
+        vars[i] = v.to_keep()?;
     }
     let saved_vars = std::mem::replace(&mut state.vars, vars);
     let db = call.db.name(&state.database).to_string();

@@ -313,10 +313,7 @@ impl Call<'_> {
     }
 
     fn text(&self, i: usize) -> Option<String> {
-        match self.params.get(i).map(|p| &p.value) {
-            Some(Value::Str(s)) => Some(s.to_string()),
-            _ => None,
-        }
+        self.params.get(i).and_then(|p| super::rpc::as_text(&p.value))
     }
 
     fn set(&mut self, i: usize, value: i64) {
@@ -1229,9 +1226,9 @@ impl Assignments {
                     });
                     a.columns.push((base, param));
                 }
-                None => match &p.value {
-                    Value::Str(s) => texts.push(s.to_string()),
-                    _ => return Err(msg::CURSOR_VALUES_INVALID.err()),
+                None => match super::rpc::as_text(&p.value) {
+                    Some(s) => texts.push(s),
+                    None => return Err(msg::CURSOR_VALUES_INVALID.err()),
                 },
             }
         }
@@ -1510,15 +1507,24 @@ impl ResultSink for Capture<'_> {
         if self.overflow.is_some() || self.sets > 1 {
             return;
         }
+        // Kept past the statement: a large value still in its table is read whole.
+        let row = match row.iter().map(|v| v.clone().to_keep()).collect::<Result<Vec<_>, _>>() {
+            Ok(row) => row,
+            Err(e) => {
+                self.overflow = Some(e);
+                self.cancel.store(true, Ordering::Relaxed);
+                return;
+            }
+        };
         if let Some(memory) = &mut self.memory {
-            if let Err(e) = memory.take(row_bytes(row)) {
+            if let Err(e) = memory.take(row_bytes(&row)) {
                 // Past the grant: stop the statement; the error replaces its 3617.
                 self.overflow = Some(e);
                 self.cancel.store(true, Ordering::Relaxed);
                 return;
             }
         }
-        self.rows.push(row.to_vec());
+        self.rows.push(row);
     }
     fn done(&mut self, count: Option<u64>, command: Command) {
         if self.pass {

@@ -72,6 +72,15 @@ impl Session {
 /// The batch an RPC runs as: `EXEC proc @a = @__rpc0, @__rpc1 OUTPUT, …`, whose variables
 /// hold the parameter values; the text names the types so that a cached plan is only
 /// reused for the same parameter types.
+/// The text of a procedure's text argument (a statement, a parameter list), a large one
+/// read whole; None for a value that is not text.
+pub(super) fn as_text(v: &Value) -> Option<String> {
+    match &*v.whole().ok()? {
+        Value::Str(s) => Some(s.to_string()),
+        _ => None,
+    }
+}
+
 fn rpc_text(procedure: &str, params: &[RpcParam]) -> String {
     let mut text = String::from("-- rpc:");
     for p in params {
@@ -131,10 +140,7 @@ impl Runner<'_> {
             if args.len() < 3 {
                 return Err(Stop::Error(msg::MISSING_PARAMETER.with(&[&"sp_prepare", &"@stmt"])));
             }
-            let text = |a: &Argument| match &a.value {
-                Some((Value::Str(v), _)) => v.to_string(),
-                _ => String::new(),
-            };
+            let text = |a: &Argument| a.value.as_ref().and_then(|(v, _)| as_text(v)).unwrap_or_default();
             let (params, stmt) = (text(&args[1]), text(&args[2]));
             let handle = this.state.next_prepared_handle();
             this.state.prepared.insert(handle, (params, stmt));
@@ -184,10 +190,7 @@ impl Runner<'_> {
 
     /// `sp_executesql @stmt [, @params, args…]`: a parameterised batch.
     pub(super) fn run_executesql(&mut self, s: &Statement, mut args: Vec<Argument>) -> Result<i32, Stop> {
-        let text_of = |a: &Argument| match &a.value {
-            Some((Value::Str(v), _)) => Some(v.to_string()),
-            _ => None,
-        };
+        let text_of = |a: &Argument| a.value.as_ref().and_then(|(v, _)| as_text(v));
         if args.is_empty() {
             return Err(Stop::Error(msg::MISSING_PARAMETER.with(&[&"sp_executesql", &"@statement"])));
         }

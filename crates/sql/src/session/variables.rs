@@ -37,7 +37,7 @@ impl Runner<'_> {
                 let slot =
                     self.frame.decls.iter().position(|(n, _)| n.eq_ignore_ascii_case(&d.name)).expect("declared");
                 let vt = self.frame.decls[slot].1;
-                self.state.vars[slot] = types::cast(&v, &t, &vt, None)?;
+                self.state.vars[slot] = types::cast(&v, &t, &vt, None)?.to_keep()?;
             }
         }
         Ok(())

@@ -106,3 +106,37 @@ select count(*) as rows_left from fixed_big;
 dbcc checkdb with no_infomsgs;
 select 'checked' as done;
 go
+go
+-- Values of a MiB and more are read where they are stored, in pieces, by what can
+-- (results, storing, DATALENGTH, LEN, SUBSTRING, LEFT, RIGHT, CHARINDEX); every other
+-- operator reads them whole. The answers are those of the values read whole.
+create table big (id int primary key, t varchar(max), n nvarchar(max), b varbinary(max));
+insert big values (1, replicate(cast('abcdefghij' as varchar(max)), 110000) + 'END   ',
+  replicate(cast(N'żółw ' as nvarchar(max)), 220000) + N'koniec',
+  cast(replicate(cast('xy' as varchar(max)), 600000) as varbinary(max)));
+insert big select 2, t + 'more', n, b + 0x00ff from big where id = 1;
+select id, datalength(t) as t_bytes, len(t) as t_len, datalength(n) as n_bytes, len(n) as n_len, datalength(b) as b_bytes,
+  cast(substring(t, 1099995, 20) as varchar(20)) as t_part, cast(left(n, 6) as nvarchar(6)) as n_head,
+  cast(right(n, 8) as nvarchar(8)) as n_tail, cast(substring(b, 1199999, 4) as varbinary(4)) as b_tail,
+  charindex('END', t) as t_end, charindex(N'KONIEC', n) as n_end, charindex('abc', t, 11) as t_next,
+  case when t like 'abc%END%' then 1 else 0 end as t_like
+from big order by id;
+select count(*) as same_n from big a join big c on a.n = c.n and a.id < c.id;
+select id as longer from big where t > (select t from big where id = 1);
+select len(n) as n_len, count(*) as rows_with_it from big group by n;
+go
+declare @v varchar(max) = (select t from big where id = 2);
+select len(@v) as var_len, datalength(@v + 'x') as plus_one, cast(right(@v, 4) as varchar(4)) as var_tail;
+update big set t = n where id = 2;
+update big set b = b where id = 1;
+select id, len(t) as t_len, cast(right(t, 6) as varchar(6)) as t_tail, datalength(b) as b_bytes from big order by id;
+select id, t into #bigcopy from big;
+select id, datalength(t) as copied from #bigcopy order by id;
+drop table #bigcopy;
+create table small_col (v varchar(10));
+insert small_col select t from big where id = 1;
+go
+select id, cast(t as varchar(5)) as cut_by_cast from big order by id;
+dbcc checkdb with no_infomsgs;
+drop table big;
+go

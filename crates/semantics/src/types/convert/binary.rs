@@ -50,6 +50,8 @@ pub(super) fn to_binary(v: &Value, from: &SqlType, to: &SqlType, style: Option<i
             (temporal_to_binary(v, from), true)
         }
         Value::Null => return Ok(Value::Null),
+        // `cast` reads a large value whole before it converts it.
+        Value::Large(l) => return to_binary(&l.value()?, from, to, style),
     };
     Ok(Value::Binary(Arc::from(fit_binary(bytes, n, pad, numeric))))
 }

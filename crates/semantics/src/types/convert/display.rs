@@ -43,6 +43,11 @@ pub fn display_text(v: &Value, t: &SqlType) -> String {
             )
         }
         Value::Guid(g) => guid_text(g),
+        // Read whole to be shown (a value that cannot be read shows why).
+        Value::Large(l) => match l.value() {
+            Ok(v) => display_text(&v, t),
+            Err(e) => format!("<{}>", e.message),
+        },
     }
 }
 

@@ -16,7 +16,7 @@
 //! the errors the families share.
 
 use super::typing::{base_type_name, conversion, family, is_unicode, Conversion, Family};
-use super::{SqlType, Value};
+use super::{LargeKind, SqlType, Value};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_types::MAX;
@@ -56,6 +56,7 @@ pub fn natural_type(v: &Value) -> SqlType {
         Value::DateTime { .. } => SqlType::DateTime2 { scale: 7 },
         Value::DateTimeOffset { .. } => SqlType::DateTimeOffset { scale: 7 },
         Value::Guid(_) => SqlType::UniqueIdentifier,
+        Value::Large(l) => l.kind().max_type(),
     }
 }
 
@@ -69,6 +70,13 @@ pub fn cast(v: &Value, from: &SqlType, to: &SqlType, style: Option<i32>) -> SqlR
         return Ok(Value::Null);
     }
     check_explicit(from, to)?;
+    if let Value::Large(l) = v {
+        // Kept where it is when its form does not change; read whole to be converted.
+        if LargeKind::of(to) == Some(l.kind()) {
+            return Ok(v.clone());
+        }
+        return cast(&l.value()?, from, to, style);
+    }
     match family(to) {
         Family::Bit => to_bit(v, from),
         Family::Int => to_int(v, from, to),
@@ -132,6 +140,8 @@ pub fn would_truncate(v: &Value, to: &SqlType) -> bool {
     match v {
         Value::Str(s) => char_units(s.trim_end_matches(' '), is_unicode(to)) > limit,
         Value::Binary(b) => b.len() > limit,
+        // A value that cannot be read is not stored either.
+        Value::Large(l) => l.trimmed_len_units().map_or(true, |n| n > limit as u64),
         _ => false,
     }
 }

@@ -144,6 +144,8 @@ pub(super) fn to_string(v: &Value, from: &SqlType, to: &SqlType, style: Option<i
     let too_long = |text: &str| limit.is_some_and(|n| char_units(text, is_unicode(to)) > n);
     let text = match v {
         Value::Str(s) => return Ok(fit_string(s, to)),
+        // `cast` reads a large value whole before it converts it.
+        Value::Large(l) => return to_string(&l.value()?, from, to, style),
         Value::Bit(b) => if *b { "1" } else { "0" }.to_string(),
         Value::Int(i) => {
             let text = i.to_string();

@@ -46,6 +46,7 @@ macro_rules! or_null {
 
 mod date;
 mod datepart;
+mod large;
 mod math;
 mod offset;
 mod string;
@@ -437,6 +438,13 @@ pub fn call_function(
     );
     debug_assert_eq!(arg_types.len(), args.len(), "{name}: argument types do not match the arguments");
     let call = Call { name, args, types: arg_types, result, datefirst: ctx.datefirst };
+    if args.iter().any(|a| matches!(a, Value::Large(_))) {
+        if let Some(v) = call.on_large()? {
+            return Ok(v);
+        }
+        let whole = args.iter().map(|a| a.clone().materialized()).collect::<SqlResult<Vec<_>>>()?;
+        return call_function(name, &whole, arg_types, result, ctx);
+    }
     match name {
         "LEN" | "DATALENGTH" | "SUBSTRING" | "LEFT" | "RIGHT" | "UPPER" | "LOWER" | "LTRIM" | "RTRIM" | "TRIM"
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"

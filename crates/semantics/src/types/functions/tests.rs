@@ -30,6 +30,7 @@ fn call(name: &str, args: &[Value]) -> SqlResult<Value> {
             Value::Binary(b) => T::VarBinary(b.len() as u16),
             Value::Bit(_) => T::Bit,
             Value::Guid(_) => T::UniqueIdentifier,
+            Value::Large(l) => l.kind().max_type(),
         })
         .collect();
     let result = function_type(name, &types)?.expect("known function");

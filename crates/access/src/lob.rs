@@ -57,7 +57,7 @@ use crate::txn::{write, Txn};
 /// Bytes of value in every chunk but a value's last.
 pub const CHUNK_BYTES: usize = 8000;
 /// The longest value (SQL Server's 2^31 - 1 bytes; longer is error 7119).
-pub const MAX_VALUE_BYTES: u64 = i32::MAX as u64;
+pub const MAX_VALUE_BYTES: u64 = tessera_types::MAX_LARGE_BYTES;
 /// Chunks read per latch acquisition.
 const READ_BATCH_CHUNKS: usize = 64;
 /// Values waiting in memory for their removal, at most (see `Horizon::committed`).

@@ -505,7 +505,7 @@ impl<'a> Cursor<'a> {
         self.take(n).map(|_| ())
     }
 
-    fn value(&mut self, framing: Framing) -> Result<()> {
+    pub(crate) fn value(&mut self, framing: Framing) -> Result<()> {
         match framing {
             Framing::Fixed(n) => self.skip(n),
             Framing::ByteLen => {

@@ -72,6 +72,26 @@ pub(crate) struct TokenScanner {
     pub finished: bool,
     /// The reply is an RPC's: it ends with a DONEPROC.
     pub rpc: bool,
+    /// The row being read, when its end has not arrived yet.
+    row: Option<PartRow>,
+}
+
+/// A ROW or NBCROW token read as it arrives, so that a row holding a value of a GiB is
+/// never held whole: the column it is at, the NULL bitmap (NBCROW), and where it is in a
+/// PLP value.
+#[derive(Debug, Default)]
+struct PartRow {
+    column: usize,
+    nulls: Vec<u8>,
+    plp: Option<PlpAt>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum PlpAt {
+    /// A chunk's four-byte length comes next (0 ends the value).
+    ChunkLength,
+    /// Bytes left in the current chunk.
+    InChunk(u64),
 }
 
 impl TokenScanner {
@@ -81,8 +101,27 @@ impl TokenScanner {
     pub fn feed(&mut self, data: &[u8], last: bool) -> Result<usize> {
         let mut done = 0;
         while done < data.len() {
+            if self.row.is_some() {
+                let (used, ended) = self.row_on(&data[done..])?;
+                done += used;
+                if !ended {
+                    return if last { Err(BenchError::new("a reply that ends inside a row")) } else { Ok(done) };
+                }
+                self.row = None;
+                self.rows += 1;
+                continue;
+            }
             if self.finished {
                 return Err(BenchError::new("tokens after the final DONE"));
+            }
+            if data[done] == tokens::ROW || data[done] == tokens::NBCROW {
+                let bitmap = if data[done] == tokens::NBCROW { self.columns.len().div_ceil(8) } else { 0 };
+                if data.len() - done < 1 + bitmap {
+                    return if last { Err(BenchError::new("a reply that ends inside a row")) } else { Ok(done) };
+                }
+                self.row = Some(PartRow { nulls: data[done + 1..done + 1 + bitmap].to_vec(), ..PartRow::default() });
+                done += 1 + bitmap;
+                continue;
             }
             let mut r = Cursor::new(&data[done..]);
             match token(&mut r, &mut self.columns) {
@@ -110,6 +149,62 @@ impl TokenScanner {
             return Err(BenchError::new("a reply without its final DONE"));
         }
         Ok(done)
+    }
+
+    /// Reads on in the row in progress: the bytes it took, and whether the row ended.
+    fn row_on(&mut self, data: &[u8]) -> Result<(usize, bool)> {
+        let row = self.row.as_mut().expect("a row in progress");
+        let mut pos = 0;
+        while row.column < self.columns.len() {
+            let i = row.column;
+            if row.nulls.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
+                row.column += 1;
+                continue;
+            }
+            let left = &data[pos..];
+            match (self.columns[i], row.plp) {
+                (Framing::Plp, None) => {
+                    let Some(total) = left.get(..8) else { return Ok((pos, false)) };
+                    pos += 8;
+                    if total == [0xFF; 8] {
+                        row.column += 1;
+                    } else {
+                        row.plp = Some(PlpAt::ChunkLength);
+                    }
+                }
+                (Framing::Plp, Some(PlpAt::ChunkLength)) => {
+                    let Some(n) = left.get(..4) else { return Ok((pos, false)) };
+                    pos += 4;
+                    match u32::from_le_bytes(n.try_into().expect("4 bytes")) {
+                        0 => {
+                            row.plp = None;
+                            row.column += 1;
+                        }
+                        n => row.plp = Some(PlpAt::InChunk(n.into())),
+                    }
+                }
+                (Framing::Plp, Some(PlpAt::InChunk(n))) => {
+                    let took = n.min(left.len() as u64);
+                    if took == 0 {
+                        return Ok((pos, false));
+                    }
+                    pos += took as usize;
+                    row.plp = Some(if took == n { PlpAt::ChunkLength } else { PlpAt::InChunk(n - took) });
+                }
+                (framing, _) => {
+                    let mut r = Cursor::new(left);
+                    match r.value(framing) {
+                        Ok(()) => {
+                            pos += r.pos;
+                            row.column += 1;
+                        }
+                        Err(_) if r.short => return Ok((pos, false)),
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Ok((pos, true))
     }
 }
 
@@ -157,8 +252,19 @@ impl StreamConn {
     /// Sends an RPC request whose payload is `body` (ALL_HEADERS and the calls, as
     /// [`executesql_body`] makes one) and reads its reply as [`StreamConn::query`] does.
     pub fn rpc(&mut self, body: &[u8]) -> Result<StreamRun> {
-        let request = frame(kind::RPC, body, self.packet_size);
-        self.request(&request, true)
+        let request = self.frame_rpc(body);
+        self.send_rpc(&request)
+    }
+
+    /// An RPC request's packets, framed for this connection ([`StreamConn::send_rpc`]
+    /// sends them): a caller that times the server frames first.
+    pub fn frame_rpc(&self, body: &[u8]) -> Vec<u8> {
+        frame(kind::RPC, body, self.packet_size)
+    }
+
+    /// Sends an RPC request framed by [`StreamConn::frame_rpc`] and reads its reply.
+    pub fn send_rpc(&mut self, request: &[u8]) -> Result<StreamRun> {
+        self.request(request, true)
     }
 
     fn request(&mut self, request: &[u8], rpc: bool) -> Result<StreamRun> {
@@ -327,6 +433,37 @@ mod tests {
             assert_eq!((s.rows, s.reported_rows, s.finished, s.error.as_deref()), (50, Some(50), true, None), "{step}");
             // Never more than one incomplete row plus one piece.
             assert!(most < 300 + 20 + step, "step {step}: {most} bytes held");
+        }
+    }
+
+    /// A row whose PLP value is many times the pieces it arrives in is read as it comes:
+    /// what the reader holds stays within a piece (plus a few bytes of framing).
+    #[test]
+    fn a_long_plp_value_is_never_held_whole() {
+        let mut p = vec![tokens::COLMETADATA];
+        p.extend_from_slice(&2u16.to_le_bytes());
+        p.extend_from_slice(&[0, 0, 0, 0, 1, 0, code::INTN, 4, 1, b'i', 0]);
+        p.extend_from_slice(&[0, 0, 0, 0, 1, 0, code::BIGVARBIN, 0xFF, 0xFF, 1, b'v', 0]);
+        let value = vec![7u8; 100_000];
+        p.extend_from_slice(&[tokens::ROW, 4, 1, 0, 0, 0]);
+        p.extend_from_slice(&(value.len() as u64).to_le_bytes());
+        for chunk in value.chunks(30_000) {
+            p.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+            p.extend_from_slice(chunk);
+        }
+        p.extend_from_slice(&0u32.to_le_bytes());
+        // A row whose value is NULL in the bitmap (NBCROW), then one with a PLP NULL.
+        p.extend_from_slice(&[tokens::NBCROW, 0b10, 4, 2, 0, 0, 0]);
+        p.extend_from_slice(&[tokens::ROW, 4, 3, 0, 0, 0]);
+        p.extend_from_slice(&u64::MAX.to_le_bytes());
+        p.push(tokens::DONE);
+        p.extend_from_slice(&tokens::done::COUNT.to_le_bytes());
+        p.extend_from_slice(&0xC1u16.to_le_bytes());
+        p.extend_from_slice(&3u64.to_le_bytes());
+        for step in [1, 5, 4096, 65_536] {
+            let (s, most) = feed_in_pieces(&p, step);
+            assert_eq!((s.rows, s.reported_rows, s.finished), (3, Some(3), true), "{step}");
+            assert!(most < step + 64, "step {step}: {most} bytes held");
         }
     }
 

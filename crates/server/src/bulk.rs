@@ -20,7 +20,7 @@ use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::BulkTarget;
 use tessera_sql::{Session, SqlError};
 
-use crate::codec::{bad, DecodeResult, Reader};
+use crate::codec::{bad, DecodeResult, Input, Reader};
 use crate::tokens::{self, Version};
 use crate::types::{code, read_type_info, read_value, TypeInfo};
 

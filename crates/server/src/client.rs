@@ -12,7 +12,7 @@ use tessera_semantics::types::Value;
 use tessera_sql::{ErrorDetail, SqlError};
 use tokio::net::TcpStream;
 
-use crate::codec::{DecodeError, Reader};
+use crate::codec::{DecodeError, Input, Reader};
 use crate::packet::{self, kind, Limits};
 use crate::prelogin::{self, ENCRYPT_OFF, ENCRYPT_ON, ENCRYPT_REQ};
 use crate::tls::PreloginWrapped;

@@ -58,55 +58,87 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    pub fn skip(&mut self, n: usize) -> DecodeResult<()> {
-        self.bytes(n).map(|_| ())
-    }
-
     pub fn peek_u8(&self) -> Option<u8> {
         self.buf.get(self.pos).copied()
     }
+}
 
-    pub fn u8(&mut self) -> DecodeResult<u8> {
-        Ok(self.bytes(1)?[0])
+/// Where a request's fields are read from: a whole payload in memory ([`Reader`]), or the
+/// packets of a message as they arrive (`packet::PacketInput`), which may put a long
+/// value in a spool file rather than in memory ([`Input::spool_dir`]). Every read checks
+/// its length first.
+pub trait Input {
+    /// The next `n` bytes.
+    fn take(&mut self, n: usize) -> DecodeResult<&[u8]>;
+
+    /// The next byte, left to be read; None at the end of the request.
+    fn peek(&mut self) -> DecodeResult<Option<u8>>;
+
+    /// Hands the next `n` bytes to `each` in the pieces they arrive in (a long PLP chunk
+    /// need not be in memory at once).
+    fn take_into(&mut self, n: usize, each: &mut dyn FnMut(&[u8]) -> DecodeResult<()>) -> DecodeResult<()> {
+        each(self.take(n)?)
     }
 
-    pub fn u16(&mut self) -> DecodeResult<u16> {
-        let b = self.bytes(2)?;
+    /// Where a long value may be spooled instead of kept in memory (None: it may not;
+    /// the whole request is in memory already).
+    fn spool_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
+
+    fn skip(&mut self, n: usize) -> DecodeResult<()> {
+        self.take(n).map(|_| ())
+    }
+
+    fn u8(&mut self) -> DecodeResult<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> DecodeResult<u16> {
+        let b = self.take(2)?;
         Ok(u16::from_le_bytes([b[0], b[1]]))
     }
 
-    pub fn u32(&mut self) -> DecodeResult<u32> {
-        let b = self.bytes(4)?;
+    fn u32(&mut self) -> DecodeResult<u32> {
+        let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
-    pub fn u64(&mut self) -> DecodeResult<u64> {
-        let b = self.bytes(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
+    fn u64(&mut self) -> DecodeResult<u64> {
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
     }
 
     /// B_VARCHAR: a one-byte character count and UCS-2 text.
-    pub fn b_varchar(&mut self) -> DecodeResult<String> {
+    fn b_varchar(&mut self) -> DecodeResult<String> {
         let n = usize::from(self.u8()?);
-        ucs2_decode(self.bytes(n * 2)?)
+        ucs2_decode(self.take(n * 2)?)
     }
 
     /// B_VARBYTE holding UCS-2 text: a one-byte *byte* count (a transaction manager
     /// request's transaction name, as SqlClient and tedious write it).
-    pub fn b_varbyte_text(&mut self) -> DecodeResult<String> {
+    fn b_varbyte_text(&mut self) -> DecodeResult<String> {
         let n = usize::from(self.u8()?);
         if n % 2 != 0 {
             return bad(format!("a UCS-2 name of {n} bytes"));
         }
-        ucs2_decode(self.bytes(n)?)
+        ucs2_decode(self.take(n)?)
     }
 
     /// US_VARCHAR: a two-byte character count and UCS-2 text.
-    pub fn us_varchar(&mut self) -> DecodeResult<String> {
+    fn us_varchar(&mut self) -> DecodeResult<String> {
         let n = usize::from(self.u16()?);
-        ucs2_decode(self.bytes(n * 2)?)
+        ucs2_decode(self.take(n * 2)?)
+    }
+}
+
+impl Input for Reader<'_> {
+    fn take(&mut self, n: usize) -> DecodeResult<&[u8]> {
+        self.bytes(n)
+    }
+
+    fn peek(&mut self) -> DecodeResult<Option<u8>> {
+        Ok(self.peek_u8())
     }
 }
 

@@ -23,6 +23,7 @@ pub mod prelogin;
 pub mod request;
 pub mod rpc;
 pub mod session;
+pub mod spool;
 pub mod throttle;
 pub mod tls;
 pub mod tm;

@@ -8,7 +8,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::codec::{bad, ucs2_decode, DecodeResult, Reader};
+use crate::codec::{bad, ucs2_decode, DecodeResult, Input, Reader};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Login7 {

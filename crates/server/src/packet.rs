@@ -204,28 +204,209 @@ pub async fn read_message_of<R: AsyncRead + Unpin>(
     }
 }
 
+/// Reads a packet header on a blocking reader: None on a clean end of stream before its
+/// first byte.
+pub fn read_header_blocking<R: io::Read>(r: &mut R) -> io::Result<Option<[u8; HEADER_LEN]>> {
+    let mut h = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        let n = match r.read(&mut h[got..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            if got > 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "truncated packet header"));
+            }
+            return Ok(None);
+        }
+        got += n;
+    }
+    Ok(Some(h))
+}
+
 /// [`read_message`] on a blocking reader (a busy session's thread).
 pub fn read_message_blocking<R: io::Read>(r: &mut R, limits: &Limits) -> io::Result<Option<Message>> {
+    match read_header_blocking(r)? {
+        Some(h) => read_message_after(r, limits, h).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The rest of a message whose first packet header `first` was read already.
+pub fn read_message_after<R: io::Read>(r: &mut R, limits: &Limits, first: [u8; HEADER_LEN]) -> io::Result<Message> {
     let mut a = Assembler::new(limits, &[]);
+    let mut h = first;
     loop {
-        let mut h = [0u8; HEADER_LEN];
-        let mut got = 0;
-        while got < HEADER_LEN {
-            let n = match r.read(&mut h[got..]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if n == 0 {
-                return a.end_of_stream(got);
-            }
-            got += n;
-        }
         a.begin_packet(&h)?;
         r.read_exact(a.body())?;
         if let Some(m) = a.end_packet() {
-            return Ok(Some(m));
+            return Ok(m);
         }
+        h = match read_header_blocking(r)? {
+            Some(h) => h,
+            None => return a.end_of_stream(0).and_then(|_| Err(io::ErrorKind::UnexpectedEof.into())),
+        };
+    }
+}
+
+/// A request read as its packets arrive (a busy session's thread), for decoders that
+/// take their fields one by one (`codec::Input`): the request need not be in memory
+/// whole. Fields are bounded by [`Limits::max_message`] together; a long PLP value read
+/// with [`Input::take_into`] passes through a packet at a time (see `spool`), and does
+/// not count. A failure of the socket or the framing ends the decoding with the error
+/// kept in [`PacketInput::failure`] (the connection ends); a client that abandons the
+/// message (the IGNORE bit) ends it too, [`PacketInput::ignored`] set.
+pub struct PacketInput<'r, R: io::Read> {
+    r: &'r mut R,
+    limits: Limits,
+    first: Header,
+    /// Bytes received and not yet read, from `pos` on.
+    buf: Vec<u8>,
+    pos: usize,
+    /// Bytes handed out as fields so far.
+    taken: usize,
+    /// The packet marked end-of-message is in.
+    eom: bool,
+    ignored: bool,
+    failure: Option<io::Error>,
+    spool_dir: std::path::PathBuf,
+}
+
+impl<'r, R: io::Read> PacketInput<'r, R> {
+    /// Starts reading the message whose first header is `first`.
+    pub fn start(
+        r: &'r mut R,
+        limits: Limits,
+        first: [u8; HEADER_LEN],
+        spool_dir: std::path::PathBuf,
+    ) -> io::Result<PacketInput<'r, R>> {
+        let header = Header::parse(&first, &limits)?;
+        let mut input = PacketInput {
+            r,
+            limits,
+            first: header,
+            buf: Vec::new(),
+            pos: 0,
+            taken: 0,
+            eom: false,
+            ignored: false,
+            failure: None,
+            spool_dir,
+        };
+        input.body(header)?;
+        Ok(input)
+    }
+
+    /// The status bits of the message's first packet.
+    pub fn status(&self) -> u8 {
+        self.first.status
+    }
+
+    /// Whether the client abandoned the message.
+    pub fn ignored(&self) -> bool {
+        self.ignored
+    }
+
+    /// The socket or framing error that stopped the reading, if one did.
+    pub fn failure(&mut self) -> Option<io::Error> {
+        self.failure.take()
+    }
+
+    /// Reads what is left of the message and drops it (after a decoding error, so that
+    /// the next message starts where it should).
+    pub fn drain(&mut self) -> io::Result<()> {
+        while !self.eom {
+            self.buf.clear();
+            self.pos = 0;
+            self.next_packet()?;
+        }
+        Ok(())
+    }
+
+    /// Reads the next packet's body onto the buffer.
+    fn next_packet(&mut self) -> io::Result<()> {
+        let Some(h) = read_header_blocking(self.r)? else {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"));
+        };
+        let header = Header::parse(&h, &self.limits)?;
+        if header.kind != self.first.kind {
+            let (inner, outer) = (header.kind, self.first.kind);
+            return Err(protocol(format!("packet type {inner:#04x} inside a message of type {outer:#04x}")));
+        }
+        self.body(header)
+    }
+
+    fn body(&mut self, header: Header) -> io::Result<()> {
+        let at = self.buf.len();
+        self.buf.resize(at + header.length - HEADER_LEN, 0);
+        self.r.read_exact(&mut self.buf[at..])?;
+        self.eom = header.status & status::EOM != 0;
+        if header.status & status::IGNORE != 0 {
+            self.ignored = true;
+            self.buf.truncate(at);
+        }
+        Ok(())
+    }
+
+    /// At least `n` bytes in the buffer, unless the message ends first.
+    fn fill(&mut self, n: usize) -> crate::codec::DecodeResult<()> {
+        while self.buf.len() - self.pos < n {
+            if self.eom || self.ignored {
+                let why = if self.ignored { "the client abandoned the request" } else { "truncated" };
+                return crate::codec::bad(format!("{why}: wanted {n} bytes, {} left", self.buf.len() - self.pos));
+            }
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                self.pos = 0;
+            }
+            if let Err(e) = self.next_packet() {
+                let why = e.to_string();
+                self.failure = Some(e);
+                return crate::codec::bad(why);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<R: io::Read> crate::codec::Input for PacketInput<'_, R> {
+    fn take(&mut self, n: usize) -> crate::codec::DecodeResult<&[u8]> {
+        if self.taken + n > self.limits.max_message {
+            return crate::codec::bad(format!("message larger than {} bytes", self.limits.max_message));
+        }
+        self.fill(n)?;
+        self.taken += n;
+        self.pos += n;
+        Ok(&self.buf[self.pos - n..self.pos])
+    }
+
+    fn peek(&mut self) -> crate::codec::DecodeResult<Option<u8>> {
+        if self.buf.len() == self.pos && (self.eom || self.ignored) {
+            return Ok(None);
+        }
+        self.fill(1)?;
+        Ok(Some(self.buf[self.pos]))
+    }
+
+    fn take_into(
+        &mut self,
+        mut n: usize,
+        each: &mut dyn FnMut(&[u8]) -> crate::codec::DecodeResult<()>,
+    ) -> crate::codec::DecodeResult<()> {
+        while n > 0 {
+            self.fill(1)?;
+            let piece = n.min(self.buf.len() - self.pos);
+            each(&self.buf[self.pos..self.pos + piece])?;
+            self.pos += piece;
+            n -= piece;
+        }
+        Ok(())
+    }
+
+    fn spool_dir(&self) -> Option<&std::path::Path> {
+        Some(&self.spool_dir)
     }
 }
 

@@ -19,7 +19,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::codec::{bad, DecodeResult, Reader};
+use crate::codec::{bad, DecodeResult, Input, Reader};
 
 pub const ENCRYPT_OFF: u8 = 0;
 pub const ENCRYPT_ON: u8 = 1;

@@ -8,7 +8,7 @@
 
 use tessera_semantics::types::{SqlType, Value};
 
-use crate::codec::{bad, ucs2_decode, DecodeResult, Reader};
+use crate::codec::{bad, ucs2_decode, DecodeResult, Input, Reader};
 use crate::types::{read_type_info, read_value};
 
 /// Well-known procedure ids.
@@ -61,13 +61,13 @@ pub struct Headers {
 }
 
 /// Skips ALL_HEADERS if present (TDS 7.2+; its first DWORD is its own total length).
-pub fn skip_all_headers(r: &mut Reader) -> DecodeResult<Headers> {
+pub fn skip_all_headers(r: &mut (impl Input + ?Sized)) -> DecodeResult<Headers> {
     let mut h = Headers::default();
     let total = r.u32()? as usize;
-    if total < 4 || total - 4 > r.remaining() {
+    if !(4..=ALL_HEADERS_MAX).contains(&total) {
         return bad(format!("ALL_HEADERS length {total} out of range"));
     }
-    let mut hr = Reader::new(r.bytes(total - 4)?);
+    let mut hr = Reader::new(r.take(total - 4)?);
     while !hr.is_empty() {
         let len = hr.u32()? as usize;
         if len < 6 || len - 4 > hr.remaining() {
@@ -81,16 +81,19 @@ pub fn skip_all_headers(r: &mut Reader) -> DecodeResult<Headers> {
     Ok(h)
 }
 
+/// The longest ALL_HEADERS block accepted (its headers are a few dozen bytes).
+const ALL_HEADERS_MAX: usize = 64 << 10;
+
 /// Decodes the calls of an RPC request (after ALL_HEADERS).
-pub fn parse_calls(r: &mut Reader) -> DecodeResult<Vec<Call>> {
+pub fn parse_calls(r: &mut (impl Input + ?Sized)) -> DecodeResult<Vec<Call>> {
     let mut calls = Vec::new();
     loop {
         calls.push(parse_call(r)?);
-        match r.peek_u8() {
+        match r.peek()? {
             None => return Ok(calls),
             Some(0xFF | 0x80) => {
                 r.u8()?;
-                if r.is_empty() {
+                if r.peek()?.is_none() {
                     return Ok(calls);
                 }
             }
@@ -102,7 +105,7 @@ pub fn parse_calls(r: &mut Reader) -> DecodeResult<Vec<Call>> {
     }
 }
 
-fn parse_call(r: &mut Reader) -> DecodeResult<Call> {
+fn parse_call(r: &mut (impl Input + ?Sized)) -> DecodeResult<Call> {
     let n = r.u16()?;
     let procedure = if n == 0xFFFF {
         let id = r.u16()?;
@@ -111,11 +114,11 @@ fn parse_call(r: &mut Reader) -> DecodeResult<Call> {
             None => return bad(format!("unknown procedure id {id}")),
         }
     } else {
-        ucs2_decode(r.bytes(usize::from(n) * 2)?)?
+        ucs2_decode(r.take(usize::from(n) * 2)?)?
     };
     let options = r.u16()?;
     let mut params = Vec::new();
-    while let Some(b) = r.peek_u8() {
+    while let Some(b) = r.peek()? {
         if b == 0xFF || b == 0x80 {
             break;
         }

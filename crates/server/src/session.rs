@@ -41,7 +41,7 @@ use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
 use tessera_sql::{ResultSink, Session, SqlError};
 use tokio::io::AsyncWriteExt;
 
-use crate::packet::{self, kind, status, Limits, Message};
+use crate::packet::{self, kind, status, Limits, Message, PacketInput};
 use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
 use crate::throttle::Verdict;
 use crate::tls::PreloginWrapped;
@@ -495,13 +495,47 @@ impl Busy {
             if !transport::wait_readable(&mut self.transport)? {
                 return Ok(true);
             }
-            let Some(msg) = packet::read_message_blocking(&mut self.transport, &self.limits)? else {
+            let Some(first) = packet::read_header_blocking(&mut self.transport)? else {
                 return Ok(false);
             };
-            if !self.handle(msg)? {
+            let go_on = if first[0] == kind::RPC {
+                self.handle_rpc(first)?
+            } else {
+                let msg = packet::read_message_after(&mut self.transport, &self.limits, first)?;
+                self.handle(msg)?
+            };
+            if !go_on {
                 return Ok(false);
             }
         }
+    }
+
+    /// An RPC request, decoded as its packets arrive (long parameter values go to spool
+    /// files in the data directory, see `spool`), then run; false when the client left.
+    fn handle_rpc(&mut self, first: [u8; packet::HEADER_LEN]) -> io::Result<bool> {
+        let spool_dir = self.state.config.data_dir.clone();
+        let mut input = PacketInput::start(&mut self.transport, self.limits, first, spool_dir)?;
+        let decoded = request::decode_rpc_from(&mut input, self.conn.version);
+        if let Some(e) = input.failure() {
+            return Err(e);
+        }
+        let (status, ignored) = (input.status(), input.ignored());
+        if decoded.is_err() || ignored {
+            // The next request starts after this one's last packet.
+            input.drain()?;
+        }
+        if ignored {
+            // Abandoned by the client while it was sending it: nothing runs, and a DONE
+            // tells the client the server is ready for the next one.
+            self.reply_done(done::FINAL)?;
+            return Ok(true);
+        }
+        let reset = status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
+        let job: Job = match decoded {
+            Ok(calls) => Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)),
+            Err(e) => bad_request(msg::TDS_RPC_STREAM_INCORRECT.with(&[&e])),
+        };
+        self.run(reset, job)
     }
 
     /// One request and its whole response; false when the client left.
@@ -527,10 +561,6 @@ impl Busy {
                     sink.finish_batch();
                 }),
                 Err(e) => bad_request(msg::TDS_STREAM_INCORRECT.with(&[&e])),
-            },
-            kind::RPC => match request::decode_rpc(&msg.payload, version) {
-                Ok(calls) => Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)),
-                Err(e) => bad_request(msg::TDS_RPC_STREAM_INCORRECT.with(&[&e])),
             },
             kind::TRANSACTION_MANAGER => match request::decode_tm(&msg.payload, version) {
                 Ok(tm::Request::Unsupported(k)) => bad_request(msg::DISTRIBUTED_TRANSACTIONS_NOT_SUPPORTED.with(&[&k])),

@@ -9,7 +9,7 @@
 //! `Session::execute`, so the ENVCHANGE 8/9/10 replies come from the same events a
 //! `BEGIN TRAN` in a batch produces.
 
-use crate::codec::{bad, DecodeResult, Reader};
+use crate::codec::{bad, DecodeResult, Input, Reader};
 
 pub const TM_GET_DTC_ADDRESS: u16 = 0;
 pub const TM_PROPAGATE_XACT: u16 = 1;

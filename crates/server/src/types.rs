@@ -35,9 +35,10 @@
 use bytes::{BufMut, BytesMut};
 use tessera_access::row::{self, MAX};
 use tessera_execution::encoding::{from_storage, to_storage};
-use tessera_semantics::types::{LargeKind, SqlType, Value};
+use tessera_semantics::types::{large, LargeKind, SqlType, Value};
 
-use crate::codec::{bad, cp1252_decode, ucs2_decode, DecodeResult, Reader};
+use crate::codec::{bad, cp1252_decode, ucs2_decode, DecodeError, DecodeResult, Input};
+use crate::spool;
 
 /// SQL_Latin1_General_CP1_CI_AS: LCID 0x0409 with IgnoreCase/IgnoreKana/IgnoreWidth, sort
 /// order 52.
@@ -432,7 +433,7 @@ pub struct TypeInfo {
 
 /// Reads a TYPE_INFO. Types the server cannot take as parameters (sql_variant, UDT, TVP)
 /// are decode errors: the request fails, the connection stays.
-pub fn read_type_info(r: &mut Reader) -> DecodeResult<TypeInfo> {
+pub fn read_type_info(r: &mut (impl Input + ?Sized)) -> DecodeResult<TypeInfo> {
     let c = r.u8()?;
     let mut ti = TypeInfo { code: c, len: 0, precision: 0, scale: 0 };
     match c {
@@ -562,25 +563,57 @@ impl TypeInfo {
     }
 }
 
-/// Reads a PLP value; None for NULL. `limit` bounds the total (the message bound already
-/// does, this keeps a lying length header from reserving memory).
-fn read_plp(r: &mut Reader) -> DecodeResult<Option<Vec<u8>>> {
+/// A PLP value as it arrived: in memory, or — a value of at least
+/// [`large::LAZY_BYTES`] from an input that spools — in a spool file.
+enum Plp {
+    Bytes(Vec<u8>),
+    Spooled(spool::Spooled),
+}
+
+/// Room reserved at once for a PLP value whose length is announced (a lying header
+/// reserves no more; the value grows as its chunks arrive).
+const PLP_RESERVE: u64 = 1 << 20;
+
+/// Reads a PLP value; None for NULL. Past [`large::LAZY_BYTES`], from an input that
+/// spools ([`Input::spool_dir`]), the value goes to a spool file as its chunks arrive.
+fn read_plp(r: &mut (impl Input + ?Sized)) -> DecodeResult<Option<Plp>> {
     let total = r.u64()?;
     if total == PLP_NULL {
         return Ok(None);
     }
-    if total != PLP_UNKNOWN && total > r.remaining() as u64 {
-        return bad("PLP length beyond the message");
-    }
-    let mut v = Vec::with_capacity(if total == PLP_UNKNOWN { 0 } else { total as usize });
+    let mut v = Vec::with_capacity(if total == PLP_UNKNOWN { 0 } else { total.min(PLP_RESERVE) as usize });
+    let mut spooled: Option<spool::Spool> = None;
+    let mut len = 0u64;
     loop {
         let n = r.u32()? as usize;
         if n == 0 {
             break;
         }
-        v.extend_from_slice(r.bytes(n)?);
+        len += n as u64;
+        if len > tessera_access::lob::MAX_VALUE_BYTES {
+            return bad(format!("a PLP value longer than {} bytes", tessera_access::lob::MAX_VALUE_BYTES));
+        }
+        if spooled.is_none() && len >= large::LAZY_BYTES {
+            if let Some(dir) = r.spool_dir() {
+                let mut s = spool::Spool::create(dir).map_err(spool_failed)?;
+                s.write(&v).map_err(spool_failed)?;
+                v = Vec::new();
+                spooled = Some(s);
+            }
+        }
+        match &mut spooled {
+            Some(s) => r.take_into(n, &mut |piece| s.write(piece).map_err(spool_failed))?,
+            None => v.extend_from_slice(r.take(n)?),
+        }
     }
-    Ok(Some(v))
+    Ok(Some(match spooled {
+        Some(s) => Plp::Spooled(s.finish().map_err(spool_failed)?),
+        None => Plp::Bytes(v),
+    }))
+}
+
+fn spool_failed(e: std::io::Error) -> DecodeError {
+    DecodeError(format!("a long value could not be spooled to disk: {e}"))
 }
 
 fn le_int(b: &[u8]) -> i64 {
@@ -611,39 +644,42 @@ fn time_ticks(b: &[u8], scale: u8) -> DecodeResult<u64> {
 }
 
 /// Reads one parameter value of TYPE_INFO `ti` (its SQL type is `ti.sql_type()`).
-pub fn read_value(r: &mut Reader, ti: &TypeInfo) -> DecodeResult<Value> {
+pub fn read_value(r: &mut (impl Input + ?Sized), ti: &TypeInfo) -> DecodeResult<Value> {
     let ty = ti.sql_type();
     if ti.is_plp() {
-        let Some(b) = read_plp(r)? else { return Ok(Value::Null) };
-        return bytes_value(ti, &ty, &b);
+        return match read_plp(r)? {
+            None => Ok(Value::Null),
+            Some(Plp::Bytes(b)) => bytes_value(ti, &ty, &b),
+            Some(Plp::Spooled(s)) => spooled_value(ti, s),
+        };
     }
     // The value's bytes, by the type's length prefix.
     let data: &[u8] = match ti.code {
         code::NULL => return Ok(Value::Null),
-        code::INT1 | code::BIT => r.bytes(1)?,
-        code::INT2 => r.bytes(2)?,
-        code::INT4 | code::DATETIM4 | code::FLT4 | code::MONEY4 => r.bytes(4)?,
-        code::INT8 | code::FLT8 | code::MONEY | code::DATETIME => r.bytes(8)?,
+        code::INT1 | code::BIT => r.take(1)?,
+        code::INT2 => r.take(2)?,
+        code::INT4 | code::DATETIM4 | code::FLT4 | code::MONEY4 => r.take(4)?,
+        code::INT8 | code::FLT8 | code::MONEY | code::DATETIME => r.take(8)?,
         code::BIGVARBIN | code::BIGBINARY | code::BIGVARCHR | code::BIGCHAR | code::NVARCHAR | code::NCHAR => {
             let n = r.u16()?;
             if n == 0xFFFF {
                 return Ok(Value::Null);
             }
-            r.bytes(usize::from(n))?
+            r.take(usize::from(n))?
         }
         code::TEXT | code::NTEXT | code::IMAGE => {
             let n = r.u32()?;
             if n == u32::MAX {
                 return Ok(Value::Null);
             }
-            r.bytes(n as usize)?
+            r.take(n as usize)?
         }
         _ => {
             let n = r.u8()?;
             if n == 0 || (n == 0xFF && matches!(ti.code, code::CHAR | code::VARCHAR | code::BINARY | code::VARBINARY)) {
                 return Ok(Value::Null);
             }
-            r.bytes(usize::from(n))?
+            r.take(usize::from(n))?
         }
     };
     if matches!(
@@ -774,6 +810,19 @@ fn check_days(d: i32) -> DecodeResult<i32> {
     }
 }
 
+/// A spooled PLP value as a [`Value::Large`] in the form its type's values take.
+fn spooled_value(ti: &TypeInfo, s: spool::Spooled) -> DecodeResult<Value> {
+    let kind = match ti.code {
+        code::NVARCHAR | code::NCHAR | code::NTEXT | code::XML => LargeKind::Unicode,
+        code::BIGVARCHR | code::BIGCHAR | code::TEXT | code::CHAR | code::VARCHAR => LargeKind::Ansi,
+        _ => LargeKind::Binary,
+    };
+    if kind == LargeKind::Unicode && !s.len_bytes().is_multiple_of(2) {
+        return bad("odd length for UCS-2 text");
+    }
+    Ok(Value::Large(s.into_value(kind)))
+}
+
 fn bytes_value(ti: &TypeInfo, ty: &SqlType, b: &[u8]) -> DecodeResult<Value> {
     Ok(match ti.code {
         code::NVARCHAR | code::NCHAR | code::NTEXT | code::XML => Value::str(&ucs2_decode(b)?),
@@ -788,6 +837,7 @@ fn bytes_value(ti: &TypeInfo, ty: &SqlType, b: &[u8]) -> DecodeResult<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::Reader;
 
     fn round_trip(ty: SqlType, v: Value) {
         let mut out = BytesMut::new();

@@ -7,6 +7,8 @@ use tessera_errors::{Error, Result};
 
 /// Length parameter meaning `max` in `varchar(max)`, `nvarchar(max)`, `varbinary(max)`.
 pub const MAX: u16 = 0xFFFF;
+/// The longest `(max)` value, in bytes (2^31 - 1; longer is error 7119).
+pub const MAX_LARGE_BYTES: u64 = i32::MAX as u64;
 
 /// Days from 0001-01-01 to 9999-12-31 (the largest `date`).
 pub const MAX_DATE_DAYS: i32 = 3_652_058;

@@ -35,6 +35,8 @@ pub(super) fn to_binary(v: &Value, from: &SqlType, to: &SqlType, style: Option<i
         _ => (MAX, false),
     };
     let (bytes, numeric) = match v {
+        // A varbinary that holds the bytes keeps them as they are (no copy of a long value).
+        Value::Binary(b) if !pad && (n == MAX || b.len() <= usize::from(n)) => return Ok(v.clone()),
         Value::Str(s) => (string_to_bytes(s, from, style)?, false),
         Value::Binary(b) => (b.to_vec(), false),
         Value::Bit(b) => (vec![u8::from(*b)], true),

@@ -143,6 +143,12 @@ pub(super) fn to_string(v: &Value, from: &SqlType, to: &SqlType, style: Option<i
     let limit = string_length_limit(to);
     let too_long = |text: &str| limit.is_some_and(|n| char_units(text, is_unicode(to)) > n);
     let text = match v {
+        // A (max) type keeps a string it can hold as it is (no copy of a long value).
+        Value::Str(s)
+            if to.is_max() && (is_unicode(to) || matches!(to_code_page(s), std::borrow::Cow::Borrowed(_))) =>
+        {
+            return Ok(v.clone())
+        }
         Value::Str(s) => return Ok(fit_string(s, to)),
         // `cast` reads a large value whole before it converts it.
         Value::Large(l) => return to_string(&l.value()?, from, to, style),

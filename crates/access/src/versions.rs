@@ -699,7 +699,7 @@ impl Versions {
     }
 
     /// The clock: the CSN of the newest commit that kept versions.
-    pub(crate) fn clock(&self) -> u64 {
+    pub fn clock(&self) -> u64 {
         self.clock.load(Ordering::SeqCst)
     }
 

@@ -19,6 +19,7 @@ use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
 use tessera_log::{Growth, Hold, LogConfig, Lsn, TxnId, Wal};
 
+use crate::redefinitions::{Redefining, Redefinitions};
 use crate::registry::Entry;
 use crate::transaction::Transaction;
 
@@ -311,6 +312,8 @@ pub struct Database {
     chain: Mutex<BackupChain>,
     /// One backup at a time (SQL Server's error 3023 for a second one).
     backup: Mutex<()>,
+    /// Objects redefined by DDL, for SNAPSHOT transactions (3961).
+    redefinitions: Redefinitions,
 }
 
 impl Database {
@@ -426,6 +429,7 @@ impl Database {
             recovery: None,
             chain: Mutex::new(BackupChain::default()),
             backup: Mutex::new(()),
+            redefinitions: Redefinitions::default(),
         }
     }
 
@@ -549,6 +553,23 @@ impl Database {
     /// The snapshots given up to shrink the version store since the last call.
     pub fn take_version_victims(&self) -> Vec<tessera_access::versions::Victim> {
         self.space.versions.take_victims()
+    }
+
+    /// Marks `object` as redefined by a transaction about to commit; end the mark with
+    /// [`Database::redefined`] when it has committed or failed to.
+    pub fn redefining(&self, object: u32) -> Redefining {
+        self.redefinitions.begin(object)
+    }
+
+    /// The transaction of a [`Database::redefining`] ended (`committed` or not).
+    pub fn redefined(&self, r: Redefining, committed: bool) {
+        self.redefinitions.end(r, committed.then(|| self.space.versions.clock()))
+    }
+
+    /// Whether DDL that committed after the snapshot taken at `csn` redefined `object`
+    /// (a SNAPSHOT transaction may not use it then: 3961).
+    pub fn redefined_since(&self, object: u32, csn: u64) -> bool {
+        self.redefinitions.since(object, csn)
     }
 
     /// The snapshots held in the database now.

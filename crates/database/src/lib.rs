@@ -22,6 +22,7 @@
 mod database;
 mod engine;
 pub mod memory;
+pub mod redefinitions;
 mod registry;
 pub use registry::{DbState, Entry as DatabaseEntry};
 mod transaction;

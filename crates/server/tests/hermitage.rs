@@ -395,3 +395,46 @@ fn repeatable_read_and_serializable() {
         after(insert).await.1.unwrap();
     });
 }
+
+/// Definitions are not versioned: a SNAPSHOT transaction may not use a table that a
+/// transaction committed after its snapshot redefined (ALTER TABLE, TRUNCATE, an index):
+/// 3961, which ends it. Tables not redefined, transactions that begin after the DDL,
+/// READ COMMITTED SNAPSHOT statements and DDL that rolled back are unaffected.
+#[test]
+fn snapshot_transactions_refuse_tables_redefined_since() {
+    let (server, runtime) = server_with_databases();
+    let port = server.port();
+    runtime.block_on(async {
+        for ddl in ["ALTER TABLE test ADD extra int", "TRUNCATE TABLE test", "CREATE INDEX ix_value ON test (value)"] {
+            let (mut t1, _, mut ddl_session) = sessions(port, "snap", "SNAPSHOT").await;
+            run(&mut ddl_session, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED").await;
+            run(
+                &mut ddl_session,
+                "IF OBJECT_ID('other') IS NULL CREATE TABLE other (id int PRIMARY KEY, value int); \
+                 DELETE FROM other; INSERT INTO other VALUES (7, 70)",
+            )
+            .await;
+            assert_eq!(now(&mut t1, "BEGIN TRAN; SELECT * FROM test").await, rows(&[(1, 10), (2, 20)]));
+            now(&mut ddl_session, ddl).await.unwrap();
+            assert_eq!(now(&mut t1, "SELECT id, value FROM other").await, rows(&[(7, 70)]), "{ddl}");
+            assert_eq!(now(&mut t1, "SELECT id, value FROM test").await, Err(3961), "{ddl}");
+            assert_eq!(now(&mut t1, "SELECT @@TRANCOUNT, 0").await, rows(&[(0, 0)]), "3961 ends the transaction");
+            // A transaction that begins after the DDL uses the new definition.
+            now(&mut t1, "BEGIN TRAN; SELECT id, value FROM test; COMMIT").await.unwrap();
+        }
+
+        // DDL that rolled back leaves the table usable.
+        let (mut t1, _, mut ddl_session) = sessions(port, "snap", "SNAPSHOT").await;
+        run(&mut ddl_session, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED").await;
+        now(&mut t1, "BEGIN TRAN; SELECT * FROM test").await.unwrap();
+        now(&mut ddl_session, "BEGIN TRAN; ALTER TABLE test ADD extra int; ROLLBACK").await.unwrap();
+        assert_eq!(now(&mut t1, "SELECT * FROM test; COMMIT").await, rows(&[(1, 10), (2, 20)]));
+
+        // READ COMMITTED SNAPSHOT takes a snapshot per statement: the next one sees the
+        // new definition.
+        let (mut t1, _, mut ddl_session) = sessions(port, "rcsi", "READ COMMITTED").await;
+        now(&mut t1, "BEGIN TRAN; SELECT * FROM test").await.unwrap();
+        now(&mut ddl_session, "ALTER TABLE test ADD extra int").await.unwrap();
+        assert_eq!(now(&mut t1, "SELECT id, value FROM test; COMMIT").await, rows(&[(1, 10), (2, 20)]));
+    });
+}

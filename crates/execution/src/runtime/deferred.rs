@@ -66,6 +66,15 @@ impl Deferred {
         &self.database
     }
 
+    /// The table this redefined (ALTER TABLE, TRUNCATE, an index created or dropped),
+    /// which SNAPSHOT transactions older than its commit may not use (3961).
+    pub(super) fn redefined_table(&self) -> Option<u32> {
+        match (table(&self.before), table(&self.after)) {
+            (Some(b), Some(_)) => Some(b.id as u32),
+            _ => None,
+        }
+    }
+
     /// The object of `database` this dropped, while its transaction is open.
     pub(super) fn dropped_in(&self, database: &str) -> Option<i32> {
         match (&self.before, &self.after) {

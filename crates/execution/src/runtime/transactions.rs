@@ -119,12 +119,22 @@ impl Transactions {
         for d in &self.deferred {
             d.publish_drop();
         }
+        // Tables redefined are marked so from before the commit until it is stamped.
+        let redefining: Vec<_> = self
+            .deferred
+            .iter()
+            .filter_map(|d| d.redefined_table().map(|t| (d.database().clone(), d.database().redefining(t))))
+            .collect();
         for t in self.open.drain(..) {
             let database = t.database().clone();
             if let Err(e) = t.commit_with(delayed) {
                 first_error.get_or_insert(SqlError::from(e));
                 failed.push(database);
             }
+        }
+        for (database, r) in redefining {
+            let committed = !failed.iter().any(|f| Arc::ptr_eq(f, &database));
+            database.redefined(r, committed);
         }
         // A transaction that did not commit rolled back: what it deferred is undone.
         for d in std::mem::take(&mut self.deferred) {

@@ -182,6 +182,13 @@ impl Runner<'_> {
                 if let Some(o) = of.catalog.lookup_key(&dep.key) {
                     let tx = self.state.transaction(self.shared, &of.database)?;
                     tx.lock_schema(o.id() as u32, LockMode::SchemaStability)?;
+                    // A SNAPSHOT transaction reads rows as of its snapshot but definitions
+                    // as they are: one redefined since may not be used.
+                    if let Some(snapshot) = tx.snapshot().filter(|s| !s.statement) {
+                        if tx.database().redefined_since(o.id() as u32, snapshot.csn) {
+                            return Err(tessera_errors::msg::SNAPSHOT_METADATA_CHANGED.with(&[&of.database]));
+                        }
+                    }
                 }
             }
             // Under the locks no DDL changes what the plan uses: it holds if every name

@@ -112,8 +112,14 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
         Expr::Not(a) => bit(truth(&eval(a, row, ctx)?).map(|b| !b)),
         Expr::IsNull { expr, negated } => Value::Bit(eval(expr, row, ctx)?.is_null() != *negated),
         Expr::Like { expr, pattern, escape, negated } => {
-            let v = operand(expr, row, ctx)?;
+            let v = eval(expr, row, ctx)?;
             let p = operand(pattern, row, ctx)?;
+            if let (Value::Large(l), Value::Str(p), None) = (&v, &p, escape) {
+                if let Some(matched) = types::functions::like_in_place(l, p)? {
+                    return Ok(Value::Bit(matched != *negated));
+                }
+            }
+            let v = v.materialized()?;
             let esc = match escape {
                 Some(e) => match operand(e, row, ctx)? {
                     Value::Null => return Ok(Value::Null),

@@ -119,7 +119,9 @@ select id, datalength(t) as t_bytes, len(t) as t_len, datalength(n) as n_bytes, 
   cast(substring(t, 1099995, 20) as varchar(20)) as t_part, cast(left(n, 6) as nvarchar(6)) as n_head,
   cast(right(n, 8) as nvarchar(8)) as n_tail, cast(substring(b, 1199999, 4) as varbinary(4)) as b_tail,
   charindex('END', t) as t_end, charindex(N'KONIEC', n) as n_end, charindex('abc', t, 11) as t_next,
-  case when t like 'abc%END%' then 1 else 0 end as t_like
+  case when t like 'abc%END%' then 1 else 0 end as t_like,
+  case when t like 'ABCD%' then 1 else 0 end as t_prefix, case when n like N'%W KONIEC%' then 1 else 0 end as n_has,
+  case when t like '%zzz%' then 1 else 0 end as t_has_zzz, case when t not like 'b%' then 1 else 0 end as t_not_b
 from big order by id;
 select count(*) as same_n from big a join big c on a.n = c.n and a.id < c.id;
 select id as longer from big where t > (select t from big where id = 1);

@@ -70,6 +70,32 @@ impl Call<'_> {
     }
 }
 
+/// `text LIKE pattern` (no ESCAPE) for a large text value, reading only what the pattern
+/// needs: `literal%` its first characters, `%literal%` up to the first match (the
+/// literals without wildcards). None for any other pattern (the caller reads the value
+/// whole) and for binary values.
+pub fn like_in_place(l: &LargeValue, pattern: &str) -> SqlResult<Option<bool>> {
+    if l.kind() == LargeKind::Binary {
+        return Ok(None);
+    }
+    let literal = |p: &str| !p.is_empty() && !p.contains(['%', '_', '[']);
+    if let Some(prefix) = pattern.strip_suffix('%').filter(|p| literal(p)) {
+        // Characters of one UTF-16 unit each: the first `n` units are the first `n`
+        // characters the pattern compares (a longer character there never equals one).
+        if prefix.chars().any(|c| c.len_utf16() > 1) {
+            return Ok(None);
+        }
+        let n = prefix.chars().count();
+        let Value::Str(head) = l.slice(0, n as u64)? else { return Ok(None) };
+        let text = super::super::text::chars_equal;
+        return Ok(Some(head.chars().count() == n && head.chars().zip(prefix.chars()).all(|(a, b)| text(a, b))));
+    }
+    if let Some(inner) = pattern.strip_prefix('%').and_then(|p| p.strip_suffix('%')).filter(|p| literal(p)) {
+        return Ok(Some(charindex(l, inner, 0)? > 0));
+    }
+    Ok(None)
+}
+
 /// Like `or_null!`, inside a function whose result is `Option<Value>`.
 macro_rules! or_null_value {
     ($e:expr) => {
@@ -182,5 +208,18 @@ mod tests {
         assert_eq!(call("CHARINDEX", &args(&unicode(&text))), i(piece_chars as i64));
         assert_eq!(call("CHARINDEX", &args(&Value::str(&text))), i(piece_chars as i64));
         assert_eq!(call("UPPER", &[unicode("abc")]), Value::str("ABC"));
+        let Value::Large(l) = unicode(&format!("Début{}fin", "x".repeat(PIECE_BYTES))) else { unreachable!() };
+        for (pattern, whole) in
+            [("début%", true), ("Début!%", false), ("%XFIN%", true), ("%nope%", false), ("D_but%", true)]
+        {
+            let text = format!("Début{}fin", "x".repeat(PIECE_BYTES));
+            let expected = crate::types::like(&text, pattern, None);
+            assert_eq!(expected, whole, "{pattern}");
+            match like_in_place(&l, pattern).unwrap() {
+                Some(got) => assert_eq!(got, expected, "{pattern}"),
+                None => assert!(pattern.contains('_'), "{pattern} read in place"),
+            }
+        }
+        assert_eq!(like_in_place(&l, "%").unwrap(), None);
     }
 }

@@ -47,6 +47,7 @@ macro_rules! or_null {
 mod date;
 mod datepart;
 mod large;
+pub use large::like_in_place;
 mod math;
 mod offset;
 mod string;

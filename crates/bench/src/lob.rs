@@ -273,6 +273,12 @@ fn mbps(bytes: u64, seconds: f64) -> f64 {
     bytes as f64 / 1e6 / seconds.max(1e-9)
 }
 
+/// tessera's buffer pool: room for every value the run writes (and a quarter more).
+fn pool_bytes(p: &LobParams) -> usize {
+    let data_bytes = p.values as usize * p.value_bytes + p.big_bytes;
+    (data_bytes + data_bytes / 4).max(256 << 20)
+}
+
 struct InProcess {
     write: (f64, f64),
     read: (f64, f64),
@@ -284,8 +290,7 @@ struct InProcess {
 }
 
 fn in_process(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<InProcess> {
-    let data_bytes = p.values as usize * p.value_bytes + p.big_bytes;
-    let mut ours = TesseraSide::open(&dir.join("tessera"), (data_bytes + data_bytes / 4).max(256 << 20))?;
+    let mut ours = TesseraSide::open(&dir.join("tessera"), pool_bytes(p))?;
     let mut peer = SqliteSide::open(&dir.join("sqlite"))?;
     let per_round = p.values / ROUNDS;
     let values: Vec<Arc<[u8]>> = (0..per_round).map(|i| Arc::from(value_of(i, p.value_bytes))).collect();
@@ -398,7 +403,9 @@ fn over_tds(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<OverTd
         port: 0,
         data_dir: dir.join("server"),
         sa_password: Some(crate::pointselect::PASSWORD.to_string()),
-        memory_mb: 512,
+        // Room for every value, as in process (SQLite's reads come from the OS page cache,
+        // which holds them all).
+        memory_mb: pool_bytes(p) >> 20,
         ..tessera_server::Config::default()
     };
     let server = tessera_server::RunningServer::start(config).map_err(BenchError::new)?;

@@ -244,10 +244,8 @@ pub fn read_message_after<R: io::Read>(r: &mut R, limits: &Limits, first: [u8; H
         if let Some(m) = a.end_packet() {
             return Ok(m);
         }
-        h = match read_header_blocking(r)? {
-            Some(h) => h,
-            None => return a.end_of_stream(0).and_then(|_| Err(io::ErrorKind::UnexpectedEof.into())),
-        };
+        h = read_header_blocking(r)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"))?;
     }
 }
 

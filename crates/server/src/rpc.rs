@@ -177,4 +177,44 @@ mod tests {
             let _ = skip_all_headers(&mut r).and_then(|_| parse_calls(&mut r));
         }
     }
+
+    /// An sp_executesql call whose one parameter is a varbinary(max) of `value`, framed
+    /// into packets of 4,096 bytes.
+    fn framed_call(value: &[u8]) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        b.put_u32_le(4);
+        b.put_slice(&[0xFF, 0xFF, 10, 0, 0, 0, 0, 0]);
+        let ty = SqlType::VarBinary(tessera_access::row::MAX);
+        crate::types::put_type_info(&mut b, &ty);
+        crate::types::put_value(&mut b, &ty, &Value::Binary(value.into()));
+        let mut wire = BytesMut::new();
+        crate::packet::frame(crate::packet::kind::RPC, &b, 4096, true, &mut 1, &mut wire);
+        wire.to_vec()
+    }
+
+    /// Decodes a framed request as a session's thread does, with a message limit.
+    fn decode_framed(wire: Vec<u8>, max_message: usize, spool: &std::path::Path) -> Result<Vec<Call>, String> {
+        let mut r = std::io::Cursor::new(wire);
+        let first = crate::packet::read_header_blocking(&mut r).unwrap().unwrap();
+        let limits = crate::packet::Limits { max_packet: crate::packet::MAX_PACKET_SIZE + 1, max_message };
+        let mut input = crate::packet::PacketInput::start(&mut r, limits, first, spool.into()).unwrap();
+        crate::request::decode_rpc_from(&mut input, crate::tokens::Version::V7_4)
+    }
+
+    /// A value past 1 MiB goes to a spool file as its packets arrive, and does not count
+    /// against the message limit; a shorter one in memory does.
+    #[test]
+    fn long_values_are_spooled_as_they_arrive() {
+        let dir = tempfile::tempdir().unwrap();
+        let long: Vec<u8> = (0..(3 << 20) + 11).map(|i: u32| (i % 253) as u8).collect();
+        let calls = decode_framed(framed_call(&long), 64 << 10, dir.path()).unwrap();
+        let Value::Large(l) = &calls[0].params[0].value else { panic!("not spooled") };
+        assert_eq!(l.len_bytes(), long.len() as u64);
+        assert_eq!(l.value().unwrap(), Value::Binary(long.into()));
+        let short = vec![7u8; 200 << 10];
+        let refused = decode_framed(framed_call(&short), 64 << 10, dir.path()).unwrap_err();
+        assert!(refused.contains("message larger than"), "{refused}");
+        let calls = decode_framed(framed_call(&short), 1 << 20, dir.path()).unwrap();
+        assert_eq!(calls[0].params[0].value, Value::Binary(short.into()));
+    }
 }

@@ -21,6 +21,7 @@ use tessera_sql::BulkTarget;
 use tessera_sql::{Session, SqlError};
 
 use crate::codec::{bad, DecodeResult, Input, Reader};
+use crate::packet::PacketInput;
 use crate::tokens::{self, Version};
 use crate::types::{code, read_type_info, read_value, TypeInfo};
 
@@ -28,9 +29,13 @@ use crate::types::{code, read_type_info, read_value, TypeInfo};
 /// connection's message limit as well).
 const MAX_ROWS: usize = 10_000_000;
 
-/// Decodes a BULK_LOAD message and inserts its rows into `target`. Errors go to `sink`.
-pub fn load(session: &mut Session, target: &BulkTarget, payload: &[u8], version: Version, sink: &mut dyn ResultSink) {
-    let (columns, rows) = match decode(payload, version) {
+/// What a BULK_LOAD message carried: the columns' types and the rows.
+pub type Decoded = (Vec<TypeInfo>, Vec<Vec<Value>>);
+
+/// Inserts the rows of a decoded BULK_LOAD message into `target`. Errors (the decoding's
+/// too) go to `sink`.
+pub fn load(session: &mut Session, target: &BulkTarget, decoded: DecodeResult<Decoded>, sink: &mut dyn ResultSink) {
+    let (columns, rows) = match decoded {
         Ok(decoded) => decoded,
         Err(e) => {
             sink.message(&msg::BULK_LOAD_READ_FAILED.with(&[&e]));
@@ -81,19 +86,38 @@ enum TableName {
     Parts,
 }
 
-/// A BULK_LOAD message: COLMETADATA, then rows up to DONE or the message's end. The table
-/// names of text columns are read in the form clients write, else in the server's form.
-pub fn decode(payload: &[u8], version: Version) -> DecodeResult<(Vec<TypeInfo>, Vec<Vec<Value>>)> {
-    decode_with(payload, version, TableName::Single)
-        .or_else(|e| decode_with(payload, version, TableName::Parts).map_err(|_| e))
+/// A BULK_LOAD message in memory: COLMETADATA, then rows up to DONE or the message's
+/// end. The table names of text columns are read in the form clients write, else in the
+/// server's form.
+pub fn decode(payload: &[u8], version: Version) -> DecodeResult<Decoded> {
+    let whole = |form| {
+        let mut r = Reader::new(payload);
+        let columns = colmetadata(&mut r, version, form)?;
+        let rows = rows(&mut r, &columns)?;
+        Ok((columns, rows))
+    };
+    whole(TableName::Single).or_else(|e| whole(TableName::Parts).map_err(|_| e))
 }
 
-fn decode_with(
-    payload: &[u8],
-    version: Version,
-    table_name: TableName,
-) -> DecodeResult<(Vec<TypeInfo>, Vec<Vec<Value>>)> {
-    let mut r = Reader::new(payload);
+/// A BULK_LOAD message read as its packets arrive (long PLP values spooled, see
+/// `spool`). The table names of text columns are read in the form clients write unless
+/// what follows is not a row or DONE, then again in the server's form.
+pub fn decode_from<R: std::io::Read>(input: &mut PacketInput<'_, R>, version: Version) -> DecodeResult<Decoded> {
+    input.mark();
+    let columns = match colmetadata(input, version, TableName::Single) {
+        Ok(columns) if matches!(input.peek()?, None | Some(tokens::ROW | tokens::NBCROW | tokens::DONE)) => columns,
+        first => {
+            input.rewind();
+            colmetadata(input, version, TableName::Parts).map_err(|e| first.err().unwrap_or(e))?
+        }
+    };
+    input.unmark();
+    let rows = rows(input, &columns)?;
+    Ok((columns, rows))
+}
+
+/// COLMETADATA, the table names of text columns in `table_name`'s form.
+fn colmetadata(r: &mut (impl Input + ?Sized), version: Version, table_name: TableName) -> DecodeResult<Vec<TypeInfo>> {
     if r.u8()? != tokens::COLMETADATA {
         return bad("the bulk load does not start with COLMETADATA");
     }
@@ -109,7 +133,7 @@ fn decode_with(
             r.u16()?;
         }
         r.u16()?; // flags
-        let ti = read_type_info(&mut r)?;
+        let ti = read_type_info(r)?;
         if is_text(&ti) {
             // The table name of text, ntext and image columns.
             let parts = match table_name {
@@ -123,28 +147,32 @@ fn decode_with(
         r.b_varchar()?;
         columns.push(ti);
     }
+    Ok(columns)
+}
+
+/// The rows after COLMETADATA, up to DONE or the message's end.
+fn rows(r: &mut (impl Input + ?Sized), columns: &[TypeInfo]) -> DecodeResult<Vec<Vec<Value>>> {
     let mut rows = Vec::new();
     loop {
         // FreeTDS (freebcp, pymssql's bcp) ends the message after its last row, without the
         // DONE that other clients send.
-        if r.is_empty() {
-            return Ok((columns, rows));
-        }
-        match r.u8()? {
+        let Some(token) = r.peek()? else { return Ok(rows) };
+        r.u8()?;
+        match token {
             tokens::ROW => {
-                let row = columns.iter().map(|ti| read_row_value(&mut r, ti)).collect::<DecodeResult<Vec<_>>>()?;
+                let row = columns.iter().map(|ti| read_row_value(r, ti)).collect::<DecodeResult<Vec<_>>>()?;
                 rows.push(row);
             }
             tokens::NBCROW => {
-                let bitmap = r.bytes(count.div_ceil(8))?;
-                let mut row = Vec::with_capacity(count);
+                let bitmap = r.take(columns.len().div_ceil(8))?.to_vec();
+                let mut row = Vec::with_capacity(columns.len());
                 for (i, ti) in columns.iter().enumerate() {
                     let null = bitmap[i / 8] & (1 << (i % 8)) != 0;
-                    row.push(if null { Value::Null } else { read_row_value(&mut r, ti)? });
+                    row.push(if null { Value::Null } else { read_row_value(r, ti)? });
                 }
                 rows.push(row);
             }
-            tokens::DONE => return Ok((columns, rows)),
+            tokens::DONE => return Ok(rows),
             other => return bad(format!("unexpected token {other:#04x} in the bulk load")),
         }
         if rows.len() > MAX_ROWS {
@@ -159,7 +187,7 @@ fn is_text(ti: &TypeInfo) -> bool {
 
 /// A value in a row: as a parameter value, except that text, ntext and image values carry
 /// a text pointer and timestamp first (an empty pointer means NULL).
-fn read_row_value(r: &mut Reader, ti: &TypeInfo) -> DecodeResult<Value> {
+fn read_row_value(r: &mut (impl Input + ?Sized), ti: &TypeInfo) -> DecodeResult<Value> {
     if is_text(ti) {
         let pointer = usize::from(r.u8()?);
         if pointer == 0 {

@@ -74,8 +74,8 @@ pub struct Config {
     pub idle_close_secs: u64,
     /// Largest packet size a client may negotiate.
     pub max_packet_size: usize,
-    /// Largest request message (a batch text, an RPC with its parameters but the PLP
-    /// values of 1 MiB or more, which are spooled to disk as they arrive).
+    /// Largest request message (a batch text, an RPC with its parameters, a bulk load's
+    /// rows) but the PLP values of 1 MiB or more, which are spooled to disk as they arrive.
     pub max_message_mb: usize,
     /// Time a connection has from its first byte to a completed login.
     pub login_timeout_secs: u64,

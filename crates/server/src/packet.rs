@@ -270,6 +270,9 @@ pub struct PacketInput<'r, R: io::Read> {
     ignored: bool,
     failure: Option<io::Error>,
     spool_dir: std::path::PathBuf,
+    /// Where [`PacketInput::rewind`] goes back to (`pos` and `taken` then): the buffer
+    /// keeps what follows it.
+    mark: Option<(usize, usize)>,
 }
 
 impl<'r, R: io::Read> PacketInput<'r, R> {
@@ -292,6 +295,7 @@ impl<'r, R: io::Read> PacketInput<'r, R> {
             ignored: false,
             failure: None,
             spool_dir,
+            mark: None,
         };
         input.body(header)?;
         Ok(input)
@@ -312,9 +316,27 @@ impl<'r, R: io::Read> PacketInput<'r, R> {
         self.failure.take()
     }
 
+    /// Keeps what is read from here on, to read it again ([`PacketInput::rewind`]): for a
+    /// short stretch that may need a second reading (a bulk load's column list).
+    pub fn mark(&mut self) {
+        self.mark = Some((self.pos, self.taken));
+    }
+
+    /// Goes back to the mark.
+    pub fn rewind(&mut self) {
+        let (pos, taken) = self.mark.expect("a mark to rewind to");
+        (self.pos, self.taken) = (pos, taken);
+    }
+
+    /// Forgets the mark.
+    pub fn unmark(&mut self) {
+        self.mark = None;
+    }
+
     /// Reads what is left of the message and drops it (after a decoding error, so that
     /// the next message starts where it should).
     pub fn drain(&mut self) -> io::Result<()> {
+        self.mark = None;
         while !self.eom {
             self.buf.clear();
             self.pos = 0;
@@ -355,9 +377,13 @@ impl<'r, R: io::Read> PacketInput<'r, R> {
                 let why = if self.ignored { "the client abandoned the request" } else { "truncated" };
                 return crate::codec::bad(format!("{why}: wanted {n} bytes, {} left", self.buf.len() - self.pos));
             }
-            if self.pos > 0 {
-                self.buf.drain(..self.pos);
-                self.pos = 0;
+            let keep_from = self.mark.map_or(self.pos, |(at, _)| at);
+            if keep_from > 0 {
+                self.buf.drain(..keep_from);
+                self.pos -= keep_from;
+                if let Some((at, _)) = &mut self.mark {
+                    *at = 0;
+                }
             }
             if let Err(e) = self.next_packet() {
                 let why = e.to_string();

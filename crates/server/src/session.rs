@@ -498,8 +498,8 @@ impl Busy {
             let Some(first) = packet::read_header_blocking(&mut self.transport)? else {
                 return Ok(false);
             };
-            let go_on = if first[0] == kind::RPC {
-                self.handle_rpc(first)?
+            let go_on = if first[0] == kind::RPC || first[0] == kind::BULK_LOAD {
+                self.handle_streamed(first)?
             } else {
                 let msg = packet::read_message_after(&mut self.transport, &self.limits, first)?;
                 self.handle(msg)?
@@ -510,17 +510,35 @@ impl Busy {
         }
     }
 
-    /// An RPC request, decoded as its packets arrive (long parameter values go to spool
-    /// files in the data directory, see `spool`), then run; false when the client left.
-    fn handle_rpc(&mut self, first: [u8; packet::HEADER_LEN]) -> io::Result<bool> {
+    /// An RPC request or a bulk load's rows, decoded as its packets arrive (long values go
+    /// to spool files in the data directory, see `spool`), then run; false when the
+    /// client left.
+    fn handle_streamed(&mut self, first: [u8; packet::HEADER_LEN]) -> io::Result<bool> {
+        let version = self.conn.version;
         let spool_dir = self.state.config.data_dir.clone();
         let mut input = PacketInput::start(&mut self.transport, self.limits, first, spool_dir)?;
-        let decoded = request::decode_rpc_from(&mut input, self.conn.version);
+        let (job, failed): (Job, bool) = if first[0] == kind::RPC {
+            match request::decode_rpc_from(&mut input, version) {
+                Ok(calls) => (Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)), false),
+                Err(e) => (bad_request(msg::TDS_RPC_STREAM_INCORRECT.with(&[&e])), true),
+            }
+        } else {
+            let decoded = bulk::decode_from(&mut input, version);
+            let failed = decoded.is_err();
+            let job = Box::new(move |s: &mut Session, sink: &mut TokenSink| {
+                match s.take_bulk_target() {
+                    Some(target) => bulk::load(s, &target, decoded, sink),
+                    None => sink.message(&not_announced()),
+                }
+                sink.finish_batch();
+            });
+            (job, failed)
+        };
         if let Some(e) = input.failure() {
             return Err(e);
         }
         let (status, ignored) = (input.status(), input.ignored());
-        if decoded.is_err() || ignored {
+        if failed || ignored {
             // The next request starts after this one's last packet.
             input.drain()?;
         }
@@ -531,10 +549,6 @@ impl Busy {
             return Ok(true);
         }
         let reset = status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
-        let job: Job = match decoded {
-            Ok(calls) => Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)),
-            Err(e) => bad_request(msg::TDS_RPC_STREAM_INCORRECT.with(&[&e])),
-        };
         self.run(reset, job)
     }
 
@@ -574,16 +588,6 @@ impl Busy {
                 }),
                 Err(e) => bad_request(msg::TDS_STREAM_INCORRECT.with(&[&e])),
             },
-            kind::BULK_LOAD => {
-                let payload = msg.payload;
-                Box::new(move |s: &mut Session, sink: &mut TokenSink| {
-                    match s.take_bulk_target() {
-                        Some(target) => bulk::load(s, &target, &payload, version, sink),
-                        None => sink.message(&not_announced()),
-                    }
-                    sink.finish_batch();
-                })
-            }
             k => return Err(packet::protocol(format!("unexpected packet type {k:#04x} after login"))),
         };
         self.run(reset, job)

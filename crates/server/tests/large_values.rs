@@ -14,6 +14,14 @@ use tessera_server::types::{put_type_info, put_value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+/// A server whose requests may not pass 1 MiB but for the values spooled as they arrive.
+fn server_with_a_small_message_limit() -> TestServer {
+    TestServer::start_with(|c| {
+        c.memory_mb = 256;
+        c.max_message_mb = 1;
+    })
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
@@ -37,10 +45,11 @@ async fn bigint(c: &mut Conn, sql: &str) -> i64 {
 
 /// Values of 3 to 6 MiB go in as parameters and come back whole, through every path a
 /// parameter takes: stored, kept in a variable and stored twice, echoed as a result,
-/// measured and cut by functions, changed by an UPDATE.
+/// measured and cut by functions, changed by an UPDATE. The server's message limit is
+/// 1 MiB: only values that are spooled as they arrive get in.
 #[test]
 fn values_of_megabytes_go_in_and_out_as_plp() {
-    let server = TestServer::start_with(|c| c.memory_mb = 256);
+    let server = server_with_a_small_message_limit();
     rt().block_on(async {
         let mut c = connect_as(server.port(), "sa", PASSWORD).await;
         run(&mut c, "create table t (id int primary key, v varbinary(max), n nvarchar(max))").await;
@@ -146,4 +155,50 @@ fn a_bad_request_after_a_long_value_ends_only_itself() {
     });
     let log = server.errorlog();
     assert!(!log.contains("panicked"), "{log}");
+}
+
+/// A bulk load (INSERT BULK, then BULK_LOAD) whose rows hold values of several MiB: read
+/// as its packets arrive, the long values spooled, then stored — past a message limit of
+/// 1 MiB.
+#[test]
+fn a_bulk_load_of_long_values() {
+    let server = server_with_a_small_message_limit();
+    rt().block_on(async {
+        let tcp = TcpStream::connect(("127.0.0.1", server.port())).await.unwrap();
+        let (mut tcp, size) = tessera_server::client::login_plaintext(tcp, "sa", PASSWORD, "master").await.unwrap();
+        let batch = |text: &str| tessera_server::client::batch_body(text);
+        for text in [
+            "create table bulk_big (id int primary key, v varbinary(max))",
+            "insert bulk bulk_big ([id] int, [v] varbinary(max))",
+        ] {
+            packet::write_message(&mut tcp, kind::SQL_BATCH, &batch(text), size).await.unwrap();
+            assert!(!has_error(&reply(&mut tcp).await, 207), "{text}");
+        }
+        let values = [bytes_of(3 << 20, 4), bytes_of(10, 5), bytes_of((2 << 20) + 1, 6)];
+        let (int, bin) = (SqlType::Int, SqlType::VarBinary(u16::MAX));
+        let mut m = bytes::BytesMut::new();
+        m.extend_from_slice(&[0x81, 2, 0]);
+        for (ty, name) in [(int, b'i'), (bin, b'v')] {
+            m.extend_from_slice(&[0, 0, 0, 0, 0x09, 0]);
+            put_type_info(&mut m, &ty);
+            m.extend_from_slice(&[1, name, 0]);
+        }
+        for (id, v) in values.iter().enumerate() {
+            m.extend_from_slice(&[0xD1]);
+            put_value(&mut m, &int, &Value::Int(id as i64 + 1));
+            put_value(&mut m, &bin, &Value::Binary(v.as_slice().into()));
+        }
+        m.extend_from_slice(&[0xFD, 0, 0, 0, 0]);
+        m.extend_from_slice(&0u64.to_le_bytes());
+        packet::write_message(&mut tcp, kind::BULK_LOAD, &m, size).await.unwrap();
+        let answer = reply(&mut tcp).await;
+        assert!(!answer.contains(&0xAA), "the bulk load failed");
+        let sum: u64 = values.iter().map(|v| v.len() as u64).sum();
+        packet::write_message(&mut tcp, kind::SQL_BATCH, &batch("select sum(datalength(v)) from bulk_big"), size)
+            .await
+            .unwrap();
+        let answer = reply(&mut tcp).await;
+        assert!(answer.windows(8).any(|w| w == sum.to_le_bytes()), "the values' lengths do not add up");
+    });
+    drop(server);
 }

@@ -3,7 +3,9 @@
 //! after its rows tree ([`lob_tree_name`]), where `tessera_access::lob` keeps the
 //! values in chunks. A reader makes its [`Lobs`] before it reads rows: that pins the
 //! values readable then (see `tessera_access::lob`), so a value a writer drops after
-//! the reader copied its row stays until the reader is done.
+//! the reader copied its row stays until the reader is done. A `(max)` value of 1 MiB or
+//! more is not read with its row: it becomes a `Value::Large` that reads it from the
+//! tree when asked, and holds the pin while it lives.
 
 use std::sync::{Arc, OnceLock};
 use tessera_access::row::{self, RowSchema};

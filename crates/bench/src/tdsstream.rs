@@ -6,10 +6,11 @@
 //!
 //! The connection logs in over plain TCP ([`tessera_server::client::login_plaintext`]) and
 //! is then a blocking std socket. A query writes the batch's packets, then loops: one
-//! `read(2)` into a fixed buffer, one clock read, whole packets' payloads appended to the
-//! token buffer, every complete token scanned ([`crate::tdsload::token`]: COLMETADATA's
-//! value framing, ROW/NBCROW counted, ERROR kept, DONE), the incomplete tail kept for the
-//! next read. The reply ends with the packet marked end-of-message.
+//! `read(2)` into a fixed buffer, one clock read, each whole packet's payload scanned where
+//! it was read ([`crate::tdsload::token`]: COLMETADATA's value framing, ROW/NBCROW counted
+//! as they arrive, ERROR kept, DONE), only a token the packet's end cuts copied to the
+//! token buffer to be completed by the next packets. The reply ends with the packet marked
+//! end-of-message.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -300,12 +301,23 @@ impl StreamConn {
                     break;
                 }
                 eom = header[1] & status::EOM != 0;
-                self.tokens.extend_from_slice(&self.buf[pos + HEADER_LEN..pos + len]);
+                let payload = pos + HEADER_LEN..pos + len;
                 pos += len;
-                run.max_buffered = run.max_buffered.max(self.tokens.len());
                 let rows_before = scanner.rows;
-                let used = scanner.feed(&self.tokens, eom)?;
-                self.tokens.drain(..used);
+                if self.tokens.is_empty() {
+                    // Scanned where it was read: only a token the packet's end cuts is
+                    // copied (each byte copied once more would cost the reader as much
+                    // as the kernel's copy).
+                    let data = &self.buf[payload];
+                    run.max_buffered = run.max_buffered.max(data.len());
+                    let used = scanner.feed(data, eom)?;
+                    self.tokens.extend_from_slice(&data[used..]);
+                } else {
+                    self.tokens.extend_from_slice(&self.buf[payload]);
+                    run.max_buffered = run.max_buffered.max(self.tokens.len());
+                    let used = scanner.feed(&self.tokens, eom)?;
+                    self.tokens.drain(..used);
+                }
                 if rows_before == 0 && scanner.rows > 0 {
                     run.first_row_seconds = Some(now.duration_since(start).as_secs_f64());
                 }

@@ -52,29 +52,22 @@ impl Lobs {
 
     /// The value `p` points at, as a value of type `ty`: a `(max)` value of at least
     /// [`LAZY_BYTES`] as a [`Value::Large`] that reads it from its pages when asked (the
-    /// pin stays while it lives); a shorter binary value read straight into the value's
-    /// own memory, shorter text decoded from a copy.
+    /// pin stays while it lives); a shorter one read now, straight into the value's own
+    /// memory.
     fn value(&self, p: OffRow, ty: &SqlType) -> SqlResult<Value> {
         let Some(s) = &self.source else {
             return Err(tessera_errors::Error::Invalid("an off-row value in a table whose rows all fit".into()).into());
         };
-        let tree = s.tree()?;
-        if let Some(kind) = LargeKind::of(ty).filter(|_| p.len >= LAZY_BYTES) {
-            let stored = Arc::new(Stored { source: s.clone(), tree, value: p });
-            return Ok(Value::Large(LargeValue::new(kind, p.len, stored)));
+        let kind = match ty {
+            SqlType::VarBinary(_) => LargeKind::Binary,
+            SqlType::NVarChar(_) => LargeKind::Unicode,
+            _ => LargeKind::Ansi,
+        };
+        let stored = LargeValue::new(kind, p.len, Arc::new(Stored { source: s.clone(), tree: s.tree()?, value: p }));
+        if ty.is_max() && p.len >= LAZY_BYTES {
+            return Ok(Value::Large(stored));
         }
-        let len = usize::try_from(p.len).map_err(|_| tessera_errors::msg::LOB_TOO_LARGE.err())?;
-        if matches!(ty, SqlType::VarBinary(_)) {
-            let mut bytes: Arc<[u8]> = std::iter::repeat_n(0, len).collect();
-            s.database.lob_read(tree, p, 0, Arc::get_mut(&mut bytes).expect("a new value has one owner"))?;
-            return Ok(Value::Binary(bytes));
-        }
-        let mut bytes = vec![0; len];
-        s.database.lob_read(tree, p, 0, &mut bytes)?;
-        Ok(super::from_field(
-            if matches!(ty, SqlType::NVarChar(_)) { row::Field::Unicode(&bytes) } else { row::Field::Bytes(&bytes) },
-            ty,
-        ))
+        stored.value()
     }
 }
 

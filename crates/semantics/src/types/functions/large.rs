@@ -16,14 +16,10 @@ impl Call<'_> {
     /// The function's value when it reads its large argument in place; None when it
     /// needs the argument whole.
     pub(super) fn on_large(&self) -> SqlResult<Option<Value>> {
-        let large_at = |i: usize| match self.args.get(i) {
-            Some(Value::Large(l)) => Some(l),
-            _ => None,
-        };
-        let others_small =
-            |i: usize| self.args.iter().enumerate().all(|(j, a)| j == i || !matches!(a, Value::Large(_)));
-        let Some(l) = large_at(if self.name == "CHARINDEX" { 1 } else { 0 }) else { return Ok(None) };
-        if !others_small(if self.name == "CHARINDEX" { 1 } else { 0 }) {
+        // The value the function reads: CHARINDEX's second argument, the others' first.
+        let at = usize::from(self.name == "CHARINDEX");
+        let Some(Value::Large(l)) = self.args.get(at) else { return Ok(None) };
+        if self.args.iter().enumerate().any(|(j, a)| j != at && matches!(a, Value::Large(_))) {
             return Ok(None);
         }
         let unicode_or_text = l.kind() != LargeKind::Binary;
@@ -31,15 +27,8 @@ impl Call<'_> {
             "DATALENGTH" => Value::Int(l.len_bytes() as i64),
             "LEN" if unicode_or_text => Value::Int(l.trimmed_len_units()? as i64),
             "SUBSTRING" => {
-                let start = or_null_value!(self.int(1)?);
-                let len = or_null_value!(self.int(2)?);
-                if len < 0 {
-                    return Err(msg::INVALID_SUBSTRING_LENGTH.err());
-                }
-                // characters start..start+len (1-based) intersected with the value
-                let from = start.max(1);
-                let to = start.saturating_add(len).max(from);
-                self.fit(l.slice((from - 1) as u64, (to - from) as u64)?)
+                let (from, to) = or_null_value!(self.substring_span()?);
+                self.fit(l.slice(from, to - from)?)
             }
             "LEFT" | "RIGHT" if unicode_or_text => {
                 let n = or_null_value!(self.int(1)?);

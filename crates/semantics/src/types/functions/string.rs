@@ -116,16 +116,22 @@ impl Call<'_> {
         }
     }
 
-    fn substring(&self) -> SqlResult<Value> {
-        let start = or_null!(self.int(1)?);
-        let len = or_null!(self.int(2)?);
+    /// SUBSTRING's characters, 0-based `from..to` (before they meet the value's end); None
+    /// for a NULL start or length.
+    pub(super) fn substring_span(&self) -> SqlResult<Option<(u64, u64)>> {
+        let (Some(start), Some(len)) = (self.int(1)?, self.int(2)?) else { return Ok(None) };
         if len < 0 {
             return Err(msg::INVALID_SUBSTRING_LENGTH.err());
         }
-        // characters start..start+len (1-based) intersected with the string
+        // characters start..start+len (1-based)
         let from = start.max(1);
         let to = start.saturating_add(len).max(from);
-        let (from, to) = ((from - 1) as usize, (to - 1) as usize);
+        Ok(Some(((from - 1) as u64, (to - 1) as u64)))
+    }
+
+    fn substring(&self) -> SqlResult<Value> {
+        let (from, to) = or_null!(self.substring_span()?);
+        let (from, to) = (from as usize, to as usize);
         match &self.args[0] {
             Value::Null => Ok(Value::Null),
             Value::Binary(b) => {

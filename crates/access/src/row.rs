@@ -31,7 +31,8 @@
 //!   value may live outside the row (see `crate::lob`): its end offset then has the high
 //!   bit [`OFF_ROW_BIT`] set (offsets are below 8060, so the bit is free) and its data in the
 //!   row is an [`OffRow`] pointer of [`OFF_ROW_POINTER`] bytes — the value's id in the
-//!   table's large-value tree, then its length in bytes, both u64. [`off_row_columns`]
+//!   table's large-value tree (u64), its length in bytes (u32) and its generation (u32,
+//!   counted by partial updates: see `crate::lob`). [`off_row_columns`]
 //!   says which values go out, in SQL Server's model: a `(max)` value longer than
 //!   [`MAX_IN_ROW`] (8000) bytes always, then the longest values until the row fits
 //!   (row overflow). A row still too large fails with [`Error::RowTooLarge`] (error 511).
@@ -87,18 +88,25 @@ pub const OFF_ROW_POINTER: usize = 16;
 pub const MAX_IN_ROW: usize = 8000;
 
 /// Where a variable-length value stored off its row is: its id in the table's
-/// large-value tree and its length in bytes.
+/// large-value tree, its length in bytes, and its generation (0 as first written; one
+/// more with each partial update, which writes again only the chunks it changes: see
+/// `crate::lob`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct OffRow {
     pub id: u64,
     pub len: u64,
+    pub gen: u32,
 }
 
 impl OffRow {
+    /// Id u64 LE ‖ length u32 LE ‖ generation u32 LE (a value is shorter than 2^31 bytes:
+    /// a pointer written as id ‖ length u64 before generations existed reads the same).
     pub fn to_bytes(self) -> [u8; OFF_ROW_POINTER] {
+        debug_assert!(self.len <= u64::from(u32::MAX));
         let mut b = [0u8; OFF_ROW_POINTER];
         b[..8].copy_from_slice(&self.id.to_le_bytes());
-        b[8..].copy_from_slice(&self.len.to_le_bytes());
+        b[8..12].copy_from_slice(&(self.len as u32).to_le_bytes());
+        b[12..].copy_from_slice(&self.gen.to_le_bytes());
         b
     }
 
@@ -107,8 +115,9 @@ impl OffRow {
             return Err(malformed(format_args!("an off-row pointer of {} bytes", b.len())));
         }
         let id = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-        let len = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
-        Ok(OffRow { id, len })
+        let len = u64::from(u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")));
+        let gen = u32::from_le_bytes(b[12..].try_into().expect("4 bytes"));
+        Ok(OffRow { id, len, gen })
     }
 }
 
@@ -1381,7 +1390,7 @@ mod tests {
             let mut stored = input.clone();
             for (n, &i) in out.iter().enumerate() {
                 let len = var_len(&s.columns()[i], &input[i]).unwrap() as u64;
-                stored[i] = Value::OffRow(OffRow { id: n as u64 + 1, len });
+                stored[i] = Value::OffRow(OffRow { id: n as u64 + 1, len, gen: 0 });
             }
             // With 'large value types out of row', every non-empty (max) value goes out too.
             if let Ok(all) = off_row_columns(&s, &input, true) {

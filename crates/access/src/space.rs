@@ -917,6 +917,22 @@ impl Space {
         lob::Writer::start(self, txn, rows, tree)
     }
 
+    /// Starts a partial update of the stored `value` of `tree` as part of `txn` (which
+    /// holds the lock on its row of `rows`): `removed` bytes from byte `at` (at most the
+    /// value's length) replaced with what is appended (`lob::Rewriter`), written as the
+    /// value's next generation — only the chunks that change go to the tree and the log.
+    pub fn lob_rewriter(
+        &self,
+        txn: &mut Txn,
+        rows: PageNo,
+        tree: PageNo,
+        value: row::OffRow,
+        at: u64,
+        removed: u64,
+    ) -> Result<lob::Rewriter> {
+        lob::Rewriter::start(self, txn, rows, tree, value, at, removed)
+    }
+
     /// Fills `out` with bytes `from .. from + out.len()` of `value` (which must hold
     /// them), copied once, from the pages. The caller holds a [`lob::Pin`] taken before
     /// it read the row that points at the value; a chunk that is gone all the same (a
@@ -933,9 +949,10 @@ impl Space {
         lob::free(self, txn, tree, value)
     }
 
-    /// The ids of the values of `tree` that committed changes dropped and whose chunks
-    /// may not be removed yet (what a check must not count as unreferenced).
-    pub fn lob_dropped(&self, tree: PageNo) -> Result<Vec<u64>> {
+    /// The free list's entries for `tree`: values that committed changes dropped, and
+    /// generations whose older chunks may not be removed yet (what a check must not count
+    /// as unreferenced).
+    pub fn lob_dropped(&self, tree: PageNo) -> Result<Vec<lob::FreeEntry>> {
         lob::dropped(self, tree)
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use parking_lot::{Mutex, RwLock};
 use tessera_access::btree::{self, TreeStats};
-use tessera_access::lob::Pin as LobPin;
+use tessera_access::lob::{FreeEntry as LobFreeEntry, Pin as LobPin};
 use tessera_access::row::OffRow;
 use tessera_access::space::{DataConfig, HeaderFault, Space, BOOT_ROOT, FORMAT_VERSION};
 use tessera_access::{Direction, Durability, OnLocked};
@@ -859,9 +859,10 @@ impl Database {
         self.space.lob_read(table.0, value, from, out)
     }
 
-    /// The ids of `table`'s large values dropped by committed transactions and not yet
-    /// removed (see `tessera_access::lob`).
-    pub fn lob_dropped(&self, table: TableId) -> Result<Vec<u64>> {
+    /// The free list's entries for `table` (a large-value tree) not carried out yet:
+    /// values dropped by committed transactions, and generations whose older chunks are
+    /// still stored (see `tessera_access::lob`).
+    pub fn lob_dropped(&self, table: TableId) -> Result<Vec<LobFreeEntry>> {
         self.space.lob_dropped(table.0)
     }
 

@@ -34,7 +34,9 @@ pub use engine::{
     with_lowercase, BufferDescriptor, DatabaseEvent, DatabaseListener, Engine, EngineConfig, EngineStats,
 };
 pub use tessera_access::btree::TreeStats;
+pub use tessera_access::lob::FreeEntry as LobFreeEntry;
 pub use tessera_access::lob::Pin as LobPin;
+pub use tessera_access::lob::Rewriter as LobRewriter;
 pub use tessera_access::lob::Writer as LobWriter;
 pub use tessera_access::lock::Wait as LockWait;
 pub use tessera_access::row::OffRow;

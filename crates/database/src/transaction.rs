@@ -4,7 +4,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tessera_access::lob::Writer as LobWriter;
+use tessera_access::lob::{Rewriter as LobRewriter, Writer as LobWriter};
 use tessera_access::lock::Resource;
 use tessera_access::row::OffRow;
 use tessera_access::{BulkOutcome, Direction, LockMode, OnLocked, ReadLocks, Scan, Txn, Versioning};
@@ -193,6 +193,36 @@ impl Transaction {
 
     /// Ends the value `w` writes: the pointer a row keeps to it.
     pub fn lob_finish(&mut self, w: LobWriter) -> Result<OffRow> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        w.finish(&self.db.space, txn)
+    }
+
+    /// Starts a partial update of `value`, a large value in `table` (the large-value tree
+    /// of `rows`) that the caller's locked row points at: `removed` bytes from byte `at`
+    /// replaced with what is appended ([`Transaction::lob_rewrite_append`],
+    /// [`Transaction::lob_rewrite_finish`]), only the chunks that change written and logged
+    /// (see `tessera_access::lob::Rewriter`).
+    pub fn lob_rewriter(
+        &mut self,
+        rows: TableId,
+        table: TableId,
+        value: OffRow,
+        at: u64,
+        removed: u64,
+    ) -> Result<LobRewriter> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lob_rewriter(txn, rows.0, table.0, value, at, removed)
+    }
+
+    /// Appends `data` to the bytes `w` writes in place of the removed ones.
+    pub fn lob_rewrite_append(&mut self, w: &mut LobRewriter, data: &[u8]) -> Result<()> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        w.append(&self.db.space, txn, data)
+    }
+
+    /// Ends the partial update `w`: the pointer the row keeps to the value now (its old
+    /// pointer is superseded, not freed).
+    pub fn lob_rewrite_finish(&mut self, w: LobRewriter) -> Result<OffRow> {
         let txn = self.txn.as_mut().expect("transaction is open");
         w.finish(&self.db.space, txn)
     }

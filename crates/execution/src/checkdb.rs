@@ -19,8 +19,9 @@ use std::sync::Arc;
 
 use tessera_database::{Direction, LockMode, ReadLocks, RowLock, TableId, Transaction};
 
-use std::collections::BTreeMap;
-use tessera_access::row::RowSchema;
+use std::collections::{BTreeMap, HashSet};
+use tessera_access::lob;
+use tessera_access::row::{OffRow, RowSchema};
 
 use crate::encoding::{decode_row, index_entry, lob_tree_name, off_row_values, row_schema};
 use crate::runtime::ExecCtx;
@@ -159,65 +160,128 @@ fn check_large_values(
     let index_id = table.indexes[0].id as i64;
     let tx: &Transaction = ctx.transaction(db)?;
     let lob_tree = tx.database().table(&lob_tree_name(&table.indexes[0].tree));
-    // Values dropped by committed changes whose chunks may not be removed yet (read
-    // before the values: a removal takes the chunks first, then the entry).
-    let dropped: std::collections::HashSet<u64> = match lob_tree {
-        Some(t) => tx.database().lob_dropped(t)?.into_iter().collect(),
-        None => Default::default(),
-    };
-    // Every pointer, by value id: its length and the key of the row holding it.
-    let mut pointers: BTreeMap<u64, (u64, Vec<u8>)> = BTreeMap::new();
+    // Free-list entries not carried out yet (read before the values: a removal takes the
+    // chunks first, then the entry): values dropped by committed changes, whose chunks
+    // may still be there, and generations whose older chunks may be.
+    let (mut dropped, mut compacting) = (HashSet::new(), HashSet::new());
+    if let Some(t) = lob_tree {
+        for e in tx.database().lob_dropped(t)? {
+            if e.whole { &mut dropped } else { &mut compacting }.insert(e.value.id);
+        }
+    }
+    // Every pointer, by value id: the value and the key of the row holding it.
+    let mut pointers: BTreeMap<u64, (OffRow, Vec<u8>)> = BTreeMap::new();
     for item in tx.scan(rows_tree, all.0, all.1, Direction::Forward) {
         let (row_key, bytes) = item?;
         for (_, p) in off_row_values(schema, &bytes)? {
-            if let Some((_, first)) = pointers.insert(p.id, (p.len, row_key.clone())) {
+            if let Some((_, first)) = pointers.insert(p.id, (p, row_key.clone())) {
                 let (a, b) = (format!("key 0x{}", hex(&first)), format!("key 0x{}", hex(&row_key)));
                 let e = msg::CHECKDB_LOB_CROSS_LINKED.with(&[&table.id, &index_id, &(p.id as i64), &a, &b]);
                 findings.report_large_value(e);
             }
         }
     }
-    // Every value stored, by id: its chunks in order from 0, as many bytes as its pointer
-    // says. `stored` is the value being read: its id, its bytes so far, the chunk that
-    // should come next, and whether none was missing.
-    let mut stored: Option<(u64, u64, u32, bool)> = None;
-    let mut finish = |value: Option<(u64, u64, u32, bool)>, findings: &mut TableFindings| {
-        let Some((id, bytes, _, whole)) = value else { return };
-        match pointers.remove(&id) {
-            None if dropped.contains(&id) => {}
-            None => {
-                findings.report_large_value(msg::CHECKDB_LOB_NOT_REFERENCED.with(&[&table.id, &index_id, &(id as i64)]))
-            }
-            Some((len, row_key)) if !whole || len != bytes => {
+    let finish = |mut v: StoredValue, pointer: Option<(OffRow, Vec<u8>)>, findings: &mut TableFindings| {
+        let (whole, bytes) = v.end();
+        match pointer {
+            None if dropped.contains(&v.id) => {}
+            None => findings.report_large_value(msg::CHECKDB_LOB_NOT_REFERENCED.with(&[
+                &table.id,
+                &index_id,
+                &(v.id as i64),
+            ])),
+            Some((p, row_key)) if !whole || p.len != bytes => {
                 let row = format!("key 0x{}", hex(&row_key));
-                findings.report_large_value(msg::CHECKDB_LOB_NOT_SEEN.with(&[&table.id, &index_id, &(id as i64), &row]))
+                findings.report_large_value(msg::CHECKDB_LOB_NOT_SEEN.with(&[
+                    &table.id,
+                    &index_id,
+                    &(v.id as i64),
+                    &row,
+                ]))
             }
+            // Chunks no generation reads, with no compaction due to remove them.
+            Some(_) if v.stray && !compacting.contains(&v.id) => findings
+                .report_large_value(msg::CHECKDB_LOB_NOT_REFERENCED.with(&[&table.id, &index_id, &(v.id as i64)])),
             Some(_) => {}
         }
     };
+    // Every value stored, by id: the chunks its pointer's generation reads, in order from
+    // 0, as many bytes as the pointer says.
+    let mut stored: Option<StoredValue> = None;
     if let Some(lob_tree) = lob_tree {
         for item in tx.scan(lob_tree, all.0, all.1, Direction::Forward) {
             let (key, chunk) = item?;
-            // A chunk's key: value id (u64 BE) ‖ chunk number (u32 BE).
-            let Ok(key) = <[u8; 12]>::try_from(&key[..]) else { continue };
-            let id = u64::from_be_bytes(key[..8].try_into().expect("8 bytes"));
-            let (n, len) = (u32::from_be_bytes(key[8..].try_into().expect("4 bytes")), chunk.len() as u64);
-            match &mut stored {
-                Some((at, bytes, next, whole)) if *at == id => {
-                    *whole &= n == *next;
-                    *bytes += len;
-                    *next = n + 1;
+            let Some((id, n, gen)) = lob::parse_chunk_key(&key) else { continue };
+            if stored.as_ref().is_none_or(|v| v.id != id) {
+                if let Some(v) = stored.take() {
+                    let pointer = pointers.remove(&v.id);
+                    finish(v, pointer, findings);
                 }
-                _ => finish(stored.replace((id, len, n + 1, n == 0)), findings),
+                stored = Some(StoredValue::new(id, pointers.get(&id).map(|(p, _)| *p)));
             }
+            stored.as_mut().expect("a value being read").chunk(n, gen, chunk.len() as u64);
         }
     }
-    finish(stored.take(), findings);
+    if let Some(v) = stored.take() {
+        let pointer = pointers.remove(&v.id);
+        finish(v, pointer, findings);
+    }
     for (id, (_, row_key)) in pointers {
         let row = format!("key 0x{}", hex(&row_key));
         findings.report_large_value(msg::CHECKDB_LOB_NOT_SEEN.with(&[&table.id, &index_id, &(id as i64), &row]));
     }
     Ok(())
+}
+
+/// The chunks of one value id as a check reads them, in key order (chunk, then
+/// generation): those its pointer's generation reads (the newest version at or before it
+/// of each chunk within its length), and whether any other is stored.
+struct StoredValue {
+    id: u64,
+    /// The generation and length the row's pointer says (none: no row points at it).
+    pointer: Option<OffRow>,
+    /// The chunk that should come next, the bytes of the chunks before it, whether none
+    /// was missing.
+    next: u32,
+    bytes: u64,
+    whole: bool,
+    /// The chunk being read and the length of its newest version so far.
+    newest: Option<(u32, u64)>,
+    stray: bool,
+}
+
+impl StoredValue {
+    fn new(id: u64, pointer: Option<OffRow>) -> StoredValue {
+        StoredValue { id, pointer, next: 0, bytes: 0, whole: true, newest: None, stray: false }
+    }
+
+    fn chunk(&mut self, n: u32, gen: u32, len: u64) {
+        let Some(p) = self.pointer.filter(|p| gen <= p.gen && n < lob::chunks(p.len)) else {
+            self.stray = true;
+            return;
+        };
+        debug_assert!(gen <= p.gen);
+        match self.newest {
+            Some((m, _)) if m == n => self.stray = true,
+            Some(_) => self.take_newest(),
+            None => {}
+        }
+        self.newest = Some((n, len));
+    }
+
+    fn take_newest(&mut self) {
+        if let Some((m, len)) = self.newest.take() {
+            self.whole &= m == self.next;
+            self.bytes += len;
+            self.next = m + 1;
+        }
+    }
+
+    /// Whether the chunks read are every chunk from 0 in order, and their bytes.
+    fn end(&mut self) -> (bool, u64) {
+        self.take_newest();
+        (self.whole, self.bytes)
+    }
 }
 
 fn object_label(table: &Table) -> String {

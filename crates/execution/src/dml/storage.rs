@@ -62,7 +62,7 @@ pub(super) fn store_form(
     // `(max)` values longer than a row keeps go off the row straight from the value
     // (a large one read in pieces), never copied whole: a pointer stands for them until
     // they are written.
-    let placeholder = row::Value::OffRow(OffRow { id: 0, len: 0 });
+    let placeholder = row::Value::OffRow(OffRow { id: 0, len: 0, gen: 0 });
     let mut direct = Vec::new();
     let mut stored: Vec<row::Value> = Vec::with_capacity(row.len());
     for (c, (v, col)) in row.iter().zip(&table.columns).enumerate() {

@@ -202,3 +202,58 @@ fn a_bulk_load_of_long_values() {
     });
     drop(server);
 }
+
+/// The log the database has written since it opened (its `Log Bytes Flushed/sec`).
+async fn log_bytes(c: &mut Conn) -> i64 {
+    let sql = "select cntr_value from sys.dm_os_performance_counters \
+               where counter_name = 'Log Bytes Flushed/sec' and instance_name = db_name()";
+    bigint(c, sql).await
+}
+
+/// `UPDATE … SET col.WRITE` on a value of 4 MiB: a few bytes overwritten log a few pages,
+/// an append logs about what it appends, while a reader's snapshot keeps reading the value
+/// as it was; a whole replacement logs the whole value.
+#[test]
+fn partial_updates_log_only_what_they_change() {
+    let server = server_with_a_small_message_limit();
+    rt().block_on(async {
+        let mut c = connect_as(server.port(), "sa", PASSWORD).await;
+        run(&mut c, "create database partial; alter database partial set allow_snapshot_isolation on").await;
+        run(&mut c, "use partial; create table t (id int primary key, v varbinary(max))").await;
+        let mut model = bytes_of(4 << 20, 3);
+        c.execute("insert t values (1, @P1)", &[&model.as_slice()]).await.unwrap();
+        let mut reader = common::tds::connect_to(server.port(), "sa", PASSWORD, "partial").await.unwrap();
+        run(&mut reader, "set transaction isolation level snapshot; begin tran").await;
+        assert_eq!(binary(&mut reader, "select v from t").await, model, "the reader's snapshot");
+        let before = model.clone();
+
+        let patch = b"0123456789".as_slice();
+        let start = log_bytes(&mut c).await;
+        c.execute("update t set v.write(@P1, 2000000, 10) where id = 1", &[&patch]).await.unwrap();
+        let overwrite = log_bytes(&mut c).await - start;
+        model[2_000_000..2_000_010].copy_from_slice(patch);
+        assert!(overwrite < 64 << 10, "{overwrite} bytes of log for 10 bytes overwritten");
+        assert_eq!(binary(&mut c, "select v from t").await, model);
+
+        let tail = bytes_of((1 << 20) + 77, 4);
+        let start = log_bytes(&mut c).await;
+        c.execute("update t set v.write(@P1, null, null) where id = 1", &[&tail.as_slice()]).await.unwrap();
+        let append = log_bytes(&mut c).await - start;
+        model.extend_from_slice(&tail);
+        assert!(append < (tail.len() as i64) * 5 / 4, "{append} bytes of log for {} appended", tail.len());
+        assert_eq!(binary(&mut c, "select v from t").await, model);
+
+        // The snapshot taken before both still reads the value as it was, to its end.
+        assert_eq!(binary(&mut reader, "select v from t").await, before, "the snapshot, after the changes");
+        assert_eq!(bigint(&mut reader, "select datalength(v) from t").await, before.len() as i64);
+        run(&mut reader, "commit").await;
+        assert_eq!(binary(&mut reader, "select v from t").await, model, "a new snapshot");
+
+        let start = log_bytes(&mut c).await;
+        run(&mut c, "update t set v = v + 0x00 where id = 1").await;
+        let whole = log_bytes(&mut c).await - start;
+        assert!(whole > model.len() as i64, "{whole} bytes of log for a whole value replaced");
+        println!("log bytes: overwrite of 10 bytes {overwrite}, append of {} {append}, whole {whole}", tail.len());
+        run(&mut c, "dbcc checkdb with no_infomsgs").await;
+    });
+}

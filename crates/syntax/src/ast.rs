@@ -575,6 +575,13 @@ pub enum Assignment {
         column: ObjectName,
         value: Expr,
     },
+    /// `col.WRITE(value, offset, length)`: part of a `(max)` value replaced.
+    Write {
+        column: Ident,
+        value: Expr,
+        offset: Expr,
+        length: Expr,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

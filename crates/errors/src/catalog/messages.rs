@@ -84,6 +84,7 @@ catalog! {
     RECURSIVE_CTE_NO_UNION_ALL = 252, 16, Statement, "Recursive common table expression '%.*ls' does not contain a top-level UNION ALL operator.";
     RECURSIVE_CTE_MULTIPLE_REFERENCES = 253, 16, Statement, "Recursive member of a common table expression '%.*ls' has multiple recursive references.";
     IMPLICIT_CONVERSION_NOT_ALLOWED = 257, 16, Statement, "Implicit conversion from data type %ls to %ls is not allowed. Use the CONVERT function to run this query.";
+    METHOD_ON_TYPE = 258, 16, Statement, "Cannot call methods on %ls.";
     DATABASE_PERMISSION_DENIED = 262, 14, Statement, "%ls permission denied in database '%.*ls'.";
     MUST_SPECIFY_TABLE = 263, 16, Statement, "Must specify table to select from.";
     COLUMN_ASSIGNED_TWICE = 264, 16, Statement, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.";
@@ -304,6 +305,7 @@ catalog! {
     INVALID_FILE_HEADER = 5172, 16, Statement, "The header for file '%ls' is not a valid database file header. The %ls property is incorrect.";
     FILES_DO_NOT_MATCH_PRIMARY = 5173, 16, Statement, "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files.  If this is an existing database, the file may be corrupted and should be restored from a backup.";
     FILE_SIZE_TOO_SMALL = 5174, 16, Statement, "Each file size must be greater than or equal to 512 KB.";
+    MUTATOR_ON_NULL = 5302, 16, Statement, "Mutator '%.*ls' on '%.*ls' cannot be called on a null value.";
     DATABASE_CONTEXT_CHANGED = 5701, 0, Statement, "Changed database context to '%.*ls'.";
     LANGUAGE_CHANGED = 5703, 0, Statement, "Changed language setting to us_english.";
     RECONFIGURE_PERMISSION_DENIED = 5812, 16, Statement, "You do not have permission to run the RECONFIGURE statement.";
@@ -314,7 +316,9 @@ catalog! {
     KILL_SYSTEM_PROCESS = 6107, 16, Statement, "Only user processes can be killed.";
     SAVEPOINT_NOT_FOUND = 6401, 16, Statement, "Cannot roll back %.*ls. No transaction or savepoint of that name was found.";
     LOB_NODE_MISSING = 7105, 22, Connection, "The Database '%.*ls', Page %ls, slot %d for LOB data type node does not exist. This is usually caused by transactions that can read uncommitted data on a data page. Run DBCC CHECKTABLE.";
+    LOB_OFFSET_OUT_OF_RANGE = 7116, 16, Statement, "Offset %d is not in the range of available LOB data.";
     LOB_TOO_LARGE = 7119, 16, Statement, "Attempting to grow LOB beyond maximum allowed size of 2147483647 bytes.";
+    LOB_DELETION_LENGTH_OUT_OF_RANGE = 7135, 16, Statement, "Deletion length %ld is not in the range of available text, ntext, or image data.";
     DETACH_SYSTEM_DATABASE = 7940, 16, Statement, "System databases master, model, msdb, and tempdb cannot be detached.";
     TDS_RPC_STREAM_INCORRECT = 8009, 16, Statement, "The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect: %ls.";
     IDENTITY_INSERT_NEEDS_COLUMN_LIST = 8101, 16, Statement, "An explicit value for the identity column in table '%.*ls' can only be specified when a column list is used and IDENTITY_INSERT is ON.";

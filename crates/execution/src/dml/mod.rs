@@ -7,7 +7,8 @@
 //! source row once), `storage` (clustered keys, stored rows, whole-table reads),
 //! `constraints` (column length, NOT NULL, CHECK, duplicate-key errors), `indexes`
 //! (nonclustered index entries and builds), `foreign_keys` (a row's parents),
-//! `row_changes` (deleting and updating one row, with the cascades they set off),
+//! `partial` (`SET col.WRITE`: a value's new part and its partial rewrite), `row_changes`
+//! (deleting and updating one row, with the cascades they set off),
 //! `store` (storing new rows; loads and checks for DDL), `bulk` (INSERTs staged and
 //! stored as one bulk load), then one file per statement: `assign`, `insert`, `output`
 //! (OUTPUT … INTO), `update`, `delete`.
@@ -20,6 +21,7 @@ mod foreign_keys;
 mod indexes;
 mod insert;
 mod output;
+mod partial;
 mod row_changes;
 mod storage;
 mod store;

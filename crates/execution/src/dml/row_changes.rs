@@ -5,6 +5,7 @@
 use super::constraints::{check_row, map_duplicate};
 use super::foreign_keys::check_parents;
 use super::indexes::{delete_index_entry, insert_index_entry};
+use super::partial::{rewrite_stored, Splice};
 use super::storage::{free_values, row_key, store_form, values_off_the_row};
 use super::target::BoundTarget;
 use super::{object_name, TargetAt};
@@ -165,7 +166,7 @@ pub(super) fn update_row(
 ) -> SqlResult<()> {
     check_update(ctx, target, old, &new, changed, depth)?;
     unlink_old_row(ctx, target, key, old, &new, changed)?;
-    link_new_row(ctx, target, key, old, &new, changed)
+    link_new_row(ctx, target, key, old, &new, changed, &[])
 }
 
 /// The constraints an updated row must meet, and the actions on referencing rows.
@@ -223,6 +224,8 @@ pub(super) fn unlink_old_row(
 
 /// Second half of an update: stores the new row (in place, or under its new clustered
 /// key) and its entries in the touched nonclustered indexes; duplicates are 2627/2601.
+/// `splices` (`SET col.WRITE`) change the values stored off the row in place when the
+/// row stays where it is.
 pub(super) fn link_new_row(
     ctx: &mut ExecCtx,
     target: &TargetAt,
@@ -230,16 +233,21 @@ pub(super) fn link_new_row(
     old: &[Value],
     new: &[Value],
     changed: &[usize],
+    splices: &[Splice],
 ) -> SqlResult<()> {
     let table = &target.table;
     ctx.check_tempdb_room(&target.db, 0)?;
     let key_changed = clustered_key_changes(table, old, new, changed);
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
-    // Updated in place, the row keeps the off-row values of the columns not changed.
-    let before = if key_changed { Vec::new() } else { values_off_the_row(ctx, &target.db, table, key)? };
+    // Updated in place, the row keeps the off-row values of the columns not changed, and
+    // the values partly rewritten point at their new generation (the old one is not
+    // freed: only its chunks the new one does not read go).
+    let mut before = if key_changed { Vec::new() } else { values_off_the_row(ctx, &target.db, table, key)? };
+    let rewritten = rewrite_stored(ctx, &target.db, table, &before, splices)?;
+    before.retain(|(c, _)| !rewritten.iter().any(|(r, _)| r == c));
     // Exactly the same value (not merely equal under the collation).
     let unchanged = |c: usize| !changed.contains(&c) || old[c] == new[c];
-    let kept: Vec<_> = before.iter().copied().filter(|&(c, _)| unchanged(c)).collect();
+    let kept: Vec<_> = before.iter().copied().filter(|&(c, _)| unchanged(c)).chain(rewritten).collect();
     let bytes = store_form(ctx, &target.db, table, new, &kept)?;
     let new_key = if key_changed {
         let uniq =

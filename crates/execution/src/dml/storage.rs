@@ -144,7 +144,7 @@ fn write_value(tx: &mut Transaction, w: &mut LobWriter, v: &Value, ty: &SqlType)
 
 /// The table's large-value tree, created by its first value (in its own transaction, as
 /// every tree is: an empty tree left by a rollback goes with the table).
-fn lob_tree(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<TableId> {
+pub(super) fn lob_tree(ctx: &mut ExecCtx, db: &str, table: &Table) -> SqlResult<TableId> {
     let name = lob_tree_name(&table.indexes[0].tree);
     let database = ctx.transaction(db)?.database().clone();
     if let Some(t) = database.table(&name) {

@@ -2,6 +2,7 @@
 //! every row checked, then all old rows unlinked, then all new rows linked.
 
 use super::constraints::assign_value;
+use super::partial::{apply, Splice};
 use super::row_changes::{check_update, link_new_row, unlink_old_row};
 use super::rowcount_limit;
 use super::target::{unique_targets, BoundTarget};
@@ -12,17 +13,21 @@ use tessera_errors::SqlResult;
 use tessera_semantics::plan::{Row, UpdatePlan, VarSource};
 use tessera_semantics::types::{self, Value};
 
+/// A row to change: its key, its values before and after, and the parts of its large
+/// values that `SET col.WRITE` replaces.
+type RowChange = (Arc<[u8]>, Row, Row, Vec<Splice>);
+
 pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>)> {
     let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
     rows.truncate(rowcount_limit(ctx));
     let target = p.target.at(ctx)?;
     let table = &target.table;
     let n = table.columns.len();
-    let changed: Vec<usize> = p.sets.iter().map(|s| s.0).collect();
+    let changed: Vec<usize> = p.sets.iter().map(|s| s.0).chain(p.writes.iter().map(|w| w.column)).collect();
     // Every row is evaluated and checked against the statement's starting state, then
     // all old rows are unlinked before any new row is stored, so that an update that
     // shifts keys (`SET id = id + 1`) only fails when its final state has duplicates.
-    let mut changes: Vec<(Arc<[u8]>, Row, Row)> = Vec::with_capacity(rows.len());
+    let mut changes: Vec<RowChange> = Vec::with_capacity(rows.len());
     let mut output = Vec::new();
     for r in rows {
         ctx.yield_point()?;
@@ -32,6 +37,12 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         for (col, e, t) in &p.sets {
             let v = eval(e, &r, ctx)?;
             new[*col] = assign_value(&v, t, &target.db, table, *col)?;
+        }
+        let mut splices = Vec::with_capacity(p.writes.len());
+        for w in &p.writes {
+            let (v, splice) = apply(ctx, w, &r, &old, table)?;
+            new[w.column] = v;
+            splices.push(splice);
         }
         for (slot, e, t, vt) in &p.variables {
             let v = match e {
@@ -46,15 +57,15 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
             both.extend(new.iter().cloned());
             output.push(out.exprs.iter().map(|e| eval(e, &both, ctx)).collect::<SqlResult<Row>>()?);
         }
-        changes.push((key.clone(), old, new));
+        changes.push((key.clone(), old, new, splices));
     }
-    for (key, old, new) in &changes {
+    for (key, old, new, _) in &changes {
         ctx.yield_point()?;
         unlink_old_row(ctx, &target, key, old, new, &changed)?;
     }
-    for (key, old, new) in &changes {
+    for (key, old, new, splices) in &changes {
         ctx.yield_point()?;
-        link_new_row(ctx, &target, key, old, new, &changed)?;
+        link_new_row(ctx, &target, key, old, new, &changed, splices)?;
     }
     let count = changes.len() as u64;
     Ok((count, output))

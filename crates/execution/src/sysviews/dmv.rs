@@ -238,8 +238,8 @@ pub(super) static OS_PERFORMANCE_COUNTERS: ViewDef<5> = ViewDef {
     rows: os_performance_counters,
 };
 
-/// The plan cache's, the buffer manager's (and its extension's) and the memory
-/// manager's counters.
+/// The plan cache's, the buffer manager's (and its extension's), the memory manager's
+/// and each open database's log counters.
 fn os_performance_counters(ctx: &ExecCtx, _db: &str) -> Rows<5> {
     super::server_state(ctx)?;
     let p = &ctx.shared.plans;
@@ -300,6 +300,14 @@ fn os_performance_counters(ctx: &ExecCtx, _db: &str) -> Rows<5> {
         counter(manager, "Memory pressure events", "", memory.pressure_events as i64, 65792),
         counter(manager, "Log Pool Memory (KB)", "", kb(log_bytes), 65792),
     ]);
+    // The log each open database has written since it opened (one row per database, as
+    // SQL Server has; the closed ones have none).
+    for d in engine.entries() {
+        if let Some(db) = engine.database_if_open(&d.name) {
+            let flushed = i64::try_from(db.log_bytes_written()).unwrap_or(i64::MAX);
+            rows.push(counter("SQLServer:Databases", "Log Bytes Flushed/sec", &d.name, flushed, 272696576));
+        }
+    }
     Ok(rows)
 }
 

@@ -11,7 +11,7 @@ mod tree;
 
 pub use showplan::{select_into_plan, statement_plan, PlanSite};
 pub use statement::{
-    BoundQuery, DeletePlan, InsertPlan, InsertSource, OutputPlan, Prepared, Target, UpdatePlan, VarSource,
+    BoundQuery, DeletePlan, InsertPlan, InsertSource, OutputPlan, PartialWrite, Prepared, Target, UpdatePlan, VarSource,
 };
 pub use tree::{
     columns_used, AggCall, AggFunc, Col, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind,

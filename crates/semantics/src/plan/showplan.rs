@@ -654,7 +654,7 @@ impl<'v> Printer<'v> {
         let table = &table;
         let cols = Self::table_columns(&db, table, None);
         let (child, names) = self.plan(&p.source, &[]);
-        let changed: Vec<usize> = p.sets.iter().map(|s| s.0).collect();
+        let changed: Vec<usize> = p.sets.iter().map(|s| s.0).chain(p.writes.iter().map(|w| w.column)).collect();
         let key_changes = table.indexes[0].columns.iter().any(|(c, _)| changed.contains(c));
         let touched = (0..table.indexes.len())
             .filter(|&i| i == 0 || key_changes || table.indexes[i].columns.iter().any(|(c, _)| changed.contains(c)));
@@ -674,6 +674,11 @@ impl<'v> Printer<'v> {
                 }
             };
             sets.push(format!("{} = {value}", cols[*col]));
+        }
+        for w in &p.writes {
+            let args: Vec<String> =
+                [&w.value.0, &w.offset.0, &w.length.0].iter().map(|e| self.expr(e, &names)).collect();
+            sets.push(format!("{} = {}.WRITE({})", cols[w.column], cols[w.column], args.join(",")));
         }
         let mut input = child;
         if !defines.is_empty() {

@@ -76,7 +76,22 @@ pub struct UpdatePlan {
     pub sets: Vec<(usize, Expr, SqlType)>,
     /// Variables assigned in the SET list: (slot, value, value type, variable type).
     pub variables: Vec<(usize, VarSource, SqlType, SqlType)>,
+    /// `SET col.WRITE(…)`: parts of `(max)` values replaced.
+    pub writes: Vec<PartialWrite>,
     pub output: Option<OutputPlan>,
+}
+
+/// `SET col.WRITE(value, offset, length)` over the source row: `length` characters (bytes
+/// of varchar and varbinary, UTF-16 code units of nvarchar) from `offset` replaced by
+/// `value`; a NULL offset appends, a NULL length or value cuts the rest.
+#[derive(Debug)]
+pub struct PartialWrite {
+    pub column: usize,
+    /// The value and its type (cast to the column's).
+    pub value: (Expr, SqlType),
+    /// The offset and the length, with their types (cast to bigint).
+    pub offset: (Expr, SqlType),
+    pub length: (Expr, SqlType),
 }
 
 /// What an UPDATE's `SET @v = …` assigns.

@@ -146,6 +146,19 @@ impl LargeValue {
         Ok(self.decode(&bytes))
     }
 
+    /// A value of `kind` whose bytes (in its form) are in memory.
+    pub fn in_memory(kind: LargeKind, bytes: Vec<u8>) -> LargeValue {
+        LargeValue::new(kind, bytes.len() as u64, Arc::new(InMemory(bytes)))
+    }
+
+    /// This value with `removed` bytes from byte `at` replaced by `inserted` (of the same
+    /// form) — `.WRITE` — read from the two where they are, without a copy.
+    pub fn spliced(&self, at: u64, removed: u64, inserted: LargeValue) -> LargeValue {
+        assert!(at + removed <= self.len && inserted.kind == self.kind, "a splice within the value, of its form");
+        let len = self.len - removed + inserted.len;
+        LargeValue::new(self.kind, len, Arc::new(Spliced { base: self.clone(), at, removed, inserted }))
+    }
+
     /// Bytes of this value's form as a value.
     fn decode(&self, bytes: &[u8]) -> Value {
         match self.kind {
@@ -179,6 +192,60 @@ impl LargeValue {
             Ok(())
         })
         .is_ok()
+    }
+}
+
+/// Bytes in memory ([`LargeValue::in_memory`]).
+struct InMemory(Vec<u8>);
+
+impl LargeSource for InMemory {
+    fn read(&self, from: u64, out: &mut [u8]) -> SqlResult<()> {
+        out.copy_from_slice(&self.0[from as usize..from as usize + out.len()]);
+        Ok(())
+    }
+
+    fn detached(&self) -> bool {
+        true
+    }
+}
+
+/// A value with part of it replaced ([`LargeValue::spliced`]): the base's bytes before
+/// `at`, the inserted ones, then the base's from `at + removed` on.
+struct Spliced {
+    base: LargeValue,
+    at: u64,
+    removed: u64,
+    inserted: LargeValue,
+}
+
+impl LargeSource for Spliced {
+    fn read(&self, from: u64, out: &mut [u8]) -> SqlResult<()> {
+        let (at, ins) = (self.at, self.inserted.len);
+        let mut pos = from;
+        let mut done = 0;
+        while done < out.len() {
+            let want = out.len() - done;
+            let part = &mut out[done..];
+            let n = if pos < at {
+                let n = want.min((at - pos) as usize);
+                self.base.read(pos, &mut part[..n])?;
+                n
+            } else if pos < at + ins {
+                let n = want.min((at + ins - pos) as usize);
+                self.inserted.read(pos - at, &mut part[..n])?;
+                n
+            } else {
+                self.base.read(pos - ins + self.removed, part)?;
+                want
+            };
+            done += n;
+            pos += n as u64;
+        }
+        Ok(())
+    }
+
+    fn detached(&self) -> bool {
+        self.base.source.detached() && self.inserted.source.detached()
     }
 }
 
@@ -225,19 +292,28 @@ impl Value {
 pub(crate) mod tests {
     use super::*;
 
-    /// A large value's bytes in memory.
-    struct Bytes(Vec<u8>);
-
-    impl LargeSource for Bytes {
-        fn read(&self, from: u64, out: &mut [u8]) -> SqlResult<()> {
-            out.copy_from_slice(&self.0[from as usize..from as usize + out.len()]);
-            Ok(())
-        }
-    }
-
     /// A large value of `kind` holding `bytes`.
     pub(crate) fn large(kind: LargeKind, bytes: Vec<u8>) -> LargeValue {
-        LargeValue::new(kind, bytes.len() as u64, Arc::new(Bytes(bytes)))
+        LargeValue::in_memory(kind, bytes)
+    }
+
+    #[test]
+    fn splices_read_both_parts() {
+        let base: Vec<u8> = (0..50u8).collect();
+        let v = large(LargeKind::Binary, base.clone());
+        for (at, removed, ins) in [(0, 0, 3), (10, 5, 0), (10, 5, 7), (50, 0, 4), (20, 30, 2), (0, 50, 0)] {
+            let inserted: Vec<u8> = (0..ins).map(|i| 200 + i as u8).collect();
+            let s = v.spliced(at, removed, large(LargeKind::Binary, inserted.clone()));
+            let mut want = base.clone();
+            want.splice(at as usize..(at + removed) as usize, inserted);
+            assert_eq!(s.len_bytes(), want.len() as u64);
+            assert_eq!(s.value().unwrap(), Value::Binary(want.clone().into()));
+            for from in 0..want.len() {
+                let mut out = vec![0; want.len() - from];
+                s.read(from as u64, &mut out).unwrap();
+                assert_eq!(out, want[from..], "from {from} of {at}/{removed}/{ins}");
+            }
+        }
     }
 
     #[test]

@@ -142,3 +142,53 @@ select id, cast(t as varchar(5)) as cut_by_cast from big order by id;
 dbcc checkdb with no_infomsgs;
 drop table big;
 go
+-- UPDATE ... SET col.WRITE(value, offset, length): part of a (max) value replaced.
+create table w (id int primary key, b varbinary(max), v varchar(max), n nvarchar(max), s varchar(50));
+insert w values (1, 0x0102030405, 'hello world', N'héllo wörld', 'x'), (2, null, null, null, null);
+update w set v.write('J', 0, 1) where id = 1;
+update w set v.WRITE('!!', null, null), n.write(N'W', 6, 1) where id = 1;
+update w set b.write(0xffee, 2, null) where id = 1;
+select v, n, b from w where id = 1;
+update w set v.write('big', 6, 5) where id = 1;
+select v, datalength(v) as bytes from w where id = 1;
+update w set v.write(null, 3, 100), b.write(0x99, 0, 0) where id = 1;
+select v, b from w where id = 1;
+update w set v.write('tail', 100, 1) where id = 1;
+go
+update w set v.write('x', -1, 1) where id = 1;
+go
+update w set v.write('x', 0, -1) where id = 1;
+go
+update w set v.write('x', 0, 1) where id = 2;
+go
+update w set s.write('x', 0, 1) where id = 1;
+go
+update w set v.write('x', 0, 1), v = 'a' where id = 1;
+go
+update w set w.v.write('x', 0, 1) where id = 1;
+go
+-- Values stored off the row: overwritten in the middle, appended to, cut, cut back into the row.
+update w set v = replicate(cast('a' as varchar(max)), 20000), n = replicate(cast(N'ż' as nvarchar(max)), 9000) where id = 1;
+update w set v.write('XYZ', 7998, 3), n.write(N'ÓÓ', 4000, 2) where id = 1;
+select datalength(v) as v_bytes, substring(v, 7996, 8) as v_mid, datalength(n) as n_bytes, substring(n, 3999, 5) as n_mid from w where id = 1;
+update w set v.write(replicate('b', 10000), null, null) output datalength(deleted.v) as before_bytes, datalength(inserted.v) as after_bytes where id = 1;
+update w set v.write('<>', 15000, 10) where id = 1;
+select datalength(v) as v_bytes, substring(v, 14998, 6) as shifted, right(v, 3) as v_end, len(replace(v, 'a', '')) as not_a from w where id = 1;
+begin tran;
+update w set v.write('ROLLED', 0, 6) where id = 1;
+select left(v, 8) as in_tran from w where id = 1;
+rollback;
+select left(v, 8) as after_rollback from w where id = 1;
+update w set v.write(null, 8100, null) where id = 1;
+select datalength(v) as cut_bytes, right(v, 4) as cut_end from w where id = 1;
+update w set v.write(null, 5, null) where id = 1;
+select v as back_in_row from w where id = 1;
+go
+-- A 2 MiB value: a few bytes in the middle, then appended, read where they are.
+update w set b = cast(replicate(cast('0123456789abcdef' as varchar(max)), 131072) as varbinary(max)) where id = 1;
+update w set b.write(0x2a2a2a2a, 1048574, 4) where id = 1;
+update w set b.write(0x454e44, null, null) where id = 1;
+select datalength(b) as b_bytes, substring(b, 1048571, 10) as b_mid, substring(b, datalength(b) - 4, 5) as b_end from w where id = 1;
+dbcc checkdb with no_infomsgs;
+drop table w;
+go

@@ -131,6 +131,20 @@ impl Parser<'_> {
             return Ok(Assignment::Variable { name, op, value });
         }
         let column = self.object_name()?;
+        // `col.WRITE(…)`: the column is never qualified (a qualified one is a syntax error,
+        // at the parenthesis, as in SQL Server).
+        if let [col, method] = &column.0[..] {
+            if method.value.eq_ignore_ascii_case("WRITE") && self.peek().is_punct(Punct::LParen) {
+                self.advance();
+                let value = self.expr()?;
+                self.expect_punct(Punct::Comma)?;
+                let offset = self.expr()?;
+                self.expect_punct(Punct::Comma)?;
+                let length = self.expr()?;
+                self.expect_punct(Punct::RParen)?;
+                return Ok(Assignment::Write { column: col.clone(), value, offset, length });
+            }
+        }
         let op = self.assignment_operator()?;
         let value = self.expr_or_default()?;
         Ok(Assignment::Column { column, op, value })

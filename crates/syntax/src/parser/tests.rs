@@ -549,6 +549,24 @@ fn updates() {
     assert!(matches!(u.assignments[6], Assignment::Column { op: Some(BinaryOp::BitXor), .. }));
 }
 
+#[test]
+fn partial_updates_with_write() {
+    let u = update("UPDATE t SET doc.write(N'abc', 10, NULL), n = 1");
+    match &u.assignments[0] {
+        Assignment::Write { column, value, offset, length } => {
+            assert_eq!(column.value, "doc");
+            assert!(matches!(value, Expr::Literal(_)));
+            assert_eq!(offset, &int("10"));
+            assert!(matches!(length, Expr::Literal(_)));
+        }
+        other => panic!("{other:#?}"),
+    }
+    assert!(matches!(u.assignments[1], Assignment::Column { .. }));
+    // A qualified column cannot take .WRITE: 102 at the parenthesis.
+    let e = parse_batch("UPDATE t SET t.doc.WRITE('a', 0, 1)").unwrap_err();
+    assert!(e.to_string().contains("'('"), "{e}");
+}
+
 fn delete(sql: &str) -> Delete {
     match one(sql) {
         StatementKind::Delete(d) => *d,

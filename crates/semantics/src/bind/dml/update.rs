@@ -3,8 +3,8 @@
 use super::insert::bind_output;
 use super::target::{bind_dml_source, bind_target};
 use crate::bind::{invalid_column, Binder};
-use crate::plan::{Expr, UpdatePlan, VarSource};
-use crate::types::Value;
+use crate::plan::{Expr, PartialWrite, UpdatePlan, VarSource};
+use crate::types::{SqlType, Value};
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_syntax::ast;
@@ -17,6 +17,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
     b.add_access(&db, &target_key, crate::catalog::Access::UPDATE);
     let mut sets = Vec::new();
     let mut variables = Vec::new();
+    let mut writes: Vec<PartialWrite> = Vec::new();
     b.with_bound_scope(scope, |b| -> SqlResult<()> {
         for a in &up.assignments {
             match a {
@@ -25,7 +26,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                     if table.columns[col].identity.is_some() {
                         return Err(msg::UPDATE_IDENTITY_COLUMN.with(&[&table.columns[col].name]));
                     }
-                    if sets.iter().any(|(c, _, _)| *c == col) {
+                    if sets.iter().any(|(c, _, _)| *c == col) || writes.iter().any(|w| w.column == col) {
                         return Err(msg::COLUMN_ASSIGNED_TWICE.with(&[&(table.columns[col].name)]));
                     }
                     let value = match op {
@@ -59,6 +60,24 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
                     let (e, t) = b.bind_for(&value, &vt)?;
                     variables.push((slot, VarSource::Expr(e), t, vt));
                 }
+                ast::Assignment::Write { column, value, offset, length } => {
+                    let col = table.column(&column.value).ok_or_else(|| invalid_column(&column.value))?;
+                    let ty = table.columns[col].ty;
+                    if crate::types::LargeKind::of(&ty).is_none() {
+                        return Err(msg::METHOD_ON_TYPE.with(&[&crate::types::base_type_name(&ty)]));
+                    }
+                    if sets.iter().any(|(c, _, _)| *c == col) || writes.iter().any(|w| w.column == col) {
+                        return Err(msg::COLUMN_ASSIGNED_TWICE.with(&[&(table.columns[col].name)]));
+                    }
+                    let bigint = SqlType::BigInt;
+                    let value = b.bind_for(value, &ty)?;
+                    let offset = b.bind_for(offset, &bigint)?;
+                    let length = b.bind_for(length, &bigint)?;
+                    // The statement reads the column's value to change it.
+                    b.note_column_of(&db, &target_key, col as u16, crate::catalog::Access::SELECT);
+                    b.note_column_of(&db, &target_key, col as u16, crate::catalog::Access::UPDATE);
+                    writes.push(PartialWrite { column: col, value, offset, length });
+                }
                 ast::Assignment::Both { variable, column, value } => {
                     let col = table.column(&column.name().value).ok_or_else(|| invalid_column(&column.name().value))?;
                     let (slot, vt) = b.variable_slot(variable)?;
@@ -79,5 +98,5 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
         b.remove_access(&db, &target_key, crate::catalog::Access::SELECT);
     }
     let target = bind_target(b, db, table)?;
-    Ok(UpdatePlan { target, source, offset, key, sets, variables, output })
+    Ok(UpdatePlan { target, source, offset, key, sets, variables, writes, output })
 }

@@ -3,6 +3,8 @@
 //! next begins), another rewrites them in transactions, and a third holds a large
 //! uncommitted value, comes back with every committed value whole, each rewritten row at
 //! one of its generations, and nothing of the uncommitted one; CHECKDB finds no damage.
+//! A fourth session changes parts of two values in each transaction (`SET col.WRITE`: an
+//! overwrite in the middle and an append), which come back at the same generation.
 
 use std::time::{Duration, Instant};
 
@@ -42,7 +44,7 @@ fn crash_with_large_values(versions: bool) {
                 CREATE TABLE upd (id int PRIMARY KEY, g int NOT NULL, v nvarchar(max) NOT NULL); \
                 DECLARE @i int = 0; WHILE @i < 4 BEGIN \
                   INSERT upd VALUES (@i, 0, REPLICATE(CAST(N''a'' AS nvarchar(max)), 6000)); SET @i += 1; END; \
-                CREATE TABLE big (id int PRIMARY KEY, v varbinary(max));')",
+                CREATE TABLE big (id int PRIMARY KEY, v varbinary(max));                 CREATE TABLE part (id int PRIMARY KEY, g int NOT NULL, v varchar(max) NOT NULL, w varchar(max) NOT NULL);                 INSERT part VALUES (1, 0, REPLICATE(CAST(''0'' AS varchar(max)), 30000), REPLICATE(CAST(''A'' AS varchar(max)), 9000));')",
     );
     if versions {
         server.sql("ALTER DATABASE d SET READ_COMMITTED_SNAPSHOT ON; ALTER DATABASE d SET ALLOW_SNAPSHOT_ISOLATION ON");
@@ -71,6 +73,15 @@ fn crash_with_large_values(versions: bool) {
              WHERE id = (@n + 1) % 4; \
            COMMIT; SET @n += 1; END",
     );
+    // Generation g of the row: 10 times the digit g % 10 at (1009·g) % 29,990 in v, and w
+    // 9,000 + g long, ending in 'A' + g % 26.
+    let mut partial = server.sql_in_background(
+        "USE d; DECLARE @n int = 0; WHILE @n < 1000000 BEGIN \
+           BEGIN TRAN; \
+           UPDATE part SET g = g + 1, v.WRITE(REPLICATE(CHAR(48 + (g + 1) % 10), 10), (1009 * (g + 1)) % 29990, 10), \
+             w.WRITE(CHAR(65 + (g + 1) % 26), NULL, NULL) WHERE id = 1; \
+           COMMIT; SET @n += 1; END",
+    );
     // A 5 MB value, never committed.
     let mut open = server.sql_in_background(
         "USE d; BEGIN TRAN; \
@@ -80,15 +91,16 @@ fn crash_with_large_values(versions: bool) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let n =
-            rows(&server, "SELECT COUNT(*) FROM d.dbo.ins WITH (NOLOCK); SELECT COUNT(*) FROM d.dbo.big WITH (NOLOCK)");
-        if n[0][0] >= 20 && n[1][0] == 1 {
+            rows(&server, "SELECT COUNT(*) FROM d.dbo.ins WITH (NOLOCK); SELECT COUNT(*) FROM d.dbo.big WITH (NOLOCK); \
+                           SELECT g FROM d.dbo.part WITH (NOLOCK)");
+        if n[0][0] >= 20 && n[1][0] == 1 && n[2][0] >= 20 {
             break;
         }
         assert!(Instant::now() < deadline, "the sessions did not get going: {n:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
     let server = server.kill_and_restart();
-    for c in [&mut inserter, &mut updater, &mut open].into_iter().chain(reader.as_mut()) {
+    for c in [&mut inserter, &mut updater, &mut partial, &mut open].into_iter().chain(reader.as_mut()) {
         let _ = c.kill();
         let _ = c.wait();
     }
@@ -110,6 +122,13 @@ fn crash_with_large_values(versions: bool) {
     assert!(upd.iter().all(|r| r[1] == 1), "{upd:?}");
     let total: i64 = upd.iter().map(|r| r[0]).sum();
     assert_eq!(total % 2, 0, "each transaction moved two rows on: {upd:?}");
+    let part = rows(
+        &server,
+        "USE d; SELECT g, CASE WHEN DATALENGTH(v) = 30000 \
+           AND SUBSTRING(v, (1009 * g) % 29990 + 1, 10) = REPLICATE(CHAR(48 + g % 10), 10) \
+           AND DATALENGTH(w) = 9000 + g AND RIGHT(w, 1) = CHAR(65 + g % 26) THEN 1 ELSE 0 END FROM part",
+    );
+    assert!(part[0][0] >= 20 && part[0][1] == 1, "{part:?}");
     assert_eq!(rows(&server, "SELECT COUNT(*) FROM d.dbo.big"), [[0]]);
     let check = server.sql("DBCC CHECKDB ('d')");
     assert!(check.contains("0 allocation errors and 0 consistency errors"), "{check}");

@@ -90,9 +90,11 @@ fn crash_with_large_values(versions: bool) {
     );
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let n =
-            rows(&server, "SELECT COUNT(*) FROM d.dbo.ins WITH (NOLOCK); SELECT COUNT(*) FROM d.dbo.big WITH (NOLOCK); \
-                           SELECT g FROM d.dbo.part WITH (NOLOCK)");
+        let n = rows(
+            &server,
+            "SELECT COUNT(*) FROM d.dbo.ins WITH (NOLOCK); SELECT COUNT(*) FROM d.dbo.big WITH (NOLOCK); \
+                           SELECT g FROM d.dbo.part WITH (NOLOCK)",
+        );
         if n[0][0] >= 20 && n[1][0] == 1 && n[2][0] >= 20 {
             break;
         }

@@ -466,7 +466,8 @@ pub fn frame(kind: u8, payload: &[u8], packet_size: usize, last: bool, packet_id
     }
 }
 
-fn put_header(out: &mut BytesMut, kind: u8, status: u8, body: usize, packet_id: &mut u8) {
+/// A packet's header for `body` bytes of payload, numbered `packet_id` (then counted on).
+pub(crate) fn put_header(out: &mut BytesMut, kind: u8, status: u8, body: usize, packet_id: &mut u8) {
     out.put_u8(kind);
     out.put_u8(status);
     out.put_u16((body + HEADER_LEN) as u16);

@@ -7,10 +7,12 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use tessera_errors::msg;
+use tessera_errors::SqlResult;
 use tessera_semantics::output::EnvChange;
 use tessera_semantics::output::{ColumnOrigins, Command, OutputColumn, StoredRow};
+use tessera_semantics::types::large::PIECE_BYTES;
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::{ResultSink, Session, SqlError};
 
@@ -147,6 +149,39 @@ impl<'a> TokenSink<'a> {
         }
     }
 
+    /// Sends `len` bytes that `read(out, offset)` fills, after the tokens in the buffer:
+    /// each full packet is framed where it will be written and its bytes read straight
+    /// into it (a large value's chunk goes from its pages to the socket's buffer in one
+    /// copy); what does not fill a packet stays in the buffer.
+    fn ship_read(&mut self, len: usize, mut read: impl FnMut(&mut [u8], u64) -> SqlResult<()>) -> SqlResult<()> {
+        self.ship();
+        let room = self.packet_size - packet::HEADER_LEN;
+        let mut done = 0;
+        while done < len {
+            if self.write_error.is_some() {
+                return Err(msg::QUERY_CANCELLED.err());
+            }
+            let take = (room - self.buf.len()).min(len - done);
+            if self.buf.len() + take < room {
+                let start = self.buf.len();
+                self.buf.resize(start + take, 0);
+                read(&mut self.buf[start..], done as u64)?;
+                break;
+            }
+            packet::put_header(&mut self.out, kind::REPLY, 0, room, &mut self.packet_id);
+            self.out.extend_from_slice(&self.buf);
+            self.buf.clear();
+            let start = self.out.len();
+            self.out.resize(start + take, 0);
+            read(&mut self.out[start..], done as u64)?;
+            done += take;
+            if self.out.len() >= WRITE_CHUNK {
+                self.write_out();
+            }
+        }
+        Ok(())
+    }
+
     fn write_out(&mut self) {
         if self.write_error.is_none() && !self.out.is_empty() {
             self.written += self.out.len();
@@ -208,15 +243,16 @@ impl<'a> TokenSink<'a> {
             let sent = match v {
                 Value::Large(l) if types::is_plp_of(ty, l.kind()) => {
                     types::put_plp_len(&mut self.buf, l.len_bytes());
-                    l.for_each_piece(0, l.len_bytes(), |piece| {
-                        types::put_plp_chunk(&mut self.buf, piece);
-                        self.ship();
-                        match self.write_error {
-                            Some(_) => Err(msg::QUERY_CANCELLED.err()),
-                            None => Ok(()),
-                        }
-                    })
-                    .map(|()| types::put_plp_end(&mut self.buf))
+                    let len = l.len_bytes();
+                    let mut at = 0;
+                    let mut sent = Ok(());
+                    while at < len && sent.is_ok() {
+                        let n = (len - at).min(PIECE_BYTES as u64) as usize;
+                        self.buf.put_u32_le(n as u32);
+                        sent = self.ship_read(n, |out, from| l.read(at + from, out));
+                        at += n as u64;
+                    }
+                    sent.map(|()| types::put_plp_end(&mut self.buf))
                 }
                 Value::Large(l) => l.value().map(|whole| types::put_value(&mut self.buf, ty, &whole)),
                 v => {

@@ -177,18 +177,10 @@ pub fn put_null(out: &mut BytesMut, ty: &SqlType) {
     }
 }
 
-/// The length that starts a PLP value sent in chunks ([`put_plp_chunk`], then
-/// [`put_plp_end`]).
+/// The length that starts a PLP value sent in chunks (each a u32 LE length and its
+/// bytes, then [`put_plp_end`]).
 pub fn put_plp_len(out: &mut BytesMut, len: u64) {
     out.put_u64_le(len);
-}
-
-/// One chunk of a PLP value (none for no bytes: a zero length ends the value).
-pub fn put_plp_chunk(out: &mut BytesMut, bytes: &[u8]) {
-    if !bytes.is_empty() {
-        out.put_u32_le(bytes.len() as u32);
-        out.put_slice(bytes);
-    }
 }
 
 /// The terminator of a PLP value.

@@ -118,13 +118,50 @@ impl PgConn {
     /// Sends `sql` as a simple Query and reads the reply up to ReadyForQuery as it arrives.
     /// A server error is reported in the run (`error`), not as an `Err`.
     pub fn query(&mut self, sql: &str) -> Result<StreamRun> {
-        let mut request = vec![b'Q'];
-        request.extend_from_slice(&((sql.len() + 5) as u32).to_be_bytes());
-        request.extend_from_slice(sql.as_bytes());
-        request.push(0);
+        let mut request = Vec::with_capacity(sql.len() + 6);
+        put_message(&mut request, b'Q', |m| {
+            m.extend_from_slice(sql.as_bytes());
+            m.push(0);
+        });
+        self.exchange(&request)
+    }
+
+    /// `sql` with binary `params` of the types `oids` as the extended protocol sends it
+    /// (Parse, Bind with binary parameters and results, Execute, Sync): made before a
+    /// clock starts, sent with [`PgConn::exchange`].
+    pub fn extended(sql: &str, oids: &[u32], params: &[&[u8]]) -> Vec<u8> {
+        let size: usize = params.iter().map(|p| p.len() + 4).sum();
+        let mut request = Vec::with_capacity(sql.len() + size + 64);
+        put_message(&mut request, b'P', |m| {
+            m.push(0);
+            m.extend_from_slice(sql.as_bytes());
+            m.push(0);
+            m.extend_from_slice(&(oids.len() as u16).to_be_bytes());
+            for oid in oids {
+                m.extend_from_slice(&oid.to_be_bytes());
+            }
+        });
+        put_message(&mut request, b'B', |m| {
+            m.extend_from_slice(&[0, 0]); // the unnamed portal and statement
+            m.extend_from_slice(&[0, 1, 0, 1]); // every parameter binary
+            m.extend_from_slice(&(params.len() as u16).to_be_bytes());
+            for p in params {
+                m.extend_from_slice(&(p.len() as u32).to_be_bytes());
+                m.extend_from_slice(p);
+            }
+            m.extend_from_slice(&[0, 1, 0, 1]); // every result column binary
+        });
+        put_message(&mut request, b'E', |m| m.extend_from_slice(&[0, 0, 0, 0, 0]));
+        put_message(&mut request, b'S', |_| {});
+        request
+    }
+
+    /// Sends a request made by [`PgConn::query`] or [`PgConn::extended`] and reads the
+    /// reply up to ReadyForQuery as it arrives (the clock runs from the send).
+    pub fn exchange(&mut self, request: &[u8]) -> Result<StreamRun> {
         let mut run = StreamRun::default();
         let start = Instant::now();
-        self.stream.write_all(&request)?;
+        self.stream.write_all(request)?;
         let mut filled = 0;
         loop {
             let n = match self.stream.read(&mut self.buf[filled..]) {
@@ -161,7 +198,7 @@ impl PgConn {
                         run.error.get_or_insert_with(|| error_text(body));
                     }
                     b'Z' => ready = true,
-                    _ => {} // RowDescription, NoticeResponse, ParameterStatus
+                    _ => {} // RowDescription, NoticeResponse, ParameterStatus, ParseComplete, BindComplete
                 }
             }
             if ready {
@@ -178,6 +215,16 @@ impl PgConn {
             }
         }
     }
+}
+
+/// Appends a frontend message: its type, its length, then what `body` writes.
+fn put_message(out: &mut Vec<u8>, ty: u8, body: impl FnOnce(&mut Vec<u8>)) {
+    out.push(ty);
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    body(out);
+    let len = (out.len() - at) as u32;
+    out[at..at + 4].copy_from_slice(&len.to_be_bytes());
 }
 
 impl Drop for PgConn {

@@ -55,9 +55,11 @@ struct Open {
     written: u64,
 }
 
-struct Builder<'a> {
-    space: &'a Space,
-    txn: &'a mut Txn,
+/// A bulk load under way ([`BulkBuild::start`]): rows pushed in key order, the tree
+/// made part of the table by [`BulkBuild::finish`]. Until then the tree's root is as it
+/// was (empty) and its new pages are reachable from nowhere; the table's exclusive lock,
+/// taken at the start, keeps every other transaction out.
+pub struct BulkBuild {
     root: PageNo,
     levels: Vec<Open>,
     /// Every page written.
@@ -65,6 +67,8 @@ struct Builder<'a> {
     rows: u64,
     /// The transaction's last record before the load (undo resumes there).
     before: Lsn,
+    /// The last key pushed (keys come strictly ascending).
+    last: Option<Vec<u8>>,
 }
 
 /// The body of [`Space::bulk_load`].
@@ -74,21 +78,38 @@ pub(crate) fn load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     tree: PageNo,
     rows: impl IntoIterator<Item = (K, V)>,
 ) -> Result<Option<BulkOutcome>> {
-    let meta = space.lock_table_exclusive(txn, tree)?;
-    let _latch = meta.latch.write();
-    {
-        let g = space.pool.fetch(space.file, tree)?.into_read();
-        if !btree::is_leaf(&g) || slotted::count(&g) != 0 {
-            return Ok(None);
-        }
-    }
-    space.note_first_lsn(txn);
-    let before = txn.last_lsn();
-    let mut b = Builder { space, txn, root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0, before };
-    let mut last: Option<Vec<u8>> = None;
+    let Some(mut b) = BulkBuild::start(space, txn, tree)? else { return Ok(None) };
     for (key, value) in rows {
-        let key = key.as_ref();
-        match last.as_mut() {
+        b.push(space, txn, key.as_ref(), value.as_ref())?;
+    }
+    b.finish(space, txn).map(Some)
+}
+
+impl BulkBuild {
+    /// Starts a load of the tree `tree` as part of `txn`, which takes the table's
+    /// exclusive lock; none (and nothing done but the lock) when the tree is not empty.
+    pub(crate) fn start(space: &Space, txn: &mut Txn, tree: PageNo) -> Result<Option<BulkBuild>> {
+        let meta = space.lock_table_exclusive(txn, tree)?;
+        {
+            let _latch = meta.latch.read();
+            let g = space.pool.fetch(space.file, tree)?.into_read();
+            if !btree::is_leaf(&g) || slotted::count(&g) != 0 {
+                return Ok(None);
+            }
+        }
+        space.note_first_lsn(txn);
+        let before = txn.last_lsn();
+        Ok(Some(BulkBuild { root: tree, levels: Vec::new(), pages: Vec::new(), rows: 0, before, last: None }))
+    }
+
+    /// The tree being loaded.
+    pub fn tree(&self) -> PageNo {
+        self.root
+    }
+
+    /// Adds a row, whose key must follow the last one's.
+    pub(crate) fn push(&mut self, space: &Space, txn: &mut Txn, key: &[u8], value: &[u8]) -> Result<()> {
+        match self.last.as_mut() {
             Some(l) if l.as_slice() >= key => {
                 return Err(Error::Invalid("bulk load rows must come in strictly ascending key order".into()));
             }
@@ -96,16 +117,11 @@ pub(crate) fn load<K: AsRef<[u8]>, V: AsRef<[u8]>>(
                 l.clear();
                 l.extend_from_slice(key);
             }
-            None => last = Some(key.to_vec()),
+            None => self.last = Some(key.to_vec()),
         }
-        b.push_row(key, value.as_ref())?;
+        self.push_row(space, txn, key, value)
     }
-    let outcome = b.finish()?;
-    meta.forget_append_hint();
-    Ok(Some(outcome))
-}
 
-impl Builder<'_> {
     fn fresh(&self, level: usize, prev: PageNo, aux: PageNo) -> Vec<u8> {
         let mut buf = vec![0u8; PAGE_SIZE];
         let ty = if level == 0 { PageType::BTreeLeaf } else { PageType::BTreeInternal };
@@ -115,7 +131,7 @@ impl Builder<'_> {
         buf
     }
 
-    fn push_row(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    fn push_row(&mut self, space: &Space, txn: &mut Txn, key: &[u8], value: &[u8]) -> Result<()> {
         // The same limits, and errors, as a row-by-row insert (`btree::put_placed`).
         if key.len() > btree::MAX_KEY {
             return Err(Error::KeyTooLarge { size: key.len(), max: btree::MAX_KEY });
@@ -129,7 +145,7 @@ impl Builder<'_> {
             self.levels.push(Open { buf, no: None, first_key: Vec::new(), written: 0 });
         }
         if !slotted::fits(&self.levels[0].buf, rec.len()) {
-            self.write_full(0)?;
+            self.write_full(space, txn, 0)?;
         }
         let leaf = &mut self.levels[0];
         let slot = slotted::count(&leaf.buf);
@@ -143,9 +159,9 @@ impl Builder<'_> {
     }
 
     /// Allocates one page for the load, logging the allocation with its undo.
-    fn alloc(&mut self) -> Result<(PageNo, Lsn)> {
-        let (space, root) = (self.space, self.root);
-        txn::with_undo_reserved(space, self.txn, 0, 0, None, |txn| {
+    fn alloc(&mut self, space: &Space, txn: &mut Txn) -> Result<(PageNo, Lsn)> {
+        let root = self.root;
+        txn::with_undo_reserved(space, txn, 0, 0, None, |txn| {
             let mut mtr = Mtr::claiming(space, Claim::NEW_PAGE)?;
             let no = space.alloc_page(&mut mtr)?;
             let lsn = space.commit_update(txn, mtr, &Undo::BulkPage { page: no })?;
@@ -155,8 +171,8 @@ impl Builder<'_> {
     }
 
     /// Writes `buf` as page `no` into the pool: dirty, unlogged, stamped `lsn`.
-    fn install(&mut self, no: PageNo, lsn: Lsn, buf: &[u8]) -> Result<()> {
-        let mut g = self.space.pool.fetch_new(self.space.file, no)?.into_write();
+    fn install(&mut self, space: &Space, no: PageNo, lsn: Lsn, buf: &[u8]) -> Result<()> {
+        let mut g = space.pool.fetch_new(space.file, no)?.into_write();
         g.copy_from_slice(buf);
         page::set_page_no(&mut g, no);
         page::set_flags(&mut g, page::FLAG_UNLOGGED);
@@ -168,35 +184,42 @@ impl Builder<'_> {
 
     /// The page at `level` is full and another follows it at the same level: write it,
     /// add it to its parent and start the next one.
-    fn write_full(&mut self, level: usize) -> Result<()> {
-        let next = if level == 0 { Some(self.alloc()?) } else { None };
-        let done = self.write_page(level, next.map_or(PageNo::NONE, |(n, _)| n))?;
+    fn write_full(&mut self, space: &Space, txn: &mut Txn, level: usize) -> Result<()> {
+        let next = if level == 0 { Some(self.alloc(space, txn)?) } else { None };
+        let done = self.write_page(space, txn, level, next.map_or(PageNo::NONE, |(n, _)| n))?;
         let first_key = std::mem::take(&mut self.levels[level].first_key);
         let buf = self.fresh(level, if level == 0 { done } else { PageNo::NONE }, PageNo::NONE);
         let open = &mut self.levels[level];
         open.buf = buf;
         open.no = next;
-        self.add_child(level + 1, first_key, done)
+        self.add_child(space, txn, level + 1, first_key, done)
     }
 
     /// Writes the open page of `level` (with `next` as its right sibling for leaves) and
     /// returns its number.
-    fn write_page(&mut self, level: usize, next: PageNo) -> Result<PageNo> {
+    fn write_page(&mut self, space: &Space, txn: &mut Txn, level: usize, next: PageNo) -> Result<PageNo> {
         let (no, lsn) = match self.levels[level].no {
             Some(numbered) => numbered,
-            None => self.alloc()?,
+            None => self.alloc(space, txn)?,
         };
         let mut buf = std::mem::take(&mut self.levels[level].buf);
         if level == 0 {
             page::set_next(&mut buf, next);
         }
-        self.install(no, lsn, &buf)?;
+        self.install(space, no, lsn, &buf)?;
         self.levels[level].written += 1;
         Ok(no)
     }
 
     /// Adds `(first_key, child)` to the open page of `level`.
-    fn add_child(&mut self, level: usize, first_key: Vec<u8>, child: PageNo) -> Result<()> {
+    fn add_child(
+        &mut self,
+        space: &Space,
+        txn: &mut Txn,
+        level: usize,
+        first_key: Vec<u8>,
+        child: PageNo,
+    ) -> Result<()> {
         if level == self.levels.len() {
             if level >= MAX_LEVELS {
                 return Err(Error::Invalid("bulk load tree exceeds the level limit".into()));
@@ -207,7 +230,7 @@ impl Builder<'_> {
         }
         let rec = btree::internal_record(&first_key, child);
         if !slotted::fits(&self.levels[level].buf, rec.len()) {
-            self.write_full(level)?;
+            self.write_full(space, txn, level)?;
             let open = &mut self.levels[level];
             page::set_aux(&mut open.buf, child.raw());
             open.first_key = first_key;
@@ -222,24 +245,26 @@ impl Builder<'_> {
 
     /// Writes the last page of every level; the single page of the top level becomes
     /// the root (logged as an image); forces the pages and notes them in the log.
-    fn finish(mut self) -> Result<BulkOutcome> {
+    pub(crate) fn finish(mut self, space: &Space, txn: &mut Txn) -> Result<BulkOutcome> {
         if self.rows == 0 {
             return Ok(BulkOutcome::default());
         }
+        let meta = space.tree(self.root);
+        let _latch = meta.latch.write();
         let mut level = 0;
         while !(level + 1 == self.levels.len() && self.levels[level].written == 0) {
-            let done = self.write_page(level, PageNo::NONE)?;
+            let done = self.write_page(space, txn, level, PageNo::NONE)?;
             let first_key = std::mem::take(&mut self.levels[level].first_key);
-            self.add_child(level + 1, first_key, done)?;
+            self.add_child(space, txn, level + 1, first_key, done)?;
             level += 1;
         }
         // The unlogged pages reach the disk before the root makes them part of the tree:
         // once the root's record exists, undoing it may walk (and free) them.
-        self.space.pool.flush_file(self.space.file)?;
+        space.pool.flush_file(space.file)?;
         let mut top = std::mem::take(&mut self.levels[level].buf);
         page::set_page_no(&mut top, self.root);
-        let (space, root, before) = (self.space, self.root, self.before);
-        txn::with_undo_reserved(space, self.txn, 0, 0, None, |txn| {
+        let (root, before) = (self.root, self.before);
+        txn::with_undo_reserved(space, txn, 0, 0, None, |txn| {
             let mut mtr = Mtr::new(space)?;
             let i = mtr.latch(root)?;
             mtr.apply(i, ops::image(&top));
@@ -256,6 +281,7 @@ impl Builder<'_> {
         for body in notes {
             *newest = space.wal.append(&LogRecord::new(RecordKind::System, TxnId::SYSTEM, Lsn::NONE, body))?;
         }
+        meta.forget_append_hint();
         Ok(BulkOutcome { rows: self.rows, pages: self.pages.len() as u64 })
     }
 }

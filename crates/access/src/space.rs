@@ -933,6 +933,24 @@ impl Space {
         lob::Rewriter::start(self, txn, rows, tree, value, at, removed)
     }
 
+    /// Starts a minimally logged load of the large-value tree `tree` (of the rows tree
+    /// `rows`) for `txn`: when the tree is empty it takes the tree's exclusive lock, and
+    /// the chunks of the values `txn` writes from now on are built into new pages with no
+    /// log record of their bytes (`crate::bulk`) until [`Space::lob_bulk_finish`], which
+    /// forces them to disk and makes them the tree. False, with nothing started, when the
+    /// tree holds values. Nothing may read the values written meanwhile.
+    pub fn lob_bulk_start(&self, txn: &mut Txn, rows: PageNo, tree: PageNo) -> Result<bool> {
+        assert!(txn.lob_bulk.is_none(), "one large-value load at a time");
+        self.tree_locks(txn, rows, true)?;
+        txn.lob_bulk = bulk::BulkBuild::start(self, txn, tree)?;
+        Ok(txn.lob_bulk.is_some())
+    }
+
+    /// Ends the load [`Space::lob_bulk_start`] began (if one is under way).
+    pub fn lob_bulk_finish(&self, txn: &mut Txn) -> Result<Option<bulk::BulkOutcome>> {
+        txn.lob_bulk.take().map(|load| load.finish(self, txn)).transpose()
+    }
+
     /// Fills `out` with bytes `from .. from + out.len()` of `value` (which must hold
     /// them), copied once, from the pages. The caller holds a [`lob::Pin`] taken before
     /// it read the row that points at the value; a chunk that is gone all the same (a

@@ -65,6 +65,7 @@ impl TxnTable {
             trees: Vec::new(),
             ghosts: Vec::new(),
             lob_frees: Vec::new(),
+            lob_bulk: None,
             versions: Default::default(),
             undo_bytes: 0,
             undo_images: 0,
@@ -143,6 +144,10 @@ pub struct Txn {
     /// Large values its changes dropped, removed after it commits (see `crate::lob`),
     /// each with the transaction's last LSN when it was dropped.
     pub(crate) lob_frees: Vec<crate::lob::Freed>,
+    /// A minimally logged load of a large-value tree under way (`Space::lob_bulk_start`):
+    /// the chunks its writers store go there. Finished by the statement that started it,
+    /// before the transaction ends; a rollback (to a savepoint) drops it.
+    pub(crate) lob_bulk: Option<crate::bulk::BulkBuild>,
     /// Its versions and its snapshot (`crate::versions`).
     pub(crate) versions: TxnVersions,
     /// Locks taken for the running statement only (READ COMMITTED update locks): released
@@ -313,6 +318,7 @@ impl TreeMeta {
 
 /// The body of [`Space::commit`].
 pub(crate) fn commit(space: &Space, mut txn: Txn) -> Result<()> {
+    assert!(txn.lob_bulk.is_none(), "a large-value load is finished before its transaction commits");
     if txn.has_writes() {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros());
         let lsn = space.wal.append(&LogRecord::commit(txn.id, txn.last_lsn(), now as i64));
@@ -401,8 +407,10 @@ pub(crate) fn rollback_to(space: &Space, txn: &mut Txn, savepoint: Lsn) -> Resul
     assert!(savepoint <= txn.last_lsn(), "savepoint {savepoint} lies after the transaction's last record");
     let last = undo_back_to(space, txn, savepoint)?;
     txn.set_last_lsn(last);
-    // Values dropped after the savepoint are referenced again.
+    // Values dropped after the savepoint are referenced again; a load under way is gone
+    // (its pages were freed by the undo of their allocations).
     txn.lob_frees.retain(|f| f.lsn <= savepoint);
+    txn.lob_bulk = None;
     Ok(())
 }
 

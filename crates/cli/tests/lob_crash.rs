@@ -158,3 +158,82 @@ fn crash_with_large_values(versions: bool) {
         );
     }
 }
+
+/// The log the database `d` has written since it opened.
+fn log_bytes(server: &Server) -> i64 {
+    rows(
+        server,
+        "SELECT cntr_value FROM sys.dm_os_performance_counters \
+         WHERE counter_name = 'Log Bytes Flushed/sec' AND instance_name = 'd'",
+    )[0][0]
+}
+
+/// In a SIMPLE database, an INSERT of large values into a table with none writes their
+/// chunks minimally logged: the log holds far less than the values, the values survive a
+/// kill right after the commit (their pages were forced to disk before it), a full backup
+/// restores them, and a load that fails halfway leaves nothing and lets its transaction
+/// go on. In FULL recovery the same INSERT logs every byte.
+#[test]
+fn minimally_logged_large_values_survive_a_kill_and_a_restore() {
+    let server = start();
+    server.sql(
+        "CREATE DATABASE d; ALTER DATABASE d SET RECOVERY SIMPLE; \
+         EXEC ('USE d; CREATE TABLE t (id int PRIMARY KEY, v varbinary(max) NOT NULL, CHECK (id < 1000)); \
+                CREATE TABLE f (id int PRIMARY KEY, v varbinary(max) NOT NULL); CREATE TABLE nums (n int PRIMARY KEY); \
+                DECLARE @i int = 1; WHILE @i <= 1000 BEGIN INSERT nums VALUES (@i); SET @i += 1; END')",
+    );
+    // 40 values of 200,000 bytes, id i made of the byte i.
+    let insert = |table: &str, from: i64, to: i64| {
+        format!(
+            "USE d; INSERT {table} (id, v) SELECT n, CAST(REPLICATE(CAST(CHAR(n % 256) AS varchar(max)), 200000) AS varbinary(max)) \
+             FROM nums WHERE n BETWEEN {from} AND {to}"
+        )
+    };
+    // A load that fails at its last row (the CHECK) in a transaction that goes on.
+    let failed = server.sql(&format!(
+        "USE d; BEGIN TRAN; INSERT f VALUES (1, 0x01); \
+         BEGIN TRY {} END TRY BEGIN CATCH SELECT ERROR_NUMBER() END CATCH; \
+         INSERT f VALUES (2, 0x02); COMMIT; SELECT COUNT(*) FROM t",
+        insert("t", 961, 1000)
+    ));
+    assert!(failed.contains("547"), "{failed}");
+    let before = log_bytes(&server);
+    server.sql(&insert("t", 1, 40));
+    let logged = log_bytes(&server) - before;
+    assert!(logged < 2_000_000, "{logged} bytes of log for 8,000,000 bytes of values, minimally logged");
+    let server = server.kill_and_restart();
+    let check = |server: &Server, db: &str| {
+        let got = rows(
+            server,
+            &format!(
+                "USE {db}; SELECT COUNT(*), SUM(CASE WHEN DATALENGTH(v) = 200000 \
+                   AND v = CAST(REPLICATE(CAST(CHAR(id % 256) AS varchar(max)), 200000) AS varbinary(max)) \
+                   THEN 1 ELSE 0 END) FROM t"
+            ),
+        );
+        assert_eq!(got, [[40, 40]], "{db}");
+        let dbcc = server.sql(&format!("DBCC CHECKDB ('{db}')"));
+        assert!(dbcc.contains("0 allocation errors and 0 consistency errors"), "{dbcc}");
+    };
+    check(&server, "d");
+    assert_eq!(rows(&server, "SELECT COUNT(*) FROM d.dbo.f"), [[2]]);
+    let media = server.dir.path().join("d.bak");
+    server.sql(&format!("BACKUP DATABASE d TO DISK = '{}'", media.display()));
+    server.sql(&format!(
+        "RESTORE DATABASE d2 FROM DISK = '{}' WITH MOVE 'd' TO '{}', MOVE 'd_log' TO '{}'",
+        media.display(),
+        server.dir.path().join("d2.mdf").display(),
+        server.dir.path().join("d2.ldf").display()
+    ));
+    check(&server, "d2");
+    // The same INSERT in FULL recovery (into the other table, whose tree is empty) logs
+    // the values.
+    server.sql(
+        "ALTER DATABASE d SET RECOVERY FULL; EXEC ('USE d; CREATE TABLE t2 (id int PRIMARY KEY, v varbinary(max))')",
+    );
+    let before = log_bytes(&server);
+    server.sql(&insert("t2", 1, 40));
+    let full = log_bytes(&server) - before;
+    assert!(full > 8_000_000, "{full} bytes of log in FULL recovery");
+    eprintln!("log bytes for 8,000,000 bytes of values: {logged} in SIMPLE, {full} in FULL");
+}

@@ -234,6 +234,28 @@ impl Transaction {
         self.db.space.lob_free(txn, table.0, value)
     }
 
+    /// Starts writing the values of `table` (the large-value tree of `rows`) minimally
+    /// logged, when the database's recovery model is SIMPLE or BULK_LOGGED, it keeps no
+    /// row versions and the tree is empty: the values this transaction writes until
+    /// [`Transaction::lob_bulk_finish`] go into new pages forced to disk at the finish, their
+    /// bytes never in the log (see `tessera_access::bulk`); takes the tree's exclusive lock.
+    /// False, having done nothing, otherwise. Nothing may read those values before the
+    /// finish.
+    pub fn lob_bulk_start(&mut self, rows: TableId, table: TableId) -> Result<bool> {
+        if self.db.options().recovery_model == RecoveryModel::Full || self.db.versioning() != Versioning::Off {
+            return Ok(false);
+        }
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lob_bulk_start(txn, rows.0, table.0)
+    }
+
+    /// Ends the load [`Transaction::lob_bulk_start`] began: its pages forced to disk and
+    /// made the tree's (nothing when none is under way).
+    pub fn lob_bulk_finish(&mut self) -> Result<Option<BulkOutcome>> {
+        let txn = self.txn.as_mut().expect("transaction is open");
+        self.db.space.lob_bulk_finish(txn)
+    }
+
     /// Loads `rows` (strictly ascending keys) into `table`, minimally logged, when the
     /// database's recovery model is SIMPLE or BULK_LOGGED and the table is empty; takes
     /// an exclusive lock on the table. Returns `None`, having done nothing, otherwise —

@@ -85,7 +85,18 @@ impl Writer {
 
     fn put(&mut self, space: &Space, txn: &mut Txn, chunk: &[u8]) -> Result<()> {
         debug_assert!(chunk.len() <= CHUNK_BYTES && !chunk.is_empty());
-        write::insert_locked(space, txn, &self.meta, &chunk_key(self.id, self.chunks, self.gen), chunk)?;
+        let key = chunk_key(self.id, self.chunks, self.gen);
+        match txn.lob_bulk.take() {
+            // A minimally logged load of this tree: new values' chunks come in key order.
+            Some(mut load) if load.tree() == self.meta.root => {
+                load.push(space, txn, &key, chunk)?;
+                txn.lob_bulk = Some(load);
+            }
+            other => {
+                txn.lob_bulk = other;
+                write::insert_locked(space, txn, &self.meta, &key, chunk)?;
+            }
+        }
         self.chunks += 1;
         self.written += chunk.len() as u64;
         Ok(())

@@ -1,8 +1,9 @@
-//! The bulk-load path of INSERT: rows checked and encoded first, then stored in key order
-//! as one minimally logged bulk load (or row by row when that does not apply).
+//! The bulk-load paths of INSERT: rows checked and encoded first, then stored in key order
+//! as one minimally logged bulk load (or row by row when that does not apply); and the
+//! large values of an INSERT written minimally logged into an empty large-value tree.
 
 use super::constraints::duplicate_error;
-use super::storage::encode_row;
+use super::storage::{encode_row, lob_tree};
 use super::TargetAt;
 use crate::encoding::decode_row;
 use crate::runtime::ExecCtx;
@@ -72,4 +73,50 @@ impl StagedRows {
         }
         Ok(())
     }
+}
+
+/// Starts writing the large values of an INSERT of `rows` (values of the target's
+/// `columns`, in order) minimally logged (`Transaction::lob_bulk_start`): in a SIMPLE or
+/// BULK_LOGGED database, when the table's large-value tree is empty and the values that
+/// go off the row add up to at least `BULK_MIN_BYTES`. The caller ends it with
+/// [`finish_lob_load`] before anything reads the values (a failed statement's rollback
+/// drops it). Returns whether it started.
+pub(super) fn start_lob_load(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    columns: &[usize],
+    rows: &[Vec<Option<Value>>],
+) -> SqlResult<bool> {
+    let table = &target.table;
+    if !crate::encoding::row_schema(table)?.overflows() {
+        return Ok(false);
+    }
+    let off_row = |(j, v): (usize, &Option<Value>)| -> usize {
+        let len = match v {
+            Some(Value::Large(l)) => l.len_bytes() as usize,
+            Some(Value::Binary(b)) => b.len(),
+            Some(Value::Str(s)) => s.len(),
+            _ => 0,
+        };
+        if table.columns[columns[j]].ty.is_max() && len > tessera_access::row::MAX_IN_ROW {
+            len
+        } else {
+            0
+        }
+    };
+    let bytes: usize = rows.iter().flat_map(|r| r.iter().enumerate().map(off_row)).sum();
+    let model = ctx.shared.engine.database(&target.db)?.options().recovery_model;
+    if bytes < BULK_MIN_BYTES || model == tessera_database::RecoveryModel::Full {
+        return Ok(false);
+    }
+    let tree = lob_tree(ctx, &target.db, table)?;
+    let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
+    Ok(ctx.transaction(&target.db)?.lob_bulk_start(rows_tree, tree)?)
+}
+
+/// Ends the load [`start_lob_load`] began: the values' pages forced to disk and made the
+/// large-value tree's.
+pub(super) fn finish_lob_load(ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
+    ctx.transaction(&target.db)?.lob_bulk_finish()?;
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! INSERT: compiling the column list and source (VALUES, a query, DEFAULT VALUES), and
 //! running it with identity values, defaults, constraints and OUTPUT.
 
-use super::bulk::StagedRows;
+use super::bulk::{finish_lob_load, start_lob_load, StagedRows};
 use super::constraints::{assign_value, check_row};
 use super::foreign_keys::check_parents;
 use super::rowcount_limit;
@@ -73,6 +73,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     let mut count = 0u64;
     let mut output = Vec::new();
     let mut staged = StagedRows::new(ctx, &target, source_rows.len())?;
+    let lob_load = start_lob_load(ctx, &target, &p.columns, &source_rows)?;
     for src in source_rows.into_iter().take(limit) {
         ctx.yield_point()?;
         let mut row: Row = vec![Value::Null; table.columns.len()];
@@ -117,6 +118,9 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
             output.push(out.exprs.iter().map(|e| eval(e, &both, ctx)).collect::<SqlResult<Row>>()?);
         }
         count += 1;
+    }
+    if lob_load {
+        finish_lob_load(ctx, &target)?;
     }
     if let Some(staged) = staged {
         staged.store(ctx, &target)?;

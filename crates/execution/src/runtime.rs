@@ -36,12 +36,18 @@ use tessera_semantics::catalog::{Catalog, DbRef, Object, Table};
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::{FunctionContext, Value};
 
-/// The version string `@@VERSION` returns.
-pub const VERSION: &str =
-    concat!("tessera ", env!("CARGO_PKG_VERSION"), " - a SQL Server compatible database server (TDS 7.4)\n\tLinux");
+/// The version string `@@VERSION` returns, in SQL Server's shape — `Microsoft … - major.
+/// minor.build.revision (X64)`, the pattern clients parse the version from (SQLAlchemy's
+/// `Microsoft .*? - (\d+)\.(\d+)\.(\d+)\.(\d+)`) — naming tessera and its own version in its
+/// first line, which the ERRORLOG starts with.
+pub const VERSION: &str = concat!(
+    "Microsoft SQL Server compatible (tessera ",
+    env!("CARGO_PKG_VERSION"),
+    ") - 16.0.1000.6 (X64)\n\ttessera, a SQL Server compatible database server (TDS 7.4)\n\tLinux"
+);
 
 /// The SQL Server version tessera answers as (SERVERPROPERTY('ProductVersion'), the
-/// SQL Server Browser, sp_server_info): the release whose behaviour it follows.
+/// SQL Server Browser, sp_server_info, `@@VERSION`): the release whose behaviour it follows.
 pub const PRODUCT_VERSION: &str = "16.0.1000.6";
 
 /// The server's (and every database's) collation.
@@ -1031,4 +1037,21 @@ fn same_database(a: &str, b: &str) -> bool {
 /// Whether `database` names tempdb, where temporary tables and table variables live.
 fn is_tempdb(database: &str) -> bool {
     database.eq_ignore_ascii_case("tempdb")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PRODUCT_VERSION, VERSION};
+
+    /// `@@VERSION`'s first line is what clients parse: `Microsoft `, anything, ` - `, then the
+    /// product version (SQLAlchemy's pattern), and it names tessera.
+    #[test]
+    fn the_version_string_parses_as_sql_servers() {
+        let first = VERSION.lines().next().unwrap();
+        let (head, rest) = first.split_once(" - ").expect("a ' - ' before the version");
+        assert!(head.starts_with("Microsoft ") && head.contains("tessera"), "{first}");
+        let numbers: Vec<&str> = rest.split(' ').next().unwrap().split('.').collect();
+        assert_eq!(numbers.join("."), PRODUCT_VERSION);
+        assert!(numbers.len() == 4 && numbers.iter().all(|n| n.parse::<u32>().is_ok()), "{first}");
+    }
 }

@@ -70,7 +70,7 @@ select dateadd(nonsense, 1, getdate());
 go
 -- Session and server functions.
 select @@spid as spid, @@trancount as tc, @@nestlevel as nest, db_name() as db, db_id('master') as master_id, schema_name() as sch, suser_sname() as login;
-select serverproperty('ProductVersion') as version, serverproperty('EngineEdition') as edition, @@servername as server_name, left(@@version, 7) as product, @@microsoftversion as packed, @@microsoftversion / 0x01000000 as major;
+select serverproperty('ProductVersion') as version, serverproperty('EngineEdition') as edition, @@servername as server_name, left(@@version, 48) as product, @@microsoftversion as packed, @@microsoftversion / 0x01000000 as major;
 select object_id('no_such_table') as missing;
 create table probe (a int, b varchar(30));
 select object_name(object_id('probe')) as name_back, col_length('probe', 'b') as b_len, col_length('probe', 'zz') as none;

@@ -9,11 +9,24 @@
 pub mod governor;
 
 /// An identifier: `name`, `[name with spaces]` or `"name"`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Ident {
     pub value: String,
     /// Written with brackets or double quotes.
     pub quoted: bool,
+}
+
+/// Two identifiers are the same name whether quoted or not, in any case (the server's
+/// collation, SQL_Latin1_General_CP1_CI_AS, ignores case): so `author.name` and
+/// `"Author"."NAME"` are one column to GROUP BY, ORDER BY and every other comparison of
+/// expressions.
+impl PartialEq for Ident {
+    fn eq(&self, other: &Ident) -> bool {
+        if self.value.is_ascii() && other.value.is_ascii() {
+            return self.value.eq_ignore_ascii_case(&other.value);
+        }
+        self.value.chars().flat_map(char::to_lowercase).eq(other.value.chars().flat_map(char::to_lowercase))
+    }
 }
 
 impl Ident {

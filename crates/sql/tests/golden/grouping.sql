@@ -91,3 +91,12 @@ SELECT COUNT(*) FROM sales GROUP BY COUNT(*);
 GO
 SELECT 'after errors' AS ok;
 GO
+-- A quoted and an unquoted name, in any case, are the same column (GORM groups by "t"."c").
+create table author (id int, name varchar(20));
+insert author values (1, 'a'), (2, 'a'), (3, 'b');
+select author.name, count(*) as n from author group by "author"."name" order by [AUTHOR].[Name];
+select [Author].[NAME] as name, count(*) as n from author group by author.name order by author.NAME desc;
+select name + 'x' as nx from author group by [name] + 'x' order by nx;
+select upper(NAME) as u, max(id) as top_id from author group by upper([name]) having max("ID") > 1 order by upper(name);
+drop table author;
+go

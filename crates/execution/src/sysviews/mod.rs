@@ -11,9 +11,10 @@
 //!
 //! One file per family:
 //! - `databases`: sys.databases, database_files, master_files
-//! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters,
-//!   INFORMATION_SCHEMA.ROUTINES
-//! - `columns`: sys.columns, sys.types, INFORMATION_SCHEMA.TABLES and COLUMNS
+//! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters
+//! - `columns`: sys.columns, sys.types
+//! - `information_schema`: the INFORMATION_SCHEMA views (tables, columns, views, routines,
+//!   schemata, constraints and the columns and tables they use, sequences)
 //! - `indexes`: sys.indexes, index_columns, key/check/default constraints, foreign keys
 //!   and their columns (and constraints as objects, for sys.objects)
 //! - `dmv`: the dynamic management views (sessions, requests, connections, cached plans,
@@ -36,6 +37,7 @@ mod databases;
 mod dmv;
 pub mod functions;
 mod indexes;
+mod information_schema;
 mod messages;
 mod objects;
 mod principals;
@@ -74,11 +76,20 @@ static ALL: &[&dyn SystemView] = &[
     &principals::DATABASE_PRINCIPALS,
     &principals::DATABASE_ROLE_MEMBERS,
     &principals::DATABASE_PERMISSIONS,
-    &objects::INFORMATION_SCHEMA_ROUTINES,
+    &information_schema::ROUTINES,
     &columns::COLUMNS,
     &columns::TYPES,
-    &columns::INFORMATION_SCHEMA_TABLES,
-    &columns::INFORMATION_SCHEMA_COLUMNS,
+    &information_schema::TABLES,
+    &information_schema::COLUMNS,
+    &information_schema::VIEWS,
+    &information_schema::SCHEMATA,
+    &information_schema::TABLE_CONSTRAINTS,
+    &information_schema::KEY_COLUMN_USAGE,
+    &information_schema::REFERENTIAL_CONSTRAINTS,
+    &information_schema::CONSTRAINT_COLUMN_USAGE,
+    &information_schema::CONSTRAINT_TABLE_USAGE,
+    &information_schema::CHECK_CONSTRAINTS,
+    &information_schema::SEQUENCES,
     &indexes::INDEXES,
     &indexes::INDEX_COLUMNS,
     &indexes::KEY_CONSTRAINTS,

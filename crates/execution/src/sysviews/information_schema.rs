@@ -1,0 +1,558 @@
+//! The INFORMATION_SCHEMA views, with SQL Server's columns and the rows its definitions
+//! give: TABLES, COLUMNS, VIEWS, ROUTINES, SCHEMATA, TABLE_CONSTRAINTS, KEY_COLUMN_USAGE,
+//! REFERENTIAL_CONSTRAINTS, CONSTRAINT_COLUMN_USAGE, CONSTRAINT_TABLE_USAGE,
+//! CHECK_CONSTRAINTS and SEQUENCES. Like SQL Server's, they list only the objects the
+//! session may see (`super::catalog`).
+
+use super::indexes::constraint_objects;
+use super::system_types::{is_string, type_ids};
+use super::{catalog, col, datetime, int, s, Rows, ViewDef, COLLATION, SYSNAME};
+use crate::runtime::ExecCtx;
+use tessera_semantics::catalog::{Action, ModuleKind, Object, Table};
+use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
+
+pub(super) static TABLES: ViewDef<4> = ViewDef {
+    schema: "information_schema",
+    name: "tables",
+    columns: [
+        col("TABLE_CATALOG", SYSNAME, true),
+        col("TABLE_SCHEMA", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, false),
+        col("TABLE_TYPE", VarChar(10), true),
+    ],
+    rows: tables,
+};
+
+/// Tables and views.
+fn tables(ctx: &ExecCtx, db: &str) -> Rows<4> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        match o {
+            Object::Table(t) => out.push([s(database.name()), s(&t.schema), s(&t.name), s("BASE TABLE")]),
+            Object::Module(m) if m.kind == ModuleKind::View => {
+                out.push([s(database.name()), s(&m.schema), s(&m.name), s("VIEW")])
+            }
+            Object::Module(_) => {}
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static COLUMNS: ViewDef<23> = ViewDef {
+    schema: "information_schema",
+    name: "columns",
+    columns: [
+        col("TABLE_CATALOG", SYSNAME, true),
+        col("TABLE_SCHEMA", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, false),
+        col("COLUMN_NAME", SYSNAME, true),
+        col("ORDINAL_POSITION", Int, true),
+        col("COLUMN_DEFAULT", NVarChar(4000), true),
+        col("IS_NULLABLE", VarChar(3), true),
+        col("DATA_TYPE", NVarChar(128), true),
+        col("CHARACTER_MAXIMUM_LENGTH", Int, true),
+        col("CHARACTER_OCTET_LENGTH", Int, true),
+        col("NUMERIC_PRECISION", TinyInt, true),
+        col("NUMERIC_PRECISION_RADIX", SmallInt, true),
+        col("NUMERIC_SCALE", Int, true),
+        col("DATETIME_PRECISION", SmallInt, true),
+        col("CHARACTER_SET_CATALOG", SYSNAME, true),
+        col("CHARACTER_SET_SCHEMA", SYSNAME, true),
+        col("CHARACTER_SET_NAME", SYSNAME, true),
+        col("COLLATION_CATALOG", SYSNAME, true),
+        col("COLLATION_SCHEMA", SYSNAME, true),
+        col("COLLATION_NAME", SYSNAME, true),
+        col("DOMAIN_CATALOG", SYSNAME, true),
+        col("DOMAIN_SCHEMA", SYSNAME, true),
+        col("DOMAIN_NAME", SYSNAME, true),
+    ],
+    rows: columns,
+};
+
+/// The columns of every table, described as SQL Server's view describes them (by the
+/// column's system type id).
+fn columns(ctx: &ExecCtx, db: &str) -> Rows<23> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        for (i, c) in t.columns.iter().enumerate() {
+            let d = ColumnType::of(&c.ty);
+            out.push([
+                s(database.name()),
+                s(&t.schema),
+                s(&t.name),
+                s(&c.name),
+                int(i as i64 + 1),
+                c.default.as_ref().map_or(Value::Null, |d| s(&d.text)),
+                s(if c.nullable { "YES" } else { "NO" }),
+                s(types::base_type_name(&c.ty)),
+                d.max_chars,
+                d.max_bytes,
+                d.precision,
+                d.radix,
+                d.scale,
+                d.datetime_precision,
+                Value::Null,
+                Value::Null,
+                d.charset.map_or(Value::Null, s),
+                Value::Null,
+                Value::Null,
+                if d.charset.is_some() { s(COLLATION) } else { Value::Null },
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            ]);
+        }
+    }
+    Ok(out)
+}
+
+/// What INFORMATION_SCHEMA.COLUMNS says of a type.
+struct ColumnType {
+    max_chars: Value,
+    max_bytes: Value,
+    precision: Value,
+    radix: Value,
+    scale: Value,
+    datetime_precision: Value,
+    charset: Option<&'static str>,
+}
+
+impl ColumnType {
+    /// SQL Server's rules, by system type id: precision for the numeric types (radix 10,
+    /// or 2 for float and real), scale for the exact ones, a datetime precision for the
+    /// date and time types, lengths (-1 for `(max)`) and a character set for the strings.
+    fn of(ty: &SqlType) -> ColumnType {
+        let (id, len, precision, scale) = type_ids(ty);
+        let binary = matches!(ty, Binary(_) | VarBinary(_));
+        let unicode = matches!(ty, NChar(_) | NVarChar(_));
+        let (max_chars, max_bytes) = match len {
+            _ if !is_string(ty) && !binary => (Value::Null, Value::Null),
+            -1 => (int(-1), int(-1)),
+            n if unicode => (int(n / 2), int(n)),
+            n => (int(n), int(n)),
+        };
+        let numeric = [48, 52, 56, 59, 60, 62, 106, 108, 122, 127].contains(&id);
+        let date = [40, 41, 42, 43, 58, 61].contains(&id);
+        let radix = match id {
+            59 | 62 => int(2),
+            _ if numeric => int(10),
+            _ => Value::Null,
+        };
+        ColumnType {
+            max_chars,
+            max_bytes,
+            precision: if numeric { int(precision) } else { Value::Null },
+            radix,
+            scale: if numeric && !matches!(id, 59 | 62) { int(scale) } else { Value::Null },
+            datetime_precision: if date { int(scale) } else { Value::Null },
+            charset: match ty {
+                _ if unicode => Some("UNICODE"),
+                _ if is_string(ty) => Some("iso_1"),
+                _ => None,
+            },
+        }
+    }
+}
+
+pub(super) static VIEWS: ViewDef<6> = ViewDef {
+    schema: "information_schema",
+    name: "views",
+    columns: [
+        col("TABLE_CATALOG", SYSNAME, true),
+        col("TABLE_SCHEMA", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, false),
+        col("VIEW_DEFINITION", NVarChar(4000), true),
+        col("CHECK_OPTION", VarChar(7), true),
+        col("IS_UPDATABLE", VarChar(2), true),
+    ],
+    rows: views,
+};
+
+/// Views, with the first 4,000 characters of their definitions.
+fn views(ctx: &ExecCtx, db: &str) -> Rows<6> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        if m.kind != ModuleKind::View {
+            continue;
+        }
+        let text: String = m.text.chars().take(4000).collect();
+        let check = m.text.to_ascii_uppercase().contains("WITH CHECK OPTION");
+        out.push([
+            s(database.name()),
+            s(&m.schema),
+            s(&m.name),
+            s(&text),
+            s(if check { "CASCADE" } else { "NONE" }),
+            s("NO"),
+        ]);
+    }
+    Ok(out)
+}
+
+pub(super) static ROUTINES: ViewDef<8> = ViewDef {
+    schema: "information_schema",
+    name: "routines",
+    columns: [
+        col("ROUTINE_CATALOG", SYSNAME, true),
+        col("ROUTINE_SCHEMA", SYSNAME, true),
+        col("ROUTINE_NAME", SYSNAME, false),
+        col("ROUTINE_TYPE", NVarChar(20), true),
+        col("DATA_TYPE", SYSNAME, true),
+        col("ROUTINE_DEFINITION", NVarChar(4000), true),
+        col("CREATED", DateTime, false),
+        col("LAST_ALTERED", DateTime, false),
+    ],
+    rows: routines,
+};
+
+/// Procedures and functions; the definition's first 4,000 characters.
+fn routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        if !matches!(m.kind, ModuleKind::Procedure | ModuleKind::ScalarFunction | ModuleKind::TableFunction) {
+            continue;
+        }
+        let is_proc = m.kind == ModuleKind::Procedure;
+        let text: String = m.text.chars().take(4000).collect();
+        out.push([
+            s(database.name()),
+            s(&m.schema),
+            s(&m.name),
+            s(if is_proc { "PROCEDURE" } else { "FUNCTION" }),
+            if is_proc { Value::Null } else { s(if m.kind == ModuleKind::TableFunction { "TABLE" } else { "" }) },
+            s(&text),
+            datetime(m.created),
+            datetime(m.modified),
+        ]);
+    }
+    Ok(out)
+}
+
+pub(super) static SCHEMATA: ViewDef<6> = ViewDef {
+    schema: "information_schema",
+    name: "schemata",
+    columns: [
+        col("CATALOG_NAME", SYSNAME, true),
+        col("SCHEMA_NAME", SYSNAME, false),
+        col("SCHEMA_OWNER", SYSNAME, true),
+        col("DEFAULT_CHARACTER_SET_CATALOG", VarChar(6), true),
+        col("DEFAULT_CHARACTER_SET_SCHEMA", VarChar(3), true),
+        col("DEFAULT_CHARACTER_SET_NAME", SYSNAME, true),
+    ],
+    rows: schemata,
+};
+
+/// The database's schemas, by id, with their owners.
+fn schemata(ctx: &ExecCtx, db: &str) -> Rows<6> {
+    let security = ctx.shared.security(&ctx.session.catalog_memo, db)?;
+    let database = ctx.shared.database(db)?;
+    let mut schemas: Vec<_> = security.schemas().collect();
+    schemas.sort_by_key(|sc| sc.id);
+    Ok(schemas
+        .into_iter()
+        .map(|sc| {
+            let owner = security.principal_by_id(sc.owner).map_or(Value::Null, |p| s(&p.name));
+            [s(database.name()), s(&sc.name), owner, Value::Null, Value::Null, s("iso_1")]
+        })
+        .collect())
+}
+
+/// The columns that start every constraint view: the constraint's catalog, schema and
+/// name.
+fn constraint_name(database: &str, t: &Table, name: &str) -> [Value; 3] {
+    [s(database), s(&t.schema), s(name)]
+}
+
+/// The columns that name a table: its catalog, schema and name.
+fn table_name(database: &str, t: &Table) -> [Value; 3] {
+    [s(database), s(&t.schema), s(&t.name)]
+}
+
+pub(super) static TABLE_CONSTRAINTS: ViewDef<9> = ViewDef {
+    schema: "information_schema",
+    name: "table_constraints",
+    columns: [
+        col("CONSTRAINT_CATALOG", SYSNAME, true),
+        col("CONSTRAINT_SCHEMA", SYSNAME, true),
+        col("CONSTRAINT_NAME", SYSNAME, false),
+        col("TABLE_CATALOG", SYSNAME, true),
+        col("TABLE_SCHEMA", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, false),
+        col("CONSTRAINT_TYPE", VarChar(11), true),
+        col("IS_DEFERRABLE", VarChar(2), false),
+        col("INITIALLY_DEFERRED", VarChar(2), false),
+    ],
+    rows: table_constraints,
+};
+
+/// Primary keys, unique constraints, foreign keys and checks (defaults are not
+/// constraints here, as in SQL Server).
+fn table_constraints(ctx: &ExecCtx, db: &str) -> Rows<9> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        for c in constraint_objects(t) {
+            let kind = match c.kind {
+                "PK" => "PRIMARY KEY",
+                "UQ" => "UNIQUE",
+                "F" => "FOREIGN KEY",
+                "C" => "CHECK",
+                _ => continue,
+            };
+            let [a, b, n] = constraint_name(database.name(), t, &c.name);
+            let [d, e, f] = table_name(database.name(), t);
+            out.push([a, b, n, d, e, f, s(kind), s("NO"), s("NO")]);
+        }
+    }
+    Ok(out)
+}
+
+/// A table's key constraints and foreign keys with the columns they hold, in order:
+/// (constraint name, columns).
+fn key_columns(t: &Table) -> Vec<(String, Vec<usize>)> {
+    let mut out: Vec<(String, Vec<usize>)> = t
+        .indexes
+        .iter()
+        .filter(|ix| ix.primary_key || ix.unique_constraint)
+        .map(|ix| (ix.name.clone(), ix.columns.iter().map(|&(c, _)| c).collect()))
+        .collect();
+    out.extend(t.foreign_keys.iter().map(|fk| (fk.name.clone(), fk.columns.clone())));
+    out
+}
+
+pub(super) static KEY_COLUMN_USAGE: ViewDef<8> = ViewDef {
+    schema: "information_schema",
+    name: "key_column_usage",
+    columns: [
+        col("CONSTRAINT_CATALOG", SYSNAME, true),
+        col("CONSTRAINT_SCHEMA", SYSNAME, true),
+        col("CONSTRAINT_NAME", SYSNAME, false),
+        col("TABLE_CATALOG", SYSNAME, true),
+        col("TABLE_SCHEMA", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, false),
+        col("COLUMN_NAME", SYSNAME, true),
+        col("ORDINAL_POSITION", Int, true),
+    ],
+    rows: key_column_usage,
+};
+
+/// The columns of primary keys, unique constraints and foreign keys, by position.
+fn key_column_usage(ctx: &ExecCtx, db: &str) -> Rows<8> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        for (name, columns) in key_columns(t) {
+            for (i, &c) in columns.iter().enumerate() {
+                let [a, b, n] = constraint_name(database.name(), t, &name);
+                let [d, e, f] = table_name(database.name(), t);
+                out.push([a, b, n, d, e, f, s(&t.columns[c].name), int(i as i64 + 1)]);
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static REFERENTIAL_CONSTRAINTS: ViewDef<9> = ViewDef {
+    schema: "information_schema",
+    name: "referential_constraints",
+    columns: [
+        col("CONSTRAINT_CATALOG", SYSNAME, true),
+        col("CONSTRAINT_SCHEMA", SYSNAME, true),
+        col("CONSTRAINT_NAME", SYSNAME, false),
+        col("UNIQUE_CONSTRAINT_CATALOG", SYSNAME, true),
+        col("UNIQUE_CONSTRAINT_SCHEMA", SYSNAME, true),
+        col("UNIQUE_CONSTRAINT_NAME", SYSNAME, true),
+        col("MATCH_OPTION", VarChar(7), true),
+        col("UPDATE_RULE", VarChar(11), true),
+        col("DELETE_RULE", VarChar(11), true),
+    ],
+    rows: referential_constraints,
+};
+
+/// Foreign keys, each with the key of the referenced table whose columns it references
+/// (the primary key or unique constraint on them; NULL for a unique index that is not a
+/// constraint, as in SQL Server).
+fn referential_constraints(ctx: &ExecCtx, db: &str) -> Rows<9> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let rule = |a: Action| match a {
+        Action::NoAction => "NO ACTION",
+        Action::Cascade => "CASCADE",
+        Action::SetNull => "SET NULL",
+        Action::SetDefault => "SET DEFAULT",
+    };
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        for fk in &t.foreign_keys {
+            let parent = catalog.table_by_id(fk.ref_table);
+            let key = parent.and_then(|p| {
+                let mut wanted = fk.ref_columns.clone();
+                wanted.sort_unstable();
+                p.indexes.iter().filter(|ix| ix.primary_key || ix.unique_constraint).find(|ix| {
+                    let mut cols: Vec<usize> = ix.columns.iter().map(|&(c, _)| c).collect();
+                    cols.sort_unstable();
+                    cols == wanted
+                })
+            });
+            let [a, b, n] = constraint_name(database.name(), t, &fk.name);
+            let unique = match (parent, key) {
+                (Some(p), Some(ix)) => [s(database.name()), s(&p.schema), s(&ix.name)],
+                _ => [Value::Null, Value::Null, Value::Null],
+            };
+            let [d, e, f] = unique;
+            out.push([a, b, n, d, e, f, s("SIMPLE"), s(rule(fk.on_update)), s(rule(fk.on_delete))]);
+        }
+    }
+    Ok(out)
+}
+
+/// Every constraint of a table (keys, foreign keys, checks) with the columns it uses:
+/// a check's are the table's columns its text names.
+fn constraint_columns(t: &Table) -> Vec<(String, Vec<usize>)> {
+    let mut out = key_columns(t);
+    for c in &t.checks {
+        out.push((c.name.clone(), columns_named(t, &c.text)));
+    }
+    out
+}
+
+/// The table's columns that `text` (a check's definition) names, in column order: the
+/// identifiers in it that are column names and not followed by a parenthesis (a
+/// function's name).
+fn columns_named(t: &Table, text: &str) -> Vec<usize> {
+    use tessera_syntax::lexer::{tokenize, TokenKind};
+    let Ok(tokens) = tokenize(text) else { return Vec::new() };
+    let mut used = vec![false; t.columns.len()];
+    for (i, tok) in tokens.iter().enumerate() {
+        let name = match &tok.kind {
+            TokenKind::Word => tok.text,
+            TokenKind::QuotedIdent(n) => n.as_str(),
+            _ => continue,
+        };
+        if tokens.get(i + 1).is_some_and(|n| n.text == "(") {
+            continue;
+        }
+        if let Some(c) = t.column(name) {
+            used[c] = true;
+        }
+    }
+    (0..used.len()).filter(|&c| used[c]).collect()
+}
+
+pub(super) static CONSTRAINT_COLUMN_USAGE: ViewDef<7> = ViewDef {
+    schema: "information_schema",
+    name: "constraint_column_usage",
+    columns: [
+        col("TABLE_CATALOG", SYSNAME, true),
+        col("TABLE_SCHEMA", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, false),
+        col("COLUMN_NAME", SYSNAME, true),
+        col("CONSTRAINT_CATALOG", SYSNAME, true),
+        col("CONSTRAINT_SCHEMA", SYSNAME, true),
+        col("CONSTRAINT_NAME", SYSNAME, false),
+    ],
+    rows: constraint_column_usage,
+};
+
+fn constraint_column_usage(ctx: &ExecCtx, db: &str) -> Rows<7> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        for (name, columns) in constraint_columns(t) {
+            for c in columns {
+                let [a, b, n] = table_name(database.name(), t);
+                let [d, e, f] = constraint_name(database.name(), t, &name);
+                out.push([a, b, n, s(&t.columns[c].name), d, e, f]);
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static CONSTRAINT_TABLE_USAGE: ViewDef<6> = ViewDef {
+    schema: "information_schema",
+    name: "constraint_table_usage",
+    columns: [
+        col("TABLE_CATALOG", SYSNAME, true),
+        col("TABLE_SCHEMA", SYSNAME, true),
+        col("TABLE_NAME", SYSNAME, false),
+        col("CONSTRAINT_CATALOG", SYSNAME, true),
+        col("CONSTRAINT_SCHEMA", SYSNAME, true),
+        col("CONSTRAINT_NAME", SYSNAME, false),
+    ],
+    rows: constraint_table_usage,
+};
+
+fn constraint_table_usage(ctx: &ExecCtx, db: &str) -> Rows<6> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        for (name, _) in constraint_columns(t) {
+            let [a, b, n] = table_name(database.name(), t);
+            let [d, e, f] = constraint_name(database.name(), t, &name);
+            out.push([a, b, n, d, e, f]);
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static CHECK_CONSTRAINTS: ViewDef<4> = ViewDef {
+    schema: "information_schema",
+    name: "check_constraints",
+    columns: [
+        col("CONSTRAINT_CATALOG", SYSNAME, true),
+        col("CONSTRAINT_SCHEMA", SYSNAME, true),
+        col("CONSTRAINT_NAME", SYSNAME, false),
+        col("CHECK_CLAUSE", NVarChar(4000), true),
+    ],
+    rows: check_constraints,
+};
+
+fn check_constraints(ctx: &ExecCtx, db: &str) -> Rows<4> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        for c in &t.checks {
+            let [a, b, n] = constraint_name(database.name(), t, &c.name);
+            out.push([a, b, n, s(&c.text)]);
+        }
+    }
+    Ok(out)
+}
+
+pub(super) static SEQUENCES: ViewDef<15> = ViewDef {
+    schema: "information_schema",
+    name: "sequences",
+    columns: [
+        col("SEQUENCE_CATALOG", SYSNAME, true),
+        col("SEQUENCE_SCHEMA", SYSNAME, true),
+        col("SEQUENCE_NAME", SYSNAME, false),
+        col("DATA_TYPE", SYSNAME, true),
+        col("NUMERIC_PRECISION", TinyInt, true),
+        col("NUMERIC_PRECISION_RADIX", SmallInt, true),
+        col("NUMERIC_SCALE", Int, true),
+        col("START_VALUE", NVarChar(128), true),
+        col("MINIMUM_VALUE", NVarChar(128), true),
+        col("MAXIMUM_VALUE", NVarChar(128), true),
+        col("INCREMENT", NVarChar(128), true),
+        col("CYCLE_OPTION", VarChar(2), true),
+        col("DECLARED_DATA_TYPE", Int, true),
+        col("DECLARED_NUMERIC_PRECISION", Int, true),
+        col("DECLARED_NUMERIC_SCALE", Int, true),
+    ],
+    // tessera has no sequence objects yet (CREATE SEQUENCE is refused: issue 36), so a
+    // database holds none; the view has SQL Server's columns for the tools that read it.
+    rows: |_, _| Ok(Vec::new()),
+};

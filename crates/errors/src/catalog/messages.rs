@@ -429,6 +429,7 @@ catalog! {
     PRINCIPAL_NOT_FOUND_OR_DENIED = 15151, 16, Statement, "Cannot %ls the %ls '%.*ls', because it does not exist or you do not have permission.";
     APP_ROLE_SET_FAILED = 15161, 16, Statement, "Cannot set application role '%.*ls' because it does not exist or the password is incorrect.";
     CONTEXT_NOT_REVERTIBLE = 15196, 16, Statement, "The current security context is non-revertible. The \"Revert\" statement failed.";
+    NO_TEXT_FOR_OBJECT = 15197, 16, Statement, "There is no text for object '%ls'.";
     ADMIN_ACTION_DENIED = 15247, 16, Statement, "User does not have permission to perform this action.";
     QUALIFIER_NOT_CURRENT_DATABASE = 15250, 16, Statement, "The database name component of the object qualifier must be the name of the current database.";
     FKEYS_NEED_A_TABLE = 15252, 16, Statement, "The primary key or foreign key table name must be given.";
@@ -444,6 +445,9 @@ catalog! {
     INVALID_SID = 15433, 16, Statement, "Supplied parameter sid is in use or is not a valid security identifier.";
     DROP_LOGGED_IN_LOGIN = 15434, 16, Statement, "Could not drop login '%.*ls' as the user is currently logged in.";
     CONFIG_OPTION_CHANGED = 15457, 0, Statement, "Configuration option '%.*ls' changed from %ls to %ls. Run the RECONFIGURE statement to install.";
+    NO_CONSTRAINTS_DEFINED = 15469, 10, Statement, "No constraints are defined on object '%ls', or you do not have permissions.";
+    NO_FOREIGN_KEYS_REFERENCE = 15470, 10, Statement, "No foreign keys reference table '%ls', or you do not have permissions on referencing tables.";
+    NO_INDEXES_ON_OBJECT = 15472, 10, Statement, "The object '%ls' does not have any indexes, or you do not have permissions.";
     EXECUTE_AS_USER_FAILED = 15517, 16, Statement, "Cannot execute as the database principal because the principal \"%.*ls\" does not exist, this type of principal cannot be impersonated, or you do not have permission.";
     APP_ROLE_UNSET_FAILED = 15592, 16, Statement, "Cannot unset application role because none was set or the cookie is invalid.";
     INVALID_PROCEDURE_PARAMETER = 15600, 15, Statement, "An invalid parameter or option was specified for procedure '%s'.";

@@ -9,12 +9,13 @@ use crate::sysviews::{growth_in_force, FileKind};
 use std::sync::Arc;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
-use tessera_semantics::catalog::{Catalog, Object, Table};
+use tessera_semantics::catalog::Catalog;
 use tessera_semantics::output::{Command, OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
 pub mod applock;
 pub mod describe;
+mod help;
 mod odbc;
 mod roles;
 mod server_info;
@@ -33,6 +34,9 @@ pub enum SystemProc {
     Who,
     HelpDb,
     Help,
+    HelpIndex,
+    HelpConstraint,
+    HelpText,
     Tables,
     /// `sp_columns`, or with `wide` `sp_columns_100` (ten more columns).
     Columns {
@@ -74,6 +78,9 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_who" | "sp_who2" => SystemProc::Who,
         "sp_helpdb" => SystemProc::HelpDb,
         "sp_help" => SystemProc::Help,
+        "sp_helpindex" => SystemProc::HelpIndex,
+        "sp_helpconstraint" => SystemProc::HelpConstraint,
+        "sp_helptext" => SystemProc::HelpText,
         "sp_tables" => SystemProc::Tables,
         "sp_columns" => SystemProc::Columns { wide: false },
         "sp_columns_100" => SystemProc::Columns { wide: true },
@@ -159,7 +166,10 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::Configure => configure(args, ctx, sink),
         SystemProc::Who => who(args, ctx, sink),
         SystemProc::HelpDb => helpdb(args, ctx, sink),
-        SystemProc::Help => help(args, ctx, sink),
+        SystemProc::Help => help::help(args, ctx, sink),
+        SystemProc::HelpIndex => help::helpindex(args, ctx, sink),
+        SystemProc::HelpConstraint => help::helpconstraint(args, ctx, sink),
+        SystemProc::HelpText => help::helptext(args, ctx, sink),
         SystemProc::Tables => odbc::sp_tables(args, ctx, sink),
         SystemProc::Columns { wide } => odbc::sp_columns(wide, args, ctx, sink),
         SystemProc::PrimaryKeys => odbc::sp_pkeys(args, ctx, sink),
@@ -443,191 +453,6 @@ fn helpdb(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
 fn current_catalog(ctx: &ExecCtx) -> SqlResult<(String, Arc<Catalog>)> {
     let (db, catalog) = crate::sysviews::catalog(ctx, &ctx.session.database)?;
     Ok((db.name().to_string(), catalog))
-}
-
-fn object_type(o: &Object) -> &'static str {
-    match o {
-        Object::Table(_) => "user table",
-        Object::Module(m) => match m.kind {
-            tessera_semantics::catalog::ModuleKind::View => "view",
-            tessera_semantics::catalog::ModuleKind::Procedure => "stored procedure",
-            tessera_semantics::catalog::ModuleKind::ScalarFunction => "scalar function",
-            tessera_semantics::catalog::ModuleKind::TableFunction => "inline function",
-        },
-    }
-}
-
-fn help(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
-    too_many("sp_help", args, 1)?;
-    let (_, catalog) = current_catalog(ctx)?;
-    let Some(name) = text_arg(args, 0, "@objname") else {
-        let columns =
-            [col("Name", SYSNAME, true), col("Owner", SYSNAME, true), col("Object_type", SqlType::NVarChar(31), true)];
-        let rows: Vec<_> =
-            catalog.objects().into_iter().map(|o| vec![s(o.name()), s(o.schema()), s(object_type(o))]).collect();
-        result(ctx, sink, &columns, &rows);
-        return Ok(0);
-    };
-    let bare = name.rsplit('.').next().unwrap_or(&name).trim_matches(|c| c == '[' || c == ']').to_string();
-    let Some(object) = catalog.lookup("dbo", &bare).cloned() else {
-        return Err(msg::OBJECT_NOT_IN_DATABASE.with(&[&name, &ctx.session.database]));
-    };
-    let header = [
-        col("Name", SYSNAME, false),
-        col("Owner", SYSNAME, false),
-        col("Type", SqlType::NVarChar(31), false),
-        col("Created_datetime", SqlType::DateTime, false),
-    ];
-    let created = match &object {
-        Object::Table(t) => t.created,
-        Object::Module(m) => m.created,
-    };
-    let created = types::cast(&Value::Int(created), &SqlType::BigInt, &SqlType::Float, None)
-        .and_then(|secs| match secs {
-            Value::Float(f) => {
-                types::cast(&Value::Float(f / 86_400.0 + 25_567.0), &SqlType::Float, &SqlType::DateTime, None)
-            }
-            v => Ok(v),
-        })
-        .unwrap_or(Value::Null);
-    result(ctx, sink, &header, &[vec![s(object.name()), s(object.schema()), s(object_type(&object)), created]]);
-    if let Object::Table(t) = &object {
-        help_table(t, ctx, sink);
-    }
-    Ok(0)
-}
-
-fn help_table(t: &Table, ctx: &ExecCtx, sink: &mut dyn ResultSink) {
-    let columns = [
-        col("Column_name", SYSNAME, true),
-        col("Type", SYSNAME, true),
-        col("Computed", SqlType::VarChar(35), false),
-        col("Length", SqlType::Int, false),
-        col("Prec", SqlType::Char(5), true),
-        col("Scale", SqlType::Char(5), true),
-        col("Nullable", SqlType::VarChar(35), false),
-    ];
-    let rows: Vec<_> = t
-        .columns
-        .iter()
-        .map(|c| {
-            let numeric = types::is_numeric(&c.ty);
-            let (prec, scale) = match c.ty {
-                SqlType::Decimal { precision, scale } => (precision.to_string(), scale.to_string()),
-                SqlType::TinyInt => ("3".into(), "0".into()),
-                SqlType::SmallInt => ("5".into(), "0".into()),
-                SqlType::Int => ("10".into(), "0".into()),
-                SqlType::BigInt => ("19".into(), "0".into()),
-                SqlType::Money => ("19".into(), "4".into()),
-                SqlType::SmallMoney => ("10".into(), "4".into()),
-                SqlType::Real => ("24".into(), "NULL".into()),
-                SqlType::Float => ("53".into(), "NULL".into()),
-                _ => (String::new(), String::new()),
-            };
-            let length = match c.ty {
-                SqlType::NChar(n) | SqlType::NVarChar(n) if n != tessera_access::row::MAX => i64::from(n) * 2,
-                SqlType::Char(n)
-                | SqlType::VarChar(n)
-                | SqlType::Binary(n)
-                | SqlType::VarBinary(n)
-                | SqlType::NChar(n)
-                | SqlType::NVarChar(n) => {
-                    if n == tessera_access::row::MAX {
-                        -1
-                    } else {
-                        i64::from(n)
-                    }
-                }
-                _ => c.ty.fixed_size().map_or(-1, |n| n as i64),
-            };
-            let pad = |v: String| if numeric { s(&format!("{v:<5}")) } else { s("     ") };
-            vec![
-                s(&c.name),
-                s(types::base_type_name(&c.ty)),
-                s("no"),
-                int(length),
-                pad(prec),
-                pad(scale),
-                s(if c.nullable { "yes" } else { "no" }),
-            ]
-        })
-        .collect();
-    result(ctx, sink, &columns, &rows);
-    let identity_columns = [
-        col("Identity", SYSNAME, true),
-        col("Seed", SqlType::Decimal { precision: 38, scale: 0 }, true),
-        col("Increment", SqlType::Decimal { precision: 38, scale: 0 }, true),
-    ];
-    let identity = match t.identity_column() {
-        Some(i) => {
-            let (seed, inc) = t.columns[i].identity.expect("identity column");
-            vec![
-                s(&t.columns[i].name),
-                Value::Decimal { value: i128::from(seed), scale: 0 },
-                Value::Decimal { value: i128::from(inc), scale: 0 },
-            ]
-        }
-        None => vec![s("No identity column defined."), Value::Null, Value::Null],
-    };
-    result(ctx, sink, &identity_columns, &[identity]);
-    let index_columns = [
-        col("index_name", SYSNAME, false),
-        col("index_description", SqlType::VarChar(210), true),
-        col("index_keys", SqlType::NVarChar(2078), true),
-    ];
-    let indexes: Vec<_> = t
-        .indexes
-        .iter()
-        .filter(|ix| !ix.is_heap())
-        .map(|ix| {
-            let mut desc = if ix.is_clustered() { "clustered".to_string() } else { "nonclustered".to_string() };
-            if ix.unique {
-                desc.push_str(", unique");
-            }
-            if ix.primary_key {
-                desc.push_str(", primary key");
-            } else if ix.unique_constraint {
-                desc.push_str(", unique key");
-            }
-            desc.push_str(" located on PRIMARY");
-            let keys: Vec<String> = ix
-                .columns
-                .iter()
-                .map(|&(c, d)| if d { format!("{}(-)", t.columns[c].name) } else { t.columns[c].name.clone() })
-                .collect();
-            vec![s(&ix.name), s(&desc), s(&keys.join(", "))]
-        })
-        .collect();
-    if !indexes.is_empty() {
-        result(ctx, sink, &index_columns, &indexes);
-    }
-    let constraint_columns = [
-        col("constraint_type", SqlType::NVarChar(146), true),
-        col("constraint_name", SYSNAME, true),
-        col("constraint_keys", SqlType::NVarChar(2078), true),
-    ];
-    let mut constraints = Vec::new();
-    for ix in t.indexes.iter().filter(|ix| ix.primary_key || ix.unique_constraint) {
-        let kind = if ix.primary_key { "PRIMARY KEY" } else { "UNIQUE" };
-        let clustering = if ix.is_clustered() { "clustered" } else { "non-clustered" };
-        let keys: Vec<&str> = ix.columns.iter().map(|&(c, _)| t.columns[c].name.as_str()).collect();
-        constraints.push(vec![s(&format!("{kind} ({clustering})")), s(&ix.name), s(&keys.join(", "))]);
-    }
-    for c in &t.checks {
-        constraints.push(vec![s("CHECK on table"), s(&c.name), s(&c.text)]);
-    }
-    for col_def in &t.columns {
-        if let Some(d) = &col_def.default {
-            constraints.push(vec![s(&format!("DEFAULT on column {}", col_def.name)), s(&d.name), s(&d.text)]);
-        }
-    }
-    for fk in &t.foreign_keys {
-        let keys: Vec<&str> = fk.columns.iter().map(|&c| t.columns[c].name.as_str()).collect();
-        constraints.push(vec![s("FOREIGN KEY"), s(&fk.name), s(&keys.join(", "))]);
-    }
-    if !constraints.is_empty() {
-        result(ctx, sink, &constraint_columns, &constraints);
-    }
 }
 
 fn databases(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {

@@ -428,7 +428,7 @@ fn constraint_columns(t: &Table) -> Vec<(String, Vec<usize>)> {
 /// The table's columns that `text` (a check's definition) names, in column order: the
 /// identifiers in it that are column names and not followed by a parenthesis (a
 /// function's name).
-fn columns_named(t: &Table, text: &str) -> Vec<usize> {
+pub(crate) fn columns_named(t: &Table, text: &str) -> Vec<usize> {
     use tessera_syntax::lexer::{tokenize, TokenKind};
     let Ok(tokens) = tokenize(text) else { return Vec::new() };
     let mut used = vec![false; t.columns.len()];

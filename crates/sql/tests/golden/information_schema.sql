@@ -45,3 +45,37 @@ drop function f_double;
 drop table child;
 drop table parent;
 go
+-- The sp_help family.
+create table parent (id int not null, code char(4) not null, constraint pk_parent primary key (id), constraint uq_parent_code unique nonclustered (code));
+create table child (
+  id int not null primary key,
+  parent_id int not null constraint fk_child_parent foreign key references parent (id) on delete cascade on update set null,
+  amount decimal(10,2) not null constraint df_amount default 0 constraint ck_amount check (amount >= 0),
+  ratio float null,
+  constraint ck_ratio check (ratio < amount)
+);
+create index ix_child_amount on child (amount desc, ratio);
+create table bare (a int);
+go
+create view v_parent as
+select id, code
+from parent;
+go
+exec sp_helpindex 'child';
+exec sp_helpindex 'dbo.parent';
+exec sp_helpindex 'bare';
+exec sp_helpconstraint 'child';
+exec sp_helpconstraint 'dbo.parent', 'nomsg';
+exec sp_helpconstraint 'bare', 'nomsg';
+exec sp_helptext 'v_parent';
+exec sp_helptext 'ck_ratio';
+go
+exec sp_helptext 'bare';
+go
+exec sp_helpindex 'nope';
+go
+drop view v_parent;
+drop table child;
+drop table parent;
+drop table bare;
+go

@@ -1,7 +1,9 @@
 //! Functions that read the session, the catalog or the server: @@ROWCOUNT, DB_NAME,
 //! OBJECT_ID, IDENT_CURRENT, SERVERPROPERTY, SUSER_NAME, LOGINPROPERTY and the rest of
-//! `SessionFn` (those about database principals are in `principals`).
+//! `SessionFn` (those about database principals are in `principals`, the properties of
+//! objects by id in `objects`).
 
+mod objects;
 mod principals;
 
 use std::sync::atomic::Ordering;
@@ -30,6 +32,14 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         | SessionFn::HasDbAccess
         | SessionFn::HasPermsByName
         | SessionFn::OriginalLogin => return principals::principal_function(ctx, func, args),
+        SessionFn::ObjectSchemaName
+        | SessionFn::ObjectDefinition
+        | SessionFn::ObjectProperty
+        | SessionFn::ObjectPropertyEx
+        | SessionFn::ColumnProperty
+        | SessionFn::IndexProperty
+        | SessionFn::IndexKeyProperty
+        | SessionFn::TypeProperty => objects::object_function(ctx, func, args),
         SessionFn::RowCount => Value::Int(s.rowcount),
         SessionFn::Identity => s.identity.clone().unwrap_or(Value::Null),
         SessionFn::ScopeIdentity => s.scope_identity.clone().unwrap_or(Value::Null),
@@ -54,7 +64,9 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         SessionFn::ObjectId => match args.first().and_then(text) {
             Some(n) => match ctx.object(&n) {
                 Some((db, o)) if ctx.may_see(&db, &o) => Value::Int(i64::from(o.id())),
-                _ => Value::Null,
+                Some(_) => Value::Null,
+                // A constraint is an object of its own too (sys.objects lists it).
+                None => objects::constraint_id(ctx, &n).map_or(Value::Null, |id| Value::Int(i64::from(id))),
             },
             None => Value::Null,
         },

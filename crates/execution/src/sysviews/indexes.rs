@@ -272,7 +272,7 @@ fn constraints_of_kind(ctx: &ExecCtx, db: &str, kind: &str) -> Rows<5> {
 }
 
 /// A constraint as an object of its own (SQL Server gives constraints object ids).
-pub(super) struct ConstraintObject {
+pub(crate) struct ConstraintObject {
     pub id: i32,
     pub name: String,
     /// sys.objects.type: PK, UQ, F, C, D.
@@ -287,7 +287,7 @@ pub(super) struct ConstraintObject {
 
 /// The constraints of a table, with ids derived from the table's (stable while the
 /// table's constraints are).
-pub(super) fn constraint_objects(t: &Table) -> Vec<ConstraintObject> {
+pub(crate) fn constraint_objects(t: &Table) -> Vec<ConstraintObject> {
     let mut out = Vec::new();
     let mut next = 0;
     let mut id = || {

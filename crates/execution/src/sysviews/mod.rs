@@ -58,6 +58,7 @@ use tessera_semantics::plan::{Col, Row, View};
 use tessera_semantics::types::{SqlType, Value};
 
 pub use databases::{growth_in_force, FileKind};
+pub(crate) use indexes::{constraint_objects, ConstraintObject};
 pub(crate) use information_schema::columns_named;
 pub(crate) use objects::module_signature;
 pub use system_types::{type_id, type_name};

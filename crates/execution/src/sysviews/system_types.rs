@@ -56,6 +56,14 @@ pub fn type_id(name: &str) -> Option<i64> {
     SYSTEM_TYPES.iter().find(|(n, _)| *n == bare).map(|(n, t)| user_type_id(n, t))
 }
 
+/// The system type `name` names (`sys.` or `dbo.` may qualify it), at its widest.
+pub(crate) fn system_type(name: &str) -> Option<SqlType> {
+    let lower = name.trim().to_lowercase();
+    let bare = lower.strip_prefix("sys.").or_else(|| lower.strip_prefix("dbo.")).unwrap_or(&lower);
+    let bare = bare.trim_start_matches('[').trim_end_matches(']');
+    SYSTEM_TYPES.iter().find(|(n, _)| *n == bare).map(|(_, t)| *t)
+}
+
 /// A type's `(system_type_id, max_length, precision, scale)` as SQL Server reports them.
 pub(crate) fn type_ids(t: &SqlType) -> (i64, i64, i64, i64) {
     use SqlType::*;

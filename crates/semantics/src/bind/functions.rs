@@ -127,7 +127,15 @@ impl<'a> Binder<'a> {
             | "SCHEMA_ID"
             | "IS_MEMBER"
             | "IS_ROLEMEMBER"
-            | "HAS_PERMS_BY_NAME" => {
+            | "HAS_PERMS_BY_NAME"
+            | "OBJECT_SCHEMA_NAME"
+            | "OBJECT_DEFINITION"
+            | "OBJECTPROPERTY"
+            | "OBJECTPROPERTYEX"
+            | "COLUMNPROPERTY"
+            | "INDEXPROPERTY"
+            | "INDEXKEY_PROPERTY"
+            | "TYPEPROPERTY" => {
                 match fname.as_str() {
                     "LOGINPROPERTY" => arity(2)?,
                     "IS_MEMBER" => arity(1)?,
@@ -262,6 +270,14 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "SUSER_ID" => (SuserId, SqlType::Int),
         "SUSER_SID" => (SuserSid, SqlType::VarBinary(85)),
         "HAS_DBACCESS" => (HasDbAccess, SqlType::Int),
+        "OBJECT_SCHEMA_NAME" => (ObjectSchemaName, nv),
+        "OBJECT_DEFINITION" => (ObjectDefinition, SqlType::NVarChar(tessera_types::MAX)),
+        "OBJECTPROPERTY" => (ObjectProperty, SqlType::Int),
+        "OBJECTPROPERTYEX" => (ObjectPropertyEx, nv),
+        "COLUMNPROPERTY" => (ColumnProperty, SqlType::Int),
+        "INDEXPROPERTY" => (IndexProperty, SqlType::Int),
+        "INDEXKEY_PROPERTY" => (IndexKeyProperty, SqlType::Int),
+        "TYPEPROPERTY" => (TypeProperty, SqlType::Int),
         _ => return None,
     })
 }

@@ -73,6 +73,21 @@ pub enum SessionFn {
     IsRoleMember,
     /// HAS_PERMS_BY_NAME(securable, class, permission).
     HasPermsByName,
+    /// OBJECT_SCHEMA_NAME(id [, database id]).
+    ObjectSchemaName,
+    /// OBJECT_DEFINITION(id).
+    ObjectDefinition,
+    /// OBJECTPROPERTY(id, property) and OBJECTPROPERTYEX (its answers as sql_variant).
+    ObjectProperty,
+    ObjectPropertyEx,
+    /// COLUMNPROPERTY(id, column, property).
+    ColumnProperty,
+    /// INDEXPROPERTY(object id, index name, property).
+    IndexProperty,
+    /// INDEXKEY_PROPERTY(object id, index id, key position, property).
+    IndexKeyProperty,
+    /// TYPEPROPERTY(type, property).
+    TypeProperty,
 }
 
 #[derive(Clone, Debug)]

@@ -69,6 +69,26 @@ exec sp_helpconstraint 'dbo.parent', 'nomsg';
 exec sp_helpconstraint 'bare', 'nomsg';
 exec sp_helptext 'v_parent';
 exec sp_helptext 'ck_ratio';
+-- Properties of objects by id.
+select objectproperty(object_id('child'), 'IsUserTable') as is_table, objectproperty(object_id('child'), 'TableHasPrimaryKey') as has_pk,
+  objectproperty(object_id('child'), 'TableHasForeignKey') as has_fk, objectproperty(object_id('parent'), 'TableHasForeignRef') as has_ref,
+  objectproperty(object_id('bare'), 'TableHasClustIndex') as bare_clust, objectproperty(object_id('child'), 'TableHasIdentity') as has_identity,
+  objectproperty(object_id('v_parent'), 'IsView') as is_view, objectproperty(object_id('ck_ratio'), 'IsCheckCnst') as is_check,
+  objectproperty(object_id('child'), 'NoSuchProperty') as unknown, objectproperty(-5, 'IsTable') as no_object,
+  objectpropertyex(object_id('v_parent'), 'BaseType') as base_type, objectpropertyex(object_id('child'), 'IsTable') as ex_is_table;
+select object_schema_name(object_id('child')) as schema_name, object_definition(object_id('v_parent')) as definition,
+  object_definition(object_id('ck_amount')) as check_text, object_definition(object_id('child')) as table_text;
+select columnproperty(object_id('child'), 'amount', 'Precision') as amount_precision, columnproperty(object_id('child'), 'amount', 'Scale') as amount_scale,
+  columnproperty(object_id('child'), 'id', 'AllowsNull') as id_nullable, columnproperty(object_id('child'), 'ratio', 'ColumnId') as ratio_id,
+  columnproperty(object_id('child'), 'ratio', 'IsPrecise') as ratio_precise, columnproperty(object_id('parent'), 'code', 'charmaxlen') as code_chars,
+  columnproperty(object_id('child'), 'id', 'IsIdentity') as id_identity, columnproperty(object_id('child'), 'nope', 'ColumnId') as no_column;
+select indexproperty(object_id('child'), 'ix_child_amount', 'IsClustered') as is_clustered, indexproperty(object_id('child'), 'ix_child_amount', 'IsUnique') as is_unique,
+  indexproperty(object_id('child'), 'ix_child_amount', 'IndexID') as index_id,
+  indexkey_property(object_id('child'), 2, 1, 'ColumnId') as key1_column, indexkey_property(object_id('child'), 2, 1, 'IsDescending') as key1_desc,
+  indexkey_property(object_id('child'), 2, 2, 'IsDescending') as key2_desc, indexkey_property(object_id('child'), 2, 3, 'ColumnId') as no_key;
+select typeproperty('int', 'Precision') as int_precision, typeproperty('varchar', 'Precision') as varchar_precision,
+  typeproperty('datetime', 'Precision') as datetime_precision, typeproperty('decimal', 'Scale') as decimal_scale,
+  typeproperty('int', 'AllowsNull') as allows_null, typeproperty('nosuchtype', 'Precision') as no_type;
 go
 exec sp_helptext 'bare';
 go

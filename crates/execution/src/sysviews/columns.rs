@@ -1,9 +1,10 @@
-//! Tables, their columns and the types they have: sys.columns and sys.types.
+//! Tables, their columns and the types they have: sys.columns, identity_columns,
+//! computed_columns and sys.types.
 
 use super::system_types::{is_string, type_ids, user_type_id, SYSTEM_TYPES};
-use super::{bit, catalog, col, int, s, Rows, ViewDef, COLLATION, SYSNAME};
+use super::{bit, catalog, col, concat, concat_columns, int, s, Rows, ViewDef, COLLATION, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::ExecCtx;
-use tessera_semantics::catalog::Object;
+use tessera_semantics::catalog::{Object, Table};
 use tessera_semantics::plan::Col;
 use tessera_semantics::types::{SqlType::*, Value};
 
@@ -33,27 +34,82 @@ pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Table(t) = o else { continue };
-        for (i, c) in t.columns.iter().enumerate() {
-            let (id, len, p, sc) = type_ids(&c.ty);
-            out.push([
-                int(i64::from(t.id)),
-                s(&c.name),
-                int(i as i64 + 1),
-                int(id),
-                int(id),
-                int(len),
-                int(p),
-                int(sc),
-                if is_string(&c.ty) { s(COLLATION) } else { Value::Null },
-                bit(c.nullable),
-                bit(c.identity.is_some()),
-                bit(false),
-                int(0),
-            ]);
+        for i in 0..t.columns.len() {
+            out.push(column_row(t, i));
         }
     }
     Ok(out)
 }
+
+/// Column `i` of `t` as sys.columns shows it.
+fn column_row(t: &Table, i: usize) -> [Value; 13] {
+    let c = &t.columns[i];
+    let (id, len, p, sc) = type_ids(&c.ty);
+    [
+        int(i64::from(t.id)),
+        s(&c.name),
+        int(i as i64 + 1),
+        int(id),
+        int(id),
+        int(len),
+        int(p),
+        int(sc),
+        if is_string(&c.ty) { s(COLLATION) } else { Value::Null },
+        bit(c.nullable),
+        bit(c.identity.is_some()),
+        bit(false),
+        int(0),
+    ]
+}
+
+pub(super) static IDENTITY_COLUMNS: ViewDef<17> = ViewDef {
+    schema: "sys",
+    name: "identity_columns",
+    columns: concat_columns(
+        COLUMN_COLUMNS,
+        [
+            col("seed_value", BigInt, true),
+            col("increment_value", BigInt, true),
+            col("last_value", BigInt, true),
+            col("is_not_for_replication", Bit, true),
+        ],
+    ),
+    rows: identity_columns,
+};
+
+/// The identity column of every table: sys.columns' row, its seed and increment, and the
+/// last value handed out (NULL while none was, and — unlike SQL Server — until this
+/// server has read the table's counter, at its first insert or IDENT_CURRENT).
+fn identity_columns(ctx: &ExecCtx, db: &str) -> Rows<17> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Table(t) = o else { continue };
+        let Some(i) = t.identity_column() else { continue };
+        let (seed, increment) = t.columns[i].identity.expect("an identity column");
+        let last = t.counters.identity.load(std::sync::atomic::Ordering::Relaxed);
+        // Loaded and moved on from the seed (the counter starts one increment before it).
+        let last = if last == i64::MIN || last == seed - increment { Value::Null } else { int(last) };
+        out.push(concat(column_row(t, i), [int(seed), int(increment), last, bit(false)]));
+    }
+    Ok(out)
+}
+
+pub(super) static COMPUTED_COLUMNS: ViewDef<16> = ViewDef {
+    schema: "sys",
+    name: "computed_columns",
+    columns: concat_columns(
+        COLUMN_COLUMNS,
+        [
+            col("definition", NVARCHAR_MAX, true),
+            col("uses_database_collation", Bit, true),
+            col("is_persisted", Bit, false),
+        ],
+    ),
+    // tessera has no computed columns yet (they are refused with 40520: issue 36), so a
+    // table has none; the view has SQL Server's columns for the tools that read it.
+    rows: |_, _| Ok(Vec::new()),
+};
 
 pub(super) static TYPES: ViewDef<9> = ViewDef {
     schema: "sys",

@@ -12,7 +12,7 @@
 //! One file per family:
 //! - `databases`: sys.databases, database_files, master_files
 //! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters
-//! - `columns`: sys.columns, sys.types
+//! - `columns`: sys.columns, identity_columns, computed_columns, sys.types
 //! - `information_schema`: the INFORMATION_SCHEMA views (tables, columns, views, routines,
 //!   schemata, constraints and the columns and tables they use, sequences)
 //! - `indexes`: sys.indexes, index_columns, key/check/default constraints, foreign keys
@@ -80,6 +80,8 @@ static ALL: &[&dyn SystemView] = &[
     &principals::DATABASE_PERMISSIONS,
     &information_schema::ROUTINES,
     &columns::COLUMNS,
+    &columns::IDENTITY_COLUMNS,
+    &columns::COMPUTED_COLUMNS,
     &columns::TYPES,
     &information_schema::TABLES,
     &information_schema::COLUMNS,

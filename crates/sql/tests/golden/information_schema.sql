@@ -33,6 +33,11 @@ select table_name, column_name, constraint_name from information_schema.constrai
 select table_name, constraint_name from information_schema.constraint_table_usage order by constraint_name;
 select constraint_name, check_clause from information_schema.check_constraints;
 select count(*) as sequences from information_schema.sequences;
+select object_name(object_id) as table_name, name, seed_value, increment_value, last_value, is_not_for_replication from sys.identity_columns;
+insert parent values (1, 'p1');
+insert child (parent_id, code) values (1, 'p1'), (1, 'p1');
+select object_name(object_id) as table_name, name, last_value from sys.identity_columns;
+select count(*) as computed from sys.computed_columns;
 -- What Sequelize's describeTable joins.
 select c.column_name, c.data_type, tc.constraint_type
 from information_schema.columns c

@@ -916,3 +916,33 @@ fn alter_settings_decides_who_configures_the_server() {
         assert_eq!(refused(&mut admin, change).await.0, 15247);
     });
 }
+
+/// A module's definition is read only with VIEW DEFINITION on it: a user who may only
+/// execute a procedure sees it listed, with NULL for its text in sys.sql_modules,
+/// INFORMATION_SCHEMA.ROUTINES and OBJECT_DEFINITION, and sp_helptext has no text for it
+/// (15197) — until VIEW DEFINITION is granted.
+#[test]
+fn definitions_need_view_definition() {
+    with_server(|port, mut sa| async move {
+        run(&mut sa, &format!("CREATE LOGIN dee WITH PASSWORD = '{ALICE}'")).await;
+        run(&mut sa, "CREATE DATABASE ddb").await;
+        run(&mut sa, "USE ddb; EXEC ('CREATE PROCEDURE p AS SELECT 1 AS one'); CREATE USER dee FOR LOGIN dee").await;
+        run(&mut sa, "USE ddb; GRANT EXECUTE ON p TO dee").await;
+        let mut dee = connect_to(port, "dee", ALICE, "ddb").await.unwrap();
+        assert_eq!(count(&mut dee, "SELECT COUNT(*) FROM sys.sql_modules WHERE object_id = OBJECT_ID('p')").await, 1);
+        let hidden = [
+            "SELECT definition FROM sys.sql_modules WHERE object_id = OBJECT_ID('p')",
+            "SELECT ROUTINE_DEFINITION FROM INFORMATION_SCHEMA.ROUTINES WHERE ROUTINE_NAME = 'p'",
+            "SELECT OBJECT_DEFINITION(OBJECT_ID('p'))",
+        ];
+        for sql in hidden {
+            assert_eq!(text(&mut dee, sql).await, None, "{sql}");
+        }
+        assert_eq!(refused(&mut dee, "EXEC sp_helptext 'p'").await.0, 15197);
+        run(&mut sa, "USE ddb; GRANT VIEW DEFINITION ON p TO dee").await;
+        for sql in hidden {
+            assert_eq!(text(&mut dee, sql).await.as_deref(), Some("CREATE PROCEDURE p AS SELECT 1 AS one"), "{sql}");
+        }
+        run(&mut dee, "EXEC sp_helptext 'p'").await;
+    });
+}

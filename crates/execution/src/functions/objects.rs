@@ -40,10 +40,16 @@ pub(super) fn object_function(ctx: &ExecCtx, func: &SessionFn, args: &[Value]) -
             };
             Some(Value::str(&schema))
         }),
-        SessionFn::ObjectDefinition => int(0).and_then(|id| match described(ctx, &ctx.session.database, id)?.0 {
-            Described::Object(Object::Module(m)) => Some(Value::str(&m.text)),
-            Described::Constraint(_, c) if !c.definition.is_empty() => Some(Value::str(&c.definition)),
-            _ => None,
+        SessionFn::ObjectDefinition => int(0).and_then(|id| {
+            let db = &ctx.session.database;
+            let visible = crate::sysviews::definitions_visible(ctx, db).ok()?;
+            match described(ctx, db, id)?.0 {
+                Described::Object(Object::Module(m)) => visible(&m.schema, m.id).then(|| Value::str(&m.text)),
+                Described::Constraint(t, c) if !c.definition.is_empty() => {
+                    visible(&t.schema, t.id).then(|| Value::str(&c.definition))
+                }
+                _ => None,
+            }
         }),
         SessionFn::ObjectProperty | SessionFn::ObjectPropertyEx => int(0).zip(text(1)).and_then(|(id, p)| {
             let (d, catalog) = described(ctx, &ctx.session.database, id)?;

@@ -353,12 +353,15 @@ pub(super) fn helptext(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn Resu
     too_many("sp_helptext", args, 2)?;
     let name =
         text_arg(args, 0, "@objname").ok_or_else(|| msg::MISSING_PARAMETER.with(&[&"sp_helptext", &"@objname"]))?;
-    let (_, catalog) = current_catalog(ctx)?;
+    let (db, catalog) = current_catalog(ctx)?;
+    let visible = crate::sysviews::definitions_visible(ctx, &db)?;
+    // Without VIEW DEFINITION an object has no text the session may read.
     let text = match find_object(ctx, &catalog, &name) {
-        Ok(Object::Module(m)) => m.text.clone(),
-        Ok(Object::Table(_)) => return Err(msg::NO_TEXT_FOR_OBJECT.with(&[&name])),
+        Ok(Object::Module(m)) if visible(&m.schema, m.id) => m.text.clone(),
+        Ok(_) => return Err(msg::NO_TEXT_FOR_OBJECT.with(&[&name])),
         Err(e) => match constraint_text(&catalog, &name) {
-            Some(text) => text,
+            Some((t, text)) if visible(&t.schema, t.id) => text,
+            Some(_) => return Err(msg::NO_TEXT_FOR_OBJECT.with(&[&name])),
             None => return Err(e),
         },
     };
@@ -373,18 +376,16 @@ pub(super) fn helptext(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn Resu
     Ok(0)
 }
 
-/// The definition of the check or default constraint `name` (of any table).
-fn constraint_text(catalog: &Catalog, name: &str) -> Option<String> {
+/// The table and definition of the check or default constraint `name` (of any table).
+fn constraint_text(catalog: &Catalog, name: &str) -> Option<(std::sync::Arc<Table>, String)> {
     let bare = object_name(name)?.name().value.clone();
     catalog.objects().into_iter().find_map(|o| {
         let Object::Table(t) = o else { return None };
         let check = t.checks.iter().find(|c| c.name.eq_ignore_ascii_case(&bare)).map(|c| c.text.clone());
-        check.or_else(|| {
-            t.columns
-                .iter()
-                .filter_map(|c| c.default.as_ref())
-                .find(|d| d.name.eq_ignore_ascii_case(&bare))
-                .map(|d| d.text.clone())
-        })
+        let text = check.or_else(|| {
+            let mut defaults = t.columns.iter().filter_map(|c| c.default.as_ref());
+            defaults.find(|d| d.name.eq_ignore_ascii_case(&bare)).map(|d| d.text.clone())
+        })?;
+        Some((t.clone(), text))
     })
 }

@@ -171,9 +171,11 @@ pub(super) static VIEWS: ViewDef<6> = ViewDef {
     rows: views,
 };
 
-/// Views, with the first 4,000 characters of their definitions.
+/// Views, with the first 4,000 characters of their definitions (NULL without VIEW
+/// DEFINITION).
 fn views(ctx: &ExecCtx, db: &str) -> Rows<6> {
     let (database, catalog) = catalog(ctx, db)?;
+    let visible = super::definitions_visible(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Module(m) = o else { continue };
@@ -186,7 +188,7 @@ fn views(ctx: &ExecCtx, db: &str) -> Rows<6> {
             s(database.name()),
             s(&m.schema),
             s(&m.name),
-            s(&text),
+            if visible(&m.schema, m.id) { s(&text) } else { Value::Null },
             s(if check { "CASCADE" } else { "NONE" }),
             s("NO"),
         ]);
@@ -210,9 +212,11 @@ pub(super) static ROUTINES: ViewDef<8> = ViewDef {
     rows: routines,
 };
 
-/// Procedures and functions; the definition's first 4,000 characters.
+/// Procedures and functions; the definition's first 4,000 characters (NULL without VIEW
+/// DEFINITION).
 fn routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
     let (database, catalog) = catalog(ctx, db)?;
+    let visible = super::definitions_visible(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Module(m) = o else { continue };
@@ -227,7 +231,7 @@ fn routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
             s(&m.name),
             s(if is_proc { "PROCEDURE" } else { "FUNCTION" }),
             if is_proc { Value::Null } else { s(if m.kind == ModuleKind::TableFunction { "TABLE" } else { "" }) },
-            s(&text),
+            if visible(&m.schema, m.id) { s(&text) } else { Value::Null },
             datetime(m.created),
             datetime(m.modified),
         ]);

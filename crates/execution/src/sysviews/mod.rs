@@ -293,3 +293,12 @@ pub(crate) fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<
         .collect();
     Ok((database, Arc::new(Catalog::from_objects(catalog.version, seen))))
 }
+
+/// Whether the session may read the definitions of database `db`'s objects: a test of
+/// (schema, object id) — VIEW DEFINITION on the object (or what implies it: CONTROL,
+/// owning its schema, sysadmin), as SQL Server asks before it shows a module's text.
+pub(crate) fn definitions_visible(ctx: &ExecCtx, db: &str) -> SqlResult<impl Fn(&str, i32) -> bool> {
+    use tessera_security::principals::check::{allowed, On};
+    let (security, token) = ctx.shared.access(ctx.session, db)?;
+    Ok(move |schema: &str, id: i32| allowed(&security, &token, "VIEW DEFINITION", On::Object { schema, id }))
+}

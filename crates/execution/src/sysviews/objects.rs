@@ -167,12 +167,15 @@ pub(super) static SQL_MODULES: ViewDef<2> = ViewDef {
     rows: sql_modules,
 };
 
+/// Modules and their definitions (NULL without VIEW DEFINITION on the module).
 fn sql_modules(ctx: &ExecCtx, db: &str) -> Rows<2> {
     let (_, catalog) = catalog(ctx, db)?;
+    let visible = super::definitions_visible(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         if let Object::Module(m) = o {
-            out.push([int(i64::from(m.id)), s(&m.text)]);
+            let text = if visible(&m.schema, m.id) { s(&m.text) } else { Value::Null };
+            out.push([int(i64::from(m.id)), text]);
         }
     }
     Ok(out)

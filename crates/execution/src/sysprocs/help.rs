@@ -37,12 +37,13 @@ fn index_columns() -> [OutputColumn; 3] {
     ]
 }
 
-/// A table's indexes as sp_helpindex describes them: name, `clustered, unique, primary
-/// key located on PRIMARY`, and the keys (`name(-)` for a descending one).
+/// A table's indexes as sp_helpindex describes them, by name: name, `clustered, unique,
+/// primary key located on PRIMARY`, and the keys (`name(-)` for a descending one).
 fn index_rows(t: &Table) -> Vec<Vec<Value>> {
-    t.indexes
-        .iter()
-        .filter(|ix| !ix.is_heap())
+    let mut indexes: Vec<_> = t.indexes.iter().filter(|ix| !ix.is_heap()).collect();
+    indexes.sort_by_key(|ix| ix.name.to_lowercase());
+    indexes
+        .into_iter()
         .map(|ix| {
             let mut desc = if ix.is_clustered() { "clustered".to_string() } else { "nonclustered".to_string() };
             if ix.unique {
@@ -262,8 +263,8 @@ pub(super) fn helpconstraint(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dy
         Action::SetNull => "Set Null",
         Action::SetDefault => "Set Default",
     };
-    // (constraint_type, name, rows): sorted by type then name; a foreign key's second
-    // row follows its first.
+    // (constraint_type, name, rows): sorted by name; a foreign key's second row follows
+    // its first.
     let mut found: Vec<(String, String, Vec<Vec<Value>>)> = Vec::new();
     for ix in t.indexes.iter().filter(|ix| ix.primary_key || ix.unique_constraint) {
         let kind = if ix.primary_key { "PRIMARY KEY" } else { "UNIQUE" };
@@ -313,15 +314,15 @@ pub(super) fn helpconstraint(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dy
         let second = vec![blank(), blank(), blank(), blank(), blank(), blank(), s(&references)];
         found.push(("FOREIGN KEY".to_string(), fk.name.clone(), vec![first, second]));
     }
-    found.sort_by_key(|(kind, name, _)| (kind.to_lowercase(), name.to_lowercase()));
+    found.sort_by_key(|(_, name, _)| name.to_lowercase());
     if found.is_empty() {
         sink.message(&msg::NO_CONSTRAINTS_DEFINED.with(&[&name]));
     } else {
         let columns = [
-            col("constraint_type", SqlType::NVarChar(146), true),
+            col("constraint_type", SqlType::NVarChar(256), true),
             col("constraint_name", SYSNAME, true),
-            col("delete_action", SqlType::NVarChar(9), true),
-            col("update_action", SqlType::NVarChar(9), true),
+            col("delete_action", SqlType::VarChar(11), true),
+            col("update_action", SqlType::VarChar(11), true),
             col("status_enabled", SqlType::VarChar(8), true),
             col("status_for_replication", SqlType::VarChar(19), true),
             col("constraint_keys", SqlType::NVarChar(2126), true),
@@ -348,7 +349,7 @@ pub(super) fn helpconstraint(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dy
 const HELPTEXT_LINE_CHARS: usize = 255;
 
 /// sp_helptext @objname: the definition of a view, procedure, function, check or default,
-/// a row per line (each with its line break); 15197 for an object without one.
+/// a row per line (each with its CR LF); 15197 for an object without one.
 pub(super) fn helptext(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     too_many("sp_helptext", args, 2)?;
     let name =
@@ -365,8 +366,19 @@ pub(super) fn helptext(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn Resu
             None => return Err(e),
         },
     };
+    // Lines end at CR LF pairs (kept at their ends), as SQL Server splits them; a lone LF
+    // is not a break.
     let mut rows = Vec::new();
-    for line in text.split_inclusive('\n') {
+    let mut lines = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("\r\n") {
+        lines.push(&rest[..at + 2]);
+        rest = &rest[at + 2..];
+    }
+    if !rest.is_empty() {
+        lines.push(rest);
+    }
+    for line in lines {
         let chars: Vec<char> = line.chars().collect();
         for piece in chars.chunks(HELPTEXT_LINE_CHARS) {
             rows.push(vec![s(&piece.iter().collect::<String>())]);

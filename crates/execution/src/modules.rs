@@ -131,6 +131,26 @@ fn save(
     Ok((catalog.with(obj, version), ()))
 }
 
+/// sp_rename of the module `schema.name` to `new` (its definition keeps the name it was
+/// created with, as SQL Server's does), in the session's transaction.
+pub fn rename(
+    ctx: &mut ExecCtx,
+    database: &Arc<tessera_database::Database>,
+    schema: &str,
+    name: &str,
+    new: &str,
+) -> SqlResult<()> {
+    lock_existing(ctx, database, schema, name)?;
+    let shared = ctx.shared;
+    shared.alter_catalog(database, |catalog: &Catalog, version| {
+        let Some(m) = catalog.module(schema, name).cloned() else {
+            return Err(msg::INVALID_OBJECT_NAME.with(&[&name]));
+        };
+        let renamed = Module { name: new.to_string(), modified: catalog::now_epoch(), ..(*m).clone() };
+        save(ctx, database, catalog, Some(Object::Module(m)), renamed, version)
+    })
+}
+
 /// `DROP PROCEDURE|FUNCTION|VIEW [IF EXISTS] name`.
 pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
     let b = Binder::new(ctx.shared, ctx.session, &[]);

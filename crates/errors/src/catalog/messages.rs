@@ -430,9 +430,13 @@ catalog! {
     APP_ROLE_SET_FAILED = 15161, 16, Statement, "Cannot set application role '%.*ls' because it does not exist or the password is incorrect.";
     CONTEXT_NOT_REVERTIBLE = 15196, 16, Statement, "The current security context is non-revertible. The \"Revert\" statement failed.";
     NO_TEXT_FOR_OBJECT = 15197, 16, Statement, "There is no text for object '%ls'.";
+    RENAME_ITEM_NOT_FOUND = 15225, 11, Statement, "No item by the name of '%ls' could be found in the current database '%ls', given that @itemtype was input as '%ls'.";
     ADMIN_ACTION_DENIED = 15247, 16, Statement, "User does not have permission to perform this action.";
+    RENAME_AMBIGUOUS = 15248, 11, Statement, "Either the parameter @objname is ambiguous or the claimed @objtype (%ls) is wrong.";
+    RENAME_UNKNOWN_TYPE = 15249, 11, Statement, "Error: Explicit @objtype '%ls' is unrecognized.";
     QUALIFIER_NOT_CURRENT_DATABASE = 15250, 16, Statement, "The database name component of the object qualifier must be the name of the current database.";
     FKEYS_NEED_A_TABLE = 15252, 16, Statement, "The primary key or foreign key table name must be given.";
+    RENAME_NAME_IN_USE = 15335, 11, Statement, "Error: The new name '%ls' is already in use as a %ls name and would cause a duplicate that is not permitted.";
     APP_ROLE_DROPPED = 15356, 16, Statement, "The current application role has been dropped. The current security context contains no valid database user context.";
     REVERT_CONTEXT_MISMATCH = 15357, 16, Statement, "The current security context was set by \"%ls\". It cannot be reverted by statement \"%ls\".";
     NO_USER_TABLE_MATCHING = 15388, 11, Statement, "There is no user table matching the input name '%.*ls' in the current database or you do not have permission to access the table.";
@@ -448,6 +452,7 @@ catalog! {
     NO_CONSTRAINTS_DEFINED = 15469, 10, Statement, "No constraints are defined on object '%ls', or you do not have permissions.";
     NO_FOREIGN_KEYS_REFERENCE = 15470, 10, Statement, "No foreign keys reference table '%ls', or you do not have permissions on referencing tables.";
     NO_INDEXES_ON_OBJECT = 15472, 10, Statement, "The object '%ls' does not have any indexes, or you do not have permissions.";
+    RENAME_CAUTION = 15477, 10, Statement, "Caution: Changing any part of an object name could break scripts and stored procedures.";
     EXECUTE_AS_USER_FAILED = 15517, 16, Statement, "Cannot execute as the database principal because the principal \"%.*ls\" does not exist, this type of principal cannot be impersonated, or you do not have permission.";
     APP_ROLE_UNSET_FAILED = 15592, 16, Statement, "Cannot unset application role because none was set or the cookie is invalid.";
     INVALID_PROCEDURE_PARAMETER = 15600, 15, Statement, "An invalid parameter or option was specified for procedure '%s'.";

@@ -64,6 +64,7 @@ pub enum SystemProc {
     AddServerRoleMember,
     DropServerRoleMember,
     TableOption,
+    Rename,
 }
 
 /// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
@@ -104,6 +105,7 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_addsrvrolemember" => SystemProc::AddServerRoleMember,
         "sp_dropsrvrolemember" => SystemProc::DropServerRoleMember,
         "sp_tableoption" => SystemProc::TableOption,
+        "sp_rename" => SystemProc::Rename,
         _ => return None,
     })
 }
@@ -188,6 +190,7 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::AddServerRoleMember => roles::server_role_member(args, ctx, true),
         SystemProc::DropServerRoleMember => roles::server_role_member(args, ctx, false),
         SystemProc::TableOption => table_option(args, ctx),
+        SystemProc::Rename => rename(args, ctx, sink),
     }
 }
 
@@ -213,6 +216,35 @@ fn table_option(args: &[NamedArg], ctx: &mut ExecCtx) -> SqlResult<i32> {
     };
     let name = object_name(&table).ok_or_else(invalid)?;
     crate::ddl::set_large_values_out_of_row(ctx, &name, on)?;
+    Ok(0)
+}
+
+/// sp_rename @objname, @newname [, @objtype]: a table, view, procedure, function or
+/// constraint (@objtype NULL or OBJECT), a column (COLUMN, `table.column`) or an index
+/// (INDEX, `table.index`) renamed, with SQL Server's caution (15477).
+fn rename(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    use crate::ddl::RenameKind;
+    const PROC: &str = "sp_rename";
+    too_many(PROC, args, 3)?;
+    let arg =
+        |i: usize, name: &str| text_arg(args, i, name).ok_or_else(|| msg::MISSING_PARAMETER.with(&[&PROC, &name]));
+    let (objname, newname) = (arg(0, "@objname")?, arg(1, "@newname")?);
+    let kind = match text_arg(args, 2, "@objtype") {
+        None => RenameKind::Unspecified,
+        Some(k) => match k.trim().to_ascii_uppercase().as_str() {
+            "OBJECT" => RenameKind::Object,
+            "COLUMN" => RenameKind::Column,
+            "INDEX" => RenameKind::Index,
+            _ => return Err(msg::RENAME_UNKNOWN_TYPE.with(&[&k])),
+        },
+    };
+    let not_found = || {
+        let word = if kind == RenameKind::Unspecified { "(null)" } else { "OBJECT" };
+        msg::RENAME_ITEM_NOT_FOUND.with(&[&objname, &ctx.session.database, &word])
+    };
+    let name = object_name(&objname).ok_or_else(not_found)?;
+    crate::ddl::rename(ctx, &name, &objname, &newname, kind)?;
+    sink.message(&msg::RENAME_CAUTION.err());
     Ok(0)
 }
 

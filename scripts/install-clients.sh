@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs the SQL Server client libraries and tools the client scenario tests drive
-# (crates/server/tests/*.rs): python-tds, pymssql and pyodbc from PyPI; FreeTDS's tsql,
-# freebcp and ODBC driver (with unixODBC) from Debian; tedious from npm; go-mssqldb from
-# the Go module proxy; the Microsoft JDBC driver (mssql-jdbc) from Maven Central.
+# (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy and Alembic from
+# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC) from Debian; tedious from
+# npm; go-mssqldb from the Go module proxy; the Microsoft JDBC driver (mssql-jdbc) from
+# Maven Central.
 # Idempotent; needs root (or sudo) for apt-get. Language runtimes (python3, node, go, a JDK
 # with Maven) must be present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-    python-tds==1.17.1 pymssql==2.3.2 pyodbc==5.5.0
+    python-tds==1.17.1 pymssql==2.3.2 pyodbc==5.5.0 sqlalchemy==2.0.44 alembic==1.17.2
 
 if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null || ! odbcinst -q -d -n FreeTDS >/dev/null 2>&1; then
     sudo=""

@@ -146,13 +146,16 @@ pub fn env_change_reset_ack(out: &mut BytesMut) {
     });
 }
 
-/// ERROR (severity > 10) or INFO.
+/// ERROR (severity > 10) or INFO. Severity 10 goes as class 0, as SQL Server sends it
+/// ("for compatibility", its documentation says): clients that treat a class of 6 and up
+/// as an error (FreeTDS's dblib, pymssql) take it for the warning it is.
 pub fn message(out: &mut BytesMut, version: Version, m: &SqlError, server: &str) {
     let token = if m.severity > 10 { ERROR } else { INFO };
+    let class = if m.severity == 10 { 0 } else { m.severity };
     with_len16(out, token, |out| {
         out.put_i32_le(m.number);
         out.put_u8(m.state);
-        out.put_u8(m.severity);
+        out.put_u8(class);
         // Keep the whole token under the two-byte length: at most 30 000 characters.
         let text: String =
             if ucs2_len(&m.message) > 30_000 { m.message.chars().take(15_000).collect() } else { m.message.clone() };

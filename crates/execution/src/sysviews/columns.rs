@@ -41,10 +41,17 @@ pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
     Ok(out)
 }
 
-/// Column `i` of `t` as sys.columns shows it.
+/// Column `i` of `t` as sys.columns shows it (its default constraint's object id, or 0).
 fn column_row(t: &Table, i: usize) -> [Value; 13] {
     let c = &t.columns[i];
     let (id, len, p, sc) = type_ids(&c.ty);
+    let default_id = match c.default {
+        Some(_) => super::constraint_objects(t)
+            .into_iter()
+            .find(|d| d.kind == "D" && d.column == i as i64 + 1)
+            .map_or(0, |d| i64::from(d.id)),
+        None => 0,
+    };
     [
         int(i64::from(t.id)),
         s(&c.name),
@@ -58,7 +65,7 @@ fn column_row(t: &Table, i: usize) -> [Value; 13] {
         bit(c.nullable),
         bit(c.identity.is_some()),
         bit(false),
-        int(0),
+        int(default_id),
     ]
 }
 

@@ -8,7 +8,7 @@ use crate::runtime::ExecCtx;
 use tessera_semantics::catalog::{Action, Object, Table};
 use tessera_semantics::types::{SqlType::*, Value};
 
-pub(super) static INDEXES: ViewDef<8> = ViewDef {
+pub(super) static INDEXES: ViewDef<19> = ViewDef {
     schema: "sys",
     name: "indexes",
     columns: [
@@ -18,14 +18,26 @@ pub(super) static INDEXES: ViewDef<8> = ViewDef {
         col("type", TinyInt, false),
         col("type_desc", NVarChar(60), true),
         col("is_unique", Bit, true),
+        col("data_space_id", Int, true),
+        col("ignore_dup_key", Bit, true),
         col("is_primary_key", Bit, true),
         col("is_unique_constraint", Bit, true),
+        col("fill_factor", TinyInt, false),
+        col("is_padded", Bit, true),
+        col("is_disabled", Bit, true),
+        col("is_hypothetical", Bit, true),
+        col("allow_row_locks", Bit, true),
+        col("allow_page_locks", Bit, true),
+        col("has_filter", Bit, true),
+        col("filter_definition", NVARCHAR_MAX, true),
+        col("auto_created", Bit, true),
     ],
     rows: indexes,
 };
 
-/// Every index of every table: the heap or clustered index (id 0 or 1), then the others.
-fn indexes(ctx: &ExecCtx, db: &str) -> Rows<8> {
+/// Every index of every table: the heap or clustered index (id 0 or 1), then the others,
+/// with sys.indexes' columns (tessera's indexes have SQL Server's default options).
+fn indexes(ctx: &ExecCtx, db: &str) -> Rows<19> {
     let (_, catalog) = catalog(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
@@ -43,8 +55,21 @@ fn indexes(ctx: &ExecCtx, db: &str) -> Rows<8> {
                 int(kind),
                 s(desc),
                 bit(ix.unique),
+                // Every index on PRIMARY, none filtered, disabled or padded; the rest of
+                // its options are SQL Server's defaults (row and page locks allowed).
+                int(1),
+                bit(false),
                 bit(ix.primary_key),
                 bit(ix.unique_constraint),
+                int(0),
+                bit(false),
+                bit(false),
+                bit(false),
+                bit(true),
+                bit(true),
+                bit(false),
+                Value::Null,
+                bit(false),
             ]);
         }
     }

@@ -11,7 +11,8 @@
 //!
 //! One file per family:
 //! - `databases`: sys.databases, database_files, master_files
-//! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters
+//! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters,
+//!   extended_properties
 //! - `columns`: sys.columns, identity_columns, computed_columns, sys.types
 //! - `information_schema`: the INFORMATION_SCHEMA views (tables, columns, views, routines,
 //!   schemata, constraints and the columns and tables they use, sequences)
@@ -74,6 +75,7 @@ static ALL: &[&dyn SystemView] = &[
     &objects::PROCEDURES,
     &objects::SQL_MODULES,
     &objects::PARAMETERS,
+    &objects::EXTENDED_PROPERTIES,
     &principals::SCHEMAS,
     &principals::DATABASE_PRINCIPALS,
     &principals::DATABASE_ROLE_MEMBERS,

@@ -24,7 +24,7 @@ impl<'a> Binder<'a> {
             body => {
                 let mut bound = self.bind_set_expr(body)?;
                 if !order_by.is_empty() {
-                    bound = self.order_set_result(bound, order_by)?;
+                    bound = self.order_set_result(bound, first_select_items(body), order_by)?;
                 }
                 if has_paging {
                     bound.plan = self.paging(bound.plan, q.offset.as_ref(), q.fetch.as_ref())?;
@@ -66,8 +66,15 @@ impl<'a> Binder<'a> {
         convert(x, &t, &SqlType::BigInt)
     }
 
-    /// ORDER BY over a UNION (or other set operation): by output column name or position.
-    fn order_set_result(&mut self, bound: BoundQuery, order_by: &[ast::OrderItem]) -> SqlResult<BoundQuery> {
+    /// ORDER BY over a UNION (or other set operation): by output column name or position,
+    /// or by an expression of the first query's select list written again (`ORDER BY
+    /// t.a` for `SELECT t.a … UNION …`).
+    fn order_set_result(
+        &mut self,
+        bound: BoundQuery,
+        first_items: &[ast::SelectItem],
+        order_by: &[ast::OrderItem],
+    ) -> SqlResult<BoundQuery> {
         let scope = Scope {
             columns: bound
                 .columns
@@ -93,19 +100,18 @@ impl<'a> Binder<'a> {
                         }
                         Expr::Column(i - 1)
                     }
-                    e => {
-                        b.bind_expr(e)
-                            .map_err(
-                                |err| {
-                                    if err.number == 207 {
-                                        msg::UNION_ORDER_BY_NOT_SELECTED.err()
-                                    } else {
-                                        err
-                                    }
-                                },
-                            )?
-                            .0
-                    }
+                    e => match b.bind_expr(e) {
+                        Ok((x, _)) => x,
+                        // Not an output column's name: the first query's expression itself?
+                        Err(err) if err.number == 207 || err.number == 4104 => {
+                            match select_item_position(first_items, e).filter(|&i| i < bound.columns.len()) {
+                                Some(i) => Expr::Column(i),
+                                None if err.number == 207 => return Err(msg::UNION_ORDER_BY_NOT_SELECTED.err()),
+                                None => return Err(err),
+                            }
+                        }
+                        Err(err) => return Err(err),
+                    },
                 };
                 keys.push(SortKey { expr: e, descending: item.descending });
             }
@@ -219,4 +225,28 @@ pub(super) fn check_derived_columns(columns: &[OutputColumn], name: &str) -> Sql
         }
     }
     Ok(())
+}
+
+/// The select list of the leftmost query of a set operation (none for VALUES).
+fn first_select_items(body: &ast::SetExpr) -> &[ast::SelectItem] {
+    match body {
+        ast::SetExpr::Select(s) => &s.items,
+        ast::SetExpr::Query(q) => first_select_items(&q.body),
+        ast::SetExpr::SetOperation { left, .. } => first_select_items(left),
+        ast::SetExpr::Values(_) => &[],
+    }
+}
+
+/// The output position of the select item whose expression is `e`, in a select list of
+/// single expressions (a wildcard makes positions unknowable here: none).
+fn select_item_position(items: &[ast::SelectItem], e: &ast::Expr) -> Option<usize> {
+    let mut position = 0;
+    for item in items {
+        match item {
+            ast::SelectItem::Expr { expr, .. } if expr == e => return Some(position),
+            ast::SelectItem::Expr { .. } => position += 1,
+            _ => return None,
+        }
+    }
+    None
 }

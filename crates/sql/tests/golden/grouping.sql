@@ -100,3 +100,9 @@ select name + 'x' as nx from author group by [name] + 'x' order by nx;
 select upper(NAME) as u, max(id) as top_id from author group by upper([name]) having max("ID") > 1 order by upper(name);
 drop table author;
 go
+-- ORDER BY over a UNION may repeat the first query's expression (SQLAlchemy's reflection does).
+create table names_a (id int, name varchar(10));
+insert names_a values (1, 'b'), (2, 'a');
+select x.name, x.id from names_a x where x.id = 1 union select y.name, y.id from names_a y order by x.name desc, x.id;
+drop table names_a;
+go

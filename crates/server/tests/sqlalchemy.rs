@@ -1,5 +1,5 @@
-//! The SQLAlchemy 2 scenario over pymssql (`tests/clients/sqlalchemy_scenario.py`: ORM
-//! models, reflection, sessions, pagination, transactions, then an Alembic migration up
+//! The SQLAlchemy 2 scenario over pymssql and over pyodbc (`tests/clients/sqlalchemy_scenario.py`:
+//! ORM models, reflection, sessions, pagination, transactions, then an Alembic migration up
 //! and down) against a real server. Skipped only when python3 is missing; a missing
 //! `sqlalchemy` or `alembic` module is a failure (`scripts/install-clients.sh` installs
 //! them).

@@ -228,6 +228,44 @@ const FILE_COLUMNS: [Col; 10] = [
     col("is_percent_growth", Bit, false),
 ];
 
+/// sys.data_spaces' columns, which sys.filegroups starts with.
+const DATA_SPACE_COLUMNS: [Col; 6] = [
+    col("name", SYSNAME, false),
+    col("data_space_id", Int, false),
+    col("type", Char(2), false),
+    col("type_desc", NVarChar(60), true),
+    col("is_default", Bit, true),
+    col("is_system", Bit, true),
+];
+
+/// A database's one filegroup, PRIMARY (every table and index is on it), as sys.data_spaces
+/// shows it.
+fn primary_data_space() -> [Value; 6] {
+    [s("PRIMARY"), int(1), s("FG"), s("ROWS_FILEGROUP"), bit(true), bit(false)]
+}
+
+pub(super) static DATA_SPACES: ViewDef<6> = ViewDef {
+    schema: "sys",
+    name: "data_spaces",
+    columns: DATA_SPACE_COLUMNS,
+    rows: |_, _| Ok(vec![primary_data_space()]),
+};
+
+pub(super) static FILEGROUPS: ViewDef<10> = ViewDef {
+    schema: "sys",
+    name: "filegroups",
+    columns: super::concat_columns(
+        DATA_SPACE_COLUMNS,
+        [
+            col("filegroup_guid", UniqueIdentifier, true),
+            col("log_filegroup_id", Int, true),
+            col("is_read_only", Bit, true),
+            col("is_autogrow_all_files", Bit, true),
+        ],
+    ),
+    rows: |_, _| Ok(vec![super::concat(primary_data_space(), [Value::Null, Value::Null, bit(false), bit(false)])]),
+};
+
 pub(super) static DATABASE_FILES: ViewDef<10> =
     ViewDef { schema: "sys", name: "database_files", columns: FILE_COLUMNS, rows: database_files };
 

@@ -1,5 +1,5 @@
 //! The INFORMATION_SCHEMA views, with SQL Server's columns and the rows its definitions
-//! give: TABLES, COLUMNS, VIEWS, ROUTINES, SCHEMATA, TABLE_CONSTRAINTS, KEY_COLUMN_USAGE,
+//! give: TABLES, COLUMNS, VIEWS, ROUTINES, PARAMETERS, SCHEMATA, TABLE_CONSTRAINTS, KEY_COLUMN_USAGE,
 //! REFERENTIAL_CONSTRAINTS, CONSTRAINT_COLUMN_USAGE, CONSTRAINT_TABLE_USAGE,
 //! CHECK_CONSTRAINTS and SEQUENCES. Like SQL Server's, they list only the objects the
 //! session may see (`super::catalog`).
@@ -235,6 +235,96 @@ fn routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
             datetime(m.created),
             datetime(m.modified),
         ]);
+    }
+    Ok(out)
+}
+
+pub(super) static PARAMETERS: ViewDef<29> = ViewDef {
+    schema: "information_schema",
+    name: "parameters",
+    columns: [
+        col("SPECIFIC_CATALOG", SYSNAME, true),
+        col("SPECIFIC_SCHEMA", SYSNAME, true),
+        col("SPECIFIC_NAME", SYSNAME, false),
+        col("ORDINAL_POSITION", Int, true),
+        col("PARAMETER_MODE", NVarChar(10), true),
+        col("IS_RESULT", NVarChar(10), true),
+        col("AS_LOCATOR", NVarChar(10), true),
+        col("PARAMETER_NAME", SYSNAME, true),
+        col("DATA_TYPE", NVarChar(128), true),
+        col("CHARACTER_MAXIMUM_LENGTH", Int, true),
+        col("CHARACTER_OCTET_LENGTH", Int, true),
+        col("COLLATION_CATALOG", SYSNAME, true),
+        col("COLLATION_SCHEMA", SYSNAME, true),
+        col("COLLATION_NAME", SYSNAME, true),
+        col("CHARACTER_SET_CATALOG", SYSNAME, true),
+        col("CHARACTER_SET_SCHEMA", SYSNAME, true),
+        col("CHARACTER_SET_NAME", SYSNAME, true),
+        col("NUMERIC_PRECISION", TinyInt, true),
+        col("NUMERIC_PRECISION_RADIX", SmallInt, true),
+        col("NUMERIC_SCALE", Int, true),
+        col("DATETIME_PRECISION", SmallInt, true),
+        col("INTERVAL_TYPE", NVarChar(30), true),
+        col("INTERVAL_PRECISION", SmallInt, true),
+        col("USER_DEFINED_TYPE_CATALOG", SYSNAME, true),
+        col("USER_DEFINED_TYPE_SCHEMA", SYSNAME, true),
+        col("USER_DEFINED_TYPE_NAME", SYSNAME, true),
+        col("SCOPE_CATALOG", SYSNAME, true),
+        col("SCOPE_SCHEMA", SYSNAME, true),
+        col("SCOPE_NAME", SYSNAME, true),
+    ],
+    rows: parameters,
+};
+
+/// The parameters of procedures and functions, in order (a scalar function's result
+/// first, at position 0, unnamed): OUTPUT parameters are INOUT, as in SQL Server.
+fn parameters(ctx: &ExecCtx, db: &str) -> Rows<29> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        let (params, returns) = super::module_signature(m);
+        let mut row = |position: i64, mode: &str, result: bool, name: &str, ty: &SqlType| {
+            let d = ColumnType::of(ty);
+            out.push([
+                s(database.name()),
+                s(&m.schema),
+                s(&m.name),
+                int(position),
+                s(mode),
+                s(if result { "YES" } else { "NO" }),
+                s("NO"),
+                s(name),
+                s(types::base_type_name(ty)),
+                d.max_chars,
+                d.max_bytes,
+                Value::Null,
+                Value::Null,
+                if d.charset.is_some() { s(COLLATION) } else { Value::Null },
+                Value::Null,
+                Value::Null,
+                d.charset.map_or(Value::Null, s),
+                d.precision,
+                d.radix,
+                d.scale,
+                d.datetime_precision,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            ]);
+        };
+        if let Some(ty) = returns {
+            row(0, "OUT", true, "", &ty);
+        }
+        for (i, p) in params.iter().enumerate() {
+            let ty = types::resolve_type(&p.ty, false).unwrap_or(SqlType::Int);
+            row(i as i64 + 1, if p.output { "INOUT" } else { "IN" }, false, &p.name, &ty);
+        }
     }
     Ok(out)
 }

@@ -10,9 +10,9 @@
 //! type and nullability. [`ALL`] lists the definitions; a plan names one by [`View`].
 //!
 //! One file per family:
-//! - `databases`: sys.databases, database_files, master_files
+//! - `databases`: sys.databases, database_files, master_files, data_spaces, filegroups
 //! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters,
-//!   extended_properties
+//!   extended_properties, sequences and triggers (none exist yet)
 //! - `columns`: sys.columns, identity_columns, computed_columns, sys.types
 //! - `information_schema`: the INFORMATION_SCHEMA views (tables, columns, views, routines,
 //!   schemata, constraints and the columns and tables they use, sequences)
@@ -69,6 +69,8 @@ static ALL: &[&dyn SystemView] = &[
     &databases::DATABASES,
     &databases::DATABASE_FILES,
     &databases::MASTER_FILES,
+    &databases::DATA_SPACES,
+    &databases::FILEGROUPS,
     &objects::OBJECTS,
     &objects::TABLES,
     &objects::VIEWS,
@@ -76,6 +78,8 @@ static ALL: &[&dyn SystemView] = &[
     &objects::SQL_MODULES,
     &objects::PARAMETERS,
     &objects::EXTENDED_PROPERTIES,
+    &objects::SEQUENCES,
+    &objects::TRIGGERS,
     &principals::SCHEMAS,
     &principals::DATABASE_PRINCIPALS,
     &principals::DATABASE_ROLE_MEMBERS,
@@ -89,6 +93,7 @@ static ALL: &[&dyn SystemView] = &[
     &information_schema::COLUMNS,
     &information_schema::VIEWS,
     &information_schema::SCHEMATA,
+    &information_schema::PARAMETERS,
     &information_schema::TABLE_CONSTRAINTS,
     &information_schema::KEY_COLUMN_USAGE,
     &information_schema::REFERENTIAL_CONSTRAINTS,

@@ -181,6 +181,56 @@ fn sql_modules(ctx: &ExecCtx, db: &str) -> Rows<2> {
     Ok(out)
 }
 
+pub(super) static SEQUENCES: ViewDef<25> = ViewDef {
+    schema: "sys",
+    name: "sequences",
+    columns: concat_columns(
+        OBJECT_COLUMNS,
+        [
+            col("start_value", NVarChar(128), false),
+            col("increment", NVarChar(128), false),
+            col("minimum_value", NVarChar(128), true),
+            col("maximum_value", NVarChar(128), true),
+            col("is_cycling", Bit, true),
+            col("is_cached", Bit, true),
+            col("cache_size", Int, true),
+            col("system_type_id", TinyInt, false),
+            col("user_type_id", Int, false),
+            col("precision", TinyInt, false),
+            col("scale", TinyInt, false),
+            col("current_value", NVarChar(128), false),
+            col("is_exhausted", Bit, false),
+            col("last_used_value", NVarChar(128), true),
+            col("is_ms_shipped_sequence", Bit, true),
+        ],
+    ),
+    // tessera has no sequences yet (CREATE SEQUENCE: issue 36): a database has none.
+    rows: |_, _| Ok(Vec::new()),
+};
+
+pub(super) static TRIGGERS: ViewDef<13> = ViewDef {
+    schema: "sys",
+    name: "triggers",
+    columns: [
+        col("name", SYSNAME, false),
+        col("object_id", Int, false),
+        col("parent_class", TinyInt, false),
+        col("parent_class_desc", NVarChar(60), true),
+        col("parent_id", Int, false),
+        col("type", Char(2), false),
+        col("type_desc", NVarChar(60), true),
+        col("create_date", DateTime, false),
+        col("modify_date", DateTime, false),
+        col("is_ms_shipped", Bit, false),
+        col("is_disabled", Bit, false),
+        col("is_not_for_replication", Bit, false),
+        col("is_instead_of_trigger", Bit, false),
+    ],
+    // tessera has no triggers yet (CREATE TRIGGER: issue 36), so a table has none —
+    // which is what tools look here for (EF Core's choice of OUTPUT, for one).
+    rows: |_, _| Ok(Vec::new()),
+};
+
 pub(super) static EXTENDED_PROPERTIES: ViewDef<6> = ViewDef {
     schema: "sys",
     name: "extended_properties",

@@ -25,6 +25,8 @@ select column_name, ordinal_position, column_default, is_nullable, data_type, ch
 from information_schema.columns where table_name = 'child' order by ordinal_position;
 select table_name, check_option, is_updatable, view_definition from information_schema.views;
 select routine_name, routine_type, data_type from information_schema.routines order by routine_name;
+select specific_name, ordinal_position, parameter_mode, is_result, parameter_name, data_type, numeric_precision
+from information_schema.parameters order by specific_name, ordinal_position;
 select schema_name, schema_owner, default_character_set_name from information_schema.schemata where schema_name in ('dbo', 'guest', 'sys', 'INFORMATION_SCHEMA') order by schema_name;
 select constraint_name, table_name, constraint_type, is_deferrable, initially_deferred from information_schema.table_constraints order by table_name, constraint_name;
 select constraint_name, table_name, column_name, ordinal_position from information_schema.key_column_usage order by table_name, constraint_name, ordinal_position;
@@ -103,4 +105,9 @@ drop view v_parent;
 drop table child;
 drop table parent;
 drop table bare;
+go
+-- The filegroup every table is on; the kinds of objects tessera has none of yet.
+select name, data_space_id, type, type_desc, is_default from sys.data_spaces;
+select name, type_desc, is_read_only from sys.filegroups;
+select (select count(*) from sys.sequences) as sequences, (select count(*) from sys.triggers) as triggers;
 go

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the SQL Server client libraries and tools the client scenario tests drive
 # (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy and Alembic from
-# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC) from Debian; tedious from
-# npm; go-mssqldb from the Go module proxy; the Microsoft JDBC driver (mssql-jdbc) from
+# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC) from Debian; tedious and
+# Sequelize from npm; go-mssqldb from the Go module proxy; the Microsoft JDBC driver (mssql-jdbc) from
 # Maven Central.
 # Idempotent; needs root (or sudo) for apt-get. Language runtimes (python3, node, go, a JDK
 # with Maven) must be present.
@@ -20,5 +20,6 @@ if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null || ! odbcinst
 fi
 
 (cd crates/server/tests/clients/tedious && npm ci --no-audit --no-fund --silent)
+(cd crates/server/tests/clients/sequelize && npm ci --no-audit --no-fund --silent)
 (cd crates/server/tests/clients/gomssql && go mod download)
 (cd crates/server/tests/clients/jdbc && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib)

@@ -312,13 +312,25 @@ fn alter_column(
 ) -> SqlResult<()> {
     let Altering { database, table, db, .. } = at;
     let i = table.column(&col_name.value).ok_or_else(|| msg::ALTER_TABLE_NOT_FOUND.with(&[&table.name]))?;
-    if let Some(ix) = table.indexes.iter().find(|ix| ix.columns.iter().any(|(c, _)| *c == i)) {
+    let old_ty = table.columns[i].ty;
+    let new_ty = resolve_column_type(ty, i + 1)?;
+    // An index on the column stands in the way, but (as SQL Server documents) an index
+    // other than a primary key on a varchar, nvarchar or varbinary column kept the same
+    // type, no shorter: what an ORM's schema sync sends for an unchanged column.
+    let widening = match (old_ty, new_ty) {
+        (SqlType::VarChar(a), SqlType::VarChar(b))
+        | (SqlType::NVarChar(a), SqlType::NVarChar(b))
+        | (SqlType::VarBinary(a), SqlType::VarBinary(b)) => b >= a,
+        _ => false,
+    };
+    let blocking = |ix: &&tessera_semantics::catalog::Index| {
+        ix.columns.iter().any(|(c, _)| *c == i) && (ix.primary_key || !widening)
+    };
+    if let Some(ix) = table.indexes.iter().find(blocking) {
         let what = if ix.primary_key || ix.unique_constraint { "object" } else { "index" };
         return Err(column_in_use("ALTER", &col_name.value, &ix.name, what));
     }
     let mut new = (**table).clone();
-    let old_ty = table.columns[i].ty;
-    let new_ty = resolve_column_type(ty, i + 1)?;
     new.columns[i].ty = new_ty;
     new.columns[i].nullable = nullable.unwrap_or(true);
     let target_table = new.clone();

@@ -103,3 +103,20 @@ INSERT INTO emp (id, name) VALUES (-1, 'Neg');
 GO
 SELECT COUNT(*) AS n FROM emp WHERE id < 0;
 GO
+-- An indexed varchar, nvarchar or varbinary column may keep its type or grow (not shrink,
+-- not a primary key's), as SQL Server allows.
+create table ix_alter (id int primary key, name nvarchar(50) not null, code varchar(10) null);
+create index ix_alter_name on ix_alter (name);
+create unique index ix_alter_code on ix_alter (code);
+insert ix_alter values (1, N'a', 'x');
+alter table ix_alter alter column name nvarchar(50) not null;
+alter table ix_alter alter column name nvarchar(100) not null;
+alter table ix_alter alter column code varchar(20) null;
+select name, code, columnproperty(object_id('ix_alter'), 'name', 'Precision') as name_len from ix_alter where name = N'a';
+go
+alter table ix_alter alter column name nvarchar(10) not null;
+go
+alter table ix_alter alter column id bigint not null;
+go
+drop table ix_alter;
+go

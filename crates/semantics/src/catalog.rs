@@ -595,15 +595,15 @@ impl Catalog {
 
     /// Whether a constraint or index name is taken anywhere in the schema (SQL Server
     /// keeps constraint names unique per schema).
-    pub fn constraint_exists(&self, name: &str) -> bool {
+    pub fn constraint_exists(&self, schema: &str, name: &str) -> bool {
         self.objects.values().any(|o| match o {
-            Object::Table(t) => {
+            Object::Table(t) if t.schema.eq_ignore_ascii_case(schema) => {
                 t.indexes.iter().any(|i| (i.primary_key || i.unique_constraint) && i.name.eq_ignore_ascii_case(name))
                     || t.checks.iter().any(|c| c.name.eq_ignore_ascii_case(name))
                     || t.foreign_keys.iter().any(|f| f.name.eq_ignore_ascii_case(name))
                     || t.columns.iter().any(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name)))
             }
-            Object::Module(_) => false,
+            Object::Table(_) | Object::Module(_) => false,
         })
     }
 

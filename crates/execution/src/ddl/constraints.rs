@@ -168,9 +168,11 @@ fn foreign_key(
     })
 }
 
+/// A constraint's name must be free among the objects and constraints of its table's
+/// schema (another schema may use it, as in SQL Server): 2714 otherwise.
 pub(super) fn ensure_constraint_name_free(catalog: &Catalog, table: &Table, name: &str) -> SqlResult<()> {
-    let taken = catalog.constraint_exists(name)
-        || catalog.lookup("dbo", name).is_some()
+    let taken = catalog.constraint_exists(&table.schema, name)
+        || catalog.lookup(&table.schema, name).is_some()
         || table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(name))
         || table.checks.iter().any(|c| c.name.eq_ignore_ascii_case(name))
         || table.foreign_keys.iter().any(|f| f.name.eq_ignore_ascii_case(name));

@@ -6,6 +6,7 @@ use super::rowcount_limit;
 use super::target::{unique_targets, BoundTarget};
 use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
+use std::collections::HashSet;
 use tessera_errors::SqlResult;
 use tessera_semantics::plan::{DeletePlan, Row};
 use tessera_semantics::types::Value;
@@ -17,11 +18,16 @@ pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>
     let n = target.table.columns.len();
     let mut count = 0;
     let mut output = Vec::new();
+    // The rows still to delete: a row of this table that references one being deleted is
+    // no obstacle if it goes too (the statement's constraints hold at its end).
+    let mut leaving: HashSet<Vec<u8>> =
+        rows.iter().filter_map(|r| if let Value::Binary(k) = &r[p.key] { Some(k.to_vec()) } else { None }).collect();
     for r in rows {
         ctx.yield_point()?;
         let old: Row = r[p.offset..p.offset + n].to_vec();
         let Value::Binary(key) = &r[p.key] else { continue };
-        if delete_row(ctx, &target, key, &old, 0)? {
+        leaving.remove(&key[..]);
+        if delete_row(ctx, &target, key, &old, 0, &leaving)? {
             count += 1;
             if let Some(out) = &p.output {
                 let mut both = old;

@@ -12,6 +12,7 @@ use super::{object_name, TargetAt};
 use crate::encoding::decode_row;
 use crate::exec::eval;
 use crate::runtime::ExecCtx;
+use std::collections::HashSet;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::bind::{bind_target, Binder};
@@ -67,6 +68,9 @@ fn referencing_rows(
 
 /// Enforces foreign keys referencing `table` when `row` is deleted or its key changes:
 /// NO ACTION fails, CASCADE deletes (or updates) children, SET NULL/DEFAULT updates them.
+/// `leaving` are the keys of the target's rows the statement deletes after this one: a row
+/// of the same table among them is no child that stays (SQL Server checks a statement's
+/// constraints at its end, so `DELETE FROM t` may empty a table that references itself).
 pub(super) fn check_children(
     ctx: &mut ExecCtx,
     target: &TargetAt,
@@ -74,6 +78,7 @@ pub(super) fn check_children(
     new: Option<&[Value]>,
     kind: &str,
     depth: usize,
+    leaving: &HashSet<Vec<u8>>,
 ) -> SqlResult<()> {
     let database = ctx.shared.database(&target.db)?;
     let catalog = ctx.catalog(&database)?;
@@ -87,7 +92,10 @@ pub(super) fn check_children(
                 continue;
             }
         }
-        let rows = referencing_rows(ctx, &target.db, &child, fk, table, old)?;
+        let mut rows = referencing_rows(ctx, &target.db, &child, fk, table, old)?;
+        if child.id == table.id {
+            rows.retain(|(k, _)| !leaving.contains(k));
+        }
         if rows.is_empty() {
             continue;
         }
@@ -107,7 +115,7 @@ pub(super) fn check_children(
             }
             Action::Cascade if new.is_none() => {
                 for (k, r) in rows {
-                    delete_row(ctx, &child_target.as_is(), &k, &r, depth + 1)?;
+                    delete_row(ctx, &child_target.as_is(), &k, &r, depth + 1, &HashSet::new())?;
                 }
             }
             Action::Cascade | Action::SetNull | Action::SetDefault => {
@@ -131,17 +139,20 @@ pub(super) fn check_children(
     Ok(())
 }
 
+/// Deletes one row (its children first, as their foreign keys say); false when it is gone
+/// already. `leaving` as for [`check_children`].
 pub(super) fn delete_row(
     ctx: &mut ExecCtx,
     target: &TargetAt,
     key: &[u8],
     row: &[Value],
     depth: usize,
+    leaving: &HashSet<Vec<u8>>,
 ) -> SqlResult<bool> {
     if depth > MAX_CASCADE_DEPTH {
         return Err(msg::MAX_NESTING_LEVEL_EXCEEDED.err());
     }
-    check_children(ctx, target, row, None, "DELETE", depth)?;
+    check_children(ctx, target, row, None, "DELETE", depth, leaving)?;
     let table = &target.table;
     let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
     let values = values_off_the_row(ctx, &target.db, table, key)?;
@@ -183,7 +194,7 @@ pub(super) fn check_update(
     }
     check_row(ctx, target, new, "UPDATE")?;
     check_parents(ctx, target, new, Some(changed), "UPDATE")?;
-    check_children(ctx, target, old, Some(new), "UPDATE", depth)
+    check_children(ctx, target, old, Some(new), "UPDATE", depth, &HashSet::new())
 }
 
 /// Whether an update moves the row to another clustered key.

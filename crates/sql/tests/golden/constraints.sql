@@ -116,3 +116,29 @@ SELECT TYPE_NAME(56) AS int_name, TYPE_NAME(108) AS numeric_name, TYPE_NAME(256)
 SELECT c.name, TYPE_NAME(c.user_type_id) AS type FROM sys.columns c WHERE c.object_id = OBJECT_ID('pk_implicit') ORDER BY c.column_id;
 SELECT SCHEMA_NAME(1) AS s1, SCHEMA_NAME(4) AS s4;
 GO
+-- Constraint names are unique per schema, as in SQL Server.
+create schema s_other;
+go
+create table dbo.same_names (x int constraint ck_same check (x > 0), y int constraint uq_same unique);
+create table s_other.same_names (x int constraint ck_same check (x > 0), y int constraint uq_same unique);
+select object_schema_name(parent_object_id) as schema_name, name from sys.check_constraints where name = 'ck_same' order by 1;
+go
+create table dbo.other_names (x int constraint ck_same check (x > 0));
+go
+drop table s_other.same_names;
+drop table dbo.same_names;
+drop schema s_other;
+go
+-- A table that references itself: a row its children keep is refused, but one statement
+-- may delete parents with their children (constraints hold at the statement's end).
+create table emp (id int primary key, boss int references emp (id));
+insert emp values (1, null), (2, 1), (3, 2), (4, null);
+go
+delete from emp where id = 1;
+go
+delete from emp where id in (2, 3);
+select id from emp order by id;
+delete from emp;
+select count(*) as left_over from emp;
+drop table emp;
+go

@@ -1,6 +1,6 @@
-//! sp_rename: a table, view, procedure, function or constraint (`@objtype` NULL or
-//! OBJECT), a column (COLUMN) or an index (INDEX) gets a new name, in the session's
-//! transaction like any DDL. The definitions that name it are left as they are (SQL
+//! sp_rename: a table or constraint (`@objtype` NULL or OBJECT), a column (COLUMN) or an
+//! index (INDEX) gets a new name, in the session's transaction like any DDL (a view,
+//! procedure or function: `crate::modules::rename`). The definitions that name it are left as they are (SQL
 //! Server's caution says so), but for the CHECK constraints of a renamed column, which
 //! name it in the table's own definition.
 
@@ -64,12 +64,8 @@ fn rename_object(ctx: &mut ExecCtx, name: &ObjectName, written: &str, new: &str,
             renamed.name = new.to_string();
             save_definition(ctx, &database, &table, renamed)
         }
-        Some(Object::Module(_)) => {
-            if taken(&catalog) {
-                return Err(msg::RENAME_NAME_IN_USE.with(&[&new, &"object"]));
-            }
-            crate::modules::rename(ctx, &database, &schema, &obj, new)
-        }
+        // Modules are renamed by `crate::modules::rename` (the caller looks for one first).
+        Some(Object::Module(_)) => Err(not_found()),
         None => {
             // A constraint: an object of its own, named in its table's definition.
             let owner = catalog.objects().into_iter().find_map(|o| match o {
@@ -121,8 +117,8 @@ fn rename_part(ctx: &mut ExecCtx, name: &ObjectName, new: &str, kind: RenameKind
     save_definition(ctx, &database, &table, renamed)
 }
 
-/// Whether `name` names an object or a constraint of `schema`.
-fn name_in_use(catalog: &Catalog, schema: &str, name: &str) -> bool {
+/// Whether `name` names an object or a constraint of `schema` (a rename to it is 15335).
+pub fn name_in_use(catalog: &Catalog, schema: &str, name: &str) -> bool {
     catalog.lookup(schema, name).is_some()
         || catalog.objects().into_iter().any(|o| match o {
             Object::Table(t) => t.schema.eq_ignore_ascii_case(schema) && has_constraint(t, name),

@@ -243,7 +243,20 @@ fn rename(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
         msg::RENAME_ITEM_NOT_FOUND.with(&[&objname, &ctx.session.database, &word])
     };
     let name = object_name(&objname).ok_or_else(not_found)?;
-    crate::ddl::rename(ctx, &name, &objname, &newname, kind)?;
+    let module = match kind {
+        RenameKind::Unspecified | RenameKind::Object => crate::modules::find(ctx, &name)?,
+        RenameKind::Column | RenameKind::Index => None,
+    };
+    match module {
+        Some((db, m)) if db.eq_ignore_ascii_case(&ctx.session.database) => {
+            let database = ctx.shared.database(&db)?;
+            if crate::ddl::name_in_use(&*ctx.catalog(&database)?, &m.schema, &newname) {
+                return Err(msg::RENAME_NAME_IN_USE.with(&[&newname, &"object"]));
+            }
+            crate::modules::rename(ctx, &database, &m.schema, &m.name, &newname)?;
+        }
+        _ => crate::ddl::rename(ctx, &name, &objname, &newname, kind)?,
+    }
     sink.message(&msg::RENAME_CAUTION.err());
     Ok(0)
 }

@@ -42,8 +42,12 @@ const SETUP: &[&str] = &[
     "set transaction isolation level snapshot; begin tran; select count(*) from parent",
 ];
 
-/// Views that may be empty here: nothing is running a batch, and no client is connected.
-const MAY_BE_EMPTY: &[&str] = &["dm_exec_requests", "dm_exec_connections"];
+/// Views that may be empty here: nothing is running a batch, and no client is connected;
+/// and the catalogs of kinds of objects tessera has none of yet (computed columns,
+/// sequences and triggers are issue 36's; extended properties issue 35's), which keep
+/// SQL Server's columns for the tools that read them.
+const MAY_BE_EMPTY: &[&str] =
+    &["dm_exec_requests", "dm_exec_connections", "extended_properties", "computed_columns", "sequences", "triggers"];
 
 #[test]
 fn every_row_of_every_view_fits_its_columns() {

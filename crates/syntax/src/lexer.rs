@@ -118,6 +118,26 @@ impl Token<'_> {
     }
 }
 
+/// The names in an expression's text (a CHECK constraint's definition) that may be its
+/// table's columns — identifiers, quoted or not, not followed by a parenthesis (which
+/// makes a function's name) — with the byte range each is written at. None for text that
+/// does not tokenize.
+pub fn name_references(text: &str) -> Option<Vec<(String, std::ops::Range<usize>)>> {
+    let tokens = tokenize(text).ok()?;
+    let mut out = Vec::new();
+    for (i, tok) in tokens.iter().enumerate() {
+        let name = match &tok.kind {
+            TokenKind::Word => tok.text.to_string(),
+            TokenKind::QuotedIdent(name) => name.clone(),
+            _ => continue,
+        };
+        if !tokens.get(i + 1).is_some_and(|next| next.is_punct(Punct::LParen)) {
+            out.push((name, tok.start..tok.end));
+        }
+    }
+    Some(out)
+}
+
 /// Splits a batch into tokens; the last token is always [`TokenKind::Eof`].
 ///
 /// Errors: 105 for an unclosed string or quoted identifier, 113 for an unclosed block

@@ -147,25 +147,17 @@ fn rename_constraint(t: &mut Table, old: &str, new: &str) {
 /// `text` (a CHECK's definition) with every reference to the column `old` naming `new`
 /// (an identifier not followed by a parenthesis, which would make it a function's name).
 fn renamed_in(text: &str, old: &str, new: &str) -> String {
-    use tessera_syntax::lexer::{tokenize, TokenKind};
-    let Ok(tokens) = tokenize(text) else { return text.to_string() };
+    let Some(names) = tessera_syntax::lexer::name_references(text) else { return text.to_string() };
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for (i, tok) in tokens.iter().enumerate() {
-        let name = match &tok.kind {
-            TokenKind::Word => tok.text,
-            TokenKind::QuotedIdent(n) => n.as_str(),
-            _ => continue,
-        };
-        let call = tokens.get(i + 1).is_some_and(|n| n.text == "(");
-        if call || !Ident::new(name).eq(&Ident::new(old)) {
-            continue;
+    for (name, span) in names {
+        if Ident::new(name) == Ident::new(old) {
+            out.push_str(&text[at..span.start]);
+            out.push('[');
+            out.push_str(&new.replace(']', "]]"));
+            out.push(']');
+            at = span.end;
         }
-        out.push_str(&text[at..tok.start]);
-        out.push('[');
-        out.push_str(&new.replace(']', "]]"));
-        out.push(']');
-        at = tok.end;
     }
     out.push_str(&text[at..]);
     out

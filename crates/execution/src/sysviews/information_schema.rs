@@ -6,20 +6,16 @@
 
 use super::indexes::constraint_objects;
 use super::system_types::{is_string, type_ids};
-use super::{catalog, col, datetime, int, s, Rows, ViewDef, COLLATION, SYSNAME};
+use super::{catalog, col, concat, concat_columns, datetime, int, s, Rows, ViewDef, COLLATION, SYSNAME};
 use crate::runtime::ExecCtx;
 use tessera_semantics::catalog::{Action, ModuleKind, Object, Table};
+use tessera_semantics::plan::Col;
 use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
 
 pub(super) static TABLES: ViewDef<4> = ViewDef {
     schema: "information_schema",
     name: "tables",
-    columns: [
-        col("TABLE_CATALOG", SYSNAME, true),
-        col("TABLE_SCHEMA", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, false),
-        col("TABLE_TYPE", VarChar(10), true),
-    ],
+    columns: concat_columns(TABLE_NAME, [col("TABLE_TYPE", VarChar(10), true)]),
     rows: tables,
 };
 
@@ -160,14 +156,14 @@ impl ColumnType {
 pub(super) static VIEWS: ViewDef<6> = ViewDef {
     schema: "information_schema",
     name: "views",
-    columns: [
-        col("TABLE_CATALOG", SYSNAME, true),
-        col("TABLE_SCHEMA", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, false),
-        col("VIEW_DEFINITION", NVarChar(4000), true),
-        col("CHECK_OPTION", VarChar(7), true),
-        col("IS_UPDATABLE", VarChar(2), true),
-    ],
+    columns: concat_columns(
+        TABLE_NAME,
+        [
+            col("VIEW_DEFINITION", NVarChar(4000), true),
+            col("CHECK_OPTION", VarChar(7), true),
+            col("IS_UPDATABLE", VarChar(2), true),
+        ],
+    ),
     rows: views,
 };
 
@@ -358,31 +354,50 @@ fn schemata(ctx: &ExecCtx, db: &str) -> Rows<6> {
         .collect())
 }
 
-/// The columns that start every constraint view: the constraint's catalog, schema and
-/// name.
+/// The columns that name a constraint: its catalog, schema and name (a constraint is in
+/// its table's schema).
+const CONSTRAINT_NAME: [Col; 3] = [
+    col("CONSTRAINT_CATALOG", SYSNAME, true),
+    col("CONSTRAINT_SCHEMA", SYSNAME, true),
+    col("CONSTRAINT_NAME", SYSNAME, false),
+];
+
+/// The columns that name a table: its catalog, schema and name.
+const TABLE_NAME: [Col; 3] =
+    [col("TABLE_CATALOG", SYSNAME, true), col("TABLE_SCHEMA", SYSNAME, true), col("TABLE_NAME", SYSNAME, false)];
+
+/// A constraint named as [`CONSTRAINT_NAME`].
 fn constraint_name(database: &str, t: &Table, name: &str) -> [Value; 3] {
     [s(database), s(&t.schema), s(name)]
 }
 
-/// The columns that name a table: its catalog, schema and name.
+/// A table named as [`TABLE_NAME`].
 fn table_name(database: &str, t: &Table) -> [Value; 3] {
     [s(database), s(&t.schema), s(&t.name)]
 }
 
+/// A constraint, then its table, as [`CONSTRAINT_NAME`] then [`TABLE_NAME`].
+const CONSTRAINT_AND_TABLE: [Col; 6] = concat_columns(CONSTRAINT_NAME, TABLE_NAME);
+
+/// A constraint of `t` and `t`, as [`CONSTRAINT_AND_TABLE`].
+fn constraint_and_table(database: &str, t: &Table, name: &str) -> [Value; 6] {
+    concat(constraint_name(database, t, name), table_name(database, t))
+}
+
+/// A table, then one of its constraints.
+const TABLE_AND_CONSTRAINT: [Col; 6] = concat_columns(TABLE_NAME, CONSTRAINT_NAME);
+
 pub(super) static TABLE_CONSTRAINTS: ViewDef<9> = ViewDef {
     schema: "information_schema",
     name: "table_constraints",
-    columns: [
-        col("CONSTRAINT_CATALOG", SYSNAME, true),
-        col("CONSTRAINT_SCHEMA", SYSNAME, true),
-        col("CONSTRAINT_NAME", SYSNAME, false),
-        col("TABLE_CATALOG", SYSNAME, true),
-        col("TABLE_SCHEMA", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, false),
-        col("CONSTRAINT_TYPE", VarChar(11), true),
-        col("IS_DEFERRABLE", VarChar(2), false),
-        col("INITIALLY_DEFERRED", VarChar(2), false),
-    ],
+    columns: concat_columns(
+        CONSTRAINT_AND_TABLE,
+        [
+            col("CONSTRAINT_TYPE", VarChar(11), true),
+            col("IS_DEFERRABLE", VarChar(2), false),
+            col("INITIALLY_DEFERRED", VarChar(2), false),
+        ],
+    ),
     rows: table_constraints,
 };
 
@@ -401,9 +416,7 @@ fn table_constraints(ctx: &ExecCtx, db: &str) -> Rows<9> {
                 "C" => "CHECK",
                 _ => continue,
             };
-            let [a, b, n] = constraint_name(database.name(), t, &c.name);
-            let [d, e, f] = table_name(database.name(), t);
-            out.push([a, b, n, d, e, f, s(kind), s("NO"), s("NO")]);
+            out.push(concat(constraint_and_table(database.name(), t, &c.name), [s(kind), s("NO"), s("NO")]));
         }
     }
     Ok(out)
@@ -425,16 +438,10 @@ fn key_columns(t: &Table) -> Vec<(String, Vec<usize>)> {
 pub(super) static KEY_COLUMN_USAGE: ViewDef<8> = ViewDef {
     schema: "information_schema",
     name: "key_column_usage",
-    columns: [
-        col("CONSTRAINT_CATALOG", SYSNAME, true),
-        col("CONSTRAINT_SCHEMA", SYSNAME, true),
-        col("CONSTRAINT_NAME", SYSNAME, false),
-        col("TABLE_CATALOG", SYSNAME, true),
-        col("TABLE_SCHEMA", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, false),
-        col("COLUMN_NAME", SYSNAME, true),
-        col("ORDINAL_POSITION", Int, true),
-    ],
+    columns: concat_columns(
+        CONSTRAINT_AND_TABLE,
+        [col("COLUMN_NAME", SYSNAME, true), col("ORDINAL_POSITION", Int, true)],
+    ),
     rows: key_column_usage,
 };
 
@@ -446,9 +453,8 @@ fn key_column_usage(ctx: &ExecCtx, db: &str) -> Rows<8> {
         let Object::Table(t) = o else { continue };
         for (name, columns) in key_columns(t) {
             for (i, &c) in columns.iter().enumerate() {
-                let [a, b, n] = constraint_name(database.name(), t, &name);
-                let [d, e, f] = table_name(database.name(), t);
-                out.push([a, b, n, d, e, f, s(&t.columns[c].name), int(i as i64 + 1)]);
+                let named = constraint_and_table(database.name(), t, &name);
+                out.push(concat(named, [s(&t.columns[c].name), int(i as i64 + 1)]));
             }
         }
     }
@@ -459,9 +465,9 @@ pub(super) static REFERENTIAL_CONSTRAINTS: ViewDef<9> = ViewDef {
     schema: "information_schema",
     name: "referential_constraints",
     columns: [
-        col("CONSTRAINT_CATALOG", SYSNAME, true),
-        col("CONSTRAINT_SCHEMA", SYSNAME, true),
-        col("CONSTRAINT_NAME", SYSNAME, false),
+        CONSTRAINT_NAME[0],
+        CONSTRAINT_NAME[1],
+        CONSTRAINT_NAME[2],
         col("UNIQUE_CONSTRAINT_CATALOG", SYSNAME, true),
         col("UNIQUE_CONSTRAINT_SCHEMA", SYSNAME, true),
         col("UNIQUE_CONSTRAINT_NAME", SYSNAME, true),
@@ -497,13 +503,12 @@ fn referential_constraints(ctx: &ExecCtx, db: &str) -> Rows<9> {
                     cols == wanted
                 })
             });
-            let [a, b, n] = constraint_name(database.name(), t, &fk.name);
             let unique = match (parent, key) {
                 (Some(p), Some(ix)) => [s(database.name()), s(&p.schema), s(&ix.name)],
                 _ => [Value::Null, Value::Null, Value::Null],
             };
-            let [d, e, f] = unique;
-            out.push([a, b, n, d, e, f, s("SIMPLE"), s(rule(fk.on_update)), s(rule(fk.on_delete))]);
+            let named: [Value; 6] = concat(constraint_name(database.name(), t, &fk.name), unique);
+            out.push(concat(named, [s("SIMPLE"), s(rule(fk.on_update)), s(rule(fk.on_delete))]));
         }
     }
     Ok(out)
@@ -523,19 +528,9 @@ fn constraint_columns(t: &Table) -> Vec<(String, Vec<usize>)> {
 /// identifiers in it that are column names and not followed by a parenthesis (a
 /// function's name).
 pub(crate) fn columns_named(t: &Table, text: &str) -> Vec<usize> {
-    use tessera_syntax::lexer::{tokenize, TokenKind};
-    let Ok(tokens) = tokenize(text) else { return Vec::new() };
     let mut used = vec![false; t.columns.len()];
-    for (i, tok) in tokens.iter().enumerate() {
-        let name = match &tok.kind {
-            TokenKind::Word => tok.text,
-            TokenKind::QuotedIdent(n) => n.as_str(),
-            _ => continue,
-        };
-        if tokens.get(i + 1).is_some_and(|n| n.text == "(") {
-            continue;
-        }
-        if let Some(c) = t.column(name) {
+    for (name, _) in tessera_syntax::lexer::name_references(text).unwrap_or_default() {
+        if let Some(c) = t.column(&name) {
             used[c] = true;
         }
     }
@@ -545,15 +540,10 @@ pub(crate) fn columns_named(t: &Table, text: &str) -> Vec<usize> {
 pub(super) static CONSTRAINT_COLUMN_USAGE: ViewDef<7> = ViewDef {
     schema: "information_schema",
     name: "constraint_column_usage",
-    columns: [
-        col("TABLE_CATALOG", SYSNAME, true),
-        col("TABLE_SCHEMA", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, false),
-        col("COLUMN_NAME", SYSNAME, true),
-        col("CONSTRAINT_CATALOG", SYSNAME, true),
-        col("CONSTRAINT_SCHEMA", SYSNAME, true),
-        col("CONSTRAINT_NAME", SYSNAME, false),
-    ],
+    columns: concat_columns(
+        concat_columns::<3, 1, 4>(TABLE_NAME, [col("COLUMN_NAME", SYSNAME, true)]),
+        CONSTRAINT_NAME,
+    ),
     rows: constraint_column_usage,
 };
 
@@ -564,9 +554,8 @@ fn constraint_column_usage(ctx: &ExecCtx, db: &str) -> Rows<7> {
         let Object::Table(t) = o else { continue };
         for (name, columns) in constraint_columns(t) {
             for c in columns {
-                let [a, b, n] = table_name(database.name(), t);
-                let [d, e, f] = constraint_name(database.name(), t, &name);
-                out.push([a, b, n, s(&t.columns[c].name), d, e, f]);
+                let column: [Value; 4] = concat(table_name(database.name(), t), [s(&t.columns[c].name)]);
+                out.push(concat(column, constraint_name(database.name(), t, &name)));
             }
         }
     }
@@ -576,14 +565,7 @@ fn constraint_column_usage(ctx: &ExecCtx, db: &str) -> Rows<7> {
 pub(super) static CONSTRAINT_TABLE_USAGE: ViewDef<6> = ViewDef {
     schema: "information_schema",
     name: "constraint_table_usage",
-    columns: [
-        col("TABLE_CATALOG", SYSNAME, true),
-        col("TABLE_SCHEMA", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, false),
-        col("CONSTRAINT_CATALOG", SYSNAME, true),
-        col("CONSTRAINT_SCHEMA", SYSNAME, true),
-        col("CONSTRAINT_NAME", SYSNAME, false),
-    ],
+    columns: TABLE_AND_CONSTRAINT,
     rows: constraint_table_usage,
 };
 
@@ -593,9 +575,7 @@ fn constraint_table_usage(ctx: &ExecCtx, db: &str) -> Rows<6> {
     for o in catalog.objects() {
         let Object::Table(t) = o else { continue };
         for (name, _) in constraint_columns(t) {
-            let [a, b, n] = table_name(database.name(), t);
-            let [d, e, f] = constraint_name(database.name(), t, &name);
-            out.push([a, b, n, d, e, f]);
+            out.push(concat(table_name(database.name(), t), constraint_name(database.name(), t, &name)));
         }
     }
     Ok(out)
@@ -604,12 +584,7 @@ fn constraint_table_usage(ctx: &ExecCtx, db: &str) -> Rows<6> {
 pub(super) static CHECK_CONSTRAINTS: ViewDef<4> = ViewDef {
     schema: "information_schema",
     name: "check_constraints",
-    columns: [
-        col("CONSTRAINT_CATALOG", SYSNAME, true),
-        col("CONSTRAINT_SCHEMA", SYSNAME, true),
-        col("CONSTRAINT_NAME", SYSNAME, false),
-        col("CHECK_CLAUSE", NVarChar(4000), true),
-    ],
+    columns: concat_columns(CONSTRAINT_NAME, [col("CHECK_CLAUSE", NVarChar(4000), true)]),
     rows: check_constraints,
 };
 
@@ -619,8 +594,7 @@ fn check_constraints(ctx: &ExecCtx, db: &str) -> Rows<4> {
     for o in catalog.objects() {
         let Object::Table(t) = o else { continue };
         for c in &t.checks {
-            let [a, b, n] = constraint_name(database.name(), t, &c.name);
-            out.push([a, b, n, s(&c.text)]);
+            out.push(concat(constraint_name(database.name(), t, &c.name), [s(&c.text)]));
         }
     }
     Ok(out)

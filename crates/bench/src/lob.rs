@@ -397,13 +397,32 @@ fn in_process(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<InPr
     })
 }
 
-/// What the TDS half measured: MB/s of the values (write, read), of the big one, and the
-/// growth of the process's memory outside the buffer pool during the big one.
-struct OverTds {
+/// MB/s of a side over the wire: the values written and read, the big one written and read.
+struct Rates {
     write: f64,
     read: f64,
     big_write: f64,
     big_read: f64,
+}
+
+impl Rates {
+    /// The rates of the seconds each step took, for the run's `p`.
+    fn of(p: &LobParams, [write, read, big_write, big_read]: [f64; 4]) -> Rates {
+        let total = p.values * p.value_bytes as u64;
+        let big = p.big_bytes as u64;
+        Rates {
+            write: mbps(total, write),
+            read: mbps(total, read),
+            big_write: mbps(big, big_write),
+            big_read: mbps(big, big_read),
+        }
+    }
+}
+
+/// What the TDS half measured: its rates, and the growth of the process's memory outside
+/// the buffer pool during the big value.
+struct OverTds {
+    rates: Rates,
     big_growth: u64,
 }
 
@@ -502,32 +521,16 @@ fn over_tds(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<OverTd
     let big_growth = samples.largest_rise(start, |s| s.other);
     drop(reader);
     server.stop().map_err(BenchError::new)?;
-    let total = p.values * p.value_bytes as u64;
-    let big = p.big_bytes as u64;
-    Ok(OverTds {
-        write: mbps(total, written),
-        read: mbps(total, read),
-        big_write: mbps(big, big_write),
-        big_read: mbps(big, run.seconds),
-        big_growth,
-    })
-}
-
-/// PostgreSQL's rates over its own protocol, the over-the-wire peer of the values over
-/// TDS: the same values and steps, each value a binary `bytea` parameter of the extended
-/// protocol (the request made before its clock), read back in binary.
-struct OverWire {
-    write: f64,
-    read: f64,
-    big_write: f64,
-    big_read: f64,
+    Ok(OverTds { rates: Rates::of(p, [written, read, big_write, run.seconds]), big_growth })
 }
 
 /// The over-the-wire peer: a PostgreSQL server of the benchmark's own (`synchronous_commit`
 /// on, `shared_buffers` with room for every value as tessera's pool has), `t (id int
 /// primary key, v bytea)` stored without compression (`STORAGE EXTERNAL`: tessera and
-/// SQLite compress nothing), one autocommit INSERT per value.
-fn postgres_side(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<OverWire> {
+/// SQLite compress nothing), one autocommit INSERT per value, each value a binary `bytea`
+/// parameter of the extended protocol (the request made before its clock), read back in
+/// binary.
+fn postgres_side(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<Rates> {
     use crate::peers::pgwire::PgConn;
     let server = crate::peers::postgres::start_postgres(dir, pool_bytes(p) >> 20)?;
     let mut conn = PgConn::connect(server.port, "postgres", "postgres")?;
@@ -586,14 +589,7 @@ fn postgres_side(dir: &Path, p: &LobParams, progress: &dyn Fn(&str)) -> Result<O
     }
     drop(conn);
     drop(server);
-    let total = p.values * p.value_bytes as u64;
-    let big = p.big_bytes as u64;
-    Ok(OverWire {
-        write: mbps(total, written),
-        read: mbps(total, read),
-        big_write: mbps(big, big_write),
-        big_read: mbps(big, run.seconds),
-    })
+    Ok(Rates::of(p, [written, read, big_write, run.seconds]))
 }
 
 /// Runs both sides in fresh subdirectories of `dir` (removed afterwards).
@@ -643,7 +639,7 @@ pub fn run(dir: &Path, params: &LobParams, progress: &dyn Fn(&str)) -> Result<Ou
         Err(e) => failures.push(format!("in process: {e}")),
     }
     match (&tds, &measured) {
-        (Ok(t), Ok(m)) => {
+        (Ok(OverTds { rates: t, big_growth }), Ok(m)) => {
             let peer = "sqlite, in process";
             let big = size(params.big_bytes);
             let rows = [
@@ -662,7 +658,7 @@ pub fn run(dir: &Path, params: &LobParams, progress: &dyn Fn(&str)) -> Result<Ou
             report.push(ResultRow::own(
                 format!("memory outside the buffer pool, growth during the {big} value over TDS (server and client)"),
                 "MiB",
-                t.big_growth as f64 / MIB,
+                *big_growth as f64 / MIB,
                 GOAL_MEMORY_MIB,
             ));
         }
@@ -670,7 +666,7 @@ pub fn run(dir: &Path, params: &LobParams, progress: &dyn Fn(&str)) -> Result<Ou
         (Ok(_), Err(_)) => {}
     }
     match (&tds, &wire) {
-        (Ok(t), Ok(w)) => {
+        (Ok(OverTds { rates: t, .. }), Ok(w)) => {
             let big = size(params.big_bytes);
             let rows = [
                 (format!("write {} values of {each}, one commit each, over the wire", params.values), t.write, w.write),

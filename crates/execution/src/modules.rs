@@ -54,12 +54,12 @@ pub fn define(
     shared.alter_catalog(&database, |catalog: &Catalog, version| {
         let existing = catalog.lookup(&schema, &obj).filter(|o| !ctx.dropped(database.name(), o.id())).cloned();
         let now = catalog::now_epoch();
-        let (id, created) = match (&existing, alter, or_alter) {
+        let (id, created, properties) = match (&existing, alter, or_alter) {
             (Some(Object::Module(m)), true, _) | (Some(Object::Module(m)), _, true) => {
                 if m.kind != kind && !(is_function(m.kind) && is_function(kind)) {
                     return Err(msg::ALTER_WRONG_OBJECT_TYPE.with(&[&obj]));
                 }
-                (m.id, m.created)
+                (m.id, m.created, m.properties.clone())
             }
             (Some(_), false, false) => {
                 return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &obj]));
@@ -87,6 +87,7 @@ pub fn define(
                         created: now,
                         modified: now,
                         altered_by,
+                        properties: Vec::new(),
                     },
                     version,
                 );
@@ -106,6 +107,7 @@ pub fn define(
                 created,
                 modified: now,
                 altered_by,
+                properties,
             },
             version,
         )
@@ -140,14 +142,43 @@ pub fn rename(
     name: &str,
     new: &str,
 ) -> SqlResult<()> {
+    redefine(ctx, database, schema, name, |m| {
+        m.name = new.to_string();
+        m.modified = catalog::now_epoch();
+        Ok(())
+    })
+}
+
+/// Changes the extended properties of the module `schema.name` (sp_addextendedproperty
+/// and its kin; the caller checked what it may do), in the session's transaction.
+pub fn change_properties(
+    ctx: &mut ExecCtx,
+    database: &Arc<tessera_database::Database>,
+    schema: &str,
+    name: &str,
+    change: impl FnOnce(&mut Vec<tessera_semantics::catalog::Property>) -> SqlResult<()>,
+) -> SqlResult<()> {
+    redefine(ctx, database, schema, name, |m| change(&mut m.properties))
+}
+
+/// Gives the module `schema.name` the definition `change` makes of it, in the session's
+/// transaction.
+fn redefine(
+    ctx: &mut ExecCtx,
+    database: &Arc<tessera_database::Database>,
+    schema: &str,
+    name: &str,
+    change: impl FnOnce(&mut Module) -> SqlResult<()>,
+) -> SqlResult<()> {
     lock_existing(ctx, database, schema, name)?;
     let shared = ctx.shared;
     shared.alter_catalog(database, |catalog: &Catalog, version| {
         let Some(m) = catalog.module(schema, name).cloned() else {
             return Err(msg::INVALID_OBJECT_NAME.with(&[&name]));
         };
-        let renamed = Module { name: new.to_string(), modified: catalog::now_epoch(), ..(*m).clone() };
-        save(ctx, database, catalog, Some(Object::Module(m)), renamed, version)
+        let mut changed = (*m).clone();
+        change(&mut changed)?;
+        save(ctx, database, catalog, Some(Object::Module(m)), changed, version)
     })
 }
 

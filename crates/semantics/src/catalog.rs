@@ -25,6 +25,9 @@ use tessera_errors::msg;
 use serde::{Deserialize, Serialize};
 
 use crate::types::{self, SqlType};
+
+pub mod properties;
+pub use properties::{Part, Property};
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{ReferentialAction, TypeArg, TypeName};
 
@@ -139,6 +142,9 @@ pub struct Table {
     /// stored off the row, whatever its length (off: in the row up to 8,000 bytes).
     #[serde(default)]
     pub large_values_out_of_row: bool,
+    /// Its extended properties and its parts' (not in the fingerprint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Property>,
     #[serde(skip)]
     pub counters: Arc<TableCounters>,
     /// The stored row's layout, built by the execution layer at first use.
@@ -252,6 +258,9 @@ pub struct Module {
     /// this user); `None` in definitions from before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub altered_by: Option<i32>,
+    /// Its extended properties and its parameters' (an ALTER keeps them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Property>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -288,6 +297,7 @@ impl Table {
         t.id = 0;
         t.created = 0;
         t.modified = 0;
+        t.properties.clear();
         for c in &mut t.columns {
             if let Some(d) = &mut c.default {
                 d.name.clear();

@@ -126,6 +126,7 @@ fn table(id: i32, schema: &str, name: &str, columns: Vec<Column>, indexes: Vec<I
         created: 0,
         modified: 0,
         large_values_out_of_row: false,
+        properties: Vec::new(),
         counters: Arc::default(),
         layout: LayoutCache::default(),
     }))
@@ -141,6 +142,7 @@ fn view(id: i32, schema: &str, name: &str, text: &str) -> Object {
         created: 0,
         modified: 0,
         altered_by: None,
+        properties: Vec::new(),
     }))
 }
 

@@ -416,6 +416,7 @@ catalog! {
     SERVER_PRINCIPAL_EXISTS = 15025, 16, Statement, "The server principal '%.*ls' already exists.";
     INVALID_LANGUAGE_NAME = 15033, 16, Statement, "'%.*ls' is not a valid official language name.";
     LOGIN_ALREADY_HAS_USER = 15063, 16, Statement, "The login already has an account under a different user name.";
+    PROPERTY_TOO_LARGE = 15097, 16, Statement, "The size associated with an extended property cannot be more than 7,500 bytes.";
     NEW_OWNER_ALREADY_USER = 15110, 16, Statement, "The proposed new database owner is already a user or aliased in the database.";
     PASSWORD_TOO_SHORT = 15116, 16, Statement, "Password validation failed. The password does not meet the operating system policy requirements because it is too short.";
     PASSWORD_NOT_COMPLEX = 15118, 16, Statement, "Password validation failed. The password does not meet the operating system policy requirements because it is not complex enough.";
@@ -423,6 +424,7 @@ catalog! {
     CONFIG_OPTION_NOT_FOUND = 15123, 16, Statement, "The configuration option '%s' does not exist, or it may be an advanced option.";
     CONFIG_OPTION_AMBIGUOUS = 15125, 16, Statement, "The configuration option '%.*ls' is not unique.";
     INVALID_CONFIG_VALUE = 15129, 16, Statement, "'%ls' is not a valid value for configuration option '%.*ls'%ls.";
+    PROPERTY_OBJECT_INVALID = 15135, 16, Statement, "Object is invalid. Extended properties are not permitted on '%.*ls', or the object does not exist.";
     PRINCIPAL_OWNS_SCHEMA = 15138, 16, Statement, "The database principal owns a schema in the database, and cannot be dropped.";
     ROLE_HAS_MEMBERS = 15144, 16, Statement, "The role has members. It must be empty before it can be dropped.";
     CANNOT_MODIFY_USER = 15150, 16, Statement, "Cannot %ls the user '%.*ls'.";
@@ -430,7 +432,9 @@ catalog! {
     APP_ROLE_SET_FAILED = 15161, 16, Statement, "Cannot set application role '%.*ls' because it does not exist or the password is incorrect.";
     CONTEXT_NOT_REVERTIBLE = 15196, 16, Statement, "The current security context is non-revertible. The \"Revert\" statement failed.";
     NO_TEXT_FOR_OBJECT = 15197, 16, Statement, "There is no text for object '%ls'.";
+    PROPERTY_MISSING = 15217, 16, Statement, "Property cannot be updated or deleted. Property '%.*ls' does not exist for '%.*ls'.";
     RENAME_ITEM_NOT_FOUND = 15225, 11, Statement, "No item by the name of '%ls' could be found in the current database '%ls', given that @itemtype was input as '%ls'.";
+    PROPERTY_EXISTS = 15233, 16, Statement, "Property cannot be added. Property '%.*ls' already exists for '%.*ls'.";
     ADMIN_ACTION_DENIED = 15247, 16, Statement, "User does not have permission to perform this action.";
     RENAME_AMBIGUOUS = 15248, 11, Statement, "Either the parameter @objname is ambiguous or the claimed @objtype (%ls) is wrong.";
     RENAME_UNKNOWN_TYPE = 15249, 11, Statement, "Error: Explicit @objtype '%ls' is unrecognized.";

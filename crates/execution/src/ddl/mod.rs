@@ -32,7 +32,10 @@ pub use alter::alter_table;
 pub use databases::{alter_database, attach_files, create_database, detach_database, drop_database};
 pub use indexes::{create_index, drop_index, rebuild_index};
 pub use rename::{name_in_use, rename, RenameKind};
-pub use tables::{create_table, declare_table_variable, drop_table, set_large_values_out_of_row, truncate_table};
+pub use tables::{
+    change_table_properties, create_table, declare_table_variable, drop_table, set_large_values_out_of_row,
+    truncate_table,
+};
 
 use std::sync::Arc;
 

@@ -55,6 +55,7 @@ pub(super) fn replace_storage(
         }
         new.modified = catalog::now_epoch();
         new.counters = Arc::default();
+        new.prune_properties();
         create_trees(ctx, database, &new)?;
         let table = Arc::new(new.clone());
         let loaded = in_own_transaction(ctx, |ctx| {
@@ -83,6 +84,7 @@ pub(super) fn save_definition(
     mut table: Table,
 ) -> SqlResult<()> {
     table.modified = catalog::now_epoch();
+    table.prune_properties();
     let shared = ctx.shared;
     shared.alter_catalog(database, |catalog, version| {
         let table = Arc::new(table);

@@ -11,7 +11,7 @@ use super::rebuild::save_definition;
 use crate::runtime::ExecCtx;
 use tessera_errors::{msg, SqlResult};
 use tessera_semantics::bind::Binder;
-use tessera_semantics::catalog::{Catalog, Object, Table};
+use tessera_semantics::catalog::{Catalog, Object, Part, Table};
 use tessera_syntax::ast::{Ident, ObjectName};
 
 /// What sp_rename's `@objtype` says is renamed.
@@ -82,6 +82,8 @@ fn rename_object(ctx: &mut ExecCtx, name: &ObjectName, written: &str, new: &str,
             let (database, table) = lock_for_ddl(ctx, &table_name, "sp_rename")?;
             let mut renamed = (*table).clone();
             rename_constraint(&mut renamed, &obj, new);
+            renamed.rename_part(&Part::Constraint(obj.clone()), new);
+            renamed.rename_part(&Part::Index(obj.clone()), new);
             save_definition(ctx, &database, &table, renamed)
         }
     }
@@ -103,6 +105,7 @@ fn rename_part(ctx: &mut ExecCtx, name: &ObjectName, new: &str, kind: RenameKind
             return Err(msg::RENAME_NAME_IN_USE.with(&[&new, &"COLUMN"]));
         }
         let old = std::mem::replace(&mut renamed.columns[c].name, new.to_string());
+        renamed.rename_part(&Part::Column(old.clone()), new);
         for check in &mut renamed.checks {
             check.text = renamed_in(&check.text, &old, new);
         }
@@ -112,7 +115,11 @@ fn rename_part(ctx: &mut ExecCtx, name: &ObjectName, new: &str, kind: RenameKind
         if renamed.indexes.iter().enumerate().any(|(j, ix)| j != i && ix.name.eq_ignore_ascii_case(new)) {
             return Err(msg::RENAME_NAME_IN_USE.with(&[&new, &"INDEX"]));
         }
-        renamed.indexes[i].name = new.to_string();
+        let old = std::mem::replace(&mut renamed.indexes[i].name, new.to_string());
+        renamed.rename_part(&Part::Index(old.clone()), new);
+        if renamed.indexes[i].primary_key || renamed.indexes[i].unique_constraint {
+            renamed.rename_part(&Part::Constraint(old), new);
+        }
     }
     save_definition(ctx, &database, &table, renamed)
 }

@@ -116,6 +116,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             created: now,
             modified: now,
             large_values_out_of_row: false,
+            properties: Vec::new(),
             counters: Arc::default(),
             layout: Default::default(),
         };
@@ -298,6 +299,29 @@ pub fn set_large_values_out_of_row(ctx: &mut ExecCtx, name: &ObjectName, on: boo
     let mut new = (*table).clone();
     new.large_values_out_of_row = on;
     super::rebuild::save_definition(ctx, &database, &table, new)
+}
+
+/// Changes the extended properties of the table `name` (sp_addextendedproperty and its
+/// kin; the caller checked what it may do): under a schema-modification lock on its
+/// definition, held to the end of the session's transaction like any DDL's, which does not
+/// wait for writers of its rows (the properties are not in the rows).
+pub fn change_table_properties(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+    change: impl FnOnce(&mut Vec<tessera_semantics::catalog::Property>) -> SqlResult<()>,
+) -> SqlResult<()> {
+    let (database, table) = loop {
+        let (database, table) = super::locking::find_table(ctx, name)?;
+        ctx.transaction(database.name())?
+            .lock_schema(table.id as u32, tessera_database::LockMode::SchemaModification)?;
+        let (database, now) = super::locking::find_table(ctx, name)?;
+        if now.id == table.id {
+            break (database, now);
+        }
+    };
+    let mut changed = (*table).clone();
+    change(&mut changed.properties)?;
+    super::rebuild::save_definition(ctx, &database, &table, changed)
 }
 
 fn no_user_table(name: &ObjectName) -> tessera_errors::SqlError {

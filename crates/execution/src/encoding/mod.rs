@@ -130,6 +130,7 @@ mod tests {
             created: 0,
             modified: 0,
             large_values_out_of_row: false,
+            properties: Vec::new(),
             counters: Arc::default(),
             layout: LayoutCache::default(),
         };

@@ -13,10 +13,13 @@ use tessera_semantics::catalog::Catalog;
 use tessera_semantics::output::{Command, OutputColumn, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
+pub use properties::PropertyChange;
+
 pub mod applock;
 pub mod describe;
 mod help;
 mod odbc;
+mod properties;
 mod roles;
 mod server_info;
 
@@ -65,6 +68,7 @@ pub enum SystemProc {
     DropServerRoleMember,
     TableOption,
     Rename,
+    ExtendedProperty(PropertyChange),
 }
 
 /// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
@@ -106,6 +110,9 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_dropsrvrolemember" => SystemProc::DropServerRoleMember,
         "sp_tableoption" => SystemProc::TableOption,
         "sp_rename" => SystemProc::Rename,
+        "sp_addextendedproperty" => SystemProc::ExtendedProperty(properties::PropertyChange::Add),
+        "sp_updateextendedproperty" => SystemProc::ExtendedProperty(properties::PropertyChange::Update),
+        "sp_dropextendedproperty" => SystemProc::ExtendedProperty(properties::PropertyChange::Drop),
         _ => return None,
     })
 }
@@ -191,6 +198,7 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::DropServerRoleMember => roles::server_role_member(args, ctx, false),
         SystemProc::TableOption => table_option(args, ctx),
         SystemProc::Rename => rename(args, ctx, sink),
+        SystemProc::ExtendedProperty(change) => properties::run(change, args, ctx),
     }
 }
 

@@ -1,7 +1,7 @@
 //! System table-valued functions: relations computed from their arguments when a query
 //! reads them (`SELECT * FROM fn_my_permissions(NULL, 'DATABASE')`). Each is defined
 //! once, as a [`FunctionDef`], like a view; a plan names one by [`View`] (its id indexes
-//! [`FUNCTIONS`]).
+//! [`FUNCTIONS`]). fn_listextendedproperty is in `properties`.
 
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::Object;
@@ -20,17 +20,38 @@ pub struct FunctionDef<const N: usize> {
     pub rows: fn(&ExecCtx, &str, &[Value]) -> Rows<N>,
 }
 
-static FUNCTIONS: &[&FunctionDef<3>] = &[&MY_PERMISSIONS];
+/// A [`FunctionDef`] of any width.
+trait SystemFunction: Sync {
+    fn name(&self) -> &'static str;
+    fn columns(&'static self) -> &'static [Col];
+    fn rows(&self, ctx: &ExecCtx, db: &str, args: &[Value]) -> SqlResult<Vec<Row>>;
+}
+
+impl<const N: usize> SystemFunction for FunctionDef<N> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn columns(&'static self) -> &'static [Col] {
+        &self.columns
+    }
+
+    fn rows(&self, ctx: &ExecCtx, db: &str, args: &[Value]) -> SqlResult<Vec<Row>> {
+        Ok((self.rows)(ctx, db, args)?.into_iter().map(Vec::from).collect())
+    }
+}
+
+static FUNCTIONS: &[&dyn SystemFunction] = &[&MY_PERMISSIONS, &super::properties::LIST_EXTENDED_PROPERTY];
 
 /// The system function `name` (lower case), if there is one.
 pub fn lookup(name: &str) -> Option<View> {
-    let id = FUNCTIONS.iter().position(|f| f.name == name)?;
-    Some(View { id, schema: "sys", name: FUNCTIONS[id].name, columns: &FUNCTIONS[id].columns })
+    let id = FUNCTIONS.iter().position(|f| f.name() == name)?;
+    Some(View { id, schema: "sys", name: FUNCTIONS[id].name(), columns: FUNCTIONS[id].columns() })
 }
 
 /// The rows of `function` for `args`, read in database `db`.
 pub fn rows(function: View, db: &str, args: &[Value], ctx: &ExecCtx) -> SqlResult<Vec<Row>> {
-    Ok((FUNCTIONS[function.id].rows)(ctx, db, args)?.into_iter().map(Vec::from).collect())
+    FUNCTIONS[function.id].rows(ctx, db, args)
 }
 
 /// `fn_my_permissions(securable, 'class')`: the permissions the caller holds on a

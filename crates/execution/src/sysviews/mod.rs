@@ -12,7 +12,8 @@
 //! One file per family:
 //! - `databases`: sys.databases, database_files, master_files, data_spaces, filegroups
 //! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters,
-//!   extended_properties, sequences and triggers (none exist yet)
+//!   sequences and triggers (none exist yet)
+//! - `properties`: sys.extended_properties and fn_listextendedproperty
 //! - `columns`: sys.columns, identity_columns, computed_columns, sys.types
 //! - `information_schema`: the INFORMATION_SCHEMA views (tables, columns, views, routines,
 //!   schemata, constraints and the columns and tables they use, sequences)
@@ -28,7 +29,8 @@
 //! - `messages`: sys.messages, from the error catalog
 //! - `resource_governor`: sys.resource_governor_* and sys.dm_resource_governor_*
 //! - `system_types`: the system types' ids and sizes (sys.types, sys.columns, TYPE_ID, TYPE_NAME)
-//! - `functions`: the system table-valued functions (fn_my_permissions)
+//! - `functions`: the system table-valued functions (fn_my_permissions, and
+//!   fn_listextendedproperty from `properties`)
 //! - `system_objects`: the system views as objects: sys.system_objects, system_columns,
 //!   all_objects, all_columns
 
@@ -42,6 +44,7 @@ mod information_schema;
 mod messages;
 mod objects;
 mod principals;
+mod properties;
 mod resource_governor;
 mod security;
 mod system_objects;
@@ -62,6 +65,7 @@ pub use databases::{growth_in_force, FileKind};
 pub(crate) use indexes::{constraint_objects, ConstraintObject};
 pub(crate) use information_schema::columns_named;
 pub(crate) use objects::module_signature;
+pub(crate) use properties::module_level_type;
 pub use system_types::{type_id, type_name};
 
 /// Every system view. Names are unique and lower case (a lookup lowers the name it is given).
@@ -77,7 +81,7 @@ static ALL: &[&dyn SystemView] = &[
     &objects::PROCEDURES,
     &objects::SQL_MODULES,
     &objects::PARAMETERS,
-    &objects::EXTENDED_PROPERTIES,
+    &properties::EXTENDED_PROPERTIES,
     &objects::SEQUENCES,
     &objects::TRIGGERS,
     &principals::SCHEMAS,

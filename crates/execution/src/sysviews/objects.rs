@@ -231,23 +231,6 @@ pub(super) static TRIGGERS: ViewDef<13> = ViewDef {
     rows: |_, _| Ok(Vec::new()),
 };
 
-pub(super) static EXTENDED_PROPERTIES: ViewDef<6> = ViewDef {
-    schema: "sys",
-    name: "extended_properties",
-    columns: [
-        col("class", TinyInt, false),
-        col("class_desc", NVarChar(60), true),
-        col("major_id", Int, false),
-        col("minor_id", Int, false),
-        col("name", SYSNAME, false),
-        col("value", NVarChar(3750), true),
-    ],
-    // tessera keeps no extended properties yet (sp_addextendedproperty is not there:
-    // issue 35), so a database has none; the view has SQL Server's columns for the tools
-    // that join it (SQLAlchemy reads column comments from it).
-    rows: |_, _| Ok(Vec::new()),
-};
-
 pub(super) static PARAMETERS: ViewDef<10> = ViewDef {
     schema: "sys",
     name: "parameters",

@@ -206,6 +206,24 @@ impl PermissionRow {
     }
 }
 
+/// An extended property of the database itself (class Database, major id 0) or of one of
+/// its schemas (class Schema, major id the schema's): an object's properties live in its
+/// catalog definition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatabaseProperty {
+    pub class: Class,
+    pub major_id: i32,
+    pub name: String,
+    /// The value as text; None for NULL.
+    pub value: Option<String>,
+}
+
+impl DatabaseProperty {
+    fn same_key(&self, class: Class, major_id: i32, name: &str) -> bool {
+        self.class == class && self.major_id == major_id && self.name.eq_ignore_ascii_case(name)
+    }
+}
+
 /// One database's principals, memberships, schemas and permissions.
 #[derive(Clone, Debug)]
 pub struct Security {
@@ -216,6 +234,8 @@ pub struct Security {
     /// Lower-cased name → schema.
     schemas: BTreeMap<String, Schema>,
     permissions: Vec<PermissionRow>,
+    /// The extended properties of the database and of its schemas.
+    properties: Vec<DatabaseProperty>,
     /// `CONTAINMENT = PARTIAL`: its contained users log in with their own passwords.
     contained: bool,
     next_principal_id: i32,
@@ -354,10 +374,37 @@ impl Security {
         Ok(())
     }
 
-    /// Removes a schema and the permissions on it.
+    /// Removes a schema with the permissions on it and its extended properties.
     pub fn remove_schema(&mut self, id: i32) {
         self.schemas.retain(|_, s| s.id != id);
         self.permissions.retain(|g| !(g.class == Class::Schema && g.major_id == id));
+        self.properties.retain(|p| !(p.class == Class::Schema && p.major_id == id));
+    }
+
+    /// The extended properties of the database and its schemas.
+    pub fn properties(&self) -> &[DatabaseProperty] {
+        &self.properties
+    }
+
+    /// The property `name` of the database (`class` Database, `major_id` 0) or of a schema.
+    pub fn property(&self, class: Class, major_id: i32, name: &str) -> Option<&DatabaseProperty> {
+        self.properties.iter().find(|p| p.same_key(class, major_id, name))
+    }
+
+    /// Adds a property, or replaces the one with its key.
+    pub fn put_property(&mut self, property: DatabaseProperty) -> SqlResult<()> {
+        match self.properties.iter().position(|p| p.same_key(property.class, property.major_id, &property.name)) {
+            Some(i) => self.properties[i] = property,
+            None => {
+                self.check_room()?;
+                self.properties.push(property);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn remove_property(&mut self, class: Class, major_id: i32, name: &str) {
+        self.properties.retain(|p| !p.same_key(class, major_id, name));
     }
 
     /// Makes `member` a member of `role` (nothing when it is one already).
@@ -427,7 +474,11 @@ impl Security {
     }
 
     fn check_room(&self) -> SqlResult<()> {
-        let entries = self.principals.len() + self.schemas.len() + self.members.len() + self.permissions.len();
+        let entries = self.principals.len()
+            + self.schemas.len()
+            + self.members.len()
+            + self.permissions.len()
+            + self.properties.len();
         if entries >= MAX_ENTRIES {
             return Err(SqlError::new(
                 50000,
@@ -458,6 +509,7 @@ impl Security {
             members: Vec::new(),
             schemas: BTreeMap::new(),
             permissions: Vec::new(),
+            properties: Vec::new(),
             contained: false,
             next_principal_id: FIRST_PRINCIPAL_ID,
             next_schema_id: FIRST_PRINCIPAL_ID,

@@ -1,6 +1,7 @@
 //! The storage tree `sys$principals` of a database: one row per principal (`p:<id>`),
 //! schema (`s:<id>`), role membership (`m:<role>:<member>`) and permission
-//! (`g:<class>:<major>:<grantee>:<permission>`), values as JSON, and `c` (empty) in a
+//! (`g:<class>:<major>:<grantee>:<permission>`) and extended property of the database or a
+//! schema (`x:<class>:<major>:<lower-cased name>`), values as JSON, and `c` (empty) in a
 //! contained database. The tree is created at a
 //! database's first security change with every row of its defaults; a change writes only
 //! the rows that differ from the snapshot before it, in one transaction.
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use tessera_database::{Database, Direction};
 use tessera_errors::{SqlError, SqlResult};
 
-use super::{PermissionRow, Principal, Schema, Security};
+use super::{DatabaseProperty, PermissionRow, Principal, Schema, Security};
 
 const TREE: &str = "sys$principals";
 
@@ -46,6 +47,10 @@ fn rows(s: &Security) -> SqlResult<BTreeMap<Vec<u8>, Vec<u8>>> {
         let key = format!("g:{:?}:{}:{}:{}", g.class, g.major_id, g.grantee, g.permission);
         out.insert(key.into_bytes(), json(g)?);
     }
+    for p in &s.properties {
+        let key = format!("x:{:?}:{}:{}", p.class, p.major_id, p.name.to_lowercase());
+        out.insert(key.into_bytes(), json(p)?);
+    }
     Ok(out)
 }
 
@@ -70,6 +75,7 @@ pub fn load(db: &Arc<Database>) -> SqlResult<Security> {
                 }
             }
             Some("g") => s.permissions.push(serde_json::from_slice::<PermissionRow>(&v).map_err(|e| damaged(db, e))?),
+            Some("x") => s.properties.push(serde_json::from_slice::<DatabaseProperty>(&v).map_err(|e| damaged(db, e))?),
             Some("c") => s.contained = true,
             _ => return Err(damaged(db, key)),
         }

@@ -222,7 +222,12 @@ impl<'a> Binder<'a> {
             }
             ast::TableRef::Function { name, args, alias } if self.system_function(name).is_some() => {
                 let function = self.system_function(name).expect("a system function");
-                let args = args.iter().map(|a| self.bind_expr(a).map(|(e, _)| e)).collect::<SqlResult<Vec<_>>>()?;
+                // A system function's DEFAULT argument is NULL (fn_listextendedproperty(default, …)).
+                let null = ast::Expr::Literal(ast::Literal::Null);
+                let args = args
+                    .iter()
+                    .map(|a| self.bind_expr(if matches!(a, ast::Expr::Default) { &null } else { a }).map(|(e, _)| e))
+                    .collect::<SqlResult<Vec<_>>>()?;
                 let mut used = Vec::new();
                 if !args.iter().all(|e| columns_used(e, &mut used)) || !used.is_empty() {
                     return Err(msg::CORRELATED_TVF_ARGS_NOT_SUPPORTED.err());

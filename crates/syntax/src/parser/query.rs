@@ -464,7 +464,8 @@ impl Parser<'_> {
         let name = self.table_or_variable()?;
         if self.peek().is_punct(Punct::LParen) && !self.peek_bare_hints() {
             self.expect_punct(Punct::LParen)?;
-            let args = if self.peek().is_punct(Punct::RParen) { vec![] } else { self.comma_list(Parser::expr)? };
+            let args =
+                if self.peek().is_punct(Punct::RParen) { vec![] } else { self.comma_list(Parser::expr_or_default)? };
             self.expect_punct(Punct::RParen)?;
             let alias = self.optional_alias(false)?;
             return Ok(TableRef::Function { name, args, alias });

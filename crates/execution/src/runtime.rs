@@ -601,6 +601,10 @@ pub struct BulkTarget {
     pub identity: Option<String>,
 }
 
+/// The character after `#` in the name a table variable waits under in
+/// [`SessionState::temp_tables`] for its transaction's end (not one an identifier has).
+pub const PENDING_TABLE_VARIABLE: char = '\u{1}';
+
 /// The state of one connection.
 pub struct SessionState {
     pub spid: i32,
@@ -629,8 +633,14 @@ pub struct SessionState {
     pub nest_level: i32,
     pub functions: FunctionContext,
     pub cancel: Arc<AtomicBool>,
-    /// `#name` (lower-cased) → the real name of this session's temp table in tempdb.
+    /// `#name` (lower-cased) → the real name of this session's temp table in tempdb. A
+    /// table variable whose batch ended while the transaction that wrote it is still open
+    /// waits here under a name no statement can write (`#` and [`PENDING_TABLE_VARIABLE`])
+    /// until that transaction ends and it can be dropped.
     pub temp_tables: HashMap<String, String>,
+    /// Temp tables and table variables the session has made: the last part of each one's
+    /// real name, so no two are alike.
+    pub temp_serial: u32,
     /// The error being handled by the innermost CATCH block.
     pub caught: Option<SqlError>,
     /// An error of severity 20 or more was raised: the connection ends once the
@@ -768,6 +778,7 @@ impl SessionState {
             functions: FunctionContext::with_keys(&crate::encoding::KEYS),
             cancel: Arc::new(AtomicBool::new(false)),
             temp_tables: HashMap::new(),
+            temp_serial: 0,
             catalog_memo: CatalogMemo::default(),
             pacer: None,
             query_pool: None,

@@ -15,6 +15,9 @@ pub struct Frame {
     /// Labels declared, and GOTOs with their lines (checked when the frame is built).
     pub labels: Vec<String>,
     pub gotos: Vec<(String, u32)>,
+    /// The table variables declared (lower-cased): tables, not slots, but their names
+    /// share the namespace.
+    table_variables: Vec<String>,
 }
 
 pub fn addr<T>(x: &T) -> usize {
@@ -41,7 +44,7 @@ impl Frame {
     /// A frame of the given variables and nothing else (every statement sees them all):
     /// the parameters of an RPC batch, before any DECLARE of its own is walked.
     pub fn with_decls(decls: Vec<(String, SqlType)>) -> Frame {
-        Frame { decls, visible: Default::default(), labels: Vec::new(), gotos: Vec::new() }
+        Frame { decls, visible: Default::default(), labels: Vec::new(), gotos: Vec::new(), table_variables: Vec::new() }
     }
 
     /// A procedure's frame: its parameters first, then the body's declarations.
@@ -66,13 +69,16 @@ impl Frame {
                 StatementKind::Declare(decls) => {
                     for d in decls {
                         let lower = d.name.to_lowercase();
-                        if self.decls.iter().any(|(n, _)| *n == lower) {
+                        if self.decls.iter().any(|(n, _)| *n == lower) || self.table_variables.contains(&lower) {
                             return Err(already_declared(&d.name).at_line(s.line));
                         }
                         // Table variables are tables (see `ddl::declare_table_variable`), not slots.
-                        if let ast::DeclarationKind::Scalar { ty, .. } = &d.kind {
-                            let ty = types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?;
-                            self.decls.push((lower, ty));
+                        match &d.kind {
+                            ast::DeclarationKind::Scalar { ty, .. } => {
+                                let ty = types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?;
+                                self.decls.push((lower, ty));
+                            }
+                            ast::DeclarationKind::Table { .. } => self.table_variables.push(lower),
                         }
                     }
                     // The statement itself sees its own variables (initialisers may not,

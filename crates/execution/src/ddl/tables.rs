@@ -28,7 +28,8 @@ pub(super) fn resolve_column_type(t: &ast::TypeName, position: usize) -> SqlResu
 fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String, String)> {
     let own = &name.name().value;
     if own.starts_with('#') {
-        let real = format!("{own}_{:04X}_{:08X}", ctx.session.spid, ctx.session.temp_tables.len() as u32 + 1);
+        ctx.session.temp_serial += 1;
+        let real = format!("{own}_{:04X}_{:08X}", ctx.session.spid, ctx.session.temp_serial);
         return Ok(("tempdb".to_string(), "dbo".to_string(), real));
     }
     let b = Binder::new(ctx.shared, ctx.session, &[]);

@@ -8,17 +8,10 @@ use tessera_semantics::catalog::Object;
 use tessera_semantics::plan::{Col, Row, View};
 use tessera_semantics::types::{SqlType, Value};
 
-use super::{col, s, Rows, SYSNAME};
+use super::{col, s, FunctionDef, Rows, SYSNAME};
 use crate::runtime::ExecCtx;
 use tessera_security::principals::check::{allowed, column_allowed, On, PERMISSIONS};
 use tessera_security::server_permissions::SERVER_PERMISSIONS;
-
-pub struct FunctionDef<const N: usize> {
-    pub name: &'static str,
-    pub columns: [Col; N],
-    /// The rows for the arguments (evaluated), read in database `db`.
-    pub rows: fn(&ExecCtx, &str, &[Value]) -> Rows<N>,
-}
 
 /// A [`FunctionDef`] of any width.
 trait SystemFunction: Sync {

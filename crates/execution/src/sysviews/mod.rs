@@ -143,6 +143,15 @@ static ALL: &[&dyn SystemView] = &[
     &system_objects::ALL_COLUMNS,
 ];
 
+/// One system table-valued function (`functions` lists them): its name (lower case), its
+/// columns and how its rows are made from its arguments.
+pub struct FunctionDef<const N: usize> {
+    pub name: &'static str,
+    pub columns: [Col; N],
+    /// The rows for the arguments (evaluated), read in database `db`.
+    pub rows: fn(&ExecCtx, &str, &[Value]) -> Rows<N>,
+}
+
 /// One system view: where it is found, its columns and how its rows are made.
 pub struct ViewDef<const N: usize> {
     /// `sys` or `information_schema` (lower case).

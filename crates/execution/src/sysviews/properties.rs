@@ -4,10 +4,9 @@
 //! see `tessera_semantics::catalog::properties`); [`listed`] gathers them with the names
 //! of what each describes, as the level types and names the procedures take.
 
-use super::functions::FunctionDef;
 use super::indexes::constraint_objects;
 use super::objects::module_signature;
-use super::{catalog, col, int, s, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
+use super::{catalog, col, int, s, FunctionDef, Rows, ViewDef, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
 use tessera_security::principals::Class;

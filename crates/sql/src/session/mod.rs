@@ -358,6 +358,7 @@ impl Session {
         let _ = runner.run_or_show(&cached.batch.statements);
         runner.drop_table_variables();
         runner.end_batch();
+        runner.drop_pending_table_variables();
     }
 
     /// Runs the batch `text` whose variables `decls` are already set to `values` (RPC
@@ -377,7 +378,9 @@ impl Session {
         self.state.vars = values;
         let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
         let _ = runner.run_or_show(&cached.batch.statements);
+        runner.drop_table_variables();
         runner.end_batch();
+        runner.drop_pending_table_variables();
     }
 
     /// The cancel flag a network layer sets on an attention signal.

@@ -6,6 +6,7 @@ use super::Runner;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_execution::ddl;
+use tessera_execution::runtime::PENDING_TABLE_VARIABLE;
 pub(super) use tessera_semantics::frame::{addr, Frame};
 use tessera_semantics::types::{self, SqlType};
 use tessera_syntax::ast::{self, Statement};
@@ -44,13 +45,42 @@ impl Runner<'_> {
     }
 
     /// Drops the table variables this frame declared (at the end of its batch or
-    /// procedure), restoring what they shadowed.
+    /// procedure), restoring what they shadowed. One the session's open transaction wrote
+    /// cannot go before that transaction ends (its undo may yet need it): it goes out of
+    /// scope now and waits, under a name no statement can write, for
+    /// [`Runner::drop_pending_table_variables`].
     pub(super) fn drop_table_variables(&mut self) {
         for (name, previous) in std::mem::take(&mut self.table_vars).into_iter().rev() {
             let object = ast::ObjectName(vec![ast::Ident::new(name.clone())]);
-            let _ = self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true));
+            if self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true)).is_err() {
+                if let Some(real) = self.state.temp_tables.remove(&name) {
+                    let pending = format!("#{PENDING_TABLE_VARIABLE}{}", real.to_lowercase());
+                    self.state.temp_tables.insert(pending, real);
+                }
+            }
             if let Some(p) = previous {
                 self.state.temp_tables.insert(name, p);
+            }
+        }
+    }
+
+    /// Drops the table variables left waiting by [`Runner::drop_table_variables`], once no
+    /// transaction is open.
+    pub(super) fn drop_pending_table_variables(&mut self) {
+        if self.state.txns.count > 0 || !self.state.txns.open.is_empty() {
+            return;
+        }
+        let pending: Vec<String> = self
+            .state
+            .temp_tables
+            .keys()
+            .filter(|k| k.strip_prefix('#').is_some_and(|r| r.starts_with(PENDING_TABLE_VARIABLE)))
+            .cloned()
+            .collect();
+        for name in pending {
+            let object = ast::ObjectName(vec![ast::Ident::new(name.clone())]);
+            if self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true)).is_ok() {
+                self.state.temp_tables.remove(&name);
             }
         }
     }

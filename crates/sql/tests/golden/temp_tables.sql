@@ -32,3 +32,34 @@ DROP TABLE #work;
 GO
 SELECT * FROM #work;
 GO
+-- A table variable lives for its batch, also when a transaction that wrote it is still
+-- open at the batch's end (it is dropped at the end of the batch that ends that
+-- transaction), and a new one of
+-- the same name in a later batch is a new table.
+BEGIN TRANSACTION;
+DECLARE @o TABLE (a int, b int, c int);
+INSERT INTO @o VALUES (1, 2, 3);
+GO
+SELECT * FROM @o;
+GO
+DECLARE @o TABLE (x int, y int);
+INSERT INTO @o VALUES (5, 6);
+SELECT * FROM @o;
+GO
+COMMIT;
+GO
+SELECT COUNT(*) AS left_in_tempdb FROM tempdb.sys.tables WHERE name LIKE '#@%';
+GO
+BEGIN TRANSACTION;
+DECLARE @r TABLE (a int);
+INSERT INTO @r VALUES (1);
+GO
+ROLLBACK;
+GO
+SELECT COUNT(*) AS left_in_tempdb FROM tempdb.sys.tables WHERE name LIKE '#@%';
+GO
+-- A table variable's name, like a scalar's, is declared once per batch (134 at compile time).
+DECLARE @dup TABLE (a int);
+DECLARE @dup TABLE (b int);
+SELECT 'not run' AS never;
+GO

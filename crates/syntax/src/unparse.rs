@@ -34,18 +34,28 @@ fn inner(e: &Expr) -> String {
         Expr::Literal(l) => match l {
             Literal::Integer(t) | Literal::Decimal(t) | Literal::Float(t) => format!("({t})"),
             Literal::Money(t) => format!("(${t})"),
+            // Strings and binaries go unwrapped: `('x')` as a definition, `([a]='x')` in one.
             Literal::String { value, unicode } => {
-                format!("({}'{}')", if *unicode { "N" } else { "" }, value.replace('\'', "''"))
+                format!("{}'{}'", if *unicode { "N" } else { "" }, value.replace('\'', "''"))
             }
             Literal::Binary(b) => {
                 let hex: String = b.iter().map(|x| format!("{x:02X}")).collect();
-                format!("(0x{hex})")
+                format!("0x{hex}")
             }
             Literal::Null => "NULL".to_string(),
         },
         Expr::Column(n) => name(n),
         Expr::Variable(v) | Expr::GlobalVariable(v) => v.clone(),
         Expr::Default => "DEFAULT".to_string(),
+        // A negative number is one constant: `(-1)`.
+        Expr::Unary { op: UnaryOp::Minus, expr }
+            if matches!(
+                &**expr,
+                Expr::Literal(Literal::Integer(_) | Literal::Decimal(_) | Literal::Float(_) | Literal::Money(_))
+            ) =>
+        {
+            format!("(-{})", inner(expr).trim_start_matches('(').trim_end_matches(')'))
+        }
         Expr::Unary { op, expr } => match op {
             UnaryOp::Plus => format!("+{}", inner(expr)),
             UnaryOp::Minus => format!("-{}", inner(expr)),
@@ -99,6 +109,13 @@ fn inner(e: &Expr) -> String {
         }
         Expr::Function { name: n, args, distinct, star, .. } => {
             let fname = n.0.iter().map(|p| p.value.to_lowercase()).collect::<Vec<_>>().join(".");
+            // The niladic functions are stored as the functions they stand for.
+            let fname = match fname.as_str() {
+                "current_timestamp" if args.is_empty() => "getdate".to_string(),
+                "current_user" | "session_user" | "user" if args.is_empty() => "user_name".to_string(),
+                "system_user" if args.is_empty() => "suser_sname".to_string(),
+                _ => fname,
+            };
             if *star {
                 format!("{fname}(*)")
             } else {
@@ -159,5 +176,13 @@ mod tests {
         };
         assert_eq!(definition(&check), "([a]>(0))");
         assert_eq!(definition(&Expr::Literal(Literal::Integer("0".into()))), "((0))");
+        let text = |value: &str| Expr::Literal(Literal::String { value: value.into(), unicode: false });
+        assert_eq!(definition(&text("draft")), "('draft')");
+        let minus_one = Expr::Unary { op: UnaryOp::Minus, expr: Box::new(Expr::Literal(Literal::Integer("1".into()))) };
+        assert_eq!(definition(&minus_one), "((-1))");
+        let equal = Expr::Binary { op: BinaryOp::Eq, left: col("s"), right: Box::new(text("a'b")) };
+        assert_eq!(definition(&equal), "([s]='a''b')");
+        let now = parse_definition("CURRENT_TIMESTAMP").expect("an expression");
+        assert_eq!(definition(&now), "(getdate())");
     }
 }

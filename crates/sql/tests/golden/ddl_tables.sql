@@ -92,3 +92,23 @@ SELECT id, v FROM t_truncate;
 GO
 TRUNCATE TABLE no_such_table;
 GO
+-- Defaults are stored as SQL Server writes them: a string unwrapped once, a negative
+-- number as one constant, CURRENT_TIMESTAMP and the other niladic functions as the
+-- functions they stand for; the table stays usable (INSERT, ALTER).
+CREATE TABLE stamped (
+    id int IDENTITY PRIMARY KEY,
+    created datetime2 NOT NULL CONSTRAINT df_created DEFAULT CURRENT_TIMESTAMP,
+    who sysname NOT NULL DEFAULT CURRENT_USER,
+    login sysname NOT NULL DEFAULT SYSTEM_USER,
+    status varchar(10) DEFAULT 'draft',
+    delta int DEFAULT -1,
+    flags binary(1) DEFAULT 0x0A,
+    CONSTRAINT ck_status CHECK (status <> 'x' AND delta > -5)
+);
+INSERT INTO stamped DEFAULT VALUES;
+ALTER TABLE stamped ADD note varchar(10) NULL;
+SELECT id, CASE WHEN created > '2000-01-01' THEN 'now' END AS created, who, login, status, delta, flags FROM stamped;
+SELECT column_name, column_default FROM information_schema.columns WHERE table_name = 'stamped' ORDER BY ordinal_position;
+SELECT definition FROM sys.check_constraints WHERE name = 'ck_status';
+DROP TABLE stamped;
+GO

@@ -32,7 +32,9 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         | SessionFn::HasDbAccess
         | SessionFn::HasPermsByName
         | SessionFn::OriginalLogin => return principals::principal_function(ctx, func, args),
-        SessionFn::ObjectSchemaName
+        SessionFn::ObjectName
+        | SessionFn::ObjectSchemaName
+        | SessionFn::ColName
         | SessionFn::ObjectDefinition
         | SessionFn::ObjectProperty
         | SessionFn::ObjectPropertyEx
@@ -69,18 +71,6 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
                 None => objects::constraint_id(ctx, &n).map_or(Value::Null, |id| Value::Int(i64::from(id))),
             },
             None => Value::Null,
-        },
-        SessionFn::ObjectName => match args.first() {
-            Some(Value::Int(id)) => {
-                let db = match args.get(1) {
-                    Some(Value::Int(dbid)) => ctx.database_name(*dbid),
-                    _ => Some(s.database.clone()),
-                };
-                db.and_then(|d| ctx.catalog_of(&d).ok())
-                    .and_then(|c| c.by_id(*id as i32).map(|o| Value::str(o.name())))
-                    .unwrap_or(Value::Null)
-            }
-            _ => Value::Null,
         },
         SessionFn::TypeName => match args.first() {
             Some(Value::Int(id)) => crate::sysviews::type_name(*id).map_or(Value::Null, Value::str),

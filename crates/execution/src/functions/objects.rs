@@ -1,5 +1,5 @@
-//! The metadata functions that describe an object by its id: OBJECT_SCHEMA_NAME,
-//! OBJECT_DEFINITION, OBJECTPROPERTY, OBJECTPROPERTYEX, COLUMNPROPERTY, INDEXPROPERTY,
+//! The metadata functions that describe an object by its id: OBJECT_NAME,
+//! OBJECT_SCHEMA_NAME, COL_NAME, OBJECT_DEFINITION, OBJECTPROPERTY, OBJECTPROPERTYEX, COLUMNPROPERTY, INDEXPROPERTY,
 //! INDEXKEY_PROPERTY, and TYPEPROPERTY of a type by name. As in SQL Server, an object the
 //! session may not see, an unknown property or a wrong argument gives NULL.
 
@@ -27,18 +27,27 @@ pub(super) fn object_function(ctx: &ExecCtx, func: &SessionFn, args: &[Value]) -
         Some(Value::Str(s)) => Some(s.to_string()),
         _ => None,
     };
+    // The database named by the id at `i` (the current one when there is none).
+    let database = |i: usize| match args.get(i) {
+        Some(Value::Int(dbid)) => ctx.database_name(*dbid),
+        Some(_) => None,
+        None => Some(ctx.session.database.clone()),
+    };
     let answer = match func {
-        SessionFn::ObjectSchemaName => int(0).and_then(|id| {
-            let db = match int(1) {
-                Some(dbid) => ctx.database_name(dbid)?,
-                None => ctx.session.database.clone(),
+        SessionFn::ObjectName | SessionFn::ObjectSchemaName => int(0).and_then(|id| {
+            let (described, _) = described(ctx, &database(1)?, id)?;
+            let (schema, name) = match &described {
+                Described::Object(o) => (o.schema(), o.name()),
+                Described::Constraint(t, c) => (t.schema.as_str(), c.name.as_str()),
             };
-            let (catalog, _) = described(ctx, &db, id)?;
-            let schema = match catalog {
-                Described::Object(o) => o.schema().to_string(),
-                Described::Constraint(t, _) => t.schema.clone(),
+            Some(Value::str(if *func == SessionFn::ObjectName { name } else { schema }))
+        }),
+        SessionFn::ColName => int(0).zip(int(1)).and_then(|(id, column)| {
+            let Described::Object(Object::Table(t)) = described(ctx, &ctx.session.database, id)?.0 else {
+                return None;
             };
-            Some(Value::str(&schema))
+            let c = t.columns.get(usize::try_from(column).ok()?.checked_sub(1)?)?;
+            Some(Value::str(&c.name))
         }),
         SessionFn::ObjectDefinition => int(0).and_then(|id| {
             let db = &ctx.session.database;

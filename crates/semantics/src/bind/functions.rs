@@ -129,6 +129,7 @@ impl<'a> Binder<'a> {
             | "IS_ROLEMEMBER"
             | "HAS_PERMS_BY_NAME"
             | "OBJECT_SCHEMA_NAME"
+            | "COL_NAME"
             | "OBJECT_DEFINITION"
             | "OBJECTPROPERTY"
             | "OBJECTPROPERTYEX"
@@ -140,6 +141,7 @@ impl<'a> Binder<'a> {
                     "LOGINPROPERTY" => arity(2)?,
                     "IS_MEMBER" => arity(1)?,
                     "HAS_PERMS_BY_NAME" => arity(3)?,
+                    "COL_NAME" => arity(2)?,
                     _ => {}
                 }
                 let (func, ty) = session_function(&fname).expect("listed");
@@ -271,6 +273,7 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "SUSER_SID" => (SuserSid, SqlType::VarBinary(85)),
         "HAS_DBACCESS" => (HasDbAccess, SqlType::Int),
         "OBJECT_SCHEMA_NAME" => (ObjectSchemaName, nv),
+        "COL_NAME" => (ColName, nv),
         "OBJECT_DEFINITION" => (ObjectDefinition, SqlType::NVarChar(tessera_types::MAX)),
         "OBJECTPROPERTY" => (ObjectProperty, SqlType::Int),
         "OBJECTPROPERTYEX" => (ObjectPropertyEx, nv),

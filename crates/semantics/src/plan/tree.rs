@@ -75,6 +75,8 @@ pub enum SessionFn {
     HasPermsByName,
     /// OBJECT_SCHEMA_NAME(id [, database id]).
     ObjectSchemaName,
+    /// COL_NAME(table id, column id).
+    ColName,
     /// OBJECT_DEFINITION(id).
     ObjectDefinition,
     /// OBJECTPROPERTY(id, property) and OBJECTPROPERTYEX (its answers as sql_variant).

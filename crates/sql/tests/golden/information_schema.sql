@@ -85,6 +85,9 @@ select objectproperty(object_id('child'), 'IsUserTable') as is_table, objectprop
   objectpropertyex(object_id('v_parent'), 'BaseType') as base_type, objectpropertyex(object_id('child'), 'IsTable') as ex_is_table;
 select object_schema_name(object_id('child')) as schema_name, object_definition(object_id('v_parent')) as definition,
   object_definition(object_id('ck_amount')) as check_text, object_definition(object_id('child')) as table_text;
+select col_name(object_id('child'), 1) as first_column, col_name(object_id('child'), 99) as no_column,
+  col_name(object_id('v_parent'), 1) as of_a_view, object_name(object_id('ck_amount')) as constraint_name,
+  object_name(object_id('child'), db_id()) as in_this_db, object_name(-5) as no_object;
 select columnproperty(object_id('child'), 'amount', 'Precision') as amount_precision, columnproperty(object_id('child'), 'amount', 'Scale') as amount_scale,
   columnproperty(object_id('child'), 'id', 'AllowsNull') as id_nullable, columnproperty(object_id('child'), 'ratio', 'ColumnId') as ratio_id,
   columnproperty(object_id('child'), 'ratio', 'IsPrecise') as ratio_precise, columnproperty(object_id('parent'), 'code', 'charmaxlen') as code_chars,

@@ -208,7 +208,8 @@ fn login_property(shared: &Shared, caller: Option<&str>, name: &str, property: &
 }
 
 impl ExecCtx<'_> {
-    fn catalog_of(&self, db: &str) -> SqlResult<Arc<Catalog>> {
+    /// Database `db`'s catalog as the session sees it.
+    pub(crate) fn catalog_of(&self, db: &str) -> SqlResult<Arc<Catalog>> {
         let database = self.shared.database(db)?;
         self.catalog(&database)
     }

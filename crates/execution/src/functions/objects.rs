@@ -43,11 +43,16 @@ pub(super) fn object_function(ctx: &ExecCtx, func: &SessionFn, args: &[Value]) -
             Some(Value::str(if *func == SessionFn::ObjectName { name } else { schema }))
         }),
         SessionFn::ColName => int(0).zip(int(1)).and_then(|(id, column)| {
-            let Described::Object(Object::Table(t)) = described(ctx, &ctx.session.database, id)?.0 else {
-                return None;
-            };
-            let c = t.columns.get(usize::try_from(column).ok()?.checked_sub(1)?)?;
-            Some(Value::str(&c.name))
+            let i = usize::try_from(column).ok()?.checked_sub(1)?;
+            match described(ctx, &ctx.session.database, id)?.0 {
+                Described::Object(Object::Table(t)) => Some(Value::str(&t.columns.get(i)?.name)),
+                Described::Object(Object::Module(m)) if m.kind == ModuleKind::View => {
+                    let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
+                    let shape = binder.view_shape(&ctx.session.database, &m).ok()?;
+                    Some(Value::str(&shape.columns.get(i)?.name))
+                }
+                _ => None,
+            }
         }),
         SessionFn::ObjectDefinition => int(0).and_then(|id| {
             let db = &ctx.session.database;

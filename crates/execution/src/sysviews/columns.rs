@@ -6,7 +6,7 @@ use super::{bit, catalog, col, concat, concat_columns, int, s, Rows, ViewDef, CO
 use crate::runtime::ExecCtx;
 use tessera_semantics::catalog::{Object, Table};
 use tessera_semantics::plan::Col;
-use tessera_semantics::types::{SqlType::*, Value};
+use tessera_semantics::types::{SqlType, SqlType::*, Value};
 
 /// sys.columns' columns, which sys.system_columns and sys.all_columns share.
 pub(super) const COLUMN_COLUMNS: [Col; 13] = [
@@ -28,23 +28,29 @@ pub(super) const COLUMN_COLUMNS: [Col; 13] = [
 pub(super) static COLUMNS: ViewDef<13> =
     ViewDef { schema: "sys", name: "columns", columns: COLUMN_COLUMNS, rows: columns };
 
-/// The columns of every table (numeric ones as decimal: the type keeps no spelling).
+/// The columns of every table and view (numeric ones as decimal: the type keeps no
+/// spelling), in object id order.
 pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
     let (_, catalog) = catalog(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Table(t) = o else { continue };
         for i in 0..t.columns.len() {
-            out.push(column_row(t, i));
+            out.push((t.id, column_row(t, i)));
         }
     }
-    Ok(out)
+    for (view, shape) in super::view_shapes(ctx, db, &catalog) {
+        for (i, c) in shape.columns.iter().enumerate() {
+            out.push((view.id, column_values(view.id, i, &c.name, &c.ty, c.nullable, false, 0)));
+        }
+    }
+    out.sort_by_key(|(id, _)| *id);
+    Ok(out.into_iter().map(|(_, row)| row).collect())
 }
 
 /// Column `i` of `t` as sys.columns shows it (its default constraint's object id, or 0).
 fn column_row(t: &Table, i: usize) -> [Value; 13] {
     let c = &t.columns[i];
-    let (id, len, p, sc) = type_ids(&c.ty);
     let default_id = match c.default {
         Some(_) => super::constraint_objects(t)
             .into_iter()
@@ -52,18 +58,32 @@ fn column_row(t: &Table, i: usize) -> [Value; 13] {
             .map_or(0, |d| i64::from(d.id)),
         None => 0,
     };
+    column_values(t.id, i, &c.name, &c.ty, c.nullable, c.identity.is_some(), default_id)
+}
+
+/// A sys.columns row: column `i` of the object `object_id`.
+fn column_values(
+    object_id: i32,
+    i: usize,
+    name: &str,
+    ty: &SqlType,
+    nullable: bool,
+    identity: bool,
+    default_id: i64,
+) -> [Value; 13] {
+    let (id, len, p, sc) = type_ids(ty);
     [
-        int(i64::from(t.id)),
-        s(&c.name),
+        int(i64::from(object_id)),
+        s(name),
         int(i as i64 + 1),
         int(id),
         int(id),
         int(len),
         int(p),
         int(sc),
-        if is_string(&c.ty) { s(COLLATION) } else { Value::Null },
-        bit(c.nullable),
-        bit(c.identity.is_some()),
+        if is_string(ty) { s(COLLATION) } else { Value::Null },
+        bit(nullable),
+        bit(identity),
         bit(false),
         int(default_id),
     ]

@@ -16,7 +16,8 @@
 //! - `properties`: sys.extended_properties and fn_listextendedproperty
 //! - `columns`: sys.columns, identity_columns, computed_columns, sys.types
 //! - `information_schema`: the INFORMATION_SCHEMA views (tables, columns, views, routines,
-//!   schemata, constraints and the columns and tables they use, sequences)
+//!   schemata, constraints and the columns and tables they use, sequences; what views and
+//!   functions use, domains, table and column privileges)
 //! - `indexes`: sys.indexes, index_columns, key/check/default constraints, foreign keys
 //!   and their columns (and constraints as objects, for sys.objects)
 //! - `dmv`: the dynamic management views (sessions, requests, connections, cached plans,
@@ -105,6 +106,13 @@ static ALL: &[&dyn SystemView] = &[
     &information_schema::CONSTRAINT_TABLE_USAGE,
     &information_schema::CHECK_CONSTRAINTS,
     &information_schema::SEQUENCES,
+    &information_schema::VIEW_TABLE_USAGE,
+    &information_schema::VIEW_COLUMN_USAGE,
+    &information_schema::ROUTINE_COLUMNS,
+    &information_schema::DOMAINS,
+    &information_schema::COLUMN_DOMAIN_USAGE,
+    &information_schema::TABLE_PRIVILEGES,
+    &information_schema::COLUMN_PRIVILEGES,
     &indexes::INDEXES,
     &indexes::INDEX_COLUMNS,
     &indexes::KEY_CONSTRAINTS,
@@ -312,6 +320,29 @@ pub(crate) fn catalog(ctx: &ExecCtx, db: &str) -> SqlResult<(Arc<Database>, Arc<
         .cloned()
         .collect();
     Ok((database, Arc::new(Catalog::from_objects(catalog.version, seen))))
+}
+
+/// The views of `catalog` (database `db`) with what their definitions bind to now (their
+/// columns and the tables and columns they read); a view that no longer binds (a table it
+/// reads was dropped) is left out.
+pub(crate) fn view_shapes(
+    ctx: &ExecCtx,
+    db: &str,
+    catalog: &Catalog,
+) -> Vec<(Arc<tessera_semantics::catalog::Module>, tessera_semantics::bind::ViewShape)> {
+    use tessera_semantics::catalog::{ModuleKind, Object};
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        if m.kind != ModuleKind::View {
+            continue;
+        }
+        let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
+        if let Ok(shape) = binder.view_shape(db, m) {
+            out.push((m.clone(), shape));
+        }
+    }
+    out
 }
 
 /// Whether the session may read the definitions of database `db`'s objects: a test of

@@ -13,6 +13,12 @@ use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, ObjectName};
 
+/// A view's columns and the tables and columns it reads ([`Binder::view_shape`]).
+pub struct ViewShape {
+    pub columns: Vec<crate::output::OutputColumn>,
+    pub uses: Vec<(crate::catalog::DbRef, String, Vec<u16>)>,
+}
+
 /// SQL Server's most nested module calls (procedures, functions, views).
 pub const MAX_NESTING: i32 = 32;
 
@@ -78,6 +84,34 @@ impl<'a> Binder<'a> {
             c.name = n.value.clone();
         }
         Ok(bound)
+    }
+
+    /// What the view `m` of database `db` is as its definition binds now, for the catalog
+    /// views that describe it: its columns, and the tables it reads (their database, as
+    /// the view names it, and lower-cased `schema.name`) with the columns of each it reads
+    /// (by position, ascending).
+    pub fn view_shape(&mut self, db: &str, m: &Module) -> SqlResult<ViewShape> {
+        let in_db = InDb::named(db);
+        let bound = self.bind_view(&in_db, m)?;
+        let via = (in_db.at, name_key(&m.schema, &m.name));
+        let mut uses: Vec<(crate::catalog::DbRef, String, Vec<u16>)> = Vec::new();
+        for d in self.deps.iter().filter(|d| d.via.as_ref() == Some(&via) && d.locked) {
+            let mut columns: Vec<u16> = d.columns.iter().map(|(c, _)| *c).collect();
+            columns.sort_unstable();
+            uses.push((d.db.clone(), d.key.clone(), columns));
+        }
+        Ok(ViewShape { columns: bound.columns, uses })
+    }
+
+    /// The columns the inline table-valued function `m` of database `db` returns, as its
+    /// definition binds now (with every parameter NULL), for INFORMATION_SCHEMA.ROUTINE_COLUMNS.
+    pub fn function_columns(&mut self, db: &str, m: &Module) -> SqlResult<Vec<crate::output::OutputColumn>> {
+        let cached = self.definition(m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let nulls = vec![ast::Expr::Literal(ast::Literal::Null); cf.params.len()];
+        Ok(self.bind_table_function(&InDb::named(db), m, &nulls)?.columns)
     }
 
     /// An inline table-valued function call as a derived table; its parameters take the

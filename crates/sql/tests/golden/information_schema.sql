@@ -114,3 +114,28 @@ select name, data_space_id, type, type_desc, is_default from sys.data_spaces;
 select name, type_desc, is_read_only from sys.filegroups;
 select (select count(*) from sys.sequences) as sequences, (select count(*) from sys.triggers) as triggers;
 go
+-- Views' columns (in sys.columns and COLUMNS, as their definitions bind), what views
+-- read, the columns an inline table-valued function returns, and privileges.
+create table item (id int primary key, label nvarchar(30) not null, cost decimal(9,2) null, hidden int);
+go
+create view v_item as select i.id, upper(i.label) as shout, i.cost * 2 as double_cost from item i where i.hidden = 0;
+go
+create function f_items (@min decimal(9,2)) returns table as return select id, label from item where cost >= @min;
+go
+create user auditor without login;
+grant select on item to auditor with grant option;
+grant update (label) on item to auditor;
+grant select on v_item to public;
+go
+select c.name, c.column_id, type_name(c.system_type_id) as type, c.max_length, c.precision, c.scale, c.is_nullable
+from sys.columns c where c.object_id = object_id('v_item') order by c.column_id;
+select column_name, ordinal_position, data_type, is_nullable, numeric_precision, numeric_scale, character_maximum_length
+from information_schema.columns where table_name = 'v_item' order by ordinal_position;
+select col_name(object_id('v_item'), 2) as second_column;
+select view_name, table_catalog, table_schema, table_name from information_schema.view_table_usage where view_name in ('v_item', 'v_parent') order by view_name;
+select view_name, table_name, column_name from information_schema.view_column_usage where view_name = 'v_item' order by column_name;
+select table_name, column_name, ordinal_position, data_type, is_nullable from information_schema.routine_columns order by table_name, ordinal_position;
+select grantor, grantee, table_name, privilege_type, is_grantable from information_schema.table_privileges order by table_name, grantee, privilege_type;
+select grantor, grantee, table_name, column_name, privilege_type, is_grantable from information_schema.column_privileges order by table_name, grantee, privilege_type, column_name;
+select (select count(*) from information_schema.domains) as domains, (select count(*) from information_schema.column_domain_usage) as column_domains;
+go

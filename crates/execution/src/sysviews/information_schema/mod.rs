@@ -1,8 +1,15 @@
 //! The INFORMATION_SCHEMA views, with SQL Server's columns and the rows its definitions
 //! give: TABLES, COLUMNS, VIEWS, ROUTINES, PARAMETERS, SCHEMATA, TABLE_CONSTRAINTS, KEY_COLUMN_USAGE,
 //! REFERENTIAL_CONSTRAINTS, CONSTRAINT_COLUMN_USAGE, CONSTRAINT_TABLE_USAGE,
-//! CHECK_CONSTRAINTS and SEQUENCES. Like SQL Server's, they list only the objects the
-//! session may see (`super::catalog`).
+//! CHECK_CONSTRAINTS and SEQUENCES; `usage` has what views and functions use and domains,
+//! `privileges` the table and column privileges. Like SQL Server's, they list only the
+//! objects the session may see (`super::catalog`).
+
+mod privileges;
+mod usage;
+
+pub(super) use privileges::{COLUMN_PRIVILEGES, TABLE_PRIVILEGES};
+pub(super) use usage::{COLUMN_DOMAIN_USAGE, DOMAINS, ROUTINE_COLUMNS, VIEW_COLUMN_USAGE, VIEW_TABLE_USAGE};
 
 use super::indexes::constraint_objects;
 use super::system_types::{is_string, type_ids};
@@ -35,74 +42,92 @@ fn tables(ctx: &ExecCtx, db: &str) -> Rows<4> {
     Ok(out)
 }
 
-pub(super) static COLUMNS: ViewDef<23> = ViewDef {
-    schema: "information_schema",
-    name: "columns",
-    columns: [
-        col("TABLE_CATALOG", SYSNAME, true),
-        col("TABLE_SCHEMA", SYSNAME, true),
-        col("TABLE_NAME", SYSNAME, false),
-        col("COLUMN_NAME", SYSNAME, true),
-        col("ORDINAL_POSITION", Int, true),
-        col("COLUMN_DEFAULT", NVarChar(4000), true),
-        col("IS_NULLABLE", VarChar(3), true),
-        col("DATA_TYPE", NVarChar(128), true),
-        col("CHARACTER_MAXIMUM_LENGTH", Int, true),
-        col("CHARACTER_OCTET_LENGTH", Int, true),
-        col("NUMERIC_PRECISION", TinyInt, true),
-        col("NUMERIC_PRECISION_RADIX", SmallInt, true),
-        col("NUMERIC_SCALE", Int, true),
-        col("DATETIME_PRECISION", SmallInt, true),
-        col("CHARACTER_SET_CATALOG", SYSNAME, true),
-        col("CHARACTER_SET_SCHEMA", SYSNAME, true),
-        col("CHARACTER_SET_NAME", SYSNAME, true),
-        col("COLLATION_CATALOG", SYSNAME, true),
-        col("COLLATION_SCHEMA", SYSNAME, true),
-        col("COLLATION_NAME", SYSNAME, true),
-        col("DOMAIN_CATALOG", SYSNAME, true),
-        col("DOMAIN_SCHEMA", SYSNAME, true),
-        col("DOMAIN_NAME", SYSNAME, true),
-    ],
-    rows: columns,
-};
+/// A column of a table, view or function (COLUMNS and ROUTINE_COLUMNS).
+const COLUMN_DESCRIPTION: [Col; 23] = [
+    col("TABLE_CATALOG", SYSNAME, true),
+    col("TABLE_SCHEMA", SYSNAME, true),
+    col("TABLE_NAME", SYSNAME, false),
+    col("COLUMN_NAME", SYSNAME, true),
+    col("ORDINAL_POSITION", Int, true),
+    col("COLUMN_DEFAULT", NVarChar(4000), true),
+    col("IS_NULLABLE", VarChar(3), true),
+    col("DATA_TYPE", NVarChar(128), true),
+    col("CHARACTER_MAXIMUM_LENGTH", Int, true),
+    col("CHARACTER_OCTET_LENGTH", Int, true),
+    col("NUMERIC_PRECISION", TinyInt, true),
+    col("NUMERIC_PRECISION_RADIX", SmallInt, true),
+    col("NUMERIC_SCALE", Int, true),
+    col("DATETIME_PRECISION", SmallInt, true),
+    col("CHARACTER_SET_CATALOG", SYSNAME, true),
+    col("CHARACTER_SET_SCHEMA", SYSNAME, true),
+    col("CHARACTER_SET_NAME", SYSNAME, true),
+    col("COLLATION_CATALOG", SYSNAME, true),
+    col("COLLATION_SCHEMA", SYSNAME, true),
+    col("COLLATION_NAME", SYSNAME, true),
+    col("DOMAIN_CATALOG", SYSNAME, true),
+    col("DOMAIN_SCHEMA", SYSNAME, true),
+    col("DOMAIN_NAME", SYSNAME, true),
+];
 
-/// The columns of every table, described as SQL Server's view describes them (by the
-/// column's system type id).
+pub(super) static COLUMNS: ViewDef<23> =
+    ViewDef { schema: "information_schema", name: "columns", columns: COLUMN_DESCRIPTION, rows: columns };
+
+/// The columns of every table and view, described as SQL Server's view describes them
+/// (by the column's system type id).
 fn columns(ctx: &ExecCtx, db: &str) -> Rows<23> {
     let (database, catalog) = catalog(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Table(t) = o else { continue };
         for (i, c) in t.columns.iter().enumerate() {
-            let d = ColumnType::of(&c.ty);
-            out.push([
-                s(database.name()),
-                s(&t.schema),
-                s(&t.name),
-                s(&c.name),
-                int(i as i64 + 1),
-                c.default.as_ref().map_or(Value::Null, |d| s(&d.text)),
-                s(if c.nullable { "YES" } else { "NO" }),
-                s(types::base_type_name(&c.ty)),
-                d.max_chars,
-                d.max_bytes,
-                d.precision,
-                d.radix,
-                d.scale,
-                d.datetime_precision,
-                Value::Null,
-                Value::Null,
-                d.charset.map_or(Value::Null, s),
-                Value::Null,
-                Value::Null,
-                if d.charset.is_some() { s(COLLATION) } else { Value::Null },
-                Value::Null,
-                Value::Null,
-                Value::Null,
-            ]);
+            let default = c.default.as_ref().map(|d| d.text.as_str());
+            out.push((t.id, column_row((database.name(), &t.schema, &t.name), i, &c.name, default, c.nullable, &c.ty)));
         }
     }
-    Ok(out)
+    for (v, shape) in super::view_shapes(ctx, db, &catalog) {
+        for (i, c) in shape.columns.iter().enumerate() {
+            out.push((v.id, column_row((database.name(), &v.schema, &v.name), i, &c.name, None, c.nullable, &c.ty)));
+        }
+    }
+    out.sort_by_key(|(id, _)| *id);
+    Ok(out.into_iter().map(|(_, row)| row).collect())
+}
+
+/// One INFORMATION_SCHEMA.COLUMNS row: column `i` of the table or view `(db, schema, name)`.
+fn column_row(
+    (db, schema, name): (&str, &str, &str),
+    i: usize,
+    column: &str,
+    default: Option<&str>,
+    nullable: bool,
+    ty: &SqlType,
+) -> [Value; 23] {
+    let d = ColumnType::of(ty);
+    [
+        s(db),
+        s(schema),
+        s(name),
+        s(column),
+        int(i as i64 + 1),
+        default.map_or(Value::Null, s),
+        s(if nullable { "YES" } else { "NO" }),
+        s(types::base_type_name(ty)),
+        d.max_chars,
+        d.max_bytes,
+        d.precision,
+        d.radix,
+        d.scale,
+        d.datetime_precision,
+        Value::Null,
+        Value::Null,
+        d.charset.map_or(Value::Null, s),
+        Value::Null,
+        Value::Null,
+        if d.charset.is_some() { s(COLLATION) } else { Value::Null },
+        Value::Null,
+        Value::Null,
+        Value::Null,
+    ]
 }
 
 /// What INFORMATION_SCHEMA.COLUMNS says of a type.

@@ -310,6 +310,13 @@ impl<'a> Binder<'a> {
             }
         }
         let (x, _) = self.bind_expr(e)?;
+        // A column of the FROM rows the select list already has (`SELECT DISTINCT d.a AS x
+        // … ORDER BY a`) sorts by that output column.
+        if let Expr::Column(k) = x {
+            if let Some(i) = exprs.iter().position(|s| matches!(s, Expr::Column(c) if *c == k)) {
+                return Ok(Expr::Column(i));
+            }
+        }
         exprs.push(x);
         Ok(Expr::Column(exprs.len() - 1))
     }

@@ -56,6 +56,10 @@ SELECT player FROM scores ORDER BY 0;
 GO
 SELECT DISTINCT player FROM scores ORDER BY score;
 GO
+-- A column the select list has under an alias is in it (TypeORM's paging query).
+SELECT DISTINCT d.player AS who FROM (SELECT player, score FROM scores) d ORDER BY player DESC;
+SELECT DISTINCT s.player AS who FROM scores s ORDER BY s.player OFFSET 1 ROWS FETCH NEXT 1 ROWS ONLY;
+GO
 SELECT TOP 2 WITH TIES player FROM scores;
 GO
 SELECT player FROM scores ORDER BY nosuch;

@@ -250,10 +250,18 @@ fn rename(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
         let word = if kind == RenameKind::Unspecified { "(null)" } else { "OBJECT" };
         msg::RENAME_ITEM_NOT_FOUND.with(&[&objname, &ctx.session.database, &word])
     };
-    let name = object_name(&objname).ok_or_else(not_found)?;
+    let mut name = object_name(&objname).ok_or_else(not_found)?;
+    // A column or an index may be named with the current database in front.
+    let parts = name.0.len();
+    if parts == 4 {
+        if !name.0[0].value.eq_ignore_ascii_case(&ctx.session.database) {
+            return Err(msg::QUALIFIER_NOT_CURRENT_DATABASE.err());
+        }
+        name.0.remove(0);
+    }
     let module = match kind {
-        RenameKind::Unspecified | RenameKind::Object => crate::modules::find(ctx, &name)?,
-        RenameKind::Column | RenameKind::Index => None,
+        RenameKind::Unspecified | RenameKind::Object if name.0.len() < 4 => crate::modules::find(ctx, &name)?,
+        _ => None,
     };
     match module {
         Some((db, m)) if db.eq_ignore_ascii_case(&ctx.session.database) => {
@@ -262,6 +270,19 @@ fn rename(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
                 return Err(msg::RENAME_NAME_IN_USE.with(&[&newname, &"object"]));
             }
             crate::modules::rename(ctx, &database, &m.schema, &m.name, &newname)?;
+        }
+        // Without @objtype, a name that finds no object or constraint may be
+        // `[schema.]table.column`, as SQL Server's sp_rename takes it.
+        _ if kind == RenameKind::Unspecified && parts >= 2 => {
+            let missing = not_found();
+            let as_object =
+                if parts < 4 { crate::ddl::rename(ctx, &name, &objname, &newname, kind) } else { Err(missing.clone()) };
+            match as_object {
+                Err(e) if e.number == missing.number => {
+                    crate::ddl::rename(ctx, &name, &objname, &newname, RenameKind::Column).map_err(|_| e)?
+                }
+                other => other?,
+            }
         }
         _ => crate::ddl::rename(ctx, &name, &objname, &newname, kind)?,
     }
@@ -295,7 +316,7 @@ fn object_name(text: &str) -> Option<tessera_syntax::ast::ObjectName> {
         }
     }
     parts.push(Ident { value: part, quoted });
-    (parts.len() <= 3 && parts.last().is_some_and(|p| !p.value.is_empty())).then_some(ObjectName(parts))
+    (parts.len() <= 4 && parts.last().is_some_and(|p| !p.value.is_empty())).then_some(ObjectName(parts))
 }
 
 fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {

@@ -47,6 +47,18 @@ exec sp_rename 't2', 'child';
 go
 exec sp_rename 't2', 'x', 'NOSUCHTYPE';
 go
+-- Without @objtype a column is found by its table (TypeORM's renameColumn), and the
+-- current database may be named in front.
+exec sp_rename 't2.cost', 'price';
+exec sp_rename 'dbo.t2.price', 'cost2';
+exec sp_rename "master.dbo.t2.cost2", "cost";
+exec sp_rename 'master.dbo.t2.ix_cost', 'ix_cost2', 'INDEX';
+select name from sys.columns where object_id = object_id('t2') order by column_id;
+go
+exec sp_rename 'otherdb.dbo.t2.cost', 'x';
+go
+exec sp_rename 't2.nothing', 'x';
+go
 drop procedure p2;
 drop table child;
 drop table t2;

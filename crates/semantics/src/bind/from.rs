@@ -232,7 +232,12 @@ impl<'a> Binder<'a> {
                 if !args.iter().all(|e| columns_used(e, &mut used)) || !used.is_empty() {
                     return Err(msg::CORRELATED_TVF_ARGS_NOT_SUPPORTED.err());
                 }
-                let plan = Plan::SystemFunction { function, db: crate::catalog::DbRef::Current, args };
+                // Read in the database the name gives (`db.sys.f`), else the current one.
+                let (db, _, _) = self.qualify_at(name)?;
+                if !self.catalogs.exists(&db.name) {
+                    return Err(crate::catalog::database_not_found(&db.name));
+                }
+                let plan = Plan::SystemFunction { function, db: db.at, args };
                 let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
                 let bound = BoundQuery { plan, columns: function.columns() };
                 Ok(self.leaf_plan(bound, qualifier, scope, offset))

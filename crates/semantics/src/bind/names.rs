@@ -174,11 +174,13 @@ impl<'a> Binder<'a> {
         self.catalogs.system_view(&name.0[n - 2].value.to_lowercase(), &name.0[n - 1].value.to_lowercase())
     }
 
-    /// The system table-valued function `name` names (`f` or `sys.f`), if any.
+    /// The system table-valued function `name` names (`f`, `sys.f` or `db.sys.f`), if any.
     pub(super) fn system_function(&self, name: &ObjectName) -> Option<View> {
         match name.0.as_slice() {
             [f] => self.catalogs.system_function(&f.value.to_lowercase()),
-            [schema, f] if schema.is("sys") => self.catalogs.system_function(&f.value.to_lowercase()),
+            [schema, f] | [_, schema, f] if schema.is("sys") => {
+                self.catalogs.system_function(&f.value.to_lowercase())
+            }
             _ => None,
         }
     }

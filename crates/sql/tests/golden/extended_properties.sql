@@ -28,6 +28,8 @@ select * from fn_listextendedproperty(NULL, 'schema', 'dbo', 'table', 't', 'colu
 select objtype, objname, cast(value as nvarchar(100)) as comment
 from fn_listextendedproperty('MS_Description', 'schema', 'dbo', 'table', 't', NULL, NULL);
 select objtype, objname, name from sys.fn_listextendedproperty(default, 'schema', 'dbo', 'table', default, default, default);
+-- GORM names the database in front.
+select objtype, objname, name from master.sys.fn_listextendedproperty('MS_Description', 'SCHEMA', 'dbo', 'TABLE', 't', 'COLUMN', 'c');
 select objtype, objname, name, value from fn_listextendedproperty(default, default, default, default, default, default, default);
 select objtype, objname, name, value from fn_listextendedproperty(NULL, 'schema', NULL, NULL, NULL, NULL, NULL);
 -- A level above the last without a name lists nothing.

@@ -8,8 +8,12 @@ use tessera_semantics::catalog::{Object, Table};
 use tessera_semantics::plan::Col;
 use tessera_semantics::types::{SqlType, SqlType::*, Value};
 
+/// How many columns sys.columns has (sys.identity_columns and sys.computed_columns
+/// begin with them).
+pub(super) const COLUMN_WIDTH: usize = 34;
+
 /// sys.columns' columns, which sys.system_columns and sys.all_columns share.
-pub(super) const COLUMN_COLUMNS: [Col; 13] = [
+pub(super) const COLUMN_COLUMNS: [Col; COLUMN_WIDTH] = [
     col("object_id", Int, false),
     col("name", SYSNAME, true),
     col("column_id", Int, false),
@@ -20,17 +24,38 @@ pub(super) const COLUMN_COLUMNS: [Col; 13] = [
     col("scale", TinyInt, false),
     col("collation_name", SYSNAME, true),
     col("is_nullable", Bit, true),
+    col("is_ansi_padded", Bit, false),
+    col("is_rowguidcol", Bit, false),
     col("is_identity", Bit, false),
     col("is_computed", Bit, false),
+    col("is_filestream", Bit, false),
+    col("is_replicated", Bit, true),
+    col("is_non_sql_subscribed", Bit, true),
+    col("is_merge_published", Bit, true),
+    col("is_dts_replicated", Bit, true),
+    col("is_xml_document", Bit, false),
+    col("xml_collection_id", Int, false),
     col("default_object_id", Int, false),
+    col("rule_object_id", Int, false),
+    col("is_sparse", Bit, true),
+    col("is_column_set", Bit, true),
+    col("generated_always_type", TinyInt, true),
+    col("generated_always_type_desc", NVarChar(60), true),
+    col("encryption_type", Int, true),
+    col("encryption_type_desc", NVarChar(64), true),
+    col("encryption_algorithm_name", SYSNAME, true),
+    col("column_encryption_key_id", Int, true),
+    col("column_encryption_key_database_name", SYSNAME, true),
+    col("is_hidden", Bit, true),
+    col("is_masked", Bit, true),
 ];
 
-pub(super) static COLUMNS: ViewDef<13> =
+pub(super) static COLUMNS: ViewDef<COLUMN_WIDTH> =
     ViewDef { schema: "sys", name: "columns", columns: COLUMN_COLUMNS, rows: columns };
 
 /// The columns of every table and view (numeric ones as decimal: the type keeps no
 /// spelling), in object id order.
-pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
+pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<COLUMN_WIDTH> {
     let (_, catalog) = catalog(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
@@ -41,7 +66,7 @@ pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
     }
     for (view, shape) in super::view_shapes(ctx, db, &catalog) {
         for (i, c) in shape.columns.iter().enumerate() {
-            out.push((view.id, column_values(view.id, i, &c.name, &c.ty, c.nullable, false, 0)));
+            out.push((view.id, column_values(i64::from(view.id), i, &c.name, &c.ty, c.nullable, false, 0)));
         }
     }
     out.sort_by_key(|(id, _)| *id);
@@ -49,7 +74,7 @@ pub(super) fn columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
 }
 
 /// Column `i` of `t` as sys.columns shows it (its default constraint's object id, or 0).
-fn column_row(t: &Table, i: usize) -> [Value; 13] {
+fn column_row(t: &Table, i: usize) -> [Value; COLUMN_WIDTH] {
     let c = &t.columns[i];
     let default_id = match c.default {
         Some(_) => super::constraint_objects(t)
@@ -58,22 +83,25 @@ fn column_row(t: &Table, i: usize) -> [Value; 13] {
             .map_or(0, |d| i64::from(d.id)),
         None => 0,
     };
-    column_values(t.id, i, &c.name, &c.ty, c.nullable, c.identity.is_some(), default_id)
+    column_values(i64::from(t.id), i, &c.name, &c.ty, c.nullable, c.identity.is_some(), default_id)
 }
 
-/// A sys.columns row: column `i` of the object `object_id`.
-fn column_values(
-    object_id: i32,
+/// A sys.columns row: column `i` of the object `object_id`. Strings and binaries are
+/// ANSI-padded (ANSI_PADDING is always on); nothing tessera has is replicated, sparse,
+/// generated, encrypted, hidden or masked.
+pub(super) fn column_values(
+    object_id: i64,
     i: usize,
     name: &str,
     ty: &SqlType,
     nullable: bool,
     identity: bool,
     default_id: i64,
-) -> [Value; 13] {
+) -> [Value; COLUMN_WIDTH] {
     let (id, len, p, sc) = type_ids(ty);
+    let padded = is_string(ty) || matches!(ty, Binary(_) | VarBinary(_));
     [
-        int(i64::from(object_id)),
+        int(object_id),
         s(name),
         int(i as i64 + 1),
         int(id),
@@ -83,13 +111,34 @@ fn column_values(
         int(sc),
         if is_string(ty) { s(COLLATION) } else { Value::Null },
         bit(nullable),
+        bit(padded),
+        bit(false),
         bit(identity),
         bit(false),
+        bit(false),
+        bit(false),
+        bit(false),
+        bit(false),
+        bit(false),
+        bit(false),
+        int(0),
         int(default_id),
+        int(0),
+        bit(false),
+        bit(false),
+        int(0),
+        s("NOT_APPLICABLE"),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        bit(false),
+        bit(false),
     ]
 }
 
-pub(super) static IDENTITY_COLUMNS: ViewDef<17> = ViewDef {
+pub(super) static IDENTITY_COLUMNS: ViewDef<{ COLUMN_WIDTH + 4 }> = ViewDef {
     schema: "sys",
     name: "identity_columns",
     columns: concat_columns(
@@ -107,7 +156,7 @@ pub(super) static IDENTITY_COLUMNS: ViewDef<17> = ViewDef {
 /// The identity column of every table: sys.columns' row, its seed and increment, and the
 /// last value handed out (NULL while none was, and — unlike SQL Server — until this
 /// server has read the table's counter, at its first insert or IDENT_CURRENT).
-fn identity_columns(ctx: &ExecCtx, db: &str) -> Rows<17> {
+fn identity_columns(ctx: &ExecCtx, db: &str) -> Rows<{ COLUMN_WIDTH + 4 }> {
     let (_, catalog) = catalog(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
@@ -122,7 +171,7 @@ fn identity_columns(ctx: &ExecCtx, db: &str) -> Rows<17> {
     Ok(out)
 }
 
-pub(super) static COMPUTED_COLUMNS: ViewDef<16> = ViewDef {
+pub(super) static COMPUTED_COLUMNS: ViewDef<{ COLUMN_WIDTH + 3 }> = ViewDef {
     schema: "sys",
     name: "computed_columns",
     columns: concat_columns(
@@ -138,31 +187,53 @@ pub(super) static COMPUTED_COLUMNS: ViewDef<16> = ViewDef {
     rows: |_, _| Ok(Vec::new()),
 };
 
-pub(super) static TYPES: ViewDef<9> = ViewDef {
-    schema: "sys",
-    name: "types",
-    columns: [
-        col("name", SYSNAME, false),
-        col("system_type_id", TinyInt, false),
-        col("user_type_id", Int, false),
-        col("schema_id", Int, false),
-        col("max_length", SmallInt, false),
-        col("precision", TinyInt, false),
-        col("scale", TinyInt, false),
-        col("is_nullable", Bit, true),
-        col("is_user_defined", Bit, false),
-    ],
-    rows: system_types,
-};
+/// sys.types' columns, which sys.table_types begins with.
+pub(super) const TYPE_COLUMNS: [Col; 15] = [
+    col("name", SYSNAME, false),
+    col("system_type_id", TinyInt, false),
+    col("user_type_id", Int, false),
+    col("schema_id", Int, false),
+    col("principal_id", Int, true),
+    col("max_length", SmallInt, false),
+    col("precision", TinyInt, false),
+    col("scale", TinyInt, false),
+    col("collation_name", SYSNAME, true),
+    col("is_nullable", Bit, true),
+    col("is_user_defined", Bit, false),
+    col("is_assembly_type", Bit, false),
+    col("default_object_id", Int, false),
+    col("rule_object_id", Int, false),
+    col("is_table_type", Bit, false),
+];
 
-fn system_types(_: &ExecCtx, _db: &str) -> Rows<9> {
+pub(super) static TYPES: ViewDef<15> =
+    ViewDef { schema: "sys", name: "types", columns: TYPE_COLUMNS, rows: system_types };
+
+/// The system types, in the `sys` schema (4): a string type has the server's collation.
+fn system_types(_: &ExecCtx, _db: &str) -> Rows<15> {
     Ok(SYSTEM_TYPES
         .iter()
         .map(|(n, t)| {
             let (_, len, p, sc) = type_ids(t);
             let user_id = user_type_id(n, t);
             let sys_id = if *n == "sysname" { type_ids(t).0 } else { user_id };
-            [s(n), int(sys_id), int(user_id), int(4), int(len), int(p), int(sc), bit(*n != "sysname"), bit(false)]
+            [
+                s(n),
+                int(sys_id),
+                int(user_id),
+                int(4),
+                Value::Null,
+                int(len),
+                int(p),
+                int(sc),
+                if is_string(t) { s(COLLATION) } else { Value::Null },
+                bit(*n != "sysname"),
+                bit(false),
+                bit(false),
+                int(0),
+                int(0),
+                bit(false),
+            ]
         })
         .collect())
 }

@@ -25,16 +25,20 @@
 //!   per-database request limits)
 //! - `security`: sys.server_principals, sql_logins, server_role_members, server_permissions
 //! - `principals`: sys.database_principals, database_role_members, database_permissions,
-//!   schemas
+//!   schemas, sysusers
 //! - `config`: sys.configurations
 //! - `messages`: sys.messages, from the error catalog
 //! - `resource_governor`: sys.resource_governor_* and sys.dm_resource_governor_*
 //! - `system_types`: the system types' ids and sizes (sys.types, sys.columns, TYPE_ID, TYPE_NAME)
 //! - `functions`: the system table-valued functions (fn_my_permissions, and
 //!   fn_listextendedproperty from `properties`)
-//! - `system_objects`: the system views as objects: sys.system_objects, system_columns,
-//!   all_objects, all_columns
+//! - `system_objects`: the system views as objects: sys.system_objects, system_views,
+//!   system_columns, all_objects, all_views, all_columns
+//! - `absent`: the catalogs of kinds of objects tessera has none of yet (assemblies, XML
+//!   schema collections, queues and services, partition schemes and functions, synonyms,
+//!   table types)
 
+mod absent;
 mod columns;
 mod config;
 mod databases;
@@ -89,6 +93,15 @@ static ALL: &[&dyn SystemView] = &[
     &principals::DATABASE_PRINCIPALS,
     &principals::DATABASE_ROLE_MEMBERS,
     &principals::DATABASE_PERMISSIONS,
+    &principals::SYSUSERS,
+    &absent::ASSEMBLIES,
+    &absent::XML_SCHEMA_COLLECTIONS,
+    &absent::SERVICE_QUEUES,
+    &absent::SERVICES,
+    &absent::PARTITION_SCHEMES,
+    &absent::PARTITION_FUNCTIONS,
+    &absent::SYNONYMS,
+    &absent::TABLE_TYPES,
     &information_schema::ROUTINES,
     &columns::COLUMNS,
     &columns::IDENTITY_COLUMNS,
@@ -147,6 +160,8 @@ static ALL: &[&dyn SystemView] = &[
     &messages::MESSAGES,
     &system_objects::SYSTEM_OBJECTS,
     &system_objects::ALL_OBJECTS,
+    &system_objects::SYSTEM_VIEWS,
+    &system_objects::ALL_VIEWS,
     &system_objects::SYSTEM_COLUMNS,
     &system_objects::ALL_COLUMNS,
 ];

@@ -25,15 +25,27 @@ const OBJECT_HEAD: [Col; 9] = [
     col("modify_date", DateTime, false),
 ];
 
-/// sys.objects' columns, which sys.system_objects, sys.all_objects and (with one more)
-/// sys.tables share.
-pub(super) const OBJECT_COLUMNS: [Col; 10] = concat_columns(OBJECT_HEAD, [col("is_ms_shipped", Bit, false)]);
+/// How many columns sys.objects has.
+pub(super) const OBJECT_WIDTH: usize = 12;
 
-pub(super) static OBJECTS: ViewDef<10> =
+/// sys.objects' columns, which sys.system_objects, sys.all_objects and (with more)
+/// sys.tables share.
+pub(super) const OBJECT_COLUMNS: [Col; OBJECT_WIDTH] = concat_columns(
+    OBJECT_HEAD,
+    [col("is_ms_shipped", Bit, false), col("is_published", Bit, false), col("is_schema_published", Bit, false)],
+);
+
+/// sys.objects' last columns: whether the object came with the product (nothing tessera
+/// has is published for replication).
+pub(super) fn object_tail(shipped: bool) -> [Value; 3] {
+    [bit(shipped), bit(false), bit(false)]
+}
+
+pub(super) static OBJECTS: ViewDef<OBJECT_WIDTH> =
     ViewDef { schema: "sys", name: "objects", columns: OBJECT_COLUMNS, rows: objects };
 
 /// Each table followed by its constraints, and each module, in object id order.
-pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
+pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<OBJECT_WIDTH> {
     let (_, catalog) = catalog(ctx, db)?;
     let schema_id = schema_ids(ctx, db)?;
     let mut out = Vec::new();
@@ -42,7 +54,7 @@ pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
             Object::Table(t) => {
                 out.push(table_object(t, schema_id(&t.schema)));
                 for c in constraint_objects(t) {
-                    out.push([
+                    let head = [
                         s(&c.name),
                         int(i64::from(c.id)),
                         Value::Null,
@@ -52,35 +64,37 @@ pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
                         s(c.object_desc),
                         datetime(t.created),
                         datetime(t.modified),
-                        bit(false),
-                    ]);
+                    ];
+                    out.push(concat(head, object_tail(false)));
                 }
             }
-            Object::Module(m) => out.push([
-                s(&m.name),
-                int(i64::from(m.id)),
-                Value::Null,
-                schema_id(&m.schema),
-                int(0),
-                s(&format!("{:<2}", m.kind.type_code())),
-                s(match m.kind {
-                    ModuleKind::View => "VIEW",
-                    ModuleKind::Procedure => "SQL_STORED_PROCEDURE",
-                    ModuleKind::ScalarFunction => "SQL_SCALAR_FUNCTION",
-                    ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
-                }),
-                datetime(m.created),
-                datetime(m.modified),
-                bit(false),
-            ]),
+            Object::Module(m) => {
+                let head = [
+                    s(&m.name),
+                    int(i64::from(m.id)),
+                    Value::Null,
+                    schema_id(&m.schema),
+                    int(0),
+                    s(&format!("{:<2}", m.kind.type_code())),
+                    s(match m.kind {
+                        ModuleKind::View => "VIEW",
+                        ModuleKind::Procedure => "SQL_STORED_PROCEDURE",
+                        ModuleKind::ScalarFunction => "SQL_SCALAR_FUNCTION",
+                        ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
+                    }),
+                    datetime(m.created),
+                    datetime(m.modified),
+                ];
+                out.push(concat(head, object_tail(false)));
+            }
         }
     }
     Ok(out)
 }
 
 /// A table's row of sys.objects (and the first columns of sys.tables).
-fn table_object(t: &Table, schema_id: Value) -> [Value; 10] {
-    [
+fn table_object(t: &Table, schema_id: Value) -> [Value; OBJECT_WIDTH] {
+    let head = [
         s(&t.name),
         int(i64::from(t.id)),
         Value::Null,
@@ -90,32 +104,92 @@ fn table_object(t: &Table, schema_id: Value) -> [Value; 10] {
         s("USER_TABLE"),
         datetime(t.created),
         datetime(t.modified),
-        bit(false),
-    ]
+    ];
+    concat(head, object_tail(false))
 }
 
-pub(super) static TABLES: ViewDef<13> = ViewDef {
+pub(super) static TABLES: ViewDef<{ OBJECT_WIDTH + 29 }> = ViewDef {
     schema: "sys",
     name: "tables",
     columns: concat_columns(
         OBJECT_COLUMNS,
         [
+            col("lob_data_space_id", Int, false),
+            col("filestream_data_space_id", Int, true),
             col("max_column_id_used", Int, false),
+            col("lock_on_bulk_load", Bit, false),
+            col("uses_ansi_nulls", Bit, true),
+            col("is_replicated", Bit, true),
+            col("has_replication_filter", Bit, true),
+            col("is_merge_published", Bit, true),
+            col("is_sync_tran_subscribed", Bit, true),
+            col("has_unchecked_assembly_data", Bit, false),
             col("text_in_row_limit", Int, true),
             col("large_value_types_out_of_row", Bit, true),
+            col("is_tracked_by_cdc", Bit, true),
+            col("lock_escalation", TinyInt, true),
+            col("lock_escalation_desc", NVarChar(60), true),
+            col("is_filetable", Bit, true),
+            col("is_memory_optimized", Bit, true),
+            col("durability", TinyInt, true),
+            col("durability_desc", NVarChar(60), true),
+            col("temporal_type", TinyInt, true),
+            col("temporal_type_desc", NVarChar(60), true),
+            col("history_table_id", Int, true),
+            col("is_remote_data_archive_enabled", Bit, true),
+            col("is_external", Bit, false),
+            col("history_retention_period", Int, true),
+            col("history_retention_period_unit", Int, true),
+            col("history_retention_period_unit_desc", NVarChar(10), true),
+            col("is_node", Bit, true),
+            col("is_edge", Bit, true),
         ],
     ),
     rows: tables,
 };
 
-/// `text_in_row_limit` is 0: tessera has no text, ntext or image columns to keep in rows.
-fn tables(ctx: &ExecCtx, db: &str) -> Rows<13> {
+/// What tessera's tables are: on the one filegroup (their large values too, when they
+/// have `(max)` columns), ANSI_NULLS on, locks escalating to the table, durable, neither
+/// temporal, replicated, memory-optimized, external nor graph tables. `text_in_row_limit`
+/// is 0: there are no text, ntext or image columns to keep in rows.
+fn tables(ctx: &ExecCtx, db: &str) -> Rows<{ OBJECT_WIDTH + 29 }> {
     let (_, catalog) = catalog(ctx, db)?;
     let schema_id = schema_ids(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         if let Object::Table(t) = o {
-            let more = [int(t.columns.len() as i64), int(0), bit(t.large_values_out_of_row)];
+            let has_lobs = t.columns.iter().any(|c| c.ty.is_max());
+            let more = [
+                int(i64::from(has_lobs)),
+                Value::Null,
+                int(t.columns.len() as i64),
+                bit(false),
+                bit(true),
+                bit(false),
+                bit(false),
+                bit(false),
+                bit(false),
+                bit(false),
+                int(0),
+                bit(t.large_values_out_of_row),
+                bit(false),
+                int(0),
+                s("TABLE"),
+                bit(false),
+                bit(false),
+                int(0),
+                s("SCHEMA_AND_DATA"),
+                int(0),
+                s("NON_TEMPORAL_TABLE"),
+                Value::Null,
+                bit(false),
+                bit(false),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                bit(false),
+                bit(false),
+            ];
             out.push(concat(table_object(t, schema_id(&t.schema)), more));
         }
     }
@@ -181,7 +255,7 @@ fn sql_modules(ctx: &ExecCtx, db: &str) -> Rows<2> {
     Ok(out)
 }
 
-pub(super) static SEQUENCES: ViewDef<25> = ViewDef {
+pub(super) static SEQUENCES: ViewDef<{ OBJECT_WIDTH + 15 }> = ViewDef {
     schema: "sys",
     name: "sequences",
     columns: concat_columns(

@@ -152,3 +152,83 @@ pub(super) static SCHEMAS: ViewDef<3> = ViewDef {
         Ok(out.into_iter().map(|(_, r)| r).collect())
     },
 };
+
+pub(super) static SYSUSERS: ViewDef<20> = ViewDef {
+    schema: "sys",
+    name: "sysusers",
+    columns: [
+        col("uid", SmallInt, true),
+        col("status", SmallInt, true),
+        col("name", SYSNAME, false),
+        col("sid", VarBinary(85), true),
+        col("roles", VarBinary(2048), true),
+        col("createdate", DateTime, false),
+        col("updatedate", DateTime, false),
+        col("altuid", SmallInt, true),
+        col("password", VarBinary(256), true),
+        col("gid", SmallInt, true),
+        col("environ", VarChar(255), true),
+        col("hasdbaccess", Int, true),
+        col("islogin", Int, true),
+        col("isntname", Int, true),
+        col("isntgroup", Int, true),
+        col("isntuser", Int, true),
+        col("issqluser", Int, true),
+        col("isaliased", Int, true),
+        col("issqlrole", Int, true),
+        col("isapprole", Int, true),
+    ],
+    rows: sysusers,
+};
+
+/// SQL Server 2000's view of a database's users and roles, which old tools (and Flyway's
+/// schema listing) still read: a role's group id is its own, a user's is public's; a user
+/// has database access unless it is one of the users every database has that cannot
+/// connect (guest without CONNECT, INFORMATION_SCHEMA, sys).
+fn sysusers(ctx: &ExecCtx, db: &str) -> Rows<20> {
+    use tessera_security::principals::{Class, GUEST_ID, INFORMATION_SCHEMA_ID, SYS_ID};
+    let security = security(ctx, db)?;
+    let visible = visible_principals(ctx, db)?;
+    let guest_connects = security
+        .permissions()
+        .iter()
+        .any(|g| g.class == Class::Database && g.grantee == GUEST_ID && g.permission == "CONNECT");
+    let small = |id: i32| i16::try_from(id).map_or(Value::Null, |id| int(i64::from(id)));
+    let flag = |b: bool| int(i64::from(b));
+    let mut out: Vec<(i32, [Value; 20])> = Vec::new();
+    for p in security.principals().filter(|p| sees(&visible, p.id)) {
+        let role = matches!(p.kind, PrincipalKind::Role | PrincipalKind::ApplicationRole);
+        let access = match p.id {
+            _ if role => false,
+            GUEST_ID => guest_connects,
+            INFORMATION_SCHEMA_ID | SYS_ID => false,
+            _ => true,
+        };
+        let login = matches!(p.kind, PrincipalKind::SqlUser | PrincipalKind::ContainedUser);
+        let row = [
+            small(p.id),
+            int(0),
+            s(&p.name),
+            p.sid.clone().map_or(Value::Null, |sid| Value::Binary(sid.into())),
+            Value::Null,
+            datetime(p.create_date),
+            datetime(p.modify_date),
+            if role { p.owner.map_or(Value::Null, small) } else { Value::Null },
+            Value::Null,
+            if role { small(p.id) } else { int(0) },
+            Value::Null,
+            flag(access),
+            flag(login),
+            flag(false),
+            flag(false),
+            flag(false),
+            flag(!role && p.id != INFORMATION_SCHEMA_ID && p.id != SYS_ID),
+            flag(false),
+            flag(p.kind == PrincipalKind::Role),
+            flag(p.kind == PrincipalKind::ApplicationRole),
+        ];
+        out.push((p.id, row));
+    }
+    out.sort_by_key(|(id, _)| *id);
+    Ok(out.into_iter().map(|(_, r)| r).collect())
+}

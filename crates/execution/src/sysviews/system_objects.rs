@@ -1,11 +1,11 @@
-//! The system views as objects: sys.system_objects and sys.system_columns (the system
-//! views and their columns), and sys.all_objects and sys.all_columns (the database's own
-//! objects and columns, then the system ones), as tools that list every object read them.
+//! The system views as objects: sys.system_objects, sys.system_views and
+//! sys.system_columns (the system views and their columns), and sys.all_objects,
+//! sys.all_views and sys.all_columns (the database's own objects, views and columns, then
+//! the system ones), as tools that list every object read them.
 
-use super::columns::{columns, COLUMN_COLUMNS};
-use super::objects::{objects, OBJECT_COLUMNS};
-use super::system_types::{is_string, type_ids};
-use super::{all, bit, datetime, int, s, Rows, ViewDef, COLLATION};
+use super::columns::{column_values, columns, COLUMN_COLUMNS, COLUMN_WIDTH};
+use super::objects::{object_tail, objects, OBJECT_COLUMNS, OBJECT_WIDTH};
+use super::{all, concat, datetime, int, s, Rows, ViewDef};
 use crate::runtime::ExecCtx;
 use tessera_semantics::plan::View;
 use tessera_semantics::types::Value;
@@ -18,16 +18,23 @@ const INFORMATION_SCHEMA_ID: i64 = 3;
 /// product's release day (SQL Server 2022 RTM, 2022-11-16), as constant as SQL Server's.
 const SYSTEM_CREATED_EPOCH: i64 = 1_668_556_800;
 
-pub(super) static SYSTEM_OBJECTS: ViewDef<10> =
+pub(super) static SYSTEM_OBJECTS: ViewDef<OBJECT_WIDTH> =
     ViewDef { schema: "sys", name: "system_objects", columns: OBJECT_COLUMNS, rows: system_objects };
 
-pub(super) static ALL_OBJECTS: ViewDef<10> =
+/// Every system object tessera has is a view.
+pub(super) static SYSTEM_VIEWS: ViewDef<OBJECT_WIDTH> =
+    ViewDef { schema: "sys", name: "system_views", columns: OBJECT_COLUMNS, rows: system_objects };
+
+pub(super) static ALL_VIEWS: ViewDef<OBJECT_WIDTH> =
+    ViewDef { schema: "sys", name: "all_views", columns: OBJECT_COLUMNS, rows: all_views };
+
+pub(super) static ALL_OBJECTS: ViewDef<OBJECT_WIDTH> =
     ViewDef { schema: "sys", name: "all_objects", columns: OBJECT_COLUMNS, rows: all_objects };
 
-pub(super) static SYSTEM_COLUMNS: ViewDef<13> =
+pub(super) static SYSTEM_COLUMNS: ViewDef<COLUMN_WIDTH> =
     ViewDef { schema: "sys", name: "system_columns", columns: COLUMN_COLUMNS, rows: system_columns };
 
-pub(super) static ALL_COLUMNS: ViewDef<13> =
+pub(super) static ALL_COLUMNS: ViewDef<COLUMN_WIDTH> =
     ViewDef { schema: "sys", name: "all_columns", columns: COLUMN_COLUMNS, rows: all_columns };
 
 /// A system view's object id: negative, as SQL Server's system objects' are, and fixed
@@ -36,7 +43,7 @@ fn object_id(view: &View) -> i64 {
     -100 - view.id as i64
 }
 
-fn system_objects(_: &ExecCtx, _: &str) -> Rows<10> {
+fn system_objects(_: &ExecCtx, _: &str) -> Rows<OBJECT_WIDTH> {
     Ok(all()
         .map(|v| {
             // INFORMATION_SCHEMA's views are named in capitals, sys's in small letters.
@@ -45,7 +52,7 @@ fn system_objects(_: &ExecCtx, _: &str) -> Rows<10> {
             } else {
                 (INFORMATION_SCHEMA_ID, v.name.to_uppercase())
             };
-            [
+            let head = [
                 s(&name),
                 int(object_id(&v)),
                 Value::Null,
@@ -55,44 +62,37 @@ fn system_objects(_: &ExecCtx, _: &str) -> Rows<10> {
                 s("VIEW"),
                 datetime(SYSTEM_CREATED_EPOCH),
                 datetime(SYSTEM_CREATED_EPOCH),
-                bit(true),
-            ]
+            ];
+            concat(head, object_tail(true))
         })
         .collect())
 }
 
-fn all_objects(ctx: &ExecCtx, db: &str) -> Rows<10> {
+/// The database's views, then the system views.
+fn all_views(ctx: &ExecCtx, db: &str) -> Rows<OBJECT_WIDTH> {
+    let mut out: Vec<_> =
+        objects(ctx, db)?.into_iter().filter(|o| matches!(&o[5], Value::Str(t) if t.trim_end() == "V")).collect();
+    out.extend(system_objects(ctx, db)?);
+    Ok(out)
+}
+
+fn all_objects(ctx: &ExecCtx, db: &str) -> Rows<OBJECT_WIDTH> {
     let mut out = objects(ctx, db)?;
     out.extend(system_objects(ctx, db)?);
     Ok(out)
 }
 
-fn system_columns(_: &ExecCtx, _: &str) -> Rows<13> {
+fn system_columns(_: &ExecCtx, _: &str) -> Rows<COLUMN_WIDTH> {
     let mut out = Vec::new();
     for v in all() {
         for (i, c) in v.columns.iter().enumerate() {
-            let (id, len, precision, scale) = type_ids(&c.ty);
-            out.push([
-                int(object_id(&v)),
-                s(c.name),
-                int(i as i64 + 1),
-                int(id),
-                int(id),
-                int(len),
-                int(precision),
-                int(scale),
-                if is_string(&c.ty) { s(COLLATION) } else { Value::Null },
-                bit(c.nullable),
-                bit(false),
-                bit(false),
-                int(0),
-            ]);
+            out.push(column_values(object_id(&v), i, c.name, &c.ty, c.nullable, false, 0));
         }
     }
     Ok(out)
 }
 
-fn all_columns(ctx: &ExecCtx, db: &str) -> Rows<13> {
+fn all_columns(ctx: &ExecCtx, db: &str) -> Rows<COLUMN_WIDTH> {
     let mut out = columns(ctx, db)?;
     out.extend(system_columns(ctx, db)?);
     Ok(out)

@@ -178,9 +178,7 @@ impl<'a> Binder<'a> {
     pub(super) fn system_function(&self, name: &ObjectName) -> Option<View> {
         match name.0.as_slice() {
             [f] => self.catalogs.system_function(&f.value.to_lowercase()),
-            [schema, f] | [_, schema, f] if schema.is("sys") => {
-                self.catalogs.system_function(&f.value.to_lowercase())
-            }
+            [schema, f] | [_, schema, f] if schema.is("sys") => self.catalogs.system_function(&f.value.to_lowercase()),
             _ => None,
         }
     }

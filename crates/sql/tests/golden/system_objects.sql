@@ -16,3 +16,26 @@ where o.name in ('widgets', 'databases') and c.column_id <= 2 order by o.is_ms_s
 select (select count(*) from sys.objects) + (select count(*) from sys.system_objects) - (select count(*) from sys.all_objects) as difference;
 select count(*) as user_rows_marked_shipped from sys.all_objects where object_id > 0 and is_ms_shipped = 1;
 go
+-- sys.system_views and sys.all_views; the catalogs of kinds of objects tessera has none of
+-- yet, with SQL Server's columns (Flyway's clean reads each); sys.sysusers; what sys.tables,
+-- sys.columns and sys.types say of tessera's tables, columns and types.
+create view widget_labels as select label from widgets;
+go
+select name, type from sys.system_views where name in ('tables', 'columns') order by name;
+select name, type, is_ms_shipped from sys.all_views where name in ('widget_labels', 'views') order by is_ms_shipped, name;
+SELECT count(*) AS user_types FROM ( SELECT t.name FROM sys.types t INNER JOIN sys.schemas s ON t.schema_id = s.schema_id WHERE t.is_user_defined = 1 AND s.name = 'dbo' Union SELECT name FROM sys.assemblies WHERE is_user_defined=1) R;
+SELECT name FROM sys.xml_schema_collections WHERE schema_id = SCHEMA_ID('dbo');
+SELECT name AS queue_name, object_id AS queue_id FROM sys.service_queues WHERE schema_id = schema_id('dbo') AND is_ms_shipped = 0;
+SELECT name FROM sys.services WHERE service_queue_id IN (1, 2);
+SELECT name FROM sys.partition_schemes;
+SELECT name FROM sys.partition_functions;
+SELECT name, base_object_name FROM sys.synonyms;
+SELECT name, type_table_object_id, is_table_type FROM sys.table_types;
+SELECT temporal_type, temporal_type_desc, lob_data_space_id, max_column_id_used, lock_escalation_desc, durability_desc, is_memory_optimized
+FROM sys.tables WHERE object_id = OBJECT_ID('widgets', 'U');
+SELECT c.name, c.is_ansi_padded, c.is_rowguidcol, c.is_filestream, c.is_sparse, c.generated_always_type_desc, c.is_hidden
+FROM sys.columns c WHERE c.object_id = OBJECT_ID('widgets') ORDER BY c.column_id;
+SELECT name, schema_id, principal_id, collation_name, is_assembly_type, is_table_type FROM sys.types WHERE name IN ('int', 'nvarchar', 'sysname') ORDER BY name;
+SELECT name, uid, gid, hasdbaccess, islogin, issqluser, issqlrole, isapprole FROM sys.sysusers WHERE name IN ('dbo', 'guest', 'public', 'db_owner', 'sys') ORDER BY uid;
+drop view widget_labels;
+go

@@ -180,15 +180,21 @@ fn add(
             super::create_tree(ctx, database, &ix.tree)?;
         }
         let target = target_for(ctx, db, Arc::new(new.clone()))?;
-        let built = in_own_transaction(ctx, |ctx| {
-            for ix in &new_indexes {
-                dml::build_index(ctx, &target.as_is(), ix)?;
-            }
+        // The rows are read, and checked against new constraints, in the session's
+        // transaction (its own uncommitted rows among them); the new indexes' entries are
+        // written in DDL's own.
+        let built = (|| {
             if validate {
                 dml::validate_rows(ctx, &target.as_is())?;
             }
-            Ok(())
-        });
+            let rows = if new_indexes.is_empty() { Vec::new() } else { dml::table_rows(ctx, db, &target.table)? };
+            in_own_transaction(ctx, |ctx| {
+                for ix in &new_indexes {
+                    dml::build_index(ctx, &target.as_is(), ix, &rows)?;
+                }
+                Ok(())
+            })
+        })();
         if let Err(e) = built {
             for ix in &new_indexes {
                 let _ = database.drop_table(&ix.tree);

@@ -90,7 +90,8 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
     super::create_tree(ctx, &database, &ix.tree)?;
     new.indexes.push(ix.clone());
     let target = target_for(ctx, database.name(), Arc::new(new.clone()))?;
-    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &ix)) {
+    let rows = dml::table_rows(ctx, database.name(), &target.table)?;
+    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &ix, &rows)) {
         let _ = database.drop_table(&ix.tree);
         return Err(e);
     }
@@ -147,7 +148,8 @@ pub fn rebuild_index(ctx: &mut ExecCtx, db: &str, table: &Table, ix: usize) -> S
     super::create_tree(ctx, &database, &new.indexes[ix].tree)?;
     let target = target_for(ctx, db, Arc::new(new.clone()))?;
     let index = new.indexes[ix].clone();
-    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &index)) {
+    let rows = dml::table_rows(ctx, db, &target.table)?;
+    if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &index, &rows)) {
         let _ = database.drop_table(&index.tree);
         return Err(e);
     }

@@ -24,39 +24,20 @@ pub(super) fn find_table(
 
 /// Resolves a table for DDL and locks it: a schema-modification lock on its definition
 /// (waiting for every statement using it, and keeping new ones out until this statement
-/// ends), then a shared table lock on each of its trees, which waits for every
+/// ends), then a shared table lock on each of its trees, which waits for every other
 /// transaction with uncommitted changes in them (they hold IX to their end) and keeps new
 /// writers out. Nobody else can then read or change the trees, so DDL may copy, replace
-/// or drop them; the shared lock (not X) lets DDL's own transaction (`in_own_transaction`)
-/// read them. Returns the definition as it is once locked. `statement` names the DDL
-/// for its error (see [`lock_trees`]).
+/// or drop them. The session's own transaction may have changed the table (a migration
+/// that inserts rows, then adds a key or an index): DDL reads the rows in that
+/// transaction, and writes new trees in one of its own (`in_own_transaction`), which
+/// the definition's fate at the session's commit or rollback keeps or drops. A temporary
+/// table's DDL is final at once, so for one of those the session's own changes are still
+/// refused (574, see [`lock_trees`]). Returns the definition as it is once locked.
+/// `statement` names the DDL for its error.
 pub(super) fn lock_for_ddl(
     ctx: &mut ExecCtx,
     name: &ObjectName,
     statement: &str,
-) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
-    lock_table(ctx, name, statement, false)
-}
-
-/// [`lock_for_ddl`] for DROP TABLE and TRUNCATE TABLE, which read no rows in a
-/// transaction of their own: on a table whose DDL goes with the session's transaction
-/// (the old trees stay until it commits, so its rollback finds them), the session's own
-/// changes to the table are allowed. ALTER TABLE and indexes may read the rows in DDL's
-/// own transaction (index builds, constraint checks), which would wait for the session's
-/// uncommitted rows for ever: they keep 574.
-pub(super) fn lock_for_settled_ddl(
-    ctx: &mut ExecCtx,
-    name: &ObjectName,
-    statement: &str,
-) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
-    lock_table(ctx, name, statement, true)
-}
-
-fn lock_table(
-    ctx: &mut ExecCtx,
-    name: &ObjectName,
-    statement: &str,
-    settled: bool,
 ) -> SqlResult<(Arc<tessera_database::Database>, Arc<Table>)> {
     loop {
         let (database, table) = find_table(ctx, name)?;
@@ -66,18 +47,15 @@ fn lock_table(
             // Dropped and created again while this statement waited.
             continue;
         }
-        let own_writes = if settled && super::rebuild::goes_with_transaction(&now.name) {
-            OwnWrites::Allowed
-        } else {
-            OwnWrites::Refused
-        };
+        let own_writes =
+            if super::rebuild::goes_with_transaction(&now.name) { OwnWrites::Allowed } else { OwnWrites::Refused };
         lock_trees(ctx, &database, &now, statement, own_writes)?;
         return Ok((database, now));
     }
 }
 
 /// Whether DDL may take a table the session's own open transaction has changed (see
-/// [`lock_for_settled_ddl`]).
+/// [`lock_for_ddl`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum OwnWrites {
     Refused,

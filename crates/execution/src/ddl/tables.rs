@@ -2,7 +2,7 @@
 
 use super::constraints::{apply_constraint, constraint_failed, ensure_constraint_name_free, set_default};
 use super::indexes::{index_columns, place_index};
-use super::locking::{lock_for_settled_ddl, name_lock};
+use super::locking::{lock_for_ddl, name_lock};
 use super::rebuild::{goes_with_transaction, replace_storage, write_definition};
 use super::{create_trees, drop_trees, heap_index, tree_name};
 use crate::runtime::ExecCtx;
@@ -218,7 +218,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
 /// DROP TABLE. The table's catalog row goes in the session's transaction and its trees
 /// when that commits; a rollback brings it back (`write_definition`).
 pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
-    let (database, table) = match lock_for_settled_ddl(ctx, name, "DROP TABLE") {
+    let (database, table) = match lock_for_ddl(ctx, name, "DROP TABLE") {
         Ok(t) => t,
         Err(e) if e.number == 208 || e.number == 911 => {
             if if_exists {
@@ -330,7 +330,7 @@ fn no_user_table(name: &ObjectName) -> tessera_errors::SqlError {
 }
 
 pub fn truncate_table(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<()> {
-    let (database, table) = lock_for_settled_ddl(ctx, name, "TRUNCATE TABLE").map_err(|e| match e.number {
+    let (database, table) = lock_for_ddl(ctx, name, "TRUNCATE TABLE").map_err(|e| match e.number {
         208 | 911 => msg::TRUNCATE_TABLE_NOT_FOUND.with(&[&(name
             .0
             .iter()

@@ -2,13 +2,13 @@
 //! index filled from the table.
 
 use super::constraints::{key_values, map_duplicate};
-use super::storage::table_rows;
 use super::{object_name, TargetAt};
 use crate::runtime::ExecCtx;
 use tessera_access::key::KeyBuf;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::catalog::{Index, Table};
+use tessera_semantics::plan::Row;
 use tessera_semantics::types::Value;
 
 pub(super) fn index_key(table: &Table, index: &Index, row: &[Value]) -> SqlResult<Vec<u8>> {
@@ -46,13 +46,14 @@ pub(super) fn delete_index_entry(
     Ok(())
 }
 
-/// Adds every row's entry to a new nonclustered index.
-pub fn build_index(ctx: &mut ExecCtx, target: &TargetAt, ix: &Index) -> SqlResult<()> {
-    let rows = table_rows(ctx, &target.db, &target.table)?;
+/// Adds the entry of each of `rows` (the table's rows with their keys, read by the caller
+/// in the session's transaction: see `ddl::rebuild::in_own_transaction`) to a new
+/// nonclustered index.
+pub fn build_index(ctx: &mut ExecCtx, target: &TargetAt, ix: &Index, rows: &[(Vec<u8>, Row)]) -> SqlResult<()> {
     for (k, r) in rows {
-        insert_index_entry(ctx, target, ix, &r, &k).map_err(|e| {
+        insert_index_entry(ctx, target, ix, r, k).map_err(|e| {
             if e.number == 2627 || e.number == 2601 {
-                let key = format!(" The duplicate key value is ({}).", key_values(&target.table, ix, &r));
+                let key = format!(" The duplicate key value is ({}).", key_values(&target.table, ix, r));
                 msg::CREATE_UNIQUE_INDEX_DUPLICATE.with(&[&object_name(&target.table), &ix.name, &key])
             } else {
                 e

@@ -18,9 +18,8 @@ alter table tr drop column b;
 go
 insert tr values (4);
 go
--- ALTER TABLE and indexes may read the rows in a transaction of their own (index builds,
--- constraint checks), which would wait for this one's uncommitted rows: on a table this
--- transaction changed they are refused (574), as before. DROP and TRUNCATE are not.
+-- DDL on a table this transaction changed reads the rows (its own uncommitted ones
+-- among them) in this transaction, as SQL Server's does; a rollback takes the index away.
 create index ix_b on tr (a);
 go
 drop table other;
@@ -197,4 +196,31 @@ go
 rollback;
 select name from sys.databases where name like 'txdb%';
 drop database txdb;
+go
+-- A migration tool's step (Flyway's baseline): a table made, written, then given a key
+-- and an index in one transaction; committed, and once more rolled back.
+begin tran;
+create table history (installed_rank int not null, version nvarchar(50), success bit not null);
+insert history values (1, '0', 1), (2, '1', 1);
+alter table history add constraint history_pk primary key (installed_rank);
+create index history_s_idx on history (success);
+alter table history add checksum int null constraint ck_checksum check (checksum <> 0);
+insert history (installed_rank, version, success) values (3, '2', 0);
+commit;
+select installed_rank, version, success from history order by installed_rank;
+select name from sys.indexes where object_id = object_id('history') order by index_id;
+go
+begin tran;
+insert history (installed_rank, version, success) values (4, '3', 1);
+create index history_v_idx on history (version);
+alter table history add constraint ck_version check (version <> 'x');
+rollback;
+select count(*) as rows_after_rollback, (select count(*) from sys.indexes where name = 'history_v_idx') as index_after_rollback from history;
+go
+begin tran;
+insert history (installed_rank, version, success) values (5, 'x', 1);
+alter table history add constraint ck_version check (version <> 'x');
+go
+rollback;
+drop table history;
 go

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the SQL Server client libraries and tools the client scenario tests drive
 # (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy and Alembic from
-# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC) from Debian; tedious and
-# Sequelize from npm; go-mssqldb from the Go module proxy; the Microsoft JDBC driver (mssql-jdbc) from
-# Maven Central.
+# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC) from Debian; tedious,
+# Sequelize, TypeORM and Knex from npm; go-mssqldb and GORM from the Go module proxy; the
+# Microsoft JDBC driver (mssql-jdbc), Hibernate ORM and Flyway from Maven Central.
 # Idempotent; needs root (or sudo) for apt-get. Language runtimes (python3, node, go, a JDK
 # with Maven) must be present.
 set -euo pipefail
@@ -19,7 +19,12 @@ if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null || ! odbcinst
         || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q freetds-bin tdsodbc unixodbc >/dev/null; }
 fi
 
-(cd crates/server/tests/clients/tedious && npm ci --no-audit --no-fund --silent)
-(cd crates/server/tests/clients/sequelize && npm ci --no-audit --no-fund --silent)
-(cd crates/server/tests/clients/gomssql && go mod download)
-(cd crates/server/tests/clients/jdbc && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib)
+for client in tedious sequelize typeorm knex; do
+    (cd "crates/server/tests/clients/$client" && npm ci --no-audit --no-fund --silent)
+done
+for client in gomssql gorm; do
+    (cd "crates/server/tests/clients/$client" && go mod download)
+done
+for client in jdbc hibernate; do
+    (cd "crates/server/tests/clients/$client" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib)
+done

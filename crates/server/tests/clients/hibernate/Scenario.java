@@ -2,9 +2,10 @@
 // server, as a Java service would use them, with their default SQL Server support
 // (Flyway's flyway-sqlserver, Hibernate's SQLServerDialect chosen from the server's
 // version) and only connection settings of our own:
-// - Flyway: migrate a folder of versioned and repeatable SQL migrations (migrations/),
-//   flyway_schema_history, info, validate, a second (no-op) migrate, clean (which reads
-//   the catalog views) and migrate again;
+// - Flyway: migrate a folder of versioned and repeatable SQL migrations (migrations/) on
+//   a fresh database (Flyway checks that the schema is empty and creates its own
+//   flyway_schema_history), the history rows, info, validate, a second (no-op) migrate,
+//   clean (which reads the catalog views and drops everything) and migrate again;
 // - Flyway's baseline of an existing schema;
 // - Hibernate, configured programmatically with the annotated entities below: schema
 //   `create`, `validate`, `update` (which must add the one new column and nothing
@@ -15,9 +16,10 @@
 //   check constraint, an element collection, 10 KB strings, a unique nullable column
 //   (a filtered unique index), optimistic locking with @Version, a pessimistic lock, and
 //   sequence-generated ids.
-// The ways tessera still differs from SQL Server are marked TESSERA-GAP: the scenario
-// steps around them or skips their checks (printing "skip"); SCENARIO_NO_GAPS=1 runs them
-// all as against SQL Server.
+// The ways tessera still differs from SQL Server are marked TESSERA-GAP (see the flags
+// GAP_* below): numeric kept as decimal, sequences, filtered indexes. The scenario steps around them or
+// skips their checks (printing "skip"); SCENARIO_NO_GAPS=1 runs them all as against SQL
+// Server.
 // Run by crates/server/tests/hibernate.rs:
 //   java -cp 'lib/*' Scenario.java HOST PORT SA_PASSWORD
 // Prints one line per check and, when every check passed, "all checks passed". Every
@@ -333,27 +335,6 @@ public class Scenario {
     // everything as against SQL Server.
     static final boolean KNOWN_GAPS = System.getenv("SCENARIO_NO_GAPS") == null;
 
-    // TESSERA-GAP: sys.assemblies does not exist, so the query by which Flyway asks whether
-    // schema dbo is empty (SELECT count(*) FROM ( SELECT t.name FROM sys.types t ... Union
-    // SELECT name FROM sys.assemblies WHERE is_user_defined=1) R), run by migrate and info
-    // while there is no flyway_schema_history table, fails with error 208. Until it exists
-    // the scenario creates the history table itself, as Flyway would (its DDL, verbatim),
-    // before those first migrates.
-    static final boolean GAP_SYS_ASSEMBLIES = KNOWN_GAPS;
-
-    // TESSERA-GAP: CREATE INDEX or ALTER TABLE on a table that the transaction has already
-    // written to fails with error 574 ("ALTER TABLE statement cannot be used inside a user
-    // transaction."). Flyway's baseline creates its history table in one transaction:
-    // CREATE TABLE; INSERT (the baseline row); ALTER TABLE ... ADD CONSTRAINT ... PRIMARY KEY;
-    // CREATE INDEX.
-    static final boolean GAP_DDL_AFTER_WRITE_IN_TRANSACTION = KNOWN_GAPS;
-
-    // TESSERA-GAP: Flyway's clean first reads the catalog (sys.xml_schema_collections,
-    // sys.service_queues, sys.services, sys.partition_schemes, sys.partition_functions,
-    // sys.assemblies: error 208; sys.tables.temporal_type, sys.columns.is_rowguidcol and
-    // is_filestream: error 207) and fails before dropping anything.
-    static final boolean GAP_CLEAN_CATALOG = KNOWN_GAPS;
-
     // TESSERA-GAP: numeric(p,s) is stored as decimal(p,s): the catalog and the result-set
     // metadata name the type decimal (SQL Server keeps numeric, system_type_id 108).
     static final boolean GAP_NUMERIC_IS_DECIMAL = KNOWN_GAPS;
@@ -371,20 +352,6 @@ public class Scenario {
         System.out.println("skip " + name + " (TESSERA-GAP: " + why + ")");
     }
 
-    /** Flyway's own DDL for its history table (SQLServerDatabase.getRawCreateScript). */
-    static void createHistoryTable(String db) throws SQLException {
-        try (Connection c = jdbc(db); Statement s = c.createStatement()) {
-            s.execute("CREATE TABLE [" + db + "].[dbo].[flyway_schema_history] (\n"
-                    + "    [installed_rank] INT NOT NULL,\n    [version] NVARCHAR(50),\n    [description] NVARCHAR(200),\n"
-                    + "    [type] NVARCHAR(20) NOT NULL,\n    [script] NVARCHAR(1000) NOT NULL,\n    [checksum] INT,\n"
-                    + "    [installed_by] NVARCHAR(100) NOT NULL,\n    [installed_on] DATETIME NOT NULL DEFAULT GETDATE(),\n"
-                    + "    [execution_time] INT NOT NULL,\n    [success] BIT NOT NULL\n);\n"
-                    + "ALTER TABLE [" + db + "].[dbo].[flyway_schema_history] ADD CONSTRAINT [flyway_schema_history_pk] "
-                    + "PRIMARY KEY ([installed_rank]);\n"
-                    + "CREATE INDEX [flyway_schema_history_s_idx] ON [" + db + "].[dbo].[flyway_schema_history] ([success]);");
-        }
-    }
-
     static void flyway() throws Exception {
         String db = "flyway_scenario";
         recreate(db);
@@ -394,9 +361,8 @@ public class Scenario {
                 .cleanDisabled(false) // clean is off by default; the scenario calls it
                 .load();
         check("flyway migrate (V1, V2, R)", () -> {
-            if (GAP_SYS_ASSEMBLIES) {
-                createHistoryTable(db);
-            }
+            // On a fresh database Flyway first asks whether schema dbo is empty (a count over
+            // sys.objects, sys.types, sys.assemblies...), then creates its history table.
             MigrateResult r = fw.migrate();
             expect(true, r.success, "success");
             expect(3, r.migrationsExecuted, "migrations executed");
@@ -410,6 +376,11 @@ public class Scenario {
             expect(Arrays.asList(1, "1", "create", "SQL", "V1__create.sql", 1, true, "sa"), h.get(0), "V1");
             expect(Arrays.asList(2, "2", "alter", "SQL", "V2__alter.sql", 1, true, "sa"), h.get(1), "V2");
             expect(Arrays.asList(3, null, "view", "SQL", "R__view.sql", 1, true, "sa"), h.get(2), "R");
+            expect(Arrays.asList(Arrays.asList("flyway_schema_history_pk", "PK"), Arrays.asList("flyway_schema_history_s_idx", null)),
+                    rows(db, "SELECT i.name, k.type FROM sys.indexes AS i LEFT JOIN sys.key_constraints AS k "
+                            + "ON k.parent_object_id = i.object_id AND k.unique_index_id = i.index_id "
+                            + "WHERE i.object_id = OBJECT_ID('dbo.flyway_schema_history') AND i.name IS NOT NULL ORDER BY i.name"),
+                    "the history table's primary key and index, as Flyway created them");
         });
         check("migrated schema and data", () -> {
             expect(Arrays.asList(Arrays.asList("Ana", "PT", 1, new BigDecimal("12.5000")),
@@ -439,27 +410,22 @@ public class Scenario {
             expect(0, r.migrationsExecuted, "migrations executed");
             expect(3, scalar(db, "SELECT COUNT(*) FROM dbo.flyway_schema_history"), "history rows");
         });
-        if (GAP_CLEAN_CATALOG) {
-            gap("flyway clean, then migrate again", "clean reads catalog views tessera lacks (error 208: "
-                    + "sys.xml_schema_collections, sys.service_queues, sys.services, sys.partition_schemes, "
-                    + "sys.partition_functions, sys.assemblies; error 207: sys.tables.temporal_type, "
-                    + "sys.columns.is_rowguidcol and is_filestream) before it drops anything");
-        } else {
-            check("flyway clean", () -> {
-                CleanResult r = fw.clean();
-                expect(List.of("dbo"), r.schemasCleaned, "schemas cleaned");
-                expect(Arrays.asList(), rows(db, "SELECT name, type FROM sys.objects WHERE is_ms_shipped = 0 "
-                        + "AND schema_id = SCHEMA_ID('dbo') AND parent_object_id = 0"), "objects left in dbo");
-            });
-            check("flyway migrate after clean", () -> {
-                if (GAP_SYS_ASSEMBLIES) {
-                    createHistoryTable(db);
-                }
-                MigrateResult r = fw.migrate();
-                expect(3, r.migrationsExecuted, "migrations executed");
-                expect(2, scalar(db, "SELECT COUNT(*) FROM customer_totals"), "view rows");
-            });
-        }
+        // clean reads the catalog (sys.xml_schema_collections, sys.service_queues,
+        // sys.services, sys.partition_schemes, sys.partition_functions, sys.assemblies,
+        // sys.synonyms, sys.table_types, sys.tables.temporal_type, sys.columns.is_rowguidcol
+        // and is_filestream...) and drops what it finds, the history table included.
+        check("flyway clean", () -> {
+            CleanResult r = fw.clean();
+            expect(List.of("dbo"), r.schemasCleaned, "schemas cleaned");
+            expect(Arrays.asList(), rows(db, "SELECT name, type FROM sys.objects WHERE is_ms_shipped = 0 "
+                    + "AND schema_id = SCHEMA_ID('dbo') AND parent_object_id = 0"), "objects left in dbo");
+        });
+        check("flyway migrate after clean", () -> {
+            MigrateResult r = fw.migrate();
+            expect(3, r.migrationsExecuted, "migrations executed");
+            expect(2, scalar(db, "SELECT COUNT(*) FROM customer_totals"), "view rows");
+            expect(3, scalar(db, "SELECT COUNT(*) FROM dbo.flyway_schema_history"), "history rows");
+        });
 
         String bdb = "flyway_baseline";
         recreate(bdb);
@@ -471,26 +437,21 @@ public class Scenario {
                 .locations("filesystem:" + Paths.get("migrations").toAbsolutePath())
                 .baselineVersion("1") // the existing schema stands for V1
                 .load();
-        if (GAP_DDL_AFTER_WRITE_IN_TRANSACTION) {
-            gap("flyway baseline of an existing schema, then migrate", "the history table's CREATE TABLE; INSERT; "
-                    + "ALTER TABLE ... ADD CONSTRAINT ... PRIMARY KEY; CREATE INDEX in one transaction fails with error 574");
-        } else {
-            check("flyway baseline of an existing schema, then migrate", () -> {
-                fb.baseline();
-                try (Connection c = jdbc(bdb); Statement s = c.createStatement()) {
-                    // What V1 would have created, so that V2 and R apply.
-                    s.execute("CREATE TABLE customers (id INT IDENTITY PRIMARY KEY, name NVARCHAR(100) NOT NULL, "
-                            + "email NVARCHAR(200) NULL, created_at DATETIME2 NOT NULL DEFAULT SYSUTCDATETIME())");
-                    s.execute("CREATE TABLE orders (id INT IDENTITY PRIMARY KEY, customer_id INT NOT NULL "
-                            + "REFERENCES customers (id), total DECIMAL(18, 4) NOT NULL, placed_on DATE NOT NULL)");
-                }
-                MigrateResult r = fb.migrate();
-                expect(2, r.migrationsExecuted, "migrations executed after the baseline");
-                expect(Arrays.asList(Arrays.asList(1, "1", "BASELINE"), Arrays.asList(2, "2", "SQL"),
-                        Arrays.asList(3, null, "SQL")), rows(bdb, "SELECT installed_rank, version, type "
-                        + "FROM flyway_schema_history ORDER BY installed_rank"), "history");
-            });
-        }
+        check("flyway baseline of an existing schema, then migrate", () -> {
+            fb.baseline();
+            try (Connection c = jdbc(bdb); Statement s = c.createStatement()) {
+                // What V1 would have created, so that V2 and R apply.
+                s.execute("CREATE TABLE customers (id INT IDENTITY PRIMARY KEY, name NVARCHAR(100) NOT NULL, "
+                        + "email NVARCHAR(200) NULL, created_at DATETIME2 NOT NULL DEFAULT SYSUTCDATETIME())");
+                s.execute("CREATE TABLE orders (id INT IDENTITY PRIMARY KEY, customer_id INT NOT NULL "
+                        + "REFERENCES customers (id), total DECIMAL(18, 4) NOT NULL, placed_on DATE NOT NULL)");
+            }
+            MigrateResult r = fb.migrate();
+            expect(2, r.migrationsExecuted, "migrations executed after the baseline");
+            expect(Arrays.asList(Arrays.asList(1, "1", "BASELINE"), Arrays.asList(2, "2", "SQL"),
+                    Arrays.asList(3, null, "SQL")), rows(bdb, "SELECT installed_rank, version, type "
+                    + "FROM flyway_schema_history ORDER BY installed_rank"), "history");
+        });
     }
 
     // ---------------------------------------------------------------- Hibernate

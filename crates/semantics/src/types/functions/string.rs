@@ -16,9 +16,11 @@ use tessera_errors::SqlResult;
 impl Call<'_> {
     pub(super) fn string(&self) -> SqlResult<Value> {
         match self.name {
+            // In UTF-16 code units, as SQL Server counts under a collation that is not
+            // supplementary-character aware (a character outside the BMP counts 2).
             "LEN" => {
                 let s = or_null!(self.text(0)?);
-                Ok(Value::Int(trim_trailing_spaces(&s).chars().count() as i64))
+                Ok(Value::Int(trim_trailing_spaces(&s).encode_utf16().count() as i64))
             }
             "DATALENGTH" => Ok(datalength(&self.args[0], &self.types[0])),
             "SUBSTRING" => self.substring(),

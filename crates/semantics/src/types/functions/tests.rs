@@ -95,6 +95,7 @@ fn types_and_arity() {
 #[test]
 fn string_functions() {
     assert_eq!(ok("LEN", &[s("abc  ")]), i(3));
+    assert_eq!(ok("LEN", &[s("\u{1F980} Ferris \u{1F4DA}")]), i(12), "a surrogate pair counts 2");
     assert_eq!(ok("LEN", &[i(12345)]), i(5));
     assert_eq!(ok("LEN", &[Value::Null]), Value::Null);
     assert_eq!(ok("DATALENGTH", &[s("abc  ")]), i(5));

@@ -101,7 +101,13 @@ fn check_permission(shared: &Shared, state: &SessionState, database: &str, verb:
             }
         }
     }
-    Err(msg::DATABASE_PERMISSION_DENIED.with(&[&verb, &database]))
+    // Refused as SQL Server refuses it: the permission error, then 3013.
+    let denied = if verb.starts_with("RESTORE") {
+        msg::RESTORE_PERMISSION_DENIED.with(&[&database])
+    } else {
+        msg::DATABASE_PERMISSION_DENIED.with(&[&verb, &database])
+    };
+    Err(msg::BACKUP_RESTORE_TERMINATED.with(&[&verb]).after(denied))
 }
 
 fn not_in_transaction(state: &SessionState) -> SqlResult<()> {

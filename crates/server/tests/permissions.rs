@@ -294,6 +294,7 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
             (300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'.")
         );
         assert_eq!(refused(&mut t1, "SELECT * FROM sys.dm_exec_cached_plans").await.0, 300);
+        assert_eq!(refused(&mut t1, "SELECT * FROM sys.dm_exec_connections").await.0, 300);
         assert_eq!(refused(&mut t1, "DBCC FREEPROCCACHE").await.0, 2571);
         assert_eq!(refused(&mut t1, "DBCC DROPCLEANBUFFERS").await.0, 2571);
         assert_eq!(refused(&mut t1, "DBCC TRACEON (1222, -1)").await.0, 2571);
@@ -307,6 +308,7 @@ fn the_hosting_pattern_shows_a_tenant_only_its_own_databases_and_session() {
         assert_eq!(count(&mut t1, "SELECT HAS_PERMS_BY_NAME(NULL, 'SERVER', 'VIEW SERVER STATE')").await, 1);
         assert!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await >= 2);
         run(&mut t1, "SELECT * FROM sys.dm_os_sys_memory").await;
+        assert!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_connections").await >= 2);
         run(&mut sa, "USE master; REVOKE VIEW SERVER STATE FROM t1").await;
         let mut t1 = connect_as(port, "t1", ALICE).await;
         assert_eq!(count(&mut t1, "SELECT COUNT(*) FROM sys.dm_exec_sessions").await, 1);

@@ -203,6 +203,7 @@ catalog! {
     EXCLUSIVE_ACCESS_DENIED = 3101, 16, Statement, "Exclusive access could not be obtained because the database is in use.";
     RESTORE_DATABASE_IN_USE = 3102, 16, Statement, "RESTORE cannot process database '%.*ls' because it is in use by this session. It is recommended that the master database be used when performing this operation.";
     RESTORE_SYSTEM_DATABASE = 3108, 16, Statement, "To restore the %ls database, the server must be running in single-user mode; tessera cannot restore system databases.";
+    RESTORE_PERMISSION_DENIED = 3110, 14, Statement, "User does not have permission to RESTORE database '%.*ls'.";
     NO_FILES_TO_ROLL_FORWARD = 3117, 16, Statement, "The log or differential backup cannot be restored because no files are ready to rollforward%ls.";
     MEDIA_FAMILIES_MISSING = 3132, 16, Statement, "The media set has %d media families but only %d are provided. All members must be provided.";
     BACKUP_SET_INCOMPATIBLE = 3135, 16, Statement, "The backup set in file '%ls' was created by %ls and cannot be used for this restore operation.";

@@ -138,8 +138,10 @@ pub(super) static EXEC_CONNECTIONS: ViewDef<13> = ViewDef {
     rows: exec_connections,
 };
 
-/// The sessions with a TDS connection.
+/// The sessions with a TDS connection. Unlike sys.dm_exec_sessions (whose rows shrink to
+/// the caller's own), it needs VIEW SERVER STATE: without it, 300 and 297.
 fn exec_connections(ctx: &ExecCtx, _db: &str) -> Rows<13> {
+    super::server_state(ctx)?;
     Ok(sessions(ctx)
         .into_iter()
         .filter_map(|info| {

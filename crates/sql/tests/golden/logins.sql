@@ -58,3 +58,22 @@ DROP LOGIN legacy;
 GO
 DROP LOGIN sa;
 GO
+-- Without VIEW SERVER STATE a server-wide DMV is refused (300, 297), not filtered; a
+-- refused BACKUP or RESTORE is followed by 3013, as SQL Server's is.
+create login lowly with password = 'Lowly-Passw0rd!', check_policy = off;
+create user lowly for login lowly;
+go
+execute as login = 'lowly';
+go
+select count(*) as connections from sys.dm_exec_connections;
+go
+select count(*) as own_sessions from sys.dm_exec_sessions;
+go
+backup database master to disk = 'nowhere.bak';
+go
+restore database master from disk = 'nowhere.bak';
+go
+revert;
+drop user lowly;
+drop login lowly;
+go

@@ -668,12 +668,18 @@ pub fn parse_type_text(text: &str) -> SqlResult<SqlType> {
 }
 
 /// The name a user wrote for a session's temp table or table variable (stored in tempdb
-/// as `#t_<spid>_<n>` and `#@t_<spid>_<n>`).
+/// as `#t`, then `_` up to 116 characters and 12 hex digits, and `#@t` likewise; a
+/// `##global` table is stored as written).
 pub fn display_name(stored: &str) -> &str {
-    if !stored.starts_with('#') {
+    if !stored.starts_with('#') || stored.starts_with("##") || stored.len() < 13 {
         return stored;
     }
-    let user = stored.rsplitn(3, '_').nth(2).unwrap_or(stored);
+    let (head, suffix) = stored.split_at(stored.len() - 12);
+    if !suffix.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return stored;
+    }
+    // (Underscores a name ends with cannot be told from the padding, as in SQL Server.)
+    let user = head.trim_end_matches('_');
     user.strip_prefix('#').filter(|u| u.starts_with('@')).unwrap_or(user)
 }
 
@@ -687,9 +693,11 @@ mod tests {
 
     #[test]
     fn temp_table_names_display_as_written() {
-        assert_eq!(display_name("#t_0033_00000001"), "#t");
-        assert_eq!(display_name("#@t_0033_00000002"), "@t");
-        assert_eq!(display_name("#my_table_0033_00000003"), "#my_table");
+        let stored = |user: &str, n: u32| format!("{user}{}{n:012X}", "_".repeat(116 - user.len()));
+        assert_eq!(display_name(&stored("#t", 1)), "#t");
+        assert_eq!(display_name(&stored("#@t", 2)), "@t");
+        assert_eq!(display_name(&stored("#my_table", 3)), "#my_table");
+        assert_eq!(display_name("##global"), "##global");
         assert_eq!(display_name("orders"), "orders");
     }
 

@@ -58,6 +58,7 @@ catalog! {
     INVALID_RETURN_VALUE = 178, 15, Statement, "A RETURN statement with a return value cannot be used in this context.";
     ARGUMENT_COUNT_OUT_OF_RANGE = 189, 15, Statement, "The %ls function requires %d to %d arguments.";
     NESTED_TOO_DEEPLY = 191, 15, Statement, "Some part of your SQL statement is nested too deeply. Rewrite the query or break it up into smaller queries.";
+    NAME_TOO_LONG = 193, 15, Statement, "The object or column name starting with '%.*ls' is too long. The maximum length is %d characters.";
     UNRECOGNIZED_NAME = 195, 16, Statement, "'%.*ls' is not a recognized %ls.";
     MISSING_PARAMETER = 201, 16, Statement, "Procedure or function '%.*ls' expects parameter '%.*ls', which was not supplied.";
     UNION_COLUMN_COUNT_MISMATCH = 205, 16, Statement, "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists.";

@@ -23,14 +23,28 @@ pub(super) fn resolve_column_type(t: &ast::TypeName, position: usize) -> SqlResu
     })
 }
 
-/// Where a new table goes: (database, schema, name); `#temp` tables get a session-unique
-/// name in tempdb.
+/// The longest name of a local temporary table (SQL Server's: 128 less the suffix).
+const MAX_TEMP_NAME_CHARS: usize = 116;
+
+/// Where a new table goes: (database, schema, name). A `##global` temporary table is named
+/// exactly in tempdb, so every session finds it; a `#local` one gets a name unique to the
+/// session as SQL Server makes it: padded with underscores to 116 characters, then 12 hex
+/// digits (the session id and a serial), so `LIKE '#name[_][_][_]%'` finds it.
 fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String, String)> {
     let own = &name.name().value;
+    let tempdb = |real: String| Ok(("tempdb".to_string(), "dbo".to_string(), real));
+    if own.starts_with("##") {
+        return tempdb(own.clone());
+    }
     if own.starts_with('#') {
+        let chars = own.chars().count();
+        if chars > MAX_TEMP_NAME_CHARS {
+            let start: String = own.chars().take(30).collect();
+            return Err(msg::NAME_TOO_LONG.with(&[&start, &(MAX_TEMP_NAME_CHARS as i64)]));
+        }
         ctx.session.temp_serial += 1;
-        let real = format!("{own}_{:04X}_{:08X}", ctx.session.spid, ctx.session.temp_serial);
-        return Ok(("tempdb".to_string(), "dbo".to_string(), real));
+        let suffix = ((ctx.session.spid as u64 & 0xFFFF) << 32) | u64::from(ctx.session.temp_serial);
+        return tempdb(format!("{own}{}{suffix:012X}", "_".repeat(MAX_TEMP_NAME_CHARS - chars)));
     }
     let b = Binder::new(ctx.shared, ctx.session, &[]);
     let (db, schema, obj) = b.qualify_new(name)?;

@@ -63,3 +63,16 @@ DECLARE @dup TABLE (a int);
 DECLARE @dup TABLE (b int);
 SELECT 'not run' AS never;
 GO
+-- Names in tempdb as SQL Server makes them: a local temp table's padded with underscores
+-- to 116 characters and 12 hex digits (found by LIKE '#name[_][_][_]%', SQLAlchemy's
+-- reflection), a global one's exactly as written, and 116 characters at most.
+CREATE TABLE #loc (a int);
+CREATE TABLE ##glob (a int);
+SELECT CASE WHEN table_name LIKE '#loc[_][_][_]%' THEN '#loc padded' ELSE table_name END AS name, LEN(table_name) AS length
+FROM tempdb.information_schema.tables WHERE table_name LIKE '#loc[_][_][_]%' OR table_name = '##glob' ORDER BY 1;
+SELECT CASE WHEN OBJECT_ID('tempdb..##glob') IS NOT NULL AND OBJECT_ID('tempdb..#loc') IS NOT NULL THEN 'both found' END AS lookup;
+DROP TABLE #loc;
+DROP TABLE ##glob;
+GO
+CREATE TABLE #a_name_that_is_far_too_long_for_a_temporary_table_in_sql_server_because_the_suffix_needs_twelve_characters_of_its_own_x (a int);
+GO

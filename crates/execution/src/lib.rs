@@ -15,6 +15,8 @@ pub mod modules;
 pub mod open_close_log;
 pub mod read_locks;
 pub mod runtime;
+pub mod sequence_positions;
+pub mod sequences;
 pub mod statistics;
 pub mod sysprocs;
 pub mod sysviews;

@@ -64,7 +64,7 @@ pub fn define(
             (Some(_), false, false) => {
                 return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &obj]));
             }
-            (Some(Object::Table(_)), _, _) => {
+            (Some(Object::Table(_) | Object::Sequence(_)), _, _) => {
                 return Err(msg::ALTER_WRONG_OBJECT_TYPE.with(&[&obj]));
             }
             (None, true, false) => {

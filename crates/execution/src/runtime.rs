@@ -146,6 +146,8 @@ pub struct Shared {
     pub query_memory: Arc<tessera_governance::grant::QueryMemory>,
     /// Per-database resource limits and their use (`governor`).
     pub governors: tessera_governance::governor::Governors,
+    /// The sequences' positions in memory (`crate::sequences`).
+    pub sequences: crate::sequence_positions::Sequences,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -197,6 +199,7 @@ impl Shared {
             open_close_log: Mutex::default(),
             query_memory: Arc::default(),
             governors: Default::default(),
+            sequences: Default::default(),
             scalar_functions,
             me: me.clone(),
         });
@@ -560,6 +563,7 @@ impl Shared {
     fn forget_closed(&self, db: &str) {
         let mut catalogs = self.catalogs.lock();
         if self.engine.database_if_open(db).is_none() {
+            self.sequences.forget_database(db);
             if let Some(entry) = catalogs.remove(&db.to_lowercase()) {
                 entry.forgotten.store(true, Ordering::Release);
             }

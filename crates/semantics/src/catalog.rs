@@ -263,10 +263,36 @@ pub struct Module {
     pub properties: Vec<Property>,
 }
 
+/// A sequence (`CREATE SEQUENCE`): its definition. The values it has handed out are kept
+/// apart, in storage and in the server's memory (`tessera_execution::sequences`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sequence {
+    pub id: i32,
+    pub schema: String,
+    pub name: String,
+    /// An integer type, or decimal/numeric with scale 0.
+    #[serde(with = "type_text")]
+    pub ty: SqlType,
+    pub start: i128,
+    pub increment: i128,
+    pub min: i128,
+    pub max: i128,
+    pub cycle: bool,
+    /// `CACHE n`: how many values one write to storage reserves (None: `NO CACHE`).
+    pub cache: Option<u32>,
+    /// How many times `ALTER SEQUENCE … RESTART` restarted it, and the value the last
+    /// restart set (the start value before any).
+    pub restarts: u32,
+    pub restart_at: i128,
+    pub created: i64,
+    pub modified: i64,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Object {
     Table(Arc<Table>),
     Module(Arc<Module>),
+    Sequence(Arc<Sequence>),
 }
 
 impl Object {
@@ -274,18 +300,21 @@ impl Object {
         match self {
             Object::Table(t) => t.id,
             Object::Module(m) => m.id,
+            Object::Sequence(s) => s.id,
         }
     }
     pub fn schema(&self) -> &str {
         match self {
             Object::Table(t) => &t.schema,
             Object::Module(m) => &m.schema,
+            Object::Sequence(s) => &s.schema,
         }
     }
     pub fn name(&self) -> &str {
         match self {
             Object::Table(t) => &t.name,
             Object::Module(m) => &m.name,
+            Object::Sequence(s) => &s.name,
         }
     }
 }
@@ -330,11 +359,20 @@ impl Module {
     }
 }
 
+impl Sequence {
+    /// Its options and type (a plan's NEXT VALUE FOR carries them), not its id or dates.
+    fn fingerprint(&self) -> u64 {
+        let s = Sequence { id: 0, created: 0, modified: 0, ..self.clone() };
+        hash_bytes(&serde_json::to_vec(&s).expect("a sequence serialises"))
+    }
+}
+
 impl Object {
     pub fn fingerprint(&self) -> u64 {
         match self {
             Object::Table(t) => t.fingerprint(),
             Object::Module(m) => m.fingerprint(),
+            Object::Sequence(s) => s.fingerprint(),
         }
     }
 }
@@ -490,6 +528,7 @@ impl Catalog {
                     + (t.checks.len() + t.foreign_keys.len()) * 256
             }
             Object::Module(m) => size_of::<Module>() + m.schema.len() + m.name.len() + m.text.len(),
+            Object::Sequence(s) => size_of::<Sequence>() + s.schema.len() + s.name.len(),
         };
         size_of::<Catalog>() + self.objects.values().map(|o| object(o) + INDEXED + o.name().len()).sum::<usize>()
     }
@@ -613,7 +652,7 @@ impl Catalog {
                     || t.foreign_keys.iter().any(|f| f.name.eq_ignore_ascii_case(name))
                     || t.columns.iter().any(|c| c.default.as_ref().is_some_and(|d| d.name.eq_ignore_ascii_case(name)))
             }
-            Object::Table(_) | Object::Module(_) => false,
+            Object::Table(_) | Object::Module(_) | Object::Sequence(_) => false,
         })
     }
 

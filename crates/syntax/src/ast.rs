@@ -283,6 +283,21 @@ pub enum StatementKind {
     CreateProcedure(Box<CreateProcedure>),
     CreateFunction(Box<CreateFunction>),
     CreateView(Box<CreateView>),
+    /// `CREATE SEQUENCE name [AS type] options…`
+    CreateSequence {
+        name: ObjectName,
+        options: SequenceOptions,
+    },
+    /// `ALTER SEQUENCE name options…` (RESTART among them)
+    AlterSequence {
+        name: ObjectName,
+        options: SequenceOptions,
+    },
+    /// `DROP SEQUENCE [IF EXISTS] a, b`
+    DropSequence {
+        names: Vec<ObjectName>,
+        if_exists: bool,
+    },
     /// `DROP PROC|PROCEDURE|FUNCTION|VIEW [IF EXISTS] a, b`
     DropModule {
         kind: ModuleKind,
@@ -1120,8 +1135,40 @@ pub enum Expr {
         expr: Box<Expr>,
         collation: String,
     },
-    /// `NEXT VALUE FOR seq` is not supported; neither is anything not listed here.
+    /// `NEXT VALUE FOR [db.][schema.]sequence`
+    NextValueFor(ObjectName),
     Nested(Box<Expr>),
+}
+
+/// The options of `CREATE SEQUENCE` and `ALTER SEQUENCE` as written; each is None when
+/// not given.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SequenceOptions {
+    /// `AS type` (CREATE only).
+    pub ty: Option<TypeName>,
+    /// `START WITH n` (CREATE only).
+    pub start: Option<i128>,
+    /// `RESTART [WITH n]` (ALTER only): Some(None) restarts at the start value.
+    pub restart: Option<Option<i128>>,
+    pub increment: Option<i128>,
+    /// `MINVALUE n`, or Some(None) for `NO MINVALUE`.
+    pub min: Option<Option<i128>>,
+    /// `MAXVALUE n`, or Some(None) for `NO MAXVALUE`.
+    pub max: Option<Option<i128>>,
+    /// `CYCLE` / `NO CYCLE`.
+    pub cycle: Option<bool>,
+    /// `CACHE [n]` / `NO CACHE`.
+    pub cache: Option<SequenceCache>,
+}
+
+/// A sequence's `CACHE` option.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SequenceCache {
+    /// `NO CACHE`: every value is written before it is handed out.
+    None,
+    /// `CACHE` without a size: the server's default.
+    Default,
+    Size(i128),
 }
 
 impl Expr {

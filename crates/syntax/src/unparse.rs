@@ -123,6 +123,7 @@ fn inner(e: &Expr) -> String {
             }
         }
         Expr::Collate { expr, collation } => format!("{} COLLATE {collation}", inner(expr)),
+        Expr::NextValueFor(sequence) => format!("NEXT VALUE FOR {}", name(sequence)),
         Expr::Nested(e) => inner(e),
         // Subqueries are not allowed in CHECK and DEFAULT definitions.
         Expr::InSubquery { .. } | Expr::Exists(_) | Expr::Subquery(_) | Expr::Quantified { .. } => {

@@ -407,6 +407,14 @@ catalog! {
     DESCRIBE_TEMP_TABLE = 11525, 16, Statement, "The metadata could not be determined because statement '%.*ls' uses a temp table. Metadata discovery only supports temp tables when analyzing a single-statement batch.";
     DESCRIBE_TEMP_TABLE_IN_PROCEDURE = 11526, 16, Statement, "The metadata could not be determined because statement '%.*ls' in procedure '%.*ls' uses a temp table.";
     DESCRIBE_BROWSE_MODE_INVALID = 11552, 16, Statement, "The @browse_information_mode parameter expects a tinyint with values 0, 1 or 2.";
+    SEQUENCE_INCREMENT_ZERO = 11700, 16, Statement, "The increment for sequence object '%.*ls' cannot be zero.";
+    SEQUENCE_INCREMENT_TOO_LARGE = 11701, 16, Statement, "The absolute value of the increment for sequence object '%.*ls' must be less than or equal to the difference between the minimum and maximum value of the sequence object.";
+    SEQUENCE_TYPE_INVALID = 11702, 16, Statement, "The sequence object '%.*ls' must be of data type int, bigint, smallint, tinyint, or decimal or numeric with a scale of 0, or any user-defined data type that is based on one of the above integer data types.";
+    SEQUENCE_START_OUT_OF_RANGE = 11703, 16, Statement, "The start value for sequence object '%.*ls' must be between the minimum and maximum value of the sequence object.";
+    SEQUENCE_MIN_NOT_BELOW_MAX = 11705, 16, Statement, "The minimum value for sequence object '%.*ls' must be less than its maximum value.";
+    SEQUENCE_CACHE_NOT_POSITIVE = 11706, 16, Statement, "The cache size for sequence object '%.*ls' must be greater than 0.";
+    SEQUENCE_VALUE_OUT_OF_TYPE = 11708, 16, Statement, "An invalid value was specified for argument '%.*ls' for the given data type.";
+    SEQUENCE_EXHAUSTED = 11728, 16, Statement, "The sequence object '%.*ls' has reached its minimum or maximum value. Restart the sequence object to allow new values to be generated.";
     CONTAINED_USERS_WITH_PASSWORD = 12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE.";
     CONTAINED_AUTH_DISABLED = 12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.";
     PROCEDURE_IN_TRANSACTION = 15002, 16, Statement, "The procedure '%s' cannot be executed within a transaction.";

@@ -496,6 +496,7 @@ fn target(ctx: &ExecCtx, c: &Caller, on: Option<&Securable>) -> SqlResult<Target
                     tessera_semantics::catalog::ModuleKind::ScalarFunction => &["EXECUTE", "REFERENCES"],
                     _ => &["DELETE", "INSERT", "REFERENCES", "SELECT", "UPDATE"],
                 },
+                Object::Sequence(_) => &["REFERENCES", "UPDATE"],
             };
             Ok(Target { class: Class::Object, major_id: object.id(), schema: Some(object.schema().to_string()), all })
         }

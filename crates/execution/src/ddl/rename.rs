@@ -64,8 +64,9 @@ fn rename_object(ctx: &mut ExecCtx, name: &ObjectName, written: &str, new: &str,
             renamed.name = new.to_string();
             save_definition(ctx, &database, &table, renamed)
         }
-        // Modules are renamed by `crate::modules::rename` (the caller looks for one first).
-        Some(Object::Module(_)) => Err(not_found()),
+        // Modules and sequences are renamed by `crate::modules::rename` and
+        // `crate::sequences::rename` (the caller looks for one first).
+        Some(Object::Module(_) | Object::Sequence(_)) => Err(not_found()),
         None => {
             // A constraint: an object of its own, named in its table's definition.
             let owner = catalog.objects().into_iter().find_map(|o| match o {
@@ -129,7 +130,7 @@ pub fn name_in_use(catalog: &Catalog, schema: &str, name: &str) -> bool {
     catalog.lookup(schema, name).is_some()
         || catalog.objects().into_iter().any(|o| match o {
             Object::Table(t) => t.schema.eq_ignore_ascii_case(schema) && has_constraint(t, name),
-            Object::Module(_) => false,
+            Object::Module(_) | Object::Sequence(_) => false,
         })
 }
 

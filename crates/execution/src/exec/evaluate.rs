@@ -53,6 +53,7 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
     Ok(match e {
         Expr::Const(v) => v.clone(),
         Expr::Column(i) => row[*i].clone(),
+        Expr::NextValue { db, sequence } => crate::sequences::next_value(ctx, &ctx.db_name(db), sequence)?,
         Expr::OuterRef { depth, index } => {
             let n = ctx.outer.len();
             ctx.outer[n - 1 - depth][*index].clone()

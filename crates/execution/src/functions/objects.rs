@@ -205,6 +205,7 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
                 ModuleKind::ScalarFunction => "FN",
                 ModuleKind::TableFunction => "IF",
             },
+            Described::Object(Object::Sequence(_)) => "SO",
             Described::Constraint(_, c) => c.kind,
         })),
         _ => None,

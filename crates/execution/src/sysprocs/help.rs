@@ -24,7 +24,9 @@ fn find_object(ctx: &ExecCtx, catalog: &Catalog, name: &str) -> SqlResult<Object
 fn find_table(ctx: &ExecCtx, catalog: &Catalog, name: &str) -> SqlResult<std::sync::Arc<Table>> {
     match find_object(ctx, catalog, name)? {
         Object::Table(t) => Ok(t),
-        Object::Module(_) => Err(msg::OBJECT_NOT_IN_DATABASE.with(&[&name, &ctx.session.database])),
+        Object::Module(_) | Object::Sequence(_) => {
+            Err(msg::OBJECT_NOT_IN_DATABASE.with(&[&name, &ctx.session.database]))
+        }
     }
 }
 
@@ -88,6 +90,7 @@ pub(super) fn help(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSi
     let created = match &object {
         Object::Table(t) => t.created,
         Object::Module(m) => m.created,
+        Object::Sequence(s) => s.created,
     };
     let created = types::cast(&Value::Int(created), &SqlType::BigInt, &SqlType::Float, None)
         .and_then(|secs| match secs {
@@ -219,6 +222,7 @@ fn object_type(o: &Object) -> &'static str {
             tessera_semantics::catalog::ModuleKind::ScalarFunction => "scalar function",
             tessera_semantics::catalog::ModuleKind::TableFunction => "inline function",
         },
+        Object::Sequence(_) => "sequence object",
     }
 }
 

@@ -246,9 +246,10 @@ fn rename(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
             _ => return Err(msg::RENAME_UNKNOWN_TYPE.with(&[&k])),
         },
     };
+    let current_db = ctx.session.database.clone();
     let not_found = || {
         let word = if kind == RenameKind::Unspecified { "(null)" } else { "OBJECT" };
-        msg::RENAME_ITEM_NOT_FOUND.with(&[&objname, &ctx.session.database, &word])
+        msg::RENAME_ITEM_NOT_FOUND.with(&[&objname, &current_db, &word])
     };
     let mut name = object_name(&objname).ok_or_else(not_found)?;
     // A column or an index may be named with the current database in front.
@@ -263,6 +264,20 @@ fn rename(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> Sq
         RenameKind::Unspecified | RenameKind::Object if name.0.len() < 4 => crate::modules::find(ctx, &name)?,
         _ => None,
     };
+    let sequence = match kind {
+        RenameKind::Unspecified | RenameKind::Object if module.is_none() && name.0.len() < 4 => {
+            crate::sequences::find(ctx, &name)?
+        }
+        _ => None,
+    };
+    if let Some((database, s)) = sequence {
+        if crate::ddl::name_in_use(&*ctx.catalog(&database)?, &s.schema, &newname) {
+            return Err(msg::RENAME_NAME_IN_USE.with(&[&newname, &"object"]));
+        }
+        crate::sequences::rename(ctx, &database, s, &newname)?;
+        sink.message(&msg::RENAME_CAUTION.err());
+        return Ok(0);
+    }
     match module {
         Some((db, m)) if db.eq_ignore_ascii_case(&ctx.session.database) => {
             let database = ctx.shared.database(&db)?;

@@ -238,7 +238,7 @@ fn tables_of<'c>(catalog: &'c Catalog, owner: &Option<String>, name: &Option<Str
         .into_iter()
         .filter_map(|o| match o {
             Object::Table(t) => Some(&**t),
-            Object::Module(_) => None,
+            Object::Module(_) | Object::Sequence(_) => None,
         })
         .filter(|t| {
             if pattern {

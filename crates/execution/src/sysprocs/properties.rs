@@ -193,6 +193,8 @@ fn resolve(ctx: &mut ExecCtx, levels: &[(String, Option<String>)], shown: &str) 
     let (kind_ok, table) = match object {
         Object::Table(_) => (levels[1].0 == "TABLE", true),
         Object::Module(m) => (levels[1].0 == crate::sysviews::module_level_type(m.kind), false),
+        // A sequence keeps no extended properties yet.
+        Object::Sequence(_) => (false, false),
     };
     if !kind_ok {
         return Err(invalid());

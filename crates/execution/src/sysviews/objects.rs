@@ -8,7 +8,7 @@ use super::{
     bit, catalog, col, concat, concat_columns, datetime, int, s, schema_ids, Rows, ViewDef, NVARCHAR_MAX, SYSNAME,
 };
 use crate::runtime::ExecCtx;
-use tessera_semantics::catalog::{Module, ModuleKind, Object, Table};
+use tessera_semantics::catalog::{Module, ModuleKind, Object, Sequence, Table};
 use tessera_semantics::plan::Col;
 use tessera_semantics::types::{self, SqlType, SqlType::*, Value};
 
@@ -87,9 +87,26 @@ pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<OBJECT_WIDTH> {
                 ];
                 out.push(concat(head, object_tail(false)));
             }
+            Object::Sequence(q) => out.push(sequence_object(q, schema_id(&q.schema))),
         }
     }
     Ok(out)
+}
+
+/// A sequence's row of sys.objects (and the first columns of sys.sequences).
+fn sequence_object(q: &Sequence, schema_id: Value) -> [Value; OBJECT_WIDTH] {
+    let head = [
+        s(&q.name),
+        int(i64::from(q.id)),
+        Value::Null,
+        schema_id,
+        int(0),
+        s("SO"),
+        s("SEQUENCE_OBJECT"),
+        datetime(q.created),
+        datetime(q.modified),
+    ];
+    concat(head, object_tail(false))
 }
 
 /// A table's row of sys.objects (and the first columns of sys.tables).
@@ -278,9 +295,44 @@ pub(super) static SEQUENCES: ViewDef<{ OBJECT_WIDTH + 15 }> = ViewDef {
             col("is_ms_shipped_sequence", Bit, true),
         ],
     ),
-    // tessera has no sequences yet (CREATE SEQUENCE: issue 36): a database has none.
-    rows: |_, _| Ok(Vec::new()),
+    rows: sequences,
 };
+
+/// Each sequence with its options and where it stands (`crate::sequences::shown_position`);
+/// the values of SQL Server's sql_variant columns as text.
+fn sequences(ctx: &ExecCtx, db: &str) -> Rows<{ OBJECT_WIDTH + 15 }> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let schema_id = schema_ids(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Sequence(q) = o else { continue };
+        let (current, exhausted, last) = crate::sequences::shown_position(ctx, db, q)?;
+        let text = |v: Value| match types::cast(&v, &q.ty, &NVarChar(128), None) {
+            Ok(t) => t,
+            Err(_) => Value::Null,
+        };
+        let (type_id, _, precision, scale) = type_ids(&q.ty);
+        let more = [
+            s(&q.start.to_string()),
+            s(&q.increment.to_string()),
+            s(&q.min.to_string()),
+            s(&q.max.to_string()),
+            bit(q.cycle),
+            bit(q.cache.is_some()),
+            q.cache.map_or(Value::Null, |c| int(i64::from(c))),
+            int(type_id),
+            int(type_id),
+            int(precision),
+            int(scale),
+            text(current),
+            bit(exhausted),
+            last.map_or(Value::Null, text),
+            bit(false),
+        ];
+        out.push(concat(sequence_object(q, schema_id(&q.schema)), more));
+    }
+    Ok(out)
+}
 
 pub(super) static TRIGGERS: ViewDef<13> = ViewDef {
     schema: "sys",

@@ -131,6 +131,8 @@ pub(crate) fn listed(ctx: &ExecCtx, db: &str) -> SqlResult<Vec<Listed>> {
                     });
                 }
             }
+            // A sequence keeps no extended properties yet.
+            Object::Sequence(_) => {}
         }
     }
     Ok(out)

@@ -49,6 +49,11 @@ impl<'a> Binder<'a> {
                 }
                 self.resolve_column(name)?
             }
+            ast::Expr::NextValueFor(name) => {
+                let (db, sequence) = self.sequence(name)?;
+                let ty = sequence.ty;
+                (Expr::NextValue { db, sequence }, ty, false)
+            }
             ast::Expr::Variable(name) => {
                 let lower = name.to_lowercase();
                 if let Some((e, t, _)) = self.substitutions.iter().find(|(_, _, n)| *n == lower) {

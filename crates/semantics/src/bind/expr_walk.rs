@@ -9,7 +9,7 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
     let m = |x: &Expr| Box::new(map_columns(x, f));
     match e {
         Expr::Column(i) => Expr::Column(f(*i)),
-        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) => e.clone(),
+        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) | Expr::NextValue { .. } => e.clone(),
         Expr::Cast { expr, from, to, style, try_, implicit } => {
             Expr::Cast { expr: m(expr), from: *from, to: *to, style: *style, try_: *try_, implicit: *implicit }
         }

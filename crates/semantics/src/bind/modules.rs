@@ -48,6 +48,26 @@ impl<'a> Binder<'a> {
         Ok(module.map(|m| (InDb { at: db.at, name: database.to_string() }, m)))
     }
 
+    /// The sequence `name` names for NEXT VALUE FOR (which needs UPDATE on it): how the
+    /// plan refers to its database, and its definition; 208 when there is none.
+    pub(super) fn sequence(
+        &mut self,
+        name: &ObjectName,
+    ) -> SqlResult<(crate::catalog::DbRef, Arc<crate::catalog::Sequence>)> {
+        let (db, schema, obj) = self.qualify_at(name)?;
+        if !self.catalogs.exists(&db.name) {
+            return Err(crate::catalog::database_not_found(&db.name));
+        }
+        self.depend_on_default_schema(name, &db.at, &schema);
+        let (_, catalog) = self.snapshot(&db.name)?;
+        let key = name_key(&schema, &obj);
+        let Some(Object::Sequence(sequence)) = catalog.lookup_key(&key).cloned() else {
+            return Err(invalid_object(&super::names::object_display(name)));
+        };
+        self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false, Access::UPDATE);
+        Ok((db.at, sequence))
+    }
+
     /// Parses a module's definition (through the plan cache).
     fn definition(&self, m: &Module) -> SqlResult<Arc<CachedBatch<Prepared>>> {
         self.catalogs.module_definition(&m.text)

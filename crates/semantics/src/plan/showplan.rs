@@ -837,6 +837,12 @@ impl<'v> Printer<'v> {
                 let args: Vec<String> = args.iter().map(|a| self.expr(a, row)).collect();
                 format!("{}.[dbo].{}({})", bracket(call.db.name(self.at.database)), bracket(&call.name), args.join(","))
             }
+            Expr::NextValue { db, sequence } => format!(
+                "next value for {}.{}.{}",
+                bracket(db.name(self.at.database)),
+                bracket(&sequence.schema),
+                bracket(&sequence.name)
+            ),
         }
     }
 
@@ -882,7 +888,7 @@ fn row_columns(e: &Expr, out: &mut Vec<usize>) {
     let mut walk = |x: &Expr| row_columns(x, out);
     match e {
         Expr::Column(i) => out.push(*i),
-        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) | Expr::Subquery(_) => {}
+        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) | Expr::Subquery(_) | Expr::NextValue { .. } => {}
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => walk(expr),
         Expr::Arith { left, right, .. } | Expr::Compare { left, right, .. } | Expr::And(left, right) => {
             walk(left);

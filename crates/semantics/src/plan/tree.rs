@@ -172,6 +172,12 @@ pub enum Expr {
         call: Arc<UserCall>,
         args: Vec<Expr>,
     },
+    /// `NEXT VALUE FOR`: the sequence's next value, a new one each time it is evaluated
+    /// (the definition as bound: `db` says which database's sequence of that name it is).
+    NextValue {
+        db: DbRef,
+        sequence: Arc<crate::catalog::Sequence>,
+    },
 }
 
 /// What a scalar user-defined function call needs at run time.
@@ -585,7 +591,7 @@ pub fn columns_used(e: &Expr, out: &mut Vec<usize>) -> bool {
     let mut visit = |x: &Expr, out: &mut Vec<usize>| ok &= columns_used(x, out);
     match e {
         Expr::Column(i) => out.push(*i),
-        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) => {}
+        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) | Expr::NextValue { .. } => {}
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::Not(expr) | Expr::IsNull { expr, .. } => {
             visit(expr, out)
         }

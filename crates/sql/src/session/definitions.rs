@@ -1,7 +1,8 @@
 //! Data definition as statements: CREATE/ALTER/DROP of databases, tables, indexes,
-//! procedures, functions, views and schemas — each one's permission check here (with
-//! SQL Server's message for a missing or forbidden object), the work in
-//! `tessera_execution::ddl` and `tessera_execution::modules`.
+//! procedures, functions, views, sequences and schemas — each one's permission check here
+//! (with SQL Server's message for a missing or forbidden object), the work in
+//! `tessera_execution::ddl`, `tessera_execution::modules` and
+//! `tessera_execution::sequences`.
 
 use super::Runner;
 use tessera_errors::catalog::Message;
@@ -139,6 +140,21 @@ impl Runner<'_> {
                     };
                     self.check_alter(n, || msg::DROP_OBJECT_NOT_FOUND.with(&[&word, &object_shown(n)]))?;
                     self.with_ctx(|ctx| tessera_execution::modules::drop(ctx, *kind, n, *if_exists))?;
+                }
+            }
+            StatementKind::CreateSequence { name, options } => {
+                self.check_create("CREATE SEQUENCE", name)?;
+                self.with_ctx(|ctx| tessera_execution::sequences::create(ctx, name, options))?
+            }
+            StatementKind::AlterSequence { name, options } => {
+                let shown = object_shown(name);
+                self.check_alter(name, || msg::PRINCIPAL_NOT_FOUND_OR_DENIED.with(&[&"alter", &"object", &shown]))?;
+                self.with_ctx(|ctx| tessera_execution::sequences::alter(ctx, name, options))?
+            }
+            StatementKind::DropSequence { names, if_exists } => {
+                for n in names {
+                    self.check_alter(n, || msg::DROP_OBJECT_NOT_FOUND.with(&[&"sequence", &object_shown(n)]))?;
+                    self.with_ctx(|ctx| tessera_execution::sequences::drop(ctx, n, *if_exists))?;
                 }
             }
             StatementKind::CreateSchema { name, elements, .. } => {

@@ -198,6 +198,9 @@ impl Runner<'_> {
             | StatementKind::CreateFunction(_)
             | StatementKind::CreateView(_)
             | StatementKind::DropModule { .. }
+            | StatementKind::CreateSequence { .. }
+            | StatementKind::AlterSequence { .. }
+            | StatementKind::DropSequence { .. }
             | StatementKind::CreateSchema { .. } => self.define(s)?,
             StatementKind::ResourceGovernor(_)
             | StatementKind::BufferPoolExtension(_)

@@ -22,7 +22,7 @@ const CONSTRAINT_STARTS: &[&str] = &["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK",
 
 impl Parser<'_> {
     /// After `CREATE`: DATABASE, TABLE, LOGIN, USER, ROLE, SCHEMA, RESOURCE POOL, WORKLOAD
-    /// GROUP or INDEX.
+    /// GROUP, SEQUENCE or INDEX.
     pub(super) fn create(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             return Ok(StatementKind::CreateDatabase(self.create_database()?));
@@ -51,6 +51,9 @@ impl Parser<'_> {
         if self.eat_words(&["WORKLOAD", "GROUP"]) {
             return self.workload_group(true);
         }
+        if self.eat_word("SEQUENCE") {
+            return self.create_sequence();
+        }
         let unique = self.eat_word("UNIQUE");
         let clustered = self.clustered();
         self.expect_word("INDEX")?;
@@ -59,7 +62,7 @@ impl Parser<'_> {
 
     /// After `ALTER` (modules are handled by the caller): DATABASE, LOGIN, USER, ROLE,
     /// AUTHORIZATION, SERVER ROLE, SERVER CONFIGURATION, RESOURCE POOL, RESOURCE GOVERNOR,
-    /// WORKLOAD GROUP or TABLE.
+    /// WORKLOAD GROUP, SEQUENCE or TABLE.
     pub(super) fn alter(&mut self) -> Result<StatementKind> {
         if self.eat_word("DATABASE") {
             let name = if self.peek().is_word("CURRENT") { Ident::new(self.advance().text) } else { self.ident()? };
@@ -96,6 +99,9 @@ impl Parser<'_> {
         if self.eat_words(&["WORKLOAD", "GROUP"]) {
             return self.workload_group(false);
         }
+        if self.eat_word("SEQUENCE") {
+            return self.alter_sequence();
+        }
         self.expect_word("TABLE")?;
         let table = self.object_name()?;
         let action = self.alter_table_action(&table)?;
@@ -125,6 +131,7 @@ impl Parser<'_> {
                 StatementKind::ResourceGovernor(GovernorStatement::DropGroup(self.ident()?))
             }
             "INDEX" => StatementKind::DropIndex { indexes: self.comma_list(Parser::drop_index_item)?, if_exists },
+            "SEQUENCE" => StatementKind::DropSequence { names: self.comma_list(Parser::object_name)?, if_exists },
             "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" => {
                 let kind = match object.as_str() {
                     "FUNCTION" => ModuleKind::Function,
@@ -476,17 +483,19 @@ impl Parser<'_> {
         self.expect_punct(Punct::Comma)?;
         let increment = self.signed_integer()?;
         self.expect_punct(Punct::RParen)?;
-        Ok((seed, increment))
+        let fits = |n: i128| i64::try_from(n).map_err(|_| self.error_here());
+        Ok((fits(seed)?, fits(increment)?))
     }
 
-    fn signed_integer(&mut self) -> Result<i64> {
+    /// An integer constant with an optional sign (identity seeds, sequence options).
+    pub(super) fn signed_integer(&mut self) -> Result<i128> {
         let negative = self.eat_punct(Punct::Minus);
         if !negative {
             self.eat_punct(Punct::Plus);
         }
         let token = self.peek();
         let value = match token.kind {
-            TokenKind::Integer => token.text.parse::<i64>().ok(),
+            TokenKind::Integer => token.text.parse::<i128>().ok(),
             _ => None,
         };
         let Some(value) = value else { return Err(self.error_here()) };

@@ -289,6 +289,10 @@ impl Parser<'_> {
                 self.expect_punct(Punct::RParen)?;
                 Ok(Expr::Exists(Box::new(query)))
             }
+            "NEXT" if self.peek_nth(1).is_word("VALUE") && self.peek_nth(2).is_word("FOR") => {
+                self.pos += 3;
+                Ok(Expr::NextValueFor(self.object_name()?))
+            }
             "CAST" | "TRY_CAST" if next_is_paren => self.cast_expr(upper == "TRY_CAST"),
             "CONVERT" | "TRY_CONVERT" if next_is_paren => self.convert_expr(upper == "TRY_CONVERT"),
             "LEFT" | "RIGHT" | "COALESCE" | "NULLIF" if next_is_paren => {
@@ -479,6 +483,7 @@ fn tree_depth<'e>(expr: &'e Expr, limit: usize) -> usize {
             | Expr::Variable(_)
             | Expr::GlobalVariable(_)
             | Expr::Default
+            | Expr::NextValueFor(_)
             | Expr::Exists(_)
             | Expr::Subquery(_) => {}
             Expr::Unary { expr, .. }

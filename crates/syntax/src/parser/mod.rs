@@ -28,6 +28,7 @@ mod principals;
 mod program;
 mod query;
 mod security;
+mod sequence;
 
 #[cfg(test)]
 mod tests;

@@ -1511,3 +1511,32 @@ fn statement_spans_cover_their_text_and_semicolon() {
     let StatementKind::Block(body) = &then.kind else { panic!() };
     assert_eq!(&text[body[0].span.0..body[0].span.1], "PRINT 'x'");
 }
+
+#[test]
+fn sequences() {
+    use crate::ast::{SequenceCache, SequenceOptions};
+    let StatementKind::CreateSequence { name: n, options } =
+        one("CREATE SEQUENCE dbo.s AS int START WITH -5 INCREMENT BY 50 MINVALUE -10 NO MAXVALUE CYCLE CACHE 20")
+    else {
+        panic!()
+    };
+    assert_eq!(n, name("dbo.s"));
+    assert_eq!(options.start, Some(-5));
+    assert_eq!((options.increment, options.min, options.max), (Some(50), Some(Some(-10)), Some(None)));
+    assert_eq!((options.cycle, options.cache), (Some(true), Some(SequenceCache::Size(20))));
+    assert_eq!(
+        one("ALTER SEQUENCE s RESTART NO CACHE"),
+        StatementKind::AlterSequence {
+            name: name("s"),
+            options: SequenceOptions { restart: Some(None), cache: Some(SequenceCache::None), ..Default::default() }
+        }
+    );
+    assert_eq!(
+        one("DROP SEQUENCE IF EXISTS a, b"),
+        StatementKind::DropSequence { names: vec![name("a"), name("b")], if_exists: true }
+    );
+    assert_eq!(expr("NEXT VALUE FOR db.dbo.s"), Expr::NextValueFor(name("db.dbo.s")));
+    assert!(parse_batch("CREATE SEQUENCE s START WITH 1 START WITH 2").is_err(), "an option given twice");
+    assert!(parse_batch("ALTER SEQUENCE s").is_err(), "ALTER without an option");
+    assert!(parse_batch("ALTER SEQUENCE s START WITH 1").is_err(), "START WITH is CREATE's");
+}

@@ -36,7 +36,7 @@ fn tables(ctx: &ExecCtx, db: &str) -> Rows<4> {
             Object::Module(m) if m.kind == ModuleKind::View => {
                 out.push([s(database.name()), s(&m.schema), s(&m.name), s("VIEW")])
             }
-            Object::Module(_) => {}
+            Object::Module(_) | Object::Sequence(_) => {}
         }
     }
     Ok(out)
@@ -645,7 +645,34 @@ pub(super) static SEQUENCES: ViewDef<15> = ViewDef {
         col("DECLARED_NUMERIC_PRECISION", Int, true),
         col("DECLARED_NUMERIC_SCALE", Int, true),
     ],
-    // tessera has no sequence objects yet (CREATE SEQUENCE is refused: issue 36), so a
-    // database holds none; the view has SQL Server's columns for the tools that read it.
-    rows: |_, _| Ok(Vec::new()),
+    rows: sequences,
 };
+
+/// Each sequence: its type's name, precision and scale, and its options (SQL Server's
+/// sql_variant values as text).
+fn sequences(ctx: &ExecCtx, db: &str) -> Rows<15> {
+    let (database, catalog) = catalog(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Sequence(q) = o else { continue };
+        let (_, _, precision, scale) = type_ids(&q.ty);
+        out.push([
+            s(database.name()),
+            s(&q.schema),
+            s(&q.name),
+            s(types::base_type_name(&q.ty)),
+            int(precision),
+            int(10),
+            int(scale),
+            s(&q.start.to_string()),
+            s(&q.min.to_string()),
+            s(&q.max.to_string()),
+            s(&q.increment.to_string()),
+            s(if q.cycle { "1" } else { "0" }),
+            Value::Null,
+            Value::Null,
+            Value::Null,
+        ]);
+    }
+    Ok(out)
+}

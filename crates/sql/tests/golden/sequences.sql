@@ -1,0 +1,81 @@
+-- Sequences: CREATE, ALTER and DROP SEQUENCE with SQL Server's defaults and checks;
+-- NEXT VALUE FOR in queries, INSERT … VALUES and … SELECT, and defaults; values belong to
+-- no transaction; RESTART, CYCLE and exhaustion; sys.sequences and
+-- INFORMATION_SCHEMA.SEQUENCES.
+create sequence dbo.ticket_seq start with 1 increment by 50;
+create sequence counter as int;
+create sequence down as smallint start with 10 increment by -3 minvalue 0 maxvalue 10 no cache;
+create sequence ring as tinyint minvalue 1 maxvalue 3 cycle cache 2;
+create sequence big as decimal(20, 0) start with 99999999999999999990 no cycle;
+go
+select next value for ticket_seq as first_ticket;
+select next value for dbo.ticket_seq as second_ticket;
+select next value for counter as counter_starts_at_its_minimum;
+select next value for down as d;
+select next value for down as d;
+select next value for down as d;
+select next value for down as d;
+go
+select next value for down as exhausted;
+go
+select next value for ring as r from (values (1), (2), (3), (4), (5)) v(n);
+select next value for big as big_value;
+go
+create table orders (id int not null constraint df_orders_id default (next value for counter) primary key, item varchar(10));
+insert orders (item) values ('a'), ('b');
+insert orders (id, item) select next value for counter, 'c';
+select id, item from orders order by id;
+go
+-- A rollback gives no value back.
+begin tran;
+select next value for counter as in_transaction;
+rollback;
+select next value for counter as after_rollback;
+go
+alter sequence counter restart with 100 increment by 10;
+select next value for counter as restarted;
+select next value for counter as then_next;
+go
+alter sequence counter restart;
+select next value for counter as back_at_the_start;
+go
+select name, start_value, increment, minimum_value, maximum_value, is_cycling, is_cached, cache_size,
+  type_name(system_type_id) as type, precision, scale, current_value, is_exhausted, last_used_value
+from sys.sequences order by name;
+select sequence_schema, sequence_name, data_type, numeric_precision, numeric_scale, start_value, minimum_value,
+  maximum_value, increment, cycle_option
+from information_schema.sequences order by sequence_name;
+select name, type, type_desc from sys.objects where type = 'SO' order by name;
+select objectpropertyex(object_id('ring'), 'BaseType') as base_type;
+go
+-- SQL Server's checks.
+create sequence bad increment by 0;
+go
+create sequence bad minvalue 10 maxvalue 5;
+go
+create sequence bad as varchar(10);
+go
+create sequence bad as tinyint start with 300;
+go
+create sequence bad minvalue 1 maxvalue 10 start with 11;
+go
+create sequence bad cache 0;
+go
+create sequence bad as tinyint increment by 200 minvalue 0 maxvalue 100;
+go
+create sequence counter;
+go
+select next value for nosuch;
+go
+exec sp_rename 'ring', 'circle';
+select next value for circle as renamed;
+go
+drop sequence if exists nosuch;
+drop sequence down, circle, big;
+go
+drop sequence nosuch;
+go
+drop table orders;
+drop sequence counter, ticket_seq;
+select count(*) as sequences_left from sys.sequences;
+go

@@ -17,7 +17,7 @@
 //   (a filtered unique index), optimistic locking with @Version, a pessimistic lock, and
 //   sequence-generated ids.
 // The ways tessera still differs from SQL Server are marked TESSERA-GAP (see the flags
-// GAP_* below): numeric kept as decimal, sequences, filtered indexes. The scenario steps around them or
+// GAP_* below): numeric kept as decimal, filtered indexes. The scenario steps around them or
 // skips their checks (printing "skip"); SCENARIO_NO_GAPS=1 runs them all as against SQL
 // Server.
 // Run by crates/server/tests/hibernate.rs:
@@ -338,10 +338,6 @@ public class Scenario {
     // TESSERA-GAP: numeric(p,s) is stored as decimal(p,s): the catalog and the result-set
     // metadata name the type decimal (SQL Server keeps numeric, system_type_id 108).
     static final boolean GAP_NUMERIC_IS_DECIMAL = KNOWN_GAPS;
-
-    // TESSERA-GAP: no sequences: CREATE SEQUENCE (error 102), DROP SEQUENCE IF EXISTS (error
-    // 156), NEXT VALUE FOR (error 156).
-    static final boolean GAP_SEQUENCES = KNOWN_GAPS;
 
     // TESSERA-GAP: no filtered indexes. For a unique nullable column Hibernate's SQL Server
     // dialect creates "create unique nonclustered index UK... on books (isbn) where isbn is
@@ -1028,32 +1024,26 @@ public class Scenario {
             expect(Arrays.asList(), rows(db, "SELECT name FROM sys.tables WHERE name <> 'tickets'"), "tables left");
         });
 
-        if (GAP_SEQUENCES) {
-            gap("@GeneratedValue(SEQUENCE): create sequence and ids from it", "create sequence ticket_seq start with 1 "
-                    + "increment by 50 fails with error 102, drop sequence if exists ticket_seq with error 156, "
-                    + "select next value for ticket_seq with error 156");
-        } else {
-            check("@GeneratedValue(SEQUENCE): create sequence and ids from it", () -> {
-                int mark = trace.size();
-                SessionFactory g = factory(db, "create", Ticket.class);
-                try {
-                    expect(List.of(), errorsSince(mark), "errors while creating the schema");
-                    try (Session s = g.openSession()) {
-                        s.beginTransaction();
-                        for (int i = 0; i < 3; i++) {
-                            Ticket t = new Ticket();
-                            t.subject = "t" + i;
-                            s.persist(t);
-                        }
-                        s.getTransaction().commit();
+        check("@GeneratedValue(SEQUENCE): create sequence and ids from it", () -> {
+            int mark = trace.size();
+            SessionFactory g = factory(db, "create", Ticket.class);
+            try {
+                expect(List.of(), errorsSince(mark), "errors while creating the schema");
+                try (Session s = g.openSession()) {
+                    s.beginTransaction();
+                    for (int i = 0; i < 3; i++) {
+                        Ticket t = new Ticket();
+                        t.subject = "t" + i;
+                        s.persist(t);
                     }
-                    expect(Arrays.asList(Arrays.asList(1L, "t0"), Arrays.asList(2L, "t1"), Arrays.asList(3L, "t2")),
-                            rows(db, "SELECT id, subject FROM tickets ORDER BY id"), "tickets");
-                } finally {
-                    g.close();
+                    s.getTransaction().commit();
                 }
-            });
-        }
+                expect(Arrays.asList(Arrays.asList(1L, "t0"), Arrays.asList(2L, "t1"), Arrays.asList(3L, "t2")),
+                        rows(db, "SELECT id, subject FROM tickets ORDER BY id"), "tickets");
+            } finally {
+                g.close();
+            }
+        });
     }
 }
 

@@ -882,6 +882,28 @@ impl Database {
         self.space.charge_tree_to(table.0, account)
     }
 
+    /// How many pages the tree of `table` holds (its root, internal pages and leaves),
+    /// walked under the tree's latch (for sys.allocation_units).
+    pub fn table_pages(&self, table: TableId) -> Result<u64> {
+        let meta = self.space.tree(table.0);
+        let _latch = meta.latch.read();
+        Ok(btree::tree_pages(&self.space, table.0)?.len() as u64)
+    }
+
+    /// How many entries the tree of `table` holds, counted without waiting for any lock
+    /// (rows other transactions are changing count as they are): the approximate row
+    /// count of sys.partitions.
+    pub fn table_entries(self: &Arc<Self>, table: TableId) -> Result<u64> {
+        let tx = self.begin();
+        let mut n = 0;
+        for item in tx.scan_with(table, Bound::Unbounded, Bound::Unbounded, Direction::Forward, OnLocked::Read) {
+            item?;
+            n += 1;
+        }
+        tx.commit()?;
+        Ok(n)
+    }
+
     pub fn tables(&self) -> Vec<(String, TableId)> {
         let mut v: Vec<_> = self.tables.read().iter().map(|(k, v)| (k.clone(), *v)).collect();
         v.sort();

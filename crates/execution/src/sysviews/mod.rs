@@ -26,6 +26,7 @@
 //! - `security`: sys.server_principals, sql_logins, server_role_members, server_permissions
 //! - `principals`: sys.database_principals, database_role_members, database_permissions,
 //!   schemas, sysusers
+//! - `storage`: sys.partitions, allocation_units, stats and stats_columns
 //! - `config`: sys.configurations
 //! - `messages`: sys.messages, from the error catalog
 //! - `resource_governor`: sys.resource_governor_* and sys.dm_resource_governor_*
@@ -52,6 +53,7 @@ mod principals;
 mod properties;
 mod resource_governor;
 mod security;
+mod storage;
 mod system_objects;
 pub(crate) mod system_types;
 #[cfg(test)]
@@ -133,6 +135,10 @@ static ALL: &[&dyn SystemView] = &[
     &indexes::FOREIGN_KEY_COLUMNS,
     &indexes::CHECK_CONSTRAINTS,
     &indexes::DEFAULT_CONSTRAINTS,
+    &storage::PARTITIONS,
+    &storage::ALLOCATION_UNITS,
+    &storage::STATS,
+    &storage::STATS_COLUMNS,
     &databases::TESSERA_DATABASES,
     &databases::VERSION_STORE_SPACE_USAGE,
     &databases::ACTIVE_SNAPSHOT_TRANSACTIONS,

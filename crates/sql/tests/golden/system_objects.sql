@@ -39,3 +39,25 @@ SELECT name, schema_id, principal_id, collation_name, is_assembly_type, is_table
 SELECT name, uid, gid, hasdbaccess, islogin, issqluser, issqlrole, isapprole FROM sys.sysusers WHERE name IN ('dbo', 'guest', 'public', 'db_owner', 'sys') ORDER BY uid;
 drop view widget_labels;
 go
+-- Where rows are kept: one partition per index, its in-row pages, and each index's
+-- statistics on its key columns.
+create table stored (id int primary key, code char(3) not null, note varchar(20));
+create index ix_stored_code on stored (code desc, note);
+create table heaped (a int);
+insert stored values (1, 'a', 'x'), (2, 'b', 'y'), (3, 'c', null);
+insert heaped values (1), (2);
+go
+select object_name(p.object_id) as tbl, p.index_id, p.partition_number, p.rows, p.data_compression_desc,
+  case when p.hobt_id = p.partition_id then 'same' end as hobt
+from sys.partitions p where p.object_id in (object_id('stored'), object_id('heaped')) order by tbl, p.index_id;
+select object_name(p.object_id) as tbl, p.index_id, a.type_desc, case when a.total_pages >= 1 and a.used_pages = a.total_pages then 'counted' end as pages
+from sys.allocation_units a join sys.partitions p on p.hobt_id = a.container_id
+where p.object_id in (object_id('stored'), object_id('heaped')) order by tbl, p.index_id;
+select object_name(s.object_id) as tbl, s.name, s.stats_id, s.auto_created, s.user_created, s.has_filter
+from sys.stats s where s.object_id in (object_id('stored'), object_id('heaped')) order by tbl, s.stats_id;
+select s.name, sc.stats_column_id, col_name(sc.object_id, sc.column_id) as col
+from sys.stats_columns sc join sys.stats s on s.object_id = sc.object_id and s.stats_id = sc.stats_id
+where sc.object_id = object_id('stored') order by s.stats_id, sc.stats_column_id;
+drop table stored;
+drop table heaped;
+go

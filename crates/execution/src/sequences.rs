@@ -90,9 +90,16 @@ fn step(s: &Sequence, v: i128) -> Option<i128> {
     }
 }
 
-/// `NEXT VALUE FOR` sequence `s` of database `db` (its definition as the plan bound it).
-pub fn next_value(ctx: &ExecCtx, db: &str, s: &Sequence) -> SqlResult<Value> {
+/// `NEXT VALUE FOR` the sequence a plan bound as `bound` (a definition by name: the plan
+/// may run in another database than it was bound in, or after the sequence was dropped
+/// and made again alike), in database `db`: the sequence of that name there now.
+pub fn next_value(ctx: &ExecCtx, db: &str, bound: &Sequence) -> SqlResult<Value> {
     let database = ctx.shared.database(db)?;
+    let s = match ctx.catalog(&database)?.lookup(&bound.schema, &bound.name) {
+        Some(Object::Sequence(s)) => s.clone(),
+        _ => return Err(msg::INVALID_OBJECT_NAME.with(&[&bound.name])),
+    };
+    let s = &*s;
     let position = ctx.shared.sequences.position(database.name(), s);
     let mut p = position.lock();
     if p.loaded != Some(s.restarts) {

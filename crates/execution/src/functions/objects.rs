@@ -48,7 +48,7 @@ pub(super) fn object_function(ctx: &ExecCtx, func: &SessionFn, args: &[Value]) -
                 Described::Object(Object::Table(t)) => Some(Value::str(&t.columns.get(i)?.name)),
                 Described::Object(Object::Module(m)) if m.kind == ModuleKind::View => {
                     let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
-                    let shape = binder.view_shape(&ctx.session.database, &m).ok()?;
+                    let shape = binder.module_shape(&ctx.session.database, &m).ok()?;
                     Some(Value::str(&shape.columns.get(i)?.name))
                 }
                 _ => None,

@@ -91,6 +91,7 @@ static ALL: &[&dyn SystemView] = &[
     &properties::EXTENDED_PROPERTIES,
     &objects::SEQUENCES,
     &objects::TRIGGERS,
+    &objects::SQL_EXPRESSION_DEPENDENCIES,
     &principals::SCHEMAS,
     &principals::DATABASE_PRINCIPALS,
     &principals::DATABASE_ROLE_MEMBERS,
@@ -350,16 +351,26 @@ pub(crate) fn view_shapes(
     ctx: &ExecCtx,
     db: &str,
     catalog: &Catalog,
-) -> Vec<(Arc<tessera_semantics::catalog::Module>, tessera_semantics::bind::ViewShape)> {
-    use tessera_semantics::catalog::{ModuleKind, Object};
+) -> Vec<(Arc<tessera_semantics::catalog::Module>, tessera_semantics::bind::ModuleShape)> {
+    module_shapes(ctx, db, catalog, &[tessera_semantics::catalog::ModuleKind::View])
+}
+
+/// [`view_shapes`] for the modules of `kinds` (views and inline table-valued functions).
+pub(crate) fn module_shapes(
+    ctx: &ExecCtx,
+    db: &str,
+    catalog: &Catalog,
+    kinds: &[tessera_semantics::catalog::ModuleKind],
+) -> Vec<(Arc<tessera_semantics::catalog::Module>, tessera_semantics::bind::ModuleShape)> {
+    use tessera_semantics::catalog::Object;
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Module(m) = o else { continue };
-        if m.kind != ModuleKind::View {
+        if !kinds.contains(&m.kind) {
             continue;
         }
         let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
-        if let Ok(shape) = binder.view_shape(db, m) {
+        if let Ok(shape) = binder.module_shape(db, m) {
             out.push((m.clone(), shape));
         }
     }

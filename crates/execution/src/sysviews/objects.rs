@@ -417,3 +417,61 @@ pub(crate) fn module_signature(m: &Module) -> (Vec<tessera_syntax::ast::Paramete
         _ => (Vec::new(), None),
     }
 }
+
+pub(super) static SQL_EXPRESSION_DEPENDENCIES: ViewDef<15> = ViewDef {
+    schema: "sys",
+    name: "sql_expression_dependencies",
+    columns: [
+        col("referencing_id", Int, false),
+        col("referencing_minor_id", Int, false),
+        col("referencing_class", TinyInt, true),
+        col("referencing_class_desc", NVarChar(60), true),
+        col("is_schema_bound_reference", Bit, false),
+        col("referenced_class", TinyInt, true),
+        col("referenced_class_desc", NVarChar(60), true),
+        col("referenced_server_name", SYSNAME, true),
+        col("referenced_database_name", SYSNAME, true),
+        col("referenced_schema_name", SYSNAME, true),
+        col("referenced_entity_name", SYSNAME, true),
+        col("referenced_id", Int, true),
+        col("referenced_minor_id", Int, false),
+        col("is_caller_dependent", Bit, false),
+        col("is_ambiguous", Bit, false),
+    ],
+    rows: sql_expression_dependencies,
+};
+
+/// The tables each view and inline table-valued function reads, as its definition binds
+/// now (a table in another database named with it, its id NULL). Procedures' and scalar
+/// functions' references, bound only as their statements run, are not listed yet.
+fn sql_expression_dependencies(ctx: &ExecCtx, db: &str) -> Rows<15> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let kinds = [ModuleKind::View, ModuleKind::TableFunction];
+    let mut out = Vec::new();
+    for (m, shape) in super::module_shapes(ctx, db, &catalog, &kinds) {
+        for (at, key, _) in &shape.uses {
+            let table_db = ctx.db_name(at);
+            let same = table_db.eq_ignore_ascii_case(db);
+            let Ok(table_catalog) = ctx.catalog_of(&table_db) else { continue };
+            let Some(Object::Table(t)) = table_catalog.lookup_key(key) else { continue };
+            out.push([
+                int(i64::from(m.id)),
+                int(0),
+                int(1),
+                s("OBJECT_OR_COLUMN"),
+                bit(false),
+                int(1),
+                s("OBJECT_OR_COLUMN"),
+                Value::Null,
+                if same { Value::Null } else { s(&table_db) },
+                s(&t.schema),
+                s(&t.name),
+                if same { int(i64::from(t.id)) } else { Value::Null },
+                int(0),
+                bit(false),
+                bit(false),
+            ]);
+        }
+    }
+    Ok(out)
+}

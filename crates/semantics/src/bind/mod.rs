@@ -41,7 +41,7 @@ pub use conversion::{cast_to, convert, literal};
 pub use deduce::Deduced;
 pub use dml::{bind_target, compile_assign, compile_delete, compile_insert, compile_update};
 pub use expr_walk::map_columns;
-pub use modules::{nesting_error, ViewShape, MAX_NESTING};
+pub use modules::{nesting_error, ModuleShape, MAX_NESTING};
 pub use names::Scope;
 
 /// A database as a plan refers to it, and its name while the plan is bound.

@@ -13,8 +13,9 @@ use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::{self, ObjectName};
 
-/// A view's columns and the tables and columns it reads ([`Binder::view_shape`]).
-pub struct ViewShape {
+/// A view's or inline function's columns and the tables and columns it reads
+/// ([`Binder::module_shape`]).
+pub struct ModuleShape {
     pub columns: Vec<crate::output::OutputColumn>,
     pub uses: Vec<(crate::catalog::DbRef, String, Vec<u16>)>,
 }
@@ -106,13 +107,26 @@ impl<'a> Binder<'a> {
         Ok(bound)
     }
 
-    /// What the view `m` of database `db` is as its definition binds now, for the catalog
+    /// What the view or inline table-valued function `m` of database `db` is as its
+    /// definition binds now (a function's with every parameter NULL), for the catalog
     /// views that describe it: its columns, and the tables it reads (their database, as
-    /// the view names it, and lower-cased `schema.name`) with the columns of each it reads
-    /// (by position, ascending).
-    pub fn view_shape(&mut self, db: &str, m: &Module) -> SqlResult<ViewShape> {
+    /// the definition names it, and lower-cased `schema.name`) with the columns of each it
+    /// reads (by position, ascending). 208 for a module of another kind.
+    pub fn module_shape(&mut self, db: &str, m: &Module) -> SqlResult<ModuleShape> {
         let in_db = InDb::named(db);
-        let bound = self.bind_view(&in_db, m)?;
+        let bound = match m.kind {
+            crate::catalog::ModuleKind::View => self.bind_view(&in_db, m)?,
+            crate::catalog::ModuleKind::TableFunction => {
+                let cached = self.definition(m)?;
+                let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind)
+                else {
+                    return Err(invalid_object(&m.name));
+                };
+                let nulls = vec![ast::Expr::Literal(ast::Literal::Null); cf.params.len()];
+                self.bind_table_function(&in_db, m, &nulls)?
+            }
+            _ => return Err(invalid_object(&m.name)),
+        };
         let via = (in_db.at, name_key(&m.schema, &m.name));
         let mut uses: Vec<(crate::catalog::DbRef, String, Vec<u16>)> = Vec::new();
         for d in self.deps.iter().filter(|d| d.via.as_ref() == Some(&via) && d.locked) {
@@ -120,18 +134,7 @@ impl<'a> Binder<'a> {
             columns.sort_unstable();
             uses.push((d.db.clone(), d.key.clone(), columns));
         }
-        Ok(ViewShape { columns: bound.columns, uses })
-    }
-
-    /// The columns the inline table-valued function `m` of database `db` returns, as its
-    /// definition binds now (with every parameter NULL), for INFORMATION_SCHEMA.ROUTINE_COLUMNS.
-    pub fn function_columns(&mut self, db: &str, m: &Module) -> SqlResult<Vec<crate::output::OutputColumn>> {
-        let cached = self.definition(m)?;
-        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
-            return Err(invalid_object(&m.name));
-        };
-        let nulls = vec![ast::Expr::Literal(ast::Literal::Null); cf.params.len()];
-        Ok(self.bind_table_function(&InDb::named(db), m, &nulls)?.columns)
+        Ok(ModuleShape { columns: bound.columns, uses })
     }
 
     /// An inline table-valued function call as a derived table; its parameters take the

@@ -138,4 +138,7 @@ select table_name, column_name, ordinal_position, data_type, is_nullable from in
 select grantor, grantee, table_name, privilege_type, is_grantable from information_schema.table_privileges order by table_name, grantee, privilege_type;
 select grantor, grantee, table_name, column_name, privilege_type, is_grantable from information_schema.column_privileges order by table_name, grantee, privilege_type, column_name;
 select (select count(*) from information_schema.domains) as domains, (select count(*) from information_schema.column_domain_usage) as column_domains;
+select object_name(referencing_id) as referencing, referencing_class_desc, referenced_database_name, referenced_schema_name,
+  referenced_entity_name, case when referenced_id = object_id('item') then 'item' end as referenced, is_ambiguous
+from sys.sql_expression_dependencies order by referencing;
 go

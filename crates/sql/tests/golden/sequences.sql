@@ -79,3 +79,49 @@ drop table orders;
 drop sequence counter, ticket_seq;
 select count(*) as sequences_left from sys.sequences;
 go
+-- A plan bound to a sequence draws on the sequence of that name where and when it runs:
+-- one dropped and made again starts afresh, and a plan shared by two databases draws
+-- on each one's own (once, a cached plan kept the first one's object id: the same value
+-- twice, and another sequence advanced).
+create sequence again start with 1;
+go
+select next value for again as v;
+go
+drop sequence again;
+go
+create sequence again start with 1;
+go
+select next value for again as v;
+go
+drop sequence again;
+go
+create database seq_a;
+go
+create database seq_b;
+go
+use seq_a;
+create sequence s start with 1;
+go
+use seq_b;
+create sequence other start with 1;
+go
+use seq_b;
+create sequence s start with 100;
+go
+use seq_a;
+select next value for s as v;
+go
+use seq_b;
+select next value for s as v;
+go
+use seq_a;
+select next value for s as v;
+go
+use seq_b;
+select next value for s as v;
+select last_used_value as untouched from sys.sequences where name = 'other';
+go
+use master;
+drop database seq_a;
+drop database seq_b;
+go

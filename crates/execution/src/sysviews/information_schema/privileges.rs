@@ -79,7 +79,7 @@ fn grants(ctx: &ExecCtx, db: &str, privileges: &[&str]) -> SqlResult<Vec<Grant>>
             Some(Object::Table(t)) => t.columns.iter().map(|c| c.name.clone()).collect(),
             Some(Object::Module(m)) if m.kind == ModuleKind::View => {
                 let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
-                match binder.view_shape(db, m) {
+                match binder.module_shape(db, m) {
                     Ok(shape) => shape.columns.into_iter().map(|c| c.name).collect(),
                     Err(_) => Vec::new(),
                 }

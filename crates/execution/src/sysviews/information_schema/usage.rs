@@ -88,8 +88,8 @@ fn routine_columns(ctx: &ExecCtx, db: &str) -> Rows<23> {
             continue;
         }
         let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
-        let Ok(columns) = binder.function_columns(db, m) else { continue };
-        for (i, c) in columns.iter().enumerate() {
+        let Ok(shape) = binder.module_shape(db, m) else { continue };
+        for (i, c) in shape.columns.iter().enumerate() {
             out.push(column_row((database.name(), &m.schema, &m.name), i, &c.name, None, c.nullable, &c.ty));
         }
     }

@@ -101,14 +101,42 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
     let schema = row_schema(&table)?;
     let lobs = ctx.lobs(db, &table, &schema)?;
     let all = (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    let filters = {
+        let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
+        let at = tessera_semantics::catalog::DbRef::Named(db.to_string());
+        tessera_semantics::bind::bind_target(&mut binder, at, table.clone())?.filters
+    };
     for ix in 1..table.indexes.len() {
         let index_tree = tree_of(ctx, db, &table, ix)?;
         ctx.transaction(db)?.lock_table_for_read(index_tree, shared_lock)?;
+        // A filtered index: the keys of the rows it holds entries for.
+        let admitted: Option<HashSet<Vec<u8>>> = match filters.get(ix).cloned().flatten() {
+            None => None,
+            Some(predicate) => {
+                let tx: &Transaction = ctx.transaction(db)?;
+                let mut rows = Vec::new();
+                for item in tx.scan(rows_tree, all.0, all.1, Direction::Forward) {
+                    let (row_key, bytes) = item?;
+                    rows.push((row_key, decode_row(&table, &schema, &bytes, &lobs)?));
+                }
+                let mut keys = HashSet::new();
+                for (row_key, row) in rows {
+                    if crate::exec::eval(&predicate, &row, ctx)? == Value::Bit(true) {
+                        keys.insert(row_key);
+                    }
+                }
+                Some(keys)
+            }
+        };
+        let admits = |row_key: &[u8]| admitted.as_ref().is_none_or(|keys| keys.contains(row_key));
         let tx: &Transaction = ctx.transaction(db)?;
         let before = findings.error_count;
         // Every row has its entry.
         for item in tx.scan(rows_tree, all.0, all.1, Direction::Forward) {
             let (row_key, bytes) = item?;
+            if !admits(&row_key) {
+                continue;
+            }
             let row = decode_row(&table, &schema, &bytes, &lobs)?;
             let entry = index_entry(&table, ix, &row, &row_key)?;
             if tx.get(index_tree, &entry)?.as_deref() != Some(&row_key[..]) {
@@ -124,7 +152,7 @@ fn check_table(ctx: &mut ExecCtx, db: &str, table: Arc<Table>) -> SqlResult<Tabl
                 None => None,
             };
             let matches = match &row {
-                Some(r) => index_entry(&table, ix, r, &row_key)? == entry,
+                Some(r) => admits(&row_key) && index_entry(&table, ix, r, &row_key)? == entry,
                 None => false,
             };
             if !matches {

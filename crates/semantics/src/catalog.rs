@@ -75,6 +75,10 @@ pub struct Index {
     pub primary_key: bool,
     pub unique_constraint: bool,
     pub include: Vec<usize>,
+    /// A filtered index's `WHERE` predicate as stored (`([email] IS NOT NULL)`): only the
+    /// rows it holds true for have entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
 }
 
 impl Index {

@@ -111,6 +111,7 @@ fn index(id: u32, columns: Vec<(usize, bool)>, primary_key: bool) -> Index {
         primary_key,
         unique_constraint: false,
         include: Vec::new(),
+        filter: None,
     }
 }
 

@@ -501,7 +501,7 @@ catalog! {
     ROW_NUMBER_WITH_GROUPING_NOT_SUPPORTED = 40519, 16, Statement, "ROW_NUMBER() over grouped queries is not supported.";
     COMPUTED_COLUMNS_NOT_SUPPORTED = 40520, 16, Statement, "Computed columns are not supported yet.";
     CHECK_NOCHECK_NOT_SUPPORTED = 40521, 16, Statement, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced.";
-    FILTERED_INDEX_NOT_SUPPORTED = 40522, 16, Statement, "Filtered indexes are not supported yet.";
+    FILTERED_INDEX_MUST_BE_NONCLUSTERED = 40522, 16, Statement, "A filtered index must be nonclustered.";
     TEMPORARY_MODULES_NOT_SUPPORTED = 40523, 16, Statement, "Temporary procedures, functions and views are not supported.";
     LOGIN_OPTION_NOT_SUPPORTED = 40524, 16, Statement, "%ls is not supported by tessera.";
     BACKUP_DEVICE_TYPE_NOT_SUPPORTED = 40525, 16, Statement, "Backup device type %ls is not supported; only DISK = 'path' is.";

@@ -83,6 +83,7 @@ fn add_key_constraint(
         primary_key: primary,
         unique_constraint: !primary,
         include: Vec::new(),
+        filter: None,
     })
 }
 

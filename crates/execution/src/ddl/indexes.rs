@@ -42,8 +42,8 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
     if table.indexes.iter().any(|i| i.name.eq_ignore_ascii_case(&ci.name.value)) {
         return Err(msg::INDEX_ALREADY_EXISTS.with(&[&ci.name.value, &table.schema, &table.name]));
     }
-    if ci.filter.is_some() {
-        return Err(msg::FILTERED_INDEX_NOT_SUPPORTED.err());
+    if ci.filter.is_some() && ci.clustered == Some(true) {
+        return Err(msg::FILTERED_INDEX_MUST_BE_NONCLUSTERED.err());
     }
     let columns = index_columns(&table, &ci.columns, "key or index")?;
     let include = ci
@@ -66,6 +66,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
             primary_key: false,
             unique_constraint: false,
             include,
+            filter: None,
         };
         return rebuild(ctx, &database, &table, new, &Ok).map_err(|e| {
             if e.number == 2601 || e.number == 2627 {
@@ -86,10 +87,12 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         primary_key: false,
         unique_constraint: false,
         include,
+        filter: ci.filter.as_ref().map(tessera_syntax::unparse::definition),
     };
-    super::create_tree(ctx, &database, &ix.tree)?;
     new.indexes.push(ix.clone());
+    // Binding the target binds the filter: a column it names must exist.
     let target = target_for(ctx, database.name(), Arc::new(new.clone()))?;
+    super::create_tree(ctx, &database, &ix.tree)?;
     let rows = dml::table_rows(ctx, database.name(), &target.table)?;
     if let Err(e) = in_own_transaction(ctx, |ctx| dml::build_index(ctx, &target.as_is(), &ix, &rows)) {
         let _ = database.drop_table(&ix.tree);

@@ -74,6 +74,7 @@ fn heap_index(table_id: i32, version: u64) -> Index {
         primary_key: false,
         unique_constraint: false,
         include: Vec::new(),
+        filter: None,
     }
 }
 

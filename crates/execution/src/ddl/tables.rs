@@ -204,6 +204,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
                     primary_key: false,
                     unique_constraint: false,
                     include: Vec::new(),
+                    filter: None,
                 },
             );
         }

@@ -19,6 +19,19 @@ pub(super) fn index_key(table: &Table, index: &Index, row: &[Value]) -> SqlResul
     Ok(k.into_vec())
 }
 
+/// Whether `row` has an entry in index `ix`: every row does, but in a filtered index,
+/// where only those its predicate holds true for do.
+pub(super) fn has_entry(ctx: &mut ExecCtx, target: &TargetAt, ix: &Index, row: &[Value]) -> SqlResult<bool> {
+    if ix.filter.is_none() {
+        return Ok(true);
+    }
+    let position = target.table.indexes.iter().position(|i| i.id == ix.id);
+    match position.and_then(|p| target.filters.get(p)).and_then(Option::as_ref) {
+        Some(predicate) => Ok(crate::exec::eval(predicate, row, ctx)? == Value::Bit(true)),
+        None => Ok(true),
+    }
+}
+
 pub(super) fn insert_index_entry(
     ctx: &mut ExecCtx,
     target: &TargetAt,
@@ -26,6 +39,9 @@ pub(super) fn insert_index_entry(
     row: &[Value],
     key: &[u8],
 ) -> SqlResult<()> {
+    if !has_entry(ctx, target, ix, row)? {
+        return Ok(());
+    }
     let ikey = index_key(&target.table, ix, row)?;
     let t = ctx.tree(&target.db, &ix.tree, &target.table)?;
     ctx.transaction(&target.db)?
@@ -40,6 +56,9 @@ pub(super) fn delete_index_entry(
     row: &[Value],
     key: &[u8],
 ) -> SqlResult<()> {
+    if !has_entry(ctx, target, ix, row)? {
+        return Ok(());
+    }
     let ikey = index_key(&target.table, ix, row)?;
     let t = ctx.tree(&target.db, &ix.tree, &target.table)?;
     ctx.transaction(&target.db)?.index_delete(t, &ikey, key, ix.unique)?;

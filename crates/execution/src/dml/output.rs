@@ -16,6 +16,7 @@ pub fn run_output_into(ctx: &mut ExecCtx, into: &InsertPlan, rows: Vec<Row>) -> 
             table: into.target.table.clone(),
             checks: into.target.checks.clone(),
             defaults: into.target.defaults.clone(),
+            filters: into.target.filters.clone(),
         },
         columns: into.columns.clone(),
         source_types: into.source_types.clone(),

@@ -226,7 +226,8 @@ pub(super) fn unlink_old_row(
         free_values(ctx, &target.db, table, &values, &[])?;
     }
     for ix in &table.indexes[1..] {
-        if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
+        // A filtered index's entry may come or go with any column its predicate reads.
+        if key_changed || ix.filter.is_some() || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
             delete_index_entry(ctx, target, ix, old, key)?;
         }
     }
@@ -274,7 +275,7 @@ pub(super) fn link_new_row(
         key.to_vec()
     };
     for ix in &table.indexes[1..] {
-        if key_changed || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
+        if key_changed || ix.filter.is_some() || ix.columns.iter().any(|(c, _)| changed.contains(c)) {
             insert_index_entry(ctx, target, ix, new, &new_key)?;
         }
     }

@@ -17,6 +17,8 @@ pub struct TargetAt<'p> {
     pub table: Arc<Table>,
     pub checks: &'p [Expr],
     pub defaults: &'p [Option<(Expr, SqlType)>],
+    /// Each index's filter predicate (see `Target::filters`).
+    pub filters: &'p [Option<Expr>],
 }
 
 /// A bound target, as a statement changes it.
@@ -31,7 +33,7 @@ pub trait BoundTarget {
 impl BoundTarget for Target {
     fn at(&self, ctx: &ExecCtx) -> SqlResult<TargetAt<'_>> {
         let (db, table) = ctx.table(&self.db, &self.table)?;
-        Ok(TargetAt { db, table, checks: &self.checks, defaults: &self.defaults })
+        Ok(TargetAt { db, table, checks: &self.checks, defaults: &self.defaults, filters: &self.filters })
     }
 
     fn as_is(&self) -> TargetAt<'_> {
@@ -41,6 +43,7 @@ impl BoundTarget for Target {
             table: self.table.clone(),
             checks: &self.checks,
             defaults: &self.defaults,
+            filters: &self.filters,
         }
     }
 }

@@ -55,8 +55,8 @@ fn indexes(ctx: &ExecCtx, db: &str) -> Rows<19> {
                 int(kind),
                 s(desc),
                 bit(ix.unique),
-                // Every index on PRIMARY, none filtered, disabled or padded; the rest of
-                // its options are SQL Server's defaults (row and page locks allowed).
+                // Every index on PRIMARY, none disabled or padded; the rest of its options
+                // are SQL Server's defaults (row and page locks allowed).
                 int(1),
                 bit(false),
                 bit(ix.primary_key),
@@ -67,8 +67,8 @@ fn indexes(ctx: &ExecCtx, db: &str) -> Rows<19> {
                 bit(false),
                 bit(true),
                 bit(true),
-                bit(false),
-                Value::Null,
+                bit(ix.filter.is_some()),
+                ix.filter.as_deref().map_or(Value::Null, s),
                 bit(false),
             ]);
         }

@@ -164,7 +164,8 @@ fn access_path(source: TableSource, filters: Vec<Expr>) -> Plan {
         .collect();
     let mut best: Option<(usize, Seek, i32)> = None;
     for i in 0..source.table.indexes.len() {
-        if source.table.indexes[i].is_heap() {
+        // A filtered index holds only some rows: it answers no query (yet).
+        if source.table.indexes[i].is_heap() || source.table.indexes[i].filter.is_some() {
             continue;
         }
         let seek = seek_bounds(&source.table, i, &facts);
@@ -260,7 +261,7 @@ fn join_with_table(left: Plan, inner: TableSource, own: Vec<Expr>, join: JoinSpe
     // least one key column, or the seek would not depend on the left row.
     let mut best: Option<(usize, Seek)> = None;
     for i in 0..inner.table.indexes.len() {
-        if inner.table.indexes[i].is_heap() {
+        if inner.table.indexes[i].is_heap() || inner.table.indexes[i].filter.is_some() {
             continue;
         }
         let seek = seek_bounds(&inner.table, i, &facts);

@@ -41,6 +41,9 @@ pub struct Target {
     pub checks: Vec<Expr>,
     /// Bound DEFAULT expressions per column.
     pub defaults: Vec<Option<(Expr, SqlType)>>,
+    /// Each index's bound filter predicate (None: an index of every row), by position in
+    /// `table.indexes`.
+    pub filters: Vec<Option<Expr>>,
 }
 
 #[derive(Debug)]

@@ -40,3 +40,36 @@ DROP INDEX ux_books_isbn ON books;
 ALTER TABLE books DROP COLUMN isbn;
 SELECT * FROM books ORDER BY id;
 GO
+-- Filtered indexes: only the rows the predicate holds true for have entries (a unique
+-- one allows any number of the others: Knex's unique(), Hibernate's unique nullable
+-- column), kept so by INSERT, UPDATE and DELETE, built over existing rows, checked by
+-- CHECKDB; the predicate as SQL Server stores it in sys.indexes.
+create table members (id int identity primary key, email varchar(50) null, name varchar(20), active bit not null default 1);
+insert members (email, name) values (null, 'a'), (null, 'b'), ('x@y', 'c'), ('x@y', 'd');
+go
+create unique index ux_members_email on members (email) where email is not null;
+go
+delete members where name = 'd';
+create unique index ux_members_email on members (email) where email is not null;
+create index ix_members_active_name on members (name) where active = 1 and name > 'a';
+go
+insert members (email, name) values ('x@y', 'e');
+go
+update members set email = 'x@y' where name = 'a';
+go
+update members set email = 'z@y' where name = 'a';
+update members set email = null where name = 'c';
+update members set active = 0 where name = 'b';
+insert members (email, name) values ('x@y', 'e'), (null, 'f');
+delete members where name = 'f';
+select name, email, active from members order by id;
+select name, has_filter, filter_definition from sys.indexes where object_id = object_id('members') and index_id > 1 order by name;
+select name, email from members where email = 'x@y';
+dbcc checkdb with no_infomsgs;
+go
+create index ix_bad on members (name) where nosuch > 1;
+go
+create clustered index cx_members on members (name) where active = 1;
+go
+drop table members;
+go

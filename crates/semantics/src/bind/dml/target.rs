@@ -14,7 +14,14 @@ use tessera_syntax::ast;
 pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Target> {
     let mut checks = Vec::new();
     let mut defaults = Vec::new();
+    let mut filters = Vec::new();
     b.with_table_scope(&table, |b| -> SqlResult<()> {
+        for ix in &table.indexes {
+            filters.push(match &ix.filter {
+                Some(text) => Some(b.bind_predicate(&tessera_syntax::unparse::parse_definition(text)?)?),
+                None => None,
+            });
+        }
         for c in &table.checks {
             let e = tessera_syntax::unparse::parse_definition(&c.text)?;
             checks.push(b.bind_predicate(&e)?);
@@ -30,7 +37,7 @@ pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Ta
         }
         Ok(())
     })?;
-    Ok(Target { db, table, checks, defaults })
+    Ok(Target { db, table, checks, defaults, filters })
 }
 
 /// Resolves the UPDATE/DELETE target among the FROM tables (by alias or name).

@@ -17,9 +17,8 @@
 //   (a filtered unique index), optimistic locking with @Version, a pessimistic lock, and
 //   sequence-generated ids.
 // The ways tessera still differs from SQL Server are marked TESSERA-GAP (see the flags
-// GAP_* below): numeric kept as decimal, filtered indexes. The scenario steps around them or
-// skips their checks (printing "skip"); SCENARIO_NO_GAPS=1 runs them all as against SQL
-// Server.
+// GAP_* below): numeric kept as decimal. The scenario steps around them or skips their
+// checks (printing "skip"); SCENARIO_NO_GAPS=1 runs them all as against SQL Server.
 // Run by crates/server/tests/hibernate.rs:
 //   java -cp 'lib/*' Scenario.java HOST PORT SA_PASSWORD
 // Prints one line per check and, when every check passed, "all checks passed". Every
@@ -339,11 +338,6 @@ public class Scenario {
     // metadata name the type decimal (SQL Server keeps numeric, system_type_id 108).
     static final boolean GAP_NUMERIC_IS_DECIMAL = KNOWN_GAPS;
 
-    // TESSERA-GAP: no filtered indexes. For a unique nullable column Hibernate's SQL Server
-    // dialect creates "create unique nonclustered index UK... on books (isbn) where isbn is
-    // not null", which fails with error 40522 ("Filtered indexes are not supported yet.").
-    static final boolean GAP_FILTERED_INDEX = KNOWN_GAPS;
-
     static void gap(String name, String why) {
         System.out.println("skip " + name + " (TESSERA-GAP: " + why + ")");
     }
@@ -491,9 +485,6 @@ public class Scenario {
             // Server; anything else failing is a gap.
             List<String> errors = new ArrayList<>();
             for (String e : errorsSince(createMark)) {
-                if (GAP_FILTERED_INDEX && e.startsWith("create unique nonclustered index ") && e.contains("error 40522")) {
-                    continue;
-                }
                 if (!e.toLowerCase().startsWith("drop ") && !e.toLowerCase().contains(" drop constraint ")) {
                     errors.add(e);
                 }
@@ -869,46 +860,41 @@ public class Scenario {
                     "row after the stale update");
         });
 
-        if (GAP_FILTERED_INDEX) {
-            gap("@Column(unique = true) on a nullable column (filtered unique index)", "create unique nonclustered "
-                    + "index ... on books (isbn) where isbn is not null fails with error 40522");
-        } else {
-            check("@Column(unique = true) on a nullable column (filtered unique index)", () -> {
-                expect(Arrays.asList(true, true, "([isbn] IS NOT NULL)"), rows(db, "SELECT is_unique, has_filter, "
-                        + "filter_definition FROM sys.indexes WHERE object_id = OBJECT_ID('books') "
-                        + "AND name LIKE 'UK%'").get(0), "index");
-                try (Session s = f.openSession()) {
-                    s.beginTransaction();
-                    Author a = new Author("Isbn Author", null);
-                    for (String isbn : new String[] {null, null, "978-0"}) {
-                        Book b = new Book("isbn " + isbn, "isbn", BigDecimal.ONE);
-                        b.isbn = isbn;
-                        a.addBook(b);
-                    }
-                    s.persist(a);
-                    s.getTransaction().commit();
+        check("@Column(unique = true) on a nullable column (filtered unique index)", () -> {
+            expect(Arrays.asList(true, true, "([isbn] IS NOT NULL)"), rows(db, "SELECT is_unique, has_filter, "
+                    + "filter_definition FROM sys.indexes WHERE object_id = OBJECT_ID('books') "
+                    + "AND name LIKE 'UK%'").get(0), "index");
+            try (Session s = f.openSession()) {
+                s.beginTransaction();
+                Author a = new Author("Isbn Author", null);
+                for (String isbn : new String[] {null, null, "978-0"}) {
+                    Book b = new Book("isbn " + isbn, "isbn", BigDecimal.ONE);
+                    b.isbn = isbn;
+                    a.addBook(b);
                 }
-                try (Session s = f.openSession()) {
-                    s.beginTransaction();
-                    Book b = new Book("duplicate", "isbn", BigDecimal.ONE);
-                    b.isbn = "978-0";
-                    author(s, "Isbn Author").addBook(b);
-                    try {
-                        s.persist(b);
-                        s.flush();
-                        throw new AssertionError("a duplicate isbn was inserted");
-                    } catch (org.hibernate.exception.ConstraintViolationException expected) {
-                        expect(2601, expected.getErrorCode(), "error number");
-                    }
-                    s.getTransaction().rollback();
+                s.persist(a);
+                s.getTransaction().commit();
+            }
+            try (Session s = f.openSession()) {
+                s.beginTransaction();
+                Book b = new Book("duplicate", "isbn", BigDecimal.ONE);
+                b.isbn = "978-0";
+                author(s, "Isbn Author").addBook(b);
+                try {
+                    s.persist(b);
+                    s.flush();
+                    throw new AssertionError("a duplicate isbn was inserted");
+                } catch (org.hibernate.exception.ConstraintViolationException expected) {
+                    expect(2601, expected.getErrorCode(), "error number");
                 }
-                try (Session s = f.openSession()) {
-                    s.beginTransaction();
-                    s.remove(author(s, "Isbn Author"));
-                    s.getTransaction().commit();
-                }
-            });
-        }
+                s.getTransaction().rollback();
+            }
+            try (Session s = f.openSession()) {
+                s.beginTransaction();
+                s.remove(author(s, "Isbn Author"));
+                s.getTransaction().commit();
+            }
+        });
 
         check("more types: UUID, boolean, enum, Instant, OffsetDateTime, LocalTime, double, byte[], element collection", () -> {
             Instant seen = Instant.parse("2024-03-10T08:15:30.123456Z");
@@ -1014,13 +1000,7 @@ public class Scenario {
                 expect(0L, s.createQuery("select count(a) from Author a", Long.class).getSingleResult(), "authors");
             }
             g.close();
-            List<String> errors = new ArrayList<>();
-            for (String e : errorsSince(mark)) {
-                if (!(GAP_FILTERED_INDEX && e.contains("error 40522"))) {
-                    errors.add(e);
-                }
-            }
-            expect(List.of(), errors, "errors");
+            expect(List.of(), errorsSince(mark), "errors");
             expect(Arrays.asList(), rows(db, "SELECT name FROM sys.tables WHERE name <> 'tickets'"), "tables left");
         });
 

@@ -5,22 +5,23 @@
 //
 // Covers: migrations from an in-memory migration source run with migrate.latest, listed,
 // undone with migrate.rollback and migrate.down (the knex_migrations and
-// knex_migrations_lock tables); the schema builder: createTable with increments, unique
-// constraints, defaults (DEFAULT '0', DEFAULT '-1', DEFAULT CURRENT_TIMESTAMP from
-// knex.fn.now()), decimal(18,4), datetime2, date, nvarchar(max), a foreign key and an
-// index; alterTable adding, renaming (sp_rename) and dropping a column (with its default
-// constraint), an index and a foreign key, and adding a column to the table with the
-// CURRENT_TIMESTAMP default; reflection with hasTable, hasColumn and columnInfo (types,
-// lengths, nullability, and the defaults as SQL Server keeps them: ('0'), ('-1'),
-// (getdate())); CRUD with returning() (OUTPUT inserted.*), joins, pagination
-// (OFFSET/FETCH), transactions committed, rolled back and nested (savepoints), a batch
-// insert, upserts (update-else-insert), Unicode, decimals and dates, a 10 KB string.
-// Exits non-zero on the first failure.
+// knex_migrations_lock tables); the schema builder: createTable with increments, unique()
+// (filtered unique indexes), defaults (DEFAULT '0', DEFAULT '-1', DEFAULT
+// CURRENT_TIMESTAMP from knex.fn.now()), decimal(18,4), datetime2, date, nvarchar(max), a
+// foreign key and an index; alterTable adding, renaming (sp_rename) and dropping a column
+// (with its default constraint), an index and a foreign key, and adding a column to the
+// table with the CURRENT_TIMESTAMP default; reflection with hasTable, hasColumn and
+// columnInfo (types, lengths, nullability, and the defaults as SQL Server keeps them:
+// ('0'), ('-1'), (getdate())); CRUD with returning() (OUTPUT inserted.*), joins,
+// pagination (OFFSET/FETCH), transactions committed, rolled back and nested (savepoints),
+// a batch insert, upserts (update-else-insert), Unicode, decimals and dates, a 10 KB
+// string. Exits non-zero on the first failure.
+//
+// unique() on mssql creates a filtered unique index (CREATE UNIQUE INDEX ... WHERE [col]
+// IS NOT NULL): several NULLs are accepted, a duplicate value fails with 2601.
 //
 // Checks tessera cannot pass yet are commented out, each marked TESSERA-GAP with what is
 // missing, with a stand-in that keeps the rest of the scenario going. The gaps:
-//   FILTERED-INDEX  unique() on mssql creates a filtered unique index (CREATE UNIQUE INDEX
-//                   ... WHERE [col] IS NOT NULL), Msg 40522; a unique constraint stands in.
 //   MERGE           MERGE is not supported (Msg 156); the raw MERGE upsert is replaced by
 //                   update-else-insert in a transaction.
 'use strict';
@@ -64,13 +65,9 @@ const migrations = {
       await knex.schema.createTable('authors', (t) => {
         t.increments('id');
         t.string('name', 100).notNullable();
-        // TESSERA-GAP: FILTERED-INDEX: unique() on mssql creates a filtered index
-        // (CREATE UNIQUE INDEX [authors_email_unique] ON [authors] ([email]) WHERE [email]
-        // IS NOT NULL), Msg 40522 "Filtered indexes are not supported yet."; a unique
-        // constraint stands in.
-        // t.string('email', 200).unique();
-        t.string('email', 200);
-        t.unique(['email'], { indexName: 'authors_email_unique', useConstraint: true });
+        // unique() on mssql creates a filtered index: CREATE UNIQUE INDEX
+        // [authors_email_unique] ON [authors] ([email]) WHERE [email] IS NOT NULL.
+        t.string('email', 200).unique();
         t.date('born');
         t.boolean('active').notNullable().defaultTo(true);
         // knex.fn.now() is DEFAULT CURRENT_TIMESTAMP, which SQL Server keeps as (getdate()).
@@ -109,10 +106,8 @@ const migrations = {
       });
       await knex.schema.createTable('tags', (t) => {
         t.increments('id');
-        // A unique index on a non-null column is filtered too (TESSERA-GAP: FILTERED-INDEX).
-        // t.string('label', 50).notNullable().unique();
-        t.string('label', 50).notNullable();
-        t.unique(['label'], { indexName: 'tags_label_unique', useConstraint: true });
+        // A unique index on a non-null column is filtered too.
+        t.string('label', 50).notNullable().unique();
         t.integer('book_id');
         t.foreign('book_id', 'tags_book_fk').references('books.id');
       });
@@ -231,12 +226,19 @@ async function main() {
   const agg = await knex('books as b').join('authors as a', 'a.id', 'b.author_id')
     .groupBy('a.name').select('a.name').count({ n: '*' }).select(knex.raw('CONVERT(varchar(40), SUM(b.price)) AS total'));
   check(agg.length === 1 && agg[0].n === 2 && agg[0].total === '12345678901238.5578', 'group by with aggregates: ' + JSON.stringify(agg));
+  // The filtered unique index on email: rows with no email don't collide, a duplicate
+  // email fails with 2601 (a unique index, not a constraint).
+  const noEmail = await knex('authors').insert([{ name: 'no email 1' }, { name: 'no email 2', email: null }], ['id']);
+  check(noEmail.length === 2 && (await knex('authors').whereNull('email')).length === 2, 'a second row with a NULL in the unique (filtered) column is accepted');
+  await knex('authors').whereIn('id', noEmail.map((r) => r.id)).del();
   try {
     await knex('authors').insert({ name: 'dup', email: 'ada@example.org' });
     throw new Error('a duplicate key was inserted');
   } catch (e) {
-    check(e.number === 2627, 'a unique violation fails: ' + e.number + ' ' + e.message);
+    check(e.number === 2601, 'a duplicate non-NULL value in the unique (filtered) column fails: ' + e.number + ' ' + e.message);
   }
+  const filtered = await knex.raw("SELECT i.name, i.is_unique, i.has_filter, i.filter_definition FROM sys.indexes i WHERE i.object_id = OBJECT_ID('authors') AND i.name = 'authors_email_unique'");
+  check(filtered.length === 1 && filtered[0].is_unique === true && filtered[0].has_filter === true && filtered[0].filter_definition === '([email] IS NOT NULL)', 'sys.indexes shows the filtered unique index: ' + JSON.stringify(filtered));
   try {
     await knex('books').insert({ title: 'orphan', author_id: 999999 });
     throw new Error('a foreign key violation committed');

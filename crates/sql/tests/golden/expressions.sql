@@ -76,3 +76,14 @@ create table probe (a int, b varchar(30));
 select object_name(object_id('probe')) as name_back, col_length('probe', 'b') as b_len, col_length('probe', 'zz') as none;
 select checksum('abc') - checksum('ABC') as case_blind, case when newid() <> newid() then 'unique' end as guids;
 go
+-- LEFT_SHIFT and RIGHT_SHIFT, and their operators << and >> (SQL Server 2022): a logical
+-- shift within the type's width; a negative amount shifts the other way.
+SELECT LEFT_SHIFT(12345, 5) AS a, 12345 << 5 AS b, RIGHT_SHIFT(12345, 5) AS c, 12345 >> 5 AS d,
+  CAST(1 AS tinyint) << 7 AS e, CAST(1 AS tinyint) << 8 AS f, 1 << -1 AS g, -1 >> 28 AS h,
+  CAST(1 AS bigint) << 63 AS i, CAST(-1 AS smallint) >> 8 AS j;
+SELECT n FROM (VALUES (1), (2), (3)) v(n) WHERE n << 1 > 2 ORDER BY n;
+GO
+SELECT LEFT_SHIFT(1.5, 1);
+GO
+SELECT 'a' >> 1;
+GO

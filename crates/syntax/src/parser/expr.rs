@@ -128,6 +128,18 @@ impl Parser<'_> {
                     continue;
                 }
             }
+            // `a << b` and `a >> b` (two tokens written together): LEFT_SHIFT and RIGHT_SHIFT.
+            if let Some(shift) = self.shift_operator() {
+                if PREC_ADDITIVE < min {
+                    break;
+                }
+                self.pos += 2;
+                let right = self.nested(|p| p.binary_expr(PREC_ADDITIVE + 1))?;
+                let name = ObjectName(vec![Ident::new(shift)]);
+                left = Expr::Function { name, args: vec![left, right], distinct: false, star: false, over: None };
+                after_predicate = false;
+                continue;
+            }
             let (op, prec) = match &self.peek().kind {
                 TokenKind::Word if self.peek().is_word("AND") => (BinaryOp::And, PREC_AND),
                 TokenKind::Word if self.peek().is_word("OR") => (BinaryOp::Or, PREC_OR),
@@ -151,6 +163,19 @@ impl Parser<'_> {
             after_predicate = false;
         }
         Ok(left)
+    }
+
+    /// The function `<<` or `>>` at the next two tokens stands for, if they are one of them.
+    fn shift_operator(&self) -> Option<&'static str> {
+        let (first, second) = (self.peek(), self.peek_nth(1));
+        if first.start + 1 != second.start {
+            return None;
+        }
+        match (&first.kind, &second.kind) {
+            (TokenKind::Punct(Punct::Lt), TokenKind::Punct(Punct::Lt)) => Some("LEFT_SHIFT"),
+            (TokenKind::Punct(Punct::Gt), TokenKind::Punct(Punct::Gt)) => Some("RIGHT_SHIFT"),
+            _ => None,
+        }
     }
 
     /// The right side of a comparison: an operand or `ANY|SOME|ALL (subquery)`.

@@ -26,6 +26,34 @@ fn float_value(x: f64) -> SqlResult<Value> {
 }
 
 impl Call<'_> {
+    /// LEFT_SHIFT and RIGHT_SHIFT (`<<`, `>>`): a logical shift of the value's bits in its
+    /// type's width; a negative amount shifts the other way, one past the width gives 0.
+    fn shift(&self) -> SqlResult<Value> {
+        let (v, n) = (or_null!(self.int(0)?), or_null!(self.int(1)?));
+        let bits: u32 = match self.types[0] {
+            SqlType::TinyInt => 8,
+            SqlType::SmallInt => 16,
+            SqlType::Int => 32,
+            _ => 64,
+        };
+        let n = if self.name == "RIGHT_SHIFT" { n.saturating_neg() } else { n };
+        let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let pattern = (v as u64) & mask;
+        let shifted = match n {
+            n if n.unsigned_abs() >= u64::from(bits) => 0,
+            n if n >= 0 => (pattern << n) & mask,
+            n => pattern >> n.unsigned_abs(),
+        };
+        // Back to the type's signed value (tinyint is unsigned).
+        let value = match bits {
+            8 => shifted as i64,
+            16 => i64::from(shifted as u16 as i16),
+            32 => i64::from(shifted as u32 as i32),
+            _ => shifted as i64,
+        };
+        Ok(Value::Int(value))
+    }
+
     pub(super) fn math(&self) -> SqlResult<Value> {
         if self.name == "PI" {
             return Ok(Value::Float(std::f64::consts::PI));
@@ -35,6 +63,7 @@ impl Call<'_> {
         }
         match self.name {
             "ABS" | "SIGN" | "FLOOR" | "CEILING" | "ROUND" | "POWER" => self.exact_math(),
+            "LEFT_SHIFT" | "RIGHT_SHIFT" => self.shift(),
             _ => {
                 let x = or_null!(self.float(0)?);
                 let y = if self.args.len() > 1 { self.float(1)? } else { None };

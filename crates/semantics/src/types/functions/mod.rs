@@ -168,7 +168,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         | "LOG10" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "COT" | "DEGREES" | "RADIANS" | "YEAR"
         | "MONTH" | "DAY" | "ISDATE" | "ISNUMERIC" => (1, 1),
         "LEFT" | "RIGHT" | "REPLICATE" | "POWER" | "DATEPART" | "DATENAME" | "ATN2" | "TODATETIMEOFFSET"
-        | "SWITCHOFFSET" => (2, 2),
+        | "SWITCHOFFSET" | "LEFT_SHIFT" | "RIGHT_SHIFT" => (2, 2),
         "LOG" | "EOMONTH" | "QUOTENAME" => (1, 2),
         "STR" => (1, 3),
         "CHARINDEX" => (2, 3),
@@ -299,6 +299,17 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         "NCHAR" => T::NChar(1),
         "ASCII" | "UNICODE" | "CHECKSUM" | "ISDATE" | "ISNUMERIC" => T::Int,
         "ABS" | "SIGN" => numeric_result(name, &first, 0)?,
+        // The shifted value's type; the amount must be an integer.
+        "LEFT_SHIFT" | "RIGHT_SHIFT" => {
+            let integer = |t: &T| matches!(t, T::TinyInt | T::SmallInt | T::Int | T::BigInt);
+            if !integer(&first) {
+                return Err(bad_arg(name, &first, 0));
+            }
+            if !integer(&args[1]) {
+                return Err(bad_arg(name, &args[1], 1));
+            }
+            first
+        }
         "FLOOR" | "CEILING" => match numeric_result(name, &first, 0)? {
             T::Decimal { precision, .. } => T::Decimal { precision, scale: 0 },
             t => t,
@@ -451,9 +462,8 @@ pub fn call_function(
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"
         | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" => call.string(),
         "ABS" | "ROUND" | "FLOOR" | "CEILING" | "POWER" | "SQRT" | "SQUARE" | "SIGN" | "EXP" | "LOG" | "LOG10"
-        | "PI" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "ATN2" | "COT" | "DEGREES" | "RADIANS" => {
-            call.math()
-        }
+        | "PI" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "ATN2" | "COT" | "DEGREES" | "RADIANS"
+        | "LEFT_SHIFT" | "RIGHT_SHIFT" => call.math(),
         "RAND" => rand(&call, ctx),
         "NEWID" => Ok(Value::Guid(new_guid(&mut ctx.rng))),
         "CHECKSUM" => call.checksum(ctx.keys),

@@ -292,6 +292,7 @@ pub fn create(ctx: &mut ExecCtx, name: &ObjectName, options: &SequenceOptions) -
         restart_at: 0,
         created: now,
         modified: now,
+        properties: Vec::new(),
     };
     let mut s = apply(draft, options, true)?;
     let shared = ctx.shared;
@@ -326,6 +327,19 @@ pub fn drop(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlResult<
     }
     ctx.shared.sequences.forget(database.name(), &before);
     save(ctx, &database, Some(before), None)
+}
+
+/// Changes the extended properties of the sequence `before` of `database`
+/// (sp_addextendedproperty and its kin; the caller checked what it may do).
+pub fn change_properties(
+    ctx: &mut ExecCtx,
+    database: &Arc<Database>,
+    before: Arc<Sequence>,
+    change: impl FnOnce(&mut Vec<catalog::Property>) -> SqlResult<()>,
+) -> SqlResult<()> {
+    let mut after = (*before).clone();
+    change(&mut after.properties)?;
+    save(ctx, database, Some(before), Some(after))
 }
 
 /// sp_rename of the sequence `before` of `database` to `new` (the caller found it with

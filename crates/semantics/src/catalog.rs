@@ -290,6 +290,9 @@ pub struct Sequence {
     pub restart_at: i128,
     pub created: i64,
     pub modified: i64,
+    /// Its extended properties (not in the fingerprint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub properties: Vec<Property>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -366,7 +369,7 @@ impl Module {
 impl Sequence {
     /// Its options and type (a plan's NEXT VALUE FOR carries them), not its id or dates.
     fn fingerprint(&self) -> u64 {
-        let s = Sequence { id: 0, created: 0, modified: 0, ..self.clone() };
+        let s = Sequence { id: 0, created: 0, modified: 0, properties: Vec::new(), ..self.clone() };
         hash_bytes(&serde_json::to_vec(&s).expect("a sequence serialises"))
     }
 }

@@ -37,13 +37,22 @@ impl PropertyChange {
 enum Target {
     Database,
     Schema(i32),
-    /// An object of the current database (schema, name) and the part of it.
+    /// An object of the current database (schema, name), what kind of object it is, and
+    /// the part of it.
     Object {
         schema: String,
         name: String,
-        table: bool,
+        kind: Kind,
         part: Part,
     },
+}
+
+/// Where an object's properties are kept: a table's, a module's or a sequence's definition.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Table,
+    Module,
+    Sequence,
 }
 
 /// Runs one of the three procedures.
@@ -111,12 +120,18 @@ pub fn run(change: PropertyChange, args: &[NamedArg], ctx: &mut ExecCtx) -> SqlR
         }
     };
     match target {
-        Target::Object { schema, name: object, table: true, part } => {
+        Target::Object { schema, name: object, kind: Kind::Table, part } => {
             let table = ObjectName(vec![Ident::new(schema), Ident::new(object)]);
             crate::ddl::change_table_properties(ctx, &table, |properties| apply(properties, &part))?;
         }
-        Target::Object { schema, name: object, table: false, part } => {
+        Target::Object { schema, name: object, kind: Kind::Module, part } => {
             crate::modules::change_properties(ctx, &database, &schema, &object, |properties| apply(properties, &part))?;
+        }
+        Target::Object { schema, name: object, kind: Kind::Sequence, part } => {
+            let name = ObjectName(vec![Ident::new(schema), Ident::new(object)]);
+            let (database, sequence) =
+                crate::sequences::find(ctx, &name)?.ok_or_else(|| msg::PROPERTY_OBJECT_INVALID.with(&[&shown]))?;
+            crate::sequences::change_properties(ctx, &database, sequence, |properties| apply(properties, &part))?;
         }
         Target::Database | Target::Schema(_) => {
             let (class, major_id) = match target {
@@ -190,11 +205,10 @@ fn resolve(ctx: &mut ExecCtx, levels: &[(String, Option<String>)], shown: &str) 
     let database = ctx.shared.database(&db)?;
     let catalog = ctx.catalog(&database)?;
     let object = catalog.lookup(&schema.name, &object_name).ok_or_else(invalid)?;
-    let (kind_ok, table) = match object {
-        Object::Table(_) => (levels[1].0 == "TABLE", true),
-        Object::Module(m) => (levels[1].0 == crate::sysviews::module_level_type(m.kind), false),
-        // A sequence keeps no extended properties yet.
-        Object::Sequence(_) => (false, false),
+    let (kind_ok, kind) = match object {
+        Object::Table(_) => (levels[1].0 == "TABLE", Kind::Table),
+        Object::Module(m) => (levels[1].0 == crate::sysviews::module_level_type(m.kind), Kind::Module),
+        Object::Sequence(_) => (levels[1].0 == "SEQUENCE", Kind::Sequence),
     };
     if !kind_ok {
         return Err(invalid());
@@ -214,6 +228,14 @@ fn resolve(ctx: &mut ExecCtx, levels: &[(String, Option<String>)], shown: &str) 
                     .into_iter()
                     .find(|c| c.name.eq_ignore_ascii_case(&part_name))
                     .map(|c| Part::Constraint(c.name)),
+                // A view's or inline function's column, as its definition binds now.
+                ("COLUMN", Object::Module(m)) => {
+                    let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
+                    let shape = binder.module_shape(&db, m).ok();
+                    shape
+                        .and_then(|s| s.columns.into_iter().find(|c| c.name.eq_ignore_ascii_case(&part_name)))
+                        .map(|c| Part::Column(c.name))
+                }
                 ("PARAMETER", Object::Module(m)) if m.kind != ModuleKind::View => crate::sysviews::module_signature(m)
                     .0
                     .into_iter()
@@ -224,5 +246,5 @@ fn resolve(ctx: &mut ExecCtx, levels: &[(String, Option<String>)], shown: &str) 
             found.ok_or_else(invalid)?
         }
     };
-    Ok(Target::Object { schema: schema.name.clone(), name: object.name().to_string(), table, part })
+    Ok(Target::Object { schema: schema.name.clone(), name: object.name().to_string(), kind, part })
 }

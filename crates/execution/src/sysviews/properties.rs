@@ -108,6 +108,12 @@ pub(crate) fn listed(ctx: &ExecCtx, db: &str) -> SqlResult<Vec<Listed>> {
                 } else {
                     Vec::new()
                 };
+                let columns = if m.properties.iter().any(|p| matches!(p.part, Part::Column(_))) {
+                    let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
+                    binder.module_shape(db, m).map(|s| s.columns).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
                 for p in &m.properties {
                     let mut levels = object_level(module_level_type(m.kind));
                     let (class, minor_id) = match &p.part {
@@ -119,7 +125,14 @@ pub(crate) fn listed(ctx: &ExecCtx, db: &str) -> SqlResult<Vec<Listed>> {
                             levels.push(("PARAMETER", params[i].name.clone()));
                             ((2, "PARAMETER"), i as i64 + 1)
                         }
-                        Part::Column(_) | Part::Index(_) | Part::Constraint(_) => continue,
+                        Part::Column(name) => {
+                            let Some(i) = columns.iter().position(|c| c.name.eq_ignore_ascii_case(name)) else {
+                                continue;
+                            };
+                            levels.push(("COLUMN", columns[i].name.clone()));
+                            ((1, "OBJECT_OR_COLUMN"), i as i64 + 1)
+                        }
+                        Part::Index(_) | Part::Constraint(_) => continue,
                     };
                     out.push(Listed {
                         class,
@@ -131,8 +144,18 @@ pub(crate) fn listed(ctx: &ExecCtx, db: &str) -> SqlResult<Vec<Listed>> {
                     });
                 }
             }
-            // A sequence keeps no extended properties yet.
-            Object::Sequence(_) => {}
+            Object::Sequence(q) => {
+                for p in q.properties.iter().filter(|p| p.part.is_object()) {
+                    out.push(Listed {
+                        class: (1, "OBJECT_OR_COLUMN"),
+                        major_id: object_id,
+                        minor_id: 0,
+                        levels: object_level("SEQUENCE"),
+                        name: p.name.clone(),
+                        value: p.value.clone(),
+                    });
+                }
+            }
         }
     }
     Ok(out)

@@ -68,6 +68,15 @@ exec sp_updateextendedproperty @name = 'Version', @value = 43, @level0type = 'sc
 exec sp_dropextendedproperty 'Owner';
 select class, name, value from sys.extended_properties where class in (0, 3) or minor_id = 0 and class = 1 order by class, name;
 go
+-- A view's column and a sequence have properties too.
+create sequence seq_props;
+exec sp_addextendedproperty 'MS_Description', N'the view''s id', 'schema', 'dbo', 'view', 'v', 'column', 'id';
+exec sp_addextendedproperty 'MS_Description', N'numbers', 'schema', 'dbo', 'sequence', 'seq_props';
+select objtype, objname, value from fn_listextendedproperty(NULL, 'schema', 'dbo', 'view', 'v', 'column', NULL);
+select objtype, objname, value from fn_listextendedproperty(NULL, 'schema', 'dbo', 'sequence', NULL, NULL, NULL);
+select ep.minor_id, ep.value from sys.extended_properties ep where ep.major_id = object_id('v') and ep.minor_id > 0;
+drop sequence seq_props;
+go
 -- A rename keeps the property; a rollback puts a dropped one back.
 exec sp_rename 't.c', 'c2', 'COLUMN';
 exec sp_rename 't.ix_c', 'ix_c2', 'INDEX';

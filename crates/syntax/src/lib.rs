@@ -5,5 +5,6 @@
 pub mod ast;
 pub mod lexer;
 pub mod parser;
+pub mod references;
 pub mod script;
 pub mod unparse;

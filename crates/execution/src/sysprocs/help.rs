@@ -1,5 +1,5 @@
-//! The sp_help family: sp_help, sp_helpindex, sp_helpconstraint and sp_helptext, with SQL
-//! Server's result sets and messages.
+//! The sp_help family: sp_help, sp_helpindex, sp_helpconstraint, sp_helptext and
+//! sp_depends, with SQL Server's result sets and messages.
 
 use super::{col, current_catalog, int, object_name, result, s, text_arg, too_many, NamedArg, SYSNAME};
 use crate::runtime::ExecCtx;
@@ -404,4 +404,73 @@ fn constraint_text(catalog: &Catalog, name: &str) -> Option<(std::sync::Arc<Tabl
         })?;
         Some((t.clone(), text))
     })
+}
+
+/// sp_depends @objname: what the object names (its database's objects: a view's or
+/// inline function's tables column by column, a procedure's or function's objects with
+/// whether it reads and changes them), then what names it; a message when neither.
+pub(super) fn depends(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    too_many("sp_depends", args, 1)?;
+    let name =
+        text_arg(args, 0, "@objname").ok_or_else(|| msg::MISSING_PARAMETER.with(&[&"sp_depends", &"@objname"]))?;
+    let (db, catalog) = current_catalog(ctx)?;
+    let object = find_object(ctx, &catalog, &name)?;
+    let dependencies = crate::sysviews::dependencies(ctx, &db)?;
+    let shown = |o: &Object| format!("{}.{}", o.schema(), o.name());
+    let yes_no = |b: bool| s(if b { "yes" } else { "no" });
+    // Each object once (a procedure may name it several ways), column by column when the
+    // columns are known.
+    let mut named: Vec<(Object, bool, bool, Vec<String>)> = Vec::new();
+    for d in dependencies.iter().filter(|d| d.referencing.id == object.id()) {
+        let Some(found) = &d.found else { continue };
+        match named.iter_mut().find(|(o, ..)| o.id() == found.id()) {
+            Some((_, read, written, columns)) => {
+                *read |= d.read;
+                *written |= d.written;
+                columns.extend(d.columns.iter().filter(|c| !columns.contains(c)).cloned().collect::<Vec<_>>());
+            }
+            None => named.push((found.clone(), d.read, d.written, d.columns.clone())),
+        }
+    }
+    let mut uses = Vec::new();
+    for (found, read, written, columns) in &named {
+        let (name, kind) = (s(&shown(found)), s(crate::sysviews::object_kind(found)));
+        if columns.is_empty() {
+            uses.push(vec![name.clone(), kind.clone(), yes_no(*written), yes_no(*read), Value::Null]);
+        }
+        for c in columns {
+            uses.push(vec![name.clone(), kind.clone(), yes_no(*written), yes_no(*read), s(c)]);
+        }
+    }
+    let mut users: Vec<Vec<Value>> = Vec::new();
+    for d in dependencies.iter().filter(|d| d.found.as_ref().is_some_and(|f| f.id() == object.id())) {
+        let referencing = Object::Module(d.referencing.clone());
+        let row = vec![s(&shown(&referencing)), s(crate::sysviews::object_kind(&referencing))];
+        if !users.contains(&row) {
+            users.push(row);
+        }
+    }
+    if uses.is_empty() && users.is_empty() {
+        sink.message(&tessera_errors::SqlError::informational(
+            0,
+            "Object does not reference any object, and no objects reference it.".to_string(),
+        ));
+        return Ok(0);
+    }
+    let name_column = col("name", SqlType::NVarChar(257), false);
+    let type_column = col("type", SqlType::NVarChar(16), false);
+    if !uses.is_empty() {
+        let columns = [
+            name_column.clone(),
+            type_column.clone(),
+            col("updated", SqlType::NVarChar(7), true),
+            col("selected", SqlType::NVarChar(8), true),
+            col("column", SYSNAME, true),
+        ];
+        result(ctx, sink, &columns, &uses);
+    }
+    if !users.is_empty() {
+        result(ctx, sink, &[name_column, type_column], &users);
+    }
+    Ok(0)
 }

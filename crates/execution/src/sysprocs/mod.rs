@@ -40,6 +40,7 @@ pub enum SystemProc {
     HelpIndex,
     HelpConstraint,
     HelpText,
+    Depends,
     Tables,
     /// `sp_columns`, or with `wide` `sp_columns_100` (ten more columns).
     Columns {
@@ -86,6 +87,7 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_helpindex" => SystemProc::HelpIndex,
         "sp_helpconstraint" => SystemProc::HelpConstraint,
         "sp_helptext" => SystemProc::HelpText,
+        "sp_depends" => SystemProc::Depends,
         "sp_tables" => SystemProc::Tables,
         "sp_columns" => SystemProc::Columns { wide: false },
         "sp_columns_100" => SystemProc::Columns { wide: true },
@@ -179,6 +181,7 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::HelpIndex => help::helpindex(args, ctx, sink),
         SystemProc::HelpConstraint => help::helpconstraint(args, ctx, sink),
         SystemProc::HelpText => help::helptext(args, ctx, sink),
+        SystemProc::Depends => help::depends(args, ctx, sink),
         SystemProc::Tables => odbc::sp_tables(args, ctx, sink),
         SystemProc::Columns { wide } => odbc::sp_columns(wide, args, ctx, sink),
         SystemProc::PrimaryKeys => odbc::sp_pkeys(args, ctx, sink),

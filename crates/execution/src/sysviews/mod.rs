@@ -27,6 +27,7 @@
 //! - `principals`: sys.database_principals, database_role_members, database_permissions,
 //!   schemas, sysusers
 //! - `storage`: sys.partitions, allocation_units, stats and stats_columns
+//! - `dependencies`: sys.sql_expression_dependencies, and what sp_depends reports
 //! - `config`: sys.configurations
 //! - `messages`: sys.messages, from the error catalog
 //! - `resource_governor`: sys.resource_governor_* and sys.dm_resource_governor_*
@@ -43,6 +44,7 @@ mod absent;
 mod columns;
 mod config;
 mod databases;
+mod dependencies;
 mod dmv;
 pub mod functions;
 mod indexes;
@@ -69,6 +71,7 @@ use tessera_semantics::plan::{Col, Row, View};
 use tessera_semantics::types::{SqlType, Value};
 
 pub use databases::{growth_in_force, FileKind};
+pub(crate) use dependencies::{dependencies, object_kind};
 pub(crate) use indexes::{constraint_objects, ConstraintObject};
 pub(crate) use information_schema::columns_named;
 pub(crate) use objects::module_signature;
@@ -91,7 +94,7 @@ static ALL: &[&dyn SystemView] = &[
     &properties::EXTENDED_PROPERTIES,
     &objects::SEQUENCES,
     &objects::TRIGGERS,
-    &objects::SQL_EXPRESSION_DEPENDENCIES,
+    &dependencies::SQL_EXPRESSION_DEPENDENCIES,
     &principals::SCHEMAS,
     &principals::DATABASE_PRINCIPALS,
     &principals::DATABASE_ROLE_MEMBERS,

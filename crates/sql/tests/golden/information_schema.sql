@@ -138,7 +138,29 @@ select table_name, column_name, ordinal_position, data_type, is_nullable from in
 select grantor, grantee, table_name, privilege_type, is_grantable from information_schema.table_privileges order by table_name, grantee, privilege_type;
 select grantor, grantee, table_name, column_name, privilege_type, is_grantable from information_schema.column_privileges order by table_name, grantee, privilege_type, column_name;
 select (select count(*) from information_schema.domains) as domains, (select count(*) from information_schema.column_domain_usage) as column_domains;
+go
+create procedure p_item @id int as
+begin
+  select label from item where id = @id;
+  update dbo.item set cost = cost * 2 where id = @id;
+  insert into nowhere (a) values (1);
+  exec p_missing;
+  exec sp_help 'item';
+end;
+go
 select object_name(referencing_id) as referencing, referencing_class_desc, referenced_database_name, referenced_schema_name,
-  referenced_entity_name, case when referenced_id = object_id('item') then 'item' end as referenced, is_ambiguous
-from sys.sql_expression_dependencies order by referencing;
+  referenced_entity_name, object_name(referenced_id) as referenced, is_caller_dependent, is_ambiguous
+from sys.sql_expression_dependencies order by referencing, referenced_entity_name;
+exec sp_depends 'v_item';
+exec sp_depends 'p_item';
+exec sp_depends 'item';
+exec sp_depends 'f_items';
+go
+create table lonely (a int);
+exec sp_depends 'lonely';
+drop table lonely;
+drop procedure p_item;
+go
+exec sp_depends 'nosuch';
+go
 go

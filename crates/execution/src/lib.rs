@@ -9,6 +9,7 @@ pub mod ddl;
 pub mod dml;
 pub mod encoding;
 pub mod exec;
+pub mod first_result;
 pub mod functions;
 pub mod identity;
 pub mod modules;

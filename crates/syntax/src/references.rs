@@ -224,6 +224,44 @@ impl Walk {
     }
 }
 
+/// Whether a statement names a `#temp` table, whose columns may only be known once an
+/// earlier statement of the batch created it (so its compile errors wait for run time).
+pub fn mentions_temp_table(s: &Statement) -> bool {
+    fn named(n: &crate::ast::ObjectName) -> bool {
+        n.name().value.starts_with('#') || n.name().value.starts_with('@')
+    }
+    fn in_refs(refs: &[crate::ast::TableRef]) -> bool {
+        refs.iter().any(|r| match r {
+            crate::ast::TableRef::Named { name, .. } => named(name),
+            crate::ast::TableRef::Join { left, right, .. } => {
+                in_refs(std::slice::from_ref(left)) || in_refs(std::slice::from_ref(right))
+            }
+            crate::ast::TableRef::Derived { query, .. } => in_query(query),
+            crate::ast::TableRef::Function { .. } => false,
+        })
+    }
+    fn in_set(body: &crate::ast::SetExpr) -> bool {
+        match body {
+            crate::ast::SetExpr::Select(s) => in_refs(&s.from),
+            crate::ast::SetExpr::Query(q) => in_query(q),
+            crate::ast::SetExpr::SetOperation { left, right, .. } => in_set(left) || in_set(right),
+            crate::ast::SetExpr::Values(_) => false,
+        }
+    }
+    fn in_query(q: &crate::ast::Query) -> bool {
+        in_set(&q.body) || q.with.iter().any(|c| in_query(&c.query))
+    }
+    match &s.kind {
+        StatementKind::Query(q) => in_query(q),
+        StatementKind::Insert(i) => {
+            named(&i.table) || matches!(&i.source, crate::ast::InsertSource::Query(q) if in_query(q))
+        }
+        StatementKind::Update(u) => named(&u.table) || in_refs(&u.from),
+        StatementKind::Delete(d) => named(&d.table) || in_refs(&d.from),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::references;

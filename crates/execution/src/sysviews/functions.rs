@@ -34,7 +34,8 @@ impl<const N: usize> SystemFunction for FunctionDef<N> {
     }
 }
 
-static FUNCTIONS: &[&dyn SystemFunction] = &[&MY_PERMISSIONS, &super::properties::LIST_EXTENDED_PROPERTY];
+static FUNCTIONS: &[&dyn SystemFunction] =
+    &[&MY_PERMISSIONS, &super::properties::LIST_EXTENDED_PROPERTY, &super::describe::DESCRIBE_FIRST_RESULT_SET];
 
 /// The system function `name` (lower case), if there is one.
 pub fn lookup(name: &str) -> Option<View> {

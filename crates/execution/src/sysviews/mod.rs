@@ -28,6 +28,8 @@
 //!   schemas, sysusers
 //! - `storage`: sys.partitions, allocation_units, stats and stats_columns
 //! - `dependencies`: sys.sql_expression_dependencies, and what sp_depends reports
+//! - `describe`: how a first result set is described (sp_describe_first_result_set and
+//!   the function sys.dm_exec_describe_first_result_set)
 //! - `config`: sys.configurations
 //! - `messages`: sys.messages, from the error catalog
 //! - `resource_governor`: sys.resource_governor_* and sys.dm_resource_governor_*
@@ -45,6 +47,7 @@ mod columns;
 mod config;
 mod databases;
 mod dependencies;
+pub(crate) mod describe;
 mod dmv;
 pub mod functions;
 mod indexes;

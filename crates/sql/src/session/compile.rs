@@ -18,6 +18,7 @@ use tessera_semantics::catalog::{Catalog, DbRef, ObjectDep};
 use tessera_semantics::plan::{BoundQuery, Expr, Prepared};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
+use tessera_syntax::references::mentions_temp_table;
 
 impl Runner<'_> {
     /// Fingerprint of the session state plans depend on: the variables in scope (`vars`:
@@ -296,42 +297,6 @@ fn is_constant_or_variable(e: &ast::Expr) -> bool {
     match e {
         ast::Expr::Literal(_) | ast::Expr::Variable(_) => true,
         ast::Expr::Unary { expr, .. } => matches!(**expr, ast::Expr::Literal(_)),
-        _ => false,
-    }
-}
-
-/// Whether a statement names a `#temp` table, whose columns may only be known once an
-/// earlier statement of the batch created it (so its compile errors wait for run time).
-pub(super) fn mentions_temp_table(s: &Statement) -> bool {
-    fn named(n: &ast::ObjectName) -> bool {
-        n.name().value.starts_with('#') || n.name().value.starts_with('@')
-    }
-    fn in_refs(refs: &[ast::TableRef]) -> bool {
-        refs.iter().any(|r| match r {
-            ast::TableRef::Named { name, .. } => named(name),
-            ast::TableRef::Join { left, right, .. } => {
-                in_refs(std::slice::from_ref(left)) || in_refs(std::slice::from_ref(right))
-            }
-            ast::TableRef::Derived { query, .. } => in_query(query),
-            ast::TableRef::Function { .. } => false,
-        })
-    }
-    fn in_set(body: &ast::SetExpr) -> bool {
-        match body {
-            ast::SetExpr::Select(s) => in_refs(&s.from),
-            ast::SetExpr::Query(q) => in_query(q),
-            ast::SetExpr::SetOperation { left, right, .. } => in_set(left) || in_set(right),
-            ast::SetExpr::Values(_) => false,
-        }
-    }
-    fn in_query(q: &ast::Query) -> bool {
-        in_set(&q.body) || q.with.iter().any(|c| in_query(&c.query))
-    }
-    match &s.kind {
-        StatementKind::Query(q) => in_query(q),
-        StatementKind::Insert(i) => named(&i.table) || matches!(&i.source, ast::InsertSource::Query(q) if in_query(q)),
-        StatementKind::Update(u) => named(&u.table) || in_refs(&u.from),
-        StatementKind::Delete(d) => named(&d.table) || in_refs(&d.from),
         _ => false,
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use tessera_errors::msg;
 use tessera_semantics::output::ResultSink;
 use tessera_semantics::types::{self, SqlType, Value};
-use tessera_syntax::ast::{Statement, StatementKind};
+use tessera_syntax::ast::Statement;
 
 impl Session {
     /// Runs a remote procedure call: a stored procedure, `sp_executesql`, a
@@ -224,12 +224,7 @@ impl Runner<'_> {
         &self,
         params_text: &str,
     ) -> tessera_errors::SqlResult<Vec<tessera_syntax::ast::Parameter>> {
-        let header = format!("CREATE PROCEDURE sp_executesql_parameters {params_text}\nAS RETURN");
-        let declared = self.shared.plans.get_or_parse(&header, tessera_syntax::parser::parse_batch)?;
-        match declared.batch.statements.first().map(|st| &st.kind) {
-            Some(StatementKind::CreateProcedure(cp)) => Ok(cp.params.clone()),
-            _ => Err(msg::PARAMETERS_NOT_SUPPLIED.err()),
-        }
+        tessera_execution::first_result::declared_parameters(self.shared, params_text)
     }
 }
 

@@ -30,3 +30,14 @@ go
 -- Nothing ran: the UPDATE above changed no row.
 select count(*) from t where name = 'a';
 go
+-- The same description as a table: sys.dm_exec_describe_first_result_set, with the
+-- error of a batch that cannot be described as a row.
+select column_ordinal, name, is_nullable, system_type_name, max_length, tds_type_id, error_number
+from sys.dm_exec_describe_first_result_set(N'select 1 as one, N''x'' as two, cast(null as decimal(9,2)) as three', NULL, 0)
+order by column_ordinal;
+select column_ordinal, name, system_type_name
+from sys.dm_exec_describe_first_result_set(N'select @a as a, @b as b', N'@a int, @b varchar(10)', 0);
+select error_number, error_severity, error_type, error_type_desc, left(error_message, 40) as message
+from sys.dm_exec_describe_first_result_set(N'exec sp_executesql N''select 1''', NULL, 0);
+select count(*) as no_result from sys.dm_exec_describe_first_result_set(N'set nocount on', NULL, 0);
+go

@@ -8,7 +8,7 @@
 //! come from `crate::first_result`.
 
 use super::system_types::{is_string, type_ids};
-use super::{col, int, s, FunctionDef, Rows, SYSNAME};
+use super::{bit, col, int, s, FunctionDef, Rows, SYSNAME};
 use crate::runtime::{ExecCtx, DEFAULT_COLLATION};
 use tessera_access::row::MAX;
 use tessera_semantics::output::OutputColumn;
@@ -52,16 +52,12 @@ pub(crate) fn tds_type(t: &SqlType) -> (i64, i64) {
     }
 }
 
-fn bit_value(b: bool) -> Value {
-    Value::Bit(b)
-}
-
 /// The twelve columns both descriptions give about alias, CLR and XML types, for a
 /// type that is none of them: `user_type_*` and `assembly_qualified_type_name` (alias and
 /// CLR types only) and `xml_collection_*` (typed XML only) NULL; then `is_xml_document`,
 /// `is_case_sensitive` (the collation is CI) and `is_fixed_length_clr_type` 0.
 pub(crate) fn no_alias_clr_or_xml_type() -> impl Iterator<Item = Value> {
-    std::iter::repeat_n(Value::Null, 9).chain([bit_value(false), bit_value(false), bit_value(false)])
+    std::iter::repeat_n(Value::Null, 9).chain([bit(false), bit(false), bit(false)])
 }
 
 /// The columns describing a column, as sp_describe_first_result_set sends them.
@@ -118,10 +114,10 @@ pub(crate) fn first_result_rows(columns: &[OutputColumn]) -> Vec<[Value; 39]> {
             let (tds_type_id, tds_length) = tds_type(&c.ty);
             let text = is_string(&c.ty);
             let mut row = vec![
-                bit_value(false),
+                bit(false),
                 int(i as i64 + 1),
                 if c.name.is_empty() { Value::Null } else { s(&c.name) },
-                bit_value(c.nullable),
+                bit(c.nullable),
                 int(system_type_id),
                 s(&types::type_name(&c.ty)),
                 int(max_length),

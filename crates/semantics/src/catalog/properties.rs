@@ -87,24 +87,24 @@ impl Table {
         if self.properties.is_empty() {
             return;
         }
-        let has_constraint = |n: &str| {
-            self.indexes.iter().any(|ix| (ix.primary_key || ix.unique_constraint) && ix.name.eq_ignore_ascii_case(n))
-                || self.foreign_keys.iter().any(|fk| fk.name.eq_ignore_ascii_case(n))
-                || self.checks.iter().any(|c| c.name.eq_ignore_ascii_case(n))
-                || self.columns.iter().filter_map(|c| c.default.as_ref()).any(|d| d.name.eq_ignore_ascii_case(n))
-        };
-        let keep: Vec<bool> = self
-            .properties
-            .iter()
-            .map(|p| match &p.part {
-                Part::Object => true,
-                Part::Column(c) => self.column(c).is_some(),
-                Part::Index(i) => self.indexes.iter().any(|ix| !ix.is_heap() && ix.name.eq_ignore_ascii_case(i)),
-                Part::Constraint(c) => has_constraint(c),
-                Part::Parameter(_) => false,
-            })
-            .collect();
-        let mut keep = keep.into_iter();
-        self.properties.retain(|_| keep.next().unwrap_or(false));
+        let mut properties = std::mem::take(&mut self.properties);
+        properties.retain(|p| match &p.part {
+            Part::Object => true,
+            Part::Column(c) => self.column(c).is_some(),
+            Part::Index(i) => self.indexes.iter().any(|ix| !ix.is_heap() && ix.name.eq_ignore_ascii_case(i)),
+            Part::Constraint(c) => self.has_constraint(c),
+            Part::Parameter(_) => false,
+        });
+        self.properties = properties;
+    }
+
+    /// Whether the table has a constraint named `name` (a key, foreign key, check or
+    /// default).
+    fn has_constraint(&self, name: &str) -> bool {
+        let is = |n: &str| n.eq_ignore_ascii_case(name);
+        self.indexes.iter().any(|ix| (ix.primary_key || ix.unique_constraint) && is(&ix.name))
+            || self.foreign_keys.iter().any(|fk| is(&fk.name))
+            || self.checks.iter().any(|c| is(&c.name))
+            || self.columns.iter().filter_map(|c| c.default.as_ref()).any(|d| is(&d.name))
     }
 }

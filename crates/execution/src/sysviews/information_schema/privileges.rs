@@ -75,9 +75,10 @@ fn grants(ctx: &ExecCtx, db: &str, privileges: &[&str]) -> SqlResult<Vec<Grant>>
         if !listed {
             continue;
         }
-        let columns = match catalog.by_id(row.major_id) {
-            Some(Object::Table(t)) => t.columns.iter().map(|c| c.name.clone()).collect(),
-            Some(Object::Module(m)) if m.kind == ModuleKind::View => {
+        let Some(object) = catalog.by_id(row.major_id) else { continue };
+        let columns = match object {
+            Object::Table(t) => t.columns.iter().map(|c| c.name.clone()).collect(),
+            Object::Module(m) if m.kind == ModuleKind::View => {
                 let mut binder = tessera_semantics::bind::Binder::new(ctx.shared, &*ctx.session, &[]);
                 match binder.module_shape(db, m) {
                     Ok(shape) => shape.columns.into_iter().map(|c| c.name).collect(),
@@ -86,7 +87,6 @@ fn grants(ctx: &ExecCtx, db: &str, privileges: &[&str]) -> SqlResult<Vec<Grant>>
             }
             _ => continue,
         };
-        let object = catalog.by_id(row.major_id).expect("found above");
         out.push(Grant {
             on: [name(row.grantor), name(row.grantee), s(database.name()), s(object.schema()), s(object.name())],
             privilege: [

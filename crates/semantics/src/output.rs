@@ -60,6 +60,7 @@ pub enum Command {
     Insert,
     Update,
     Delete,
+    Merge,
     BulkInsert,
     CreateTable,
     DropTable,

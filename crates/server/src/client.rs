@@ -467,6 +467,7 @@ fn decode(payload: &[u8], sink: &mut dyn ResultSink, packet_size: &mut usize) ->
                         0xC2 => Command::SelectInto,
                         0xC4 => Command::Delete,
                         0xC5 => Command::Update,
+                        0x117 => Command::Merge,
                         0xF0 => Command::BulkInsert,
                         _ => Command::Insert,
                     };

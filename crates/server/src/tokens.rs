@@ -308,6 +308,7 @@ pub fn cur_cmd(command: Command) -> u16 {
         Command::Insert => 0xC3,
         Command::Delete => 0xC4,
         Command::Update => 0xC5,
+        Command::Merge => 0x117,
         Command::BulkInsert => 0xF0,
         Command::CreateTable => 0xC6,
         Command::DropTable => 0xC7,

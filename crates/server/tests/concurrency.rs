@@ -1,6 +1,7 @@
 //! Concurrency control over TDS: many connections (tiberius, each on its own thread) run
 //! against the same rows, indexes and tables, and the tests check exact invariants — a
-//! counter, a bank total, an index that agrees with its table, work claimed once — plus
+//! counter, a bank total, an index that agrees with its table, work claimed once, MERGE
+//! upserts counted once — plus
 //! lock timeouts (1222), NOLOCK, UPDLOCK/HOLDLOCK/XLOCK/READPAST/TABLOCK and deadlock
 //! victims (1205).
 //!
@@ -373,6 +374,52 @@ fn serializable_insert_if_absent_makes_no_duplicates() {
     assert_eq!(dupes, 0, "a value was inserted twice");
     assert_eq!(c.scalar("SELECT COUNT(*) FROM t"), inserted.iter().sum::<i64>(), "rows = inserted - deleted");
     eprintln!("serializable insert-if-absent: {inserted:?} rows, {} deadlock victims", victims.load(Ordering::Relaxed));
+}
+
+#[test]
+fn merge_upserts_with_holdlock_count_every_call() {
+    let server = TestServer::start();
+    let mut c = setup(&server, "CREATE TABLE hits (k int PRIMARY KEY, n int NOT NULL)");
+    let duration = run_for(Duration::from_secs(3));
+    let victims = Arc::new(AtomicU64::new(0));
+    let v = victims.clone();
+    // Each worker's upserts that committed, less the counts its deletes took away.
+    let counted: Vec<(i64, u64)> = in_parallel(server.port(), 4, move |w, c| {
+        let mut rng = StdRng::seed_from_u64(0x3E26 + w as u64);
+        let started = Instant::now();
+        let (mut counted, mut calls) = (0, 0);
+        while started.elapsed() < duration {
+            calls += 1;
+            let k = rng.random_range(0..6);
+            // Now and then a key goes, so that the race to insert it goes on.
+            let sql = if rng.random_bool(0.2) {
+                format!("DELETE hits OUTPUT -deleted.n WHERE k = {k}")
+            } else {
+                format!(
+                    "MERGE hits WITH (HOLDLOCK) AS t USING (SELECT {k} AS k) AS s ON t.k = s.k \
+                     WHEN MATCHED THEN UPDATE SET n = t.n + 1 \
+                     WHEN NOT MATCHED THEN INSERT (k, n) VALUES (s.k, 1) OUTPUT 1;"
+                )
+            };
+            match c.try_query(&sql) {
+                Ok(rows) => counted += rows.iter().map(|r| r[0]).sum::<i64>(),
+                Err((1205, _)) => {
+                    v.fetch_add(1, Ordering::Relaxed);
+                }
+                // A duplicate key (2627) would be the upsert's race lost.
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+        }
+        (counted, calls)
+    });
+    let total: i64 = counted.iter().map(|c| c.0).sum();
+    let calls: u64 = counted.iter().map(|c| c.1).sum();
+    assert_eq!(c.scalar("SELECT ISNULL(SUM(n), 0) FROM hits"), total, "every upsert counted once");
+    assert_eq!(c.scalar("SELECT COUNT(*) FROM hits WHERE n < 1"), 0);
+    eprintln!(
+        "MERGE upserts: {calls} calls, {total} counted now, {} deadlock victims",
+        victims.load(Ordering::Relaxed)
+    );
 }
 
 /// The length and the letter of a large value at generation `g` (off the row: over

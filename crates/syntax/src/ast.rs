@@ -79,6 +79,7 @@ pub enum StatementKind {
     InsertBulk(InsertBulk),
     Update(Box<Update>),
     Delete(Box<Delete>),
+    Merge(Box<Merge>),
 
     // ---- databases -------------------------------------------------------------------
     CreateDatabase(CreateDatabase),
@@ -626,6 +627,77 @@ pub struct Delete {
     /// `DELETE t FROM t JOIN …` or `DELETE FROM t FROM t JOIN …`
     pub from: Vec<TableRef>,
     pub selection: Option<Expr>,
+}
+
+/// `[WITH ctes] MERGE [TOP (n)] [INTO] target [WITH (hints)] [[AS] alias] USING source ON
+/// condition WHEN … [OUTPUT …] [OPTION (…)];`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Merge {
+    pub with: Vec<Cte>,
+    pub hints: QueryHints,
+    pub top: Option<Top>,
+    pub target: ObjectName,
+    pub target_alias: Option<Ident>,
+    pub target_hints: Vec<String>,
+    /// The USING table source (a table, derived table, function or join).
+    pub source: TableRef,
+    pub on: Expr,
+    /// The WHEN clauses in the order written.
+    pub clauses: Vec<MergeClause>,
+    pub output: Option<Output>,
+}
+
+/// `WHEN [NOT] MATCHED [BY TARGET | BY SOURCE] [AND condition] THEN action`
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergeClause {
+    pub when: MergeWhen,
+    pub condition: Option<Expr>,
+    pub action: MergeAction,
+}
+
+/// Which rows of the join of target and source a WHEN clause acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeWhen {
+    /// `WHEN MATCHED`: a target row with a source row.
+    Matched,
+    /// `WHEN NOT MATCHED [BY TARGET]`: a source row no target row matches.
+    NotMatchedByTarget,
+    /// `WHEN NOT MATCHED BY SOURCE`: a target row no source row matches.
+    NotMatchedBySource,
+}
+
+impl MergeWhen {
+    /// The clause as SQL Server's messages name it.
+    pub fn clause_name(self) -> &'static str {
+        match self {
+            MergeWhen::Matched => "WHEN MATCHED",
+            MergeWhen::NotMatchedByTarget => "WHEN NOT MATCHED",
+            MergeWhen::NotMatchedBySource => "WHEN NOT MATCHED BY SOURCE",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MergeAction {
+    /// `UPDATE SET …`
+    Update(Vec<Assignment>),
+    Delete,
+    /// `INSERT [(columns)] VALUES (…)`, or `INSERT DEFAULT VALUES` (values None).
+    Insert {
+        columns: Vec<Ident>,
+        values: Option<Vec<Expr>>,
+    },
+}
+
+impl MergeAction {
+    /// The action as SQL Server's messages name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            MergeAction::Update(_) => "UPDATE",
+            MergeAction::Delete => "DELETE",
+            MergeAction::Insert { .. } => "INSERT",
+        }
+    }
 }
 
 // ---- database security -------------------------------------------------------------------

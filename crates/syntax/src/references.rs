@@ -105,6 +105,30 @@ impl Walk {
                 d.selection.iter().for_each(|e| self.expr(e));
                 self.ctes.truncate(depth);
             }
+            StatementKind::Merge(m) => {
+                let depth = self.with_ctes(&m.with);
+                self.note(&m.target, Use::Read);
+                self.note(&m.target, Use::Written);
+                self.table_ref(&m.source);
+                self.expr(&m.on);
+                for c in &m.clauses {
+                    c.condition.iter().for_each(|e| self.expr(e));
+                    match &c.action {
+                        crate::ast::MergeAction::Update(sets) => {
+                            for a in sets {
+                                if let Assignment::Column { value, .. } | Assignment::Variable { value, .. } = a {
+                                    self.expr(value);
+                                }
+                            }
+                        }
+                        crate::ast::MergeAction::Insert { values: Some(values), .. } => {
+                            values.iter().for_each(|e| self.expr(e));
+                        }
+                        _ => {}
+                    }
+                }
+                self.ctes.truncate(depth);
+            }
             StatementKind::Execute(e) => self.note(&e.procedure, Use::Executed),
             StatementKind::SetVariable { value, .. } => self.expr(value),
             StatementKind::Return(Some(e)) => self.expr(e),
@@ -258,6 +282,7 @@ pub fn mentions_temp_table(s: &Statement) -> bool {
         }
         StatementKind::Update(u) => named(&u.table) || in_refs(&u.from),
         StatementKind::Delete(d) => named(&d.table) || in_refs(&d.from),
+        StatementKind::Merge(m) => named(&m.target) || in_refs(std::slice::from_ref(&m.source)),
         _ => false,
     }
 }

@@ -353,6 +353,7 @@ catalog! {
     PREPARED_HANDLE_NOT_FOUND = 8179, 16, Statement, "Could not find prepared statement with handle %d.";
     QUERY_HINTS_CANNOT_BE_MET = 8622, 16, Statement, "Query processor could not produce a query plan because of the hints defined in this query. Resubmit the query without specifying any hints and without using SET FORCEPLAN.";
     INTERNAL_QUERY_PROCESSOR_ERROR = 8630, 17, Statement, "Internal Query Processor Error: The query processor encountered an unexpected error during execution.";
+    MERGE_ROW_MATCHED_TWICE = 8672, 16, Statement, "The MERGE statement attempted to UPDATE or DELETE the same row more than once. This happens when a target row matches more than one source row. A MERGE statement cannot UPDATE/DELETE the same row of the target table multiple times. Refine the ON clause to ensure a target row matches at most one source row, or use the GROUP BY clause to group the source rows.";
     CHECKDB_TABLE_ERROR = 8939, 16, Statement, "Table error: %ls";
     MISSING_INDEX_ROW = 8951, 16, Statement, "Table error: %.*ls. Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:";
     EXTRA_INDEX_ROW = 8952, 16, Statement, "Table error: %.*ls. Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:";
@@ -370,6 +371,10 @@ catalog! {
     INVALID_TIME_ZONE = 9812, 16, Statement, "The timezone provided to builtin function %ls is invalid.";
     THROW_OUTSIDE_CATCH = 10704, 15, Statement, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement.";
     VALUES_ROW_LENGTH_MISMATCH = 10709, 16, Statement, "The number of columns for each row in a table value constructor must be the same.";
+    MERGE_ACTION_NOT_IN_NOT_MATCHED = 10710, 15, Statement, "An action of type '%ls' is not allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement.";
+    MERGE_INSERT_NOT_ALLOWED = 10711, 15, Statement, "An action of type 'INSERT' is not allowed in the '%ls' clause of a MERGE statement.";
+    MERGE_NEEDS_SEMICOLON = 10713, 15, Statement, "A MERGE statement must be terminated by a semi-colon (;).";
+    MERGE_ACTION_REPEATED = 10714, 15, Statement, "An action of type '%ls' cannot appear more than once in a '%ls' clause of a MERGE statement.";
     TOP_WITH_OFFSET = 10741, 15, Statement, "A TOP can not be used in the same query or sub-query as a OFFSET.";
     NEGATIVE_OFFSET = 10742, 15, Statement, "The offset specified in a OFFSET clause may not be negative.";
     OFFSET_FETCH_ROWS_NOT_INTEGER = 10743, 15, Statement, "The number of rows provided for a %ls clause must be an integer.";

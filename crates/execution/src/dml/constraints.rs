@@ -80,12 +80,19 @@ pub(super) fn map_duplicate(e: tessera_database::Error, table: &Table, index: &I
     }
 }
 
-/// Checks NOT NULL and CHECK constraints of a complete new row.
-pub(super) fn check_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value], kind: &str) -> SqlResult<()> {
+/// Checks NOT NULL and CHECK constraints of a complete new row: `kind` is the statement
+/// the errors name, `inserted` whether the row is a new one (an insert, not an update).
+pub(super) fn check_row(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    row: &[Value],
+    kind: &str,
+    inserted: bool,
+) -> SqlResult<()> {
     let table = &target.table;
     for (i, c) in table.columns.iter().enumerate() {
         if !c.nullable && row[i].is_null() {
-            let verb = if kind == "INSERT" { "INSERT fails." } else { "UPDATE fails." };
+            let verb = if inserted { "INSERT fails." } else { "UPDATE fails." };
             return Err(msg::NULL_INTO_NOT_NULL.with(&[&c.name, &target.db, &object_name(table), &verb]).with_state(2));
         }
     }

@@ -6,16 +6,17 @@ use super::constraints::{assign_value, check_row};
 use super::foreign_keys::check_parents;
 use super::rowcount_limit;
 use super::store::store_row;
-use super::target::BoundTarget;
+use super::target::{BoundTarget, TargetAt};
 use crate::exec::{eval, run};
 use crate::identity::{load_counters, next_identity, observe_identity};
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_semantics::catalog::Table;
 use tessera_semantics::plan::{Expr, InsertPlan, InsertSource, Row};
 use tessera_semantics::types::{self, SqlType, Value};
 
-fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
+pub(super) fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
     match top {
         None => Ok(usize::MAX),
         Some(e) => match eval(e, &[], ctx)? {
@@ -27,18 +28,73 @@ fn top_limit(ctx: &mut ExecCtx, top: Option<&Expr>) -> SqlResult<usize> {
     }
 }
 
+/// IDENTITY_INSERT and an insert's column list must agree: a list naming the identity
+/// column needs it ON (544), and while it is ON the list must name it (545).
+pub(super) fn check_identity_insert(ctx: &ExecCtx, target: &TargetAt, explicit_identity: bool) -> SqlResult<()> {
+    let table = &target.table;
+    let on = ctx.session.options.identity_insert.as_ref();
+    let identity_insert = on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&target.db) && *id == table.id);
+    if explicit_identity && !identity_insert {
+        return Err(msg::IDENTITY_INSERT_OFF.with(&[&table.name]));
+    }
+    if identity_insert && !explicit_identity {
+        return Err(msg::IDENTITY_VALUE_REQUIRED.with(&[&table.name]));
+    }
+    Ok(())
+}
+
+/// A new row of the target from the values given for `columns` (typed `types`; None is
+/// DEFAULT): an identity value and the column's default for the columns not given.
+pub(super) fn new_row(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    columns: &[usize],
+    types: &[SqlType],
+    values: Vec<Option<Value>>,
+) -> SqlResult<Row> {
+    let table = &target.table;
+    let mut row: Row = vec![Value::Null; table.columns.len()];
+    let mut given = vec![false; table.columns.len()];
+    for (j, v) in values.into_iter().enumerate() {
+        let col = columns[j];
+        if let Some(v) = v {
+            row[col] = assign_value(&v, &types[j], &target.db, table, col)?;
+            given[col] = true;
+        }
+    }
+    for (i, c) in table.columns.iter().enumerate() {
+        if given[i] {
+            if c.identity.is_some() {
+                observe_identity(table, i, &row[i]);
+            }
+            continue;
+        }
+        if c.identity.is_some() {
+            row[i] = next_identity(table, i)?;
+        } else if let Some((e, t)) = &target.defaults[i] {
+            let v = eval(e, &[], ctx)?;
+            row[i] = assign_value(&v, t, &target.db, table, i)?;
+        }
+    }
+    Ok(row)
+}
+
+/// After a row is inserted into a table with an identity: `@@IDENTITY` and
+/// `SCOPE_IDENTITY()` are its value.
+pub(super) fn note_identity(ctx: &mut ExecCtx, table: &Table, row: &[Value]) -> SqlResult<()> {
+    if let Some(i) = table.identity_column() {
+        let id = types::cast(&row[i], &table.columns[i].ty, &SqlType::Decimal { precision: 38, scale: 0 }, None)?;
+        ctx.session.identity = Some(id.clone());
+        ctx.session.scope_identity = Some(id);
+    }
+    Ok(())
+}
+
 /// Runs an INSERT; returns the rows inserted and OUTPUT rows.
 pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>)> {
     let target = p.target.at(ctx)?;
     let table = &target.table;
-    let on = ctx.session.options.identity_insert.as_ref();
-    let identity_insert = on.is_some_and(|(db, id)| db.eq_ignore_ascii_case(&target.db) && *id == table.id);
-    if p.explicit_identity && !identity_insert {
-        return Err(msg::IDENTITY_INSERT_OFF.with(&[&table.name]));
-    }
-    if identity_insert && !p.explicit_identity {
-        return Err(msg::IDENTITY_VALUE_REQUIRED.with(&[&table.name]));
-    }
+    check_identity_insert(ctx, &target, p.explicit_identity)?;
     let source_rows: Vec<Vec<Option<Value>>> = match &p.source {
         InsertSource::DefaultValues => vec![Vec::new()],
         // A TDS bulk load: the statement names one row of parameters; the load's rows,
@@ -66,8 +122,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         }
     };
     let limit = top_limit(ctx, p.top.as_ref())?.min(rowcount_limit(ctx));
-    let identity = table.identity_column();
-    if identity.is_some() {
+    if table.identity_column().is_some() {
         load_counters(ctx, &target.db, table)?;
     }
     let mut count = 0u64;
@@ -76,30 +131,8 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     let lob_load = start_lob_load(ctx, &target, &p.columns, &source_rows)?;
     for src in source_rows.into_iter().take(limit) {
         ctx.yield_point()?;
-        let mut row: Row = vec![Value::Null; table.columns.len()];
-        let mut given = vec![false; table.columns.len()];
-        for (j, v) in src.into_iter().enumerate() {
-            let col = p.columns[j];
-            if let Some(v) = v {
-                row[col] = assign_value(&v, &p.source_types[j], &target.db, table, col)?;
-                given[col] = true;
-            }
-        }
-        for (i, c) in table.columns.iter().enumerate() {
-            if given[i] {
-                if c.identity.is_some() {
-                    observe_identity(table, i, &row[i]);
-                }
-                continue;
-            }
-            if c.identity.is_some() {
-                row[i] = next_identity(table, i)?;
-            } else if let Some((e, t)) = &target.defaults[i] {
-                let v = eval(e, &[], ctx)?;
-                row[i] = assign_value(&v, t, &target.db, table, i)?;
-            }
-        }
-        check_row(ctx, &target, &row, "INSERT")?;
+        let row = new_row(ctx, &target, &p.columns, &p.source_types, src)?;
+        check_row(ctx, &target, &row, "INSERT", true)?;
         check_parents(ctx, &target, &row, None, "INSERT")?;
         match staged.as_mut() {
             Some(staged) => staged.add(ctx, &target, &row)?,
@@ -107,11 +140,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
                 store_row(ctx, &target, &row)?;
             }
         }
-        if let Some(i) = identity {
-            let id = types::cast(&row[i], &table.columns[i].ty, &SqlType::Decimal { precision: 38, scale: 0 }, None)?;
-            ctx.session.identity = Some(id.clone());
-            ctx.session.scope_identity = Some(id);
-        }
+        note_identity(ctx, table, &row)?;
         if let Some(out) = &p.output {
             let mut both: Row = vec![Value::Null; table.columns.len()];
             both.extend(row.iter().cloned());

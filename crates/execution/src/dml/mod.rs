@@ -1,4 +1,4 @@
-//! Running data changes and assignments: SELECT @v = …, INSERT, UPDATE and DELETE —
+//! Running data changes and assignments: SELECT @v = …, INSERT, UPDATE, DELETE and MERGE —
 //! with identity values, defaults, NOT NULL, CHECK and FOREIGN KEY constraints, unique
 //! keys and nonclustered index maintenance. (Binding them is
 //! `tessera_semantics::bind::dml`.)
@@ -11,7 +11,8 @@
 //! (deleting and updating one row, with the cascades they set off),
 //! `store` (storing new rows; loads and checks for DDL), `bulk` (INSERTs staged and
 //! stored as one bulk load), then one file per statement: `assign`, `insert`, `output`
-//! (OUTPUT … INTO), `update`, `delete`.
+//! (OUTPUT … INTO), `update`, `delete`, and `merge` (which uses INSERT's new rows and
+//! UPDATE's SET lists).
 
 mod assign;
 mod bulk;
@@ -20,6 +21,7 @@ mod delete;
 mod foreign_keys;
 mod indexes;
 mod insert;
+mod merge;
 mod output;
 mod partial;
 mod row_changes;
@@ -33,6 +35,7 @@ pub use constraints::assign_value;
 pub use delete::run_delete;
 pub use indexes::build_index;
 pub use insert::run_insert;
+pub use merge::run_merge;
 pub use output::run_output_into;
 pub use storage::{row_key, table_rows, to_storage_row};
 pub use store::{load_rows, validate_rows};

@@ -175,12 +175,13 @@ pub(super) fn update_row(
     changed: &[usize],
     depth: usize,
 ) -> SqlResult<()> {
-    check_update(ctx, target, old, &new, changed, depth)?;
+    check_update(ctx, target, old, &new, changed, depth, "UPDATE")?;
     unlink_old_row(ctx, target, key, old, &new, changed)?;
     link_new_row(ctx, target, key, old, &new, changed, &[])
 }
 
-/// The constraints an updated row must meet, and the actions on referencing rows.
+/// The constraints an updated row must meet, and the actions on referencing rows; `kind`
+/// is the statement their errors name (UPDATE, MERGE).
 pub(super) fn check_update(
     ctx: &mut ExecCtx,
     target: &TargetAt,
@@ -188,13 +189,14 @@ pub(super) fn check_update(
     new: &[Value],
     changed: &[usize],
     depth: usize,
+    kind: &str,
 ) -> SqlResult<()> {
     if depth > MAX_CASCADE_DEPTH {
         return Err(msg::MAX_NESTING_LEVEL_EXCEEDED.err());
     }
-    check_row(ctx, target, new, "UPDATE")?;
-    check_parents(ctx, target, new, Some(changed), "UPDATE")?;
-    check_children(ctx, target, old, Some(new), "UPDATE", depth, &HashSet::new())
+    check_row(ctx, target, new, kind, false)?;
+    check_parents(ctx, target, new, Some(changed), kind)?;
+    check_children(ctx, target, old, Some(new), kind, depth, &HashSet::new())
 }
 
 /// Whether an update moves the row to another clustered key.

@@ -29,7 +29,7 @@ pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> 
 /// Fills a new table's trees with rows (ALTER TABLE rewrites, CREATE CLUSTERED INDEX).
 pub fn load_rows(ctx: &mut ExecCtx, target: &TargetAt, rows: Vec<Row>) -> SqlResult<()> {
     for r in rows {
-        check_row(ctx, target, &r, "ALTER TABLE")?;
+        check_row(ctx, target, &r, "ALTER TABLE", false)?;
         store_row(ctx, target, &r)?;
     }
     Ok(())
@@ -39,7 +39,7 @@ pub fn load_rows(ctx: &mut ExecCtx, target: &TargetAt, rows: Vec<Row>) -> SqlRes
 pub fn validate_rows(ctx: &mut ExecCtx, target: &TargetAt) -> SqlResult<()> {
     let rows = table_rows(ctx, &target.db, &target.table)?;
     for (_, r) in rows {
-        check_row(ctx, target, &r, "ALTER TABLE")?;
+        check_row(ctx, target, &r, "ALTER TABLE", false)?;
         check_parents(ctx, target, &r, None, "ALTER TABLE")?;
     }
     Ok(())

@@ -5,12 +5,12 @@ use super::constraints::assign_value;
 use super::partial::{apply, Splice};
 use super::row_changes::{check_update, link_new_row, unlink_old_row};
 use super::rowcount_limit;
-use super::target::{unique_targets, BoundTarget};
+use super::target::{unique_targets, BoundTarget, TargetAt};
 use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
 use tessera_errors::SqlResult;
-use tessera_semantics::plan::{Row, UpdatePlan, VarSource};
+use tessera_semantics::plan::{Row, SetList, UpdatePlan, VarSource};
 use tessera_semantics::types::{self, Value};
 
 /// A row to change: its key, its values before and after, and the parts of its large
@@ -23,7 +23,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
     let target = p.target.at(ctx)?;
     let table = &target.table;
     let n = table.columns.len();
-    let changed: Vec<usize> = p.sets.iter().map(|s| s.0).chain(p.writes.iter().map(|w| w.column)).collect();
+    let changed = p.set.changed();
     // Every row is evaluated and checked against the statement's starting state, then
     // all old rows are unlinked before any new row is stored, so that an update that
     // shifts keys (`SET id = id + 1`) only fails when its final state has duplicates.
@@ -33,25 +33,8 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         ctx.yield_point()?;
         let old: Row = r[p.offset..p.offset + n].to_vec();
         let Value::Binary(key) = &r[p.key] else { continue };
-        let mut new = old.clone();
-        for (col, e, t) in &p.sets {
-            let v = eval(e, &r, ctx)?;
-            new[*col] = assign_value(&v, t, &target.db, table, *col)?;
-        }
-        let mut splices = Vec::with_capacity(p.writes.len());
-        for w in &p.writes {
-            let (v, splice) = apply(ctx, w, &r, &old, table)?;
-            new[w.column] = v;
-            splices.push(splice);
-        }
-        for (slot, e, t, vt) in &p.variables {
-            let v = match e {
-                VarSource::NewColumn(c) => new[*c].clone(),
-                VarSource::Expr(e) => eval(e, &r, ctx)?,
-            };
-            ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?.to_keep()?;
-        }
-        check_update(ctx, &target, &old, &new, &changed, 0)?;
+        let (new, splices) = assign(ctx, &p.set, &r, &old, &target)?;
+        check_update(ctx, &target, &old, &new, &changed, 0, "UPDATE")?;
         if let Some(out) = &p.output {
             let mut both = old.clone();
             both.extend(new.iter().cloned());
@@ -69,4 +52,36 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
     }
     let count = changes.len() as u64;
     Ok((count, output))
+}
+
+/// A row's new values under a SET list evaluated over `source` (the row the statement
+/// read, `old` the target's part of it), with the parts of large values `.WRITE`
+/// replaces; the list's variables are assigned on the way.
+pub(super) fn assign(
+    ctx: &mut ExecCtx,
+    set: &SetList,
+    source: &[Value],
+    old: &[Value],
+    target: &TargetAt,
+) -> SqlResult<(Row, Vec<Splice>)> {
+    let table = &target.table;
+    let mut new = old.to_vec();
+    for (col, e, t) in &set.sets {
+        let v = eval(e, source, ctx)?;
+        new[*col] = assign_value(&v, t, &target.db, table, *col)?;
+    }
+    let mut splices = Vec::with_capacity(set.writes.len());
+    for w in &set.writes {
+        let (v, splice) = apply(ctx, w, source, old, table)?;
+        new[w.column] = v;
+        splices.push(splice);
+    }
+    for (slot, e, t, vt) in &set.variables {
+        let v = match e {
+            VarSource::NewColumn(c) => new[*c].clone(),
+            VarSource::Expr(e) => eval(e, source, ctx)?,
+        };
+        ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?.to_keep()?;
+    }
+    Ok((new, splices))
 }

@@ -81,11 +81,19 @@ impl<'a> Binder<'a> {
             }
             return Ok((plan, scope));
         }
-        self.key_target = key_target.map(str::to_lowercase);
+        // A derived table binds its own FROM clause: the key target is this one's only.
+        let outer_target = std::mem::replace(&mut self.key_target, key_target.map(str::to_lowercase));
         let mut scope = Scope::default();
         let mut node: Option<FromNode> = None;
         for t in from {
-            let right = self.bind_table_ref(t, &mut scope)?;
+            let right = self.bind_table_ref(t, &mut scope);
+            let right = match right {
+                Ok(right) => right,
+                Err(e) => {
+                    self.key_target = outer_target;
+                    return Err(e);
+                }
+            };
             node = Some(match node {
                 None => right,
                 Some(left) => {
@@ -103,7 +111,7 @@ impl<'a> Binder<'a> {
                 }
             });
         }
-        self.key_target = None;
+        self.key_target = outer_target;
         let mut node = node.expect("FROM has a table");
         let mut residual = Vec::new();
         if let Some(sel) = selection {

@@ -39,7 +39,9 @@ pub use aggregate::contains_aggregate;
 pub use context::{Catalogs, SessionNames};
 pub use conversion::{cast_to, convert, literal};
 pub use deduce::Deduced;
-pub use dml::{bind_target, compile_assign, compile_delete, compile_insert, compile_update};
+pub use dml::{
+    bind_target, compile_assign, compile_delete, compile_insert, compile_merge, compile_update, ACTION_COLUMN,
+};
 pub use expr_walk::map_columns;
 pub use modules::{nesting_error, ModuleShape, MAX_NESTING};
 pub use names::Scope;

@@ -34,7 +34,29 @@ impl Scope {
     pub fn target_key(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.name == KEY_COLUMN)
     }
+
+    /// Puts the columns at `range` out of reach of names; they keep their positions.
+    pub(super) fn hide(&mut self, range: std::ops::Range<usize>) {
+        for c in &mut self.columns[range] {
+            c.qualifier = Some(HIDDEN.into());
+            c.name = HIDDEN.into();
+        }
+    }
+
+    /// Appends another scope's columns after this one's.
+    pub(super) fn extend(&mut self, other: Scope) {
+        self.columns.extend(other.columns);
+        self.correlated |= other.correlated;
+    }
+
+    /// Appends an unqualified column that is no table's (MERGE's `$action`).
+    pub(super) fn push_column(&mut self, name: &str, ty: SqlType) {
+        self.columns.push(ScopeColumn { qualifier: None, name: name.into(), ty, nullable: false, source: None });
+    }
 }
+
+/// The name and qualifier of a column no name reaches (a name cannot hold a NUL).
+const HIDDEN: &str = "\0";
 
 /// Name of the hidden column carrying a row's storage key.
 pub(super) const KEY_COLUMN: &str = "%%key%%";
@@ -205,8 +227,8 @@ impl<'a> Binder<'a> {
         self.with_scope(Scope { columns, correlated: false }, f)
     }
 
-    /// Binds an OUTPUT clause: `deleted` columns, then `inserted` columns.
-    pub fn with_output_scope<T>(&mut self, table: &Table, f: impl FnOnce(&mut Self) -> T) -> T {
+    /// The scope of an OUTPUT clause: the `deleted` row, then the `inserted` row.
+    pub(super) fn output_scope(table: &Table) -> Scope {
         let mut columns = Vec::new();
         for q in ["deleted", "inserted"] {
             for c in &table.columns {
@@ -219,7 +241,7 @@ impl<'a> Binder<'a> {
                 });
             }
         }
-        self.with_scope(Scope { columns, correlated: false }, f)
+        Scope { columns, correlated: false }
     }
 
     pub fn with_bound_scope<T>(&mut self, scope: Scope, f: impl FnOnce(&mut Self) -> T) -> T {

@@ -2,7 +2,7 @@
 //! cache keeps and the execution layer runs.
 //!
 //! Files: `tree` (the expression and plan types), `statement` (compiled statements: a
-//! query, an assignment, an INSERT, UPDATE or DELETE with its target), `showplan` (a plan
+//! query, an assignment, an INSERT, UPDATE, DELETE or MERGE with its target), `showplan` (a plan
 //! as SET SHOWPLAN_TEXT shows it).
 
 mod showplan;
@@ -11,7 +11,8 @@ mod tree;
 
 pub use showplan::{select_into_plan, statement_plan, PlanSite};
 pub use statement::{
-    BoundQuery, DeletePlan, InsertPlan, InsertSource, OutputPlan, PartialWrite, Prepared, Target, UpdatePlan, VarSource,
+    BoundQuery, DeletePlan, InsertPlan, InsertSource, MergeAction, MergeClause, MergePlan, OutputPlan, PartialWrite,
+    Prepared, SetList, Target, UpdatePlan, VarSource,
 };
 pub use tree::{
     columns_used, AggCall, AggFunc, Col, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind,

@@ -37,8 +37,8 @@
 //!   every index they maintain, over the plan that finds their rows.
 
 use super::{
-    AggCall, AggFunc, DeletePlan, Expr, InsertPlan, InsertSource, Plan, Prepared, ScanNode, SortKey, Subquery,
-    SubqueryKind, UpdatePlan,
+    AggCall, AggFunc, DeletePlan, Expr, InsertPlan, InsertSource, MergePlan, Plan, Prepared, ScanNode, SortKey,
+    Subquery, SubqueryKind, UpdatePlan,
 };
 use crate::catalog::{DbRef, Table};
 use crate::types::{self, SqlType, Value};
@@ -55,6 +55,7 @@ pub fn statement_plan(prepared: &Prepared, vars: &[(String, SqlType)], at: &Plan
         Prepared::Insert(i) => p.insert(i),
         Prepared::Update(u) => p.update(u),
         Prepared::Delete(d) => p.delete(d),
+        Prepared::Merge(m) => p.merge(m),
     };
     render(&root)
 }
@@ -654,7 +655,7 @@ impl<'v> Printer<'v> {
         let table = &table;
         let cols = Self::table_columns(&db, table, None);
         let (child, names) = self.plan(&p.source, &[]);
-        let changed: Vec<usize> = p.sets.iter().map(|s| s.0).chain(p.writes.iter().map(|w| w.column)).collect();
+        let changed = p.set.changed();
         let key_changes = table.indexes[0].columns.iter().any(|(c, _)| changed.contains(c));
         let touched = (0..table.indexes.len())
             .filter(|&i| i == 0 || key_changes || table.indexes[i].columns.iter().any(|(c, _)| changed.contains(c)));
@@ -662,7 +663,7 @@ impl<'v> Printer<'v> {
         let mark = self.subqueries.len();
         let mut defines = Vec::new();
         let mut sets = Vec::new();
-        for (col, e, _) in &p.sets {
+        for (col, e, _) in &p.set.sets {
             let value = match e {
                 Expr::Column(i) => column(&names, *i),
                 Expr::Const(v) => constant(v),
@@ -675,7 +676,7 @@ impl<'v> Printer<'v> {
             };
             sets.push(format!("{} = {value}", cols[*col]));
         }
-        for w in &p.writes {
+        for w in &p.set.writes {
             let args: Vec<String> =
                 [&w.value.0, &w.offset.0, &w.length.0].iter().map(|e| self.expr(e, &names)).collect();
             sets.push(format!("{} = {}.WRITE({})", cols[w.column], cols[w.column], args.join(",")));
@@ -688,6 +689,20 @@ impl<'v> Printer<'v> {
         }
         let op = if table.indexes[0].is_heap() { "Table Update" } else { "Clustered Index Update" };
         Node { text: format!("{op}({objects}, SET:({}))", sets.join(",")), children: vec![input] }
+    }
+
+    /// A MERGE: the join of source and target (and the read of the target's unmatched
+    /// rows) under one `Clustered Index Merge` of every index.
+    fn merge(&mut self, p: &MergePlan) -> Node {
+        let (db, table) = (self.at.table)(&p.target.db, &p.target.table);
+        let table = &table;
+        let mut children = vec![self.plan(&p.source, &[]).0];
+        if let Some(unmatched) = &p.unmatched {
+            children.push(self.plan(unmatched, &[]).0);
+        }
+        let objects = Self::objects(&db, table, 0..table.indexes.len());
+        let op = if table.indexes[0].is_heap() { "Table Merge" } else { "Clustered Index Merge" };
+        Node { text: format!("{op}({objects})"), children }
     }
 
     fn delete(&mut self, p: &DeletePlan) -> Node {

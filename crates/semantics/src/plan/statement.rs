@@ -20,6 +20,7 @@ pub enum Prepared {
     Insert(InsertPlan),
     Update(UpdatePlan),
     Delete(DeletePlan),
+    Merge(Box<MergePlan>),
 }
 
 /// A bound query: its plan and result columns.
@@ -75,13 +76,27 @@ pub struct UpdatePlan {
     /// Where the target table's columns start in a source row, and its key column.
     pub offset: usize,
     pub key: usize,
+    pub set: SetList,
+    pub output: Option<OutputPlan>,
+}
+
+/// What a SET list assigns, over the row it is evaluated on: an UPDATE's, or a MERGE's
+/// UPDATE action.
+#[derive(Debug, Default)]
+pub struct SetList {
     /// (column, value over the source row, value type)
     pub sets: Vec<(usize, Expr, SqlType)>,
     /// Variables assigned in the SET list: (slot, value, value type, variable type).
     pub variables: Vec<(usize, VarSource, SqlType, SqlType)>,
     /// `SET col.WRITE(…)`: parts of `(max)` values replaced.
     pub writes: Vec<PartialWrite>,
-    pub output: Option<OutputPlan>,
+}
+
+impl SetList {
+    /// The table columns the list changes.
+    pub fn changed(&self) -> Vec<usize> {
+        self.sets.iter().map(|s| s.0).chain(self.writes.iter().map(|w| w.column)).collect()
+    }
 }
 
 /// `SET col.WRITE(value, offset, length)` over the source row: `length` characters (bytes
@@ -113,6 +128,51 @@ pub struct DeletePlan {
     pub offset: usize,
     pub key: usize,
     pub output: Option<OutputPlan>,
+}
+
+/// A MERGE: the source joined to the target, and what each WHEN clause does with a row
+/// of the join. Every expression of a clause is over the join's row (source columns, then
+/// the target's, then its key); an OUTPUT expression is over the deleted and inserted rows,
+/// then the join's row, then `$action`.
+#[derive(Debug)]
+pub struct MergePlan {
+    pub target: Target,
+    /// Each source row with the target rows that match it ON the condition (a left join
+    /// when a clause inserts, so a source row without a match comes once, its target
+    /// columns and key NULL).
+    pub source: Plan,
+    /// Where the target's columns start in a row of `source`, and its key column.
+    pub offset: usize,
+    pub key: usize,
+    /// With WHEN NOT MATCHED BY SOURCE clauses: every target row with its key (the rows
+    /// no source row matched are theirs), to be put at `offset` of a row of NULLs.
+    pub unmatched: Option<Plan>,
+    pub clauses: Vec<MergeClause>,
+    pub output: Option<OutputPlan>,
+    /// `MERGE TOP (n)`: at most n rows acted on.
+    pub top: Option<Expr>,
+}
+
+/// A WHEN clause: which rows, the condition they must meet, and the action.
+#[derive(Debug)]
+pub struct MergeClause {
+    pub when: tessera_syntax::ast::MergeWhen,
+    pub condition: Option<Expr>,
+    pub action: MergeAction,
+}
+
+#[derive(Debug)]
+pub enum MergeAction {
+    Update(SetList),
+    Delete,
+    /// The table column receiving each value, the values (None: DEFAULT) and their types;
+    /// `explicit_identity` when the columns name the identity column.
+    Insert {
+        columns: Vec<usize>,
+        values: Vec<Option<Expr>>,
+        source_types: Vec<SqlType>,
+        explicit_identity: bool,
+    },
 }
 
 /// An OUTPUT clause: expressions over `deleted` columns followed by `inserted` columns.

@@ -59,6 +59,7 @@ pub(super) fn failed_statement_command(kind: &StatementKind) -> Option<Command> 
         StatementKind::Insert(_) => Some(Command::Insert),
         StatementKind::Update(_) => Some(Command::Update),
         StatementKind::Delete(_) => Some(Command::Delete),
+        StatementKind::Merge(_) => Some(Command::Merge),
         other => definition_command(other),
     }
 }

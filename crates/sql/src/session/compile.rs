@@ -124,6 +124,9 @@ impl Runner<'_> {
             StatementKind::Delete(d) => {
                 self.prepared(key, vars, |b| tessera_semantics::bind::compile_delete(b, d).map(Prepared::Delete))?
             }
+            StatementKind::Merge(m) => self.prepared(key, vars, |b| {
+                tessera_semantics::bind::compile_merge(b, m).map(|m| Prepared::Merge(Box::new(m)))
+            })?,
             StatementKind::SetVariable { name, op, value } => {
                 let sel = assign_select(name, *op, value);
                 self.prepared(key, vars, |b| tessera_semantics::bind::compile_assign(b, &sel, &[]))?

@@ -61,6 +61,7 @@ impl Runner<'_> {
             Prepared::Insert(i) => Some(&i.target),
             Prepared::Update(u) => Some(&u.target),
             Prepared::Delete(d) => Some(&d.target),
+            Prepared::Merge(m) => Some(&m.target),
             Prepared::Query(_) | Prepared::Assign { .. } => None,
         };
         let tables = io.finish(target.map(|t| (t.db.name(&self.state.database), &*t.table)));
@@ -104,6 +105,13 @@ impl Runner<'_> {
                     self.output(o, out)?;
                 }
                 self.affected(n, Command::Delete);
+            }
+            Prepared::Merge(m) => {
+                let (n, out) = self.with_ctx(|ctx| dml::run_merge(ctx, m))?;
+                if let Some(o) = &m.output {
+                    self.output(o, out)?;
+                }
+                self.affected(n, Command::Merge);
             }
         }
         Ok(())

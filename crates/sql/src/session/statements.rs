@@ -45,6 +45,7 @@ impl Runner<'_> {
                 | StatementKind::Insert(_)
                 | StatementKind::Update(_)
                 | StatementKind::Delete(_)
+                | StatementKind::Merge(_)
                 | StatementKind::Execute(_)
                 | StatementKind::ExecuteString(_)
         );
@@ -135,9 +136,11 @@ impl Runner<'_> {
             | StatementKind::Insert(_)
             | StatementKind::Update(_)
             | StatementKind::Delete(_)
+            | StatementKind::Merge(_)
             | StatementKind::SetVariable { .. } => {
                 let p = self.compile_locked(s)?;
-                self.changing = matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_));
+                self.changing =
+                    matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_) | Prepared::Merge(_));
                 self.run_prepared(&p)?;
                 self.changing = false;
             }
@@ -256,7 +259,11 @@ impl Runner<'_> {
 fn writes(kind: &StatementKind) -> bool {
     matches!(
         kind,
-        StatementKind::Insert(_) | StatementKind::Update(_) | StatementKind::Delete(_) | StatementKind::InsertBulk(_)
+        StatementKind::Insert(_)
+            | StatementKind::Update(_)
+            | StatementKind::Delete(_)
+            | StatementKind::Merge(_)
+            | StatementKind::InsertBulk(_)
     ) || matches!(kind, StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()))
         || super::commands::definition_command(kind).is_some()
 }

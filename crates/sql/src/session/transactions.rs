@@ -17,6 +17,7 @@ pub(super) fn starts_implicit_transaction(k: &StatementKind) -> bool {
         StatementKind::Insert(_)
             | StatementKind::Update(_)
             | StatementKind::Delete(_)
+            | StatementKind::Merge(_)
             | StatementKind::CreateTable(_)
             | StatementKind::DropTable { .. }
             | StatementKind::AlterTable { .. }

@@ -11,7 +11,9 @@ use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_execution::runtime::ExecCtx;
 use tessera_execution::sysprocs::{describe, text_arg, NamedArg};
-use tessera_semantics::bind::{compile_assign, compile_delete, compile_insert, compile_update, Binder, Deduced};
+use tessera_semantics::bind::{
+    compile_assign, compile_delete, compile_insert, compile_merge, compile_update, Binder, Deduced,
+};
 use tessera_semantics::catalog::ModuleKind;
 use tessera_semantics::frame::{addr, Frame};
 use tessera_semantics::types::{self, SqlType};
@@ -106,6 +108,7 @@ impl Runner<'_> {
             StatementKind::Insert(i) => self.deduce_with(frame, s, out, |b| compile_insert(b, i).map(drop)),
             StatementKind::Update(u) => self.deduce_with(frame, s, out, |b| compile_update(b, u).map(drop)),
             StatementKind::Delete(d) => self.deduce_with(frame, s, out, |b| compile_delete(b, d).map(drop)),
+            StatementKind::Merge(m) => self.deduce_with(frame, s, out, |b| compile_merge(b, m).map(drop)),
             StatementKind::SetVariable { name, op, value } => {
                 let declared = frame.decls.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, t)| *t);
                 self.deduce_with(frame, s, out, |b| match declared {

@@ -116,7 +116,7 @@ impl Parser<'_> {
     }
 
     /// `col [op]= expr`, `@v [op]= expr` or `@v = col = expr`.
-    fn assignment(&mut self) -> Result<Assignment> {
+    pub(super) fn assignment(&mut self) -> Result<Assignment> {
         if self.peek().kind == TokenKind::Variable {
             let name = self.advance().text.to_string();
             let op = self.assignment_operator()?;

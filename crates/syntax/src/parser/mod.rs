@@ -24,6 +24,7 @@ mod dml;
 mod expr;
 mod governor;
 mod keywords;
+mod merge;
 mod principals;
 mod program;
 mod query;

@@ -68,6 +68,7 @@ impl Parser<'_> {
             "INSERT" => StatementKind::Insert(Box::new(self.insert()?)),
             "UPDATE" => StatementKind::Update(Box::new(self.update()?)),
             "DELETE" => StatementKind::Delete(Box::new(self.delete()?)),
+            "MERGE" => StatementKind::Merge(Box::new(self.merge()?)),
             "CREATE" | "ALTER" => self.create_or_alter(first)?,
             "DROP" => self.drop()?,
             "USE" => {

@@ -106,7 +106,7 @@ impl Parser<'_> {
         }
     }
 
-    /// A statement that starts with `WITH ctes`: a query, or INSERT, UPDATE or DELETE
+    /// A statement that starts with `WITH ctes`: a query, or INSERT, UPDATE, DELETE or MERGE
     /// whose source can read the CTEs.
     pub(super) fn with_statement(&mut self) -> Result<StatementKind> {
         let start = self.pos;
@@ -128,6 +128,11 @@ impl Parser<'_> {
             let mut delete = self.delete()?;
             delete.with = with;
             return Ok(StatementKind::Delete(Box::new(delete)));
+        }
+        if self.peek().is_word("MERGE") {
+            let mut merge = self.merge()?;
+            merge.with = with;
+            return Ok(StatementKind::Merge(Box::new(merge)));
         }
         self.pos = start;
         Ok(StatementKind::Query(Box::new(self.query()?)))
@@ -389,7 +394,7 @@ impl Parser<'_> {
     }
 
     /// A table source with any joins that follow it.
-    fn table_ref(&mut self) -> Result<TableRef> {
+    pub(super) fn table_ref(&mut self) -> Result<TableRef> {
         let left = self.table_primary()?;
         self.joins(left)
     }

@@ -25,7 +25,7 @@ fn explicit_identity(table: &Table) -> SqlError {
     msg::IDENTITY_INSERT_NEEDS_COLUMN_LIST.with(&[&table.name])
 }
 
-fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
+pub(super) fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
     match top {
         None => Ok(None),
         Some(t) => {
@@ -35,6 +35,45 @@ fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Option<Expr>> {
     }
 }
 
+/// The table columns an INSERT's column list names (each once), or without a list every
+/// column but the identity (an identity value then needs the list: 8101).
+pub(super) fn insert_columns(b: &Binder, db: &str, table: &Table, names: &[ast::Ident]) -> SqlResult<Vec<usize>> {
+    let identity = table.identity_column();
+    if names.is_empty() {
+        let identity_insert =
+            b.session.identity_insert().is_some_and(|(on, id)| on.eq_ignore_ascii_case(db) && id == table.id);
+        if identity_insert && identity.is_some() {
+            return Err(explicit_identity(table));
+        }
+        return Ok((0..table.columns.len()).filter(|&i| Some(i) != identity).collect());
+    }
+    let mut cols = Vec::new();
+    for c in names {
+        let i = table.column(&c.value).ok_or_else(|| invalid_column(&c.value))?;
+        if cols.contains(&i) {
+            return Err(msg::COLUMN_ASSIGNED_TWICE.with(&[&c.value]));
+        }
+        cols.push(i);
+    }
+    Ok(cols)
+}
+
+/// A VALUES row of `values` items for `columns`: 109 or 110 when the counts differ (an
+/// identity error without a column list, when a value is given for every column).
+pub(super) fn check_values_count(table: &Table, listed: bool, columns: usize, values: usize) -> SqlResult<()> {
+    if values == columns {
+        return Ok(());
+    }
+    if !listed {
+        return Err(mismatched_insert(table, values));
+    }
+    Err(if values > columns {
+        msg::INSERT_FEWER_COLUMNS_THAN_VALUES.err()
+    } else {
+        msg::INSERT_MORE_COLUMNS_THAN_VALUES.err()
+    })
+}
+
 pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan> {
     let rt = b.resolve_table(&ins.table)?;
     let table = rt.table.clone();
@@ -42,24 +81,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
     b.remove_access(&rt.at, &key, Access::SELECT);
     b.add_access(&rt.at, &key, Access::INSERT);
     let identity = table.identity_column();
-    let identity_insert =
-        b.session.identity_insert().is_some_and(|(db, id)| db.eq_ignore_ascii_case(&rt.db) && id == table.id);
-    let columns: Vec<usize> = if ins.columns.is_empty() {
-        if identity_insert && identity.is_some() {
-            return Err(explicit_identity(&table));
-        }
-        (0..table.columns.len()).filter(|&i| Some(i) != identity).collect()
-    } else {
-        let mut cols = Vec::new();
-        for c in &ins.columns {
-            let i = table.column(&c.value).ok_or_else(|| invalid_column(&c.value))?;
-            if cols.contains(&i) {
-                return Err(msg::COLUMN_ASSIGNED_TWICE.with(&[&c.value]));
-            }
-            cols.push(i);
-        }
-        cols
-    };
+    let columns = insert_columns(b, &rt.db, &table, &ins.columns)?;
     // Whether IDENTITY_INSERT allows it is checked when the statement runs: a SET earlier
     // in the same batch may turn it on.
     let explicit_identity = identity.is_some_and(|id| columns.contains(&id));
@@ -68,16 +90,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         ast::InsertSource::Values(rows) => {
             let mut bound_rows = Vec::with_capacity(rows.len());
             for r in rows {
-                if r.len() != columns.len() && ins.columns.is_empty() {
-                    return Err(mismatched_insert(&table, r.len()));
-                }
-                if r.len() != columns.len() {
-                    return Err(if r.len() > columns.len() {
-                        msg::INSERT_FEWER_COLUMNS_THAN_VALUES.err()
-                    } else {
-                        msg::INSERT_MORE_COLUMNS_THAN_VALUES.err()
-                    });
-                }
+                check_values_count(&table, !ins.columns.is_empty(), columns.len(), r.len())?;
                 let mut br = Vec::with_capacity(r.len());
                 for (e, &col) in r.iter().zip(&columns) {
                     br.push(match e {
@@ -168,8 +181,18 @@ pub(super) fn bind_output(
     table: &Table,
     output: Option<&ast::Output>,
 ) -> SqlResult<Option<OutputPlan>> {
+    bind_output_over(b, table, output, Binder::output_scope(table))
+}
+
+/// An OUTPUT clause of a data change on `table` over `scope` (see `bind_output_rows`).
+pub(super) fn bind_output_over(
+    b: &mut Binder,
+    table: &Table,
+    output: Option<&ast::Output>,
+    scope: crate::bind::Scope,
+) -> SqlResult<Option<OutputPlan>> {
     let Some(out) = output else { return Ok(None) };
-    let mut plan = bind_output_rows(b, table, out)?;
+    let mut plan = bind_output_rows(b, table, out, scope)?;
     if let Some((target, cols)) = &out.into {
         let insert = ast::Insert {
             top: None,

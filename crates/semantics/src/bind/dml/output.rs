@@ -1,7 +1,7 @@
 //! OUTPUT clauses: `deleted.*` / `inserted.*` and expressions over both rows (`OUTPUT …
 //! INTO`, an INSERT, is bound with INSERT).
 
-use crate::bind::Binder;
+use crate::bind::{Binder, Scope};
 use crate::catalog::Table;
 use crate::output::OutputColumn;
 use crate::plan::{Expr, OutputPlan};
@@ -9,9 +9,16 @@ use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_syntax::ast;
 
-/// The rows an OUTPUT clause returns, without its INTO target.
-pub(super) fn bind_output_rows(b: &mut Binder, table: &Table, out: &ast::Output) -> SqlResult<OutputPlan> {
-    b.with_output_scope(table, |b| {
+/// The rows an OUTPUT clause returns, without its INTO target, over `scope`: the deleted
+/// and inserted rows of `table` (`Binder::output_scope`), and what else the statement
+/// offers (a MERGE's source and `$action`).
+pub(super) fn bind_output_rows(
+    b: &mut Binder,
+    table: &Table,
+    out: &ast::Output,
+    scope: Scope,
+) -> SqlResult<OutputPlan> {
+    b.with_bound_scope(scope, |b| {
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         let n = table.columns.len();

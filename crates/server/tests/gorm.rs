@@ -6,8 +6,9 @@
 //! pagination, transactions with savepoints, CreateInBatches, Unicode, exact decimals,
 //! datetime2/datetimeoffset and a 10 KB nvarchar(max), against a real server. Skipped only when go is missing; its modules come
 //! from the Go module proxy (`scripts/install-clients.sh` runs go mod download). Checks
-//! tessera is known to fail (MERGE, LEN of supplementary characters, numeric kept as
-//! decimal) are marked TESSERA-GAP in main.go and run only with GORM_CHECK_GAPS=1.
+//! tessera is known to fail (numeric kept as decimal) are marked TESSERA-GAP in main.go and
+//! run only with GORM_CHECK_GAPS=1. Many2many writes and OnConflict upserts go through
+//! MERGE.
 
 mod common;
 

@@ -66,6 +66,23 @@ WHEN MATCHED THEN UPDATE SET qty = s.qty
 WHEN NOT MATCHED THEN INSERT (sku, qty) VALUES (s.sku, s.qty);
 SELECT sku, qty FROM stock WHERE sku = 'kiwi';
 GO
+-- Entity Framework Core's batched insert: positions carried through OUTPUT, into a
+-- table variable.
+CREATE TABLE blogs (id int IDENTITY(10, 5) PRIMARY KEY, name nvarchar(50) NOT NULL);
+GO
+DECLARE @inserted0 TABLE ([id] int, [_Position] [int]);
+MERGE [blogs] USING (VALUES (N'one', 0), (N'two', 1), (N'three', 2)) AS i ([name], _Position) ON 1=0
+WHEN NOT MATCHED THEN
+INSERT ([name])
+VALUES (i.[name])
+OUTPUT INSERTED.[id], i._Position
+INTO @inserted0;
+SELECT [i].[id] FROM @inserted0 i ORDER BY [i].[_Position];
+GO
+MERGE [blogs] USING (VALUES (N'four', 0)) AS i ([name], _Position) ON 1=0
+WHEN NOT MATCHED THEN INSERT ([name]) VALUES (i.[name])
+OUTPUT INSERTED.[id], i._Position;
+GO
 -- What the clauses may see: a NOT MATCHED clause reads the source only.
 MERGE stock t USING delivery s ON t.sku = s.sku
 WHEN NOT MATCHED THEN INSERT (sku, qty) VALUES (t.sku, s.qty);

@@ -41,6 +41,11 @@ impl SessionNames for SessionState {
         &self.database
     }
 
+    fn trigger_table(&self) -> Option<(String, String, String)> {
+        let frame = self.triggers.last()?;
+        Some((frame.db.clone(), frame.table.schema.clone(), frame.table.name.clone()))
+    }
+
     fn temp_table(&self, name: &str) -> Option<&str> {
         self.temp_tables.get(name).map(String::as_str)
     }

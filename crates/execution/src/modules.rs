@@ -17,18 +17,24 @@ fn kind_word(kind: ModuleKind) -> &'static str {
         ModuleKind::Procedure => "PROCEDURE",
         ModuleKind::ScalarFunction | ModuleKind::TableFunction => "FUNCTION",
         ModuleKind::View => "VIEW",
+        ModuleKind::Trigger => "TRIGGER",
     }
 }
 
+/// What a CREATE or ALTER of a module says: its name and kind, which of CREATE, ALTER and
+/// CREATE OR ALTER it is, its text, and a trigger's table (object id).
+pub struct Definition<'a> {
+    pub name: &'a ObjectName,
+    pub kind: ModuleKind,
+    pub or_alter: bool,
+    pub alter: bool,
+    pub text: &'a str,
+    pub parent: Option<i32>,
+}
+
 /// Creates, alters or creates-or-alters a module.
-pub fn define(
-    ctx: &mut ExecCtx,
-    name: &ObjectName,
-    kind: ModuleKind,
-    or_alter: bool,
-    alter: bool,
-    text: &str,
-) -> SqlResult<()> {
+pub fn define(ctx: &mut ExecCtx, def: Definition) -> SqlResult<()> {
+    let Definition { name, kind, or_alter, alter, text, parent } = def;
     let b = Binder::new(ctx.shared, ctx.session, &[]);
     // A new module goes in the default schema; ALTER finds the one the name means.
     let (db, schema, obj) = if alter { b.qualify(name)? } else { b.qualify_new(name)? };
@@ -54,12 +60,12 @@ pub fn define(
     shared.alter_catalog(&database, |catalog: &Catalog, version| {
         let existing = catalog.lookup(&schema, &obj).filter(|o| !ctx.dropped(database.name(), o.id())).cloned();
         let now = catalog::now_epoch();
-        let (id, created, properties) = match (&existing, alter, or_alter) {
+        let (id, created, properties, disabled) = match (&existing, alter, or_alter) {
             (Some(Object::Module(m)), true, _) | (Some(Object::Module(m)), _, true) => {
                 if m.kind != kind && !(is_function(m.kind) && is_function(kind)) {
                     return Err(msg::ALTER_WRONG_OBJECT_TYPE.with(&[&obj]));
                 }
-                (m.id, m.created, m.properties.clone())
+                (m.id, m.created, m.properties.clone(), m.disabled)
             }
             (Some(_), false, false) => {
                 return Err(msg::OBJECT_ALREADY_EXISTS.with(&[&"an object", &obj]));
@@ -88,6 +94,8 @@ pub fn define(
                         modified: now,
                         altered_by,
                         properties: Vec::new(),
+                        parent,
+                        disabled: false,
                     },
                     version,
                 );
@@ -108,6 +116,8 @@ pub fn define(
                 modified: now,
                 altered_by,
                 properties,
+                parent,
+                disabled,
             },
             version,
         )
@@ -182,15 +192,73 @@ fn redefine(
     })
 }
 
-/// `DROP PROCEDURE|FUNCTION|VIEW [IF EXISTS] name`.
+/// Where a trigger `name` on `table` goes: its name in the table's schema (2103 when the
+/// name gives another; `verb` is create or alter), and the table's object id (8197 when
+/// `table` is no table of the current database).
+pub fn trigger_site(
+    ctx: &mut ExecCtx,
+    name: &ObjectName,
+    table: &ObjectName,
+    verb: &str,
+) -> SqlResult<(ObjectName, i32)> {
+    let b = Binder::new(ctx.shared, ctx.session, &[]);
+    let shown = table.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+    let (db, schema, object) = b.qualify(table)?;
+    let invalid = || msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]);
+    if !db.eq_ignore_ascii_case(&ctx.session.database) || !ctx.shared.engine.exists(&db) {
+        return Err(invalid());
+    }
+    let database = ctx.shared.database(&db)?;
+    let Some(found) = ctx.catalog(&database)?.table(&schema, &object).cloned() else { return Err(invalid()) };
+    if name.0.len() >= 2 && !name.0[name.0.len() - 2].value.eq_ignore_ascii_case(&found.schema) {
+        return Err(msg::TRIGGER_SCHEMA_DIFFERS.with(&[&verb, &name.name().value]));
+    }
+    let name = ObjectName(vec![ast::Ident::new(&found.schema), name.name().clone()]);
+    Ok((name, found.id))
+}
+
+/// `ENABLE | DISABLE TRIGGER {names | ALL} ON table`, in the session's transaction.
+pub fn enable_triggers(ctx: &mut ExecCtx, table: &ObjectName, names: &[ObjectName], enable: bool) -> SqlResult<()> {
+    let b = Binder::new(ctx.shared, ctx.session, &[]);
+    let shown = table.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+    let (db, schema, object) = b.qualify(table)?;
+    if !ctx.shared.engine.exists(&db) {
+        return Err(msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]));
+    }
+    let database = ctx.shared.database(&db)?;
+    let catalog = ctx.catalog(&database)?;
+    let Some(found) = catalog.table(&schema, &object).cloned() else {
+        return Err(msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]));
+    };
+    let on_table: Vec<String> = catalog.triggers_on(found.id).map(|m| m.name.clone()).collect();
+    let chosen: Vec<String> = if names.is_empty() {
+        on_table
+    } else {
+        let mut chosen = Vec::with_capacity(names.len());
+        for n in names {
+            let wanted = &n.name().value;
+            match on_table.iter().find(|t| t.eq_ignore_ascii_case(wanted)) {
+                Some(t) => chosen.push(t.clone()),
+                None => return Err(msg::INDEX_TABLE_NOT_FOUND.with(&[wanted])),
+            }
+        }
+        chosen
+    };
+    for trigger in chosen {
+        redefine(ctx, &database, &found.schema, &trigger, |m| {
+            m.disabled = !enable;
+            m.modified = catalog::now_epoch();
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// `DROP PROCEDURE|FUNCTION|VIEW|TRIGGER [IF EXISTS] name`.
 pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exists: bool) -> SqlResult<()> {
     let b = Binder::new(ctx.shared, ctx.session, &[]);
     let (db, schema, obj) = b.qualify(name)?;
-    let word = match kind {
-        ast::ModuleKind::Procedure => "procedure",
-        ast::ModuleKind::Function => "function",
-        ast::ModuleKind::View => "view",
-    };
+    let word = kind.word();
     let missing = || msg::DROP_OBJECT_NOT_FOUND.with(&[&word, &obj]);
     if !ctx.shared.engine.exists(&db) {
         return if if_exists { Ok(()) } else { Err(missing()) };
@@ -233,6 +301,7 @@ fn matches_kind(k: ModuleKind, kind: ast::ModuleKind) -> bool {
         ast::ModuleKind::Procedure => k == ModuleKind::Procedure,
         ast::ModuleKind::Function => is_function(k),
         ast::ModuleKind::View => k == ModuleKind::View,
+        ast::ModuleKind::Trigger => k == ModuleKind::Trigger,
     }
 }
 

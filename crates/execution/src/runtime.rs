@@ -13,11 +13,13 @@ mod deferred;
 mod options;
 mod sessions;
 mod transactions;
+mod triggers;
 use deferred::Deferred;
 pub(crate) use deferred::{drop_trees, drop_trees_not_in};
 pub use options::{lock_timeout, Options};
 pub use sessions::{Activity, ConnectionInfo, SessionInfo, Settings};
 pub use transactions::Transactions;
+pub use triggers::{Transitions, TriggerFrame};
 
 /// Catalog snapshot versions, unique in the process and increasing across runs (see
 /// `Shared::assemble`): every snapshot has its own, and a plan checked in one is good in it.
@@ -661,6 +663,10 @@ pub struct SessionState {
     /// The rows of a TDS bulk load, taken by the one-row INSERT … VALUES statement that
     /// `Session::bulk_insert` runs for it (so the load is one statement, whatever its size).
     pub bulk_rows: Option<Vec<Vec<Value>>>,
+    /// Set while a statement whose target has triggers runs: the rows it changes.
+    pub transitions: Option<Transitions>,
+    /// The triggers running, innermost last.
+    pub triggers: Vec<TriggerFrame>,
     /// What the last `INSERT BULK` announced, until the network layer takes it for the
     /// BULK_LOAD message that follows (`Session::take_bulk_target`).
     pub bulk_target: Option<BulkTarget>,
@@ -796,6 +802,8 @@ impl SessionState {
             trace_flags: std::collections::BTreeSet::new(),
             prepared: HashMap::new(),
             bulk_rows: None,
+            transitions: None,
+            triggers: Vec::new(),
             bulk_target: None,
             app_locks: Vec::new(),
             impersonation: Vec::new(),

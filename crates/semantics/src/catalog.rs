@@ -234,6 +234,8 @@ pub enum ModuleKind {
     Procedure,
     ScalarFunction,
     TableFunction,
+    /// A DML trigger: its table is the module's `parent`.
+    Trigger,
 }
 
 impl ModuleKind {
@@ -244,6 +246,18 @@ impl ModuleKind {
             ModuleKind::Procedure => "P",
             ModuleKind::ScalarFunction => "FN",
             ModuleKind::TableFunction => "IF",
+            ModuleKind::Trigger => "TR",
+        }
+    }
+
+    /// sys.objects.type_desc
+    pub fn type_desc(self) -> &'static str {
+        match self {
+            ModuleKind::View => "VIEW",
+            ModuleKind::Procedure => "SQL_STORED_PROCEDURE",
+            ModuleKind::ScalarFunction => "SQL_SCALAR_FUNCTION",
+            ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
+            ModuleKind::Trigger => "SQL_TRIGGER",
         }
     }
 }
@@ -265,6 +279,12 @@ pub struct Module {
     /// Its extended properties and its parameters' (an ALTER keeps them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub properties: Vec<Property>,
+    /// A trigger's table (its object id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<i32>,
+    /// A trigger turned off by DISABLE TRIGGER.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
 }
 
 /// A sequence (`CREATE SEQUENCE`): its definition. The values it has handed out are kept
@@ -503,6 +523,8 @@ pub struct Catalog {
     fingerprints: foldhash::HashMap<i32, u64>,
     /// Lower-cased `schema.name` → object id. Constraint names share the namespace.
     names: foldhash::HashMap<String, i32>,
+    /// A table's object id → its triggers' ids, oldest first.
+    triggers: foldhash::HashMap<i32, Vec<i32>>,
     next_id: i32,
 }
 
@@ -542,6 +564,15 @@ impl Catalog {
 
     fn insert(&mut self, o: Object) {
         self.next_id = self.next_id.max(o.id() + 1);
+        if let Object::Module(m) = &o {
+            if let Some(table) = m.parent {
+                let ids = self.triggers.entry(table).or_default();
+                if !ids.contains(&m.id) {
+                    ids.push(m.id);
+                    ids.sort_unstable();
+                }
+            }
+        }
         self.names.insert(name_key(o.schema(), o.name()), o.id());
         self.fingerprints.insert(o.id(), o.fingerprint());
         self.objects.insert(o.id(), o);
@@ -558,6 +589,11 @@ impl Catalog {
         let mut c = self.clone();
         if let Some(old) = c.objects.get(&o.id()).cloned() {
             c.names.remove(&name_key(old.schema(), old.name()));
+            if let Object::Module(m) = &old {
+                if let Some(table) = m.parent {
+                    c.forget_trigger(table, m.id);
+                }
+            }
         }
         c.insert(o);
         c.version = version;
@@ -569,6 +605,11 @@ impl Catalog {
     pub fn without(&self, id: i32, version: u64) -> Catalog {
         let mut c = self.clone();
         if let Some(old) = c.objects.remove(&id) {
+            if let Object::Module(m) = &old {
+                if let Some(table) = m.parent {
+                    c.forget_trigger(table, id);
+                }
+            }
             let key = name_key(old.schema(), old.name());
             if c.names.get(&key) == Some(&id) {
                 c.names.remove(&key);
@@ -577,6 +618,24 @@ impl Catalog {
         }
         c.version = version;
         c
+    }
+
+    fn forget_trigger(&mut self, table: i32, id: i32) {
+        if let Some(ids) = self.triggers.get_mut(&table) {
+            ids.retain(|&t| t != id);
+            if ids.is_empty() {
+                self.triggers.remove(&table);
+            }
+        }
+    }
+
+    /// The triggers on the table `table` (its object id), oldest first.
+    pub fn triggers_on(&self, table: i32) -> impl Iterator<Item = &Arc<Module>> {
+        let ids = self.triggers.get(&table).map(Vec::as_slice).unwrap_or_default();
+        ids.iter().filter_map(|id| match self.objects.get(id) {
+            Some(Object::Module(m)) => Some(m),
+            _ => None,
+        })
     }
 
     pub fn lookup(&self, schema: &str, name: &str) -> Option<&Object> {

@@ -144,6 +144,8 @@ fn view(id: i32, schema: &str, name: &str, text: &str) -> Object {
         modified: 0,
         altered_by: None,
         properties: Vec::new(),
+        parent: None,
+        disabled: false,
     }))
 }
 

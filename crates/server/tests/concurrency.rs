@@ -1,7 +1,7 @@
 //! Concurrency control over TDS: many connections (tiberius, each on its own thread) run
 //! against the same rows, indexes and tables, and the tests check exact invariants — a
 //! counter, a bank total, an index that agrees with its table, work claimed once, MERGE
-//! upserts counted once — plus
+//! upserts counted once, a trigger's summary and audit exact — plus
 //! lock timeouts (1222), NOLOCK, UPDLOCK/HOLDLOCK/XLOCK/READPAST/TABLOCK and deadlock
 //! victims (1205).
 //!
@@ -420,6 +420,62 @@ fn merge_upserts_with_holdlock_count_every_call() {
         "MERGE upserts: {calls} calls, {total} counted now, {} deadlock victims",
         victims.load(Ordering::Relaxed)
     );
+}
+
+#[test]
+fn triggers_keep_a_summary_and_an_audit_exact() {
+    let server = TestServer::start();
+    let mut c = setup(
+        &server,
+        "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL); \
+         CREATE TABLE summary (total int NOT NULL); \
+         CREATE TABLE audit (seq int IDENTITY PRIMARY KEY, id int, delta int); \
+         INSERT INTO summary VALUES (0); \
+         INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0), (4, 0);",
+    );
+    c.exec(
+        "CREATE TRIGGER acct_changes ON acct AFTER INSERT, UPDATE, DELETE AS \
+         SET NOCOUNT ON; \
+         UPDATE summary SET total = total + ISNULL((SELECT SUM(bal) FROM inserted), 0) \
+                                         - ISNULL((SELECT SUM(bal) FROM deleted), 0); \
+         INSERT INTO audit (id, delta) \
+         SELECT COALESCE(i.id, d.id), ISNULL(i.bal, 0) - ISNULL(d.bal, 0) \
+         FROM inserted i FULL JOIN deleted d ON i.id = d.id;",
+    );
+    let duration = run_for(Duration::from_secs(3));
+    let changes: Vec<u64> = in_parallel(server.port(), 4, move |w, c| {
+        let mut rng = StdRng::seed_from_u64(0x7216 + w as u64);
+        let started = Instant::now();
+        let mut changes = 0;
+        while started.elapsed() < duration {
+            let (k, d) = (rng.random_range(1..=4), rng.random_range(-5..=5));
+            let sql = match rng.random_range(0..3) {
+                0 => format!("UPDATE acct SET bal = bal + {d} WHERE id = {k}"),
+                // Two rows in one statement, in an explicit transaction.
+                1 => format!("BEGIN TRAN; UPDATE acct SET bal = bal + {d} WHERE id IN ({k}, {}); COMMIT", k % 4 + 1),
+                // A MERGE's update fires the same trigger.
+                _ => format!(
+                    "MERGE acct t USING (SELECT {k} AS id) s ON t.id = s.id \
+                     WHEN MATCHED THEN UPDATE SET bal = t.bal + {d};"
+                ),
+            };
+            match c.try_query(&sql) {
+                Ok(_) => changes += if sql.contains(" IN (") { 2 } else { 1 },
+                Err((1205, _)) => {}
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+        }
+        changes
+    });
+    let total = c.scalar("SELECT total FROM summary");
+    assert_eq!(total, c.scalar("SELECT SUM(bal) FROM acct"), "the trigger's summary agrees with the table");
+    assert_eq!(total, c.scalar("SELECT ISNULL(SUM(delta), 0) FROM audit"), "the audit adds up to the changes");
+    assert_eq!(
+        c.scalar("SELECT COUNT(*) FROM audit") as u64,
+        changes.iter().sum::<u64>(),
+        "one audit row per row changed"
+    );
+    eprintln!("trigger summary: {} row changes audited", changes.iter().sum::<u64>());
 }
 
 /// The length and the letter of a large value at generation `g` (off the row: over

@@ -300,6 +300,15 @@ pub enum StatementKind {
         if_exists: bool,
     },
     /// `DROP PROC|PROCEDURE|FUNCTION|VIEW [IF EXISTS] a, b`
+    CreateTrigger(Box<CreateTrigger>),
+    /// `ENABLE | DISABLE TRIGGER {name, … | ALL} ON {table | DATABASE}`, and ALTER TABLE's
+    /// `ENABLE | DISABLE TRIGGER {ALL | name, …}`; `names` empty is ALL, `table` None is
+    /// DATABASE.
+    EnableTrigger {
+        enable: bool,
+        names: Vec<ObjectName>,
+        table: Option<ObjectName>,
+    },
     DropModule {
         kind: ModuleKind,
         names: Vec<ObjectName>,
@@ -983,6 +992,44 @@ pub enum ModuleKind {
     Procedure,
     Function,
     View,
+    Trigger,
+}
+
+impl ModuleKind {
+    /// The kind as DROP's messages name it.
+    pub fn word(self) -> &'static str {
+        match self {
+            ModuleKind::Procedure => "procedure",
+            ModuleKind::Function => "function",
+            ModuleKind::View => "view",
+            ModuleKind::Trigger => "trigger",
+        }
+    }
+}
+
+/// `CREATE [OR ALTER] | ALTER TRIGGER name ON table [WITH EXECUTE AS …] {FOR | AFTER |
+/// INSTEAD OF} {INSERT, UPDATE, DELETE} [NOT FOR REPLICATION] AS body`
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateTrigger {
+    pub or_alter: bool,
+    pub alter: bool,
+    pub name: ObjectName,
+    /// The table (or view) it is on; None for a DDL trigger (`ON DATABASE`, `ON ALL SERVER`).
+    pub table: Option<ObjectName>,
+    pub instead_of: bool,
+    pub events: TriggerEvents,
+    pub execute_as: ModuleExecuteAs,
+    pub body: Vec<Statement>,
+    /// The statement's source text (sys.sql_modules).
+    pub text: String,
+}
+
+/// The data changes a DML trigger fires on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TriggerEvents {
+    pub insert: bool,
+    pub update: bool,
+    pub delete: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -97,6 +97,7 @@ catalog! {
     MAXRECURSION_TOO_LARGE = 310, 15, Statement, "The value %d specified for the MAXRECURSION option exceeds the allowed maximum of 32767.";
     TOO_FEW_ARGUMENTS = 313, 16, Statement, "An insufficient number of arguments were supplied for the procedure or function %.*ls.";
     UNRECOGNIZED_TABLE_HINT = 321, 16, Statement, "%.*ls is not a recognized table hints option.";
+    TRIGGER_OUTPUT_WITHOUT_INTO = 334, 16, Statement, "The target table '%.*ls' of the DML statement cannot have any enabled triggers if the statement contains an OUTPUT clause without INTO clause.";
     INCOMPATIBLE_OPERATOR_TYPES = 402, 16, Statement, "The data types %ls and %ls are incompatible in the %ls operator.";
     DATABASE_CHANGE_NOT_ALLOWED = 505, 16, Statement, "The current user account was invoked with SETUSER or SP_SETAPPROLE. Changing databases is not allowed.";
     ROW_TOO_LARGE = 511, 16, Statement, "Cannot create a row of size %d which is greater than the allowable maximum row size of %d.";
@@ -167,6 +168,7 @@ catalog! {
     INVALID_INDEX_KEY_TYPE = 1919, 16, Statement, "Column '%.*ls' in table '%.*ls' is of a type that is invalid for use as a key column in an index.";
     INDEX_KEY_TOO_LONG = 1946, 16, Statement, "Operation failed. The index entry of length %d bytes%ls exceeds the maximum length of %d bytes%ls.";
     ALTER_WRONG_OBJECT_TYPE = 2010, 16, Statement, "Cannot perform alter on '%.*ls' because it is an incompatible object type.";
+    TRIGGER_SCHEMA_DIFFERS = 2103, 15, Statement, "Cannot %ls trigger '%.*ls' because its schema is different from the schema of the target table or view.";
     TRACE_FLAG_NOT_FOUND = 2520, 16, Statement, "Could not find trace flag %d.";
     INVALID_DBCC_STATEMENT = 2526, 16, Statement, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.";
     DBCC_COMPLETED = 2528, 0, Statement, "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
@@ -231,6 +233,7 @@ catalog! {
     INVALID_MAXTRANSFERSIZE = 3250, 16, Statement, "The value '%d' is not within range for the MAXTRANSFERSIZE parameter. It must be a multiple of 65536 between 65536 and 4194304.";
     INVALID_BLOCKSIZE = 3252, 16, Statement, "The block size parameter must supply a value that is a power of 2 between 512 and 65536; %d is not.";
     BACKUP_SET_VALID = 3262, 0, Statement, "The backup set on file %d is valid.";
+    TRANSACTION_ENDED_IN_TRIGGER = 3609, 16, Batch, "The transaction ended in the trigger. The batch has been aborted.";
     EXECUTION_TIMES = 3612, 0, Statement, " SQL Server Execution Times:%ls   CPU time = %d ms,  elapsed time = %d ms.";
     PARSE_COMPILE_TIMES = 3613, 0, Statement, "SQL Server parse and compile time: %ls   CPU time = %d ms, elapsed time = %d ms.";
     IO_STATISTICS = 3615, 0, Statement, "Table '%.*ls'. Scan count %I64d, logical reads %I64d, physical reads %I64d, page server reads %I64d, read-ahead reads %I64d, page server read-ahead reads %I64d, lob logical reads %I64d, lob physical reads %I64d, lob page server reads %I64d, lob read-ahead reads %I64d, lob page server read-ahead reads %I64d.";
@@ -351,6 +354,7 @@ catalog! {
     UNIQUEIDENTIFIER_RESULT_TOO_SMALL = 8170, 16, Statement, "Insufficient result space to convert uniqueidentifier value to %ls.";
     PARAMETERS_NOT_SUPPLIED = 8178, 16, Statement, "The parameterized query expects parameters that were not supplied.";
     PREPARED_HANDLE_NOT_FOUND = 8179, 16, Statement, "Could not find prepared statement with handle %d.";
+    OBJECT_INVALID_FOR_OPERATION = 8197, 16, Statement, "The object '%.*ls' does not exist or is invalid for this operation.";
     QUERY_HINTS_CANNOT_BE_MET = 8622, 16, Statement, "Query processor could not produce a query plan because of the hints defined in this query. Resubmit the query without specifying any hints and without using SET FORCEPLAN.";
     INTERNAL_QUERY_PROCESSOR_ERROR = 8630, 17, Statement, "Internal Query Processor Error: The query processor encountered an unexpected error during execution.";
     MERGE_ROW_MATCHED_TWICE = 8672, 16, Statement, "The MERGE statement attempted to UPDATE or DELETE the same row more than once. This happens when a target row matches more than one source row. A MERGE statement cannot UPDATE/DELETE the same row of the target table multiple times. Refine the ON clause to ensure a target row matches at most one source row, or use the GROUP BY clause to group the source rows.";
@@ -516,5 +520,7 @@ catalog! {
     EXECUTE_AS_TVF_NOT_SUPPORTED = 40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet.";
     TOO_MANY_LOGINS = 40530, 16, Statement, "The server already has the most logins it keeps (%d).";
     DATABASE_NAME_NOT_SUPPORTED = 40531, 16, Statement, "The database name '%.*ls' is not supported: a database name is 1 to 128 characters without '/', '\\', tabs, newlines or NUL.";
+    DDL_TRIGGERS_NOT_SUPPORTED = 40532, 16, Statement, "DDL triggers (ON DATABASE, ON ALL SERVER) are not supported yet.";
+    INSTEAD_OF_TRIGGERS_NOT_SUPPORTED = 40533, 16, Statement, "INSTEAD OF triggers are not supported yet.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
 }

@@ -259,6 +259,11 @@ pub fn drop_table(ctx: &mut ExecCtx, name: &ObjectName, if_exists: bool) -> SqlR
             return Err(msg::DROP_OBJECT_REFERENCED_BY_FK.with(&[&table.schema, &table.name]));
         }
         write_definition(ctx, &database, Some(&table), None)?;
+        // Its triggers go with it.
+        for trigger in catalog.triggers_on(table.id).cloned().collect::<Vec<_>>() {
+            let trigger = tessera_semantics::catalog::Object::Module(trigger);
+            ctx.redefine_in_transaction(&database, Some(trigger), None)?;
+        }
         if goes_with_transaction(&table.name) {
             // Gone for this session at once (`SessionState::own_view`); for the others
             // when the transaction commits, until then waiting for its lock.

@@ -29,6 +29,9 @@ pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>
         leaving.remove(&key[..]);
         if delete_row(ctx, &target, key, &old, 0, &leaving)? {
             count += 1;
+            if let Some(t) = ctx.session.transitions.as_mut() {
+                t.deleted.push(old.clone());
+            }
             if let Some(out) = &p.output {
                 let mut both = old;
                 both.extend(std::iter::repeat_n(Value::Null, n));

@@ -141,6 +141,9 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
             }
         }
         note_identity(ctx, table, &row)?;
+        if let Some(t) = ctx.session.transitions.as_mut() {
+            t.inserted.push(row.clone());
+        }
         if let Some(out) = &p.output {
             let mut both: Row = vec![Value::Null; table.columns.len()];
             both.extend(row.iter().cloned());

@@ -177,6 +177,9 @@ fn apply(ctx: &mut ExecCtx, p: &MergePlan, target: &TargetAt, planned: Vec<Plann
             leaving.remove(&key[..]);
             delete_row(ctx, target, key, old, 0, &leaving)?;
             output[i] = output_row(ctx, p, old.clone(), nulls(), row, "DELETE")?;
+            if let Some(t) = ctx.session.transitions.as_mut() {
+                t.deleted.push(old.clone());
+            }
         }
     }
     for a in &planned {
@@ -190,6 +193,14 @@ fn apply(ctx: &mut ExecCtx, p: &MergePlan, target: &TargetAt, planned: Vec<Plann
             ctx.yield_point()?;
             link_new_row(ctx, target, key, old, new, changed, splices)?;
             output[i] = output_row(ctx, p, old.clone(), new.clone(), row, "UPDATE")?;
+            if let Some(t) = ctx.session.transitions.as_mut() {
+                t.updated.push((old.clone(), new.clone()));
+                for c in changed {
+                    if !t.updated_columns.contains(c) {
+                        t.updated_columns.push(*c);
+                    }
+                }
+            }
         }
     }
     for (i, a) in planned.into_iter().enumerate() {
@@ -203,6 +214,9 @@ fn apply(ctx: &mut ExecCtx, p: &MergePlan, target: &TargetAt, planned: Vec<Plann
             check_parents(ctx, target, &new, None, "MERGE")?;
             store_row(ctx, target, &new)?;
             note_identity(ctx, &target.table, &new)?;
+            if let Some(t) = ctx.session.transitions.as_mut() {
+                t.inserted.push(new.clone());
+            }
             output[i] = output_row(ctx, p, nulls(), new, &row, "INSERT")?;
         }
     }

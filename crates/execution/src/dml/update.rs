@@ -51,6 +51,10 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
         link_new_row(ctx, &target, key, old, new, &changed, splices)?;
     }
     let count = changes.len() as u64;
+    if let Some(t) = ctx.session.transitions.as_mut() {
+        t.updated_columns = changed;
+        t.updated.extend(changes.into_iter().map(|(_, old, new, _)| (old, new)));
+    }
     Ok((count, output))
 }
 

@@ -47,6 +47,10 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             Box::new(Held::new(result?))
         }
         Plan::WorkTable { id } => Box::new(Held::loose(ctx.work_tables.get(id).cloned().unwrap_or_default())),
+        Plan::Transition { deleted } => {
+            let rows = ctx.session.triggers.last().map(|f| if *deleted { &f.deleted } else { &f.inserted });
+            Box::new(Held::loose(rows.cloned().unwrap_or_default()))
+        }
         Plan::System { view, db } => {
             let db = ctx.db_name(db);
             Box::new(Held::loose(crate::sysviews::rows(*view, &db, ctx)?))

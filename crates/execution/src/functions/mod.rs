@@ -23,6 +23,17 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         _ => None,
     };
     Ok(match func {
+        SessionFn::ColumnUpdated => match (s.triggers.last(), args.first()) {
+            (Some(frame), Some(Value::Int(i))) => Value::Bit(frame.updated.get(*i as usize).copied().unwrap_or(false)),
+            _ => Value::Bit(false),
+        },
+        SessionFn::ColumnsUpdated => s.triggers.last().map_or(Value::Null, |f| f.columns_updated()),
+        SessionFn::TriggerNestLevel => match args.first() {
+            Some(Value::Int(id)) => {
+                Value::Int(s.triggers.iter().filter(|f| i64::from(f.trigger) == *id).count() as i64)
+            }
+            _ => Value::Int(s.triggers.len() as i64),
+        },
         SessionFn::UserName
         | SessionFn::UserId
         | SessionFn::SchemaName

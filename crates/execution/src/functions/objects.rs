@@ -171,7 +171,25 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
         "ischeckcnst" => flag(kind("C")),
         "isdefaultcnst" => flag(kind("D")),
         "isuniquecnst" => flag(kind("UQ")),
-        "issystemtable" | "ismsshipped" | "istrigger" | "isencrypted" | "isreplproc" | "tableisfake" => flag(false),
+        "istrigger" => flag(module(ModuleKind::Trigger)),
+        "execistriggerdisabled" => match d {
+            Described::Object(Object::Module(m)) if m.kind == ModuleKind::Trigger => flag(m.disabled),
+            _ => None,
+        },
+        "execisaftertrigger" => flag(module(ModuleKind::Trigger)),
+        "execisinsteadoftrigger" => flag(false),
+        "execisinserttrigger" | "execisupdatetrigger" | "execisdeletetrigger" => match d {
+            Described::Object(Object::Module(m)) if m.kind == ModuleKind::Trigger => {
+                let events = trigger_events(ctx, m)?;
+                flag(match p.as_str() {
+                    "execisinserttrigger" => events.insert,
+                    "execisupdatetrigger" => events.update,
+                    _ => events.delete,
+                })
+            }
+            _ => flag(false),
+        },
+        "issystemtable" | "ismsshipped" | "isencrypted" | "isreplproc" | "tableisfake" => flag(false),
         "tablehasprimarykey" => table_has(&|t| t.indexes.iter().any(|ix| ix.primary_key)),
         "tablehasidentity" => table_has(&|t| t.identity_column().is_some()),
         "tablehasclustindex" => table_has(&|t| !t.indexes[0].is_heap()),
@@ -183,12 +201,18 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
         "tablehasforeignkey" => table_has(&|t| !t.foreign_keys.is_empty()),
         "tablehasforeignref" => table_has(&|t| !catalog.referencing(t.id).is_empty()),
         "tablehastextimage" | "tablehasrowguidcol" | "tablehascolumnset" => table_has(&|_| false),
-        "tablehasvardecimalstorageformat"
-        | "hasaftertrigger"
-        | "hasinserttrigger"
-        | "hasupdatetrigger"
-        | "hasdeletetrigger"
-        | "hasinsteadoftrigger" => flag(false),
+        "hasaftertrigger" | "hasinserttrigger" | "hasupdatetrigger" | "hasdeletetrigger" => table_has(&|t| {
+            catalog.triggers_on(t.id).any(|m| {
+                let events = trigger_events(ctx, m).unwrap_or_default();
+                match p.as_str() {
+                    "hasinserttrigger" => events.insert,
+                    "hasupdatetrigger" => events.update,
+                    "hasdeletetrigger" => events.delete,
+                    _ => true,
+                }
+            })
+        }),
+        "tablehasvardecimalstorageformat" | "hasinsteadoftrigger" => flag(false),
         "ownerid" => {
             let schema = match d {
                 Described::Object(o) => o.schema(),
@@ -199,15 +223,19 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
         }
         "basetype" => Some(Value::str(match d {
             Described::Object(Object::Table(_)) => "U",
-            Described::Object(Object::Module(m)) => match m.kind {
-                ModuleKind::View => "V",
-                ModuleKind::Procedure => "P",
-                ModuleKind::ScalarFunction => "FN",
-                ModuleKind::TableFunction => "IF",
-            },
+            Described::Object(Object::Module(m)) => m.kind.type_code(),
             Described::Object(Object::Sequence(_)) => "SO",
             Described::Constraint(_, c) => c.kind,
         })),
+        _ => None,
+    }
+}
+
+/// The data changes the trigger `m` fires on (None: its text does not parse).
+fn trigger_events(ctx: &ExecCtx, m: &tessera_semantics::catalog::Module) -> Option<tessera_syntax::ast::TriggerEvents> {
+    let cached = ctx.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch).ok()?;
+    match cached.batch.statements.first().map(|s| &s.kind) {
+        Some(tessera_syntax::ast::StatementKind::CreateTrigger(ct)) => Some(ct.events),
         _ => None,
     }
 }

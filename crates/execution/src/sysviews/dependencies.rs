@@ -167,6 +167,7 @@ pub(crate) fn object_kind(o: &Object) -> &'static str {
             ModuleKind::View => "view",
             ModuleKind::Procedure => "stored procedure",
             ModuleKind::ScalarFunction | ModuleKind::TableFunction => "function",
+            ModuleKind::Trigger => "trigger",
         },
         Object::Sequence(_) => "sequence object",
     }

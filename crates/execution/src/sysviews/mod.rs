@@ -12,7 +12,7 @@
 //! One file per family:
 //! - `databases`: sys.databases, database_files, master_files, data_spaces, filegroups
 //! - `objects`: sys.objects, tables, views, procedures, sql_modules, parameters,
-//!   sequences and triggers (none exist yet)
+//!   sequences and triggers
 //! - `properties`: sys.extended_properties and fn_listextendedproperty
 //! - `columns`: sys.columns, identity_columns, computed_columns, sys.types
 //! - `information_schema`: the INFORMATION_SCHEMA views (tables, columns, views, routines,

@@ -74,14 +74,9 @@ pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<OBJECT_WIDTH> {
                     int(i64::from(m.id)),
                     Value::Null,
                     schema_id(&m.schema),
-                    int(0),
+                    int(i64::from(m.parent.unwrap_or(0))),
                     s(&format!("{:<2}", m.kind.type_code())),
-                    s(match m.kind {
-                        ModuleKind::View => "VIEW",
-                        ModuleKind::Procedure => "SQL_STORED_PROCEDURE",
-                        ModuleKind::ScalarFunction => "SQL_SCALAR_FUNCTION",
-                        ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
-                    }),
+                    s(m.kind.type_desc()),
                     datetime(m.created),
                     datetime(m.modified),
                 ];
@@ -352,9 +347,32 @@ pub(super) static TRIGGERS: ViewDef<13> = ViewDef {
         col("is_not_for_replication", Bit, false),
         col("is_instead_of_trigger", Bit, false),
     ],
-    // tessera has no triggers yet (CREATE TRIGGER: issue 36), so a table has none —
-    // which is what tools look here for (EF Core's choice of OUTPUT, for one).
-    rows: |_, _| Ok(Vec::new()),
+    // What tools look here for: whether a table has triggers (EF Core's choice of OUTPUT
+    // … INTO, for one).
+    rows: |ctx, db| {
+        let (_, catalog) = catalog(ctx, db)?;
+        let mut out = Vec::new();
+        for o in catalog.objects() {
+            let Object::Module(m) = o else { continue };
+            let Some(parent) = m.parent else { continue };
+            out.push([
+                s(&m.name),
+                int(i64::from(m.id)),
+                Value::Int(1),
+                s("OBJECT_OR_COLUMN"),
+                int(i64::from(parent)),
+                s("TR"),
+                s(m.kind.type_desc()),
+                datetime(m.created),
+                datetime(m.modified),
+                bit(false),
+                bit(m.disabled),
+                bit(false),
+                bit(false),
+            ]);
+        }
+        Ok(out)
+    },
 };
 
 pub(super) static PARAMETERS: ViewDef<10> = ViewDef {

@@ -33,6 +33,7 @@ pub(crate) fn module_level_type(kind: ModuleKind) -> &'static str {
         ModuleKind::View => "VIEW",
         ModuleKind::Procedure => "PROCEDURE",
         ModuleKind::ScalarFunction | ModuleKind::TableFunction => "FUNCTION",
+        ModuleKind::Trigger => "TRIGGER",
     }
 }
 

@@ -45,6 +45,11 @@ pub trait SessionNames {
     /// The session user's default schema in the current database, where one-part names
     /// are looked for before dbo (and where objects they name are created).
     fn default_schema(&self) -> &str;
+    /// In a trigger's body: its table (database, schema, name), whose rows the names
+    /// `inserted` and `deleted` read.
+    fn trigger_table(&self) -> Option<(String, String, String)> {
+        None
+    }
     /// Storage's key form of values, for folding CHECKSUM of constants (none: not folded).
     fn key_encoding(&self) -> Option<&'static dyn KeyEncoding> {
         None

@@ -9,7 +9,7 @@ use super::functions::global_variable;
 use super::names::Scope;
 use super::query::check_nested_order_by;
 use super::Binder;
-use crate::plan::{BoundQuery, Expr, Subquery, SubqueryKind};
+use crate::plan::{BoundQuery, Expr, SessionFn, Subquery, SubqueryKind};
 use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
 use tessera_errors::msg;
@@ -382,6 +382,8 @@ fn is_predicate(e: &Expr) -> bool {
         | Expr::InList { .. } => true,
         Expr::Subquery(sq) => !matches!(sq.kind, SubqueryKind::Scalar),
         Expr::Const(Value::Bit(_)) => true,
+        // `UPDATE(col)` in a trigger.
+        Expr::Session { func: SessionFn::ColumnUpdated, .. } => true,
         _ => false,
     }
 }

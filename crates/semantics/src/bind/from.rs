@@ -156,6 +156,31 @@ impl<'a> Binder<'a> {
                         return Ok(self.leaf_plan(cte, qualifier, scope, offset));
                     }
                 }
+                if name.0.len() == 1 {
+                    let lower = name.name().value.to_lowercase();
+                    if let (Some((db, schema, table)), "inserted" | "deleted") =
+                        (self.session.trigger_table(), lower.as_str())
+                    {
+                        let table = ast::ObjectName(vec![
+                            ast::Ident::new(&db),
+                            ast::Ident::new(&schema),
+                            ast::Ident::new(&table),
+                        ]);
+                        let rt = self.resolve_table(&table)?;
+                        let columns = rt
+                            .table
+                            .columns
+                            .iter()
+                            .map(|c| crate::output::OutputColumn {
+                                name: c.name.clone(),
+                                ty: c.ty,
+                                nullable: c.nullable,
+                            })
+                            .collect();
+                        let plan = Plan::Transition { deleted: lower == "deleted" };
+                        return Ok(self.leaf_plan(BoundQuery { plan, columns }, qualifier, scope, offset));
+                    }
+                }
                 if let Some(view) = self.system_view(name) {
                     let (db, schema, object) = self.qualify_at(name)?;
                     if !self.catalogs.exists(&db.name) {

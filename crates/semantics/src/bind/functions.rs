@@ -4,7 +4,7 @@
 use super::aggregate::agg_func;
 use super::conversion::{convert, is_null_literal, unify};
 use super::names::object_display;
-use super::Binder;
+use super::{invalid_column, Binder};
 use crate::catalog::ModuleKind;
 use crate::plan::{Expr, SessionFn};
 use crate::types::{self, SqlType, Value};
@@ -92,6 +92,22 @@ impl<'a> Binder<'a> {
                 let other = convert(f.0, &f.1, &ty)?;
                 return Ok((Expr::Case { branches: vec![(c, then)], otherwise: Some(Box::new(other)) }, ty, true));
             }
+            "UPDATE" => {
+                arity(1)?;
+                let column = match &args[0] {
+                    ast::Expr::Column(c) => c.name().value.clone(),
+                    _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"("]).with_severity(15)),
+                };
+                let Some((db, schema, table)) = self.session.trigger_table() else {
+                    return Err(msg::UNRECOGNIZED_NAME.with(&[&"UPDATE", &"built-in function name"]).with_severity(15));
+                };
+                let table =
+                    ast::ObjectName(vec![ast::Ident::new(&db), ast::Ident::new(&schema), ast::Ident::new(&table)]);
+                let rt = self.resolve_table(&table)?;
+                let i = rt.table.column(&column).ok_or_else(|| invalid_column(&column))?;
+                let args = vec![Expr::Const(Value::Int(i as i64))];
+                return Ok((Expr::Session { func: SessionFn::ColumnUpdated, args }, SqlType::Bit, true));
+            }
             "DB_NAME"
             | "DB_ID"
             | "OBJECT_ID"
@@ -136,7 +152,9 @@ impl<'a> Binder<'a> {
             | "COLUMNPROPERTY"
             | "INDEXPROPERTY"
             | "INDEXKEY_PROPERTY"
-            | "TYPEPROPERTY" => {
+            | "TYPEPROPERTY"
+            | "COLUMNS_UPDATED"
+            | "TRIGGER_NESTLEVEL" => {
                 match fname.as_str() {
                     "LOGINPROPERTY" => arity(2)?,
                     "IS_MEMBER" => arity(1)?,
@@ -238,6 +256,8 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
     use SessionFn::*;
     let nv = SqlType::NVarChar(128);
     Some(match name {
+        "COLUMNS_UPDATED" => (ColumnsUpdated, SqlType::VarBinary(128)),
+        "TRIGGER_NESTLEVEL" => (TriggerNestLevel, SqlType::Int),
         "DB_NAME" => (DbName, nv),
         "DB_ID" => (DbId, SqlType::SmallInt),
         "OBJECT_ID" => (ObjectId, SqlType::Int),

@@ -328,6 +328,10 @@ impl<'v> Printer<'v> {
                 let names = self.work_tables.get(id).cloned().unwrap_or_default();
                 (Node::leaf("Table Spool(WITH STACK)".to_string()), names)
             }
+            Plan::Transition { deleted } => {
+                let which = if *deleted { "deleted" } else { "inserted" };
+                (Node::leaf(format!("Inserted Scan(OBJECT:({which}))")), Vec::new())
+            }
             Plan::RowNumber { input, partition, order } => {
                 let (child, mut names) = self.plan(input, corr);
                 let mark = self.subqueries.len();

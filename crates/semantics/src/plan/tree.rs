@@ -10,6 +10,11 @@ use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator, UnaryOp};
 /// Functions answered from the session and the server rather than from arguments.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SessionFn {
+    /// In a trigger: `UPDATE(col)` (the argument is the column's position) and
+    /// `COLUMNS_UPDATED()`, from the statement that fired it; `TRIGGER_NESTLEVEL([id])`.
+    ColumnUpdated,
+    ColumnsUpdated,
+    TriggerNestLevel,
     TypeName,
     TypeId,
     RowCount,
@@ -409,6 +414,11 @@ pub enum Plan {
     /// The rows of the current round of the recursive CTE `id`.
     WorkTable {
         id: usize,
+    },
+    /// In a trigger's body: the `deleted` (or `inserted`) rows of the statement that fired
+    /// it, its table's columns.
+    Transition {
+        deleted: bool,
     },
     /// ROW_NUMBER() OVER (PARTITION BY … ORDER BY …): appends one bigint column.
     RowNumber {

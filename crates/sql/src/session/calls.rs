@@ -308,6 +308,7 @@ impl Runner<'_> {
         let saved_options = self.state.options.clone();
         self.state.nest_level += 1;
         let before = self.state.txns.count;
+        let trigger = std::mem::take(&mut self.invoking_trigger);
         let result = {
             let mut inner = Runner {
                 try_depth: self.try_depth,
@@ -349,7 +350,7 @@ impl Runner<'_> {
         // the one its first statement began (SQL Server raises no 266 then: it is how a
         // driver with auto-commit off runs every prepared statement).
         let implicit = self.state.options.implicit_transactions && before == 0 && after == 1;
-        if after != before && !implicit {
+        if after != before && !implicit && !trigger {
             let e = msg::TRANCOUNT_MISMATCH.with(&[&before, &after]);
             let mut e = e.at_line(s.line);
             e.procedure = name.map(str::to_string);

@@ -40,6 +40,9 @@ pub(super) fn definition_command(kind: &StatementKind) -> Option<Command> {
             PermissionAction::Revoke { .. } => Command::Revoke,
         },
         StatementKind::TruncateTable(_)
+        | StatementKind::CreateTrigger(_)
+        | StatementKind::EnableTrigger { .. }
+        | StatementKind::DropModule { kind: ModuleKind::Trigger, .. }
         | StatementKind::AlterServerRole { .. }
         | StatementKind::CreateApplicationRole { .. }
         | StatementKind::AlterApplicationRole { .. }

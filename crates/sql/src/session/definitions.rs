@@ -9,6 +9,7 @@ use tessera_errors::catalog::Message;
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 use tessera_execution::ddl;
+use tessera_execution::modules::Definition;
 use tessera_semantics::bind::Binder;
 use tessera_semantics::catalog::ModuleKind;
 use tessera_syntax::ast::{self, Statement, StatementKind};
@@ -86,14 +87,15 @@ impl Runner<'_> {
                 self.check_module_execute_as(&cp.execute_as)?;
                 let text = cp.text.clone();
                 self.with_ctx(|ctx| {
-                    tessera_execution::modules::define(
-                        ctx,
-                        &cp.name,
-                        ModuleKind::Procedure,
-                        cp.or_alter,
-                        cp.alter,
-                        &text,
-                    )
+                    let def = Definition {
+                        name: &cp.name,
+                        kind: ModuleKind::Procedure,
+                        or_alter: cp.or_alter,
+                        alter: cp.alter,
+                        text: &text,
+                        parent: None,
+                    };
+                    tessera_execution::modules::define(ctx, def)
                 })?;
             }
             StatementKind::CreateFunction(cf) => {
@@ -110,7 +112,15 @@ impl Runner<'_> {
                 };
                 let text = cf.text.clone();
                 self.with_ctx(|ctx| {
-                    tessera_execution::modules::define(ctx, &cf.name, kind, cf.or_alter, cf.alter, &text)
+                    let def = Definition {
+                        name: &cf.name,
+                        kind,
+                        or_alter: cf.or_alter,
+                        alter: cf.alter,
+                        text: &text,
+                        parent: None,
+                    };
+                    tessera_execution::modules::define(ctx, def)
                 })?;
             }
             StatementKind::CreateView(cv) => {
@@ -128,16 +138,47 @@ impl Runner<'_> {
                 }
                 let text = cv.text.clone();
                 self.with_ctx(|ctx| {
-                    tessera_execution::modules::define(ctx, &cv.name, ModuleKind::View, cv.or_alter, cv.alter, &text)
+                    let def = Definition {
+                        name: &cv.name,
+                        kind: ModuleKind::View,
+                        or_alter: cv.or_alter,
+                        alter: cv.alter,
+                        text: &text,
+                        parent: None,
+                    };
+                    tessera_execution::modules::define(ctx, def)
                 })?;
+            }
+            StatementKind::CreateTrigger(ct) => {
+                let Some(table) = &ct.table else { return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err()) };
+                if ct.instead_of {
+                    return Err(msg::INSTEAD_OF_TRIGGERS_NOT_SUPPORTED.err());
+                }
+                self.check_alter(table, || msg::OBJECT_INVALID_FOR_OPERATION.with(&[&object_shown(table)]))?;
+                self.check_module_execute_as(&ct.execute_as)?;
+                let text = ct.text.clone();
+                let verb = if ct.alter { "alter" } else { "create" };
+                self.with_ctx(|ctx| {
+                    let (name, parent) = tessera_execution::modules::trigger_site(ctx, &ct.name, table, verb)?;
+                    let def = Definition {
+                        name: &name,
+                        kind: ModuleKind::Trigger,
+                        or_alter: ct.or_alter,
+                        alter: ct.alter,
+                        text: &text,
+                        parent: Some(parent),
+                    };
+                    tessera_execution::modules::define(ctx, def)
+                })?;
+            }
+            StatementKind::EnableTrigger { enable, names, table } => {
+                let Some(table) = table else { return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err()) };
+                self.check_alter(table, || msg::OBJECT_INVALID_FOR_OPERATION.with(&[&object_shown(table)]))?;
+                self.with_ctx(|ctx| tessera_execution::modules::enable_triggers(ctx, table, names, *enable))?;
             }
             StatementKind::DropModule { kind, names, if_exists } => {
                 for n in names {
-                    let word = match kind {
-                        ast::ModuleKind::Procedure => "procedure",
-                        ast::ModuleKind::Function => "function",
-                        ast::ModuleKind::View => "view",
-                    };
+                    let word = kind.word();
                     self.check_alter(n, || msg::DROP_OBJECT_NOT_FOUND.with(&[&word, &object_shown(n)]))?;
                     self.with_ctx(|ctx| tessera_execution::modules::drop(ctx, *kind, n, *if_exists))?;
                 }

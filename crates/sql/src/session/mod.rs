@@ -44,6 +44,7 @@ mod sink;
 mod statements;
 mod tenants;
 mod transactions;
+mod triggers;
 mod undeclared;
 mod variables;
 
@@ -485,6 +486,12 @@ struct Runner<'a> {
     /// The procedure or function being run (see `ModuleContext`); `None` for a batch and
     /// dynamic SQL.
     owner: Option<permissions::ModuleContext>,
+    /// A trigger ended the batch (its error reported): the statement that fired it ends
+    /// the batch too, reporting nothing more.
+    trigger_aborted: bool,
+    /// The next `invoke` runs a trigger's body (which may end the transaction it began
+    /// in without a 266: 3609 says so).
+    invoking_trigger: bool,
 }
 
 impl<'a> Runner<'a> {
@@ -511,6 +518,8 @@ impl<'a> Runner<'a> {
             changing: false,
             compiled: Default::default(),
             owner: None,
+            trigger_aborted: false,
+            invoking_trigger: false,
         }
     }
 }

@@ -11,9 +11,9 @@ use tessera_execution::{ddl, dml};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::Collected;
 use tessera_semantics::output::{Command, ResultSink};
-use tessera_semantics::plan::{Expr, Prepared};
+use tessera_semantics::plan::{Expr, MergeAction, OutputPlan, Prepared};
 use tessera_semantics::types::{self, SqlType, Value};
-use tessera_syntax::ast::{self, Statement, StatementKind};
+use tessera_syntax::ast::{self, Statement, StatementKind, TriggerEvents};
 
 impl Runner<'_> {
     fn emit(&mut self, columns: &[tessera_semantics::output::OutputColumn], order: &[u16], rows: &[Vec<Value>]) {
@@ -46,7 +46,7 @@ impl Runner<'_> {
     }
 
     /// Runs a compiled statement; under SET STATISTICS IO its reads follow, table by table.
-    pub(super) fn run_prepared(&mut self, p: &Prepared) -> SqlResult<()> {
+    pub(super) fn run_prepared(&mut self, s: &Statement, p: &Prepared) -> SqlResult<()> {
         if self.state.options.fmtonly {
             // Shapes only: a query's column metadata (no rows); nothing is modified.
             if let Prepared::Query(q) = p {
@@ -55,7 +55,7 @@ impl Runner<'_> {
             return Ok(());
         }
         let io = IoStatement::begin(self.state.options.statistics_io);
-        let result = self.run_compiled(p);
+        let result = self.run_compiled(s, p);
         // What a data change reads to store its rows is its target's.
         let target = match p {
             Prepared::Insert(i) => Some(&i.target),
@@ -77,7 +77,8 @@ impl Runner<'_> {
         }
     }
 
-    fn run_compiled(&mut self, p: &Prepared) -> SqlResult<()> {
+    fn run_compiled(&mut self, s: &Statement, p: &Prepared) -> SqlResult<()> {
+        let one = |insert, update, delete| TriggerEvents { insert, update, delete };
         match p {
             Prepared::Query(q) => self.stream_query(q)?,
             Prepared::Assign { plan, targets } => {
@@ -86,34 +87,53 @@ impl Runner<'_> {
                 self.state.rowcount = n as i64;
             }
             Prepared::Insert(i) => {
-                let (n, out) = self.with_ctx(|ctx| dml::run_insert(ctx, i))?;
-                if let Some(o) = &i.output {
-                    self.output(o, out)?;
-                }
-                self.affected(n, Command::Insert);
+                let fires = self.triggers_to_fire(&i.target, one(true, false, false), i.output.as_ref())?;
+                let result = self.with_ctx(|ctx| dml::run_insert(ctx, i));
+                self.changed(s, i.output.as_ref(), fires, result, Command::Insert)?;
             }
             Prepared::Update(u) => {
-                let (n, out) = self.with_ctx(|ctx| dml::run_update(ctx, u))?;
-                if let Some(o) = &u.output {
-                    self.output(o, out)?;
-                }
-                self.affected(n, Command::Update);
+                let fires = self.triggers_to_fire(&u.target, one(false, true, false), u.output.as_ref())?;
+                let result = self.with_ctx(|ctx| dml::run_update(ctx, u));
+                self.changed(s, u.output.as_ref(), fires, result, Command::Update)?;
             }
             Prepared::Delete(d) => {
-                let (n, out) = self.with_ctx(|ctx| dml::run_delete(ctx, d))?;
-                if let Some(o) = &d.output {
-                    self.output(o, out)?;
-                }
-                self.affected(n, Command::Delete);
+                let fires = self.triggers_to_fire(&d.target, one(false, false, true), d.output.as_ref())?;
+                let result = self.with_ctx(|ctx| dml::run_delete(ctx, d));
+                self.changed(s, d.output.as_ref(), fires, result, Command::Delete)?;
             }
             Prepared::Merge(m) => {
-                let (n, out) = self.with_ctx(|ctx| dml::run_merge(ctx, m))?;
-                if let Some(o) = &m.output {
-                    self.output(o, out)?;
-                }
-                self.affected(n, Command::Merge);
+                let action = |a: fn(&MergeAction) -> bool| m.clauses.iter().any(|c| a(&c.action));
+                let events = one(
+                    action(|a| matches!(a, MergeAction::Insert { .. })),
+                    action(|a| matches!(a, MergeAction::Update(_))),
+                    action(|a| matches!(a, MergeAction::Delete)),
+                );
+                let fires = self.triggers_to_fire(&m.target, events, m.output.as_ref())?;
+                let result = self.with_ctx(|ctx| dml::run_merge(ctx, m));
+                self.changed(s, m.output.as_ref(), fires, result, Command::Merge)?;
             }
         }
+        Ok(())
+    }
+
+    /// A data change ran (`result`): its OUTPUT rows, the triggers it fires, then its DONE.
+    fn changed(
+        &mut self,
+        s: &Statement,
+        output: Option<&OutputPlan>,
+        fires: Vec<super::triggers::Firing>,
+        result: SqlResult<(u64, Vec<Vec<Value>>)>,
+        command: Command,
+    ) -> SqlResult<()> {
+        let transitions = self.state.transitions.take();
+        let (n, out) = result?;
+        if let Some(o) = output {
+            self.output(o, out)?;
+        }
+        if !fires.is_empty() {
+            self.fire(s, fires, transitions, n)?;
+        }
+        self.affected(n, command);
         Ok(())
     }
 

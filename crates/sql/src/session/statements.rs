@@ -117,6 +117,10 @@ impl Runner<'_> {
                 }
                 Ok(flow)
             }
+            Err(_) if std::mem::take(&mut self.trigger_aborted) => {
+                self.sink.release();
+                Err(Stop::Abort)
+            }
             Err(e) => {
                 self.sink.release();
                 self.fail(s, e)
@@ -141,7 +145,7 @@ impl Runner<'_> {
                 let p = self.compile_locked(s)?;
                 self.changing =
                     matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_) | Prepared::Merge(_));
-                self.run_prepared(&p)?;
+                self.run_prepared(s, &p)?;
                 self.changing = false;
             }
             StatementKind::InsertBulk(b) => self.insert_bulk(b)?,
@@ -200,6 +204,8 @@ impl Runner<'_> {
             | StatementKind::CreateProcedure(_)
             | StatementKind::CreateFunction(_)
             | StatementKind::CreateView(_)
+            | StatementKind::CreateTrigger(_)
+            | StatementKind::EnableTrigger { .. }
             | StatementKind::DropModule { .. }
             | StatementKind::CreateSequence { .. }
             | StatementKind::AlterSequence { .. }

@@ -8,6 +8,7 @@ use crate::ast::{
     TableConstraint, TypeName,
 };
 use crate::lexer::{Punct, TokenKind};
+use tessera_errors::msg;
 
 /// The columns, constraints and indexes of a table definition.
 #[derive(Default)]
@@ -104,6 +105,12 @@ impl Parser<'_> {
         }
         self.expect_word("TABLE")?;
         let table = self.object_name()?;
+        if self.peek_is_any_word(&["ENABLE", "DISABLE"]) {
+            let enable = self.advance().is_word("ENABLE");
+            self.expect_word("TRIGGER")?;
+            let names = if self.eat_word("ALL") { vec![] } else { self.comma_list(Parser::object_name)? };
+            return Ok(StatementKind::EnableTrigger { enable, names, table: Some(table) });
+        }
         let action = self.alter_table_action(&table)?;
         Ok(StatementKind::AlterTable { table, action })
     }
@@ -132,13 +139,19 @@ impl Parser<'_> {
             }
             "INDEX" => StatementKind::DropIndex { indexes: self.comma_list(Parser::drop_index_item)?, if_exists },
             "SEQUENCE" => StatementKind::DropSequence { names: self.comma_list(Parser::object_name)?, if_exists },
-            "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" => {
+            "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" | "TRIGGER" => {
                 let kind = match object.as_str() {
                     "FUNCTION" => ModuleKind::Function,
                     "VIEW" => ModuleKind::View,
+                    "TRIGGER" => ModuleKind::Trigger,
                     _ => ModuleKind::Procedure,
                 };
-                StatementKind::DropModule { kind, names: self.comma_list(Parser::object_name)?, if_exists }
+                let names = self.comma_list(Parser::object_name)?;
+                // `DROP TRIGGER t ON DATABASE`: a DDL trigger, which tessera does not have.
+                if kind == ModuleKind::Trigger && self.peek().is_word("ON") {
+                    return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err());
+                }
+                StatementKind::DropModule { kind, names, if_exists }
             }
             _ => {
                 self.pos -= 1;

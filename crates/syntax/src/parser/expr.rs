@@ -320,7 +320,8 @@ impl Parser<'_> {
             }
             "CAST" | "TRY_CAST" if next_is_paren => self.cast_expr(upper == "TRY_CAST"),
             "CONVERT" | "TRY_CONVERT" if next_is_paren => self.convert_expr(upper == "TRY_CONVERT"),
-            "LEFT" | "RIGHT" | "COALESCE" | "NULLIF" if next_is_paren => {
+            // `UPDATE(col)`: in a trigger, whether the statement set the column.
+            "LEFT" | "RIGHT" | "COALESCE" | "NULLIF" | "UPDATE" if next_is_paren => {
                 self.pos += 1;
                 self.function_rest(ObjectName(vec![Ident::new(token.text)]))
             }

@@ -97,7 +97,10 @@ impl<'a> Parser<'a> {
             TokenKind::QuotedIdent(_) => true,
             _ => false,
         };
-        name_like && !self.peek_nth(1).is_punct(Punct::Colon)
+        let trigger_switch = token.is_word("ENABLE") || token.is_word("DISABLE");
+        name_like
+            && !self.peek_nth(1).is_punct(Punct::Colon)
+            && !(trigger_switch && self.peek_nth(1).is_word("TRIGGER"))
     }
 
     fn bare_procedure_call(&mut self) -> Result<Statement> {

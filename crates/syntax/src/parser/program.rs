@@ -5,9 +5,9 @@ use super::expr::starts_expression;
 use super::keywords::is_statement_word;
 use super::{is_ident_token, is_reserved, Parser, Result};
 use crate::ast::{
-    BinaryOp, CreateFunction, CreateProcedure, CreateView, Declaration, DeclarationKind, ExecArg, Execute, Expr,
-    FunctionReturns, Ident, Literal, ModuleExecuteAs, ModuleKind, ObjectName, Parameter, SetValue, Statement,
-    StatementKind,
+    BinaryOp, CreateFunction, CreateProcedure, CreateTrigger, CreateView, Declaration, DeclarationKind, ExecArg,
+    Execute, Expr, FunctionReturns, Ident, Literal, ModuleExecuteAs, ModuleKind, ObjectName, Parameter, SetValue,
+    Statement, StatementKind, TriggerEvents,
 };
 use crate::lexer::{Punct, TokenKind};
 use tessera_errors::msg;
@@ -69,6 +69,7 @@ impl Parser<'_> {
             "UPDATE" => StatementKind::Update(Box::new(self.update()?)),
             "DELETE" => StatementKind::Delete(Box::new(self.delete()?)),
             "MERGE" => StatementKind::Merge(Box::new(self.merge()?)),
+            "ENABLE" | "DISABLE" if self.peek_nth(1).is_word("TRIGGER") => self.enable_trigger()?,
             "CREATE" | "ALTER" => self.create_or_alter(first)?,
             "DROP" => self.drop()?,
             "USE" => {
@@ -506,6 +507,8 @@ impl Parser<'_> {
             Some(("FUNCTION", ModuleKind::Function))
         } else if self.peek().is_word("VIEW") {
             Some(("VIEW", ModuleKind::View))
+        } else if self.peek().is_word("TRIGGER") {
+            Some(("TRIGGER", ModuleKind::Trigger))
         } else {
             None
         };
@@ -518,6 +521,7 @@ impl Parser<'_> {
                 ModuleKind::Procedure => Ok(StatementKind::CreateProcedure(Box::new(self.procedure(header)?))),
                 ModuleKind::Function => Ok(StatementKind::CreateFunction(Box::new(self.function(header)?))),
                 ModuleKind::View => Ok(StatementKind::CreateView(Box::new(self.view(header)?))),
+                ModuleKind::Trigger => Ok(StatementKind::CreateTrigger(Box::new(self.trigger(header)?))),
             };
         }
         if or_alter {
@@ -554,6 +558,77 @@ impl Parser<'_> {
         let body = self.statements_to_eof()?;
         let text = self.source(header.start, self.previous_end());
         Ok(CreateProcedure { or_alter: header.or_alter, alter: header.alter, name, params, body, execute_as, text })
+    }
+
+    /// After `CREATE TRIGGER`: name, `ON` table (or DATABASE / ALL SERVER), options, when it
+    /// fires and on what, `AS`, and the rest of the batch as the body.
+    fn trigger(&mut self, header: ModuleHeader) -> Result<CreateTrigger> {
+        let name = self.object_name()?;
+        self.expect_word("ON")?;
+        let table = if self.eat_word("DATABASE") || self.eat_words(&["ALL", "SERVER"]) {
+            None
+        } else {
+            Some(self.object_name()?)
+        };
+        let execute_as = self.module_options()?.0;
+        let instead_of = if self.eat_words(&["INSTEAD", "OF"]) {
+            true
+        } else {
+            if !self.eat_word("FOR") {
+                self.expect_word("AFTER")?;
+            }
+            false
+        };
+        let mut events = TriggerEvents::default();
+        if table.is_none() {
+            // A DDL trigger's event types and groups (CREATE_TABLE, DDL_DATABASE_LEVEL_EVENTS…).
+            self.comma_list(Parser::any_word)?;
+        } else {
+            loop {
+                let event = if self.eat_word("INSERT") {
+                    &mut events.insert
+                } else if self.eat_word("UPDATE") {
+                    &mut events.update
+                } else {
+                    self.expect_word("DELETE")?;
+                    &mut events.delete
+                };
+                *event = true;
+                if !self.eat_punct(Punct::Comma) {
+                    break;
+                }
+            }
+        }
+        self.eat_words(&["WITH", "APPEND"]);
+        self.eat_words(&["NOT", "FOR", "REPLICATION"]);
+        self.expect_word("AS")?;
+        let body = self.statements_to_eof()?;
+        let text = self.source(header.start, self.previous_end());
+        Ok(CreateTrigger {
+            or_alter: header.or_alter,
+            alter: header.alter,
+            name,
+            table,
+            instead_of,
+            events,
+            execute_as,
+            body,
+            text,
+        })
+    }
+
+    /// `ENABLE | DISABLE TRIGGER {name, … | ALL} ON {table | DATABASE | ALL SERVER}`
+    fn enable_trigger(&mut self) -> Result<StatementKind> {
+        let enable = self.advance().is_word("ENABLE");
+        self.expect_word("TRIGGER")?;
+        let names = if self.eat_word("ALL") { vec![] } else { self.comma_list(Parser::object_name)? };
+        self.expect_word("ON")?;
+        let table = if self.eat_word("DATABASE") || self.eat_words(&["ALL", "SERVER"]) {
+            None
+        } else {
+            Some(self.object_name()?)
+        };
+        Ok(StatementKind::EnableTrigger { enable, names, table })
     }
 
     /// `@name [AS] type [VARYING] [= default] [OUT|OUTPUT] [READONLY]`

@@ -1,0 +1,169 @@
+//! DML triggers (AFTER / FOR): which ones a data change fires, and running each once per
+//! kind of change the statement made, after the change and before its DONE, with the
+//! rows it changed as `inserted` and `deleted`.
+//!
+//! A trigger runs one nesting level down, in the statement's transaction (an autocommit
+//! statement's counts as one: @@TRANCOUNT is 1 inside), under XACT_ABORT as SQL Server
+//! runs triggers: an error in it rolls the transaction back and ends the batch. A
+//! transaction a trigger ends (ROLLBACK, COMMIT) ends the batch with 3609. A trigger does
+//! not fire itself again through its own changes (RECURSIVE_TRIGGERS OFF); other triggers
+//! nest up to 32 levels (217).
+
+use super::{Runner, Stop};
+use std::sync::Arc;
+use tessera_errors::msg;
+use tessera_errors::{SqlError, SqlResult};
+use tessera_execution::dml::BoundTarget;
+use tessera_execution::runtime::{ExecCtx, Transitions, TriggerFrame};
+use tessera_semantics::catalog::{Module, Table};
+use tessera_semantics::plan::{OutputPlan, Target};
+use tessera_syntax::ast::{Statement, StatementKind, TriggerEvents};
+
+/// A trigger a data change fires: its definition, and the table (in its database).
+pub(super) struct Firing {
+    module: Arc<Module>,
+    db: String,
+    table: Arc<Table>,
+    events: TriggerEvents,
+}
+
+impl Runner<'_> {
+    /// The enabled triggers on `target` that one of `events` fires, oldest first; when
+    /// there are any, the session starts capturing the rows the statement changes. A
+    /// statement returning OUTPUT rows to the client cannot change a table with enabled
+    /// triggers (334). A bulk load fires none (FIRE_TRIGGERS is not kept).
+    pub(super) fn triggers_to_fire(
+        &mut self,
+        target: &Target,
+        events: TriggerEvents,
+        output: Option<&OutputPlan>,
+    ) -> SqlResult<Vec<Firing>> {
+        if self.state.bulk_rows.is_some() {
+            return Ok(Vec::new());
+        }
+        let running = self.state.triggers.last().map(|f| f.trigger);
+        let shared = self.shared;
+        let found = {
+            let ctx = ExecCtx::new(shared, self.state);
+            let at = target.at(&ctx)?;
+            let database = shared.database(&at.db)?;
+            let catalog = ctx.catalog(&database)?;
+            let candidates: Vec<Arc<Module>> =
+                catalog.triggers_on(at.table.id).filter(|m| !m.disabled).cloned().collect();
+            (at.db.to_string(), at.table.clone(), candidates)
+        };
+        let (db, table, candidates) = found;
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        if output.is_some_and(|o| o.into.is_none()) {
+            return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&table.name]));
+        }
+        let mut fires = Vec::new();
+        for module in candidates {
+            if Some(module.id) == running {
+                continue;
+            }
+            let cached = shared.plans.get_or_parse(&module.text, tessera_syntax::parser::parse_batch)?;
+            let Some(StatementKind::CreateTrigger(ct)) = cached.batch.statements.first().map(|s| &s.kind) else {
+                continue;
+            };
+            let on = TriggerEvents {
+                insert: ct.events.insert && events.insert,
+                update: ct.events.update && events.update,
+                delete: ct.events.delete && events.delete,
+            };
+            if on != TriggerEvents::default() {
+                fires.push(Firing { module, db: db.clone(), table: table.clone(), events: on });
+            }
+        }
+        if !fires.is_empty() {
+            self.state.transitions = Some(Transitions::default());
+        }
+        Ok(fires)
+    }
+
+    /// Runs `fires` after a statement that changed `count` rows, as `transitions` captured
+    /// them: each trigger once per kind of change it fires on.
+    pub(super) fn fire(
+        &mut self,
+        s: &Statement,
+        fires: Vec<Firing>,
+        transitions: Option<Transitions>,
+        count: u64,
+    ) -> SqlResult<()> {
+        let t = transitions.unwrap_or_default();
+        for f in &fires {
+            let columns = f.table.columns.len();
+            if f.events.insert {
+                let frame = frame(f, Vec::new(), t.inserted.clone(), vec![true; columns]);
+                self.run_trigger(s, f, frame, count)?;
+            }
+            if f.events.update {
+                let mut updated = vec![false; columns];
+                for &c in &t.updated_columns {
+                    updated[c] = true;
+                }
+                let (deleted, inserted) = t.updated.iter().cloned().unzip();
+                self.run_trigger(s, f, frame(f, deleted, inserted, updated), count)?;
+            }
+            if f.events.delete {
+                let frame = frame(f, t.deleted.clone(), Vec::new(), vec![false; columns]);
+                self.run_trigger(s, f, frame, count)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_trigger(&mut self, s: &Statement, f: &Firing, frame: TriggerFrame, count: u64) -> SqlResult<()> {
+        let cached = self.shared.plans.get_or_parse(&f.module.text, tessera_syntax::parser::parse_batch)?;
+        let Some(StatementKind::CreateTrigger(ct)) = cached.batch.statements.first().map(|st| &st.kind) else {
+            return Err(tessera_semantics::bind::invalid_object(&f.module.name));
+        };
+        // Its statements chain from its owner, as a procedure's.
+        let security = self.shared.access(self.state, &f.db)?.0;
+        let owner = security.schema_owner(&f.module.schema).unwrap_or(tessera_security::principals::DBO_ID);
+        let context = super::permissions::ModuleContext {
+            db: f.db.clone(),
+            schema: f.module.schema.clone(),
+            owner,
+            altered_by: f.module.altered_by,
+        };
+        let outer = self.state.nest_level;
+        self.enter_module_context(&context, &ct.execute_as)?;
+        self.state.triggers.push(frame);
+        self.state.rowcount = count as i64;
+        let autocommit = self.state.txns.count == 0;
+        if autocommit {
+            self.state.txns.count = 1;
+        }
+        let xact_abort = std::mem::replace(&mut self.state.options.xact_abort, true);
+        self.invoking_trigger = true;
+        let result = self.invoke(s, &cached, &[], &ct.body, Some(&f.module.name), &f.db, Vec::new(), Some(context));
+        self.state.options.xact_abort = xact_abort;
+        self.state.triggers.pop();
+        super::permissions::end_contexts_below(self.state, outer);
+        let ended = self.state.txns.count == 0;
+        if autocommit && !ended {
+            self.state.txns.count = 0;
+        }
+        match result {
+            Ok(_) if ended => Err(msg::TRANSACTION_ENDED_IN_TRIGGER.err()),
+            Ok(_) => Ok(()),
+            Err(Stop::Error(e)) => Err(e),
+            Err(Stop::Abort) => {
+                self.trigger_aborted = true;
+                Err(SqlError::new(50000, "The batch was aborted in a trigger."))
+            }
+        }
+    }
+}
+
+fn frame(
+    f: &Firing,
+    deleted: Vec<Vec<tessera_semantics::types::Value>>,
+    inserted: Vec<Vec<tessera_semantics::types::Value>>,
+    updated: Vec<bool>,
+) -> TriggerFrame {
+    TriggerFrame { trigger: f.module.id, db: f.db.clone(), table: f.table.clone(), deleted, inserted, updated }
+}

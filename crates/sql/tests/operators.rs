@@ -17,10 +17,11 @@
 
 use tessera_database::{Engine, EngineConfig};
 use tessera_execution::runtime::ExecCtx;
-use tessera_semantics::plan::{AggCall, AggFunc, Expr, Plan, SortKey};
+use tessera_semantics::plan::{AggCall, AggFunc, Expr, Plan, SortKey, WindowCall, WindowFunc};
 use tessera_semantics::types::{SqlType, Value};
 use tessera_sql::Session;
 use tessera_syntax::ast::{BinaryOp, JoinKind, SetOperator};
+use tessera_syntax::ast::{FrameBound, WindowFrame};
 
 fn int(n: i64) -> Expr {
     Expr::Const(Value::Int(n))
@@ -236,7 +237,20 @@ fn cases() -> Vec<(&'static str, Box<Plan>, bool, &'static str)> {
         // ROW_NUMBER() OVER (PARTITION BY column 0 ORDER BY column 1 DESC).
         (
             "row number",
-            sort(Box::new(Plan::RowNumber { input: left(), partition: vec![col(0)], order: vec![desc(1)] }), vec![asc(0), asc(1)]),
+            sort(
+                Box::new(Plan::Window {
+                    input: left(),
+                    partition: vec![col(0)],
+                    order: vec![desc(1)],
+                    calls: vec![WindowCall {
+                        func: WindowFunc::RowNumber,
+                        args: Vec::new(),
+                        frame: WindowFrame { rows: false, start: FrameBound::UnboundedPreceding, end: FrameBound::CurrentRow },
+                        ty: SqlType::BigInt,
+                    }],
+                }),
+                vec![asc(0), asc(1)],
+            ),
             true,
             "NULL,d,1; 1,a,1; 2,b,2; 2,c,1; 3,NULL,1",
         ),

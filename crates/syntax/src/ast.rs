@@ -1247,7 +1247,7 @@ pub enum Expr {
         args: Vec<Expr>,
         distinct: bool,
         star: bool,
-        over: Option<Window>,
+        over: Option<Box<Window>>,
     },
     /// `expr COLLATE name`
     Collate {
@@ -1324,11 +1324,30 @@ impl Expr {
     }
 }
 
-/// `OVER ([PARTITION BY …] [ORDER BY …])` — parsed for ROW_NUMBER() and aggregates.
+/// `OVER ([PARTITION BY …] [ORDER BY …] [ROWS | RANGE …])`
 #[derive(Clone, Debug, PartialEq)]
 pub struct Window {
     pub partition_by: Vec<Expr>,
     pub order_by: Vec<OrderItem>,
+    pub frame: Option<WindowFrame>,
+}
+
+/// `ROWS | RANGE BETWEEN start AND end` (`ROWS start` ends at the current row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowFrame {
+    /// ROWS (physical offsets) rather than RANGE (peers of the ORDER BY).
+    pub rows: bool,
+    pub start: FrameBound,
+    pub end: FrameBound,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(u64),
+    CurrentRow,
+    Following(u64),
+    UnboundedFollowing,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

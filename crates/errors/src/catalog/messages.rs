@@ -267,10 +267,14 @@ catalog! {
     DEFAULT_DATABASE_UNAVAILABLE = 4064, 11, Statement, "Cannot open user default database. Login failed.";
     MULTIPART_ID_NOT_BOUND = 4104, 16, Statement, "The multi-part identifier \"%.*ls\" could not be bound.";
     WINDOW_FUNCTION_MISPLACED = 4108, 16, Statement, "Windowed functions can only appear in the SELECT or ORDER BY clauses.";
-    ROW_NUMBER_REQUIRES_ORDER_BY = 4112, 15, Statement, "The function 'ROW_NUMBER' must have an OVER clause with ORDER BY.";
+    WINDOW_IN_WINDOW = 4109, 16, Statement, "Windowed functions cannot be used in the context of another windowed function or aggregate.";
+    WINDOW_NEEDS_ORDER_BY = 4112, 15, Statement, "The function '%.*ls' must have an OVER clause with ORDER BY.";
+    NOT_A_WINDOW_FUNCTION = 4113, 15, Statement, "The function '%.*ls' is not a valid windowing function, and cannot be used with the OVER clause.";
     COLUMN_OR_FUNCTION_NOT_FOUND = 4121, 16, Statement, "Cannot find either column \"%.*ls\" or the user-defined function or aggregate \"%.*ls\", or the name is ambiguous.";
     COALESCE_ALL_NULL = 4127, 16, Statement, "At least one of the arguments to COALESCE must be an expression that is not the NULL constant.";
     NON_BOOLEAN_CONDITION = 4145, 16, Statement, "An expression of non-boolean type specified in a context where a condition is expected, near '%.*ls'.";
+    WINDOW_FRAME_INVALID = 4193, 16, Statement, "'BETWEEN ... FOLLOWING AND ... PRECEDING' is not a valid window frame and cannot be used with the OVER clause.";
+    RANGE_FRAME_OFFSET = 4194, 16, Statement, "RANGE is only supported with UNBOUNDED and CURRENT ROW window frame delimiters.";
     LOG_BACKUP_IN_SIMPLE_RECOVERY = 4208, 16, Statement, "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE.";
     NO_DATABASE_BACKUP_FOR_LOG = 4214, 16, Statement, "BACKUP LOG cannot be performed because there is no current database backup.";
     LOG_BACKUP_TOO_RECENT = 4305, 16, Statement, "The log in this backup set begins at LSN %ls, which is too recent to apply to the database. An earlier log backup that includes LSN %ls can be restored.";
@@ -311,6 +315,7 @@ catalog! {
     FILES_DO_NOT_MATCH_PRIMARY = 5173, 16, Statement, "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files.  If this is an existing database, the file may be corrupted and should be restored from a backup.";
     FILE_SIZE_TOO_SMALL = 5174, 16, Statement, "Each file size must be greater than or equal to 512 KB.";
     MUTATOR_ON_NULL = 5302, 16, Statement, "Mutator '%.*ls' on '%.*ls' cannot be called on a null value.";
+    WINDOW_ORDER_BY_POSITION = 5308, 15, Statement, "Windowed functions, aggregates and NEXT VALUE FOR functions do not support integer indices as ORDER BY clause expressions.";
     DATABASE_CONTEXT_CHANGED = 5701, 0, Statement, "Changed database context to '%.*ls'.";
     LANGUAGE_CHANGED = 5703, 0, Statement, "Changed language setting to us_english.";
     RECONFIGURE_PERMISSION_DENIED = 5812, 16, Statement, "You do not have permission to run the RECONFIGURE statement.";
@@ -358,6 +363,7 @@ catalog! {
     QUERY_HINTS_CANNOT_BE_MET = 8622, 16, Statement, "Query processor could not produce a query plan because of the hints defined in this query. Resubmit the query without specifying any hints and without using SET FORCEPLAN.";
     INTERNAL_QUERY_PROCESSOR_ERROR = 8630, 17, Statement, "Internal Query Processor Error: The query processor encountered an unexpected error during execution.";
     MERGE_ROW_MATCHED_TWICE = 8672, 16, Statement, "The MERGE statement attempted to UPDATE or DELETE the same row more than once. This happens when a target row matches more than one source row. A MERGE statement cannot UPDATE/DELETE the same row of the target table multiple times. Refine the ON clause to ensure a target row matches at most one source row, or use the GROUP BY clause to group the source rows.";
+    NEGATIVE_LAG_OFFSET = 8730, 16, Statement, "Offset parameter for Lag and Lead functions cannot be a negative value.";
     CHECKDB_TABLE_ERROR = 8939, 16, Statement, "Table error: %ls";
     MISSING_INDEX_ROW = 8951, 16, Statement, "Table error: %.*ls. Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:";
     EXTRA_INDEX_ROW = 8952, 16, Statement, "Table error: %.*ls. Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:";
@@ -373,6 +379,7 @@ catalog! {
     LOG_FULL = 9002, 17, Statement, "The transaction log for database '%.*ls' is full due to '%ls'.";
     UNSUPPORTED_DATEPART = 9810, 16, Statement, "The datepart %ls is not supported by date function %ls for data type %ls.";
     INVALID_TIME_ZONE = 9812, 16, Statement, "The timezone provided to builtin function %ls is invalid.";
+    NTILE_NOT_POSITIVE = 9819, 16, Statement, "The function 'NTILE' must have a positive integer value.";
     THROW_OUTSIDE_CATCH = 10704, 15, Statement, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement.";
     VALUES_ROW_LENGTH_MISMATCH = 10709, 16, Statement, "The number of columns for each row in a table value constructor must be the same.";
     MERGE_ACTION_NOT_IN_NOT_MATCHED = 10710, 15, Statement, "An action of type '%ls' is not allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement.";
@@ -383,6 +390,10 @@ catalog! {
     NEGATIVE_OFFSET = 10742, 15, Statement, "The offset specified in a OFFSET clause may not be negative.";
     OFFSET_FETCH_ROWS_NOT_INTEGER = 10743, 15, Statement, "The number of rows provided for a %ls clause must be an integer.";
     FETCH_ROWS_NOT_POSITIVE = 10744, 15, Statement, "The number of rows provided for a FETCH clause must be greater then zero.";
+    WINDOW_FRAME_NOT_ALLOWED = 10752, 15, Statement, "The function '%.*ls' may not have a window frame.";
+    WINDOW_NEEDS_OVER = 10753, 15, Statement, "The function '%.*ls' must have an OVER clause.";
+    WINDOW_FRAME_NEEDS_ORDER_BY = 10756, 15, Statement, "Window frame with ROWS or RANGE must have an ORDER BY clause.";
+    DISTINCT_WITH_OVER = 10759, 15, Statement, "Use of DISTINCT is not allowed with the OVER clause.";
     RESOURCE_GOVERNOR_DENIED = 10902, 16, Statement, "User does not have permission to alter the resource governor configuration.";
     CLASSIFIER_FUNCTION_NOT_FOUND = 10903, 16, Statement, "User-defined function '%ls' does not exist in master database, or the user does not have permission to access it.";
     CLASSIFIER_SCHEMA_NOT_FOUND = 10904, 16, Statement, "The specified schema name '%.*ls' for classifier user-defined function either does not exist, or the user does not have permission to use it.";
@@ -506,8 +517,6 @@ catalog! {
     PASSWORD_USER_NOT_CONTAINED = 33233, 16, Statement, "You can only create a user with a password in a contained database.";
     THROW_NUMBER_OUT_OF_RANGE = 35100, 16, Statement, "Error number %d in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647.";
     APPLY_NOT_SUPPORTED = 40517, 16, Statement, "CROSS APPLY and OUTER APPLY are not supported yet.";
-    ROW_NUMBER_ONCE_PER_QUERY = 40518, 16, Statement, "Only one ROW_NUMBER() per query is supported.";
-    ROW_NUMBER_WITH_GROUPING_NOT_SUPPORTED = 40519, 16, Statement, "ROW_NUMBER() over grouped queries is not supported.";
     COMPUTED_COLUMNS_NOT_SUPPORTED = 40520, 16, Statement, "Computed columns are not supported yet.";
     CHECK_NOCHECK_NOT_SUPPORTED = 40521, 16, Statement, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced.";
     FILTERED_INDEX_MUST_BE_NONCLUSTERED = 40522, 16, Statement, "A filtered index must be nonclustered.";

@@ -9,9 +9,10 @@
 
 use super::evaluate::{eval, eval_all, is_true};
 use super::locked_read::{locked_top_input, run_locked_top};
-use super::operators::{row_number, set_operation, sort_rows, top_sort, Aggregation};
+use super::operators::{set_operation, sort_rows, top_sort, Aggregation};
 use super::rows::{drain, Cursor, Held, Rows};
 use super::scan::{open_scan, ScanFilter};
+use super::window::window;
 use crate::encoding::group_key;
 use crate::runtime::ExecCtx;
 use std::collections::hash_map::Entry;
@@ -200,9 +201,9 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             let rows = set_operation(*op, *all, l, r.into_parts().0)?;
             Box::new(Held::new(Collector::from_parts(rows, held)))
         }
-        Plan::RowNumber { input, partition, order } => {
+        Plan::Window { input, partition, order, calls } => {
             let (rows, reservation) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
-            Box::new(Held::new(Collector::from_parts(row_number(rows, partition, order, ctx)?, reservation)))
+            Box::new(Held::new(Collector::from_parts(window(rows, partition, order, calls, ctx)?, reservation)))
         }
     })
 }

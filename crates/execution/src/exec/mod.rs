@@ -5,7 +5,7 @@
 //! Files: `rows` (what an open operator is, rows held in memory), `evaluate`
 //! (expressions), `ranges` (the key range of a scan or seek), `locked_read` (scans that
 //! lock their rows), `scan` (scans and seeks), `operators` (sort, aggregation, set
-//! operations, ROW_NUMBER), `cursor` (every operator opened; a plan run to its end;
+//! operations), `window` (window functions), `cursor` (every operator opened; a plan run to its end;
 //! recursive CTE rounds; TOP counts), `stored` (queries whose rows go out as they are
 //! stored, not as values).
 //!
@@ -21,6 +21,7 @@ mod ranges;
 mod rows;
 mod scan;
 mod stored;
+mod window;
 
 pub use cursor::{open, run};
 pub use evaluate::{eval, is_true};

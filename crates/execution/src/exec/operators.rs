@@ -1,5 +1,5 @@
 //! The operators that need all of their input first: sort (and top-N sort), grouping and
-//! aggregation, set operations and ROW_NUMBER.
+//! aggregation, set operations (window functions: `window`).
 
 use super::evaluate::{eval, eval_all};
 use super::rows::Rows;
@@ -138,7 +138,8 @@ pub(super) fn top_sort(
     Ok(Collector::from_parts(rows.into_iter().map(|r| r.row).collect(), held))
 }
 
-struct AggState {
+#[derive(Clone)]
+pub(super) struct AggState {
     count: i64,
     sum: Option<Value>,
     best: Option<Value>,
@@ -146,7 +147,7 @@ struct AggState {
 }
 
 impl AggState {
-    fn new() -> AggState {
+    pub(super) fn new() -> AggState {
         AggState { count: 0, sum: None, best: None, seen: HashSet::new() }
     }
 }
@@ -155,7 +156,7 @@ fn sum_type(call: &AggCall) -> SqlType {
     call.ty
 }
 
-fn accumulate(call: &AggCall, st: &mut AggState, v: Value, null_eliminated: &mut bool) -> SqlResult<()> {
+pub(super) fn accumulate(call: &AggCall, st: &mut AggState, v: Value, null_eliminated: &mut bool) -> SqlResult<()> {
     if call.arg.is_some() && v.is_null() {
         *null_eliminated = true;
         return Ok(());
@@ -194,7 +195,7 @@ fn accumulate(call: &AggCall, st: &mut AggState, v: Value, null_eliminated: &mut
     Ok(())
 }
 
-fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
+pub(super) fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
     Ok(match call.func {
         AggFunc::Count => {
             if st.count > i64::from(i32::MAX) {
@@ -304,39 +305,4 @@ pub(super) fn set_operation(op: SetOperator, all: bool, l: Vec<Row>, r: Vec<Row>
             Ok(out)
         }
     }
-}
-
-pub(super) fn row_number(
-    rows: Vec<Row>,
-    partition: &[Expr],
-    order: &[SortKey],
-    ctx: &mut ExecCtx,
-) -> SqlResult<Vec<Row>> {
-    // Sort by (partition, order), number within each partition, keep the sorted order.
-    let mut keyed = Vec::with_capacity(rows.len());
-    for r in rows {
-        let mut pk = KeyBuf::new();
-        for e in partition {
-            encode_value(&eval(e, &r, ctx)?, false, &mut pk)?;
-        }
-        let mut ok = KeyBuf::new();
-        for k in order {
-            encode_value(&eval(&k.expr, &r, ctx)?, k.descending, &mut ok)?;
-        }
-        keyed.push((pk.into_vec(), ok.into_vec(), r));
-    }
-    keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    let mut out = Vec::with_capacity(keyed.len());
-    let mut n = 0i64;
-    let mut prev: Option<Vec<u8>> = None;
-    for (p, _, mut r) in keyed {
-        if prev.as_ref() != Some(&p) {
-            n = 0;
-            prev = Some(p);
-        }
-        n += 1;
-        r.push(Value::Int(n));
-        out.push(r);
-    }
-    Ok(out)
 }

@@ -88,15 +88,7 @@ impl<'a> Binder<'a> {
                 return Err(msg::WRONG_ARGUMENT_COUNT.with(&[&fname.to_lowercase(), &"1"]));
             }
             let (arg, arg_type) = self.with_scope(agg.input.clone(), |b| b.bind_expr(&args[0]))?;
-            let ty = match func {
-                AggFunc::Count => SqlType::Int,
-                AggFunc::CountBig => SqlType::BigInt,
-                AggFunc::Min | AggFunc::Max if arg_type == SqlType::Bit => {
-                    return Err(msg::INVALID_OPERAND_TYPE.with(&[&"bit", &fname.to_lowercase()]));
-                }
-                AggFunc::Min | AggFunc::Max => arg_type,
-                AggFunc::Sum | AggFunc::Avg => sum_type(func, &arg_type, fname)?,
-            };
+            let ty = aggregate_type(func, &arg_type, fname)?;
             Ok(AggCall { func, arg: Some(arg), arg_type, distinct, ty })
         })();
         let call = match result {
@@ -125,6 +117,19 @@ pub fn contains_aggregate(e: &ast::Expr) -> bool {
 pub(super) fn contains_subquery(e: &ast::Expr) -> bool {
     use ast::Expr as E;
     e.any(&|x| matches!(x, E::Subquery(_) | E::Exists(_) | E::InSubquery { .. } | E::Quantified { .. }))
+}
+
+/// The type of `fname` (an aggregate) over an argument of type `arg_type`.
+pub(super) fn aggregate_type(func: AggFunc, arg_type: &SqlType, fname: &str) -> SqlResult<SqlType> {
+    Ok(match func {
+        AggFunc::Count => SqlType::Int,
+        AggFunc::CountBig => SqlType::BigInt,
+        AggFunc::Min | AggFunc::Max if *arg_type == SqlType::Bit => {
+            return Err(msg::INVALID_OPERAND_TYPE.with(&[&"bit", &fname.to_lowercase()]));
+        }
+        AggFunc::Min | AggFunc::Max => *arg_type,
+        AggFunc::Sum | AggFunc::Avg => sum_type(func, arg_type, fname)?,
+    })
 }
 
 fn sum_type(func: AggFunc, t: &SqlType, fname: &str) -> SqlResult<SqlType> {

@@ -30,14 +30,16 @@ impl<'a> Binder<'a> {
             }
             return Err(msg::COLUMN_OR_FUNCTION_NOT_FOUND.with(&[&(name.0[0].value), &object_display(name)]));
         }
-        if let Some(func) = agg_func(&fname) {
-            if over.is_some() {
-                return Err(msg::WINDOW_FUNCTION_MISPLACED.err());
+        if let Some(w) = over {
+            if name.0.len() == 1 {
+                return self.bind_window_call(&fname, args, distinct, star, w);
             }
+        }
+        if let Some(func) = agg_func(&fname) {
             return self.bind_aggregate(func, &fname, args, distinct, star);
         }
-        if over.is_some() || fname == "ROW_NUMBER" {
-            return Err(msg::WINDOW_FUNCTION_MISPLACED.err());
+        if super::window::needs_over(&fname) {
+            return Err(msg::WINDOW_NEEDS_OVER.with(&[&fname.to_lowercase()]));
         }
         let arity = |n: usize| -> SqlResult<()> {
             if args.len() != n {

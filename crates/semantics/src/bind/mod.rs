@@ -34,6 +34,7 @@ mod modules;
 mod names;
 mod query;
 mod select;
+mod window;
 
 pub use aggregate::contains_aggregate;
 pub use context::{Catalogs, SessionNames};
@@ -75,6 +76,9 @@ pub struct Binder<'a> {
     /// The statement's join hint (`OPTION (LOOP JOIN)`): how every join is made.
     join_hint: Option<tessera_syntax::ast::JoinHint>,
     agg: Option<AggContext>,
+    /// While binding a select list and its ORDER BY: the window calls met (elsewhere a
+    /// window call is 4108).
+    windows: Option<window::WindowContext>,
     /// While binding a FROM clause: the table that gets a hidden key column.
     key_target: Option<String>,
     /// The database unqualified names resolve in when not the session's (inside a view
@@ -125,6 +129,7 @@ impl<'a> Binder<'a> {
             max_recursion: DEFAULT_MAX_RECURSION,
             join_hint: None,
             agg: None,
+            windows: None,
             key_target: None,
             default_db: None,
             substitutions: Vec::new(),

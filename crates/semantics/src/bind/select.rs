@@ -1,4 +1,4 @@
-//! SELECT: the select list, GROUP BY and HAVING, ROW_NUMBER() OVER, ORDER BY, DISTINCT, TOP
+//! SELECT: the select list, GROUP BY and HAVING, window calls (`window`), ORDER BY, DISTINCT, TOP
 //! and OFFSET/FETCH, assembled into one plan.
 
 use super::aggregate::{contains_aggregate, contains_subquery, not_grouped, AggClause, AggContext};
@@ -20,11 +20,16 @@ impl<'a> Binder<'a> {
         offset: Option<&ast::Expr>,
         fetch: Option<&ast::Expr>,
     ) -> SqlResult<BoundQuery> {
-        // FROM and WHERE.
-        let (mut plan, scope) = self.bind_from_where(&s.from, s.selection.as_ref(), None)?;
-        let columns =
-            self.with_scope(scope.clone(), |b| b.bind_select_rest(s, order_by, offset, fetch, &mut plan, scope))?;
-        Ok(BoundQuery { plan, columns })
+        // FROM and WHERE (where a window call of an enclosing select list may not be), then
+        // the rest; the enclosing select list's window calls are kept for it meanwhile.
+        let outer_windows = self.windows.take();
+        let result = self.bind_from_where(&s.from, s.selection.as_ref(), None).and_then(|(mut plan, scope)| {
+            let columns =
+                self.with_scope(scope.clone(), |b| b.bind_select_rest(s, order_by, offset, fetch, &mut plan, scope))?;
+            Ok(BoundQuery { plan, columns })
+        });
+        self.windows = outer_windows;
+        result
     }
 
     fn bind_select_rest(
@@ -79,10 +84,10 @@ impl<'a> Binder<'a> {
         scope: &Scope,
         aggregated: bool,
     ) -> SqlResult<Vec<OutputColumn>> {
-        // Select list.
+        // Select list (and ORDER BY), where window calls may appear.
+        self.windows = Some(Default::default());
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
-        let mut window: Option<(usize, Vec<ast::Expr>, Vec<ast::OrderItem>)> = None;
         // Output column of each select item that is a single expression.
         let mut item_columns: Vec<Option<usize>> = Vec::new();
         for item in &s.items {
@@ -122,24 +127,6 @@ impl<'a> Binder<'a> {
                     }
                 }
                 ast::SelectItem::Expr { expr, alias } => {
-                    if let ast::Expr::Function { name, over: Some(w), .. } = expr {
-                        if name.name().is("ROW_NUMBER") {
-                            if w.order_by.is_empty() {
-                                return Err(msg::ROW_NUMBER_REQUIRES_ORDER_BY.err());
-                            }
-                            if window.is_some() {
-                                return Err(msg::ROW_NUMBER_ONCE_PER_QUERY.err());
-                            }
-                            window = Some((exprs.len(), w.partition_by.clone(), w.order_by.clone()));
-                            exprs.push(Expr::Const(Value::Null));
-                            columns.push(OutputColumn {
-                                name: alias.as_ref().map(|a| a.value.clone()).unwrap_or_default(),
-                                ty: SqlType::BigInt,
-                                nullable: false,
-                            });
-                            continue;
-                        }
-                    }
                     let (e, t, n) = self.bind_expr_n(expr)?;
                     exprs.push(e);
                     let name = alias.as_ref().map(|a| a.value.clone()).unwrap_or_else(|| implicit_name(expr));
@@ -154,10 +141,10 @@ impl<'a> Binder<'a> {
         if let Some(a) = &mut self.agg {
             a.clause = AggClause::Having;
         }
-        let having = match &s.having {
-            Some(h) => Some(self.bind_predicate(h)?),
-            None => None,
-        };
+        let windows = self.windows.take();
+        let having = s.having.as_ref().map(|h| self.bind_predicate(h)).transpose();
+        self.windows = windows;
+        let having = having?;
         // ORDER BY: select-list aliases and positions, or any expression of the FROM rows.
         let mut sort_keys = Vec::new();
         let visible = exprs.len();
@@ -187,7 +174,9 @@ impl<'a> Binder<'a> {
         }
         // Assemble.
         let mut p = std::mem::replace(plan, Plan::Values(Vec::new()));
+        let mut width = scope.columns.len();
         if let Some(agg) = self.agg.take() {
+            width = agg.group_asts.len() + agg.calls.len();
             let group_by: Vec<Expr> = {
                 // Group expressions were bound in the input scope above.
                 let saved = self.agg.take();
@@ -205,11 +194,7 @@ impl<'a> Binder<'a> {
         if let Some(h) = having {
             p = Plan::Filter { input: Box::new(p), predicate: h };
         }
-        if let Some((pos, partition, order)) = window {
-            let (wplan, col) = self.bind_row_number(p, &partition, &order, scope)?;
-            p = wplan;
-            exprs[pos] = Expr::Column(col);
-        }
+        p = self.close_windows(p, width, &mut exprs);
         p = Plan::Project { input: Box::new(p), exprs: exprs.clone() };
         if s.distinct {
             p = Plan::Distinct { input: Box::new(p) };
@@ -235,28 +220,6 @@ impl<'a> Binder<'a> {
         }
         *plan = p;
         Ok(columns)
-    }
-
-    fn bind_row_number(
-        &mut self,
-        input: Plan,
-        partition: &[ast::Expr],
-        order: &[ast::OrderItem],
-        scope: &Scope,
-    ) -> SqlResult<(Plan, usize)> {
-        if self.agg.is_some() {
-            return Err(msg::ROW_NUMBER_WITH_GROUPING_NOT_SUPPORTED.err());
-        }
-        let mut part = Vec::new();
-        for e in partition {
-            part.push(self.bind_expr(e)?.0);
-        }
-        let mut keys = Vec::new();
-        for o in order {
-            keys.push(SortKey { expr: self.bind_expr(&o.expr)?.0, descending: o.descending });
-        }
-        let col = scope.columns.len();
-        Ok((Plan::RowNumber { input: Box::new(input), partition: part, order: keys }, col))
     }
 
     fn bind_count_top(&mut self, e: &ast::Expr, percent: bool) -> SqlResult<Expr> {

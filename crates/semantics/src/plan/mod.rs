@@ -16,7 +16,7 @@ pub use statement::{
 };
 pub use tree::{
     columns_used, AggCall, AggFunc, Col, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, Subquery, SubqueryKind,
-    UserCall, View,
+    UserCall, View, WindowCall, WindowFunc,
 };
 
 use crate::types::Value;

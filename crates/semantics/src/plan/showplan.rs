@@ -332,7 +332,7 @@ impl<'v> Printer<'v> {
                 let which = if *deleted { "deleted" } else { "inserted" };
                 (Node::leaf(format!("Inserted Scan(OBJECT:({which}))")), Vec::new())
             }
-            Plan::RowNumber { input, partition, order } => {
+            Plan::Window { input, partition, order, calls } => {
                 let (child, mut names) = self.plan(input, corr);
                 let mark = self.subqueries.len();
                 let mut keys: Vec<String> = partition.iter().map(|p| format!("{} ASC", self.expr(p, &names))).collect();
@@ -346,9 +346,15 @@ impl<'v> Printer<'v> {
                     input = Node { text: format!("Sort(ORDER BY:({}))", keys.join(", ")), children };
                 }
                 let segment = Node { text: "Segment".to_string(), children: vec![input] };
-                let rn = self.name("Expr");
-                let text = format!("Sequence Project(DEFINE:({rn}=row_number))");
-                names.push(rn);
+                let mut defines = Vec::with_capacity(calls.len());
+                let row = names.clone();
+                for call in calls {
+                    let args: Vec<String> = call.args.iter().map(|a| self.expr(a, &row)).collect();
+                    let name = self.name("Expr");
+                    defines.push(format!("{name}={}({})", call.func.name(), args.join(",")));
+                    names.push(name);
+                }
+                let text = format!("Sequence Project(DEFINE:({}))", defines.join(", "));
                 (Node { text, children: vec![segment] }, names)
             }
         }

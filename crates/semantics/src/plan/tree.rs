@@ -420,12 +420,68 @@ pub enum Plan {
     Transition {
         deleted: bool,
     },
-    /// ROW_NUMBER() OVER (PARTITION BY … ORDER BY …): appends one bigint column.
-    RowNumber {
+    /// Window functions over one `OVER (PARTITION BY … ORDER BY …)`: the input's rows in
+    /// (partition, order) order, each with one more column per call.
+    Window {
         input: Box<Plan>,
         partition: Vec<Expr>,
         order: Vec<SortKey>,
+        calls: Vec<WindowCall>,
     },
+}
+
+/// A window function call: what it computes, over which rows of its partition.
+#[derive(Clone, Debug)]
+pub struct WindowCall {
+    pub func: WindowFunc,
+    /// Its arguments over the input row (LAG's and LEAD's offset and default, NTILE's
+    /// count, an aggregate's argument).
+    pub args: Vec<Expr>,
+    pub frame: tessera_syntax::ast::WindowFrame,
+    /// Its result's type.
+    pub ty: SqlType,
+}
+
+#[derive(Clone, Debug)]
+pub enum WindowFunc {
+    RowNumber,
+    Rank,
+    DenseRank,
+    Ntile,
+    PercentRank,
+    CumeDist,
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    /// An aggregate over the frame (its argument is `args[0]`, none for COUNT(*)).
+    Aggregate(AggCall),
+}
+
+impl WindowFunc {
+    /// The function's name as T-SQL spells it (lower case, as SHOWPLAN shows it).
+    pub fn name(&self) -> &'static str {
+        match self {
+            WindowFunc::RowNumber => "row_number",
+            WindowFunc::Rank => "rank",
+            WindowFunc::DenseRank => "dense_rank",
+            WindowFunc::Ntile => "ntile",
+            WindowFunc::PercentRank => "percent_rank",
+            WindowFunc::CumeDist => "cume_dist",
+            WindowFunc::Lag => "lag",
+            WindowFunc::Lead => "lead",
+            WindowFunc::FirstValue => "first_value",
+            WindowFunc::LastValue => "last_value",
+            WindowFunc::Aggregate(call) => match call.func {
+                AggFunc::Count => "count",
+                AggFunc::CountBig => "count_big",
+                AggFunc::Sum => "sum",
+                AggFunc::Avg => "avg",
+                AggFunc::Min => "min",
+                AggFunc::Max => "max",
+            },
+        }
+    }
 }
 
 impl Plan {

@@ -6,7 +6,9 @@
 
 use super::keywords::is_expression_keyword;
 use super::{is_ident_token, is_reserved, Parser, Result, MAX_EXPR_DEPTH};
-use crate::ast::{BinaryOp, Expr, Ident, Literal, ObjectName, OrderItem, TypeArg, TypeName, UnaryOp, Window};
+use crate::ast::{
+    BinaryOp, Expr, FrameBound, Ident, Literal, ObjectName, OrderItem, TypeArg, TypeName, UnaryOp, Window, WindowFrame,
+};
 use crate::lexer::{Punct, Token, TokenKind};
 
 const PREC_OR: u8 = 1;
@@ -383,22 +385,56 @@ impl Parser<'_> {
     }
 
     fn finish_call(&mut self, name: ObjectName, call: FunctionCall) -> Result<Expr> {
-        let over = if self.eat_word("OVER") { Some(self.window()?) } else { None };
+        let over = if self.eat_word("OVER") { Some(Box::new(self.window()?)) } else { None };
         Ok(Expr::Function { name, args: call.args, distinct: call.distinct, star: call.star, over })
     }
 
     /// `( [PARTITION BY …] [ORDER BY …] )` after `OVER`.
     fn window(&mut self) -> Result<Window> {
         self.expect_punct(Punct::LParen)?;
-        let mut window = Window { partition_by: vec![], order_by: vec![] };
+        let mut window = Window { partition_by: vec![], order_by: vec![], frame: None };
         if self.eat_words(&["PARTITION", "BY"]) {
             window.partition_by = self.comma_list(Parser::expr)?;
         }
         if self.eat_words(&["ORDER", "BY"]) {
             window.order_by = self.comma_list(Parser::order_item)?;
         }
+        if self.peek_is_any_word(&["ROWS", "RANGE"]) {
+            let rows = self.advance().is_word("ROWS");
+            let (start, end) = if self.eat_word("BETWEEN") {
+                let start = self.frame_bound()?;
+                self.expect_word("AND")?;
+                (start, self.frame_bound()?)
+            } else {
+                (self.frame_bound()?, FrameBound::CurrentRow)
+            };
+            window.frame = Some(WindowFrame { rows, start, end });
+        }
         self.expect_punct(Punct::RParen)?;
         Ok(window)
+    }
+
+    /// `UNBOUNDED PRECEDING | n PRECEDING | CURRENT ROW | n FOLLOWING | UNBOUNDED FOLLOWING`
+    fn frame_bound(&mut self) -> Result<FrameBound> {
+        if self.eat_words(&["CURRENT", "ROW"]) {
+            return Ok(FrameBound::CurrentRow);
+        }
+        if self.eat_word("UNBOUNDED") {
+            if self.eat_word("PRECEDING") {
+                return Ok(FrameBound::UnboundedPreceding);
+            }
+            self.expect_word("FOLLOWING")?;
+            return Ok(FrameBound::UnboundedFollowing);
+        }
+        if self.peek().kind != TokenKind::Integer {
+            return Err(self.error_here());
+        }
+        let n: u64 = self.advance().text.parse().map_err(|_| self.error_here())?;
+        if self.eat_word("PRECEDING") {
+            return Ok(FrameBound::Preceding(n));
+        }
+        self.expect_word("FOLLOWING")?;
+        Ok(FrameBound::Following(n))
     }
 
     /// `expr [ASC|DESC]`

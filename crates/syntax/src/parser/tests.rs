@@ -252,13 +252,21 @@ fn functions() {
             args: vec![],
             distinct: false,
             star: false,
-            over: Some(Window {
+            over: Some(Box::new(Window {
                 partition_by: vec![col("a")],
-                order_by: vec![OrderItem { expr: col("b"), descending: true }]
-            })
+                order_by: vec![OrderItem { expr: col("b"), descending: true }],
+                frame: None,
+            }))
         }
     );
     assert!(matches!(expr("SUM(a) OVER ()"), Expr::Function { over: Some(_), .. }));
+    let Expr::Function { over: Some(w), .. } =
+        expr("SUM(a) OVER (ORDER BY b ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)")
+    else {
+        panic!("a window")
+    };
+    let frame = WindowFrame { rows: true, start: FrameBound::Preceding(2), end: FrameBound::CurrentRow };
+    assert_eq!(w.frame, Some(frame));
 }
 
 #[test]

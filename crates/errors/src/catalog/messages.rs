@@ -516,7 +516,6 @@ catalog! {
     LOGIN_LOCKED_OUT = 18486, 14, Statement, "Login failed for user '%.*ls' because the account is currently locked out. The system administrator can unlock it.";
     PASSWORD_USER_NOT_CONTAINED = 33233, 16, Statement, "You can only create a user with a password in a contained database.";
     THROW_NUMBER_OUT_OF_RANGE = 35100, 16, Statement, "Error number %d in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647.";
-    APPLY_NOT_SUPPORTED = 40517, 16, Statement, "CROSS APPLY and OUTER APPLY are not supported yet.";
     COMPUTED_COLUMNS_NOT_SUPPORTED = 40520, 16, Statement, "Computed columns are not supported yet.";
     CHECK_NOCHECK_NOT_SUPPORTED = 40521, 16, Statement, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced.";
     FILTERED_INDEX_MUST_BE_NONCLUSTERED = 40522, 16, Statement, "A filtered index must be nonclustered.";

@@ -420,6 +420,21 @@ struct Apply<'p> {
     pending: VecDeque<Row>,
 }
 
+impl Apply<'_> {
+    /// A right row for `lrow`: queued if the join's condition holds; whether it did.
+    fn pair(&mut self, lrow: &Row, rrow: Row, ctx: &mut ExecCtx) -> SqlResult<bool> {
+        let mut combined = lrow.clone();
+        combined.extend(rrow);
+        if let Some(on) = self.on {
+            if !is_true(on, &combined, ctx)? {
+                return Ok(false);
+            }
+        }
+        self.pending.push_back(combined);
+        Ok(true)
+    }
+}
+
 impl Cursor for Apply<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
         loop {
@@ -427,18 +442,21 @@ impl Cursor for Apply<'_> {
                 return Ok(Some(r));
             }
             let Some(lrow) = self.left.next(ctx)? else { return Ok(None) };
-            let mut right = open(self.right, &lrow, ctx)?;
             let mut matched = false;
-            while let Some(rrow) = right.next(ctx)? {
-                let mut combined = lrow.clone();
-                combined.extend(rrow);
-                if let Some(on) = self.on {
-                    if !is_true(on, &combined, ctx)? {
-                        continue;
-                    }
+            if matches!(self.kind, JoinKind::CrossApply | JoinKind::OuterApply) {
+                // APPLY: the right side reads the left row as its enclosing row while it
+                // runs, so it runs to its end before the row is let go.
+                ctx.outer.push(lrow.clone());
+                let rows = open(self.right, &lrow, ctx).and_then(|right| drain(right, ctx));
+                ctx.outer.pop();
+                for rrow in rows?.into_parts().0 {
+                    matched |= self.pair(&lrow, rrow, ctx)?;
                 }
-                matched = true;
-                self.pending.push_back(combined);
+            } else {
+                let mut right = open(self.right, &lrow, ctx)?;
+                while let Some(rrow) = right.next(ctx)? {
+                    matched |= self.pair(&lrow, rrow, ctx)?;
+                }
             }
             if !matched && matches!(self.kind, JoinKind::Left | JoinKind::OuterApply) {
                 self.pending.push_back(padded_left(lrow, self.right_width));

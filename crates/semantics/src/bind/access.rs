@@ -32,6 +32,12 @@ impl<'a> Binder<'a> {
                     // A hint in the join, else the statement's (`OPTION (LOOP JOIN)`).
                     hint: hint.or(self.join_hint),
                 };
+                if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
+                    let right_width = right.width();
+                    let on = conjoin(join.on);
+                    let (left, right) = (Box::new(self.build(*left)?), Box::new(self.build(*right)?));
+                    return Ok(Plan::Apply { left, right, kind, on, right_width });
+                }
                 let right_offset = right.offset();
                 // Index nested loops: the inner side is a table whose index the join pins
                 // (unless the query asks for a hash or merge join).

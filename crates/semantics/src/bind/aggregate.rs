@@ -81,6 +81,9 @@ impl<'a> Binder<'a> {
                 let ty = if func == AggFunc::Count { SqlType::Int } else { SqlType::BigInt };
                 return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty });
             }
+            if args.iter().any(|a| a.any(&|x| matches!(x, ast::Expr::Function { over: Some(_), .. }))) {
+                return Err(msg::WINDOW_IN_WINDOW.err());
+            }
             if args.len() == 1 && (contains_aggregate(&args[0]) || contains_subquery(&args[0])) {
                 return Err(msg::NESTED_AGGREGATE.err());
             }

@@ -57,7 +57,17 @@ impl<'a> Binder<'a> {
             ast::Expr::Variable(name) => {
                 let lower = name.to_lowercase();
                 if let Some((e, t, _)) = self.substitutions.iter().find(|(_, _, n)| *n == lower) {
-                    return Ok((e.clone(), *t, true));
+                    let levels = self.scopes.len().saturating_sub(self.substitution_depth);
+                    let e = super::expr_walk::deeper(e, levels);
+                    if super::expr_walk::reads_outer(&e) {
+                        // It reads an enclosing row (an APPLY's left row): every query from
+                        // the function's body in is correlated.
+                        let from = self.substitution_depth.saturating_sub(1);
+                        for s in &mut self.scopes[from..] {
+                            s.correlated = true;
+                        }
+                    }
+                    return Ok((e, *t, true));
                 }
                 if let Some(deduced) = self.deduced_as(name) {
                     let (e, t) = self.note_deduced(name, deduced, false, None);

@@ -6,10 +6,39 @@ use crate::plan::{Expr, Subquery, SubqueryKind};
 /// Applies `f` to every column reference of an expression (not descending into
 /// subqueries, whose plans address their own rows).
 pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
-    let m = |x: &Expr| Box::new(map_columns(x, f));
-    match e {
+    map_references(e, &|r| match r {
         Expr::Column(i) => Expr::Column(f(*i)),
-        Expr::Const(_) | Expr::OuterRef { .. } | Expr::Var(_) | Expr::NextValue { .. } => e.clone(),
+        other => other.clone(),
+    })
+}
+
+/// `e` as it reads when used `levels` query levels deeper than it was bound (a function's
+/// argument substituted into its body): its outer references reach that much further.
+pub fn deeper(e: &Expr, levels: usize) -> Expr {
+    map_references(e, &|r| match r {
+        Expr::OuterRef { depth, index } => Expr::OuterRef { depth: depth + levels, index: *index },
+        other => other.clone(),
+    })
+}
+
+/// Whether `e` reads an enclosing query's row (not looking into subqueries).
+pub(super) fn reads_outer(e: &Expr) -> bool {
+    let found = std::cell::Cell::new(false);
+    map_references(e, &|r| {
+        found.set(found.get() || matches!(r, Expr::OuterRef { .. }));
+        r.clone()
+    });
+    found.get()
+}
+
+/// Applies `f` to every column and outer reference of an expression (not descending into
+/// subqueries).
+fn map_references(e: &Expr, f: &dyn Fn(&Expr) -> Expr) -> Expr {
+    let map_columns = map_references;
+    let m = |x: &Expr| Box::new(map_references(x, f));
+    match e {
+        Expr::Column(_) | Expr::OuterRef { .. } => f(e),
+        Expr::Const(_) | Expr::Var(_) | Expr::NextValue { .. } => e.clone(),
         Expr::Cast { expr, from, to, style, try_, implicit } => {
             Expr::Cast { expr: m(expr), from: *from, to: *to, style: *style, try_: *try_, implicit: *implicit }
         }

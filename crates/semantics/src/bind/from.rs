@@ -286,7 +286,26 @@ impl<'a> Binder<'a> {
             ast::TableRef::Join { left, right, kind, on, hint } => {
                 let l = self.bind_table_ref(left, scope)?;
                 if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
-                    return Err(msg::APPLY_NOT_SUPPORTED.err());
+                    // The right side reads the left's columns as an enclosing query's: an
+                    // outer reference of depth 0 is the left row it runs for.
+                    let columns = scope.columns[l.offset()..l.offset() + l.width()].to_vec();
+                    self.scopes.push(Scope { columns, correlated: false });
+                    // A function's arguments are read one level in (its body's query takes
+                    // the place of that level), so that they too reach the left row as an
+                    // enclosing one.
+                    let function = matches!(**right, ast::TableRef::Function { .. });
+                    if function {
+                        self.scopes.push(Scope::default());
+                    }
+                    let r = self.bind_table_ref(right, scope);
+                    if function {
+                        self.scopes.pop();
+                    }
+                    self.scopes.pop();
+                    let r = r?;
+                    let width = l.width() + r.width();
+                    let (left, right) = (Box::new(l), Box::new(r));
+                    return Ok(FromNode::Join { left, right, kind: *kind, on: Vec::new(), offset, width, hint: None });
                 }
                 let r = self.bind_table_ref(right, scope)?;
                 let width = l.width() + r.width();

@@ -86,6 +86,8 @@ pub struct Binder<'a> {
     default_db: Option<InDb>,
     /// Inside an inline table-valued function: its parameters, bound to the arguments.
     substitutions: Vec<(Expr, SqlType, String)>,
+    /// How many scopes deep the substituted arguments were bound (see `expr_walk::deeper`).
+    substitution_depth: usize,
     /// Views and functions being expanded (nesting limit).
     module_depth: i32,
     /// Every name looked up, and what was found (see `ObjectDep`).
@@ -133,6 +135,7 @@ impl<'a> Binder<'a> {
             key_target: None,
             default_db: None,
             substitutions: Vec::new(),
+            substitution_depth: 0,
             module_depth: 0,
             deps: Vec::new(),
             via: None,

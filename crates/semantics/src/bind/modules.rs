@@ -155,8 +155,15 @@ impl<'a> Binder<'a> {
             }
         }
         let saved = std::mem::replace(&mut self.substitutions, bound_args);
-        let r = self.bind_in_module(db, m, |b| b.bind_query(query));
+        let saved_depth = self.substitution_depth;
+        // The body's query is the level the arguments were bound for (the module's own
+        // scope stands in for the one they were bound in).
+        let r = self.bind_in_module(db, m, |b| {
+            b.substitution_depth = b.scopes.len();
+            b.bind_query(query)
+        });
         self.substitutions = saved;
+        self.substitution_depth = saved_depth;
         r
     }
 

@@ -362,8 +362,9 @@ pub enum Plan {
         left_width: usize,
         right_width: usize,
     },
-    /// Runs `right` once per left row with that row as its correlation row (index
-    /// nested loops, APPLY). Inner and left kinds.
+    /// Runs `right` once per left row with that row as its correlation row: index nested
+    /// loops (inner and left kinds), and CROSS / OUTER APPLY, whose right side reads the
+    /// left row as an enclosing query's (`Expr::OuterRef` depth 0).
     Apply {
         left: Box<Plan>,
         right: Box<Plan>,

@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Circles that are the code's own recursion, as the sorted files of each.
-const ALLOWED: &[&[&str]] = &[&["cursor", "evaluate", "locked_read", "operators", "ranges", "scan"]];
+const ALLOWED: &[&[&str]] = &[&["cursor", "evaluate", "locked_read", "operators", "ranges", "scan", "window"]];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 

@@ -85,7 +85,7 @@ fn sort(input: Box<Plan>, keys: Vec<SortKey>) -> Box<Plan> {
 }
 
 fn agg(func: AggFunc, arg: Option<Expr>, distinct: bool, ty: SqlType) -> AggCall {
-    AggCall { func, arg, arg_type: SqlType::Int, distinct, ty }
+    AggCall { func, arg, arg_type: SqlType::Int, distinct, ty, string_agg: None }
 }
 
 fn aggregate(input: Box<Plan>, group_by: Vec<Expr>, aggregates: Vec<AggCall>) -> Box<Plan> {

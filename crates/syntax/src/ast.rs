@@ -1248,6 +1248,8 @@ pub enum Expr {
         distinct: bool,
         star: bool,
         over: Option<Box<Window>>,
+        /// `WITHIN GROUP (ORDER BY …)` (STRING_AGG).
+        within_group: Vec<OrderItem>,
     },
     /// `expr COLLATE name`
     Collate {

@@ -68,7 +68,7 @@ catalog! {
     AMBIGUOUS_COLUMN_NAME = 209, 16, Statement, "Ambiguous column name '%.*ls'.";
     SCHEMA_CORRUPTION = 211, 23, Connection, "Possible schema corruption. Run DBCC CHECKCATALOG.";
     INSERT_COLUMN_COUNT_MISMATCH = 213, 16, Statement, "Column name or number of supplied values does not match table definition.";
-    INVALID_STATEMENT_PARAM_TYPE = 214, 16, Statement, "Procedure expects parameter '@statement' of type 'ntext/nchar/nvarchar'.";
+    PARAMETER_TYPE_EXPECTED = 214, 16, Statement, "Procedure expects parameter '%ls' of type '%ls'.";
     MAX_NESTING_LEVEL_EXCEEDED = 217, 16, Batch, "Maximum stored procedure, function, trigger, or view nesting level exceeded (limit 32).";
     ARITHMETIC_OVERFLOW_FOR_TYPE = 220, 16, Statement, "Arithmetic overflow error for data type %ls, value = %I64d.";
     NOT_IN_MULTI_STATEMENT_TRANSACTION = 226, 16, Statement, "%ls statement not allowed within multi-statement transaction.";
@@ -275,6 +275,7 @@ catalog! {
     NON_BOOLEAN_CONDITION = 4145, 16, Statement, "An expression of non-boolean type specified in a context where a condition is expected, near '%.*ls'.";
     WINDOW_FRAME_INVALID = 4193, 16, Statement, "'BETWEEN ... FOLLOWING AND ... PRECEDING' is not a valid window frame and cannot be used with the OVER clause.";
     RANGE_FRAME_OFFSET = 4194, 16, Statement, "RANGE is only supported with UNBOUNDED and CURRENT ROW window frame delimiters.";
+    STRING_SPLIT_ORDINAL_ARGUMENT = 4199, 16, Statement, "Argument value %d is invalid for argument 3 of string_split function.";
     LOG_BACKUP_IN_SIMPLE_RECOVERY = 4208, 16, Statement, "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE.";
     NO_DATABASE_BACKUP_FOR_LOG = 4214, 16, Statement, "BACKUP LOG cannot be performed because there is no current database backup.";
     LOG_BACKUP_TOO_RECENT = 4305, 16, Statement, "The log in this backup set begins at LSN %ls, which is too recent to apply to the database. An earlier log backup that includes LSN %ls can be restored.";
@@ -380,6 +381,8 @@ catalog! {
     UNSUPPORTED_DATEPART = 9810, 16, Statement, "The datepart %ls is not supported by date function %ls for data type %ls.";
     INVALID_TIME_ZONE = 9812, 16, Statement, "The timezone provided to builtin function %ls is invalid.";
     NTILE_NOT_POSITIVE = 9819, 16, Statement, "The function 'NTILE' must have a positive integer value.";
+    TRANSLATE_LENGTHS_DIFFER = 9828, 16, Statement, "The second and third arguments of the TRANSLATE built-in function must contain an equal number of characters.";
+    STRING_AGG_TOO_LONG = 9829, 16, Statement, "STRING_AGG aggregation result exceeded the limit of 8000 bytes. Use LOB types to avoid result truncation.";
     THROW_OUTSIDE_CATCH = 10704, 15, Statement, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement.";
     VALUES_ROW_LENGTH_MISMATCH = 10709, 16, Statement, "The number of columns for each row in a table value constructor must be the same.";
     MERGE_ACTION_NOT_IN_NOT_MATCHED = 10710, 15, Statement, "An action of type '%ls' is not allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement.";
@@ -393,6 +396,7 @@ catalog! {
     WINDOW_FRAME_NOT_ALLOWED = 10752, 15, Statement, "The function '%.*ls' may not have a window frame.";
     WINDOW_NEEDS_OVER = 10753, 15, Statement, "The function '%.*ls' must have an OVER clause.";
     WINDOW_FRAME_NEEDS_ORDER_BY = 10756, 15, Statement, "Window frame with ROWS or RANGE must have an ORDER BY clause.";
+    WITHIN_GROUP_NOT_ALLOWED = 10757, 15, Statement, "The function '%.*ls' may not have a WITHIN GROUP clause.";
     DISTINCT_WITH_OVER = 10759, 15, Statement, "Use of DISTINCT is not allowed with the OVER clause.";
     RESOURCE_GOVERNOR_DENIED = 10902, 16, Statement, "User does not have permission to alter the resource governor configuration.";
     CLASSIFIER_FUNCTION_NOT_FOUND = 10903, 16, Statement, "User-defined function '%ls' does not exist in master database, or the user does not have permission to access it.";

@@ -144,12 +144,38 @@ pub(super) struct AggState {
     sum: Option<Value>,
     best: Option<Value>,
     seen: HashSet<Vec<u8>>,
+    /// STRING_AGG: its separator (read from the first row) and the values with their
+    /// WITHIN GROUP sort keys, in arrival order.
+    separator: Option<Value>,
+    texts: Vec<(Vec<u8>, String)>,
 }
 
 impl AggState {
     pub(super) fn new() -> AggState {
-        AggState { count: 0, sum: None, best: None, seen: HashSet::new() }
+        AggState { count: 0, sum: None, best: None, seen: HashSet::new(), separator: None, texts: Vec::new() }
     }
+}
+
+/// STRING_AGG takes a row: its value (NULL is skipped) under its WITHIN GROUP key.
+fn string_agg_add(call: &AggCall, st: &mut AggState, r: &Row, ctx: &mut ExecCtx) -> SqlResult<()> {
+    let spec = call.string_agg.as_ref().expect("STRING_AGG has its spec");
+    let v = match &call.arg {
+        Some(e) => eval(e, r, ctx)?,
+        None => Value::Null,
+    };
+    if v.is_null() {
+        return Ok(());
+    }
+    if st.separator.is_none() {
+        st.separator = Some(eval(&spec.separator, r, ctx)?);
+    }
+    let key = if spec.order.is_empty() { Vec::new() } else { sort_key(r, &spec.order, ctx)? };
+    let text = match types::cast(&v, &call.arg_type, &call.ty, None)? {
+        Value::Str(s) => s.to_string(),
+        other => types::display_text(&other, &call.ty),
+    };
+    st.texts.push((key, text));
+    Ok(())
 }
 
 fn sum_type(call: &AggCall) -> SqlType {
@@ -166,7 +192,8 @@ pub(super) fn accumulate(call: &AggCall, st: &mut AggState, v: Value, null_elimi
     }
     st.count += 1;
     match call.func {
-        AggFunc::Count | AggFunc::CountBig => {}
+        // STRING_AGG takes its rows in `string_agg_add`.
+        AggFunc::Count | AggFunc::CountBig | AggFunc::StringAgg => {}
         AggFunc::Sum | AggFunc::Avg => {
             let t = sum_type(call);
             let v = types::cast(&v, &call.arg_type, &t, None)?;
@@ -214,6 +241,24 @@ pub(super) fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
             }
         },
         AggFunc::Min | AggFunc::Max => st.best.unwrap_or(Value::Null),
+        AggFunc::StringAgg => {
+            if st.texts.is_empty() {
+                return Ok(Value::Null);
+            }
+            let mut texts = st.texts;
+            texts.sort_by(|a, b| a.0.cmp(&b.0));
+            let separator = match st.separator {
+                Some(Value::Str(s)) => s.to_string(),
+                _ => String::new(),
+            };
+            let joined = texts.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(&separator);
+            let bytes =
+                if matches!(call.ty, SqlType::NVarChar(_)) { joined.encode_utf16().count() * 2 } else { joined.len() };
+            if !call.ty.is_max() && bytes > 8000 {
+                return Err(msg::STRING_AGG_TOO_LONG.err());
+            }
+            Value::Str(joined.into())
+        }
     })
 }
 
@@ -243,6 +288,10 @@ impl<'p> Aggregation<'p> {
         }
         let (_, states) = self.groups.get_mut(&key).expect("inserted above");
         for (call, st) in self.aggregates.iter().zip(states.iter_mut()) {
+            if call.func == AggFunc::StringAgg {
+                string_agg_add(call, st, r, ctx)?;
+                continue;
+            }
             let v = match &call.arg {
                 Some(e) => eval(e, r, ctx)?,
                 None => Value::Int(1),

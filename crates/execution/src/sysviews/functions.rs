@@ -34,8 +34,44 @@ impl<const N: usize> SystemFunction for FunctionDef<N> {
     }
 }
 
-static FUNCTIONS: &[&dyn SystemFunction] =
-    &[&MY_PERMISSIONS, &super::properties::LIST_EXTENDED_PROPERTY, &super::describe::DESCRIBE_FIRST_RESULT_SET];
+static FUNCTIONS: &[&dyn SystemFunction] = &[
+    &MY_PERMISSIONS,
+    &super::properties::LIST_EXTENDED_PROPERTY,
+    &super::describe::DESCRIBE_FIRST_RESULT_SET,
+    &STRING_SPLIT,
+    &STRING_SPLIT_ORDINAL,
+];
+
+/// `STRING_SPLIT(string, separator)`: the parts of the string between separators (a NULL
+/// string has none). The binder gives `value` the type of the string argument.
+pub(super) static STRING_SPLIT: FunctionDef<1> = FunctionDef {
+    name: "string_split",
+    columns: [col("value", SqlType::NVarChar(tessera_types::MAX), true)],
+    rows: |_, _, args| Ok(split(args)?.into_iter().map(|(part, _)| [part]).collect()),
+};
+
+/// `STRING_SPLIT(string, separator, 1)`: the parts with their 1-based position. (Not a
+/// name a query can use: the binder picks it for a third argument of 1.)
+pub(super) static STRING_SPLIT_ORDINAL: FunctionDef<2> = FunctionDef {
+    name: "string_split ordinal",
+    columns: [col("value", SqlType::NVarChar(tessera_types::MAX), true), col("ordinal", SqlType::BigInt, false)],
+    rows: |_, _, args| Ok(split(args)?.into_iter().map(|(part, i)| [part, Value::Int(i)]).collect()),
+};
+
+/// STRING_SPLIT's parts of `args[0]` at `args[1]` (one character: 214 otherwise), with
+/// their positions.
+fn split(args: &[Value]) -> SqlResult<Vec<(Value, i64)>> {
+    let separator = match args.get(1) {
+        Some(Value::Str(s)) if s.chars().count() == 1 => s.chars().next().expect("one character"),
+        _ => {
+            return Err(tessera_errors::msg::PARAMETER_TYPE_EXPECTED
+                .with(&[&"separator", &"nchar(1)/nvarchar(1)"])
+                .with_state(11))
+        }
+    };
+    let Some(Value::Str(text)) = args.first() else { return Ok(Vec::new()) };
+    Ok(text.split(separator).zip(1..).map(|(part, i)| (Value::str(part), i)).collect())
+}
 
 /// The system function `name` (lower case), if there is one.
 pub fn lookup(name: &str) -> Option<View> {

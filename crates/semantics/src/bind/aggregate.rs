@@ -1,9 +1,10 @@
 //! Aggregates: a grouped query's binding context, aggregate calls and their result types, and
 //! the errors for columns neither grouped nor aggregated.
 
+use super::conversion::convert;
 use super::names::{qualified_name, Scope};
 use super::Binder;
-use crate::plan::{AggCall, AggFunc, Expr};
+use crate::plan::{AggCall, AggFunc, Expr, SortKey, StringAgg};
 use crate::types::{self, SqlType};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
@@ -46,6 +47,7 @@ pub(super) fn agg_func(name: &str) -> Option<AggFunc> {
         "AVG" => AggFunc::Avg,
         "MIN" => AggFunc::Min,
         "MAX" => AggFunc::Max,
+        "STRING_AGG" => AggFunc::StringAgg,
         _ => return None,
     })
 }
@@ -68,7 +70,11 @@ impl<'a> Binder<'a> {
         args: &[ast::Expr],
         distinct: bool,
         star: bool,
+        within_group: &[ast::OrderItem],
     ) -> SqlResult<(Expr, SqlType, bool)> {
+        if !within_group.is_empty() && func != AggFunc::StringAgg {
+            return Err(msg::WITHIN_GROUP_NOT_ALLOWED.with(&[&fname.to_lowercase()]));
+        }
         let Some(mut agg) = self.agg.take() else {
             return Err(msg::AGGREGATE_IN_WHERE.err());
         };
@@ -79,20 +85,37 @@ impl<'a> Binder<'a> {
                     return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"*"]));
                 }
                 let ty = if func == AggFunc::Count { SqlType::Int } else { SqlType::BigInt };
-                return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty });
+                return Ok(AggCall { func, arg: None, arg_type: SqlType::Int, distinct: false, ty, string_agg: None });
             }
             if args.iter().any(|a| a.any(&|x| matches!(x, ast::Expr::Function { over: Some(_), .. }))) {
                 return Err(msg::WINDOW_IN_WINDOW.err());
             }
-            if args.len() == 1 && (contains_aggregate(&args[0]) || contains_subquery(&args[0])) {
+            if args.iter().any(|a| contains_aggregate(a) || contains_subquery(a)) {
                 return Err(msg::NESTED_AGGREGATE.err());
             }
-            if args.len() != 1 {
-                return Err(msg::WRONG_ARGUMENT_COUNT.with(&[&fname.to_lowercase(), &"1"]));
+            let wanted = if func == AggFunc::StringAgg { 2 } else { 1 };
+            if args.len() != wanted {
+                return Err(msg::WRONG_ARGUMENT_COUNT.with(&[&fname.to_lowercase(), &wanted]));
             }
             let (arg, arg_type) = self.with_scope(agg.input.clone(), |b| b.bind_expr(&args[0]))?;
             let ty = aggregate_type(func, &arg_type, fname)?;
-            Ok(AggCall { func, arg: Some(arg), arg_type, distinct, ty })
+            let string_agg = if func == AggFunc::StringAgg {
+                self.with_scope(agg.input.clone(), |b| -> SqlResult<_> {
+                    let (separator, st) = b.bind_expr(&args[1])?;
+                    let separator = convert(separator, &st, &SqlType::NVarChar(tessera_types::MAX))?;
+                    let mut order = Vec::with_capacity(within_group.len());
+                    for o in within_group {
+                        if matches!(o.expr, ast::Expr::Literal(ast::Literal::Integer(_))) {
+                            return Err(msg::WINDOW_ORDER_BY_POSITION.err());
+                        }
+                        order.push(SortKey { expr: b.bind_expr(&o.expr)?.0, descending: o.descending });
+                    }
+                    Ok(Some(Box::new(StringAgg { separator, order })))
+                })?
+            } else {
+                None
+            };
+            Ok(AggCall { func, arg: Some(arg), arg_type, distinct, ty, string_agg })
         })();
         let call = match result {
             Ok(c) => c,
@@ -132,6 +155,13 @@ pub(super) fn aggregate_type(func: AggFunc, arg_type: &SqlType, fname: &str) -> 
         }
         AggFunc::Min | AggFunc::Max => *arg_type,
         AggFunc::Sum | AggFunc::Avg => sum_type(func, arg_type, fname)?,
+        // nvarchar(4000) or varchar(8000), or the (max) type of a (max) argument.
+        AggFunc::StringAgg => match arg_type {
+            SqlType::VarChar(n) | SqlType::Char(n) if *n != tessera_types::MAX => SqlType::VarChar(8000),
+            SqlType::VarChar(_) => SqlType::VarChar(tessera_types::MAX),
+            SqlType::NVarChar(n) if *n == tessera_types::MAX => SqlType::NVarChar(tessera_types::MAX),
+            _ => SqlType::NVarChar(4000),
+        },
     })
 }
 

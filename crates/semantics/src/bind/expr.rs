@@ -170,8 +170,8 @@ impl<'a> Binder<'a> {
             }
             ast::Expr::Cast { expr, ty, try_ } => self.bind_cast(expr, ty, None, *try_)?,
             ast::Expr::Convert { ty, expr, style, try_ } => self.bind_cast(expr, ty, style.as_deref(), *try_)?,
-            ast::Expr::Function { name, args, distinct, star, over } => {
-                self.bind_function(name, args, *distinct, *star, over.as_deref())?
+            ast::Expr::Function { name, args, distinct, star, over, within_group } => {
+                self.bind_function(name, args, *distinct, *star, over.as_deref(), within_group)?
             }
         })
     }

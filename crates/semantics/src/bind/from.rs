@@ -7,6 +7,7 @@ use super::query::{check_column_list, check_derived_columns, check_nested_order_
 use super::Binder;
 use crate::catalog::{DbRef, ModuleKind, Table};
 use crate::locking::LockHints;
+use crate::output::OutputColumn;
 use crate::plan::{columns_used, BoundQuery, Expr, Plan};
 use crate::types::SqlType;
 use std::sync::Arc;
@@ -255,6 +256,7 @@ impl<'a> Binder<'a> {
             }
             ast::TableRef::Function { name, args, alias } if self.system_function(name).is_some() => {
                 let function = self.system_function(name).expect("a system function");
+                let written = args;
                 // A system function's DEFAULT argument is NULL (fn_listextendedproperty(default, …)).
                 let null = ast::Expr::Literal(ast::Literal::Null);
                 let args = args
@@ -270,9 +272,14 @@ impl<'a> Binder<'a> {
                 if !self.catalogs.exists(&db.name) {
                     return Err(crate::catalog::database_not_found(&db.name));
                 }
+                let (function, columns) = if function.name == "string_split" {
+                    self.string_split(written)?
+                } else {
+                    (function, function.columns())
+                };
                 let plan = Plan::SystemFunction { function, db: db.at, args };
                 let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
-                let bound = BoundQuery { plan, columns: function.columns() };
+                let bound = BoundQuery { plan, columns };
                 Ok(self.leaf_plan(bound, qualifier, scope, offset))
             }
             ast::TableRef::Function { name, args, alias } => match self.module(name, crate::catalog::Access::SELECT)? {
@@ -335,6 +342,47 @@ impl<'a> Binder<'a> {
                 Ok(node)
             }
         }
+    }
+
+    /// STRING_SPLIT's form and columns for its arguments: `value` of the string's type
+    /// (nvarchar when it or the separator is Unicode, else varchar; its length), and
+    /// `ordinal` when the third argument is 1 (a constant 0, 1 or NULL: 4199 otherwise).
+    fn string_split(&mut self, args: &[ast::Expr]) -> SqlResult<(crate::plan::View, Vec<OutputColumn>)> {
+        if !(2..=3).contains(&args.len()) {
+            return Err(msg::ARGUMENT_COUNT_OUT_OF_RANGE.with(&[&"string_split", &2, &3]));
+        }
+        let (_, text) = self.bind_expr(&args[0])?;
+        let (_, separator) = self.bind_expr(&args[1])?;
+        let ordinal = match args.get(2) {
+            None | Some(ast::Expr::Literal(ast::Literal::Null)) => false,
+            Some(ast::Expr::Literal(ast::Literal::Integer(n))) if n == "0" || n == "1" => n == "1",
+            Some(ast::Expr::Literal(ast::Literal::Integer(n))) => {
+                return Err(msg::STRING_SPLIT_ORDINAL_ARGUMENT.with(&[&n]));
+            }
+            Some(_) => return Err(msg::STRING_SPLIT_ORDINAL_ARGUMENT.with(&[&"NULL"])),
+        };
+        let unicode = crate::types::is_unicode(&text) || crate::types::is_unicode(&separator);
+        let length = match text {
+            SqlType::Char(n) | SqlType::VarChar(n) | SqlType::NChar(n) | SqlType::NVarChar(n) => n,
+            _ => 8000,
+        };
+        let ty = if unicode { SqlType::NVarChar(length.clamp(1, 4000)) } else { SqlType::VarChar(length.max(1)) };
+        let ty = if length == tessera_types::MAX {
+            if unicode {
+                SqlType::NVarChar(length)
+            } else {
+                SqlType::VarChar(length)
+            }
+        } else {
+            ty
+        };
+        let name = if ordinal { "string_split ordinal" } else { "string_split" };
+        let function = self.catalogs.system_function(name).expect("STRING_SPLIT's forms are system functions");
+        let mut columns = vec![OutputColumn { name: "value".into(), ty, nullable: true }];
+        if ordinal {
+            columns.push(OutputColumn { name: "ordinal".into(), ty: SqlType::BigInt, nullable: false });
+        }
+        Ok((function, columns))
     }
 
     fn leaf_plan(&mut self, bound: BoundQuery, qualifier: String, scope: &mut Scope, offset: usize) -> FromNode {

@@ -20,6 +20,7 @@ impl<'a> Binder<'a> {
         distinct: bool,
         star: bool,
         over: Option<&ast::Window>,
+        within_group: &[ast::OrderItem],
     ) -> SqlResult<(Expr, SqlType, bool)> {
         let fname = name.name().value.to_uppercase();
         if name.0.len() > 1 {
@@ -36,7 +37,7 @@ impl<'a> Binder<'a> {
             }
         }
         if let Some(func) = agg_func(&fname) {
-            return self.bind_aggregate(func, &fname, args, distinct, star);
+            return self.bind_aggregate(func, &fname, args, distinct, star, within_group);
         }
         if super::window::needs_over(&fname) {
             return Err(msg::WINDOW_NEEDS_OVER.with(&[&fname.to_lowercase()]));

@@ -163,13 +163,13 @@ impl Binder<'_> {
             let (value, ty) = self.bind_expr(&args[0])?;
             let func = if fname == "FIRST_VALUE" { WindowFunc::FirstValue } else { WindowFunc::LastValue };
             (func, vec![value], ty)
-        } else if let Some(agg) = agg_func(fname) {
+        } else if let Some(agg) = agg_func(fname).filter(|&a| a != crate::plan::AggFunc::StringAgg) {
             let call = if star {
                 if !matches!(agg, crate::plan::AggFunc::Count | crate::plan::AggFunc::CountBig) {
                     return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"*"]));
                 }
                 let ty = aggregate_type(agg, &SqlType::Int, fname)?;
-                AggCall { func: agg, arg: None, arg_type: SqlType::Int, distinct: false, ty }
+                AggCall { func: agg, arg: None, arg_type: SqlType::Int, distinct: false, ty, string_agg: None }
             } else {
                 arity(1..=1)?;
                 if self.agg.is_none() && contains_aggregate(&args[0]) {
@@ -177,7 +177,7 @@ impl Binder<'_> {
                 }
                 let (arg, arg_type) = self.bind_expr(&args[0])?;
                 let ty = aggregate_type(agg, &arg_type, fname)?;
-                AggCall { func: agg, arg: Some(arg.clone()), arg_type, distinct: false, ty }
+                AggCall { func: agg, arg: Some(arg.clone()), arg_type, distinct: false, ty, string_agg: None }
             };
             let ty = call.ty;
             let args = call.arg.iter().cloned().collect();

@@ -37,8 +37,8 @@
 //!   every index they maintain, over the plan that finds their rows.
 
 use super::{
-    AggCall, AggFunc, DeletePlan, Expr, InsertPlan, InsertSource, MergePlan, Plan, Prepared, ScanNode, SortKey,
-    Subquery, SubqueryKind, UpdatePlan,
+    AggCall, DeletePlan, Expr, InsertPlan, InsertSource, MergePlan, Plan, Prepared, ScanNode, SortKey, Subquery,
+    SubqueryKind, UpdatePlan,
 };
 use crate::catalog::{DbRef, Table};
 use crate::types::{self, SqlType, Value};
@@ -432,15 +432,7 @@ impl<'v> Printer<'v> {
         match (&a.arg, a.func) {
             (None, _) => "Count(*)".to_string(),
             (Some(e), f) => {
-                let name = match f {
-                    AggFunc::Count => "COUNT",
-                    AggFunc::CountBig => "COUNT_BIG",
-                    AggFunc::Sum => "SUM",
-                    AggFunc::Avg => "AVG",
-                    AggFunc::Min => "MIN",
-                    AggFunc::Max => "MAX",
-                };
-                format!("{name}({distinct}{})", self.expr(e, row))
+                format!("{}({distinct}{})", f.name(), self.expr(e, row))
             }
         }
     }

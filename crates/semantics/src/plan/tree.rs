@@ -273,6 +273,22 @@ pub enum AggFunc {
     Avg,
     Min,
     Max,
+    StringAgg,
+}
+
+impl AggFunc {
+    /// The function's name, upper case.
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::Count => "COUNT",
+            AggFunc::CountBig => "COUNT_BIG",
+            AggFunc::Sum => "SUM",
+            AggFunc::Avg => "AVG",
+            AggFunc::Min => "MIN",
+            AggFunc::Max => "MAX",
+            AggFunc::StringAgg => "STRING_AGG",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -283,6 +299,16 @@ pub struct AggCall {
     pub arg_type: SqlType,
     pub distinct: bool,
     pub ty: SqlType,
+    /// STRING_AGG's separator and `WITHIN GROUP (ORDER BY …)`.
+    pub string_agg: Option<Box<StringAgg>>,
+}
+
+/// What STRING_AGG needs beyond its value: the separator (a constant or variable) and the
+/// order the values are joined in (none: the order they come in).
+#[derive(Clone, Debug)]
+pub struct StringAgg {
+    pub separator: Expr,
+    pub order: Vec<SortKey>,
 }
 
 /// A column of a system view.
@@ -480,6 +506,7 @@ impl WindowFunc {
                 AggFunc::Avg => "avg",
                 AggFunc::Min => "min",
                 AggFunc::Max => "max",
+                AggFunc::StringAgg => "string_agg",
             },
         }
     }

@@ -196,7 +196,7 @@ impl Runner<'_> {
         }
         let stmt = args.remove(0);
         let Some(stmt_text) = text_of(&stmt) else {
-            return Err(Stop::Error(msg::INVALID_STATEMENT_PARAM_TYPE.err()));
+            return Err(Stop::Error(msg::PARAMETER_TYPE_EXPECTED.with(&[&"@statement", &"ntext/nchar/nvarchar"])));
         };
         let params_text = if args
             .first()

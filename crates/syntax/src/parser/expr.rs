@@ -138,7 +138,14 @@ impl Parser<'_> {
                 self.pos += 2;
                 let right = self.nested(|p| p.binary_expr(PREC_ADDITIVE + 1))?;
                 let name = ObjectName(vec![Ident::new(shift)]);
-                left = Expr::Function { name, args: vec![left, right], distinct: false, star: false, over: None };
+                left = Expr::Function {
+                    name,
+                    args: vec![left, right],
+                    distinct: false,
+                    star: false,
+                    over: None,
+                    within_group: vec![],
+                };
                 after_predicate = false;
                 continue;
             }
@@ -330,7 +337,14 @@ impl Parser<'_> {
             _ if NILADIC_FUNCTIONS.contains(&upper.as_str()) && !next_is_paren => {
                 self.pos += 1;
                 let name = ObjectName(vec![Ident::new(upper)]);
-                Ok(Expr::Function { name, args: vec![], distinct: false, star: false, over: None })
+                Ok(Expr::Function {
+                    name,
+                    args: vec![],
+                    distinct: false,
+                    star: false,
+                    over: None,
+                    within_group: vec![],
+                })
             }
             _ => self.name_expr(),
         }
@@ -385,8 +399,18 @@ impl Parser<'_> {
     }
 
     fn finish_call(&mut self, name: ObjectName, call: FunctionCall) -> Result<Expr> {
+        let within_group = if self.eat_words(&["WITHIN", "GROUP"]) {
+            self.expect_punct(Punct::LParen)?;
+            self.expect_word("ORDER")?;
+            self.expect_word("BY")?;
+            let items = self.comma_list(Parser::order_item)?;
+            self.expect_punct(Punct::RParen)?;
+            items
+        } else {
+            vec![]
+        };
         let over = if self.eat_word("OVER") { Some(Box::new(self.window()?)) } else { None };
-        Ok(Expr::Function { name, args: call.args, distinct: call.distinct, star: call.star, over })
+        Ok(Expr::Function { name, args: call.args, distinct: call.distinct, star: call.star, over, within_group })
     }
 
     /// `( [PARTITION BY …] [ORDER BY …] )` after `OVER`.

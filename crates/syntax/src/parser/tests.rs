@@ -223,7 +223,7 @@ fn case_cast_convert() {
 }
 
 fn call(name_: &str, args: Vec<Expr>) -> Expr {
-    Expr::Function { name: name(name_), args, distinct: false, star: false, over: None }
+    Expr::Function { name: name(name_), args, distinct: false, star: false, over: None, within_group: vec![] }
 }
 
 #[test]
@@ -237,11 +237,25 @@ fn functions() {
     assert_eq!(expr("CURRENT_TIMESTAMP"), call("CURRENT_TIMESTAMP", vec![]));
     assert_eq!(
         expr("COUNT(*)"),
-        Expr::Function { name: name("COUNT"), args: vec![], distinct: false, star: true, over: None }
+        Expr::Function {
+            name: name("COUNT"),
+            args: vec![],
+            distinct: false,
+            star: true,
+            over: None,
+            within_group: vec![]
+        }
     );
     assert_eq!(
         expr("COUNT(DISTINCT a)"),
-        Expr::Function { name: name("COUNT"), args: vec![col("a")], distinct: true, star: false, over: None }
+        Expr::Function {
+            name: name("COUNT"),
+            args: vec![col("a")],
+            distinct: true,
+            star: false,
+            over: None,
+            within_group: vec![]
+        }
     );
     assert_eq!(expr("DATEADD(day, 1, d)"), call("DATEADD", vec![col("day"), int("1"), col("d")]));
     assert_eq!(expr("DATEDIFF(yy, a, b)"), call("DATEDIFF", vec![col("yy"), col("a"), col("b")]));
@@ -252,6 +266,7 @@ fn functions() {
             args: vec![],
             distinct: false,
             star: false,
+            within_group: vec![],
             over: Some(Box::new(Window {
                 partition_by: vec![col("a")],
                 order_by: vec![OrderItem { expr: col("b"), descending: true }],

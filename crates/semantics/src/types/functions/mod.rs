@@ -11,14 +11,14 @@
 //!
 //! * `string` — string functions: LEN, DATALENGTH, SUBSTRING, LEFT/RIGHT, UPPER/LOWER, the
 //!   trims, REPLACE, REPLICATE, REVERSE, CHARINDEX, PATINDEX, CONCAT[_WS], STR, SPACE,
-//!   CHAR/NCHAR, ASCII/UNICODE, STUFF, QUOTENAME.
+//!   CHAR/NCHAR, ASCII/UNICODE, STUFF, QUOTENAME, TRANSLATE.
 //! * `math` — mathematical functions: ABS, SIGN, ROUND, FLOOR/CEILING, POWER, SQRT, SQUARE,
 //!   EXP, LOG, LOG10, PI, the trigonometric ones, RAND.
 //! * `date` — date and time functions: DATEADD, DATEDIFF[_BIG], DATEPART/DATENAME,
 //!   YEAR/MONTH/DAY, EOMONTH, DATEFROMPARTS, DATETIMEFROMPARTS, ISDATE.
 //! * `datepart` — the dateparts (`yy`, `mm`, `dw`, …) and a date's number for each.
 //! * `offset` — time zone offsets: TODATETIMEOFFSET, SWITCHOFFSET, DATEPART/DATENAME(tzoffset).
-//! * `system` — system functions: NEWID, CHECKSUM, ISNUMERIC.
+//! * `system` — system functions: NEWID, CHECKSUM, ISNUMERIC, GREATEST and LEAST.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -176,6 +176,8 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "ROUND" => (2, 3),
         "SUBSTRING" | "REPLACE" | "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEFROMPARTS" => (3, 3),
         "STUFF" => (4, 4),
+        "TRANSLATE" => (3, 3),
+        "GREATEST" | "LEAST" => (1, 254),
         "DATETIMEFROMPARTS" => (7, 7),
         "CONCAT" => (2, 254),
         "CONCAT_WS" => (3, 254),
@@ -286,6 +288,18 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
             _ => text_type(&first),
         },
         "REPLACE" | "STUFF" => long_string(unicode_any, max_any),
+        "TRANSLATE" => text_type(&first),
+        // The argument type of highest precedence; each argument must convert to it.
+        "GREATEST" | "LEAST" => {
+            let mut t = first;
+            for (i, a) in args.iter().enumerate().skip(1) {
+                t = super::typing::common_type(&t, a).map_err(|_| bad_arg(name, a, i))?;
+            }
+            if matches!(family(&t), Family::Binary | Family::Guid) || t.is_max() {
+                return Err(bad_arg(name, &t, 0));
+            }
+            t
+        }
         "REPLICATE" => long_string(is_unicode(&first), first.is_max()),
         "SPACE" => T::VarChar(MAX_BYTES),
         "QUOTENAME" => T::NVarChar(258),
@@ -460,7 +474,8 @@ pub fn call_function(
     match name {
         "LEN" | "DATALENGTH" | "SUBSTRING" | "LEFT" | "RIGHT" | "UPPER" | "LOWER" | "LTRIM" | "RTRIM" | "TRIM"
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"
-        | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" => call.string(),
+        | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" | "TRANSLATE" => call.string(),
+        "GREATEST" | "LEAST" => call.extreme(),
         "ABS" | "ROUND" | "FLOOR" | "CEILING" | "POWER" | "SQRT" | "SQUARE" | "SIGN" | "EXP" | "LOG" | "LOG10"
         | "PI" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "ATN2" | "COT" | "DEGREES" | "RADIANS"
         | "LEFT_SHIFT" | "RIGHT_SHIFT" => call.math(),

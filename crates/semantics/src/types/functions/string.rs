@@ -1,6 +1,6 @@
 //! The string functions: LEN, DATALENGTH, SUBSTRING, LEFT, RIGHT, UPPER, LOWER, LTRIM,
 //! RTRIM, TRIM, REVERSE, REPLACE, REPLICATE, SPACE, CHARINDEX, PATINDEX, CONCAT,
-//! CONCAT_WS, STR, CHAR, NCHAR, ASCII, UNICODE, STUFF and QUOTENAME.
+//! CONCAT_WS, STR, CHAR, NCHAR, ASCII, UNICODE, STUFF, QUOTENAME and TRANSLATE.
 
 use std::sync::Arc;
 use tessera_errors::msg;
@@ -48,6 +48,16 @@ impl Call<'_> {
                 Value::Binary(b) => Ok(Value::Binary(b.iter().rev().copied().collect())),
                 _ => Ok(result_string(&or_null!(self.text(0)?).chars().rev().collect::<String>(), self.result)),
             },
+            "TRANSLATE" => {
+                let (s, from, to) = (or_null!(self.text(0)?), or_null!(self.text(1)?), or_null!(self.text(2)?));
+                let (from, to): (Vec<char>, Vec<char>) = (from.chars().collect(), to.chars().collect());
+                if from.len() != to.len() {
+                    return Err(msg::TRANSLATE_LENGTHS_DIFFER.err());
+                }
+                let translated: String =
+                    s.chars().map(|c| from.iter().position(|f| *f == c).map_or(c, |i| to[i])).collect();
+                Ok(result_string(&translated, self.result))
+            }
             "REPLACE" => {
                 let (s, find, repl) = (or_null!(self.text(0)?), or_null!(self.text(1)?), or_null!(self.text(2)?));
                 Ok(result_string(&replace_ci(&s, &find, &repl), self.result))

@@ -1,6 +1,8 @@
-//! The system functions: NEWID, CHECKSUM and ISNUMERIC (ISDATE is with the date
-//! functions).
+//! The system functions: NEWID, CHECKSUM, ISNUMERIC, GREATEST and LEAST (ISDATE is with
+//! the date functions).
 
+use super::super::compare::compare;
+use super::super::convert::cast;
 use super::super::typing::{family, Family};
 use super::super::{num, Value};
 use super::{Call, KeyEncoding};
@@ -9,6 +11,33 @@ use rand::RngCore;
 use tessera_errors::{msg, SqlResult};
 
 impl Call<'_> {
+    /// GREATEST / LEAST: the largest / smallest argument not NULL, in the result type
+    /// (NULL when every one is).
+    pub(super) fn extreme(&self) -> SqlResult<Value> {
+        let mut best: Option<Value> = None;
+        for (v, t) in self.args.iter().zip(self.types) {
+            if v.is_null() {
+                continue;
+            }
+            let v = cast(v, t, self.result, None)?;
+            let better = match &best {
+                None => true,
+                Some(b) => {
+                    let o = compare(&v, b);
+                    if self.name == "GREATEST" {
+                        o == Some(std::cmp::Ordering::Greater)
+                    } else {
+                        o == Some(std::cmp::Ordering::Less)
+                    }
+                }
+            };
+            if better {
+                best = Some(v);
+            }
+        }
+        Ok(best.unwrap_or(Value::Null))
+    }
+
     pub(super) fn checksum(&self, keys: Option<&dyn KeyEncoding>) -> SqlResult<Value> {
         let keys = keys.ok_or_else(|| msg::INTERNAL_QUERY_PROCESSOR_ERROR.err())?;
         // FNV-1a over each argument's collation key, so that CHECKSUM('a') = CHECKSUM('A')

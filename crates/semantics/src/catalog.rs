@@ -51,6 +51,17 @@ pub struct Column {
     pub identity: Option<(i64, i64)>,
     /// `DEFAULT` constraint: its name and expression text.
     pub default: Option<NamedExpr>,
+    /// A computed column (`AS expr`): its definition. Its value is computed whenever the
+    /// row is written and stored with it, PERSISTED or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub computed: Option<Computed>,
+}
+
+/// A computed column's definition as SQL Server keeps it (`([price]*[qty])`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Computed {
+    pub text: String,
+    pub persisted: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -98,7 +98,7 @@ impl SessionNames for Names {
 }
 
 fn column(name: &str, ty: SqlType, nullable: bool) -> Column {
-    Column { name: name.into(), ty, nullable, identity: None, default: None }
+    Column { name: name.into(), ty, nullable, identity: None, default: None, computed: None }
 }
 
 fn index(id: u32, columns: Vec<(usize, bool)>, primary_key: bool) -> Index {

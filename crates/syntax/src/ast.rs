@@ -906,6 +906,8 @@ pub struct ColumnDef {
     pub constraints: Vec<TableConstraint>,
     /// `AS expr` computed column.
     pub computed: Option<Expr>,
+    /// `AS expr PERSISTED`
+    pub persisted: bool,
     pub collation: Option<String>,
 }
 

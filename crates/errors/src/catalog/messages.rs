@@ -90,6 +90,7 @@ catalog! {
     MUST_SPECIFY_TABLE = 263, 16, Statement, "Must specify table to select from.";
     COLUMN_ASSIGNED_TWICE = 264, 16, Statement, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code.";
     TRANCOUNT_MISMATCH = 266, 16, Statement, "Transaction count after EXECUTE indicates a mismatching number of BEGIN and COMMIT statements. Previous count = %d, current count = %d.";
+    COLUMN_NOT_MODIFIABLE = 271, 16, Statement, "The column \"%.*ls\" cannot be modified because it is either a computed column or is the result of a UNION operator.";
     INVALID_CONVERT_STYLE = 281, 16, Statement, "%d is not a valid style number when converting from %ls to %ls.";
     CANNOT_CONSTRUCT_TYPE = 289, 16, Statement, "Cannot construct data type %ls, some of the arguments have values which are not valid.";
     ACTION_PERMISSION_DENIED = 297, 16, Statement, "The user does not have permission to perform this action.";
@@ -134,6 +135,7 @@ catalog! {
     INVALID_PERCENT_VALUE = 1031, 16, Statement, "Percent values must be between 0 and 100.";
     ORDER_BY_NOT_ALLOWED = 1033, 15, Statement, "The ORDER BY clause is invalid in views, inline functions, derived tables, subqueries, and common table expressions, unless TOP, OFFSET or FOR XML is also specified.";
     EMPTY_OBJECT_OR_COLUMN_NAME = 1038, 15, Statement, "An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name. For other statements, look for empty alias names. Aliases defined as \"\" or [] are not allowed. Change the alias to a valid name.";
+    SUBQUERY_NOT_ALLOWED = 1046, 15, Statement, "Subqueries are not allowed in this context. Only scalar expressions are allowed.";
     CONFLICTING_LOCK_HINTS = 1047, 15, Statement, "Conflicting locking hints specified.";
     TOP_ROW_COUNT_NOT_INTEGER = 1060, 16, Statement, "The number of rows %ls must be an integer.";
     WITH_TIES_WITHOUT_ORDER_BY = 1062, 15, Statement, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.";
@@ -150,6 +152,7 @@ catalog! {
     TOO_MANY_COLUMNS = 1702, 16, Statement, "CREATE TABLE failed because column '%.*ls' in table '%.*ls' exceeds the maximum of 1024 columns.";
     CONSTRAINT_OR_INDEX_NOT_CREATED = 1750, 16, Statement, "Could not create constraint or index. See previous errors.";
     INVALID_DEFAULT_COLUMN = 1752, 16, Statement, "Column '%.*ls' in table '%.*ls' is invalid for creating a default constraint.";
+    COMPUTED_READS_COMPUTED = 1759, 16, Statement, "Computed column '%.*ls' in table '%.*ls' is not allowed to be used in another computed-column definition.";
     FOREIGN_KEY_INVALID_TABLE = 1767, 16, Statement, "Foreign key '%.*ls' references invalid table '%.*ls'.";
     FOREIGN_KEY_BAD_REFERENCING_COLUMN = 1769, 16, Statement, "Foreign key '%.*ls' references invalid column '%.*ls' in referencing table '%.*ls'.";
     FOREIGN_KEY_BAD_REFERENCED_COLUMN = 1770, 16, Statement, "Foreign key '%.*ls' references invalid column '%.*ls' in referenced table '%.*ls'.";
@@ -520,7 +523,6 @@ catalog! {
     LOGIN_LOCKED_OUT = 18486, 14, Statement, "Login failed for user '%.*ls' because the account is currently locked out. The system administrator can unlock it.";
     PASSWORD_USER_NOT_CONTAINED = 33233, 16, Statement, "You can only create a user with a password in a contained database.";
     THROW_NUMBER_OUT_OF_RANGE = 35100, 16, Statement, "Error number %d in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647.";
-    COMPUTED_COLUMNS_NOT_SUPPORTED = 40520, 16, Statement, "Computed columns are not supported yet.";
     CHECK_NOCHECK_NOT_SUPPORTED = 40521, 16, Statement, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced.";
     FILTERED_INDEX_MUST_BE_NONCLUSTERED = 40522, 16, Statement, "A filtered index must be nonclustered.";
     TEMPORARY_MODULES_NOT_SUPPORTED = 40523, 16, Statement, "Temporary procedures, functions and views are not supported.";

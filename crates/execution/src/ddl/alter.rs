@@ -7,7 +7,7 @@ use tessera_errors::msg;
 use super::constraints::{apply_constraint, constraint_failed, set_default};
 use super::indexes::place_index;
 use super::locking::lock_for_ddl;
-use super::rebuild::{in_own_transaction, rebuild, save_definition};
+use super::rebuild::{in_own_transaction, rebuild, replace_storage, save_definition};
 use super::tables::{column_def, resolve_column_type};
 use super::{heap_index, target_for, tree_name};
 use crate::runtime::ExecCtx;
@@ -88,9 +88,15 @@ fn add(
         if col.identity.is_some() && new.identity_column().is_some() {
             return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&table.name]));
         }
-        let needs_value = !col.nullable || col.identity.is_some();
+        let computed = col.computed.is_some();
+        let needs_value = (!col.nullable || col.identity.is_some()) && !computed;
         new.columns.push(col);
         let idx = new.columns.len() - 1;
+        if computed {
+            // Its type is its expression's; every row gets its value.
+            super::tables::type_computed_columns(ctx, &mut new)?;
+            rewrite = true;
+        }
         if let Some(d) = &c.default {
             set_default(&mut new, idx, d, salt + k as u64);
         }
@@ -134,7 +140,8 @@ fn add(
         validate |= matches!(con.kind, ConstraintKind::Check(_) | ConstraintKind::ForeignKey { .. });
     }
     if rewrite {
-        let defaults = target_for(ctx, db, Arc::new(new.clone()))?.defaults;
+        let target = target_for(ctx, db, Arc::new(new.clone()))?;
+        let defaults = target.defaults.clone();
         let added: Vec<usize> = (first_new..new.columns.len()).collect();
         let new_table = new.clone();
         // Values for the added columns: identity, default, or NULL.
@@ -166,7 +173,16 @@ fn add(
             }
             Ok(r)
         };
-        rebuild(ctx, database, table, new, &transform)?;
+        // The rows with the added columns' values, computed columns last (they may read
+        // the others).
+        let rows = dml::table_rows(ctx, database.name(), table)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (_, r) in rows {
+            let mut r = transform(r)?;
+            dml::compute_columns(ctx, &target.as_is(), &mut r)?;
+            out.push(r);
+        }
+        replace_storage(ctx, database, table, new, out)?;
     } else {
         for ix in &mut new_indexes {
             ix.tree = tree_name(new.id, ix.id, catalog.version.wrapping_add(ix.id as u64));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::bind::Binder;
-use tessera_semantics::catalog::{self, database_not_found, Catalog, Column, Index, Object, Table};
+use tessera_semantics::catalog::{self, database_not_found, Catalog, Column, Computed, Index, Object, Table};
 use tessera_semantics::types::{self, SqlType};
 use tessera_syntax::ast::{self, ConstraintKind, Ident, ObjectName};
 
@@ -65,10 +65,22 @@ fn placement(ctx: &mut ExecCtx, name: &ObjectName) -> SqlResult<(String, String,
 /// ANSI_NULL_DFLT_OFF ON; then the database's ANSI_NULL_DEFAULT, OFF, applies) and it is
 /// not an identity.
 pub(super) fn column_def(c: &ast::ColumnDef, position: usize, null_by_default: bool) -> SqlResult<Column> {
-    let ty = resolve_column_type(&c.ty, position)?;
-    if c.computed.is_some() {
-        return Err(msg::COMPUTED_COLUMNS_NOT_SUPPORTED.err());
+    if let Some(e) = &c.computed {
+        if e.any(&|x| matches!(x, ast::Expr::Subquery(_) | ast::Expr::Exists(_) | ast::Expr::InSubquery { .. })) {
+            return Err(msg::SUBQUERY_NOT_ALLOWED.err());
+        }
+        // Its type is its expression's, found once the table's columns are known
+        // (`type_computed_columns`).
+        return Ok(Column {
+            name: c.name.value.clone(),
+            ty: SqlType::Int,
+            nullable: !(c.persisted && c.nullable == Some(false)),
+            identity: None,
+            default: None,
+            computed: Some(Computed { text: tessera_syntax::unparse::definition(e), persisted: c.persisted }),
+        });
     }
+    let ty = resolve_column_type(&c.ty, position)?;
     if let Some((seed, inc)) = c.identity {
         let ok = matches!(ty, SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt)
             || matches!(ty, SqlType::Decimal { scale: 0, .. });
@@ -86,7 +98,36 @@ pub(super) fn column_def(c: &ast::ColumnDef, position: usize, null_by_default: b
         nullable: c.nullable.unwrap_or(null_by_default && c.identity.is_none()),
         identity: c.identity,
         default: None,
+        computed: None,
     })
+}
+
+/// Gives each computed column of `table` its expression's type. A computed column may
+/// read the table's other columns, but no computed one (1759; `column_def` refused
+/// subqueries, 1046).
+pub(super) fn type_computed_columns(ctx: &ExecCtx, table: &mut Table) -> SqlResult<()> {
+    for i in 0..table.columns.len() {
+        let Some(computed) = &table.columns[i].computed else { continue };
+        let e = tessera_syntax::unparse::parse_definition(&computed.text)?;
+        // The computed column it reads, if any (the error names that one).
+        let read = std::cell::RefCell::new(None);
+        e.any(&|x| {
+            let ast::Expr::Column(n) = x else { return false };
+            let found =
+                table.columns.iter().find(|c| c.computed.is_some() && c.name.eq_ignore_ascii_case(&n.name().value));
+            if let Some(c) = found {
+                read.replace(Some(c.name.clone()));
+            }
+            found.is_some()
+        });
+        if let Some(used) = read.into_inner() {
+            return Err(msg::COMPUTED_READS_COMPUTED.with(&[&used, &table.name]));
+        }
+        let mut b = Binder::new(ctx.shared, &*ctx.session, &[]);
+        let (_, ty) = b.with_table_scope(table, |b| b.bind_expr(&e))?;
+        table.columns[i].ty = ty;
+    }
+    Ok(())
 }
 
 pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
@@ -141,6 +182,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             }
             table.columns.push(column_def(c, i + 1, ctx.session.options.ansi_null_dflt_on)?);
         }
+        type_computed_columns(ctx, &mut table)?;
         if table.columns.iter().filter(|c| c.identity.is_some()).count() > 1 {
             return Err(msg::MULTIPLE_IDENTITY_COLUMNS.with(&[&name]));
         }

@@ -76,7 +76,20 @@ pub(super) fn new_row(
             row[i] = assign_value(&v, t, &target.db, table, i)?;
         }
     }
+    compute_columns(ctx, target, &mut row)?;
     Ok(row)
+}
+
+/// Stores in `row` the values of its table's computed columns, computed from its other
+/// columns.
+pub fn compute_columns(ctx: &mut ExecCtx, target: &TargetAt, row: &mut Row) -> SqlResult<()> {
+    for (i, c) in target.computed.iter().enumerate() {
+        if let Some((e, t)) = c {
+            let v = eval(e, row, ctx)?;
+            row[i] = assign_value(&v, t, &target.db, &target.table, i)?;
+        }
+    }
+    Ok(())
 }
 
 /// After a row is inserted into a table with an identity: `@@IDENTITY` and

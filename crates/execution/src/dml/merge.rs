@@ -13,7 +13,7 @@ use super::row_changes::{check_update, delete_row, link_new_row, unlink_old_row}
 use super::rowcount_limit;
 use super::store::store_row;
 use super::target::{BoundTarget, TargetAt};
-use super::update::assign;
+use super::update::{assign, changed_columns};
 use crate::exec::{eval, is_true, run};
 use crate::identity::load_counters;
 use crate::runtime::ExecCtx;
@@ -139,7 +139,7 @@ fn plan_row(
         MergeAction::Update(set) => {
             let (old, key) = (old(), key());
             let (new, splices) = assign(ctx, set, &row, &old, target)?;
-            let changed = set.changed();
+            let changed = changed_columns(set, target);
             check_update(ctx, target, &old, &new, &changed, 0, "MERGE")?;
             Planned::Update { key, old, new, changed, splices, row }
         }

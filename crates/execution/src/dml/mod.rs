@@ -34,7 +34,7 @@ pub use assign::run_assign;
 pub use constraints::assign_value;
 pub use delete::run_delete;
 pub use indexes::build_index;
-pub use insert::run_insert;
+pub use insert::{compute_columns, run_insert};
 pub use merge::run_merge;
 pub use output::run_output_into;
 pub use storage::{row_key, table_rows, to_storage_row};

@@ -19,6 +19,8 @@ pub struct TargetAt<'p> {
     pub defaults: &'p [Option<(Expr, SqlType)>],
     /// Each index's filter predicate (see `Target::filters`).
     pub filters: &'p [Option<Expr>],
+    /// Each computed column's expression (see `Target::computed`).
+    pub computed: &'p [Option<(Expr, SqlType)>],
 }
 
 /// A bound target, as a statement changes it.
@@ -33,7 +35,14 @@ pub trait BoundTarget {
 impl BoundTarget for Target {
     fn at(&self, ctx: &ExecCtx) -> SqlResult<TargetAt<'_>> {
         let (db, table) = ctx.table(&self.db, &self.table)?;
-        Ok(TargetAt { db, table, checks: &self.checks, defaults: &self.defaults, filters: &self.filters })
+        Ok(TargetAt {
+            db,
+            table,
+            checks: &self.checks,
+            defaults: &self.defaults,
+            filters: &self.filters,
+            computed: &self.computed,
+        })
     }
 
     fn as_is(&self) -> TargetAt<'_> {
@@ -44,6 +53,7 @@ impl BoundTarget for Target {
             checks: &self.checks,
             defaults: &self.defaults,
             filters: &self.filters,
+            computed: &self.computed,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! every row checked, then all old rows unlinked, then all new rows linked.
 
 use super::constraints::assign_value;
+use super::insert::compute_columns;
 use super::partial::{apply, Splice};
 use super::row_changes::{check_update, link_new_row, unlink_old_row};
 use super::rowcount_limit;
@@ -23,7 +24,7 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
     let target = p.target.at(ctx)?;
     let table = &target.table;
     let n = table.columns.len();
-    let changed = p.set.changed();
+    let changed = changed_columns(&p.set, &target);
     // Every row is evaluated and checked against the statement's starting state, then
     // all old rows are unlinked before any new row is stored, so that an update that
     // shifts keys (`SET id = id + 1`) only fails when its final state has duplicates.
@@ -80,6 +81,7 @@ pub(super) fn assign(
         new[w.column] = v;
         splices.push(splice);
     }
+    compute_columns(ctx, target, &mut new)?;
     for (slot, e, t, vt) in &set.variables {
         let v = match e {
             VarSource::NewColumn(c) => new[*c].clone(),
@@ -88,4 +90,12 @@ pub(super) fn assign(
         ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?.to_keep()?;
     }
     Ok((new, splices))
+}
+
+/// The columns a SET list changes, with the table's computed columns (recomputed with
+/// every change of the row).
+pub(super) fn changed_columns(set: &SetList, target: &TargetAt) -> Vec<usize> {
+    let mut changed = set.changed();
+    changed.extend(target.computed.iter().enumerate().filter(|(_, c)| c.is_some()).map(|(i, _)| i));
+    changed
 }

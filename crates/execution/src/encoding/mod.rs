@@ -114,7 +114,7 @@ mod tests {
     use tessera_semantics::catalog::{Column, LayoutCache};
 
     fn column(name: &str, ty: SqlType) -> Column {
-        Column { name: name.into(), ty, nullable: true, identity: None, default: None }
+        Column { name: name.into(), ty, nullable: true, identity: None, default: None, computed: None }
     }
 
     #[test]

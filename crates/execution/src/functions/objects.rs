@@ -251,8 +251,8 @@ fn column_property(t: &Table, name: &str, property: &str) -> Option<Value> {
         "allowsnull" => flag(c.nullable),
         "columnid" => Some(Value::Int(i as i64 + 1)),
         "isidentity" => flag(c.identity.is_some()),
-        "iscomputed"
-        | "isrowguidcol"
+        "iscomputed" => flag(c.computed.is_some()),
+        "isrowguidcol"
         | "issparse"
         | "iscolumnset"
         | "ishidden"

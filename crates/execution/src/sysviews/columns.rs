@@ -83,8 +83,13 @@ fn column_row(t: &Table, i: usize) -> [Value; COLUMN_WIDTH] {
             .map_or(0, |d| i64::from(d.id)),
         None => 0,
     };
-    column_values(i64::from(t.id), i, &c.name, &c.ty, c.nullable, c.identity.is_some(), default_id)
+    let mut row = column_values(i64::from(t.id), i, &c.name, &c.ty, c.nullable, c.identity.is_some(), default_id);
+    row[IS_COMPUTED] = bit(c.computed.is_some());
+    row
 }
+
+/// Where sys.columns.is_computed is in its row.
+const IS_COMPUTED: usize = 13;
 
 /// A sys.columns row: column `i` of the object `object_id`. Strings and binaries are
 /// ANSI-padded (ANSI_PADDING is always on); nothing tessera has is replicated, sparse,
@@ -182,9 +187,19 @@ pub(super) static COMPUTED_COLUMNS: ViewDef<{ COLUMN_WIDTH + 3 }> = ViewDef {
             col("is_persisted", Bit, false),
         ],
     ),
-    // tessera has no computed columns yet (they are refused with 40520: issue 36), so a
-    // table has none; the view has SQL Server's columns for the tools that read it.
-    rows: |_, _| Ok(Vec::new()),
+    rows: |ctx, db| {
+        let (_, catalog) = catalog(ctx, db)?;
+        let mut out = Vec::new();
+        for o in catalog.objects() {
+            let Object::Table(t) = o else { continue };
+            for (i, c) in t.columns.iter().enumerate() {
+                if let Some(computed) = &c.computed {
+                    out.push(concat(column_row(t, i), [s(&computed.text), bit(true), bit(computed.persisted)]));
+                }
+            }
+        }
+        Ok(out)
+    },
 };
 
 /// sys.types' columns, which sys.table_types begins with.

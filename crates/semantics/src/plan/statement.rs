@@ -45,6 +45,9 @@ pub struct Target {
     /// Each index's bound filter predicate (None: an index of every row), by position in
     /// `table.indexes`.
     pub filters: Vec<Option<Expr>>,
+    /// Each computed column's bound expression over the table's row (None: a column that
+    /// is not computed), with its type.
+    pub computed: Vec<Option<(Expr, SqlType)>>,
 }
 
 #[derive(Debug)]

@@ -243,6 +243,7 @@ impl Runner<'_> {
                 default: None,
                 constraints: Vec::new(),
                 computed: None,
+                persisted: false,
                 collation: None,
             });
         }

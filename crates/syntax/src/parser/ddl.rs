@@ -417,11 +417,12 @@ impl Parser<'_> {
             default: None,
             constraints: vec![],
             computed: None,
+            persisted: false,
             collation: None,
         };
         if self.eat_word("AS") {
             column.computed = Some(self.expr()?);
-            self.eat_word("PERSISTED");
+            column.persisted = self.eat_word("PERSISTED");
         } else {
             column.ty = self.type_name()?;
         }

@@ -35,8 +35,9 @@ pub(super) fn bind_top(b: &mut Binder, top: Option<&ast::Top>) -> SqlResult<Opti
     }
 }
 
-/// The table columns an INSERT's column list names (each once), or without a list every
-/// column but the identity (an identity value then needs the list: 8101).
+/// The table columns an INSERT's column list names (each once; no computed one: 271), or
+/// without a list every column but the identity and the computed ones (an identity value
+/// then needs the list: 8101).
 pub(super) fn insert_columns(b: &Binder, db: &str, table: &Table, names: &[ast::Ident]) -> SqlResult<Vec<usize>> {
     let identity = table.identity_column();
     if names.is_empty() {
@@ -45,11 +46,15 @@ pub(super) fn insert_columns(b: &Binder, db: &str, table: &Table, names: &[ast::
         if identity_insert && identity.is_some() {
             return Err(explicit_identity(table));
         }
-        return Ok((0..table.columns.len()).filter(|&i| Some(i) != identity).collect());
+        let stored = |&i: &usize| Some(i) != identity && table.columns[i].computed.is_none();
+        return Ok((0..table.columns.len()).filter(stored).collect());
     }
     let mut cols = Vec::new();
     for c in names {
         let i = table.column(&c.value).ok_or_else(|| invalid_column(&c.value))?;
+        if table.columns[i].computed.is_some() {
+            return Err(msg::COLUMN_NOT_MODIFIABLE.with(&[&table.columns[i].name]));
+        }
         if cols.contains(&i) {
             return Err(msg::COLUMN_ASSIGNED_TWICE.with(&[&c.value]));
         }

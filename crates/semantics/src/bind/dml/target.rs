@@ -15,6 +15,7 @@ pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Ta
     let mut checks = Vec::new();
     let mut defaults = Vec::new();
     let mut filters = Vec::new();
+    let mut computed = Vec::new();
     b.with_table_scope(&table, |b| -> SqlResult<()> {
         for ix in &table.indexes {
             filters.push(match &ix.filter {
@@ -27,6 +28,10 @@ pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Ta
             checks.push(b.bind_predicate(&e)?);
         }
         for col in &table.columns {
+            computed.push(match &col.computed {
+                Some(c) => Some(b.bind_expr(&tessera_syntax::unparse::parse_definition(&c.text)?)?),
+                None => None,
+            });
             defaults.push(match &col.default {
                 Some(d) => {
                     let e = tessera_syntax::unparse::parse_definition(&d.text)?;
@@ -37,7 +42,7 @@ pub fn bind_target(b: &mut Binder, db: DbRef, table: Arc<Table>) -> SqlResult<Ta
         }
         Ok(())
     })?;
-    Ok(Target { db, table, checks, defaults, filters })
+    Ok(Target { db, table, checks, defaults, filters, computed })
 }
 
 /// Resolves the UPDATE/DELETE target among the FROM tables (by alias or name).

@@ -52,6 +52,9 @@ pub(super) fn bind_set_list(
                 if table.columns[col].identity.is_some() {
                     return Err(msg::UPDATE_IDENTITY_COLUMN.with(&[&table.columns[col].name]));
                 }
+                if table.columns[col].computed.is_some() {
+                    return Err(msg::COLUMN_NOT_MODIFIABLE.with(&[&table.columns[col].name]));
+                }
                 assigned(&list, col)?;
                 let value = match op {
                     Some(op) => ast::Expr::Binary {

@@ -444,6 +444,12 @@ catalog! {
     SEQUENCE_EXHAUSTED = 11728, 16, Statement, "The sequence object '%.*ls' has reached its minimum or maximum value. Restart the sequence object to allow new values to be generated.";
     CONTAINED_USERS_WITH_PASSWORD = 12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE.";
     CONTAINED_AUTH_DISABLED = 12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.";
+    JSON_PATH_INVALID = 13607, 16, Statement, "JSON path is not properly formatted. Unexpected character '%.*ls' is found at position %d.";
+    JSON_PROPERTY_NOT_FOUND = 13608, 16, Statement, "Property cannot be found on the specified JSON path.";
+    JSON_TEXT_INVALID = 13609, 16, Statement, "JSON text is not properly formatted. Unexpected character '%.*ls' is found at position %d.";
+    JSON_NOT_OBJECT_OR_ARRAY = 13611, 16, Statement, "Value referenced by JSON path is not an array or object and cannot be opened with OPENJSON.";
+    JSON_SCALAR_NOT_FOUND = 13623, 16, Statement, "Scalar value cannot be found in the specified JSON path.";
+    JSON_OBJECT_NOT_FOUND = 13624, 16, Statement, "Object or array cannot be found in the specified JSON path.";
     PROCEDURE_IN_TRANSACTION = 15002, 16, Statement, "The procedure '%s' cannot be executed within a transaction.";
     INVALID_LOGIN = 15007, 16, Statement, "'%s' is not a valid login or you do not have permission.";
     OBJECT_NOT_IN_DATABASE = 15009, 16, Statement, "The object '%.*ls' does not exist in database '%.*ls' or is invalid for this operation.";

@@ -40,7 +40,49 @@ static FUNCTIONS: &[&dyn SystemFunction] = &[
     &super::describe::DESCRIBE_FIRST_RESULT_SET,
     &STRING_SPLIT,
     &STRING_SPLIT_ORDINAL,
+    &OPENJSON,
 ];
+
+/// `OPENJSON(json [, path])` with its default schema: a row per property of the object
+/// (or element of the array) the path finds — its key (an element's index), its value
+/// (a string's text, other values as JSON) and its JSON type (0 null … 5 object). A lax
+/// path that finds nothing gives no rows; a strict one is 13608; a scalar is 13611.
+pub(super) static OPENJSON: FunctionDef<3> = FunctionDef {
+    name: "openjson",
+    columns: [
+        col("key", SqlType::NVarChar(4000), true),
+        col("value", SqlType::NVarChar(tessera_types::MAX), true),
+        col("type", SqlType::TinyInt, true),
+    ],
+    rows: |_, _, args| {
+        use tessera_semantics::types::functions::json;
+        let Some(Value::Str(text)) = args.first() else { return Ok(Vec::new()) };
+        let path = match args.get(1) {
+            Some(Value::Str(p)) => json::parse_path(p)?,
+            Some(_) => return Ok(Vec::new()),
+            None => json::parse_path("$")?,
+        };
+        let doc = json::parse_json(text)?;
+        let found = match json::find(&doc, &path) {
+            Some(v) => v,
+            None if path.strict => return Err(tessera_errors::msg::JSON_PROPERTY_NOT_FOUND.err()),
+            None => return Ok(Vec::new()),
+        };
+        let row = |key: String, v: &serde_json::Value| {
+            [
+                Value::str(&key),
+                json::value_text(v).map_or(Value::Null, |t| Value::str(&t)),
+                Value::Int(json::type_number(v)),
+            ]
+        };
+        Ok(match found {
+            serde_json::Value::Object(o) => o.iter().map(|(k, v)| row(k.clone(), v)).collect(),
+            serde_json::Value::Array(a) => a.iter().enumerate().map(|(i, v)| row(i.to_string(), v)).collect(),
+            _ if path.strict => return Err(tessera_errors::msg::JSON_NOT_OBJECT_OR_ARRAY.err()),
+            _ => Vec::new(),
+        })
+    },
+};
 
 /// `STRING_SPLIT(string, separator)`: the parts of the string between separators (a NULL
 /// string has none). The binder gives `value` the type of the string argument.

@@ -19,6 +19,8 @@
 //! * `datepart` — the dateparts (`yy`, `mm`, `dw`, …) and a date's number for each.
 //! * `offset` — time zone offsets: TODATETIMEOFFSET, SWITCHOFFSET, DATEPART/DATENAME(tzoffset).
 //! * `system` — system functions: NEWID, CHECKSUM, ISNUMERIC, GREATEST and LEAST.
+//! * `json` — ISJSON, JSON_VALUE, JSON_QUERY, JSON_MODIFY and the JSON path language
+//!   (OPENJSON, in the execution layer, uses it too).
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -46,6 +48,7 @@ macro_rules! or_null {
 
 mod date;
 mod datepart;
+pub mod json;
 mod large;
 pub use large::like_in_place;
 mod math;
@@ -177,6 +180,10 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "SUBSTRING" | "REPLACE" | "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEFROMPARTS" => (3, 3),
         "STUFF" => (4, 4),
         "TRANSLATE" => (3, 3),
+        "ISJSON" => (1, 1),
+        "JSON_VALUE" => (2, 2),
+        "JSON_QUERY" => (1, 2),
+        "JSON_MODIFY" => (3, 3),
         "GREATEST" | "LEAST" => (1, 254),
         "DATETIMEFROMPARTS" => (7, 7),
         "CONCAT" => (2, 254),
@@ -289,6 +296,7 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         },
         "REPLACE" | "STUFF" => long_string(unicode_any, max_any),
         "TRANSLATE" => text_type(&first),
+        "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => json::json_type(name),
         // The argument type of highest precedence; each argument must convert to it.
         "GREATEST" | "LEAST" => {
             let mut t = first;
@@ -476,6 +484,7 @@ pub fn call_function(
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"
         | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" | "TRANSLATE" => call.string(),
         "GREATEST" | "LEAST" => call.extreme(),
+        "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => call.json(),
         "ABS" | "ROUND" | "FLOOR" | "CEILING" | "POWER" | "SQRT" | "SQUARE" | "SIGN" | "EXP" | "LOG" | "LOG10"
         | "PI" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "ATN2" | "COT" | "DEGREES" | "RADIANS"
         | "LEFT_SHIFT" | "RIGHT_SHIFT" => call.math(),

@@ -417,6 +417,39 @@ pub struct Query {
     pub fetch: Option<Expr>,
     /// `OPTION (…)`
     pub hints: QueryHints,
+    /// `FOR JSON …` / `FOR XML …`: the rows as one document.
+    pub for_clause: Option<ForClause>,
+}
+
+/// `FOR JSON PATH | AUTO [, ROOT('name')] [, INCLUDE_NULL_VALUES] [, WITHOUT_ARRAY_WRAPPER]`
+/// or `FOR XML RAW ['e'] | AUTO | PATH ['e'] [, ROOT ['name']] [, TYPE] [, ELEMENTS]`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ForClause {
+    Json {
+        /// AUTO (else PATH).
+        auto: bool,
+        root: Option<String>,
+        include_null_values: bool,
+        without_array_wrapper: bool,
+    },
+    Xml {
+        mode: XmlMode,
+        root: Option<String>,
+        /// `TYPE`: the document is xml (what `.value(…)` reads).
+        typed: bool,
+        /// `ELEMENTS` (RAW, AUTO): columns as elements rather than attributes.
+        elements: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum XmlMode {
+    /// RAW: each row an element (`row` unless named), columns as attributes.
+    Raw(Option<String>),
+    /// AUTO: each row an element named after its table.
+    Auto,
+    /// PATH: each row an element (`row` unless named; '' for none), columns as elements.
+    Path(Option<String>),
 }
 
 /// The query hints of `OPTION (…)` that have an effect; the others are accepted and

@@ -444,6 +444,7 @@ catalog! {
     SEQUENCE_EXHAUSTED = 11728, 16, Statement, "The sequence object '%.*ls' has reached its minimum or maximum value. Restart the sequence object to allow new values to be generated.";
     CONTAINED_USERS_WITH_PASSWORD = 12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE.";
     CONTAINED_AUTH_DISABLED = 12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.";
+    JSON_COLUMN_WITHOUT_NAME = 13605, 16, Statement, "Column expressions and data sources without names or aliases cannot be formatted as JSON text using FOR JSON clause. Add alias to the unnamed column or table.";
     JSON_PATH_INVALID = 13607, 16, Statement, "JSON path is not properly formatted. Unexpected character '%.*ls' is found at position %d.";
     JSON_PROPERTY_NOT_FOUND = 13608, 16, Statement, "Property cannot be found on the specified JSON path.";
     JSON_TEXT_INVALID = 13609, 16, Statement, "JSON text is not properly formatted. Unexpected character '%.*ls' is found at position %d.";
@@ -542,5 +543,6 @@ catalog! {
     DATABASE_NAME_NOT_SUPPORTED = 40531, 16, Statement, "The database name '%.*ls' is not supported: a database name is 1 to 128 characters without '/', '\\', tabs, newlines or NUL.";
     DDL_TRIGGERS_NOT_SUPPORTED = 40532, 16, Statement, "DDL triggers (ON DATABASE, ON ALL SERVER) are not supported yet.";
     INSTEAD_OF_TRIGGERS_NOT_SUPPORTED = 40533, 16, Statement, "INSTEAD OF triggers are not supported yet.";
+    XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method is supported with the path \".\" (the text of the document) only, not '%ls'.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
 }

@@ -48,6 +48,12 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             Box::new(Held::new(result?))
         }
         Plan::WorkTable { id } => Box::new(Held::loose(ctx.work_tables.get(id).cloned().unwrap_or_default())),
+        Plan::Document { input, format } => {
+            let (rows, held) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
+            let document = super::document::document(format, &rows)?;
+            let rows = document.map(|d| vec![vec![Value::str(&d)]]).unwrap_or_default();
+            Box::new(Held::new(Collector::from_parts(rows, held)))
+        }
         Plan::Transition { deleted } => {
             let rows = ctx.session.triggers.last().map(|f| if *deleted { &f.deleted } else { &f.inserted });
             Box::new(Held::loose(rows.cloned().unwrap_or_default()))

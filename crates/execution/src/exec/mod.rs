@@ -5,7 +5,7 @@
 //! Files: `rows` (what an open operator is, rows held in memory), `evaluate`
 //! (expressions), `ranges` (the key range of a scan or seek), `locked_read` (scans that
 //! lock their rows), `scan` (scans and seeks), `operators` (sort, aggregation, set
-//! operations), `window` (window functions), `cursor` (every operator opened; a plan run to its end;
+//! operations), `window` (window functions), `document` (FOR JSON, FOR XML), `cursor` (every operator opened; a plan run to its end;
 //! recursive CTE rounds; TOP counts), `stored` (queries whose rows go out as they are
 //! stored, not as values).
 //!
@@ -14,6 +14,7 @@
 //! uses only those listed before it.
 
 mod cursor;
+mod document;
 mod evaluate;
 mod locked_read;
 mod operators;

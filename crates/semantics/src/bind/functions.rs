@@ -31,6 +31,9 @@ impl<'a> Binder<'a> {
             }
             return Err(msg::COLUMN_OR_FUNCTION_NOT_FOUND.with(&[&(name.0[0].value), &object_display(name)]));
         }
+        if fname == tessera_syntax::parser::XML_VALUE {
+            return self.bind_xml_value(args);
+        }
         if let Some(w) = over {
             if name.0.len() == 1 {
                 return self.bind_window_call(&fname, args, distinct, star, w);
@@ -252,6 +255,38 @@ impl<'a> Binder<'a> {
                 Err(msg::UNRECOGNIZED_NAME.with(&[&(name.name().value), &"built-in function name"]).with_severity(15))
             }
         }
+    }
+}
+
+impl Binder<'_> {
+    /// `(SELECT … FOR XML …, TYPE).value(path, 'type')`: the document's text (entities
+    /// decoded, tags dropped) as `type`, for the paths that mean the text of the whole
+    /// document ('.', '(./text())[1]' and their like; others are 40534).
+    fn bind_xml_value(&mut self, args: &[ast::Expr]) -> SqlResult<(Expr, SqlType, bool)> {
+        let literal = |e: &ast::Expr| match e {
+            ast::Expr::Literal(ast::Literal::String { value, .. }) => Some(value.clone()),
+            _ => None,
+        };
+        let path = literal(&args[1]).unwrap_or_default();
+        let text_paths = [".", "(.)[1]", "./text()", "(./text())[1]", "text()", "(text())[1]", "(/text())[1]"];
+        if !text_paths.contains(&path.replace(' ', "").as_str()) {
+            return Err(msg::XML_PATH_NOT_SUPPORTED.with(&[&path]));
+        }
+        let ty_text = literal(&args[2]).ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&"value"]))?;
+        let ast::Expr::Cast { ty, .. } =
+            tessera_syntax::unparse::parse_definition(&format!("CAST(NULL AS {ty_text})"))?
+        else {
+            return Err(msg::SYNTAX_ERROR_NEAR.with(&[&ty_text]));
+        };
+        let text = ast::Expr::Function {
+            name: ObjectName(vec![ast::Ident::new("$XML_TEXT")]),
+            args: vec![args[0].clone()],
+            distinct: false,
+            star: false,
+            over: None,
+            within_group: vec![],
+        };
+        self.bind_expr_n(&ast::Expr::Cast { expr: Box::new(text), ty, try_: false })
     }
 }
 

@@ -13,6 +13,45 @@ use tessera_syntax::ast::{self, Literal};
 
 impl<'a> Binder<'a> {
     pub fn bind_query(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
+        let bound = self.bind_query_rows(q)?;
+        match &q.for_clause {
+            Some(clause) => self.document(q, clause, bound),
+            None => Ok(bound),
+        }
+    }
+
+    /// FOR JSON / FOR XML over a query's rows: one nvarchar(max) column. Every column of
+    /// FOR JSON needs a name (13605).
+    fn document(&mut self, q: &ast::Query, clause: &ast::ForClause, bound: BoundQuery) -> SqlResult<BoundQuery> {
+        if matches!(clause, ast::ForClause::Json { .. }) && bound.columns.iter().any(|c| c.name.is_empty()) {
+            return Err(msg::JSON_COLUMN_WITHOUT_NAME.err());
+        }
+        let documents = document_columns(q, &bound.plan, bound.columns.len());
+        let element = match &q.body {
+            ast::SetExpr::Select(s) => match s.from.first() {
+                Some(ast::TableRef::Named { name, alias, .. }) => alias.as_ref().unwrap_or(name.name()).value.clone(),
+                Some(ast::TableRef::Join { left, .. }) => match &**left {
+                    ast::TableRef::Named { name, alias, .. } => alias.as_ref().unwrap_or(name.name()).value.clone(),
+                    _ => "row".into(),
+                },
+                _ => "row".into(),
+            },
+            _ => "row".into(),
+        };
+        let format = crate::plan::DocumentFormat {
+            clause: clause.clone(),
+            names: bound.columns.iter().map(|c| c.name.clone()).collect(),
+            types: bound.columns.iter().map(|c| c.ty).collect(),
+            documents,
+            element,
+        };
+        let name = format.column_name().to_string();
+        let plan = Plan::Document { input: Box::new(bound.plan), format: Box::new(format) };
+        let ty = SqlType::NVarChar(tessera_types::MAX);
+        Ok(BoundQuery { plan, columns: vec![OutputColumn { name, ty, nullable: true }] })
+    }
+
+    fn bind_query_rows(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
         self.bind_ctes(&q.with, &q.hints)?;
         let order_by = &q.order_by;
         check_order_by_unique(order_by)?;
@@ -208,7 +247,7 @@ fn check_order_by_unique(order_by: &[ast::OrderItem]) -> SqlResult<()> {
 
 pub(super) fn check_nested_order_by(q: &ast::Query) -> SqlResult<()> {
     let top = matches!(&q.body, ast::SetExpr::Select(s) if s.top.is_some());
-    if !q.order_by.is_empty() && !top && q.offset.is_none() {
+    if !q.order_by.is_empty() && !top && q.offset.is_none() && q.for_clause.is_none() {
         return Err(msg::ORDER_BY_NOT_ALLOWED.err());
     }
     Ok(())
@@ -249,4 +288,53 @@ fn select_item_position(items: &[ast::SelectItem], e: &ast::Expr) -> Option<usiz
         }
     }
     None
+}
+
+/// Which columns of a query's rows are documents already: a nested FOR JSON or FOR XML
+/// subquery, or JSON_QUERY (found in the select list as written, when each item is one
+/// column; else in the plan's projection).
+fn document_columns(q: &ast::Query, plan: &Plan, width: usize) -> Vec<bool> {
+    if let ast::SetExpr::Select(s) = &q.body {
+        let written: Option<Vec<bool>> = s
+            .items
+            .iter()
+            .map(|item| match item {
+                ast::SelectItem::Expr { expr, .. } => Some(is_document(expr)),
+                _ => None,
+            })
+            .collect();
+        if let Some(written) = written.filter(|w| w.len() == width) {
+            return written;
+        }
+    }
+    let mut out = vec![false; width];
+    let mut p = plan;
+    // The select list is the projection under any sort, top or paging.
+    loop {
+        match p {
+            Plan::Sort { input, .. } | Plan::Top { input, .. } | Plan::Distinct { input } => p = input,
+            Plan::Project { exprs, .. } if exprs.len() >= width => {
+                for (i, e) in exprs.iter().take(width).enumerate() {
+                    out[i] = match e {
+                        Expr::Subquery(sq) => matches!(&*sq.plan, Plan::Document { .. }),
+                        Expr::Func { name, .. } => name == "JSON_QUERY",
+                        _ => false,
+                    };
+                }
+                return out;
+            }
+            _ => return out,
+        }
+    }
+}
+
+/// Whether a select item is a document already: a FOR JSON / FOR XML subquery, or
+/// JSON_QUERY.
+fn is_document(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Nested(inner) => is_document(inner),
+        ast::Expr::Subquery(q) => q.for_clause.is_some(),
+        ast::Expr::Function { name, .. } => name.name().value.eq_ignore_ascii_case("JSON_QUERY"),
+        _ => false,
+    }
 }

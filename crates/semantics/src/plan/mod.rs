@@ -15,8 +15,8 @@ pub use statement::{
     Prepared, SetList, Target, UpdatePlan, VarSource,
 };
 pub use tree::{
-    columns_used, AggCall, AggFunc, Col, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey, StringAgg, Subquery,
-    SubqueryKind, UserCall, View, WindowCall, WindowFunc,
+    columns_used, AggCall, AggFunc, Col, DocumentFormat, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey,
+    StringAgg, Subquery, SubqueryKind, UserCall, View, WindowCall, WindowFunc,
 };
 
 use crate::types::Value;

@@ -328,6 +328,12 @@ impl<'v> Printer<'v> {
                 let names = self.work_tables.get(id).cloned().unwrap_or_default();
                 (Node::leaf("Table Spool(WITH STACK)".to_string()), names)
             }
+            Plan::Document { input, format } => {
+                let (child, _) = self.plan(input, corr);
+                let name = self.name("Expr");
+                let text = format!("UDX(({name}), NAME:({}))", format.column_name());
+                (Node { text, children: vec![child] }, vec![name])
+            }
             Plan::Transition { deleted } => {
                 let which = if *deleted { "deleted" } else { "inserted" };
                 (Node::leaf(format!("Inserted Scan(OBJECT:({which}))")), Vec::new())

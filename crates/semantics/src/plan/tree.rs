@@ -447,6 +447,12 @@ pub enum Plan {
     Transition {
         deleted: bool,
     },
+    /// `FOR JSON` / `FOR XML`: the input's rows as one document, one row of one column
+    /// (no row when there are none).
+    Document {
+        input: Box<Plan>,
+        format: Box<DocumentFormat>,
+    },
     /// Window functions over one `OVER (PARTITION BY … ORDER BY …)`: the input's rows in
     /// (partition, order) order, each with one more column per call.
     Window {
@@ -455,6 +461,30 @@ pub enum Plan {
         order: Vec<SortKey>,
         calls: Vec<WindowCall>,
     },
+}
+
+/// How FOR JSON or FOR XML writes a query's rows: the clause, and the input's columns —
+/// their names (the JSON keys, XML elements or attributes; empty for none), their types,
+/// and whether each is a document already (a nested FOR JSON / FOR XML … TYPE, a
+/// JSON_QUERY), written as it is rather than as a value.
+#[derive(Clone, Debug)]
+pub struct DocumentFormat {
+    pub clause: tessera_syntax::ast::ForClause,
+    pub names: Vec<String>,
+    pub types: Vec<SqlType>,
+    pub documents: Vec<bool>,
+    /// FOR XML AUTO: the element name (the first table's alias or name).
+    pub element: String,
+}
+
+impl DocumentFormat {
+    /// The result column's name, as SQL Server names it.
+    pub fn column_name(&self) -> &'static str {
+        match self.clause {
+            tessera_syntax::ast::ForClause::Json { .. } => "JSON_F52E2B61-18A1-11d1-B105-00805F49916B",
+            tessera_syntax::ast::ForClause::Xml { .. } => "XML_F52E2B61-18A1-11d1-B105-00805F49916B",
+        }
+    }
 }
 
 /// A window function call: what it computes, over which rows of its partition.

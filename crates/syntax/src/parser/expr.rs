@@ -11,6 +11,9 @@ use crate::ast::{
 };
 use crate::lexer::{Punct, Token, TokenKind};
 
+/// The internal function a `(subquery).value(path, type)` call is parsed as.
+pub const XML_VALUE: &str = "$XML_VALUE";
+
 const PREC_OR: u8 = 1;
 const PREC_AND: u8 = 2;
 const PREC_NOT: u8 = 3;
@@ -302,6 +305,25 @@ impl Parser<'_> {
             Expr::Nested(boxed(self.expr()?))
         };
         self.expect_punct(Punct::RParen)?;
+        // `(SELECT … FOR XML …, TYPE).value('.', 'type')`: the xml value() method, kept as
+        // the internal function `$XML_VALUE(document, path, type)`.
+        let method = self.peek().is_punct(Punct::Dot) && self.peek_nth(1).is_word("value");
+        if method && matches!(expr, Expr::Subquery(_)) && self.peek_nth(2).is_punct(Punct::LParen) {
+            self.pos += 3;
+            let path = self.expr()?;
+            self.expect_punct(Punct::Comma)?;
+            let ty = self.expr()?;
+            self.expect_punct(Punct::RParen)?;
+            let name = ObjectName(vec![Ident::new(XML_VALUE)]);
+            return Ok(Expr::Function {
+                name,
+                args: vec![expr, path, ty],
+                distinct: false,
+                star: false,
+                over: None,
+                within_group: vec![],
+            });
+        }
         Ok(expr)
     }
 

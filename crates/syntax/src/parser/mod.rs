@@ -22,6 +22,7 @@ mod backup;
 mod ddl;
 mod dml;
 mod expr;
+pub use expr::XML_VALUE;
 mod governor;
 mod keywords;
 mod merge;

@@ -2,8 +2,8 @@
 
 use super::{is_ident_token, Parser, Result};
 use crate::ast::{
-    Cte, Expr, Ident, InsertSource, JoinHint, JoinKind, Literal, ObjectName, Query, QueryHints, Select, SelectItem,
-    SetExpr, SetOperator, StatementKind, TableRef, Top,
+    Cte, Expr, ForClause, Ident, InsertSource, JoinHint, JoinKind, Literal, ObjectName, Query, QueryHints, Select,
+    SelectItem, SetExpr, SetOperator, StatementKind, TableRef, Top, XmlMode,
 };
 use crate::lexer::{Punct, TokenKind};
 use tessera_errors::msg;
@@ -42,9 +42,20 @@ impl Parser<'_> {
         self.nested(|p| {
             let with = if p.eat_word("WITH") { p.comma_list(Parser::cte)? } else { vec![] };
             let body = p.set_expr()?;
-            let mut query =
-                Query { with, body, order_by: vec![], offset: None, fetch: None, hints: QueryHints::default() };
+            let mut query = Query {
+                with,
+                body,
+                order_by: vec![],
+                offset: None,
+                fetch: None,
+                hints: QueryHints::default(),
+                for_clause: None,
+            };
             p.order_by_clause(&mut query)?;
+            if p.peek().is_word("FOR") && (p.peek_nth(1).is_word("JSON") || p.peek_nth(1).is_word("XML")) {
+                p.pos += 1;
+                query.for_clause = Some(p.for_clause()?);
+            }
             if p.eat_word("OPTION") {
                 query.hints = p.query_hints()?;
             }
@@ -147,6 +158,60 @@ impl Parser<'_> {
         let query = Box::new(self.query()?);
         self.expect_punct(Punct::RParen)?;
         Ok(Cte { name, columns, query })
+    }
+
+    /// After FOR: `JSON PATH | AUTO [, option]…` or `XML RAW | AUTO | PATH [('name')] [, option]…`.
+    fn for_clause(&mut self) -> Result<ForClause> {
+        let name_arg = |p: &mut Self| -> Result<Option<String>> {
+            if !p.eat_punct(Punct::LParen) {
+                return Ok(None);
+            }
+            let TokenKind::String { value, .. } = p.peek().kind.clone() else { return Err(p.error_here()) };
+            p.pos += 1;
+            p.expect_punct(Punct::RParen)?;
+            Ok(Some(value))
+        };
+        if self.eat_word("JSON") {
+            let auto = if self.eat_word("AUTO") {
+                true
+            } else {
+                self.expect_word("PATH")?;
+                false
+            };
+            let (mut root, mut include_null_values, mut without_array_wrapper) = (None, false, false);
+            while self.eat_punct(Punct::Comma) {
+                if self.eat_word("ROOT") {
+                    root = Some(name_arg(self)?.unwrap_or_else(|| "root".to_string()));
+                } else if self.eat_word("INCLUDE_NULL_VALUES") {
+                    include_null_values = true;
+                } else {
+                    self.expect_word("WITHOUT_ARRAY_WRAPPER")?;
+                    without_array_wrapper = true;
+                }
+            }
+            return Ok(ForClause::Json { auto, root, include_null_values, without_array_wrapper });
+        }
+        self.expect_word("XML")?;
+        let mode = if self.eat_word("RAW") {
+            XmlMode::Raw(name_arg(self)?)
+        } else if self.eat_word("AUTO") {
+            XmlMode::Auto
+        } else {
+            self.expect_word("PATH")?;
+            XmlMode::Path(name_arg(self)?)
+        };
+        let (mut root, mut typed, mut elements) = (None, false, false);
+        while self.eat_punct(Punct::Comma) {
+            if self.eat_word("ROOT") {
+                root = Some(name_arg(self)?.unwrap_or_else(|| "root".to_string()));
+            } else if self.eat_word("TYPE") {
+                typed = true;
+            } else {
+                self.expect_word("ELEMENTS")?;
+                elements = true;
+            }
+        }
+        Ok(ForClause::Xml { mode, root, typed, elements })
     }
 
     fn order_by_clause(&mut self, query: &mut Query) -> Result<()> {

@@ -46,6 +46,7 @@ pub fn compile_assign(b: &mut Binder, select: &ast::Select, order_by: &[ast::Ord
         offset: None,
         fetch: None,
         hints: ast::QueryHints::default(),
+        for_clause: None,
     };
     let bound = b.bind_query(&query)?;
     let targets = targets

@@ -180,7 +180,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "SUBSTRING" | "REPLACE" | "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEFROMPARTS" => (3, 3),
         "STUFF" => (4, 4),
         "TRANSLATE" => (3, 3),
-        "ISJSON" => (1, 1),
+        "ISJSON" | "$XML_TEXT" => (1, 1),
         "JSON_VALUE" => (2, 2),
         "JSON_QUERY" => (1, 2),
         "JSON_MODIFY" => (3, 3),
@@ -297,6 +297,7 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         "REPLACE" | "STUFF" => long_string(unicode_any, max_any),
         "TRANSLATE" => text_type(&first),
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => json::json_type(name),
+        "$XML_TEXT" => T::NVarChar(MAX),
         // The argument type of highest precedence; each argument must convert to it.
         "GREATEST" | "LEAST" => {
             let mut t = first;
@@ -446,6 +447,44 @@ fn float(v: &Value, t: &SqlType) -> SqlResult<Option<f64>> {
     }
 }
 
+/// The text of an XML document: its tags dropped and its entities decoded (what the
+/// xml value() method reads at '.').
+fn xml_text(xml: &str) -> String {
+    let mut out = String::with_capacity(xml.len());
+    let mut rest = xml;
+    while let Some(c) = rest.chars().next() {
+        if c == '<' {
+            rest = rest.find('>').map_or("", |end| &rest[end + 1..]);
+            continue;
+        }
+        if c == '&' {
+            if let Some(end) = rest.find(';') {
+                let entity = &rest[1..end];
+                let decoded = match entity {
+                    "amp" => Some('&'),
+                    "lt" => Some('<'),
+                    "gt" => Some('>'),
+                    "quot" => Some('"'),
+                    "apos" => Some('\''),
+                    _ => entity
+                        .strip_prefix("#x")
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .or_else(|| entity.strip_prefix('#').and_then(|d| d.parse().ok()))
+                        .and_then(char::from_u32),
+                };
+                if let Some(d) = decoded {
+                    out.push(d);
+                    rest = &rest[end + 1..];
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 fn result_string(s: &str, result: &SqlType) -> Value {
     if is_string(result) {
         fit_string(s, result)
@@ -485,6 +524,7 @@ pub fn call_function(
         | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" | "TRANSLATE" => call.string(),
         "GREATEST" | "LEAST" => call.extreme(),
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => call.json(),
+        "$XML_TEXT" => Ok(call.text(0)?.map_or(Value::Null, |x| Value::str(&xml_text(&x)))),
         "ABS" | "ROUND" | "FLOOR" | "CEILING" | "POWER" | "SQRT" | "SQUARE" | "SIGN" | "EXP" | "LOG" | "LOG10"
         | "PI" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "ATN2" | "COT" | "DEGREES" | "RADIANS"
         | "LEFT_SHIFT" | "RIGHT_SHIFT" => call.math(),

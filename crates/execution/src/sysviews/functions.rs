@@ -41,7 +41,34 @@ static FUNCTIONS: &[&dyn SystemFunction] = &[
     &STRING_SPLIT,
     &STRING_SPLIT_ORDINAL,
     &OPENJSON,
+    &OPENJSON_ELEMENTS,
 ];
+
+/// `OPENJSON(json [, path]) WITH (…)`'s rows before their columns are read (the parser
+/// reads the WITH clause as columns of this function's rows; its name is no name a query
+/// can write unquoted): each element of the array the path finds as JSON text, or the
+/// object it finds itself.
+pub(super) static OPENJSON_ELEMENTS: FunctionDef<1> = FunctionDef {
+    name: "openjson with",
+    columns: [col("value", SqlType::NVarChar(tessera_types::MAX), true)],
+    rows: |_, _, args| {
+        use tessera_semantics::types::functions::json;
+        let Some(Value::Str(text)) = args.first() else { return Ok(Vec::new()) };
+        let path = match args.get(1) {
+            Some(Value::Str(p)) => json::parse_path(p)?,
+            Some(_) => return Ok(Vec::new()),
+            None => json::parse_path("$")?,
+        };
+        let doc = json::parse_json(text)?;
+        Ok(match json::find(&doc, &path) {
+            Some(serde_json::Value::Array(a)) => a.iter().map(|v| [Value::str(&v.to_string())]).collect(),
+            Some(v @ serde_json::Value::Object(_)) => vec![[Value::str(&v.to_string())]],
+            None if path.strict => return Err(tessera_errors::msg::JSON_PROPERTY_NOT_FOUND.err()),
+            Some(_) if path.strict => return Err(tessera_errors::msg::JSON_NOT_OBJECT_OR_ARRAY.err()),
+            _ => Vec::new(),
+        })
+    },
+};
 
 /// `OPENJSON(json [, path])` with its default schema: a row per property of the object
 /// (or element of the array) the path finds — its key (an element's index), its value

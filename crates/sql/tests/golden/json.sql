@@ -41,3 +41,22 @@ SELECT CAST(JSON_VALUE(N'{"a":1}', 'a') AS nvarchar(5));
 GO
 SELECT type FROM OPENJSON(N'{"a":1}', 'strict $.a');
 GO
+-- OPENJSON … WITH: typed columns read at their paths.
+DECLARE @orders nvarchar(max) = N'[
+  {"id": 1, "customer": {"name": "Ann"}, "total": 12.50, "paid": true, "at": "2026-03-01T10:00:00", "lines": [1, 2]},
+  {"id": 2, "customer": {"name": "Bo"}, "total": 3, "paid": false, "at": "2026-03-02T11:30:00", "lines": []}]';
+SELECT id, name, total, paid, at, CAST(lines AS nvarchar(10)) AS lines
+FROM OPENJSON(@orders) WITH (id int, name nvarchar(20) '$.customer.name', total decimal(9, 2), paid bit,
+                             at datetime2(0), lines nvarchar(max) AS JSON) AS o
+ORDER BY id;
+SELECT o.id FROM OPENJSON(@orders) WITH (id int, total decimal(9, 2)) o WHERE o.total > 5;
+SELECT x.a, x.b FROM OPENJSON(N'{"a": 5, "b": "five"}') WITH (a int, b nvarchar(10)) x;
+GO
+-- A procedure taking a JSON parameter, the way applications pass lists.
+CREATE PROCEDURE add_events @json nvarchar(max) AS
+    INSERT INTO events (id, payload)
+    SELECT id, payload FROM OPENJSON(@json) WITH (id int, payload nvarchar(max) AS JSON);
+GO
+EXEC add_events N'[{"id": 10, "payload": {"kind": "a"}}, {"id": 11, "payload": {"kind": "b"}}]';
+SELECT id, CAST(JSON_VALUE(payload, '$.kind') AS nvarchar(5)) AS kind FROM events WHERE id >= 10 ORDER BY id;
+GO

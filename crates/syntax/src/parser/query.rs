@@ -537,6 +537,9 @@ impl Parser<'_> {
             let args =
                 if self.peek().is_punct(Punct::RParen) { vec![] } else { self.comma_list(Parser::expr_or_default)? };
             self.expect_punct(Punct::RParen)?;
+            if name.0.len() == 1 && name.name().is("OPENJSON") && self.peek().is_word("WITH") {
+                return self.openjson_with(args);
+            }
             let alias = self.optional_alias(false)?;
             return Ok(TableRef::Function { name, args, alias });
         }
@@ -544,6 +547,67 @@ impl Parser<'_> {
         let alias = self.optional_alias(false)?;
         hints.extend(self.table_hints()?);
         Ok(TableRef::Named { name, alias, hints })
+    }
+
+    /// After `OPENJSON(args)`: `WITH (column type ['path'] [AS JSON], …) [[AS] alias]`,
+    /// read as the derived table `(SELECT CAST(JSON_VALUE([value], path) AS type) AS column,
+    /// … FROM [openjson with](args)) AS alias`: the internal function gives each element of
+    /// the array (or the object) the path finds, and each column is read from it at its
+    /// path (`$.column` unless given; `AS JSON` reads an object or array, as JSON_QUERY).
+    fn openjson_with(&mut self, args: Vec<Expr>) -> Result<TableRef> {
+        self.expect_word("WITH")?;
+        let items = self.parenthesized_list(|p| {
+            let column = p.ident()?;
+            let ty = p.type_name()?;
+            let path = match &p.peek().kind {
+                TokenKind::String { value, .. } => {
+                    let v = value.clone();
+                    p.pos += 1;
+                    v
+                }
+                _ => format!("$.\"{}\"", column.value),
+            };
+            let as_json = p.eat_words(&["AS", "JSON"]);
+            let value = Expr::Column(ObjectName(vec![Ident::new("value")]));
+            let path = Expr::Literal(Literal::String { value: path, unicode: true });
+            let call = |name: &str| Expr::Function {
+                name: ObjectName(vec![Ident::new(name)]),
+                args: vec![value.clone(), path.clone()],
+                distinct: false,
+                star: false,
+                over: None,
+                within_group: vec![],
+            };
+            let expr = if as_json {
+                call("JSON_QUERY")
+            } else {
+                Expr::Cast { expr: Box::new(call("JSON_VALUE")), ty, try_: false }
+            };
+            Ok(SelectItem::Expr { expr, alias: Some(column) })
+        })?;
+        let alias = self.optional_alias(false)?.unwrap_or_else(|| Ident::new("openjson"));
+        let elements = ObjectName(vec![Ident { value: "openjson with".into(), quoted: true }]);
+        let from = vec![TableRef::Function { name: elements, args, alias: Some(Ident::new("$openjson")) }];
+        let select = Select {
+            distinct: false,
+            top: None,
+            items,
+            into: None,
+            from,
+            selection: None,
+            group_by: vec![],
+            having: None,
+        };
+        let query = Query {
+            with: vec![],
+            body: SetExpr::Select(Box::new(select)),
+            order_by: vec![],
+            offset: None,
+            fetch: None,
+            hints: QueryHints::default(),
+            for_clause: None,
+        };
+        Ok(TableRef::Derived { query: Box::new(query), alias, columns: vec![] })
     }
 
     /// `(query) [AS] alias [(columns)]`, `(VALUES …) alias (columns)` or `(a JOIN b ON …)`.

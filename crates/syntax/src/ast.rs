@@ -510,7 +510,11 @@ pub struct Select {
     pub into: Option<ObjectName>,
     pub from: Vec<TableRef>,
     pub selection: Option<Expr>,
+    /// The distinct expressions GROUP BY names.
     pub group_by: Vec<Expr>,
+    /// With ROLLUP, CUBE or GROUPING SETS (or WITH ROLLUP / CUBE): the grouping sets, each
+    /// as positions in `group_by`; None for one plain GROUP BY.
+    pub grouping_sets: Option<Vec<Vec<usize>>>,
     pub having: Option<Expr>,
 }
 

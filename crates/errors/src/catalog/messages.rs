@@ -358,6 +358,7 @@ catalog! {
     DUPLICATE_COLUMN_IN_LIST = 8156, 16, Statement, "The column '%.*ls' was specified multiple times for '%.*ls'.";
     MORE_COLUMNS_THAN_LIST = 8158, 16, Statement, "'%.*ls' has more columns than were specified in the column list.";
     FEWER_COLUMNS_THAN_LIST = 8159, 16, Statement, "'%.*ls' has fewer columns than were specified in the column list.";
+    GROUPING_ARGUMENT_NOT_GROUPED = 8161, 16, Statement, "Argument %d of the %.*ls function does not match any of the expressions in the GROUP BY clause.";
     PARAMETER_NOT_OUTPUT = 8162, 16, Statement, "The formal parameter \"%.*ls\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output.";
     INVALID_UNIQUEIDENTIFIER = 8169, 16, Transaction, "Conversion failed when converting from a character string to uniqueidentifier.";
     UNIQUEIDENTIFIER_RESULT_TOO_SMALL = 8170, 16, Statement, "Insufficient result space to convert uniqueidentifier value to %ls.";

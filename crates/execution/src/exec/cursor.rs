@@ -9,7 +9,7 @@
 
 use super::evaluate::{eval, eval_all, is_true};
 use super::locked_read::{locked_top_input, run_locked_top};
-use super::operators::{set_operation, sort_rows, top_sort, Aggregation};
+use super::operators::{grouping_sets, set_operation, sort_rows, top_sort, Aggregation};
 use super::rows::{drain, Cursor, Held, Rows};
 use super::scan::{open_scan, ScanFilter};
 use super::window::window;
@@ -136,6 +136,12 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             right_width: *right_width,
             pending: VecDeque::new(),
         }),
+        Plan::GroupingSets { input, group_by, sets, aggregates } => {
+            let (rows, held) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
+            let grouped = grouping_sets(&rows, group_by, sets, aggregates, ctx)?;
+            drop(held);
+            Box::new(Held::new(grouped))
+        }
         Plan::Aggregate { input, group_by, aggregates } => {
             let mut input = open(input, corr, ctx)?;
             let mut groups = Aggregation::new(group_by, aggregates, ctx);

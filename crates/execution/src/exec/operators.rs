@@ -262,6 +262,47 @@ pub(super) fn finish(call: &AggCall, st: AggState) -> SqlResult<Value> {
     })
 }
 
+/// GROUPING SETS: `rows` aggregated over each set of `group_by` positions (the others
+/// NULL), each row followed by its grouping bits; the empty set gives its row over no
+/// rows too.
+pub(super) fn grouping_sets(
+    rows: &[Row],
+    group_by: &[Expr],
+    sets: &[Vec<usize>],
+    aggregates: &[AggCall],
+    ctx: &mut ExecCtx,
+) -> SqlResult<Collector> {
+    let n = group_by.len();
+    let mut out = Collector::new(&ctx.grant());
+    for set in sets {
+        let bits = (0..n).filter(|i| !set.contains(i)).fold(0i64, |b, i| b | 1 << (n - 1 - i));
+        let rows_of_set = if set.is_empty() {
+            let mut whole = Aggregation::new(&[], aggregates, ctx);
+            for r in rows {
+                whole.add(r, ctx)?;
+            }
+            let totals = whole.finish()?.into_parts().0;
+            totals.into_iter().map(|t| std::iter::repeat_n(Value::Null, n).chain(t).collect()).collect()
+        } else {
+            let masked: Vec<Expr> = group_by
+                .iter()
+                .enumerate()
+                .map(|(i, e)| if set.contains(&i) { e.clone() } else { Expr::Const(Value::Null) })
+                .collect();
+            let mut groups = Aggregation::new(&masked, aggregates, ctx);
+            for r in rows {
+                groups.add(r, ctx)?;
+            }
+            groups.finish()?.into_parts().0
+        };
+        for mut r in rows_of_set {
+            r.push(Value::Int(bits));
+            out.push(r)?;
+        }
+    }
+    Ok(out)
+}
+
 /// Grouping as rows arrive: one accumulator per group, held under the statement's grant;
 /// the groups come out in the order they were first seen.
 pub(super) struct Aggregation<'p> {

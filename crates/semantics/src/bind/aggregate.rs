@@ -20,7 +20,14 @@ pub(super) struct AggContext {
     pub(super) input: Scope,
     /// The clause being bound, for errors 8120/8121/8127.
     pub(super) clause: AggClause,
+    /// GROUP BY has grouping sets (ROLLUP, CUBE, GROUPING SETS): GROUPING reads each row's
+    /// grouping bits.
+    pub(super) sets: bool,
 }
+
+/// Where a grouped query's grouping bits are while its select list is bound (renumbered
+/// to the column after the aggregates once they are all known).
+pub(super) const GROUPING_BITS: usize = 1 << 22;
 
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum AggClause {
@@ -53,6 +60,49 @@ pub(super) fn agg_func(name: &str) -> Option<AggFunc> {
 }
 
 impl<'a> Binder<'a> {
+    /// `GROUPING(expr)` and `GROUPING_ID(expr, …)`: whether each GROUP BY expression named
+    /// is aggregated in the row's grouping set (0 without grouping sets); 8161 for an
+    /// argument GROUP BY does not name.
+    pub(super) fn bind_grouping(&mut self, fname: &str, args: &[ast::Expr]) -> SqlResult<(Expr, SqlType, bool)> {
+        // Without GROUP BY no argument names one of its expressions.
+        let Some(agg) = &self.agg else { return Err(msg::GROUPING_ARGUMENT_NOT_GROUPED.with(&[&1, &fname])) };
+        if args.is_empty() || (fname == "GROUPING" && args.len() != 1) {
+            return Err(msg::WRONG_ARGUMENT_COUNT.with(&[&fname.to_lowercase(), &1]));
+        }
+        let n = agg.group_asts.len();
+        let mut positions = Vec::with_capacity(args.len());
+        for (k, a) in args.iter().enumerate() {
+            match agg.group_asts.iter().position(|g| g == a) {
+                Some(i) => positions.push(i),
+                None => return Err(msg::GROUPING_ARGUMENT_NOT_GROUPED.with(&[&(k + 1), &fname])),
+            }
+        }
+        let ty = if fname == "GROUPING" { SqlType::TinyInt } else { SqlType::Int };
+        if !agg.sets {
+            return Ok((Expr::Const(crate::types::Value::Int(0)), ty, false));
+        }
+        let int = SqlType::Int;
+        let k = positions.len();
+        let mut sum: Option<Expr> = None;
+        for (j, i) in positions.into_iter().enumerate() {
+            let bit = Expr::Func {
+                name: "$BIT".into(),
+                args: vec![Expr::Column(GROUPING_BITS), Expr::Const(crate::types::Value::Int((n - 1 - i) as i64))],
+                arg_types: vec![int, int],
+                ty: int,
+            };
+            let weight = Expr::Const(crate::types::Value::Int(1 << (k - 1 - j)));
+            let term =
+                Expr::Arith { op: ast::BinaryOp::Multiply, left: Box::new(bit), right: Box::new(weight), ty: int };
+            sum = Some(match sum {
+                None => term,
+                Some(s) => Expr::Arith { op: ast::BinaryOp::Add, left: Box::new(s), right: Box::new(term), ty: int },
+            });
+        }
+        let e = sum.expect("at least one argument");
+        Ok((convert(e, &int, &ty)?, ty, false))
+    }
+
     pub(super) fn bind_in_aggregate_input_error(&mut self, name: &ObjectName) -> SqlResult<(Expr, SqlType, bool)> {
         // A column in a grouped query that is neither grouped nor aggregated. Columns of
         // enclosing queries are still fine (outer references).

@@ -31,6 +31,9 @@ impl<'a> Binder<'a> {
             }
             return Err(msg::COLUMN_OR_FUNCTION_NOT_FOUND.with(&[&(name.0[0].value), &object_display(name)]));
         }
+        if name.0.len() == 1 && matches!(fname.as_str(), "GROUPING" | "GROUPING_ID") {
+            return self.bind_grouping(&fname, args);
+        }
         if fname == tessera_syntax::parser::XML_VALUE {
             return self.bind_xml_value(args);
         }

@@ -1,8 +1,9 @@
 //! SELECT: the select list, GROUP BY and HAVING, window calls (`window`), ORDER BY, DISTINCT, TOP
 //! and OFFSET/FETCH, assembled into one plan.
 
-use super::aggregate::{contains_aggregate, contains_subquery, not_grouped, AggClause, AggContext};
+use super::aggregate::{contains_aggregate, contains_subquery, not_grouped, AggClause, AggContext, GROUPING_BITS};
 use super::conversion::convert;
+use super::expr_walk::map_columns;
 use super::names::{object_display, qualified_name, Scope};
 use super::Binder;
 use crate::output::OutputColumn;
@@ -42,6 +43,7 @@ impl<'a> Binder<'a> {
         scope: Scope,
     ) -> SqlResult<Vec<OutputColumn>> {
         let uses_aggregates = !s.group_by.is_empty()
+            || s.grouping_sets.is_some()
             || s.having.is_some()
             || s.items.iter().any(|i| match i {
                 ast::SelectItem::Expr { expr, .. } => contains_aggregate(expr),
@@ -66,6 +68,7 @@ impl<'a> Binder<'a> {
                 calls: Vec::new(),
                 input: scope.clone(),
                 clause: AggClause::Select,
+                sets: s.grouping_sets.is_some(),
             });
         }
         let result = self.bind_projection(s, order_by, offset, fetch, plan, &scope, uses_aggregates);
@@ -144,7 +147,7 @@ impl<'a> Binder<'a> {
         let windows = self.windows.take();
         let having = s.having.as_ref().map(|h| self.bind_predicate(h)).transpose();
         self.windows = windows;
-        let having = having?;
+        let mut having = having?;
         // ORDER BY: select-list aliases and positions, or any expression of the FROM rows.
         let mut sort_keys = Vec::new();
         let visible = exprs.len();
@@ -187,8 +190,24 @@ impl<'a> Binder<'a> {
                 self.agg = saved;
                 v
             };
-            p = Plan::Aggregate { input: Box::new(p), group_by, aggregates: agg.calls.clone() };
-            p.read_one_for_min_max();
+            let aggregates = agg.calls.clone();
+            match &s.grouping_sets {
+                Some(sets) => {
+                    p = Plan::GroupingSets { input: Box::new(p), group_by, sets: sets.clone(), aggregates };
+                    // The grouping bits follow the aggregates.
+                    let bits = width;
+                    width += 1;
+                    let renumber = |i: usize| if i == GROUPING_BITS { bits } else { i };
+                    for e in exprs.iter_mut() {
+                        *e = map_columns(e, &renumber);
+                    }
+                    having = having.map(|h| map_columns(&h, &renumber));
+                }
+                None => {
+                    p = Plan::Aggregate { input: Box::new(p), group_by, aggregates };
+                    p.read_one_for_min_max();
+                }
+            }
             self.agg = Some(agg);
         }
         if let Some(h) = having {

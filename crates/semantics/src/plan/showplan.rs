@@ -253,6 +253,11 @@ impl<'v> Printer<'v> {
                 (Node { text, children }, names)
             }
             Plan::Aggregate { input, group_by, aggregates } => self.aggregate(input, group_by, aggregates, corr),
+            Plan::GroupingSets { input, group_by, aggregates, .. } => {
+                let (node, mut names) = self.aggregate(input, group_by, aggregates, corr);
+                names.push(self.name("Expr"));
+                (node, names)
+            }
             // Its input already comes in its order: the sort does nothing (see `cursor.rs`).
             Plan::Sort { input, keys } if input.delivers_order(keys) => self.plan(input, corr),
             Plan::Sort { input, keys } => {

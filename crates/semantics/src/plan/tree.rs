@@ -398,6 +398,16 @@ pub enum Plan {
         on: Option<Expr>,
         right_width: usize,
     },
+    /// GROUPING SETS (ROLLUP, CUBE): the aggregate over each set of `group_by` positions in
+    /// turn. Output: group values (NULL for those not in the row's set), aggregate
+    /// values, then the row's grouping bits (bit n-1-i set when `group_by[i]` is not in
+    /// its set: GROUPING reads them).
+    GroupingSets {
+        input: Box<Plan>,
+        group_by: Vec<Expr>,
+        sets: Vec<Vec<usize>>,
+        aggregates: Vec<AggCall>,
+    },
     /// Output: group values, then aggregate values.
     Aggregate {
         input: Box<Plan>,

@@ -96,6 +96,7 @@ pub(super) fn assign_select(name: &str, op: Option<ast::BinaryOp>, value: &ast::
         from: Vec::new(),
         selection: None,
         group_by: Vec::new(),
+        grouping_sets: None,
         having: None,
     }
 }

@@ -36,6 +36,9 @@ const TABLE_HINTS: &[&str] = &[
     "INDEX",
 ];
 
+/// Grouping sets, each as positions in a GROUP BY list (see `Select::grouping_sets`).
+type GroupingSets = Vec<Vec<usize>>;
+
 impl Parser<'_> {
     /// A full query: `[WITH ctes] body [ORDER BY …] [OFFSET … [FETCH …]] [OPTION (…)]`.
     pub(super) fn query(&mut self) -> Result<Query> {
@@ -309,9 +312,110 @@ impl Parser<'_> {
         let into = if self.eat_word("INTO") { Some(self.object_name()?) } else { None };
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
         let selection = self.where_clause()?;
-        let group_by = if self.eat_words(&["GROUP", "BY"]) { self.comma_list(Parser::expr)? } else { vec![] };
+        let (group_by, grouping_sets) =
+            if self.eat_words(&["GROUP", "BY"]) { self.group_by_list()? } else { (vec![], None) };
         let having = if self.eat_word("HAVING") { Some(self.expr()?) } else { None };
-        Ok(Select { distinct, top, items, into, from, selection, group_by, having })
+        Ok(Select { distinct, top, items, into, from, selection, group_by, grouping_sets, having })
+    }
+
+    /// A GROUP BY list: its distinct expressions, and the grouping sets when it has ROLLUP,
+    /// CUBE, GROUPING SETS or WITH ROLLUP / CUBE — the product of its elements' sets (a
+    /// plain expression is one set of itself; ROLLUP(a, b) is (a, b), (a), (); CUBE every
+    /// subset; GROUPING SETS its sets, each an element).
+    fn group_by_list(&mut self) -> Result<(Vec<Expr>, Option<GroupingSets>)> {
+        let mut exprs: Vec<Expr> = Vec::new();
+        let position = |e: Expr, exprs: &mut Vec<Expr>| match exprs.iter().position(|x| *x == e) {
+            Some(i) => i,
+            None => {
+                exprs.push(e);
+                exprs.len() - 1
+            }
+        };
+        let mut elements: Vec<Vec<Vec<usize>>> = Vec::new();
+        let mut sets_used = false;
+        loop {
+            let element = if self.peek_is_any_word(&["ROLLUP", "CUBE"]) && self.peek_nth(1).is_punct(Punct::LParen) {
+                sets_used = true;
+                let rollup = self.advance().is_word("ROLLUP");
+                let items = self.parenthesized_list(Parser::grouping_item)?;
+                let items: Vec<Vec<usize>> =
+                    items.into_iter().map(|g| g.into_iter().map(|e| position(e, &mut exprs)).collect()).collect();
+                if rollup {
+                    (0..=items.len()).rev().map(|n| items[..n].concat()).collect()
+                } else {
+                    let mut sets = Vec::new();
+                    for mask in (0..1u32 << items.len()).rev() {
+                        let set = (0..items.len()).filter(|i| mask & (1 << (items.len() - 1 - i)) != 0);
+                        sets.push(set.flat_map(|i| items[i].clone()).collect());
+                    }
+                    sets
+                }
+            } else if self.peek().is_word("GROUPING") && self.peek_nth(1).is_word("SETS") {
+                sets_used = true;
+                self.pos += 2;
+                let sets = self.parenthesized_list(Parser::grouping_item)?;
+                sets.into_iter().map(|g| g.into_iter().map(|e| position(e, &mut exprs)).collect()).collect()
+            } else {
+                vec![vec![position(self.expr()?, &mut exprs)]]
+            };
+            elements.push(element);
+            if !self.eat_punct(Punct::Comma) {
+                break;
+            }
+        }
+        if self.peek().is_word("WITH") && (self.peek_nth(1).is_word("ROLLUP") || self.peek_nth(1).is_word("CUBE")) {
+            self.pos += 1;
+            let rollup = self.advance().is_word("ROLLUP");
+            let all: Vec<usize> = (0..exprs.len()).collect();
+            elements = vec![if rollup {
+                (0..=all.len()).rev().map(|n| all[..n].to_vec()).collect()
+            } else {
+                (0..1u32 << all.len())
+                    .rev()
+                    .map(|m| all.iter().copied().filter(|i| m & (1 << (all.len() - 1 - i)) != 0).collect())
+                    .collect()
+            }];
+            sets_used = true;
+        }
+        if !sets_used {
+            return Ok((exprs, None));
+        }
+        // The product: every combination of one set from each element.
+        let mut sets: Vec<Vec<usize>> = vec![vec![]];
+        for element in elements {
+            let mut next = Vec::new();
+            for s in &sets {
+                for e in &element {
+                    let mut combined = s.clone();
+                    combined.extend(e.iter().filter(|i| !s.contains(i)));
+                    next.push(combined);
+                }
+            }
+            sets = next;
+        }
+        Ok((exprs, Some(sets)))
+    }
+
+    /// One item of ROLLUP, CUBE or GROUPING SETS: an expression, or a parenthesised list of
+    /// them (`()` is the empty set).
+    fn grouping_item(&mut self) -> Result<Vec<Expr>> {
+        if self.peek().is_punct(Punct::LParen) && self.peek_nth(1).is_punct(Punct::RParen) {
+            self.pos += 2;
+            return Ok(vec![]);
+        }
+        if self.peek().is_punct(Punct::LParen) && !self.peek_nth(1).is_word("SELECT") {
+            // `(a, b)` is a composite; `(a)` and `(a + 1)` read as one expression anyway.
+            let start = self.pos;
+            self.pos += 1;
+            let list = self.comma_list(Parser::expr);
+            if let Ok(list) = list {
+                if self.eat_punct(Punct::RParen) {
+                    return Ok(list);
+                }
+            }
+            self.pos = start;
+        }
+        Ok(vec![self.expr()?])
     }
 
     pub(super) fn where_clause(&mut self) -> Result<Option<Expr>> {
@@ -596,6 +700,7 @@ impl Parser<'_> {
             from,
             selection: None,
             group_by: vec![],
+            grouping_sets: None,
             having: None,
         };
         let query = Query {

@@ -181,6 +181,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "STUFF" => (4, 4),
         "TRANSLATE" => (3, 3),
         "ISJSON" | "$XML_TEXT" => (1, 1),
+        "$BIT" => (2, 2),
         "JSON_VALUE" => (2, 2),
         "JSON_QUERY" => (1, 2),
         "JSON_MODIFY" => (3, 3),
@@ -298,6 +299,8 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         "TRANSLATE" => text_type(&first),
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => json::json_type(name),
         "$XML_TEXT" => T::NVarChar(MAX),
+        // Bit `args[1]` of `args[0]` (GROUPING over the grouping bits).
+        "$BIT" => T::Int,
         // The argument type of highest precedence; each argument must convert to it.
         "GREATEST" | "LEAST" => {
             let mut t = first;
@@ -525,6 +528,10 @@ pub fn call_function(
         "GREATEST" | "LEAST" => call.extreme(),
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => call.json(),
         "$XML_TEXT" => Ok(call.text(0)?.map_or(Value::Null, |x| Value::str(&xml_text(&x)))),
+        "$BIT" => {
+            let (v, b) = (or_null!(call.int(0)?), or_null!(call.int(1)?));
+            Ok(Value::Int((v >> b) & 1))
+        }
         "ABS" | "ROUND" | "FLOOR" | "CEILING" | "POWER" | "SQRT" | "SQUARE" | "SIGN" | "EXP" | "LOG" | "LOG10"
         | "PI" | "SIN" | "COS" | "TAN" | "ASIN" | "ACOS" | "ATAN" | "ATN2" | "COT" | "DEGREES" | "RADIANS"
         | "LEFT_SHIFT" | "RIGHT_SHIFT" => call.math(),

@@ -560,6 +560,10 @@ pub enum TableRef {
         /// `INNER LOOP JOIN`, `LEFT HASH JOIN` …
         hint: Option<JoinHint>,
     },
+    /// `source PIVOT (aggregate(value) FOR column IN ([v1], …)) [AS] alias`
+    Pivot { source: Box<TableRef>, aggregate: Box<Expr>, column: Ident, values: Vec<Ident>, alias: Ident },
+    /// `source UNPIVOT (value FOR name IN ([c1], …)) [AS] alias`
+    Unpivot { source: Box<TableRef>, value: Ident, name: Ident, columns: Vec<Ident>, alias: Ident },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -210,6 +210,7 @@ impl Walk {
         match r {
             TableRef::Named { name, .. } => self.note(name, Use::Read),
             TableRef::Derived { query, .. } => self.query(query),
+            TableRef::Pivot { source, .. } | TableRef::Unpivot { source, .. } => self.table_ref(source),
             TableRef::Function { name, args, .. } => {
                 self.note(name, Use::Read);
                 args.iter().for_each(|e| self.expr(e));
@@ -261,6 +262,9 @@ pub fn mentions_temp_table(s: &Statement) -> bool {
                 in_refs(std::slice::from_ref(left)) || in_refs(std::slice::from_ref(right))
             }
             crate::ast::TableRef::Derived { query, .. } => in_query(query),
+            crate::ast::TableRef::Pivot { source, .. } | crate::ast::TableRef::Unpivot { source, .. } => {
+                in_refs(std::slice::from_ref(source))
+            }
             crate::ast::TableRef::Function { .. } => false,
         })
     }

@@ -290,6 +290,10 @@ impl<'a> Binder<'a> {
                 }
                 _ => Err(msg::INVALID_OBJECT_NAME.with(&[&object_display(name)])),
             },
+            ast::TableRef::Pivot { .. } | ast::TableRef::Unpivot { .. } => {
+                let derived = self.pivot_table(t)?;
+                self.bind_table_ref(&derived, scope)
+            }
             ast::TableRef::Join { left, right, kind, on, hint } => {
                 let l = self.bind_table_ref(left, scope)?;
                 if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {

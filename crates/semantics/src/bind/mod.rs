@@ -32,6 +32,7 @@ mod from;
 mod functions;
 mod modules;
 mod names;
+mod pivot;
 mod query;
 mod select;
 mod window;

@@ -564,8 +564,34 @@ impl Parser<'_> {
 
     /// A table source with any joins that follow it.
     pub(super) fn table_ref(&mut self) -> Result<TableRef> {
-        let left = self.table_primary()?;
+        let mut left = self.table_primary()?;
+        while self.peek_is_any_word(&["PIVOT", "UNPIVOT"]) {
+            left = self.pivot(left)?;
+        }
         self.joins(left)
+    }
+
+    /// `PIVOT (aggregate(value) FOR column IN ([v1], …)) [AS] alias` or `UNPIVOT (value FOR
+    /// name IN ([c1], …)) [AS] alias` after a table source.
+    fn pivot(&mut self, source: TableRef) -> Result<TableRef> {
+        let pivot = self.advance().is_word("PIVOT");
+        self.expect_punct(Punct::LParen)?;
+        // PIVOT's aggregate call, or UNPIVOT's value column (an expression that is a name).
+        let head = self.expr()?;
+        self.expect_word("FOR")?;
+        let column = self.ident()?;
+        self.expect_word("IN")?;
+        let list = self.parenthesized_list(Parser::ident)?;
+        self.expect_punct(Punct::RParen)?;
+        self.eat_word("AS");
+        let alias = self.ident()?;
+        let source = Box::new(source);
+        if pivot {
+            return Ok(TableRef::Pivot { source, aggregate: Box::new(head), column, values: list, alias });
+        }
+        let Expr::Column(value) = head else { return Err(self.error_here()) };
+        let value = value.name().clone();
+        Ok(TableRef::Unpivot { source, value, name: column, columns: list, alias })
     }
 
     fn joins(&mut self, mut left: TableRef) -> Result<TableRef> {

@@ -545,5 +545,7 @@ catalog! {
     DDL_TRIGGERS_NOT_SUPPORTED = 40532, 16, Statement, "DDL triggers (ON DATABASE, ON ALL SERVER) are not supported yet.";
     INSTEAD_OF_TRIGGERS_NOT_SUPPORTED = 40533, 16, Statement, "INSTEAD OF triggers are not supported yet.";
     XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method is supported with the path \".\" (the text of the document) only, not '%ls'.";
+    GENERATE_SERIES_TOO_LONG = 40535, 16, Statement, "GENERATE_SERIES would return more than %d rows, the most tessera makes.";
+    GENERATE_SERIES_STEP_ZERO = 40536, 16, Statement, "The step of GENERATE_SERIES cannot be 0.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
 }

@@ -42,7 +42,58 @@ static FUNCTIONS: &[&dyn SystemFunction] = &[
     &STRING_SPLIT_ORDINAL,
     &OPENJSON,
     &OPENJSON_ELEMENTS,
+    &GENERATE_SERIES,
 ];
+
+/// The most rows GENERATE_SERIES makes (its rows are held in memory).
+const MAX_SERIES_ROWS: i128 = 10_000_000;
+
+/// `GENERATE_SERIES(start, stop [, step])`: start, start + step, … up to stop (the step is
+/// 1, or -1 when stop is below start); integers or decimals, as the binder types `value`.
+pub(super) static GENERATE_SERIES: FunctionDef<1> = FunctionDef {
+    name: "generate_series",
+    columns: [col("value", SqlType::BigInt, true)],
+    rows: |_, _, args| {
+        // Integers and decimals alike as scaled integers.
+        let scale =
+            args.iter().map(|v| if let Value::Decimal { scale, .. } = v { *scale } else { 0 }).max().unwrap_or(0);
+        let scaled = |v: &Value| -> Option<i128> {
+            match v {
+                Value::Int(i) => Some(i128::from(*i) * 10i128.pow(u32::from(scale))),
+                Value::Decimal { value, scale: s } => Some(value * 10i128.pow(u32::from(scale - s))),
+                _ => None,
+            }
+        };
+        let (Some(start), Some(stop)) = (args.first().and_then(scaled), args.get(1).and_then(scaled)) else {
+            return Ok(Vec::new());
+        };
+        let one = 10i128.pow(u32::from(scale));
+        let step = match args.get(2) {
+            None => {
+                if stop >= start {
+                    one
+                } else {
+                    -one
+                }
+            }
+            Some(v) => match scaled(v) {
+                Some(0) => return Err(tessera_errors::msg::GENERATE_SERIES_STEP_ZERO.err()),
+                Some(s) => s,
+                None => return Ok(Vec::new()),
+            },
+        };
+        if (stop - start).signum() * step.signum() < 0 {
+            return Ok(Vec::new());
+        }
+        let count = (stop - start) / step + 1;
+        if count > MAX_SERIES_ROWS {
+            return Err(tessera_errors::msg::GENERATE_SERIES_TOO_LONG.with(&[&(MAX_SERIES_ROWS as i64)]));
+        }
+        let decimal = args.iter().any(|v| matches!(v, Value::Decimal { .. }));
+        let value = |x: i128| if decimal { Value::Decimal { value: x, scale } } else { Value::Int(x as i64) };
+        Ok((0..count).map(|k| [value(start + k * step)]).collect())
+    },
+};
 
 /// `OPENJSON(json [, path]) WITH (…)`'s rows before their columns are read (the parser
 /// reads the WITH clause as columns of this function's rows; its name is no name a query

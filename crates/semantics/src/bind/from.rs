@@ -274,6 +274,8 @@ impl<'a> Binder<'a> {
                 }
                 let (function, columns) = if function.name == "string_split" {
                     self.string_split(written)?
+                } else if function.name == "generate_series" {
+                    self.generate_series(function, written)?
                 } else {
                     (function, function.columns())
                 };
@@ -387,6 +389,38 @@ impl<'a> Binder<'a> {
             columns.push(OutputColumn { name: "ordinal".into(), ty: SqlType::BigInt, nullable: false });
         }
         Ok((function, columns))
+    }
+
+    /// GENERATE_SERIES's columns for its arguments: `value` of their common numeric type
+    /// (2-3 arguments; integers or decimals, 8116 otherwise).
+    fn generate_series(
+        &mut self,
+        function: crate::plan::View,
+        args: &[ast::Expr],
+    ) -> SqlResult<(crate::plan::View, Vec<OutputColumn>)> {
+        if !(2..=3).contains(&args.len()) {
+            return Err(msg::ARGUMENT_COUNT_OUT_OF_RANGE.with(&[&"generate_series", &2, &3]));
+        }
+        let mut ty: Option<SqlType> = None;
+        for (i, a) in args.iter().enumerate() {
+            let (_, t) = self.bind_expr(a)?;
+            if !matches!(
+                t,
+                SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt | SqlType::Decimal { .. }
+            ) {
+                return Err(msg::INVALID_ARGUMENT_TYPE.with(&[
+                    &crate::types::base_type_name(&t),
+                    &(i + 1),
+                    &"generate_series",
+                ]));
+            }
+            ty = Some(match ty {
+                None => t,
+                Some(acc) => crate::types::common_type(&acc, &t)?,
+            });
+        }
+        let ty = ty.unwrap_or(SqlType::Int);
+        Ok((function, vec![OutputColumn { name: "value".into(), ty, nullable: false }]))
     }
 
     fn leaf_plan(&mut self, bound: BoundQuery, qualifier: String, scope: &mut Scope, offset: usize) -> FromNode {

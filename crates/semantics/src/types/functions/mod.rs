@@ -18,7 +18,8 @@
 //!   YEAR/MONTH/DAY, EOMONTH, DATEFROMPARTS, DATETIMEFROMPARTS, ISDATE.
 //! * `datepart` — the dateparts (`yy`, `mm`, `dw`, …) and a date's number for each.
 //! * `offset` — time zone offsets: TODATETIMEOFFSET, SWITCHOFFSET, DATEPART/DATENAME(tzoffset).
-//! * `system` — system functions: NEWID, CHECKSUM, ISNUMERIC, GREATEST and LEAST.
+//! * `system` — system functions: NEWID, CHECKSUM, BINARY_CHECKSUM, HASHBYTES, ISNUMERIC,
+//!   GREATEST and LEAST.
 //! * `json` — ISJSON, JSON_VALUE, JSON_QUERY, JSON_MODIFY and the JSON path language
 //!   (OPENJSON, in the execution layer, uses it too).
 
@@ -189,7 +190,8 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "DATETIMEFROMPARTS" => (7, 7),
         "CONCAT" => (2, 254),
         "CONCAT_WS" => (3, 254),
-        "CHECKSUM" => (1, 4096),
+        "CHECKSUM" | "BINARY_CHECKSUM" => (1, 4096),
+        "HASHBYTES" => (2, 2),
         _ => return None,
     })
 }
@@ -323,7 +325,8 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         "STR" => T::VarChar(if args.len() == 1 { 10 } else { MAX_BYTES }),
         "CHAR" => T::Char(1),
         "NCHAR" => T::NChar(1),
-        "ASCII" | "UNICODE" | "CHECKSUM" | "ISDATE" | "ISNUMERIC" => T::Int,
+        "ASCII" | "UNICODE" | "CHECKSUM" | "BINARY_CHECKSUM" | "ISDATE" | "ISNUMERIC" => T::Int,
+        "HASHBYTES" => T::VarBinary(8000),
         "ABS" | "SIGN" => numeric_result(name, &first, 0)?,
         // The shifted value's type; the amount must be an integer.
         "LEFT_SHIFT" | "RIGHT_SHIFT" => {
@@ -538,6 +541,8 @@ pub fn call_function(
         "RAND" => rand(&call, ctx),
         "NEWID" => Ok(Value::Guid(new_guid(&mut ctx.rng))),
         "CHECKSUM" => call.checksum(ctx.keys),
+        "BINARY_CHECKSUM" => call.binary_checksum(),
+        "HASHBYTES" => call.hashbytes(),
         "ISNUMERIC" => call.isnumeric(),
         "ISDATE" => call.isdate(),
         "GETDATE" | "CURRENT_TIMESTAMP" => {

@@ -3,6 +3,8 @@
 
 use super::super::compare::compare;
 use super::super::convert::cast;
+use super::super::text::encode_cp1252;
+use super::super::typing::is_unicode;
 use super::super::typing::{family, Family};
 use super::super::{num, Value};
 use super::{Call, KeyEncoding};
@@ -36,6 +38,47 @@ impl Call<'_> {
             }
         }
         Ok(best.unwrap_or(Value::Null))
+    }
+
+    /// HASHBYTES(algorithm, input): the digest of the input's bytes (varchar in its code
+    /// page, nvarchar as UTF-16LE); NULL for an algorithm it does not know.
+    pub(super) fn hashbytes(&self) -> SqlResult<Value> {
+        use md5::Digest as _;
+        let algorithm = or_null!(self.text(0)?).to_ascii_uppercase();
+        let Some(bytes) = self.bytes(1)? else { return Ok(Value::Null) };
+        let digest: Vec<u8> = match algorithm.as_str() {
+            "MD5" => md5::Md5::digest(&bytes).to_vec(),
+            "SHA" | "SHA1" => sha1::Sha1::digest(&bytes).to_vec(),
+            "SHA2_256" => sha2::Sha256::digest(&bytes).to_vec(),
+            "SHA2_512" => sha2::Sha512::digest(&bytes).to_vec(),
+            _ => return Ok(Value::Null),
+        };
+        Ok(Value::Binary(digest.into()))
+    }
+
+    /// An argument's bytes as stored: varchar in its code page, nvarchar as UTF-16LE, a
+    /// binary as it is, other types as their varchar text.
+    fn bytes(&self, i: usize) -> SqlResult<Option<Vec<u8>>> {
+        Ok(match (&self.args[i], self.types[i]) {
+            (Value::Null, _) => None,
+            (Value::Binary(b), _) => Some(b.to_vec()),
+            (Value::Str(s), t) if is_unicode(&t) => Some(s.encode_utf16().flat_map(u16::to_le_bytes).collect()),
+            (Value::Str(s), _) => Some(encode_cp1252(s)),
+            _ => self.text(i)?.map(|s| encode_cp1252(&s)),
+        })
+    }
+
+    /// BINARY_CHECKSUM(args…): a hash of the arguments' bytes (so, unlike CHECKSUM, case
+    /// and trailing spaces count).
+    pub(super) fn binary_checksum(&self) -> SqlResult<Value> {
+        let mut h: u32 = 0x811C_9DC5;
+        for i in 0..self.args.len() {
+            for b in self.bytes(i)?.unwrap_or_default() {
+                h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+            }
+            h = h.rotate_left(5);
+        }
+        Ok(Value::Int(i64::from(h as i32)))
     }
 
     pub(super) fn checksum(&self, keys: Option<&dyn KeyEncoding>) -> SqlResult<Value> {

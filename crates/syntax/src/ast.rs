@@ -421,6 +421,37 @@ pub struct Query {
     pub for_clause: Option<ForClause>,
 }
 
+impl Query {
+    /// `SELECT … INTO t`: the new table, which the INTO of the first SELECT of the body
+    /// names (a UNION's rows all go into it).
+    pub fn into_target(&self) -> Option<&ObjectName> {
+        fn first(body: &SetExpr) -> Option<&ObjectName> {
+            match body {
+                SetExpr::Select(s) => s.into.as_ref(),
+                SetExpr::SetOperation { left, .. } => first(left),
+                SetExpr::Query(q) => first(&q.body),
+                SetExpr::Values(_) => None,
+            }
+        }
+        first(&self.body)
+    }
+
+    /// The query without its INTO (what fills the new table).
+    pub fn without_into(&self) -> Query {
+        fn strip(body: &mut SetExpr) {
+            match body {
+                SetExpr::Select(s) => s.into = None,
+                SetExpr::SetOperation { left, .. } => strip(left),
+                SetExpr::Query(q) => strip(&mut q.body),
+                SetExpr::Values(_) => {}
+            }
+        }
+        let mut q = self.clone();
+        strip(&mut q.body);
+        q
+    }
+}
+
 /// `FOR JSON PATH | AUTO [, ROOT('name')] [, INCLUDE_NULL_VALUES] [, WITHOUT_ARRAY_WRAPPER]`
 /// or `FOR XML RAW ['e'] | AUTO | PATH ['e'] [, ROOT ['name']] [, TYPE] [, ELEMENTS]`.
 #[derive(Clone, Debug, PartialEq)]

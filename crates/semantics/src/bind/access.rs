@@ -16,7 +16,10 @@ impl<'a> Binder<'a> {
             FromNode::Leaf { source, offset, filters, .. } => {
                 let local: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - offset)).collect();
                 Ok(match *source {
-                    LeafSource::Table(table) => access_path(table, local),
+                    LeafSource::Table(table) => {
+                        let usable = self.usable_indexes(&table.table, &local);
+                        access_path(table, local, &usable)
+                    }
                     LeafSource::Plan(p) => match conjoin(local) {
                         Some(pred) => Plan::Filter { input: Box::new(p), predicate: pred },
                         None => p,
@@ -47,15 +50,44 @@ impl<'a> Binder<'a> {
                 if loops && inner_is_table && matches!(kind, JoinKind::Inner | JoinKind::Left) {
                     let FromNode::Leaf { source, filters, .. } = *right else { unreachable!("checked above") };
                     let LeafSource::Table(table) = *source else { unreachable!("checked above") };
-                    let own = filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
+                    let own: Vec<Expr> = filters.iter().map(|f| map_columns(f, &|i| i - right_offset)).collect();
+                    let usable = self.usable_indexes(&table.table, &own);
                     let lp = self.build(*left)?;
-                    return join_with_table(lp, table, own, join);
+                    return join_with_table(lp, table, own, join, &usable);
                 }
                 let lp = self.build(*left)?;
                 let rp = self.build(*right)?;
                 hash_or_loop(lp, rp, join)
             }
         }
+    }
+}
+
+impl Binder<'_> {
+    /// Which of `table`'s indexes may answer a read under `filters` (its own, over its
+    /// row): every index of all rows, and a filtered index whose filter's every conjunct
+    /// is one of the read's (so every row the read wants is in it).
+    fn usable_indexes(&mut self, table: &Table, filters: &[Expr]) -> Vec<bool> {
+        let wanted: Vec<String> = filters.iter().map(|f| format!("{f:?}")).collect();
+        let mut usable = Vec::with_capacity(table.indexes.len());
+        for ix in &table.indexes {
+            let Some(text) = &ix.filter else {
+                usable.push(true);
+                continue;
+            };
+            let bound = tessera_syntax::unparse::parse_definition(text)
+                .and_then(|e| self.with_table_scope(table, |b| b.bind_predicate(&e)));
+            let covered = match bound {
+                Ok(predicate) => {
+                    let mut conjuncts = Vec::new();
+                    super::expr_walk::split_conjuncts(predicate, &mut conjuncts);
+                    conjuncts.iter().all(|c| wanted.contains(&format!("{c:?}")))
+                }
+                Err(_) => false,
+            };
+            usable.push(covered);
+        }
+        usable
     }
 }
 
@@ -162,24 +194,28 @@ fn seek_bounds(table: &Table, index: usize, facts: &[Fact]) -> Seek {
 
 /// Chooses how to read a table given filters over its own row: the index the filters pin
 /// down best, a full scan otherwise.
-fn access_path(source: TableSource, filters: Vec<Expr>) -> Plan {
+fn access_path(source: TableSource, filters: Vec<Expr>, usable: &[bool]) -> Plan {
     let facts: Vec<Fact> = filters
         .iter()
         .enumerate()
         .filter_map(|(i, f)| column_comparison(f).map(|(c, op, v)| (c, op, v.clone(), i)))
         .collect();
     let mut best: Option<(usize, Seek, i32)> = None;
-    for i in 0..source.table.indexes.len() {
-        // A filtered index holds only some rows: it answers no query (yet).
-        if source.table.indexes[i].is_heap() || source.table.indexes[i].filter.is_some() {
+    for (i, &ok) in usable.iter().enumerate() {
+        // A filtered index holds only some rows: it answers the reads its filter covers.
+        if source.table.indexes[i].is_heap() || !ok {
             continue;
         }
         let seek = seek_bounds(&source.table, i, &facts);
+        // A filtered index the read's filters cover holds fewer rows than the table: worth
+        // reading even without a seek.
+        let filtered = source.table.indexes[i].filter.is_some();
         let score = (if seek.single { 1000 } else { 0 })
             + seek.prefix.len() as i32 * 10
             + i32::from(seek.lower.is_some() || seek.upper.is_some()) * 5
+            + i32::from(filtered) * 3
             - i as i32;
-        if seek.useful() && best.as_ref().is_none_or(|b| score > b.2) {
+        if (seek.useful() || filtered) && best.as_ref().is_none_or(|b| score > b.2) {
             best = Some((i, seek, score));
         }
     }
@@ -248,7 +284,7 @@ fn join_equalities(on: &[Expr], left_width: usize) -> Vec<(usize, Expr, Expr, us
 /// Joins `left` with the table `inner` (its own filters `own`, over its row) by index
 /// nested loops when the join pins a key prefix of one of its indexes, else by a hash join
 /// or nested loops.
-fn join_with_table(left: Plan, inner: TableSource, own: Vec<Expr>, join: JoinSpec) -> SqlResult<Plan> {
+fn join_with_table(left: Plan, inner: TableSource, own: Vec<Expr>, join: JoinSpec, usable: &[bool]) -> SqlResult<Plan> {
     // Facts about the inner table's columns: its own filters that compare a column with a
     // value independent of any row (`S_W_ID = @w`), numbered by filter, then the join's
     // equalities whose values come from the left row (`S_I_ID = OL_I_ID`), numbered
@@ -266,8 +302,8 @@ fn join_with_table(left: Plan, inner: TableSource, own: Vec<Expr>, join: JoinSpe
     // The index whose seek the join pins on the longest key prefix; the join must pin at
     // least one key column, or the seek would not depend on the left row.
     let mut best: Option<(usize, Seek)> = None;
-    for i in 0..inner.table.indexes.len() {
-        if inner.table.indexes[i].is_heap() || inner.table.indexes[i].filter.is_some() {
+    for (i, &ok) in usable.iter().enumerate() {
+        if inner.table.indexes[i].is_heap() || !ok {
             continue;
         }
         let seek = seek_bounds(&inner.table, i, &facts);
@@ -282,7 +318,7 @@ fn join_with_table(left: Plan, inner: TableSource, own: Vec<Expr>, join: JoinSpe
             let JoinSpec { kind, on, right_width, .. } = join;
             Ok(Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width })
         }
-        None => hash_or_loop(left, access_path(inner, own), join),
+        None => hash_or_loop(left, access_path(inner, own, usable), join),
     }
 }
 

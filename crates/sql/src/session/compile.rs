@@ -109,9 +109,9 @@ impl Runner<'_> {
                             .prepared(key, vars, |b| tessera_semantics::bind::compile_assign(b, sel, &q.order_by))
                             .map(Some);
                     }
-                    if sel.into.is_some() {
-                        return Ok(None);
-                    }
+                }
+                if q.into_target().is_some() {
+                    return Ok(None);
                 }
                 self.prepared(key, vars, |b| b.bind_query(q).map(Prepared::Query))?
             }

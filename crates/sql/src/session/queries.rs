@@ -209,12 +209,8 @@ impl Runner<'_> {
 
     /// `SELECT … INTO t`: a new table with the query's columns, filled with its rows.
     pub(super) fn select_into(&mut self, s: &Statement, q: &ast::Query) -> SqlResult<()> {
-        let ast::SetExpr::Select(sel) = &q.body else { unreachable!("checked by the caller") };
-        let into = sel.into.clone().expect("SELECT INTO");
-        let mut plain = q.clone();
-        if let ast::SetExpr::Select(inner) = &mut plain.body {
-            inner.into = None;
-        }
+        let into = q.into_target().cloned().ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&"INTO"]))?;
+        let plain = q.without_into();
         let vars = self.visible(s);
         let mut b = Binder::new(self.shared, self.state, vars);
         let bound = b.bind_query(&plain);

@@ -130,7 +130,7 @@ impl Runner<'_> {
 
     pub(super) fn exec(&mut self, s: &Statement) -> SqlResult<Flow> {
         match &s.kind {
-            StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()) => {
+            StatementKind::Query(q) if q.into_target().is_some() => {
                 self.select_into(s, q)?;
             }
             StatementKind::Insert(i) if matches!(i.source, ast::InsertSource::Execute(_)) => {
@@ -270,6 +270,6 @@ fn writes(kind: &StatementKind) -> bool {
             | StatementKind::Delete(_)
             | StatementKind::Merge(_)
             | StatementKind::InsertBulk(_)
-    ) || matches!(kind, StatementKind::Query(q) if matches!(&q.body, ast::SetExpr::Select(sel) if sel.into.is_some()))
+    ) || matches!(kind, StatementKind::Query(q) if q.into_target().is_some())
         || super::commands::definition_command(kind).is_some()
 }

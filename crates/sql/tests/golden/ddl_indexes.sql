@@ -67,6 +67,20 @@ select name, has_filter, filter_definition from sys.indexes where object_id = ob
 select name, email from members where email = 'x@y';
 dbcc checkdb with no_infomsgs;
 go
+-- A query whose WHERE has the index's filter reads the filtered index; one without it
+-- does not (the index lacks rows it wants).
+set showplan_text on;
+go
+select name from members where email = 'x@y' and email is not null;
+select name from members where name = 'b' and active = 1;
+select name from members where name = 'b';
+go
+set showplan_text off;
+go
+select name from members where email = 'x@y' and email is not null;
+select name from members where name = 'b' and active = 1;
+select name from members where active = 1 order by name;
+go
 create index ix_bad on members (name) where nosuch > 1;
 go
 create clustered index cx_members on members (name) where active = 1;

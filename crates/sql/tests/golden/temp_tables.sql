@@ -15,6 +15,11 @@ GO
 SELECT w.id, w.v FROM #work AS w JOIN #work AS x ON x.id = w.id ORDER BY w.id;
 GO
 SELECT id INTO #copy FROM #work;
+-- INTO in a UNION's first SELECT: every row of the union goes into the new table, and
+-- none to the client.
+SELECT 1 AS id INTO #unioned UNION ALL SELECT 2 UNION ALL SELECT 3;
+SELECT id FROM #unioned ORDER BY id;
+DROP TABLE #unioned;
 SELECT id FROM #copy ORDER BY id;
 GO
 -- A temp table created later in the batch

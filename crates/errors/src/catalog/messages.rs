@@ -387,6 +387,7 @@ catalog! {
     NTILE_NOT_POSITIVE = 9819, 16, Statement, "The function 'NTILE' must have a positive integer value.";
     TRANSLATE_LENGTHS_DIFFER = 9828, 16, Statement, "The second and third arguments of the TRANSLATE built-in function must contain an equal number of characters.";
     STRING_AGG_TOO_LONG = 9829, 16, Statement, "STRING_AGG aggregation result exceeded the limit of 8000 bytes. Use LOB types to avoid result truncation.";
+    DATE_BUCKET_WIDTH = 9834, 16, Statement, "Invalid bucket width value passed to date_bucket function. Only positive values are allowed.";
     THROW_OUTSIDE_CATCH = 10704, 15, Statement, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement.";
     VALUES_ROW_LENGTH_MISMATCH = 10709, 16, Statement, "The number of columns for each row in a table value constructor must be the same.";
     MERGE_ACTION_NOT_IN_NOT_MATCHED = 10710, 15, Statement, "An action of type '%ls' is not allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement.";

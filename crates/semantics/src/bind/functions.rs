@@ -199,7 +199,7 @@ impl<'a> Binder<'a> {
             let is_part = i == 0
                 && matches!(
                     fname.as_str(),
-                    "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEPART" | "DATENAME" | "DATETRUNC"
+                    "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEPART" | "DATENAME" | "DATETRUNC" | "DATE_BUCKET"
                 );
             if is_part {
                 if let ast::Expr::Column(part) = a {

@@ -19,3 +19,14 @@ SELECT value FROM GENERATE_SERIES(1, 100000000);
 GO
 SELECT value FROM GENERATE_SERIES('a', 'b');
 GO
+-- DATE_BUCKET: the start of the bucket that holds a date.
+DECLARE @d datetime2(0) = '2026-11-30 14:37:21';
+SELECT DATE_BUCKET(week, 1, @d) AS week, DATE_BUCKET(day, 10, @d) AS ten_days, DATE_BUCKET(hour, 6, @d) AS six_hours,
+       DATE_BUCKET(minute, 15, @d) AS quarter_hour;
+SELECT DATE_BUCKET(month, 1, CAST('2026-11-30' AS date)) AS month, DATE_BUCKET(quarter, 1, CAST('2026-11-30' AS date)) AS quarter,
+       DATE_BUCKET(year, 5, CAST('2026-11-30' AS date)) AS five_years,
+       DATE_BUCKET(month, 2, CAST('2026-11-30' AS date), CAST('2026-01-15' AS date)) AS from_origin;
+SELECT DATE_BUCKET(day, 1, CAST(NULL AS date)) AS nul;
+GO
+SELECT DATE_BUCKET(day, 0, SYSDATETIME());
+GO

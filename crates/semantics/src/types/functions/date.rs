@@ -79,6 +79,7 @@ impl Call<'_> {
     pub(super) fn date(&self) -> SqlResult<Value> {
         match self.name {
             "DATEADD" => self.dateadd(),
+            "DATE_BUCKET" => self.date_bucket(),
             "DATEDIFF" | "DATEDIFF_BIG" => self.datediff(),
             "DATEPART" | "DATENAME" if self.date_part_arg()? == DatePart::TzOffset => self.tzoffset(),
             "DATEPART" | "DATENAME" => {
@@ -223,6 +224,70 @@ impl Call<'_> {
                 None,
             )
             .map_err(|_| overflow());
+        }
+        cast(&Value::DateTime { days: d, ticks: tk }, &SqlType::DateTime2 { scale: 7 }, &t, None)
+            .map_err(|_| overflow())
+    }
+
+    /// DATE_BUCKET(part, width, date [, origin]): the start of the bucket of `width` parts,
+    /// counted from `origin` (1900-01-01 00:00), that holds `date`, in `date`'s type.
+    fn date_bucket(&self) -> SqlResult<Value> {
+        let part = self.date_part_arg()?;
+        let width = or_null!(self.int(1)?);
+        if width <= 0 {
+            return Err(msg::DATE_BUCKET_WIDTH.err());
+        }
+        let ((days, ticks), t) = or_null!(instant(&self.args[2], &self.types[2], SqlType::DateTime)?);
+        let (origin_days, origin_ticks) = match self.args.get(3) {
+            Some(o) => or_null!(instant(o, &self.types[3], SqlType::DateTime)?).0,
+            None => (DAYS_TO_1900, 0),
+        };
+        let overflow = || msg::DATE_ADD_OVERFLOW.with(&[&base_type_name(&t)]);
+        let (d, tk) = match part {
+            DatePart::Year | DatePart::Quarter | DatePart::Month => {
+                let months_per = i64::from(match part {
+                    DatePart::Year => 12,
+                    DatePart::Quarter => 3,
+                    _ => 1,
+                });
+                let size = width.checked_mul(months_per).ok_or_else(overflow)?;
+                let (y, m, day) = civil_from_days(days);
+                let (oy, om, oday) = civil_from_days(origin_days);
+                let mut diff = (i64::from(y) * 12 + i64::from(m)) - (i64::from(oy) * 12 + i64::from(om));
+                // Not yet at the origin's day and time of this month: still the month before.
+                if (day, ticks) < (oday, origin_ticks) {
+                    diff -= 1;
+                }
+                let months = diff.div_euclid(size) * size;
+                (add_months(origin_days, months).ok_or_else(overflow)?, origin_ticks)
+            }
+            DatePart::Week
+            | DatePart::Day
+            | DatePart::Hour
+            | DatePart::Minute
+            | DatePart::Second
+            | DatePart::Millisecond => {
+                let unit = i128::from(part.ticks().unwrap_or(TICKS_PER_DAY));
+                let size = i128::from(width) * unit;
+                let per_day = i128::from(TICKS_PER_DAY);
+                let at = i128::from(days) * per_day + i128::from(ticks);
+                let origin = i128::from(origin_days) * per_day + i128::from(origin_ticks);
+                let start = origin + (at - origin).div_euclid(size) * size;
+                (start.div_euclid(per_day) as i32, start.rem_euclid(per_day) as u64)
+            }
+            _ => return Err(self.unsupported(part, &t)),
+        };
+        if family(&t) == Family::Time {
+            return Ok(Value::Time(tk));
+        }
+        if !(0..=MAX_DATE_DAYS).contains(&d) {
+            return Err(overflow());
+        }
+        if let Value::DateTimeOffset { offset, .. } = self.args[2] {
+            // The bucket is of the local time; the offset stays.
+            let (days, ticks) = shift_minutes(d, tk, -i32::from(offset));
+            let bucket = Value::DateTimeOffset { days, ticks, offset };
+            return cast(&bucket, &SqlType::DateTimeOffset { scale: 7 }, &t, None).map_err(|_| overflow());
         }
         cast(&Value::DateTime { days: d, ticks: tk }, &SqlType::DateTime2 { scale: 7 }, &t, None)
             .map_err(|_| overflow())

@@ -180,6 +180,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "ROUND" => (2, 3),
         "SUBSTRING" | "REPLACE" | "DATEADD" | "DATEDIFF" | "DATEDIFF_BIG" | "DATEFROMPARTS" => (3, 3),
         "STUFF" => (4, 4),
+        "DATE_BUCKET" => (3, 4),
         "TRANSLATE" => (3, 3),
         "ISJSON" | "$XML_TEXT" => (1, 1),
         "$BIT" => (2, 2),
@@ -372,6 +373,15 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
                 return Err(bad_arg(name, &args[1], 1));
             }
             T::DateTimeOffset { scale }
+        }
+        "DATE_BUCKET" => {
+            if !matches!(
+                family(&args[2]),
+                Family::Date | Family::Time | Family::DateTime | Family::DateTime2 | Family::DateTimeOffset
+            ) {
+                return Err(bad_arg(name, &args[2], 2));
+            }
+            args[2]
         }
         "DATEADD" => {
             if !date_like(&args[2]) {

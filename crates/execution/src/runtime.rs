@@ -885,6 +885,9 @@ pub struct ExecCtx<'a> {
     /// Uncorrelated IN/ANY/ALL subqueries streamed once already (without keeping their
     /// rows): the next probe reads and keeps all of them.
     pub subqueries_streamed: std::collections::HashSet<usize>,
+    /// The values NEXT VALUE FOR gave in the row being made, by database and sequence id:
+    /// every NEXT VALUE FOR of one sequence in a row gives the same value.
+    pub row_sequence_values: Vec<((Arc<str>, i32), Value)>,
     /// The current round of each running recursive CTE, by work table id.
     pub work_tables: HashMap<usize, Vec<Row>>,
     /// The statement's memory grant, made when an operator first needs it.
@@ -924,6 +927,7 @@ impl<'a> ExecCtx<'a> {
             outer: Vec::new(),
             subquery_cache: HashMap::new(),
             subqueries_streamed: Default::default(),
+            row_sequence_values: Vec::new(),
             work_tables: HashMap::new(),
             grant: None,
         }

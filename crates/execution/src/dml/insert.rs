@@ -53,6 +53,8 @@ pub(super) fn new_row(
     values: Vec<Option<Value>>,
 ) -> SqlResult<Row> {
     let table = &target.table;
+    // Its defaults' NEXT VALUE FOR are this row's own.
+    ctx.row_sequence_values.clear();
     let mut row: Row = vec![Value::Null; table.columns.len()];
     let mut given = vec![false; table.columns.len()];
     for (j, v) in values.into_iter().enumerate() {
@@ -119,6 +121,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         InsertSource::Rows(rows) => {
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {
+                ctx.row_sequence_values.clear();
                 let mut vals = Vec::with_capacity(r.len());
                 for e in r {
                     vals.push(match e {

@@ -129,6 +129,7 @@ fn plan_row(
         break;
     }
     let Some(clause) = chosen else { return Ok(None) };
+    ctx.row_sequence_values.clear();
     let n = target.table.columns.len();
     let old = || row[p.offset..p.offset + n].to_vec();
     let key = || match &row[p.key] {

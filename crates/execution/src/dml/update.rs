@@ -70,6 +70,8 @@ pub(super) fn assign(
     target: &TargetAt,
 ) -> SqlResult<(Row, Vec<Splice>)> {
     let table = &target.table;
+    // A new row: NEXT VALUE FOR in the SET list gives this row's own values.
+    ctx.row_sequence_values.clear();
     let mut new = old.to_vec();
     for (col, e, t) in &set.sets {
         let v = eval(e, source, ctx)?;

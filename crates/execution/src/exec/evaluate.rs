@@ -53,7 +53,19 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
     Ok(match e {
         Expr::Const(v) => v.clone(),
         Expr::Column(i) => row[*i].clone(),
-        Expr::NextValue { db, sequence } => crate::sequences::next_value(ctx, &ctx.db_name(db), sequence)?,
+        Expr::NextValue { db, sequence } => {
+            // One value per sequence per row (see `ExecCtx::row_sequence_values`).
+            let db: Arc<str> = Arc::from(ctx.db_name(db).as_str());
+            let key = (db, sequence.id);
+            match ctx.row_sequence_values.iter().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    let v = crate::sequences::next_value(ctx, &key.0, sequence)?;
+                    ctx.row_sequence_values.push((key, v.clone()));
+                    v
+                }
+            }
+        }
         Expr::OuterRef { depth, index } => {
             let n = ctx.outer.len();
             ctx.outer[n - 1 - depth][*index].clone()
@@ -307,6 +319,8 @@ fn eval_arguments(args: &[Expr], row: &[Value], ctx: &mut ExecCtx, vals: &mut Ar
 }
 
 pub(super) fn eval_all(exprs: &[Expr], row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Row> {
+    // A new row: NEXT VALUE FOR gives its sequences' next values again.
+    ctx.row_sequence_values.clear();
     let mut out = Vec::with_capacity(exprs.len());
     for e in exprs {
         out.push(eval(e, row, ctx)?);

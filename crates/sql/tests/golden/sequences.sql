@@ -24,6 +24,17 @@ go
 create table orders (id int not null constraint df_orders_id default (next value for counter) primary key, item varchar(10));
 insert orders (item) values ('a'), ('b');
 insert orders (id, item) select next value for counter, 'c';
+-- One value per row for every NEXT VALUE FOR of a sequence in it (SQL Server's rule);
+-- each row its own.
+create sequence pair_seq as int start with 100;
+select next value for pair_seq as a, next value for pair_seq as b from (values (1), (2)) v(n);
+create table pairs (n int, x int, y int);
+insert pairs values (1, next value for pair_seq, next value for pair_seq), (2, next value for pair_seq, next value for pair_seq);
+select n, x, y from pairs order by n;
+update pairs set x = next value for pair_seq, y = next value for pair_seq;
+select n, x, y from pairs order by n;
+drop table pairs;
+drop sequence pair_seq;
 select id, item from orders order by id;
 go
 -- A rollback gives no value back.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
+pub mod cursors;
 mod deferred;
 mod options;
 mod sessions;
@@ -685,6 +686,8 @@ pub struct SessionState {
     /// security change).
     access_memo: RefCell<Option<AccessMemo>>,
     next_handle: i32,
+    /// Its server cursors: API cursors and T-SQL cursors.
+    pub cursors: cursors::Cursors,
 }
 
 /// A session's last token (see `SessionState::access_memo`).
@@ -810,6 +813,7 @@ impl SessionState {
             default_schema: "dbo".to_string(),
             access_memo: RefCell::new(None),
             next_handle: 1,
+            cursors: cursors::Cursors::default(),
         }
     }
 

@@ -18,6 +18,9 @@ pub struct Frame {
     /// The table variables declared (lower-cased): tables, not slots, but their names
     /// share the namespace.
     table_variables: Vec<String>,
+    /// The cursor variables declared (lower-cased, `DECLARE @c CURSOR`): cursors, not
+    /// slots (the session's cursors hold them), sharing the namespace too.
+    pub cursor_variables: Vec<String>,
 }
 
 pub fn addr<T>(x: &T) -> usize {
@@ -44,7 +47,14 @@ impl Frame {
     /// A frame of the given variables and nothing else (every statement sees them all):
     /// the parameters of an RPC batch, before any DECLARE of its own is walked.
     pub fn with_decls(decls: Vec<(String, SqlType)>) -> Frame {
-        Frame { decls, visible: Default::default(), labels: Vec::new(), gotos: Vec::new(), table_variables: Vec::new() }
+        Frame {
+            decls,
+            visible: Default::default(),
+            labels: Vec::new(),
+            gotos: Vec::new(),
+            table_variables: Vec::new(),
+            cursor_variables: Vec::new(),
+        }
     }
 
     /// A procedure's frame: its parameters first, then the body's declarations.
@@ -69,7 +79,10 @@ impl Frame {
                 StatementKind::Declare(decls) => {
                     for d in decls {
                         let lower = d.name.to_lowercase();
-                        if self.decls.iter().any(|(n, _)| *n == lower) || self.table_variables.contains(&lower) {
+                        if self.decls.iter().any(|(n, _)| *n == lower)
+                            || self.table_variables.contains(&lower)
+                            || self.cursor_variables.contains(&lower)
+                        {
                             return Err(already_declared(&d.name).at_line(s.line));
                         }
                         // Table variables are tables (see `ddl::declare_table_variable`), not slots.
@@ -79,6 +92,7 @@ impl Frame {
                                 self.decls.push((lower, ty));
                             }
                             ast::DeclarationKind::Table { .. } => self.table_variables.push(lower),
+                            ast::DeclarationKind::Cursor => self.cursor_variables.push(lower),
                         }
                     }
                     // The statement itself sees its own variables (initialisers may not,

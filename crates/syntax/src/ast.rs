@@ -6,6 +6,7 @@
 //! Every statement records the 1-based line of the batch it starts on, which is the line
 //! SQL Server reports in `Msg …, Line n` for errors raised while running it.
 
+pub mod cursor;
 pub mod governor;
 
 /// An identifier: `name`, `[name with spaces]` or `"name"`.
@@ -80,6 +81,8 @@ pub enum StatementKind {
     Update(Box<Update>),
     Delete(Box<Delete>),
     Merge(Box<Merge>),
+    /// DECLARE CURSOR, OPEN, FETCH, CLOSE, DEALLOCATE and cursor variables' SET.
+    Cursor(Box<cursor::CursorStatement>),
 
     // ---- databases -------------------------------------------------------------------
     CreateDatabase(CreateDatabase),
@@ -664,6 +667,8 @@ pub struct Update {
     pub output: Option<Output>,
     pub from: Vec<TableRef>,
     pub selection: Option<Expr>,
+    /// `WHERE CURRENT OF cursor` (then `selection` is None).
+    pub current_of: Option<cursor::CurrentOf>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -708,6 +713,8 @@ pub struct Delete {
     /// `DELETE t FROM t JOIN …` or `DELETE FROM t FROM t JOIN …`
     pub from: Vec<TableRef>,
     pub selection: Option<Expr>,
+    /// `WHERE CURRENT OF cursor` (then `selection` is None).
+    pub current_of: Option<cursor::CurrentOf>,
 }
 
 /// `[WITH ctes] MERGE [TOP (n)] [INTO] target [WITH (hints)] [[AS] alias] USING source ON
@@ -1214,6 +1221,8 @@ pub enum DeclarationKind {
         columns: Vec<ColumnDef>,
         constraints: Vec<TableConstraint>,
     },
+    /// `DECLARE @c CURSOR`: a cursor variable, with no cursor yet.
+    Cursor,
 }
 
 // ---- expressions -------------------------------------------------------------------------

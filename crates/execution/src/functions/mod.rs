@@ -115,7 +115,12 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
         SessionFn::TextSize => Value::Int(s.options.text_size()),
         SessionFn::LockTimeout => Value::Int(s.options.lock_timeout),
         SessionFn::Options => Value::Int(s.options.bits()),
-        SessionFn::FetchStatus => Value::Int(-1),
+        SessionFn::FetchStatus => Value::Int(i64::from(s.cursors.fetch_status)),
+        SessionFn::CursorRows => Value::Int(s.cursors.cursor_rows),
+        SessionFn::CursorStatus => match (args.first().and_then(text), args.get(1).and_then(text)) {
+            (Some(kind), Some(name)) => s.cursors.status(&kind, &name).map_or(Value::Null, |n| Value::Int(n.into())),
+            _ => Value::Null,
+        },
         SessionFn::DateFirst => Value::Int(s.options.datefirst),
         SessionFn::ProcId => Value::Int(0),
         // About user transactions only: an autocommit statement's own is none.

@@ -130,6 +130,7 @@ impl<'a> Binder<'a> {
             | "SERVERPROPERTY"
             | "DATABASEPROPERTYEX"
             | "XACT_STATE"
+            | "CURSOR_STATUS"
             | "ERROR_NUMBER"
             | "ERROR_MESSAGE"
             | "ERROR_SEVERITY"
@@ -168,7 +169,7 @@ impl<'a> Binder<'a> {
                     "LOGINPROPERTY" => arity(2)?,
                     "IS_MEMBER" => arity(1)?,
                     "HAS_PERMS_BY_NAME" => arity(3)?,
-                    "COL_NAME" => arity(2)?,
+                    "COL_NAME" | "CURSOR_STATUS" => arity(2)?,
                     _ => {}
                 }
                 let (func, ty) = session_function(&fname).expect("listed");
@@ -312,6 +313,7 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "SERVERPROPERTY" => (ServerProperty, nv),
         "DATABASEPROPERTYEX" => (DatabasePropertyEx, nv),
         "XACT_STATE" => (XactState, SqlType::SmallInt),
+        "CURSOR_STATUS" => (CursorStatus, SqlType::SmallInt),
         "ERROR_NUMBER" => (ErrorNumber, SqlType::Int),
         "ERROR_MESSAGE" => (ErrorMessage, SqlType::NVarChar(4000)),
         "ERROR_SEVERITY" => (ErrorSeverity, SqlType::Int),
@@ -365,6 +367,7 @@ pub(super) fn global_variable(name: &str) -> Option<(SessionFn, SqlType)> {
         "@@LOCK_TIMEOUT" => (LockTimeout, SqlType::Int),
         "@@OPTIONS" => (Options, SqlType::Int),
         "@@FETCH_STATUS" => (FetchStatus, SqlType::Int),
+        "@@CURSOR_ROWS" => (CursorRows, SqlType::Int),
         "@@DATEFIRST" => (DateFirst, SqlType::TinyInt),
         "@@PROCID" => (ProcId, SqlType::Int),
         _ => return None,

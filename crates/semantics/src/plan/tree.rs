@@ -47,6 +47,8 @@ pub enum SessionFn {
     LockTimeout,
     Options,
     FetchStatus,
+    CursorRows,
+    CursorStatus,
     DateFirst,
     ProcId,
     XactState,

@@ -74,6 +74,7 @@ pub(crate) fn call_scalar_function(
     let saved_schema = std::mem::replace(&mut state.default_schema, call.schema.clone());
     let saved_db = std::mem::replace(&mut state.database, db);
     state.nest_level += 1;
+    let scope = state.cursors.enter_scope();
     let mut sink = Discard;
     let result = {
         let mut runner = Runner {
@@ -94,6 +95,7 @@ pub(crate) fn call_scalar_function(
         let r = entered.and_then(|()| runner.compile_all(body)).map(|_| runner.run_block(body));
         r.map(|flow| (flow, runner.returned.take()))
     };
+    state.cursors.leave_scope(scope);
     super::permissions::end_contexts_below(state, state.nest_level - 1);
     state.nest_level -= 1;
     state.default_schema = saved_schema;
@@ -309,6 +311,7 @@ impl Runner<'_> {
         self.state.nest_level += 1;
         let before = self.state.txns.count;
         let trigger = std::mem::take(&mut self.invoking_trigger);
+        let scope = self.state.cursors.enter_scope();
         let result = {
             let mut inner = Runner {
                 try_depth: self.try_depth,
@@ -323,6 +326,7 @@ impl Runner<'_> {
             inner.drop_table_variables();
             r
         };
+        self.state.cursors.leave_scope(scope);
         super::permissions::end_contexts_below(self.state, self.state.nest_level - 1);
         self.state.nest_level -= 1;
         self.state.options = saved_options;

@@ -118,6 +118,11 @@ impl Runner<'_> {
             StatementKind::Insert(i) => {
                 self.prepared(key, vars, |b| tessera_semantics::bind::compile_insert(b, i).map(Prepared::Insert))?
             }
+            StatementKind::Update(u) if u.current_of.is_some() => return Ok(None),
+            StatementKind::Delete(d) if d.current_of.is_some() => return Ok(None),
+            StatementKind::SetVariable { name, .. } if self.frame.cursor_variables.contains(&name.to_lowercase()) => {
+                return Ok(None)
+            }
             StatementKind::Update(u) => {
                 self.prepared(key, vars, |b| tessera_semantics::bind::compile_update(b, u).map(Prepared::Update))?
             }

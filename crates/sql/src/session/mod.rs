@@ -80,8 +80,6 @@ pub struct Session {
     /// What it is doing, as the server's views show it (also in its `SessionInfo`; a
     /// system session's is listed nowhere).
     activity: Arc<parking_lot::Mutex<Activity>>,
-    /// Its API server cursors (`cursors`).
-    cursors: cursors::Cursors,
 }
 
 impl Session {
@@ -142,7 +140,6 @@ impl Session {
             initial_login: login.to_string(),
             contained_user: contained,
             activity,
-            cursors: cursors::Cursors::default(),
         })
     }
 
@@ -160,7 +157,6 @@ impl Session {
             initial_login: "sa".to_string(),
             contained_user: None,
             activity: Arc::default(),
-            cursors: cursors::Cursors::default(),
         })
     }
 
@@ -247,7 +243,7 @@ impl Session {
     /// Ends the session: closes its cursors, rolls back an open transaction and drops its
     /// temp tables.
     pub fn close(&mut self) {
-        self.cursors.clear();
+        self.state.cursors.clear();
         let _ = self.state.txns.rollback_all();
         tessera_execution::sysprocs::applock::release_session_locks(&mut ExecCtx::new(&self.shared, &mut self.state));
         let names: Vec<String> = self.state.temp_tables.keys().cloned().collect();
@@ -347,10 +343,12 @@ impl Session {
         };
         self.state.vars.clear();
         self.state.vars.resize(frame.decls.len(), Value::Null);
+        let scope = self.state.cursors.enter_scope();
         let mut runner = Runner::new(&shared, &mut self.state, &cached, frame, sink);
         if let Err(e) = runner.compile_all(&cached.batch.statements) {
             report(&mut runner.sink, &e);
             runner.state.error = e.number;
+            runner.state.cursors.leave_scope(scope);
             return;
         }
         if let Some(watch) = watch {
@@ -358,6 +356,7 @@ impl Session {
         }
         let _ = runner.run_or_show(&cached.batch.statements);
         runner.drop_table_variables();
+        runner.state.cursors.leave_scope(scope);
         runner.end_batch();
         runner.drop_pending_table_variables();
     }
@@ -377,9 +376,11 @@ impl Session {
         };
         let frame = Frame::with_decls(decls);
         self.state.vars = values;
+        let scope = self.state.cursors.enter_scope();
         let mut runner = Runner::new(&shared, &mut self.state, &cached, &frame, sink);
         let _ = runner.run_or_show(&cached.batch.statements);
         runner.drop_table_variables();
+        runner.state.cursors.leave_scope(scope);
         runner.end_batch();
         runner.drop_pending_table_variables();
     }
@@ -486,9 +487,9 @@ struct Runner<'a> {
     /// The procedure or function being run (see `ModuleContext`); `None` for a batch and
     /// dynamic SQL.
     owner: Option<permissions::ModuleContext>,
-    /// A trigger ended the batch (its error reported): the statement that fired it ends
-    /// the batch too, reporting nothing more.
-    trigger_aborted: bool,
+    /// A trigger, or a statement a cursor ran, ended the batch (its error reported): the
+    /// statement that ran it ends the batch too, reporting nothing more.
+    nested_aborted: bool,
     /// The next `invoke` runs a trigger's body (which may end the transaction it began
     /// in without a 266: 3609 says so).
     invoking_trigger: bool,
@@ -518,7 +519,7 @@ impl<'a> Runner<'a> {
             changing: false,
             compiled: Default::default(),
             owner: None,
-            trigger_aborted: false,
+            nested_aborted: false,
             invoking_trigger: false,
         }
     }

@@ -117,7 +117,7 @@ impl Runner<'_> {
                 }
                 Ok(flow)
             }
-            Err(_) if std::mem::take(&mut self.trigger_aborted) => {
+            Err(_) if std::mem::take(&mut self.nested_aborted) => {
                 self.sink.release();
                 Err(Stop::Abort)
             }
@@ -133,6 +133,29 @@ impl Runner<'_> {
             StatementKind::Query(q) if q.into_target().is_some() => {
                 self.select_into(s, q)?;
             }
+            StatementKind::Update(u) if u.current_of.is_some() => {
+                let assigned: Vec<String> = u
+                    .assignments
+                    .iter()
+                    .filter_map(|a| match a {
+                        ast::Assignment::Column { column, .. } | ast::Assignment::Both { column, .. } => {
+                            column.0.last().map(|c| c.value.clone())
+                        }
+                        ast::Assignment::Write { column, .. } => Some(column.value.clone()),
+                        ast::Assignment::Variable { .. } => None,
+                    })
+                    .collect();
+                let current = u.current_of.as_ref().expect("WHERE CURRENT OF");
+                self.change_current_row(s, &u.table, &assigned, current)?;
+            }
+            StatementKind::Delete(d) if d.current_of.is_some() => {
+                let current = d.current_of.as_ref().expect("WHERE CURRENT OF");
+                self.change_current_row(s, &d.table, &[], current)?;
+            }
+            StatementKind::SetVariable { name, op: None, value } if self.is_cursor_variable(name) => {
+                self.set_cursor_variable(name, value)?;
+            }
+            StatementKind::Cursor(c) => self.cursor_statement(s, c)?,
             StatementKind::Insert(i) if matches!(i.source, ast::InsertSource::Execute(_)) => {
                 self.insert_exec(s, i)?;
             }

@@ -152,7 +152,7 @@ impl Runner<'_> {
             Ok(_) => Ok(()),
             Err(Stop::Error(e)) => Err(e),
             Err(Stop::Abort) => {
-                self.trigger_aborted = true;
+                self.nested_aborted = true;
                 Err(SqlError::new(50000, "The batch was aborted in a trigger."))
             }
         }

@@ -33,6 +33,10 @@ impl Runner<'_> {
                 self.table_vars.push((lower, previous));
                 continue;
             }
+            if let ast::DeclarationKind::Cursor = &d.kind {
+                self.state.cursors.declare_variable(&d.name);
+                continue;
+            }
             if let ast::DeclarationKind::Scalar { init: Some(init), .. } = &d.kind {
                 let (v, t) = self.eval_scalar(s, init)?;
                 let slot =

@@ -110,9 +110,10 @@ impl Parser<'_> {
         let assignments = self.comma_list(Parser::assignment)?;
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
-        let selection = self.where_clause()?;
+        let current_of = self.current_of()?;
+        let selection = if current_of.is_some() { None } else { self.where_clause()? };
         let hints = self.option_clause()?;
-        Ok(Update { with: vec![], hints, top, table, table_hints, assignments, output, from, selection })
+        Ok(Update { with: vec![], hints, top, table, table_hints, assignments, output, from, selection, current_of })
     }
 
     /// `col [op]= expr`, `@v [op]= expr` or `@v = col = expr`.
@@ -182,9 +183,10 @@ impl Parser<'_> {
         let table_hints = self.table_hints()?;
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") { self.table_sources()? } else { vec![] };
-        let selection = self.where_clause()?;
+        let current_of = self.current_of()?;
+        let selection = if current_of.is_some() { None } else { self.where_clause()? };
         let hints = self.option_clause()?;
-        Ok(Delete { with: vec![], hints, top, table, table_hints, output, from, selection })
+        Ok(Delete { with: vec![], hints, top, table, table_hints, output, from, selection, current_of })
     }
 
     /// `OPTION (…)` query hints, if given.

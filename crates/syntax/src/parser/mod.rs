@@ -19,6 +19,7 @@
 //! deep. Only the first error is reported.
 
 mod backup;
+mod cursor;
 mod ddl;
 mod dml;
 mod expr;

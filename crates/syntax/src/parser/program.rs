@@ -91,6 +91,9 @@ impl Parser<'_> {
                 StatementKind::SaveTransaction { name }
             }
             "SET" => self.set_statement()?,
+            "DECLARE" if self.declares_cursor() => self.declare_cursor()?,
+            "OPEN" | "CLOSE" | "DEALLOCATE" => self.cursor_command(&keyword)?,
+            "FETCH" => self.fetch()?,
             "DECLARE" => {
                 self.pos += 1;
                 StatementKind::Declare(self.comma_list(Parser::declaration)?)
@@ -324,6 +327,9 @@ impl Parser<'_> {
         self.expect_word("SET")?;
         if self.peek().kind == TokenKind::Variable {
             let name = self.advance().text.to_string();
+            if let Some(cursor) = self.set_cursor(&name)? {
+                return Ok(cursor);
+            }
             let op = self.assignment_operator()?;
             let value = self.expr()?;
             return Ok(StatementKind::SetVariable { name, op, value });
@@ -392,6 +398,9 @@ impl Parser<'_> {
     fn declaration(&mut self) -> Result<Declaration> {
         let name = self.variable_name()?;
         self.eat_word("AS");
+        if self.eat_word("CURSOR") {
+            return Ok(Declaration { name, kind: DeclarationKind::Cursor });
+        }
         if self.eat_word("TABLE") {
             let elements = self.table_elements(&ObjectName(vec![Ident::new(name.clone())]))?;
             let kind = DeclarationKind::Table { columns: elements.columns, constraints: elements.constraints };

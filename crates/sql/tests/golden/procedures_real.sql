@@ -1,6 +1,6 @@
 -- Procedures as SQL Server users write them: a MERGE upsert with OUTPUT, an audit
 -- trigger, JSON in and out, a ranking report, running totals, TRY/CATCH around a
--- transaction, string aggregation per group.
+-- transaction, string aggregation per group, a cursor loop.
 CREATE TABLE customers (id int IDENTITY PRIMARY KEY, email nvarchar(100) NOT NULL UNIQUE, name nvarchar(50),
                         updated_at datetime2(0) NULL);
 CREATE TABLE orders (id int IDENTITY PRIMARY KEY, customer_id int NOT NULL REFERENCES customers (id),
@@ -96,4 +96,35 @@ GO
 SELECT action, row_id, CAST(JSON_VALUE(detail, '$.new_email') AS nvarchar(20)) AS email,
        CAST(JSON_VALUE(detail, '$.new_name') AS nvarchar(20)) AS name
 FROM audit_log ORDER BY id;
+GO
+-- An old-style procedure: a cursor loop over the customers, one statement per row, with
+-- EXEC inside the loop and a running message.
+CREATE PROCEDURE apply_loyalty_bonus @min_total decimal(9, 2) AS
+BEGIN
+    SET NOCOUNT ON;
+    DECLARE @customer_id int, @email nvarchar(100), @total decimal(9, 2), @done int = 0;
+    DECLARE bonus_cursor CURSOR LOCAL FORWARD_ONLY READ_ONLY FOR
+        SELECT c.id, c.email, SUM(o.amount)
+        FROM customers c JOIN orders o ON o.customer_id = c.id
+        GROUP BY c.id, c.email
+        HAVING SUM(o.amount) >= @min_total
+        ORDER BY c.id;
+    OPEN bonus_cursor;
+    FETCH NEXT FROM bonus_cursor INTO @customer_id, @email, @total;
+    WHILE @@FETCH_STATUS = 0
+    BEGIN
+        INSERT INTO orders (customer_id, amount, placed) VALUES (@customer_id, @total / 10, '2026-03-01');
+        SET @done += 1;
+        PRINT CONCAT('bonus for ', @email, ': ', @total / 10);
+        FETCH NEXT FROM bonus_cursor INTO @customer_id, @email, @total;
+    END
+    CLOSE bonus_cursor;
+    DEALLOCATE bonus_cursor;
+    RETURN @done;
+END
+GO
+DECLARE @rc int;
+EXEC @rc = apply_loyalty_bonus 20;
+SELECT @rc AS customers_given_a_bonus, CURSOR_STATUS('global', 'bonus_cursor') AS cursor_left_behind;
+SELECT customer_id, amount, placed FROM orders WHERE placed = '2026-03-01' ORDER BY customer_id;
 GO

@@ -99,11 +99,65 @@ pub fn next_value(ctx: &ExecCtx, db: &str, bound: &Sequence) -> SqlResult<Value>
         Some(Object::Sequence(s)) => s.clone(),
         _ => return Err(msg::INVALID_OBJECT_NAME.with(&[&bound.name])),
     };
-    let s = &*s;
+    let (first, _, _) = take(ctx, &database, &s, 1)?;
+    as_value(first, &s.ty)
+}
+
+/// What `sp_sequence_get_range` hands out: `size` values at once, the ones NEXT VALUE FOR
+/// would have given one by one (no other session's value comes between them), with the
+/// sequence's definition.
+pub struct Range {
+    pub first: Value,
+    pub last: Value,
+    /// How many times the range wrapped past the sequence's end (CYCLE).
+    pub cycles: i64,
+    pub increment: Value,
+    pub min: Value,
+    pub max: Value,
+}
+
+/// `sp_sequence_get_range @sequence_name, @range_size`: 11732 when a sequence without
+/// CYCLE has fewer than `size` values left (none are taken then); 11733 for a size below
+/// one.
+pub fn get_range(ctx: &ExecCtx, name: &str, size: i64) -> SqlResult<Range> {
+    let parts = crate::functions::name_parts(name).ok_or_else(|| msg::INVALID_OBJECT_NAME.with(&[&name]))?;
+    let (db, schema, object) = match parts.as_slice() {
+        [n] => (ctx.session.database.clone(), ctx.session.default_schema.clone(), n.clone()),
+        [sc, n] => (ctx.session.database.clone(), sc.clone(), n.clone()),
+        [d, sc, n] => (d.clone(), sc.clone(), n.clone()),
+        _ => return Err(msg::INVALID_OBJECT_NAME.with(&[&name])),
+    };
+    let database = ctx.shared.database(if db.is_empty() { &ctx.session.database } else { &db })?;
+    let catalog = ctx.catalog(&database)?;
+    let found = [schema.as_str(), "dbo"].iter().find_map(|sc| match catalog.lookup(sc, &object) {
+        Some(Object::Sequence(s)) => Some(s.clone()),
+        _ => None,
+    });
+    let Some(s) = found else { return Err(msg::INVALID_OBJECT_NAME.with(&[&name])) };
+    let size = u64::try_from(size)
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| msg::SEQUENCE_RANGE_SIZE_INVALID.with(&[&"@range_size"]))?;
+    let (first, last, cycles) = take(ctx, &database, &s, size)?;
+    Ok(Range {
+        first: as_value(first, &s.ty)?,
+        last: as_value(last, &s.ty)?,
+        cycles,
+        increment: as_value(s.increment, &s.ty)?,
+        min: as_value(s.min, &s.ty)?,
+        max: as_value(s.max, &s.ty)?,
+    })
+}
+
+/// Hands out the next `count` values of sequence `s` under its position's lock: the
+/// first, the last, and how many times they wrapped (CYCLE). Without CYCLE, a sequence
+/// with fewer values left hands out none: 11728 for one value, 11732 for a range.
+fn take(ctx: &ExecCtx, database: &Arc<Database>, s: &Sequence, count: u64) -> SqlResult<(i128, i128, i64)> {
+    debug_assert!(count >= 1, "a range holds a value");
     let position = ctx.shared.sequences.position(database.name(), s);
     let mut p = position.lock();
     if p.loaded != Some(s.restarts) {
-        p.next = match read(&database, s.id)? {
+        p.next = match read(database, s.id)? {
             Some((restarts, last)) if restarts == s.restarts => step(s, last),
             _ => Some(s.restart_at),
         };
@@ -111,20 +165,40 @@ pub fn next_value(ctx: &ExecCtx, db: &str, bound: &Sequence) -> SqlResult<Value>
         p.last = None;
         p.loaded = Some(s.restarts);
     }
-    let Some(v) = p.next else {
-        return Err(msg::SEQUENCE_EXHAUSTED.with(&[&s.name]));
-    };
-    if p.covered == 0 {
-        // Values up to the end of the range, at most a cache's worth.
-        let room = if s.increment > 0 { (s.max - v) / s.increment } else { (v - s.min) / -s.increment } + 1;
-        let n = room.clamp(1, i128::from(s.cache.unwrap_or(1)));
-        write(&database, s.id, s.restarts, v + s.increment * (n - 1))?;
-        p.covered = n as u64;
+    if !s.cycle && count > 1 {
+        let left = match p.next {
+            None => 0,
+            Some(v) if s.increment > 0 => (s.max - v) / s.increment + 1,
+            Some(v) => (v - s.min) / -s.increment + 1,
+        };
+        if left < i128::from(count) {
+            return Err(msg::SEQUENCE_RANGE_EXCEEDED.with(&[&s.name]));
+        }
     }
-    p.covered -= 1;
-    p.next = step(s, v);
-    p.last = Some(v);
-    as_value(v, &s.ty)
+    let (mut first, mut cycles) = (None, 0);
+    for taken in 0..count {
+        let Some(v) = p.next else {
+            return Err(msg::SEQUENCE_EXHAUSTED.with(&[&s.name]));
+        };
+        if first.is_some() && p.last.is_some_and(|last| (v < last) == (s.increment > 0)) {
+            cycles += 1;
+        }
+        first.get_or_insert(v);
+        if p.covered == 0 {
+            // Values up to the end of the sequence: a cache's worth, or what the range
+            // still needs, in one durable write.
+            let room = if s.increment > 0 { (s.max - v) / s.increment } else { (v - s.min) / -s.increment } + 1;
+            let wanted = i128::from(s.cache.unwrap_or(1)).max(i128::from(count - taken));
+            let n = room.clamp(1, wanted);
+            write(database, s.id, s.restarts, v + s.increment * (n - 1))?;
+            p.covered = n as u64;
+        }
+        p.covered -= 1;
+        p.next = step(s, v);
+        p.last = Some(v);
+    }
+    let last = p.last.expect("a value taken");
+    Ok((first.expect("a value taken"), last, cycles))
 }
 
 /// `v` as a value of the sequence's type.

@@ -445,6 +445,8 @@ catalog! {
     SEQUENCE_CACHE_NOT_POSITIVE = 11706, 16, Statement, "The cache size for sequence object '%.*ls' must be greater than 0.";
     SEQUENCE_VALUE_OUT_OF_TYPE = 11708, 16, Statement, "An invalid value was specified for argument '%.*ls' for the given data type.";
     SEQUENCE_EXHAUSTED = 11728, 16, Statement, "The sequence object '%.*ls' has reached its minimum or maximum value. Restart the sequence object to allow new values to be generated.";
+    SEQUENCE_RANGE_EXCEEDED = 11732, 16, Statement, "The requested range for sequence object '%.*ls' exceeds the maximum or minimum limit. Retry with a smaller range.";
+    SEQUENCE_RANGE_SIZE_INVALID = 11733, 16, Statement, "Parameter '%.*ls' must be a positive integer.";
     CONTAINED_USERS_WITH_PASSWORD = 12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE.";
     CONTAINED_AUTH_DISABLED = 12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.";
     JSON_COLUMN_WITHOUT_NAME = 13605, 16, Statement, "Column expressions and data sources without names or aliases cannot be formatted as JSON text using FOR JSON clause. Add alias to the unnamed column or table.";

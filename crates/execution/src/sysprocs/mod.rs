@@ -30,6 +30,8 @@ pub type NamedArg = (Option<String>, Option<(Value, SqlType)>);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SystemProc {
     ExecuteSql,
+    /// `sp_sequence_get_range`: OUTPUT parameters only, set in the session.
+    SequenceGetRange,
     ForEachDb,
     AttachDb,
     DetachDb,
@@ -77,6 +79,7 @@ pub enum SystemProc {
 pub fn lookup(name: &str) -> Option<SystemProc> {
     Some(match name.to_ascii_lowercase().as_str() {
         "sp_executesql" => SystemProc::ExecuteSql,
+        "sp_sequence_get_range" => SystemProc::SequenceGetRange,
         "sp_msforeachdb" => SystemProc::ForEachDb,
         "sp_attach_db" => SystemProc::AttachDb,
         "sp_detach_db" => SystemProc::DetachDb,
@@ -167,6 +170,7 @@ pub fn too_many(proc_name: &str, args: &[NamedArg], max: usize) -> SqlResult<()>
 pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     match which {
         SystemProc::ExecuteSql
+        | SystemProc::SequenceGetRange
         | SystemProc::ForEachDb
         | SystemProc::AttachDb
         | SystemProc::DetachDb

@@ -165,6 +165,7 @@ impl Runner<'_> {
             use tessera_execution::sysprocs::SystemProc;
             let result = match system {
                 SystemProc::ExecuteSql => self.run_executesql(s, args),
+                SystemProc::SequenceGetRange => self.sequence_get_range(args).map_err(Stop::Error),
                 SystemProc::ForEachDb => self.run_foreachdb(s, &values),
                 SystemProc::AttachDb => self.run_attach_db(&values),
                 SystemProc::DetachDb => self.run_detach_db(&values),
@@ -426,6 +427,74 @@ impl Runner<'_> {
             }
         }
         Ok((vars, outputs))
+    }
+
+    /// `sp_sequence_get_range @sequence_name, @range_size, @range_first_value OUTPUT
+    /// [, @range_last_value OUTPUT [, @range_cycle_count OUTPUT [, @sequence_increment
+    /// OUTPUT [, @sequence_min_value OUTPUT [, @sequence_max_value OUTPUT]]]]]`: the values
+    /// go into the caller's OUTPUT variables (sql_variant in SQL Server: each converted to
+    /// its variable's type here).
+    fn sequence_get_range(&mut self, args: Vec<Argument>) -> SqlResult<i32> {
+        const NAMES: [&str; 9] = [
+            "@sequence_name",
+            "@range_size",
+            "@range_first_value",
+            "@range_last_value",
+            "@range_cycle_count",
+            "@sequence_increment",
+            "@sequence_min_value",
+            "@sequence_max_value",
+            "@sequence_metadata",
+        ];
+        let proc_name = "sp_sequence_get_range";
+        let mut given: Vec<Option<Argument>> = (0..NAMES.len()).map(|_| None).collect();
+        for (i, a) in args.into_iter().enumerate() {
+            let at = match &a.name {
+                Some(n) => NAMES
+                    .iter()
+                    .position(|p| p.eq_ignore_ascii_case(n))
+                    .ok_or_else(|| msg::UNKNOWN_PARAMETER.with(&[&n, &proc_name]))?,
+                None if i < NAMES.len() => i,
+                None => return Err(msg::TOO_MANY_ARGUMENTS.with(&[&proc_name])),
+            };
+            given[at] = Some(a);
+        }
+        let value = |i: usize| given[i].as_ref().and_then(|a| a.value.clone());
+        let name = match value(0) {
+            Some((v, _)) => super::rpc::as_text(&v),
+            None => None,
+        };
+        let Some(name) = name else {
+            return Err(msg::MISSING_PARAMETER.with(&[&proc_name, &NAMES[0]]));
+        };
+        let size = match value(1) {
+            Some((v, t)) => match types::cast(&v, &t, &SqlType::BigInt, None)? {
+                Value::Int(n) => n,
+                _ => 0,
+            },
+            None => return Err(msg::MISSING_PARAMETER.with(&[&proc_name, &NAMES[1]])),
+        };
+        if given[2].is_none() {
+            return Err(msg::MISSING_PARAMETER.with(&[&proc_name, &NAMES[2]]));
+        }
+        let range = {
+            let ctx = ExecCtx::new(self.shared, self.state);
+            tessera_execution::sequences::get_range(&ctx, &name, size)?
+        };
+        let values = [
+            (2, range.first, SqlType::BigInt),
+            (3, range.last, SqlType::BigInt),
+            (4, Value::Int(range.cycles), SqlType::Int),
+            (5, range.increment, SqlType::BigInt),
+            (6, range.min, SqlType::BigInt),
+            (7, range.max, SqlType::BigInt),
+        ];
+        for (at, v, ty) in values {
+            let Some((slot, slot_ty)) = given[at].as_ref().and_then(|a| a.output) else { continue };
+            let ty = if matches!(v, Value::Decimal { .. }) { SqlType::Decimal { precision: 38, scale: 0 } } else { ty };
+            self.state.vars[slot] = types::cast(&v, &ty, &slot_ty, None)?;
+        }
+        Ok(0)
     }
 
     /// `EXEC ('dynamic sql')`: the string runs as a batch of its own, one level down.

@@ -136,3 +136,27 @@ use master;
 drop database seq_a;
 drop database seq_b;
 go
+-- sp_sequence_get_range: a contiguous range handed out at once, as NEXT VALUE FOR would
+-- have given its values; the cycle count; 11732 when a sequence without CYCLE has too
+-- few left (nothing is taken), 11733 for a size below one.
+CREATE SEQUENCE ranged AS int START WITH 1 INCREMENT BY 5 MINVALUE 1 MAXVALUE 40 CYCLE CACHE 3;
+CREATE SEQUENCE short_seq AS smallint START WITH 1 MAXVALUE 10;
+GO
+DECLARE @first bigint, @last bigint, @cycles int, @inc bigint, @min bigint, @max bigint;
+EXEC sp_sequence_get_range @sequence_name = N'dbo.ranged', @range_size = 3, @range_first_value = @first OUTPUT,
+     @range_last_value = @last OUTPUT, @range_cycle_count = @cycles OUTPUT, @sequence_increment = @inc OUTPUT,
+     @sequence_min_value = @min OUTPUT, @sequence_max_value = @max OUTPUT;
+SELECT @first AS first_value, @last AS last_value, @cycles AS cycles,
+       @inc AS increment, @min AS min_value, @max AS max_value;
+SELECT NEXT VALUE FOR ranged AS after_range;
+EXEC sp_sequence_get_range N'ranged', 6, @first OUTPUT, @last OUTPUT, @cycles OUTPUT;
+SELECT @first AS first_value, @last AS last_value, @cycles AS cycles;
+GO
+DECLARE @first bigint;
+EXEC sp_sequence_get_range N'short_seq', 8, @first OUTPUT;
+SELECT @first AS first_of_8;
+EXEC sp_sequence_get_range N'short_seq', 3, @first OUTPUT;
+SELECT NEXT VALUE FOR short_seq AS still_there;
+EXEC sp_sequence_get_range N'short_seq', 0, @first OUTPUT;
+EXEC sp_sequence_get_range N'no_such_sequence', 1, @first OUTPUT;
+GO

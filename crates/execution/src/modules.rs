@@ -15,7 +15,7 @@ use tessera_syntax::ast::{self, ObjectName};
 fn kind_word(kind: ModuleKind) -> &'static str {
     match kind {
         ModuleKind::Procedure => "PROCEDURE",
-        ModuleKind::ScalarFunction | ModuleKind::TableFunction => "FUNCTION",
+        ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "FUNCTION",
         ModuleKind::View => "VIEW",
         ModuleKind::Trigger => "TRIGGER",
     }
@@ -125,7 +125,7 @@ pub fn define(ctx: &mut ExecCtx, def: Definition) -> SqlResult<()> {
 }
 
 fn is_function(k: ModuleKind) -> bool {
-    matches!(k, ModuleKind::ScalarFunction | ModuleKind::TableFunction)
+    matches!(k, ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction)
 }
 
 /// Makes `m` the definition in place of `before` (None: a new module), in the session's

@@ -142,9 +142,9 @@ pub struct Shared {
     kill_hook: Mutex<Option<KillHook>>,
     /// Which databases opened and closed get an ERRORLOG line.
     open_close_log: Mutex<crate::open_close_log::OpenCloseLog>,
-    /// Runs a user-defined scalar function's body (the session layer's statement loop),
-    /// for expressions that call one.
-    pub scalar_functions: ScalarFunctions,
+    /// Run user-defined functions' bodies (the session layer's statement loop), for the
+    /// expressions and plans that call them.
+    pub functions: FunctionHooks,
     /// What statements' blocking operators hold (see `grant::Grant`).
     pub query_memory: Arc<tessera_governance::grant::QueryMemory>,
     /// Per-database resource limits and their use (`governor`).
@@ -158,6 +158,18 @@ pub struct Shared {
 /// Runs a user-defined scalar function with its arguments and returns its value.
 pub type ScalarFunctions = fn(&mut ExecCtx, &tessera_semantics::plan::UserCall, Vec<Value>) -> SqlResult<Value>;
 
+/// Runs a multi-statement table-valued function with its arguments and returns the rows
+/// of its RETURNS table.
+pub type TableFunctions =
+    fn(&mut ExecCtx, &tessera_semantics::plan::TableCall, Vec<Value>) -> SqlResult<Vec<tessera_semantics::plan::Row>>;
+
+/// What runs user-defined functions' bodies: the session layer's statement loop.
+#[derive(Clone, Copy)]
+pub struct FunctionHooks {
+    pub scalar: ScalarFunctions,
+    pub table: TableFunctions,
+}
+
 /// Writes one ERRORLOG line for a session (spid 0: the server).
 pub type ErrorLogHook = Arc<dyn Fn(i32, &str) + Send + Sync>;
 
@@ -168,7 +180,7 @@ pub type KillHook = Arc<dyn Fn(i32) -> bool + Send + Sync>;
 impl Shared {
     /// The instance over `engine`, its configuration, logins, server permissions and
     /// Resource Governor configuration loaded from master, with
-    /// `scalar_functions` running the bodies of user-defined scalar functions. Starting an
+    /// `functions` running the bodies of user-defined functions. Starting an
     /// instance (tempdb, msdb) is `tessera_sql::start_instance`, in the session layer.
     pub fn assemble(
         engine: Arc<Engine>,
@@ -176,7 +188,7 @@ impl Shared {
         logins: tessera_security::logins::Logins,
         server_permissions: tessera_security::server_permissions::ServerPermissions,
         resource_governor: tessera_governance::resource_governor::ResourceGovernor,
-        scalar_functions: ScalarFunctions,
+        functions: FunctionHooks,
     ) -> Arc<Shared> {
         // Versions name storage trees (`#table.index.version`): starting from the clock
         // keeps them apart from those of an earlier run, including trees a crash left
@@ -203,7 +215,7 @@ impl Shared {
             query_memory: Arc::default(),
             governors: Default::default(),
             sequences: Default::default(),
-            scalar_functions,
+            functions,
             me: me.clone(),
         });
         for entry in shared.engine.entries() {

@@ -116,12 +116,12 @@ pub struct Range {
     pub max: Value,
 }
 
-/// `sp_sequence_get_range @sequence_name, @range_size`: 11732 when a sequence without
+/// `sp_sequence_get_range @sequence_name, @range_size`, the name in its parts: 11732 when a sequence without
 /// CYCLE has fewer than `size` values left (none are taken then); 11733 for a size below
 /// one.
-pub fn get_range(ctx: &ExecCtx, name: &str, size: i64) -> SqlResult<Range> {
-    let parts = crate::functions::name_parts(name).ok_or_else(|| msg::INVALID_OBJECT_NAME.with(&[&name]))?;
-    let (db, schema, object) = match parts.as_slice() {
+pub fn get_range(ctx: &ExecCtx, parts: &[String], size: i64) -> SqlResult<Range> {
+    let name = parts.join(".");
+    let (db, schema, object) = match parts {
         [n] => (ctx.session.database.clone(), ctx.session.default_schema.clone(), n.clone()),
         [sc, n] => (ctx.session.database.clone(), sc.clone(), n.clone()),
         [d, sc, n] => (d.clone(), sc.clone(), n.clone()),

@@ -247,6 +247,8 @@ pub enum ModuleKind {
     TableFunction,
     /// A DML trigger: its table is the module's `parent`.
     Trigger,
+    /// A multi-statement table-valued function (`RETURNS @t TABLE (…) AS BEGIN … END`).
+    MultiStatementFunction,
 }
 
 impl ModuleKind {
@@ -258,6 +260,7 @@ impl ModuleKind {
             ModuleKind::ScalarFunction => "FN",
             ModuleKind::TableFunction => "IF",
             ModuleKind::Trigger => "TR",
+            ModuleKind::MultiStatementFunction => "TF",
         }
     }
 
@@ -269,6 +272,7 @@ impl ModuleKind {
             ModuleKind::ScalarFunction => "SQL_SCALAR_FUNCTION",
             ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
             ModuleKind::Trigger => "SQL_TRIGGER",
+            ModuleKind::MultiStatementFunction => "SQL_TABLE_VALUED_FUNCTION",
         }
     }
 }

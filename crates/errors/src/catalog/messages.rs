@@ -100,6 +100,8 @@ catalog! {
     UNRECOGNIZED_TABLE_HINT = 321, 16, Statement, "%.*ls is not a recognized table hints option.";
     TRIGGER_OUTPUT_WITHOUT_INTO = 334, 16, Statement, "The target table '%.*ls' of the DML statement cannot have any enabled triggers if the statement contains an OUTPUT clause without INTO clause.";
     INCOMPATIBLE_OPERATOR_TYPES = 402, 16, Statement, "The data types %ls and %ls are incompatible in the %ls operator.";
+    FUNCTION_SIDE_EFFECT = 443, 16, Statement, "Invalid use of a side-effecting operator '%s' within a function.";
+    FUNCTION_RETURNS_DATA = 444, 16, Statement, "Select statements included within a function cannot return data to a client.";
     DATABASE_CHANGE_NOT_ALLOWED = 505, 16, Statement, "The current user account was invoked with SETUSER or SP_SETAPPROLE. Changing databases is not allowed.";
     ROW_TOO_LARGE = 511, 16, Statement, "Cannot create a row of size %d which is greater than the allowable maximum row size of %d.";
     SUBQUERY_MULTIPLE_ROWS = 512, 16, Statement, "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression.";
@@ -548,7 +550,6 @@ catalog! {
     TEMPORARY_MODULES_NOT_SUPPORTED = 40523, 16, Statement, "Temporary procedures, functions and views are not supported.";
     LOGIN_OPTION_NOT_SUPPORTED = 40524, 16, Statement, "%ls is not supported by tessera.";
     BACKUP_DEVICE_TYPE_NOT_SUPPORTED = 40525, 16, Statement, "Backup device type %ls is not supported; only DISK = 'path' is.";
-    MULTI_STATEMENT_TVF_NOT_SUPPORTED = 40526, 16, Statement, "Multi-statement table-valued functions are not supported yet.";
     CORRELATED_TVF_ARGS_NOT_SUPPORTED = 40527, 16, Statement, "Arguments of table-valued functions that read columns (APPLY) are not supported yet.";
     DISTRIBUTED_TRANSACTIONS_NOT_SUPPORTED = 40528, 16, Statement, "The transaction manager request %d (distributed transactions) is not supported.";
     EXECUTE_AS_TVF_NOT_SUPPORTED = 40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet.";

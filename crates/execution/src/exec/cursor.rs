@@ -67,6 +67,10 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             let values = args.iter().map(|a| eval(a, corr, ctx)).collect::<SqlResult<Vec<_>>>()?;
             Box::new(Held::loose(crate::sysviews::functions::rows(*function, &db, &values, ctx)?))
         }
+        Plan::TableFunctionCall { call, args } => {
+            let values = args.iter().map(|a| eval(a, corr, ctx)).collect::<SqlResult<Vec<_>>>()?;
+            Box::new(Held::loose((ctx.shared.functions.table)(ctx, call, values)?))
+        }
         Plan::Filter { input, predicate } => match &**input {
             Plan::Scan(node) => match ScanFilter::of(node, predicate, ctx) {
                 Some(filter) => open_scan(node, Some(filter), corr, ctx)?,

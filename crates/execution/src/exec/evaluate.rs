@@ -204,7 +204,7 @@ pub fn eval(e: &Expr, row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Value> {
         Expr::Subquery(sq) => eval_subquery(sq, row, ctx)?,
         Expr::UserFunction { call, args } => {
             let vals = eval_all(args, row, ctx)?;
-            (ctx.shared.scalar_functions)(ctx, call, vals)?
+            (ctx.shared.functions.scalar)(ctx, call, vals)?
         }
     })
 }

@@ -351,7 +351,7 @@ pub fn variant_type() -> SqlType {
 /// The parts of a multi-part name as written in a string (`OBJECT_ID('db.[a.b].[c]]d]')`):
 /// split at the dots outside brackets and quotes, `[…]` with `]]` and `"…"` with `""`
 /// unescaped. None for an unclosed bracket or quote.
-pub(crate) fn name_parts(name: &str) -> Option<Vec<String>> {
+pub fn name_parts(name: &str) -> Option<Vec<String>> {
     let mut parts = vec![String::new()];
     let mut chars = name.trim().chars().peekable();
     while let Some(c) = chars.next() {

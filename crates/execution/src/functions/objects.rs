@@ -164,7 +164,7 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
         "isprocedure" => flag(module(ModuleKind::Procedure)),
         "isscalarfunction" => flag(module(ModuleKind::ScalarFunction)),
         "isinlinefunction" => flag(module(ModuleKind::TableFunction)),
-        "istablefunction" => flag(module(ModuleKind::TableFunction)),
+        "istablefunction" => flag(module(ModuleKind::TableFunction) || module(ModuleKind::MultiStatementFunction)),
         "isconstraint" => flag(matches!(d, Described::Constraint(..))),
         "isprimarykey" => flag(kind("PK")),
         "isforeignkey" => flag(kind("F")),

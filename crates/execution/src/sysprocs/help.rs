@@ -221,6 +221,7 @@ fn object_type(o: &Object) -> &'static str {
             tessera_semantics::catalog::ModuleKind::Procedure => "stored procedure",
             tessera_semantics::catalog::ModuleKind::ScalarFunction => "scalar function",
             tessera_semantics::catalog::ModuleKind::TableFunction => "inline function",
+            tessera_semantics::catalog::ModuleKind::MultiStatementFunction => "table function",
             tessera_semantics::catalog::ModuleKind::Trigger => "trigger",
         },
         Object::Sequence(_) => "sequence object",

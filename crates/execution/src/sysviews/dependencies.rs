@@ -166,7 +166,7 @@ pub(crate) fn object_kind(o: &Object) -> &'static str {
         Object::Module(m) => match m.kind {
             ModuleKind::View => "view",
             ModuleKind::Procedure => "stored procedure",
-            ModuleKind::ScalarFunction | ModuleKind::TableFunction => "function",
+            ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "function",
             ModuleKind::Trigger => "trigger",
         },
         Object::Sequence(_) => "sequence object",

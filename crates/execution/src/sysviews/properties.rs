@@ -32,7 +32,7 @@ pub(crate) fn module_level_type(kind: ModuleKind) -> &'static str {
     match kind {
         ModuleKind::View => "VIEW",
         ModuleKind::Procedure => "PROCEDURE",
-        ModuleKind::ScalarFunction | ModuleKind::TableFunction => "FUNCTION",
+        ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "FUNCTION",
         ModuleKind::Trigger => "TRIGGER",
     }
 }

@@ -290,6 +290,11 @@ impl<'a> Binder<'a> {
                     let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
                     Ok(self.leaf_plan(bound, qualifier, scope, offset))
                 }
+                Some((db, m)) if m.kind == ModuleKind::MultiStatementFunction => {
+                    let bound = self.bind_multi_statement_function(&db, &m, args)?;
+                    let qualifier = alias.as_ref().unwrap_or(name.name()).value.to_lowercase();
+                    Ok(self.leaf_plan(bound, qualifier, scope, offset))
+                }
                 _ => Err(msg::INVALID_OBJECT_NAME.with(&[&object_display(name)])),
             },
             ast::TableRef::Pivot { .. } | ast::TableRef::Unpivot { .. } => {

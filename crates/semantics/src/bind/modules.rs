@@ -6,7 +6,7 @@ use super::names::Scope;
 use super::{invalid_object, Binder, InDb};
 use crate::cache::CachedBatch;
 use crate::catalog::{name_key, Access, Module, Object};
-use crate::plan::{columns_used, BoundQuery, Expr, Prepared};
+use crate::plan::{columns_used, BoundQuery, Expr, Plan, Prepared};
 use crate::types::{self, SqlType};
 use std::sync::Arc;
 use tessera_errors::msg;
@@ -125,6 +125,15 @@ impl<'a> Binder<'a> {
                 let nulls = vec![ast::Expr::Literal(ast::Literal::Null); cf.params.len()];
                 self.bind_table_function(&in_db, m, &nulls)?
             }
+            crate::catalog::ModuleKind::MultiStatementFunction => {
+                let cached = self.definition(m)?;
+                let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind)
+                else {
+                    return Err(invalid_object(&m.name));
+                };
+                let nulls = vec![ast::Expr::Literal(ast::Literal::Null); cf.params.len()];
+                self.bind_multi_statement_function(&in_db, m, &nulls)?
+            }
             _ => return Err(invalid_object(&m.name)),
         };
         let via = (in_db.at, name_key(&m.schema, &m.name));
@@ -165,6 +174,44 @@ impl<'a> Binder<'a> {
         self.substitutions = saved;
         self.substitution_depth = saved_depth;
         r
+    }
+
+    /// A multi-statement table-valued function call: a node that runs the body with the
+    /// arguments' values (bound here, converted to the parameters' types) when it opens.
+    pub(super) fn bind_multi_statement_function(
+        &mut self,
+        db: &InDb,
+        m: &Module,
+        args: &[ast::Expr],
+    ) -> SqlResult<BoundQuery> {
+        let cached = self.definition(m)?;
+        let Some(ast::StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+            return Err(invalid_object(&m.name));
+        };
+        let ast::FunctionReturns::MultiStatement { columns, .. } = &cf.returns else {
+            return Err(invalid_object(&m.name));
+        };
+        let bound = self.function_arguments(&m.name, &cf.params, args)?;
+        let columns = columns
+            .iter()
+            .map(|c| {
+                Ok(crate::output::OutputColumn {
+                    name: c.name.value.clone(),
+                    ty: types::resolve_type(&c.ty, false)?,
+                    nullable: c.nullable != Some(false),
+                })
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        let call = crate::plan::TableCall {
+            db: db.at.clone(),
+            schema: m.schema.clone(),
+            name: m.name.clone(),
+            text: Arc::from(m.text.as_str()),
+            arg_types: bound.iter().map(|b| b.1).collect(),
+            columns: columns.clone(),
+        };
+        let plan = Plan::TableFunctionCall { call: Arc::new(call), args: bound.into_iter().map(|b| b.0).collect() };
+        Ok(BoundQuery { plan, columns })
     }
 
     /// Binds call arguments against a function's parameters (defaults via `DEFAULT`),

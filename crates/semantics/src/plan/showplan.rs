@@ -160,6 +160,11 @@ impl<'v> Printer<'v> {
                 let names = view.columns().iter().map(|c| bracket(&c.name)).collect();
                 (Node::leaf(format!("Table-valued function(OBJECT:([sys].[{view:?}]))")), names)
             }
+            Plan::TableFunctionCall { call, .. } => {
+                let names = call.columns.iter().map(|c| bracket(&c.name)).collect();
+                let text = format!("Table-valued function(OBJECT:([{}].[{}]))", call.schema, call.name);
+                (Node::leaf(text), names)
+            }
             Plan::Filter { input, predicate } => match &**input {
                 Plan::Scan(node) => self.scan(node, corr, Some(predicate)),
                 _ => {

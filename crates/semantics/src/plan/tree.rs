@@ -200,6 +200,20 @@ pub struct UserCall {
     pub ty: SqlType,
 }
 
+/// A call of a multi-statement table-valued function, as bound.
+#[derive(Clone, Debug)]
+pub struct TableCall {
+    pub db: DbRef,
+    /// The function's schema (whose owner its statements chain from) and name.
+    pub schema: String,
+    pub name: String,
+    /// The CREATE FUNCTION text (its parsed form and plans are cached under it).
+    pub text: Arc<str>,
+    pub arg_types: Vec<SqlType>,
+    /// The RETURNS table's columns.
+    pub columns: Vec<crate::output::OutputColumn>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Subquery {
     pub plan: Arc<Plan>,
@@ -360,6 +374,13 @@ pub enum Plan {
     SystemFunction {
         function: View,
         db: DbRef,
+        args: Vec<Expr>,
+    },
+    /// A multi-statement table-valued function: its body runs with the arguments' values
+    /// (which may read an enclosing row, under APPLY) each time the node opens, and the
+    /// rows it put in its RETURNS table are the node's.
+    TableFunctionCall {
+        call: Arc<TableCall>,
         args: Vec<Expr>,
     },
     Filter {

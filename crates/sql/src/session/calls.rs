@@ -47,31 +47,101 @@ pub(crate) fn call_scalar_function(
     let ast::FunctionReturns::Scalar { body, execute_as, .. } = &cf.returns else {
         return Err(tessera_semantics::bind::invalid_object(&call.name));
     };
+    let f = FunctionBody { db: &call.db, schema: &call.schema, name: &call.name, params: &cf.params, body, execute_as };
+    run_function(ctx, &cached, f, args, |runner| {
+        runner.returns = Some(call.ty);
+        runner.compile_all(body)?;
+        match runner.run_block(body) {
+            Ok(_) => Ok(runner.returned.take().unwrap_or(Value::Null)),
+            Err(Stop::Error(e)) => Err(e),
+            Err(Stop::Abort) => Err(function_failed(&call.name)),
+        }
+    })
+}
+
+/// Runs a multi-statement table-valued function's body with `args` and returns the rows
+/// it put in its RETURNS table (a table variable of the body's, gone when it returns).
+pub(crate) fn call_table_function(
+    ctx: &mut ExecCtx,
+    call: &tessera_semantics::plan::TableCall,
+    args: Vec<Value>,
+) -> SqlResult<Vec<Vec<Value>>> {
+    let cached = ctx.shared.plans.get_or_parse(&call.text, tessera_syntax::parser::parse_batch)?;
+    let Some(StatementKind::CreateFunction(cf)) = cached.batch.statements.first().map(|s| &s.kind) else {
+        return Err(tessera_semantics::bind::invalid_object(&call.name));
+    };
+    let ast::FunctionReturns::MultiStatement { variable, columns, body } = &cf.returns else {
+        return Err(tessera_semantics::bind::invalid_object(&call.name));
+    };
+    let caller = ast::ModuleExecuteAs::Caller;
+    let f = FunctionBody {
+        db: &call.db,
+        schema: &call.schema,
+        name: &call.name,
+        params: &cf.params,
+        body,
+        execute_as: &caller,
+    };
+    run_function(ctx, &cached, f, args, |runner| {
+        let lower = variable.to_lowercase();
+        let shadowed = runner.state.temp_tables.get(&lower).cloned();
+        runner.with_ctx(|ctx| tessera_execution::ddl::declare_table_variable(ctx, variable, columns, &[]))?;
+        runner.table_vars.push((lower, shadowed));
+        let rows = match runner.compile_all(body).map(|_| runner.run_block(body)) {
+            Ok(Ok(_)) => runner.table_variable_rows(variable),
+            Ok(Err(Stop::Error(e))) | Err(e) => Err(e),
+            Ok(Err(Stop::Abort)) => Err(function_failed(&call.name)),
+        };
+        runner.drop_table_variables();
+        rows
+    })
+}
+
+/// A user-defined function a call runs.
+struct FunctionBody<'f> {
+    db: &'f tessera_semantics::catalog::DbRef,
+    schema: &'f str,
+    name: &'f str,
+    params: &'f [ast::Parameter],
+    body: &'f [Statement],
+    execute_as: &'f ast::ModuleExecuteAs,
+}
+
+/// Runs `run` over a runner of function `f`'s body: its parameters bound to `args`, in
+/// its database and schema, one nesting level down, its statements chaining from its
+/// owner (EXECUTE on it was checked with the plan that calls it), as the user its
+/// EXECUTE AS names; errors come back (as inside TRY); the caller's context comes back
+/// after.
+fn run_function<T>(
+    ctx: &mut ExecCtx,
+    cached: &CachedBatch<Prepared>,
+    f: FunctionBody,
+    args: Vec<Value>,
+    run: impl FnOnce(&mut Runner) -> SqlResult<T>,
+) -> SqlResult<T> {
     let state = &mut *ctx.session;
     if state.nest_level >= tessera_semantics::bind::MAX_NESTING {
         return Err(tessera_semantics::bind::nesting_error());
     }
-    let frame = Frame::of_procedure(&cf.params, body)?;
+    let frame = Frame::of_procedure(f.params, f.body)?;
     let mut vars = vec![Value::Null; frame.decls.len()];
     for (i, v) in args.into_iter().enumerate() {
         vars[i] = v.to_keep()?;
     }
     let saved_vars = std::mem::replace(&mut state.vars, vars);
-    let db = call.db.name(&state.database).to_string();
-    // The function's statements chain from its owner (EXECUTE on it was checked with the
-    // plan that calls it).
+    let db = f.db.name(&state.database).to_string();
     // Its author, for EXECUTE AS SELF only (this runs once per row of a query).
-    let altered_by = match execute_as {
+    let altered_by = match f.execute_as {
         ast::ModuleExecuteAs::SelfUser => {
             let catalog = state.catalog_of(ctx.shared, &db)?.catalog;
-            catalog.module(&call.schema, &call.name).and_then(|m| m.altered_by)
+            catalog.module(f.schema, f.name).and_then(|m| m.altered_by)
         }
         _ => None,
     };
-    let owner = ctx.shared.security(&state.catalog_memo, &db)?.schema_owner(&call.schema).map(|owner| {
-        super::permissions::ModuleContext { db: db.clone(), schema: call.schema.clone(), owner, altered_by }
+    let owner = ctx.shared.security(&state.catalog_memo, &db)?.schema_owner(f.schema).map(|owner| {
+        super::permissions::ModuleContext { db: db.clone(), schema: f.schema.to_string(), owner, altered_by }
     });
-    let saved_schema = std::mem::replace(&mut state.default_schema, call.schema.clone());
+    let saved_schema = std::mem::replace(&mut state.default_schema, f.schema.to_string());
     let saved_db = std::mem::replace(&mut state.database, db);
     state.nest_level += 1;
     let scope = state.cursors.enter_scope();
@@ -79,21 +149,19 @@ pub(crate) fn call_scalar_function(
     let result = {
         let mut runner = Runner {
             try_depth: 1,
-            procedure: Some(call.name.clone()),
-            returns: Some(call.ty),
+            procedure: Some(f.name.to_string()),
             owner,
-            ..Runner::new(ctx.shared, &mut *state, &cached, &frame, &mut sink)
+            ..Runner::new(ctx.shared, &mut *state, cached, &frame, &mut sink)
         };
         // WITH EXECUTE AS OWNER | SELF | 'user': the body runs as that user.
         let entered = match &runner.owner {
-            Some(module) if *execute_as != ast::ModuleExecuteAs::Caller => {
+            Some(module) if *f.execute_as != ast::ModuleExecuteAs::Caller => {
                 let module = module.clone();
-                runner.enter_module_context(&module, execute_as)
+                runner.enter_module_context(&module, f.execute_as)
             }
             _ => Ok(()),
         };
-        let r = entered.and_then(|()| runner.compile_all(body)).map(|_| runner.run_block(body));
-        r.map(|flow| (flow, runner.returned.take()))
+        entered.and_then(|()| run(&mut runner))
     };
     state.cursors.leave_scope(scope);
     super::permissions::end_contexts_below(state, state.nest_level - 1);
@@ -101,10 +169,35 @@ pub(crate) fn call_scalar_function(
     state.default_schema = saved_schema;
     state.database = saved_db;
     state.vars = saved_vars;
-    match result? {
-        (Ok(_), value) => Ok(value.unwrap_or(Value::Null)),
-        (Err(Stop::Error(e)), _) => Err(e),
-        (Err(Stop::Abort), _) => Err(SqlError::new(50000, format!("The function '{}' failed.", call.name))),
+    result
+}
+
+fn function_failed(name: &str) -> SqlError {
+    SqlError::new(50000, format!("The function '{name}' failed."))
+}
+
+impl Runner<'_> {
+    /// The rows of the table variable `name` (a multi-statement function's RETURNS table).
+    fn table_variable_rows(&mut self, name: &str) -> SqlResult<Vec<Vec<Value>>> {
+        let text = format!("SELECT * FROM {name}");
+        let cached = self.shared.plans.get_or_parse(&text, tessera_syntax::parser::parse_batch)?;
+        let mut collected = tessera_semantics::output::Collected::default();
+        let result = {
+            let mut inner = Runner {
+                try_depth: 1,
+                ..Runner::new(self.shared, &mut *self.state, &cached, self.frame, &mut collected)
+            };
+            inner.run_block(&cached.batch.statements)
+        };
+        match result {
+            Ok(_) => Ok(collected.result_sets.into_iter().next().map(|(_, rows)| rows).unwrap_or_default()),
+            Err(Stop::Error(e)) => Err(e),
+            Err(Stop::Abort) => Err(collected
+                .messages
+                .into_iter()
+                .find(|m| m.severity > 10)
+                .unwrap_or_else(|| SqlError::new(50000, "The function failed."))),
+        }
     }
 }
 
@@ -461,7 +554,10 @@ impl Runner<'_> {
         }
         let value = |i: usize| given[i].as_ref().and_then(|a| a.value.clone());
         let name = match value(0) {
-            Some((v, _)) => super::rpc::as_text(&v),
+            Some((v, t)) => match types::cast(&v, &t, &SqlType::NVarChar(tessera_access::row::MAX), None)? {
+                Value::Str(s) => Some(s.to_string()),
+                _ => None,
+            },
             None => None,
         };
         let Some(name) = name else {
@@ -479,7 +575,9 @@ impl Runner<'_> {
         }
         let range = {
             let ctx = ExecCtx::new(self.shared, self.state);
-            tessera_execution::sequences::get_range(&ctx, &name, size)?
+            let parts = tessera_execution::functions::name_parts(&name)
+                .ok_or_else(|| msg::INVALID_OBJECT_NAME.with(&[&name]))?;
+            tessera_execution::sequences::get_range(&ctx, &parts, size)?
         };
         let values = [
             (2, range.first, SqlType::BigInt),

@@ -103,12 +103,16 @@ impl Runner<'_> {
                 if let ast::FunctionReturns::Scalar { execute_as, .. } = &cf.returns {
                     self.check_module_execute_as(execute_as)?;
                 }
+                match &cf.returns {
+                    ast::FunctionReturns::Scalar { body, .. } | ast::FunctionReturns::MultiStatement { body, .. } => {
+                        check_function_body(body)?
+                    }
+                    ast::FunctionReturns::InlineTable(_) => {}
+                }
                 let kind = match cf.returns {
                     ast::FunctionReturns::Scalar { .. } => ModuleKind::ScalarFunction,
                     ast::FunctionReturns::InlineTable(_) => ModuleKind::TableFunction,
-                    ast::FunctionReturns::MultiStatement { .. } => {
-                        return Err(msg::MULTI_STATEMENT_TVF_NOT_SUPPORTED.err())
-                    }
+                    ast::FunctionReturns::MultiStatement { .. } => ModuleKind::MultiStatementFunction,
                 };
                 let text = cf.text.clone();
                 self.with_ctx(|ctx| {
@@ -226,4 +230,55 @@ fn object_shown(name: &ast::ObjectName) -> String {
 /// indexes).
 fn cannot_find(error: &Message, name: &ast::ObjectName) -> SqlError {
     error.with(&[&object_shown(name)])
+}
+
+/// What a function's body may not do, as SQL Server refuses it when the function is
+/// created: change anything but its own table variables, call procedures, print, raise
+/// errors, control transactions (443), or send rows to the client (444).
+fn check_function_body(body: &[ast::Statement]) -> tessera_errors::SqlResult<()> {
+    use ast::StatementKind as K;
+    for s in body {
+        let refused = match &s.kind {
+            K::If { then, otherwise, .. } => {
+                check_function_body(std::slice::from_ref(then))?;
+                if let Some(o) = otherwise {
+                    check_function_body(std::slice::from_ref(&**o))?;
+                }
+                None
+            }
+            K::While { body, .. } => check_function_body(std::slice::from_ref(body)).map(|_| None)?,
+            K::Block(b) => check_function_body(b).map(|_| None)?,
+            K::TryCatch { .. } => Some("BEGIN TRY"),
+            K::Insert(i) if !is_variable(&i.table) => Some("INSERT"),
+            K::Update(u) if !is_variable(&u.table) => Some("UPDATE"),
+            K::Delete(d) if !is_variable(&d.table) => Some("DELETE"),
+            K::Merge(m) if !is_variable(&m.target) => Some("MERGE"),
+            K::Execute(_) | K::ExecuteString(_) => Some("EXECUTE STRING"),
+            K::Print(_) => Some("PRINT"),
+            K::RaisError { .. } => Some("RAISERROR"),
+            K::Throw(_) => Some("THROW"),
+            K::BeginTransaction { .. } => Some("BEGIN TRANSACTION"),
+            K::Commit { .. } => Some("COMMIT TRANSACTION"),
+            K::Rollback { .. } => Some("ROLLBACK TRANSACTION"),
+            K::SaveTransaction { .. } => Some("SAVE TRANSACTION"),
+            K::Query(q) => {
+                let assigns = matches!(&q.body, ast::SetExpr::Select(sel)
+                    if sel.items.iter().all(|i| matches!(i, ast::SelectItem::Assign { .. })));
+                if !assigns {
+                    return Err(msg::FUNCTION_RETURNS_DATA.err().at_line(s.line));
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(operator) = refused {
+            return Err(msg::FUNCTION_SIDE_EFFECT.with(&[&operator]).at_line(s.line));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a data change's target is a table variable.
+fn is_variable(name: &ast::ObjectName) -> bool {
+    name.0.len() == 1 && name.0[0].value.starts_with('@')
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tessera_database::Engine;
 
-use super::calls::call_scalar_function;
+use super::calls::{call_scalar_function, call_table_function};
 use super::Session;
 use tessera_errors::SqlResult;
 use tessera_execution::runtime::Shared;
@@ -51,7 +51,14 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
             },
         )?;
     }
-    let shared = Shared::assemble(engine, config, logins, server_permissions, resource_governor, call_scalar_function);
+    let shared = Shared::assemble(
+        engine,
+        config,
+        logins,
+        server_permissions,
+        resource_governor,
+        tessera_execution::runtime::FunctionHooks { scalar: call_scalar_function, table: call_table_function },
+    );
     shared.query_memory.set_max_bytes(shared.engine.memory_status().max_bytes);
     let mut out = Collected::default();
     Session::system(shared.clone(), "msdb")?.execute(tessera_execution::backup::MSDB_TABLES, &mut out);

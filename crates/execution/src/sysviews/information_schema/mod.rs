@@ -241,7 +241,13 @@ fn routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Module(m) = o else { continue };
-        if !matches!(m.kind, ModuleKind::Procedure | ModuleKind::ScalarFunction | ModuleKind::TableFunction) {
+        if !matches!(
+            m.kind,
+            ModuleKind::Procedure
+                | ModuleKind::ScalarFunction
+                | ModuleKind::TableFunction
+                | ModuleKind::MultiStatementFunction
+        ) {
             continue;
         }
         let is_proc = m.kind == ModuleKind::Procedure;
@@ -251,7 +257,15 @@ fn routines(ctx: &ExecCtx, db: &str) -> Rows<8> {
             s(&m.schema),
             s(&m.name),
             s(if is_proc { "PROCEDURE" } else { "FUNCTION" }),
-            if is_proc { Value::Null } else { s(if m.kind == ModuleKind::TableFunction { "TABLE" } else { "" }) },
+            if is_proc {
+                Value::Null
+            } else {
+                s(if matches!(m.kind, ModuleKind::TableFunction | ModuleKind::MultiStatementFunction) {
+                    "TABLE"
+                } else {
+                    ""
+                })
+            },
             if visible(&m.schema, m.id) { s(&text) } else { Value::Null },
             datetime(m.created),
             datetime(m.modified),

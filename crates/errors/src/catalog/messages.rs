@@ -387,6 +387,7 @@ catalog! {
     LOG_FULL = 9002, 17, Statement, "The transaction log for database '%.*ls' is full due to '%ls'.";
     UNSUPPORTED_DATEPART = 9810, 16, Statement, "The datepart %ls is not supported by date function %ls for data type %ls.";
     INVALID_TIME_ZONE = 9812, 16, Statement, "The timezone provided to builtin function %ls is invalid.";
+    FORMAT_CULTURE_NOT_SUPPORTED = 9818, 16, Statement, "The culture parameter '%.*ls' provided in the function call is not supported.";
     NTILE_NOT_POSITIVE = 9819, 16, Statement, "The function 'NTILE' must have a positive integer value.";
     TRANSLATE_LENGTHS_DIFFER = 9828, 16, Statement, "The second and third arguments of the TRANSLATE built-in function must contain an equal number of characters.";
     STRING_AGG_TOO_LONG = 9829, 16, Statement, "STRING_AGG aggregation result exceeded the limit of 8000 bytes. Use LOB types to avoid result truncation.";

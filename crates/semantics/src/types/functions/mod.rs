@@ -49,6 +49,7 @@ macro_rules! or_null {
 
 mod date;
 mod datepart;
+mod format;
 pub mod json;
 mod large;
 pub use large::like_in_place;
@@ -182,6 +183,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "STUFF" => (4, 4),
         "DATE_BUCKET" => (3, 4),
         "TRANSLATE" => (3, 3),
+        "FORMAT" => (2, 3),
         "ISJSON" | "$XML_TEXT" => (1, 1),
         "$BIT" => (2, 2),
         "JSON_VALUE" => (2, 2),
@@ -300,6 +302,24 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         },
         "REPLACE" | "STUFF" => long_string(unicode_any, max_any),
         "TRANSLATE" => text_type(&first),
+        "FORMAT" => {
+            use Family as F;
+            let formats = [
+                F::Int,
+                F::Float,
+                F::Decimal,
+                F::Money,
+                F::Date,
+                F::Time,
+                F::DateTime,
+                F::DateTime2,
+                F::DateTimeOffset,
+            ];
+            if !formats.contains(&family(&first)) {
+                return Err(bad_arg(name, &first, 0));
+            }
+            T::NVarChar(4000)
+        }
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => json::json_type(name),
         "$XML_TEXT" => T::NVarChar(MAX),
         // Bit `args[1]` of `args[0]` (GROUPING over the grouping bits).
@@ -539,6 +559,15 @@ pub fn call_function(
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"
         | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" | "TRANSLATE" => call.string(),
         "GREATEST" | "LEAST" => call.extreme(),
+        "FORMAT" => {
+            let (Some(pattern), culture) = (call.text(1)?, if args.len() > 2 { call.text(2)? } else { None }) else {
+                return Ok(Value::Null);
+            };
+            if args.len() > 2 && culture.is_none() {
+                return Ok(Value::Null);
+            }
+            format::format(&args[0], &arg_types[0], &pattern, culture.as_deref())
+        }
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => call.json(),
         "$XML_TEXT" => Ok(call.text(0)?.map_or(Value::Null, |x| Value::str(&xml_text(&x)))),
         "$BIT" => {

@@ -540,12 +540,7 @@ fn format_datetime(days: i32, ticks: u64, offset: Option<i16>, pattern: &str, c:
     let minute = (ticks % TICKS_PER_HOUR / TICKS_PER_MINUTE) as u32;
     let second = (ticks % TICKS_PER_MINUTE / TICKS_PER_SECOND) as u32;
     let fraction = ticks % TICKS_PER_SECOND;
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let ch = chars[i];
-        let run = chars[i..].iter().take_while(|x| **x == ch).count();
+    walk(pattern, |ch, run, chars, i, out| {
         let mut used = run;
         match ch {
             'd' => match run {
@@ -623,24 +618,15 @@ fn format_datetime(days: i32, ticks: u64, offset: Option<i16>, pattern: &str, c:
                 used = 1;
                 out.push(ch);
             }
-            '\'' | '"' => {
-                let end = chars[i + 1..].iter().position(|x| *x == ch)? + i + 1;
-                out.extend(&chars[i + 1..end]);
-                used = end - i + 1;
-            }
-            '\\' => {
-                out.push(*chars.get(i + 1)?);
-                used = 2;
-            }
+            '\'' | '"' | '\\' => used = literal(chars, i, out)?,
             '%' => used = 1,
             other => {
                 used = 1;
                 out.push(other);
             }
         }
-        i += used;
-    }
-    Some(out)
+        Some(used)
+    })
 }
 
 /// A time value as .NET's TimeSpan formats it: `c`, `g`, `G`, or a custom format whose
@@ -664,13 +650,8 @@ fn format_timespan(ticks: u64, pattern: &str) -> Option<String> {
         "G" => return Some(format!("0:{hour:02}:{minute:02}:{second:02}.{fraction:07}")),
         _ => {}
     }
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let ch = chars[i];
-        let run = chars[i..].iter().take_while(|x| **x == ch).count();
-        let used = match ch {
+    walk(pattern, |ch, run, chars, i, out| {
+        Some(match ch {
             'h' | 'm' | 's' if run <= 2 => {
                 let v = match ch {
                     'h' => hour,
@@ -690,19 +671,37 @@ fn format_timespan(ticks: u64, pattern: &str) -> Option<String> {
                 out.push_str(if ch == 'f' { shown } else { shown.trim_end_matches('0') });
                 run
             }
-            '\'' | '"' => {
-                let end = chars[i + 1..].iter().position(|x| *x == ch)? + i + 1;
-                out.extend(&chars[i + 1..end]);
-                end - i + 1
-            }
-            '\\' => {
-                out.push(*chars.get(i + 1)?);
-                2
-            }
+            '\'' | '"' | '\\' => literal(chars, i, out)?,
             '%' => 1,
             _ => return None,
-        };
-        i += used;
+        })
+    })
+}
+
+/// Walks a custom date or time format: `f` gets each character, how many times it
+/// repeats from there, the format's characters, the position and the output so far, and
+/// says how many characters it used (None: .NET refuses the format).
+fn walk(pattern: &str, mut f: impl FnMut(char, usize, &[char], usize, &mut String) -> Option<usize>) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let ch = chars[i];
+        let run = chars[i..].iter().take_while(|x| **x == ch).count();
+        i += f(ch, run, &chars, i, &mut out)?;
     }
     Some(out)
+}
+
+/// A quoted literal (`'…'`, `"…"`) or an escaped character (`\c`) at `i`, copied to
+/// `out`: the characters it took (None when a quote is not closed).
+fn literal(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    let ch = chars[i];
+    if ch == '\\' {
+        out.push(*chars.get(i + 1)?);
+        return Some(2);
+    }
+    let end = chars[i + 1..].iter().position(|x| *x == ch)? + i + 1;
+    out.extend(&chars[i + 1..end]);
+    Some(end - i + 1)
 }

@@ -276,6 +276,7 @@ catalog! {
     WINDOW_IN_WINDOW = 4109, 16, Statement, "Windowed functions cannot be used in the context of another windowed function or aggregate.";
     WINDOW_NEEDS_ORDER_BY = 4112, 15, Statement, "The function '%.*ls' must have an OVER clause with ORDER BY.";
     NOT_A_WINDOW_FUNCTION = 4113, 15, Statement, "The function '%.*ls' is not a valid windowing function, and cannot be used with the OVER clause.";
+    NTILE_NOT_POSITIVE = 4116, 16, Statement, "The function 'ntile' takes only a positive int or bigint expression as its input.";
     COLUMN_OR_FUNCTION_NOT_FOUND = 4121, 16, Statement, "Cannot find either column \"%.*ls\" or the user-defined function or aggregate \"%.*ls\", or the name is ambiguous.";
     COALESCE_ALL_NULL = 4127, 16, Statement, "At least one of the arguments to COALESCE must be an expression that is not the NULL constant.";
     NON_BOOLEAN_CONDITION = 4145, 16, Statement, "An expression of non-boolean type specified in a context where a condition is expected, near '%.*ls'.";
@@ -388,7 +389,7 @@ catalog! {
     UNSUPPORTED_DATEPART = 9810, 16, Statement, "The datepart %ls is not supported by date function %ls for data type %ls.";
     INVALID_TIME_ZONE = 9812, 16, Statement, "The timezone provided to builtin function %ls is invalid.";
     FORMAT_CULTURE_NOT_SUPPORTED = 9818, 16, Statement, "The culture parameter '%.*ls' provided in the function call is not supported.";
-    NTILE_NOT_POSITIVE = 9819, 16, Statement, "The function 'NTILE' must have a positive integer value.";
+    PARSE_FAILED = 9819, 16, Statement, "Error converting string value '%.*ls' into data type %ls using culture '%.*ls'.";
     TRANSLATE_LENGTHS_DIFFER = 9828, 16, Statement, "The second and third arguments of the TRANSLATE built-in function must contain an equal number of characters.";
     STRING_AGG_TOO_LONG = 9829, 16, Statement, "STRING_AGG aggregation result exceeded the limit of 8000 bytes. Use LOB types to avoid result truncation.";
     DATE_BUCKET_WIDTH = 9834, 16, Statement, "Invalid bucket width value passed to date_bucket function. Only positive values are allowed.";

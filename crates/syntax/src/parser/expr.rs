@@ -350,6 +350,7 @@ impl Parser<'_> {
                 Ok(Expr::NextValueFor(self.object_name()?))
             }
             "CAST" | "TRY_CAST" if next_is_paren => self.cast_expr(upper == "TRY_CAST"),
+            "PARSE" | "TRY_PARSE" if next_is_paren => self.parse_expr(upper == "TRY_PARSE"),
             "CONVERT" | "TRY_CONVERT" if next_is_paren => self.convert_expr(upper == "TRY_CONVERT"),
             // `UPDATE(col)`: in a trigger, whether the statement set the column.
             "LEFT" | "RIGHT" | "COALESCE" | "NULLIF" | "UPDATE" if next_is_paren => {
@@ -520,6 +521,28 @@ impl Parser<'_> {
         let ty = self.type_name()?;
         self.expect_punct(Punct::RParen)?;
         Ok(Expr::Cast { expr, ty, try_ })
+    }
+
+    /// `PARSE(expr AS type [USING culture])`, as the internal function
+    /// `$PARSE(expr, CAST(NULL AS type), culture)` (`$TRY_PARSE` for TRY_PARSE), whose
+    /// second argument carries the type.
+    fn parse_expr(&mut self, try_: bool) -> Result<Expr> {
+        self.pos += 1;
+        self.expect_punct(Punct::LParen)?;
+        let expr = self.expr()?;
+        self.expect_word("AS")?;
+        let ty = self.type_name()?;
+        let culture = if self.eat_word("USING") { self.expr()? } else { Expr::Literal(Literal::Null) };
+        self.expect_punct(Punct::RParen)?;
+        let typed = Expr::Cast { expr: boxed(Expr::Literal(Literal::Null)), ty, try_: false };
+        Ok(Expr::Function {
+            name: ObjectName(vec![Ident::new(if try_ { "$TRY_PARSE" } else { "$PARSE" })]),
+            args: vec![expr, typed, culture],
+            distinct: false,
+            star: false,
+            over: None,
+            within_group: vec![],
+        })
     }
 
     /// `CONVERT(type, expr [, style])`

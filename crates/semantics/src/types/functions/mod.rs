@@ -52,6 +52,7 @@ mod datepart;
 mod format;
 pub mod json;
 mod large;
+mod parse;
 pub use large::like_in_place;
 mod math;
 mod offset;
@@ -184,6 +185,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "DATE_BUCKET" => (3, 4),
         "TRANSLATE" => (3, 3),
         "FORMAT" => (2, 3),
+        "$PARSE" | "$TRY_PARSE" => (3, 3),
         "ISJSON" | "$XML_TEXT" => (1, 1),
         "$BIT" => (2, 2),
         "JSON_VALUE" => (2, 2),
@@ -302,6 +304,12 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         },
         "REPLACE" | "STUFF" => long_string(unicode_any, max_any),
         "TRANSLATE" => text_type(&first),
+        "$PARSE" | "$TRY_PARSE" => {
+            if !is_string(&first) {
+                return Err(bad_arg("PARSE", &first, 0));
+            }
+            args[1]
+        }
         "FORMAT" => {
             use Family as F;
             let formats = [
@@ -559,6 +567,11 @@ pub fn call_function(
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"
         | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" | "TRANSLATE" => call.string(),
         "GREATEST" | "LEAST" => call.extreme(),
+        "$PARSE" | "$TRY_PARSE" => {
+            let (Some(text), culture) = (call.text(0)?, call.text(2)?) else { return Ok(Value::Null) };
+            let culture = if args[2].is_null() { None } else { culture };
+            parse::parse(&text, result, culture.as_deref(), name == "$TRY_PARSE")
+        }
         "FORMAT" => {
             let (Some(pattern), culture) = (call.text(1)?, if args.len() > 2 { call.text(2)? } else { None }) else {
                 return Ok(Value::Null);

@@ -390,6 +390,7 @@ catalog! {
     INVALID_TIME_ZONE = 9812, 16, Statement, "The timezone provided to builtin function %ls is invalid.";
     FORMAT_CULTURE_NOT_SUPPORTED = 9818, 16, Statement, "The culture parameter '%.*ls' provided in the function call is not supported.";
     PARSE_FAILED = 9819, 16, Statement, "Error converting string value '%.*ls' into data type %ls using culture '%.*ls'.";
+    AT_TIME_ZONE_INVALID = 9820, 16, Statement, "The time zone parameter '%.*ls' provided to AT TIME ZONE clause is invalid.";
     TRANSLATE_LENGTHS_DIFFER = 9828, 16, Statement, "The second and third arguments of the TRANSLATE built-in function must contain an equal number of characters.";
     STRING_AGG_TOO_LONG = 9829, 16, Statement, "STRING_AGG aggregation result exceeded the limit of 8000 bytes. Use LOB types to avoid result truncation.";
     DATE_BUCKET_WIDTH = 9834, 16, Statement, "Invalid bucket width value passed to date_bucket function. Only positive values are allowed.";

@@ -260,14 +260,28 @@ impl Parser<'_> {
         Ok(Expr::Unary { op, expr: boxed(operand) })
     }
 
-    /// A primary with an optional `COLLATE name`.
+    /// A primary with optional `COLLATE name` and `AT TIME ZONE zone` (the internal
+    /// function `$AT_TIME_ZONE(value, zone)`).
     fn postfix_expr(&mut self) -> Result<Expr> {
         let mut expr = self.primary()?;
-        while self.eat_word("COLLATE") {
-            let collation = self.any_word()?.value;
-            expr = Expr::Collate { expr: boxed(expr), collation };
+        loop {
+            if self.eat_word("COLLATE") {
+                let collation = self.any_word()?.value;
+                expr = Expr::Collate { expr: boxed(expr), collation };
+            } else if self.eat_words(&["AT", "TIME", "ZONE"]) {
+                let zone = self.primary()?;
+                expr = Expr::Function {
+                    name: ObjectName(vec![Ident::new("$AT_TIME_ZONE")]),
+                    args: vec![expr, zone],
+                    distinct: false,
+                    star: false,
+                    over: None,
+                    within_group: vec![],
+                };
+            } else {
+                return Ok(expr);
+            }
         }
-        Ok(expr)
     }
 
     fn primary(&mut self) -> Result<Expr> {

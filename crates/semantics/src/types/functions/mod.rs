@@ -60,6 +60,7 @@ mod string;
 mod system;
 #[cfg(test)]
 mod tests;
+mod zone;
 
 pub use datepart::{date_part, DatePart};
 use math::rand;
@@ -186,6 +187,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "TRANSLATE" => (3, 3),
         "FORMAT" => (2, 3),
         "$PARSE" | "$TRY_PARSE" => (3, 3),
+        "$AT_TIME_ZONE" => (2, 2),
         "ISJSON" | "$XML_TEXT" => (1, 1),
         "$BIT" => (2, 2),
         "JSON_VALUE" => (2, 2),
@@ -304,6 +306,12 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
         },
         "REPLACE" | "STUFF" => long_string(unicode_any, max_any),
         "TRANSLATE" => text_type(&first),
+        "$AT_TIME_ZONE" => match first {
+            T::DateTime | T::SmallDateTime | T::DateTime2 { .. } | T::DateTimeOffset { .. } => {
+                T::DateTimeOffset { scale: fraction_digits(&first) }
+            }
+            _ => return Err(msg::INVALID_ARGUMENT_TYPE.with(&[&base_type_name(&first), &1, &"AT TIME ZONE"])),
+        },
         "$PARSE" | "$TRY_PARSE" => {
             if !is_string(&first) {
                 return Err(bad_arg("PARSE", &first, 0));
@@ -567,6 +575,10 @@ pub fn call_function(
         | "REPLACE" | "REPLICATE" | "REVERSE" | "CHARINDEX" | "PATINDEX" | "CONCAT" | "CONCAT_WS" | "STR" | "SPACE"
         | "CHAR" | "ASCII" | "NCHAR" | "UNICODE" | "STUFF" | "QUOTENAME" | "TRANSLATE" => call.string(),
         "GREATEST" | "LEAST" => call.extreme(),
+        "$AT_TIME_ZONE" => {
+            let Some(name) = call.text(1)? else { return Ok(Value::Null) };
+            zone::at_time_zone(&args[0], &arg_types[0], result, &name)
+        }
         "$PARSE" | "$TRY_PARSE" => {
             let (Some(text), culture) = (call.text(0)?, call.text(2)?) else { return Ok(Value::Null) };
             let culture = if args[2].is_null() { None } else { culture };

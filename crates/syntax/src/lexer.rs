@@ -259,7 +259,10 @@ impl<'a> Lexer<'a> {
             '[' => self.quoted_ident(']')?,
             '"' => self.quoted_ident('"')?,
             '@' => self.variable(),
-            c if is_currency(c) && next.is_some_and(|d| d.is_ascii_digit() || d == '.') => self.money(),
+            // A currency sign alone (`$`, as in `$-5`) is the money constant 0.
+            c if is_currency(c) && next.is_none_or(|d| d.is_ascii_digit() || d == '.' || !is_ident_continue(d)) => {
+                self.money()
+            }
             c if is_ident_start(c) || c == '$' => {
                 self.bump();
                 self.bump_while(is_ident_continue);
@@ -346,7 +349,7 @@ impl<'a> Lexer<'a> {
         kind
     }
 
-    /// `$1.50`: the sign, then digits with an optional point.
+    /// `$1.50`: the sign, then digits with an optional point (none: 0).
     fn money(&mut self) -> TokenKind {
         self.bump();
         let start = self.pos;
@@ -355,7 +358,8 @@ impl<'a> Lexer<'a> {
             self.bump();
             self.digits();
         }
-        TokenKind::Money(self.src[start..self.pos].to_string())
+        let digits = &self.src[start..self.pos];
+        TokenKind::Money(if digits.is_empty() { "0".to_string() } else { digits.to_string() })
     }
 
     /// `0x0AFF`; an odd number of digits is padded on the left (`0xABC` = `0x0ABC`).

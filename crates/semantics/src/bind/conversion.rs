@@ -6,7 +6,7 @@ use crate::types::{self, SqlType, Value};
 use std::sync::Arc;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
-use tessera_syntax::ast::Literal;
+use tessera_syntax::ast::{self, Literal};
 
 /// Whether values of `from` must be converted to be handled as `to` (values of the
 /// string, binary and integer families share one representation).
@@ -105,11 +105,19 @@ pub fn literal(l: &Literal) -> SqlResult<(Value, SqlType)> {
     })
 }
 
-/// An integer constant next to a decimal operand takes the smallest numeric type that
-/// holds it, as SQL Server types constants (`10.0 / 3` is numeric(8,6), not (14,12)).
-pub(super) fn narrow_int_literal(e: Expr, t: SqlType, other: &SqlType) -> (Expr, SqlType) {
+/// An integer literal next to a decimal operand takes the smallest numeric type that
+/// holds it, as SQL Server types constants (`10.0 / 3` is numeric(8,6), not (14,12)); a
+/// constant of another origin (`CAST(3 AS int)`) keeps its type, numeric(10,0) there.
+pub(super) fn narrow_int_literal(e: Expr, t: SqlType, other: &SqlType, written: &ast::Expr) -> (Expr, SqlType) {
+    let literal = match written {
+        ast::Expr::Literal(ast::Literal::Integer(_)) => true,
+        ast::Expr::Unary { op: ast::UnaryOp::Minus | ast::UnaryOp::Plus, expr } => {
+            matches!(**expr, ast::Expr::Literal(ast::Literal::Integer(_)))
+        }
+        _ => false,
+    };
     match (&e, t, other) {
-        (Expr::Const(Value::Int(v)), SqlType::Int, SqlType::Decimal { .. }) => {
+        (Expr::Const(Value::Int(v)), SqlType::Int, SqlType::Decimal { .. }) if literal => {
             let digits = v.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1) as u8;
             (
                 Expr::Const(Value::Decimal { value: i128::from(*v), scale: 0 }),

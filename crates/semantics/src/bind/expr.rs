@@ -258,8 +258,8 @@ impl<'a> Binder<'a> {
                 let ((l, lt, ln), (r, rt, rn)) = self.bind_operands(left, right, Rule::Nearest)?;
                 let lt = if is_null_literal(&l) { rt } else { lt };
                 let rt = if is_null_literal(&r) { lt } else { rt };
-                let (l, lt) = narrow_int_literal(l, lt, &rt);
-                let (r, rt) = narrow_int_literal(r, rt, &lt);
+                let (l, lt) = narrow_int_literal(l, lt, &rt, left);
+                let (r, rt) = narrow_int_literal(r, rt, &lt, right);
                 let plan = types::arithmetic_plan(op, &lt, &rt)?;
                 let ty = plan.result;
                 let mut l = convert(l, &lt, &plan.left)?;

@@ -2,7 +2,7 @@
 //! their arguments are constant), session functions and `@@` variables.
 
 use super::aggregate::agg_func;
-use super::conversion::{convert, is_null_literal, unify};
+use super::conversion::{convert, unify};
 use super::names::object_display;
 use super::{invalid_column, Binder};
 use crate::catalog::ModuleKind;
@@ -69,11 +69,20 @@ impl<'a> Binder<'a> {
             }
             "ISNULL" => {
                 arity(2)?;
-                let (a, at) = self.bind_expr(&args[0])?;
-                let (b, bt) = self.bind_expr(&args[1])?;
-                let ty = if is_null_literal(&a) { bt } else { at };
-                let b = convert(b, &bt, &ty)?;
-                return Ok((Expr::Coalesce(vec![a, b]), ty, true));
+                let (a, at, an) = self.bind_expr_n(&args[0])?;
+                let (b, bt, bn) = self.bind_expr_n(&args[1])?;
+                // The type of the first argument (a NULL literal has none).
+                let ty = if matches!(args[0], ast::Expr::Literal(ast::Literal::Null)) { bt } else { at };
+                // A longer string is cut to the first argument's length, as SQL Server does.
+                let text = |t: &SqlType| {
+                    matches!(t, SqlType::Char(_) | SqlType::VarChar(_) | SqlType::NChar(_) | SqlType::NVarChar(_))
+                };
+                let b = if text(&ty) && text(&bt) && bt != ty {
+                    Expr::Cast { expr: Box::new(b), from: bt, to: ty, style: None, try_: false, implicit: true }
+                } else {
+                    convert(b, &bt, &ty)?
+                };
+                return Ok((Expr::Coalesce(vec![a, b]), ty, an && bn));
             }
             "NULLIF" => {
                 arity(2)?;

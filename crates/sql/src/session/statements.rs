@@ -206,8 +206,15 @@ impl Runner<'_> {
             StatementKind::ExecuteAs { target, no_revert } => self.execute_as(target, *no_revert)?,
             StatementKind::Revert => self.revert()?,
             StatementKind::Kill(spid) => self.kill(*spid)?,
-            StatementKind::BeginTransaction { name } => self.begin_transaction(s, name.as_ref())?,
-            StatementKind::Commit { delayed_durability, .. } => self.commit(*delayed_durability)?,
+            // BEGIN TRANSACTION and COMMIT set @@ROWCOUNT to 0, as SQL Server documents.
+            StatementKind::BeginTransaction { name } => {
+                self.begin_transaction(s, name.as_ref())?;
+                self.state.rowcount = 0;
+            }
+            StatementKind::Commit { delayed_durability, .. } => {
+                self.commit(*delayed_durability)?;
+                self.state.rowcount = 0;
+            }
             StatementKind::Rollback { name } => self.rollback(s, name.as_ref())?,
             StatementKind::SaveTransaction { name } => self.save_transaction(s, name)?,
             StatementKind::SetOption { options, value } => self.set_option(s, options, value)?,

@@ -90,6 +90,10 @@ fn call_values(call: &WindowCall, rows: &[&Row], peers: &Peers, ctx: &mut ExecCt
     let float = |x: f64| Value::Float(x);
     Ok(match &call.func {
         WindowFunc::RowNumber => (1..=n as i64).map(Value::Int).collect(),
+        WindowFunc::NextValue { db, sequence } => {
+            let db = ctx.db_name(db);
+            (0..n).map(|_| crate::sequences::next_value(ctx, &db, sequence)).collect::<SqlResult<Vec<_>>>()?
+        }
         WindowFunc::Rank => (0..n).map(|i| Value::Int(peers.first[i] as i64 + 1)).collect(),
         WindowFunc::DenseRank => {
             let mut out = Vec::with_capacity(n);

@@ -117,7 +117,18 @@ impl Binder<'_> {
                 Err(msg::WRONG_ARGUMENT_COUNT.with(&[&fname.to_lowercase(), n.start()]))
             }
         };
-        let (func, args, ty) = if let Some(func) = ranking(fname) {
+        let (func, args, ty) = if fname == "$NEXT_VALUE_FOR" {
+            let [ast::Expr::Column(name)] = args else { return Err(msg::WINDOW_FUNCTION_MISPLACED.err()) };
+            if w.order_by.is_empty() {
+                return Err(msg::WINDOW_NEEDS_ORDER_BY.with(&[&"NEXT VALUE FOR"]));
+            }
+            if w.frame.is_some() {
+                return Err(msg::WINDOW_FRAME_NOT_ALLOWED.with(&[&"next value for"]));
+            }
+            let (db, sequence) = self.sequence(name)?;
+            let ty = sequence.ty;
+            (WindowFunc::NextValue { db, sequence }, Vec::new(), ty)
+        } else if let Some(func) = ranking(fname) {
             if w.order_by.is_empty() {
                 return Err(msg::WINDOW_NEEDS_ORDER_BY.with(&[&fname]));
             }

@@ -546,6 +546,12 @@ pub enum WindowFunc {
     LastValue,
     /// An aggregate over the frame (its argument is `args[0]`, none for COUNT(*)).
     Aggregate(AggCall),
+    /// `NEXT VALUE FOR s OVER (ORDER BY …)`: the sequence's next values, handed out to
+    /// the rows in the window's order.
+    NextValue {
+        db: DbRef,
+        sequence: Arc<crate::catalog::Sequence>,
+    },
 }
 
 impl WindowFunc {
@@ -553,6 +559,7 @@ impl WindowFunc {
     pub fn name(&self) -> &'static str {
         match self {
             WindowFunc::RowNumber => "row_number",
+            WindowFunc::NextValue { .. } => "next value for",
             WindowFunc::Rank => "rank",
             WindowFunc::DenseRank => "dense_rank",
             WindowFunc::Ntile => "ntile",

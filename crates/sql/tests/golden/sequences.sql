@@ -160,3 +160,15 @@ SELECT NEXT VALUE FOR short_seq AS still_there;
 EXEC sp_sequence_get_range N'short_seq', 0, @first OUTPUT;
 EXEC sp_sequence_get_range N'no_such_sequence', 1, @first OUTPUT;
 GO
+-- NEXT VALUE FOR … OVER (ORDER BY …): values handed out in that order, whatever order
+-- the rows come back in; it needs ORDER BY.
+CREATE SEQUENCE ordered_seq START WITH 100 INCREMENT BY 10;
+CREATE TABLE fruit (name varchar(10));
+INSERT INTO fruit VALUES ('pear'), ('apple'), ('fig');
+GO
+SELECT NEXT VALUE FOR ordered_seq OVER (ORDER BY name) AS id, name FROM fruit ORDER BY name DESC;
+SELECT NEXT VALUE FOR ordered_seq OVER (ORDER BY name DESC) AS id, name INTO #numbered FROM fruit;
+SELECT id, name FROM #numbered ORDER BY id;
+GO
+SELECT NEXT VALUE FOR ordered_seq OVER () FROM fruit;
+GO

@@ -361,7 +361,21 @@ impl Parser<'_> {
             }
             "NEXT" if self.peek_nth(1).is_word("VALUE") && self.peek_nth(2).is_word("FOR") => {
                 self.pos += 3;
-                Ok(Expr::NextValueFor(self.object_name()?))
+                let sequence = self.object_name()?;
+                if !self.eat_word("OVER") {
+                    return Ok(Expr::NextValueFor(sequence));
+                }
+                // `NEXT VALUE FOR s OVER (ORDER BY …)`: the window function
+                // `$NEXT_VALUE_FOR(s)`, values handed out in the window's order.
+                let over = Some(Box::new(self.window()?));
+                Ok(Expr::Function {
+                    name: ObjectName(vec![Ident::new("$NEXT_VALUE_FOR")]),
+                    args: vec![Expr::Column(sequence)],
+                    distinct: false,
+                    star: false,
+                    over,
+                    within_group: vec![],
+                })
             }
             "CAST" | "TRY_CAST" if next_is_paren => self.cast_expr(upper == "TRY_CAST"),
             "PARSE" | "TRY_PARSE" if next_is_paren => self.parse_expr(upper == "TRY_PARSE"),

@@ -18,6 +18,7 @@ fn kind_word(kind: ModuleKind) -> &'static str {
         ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "FUNCTION",
         ModuleKind::View => "VIEW",
         ModuleKind::Trigger => "TRIGGER",
+        ModuleKind::Synonym => "SYNONYM",
     }
 }
 
@@ -302,6 +303,7 @@ fn matches_kind(k: ModuleKind, kind: ast::ModuleKind) -> bool {
         ast::ModuleKind::Function => is_function(k),
         ast::ModuleKind::View => k == ModuleKind::View,
         ast::ModuleKind::Trigger => k == ModuleKind::Trigger,
+        ast::ModuleKind::Synonym => k == ModuleKind::Synonym,
     }
 }
 
@@ -314,5 +316,24 @@ pub fn find(ctx: &ExecCtx, name: &ObjectName) -> SqlResult<Option<(String, Arc<M
     }
     let database = ctx.shared.database(&db)?;
     let catalog = ctx.catalog(&database)?;
-    Ok(catalog.module(&schema, &obj).cloned().map(|m| (database.name().to_string(), m)))
+    match catalog.module(&schema, &obj).cloned() {
+        // A synonym: the module its target names (one- and two-part names are the
+        // synonym's database's).
+        Some(m) if m.kind == ModuleKind::Synonym => {
+            let cached = ctx.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch)?;
+            let Some(ast::StatementKind::CreateSynonym { target, .. }) =
+                cached.batch.statements.first().map(|s| &s.kind)
+            else {
+                return Ok(None);
+            };
+            let mut parts = target.0.clone();
+            while parts.len() < 3 {
+                let filler = if parts.len() == 2 { database.name() } else { "" };
+                parts.insert(0, ast::Ident::new(filler));
+            }
+            let found = find(ctx, &ObjectName(parts))?;
+            Ok(found.filter(|(_, t)| t.kind != ModuleKind::Synonym))
+        }
+        m => Ok(m.map(|m| (database.name().to_string(), m))),
+    }
 }

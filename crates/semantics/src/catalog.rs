@@ -249,6 +249,8 @@ pub enum ModuleKind {
     Trigger,
     /// A multi-statement table-valued function (`RETURNS @t TABLE (…) AS BEGIN … END`).
     MultiStatementFunction,
+    /// A synonym: another name for the object its `CREATE SYNONYM … FOR` names.
+    Synonym,
 }
 
 impl ModuleKind {
@@ -261,6 +263,7 @@ impl ModuleKind {
             ModuleKind::TableFunction => "IF",
             ModuleKind::Trigger => "TR",
             ModuleKind::MultiStatementFunction => "TF",
+            ModuleKind::Synonym => "SN",
         }
     }
 
@@ -273,6 +276,7 @@ impl ModuleKind {
             ModuleKind::TableFunction => "SQL_INLINE_TABLE_VALUED_FUNCTION",
             ModuleKind::Trigger => "SQL_TRIGGER",
             ModuleKind::MultiStatementFunction => "SQL_TABLE_VALUED_FUNCTION",
+            ModuleKind::Synonym => "SYNONYM",
         }
     }
 }

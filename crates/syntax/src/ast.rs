@@ -292,6 +292,12 @@ pub enum StatementKind {
         name: ObjectName,
         options: SequenceOptions,
     },
+    /// `CREATE SYNONYM name FOR object`; `text` is the statement's own.
+    CreateSynonym {
+        name: ObjectName,
+        target: ObjectName,
+        text: String,
+    },
     /// `ALTER SEQUENCE name options…` (RESTART among them)
     AlterSequence {
         name: ObjectName,
@@ -1074,6 +1080,7 @@ pub enum ModuleKind {
     Function,
     View,
     Trigger,
+    Synonym,
 }
 
 impl ModuleKind {
@@ -1084,6 +1091,7 @@ impl ModuleKind {
             ModuleKind::Function => "function",
             ModuleKind::View => "view",
             ModuleKind::Trigger => "trigger",
+            ModuleKind::Synonym => "synonym",
         }
     }
 }

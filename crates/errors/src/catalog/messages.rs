@@ -324,6 +324,7 @@ catalog! {
     FILE_SIZE_TOO_SMALL = 5174, 16, Statement, "Each file size must be greater than or equal to 512 KB.";
     MUTATOR_ON_NULL = 5302, 16, Statement, "Mutator '%.*ls' on '%.*ls' cannot be called on a null value.";
     WINDOW_ORDER_BY_POSITION = 5308, 15, Statement, "Windowed functions, aggregates and NEXT VALUE FOR functions do not support integer indices as ORDER BY clause expressions.";
+    SYNONYM_INVALID_OBJECT = 5313, 16, Statement, "Synonym '%.*ls' refers to an invalid object.";
     DATABASE_CONTEXT_CHANGED = 5701, 0, Statement, "Changed database context to '%.*ls'.";
     LANGUAGE_CHANGED = 5703, 0, Statement, "Changed language setting to us_english.";
     RECONFIGURE_PERMISSION_DENIED = 5812, 16, Statement, "You do not have permission to run the RECONFIGURE statement.";

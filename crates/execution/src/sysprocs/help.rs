@@ -222,6 +222,7 @@ fn object_type(o: &Object) -> &'static str {
             tessera_semantics::catalog::ModuleKind::ScalarFunction => "scalar function",
             tessera_semantics::catalog::ModuleKind::TableFunction => "inline function",
             tessera_semantics::catalog::ModuleKind::MultiStatementFunction => "table function",
+            tessera_semantics::catalog::ModuleKind::Synonym => "synonym",
             tessera_semantics::catalog::ModuleKind::Trigger => "trigger",
         },
         Object::Sequence(_) => "sequence object",

@@ -168,6 +168,7 @@ pub(crate) fn object_kind(o: &Object) -> &'static str {
             ModuleKind::Procedure => "stored procedure",
             ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "function",
             ModuleKind::Trigger => "trigger",
+            ModuleKind::Synonym => "synonym",
         },
         Object::Sequence(_) => "sequence object",
     }

@@ -96,6 +96,7 @@ static ALL: &[&dyn SystemView] = &[
     &objects::PARAMETERS,
     &properties::EXTENDED_PROPERTIES,
     &objects::SEQUENCES,
+    &objects::SYNONYMS,
     &objects::TRIGGERS,
     &dependencies::SQL_EXPRESSION_DEPENDENCIES,
     &principals::SCHEMAS,

@@ -68,22 +68,55 @@ pub(super) fn objects(ctx: &ExecCtx, db: &str) -> Rows<OBJECT_WIDTH> {
                     out.push(concat(head, object_tail(false)));
                 }
             }
-            Object::Module(m) => {
-                let head = [
-                    s(&m.name),
-                    int(i64::from(m.id)),
-                    Value::Null,
-                    schema_id(&m.schema),
-                    int(i64::from(m.parent.unwrap_or(0))),
-                    s(&format!("{:<2}", m.kind.type_code())),
-                    s(m.kind.type_desc()),
-                    datetime(m.created),
-                    datetime(m.modified),
-                ];
-                out.push(concat(head, object_tail(false)));
-            }
+            Object::Module(m) => out.push(module_object(m, schema_id(&m.schema))),
             Object::Sequence(q) => out.push(sequence_object(q, schema_id(&q.schema))),
         }
+    }
+    Ok(out)
+}
+
+/// A module's row of sys.objects (and the first columns of sys.synonyms).
+fn module_object(m: &Module, schema_id: Value) -> [Value; OBJECT_WIDTH] {
+    let head = [
+        s(&m.name),
+        int(i64::from(m.id)),
+        Value::Null,
+        schema_id,
+        int(i64::from(m.parent.unwrap_or(0))),
+        s(&format!("{:<2}", m.kind.type_code())),
+        s(m.kind.type_desc()),
+        datetime(m.created),
+        datetime(m.modified),
+    ];
+    concat(head, object_tail(false))
+}
+
+pub(super) static SYNONYMS: ViewDef<{ OBJECT_WIDTH + 1 }> = ViewDef {
+    schema: "sys",
+    name: "synonyms",
+    columns: concat_columns(OBJECT_COLUMNS, [col("base_object_name", NVarChar(1035), true)]),
+    rows: synonyms,
+};
+
+/// Each synonym with the name it stands for, each part bracketed.
+fn synonyms(ctx: &ExecCtx, db: &str) -> Rows<{ OBJECT_WIDTH + 1 }> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let schema_id = schema_ids(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        if m.kind != ModuleKind::Synonym {
+            continue;
+        }
+        let cached = ctx.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch)?;
+        let base = match cached.batch.statements.first().map(|s| &s.kind) {
+            Some(tessera_syntax::ast::StatementKind::CreateSynonym { target, .. }) => {
+                let parts: Vec<String> = target.0.iter().map(|p| format!("[{}]", p.value.replace(']', "]]"))).collect();
+                s(&parts.join("."))
+            }
+            _ => Value::Null,
+        };
+        out.push(concat(module_object(m, schema_id(&m.schema)), [base]));
     }
     Ok(out)
 }
@@ -259,7 +292,11 @@ fn sql_modules(ctx: &ExecCtx, db: &str) -> Rows<2> {
     let visible = super::definitions_visible(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
+        // A synonym has no definition of its own here, as in SQL Server.
         if let Object::Module(m) = o {
+            if m.kind == ModuleKind::Synonym {
+                continue;
+            }
             let text = if visible(&m.schema, m.id) { s(&m.text) } else { Value::Null };
             out.push([int(i64::from(m.id)), text]);
         }

@@ -34,6 +34,7 @@ pub(crate) fn module_level_type(kind: ModuleKind) -> &'static str {
         ModuleKind::Procedure => "PROCEDURE",
         ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "FUNCTION",
         ModuleKind::Trigger => "TRIGGER",
+        ModuleKind::Synonym => "SYNONYM",
     }
 }
 

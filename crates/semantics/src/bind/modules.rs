@@ -41,12 +41,48 @@ impl<'a> Binder<'a> {
         let key = name_key(&schema, &obj);
         let found = catalog.lookup_key(&key);
         let module = match found {
+            Some(Object::Module(m)) if m.kind == crate::catalog::ModuleKind::Synonym => {
+                let m = m.clone();
+                self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false, Access::NONE);
+                let target = self.synonym_target(&database, &m)?;
+                return self.module(&target, access);
+            }
             Some(Object::Module(m)) => Some(m.clone()),
             _ => None,
         };
         let access = if module.is_some() { access } else { Access::NONE };
         self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false, access);
         Ok(module.map(|m| (InDb { at: db.at, name: database.to_string() }, m)))
+    }
+
+    /// The name the synonym `m` of database `database` stands for, with that database
+    /// named when its own name has none (a synonym's one- and two-part names are its
+    /// database's). 5313 for a synonym whose target is a synonym.
+    pub(super) fn synonym_target(&mut self, database: &str, m: &Module) -> SqlResult<ObjectName> {
+        let cached = self.definition(m)?;
+        let Some(ast::StatementKind::CreateSynonym { target, .. }) = cached.batch.statements.first().map(|s| &s.kind)
+        else {
+            return Err(invalid_object(&m.name));
+        };
+        let mut parts = target.0.clone();
+        match parts.len() {
+            1 => {
+                parts.insert(0, ast::Ident::new(""));
+                parts.insert(0, ast::Ident::new(database));
+            }
+            2 => parts.insert(0, ast::Ident::new(database)),
+            _ => {}
+        }
+        let target = ObjectName(parts);
+        let (db, schema, obj) = self.qualify_at(&target)?;
+        if let Ok((_, catalog)) = self.snapshot(&db.name) {
+            if let Some(Object::Module(t)) = catalog.lookup(&schema, &obj) {
+                if t.kind == crate::catalog::ModuleKind::Synonym {
+                    return Err(msg::SYNONYM_INVALID_OBJECT.with(&[&m.name]));
+                }
+            }
+        }
+        Ok(target)
     }
 
     /// The sequence `name` names for NEXT VALUE FOR (which needs UPDATE on it): how the
@@ -60,10 +96,16 @@ impl<'a> Binder<'a> {
             return Err(crate::catalog::database_not_found(&db.name));
         }
         self.depend_on_default_schema(name, &db.at, &schema);
-        let (_, catalog) = self.snapshot(&db.name)?;
+        let (database, catalog) = self.snapshot(&db.name)?;
         let key = name_key(&schema, &obj);
-        let Some(Object::Sequence(sequence)) = catalog.lookup_key(&key).cloned() else {
-            return Err(invalid_object(&super::names::object_display(name)));
+        let sequence = match catalog.lookup_key(&key).cloned() {
+            Some(Object::Sequence(sequence)) => sequence,
+            Some(Object::Module(m)) if m.kind == crate::catalog::ModuleKind::Synonym => {
+                self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false, Access::NONE);
+                let target = self.synonym_target(&database, &m)?;
+                return self.sequence(&target).map_err(|e| synonym_error(e, &m.name));
+            }
+            _ => return Err(invalid_object(&super::names::object_display(name))),
         };
         self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false, Access::UPDATE);
         Ok((db.at, sequence))
@@ -264,5 +306,15 @@ impl<'a> Binder<'a> {
             ty,
         };
         Ok((Expr::UserFunction { call: Arc::new(call), args: bound.into_iter().map(|b| b.0).collect() }, ty, true))
+    }
+}
+
+/// A synonym's target that does not resolve: 5313, naming the synonym (208 said the
+/// target's name).
+pub(super) fn synonym_error(e: SqlError, synonym: &str) -> SqlError {
+    if e.number == msg::INVALID_OBJECT_NAME.number {
+        msg::SYNONYM_INVALID_OBJECT.with(&[&synonym])
+    } else {
+        e
     }
 }

@@ -183,6 +183,11 @@ impl<'a> Binder<'a> {
             self.deps.iter().position(|d| d.db == db.at && d.key == key && d.via == self.via).unwrap_or(usize::MAX);
         match found {
             Some(Object::Table(t)) => Ok(ResolvedTable { at: db.at, db: database.to_string(), table: t.clone(), dep }),
+            Some(Object::Module(m)) if m.kind == crate::catalog::ModuleKind::Synonym => {
+                let m = m.clone();
+                let target = self.synonym_target(&database, &m)?;
+                self.resolve_table(&target).map_err(|e| super::modules::synonym_error(e, &m.name))
+            }
             _ => Err(invalid_object(&object_display(name))),
         }
     }

@@ -42,7 +42,8 @@ pub(super) fn definition_command(kind: &StatementKind) -> Option<Command> {
         StatementKind::TruncateTable(_)
         | StatementKind::CreateTrigger(_)
         | StatementKind::EnableTrigger { .. }
-        | StatementKind::DropModule { kind: ModuleKind::Trigger, .. }
+        | StatementKind::DropModule { kind: ModuleKind::Trigger | ModuleKind::Synonym, .. }
+        | StatementKind::CreateSynonym { .. }
         | StatementKind::AlterServerRole { .. }
         | StatementKind::CreateApplicationRole { .. }
         | StatementKind::AlterApplicationRole { .. }

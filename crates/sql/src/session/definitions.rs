@@ -127,6 +127,20 @@ impl Runner<'_> {
                     tessera_execution::modules::define(ctx, def)
                 })?;
             }
+            StatementKind::CreateSynonym { name, text, .. } => {
+                self.check_create("CREATE SYNONYM", name)?;
+                self.with_ctx(|ctx| {
+                    let def = Definition {
+                        name,
+                        kind: ModuleKind::Synonym,
+                        or_alter: false,
+                        alter: false,
+                        text,
+                        parent: None,
+                    };
+                    tessera_execution::modules::define(ctx, def)
+                })?;
+            }
             StatementKind::CreateView(cv) => {
                 self.check_define("CREATE VIEW", &cv.name, cv.alter || cv.or_alter)?;
                 // A view must bind when it is created (its tables and columns must exist).

@@ -238,6 +238,7 @@ impl Runner<'_> {
             | StatementKind::EnableTrigger { .. }
             | StatementKind::DropModule { .. }
             | StatementKind::CreateSequence { .. }
+            | StatementKind::CreateSynonym { .. }
             | StatementKind::AlterSequence { .. }
             | StatementKind::DropSequence { .. }
             | StatementKind::CreateSchema { .. } => self.define(s)?,

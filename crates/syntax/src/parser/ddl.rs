@@ -55,6 +55,14 @@ impl Parser<'_> {
         if self.eat_word("SEQUENCE") {
             return self.create_sequence();
         }
+        if self.eat_word("SYNONYM") {
+            let start = self.tokens[self.pos.saturating_sub(2)].start;
+            let name = self.object_name()?;
+            self.expect_word("FOR")?;
+            let target = self.object_name()?;
+            let text = self.src[start..self.previous_end()].to_string();
+            return Ok(StatementKind::CreateSynonym { name, target, text });
+        }
         let unique = self.eat_word("UNIQUE");
         let clustered = self.clustered();
         self.expect_word("INDEX")?;
@@ -139,11 +147,12 @@ impl Parser<'_> {
             }
             "INDEX" => StatementKind::DropIndex { indexes: self.comma_list(Parser::drop_index_item)?, if_exists },
             "SEQUENCE" => StatementKind::DropSequence { names: self.comma_list(Parser::object_name)?, if_exists },
-            "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" | "TRIGGER" => {
+            "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" | "TRIGGER" | "SYNONYM" => {
                 let kind = match object.as_str() {
                     "FUNCTION" => ModuleKind::Function,
                     "VIEW" => ModuleKind::View,
                     "TRIGGER" => ModuleKind::Trigger,
+                    "SYNONYM" => ModuleKind::Synonym,
                     _ => ModuleKind::Procedure,
                 };
                 let names = self.comma_list(Parser::object_name)?;

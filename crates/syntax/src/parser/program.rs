@@ -531,6 +531,8 @@ impl Parser<'_> {
                 ModuleKind::Function => Ok(StatementKind::CreateFunction(Box::new(self.function(header)?))),
                 ModuleKind::View => Ok(StatementKind::CreateView(Box::new(self.view(header)?))),
                 ModuleKind::Trigger => Ok(StatementKind::CreateTrigger(Box::new(self.trigger(header)?))),
+                // Not among the kinds above: CREATE SYNONYM is `create`'s.
+                ModuleKind::Synonym => Err(self.error_here()),
             };
         }
         if or_alter {

@@ -1,7 +1,8 @@
 //! Concurrency control over TDS: many connections (tiberius, each on its own thread) run
 //! against the same rows, indexes and tables, and the tests check exact invariants — a
 //! counter, a bank total, an index that agrees with its table, work claimed once, MERGE
-//! upserts counted once, a trigger's summary and audit exact — plus
+//! upserts counted once, a trigger's summary and audit exact, changes through T-SQL
+//! cursors counted once — plus
 //! lock timeouts (1222), NOLOCK, UPDLOCK/HOLDLOCK/XLOCK/READPAST/TABLOCK and deadlock
 //! victims (1205).
 //!
@@ -476,6 +477,57 @@ fn triggers_keep_a_summary_and_an_audit_exact() {
         "one audit row per row changed"
     );
     eprintln!("trigger summary: {} row changes audited", changes.iter().sum::<u64>());
+}
+
+#[test]
+fn cursor_loops_change_rows_through_where_current_of_exactly() {
+    let server = TestServer::start();
+    let mut c = setup(
+        &server,
+        "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL); \
+         INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0);",
+    );
+    let duration = run_for(Duration::from_secs(3));
+    // Each worker's loops over the rows (T-SQL cursors, optimistic by default) add one to
+    // each row through the cursor; a row another worker changed since the fetch is 16947
+    // (caught), never a lost or doubled change.
+    let counted: Vec<(i64, u64)> = in_parallel(server.port(), 4, move |w, c| {
+        let started = Instant::now();
+        let (mut added, mut loops) = (0, 0);
+        while started.elapsed() < duration {
+            loops += 1;
+            let kind = ["", "KEYSET", "DYNAMIC", "FORWARD_ONLY"][(w + loops as usize) % 4];
+            let sql = format!(
+                "SET NOCOUNT ON; \
+                 DECLARE @id int, @bal int, @n int = 0; \
+                 DECLARE c CURSOR LOCAL {kind} FOR SELECT id, bal FROM acct ORDER BY id FOR UPDATE OF bal; \
+                 OPEN c; \
+                 FETCH NEXT FROM c INTO @id, @bal; \
+                 WHILE @@FETCH_STATUS = 0 \
+                 BEGIN \
+                     BEGIN TRY \
+                         UPDATE acct SET bal = bal + 1 WHERE CURRENT OF c; \
+                         SET @n += 1; \
+                     END TRY \
+                     BEGIN CATCH \
+                         IF ERROR_NUMBER() NOT IN (16947, 1205) THROW; \
+                     END CATCH \
+                     FETCH NEXT FROM c INTO @id, @bal; \
+                 END \
+                 CLOSE c; DEALLOCATE c; \
+                 SELECT @n;"
+            );
+            match c.try_query(&sql) {
+                Ok(rows) => added += rows.last().map_or(0, |r| r[0]),
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+        }
+        (added, loops)
+    });
+    let added: i64 = counted.iter().map(|c| c.0).sum();
+    let loops: u64 = counted.iter().map(|c| c.1).sum();
+    assert_eq!(c.scalar("SELECT SUM(bal) FROM acct"), added, "each change through a cursor counted once");
+    eprintln!("cursor loops: {loops} loops, {added} rows changed through WHERE CURRENT OF");
 }
 
 /// The length and the letter of a large value at generation `g` (off the row: over

@@ -65,6 +65,13 @@ impl Frame {
             if f.decls.iter().any(|(n, _)| *n == lower) {
                 return Err(already_declared(&p.name));
             }
+            if p.ty.name.eq_ignore_ascii_case("CURSOR") {
+                // A cursor parameter is a cursor variable; its slot keeps the parameters'
+                // positions and holds nothing.
+                f.cursor_variables.push(lower.clone());
+                f.decls.push((lower, SqlType::Int));
+                continue;
+            }
             f.decls.push((lower, types::resolve_type(&p.ty, false)?));
         }
         f.walk(body)?;

@@ -538,6 +538,7 @@ catalog! {
     CURSOR_NO_ROWS_CHANGED = 16947, 16, Statement, "No rows were updated or deleted.";
     NOT_A_CURSOR_VARIABLE = 16948, 16, Statement, "The variable '%.*ls' is not a cursor variable, but it is used in a place where a cursor variable is expected.";
     CURSOR_VARIABLE_UNSET = 16950, 16, Statement, "The variable '%.*ls' does not currently have a cursor allocated to it.";
+    CURSOR_OUTPUT_ALREADY_ALLOCATED = 16951, 16, Statement, "The variable '%.*ls' can not be used as a parameter because a CURSOR OUTPUT parameter must not have a cursor allocated to it before execution of the procedure.";
     CURSOR_EXECUTED_DIRECTLY = 16954, 10, Statement, "Executing SQL directly; no cursor.";
     CURSOR_NOT_ACCEPTABLE = 16955, 16, Statement, "Could not create an acceptable cursor.";
     CURSOR_TYPE_CONVERTED = 16956, 10, Statement, "The created cursor is not of the requested type.";

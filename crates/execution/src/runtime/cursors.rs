@@ -262,6 +262,26 @@ impl Cursors {
         self.bind(name, Reach::Variable, Some(id));
     }
 
+    /// A procedure's cursor OUTPUT parameter `parameter` comes back: the caller's cursor
+    /// variable `variable` (of the scope below the running one) reaches its cursor.
+    pub fn return_cursor(&mut self, parameter: &str, variable: &str) {
+        let Ok(id) = self.find(parameter, Reach::Variable) else { return };
+        let caller = self.scopes.len().checked_sub(2).map_or(0, |i| self.scopes[i]);
+        match self
+            .bindings
+            .iter()
+            .position(|b| b.reach == Reach::Variable && b.scope == caller && b.name.eq_ignore_ascii_case(variable))
+        {
+            Some(i) => self.bindings[i].cursor = Some(id),
+            None => self.bindings.push(Binding {
+                name: variable.to_string(),
+                reach: Reach::Variable,
+                scope: caller,
+                cursor: Some(id),
+            }),
+        }
+    }
+
     pub fn declared(&self, id: u64) -> Option<&Declared> {
         self.declared.get(&id)
     }

@@ -22,6 +22,20 @@ pub(super) struct Argument {
     pub(super) value: Option<(Value, SqlType)>,
     /// `@v OUTPUT`: the caller's variable slot and type.
     pub(super) output: Option<(usize, SqlType)>,
+    /// `@c OUTPUT` for a cursor parameter: the caller's cursor variable.
+    pub(super) cursor: Option<String>,
+}
+
+impl Argument {
+    /// A value passed in (no OUTPUT).
+    pub(super) fn input(name: Option<String>, value: Value, ty: SqlType) -> Argument {
+        Argument { name, value: Some((value, ty)), output: None, cursor: None }
+    }
+
+    /// A text passed in as nvarchar(max) (a statement, a parameter list).
+    pub(super) fn text(text: &str) -> Argument {
+        Argument::input(None, Value::str(text), SqlType::NVarChar(tessera_access::row::MAX))
+    }
 }
 
 /// Discards results: a scalar function's body may not return rows.
@@ -206,6 +220,13 @@ impl Runner<'_> {
     fn arguments(&mut self, s: &Statement, args: &[ast::ExecArg]) -> SqlResult<Vec<Argument>> {
         let mut out = Vec::with_capacity(args.len());
         for a in args {
+            if let ast::Expr::Variable(v) = &a.value {
+                if self.is_cursor_variable(v) {
+                    let cursor = Some(v.clone());
+                    out.push(Argument { name: a.name.clone(), value: None, output: None, cursor });
+                    continue;
+                }
+            }
             let value = match &a.value {
                 ast::Expr::Default => None,
                 e => Some(self.eval_scalar(s, e)?),
@@ -226,7 +247,7 @@ impl Runner<'_> {
             } else {
                 None
             };
-            out.push(Argument { name: a.name.clone(), value, output });
+            out.push(Argument { name: a.name.clone(), value, output, cursor: None });
         }
         Ok(out)
     }
@@ -382,7 +403,7 @@ impl Runner<'_> {
             Ok(f) => f,
             Err(e) => return self.fail(s, e).map(|_| 0),
         };
-        let (vars, outputs) = match self.bind_arguments(s, &shown, params, &frame, args) {
+        let BoundArguments { vars, outputs, cursors } = match self.bind_arguments(s, &shown, params, &frame, args) {
             Ok(v) => v,
             Err(mut e) => {
                 if let Some(n) = name {
@@ -406,6 +427,9 @@ impl Runner<'_> {
         let before = self.state.txns.count;
         let trigger = std::mem::take(&mut self.invoking_trigger);
         let scope = self.state.cursors.enter_scope();
+        for (parameter, _) in &cursors {
+            self.state.cursors.declare_variable(parameter);
+        }
         let result = {
             let mut inner = Runner {
                 try_depth: self.try_depth,
@@ -420,6 +444,9 @@ impl Runner<'_> {
             inner.drop_table_variables();
             r
         };
+        for (parameter, variable) in &cursors {
+            self.state.cursors.return_cursor(parameter, variable);
+        }
         self.state.cursors.leave_scope(scope);
         super::permissions::end_contexts_below(self.state, self.state.nest_level - 1);
         self.state.nest_level -= 1;
@@ -469,7 +496,7 @@ impl Runner<'_> {
         params: &[ast::Parameter],
         frame: &Frame,
         args: Vec<Argument>,
-    ) -> SqlResult<(Vec<Value>, Vec<(usize, usize, SqlType, SqlType)>)> {
+    ) -> SqlResult<BoundArguments> {
         let mut vars = vec![Value::Null; frame.decls.len()];
         let mut given: Vec<Option<Argument>> = (0..params.len()).map(|_| None).collect();
         let mut named_seen = false;
@@ -495,7 +522,27 @@ impl Runner<'_> {
             given[slot] = Some(a);
         }
         let mut outputs = Vec::new();
+        let mut cursors = Vec::new();
         for (i, p) in params.iter().enumerate() {
+            if p.ty.name.eq_ignore_ascii_case("CURSOR") {
+                // A cursor parameter: the caller's cursor variable, with no cursor yet, gets
+                // the procedure's when it returns.
+                match given[i].take().and_then(|a| a.cursor) {
+                    Some(variable) => {
+                        if self
+                            .state
+                            .cursors
+                            .find(&variable, tessera_execution::runtime::cursors::Reach::Variable)
+                            .is_ok()
+                        {
+                            return Err(msg::CURSOR_OUTPUT_ALREADY_ALLOCATED.with(&[&variable]));
+                        }
+                        cursors.push((p.name.clone(), variable));
+                    }
+                    None => return Err(msg::NOT_A_CURSOR_VARIABLE.with(&[&p.name])),
+                }
+                continue;
+            }
             let ty = frame.decls[i].1;
             let arg = given[i].take();
             let value = match arg.as_ref().and_then(|a| a.value.clone()) {
@@ -519,7 +566,7 @@ impl Runner<'_> {
                 outputs.push((i, caller_slot, ty, caller_ty));
             }
         }
-        Ok((vars, outputs))
+        Ok(BoundArguments { vars, outputs, cursors })
     }
 
     /// `sp_sequence_get_range @sequence_name, @range_size, @range_first_value OUTPUT
@@ -622,6 +669,15 @@ impl Runner<'_> {
         };
         self.invoke(s, &cached, &[], &cached.batch.statements, None, &db, Vec::new(), None).map(|_| Flow::Next)
     }
+}
+
+/// A call's arguments bound to its parameters: the frame's first values, the OUTPUT
+/// pairs (parameter slot, caller slot, parameter type, caller type), and the cursor
+/// OUTPUT pairs (parameter, the caller's cursor variable).
+struct BoundArguments {
+    vars: Vec<Value>,
+    outputs: Vec<(usize, usize, SqlType, SqlType)>,
+    cursors: Vec<(String, String)>,
 }
 
 /// The prepared-statement procedures, which keep state in the session.

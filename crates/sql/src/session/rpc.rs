@@ -178,12 +178,7 @@ impl Runner<'_> {
         let Some((params, stmt)) = self.state.prepared.get(&handle).cloned() else {
             return Err(Stop::Error(msg::PREPARED_HANDLE_NOT_FOUND.with(&[&handle])));
         };
-        let text = |t: String| Argument {
-            name: None,
-            value: Some((Value::Str(t.into()), SqlType::NVarChar(tessera_access::row::MAX))),
-            output: None,
-        };
-        let mut all = vec![text(stmt), text(params)];
+        let mut all = vec![Argument::text(&stmt), Argument::text(&params)];
         all.extend(args);
         self.run_executesql(s, all)
     }

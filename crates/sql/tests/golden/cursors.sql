@@ -158,3 +158,26 @@ GO
 DECLARE @c CURSOR;
 OPEN @c;
 GO
+-- Cursor OUTPUT parameters: a procedure opens a cursor for its caller.
+CREATE PROCEDURE open_names @min int, @result CURSOR VARYING OUTPUT AS
+BEGIN
+    SET @result = CURSOR LOCAL FORWARD_ONLY STATIC FOR SELECT name FROM items WHERE qty >= @min ORDER BY name;
+    OPEN @result;
+END
+GO
+DECLARE @names CURSOR, @name varchar(20), @all varchar(100) = '';
+EXEC open_names 1, @names OUTPUT;
+SELECT CURSOR_STATUS('variable', '@names') AS returned_open;
+FETCH NEXT FROM @names INTO @name;
+WHILE @@FETCH_STATUS = 0
+BEGIN
+    SET @all += @name + ' ';
+    FETCH NEXT FROM @names INTO @name;
+END
+CLOSE @names;
+DEALLOCATE @names;
+SELECT @all AS names_from_procedure;
+-- A cursor variable that already has a cursor cannot take one (16951).
+SET @names = CURSOR FOR SELECT 1;
+EXEC open_names 1, @names OUTPUT;
+GO

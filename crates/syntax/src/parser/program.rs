@@ -7,7 +7,7 @@ use super::{is_ident_token, is_reserved, Parser, Result};
 use crate::ast::{
     BinaryOp, CreateFunction, CreateProcedure, CreateTrigger, CreateView, Declaration, DeclarationKind, ExecArg,
     Execute, Expr, FunctionReturns, Ident, Literal, ModuleExecuteAs, ModuleKind, ObjectName, Parameter, SetValue,
-    Statement, StatementKind, TriggerEvents,
+    Statement, StatementKind, TriggerEvents, TypeName,
 };
 use crate::lexer::{Punct, TokenKind};
 use tessera_errors::msg;
@@ -646,7 +646,12 @@ impl Parser<'_> {
     fn parameter(&mut self) -> Result<Parameter> {
         let name = self.variable_name()?;
         self.eat_word("AS");
-        let ty = self.type_name()?;
+        // `@c CURSOR VARYING OUTPUT`: a cursor parameter.
+        let ty = if self.eat_word("CURSOR") {
+            TypeName { name: "CURSOR".to_string(), args: vec![] }
+        } else {
+            self.type_name()?
+        };
         self.eat_word("VARYING");
         let default = if self.eat_punct(Punct::Eq) { Some(self.expr()?) } else { None };
         let output = self.eat_word("OUTPUT") || self.eat_word("OUT");

@@ -63,17 +63,8 @@ impl Host for RunnerHost<'_, '_> {
             owner: r.owner.clone(),
             ..Runner::new(r.shared, &mut *r.state, r.batch, r.frame, sink)
         };
-        let text_arg = |t: &str| Argument {
-            name: None,
-            value: Some((Value::str(t), SqlType::NVarChar(tessera_access::row::MAX))),
-            output: None,
-        };
-        let mut all = vec![text_arg(text), text_arg(paramdef)];
-        all.extend(args.iter().map(|p| Argument {
-            name: p.name.clone(),
-            value: Some((p.value.clone(), p.ty)),
-            output: None,
-        }));
+        let mut all = vec![Argument::text(text), Argument::text(paramdef)];
+        all.extend(args.iter().map(|p| Argument::input(p.name.clone(), p.value.clone(), p.ty)));
         match inner.run_executesql(self.stmt, all) {
             Err(Stop::Error(e)) => Err(e),
             // Reported already: the capture saw it.

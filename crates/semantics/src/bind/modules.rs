@@ -103,7 +103,7 @@ impl<'a> Binder<'a> {
             Some(Object::Module(m)) if m.kind == crate::catalog::ModuleKind::Synonym => {
                 self.depend(&db.at, key.clone(), catalog.fingerprint_of(&key), false, Access::NONE);
                 let target = self.synonym_target(&database, &m)?;
-                return self.sequence(&target).map_err(|e| synonym_error(e, &m.name));
+                return self.sequence(&target).map_err(|e| super::names::synonym_error(e, &m.name));
             }
             _ => return Err(invalid_object(&super::names::object_display(name))),
         };
@@ -306,15 +306,5 @@ impl<'a> Binder<'a> {
             ty,
         };
         Ok((Expr::UserFunction { call: Arc::new(call), args: bound.into_iter().map(|b| b.0).collect() }, ty, true))
-    }
-}
-
-/// A synonym's target that does not resolve: 5313, naming the synonym (208 said the
-/// target's name).
-pub(super) fn synonym_error(e: SqlError, synonym: &str) -> SqlError {
-    if e.number == msg::INVALID_OBJECT_NAME.number {
-        msg::SYNONYM_INVALID_OBJECT.with(&[&synonym])
-    } else {
-        e
     }
 }

@@ -6,7 +6,7 @@ use crate::catalog::{name_key, DbRef, Object, Table};
 use crate::plan::{Expr, View};
 use crate::types::SqlType;
 use tessera_errors::msg;
-use tessera_errors::SqlResult;
+use tessera_errors::{SqlError, SqlResult};
 use tessera_syntax::ast::ObjectName;
 
 #[derive(Clone, Debug)]
@@ -186,7 +186,7 @@ impl<'a> Binder<'a> {
             Some(Object::Module(m)) if m.kind == crate::catalog::ModuleKind::Synonym => {
                 let m = m.clone();
                 let target = self.synonym_target(&database, &m)?;
-                self.resolve_table(&target).map_err(|e| super::modules::synonym_error(e, &m.name))
+                self.resolve_table(&target).map_err(|e| synonym_error(e, &m.name))
             }
             _ => Err(invalid_object(&object_display(name))),
         }
@@ -321,5 +321,15 @@ impl<'a> Binder<'a> {
             }
         }
         Err(invalid_column(&name.name().value))
+    }
+}
+
+/// A synonym's target that does not resolve: 5313, naming the synonym (208 said the
+/// target's name).
+pub(super) fn synonym_error(e: SqlError, synonym: &str) -> SqlError {
+    if e.number == msg::INVALID_OBJECT_NAME.number {
+        msg::SYNONYM_INVALID_OBJECT.with(&[&synonym])
+    } else {
+        e
     }
 }

@@ -565,5 +565,7 @@ catalog! {
     XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method is supported with the path \".\" (the text of the document) only, not '%ls'.";
     GENERATE_SERIES_TOO_LONG = 40535, 16, Statement, "GENERATE_SERIES would return more than %d rows, the most tessera makes.";
     GENERATE_SERIES_STEP_ZERO = 40536, 16, Statement, "The step of GENERATE_SERIES cannot be 0.";
+    USER_TYPES_NOT_SUPPORTED = 40537, 16, Statement, "User-defined types (CREATE TYPE, table types and table-valued parameters) are not supported yet.";
+    INDEXED_VIEWS_NOT_SUPPORTED = 40538, 16, Statement, "Cannot create index on view '%.*ls': indexed views are not supported.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
 }

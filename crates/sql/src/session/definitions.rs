@@ -73,6 +73,13 @@ impl Runner<'_> {
                 self.with_ctx(|ctx| ddl::truncate_table(ctx, t))?
             }
             StatementKind::CreateIndex(ci) => {
+                let on_view = self.with_ctx(|ctx| {
+                    Ok(tessera_execution::modules::find(ctx, &ci.table)?
+                        .is_some_and(|(_, m)| m.kind == ModuleKind::View))
+                })?;
+                if on_view {
+                    return Err(msg::INDEXED_VIEWS_NOT_SUPPORTED.with(&[&ci.table.name().value]));
+                }
                 self.check_alter(&ci.table, || cannot_find(&msg::INDEX_TABLE_NOT_FOUND, &ci.table))?;
                 self.with_ctx(|ctx| ddl::create_index(ctx, ci))?
             }

@@ -87,3 +87,15 @@ create clustered index cx_members on members (name) where active = 1;
 go
 drop table members;
 go
+-- Refused with a clear error: indexes on views (indexed views), user-defined types.
+CREATE TABLE iv_base (id int PRIMARY KEY, v int);
+GO
+CREATE VIEW dbo.iv_view WITH SCHEMABINDING AS SELECT id, v FROM dbo.iv_base;
+GO
+CREATE UNIQUE CLUSTERED INDEX ix_iv ON dbo.iv_view (id);
+GO
+CREATE TYPE dbo.IdList AS TABLE (id int PRIMARY KEY);
+GO
+DROP VIEW dbo.iv_view;
+DROP TABLE iv_base;
+GO

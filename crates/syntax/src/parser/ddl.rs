@@ -55,6 +55,9 @@ impl Parser<'_> {
         if self.eat_word("SEQUENCE") {
             return self.create_sequence();
         }
+        if self.peek().is_word("TYPE") {
+            return Err(msg::USER_TYPES_NOT_SUPPORTED.err().at_line(self.peek().line));
+        }
         if self.eat_word("SYNONYM") {
             let start = self.tokens[self.pos.saturating_sub(2)].start;
             let name = self.object_name()?;

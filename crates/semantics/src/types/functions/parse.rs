@@ -143,7 +143,7 @@ fn date(text: &str, target: &SqlType) -> Option<Value> {
 }
 
 fn starts_with_word(text: &str, word: &str) -> bool {
-    text.len() >= word.len()
-        && text[..word.len()].eq_ignore_ascii_case(word)
+    // `get`: the word's length may fall inside a character of the text.
+    text.get(..word.len()).is_some_and(|head| head.eq_ignore_ascii_case(word))
         && text[word.len()..].chars().next().is_none_or(|c| !c.is_ascii_alphabetic())
 }

@@ -849,8 +849,8 @@ fn with_output(insert: &str, output: &str) -> Option<String> {
 }
 
 fn starts_with_word(text: &str, word: &str) -> bool {
-    text.len() >= word.len()
-        && text[..word.len()].eq_ignore_ascii_case(word)
+    // `get`: the word's length may fall inside a character of the text (a client's).
+    text.get(..word.len()).is_some_and(|head| head.eq_ignore_ascii_case(word))
         && text[word.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric() && c != '_')
 }
 
@@ -869,5 +869,12 @@ mod tests {
             "insert t (a, b) OUTPUT inserted.[a] values (1, 2)"
         );
         assert!(with_output("INSERT t OUTPUT inserted.a VALUES (1)", "inserted.[a]").is_none());
+    }
+
+    #[test]
+    fn a_word_test_never_cuts_a_character() {
+        assert!(!starts_with_word("a\u{e9}\u{e9}\u{e9}", "UPDATE"));
+        assert!(starts_with_word("update t set a = 1", "UPDATE"));
+        assert!(!starts_with_word("UPDATEX", "UPDATE"));
     }
 }

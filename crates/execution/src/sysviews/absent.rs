@@ -1,8 +1,8 @@
 //! The catalog views of kinds of objects tessera has none of yet: CLR assemblies, XML
 //! schema collections, Service Broker queues and services, partition schemes and
-//! functions, synonyms and table types. Each has SQL Server's columns and no rows, for
+//! functions, and table types. Each has SQL Server's columns and no rows, for
 //! the tools that read them while they learn a database (Flyway's clean lists every one
-//! before it drops anything; SQLAlchemy reflects synonyms; Entity Framework reads table
+//! before it drops anything; Entity Framework reads table
 //! types). A database gains rows here when the kind of object arrives (table types with
 //! issue 36's table-valued parameters).
 
@@ -103,13 +103,6 @@ pub(super) static PARTITION_FUNCTIONS: ViewDef<9> = ViewDef {
         col("create_date", DateTime, false),
         col("modify_date", DateTime, false),
     ],
-    rows: |_, _| Ok(Vec::new()),
-};
-
-pub(super) static SYNONYMS: ViewDef<{ OBJECT_WIDTH + 1 }> = ViewDef {
-    schema: "sys",
-    name: "synonyms",
-    columns: concat_columns(OBJECT_COLUMNS, [col("base_object_name", NVarChar(1035), true)]),
     rows: |_, _| Ok(Vec::new()),
 };
 

@@ -39,7 +39,7 @@
 //! - `system_objects`: the system views as objects: sys.system_objects, system_views,
 //!   system_columns, all_objects, all_views, all_columns
 //! - `absent`: the catalogs of kinds of objects tessera has none of yet (assemblies, XML
-//!   schema collections, queues and services, partition schemes and functions, synonyms,
+//!   schema collections, queues and services, partition schemes and functions,
 //!   table types)
 
 mod absent;
@@ -110,7 +110,6 @@ static ALL: &[&dyn SystemView] = &[
     &absent::SERVICES,
     &absent::PARTITION_SCHEMES,
     &absent::PARTITION_FUNCTIONS,
-    &absent::SYNONYMS,
     &absent::TABLE_TYPES,
     &information_schema::ROUTINES,
     &columns::COLUMNS,

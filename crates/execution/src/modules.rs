@@ -23,19 +23,29 @@ fn kind_word(kind: ModuleKind) -> &'static str {
 }
 
 /// What a CREATE or ALTER of a module says: its name and kind, which of CREATE, ALTER and
-/// CREATE OR ALTER it is, its text, and a trigger's table (object id).
+/// CREATE OR ALTER it is, its text, and where a trigger is.
 pub struct Definition<'a> {
     pub name: &'a ObjectName,
     pub kind: ModuleKind,
     pub or_alter: bool,
     pub alter: bool,
     pub text: &'a str,
-    pub parent: Option<i32>,
+    pub trigger: Option<TriggerSite>,
+}
+
+/// A DML trigger's table or view (its object id), and whether it runs instead of the
+/// change (INSTEAD OF) or after it.
+#[derive(Clone, Copy)]
+pub struct TriggerSite {
+    pub parent: i32,
+    pub instead_of: bool,
 }
 
 /// Creates, alters or creates-or-alters a module.
 pub fn define(ctx: &mut ExecCtx, def: Definition) -> SqlResult<()> {
-    let Definition { name, kind, or_alter, alter, text, parent } = def;
+    let Definition { name, kind, or_alter, alter, text, trigger } = def;
+    let parent = trigger.map(|t| t.parent);
+    let instead_of = trigger.is_some_and(|t| t.instead_of);
     let b = Binder::new(ctx.shared, ctx.session, &[]);
     // A new module goes in the default schema; ALTER finds the one the name means.
     let (db, schema, obj) = if alter { b.qualify(name)? } else { b.qualify_new(name)? };
@@ -97,6 +107,7 @@ pub fn define(ctx: &mut ExecCtx, def: Definition) -> SqlResult<()> {
                         properties: Vec::new(),
                         parent,
                         disabled: false,
+                        instead_of,
                     },
                     version,
                 );
@@ -119,6 +130,7 @@ pub fn define(ctx: &mut ExecCtx, def: Definition) -> SqlResult<()> {
                 properties,
                 parent,
                 disabled,
+                instead_of,
             },
             version,
         )
@@ -193,15 +205,38 @@ fn redefine(
     })
 }
 
-/// Where a trigger `name` on `table` goes: its name in the table's schema (2103 when the
-/// name gives another; `verb` is create or alter), and the table's object id (8197 when
-/// `table` is no table of the current database).
+/// What a trigger can be on: a table, or (an INSTEAD OF trigger) a view.
+struct TriggerParent {
+    id: i32,
+    schema: String,
+    view: bool,
+    /// A table's foreign keys cascade a DELETE or an UPDATE.
+    cascades: bool,
+}
+
+fn trigger_parent(catalog: &Catalog, schema: &str, object: &str) -> Option<TriggerParent> {
+    if let Some(t) = catalog.table(schema, object) {
+        let cascades = t
+            .foreign_keys
+            .iter()
+            .any(|fk| fk.on_delete != catalog::Action::NoAction || fk.on_update != catalog::Action::NoAction);
+        return Some(TriggerParent { id: t.id, schema: t.schema.clone(), view: false, cascades });
+    }
+    let m = catalog.module(schema, object).filter(|m| m.kind == ModuleKind::View)?;
+    Some(TriggerParent { id: m.id, schema: m.schema.clone(), view: true, cascades: false })
+}
+
+/// Where trigger `ct` goes: its name in its table's or view's schema (2103 when the name
+/// gives another; `verb` is create or alter), and the object it is on (8197 when that is
+/// no table of the current database, nor a view for an INSTEAD OF trigger). An object
+/// has at most one INSTEAD OF trigger per kind of change (2111), and none for DELETE or
+/// UPDATE on a table whose foreign keys cascade (2113).
 pub fn trigger_site(
     ctx: &mut ExecCtx,
-    name: &ObjectName,
+    ct: &ast::CreateTrigger,
     table: &ObjectName,
-    verb: &str,
-) -> SqlResult<(ObjectName, i32)> {
+) -> SqlResult<(ObjectName, TriggerSite)> {
+    let verb = if ct.alter { "alter" } else { "create" };
     let b = Binder::new(ctx.shared, ctx.session, &[]);
     let shown = table.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
     let (db, schema, object) = b.qualify(table)?;
@@ -210,12 +245,34 @@ pub fn trigger_site(
         return Err(invalid());
     }
     let database = ctx.shared.database(&db)?;
-    let Some(found) = ctx.catalog(&database)?.table(&schema, &object).cloned() else { return Err(invalid()) };
+    let catalog = ctx.catalog(&database)?;
+    let found = trigger_parent(&catalog, &schema, &object).filter(|p| ct.instead_of || !p.view).ok_or_else(invalid)?;
+    let name = &ct.name;
     if name.0.len() >= 2 && !name.0[name.0.len() - 2].value.eq_ignore_ascii_case(&found.schema) {
         return Err(msg::TRIGGER_SCHEMA_DIFFERS.with(&[&verb, &name.name().value]));
     }
+    let trigger = name.name().value.as_str();
+    if ct.instead_of {
+        let upper = verb.to_uppercase();
+        if found.cascades && (ct.events.delete || ct.events.update) {
+            return Err(msg::INSTEAD_OF_TRIGGER_ON_CASCADE.with(&[&upper, &trigger, &object]));
+        }
+        let others = catalog.triggers_on(found.id).filter(|m| m.instead_of && !m.name.eq_ignore_ascii_case(trigger));
+        for other in others {
+            let Some(events) = crate::runtime::trigger_events(ctx, other) else { continue };
+            let taken = [
+                (events.insert && ct.events.insert, "INSERT"),
+                (events.update && ct.events.update, "UPDATE"),
+                (events.delete && ct.events.delete, "DELETE"),
+            ];
+            if let Some((_, event)) = taken.into_iter().find(|(both, _)| *both) {
+                let kind = if found.view { "view" } else { "table" };
+                return Err(msg::INSTEAD_OF_TRIGGER_EXISTS.with(&[&upper, &trigger, &kind, &object, &event]));
+            }
+        }
+    }
     let name = ObjectName(vec![ast::Ident::new(&found.schema), name.name().clone()]);
-    Ok((name, found.id))
+    Ok((name, TriggerSite { parent: found.id, instead_of: ct.instead_of }))
 }
 
 /// `ENABLE | DISABLE TRIGGER {names | ALL} ON table`, in the session's transaction.
@@ -228,7 +285,7 @@ pub fn enable_triggers(ctx: &mut ExecCtx, table: &ObjectName, names: &[ObjectNam
     }
     let database = ctx.shared.database(&db)?;
     let catalog = ctx.catalog(&database)?;
-    let Some(found) = catalog.table(&schema, &object).cloned() else {
+    let Some(found) = trigger_parent(&catalog, &schema, &object) else {
         return Err(msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]));
     };
     let on_table: Vec<String> = catalog.triggers_on(found.id).map(|m| m.name.clone()).collect();
@@ -277,6 +334,10 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
             _ => return Err(missing()),
         };
         ctx.redefine_in_transaction(&database, Some(Object::Module(m.clone())), None)?;
+        // A view's INSTEAD OF triggers go with it.
+        for trigger in catalog.triggers_on(m.id).cloned().collect::<Vec<_>>() {
+            ctx.redefine_in_transaction(&database, Some(Object::Module(trigger)), None)?;
+        }
         // Gone for this session at once, for the others when the transaction commits.
         Ok((catalog.clone(), ()))
     })

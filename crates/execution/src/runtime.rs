@@ -20,7 +20,7 @@ pub(crate) use deferred::{drop_trees, drop_trees_not_in};
 pub use options::{lock_timeout, Options};
 pub use sessions::{Activity, ConnectionInfo, SessionInfo, Settings};
 pub use transactions::Transactions;
-pub use triggers::{Transitions, TriggerFrame};
+pub use triggers::{trigger_events, Transitions, TriggerFrame};
 
 /// Catalog snapshot versions, unique in the process and increasing across runs (see
 /// `Shared::assemble`): every snapshot has its own, and a plan checked in one is good in it.

@@ -304,6 +304,10 @@ pub struct Module {
     /// A trigger turned off by DISABLE TRIGGER.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+    /// A trigger that runs instead of the data change that fires it (INSTEAD OF), on a
+    /// table or a view; else one that runs after it (AFTER / FOR), on a table.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub instead_of: bool,
 }
 
 /// A sequence (`CREATE SEQUENCE`): its definition. The values it has handed out are kept

@@ -145,6 +145,7 @@ fn view(id: i32, schema: &str, name: &str, text: &str) -> Object {
         altered_by: None,
         properties: Vec::new(),
         parent: None,
+        instead_of: false,
         disabled: false,
     }))
 }

@@ -480,6 +480,54 @@ fn triggers_keep_a_summary_and_an_audit_exact() {
 }
 
 #[test]
+fn instead_of_triggers_on_a_view_apply_every_change_once() {
+    let server = TestServer::start();
+    let mut c = setup(
+        &server,
+        "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL); \
+         CREATE TABLE ledger (seq int IDENTITY PRIMARY KEY, id int NOT NULL, delta int NOT NULL); \
+         INSERT INTO acct VALUES (1, 0), (2, 0), (3, 0), (4, 0);",
+    );
+    c.exec("CREATE VIEW balances AS SELECT id, bal FROM acct");
+    // The view's changes become a change of the table and a ledger row per account.
+    c.exec(
+        "CREATE TRIGGER balances_update ON balances INSTEAD OF UPDATE AS \
+         SET NOCOUNT ON; \
+         UPDATE a SET bal = a.bal + (i.bal - d.bal) \
+         FROM acct a JOIN inserted i ON i.id = a.id JOIN deleted d ON d.id = i.id; \
+         INSERT INTO ledger (id, delta) SELECT i.id, i.bal - d.bal FROM inserted i JOIN deleted d ON d.id = i.id;",
+    );
+    let duration = run_for(Duration::from_secs(3));
+    let changes: Vec<u64> = in_parallel(server.port(), 4, move |w, c| {
+        let mut rng = StdRng::seed_from_u64(0x1257 + w as u64);
+        let started = Instant::now();
+        let mut changes = 0;
+        while started.elapsed() < duration {
+            let (k, d) = (rng.random_range(1..=4), rng.random_range(-5..=5));
+            let sql = if rng.random_bool(0.5) {
+                format!("UPDATE balances SET bal = bal + {d} WHERE id = {k}")
+            } else {
+                format!("BEGIN TRAN; UPDATE balances SET bal = bal + {d} WHERE id IN ({k}, {}); COMMIT", k % 4 + 1)
+            };
+            match c.try_query(&sql) {
+                Ok(_) => changes += if sql.contains(" IN (") { 2 } else { 1 },
+                Err((1205, _)) => {}
+                Err(e) => panic!("{sql}: {e:?}"),
+            }
+        }
+        changes
+    });
+    let total = c.scalar("SELECT SUM(bal) FROM acct");
+    assert_eq!(total, c.scalar("SELECT ISNULL(SUM(delta), 0) FROM ledger"), "the ledger adds up to the balances");
+    assert_eq!(
+        c.scalar("SELECT COUNT(*) FROM ledger") as u64,
+        changes.iter().sum::<u64>(),
+        "one ledger row per row changed through the view"
+    );
+    eprintln!("INSTEAD OF on a view: {} row changes", changes.iter().sum::<u64>());
+}
+
+#[test]
 fn cursor_loops_change_rows_through_where_current_of_exactly() {
     let server = TestServer::start();
     let mut c = setup(

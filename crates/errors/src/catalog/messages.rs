@@ -98,6 +98,7 @@ catalog! {
     MAXRECURSION_TOO_LARGE = 310, 15, Statement, "The value %d specified for the MAXRECURSION option exceeds the allowed maximum of 32767.";
     TOO_FEW_ARGUMENTS = 313, 16, Statement, "An insufficient number of arguments were supplied for the procedure or function %.*ls.";
     UNRECOGNIZED_TABLE_HINT = 321, 16, Statement, "%.*ls is not a recognized table hints option.";
+    OUTPUT_INTO_VIEW = 330, 16, Statement, "The target '%.*ls' of the OUTPUT INTO clause cannot be a view or common table expression.";
     TRIGGER_OUTPUT_WITHOUT_INTO = 334, 16, Statement, "The target table '%.*ls' of the DML statement cannot have any enabled triggers if the statement contains an OUTPUT clause without INTO clause.";
     INCOMPATIBLE_OPERATOR_TYPES = 402, 16, Statement, "The data types %ls and %ls are incompatible in the %ls operator.";
     FUNCTION_SIDE_EFFECT = 443, 16, Statement, "Invalid use of a side-effecting operator '%s' within a function.";
@@ -175,6 +176,8 @@ catalog! {
     INDEX_KEY_TOO_LONG = 1946, 16, Statement, "Operation failed. The index entry of length %d bytes%ls exceeds the maximum length of %d bytes%ls.";
     ALTER_WRONG_OBJECT_TYPE = 2010, 16, Statement, "Cannot perform alter on '%.*ls' because it is an incompatible object type.";
     TRIGGER_SCHEMA_DIFFERS = 2103, 15, Statement, "Cannot %ls trigger '%.*ls' because its schema is different from the schema of the target table or view.";
+    INSTEAD_OF_TRIGGER_EXISTS = 2111, 16, Statement, "Cannot %ls trigger '%.*ls' on %ls '%.*ls' because an INSTEAD OF %ls trigger already exists on this object.";
+    INSTEAD_OF_TRIGGER_ON_CASCADE = 2113, 16, Statement, "Cannot %ls INSTEAD OF DELETE or INSTEAD OF UPDATE TRIGGER '%.*ls' on table '%.*ls'. This is because the table has a FOREIGN KEY with cascading DELETE or UPDATE.";
     TRACE_FLAG_NOT_FOUND = 2520, 16, Statement, "Could not find trace flag %d.";
     INVALID_DBCC_STATEMENT = 2526, 16, Statement, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.";
     DBCC_COMPLETED = 2528, 0, Statement, "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
@@ -561,11 +564,12 @@ catalog! {
     TOO_MANY_LOGINS = 40530, 16, Statement, "The server already has the most logins it keeps (%d).";
     DATABASE_NAME_NOT_SUPPORTED = 40531, 16, Statement, "The database name '%.*ls' is not supported: a database name is 1 to 128 characters without '/', '\\', tabs, newlines or NUL.";
     DDL_TRIGGERS_NOT_SUPPORTED = 40532, 16, Statement, "DDL triggers (ON DATABASE, ON ALL SERVER) are not supported yet.";
-    INSTEAD_OF_TRIGGERS_NOT_SUPPORTED = 40533, 16, Statement, "INSTEAD OF triggers are not supported yet.";
     XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method is supported with the path \".\" (the text of the document) only, not '%ls'.";
     GENERATE_SERIES_TOO_LONG = 40535, 16, Statement, "GENERATE_SERIES would return more than %d rows, the most tessera makes.";
     GENERATE_SERIES_STEP_ZERO = 40536, 16, Statement, "The step of GENERATE_SERIES cannot be 0.";
     USER_TYPES_NOT_SUPPORTED = 40537, 16, Statement, "User-defined types (CREATE TYPE, table types and table-valued parameters) are not supported yet.";
     INDEXED_VIEWS_NOT_SUPPORTED = 40538, 16, Statement, "Cannot create index on view '%.*ls': indexed views are not supported.";
+    VIEW_CHANGE_NOT_SUPPORTED = 40539, 16, Statement, "Data changes through view '%.*ls' are not supported yet, except by an INSTEAD OF %ls trigger on the view.";
+    MERGE_INSTEAD_OF_NOT_SUPPORTED = 40540, 16, Statement, "MERGE into '%.*ls' is not supported yet: it is a view or has an INSTEAD OF trigger.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
 }

@@ -105,12 +105,9 @@ pub(super) fn note_identity(ctx: &mut ExecCtx, table: &Table, row: &[Value]) -> 
     Ok(())
 }
 
-/// Runs an INSERT; returns the rows inserted and OUTPUT rows.
-pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>)> {
-    let target = p.target.at(ctx)?;
-    let table = &target.table;
-    check_identity_insert(ctx, &target, p.explicit_identity)?;
-    let source_rows: Vec<Vec<Option<Value>>> = match &p.source {
+/// An INSERT's source rows: a value for each column it names (None: DEFAULT).
+pub(super) fn source_rows(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<Vec<Vec<Option<Value>>>> {
+    Ok(match &p.source {
         InsertSource::DefaultValues => vec![Vec::new()],
         // A TDS bulk load: the statement names one row of parameters; the load's rows,
         // typed as those parameters, replace it.
@@ -136,7 +133,15 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
         InsertSource::Query(plan) => {
             run(plan, &[], ctx)?.into_iter().map(|r| r.into_iter().map(Some).collect()).collect()
         }
-    };
+    })
+}
+
+/// Runs an INSERT; returns the rows inserted and OUTPUT rows.
+pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>)> {
+    let target = p.target.at(ctx)?;
+    let table = &target.table;
+    check_identity_insert(ctx, &target, p.explicit_identity)?;
+    let source_rows = source_rows(ctx, p)?;
     let limit = top_limit(ctx, p.top.as_ref())?.min(rowcount_limit(ctx));
     if table.identity_column().is_some() {
         load_counters(ctx, &target.db, table)?;

@@ -12,7 +12,8 @@
 //! `store` (storing new rows; loads and checks for DDL), `bulk` (INSERTs staged and
 //! stored as one bulk load), then one file per statement: `assign`, `insert`, `output`
 //! (OUTPUT … INTO), `update`, `delete`, and `merge` (which uses INSERT's new rows and
-//! UPDATE's SET lists).
+//! UPDATE's SET lists); last `instead`, the rows of the changes INSTEAD OF triggers take
+//! in their statements' place.
 
 mod assign;
 mod bulk;
@@ -21,6 +22,7 @@ mod delete;
 mod foreign_keys;
 mod indexes;
 mod insert;
+mod instead;
 mod merge;
 mod output;
 mod partial;
@@ -35,6 +37,7 @@ pub use constraints::assign_value;
 pub use delete::run_delete;
 pub use indexes::build_index;
 pub use insert::{compute_columns, run_insert};
+pub use instead::{take_delete, take_insert, take_update, Taken};
 pub use merge::run_merge;
 pub use output::run_output_into;
 pub use storage::{row_key, table_rows, to_storage_row};

@@ -153,6 +153,7 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
         _ => false,
     };
     let module = |k: ModuleKind| matches!(d, Described::Object(Object::Module(m)) if m.kind == k);
+    let trigger = |instead_of: bool| matches!(d, Described::Object(Object::Module(m)) if m.kind == ModuleKind::Trigger && m.instead_of == instead_of);
     let table = match d {
         Described::Object(Object::Table(t)) => Some(t),
         _ => None,
@@ -176,11 +177,11 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
             Described::Object(Object::Module(m)) if m.kind == ModuleKind::Trigger => flag(m.disabled),
             _ => None,
         },
-        "execisaftertrigger" => flag(module(ModuleKind::Trigger)),
-        "execisinsteadoftrigger" => flag(false),
+        "execisaftertrigger" => flag(trigger(false)),
+        "execisinsteadoftrigger" => flag(trigger(true)),
         "execisinserttrigger" | "execisupdatetrigger" | "execisdeletetrigger" => match d {
             Described::Object(Object::Module(m)) if m.kind == ModuleKind::Trigger => {
-                let events = trigger_events(ctx, m)?;
+                let events = crate::runtime::trigger_events(ctx, m)?;
                 flag(match p.as_str() {
                     "execisinserttrigger" => events.insert,
                     "execisupdatetrigger" => events.update,
@@ -201,18 +202,25 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
         "tablehasforeignkey" => table_has(&|t| !t.foreign_keys.is_empty()),
         "tablehasforeignref" => table_has(&|t| !catalog.referencing(t.id).is_empty()),
         "tablehastextimage" | "tablehasrowguidcol" | "tablehascolumnset" => table_has(&|_| false),
-        "hasaftertrigger" | "hasinserttrigger" | "hasupdatetrigger" | "hasdeletetrigger" => table_has(&|t| {
+        "hasaftertrigger" => table_has(&|t| catalog.triggers_on(t.id).any(|m| !m.instead_of)),
+        // A view's INSTEAD OF triggers count as a table's.
+        "hasinsteadoftrigger" => match d {
+            Described::Object(o @ (Object::Table(_) | Object::Module(_))) => {
+                flag(catalog.triggers_on(o.id()).any(|m| m.instead_of))
+            }
+            _ => None,
+        },
+        "hasinserttrigger" | "hasupdatetrigger" | "hasdeletetrigger" => table_has(&|t| {
             catalog.triggers_on(t.id).any(|m| {
-                let events = trigger_events(ctx, m).unwrap_or_default();
+                let events = crate::runtime::trigger_events(ctx, m).unwrap_or_default();
                 match p.as_str() {
                     "hasinserttrigger" => events.insert,
                     "hasupdatetrigger" => events.update,
-                    "hasdeletetrigger" => events.delete,
-                    _ => true,
+                    _ => events.delete,
                 }
             })
         }),
-        "tablehasvardecimalstorageformat" | "hasinsteadoftrigger" => flag(false),
+        "tablehasvardecimalstorageformat" => flag(false),
         "ownerid" => {
             let schema = match d {
                 Described::Object(o) => o.schema(),
@@ -232,14 +240,6 @@ fn object_property(ctx: &ExecCtx, catalog: &Catalog, d: &Described, property: &s
 }
 
 /// The data changes the trigger `m` fires on (None: its text does not parse).
-fn trigger_events(ctx: &ExecCtx, m: &tessera_semantics::catalog::Module) -> Option<tessera_syntax::ast::TriggerEvents> {
-    let cached = ctx.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch).ok()?;
-    match cached.batch.statements.first().map(|s| &s.kind) {
-        Some(tessera_syntax::ast::StatementKind::CreateTrigger(ct)) => Some(ct.events),
-        _ => None,
-    }
-}
-
 /// COLUMNPROPERTY of column `name` of `t`.
 fn column_property(t: &Table, name: &str, property: &str) -> Option<Value> {
     let i = t.column(name)?;

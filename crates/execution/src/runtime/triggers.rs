@@ -1,10 +1,13 @@
 //! What a session keeps for triggers: the rows a data change captures for the triggers it
-//! fires, and the frames of the triggers running (their `inserted` and `deleted` rows).
+//! fires, the frames of the triggers running (their `inserted` and `deleted` rows), and
+//! the changes a trigger fires on.
 
+use super::ExecCtx;
 use std::sync::Arc;
-use tessera_semantics::catalog::Table;
+use tessera_semantics::catalog::{Module, Table};
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::Value;
+use tessera_syntax::ast::{StatementKind, TriggerEvents};
 
 /// The rows one statement changed in its target, captured while its table has triggers
 /// (`SessionState::transitions`): each kind of change apart, as a MERGE makes several.
@@ -40,5 +43,14 @@ impl TriggerFrame {
             bytes[i / 8] |= 1 << (i % 8);
         }
         Value::Binary(Arc::from(bytes))
+    }
+}
+
+/// The data changes a trigger fires on, from its definition.
+pub fn trigger_events(ctx: &ExecCtx, m: &Module) -> Option<TriggerEvents> {
+    let cached = ctx.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch).ok()?;
+    match cached.batch.statements.first().map(|s| &s.kind) {
+        Some(StatementKind::CreateTrigger(ct)) => Some(ct.events),
+        _ => None,
     }
 }

@@ -405,7 +405,7 @@ pub(super) static TRIGGERS: ViewDef<13> = ViewDef {
                 bit(false),
                 bit(m.disabled),
                 bit(false),
-                bit(false),
+                bit(m.instead_of),
             ]);
         }
         Ok(out)

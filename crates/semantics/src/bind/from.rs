@@ -159,15 +159,8 @@ impl<'a> Binder<'a> {
                 }
                 if name.0.len() == 1 {
                     let lower = name.name().value.to_lowercase();
-                    if let (Some((db, schema, table)), "inserted" | "deleted") =
-                        (self.session.trigger_table(), lower.as_str())
-                    {
-                        let table = ast::ObjectName(vec![
-                            ast::Ident::new(&db),
-                            ast::Ident::new(&schema),
-                            ast::Ident::new(&table),
-                        ]);
-                        let rt = self.resolve_table(&table)?;
+                    let trigger = matches!(lower.as_str(), "inserted" | "deleted");
+                    if let Some(rt) = if trigger { super::dml::trigger_target(self)? } else { None } {
                         let columns = rt
                             .table
                             .columns

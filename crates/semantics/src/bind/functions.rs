@@ -116,12 +116,9 @@ impl<'a> Binder<'a> {
                     ast::Expr::Column(c) => c.name().value.clone(),
                     _ => return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"("]).with_severity(15)),
                 };
-                let Some((db, schema, table)) = self.session.trigger_table() else {
+                let Some(rt) = super::dml::trigger_target(self)? else {
                     return Err(msg::UNRECOGNIZED_NAME.with(&[&"UPDATE", &"built-in function name"]).with_severity(15));
                 };
-                let table =
-                    ast::ObjectName(vec![ast::Ident::new(&db), ast::Ident::new(&schema), ast::Ident::new(&table)]);
-                let rt = self.resolve_table(&table)?;
                 let i = rt.table.column(&column).ok_or_else(|| invalid_column(&column))?;
                 let args = vec![Expr::Const(Value::Int(i as i64))];
                 return Ok((Expr::Session { func: SessionFn::ColumnUpdated, args }, SqlType::Bit, true));

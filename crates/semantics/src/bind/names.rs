@@ -35,6 +35,11 @@ impl Scope {
         self.columns.iter().position(|c| c.name == KEY_COLUMN)
     }
 
+    /// Where the first column of the source called `qualifier` is.
+    pub(super) fn first_of(&self, qualifier: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.qualifier.as_deref() == Some(qualifier))
+    }
+
     /// Puts the columns at `range` out of reach of names; they keep their positions.
     pub(super) fn hide(&mut self, range: std::ops::Range<usize>) {
         for c in &mut self.columns[range] {

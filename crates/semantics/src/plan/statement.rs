@@ -48,6 +48,10 @@ pub struct Target {
     /// Each computed column's bound expression over the table's row (None: a column that
     /// is not computed), with its type.
     pub computed: Vec<Option<(Expr, SqlType)>>,
+    /// A view, changed only by the INSTEAD OF trigger on it that runs in the statement's
+    /// place: `table` stands for it with its columns, and nothing else (no storage, no
+    /// constraints, no indexes).
+    pub view: bool,
 }
 
 #[derive(Debug)]

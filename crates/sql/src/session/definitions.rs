@@ -100,7 +100,7 @@ impl Runner<'_> {
                         or_alter: cp.or_alter,
                         alter: cp.alter,
                         text: &text,
-                        parent: None,
+                        trigger: None,
                     };
                     tessera_execution::modules::define(ctx, def)
                 })?;
@@ -129,7 +129,7 @@ impl Runner<'_> {
                         or_alter: cf.or_alter,
                         alter: cf.alter,
                         text: &text,
-                        parent: None,
+                        trigger: None,
                     };
                     tessera_execution::modules::define(ctx, def)
                 })?;
@@ -143,7 +143,7 @@ impl Runner<'_> {
                         or_alter: false,
                         alter: false,
                         text,
-                        parent: None,
+                        trigger: None,
                     };
                     tessera_execution::modules::define(ctx, def)
                 })?;
@@ -169,29 +169,25 @@ impl Runner<'_> {
                         or_alter: cv.or_alter,
                         alter: cv.alter,
                         text: &text,
-                        parent: None,
+                        trigger: None,
                     };
                     tessera_execution::modules::define(ctx, def)
                 })?;
             }
             StatementKind::CreateTrigger(ct) => {
                 let Some(table) = &ct.table else { return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err()) };
-                if ct.instead_of {
-                    return Err(msg::INSTEAD_OF_TRIGGERS_NOT_SUPPORTED.err());
-                }
                 self.check_alter(table, || msg::OBJECT_INVALID_FOR_OPERATION.with(&[&object_shown(table)]))?;
                 self.check_module_execute_as(&ct.execute_as)?;
                 let text = ct.text.clone();
-                let verb = if ct.alter { "alter" } else { "create" };
                 self.with_ctx(|ctx| {
-                    let (name, parent) = tessera_execution::modules::trigger_site(ctx, &ct.name, table, verb)?;
+                    let (name, site) = tessera_execution::modules::trigger_site(ctx, ct, table)?;
                     let def = Definition {
                         name: &name,
                         kind: ModuleKind::Trigger,
                         or_alter: ct.or_alter,
                         alter: ct.alter,
                         text: &text,
-                        parent: Some(parent),
+                        trigger: Some(site),
                     };
                     tessera_execution::modules::define(ctx, def)
                 })?;

@@ -11,7 +11,7 @@ use tessera_execution::{ddl, dml};
 use tessera_semantics::bind::Binder;
 use tessera_semantics::output::Collected;
 use tessera_semantics::output::{Command, ResultSink};
-use tessera_semantics::plan::{Expr, MergeAction, OutputPlan, Prepared};
+use tessera_semantics::plan::{Expr, InsertPlan, MergeAction, OutputPlan, Prepared};
 use tessera_semantics::types::{self, SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind, TriggerEvents};
 
@@ -86,18 +86,24 @@ impl Runner<'_> {
                 self.null_warning();
                 self.state.rowcount = n as i64;
             }
-            Prepared::Insert(i) => {
-                let fires = self.triggers_to_fire(&i.target, one(true, false, false), i.output.as_ref())?;
-                let result = self.with_ctx(|ctx| dml::run_insert(ctx, i));
-                self.changed(s, i.output.as_ref(), fires, result, Command::Insert)?;
-            }
+            Prepared::Insert(i) => self.insert(s, i)?,
             Prepared::Update(u) => {
-                let fires = self.triggers_to_fire(&u.target, one(false, true, false), u.output.as_ref())?;
+                let event = one(false, true, false);
+                if let Some(f) = self.instead_of(&u.target, event, u.output.as_ref())? {
+                    let taken = self.with_ctx(|ctx| dml::take_update(ctx, u));
+                    return self.taken(s, u.output.as_ref(), f, taken, Command::Update);
+                }
+                let fires = self.triggers_to_fire(&u.target, event, u.output.as_ref())?;
                 let result = self.with_ctx(|ctx| dml::run_update(ctx, u));
                 self.changed(s, u.output.as_ref(), fires, result, Command::Update)?;
             }
             Prepared::Delete(d) => {
-                let fires = self.triggers_to_fire(&d.target, one(false, false, true), d.output.as_ref())?;
+                let event = one(false, false, true);
+                if let Some(f) = self.instead_of(&d.target, event, d.output.as_ref())? {
+                    let taken = self.with_ctx(|ctx| dml::take_delete(ctx, d));
+                    return self.taken(s, d.output.as_ref(), f, taken, Command::Delete);
+                }
+                let fires = self.triggers_to_fire(&d.target, event, d.output.as_ref())?;
                 let result = self.with_ctx(|ctx| dml::run_delete(ctx, d));
                 self.changed(s, d.output.as_ref(), fires, result, Command::Delete)?;
             }
@@ -108,11 +114,45 @@ impl Runner<'_> {
                     action(|a| matches!(a, MergeAction::Update(_))),
                     action(|a| matches!(a, MergeAction::Delete)),
                 );
+                self.refuse_instead_of(&m.target, events)?;
                 let fires = self.triggers_to_fire(&m.target, events, m.output.as_ref())?;
                 let result = self.with_ctx(|ctx| dml::run_merge(ctx, m));
                 self.changed(s, m.output.as_ref(), fires, result, Command::Merge)?;
             }
         }
+        Ok(())
+    }
+
+    /// An INSERT, or the INSTEAD OF trigger that takes it, with the triggers it fires.
+    fn insert(&mut self, s: &Statement, i: &InsertPlan) -> SqlResult<()> {
+        let event = TriggerEvents { insert: true, update: false, delete: false };
+        if let Some(f) = self.instead_of(&i.target, event, i.output.as_ref())? {
+            let taken = self.with_ctx(|ctx| dml::take_insert(ctx, i));
+            return self.taken(s, i.output.as_ref(), f, taken, Command::Insert);
+        }
+        let fires = self.triggers_to_fire(&i.target, event, i.output.as_ref())?;
+        let result = self.with_ctx(|ctx| dml::run_insert(ctx, i));
+        self.changed(s, i.output.as_ref(), fires, result, Command::Insert)
+    }
+
+    /// A data change an INSTEAD OF trigger took (`taken`: the rows it would have
+    /// changed): its OUTPUT rows, the trigger run with those rows, then its DONE with
+    /// their count.
+    fn taken(
+        &mut self,
+        s: &Statement,
+        output: Option<&OutputPlan>,
+        firing: super::triggers::Firing,
+        taken: SqlResult<dml::Taken>,
+        command: Command,
+    ) -> SqlResult<()> {
+        let taken = taken?;
+        let n = taken.count();
+        if let Some(o) = output {
+            self.output(o, taken.output)?;
+        }
+        self.fire(s, vec![firing], Some(taken.transitions), n)?;
+        self.affected(n, command);
         Ok(())
     }
 
@@ -345,9 +385,7 @@ impl Runner<'_> {
         plan.source = tessera_semantics::plan::InsertSource::Rows(
             rows.into_iter().map(|r| r.into_iter().map(|v| Some(Expr::Const(v))).collect()).collect(),
         );
-        let (n, _) = self.with_ctx(|ctx| dml::run_insert(ctx, &plan))?;
-        self.affected(n, Command::Insert);
-        Ok(())
+        self.insert(s, &plan)
     }
 }
 

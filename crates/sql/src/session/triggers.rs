@@ -1,6 +1,13 @@
-//! DML triggers (AFTER / FOR): which ones a data change fires, and running each once per
-//! kind of change the statement made, after the change and before its DONE, with the
-//! rows it changed as `inserted` and `deleted`.
+//! DML triggers: which ones a data change fires, and running each once per kind of change
+//! the statement made, after the change and before its DONE, with the rows it changed as
+//! `inserted` and `deleted`.
+//!
+//! An INSTEAD OF trigger (on a table or a view, one per kind of change) runs in place of
+//! the statement: the statement's rows are worked out but not stored
+//! (`tessera_execution::dml::take_insert` and the others), and the trigger gets them.
+//! A statement the trigger runs against its own table or view is not taken again: it
+//! changes the table as if there were no INSTEAD OF trigger (a view's is refused, 40539,
+//! as tessera changes no view directly), and fires the table's AFTER triggers.
 //!
 //! A trigger runs one nesting level down, in the statement's transaction (an autocommit
 //! statement's counts as one: @@TRANCOUNT is 1 inside), under XACT_ABORT as SQL Server
@@ -42,45 +49,89 @@ impl Runner<'_> {
             return Ok(Vec::new());
         }
         let running = self.state.triggers.last().map(|f| f.trigger);
-        let shared = self.shared;
-        let found = {
-            let ctx = ExecCtx::new(shared, self.state);
-            let at = target.at(&ctx)?;
-            let database = shared.database(&at.db)?;
-            let catalog = ctx.catalog(&database)?;
-            let candidates: Vec<Arc<Module>> =
-                catalog.triggers_on(at.table.id).filter(|m| !m.disabled).cloned().collect();
-            (at.db.to_string(), at.table.clone(), candidates)
-        };
-        let (db, table, candidates) = found;
-        if candidates.is_empty() {
+        let found = self.triggers_on(target, false)?;
+        if found.triggers.is_empty() {
             return Ok(Vec::new());
         }
         if output.is_some_and(|o| o.into.is_none()) {
-            return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&table.name]));
+            return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&found.table.name]));
         }
         let mut fires = Vec::new();
-        for module in candidates {
+        for (module, on) in found.triggers {
             if Some(module.id) == running {
                 continue;
             }
-            let cached = shared.plans.get_or_parse(&module.text, tessera_syntax::parser::parse_batch)?;
-            let Some(StatementKind::CreateTrigger(ct)) = cached.batch.statements.first().map(|s| &s.kind) else {
-                continue;
-            };
             let on = TriggerEvents {
-                insert: ct.events.insert && events.insert,
-                update: ct.events.update && events.update,
-                delete: ct.events.delete && events.delete,
+                insert: on.insert && events.insert,
+                update: on.update && events.update,
+                delete: on.delete && events.delete,
             };
             if on != TriggerEvents::default() {
-                fires.push(Firing { module, db: db.clone(), table: table.clone(), events: on });
+                fires.push(Firing { module, db: found.db.clone(), table: found.table.clone(), events: on });
             }
         }
         if !fires.is_empty() {
             self.state.transitions = Some(Transitions::default());
         }
         Ok(fires)
+    }
+
+    /// The enabled INSTEAD OF trigger on `target` that `event` (one kind of change) fires,
+    /// unless it is running already (its own change of its table goes through); none on
+    /// a view is 40539. As for AFTER triggers, OUTPUT needs INTO (334).
+    pub(super) fn instead_of(
+        &mut self,
+        target: &Target,
+        event: TriggerEvents,
+        output: Option<&OutputPlan>,
+    ) -> SqlResult<Option<Firing>> {
+        if self.state.bulk_rows.is_some() && !target.view {
+            return Ok(None);
+        }
+        let found = self.triggers_on(target, true)?;
+        let running = |m: &Module| self.state.triggers.iter().any(|f| f.trigger == m.id);
+        let fired = found.triggers.into_iter().find(|(m, events)| fires_on(*events, event) && !running(m));
+        let Some((module, _)) = fired else {
+            if target.view {
+                return Err(msg::VIEW_CHANGE_NOT_SUPPORTED.with(&[&target.table.name, &event_word(event)]));
+            }
+            return Ok(None);
+        };
+        if output.is_some_and(|o| o.into.is_none()) {
+            return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&target.table.name]));
+        }
+        Ok(Some(Firing { module, db: found.db, table: found.table, events: event }))
+    }
+
+    /// A MERGE into a target with an INSTEAD OF trigger for one of its `events` is refused
+    /// (40540).
+    pub(super) fn refuse_instead_of(&mut self, target: &Target, events: TriggerEvents) -> SqlResult<()> {
+        let found = self.triggers_on(target, true)?;
+        if found.triggers.iter().any(|(_, on)| fires_on(*on, events)) {
+            return Err(msg::MERGE_INSTEAD_OF_NOT_SUPPORTED.with(&[&target.table.name]));
+        }
+        Ok(())
+    }
+
+    /// The enabled INSTEAD OF (`instead_of`) or AFTER triggers on `target`, oldest first,
+    /// with the changes each fires on.
+    fn triggers_on(&mut self, target: &Target, instead_of: bool) -> SqlResult<OnTarget> {
+        let shared = self.shared;
+        let ctx = ExecCtx::new(shared, self.state);
+        let (db, table) = if target.view {
+            (target.db.name(&ctx.session.database).to_string(), target.table.clone())
+        } else {
+            let at = target.at(&ctx)?;
+            (at.db.to_string(), at.table.clone())
+        };
+        let database = shared.database(&db)?;
+        let catalog = ctx.catalog(&database)?;
+        let triggers = catalog
+            .triggers_on(table.id)
+            .filter(|m| m.instead_of == instead_of && !m.disabled)
+            .map(|m| (m.clone(), tessera_execution::runtime::trigger_events(&ctx, m).unwrap_or_default()))
+            .collect();
+        Ok(OnTarget { db, table, triggers })
     }
 
     /// Runs `fires` after a statement that changed `count` rows, as `transitions` captured
@@ -156,6 +207,26 @@ impl Runner<'_> {
                 Err(SqlError::new(50000, "The batch was aborted in a trigger."))
             }
         }
+    }
+}
+
+/// Triggers on a table or view (in its database), with their events.
+struct OnTarget {
+    db: String,
+    table: Arc<Table>,
+    triggers: Vec<(Arc<Module>, TriggerEvents)>,
+}
+
+/// Whether a trigger on `on` fires for any of `events`.
+fn fires_on(on: TriggerEvents, events: TriggerEvents) -> bool {
+    (on.insert && events.insert) || (on.update && events.update) || (on.delete && events.delete)
+}
+
+fn event_word(event: TriggerEvents) -> &'static str {
+    match (event.insert, event.update) {
+        (true, _) => "INSERT",
+        (_, true) => "UPDATE",
+        _ => "DELETE",
     }
 }
 

@@ -1,7 +1,7 @@
 //! DELETE.
 
 use super::insert::bind_output;
-use super::target::{bind_dml_source, bind_target};
+use super::target::{bind_dml_source, bind_resolved};
 use crate::bind::Binder;
 use crate::plan::DeletePlan;
 use tessera_errors::SqlResult;
@@ -9,8 +9,9 @@ use tessera_syntax::ast;
 
 pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan> {
     b.bind_ctes(&del.with, &del.hints)?;
-    let (db, table, source, _scope, offset, key) =
+    let (rt, view, source, _scope, offset, key) =
         bind_dml_source(b, &del.table, &del.table_hints, &del.from, del.selection.as_ref(), del.top.as_ref())?;
+    let (db, table) = (rt.at.clone(), rt.table.clone());
     let target_key = crate::catalog::name_key(&table.schema, &table.name);
     b.add_access(&db, &target_key, crate::catalog::Access::DELETE);
     let output = bind_output(b, &table, del.output.as_ref())?;
@@ -20,6 +21,6 @@ pub fn compile_delete(b: &mut Binder, del: &ast::Delete) -> SqlResult<DeletePlan
     if del.selection.is_none() && del.from.is_empty() && !reads {
         b.remove_access(&db, &target_key, crate::catalog::Access::SELECT);
     }
-    let target = bind_target(b, db, table)?;
+    let target = bind_resolved(b, rt, view)?;
     Ok(DeletePlan { target, source, offset, key, output })
 }

@@ -2,7 +2,7 @@
 //! clauses with their INTO target, which is an INSERT.
 
 use super::output::bind_output_rows;
-use super::target::bind_target;
+use super::target::{bind_resolved, resolve_target};
 use crate::bind::{convert, invalid_column, Binder};
 use crate::catalog::Access;
 use crate::catalog::Table;
@@ -80,7 +80,7 @@ pub(super) fn check_values_count(table: &Table, listed: bool, columns: usize, va
 }
 
 pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan> {
-    let rt = b.resolve_table(&ins.table)?;
+    let (rt, view) = resolve_target(b, &ins.table)?;
     let table = rt.table.clone();
     let key = crate::catalog::name_key(&table.schema, &table.name);
     b.remove_access(&rt.at, &key, Access::SELECT);
@@ -175,7 +175,7 @@ pub fn compile_insert(b: &mut Binder, ins: &ast::Insert) -> SqlResult<InsertPlan
         b.add_access(&rt.at, &key, Access::SELECT);
     }
     let top = bind_top(b, ins.top.as_ref())?;
-    let target = bind_target(b, rt.at, table)?;
+    let target = bind_resolved(b, rt, view)?;
     Ok(InsertPlan { target, columns, source_types, source, output, top, explicit_identity })
 }
 
@@ -207,6 +207,10 @@ pub(super) fn bind_output_over(
             source: ast::InsertSource::Values(Vec::new()),
         };
         let mut into = compile_insert(b, &insert)?;
+        if into.target.view {
+            let shown = target.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+            return Err(msg::OUTPUT_INTO_VIEW.with(&[&shown]));
+        }
         if into.columns.len() != plan.columns.len() {
             return Err(msg::INSERT_COLUMN_COUNT_MISMATCH.err());
         }

@@ -10,7 +10,7 @@
 //! same positions of the row.
 
 use super::insert::{bind_output_over, bind_top, check_values_count, insert_columns};
-use super::target::bind_target;
+use super::target::{bind_target, resolve_target};
 use super::update::bind_set_list;
 use crate::bind::{invalid_object, Binder, Scope};
 use crate::catalog::Access;
@@ -29,7 +29,10 @@ pub fn compile_merge(b: &mut Binder, m: &ast::Merge) -> SqlResult<MergePlan> {
     if m.target_hints.iter().any(|h| h == "NOLOCK" || h == "READUNCOMMITTED") {
         return Err(msg::NOLOCK_ON_TARGET_TABLE.err());
     }
-    let rt = b.resolve_table(&m.target)?;
+    let (rt, view) = resolve_target(b, &m.target)?;
+    if view {
+        return Err(msg::MERGE_INSTEAD_OF_NOT_SUPPORTED.with(&[&rt.table.name]));
+    }
     let (db, table) = (rt.at.clone(), rt.table.clone());
     let target_key = crate::catalog::name_key(&table.schema, &table.name);
     let qualifier = m.target_alias.as_ref().unwrap_or(m.target.name()).value.to_lowercase();

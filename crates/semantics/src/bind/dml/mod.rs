@@ -2,8 +2,8 @@
 //! targets' CHECK and DEFAULT definitions and their OUTPUT clauses) and `SELECT @v = …`.
 //!
 //! Files: `insert`, `update`, `delete`, `merge` and `assign` (one statement each; MERGE
-//! uses INSERT's column lists and UPDATE's SET lists), `target` (the target table and the
-//! source rows of an UPDATE or DELETE), `output` (OUTPUT clauses).
+//! uses INSERT's column lists and UPDATE's SET lists), `target` (the target table, or a view
+//! an INSTEAD OF trigger changes, and the source rows of an UPDATE or DELETE), `output` (OUTPUT clauses).
 
 mod assign;
 mod delete;
@@ -18,4 +18,5 @@ pub use delete::compile_delete;
 pub use insert::compile_insert;
 pub use merge::{compile_merge, ACTION_COLUMN};
 pub use target::bind_target;
+pub(super) use target::trigger_target;
 pub use update::compile_update;

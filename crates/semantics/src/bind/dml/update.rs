@@ -1,7 +1,7 @@
 //! UPDATE: SET lists, of columns and of variables.
 
 use super::insert::bind_output;
-use super::target::{bind_dml_source, bind_target};
+use super::target::{bind_dml_source, bind_resolved};
 use crate::bind::{invalid_column, Binder};
 use crate::catalog::{Access, DbRef, Table};
 use crate::plan::{Expr, PartialWrite, SetList, UpdatePlan, VarSource};
@@ -12,8 +12,9 @@ use tessera_syntax::ast;
 
 pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan> {
     b.bind_ctes(&up.with, &up.hints)?;
-    let (db, table, source, scope, offset, key) =
+    let (rt, view, source, scope, offset, key) =
         bind_dml_source(b, &up.table, &up.table_hints, &up.from, up.selection.as_ref(), up.top.as_ref())?;
+    let (db, table) = (rt.at.clone(), rt.table.clone());
     let target_key = crate::catalog::name_key(&table.schema, &table.name);
     b.add_access(&db, &target_key, Access::UPDATE);
     let set = b.with_bound_scope(scope, |b| bind_set_list(b, &db, &table, &up.assignments))?;
@@ -24,7 +25,7 @@ pub fn compile_update(b: &mut Binder, up: &ast::Update) -> SqlResult<UpdatePlan>
     if up.selection.is_none() && up.from.is_empty() && !reads {
         b.remove_access(&db, &target_key, Access::SELECT);
     }
-    let target = bind_target(b, db, table)?;
+    let target = bind_resolved(b, rt, view)?;
     Ok(UpdatePlan { target, source, offset, key, set, output })
 }
 

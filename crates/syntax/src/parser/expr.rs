@@ -125,7 +125,14 @@ impl Parser<'_> {
             self.unary_expr()?
         };
         let mut after_predicate = false;
+        // A left-deep chain (`1 + 1 + …`) is refused as it grows: built whole and refused
+        // after, its drop alone would recurse once per operator, past any thread's stack.
+        let mut chained = 0usize;
         loop {
+            chained += 1;
+            if self.depth + chained > MAX_EXPR_DEPTH {
+                return Err(self.too_deep());
+            }
             if min <= PREC_COMPARISON && !after_predicate {
                 if let Some(predicate) = self.predicate_suffix(&left)? {
                     left = predicate;

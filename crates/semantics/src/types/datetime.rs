@@ -444,6 +444,11 @@ pub(crate) fn format_style(days: i32, ticks: u64, fraction: u8, datetime_ms: boo
         21 | 25 | 121 => format!("{y}-{mm}-{dd} {hms}{dot_frac}"),
         22 => format!("{mm}/{dd}/{y} {:>2}:{:02}:{:02} {ampm}", h12, p.minute, p.second),
         23 => format!("{y}-{mm}-{dd}"),
+        // Hijri (see `hijri`): a day before its calendar began has no date there.
+        130 | 131 => {
+            let date = super::hijri::format_date(days, style)?;
+            format!("{date} {:>2}:{:02}:{:02}{}{}", h12, p.minute, p.second, ms, ampm)
+        }
         126 | 127 => {
             let frac = if p.fraction == 0 { String::new() } else { dot_frac };
             let zone = if style == 127 { "Z" } else { "" };

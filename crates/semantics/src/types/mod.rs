@@ -18,6 +18,7 @@ pub mod compare;
 pub mod convert;
 mod datetime;
 pub mod functions;
+mod hijri;
 pub mod large;
 mod num;
 mod text;

@@ -156,6 +156,13 @@ pub(super) fn to_temporal(v: &Value, from: &SqlType, to: &SqlType, style: Option
             offset = *o;
             datetime::shift_minutes(*days, *ticks, (*o).into())
         }
+        Value::Str(s) if matches!(style, Some(130 | 131)) => {
+            let bad = || msg::DATETIME_CONVERSION_FAILED.err();
+            let (days, time) = super::super::hijri::parse_date(s, style.unwrap_or(131)).ok_or_else(bad)?;
+            let ticks =
+                if time.trim().is_empty() { 0 } else { datetime::parse(time, DateOrder::Dmy).ok_or_else(bad)?.ticks };
+            (days, ticks)
+        }
         Value::Str(s) => {
             let bad = || msg::DATETIME_CONVERSION_FAILED.err();
             let order = DateOrder::for_style(style);

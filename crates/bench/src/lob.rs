@@ -161,8 +161,20 @@ impl TesseraSide {
 
     fn rpc(&mut self, text: &str, declared: &str, mut params: Vec<RpcParam>, what: &str) -> Result<ByteCounter> {
         let mut all = vec![
-            RpcParam { name: None, value: Value::Str(text.into()), ty: SqlType::NVarChar(u16::MAX), output: false },
-            RpcParam { name: None, value: Value::Str(declared.into()), ty: SqlType::NVarChar(u16::MAX), output: false },
+            RpcParam {
+                name: None,
+                value: Value::Str(text.into()),
+                ty: SqlType::NVarChar(u16::MAX),
+                output: false,
+                table: None,
+            },
+            RpcParam {
+                name: None,
+                value: Value::Str(declared.into()),
+                ty: SqlType::NVarChar(u16::MAX),
+                output: false,
+                table: None,
+            },
         ];
         all.append(&mut params);
         let mut sink = ByteCounter::default();
@@ -175,12 +187,19 @@ impl TesseraSide {
 
     fn write(&mut self, id: u64, value: &Arc<[u8]>) -> Result<()> {
         let params = vec![
-            RpcParam { name: Some("@id".into()), value: Value::Int(id as i64), ty: SqlType::Int, output: false },
+            RpcParam {
+                name: Some("@id".into()),
+                value: Value::Int(id as i64),
+                ty: SqlType::Int,
+                output: false,
+                table: None,
+            },
             RpcParam {
                 name: Some("@v".into()),
                 value: Value::Binary(value.clone()),
                 ty: SqlType::VarBinary(u16::MAX),
                 output: false,
+                table: None,
             },
         ];
         self.rpc("insert t values (@id, @v)", "@id int, @v varbinary(max)", params, "insert").map(|_| ())
@@ -195,8 +214,13 @@ impl TesseraSide {
     }
 
     fn read(&mut self, id: u64) -> Result<u64> {
-        let params =
-            vec![RpcParam { name: Some("@id".into()), value: Value::Int(id as i64), ty: SqlType::Int, output: false }];
+        let params = vec![RpcParam {
+            name: Some("@id".into()),
+            value: Value::Int(id as i64),
+            ty: SqlType::Int,
+            output: false,
+            table: None,
+        }];
         let sink = self.rpc("select v from t where id = @id", "@id int", params, "select")?;
         if sink.rows != 1 {
             return Err(BenchError::new(format!("tessera: value {id} came back in {} rows", sink.rows)));

@@ -369,7 +369,7 @@ fn tenant_session(shared: &Arc<Shared>, d: usize) -> Result<Session> {
 /// and returns the call's time in µs. `identities[d]` counts the database's inserts.
 fn call(session: &mut Session, d: usize, p: usize, identities: &mut [i64]) -> Result<f64> {
     let id = argument(d, p);
-    let param = RpcParam { name: None, value: Value::Int(id), ty: SqlType::Int, output: false };
+    let param = RpcParam { name: None, value: Value::Int(id), ty: SqlType::Int, output: false, table: None };
     let mut sink = LastValue::default();
     let started = Instant::now();
     session.execute_rpc(&format!("p{p}"), vec![param], &mut sink);

@@ -19,6 +19,7 @@ fn kind_word(kind: ModuleKind) -> &'static str {
         ModuleKind::View => "VIEW",
         ModuleKind::Trigger => "TRIGGER",
         ModuleKind::Synonym => "SYNONYM",
+        ModuleKind::TableType => "TYPE",
     }
 }
 
@@ -333,6 +334,11 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
             _ if if_exists => return Ok((catalog.clone(), ())),
             _ => return Err(missing()),
         };
+        if m.kind == ModuleKind::TableType {
+            if let Some(user) = type_user(ctx, catalog, &m) {
+                return Err(msg::TYPE_REFERENCED.with(&[&m.name, &user]));
+            }
+        }
         ctx.redefine_in_transaction(&database, Some(Object::Module(m.clone())), None)?;
         // A view's INSTEAD OF triggers go with it.
         for trigger in catalog.triggers_on(m.id).cloned().collect::<Vec<_>>() {
@@ -340,6 +346,31 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
         }
         // Gone for this session at once, for the others when the transaction commits.
         Ok((catalog.clone(), ()))
+    })
+}
+
+/// A procedure or function with a parameter of the table type `ty` (a one-part type
+/// name means one of the module's schema or dbo), by name: what keeps the type from being
+/// dropped (3732).
+fn type_user(ctx: &ExecCtx, catalog: &Catalog, ty: &Module) -> Option<String> {
+    let names_type = |module: &Module, name: &str| {
+        let parts: Vec<&str> = name.split('.').collect();
+        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        match parts.as_slice() {
+            [schema, name] => same(schema, &ty.schema) && same(name, &ty.name),
+            [name] => same(name, &ty.name) && (same(&module.schema, &ty.schema) || same("dbo", &ty.schema)),
+            _ => false,
+        }
+    };
+    catalog.objects().into_iter().find_map(|o| {
+        let Object::Module(m) = o else { return None };
+        let cached = ctx.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch).ok()?;
+        let params = match cached.batch.statements.first().map(|s| &s.kind) {
+            Some(ast::StatementKind::CreateProcedure(p)) => &p.params,
+            Some(ast::StatementKind::CreateFunction(f)) => &f.params,
+            _ => return None,
+        };
+        params.iter().any(|p| names_type(m, &p.ty.name)).then(|| m.name.clone())
     })
 }
 
@@ -365,6 +396,7 @@ fn matches_kind(k: ModuleKind, kind: ast::ModuleKind) -> bool {
         ast::ModuleKind::View => k == ModuleKind::View,
         ast::ModuleKind::Trigger => k == ModuleKind::Trigger,
         ast::ModuleKind::Synonym => k == ModuleKind::Synonym,
+        ast::ModuleKind::Type => k == ModuleKind::TableType,
     }
 }
 

@@ -13,12 +13,14 @@ pub mod cursors;
 mod deferred;
 mod options;
 mod sessions;
+mod table_types;
 mod transactions;
 mod triggers;
 use deferred::Deferred;
 pub(crate) use deferred::{drop_trees, drop_trees_not_in};
 pub use options::{lock_timeout, Options};
 pub use sessions::{Activity, ConnectionInfo, SessionInfo, Settings};
+pub use table_types::{table_type, TableType};
 pub use transactions::Transactions;
 pub use triggers::{trigger_events, Transitions, TriggerFrame};
 
@@ -605,6 +607,16 @@ impl Shared {
     }
 }
 
+/// The rows of a table-valued parameter as a client sends them (TDS type 0xF3): the table
+/// type's name as the client gives it, its columns' types (None: a column the client
+/// leaves to its default, which sends no values), and the rows' values of the others.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TableRows {
+    pub type_name: String,
+    pub columns: Vec<Option<tessera_semantics::types::SqlType>>,
+    pub rows: Vec<Vec<Value>>,
+}
+
 /// What an `INSERT BULK` statement announced, checked against the catalog: where the
 /// rows of the connection's next BULK_LOAD message go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -676,6 +688,9 @@ pub struct SessionState {
     /// The rows of a TDS bulk load, taken by the one-row INSERT … VALUES statement that
     /// `Session::bulk_insert` runs for it (so the load is one statement, whatever its size).
     pub bulk_rows: Option<Vec<Vec<Value>>>,
+    /// The rows of the table-valued parameters an RPC sent, by the name of the variable
+    /// the RPC's EXEC passes each as (`@__rpc2`), taken when the call binds its arguments.
+    pub table_arguments: HashMap<String, TableRows>,
     /// Set while a statement whose target has triggers runs: the rows it changes.
     pub transitions: Option<Transitions>,
     /// The triggers running, innermost last.
@@ -817,6 +832,7 @@ impl SessionState {
             trace_flags: std::collections::BTreeSet::new(),
             prepared: HashMap::new(),
             bulk_rows: None,
+            table_arguments: HashMap::new(),
             transitions: None,
             triggers: Vec::new(),
             bulk_target: None,

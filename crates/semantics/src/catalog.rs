@@ -251,6 +251,9 @@ pub enum ModuleKind {
     MultiStatementFunction,
     /// A synonym: another name for the object its `CREATE SYNONYM … FOR` names.
     Synonym,
+    /// A table type (`CREATE TYPE … AS TABLE`): the columns of the table variables and
+    /// table-valued parameters declared of it.
+    TableType,
 }
 
 impl ModuleKind {
@@ -264,6 +267,7 @@ impl ModuleKind {
             ModuleKind::Trigger => "TR",
             ModuleKind::MultiStatementFunction => "TF",
             ModuleKind::Synonym => "SN",
+            ModuleKind::TableType => "TT",
         }
     }
 
@@ -277,6 +281,7 @@ impl ModuleKind {
             ModuleKind::Trigger => "SQL_TRIGGER",
             ModuleKind::MultiStatementFunction => "SQL_TABLE_VALUED_FUNCTION",
             ModuleKind::Synonym => "SYNONYM",
+            ModuleKind::TableType => "TYPE_TABLE",
         }
     }
 }

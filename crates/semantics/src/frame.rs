@@ -21,6 +21,10 @@ pub struct Frame {
     /// The cursor variables declared (lower-cased, `DECLARE @c CURSOR`): cursors, not
     /// slots (the session's cursors hold them), sharing the namespace too.
     pub cursor_variables: Vec<String>,
+    /// A procedure's table-valued parameters (lower-cased, `@p type READONLY`): table
+    /// variables its caller gives, which it may not change; each keeps a slot (holding
+    /// nothing) so that the parameters keep their positions.
+    pub table_parameters: Vec<String>,
 }
 
 pub fn addr<T>(x: &T) -> usize {
@@ -54,7 +58,14 @@ impl Frame {
             gotos: Vec::new(),
             table_variables: Vec::new(),
             cursor_variables: Vec::new(),
+            table_parameters: Vec::new(),
         }
+    }
+
+    /// Whether `name` (with its `@`) is a table variable or table-valued parameter here.
+    pub fn is_table_variable(&self, name: &str) -> bool {
+        let lower = name.to_lowercase();
+        self.table_variables.contains(&lower)
     }
 
     /// A procedure's frame: its parameters first, then the body's declarations.
@@ -72,7 +83,18 @@ impl Frame {
                 f.decls.push((lower, SqlType::Int));
                 continue;
             }
-            f.decls.push((lower, types::resolve_type(&p.ty, false)?));
+            match builtin_type(&p.ty) {
+                Some(Err(e)) => return Err(e),
+                // `@p type READONLY`: a table-valued parameter of a table type (the
+                // session finds the type when the procedure runs).
+                None if p.readonly => {
+                    f.table_variables.push(lower.clone());
+                    f.table_parameters.push(lower.clone());
+                    f.decls.push((lower, SqlType::Int));
+                }
+                None => return Err(types::resolve_type(&p.ty, false).expect_err("no built-in type")),
+                Some(Ok(ty)) => f.decls.push((lower, ty)),
+            }
         }
         f.walk(body)?;
         f.check_labels()?;
@@ -94,10 +116,12 @@ impl Frame {
                         }
                         // Table variables are tables (see `ddl::declare_table_variable`), not slots.
                         match &d.kind {
-                            ast::DeclarationKind::Scalar { ty, .. } => {
-                                let ty = types::resolve_type(ty, false).map_err(|e| e.at_line(s.line))?;
-                                self.decls.push((lower, ty));
-                            }
+                            ast::DeclarationKind::Scalar { ty, .. } => match builtin_type(ty) {
+                                Some(ty) => self.decls.push((lower, ty.map_err(|e| e.at_line(s.line))?)),
+                                // A type of no built-in name: a table type, which the
+                                // DECLARE finds when it runs.
+                                None => self.table_variables.push(lower),
+                            },
                             ast::DeclarationKind::Table { .. } => self.table_variables.push(lower),
                             ast::DeclarationKind::Cursor => self.cursor_variables.push(lower),
                         }
@@ -124,6 +148,15 @@ impl Frame {
             }
         }
         Ok(())
+    }
+}
+
+/// A built-in type as written (Some: resolved, or its error), or None for a name no
+/// built-in type has (a user-defined type's).
+fn builtin_type(ty: &ast::TypeName) -> Option<SqlResult<SqlType>> {
+    match types::resolve_type(ty, false) {
+        Err(e) if e.number == msg::TYPE_NOT_FOUND.number && ty.args.is_empty() => None,
+        resolved => Some(resolved),
     }
 }
 

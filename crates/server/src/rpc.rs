@@ -1,11 +1,13 @@
 //! RPC requests (MS-TDS 2.2.6.6): ALL_HEADERS, then one or more calls separated by a batch
 //! flag byte (0xFF from TDS 7.2, 0x80 before). Each call names its procedure by text or by
 //! a well-known id, carries option flags and typed parameters with a status byte
-//! (0x01 = OUTPUT, 0x02 = default value).
+//! (0x01 = OUTPUT, 0x02 = default value). A table-valued parameter (type 0xF3) carries
+//! its table type's name, its columns' types and its rows.
 //!
 //! Also ALL_HEADERS itself ([`skip_all_headers`]), which SQL batch and transaction manager
 //! requests start with too.
 
+use tessera_execution::runtime::TableRows;
 use tessera_semantics::types::{SqlType, Value};
 
 use crate::codec::{bad, ucs2_decode, DecodeResult, Input, Reader};
@@ -44,6 +46,8 @@ pub struct Param {
     pub output: bool,
     pub ty: SqlType,
     pub value: Value,
+    /// A table-valued parameter's rows (its value NULL).
+    pub table: Option<TableRows>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -124,14 +128,90 @@ fn parse_call(r: &mut (impl Input + ?Sized)) -> DecodeResult<Call> {
         }
         let name = r.b_varchar()?;
         let status = r.u8()?;
-        let ti = read_type_info(r)?;
-        let value = read_value(r, &ti)?;
-        params.push(Param { name, output: status & 0x01 != 0, ty: ti.sql_type(), value });
+        let output = status & 0x01 != 0;
+        if r.peek()? == Some(TVP_TYPE) {
+            r.u8()?;
+            let table = Some(read_table(r)?);
+            params.push(Param { name, output, ty: SqlType::Int, value: Value::Null, table });
+        } else {
+            let ti = read_type_info(r)?;
+            let value = read_value(r, &ti)?;
+            params.push(Param { name, output, ty: ti.sql_type(), value, table: None });
+        }
         if params.len() > 2100 {
             return bad("more than 2100 parameters");
         }
     }
     Ok(Call { procedure, options, params })
+}
+
+/// The type of a table-valued parameter.
+const TVP_TYPE: u8 = 0xF3;
+
+/// The most columns a table-valued parameter's type may have (SQL Server's limit for a
+/// table).
+const TVP_MAX_COLUMNS: u16 = 1024;
+
+/// A table-valued parameter after its type byte (MS-TDS TVP_TYPE_INFO, then its rows):
+/// the type's name (database, schema, name), the columns' metadata (count, or 0xFFFF for
+/// none; each column's user type, flags — 0x0200: the column takes its default and sends
+/// nothing —, TYPE_INFO and an empty name), optional ORDER_UNIQUE (0x10) and
+/// COLUMN_ORDERING (0x11) tokens and an end token; then rows, each a row token (0x01) and
+/// the values of the columns that send one, and an end token.
+fn read_table(r: &mut (impl Input + ?Sized)) -> DecodeResult<TableRows> {
+    let _database = r.b_varchar()?;
+    let schema = r.b_varchar()?;
+    let name = r.b_varchar()?;
+    let count = r.u16()?;
+    let mut columns = Vec::new();
+    if count != 0xFFFF {
+        if count > TVP_MAX_COLUMNS {
+            return bad(format!("a table-valued parameter of {count} columns"));
+        }
+        for _ in 0..count {
+            let _user_type = r.u32()?;
+            let flags = r.u16()?;
+            let ti = read_type_info(r)?;
+            let _column_name = r.b_varchar()?;
+            columns.push((ti, flags & 0x0200 != 0));
+        }
+    }
+    loop {
+        match r.u8()? {
+            0x00 => break,
+            0x10 => {
+                for _ in 0..r.u16()? {
+                    r.u16()?;
+                    r.u8()?;
+                }
+            }
+            0x11 => {
+                for _ in 0..r.u16()? {
+                    r.u16()?;
+                }
+            }
+            b => return bad(format!("unexpected byte {b:#04x} in a table-valued parameter's metadata")),
+        }
+    }
+    let mut rows = Vec::new();
+    loop {
+        match r.u8()? {
+            0x00 => break,
+            0x01 => {
+                let mut row = Vec::with_capacity(columns.len());
+                for (ti, default) in &columns {
+                    if !default {
+                        row.push(read_value(r, ti)?);
+                    }
+                }
+                rows.push(row);
+            }
+            b => return bad(format!("unexpected byte {b:#04x} in a table-valued parameter's rows")),
+        }
+    }
+    let type_name = if schema.is_empty() { name } else { format!("{schema}.{name}") };
+    let columns = columns.iter().map(|(ti, default)| (!default).then(|| ti.sql_type())).collect();
+    Ok(TableRows { type_name, columns, rows })
 }
 
 #[cfg(test)]
@@ -170,7 +250,7 @@ mod tests {
         assert_eq!(calls[0].params[0].value, Value::str("select @P1"));
         assert_eq!(
             calls[0].params[1],
-            Param { name: "@x".into(), output: true, ty: SqlType::Int, value: Value::Int(42) }
+            Param { name: "@x".into(), output: true, ty: SqlType::Int, value: Value::Int(42), table: None }
         );
         for cut in 0..b.len() {
             let mut r = Reader::new(&b[..cut]);

@@ -698,7 +698,7 @@ fn run_rpc(s: &mut Session, sink: &mut TokenSink, calls: Vec<rpc::Call>) {
                     n if n.starts_with('@') => Some(n),
                     n => Some(format!("@{n}")),
                 };
-                RpcParam { name, value: p.value, ty: p.ty, output: p.output }
+                RpcParam { name, value: p.value, ty: p.ty, output: p.output, table: p.table }
             })
             .collect();
         sink.no_metadata = call.options & rpc::OPTION_NO_METADATA != 0;

@@ -34,7 +34,7 @@ impl ResultSink for Sink {
 }
 
 fn param(name: &str, value: Value, ty: SqlType, output: bool) -> RpcParam {
-    RpcParam { name: (!name.is_empty()).then(|| name.to_string()), value, ty, output }
+    RpcParam { name: (!name.is_empty()).then(|| name.to_string()), value, ty, output, table: None }
 }
 
 fn nvarchar(s: &str) -> Value {

@@ -292,6 +292,12 @@ pub enum StatementKind {
         name: ObjectName,
         options: SequenceOptions,
     },
+    /// `CREATE TYPE name AS TABLE (…)`: a table type, its columns, constraints and indexes
+    /// as CREATE TABLE has them; `text` is the statement's own.
+    CreateTableType {
+        definition: Box<CreateTable>,
+        text: String,
+    },
     /// `CREATE SYNONYM name FOR object`; `text` is the statement's own.
     CreateSynonym {
         name: ObjectName,
@@ -1081,6 +1087,8 @@ pub enum ModuleKind {
     View,
     Trigger,
     Synonym,
+    /// `DROP TYPE`: a table type.
+    Type,
 }
 
 impl ModuleKind {
@@ -1092,6 +1100,7 @@ impl ModuleKind {
             ModuleKind::View => "view",
             ModuleKind::Trigger => "trigger",
             ModuleKind::Synonym => "synonym",
+            ModuleKind::Type => "type",
         }
     }
 }

@@ -100,6 +100,8 @@ catalog! {
     UNRECOGNIZED_TABLE_HINT = 321, 16, Statement, "%.*ls is not a recognized table hints option.";
     OUTPUT_INTO_VIEW = 330, 16, Statement, "The target '%.*ls' of the OUTPUT INTO clause cannot be a view or common table expression.";
     TRIGGER_OUTPUT_WITHOUT_INTO = 334, 16, Statement, "The target table '%.*ls' of the DML statement cannot have any enabled triggers if the statement contains an OUTPUT clause without INTO clause.";
+    READONLY_NOT_TABLE_PARAMETER = 346, 15, Statement, "The parameter \"%.*ls\" can not be declared READONLY since it is not a table-valued parameter.";
+    TABLE_PARAMETER_NOT_READONLY = 352, 15, Statement, "The table-valued parameter \"%.*ls\" must be declared with the READONLY option.";
     INCOMPATIBLE_OPERATOR_TYPES = 402, 16, Statement, "The data types %ls and %ls are incompatible in the %ls operator.";
     FUNCTION_SIDE_EFFECT = 443, 16, Statement, "Invalid use of a side-effecting operator '%s' within a function.";
     FUNCTION_RETURNS_DATA = 444, 16, Statement, "Select statements included within a function cannot return data to a client.";
@@ -259,6 +261,7 @@ catalog! {
     DROP_CONSTRAINT_FAILED = 3727, 16, Statement, "Could not drop constraint. See previous errors.";
     NOT_A_CONSTRAINT = 3728, 16, Statement, "'%.*ls' is not a constraint.";
     DROP_SCHEMA_REFERENCED = 3729, 16, Statement, "Cannot drop schema '%.*ls' because it is being referenced by object '%.*ls'.";
+    TYPE_REFERENCED = 3732, 16, Statement, "Cannot drop type '%.*ls' because it is being referenced by object '%.*ls'. There may be other objects that reference this type.";
     COMMIT_WITHOUT_BEGIN = 3902, 16, Statement, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     ROLLBACK_WITHOUT_BEGIN = 3903, 16, Statement, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.";
     UNCOMMITTABLE_TRANSACTION = 3930, 16, Statement, "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.";
@@ -398,6 +401,7 @@ catalog! {
     TRANSLATE_LENGTHS_DIFFER = 9828, 16, Statement, "The second and third arguments of the TRANSLATE built-in function must contain an equal number of characters.";
     STRING_AGG_TOO_LONG = 9829, 16, Statement, "STRING_AGG aggregation result exceeded the limit of 8000 bytes. Use LOB types to avoid result truncation.";
     DATE_BUCKET_WIDTH = 9834, 16, Statement, "Invalid bucket width value passed to date_bucket function. Only positive values are allowed.";
+    TABLE_PARAMETER_READONLY = 10700, 16, Statement, "The table-valued parameter \"%.*ls\" is READONLY and cannot be modified.";
     THROW_OUTSIDE_CATCH = 10704, 15, Statement, "To rethrow an error, a THROW statement must be used inside a CATCH block. Insert the THROW statement inside a CATCH block, or add error parameters to the THROW statement.";
     VALUES_ROW_LENGTH_MISMATCH = 10709, 16, Statement, "The number of columns for each row in a table value constructor must be the same.";
     MERGE_ACTION_NOT_IN_NOT_MATCHED = 10710, 15, Statement, "An action of type '%ls' is not allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement.";
@@ -567,7 +571,7 @@ catalog! {
     XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method is supported with the path \".\" (the text of the document) only, not '%ls'.";
     GENERATE_SERIES_TOO_LONG = 40535, 16, Statement, "GENERATE_SERIES would return more than %d rows, the most tessera makes.";
     GENERATE_SERIES_STEP_ZERO = 40536, 16, Statement, "The step of GENERATE_SERIES cannot be 0.";
-    USER_TYPES_NOT_SUPPORTED = 40537, 16, Statement, "User-defined types (CREATE TYPE, table types and table-valued parameters) are not supported yet.";
+    USER_TYPES_NOT_SUPPORTED = 40537, 16, Statement, "Alias types (CREATE TYPE … FROM) and CLR types are not supported yet; table types (CREATE TYPE … AS TABLE) are.";
     INDEXED_VIEWS_NOT_SUPPORTED = 40538, 16, Statement, "Cannot create index on view '%.*ls': indexed views are not supported.";
     VIEW_CHANGE_NOT_SUPPORTED = 40539, 16, Statement, "Data changes through view '%.*ls' are not supported yet, except by an INSTEAD OF %ls trigger on the view.";
     MERGE_INSTEAD_OF_NOT_SUPPORTED = 40540, 16, Statement, "MERGE into '%.*ls' is not supported yet: it is a view or has an INSTEAD OF trigger.";

@@ -11,7 +11,8 @@
 //! table variables, column definitions), `alter` (ALTER TABLE), `constraints` (PRIMARY KEY,
 //! UNIQUE, CHECK, DEFAULT, FOREIGN KEY), `indexes` (CREATE/DROP INDEX, REPAIR_REBUILD of an
 //! index), `locking` (the Sch-M and shared table locks DDL takes), `rebuild` (new trees
-//! loaded in DDL's own transaction, definitions saved); this file keeps the helpers they
+//! loaded in DDL's own transaction, definitions saved), `table_types` (table variables
+//! of a table type); this file keeps the helpers they
 //! share (tree names, a table's trees, a heap's index, a table as a DML target).
 
 mod alter;
@@ -26,12 +27,14 @@ pub mod principals;
 mod rebuild;
 mod rename;
 pub mod resource_governor;
+mod table_types;
 mod tables;
 
 pub use alter::alter_table;
 pub use databases::{alter_database, attach_files, create_database, detach_database, drop_database};
 pub use indexes::{create_index, drop_index, rebuild_index};
 pub use rename::{name_in_use, rename, RenameKind};
+pub use table_types::declare_typed_table_variable;
 pub use tables::{
     change_table_properties, create_table, declare_table_variable, drop_table, set_large_values_out_of_row,
     truncate_table,

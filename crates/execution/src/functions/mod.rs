@@ -15,6 +15,16 @@ use tessera_semantics::catalog::{Catalog, Object};
 use tessera_semantics::plan::SessionFn;
 use tessera_semantics::types::{convert, SqlType, Value};
 
+/// TYPE_NAME of a table type of the current database, by its id.
+fn table_type_name(ctx: &ExecCtx, id: i64) -> SqlResult<Option<String>> {
+    let database = ctx.shared.database(&ctx.session.database)?;
+    let catalog = ctx.catalog(&database)?;
+    Ok(i32::try_from(id).ok().and_then(|id| match catalog.by_id(id) {
+        Some(Object::Module(m)) if m.kind == tessera_semantics::catalog::ModuleKind::TableType => Some(m.name.clone()),
+        _ => None,
+    }))
+}
+
 /// The value of a session function for `args`.
 pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> SqlResult<Value> {
     let s = &*ctx.session;
@@ -84,11 +94,20 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             None => Value::Null,
         },
         SessionFn::TypeName => match args.first() {
-            Some(Value::Int(id)) => crate::sysviews::type_name(*id).map_or(Value::Null, Value::str),
+            Some(Value::Int(id)) => match crate::sysviews::type_name(*id) {
+                Some(name) => Value::str(name),
+                None => table_type_name(ctx, *id)?.map_or(Value::Null, |n| Value::str(&n)),
+            },
             _ => Value::Null,
         },
         SessionFn::TypeId => match args.first().and_then(text) {
-            Some(n) => crate::sysviews::type_id(&n).map_or(Value::Null, Value::Int),
+            Some(n) => match crate::sysviews::type_id(&n) {
+                Some(id) => Value::Int(id),
+                None => {
+                    let ty = tessera_syntax::ast::TypeName { name: n, args: Vec::new() };
+                    crate::runtime::table_type(ctx, &ty).map_or(Value::Null, |t| Value::Int(i64::from(t.id)))
+                }
+            },
             None => Value::Null,
         },
         SessionFn::ColLength => match (args.first().and_then(text), args.get(1).and_then(text)) {

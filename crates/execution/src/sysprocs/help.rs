@@ -224,6 +224,7 @@ fn object_type(o: &Object) -> &'static str {
             tessera_semantics::catalog::ModuleKind::MultiStatementFunction => "table function",
             tessera_semantics::catalog::ModuleKind::Synonym => "synonym",
             tessera_semantics::catalog::ModuleKind::Trigger => "trigger",
+            tessera_semantics::catalog::ModuleKind::TableType => "table type",
         },
         Object::Sequence(_) => "sequence object",
     }

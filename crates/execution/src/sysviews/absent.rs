@@ -1,12 +1,9 @@
 //! The catalog views of kinds of objects tessera has none of yet: CLR assemblies, XML
-//! schema collections, Service Broker queues and services, partition schemes and
-//! functions, and table types. Each has SQL Server's columns and no rows, for
-//! the tools that read them while they learn a database (Flyway's clean lists every one
-//! before it drops anything; Entity Framework reads table
-//! types). A database gains rows here when the kind of object arrives (table types with
-//! issue 36's table-valued parameters).
+//! schema collections, Service Broker queues and services, and partition schemes and
+//! functions. Each has SQL Server's columns and no rows, for the tools that read them
+//! while they learn a database (Flyway's clean lists every one before it drops
+//! anything). A view moves out of here when its kind of object arrives.
 
-use super::columns::TYPE_COLUMNS;
 use super::objects::{OBJECT_COLUMNS, OBJECT_WIDTH};
 use super::{col, concat_columns, ViewDef, SYSNAME};
 use tessera_semantics::types::SqlType::*;
@@ -103,15 +100,5 @@ pub(super) static PARTITION_FUNCTIONS: ViewDef<9> = ViewDef {
         col("create_date", DateTime, false),
         col("modify_date", DateTime, false),
     ],
-    rows: |_, _| Ok(Vec::new()),
-};
-
-pub(super) static TABLE_TYPES: ViewDef<17> = ViewDef {
-    schema: "sys",
-    name: "table_types",
-    columns: concat_columns(
-        TYPE_COLUMNS,
-        [col("type_table_object_id", Int, false), col("is_memory_optimized", Bit, true)],
-    ),
     rows: |_, _| Ok(Vec::new()),
 };

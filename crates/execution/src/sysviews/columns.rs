@@ -4,7 +4,7 @@
 use super::system_types::{is_string, type_ids, user_type_id, SYSTEM_TYPES};
 use super::{bit, catalog, col, concat, concat_columns, int, s, Rows, ViewDef, COLLATION, NVARCHAR_MAX, SYSNAME};
 use crate::runtime::ExecCtx;
-use tessera_semantics::catalog::{Object, Table};
+use tessera_semantics::catalog::{ModuleKind, Object, Table};
 use tessera_semantics::plan::Col;
 use tessera_semantics::types::{SqlType, SqlType::*, Value};
 
@@ -221,12 +221,67 @@ pub(super) const TYPE_COLUMNS: [Col; 15] = [
     col("is_table_type", Bit, false),
 ];
 
-pub(super) static TYPES: ViewDef<15> =
-    ViewDef { schema: "sys", name: "types", columns: TYPE_COLUMNS, rows: system_types };
+pub(super) static TYPES: ViewDef<15> = ViewDef { schema: "sys", name: "types", columns: TYPE_COLUMNS, rows: types };
+
+pub(super) static TABLE_TYPES: ViewDef<17> = ViewDef {
+    schema: "sys",
+    name: "table_types",
+    columns: concat_columns(
+        TYPE_COLUMNS,
+        [col("type_table_object_id", Int, false), col("is_memory_optimized", Bit, true)],
+    ),
+    rows: |ctx, db| {
+        Ok(table_types(ctx, db)?.into_iter().map(|(row, id)| concat(row, [int(i64::from(id)), bit(false)])).collect())
+    },
+};
+
+/// The system types, then the database's table types.
+fn types(ctx: &ExecCtx, db: &str) -> Rows<15> {
+    let mut out = system_types();
+    out.extend(table_types(ctx, db)?.into_iter().map(|(row, _)| row));
+    Ok(out)
+}
+
+/// The table types of database `db` as sys.types shows them (system type 243, their
+/// user_type_id their object id), with their object ids.
+fn table_types(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<Vec<([Value; 15], i32)>> {
+    let (_, catalog) = catalog(ctx, db)?;
+    let schema_id = super::schema_ids(ctx, db)?;
+    let mut out = Vec::new();
+    for o in catalog.objects() {
+        let Object::Module(m) = o else { continue };
+        if m.kind != ModuleKind::TableType {
+            continue;
+        }
+        let id = int(i64::from(m.id));
+        let row = [
+            s(&m.name),
+            int(TABLE_TYPE_SYSTEM_ID),
+            id.clone(),
+            schema_id(&m.schema),
+            Value::Null,
+            int(-1),
+            int(0),
+            int(0),
+            Value::Null,
+            bit(false),
+            bit(true),
+            bit(false),
+            int(0),
+            int(0),
+            bit(true),
+        ];
+        out.push((row, m.id));
+    }
+    Ok(out)
+}
+
+/// The system_type_id of every table type.
+pub(crate) const TABLE_TYPE_SYSTEM_ID: i64 = 243;
 
 /// The system types, in the `sys` schema (4): a string type has the server's collation.
-fn system_types(_: &ExecCtx, _db: &str) -> Rows<15> {
-    Ok(SYSTEM_TYPES
+fn system_types() -> Vec<[Value; 15]> {
+    SYSTEM_TYPES
         .iter()
         .map(|(n, t)| {
             let (_, len, p, sc) = type_ids(t);
@@ -250,5 +305,5 @@ fn system_types(_: &ExecCtx, _db: &str) -> Rows<15> {
                 bit(false),
             ]
         })
-        .collect())
+        .collect()
 }

@@ -169,6 +169,7 @@ pub(crate) fn object_kind(o: &Object) -> &'static str {
             ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "function",
             ModuleKind::Trigger => "trigger",
             ModuleKind::Synonym => "synonym",
+            ModuleKind::TableType => "table type",
         },
         Object::Sequence(_) => "sequence object",
     }

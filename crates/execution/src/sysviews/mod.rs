@@ -39,8 +39,7 @@
 //! - `system_objects`: the system views as objects: sys.system_objects, system_views,
 //!   system_columns, all_objects, all_views, all_columns
 //! - `absent`: the catalogs of kinds of objects tessera has none of yet (assemblies, XML
-//!   schema collections, queues and services, partition schemes and functions,
-//!   table types)
+//!   schema collections, queues and services, partition schemes and functions)
 
 mod absent;
 mod columns;
@@ -110,7 +109,7 @@ static ALL: &[&dyn SystemView] = &[
     &absent::SERVICES,
     &absent::PARTITION_SCHEMES,
     &absent::PARTITION_FUNCTIONS,
-    &absent::TABLE_TYPES,
+    &columns::TABLE_TYPES,
     &information_schema::ROUTINES,
     &columns::COLUMNS,
     &columns::IDENTITY_COLUMNS,

@@ -412,7 +412,7 @@ pub(super) static TRIGGERS: ViewDef<13> = ViewDef {
     },
 };
 
-pub(super) static PARAMETERS: ViewDef<10> = ViewDef {
+pub(super) static PARAMETERS: ViewDef<11> = ViewDef {
     schema: "sys",
     name: "parameters",
     columns: [
@@ -426,29 +426,50 @@ pub(super) static PARAMETERS: ViewDef<10> = ViewDef {
         col("scale", TinyInt, false),
         col("is_output", Bit, false),
         col("has_default_value", Bit, false),
+        col("is_readonly", Bit, false),
     ],
     rows: parameters,
 };
 
-fn parameters(ctx: &ExecCtx, db: &str) -> Rows<10> {
+fn parameters(ctx: &ExecCtx, db: &str) -> Rows<11> {
     let (_, catalog) = catalog(ctx, db)?;
     let mut out = Vec::new();
     for o in catalog.objects() {
         let Object::Module(m) = o else { continue };
         for (i, p) in module_signature(m).0.into_iter().enumerate() {
-            let ty = types::resolve_type(&p.ty, false).unwrap_or(SqlType::Int);
-            let (id, len, prec, sc) = type_ids(&ty);
+            // A table-valued parameter's type is a table type of the module's schema or
+            // dbo (system type 243).
+            let table_type = || {
+                let parts: Vec<&str> = p.ty.name.split('.').collect();
+                let found = match parts.as_slice() {
+                    [schema, name] => catalog.module(schema, name),
+                    [name] => catalog.module(&m.schema, name).or_else(|| catalog.module("dbo", name)),
+                    _ => None,
+                };
+                found.filter(|t| t.kind == ModuleKind::TableType).map(|t| t.id)
+            };
+            let (system_id, user_id, len, prec, sc) = match types::resolve_type(&p.ty, false) {
+                Err(_) if p.readonly => {
+                    let id = table_type().map_or(0, i64::from);
+                    (super::columns::TABLE_TYPE_SYSTEM_ID, id, -1, 0, 0)
+                }
+                resolved => {
+                    let (id, len, prec, sc) = type_ids(&resolved.unwrap_or(SqlType::Int));
+                    (id, id, len, prec, sc)
+                }
+            };
             out.push([
                 int(i64::from(m.id)),
                 s(&p.name),
                 int(i as i64 + 1),
-                int(id),
-                int(id),
+                int(system_id),
+                int(user_id),
                 int(len),
                 int(prec),
                 int(sc),
                 bit(p.output),
                 bit(p.default.is_some()),
+                bit(p.readonly),
             ]);
         }
     }

@@ -35,6 +35,7 @@ pub(crate) fn module_level_type(kind: ModuleKind) -> &'static str {
         ModuleKind::ScalarFunction | ModuleKind::TableFunction | ModuleKind::MultiStatementFunction => "FUNCTION",
         ModuleKind::Trigger => "TRIGGER",
         ModuleKind::Synonym => "SYNONYM",
+        ModuleKind::TableType => "TYPE",
     }
 }
 

@@ -6,7 +6,8 @@ Covers: login (pytds's default NOT_SUP encryption, autocommit off, so TM begin/c
 rollback requests), create database and table, every data type through parameters
 (sp_executesql by procedure id) and back, a stored procedure with an OUTPUT parameter and
 a return status (RPC by name), a tz-aware datetime as datetimeoffset, commit and rollback,
-an error with its number, a wrong password (18456), a bulk load of 10,000 rows (copy_to)
+an error with its number, a wrong password (18456), table-valued parameters, a bulk
+load of 10,000 rows (copy_to)
 and cancelling a long-running query
 (attention). Exits non-zero on the
 first failure.
@@ -175,6 +176,27 @@ def main():
     bcur.execute("SELECT count(DISTINCT at), min(CONVERT(varchar(30), at)) FROM loaded_stamps")
     check(bcur.fetchone() == (1, "2025-03-04 10:00:00 -08:00"), "bulk-loaded datetimeoffset values, one instant")
     bulk.close()
+
+    # A table-valued parameter (TDS type 0xF3): the rows go with the call, to a stored
+    # procedure by name and through sp_executesql.
+    tcur = conn.cursor()
+    tcur.execute("CREATE TYPE dbo.IdQty AS TABLE (id int NOT NULL PRIMARY KEY, qty int NOT NULL, note nvarchar(20) NULL)")
+    tcur.execute("CREATE PROCEDURE sum_qty @items dbo.IdQty READONLY AS SELECT COUNT(*), SUM(qty), MAX(note) FROM @items")
+    conn.commit()
+    rows = [(1, 5, "a"), (2, 7, None), (3, 1, "z\u00e9")]
+    tcur.callproc("sum_qty", (pytds.TableValuedParam(type_name="dbo.IdQty", rows=rows),))
+    check(tcur.fetchone() == (3, 13, "z\u00e9"), "a table-valued parameter to a procedure")
+    tcur.execute("SELECT SUM(id * qty) FROM %s", (pytds.TableValuedParam(type_name="dbo.IdQty", rows=rows),))
+    check(tcur.fetchone()[0] == 22, "a table-valued parameter through sp_executesql")
+    try:
+        tcur.callproc("sum_qty", (pytds.TableValuedParam(type_name="dbo.IdQty", rows=[(1, 1, None), (1, 2, None)]),))
+        raise AssertionError("a duplicate key in a table-valued parameter was accepted")
+    except pytds.Error as e:
+        check(e.msg_no == 2627, "a table-valued parameter's key holds (%s)" % e)
+    conn.rollback()
+    tcur.execute("SELECT 5")
+    check(tcur.fetchone()[0] == 5, "the connection goes on after a bad table-valued parameter")
+    conn.commit()
 
     # Cancel a long-running query: on its timeout pytds sends an attention and waits for
     # the server's DONE with the attention flag; the connection stays usable.

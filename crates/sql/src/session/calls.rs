@@ -2,6 +2,7 @@
 //! copied back, a nesting level down), `EXEC ('dynamic sql')`, and scalar user-defined
 //! functions called from expressions.
 
+use super::table_parameters::TableArgument;
 use super::variables::Frame;
 use super::{Flow, Runner, Stop};
 use tessera_errors::msg;
@@ -24,12 +25,14 @@ pub(super) struct Argument {
     pub(super) output: Option<(usize, SqlType)>,
     /// `@c OUTPUT` for a cursor parameter: the caller's cursor variable.
     pub(super) cursor: Option<String>,
+    /// For a table-valued parameter: the caller's table variable, or rows.
+    pub(super) table: Option<TableArgument>,
 }
 
 impl Argument {
     /// A value passed in (no OUTPUT).
     pub(super) fn input(name: Option<String>, value: Value, ty: SqlType) -> Argument {
-        Argument { name, value: Some((value, ty)), output: None, cursor: None }
+        Argument { name, value: Some((value, ty)), output: None, cursor: None, table: None }
     }
 
     /// A text passed in as nvarchar(max) (a statement, a parameter list).
@@ -100,7 +103,7 @@ pub(crate) fn call_table_function(
         let lower = variable.to_lowercase();
         let shadowed = runner.state.temp_tables.get(&lower).cloned();
         runner.with_ctx(|ctx| tessera_execution::ddl::declare_table_variable(ctx, variable, columns, &[]))?;
-        runner.table_vars.push((lower, shadowed));
+        runner.table_vars.push(super::variables::TableVar::declared(lower, shadowed, None));
         let rows = match runner.compile_all(body).map(|_| runner.run_block(body)) {
             Ok(Ok(_)) => runner.table_variable_rows(variable),
             Ok(Err(Stop::Error(e))) | Err(e) => Err(e),
@@ -194,23 +197,34 @@ impl Runner<'_> {
     /// The rows of the table variable `name` (a multi-statement function's RETURNS table).
     fn table_variable_rows(&mut self, name: &str) -> SqlResult<Vec<Vec<Value>>> {
         let text = format!("SELECT * FROM {name}");
-        let cached = self.shared.plans.get_or_parse(&text, tessera_syntax::parser::parse_batch)?;
+        let frame = self.frame;
+        let collected = self.run_internal(&text, frame, "The function failed.")?;
+        Ok(collected.result_sets.into_iter().next().map(|(_, rows)| rows).unwrap_or_default())
+    }
+
+    /// Runs `text`, a statement of tessera's own, in a runner of `frame` whose results
+    /// are collected; an error that ends it is its error (`failed` when it has none).
+    pub(super) fn run_internal(
+        &mut self,
+        text: &str,
+        frame: &Frame,
+        failed: &str,
+    ) -> SqlResult<tessera_semantics::output::Collected> {
+        let cached = self.shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch)?;
         let mut collected = tessera_semantics::output::Collected::default();
         let result = {
-            let mut inner = Runner {
-                try_depth: 1,
-                ..Runner::new(self.shared, &mut *self.state, &cached, self.frame, &mut collected)
-            };
+            let mut inner =
+                Runner { try_depth: 1, ..Runner::new(self.shared, &mut *self.state, &cached, frame, &mut collected) };
             inner.run_block(&cached.batch.statements)
         };
         match result {
-            Ok(_) => Ok(collected.result_sets.into_iter().next().map(|(_, rows)| rows).unwrap_or_default()),
+            Ok(_) => Ok(collected),
             Err(Stop::Error(e)) => Err(e),
             Err(Stop::Abort) => Err(collected
                 .messages
                 .into_iter()
                 .find(|m| m.severity > 10)
-                .unwrap_or_else(|| SqlError::new(50000, "The function failed."))),
+                .unwrap_or_else(|| SqlError::new(50000, failed.to_string()))),
         }
     }
 }
@@ -223,9 +237,19 @@ impl Runner<'_> {
             if let ast::Expr::Variable(v) = &a.value {
                 if self.is_cursor_variable(v) {
                     let cursor = Some(v.clone());
-                    out.push(Argument { name: a.name.clone(), value: None, output: None, cursor });
+                    out.push(Argument { name: a.name.clone(), value: None, output: None, cursor, table: None });
                     continue;
                 }
+            }
+            if let Some(table) = self.table_argument(&a.value) {
+                out.push(Argument {
+                    name: a.name.clone(),
+                    value: None,
+                    output: None,
+                    cursor: None,
+                    table: Some(table),
+                });
+                continue;
             }
             let value = match &a.value {
                 ast::Expr::Default => None,
@@ -247,7 +271,7 @@ impl Runner<'_> {
             } else {
                 None
             };
-            out.push(Argument { name: a.name.clone(), value, output, cursor: None });
+            out.push(Argument { name: a.name.clone(), value, output, cursor: None, table: None });
         }
         Ok(out)
     }
@@ -403,15 +427,16 @@ impl Runner<'_> {
             Ok(f) => f,
             Err(e) => return self.fail(s, e).map(|_| 0),
         };
-        let BoundArguments { vars, outputs, cursors } = match self.bind_arguments(s, &shown, params, &frame, args) {
-            Ok(v) => v,
-            Err(mut e) => {
-                if let Some(n) = name {
-                    e.procedure = Some(n.to_string());
+        let BoundArguments { vars, outputs, cursors, tables } =
+            match self.bind_arguments(s, &shown, params, &frame, args) {
+                Ok(v) => v,
+                Err(mut e) => {
+                    if let Some(n) = name {
+                        e.procedure = Some(n.to_string());
+                    }
+                    return self.fail(s, e).map(|_| 0);
                 }
-                return self.fail(s, e).map(|_| 0);
-            }
-        };
+            };
         let saved_vars = std::mem::replace(&mut self.state.vars, vars);
         let saved_db = std::mem::replace(&mut self.state.database, db.to_string());
         // A procedure's one-part names are looked for in its schema first; dynamic SQL's
@@ -437,7 +462,7 @@ impl Runner<'_> {
                 owner,
                 ..Runner::new(self.shared, &mut *self.state, cached, &frame, &mut self.sink)
             };
-            let r = match inner.compile_all(body) {
+            let r = match inner.give_table_parameters(tables).and_then(|_| inner.compile_all(body)) {
                 Err(e) => Err(e),
                 Ok(()) => Ok(inner.run_block(body)),
             };
@@ -523,7 +548,16 @@ impl Runner<'_> {
         }
         let mut outputs = Vec::new();
         let mut cursors = Vec::new();
+        let mut tables = Vec::new();
         for (i, p) in params.iter().enumerate() {
+            if frame.table_parameters.contains(&p.name.to_lowercase()) {
+                let argument = given[i].take().and_then(|a| match a.value {
+                    Some((_, t)) => Some(TableArgument::Value(t)),
+                    None => a.table,
+                });
+                tables.push((p.name.clone(), p.ty.clone(), argument));
+                continue;
+            }
             if p.ty.name.eq_ignore_ascii_case("CURSOR") {
                 // A cursor parameter: the caller's cursor variable, with no cursor yet, gets
                 // the procedure's when it returns.
@@ -566,7 +600,7 @@ impl Runner<'_> {
                 outputs.push((i, caller_slot, ty, caller_ty));
             }
         }
-        Ok(BoundArguments { vars, outputs, cursors })
+        Ok(BoundArguments { vars, outputs, cursors, tables })
     }
 
     /// `sp_sequence_get_range @sequence_name, @range_size, @range_first_value OUTPUT
@@ -672,12 +706,14 @@ impl Runner<'_> {
 }
 
 /// A call's arguments bound to its parameters: the frame's first values, the OUTPUT
-/// pairs (parameter slot, caller slot, parameter type, caller type), and the cursor
-/// OUTPUT pairs (parameter, the caller's cursor variable).
+/// pairs (parameter slot, caller slot, parameter type, caller type), the cursor OUTPUT
+/// pairs (parameter, the caller's cursor variable), and the table-valued parameters.
 struct BoundArguments {
     vars: Vec<Value>,
     outputs: Vec<(usize, usize, SqlType, SqlType)>,
     cursors: Vec<(String, String)>,
+    /// The table-valued parameters: each one's name, type and argument.
+    tables: Vec<(String, ast::TypeName, Option<TableArgument>)>,
 }
 
 /// The prepared-statement procedures, which keep state in the session.

@@ -44,6 +44,8 @@ pub(super) fn definition_command(kind: &StatementKind) -> Option<Command> {
         | StatementKind::EnableTrigger { .. }
         | StatementKind::DropModule { kind: ModuleKind::Trigger | ModuleKind::Synonym, .. }
         | StatementKind::CreateSynonym { .. }
+        | StatementKind::CreateTableType { .. }
+        | StatementKind::DropModule { kind: ModuleKind::Type, .. }
         | StatementKind::AlterServerRole { .. }
         | StatementKind::CreateApplicationRole { .. }
         | StatementKind::AlterApplicationRole { .. }

@@ -92,6 +92,7 @@ impl Runner<'_> {
             StatementKind::CreateProcedure(cp) => {
                 self.check_define("CREATE PROCEDURE", &cp.name, cp.alter || cp.or_alter)?;
                 self.check_module_execute_as(&cp.execute_as)?;
+                self.check_table_parameters(&cp.params)?;
                 let text = cp.text.clone();
                 self.with_ctx(|ctx| {
                     let def = Definition {
@@ -134,19 +135,26 @@ impl Runner<'_> {
                     tessera_execution::modules::define(ctx, def)
                 })?;
             }
+            StatementKind::CreateTableType { definition, text } => {
+                self.check_create("CREATE TYPE", &definition.name)?;
+                // The definition must make a table: it is checked by making one (a table
+                // variable of a name no statement reaches) and dropping it.
+                self.with_ctx(|ctx| {
+                    let probe = TYPE_PROBE;
+                    tessera_execution::ddl::declare_table_variable(
+                        ctx,
+                        probe,
+                        &definition.columns,
+                        &definition.constraints,
+                    )?;
+                    let name = ast::ObjectName(vec![ast::Ident::new(probe)]);
+                    tessera_execution::ddl::drop_table(ctx, &name, true)
+                })?;
+                self.create_module(&definition.name, ModuleKind::TableType, text)?;
+            }
             StatementKind::CreateSynonym { name, text, .. } => {
                 self.check_create("CREATE SYNONYM", name)?;
-                self.with_ctx(|ctx| {
-                    let def = Definition {
-                        name,
-                        kind: ModuleKind::Synonym,
-                        or_alter: false,
-                        alter: false,
-                        text,
-                        trigger: None,
-                    };
-                    tessera_execution::modules::define(ctx, def)
-                })?;
+                self.create_module(name, ModuleKind::Synonym, text)?;
             }
             StatementKind::CreateView(cv) => {
                 self.check_define("CREATE VIEW", &cv.name, cv.alter || cv.or_alter)?;
@@ -235,7 +243,19 @@ impl Runner<'_> {
         }
         Ok(())
     }
+
+    /// Creates a module of a kind that has no ALTER (a synonym, a table type).
+    fn create_module(&mut self, name: &ast::ObjectName, kind: ModuleKind, text: &str) -> SqlResult<()> {
+        self.with_ctx(|ctx| {
+            let def = Definition { name, kind, or_alter: false, alter: false, text, trigger: None };
+            tessera_execution::modules::define(ctx, def)
+        })
+    }
 }
+
+/// The table variable CREATE TYPE … AS TABLE makes to check its definition (a name no
+/// statement can write: it holds a NUL).
+const TYPE_PROBE: &str = "@\0type";
 
 /// An object name as written (`dbo.t`).
 fn object_shown(name: &ast::ObjectName) -> String {

@@ -42,6 +42,7 @@ mod rpc;
 mod showplan;
 mod sink;
 mod statements;
+mod table_parameters;
 mod tenants;
 mod transactions;
 mod triggers;
@@ -473,8 +474,8 @@ struct Runner<'a> {
     /// In a scalar function: its return type, and the value RETURN gave.
     returns: Option<SqlType>,
     returned: Option<Value>,
-    /// Table variables this frame declared, with the mapping each one shadows.
-    table_vars: Vec<(String, Option<String>)>,
+    /// Table variables this frame declared, and the table-valued parameters it was given.
+    table_vars: Vec<variables::TableVar>,
     /// A data change is running (past compilation): an error ending it is followed by
     /// "The statement has been terminated."
     changing: bool,

@@ -59,7 +59,13 @@ impl Session {
         sink: &mut dyn ResultSink,
     ) -> Vec<(Option<String>, Value, SqlType)> {
         let decls = params.iter().enumerate().map(|(i, p)| (format!("@__rpc{i}"), p.ty)).collect();
+        for (i, p) in params.iter().enumerate() {
+            if let Some(rows) = &p.table {
+                self.state.table_arguments.insert(format!("@__rpc{i}"), rows.clone());
+            }
+        }
         self.run_bound(text, decls, params.iter().map(|p| p.value.clone()).collect(), sink);
+        self.state.table_arguments.clear();
         params
             .iter()
             .enumerate()
@@ -85,7 +91,10 @@ fn rpc_text(procedure: &str, params: &[RpcParam]) -> String {
     let mut text = String::from("-- rpc:");
     for p in params {
         text.push(' ');
-        text.push_str(&types::type_name(&p.ty));
+        match &p.table {
+            Some(t) => text.push_str(&format!("table {}", t.type_name)),
+            None => text.push_str(&types::type_name(&p.ty)),
+        }
     }
     text.push_str("\nEXEC ");
     // `..name` (FreeTDS's ODBC driver calls `..sp_stored_procedures`): empty database
@@ -113,6 +122,8 @@ pub struct RpcParam {
     pub value: Value,
     pub ty: SqlType,
     pub output: bool,
+    /// A table-valued parameter's rows (its value is then NULL).
+    pub table: Option<tessera_execution::runtime::TableRows>,
 }
 
 /// What an RPC returns besides its result sets: the values of its OUTPUT parameters, in

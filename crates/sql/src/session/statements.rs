@@ -129,6 +129,7 @@ impl Runner<'_> {
     }
 
     pub(super) fn exec(&mut self, s: &Statement) -> SqlResult<Flow> {
+        self.refuse_readonly(s)?;
         match &s.kind {
             StatementKind::Query(q) if q.into_target().is_some() => {
                 self.select_into(s, q)?;
@@ -239,6 +240,7 @@ impl Runner<'_> {
             | StatementKind::DropModule { .. }
             | StatementKind::CreateSequence { .. }
             | StatementKind::CreateSynonym { .. }
+            | StatementKind::CreateTableType { .. }
             | StatementKind::AlterSequence { .. }
             | StatementKind::DropSequence { .. }
             | StatementKind::CreateSchema { .. } => self.define(s)?,

@@ -11,6 +11,27 @@ pub(super) use tessera_semantics::frame::{addr, Frame};
 use tessera_semantics::types::{self, SqlType};
 use tessera_syntax::ast::{self, Statement};
 
+/// A table variable a frame declared, or a table-valued parameter it was given: its
+/// lower-cased name, the mapping of the name it shadows, the table type it is of, and
+/// whether the frame owns its table (a parameter's table is its caller's variable's).
+pub(super) struct TableVar {
+    pub(super) name: String,
+    shadowed: Option<String>,
+    pub(super) of_type: Option<(i32, String)>,
+    owned: bool,
+}
+
+impl TableVar {
+    pub(super) fn declared(name: String, shadowed: Option<String>, of_type: Option<(i32, String)>) -> TableVar {
+        TableVar { name, shadowed, of_type, owned: true }
+    }
+
+    /// A table-valued parameter: `name` stands for its caller's table.
+    pub(super) fn given(name: String, shadowed: Option<String>, of_type: (i32, String)) -> TableVar {
+        TableVar { name, shadowed, of_type: Some(of_type), owned: false }
+    }
+}
+
 impl<'a> Runner<'a> {
     pub(super) fn visible(&self, stmt: &Statement) -> &'a [(String, SqlType)] {
         let n = self.frame.visible.get(&addr(stmt)).copied().unwrap_or(self.frame.decls.len());
@@ -23,14 +44,25 @@ impl Runner<'_> {
     /// scalar's initial value goes into its slot.
     pub(super) fn declare(&mut self, s: &Statement, decls: &[ast::Declaration]) -> SqlResult<()> {
         for d in decls {
-            if let ast::DeclarationKind::Table { columns, constraints } = &d.kind {
-                let lower = d.name.to_lowercase();
-                if self.table_vars.iter().any(|(n, _)| *n == lower) {
+            let lower = d.name.to_lowercase();
+            let typed = matches!(&d.kind, ast::DeclarationKind::Scalar { .. }) && self.frame.is_table_variable(&lower);
+            if matches!(&d.kind, ast::DeclarationKind::Table { .. }) || typed {
+                if self.table_vars.iter().any(|v| v.name == lower) {
                     return Err(msg::VARIABLE_ALREADY_DECLARED.with(&[&d.name]));
                 }
                 let previous = self.state.temp_tables.get(&lower).cloned();
-                self.with_ctx(|ctx| ddl::declare_table_variable(ctx, &d.name, columns, constraints))?;
-                self.table_vars.push((lower, previous));
+                let of_type = match &d.kind {
+                    ast::DeclarationKind::Table { columns, constraints } => {
+                        self.with_ctx(|ctx| ddl::declare_table_variable(ctx, &d.name, columns, constraints))?;
+                        None
+                    }
+                    ast::DeclarationKind::Scalar { ty, .. } => {
+                        let found = self.with_ctx(|ctx| ddl::declare_typed_table_variable(ctx, &d.name, ty))?;
+                        Some((found.id, found.name))
+                    }
+                    ast::DeclarationKind::Cursor => None,
+                };
+                self.table_vars.push(TableVar::declared(lower, previous, of_type));
                 continue;
             }
             if let ast::DeclarationKind::Cursor = &d.kind {
@@ -54,9 +86,11 @@ impl Runner<'_> {
     /// scope now and waits, under a name no statement can write, for
     /// [`Runner::drop_pending_table_variables`].
     pub(super) fn drop_table_variables(&mut self) {
-        for (name, previous) in std::mem::take(&mut self.table_vars).into_iter().rev() {
+        for TableVar { name, shadowed: previous, owned, .. } in std::mem::take(&mut self.table_vars).into_iter().rev() {
             let object = ast::ObjectName(vec![ast::Ident::new(name.clone())]);
-            if self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true)).is_err() {
+            if !owned {
+                self.state.temp_tables.remove(&name);
+            } else if self.with_ctx(|ctx| ddl::drop_table(ctx, &object, true)).is_err() {
                 if let Some(real) = self.state.temp_tables.remove(&name) {
                     let pending = format!("#{PENDING_TABLE_VARIABLE}{}", real.to_lowercase());
                     self.state.temp_tables.insert(pending, real);

@@ -94,7 +94,7 @@ CREATE VIEW dbo.iv_view WITH SCHEMABINDING AS SELECT id, v FROM dbo.iv_base;
 GO
 CREATE UNIQUE CLUSTERED INDEX ix_iv ON dbo.iv_view (id);
 GO
-CREATE TYPE dbo.IdList AS TABLE (id int PRIMARY KEY);
+CREATE TYPE dbo.Phone FROM varchar(20) NOT NULL;
 GO
 DROP VIEW dbo.iv_view;
 DROP TABLE iv_base;

@@ -55,8 +55,23 @@ impl Parser<'_> {
         if self.eat_word("SEQUENCE") {
             return self.create_sequence();
         }
-        if self.peek().is_word("TYPE") {
-            return Err(msg::USER_TYPES_NOT_SUPPORTED.err().at_line(self.peek().line));
+        if self.eat_word("TYPE") {
+            let start = self.tokens[self.pos.saturating_sub(2)].start;
+            let name = self.object_name()?;
+            if self.peek().is_word("FROM") || self.peek().is_word("EXTERNAL") {
+                return Err(msg::USER_TYPES_NOT_SUPPORTED.err().at_line(self.peek().line));
+            }
+            self.expect_word("AS")?;
+            self.expect_word("TABLE")?;
+            let elements = self.table_elements(&name)?;
+            let text = self.src[start..self.previous_end()].to_string();
+            let definition = CreateTable {
+                name,
+                columns: elements.columns,
+                constraints: elements.constraints,
+                indexes: elements.indexes,
+            };
+            return Ok(StatementKind::CreateTableType { definition: Box::new(definition), text });
         }
         if self.eat_word("SYNONYM") {
             let start = self.tokens[self.pos.saturating_sub(2)].start;
@@ -150,9 +165,10 @@ impl Parser<'_> {
             }
             "INDEX" => StatementKind::DropIndex { indexes: self.comma_list(Parser::drop_index_item)?, if_exists },
             "SEQUENCE" => StatementKind::DropSequence { names: self.comma_list(Parser::object_name)?, if_exists },
-            "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" | "TRIGGER" | "SYNONYM" => {
+            "PROC" | "PROCEDURE" | "FUNCTION" | "VIEW" | "TRIGGER" | "SYNONYM" | "TYPE" => {
                 let kind = match object.as_str() {
                     "FUNCTION" => ModuleKind::Function,
+                    "TYPE" => ModuleKind::Type,
                     "VIEW" => ModuleKind::View,
                     "TRIGGER" => ModuleKind::Trigger,
                     "SYNONYM" => ModuleKind::Synonym,

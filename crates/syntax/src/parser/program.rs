@@ -532,7 +532,7 @@ impl Parser<'_> {
                 ModuleKind::View => Ok(StatementKind::CreateView(Box::new(self.view(header)?))),
                 ModuleKind::Trigger => Ok(StatementKind::CreateTrigger(Box::new(self.trigger(header)?))),
                 // Not among the kinds above: CREATE SYNONYM is `create`'s.
-                ModuleKind::Synonym => Err(self.error_here()),
+                ModuleKind::Synonym | ModuleKind::Type => Err(self.error_here()),
             };
         }
         if or_alter {

@@ -487,6 +487,7 @@ impl Session {
             value: Value::str(s),
             ty: SqlType::NVarChar(tessera_access::row::MAX),
             output: false,
+            table: None,
         };
         let mut params = vec![nvarchar(text), nvarchar(paramdef)];
         params.extend(args.iter().cloned());
@@ -757,6 +758,7 @@ impl Assignments {
                         value: p.value.clone(),
                         ty: p.ty,
                         output: false,
+                        table: None,
                     });
                     a.columns.push((base, param));
                 }

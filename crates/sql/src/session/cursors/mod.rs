@@ -280,7 +280,7 @@ fn key_match(keyed: &Keyed, key: &[Value]) -> (String, Vec<String>, Vec<RpcParam
         let p = format!("@__k{}", i + 1);
         conditions.push(format!("{} = {p}", quote(name)));
         decls.push(format!("{p} {}", types::type_name(ty)));
-        params.push(RpcParam { name: Some(p), value: value.clone(), ty: *ty, output: false });
+        params.push(RpcParam { name: Some(p), value: value.clone(), ty: *ty, output: false, table: None });
     }
     (conditions.join(" AND "), decls, params)
 }
@@ -303,7 +303,13 @@ fn row_filter(cursor: &Cursor, keyed: &Keyed, target: usize, optimistic: bool) -
             let p = format!("@__o{}", i + 1);
             conditions.push(format!("{} = {p}", quote(base)));
             decls.push(format!("{p} {}", types::type_name(&cursor.columns[i].ty)));
-            params.push(RpcParam { name: Some(p), value: value.clone(), ty: cursor.columns[i].ty, output: false });
+            params.push(RpcParam {
+                name: Some(p),
+                value: value.clone(),
+                ty: cursor.columns[i].ty,
+                output: false,
+                table: None,
+            });
         }
     }
     (conditions.join(" AND "), decls, params)

@@ -266,6 +266,7 @@ impl Runner<'_> {
                 value: value.clone(),
                 ty: *ty,
                 output: false,
+                table: None,
             })
             .collect();
         let cached = self.shared.plans.get_or_parse(&text, tessera_syntax::parser::parse_batch)?;
@@ -469,6 +470,7 @@ impl Runner<'_> {
             value,
             ty,
             output: false,
+            table: None,
         }));
         let mut client = Collected::default();
         let ran = {

@@ -1,6 +1,6 @@
 //! The Microsoft JDBC driver's scenario (`tests/clients/jdbc/Scenario.java`: update
 //! counts, auto-commit off, savepoints, prepared statements and batches, generated keys,
-//! callable statements, parameter types, DatabaseMetaData, server cursors:
+//! callable statements, table-valued parameters, parameter types, DatabaseMetaData, server cursors:
 //! `selectMethod=cursor`, scrollable and updatable result sets) against a real server. Skipped only when java
 //! is missing; the driver's jar comes from Maven Central (`scripts/install-clients.sh`
 //! copies it into `tests/clients/jdbc/lib`).

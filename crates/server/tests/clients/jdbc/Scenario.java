@@ -1,7 +1,7 @@
 // The Microsoft JDBC driver (mssql-jdbc) against a tessera server, as a Java service
 // would use it: update counts, auto-commit off, savepoints, prepared statements and
 // batches, generated keys, callable statements with OUTPUT parameters and a return
-// status, the parameter types the driver sends, DatabaseMetaData (the catalog
+// status, table-valued parameters, the parameter types the driver sends, DatabaseMetaData (the catalog
 // procedures sp_columns_100, sp_pkeys, sp_fkeys, sp_statistics_100, …), and server
 // cursors (selectMethod=cursor, scrollable and updatable result sets: sp_cursoropen,
 // sp_cursorfetch, sp_cursor, …). Run by crates/server/tests/jdbc.rs:
@@ -299,6 +299,32 @@ public class Scenario {
             s.execute("CREATE PROCEDURE touch AS UPDATE items SET flag = 0 WHERE name = 'a'");
             try (CallableStatement cs = c.prepareCall("{call touch}")) {
                 expect(1, cs.executeUpdate(), "update count from inside the procedure");
+            }
+        });
+        check("table-valued parameters (SQLServerDataTable) to a procedure and a statement", () -> {
+            s.execute("CREATE TYPE dbo.SkuQty AS TABLE (sku varchar(20) NOT NULL PRIMARY KEY, qty int NOT NULL)");
+            s.execute("CREATE PROCEDURE total_qty @items dbo.SkuQty READONLY AS SELECT COUNT(*), SUM(qty) FROM @items");
+            com.microsoft.sqlserver.jdbc.SQLServerDataTable items = new com.microsoft.sqlserver.jdbc.SQLServerDataTable();
+            items.addColumnMetadata("sku", Types.VARCHAR);
+            items.addColumnMetadata("qty", Types.INTEGER);
+            items.addRow("a", 2);
+            items.addRow("b", 5);
+            try (com.microsoft.sqlserver.jdbc.SQLServerCallableStatement cs =
+                    (com.microsoft.sqlserver.jdbc.SQLServerCallableStatement) c.prepareCall("{call total_qty(?)}")) {
+                cs.setStructured(1, "dbo.SkuQty", items);
+                try (ResultSet rs = cs.executeQuery()) {
+                    expect(true, rs.next(), "a row");
+                    expect("2 7", rs.getInt(1) + " " + rs.getInt(2), "count and sum of the rows sent");
+                }
+            }
+            try (com.microsoft.sqlserver.jdbc.SQLServerPreparedStatement ps =
+                    (com.microsoft.sqlserver.jdbc.SQLServerPreparedStatement) c.prepareStatement(
+                            "SELECT MAX(sku), SUM(qty) FROM ?")) {
+                ps.setStructured(1, "dbo.SkuQty", items);
+                try (ResultSet rs = ps.executeQuery()) {
+                    expect(true, rs.next(), "a row");
+                    expect("b 7", rs.getString(1) + " " + rs.getInt(2), "the rows through a prepared statement");
+                }
             }
         });
         check("DatabaseMetaData: tables and columns", () -> {

@@ -180,6 +180,7 @@ catalog! {
     TRIGGER_SCHEMA_DIFFERS = 2103, 15, Statement, "Cannot %ls trigger '%.*ls' because its schema is different from the schema of the target table or view.";
     INSTEAD_OF_TRIGGER_EXISTS = 2111, 16, Statement, "Cannot %ls trigger '%.*ls' on %ls '%.*ls' because an INSTEAD OF %ls trigger already exists on this object.";
     INSTEAD_OF_TRIGGER_ON_CASCADE = 2113, 16, Statement, "Cannot %ls INSTEAD OF DELETE or INSTEAD OF UPDATE TRIGGER '%.*ls' on table '%.*ls'. This is because the table has a FOREIGN KEY with cascading DELETE or UPDATE.";
+    XQUERY_SINGLETON_REQUIRED = 2389, 16, Statement, "XQuery [value()]: 'value()' requires a singleton (or empty sequence), found operand of type 'xdt:untypedAtomic *'";
     TRACE_FLAG_NOT_FOUND = 2520, 16, Statement, "Could not find trace flag %d.";
     INVALID_DBCC_STATEMENT = 2526, 16, Statement, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options.";
     DBCC_COMPLETED = 2528, 0, Statement, "DBCC execution completed. If DBCC printed error messages, contact your system administrator.";
@@ -568,7 +569,7 @@ catalog! {
     TOO_MANY_LOGINS = 40530, 16, Statement, "The server already has the most logins it keeps (%d).";
     DATABASE_NAME_NOT_SUPPORTED = 40531, 16, Statement, "The database name '%.*ls' is not supported: a database name is 1 to 128 characters without '/', '\\', tabs, newlines or NUL.";
     DDL_TRIGGERS_NOT_SUPPORTED = 40532, 16, Statement, "DDL triggers (ON DATABASE, ON ALL SERVER) are not supported yet.";
-    XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method is supported with the path \".\" (the text of the document) only, not '%ls'.";
+    XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method reads paths of child and descendant steps by name, attributes, text() and positions, not '%ls'.";
     GENERATE_SERIES_TOO_LONG = 40535, 16, Statement, "GENERATE_SERIES would return more than %d rows, the most tessera makes.";
     GENERATE_SERIES_STEP_ZERO = 40536, 16, Statement, "The step of GENERATE_SERIES cannot be 0.";
     USER_TYPES_NOT_SUPPORTED = 40537, 16, Statement, "Alias types (CREATE TYPE … FROM) and CLR types are not supported yet; table types (CREATE TYPE … AS TABLE) are.";

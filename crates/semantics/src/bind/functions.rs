@@ -269,18 +269,23 @@ impl<'a> Binder<'a> {
 }
 
 impl Binder<'_> {
-    /// `(SELECT … FOR XML …, TYPE).value(path, 'type')`: the document's text (entities
-    /// decoded, tags dropped) as `type`, for the paths that mean the text of the whole
-    /// document ('.', '(./text())[1]' and their like; others are 40534).
+    /// `xml.value(path, 'type')`: the document's text (entities decoded, tags dropped) for
+    /// the paths that mean the text of the whole document ('.', '(./text())[1]' and their
+    /// like), else the value of the node `path` finds (`types::functions::xml`), as
+    /// `type`.
     fn bind_xml_value(&mut self, args: &[ast::Expr]) -> SqlResult<(Expr, SqlType, bool)> {
+        if args.len() != 3 {
+            return Err(msg::SYNTAX_ERROR_NEAR.with(&[&"value"]));
+        }
         let literal = |e: &ast::Expr| match e {
             ast::Expr::Literal(ast::Literal::String { value, .. }) => Some(value.clone()),
             _ => None,
         };
         let path = literal(&args[1]).unwrap_or_default();
         let text_paths = [".", "(.)[1]", "./text()", "(./text())[1]", "text()", "(text())[1]", "(/text())[1]"];
-        if !text_paths.contains(&path.replace(' ', "").as_str()) {
-            return Err(msg::XML_PATH_NOT_SUPPORTED.with(&[&path]));
+        let whole = text_paths.contains(&path.replace(' ', "").as_str());
+        if !whole {
+            types::functions::xml::parse(&path)?;
         }
         let ty_text = literal(&args[2]).ok_or_else(|| msg::SYNTAX_ERROR_NEAR.with(&[&"value"]))?;
         let ast::Expr::Cast { ty, .. } =
@@ -288,9 +293,14 @@ impl Binder<'_> {
         else {
             return Err(msg::SYNTAX_ERROR_NEAR.with(&[&ty_text]));
         };
+        let (function, arguments) = if whole {
+            ("$XML_TEXT", vec![args[0].clone()])
+        } else {
+            ("$XML_NODE_VALUE", vec![args[0].clone(), args[1].clone()])
+        };
         let text = ast::Expr::Function {
-            name: ObjectName(vec![ast::Ident::new("$XML_TEXT")]),
-            args: vec![args[0].clone()],
+            name: ObjectName(vec![ast::Ident::new(function)]),
+            args: arguments,
             distinct: false,
             star: false,
             over: None,

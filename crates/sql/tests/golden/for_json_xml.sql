@@ -35,5 +35,18 @@ FROM people p ORDER BY p.id;
 GO
 SELECT 1 + 1 FOR JSON PATH;
 GO
+-- value() reads one node (2389 for a path that may find several): an element's text, an
+-- attribute, the n-th of several, a descendant.
 SELECT (SELECT 1 AS a FOR XML PATH(''), TYPE).value('/a', 'int');
+GO
+SELECT (SELECT 1 AS a FOR XML PATH(''), TYPE).value('(/a)[1]', 'int') AS a,
+       (SELECT id AS '@id', name FROM people ORDER BY id FOR XML PATH('person'), ROOT('people'), TYPE)
+           .value('(/people/person/@id)[2]', 'int') AS second_id,
+       (SELECT id AS '@id', name FROM people ORDER BY id FOR XML PATH('person'), ROOT('people'), TYPE)
+           .value('(//name)[2]', 'varchar(20)') AS second_name,
+       (SELECT id AS '@id', name FROM people ORDER BY id FOR XML PATH('person'), ROOT('people'), TYPE)
+           .value('/people[1]/person[1]/name[1]', 'varchar(20)') AS first_name,
+       (SELECT id FROM people ORDER BY id FOR XML PATH(''), TYPE).value('(/nothing)[1]', 'int') AS missing;
+GO
+SELECT (SELECT 1 AS a FOR XML PATH(''), TYPE).value('count(/a)', 'int');
 GO

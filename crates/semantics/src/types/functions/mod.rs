@@ -60,6 +60,7 @@ mod string;
 mod system;
 #[cfg(test)]
 mod tests;
+pub mod xml;
 mod zone;
 
 pub use datepart::{date_part, DatePart};
@@ -189,6 +190,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "$PARSE" | "$TRY_PARSE" => (3, 3),
         "$AT_TIME_ZONE" => (2, 2),
         "ISJSON" | "$XML_TEXT" => (1, 1),
+        "$XML_NODE_VALUE" => (2, 2),
         "$BIT" => (2, 2),
         "JSON_VALUE" => (2, 2),
         "JSON_QUERY" => (1, 2),
@@ -337,7 +339,7 @@ pub fn function_type(name: &str, args: &[SqlType]) -> SqlResult<Option<SqlType>>
             T::NVarChar(4000)
         }
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => json::json_type(name),
-        "$XML_TEXT" => T::NVarChar(MAX),
+        "$XML_TEXT" | "$XML_NODE_VALUE" => T::NVarChar(MAX),
         // Bit `args[1]` of `args[0]` (GROUPING over the grouping bits).
         "$BIT" => T::Int,
         // The argument type of highest precedence; each argument must convert to it.
@@ -595,6 +597,10 @@ pub fn call_function(
         }
         "ISJSON" | "JSON_VALUE" | "JSON_QUERY" | "JSON_MODIFY" => call.json(),
         "$XML_TEXT" => Ok(call.text(0)?.map_or(Value::Null, |x| Value::str(&xml_text(&x)))),
+        "$XML_NODE_VALUE" => match (call.text(0)?, call.text(1)?) {
+            (Some(doc), Some(path)) => Ok(xml::parse(&path)?.value(&doc).map_or(Value::Null, |v| Value::str(&v))),
+            _ => Ok(Value::Null),
+        },
         "$BIT" => {
             let (v, b) = (or_null!(call.int(0)?), or_null!(call.int(1)?));
             Ok(Value::Int((v >> b) & 1))

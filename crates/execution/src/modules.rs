@@ -276,35 +276,53 @@ pub fn trigger_site(
     Ok((name, TriggerSite { parent: found.id, instead_of: ct.instead_of }))
 }
 
-/// `ENABLE | DISABLE TRIGGER {names | ALL} ON table`, in the session's transaction.
-pub fn enable_triggers(ctx: &mut ExecCtx, table: &ObjectName, names: &[ObjectName], enable: bool) -> SqlResult<()> {
-    let b = Binder::new(ctx.shared, ctx.session, &[]);
-    let shown = table.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
-    let (db, schema, object) = b.qualify(table)?;
-    if !ctx.shared.engine.exists(&db) {
-        return Err(msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]));
-    }
-    let database = ctx.shared.database(&db)?;
-    let catalog = ctx.catalog(&database)?;
-    let Some(found) = trigger_parent(&catalog, &schema, &object) else {
-        return Err(msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]));
+/// `ENABLE | DISABLE TRIGGER {names | ALL} ON {table | DATABASE}` (`table` None: the
+/// current database's DDL triggers), in the session's transaction.
+pub fn enable_triggers(
+    ctx: &mut ExecCtx,
+    table: Option<&ObjectName>,
+    names: &[ObjectName],
+    enable: bool,
+) -> SqlResult<()> {
+    let (database, on_table) = match table {
+        Some(table) => {
+            let b = Binder::new(ctx.shared, ctx.session, &[]);
+            let shown = table.0.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join(".");
+            let (db, schema, object) = b.qualify(table)?;
+            if !ctx.shared.engine.exists(&db) {
+                return Err(msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]));
+            }
+            let database = ctx.shared.database(&db)?;
+            let catalog = ctx.catalog(&database)?;
+            let Some(found) = trigger_parent(&catalog, &schema, &object) else {
+                return Err(msg::OBJECT_INVALID_FOR_OPERATION.with(&[&shown]));
+            };
+            let on_table: Vec<(String, String)> =
+                catalog.triggers_on(found.id).map(|m| (m.schema.clone(), m.name.clone())).collect();
+            (database, on_table)
+        }
+        None => {
+            let database = ctx.shared.database(&ctx.session.database.clone())?;
+            let catalog = ctx.catalog(&database)?;
+            let on_database = ddl_triggers(&catalog).iter().map(|m| (m.schema.clone(), m.name.clone())).collect();
+            (database, on_database)
+        }
     };
-    let on_table: Vec<String> = catalog.triggers_on(found.id).map(|m| m.name.clone()).collect();
-    let chosen: Vec<String> = if names.is_empty() {
+    let chosen: Vec<(String, String)> = if names.is_empty() {
         on_table
     } else {
         let mut chosen = Vec::with_capacity(names.len());
         for n in names {
             let wanted = &n.name().value;
-            match on_table.iter().find(|t| t.eq_ignore_ascii_case(wanted)) {
+            match on_table.iter().find(|(_, t)| t.eq_ignore_ascii_case(wanted)) {
                 Some(t) => chosen.push(t.clone()),
                 None => return Err(msg::INDEX_TABLE_NOT_FOUND.with(&[wanted])),
             }
         }
         chosen
     };
-    for trigger in chosen {
-        redefine(ctx, &database, &found.schema, &trigger, |m| {
+    for (schema, trigger) in chosen {
+        redefine(ctx, &database, &schema, &trigger, |m| {
             m.disabled = !enable;
             m.modified = catalog::now_epoch();
             Ok(())
@@ -372,6 +390,20 @@ fn type_user(ctx: &ExecCtx, catalog: &Catalog, ty: &Module) -> Option<String> {
         };
         params.iter().any(|p| names_type(m, &p.ty.name)).then(|| m.name.clone())
     })
+}
+
+/// The DDL triggers of a database (triggers on no table or view), oldest first.
+pub fn ddl_triggers(catalog: &Catalog) -> Vec<Arc<Module>> {
+    let mut found: Vec<Arc<Module>> = catalog
+        .objects()
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::Module(m) if m.kind == ModuleKind::Trigger && m.parent.is_none() => Some(m.clone()),
+            _ => None,
+        })
+        .collect();
+    found.sort_by_key(|m| m.id);
+    found
 }
 
 /// Locks the object `schema.name` (if there is one) for a change to the end of the

@@ -691,6 +691,8 @@ pub struct SessionState {
     /// The rows of the table-valued parameters an RPC sent, by the name of the variable
     /// the RPC's EXEC passes each as (`@__rpc2`), taken when the call binds its arguments.
     pub table_arguments: HashMap<String, TableRows>,
+    /// The events of the DDL triggers running (what EVENTDATA() gives), innermost last.
+    pub events: Vec<String>,
     /// Set while a statement whose target has triggers runs: the rows it changes.
     pub transitions: Option<Transitions>,
     /// The triggers running, innermost last.
@@ -833,6 +835,7 @@ impl SessionState {
             prepared: HashMap::new(),
             bulk_rows: None,
             table_arguments: HashMap::new(),
+            events: Vec::new(),
             transitions: None,
             triggers: Vec::new(),
             bulk_target: None,

@@ -317,12 +317,13 @@ pub enum StatementKind {
     /// `DROP PROC|PROCEDURE|FUNCTION|VIEW [IF EXISTS] a, b`
     CreateTrigger(Box<CreateTrigger>),
     /// `ENABLE | DISABLE TRIGGER {name, … | ALL} ON {table | DATABASE}`, and ALTER TABLE's
-    /// `ENABLE | DISABLE TRIGGER {ALL | name, …}`; `names` empty is ALL, `table` None is
-    /// DATABASE.
+    /// `ENABLE | DISABLE TRIGGER {ALL | name, …} ON {table | DATABASE | ALL SERVER}`;
+    /// `names` empty is ALL, `table` None is DATABASE (or ALL SERVER: `all_server`).
     EnableTrigger {
         enable: bool,
         names: Vec<ObjectName>,
         table: Option<ObjectName>,
+        all_server: bool,
     },
     DropModule {
         kind: ModuleKind,
@@ -1106,7 +1107,8 @@ impl ModuleKind {
 }
 
 /// `CREATE [OR ALTER] | ALTER TRIGGER name ON table [WITH EXECUTE AS …] {FOR | AFTER |
-/// INSTEAD OF} {INSERT, UPDATE, DELETE} [NOT FOR REPLICATION] AS body`
+/// INSTEAD OF} {INSERT, UPDATE, DELETE} [NOT FOR REPLICATION] AS body`, or a DDL trigger
+/// `… ON {DATABASE | ALL SERVER} {FOR | AFTER} event_type_or_group, … AS body`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CreateTrigger {
     pub or_alter: bool,
@@ -1114,8 +1116,13 @@ pub struct CreateTrigger {
     pub name: ObjectName,
     /// The table (or view) it is on; None for a DDL trigger (`ON DATABASE`, `ON ALL SERVER`).
     pub table: Option<ObjectName>,
+    /// A DDL trigger `ON ALL SERVER` (not ON DATABASE).
+    pub all_server: bool,
     pub instead_of: bool,
     pub events: TriggerEvents,
+    /// A DDL trigger's event types and groups, upper-cased (`CREATE_TABLE`,
+    /// `DDL_TABLE_EVENTS`).
+    pub ddl_events: Vec<String>,
     pub execute_as: ModuleExecuteAs,
     pub body: Vec<Statement>,
     /// The statement's source text (sys.sql_modules).

@@ -147,6 +147,7 @@ catalog! {
     WITH_TIES_WITHOUT_ORDER_BY = 1062, 15, Statement, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause.";
     NOLOCK_ON_TARGET_TABLE = 1065, 15, Statement, "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements.";
     SHOWPLAN_NOT_ALONE = 1067, 15, Statement, "The SET SHOWPLAN statements must be the only statements in the batch.";
+    INVALID_EVENT_TYPE = 1084, 15, Statement, "'%.*ls' is an invalid event type.";
     UNDECLARED_TABLE_VARIABLE = 1087, 15, Statement, "Must declare the table variable \"%.*ls\".";
     INDEX_TABLE_NOT_FOUND = 1088, 16, Statement, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions.";
     FILEGROUP_FULL = 1105, 17, Statement, "Could not allocate space for object in database '%.*ls' because the 'PRIMARY' filegroup is full.";
@@ -568,7 +569,7 @@ catalog! {
     EXECUTE_AS_TVF_NOT_SUPPORTED = 40529, 16, Statement, "EXECUTE AS on table-valued functions and views is not supported yet.";
     TOO_MANY_LOGINS = 40530, 16, Statement, "The server already has the most logins it keeps (%d).";
     DATABASE_NAME_NOT_SUPPORTED = 40531, 16, Statement, "The database name '%.*ls' is not supported: a database name is 1 to 128 characters without '/', '\\', tabs, newlines or NUL.";
-    DDL_TRIGGERS_NOT_SUPPORTED = 40532, 16, Statement, "DDL triggers (ON DATABASE, ON ALL SERVER) are not supported yet.";
+    DDL_TRIGGERS_NOT_SUPPORTED = 40532, 16, Statement, "Server-level DDL triggers (ON ALL SERVER) are not supported; DDL triggers ON DATABASE are.";
     XML_PATH_NOT_SUPPORTED = 40534, 16, Statement, "The xml value() method reads paths of child and descendant steps by name, attributes, text() and positions, not '%ls'.";
     GENERATE_SERIES_TOO_LONG = 40535, 16, Statement, "GENERATE_SERIES would return more than %d rows, the most tessera makes.";
     GENERATE_SERIES_STEP_ZERO = 40536, 16, Statement, "The step of GENERATE_SERIES cannot be 0.";

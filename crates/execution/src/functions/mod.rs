@@ -38,6 +38,7 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             _ => Value::Bit(false),
         },
         SessionFn::ColumnsUpdated => s.triggers.last().map_or(Value::Null, |f| f.columns_updated()),
+        SessionFn::EventData => s.events.last().map_or(Value::Null, |e| Value::str(e)),
         SessionFn::TriggerNestLevel => match args.first() {
             Some(Value::Int(id)) => {
                 Value::Int(s.triggers.iter().filter(|f| i64::from(f.trigger) == *id).count() as i64)

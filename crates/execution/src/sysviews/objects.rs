@@ -391,13 +391,17 @@ pub(super) static TRIGGERS: ViewDef<13> = ViewDef {
         let mut out = Vec::new();
         for o in catalog.objects() {
             let Object::Module(m) = o else { continue };
-            let Some(parent) = m.parent else { continue };
+            if m.kind != ModuleKind::Trigger {
+                continue;
+            }
+            // A DDL trigger's parent is the database (class 0).
+            let (class, class_desc) = if m.parent.is_some() { (1, "OBJECT_OR_COLUMN") } else { (0, "DATABASE") };
             out.push([
                 s(&m.name),
                 int(i64::from(m.id)),
-                Value::Int(1),
-                s("OBJECT_OR_COLUMN"),
-                int(i64::from(parent)),
+                Value::Int(class),
+                s(class_desc),
+                int(i64::from(m.parent.unwrap_or(0))),
                 s("TR"),
                 s(m.kind.type_desc()),
                 datetime(m.created),

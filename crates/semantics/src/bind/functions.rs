@@ -170,6 +170,7 @@ impl<'a> Binder<'a> {
             | "INDEXKEY_PROPERTY"
             | "TYPEPROPERTY"
             | "COLUMNS_UPDATED"
+            | "EVENTDATA"
             | "TRIGGER_NESTLEVEL" => {
                 match fname.as_str() {
                     "LOGINPROPERTY" => arity(2)?,
@@ -316,6 +317,7 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
     Some(match name {
         "COLUMNS_UPDATED" => (ColumnsUpdated, SqlType::VarBinary(128)),
         "TRIGGER_NESTLEVEL" => (TriggerNestLevel, SqlType::Int),
+        "EVENTDATA" => (EventData, SqlType::NVarChar(tessera_types::MAX)),
         "DB_NAME" => (DbName, nv),
         "DB_ID" => (DbId, SqlType::SmallInt),
         "OBJECT_ID" => (ObjectId, SqlType::Int),

@@ -15,6 +15,8 @@ pub enum SessionFn {
     ColumnUpdated,
     ColumnsUpdated,
     TriggerNestLevel,
+    /// In a DDL trigger: `EVENTDATA()`, the event as XML.
+    EventData,
     TypeName,
     TypeId,
     RowCount,

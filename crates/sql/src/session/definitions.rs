@@ -182,6 +182,26 @@ impl Runner<'_> {
                     tessera_execution::modules::define(ctx, def)
                 })?;
             }
+            StatementKind::CreateTrigger(ct) if ct.table.is_none() => {
+                if ct.all_server {
+                    return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err());
+                }
+                super::ddl_triggers::check_events(&ct.ddl_events)?;
+                self.check_ddl_trigger_permission()?;
+                self.check_module_execute_as(&ct.execute_as)?;
+                let text = ct.text.clone();
+                self.with_ctx(|ctx| {
+                    let def = Definition {
+                        name: &ct.name,
+                        kind: ModuleKind::Trigger,
+                        or_alter: ct.or_alter,
+                        alter: ct.alter,
+                        text: &text,
+                        trigger: None,
+                    };
+                    tessera_execution::modules::define(ctx, def)
+                })?;
+            }
             StatementKind::CreateTrigger(ct) => {
                 let Some(table) = &ct.table else { return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err()) };
                 self.check_alter(table, || msg::OBJECT_INVALID_FOR_OPERATION.with(&[&object_shown(table)]))?;
@@ -200,9 +220,17 @@ impl Runner<'_> {
                     tessera_execution::modules::define(ctx, def)
                 })?;
             }
-            StatementKind::EnableTrigger { enable, names, table } => {
-                let Some(table) = table else { return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err()) };
-                self.check_alter(table, || msg::OBJECT_INVALID_FOR_OPERATION.with(&[&object_shown(table)]))?;
+            StatementKind::EnableTrigger { enable, names, table, all_server } => {
+                if *all_server {
+                    return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err());
+                }
+                match table {
+                    Some(table) => {
+                        self.check_alter(table, || msg::OBJECT_INVALID_FOR_OPERATION.with(&[&object_shown(table)]))?
+                    }
+                    None => self.check_ddl_trigger_permission()?,
+                }
+                let table = table.as_ref();
                 self.with_ctx(|ctx| tessera_execution::modules::enable_triggers(ctx, table, names, *enable))?;
             }
             StatementKind::DropModule { kind, names, if_exists } => {

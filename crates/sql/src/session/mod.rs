@@ -31,6 +31,7 @@ mod compile;
 mod control;
 mod cursors;
 mod dbcc;
+mod ddl_triggers;
 mod definitions;
 mod describe;
 mod errors;

@@ -271,6 +271,7 @@ impl Runner<'_> {
             }
             StatementKind::Execute(_) | StatementKind::ExecuteString(_) => unreachable!("EXEC runs in run_one"),
         }
+        self.fire_ddl_triggers(s)?;
         Ok(Flow::Next)
     }
 

@@ -148,7 +148,7 @@ impl Runner<'_> {
             let columns = f.table.columns.len();
             if f.events.insert {
                 let frame = frame(f, Vec::new(), t.inserted.clone(), vec![true; columns]);
-                self.run_trigger(s, f, frame, count)?;
+                self.run_trigger(s, &f.module, &f.db, Some(frame), count)?;
             }
             if f.events.update {
                 let mut updated = vec![false; columns];
@@ -156,33 +156,46 @@ impl Runner<'_> {
                     updated[c] = true;
                 }
                 let (deleted, inserted) = t.updated.iter().cloned().unzip();
-                self.run_trigger(s, f, frame(f, deleted, inserted, updated), count)?;
+                self.run_trigger(s, &f.module, &f.db, Some(frame(f, deleted, inserted, updated)), count)?;
             }
             if f.events.delete {
                 let frame = frame(f, t.deleted.clone(), Vec::new(), vec![false; columns]);
-                self.run_trigger(s, f, frame, count)?;
+                self.run_trigger(s, &f.module, &f.db, Some(frame), count)?;
             }
         }
         Ok(())
     }
 
-    fn run_trigger(&mut self, s: &Statement, f: &Firing, frame: TriggerFrame, count: u64) -> SqlResult<()> {
-        let cached = self.shared.plans.get_or_parse(&f.module.text, tessera_syntax::parser::parse_batch)?;
+    /// Runs trigger `module` of database `db` after a statement that changed `count` rows:
+    /// a DML trigger with its frame (`inserted`, `deleted`), a DDL trigger with none (its
+    /// event is the session's last, for EVENTDATA()).
+    pub(super) fn run_trigger(
+        &mut self,
+        s: &Statement,
+        module: &Module,
+        db: &str,
+        frame: Option<TriggerFrame>,
+        count: u64,
+    ) -> SqlResult<()> {
+        let cached = self.shared.plans.get_or_parse(&module.text, tessera_syntax::parser::parse_batch)?;
         let Some(StatementKind::CreateTrigger(ct)) = cached.batch.statements.first().map(|st| &st.kind) else {
-            return Err(tessera_semantics::bind::invalid_object(&f.module.name));
+            return Err(tessera_semantics::bind::invalid_object(&module.name));
         };
         // Its statements chain from its owner, as a procedure's.
-        let security = self.shared.access(self.state, &f.db)?.0;
-        let owner = security.schema_owner(&f.module.schema).unwrap_or(tessera_security::principals::DBO_ID);
+        let security = self.shared.access(self.state, db)?.0;
+        let owner = security.schema_owner(&module.schema).unwrap_or(tessera_security::principals::DBO_ID);
         let context = super::permissions::ModuleContext {
-            db: f.db.clone(),
-            schema: f.module.schema.clone(),
+            db: db.to_string(),
+            schema: module.schema.clone(),
             owner,
-            altered_by: f.module.altered_by,
+            altered_by: module.altered_by,
         };
         let outer = self.state.nest_level;
         self.enter_module_context(&context, &ct.execute_as)?;
-        self.state.triggers.push(frame);
+        let framed = frame.is_some();
+        if let Some(frame) = frame {
+            self.state.triggers.push(frame);
+        }
         self.state.rowcount = count as i64;
         let autocommit = self.state.txns.count == 0;
         if autocommit {
@@ -190,9 +203,11 @@ impl Runner<'_> {
         }
         let xact_abort = std::mem::replace(&mut self.state.options.xact_abort, true);
         self.invoking_trigger = true;
-        let result = self.invoke(s, &cached, &[], &ct.body, Some(&f.module.name), &f.db, Vec::new(), Some(context));
+        let result = self.invoke(s, &cached, &[], &ct.body, Some(&module.name), db, Vec::new(), Some(context));
         self.state.options.xact_abort = xact_abort;
-        self.state.triggers.pop();
+        if framed {
+            self.state.triggers.pop();
+        }
         super::permissions::end_contexts_below(self.state, outer);
         let ended = self.state.txns.count == 0;
         if autocommit && !ended {

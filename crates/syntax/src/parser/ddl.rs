@@ -135,7 +135,7 @@ impl Parser<'_> {
             let enable = self.advance().is_word("ENABLE");
             self.expect_word("TRIGGER")?;
             let names = if self.eat_word("ALL") { vec![] } else { self.comma_list(Parser::object_name)? };
-            return Ok(StatementKind::EnableTrigger { enable, names, table: Some(table) });
+            return Ok(StatementKind::EnableTrigger { enable, names, table: Some(table), all_server: false });
         }
         let action = self.alter_table_action(&table)?;
         Ok(StatementKind::AlterTable { table, action })
@@ -175,9 +175,13 @@ impl Parser<'_> {
                     _ => ModuleKind::Procedure,
                 };
                 let names = self.comma_list(Parser::object_name)?;
-                // `DROP TRIGGER t ON DATABASE`: a DDL trigger, which tessera does not have.
-                if kind == ModuleKind::Trigger && self.peek().is_word("ON") {
-                    return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err());
+                // `DROP TRIGGER t ON DATABASE`: a DDL trigger (named as a DML one is); ON ALL
+                // SERVER is a server's, which tessera does not have.
+                if kind == ModuleKind::Trigger && self.eat_word("ON") {
+                    if self.eat_words(&["ALL", "SERVER"]) {
+                        return Err(msg::DDL_TRIGGERS_NOT_SUPPORTED.err());
+                    }
+                    self.expect_word("DATABASE")?;
                 }
                 StatementKind::DropModule { kind, names, if_exists }
             }

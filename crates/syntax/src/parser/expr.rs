@@ -302,7 +302,7 @@ impl Parser<'_> {
             TokenKind::Binary(bytes) => Literal::Binary(bytes),
             TokenKind::Variable => {
                 self.pos += 1;
-                return Ok(Expr::Variable(token.text.to_string()));
+                return self.xml_value_method(Expr::Variable(token.text.to_string()));
             }
             TokenKind::GlobalVariable => {
                 self.pos += 1;
@@ -326,10 +326,18 @@ impl Parser<'_> {
             Expr::Nested(boxed(self.expr()?))
         };
         self.expect_punct(Punct::RParen)?;
-        // `(SELECT … FOR XML …, TYPE).value('.', 'type')`: the xml value() method, kept as
-        // the internal function `$XML_VALUE(document, path, type)`.
+        if matches!(expr, Expr::Subquery(_)) {
+            return self.xml_value_method(expr);
+        }
+        Ok(expr)
+    }
+
+    /// `document.value(path, type)` after a subquery (`(SELECT … FOR XML …, TYPE)`) or a
+    /// variable: the xml value() method, kept as the internal function
+    /// `$XML_VALUE(document, path, type)`; else the document alone.
+    fn xml_value_method(&mut self, expr: Expr) -> Result<Expr> {
         let method = self.peek().is_punct(Punct::Dot) && self.peek_nth(1).is_word("value");
-        if method && matches!(expr, Expr::Subquery(_)) && self.peek_nth(2).is_punct(Punct::LParen) {
+        if method && self.peek_nth(2).is_punct(Punct::LParen) {
             self.pos += 3;
             let path = self.expr()?;
             self.expect_punct(Punct::Comma)?;

@@ -576,11 +576,8 @@ impl Parser<'_> {
     fn trigger(&mut self, header: ModuleHeader) -> Result<CreateTrigger> {
         let name = self.object_name()?;
         self.expect_word("ON")?;
-        let table = if self.eat_word("DATABASE") || self.eat_words(&["ALL", "SERVER"]) {
-            None
-        } else {
-            Some(self.object_name()?)
-        };
+        let all_server = self.eat_words(&["ALL", "SERVER"]);
+        let table = if all_server || self.eat_word("DATABASE") { None } else { Some(self.object_name()?) };
         let execute_as = self.module_options()?.0;
         let instead_of = if self.eat_words(&["INSTEAD", "OF"]) {
             true
@@ -591,9 +588,10 @@ impl Parser<'_> {
             false
         };
         let mut events = TriggerEvents::default();
+        let mut ddl_events = Vec::new();
         if table.is_none() {
             // A DDL trigger's event types and groups (CREATE_TABLE, DDL_DATABASE_LEVEL_EVENTS…).
-            self.comma_list(Parser::any_word)?;
+            ddl_events = self.comma_list(Parser::any_word)?.into_iter().map(|w| w.value.to_uppercase()).collect();
         } else {
             loop {
                 let event = if self.eat_word("INSERT") {
@@ -620,8 +618,10 @@ impl Parser<'_> {
             alter: header.alter,
             name,
             table,
+            all_server,
             instead_of,
             events,
+            ddl_events,
             execute_as,
             body,
             text,
@@ -634,12 +634,9 @@ impl Parser<'_> {
         self.expect_word("TRIGGER")?;
         let names = if self.eat_word("ALL") { vec![] } else { self.comma_list(Parser::object_name)? };
         self.expect_word("ON")?;
-        let table = if self.eat_word("DATABASE") || self.eat_words(&["ALL", "SERVER"]) {
-            None
-        } else {
-            Some(self.object_name()?)
-        };
-        Ok(StatementKind::EnableTrigger { enable, names, table })
+        let all_server = self.eat_words(&["ALL", "SERVER"]);
+        let table = if all_server || self.eat_word("DATABASE") { None } else { Some(self.object_name()?) };
+        Ok(StatementKind::EnableTrigger { enable, names, table, all_server })
     }
 
     /// `@name [AS] type [VARYING] [= default] [OUT|OUTPUT] [READONLY]`

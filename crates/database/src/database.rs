@@ -129,6 +129,9 @@ pub struct DatabaseOptions {
     /// committed when they began instead of waiting for writers' locks
     /// (`sys.databases.is_read_committed_snapshot_on`).
     pub read_committed_snapshot: bool,
+    /// `RECURSIVE_TRIGGERS ON`: an AFTER trigger fires again through its own changes of
+    /// its table (`sys.databases.is_recursive_triggers_on`).
+    pub recursive_triggers: bool,
     /// What the database's requests may use (tessera extensions, set with ALTER
     /// DATABASE).
     pub limits: ResourceLimits,

@@ -370,6 +370,7 @@ fn decode_entry(line: &str) -> Option<Entry> {
             db_chaining: flag(21, "DB_CHAINING")?,
             allow_snapshot_isolation: flag(22, "ALLOW_SNAPSHOT_ISOLATION")?,
             read_committed_snapshot: flag(23, "READ_COMMITTED_SNAPSHOT")?,
+            recursive_triggers: flag(24, "RECURSIVE_TRIGGERS")?,
         },
         state: match f.get(6) {
             None | Some(&"ONLINE") | Some(&DETACHED) => DbState::Online,
@@ -397,7 +398,7 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
     let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
     let _ = write!(
         out,
-        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "{op}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         e.name,
         e.id,
         e.data_path.display(),
@@ -421,7 +422,8 @@ fn encode_entry(out: &mut String, op: char, e: &Entry) -> Result<()> {
         number(o.limits.max_tempdb_mb),
         if o.db_chaining { "DB_CHAINING" } else { "" },
         if o.allow_snapshot_isolation { "ALLOW_SNAPSHOT_ISOLATION" } else { "" },
-        if o.read_committed_snapshot { "READ_COMMITTED_SNAPSHOT" } else { "" }
+        if o.read_committed_snapshot { "READ_COMMITTED_SNAPSHOT" } else { "" },
+        if o.recursive_triggers { "RECURSIVE_TRIGGERS" } else { "" }
     );
     Ok(())
 }
@@ -459,6 +461,7 @@ mod tests {
                     max_tempdb_mb: id.is_multiple_of(7).then_some(id * 5),
                 },
                 db_chaining: id.is_multiple_of(2),
+                recursive_triggers: id.is_multiple_of(5),
                 ..DatabaseOptions::default()
             },
             state: DbState::Online,

@@ -26,6 +26,8 @@ pub const CONTAINED_AUTHENTICATION: &str = "contained database authentication";
 /// Whether ownership chains cross between every two databases (otherwise only between
 /// two with DB_CHAINING ON).
 pub const CROSS_DB_CHAINING: &str = "cross db ownership chaining";
+/// Whether a trigger's changes fire AFTER triggers (0: they cascade to none).
+pub const NESTED_TRIGGERS: &str = "nested triggers";
 const LOCKOUT_DURATION: &str = "login lockout duration (min)";
 
 /// Storage tree in master holding the configured values.
@@ -185,6 +187,16 @@ pub const OPTIONS: &[OptionDef] = &[
         dynamic: true,
         advanced: false,
         description: "Enables contained databases and contained authentication",
+    },
+    OptionDef {
+        id: 115,
+        name: NESTED_TRIGGERS,
+        minimum: 0,
+        maximum: 1,
+        default: 1,
+        dynamic: true,
+        advanced: false,
+        description: "Allow triggers to be invoked within triggers",
     },
     OptionDef {
         id: 518,

@@ -226,6 +226,7 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
                         };
                     }
                     "ALLOW_SNAPSHOT_ISOLATION" => options.allow_snapshot_isolation = on_off(value)?,
+                    "RECURSIVE_TRIGGERS" => options.recursive_triggers = on_off(value)?,
                     "READ_COMMITTED_SNAPSHOT" => {
                         // master's readers never read versions, as in SQL Server.
                         if n.eq_ignore_ascii_case("master") {

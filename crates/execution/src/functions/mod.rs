@@ -320,6 +320,7 @@ impl ExecCtx<'_> {
             "useraccess" => Value::str("MULTI_USER"),
             "collation" => Value::str(DEFAULT_COLLATION),
             "version" => Value::str("957"),
+            "isrecursivetriggersenabled" => Value::Int(i64::from(d.options.recursive_triggers)),
             _ => Value::Null,
         }
     }

@@ -8,7 +8,7 @@ use tessera_semantics::plan::Col;
 use tessera_semantics::types::SqlType::*;
 use tessera_semantics::types::Value;
 
-pub(super) static DATABASES: ViewDef<19> = ViewDef {
+pub(super) static DATABASES: ViewDef<20> = ViewDef {
     schema: "sys",
     name: "databases",
     columns: [
@@ -31,13 +31,14 @@ pub(super) static DATABASES: ViewDef<19> = ViewDef {
         col("delayed_durability_desc", NVarChar(60), true),
         col("owner_sid", VarBinary(85), true),
         col("is_db_chaining_on", Bit, true),
+        col("is_recursive_triggers_on", Bit, true),
     ],
     rows: databases,
 };
 
 /// Every database the session may see, from the registry: none is opened to be listed (a
 /// closed one's log waits for nothing).
-fn databases(ctx: &ExecCtx, _db: &str) -> Rows<19> {
+fn databases(ctx: &ExecCtx, _db: &str) -> Rows<20> {
     let mut out = Vec::new();
     for d in ctx.shared.visible_databases(ctx.session) {
         let o = &d.options;
@@ -70,6 +71,7 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<19> {
             s(dd),
             Value::Binary(d.options.owner_sid.clone().unwrap_or_else(|| vec![1]).into()),
             bit(o.db_chaining),
+            bit(o.recursive_triggers),
         ]);
     }
     Ok(out)

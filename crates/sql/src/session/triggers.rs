@@ -13,8 +13,9 @@
 //! statement's counts as one: @@TRANCOUNT is 1 inside), under XACT_ABORT as SQL Server
 //! runs triggers: an error in it rolls the transaction back and ends the batch. A
 //! transaction a trigger ends (ROLLBACK, COMMIT) ends the batch with 3609. A trigger does
-//! not fire itself again through its own changes (RECURSIVE_TRIGGERS OFF); other triggers
-//! nest up to 32 levels (217).
+//! not fire itself again through its own changes unless its database has
+//! RECURSIVE_TRIGGERS ON; other triggers nest up to 32 levels (217), unless the server's
+//! `nested triggers` option is 0 (a trigger's changes then fire no AFTER trigger).
 
 use super::{Runner, Stop};
 use std::sync::Arc;
@@ -48,8 +49,15 @@ impl Runner<'_> {
         if self.state.bulk_rows.is_some() {
             return Ok(Vec::new());
         }
+        // With `nested triggers` 0 a trigger's changes fire no AFTER trigger.
+        let nested = self.shared.config.run_value(tessera_execution::config::NESTED_TRIGGERS) != Some(0);
+        if !self.state.triggers.is_empty() && !nested {
+            return Ok(Vec::new());
+        }
         let running = self.state.triggers.last().map(|f| f.trigger);
         let found = self.triggers_on(target, false)?;
+        // RECURSIVE_TRIGGERS ON: a trigger fires again through its own changes.
+        let recursive = self.shared.database(&found.db)?.options().recursive_triggers;
         if found.triggers.is_empty() {
             return Ok(Vec::new());
         }
@@ -58,7 +66,7 @@ impl Runner<'_> {
         }
         let mut fires = Vec::new();
         for (module, on) in found.triggers {
-            if Some(module.id) == running {
+            if Some(module.id) == running && !recursive {
                 continue;
             }
             let on = TriggerEvents {

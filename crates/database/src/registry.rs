@@ -24,7 +24,9 @@
 //! buffer-pool limit and the tempdb quota in MiB (entries written before the first have
 //! 15 fields, before the next two 16, before the CPU share 18, before the last two 19),
 //! then `DB_CHAINING` for a database that lets ownership chains cross into it, empty
-//! otherwise (entries written before it have 21 fields).
+//! otherwise (entries written before it have 21 fields), then likewise
+//! `ALLOW_SNAPSHOT_ISOLATION` and `READ_COMMITTED_SNAPSHOT` (before them: 22 fields) and
+//! `RECURSIVE_TRIGGERS` (before it: 24 fields).
 //!
 //! A crash while a line is appended leaves it torn: the last line, without its newline
 //! or with a CRC that does not match, is not a change that happened (it was never
@@ -305,7 +307,7 @@ const DETACHED: &str = "DETACHED";
 
 fn decode_entry(line: &str) -> Option<Entry> {
     let f: Vec<&str> = line.split('\t').collect();
-    if ![6, 7, 13, 14, 15, 16, 18, 19, 21, 22, 24].contains(&f.len()) {
+    if ![6, 7, 13, 14, 15, 16, 18, 19, 21, 22, 24, 25].contains(&f.len()) {
         return None;
     }
     let size = |k: usize| -> Option<Option<u64>> {

@@ -333,6 +333,7 @@ catalog! {
     MUTATOR_ON_NULL = 5302, 16, Statement, "Mutator '%.*ls' on '%.*ls' cannot be called on a null value.";
     WINDOW_ORDER_BY_POSITION = 5308, 15, Statement, "Windowed functions, aggregates and NEXT VALUE FOR functions do not support integer indices as ORDER BY clause expressions.";
     SYNONYM_INVALID_OBJECT = 5313, 16, Statement, "Synonym '%.*ls' refers to an invalid object.";
+    MERGE_INSTEAD_OF_PARTIAL = 5316, 16, Statement, "The target '%.*ls' of the MERGE statement has an INSTEAD OF trigger on some, but not all, of the actions specified in the MERGE statement. In a MERGE statement, if any action has an enabled INSTEAD OF trigger in the target, then all actions must have enabled INSTEAD OF triggers.";
     DATABASE_CONTEXT_CHANGED = 5701, 0, Statement, "Changed database context to '%.*ls'.";
     LANGUAGE_CHANGED = 5703, 0, Statement, "Changed language setting to us_english.";
     RECONFIGURE_PERMISSION_DENIED = 5812, 16, Statement, "You do not have permission to run the RECONFIGURE statement.";

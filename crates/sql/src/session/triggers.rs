@@ -111,12 +111,28 @@ impl Runner<'_> {
         Ok(Some(Firing { module, db: found.db, table: found.table, events: event }))
     }
 
-    /// A MERGE into a target with an INSTEAD OF trigger for one of its `events` is refused
-    /// (40540).
+    /// A MERGE into a target with an INSTEAD OF trigger for some of its `events` but not
+    /// all is 5316, as in SQL Server; one with INSTEAD OF triggers for all of them is
+    /// refused (40540).
     pub(super) fn refuse_instead_of(&mut self, target: &Target, events: TriggerEvents) -> SqlResult<()> {
         let found = self.triggers_on(target, true)?;
-        if found.triggers.iter().any(|(_, on)| fires_on(*on, events)) {
+        let none = TriggerEvents::default();
+        let kinds = [
+            TriggerEvents { insert: true, ..none },
+            TriggerEvents { update: true, ..none },
+            TriggerEvents { delete: true, ..none },
+        ];
+        // Per action of the MERGE: whether an INSTEAD OF trigger takes it.
+        let actions: Vec<bool> = kinds
+            .into_iter()
+            .filter(|kind| fires_on(*kind, events))
+            .map(|kind| found.triggers.iter().any(|(_, on)| fires_on(*on, kind)))
+            .collect();
+        if actions.iter().all(|t| *t) && !actions.is_empty() {
             return Err(msg::MERGE_INSTEAD_OF_NOT_SUPPORTED.with(&[&target.table.name]));
+        }
+        if actions.iter().any(|t| *t) {
+            return Err(msg::MERGE_INSTEAD_OF_PARTIAL.with(&[&target.table.name]));
         }
         Ok(())
     }

@@ -111,7 +111,8 @@ SELECT OBJECTPROPERTY(OBJECT_ID('customer_orders_insert'), 'ExecIsInsteadOfTrigg
 GO
 -- Errors: a second INSTEAD OF trigger for the same change (2111), an AFTER trigger on a
 -- view (8197), INSTEAD OF DELETE on a table whose foreign key cascades (2113), a change
--- through a view without a trigger for it (40539), MERGE into such a target (40540),
+-- through a view without a trigger for it (40539), MERGE into such a target (40540, or 5316
+-- when triggers take only some of its actions),
 -- OUTPUT INTO a view (330).
 CREATE TRIGGER second_insert ON customer_orders INSTEAD OF INSERT AS PRINT 1;
 GO
@@ -135,6 +136,10 @@ GO
 UPDATE plain SET name = 'x';
 GO
 MERGE INTO notes t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE;
+GO
+-- Some of a MERGE's actions taken by INSTEAD OF triggers, some not: 5316.
+MERGE INTO notes t USING (SELECT 1 AS id) s ON t.id = s.id
+WHEN MATCHED THEN UPDATE SET body = 'x' WHEN NOT MATCHED THEN INSERT (body) VALUES ('y');
 GO
 MERGE INTO plain t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE;
 GO

@@ -231,6 +231,18 @@ impl Runner<'_> {
                 }
                 // A USE changes what later names mean: stop compiling ahead there.
                 StatementKind::Use(_) => return Ok(()),
+                // A table type not found is an error of the whole batch (2715), as a type
+                // SQL Server cannot find when it compiles.
+                StatementKind::Declare(decls) => {
+                    for d in decls {
+                        if let ast::DeclarationKind::Scalar { ty, .. } = &d.kind {
+                            if self.frame.is_table_variable(&d.name) {
+                                let found = self.with_ctx(|ctx| tessera_execution::runtime::table_type(ctx, ty));
+                                found.map_err(|e| e.at_line(s.line))?;
+                            }
+                        }
+                    }
+                }
                 _ => match self.compile_statement(s) {
                     Ok(Some(checked)) => self.compiled.push((addr(s), checked)),
                     Ok(None) => {}

@@ -59,6 +59,7 @@ EXEC count_ids @l;
 GO
 EXEC count_ids 5;
 GO
+SELECT 'not reached' AS x;
 DECLARE @x dbo.NoSuchType;
 GO
 CREATE PROCEDURE bad4 @x dbo.NoSuchType READONLY AS SELECT 1;

@@ -56,11 +56,11 @@ impl Runner<'_> {
         }
         let running = self.state.triggers.last().map(|f| f.trigger);
         let found = self.triggers_on(target, false)?;
-        // RECURSIVE_TRIGGERS ON: a trigger fires again through its own changes.
-        let recursive = self.shared.database(&found.db)?.options().recursive_triggers;
         if found.triggers.is_empty() {
             return Ok(Vec::new());
         }
+        // RECURSIVE_TRIGGERS ON: a trigger fires again through its own changes.
+        let recursive = self.shared.database(&found.db)?.options().recursive_triggers;
         if output.is_some_and(|o| o.into.is_none()) {
             return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&found.table.name]));
         }

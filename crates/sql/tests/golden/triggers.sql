@@ -121,6 +121,13 @@ GO
 SELECT 1 AS x
 CREATE TRIGGER trg_z ON accounts AFTER INSERT AS PRINT 1;
 GO
+-- INSERT … EXEC fires the table's triggers as INSERT does.
+CREATE PROCEDURE new_accounts AS SELECT 71, 'gus', 70 UNION ALL SELECT 72, 'hal', 80;
+GO
+DELETE FROM audit;
+INSERT INTO accounts EXEC new_accounts;
+SELECT act, id, new_balance FROM audit ORDER BY id;
+GO
 -- A table's triggers go with it.
 DROP TABLE accounts;
 SELECT COUNT(*) AS triggers_left FROM sys.triggers WHERE name LIKE 'trg_accounts%';

@@ -248,6 +248,7 @@ fn cases() -> Vec<(&'static str, Box<Plan>, bool, &'static str)> {
                         frame: WindowFrame { rows: false, start: FrameBound::UnboundedPreceding, end: FrameBound::CurrentRow },
                         ty: SqlType::BigInt,
                     }],
+                    presorted: false,
                 }),
                 vec![asc(0), asc(1)],
             ),

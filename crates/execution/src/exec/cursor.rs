@@ -12,7 +12,7 @@ use super::locked_read::{locked_top_input, run_locked_top};
 use super::operators::{grouping_sets, set_operation, sort_rows, top_sort, Aggregation};
 use super::rows::{drain, Cursor, Held, Rows};
 use super::scan::{open_scan, ScanFilter};
-use super::window::window;
+use super::window::{window, WindowStream};
 use crate::encoding::group_key;
 use crate::runtime::ExecCtx;
 use std::collections::hash_map::Entry;
@@ -217,7 +217,17 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             let rows = set_operation(*op, *all, l, r.into_parts().0)?;
             Box::new(Held::new(Collector::from_parts(rows, held)))
         }
-        Plan::Window { input, partition, order, calls } => {
+        Plan::Window { input, partition, order, calls, presorted: true } => Box::new(WindowStream {
+            input: open(input, corr, ctx)?,
+            partition,
+            order,
+            calls,
+            key: None,
+            held: Vec::new(),
+            ready: Vec::new().into_iter(),
+            done: false,
+        }),
+        Plan::Window { input, partition, order, calls, presorted: false } => {
             let (rows, reservation) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
             Box::new(Held::new(Collector::from_parts(window(rows, partition, order, calls, ctx)?, reservation)))
         }

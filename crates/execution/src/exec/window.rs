@@ -6,6 +6,7 @@
 
 use super::evaluate::eval;
 use super::operators::{accumulate, finish, AggState};
+use super::rows::{Cursor, Rows};
 use crate::encoding::encode_value;
 use crate::runtime::ExecCtx;
 use tessera_access::key::KeyBuf;
@@ -14,6 +15,60 @@ use tessera_errors::SqlResult;
 use tessera_semantics::plan::{Expr, Row, SortKey, WindowCall, WindowFunc};
 use tessera_semantics::types::Value;
 use tessera_syntax::ast::{FrameBound, WindowFrame};
+
+/// A row's partition, as the key form of its PARTITION BY values.
+fn partition_key(partition: &[Expr], row: &[Value], ctx: &mut ExecCtx) -> SqlResult<Vec<u8>> {
+    let mut key = KeyBuf::new();
+    for e in partition {
+        encode_value(&eval(e, row, ctx)?, false, &mut key)?;
+    }
+    Ok(key.into_vec())
+}
+
+/// Window functions over input that comes in (partition, order) order already
+/// (`Plan::Window::presorted`): one partition is held at a time, and its rows go out with
+/// their values once the next partition's first row arrives.
+pub(super) struct WindowStream<'p> {
+    pub(super) input: Rows<'p>,
+    pub(super) partition: &'p [Expr],
+    pub(super) order: &'p [SortKey],
+    pub(super) calls: &'p [WindowCall],
+    /// The partition being read: its key and its rows so far.
+    pub(super) key: Option<Vec<u8>>,
+    pub(super) held: Vec<Row>,
+    /// A finished partition's rows, with their values, to hand out.
+    pub(super) ready: std::vec::IntoIter<Row>,
+    pub(super) done: bool,
+}
+
+impl Cursor for WindowStream<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> SqlResult<Option<Row>> {
+        loop {
+            if let Some(r) = self.ready.next() {
+                return Ok(Some(r));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.input.next(ctx)? {
+                Some(row) => {
+                    let key = partition_key(self.partition, &row, ctx)?;
+                    if self.key.as_ref().is_some_and(|k| *k != key) {
+                        let rows = std::mem::take(&mut self.held);
+                        self.ready = window(rows, self.partition, self.order, self.calls, ctx)?.into_iter();
+                    }
+                    self.key = Some(key);
+                    self.held.push(row);
+                }
+                None => {
+                    self.done = true;
+                    let rows = std::mem::take(&mut self.held);
+                    self.ready = window(rows, self.partition, self.order, self.calls, ctx)?.into_iter();
+                }
+            }
+        }
+    }
+}
 
 /// `rows` in (partition, order) order, each followed by one value per call.
 pub(super) fn window(
@@ -25,15 +80,12 @@ pub(super) fn window(
 ) -> SqlResult<Vec<Row>> {
     let mut keyed = Vec::with_capacity(rows.len());
     for r in rows {
-        let mut pk = KeyBuf::new();
-        for e in partition {
-            encode_value(&eval(e, &r, ctx)?, false, &mut pk)?;
-        }
+        let pk = partition_key(partition, &r, ctx)?;
         let mut ok = KeyBuf::new();
         for k in order {
             encode_value(&eval(&k.expr, &r, ctx)?, k.descending, &mut ok)?;
         }
-        keyed.push((pk.into_vec(), ok.into_vec(), r));
+        keyed.push((pk, ok.into_vec(), r));
     }
     // Stable: rows equal in both keep their input order.
     keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));

@@ -245,11 +245,13 @@ impl Binder<'_> {
                 next += 1;
                 calls.push(context.calls[k].call.clone());
             }
+            let presorted = presorted(&plan.output_order(), &head.partition, &head.order);
             plan = Plan::Window {
                 input: Box::new(plan),
                 partition: head.partition.clone(),
                 order: head.order.clone(),
                 calls,
+                presorted,
             };
         }
         let renumber = |i: usize| if i >= WINDOW_BASE { column[i - WINDOW_BASE] } else { i };
@@ -286,4 +288,27 @@ fn check_frame(frame: WindowFrame) -> SqlResult<()> {
         return Err(msg::WINDOW_FRAME_INVALID.err());
     }
     Ok(())
+}
+
+/// Whether rows in `input` order (columns, descending) come grouped by `partition` and,
+/// within a partition, in `order`: the input's order starts with the partition's columns,
+/// in any order and either direction, then the ORDER BY's columns and directions.
+fn presorted(input: &[(usize, bool)], partition: &[Expr], order: &[SortKey]) -> bool {
+    let mut wanted = Vec::with_capacity(partition.len());
+    for e in partition {
+        match e {
+            Expr::Column(c) if !wanted.contains(c) => wanted.push(*c),
+            _ => return false,
+        }
+    }
+    if input.len() < wanted.len() + order.len() {
+        return false;
+    }
+    let (head, rest) = input.split_at(wanted.len());
+    let grouped = head.iter().all(|(c, _)| wanted.contains(c));
+    grouped
+        && order
+            .iter()
+            .zip(rest)
+            .all(|(k, &(c, descending))| matches!(k.expr, Expr::Column(e) if e == c) && k.descending == descending)
 }

@@ -348,7 +348,7 @@ impl<'v> Printer<'v> {
                 let which = if *deleted { "deleted" } else { "inserted" };
                 (Node::leaf(format!("Inserted Scan(OBJECT:({which}))")), Vec::new())
             }
-            Plan::Window { input, partition, order, calls } => {
+            Plan::Window { input, partition, order, calls, presorted } => {
                 let (child, mut names) = self.plan(input, corr);
                 let mark = self.subqueries.len();
                 let mut keys: Vec<String> = partition.iter().map(|p| format!("{} ASC", self.expr(p, &names))).collect();
@@ -356,7 +356,8 @@ impl<'v> Printer<'v> {
                     keys.push(self.sort_keys(order, &names));
                 }
                 let mut input = child;
-                if !keys.is_empty() {
+                // Input already in (partition, order) order is not sorted again.
+                if !keys.is_empty() && !presorted {
                     let mut children = vec![input];
                     children.extend(self.take_subqueries(mark));
                     input = Node { text: format!("Sort(ORDER BY:({}))", keys.join(", ")), children };

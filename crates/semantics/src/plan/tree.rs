@@ -495,6 +495,10 @@ pub enum Plan {
         partition: Vec<Expr>,
         order: Vec<SortKey>,
         calls: Vec<WindowCall>,
+        /// The input comes in (partition, order) order already (an index read in key
+        /// order, a sort): it is read a partition at a time, holding one partition, not
+        /// all of it.
+        presorted: bool,
     },
 }
 
@@ -738,6 +742,31 @@ impl Plan {
 
     /// Whether a sort sits under only TOP, OFFSET and projections (without allocating:
     /// most queries have none, and every query asks).
+    /// The columns the plan's rows come ordered by, each with whether it is descending
+    /// (an index read in key order, a sort by columns, and what passes rows through in
+    /// order); empty when the order is not known.
+    pub fn output_order(&self) -> Vec<(usize, bool)> {
+        match self {
+            Plan::Scan(scan) => {
+                let index = &scan.table.indexes[scan.index];
+                if index.is_heap() {
+                    return Vec::new();
+                }
+                index.columns.iter().map(|&(c, descending)| (c, descending != scan.reverse)).collect()
+            }
+            Plan::Filter { input, .. } => input.output_order(),
+            Plan::Window { input, presorted: true, .. } => input.output_order(),
+            Plan::Sort { keys, .. } => keys
+                .iter()
+                .map_while(|k| match k.expr {
+                    Expr::Column(c) => Some((c, k.descending)),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     fn sorted_below_selection(&self) -> bool {
         let mut plan = self;
         loop {

@@ -87,3 +87,38 @@ SELECT id, ROW_NUMBER() OVER (PARTITION BY region ORDER BY id) AS rn, SUM(amount
 GO
 SET SHOWPLAN_TEXT OFF;
 GO
+-- Input in (partition, order) order already (a clustered index read in key order,
+-- forwards or backwards) is read a partition at a time; the values are those of the
+-- same rows in a heap, which are sorted first.
+CREATE TABLE keyed (g int NOT NULL, s int NOT NULL, v int NOT NULL, PRIMARY KEY (g, s));
+CREATE TABLE unkeyed (g int NOT NULL, s int NOT NULL, v int NOT NULL);
+INSERT INTO keyed SELECT value % 7, value, value * 3 % 11 FROM GENERATE_SERIES(1, 500);
+INSERT INTO unkeyed SELECT g, s, v FROM keyed;
+SELECT COUNT(*) AS differing FROM (
+    SELECT g, s, ROW_NUMBER() OVER (PARTITION BY g ORDER BY s) AS rn,
+           SUM(v) OVER (PARTITION BY g ORDER BY s ROWS UNBOUNDED PRECEDING) AS running,
+           LAG(v) OVER (PARTITION BY g ORDER BY s) AS previous,
+           COUNT(*) OVER (PARTITION BY g) AS in_group
+    FROM keyed
+    EXCEPT
+    SELECT g, s, ROW_NUMBER() OVER (PARTITION BY g ORDER BY s),
+           SUM(v) OVER (PARTITION BY g ORDER BY s ROWS UNBOUNDED PRECEDING),
+           LAG(v) OVER (PARTITION BY g ORDER BY s),
+           COUNT(*) OVER (PARTITION BY g)
+    FROM unkeyed) d;
+SELECT TOP 3 g, s, ROW_NUMBER() OVER (PARTITION BY g ORDER BY s DESC) AS rn_desc,
+       FIRST_VALUE(s) OVER (PARTITION BY g ORDER BY s DESC) AS last_s
+FROM keyed WHERE g = 3 ORDER BY s DESC;
+SELECT g, MAX(rn) AS rows_in_group FROM (
+    SELECT g, ROW_NUMBER() OVER (PARTITION BY g ORDER BY s) AS rn FROM keyed WHERE g IN (1, 2)) x
+GROUP BY g ORDER BY g;
+GO
+-- The plans: no Sort under the clustered index read in order, a Sort over the heap.
+SET SHOWPLAN_TEXT ON;
+GO
+SELECT g, s, ROW_NUMBER() OVER (PARTITION BY g ORDER BY s) AS rn FROM keyed;
+GO
+SELECT g, s, ROW_NUMBER() OVER (PARTITION BY g ORDER BY s) AS rn FROM unkeyed;
+GO
+SET SHOWPLAN_TEXT OFF;
+GO

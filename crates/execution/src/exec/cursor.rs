@@ -217,16 +217,9 @@ pub fn open<'p>(plan: &'p Plan, corr: &[Value], ctx: &mut ExecCtx) -> SqlResult<
             let rows = set_operation(*op, *all, l, r.into_parts().0)?;
             Box::new(Held::new(Collector::from_parts(rows, held)))
         }
-        Plan::Window { input, partition, order, calls, presorted: true } => Box::new(WindowStream {
-            input: open(input, corr, ctx)?,
-            partition,
-            order,
-            calls,
-            key: None,
-            held: Vec::new(),
-            ready: Vec::new().into_iter(),
-            done: false,
-        }),
+        Plan::Window { input, partition, order, calls, presorted: true } => {
+            Box::new(WindowStream::new(open(input, corr, ctx)?, partition, order, calls, ctx))
+        }
         Plan::Window { input, partition, order, calls, presorted: false } => {
             let (rows, reservation) = drain(open(input, corr, ctx)?, ctx)?.into_parts();
             Box::new(Held::new(Collector::from_parts(window(rows, partition, order, calls, ctx)?, reservation)))

@@ -12,6 +12,7 @@ use crate::runtime::ExecCtx;
 use tessera_access::key::KeyBuf;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
+use tessera_governance::grant::{Collector, Reservation};
 use tessera_semantics::plan::{Expr, Row, SortKey, WindowCall, WindowFunc};
 use tessera_semantics::types::Value;
 use tessera_syntax::ast::{FrameBound, WindowFrame};
@@ -26,19 +27,54 @@ fn partition_key(partition: &[Expr], row: &[Value], ctx: &mut ExecCtx) -> SqlRes
 }
 
 /// Window functions over input that comes in (partition, order) order already
-/// (`Plan::Window::presorted`): one partition is held at a time, and its rows go out with
-/// their values once the next partition's first row arrives.
+/// (`Plan::Window::presorted`): one partition is held at a time, under the statement's
+/// memory grant, and its rows go out with their values once the next partition's first
+/// row arrives.
 pub(super) struct WindowStream<'p> {
-    pub(super) input: Rows<'p>,
-    pub(super) partition: &'p [Expr],
-    pub(super) order: &'p [SortKey],
-    pub(super) calls: &'p [WindowCall],
+    input: Rows<'p>,
+    partition: &'p [Expr],
+    order: &'p [SortKey],
+    calls: &'p [WindowCall],
     /// The partition being read: its key and its rows so far.
-    pub(super) key: Option<Vec<u8>>,
-    pub(super) held: Vec<Row>,
-    /// A finished partition's rows, with their values, to hand out.
-    pub(super) ready: std::vec::IntoIter<Row>,
-    pub(super) done: bool,
+    key: Option<Vec<u8>>,
+    held: Collector,
+    /// A finished partition's rows, with their values, to hand out, and the memory they
+    /// hold.
+    ready: std::vec::IntoIter<Row>,
+    ready_memory: Option<Reservation>,
+    done: bool,
+}
+
+impl<'p> WindowStream<'p> {
+    pub(super) fn new(
+        input: Rows<'p>,
+        partition: &'p [Expr],
+        order: &'p [SortKey],
+        calls: &'p [WindowCall],
+        ctx: &mut ExecCtx,
+    ) -> WindowStream<'p> {
+        let held = Collector::new(&ctx.grant());
+        WindowStream {
+            input,
+            partition,
+            order,
+            calls,
+            key: None,
+            held,
+            ready: Vec::new().into_iter(),
+            ready_memory: None,
+            done: false,
+        }
+    }
+
+    /// Computes the held partition's values; its rows are handed out next.
+    fn finish_partition(&mut self, ctx: &mut ExecCtx) -> SqlResult<()> {
+        let held = std::mem::replace(&mut self.held, Collector::new(&ctx.grant()));
+        let (rows, memory) = held.into_parts();
+        self.ready = window(rows, self.partition, self.order, self.calls, ctx)?.into_iter();
+        self.ready_memory = Some(memory);
+        Ok(())
+    }
 }
 
 impl Cursor for WindowStream<'_> {
@@ -47,6 +83,7 @@ impl Cursor for WindowStream<'_> {
             if let Some(r) = self.ready.next() {
                 return Ok(Some(r));
             }
+            self.ready_memory = None;
             if self.done {
                 return Ok(None);
             }
@@ -54,16 +91,14 @@ impl Cursor for WindowStream<'_> {
                 Some(row) => {
                     let key = partition_key(self.partition, &row, ctx)?;
                     if self.key.as_ref().is_some_and(|k| *k != key) {
-                        let rows = std::mem::take(&mut self.held);
-                        self.ready = window(rows, self.partition, self.order, self.calls, ctx)?.into_iter();
+                        self.finish_partition(ctx)?;
                     }
                     self.key = Some(key);
-                    self.held.push(row);
+                    self.held.push(row)?;
                 }
                 None => {
                     self.done = true;
-                    let rows = std::mem::take(&mut self.held);
-                    self.ready = window(rows, self.partition, self.order, self.calls, ctx)?.into_iter();
+                    self.finish_partition(ctx)?;
                 }
             }
         }

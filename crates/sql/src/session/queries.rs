@@ -1,6 +1,7 @@
 //! Queries and data changes at run time: result sets and row counts (with the 8153
 //! warning), OUTPUT rows, `SELECT … INTO` and `INSERT … EXEC`.
 
+use super::triggers::Triggered;
 use super::{Runner, Stop};
 use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
@@ -88,24 +89,28 @@ impl Runner<'_> {
             }
             Prepared::Insert(i) => self.insert(s, i)?,
             Prepared::Update(u) => {
-                let event = one(false, true, false);
-                if let Some(f) = self.instead_of(&u.target, event, u.output.as_ref())? {
-                    let taken = self.with_ctx(|ctx| dml::take_update(ctx, u));
-                    return self.taken(s, u.output.as_ref(), f, taken, Command::Update);
+                match self.triggered(&u.target, one(false, true, false), u.output.as_ref(), false)? {
+                    Triggered::Instead(f) => {
+                        let taken = self.with_ctx(|ctx| dml::take_update(ctx, u));
+                        self.taken(s, u.output.as_ref(), f, taken, Command::Update)?;
+                    }
+                    Triggered::After(fires) => {
+                        let result = self.with_ctx(|ctx| dml::run_update(ctx, u));
+                        self.changed(s, u.output.as_ref(), fires, result, Command::Update)?;
+                    }
                 }
-                let fires = self.triggers_to_fire(&u.target, event, u.output.as_ref())?;
-                let result = self.with_ctx(|ctx| dml::run_update(ctx, u));
-                self.changed(s, u.output.as_ref(), fires, result, Command::Update)?;
             }
             Prepared::Delete(d) => {
-                let event = one(false, false, true);
-                if let Some(f) = self.instead_of(&d.target, event, d.output.as_ref())? {
-                    let taken = self.with_ctx(|ctx| dml::take_delete(ctx, d));
-                    return self.taken(s, d.output.as_ref(), f, taken, Command::Delete);
+                match self.triggered(&d.target, one(false, false, true), d.output.as_ref(), false)? {
+                    Triggered::Instead(f) => {
+                        let taken = self.with_ctx(|ctx| dml::take_delete(ctx, d));
+                        self.taken(s, d.output.as_ref(), f, taken, Command::Delete)?;
+                    }
+                    Triggered::After(fires) => {
+                        let result = self.with_ctx(|ctx| dml::run_delete(ctx, d));
+                        self.changed(s, d.output.as_ref(), fires, result, Command::Delete)?;
+                    }
                 }
-                let fires = self.triggers_to_fire(&d.target, event, d.output.as_ref())?;
-                let result = self.with_ctx(|ctx| dml::run_delete(ctx, d));
-                self.changed(s, d.output.as_ref(), fires, result, Command::Delete)?;
             }
             Prepared::Merge(m) => {
                 let action = |a: fn(&MergeAction) -> bool| m.clauses.iter().any(|c| a(&c.action));
@@ -114,8 +119,9 @@ impl Runner<'_> {
                     action(|a| matches!(a, MergeAction::Update(_))),
                     action(|a| matches!(a, MergeAction::Delete)),
                 );
-                self.refuse_instead_of(&m.target, events)?;
-                let fires = self.triggers_to_fire(&m.target, events, m.output.as_ref())?;
+                let Triggered::After(fires) = self.triggered(&m.target, events, m.output.as_ref(), true)? else {
+                    unreachable!("a MERGE's INSTEAD OF triggers are refused")
+                };
                 let result = self.with_ctx(|ctx| dml::run_merge(ctx, m));
                 self.changed(s, m.output.as_ref(), fires, result, Command::Merge)?;
             }
@@ -126,13 +132,16 @@ impl Runner<'_> {
     /// An INSERT, or the INSTEAD OF trigger that takes it, with the triggers it fires.
     fn insert(&mut self, s: &Statement, i: &InsertPlan) -> SqlResult<()> {
         let event = TriggerEvents { insert: true, update: false, delete: false };
-        if let Some(f) = self.instead_of(&i.target, event, i.output.as_ref())? {
-            let taken = self.with_ctx(|ctx| dml::take_insert(ctx, i));
-            return self.taken(s, i.output.as_ref(), f, taken, Command::Insert);
+        match self.triggered(&i.target, event, i.output.as_ref(), false)? {
+            Triggered::Instead(f) => {
+                let taken = self.with_ctx(|ctx| dml::take_insert(ctx, i));
+                self.taken(s, i.output.as_ref(), f, taken, Command::Insert)
+            }
+            Triggered::After(fires) => {
+                let result = self.with_ctx(|ctx| dml::run_insert(ctx, i));
+                self.changed(s, i.output.as_ref(), fires, result, Command::Insert)
+            }
         }
-        let fires = self.triggers_to_fire(&i.target, event, i.output.as_ref())?;
-        let result = self.with_ctx(|ctx| dml::run_insert(ctx, i));
-        self.changed(s, i.output.as_ref(), fires, result, Command::Insert)
     }
 
     /// A data change an INSTEAD OF trigger took (`taken`: the rows it would have

@@ -35,37 +35,68 @@ pub(super) struct Firing {
     events: TriggerEvents,
 }
 
+/// What a data change's triggers make of it: an INSTEAD OF trigger takes it, or it runs
+/// and then fires these AFTER triggers (none, most often).
+pub(super) enum Triggered {
+    Instead(Firing),
+    After(Vec<Firing>),
+}
+
 impl Runner<'_> {
-    /// The enabled triggers on `target` that one of `events` fires, oldest first; when
-    /// there are any, the session starts capturing the rows the statement changes. A
-    /// statement returning OUTPUT rows to the client cannot change a table with enabled
-    /// triggers (334). A bulk load fires none (FIRE_TRIGGERS is not kept).
-    pub(super) fn triggers_to_fire(
+    /// The triggers a data change of `events` on `target` fires, read from the catalog once
+    /// per statement: an enabled INSTEAD OF trigger for the change, unless it is running
+    /// already (its own change of its table goes through; none on a view is 40539); else
+    /// the enabled AFTER triggers for one of `events`, oldest first, and the session starts
+    /// capturing the rows the statement changes. A MERGE (`merge`) whose actions INSTEAD
+    /// OF triggers take is refused: 40540 for all of them, 5316 for some. A statement
+    /// returning OUTPUT rows to the client cannot change a table with enabled triggers
+    /// (334). A bulk load fires none (FIRE_TRIGGERS is not kept).
+    pub(super) fn triggered(
         &mut self,
         target: &Target,
         events: TriggerEvents,
         output: Option<&OutputPlan>,
-    ) -> SqlResult<Vec<Firing>> {
-        if self.state.bulk_rows.is_some() {
-            return Ok(Vec::new());
+        merge: bool,
+    ) -> SqlResult<Triggered> {
+        if self.state.bulk_rows.is_some() && !target.view {
+            return Ok(Triggered::After(Vec::new()));
+        }
+        let found = self.triggers_on(target)?;
+        let (instead, after): (Vec<_>, Vec<_>) = found.triggers.into_iter().partition(|(m, _)| m.instead_of);
+        let output_to_client = output.is_some_and(|o| o.into.is_none());
+        if merge {
+            refuse_merge(&instead, events, &target.table.name)?;
+        } else {
+            let running = |m: &Module| self.state.triggers.iter().any(|f| f.trigger == m.id);
+            match instead.into_iter().find(|(m, on)| fires_on(*on, events) && !running(m)) {
+                Some((module, _)) => {
+                    if output_to_client {
+                        return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&target.table.name]));
+                    }
+                    return Ok(Triggered::Instead(Firing { module, db: found.db, table: found.table, events }));
+                }
+                None if target.view => {
+                    return Err(msg::VIEW_CHANGE_NOT_SUPPORTED.with(&[&target.table.name, &event_word(events)]));
+                }
+                None => {}
+            }
+        }
+        if after.is_empty() {
+            return Ok(Triggered::After(Vec::new()));
+        }
+        if output_to_client {
+            return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&found.table.name]));
         }
         // With `nested triggers` 0 a trigger's changes fire no AFTER trigger.
         let nested = self.shared.config.run_value(tessera_execution::config::NESTED_TRIGGERS) != Some(0);
         if !self.state.triggers.is_empty() && !nested {
-            return Ok(Vec::new());
-        }
-        let running = self.state.triggers.last().map(|f| f.trigger);
-        let found = self.triggers_on(target, false)?;
-        if found.triggers.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Triggered::After(Vec::new()));
         }
         // RECURSIVE_TRIGGERS ON: a trigger fires again through its own changes.
         let recursive = self.shared.database(&found.db)?.options().recursive_triggers;
-        if output.is_some_and(|o| o.into.is_none()) {
-            return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&found.table.name]));
-        }
+        let running = self.state.triggers.last().map(|f| f.trigger);
         let mut fires = Vec::new();
-        for (module, on) in found.triggers {
+        for (module, on) in after {
             if Some(module.id) == running && !recursive {
                 continue;
             }
@@ -81,65 +112,11 @@ impl Runner<'_> {
         if !fires.is_empty() {
             self.state.transitions = Some(Transitions::default());
         }
-        Ok(fires)
+        Ok(Triggered::After(fires))
     }
 
-    /// The enabled INSTEAD OF trigger on `target` that `event` (one kind of change) fires,
-    /// unless it is running already (its own change of its table goes through); none on
-    /// a view is 40539. As for AFTER triggers, OUTPUT needs INTO (334).
-    pub(super) fn instead_of(
-        &mut self,
-        target: &Target,
-        event: TriggerEvents,
-        output: Option<&OutputPlan>,
-    ) -> SqlResult<Option<Firing>> {
-        if self.state.bulk_rows.is_some() && !target.view {
-            return Ok(None);
-        }
-        let found = self.triggers_on(target, true)?;
-        let running = |m: &Module| self.state.triggers.iter().any(|f| f.trigger == m.id);
-        let fired = found.triggers.into_iter().find(|(m, events)| fires_on(*events, event) && !running(m));
-        let Some((module, _)) = fired else {
-            if target.view {
-                return Err(msg::VIEW_CHANGE_NOT_SUPPORTED.with(&[&target.table.name, &event_word(event)]));
-            }
-            return Ok(None);
-        };
-        if output.is_some_and(|o| o.into.is_none()) {
-            return Err(msg::TRIGGER_OUTPUT_WITHOUT_INTO.with(&[&target.table.name]));
-        }
-        Ok(Some(Firing { module, db: found.db, table: found.table, events: event }))
-    }
-
-    /// A MERGE into a target with an INSTEAD OF trigger for some of its `events` but not
-    /// all is 5316, as in SQL Server; one with INSTEAD OF triggers for all of them is
-    /// refused (40540).
-    pub(super) fn refuse_instead_of(&mut self, target: &Target, events: TriggerEvents) -> SqlResult<()> {
-        let found = self.triggers_on(target, true)?;
-        let none = TriggerEvents::default();
-        let kinds = [
-            TriggerEvents { insert: true, ..none },
-            TriggerEvents { update: true, ..none },
-            TriggerEvents { delete: true, ..none },
-        ];
-        // Per action of the MERGE: whether an INSTEAD OF trigger takes it.
-        let actions: Vec<bool> = kinds
-            .into_iter()
-            .filter(|kind| fires_on(*kind, events))
-            .map(|kind| found.triggers.iter().any(|(_, on)| fires_on(*on, kind)))
-            .collect();
-        if actions.iter().all(|t| *t) && !actions.is_empty() {
-            return Err(msg::MERGE_INSTEAD_OF_NOT_SUPPORTED.with(&[&target.table.name]));
-        }
-        if actions.iter().any(|t| *t) {
-            return Err(msg::MERGE_INSTEAD_OF_PARTIAL.with(&[&target.table.name]));
-        }
-        Ok(())
-    }
-
-    /// The enabled INSTEAD OF (`instead_of`) or AFTER triggers on `target`, oldest first,
-    /// with the changes each fires on.
-    fn triggers_on(&mut self, target: &Target, instead_of: bool) -> SqlResult<OnTarget> {
+    /// The enabled triggers on `target`, oldest first, with the changes each fires on.
+    fn triggers_on(&mut self, target: &Target) -> SqlResult<OnTarget> {
         let shared = self.shared;
         let ctx = ExecCtx::new(shared, self.state);
         let (db, table) = if target.view {
@@ -152,7 +129,7 @@ impl Runner<'_> {
         let catalog = ctx.catalog(&database)?;
         let triggers = catalog
             .triggers_on(table.id)
-            .filter(|m| m.instead_of == instead_of && !m.disabled)
+            .filter(|m| !m.disabled)
             .map(|m| (m.clone(), tessera_execution::runtime::trigger_events(&ctx, m).unwrap_or_default()))
             .collect();
         Ok(OnTarget { db, table, triggers })
@@ -254,6 +231,30 @@ struct OnTarget {
     db: String,
     table: Arc<Table>,
     triggers: Vec<(Arc<Module>, TriggerEvents)>,
+}
+
+/// A MERGE into a target whose `instead` triggers take some of its actions (`events`):
+/// 5316 as in SQL Server, or 40540 when they take all of them.
+fn refuse_merge(instead: &[(Arc<Module>, TriggerEvents)], events: TriggerEvents, target: &str) -> SqlResult<()> {
+    let none = TriggerEvents::default();
+    let kinds = [
+        TriggerEvents { insert: true, ..none },
+        TriggerEvents { update: true, ..none },
+        TriggerEvents { delete: true, ..none },
+    ];
+    // Per action of the MERGE: whether an INSTEAD OF trigger takes it.
+    let taken: Vec<bool> = kinds
+        .into_iter()
+        .filter(|kind| fires_on(*kind, events))
+        .map(|kind| instead.iter().any(|(_, on)| fires_on(*on, kind)))
+        .collect();
+    if !taken.is_empty() && taken.iter().all(|t| *t) {
+        return Err(msg::MERGE_INSTEAD_OF_NOT_SUPPORTED.with(&[&target]));
+    }
+    if taken.iter().any(|t| *t) {
+        return Err(msg::MERGE_INSTEAD_OF_PARTIAL.with(&[&target]));
+    }
+    Ok(())
 }
 
 /// Whether a trigger on `on` fires for any of `events`.

@@ -43,14 +43,27 @@ pub(super) fn check_identity_insert(ctx: &ExecCtx, target: &TargetAt, explicit_i
     Ok(())
 }
 
+/// What a new row does with its table's identity column.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Identity {
+    /// The row is stored: an identity value not given is the table's next, one given is
+    /// noted (the next ones go past it).
+    Take,
+    /// The row goes to an INSTEAD OF trigger: an identity value not given is NULL, and
+    /// the table's counter is left alone.
+    Leave,
+}
+
 /// A new row of the target from the values given for `columns` (typed `types`; None is
-/// DEFAULT): an identity value and the column's default for the columns not given.
+/// DEFAULT): the column's default for the columns not given, an identity value as
+/// `identity` says, the computed columns computed.
 pub(super) fn new_row(
     ctx: &mut ExecCtx,
     target: &TargetAt,
     columns: &[usize],
     types: &[SqlType],
     values: Vec<Option<Value>>,
+    identity: Identity,
 ) -> SqlResult<Row> {
     let table = &target.table;
     // Its defaults' NEXT VALUE FOR are this row's own.
@@ -66,13 +79,15 @@ pub(super) fn new_row(
     }
     for (i, c) in table.columns.iter().enumerate() {
         if given[i] {
-            if c.identity.is_some() {
+            if c.identity.is_some() && identity == Identity::Take {
                 observe_identity(table, i, &row[i]);
             }
             continue;
         }
         if c.identity.is_some() {
-            row[i] = next_identity(table, i)?;
+            if identity == Identity::Take {
+                row[i] = next_identity(table, i)?;
+            }
         } else if let Some((e, t)) = &target.defaults[i] {
             let v = eval(e, &[], ctx)?;
             row[i] = assign_value(&v, t, &target.db, table, i)?;
@@ -152,7 +167,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     let lob_load = start_lob_load(ctx, &target, &p.columns, &source_rows)?;
     for src in source_rows.into_iter().take(limit) {
         ctx.yield_point()?;
-        let row = new_row(ctx, &target, &p.columns, &p.source_types, src)?;
+        let row = new_row(ctx, &target, &p.columns, &p.source_types, src, Identity::Take)?;
         check_row(ctx, &target, &row, "INSERT", true)?;
         check_parents(ctx, &target, &row, None, "INSERT")?;
         match staged.as_mut() {

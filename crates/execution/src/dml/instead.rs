@@ -9,7 +9,7 @@
 //! into the table, which takes the identity values then). An UPDATE's new rows are its
 //! SET lists applied to the rows it reads, a table's computed columns computed again.
 
-use super::insert::{check_identity_insert, source_rows, top_limit};
+use super::insert::{check_identity_insert, new_row, source_rows, top_limit, Identity};
 use super::rowcount_limit;
 use super::target::{unique_targets, BoundTarget, TargetAt};
 use super::update::{assign, changed_columns};
@@ -69,26 +69,7 @@ pub fn take_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<Taken> {
     let mut output = Vec::new();
     for src in rows.into_iter().take(limit) {
         ctx.yield_point()?;
-        ctx.row_sequence_values.clear();
-        let mut row: Row = vec![Value::Null; n];
-        let mut given = vec![false; n];
-        for (j, v) in src.into_iter().enumerate() {
-            let col = p.columns[j];
-            if let Some(v) = v {
-                row[col] = super::assign_value(&v, &p.source_types[j], &target.db, table, col)?;
-                given[col] = true;
-            }
-        }
-        for (i, c) in table.columns.iter().enumerate() {
-            if given[i] || c.identity.is_some() {
-                continue;
-            }
-            if let Some((e, t)) = &target.defaults[i] {
-                let v = eval(e, &[], ctx)?;
-                row[i] = super::assign_value(&v, t, &target.db, table, i)?;
-            }
-        }
-        super::compute_columns(ctx, &target, &mut row)?;
+        let row = new_row(ctx, &target, &p.columns, &p.source_types, src, Identity::Leave)?;
         if let Some(out) = &p.output {
             output.push(output_row(ctx, out, &vec![Value::Null; n], &row)?);
         }

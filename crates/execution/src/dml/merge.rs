@@ -7,7 +7,7 @@
 
 use super::constraints::check_row;
 use super::foreign_keys::check_parents;
-use super::insert::{check_identity_insert, new_row, note_identity, top_limit};
+use super::insert::{check_identity_insert, new_row, note_identity, top_limit, Identity};
 use super::partial::Splice;
 use super::row_changes::{check_update, delete_row, link_new_row, unlink_old_row};
 use super::rowcount_limit;
@@ -210,7 +210,7 @@ fn apply(ctx: &mut ExecCtx, p: &MergePlan, target: &TargetAt, planned: Vec<Plann
             let MergeAction::Insert { columns, source_types, .. } = &p.clauses[clause].action else {
                 unreachable!("an insert is planned by an INSERT clause")
             };
-            let new = new_row(ctx, target, columns, source_types, values)?;
+            let new = new_row(ctx, target, columns, source_types, values, Identity::Take)?;
             check_row(ctx, target, &new, "MERGE", true)?;
             check_parents(ctx, target, &new, None, "MERGE")?;
             store_row(ctx, target, &new)?;

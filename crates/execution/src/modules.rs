@@ -367,19 +367,9 @@ pub fn drop(ctx: &mut ExecCtx, kind: ast::ModuleKind, name: &ObjectName, if_exis
     })
 }
 
-/// A procedure or function with a parameter of the table type `ty` (a one-part type
-/// name means one of the module's schema or dbo), by name: what keeps the type from being
-/// dropped (3732).
+/// A procedure or function with a parameter of the table type `ty`, by name: what keeps
+/// the type from being dropped (3732).
 fn type_user(ctx: &ExecCtx, catalog: &Catalog, ty: &Module) -> Option<String> {
-    let names_type = |module: &Module, name: &str| {
-        let parts: Vec<&str> = name.split('.').collect();
-        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
-        match parts.as_slice() {
-            [schema, name] => same(schema, &ty.schema) && same(name, &ty.name),
-            [name] => same(name, &ty.name) && (same(&module.schema, &ty.schema) || same("dbo", &ty.schema)),
-            _ => false,
-        }
-    };
     catalog.objects().into_iter().find_map(|o| {
         let Object::Module(m) = o else { return None };
         let cached = ctx.shared.plans.get_or_parse(&m.text, tessera_syntax::parser::parse_batch).ok()?;
@@ -388,7 +378,10 @@ fn type_user(ctx: &ExecCtx, catalog: &Catalog, ty: &Module) -> Option<String> {
             Some(ast::StatementKind::CreateFunction(f)) => &f.params,
             _ => return None,
         };
-        params.iter().any(|p| names_type(m, &p.ty.name)).then(|| m.name.clone())
+        params
+            .iter()
+            .any(|p| catalog.table_type(&p.ty.name, &m.schema).is_some_and(|t| t.id == ty.id))
+            .then(|| m.name.clone())
     })
 }
 

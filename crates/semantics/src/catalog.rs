@@ -711,6 +711,17 @@ impl Catalog {
         }
     }
 
+    /// The table type a module of schema `schema` names `name` (`t` or `schema.t`; a
+    /// one-part name is looked for in `schema`, then dbo).
+    pub fn table_type(&self, name: &str, schema: &str) -> Option<&Arc<Module>> {
+        let found = match name.split('.').collect::<Vec<_>>().as_slice() {
+            [s, n] => self.module(s, n),
+            [n] => self.module(schema, n).or_else(|| self.module("dbo", n)),
+            _ => None,
+        };
+        found.filter(|m| m.kind == ModuleKind::TableType)
+    }
+
     pub fn module(&self, schema: &str, name: &str) -> Option<&Arc<Module>> {
         match self.lookup(schema, name) {
             Some(Object::Module(m)) => Some(m),

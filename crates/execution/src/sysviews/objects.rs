@@ -441,20 +441,10 @@ fn parameters(ctx: &ExecCtx, db: &str) -> Rows<11> {
     for o in catalog.objects() {
         let Object::Module(m) = o else { continue };
         for (i, p) in module_signature(m).0.into_iter().enumerate() {
-            // A table-valued parameter's type is a table type of the module's schema or
-            // dbo (system type 243).
-            let table_type = || {
-                let parts: Vec<&str> = p.ty.name.split('.').collect();
-                let found = match parts.as_slice() {
-                    [schema, name] => catalog.module(schema, name),
-                    [name] => catalog.module(&m.schema, name).or_else(|| catalog.module("dbo", name)),
-                    _ => None,
-                };
-                found.filter(|t| t.kind == ModuleKind::TableType).map(|t| t.id)
-            };
+            // A table-valued parameter's type is a table type (system type 243).
             let (system_id, user_id, len, prec, sc) = match types::resolve_type(&p.ty, false) {
                 Err(_) if p.readonly => {
-                    let id = table_type().map_or(0, i64::from);
+                    let id = catalog.table_type(&p.ty.name, &m.schema).map_or(0, |t| i64::from(t.id));
                     (super::columns::TABLE_TYPE_SYSTEM_ID, id, -1, 0, 0)
                 }
                 resolved => {

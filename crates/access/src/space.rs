@@ -639,8 +639,14 @@ impl Space {
     }
 
     /// Crash recovery: redo from the last checkpoint, undo the losers.
-    pub fn recover(&self, master: tessera_log::Master) -> Result<RecoveryOutcome> {
-        txn::recovery::recover(self, master)
+    /// `decided_to_commit` says whether the instance decided to commit a prepared
+    /// transaction found in doubt (see `RecordKind::Prepare`).
+    pub fn recover(
+        &self,
+        master: tessera_log::Master,
+        decided_to_commit: &dyn Fn(u128) -> bool,
+    ) -> Result<RecoveryOutcome> {
+        txn::recovery::recover(self, master, decided_to_commit)
     }
 
     // Transactions: bodies in `crate::txn`.
@@ -654,6 +660,20 @@ impl Space {
     /// transaction's ghosts and releases its locks.
     pub fn commit(&self, txn: Txn) -> Result<()> {
         txn::commit(self, txn)
+    }
+
+    /// Prepares the transaction for a commit across databases: logs a Prepare record
+    /// naming the instance's `decision` and makes it durable. Then only [`Space::commit`]
+    /// (once the decision is made) or [`Space::abandon`] ends it.
+    pub fn prepare(&self, txn: &mut Txn, decision: u128) -> Result<()> {
+        txn::prepare(self, txn, decision)
+    }
+
+    /// Ends a transaction without logging its outcome (a prepared one whose decision is
+    /// in doubt): the database serves nothing more (9001) until it is opened again, when
+    /// recovery settles the transaction from the instance's decision.
+    pub fn abandon(&self, txn: Txn) {
+        txn::abandon(self, txn)
     }
 
     /// Rolls the transaction back: undoes its changes newest first, with compensation

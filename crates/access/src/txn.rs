@@ -77,6 +77,7 @@ impl TxnTable {
             read_ahead: true,
             append_leaf: None,
             registered: false,
+            prepared: false,
             finished: false,
         }
     }
@@ -180,6 +181,10 @@ pub struct Txn {
     append_leaf: Option<(PageNo, PageHandle)>,
     /// In the active table: set with its first LSN, before its first record.
     registered: bool,
+    /// Its Prepare record is durable (part of a transaction across databases). It rolls
+    /// back only while the instance has not decided; once it has, its commit is made
+    /// durable, and a commit that cannot be logged leaves it to recovery.
+    prepared: bool,
     finished: bool,
 }
 
@@ -324,13 +329,19 @@ pub(crate) fn commit(space: &Space, mut txn: Txn) -> Result<()> {
         let lsn = space.wal.append(&LogRecord::commit(txn.id, txn.last_lsn(), now as i64));
         let lsn = match lsn {
             Ok(l) => l,
+            // Prepared: the instance decided to commit it, so it may not roll back. The
+            // database serves nothing more and its recovery commits it.
+            Err(e) if txn.prepared => {
+                abandon(space, txn);
+                return Err(e);
+            }
             Err(e) => {
                 // Could not log the commit: the transaction rolls back instead.
                 rollback(space, txn)?;
                 return Err(e);
             }
         };
-        if txn.durability == Durability::Full {
+        if txn.durability == Durability::Full || txn.prepared {
             if let Err(e) = space.wal.flush(lsn) {
                 // In doubt: the commit record may or may not be on disk, and the log takes
                 // nothing more (9001), so neither a rollback nor a retry can be logged. The
@@ -391,21 +402,49 @@ fn finish(space: &Space, txn: &mut Txn) {
     txn.finished = true;
 }
 
+/// The body of [`Space::prepare`].
+pub(crate) fn prepare(space: &Space, txn: &mut Txn, decision: u128) -> Result<()> {
+    assert!(txn.has_writes() && !txn.prepared, "only a transaction that wrote is prepared, once");
+    assert!(txn.lob_bulk.is_none(), "a large-value load is finished before its transaction is prepared");
+    let lsn = space.wal.append(&LogRecord::prepare(txn.id, txn.last_lsn(), decision))?;
+    txn.logged(lsn);
+    space.wal.flush(lsn)?;
+    txn.prepared = true;
+    Ok(())
+}
+
+/// The body of [`Space::abandon`].
+pub(crate) fn abandon(space: &Space, mut txn: Txn) {
+    space.wal.take_offline();
+    finish(space, &mut txn);
+}
+
 /// The body of [`Space::rollback`].
 pub(crate) fn rollback(space: &Space, mut txn: Txn) -> Result<()> {
-    let last = undo_back_to(space, &txn, Lsn::NONE)?;
-    space.versions.rolled_back(&mut txn.versions);
-    if txn.has_writes() {
-        space.wal.append(&LogRecord::new(RecordKind::End, txn.id, last, Vec::new()))?;
+    let undone = undo_back_to(space, &txn, Lsn::NONE).and_then(|last| {
+        if txn.has_writes() {
+            space.wal.append(&LogRecord::new(RecordKind::End, txn.id, last, Vec::new()))?;
+        }
+        Ok(())
+    });
+    match undone {
+        Ok(()) => space.versions.rolled_back(&mut txn.versions),
+        // Not undone (a page unreadable, the log gone): the database serves nothing more
+        // (9001) and its next opening's recovery undoes the rest. The transaction ends
+        // here; its versions stay uncommitted, so no snapshot ever sees them.
+        Err(_) => space.wal.take_offline(),
     }
     finish(space, &mut txn);
-    Ok(())
+    undone
 }
 
 /// The body of [`Space::rollback_to`].
 pub(crate) fn rollback_to(space: &Space, txn: &mut Txn, savepoint: Lsn) -> Result<()> {
     assert!(savepoint <= txn.last_lsn(), "savepoint {savepoint} lies after the transaction's last record");
-    let last = undo_back_to(space, txn, savepoint)?;
+    let last = undo_back_to(space, txn, savepoint).inspect_err(|_| {
+        // A statement half undone: nothing may be served on top of it (see `rollback`).
+        space.wal.take_offline();
+    })?;
     txn.set_last_lsn(last);
     // Values dropped after the savepoint are referenced again; a load under way is gone
     // (its pages were freed by the undo of their allocations).

@@ -56,7 +56,7 @@ fn readers_stay_out_of_the_active_table_and_writers_survive_checkpoints() {
 
     let (wal, master) = Wal::open(&log, "d", LogConfig::default()).unwrap();
     let space = Space::open("d", &data, pool(), wal, &DataConfig::default()).unwrap();
-    let outcome = space.recover(master).unwrap();
+    let outcome = space.recover(master, &|_| false).unwrap();
     assert_eq!(outcome.losers, 2);
     let txn = space.begin(Durability::Full);
     assert_eq!(space.get(&txn, root, b"kept").unwrap().as_deref(), Some(&b"committed"[..]));

@@ -46,7 +46,7 @@ fn rolled_back_and_crashed_tree_creations_free_their_pages() {
     drop(space);
     let (wal, master) = Wal::open(&log, "d", LogConfig::default()).unwrap();
     let space = Space::open("d", &data, pool2, wal, &DataConfig::default()).unwrap();
-    let outcome = space.recover(master).unwrap();
+    let outcome = space.recover(master, &|_| false).unwrap();
     assert_eq!(outcome.losers, 1);
     assert_eq!(space.allocated_pages().unwrap(), before, "the crashed creation left no pages behind");
     btree::check(&space, BOOT_ROOT).unwrap();

@@ -152,7 +152,7 @@ fn values_survive_a_restart_and_ids_keep_counting() {
     drop(space);
     let (wal, master) = Wal::open(&log_path, "d", LogConfig::default()).unwrap();
     let space = Space::open("d", &data_path, pool(), wal, &DataConfig::default()).unwrap();
-    assert_eq!(space.recover(master).unwrap().losers, 1);
+    assert_eq!(space.recover(master, &|_| false).unwrap().losers, 1);
     assert_eq!(read_all(&space, tree, kept).unwrap(), data);
     assert_eq!(read_all(&space, tree, lost).unwrap_err().number(), 7105);
     let mut txn = space.begin(Durability::Full);
@@ -173,7 +173,7 @@ fn values_survive_a_restart_and_ids_keep_counting() {
     drop(space);
     let (wal, master) = Wal::open(&log_path, "d", LogConfig::default()).unwrap();
     let space = Space::open("d", &data_path, pool(), wal, &DataConfig::default()).unwrap();
-    space.recover(master).unwrap();
+    space.recover(master, &|_| false).unwrap();
     assert_eq!(read_all(&space, tree, kept).unwrap(), data, "still there after the restart");
     assert_eq!(space.lob_sweep().unwrap(), 1);
     assert_eq!(read_all(&space, tree, kept).unwrap_err().number(), 7105);
@@ -328,7 +328,7 @@ fn compactions_left_by_a_crash_are_carried_out_at_the_next_open() {
     drop(space);
     let (wal, master) = Wal::open(&log_path, "d", LogConfig::default()).unwrap();
     let space = Space::open("d", &data_path, pool(), wal, &DataConfig::default()).unwrap();
-    space.recover(master).unwrap();
+    space.recover(master, &|_| false).unwrap();
     assert_eq!(read_all(&space, tree, v).unwrap().len(), v.len as usize, "the old generation, before the sweep");
     assert_eq!(space.lob_dropped(tree).unwrap(), [lob::FreeEntry { value: p, whole: false }]);
     assert_eq!(space.lob_sweep().unwrap(), 1);

@@ -89,7 +89,7 @@ fn pages_torn_after_a_checkpoint_are_rebuilt_from_logged_images() {
 
     let (wal, master) = Wal::open(&log, "t", LogConfig::default()).unwrap();
     let space = Space::open("t", &data, pool(), wal, &DataConfig::default()).unwrap();
-    space.recover(master).unwrap();
+    space.recover(master, &|_| false).unwrap();
     space.verify_header().unwrap();
     btree::check(&space, BOOT_ROOT).unwrap();
     btree::check(&space, root).unwrap();

@@ -284,7 +284,7 @@ pub fn restore(
             for p in [&data_path, &log_path] {
                 remove_if_exists(p)?;
             }
-            let _ = std::fs::remove_file(progress_path(&data_path));
+            let _ = tessera_io::durable::remove_file(&progress_path(&data_path));
             let file = DataFile::open(&data_path, OpenMode::CreateNew, false)?;
             file.allocate(u64::from(header.data_pages) * PAGE_SIZE as u64)?;
             drop(file);
@@ -467,12 +467,12 @@ fn finish_recovery(
         differential_base_guid: progress.base_guid,
         log_backup_lsn: if simple { Lsn::NONE } else { Lsn::from_raw(end) },
     })?;
-    let _ = std::fs::remove_file(progress_path(data_path));
+    let _ = tessera_io::durable::remove_file(&progress_path(data_path));
     Ok(())
 }
 
 fn remove_if_exists(p: &Path) -> Result<(), BackupError> {
-    match std::fs::remove_file(p) {
+    match tessera_io::durable::remove_file(p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(tessera_errors::Error::io("delete", p, 0, e).into()),

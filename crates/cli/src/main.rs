@@ -1,5 +1,6 @@
 //! `tessera`: the server and its clients, one subcommand each; `bench` and `iobench` run
-//! the `tessera-bench` binary, which holds the benchmarks and their peers.
+//! the `tessera-bench` binary, which holds the benchmarks and their peers, and `torture`
+//! runs `tessera-torture`, which holds the reliability campaigns.
 
 mod bench_cmd;
 mod fleet_cmd;
@@ -44,6 +45,9 @@ enum Command {
     /// sqlcmd: run T-SQL on a server (-S host[,port]) or on a data directory (--data-dir),
     /// printing results as sqlcmd does.
     Sql(sql_cmd::SqlArgs),
+    /// The reliability campaigns: power losses at chosen points of a seeded workload,
+    /// each recovered and checked (runs `tessera-torture …`; see `tessera torture --help`).
+    Torture(bench_cmd::Forwarded),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Command::Iobench(args) => bench_cmd::run("iobench", args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),
+        Command::Torture(args) => bench_cmd::torture(args),
     }
 }
 

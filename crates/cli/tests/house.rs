@@ -35,6 +35,7 @@ const LAYERS: &[&str] = &[
     "tessera-server",
     "tessera-iobench",
     "tessera-bench",
+    "tessera-torture",
     "tessera",
 ];
 

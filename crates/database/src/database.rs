@@ -19,6 +19,7 @@ use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
 use tessera_log::{Growth, Hold, LogConfig, Lsn, TxnId, Wal};
 
+use crate::decisions::Decisions;
 use crate::redefinitions::{Redefining, Redefinitions};
 use crate::registry::Entry;
 use crate::transaction::Transaction;
@@ -290,6 +291,15 @@ impl Drop for BackupPoint<'_> {
     }
 }
 
+/// What the engine lends every database it creates or opens: the buffer pool, the
+/// default file settings, and the instance's commit decisions.
+pub(crate) struct Host<'a> {
+    pub(crate) pool: &'a Arc<BufferPool>,
+    pub(crate) data: &'a DataConfig,
+    pub(crate) log: &'a LogConfig,
+    pub(crate) decisions: &'a Arc<Decisions>,
+}
+
 pub struct Database {
     name: String,
     id: u32,
@@ -317,12 +327,15 @@ pub struct Database {
     backup: Mutex<()>,
     /// Objects redefined by DDL, for SNAPSHOT transactions (3961).
     redefinitions: Redefinitions,
+    /// The instance's commit decisions for transactions across databases.
+    pub(crate) decisions: Arc<Decisions>,
 }
 
 impl Database {
     /// Creates the files, sized as `entry.options` say over the engine's `data` and `log`.
-    pub(crate) fn create(entry: &Entry, pool: Arc<BufferPool>, data: &DataConfig, log: &LogConfig) -> Result<Database> {
-        let (data, log) = (entry.options.data_config(data), entry.options.log_config(log));
+    pub(crate) fn create(entry: &Entry, host: &Host<'_>) -> Result<Database> {
+        let (pool, decisions) = (host.pool.clone(), host.decisions);
+        let (data, log) = (entry.options.data_config(host.data), entry.options.log_config(host.log));
         for (what, initial, max) in
             [("data", data.initial_size, data.max_size), ("log", log.initial_size, log.max_size)]
         {
@@ -340,24 +353,27 @@ impl Database {
             Err(e) => {
                 // A data file made before the failure (its allocation failed) goes too.
                 if !data_existed {
-                    let _ = std::fs::remove_file(&entry.data_path);
+                    let _ = tessera_io::durable::remove_file(&entry.data_path);
                 }
-                let _ = std::fs::remove_file(&entry.log_path);
+                let _ = tessera_io::durable::remove_file(&entry.log_path);
                 return Err(e);
             }
         };
-        let db = Database::assemble(entry, space);
+        let db = Database::assemble(entry, space, decisions);
         if let Err(e) = db.apply_pool_limit().and_then(|_| db.pair_files()).and_then(|_| db.checkpoint()) {
             drop(db);
-            let _ = std::fs::remove_file(&entry.data_path);
-            let _ = std::fs::remove_file(&entry.log_path);
+            let _ = tessera_io::durable::remove_file(&entry.data_path);
+            let _ = tessera_io::durable::remove_file(&entry.log_path);
             return Err(e);
         }
         Ok(db)
     }
 
-    pub(crate) fn open(entry: &Entry, pool: Arc<BufferPool>, data: &DataConfig, log: &LogConfig) -> Result<Database> {
-        let (data, log) = (entry.options.data_config(data), entry.options.log_config(log));
+    /// Opens the database, recovering it: a transaction across databases found prepared
+    /// commits if the instance's decisions hold the decision to commit it.
+    pub(crate) fn open(entry: &Entry, host: &Host<'_>) -> Result<Database> {
+        let (pool, decisions) = (host.pool.clone(), host.decisions);
+        let (data, log) = (entry.options.data_config(host.data), entry.options.log_config(host.log));
         let (wal, master) = Wal::open(&entry.log_path, &entry.name, log)?;
         // Before recovery writes anything: a data file of a newer format is refused, and a
         // log of another database would corrupt it. (A header that does not read is
@@ -374,9 +390,9 @@ impl Database {
             return Err(msg::FILES_DO_NOT_MATCH_PRIMARY.engine(&[]));
         }
         let space = Space::open(&entry.name, &entry.data_path, pool, wal, &data)?;
-        let outcome = space.recover(master)?;
+        let outcome = space.recover(master, &|id| decisions.decided_to_commit(id))?;
         space.verify_header()?;
-        let mut db = Database::assemble(entry, space);
+        let mut db = Database::assemble(entry, space, decisions);
         db.apply_pool_limit()?;
         if entry.options.keeps_versions() {
             // Nothing is active yet: snapshots may be taken at once.
@@ -413,8 +429,9 @@ impl Database {
         }
     }
 
-    fn assemble(entry: &Entry, space: Arc<Space>) -> Database {
+    fn assemble(entry: &Entry, space: Arc<Space>, decisions: &Arc<Decisions>) -> Database {
         Database {
+            decisions: decisions.clone(),
             name: entry.name.clone(),
             id: entry.id,
             data_path: entry.data_path.clone(),

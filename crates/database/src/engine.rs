@@ -21,7 +21,8 @@ use tessera_errors::msg;
 use tessera_errors::{Error, Result};
 use tessera_log::LogConfig;
 
-use crate::database::{Database, DatabaseOptions};
+use crate::database::{Database, DatabaseOptions, Host};
+use crate::decisions::Decisions;
 use crate::memory::{self, MemoryGovernor, MemoryStatus};
 use crate::registry::{self, Change, DbState, Entry, Registry};
 
@@ -165,6 +166,8 @@ pub struct Engine {
     idle_close_ms: AtomicU64,
     /// Told of each database the engine opens or closes (see [`Engine::listen`]).
     listener: Mutex<Option<DatabaseListener>>,
+    /// Commit decisions of transactions across databases (two-phase commit).
+    decisions: Arc<Decisions>,
 }
 
 /// A database the engine opened (on first use) or closed (idle, over the open limit, or
@@ -238,6 +241,7 @@ impl Engine {
         pool.set_max_bytes(pool_share(memory.status().target_bytes, &config.log))?;
         let (registry, registry::Loaded { entries, detached }) =
             Registry::open(&Engine::registry_path(&config.data_dir), key)?;
+        let decisions = Arc::new(Decisions::open(&config.data_dir)?);
         let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
         let slots = entries.into_iter().map(|e| (key(&e.name), Slot::new(e, None))).collect();
         let max_open = AtomicUsize::new(config.max_open_databases.max(1));
@@ -253,6 +257,7 @@ impl Engine {
             stop: Arc::new(AtomicBool::new(false)),
             worker: Mutex::new(None),
             listener: Mutex::new(None),
+            decisions,
         });
         if !engine.exists("master") {
             engine.create_database("master", DatabaseOptions::default())?;
@@ -267,6 +272,11 @@ impl Engine {
             *engine.worker.lock() = Some(handle);
         }
         Ok(engine)
+    }
+
+    /// What the engine lends the databases it creates and opens.
+    fn host(&self) -> Host<'_> {
+        Host { pool: &self.pool, data: &self.config.data, log: &self.config.log, decisions: &self.decisions }
     }
 
     fn registry_path(dir: &Path) -> PathBuf {
@@ -365,9 +375,9 @@ impl Engine {
                 // A file at the database's own default path that no database uses: left by
                 // a CREATE or DROP DATABASE that a crash interrupted (the registry, written
                 // last on create and first on drop, never named it).
-                std::fs::remove_file(path).map_err(|e| Error::io("delete", path, 0, e))?;
+                tessera_io::durable::remove_file(path).map_err(|e| Error::io("delete", path, 0, e))?;
             }
-            let db = Database::create(&entry, self.pool.clone(), &self.config.data, &self.config.log)?;
+            let db = Database::create(&entry, &self.host())?;
             db.set_version_store_max_bytes(self.config.version_store_max_bytes);
             let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
             inner.slots.insert(key(name), slot.clone());
@@ -377,7 +387,7 @@ impl Engine {
                 inner.slots.remove(&key(name));
                 drop(slot);
                 for p in [&entry.data_path, &entry.log_path] {
-                    let _ = std::fs::remove_file(p);
+                    let _ = tessera_io::durable::remove_file(p);
                 }
                 return Err(e);
             }
@@ -408,7 +418,7 @@ impl Engine {
                     if entry.state == DbState::Restoring {
                         return Err(msg::DATABASE_RESTORING.engine(&[&entry.name]));
                     }
-                    let db = Arc::new(Database::open(&entry, self.pool.clone(), &self.config.data, &self.config.log)?);
+                    let db = Arc::new(Database::open(&entry, &self.host())?);
                     db.set_version_store_max_bytes(self.config.version_store_max_bytes);
                     *open = Some(db.clone());
                     (db, true)
@@ -500,7 +510,7 @@ impl Engine {
                 let mut e = slot.entry.lock();
                 for old in [e.data_path.clone(), e.log_path.clone()] {
                     if old != data_path && old != log_path {
-                        let _ = std::fs::remove_file(&old);
+                        let _ = tessera_io::durable::remove_file(&old);
                     }
                 }
                 e.data_path = data_path.to_path_buf();
@@ -607,7 +617,7 @@ impl Engine {
         // next CREATE DATABASE of the name removes.
         let entry = slot.entry.lock().clone();
         for p in [&entry.data_path, &entry.log_path] {
-            std::fs::remove_file(p).map_err(|e| Error::io("delete", p, 0, e))?;
+            tessera_io::durable::remove_file(p).map_err(|e| Error::io("delete", p, 0, e))?;
         }
         Ok(())
     }

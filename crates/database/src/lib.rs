@@ -20,6 +20,7 @@
 //! ```
 
 mod database;
+mod decisions;
 mod engine;
 pub mod memory;
 pub mod redefinitions;
@@ -50,4 +51,4 @@ pub use tessera_errors::{Error, Result};
 pub use tessera_io::DirLock;
 pub use tessera_log::recovery::RecoveryOutcome;
 pub use tessera_log::{Growth, LogConfig};
-pub use transaction::{Savepoint, Transaction};
+pub use transaction::{NotCommitted, Savepoint, Transaction};

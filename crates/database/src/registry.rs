@@ -40,11 +40,10 @@
 //! Files from before the journal (one entry per line, no first line, DETACHED in the
 //! state field of detached files) are read as they are and rewritten at the next start.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tessera_errors::{Error, Result};
+use tessera_io::{DataFile, OpenMode};
 use tessera_log::Growth;
 
 use crate::database::{DatabaseOptions, DelayedDurability, RecoveryModel, ResourceLimits};
@@ -140,7 +139,7 @@ const SLACK_BYTES: u64 = 64 << 10;
 /// The open registry file: appends changes, rewrites itself when the journal is long.
 pub struct Registry {
     path: PathBuf,
-    file: File,
+    file: DataFile,
     len_bytes: u64,
     /// Bytes of the file when it was last rewritten.
     rewritten_bytes: u64,
@@ -150,7 +149,8 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Reads the registry at `path` (none: an empty one) and rewrites it compactly.
+    /// Reads the registry at `path` (none: an empty one), rewriting it compactly when a
+    /// line was torn off, it is in the older format, or it has grown long.
     /// `key` gives the name under which two databases are the same one.
     pub fn open(path: &Path, key: impl Fn(&str) -> String) -> Result<(Registry, Loaded)> {
         let text = match std::fs::read_to_string(path) {
@@ -159,7 +159,7 @@ impl Registry {
             Err(e) => return Err(Error::io("read", path, 0, e)),
         };
         let first = text.lines().next().unwrap_or("");
-        let mut loaded = if first == HEADER {
+        let (mut loaded, whole) = if first == HEADER {
             replay(path, &text, &key)?
         } else if let Some(version) = first.strip_prefix("tessera-registry ") {
             // Written by another build: its lines may mean other things than ours.
@@ -168,13 +168,22 @@ impl Registry {
                 path.display()
             )));
         } else {
-            load_v1(path, &text)?
+            // Rewritten as a journal below.
+            (load_v1(path, &text)?, false)
         };
         loaded.entries.sort_unstable_by_key(|e| e.id);
         let entries: Vec<&Entry> = loaded.entries.iter().collect();
-        let (file, len_bytes) = rewrite(path, &entries, &loaded.detached)?;
+        let fresh_bytes = encode(&entries, &loaded.detached)?.len() as u64;
+        let len = text.len() as u64;
+        // Kept as it is when it is whole and not long: an open writes nothing then (a full
+        // disk must not keep the instance from starting).
+        let (file, len_bytes) = if whole && len <= 2 * fresh_bytes + SLACK_BYTES {
+            (DataFile::open(path, OpenMode::Existing, false)?, len)
+        } else {
+            rewrite(path, &entries, &loaded.detached)?
+        };
         let registry =
-            Registry { path: path.to_path_buf(), file, len_bytes, rewritten_bytes: len_bytes, must_rewrite: false };
+            Registry { path: path.to_path_buf(), file, len_bytes, rewritten_bytes: fresh_bytes, must_rewrite: false };
         Ok((registry, loaded))
     }
 
@@ -198,12 +207,12 @@ impl Registry {
             }
         }
         let line = format!("{:08x}\t{ops}\n", crc32c::crc32c(ops.as_bytes()));
-        let appended = self.file.write_all(line.as_bytes()).and_then(|_| self.file.sync_data());
+        let appended = self.file.write_all_at(line.as_bytes(), self.len_bytes).and_then(|_| self.file.sync_data());
         if let Err(e) = appended {
             // Cut the torn line off, or rewrite the file at the next change.
             let cut = self.file.set_len(self.len_bytes).and_then(|_| self.file.sync_data());
             self.must_rewrite = cut.is_err();
-            return Err(Error::io("write", &self.path, self.len_bytes, e));
+            return Err(e);
         }
         self.len_bytes += line.len() as u64;
         if self.len_bytes > 2 * self.rewritten_bytes + SLACK_BYTES {
@@ -232,7 +241,14 @@ fn push_op(out: &mut String, op: char, payload: &str) {
 
 /// Writes a fresh registry holding `entries` and `detached` over the file at `path`
 /// atomically; returns it opened for appending, and its length.
-fn rewrite(path: &Path, entries: &[&Entry], detached: &[Entry]) -> Result<(File, u64)> {
+fn rewrite(path: &Path, entries: &[&Entry], detached: &[Entry]) -> Result<(DataFile, u64)> {
+    let text = encode(entries, detached)?;
+    tessera_io::durable::write_atomically(path, text.as_bytes(), 0o644)?;
+    Ok((DataFile::open(path, OpenMode::Existing, false)?, text.len() as u64))
+}
+
+/// A fresh registry's text, holding `entries` and `detached`.
+fn encode(entries: &[&Entry], detached: &[Entry]) -> Result<String> {
     let mut text = String::with_capacity((entries.len() + detached.len()) * 180 + HEADER.len() + 1);
     text.push_str(HEADER);
     text.push('\n');
@@ -245,13 +261,11 @@ fn rewrite(path: &Path, entries: &[&Entry], detached: &[Entry]) -> Result<(File,
         text.push_str(&ops);
         text.push('\n');
     }
-    tessera_io::durable::write_atomically(path, text.as_bytes(), 0o644)?;
-    let file = std::fs::OpenOptions::new().append(true).open(path).map_err(|e| Error::io("open", path, 0, e))?;
-    Ok((file, text.len() as u64))
+    Ok(text)
 }
 
-/// Replays a journal.
-fn replay(path: &Path, text: &str, key: &impl Fn(&str) -> String) -> Result<Loaded> {
+/// Replays a journal; also says whether every line of it was whole (none torn off).
+fn replay(path: &Path, text: &str, key: &impl Fn(&str) -> String) -> Result<(Loaded, bool)> {
     let bad = |line: usize| Error::Invalid(format!("{}: line {line} is damaged", path.display()));
     let mut loaded = Loaded::default();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
@@ -259,14 +273,14 @@ fn replay(path: &Path, text: &str, key: &impl Fn(&str) -> String) -> Result<Load
         let last = i + 1 == lines.len();
         let Some(line) = raw.strip_suffix('\n') else {
             // Torn by a crash while it was appended: never reported done.
-            break;
+            return Ok((loaded, false));
         };
         let checked = line
             .split_once('\t')
             .filter(|(crc, ops)| u32::from_str_radix(crc, 16).is_ok_and(|crc| crc == crc32c::crc32c(ops.as_bytes())));
         let Some((_, ops)) = checked else {
             if last {
-                break;
+                return Ok((loaded, false));
             }
             return Err(bad(i + 1));
         };
@@ -284,7 +298,7 @@ fn replay(path: &Path, text: &str, key: &impl Fn(&str) -> String) -> Result<Load
             }
         }
     }
-    Ok(loaded)
+    Ok((loaded, true))
 }
 
 /// Reads a registry from before the journal: one entry per line.

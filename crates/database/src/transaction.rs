@@ -29,6 +29,14 @@ pub struct Transaction {
     txn: Option<Txn>,
 }
 
+/// Why [`Transaction::commit_together`] did not commit, and the databases whose part did
+/// not (rolled back, or in doubt and offline until their recovery settles it).
+#[derive(Debug)]
+pub struct NotCommitted {
+    pub error: tessera_errors::Error,
+    pub databases: Vec<Arc<Database>>,
+}
+
 impl Transaction {
     pub(crate) fn new(db: Arc<Database>, txn: Txn) -> Self {
         Transaction { db, txn: Some(txn) }
@@ -423,6 +431,69 @@ impl Transaction {
     pub fn rollback(mut self) -> Result<()> {
         let txn = self.txn.take().expect("transaction is open");
         self.db.space.rollback(txn)
+    }
+
+    /// Commits `txns` — one per database, of one engine — as one transaction: all of
+    /// them or none, even across a crash. When more than one of them wrote, it is
+    /// two-phase commit through the instance's decision journal (see `decisions.rs`),
+    /// always fully durable (as SQL Server's cross-database transactions are);
+    /// otherwise each commits as [`Transaction::commit_with`] does. On an error, the
+    /// databases whose transaction did not commit (rolled back, or in doubt: those are
+    /// offline until recovery settles them).
+    pub fn commit_together(txns: Vec<Transaction>, delayed: bool) -> std::result::Result<(), NotCommitted> {
+        // A scratch database (tempdb) outlives no restart: it takes no part in the vote.
+        let votes = |t: &Transaction| t.has_writes() && !t.db.options().scratch;
+        let writers = txns.iter().filter(|t| votes(t)).count();
+        if writers < 2 {
+            let mut failed = Vec::new();
+            let mut first_error = None;
+            for t in txns {
+                let db = t.db.clone();
+                if let Err(e) = t.commit_with(delayed) {
+                    first_error.get_or_insert(e);
+                    failed.push(db);
+                }
+            }
+            return first_error.map_or(Ok(()), |error| Err(NotCommitted { error, databases: failed }));
+        }
+        let mut txns = txns;
+        let decisions = txns[0].db.decisions.clone();
+        assert!(txns.iter().all(|t| Arc::ptr_eq(&t.db.decisions, &decisions)), "transactions of one engine");
+        let decision = rand::random::<u128>().max(1);
+        // Phase 1: every writer's Prepare record durable, or everything rolls back.
+        let prepared = txns.iter_mut().filter(|t| votes(t)).try_for_each(|t| {
+            let txn = t.txn.as_mut().expect("transaction is open");
+            t.db.space.prepare(txn, decision)
+        });
+        let all: Vec<Arc<Database>> = txns.iter().map(|t| t.db.clone()).collect();
+        if let Err(e) = prepared {
+            for t in txns {
+                let _ = t.rollback();
+            }
+            return Err(NotCommitted { error: e, databases: all });
+        }
+        // The commit point.
+        if let Err(e) = decisions.decide(decision) {
+            // In doubt: the decision may be on disk. No database may decide alone.
+            for mut t in txns {
+                if votes(&t) {
+                    t.db.space.abandon(t.txn.take().expect("transaction is open"));
+                } else {
+                    let _ = t.rollback();
+                }
+            }
+            return Err(NotCommitted { error: e, databases: all });
+        }
+        // Phase 2: committed. A database that cannot log its Commit is offline until its
+        // recovery commits it from the decision, which is then kept.
+        let mut settled = true;
+        for t in txns {
+            settled &= t.commit().is_ok();
+        }
+        if settled {
+            decisions.forget(decision);
+        }
+        Ok(())
     }
 }
 

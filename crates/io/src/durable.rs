@@ -10,6 +10,8 @@
 //!   the old contents or the new ones, never a mix, and once it returns the new ones stay.
 //! - [`create_dir_all`]: directories that stay created.
 //! - [`sync_dir`]: makes the names in a directory (created, renamed, removed) durable.
+//! - [`remove_file`]: removes a file (the engine's files are removed only through it, so
+//!   a simulated power loss ([`crate::faults::power`]) can stop it).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -52,6 +54,9 @@ pub fn create_dir_all(dir: &Path) -> Result<()> {
 /// permission bits `mode` (before umask). A temporary file `path.tmp` is left only by a
 /// crash, and the next call replaces it.
 pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    if crate::faults::active() {
+        crate::faults::rename_or_remove(path).map_err(|e| Error::io("replace", path, 0, e))?;
+    }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = Path::new(&tmp);
@@ -66,7 +71,20 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     file.sync_all().map_err(|e| Error::io("sync", tmp, 0, e))?;
     drop(file);
     std::fs::rename(tmp, path).map_err(|e| Error::io("rename", path, 0, e))?;
-    sync_parent(path)
+    sync_parent(path)?;
+    crate::faults::power::forget_file(path);
+    Ok(())
+}
+
+/// Removes the file at `path` (its directory is not synced: a caller that needs the
+/// removal to survive a crash syncs it).
+pub fn remove_file(path: &Path) -> std::io::Result<()> {
+    if crate::faults::active() {
+        crate::faults::rename_or_remove(path)?;
+    }
+    std::fs::remove_file(path)?;
+    crate::faults::power::forget_file(path);
+    Ok(())
 }
 
 #[cfg(test)]

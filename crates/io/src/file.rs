@@ -3,7 +3,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::IO_ALIGN;
+use crate::{faults, AlignedBuf, IO_ALIGN};
 use tessera_errors::{Error, Result};
 
 /// How [`DataFile::open`] treats the path.
@@ -57,10 +57,60 @@ impl DataFile {
         Ok(DataFile { file, path: path.to_path_buf(), direct })
     }
 
-    /// An armed [`crate::faults::Fault`] for this operation on this file.
-    #[cfg(feature = "faults")]
-    fn injected(&self, op: crate::faults::Op, what: &'static str, offset: u64) -> Result<()> {
-        crate::faults::check(op, &self.path).map_err(|e| Error::io(what, &self.path, offset, e))
+    /// Asks [`faults`] before a read of `buf.len()` bytes: a partial read fills the
+    /// first bytes of `buf` and fails.
+    #[cold]
+    fn read_with_faults(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let fail = |e| Err(Error::io("read", &self.path, offset, e));
+        match faults::read(&self.path, buf.len()) {
+            faults::Outcome::Pass => Ok(()),
+            faults::Outcome::Fail(e) => fail(e),
+            faults::Outcome::Partial(n, e) => {
+                let n = if self.direct { n / IO_ALIGN * IO_ALIGN } else { n };
+                let _ = self.file.read_at(&mut buf[..n], offset);
+                fail(e)
+            }
+        }
+    }
+
+    /// A write under [`faults`]: it may fail, write part of `buf` and fail, or (when its
+    /// directory is recorded for a power loss) keep the bytes it overwrites.
+    #[cold]
+    fn write_with_faults(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let fail = |e| Error::io("write", &self.path, offset, e);
+        let (len, error) = match faults::write(&self.path, offset, buf.len(), self.len()?) {
+            faults::Outcome::Pass => (buf.len(), None),
+            faults::Outcome::Fail(e) => return Err(fail(e)),
+            faults::Outcome::Partial(n, e) => (if self.direct { n / IO_ALIGN * IO_ALIGN } else { n }, Some(e)),
+        };
+        let old = faults::power::recording(&self.path).then(|| self.bytes_at(offset, len)).transpose()?;
+        crate::profile::through(&self.path, offset, len, || self.file.write_all_at(&buf[..len], offset))
+            .map_err(fail)?;
+        if let Some(old) = old {
+            faults::power::wrote(&self.path, offset, old, &buf[..len]);
+        }
+        error.map_or(Ok(()), |e| Err(fail(e)))
+    }
+
+    /// The bytes now at `[offset, offset + len)`, fewer where the file ends first. Read
+    /// into an aligned buffer, as a file opened with O_DIRECT needs.
+    fn bytes_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = AlignedBuf::new(len.next_multiple_of(IO_ALIGN).max(IO_ALIGN));
+        let mut done = 0;
+        while done < len {
+            let want = buf.len() - done;
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(n) => {
+                    done += n;
+                    if n < want {
+                        break; // the end of the file
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io("read", &self.path, offset, e)),
+            }
+        }
+        Ok(buf[..done.min(len)].to_vec())
     }
 
     pub fn path(&self) -> &Path {
@@ -83,8 +133,9 @@ impl DataFile {
     /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is an error.
     pub fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        #[cfg(feature = "faults")]
-        self.injected(crate::faults::Op::Read, "read", offset)?;
+        if faults::active() {
+            self.read_with_faults(buf, offset)?;
+        }
         let len = buf.len();
         crate::profile::through(&self.path, offset, len, || self.file.read_exact_at(buf, offset))
             .map_err(|e| Error::io("read", &self.path, offset, e))
@@ -95,8 +146,11 @@ impl DataFile {
     /// after a short read. Reading past the end is an error.
     pub fn read_exact_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> Result<()> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        #[cfg(feature = "faults")]
-        self.injected(crate::faults::Op::Read, "read", offset)?;
+        if faults::active() {
+            if let faults::Outcome::Fail(e) | faults::Outcome::Partial(_, e) = faults::read(&self.path, total) {
+                return Err(Error::io("read", &self.path, offset, e));
+            }
+        }
         let mut at = offset;
         for b in bufs.iter() {
             self.check_alignment(at, b.len(), b.as_ptr() as usize);
@@ -140,8 +194,9 @@ impl DataFile {
     /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (0 at end of file).
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        #[cfg(feature = "faults")]
-        self.injected(crate::faults::Op::Read, "read", offset)?;
+        if faults::active() {
+            self.read_with_faults(buf, offset)?;
+        }
         let len = buf.len();
         loop {
             match crate::profile::through(&self.path, offset, len, || self.file.read_at(buf, offset)) {
@@ -154,24 +209,44 @@ impl DataFile {
 
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        #[cfg(feature = "faults")]
-        self.injected(crate::faults::Op::Write, "write", offset)?;
+        if faults::active() {
+            return self.write_with_faults(buf, offset);
+        }
         crate::profile::through(&self.path, offset, buf.len(), || self.file.write_all_at(buf, offset))
             .map_err(|e| Error::io("write", &self.path, offset, e))
     }
 
     /// Makes written data durable (fdatasync).
     pub fn sync_data(&self) -> Result<()> {
-        #[cfg(feature = "faults")]
-        self.injected(crate::faults::Op::Sync, "sync", 0)?;
-        self.file.sync_data().map_err(|e| Error::io("sync", &self.path, 0, e))
+        self.sync(|f| f.sync_data())
     }
 
     /// Makes data and metadata durable (fsync).
     pub fn sync_all(&self) -> Result<()> {
-        #[cfg(feature = "faults")]
-        self.injected(crate::faults::Op::Sync, "sync", 0)?;
-        self.file.sync_all().map_err(|e| Error::io("sync", &self.path, 0, e))
+        self.sync(|f| f.sync_all())
+    }
+
+    fn sync(&self, how: impl Fn(&std::fs::File) -> std::io::Result<()>) -> Result<()> {
+        let fail = |e| Error::io("sync", &self.path, 0, e);
+        if !faults::active() {
+            return how(&self.file).map_err(fail);
+        }
+        faults::sync(&self.path).map_err(fail)?;
+        how(&self.file).map_err(fail)?;
+        faults::power::synced(&self.path, self.len()?);
+        Ok(())
+    }
+
+    /// Cuts or extends the file to `len` through `how`, under [`faults`] when armed.
+    fn resize(&self, len: u64, how: impl FnOnce() -> Result<()>) -> Result<()> {
+        if !faults::active() {
+            return how();
+        }
+        let current = self.len()?;
+        faults::resize(&self.path, current, len).map_err(|e| Error::io("extend", &self.path, current, e))?;
+        how()?;
+        faults::power::resized(&self.path, len);
+        Ok(())
     }
 
     pub fn len(&self) -> Result<u64> {
@@ -190,6 +265,10 @@ impl DataFile {
         if len <= current {
             return Ok(());
         }
+        self.resize(len, || self.allocate_from(current, len))
+    }
+
+    fn allocate_from(&self, current: u64, len: u64) -> Result<()> {
         let off = current as libc::off_t;
         let add = (len - current) as libc::off_t;
         // SAFETY: plain syscall on an owned descriptor.
@@ -212,14 +291,13 @@ impl DataFile {
 
     /// Cuts or extends the file to exactly `len` bytes.
     pub fn set_len(&self, len: u64) -> Result<()> {
-        self.file.set_len(len).map_err(|e| Error::io("truncate", &self.path, len, e))
+        self.resize(len, || self.file.set_len(len).map_err(|e| Error::io("truncate", &self.path, len, e)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AlignedBuf;
 
     #[test]
     fn write_read_allocate() {

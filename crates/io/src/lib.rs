@@ -6,7 +6,6 @@ mod aligned;
 pub mod clock;
 mod dirlock;
 pub mod durable;
-#[cfg(feature = "faults")]
 pub mod faults;
 mod file;
 pub mod profile;

@@ -61,6 +61,11 @@ pub enum RecordKind {
     End = 6,
     /// Written after a checkpoint's page flush; the body lists active transactions.
     Checkpoint = 7,
+    /// The transaction is ready to commit as part of a transaction across databases;
+    /// the body is the 16-byte id of the instance's decision on it. Made durable before
+    /// the decision: recovery finds it without a Commit or End and asks whether that
+    /// decision was to commit.
+    Prepare = 8,
 }
 
 impl RecordKind {
@@ -73,6 +78,7 @@ impl RecordKind {
             5 => RecordKind::Abort,
             6 => RecordKind::End,
             7 => RecordKind::Checkpoint,
+            8 => RecordKind::Prepare,
             _ => return None,
         })
     }
@@ -129,6 +135,19 @@ impl LogRecord {
     /// (`RESTORE LOG … WITH STOPAT`) compares against.
     pub fn commit(txn: TxnId, prev_lsn: Lsn, unix_micros: i64) -> LogRecord {
         LogRecord::new(RecordKind::Commit, txn, prev_lsn, unix_micros.to_le_bytes().to_vec())
+    }
+
+    /// A Prepare record naming the decision `decision` of a transaction across databases.
+    pub fn prepare(txn: TxnId, prev_lsn: Lsn, decision: u128) -> LogRecord {
+        LogRecord::new(RecordKind::Prepare, txn, prev_lsn, decision.to_le_bytes().to_vec())
+    }
+
+    /// The decision a Prepare record names.
+    pub fn prepared_decision(&self) -> Option<u128> {
+        match (self.kind, self.body.get(..16)) {
+            (RecordKind::Prepare, Some(b)) => Some(u128::from_le_bytes(b.try_into().unwrap())),
+            _ => None,
+        }
     }
 
     /// The time stamped in a Commit record.

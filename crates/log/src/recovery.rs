@@ -8,7 +8,10 @@
 //!    carries an LSN at or past the record's ("repeating history").
 //! 3. **Undo** rolls the losers back together, newest record first. Each undone
 //!    Update produces a Compensation record, so a crash during undo never undoes twice;
-//!    when a loser is fully undone an End record closes it.
+//!    when a loser is fully undone an End record closes it. A loser whose last word is
+//!    a Prepare record (one part of a transaction across databases) is in doubt: the
+//!    handler says whether the instance decided to commit it, and then it gets a Commit
+//!    record instead of its undo (presumed abort: no decision found, it is undone).
 //!
 //! The page formats are not known here: a [`RecoveryHandler`] from the access layer
 //! applies and reverses the record bodies.
@@ -31,6 +34,9 @@ pub trait RecoveryHandler {
     /// Compensation record's LSN and its undo_next, where undo goes on: `rec.prev_lsn`,
     /// or an earlier record when this inverse also covered the records in between.
     fn undo(&mut self, lsn: Lsn, rec: &LogRecord, last_lsn: Lsn) -> Result<(Lsn, Lsn)>;
+    /// Whether the instance decided to commit the transaction across databases whose
+    /// decision is `decision` (a Prepare record's).
+    fn decided_to_commit(&mut self, decision: u128) -> Result<bool>;
 }
 
 /// A transaction active at checkpoint time.
@@ -93,12 +99,16 @@ pub struct RecoveryOutcome {
     pub records_redone: u64,
     pub losers: usize,
     pub records_undone: u64,
+    /// Prepared transactions found in doubt and committed by the instance's decision.
+    pub prepared_committed: usize,
 }
 
 struct TxnEntry {
     last_lsn: Lsn,
     /// Seen commit or end: not a loser.
     finished: bool,
+    /// The decision its Prepare record names.
+    prepared: Option<u128>,
 }
 
 /// Runs analysis, redo and undo. On return every committed transaction's changes are
@@ -137,10 +147,12 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
             continue;
         }
         next_txn = next_txn.max(rec.txn.next());
-        let entry = txns.entry(rec.txn).or_insert(TxnEntry { last_lsn: Lsn::NONE, finished: false });
+        let entry = txns.entry(rec.txn).or_insert(TxnEntry { last_lsn: Lsn::NONE, finished: false, prepared: None });
         entry.last_lsn = entry.last_lsn.max(lsn);
-        if matches!(rec.kind, RecordKind::Commit | RecordKind::End) {
-            entry.finished = true;
+        match rec.kind {
+            RecordKind::Commit | RecordKind::End => entry.finished = true,
+            RecordKind::Prepare => entry.prepared = rec.prepared_decision(),
+            _ => {}
         }
     }
     let end_lsn = reader.position();
@@ -153,6 +165,19 @@ pub fn recover(wal: &Wal, master: Master, handler: &mut dyn RecoveryHandler) -> 
         if matches!(rec.kind, RecordKind::Update | RecordKind::Compensation | RecordKind::System) {
             handler.redo(lsn, &rec)?;
             outcome.records_redone += 1;
+        }
+    }
+
+    // In doubt: a prepared transaction the instance decided to commit is committed.
+    for (&txn, entry) in txns.iter_mut().filter(|(_, e)| !e.finished) {
+        if let Some(decision) = entry.prepared {
+            if handler.decided_to_commit(decision)? {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                let micros = now.map_or(0, |d| d.as_micros() as i64);
+                wal.append(&LogRecord::commit(txn, entry.last_lsn, micros))?;
+                entry.finished = true;
+                outcome.prepared_committed += 1;
+            }
         }
     }
 

@@ -507,6 +507,14 @@ impl Wal {
         Ok(())
     }
 
+    /// Refuses everything from now on (9001), as after a failed write or sync: used when
+    /// a change in memory can no longer be undone, so that nothing is read or logged on
+    /// top of it until the database is opened again and its recovery finishes the undo
+    /// from what the disk holds.
+    pub fn take_offline(&self) {
+        self.failed.store(true, Ordering::Release);
+    }
+
     /// The redo point of the newest checkpoint begun: recovery never starts redo later
     /// than this. A page whose LSN is below it has not been changed since, so its next
     /// change must log a full image of the page (torn-write protection).

@@ -89,6 +89,9 @@ fn segments_rebuild_a_log_with_the_same_lsns_and_extend_it() {
 struct Count(usize);
 
 impl tessera_log::recovery::RecoveryHandler for Count {
+    fn decided_to_commit(&mut self, _: u128) -> tessera_errors::Result<bool> {
+        Ok(false)
+    }
     fn redo(&mut self, _: Lsn, _: &LogRecord) -> tessera_errors::Result<()> {
         self.0 += 1;
         Ok(())

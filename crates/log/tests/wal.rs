@@ -150,6 +150,9 @@ fn upd(key: u8, new: u8, old: u8) -> Vec<u8> {
 }
 
 impl RecoveryHandler for Toy {
+    fn decided_to_commit(&mut self, _: u128) -> tessera_errors::Result<bool> {
+        Ok(false)
+    }
     fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_errors::Result<()> {
         let page = self.pages.entry(rec.body[0]).or_insert((0, Lsn::NONE));
         if page.1 < lsn {
@@ -168,6 +171,9 @@ struct ToyWithLog<'a> {
 }
 
 impl RecoveryHandler for ToyWithLog<'_> {
+    fn decided_to_commit(&mut self, _: u128) -> tessera_errors::Result<bool> {
+        Ok(false)
+    }
     fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> tessera_errors::Result<()> {
         self.toy.redo(lsn, rec)
     }

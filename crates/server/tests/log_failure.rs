@@ -14,13 +14,7 @@ use tessera_server::{client, packet};
 
 /// The next fdatasync of `database`'s log fails with EIO.
 fn fail_log_sync(server: &TestServer, database: &str) {
-    faults::arm(Fault {
-        op: Op::Sync,
-        under: server.dir.path().into(),
-        suffix: format!("/{database}_log.ldf"),
-        times: 1,
-        errno: libc::EIO,
-    });
+    faults::arm(Fault::new(Op::Sync, server.dir.path(), &format!("/{database}_log.ldf"), libc::EIO));
 }
 
 /// The tokens of a reply as (token, DONE status, DONE count, error number): enough of

@@ -57,9 +57,16 @@ pub(super) fn undo_record(space: &Space, rec: &LogRecord, last: Lsn) -> Result<(
 }
 
 /// The body of [`Space::recover`].
-pub(crate) fn recover(space: &Space, master: tessera_log::Master) -> Result<RecoveryOutcome> {
-    struct Handler<'a>(&'a Space);
+pub(crate) fn recover(
+    space: &Space,
+    master: tessera_log::Master,
+    decided_to_commit: &dyn Fn(u128) -> bool,
+) -> Result<RecoveryOutcome> {
+    struct Handler<'a>(&'a Space, &'a dyn Fn(u128) -> bool);
     impl RecoveryHandler for Handler<'_> {
+        fn decided_to_commit(&mut self, decision: u128) -> Result<bool> {
+            Ok((self.1)(decision))
+        }
         fn redo(&mut self, lsn: Lsn, rec: &LogRecord) -> Result<()> {
             let (ops, _) = ops::decode(&rec.body)?;
             mtr::redo(self.0, lsn, &ops)
@@ -68,7 +75,7 @@ pub(crate) fn recover(space: &Space, master: tessera_log::Master) -> Result<Reco
             undo_record(self.0, rec, last_lsn)
         }
     }
-    let outcome = recovery::recover(&space.wal, master, &mut Handler(space))?;
+    let outcome = recovery::recover(&space.wal, master, &mut Handler(space, decided_to_commit))?;
     space.txns.next.fetch_max(outcome.next_txn.raw(), Ordering::AcqRel);
     Ok(outcome)
 }

@@ -151,16 +151,15 @@ impl Engine {
             options: DatabaseOptions { data_path: None, log_path: None, ..options },
             state: DbState::Online,
         };
-        let db =
-            Database::open(&entry, self.pool.clone(), &self.config.data, &self.config.log).map_err(|e| match e {
-                Error::Corrupt { path, .. } if path == log_path => not_valid_header(log_path, "file type"),
-                Error::Io { path, source, .. }
-                    if path == log_path && source.kind() == std::io::ErrorKind::UnexpectedEof =>
-                {
-                    not_valid_header(log_path, "FILE SIZE")
-                }
-                e => e,
-            })?;
+        let db = Database::open(&entry, &self.host()).map_err(|e| match e {
+            Error::Corrupt { path, .. } if path == log_path => not_valid_header(log_path, "file type"),
+            Error::Io { path, source, .. }
+                if path == log_path && source.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                not_valid_header(log_path, "FILE SIZE")
+            }
+            e => e,
+        })?;
         db.set_version_store_max_bytes(self.config.version_store_max_bytes);
         let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
         inner.slots.insert(key(name), slot);

@@ -125,12 +125,10 @@ impl Transactions {
             .iter()
             .filter_map(|d| d.redefined_table().map(|t| (d.database().clone(), d.database().redefining(t))))
             .collect();
-        for t in self.open.drain(..) {
-            let database = t.database().clone();
-            if let Err(e) = t.commit_with(delayed) {
-                first_error.get_or_insert(SqlError::from(e));
-                failed.push(database);
-            }
+        // One transaction across the databases it changed: all commit or none do.
+        if let Err(e) = Transaction::commit_together(self.open.drain(..).collect(), delayed) {
+            first_error = Some(SqlError::from(e.error));
+            failed = e.databases;
         }
         for (database, r) in redefining {
             let committed = !failed.iter().any(|f| Arc::ptr_eq(f, &database));

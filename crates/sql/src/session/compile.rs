@@ -20,6 +20,10 @@ use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement, StatementKind};
 use tessera_syntax::references::mentions_temp_table;
 
+/// How many times a statement is bound again because what it names changed while its
+/// locks were awaited.
+const MAX_REBINDS: u32 = 16;
+
 impl Runner<'_> {
     /// Fingerprint of the session state plans depend on: the variables in scope (`vars`:
     /// their names, slots and types — a batch's are fixed by its text, but the same
@@ -174,6 +178,7 @@ impl Runner<'_> {
                 checked
             }
         };
+        let mut rebinds = 0;
         loop {
             let found = &checked.found;
             for dep in found.deps.iter().filter(|d| d.locked) {
@@ -209,6 +214,13 @@ impl Runner<'_> {
                 self.check_plan(&found.deps)?;
                 return Ok(checked.found.plan);
             }
+            // Under the locks a second binding finds what the first left; more would mean
+            // a name that never finds what it was bound against (a livelock, not DDL).
+            rebinds += 1;
+            if rebinds > MAX_REBINDS {
+                return Err(tessera_errors::msg::INTERNAL_QUERY_PROCESSOR_ERROR.with(&[]));
+            }
+            drop(catalogs);
             checked = compile(self)?;
         }
     }
@@ -370,7 +382,9 @@ impl<'a> Catalogs<'a> {
                         named.len() - 1
                     }
                 };
-                named[at].1.as_ref().is_some_and(|c| dep.holds_in(c))
+                // A database that cannot be read (RESTORING, offline, gone) finds nothing,
+                // as it did when the plan was bound if the name found nothing then.
+                named[at].1.as_ref().map_or(dep.fingerprint.is_none(), |c| dep.holds_in(c))
             }
         }
     }

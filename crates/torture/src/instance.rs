@@ -37,6 +37,14 @@ impl Instance {
         Ok(Instance { engine, session: Some(session) })
     }
 
+    /// Runs `sql`: the errors it got (number and text), if any.
+    pub fn errors_of(&mut self, sql: &str) -> Option<Vec<(i32, String)>> {
+        let mut out = Collected::default();
+        self.session.as_mut().expect("open").execute(sql, &mut out);
+        let errors = out.errors();
+        (!errors.is_empty()).then(|| errors.iter().map(|e| (e.number, e.message.clone())).collect())
+    }
+
     /// Runs `sql`: its result sets, or its errors.
     pub fn run(&mut self, sql: &str) -> Result<Collected, String> {
         let mut out = Collected::default();

@@ -3,6 +3,7 @@
 //! Every failure names its seed and point, and `--seed S --cut N` replays it exactly.
 //! See docs/reliability.md.
 
+pub mod faults;
 pub mod instance;
 pub mod power;
 pub mod workload;
@@ -70,6 +71,64 @@ pub fn power_campaign(
             report.unsynced_writes += point.loss.unsynced_writes;
             report.torn += point.loss.torn;
             report.dropped += point.loss.dropped;
+            if point.failure.is_some() {
+                report.failures.push((seed, point));
+            }
+        }
+        seed += 1;
+    }
+    Ok(report)
+}
+
+/// A fault campaign's outcome.
+#[derive(Debug, Default)]
+pub struct FaultReport {
+    pub points: usize,
+    pub failures: Vec<(u64, faults::FaultPoint)>,
+    /// By what was armed.
+    pub by_kind: std::collections::BTreeMap<&'static str, FaultOutcomes>,
+}
+
+/// What the faults of one kind did.
+#[derive(Debug, Default)]
+pub struct FaultOutcomes {
+    pub points: usize,
+    /// The fault fired.
+    pub fired: usize,
+    /// A step failed (the fault fired where a statement saw it).
+    pub step_failed: usize,
+    /// The error numbers those steps got, each counted once per point.
+    pub errors: std::collections::BTreeMap<i32, usize>,
+}
+
+/// Runs the I/O fault campaign: `c.points` faults spread over seeds from `c.seed`, each
+/// point told to `progress` with its seed and index.
+pub fn fault_campaign(
+    c: &Campaign,
+    mut progress: impl FnMut(u64, u64, &faults::FaultPoint),
+) -> Result<FaultReport, String> {
+    let mut report = FaultReport::default();
+    let mut seed = c.seed;
+    while report.points < c.points {
+        let root = c.dir.join(format!("faults-seed-{seed}"));
+        let operations = power::count_operations(&root, seed, c.steps).map_err(|e| format!("seed {seed}: {e}"))?;
+        for index in 0..c.points_per_seed.min(c.points - report.points) as u64 {
+            let dir = c.dir.join(format!("faults-seed-{seed}-{index}"));
+            let point = faults::run_fault_point(&dir, seed, c.steps, index, operations);
+            progress(seed, index, &point);
+            report.points += 1;
+            let entry = report.by_kind.entry(point.armed.what).or_default();
+            entry.points += 1;
+            entry.fired += usize::from(point.fired);
+            if point.failed.is_some() {
+                entry.step_failed += 1;
+                let mut numbers = point.errors.clone();
+                numbers.sort_unstable();
+                numbers.dedup();
+                for n in numbers {
+                    *entry.errors.entry(n).or_default() += 1;
+                }
+            }
             if point.failure.is_some() {
                 report.failures.push((seed, point));
             }

@@ -29,13 +29,13 @@ pub struct Point {
 }
 
 /// A workload's directories under one point's directory.
-struct Dirs {
-    data: PathBuf,
-    media: PathBuf,
+pub(crate) struct Dirs {
+    pub(crate) data: PathBuf,
+    pub(crate) media: PathBuf,
 }
 
 impl Dirs {
-    fn make(root: &Path) -> Dirs {
+    pub(crate) fn make(root: &Path) -> Dirs {
         let (data, media) = (root.join("data"), root.join("media"));
         let _ = std::fs::remove_dir_all(root);
         std::fs::create_dir_all(&data).expect("a data directory");
@@ -93,25 +93,14 @@ pub fn run_point(root: &Path, seed: u64, steps: u32, cut: u64) -> Point {
     let loss = power::power_loss(&dirs.data, seed ^ cut.rotate_left(32)).expect("the power-loss image is written");
     let mut point = Point { cut, acknowledged: acknowledged.len() - 1, in_flight: None, loss, failure: None };
     let before = acknowledged.last().expect("the initial state").clone();
-    let mut candidates = vec![before.clone()];
+    let mut candidates = vec![before];
     match (failed, broken) {
         (_, Some(_)) if was_cut => {}
         (_, Some(e)) => point.failure = Some(format!("the instance failed without a fault: {e}")),
         (Some((step, _)), None) if was_cut => {
             point.in_flight = Some(step.kind);
             candidates.push(step.after);
-            if step.kind == Kind::Restore {
-                // A restore cut short may leave its database RESTORING (unreadable).
-                let without: Vec<State> = candidates
-                    .iter()
-                    .cloned()
-                    .map(|mut s| {
-                        s.remove(RESTORED);
-                        s
-                    })
-                    .collect();
-                candidates.extend(without);
-            }
+            candidates = with_restore_variants(candidates, step.kind == Kind::Restore);
         }
         (Some((step, e)), None) => {
             point.failure = Some(format!("step {:?} failed before the power cut: {e}\n{}", step.kind, step.sql))
@@ -127,8 +116,25 @@ pub fn run_point(root: &Path, seed: u64, steps: u32, cut: u64) -> Point {
     point
 }
 
+/// `candidates`, and when a RESTORE was in flight, each without the restored database
+/// too: a restore cut short may leave it RESTORING (unreadable).
+pub(crate) fn with_restore_variants(mut candidates: Vec<State>, restoring: bool) -> Vec<State> {
+    if restoring {
+        let without: Vec<State> = candidates
+            .iter()
+            .cloned()
+            .map(|mut s| {
+                s.remove(RESTORED);
+                s
+            })
+            .collect();
+        candidates.extend(without);
+    }
+    candidates
+}
+
 /// Recovers the instance on `data` and checks it holds one of `candidates`.
-fn check(data: &Path, candidates: &[State], in_flight: Option<Kind>) -> Result<(), String> {
+pub(crate) fn check(data: &Path, candidates: &[State], in_flight: Option<Kind>) -> Result<(), String> {
     let mut instance = Instance::open(data).map_err(|e| format!("recovery failed: {e}"))?;
     let result = (|| {
         let (state, unreadable) = instance.state()?;

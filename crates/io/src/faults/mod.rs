@@ -136,6 +136,11 @@ pub fn disk_full_after(dir: &Path, bytes: u64) {
     with_state(|s| s.quotas.push(Quota { under: dir.to_path_buf(), left_bytes: bytes }));
 }
 
+/// How many armed faults under `dir` have not fired yet (all their times).
+pub fn unfired(dir: &Path) -> usize {
+    with_state(|s| s.armed.iter().filter(|f| f.under.starts_with(dir)).count())
+}
+
 /// Disarms every fault and quota under `dir` (a power-loss recording stays: see
 /// [`power::power_loss`] and [`power::forget`]).
 pub fn disarm(dir: &Path) {

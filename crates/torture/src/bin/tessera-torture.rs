@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use tessera_torture::{power, power_campaign, Campaign};
+use tessera_torture::{fault_campaign, faults, power, power_campaign, Campaign};
 
 #[derive(Debug, Parser)]
 #[command(name = "tessera torture", about = "Simulated power loss at chosen points of a seeded workload, checked")]
@@ -30,6 +30,12 @@ struct Args {
     /// Replay one point: the power cut before this operation of --seed's workload.
     #[arg(long)]
     cut: Option<u64>,
+    /// I/O fault points in all (default: 300; 40 with --quick; 0 skips the campaign).
+    #[arg(long)]
+    faults: Option<usize>,
+    /// Replay one fault point: point N of --seed's workload (as a failure names it).
+    #[arg(long)]
+    fault: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -39,6 +45,19 @@ fn main() -> ExitCode {
     let steps = args.steps.unwrap_or(if args.quick { 60 } else { 200 });
     if let Some(cut) = args.cut {
         let point = power::run_point(&dir.join("replay"), args.seed, steps, cut);
+        println!("{point:#?}");
+        return if point.failure.is_none() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    }
+    if let Some(index) = args.fault {
+        let root = dir.join("replay");
+        let operations = match power::count_operations(&root, args.seed, steps) {
+            Ok(n) => n,
+            Err(e) => {
+                println!("FAILED: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let point = faults::run_fault_point(&root, args.seed, steps, index, operations);
         println!("{point:#?}");
         return if point.failure.is_none() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
     }
@@ -77,11 +96,52 @@ fn main() -> ExitCode {
         report.dropped,
         report.by_kind
     );
-    if report.failures.is_empty() {
+    let fault_points = args.faults.unwrap_or(if args.quick { 40 } else { 300 });
+    let faults_ok = fault_points == 0 || run_faults(&campaign, fault_points, steps);
+    if report.failures.is_empty() && faults_ok {
         ExitCode::SUCCESS
     } else {
         // Keep the failed points' directories.
         let _ = temp.keep();
         ExitCode::FAILURE
+    }
+}
+
+/// The I/O fault campaign: whether every point held.
+fn run_faults(campaign: &Campaign, points: usize, steps: u32) -> bool {
+    println!("I/O faults: {points} points, {steps} steps per workload, seeds from {}", campaign.seed);
+    let started = Instant::now();
+    let mut done = 0;
+    let campaign = Campaign { points, points_per_seed: 50.min(points), ..campaign.clone() };
+    let report = fault_campaign(&campaign, |seed, index, point| {
+        done += 1;
+        if let Some(failure) = &point.failure {
+            println!(
+                "FAILED seed {seed} fault {:?} (step {:?} after {} steps): {failure}\n  replay: tessera torture --seed {seed} --steps {steps} --fault {}",
+                point.armed,
+                point.failed,
+                point.acknowledged,
+                index
+            );
+        }
+        if done % 20 == 0 {
+            println!("  {done}/{points} points, {:.0} s", started.elapsed().as_secs_f64());
+        }
+    });
+    match report {
+        Ok(report) => {
+            println!(
+                "I/O faults: {} points, {} failed, in {:.0} s; by fault: {:#?}",
+                report.points,
+                report.failures.len(),
+                started.elapsed().as_secs_f64(),
+                report.by_kind
+            );
+            report.failures.is_empty()
+        }
+        Err(e) => {
+            println!("FAILED: {e}");
+            false
+        }
     }
 }

@@ -260,6 +260,19 @@ impl Shared {
         hook.is_some_and(|h| h(spid))
     }
 
+    /// A database's state as sys.databases and DATABASEPROPERTYEX('Status') report it:
+    /// RESTORING from the registry; SUSPECT while it is open but refuses work because its
+    /// log failed (9001), until it is opened again; ONLINE otherwise.
+    pub fn database_state(&self, entry: &tessera_database::DatabaseEntry) -> (i64, &'static str) {
+        if entry.state == tessera_database::DbState::Restoring {
+            return (1, "RESTORING");
+        }
+        match self.engine.database_if_open(&entry.name) {
+            Some(db) if db.available().is_err() => (4, "SUSPECT"),
+            _ => (0, "ONLINE"),
+        }
+    }
+
     /// Writes a line to ERRORLOG (nothing when no log is installed).
     pub fn write_errorlog(&self, spid: i32, text: &str) {
         let hook = self.errorlog.lock().clone();

@@ -107,7 +107,18 @@ fn a_failed_log_sync_is_the_statements_result_and_never_a_count() {
         let mut c = connect_to(port, "sa", PASSWORD, "healthy").await.unwrap();
         run(&mut c, "INSERT INTO t VALUES (1, 'fine')").await;
         assert_eq!(common::tds::count(&mut c, "SELECT COUNT(*) FROM t").await, 2);
+        // They show as SUSPECT until they are opened again; the others as ONLINE.
+        let suspect = "SELECT COUNT(*) FROM sys.databases WHERE state_desc = 'SUSPECT' AND state = 4 \
+                       AND name IN ('f_raw', 'f_tiberius', 'f_commit')";
+        assert_eq!(common::tds::count(&mut c, suspect).await, 3);
+        let status = "SELECT COUNT(*) WHERE DATABASEPROPERTYEX('f_raw', 'Status') = 'SUSPECT' \
+                      AND DATABASEPROPERTYEX('healthy', 'Status') = 'ONLINE'";
+        assert_eq!(common::tds::count(&mut c, status).await, 1);
     });
+    // The failures are in ERRORLOG, as SQL Server logs errors of severity 19 and above.
+    let errorlog = server.errorlog();
+    assert!(errorlog.contains("Error: 823, Severity: 24") && errorlog.contains("_log.ldf'"), "{errorlog}");
+    assert!(errorlog.contains("Error: 9001, Severity: 21"), "{errorlog}");
 
     // python-tds, the driver whose execute() returns at the first DONE.
     // It signals when its transaction's INSERT is done, and commits when told to (the

@@ -315,7 +315,7 @@ impl ExecCtx<'_> {
         let Some(d) = self.shared.engine.entry(db) else { return Value::Null };
         match prop.to_ascii_lowercase().as_str() {
             "recovery" => Value::str(d.options.recovery_model.name()),
-            "status" => Value::str(d.state.name()),
+            "status" => Value::str(self.shared.database_state(&d).1),
             "updateability" => Value::str("READ_WRITE"),
             "useraccess" => Value::str("MULTI_USER"),
             "collation" => Value::str(DEFAULT_COLLATION),

@@ -49,7 +49,7 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<20> {
             "ALLOWED" => 1,
             _ => 2,
         };
-        let restoring = d.state == tessera_database::DbState::Restoring;
+        let (state, state_desc) = ctx.shared.database_state(&d);
         let reuse_wait = ctx.shared.engine.database_if_open(&d.name).map(|db| db.wal().reuse_wait());
         out.push([
             s(&d.name),
@@ -59,8 +59,8 @@ fn databases(ctx: &ExecCtx, _db: &str) -> Rows<20> {
             s(COLLATION),
             s("MULTI_USER"),
             bit(false),
-            int(if restoring { 1 } else { 0 }),
-            s(if restoring { "RESTORING" } else { "ONLINE" }),
+            int(state),
+            s(state_desc),
             int(if o.allow_snapshot_isolation { 1 } else { 0 }),
             s(if o.allow_snapshot_isolation { "ON" } else { "OFF" }),
             bit(o.read_committed_snapshot),

@@ -42,6 +42,13 @@ impl Runner<'_> {
         if self.try_depth > 0 && e.severity > 10 && e.severity < 20 {
             return Err(Stop::Error(e));
         }
+        if e.severity >= 19 {
+            // As SQL Server does, severe errors go to ERRORLOG as well as to the client.
+            let spid = self.state.spid;
+            self.shared
+                .write_errorlog(spid, &format!("Error: {}, Severity: {}, State: {}.", e.number, e.severity, e.state));
+            self.shared.write_errorlog(spid, &e.message);
+        }
         report(&mut self.sink, &e);
         if rolled_back {
             self.sink.env_change(&EnvChange::RollbackTransaction);

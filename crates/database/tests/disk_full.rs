@@ -5,30 +5,11 @@
 //! The disk is a 24 MiB tmpfs mounted for the test (the suite runs as root, as CI does).
 
 use std::ops::Bound;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use tessera_access::key::KeyBuf;
 use tessera_database::{DatabaseOptions, Direction, Engine, EngineConfig};
-
-struct SmallDisk(PathBuf);
-
-impl SmallDisk {
-    fn mount(dir: &Path) -> SmallDisk {
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=24M", "tessera-test", dir.to_str().unwrap()])
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "mounting a small tmpfs needs root (as CI has): {status}");
-        SmallDisk(dir.to_path_buf())
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
+use tessera_io::faults::SmallDisk;
 
 fn config(dir: &Path) -> EngineConfig {
     let mut c = EngineConfig::new(dir);
@@ -45,7 +26,7 @@ fn key(i: i32) -> Vec<u8> {
 #[test]
 fn a_full_disk_is_a_clear_error_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let _disk = SmallDisk::mount(dir.path());
+    let _disk = SmallDisk::mount(dir.path(), "24M");
     {
         let engine = Engine::open(config(dir.path())).unwrap();
         engine.create_database("full", DatabaseOptions::default()).unwrap();

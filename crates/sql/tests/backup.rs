@@ -443,3 +443,54 @@ fn large_values_survive_full_and_log_backups() {
         texts(&out)
     );
 }
+
+#[test]
+fn a_backup_to_a_full_disk_fails_and_leaves_the_database_and_its_log_chain_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let media = dir.path().join("small");
+    let _disk = tessera_io::faults::SmallDisk::mount(&media, "256k");
+    let m = media.display();
+    let mut s = session(dir.path());
+    ok(&mut s, "create database big; alter database big set recovery full");
+    ok(&mut s, "create table big.dbo.t (id int primary key, v varchar(max))");
+    ok(
+        &mut s,
+        "insert big.dbo.t select value, replicate(convert(varchar(max), 'x'), 3000) from generate_series(1, 400)",
+    );
+    ok(&mut s, &format!("BACKUP DATABASE big TO DISK = '{d}/full.bak'"));
+    ok(&mut s, "update big.dbo.t set v = 'changed' where id = 1");
+
+    // The media fill up: the statement fails, as SQL Server's does (a write failure on
+    // the device, then 3013), and what it wrote is cut off the file: at most the media
+    // header stays, and no backup set.
+    let out = run(&mut s, &format!("BACKUP DATABASE big TO DISK = '{m}/full.bak'"));
+    let numbers = error_numbers(&out);
+    assert_eq!(numbers.last(), Some(&3013), "{:?}", texts(&out));
+    assert!(texts(&out).iter().any(|t| t.contains("space") || t.contains("full")), "{:?}", texts(&out));
+    assert!(std::fs::metadata(media.join("full.bak")).map_or(0, |m| m.len()) <= 4096, "nothing half-written is left");
+    let out = run(&mut s, &format!("RESTORE HEADERONLY FROM DISK = '{m}/full.bak'"));
+    assert!(out.result_sets.iter().all(|(_, rows)| rows.is_empty()), "no backup set: {:?}", out.result_sets);
+    let out = run(&mut s, &format!("BACKUP DATABASE big TO DISK = '{m}/again.bak'"));
+    assert_eq!(error_numbers(&out).last(), Some(&3013), "the full disk is seen again, not left behind");
+
+    // The database serves on, the failed backups are no part of its history or its log
+    // chain: a log backup elsewhere follows the first full one and restores with it.
+    assert_eq!(scalar(&mut s, "select count(*) from big.dbo.t"), Value::Int(400));
+    assert_eq!(
+        scalar(&mut s, "select count(*) from msdb.dbo.backupset where database_name = 'big'"),
+        Value::Int(1),
+        "only the backup that succeeded is in the history"
+    );
+    ok(&mut s, &format!("BACKUP LOG big TO DISK = '{d}/log.bak'"));
+    ok(
+        &mut s,
+        &format!(
+            "RESTORE DATABASE big2 FROM DISK = '{d}/full.bak' WITH NORECOVERY,
+               MOVE 'big' TO '{d}/big2.mdf', MOVE 'big_log' TO '{d}/big2.ldf';
+             RESTORE LOG big2 FROM DISK = '{d}/log.bak' WITH RECOVERY"
+        ),
+    );
+    assert_eq!(scalar(&mut s, "select v from big2.dbo.t where id = 1"), Value::str("changed"));
+    ok(&mut s, "dbcc checkdb (big) with no_infomsgs");
+}

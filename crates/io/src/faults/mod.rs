@@ -245,5 +245,29 @@ pub(crate) fn rename_or_remove(path: &Path) -> std::io::Result<()> {
     with_state(|s| power::operation(s, path, None))
 }
 
+/// A real small disk: a tmpfs of `size` (as `mount -o size=` takes it: `24M`, `256k`)
+/// mounted at a directory until dropped. Mounting needs root, as the test suite has in CI.
+/// For what must fail as a full device does, outside the files this module can arm.
+pub struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    pub fn mount(dir: &Path, size: &str) -> SmallDisk {
+        std::fs::create_dir_all(dir).expect("the mount point");
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tessera-test"])
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "mounting a small tmpfs needs root (as CI has): {status}");
+        SmallDisk(dir.to_path_buf())
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
 #[cfg(test)]
 mod tests;

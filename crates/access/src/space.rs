@@ -185,7 +185,11 @@ impl PageStore for DataStore {
     }
 
     fn sync(&self) -> Result<()> {
-        self.file.sync_data()
+        // A failed sync may have lost writes the pool now holds as clean (Linux drops the
+        // pages whose write-back failed), so no checkpoint may complete and nothing may be
+        // served on top of them: the database goes offline (9001) until it is opened
+        // again, and its recovery redoes from the last checkpoint that did complete.
+        self.file.sync_data().inspect_err(|_| self.wal.take_offline())
     }
 
     fn database_name(&self) -> &str {

@@ -33,6 +33,15 @@ const HEADER: &str = "tessera-decisions 1";
 /// The journal is rewritten with the live decisions when it grows past this.
 const REWRITE_BYTES: u64 = 64 << 10;
 
+/// Why [`Decisions::decide`] did not make a decision.
+#[derive(Debug)]
+pub(crate) enum Undecided {
+    /// Nothing that reads as a decision reached the file: the transaction rolls back.
+    NotMade(Error),
+    /// The line was written but its sync failed: it may be on disk or not.
+    InDoubt(Error),
+}
+
 /// The journal of commit decisions (see the module documentation).
 pub(crate) struct Decisions {
     path: PathBuf,
@@ -119,23 +128,31 @@ impl Decisions {
     }
 
     /// Makes the decision to commit `id` durable: the commit point of a transaction
-    /// across databases. On an error the decision is in doubt (it may be on disk).
-    pub(crate) fn decide(&self, id: u128) -> Result<()> {
+    /// across databases.
+    pub(crate) fn decide(&self, id: u128) -> std::result::Result<(), Undecided> {
         let mut inner = self.inner.lock();
         if inner.failed {
-            return Err(Error::Invalid(format!(
-                "{}: an earlier write failed; no transaction across databases commits until the server starts again",
+            return Err(Undecided::NotMade(Error::Invalid(format!(
+                "{}: an earlier sync failed; no transaction across databases commits until the server starts again",
                 self.path.display()
-            )));
+            ))));
         }
         let text = line('C', id);
         let at = inner.len_bytes;
-        let written = inner.file.write_all_at(text.as_bytes(), at).and_then(|_| inner.file.sync_data());
-        inner.len_bytes += text.len() as u64;
-        if written.is_err() {
-            inner.failed = true;
+        if let Err(e) = inner.file.write_all_at(text.as_bytes(), at) {
+            // Not written whole, so not a decision (a line without its end is torn). Cut
+            // off, the next decision goes where it would have.
+            if inner.file.set_len(at).is_err() {
+                inner.failed = true;
+            }
+            return Err(Undecided::NotMade(e));
         }
-        written?;
+        inner.len_bytes += text.len() as u64;
+        if let Err(e) = inner.file.sync_data() {
+            // Written, perhaps on disk: in doubt.
+            inner.failed = true;
+            return Err(Undecided::InDoubt(e));
+        }
         inner.live.insert(id);
         Ok(())
     }
@@ -198,6 +215,22 @@ mod tests {
         std::fs::write(&path, damaged).unwrap();
         let e = Decisions::open(dir.path()).err().expect("refused");
         assert!(e.to_string().contains("line 2 is damaged"), "{e}");
+    }
+
+    #[test]
+    fn a_decision_not_written_whole_is_no_decision_and_one_not_synced_is_in_doubt() {
+        use tessera_io::faults::{self, Fault, Op};
+        let dir = tempfile::tempdir().unwrap();
+        let d = Decisions::open(dir.path()).unwrap();
+        faults::arm(Fault { partial: true, ..Fault::new(Op::Write, dir.path(), "decisions.log", libc::ENOSPC) });
+        assert!(matches!(d.decide(1), Err(Undecided::NotMade(_))));
+        d.decide(2).unwrap();
+        faults::arm(Fault::new(Op::Sync, dir.path(), "decisions.log", libc::EIO));
+        assert!(matches!(d.decide(3), Err(Undecided::InDoubt(_))));
+        assert!(matches!(d.decide(4), Err(Undecided::NotMade(_))), "no decision after a failed sync");
+        drop(d);
+        let d = Decisions::open(dir.path()).unwrap();
+        assert!(!d.decided_to_commit(1) && d.decided_to_commit(2) && !d.decided_to_commit(4));
     }
 
     #[test]

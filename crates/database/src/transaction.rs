@@ -12,6 +12,7 @@ use tessera_errors::Result;
 use tessera_log::{Lsn, TxnId};
 
 use crate::database::{Database, RecoveryModel, TableId};
+use crate::decisions::Undecided;
 
 /// A position in a transaction's log chain (see [`Transaction::savepoint`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -433,6 +434,12 @@ impl Transaction {
         self.db.space.rollback(txn)
     }
 
+    /// Whether this transaction takes part in the vote of a commit across databases: it
+    /// wrote, and not to a scratch database (tempdb outlives no restart).
+    fn votes(&self) -> bool {
+        self.has_writes() && !self.db.options().scratch
+    }
+
     /// Commits `txns` — one per database, of one engine — as one transaction: all of
     /// them or none, even across a crash. When more than one of them wrote, it is
     /// two-phase commit through the instance's decision journal (see `decisions.rs`),
@@ -441,9 +448,7 @@ impl Transaction {
     /// databases whose transaction did not commit (rolled back, or in doubt: those are
     /// offline until recovery settles them).
     pub fn commit_together(txns: Vec<Transaction>, delayed: bool) -> std::result::Result<(), NotCommitted> {
-        // A scratch database (tempdb) outlives no restart: it takes no part in the vote.
-        let votes = |t: &Transaction| t.has_writes() && !t.db.options().scratch;
-        let writers = txns.iter().filter(|t| votes(t)).count();
+        let writers = txns.iter().filter(|t| t.votes()).count();
         if writers < 2 {
             let mut failed = Vec::new();
             let mut first_error = None;
@@ -461,28 +466,33 @@ impl Transaction {
         assert!(txns.iter().all(|t| Arc::ptr_eq(&t.db.decisions, &decisions)), "transactions of one engine");
         let decision = rand::random::<u128>().max(1);
         // Phase 1: every writer's Prepare record durable, or everything rolls back.
-        let prepared = txns.iter_mut().filter(|t| votes(t)).try_for_each(|t| {
+        let prepared = txns.iter_mut().filter(|t| t.votes()).try_for_each(|t| {
             let txn = t.txn.as_mut().expect("transaction is open");
             t.db.space.prepare(txn, decision)
         });
-        let all: Vec<Arc<Database>> = txns.iter().map(|t| t.db.clone()).collect();
-        if let Err(e) = prepared {
-            for t in txns {
-                let _ = t.rollback();
-            }
-            return Err(NotCommitted { error: e, databases: all });
-        }
-        // The commit point.
-        if let Err(e) = decisions.decide(decision) {
-            // In doubt: the decision may be on disk. No database may decide alone.
-            for mut t in txns {
-                if votes(&t) {
-                    t.db.space.abandon(t.txn.take().expect("transaction is open"));
-                } else {
+        // The commit point, once every writer is prepared.
+        let decided = prepared.map_err(Undecided::NotMade).and_then(|()| decisions.decide(decision));
+        let databases: Vec<Arc<Database>> = txns.iter().map(|t| t.db.clone()).collect();
+        match decided {
+            Ok(()) => {}
+            Err(Undecided::NotMade(error)) => {
+                for t in txns {
                     let _ = t.rollback();
                 }
+                return Err(NotCommitted { error, databases });
             }
-            return Err(NotCommitted { error: e, databases: all });
+            // The decision may be on disk: no database may decide alone. The writers go
+            // offline; their recovery settles them from what the journal holds.
+            Err(Undecided::InDoubt(error)) => {
+                for mut t in txns {
+                    if t.votes() {
+                        t.db.space.abandon(t.txn.take().expect("transaction is open"));
+                    } else {
+                        let _ = t.rollback();
+                    }
+                }
+                return Err(NotCommitted { error, databases });
+            }
         }
         // Phase 2: committed. A database that cannot log its Commit is offline until its
         // recovery commits it from the decision, which is then kept.

@@ -591,7 +591,8 @@ impl Catalog {
     }
 
     fn insert(&mut self, o: Object) {
-        self.next_id = self.next_id.max(o.id() + 1);
+        // A definition read back from storage may hold any id, i32::MAX included.
+        self.next_id = self.next_id.max(o.id().saturating_add(1));
         if let Object::Module(m) = &o {
             if let Some(table) = m.parent {
                 let ids = self.triggers.entry(table).or_default();
@@ -843,6 +844,16 @@ mod tests {
         assert_eq!(display_name(&stored("#my_table", 3)), "#my_table");
         assert_eq!(display_name("##global"), "##global");
         assert_eq!(display_name("orders"), "orders");
+    }
+
+    /// Found by fuzz/fuzz_targets/storage_decoder.rs: a stored definition with the largest
+    /// id made loading the catalog overflow (a panic where overflow checks are on).
+    #[test]
+    fn a_stored_definition_with_the_largest_id_loads() {
+        let json = br#"{"Module":{"id":2147483647,"schema":"dbo","name":"v","kind":"View","text":"","created":0,"modified":0}}"#;
+        let object: Object = serde_json::from_slice(json).unwrap();
+        let catalog = Catalog::from_objects(1, vec![object]);
+        assert_eq!(catalog.by_id(i32::MAX).map(Object::name), Some("v"));
     }
 
     #[test]

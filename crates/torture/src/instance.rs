@@ -24,8 +24,9 @@ fn errors(out: &Collected) -> Option<String> {
 }
 
 impl Instance {
-    /// Opens (recovering) the instance on `dir`. Engine threads are off: the campaign's
-    /// operations come only from its batches, so a seed replays them exactly.
+    /// Opens (recovering) the instance on `dir`, with XACT_ABORT on. Engine threads are
+    /// off: the campaign's operations come only from its batches, so a seed replays them
+    /// exactly.
     pub fn open(dir: &Path) -> Result<Instance, String> {
         let mut config = EngineConfig::new(dir);
         config.pool_bytes = 16 << 20;
@@ -34,7 +35,12 @@ impl Instance {
         let shared =
             tessera_sql::start_instance(engine.clone()).map_err(|e| format!("the instance does not start: {e:?}"))?;
         let session = Session::new(shared, "sa", "master").map_err(|e| format!("no session: {e:?}"))?;
-        Ok(Instance { engine, session: Some(session) })
+        let mut instance = Instance { engine, session: Some(session) };
+        // A step's transaction is all or nothing even when a statement in it fails (a full
+        // log, an I/O error): without this a batch goes on after such an error and
+        // commits the rest, as T-SQL does.
+        instance.run("SET XACT_ABORT ON")?;
+        Ok(instance)
     }
 
     /// Runs `sql`: the errors it got (number and text), if any.

@@ -306,32 +306,61 @@ pub fn encode(ops: &[(PageNo, PageOp)], undo: Option<&Undo>, out: &mut Vec<u8>) 
 
 /// Most page runs one bulk-load note lists (8 bytes each; a record is at most 4 MiB).
 pub const MAX_NOTE_RUNS: usize = 64 * 1024;
+/// Most pages one bulk-load note names (8 GiB of pages, 4 MiB as a list of page numbers):
+/// a larger load takes more notes, so that reading a note back takes bounded memory
+/// whatever a damaged record claims.
+pub const MAX_NOTE_PAGES: u32 = 1 << 20;
 
-/// The body of a record that names pages a bulk load wrote without logging them: no
-/// page operations, no undo, then `run_count u32 | (first u32, count u32)*`. Log backups
-/// copy those pages (see the backup crate). `pages` must be ascending.
+/// The bodies of records that name pages a bulk load wrote without logging them: no
+/// page operations, no undo, then `run_count u32 | (first u32, count u32)*`, runs in
+/// ascending order, at most [`MAX_NOTE_RUNS`] runs and [`MAX_NOTE_PAGES`] pages a note.
+/// Log backups copy those pages (see the backup crate). `pages` must be ascending.
 pub fn encode_bulk_note(pages: &[PageNo]) -> Vec<Vec<u8>> {
-    page::runs(pages)
-        .chunks(MAX_NOTE_RUNS)
-        .map(|chunk| {
-            let mut out = Vec::with_capacity(7 + chunk.len() * 8);
-            encode(&[], None, &mut out);
-            out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
-            for (first, count) in chunk {
-                out.extend_from_slice(&first.raw().to_le_bytes());
-                out.extend_from_slice(&count.to_le_bytes());
-            }
-            out
-        })
-        .collect()
+    // A run longer than a note may name is cut into pieces.
+    let mut runs = Vec::new();
+    for (first, count) in page::runs(pages) {
+        let mut done = 0;
+        while done < count {
+            let n = (count - done).min(MAX_NOTE_PAGES);
+            runs.push((first + done, n));
+            done += n;
+        }
+    }
+    let mut notes = Vec::new();
+    let mut rest = &runs[..];
+    while !rest.is_empty() {
+        let mut pages = 0;
+        let take = rest
+            .iter()
+            .take(MAX_NOTE_RUNS)
+            .take_while(|&&(_, count)| {
+                pages += count;
+                pages <= MAX_NOTE_PAGES
+            })
+            .count();
+        let (chunk, tail) = rest.split_at(take);
+        let mut out = Vec::with_capacity(7 + chunk.len() * 8);
+        encode(&[], None, &mut out);
+        out.extend_from_slice(&(chunk.len() as u32).to_le_bytes());
+        for (first, count) in chunk {
+            out.extend_from_slice(&first.raw().to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        notes.push(out);
+        rest = tail;
+    }
+    notes
 }
 
-/// The pages a bulk-load note names (empty for every other record body).
+/// The pages a bulk-load note names (empty for every other record body). A note that
+/// names its runs out of order, an empty run, a run past the last page number or more
+/// than [`MAX_NOTE_PAGES`] pages is damaged: an error, not a list of billions of pages.
 pub fn bulk_note_pages(body: &[u8]) -> Result<Vec<PageNo>> {
     let (_, _, runs) = decode_all(body)?;
     let mut pages = Vec::new();
     for (first, count) in runs {
-        pages.extend(first.up_to(first.saturating_add(count)));
+        // Checked on decoding: count >= 1 and the run ends by the last page number.
+        pages.extend((first.raw()..=first.raw() + (count - 1)).map(PageNo::from_raw));
     }
     Ok(pages)
 }
@@ -443,8 +472,17 @@ fn decode_all(body: &[u8]) -> Result<(PageOps, Option<Undo<'static>>, PageRuns)>
         if !ops.is_empty() || undo.is_some() || n > MAX_NOTE_RUNS {
             return Err(Error::Invalid("trailing bytes after page operations".into()));
         }
+        let damaged = || Error::Invalid("damaged bulk-load note".into());
+        let (mut next, mut pages) = (0u64, 0u32);
         for _ in 0..n {
-            runs.push((PageNo::from_raw(c.u32()?), c.u32()?));
+            let (first, count) = (c.u32()?, c.u32()?);
+            let end = u64::from(first) + u64::from(count);
+            pages = pages.checked_add(count).filter(|&p| p <= MAX_NOTE_PAGES).ok_or_else(damaged)?;
+            if count == 0 || u64::from(first) < next || end > 1 << 32 {
+                return Err(damaged());
+            }
+            next = end;
+            runs.push((PageNo::from_raw(first), count));
         }
         if c.at != body.len() {
             return Err(Error::Invalid("trailing bytes after a bulk-load note".into()));
@@ -526,6 +564,47 @@ mod tests {
         assert_eq!(bodies.len(), 2);
         let back: Vec<PageNo> = bodies.iter().flat_map(|b| bulk_note_pages(b).unwrap()).collect();
         assert_eq!(back, many);
+    }
+
+    /// Found by fuzz/fuzz_targets/storage_decoder.rs: a 15-byte note naming one run of
+    /// 4,285,697,134 pages made `bulk_note_pages` try to allocate 16 GiB.
+    #[test]
+    fn a_damaged_bulk_note_is_an_error_not_billions_of_pages() {
+        let note = |runs: &[(u32, u32)]| {
+            let mut b = Vec::new();
+            encode(&[], None, &mut b);
+            b.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+            for (first, count) in runs {
+                b.extend_from_slice(&first.to_le_bytes());
+                b.extend_from_slice(&count.to_le_bytes());
+            }
+            b
+        };
+        let found = [0, 0, 0, 1, 0, 0, 0, 0xDF, 0x06, 0x06, 0x69, 0x6E, 0x8C, 0x72, 0xFF];
+        assert_eq!(found, note(&[(0x6906_06DF, 0xFF72_8C6E)])[..]);
+        assert!(bulk_note_pages(&found).is_err());
+        assert!(decode(&found).is_err());
+        for damaged in [
+            vec![(10, 0)],                            // an empty run
+            vec![(20, 5), (10, 5)],                   // out of order
+            vec![(10, 5), (12, 5)],                   // overlapping
+            vec![(u32::MAX, 2)],                      // past the last page number
+            vec![(1, MAX_NOTE_PAGES + 1)],            // too many pages
+            vec![(1, MAX_NOTE_PAGES), (u32::MAX, 1)], // too many pages in all
+        ] {
+            assert!(bulk_note_pages(&note(&damaged)).is_err(), "{damaged:?}");
+        }
+        assert_eq!(bulk_note_pages(&note(&[(10, 2), (12, 1), (u32::MAX, 1)])).unwrap(), [10, 11, 12, u32::MAX].map(pg));
+    }
+
+    #[test]
+    fn a_large_load_takes_several_notes() {
+        let pages: Vec<PageNo> =
+            (5..5 + MAX_NOTE_PAGES + 3).chain(MAX_NOTE_PAGES + 100..MAX_NOTE_PAGES + 102).map(pg).collect();
+        let bodies = encode_bulk_note(&pages);
+        assert_eq!(bodies.len(), 2);
+        let back: Vec<PageNo> = bodies.iter().flat_map(|b| bulk_note_pages(b).unwrap()).collect();
+        assert_eq!(back, pages);
     }
 
     #[test]

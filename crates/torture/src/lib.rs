@@ -6,6 +6,7 @@
 pub mod faults;
 pub mod instance;
 pub mod power;
+pub mod soak;
 pub mod workload;
 
 use std::path::PathBuf;

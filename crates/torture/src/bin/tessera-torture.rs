@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
-use tessera_torture::{fault_campaign, faults, power, power_campaign, Campaign};
+use tessera_torture::{fault_campaign, faults, power, power_campaign, soak, Campaign};
 
 #[derive(Debug, Parser)]
 #[command(name = "tessera torture", about = "Simulated power loss at chosen points of a seeded workload, checked")]
@@ -36,6 +36,11 @@ struct Args {
     /// Replay one fault point: point N of --seed's workload (as a failure names it).
     #[arg(long)]
     fault: Option<u64>,
+    /// Seconds of the soak: a `tessera serve` (the one beside this binary, or on PATH)
+    /// killed every 1 to 3 s under 4 clients moving money over TDS (default: 60; 15 with
+    /// --quick; 0 skips it).
+    #[arg(long)]
+    soak: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -98,7 +103,9 @@ fn main() -> ExitCode {
     );
     let fault_points = args.faults.unwrap_or(if args.quick { 40 } else { 300 });
     let faults_ok = fault_points == 0 || run_faults(&campaign, fault_points, steps);
-    if report.failures.is_empty() && faults_ok {
+    let soak_seconds = args.soak.unwrap_or(if args.quick { 15 } else { 60 });
+    let soak_ok = soak_seconds == 0 || run_soak(&campaign.dir, soak_seconds, args.seed);
+    if report.failures.is_empty() && faults_ok && soak_ok {
         ExitCode::SUCCESS
     } else {
         // Keep the failed points' directories.
@@ -141,6 +148,29 @@ fn run_faults(campaign: &Campaign, points: usize, steps: u32) -> bool {
         }
         Err(e) => {
             println!("FAILED: {e}");
+            false
+        }
+    }
+}
+
+/// The soak: whether every check after every kill held.
+fn run_soak(dir: &std::path::Path, seconds: u64, seed: u64) -> bool {
+    let server = std::env::current_exe()
+        .map(|exe| exe.with_file_name("tessera"))
+        .ok()
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("tessera"));
+    println!("soak: {seconds} s, 4 clients, the server killed every 1 to 3 s ({})", server.display());
+    match soak::soak(&server, dir, seconds, 4, seed) {
+        Ok(r) => {
+            println!(
+                "soak: {:.0} s, {} kills, {} checks held; {} transfers acknowledged, {} in doubt at a kill",
+                r.seconds, r.kills, r.checks, r.acknowledged, r.in_doubt
+            );
+            true
+        }
+        Err(e) => {
+            println!("FAILED soak (seed {seed}): {e}");
             false
         }
     }

@@ -4,7 +4,8 @@
 # with npm, Go, and a JDK with Maven: scripts/install-clients.sh installs the SQL Server
 # clients the scenario tests drive (python-tds, pymssql, FreeTDS, tedious, go-mssqldb,
 # mssql-jdbc).
-# Last, the TDS request decoders are fuzzed for 30 s (scripts/fuzz.sh: nightly + cargo-fuzz).
+# Last, every fuzz target (the TDS request decoders and the parser; the storage decoders) is
+# fuzzed for 30 s (scripts/fuzz.sh: nightly + cargo-fuzz).
 # With TESSERA_DRIVER_SUITES=1, the SQL Server drivers' own test suites run too
 # (scripts/driver-suites.sh: go-mssqldb's, pymssql's and pyodbc's, about 20 minutes).
 set -euo pipefail

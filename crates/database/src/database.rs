@@ -533,6 +533,11 @@ impl Database {
         self.recovery.as_ref()
     }
 
+    /// Whether it is a scratch database (tempdb), read without copying the options.
+    pub(crate) fn is_scratch(&self) -> bool {
+        self.options.lock().scratch
+    }
+
     pub fn options(&self) -> DatabaseOptions {
         self.options.lock().clone()
     }

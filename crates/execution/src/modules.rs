@@ -90,7 +90,7 @@ pub fn define(ctx: &mut ExecCtx, def: Definition) -> SqlResult<()> {
             }
             (None, _, _) => {
                 let mut c = catalog.clone();
-                let id = c.allocate_id();
+                let id = c.allocate_id()?;
                 return save(
                     ctx,
                     &database,

@@ -372,7 +372,7 @@ pub fn create(ctx: &mut ExecCtx, name: &ObjectName, options: &SequenceOptions) -
     let shared = ctx.shared;
     shared.alter_catalog(&database, |catalog: &Catalog, version| {
         let mut c = catalog.clone();
-        s.id = c.allocate_id();
+        s.id = c.allocate_id()?;
         let object = Object::Sequence(Arc::new(s));
         ctx.redefine_in_transaction(&database, None, Some(object.clone()))?;
         Ok((c.with(object, version), ()))

@@ -607,10 +607,16 @@ impl Catalog {
         self.objects.insert(o.id(), o);
     }
 
-    pub fn allocate_id(&mut self) -> i32 {
+    /// A fresh object id: past every id in use, so never one of them. Ids are never
+    /// reused; once the last int has been given out, a new object fails (40541) rather
+    /// than take an id that is, or was, another object's.
+    pub fn allocate_id(&mut self) -> SqlResult<i32> {
         let id = self.next_id;
-        self.next_id += 1;
-        id
+        if id == i32::MAX || self.objects.contains_key(&id) {
+            return Err(msg::OBJECT_IDS_EXHAUSTED.with(&[&i32::MAX]));
+        }
+        self.next_id = id + 1;
+        Ok(id)
     }
 
     /// A copy with one object added or replaced and the version bumped.
@@ -854,6 +860,13 @@ mod tests {
         let object: Object = serde_json::from_slice(json).unwrap();
         let catalog = Catalog::from_objects(1, vec![object]);
         assert_eq!(catalog.by_id(i32::MAX).map(Object::name), Some("v"));
+        // No id is left to give out, and none is given twice.
+        let mut c = catalog.clone();
+        assert_eq!(c.allocate_id().unwrap_err().number, 40541);
+        let json = br#"{"Module":{"id":2147483645,"schema":"dbo","name":"w","kind":"View","text":"","created":0,"modified":0}}"#;
+        let mut c = Catalog::from_objects(1, vec![serde_json::from_slice(json).unwrap()]);
+        assert_eq!(c.allocate_id().unwrap(), i32::MAX - 1);
+        assert_eq!(c.allocate_id().unwrap_err().number, 40541, "i32::MAX itself is never given out");
     }
 
     #[test]

@@ -578,5 +578,6 @@ catalog! {
     INDEXED_VIEWS_NOT_SUPPORTED = 40538, 16, Statement, "Cannot create index on view '%.*ls': indexed views are not supported.";
     VIEW_CHANGE_NOT_SUPPORTED = 40539, 16, Statement, "Data changes through view '%.*ls' are not supported yet, except by an INSTEAD OF %ls trigger on the view.";
     MERGE_INSTEAD_OF_NOT_SUPPORTED = 40540, 16, Statement, "MERGE into '%.*ls' is not supported yet: it is a view or has an INSTEAD OF trigger.";
+    OBJECT_IDS_EXHAUSTED = 40541, 16, Statement, "Could not create the object: every object ID up to %d in this database has been used.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
 }

@@ -159,7 +159,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
             return Err(msg::TOO_MANY_COLUMNS.with(&[&ct.columns[1024].name.value, &name]));
         }
         let mut catalog = catalog.clone();
-        let id = catalog.allocate_id();
+        let id = catalog.allocate_id()?;
         let now = catalog::now_epoch();
         let mut table = Table {
             id,

@@ -65,7 +65,7 @@ impl<'a> Reader<'a> {
 
 /// Where a request's fields are read from: a whole payload in memory ([`Reader`]), or the
 /// packets of a message as they arrive (`packet::PacketInput`), which may put a long
-/// value in a spool file rather than in memory ([`Input::spool_dir`]). Every read checks
+/// value in a spool file rather than in memory ([`Input::spool`]). Every read checks
 /// its length first.
 pub trait Input {
     /// The next `n` bytes.
@@ -82,7 +82,7 @@ pub trait Input {
 
     /// Where a long value may be spooled instead of kept in memory (None: it may not;
     /// the whole request is in memory already).
-    fn spool_dir(&self) -> Option<&std::path::Path> {
+    fn spool(&self) -> Option<&crate::spool::Place> {
         None
     }
 

@@ -22,6 +22,10 @@
 //! max_packet_size = 32767
 //! max_message_mb = 64
 //! login_timeout_secs = 30
+//! max_pending_logins = 2048         # connections not yet logged in; more are closed at once
+//! request_stall_secs = 60           # a request's packets may pause this long
+//! max_spool_mb = 8192               # long request values on disk at once, all connections
+//! max_request_memory_mb = 1024      # request messages in memory at once, all connections
 //! ```
 //!
 //! Invariant: a [`Config`] that [`Config::validate`] accepted has a password, positive
@@ -81,6 +85,23 @@ pub struct Config {
     pub login_timeout_secs: u64,
     /// Logins verified at once (each costs a slow password hash); more wait.
     pub max_concurrent_logins: usize,
+    /// Connections accepted and not yet logged in, at most (each holds its place until it
+    /// logs in or its `login_timeout_secs` runs out); a connection past them is closed at
+    /// once, so that clients that never log in cannot take every connection.
+    pub max_pending_logins: usize,
+    /// Seconds a client may pause inside a request it has begun to send (a thread waits
+    /// for it meanwhile); a longer pause closes the connection. Between requests a
+    /// connection may stay idle for ever.
+    pub request_stall_secs: u64,
+    /// Megabytes of long request values (PLP parameters and bulk-load values of 1 MiB or
+    /// more) kept in spool files at once, over all connections; a value that would pass
+    /// it fails its request (8009) and the connection goes on.
+    pub max_spool_mb: u64,
+    /// Megabytes of request messages (batch texts, RPC parameters but the spooled ones,
+    /// bulk-load rows) held in memory at once, over all connections, from their first
+    /// packet until they have run; a request that finds no room fails with 701 and the
+    /// connection goes on. At least `max_message_mb`.
+    pub max_request_memory_mb: usize,
     /// Write the ERRORLOG file (stderr always gets the lines).
     pub errorlog: bool,
     /// Print log lines on stderr.
@@ -111,6 +132,10 @@ impl Default for Config {
             max_message_mb: 64,
             login_timeout_secs: 30,
             max_concurrent_logins: 8,
+            max_pending_logins: 2048,
+            request_stall_secs: 60,
+            max_spool_mb: 8192,
+            max_request_memory_mb: 1024,
             errorlog: true,
             log_stderr: true,
         }
@@ -183,11 +208,17 @@ impl Config {
             || self.max_message_mb == 0
             || self.max_concurrent_logins == 0
             || self.max_open_databases == 0
+            || self.max_pending_logins == 0
+            || self.request_stall_secs == 0
+            || self.login_timeout_secs == 0
         {
             return Err(
-                "max_connections, max_message_mb, max_concurrent_logins and max_open_databases must be positive"
+                "max_connections, max_message_mb, max_concurrent_logins, max_open_databases, max_pending_logins, request_stall_secs and login_timeout_secs must be positive"
                     .to_string(),
             );
+        }
+        if self.max_request_memory_mb < self.max_message_mb {
+            return Err("max_request_memory_mb must be at least max_message_mb".to_string());
         }
         self.huge_pages.parse::<tessera_database::HugePages>()?;
         if self.tls_cert.is_some() != self.tls_key.is_some() {
@@ -224,6 +255,12 @@ mod tests {
         c.sa_password = Some("x".into());
         c.max_packet_size = 100;
         assert!(c.validate().is_err());
+        let stalls = Config::from_toml("sa_password = \"pw\"\nrequest_stall_secs = 0\n").unwrap();
+        assert!(stalls.validate().unwrap_err().contains("request_stall_secs"));
+        let limits = Config::from_toml("max_pending_logins = 10\nmax_spool_mb = 5\n").unwrap();
+        assert_eq!((limits.max_pending_logins, limits.max_spool_mb), (10, 5));
+        let small = Config::from_toml("sa_password = \"pw\"\nmax_request_memory_mb = 8\n").unwrap();
+        assert!(small.validate().unwrap_err().contains("max_message_mb"), "64 MB messages cannot fit in 8 MB");
     }
 
     #[test]

@@ -2,14 +2,19 @@
 //! `spid52` in place of `Server` for a session's lines), UTC timestamps, written to stderr
 //! and appended to `ERRORLOG` in the data directory.
 //!
-//! Invariant: logging never fails a caller; a write error on the file is reported once on
-//! stderr and the file is then left alone.
+//! Invariants:
+//! - Logging never fails a caller; a write error on the file is reported once on stderr
+//!   and the file is then left alone.
+//! - A line that any client can cause at will, without logging in (a refused or timed-out
+//!   connection, a malformed login), goes through a [`Sampled`]: at most [`SAMPLE_LINES`]
+//!   such lines per [`SAMPLE_PERIOD`] and kind, so a flood of them cannot fill the disk
+//!   the log is on.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
@@ -97,6 +102,66 @@ impl ErrorLog {
     }
 }
 
+/// A [`Sampled`] kind writes at most [`SAMPLE_LINES`] lines per period of this length.
+pub const SAMPLE_PERIOD: Duration = Duration::from_secs(10);
+/// Lines of one [`Sampled`] kind written per [`SAMPLE_PERIOD`] at most.
+pub const SAMPLE_LINES: u32 = 10;
+
+/// One kind of line written at most [`SAMPLE_LINES`] times per [`SAMPLE_PERIOD`]; the
+/// first line written after others were left out says how many.
+#[derive(Debug, Default)]
+pub struct Sampled {
+    state: Mutex<Period>,
+}
+
+#[derive(Debug, Default)]
+struct Period {
+    started: Option<Instant>,
+    written: u32,
+    left_out: u64,
+}
+
+impl Sampled {
+    /// Writes the line `text` makes as a "Logon" line, unless this period's lines are
+    /// all written (then it is only counted).
+    pub fn line(&self, log: &ErrorLog, text: impl FnOnce() -> String) {
+        self.line_at(log, Instant::now(), text);
+    }
+
+    fn line_at(&self, log: &ErrorLog, now: Instant, text: impl FnOnce() -> String) {
+        let left_out = {
+            let mut p = self.state.lock();
+            if p.started.is_none_or(|s| now.duration_since(s) >= SAMPLE_PERIOD) {
+                p.started = Some(now);
+                p.written = 0;
+            }
+            if p.written == SAMPLE_LINES {
+                p.left_out += 1;
+                return;
+            }
+            p.written += 1;
+            std::mem::take(&mut p.left_out)
+        };
+        let text = text();
+        if left_out == 0 {
+            log.session(0, &text);
+        } else {
+            log.session(0, &format!("{text} ({left_out} similar messages before it were not logged.)"));
+        }
+    }
+}
+
+/// The kinds of line any client can cause at will.
+#[derive(Debug, Default)]
+pub struct SampledLines {
+    /// Connections refused at accept (too many, or too many not logged in).
+    pub connections_refused: Sampled,
+    /// Connections that ran out of time to log in.
+    pub login_timeouts: Sampled,
+    /// Connections closed during their login for a protocol error.
+    pub login_errors: Sampled,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +182,22 @@ mod tests {
         let text = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
         assert!(text.contains(" Server      Server is listening"), "{text}");
         assert!(text.contains(" spid52      Login succeeded"), "{text}");
+    }
+
+    #[test]
+    fn sampled_lines_are_written_a_few_times_a_period_with_the_count_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = ErrorLog::open(dir.path(), true, false);
+        let sampled = Sampled::default();
+        let start = Instant::now();
+        for i in 0..SAMPLE_LINES + 5 {
+            sampled.line_at(&log, start + Duration::from_millis(u64::from(i)), || format!("refused {i}"));
+        }
+        sampled.line_at(&log, start + SAMPLE_PERIOD, || "refused later".to_string());
+        let text = std::fs::read_to_string(dir.path().join("ERRORLOG")).unwrap();
+        let lines: Vec<&str> = text.lines().map(|l| l.split("Logon       ").nth(1).unwrap()).collect();
+        let mut expected: Vec<String> = (0..SAMPLE_LINES).map(|i| format!("refused {i}")).collect();
+        expected.push("refused later (5 similar messages before it were not logged.)".to_string());
+        assert_eq!(lines, expected, "{text}");
     }
 }

@@ -10,6 +10,7 @@
 //! SQL Server Browser on UDP 1434).
 
 pub mod browser;
+pub mod budget;
 pub mod bulk;
 pub mod client;
 pub mod codec;
@@ -53,6 +54,15 @@ pub struct ServerState {
     pub login_permits: Semaphore,
     /// Failed logins by client address, which delay that address's next attempts.
     pub throttle: throttle::LoginThrottle,
+    /// Places for connections not yet logged in (`max_pending_logins`).
+    pub pending_logins: Arc<Semaphore>,
+    /// Where long request values are spooled, and the bytes they may take there.
+    pub spool: spool::Place,
+    /// The memory request messages may hold at once, over all connections.
+    pub request_memory: Arc<budget::Budget>,
+    /// ERRORLOG lines any client can cause at will (connections refused or closed before
+    /// their login), written at most once a period with the count of those left out.
+    pub sampled: errorlog::SampledLines,
     /// The server version announced in PRELOGIN and LOGINACK (16.0.4000: SQL Server 2022's
     /// major version, which clients use to pick features).
     pub version_bytes: [u8; 4],
@@ -196,6 +206,13 @@ impl Server {
         let state = Arc::new(ServerState {
             login_permits: Semaphore::new(config.max_concurrent_logins),
             throttle: throttle::LoginThrottle::default(),
+            pending_logins: Arc::new(Semaphore::new(config.max_pending_logins)),
+            spool: spool::Place {
+                dir: config.data_dir.clone(),
+                budget: budget::Budget::new(config.max_spool_mb.saturating_mul(1 << 20)),
+            },
+            sampled: errorlog::SampledLines::default(),
+            request_memory: budget::Budget::new((config.max_request_memory_mb as u64).saturating_mul(1 << 20)),
             config,
             shared,
             log,
@@ -273,16 +290,24 @@ impl Server {
                         }
                     };
                     let Ok(permit) = connections.clone().try_acquire_owned() else {
-                        state.log.server(&format!(
+                        state.sampled.connections_refused.line(&state.log, || format!(
                             "Could not connect because the maximum number of '{}' user connections has already been reached. [CLIENT: {}]",
                             state.config.max_connections, peer.ip()
                         ));
                         drop(tcp);
                         continue;
                     };
+                    let Ok(pending) = state.pending_logins.clone().try_acquire_owned() else {
+                        state.sampled.connections_refused.line(&state.log, || format!(
+                            "Could not connect because {} connections are already waiting to log in (max_pending_logins). [CLIENT: {}]",
+                            state.config.max_pending_logins, peer.ip()
+                        ));
+                        drop(tcp);
+                        continue;
+                    };
                     let st = state.clone();
                     tasks.spawn(async move {
-                        session::serve(st, tcp, peer).await;
+                        session::serve(st, tcp, peer, pending).await;
                         drop(permit);
                     });
                     // Reap finished connection tasks so the set stays small.

@@ -11,8 +11,12 @@
 
 use std::io;
 
+use std::sync::Arc;
+
 use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::budget::{Budget, Charge};
 
 pub const HEADER_LEN: usize = 8;
 
@@ -234,8 +238,113 @@ pub fn read_message_blocking<R: io::Read>(r: &mut R, limits: &Limits) -> io::Res
     }
 }
 
+/// What a busy session's thread reads: a whole message with the memory it holds, or the
+/// end of one whose packets were read and dropped (the request fails; the connection goes
+/// on) because it was larger than [`Limits::max_message`] or the requests' memory budget
+/// had no room for it.
+#[derive(Debug)]
+pub enum Incoming {
+    /// The message, and its bytes charged to the requests' budget: kept until the request
+    /// has run.
+    Message(Message, Charge),
+    TooLarge {
+        kind: u8,
+        status: u8,
+        bytes: usize,
+    },
+    NoMemory {
+        kind: u8,
+        status: u8,
+        bytes: usize,
+    },
+}
+
+/// [`read_message_after`] for a busy session's thread: each packet's body is charged to
+/// `memory` before it is read, and a message past the limit or the budget is read to its
+/// end and dropped rather than ending the connection (nothing of it is kept past the
+/// point where it failed).
+pub fn read_request_after<R: io::Read>(
+    r: &mut R,
+    limits: &Limits,
+    first: [u8; HEADER_LEN],
+    memory: &Arc<Budget>,
+) -> io::Result<Incoming> {
+    let mut a = Assembler::new(limits, &[]);
+    let mut charge = Charge::new(memory);
+    let mut h = first;
+    loop {
+        let header = Header::parse(&h, limits)?;
+        let body = header.length - HEADER_LEN;
+        let first = a.first.unwrap_or(header);
+        if a.payload.len() + body > limits.max_message {
+            let bytes = skip_rest(r, limits, first, h, a.payload.len())?;
+            return Ok(bytes.map_or_else(Incoming::ignored(first), |bytes| Incoming::TooLarge {
+                kind: first.kind,
+                status: first.status,
+                bytes,
+            }));
+        }
+        if !charge.grow(body as u64) {
+            let bytes = skip_rest(r, limits, first, h, a.payload.len())?;
+            return Ok(bytes.map_or_else(Incoming::ignored(first), |bytes| Incoming::NoMemory {
+                kind: first.kind,
+                status: first.status,
+                bytes,
+            }));
+        }
+        a.begin_packet(&h)?;
+        r.read_exact(a.body())?;
+        if let Some(m) = a.end_packet() {
+            return Ok(Incoming::Message(m, charge));
+        }
+        h = read_header_blocking(r)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"))?;
+    }
+}
+
+impl Incoming {
+    /// A message the client abandoned while it was being dropped: answered as any
+    /// abandoned message (an empty one with the IGNORE bit).
+    fn ignored(first: Header) -> impl FnOnce() -> Incoming {
+        move || {
+            let message = Message { kind: first.kind, status: status::IGNORE | status::EOM, payload: BytesMut::new() };
+            Incoming::Message(message, Charge::none())
+        }
+    }
+}
+
+/// Reads and drops the packets of the message `first` began, from the one whose header
+/// is `h`, to its end; `kept` bytes of it were read before. Its length in all, or None
+/// when the client abandoned it (the IGNORE bit on its last packet).
+fn skip_rest<R: io::Read>(
+    r: &mut R,
+    limits: &Limits,
+    first: Header,
+    mut h: [u8; HEADER_LEN],
+    kept: usize,
+) -> io::Result<Option<usize>> {
+    let mut scratch = vec![0u8; limits.max_packet];
+    let mut bytes = kept;
+    loop {
+        let header = Header::parse(&h, limits)?;
+        if header.kind != first.kind {
+            return Err(protocol(format!(
+                "packet type {:#04x} inside a message of type {:#04x}",
+                header.kind, first.kind
+            )));
+        }
+        r.read_exact(&mut scratch[..header.length - HEADER_LEN])?;
+        bytes += header.length - HEADER_LEN;
+        if header.status & status::EOM != 0 {
+            return Ok((header.status & status::IGNORE == 0).then_some(bytes));
+        }
+        h = read_header_blocking(r)?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "end of stream inside a message"))?;
+    }
+}
+
 /// The rest of a message whose first packet header `first` was read already.
-pub fn read_message_after<R: io::Read>(r: &mut R, limits: &Limits, first: [u8; HEADER_LEN]) -> io::Result<Message> {
+fn read_message_after<R: io::Read>(r: &mut R, limits: &Limits, first: [u8; HEADER_LEN]) -> io::Result<Message> {
     let mut a = Assembler::new(limits, &[]);
     let mut h = first;
     loop {
@@ -269,7 +378,11 @@ pub struct PacketInput<'r, R: io::Read> {
     eom: bool,
     ignored: bool,
     failure: Option<io::Error>,
-    spool_dir: std::path::PathBuf,
+    spool: crate::spool::Place,
+    /// The fields handed out, charged to the requests' memory budget.
+    memory: Charge,
+    /// A field got no room in that budget.
+    out_of_memory: bool,
     /// Where [`PacketInput::rewind`] goes back to (`pos` and `taken` then): the buffer
     /// keeps what follows it.
     mark: Option<(usize, usize)>,
@@ -281,7 +394,8 @@ impl<'r, R: io::Read> PacketInput<'r, R> {
         r: &'r mut R,
         limits: Limits,
         first: [u8; HEADER_LEN],
-        spool_dir: std::path::PathBuf,
+        spool: crate::spool::Place,
+        memory: &Arc<Budget>,
     ) -> io::Result<PacketInput<'r, R>> {
         let header = Header::parse(&first, &limits)?;
         let mut input = PacketInput {
@@ -294,7 +408,9 @@ impl<'r, R: io::Read> PacketInput<'r, R> {
             eom: false,
             ignored: false,
             failure: None,
-            spool_dir,
+            spool,
+            memory: Charge::new(memory),
+            out_of_memory: false,
             mark: None,
         };
         input.body(header)?;
@@ -335,6 +451,16 @@ impl<'r, R: io::Read> PacketInput<'r, R> {
 
     /// Reads what is left of the message and drops it (after a decoding error, so that
     /// the next message starts where it should).
+    /// Whether decoding failed for want of room in the requests' memory budget.
+    pub fn out_of_memory(&self) -> bool {
+        self.out_of_memory
+    }
+
+    /// The memory the decoded fields hold, to be kept until the request has run.
+    pub fn into_charge(self) -> Charge {
+        self.memory
+    }
+
     pub fn drain(&mut self) -> io::Result<()> {
         self.mark = None;
         while !self.eom {
@@ -400,6 +526,10 @@ impl<R: io::Read> crate::codec::Input for PacketInput<'_, R> {
         if self.taken + n > self.limits.max_message {
             return crate::codec::bad(format!("message larger than {} bytes", self.limits.max_message));
         }
+        if !self.memory.grow(n as u64) {
+            self.out_of_memory = true;
+            return crate::codec::bad("no room in the server's memory for requests (max_request_memory_mb)");
+        }
         self.fill(n)?;
         self.taken += n;
         self.pos += n;
@@ -429,8 +559,8 @@ impl<R: io::Read> crate::codec::Input for PacketInput<'_, R> {
         Ok(())
     }
 
-    fn spool_dir(&self) -> Option<&std::path::Path> {
-        Some(&self.spool_dir)
+    fn spool(&self) -> Option<&crate::spool::Place> {
+        Some(&self.spool)
     }
 }
 
@@ -521,6 +651,49 @@ mod tests {
         assert_eq!((m.kind, m.status & status::IGNORE, m.payload.len()), (kind::SQL_BATCH, status::IGNORE, 0));
         let m = read_message_blocking(&mut r, &Limits::default()).unwrap().unwrap();
         assert_eq!((m.status & status::IGNORE, &m.payload[..]), (0, &b"x"[..]));
+    }
+
+    #[test]
+    fn a_request_past_the_limit_is_read_to_its_end_and_dropped() {
+        let mut wire = BytesMut::new();
+        let big: Vec<u8> = vec![9; 20_000];
+        frame(kind::SQL_BATCH, &big, 4096, true, &mut 1, &mut wire);
+        frame(kind::SQL_BATCH, b"next", 4096, true, &mut 1, &mut wire);
+        let small = Limits { max_packet: 4096, max_message: 10_000 };
+        let memory = Budget::new(1 << 20);
+        let mut r = &wire[..];
+        let first = read_header_blocking(&mut r).unwrap().unwrap();
+        match read_request_after(&mut r, &small, first, &memory).unwrap() {
+            Incoming::TooLarge { kind, bytes, .. } => assert_eq!((kind, bytes), (kind::SQL_BATCH, 20_000)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(memory.used_bytes(), 0, "nothing of it is held");
+        // The next request starts where the dropped one ended, and holds its bytes while
+        // it is kept.
+        let first = read_header_blocking(&mut r).unwrap().unwrap();
+        let Incoming::Message(m, held) = read_request_after(&mut r, &small, first, &memory).unwrap() else {
+            panic!("a message")
+        };
+        assert_eq!(&m.payload[..], b"next");
+        assert_eq!(memory.used_bytes(), 4);
+        drop(held);
+        // A message the budget has no room for is dropped too.
+        let tight = Budget::new(5_000);
+        let mut r = &wire[..];
+        let first = read_header_blocking(&mut r).unwrap().unwrap();
+        let unlimited = Limits { max_packet: 4096, max_message: 1 << 20 };
+        match read_request_after(&mut r, &unlimited, first, &tight).unwrap() {
+            Incoming::NoMemory { bytes, .. } => assert_eq!(bytes, 20_000),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(tight.used_bytes(), 0);
+        // A packet of another type inside the dropped message is a protocol error.
+        let mut mixed = BytesMut::new();
+        frame(kind::SQL_BATCH, &big, 4096, false, &mut 1, &mut mixed);
+        frame(kind::RPC, b"x", 4096, true, &mut 1, &mut mixed);
+        let mut r = &mixed[..];
+        let first = read_header_blocking(&mut r).unwrap().unwrap();
+        assert!(read_request_after(&mut r, &small, first, &memory).is_err());
     }
 
     #[tokio::test]

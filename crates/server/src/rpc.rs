@@ -273,28 +273,37 @@ mod tests {
     }
 
     /// Decodes a framed request as a session's thread does, with a message limit.
-    fn decode_framed(wire: Vec<u8>, max_message: usize, spool: &std::path::Path) -> Result<Vec<Call>, String> {
+    fn decode_framed(wire: Vec<u8>, max_message: usize, spool: &crate::spool::Place) -> Result<Vec<Call>, String> {
         let mut r = std::io::Cursor::new(wire);
         let first = crate::packet::read_header_blocking(&mut r).unwrap().unwrap();
         let limits = crate::packet::Limits { max_packet: crate::packet::MAX_PACKET_SIZE + 1, max_message };
-        let mut input = crate::packet::PacketInput::start(&mut r, limits, first, spool.into()).unwrap();
+        let memory = crate::budget::Budget::new(u64::MAX);
+        let mut input = crate::packet::PacketInput::start(&mut r, limits, first, spool.clone(), &memory).unwrap();
         crate::request::decode_rpc_from(&mut input, crate::tokens::Version::V7_4)
     }
 
     /// A value past 1 MiB goes to a spool file as its packets arrive, and does not count
-    /// against the message limit; a shorter one in memory does.
+    /// against the message limit; a shorter one in memory does. Spooled values count
+    /// against the server's spool budget instead.
     #[test]
     fn long_values_are_spooled_as_they_arrive() {
         let dir = tempfile::tempdir().unwrap();
+        let budget = crate::budget::Budget::new(4 << 20);
+        let place = crate::spool::Place { dir: dir.path().to_path_buf(), budget: budget.clone() };
         let long: Vec<u8> = (0..(3 << 20) + 11).map(|i: u32| (i % 253) as u8).collect();
-        let calls = decode_framed(framed_call(&long), 64 << 10, dir.path()).unwrap();
+        let calls = decode_framed(framed_call(&long), 64 << 10, &place).unwrap();
         let Value::Large(l) = &calls[0].params[0].value else { panic!("not spooled") };
         assert_eq!(l.len_bytes(), long.len() as u64);
-        assert_eq!(l.value().unwrap(), Value::Binary(long.into()));
+        assert_eq!(l.value().unwrap(), Value::Binary(long.clone().into()));
         let short = vec![7u8; 200 << 10];
-        let refused = decode_framed(framed_call(&short), 64 << 10, dir.path()).unwrap_err();
+        let refused = decode_framed(framed_call(&short), 64 << 10, &place).unwrap_err();
         assert!(refused.contains("message larger than"), "{refused}");
-        let calls = decode_framed(framed_call(&short), 1 << 20, dir.path()).unwrap();
+        let calls = decode_framed(framed_call(&short), 1 << 20, &place).unwrap();
         assert_eq!(calls[0].params[0].value, Value::Binary(short.into()));
+        // The first value still holds its 3 MiB: a second does not fit beside it.
+        assert_eq!(budget.used_bytes(), long.len() as u64);
+        let over = decode_framed(framed_call(&long), 64 << 10, &place).unwrap_err();
+        assert!(over.contains("spool limit of 4 MB"), "{over}");
+        assert_eq!(budget.used_bytes(), long.len() as u64, "the refused value's bytes are given back");
     }
 }

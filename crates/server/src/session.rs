@@ -40,8 +40,9 @@ use tessera_sql::session::RpcParam;
 use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
 use tessera_sql::{ResultSink, Session, SqlError};
 use tokio::io::AsyncWriteExt;
+use tokio::sync::OwnedSemaphorePermit;
 
-use crate::packet::{self, kind, status, Limits, Message, PacketInput};
+use crate::packet::{self, kind, status, Incoming, Limits, Message, PacketInput};
 use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
 use crate::throttle::Verdict;
 use crate::tls::PreloginWrapped;
@@ -53,25 +54,32 @@ use crate::{bulk, login7, request, rpc, tm, ServerState};
 /// Messages before login are small: PRELOGIN and LOGIN7 fit in a few KiB.
 const LOGIN_LIMITS: Limits = Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: 128 << 10 };
 
-/// A stalled client may keep a busy thread inside a message this long.
-const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Serves one TCP connection to its end. Errors are logged, never propagated.
-pub async fn serve(state: Arc<ServerState>, tcp: tokio::net::TcpStream, peer: SocketAddr) {
+/// Serves one TCP connection to its end. Errors are logged, never propagated. `pending`
+/// is the connection's place among those not yet logged in, given up once it has.
+pub async fn serve(
+    state: Arc<ServerState>,
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    pending: OwnedSemaphorePermit,
+) {
     let _ = tcp.set_nodelay(true);
     let timeout = std::time::Duration::from_secs(state.config.login_timeout_secs);
-    let login = tokio::time::timeout(timeout, login_phase(&state, tcp, peer)).await;
+    let deadline = std::time::Instant::now() + timeout;
+    let login = tokio::time::timeout(timeout, login_phase(&state, tcp, peer, deadline)).await;
+    drop(pending);
     let conn = match login {
         Ok(Ok(Some(c))) => c,
         Ok(Ok(None)) => return,
         Ok(Err(e)) => {
             if e.kind() != io::ErrorKind::UnexpectedEof {
-                state.log.session(0, &format!("Connection from {peer} closed during login: {e}"));
+                let text = || format!("Connection from {peer} closed during login: {e}");
+                state.sampled.login_errors.line(&state.log, text);
             }
             return;
         }
         Err(_) => {
-            state.log.session(0, &format!("Login timeout for the connection from {peer}; closed."));
+            let text = || format!("Login timeout for the connection from {peer}; closed.");
+            state.sampled.login_timeouts.line(&state.log, text);
             return;
         }
     };
@@ -84,6 +92,13 @@ pub async fn serve(state: Arc<ServerState>, tcp: tokio::net::TcpStream, peer: So
                 e.kind(),
                 io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
             ) => {}
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => state.log.session(
+            spid,
+            &format!(
+                "Connection from {peer} closed: the client paused more than {} s inside a request (request_stall_secs).",
+                state.config.request_stall_secs
+            ),
+        ),
         Err(e) => state.log.session(spid, &format!("Connection from {peer} closed: {e}")),
     }
     // Close on a blocking thread: rolling back may write to the log.
@@ -120,12 +135,13 @@ const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 type Prelogged = (LoginStream, Message, bool);
 
 /// PRELOGIN (TLS first for a strict connection, or optional TLS after it for TDS 7.x),
-/// LOGIN7 and the login response. `Ok(None)` when the client went away or was refused
-/// (already answered and logged).
+/// LOGIN7 and the login response, by `deadline` (the login timeout). `Ok(None)` when the
+/// client went away or was refused (already answered and logged).
 async fn login_phase(
     state: &Arc<ServerState>,
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
+    deadline: std::time::Instant,
 ) -> io::Result<Option<Connection>> {
     let local = tcp.local_addr()?;
     // Both kinds of connection share the port: the first byte tells them apart (MS-TDS
@@ -163,8 +179,12 @@ async fn login_phase(
     // (MS-TDS 1.7); its features are TDS 7.4's.
     let version = if strict { Version::V7_4 } else { Version::negotiate(login.tds_version).unwrap_or(Version::V7_1) };
 
-    // An address with many failed logins waits (a timer, holding no permit) or is refused.
-    let (verdict, report) = state.throttle.admit(peer.ip(), std::time::Instant::now());
+    // An address with many failed logins waits (a timer, holding no permit) or is refused
+    // — refused, too, when the wait would outlast the connection's login timeout (less a
+    // second for the hash): a clear 18456 rather than a closed connection.
+    let now = std::time::Instant::now();
+    let longest = deadline.saturating_duration_since(now).saturating_sub(std::time::Duration::from_secs(1));
+    let (verdict, report) = state.throttle.admit(peer.ip(), now, longest);
     if let Some(report) = report {
         state.log.session(0, &report.line(peer.ip()));
     }
@@ -403,7 +423,9 @@ type Job = Box<dyn FnOnce(&mut Session, &mut TokenSink)>;
 /// blocking thread while busy.
 async fn request_loop(state: &Arc<ServerState>, conn: Connection) -> io::Result<()> {
     let transport = Transport::from_login(conn.stream)?;
-    transport.socket().set_read_timeout(Some(READ_TIMEOUT))?;
+    // A client that pauses inside a request holds a thread: not for longer than this.
+    let stall = std::time::Duration::from_secs(state.config.request_stall_secs);
+    transport.socket().set_read_timeout(Some(stall))?;
     let (cancel, spid) = {
         let session = conn.logged.session.lock();
         (session.cancel_handle(), session.state.spid)
@@ -501,8 +523,18 @@ impl Busy {
             let go_on = if first[0] == kind::RPC || first[0] == kind::BULK_LOAD {
                 self.handle_streamed(first)?
             } else {
-                let msg = packet::read_message_after(&mut self.transport, &self.limits, first)?;
-                self.handle(msg)?
+                let memory = self.state.request_memory.clone();
+                match packet::read_request_after(&mut self.transport, &self.limits, first, &memory)? {
+                    Incoming::Message(msg, _held) => self.handle(msg)?,
+                    Incoming::TooLarge { status, bytes, .. } => {
+                        let why = format!(
+                            "a request of {bytes} bytes is larger than the server's limit of {} MB (max_message_mb)",
+                            self.state.config.max_message_mb
+                        );
+                        self.run(resets(status), bad_request(msg::TDS_STREAM_INCORRECT.with(&[&why])))?
+                    }
+                    Incoming::NoMemory { status, .. } => self.run(resets(status), bad_request(no_request_memory()))?,
+                }
             };
             if !go_on {
                 return Ok(false);
@@ -515,11 +547,13 @@ impl Busy {
     /// client left.
     fn handle_streamed(&mut self, first: [u8; packet::HEADER_LEN]) -> io::Result<bool> {
         let version = self.conn.version;
-        let spool_dir = self.state.config.data_dir.clone();
-        let mut input = PacketInput::start(&mut self.transport, self.limits, first, spool_dir)?;
+        let spool = self.state.spool.clone();
+        let memory = self.state.request_memory.clone();
+        let mut input = PacketInput::start(&mut self.transport, self.limits, first, spool, &memory)?;
         let (job, failed): (Job, bool) = if first[0] == kind::RPC {
             match request::decode_rpc_from(&mut input, version) {
                 Ok(calls) => (Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)), false),
+                Err(_) if input.out_of_memory() => (bad_request(no_request_memory()), true),
                 Err(e) => (bad_request(msg::TDS_RPC_STREAM_INCORRECT.with(&[&e])), true),
             }
         } else {
@@ -548,14 +582,15 @@ impl Busy {
             self.reply_done(done::FINAL)?;
             return Ok(true);
         }
-        let reset = status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
-        self.run(reset, job)
+        // The decoded request's memory stays charged until it has run.
+        let _held = input.into_charge();
+        self.run(resets(status), job)
     }
 
     /// One request and its whole response; false when the client left.
     fn handle(&mut self, msg: Message) -> io::Result<bool> {
         let version = self.conn.version;
-        let reset = msg.status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0;
+        let reset = resets(msg.status);
         if msg.status & status::IGNORE != 0 {
             // A request the client cancelled while sending it: nothing runs, and a DONE
             // tells the client the server is ready for the next one.
@@ -662,6 +697,16 @@ impl Busy {
 /// A BULK_LOAD message with no `INSERT BULK` before it.
 fn not_announced() -> SqlError {
     msg::TDS_STREAM_INCORRECT.with(&[&"a bulk load (BULK_LOAD) must follow an INSERT BULK statement"])
+}
+
+/// Whether a request's first packet `status` asks for the connection to be reset.
+fn resets(status: u8) -> bool {
+    status & (status::RESET_CONNECTION | status::RESET_CONNECTION_SKIP_TRAN) != 0
+}
+
+/// A request the requests' memory budget had no room for (SQL Server's 701).
+fn no_request_memory() -> SqlError {
+    msg::OUT_OF_MEMORY.with(&[&"in resource pool 'internal' to run this query"]).with_severity(17)
 }
 
 fn bad_request(error: SqlError) -> Job {

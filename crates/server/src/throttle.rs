@@ -111,7 +111,10 @@ fn delay(failures: u32) -> Duration {
 impl LoginThrottle {
     /// Decides a login attempt from `address` at `now` (and a report for ERRORLOG when
     /// one is due).
-    pub fn admit(&self, address: IpAddr, now: Instant) -> (Verdict, Option<Report>) {
+    /// What becomes of a login attempt from `address` at `now` that may wait at most
+    /// `longest` (what its connection's login timeout leaves it, say): a wait longer than
+    /// that, or than [`MAX_DELAY`], is a refusal.
+    pub fn admit(&self, address: IpAddr, now: Instant, longest: Duration) -> (Verdict, Option<Report>) {
         let key = key(address);
         let mut records = self.records.lock();
         let Some(r) = records.get_mut(&key) else { return (Verdict::Go, None) };
@@ -124,7 +127,7 @@ impl LoginThrottle {
         }
         let start = r.next_slot.max(now) + delay(r.failures);
         let wait = start - now;
-        let admitted = wait <= MAX_DELAY;
+        let admitted = wait <= MAX_DELAY.min(longest);
         if admitted {
             r.next_slot = start;
             r.delayed += 1;
@@ -188,9 +191,9 @@ mod tests {
         let t = LoginThrottle::default();
         let t0 = Instant::now();
         fail(&t, "10.0.0.1", FREE_FAILURES - 1, t0);
-        assert_eq!(t.admit(ip("10.0.0.1"), t0), (Verdict::Go, None));
+        assert_eq!(t.admit(ip("10.0.0.1"), t0, MAX_DELAY), (Verdict::Go, None));
         t.failure(ip("10.0.0.1"), t0);
-        let (verdict, report) = t.admit(ip("10.0.0.1"), t0);
+        let (verdict, report) = t.admit(ip("10.0.0.1"), t0, MAX_DELAY);
         assert_eq!(verdict, Verdict::Wait(FIRST_DELAY));
         assert_eq!(report, Some(Report { failures: FREE_FAILURES, delayed: 1, refused: 0, wait: Some(FIRST_DELAY) }));
         assert_eq!(
@@ -198,17 +201,22 @@ mod tests {
             "Login attempts from 10.0.0.1 are throttled after 10 failed logins: 1 delayed and 0 refused since the last report; this one waits 250 ms."
         );
         // Another address is not slowed.
-        assert_eq!(t.admit(ip("10.0.0.2"), t0), (Verdict::Go, None));
+        assert_eq!(t.admit(ip("10.0.0.2"), t0, MAX_DELAY), (Verdict::Go, None));
         // Each failure doubles the next wait (sequential attempts: each after the last slot).
         let mut now = t0 + Duration::from_secs(1);
         let mut waits = Vec::new();
         for _ in 0..6 {
             t.failure(ip("10.0.0.1"), now);
-            let (Verdict::Wait(w), _) = t.admit(ip("10.0.0.1"), now) else { panic!("a wait") };
+            let (Verdict::Wait(w), _) = t.admit(ip("10.0.0.1"), now, MAX_DELAY) else { panic!("a wait") };
             waits.push(w.as_millis());
             now += w + Duration::from_millis(1);
         }
         assert_eq!(waits, [500, 1000, 2000, 4000, 5000, 5000]);
+        // An attempt whose connection has less time left than the wait is refused now,
+        // and takes no slot.
+        t.failure(ip("10.0.0.1"), now);
+        assert_eq!(t.admit(ip("10.0.0.1"), now, Duration::from_secs(2)).0, Verdict::Refuse);
+        assert!(matches!(t.admit(ip("10.0.0.1"), now, MAX_DELAY).0, Verdict::Wait(w) if w == MAX_DELAY));
     }
 
     #[test]
@@ -217,7 +225,7 @@ mod tests {
         let t0 = Instant::now();
         fail(&t, "10.0.0.1", FREE_FAILURES + 2, t0);
         // One second apart: five slots fit in the cap, the sixth is refused.
-        let verdicts: Vec<Verdict> = (0..6).map(|_| t.admit(ip("10.0.0.1"), t0).0).collect();
+        let verdicts: Vec<Verdict> = (0..6).map(|_| t.admit(ip("10.0.0.1"), t0, MAX_DELAY).0).collect();
         let second = Duration::from_secs(1);
         assert_eq!(
             verdicts,
@@ -237,8 +245,8 @@ mod tests {
         let t = LoginThrottle::default();
         let t0 = Instant::now();
         fail(&t, "10.0.0.1", FREE_FAILURES + 6, t0);
-        assert!(t.admit(ip("10.0.0.1"), t0).1.is_some());
-        assert_eq!(t.admit(ip("10.0.0.1"), t0), (Verdict::Refuse, None));
+        assert!(t.admit(ip("10.0.0.1"), t0, MAX_DELAY).1.is_some());
+        assert_eq!(t.admit(ip("10.0.0.1"), t0, MAX_DELAY), (Verdict::Refuse, None));
         assert_eq!(
             Report { failures: 16, delayed: 0, refused: 1, wait: None }.line(ip("10.0.0.1")),
             "Login attempts from 10.0.0.1 are throttled after 16 failed logins: 0 delayed and 1 refused since the last report; this one is refused."
@@ -246,7 +254,7 @@ mod tests {
         t.failure(ip("10.0.0.1"), t0 + REPORT_EVERY / 2);
         let later = t0 + REPORT_EVERY;
         t.failure(ip("10.0.0.1"), later);
-        let (_, report) = t.admit(ip("10.0.0.1"), later);
+        let (_, report) = t.admit(ip("10.0.0.1"), later, MAX_DELAY);
         assert_eq!(report.map(|r| (r.delayed, r.refused)), Some((1, 1)));
     }
 
@@ -255,11 +263,11 @@ mod tests {
         let t = LoginThrottle::default();
         let t0 = Instant::now();
         fail(&t, "10.0.0.1", FREE_FAILURES, t0);
-        assert_eq!(t.admit(ip("10.0.0.1"), t0 + WINDOW), (Verdict::Go, None));
+        assert_eq!(t.admit(ip("10.0.0.1"), t0 + WINDOW, MAX_DELAY), (Verdict::Go, None));
         assert_eq!(t.records.lock().len(), 0);
         fail(&t, "10.0.0.1", FREE_FAILURES - 1, t0);
         t.failure(ip("10.0.0.1"), t0 + WINDOW);
-        assert_eq!(t.admit(ip("10.0.0.1"), t0 + WINDOW).0, Verdict::Go, "the count started over");
+        assert_eq!(t.admit(ip("10.0.0.1"), t0 + WINDOW, MAX_DELAY).0, Verdict::Go, "the count started over");
     }
 
     #[test]
@@ -276,7 +284,7 @@ mod tests {
         t.failure(ip("192.0.2.1"), newcomer);
         assert_eq!(t.records.lock().len(), MAX_ADDRESSES);
         assert!(!t.records.lock().contains_key(&ip("0.0.0.1")));
-        assert!(matches!(t.admit(ip("0.0.0.0"), newcomer).0, Verdict::Wait(_)));
+        assert!(matches!(t.admit(ip("0.0.0.0"), newcomer, MAX_DELAY).0, Verdict::Wait(_)));
     }
 
     #[test]
@@ -285,9 +293,9 @@ mod tests {
         let t0 = Instant::now();
         fail(&t, "2001:db8::1", FREE_FAILURES / 2, t0);
         fail(&t, "2001:db8::2", FREE_FAILURES / 2, t0);
-        assert!(matches!(t.admit(ip("2001:db8::3"), t0).0, Verdict::Wait(_)));
-        assert_eq!(t.admit(ip("2001:db8:0:1::1"), t0).0, Verdict::Go);
+        assert!(matches!(t.admit(ip("2001:db8::3"), t0, MAX_DELAY).0, Verdict::Wait(_)));
+        assert_eq!(t.admit(ip("2001:db8:0:1::1"), t0, MAX_DELAY).0, Verdict::Go);
         fail(&t, "::ffff:10.0.0.9", FREE_FAILURES, t0);
-        assert!(matches!(t.admit(ip("10.0.0.9"), t0).0, Verdict::Wait(_)));
+        assert!(matches!(t.admit(ip("10.0.0.9"), t0, MAX_DELAY).0, Verdict::Wait(_)));
     }
 }

@@ -567,7 +567,7 @@ enum Plp {
 const PLP_RESERVE: u64 = 1 << 20;
 
 /// Reads a PLP value; None for NULL. Past [`large::LAZY_BYTES`], from an input that
-/// spools ([`Input::spool_dir`]), the value goes to a spool file as its chunks arrive.
+/// spools ([`Input::spool`]), the value goes to a spool file as its chunks arrive.
 fn read_plp(r: &mut (impl Input + ?Sized)) -> DecodeResult<Option<Plp>> {
     let total = r.u64()?;
     if total == PLP_NULL {
@@ -586,8 +586,11 @@ fn read_plp(r: &mut (impl Input + ?Sized)) -> DecodeResult<Option<Plp>> {
             return bad(format!("a PLP value longer than {} bytes", tessera_access::lob::MAX_VALUE_BYTES));
         }
         if spooled.is_none() && len >= large::LAZY_BYTES {
-            if let Some(dir) = r.spool_dir() {
-                let mut s = spool::Spool::create(dir).map_err(spool_failed)?;
+            if let Some(place) = r.spool() {
+                if total != PLP_UNKNOWN {
+                    place.check_room(total).map_err(spool_failed)?;
+                }
+                let mut s = spool::Spool::create(place).map_err(spool_failed)?;
                 s.write(&v).map_err(spool_failed)?;
                 v = Vec::new();
                 spooled = Some(s);

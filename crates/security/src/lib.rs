@@ -3,3 +3,4 @@
 pub mod logins;
 pub mod principals;
 pub mod server_permissions;
+pub mod verified;

@@ -4,8 +4,9 @@
 //! Invariants:
 //! - Passwords are never stored: only salted Argon2id hashes (PHC strings). Checking one
 //!   is slow by design (tens of milliseconds), so callers run [`Logins::check`] on a
-//!   blocking thread, and it always hashes — an unknown login costs the same as a known
-//!   one, so timing reveals nothing.
+//!   blocking thread, and a failure always hashes — an unknown login costs the same as a
+//!   known one with a wrong password, so timing reveals nothing. A password that matched
+//!   once is matched again without the hash ([`crate::verified`]).
 //! - Logins live in master's storage tree `sys$logins` (key: the lower-cased name, value:
 //!   the login as JSON) and in memory behind one lock; every change writes master first
 //!   and updates memory only when that committed.
@@ -35,6 +36,7 @@ use tessera_errors::msg;
 use tessera_errors::{SqlError, SqlResult};
 
 use crate::principals::now;
+use crate::verified::Verified;
 
 /// Storage tree in master holding the logins.
 const LOGINS_TREE: &str = "sys$logins";
@@ -174,6 +176,7 @@ pub struct Logins {
     /// Failed passwords by principal id, for the logins the lockout applies to (at most
     /// one entry per login: bounded by [`MAX_LOGINS`]).
     strikes: Mutex<HashMap<i32, Strikes>>,
+    verified: Verified,
 }
 
 /// Whether the lockout applies to `login`: CHECK_POLICY = ON and not `sa` (so that an
@@ -275,7 +278,12 @@ impl Logins {
             tx.commit()?;
         }
         logins.entry("sa".to_string()).or_insert_with(sa_login);
-        Ok(Logins { master: Some(master), logins: RwLock::new(logins), strikes: Mutex::new(HashMap::new()) })
+        Ok(Logins {
+            master: Some(master),
+            logins: RwLock::new(logins),
+            strikes: Mutex::new(HashMap::new()),
+            verified: Verified::default(),
+        })
     }
 
     /// Logins that are not persisted (tests).
@@ -284,6 +292,7 @@ impl Logins {
             master: None,
             logins: RwLock::new(BTreeMap::from([("sa".to_string(), sa_login())])),
             strikes: Mutex::new(HashMap::new()),
+            verified: Verified::default(),
         }
     }
 
@@ -314,8 +323,17 @@ impl Logins {
                 reason: "The account is currently locked out. The system administrator can unlock it.",
             });
         }
-        let hash = found.as_ref().map_or(decoy_hash(), |l| l.password_hash.as_str());
-        let matches = verify_password(password, hash);
+        let matches = match &found {
+            Some(l) if self.verified.holds(&l.name, &l.password_hash, password) => true,
+            Some(l) => {
+                let matches = verify_password(password, &l.password_hash);
+                if matches {
+                    self.verified.remember(&l.name, &l.password_hash, password);
+                }
+                matches
+            }
+            None => verify_password(password, decoy_hash()),
+        };
         let Some(login) = found else {
             return Err(Refusal::failed(5, "Could not find a login matching the name provided."));
         };
@@ -567,6 +585,26 @@ mod tests {
         l.drop_login("BOB").unwrap();
         assert_eq!(l.drop_login("bob").unwrap_err().number, 15151);
         assert!(!verify_password("x", "not a hash"));
+    }
+
+    #[test]
+    fn a_remembered_password_stops_matching_when_it_changes_or_its_login_goes() {
+        let l = Logins::in_memory();
+        let p = LockoutPolicy { threshold: 5, duration: Some(30 * MINUTE) };
+        l.create(new("app", "App-Pass-1")).unwrap();
+        assert!(l.check("app", "App-Pass-1", &p).is_ok());
+        assert!(l.check("APP", "App-Pass-1", &p).is_ok(), "remembered, under any case of the name");
+        l.alter("app", |x| {
+            x.password_hash = hash_password("App-Pass-2")?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(l.check("app", "App-Pass-1", &p).unwrap_err().state, 8, "the old password");
+        assert!(l.check("app", "App-Pass-2", &p).is_ok());
+        l.drop_login("app").unwrap();
+        assert_eq!(l.check("app", "App-Pass-2", &p).unwrap_err().state, 5, "a dropped login");
+        l.create(new("app", "App-Pass-3")).unwrap();
+        assert_eq!(l.check("app", "App-Pass-2", &p).unwrap_err().state, 8, "a new login of the same name");
     }
 
     const MINUTE: Duration = Duration::from_secs(60);

@@ -6,7 +6,9 @@
 pub mod faults;
 pub mod instance;
 pub mod power;
+pub mod server;
 pub mod soak;
+pub mod storm;
 pub mod workload;
 
 use std::path::PathBuf;

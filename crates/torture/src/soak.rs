@@ -8,9 +8,7 @@
 //! the transfer in doubt: it may or may not be there, but never half of it.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,7 +18,8 @@ use tiberius::{AuthMethod, Client, Config, EncryptionLevel};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
-const PASSWORD: &str = "Torture-0nly!";
+use crate::server::{Server, PASSWORD};
+
 const ACCOUNTS: i64 = 100;
 const BALANCE: i64 = 1000;
 
@@ -34,42 +33,6 @@ pub struct SoakReport {
     pub in_doubt: u64,
     /// Checks after restarts, all of which held (a failed one ends the soak with an error).
     pub checks: u32,
-}
-
-/// A running server and the port it listens on.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    /// Starts `binary serve` on `data` on a port of its own, learned from its ERRORLOG
-    /// line on stderr.
-    fn start(binary: &Path, data: &Path) -> Result<Server, String> {
-        let mut child = Command::new(binary)
-            .args(["serve", "--port", "0", "--memory-mb", "64", "--data-dir"])
-            .arg(data)
-            .env("TESSERA_SA_PASSWORD", PASSWORD)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-        let port = loop {
-            let Some(Ok(line)) = lines.next() else { return Err("the server exited before listening".into()) };
-            if let Some(rest) = line.split("Server is listening on [ 127.0.0.1 <ipv4> ").nth(1) {
-                break rest.trim_end_matches("].").parse::<u16>().map_err(|e| format!("{line}: {e}"))?;
-            }
-        };
-        // Drained, so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-        Ok(Server { child, port })
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 type Conn = Client<Compat<TcpStream>>;
@@ -172,7 +135,7 @@ fn check(port: u16, acknowledged: &HashSet<i64>) -> Result<(), String> {
 pub fn soak(binary: &Path, dir: &Path, seconds: u64, clients: usize, seed: u64) -> Result<SoakReport, String> {
     let data = dir.join("soak");
     let _ = std::fs::remove_dir_all(&data);
-    let mut server = Server::start(binary, &data)?;
+    let mut server = Server::start(binary, &data, &[])?;
     runtime().block_on(async {
         let mut c = connect(server.port).await?;
         let accounts: Vec<String> = (0..ACCOUNTS).map(|i| format!("({i}, {BALANCE})")).collect();
@@ -211,7 +174,7 @@ pub fn soak(binary: &Path, dir: &Path, seconds: u64, clients: usize, seed: u64) 
         report.kills += 1;
         // Everything acknowledged so far was acknowledged before the kill.
         let acknowledged = shared.acknowledged.lock().expect("not poisoned").clone();
-        server = match Server::start(binary, &data) {
+        server = match Server::start(binary, &data, &[]) {
             Ok(s) => s,
             Err(e) => {
                 result = Err(format!("after kill {}: {e}", report.kills));

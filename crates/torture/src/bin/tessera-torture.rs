@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
+use tessera_torture::storm::{self, StormPlan};
 use tessera_torture::{fault_campaign, faults, power, power_campaign, soak, Campaign};
 
 #[derive(Debug, Parser)]
@@ -41,6 +42,19 @@ struct Args {
     /// --quick; 0 skips it).
     #[arg(long)]
     soak: Option<u64>,
+    /// Seconds of each measured phase of the storm: busy clients alone, then beside idle
+    /// connections and hostile clients (default: 20; 5 with --quick; 0 skips it).
+    #[arg(long)]
+    storm: Option<u64>,
+    /// The storm's idle connections (default: 5,000; 500 with --quick).
+    #[arg(long)]
+    idle: Option<usize>,
+    /// The storm's busy clients (default: 100; 20 with --quick).
+    #[arg(long)]
+    busy: Option<usize>,
+    /// The storm's hostile clients of each kind (default: 10; 2 with --quick).
+    #[arg(long)]
+    hostile: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -105,7 +119,15 @@ fn main() -> ExitCode {
     let faults_ok = fault_points == 0 || run_faults(&campaign, fault_points, steps);
     let soak_seconds = args.soak.unwrap_or(if args.quick { 15 } else { 60 });
     let soak_ok = soak_seconds == 0 || run_soak(&campaign.dir, soak_seconds, args.seed);
-    if report.failures.is_empty() && faults_ok && soak_ok {
+    let storm = StormPlan {
+        seconds: args.storm.unwrap_or(if args.quick { 5 } else { 20 }),
+        idle: args.idle.unwrap_or(if args.quick { 500 } else { 5000 }),
+        busy: args.busy.unwrap_or(if args.quick { 20 } else { 100 }),
+        hostile: args.hostile.unwrap_or(if args.quick { 2 } else { 10 }),
+        seed: args.seed,
+    };
+    let storm_ok = storm.seconds == 0 || run_storm(&campaign.dir, &storm);
+    if report.failures.is_empty() && faults_ok && soak_ok && storm_ok {
         ExitCode::SUCCESS
     } else {
         // Keep the failed points' directories.
@@ -153,13 +175,75 @@ fn run_faults(campaign: &Campaign, points: usize, steps: u32) -> bool {
     }
 }
 
-/// The soak: whether every check after every kill held.
-fn run_soak(dir: &std::path::Path, seconds: u64, seed: u64) -> bool {
-    let server = std::env::current_exe()
+/// The `tessera` server binary: the one beside this one, or on PATH.
+fn server_binary() -> PathBuf {
+    std::env::current_exe()
         .map(|exe| exe.with_file_name("tessera"))
         .ok()
         .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("tessera"));
+        .unwrap_or_else(|| PathBuf::from("tessera"))
+}
+
+/// The storm: whether every check held. Prints the busy clients' latencies alone and
+/// under the storm, their p99 ratio, the server's memory and each hostile kind's outcomes.
+fn run_storm(dir: &std::path::Path, plan: &StormPlan) -> bool {
+    let server = server_binary();
+    println!(
+        "storm: {} idle connections, {} busy clients, {} hostile clients of each kind (an attempt each every {} ms), {} s per phase ({})",
+        plan.idle,
+        plan.busy,
+        plan.hostile,
+        storm::HOSTILE_PACE.as_millis(),
+        plan.seconds,
+        server.display()
+    );
+    let r = match storm::storm(&server, dir, plan) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("FAILED storm (seed {}): {e}", plan.seed);
+            return false;
+        }
+    };
+    let latency = |name: &str, l: &storm::Latency| {
+        println!(
+            "  busy clients {name}: {} requests, p50 {} us, p99 {} us, max {} us; CPU: server {:.1} s, clients {:.1} s",
+            l.requests, l.p50_us, l.p99_us, l.max_us, l.server_cpu_seconds, l.clients_cpu_seconds
+        )
+    };
+    latency("alone", &r.alone);
+    latency("in the storm", &r.storm);
+    println!("  p99 in the storm / alone: {:.2}", r.p99_ratio());
+    println!(
+        "  {} idle connections logged in in {:.1} s, {:.0} KiB each",
+        r.idle_held,
+        r.idle_login_seconds,
+        r.kib_per_idle_connection()
+    );
+    for (stage, m) in [
+        ("start", r.memory_start),
+        ("half the idle connections open", r.memory_half),
+        ("all idle connections open", r.memory_idle),
+        ("the storm's end", r.memory_storm),
+    ] {
+        println!(
+            "  memory at {stage}: resident {} MiB (peak {} MiB), the server reports {} MiB",
+            m.resident_kib >> 10,
+            m.peak_kib >> 10,
+            m.reported_kib >> 10
+        );
+    }
+    for (kind, h) in &r.hostile {
+        println!("  {kind}: {} attempts, {:?}", h.attempts, h.outcomes);
+    }
+    for f in &r.failures {
+        println!("FAILED storm (seed {}): {f}", plan.seed);
+    }
+    r.failures.is_empty()
+}
+
+/// The soak: whether every check after every kill held.
+fn run_soak(dir: &std::path::Path, seconds: u64, seed: u64) -> bool {
+    let server = server_binary();
     println!("soak: {seconds} s, 4 clients, the server killed every 1 to 3 s ({})", server.display());
     match soak::soak(&server, dir, seconds, 4, seed) {
         Ok(r) => {

@@ -1,6 +1,6 @@
 //! `BACKUP DATABASE` (full, differential) and `BACKUP LOG`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -10,6 +10,7 @@ use std::time::Instant;
 use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
 use tessera_database::{BackupChain, Engine, RecoveryModel};
 use tessera_errors::msg;
+use tessera_io::MediaFile;
 use tessera_log::Lsn;
 
 use crate::media::{
@@ -359,21 +360,11 @@ fn prepare_media(opts: &BackupOptions) -> Result<(Vec<MediaHeader>, Vec<StripeOu
             let text = "The media families of this media set hold different numbers of backup sets.";
             return Err(msg::MEDIA_FAMILY_COUNT_MISMATCH.with(&[&text]).into());
         }
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| crate::open_failed(path, &e))?;
-        if !existed {
-            // A backup reported done must not lose its file to a power loss: the
-            // contents are synced when the set is finished, the new name here.
-            tessera_io::durable::sync_parent(path)?;
-        }
+        // A backup reported done must not lose its file to a power loss: the contents
+        // are synced when the set is finished, a new file's name as it is made.
+        let mut file = MediaFile::open_or_create(path).map_err(|e| crate::open_failed(path, &e))?;
         // Devices that are not regular files (/dev/null-like) are written, never cut.
-        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        let regular = file.is_regular().unwrap_or(false);
         if !reuse {
             if regular {
                 file.set_len(0).map_err(|e| write_failed(path, &e))?;

@@ -6,13 +6,13 @@
 //! magic, a length and a crc32c; chunks carry a fixed binary header with the set's GUID,
 //! the chunk's global sequence number and a crc32c of the stored bytes.
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use tessera_errors::msg;
+use tessera_io::MediaFile;
 
 use crate::BackupError;
 
@@ -236,12 +236,12 @@ pub fn encode_media_header(h: &MediaHeader) -> Vec<u8> {
 /// The media header of a stripe file: Ok(None) if the file is missing or empty,
 /// error 3241 if it is not tessera backup media.
 pub fn read_media_header(path: &Path) -> Result<Option<MediaHeader>, BackupError> {
-    let mut f = match File::open(path) {
+    let mut f = match MediaFile::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(crate::open_failed(path, &e)),
     };
-    if f.metadata().map(|m| m.len()).unwrap_or(0) == 0 {
+    if f.len().unwrap_or(0) == 0 {
         return Ok(None);
     }
     read_json_block(&mut f, MEDIA_MAGIC).map(Some).ok_or_else(|| not_media(path))
@@ -327,13 +327,13 @@ fn decode_footer(f: &[u8]) -> Option<(u64, u64)> {
     Some((u64::from_le_bytes(f[8..16].try_into().unwrap()), u64::from_le_bytes(f[16..24].try_into().unwrap())))
 }
 
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> bool {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset).is_ok()
+fn read_at(file: &MediaFile, buf: &mut [u8], offset: u64) -> bool {
+    file.read_exact_at(buf, offset).is_ok()
 }
 
 /// Reads one set's header at `start` and its trailer chunk at `trailer_at`.
-fn read_set_at(file: &File, start: u64, trailer_at: u64, end: u64) -> Option<SetLocation> {
-    let mut r = std::io::BufReader::with_capacity(4096, file);
+fn read_set_at(file: &MediaFile, start: u64, trailer_at: u64, end: u64) -> Option<SetLocation> {
+    let mut r = std::io::BufReader::with_capacity(4096, file.try_clone().ok()?);
     r.seek(SeekFrom::Start(start)).ok()?;
     let header = read_json_block::<SetHeader>(&mut r, SET_MAGIC)?;
     let chunks_at = r.stream_position().ok()?;
@@ -356,8 +356,8 @@ fn read_set_at(file: &File, start: u64, trailer_at: u64, end: u64) -> Option<Set
 /// stops at the first set that is incomplete or damaged (listed with no trailer).
 pub fn list_sets(path: &Path) -> Result<(MediaHeader, Vec<SetLocation>), BackupError> {
     let media = read_media_header(path)?.ok_or_else(|| crate::device_missing(path))?;
-    let file = File::open(path).map_err(|e| crate::open_failed(path, &e))?;
-    let len = file.metadata().map_err(|e| crate::read_failed(path, &e))?.len();
+    let file = MediaFile::open(path).map_err(|e| crate::open_failed(path, &e))?;
+    let len = file.len().map_err(|e| crate::read_failed(path, &e))?;
     let mut at = len;
     let mut found = Vec::new();
     let mut f = [0u8; FOOTER_SIZE];
@@ -380,10 +380,11 @@ pub fn list_sets(path: &Path) -> Result<(MediaHeader, Vec<SetLocation>), BackupE
 }
 
 /// The forward walk: set header, chunk headers (skipping their bytes), trailer, footer.
-fn walk_sets(path: &Path, file: &File, len: u64) -> Result<Vec<SetLocation>, BackupError> {
+fn walk_sets(path: &Path, file: &MediaFile, len: u64) -> Result<Vec<SetLocation>, BackupError> {
     // Small buffer: the walk reads chunk headers and skips their bytes, so a big buffer
     // would read the whole file.
-    let mut r = std::io::BufReader::with_capacity(4096, file);
+    let reader = file.try_clone().map_err(|e| crate::read_failed(path, &e))?;
+    let mut r = std::io::BufReader::with_capacity(4096, reader);
     let mut sets = Vec::new();
     let mut at = MEDIA_HEADER_SIZE;
     while at < len {

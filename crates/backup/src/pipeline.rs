@@ -7,7 +7,6 @@
 //! and decompresses; the caller merges the stripes back into chunk order.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{BufReader, IoSlice, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use parking_lot::Condvar;
+use tessera_io::MediaFile;
 
 use crate::media::{damaged, damaged_set};
 use crate::media::{encode_footer, read_chunk, ChunkHeader, ChunkKind, SetLocation, Trailer};
@@ -105,7 +105,7 @@ enum ToWriter {
 /// A stripe file positioned where the set's first chunk goes.
 pub(crate) struct StripeOut {
     pub path: PathBuf,
-    pub file: File,
+    pub file: MediaFile,
     /// Where the set starts: a failed backup cuts the file back to here.
     pub set_start: u64,
 }
@@ -360,7 +360,7 @@ fn read_stripe(
     recycler: Recycler,
 ) {
     let result = (|| -> Result<(), BackupError> {
-        let mut file = File::open(&path).map_err(|e| crate::open_failed(&path, &e))?;
+        let mut file = MediaFile::open(&path).map_err(|e| crate::open_failed(&path, &e))?;
         file.seek(SeekFrom::Start(loc.chunks_at)).map_err(|e| crate::read_failed(&path, &e))?;
         let mut r = BufReader::with_capacity(buffer, file);
         loop {

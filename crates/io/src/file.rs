@@ -13,6 +13,8 @@ pub enum OpenMode {
     CreateNew,
     /// The file must already exist.
     Existing,
+    /// The file must already exist; it is opened to read only.
+    ReadOnly,
 }
 
 /// A file read and written at explicit offsets, safe to share between threads.
@@ -32,10 +34,10 @@ impl DataFile {
     /// (its directory synced) before this returns.
     pub fn open(path: &Path, mode: OpenMode, direct: bool) -> Result<DataFile> {
         let mut opts = OpenOptions::new();
-        opts.read(true).write(true);
+        opts.read(true).write(mode != OpenMode::ReadOnly);
         match mode {
             OpenMode::CreateNew => opts.create_new(true),
-            OpenMode::Existing => opts.create(false),
+            OpenMode::Existing | OpenMode::ReadOnly => opts.create(false),
         };
         if direct {
             opts.custom_flags(libc::O_DIRECT);
@@ -115,6 +117,12 @@ impl DataFile {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A second handle on the same open file.
+    pub fn try_clone(&self) -> Result<DataFile> {
+        let file = self.file.try_clone().map_err(|e| Error::io("duplicate", &self.path, 0, e))?;
+        Ok(DataFile { file, path: self.path.clone(), direct: self.direct })
     }
 
     pub fn is_direct(&self) -> bool {
@@ -255,6 +263,11 @@ impl DataFile {
 
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
+    }
+
+    /// Whether the file is a regular one (not a device).
+    pub fn is_regular(&self) -> Result<bool> {
+        self.file.metadata().map(|m| m.is_file()).map_err(|e| Error::io("stat", &self.path, 0, e))
     }
 
     /// Reserves disk blocks for `[0, len)` so later writes cannot fail for lack of space

@@ -8,12 +8,14 @@ mod dirlock;
 pub mod durable;
 pub mod faults;
 mod file;
+mod media;
 pub mod profile;
 pub mod uring;
 
 pub use aligned::AlignedBuf;
 pub use dirlock::{DirLock, LOCK_FILE};
 pub use file::{DataFile, OpenMode};
+pub use media::MediaFile;
 pub use uring::{Completion, Uring};
 
 /// Alignment required by O_DIRECT on every device we target.

@@ -494,3 +494,50 @@ fn a_backup_to_a_full_disk_fails_and_leaves_the_database_and_its_log_chain_alone
     assert_eq!(scalar(&mut s, "select v from big2.dbo.t where id = 1"), Value::str("changed"));
     ok(&mut s, "dbcc checkdb (big) with no_infomsgs");
 }
+
+/// Backup media that fail (EIO on a write, a sync or a read, through `tessera_io::faults`
+/// as the database files can) fail their statement with 3013 and change nothing else: no
+/// backup set, no history, the database serving, and a RESTORE that cannot read its
+/// media leaves an existing database as it was.
+#[test]
+fn backup_media_that_fail_fail_the_statement_and_nothing_else() {
+    use tessera_io::faults::{self, Fault, Op};
+    const EIO: i32 = 5;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let media = dir.path().join("media");
+    std::fs::create_dir_all(&media).unwrap();
+    let m = media.display();
+    let mut s = session(dir.path());
+    ok(&mut s, "create database m; alter database m set recovery full");
+    ok(&mut s, "create table m.dbo.t (id int primary key, v varchar(max))");
+    ok(&mut s, "insert m.dbo.t select value, replicate(convert(varchar(max), 'y'), 2000) from generate_series(1, 300)");
+    ok(&mut s, &format!("BACKUP DATABASE m TO DISK = '{d}/good.bak'"));
+    for (op, skip, what) in [(Op::Write, 2, "write"), (Op::Sync, 0, "sync")] {
+        faults::arm(Fault { skip, ..Fault::new(op, &media, "/bad.bak", EIO) });
+        let out = run(&mut s, &format!("BACKUP DATABASE m TO DISK = '{m}/bad.bak' WITH INIT"));
+        faults::disarm(&media);
+        assert_eq!(error_numbers(&out).last(), Some(&3013), "a failed {what}: {:?}", texts(&out));
+        let out = run(&mut s, &format!("RESTORE HEADERONLY FROM DISK = '{m}/bad.bak'"));
+        assert!(out.result_sets.iter().all(|(_, rows)| rows.is_empty()), "no backup set after a failed {what}");
+    }
+    assert_eq!(
+        scalar(&mut s, "select count(*) from msdb.dbo.backupset where database_name = 'm'"),
+        Value::Int(1),
+        "only the backup that succeeded is in the history"
+    );
+    assert_eq!(scalar(&mut s, "select count(*) from m.dbo.t"), Value::Int(300));
+
+    // A restore over m whose media fail to read: 3013, and m is as it was.
+    ok(&mut s, &format!("BACKUP DATABASE m TO DISK = '{m}/read.bak'"));
+    ok(&mut s, "update m.dbo.t set v = 'after' where id = 1");
+    faults::arm(Fault { skip: 3, ..Fault::new(Op::Read, &media, "/read.bak", EIO) });
+    let out = run(&mut s, &format!("RESTORE DATABASE m2 FROM DISK = '{m}/read.bak' WITH MOVE 'm' TO '{d}/m2.mdf', MOVE 'm_log' TO '{d}/m2.ldf'"));
+    faults::disarm(&media);
+    assert_eq!(error_numbers(&out).last(), Some(&3013), "{:?}", texts(&out));
+    assert_eq!(scalar(&mut s, "select v from m.dbo.t where id = 1"), Value::str("after"));
+    // Once the media read again, the same restore succeeds.
+    ok(&mut s, &format!("RESTORE DATABASE m2 FROM DISK = '{m}/read.bak' WITH REPLACE, MOVE 'm' TO '{d}/m2.mdf', MOVE 'm_log' TO '{d}/m2.ldf'"));
+    assert_eq!(scalar(&mut s, "select count(*) from m2.dbo.t"), Value::Int(300));
+    ok(&mut s, "dbcc checkdb (m) with no_infomsgs");
+}

@@ -1,7 +1,8 @@
 //! The I/O fault campaign. Each point runs a seed's workload with one fault armed on one
-//! file of `ta` or `tb` (`tessera_io::faults`): the n-th read, write or sync of its data
-//! file or log fails with EIO (a write may first move half its sectors), or its disk
-//! fills at a chosen byte. At the first step that fails, the checks are:
+//! file of `ta` or `tb`, or on `ta`'s backup media (`tessera_io::faults`): the n-th read,
+//! write or sync of its data file, log or media fails with EIO (a write may first move
+//! half its sectors), or its disk fills at a chosen byte. At the first step that fails,
+//! the checks are:
 //!
 //! - the client got an error, never a success for work that was not done;
 //! - the other database keeps serving: a write and a read there succeed;
@@ -23,7 +24,7 @@ use crate::workload::{Kind, State, Workload};
 pub struct Armed {
     /// `read`, `write`, `partial write`, `sync` or `disk full`.
     pub what: &'static str,
-    /// The file: `ta.mdf`, `tb_log.ldf` …
+    /// The file: `ta.mdf`, `tb_log.ldf` …, or [`MEDIA`].
     pub file: String,
     /// Matching operations let through first (bytes, for a full disk).
     pub after: u64,
@@ -46,15 +47,27 @@ pub struct FaultPoint {
     pub failure: Option<String>,
 }
 
+/// What [`Armed::file`] names for `ta`'s backup media: every `.bak` file the workload's
+/// BACKUP and RESTORE statements write and read.
+pub const MEDIA: &str = "*.bak";
+
 /// The fault of point `index` of `seed`: `operations` bounds where it falls.
 pub fn arm_for(seed: u64, index: u64, operations: u64) -> Armed {
     let mut rng = Rng::new(seed.rotate_left(17) ^ index);
     let db = if rng.below(2) == 0 { "ta" } else { "tb" };
-    let file = if rng.below(2) == 0 { format!("{db}.mdf") } else { format!("{db}_log.ldf") };
+    let file = match rng.below(5) {
+        0 | 1 => format!("{db}.mdf"),
+        2 | 3 => format!("{db}_log.ldf"),
+        _ => MEDIA.to_string(),
+    };
     // A data file is written and synced at checkpoints (a few dozen times a run), a log
-    // at every commit: where the n-th operation can fall differs.
-    let log = file.ends_with(".ldf");
-    let writes = if log { operations / 6 } else { 40 };
+    // at every commit, media at each of the few backups: where the n-th operation can
+    // fall differs.
+    let writes = match file.as_str() {
+        MEDIA => 12,
+        f if f.ends_with(".ldf") => operations / 6,
+        _ => 40,
+    };
     let (what, after) = match rng.below(5) {
         0 => ("read", rng.below(64)),
         1 => ("write", rng.below(writes + 1)),
@@ -65,24 +78,34 @@ pub fn arm_for(seed: u64, index: u64, operations: u64) -> Armed {
     Armed { what, file, after }
 }
 
-fn arm(data: &Path, armed: &Armed) {
-    let suffix = format!("/{}", armed.file);
-    let fault = |op| Fault { skip: armed.after as u32, ..Fault::new(op, data, &suffix, libc::EIO) };
+/// The directory the armed file is in: the media's, or the data directory.
+fn under<'d>(dirs: &'d Dirs, armed: &Armed) -> &'d Path {
+    if armed.file == MEDIA {
+        &dirs.media
+    } else {
+        &dirs.data
+    }
+}
+
+fn arm(dirs: &Dirs, armed: &Armed) {
+    let dir = under(dirs, armed);
+    let suffix = if armed.file == MEDIA { ".bak".to_string() } else { format!("/{}", armed.file) };
+    let fault = |op| Fault { skip: armed.after as u32, ..Fault::new(op, dir, &suffix, libc::EIO) };
     match armed.what {
         "read" => faults::arm(fault(Op::Read)),
         "write" => faults::arm(fault(Op::Write)),
         "partial write" => faults::arm(Fault { partial: true, ..fault(Op::Write) }),
         "sync" => faults::arm(fault(Op::Sync)),
-        _ => faults::disk_full_after(data, armed.after),
+        _ => faults::disk_full_after(dir, armed.after),
     }
 }
 
-/// The database the fault is not on.
+/// The database the fault is not on (the media are `ta`'s).
 fn other(armed: &Armed) -> &'static str {
-    if armed.file.starts_with("ta") {
-        "tb"
-    } else {
+    if armed.file.starts_with("tb") {
         "ta"
+    } else {
+        "tb"
     }
 }
 
@@ -105,7 +128,7 @@ pub fn run_fault_point(root: &Path, seed: u64, steps: u32, index: u64, operation
     for step in Workload::new(seed, steps, &dirs.media, &dirs.data) {
         // Armed once the databases exist, so the fault falls on the workload's own work.
         if !armed_yet && step.kind != Kind::Setup {
-            arm(&dirs.data, &point.armed);
+            arm(&dirs, &point.armed);
             armed_yet = true;
         }
         match instance.errors_of(&step.sql) {
@@ -124,12 +147,13 @@ pub fn run_fault_point(root: &Path, seed: u64, steps: u32, index: u64, operation
             }
         }
     }
+    let dir = under(&dirs, &point.armed);
     point.fired = if point.armed.what == "disk full" {
-        point.errors.iter().any(|n| matches!(n, 9002 | 1105))
+        point.errors.iter().any(|n| matches!(n, 9002 | 1105 | 3013))
     } else {
-        faults::unfired(&dirs.data) == 0
+        faults::unfired(dir) == 0
     };
-    faults::disarm(&dirs.data);
+    faults::disarm(dir);
     if point.failed.is_some() && point.failure.is_none() {
         let db = other(&point.armed);
         let probe = format!("UPDATE {db}.dbo.acct SET v = v WHERE id = 0; SELECT COUNT(*) FROM {db}.dbo.acct");

@@ -234,17 +234,21 @@ pub fn encode_media_header(h: &MediaHeader) -> Vec<u8> {
 }
 
 /// The media header of a stripe file: Ok(None) if the file is missing or empty,
-/// error 3241 if it is not tessera backup media.
+/// error 3241 if it is not tessera backup media, 3203 if it cannot be read.
 pub fn read_media_header(path: &Path) -> Result<Option<MediaHeader>, BackupError> {
     let mut f = match MediaFile::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(crate::open_failed(path, &e)),
     };
-    if f.len().unwrap_or(0) == 0 {
+    let len = f.len().map_err(|e| crate::read_failed(path, &e))?;
+    if len == 0 {
         return Ok(None);
     }
-    read_json_block(&mut f, MEDIA_MAGIC).map(Some).ok_or_else(|| not_media(path))
+    // Read first, then decoded: a read that fails is 3203, not media that are not ours.
+    let mut block = vec![0u8; len.min(MEDIA_HEADER_SIZE) as usize];
+    f.read_exact(&mut block).map_err(|e| crate::read_failed(path, &e))?;
+    read_json_block(&mut block.as_slice(), MEDIA_MAGIC).map(Some).ok_or_else(|| not_media(path))
 }
 
 pub fn not_media(path: &Path) -> BackupError {

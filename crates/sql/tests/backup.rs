@@ -531,11 +531,17 @@ fn backup_media_that_fail_fail_the_statement_and_nothing_else() {
     // A restore over m whose media fail to read: 3013, and m is as it was.
     ok(&mut s, &format!("BACKUP DATABASE m TO DISK = '{m}/read.bak'"));
     ok(&mut s, "update m.dbo.t set v = 'after' where id = 1");
-    faults::arm(Fault { skip: 3, ..Fault::new(Op::Read, &media, "/read.bak", EIO) });
+    faults::arm(Fault { skip: 1, ..Fault::new(Op::Read, &media, "/read.bak", EIO) });
     let out = run(&mut s, &format!("RESTORE DATABASE m2 FROM DISK = '{m}/read.bak' WITH MOVE 'm' TO '{d}/m2.mdf', MOVE 'm_log' TO '{d}/m2.ldf'"));
     faults::disarm(&media);
     assert_eq!(error_numbers(&out).last(), Some(&3013), "{:?}", texts(&out));
     assert_eq!(scalar(&mut s, "select v from m.dbo.t where id = 1"), Value::str("after"));
+    // Media whose first read fails are unreadable (3203), not foreign media (3241).
+    faults::arm(Fault::new(Op::Read, &media, "/read.bak", EIO));
+    let out = run(&mut s, &format!("RESTORE HEADERONLY FROM DISK = '{m}/read.bak'"));
+    faults::disarm(&media);
+    let numbers = error_numbers(&out);
+    assert!(numbers.contains(&3203) && numbers.last() == Some(&3013), "{:?}", texts(&out));
     // Once the media read again, the same restore succeeds.
     ok(&mut s, &format!("RESTORE DATABASE m2 FROM DISK = '{m}/read.bak' WITH REPLACE, MOVE 'm' TO '{d}/m2.mdf', MOVE 'm_log' TO '{d}/m2.ldf'"));
     assert_eq!(scalar(&mut s, "select count(*) from m2.dbo.t"), Value::Int(300));

@@ -523,8 +523,9 @@ impl Busy {
             let go_on = if first[0] == kind::RPC || first[0] == kind::BULK_LOAD {
                 self.handle_streamed(first)?
             } else {
-                let memory = self.state.request_memory.clone();
-                match packet::read_request_after(&mut self.transport, &self.limits, first, &memory)? {
+                let read =
+                    packet::read_request_after(&mut self.transport, &self.limits, first, &self.state.request_memory);
+                match read? {
                     Incoming::Message(msg, _held) => self.handle(msg)?,
                     Incoming::TooLarge { status, bytes, .. } => {
                         let why = format!(
@@ -548,8 +549,7 @@ impl Busy {
     fn handle_streamed(&mut self, first: [u8; packet::HEADER_LEN]) -> io::Result<bool> {
         let version = self.conn.version;
         let spool = self.state.spool.clone();
-        let memory = self.state.request_memory.clone();
-        let mut input = PacketInput::start(&mut self.transport, self.limits, first, spool, &memory)?;
+        let mut input = PacketInput::start(&mut self.transport, self.limits, first, spool, &self.state.request_memory)?;
         let (job, failed): (Job, bool) = if first[0] == kind::RPC {
             match request::decode_rpc_from(&mut input, version) {
                 Ok(calls) => (Box::new(move |s: &mut Session, sink: &mut TokenSink| run_rpc(s, sink, calls)), false),

@@ -139,7 +139,7 @@ pub struct Shared {
     /// Trace flags turned on for every session (`DBCC TRACEON (n, -1)`).
     pub global_trace_flags: GlobalTraceFlags,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
-    errorlog: Mutex<Option<ErrorLogHook>>,
+    errorlog: Mutex<Option<Arc<dyn ErrorLogSink>>>,
     /// Ends a client's connection (the server installs it; KILL calls it).
     kill_hook: Mutex<Option<KillHook>>,
     /// Which databases opened and closed get an ERRORLOG line.
@@ -172,8 +172,18 @@ pub struct FunctionHooks {
     pub table: TableFunctions,
 }
 
-/// Writes one ERRORLOG line for a session (spid 0: the server).
-pub type ErrorLogHook = Arc<dyn Fn(i32, &str) + Send + Sync>;
+/// The ERRORLOG: where its lines go and where its files are. The server installs its log
+/// (tessera-server's `errorlog`); embedded use has none.
+pub trait ErrorLogSink: Send + Sync {
+    /// Writes one line for a session (spid 0: the server).
+    fn write(&self, spid: i32, text: &str);
+    /// `sp_cycle_errorlog` by session `spid`: a line saying so ends the current file, which
+    /// becomes archive 1, and a new one begins. The error says why it could not be done.
+    fn cycle(&self, spid: i32) -> Result<(), String>;
+    /// The file of log `n` — 0 the current `ERRORLOG`, n its archive `ERRORLOG.n` — which
+    /// may not exist; None when the server keeps no file.
+    fn path(&self, n: u32) -> Option<std::path::PathBuf>;
+}
 
 /// Ends the connection of session `spid` (its running request is cancelled, its
 /// transaction rolls back); false when no connection has that session.
@@ -244,9 +254,14 @@ impl Shared {
         self.me.upgrade().expect("Shared lives in an Arc")
     }
 
-    /// Installs where ERRORLOG lines go.
-    pub fn set_errorlog(&self, hook: ErrorLogHook) {
-        *self.errorlog.lock() = Some(hook);
+    /// Installs the ERRORLOG.
+    pub fn set_errorlog(&self, sink: Arc<dyn ErrorLogSink>) {
+        *self.errorlog.lock() = Some(sink);
+    }
+
+    /// The ERRORLOG, if the server installed one.
+    pub fn errorlog(&self) -> Option<Arc<dyn ErrorLogSink>> {
+        self.errorlog.lock().clone()
     }
 
     /// Installs what ends a connection (KILL).
@@ -275,9 +290,8 @@ impl Shared {
 
     /// Writes a line to ERRORLOG (nothing when no log is installed).
     pub fn write_errorlog(&self, spid: i32, text: &str) {
-        let hook = self.errorlog.lock().clone();
-        if let Some(h) = hook {
-            h(spid, text);
+        if let Some(log) = self.errorlog() {
+            log.write(spid, text);
         }
     }
 

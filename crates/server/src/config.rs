@@ -26,15 +26,18 @@
 //! request_stall_secs = 60           # a request's packets may pause this long
 //! max_spool_mb = 8192               # long request values on disk at once, all connections
 //! max_request_memory_mb = 1024      # request messages in memory at once, all connections
+//! errorlog_files = 6                # ERRORLOG archives kept (ERRORLOG.1 …), 6 to 99
+//! errorlog_max_mb = 100             # ERRORLOG rotates at this size (0: only at start)
 //! ```
 //!
 //! Invariant: a [`Config`] that [`Config::validate`] accepted has a password, positive
-//! bounds and a packet size in 4096..=32767.
+//! bounds, a packet size in 4096..=32767 and 6..=99 ERRORLOG archives.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::errorlog::{MAX_ARCHIVES, MIN_ARCHIVES};
 use crate::packet::{MAX_PACKET_SIZE, MIN_PACKET_SIZE};
 
 pub const DEFAULT_DATA_DIR: &str = "tessera-data";
@@ -106,6 +109,12 @@ pub struct Config {
     pub errorlog: bool,
     /// Print log lines on stderr.
     pub log_stderr: bool,
+    /// ERRORLOG archives kept (`ERRORLOG.1` to `ERRORLOG.n`, SQL Server's "number of error
+    /// log files"): 6 to 99. The log rotates at each start, at `sp_cycle_errorlog` and at
+    /// `errorlog_max_mb`.
+    pub errorlog_files: u32,
+    /// Megabytes the current ERRORLOG may reach before it rotates; 0: no limit.
+    pub errorlog_max_mb: u64,
 }
 
 impl Default for Config {
@@ -138,6 +147,8 @@ impl Default for Config {
             max_request_memory_mb: 1024,
             errorlog: true,
             log_stderr: true,
+            errorlog_files: 6,
+            errorlog_max_mb: 100,
         }
     }
 }
@@ -217,6 +228,9 @@ impl Config {
                     .to_string(),
             );
         }
+        if !(MIN_ARCHIVES..=MAX_ARCHIVES).contains(&self.errorlog_files) {
+            return Err(format!("errorlog_files must be between {MIN_ARCHIVES} and {MAX_ARCHIVES}"));
+        }
         if self.max_request_memory_mb < self.max_message_mb {
             return Err("max_request_memory_mb must be at least max_message_mb".to_string());
         }
@@ -261,6 +275,14 @@ mod tests {
         assert_eq!((limits.max_pending_logins, limits.max_spool_mb), (10, 5));
         let small = Config::from_toml("sa_password = \"pw\"\nmax_request_memory_mb = 8\n").unwrap();
         assert!(small.validate().unwrap_err().contains("max_message_mb"), "64 MB messages cannot fit in 8 MB");
+        let logs = Config::from_toml("sa_password = \"pw\"\nerrorlog_files = 99\nerrorlog_max_mb = 0\n").unwrap();
+        assert_eq!((logs.errorlog_files, logs.errorlog_max_mb), (99, 0));
+        assert!(logs.validate().is_ok());
+        assert_eq!((Config::default().errorlog_files, Config::default().errorlog_max_mb), (6, 100));
+        for files in [5, 100] {
+            let c = Config { errorlog_files: files, sa_password: Some("pw".into()), ..Config::default() };
+            assert!(c.validate().unwrap_err().contains("errorlog_files must be between 6 and 99"), "{files}");
+        }
     }
 
     #[test]

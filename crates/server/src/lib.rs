@@ -110,12 +110,20 @@ impl Server {
             .map_err(|e| format!("cannot create the data directory '{}': {e}", config.data_dir.display()))?;
         // Before anything is written there: another server may own the directory.
         let dir_lock = Arc::new(tessera_database::DirLock::acquire(&config.data_dir).map_err(|e| e.to_string())?);
-        let log = Arc::new(ErrorLog::open(&config.data_dir, config.errorlog, config.log_stderr));
-        log.server(tessera_sql::VERSION.lines().next().unwrap_or("tessera"));
-        log.server(&format!("Server process ID is {}.", std::process::id()));
-        log.server(&format!("Logging SQL Server messages in file '{}'.", config.data_dir.join("ERRORLOG").display()));
+        // The last run's ERRORLOG becomes ERRORLOG.1 (as SQL Server's does at each start).
+        let rotation = errorlog::Rotation {
+            archives: config.errorlog_files,
+            max_bytes: config.errorlog_max_mb.saturating_mul(1 << 20),
+        };
+        let log = Arc::new(ErrorLog::open(&config.data_dir, config.errorlog, config.log_stderr, rotation));
+        log.header(tessera_sql::VERSION.lines().next().unwrap_or("tessera"));
+        log.header(&format!("Server process ID is {}.", std::process::id()));
+        log.header(&format!(
+            "Logging SQL Server messages in file '{}'.",
+            config.data_dir.join(errorlog::FILE_NAME).display()
+        ));
         let data_dir = std::fs::canonicalize(&config.data_dir).unwrap_or_else(|_| config.data_dir.clone());
-        log.server(&format!("Data directory: '{}'.", data_dir.display()));
+        log.header(&format!("Data directory: '{}'.", data_dir.display()));
         let loaded = tls::server_config(config.tls_cert.as_deref(), config.tls_key.as_deref(), &config.data_dir)?;
         if let Some(reason) = &loaded.generated {
             log.server(&format!(
@@ -169,16 +177,7 @@ impl Server {
         if let Some(name) = &config.instance {
             let _ = shared.instance_name.set(name.clone());
         }
-        let errorlog = log.clone();
-        shared.set_errorlog(Arc::new(
-            move |spid, text| {
-                if spid > 0 {
-                    errorlog.session(spid, text)
-                } else {
-                    errorlog.server(text)
-                }
-            },
-        ));
+        shared.set_errorlog(log.clone());
         let password = config.sa_password.clone().unwrap_or_default();
         let sa = shared.clone();
         tokio::task::spawn_blocking(move || sa.logins.set_sa_password(&password))

@@ -473,6 +473,7 @@ catalog! {
     JSON_SCALAR_NOT_FOUND = 13623, 16, Statement, "Scalar value cannot be found in the specified JSON path.";
     JSON_OBJECT_NOT_FOUND = 13624, 16, Statement, "Object or array cannot be found in the specified JSON path.";
     PROCEDURE_IN_TRANSACTION = 15002, 16, Statement, "The procedure '%s' cannot be executed within a transaction.";
+    ONLY_ROLE_MEMBERS = 15003, 16, Statement, "Only members of the %s role can execute this stored procedure.";
     INVALID_LOGIN = 15007, 16, Statement, "'%s' is not a valid login or you do not have permission.";
     OBJECT_NOT_IN_DATABASE = 15009, 16, Statement, "The object '%.*ls' does not exist in database '%.*ls' or is invalid for this operation.";
     NO_SUCH_DATABASE = 15010, 16, Statement, "The database '%.*ls' does not exist. Supply a valid database name. To see available databases, use sys.databases.";
@@ -558,6 +559,7 @@ catalog! {
     IMPERSONATED_RESET_DROPPED = 18059, 20, Connection, "The connection has been dropped because the principal that opened it subsequently assumed a new security context, and then tried to reset the connection under its impersonated security context. This scenario is not supported. See \"Impersonation Overview\" in Books Online.";
     LOGIN_FAILED = 18456, 14, Statement, "Login failed for user '%.*ls'.";
     LOGIN_LOCKED_OUT = 18486, 14, Statement, "Login failed for user '%.*ls' because the account is currently locked out. The system administrator can unlock it.";
+    READ_ERRORLOG_FAILED = 22004, 16, Statement, "xp_readerrorlog() returned error %d, '%ls'";
     PASSWORD_USER_NOT_CONTAINED = 33233, 16, Statement, "You can only create a user with a password in a contained database.";
     THROW_NUMBER_OUT_OF_RANGE = 35100, 16, Statement, "Error number %d in the THROW statement is outside the valid range. Specify an error number in the valid range of 50000 to 2147483647.";
     CHECK_NOCHECK_NOT_SUPPORTED = 40521, 16, Statement, "CHECK/NOCHECK CONSTRAINT is not supported yet: constraints are always enforced.";
@@ -579,5 +581,6 @@ catalog! {
     VIEW_CHANGE_NOT_SUPPORTED = 40539, 16, Statement, "Data changes through view '%.*ls' are not supported yet, except by an INSTEAD OF %ls trigger on the view.";
     MERGE_INSTEAD_OF_NOT_SUPPORTED = 40540, 16, Statement, "MERGE into '%.*ls' is not supported yet: it is a view or has an INSTEAD OF trigger.";
     OBJECT_IDS_EXHAUSTED = 40541, 16, Statement, "Could not create the object: every object ID up to %d in this database has been used.";
+    ERRORLOG_NOT_CYCLED = 40542, 16, Statement, "The error log could not be cycled: %ls.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
 }

@@ -2,7 +2,9 @@
 //! `sp_MSforeachdb`, `sp_attach_db`, `sp_detach_db`, `sp_describe_first_result_set` (the
 //! session binds the batch; `describe` sends what it found) and the prepared-statement
 //! procedures are run by the session itself (they execute or bind batches, or run DDL);
-//! the others produce result sets from the engine, the catalogs and the configuration.
+//! the others produce result sets from the engine, the catalogs and the configuration
+//! (`errorlog`: `sp_cycle_errorlog`, `sp_readerrorlog` and `xp_readerrorlog` over the
+//! server's ERRORLOG).
 
 use crate::runtime::ExecCtx;
 use crate::sysviews::{growth_in_force, FileKind};
@@ -17,6 +19,7 @@ pub use properties::PropertyChange;
 
 pub mod applock;
 pub mod describe;
+mod errorlog;
 mod help;
 mod odbc;
 mod properties;
@@ -72,6 +75,8 @@ pub enum SystemProc {
     TableOption,
     Rename,
     ExtendedProperty(PropertyChange),
+    CycleErrorLog,
+    ReadErrorLog(errorlog::Reader),
 }
 
 /// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
@@ -118,6 +123,9 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_addextendedproperty" => SystemProc::ExtendedProperty(properties::PropertyChange::Add),
         "sp_updateextendedproperty" => SystemProc::ExtendedProperty(properties::PropertyChange::Update),
         "sp_dropextendedproperty" => SystemProc::ExtendedProperty(properties::PropertyChange::Drop),
+        "sp_cycle_errorlog" => SystemProc::CycleErrorLog,
+        "sp_readerrorlog" => SystemProc::ReadErrorLog(errorlog::Reader::Procedure),
+        "xp_readerrorlog" => SystemProc::ReadErrorLog(errorlog::Reader::Extended),
         _ => return None,
     })
 }
@@ -206,6 +214,8 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::TableOption => table_option(args, ctx),
         SystemProc::Rename => rename(args, ctx, sink),
         SystemProc::ExtendedProperty(change) => properties::run(change, args, ctx),
+        SystemProc::CycleErrorLog => errorlog::cycle(args, ctx, sink),
+        SystemProc::ReadErrorLog(reader) => errorlog::read(reader, args, ctx, sink),
     }
 }
 

@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use tessera_errors::{Error, Result};
 use tessera_log::TxnId;
+use tessera_waits::WaitType;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resource {
@@ -170,14 +171,31 @@ impl LockMode {
 struct Entry {
     /// Inline for the usual one or two holders: a statement's Sch-S on a table no one
     /// else holds creates and drops its entry without allocating.
-    holders: smallvec::SmallVec<[(TxnId, LockMode); 2]>,
+    holders: smallvec::SmallVec<[Holder; 2]>,
     queue: Vec<Waiter>,
+}
+
+/// A transaction holding a resource, and the session it works for (0: none), which
+/// sys.dm_tran_locks and a blocked request's `blocking_session_id` name.
+#[derive(Clone, Copy, Debug)]
+struct Holder {
+    txn: TxnId,
+    mode: LockMode,
+    session: i32,
+}
+
+impl Holder {
+    /// `txn` holding `mode` for the session the calling thread works for.
+    fn new(txn: TxnId, mode: LockMode) -> Holder {
+        Holder { txn, mode, session: tessera_waits::current_session() }
+    }
 }
 
 /// A request waiting for a resource (conversions by holders included).
 struct Waiter {
     txn: TxnId,
     mode: LockMode,
+    session: i32,
     thread: std::thread::Thread,
 }
 
@@ -186,17 +204,18 @@ impl Entry {
         self.holders.is_empty() && self.queue.is_empty()
     }
 
-    /// The transactions a request by `txn` for `wanted` must wait for: incompatible
-    /// holders and, unless it converts a lock it holds, incompatible requests queued ahead.
-    fn blockers(&self, txn: TxnId, wanted: LockMode, converting: bool) -> impl Iterator<Item = TxnId> + '_ {
+    /// The transactions a request by `txn` for `wanted` must wait for, with their
+    /// sessions: incompatible holders and, unless it converts a lock it holds,
+    /// incompatible requests queued ahead.
+    fn blockers(&self, txn: TxnId, wanted: LockMode, converting: bool) -> impl Iterator<Item = (TxnId, i32)> + '_ {
         let ahead =
             if converting { 0 } else { self.queue.iter().position(|w| w.txn == txn).unwrap_or(self.queue.len()) };
         self.holders
             .iter()
             .copied()
-            .chain(self.queue[..ahead].iter().map(|w| (w.txn, w.mode)))
-            .filter(move |&(t, m)| t != txn && !m.compatible(wanted))
-            .map(|(t, _)| t)
+            .chain(self.queue[..ahead].iter().map(|w| Holder { txn: w.txn, mode: w.mode, session: w.session }))
+            .filter(move |h| h.txn != txn && !h.mode.compatible(wanted))
+            .map(|h| (h.txn, h.session))
     }
 
     fn leave_queue(&mut self, txn: TxnId) {
@@ -206,7 +225,7 @@ impl Entry {
     /// Wakes every waiter whose request could be granted now.
     fn wake_grantable(&self) {
         for w in &self.queue {
-            let converting = self.holders.iter().any(|h| h.0 == w.txn);
+            let converting = self.holders.iter().any(|h| h.txn == w.txn);
             if self.blockers(w.txn, w.mode, converting).next().is_none() {
                 w.thread.unpark();
             }
@@ -283,6 +302,8 @@ impl FastSchemaHolds {
 pub const MAX_LOCKS_PER_TXN: usize = 5_000_000;
 
 pub struct LockManager {
+    /// The database whose locks these are (named in waits' resources).
+    database: u32,
     shards: Vec<Mutex<Table>>,
     waits_for: Mutex<HashMap<TxnId, Vec<TxnId>>>,
     schema: SchemaStripes,
@@ -290,11 +311,90 @@ pub struct LockManager {
 
 impl Default for LockManager {
     fn default() -> Self {
+        LockManager::for_database(0)
+    }
+}
+
+/// Whether a lock request is granted, waits, or waits to convert a lock its transaction
+/// holds (sys.dm_tran_locks' `request_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockStatus {
+    Grant,
+    Wait,
+    Convert,
+}
+
+/// One lock request as sys.dm_tran_locks shows it: granted, or waiting.
+#[derive(Clone, Copy, Debug)]
+pub struct LockRequest {
+    pub resource: Resource,
+    pub mode: LockMode,
+    pub status: LockStatus,
+    pub txn: TxnId,
+    /// The session the transaction works for (0: none).
+    pub session: i32,
+}
+
+/// The wait type of a request for `mode` on `r`, as SQL Server names it.
+fn wait_type(r: Resource, mode: LockMode) -> WaitType {
+    use LockMode::*;
+    match (r, mode) {
+        (Resource::Range(..), Shared | IntentShared) => WaitType::LockRangeShared,
+        (Resource::Range(..), IntentExclusive) => WaitType::LockRangeInsert,
+        (Resource::Range(..), _) => WaitType::LockRangeExclusive,
+        (_, IntentShared) => WaitType::LockIntentShared,
+        (_, IntentExclusive) => WaitType::LockIntentExclusive,
+        (_, Shared) => WaitType::LockShared,
+        (_, Update) => WaitType::LockUpdate,
+        (_, Exclusive) => WaitType::LockExclusive,
+        (_, SchemaStability) => WaitType::LockSchemaStability,
+        (_, SchemaModification) => WaitType::LockSchemaModification,
+    }
+}
+
+impl LockManager {
+    /// The lock table of database `database` (its id, which waits' resources name).
+    pub fn for_database(database: u32) -> LockManager {
         LockManager {
+            database,
             shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
             waits_for: Mutex::new(HashMap::new()),
             schema: SchemaStripes::default(),
         }
+    }
+
+    /// `r` as a wait's resource.
+    fn wait_resource(&self, r: Resource) -> tessera_waits::Resource {
+        use tessera_waits::Resource as W;
+        let database = self.database;
+        match r {
+            Resource::Table(tree) => W::Table { database, tree },
+            Resource::Key(tree, hash) | Resource::Range(tree, hash) => W::Key { database, tree, hash },
+            Resource::Schema(object) => W::Object { database, object },
+            Resource::App(hash) => W::Application { database, hash },
+        }
+    }
+
+    /// Every lock request now, granted or waiting, shard by shard (each shard's requests
+    /// as of one moment; fast schema-stability holds, which only running statements have,
+    /// are not in the table and not listed).
+    pub fn requests(&self) -> Vec<LockRequest> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            let map = shard.lock();
+            for (&resource, entry) in map.iter() {
+                for h in &entry.holders {
+                    let status = LockStatus::Grant;
+                    out.push(LockRequest { resource, mode: h.mode, status, txn: h.txn, session: h.session });
+                }
+                for w in &entry.queue {
+                    let converting = entry.holders.iter().any(|h| h.txn == w.txn);
+                    let status = if converting { LockStatus::Convert } else { LockStatus::Wait };
+                    out.push(LockRequest { resource, mode: w.mode, status, txn: w.txn, session: w.session });
+                }
+            }
+        }
+        out
     }
 }
 
@@ -344,12 +444,12 @@ impl LockManager {
                 let mut map = self.shard(&r).lock();
                 let entry = map.entry(r).or_default();
                 assert!(
-                    entry.holders.iter().all(|h| h.0 == txn || h.1 != LockMode::SchemaModification),
+                    entry.holders.iter().all(|h| h.txn == txn || h.mode != LockMode::SchemaModification),
                     "Sch-M granted on {object} beside a fast Sch-S hold"
                 );
-                match entry.holders.iter_mut().find(|h| h.0 == txn) {
-                    Some(h) => h.1 = h.1.combine(LockMode::SchemaStability),
-                    None => entry.holders.push((txn, LockMode::SchemaStability)),
+                match entry.holders.iter_mut().find(|h| h.txn == txn) {
+                    Some(h) => h.mode = h.mode.combine(LockMode::SchemaStability),
+                    None => entry.holders.push(Holder::new(txn, LockMode::SchemaStability)),
                 }
             }
             holds[i].1 = !again;
@@ -373,7 +473,7 @@ impl LockManager {
             self.transfer(txn, holds);
         }
         let granted = self
-            .drain_fast_holders(s, wait)
+            .drain_fast_holders(object, s, wait)
             .and_then(|()| self.acquire(txn, r, LockMode::SchemaModification, true, wait));
         if granted.is_err() {
             self.schema.modifiers[s].fetch_sub(1, Ordering::SeqCst);
@@ -383,10 +483,14 @@ impl LockManager {
 
     /// Waits until stripe `s` has no fast holders. They are running statements that do
     /// not wait for anyone (a waiter transfers its holds first), so this ends.
-    fn drain_fast_holders(&self, s: usize, wait: Wait) -> Result<()> {
+    fn drain_fast_holders(&self, object: u32, s: usize, wait: Wait) -> Result<()> {
         let mut started: Option<Instant> = None;
+        let mut waiting = None;
         let mut nap = Duration::from_micros(20);
         while self.schema.holders[s].load(Ordering::SeqCst) != 0 {
+            waiting.get_or_insert_with(|| {
+                tessera_waits::begin(WaitType::LockSchemaModification, self.wait_resource(Resource::Schema(object)))
+            });
             if let Some(e) = wait.ended(*started.get_or_insert_with(Instant::now)) {
                 return Err(e);
             }
@@ -428,20 +532,20 @@ impl LockManager {
         assert!(mode != LockMode::SchemaModification, "Sch-M is announced first: take it with lock");
         let mut map = self.shard(&r).lock();
         let entry = map.entry(r).or_default();
-        let converting = entry.holders.iter().any(|h| h.0 == txn);
+        let converting = entry.holders.iter().any(|h| h.txn == txn);
         if entry.blockers(txn, mode, converting).next().is_some() {
             if entry.is_unused() {
                 map.remove(&r);
             }
             return None;
         }
-        match entry.holders.iter_mut().find(|(t, _)| *t == txn) {
+        match entry.holders.iter_mut().find(|h| h.txn == txn) {
             Some(h) => {
-                h.1 = h.1.combine(mode);
+                h.mode = h.mode.combine(mode);
                 Some(false)
             }
             None => {
-                entry.holders.push((txn, mode));
+                entry.holders.push(Holder::new(txn, mode));
                 Some(true)
             }
         }
@@ -468,10 +572,12 @@ impl LockManager {
         let mut started: Option<Instant> = None;
         // Only a request that waited has edges in the wait-for graph (or a queue entry).
         let mut waited = false;
+        // The wait as the session's views show it, from the request's first wait to its end.
+        let mut waiting: Option<tessera_waits::Waiting> = None;
         loop {
             let entry = map.entry(r).or_default();
-            let mine = entry.holders.iter().position(|&(t, _)| t == txn);
-            let wanted = mine.map_or(mode, |i| entry.holders[i].1.combine(mode));
+            let mine = entry.holders.iter().position(|h| h.txn == txn);
+            let wanted = mine.map_or(mode, |i| entry.holders[i].mode.combine(mode));
             if entry.blockers(txn, wanted, mine.is_some()).next().is_none() {
                 if waited {
                     entry.leave_queue(txn);
@@ -480,16 +586,16 @@ impl LockManager {
                 // The grant rule, checked where it is enforced: every other holder's mode
                 // is compatible with the one granted.
                 assert!(
-                    entry.holders.iter().all(|&(t, m)| t == txn || m.compatible(wanted)),
+                    entry.holders.iter().all(|h| h.txn == txn || h.mode.compatible(wanted)),
                     "{wanted:?} granted to {txn:?} beside an incompatible holder"
                 );
                 let granted = if !keep {
                     false
                 } else if let Some(i) = mine {
-                    entry.holders[i].1 = wanted;
+                    entry.holders[i].mode = wanted;
                     false
                 } else {
-                    entry.holders.push((txn, wanted));
+                    entry.holders.push(Holder::new(txn, wanted));
                     true
                 };
                 if entry.is_unused() {
@@ -508,9 +614,18 @@ impl LockManager {
             }
             match entry.queue.iter_mut().find(|w| w.txn == txn) {
                 Some(w) => w.mode = wanted,
-                None => entry.queue.push(Waiter { txn, mode: wanted, thread: std::thread::current() }),
+                None => entry.queue.push(Waiter {
+                    txn,
+                    mode: wanted,
+                    session: tessera_waits::current_session(),
+                    thread: std::thread::current(),
+                }),
             }
-            let blockers: Vec<TxnId> = entry.blockers(txn, wanted, mine.is_some()).collect();
+            let blockers: Vec<(TxnId, i32)> = entry.blockers(txn, wanted, mine.is_some()).collect();
+            let waiting =
+                waiting.get_or_insert_with(|| tessera_waits::begin(wait_type(r, wanted), self.wait_resource(r)));
+            waiting.blocked_by(blockers.first().map_or(0, |b| b.1));
+            let blockers: Vec<TxnId> = blockers.into_iter().map(|b| b.0).collect();
             let started = *started.get_or_insert_with(Instant::now);
             let failure = {
                 let mut graph = self.waits_for.lock();
@@ -545,9 +660,9 @@ impl LockManager {
         for r in held {
             let mut map = self.shard(r).lock();
             if let Some(entry) = map.get_mut(r) {
-                if let Some(i) = entry.holders.iter().position(|h| h.0 == txn) {
-                    let (_, mode) = entry.holders.swap_remove(i);
-                    self.released(r, mode);
+                if let Some(i) = entry.holders.iter().position(|h| h.txn == txn) {
+                    let held = entry.holders.swap_remove(i);
+                    self.released(r, held.mode);
                 }
                 if entry.is_unused() {
                     map.remove(r);
@@ -564,7 +679,7 @@ impl LockManager {
     /// The mode `txn` holds on `r`, if any.
     pub fn held(&self, txn: TxnId, r: Resource) -> Option<LockMode> {
         let map = self.shard(&r).lock();
-        map.get(&r).and_then(|e| e.holders.iter().find(|h| h.0 == txn).map(|h| h.1))
+        map.get(&r).and_then(|e| e.holders.iter().find(|h| h.txn == txn).map(|h| h.mode))
     }
 
     /// Releases `txn`'s lock on `r` unless `keep` says otherwise of the mode it holds;
@@ -572,8 +687,8 @@ impl LockManager {
     pub fn release_unless(&self, txn: TxnId, r: Resource, keep: impl Fn(LockMode) -> bool) -> Option<LockMode> {
         let mut map = self.shard(&r).lock();
         let entry = map.get_mut(&r)?;
-        let i = entry.holders.iter().position(|h| h.0 == txn)?;
-        let mode = entry.holders[i].1;
+        let i = entry.holders.iter().position(|h| h.txn == txn)?;
+        let mode = entry.holders[i].mode;
         if keep(mode) {
             return Some(mode);
         }
@@ -595,7 +710,7 @@ impl LockManager {
     /// True if a transaction other than `txn` holds a lock on `r` that conflicts with `mode`.
     pub fn conflicts(&self, txn: TxnId, r: Resource, mode: LockMode) -> bool {
         let map = self.shard(&r).lock();
-        map.get(&r).is_some_and(|e| e.holders.iter().any(|&(t, m)| t != txn && !m.compatible(mode)))
+        map.get(&r).is_some_and(|e| e.holders.iter().any(|h| h.txn != txn && !h.mode.compatible(mode)))
     }
 
     /// Number of resources with at least one holder (for tests and DMVs).

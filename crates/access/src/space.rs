@@ -73,11 +73,13 @@ pub struct DataConfig {
     /// The file never grows beyond this many bytes: a change that would need more fails
     /// with error 1105.
     pub max_size: u64,
+    /// The database's id, which its locks' descriptions name (waits, sys.dm_tran_locks).
+    pub database_id: u32,
 }
 
 impl Default for DataConfig {
     fn default() -> Self {
-        DataConfig { initial_size: 64 << 10, growth: None, max_size: u64::MAX }
+        DataConfig { initial_size: 64 << 10, growth: None, max_size: u64::MAX, database_id: 0 }
     }
 }
 
@@ -349,7 +351,7 @@ impl Space {
             file,
             store,
             wal,
-            locks: LockManager::default(),
+            locks: LockManager::for_database(config.database_id),
             txns: TxnTable::default(),
             opened_at,
             newest_bulk_note: Mutex::new(Lsn::NONE),

@@ -118,7 +118,9 @@ impl Stats {
         Stats { step, next: step.unwrap_or(101) }
     }
 
+    /// Also tells the session's views how far the work has got (percent_complete).
     pub(crate) fn update(&mut self, done: u64, total: u64, notify: &mut dyn FnMut(Notice)) {
+        tessera_waits::progress(done, total);
         let Some(step) = self.step else { return };
         let pct = (done.min(total) * 100).checked_div(total).map_or(100, |p| p as u32);
         if pct >= self.next && self.next <= 100 {

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "tessera-errors",
     "tessera-types",
+    "tessera-waits",
     "tessera-io",
     "tessera-buffer",
     "tessera-log",

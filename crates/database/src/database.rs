@@ -195,6 +195,7 @@ impl DatabaseOptions {
             initial_size: self.initial_data_size.unwrap_or(engine.initial_size),
             growth: self.data_growth.or(engine.growth),
             max_size: self.max_data_size.unwrap_or(engine.max_size),
+            database_id: engine.database_id,
         }
     }
 
@@ -207,6 +208,18 @@ impl DatabaseOptions {
             ..engine.clone()
         }
     }
+}
+
+/// The lock owner id of session `spid`'s own locks (`sp_getapplock` with `@LockOwner =
+/// 'Session'`): from the top of the id space, which transaction ids (counted up from 1)
+/// never reach.
+pub fn session_lock_owner(spid: i32) -> u64 {
+    u64::MAX - spid as u64
+}
+
+/// Whether a lock owner id is a session's ([`session_lock_owner`]), not a transaction's.
+pub fn is_session_lock_owner(owner: u64) -> bool {
+    owner > u64::MAX - (1 << 31)
 }
 
 /// A table (or index): the root page of its B+tree.
@@ -335,7 +348,8 @@ impl Database {
     /// Creates the files, sized as `entry.options` say over the engine's `data` and `log`.
     pub(crate) fn create(entry: &Entry, host: &Host<'_>) -> Result<Database> {
         let (pool, decisions) = (host.pool.clone(), host.decisions);
-        let (data, log) = (entry.options.data_config(host.data), entry.options.log_config(host.log));
+        let (mut data, log) = (entry.options.data_config(host.data), entry.options.log_config(host.log));
+        data.database_id = entry.id;
         for (what, initial, max) in
             [("data", data.initial_size, data.max_size), ("log", log.initial_size, log.max_size)]
         {
@@ -373,7 +387,8 @@ impl Database {
     /// commits if the instance's decisions hold the decision to commit it.
     pub(crate) fn open(entry: &Entry, host: &Host<'_>) -> Result<Database> {
         let (pool, decisions) = (host.pool.clone(), host.decisions);
-        let (data, log) = (entry.options.data_config(host.data), entry.options.log_config(host.log));
+        let (mut data, log) = (entry.options.data_config(host.data), entry.options.log_config(host.log));
+        data.database_id = entry.id;
         let (wal, master) = Wal::open(&entry.log_path, &entry.name, log)?;
         // Before recovery writes anything: a data file of a newer format is refused, and a
         // log of another database would corrupt it. (A header that does not read is
@@ -736,6 +751,14 @@ impl Database {
         (*self.differential_base.lock() == Some(base)).then(|| self.space.store.changes.changed_runs(pages))
     }
 
+    /// How many pages a differential backup on the last full backup would read now
+    /// (`None` when this open of the database does not know which changed).
+    pub fn changed_page_count(&self) -> Option<u64> {
+        let base = (*self.differential_base.lock())?;
+        let runs = self.changed_page_runs(base, self.space.store.pages())?;
+        Some(runs.iter().map(|&(_, n)| u64::from(n)).sum())
+    }
+
     /// The pages minimally logged bulk loads wrote, as their notes in the log from `from`
     /// to `to` list them (ascending, without repeats). The log lacks these pages'
     /// contents, so a backup whose log covers such a note must also copy them.
@@ -798,6 +821,12 @@ impl Database {
     ) -> Result<bool> {
         let r = tessera_access::lock::Resource::App(name_hash);
         self.space.locks.lock_noting_wait(TxnId::from_raw(owner), r, mode, wait).map(|(_, waited)| waited)
+    }
+
+    /// Every lock request in the database now, granted or waiting (sys.dm_tran_locks);
+    /// a session's own locks are owned by [`session_lock_owner`] ids.
+    pub fn lock_requests(&self) -> Vec<tessera_access::lock::LockRequest> {
+        self.space.locks.requests()
     }
 
     /// Releases a session's application lock; false if it holds none.
@@ -905,6 +934,12 @@ impl Database {
     /// quota), starting with those it holds.
     pub fn charge_table_to(&self, table: TableId, account: Arc<tessera_access::PageAccount>) -> Result<()> {
         self.space.charge_tree_to(table.0, account)
+    }
+
+    /// The data file's pages: (in the file, marked in use by the allocation maps), for
+    /// sys.dm_db_file_space_usage.
+    pub fn data_file_pages(&self) -> Result<(u64, u64)> {
+        Ok((u64::from(self.space.store.pages()), self.space.allocated_pages()?.len() as u64))
     }
 
     /// How many pages the tree of `table` holds (its root, internal pages and leaves),

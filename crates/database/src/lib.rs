@@ -29,7 +29,8 @@ pub use registry::{DbState, Entry as DatabaseEntry};
 mod transaction;
 
 pub use database::{
-    BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability, RecoveryModel, ResourceLimits, TableId,
+    is_session_lock_owner, session_lock_owner, BackupChain, BackupPoint, Database, DatabaseOptions, DelayedDurability,
+    RecoveryModel, ResourceLimits, TableId,
 };
 pub use engine::{
     with_lowercase, BufferDescriptor, DatabaseEvent, DatabaseListener, Engine, EngineConfig, EngineStats,

@@ -88,6 +88,9 @@ pub struct LogStats {
     pub file_size: u64,
     pub vlf_count: usize,
     pub active_vlfs: usize,
+    /// Bytes of the log from the truncation point to its end: what recovery, a rollback
+    /// or the next log backup still needs (SQL Server's "log space used").
+    pub used_bytes: u64,
     pub end_lsn: Lsn,
     pub durable_lsn: Lsn,
     pub flushes: u64,
@@ -717,6 +720,7 @@ impl Wal {
         if self.durable.load(Ordering::Acquire) > lsn.raw() {
             return Ok(());
         }
+        let _waiting = tessera_waits::begin(tessera_waits::WaitType::WriteLog, tessera_waits::Resource::Nothing);
         self.write_through(lsn)?;
         self.syncing.until(
             || self.durable.load(Ordering::Acquire) > lsn.raw(),
@@ -929,11 +933,25 @@ impl Wal {
 
     pub fn stats(&self) -> LogStats {
         let st = self.state.lock();
-        let trunc_seq = st.truncation_lsn.seq();
+        let trunc = st.truncation_lsn;
+        let trunc_seq = trunc.seq();
+        let end = st.end_lsn();
+        let used_bytes = st
+            .vlfs
+            .iter()
+            .filter(|v| v.seq >= trunc_seq && v.seq != 0 && v.seq <= end.seq())
+            .map(|v| {
+                let from =
+                    if v.seq == trunc_seq { u64::from(trunc.offset().max(VLF_HEADER)) } else { u64::from(VLF_HEADER) };
+                let to = if v.seq == end.seq() { u64::from(end.offset()) } else { v.size };
+                to.saturating_sub(from)
+            })
+            .sum();
         LogStats {
             file_size: st.file_len,
             vlf_count: st.vlfs.len(),
             active_vlfs: st.vlfs.iter().filter(|v| v.seq >= trunc_seq && v.seq != 0).count(),
+            used_bytes,
             end_lsn: st.end_lsn(),
             durable_lsn: self.durable_lsn(),
             flushes: self.flushes.load(Ordering::Relaxed),

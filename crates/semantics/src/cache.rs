@@ -457,6 +457,12 @@ impl<T> PlanCache<T> {
         Ok(entry)
     }
 
+    /// The handle of the cached batch whose text is `text`, if it is cached.
+    pub fn handle_of(&self, text: &str) -> Option<u64> {
+        let hash = key_hash(text);
+        self.shard(hash).find(hash, text).map(|b| b.handle)
+    }
+
     /// Each shard's part of the budget.
     fn share(&self) -> usize {
         self.budget_bytes.load(Ordering::Relaxed) / SHARDS

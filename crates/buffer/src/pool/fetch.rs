@@ -48,6 +48,11 @@ fn race_window() {
     }
 }
 
+/// A wait for a page to come from disk (or the extension) into the pool.
+fn page_io_wait() -> tessera_waits::Waiting {
+    tessera_waits::begin(tessera_waits::WaitType::PageIoShared, tessera_waits::Resource::Nothing)
+}
+
 impl Inner {
     /// Pins page `no` of `file`, loading it on a miss. Returns the frame and whether it was
     /// a hit.
@@ -132,7 +137,9 @@ impl Inner {
                     }
                     // Being read by another thread, which holds its exclusive latch: wait.
                     let f = self.frame(i);
+                    let waiting = page_io_wait();
                     f.latch.lock_shared();
+                    drop(waiting);
                     // SAFETY: locked shared just above.
                     unsafe { f.latch.unlock_shared() };
                     if State(f.state.load(Ordering::Acquire)).kind() == Kind::Valid {
@@ -155,6 +162,7 @@ impl Inner {
                     return Ok(());
                 }
                 counters::count_physical();
+                let _waiting = page_io_wait();
                 if self.extension().is_some_and(|ext| ext.read(k, buf)) {
                     return Ok(());
                 }

@@ -16,6 +16,8 @@ pub struct Activity {
     /// The running batch's text (sys.dm_exec_requests); kept between batches, so that
     /// publishing the next one reuses its allocation.
     pub command: String,
+    /// When the running (or last) request began, in milliseconds since the Unix epoch.
+    pub start_ms: i64,
     pub open_transactions: u32,
     /// Its SET options as of the last request's start or end.
     pub settings: Settings,
@@ -94,6 +96,9 @@ pub struct SessionInfo {
     pub connection: Option<ConnectionInfo>,
     /// Its Resource Governor workload group.
     pub group_id: i32,
+    /// Its waits (sys.dm_exec_session_wait_stats, the wait columns of
+    /// sys.dm_exec_requests) and its running request's CPU time and progress.
+    pub waits: Arc<tessera_waits::SessionWaits>,
 }
 
 /// A client's TDS connection, as sys.dm_exec_connections shows it.

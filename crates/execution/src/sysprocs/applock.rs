@@ -20,11 +20,7 @@ use tessera_errors::msg;
 use tessera_errors::SqlResult;
 use tessera_semantics::types::{self, SqlType, Value};
 
-/// The session's owner id in the lock manager: from the top of the id space, which
-/// transaction ids (counted up from 1) never reach.
-fn session_owner(spid: i32) -> u64 {
-    u64::MAX - spid as u64
-}
+use tessera_database::session_lock_owner as session_owner;
 
 /// An argument by name, or at its position when not named.
 fn arg<'a>(args: &'a [NamedArg], position: usize, name: &str) -> Option<&'a (Value, SqlType)> {

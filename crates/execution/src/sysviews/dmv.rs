@@ -1,4 +1,4 @@
-//! Dynamic management views: sessions, requests and connections; the plan cache; the
+//! Dynamic management views: sessions and connections; the plan cache; the
 //! performance counters; memory; the buffer pool and its extension.
 
 use std::sync::atomic::Ordering;
@@ -78,45 +78,6 @@ fn exec_sessions(ctx: &ExecCtx, _db: &str) -> Rows<24> {
         .collect())
 }
 
-pub(super) static EXEC_REQUESTS: ViewDef<7> = ViewDef {
-    schema: "sys",
-    name: "dm_exec_requests",
-    columns: [
-        col("session_id", SmallInt, false),
-        col("request_id", Int, false),
-        col("status", NVarChar(30), false),
-        col("command", NVarChar(32), false),
-        col("database_id", SmallInt, false),
-        col("open_transaction_count", Int, false),
-        col("text", NVARCHAR_MAX, true),
-    ],
-    rows: exec_requests,
-};
-
-/// The sessions running a batch; the command is the batch's first word.
-fn exec_requests(ctx: &ExecCtx, _db: &str) -> Rows<7> {
-    let mut out = Vec::new();
-    for info in sessions(ctx) {
-        let now = info.activity.lock().clone();
-        let Some(text) = now.running_text() else { continue };
-        let command = text
-            .split(|c: char| c.is_whitespace() || c == ';')
-            .find(|w| !w.is_empty() && !w.starts_with("--"))
-            .unwrap_or("")
-            .to_uppercase();
-        out.push([
-            int(i64::from(info.spid)),
-            int(0),
-            s("running"),
-            s(&command),
-            int(database_id(ctx, &now.database)),
-            int(i64::from(now.open_transactions)),
-            s(text),
-        ]);
-    }
-    Ok(out)
-}
-
 pub(super) static EXEC_CONNECTIONS: ViewDef<13> = ViewDef {
     schema: "sys",
     name: "dm_exec_connections",
@@ -166,7 +127,7 @@ fn exec_connections(ctx: &ExecCtx, _db: &str) -> Rows<13> {
 }
 
 /// The sessions, by session id: every one with VIEW SERVER STATE, else only the caller's.
-fn sessions(ctx: &ExecCtx) -> Vec<SessionInfo> {
+pub(super) fn sessions(ctx: &ExecCtx) -> Vec<SessionInfo> {
     let everyone = ctx.shared.holds_server(ctx.session, "VIEW SERVER STATE");
     let me = ctx.session.spid;
     let mut sessions: Vec<_> =
@@ -176,7 +137,7 @@ fn sessions(ctx: &ExecCtx) -> Vec<SessionInfo> {
 }
 
 /// The id of a session's database (0 if it is gone).
-fn database_id(ctx: &ExecCtx, database: &str) -> i64 {
+pub(super) fn database_id(ctx: &ExecCtx, database: &str) -> i64 {
     if ctx.shared.engine.exists(database) {
         ctx.shared.database(database).map_or(0, |d| i64::from(d.id()))
     } else {

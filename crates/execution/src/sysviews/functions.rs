@@ -43,6 +43,8 @@ static FUNCTIONS: &[&dyn SystemFunction] = &[
     &OPENJSON,
     &OPENJSON_ELEMENTS,
     &GENERATE_SERIES,
+    &super::requests::SQL_TEXT,
+    &super::requests::INPUT_BUFFER,
 ];
 
 /// The most rows GENERATE_SERIES makes (its rows are held in memory).

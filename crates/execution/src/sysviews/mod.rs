@@ -20,9 +20,14 @@
 //!   functions use, domains, table and column privileges)
 //! - `indexes`: sys.indexes, index_columns, key/check/default constraints, foreign keys
 //!   and their columns (and constraints as objects, for sys.objects)
-//! - `dmv`: the dynamic management views (sessions, requests, connections, cached plans,
+//! - `dmv`: the dynamic management views (sessions, connections, cached plans,
 //!   performance counters, memory, the buffer pool and its extension, tessera's
 //!   per-database request limits)
+//! - `requests`: sys.dm_exec_requests, and a request's text (dm_exec_sql_text,
+//!   dm_exec_input_buffer)
+//! - `waits`: sys.dm_os_wait_stats and sys.dm_exec_session_wait_stats
+//! - `locks`: sys.dm_tran_locks, and how lock resources are named
+//! - `space_usage`: sys.dm_db_log_space_usage, dm_db_file_space_usage, DBCC SQLPERF(LOGSPACE)
 //! - `security`: sys.server_principals, sql_logins, server_role_members, server_permissions
 //! - `principals`: sys.database_principals, database_role_members, database_permissions,
 //!   schemas, sysusers
@@ -51,17 +56,21 @@ mod dmv;
 pub mod functions;
 mod indexes;
 mod information_schema;
+mod locks;
 mod messages;
 mod objects;
 mod principals;
 mod properties;
+mod requests;
 mod resource_governor;
 mod security;
+mod space_usage;
 mod storage;
 mod system_objects;
 pub(crate) mod system_types;
 #[cfg(test)]
 mod tests;
+mod waits;
 
 use std::sync::Arc;
 
@@ -78,6 +87,8 @@ pub(crate) use indexes::{constraint_objects, ConstraintObject};
 pub(crate) use information_schema::columns_named;
 pub(crate) use objects::module_signature;
 pub(crate) use properties::module_level_type;
+pub use requests::input_buffer;
+pub use space_usage::{log_space, LogSpace};
 pub use system_types::{type_id, type_name};
 
 /// Every system view. Names are unique and lower case (a lookup lowers the name it is given).
@@ -149,7 +160,12 @@ static ALL: &[&dyn SystemView] = &[
     &databases::VERSION_STORE_SPACE_USAGE,
     &databases::ACTIVE_SNAPSHOT_TRANSACTIONS,
     &dmv::EXEC_SESSIONS,
-    &dmv::EXEC_REQUESTS,
+    &requests::EXEC_REQUESTS,
+    &waits::OS_WAIT_STATS,
+    &waits::EXEC_SESSION_WAIT_STATS,
+    &locks::TRAN_LOCKS,
+    &space_usage::DB_LOG_SPACE_USAGE,
+    &space_usage::DB_FILE_SPACE_USAGE,
     &dmv::EXEC_CONNECTIONS,
     &dmv::EXEC_CACHED_PLANS,
     &dmv::OS_PERFORMANCE_COUNTERS,

@@ -14,7 +14,7 @@ use tessera_semantics::catalog::{Index, Object, Table};
 use tessera_semantics::types::{SqlType::*, Value};
 
 /// The id of the partition of index `ix` of table `t` (also its hobt id).
-fn partition_id(t: &Table, ix: &Index) -> i64 {
+pub(super) fn partition_id(t: &Table, ix: &Index) -> i64 {
     (i64::from(t.id) << 16) | i64::from(ix.id)
 }
 

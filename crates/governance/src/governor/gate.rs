@@ -110,6 +110,7 @@ impl Gate {
         let must_wait = ticket != state.serving || state.usage.running >= state.usage.limit;
         let started = Instant::now();
         if must_wait {
+            let _waiting = tessera_waits::begin(tessera_waits::WaitType::RequestTurn, tessera_waits::Resource::Nothing);
             state.usage.queued += 1;
             while ticket != state.serving || state.usage.running >= state.usage.limit {
                 if cancel.load(Ordering::Relaxed) {

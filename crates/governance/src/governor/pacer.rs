@@ -85,6 +85,8 @@ impl Pacer {
 
 /// Sleeps `wait`, or until `cancel` is set (3617).
 fn sleep(wait: Duration, cancel: &AtomicBool) -> SqlResult<()> {
+    let _waiting = (!wait.is_zero())
+        .then(|| tessera_waits::begin(tessera_waits::WaitType::ResourceGovernorIdle, tessera_waits::Resource::Nothing));
     let until = Instant::now() + wait;
     loop {
         if cancel.load(Ordering::Relaxed) {

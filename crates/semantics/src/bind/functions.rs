@@ -319,7 +319,7 @@ fn session_function(name: &str) -> Option<(SessionFn, SqlType)> {
         "TRIGGER_NESTLEVEL" => (TriggerNestLevel, SqlType::Int),
         "EVENTDATA" => (EventData, SqlType::NVarChar(tessera_types::MAX)),
         "DB_NAME" => (DbName, nv),
-        "DB_ID" => (DbId, SqlType::SmallInt),
+        "DB_ID" => (DbId, SqlType::Int),
         "OBJECT_ID" => (ObjectId, SqlType::Int),
         "OBJECT_NAME" => (ObjectName, nv),
         "SCHEMA_NAME" => (SchemaName, nv),

@@ -62,7 +62,7 @@ impl Session {
     ) -> bool {
         assert!(!columns.is_empty(), "a bulk load names its columns");
         debug_assert!(rows.iter().all(|r| r.len() == columns.len()));
-        self.publish(Some("INSERT BULK"));
+        let _request = self.begin_request("INSERT BULK");
         let mut counted = RowCounter { inner: sink, rows: 0, failed: false };
         // Admitted before the load's own transaction begins, so it counts against its
         // database's request limit like any other request.

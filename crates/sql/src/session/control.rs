@@ -98,6 +98,7 @@ impl Runner<'_> {
             }
         };
         let end = std::time::Instant::now() + wait;
+        let _waiting = tessera_waits::begin(tessera_waits::WaitType::WaitFor, tessera_waits::Resource::Nothing);
         while std::time::Instant::now() < end {
             if self.state.cancel.load(Ordering::Relaxed) {
                 return Err(msg::QUERY_CANCELLED.err());

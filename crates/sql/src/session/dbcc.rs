@@ -1,6 +1,7 @@
 //! DBCC commands: FREEPROCCACHE, DROPCLEANBUFFERS, CHECKDB (structure, allocation and
-//! every nonclustered index against its table, with REPAIR_REBUILD), TRACEON, TRACEOFF
-//! and TRACESTATUS.
+//! every nonclustered index against its table, with REPAIR_REBUILD), TRACEON, TRACEOFF,
+//! TRACESTATUS, USEROPTIONS, SQLPERF (LOGSPACE, and clearing the wait statistics) and
+//! INPUTBUFFER.
 
 use super::Runner;
 use tessera_errors::msg;
@@ -12,6 +13,67 @@ use tessera_semantics::types::{SqlType, Value};
 use tessera_syntax::ast::{self, Statement};
 
 impl Runner<'_> {
+    /// Sends one result set of `columns` (name, type; none NULL) and `rows`.
+    fn result(&mut self, columns: &[(&str, SqlType)], rows: &[Vec<Value>]) {
+        let columns: Vec<_> = columns
+            .iter()
+            .map(|&(name, ty)| tessera_semantics::output::OutputColumn { name: name.into(), ty, nullable: false })
+            .collect();
+        self.sink.columns(&columns);
+        for r in rows {
+            self.sink.row(r);
+        }
+        self.sink.done(None, Command::Select);
+    }
+
+    /// DBCC SQLPERF(LOGSPACE): each open database's log size and the part in use;
+    /// DBCC SQLPERF('sys.dm_os_wait_stats', CLEAR): the wait statistics start again.
+    fn sqlperf(&mut self, s: &Statement, args: &[ast::Expr]) -> SqlResult<()> {
+        let word = |e: &ast::Expr, this: &mut Self| -> SqlResult<String> {
+            Ok(match e {
+                ast::Expr::Column(n) => n.name().value.clone(),
+                e => match this.eval_scalar(s, e)?.0 {
+                    Value::Str(v) => v.to_string(),
+                    _ => String::new(),
+                },
+            })
+        };
+        let what = match args.first() {
+            Some(e) => word(e, self)?,
+            None => return Err(msg::INVALID_DBCC_PARAMETER.err()),
+        };
+        match args.get(1).map(|e| word(e, self)).transpose()? {
+            None if what.eq_ignore_ascii_case("LOGSPACE") => {
+                let rows: Vec<Vec<Value>> = self
+                    .with_ctx(|ctx| Ok(tessera_execution::sysviews::log_space(ctx)))?
+                    .into_iter()
+                    .map(|l| {
+                        vec![
+                            Value::str(&l.database),
+                            Value::Float(f64::from(l.size_mb)),
+                            Value::Float(f64::from(l.used_percent)),
+                            Value::Int(0),
+                        ]
+                    })
+                    .collect();
+                self.result(
+                    &[
+                        ("Database Name", SqlType::NVarChar(128)),
+                        ("Log Size (MB)", SqlType::Real),
+                        ("Log Space Used (%)", SqlType::Real),
+                        ("Status", SqlType::Int),
+                    ],
+                    &rows,
+                );
+            }
+            Some(clear) if clear.eq_ignore_ascii_case("CLEAR") && what.eq_ignore_ascii_case("sys.dm_os_wait_stats") => {
+                tessera_waits::process().clear();
+            }
+            _ => return Err(msg::INVALID_DBCC_PARAMETER.err()),
+        }
+        Ok(())
+    }
+
     /// DBCC CHECKDB: the engine's structural checks (trees, allocation), then every
     /// nonclustered index against its table (`checkdb`), each error as SQL Server reports
     /// it, a line per damaged table and the total; with REPAIR_REBUILD each damaged index
@@ -60,12 +122,20 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Who may run a DBCC command, as SQL Server documents it: FREEPROCCACHE needs ALTER
+    /// Who may run a DBCC command, as SQL Server documents it: FREEPROCCACHE and
+    /// clearing statistics with SQLPERF need ALTER SERVER STATE, SQLPERF(LOGSPACE) VIEW
     /// SERVER STATE; DROPCLEANBUFFERS and TRACEON/TRACEOFF sysadmin; CHECKDB db_owner of
-    /// its database (error 2571 otherwise); TRACESTATUS anyone.
-    fn check_dbcc(&mut self, command: &str, args: &[ast::Expr]) -> SqlResult<()> {
+    /// its database (error 2571 otherwise); INPUTBUFFER of another session VIEW SERVER
+    /// STATE; TRACESTATUS anyone.
+    fn check_dbcc(&mut self, command: &str, args: &[ast::Expr], numbers: &[i64]) -> SqlResult<()> {
         let allowed = match command {
             "FREEPROCCACHE" => self.shared.holds_server(self.state, "ALTER SERVER STATE"),
+            "SQLPERF" if args.len() > 1 => self.shared.holds_server(self.state, "ALTER SERVER STATE"),
+            "SQLPERF" => self.shared.holds_server(self.state, "VIEW SERVER STATE"),
+            "INPUTBUFFER" => {
+                numbers.first() == Some(&i64::from(self.state.spid))
+                    || self.shared.holds_server(self.state, "VIEW SERVER STATE")
+            }
             "DROPCLEANBUFFERS" | "TRACEON" | "TRACEOFF" => self.shared.session_in_role(self.state, "sysadmin"),
             "CHECKDB" => {
                 let name = match args.first() {
@@ -99,7 +169,7 @@ impl Runner<'_> {
                 Err(_) => {}
             }
         }
-        self.check_dbcc(command, args)?;
+        self.check_dbcc(command, args, &numbers)?;
         match command {
             "FREEPROCCACHE" => self.shared.plans.clear(),
             "DROPCLEANBUFFERS" => {
@@ -153,28 +223,6 @@ impl Runner<'_> {
                 if !wanted.is_empty() {
                     flags = wanted;
                 }
-                let columns = [
-                    tessera_semantics::output::OutputColumn {
-                        name: "TraceFlag".into(),
-                        ty: SqlType::SmallInt,
-                        nullable: false,
-                    },
-                    tessera_semantics::output::OutputColumn {
-                        name: "Status".into(),
-                        ty: SqlType::SmallInt,
-                        nullable: false,
-                    },
-                    tessera_semantics::output::OutputColumn {
-                        name: "Global".into(),
-                        ty: SqlType::SmallInt,
-                        nullable: false,
-                    },
-                    tessera_semantics::output::OutputColumn {
-                        name: "Session".into(),
-                        ty: SqlType::SmallInt,
-                        nullable: false,
-                    },
-                ];
                 let rows: Vec<Vec<Value>> = flags
                     .iter()
                     .map(|f| {
@@ -188,11 +236,15 @@ impl Runner<'_> {
                         ]
                     })
                     .collect();
-                self.sink.columns(&columns);
-                for r in &rows {
-                    self.sink.row(r);
-                }
-                self.sink.done(None, Command::Select);
+                self.result(
+                    &[
+                        ("TraceFlag", SqlType::SmallInt),
+                        ("Status", SqlType::SmallInt),
+                        ("Global", SqlType::SmallInt),
+                        ("Session", SqlType::SmallInt),
+                    ],
+                    &rows,
+                );
             }
             "USEROPTIONS" => {
                 let o = &self.state.options;
@@ -207,16 +259,23 @@ impl Runner<'_> {
                     o.switches().iter().filter(|(_, on, _)| *on).map(|(name, _, _)| (name.to_string(), "SET".into())),
                 );
                 rows.push(("isolation level".into(), o.isolation_level.to_lowercase()));
-                let column = |name: &str| tessera_semantics::output::OutputColumn {
-                    name: name.into(),
-                    ty: SqlType::NVarChar(128),
-                    nullable: false,
-                };
-                self.sink.columns(&[column("Set Option"), column("Value")]);
-                for (option, value) in &rows {
-                    self.sink.row(&[Value::str(option), Value::str(value)]);
-                }
-                self.sink.done(None, Command::Select);
+                let rows: Vec<Vec<Value>> =
+                    rows.iter().map(|(option, value)| vec![Value::str(option), Value::str(value)]).collect();
+                self.result(&[("Set Option", SqlType::NVarChar(128)), ("Value", SqlType::NVarChar(128))], &rows);
+            }
+            "SQLPERF" => self.sqlperf(s, args)?,
+            "INPUTBUFFER" => {
+                let spid = *numbers.first().ok_or_else(|| msg::INVALID_DBCC_PARAMETER.err())?;
+                let row = self.with_ctx(|ctx| Ok(tessera_execution::sysviews::input_buffer(ctx, spid)))?;
+                let row = row.ok_or_else(|| msg::INVALID_DBCC_PARAMETER.err())?;
+                self.result(
+                    &[
+                        ("EventType", SqlType::NVarChar(30)),
+                        ("Parameters", SqlType::SmallInt),
+                        ("EventInfo", SqlType::NVarChar(4000)),
+                    ],
+                    &[row.to_vec()],
+                );
             }
             _ => return Err(msg::INVALID_DBCC_STATEMENT.err()),
         }

@@ -82,6 +82,8 @@ pub struct Session {
     /// What it is doing, as the server's views show it (also in its `SessionInfo`; a
     /// system session's is listed nowhere).
     activity: Arc<parking_lot::Mutex<Activity>>,
+    /// Its waits, and its running request's CPU and progress (also in its `SessionInfo`).
+    waits: Arc<tessera_waits::SessionWaits>,
 }
 
 impl Session {
@@ -132,8 +134,10 @@ impl Session {
             })),
             connection: None,
             group_id: state.group_id,
+            waits: tessera_waits::SessionWaits::new(spid),
         };
         let activity = info.activity.clone();
+        let waits = info.waits.clone();
         shared.sessions.lock().insert(spid, info);
         Ok(Session {
             state,
@@ -142,6 +146,7 @@ impl Session {
             initial_login: login.to_string(),
             contained_user: contained,
             activity,
+            waits,
         })
     }
 
@@ -159,6 +164,7 @@ impl Session {
             initial_login: "sa".to_string(),
             contained_user: None,
             activity: Arc::default(),
+            waits: tessera_waits::SessionWaits::new(spid),
         })
     }
 
@@ -215,6 +221,13 @@ impl Session {
         }
     }
 
+    /// A request begins: the views show it running `text`, and the thread works for this
+    /// session (its waits and CPU are the session's) until the guard drops.
+    fn begin_request(&self, text: &str) -> tessera_waits::Attached {
+        self.publish(Some(text));
+        tessera_waits::attach(&self.waits)
+    }
+
     fn publish(&self, running: Option<&str>) {
         let mut activity = self.activity.lock();
         activity.database.clone_from(&self.state.database);
@@ -222,6 +235,9 @@ impl Session {
         if let Some(text) = running {
             activity.command.clear();
             activity.command.push_str(text);
+            activity.start_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         }
         activity.open_transactions = self.state.txns.count;
         activity.settings.update(&self.state.options);
@@ -265,7 +281,7 @@ impl Session {
 
     pub fn execute(&mut self, text: &str, sink: &mut dyn ResultSink) -> bool {
         let mut watch = ErrorWatch { inner: sink, failed: false };
-        self.publish(Some(text));
+        let _request = self.begin_request(text);
         match self.admit() {
             Ok(_slot) => {
                 self.execute_inner(text, &mut watch);

@@ -19,7 +19,7 @@ impl Session {
     pub fn execute_rpc(&mut self, procedure: &str, params: Vec<RpcParam>, sink: &mut dyn ResultSink) -> RpcOutcome {
         let text = rpc_text(procedure, &params);
         let mut watch = ErrorWatch { inner: sink, failed: false };
-        self.publish(Some(&text));
+        let _request = self.begin_request(&text);
         self.state.cancel.store(false, Ordering::Relaxed);
         let outputs = match self.admit() {
             Ok(_slot) => {

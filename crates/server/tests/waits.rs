@@ -1,0 +1,159 @@
+//! Who waits for whom, over TDS: a session blocked on a row another session's open
+//! transaction changed shows in sys.dm_exec_requests (suspended, its lock wait type, the
+//! blocking session, the key it waits for), in sys.dm_tran_locks (the holder's GRANT and
+//! its WAIT on the same resource) and, once it ends, in the wait statistics of the
+//! process and of the session. WAITFOR shows as its own wait; a request's text comes
+//! back through its sql_handle and the input buffer; DBCC SQLPERF reports log space and
+//! clears the wait statistics; the server-wide views need VIEW SERVER STATE.
+
+mod common;
+
+use common::tds::{connect_as, count, eventually, refused, run, text, Conn};
+use common::{TestServer, PASSWORD};
+
+async fn spid(c: &mut Conn) -> i32 {
+    count(c, "SELECT CAST(@@SPID AS int)").await
+}
+
+/// The rows `sql` answers, every column as text (NULL as "NULL").
+async fn rows(c: &mut Conn, sql: &str) -> Vec<Vec<String>> {
+    let rows = c.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}")).into_first_result().await.unwrap();
+    rows.into_iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| {
+                    r.try_get::<&str, _>(i)
+                        .map(|v| v.map_or("NULL".to_string(), str::to_string))
+                        .or_else(|_| r.try_get::<i64, _>(i).map(|v| v.map_or("NULL".into(), |v| v.to_string())))
+                        .or_else(|_| r.try_get::<i32, _>(i).map(|v| v.map_or("NULL".into(), |v| v.to_string())))
+                        .or_else(|_| r.try_get::<i16, _>(i).map(|v| v.map_or("NULL".into(), |v| v.to_string())))
+                        .unwrap_or_else(|_| "?".to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_blocked_request_names_its_wait_its_blocker_and_the_key() {
+    let server = TestServer::start();
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, "CREATE DATABASE w").await;
+        run(&mut sa, "USE w; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT t VALUES (1, 0), (2, 0)").await;
+        let mut holder = connect_as(port, "sa", PASSWORD).await;
+        let mut waiter = connect_as(port, "sa", PASSWORD).await;
+        let (holder_spid, waiter_spid) = (spid(&mut holder).await, spid(&mut waiter).await);
+        run(&mut holder, "USE w; BEGIN TRAN; UPDATE t SET v = v + 1 WHERE id = 1").await;
+        run(&mut waiter, "USE w").await;
+        let blocked = tokio::spawn(async move {
+            run(&mut waiter, "UPDATE t SET v = v + 10 WHERE id = 1").await;
+            waiter
+        });
+
+        let request = format!("FROM sys.dm_exec_requests WHERE session_id = {waiter_spid}");
+        eventually(&mut sa, &format!("SELECT COUNT(*) {request} AND wait_type LIKE 'LCK_M_%'"), 1).await;
+        let hobt = text(
+            &mut sa,
+            "SELECT CAST(p.hobt_id AS varchar(20)) FROM w.sys.partitions p WHERE p.object_id = OBJECT_ID('w.dbo.t') AND p.index_id = 1",
+        )
+        .await
+        .expect("t's clustered index");
+        let db = count(&mut sa, "SELECT DB_ID('w')").await;
+        let seen = rows(
+            &mut sa,
+            &format!(
+                "SELECT status, command, CAST(blocking_session_id AS int), wait_type, wait_resource, \
+                 CAST(database_id AS int), last_wait_type {request}"
+            ),
+        )
+        .await;
+        let row = &seen[0];
+        assert_eq!(row[0], "suspended", "{row:?}");
+        assert_eq!(row[1], "UPDATE", "{row:?}");
+        assert_eq!(row[2], holder_spid.to_string(), "{row:?}");
+        assert!(row[3] == "LCK_M_U" || row[3] == "LCK_M_X", "{row:?}");
+        assert!(row[4].starts_with(&format!("KEY: {db}:{hobt} (")), "{row:?} (hobt {hobt})");
+        assert_eq!(row[5], db.to_string());
+        assert_eq!(row[6], row[3], "the wait in progress is the last one");
+        assert!(count(&mut sa, &format!("SELECT wait_time {request}")).await >= 0);
+
+        // The same key in sys.dm_tran_locks: the holder's X granted, the waiter's request waiting.
+        let locks = rows(
+            &mut sa,
+            &format!(
+                "SELECT request_session_id, request_mode, request_status, resource_description, \
+                 CAST(resource_associated_entity_id AS varchar(20)), request_owner_type FROM sys.dm_tran_locks \
+                 WHERE resource_type = 'KEY' AND resource_database_id = {db} ORDER BY request_status, request_session_id"
+            ),
+        )
+        .await;
+        let granted = locks.iter().find(|l| l[0] == holder_spid.to_string() && l[2] == "GRANT").expect("held");
+        let waiting = locks.iter().find(|l| l[0] == waiter_spid.to_string() && l[2] == "WAIT").expect("waiting");
+        assert_eq!(granted[1], "X");
+        assert_eq!(granted[3], waiting[3], "one key: {locks:?}");
+        assert_eq!((granted[4].as_str(), granted[5].as_str()), (hobt.as_str(), "TRANSACTION"));
+        assert!(row[4].ends_with(&granted[3]), "wait_resource names the locked key: {row:?} {granted:?}");
+        let table_lock = format!(
+            "SELECT COUNT(*) FROM sys.dm_tran_locks WHERE resource_type = 'OBJECT' AND request_mode = 'IX' \
+             AND request_session_id = {holder_spid} AND resource_associated_entity_id = OBJECT_ID('w.dbo.t')"
+        );
+        assert_eq!(count(&mut sa, &table_lock).await, 1);
+
+        // The request's text through its handle, and the holder's last batch.
+        let via_handle = text(
+            &mut sa,
+            &format!("SELECT s.text FROM sys.dm_exec_requests r CROSS APPLY sys.dm_exec_sql_text(r.sql_handle) s WHERE r.session_id = {waiter_spid}"),
+        )
+        .await;
+        assert_eq!(via_handle.as_deref(), Some("UPDATE t SET v = v + 10 WHERE id = 1"));
+        let buffer = rows(&mut sa, &format!("SELECT event_type, event_info FROM sys.dm_exec_input_buffer({holder_spid}, NULL)")).await;
+        assert_eq!(buffer, [["Language Event".to_string(), "USE w; BEGIN TRAN; UPDATE t SET v = v + 1 WHERE id = 1".to_string()]]);
+        let dbcc = rows(&mut sa, &format!("DBCC INPUTBUFFER({holder_spid})")).await;
+        assert_eq!(dbcc[0][2], buffer[0][1]);
+
+        let lock_waits = "SELECT CAST(SUM(waiting_tasks_count) AS int) FROM sys.dm_os_wait_stats WHERE wait_type LIKE 'LCK_M_%'";
+        let before = count(&mut sa, lock_waits).await;
+        run(&mut holder, "COMMIT").await;
+        let mut waiter = blocked.await.unwrap();
+        assert_eq!(count(&mut sa, "SELECT v FROM w.dbo.t WHERE id = 1").await, 11);
+        assert!(count(&mut sa, lock_waits).await > before, "the ended wait is counted");
+        let mine = "SELECT CAST(SUM(waiting_tasks_count) AS int) FROM sys.dm_exec_session_wait_stats \
+                    WHERE session_id = @@SPID AND wait_type LIKE 'LCK_M_%'";
+        assert_eq!(count(&mut waiter, mine).await, 1, "the waiter's own session counted its one wait");
+        assert_eq!(count(&mut sa, &format!("SELECT COUNT(*) {request}")).await, 0, "no request runs now");
+
+        // WAITFOR is a wait of its own.
+        let sleeper_spid = spid(&mut waiter).await;
+        let sleeper = tokio::spawn(async move { run(&mut waiter, "WAITFOR DELAY '00:00:01'").await });
+        eventually(
+            &mut sa,
+            &format!("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {sleeper_spid} AND wait_type = 'WAITFOR' AND command = 'WAITFOR'"),
+            1,
+        )
+        .await;
+        sleeper.await.unwrap();
+
+        // Log space, and clearing the wait statistics.
+        let logspace = rows(&mut sa, "DBCC SQLPERF(LOGSPACE)").await;
+        assert!(logspace.iter().any(|r| r[0] == "w"), "{logspace:?}");
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM w.sys.dm_db_log_space_usage WHERE used_log_space_in_bytes > 0 AND total_log_size_in_bytes >= used_log_space_in_bytes").await, 1);
+        assert_eq!(count(&mut sa, "SELECT COUNT(*) FROM w.sys.dm_db_file_space_usage WHERE total_page_count >= allocated_extent_page_count AND allocated_extent_page_count > 0").await, 1);
+        run(&mut sa, "DBCC SQLPERF('sys.dm_os_wait_stats', CLEAR)").await;
+        assert_eq!(count(&mut sa, "SELECT CAST(SUM(waiting_tasks_count) AS int) FROM sys.dm_os_wait_stats WHERE wait_type = 'WAITFOR'").await, 0);
+
+        // The server-wide views need VIEW SERVER STATE; a session's own waits do not.
+        run(&mut sa, "CREATE LOGIN pat WITH PASSWORD = 'Pat-Pass-123'").await;
+        let mut pat = connect_as(port, "pat", "Pat-Pass-123").await;
+        for view in ["sys.dm_os_wait_stats", "sys.dm_tran_locks"] {
+            assert_eq!(refused(&mut pat, &format!("SELECT * FROM {view}")).await.0, 300, "{view}");
+        }
+        assert_eq!(refused(&mut pat, "DBCC SQLPERF(LOGSPACE)").await.0, 2571);
+        assert_eq!(refused(&mut pat, &format!("DBCC INPUTBUFFER({holder_spid})")).await.0, 2571);
+        let own = format!("DBCC INPUTBUFFER({})", spid(&mut pat).await);
+        assert_eq!(rows(&mut pat, &own).await.len(), 1);
+        assert_eq!(count(&mut pat, "SELECT COUNT(*) FROM sys.dm_exec_session_wait_stats WHERE session_id <> @@SPID").await, 0);
+    });
+}

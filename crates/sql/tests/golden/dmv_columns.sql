@@ -1,0 +1,25 @@
+-- The columns of the DMVs operators read, as SQL Server documents them: name, type,
+-- length and nullability, in order.
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'dm_exec_requests' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'dm_tran_locks' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'dm_os_wait_stats' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'dm_exec_session_wait_stats' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'dm_db_log_space_usage' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'dm_db_file_space_usage' order by c.column_id
+go
+-- Every wait type tessera records starts at zero or more, each listed once.
+select count(*) as wait_types, count(distinct wait_type) as distinct_types from sys.dm_os_wait_stats
+go
+select wait_type from sys.dm_os_wait_stats order by wait_type
+go

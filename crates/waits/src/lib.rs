@@ -1,0 +1,448 @@
+//! What threads wait for, by SQL Server's wait types: counted for the process and per
+//! session, with each session's wait in progress, and its running request's CPU time and
+//! progress (see README.md).
+
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// Defines [`WaitType`] and its table from one list: variant, SQL Server's name, meaning.
+macro_rules! wait_types {
+    ($($variant:ident = $name:literal : $about:literal,)*) => {
+        /// A kind of wait, named as SQL Server names it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum WaitType {
+            $($variant,)*
+        }
+
+        impl WaitType {
+            /// Every wait type, in the order the views list them.
+            pub const ALL: &'static [WaitType] = &[$(WaitType::$variant,)*];
+
+            /// SQL Server's name (`LCK_M_X`, `WRITELOG`, …).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(WaitType::$variant => $name,)*
+                }
+            }
+
+            /// What a thread in this wait is waiting for.
+            pub fn about(self) -> &'static str {
+                match self {
+                    $(WaitType::$variant => $about,)*
+                }
+            }
+        }
+    };
+}
+
+wait_types! {
+    LockShared = "LCK_M_S": "a shared lock on a row, table or application resource that another transaction holds incompatibly",
+    LockUpdate = "LCK_M_U": "an update lock (a row an UPDATE or DELETE is about to read and change)",
+    LockExclusive = "LCK_M_X": "an exclusive lock (a row, table or application resource to be written)",
+    LockIntentShared = "LCK_M_IS": "an intent-shared table lock (a table another transaction locked exclusively)",
+    LockIntentExclusive = "LCK_M_IX": "an intent-exclusive table lock (a table another transaction locked shared or exclusively)",
+    LockSchemaStability = "LCK_M_SCH_S": "schema stability: a statement waiting for DDL on an object it uses",
+    LockSchemaModification = "LCK_M_SCH_M": "schema modification: DDL waiting for the statements and transactions using its object",
+    LockRangeShared = "LCK_M_RS_S": "a shared key-range lock (SERIALIZABLE reads)",
+    LockRangeInsert = "LCK_M_RIn_NL": "an insert into a key range that a SERIALIZABLE reader holds",
+    LockRangeExclusive = "LCK_M_RX_X": "an exclusive key-range lock",
+    PageIoShared = "PAGEIOLATCH_SH": "a page being read from disk (or from the buffer pool extension) into the buffer pool",
+    WriteLog = "WRITELOG": "a commit waiting for its log records to be flushed to disk",
+    ResourceGovernorIdle = "RESOURCE_GOVERNOR_IDLE": "a request paced by a CPU or log-rate limit (Resource Governor or the database's limits)",
+    RequestTurn = "TESSERA_REQUEST_TURN": "a request waiting for a turn to run: its database or workload group runs as many requests as its limit allows",
+    WaitFor = "WAITFOR": "a WAITFOR DELAY or WAITFOR TIME statement",
+}
+
+/// How many wait types there are.
+pub const WAIT_TYPES: usize = WaitType::ALL.len();
+
+impl WaitType {
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The counters of one wait type.
+#[derive(Default)]
+struct Counter {
+    waits: AtomicU64,
+    total_us: AtomicU64,
+    longest_us: AtomicU64,
+}
+
+/// One wait type's figures, as the views show them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitFigures {
+    /// Waits that ended.
+    pub waits: u64,
+    pub total_us: u64,
+    pub longest_us: u64,
+}
+
+/// Counters per wait type (for the process, or for one session).
+pub struct WaitStats {
+    counters: [Counter; WAIT_TYPES],
+}
+
+impl Default for WaitStats {
+    fn default() -> Self {
+        WaitStats { counters: std::array::from_fn(|_| Counter::default()) }
+    }
+}
+
+impl WaitStats {
+    fn add(&self, kind: WaitType, waited: Duration) {
+        let us = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        let c = &self.counters[kind.index()];
+        c.waits.fetch_add(1, Ordering::Relaxed);
+        c.total_us.fetch_add(us, Ordering::Relaxed);
+        c.longest_us.fetch_max(us, Ordering::Relaxed);
+    }
+
+    /// The figures of `kind`.
+    pub fn figures(&self, kind: WaitType) -> WaitFigures {
+        let c = &self.counters[kind.index()];
+        WaitFigures {
+            waits: c.waits.load(Ordering::Relaxed),
+            total_us: c.total_us.load(Ordering::Relaxed),
+            longest_us: c.longest_us.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Every wait type with its figures, in [`WaitType::ALL`]'s order.
+    pub fn all(&self) -> impl Iterator<Item = (WaitType, WaitFigures)> + '_ {
+        WaitType::ALL.iter().map(|&k| (k, self.figures(k)))
+    }
+
+    /// Sets every counter to zero (`DBCC SQLPERF ('sys.dm_os_wait_stats', CLEAR)`).
+    pub fn clear(&self) {
+        for c in &self.counters {
+            c.waits.store(0, Ordering::Relaxed);
+            c.total_us.store(0, Ordering::Relaxed);
+            c.longest_us.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The process's counters: every wait of every thread, with a session or not.
+pub fn process() -> &'static WaitStats {
+    static PROCESS: std::sync::OnceLock<WaitStats> = std::sync::OnceLock::new();
+    PROCESS.get_or_init(WaitStats::default)
+}
+
+/// What a wait is for, as the layer that waits knows it; the views name it as SQL Server
+/// does (`KEY: 5:72057594043039744 (8194443284a0)`), translating trees to the objects and
+/// indexes they store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    /// Nothing a view can name (a page read, a log flush, a delay).
+    Nothing,
+    /// A table lock: the tree (by its root page) of database `database`.
+    Table { database: u32, tree: u32 },
+    /// A key lock or a key-range lock in a tree, by the hash of the key.
+    Key { database: u32, tree: u32, hash: u64 },
+    /// A schema lock on an object, by its id.
+    Object { database: u32, object: u32 },
+    /// An application lock (`sp_getapplock`), by the hash of its name.
+    Application { database: u32, hash: u64 },
+}
+
+/// A wait in progress, as `sys.dm_exec_requests` shows it.
+#[derive(Clone, Copy, Debug)]
+pub struct CurrentWait {
+    pub kind: WaitType,
+    pub since: Instant,
+    pub resource: Resource,
+    /// The session it waits for (0: none, or not known).
+    pub blocker: i32,
+}
+
+/// One session's waits: its counters, its wait in progress and its last wait's type; and
+/// its running request's CPU and progress.
+pub struct SessionWaits {
+    spid: i32,
+    stats: WaitStats,
+    current: Mutex<Option<CurrentWait>>,
+    last: Mutex<Option<WaitType>>,
+    request: Mutex<Option<Request>>,
+}
+
+/// The request a session runs now, on the thread it is attached to.
+struct Request {
+    /// That thread's CPU clock, which any thread may read.
+    clock: libc::clockid_t,
+    cpu_at_start: Duration,
+    /// Work done and work to do, for the requests that know (BACKUP, RESTORE, DBCC).
+    progress: Option<(u64, u64)>,
+}
+
+/// The CPU time of the thread whose CPU clock is `clock`.
+fn cpu_time(clock: libc::clockid_t) -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid timespec for the call to fill in.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The calling thread's CPU clock.
+fn thread_clock() -> libc::clockid_t {
+    let mut clock: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
+    // SAFETY: `clock` is a valid place for the call to fill in; on failure it keeps the
+    // calling thread's own clock id, which then reads as that of whoever reads it.
+    unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+    clock
+}
+
+impl std::fmt::Debug for SessionWaits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionWaits").field("spid", &self.spid).field("current", &self.current()).finish()
+    }
+}
+
+impl SessionWaits {
+    pub fn new(spid: i32) -> Arc<SessionWaits> {
+        Arc::new(SessionWaits {
+            spid,
+            stats: WaitStats::default(),
+            current: Mutex::new(None),
+            last: Mutex::new(None),
+            request: Mutex::new(None),
+        })
+    }
+
+    /// The CPU time its running request has used so far (None: none is running).
+    pub fn request_cpu(&self) -> Option<Duration> {
+        let r = self.request.lock();
+        r.as_ref().map(|r| cpu_time(r.clock).saturating_sub(r.cpu_at_start))
+    }
+
+    /// The fraction of its running request's work done (BACKUP, RESTORE, DBCC CHECKDB),
+    /// from 0 to 1; None for requests that do not report it.
+    pub fn request_progress(&self) -> Option<f64> {
+        let r = self.request.lock();
+        let (done, total) = r.as_ref()?.progress?;
+        Some(if total == 0 { 1.0 } else { done.min(total) as f64 / total as f64 })
+    }
+
+    pub fn spid(&self) -> i32 {
+        self.spid
+    }
+
+    /// The session's counters since it began.
+    pub fn stats(&self) -> &WaitStats {
+        &self.stats
+    }
+
+    /// The wait the session is in now, if any.
+    pub fn current(&self) -> Option<CurrentWait> {
+        *self.current.lock()
+    }
+
+    /// The type of the session's last wait, ended or not.
+    pub fn last(&self) -> Option<WaitType> {
+        *self.last.lock()
+    }
+}
+
+thread_local! {
+    /// The session the thread runs a request for.
+    static SESSION: RefCell<Option<Arc<SessionWaits>>> = const { RefCell::new(None) };
+    /// Its id (0: none), read by the lock manager with every lock it grants.
+    static SPID: Cell<i32> = const { Cell::new(0) };
+}
+
+/// The session the calling thread works for (0: none: a background thread, or embedded
+/// use without sessions).
+pub fn current_session() -> i32 {
+    SPID.with(Cell::get)
+}
+
+/// The thread works for `session` until the guard drops; then for the one it worked for
+/// before (a session's request may run another session's work inside it, such as the
+/// internal session that writes backup history).
+///
+/// The session's request runs from here until the guard drops (unless the session was
+/// attached already: then its request goes on): its CPU time is the thread's from now.
+pub fn attach(session: &Arc<SessionWaits>) -> Attached {
+    let previous = SESSION.with(|s| s.replace(Some(session.clone())));
+    let previous_spid = SPID.with(|s| s.replace(session.spid));
+    let mut request = session.request.lock();
+    let began = request.is_none();
+    if began {
+        let clock = thread_clock();
+        *request = Some(Request { clock, cpu_at_start: cpu_time(clock), progress: None });
+    }
+    Attached { session: session.clone(), began, previous, previous_spid }
+}
+
+/// Undoes [`attach`] when dropped.
+#[must_use = "the thread works for the session only while the guard lives"]
+pub struct Attached {
+    session: Arc<SessionWaits>,
+    /// This attachment began the session's request (and so ends it).
+    began: bool,
+    previous: Option<Arc<SessionWaits>>,
+    previous_spid: i32,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if self.began {
+            *self.session.request.lock() = None;
+        }
+        let previous = self.previous.take();
+        SESSION.with(|s| *s.borrow_mut() = previous);
+        SPID.with(|s| s.set(self.previous_spid));
+    }
+}
+
+/// Reports how far the calling thread's request has got: `done` of `total` units of work
+/// (pages, bytes), for `percent_complete` and `estimated_completion_time`.
+pub fn progress(done: u64, total: u64) {
+    SESSION.with(|s| {
+        if let Some(session) = s.borrow().as_ref() {
+            if let Some(r) = session.request.lock().as_mut() {
+                r.progress = Some((done, total));
+            }
+        }
+    });
+}
+
+/// Begins a wait of type `kind` for `resource` (called only once the thread knows it must
+/// wait). It ends, and is counted, when the returned value drops.
+pub fn begin(kind: WaitType, resource: Resource) -> Waiting {
+    let session = SESSION.with(|s| s.borrow().clone());
+    let since = Instant::now();
+    if let Some(s) = &session {
+        *s.current.lock() = Some(CurrentWait { kind, since, resource, blocker: 0 });
+        *s.last.lock() = Some(kind);
+    }
+    Waiting { kind, since, session }
+}
+
+/// A wait in progress (see [`begin`]).
+#[must_use = "a wait is counted when this value drops"]
+pub struct Waiting {
+    kind: WaitType,
+    since: Instant,
+    session: Option<Arc<SessionWaits>>,
+}
+
+impl Waiting {
+    /// The session that holds what this wait is for (as it changes while the wait goes on).
+    pub fn blocked_by(&self, spid: i32) {
+        if let Some(s) = &self.session {
+            if let Some(current) = s.current.lock().as_mut() {
+                current.blocker = spid;
+            }
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let waited = self.since.elapsed();
+        process().add(self.kind, waited);
+        if let Some(s) = &self.session {
+            s.stats.add(self.kind, waited);
+            *s.current.lock() = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_type_is_listed_once() {
+        let mut names: Vec<&str> = WaitType::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), WAIT_TYPES);
+        for (i, k) in WaitType::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i, "{k:?} is listed at its own index");
+            assert!(!k.about().is_empty());
+        }
+    }
+
+    #[test]
+    fn a_wait_is_counted_for_the_process_and_the_attached_session() {
+        let session = SessionWaits::new(77);
+        let before = process().figures(WaitType::WaitFor);
+        {
+            let _attached = attach(&session);
+            assert_eq!(current_session(), 77);
+            let key = Resource::Key { database: 5, tree: 9, hash: 0xAB };
+            let w = begin(WaitType::LockExclusive, key);
+            w.blocked_by(12);
+            let now = session.current().expect("a wait in progress");
+            assert_eq!((now.kind, now.resource, now.blocker), (WaitType::LockExclusive, key, 12));
+            drop(w);
+            let _w = begin(WaitType::WaitFor, Resource::Nothing);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(current_session(), 0, "the guard detached the session");
+        assert!(session.current().is_none());
+        assert!(session.request_cpu().is_none(), "the request ended with the guard");
+        assert_eq!(session.last(), Some(WaitType::WaitFor));
+        assert_eq!(session.stats().figures(WaitType::LockExclusive).waits, 1);
+        let mine = session.stats().figures(WaitType::WaitFor);
+        assert_eq!(mine.waits, 1);
+        assert!(mine.total_us >= 5_000 && mine.longest_us == mine.total_us, "{mine:?}");
+        let after = process().figures(WaitType::WaitFor);
+        assert!(after.waits > before.waits && after.total_us >= before.total_us + mine.total_us);
+    }
+
+    #[test]
+    fn a_request_reports_its_cpu_and_progress_while_attached() {
+        let session = SessionWaits::new(60);
+        let attached = attach(&session);
+        assert_eq!(session.request_progress(), None);
+        let spin = Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed() < Duration::from_millis(20) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(x > 0);
+        let cpu = session.request_cpu().expect("a request runs");
+        assert!(cpu >= Duration::from_millis(10), "{cpu:?}");
+        progress(25, 100);
+        assert_eq!(session.request_progress(), Some(0.25));
+        {
+            let again = attach(&session);
+            drop(again);
+            assert!(session.request_cpu().is_some(), "a nested attachment leaves the request running");
+        }
+        drop(attached);
+        assert_eq!(session.request_progress(), None);
+    }
+
+    #[test]
+    fn attaching_nests() {
+        let outer = SessionWaits::new(51);
+        let inner = SessionWaits::new(52);
+        let _a = attach(&outer);
+        {
+            let _b = attach(&inner);
+            assert_eq!(current_session(), 52);
+            drop(begin(WaitType::WriteLog, Resource::Nothing));
+        }
+        assert_eq!(current_session(), 51);
+        assert_eq!(inner.stats().figures(WaitType::WriteLog).waits, 1);
+        assert_eq!(outer.stats().figures(WaitType::WriteLog).waits, 0);
+    }
+
+    #[test]
+    fn a_thread_without_a_session_counts_for_the_process_only() {
+        let before = process().figures(WaitType::PageIoShared).waits;
+        drop(begin(WaitType::PageIoShared, Resource::Nothing));
+        assert!(process().figures(WaitType::PageIoShared).waits > before);
+    }
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the SQL Server client libraries and tools the client scenario tests drive
-# (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy and Alembic from
-# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC) from Debian; tedious,
+# (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy, Alembic and
+# prometheus_client (the metrics test's parser of Prometheus' text format) from
+# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC), and Chromium (the
+# metrics dashboard's test), from Debian; tedious,
 # Sequelize, TypeORM and Knex from npm; go-mssqldb and GORM from the Go module proxy; the
 # Microsoft JDBC driver (mssql-jdbc), Hibernate ORM and Flyway from Maven Central.
 # Idempotent; needs root (or sudo) for apt-get. Language runtimes (python3, node, go, a JDK
@@ -10,13 +12,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-    python-tds==1.17.1 pymssql==2.3.2 pyodbc==5.5.0 sqlalchemy==2.0.44 alembic==1.17.2
+    python-tds==1.17.1 pymssql==2.3.2 pyodbc==5.5.0 sqlalchemy==2.0.44 alembic==1.17.2 \
+    prometheus_client==0.26.0
 
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null || ! odbcinst -q -d -n FreeTDS >/dev/null 2>&1; then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get install -y -q freetds-bin tdsodbc unixodbc >/dev/null 2>&1 \
         || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q freetds-bin tdsodbc unixodbc >/dev/null; }
+fi
+
+# Headless Chromium for the metrics dashboard's test (crates/server/tests/dashboard.rs),
+# which skips itself without it: left out only where apt-get is not there.
+if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then
+    $sudo apt-get install -y -q chromium >/dev/null 2>&1 \
+        || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q chromium >/dev/null; }
 fi
 
 for client in tedious sequelize typeorm knex; do

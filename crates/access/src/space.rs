@@ -114,6 +114,12 @@ impl DataStore {
         self.pages.load(Ordering::Acquire)
     }
 
+    /// What the data file's reads and writes have cost since this open, its size and its
+    /// descriptor (`sys.dm_io_virtual_file_stats`).
+    pub fn io_sample(&self) -> Result<tessera_io::stats::FileSample> {
+        self.file.sample()
+    }
+
     /// Grows the file so it holds at least `pages` pages: in steps of its growth when the
     /// disk has room for them, else by just what is needed. Error 1105 past its maximum
     /// size, when it may not grow, or when the disk is full.
@@ -334,7 +340,7 @@ impl Space {
     fn assemble(name: &str, file: DataFile, pool: Arc<BufferPool>, wal: Arc<Wal>, config: &DataConfig) -> Space {
         let pages = (file.len().unwrap_or(0) / PAGE_SIZE as u64) as u32;
         let store = Arc::new(DataStore {
-            file,
+            file: file.measured(tessera_io::stats::FileKind::Data),
             database: name.to_string(),
             wal: wal.clone(),
             pages: AtomicU32::new(pages),

@@ -30,11 +30,24 @@ use crate::reserve::{self, Claim, MAX_IMAGED_PAGES, TXN_RECORDS, UNDO_OVERHEAD};
 use crate::space::Space;
 use crate::versions::{Snapshot, TreeVersions, TxnVersions};
 
-/// Shared per-transaction state the checkpointer reads.
+/// Shared per-transaction state the checkpointer (and sys.dm_tran_database_transactions)
+/// reads.
 #[derive(Default)]
 pub struct TxnShared {
     first_lsn: AtomicU64,
     last_lsn: AtomicU64,
+    /// Log records written (as their last LSN is set).
+    records: AtomicU64,
+}
+
+/// A transaction that has logged, as sys.dm_tran_database_transactions shows it.
+#[derive(Clone, Copy, Debug)]
+pub struct LoggedTxn {
+    pub txn: TxnId,
+    /// A lower bound of its first record's LSN.
+    pub first_lsn: Lsn,
+    pub last_lsn: Lsn,
+    pub records: u64,
 }
 
 /// The active transactions of one database.
@@ -105,6 +118,21 @@ impl TxnTable {
             })
             .collect();
         (list, TxnId::from_raw(self.next.load(Ordering::Relaxed)))
+    }
+
+    /// The transactions that have logged, with their first and last LSNs and how many
+    /// records they wrote.
+    pub fn logged(&self) -> Vec<LoggedTxn> {
+        let active = self.active.lock();
+        active
+            .iter()
+            .map(|(&txn, s)| LoggedTxn {
+                txn,
+                first_lsn: Lsn::from_raw(s.first_lsn.load(Ordering::Acquire)),
+                last_lsn: Lsn::from_raw(s.last_lsn.load(Ordering::Acquire)),
+                records: s.records.load(Ordering::Relaxed),
+            })
+            .collect()
     }
 
     pub fn active_count(&self) -> usize {
@@ -201,7 +229,10 @@ impl Txn {
     /// Sets the transaction's newest log record (after it noted its first LSN).
     pub(crate) fn set_last_lsn(&self, lsn: Lsn) {
         match &self.shared {
-            Some(s) => s.last_lsn.store(lsn.raw(), Ordering::Release),
+            Some(s) => {
+                s.last_lsn.store(lsn.raw(), Ordering::Release);
+                s.records.fetch_add(1, Ordering::Relaxed);
+            }
             None => debug_assert_eq!(lsn, Lsn::NONE, "transaction {} logged before it noted its first LSN", self.id),
         }
     }
@@ -475,7 +506,11 @@ fn undo_back_to(space: &Space, txn: &Txn, stop: Lsn) -> Result<Lsn> {
 /// The body of [`Space::note_first_lsn`].
 pub(crate) fn note_first_lsn(space: &Space, txn: &mut Txn) {
     if !txn.registered {
-        let shared = TxnShared { first_lsn: AtomicU64::new(space.wal.end_lsn().raw()), last_lsn: AtomicU64::new(0) };
+        let shared = TxnShared {
+            first_lsn: AtomicU64::new(space.wal.end_lsn().raw()),
+            last_lsn: AtomicU64::new(0),
+            records: AtomicU64::new(0),
+        };
         txn.shared = Some(Arc::new(shared));
         space.txns.register(txn);
         txn.registered = true;

@@ -6,6 +6,7 @@ mod bench_cmd;
 mod fleet_cmd;
 mod serve_cmd;
 mod sql_cmd;
+mod top_cmd;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,9 @@ enum Command {
     /// sqlcmd: run T-SQL on a server (-S host[,port]) or on a data directory (--data-dir),
     /// printing results as sqlcmd does.
     Sql(sql_cmd::SqlArgs),
+    /// A live view of a server over TDS (needs VIEW SERVER STATE): requests per second,
+    /// the busiest databases, sessions, blocking chains and top waits; --batch prints text.
+    Top(top_cmd::TopArgs),
     /// The reliability campaigns: power losses at chosen points of a seeded workload,
     /// each recovered and checked (runs `tessera-torture …`; see `tessera torture --help`).
     Torture(bench_cmd::Forwarded),
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Command::Iobench(args) => bench_cmd::run("iobench", args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),
+        Command::Top(args) => top_cmd::run(args),
         Command::Torture(args) => bench_cmd::torture(args),
     }
 }

@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// Most client connections at once [default: 10000].
     #[arg(long)]
     max_connections: Option<usize>,
+    /// Serve Prometheus metrics (GET /metrics) and a dashboard (GET /) over HTTP on this port
+    /// of the listen address [default: none].
+    #[arg(long, value_name = "PORT")]
+    metrics_port: Option<u16>,
 }
 
 pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
@@ -109,6 +113,9 @@ pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
     }
     if let Some(v) = args.max_connections {
         c.max_connections = v;
+    }
+    if args.metrics_port.is_some() {
+        c.metrics_port = args.metrics_port;
     }
     c.resolve_instance(args.port.is_some() || in_file("port"), args.data_dir.is_some() || in_file("data_dir"))?;
     c.apply_env();

@@ -342,6 +342,8 @@ pub struct Database {
     redefinitions: Redefinitions,
     /// The instance's commit decisions for transactions across databases.
     pub(crate) decisions: Arc<Decisions>,
+    /// Its writing transactions committed and rolled back since it opened.
+    pub(crate) transactions: crate::transaction::TransactionCounters,
 }
 
 impl Database {
@@ -465,6 +467,7 @@ impl Database {
             chain: Mutex::new(BackupChain::default()),
             backup: Mutex::new(()),
             redefinitions: Redefinitions::default(),
+            transactions: Default::default(),
         }
     }
 
@@ -823,6 +826,12 @@ impl Database {
         self.space.locks.lock_noting_wait(TxnId::from_raw(owner), r, mode, wait).map(|(_, waited)| waited)
     }
 
+    /// The transactions that have logged in this database, with their LSNs and record
+    /// counts (sys.dm_tran_database_transactions).
+    pub fn logged_transactions(&self) -> Vec<tessera_access::txn::LoggedTxn> {
+        self.space.txns.logged()
+    }
+
     /// Every lock request in the database now, granted or waiting (sys.dm_tran_locks);
     /// a session's own locks are owned by [`session_lock_owner`] ids.
     pub fn lock_requests(&self) -> Vec<tessera_access::lock::LockRequest> {
@@ -995,6 +1004,18 @@ impl Database {
     /// Bytes written to the log file since the database opened (one atomic read).
     pub fn log_bytes_written(&self) -> u64 {
         self.space.wal.bytes_written()
+    }
+
+    /// Its transactions that wrote and committed or rolled back since it opened.
+    pub fn transaction_counts(&self) -> crate::TransactionCounts {
+        self.transactions.counts()
+    }
+
+    /// What each of the database's files — the data file (file_id 1), then the log (2) —
+    /// has read and written since the database opened, the time spent, and its size and
+    /// descriptor now (`sys.dm_io_virtual_file_stats`).
+    pub fn io_samples(&self) -> Result<[tessera_io::stats::FileSample; 2]> {
+        Ok([self.space.store.io_sample()?, self.space.wal.io_sample()?])
     }
 
     /// The structural checker (the future DBCC CHECKDB): every tree's structure, then

@@ -52,4 +52,4 @@ pub use tessera_errors::{Error, Result};
 pub use tessera_io::DirLock;
 pub use tessera_log::recovery::RecoveryOutcome;
 pub use tessera_log::{Growth, LogConfig};
-pub use transaction::{NotCommitted, Savepoint, Transaction};
+pub use transaction::{transaction_counts, NotCommitted, Savepoint, Transaction, TransactionCounts};

@@ -1,6 +1,7 @@
 //! The embedded API's transaction handle.
 
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +22,53 @@ pub struct Savepoint(Lsn);
 impl Savepoint {
     /// The beginning of any transaction: rolling back to it undoes everything.
     pub const START: Savepoint = Savepoint(Lsn::NONE);
+}
+
+/// Transactions that wrote something, counted as they commit or roll back (read-only
+/// ones, which log nothing, are not): one relaxed addition each, beside the log flush or
+/// undo a writing transaction pays anyway. Each database has its own (since it opened,
+/// [`Database::transaction_counts`]), the process one more ([`transaction_counts`]).
+#[derive(Debug, Default)]
+pub(crate) struct TransactionCounters {
+    committed: AtomicU64,
+    rolled_back: AtomicU64,
+}
+
+/// [`TransactionCounters`] as read at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransactionCounts {
+    pub committed: u64,
+    pub rolled_back: u64,
+}
+
+impl TransactionCounters {
+    const fn new() -> TransactionCounters {
+        TransactionCounters { committed: AtomicU64::new(0), rolled_back: AtomicU64::new(0) }
+    }
+
+    pub(crate) fn counts(&self) -> TransactionCounts {
+        TransactionCounts {
+            committed: self.committed.load(Ordering::Relaxed),
+            rolled_back: self.rolled_back.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Every database's, since the process started.
+static PROCESS_TRANSACTIONS: TransactionCounters = TransactionCounters::new();
+
+/// The writing transactions of every database that committed and rolled back since the
+/// process started.
+pub fn transaction_counts() -> TransactionCounts {
+    PROCESS_TRANSACTIONS.counts()
+}
+
+/// Counts the end of a transaction of `db` that wrote.
+fn count_end(db: &Database, committed: bool) {
+    for c in [&PROCESS_TRANSACTIONS, &db.transactions] {
+        let counter = if committed { &c.committed } else { &c.rolled_back };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// A READ COMMITTED transaction on one database. Dropping it without `commit` rolls
@@ -423,14 +471,22 @@ impl Transaction {
     pub fn commit_with(mut self, delayed: bool) -> Result<()> {
         let mut txn = self.txn.take().expect("transaction is open");
         // Only a commit record is made durable (a reader logs none).
-        if txn.has_writes() {
+        let wrote = txn.has_writes();
+        if wrote {
             txn.durability = self.db.commit_durability(delayed);
         }
-        self.db.space.commit(txn)
+        let committed = self.db.space.commit(txn);
+        if wrote && committed.is_ok() {
+            count_end(&self.db, true);
+        }
+        committed
     }
 
     pub fn rollback(mut self) -> Result<()> {
         let txn = self.txn.take().expect("transaction is open");
+        if txn.has_writes() {
+            count_end(&self.db, false);
+        }
         self.db.space.rollback(txn)
     }
 
@@ -510,6 +566,9 @@ impl Transaction {
 impl Drop for Transaction {
     fn drop(&mut self) {
         if let Some(txn) = self.txn.take() {
+            if txn.has_writes() {
+                count_end(&self.db, false);
+            }
             let _ = self.db.space.rollback(txn);
         }
     }

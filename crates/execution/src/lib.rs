@@ -12,6 +12,7 @@ pub mod exec;
 pub mod first_result;
 pub mod functions;
 pub mod identity;
+pub mod index_usage;
 pub mod modules;
 pub mod open_close_log;
 pub mod read_locks;

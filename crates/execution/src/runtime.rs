@@ -19,7 +19,7 @@ mod triggers;
 use deferred::Deferred;
 pub(crate) use deferred::{drop_trees, drop_trees_not_in};
 pub use options::{lock_timeout, Options};
-pub use sessions::{Activity, ConnectionInfo, SessionInfo, Settings};
+pub use sessions::{now_ms, Activity, ConnectionInfo, DatabaseTransaction, SessionInfo, Settings, TransactionInfo};
 pub use table_types::{table_type, TableType};
 pub use transactions::Transactions;
 pub use triggers::{trigger_events, Transitions, TriggerFrame};
@@ -153,6 +153,8 @@ pub struct Shared {
     pub governors: tessera_governance::governor::Governors,
     /// The sequences' positions in memory (`crate::sequences`).
     pub sequences: crate::sequence_positions::Sequences,
+    /// The missing-index suggestions plans ran with (`crate::index_usage`).
+    pub missing_indexes: crate::index_usage::MissingIndexes,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -227,6 +229,7 @@ impl Shared {
             query_memory: Arc::default(),
             governors: Default::default(),
             sequences: Default::default(),
+            missing_indexes: Default::default(),
             functions,
             me: me.clone(),
         });

@@ -230,6 +230,40 @@ impl Stopwatch {
     }
 }
 
+/// The pages the calling thread has read from disk (or the extension) so far: two
+/// readings bracket a request's physical reads (sp_who2's DiskIO).
+pub fn physical_reads() -> u64 {
+    io_counters().physical_reads
+}
+
+/// One run of a cached statement plan, measured for sys.dm_exec_query_stats: its
+/// thread's CPU time, the wall clock and the thread's page reads, from start to finish.
+pub struct RunClock {
+    cpu: Duration,
+    wall: Instant,
+    io: IoCounters,
+}
+
+impl RunClock {
+    pub fn start() -> RunClock {
+        RunClock { cpu: thread_cpu_time(), wall: Instant::now(), io: io_counters() }
+    }
+
+    /// The run, which touched `rows` rows.
+    pub fn finish(&self, rows: u64) -> tessera_semantics::cache::Run {
+        let io = io_counters().since(self.io);
+        let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        tessera_semantics::cache::Run {
+            worker_us: micros(thread_cpu_time().saturating_sub(self.cpu)),
+            elapsed_us: micros(self.wall.elapsed()),
+            rows,
+            logical_reads: io.logical_reads,
+            physical_reads: io.physical_reads,
+            ended_ms: crate::runtime::now_ms(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

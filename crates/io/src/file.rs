@@ -2,7 +2,10 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
+use crate::stats::{Direction, FileKind, FileSample, FileStats};
 use crate::{faults, AlignedBuf, IO_ALIGN};
 use tessera_errors::{Error, Result};
 
@@ -22,11 +25,16 @@ pub enum OpenMode {
 /// With `direct` the file is opened with O_DIRECT, so every buffer, offset and length
 /// must be a multiple of [`IO_ALIGN`]; a filesystem that refuses O_DIRECT is reported
 /// as an error naming the file.
+///
+/// A file [`measured`](DataFile::measured) counts its reads and writes, their bytes and
+/// their time (see [`crate::stats`]).
 #[derive(Debug)]
 pub struct DataFile {
     file: std::fs::File,
     path: PathBuf,
     direct: bool,
+    /// The counters of a measured file, shared by its handles.
+    stats: Option<Arc<FileStats>>,
 }
 
 impl DataFile {
@@ -56,7 +64,39 @@ impl DataFile {
             // The new name must survive a power loss as the data written to it will.
             crate::durable::sync_parent(path)?;
         }
-        Ok(DataFile { file, path: path.to_path_buf(), direct })
+        Ok(DataFile { file, path: path.to_path_buf(), direct, stats: None })
+    }
+
+    /// This file with its reads and writes counted from now on, in counters of its own
+    /// and in the process's histograms of `kind` (see [`crate::stats`]).
+    pub fn measured(self, kind: FileKind) -> DataFile {
+        DataFile { stats: Some(Arc::new(FileStats::new(kind))), ..self }
+    }
+
+    /// What this file's reads and writes have cost so far (zeros if it is not measured),
+    /// its size and its descriptor.
+    pub fn sample(&self) -> Result<FileSample> {
+        Ok(FileSample {
+            figures: self.stats.as_ref().map(|s| s.figures()).unwrap_or_default(),
+            size: self.len()?,
+            handle: self.file.as_raw_fd() as u64,
+        })
+    }
+
+    /// Runs `io`, a read or a write; in a measured file, timed and counted with the bytes
+    /// `bytes` says it moved (none if it failed).
+    #[inline]
+    fn measure<T>(
+        &self,
+        direction: Direction,
+        bytes: impl Fn(&T) -> usize,
+        io: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        let Some(stats) = &self.stats else { return io() };
+        let started = Instant::now();
+        let result = io();
+        stats.record(direction, result.as_ref().map_or(0, bytes), started.elapsed());
+        result
     }
 
     /// Asks [`faults`] before a read of `buf.len()` bytes: a partial read fills the
@@ -122,7 +162,7 @@ impl DataFile {
     /// A second handle on the same open file.
     pub fn try_clone(&self) -> Result<DataFile> {
         let file = self.file.try_clone().map_err(|e| Error::io("duplicate", &self.path, 0, e))?;
-        Ok(DataFile { file, path: self.path.clone(), direct: self.direct })
+        Ok(DataFile { file, path: self.path.clone(), direct: self.direct, stats: self.stats.clone() })
     }
 
     pub fn is_direct(&self) -> bool {
@@ -145,8 +185,14 @@ impl DataFile {
             self.read_with_faults(buf, offset)?;
         }
         let len = buf.len();
-        crate::profile::through(&self.path, offset, len, || self.file.read_exact_at(buf, offset))
-            .map_err(|e| Error::io("read", &self.path, offset, e))
+        self.measure(
+            Direction::Read,
+            |_| len,
+            || {
+                crate::profile::through(&self.path, offset, len, || self.file.read_exact_at(buf, offset))
+                    .map_err(|e| Error::io("read", &self.path, offset, e))
+            },
+        )
     }
 
     /// Fills every buffer of `bufs`, in order, from consecutive bytes starting at `offset`:
@@ -196,7 +242,14 @@ impl DataFile {
             }
             Ok(())
         };
-        crate::profile::through(&self.path, offset, total, io).map_err(|e| Error::io("read", &self.path, offset, e))
+        self.measure(
+            Direction::Read,
+            |_| total,
+            || {
+                crate::profile::through(&self.path, offset, total, io)
+                    .map_err(|e| Error::io("read", &self.path, offset, e))
+            },
+        )
     }
 
     /// Reads up to `buf.len()` bytes at `offset`, returning how many were read (0 at end of file).
@@ -206,22 +259,32 @@ impl DataFile {
             self.read_with_faults(buf, offset)?;
         }
         let len = buf.len();
-        loop {
-            match crate::profile::through(&self.path, offset, len, || self.file.read_at(buf, offset)) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io("read", &self.path, offset, e)),
-            }
-        }
+        self.measure(
+            Direction::Read,
+            |&n| n,
+            || loop {
+                match crate::profile::through(&self.path, offset, len, || self.file.read_at(buf, offset)) {
+                    Ok(n) => return Ok(n),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Error::io("read", &self.path, offset, e)),
+                }
+            },
+        )
     }
 
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_alignment(offset, buf.len(), buf.as_ptr() as usize);
-        if faults::active() {
-            return self.write_with_faults(buf, offset);
-        }
-        crate::profile::through(&self.path, offset, buf.len(), || self.file.write_all_at(buf, offset))
-            .map_err(|e| Error::io("write", &self.path, offset, e))
+        self.measure(
+            Direction::Write,
+            |_| buf.len(),
+            || {
+                if faults::active() {
+                    return self.write_with_faults(buf, offset);
+                }
+                crate::profile::through(&self.path, offset, buf.len(), || self.file.write_all_at(buf, offset))
+                    .map_err(|e| Error::io("write", &self.path, offset, e))
+            },
+        )
     }
 
     /// Makes written data durable (fdatasync).
@@ -333,6 +396,28 @@ mod tests {
         assert_eq!((back[0], back[8191]), (7, 9));
         assert!(f.read_exact_at(&mut back, 3 * 8192).is_err());
         assert!(DataFile::open(&path, OpenMode::CreateNew, false).is_err());
+    }
+
+    #[test]
+    fn a_measured_file_counts_its_reads_and_writes_in_every_handle() {
+        use crate::stats::{Direction, FileKind};
+        let dir = tempfile::tempdir().unwrap();
+        let plain = DataFile::open(&dir.path().join("f.dat"), OpenMode::CreateNew, false).unwrap();
+        plain.write_all_at(&[1; 100], 0).unwrap();
+        assert_eq!(plain.sample().unwrap().figures, Default::default(), "not measured: nothing counted");
+        let writes_before = crate::stats::latency(FileKind::Log, Direction::Write).snapshot().count;
+        let f = plain.measured(FileKind::Log);
+        f.write_all_at(&[2; 300], 0).unwrap();
+        let twin = f.try_clone().unwrap();
+        let mut buf = [0u8; 200];
+        twin.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(twin.read_at(&mut buf, 250).unwrap(), 50);
+        assert!(f.read_exact_at(&mut buf, 250).is_err(), "past the end: counted, no bytes");
+        let s = f.sample().unwrap();
+        assert_eq!((s.figures.writes, s.figures.bytes_written), (1, 300));
+        assert_eq!((s.figures.reads, s.figures.bytes_read), (3, 250));
+        assert_eq!(s.size, 300);
+        assert!(crate::stats::latency(FileKind::Log, Direction::Write).snapshot().count > writes_before);
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod faults;
 mod file;
 mod media;
 pub mod profile;
+pub mod stats;
 pub mod uring;
 
 pub use aligned::AlignedBuf;

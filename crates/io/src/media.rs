@@ -2,11 +2,13 @@
 //! layer as the engine's files ([`crate::faults`]), so a backup or a restore meets
 //! injected EIO, short transfers, a full disk and a power loss where a database's files
 //! would. It is [`std::io::Read`], [`std::io::Write`] and [`std::io::Seek`] over a
-//! [`DataFile`] and a position; errors are the operating system's, as a plain file's.
+//! [`DataFile`] and a position; errors are the operating system's, as a plain file's. Its
+//! reads and writes are timed in the process's backup histograms ([`crate::stats`]).
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
+use crate::stats::FileKind;
 use crate::{DataFile, OpenMode};
 use tessera_errors::Error;
 
@@ -33,12 +35,13 @@ impl MediaFile {
             other => other,
         }
         .map_err(os)?;
-        Ok(MediaFile { file, pos: 0 })
+        Ok(MediaFile { file: file.measured(FileKind::Backup), pos: 0 })
     }
 
     /// Opens an existing `path` to read.
     pub fn open(path: &Path) -> io::Result<MediaFile> {
-        Ok(MediaFile { file: DataFile::open(path, OpenMode::ReadOnly, false).map_err(os)?, pos: 0 })
+        let file = DataFile::open(path, OpenMode::ReadOnly, false).map_err(os)?;
+        Ok(MediaFile { file: file.measured(FileKind::Backup), pos: 0 })
     }
 
     pub fn path(&self) -> &Path {

@@ -19,7 +19,10 @@ pub use growth::Growth;
 pub use reader::WalReader;
 pub use rebuild::{LogBuilder, LogSegment};
 pub use record::{LogRecord, RecordKind, TxnId};
-pub use wal::{encode_frame, split_frames, Hold, LogConfig, LogStats, Master, Wal, LOG_FORMAT_VERSION};
+pub use wal::{
+    bytes_written_total, encode_frame, flush_latency, split_frames, Hold, LogConfig, LogStats, Master, Wal,
+    LOG_FORMAT_VERSION,
+};
 
 /// Log sequence numbers are the pool's (a page header carries one): see
 /// [`tessera_buffer::Lsn`].

@@ -17,6 +17,7 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use tessera_errors::{Error, Result};
+use tessera_io::stats::{FileKind, FileSample, Histogram};
 use tessera_io::{DataFile, OpenMode};
 
 use crate::buffers::{Chunk, LogBuffers, CHUNK_BYTES};
@@ -209,6 +210,25 @@ impl Hold {
     }
 }
 
+/// How long each fdatasync of a log by [`Wal::flush`] (a group commit's) took, for every
+/// log of the process.
+static FLUSH_LATENCY: Histogram = Histogram::new();
+
+/// The latencies of the logs' flushes ([`Wal::flush`]'s fdatasync, failed ones too) since
+/// the process started.
+pub fn flush_latency() -> &'static Histogram {
+    &FLUSH_LATENCY
+}
+
+/// Bytes every log of the process has written to its file.
+static BYTES_WRITTEN: AtomicU64 = AtomicU64::new(0);
+
+/// The bytes every log has written to its file since the process started (each
+/// [`Wal::bytes_written`] counts one log's since it opened).
+pub fn bytes_written_total() -> u64 {
+    BYTES_WRITTEN.load(Ordering::Relaxed)
+}
+
 /// A database's write-ahead log.
 pub struct Wal {
     /// This log, for handing to the background log writer.
@@ -336,7 +356,7 @@ pub(crate) fn decode_master(b: &[u8]) -> Option<(u64, Master)> {
 impl Wal {
     /// Creates a new log file. Its first VLF is active and the log is empty.
     pub fn create(path: &Path, database: &str, config: LogConfig) -> Result<Arc<Wal>> {
-        let file = DataFile::open(path, OpenMode::CreateNew, false)?;
+        let file = DataFile::open(path, OpenMode::CreateNew, false)?.measured(FileKind::Log);
         let vlf_size = (config.initial_size / 4).clamp(64 << 10, MAX_VLF_SIZE) & !4095;
         let total = FILE_HEADER + 4 * vlf_size;
         file.allocate(total)?;
@@ -361,7 +381,7 @@ impl Wal {
     /// Opens an existing log file and finds the end of the log. Returns the log and the
     /// master record (where recovery starts).
     pub fn open(path: &Path, database: &str, config: LogConfig) -> Result<(Arc<Wal>, Master)> {
-        let file = DataFile::open(path, OpenMode::Existing, false)?;
+        let file = DataFile::open(path, OpenMode::Existing, false)?.measured(FileKind::Log);
         let corrupt = |detail: String| Error::Corrupt { database: database.into(), path: path.into(), page: 0, detail };
         let mut header = vec![0u8; FILE_HEADER as usize];
         file.read_exact_at(&mut header, 0)?;
@@ -728,7 +748,10 @@ impl Wal {
             || {
                 let written = self.written.load(Ordering::Acquire);
                 assert!(written > lsn.raw(), "a record is written before it is synced");
-                match self.file.sync_data() {
+                let started = std::time::Instant::now();
+                let synced = self.file.sync_data();
+                FLUSH_LATENCY.record(started.elapsed());
+                match synced {
                     Ok(()) => {
                         self.flushes.fetch_add(1, Ordering::Relaxed);
                         self.durable.fetch_max(written, Ordering::AcqRel);
@@ -782,6 +805,7 @@ impl Wal {
                 seal(chunk);
                 self.file.write_all_at(&chunk.data, chunk.file_offset)?;
                 self.bytes_written.fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
+                BYTES_WRITTEN.fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
             }
             self.written.store(end.raw(), Ordering::Release);
             Ok(())
@@ -924,6 +948,12 @@ impl Wal {
             );
         }
         Ok(())
+    }
+
+    /// What the log file's reads and writes have cost since this open, its size and its
+    /// descriptor (`sys.dm_io_virtual_file_stats`).
+    pub fn io_sample(&self) -> Result<FileSample> {
+        self.file.sample()
     }
 
     /// Bytes written to the file since it opened.

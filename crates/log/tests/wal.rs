@@ -255,3 +255,25 @@ fn logs_share_one_pool_of_buffers_and_hold_none_once_written() {
         assert_eq!(records[0].1.body.len(), CHUNK_BYTES + 100);
     }
 }
+
+#[test]
+fn the_log_file_counts_its_io_and_each_flush_is_timed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db_log.ldf");
+    let wal = Wal::create(&path, "db", small()).unwrap();
+    let created = wal.io_sample().unwrap();
+    assert!(created.figures.writes >= 6, "the header, four VLF headers and the master record");
+    assert_eq!(created.size, wal.stats().file_size);
+    let flushes = tessera_log::flush_latency().snapshot().count;
+    let lsn = wal.append(&rec(1, &[7; 5000])).unwrap();
+    wal.flush(lsn).unwrap();
+    let after = wal.io_sample().unwrap().figures;
+    assert!(after.writes > created.figures.writes);
+    assert!(after.bytes_written >= created.figures.bytes_written + 5000);
+    assert!(tessera_log::flush_latency().snapshot().count > flushes);
+    drop(wal);
+    let (wal, _) = Wal::open(&path, "db", small()).unwrap();
+    let opened = wal.io_sample().unwrap().figures;
+    assert!(opened.reads > 0 && opened.bytes_read >= 4096, "opening reads the header and the log: {opened:?}");
+    assert_eq!(opened.bytes_written, 0, "a new open starts its counters again");
+}

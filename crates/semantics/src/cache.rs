@@ -26,8 +26,12 @@
 //! priority evicted, so an entry that was expensive to compile outlives cheap ones used
 //! as recently, and any entry not used for long enough goes.
 
+mod stats;
+
 use std::collections::HashMap;
 use std::hash::BuildHasher;
+
+pub use stats::{utf16_offsets, Figures, Measure, QueryStats, Run};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -69,6 +73,8 @@ impl<T> Compiled<T> {
 /// One of a statement's plans, with when it was last used (the entry's use count then).
 struct Variant<T> {
     compiled: Compiled<T>,
+    /// What its runs have cost (sys.dm_exec_query_stats).
+    stats: Arc<QueryStats>,
     last_use: AtomicU64,
     /// The version of the catalog snapshot its dependencies were last found to hold in (0:
     /// none), when they all name the current database: snapshots never change and each
@@ -159,6 +165,8 @@ pub struct CachedBatch<T> {
 pub struct Found<T> {
     pub plan: Arc<T>,
     pub deps: Arc<[ObjectDep]>,
+    /// Where its runs are counted.
+    pub stats: Arc<QueryStats>,
 }
 
 impl<T> CachedBatch<T> {
@@ -192,13 +200,25 @@ impl<T> CachedBatch<T> {
         }
         v.last_use.store(self.use_count.load(Ordering::Relaxed), Ordering::Relaxed);
         self.databases.insert(database_id);
-        Some(Found { plan: v.compiled.plan.clone(), deps: v.compiled.deps.clone() })
+        Some(Found { plan: v.compiled.plan.clone(), deps: v.compiled.deps.clone(), stats: v.stats.clone() })
     }
 
     /// Keeps a statement's plan, bound in `bind_us` microseconds in the database
     /// `database_id` (counted among the plan's users), and accounts for it; past
-    /// [`MAX_VARIANTS`] plans the least recently used goes.
-    pub fn store(&self, stmt: usize, compiled: Compiled<T>, database_id: u32, bind_us: u64) {
+    /// [`MAX_VARIANTS`] plans the least recently used goes. Its runs are counted in the
+    /// returned stats; `offsets` say where the statement is in the text.
+    pub fn store(
+        &self,
+        stmt: usize,
+        compiled: Compiled<T>,
+        database_id: u32,
+        bind_us: u64,
+        offsets: (i32, i32),
+    ) -> Arc<QueryStats> {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let stats = Arc::new(QueryStats::new(offsets, now_ms));
         self.databases.insert(database_id);
         let mut added = compiled.bytes() as isize;
         {
@@ -208,7 +228,13 @@ impl<T> CachedBatch<T> {
             let current_only = compiled.deps.iter().all(|d| d.db == DbRef::Current);
             variants.insert(
                 0,
-                Variant { compiled, last_use: AtomicU64::new(uses), verified_in: AtomicU64::new(0), current_only },
+                Variant {
+                    compiled,
+                    stats: stats.clone(),
+                    last_use: AtomicU64::new(uses),
+                    verified_in: AtomicU64::new(0),
+                    current_only,
+                },
             );
             if variants.len() > MAX_VARIANTS {
                 let oldest = (1..variants.len())
@@ -220,6 +246,7 @@ impl<T> CachedBatch<T> {
         self.add_bytes(added);
         self.cost_us.fetch_add(bind_us, Ordering::Relaxed);
         self.touch();
+        stats
     }
 
     fn add_bytes(&self, delta: isize) {
@@ -374,6 +401,17 @@ pub struct PlanCache<T> {
     pub misses: AtomicU64,
 }
 
+/// One statement plan's runs, as `sys.dm_exec_query_stats` lists them.
+pub struct StatementStats<T> {
+    /// Its cached batch's handle and text.
+    pub handle: u64,
+    pub text: String,
+    /// The session context it was bound for (a plan of its own per context).
+    pub context: u64,
+    pub stats: Arc<QueryStats>,
+    pub plan: Arc<T>,
+}
+
 /// One row of `sys.dm_exec_cached_plans`.
 pub struct CachedPlanInfo {
     pub handle: u64,
@@ -523,6 +561,26 @@ impl<T> PlanCache<T> {
             })
             .collect();
         v.sort_by_key(|e| e.handle);
+        v
+    }
+
+    /// Every statement plan in the cache with its runs' figures, by handle.
+    pub fn statement_stats(&self) -> Vec<StatementStats<T>> {
+        let mut v = Vec::new();
+        for shard in self.shards.iter() {
+            for b in shard.map.read().values().flatten() {
+                for variants in b.plans.read().values() {
+                    v.extend(variants.iter().map(|x| StatementStats {
+                        handle: b.handle,
+                        text: b.text.clone(),
+                        context: x.compiled.context,
+                        stats: x.stats.clone(),
+                        plan: x.compiled.plan.clone(),
+                    }));
+                }
+            }
+        }
+        v.sort_by_key(|s| (s.handle, s.stats.offsets));
         v
     }
 

@@ -90,6 +90,48 @@ pub struct Index {
     /// rows it holds true for have entries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<String>,
+    /// How it has been used since its database opened (not in the fingerprint).
+    #[serde(skip)]
+    pub usage: Arc<IndexUsage>,
+}
+
+/// How an index has been used since its database opened, as sys.dm_db_index_usage_stats
+/// and sys.dm_db_index_operational_stats show it: counted by the execution layer, kept in
+/// memory only (a database that closes loses them, as SQL Server's do), and shared by every
+/// copy of the definition, so an ALTER of the table keeps them while a new index starts
+/// from zero and a dropped one takes them with it. Times are the execution layer's clock
+/// readings, 0 for never.
+#[derive(Default)]
+pub struct IndexUsage {
+    /// Runs of statements whose plans sought the index, and when the last one did.
+    pub seeks: AtomicU64,
+    pub last_seek: AtomicI64,
+    /// Rows read by a single-row retrieval: point lookups, and the key lookups of reads
+    /// through a nonclustered index.
+    pub singleton_lookups: AtomicU64,
+    /// Runs of statements whose plans scanned the whole index; of those that looked rows
+    /// up in it (a clustered index or heap read through a nonclustered index); of those
+    /// that maintained it (INSERT, UPDATE, DELETE, MERGE).
+    pub scans: AtomicU64,
+    pub last_scan: AtomicI64,
+    pub lookups: AtomicU64,
+    pub last_lookup: AtomicI64,
+    pub updates: AtomicU64,
+    pub last_update: AtomicI64,
+    /// Range and whole scans started, each time one opens.
+    pub range_scans: AtomicU64,
+    /// Entries inserted, deleted and updated in place by data changes.
+    pub leaf_inserts: AtomicU64,
+    pub leaf_deletes: AtomicU64,
+    pub leaf_updates: AtomicU64,
+}
+
+impl std::fmt::Debug for IndexUsage {
+    /// Nothing that changes as the index is used: the optimizer compares expressions (which
+    /// may hold plans, and so definitions) by their Debug text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IndexUsage")
+    }
 }
 
 impl Index {

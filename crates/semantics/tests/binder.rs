@@ -112,6 +112,7 @@ fn index(id: u32, columns: Vec<(usize, bool)>, primary_key: bool) -> Index {
         unique_constraint: false,
         include: Vec::new(),
         filter: None,
+        usage: Default::default(),
     }
 }
 

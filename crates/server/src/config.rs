@@ -28,6 +28,8 @@
 //! max_request_memory_mb = 1024      # request messages in memory at once, all connections
 //! errorlog_files = 6                # ERRORLOG archives kept (ERRORLOG.1 …), 6 to 99
 //! errorlog_max_mb = 100             # ERRORLOG rotates at this size (0: only at start)
+//! metrics_port = 9433               # HTTP /metrics (Prometheus), / (dashboard); absent: none
+//! metrics_top_databases = 20        # databases shown one by one in the metrics: the busiest
 //! ```
 //!
 //! Invariant: a [`Config`] that [`Config::validate`] accepted has a password, positive
@@ -115,6 +117,13 @@ pub struct Config {
     pub errorlog_files: u32,
     /// Megabytes the current ERRORLOG may reach before it rotates; 0: no limit.
     pub errorlog_max_mb: u64,
+    /// The TCP port of the HTTP listener that serves `GET /metrics` (Prometheus' text
+    /// format) and the dashboard (`GET /`) on the `listen` address; `None`: no listener
+    /// (0 picks a free port).
+    pub metrics_port: Option<u16>,
+    /// How many databases the metrics show one by one (label `database`): the busiest
+    /// (see `metrics::busiest`); the totals cover them all.
+    pub metrics_top_databases: usize,
 }
 
 impl Default for Config {
@@ -149,6 +158,8 @@ impl Default for Config {
             log_stderr: true,
             errorlog_files: 6,
             errorlog_max_mb: 100,
+            metrics_port: None,
+            metrics_top_databases: 20,
         }
     }
 }
@@ -279,6 +290,9 @@ mod tests {
         assert_eq!((logs.errorlog_files, logs.errorlog_max_mb), (99, 0));
         assert!(logs.validate().is_ok());
         assert_eq!((Config::default().errorlog_files, Config::default().errorlog_max_mb), (6, 100));
+        let metrics = Config::from_toml("metrics_port = 9433\nmetrics_top_databases = 5\n").unwrap();
+        assert_eq!((metrics.metrics_port, metrics.metrics_top_databases), (Some(9433), 5));
+        assert_eq!((Config::default().metrics_port, Config::default().metrics_top_databases), (None, 20));
         for files in [5, 100] {
             let c = Config { errorlog_files: files, sa_password: Some("pw".into()), ..Config::default() };
             assert!(c.validate().unwrap_err().contains("errorlog_files must be between 6 and 99"), "{files}");

@@ -19,6 +19,7 @@ pub mod descriptors;
 pub mod errorlog;
 pub mod instance;
 pub mod login7;
+pub mod metrics;
 pub mod packet;
 pub mod prelogin;
 pub mod request;
@@ -75,6 +76,10 @@ pub struct ServerState {
     /// Each logged-in connection by its session id: its cancel flag and a handle on its
     /// socket, which KILL shuts down.
     pub connections: parking_lot::Mutex<std::collections::HashMap<i32, (Arc<AtomicBool>, std::net::TcpStream)>>,
+    /// Requests served, by kind, and their latencies (the metrics' `tessera_requests`).
+    pub requests: metrics::RequestStats,
+    /// The databases' recent activity, which picks those the metrics show one by one.
+    pub busiest: metrics::busiest::Busiest,
 }
 
 /// How long shutdown waits for running requests (cancelled when it begins) to end
@@ -88,6 +93,8 @@ pub struct Server {
     engine: Arc<Engine>,
     /// A named instance's entry in the host's instances directory, held while it runs.
     registration: Option<instance::Registration>,
+    /// The HTTP listener of `/metrics` (`metrics_port`).
+    metrics: Option<TcpListener>,
 }
 
 impl Server {
@@ -193,6 +200,17 @@ impl Server {
             if local.is_ipv4() { "ipv4" } else { "ipv6" },
             local.port()
         ));
+        let metrics = match config.metrics_port {
+            Some(port) => {
+                let addr = format!("{}:{port}", config.listen);
+                let l =
+                    TcpListener::bind(&addr).await.map_err(|e| format!("cannot listen on {addr} for metrics: {e}"))?;
+                let at = l.local_addr().map_err(|e| e.to_string())?;
+                log.server(&format!("Metrics are served on http://{at}/metrics."));
+                Some(l)
+            }
+            None => None,
+        };
         if let (Some(name), Some(entry)) = (&config.instance, registration.as_mut()) {
             entry.set_port(local.port())?;
             log.server(&format!(
@@ -221,6 +239,8 @@ impl Server {
             busy: AtomicUsize::new(0),
             cancels: parking_lot::Mutex::new(Vec::new()),
             connections: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            requests: metrics::RequestStats::default(),
+            busiest: metrics::busiest::Busiest::default(),
         });
         // KILL: cancel the session's request and shut its socket, which ends its
         // connection (idle or once the request stops).
@@ -232,11 +252,16 @@ impl Server {
             let _ = socket.shutdown(std::net::Shutdown::Both);
             true
         }));
-        Ok(Server { state, listener, engine, registration })
+        Ok(Server { state, listener, engine, registration, metrics })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.listener.local_addr().expect("bound listener has an address")
+    }
+
+    /// The metrics listener's address, if it has one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     pub fn state(&self) -> &Arc<ServerState> {
@@ -246,7 +271,8 @@ impl Server {
     /// Accepts connections until `shutdown` turns true, then shuts the engine down
     /// (connections still open are dropped; their sessions close and roll back).
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) -> Result<(), String> {
-        let Server { state, listener, engine, registration } = self;
+        let Server { state, listener, engine, registration, metrics } = self;
+        let metrics = metrics.map(|l| tokio::spawn(metrics::serve(l, state.clone(), shutdown.clone())));
         let connections = Arc::new(Semaphore::new(state.config.max_connections));
         // Only named instances take part in the SQL Server Browser, so default-instance
         // servers (and the tests that start them) never touch UDP 1434.
@@ -319,6 +345,9 @@ impl Server {
         if let Some(task) = browser {
             let _ = task.await;
         }
+        if let Some(task) = metrics {
+            let _ = task.await;
+        }
         // Running requests are cancelled (a lock wait ends with 3617) and every connection
         // ends after its current request; idle ones end now. Each session rolls back
         // what it has not committed as it closes.
@@ -358,6 +387,8 @@ impl Server {
 /// [`RunningServer::stop`] (or by dropping it).
 pub struct RunningServer {
     pub addr: SocketAddr,
+    /// The metrics listener's address (`metrics_port`), if it has one.
+    pub metrics_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     thread: Option<std::thread::JoinHandle<Result<(), String>>>,
 }
@@ -371,13 +402,13 @@ impl RunningServer {
             .build()
             .map_err(|e| e.to_string())?;
         let server = rt.block_on(Server::bind(config))?;
-        let addr = server.local_addr();
+        let (addr, metrics_addr) = (server.local_addr(), server.metrics_addr());
         let (tx, rx) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name("tessera-server".into())
             .spawn(move || rt.block_on(server.run(rx)))
             .map_err(|e| e.to_string())?;
-        Ok(RunningServer { addr, shutdown: tx, thread: Some(thread) })
+        Ok(RunningServer { addr, metrics_addr, shutdown: tx, thread: Some(thread) })
     }
 
     pub fn stop(mut self) -> Result<(), String> {

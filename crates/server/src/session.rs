@@ -532,9 +532,11 @@ impl Busy {
                             "a request of {bytes} bytes is larger than the server's limit of {} MB (max_message_mb)",
                             self.state.config.max_message_mb
                         );
-                        self.run(resets(status), bad_request(msg::TDS_STREAM_INCORRECT.with(&[&why])))?
+                        self.run(first[0], resets(status), bad_request(msg::TDS_STREAM_INCORRECT.with(&[&why])))?
                     }
-                    Incoming::NoMemory { status, .. } => self.run(resets(status), bad_request(no_request_memory()))?,
+                    Incoming::NoMemory { status, .. } => {
+                        self.run(first[0], resets(status), bad_request(no_request_memory()))?
+                    }
                 }
             };
             if !go_on {
@@ -584,7 +586,7 @@ impl Busy {
         }
         // The decoded request's memory stays charged until it has run.
         let _held = input.into_charge();
-        self.run(resets(status), job)
+        self.run(first[0], resets(status), job)
     }
 
     /// One request and its whole response; false when the client left.
@@ -625,7 +627,7 @@ impl Busy {
             },
             k => return Err(packet::protocol(format!("unexpected packet type {k:#04x} after login"))),
         };
-        self.run(reset, job)
+        self.run(msg.kind, reset, job)
     }
 
     /// Answers with one DONE token of `status`, when nothing runs.
@@ -638,8 +640,17 @@ impl Busy {
         io::Write::flush(&mut self.transport)
     }
 
+    /// Runs a job of a request of packet type `packet_type` and writes its whole response,
+    /// counted and timed in `ServerState::requests`; false when the client left.
+    fn run(&mut self, packet_type: u8, reset: bool, job: Job) -> io::Result<bool> {
+        let started = std::time::Instant::now();
+        let served = self.respond(reset, job);
+        self.state.requests.record(packet_type, started.elapsed());
+        served
+    }
+
     /// Runs a job and writes its whole response; false when the client left.
-    fn run(&mut self, reset: bool, job: Job) -> io::Result<bool> {
+    fn respond(&mut self, reset: bool, job: Job) -> io::Result<bool> {
         // A shutdown that began meanwhile cancels this request too.
         self.cancel.store(self.state.stopping.load(Ordering::SeqCst), Ordering::Relaxed);
         let attention_read = self.transport.attention_waiting();

@@ -114,6 +114,16 @@ fn a_blocked_request_names_its_wait_its_blocker_and_the_key() {
         let dbcc = rows(&mut sa, &format!("DBCC INPUTBUFFER({holder_spid})")).await;
         assert_eq!(dbcc[0][2], buffer[0][1]);
 
+        // sp_who and sp_who2 name the blocker too.
+        let who = rows(&mut sa, &format!("EXEC sp_who {waiter_spid}")).await;
+        assert_eq!((who[0][2].trim(), who[0][5].trim()), ("suspended", holder_spid.to_string().as_str()), "{who:?}");
+        let who2 = rows(&mut sa, "EXEC sp_who2").await;
+        let blocked_row = who2.iter().find(|r| r[0].trim() == waiter_spid.to_string()).expect("the waiter");
+        assert_eq!((blocked_row[1].as_str(), blocked_row[4].trim()), ("suspended", holder_spid.to_string().as_str()));
+        assert_eq!(blocked_row[6], "UPDATE");
+        let holder_row = who2.iter().find(|r| r[0].trim() == holder_spid.to_string()).expect("the holder");
+        assert_eq!((holder_row[1].as_str(), holder_row[4].as_str()), ("sleeping", "  .  "));
+
         let lock_waits = "SELECT CAST(SUM(waiting_tasks_count) AS int) FROM sys.dm_os_wait_stats WHERE wait_type LIKE 'LCK_M_%'";
         let before = count(&mut sa, lock_waits).await;
         run(&mut holder, "COMMIT").await;
@@ -151,9 +161,64 @@ fn a_blocked_request_names_its_wait_its_blocker_and_the_key() {
             assert_eq!(refused(&mut pat, &format!("SELECT * FROM {view}")).await.0, 300, "{view}");
         }
         assert_eq!(refused(&mut pat, "DBCC SQLPERF(LOGSPACE)").await.0, 2571);
+        assert_eq!(refused(&mut pat, "DBCC ERRORLOG").await.0, 2571);
         assert_eq!(refused(&mut pat, &format!("DBCC INPUTBUFFER({holder_spid})")).await.0, 2571);
         let own = format!("DBCC INPUTBUFFER({})", spid(&mut pat).await);
         assert_eq!(rows(&mut pat, &own).await.len(), 1);
         assert_eq!(count(&mut pat, "SELECT COUNT(*) FROM sys.dm_exec_session_wait_stats WHERE session_id <> @@SPID").await, 0);
+    });
+}
+
+#[test]
+fn open_transactions_show_in_the_transaction_views_and_dbcc_opentran() {
+    let server = TestServer::start();
+    let port = server.port();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut sa = connect_as(port, "sa", PASSWORD).await;
+        run(&mut sa, "CREATE DATABASE tx").await;
+        run(&mut sa, "USE tx; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT t VALUES (1, 0), (2, 0)").await;
+        assert!(rows(&mut sa, "DBCC OPENTRAN('tx') WITH TABLERESULTS").await.is_empty(), "nothing open");
+
+        let mut writer = connect_as(port, "sa", PASSWORD).await;
+        let mut reader = connect_as(port, "sa", PASSWORD).await;
+        let (writer_spid, reader_spid) = (spid(&mut writer).await, spid(&mut reader).await);
+        run(&mut writer, "USE tx; BEGIN TRAN payroll; UPDATE t SET v = 1 WHERE id = 1; UPDATE t SET v = 2 WHERE id = 1").await;
+        // A row the writer does not hold: the reader does not wait.
+        run(&mut reader, "USE tx; BEGIN TRAN; SELECT v FROM t WHERE id = 2").await;
+
+        let of = |spid: i32| {
+            format!(
+                "SELECT a.name, CAST(a.transaction_type AS varchar(4)), CAST(s.is_user_transaction AS varchar(4)), \
+                 CAST(d.database_transaction_state AS varchar(4)), CAST(d.database_transaction_log_record_count AS varchar(9)), \
+                 CAST(d.database_transaction_begin_lsn AS varchar(30)) \
+                 FROM sys.dm_tran_session_transactions s \
+                 JOIN sys.dm_tran_active_transactions a ON a.transaction_id = s.transaction_id \
+                 JOIN sys.dm_tran_database_transactions d ON d.transaction_id = s.transaction_id \
+                 WHERE s.session_id = {spid} AND d.database_id = DB_ID('tx')"
+            )
+        };
+        let w = rows(&mut sa, &of(writer_spid)).await;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(&w[0][..4], ["payroll", "1", "1", "4"], "{w:?}");
+        assert!(w[0][4].parse::<u32>().unwrap() >= 2, "two updates logged: {w:?}");
+        assert_ne!(w[0][5], "NULL");
+        let r = rows(&mut sa, &of(reader_spid)).await;
+        assert_eq!(r, [["user_transaction", "2", "1", "3", "0", "NULL"]], "a reader has logged nothing");
+
+        let oldest = rows(&mut sa, "DBCC OPENTRAN('tx') WITH TABLERESULTS").await;
+        let property = |p: &str| oldest.iter().find(|r| r[0] == p).map(|r| r[1].clone()).unwrap_or_default();
+        assert_eq!(property("OLDACT_SPID"), writer_spid.to_string(), "{oldest:?}");
+        assert_eq!(property("OLDACT_NAME"), "payroll");
+        assert!(property("OLDACT_LSN").starts_with('('), "{oldest:?}");
+        assert_eq!(property("OLDACT_SID"), "0x01");
+
+        run(&mut writer, "COMMIT").await;
+        run(&mut reader, "COMMIT").await;
+        assert_eq!(
+            count(&mut sa, &format!("SELECT COUNT(*) FROM sys.dm_tran_session_transactions WHERE session_id IN ({writer_spid}, {reader_spid})")).await,
+            0
+        );
+        assert!(rows(&mut sa, "DBCC OPENTRAN('tx') WITH TABLERESULTS").await.is_empty());
     });
 }

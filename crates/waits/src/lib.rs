@@ -169,6 +169,10 @@ pub struct SessionWaits {
     current: Mutex<Option<CurrentWait>>,
     last: Mutex<Option<WaitType>>,
     request: Mutex<Option<Request>>,
+    /// CPU time of its requests that ended, in microseconds (sp_who2's CPUTime).
+    cpu_us: AtomicU64,
+    /// Pages its requests read from disk (sp_who2's DiskIO).
+    disk_reads: AtomicU64,
 }
 
 /// The request a session runs now, on the thread it is attached to.
@@ -213,7 +217,24 @@ impl SessionWaits {
             current: Mutex::new(None),
             last: Mutex::new(None),
             request: Mutex::new(None),
+            cpu_us: AtomicU64::new(0),
+            disk_reads: AtomicU64::new(0),
         })
+    }
+
+    /// CPU time of all its requests so far, the running one's included.
+    pub fn cpu(&self) -> Duration {
+        Duration::from_micros(self.cpu_us.load(Ordering::Relaxed)) + self.request_cpu().unwrap_or_default()
+    }
+
+    /// Pages its requests have read from disk.
+    pub fn disk_reads(&self) -> u64 {
+        self.disk_reads.load(Ordering::Relaxed)
+    }
+
+    /// Counts `pages` read from disk by one of its requests.
+    pub fn add_disk_reads(&self, pages: u64) {
+        self.disk_reads.fetch_add(pages, Ordering::Relaxed);
     }
 
     /// The CPU time its running request has used so far (None: none is running).
@@ -294,7 +315,10 @@ pub struct Attached {
 impl Drop for Attached {
     fn drop(&mut self) {
         if self.began {
-            *self.session.request.lock() = None;
+            if let Some(r) = self.session.request.lock().take() {
+                let used = cpu_time(r.clock).saturating_sub(r.cpu_at_start);
+                self.session.cpu_us.fetch_add(u64::try_from(used.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
+            }
         }
         let previous = self.previous.take();
         SESSION.with(|s| *s.borrow_mut() = previous);
@@ -422,6 +446,7 @@ mod tests {
         }
         drop(attached);
         assert_eq!(session.request_progress(), None);
+        assert!(session.cpu() >= cpu, "the ended request's CPU is the session's");
     }
 
     #[test]

@@ -348,6 +348,9 @@ catalog! {
     LOB_TOO_LARGE = 7119, 16, Statement, "Attempting to grow LOB beyond maximum allowed size of 2147483647 bytes.";
     LOB_DELETION_LENGTH_OUT_OF_RANGE = 7135, 16, Statement, "Deletion length %ld is not in the range of available text, ntext, or image data.";
     DETACH_SYSTEM_DATABASE = 7940, 16, Statement, "System databases master, model, msdb, and tempdb cannot be detached.";
+    OPENTRAN_NONE = 7969, 0, Statement, "No active open transactions.";
+    OPENTRAN_DATABASE = 7970, 0, Statement, "Transaction information for database '%.*ls'.";
+    OPENTRAN_OLDEST = 7974, 0, Statement, "Oldest active transaction:\n    SPID (server process ID): %d\n    UID (user ID) : -1\n    Name          : %.*ls\n    LSN           : %.*ls\n    Start time    : %.*ls\n    SID           : %.*ls";
     TDS_RPC_STREAM_INCORRECT = 8009, 16, Statement, "The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect: %ls.";
     IDENTITY_INSERT_NEEDS_COLUMN_LIST = 8101, 16, Statement, "An explicit value for the identity column in table '%.*ls' can only be specified when a column list is used and IDENTITY_INSERT is ON.";
     UPDATE_IDENTITY_COLUMN = 8102, 16, Statement, "Cannot update identity column '%.*ls'.";

@@ -84,6 +84,7 @@ fn add_key_constraint(
         unique_constraint: !primary,
         include: Vec::new(),
         filter: None,
+        usage: Default::default(),
     })
 }
 

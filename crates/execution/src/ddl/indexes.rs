@@ -67,6 +67,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
             unique_constraint: false,
             include,
             filter: None,
+            usage: Default::default(),
         };
         return rebuild(ctx, &database, &table, new, &Ok).map_err(|e| {
             if e.number == 2601 || e.number == 2627 {
@@ -88,6 +89,7 @@ pub fn create_index(ctx: &mut ExecCtx, ci: &ast::CreateIndex) -> SqlResult<()> {
         unique_constraint: false,
         include,
         filter: ci.filter.as_ref().map(tessera_syntax::unparse::definition),
+        usage: Default::default(),
     };
     new.indexes.push(ix.clone());
     // Binding the target binds the filter: a column it names must exist.

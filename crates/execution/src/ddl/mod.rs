@@ -78,6 +78,7 @@ fn heap_index(table_id: i32, version: u64) -> Index {
         unique_constraint: false,
         include: Vec::new(),
         filter: None,
+        usage: Default::default(),
     }
 }
 

@@ -247,6 +247,7 @@ pub fn create_table(ctx: &mut ExecCtx, ct: &ast::CreateTable) -> SqlResult<()> {
                     unique_constraint: false,
                     include: Vec::new(),
                     filter: None,
+                    usage: Default::default(),
                 },
             );
         }

@@ -59,6 +59,8 @@ impl StagedRows {
         ctx.check_tempdb_room(&target.db, self.bytes.div_ceil(tessera_database::PAGE_SIZE) as u64)?;
         let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
         let tx = ctx.transaction(&target.db)?;
+        // Each row a leaf insert (sys.dm_db_index_operational_stats), however stored.
+        crate::index_usage::add(&table.indexes[0].usage.leaf_inserts, self.rows.len() as u64);
         if self.bytes >= BULK_MIN_BYTES && tx.bulk_load(rows_tree, self.rows.iter().map(|(k, v)| (k, v)))?.is_some() {
             return Ok(());
         }

@@ -3,7 +3,7 @@
 
 use super::row_changes::delete_row;
 use super::rowcount_limit;
-use super::target::{unique_targets, BoundTarget};
+use super::target::{count_maintenance, unique_targets, BoundTarget};
 use crate::exec::{eval, run};
 use crate::runtime::ExecCtx;
 use std::collections::HashSet;
@@ -15,6 +15,7 @@ pub fn run_delete(ctx: &mut ExecCtx, p: &DeletePlan) -> SqlResult<(u64, Vec<Row>
     let mut rows = unique_targets(run(&p.source, &[], ctx)?, p.key);
     rows.truncate(rowcount_limit(ctx));
     let target = p.target.at(ctx)?;
+    count_maintenance(&target.table, |_| true);
     let n = target.table.columns.len();
     let mut count = 0;
     let mut output = Vec::new();

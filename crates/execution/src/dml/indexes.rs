@@ -3,6 +3,7 @@
 
 use super::constraints::{key_values, map_duplicate};
 use super::{object_name, TargetAt};
+use crate::index_usage::add;
 use crate::runtime::ExecCtx;
 use tessera_access::key::KeyBuf;
 use tessera_errors::msg;
@@ -32,6 +33,28 @@ pub(super) fn has_entry(ctx: &mut ExecCtx, target: &TargetAt, ix: &Index, row: &
     }
 }
 
+/// Adds the entry of `row` (whose clustered key is `key`) to index `ix`, if the index
+/// has one for it; whether it did. Not counted: see [`insert_index_entry`].
+pub(super) fn add_index_entry(
+    ctx: &mut ExecCtx,
+    target: &TargetAt,
+    ix: &Index,
+    row: &[Value],
+    key: &[u8],
+) -> SqlResult<bool> {
+    if !has_entry(ctx, target, ix, row)? {
+        return Ok(false);
+    }
+    let ikey = index_key(&target.table, ix, row)?;
+    let t = ctx.tree(&target.db, &ix.tree, &target.table)?;
+    ctx.transaction(&target.db)?
+        .index_insert(t, &ikey, key, ix.unique)
+        .map_err(|e| map_duplicate(e, &target.table, ix, row))?;
+    Ok(true)
+}
+
+/// [`add_index_entry`] for a data change: the entry counts among the index's leaf
+/// inserts (sys.dm_db_index_operational_stats).
 pub(super) fn insert_index_entry(
     ctx: &mut ExecCtx,
     target: &TargetAt,
@@ -39,16 +62,14 @@ pub(super) fn insert_index_entry(
     row: &[Value],
     key: &[u8],
 ) -> SqlResult<()> {
-    if !has_entry(ctx, target, ix, row)? {
-        return Ok(());
+    if add_index_entry(ctx, target, ix, row, key)? {
+        add(&ix.usage.leaf_inserts, 1);
     }
-    let ikey = index_key(&target.table, ix, row)?;
-    let t = ctx.tree(&target.db, &ix.tree, &target.table)?;
-    ctx.transaction(&target.db)?
-        .index_insert(t, &ikey, key, ix.unique)
-        .map_err(|e| map_duplicate(e, &target.table, ix, row))
+    Ok(())
 }
 
+/// Removes the entry of `row` from index `ix`, if the index has one for it (a leaf
+/// delete of the index).
 pub(super) fn delete_index_entry(
     ctx: &mut ExecCtx,
     target: &TargetAt,
@@ -62,15 +83,16 @@ pub(super) fn delete_index_entry(
     let ikey = index_key(&target.table, ix, row)?;
     let t = ctx.tree(&target.db, &ix.tree, &target.table)?;
     ctx.transaction(&target.db)?.index_delete(t, &ikey, key, ix.unique)?;
+    add(&ix.usage.leaf_deletes, 1);
     Ok(())
 }
 
 /// Adds the entry of each of `rows` (the table's rows with their keys, read by the caller
 /// in the session's transaction: see `ddl::rebuild::in_own_transaction`) to a new
-/// nonclustered index.
+/// nonclustered index (a build, not inserts: SQL Server's index counts start at zero).
 pub fn build_index(ctx: &mut ExecCtx, target: &TargetAt, ix: &Index, rows: &[(Vec<u8>, Row)]) -> SqlResult<()> {
     for (k, r) in rows {
-        insert_index_entry(ctx, target, ix, r, k).map_err(|e| {
+        add_index_entry(ctx, target, ix, r, k).map_err(|e| {
             if e.number == 2627 || e.number == 2601 {
                 let key = format!(" The duplicate key value is ({}).", key_values(&target.table, ix, r));
                 msg::CREATE_UNIQUE_INDEX_DUPLICATE.with(&[&object_name(&target.table), &ix.name, &key])

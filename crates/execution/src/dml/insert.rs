@@ -6,8 +6,8 @@ use super::constraints::{assign_value, check_row};
 use super::foreign_keys::check_parents;
 use super::rowcount_limit;
 use super::store::store_row;
-use super::target::{BoundTarget, TargetAt};
-use crate::exec::{eval, run};
+use super::target::{count_maintenance, BoundTarget, TargetAt};
+use crate::exec::{eval, expressions_run, run};
 use crate::identity::{load_counters, next_identity, observe_identity};
 use crate::runtime::ExecCtx;
 use tessera_errors::msg;
@@ -131,6 +131,7 @@ pub(super) fn source_rows(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<Vec<Ve
             rows.into_iter().map(|r| r.into_iter().map(Some).collect()).collect()
         }
         InsertSource::Rows(rows) => {
+            expressions_run(rows.iter().flatten().flatten(), ctx);
             let mut out = Vec::with_capacity(rows.len());
             for r in rows {
                 ctx.row_sequence_values.clear();
@@ -157,6 +158,7 @@ pub fn run_insert(ctx: &mut ExecCtx, p: &InsertPlan) -> SqlResult<(u64, Vec<Row>
     let table = &target.table;
     check_identity_insert(ctx, &target, p.explicit_identity)?;
     let source_rows = source_rows(ctx, p)?;
+    count_maintenance(table, |_| true);
     let limit = top_limit(ctx, p.top.as_ref())?.min(rowcount_limit(ctx));
     if table.identity_column().is_some() {
         load_counters(ctx, &target.db, table)?;

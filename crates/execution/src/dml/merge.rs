@@ -12,16 +12,16 @@ use super::partial::Splice;
 use super::row_changes::{check_update, delete_row, link_new_row, unlink_old_row};
 use super::rowcount_limit;
 use super::store::store_row;
-use super::target::{BoundTarget, TargetAt};
-use super::update::{assign, changed_columns};
-use crate::exec::{eval, is_true, run};
+use super::target::{count_maintenance, update_touches, BoundTarget, TargetAt};
+use super::update::{assign, changed_columns, set_expressions};
+use crate::exec::{eval, expressions_run, is_true, run};
 use crate::identity::load_counters;
 use crate::runtime::ExecCtx;
 use std::collections::HashSet;
 use std::sync::Arc;
 use tessera_errors::msg;
 use tessera_errors::SqlResult;
-use tessera_semantics::plan::{MergeAction, MergePlan, Row};
+use tessera_semantics::plan::{Expr, MergeAction, MergePlan, Row};
 use tessera_semantics::types::Value;
 use tessera_syntax::ast::MergeWhen;
 
@@ -54,6 +54,24 @@ pub fn run_merge(ctx: &mut ExecCtx, p: &MergePlan) -> SqlResult<(u64, Vec<Row>)>
     let table = target.table.clone();
     let n = table.columns.len();
     let limit = top_limit(ctx, p.top.as_ref())?.min(rowcount_limit(ctx));
+    // The indexes its actions maintain, and the subqueries its clauses evaluate.
+    let (mut changed, mut every, mut exprs) = (Vec::new(), false, Vec::<&Expr>::new());
+    for c in &p.clauses {
+        exprs.extend(&c.condition);
+        match &c.action {
+            MergeAction::Update(set) => {
+                changed.extend(changed_columns(set, &target));
+                exprs.extend(set_expressions(set));
+            }
+            MergeAction::Insert { values, .. } => {
+                every = true;
+                exprs.extend(values.iter().flatten());
+            }
+            MergeAction::Delete => every = true,
+        }
+    }
+    count_maintenance(&table, |ix| every || update_touches(&table, ix, &changed));
+    expressions_run(exprs, ctx);
     for c in &p.clauses {
         if let MergeAction::Insert { explicit_identity, .. } = &c.action {
             check_identity_insert(ctx, &target, *explicit_identity)?;

@@ -11,6 +11,7 @@ use super::target::BoundTarget;
 use super::{object_name, TargetAt};
 use crate::encoding::decode_row;
 use crate::exec::eval;
+use crate::index_usage::add;
 use crate::runtime::ExecCtx;
 use std::collections::HashSet;
 use tessera_errors::msg;
@@ -159,6 +160,7 @@ pub(super) fn delete_row(
     if !ctx.transaction(&target.db)?.delete(rows_tree, key)? {
         return Ok(false);
     }
+    add(&table.indexes[0].usage.leaf_deletes, 1);
     free_values(ctx, &target.db, table, &values, &[])?;
     for ix in &table.indexes[1..] {
         delete_index_entry(ctx, target, ix, row, key)?;
@@ -225,6 +227,7 @@ pub(super) fn unlink_old_row(
         let rows_tree = ctx.tree(&target.db, &table.indexes[0].tree, table)?;
         let values = values_off_the_row(ctx, &target.db, table, key)?;
         ctx.transaction(&target.db)?.delete(rows_tree, key)?;
+        add(&table.indexes[0].usage.leaf_deletes, 1);
         free_values(ctx, &target.db, table, &values, &[])?;
     }
     for ix in &table.indexes[1..] {
@@ -270,9 +273,11 @@ pub(super) fn link_new_row(
         ctx.transaction(&target.db)?
             .insert(rows_tree, &nk, &bytes)
             .map_err(|e| map_duplicate(e, table, &table.indexes[0], new))?;
+        add(&table.indexes[0].usage.leaf_inserts, 1);
         nk
     } else {
         ctx.transaction(&target.db)?.update(rows_tree, key, &bytes)?;
+        add(&table.indexes[0].usage.leaf_updates, 1);
         free_values(ctx, &target.db, table, &before, &kept)?;
         key.to_vec()
     };

@@ -2,17 +2,24 @@
 
 use super::constraints::{check_row, map_duplicate};
 use super::foreign_keys::check_parents;
-use super::indexes::insert_index_entry;
+use super::indexes::add_index_entry;
 use super::storage::{encode_row, table_rows};
 use super::TargetAt;
+use crate::index_usage::add;
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
 use tessera_semantics::plan::Row;
 use tessera_semantics::types::Value;
 
 /// Inserts a complete row (constraints already checked) into the rows tree and every
-/// index; returns its key.
+/// index, each a leaf insert (sys.dm_db_index_operational_stats); returns its key.
 pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> SqlResult<Vec<u8>> {
+    put_row(ctx, target, row, true)
+}
+
+/// [`store_row`]; `counted`: whether its entries count as leaf inserts (not when DDL
+/// loads a table's new trees).
+fn put_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value], counted: bool) -> SqlResult<Vec<u8>> {
     let table = &target.table;
     ctx.check_tempdb_room(&target.db, 0)?;
     let (key, bytes) = encode_row(ctx, target, row)?;
@@ -20,8 +27,13 @@ pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> 
     ctx.transaction(&target.db)?
         .insert(rows_tree, &key, &bytes)
         .map_err(|e| map_duplicate(e, table, &table.indexes[0], row))?;
+    if counted {
+        add(&table.indexes[0].usage.leaf_inserts, 1);
+    }
     for ix in &table.indexes[1..] {
-        insert_index_entry(ctx, target, ix, row, &key)?;
+        if add_index_entry(ctx, target, ix, row, &key)? && counted {
+            add(&ix.usage.leaf_inserts, 1);
+        }
     }
     Ok(key)
 }
@@ -30,7 +42,7 @@ pub(super) fn store_row(ctx: &mut ExecCtx, target: &TargetAt, row: &[Value]) -> 
 pub fn load_rows(ctx: &mut ExecCtx, target: &TargetAt, rows: Vec<Row>) -> SqlResult<()> {
     for r in rows {
         check_row(ctx, target, &r, "ALTER TABLE", false)?;
-        store_row(ctx, target, &r)?;
+        put_row(ctx, target, &r, false)?;
     }
     Ok(())
 }

@@ -4,9 +4,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::index_usage::{now, used};
 use crate::runtime::ExecCtx;
 use tessera_errors::SqlResult;
-use tessera_semantics::catalog::{DbRef, Table};
+use tessera_semantics::catalog::{DbRef, Index, Table};
 use tessera_semantics::plan::{Expr, Row, Target};
 use tessera_semantics::types::{SqlType, Value};
 
@@ -56,6 +57,26 @@ impl BoundTarget for Target {
             computed: &self.computed,
         }
     }
+}
+
+/// One more run of a statement that maintains `table`'s rows and the nonclustered indexes
+/// of it `nonclustered` picks (sys.dm_db_index_usage_stats' user_updates: one a statement,
+/// however many rows it changes).
+pub(super) fn count_maintenance(table: &Table, nonclustered: impl Fn(&Index) -> bool) {
+    let now = now();
+    for (i, ix) in table.indexes.iter().enumerate() {
+        if i == 0 || nonclustered(ix) {
+            used(&ix.usage.updates, &ix.usage.last_update, now);
+        }
+    }
+}
+
+/// Whether changing the `changed` columns of `table`'s rows may change entries of its
+/// nonclustered index `ix`: those of its key, of the clustered key (which every entry
+/// holds) or any, for a filtered index (see `row_changes::unlink_old_row`).
+pub(super) fn update_touches(table: &Table, ix: &Index, changed: &[usize]) -> bool {
+    let keyed = |ix: &Index| ix.columns.iter().any(|(c, _)| changed.contains(c));
+    keyed(&table.indexes[0]) || ix.filter.is_some() || keyed(ix)
 }
 
 pub(super) fn unique_targets(rows: Vec<Row>, key: usize) -> Vec<Row> {

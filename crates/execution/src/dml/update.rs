@@ -6,12 +6,12 @@ use super::insert::compute_columns;
 use super::partial::{apply, Splice};
 use super::row_changes::{check_update, link_new_row, unlink_old_row};
 use super::rowcount_limit;
-use super::target::{unique_targets, BoundTarget, TargetAt};
-use crate::exec::{eval, run};
+use super::target::{count_maintenance, unique_targets, update_touches, BoundTarget, TargetAt};
+use crate::exec::{eval, expressions_run, run};
 use crate::runtime::ExecCtx;
 use std::sync::Arc;
 use tessera_errors::SqlResult;
-use tessera_semantics::plan::{Row, SetList, UpdatePlan, VarSource};
+use tessera_semantics::plan::{Expr, Row, SetList, UpdatePlan, VarSource};
 use tessera_semantics::types::{self, Value};
 
 /// A row to change: its key, its values before and after, and the parts of its large
@@ -25,6 +25,8 @@ pub fn run_update(ctx: &mut ExecCtx, p: &UpdatePlan) -> SqlResult<(u64, Vec<Row>
     let table = &target.table;
     let n = table.columns.len();
     let changed = changed_columns(&p.set, &target);
+    count_maintenance(table, |ix| update_touches(table, ix, &changed));
+    expressions_run(set_expressions(&p.set), ctx);
     // Every row is evaluated and checked against the statement's starting state, then
     // all old rows are unlinked before any new row is stored, so that an update that
     // shifts keys (`SET id = id + 1`) only fails when its final state has duplicates.
@@ -92,6 +94,16 @@ pub(super) fn assign(
         ctx.session.vars[*slot] = types::cast(&v, t, vt, None)?.to_keep()?;
     }
     Ok((new, splices))
+}
+
+/// The expressions a SET list evaluates for each row.
+pub(super) fn set_expressions(set: &SetList) -> impl Iterator<Item = &Expr> {
+    let writes = set.writes.iter().flat_map(|w| [&w.value.0, &w.offset.0, &w.length.0]);
+    let variables = set.variables.iter().filter_map(|(_, v, ..)| match v {
+        VarSource::Expr(e) => Some(e),
+        VarSource::NewColumn(_) => None,
+    });
+    set.sets.iter().map(|(_, e, _)| e).chain(writes).chain(variables)
 }
 
 /// The columns a SET list changes, with the table's computed columns (recomputed with

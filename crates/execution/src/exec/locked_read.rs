@@ -43,6 +43,7 @@ fn locked_candidates(
     ctx: &mut ExecCtx,
 ) -> SqlResult<Vec<Candidate>> {
     let (db, table) = ctx.table(&node.db, &node.table)?;
+    crate::index_usage::add(&table.indexes[node.index].usage.range_scans, 1);
     let tx = ctx.transaction(&db)?;
     let tree = tx.database().table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
     tx.lock_table_for_read(tree, locks)?;
@@ -190,6 +191,11 @@ pub(super) fn locked_rows(
         }
         ctx.yield_point()?;
         let tx = ctx.transaction(&db_name)?;
+        // Single-row retrievals: a point lookup's, and the row of an index entry.
+        let point = node.single && node.lower.is_none() && node.upper.is_none();
+        if point {
+            crate::index_usage::add(&table.indexes[node.index].usage.singleton_lookups, 1);
+        }
         // A point lookup through a nonclustered index: its entry first (its key is exact).
         let (row_key, entry) = match entry {
             Some(e) => (key, Some(e)),
@@ -199,6 +205,9 @@ pub(super) fn locked_rows(
                 None => continue,
             },
         };
+        if node.index != 0 {
+            crate::index_usage::add(&table.indexes[0].usage.singleton_lookups, 1);
+        }
         let held = filter.is_some() && tx.holds_key(rows_tree, &row_key);
         let found = tx.get_locked(rows_tree, &row_key, locks, |bytes| decode_row(table, &schema, bytes, &lobs));
         let Some(row) = found.map_err(|e| name_conflict(e, table, &db_name))? else {

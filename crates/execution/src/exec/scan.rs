@@ -10,6 +10,7 @@ use super::missing_tree;
 use super::ranges::scan_range;
 use super::rows::{Cursor, Held, OneRow, Rows};
 use crate::encoding::{decode_columns, decode_row, encode_prefix, Lobs};
+use crate::index_usage::add;
 use crate::runtime::ExecCtx;
 use crate::statistics::ReadAheadMark;
 use std::collections::VecDeque;
@@ -80,12 +81,14 @@ fn lookup_committed<R>(
     let db = tx.database().clone();
     let table = &target.table;
     let tree = db.table(&table.indexes[node.index].tree).ok_or_else(|| missing_tree(&table.name))?;
+    add(&table.indexes[node.index].usage.singleton_lookups, 1);
     let (row_key, found) = if node.index == 0 {
         // The storage key is copied out only for a plan that asked for it.
         (node.with_key.then(|| key.to_vec()), tx.get_with(tree, key, f)?)
     } else {
         let Some(row_key) = tx.get(tree, key)? else { return Ok(None) };
         let rows = db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?;
+        add(&table.indexes[0].usage.singleton_lookups, 1);
         let found = tx.get_with(rows, &row_key, f)?;
         (node.with_key.then_some(row_key), found)
     };
@@ -259,6 +262,7 @@ impl<'p> RangeScan<'p> {
             Some(db.table(&table.indexes[0].tree).ok_or_else(|| missing_tree(&table.name))?)
         };
         let dir = if node.reverse { Direction::Backward } else { Direction::Forward };
+        add(&table.indexes[node.index].usage.range_scans, 1);
         Ok(RangeScan {
             node,
             filter,
@@ -335,6 +339,10 @@ impl<'p> RangeScan<'p> {
                 Direction::Forward => self.lo = Bound::Excluded(k),
                 Direction::Backward => self.hi = Bound::Excluded(k),
             }
+        }
+        if self.rows_tree.is_some() {
+            // Each entry's row, looked up in the clustered index or heap.
+            add(&self.target.table.indexes[0].usage.singleton_lookups, read as u64);
         }
         Ok(())
     }

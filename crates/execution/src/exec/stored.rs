@@ -10,6 +10,7 @@ use super::cursor::top_count;
 use super::evaluate::eval;
 use super::ranges::scan_range;
 use super::scan::{is_point, stored_point_lookup, RangeScan, ScanFilter, ScanTarget};
+use super::usage;
 use crate::runtime::ExecCtx;
 use std::ops::Range;
 use tessera_access::row;
@@ -102,6 +103,10 @@ pub fn open_stored<'p>(
     if columns.iter().zip(&types).any(|(&c, ty)| stored.get(c) != Some(ty)) {
         return Ok(None);
     }
+    // The run's index use: the scan, on the table it resolved to, and its subqueries'.
+    usage::scan_runs(node, &target.db, &target.table, ctx, crate::index_usage::now());
+    let bounds = node.lower.iter().chain(&node.upper).map(|b| &b.value);
+    usage::expressions_run(node.prefix.iter().chain(bounds).chain(filter).chain(top), ctx);
     let left = match top {
         Some(count) => top_count(&eval(count, &[], ctx)?, false, usize::MAX)?,
         None => usize::MAX,

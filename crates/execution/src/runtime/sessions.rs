@@ -99,6 +99,40 @@ pub struct SessionInfo {
     /// Its waits (sys.dm_exec_session_wait_stats, the wait columns of
     /// sys.dm_exec_requests) and its running request's CPU time and progress.
     pub waits: Arc<tessera_waits::SessionWaits>,
+    /// Its open transaction (sys.dm_tran_*), as its `Transactions` publishes it.
+    pub transaction: Arc<Mutex<Option<TransactionInfo>>>,
+}
+
+/// A session's open transaction as the views show it: published when it first touches
+/// a database, and when it touches another; gone when it ends.
+#[derive(Clone, Debug)]
+pub struct TransactionInfo {
+    /// Unique in the process (SQL Server's `transaction_id`), counted from 1.
+    pub id: u64,
+    /// Milliseconds since the Unix epoch.
+    pub begin_ms: i64,
+    /// The name BEGIN TRANSACTION gave it.
+    pub name: Option<String>,
+    /// Begun by BEGIN TRANSACTION or implicit transactions (not a statement's own).
+    pub user: bool,
+    /// The databases it has touched, in order.
+    pub databases: Vec<DatabaseTransaction>,
+}
+
+/// A session's transaction in one database.
+#[derive(Clone, Copy, Debug)]
+pub struct DatabaseTransaction {
+    pub database_id: u32,
+    /// The storage transaction's id in that database.
+    pub txn: u64,
+    pub begin_ms: i64,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A client's TDS connection, as sys.dm_exec_connections shows it.

@@ -32,7 +32,15 @@ pub struct Transactions {
     pub delayed: bool,
     /// The name given to the outermost BEGIN TRANSACTION.
     pub name: Option<String>,
+    /// The open transaction as the views show it (the session's `SessionInfo` holds it too).
+    pub published: Arc<parking_lot::Mutex<Option<super::TransactionInfo>>>,
+    /// The last transaction's list of databases, kept for the next one's (an autocommit
+    /// statement publishes one transaction without allocating).
+    spare_databases: Vec<super::DatabaseTransaction>,
 }
+
+/// Transaction ids for the views, unique in the process.
+static TRANSACTION_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A savepoint: its name, the position in every open transaction, and how many deferred
 /// DDL entries there were.
@@ -166,8 +174,27 @@ impl Transactions {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Publishes that the transaction now also works in `database` with storage
+    /// transaction `txn` (the first database begins it).
+    fn publish_begun(&mut self, database_id: u32, txn: u64) {
+        let now = super::now_ms();
+        let mut published = self.published.lock();
+        let info = published.get_or_insert_with(|| super::TransactionInfo {
+            id: TRANSACTION_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            begin_ms: now,
+            name: self.name.clone(),
+            user: self.count > 0,
+            databases: std::mem::take(&mut self.spare_databases),
+        });
+        info.databases.push(super::DatabaseTransaction { database_id, txn, begin_ms: now });
+    }
+
     fn reset(&mut self) {
         debug_assert!(self.deferred.is_empty(), "deferred DDL outlived its transaction");
+        if let Some(mut ended) = self.published.lock().take() {
+            ended.databases.clear();
+            self.spare_databases = ended.databases;
+        }
         self.count = 0;
         self.savepoints.clear();
         self.statement_deferred = 0;
@@ -248,6 +275,7 @@ impl SessionState {
         t.set_lock_timeout(lock_timeout(self.options.lock_timeout));
         t.set_cancel(self.cancel.clone());
         let txns = &mut self.txns;
+        txns.publish_begun(database.id(), t.id());
         txns.statement_marks.push((database.clone(), t.savepoint()));
         txns.open.push(t);
         Ok(txns.open.len() - 1)

@@ -30,6 +30,14 @@ const TICKS_PER_DAY: i64 = 86_400 * 10_000_000;
 /// deleted); the new ERRORLOG begins with the server's header lines.
 pub fn cycle(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
     too_many("sp_cycle_errorlog", args, 0)?;
+    cycle_log(ctx)?;
+    // The procedure runs DBCC ERRORLOG, whose message it passes on.
+    sink.message(&msg::DBCC_COMPLETED.err());
+    Ok(0)
+}
+
+/// DBCC ERRORLOG (what sp_cycle_errorlog runs): sysadmin only.
+pub fn cycle_log(ctx: &ExecCtx) -> SqlResult<()> {
     if !ctx.shared.session_in_role(ctx.session, "sysadmin") {
         return Err(msg::ADMIN_ACTION_DENIED.err());
     }
@@ -38,10 +46,7 @@ pub fn cycle(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
             msg::ERRORLOG_NOT_CYCLED.with(&[&"tessera runs embedded here, not as a server, and keeps no ERRORLOG"])
         );
     };
-    log.cycle(ctx.session.spid).map_err(|reason| msg::ERRORLOG_NOT_CYCLED.with(&[&reason]))?;
-    // The procedure runs DBCC ERRORLOG, whose message it passes on.
-    sink.message(&msg::DBCC_COMPLETED.err());
-    Ok(0)
+    log.cycle(ctx.session.spid).map_err(|reason| msg::ERRORLOG_NOT_CYCLED.with(&[&reason]))
 }
 
 /// Which procedure reads the log.

@@ -19,7 +19,7 @@ pub use properties::PropertyChange;
 
 pub mod applock;
 pub mod describe;
-mod errorlog;
+pub mod errorlog;
 mod help;
 mod odbc;
 mod properties;
@@ -40,6 +40,7 @@ pub enum SystemProc {
     DetachDb,
     Configure,
     Who,
+    Who2,
     HelpDb,
     Help,
     HelpIndex,
@@ -89,7 +90,8 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_attach_db" => SystemProc::AttachDb,
         "sp_detach_db" => SystemProc::DetachDb,
         "sp_configure" => SystemProc::Configure,
-        "sp_who" | "sp_who2" => SystemProc::Who,
+        "sp_who" => SystemProc::Who,
+        "sp_who2" => SystemProc::Who2,
         "sp_helpdb" => SystemProc::HelpDb,
         "sp_help" => SystemProc::Help,
         "sp_helpindex" => SystemProc::HelpIndex,
@@ -188,6 +190,7 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         }
         SystemProc::Configure => configure(args, ctx, sink),
         SystemProc::Who => who(args, ctx, sink),
+        SystemProc::Who2 => who2(args, ctx, sink),
         SystemProc::HelpDb => helpdb(args, ctx, sink),
         SystemProc::Help => help::help(args, ctx, sink),
         SystemProc::HelpIndex => help::helpindex(args, ctx, sink),
@@ -399,15 +402,58 @@ fn configure(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) ->
     Ok(0)
 }
 
-fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
-    too_many("sp_who", args, 1)?;
+/// The sessions sp_who and sp_who2 list: every one with VIEW SERVER STATE, else only
+/// the caller's (as SQL Server), kept by `@loginame` (a login, a session id, or `active`).
+fn who_sessions(
+    procedure: &str,
+    args: &[NamedArg],
+    ctx: &ExecCtx,
+) -> SqlResult<Vec<(crate::runtime::SessionInfo, crate::runtime::Activity)>> {
+    too_many(procedure, args, 1)?;
     let filter = text_arg(args, 0, "@loginame");
-    // Every session with VIEW SERVER STATE, else only the caller's (as SQL Server).
     let everyone = ctx.shared.holds_server(ctx.session, "VIEW SERVER STATE");
     let me = ctx.session.spid;
     let mut sessions: Vec<_> =
         ctx.shared.sessions.lock().values().filter(|i| everyone || i.spid == me).cloned().collect();
     sessions.sort_by_key(|i| i.spid);
+    Ok(sessions
+        .into_iter()
+        .map(|info| {
+            let now = info.activity.lock().clone();
+            (info, now)
+        })
+        .filter(|(info, now)| match &filter {
+            None => true,
+            Some(f) if f.eq_ignore_ascii_case("active") => now.running,
+            Some(f) => match f.parse::<i32>() {
+                Ok(spid) => spid == info.spid,
+                Err(_) => f.eq_ignore_ascii_case(&info.login),
+            },
+        })
+        .collect())
+}
+
+/// A session's status as sp_who shows it (`suspended` while its request waits) and the
+/// session blocking it (0: none).
+fn who_status(info: &crate::runtime::SessionInfo, now: &crate::runtime::Activity) -> (&'static str, i32) {
+    match (now.running, info.waits.current()) {
+        (true, Some(w)) => ("suspended", w.blocker),
+        (true, None) => ("runnable", 0),
+        (false, _) => ("sleeping", 0),
+    }
+}
+
+/// The command sp_who shows: the running batch's first word, else AWAITING COMMAND.
+fn who_command(now: &crate::runtime::Activity) -> String {
+    let cmd = match now.running_text() {
+        Some(text) => text.split_whitespace().next().unwrap_or("").to_uppercase(),
+        None => "AWAITING COMMAND".to_string(),
+    };
+    cmd.chars().take(16).collect()
+}
+
+fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    let sessions = who_sessions("sp_who", args, ctx)?;
     let columns = [
         col("spid", SqlType::SmallInt, false),
         col("ecid", SqlType::SmallInt, false),
@@ -420,32 +466,72 @@ fn who(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlRe
         col("request_id", SqlType::Int, false),
     ];
     let mut rows = Vec::new();
-    for info in sessions {
-        let now = info.activity.lock().clone();
-        let keep = match &filter {
-            None => true,
-            Some(f) if f.eq_ignore_ascii_case("active") => now.running,
-            Some(f) => match f.parse::<i32>() {
-                Ok(spid) => spid == info.spid,
-                Err(_) => f.eq_ignore_ascii_case(&info.login),
-            },
-        };
-        if !keep {
-            continue;
-        }
-        let cmd = match now.running_text() {
-            Some(text) => text.split_whitespace().next().unwrap_or("").to_uppercase(),
-            None => "AWAITING COMMAND".to_string(),
-        };
+    for (info, now) in sessions {
+        let (status, blocker) = who_status(&info, &now);
         rows.push(vec![
             int(i64::from(info.spid)),
             int(0),
-            s(&format!("{:<30}", if now.running { "runnable" } else { "sleeping" })),
+            s(&format!("{status:<30}")),
             s(&info.login),
             s(&format!("{:<128}", info.host_name)),
-            s("0    "),
+            s(&format!("{blocker:<5}")),
             s(&now.database),
-            s(&format!("{:<16}", cmd.chars().take(16).collect::<String>())),
+            s(&format!("{:<16}", who_command(&now))),
+            int(0),
+        ]);
+    }
+    result(ctx, sink, &columns, &rows);
+    Ok(0)
+}
+
+/// sp_who2: sp_who's sessions with their CPU time (ms), pages read from disk, the start
+/// of their last batch (`MM/DD hh:mm:ss`, UTC) and program, and the blocking session
+/// (`  .` when none), in SQL Server's columns.
+fn who2(args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut dyn ResultSink) -> SqlResult<i32> {
+    let sessions = who_sessions("sp_who2", args, ctx)?;
+    let columns = [
+        col("SPID", SqlType::Char(5), false),
+        col("Status", SqlType::VarChar(30), false),
+        col("Login", SYSNAME, true),
+        col("HostName", SYSNAME, true),
+        col("BlkBy", SqlType::Char(5), false),
+        col("DBName", SYSNAME, true),
+        col("Command", SqlType::VarChar(16), false),
+        col("CPUTime", SqlType::Int, false),
+        col("DiskIO", SqlType::Int, false),
+        col("LastBatch", SqlType::VarChar(14), false),
+        col("ProgramName", SYSNAME, true),
+        col("SPID", SqlType::Char(5), false),
+        col("REQUESTID", SqlType::Int, false),
+    ];
+    let mut rows = Vec::new();
+    for (info, now) in sessions {
+        let (status, blocker) = who_status(&info, &now);
+        let spid = format!("{:<5}", info.spid);
+        let secs = now.start_ms.div_euclid(1000);
+        let date = crate::sysviews::datetime(secs);
+        let last_batch = match date {
+            Value::DateTime { days, .. } => {
+                let (_, month, day) = tessera_semantics::types::civil_from_days(days);
+                let t = secs.rem_euclid(86_400);
+                format!("{month:02}/{day:02} {:02}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+            }
+            _ => String::new(),
+        };
+        let cpu_ms = i64::try_from(info.waits.cpu().as_millis()).unwrap_or(i64::MAX).min(i64::from(i32::MAX));
+        rows.push(vec![
+            s(&spid),
+            s(status),
+            s(&info.login),
+            s(&info.host_name),
+            s(&if blocker == 0 { "  .  ".to_string() } else { format!("{blocker:<5}") }),
+            s(&now.database),
+            s(&who_command(&now)),
+            int(cpu_ms),
+            int(i64::try_from(info.waits.disk_reads()).unwrap_or(i64::MAX).min(i64::from(i32::MAX))),
+            s(&last_batch),
+            s(&info.program_name),
+            s(&spid),
             int(0),
         ]);
     }

@@ -45,6 +45,9 @@ static FUNCTIONS: &[&dyn SystemFunction] = &[
     &GENERATE_SERIES,
     &super::requests::SQL_TEXT,
     &super::requests::INPUT_BUFFER,
+    &super::query_stats::TEXT_QUERY_PLAN,
+    &super::index_usage::INDEX_OPERATIONAL_STATS,
+    &super::io_stats::VIRTUAL_FILE_STATS,
 ];
 
 /// The most rows GENERATE_SERIES makes (its rows are held in memory).

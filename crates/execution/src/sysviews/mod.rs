@@ -26,7 +26,13 @@
 //! - `requests`: sys.dm_exec_requests, and a request's text (dm_exec_sql_text,
 //!   dm_exec_input_buffer)
 //! - `waits`: sys.dm_os_wait_stats and sys.dm_exec_session_wait_stats
+//! - `query_stats`: sys.dm_exec_query_stats (what each cached statement plan's runs cost)
+//! - `io_stats`: the function sys.dm_io_virtual_file_stats (each open database's files)
 //! - `locks`: sys.dm_tran_locks, and how lock resources are named
+//! - `index_usage`: sys.dm_db_index_usage_stats, the function
+//!   sys.dm_db_index_operational_stats, and the missing-index views
+//! - `transactions`: sys.dm_tran_active_transactions, dm_tran_session_transactions,
+//!   dm_tran_database_transactions, and DBCC OPENTRAN's oldest transaction
 //! - `space_usage`: sys.dm_db_log_space_usage, dm_db_file_space_usage, DBCC SQLPERF(LOGSPACE)
 //! - `security`: sys.server_principals, sql_logins, server_role_members, server_permissions
 //! - `principals`: sys.database_principals, database_role_members, database_permissions,
@@ -54,13 +60,16 @@ mod dependencies;
 pub(crate) mod describe;
 mod dmv;
 pub mod functions;
+mod index_usage;
 mod indexes;
 mod information_schema;
+mod io_stats;
 mod locks;
 mod messages;
 mod objects;
 mod principals;
 mod properties;
+mod query_stats;
 mod requests;
 mod resource_governor;
 mod security;
@@ -70,6 +79,7 @@ mod system_objects;
 pub(crate) mod system_types;
 #[cfg(test)]
 mod tests;
+mod transactions;
 mod waits;
 
 use std::sync::Arc;
@@ -90,6 +100,7 @@ pub(crate) use properties::module_level_type;
 pub use requests::input_buffer;
 pub use space_usage::{log_space, LogSpace};
 pub use system_types::{type_id, type_name};
+pub use transactions::{oldest_active, OldestTransaction};
 
 /// Every system view. Names are unique and lower case (a lookup lowers the name it is given).
 static ALL: &[&dyn SystemView] = &[
@@ -161,9 +172,13 @@ static ALL: &[&dyn SystemView] = &[
     &databases::ACTIVE_SNAPSHOT_TRANSACTIONS,
     &dmv::EXEC_SESSIONS,
     &requests::EXEC_REQUESTS,
+    &query_stats::EXEC_QUERY_STATS,
     &waits::OS_WAIT_STATS,
     &waits::EXEC_SESSION_WAIT_STATS,
     &locks::TRAN_LOCKS,
+    &transactions::TRAN_ACTIVE_TRANSACTIONS,
+    &transactions::TRAN_SESSION_TRANSACTIONS,
+    &transactions::TRAN_DATABASE_TRANSACTIONS,
     &space_usage::DB_LOG_SPACE_USAGE,
     &space_usage::DB_FILE_SPACE_USAGE,
     &dmv::EXEC_CONNECTIONS,
@@ -192,6 +207,10 @@ static ALL: &[&dyn SystemView] = &[
     &system_objects::ALL_VIEWS,
     &system_objects::SYSTEM_COLUMNS,
     &system_objects::ALL_COLUMNS,
+    &index_usage::INDEX_USAGE_STATS,
+    &index_usage::MISSING_INDEX_DETAILS,
+    &index_usage::MISSING_INDEX_GROUPS,
+    &index_usage::MISSING_INDEX_GROUP_STATS,
 ];
 
 /// One system table-valued function (`functions` lists them): its name (lower case), its

@@ -15,7 +15,7 @@ use crate::runtime::{ExecCtx, SessionInfo};
 use tessera_semantics::types::{SqlType::*, Value};
 
 /// `datetime` from milliseconds since the Unix epoch (on datetime's 1/300 s grid).
-fn datetime_ms(epoch_ms: i64) -> Value {
+pub(super) fn datetime_ms(epoch_ms: i64) -> Value {
     let Value::DateTime { days, .. } = super::datetime(epoch_ms.div_euclid(1000)) else {
         unreachable!("datetime makes a DateTime")
     };
@@ -149,9 +149,7 @@ pub(super) static EXEC_REQUESTS: ViewDef<61> = ViewDef {
 /// `prev_error`, `nest_level`, `granted_query_memory`, `deadlock_priority` (0), and
 /// `ansi_defaults` (0).
 fn exec_requests(ctx: &ExecCtx, _db: &str) -> Rows<61> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let now_ms = crate::runtime::now_ms();
     let mut out = Vec::new();
     for info in sessions(ctx) {
         let activity = info.activity.lock().clone();
@@ -207,7 +205,7 @@ fn request_row(
         s(&resource),
         int(i64::from(activity.open_transactions)),
         int(1),
-        int(0),
+        int(info.transaction.lock().as_ref().map_or(0, |t| i64::try_from(t.id).unwrap_or(0))),
         Value::Null,
         Value::Float(progress.map_or(0.0, |f| (f * 100.0) as f32 as f64)),
         int(remaining_ms),

@@ -13,7 +13,7 @@ use tessera_semantics::types::{SqlType::*, Value};
 
 /// The per-database DMVs need VIEW DATABASE STATE in their database (held by its owner
 /// and by sysadmins), else SQL Server's 300 and 297.
-fn database_state(ctx: &ExecCtx, db: &str) -> SqlResult<()> {
+pub(super) fn database_state(ctx: &ExecCtx, db: &str) -> SqlResult<()> {
     use tessera_security::principals::check::{allowed, On};
     let (security, token) = ctx.shared.access(ctx.session, db)?;
     if token.unrestricted || allowed(&security, &token, "VIEW DATABASE STATE", On::Database) {

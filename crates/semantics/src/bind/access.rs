@@ -5,7 +5,8 @@ use super::expr_walk::{conjoin, map_columns};
 use super::from::{FromNode, LeafSource, TableSource};
 use super::Binder;
 use crate::catalog::Table;
-use crate::plan::{columns_used, Expr, Plan, RangeBound, ScanNode};
+use crate::plan::{columns_used, Expr, Plan, RangeBound, ScanNode, WantedIndex};
+use std::sync::Arc;
 use tessera_errors::{msg, SqlResult};
 use tessera_syntax::ast::{BinaryOp, JoinHint, JoinKind};
 
@@ -219,18 +220,56 @@ fn access_path(source: TableSource, filters: Vec<Expr>, usable: &[bool]) -> Plan
             best = Some((i, seek, score));
         }
     }
-    let (index, seek) = match best {
-        Some((i, seek, _)) => (i, seek),
-        None => (0, Seek { prefix: Vec::new(), lower: None, upper: None, single: false, used: Vec::new() }),
+    let (index, seek, wanted) = match best {
+        Some((i, seek, _)) => (i, seek, None),
+        None => {
+            let seek = Seek { prefix: Vec::new(), lower: None, upper: None, single: false, used: Vec::new() };
+            (0, seek, wanted_index(&facts))
+        }
     };
-    seek_plan(source, index, seek, filters)
+    seek_plan(source, index, seek, filters, wanted)
+}
+
+/// The index a scan of the whole table under `facts` wants (SQL Server's missing-index
+/// suggestion): the columns compared with `=`, then those compared otherwise, each in
+/// column order; None without comparisons.
+fn wanted_index(facts: &[Fact]) -> Option<Arc<WantedIndex>> {
+    if facts.is_empty() {
+        return None;
+    }
+    let columns = |equality: bool| {
+        let mut c: Vec<usize> = facts.iter().filter(|f| (f.1 == BinaryOp::Eq) == equality).map(|f| f.0).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    };
+    let equality = columns(true);
+    let mut inequality = columns(false);
+    inequality.retain(|c| !equality.contains(c));
+    // SQL Server's guesses without statistics.
+    let selectivity: f64 = facts
+        .iter()
+        .map(|f| match f.1 {
+            BinaryOp::Eq => 0.1,
+            BinaryOp::NotEq => 0.9,
+            _ => 0.3,
+        })
+        .product();
+    let impact = ((1.0 - selectivity) * 10_000.0).round() / 100.0;
+    Some(Arc::new(WantedIndex { equality, inequality, included: Vec::new(), impact }))
 }
 
 /// The scan of index `index` of `source` that `seek` describes, under the filters it does
 /// not represent exactly: those whose numbers are not in `seek.used` stay as a residual
 /// predicate; the others are dropped (so a non-deterministic value such as `RAND()` is
-/// computed once, for the seek).
-fn seek_plan(source: TableSource, index: usize, seek: Seek, filters: Vec<Expr>) -> Plan {
+/// computed once, for the seek). `wanted`: the index a scan of the whole table wants.
+fn seek_plan(
+    source: TableSource,
+    index: usize,
+    seek: Seek,
+    filters: Vec<Expr>,
+    wanted: Option<Arc<WantedIndex>>,
+) -> Plan {
     let TableSource { db, table, alias, with_key, hints } = source;
     let scan = Plan::Scan(Box::new(ScanNode {
         db,
@@ -244,6 +283,7 @@ fn seek_plan(source: TableSource, index: usize, seek: Seek, filters: Vec<Expr>) 
         with_key,
         single: seek.single,
         hints,
+        wanted,
     }));
     let residual: Vec<Expr> =
         filters.into_iter().enumerate().filter(|(i, _)| !seek.used.contains(i)).map(|(_, f)| f).collect();
@@ -314,7 +354,7 @@ fn join_with_table(left: Plan, inner: TableSource, own: Vec<Expr>, join: JoinSpe
     }
     match best {
         Some((index, seek)) => {
-            let right = seek_plan(inner, index, seek, own);
+            let right = seek_plan(inner, index, seek, own, None);
             let JoinSpec { kind, on, right_width, .. } = join;
             Ok(Plan::Apply { left: Box::new(left), right: Box::new(right), kind, on: conjoin(on), right_width })
         }

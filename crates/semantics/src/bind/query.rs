@@ -13,7 +13,8 @@ use tessera_syntax::ast::{self, Literal};
 
 impl<'a> Binder<'a> {
     pub fn bind_query(&mut self, q: &ast::Query) -> SqlResult<BoundQuery> {
-        let bound = self.bind_query_rows(q)?;
+        let mut bound = self.bind_query_rows(q)?;
+        bound.plan.cover_wanted_index();
         match &q.for_clause {
             Some(clause) => self.document(q, clause, bound),
             None => Ok(bound),

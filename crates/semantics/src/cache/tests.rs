@@ -56,7 +56,7 @@ fn hits_misses_and_recency() {
 fn an_expensive_plan_outlives_cheap_ones_used_as_recently() {
     let cache: PlanCache<u32> = PlanCache::new(SHARDS * 8192);
     let costly = cache.get_or_parse("costly", parse).unwrap();
-    costly.store(1, compiled(None, 1, 1), 1, 500);
+    costly.store(1, compiled(None, 1, 1), 1, 500, (0, -1));
     for i in 0..5000 {
         cache.get_or_parse(&format!("cheap {i}"), parse).unwrap();
     }
@@ -75,7 +75,7 @@ fn plans_are_accounted_and_shared_by_databases_with_the_same_definitions() {
     let cache: PlanCache<u32> = PlanCache::new(1 << 20);
     let b = cache.get_or_parse("x", parse).unwrap();
     let before = (b.size(), cache.bytes());
-    b.store(7, compiled(None, 3, 42), 1, 10);
+    b.store(7, compiled(None, 3, 42), 1, 10, (0, -1));
     assert!(b.size() > before.0 && cache.bytes() - before.1 == b.size() - before.0, "a bound plan is accounted");
     for database in 1..=50 {
         assert_eq!(b.plan(7, 0, database, 0, holds_with(3)).map(|f| *f.plan), Some(42));
@@ -84,7 +84,7 @@ fn plans_are_accounted_and_shared_by_databases_with_the_same_definitions() {
     assert!(b.plan(7, 1, 1, 0, holds_with(3)).is_none(), "another session's context");
     assert!(b.plan(8, 0, 1, 0, holds_with(3)).is_none());
     // The differing database binds its own plan; the shared one stays.
-    b.store(7, compiled(None, 4, 43), 1, 10);
+    b.store(7, compiled(None, 4, 43), 1, 10, (0, -1));
     assert_eq!(b.plan(7, 0, 51, 0, holds_with(4)).map(|f| *f.plan), Some(43));
     assert_eq!(b.plan(7, 0, 2, 0, holds_with(3)).map(|f| *f.plan), Some(42));
     let info = &cache.entries()[0];
@@ -95,12 +95,12 @@ fn plans_are_accounted_and_shared_by_databases_with_the_same_definitions() {
 fn a_statement_keeps_a_bounded_number_of_plans_the_least_recently_used_going() {
     let cache: PlanCache<u32> = PlanCache::new(1 << 20);
     let b = cache.get_or_parse("x", parse).unwrap();
-    b.store(1, compiled(None, 0, 0), 1, 1);
+    b.store(1, compiled(None, 0, 0), 1, 1, (0, -1));
     for v in 1..=(MAX_VARIANTS as u64 + 3) {
         cache.get_or_parse("x", parse).unwrap();
         // Plan 0 stays in use.
         assert!(b.plan(1, 0, 1, 0, holds_with(0)).is_some());
-        b.store(1, compiled(None, v, v as u32), 1, 1);
+        b.store(1, compiled(None, v, v as u32), 1, 1, (0, -1));
     }
     assert_eq!(b.plan_count(), MAX_VARIANTS);
     assert!(b.plan(1, 0, 1, 0, holds_with(0)).is_some(), "the plan in use stays");
@@ -112,11 +112,11 @@ fn a_statement_keeps_a_bounded_number_of_plans_the_least_recently_used_going() {
 fn forgetting_a_database_drops_only_the_plans_that_name_it() {
     let cache: PlanCache<u32> = PlanCache::new(1 << 20);
     for i in 0..10 {
-        cache.get_or_parse(&format!("q{i}"), parse).unwrap().store(1, compiled(None, 1, 1), 1, 1);
+        cache.get_or_parse(&format!("q{i}"), parse).unwrap().store(1, compiled(None, 1, 1), 1, 1, (0, -1));
     }
     // A batch that reads a table of b by name, and one run in b.
     let cross = cache.get_or_parse("cross", parse).unwrap();
-    cross.store(1, compiled(Some("b"), 1, 1), 1, 1);
+    cross.store(1, compiled(Some("b"), 1, 1), 1, 1, (0, -1));
     let local = cache.get_or_parse("q0", parse).unwrap();
     assert!(local.plan(1, 0, 9, 0, holds_with(1)).is_some());
     cache.forget_database("B", 9);
@@ -152,7 +152,7 @@ fn sessions_share_the_cache_from_many_threads() {
                 for i in 0..2000 {
                     let b = cache.get_or_parse(&format!("q{}", i % 100), parse).unwrap();
                     if i % 7 == t {
-                        b.store(i, compiled(None, 1, i as u32), 1, 1);
+                        b.store(i, compiled(None, 1, i as u32), 1, 1, (0, -1));
                     }
                 }
             })
@@ -170,7 +170,7 @@ fn sessions_share_the_cache_from_many_threads() {
 fn a_plan_found_to_hold_in_a_catalog_snapshot_is_not_checked_again_in_it() {
     let cache: PlanCache<u32> = PlanCache::new(1 << 20);
     let b = cache.get_or_parse("x", parse).unwrap();
-    b.store(7, compiled(None, 3, 42), 1, 10);
+    b.store(7, compiled(None, 3, 42), 1, 10, (0, -1));
     let never = |_: &ObjectDep| false;
     assert!(b.plan(7, 0, 1, 9, never).is_none(), "not yet found to hold in snapshot 9");
     assert!(b.plan(7, 0, 1, 9, holds_with(3)).is_some());
@@ -178,7 +178,7 @@ fn a_plan_found_to_hold_in_a_catalog_snapshot_is_not_checked_again_in_it() {
     assert!(b.plan(7, 0, 1, 10, never).is_none(), "another snapshot is checked");
     assert!(b.plan(7, 0, 1, 0, never).is_none(), "a snapshot without a version is always checked");
     // A plan naming another database is always checked: the snapshot is only this one's.
-    b.store(8, compiled(Some("other"), 3, 43), 1, 10);
+    b.store(8, compiled(Some("other"), 3, 43), 1, 10, (0, -1));
     assert!(b.plan(8, 0, 1, 9, holds_with(3)).is_some());
     assert!(b.plan(8, 0, 1, 9, never).is_none());
 }

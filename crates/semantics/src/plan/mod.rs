@@ -16,7 +16,7 @@ pub use statement::{
 };
 pub use tree::{
     columns_used, AggCall, AggFunc, Col, DocumentFormat, Expr, Plan, RangeBound, ScanNode, SessionFn, SortKey,
-    StringAgg, Subquery, SubqueryKind, TableCall, UserCall, View, WindowCall, WindowFunc,
+    StringAgg, Subquery, SubqueryKind, TableCall, UserCall, View, WantedIndex, WindowCall, WindowFunc,
 };
 
 use crate::types::Value;

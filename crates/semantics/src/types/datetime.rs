@@ -49,7 +49,7 @@ pub fn days_from_civil(y: i32, m: u32, d: u32) -> i32 {
 }
 
 /// The date of a day count since 0001-01-01: (year, month, day).
-pub(crate) fn civil_from_days(days: i32) -> (i32, u32, u32) {
+pub fn civil_from_days(days: i32) -> (i32, u32, u32) {
     let z = i64::from(days) - 719_162 + 719_468;
     let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
     let doe = z - era * 146_097;

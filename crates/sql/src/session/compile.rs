@@ -73,6 +73,7 @@ impl Runner<'_> {
     fn prepared(
         &mut self,
         key: usize,
+        span: (usize, usize),
         vars: &[(String, SqlType)],
         compile: impl FnOnce(&mut Binder) -> SqlResult<Prepared>,
     ) -> SqlResult<Checked> {
@@ -98,29 +99,30 @@ impl Runner<'_> {
         let plan = Arc::new(prepared);
         let bind_us = started.elapsed().as_micros() as u64;
         let compiled = Compiled { context, plan: plan.clone(), deps: deps.clone() };
-        self.batch.store(key, compiled, catalogs.current.database_id, bind_us);
-        Ok(Checked { found: Found { plan, deps }, context, current: catalogs.current })
+        let offsets = tessera_semantics::cache::utf16_offsets(&self.batch.text, span);
+        let stats = self.batch.store(key, compiled, catalogs.current.database_id, bind_us, offsets);
+        Ok(Checked { found: Found { plan, deps, stats }, context, current: catalogs.current })
     }
 
     pub(super) fn compile_statement(&mut self, s: &Statement) -> SqlResult<Option<Checked>> {
         let vars = self.visible(s);
-        let key = addr(s);
+        let (key, span) = (addr(s), s.span);
         Ok(Some(match &s.kind {
             StatementKind::Query(q) => {
                 if let ast::SetExpr::Select(sel) = &q.body {
                     if sel.items.iter().any(|i| matches!(i, ast::SelectItem::Assign { .. })) {
                         return self
-                            .prepared(key, vars, |b| tessera_semantics::bind::compile_assign(b, sel, &q.order_by))
+                            .prepared(key, span, vars, |b| tessera_semantics::bind::compile_assign(b, sel, &q.order_by))
                             .map(Some);
                     }
                 }
                 if q.into_target().is_some() {
                     return Ok(None);
                 }
-                self.prepared(key, vars, |b| b.bind_query(q).map(Prepared::Query))?
+                self.prepared(key, span, vars, |b| b.bind_query(q).map(Prepared::Query))?
             }
             StatementKind::Insert(i) => {
-                self.prepared(key, vars, |b| tessera_semantics::bind::compile_insert(b, i).map(Prepared::Insert))?
+                self.prepared(key, span, vars, |b| tessera_semantics::bind::compile_insert(b, i).map(Prepared::Insert))?
             }
             StatementKind::Update(u) if u.current_of.is_some() => return Ok(None),
             StatementKind::Delete(d) if d.current_of.is_some() => return Ok(None),
@@ -128,17 +130,17 @@ impl Runner<'_> {
                 return Ok(None)
             }
             StatementKind::Update(u) => {
-                self.prepared(key, vars, |b| tessera_semantics::bind::compile_update(b, u).map(Prepared::Update))?
+                self.prepared(key, span, vars, |b| tessera_semantics::bind::compile_update(b, u).map(Prepared::Update))?
             }
             StatementKind::Delete(d) => {
-                self.prepared(key, vars, |b| tessera_semantics::bind::compile_delete(b, d).map(Prepared::Delete))?
+                self.prepared(key, span, vars, |b| tessera_semantics::bind::compile_delete(b, d).map(Prepared::Delete))?
             }
-            StatementKind::Merge(m) => self.prepared(key, vars, |b| {
+            StatementKind::Merge(m) => self.prepared(key, span, vars, |b| {
                 tessera_semantics::bind::compile_merge(b, m).map(|m| Prepared::Merge(Box::new(m)))
             })?,
             StatementKind::SetVariable { name, op, value } => {
                 let sel = assign_select(name, *op, value);
-                self.prepared(key, vars, |b| tessera_semantics::bind::compile_assign(b, &sel, &[]))?
+                self.prepared(key, span, vars, |b| tessera_semantics::bind::compile_assign(b, &sel, &[]))?
             }
             _ => return Ok(None),
         }))
@@ -147,7 +149,7 @@ impl Runner<'_> {
     /// The statement's plan, with a schema-stability lock on every object it uses (held
     /// to the end of the statement, so no DDL changes them while it runs). A plan bound
     /// before a DDL that committed while the locks were awaited is bound again.
-    pub(super) fn compile_locked(&mut self, s: &Statement) -> SqlResult<Arc<Prepared>> {
+    pub(super) fn compile_locked(&mut self, s: &Statement) -> SqlResult<Found<Prepared>> {
         let context = self.context(self.visible(s));
         let at = addr(s);
         let first = (self.compiled.iter().position(|(a, _)| *a == at))
@@ -164,7 +166,7 @@ impl Runner<'_> {
         &mut self,
         first: Option<Checked>,
         compile: impl Fn(&mut Self) -> SqlResult<Checked>,
-    ) -> SqlResult<Arc<Prepared>> {
+    ) -> SqlResult<Found<Prepared>> {
         let mut checked = match first {
             Some(checked) => checked,
             None => {
@@ -173,7 +175,7 @@ impl Runner<'_> {
                 // lock, nothing can change under it before it runs.
                 if !checked.found.deps.iter().any(|d| d.locked) {
                     self.check_plan(&checked.found.deps)?;
-                    return Ok(checked.found.plan);
+                    return Ok(checked.found);
                 }
                 checked
             }
@@ -212,7 +214,7 @@ impl Runner<'_> {
             let unchanged = catalogs.current.catalog.version == checked.current.catalog.version;
             if found.deps.iter().all(|d| (unchanged && d.db == DbRef::Current) || catalogs.holds(d)) {
                 self.check_plan(&found.deps)?;
-                return Ok(checked.found.plan);
+                return Ok(checked.found);
             }
             // Under the locks a second binding finds what the first left; more would mean
             // a name that never finds what it was bound against (a livelock, not DDL).
@@ -283,7 +285,7 @@ impl Runner<'_> {
         // stability on them as a statement does.
         let p = self.locked(None, |r| {
             let vars = r.visible(stmt);
-            r.prepared(addr(e), vars, |b| {
+            r.prepared(addr(e), stmt.span, vars, |b| {
                 let (x, t) = if predicate { (b.bind_predicate(e)?, SqlType::Bit) } else { b.bind_expr(e)? };
                 Ok(Prepared::Query(BoundQuery {
                     plan: tessera_semantics::plan::Plan::Values(vec![vec![x]]),
@@ -295,7 +297,7 @@ impl Runner<'_> {
                 }))
             })
         })?;
-        match &*p {
+        match &*p.plan {
             Prepared::Query(BoundQuery { plan: tessera_semantics::plan::Plan::Values(rows), columns }) => {
                 Ok((rows[0][0].clone(), columns[0].ty))
             }

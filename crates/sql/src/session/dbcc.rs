@@ -1,7 +1,7 @@
 //! DBCC commands: FREEPROCCACHE, DROPCLEANBUFFERS, CHECKDB (structure, allocation and
 //! every nonclustered index against its table, with REPAIR_REBUILD), TRACEON, TRACEOFF,
-//! TRACESTATUS, USEROPTIONS, SQLPERF (LOGSPACE, and clearing the wait statistics) and
-//! INPUTBUFFER.
+//! TRACESTATUS, USEROPTIONS, SQLPERF (LOGSPACE, and clearing the wait statistics),
+//! INPUTBUFFER, OPENTRAN and ERRORLOG (cycling the server's log).
 
 use super::Runner;
 use tessera_errors::msg;
@@ -24,6 +24,38 @@ impl Runner<'_> {
             self.sink.row(r);
         }
         self.sink.done(None, Command::Select);
+    }
+
+    /// DBCC OPENTRAN: the oldest transaction in database `name`'s log (who, since when,
+    /// its first LSN), as messages or, WITH TABLERESULTS, as (Property, Value) rows.
+    fn opentran(&mut self, name: &str, table: bool, quiet: bool) -> SqlResult<()> {
+        let oldest = self.with_ctx(|ctx| tessera_execution::sysviews::oldest_active(ctx, name))?;
+        let database = self.shared.database(name)?.name().to_string();
+        let Some(t) = oldest else {
+            if !quiet {
+                self.sink.message(&msg::OPENTRAN_NONE.err());
+            }
+            return Ok(());
+        };
+        let start = opentran_time(t.begin_ms);
+        if table {
+            let rows: Vec<Vec<Value>> = [
+                ("OLDACT_SPID", t.spid.to_string()),
+                ("OLDACT_UID", "-1".to_string()),
+                ("OLDACT_NAME", t.name.clone()),
+                ("OLDACT_LSN", t.lsn.clone()),
+                ("OLDACT_STARTTIME", start),
+                ("OLDACT_SID", t.sid.clone()),
+            ]
+            .into_iter()
+            .map(|(p, v)| vec![Value::str(p), Value::str(&v)])
+            .collect();
+            self.result(&[("Property", SqlType::VarChar(128)), ("Value", SqlType::VarChar(128))], &rows);
+        } else {
+            self.sink.message(&msg::OPENTRAN_DATABASE.with(&[&database]));
+            self.sink.message(&msg::OPENTRAN_OLDEST.with(&[&t.spid, &t.name, &t.lsn, &start, &t.sid]));
+        }
+        Ok(())
     }
 
     /// DBCC SQLPERF(LOGSPACE): each open database's log size and the part in use;
@@ -124,8 +156,8 @@ impl Runner<'_> {
 
     /// Who may run a DBCC command, as SQL Server documents it: FREEPROCCACHE and
     /// clearing statistics with SQLPERF need ALTER SERVER STATE, SQLPERF(LOGSPACE) VIEW
-    /// SERVER STATE; DROPCLEANBUFFERS and TRACEON/TRACEOFF sysadmin; CHECKDB db_owner of
-    /// its database (error 2571 otherwise); INPUTBUFFER of another session VIEW SERVER
+    /// SERVER STATE; DROPCLEANBUFFERS and TRACEON/TRACEOFF sysadmin; CHECKDB and OPENTRAN
+    /// db_owner of their database (error 2571 otherwise); INPUTBUFFER of another session VIEW SERVER
     /// STATE; TRACESTATUS anyone.
     fn check_dbcc(&mut self, command: &str, args: &[ast::Expr], numbers: &[i64]) -> SqlResult<()> {
         let allowed = match command {
@@ -136,8 +168,10 @@ impl Runner<'_> {
                 numbers.first() == Some(&i64::from(self.state.spid))
                     || self.shared.holds_server(self.state, "VIEW SERVER STATE")
             }
-            "DROPCLEANBUFFERS" | "TRACEON" | "TRACEOFF" => self.shared.session_in_role(self.state, "sysadmin"),
-            "CHECKDB" => {
+            "DROPCLEANBUFFERS" | "TRACEON" | "TRACEOFF" | "ERRORLOG" => {
+                self.shared.session_in_role(self.state, "sysadmin")
+            }
+            "CHECKDB" | "OPENTRAN" => {
                 let name = match args.first() {
                     Some(ast::Expr::Column(n)) => n.name().value.clone(),
                     Some(ast::Expr::Literal(ast::Literal::String { value, .. })) => value.clone(),
@@ -264,6 +298,26 @@ impl Runner<'_> {
                 self.result(&[("Set Option", SqlType::NVarChar(128)), ("Value", SqlType::NVarChar(128))], &rows);
             }
             "SQLPERF" => self.sqlperf(s, args)?,
+            "ERRORLOG" => self.with_ctx(|ctx| tessera_execution::sysprocs::errorlog::cycle_log(ctx))?,
+            "OPENTRAN" => {
+                let name = match args.first() {
+                    Some(ast::Expr::Column(n)) => n.name().value.clone(),
+                    Some(e) => match self.eval_scalar(s, e)?.0 {
+                        Value::Str(v) => v.to_string(),
+                        Value::Int(0) => self.state.database.clone(),
+                        Value::Int(id) => self
+                            .shared
+                            .engine
+                            .entry_by_id(u32::try_from(id).unwrap_or(0))
+                            .map(|e| e.name)
+                            .ok_or_else(|| msg::INVALID_DBCC_PARAMETER.err())?,
+                        _ => self.state.database.clone(),
+                    },
+                    None => self.state.database.clone(),
+                };
+                let table = options.iter().any(|o| o.eq_ignore_ascii_case("TABLERESULTS"));
+                self.opentran(&name, table, quiet)?;
+            }
             "INPUTBUFFER" => {
                 let spid = *numbers.first().ok_or_else(|| msg::INVALID_DBCC_PARAMETER.err())?;
                 let row = self.with_ctx(|ctx| Ok(tessera_execution::sysviews::input_buffer(ctx, spid)))?;
@@ -283,5 +337,34 @@ impl Runner<'_> {
             self.sink.message(&msg::DBCC_COMPLETED.err());
         }
         Ok(())
+    }
+}
+
+/// A time as DBCC OPENTRAN prints it (CONVERT style 109 with milliseconds after a colon):
+/// `Nov 30 2026  9:43:11:117PM`, UTC.
+fn opentran_time(epoch_ms: i64) -> String {
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let secs = epoch_ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 0001-01-01, as the date types count them.
+    let (year, month, day) = tessera_semantics::types::civil_from_days((days + 719_162) as i32);
+    let hour = rem / 3600;
+    let hour12 = if hour % 12 == 0 { 12 } else { hour % 12 };
+    format!(
+        "{} {day:>2} {year} {hour12:>2}:{:02}:{:02}:{:03}{}",
+        MONTHS[month as usize - 1],
+        rem / 60 % 60,
+        rem % 60,
+        epoch_ms.rem_euclid(1000),
+        if hour < 12 { "AM" } else { "PM" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn opentran_prints_times_as_style_109() {
+        assert_eq!(super::opentran_time(1_796_075_000_117), "Nov 30 2026  9:43:20:117PM");
+        assert_eq!(super::opentran_time(0), "Jan  1 1970 12:00:00:000AM");
     }
 }

@@ -86,6 +86,20 @@ pub struct Session {
     waits: Arc<tessera_waits::SessionWaits>,
 }
 
+/// A request in progress (see [`Session::begin_request`]).
+struct Request {
+    waits: Arc<tessera_waits::SessionWaits>,
+    reads_at_start: u64,
+    _attached: tessera_waits::Attached,
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        let reads = tessera_execution::statistics::physical_reads().wrapping_sub(self.reads_at_start);
+        self.waits.add_disk_reads(reads);
+    }
+}
+
 impl Session {
     pub fn new(shared: Arc<Shared>, login: &str, database: &str) -> SqlResult<Session> {
         Session::open(shared, login, database, None)
@@ -135,6 +149,7 @@ impl Session {
             connection: None,
             group_id: state.group_id,
             waits: tessera_waits::SessionWaits::new(spid),
+            transaction: state.txns.published.clone(),
         };
         let activity = info.activity.clone();
         let waits = info.waits.clone();
@@ -222,10 +237,14 @@ impl Session {
     }
 
     /// A request begins: the views show it running `text`, and the thread works for this
-    /// session (its waits and CPU are the session's) until the guard drops.
-    fn begin_request(&self, text: &str) -> tessera_waits::Attached {
+    /// session (its waits, CPU and disk reads are the session's) until the guard drops.
+    fn begin_request(&self, text: &str) -> Request {
         self.publish(Some(text));
-        tessera_waits::attach(&self.waits)
+        Request {
+            waits: self.waits.clone(),
+            reads_at_start: tessera_execution::statistics::physical_reads(),
+            _attached: tessera_waits::attach(&self.waits),
+        }
     }
 
     fn publish(&self, running: Option<&str>) {
@@ -235,9 +254,7 @@ impl Session {
         if let Some(text) = running {
             activity.command.clear();
             activity.command.push_str(text);
-            activity.start_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            activity.start_ms = tessera_execution::runtime::now_ms();
         }
         activity.open_transactions = self.state.txns.count;
         activity.settings.update(&self.state.options);

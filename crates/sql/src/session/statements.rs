@@ -166,10 +166,14 @@ impl Runner<'_> {
             | StatementKind::Delete(_)
             | StatementKind::Merge(_)
             | StatementKind::SetVariable { .. } => {
-                let p = self.compile_locked(s)?;
+                let found = self.compile_locked(s)?;
+                let p = &*found.plan;
                 self.changing =
-                    matches!(*p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_) | Prepared::Merge(_));
-                self.run_prepared(s, &p)?;
+                    matches!(p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_) | Prepared::Merge(_));
+                let clock = tessera_execution::statistics::RunClock::start();
+                let ran = self.run_prepared(s, p);
+                found.stats.record(clock.finish(u64::try_from(self.state.rowcount).unwrap_or(0)));
+                ran?;
                 self.changing = false;
             }
             StatementKind::InsertBulk(b) => self.insert_bulk(b)?,

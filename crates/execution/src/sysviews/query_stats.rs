@@ -1,0 +1,242 @@
+//! Query statistics: sys.dm_exec_query_stats, one row per statement plan in the plan
+//! cache with what its runs have cost (from `tessera_semantics::cache::QueryStats`,
+//! counted as each run ends), and sys.dm_exec_text_query_plan, the SHOWPLAN_TEXT of a
+//! cached batch's statement plans.
+//!
+//! Worker time is the CPU time of the thread that ran the statement; elapsed time the
+//! wall clock; reads the pages it fetched (logical) and read from disk or the buffer pool
+//! extension (physical); rows what @@ROWCOUNT says after it. tessera runs a statement on
+//! one thread (dop 1) and keeps no count of the pages it wrote, of grants, spills or
+//! threads reserved: those columns hold 0. Figures live with the plan and go with it (an
+//! eviction, DBCC FREEPROCCACHE, a restart), as SQL Server's do.
+
+use std::sync::Arc;
+
+use super::requests::{datetime_ms, sql_handle};
+use super::{bit, col, int, s, FunctionDef, Rows, ViewDef, NVARCHAR_MAX};
+use crate::runtime::ExecCtx;
+use tessera_semantics::cache::Figures;
+use tessera_semantics::types::{SqlType::*, Value};
+
+/// FNV-1a of `bytes`, continuing from `hash`, as 8 bytes (`query_hash`, `query_plan_hash`).
+fn hash8(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+fn binary8(v: u64) -> Value {
+    Value::Binary(Arc::from(&v.to_be_bytes()[..]))
+}
+
+/// The statement at SQL Server's UTF-16 byte `offsets` in `text` (-1: to the end).
+pub(super) fn statement_text(text: &str, offsets: (i32, i32)) -> String {
+    let units: Vec<u16> = text.encode_utf16().collect();
+    let start = usize::try_from(offsets.0 / 2).unwrap_or(0).min(units.len());
+    let end = if offsets.1 < 0 { units.len() } else { usize::try_from(offsets.1 / 2).unwrap_or(0).min(units.len()) };
+    String::from_utf16_lossy(&units[start..end.max(start)])
+}
+
+pub(super) static EXEC_QUERY_STATS: ViewDef<88> = ViewDef {
+    schema: "sys",
+    name: "dm_exec_query_stats",
+    columns: [
+        col("sql_handle", VarBinary(64), false),
+        col("statement_start_offset", Int, false),
+        col("statement_end_offset", Int, false),
+        col("plan_generation_num", BigInt, false),
+        col("plan_handle", VarBinary(64), false),
+        col("creation_time", DateTime, false),
+        col("last_execution_time", DateTime, false),
+        col("execution_count", BigInt, false),
+        col("total_worker_time", BigInt, false),
+        col("last_worker_time", BigInt, false),
+        col("min_worker_time", BigInt, false),
+        col("max_worker_time", BigInt, false),
+        col("total_physical_reads", BigInt, false),
+        col("last_physical_reads", BigInt, false),
+        col("min_physical_reads", BigInt, false),
+        col("max_physical_reads", BigInt, false),
+        col("total_logical_writes", BigInt, false),
+        col("last_logical_writes", BigInt, false),
+        col("min_logical_writes", BigInt, false),
+        col("max_logical_writes", BigInt, false),
+        col("total_logical_reads", BigInt, false),
+        col("last_logical_reads", BigInt, false),
+        col("min_logical_reads", BigInt, false),
+        col("max_logical_reads", BigInt, false),
+        col("total_clr_time", BigInt, false),
+        col("last_clr_time", BigInt, false),
+        col("min_clr_time", BigInt, false),
+        col("max_clr_time", BigInt, false),
+        col("total_elapsed_time", BigInt, false),
+        col("last_elapsed_time", BigInt, false),
+        col("min_elapsed_time", BigInt, false),
+        col("max_elapsed_time", BigInt, false),
+        col("query_hash", Binary(8), false),
+        col("query_plan_hash", Binary(8), false),
+        col("total_rows", BigInt, false),
+        col("last_rows", BigInt, false),
+        col("min_rows", BigInt, false),
+        col("max_rows", BigInt, false),
+        col("statement_sql_handle", VarBinary(64), true),
+        col("statement_context_id", BigInt, true),
+        col("total_dop", BigInt, false),
+        col("last_dop", BigInt, false),
+        col("min_dop", BigInt, false),
+        col("max_dop", BigInt, false),
+        col("total_grant_kb", BigInt, false),
+        col("last_grant_kb", BigInt, false),
+        col("min_grant_kb", BigInt, false),
+        col("max_grant_kb", BigInt, false),
+        col("total_used_grant_kb", BigInt, false),
+        col("last_used_grant_kb", BigInt, false),
+        col("min_used_grant_kb", BigInt, false),
+        col("max_used_grant_kb", BigInt, false),
+        col("total_ideal_grant_kb", BigInt, false),
+        col("last_ideal_grant_kb", BigInt, false),
+        col("min_ideal_grant_kb", BigInt, false),
+        col("max_ideal_grant_kb", BigInt, false),
+        col("total_reserved_threads", BigInt, false),
+        col("last_reserved_threads", BigInt, false),
+        col("min_reserved_threads", BigInt, false),
+        col("max_reserved_threads", BigInt, false),
+        col("total_used_threads", BigInt, false),
+        col("last_used_threads", BigInt, false),
+        col("min_used_threads", BigInt, false),
+        col("max_used_threads", BigInt, false),
+        col("total_columnstore_segment_reads", BigInt, false),
+        col("last_columnstore_segment_reads", BigInt, false),
+        col("min_columnstore_segment_reads", BigInt, false),
+        col("max_columnstore_segment_reads", BigInt, false),
+        col("total_columnstore_segment_skips", BigInt, false),
+        col("last_columnstore_segment_skips", BigInt, false),
+        col("min_columnstore_segment_skips", BigInt, false),
+        col("max_columnstore_segment_skips", BigInt, false),
+        col("total_spills", BigInt, false),
+        col("last_spills", BigInt, false),
+        col("min_spills", BigInt, false),
+        col("max_spills", BigInt, false),
+        col("total_num_physical_reads", BigInt, false),
+        col("last_num_physical_reads", BigInt, false),
+        col("min_num_physical_reads", BigInt, false),
+        col("max_num_physical_reads", BigInt, false),
+        col("total_page_server_reads", BigInt, false),
+        col("last_page_server_reads", BigInt, false),
+        col("min_page_server_reads", BigInt, false),
+        col("max_page_server_reads", BigInt, false),
+        col("total_num_page_server_reads", BigInt, false),
+        col("last_num_page_server_reads", BigInt, false),
+        col("min_num_page_server_reads", BigInt, false),
+        col("max_num_page_server_reads", BigInt, false),
+    ],
+    rows: exec_query_stats,
+};
+
+/// Every statement plan that has run at least once. Needs VIEW SERVER STATE.
+fn exec_query_stats(ctx: &ExecCtx, _db: &str) -> Rows<88> {
+    super::server_state(ctx)?;
+    let mut rows = Vec::new();
+    for entry in ctx.shared.plans.statement_stats() {
+        let st = &entry.stats;
+        let executions = st.executions();
+        if executions == 0 {
+            continue;
+        }
+        let n = |v: u64| int(i64::try_from(v).unwrap_or(i64::MAX));
+        let measure = |f: Figures| [n(f.total), n(f.last), n(f.min), n(f.max)];
+        let zero = || [int(0), int(0), int(0), int(0)];
+        let one_thread = [n(executions), int(1), int(1), int(1)];
+        let query_hash = hash8(0xcbf2_9ce4_8422_2325, statement_text(&entry.text, st.offsets).as_bytes());
+        let plan_hash = hash8(query_hash, &entry.context.to_be_bytes());
+        let mut row: Vec<Value> = vec![
+            Value::Binary(Arc::from(&sql_handle(&entry.text)[..])),
+            int(i64::from(st.offsets.0)),
+            int(i64::from(st.offsets.1)),
+            int(1),
+            binary8(entry.handle),
+            datetime_ms(st.created_ms),
+            datetime_ms(st.last_execution_ms()),
+            n(executions),
+        ];
+        row.extend(measure(st.worker_us.figures()));
+        row.extend(measure(st.physical_reads.figures()));
+        row.extend(zero());
+        row.extend(measure(st.logical_reads.figures()));
+        row.extend(zero());
+        row.extend(measure(st.elapsed_us.figures()));
+        row.extend([binary8(query_hash), binary8(plan_hash)]);
+        row.extend(measure(st.rows.figures()));
+        row.extend([Value::Null, Value::Null]);
+        row.extend(one_thread);
+        for _ in 0..8 {
+            row.extend(zero());
+        }
+        row.extend(measure(st.physical_reads.figures()));
+        row.extend(zero());
+        row.extend(zero());
+        rows.push(row.try_into().expect("88 values"));
+    }
+    Ok(rows)
+}
+
+/// `sys.dm_exec_text_query_plan(plan_handle, statement_start_offset,
+/// statement_end_offset)`: the plans of the cached batch's statements that start within
+/// the offsets (0 and -1, or DEFAULT: all of them), as SHOWPLAN_TEXT prints them, shown
+/// in the caller's database; no row for a handle no longer cached. Needs VIEW SERVER
+/// STATE.
+pub(super) static TEXT_QUERY_PLAN: FunctionDef<5> = FunctionDef {
+    name: "dm_exec_text_query_plan",
+    columns: [
+        col("dbid", SmallInt, true),
+        col("objectid", Int, true),
+        col("number", SmallInt, true),
+        col("encrypted", Bit, false),
+        col("query_plan", NVARCHAR_MAX, true),
+    ],
+    rows: |ctx, _db, args| {
+        super::server_state(ctx)?;
+        let Some(Value::Binary(handle)) = args.first() else { return Ok(Vec::new()) };
+        let Ok(handle) = <[u8; 8]>::try_from(&handle[..]).map(u64::from_be_bytes) else { return Ok(Vec::new()) };
+        let offset = |i: usize, default: i64| match args.get(i) {
+            Some(Value::Int(n)) => *n,
+            _ => default,
+        };
+        let (from, to) = (offset(1, 0), offset(2, -1));
+        let statements: Vec<_> = ctx
+            .shared
+            .plans
+            .statement_stats()
+            .into_iter()
+            .filter(|e| e.handle == handle)
+            .filter(|e| i64::from(e.stats.offsets.0) >= from && (to < 0 || i64::from(e.stats.offsets.0) < to))
+            .collect();
+        if statements.is_empty() {
+            return Ok(Vec::new());
+        }
+        let current = ctx.session.database.clone();
+        let table = |db: &tessera_semantics::catalog::DbRef, def: &Arc<tessera_semantics::catalog::Table>| {
+            ctx.shared
+                .table_for_plan(ctx.session, db, def)
+                .unwrap_or_else(|_| (Arc::from(db.name(&current)), def.clone()))
+        };
+        let site = tessera_semantics::plan::PlanSite { database: &current, table: &table };
+        let mut lines = Vec::new();
+        for e in &statements {
+            lines.push(statement_text(&e.text, e.stats.offsets));
+            lines.extend(tessera_semantics::plan::statement_plan(&e.plan, &[], &site));
+        }
+        Ok(vec![[Value::Null, Value::Null, Value::Null, bit(false), s(&lines.join("\n"))]])
+    },
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_statement_is_found_by_its_utf16_offsets() {
+        let text = "select N'\u{e9}'; select 2";
+        let (start, _) = tessera_semantics::cache::utf16_offsets(text, (text.find("select 2").unwrap(), text.len()));
+        assert_eq!(statement_text(text, (start, -1)), "select 2");
+        assert_eq!(statement_text(text, (0, 24)), "select N'\u{e9}';");
+    }
+}

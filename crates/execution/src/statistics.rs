@@ -238,6 +238,10 @@ pub fn physical_reads() -> u64 {
 
 /// One run of a cached statement plan, measured for sys.dm_exec_query_stats: its
 /// thread's CPU time, the wall clock and the thread's page reads, from start to finish.
+/// Inside a request, a run starts from the request's last CPU reading (its start, or the
+/// previous statement's end: what came between, such as compiling this statement, is
+/// counted with it) and ends with one read of the thread's CPU clock, so a request of one
+/// statement reads that clock twice in all.
 pub struct RunClock {
     cpu: Duration,
     wall: Instant,
@@ -246,7 +250,8 @@ pub struct RunClock {
 
 impl RunClock {
     pub fn start() -> RunClock {
-        RunClock { cpu: thread_cpu_time(), wall: Instant::now(), io: io_counters() }
+        let cpu = tessera_waits::cpu_mark().unwrap_or_else(thread_cpu_time);
+        RunClock { cpu, wall: Instant::now(), io: io_counters() }
     }
 
     /// The run, which touched `rows` rows.
@@ -254,7 +259,7 @@ impl RunClock {
         let io = io_counters().since(self.io);
         let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         tessera_semantics::cache::Run {
-            worker_us: micros(thread_cpu_time().saturating_sub(self.cpu)),
+            worker_us: micros(tessera_waits::cpu_now().saturating_sub(self.cpu)),
             elapsed_us: micros(self.wall.elapsed()),
             rows,
             logical_reads: io.logical_reads,

@@ -31,7 +31,7 @@ mod stats;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-pub use stats::{utf16_offsets, Figures, Measure, QueryStats, Run};
+pub use stats::{utf16_offsets, Figures, QueryStats, Run, Totals};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

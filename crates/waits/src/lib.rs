@@ -274,6 +274,9 @@ impl SessionWaits {
 thread_local! {
     /// The session the thread runs a request for.
     static SESSION: RefCell<Option<Arc<SessionWaits>>> = const { RefCell::new(None) };
+    /// The thread's CPU time at the last reading of its request (`cpu_mark`, `cpu_now`),
+    /// and when it was taken.
+    static CPU_MARK: Cell<Option<(Duration, Instant)>> = const { Cell::new(None) };
     /// Its id (0: none), read by the lock manager with every lock it grants.
     static SPID: Cell<i32> = const { Cell::new(0) };
 }
@@ -295,11 +298,30 @@ pub fn attach(session: &Arc<SessionWaits>) -> Attached {
     let previous_spid = SPID.with(|s| s.replace(session.spid));
     let mut request = session.request.lock();
     let began = request.is_none();
+    let previous_mark = CPU_MARK.get();
     if began {
         let clock = thread_clock();
-        *request = Some(Request { clock, cpu_at_start: cpu_time(clock), progress: None });
+        let cpu_at_start = cpu_time(clock);
+        CPU_MARK.set(Some((cpu_at_start, Instant::now())));
+        *request = Some(Request { clock, cpu_at_start, progress: None });
     }
-    Attached { session: session.clone(), began, previous, previous_spid }
+    Attached { session: session.clone(), began, previous, previous_spid, previous_mark }
+}
+
+/// The thread's CPU time at the last reading taken for its request (at its start, or by
+/// [`cpu_now`] since): a free reading for what starts now, when a request is attached.
+pub fn cpu_mark() -> Option<Duration> {
+    CPU_MARK.get().map(|(cpu, _)| cpu)
+}
+
+/// The calling thread's CPU time now (one read of its clock), remembered as its request's
+/// latest reading: the next [`cpu_mark`], and where the request's CPU time ends.
+pub fn cpu_now() -> Duration {
+    let now = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID);
+    if CPU_MARK.get().is_some() {
+        CPU_MARK.set(Some((now, Instant::now())));
+    }
+    now
 }
 
 /// Undoes [`attach`] when dropped.
@@ -310,15 +332,28 @@ pub struct Attached {
     began: bool,
     previous: Option<Arc<SessionWaits>>,
     previous_spid: i32,
+    previous_mark: Option<(Duration, Instant)>,
 }
+
+/// How recent a request's last CPU reading must be to stand for its end (the error in a
+/// request's CPU time is at most this).
+const MARK_FRESH: Duration = Duration::from_micros(50);
 
 impl Drop for Attached {
     fn drop(&mut self) {
         if self.began {
+            // The request's CPU time ends at its last reading when that was a moment ago
+            // (its last statement's end, then only the reply was sent): the clock is read
+            // again only for a request that did more since.
+            let end = match CPU_MARK.get() {
+                Some((cpu, at)) if at.elapsed() < MARK_FRESH => cpu,
+                _ => cpu_now(),
+            };
             if let Some(r) = self.session.request.lock().take() {
-                let used = cpu_time(r.clock).saturating_sub(r.cpu_at_start);
+                let used = end.saturating_sub(r.cpu_at_start);
                 self.session.cpu_us.fetch_add(u64::try_from(used.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
             }
+            CPU_MARK.set(self.previous_mark);
         }
         let previous = self.previous.take();
         SESSION.with(|s| *s.borrow_mut() = previous);
@@ -429,14 +464,17 @@ mod tests {
         let session = SessionWaits::new(60);
         let attached = attach(&session);
         assert_eq!(session.request_progress(), None);
-        let spin = Instant::now();
+        // Work until the thread's clock shows 5 ms of CPU (however busy the machine).
         let mut x = 0u64;
-        while spin.elapsed() < Duration::from_millis(20) {
-            x = x.wrapping_add(std::hint::black_box(1));
+        while session.request_cpu().expect("a request runs") < Duration::from_millis(5) {
+            for _ in 0..10_000 {
+                x = x.wrapping_add(std::hint::black_box(1));
+            }
         }
         assert!(x > 0);
         let cpu = session.request_cpu().expect("a request runs");
-        assert!(cpu >= Duration::from_millis(10), "{cpu:?}");
+        let mark = cpu_mark().expect("the request's start reading");
+        assert!(cpu_now() >= mark + cpu && cpu_mark() > Some(mark), "a reading moves the mark");
         progress(25, 100);
         assert_eq!(session.request_progress(), Some(0.25));
         {

@@ -137,7 +137,8 @@ fn exec_query_stats(ctx: &ExecCtx, _db: &str) -> Rows<88> {
     let mut rows = Vec::new();
     for entry in ctx.shared.plans.statement_stats() {
         let st = &entry.stats;
-        let executions = st.executions();
+        let t = st.totals();
+        let executions = t.executions;
         if executions == 0 {
             continue;
         }
@@ -154,23 +155,23 @@ fn exec_query_stats(ctx: &ExecCtx, _db: &str) -> Rows<88> {
             int(1),
             binary8(entry.handle),
             datetime_ms(st.created_ms),
-            datetime_ms(st.last_execution_ms()),
+            datetime_ms(t.last_execution_ms),
             n(executions),
         ];
-        row.extend(measure(st.worker_us.figures()));
-        row.extend(measure(st.physical_reads.figures()));
+        row.extend(measure(t.worker_us));
+        row.extend(measure(t.physical_reads));
         row.extend(zero());
-        row.extend(measure(st.logical_reads.figures()));
+        row.extend(measure(t.logical_reads));
         row.extend(zero());
-        row.extend(measure(st.elapsed_us.figures()));
+        row.extend(measure(t.elapsed_us));
         row.extend([binary8(query_hash), binary8(plan_hash)]);
-        row.extend(measure(st.rows.figures()));
+        row.extend(measure(t.rows));
         row.extend([Value::Null, Value::Null]);
         row.extend(one_thread);
         for _ in 0..8 {
             row.extend(zero());
         }
-        row.extend(measure(st.physical_reads.figures()));
+        row.extend(measure(t.physical_reads));
         row.extend(zero());
         row.extend(zero());
         rows.push(row.try_into().expect("88 values"));

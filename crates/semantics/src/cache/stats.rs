@@ -1,29 +1,11 @@
 //! What a cached statement plan's runs have cost, as sys.dm_exec_query_stats shows it:
-//! counted as each run ends, in relaxed atomics beside the plan (a dozen adds per run,
-//! no lock, no allocation), and gone with the plan, as SQL Server's are.
+//! counted as each run ends, under a lock of the plan's own held for a few additions (no
+//! allocation), and gone with the plan, as SQL Server's are.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use parking_lot::Mutex;
 
-/// Total, last, least and most of one measure over a plan's runs.
-pub struct Measure {
-    total: AtomicU64,
-    last: AtomicU64,
-    min: AtomicU64,
-    max: AtomicU64,
-}
-
-impl Default for Measure {
-    fn default() -> Self {
-        Measure {
-            total: AtomicU64::new(0),
-            last: AtomicU64::new(0),
-            min: AtomicU64::new(u64::MAX),
-            max: AtomicU64::new(0),
-        }
-    }
-}
-
-/// A [`Measure`] as read: (total, last, min, max); min is 0 before the first run.
+/// Total, last, least and most of one measure over a plan's runs; min is 0 before the
+/// first run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Figures {
     pub total: u64,
@@ -32,22 +14,12 @@ pub struct Figures {
     pub max: u64,
 }
 
-impl Measure {
-    fn add(&self, v: u64) {
-        self.total.fetch_add(v, Ordering::Relaxed);
-        self.last.store(v, Ordering::Relaxed);
-        self.min.fetch_min(v, Ordering::Relaxed);
-        self.max.fetch_max(v, Ordering::Relaxed);
-    }
-
-    pub fn figures(&self) -> Figures {
-        let min = self.min.load(Ordering::Relaxed);
-        Figures {
-            total: self.total.load(Ordering::Relaxed),
-            last: self.last.load(Ordering::Relaxed),
-            min: if min == u64::MAX { 0 } else { min },
-            max: self.max.load(Ordering::Relaxed),
-        }
+impl Figures {
+    fn add(&mut self, v: u64, first: bool) {
+        self.total = self.total.saturating_add(v);
+        self.last = v;
+        self.min = if first { v } else { self.min.min(v) };
+        self.max = self.max.max(v);
     }
 }
 
@@ -65,20 +37,29 @@ pub struct Run {
     pub ended_ms: i64,
 }
 
-/// The runs of one statement plan.
+/// A plan's runs as read: how many, the last one's end, and each measure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub executions: u64,
+    /// Milliseconds since the Unix epoch (the plan's creation before its first run).
+    pub last_execution_ms: i64,
+    pub worker_us: Figures,
+    pub elapsed_us: Figures,
+    pub rows: Figures,
+    pub logical_reads: Figures,
+    pub physical_reads: Figures,
+}
+
+/// The runs of one statement plan: one short lock per run (one line of memory moves
+/// between the cores that run the plan, where a counter per figure would move it for
+/// each of some twenty atomic operations).
 pub struct QueryStats {
     /// Where the statement is in its batch's text, in bytes of UTF-16 (SQL Server's
     /// `statement_start_offset`, and `statement_end_offset`: -1 at the batch's end).
     pub offsets: (i32, i32),
     /// When the plan was bound, in milliseconds since the Unix epoch.
     pub created_ms: i64,
-    executions: AtomicU64,
-    last_execution_ms: AtomicI64,
-    pub worker_us: Measure,
-    pub elapsed_us: Measure,
-    pub rows: Measure,
-    pub logical_reads: Measure,
-    pub physical_reads: Measure,
+    totals: Mutex<Totals>,
 }
 
 impl QueryStats {
@@ -86,33 +67,26 @@ impl QueryStats {
         QueryStats {
             offsets,
             created_ms,
-            executions: AtomicU64::new(0),
-            last_execution_ms: AtomicI64::new(created_ms),
-            worker_us: Measure::default(),
-            elapsed_us: Measure::default(),
-            rows: Measure::default(),
-            logical_reads: Measure::default(),
-            physical_reads: Measure::default(),
+            totals: Mutex::new(Totals { last_execution_ms: created_ms, ..Totals::default() }),
         }
     }
 
     /// Counts a run that ended.
     pub fn record(&self, run: Run) {
-        self.executions.fetch_add(1, Ordering::Relaxed);
-        self.last_execution_ms.store(run.ended_ms, Ordering::Relaxed);
-        self.worker_us.add(run.worker_us);
-        self.elapsed_us.add(run.elapsed_us);
-        self.rows.add(run.rows);
-        self.logical_reads.add(run.logical_reads);
-        self.physical_reads.add(run.physical_reads);
+        let mut t = self.totals.lock();
+        let first = t.executions == 0;
+        t.executions += 1;
+        t.last_execution_ms = run.ended_ms;
+        t.worker_us.add(run.worker_us, first);
+        t.elapsed_us.add(run.elapsed_us, first);
+        t.rows.add(run.rows, first);
+        t.logical_reads.add(run.logical_reads, first);
+        t.physical_reads.add(run.physical_reads, first);
     }
 
-    pub fn executions(&self) -> u64 {
-        self.executions.load(Ordering::Relaxed)
-    }
-
-    pub fn last_execution_ms(&self) -> i64 {
-        self.last_execution_ms.load(Ordering::Relaxed)
+    /// The runs so far.
+    pub fn totals(&self) -> Totals {
+        *self.totals.lock()
     }
 }
 
@@ -132,14 +106,15 @@ mod tests {
     #[test]
     fn runs_add_up_with_their_last_least_and_most() {
         let s = QueryStats::new((0, -1), 5);
-        assert_eq!(s.worker_us.figures(), Figures::default());
+        assert_eq!(s.totals().worker_us, Figures::default());
+        assert_eq!(s.totals().last_execution_ms, 5);
         for (w, at) in [(30, 10), (10, 11), (20, 12)] {
             s.record(Run { worker_us: w, elapsed_us: w + 1, rows: 1, ended_ms: at, ..Run::default() });
         }
-        assert_eq!(s.executions(), 3);
-        assert_eq!(s.last_execution_ms(), 12);
-        assert_eq!(s.worker_us.figures(), Figures { total: 60, last: 20, min: 10, max: 30 });
-        assert_eq!(s.rows.figures().total, 3);
+        let t = s.totals();
+        assert_eq!((t.executions, t.last_execution_ms), (3, 12));
+        assert_eq!(t.worker_us, Figures { total: 60, last: 20, min: 10, max: 30 });
+        assert_eq!(t.rows.total, 3);
     }
 
     #[test]

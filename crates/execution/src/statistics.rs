@@ -237,21 +237,17 @@ pub fn physical_reads() -> u64 {
 }
 
 /// One run of a cached statement plan, measured for sys.dm_exec_query_stats: its
-/// thread's CPU time, the wall clock and the thread's page reads, from start to finish.
-/// Inside a request, a run starts from the request's last CPU reading (its start, or the
-/// previous statement's end: what came between, such as compiling this statement, is
-/// counted with it) and ends with one read of the thread's CPU clock, so a request of one
-/// statement reads that clock twice in all.
+/// working time (the time it took on its thread less the time it waited: CPU time plus
+/// any time the thread was ready but not running), the wall clock and the thread's page
+/// reads, from start to finish. No CPU clock is read (that is a system call per reading).
 pub struct RunClock {
-    cpu: Duration,
-    wall: Instant,
+    start: (Instant, Duration),
     io: IoCounters,
 }
 
 impl RunClock {
     pub fn start() -> RunClock {
-        let cpu = tessera_waits::cpu_mark().unwrap_or_else(thread_cpu_time);
-        RunClock { cpu, wall: Instant::now(), io: io_counters() }
+        RunClock { start: tessera_waits::work_mark(), io: io_counters() }
     }
 
     /// The run, which touched `rows` rows.
@@ -259,8 +255,8 @@ impl RunClock {
         let io = io_counters().since(self.io);
         let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
         tessera_semantics::cache::Run {
-            worker_us: micros(tessera_waits::cpu_now().saturating_sub(self.cpu)),
-            elapsed_us: micros(self.wall.elapsed()),
+            worker_us: micros(tessera_waits::worked_since(self.start)),
+            elapsed_us: micros(self.start.0.elapsed()),
             rows,
             logical_reads: io.logical_reads,
             physical_reads: io.physical_reads,

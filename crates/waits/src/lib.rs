@@ -169,7 +169,9 @@ pub struct SessionWaits {
     current: Mutex<Option<CurrentWait>>,
     last: Mutex<Option<WaitType>>,
     request: Mutex<Option<Request>>,
-    /// CPU time of its requests that ended, in microseconds (sp_who2's CPUTime).
+    /// Time its waits took so far, in microseconds (counted as each ends).
+    waited_us: AtomicU64,
+    /// Working time of its requests that ended, in microseconds (sp_who2's CPUTime).
     cpu_us: AtomicU64,
     /// Pages its requests read from disk (sp_who2's DiskIO).
     disk_reads: AtomicU64,
@@ -177,30 +179,15 @@ pub struct SessionWaits {
 
 /// The request a session runs now, on the thread it is attached to.
 struct Request {
-    /// That thread's CPU clock, which any thread may read.
-    clock: libc::clockid_t,
-    cpu_at_start: Duration,
+    started: Instant,
+    /// The session's `waited_us` when it started.
+    waited_at_start_us: u64,
     /// Work done and work to do, for the requests that know (BACKUP, RESTORE, DBCC).
     progress: Option<(u64, u64)>,
 }
 
-/// The CPU time of the thread whose CPU clock is `clock`.
-fn cpu_time(clock: libc::clockid_t) -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid timespec for the call to fill in.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
-/// The calling thread's CPU clock.
-fn thread_clock() -> libc::clockid_t {
-    let mut clock: libc::clockid_t = libc::CLOCK_THREAD_CPUTIME_ID;
-    // SAFETY: `clock` is a valid place for the call to fill in; on failure it keeps the
-    // calling thread's own clock id, which then reads as that of whoever reads it.
-    unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
-    clock
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 impl std::fmt::Debug for SessionWaits {
@@ -217,12 +204,13 @@ impl SessionWaits {
             current: Mutex::new(None),
             last: Mutex::new(None),
             request: Mutex::new(None),
+            waited_us: AtomicU64::new(0),
             cpu_us: AtomicU64::new(0),
             disk_reads: AtomicU64::new(0),
         })
     }
 
-    /// CPU time of all its requests so far, the running one's included.
+    /// Working time of all its requests so far, the running one's included.
     pub fn cpu(&self) -> Duration {
         Duration::from_micros(self.cpu_us.load(Ordering::Relaxed)) + self.request_cpu().unwrap_or_default()
     }
@@ -237,10 +225,16 @@ impl SessionWaits {
         self.disk_reads.fetch_add(pages, Ordering::Relaxed);
     }
 
-    /// The CPU time its running request has used so far (None: none is running).
+    /// The working time of its running request so far (None: none is running): the
+    /// time since it began less the time it waited (`dm_exec_requests.cpu_time`). It is
+    /// the thread's CPU time plus any time the thread was ready but not running, and
+    /// costs the request no reading of a CPU clock (a system call).
     pub fn request_cpu(&self) -> Option<Duration> {
         let r = self.request.lock();
-        r.as_ref().map(|r| cpu_time(r.clock).saturating_sub(r.cpu_at_start))
+        let r = r.as_ref()?;
+        let ended_waits = self.waited_us.load(Ordering::Relaxed).saturating_sub(r.waited_at_start_us);
+        let in_wait = self.current().map_or(Duration::ZERO, |w| w.since.elapsed());
+        Some(r.started.elapsed().saturating_sub(Duration::from_micros(ended_waits) + in_wait))
     }
 
     /// The fraction of its running request's work done (BACKUP, RESTORE, DBCC CHECKDB),
@@ -274,9 +268,9 @@ impl SessionWaits {
 thread_local! {
     /// The session the thread runs a request for.
     static SESSION: RefCell<Option<Arc<SessionWaits>>> = const { RefCell::new(None) };
-    /// The thread's CPU time at the last reading of its request (`cpu_mark`, `cpu_now`),
-    /// and when it was taken.
-    static CPU_MARK: Cell<Option<(Duration, Instant)>> = const { Cell::new(None) };
+    /// Time the thread's waits took so far (counted as each ends): a request's or a
+    /// statement's working time is its elapsed time less what this grew by.
+    static WAITED: Cell<Duration> = const { Cell::new(Duration::ZERO) };
     /// Its id (0: none), read by the lock manager with every lock it grants.
     static SPID: Cell<i32> = const { Cell::new(0) };
 }
@@ -292,36 +286,30 @@ pub fn current_session() -> i32 {
 /// internal session that writes backup history).
 ///
 /// The session's request runs from here until the guard drops (unless the session was
-/// attached already: then its request goes on): its CPU time is the thread's from now.
+/// attached already: then its request goes on).
 pub fn attach(session: &Arc<SessionWaits>) -> Attached {
     let previous = SESSION.with(|s| s.replace(Some(session.clone())));
     let previous_spid = SPID.with(|s| s.replace(session.spid));
     let mut request = session.request.lock();
     let began = request.is_none();
-    let previous_mark = CPU_MARK.get();
+    let start = work_mark();
     if began {
-        let clock = thread_clock();
-        let cpu_at_start = cpu_time(clock);
-        CPU_MARK.set(Some((cpu_at_start, Instant::now())));
-        *request = Some(Request { clock, cpu_at_start, progress: None });
+        let waited_at_start_us = session.waited_us.load(Ordering::Relaxed);
+        *request = Some(Request { started: start.0, waited_at_start_us, progress: None });
     }
-    Attached { session: session.clone(), began, previous, previous_spid, previous_mark }
+    Attached { session: session.clone(), began, start, previous, previous_spid }
 }
 
-/// The thread's CPU time at the last reading taken for its request (at its start, or by
-/// [`cpu_now`] since): a free reading for what starts now, when a request is attached.
-pub fn cpu_mark() -> Option<Duration> {
-    CPU_MARK.get().map(|(cpu, _)| cpu)
+/// A point to measure the calling thread's working time from: now, and the time its
+/// waits have taken so far (no system call: a vDSO clock read and a thread-local).
+pub fn work_mark() -> (Instant, Duration) {
+    (Instant::now(), WAITED.get())
 }
 
-/// The calling thread's CPU time now (one read of its clock), remembered as its request's
-/// latest reading: the next [`cpu_mark`], and where the request's CPU time ends.
-pub fn cpu_now() -> Duration {
-    let now = cpu_time(libc::CLOCK_THREAD_CPUTIME_ID);
-    if CPU_MARK.get().is_some() {
-        CPU_MARK.set(Some((now, Instant::now())));
-    }
-    now
+/// The calling thread's working time since `mark`: the time elapsed less the time its
+/// waits took meanwhile.
+pub fn worked_since(mark: (Instant, Duration)) -> Duration {
+    mark.0.elapsed().saturating_sub(WAITED.get().saturating_sub(mark.1))
 }
 
 /// Undoes [`attach`] when dropped.
@@ -330,30 +318,18 @@ pub struct Attached {
     session: Arc<SessionWaits>,
     /// This attachment began the session's request (and so ends it).
     began: bool,
+    /// When it was attached, for the request's working time.
+    start: (Instant, Duration),
     previous: Option<Arc<SessionWaits>>,
     previous_spid: i32,
-    previous_mark: Option<(Duration, Instant)>,
 }
-
-/// How recent a request's last CPU reading must be to stand for its end (the error in a
-/// request's CPU time is at most this).
-const MARK_FRESH: Duration = Duration::from_micros(50);
 
 impl Drop for Attached {
     fn drop(&mut self) {
         if self.began {
-            // The request's CPU time ends at its last reading when that was a moment ago
-            // (its last statement's end, then only the reply was sent): the clock is read
-            // again only for a request that did more since.
-            let end = match CPU_MARK.get() {
-                Some((cpu, at)) if at.elapsed() < MARK_FRESH => cpu,
-                _ => cpu_now(),
-            };
-            if let Some(r) = self.session.request.lock().take() {
-                let used = end.saturating_sub(r.cpu_at_start);
-                self.session.cpu_us.fetch_add(u64::try_from(used.as_micros()).unwrap_or(u64::MAX), Ordering::Relaxed);
-            }
-            CPU_MARK.set(self.previous_mark);
+            let worked = worked_since(self.start);
+            *self.session.request.lock() = None;
+            self.session.cpu_us.fetch_add(micros(worked), Ordering::Relaxed);
         }
         let previous = self.previous.take();
         SESSION.with(|s| *s.borrow_mut() = previous);
@@ -408,8 +384,10 @@ impl Drop for Waiting {
     fn drop(&mut self) {
         let waited = self.since.elapsed();
         process().add(self.kind, waited);
+        WAITED.set(WAITED.get() + waited);
         if let Some(s) = &self.session {
             s.stats.add(self.kind, waited);
+            s.waited_us.fetch_add(micros(waited), Ordering::Relaxed);
             *s.current.lock() = None;
         }
     }
@@ -464,17 +442,19 @@ mod tests {
         let session = SessionWaits::new(60);
         let attached = attach(&session);
         assert_eq!(session.request_progress(), None);
-        // Work until the thread's clock shows 5 ms of CPU (however busy the machine).
+        // Work until the request has worked 5 ms, then wait 20 ms: the wait is not work.
         let mut x = 0u64;
         while session.request_cpu().expect("a request runs") < Duration::from_millis(5) {
-            for _ in 0..10_000 {
-                x = x.wrapping_add(std::hint::black_box(1));
-            }
+            x = x.wrapping_add(std::hint::black_box(1));
         }
         assert!(x > 0);
+        let mark = work_mark();
+        let waiting = begin(WaitType::WaitFor, Resource::Nothing);
+        std::thread::sleep(Duration::from_millis(20));
+        drop(waiting);
+        let worked = worked_since(mark);
+        assert!(worked + Duration::from_millis(20) <= mark.0.elapsed(), "a wait is not work: {worked:?}");
         let cpu = session.request_cpu().expect("a request runs");
-        let mark = cpu_mark().expect("the request's start reading");
-        assert!(cpu_now() >= mark + cpu && cpu_mark() > Some(mark), "a reading moves the mark");
         progress(25, 100);
         assert_eq!(session.request_progress(), Some(0.25));
         {

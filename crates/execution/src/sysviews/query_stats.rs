@@ -3,7 +3,8 @@
 //! counted as each run ends), and sys.dm_exec_text_query_plan, the SHOWPLAN_TEXT of a
 //! cached batch's statement plans.
 //!
-//! Worker time is the CPU time of the thread that ran the statement; elapsed time the
+//! Worker time is the time the statement took on its thread less the time it waited
+//! (its CPU time, and any time the thread was ready but not running); elapsed time the
 //! wall clock; reads the pages it fetched (logical) and read from disk or the buffer pool
 //! extension (physical); rows what @@ROWCOUNT says after it. tessera runs a statement on
 //! one thread (dop 1) and keeps no count of the pages it wrote, of grants, spills or

@@ -443,12 +443,10 @@ fn who_status(info: &crate::runtime::SessionInfo, now: &crate::runtime::Activity
     }
 }
 
-/// The command sp_who shows: the running batch's first word, else AWAITING COMMAND.
+/// The command sp_who shows: the running request's, as sys.dm_exec_requests names it,
+/// else AWAITING COMMAND.
 fn who_command(now: &crate::runtime::Activity) -> String {
-    let cmd = match now.running_text() {
-        Some(text) => text.split_whitespace().next().unwrap_or("").to_uppercase(),
-        None => "AWAITING COMMAND".to_string(),
-    };
+    let cmd = now.running_text().map_or_else(|| "AWAITING COMMAND".to_string(), crate::sysviews::command);
     cmd.chars().take(16).collect()
 }
 

@@ -13,16 +13,11 @@
 
 use std::sync::Arc;
 
-use super::requests::{datetime_ms, sql_handle};
+use super::requests::{datetime_ms, fnv1a, sql_handle, FNV_START};
 use super::{bit, col, int, s, FunctionDef, Rows, ViewDef, NVARCHAR_MAX};
 use crate::runtime::ExecCtx;
 use tessera_semantics::cache::Figures;
 use tessera_semantics::types::{SqlType::*, Value};
-
-/// FNV-1a of `bytes`, continuing from `hash`, as 8 bytes (`query_hash`, `query_plan_hash`).
-fn hash8(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
-}
 
 fn binary8(v: u64) -> Value {
     Value::Binary(Arc::from(&v.to_be_bytes()[..]))
@@ -147,8 +142,8 @@ fn exec_query_stats(ctx: &ExecCtx, _db: &str) -> Rows<88> {
         let measure = |f: Figures| [n(f.total), n(f.last), n(f.min), n(f.max)];
         let zero = || [int(0), int(0), int(0), int(0)];
         let one_thread = [n(executions), int(1), int(1), int(1)];
-        let query_hash = hash8(0xcbf2_9ce4_8422_2325, statement_text(&entry.text, st.offsets).as_bytes());
-        let plan_hash = hash8(query_hash, &entry.context.to_be_bytes());
+        let query_hash = fnv1a(FNV_START, statement_text(&entry.text, st.offsets).as_bytes());
+        let plan_hash = fnv1a(query_hash, &entry.context.to_be_bytes());
         let mut row: Vec<Value> = vec![
             Value::Binary(Arc::from(&sql_handle(&entry.text)[..])),
             int(i64::from(st.offsets.0)),

@@ -198,6 +198,7 @@ impl Target {
     fn close(self) {
         if let Target::Local { engine, mut session } = self {
             session.close();
+            session.flush_query_stores();
             if let Err(e) = engine.shutdown() {
                 eprintln!("tessera sql: shutdown: {e}");
             }

@@ -15,6 +15,8 @@ pub mod identity;
 pub mod index_usage;
 pub mod modules;
 pub mod open_close_log;
+pub mod query_store;
+pub mod query_store_flusher;
 pub mod read_locks;
 pub mod runtime;
 pub mod sequence_positions;

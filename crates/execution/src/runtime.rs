@@ -76,6 +76,9 @@ pub(crate) struct DbCatalog {
     /// The open database the catalog was loaded from. It holds nothing open: it upgrades
     /// only while the engine (or a transaction) still holds that database.
     handle: std::sync::Weak<Database>,
+    /// Its Query Store, set when the catalog is loaded with Query Store on or when it is
+    /// turned on (unset: every statement's only cost is finding so).
+    query_store: std::sync::OnceLock<Arc<crate::query_store::QueryStore>>,
 }
 
 impl DbCatalog {
@@ -155,6 +158,8 @@ pub struct Shared {
     pub sequences: crate::sequence_positions::Sequences,
     /// The missing-index suggestions plans ran with (`crate::index_usage`).
     pub missing_indexes: crate::index_usage::MissingIndexes,
+    /// Each database's Query Store that is on and in use (`crate::query_store`).
+    pub query_stores: crate::query_store::QueryStores,
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -230,6 +235,7 @@ impl Shared {
             governors: Default::default(),
             sequences: Default::default(),
             missing_indexes: Default::default(),
+            query_stores: Default::default(),
             functions,
             me: me.clone(),
         });
@@ -335,7 +341,11 @@ impl Shared {
             ddl: Mutex::new(()),
             forgotten: AtomicBool::new(false),
             handle: Arc::downgrade(db),
+            query_store: std::sync::OnceLock::new(),
         });
+        if let Some(store) = self.query_stores.open(db)? {
+            let _ = entry.query_store.set(store);
+        }
         Ok(self.catalogs.lock().entry(key).or_insert(entry).clone())
     }
 
@@ -611,10 +621,36 @@ impl Shared {
         let mut catalogs = self.catalogs.lock();
         if self.engine.database_if_open(db).is_none() {
             self.sequences.forget_database(db);
+            self.query_stores.closed(db);
             if let Some(entry) = catalogs.remove(&db.to_lowercase()) {
                 entry.forgotten.store(true, Ordering::Release);
             }
         }
+    }
+
+    /// The Query Store of the database `name` when it is capturing, through a session's
+    /// memo (every statement asks; nothing is locked). None when the memo holds another
+    /// database: that statement's run is not counted.
+    pub fn query_store(&self, memo: &CatalogMemo, name: &str) -> Option<Arc<crate::query_store::QueryStore>> {
+        let memo = memo.0.borrow();
+        let (entry, _) = memo.as_ref()?;
+        if !same_database(&entry.database, name) {
+            return None;
+        }
+        entry.query_store.get().filter(|s| s.capturing()).cloned()
+    }
+
+    /// Turns on or changes the Query Store of database `db` with `options` (already
+    /// written to it), and gives its catalog entry the store.
+    pub fn configure_query_store(
+        &self,
+        db: &Arc<Database>,
+        options: crate::query_store::Options,
+    ) -> SqlResult<Arc<crate::query_store::QueryStore>> {
+        let store = self.query_stores.configure(db, options);
+        let entry = self.entry(db)?;
+        let _ = entry.query_store.set(store.clone());
+        Ok(store)
     }
 
     /// The catalog of the database `name` if it is loaded (nothing is opened or read).
@@ -631,6 +667,7 @@ impl Shared {
 
     /// Forgets a database's catalog (after DROP DATABASE).
     pub fn forget(&self, db: &str) {
+        self.query_stores.forget(db);
         if let Some(entry) = self.catalogs.lock().remove(&db.to_lowercase()) {
             entry.forgotten.store(true, Ordering::Release);
         }

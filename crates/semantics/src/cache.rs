@@ -218,7 +218,7 @@ impl<T> CachedBatch<T> {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let stats = Arc::new(QueryStats::new(offsets, now_ms));
+        let stats = Arc::new(QueryStats::new(offsets, now_ms, bind_us));
         self.databases.insert(database_id);
         let mut added = compiled.bytes() as isize;
         {

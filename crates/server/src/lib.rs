@@ -369,8 +369,10 @@ impl Server {
         }
         let shared = state.shared.clone();
         drop(state);
-        drop(shared);
         let stopped = tokio::task::spawn_blocking(move || {
+            // What Query Stores counted since their last flush is kept.
+            tessera_execution::query_store_flusher::flush_all(&shared);
+            drop(shared);
             engine.stop_background();
             engine.shutdown()
         })

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 /// Defines [`WaitType`] and its table from one list: variant, SQL Server's name, meaning.
 macro_rules! wait_types {
-    ($($variant:ident = $name:literal : $about:literal,)*) => {
+    ($($variant:ident = $name:literal, $category:ident : $about:literal,)*) => {
         /// A kind of wait, named as SQL Server names it.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum WaitType {
@@ -35,26 +35,73 @@ macro_rules! wait_types {
                     $(WaitType::$variant => $about,)*
                 }
             }
+
+            /// The category Query Store counts it under (`sys.query_store_wait_stats`).
+            pub fn category(self) -> WaitCategory {
+                match self {
+                    $(WaitType::$variant => WaitCategory::$category,)*
+                }
+            }
         }
     };
 }
 
 wait_types! {
-    LockShared = "LCK_M_S": "a shared lock on a row, table or application resource that another transaction holds incompatibly",
-    LockUpdate = "LCK_M_U": "an update lock (a row an UPDATE or DELETE is about to read and change)",
-    LockExclusive = "LCK_M_X": "an exclusive lock (a row, table or application resource to be written)",
-    LockIntentShared = "LCK_M_IS": "an intent-shared table lock (a table another transaction locked exclusively)",
-    LockIntentExclusive = "LCK_M_IX": "an intent-exclusive table lock (a table another transaction locked shared or exclusively)",
-    LockSchemaStability = "LCK_M_SCH_S": "schema stability: a statement waiting for DDL on an object it uses",
-    LockSchemaModification = "LCK_M_SCH_M": "schema modification: DDL waiting for the statements and transactions using its object",
-    LockRangeShared = "LCK_M_RS_S": "a shared key-range lock (SERIALIZABLE reads)",
-    LockRangeInsert = "LCK_M_RIn_NL": "an insert into a key range that a SERIALIZABLE reader holds",
-    LockRangeExclusive = "LCK_M_RX_X": "an exclusive key-range lock",
-    PageIoShared = "PAGEIOLATCH_SH": "a page being read from disk (or from the buffer pool extension) into the buffer pool",
-    WriteLog = "WRITELOG": "a commit waiting for its log records to be flushed to disk",
-    ResourceGovernorIdle = "RESOURCE_GOVERNOR_IDLE": "a request paced by a CPU or log-rate limit (Resource Governor or the database's limits)",
-    RequestTurn = "TESSERA_REQUEST_TURN": "a request waiting for a turn to run: its database or workload group runs as many requests as its limit allows",
-    WaitFor = "WAITFOR": "a WAITFOR DELAY or WAITFOR TIME statement",
+    LockShared = "LCK_M_S", Lock: "a shared lock on a row, table or application resource that another transaction holds incompatibly",
+    LockUpdate = "LCK_M_U", Lock: "an update lock (a row an UPDATE or DELETE is about to read and change)",
+    LockExclusive = "LCK_M_X", Lock: "an exclusive lock (a row, table or application resource to be written)",
+    LockIntentShared = "LCK_M_IS", Lock: "an intent-shared table lock (a table another transaction locked exclusively)",
+    LockIntentExclusive = "LCK_M_IX", Lock: "an intent-exclusive table lock (a table another transaction locked shared or exclusively)",
+    LockSchemaStability = "LCK_M_SCH_S", Lock: "schema stability: a statement waiting for DDL on an object it uses",
+    LockSchemaModification = "LCK_M_SCH_M", Lock: "schema modification: DDL waiting for the statements and transactions using its object",
+    LockRangeShared = "LCK_M_RS_S", Lock: "a shared key-range lock (SERIALIZABLE reads)",
+    LockRangeInsert = "LCK_M_RIn_NL", Lock: "an insert into a key range that a SERIALIZABLE reader holds",
+    LockRangeExclusive = "LCK_M_RX_X", Lock: "an exclusive key-range lock",
+    PageIoShared = "PAGEIOLATCH_SH", BufferIo: "a page being read from disk (or from the buffer pool extension) into the buffer pool",
+    WriteLog = "WRITELOG", TranLogIo: "a commit waiting for its log records to be flushed to disk",
+    ResourceGovernorIdle = "RESOURCE_GOVERNOR_IDLE", Cpu: "a request paced by a CPU or log-rate limit (Resource Governor or the database's limits)",
+    RequestTurn = "TESSERA_REQUEST_TURN", WorkerThread: "a request waiting for a turn to run: its database or workload group runs as many requests as its limit allows",
+    WaitFor = "WAITFOR", UserWait: "a WAITFOR DELAY or WAITFOR TIME statement",
+}
+
+/// The categories Query Store counts waits under, with SQL Server's ids
+/// (`sys.query_store_wait_stats.wait_category`); tessera's own wait types fall in the
+/// category of SQL Server's nearest ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaitCategory {
+    /// `SOS_SCHEDULER_YIELD`; tessera's CPU pacing (`RESOURCE_GOVERNOR_IDLE`).
+    Cpu = 1,
+    /// `THREADPOOL`; tessera's wait for a request's turn.
+    WorkerThread = 2,
+    Lock = 3,
+    BufferIo = 6,
+    TranLogIo = 14,
+    /// `WAITFOR`.
+    UserWait = 18,
+}
+
+impl WaitCategory {
+    /// SQL Server's id of the category.
+    pub fn id(self) -> u8 {
+        self as u8
+    }
+
+    /// SQL Server's name (`wait_category_desc`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitCategory::Cpu => "CPU",
+            WaitCategory::WorkerThread => "Worker Thread",
+            WaitCategory::Lock => "Lock",
+            WaitCategory::BufferIo => "Buffer IO",
+            WaitCategory::TranLogIo => "Tran Log IO",
+            WaitCategory::UserWait => "User Wait",
+        }
+    }
+
+    /// The category of SQL Server's id `id`.
+    pub fn from_id(id: u8) -> Option<WaitCategory> {
+        WaitType::ALL.iter().map(|t| t.category()).find(|c| c.id() == id)
+    }
 }
 
 /// How many wait types there are.
@@ -273,6 +320,9 @@ thread_local! {
     static WAITED: Cell<Duration> = const { Cell::new(Duration::ZERO) };
     /// Its id (0: none), read by the lock manager with every lock it grants.
     static SPID: Cell<i32> = const { Cell::new(0) };
+    /// Microseconds the thread waited so far, per wait type (Query Store's wait
+    /// statistics take the difference over a statement).
+    static WAITED_BY_TYPE: [Cell<u64>; WAIT_TYPES] = const { [const { Cell::new(0) }; WAIT_TYPES] };
 }
 
 /// The session the calling thread works for (0: none: a background thread, or embedded
@@ -310,6 +360,12 @@ pub fn work_mark() -> (Instant, Duration) {
 /// waits took meanwhile.
 pub fn worked_since(mark: (Instant, Duration)) -> Duration {
     mark.0.elapsed().saturating_sub(WAITED.get().saturating_sub(mark.1))
+}
+
+/// Microseconds the calling thread has waited so far, per wait type (in
+/// [`WaitType::ALL`]'s order): two readings bracket a statement's waits.
+pub fn waited_by_type() -> [u64; WAIT_TYPES] {
+    WAITED_BY_TYPE.with(|w| std::array::from_fn(|i| w[i].get()))
 }
 
 /// Undoes [`attach`] when dropped.
@@ -385,6 +441,10 @@ impl Drop for Waiting {
         let waited = self.since.elapsed();
         process().add(self.kind, waited);
         WAITED.set(WAITED.get() + waited);
+        WAITED_BY_TYPE.with(|w| {
+            let c = &w[self.kind.index()];
+            c.set(c.get() + micros(waited));
+        });
         if let Some(s) = &self.session {
             s.stats.add(self.kind, waited);
             s.waited_us.fetch_add(micros(waited), Ordering::Relaxed);
@@ -407,6 +467,22 @@ mod tests {
             assert_eq!(k.index(), i, "{k:?} is listed at its own index");
             assert!(!k.about().is_empty());
         }
+    }
+
+    #[test]
+    fn the_thread_counts_its_waits_by_type_and_each_type_has_a_category() {
+        let before = waited_by_type();
+        drop(begin(WaitType::WaitFor, Resource::Nothing));
+        std::thread::sleep(Duration::from_millis(2));
+        let w = begin(WaitType::WriteLog, Resource::Nothing);
+        std::thread::sleep(Duration::from_millis(2));
+        drop(w);
+        let after = waited_by_type();
+        assert!(after[WaitType::WriteLog.index()] >= before[WaitType::WriteLog.index()] + 2000);
+        assert_eq!(after[WaitType::LockShared.index()], before[WaitType::LockShared.index()]);
+        assert_eq!(WaitType::LockRangeInsert.category(), WaitCategory::Lock);
+        assert_eq!(WaitCategory::from_id(14).map(WaitCategory::name), Some("Tran Log IO"));
+        assert_eq!(WaitCategory::from_id(0), None);
     }
 
     #[test]

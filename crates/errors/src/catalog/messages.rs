@@ -466,6 +466,11 @@ catalog! {
     SEQUENCE_EXHAUSTED = 11728, 16, Statement, "The sequence object '%.*ls' has reached its minimum or maximum value. Restart the sequence object to allow new values to be generated.";
     SEQUENCE_RANGE_EXCEEDED = 11732, 16, Statement, "The requested range for sequence object '%.*ls' exceeds the maximum or minimum limit. Retry with a smaller range.";
     SEQUENCE_RANGE_SIZE_INVALID = 11733, 16, Statement, "Parameter '%.*ls' must be a positive integer.";
+    QUERY_STORE_QUERY_NOT_FOUND = 12402, 11, Statement, "Query with provided query_id (%I64d) is not found in the Query Store for database (%d). Check the query_id value and rerun the command.";
+    QUERY_STORE_PLAN_NOT_FOUND = 12403, 11, Statement, "Query plan with provided plan_id (%I64d) is not found in the Query Store for database (%d). Check the plan_id value and rerun the command.";
+    QUERY_STORE_INTERVAL_LENGTH = 12432, 16, Statement, "Query Store Interval length cannot be changed because an invalid value was provided. Please try again with a valid value (1, 5, 10, 15, 30 & 60).";
+    QUERY_STORE_SYSTEM_DATABASE = 12438, 16, Statement, "Cannot perform action because Query Store cannot be enabled on system database %.*ls.";
+    QUERY_STORE_INVALID_VALUE = 12452, 16, Statement, "The value %I64d is not valid for %ls option %ls. The value must be between %I64d and %I64d.";
     CONTAINED_USERS_WITH_PASSWORD = 12809, 16, Statement, "You must remove all users with password before setting the containment property to NONE.";
     CONTAINED_AUTH_DISABLED = 12824, 16, Statement, "The sp_configure value 'contained database authentication' must be set to 1 in order to alter a contained database. You may need to use RECONFIGURE to set the value_in_use.";
     JSON_COLUMN_WITHOUT_NAME = 13605, 16, Statement, "Column expressions and data sources without names or aliases cannot be formatted as JSON text using FOR JSON clause. Add alias to the unnamed column or table.";

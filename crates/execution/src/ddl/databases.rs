@@ -194,7 +194,12 @@ pub fn alter_database(ctx: &mut ExecCtx, name: &Ident, action: &ast::AlterDataba
     let mut options = database.options();
     match action {
         ast::AlterDatabaseAction::Set(settings) => {
-            for (opt, value) in settings {
+            let (query_store, settings): (Vec<_>, Vec<_>) =
+                settings.iter().cloned().partition(|(opt, _)| opt.starts_with("QUERY_STORE"));
+            if !query_store.is_empty() {
+                super::query_store::alter(ctx, &database, &query_store)?;
+            }
+            for (opt, value) in &settings {
                 if options.scratch {
                     // tempdb is SIMPLE and never waits for the log, as in SQL Server.
                     return Err(

@@ -24,6 +24,7 @@ mod indexes;
 mod locking;
 pub mod logins;
 pub mod principals;
+mod query_store;
 mod rebuild;
 mod rename;
 pub mod resource_governor;

@@ -16,7 +16,7 @@ use tessera_errors::{msg, SqlError, SqlResult};
 use tessera_semantics::output::{Command, ResultSink};
 use tessera_semantics::types::{self, SqlType, Value};
 
-use super::{col, text_arg, too_many, NamedArg};
+use super::{arg, col, int_arg, text_arg, too_many, NamedArg};
 use crate::runtime::ExecCtx;
 
 /// SQL Server's text for a log that does not exist (Windows error 2).
@@ -165,21 +165,6 @@ fn io_failed(e: &std::io::Error) -> SqlError {
 
 fn search_strings(args: &[NamedArg]) -> Vec<String> {
     [(2, "@p3"), (3, "@p4")].iter().filter_map(|&(i, name)| text_arg(args, i, name)).map(|s| s.to_lowercase()).collect()
-}
-
-/// The argument at `position` or named `name`, as a number (None: NULL or not given).
-fn arg<'a>(args: &'a [NamedArg], position: usize, name: &str) -> Option<&'a (Value, SqlType)> {
-    let by_name = args.iter().find(|(n, _)| n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name)));
-    let arg = by_name.or_else(|| args.get(position).filter(|(n, _)| n.is_none()))?;
-    arg.1.as_ref().filter(|(v, _)| !matches!(v, Value::Null))
-}
-
-fn int_arg(args: &[NamedArg], position: usize, name: &str) -> SqlResult<Option<i64>> {
-    let Some((v, t)) = arg(args, position, name) else { return Ok(None) };
-    match types::cast(v, t, &SqlType::BigInt, None)? {
-        Value::Int(n) => Ok(Some(n)),
-        _ => Ok(None),
-    }
 }
 
 fn datetime_arg(args: &[NamedArg], position: usize, name: &str) -> SqlResult<Option<(i32, u64)>> {

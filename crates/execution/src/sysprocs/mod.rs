@@ -23,6 +23,7 @@ pub mod errorlog;
 mod help;
 mod odbc;
 mod properties;
+mod query_store;
 mod roles;
 mod server_info;
 
@@ -78,6 +79,7 @@ pub enum SystemProc {
     ExtendedProperty(PropertyChange),
     CycleErrorLog,
     ReadErrorLog(errorlog::Reader),
+    QueryStore(query_store::Procedure),
 }
 
 /// The system procedure a name refers to (`sp_who`, `sys.sp_who`, `master.dbo.sp_who`
@@ -128,6 +130,10 @@ pub fn lookup(name: &str) -> Option<SystemProc> {
         "sp_cycle_errorlog" => SystemProc::CycleErrorLog,
         "sp_readerrorlog" => SystemProc::ReadErrorLog(errorlog::Reader::Procedure),
         "xp_readerrorlog" => SystemProc::ReadErrorLog(errorlog::Reader::Extended),
+        "sp_query_store_flush_db" => SystemProc::QueryStore(query_store::Procedure::Flush),
+        "sp_query_store_remove_query" => SystemProc::QueryStore(query_store::Procedure::RemoveQuery),
+        "sp_query_store_remove_plan" => SystemProc::QueryStore(query_store::Procedure::RemovePlan),
+        "sp_query_store_reset_exec_stats" => SystemProc::QueryStore(query_store::Procedure::ResetExecStats),
         _ => return None,
     })
 }
@@ -166,6 +172,22 @@ pub fn text_arg(args: &[NamedArg], position: usize, name: &str) -> Option<String
             Ok(Value::Str(text)) => Some(text.to_string()),
             _ => None,
         },
+    }
+}
+
+/// The argument at `position` or named `name` (None: NULL or not given).
+fn arg<'a>(args: &'a [NamedArg], position: usize, name: &str) -> Option<&'a (Value, SqlType)> {
+    let by_name = args.iter().find(|(n, _)| n.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name)));
+    let arg = by_name.or_else(|| args.get(position).filter(|(n, _)| n.is_none()))?;
+    arg.1.as_ref().filter(|(v, _)| !matches!(v, Value::Null))
+}
+
+/// The argument at `position` or named `name`, as a number (None: NULL or not given).
+fn int_arg(args: &[NamedArg], position: usize, name: &str) -> SqlResult<Option<i64>> {
+    let Some((v, t)) = arg(args, position, name) else { return Ok(None) };
+    match types::cast(v, t, &SqlType::BigInt, None)? {
+        Value::Int(n) => Ok(Some(n)),
+        _ => Ok(None),
     }
 }
 
@@ -219,6 +241,7 @@ pub fn run(which: SystemProc, args: &[NamedArg], ctx: &mut ExecCtx, sink: &mut d
         SystemProc::ExtendedProperty(change) => properties::run(change, args, ctx),
         SystemProc::CycleErrorLog => errorlog::cycle(args, ctx, sink),
         SystemProc::ReadErrorLog(reader) => errorlog::read(reader, args, ctx, sink),
+        SystemProc::QueryStore(procedure) => query_store::run(procedure, args, ctx),
     }
 }
 

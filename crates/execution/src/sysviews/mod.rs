@@ -27,6 +27,8 @@
 //!   dm_exec_input_buffer)
 //! - `waits`: sys.dm_os_wait_stats and sys.dm_exec_session_wait_stats
 //! - `query_stats`: sys.dm_exec_query_stats (what each cached statement plan's runs cost)
+//! - `query_store`: the Query Store views (sys.query_store_*, sys.query_context_settings,
+//!   sys.database_query_store_options)
 //! - `io_stats`: the function sys.dm_io_virtual_file_stats (each open database's files)
 //! - `locks`: sys.dm_tran_locks, and how lock resources are named
 //! - `index_usage`: sys.dm_db_index_usage_stats, the function
@@ -70,6 +72,7 @@ mod objects;
 mod principals;
 mod properties;
 mod query_stats;
+mod query_store;
 mod requests;
 mod resource_governor;
 mod security;
@@ -174,6 +177,14 @@ static ALL: &[&dyn SystemView] = &[
     &dmv::EXEC_SESSIONS,
     &requests::EXEC_REQUESTS,
     &query_stats::EXEC_QUERY_STATS,
+    &query_store::DATABASE_QUERY_STORE_OPTIONS,
+    &query_store::QUERY_TEXT,
+    &query_store::QUERY,
+    &query_store::PLAN,
+    &query_store::RUNTIME_STATS_INTERVAL,
+    &query_store::RUNTIME_STATS,
+    &query_store::WAIT_STATS,
+    &query_store::CONTEXT_SETTINGS,
     &waits::OS_WAIT_STATS,
     &waits::EXEC_SESSION_WAIT_STATS,
     &locks::TRAN_LOCKS,

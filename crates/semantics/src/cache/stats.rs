@@ -54,19 +54,27 @@ pub struct Totals {
 /// between the cores that run the plan, where a counter per figure would move it for
 /// each of some twenty atomic operations).
 pub struct QueryStats {
+    /// This plan's number, unique in the process (Query Store's memo of the plans it has
+    /// seen is keyed by it).
+    pub id: u64,
     /// Where the statement is in its batch's text, in bytes of UTF-16 (SQL Server's
     /// `statement_start_offset`, and `statement_end_offset`: -1 at the batch's end).
     pub offsets: (i32, i32),
-    /// When the plan was bound, in milliseconds since the Unix epoch.
+    /// When the plan was bound, in milliseconds since the Unix epoch, and how long that
+    /// took (µs).
     pub created_ms: i64,
+    pub bind_us: u64,
     totals: Mutex<Totals>,
 }
 
 impl QueryStats {
-    pub fn new(offsets: (i32, i32), created_ms: i64) -> QueryStats {
+    pub fn new(offsets: (i32, i32), created_ms: i64, bind_us: u64) -> QueryStats {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         QueryStats {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             offsets,
             created_ms,
+            bind_us,
             totals: Mutex::new(Totals { last_execution_ms: created_ms, ..Totals::default() }),
         }
     }
@@ -105,7 +113,7 @@ mod tests {
 
     #[test]
     fn runs_add_up_with_their_last_least_and_most() {
-        let s = QueryStats::new((0, -1), 5);
+        let s = QueryStats::new((0, -1), 5, 0);
         assert_eq!(s.totals().worker_us, Figures::default());
         assert_eq!(s.totals().last_execution_ms, 5);
         for (w, at) in [(30, 10), (10, 11), (20, 12)] {

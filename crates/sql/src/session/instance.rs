@@ -60,6 +60,7 @@ pub fn start_instance(engine: Arc<Engine>) -> SqlResult<Arc<Shared>> {
         tessera_execution::runtime::FunctionHooks { scalar: call_scalar_function, table: call_table_function },
     );
     shared.query_memory.set_max_bytes(shared.engine.memory_status().max_bytes);
+    tessera_execution::query_store_flusher::start(Arc::downgrade(&shared));
     let mut out = Collected::default();
     Session::system(shared.clone(), "msdb")?.execute(tessera_execution::backup::MSDB_TABLES, &mut out);
     if let Some(e) = out.errors().first() {

@@ -39,6 +39,7 @@ mod instance;
 mod options;
 mod permissions;
 mod queries;
+mod query_store;
 mod rpc;
 mod showplan;
 mod sink;
@@ -287,6 +288,12 @@ impl Session {
             let mut ctx = ExecCtx::new(&self.shared, &mut self.state);
             let _ = ddl::drop_table(&mut ctx, &name, true);
         }
+    }
+
+    /// Writes what every database's Query Store has pending (before the engine shuts
+    /// down).
+    pub fn flush_query_stores(&self) {
+        tessera_execution::query_store_flusher::flush_all(&self.shared);
     }
 
     /// Runs one batch (the text between two GO lines); true if it raised an error.

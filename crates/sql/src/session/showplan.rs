@@ -131,7 +131,7 @@ impl Runner<'_> {
     }
 
     /// Shows a plan as it runs in the session's database.
-    fn with_site<T>(&self, show: impl FnOnce(&PlanSite) -> T) -> T {
+    pub(super) fn with_site<T>(&self, show: impl FnOnce(&PlanSite) -> T) -> T {
         let current = &self.state.database;
         let table = |db: &DbRef, def: &Arc<Table>| {
             (self.shared.table_for_plan(self.state, db, def))

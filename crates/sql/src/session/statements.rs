@@ -170,9 +170,14 @@ impl Runner<'_> {
                 let p = &*found.plan;
                 self.changing =
                     matches!(p, Prepared::Insert(_) | Prepared::Update(_) | Prepared::Delete(_) | Prepared::Merge(_));
+                let query_store = self.query_store_start();
                 let clock = tessera_execution::statistics::RunClock::start();
                 let ran = self.run_prepared(s, p);
-                found.stats.record(clock.finish(u64::try_from(self.state.rowcount).unwrap_or(0)));
+                let run = clock.finish(u64::try_from(self.state.rowcount).unwrap_or(0));
+                found.stats.record(run);
+                if let Some(store) = query_store {
+                    self.query_store_record(store, s, &found, run, &ran);
+                }
                 ran?;
                 self.changing = false;
             }

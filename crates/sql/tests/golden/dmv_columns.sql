@@ -55,3 +55,27 @@ go
 select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
 from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'dm_exec_query_stats' order by c.column_id
 go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'database_query_store_options' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'query_store_query_text' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'query_store_query' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'query_store_plan' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'query_store_runtime_stats_interval' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'query_store_runtime_stats' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'query_store_wait_stats' order by c.column_id
+go
+select c.name, type_name(c.system_type_id) as type, c.max_length, c.is_nullable
+from sys.system_columns c join sys.system_objects o on o.object_id = c.object_id where o.name = 'query_context_settings' order by c.column_id
+go

@@ -303,7 +303,7 @@ impl Parser<'_> {
             return Ok(AlterDatabaseAction::Collate(self.any_word()?.value));
         }
         self.expect_word("SET")?;
-        let options = self.comma_list(Parser::database_option)?;
+        let options = self.comma_list(Parser::database_options)?.into_iter().flatten().collect();
         if self.eat_word("WITH") {
             if self.eat_words(&["ROLLBACK", "AFTER"]) {
                 self.advance();
@@ -313,6 +313,80 @@ impl Parser<'_> {
             }
         }
         Ok(AlterDatabaseAction::Set(options))
+    }
+
+    /// One `SET` item: a database option, or Query Store's settings.
+    fn database_options(&mut self) -> Result<Vec<(String, String)>> {
+        if self.peek().is_word("QUERY_STORE") {
+            return self.query_store_options();
+        }
+        Ok(vec![self.database_option()?])
+    }
+
+    /// `QUERY_STORE = ON [(…)]`, `QUERY_STORE = OFF [(FORCED)]`, `QUERY_STORE (…)` and
+    /// `QUERY_STORE CLEAR [ALL]`: (`QUERY_STORE`, `ON` | `OFF` | `OFF FORCED` | `CLEAR` |
+    /// `CLEAR ALL` | empty), then each setting in the parentheses as (`QUERY_STORE.NAME`,
+    /// value), those of `CLEANUP_POLICY (…)` and `QUERY_CAPTURE_POLICY (…)` included
+    /// (`STALE_CAPTURE_POLICY_THRESHOLD`'s value with its unit: `24 HOURS`).
+    fn query_store_options(&mut self) -> Result<Vec<(String, String)>> {
+        self.pos += 1;
+        let mut out = Vec::new();
+        if self.eat_word("CLEAR") {
+            let all = self.eat_word("ALL");
+            out.push(("QUERY_STORE".to_string(), if all { "CLEAR ALL" } else { "CLEAR" }.to_string()));
+            return Ok(out);
+        }
+        if self.eat_punct(Punct::Eq) {
+            if !self.peek_is_any_word(&["ON", "OFF"]) {
+                return Err(self.error_here());
+            }
+            let state = self.upper_word()?;
+            match state.as_str() {
+                "OFF" => {
+                    let forced = self.eat_punct(Punct::LParen);
+                    if forced {
+                        self.expect_word("FORCED")?;
+                        self.expect_punct(Punct::RParen)?;
+                    }
+                    out.push(("QUERY_STORE".to_string(), if forced { "OFF FORCED" } else { "OFF" }.to_string()));
+                    return Ok(out);
+                }
+                _ => out.push(("QUERY_STORE".to_string(), state)),
+            }
+            if !self.peek().is_punct(Punct::LParen) {
+                return Ok(out);
+            }
+        } else {
+            out.push(("QUERY_STORE".to_string(), String::new()));
+        }
+        self.expect_punct(Punct::LParen)?;
+        loop {
+            let name = self.upper_word()?;
+            self.expect_punct(Punct::Eq)?;
+            if name == "CLEANUP_POLICY" || name == "QUERY_CAPTURE_POLICY" {
+                self.expect_punct(Punct::LParen)?;
+                loop {
+                    let setting = self.upper_word()?;
+                    self.expect_punct(Punct::Eq)?;
+                    let mut value = self.option_value()?.to_uppercase();
+                    if self.peek_is_any_word(&["DAYS", "HOURS"]) {
+                        value = format!("{value} {}", self.upper_word()?);
+                    }
+                    out.push((format!("QUERY_STORE.{setting}"), value));
+                    if !self.eat_punct(Punct::Comma) {
+                        break;
+                    }
+                }
+                self.expect_punct(Punct::RParen)?;
+            } else {
+                out.push((format!("QUERY_STORE.{name}"), self.option_value()?.to_uppercase()));
+            }
+            if !self.eat_punct(Punct::Comma) {
+                break;
+            }
+        }
+        self.expect_punct(Punct::RParen)?;
+        Ok(out)
     }
 
     /// `RECOVERY FULL`, `DELAYED_DURABILITY = FORCED`, `SINGLE_USER`, `COMPATIBILITY_LEVEL = 160`.

@@ -687,6 +687,31 @@ fn databases() {
             ]))
         }
     );
+    let set = |sql: &str| match one(sql) {
+        StatementKind::AlterDatabase { action: AlterDatabaseAction::Set(o), .. } => o,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        set("ALTER DATABASE shop SET QUERY_STORE = ON (OPERATION_MODE = READ_WRITE, CLEANUP_POLICY = (STALE_QUERY_THRESHOLD_DAYS = 7), INTERVAL_LENGTH_MINUTES = 1)"),
+        opts(&[
+            ("QUERY_STORE", "ON"),
+            ("QUERY_STORE.OPERATION_MODE", "READ_WRITE"),
+            ("QUERY_STORE.STALE_QUERY_THRESHOLD_DAYS", "7"),
+            ("QUERY_STORE.INTERVAL_LENGTH_MINUTES", "1")
+        ])
+    );
+    assert_eq!(
+        set("ALTER DATABASE shop SET QUERY_STORE (QUERY_CAPTURE_MODE = CUSTOM, QUERY_CAPTURE_POLICY = (STALE_CAPTURE_POLICY_THRESHOLD = 24 HOURS, EXECUTION_COUNT = 5))"),
+        opts(&[
+            ("QUERY_STORE", ""),
+            ("QUERY_STORE.QUERY_CAPTURE_MODE", "CUSTOM"),
+            ("QUERY_STORE.STALE_CAPTURE_POLICY_THRESHOLD", "24 HOURS"),
+            ("QUERY_STORE.EXECUTION_COUNT", "5")
+        ])
+    );
+    assert_eq!(set("ALTER DATABASE shop SET QUERY_STORE CLEAR ALL"), opts(&[("QUERY_STORE", "CLEAR ALL")]));
+    assert_eq!(set("ALTER DATABASE shop SET QUERY_STORE = OFF (FORCED)"), opts(&[("QUERY_STORE", "OFF FORCED")]));
+    assert_eq!(set("ALTER DATABASE shop SET QUERY_STORE = ON"), opts(&[("QUERY_STORE", "ON")]));
     assert_eq!(
         one("ALTER DATABASE shop MODIFY FILE (NAME = shop_log, SIZE = 20 MB, MAXSIZE = UNLIMITED, FILEGROWTH = 10%)"),
         StatementKind::AlterDatabase {

@@ -35,6 +35,7 @@ pub mod error;
 pub mod lob;
 pub mod machine;
 pub mod noisy;
+pub mod observed;
 pub mod peers;
 pub mod plancache;
 pub mod pointselect;

@@ -186,6 +186,7 @@ fn tessera_side(dir: &Path, p: &NoisyParams, progress: &dyn Fn(&str)) -> Result<
         memory_mb: p.memory_mb,
         max_open: p.quiet_tenants + 64,
         affinity_mask: None,
+        metrics_port: None,
     };
     let tenants: Vec<usize> = (0..p.quiet_tenants).collect();
     let mut server = Instance::start(&spec, Vec::new())?;

@@ -51,7 +51,7 @@ pub const GOAL_SERVER_CPU_VS_POSTGRES: f64 = 0.5;
 pub(crate) const PASSWORD: &str = "Bench-Pointselect-1";
 const ROWS_PER_INSERT: u64 = 1000;
 /// The name of the tiberius clients' runtime threads (their CPU time is counted apart).
-const CLIENT_THREADS: &str = "bench-client";
+pub(crate) const CLIENT_THREADS: &str = "bench-client";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PointselectParams {
@@ -74,11 +74,11 @@ impl PointselectParams {
 
 /// One measured phase: queries per second and mean latency (ms).
 #[derive(Debug, Clone, Copy)]
-struct Phase {
-    rate: f64,
+pub(crate) struct Phase {
+    pub(crate) rate: f64,
     latency_ms: f64,
     /// CPU time per query of the server and of its client(s), in microseconds.
-    cpu: Option<(f64, f64)>,
+    pub(crate) cpu: Option<(f64, f64)>,
 }
 
 /// tessera's phases for one connection count: driven by the lean generator, then by tiberius.
@@ -202,7 +202,7 @@ fn tessera(dir: &Path, p: &PointselectParams, progress: &dyn Fn(&str)) -> Result
 
 /// `n` connections of the lean generator for `seconds`; the server is charged the process's
 /// CPU over the timed span less the generator's thread (and the idle tiberius runtime's).
-fn lean_phase(port: u16, query: &str, n: usize, seconds: u64) -> Result<Phase> {
+pub(crate) fn lean_phase(port: u16, query: &str, n: usize, seconds: u64) -> Result<Phase> {
     let spec = LoadSpec {
         port,
         user: "sa",

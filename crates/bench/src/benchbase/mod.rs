@@ -208,6 +208,7 @@ fn on_tessera(dir: &Path, p: &BenchbaseParams, workload: Workload, size: Size, p
         memory_mb: p.memory_mb,
         max_open: 64,
         affinity_mask: None,
+        metrics_port: None,
     };
     let instance = Instance::start(&spec, Vec::new())?;
     instance.admin(&["CREATE DATABASE benchbase".to_string()])?;

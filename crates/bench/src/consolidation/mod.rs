@@ -208,6 +208,7 @@ fn tessera_side(
             memory_mb: p.memory_mb / instances,
             max_open: p.sizes.last().copied().unwrap_or(0) / instances + 64,
             affinity_mask: (instances > 1).then_some(if i == 0 { low } else { high }),
+            metrics_port: None,
         })
         .collect();
     let largest = p.sizes.last().copied().unwrap_or(0);
@@ -382,6 +383,7 @@ fn idle(
         memory_mb: p.memory_mb,
         max_open: n + 64,
         affinity_mask: None,
+        metrics_port: None,
     };
     let server = Instance::start(&spec, (0..n).collect())?;
     let before = disk_usage(dir)?;

@@ -52,7 +52,7 @@ pub struct Instance {
     pub tenants: Vec<usize>,
 }
 
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -66,6 +66,8 @@ pub struct InstanceSpec {
     /// sp_configure).
     pub max_open: usize,
     pub affinity_mask: Option<u64>,
+    /// Serve Prometheus metrics on this port (`metrics_port`); None: no listener.
+    pub metrics_port: Option<u16>,
 }
 
 impl Instance {
@@ -83,10 +85,11 @@ impl Instance {
                     format!(
                         "listen = \"127.0.0.1\"\nport = {port}\ndata_dir = {:?}\nmemory_mb = {}\n\
                          max_open_databases = {}\nidle_close_secs = {IDLE_CLOSE_SECS}\nmax_connections = {MAX_CONNECTIONS}\n\
-                         log_stderr = false\n",
+                         log_stderr = false\n{}",
                         spec.dir.join("data"),
                         spec.memory_mb,
-                        spec.max_open
+                        spec.max_open,
+                        spec.metrics_port.map_or(String::new(), |p| format!("metrics_port = {p}\n")),
                     ),
                 )?;
                 let child = Command::new(binary)
@@ -108,6 +111,7 @@ impl Instance {
                     max_open_databases: spec.max_open,
                     idle_close_secs: IDLE_CLOSE_SECS,
                     max_connections: MAX_CONNECTIONS,
+                    metrics_port: spec.metrics_port,
                     errorlog: false,
                     log_stderr: false,
                     ..tessera_server::Config::default()

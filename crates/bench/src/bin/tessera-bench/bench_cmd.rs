@@ -54,6 +54,10 @@ pub enum Bench {
     /// and with its MAX_CPU_PERCENT / MAX_CONCURRENT_REQUESTS / MAX_LOG_RATE_KB on, next to
     /// PostgreSQL with the same tenants.
     Noisy(CommonArgs),
+    /// Issue 38: what watching costs — seed 002's point select and seed 000's tenants on a
+    /// plain server and on one with its Prometheus listener scraped every second and Query
+    /// Store on in every database, in alternating pairs in the same run.
+    Observed(CommonArgs),
     /// Issue 33: BenchBase, unchanged and provided by the user, loading and running TPC-C
     /// (10 warehouses, 8 terminals, 120 s; 1 warehouse, 4 terminals, 20 s with --quick),
     /// YCSB A and C, SmallBank or TATP against tessera through mssql-jdbc and against
@@ -319,6 +323,15 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 tessera_bench::noisy::NoisyParams::full(binary)
             };
             finish(&common, |dir| tessera_bench::noisy::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+        }
+        Bench::Observed(common) => {
+            let Some(binary) = server_binary() else { return ExitCode::FAILURE };
+            let params = if common.quick {
+                tessera_bench::observed::ObservedParams::quick(binary)
+            } else {
+                tessera_bench::observed::ObservedParams::full(binary)
+            };
+            finish(&common, |dir| tessera_bench::observed::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
         Bench::Benchbase(args) => {
             let Some(Some(binary)) = server_binary() else { return ExitCode::FAILURE };

@@ -44,6 +44,9 @@ pub const WAIT_CATEGORIES: usize = 24;
 /// read-only for a while instead).
 pub const PENDING_FLUSH_BYTES: usize = 8 << 20;
 
+/// How often a flush looks for stale intervals and queries (an hour).
+const STALE_CHECK_MS: i64 = 3_600_000;
+
 /// `readonly_reason`: the size limit was reached with size-based cleanup off.
 pub const READONLY_SIZE_LIMIT: i64 = 65536;
 
@@ -60,6 +63,9 @@ pub struct QueryStore {
     next_flush_ms: AtomicI64,
     /// WAIT_STATS_CAPTURE_MODE, read by every run.
     wait_stats: AtomicBool,
+    /// When stale rows were last looked for (Unix epoch ms): at most once an hour, as
+    /// that reads the whole store.
+    stale_checked_ms: AtomicI64,
     inner: Mutex<Inner>,
     /// One flush or removal at a time.
     writing: Mutex<()>,
@@ -87,6 +93,7 @@ impl QueryStore {
             readonly_reason: AtomicI64::new(0),
             next_flush_ms: AtomicI64::new(i64::MAX),
             wait_stats: AtomicBool::new(options.wait_stats),
+            stale_checked_ms: AtomicI64::new(0),
             inner: Mutex::new(Inner { options: options.clone(), loaded: None }),
             writing: Mutex::new(()),
         };
@@ -191,8 +198,12 @@ impl QueryStore {
         let Some(stored) = self.inner.lock().loaded.as_ref().map(|l| l.stored_bytes) else { return Ok(()) };
         let max = options.max_bytes();
         let now = now_ms();
-        let stale_before = (options.stale_query_threshold_days > 0)
+        let stale_due = self.stale_checked_ms.load(Ordering::Relaxed) <= now - STALE_CHECK_MS;
+        let stale_before = (options.stale_query_threshold_days > 0 && stale_due)
             .then(|| now - options.stale_query_threshold_days.saturating_mul(86_400_000));
+        if stale_before.is_some() {
+            self.stale_checked_ms.store(now, Ordering::Relaxed);
+        }
         let over = stored >= max / 10 * 9;
         if stale_before.is_none() && !over {
             if self.readonly_reason() == READONLY_SIZE_LIMIT && stored < max {
@@ -202,36 +213,30 @@ impl QueryStore {
         }
         let rows = storage::all_rows(db)?;
         let mut removal = Removal { intervals_before_ms: stale_before, ..Removal::default() };
-        let mut queries: Vec<(i64, i64, u64)> = Vec::new();
+        let mut queries: Vec<(i64, i64)> = Vec::new();
         for (k, v) in storage::of_kind(&rows, rows::QUERY) {
             let q: rows::QueryRow = storage::decode(db, v)?;
             let id = rows::parts(k)[0] as i64;
-            let bytes = (k.len() + v.len()) as u64;
-            if stale_before.is_some_and(|before| q.last_execution_ms.max(q.last_compile_ms) < before) {
+            let last = q.last_execution_ms.max(q.last_compile_ms);
+            if stale_before.is_some_and(|before| last < before) {
                 removal.queries.push(id);
             } else {
-                queries.push((q.last_execution_ms.max(q.last_compile_ms), id, bytes));
+                queries.push((last, id));
             }
         }
         if over {
             if options.size_based_cleanup {
-                // The least recently run first, until 80 % would be used; a query's
-                // share of the bytes is its plans', texts' and statistics' too, so
-                // the share is measured by what the removal takes out.
+                // The least recently run first, until 80 % would be used.
+                let bytes = storage::bytes_by_query(db, &rows)?;
                 queries.sort_unstable();
                 let target = max / 10 * 8;
                 let mut left = stored;
-                for (_, id, _) in queries {
+                for (_, id) in queries {
                     if left <= target {
                         break;
                     }
-                    let alone = Removal { queries: vec![id], ..Removal::default() };
-                    let freed: u64 = storage::removals(db, &rows, &alone)?
-                        .iter()
-                        .map(|(k, _)| rows.get(k).map_or(0, |v| (k.len() + v.len()) as u64))
-                        .sum();
                     removal.queries.push(id);
-                    left = left.saturating_sub(freed);
+                    left = left.saturating_sub(bytes.get(&id).copied().unwrap_or(0));
                 }
             } else if stored >= max {
                 self.set_actual(Mode::ReadOnly, READONLY_SIZE_LIMIT);

@@ -3,7 +3,7 @@
 //! which the views lay over what storage holds without writing them), and removing rows
 //! (cleanup, the procedures that remove queries and plans, CLEAR).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -91,7 +91,7 @@ pub fn load(db: &Arc<Database>) -> SqlResult<Stored> {
     for item in tx.scan(t, Bound::Unbounded, Bound::Unbounded, Direction::Forward) {
         let (k, v) = item?;
         stored.bytes += (k.len() + v.len()) as u64;
-        let id = || v.get(..8).map_or(0, |b| i64::from_be_bytes(b.try_into().expect("8 bytes")));
+        let id = || id_value(&v);
         let p = parts(&k);
         match k.first().copied() {
             Some(rows::COUNTERS) => stored.counters = decode(db, &v)?,
@@ -330,92 +330,170 @@ pub fn remove_stored(db: &Arc<Database>, removal: &Removal) -> SqlResult<()> {
     Ok(())
 }
 
-/// The row deletions `removal` makes of `rows`.
-pub fn removals(db: &Database, rows: &Rows, removal: &Removal) -> SqlResult<Vec<Change>> {
-    let mut gone: Vec<Vec<u8>> = Vec::new();
-    if removal.everything {
-        gone.extend(
-            rows.keys().filter(|k| !matches!(k.first().copied(), Some(rows::OPTIONS) | Some(rows::COUNTERS))).cloned(),
-        );
-        return Ok(gone.into_iter().map(|k| (k, None)).collect());
-    }
-    let mut plans: Vec<i64> = removal.plans.clone();
-    let mut stats_of: Vec<i64> = removal.stats_of_plans.clone();
-    let mut texts_dropped: Vec<i64> = Vec::new();
-    for (k, v) in of_kind(rows, rows::QUERY) {
-        let id = parts(k)[0] as i64;
-        if !removal.queries.contains(&id) {
-            continue;
+/// The id a by-hash or by-key row leads to.
+fn id_value(v: &[u8]) -> i64 {
+    v.get(..8).map_or(0, |b| i64::from_be_bytes(b.try_into().expect("8 bytes")))
+}
+
+/// Which query each plan belongs to, and which text each query has, read once.
+struct Owners {
+    plan_query: HashMap<i64, i64>,
+    query_text: HashMap<i64, i64>,
+}
+
+impl Owners {
+    fn of(db: &Database, rows: &Rows) -> SqlResult<Owners> {
+        let mut owners = Owners { plan_query: HashMap::new(), query_text: HashMap::new() };
+        for (k, v) in of_kind(rows, rows::PLAN) {
+            owners.plan_query.insert(parts(k)[0] as i64, decode::<PlanRow>(db, v)?.query_id);
         }
-        let q: QueryRow = decode(db, v)?;
-        gone.push(k.clone());
-        gone.push(key(rows::QUERY_BY_KEY, &[q.text_id as u64, q.context_id as u64, q.object_id as u64]));
-        texts_dropped.push(q.text_id);
-        for (pk, pv) in of_kind(rows, rows::PLAN) {
-            let p: PlanRow = decode(db, pv)?;
-            if p.query_id == id {
-                plans.push(parts(pk)[0] as i64);
+        for (k, v) in of_kind(rows, rows::QUERY) {
+            owners.query_text.insert(parts(k)[0] as i64, decode::<QueryRow>(db, v)?.text_id);
+        }
+        Ok(owners)
+    }
+}
+
+/// The bytes each query holds in `rows`: its rows, its plans' (with their texts and
+/// statistics), and its text's when it is the text's only query: what removing it frees.
+pub fn bytes_by_query(db: &Database, rows: &Rows) -> SqlResult<HashMap<i64, u64>> {
+    let owners = Owners::of(db, rows)?;
+    let mut users: HashMap<i64, Vec<i64>> = HashMap::new();
+    for (q, t) in &owners.query_text {
+        users.entry(*t).or_default().push(*q);
+    }
+    let mut out: HashMap<i64, u64> = HashMap::new();
+    for (k, v) in rows {
+        let size = (k.len() + v.len()) as u64;
+        let p = parts(k);
+        let query = match k.first().copied() {
+            Some(rows::QUERY) => Some(p[0] as i64),
+            Some(rows::QUERY_BY_KEY) => Some(id_value(v)),
+            Some(rows::PLAN | rows::PLAN_TEXT) => owners.plan_query.get(&(p[0] as i64)).copied(),
+            Some(rows::STATS | rows::WAITS) => {
+                p.get(1).and_then(|plan| owners.plan_query.get(&(*plan as i64)).copied())
             }
+            Some(rows::TEXT) => users.get(&(p[0] as i64)).filter(|u| u.len() == 1).map(|u| u[0]),
+            Some(rows::PLAN_BY_KEY) => owners.plan_query.get(&id_value(v)).copied(),
+            Some(rows::TEXT_BY_HASH) => users.get(&id_value(v)).filter(|u| u.len() == 1).map(|u| u[0]),
+            _ => None,
+        };
+        if let Some(q) = query {
+            *out.entry(q).or_default() += size;
         }
     }
-    for (k, v) in of_kind(rows, rows::PLAN) {
-        let id = parts(k)[0] as i64;
-        if !plans.contains(&id) {
-            continue;
-        }
-        let p: PlanRow = decode(db, v)?;
-        gone.push(k.clone());
-        gone.push(key(rows::PLAN_BY_KEY, &[p.query_id as u64, p.plan_hash]));
-        let lo = key(rows::PLAN_TEXT, &[id as u64]);
-        let hi = key(rows::PLAN_TEXT, &[id as u64 + 1]);
-        gone.extend(rows.range(lo..hi).map(|(k, _)| k.clone()));
-        stats_of.push(id);
+    Ok(out)
+}
+
+/// The row deletions `removal` makes of `rows` (each kind read once).
+pub fn removals(db: &Database, rows: &Rows, removal: &Removal) -> SqlResult<Vec<Change>> {
+    if removal.everything {
+        let gone = rows.keys().filter(|k| !matches!(k.first().copied(), Some(rows::OPTIONS) | Some(rows::COUNTERS)));
+        return Ok(gone.map(|k| (k.clone(), None)).collect());
     }
-    let mut old_intervals: Vec<i64> = Vec::new();
+    let owners = Owners::of(db, rows)?;
+    let queries: HashSet<i64> = removal.queries.iter().copied().collect();
+    let mut plans: HashSet<i64> = removal.plans.iter().copied().collect();
+    plans.extend(owners.plan_query.iter().filter(|(_, q)| queries.contains(q)).map(|(p, _)| *p));
+    let mut stats_of: HashSet<i64> = removal.stats_of_plans.iter().copied().collect();
+    stats_of.extend(&plans);
+    // Texts no query left uses.
+    let kept_texts: HashSet<i64> =
+        owners.query_text.iter().filter(|(q, _)| !queries.contains(q)).map(|(_, t)| *t).collect();
+    let texts: HashSet<i64> = (owners.query_text.iter())
+        .filter(|(q, t)| queries.contains(q) && !kept_texts.contains(t))
+        .map(|(_, t)| *t)
+        .collect();
+    let mut old_intervals: HashSet<i64> = HashSet::new();
     if let Some(before) = removal.intervals_before_ms {
         for (k, v) in of_kind(rows, rows::INTERVAL) {
-            let i: IntervalRow = decode(db, v)?;
-            if i.end_ms < before {
-                old_intervals.push(parts(k)[0] as i64);
-                gone.push(k.clone());
+            if decode::<IntervalRow>(db, v)?.end_ms < before {
+                old_intervals.insert(parts(k)[0] as i64);
             }
         }
     }
-    for kind in [rows::STATS, rows::WAITS] {
-        for (k, _) in of_kind(rows, kind) {
-            let p = parts(k);
-            if stats_of.contains(&(p[1] as i64)) || old_intervals.contains(&(p[0] as i64)) {
-                gone.push(k.clone());
-            }
+    let mut gone: Vec<Vec<u8>> = Vec::new();
+    for (k, v) in rows {
+        let p = parts(k);
+        let first = |i: usize| p.get(i).map_or(0, |x| *x as i64);
+        let goes = match k.first().copied() {
+            Some(rows::QUERY) => queries.contains(&first(0)),
+            // The by-key rows hold the id they lead to.
+            Some(rows::QUERY_BY_KEY) => queries.contains(&id_value(v)),
+            Some(rows::PLAN | rows::PLAN_TEXT) => plans.contains(&first(0)),
+            Some(rows::PLAN_BY_KEY) => plans.contains(&id_value(v)),
+            Some(rows::INTERVAL) => old_intervals.contains(&first(0)),
+            Some(rows::STATS | rows::WAITS) => stats_of.contains(&first(1)) || old_intervals.contains(&first(0)),
+            Some(rows::TEXT) => texts.contains(&first(0)),
+            Some(rows::TEXT_BY_HASH) => texts.contains(&id_value(v)),
+            _ => false,
+        };
+        if goes {
+            gone.push(k.clone());
         }
     }
-    // Texts no query left uses.
-    if !texts_dropped.is_empty() {
-        let mut used = Vec::new();
-        for (k, v) in of_kind(rows, rows::QUERY) {
-            if !removal.queries.contains(&(parts(k)[0] as i64)) {
-                used.push(decode::<QueryRow>(db, v)?.text_id);
-            }
-        }
-        for text in texts_dropped.into_iter().filter(|t| !used.contains(t)) {
-            let lo = key(rows::TEXT, &[text as u64]);
-            let hi = key(rows::TEXT, &[text as u64 + 1]);
-            gone.extend(rows.range(lo..hi).map(|(k, _)| k.clone()));
-            for (k, v) in of_kind(rows, rows::TEXT_BY_HASH) {
-                if v.get(..8).map(|b| i64::from_be_bytes(b.try_into().expect("8 bytes"))) == Some(text) {
-                    gone.push(k.clone());
-                }
-            }
-        }
-    }
-    gone.sort();
-    gone.dedup();
     Ok(gone.into_iter().map(|k| (k, None)).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rows of a store that counted one run of each (text, plan hash).
+    fn stored(db: &Database, runs: &[(&str, u64)]) -> Rows {
+        use super::super::memory::{Described, Loaded, Ran, Stored};
+        use super::super::{Capture, Options};
+        let options = Options { capture: Capture::All, ..Options::default() };
+        let mut l = Loaded::new(Stored::default());
+        for (i, (text, plan_hash)) in runs.iter().enumerate() {
+            let ran = Ran { execution_type: 0, ended_ms: 1000, values: [1.0; rows::MEASURES], waits: None };
+            l.record(&options, i as u64, &ran, || Described {
+                text: text.to_string(),
+                context: rows::ContextRow {
+                    set_options: 0,
+                    language_id: 0,
+                    date_format: 1,
+                    date_first: 7,
+                    default_schema_id: 1,
+                },
+                object_id: 0,
+                plan_hash: *plan_hash,
+                plan_text: "plan".into(),
+                batch_handle: 1,
+                batch_offsets: (0, -1),
+                compiled_ms: 1000,
+                compile_us: 1,
+            });
+        }
+        let mut map = Rows::new();
+        overlay(&mut map, changes(db, &l.pending, &l.counters, &|_| Ok(None)).unwrap());
+        map
+    }
+
+    #[test]
+    fn removing_a_query_takes_its_plans_statistics_and_text_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = tessera_database::Engine::open(tessera_database::EngineConfig::new(dir.path())).unwrap();
+        engine.create_database("r", tessera_database::DatabaseOptions::default()).unwrap();
+        let db = engine.database("r").unwrap();
+        let map = stored(&db, &[("select 1", 1), ("select 1", 2), ("select 2", 3)]);
+        assert_eq!(of_kind(&map, rows::QUERY).count(), 2);
+        assert_eq!(of_kind(&map, rows::PLAN).count(), 3);
+        let bytes = bytes_by_query(&db, &map).unwrap();
+        assert!(bytes[&1] > bytes[&2], "query 1 has two plans: {bytes:?}");
+        let gone = removals(&db, &map, &Removal { queries: vec![1], ..Removal::default() }).unwrap();
+        let mut left = map.clone();
+        overlay(&mut left, gone);
+        assert_eq!(of_kind(&left, rows::QUERY).count(), 1);
+        assert_eq!(of_kind(&left, rows::PLAN).count() + of_kind(&left, rows::PLAN_BY_KEY).count(), 2);
+        assert_eq!(of_kind(&left, rows::STATS).count(), 1);
+        assert_eq!(text(&left, rows::TEXT, 1), "", "its text went");
+        assert_eq!(text(&left, rows::TEXT, 2), "select 2");
+        assert_eq!(of_kind(&left, rows::TEXT_BY_HASH).count() + of_kind(&left, rows::QUERY_BY_KEY).count(), 2);
+        let freed: u64 =
+            map.iter().filter(|(k, _)| !left.contains_key(*k)).map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        assert_eq!(freed, bytes[&1], "what the removal frees is what the query held");
+    }
 
     #[test]
     fn long_texts_are_cut_in_chunks_and_read_whole() {

@@ -135,12 +135,14 @@ fn a_blocked_request_names_its_wait_its_blocker_and_the_key() {
         assert_eq!(count(&mut waiter, mine).await, 1, "the waiter's own session counted its one wait");
         assert_eq!(count(&mut sa, &format!("SELECT COUNT(*) {request}")).await, 0, "no request runs now");
 
-        // WAITFOR is a wait of its own.
+        // WAITFOR is a wait of its own; the request shows in the database a USE in its
+        // batch moved it to.
         let sleeper_spid = spid(&mut waiter).await;
-        let sleeper = tokio::spawn(async move { run(&mut waiter, "WAITFOR DELAY '00:00:01'").await });
+        run(&mut waiter, "USE master").await;
+        let sleeper = tokio::spawn(async move { run(&mut waiter, "USE w; WAITFOR DELAY '00:00:01'").await });
         eventually(
             &mut sa,
-            &format!("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {sleeper_spid} AND wait_type = 'WAITFOR' AND command = 'WAITFOR'"),
+            &format!("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {sleeper_spid} AND wait_type = 'WAITFOR' AND command = 'USE' AND database_id = DB_ID('w')"),
             1,
         )
         .await;

@@ -295,6 +295,12 @@ impl Runner<'_> {
         let db = self.shared.database(name)?;
         tessera_execution::ddl::principals::check_access(self.shared, self.state, db.name())?;
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());
+        // The views show the request in the database it is in now (dm_exec_requests,
+        // sp_who), not the one its batch began in.
+        let activity = self.shared.sessions.lock().get(&self.state.spid).map(|info| info.activity.clone());
+        if let Some(activity) = activity {
+            activity.lock().database.clone_from(&self.state.database);
+        }
         self.shared.refresh_default_schema(self.state);
         self.sink.env_change(&EnvChange::Database { old, new: db.name().to_string() });
         self.sink.message(&msg::DATABASE_CONTEXT_CHANGED.with(&[&db.name()]).at_line(line));

@@ -89,8 +89,12 @@ pub fn session_function(ctx: &mut ExecCtx, func: &SessionFn, args: &[Value]) -> 
             Some(n) => match ctx.object(&n) {
                 Some((db, o)) if ctx.may_see(&db, &o) => Value::Int(i64::from(o.id())),
                 Some(_) => Value::Null,
-                // A constraint is an object of its own too (sys.objects lists it).
-                None => objects::constraint_id(ctx, &n).map_or(Value::Null, |id| Value::Int(i64::from(id))),
+                // A constraint is an object of its own too (sys.objects lists it), and
+                // so is a system view (`sys.objects`, `INFORMATION_SCHEMA.TABLES`).
+                None => match objects::constraint_id(ctx, &n) {
+                    Some(id) => Value::Int(i64::from(id)),
+                    None => system_view_id(&n).map_or(Value::Null, Value::Int),
+                },
             },
             None => Value::Null,
         },
@@ -367,6 +371,16 @@ fn server_property(name: &str, shared: &Shared) -> Value {
 /// The result column type of SERVERPROPERTY and friends (sql_variant in SQL Server).
 pub fn variant_type() -> SqlType {
     SqlType::NVarChar(128)
+}
+
+/// The object id of the system view a name (`sys.objects`, `master.sys.objects`,
+/// `INFORMATION_SCHEMA.TABLES`) names; the schema is needed, as in SQL Server.
+fn system_view_id(name: &str) -> Option<i64> {
+    let parts = name_parts(name)?;
+    match parts.as_slice() {
+        [.., schema, view] if parts.len() <= 3 => crate::sysviews::view_id(schema, view),
+        _ => None,
+    }
 }
 
 /// The parts of a multi-part name as written in a string (`OBJECT_ID('db.[a.b].[c]]d]')`):

@@ -35,6 +35,10 @@ pub(super) fn object_function(ctx: &ExecCtx, func: &SessionFn, args: &[Value]) -
     };
     let answer = match func {
         SessionFn::ObjectName | SessionFn::ObjectSchemaName => int(0).and_then(|id| {
+            if id < 0 {
+                let (schema, name) = crate::sysviews::view_named(id)?;
+                return Some(Value::str(if *func == SessionFn::ObjectName { &name } else { schema }));
+            }
             let (described, _) = described(ctx, &database(1)?, id)?;
             let (schema, name) = match &described {
                 Described::Object(o) => (o.schema(), o.name()),

@@ -101,6 +101,7 @@ pub(crate) use information_schema::columns_named;
 pub(crate) use objects::module_signature;
 pub(crate) use properties::module_level_type;
 pub(crate) use requests::command;
+pub(crate) use system_objects::{view_id, view_named};
 pub use requests::input_buffer;
 pub use space_usage::{log_space, LogSpace};
 pub use system_types::{type_id, type_name};

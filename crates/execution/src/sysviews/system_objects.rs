@@ -43,6 +43,23 @@ fn object_id(view: &View) -> i64 {
     -100 - view.id as i64
 }
 
+/// The object id of the system view `schema.name` (OBJECT_ID('sys.objects')), by either
+/// case.
+pub(crate) fn view_id(schema: &str, name: &str) -> Option<i64> {
+    super::lookup(&schema.to_lowercase(), &name.to_lowercase()).map(|v| object_id(&v))
+}
+
+/// The schema and name of the system view with object id `id` (OBJECT_NAME of a negative
+/// id), INFORMATION_SCHEMA's in capitals.
+pub(crate) fn view_named(id: i64) -> Option<(&'static str, String)> {
+    let view = all().find(|v| object_id(v) == id)?;
+    Some(if view.schema == "sys" {
+        ("sys", view.name.to_string())
+    } else {
+        ("INFORMATION_SCHEMA", view.name.to_uppercase())
+    })
+}
+
 fn system_objects(_: &ExecCtx, _: &str) -> Rows<OBJECT_WIDTH> {
     Ok(all()
         .map(|v| {

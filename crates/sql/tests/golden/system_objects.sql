@@ -61,3 +61,11 @@ where sc.object_id = object_id('stored') order by s.stats_id, sc.stats_column_id
 drop table stored;
 drop table heaped;
 go
+-- A system view is an object: OBJECT_ID finds it by its schema-qualified name (not by its
+-- name alone), and OBJECT_NAME and OBJECT_SCHEMA_NAME name it back.
+select case when object_id('sys.objects') < 0 then 'negative' end as sys_objects,
+       case when object_id('master.sys.dm_exec_requests') = (select object_id from sys.system_objects where name = 'dm_exec_requests') then 'same' end as dm_exec_requests,
+       object_name(object_id('sys.query_store_query')) as by_id,
+       object_schema_name(object_id('INFORMATION_SCHEMA.TABLES')) as info_schema,
+       object_id('objects') as unqualified;
+go

@@ -136,13 +136,14 @@ fn a_blocked_request_names_its_wait_its_blocker_and_the_key() {
         assert_eq!(count(&mut sa, &format!("SELECT COUNT(*) {request}")).await, 0, "no request runs now");
 
         // WAITFOR is a wait of its own; the request shows in the database a USE in its
-        // batch moved it to.
+        // batch moved it to, with what its finished statements read and returned.
         let sleeper_spid = spid(&mut waiter).await;
         run(&mut waiter, "USE master").await;
-        let sleeper = tokio::spawn(async move { run(&mut waiter, "USE w; WAITFOR DELAY '00:00:01'").await });
+        let sleeper = tokio::spawn(async move { run(&mut waiter, "USE w; SELECT v FROM t; WAITFOR DELAY '00:00:01'").await });
         eventually(
             &mut sa,
-            &format!("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {sleeper_spid} AND wait_type = 'WAITFOR' AND command = 'USE' AND database_id = DB_ID('w')"),
+            &format!("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {sleeper_spid} AND wait_type = 'WAITFOR' AND command = 'USE' AND database_id = DB_ID('w') \
+                 AND logical_reads > 0 AND row_count = 2"),
             1,
         )
         .await;

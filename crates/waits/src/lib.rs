@@ -222,6 +222,9 @@ pub struct SessionWaits {
     cpu_us: AtomicU64,
     /// Pages its requests read from disk (sp_who2's DiskIO).
     disk_reads: AtomicU64,
+    /// What its running request's finished statements did: pages read from disk, pages
+    /// fetched, rows (`sys.dm_exec_requests`' reads, logical_reads, row_count).
+    request_work: [AtomicU64; 3],
 }
 
 /// The request a session runs now, on the thread it is attached to.
@@ -254,6 +257,7 @@ impl SessionWaits {
             waited_us: AtomicU64::new(0),
             cpu_us: AtomicU64::new(0),
             disk_reads: AtomicU64::new(0),
+            request_work: Default::default(),
         })
     }
 
@@ -282,6 +286,13 @@ impl SessionWaits {
         let ended_waits = self.waited_us.load(Ordering::Relaxed).saturating_sub(r.waited_at_start_us);
         let in_wait = self.current().map_or(Duration::ZERO, |w| w.since.elapsed());
         Some(r.started.elapsed().saturating_sub(Duration::from_micros(ended_waits) + in_wait))
+    }
+
+    /// What its running request's finished statements did: (pages read from disk, pages
+    /// fetched, rows).
+    pub fn request_work(&self) -> (u64, u64, u64) {
+        let [a, b, c] = &self.request_work;
+        (a.load(Ordering::Relaxed), b.load(Ordering::Relaxed), c.load(Ordering::Relaxed))
     }
 
     /// The fraction of its running request's work done (BACKUP, RESTORE, DBCC CHECKDB),
@@ -344,6 +355,9 @@ pub fn attach(session: &Arc<SessionWaits>) -> Attached {
     let began = request.is_none();
     let start = work_mark();
     if began {
+        for w in &session.request_work {
+            w.store(0, Ordering::Relaxed);
+        }
         let waited_at_start_us = session.waited_us.load(Ordering::Relaxed);
         *request = Some(Request { started: start.0, waited_at_start_us, progress: None });
     }
@@ -391,6 +405,18 @@ impl Drop for Attached {
         SESSION.with(|s| *s.borrow_mut() = previous);
         SPID.with(|s| s.set(self.previous_spid));
     }
+}
+
+/// Adds a finished statement's work to the calling thread's request: pages read from
+/// disk, pages fetched and rows.
+pub fn add_request_work(physical_reads: u64, logical_reads: u64, rows: u64) {
+    SESSION.with(|s| {
+        if let Some(session) = s.borrow().as_ref() {
+            for (counter, n) in session.request_work.iter().zip([physical_reads, logical_reads, rows]) {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    });
 }
 
 /// Reports how far the calling thread's request has got: `done` of `total` units of work

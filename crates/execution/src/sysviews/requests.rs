@@ -150,10 +150,10 @@ pub(super) static EXEC_REQUESTS: ViewDef<61> = ViewDef {
 /// the session it waits for; one that reports its progress (BACKUP, RESTORE) has its
 /// percentage and an estimate of the milliseconds left, from the rate so far.
 ///
-/// Not tracked per request, so SQL Server's defaults: `reads`, `writes` and
-/// `logical_reads` (SET STATISTICS IO counts them per statement), `row_count`,
-/// `prev_error`, `nest_level`, `granted_query_memory`, `deadlock_priority` (0), and
-/// `ansi_defaults` (0).
+/// `reads`, `logical_reads` and `row_count` add up the request's finished statements
+/// (pages read from disk, pages fetched, rows), counted as each statement ends. Not
+/// tracked per request, so SQL Server's defaults: `writes`, `prev_error`, `nest_level`,
+/// `granted_query_memory`, `deadlock_priority` (0), and `ansi_defaults` (0).
 fn exec_requests(ctx: &ExecCtx, _db: &str) -> Rows<61> {
     let now_ms = crate::runtime::now_ms();
     let mut out = Vec::new();
@@ -191,6 +191,8 @@ fn request_row(
         })
     });
     let ms = |v: i64| int(v.min(i64::from(i32::MAX)));
+    let count = |v: u64| int(i64::try_from(v).unwrap_or(i64::MAX));
+    let (physical_reads, logical_reads, rows) = waits.request_work();
     [
         int(i64::from(info.spid)),
         int(0),
@@ -219,9 +221,9 @@ fn request_row(
         ms(elapsed_ms),
         Value::Null,
         Value::Null,
+        count(physical_reads),
         int(0),
-        int(0),
-        int(0),
+        count(logical_reads),
         int(set.text_size),
         s(&set.language),
         s(&set.date_format),
@@ -237,7 +239,7 @@ fn request_row(
         int(i64::from(set.isolation_level)),
         int(set.lock_timeout),
         int(0),
-        int(0),
+        count(rows),
         int(0),
         int(0),
         int(0),

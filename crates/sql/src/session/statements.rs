@@ -175,6 +175,7 @@ impl Runner<'_> {
                 let ran = self.run_prepared(s, p);
                 let run = clock.finish(u64::try_from(self.state.rowcount).unwrap_or(0));
                 found.stats.record(run);
+                tessera_waits::add_request_work(run.physical_reads, run.logical_reads, run.rows);
                 if let Some(store) = query_store {
                     self.query_store_record(store, s, &found, run, &ran);
                 }

@@ -1,11 +1,11 @@
 //! `tessera top`: the operator's live view of a server, over one TDS connection. Each
 //! refresh compares two samples of the server's DMVs (`sample`) and shows (`render`) the
-//! header (batch requests and compilations per second, sessions, running and blocked
-//! requests), the busiest databases, the active sessions, the blocking chains and the top
-//! waits. On a terminal it redraws the screen (ANSI escape codes, sized to the terminal;
-//! `q` quits); with `--batch`, or when stdout is not a terminal, it prints each refresh
-//! as plain text. Exit status 1 when the login lacks VIEW SERVER STATE, the connection
-//! fails or the server goes away.
+//! header (the server's uptime, batch requests and compilations per second, sessions,
+//! running and blocked requests), the busiest databases, the active sessions, the
+//! blocking chains and the top waits. On a terminal it redraws the screen (ANSI escape
+//! codes, sized to the terminal; `q` quits); with `--batch`, or when stdout is not a
+//! terminal, it prints each refresh as plain text. Exit status 1 when the login lacks
+//! VIEW SERVER STATE, the connection fails or the server goes away.
 
 mod render;
 mod sample;

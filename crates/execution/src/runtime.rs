@@ -160,6 +160,9 @@ pub struct Shared {
     pub missing_indexes: crate::index_usage::MissingIndexes,
     /// Each database's Query Store that is on and in use (`crate::query_store`).
     pub query_stores: crate::query_store::QueryStores,
+    /// When the server started (sys.dm_os_sys_info): the wall clock, and the system's
+    /// monotonic clock (`tessera_io::clock::coarse_monotonic`: time since boot).
+    pub started_at: (std::time::SystemTime, std::time::Duration),
     /// This value's own Arc, for work that opens internal sessions (msdb history).
     me: std::sync::Weak<Shared>,
 }
@@ -237,6 +240,7 @@ impl Shared {
             missing_indexes: Default::default(),
             query_stores: Default::default(),
             functions,
+            started_at: (std::time::SystemTime::now(), tessera_io::clock::coarse_monotonic()),
             me: me.clone(),
         });
         for entry in shared.engine.entries() {
@@ -634,7 +638,8 @@ impl Shared {
     pub fn query_store(&self, memo: &CatalogMemo, name: &str) -> Option<Arc<crate::query_store::QueryStore>> {
         let memo = memo.0.borrow();
         let (entry, _) = memo.as_ref()?;
-        if !same_database(&entry.database, name) {
+        // A database dropped or restored over since: not its store any more.
+        if !same_database(&entry.database, name) || entry.forgotten.load(Ordering::Acquire) {
             return None;
         }
         entry.query_store.get().filter(|s| s.capturing()).cloned()

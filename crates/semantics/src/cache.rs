@@ -25,13 +25,16 @@
 //! lowest-priority entries down to 7/8 of its share and raises its floor to the last
 //! priority evicted, so an entry that was expensive to compile outlives cheap ones used
 //! as recently, and any entry not used for long enough goes.
+//!
+//! **Counted.** Each statement plan counts its runs (sys.dm_exec_query_stats) and a
+//! procedure's body its calls (sys.dm_exec_procedure_stats); the figures go with the entry.
 
 mod stats;
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-pub use stats::{utf16_offsets, Figures, QueryStats, Run, Totals};
+pub use stats::{utf16_offsets, Figures, ProcedureCalls, ProcedureRow, QueryStats, Run, Totals};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -151,7 +154,11 @@ pub struct CachedBatch<T> {
     plans: RwLock<foldhash::HashMap<usize, Vec<Variant<T>>>>,
     pub use_count: AtomicU64,
     pub handle: u64,
+    /// When it was parsed, in milliseconds since the Unix epoch.
+    pub created_ms: i64,
     databases: DatabaseSet,
+    /// A procedure body's calls, per database and procedure (empty for anything else).
+    calls: ProcedureCalls,
     /// Microseconds spent parsing the batch and binding its statements.
     cost_us: AtomicU64,
     /// GreedyDual priority: the shard's floor at the last use plus the cost per KiB.
@@ -203,6 +210,12 @@ impl<T> CachedBatch<T> {
         Some(Found { plan: v.compiled.plan.clone(), deps: v.compiled.deps.clone(), stats: v.stats.clone() })
     }
 
+    /// Counts a call of the procedure whose body this is: object `object_id` of database
+    /// `database_id`, which ran as `run` says.
+    pub fn record_call(&self, database_id: u32, object_id: i32, run: Run) {
+        self.calls.record(database_id, object_id, run);
+    }
+
     /// Keeps a statement's plan, bound in `bind_us` microseconds in the database
     /// `database_id` (counted among the plan's users), and accounts for it; past
     /// [`MAX_VARIANTS`] plans the least recently used goes. Its runs are counted in the
@@ -215,10 +228,7 @@ impl<T> CachedBatch<T> {
         bind_us: u64,
         offsets: (i32, i32),
     ) -> Arc<QueryStats> {
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let stats = Arc::new(QueryStats::new(offsets, now_ms, bind_us));
+        let stats = Arc::new(QueryStats::new(offsets, now_ms(), bind_us));
         self.databases.insert(database_id);
         let mut added = compiled.bytes() as isize;
         {
@@ -274,6 +284,7 @@ impl<T> CachedBatch<T> {
     /// no plans (it only served that database).
     fn forget_database(&self, database: &str, database_id: u32) -> bool {
         self.databases.remove(database_id);
+        self.calls.forget_database(database_id);
         let mut freed = 0;
         self.plans.write().retain(|_, variants| {
             variants.retain(|v| {
@@ -412,6 +423,18 @@ pub struct StatementStats<T> {
     pub plan: Arc<T>,
 }
 
+/// One (database, procedure)'s calls of a cached procedure body, as
+/// `sys.dm_exec_procedure_stats` lists them.
+pub struct ProcedureStats {
+    /// The cached body's handle, text and when it was cached.
+    pub handle: u64,
+    pub text: String,
+    pub cached_ms: i64,
+    pub database_id: u32,
+    pub object_id: i32,
+    pub totals: Totals,
+}
+
 /// One row of `sys.dm_exec_cached_plans`.
 pub struct CachedPlanInfo {
     pub handle: u64,
@@ -423,6 +446,13 @@ pub struct CachedPlanInfo {
     /// Statement plans held.
     pub plans: usize,
     pub text: String,
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// The hash of a batch's text; allocates nothing. Seeded once per process (foldhash's
@@ -472,7 +502,9 @@ impl<T> PlanCache<T> {
             plans: RwLock::default(),
             use_count: AtomicU64::new(1),
             handle: self.next_handle.fetch_add(1, Ordering::Relaxed),
+            created_ms: now_ms(),
             databases: DatabaseSet::default(),
+            calls: ProcedureCalls::default(),
             cost_us: AtomicU64::new(started.elapsed().as_micros() as u64),
             priority: AtomicU64::new(0),
             bytes: AtomicUsize::new(bytes),
@@ -581,6 +613,26 @@ impl<T> PlanCache<T> {
             }
         }
         v.sort_by_key(|s| (s.handle, s.stats.offsets));
+        v
+    }
+
+    /// Every cached procedure body's calls, one row per (database, procedure) that called
+    /// it, by handle.
+    pub fn procedure_stats(&self) -> Vec<ProcedureStats> {
+        let mut v = Vec::new();
+        for shard in self.shards.iter() {
+            for b in shard.map.read().values().flatten() {
+                v.extend(b.calls.rows().into_iter().map(|r| ProcedureStats {
+                    handle: b.handle,
+                    text: b.text.clone(),
+                    cached_ms: b.created_ms,
+                    database_id: r.database_id,
+                    object_id: r.object_id,
+                    totals: r.totals,
+                }));
+            }
+        }
+        v.sort_by_key(|p| (p.handle, p.database_id, p.object_id));
         v
     }
 

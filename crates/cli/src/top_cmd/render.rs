@@ -63,6 +63,16 @@ fn clock(now: SystemTime) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
+/// How long the server has been up: `3d 04:05:06`, or `04:05:06` in its first day.
+fn uptime(seconds: i64) -> String {
+    let s = seconds.max(0);
+    let clock = format!("{:02}:{:02}:{:02}", s % 86_400 / 3600, s / 60 % 60, s % 60);
+    match s / 86_400 {
+        0 => clock,
+        days => format!("{days}d {clock}"),
+    }
+}
+
 /// One refresh's lines for the interval from `before` to `now`.
 pub fn render(before: &Sample, now: &Sample, server: &str, room: Room) -> Vec<String> {
     let seconds = now.taken.duration_since(before.taken).as_secs_f64().max(0.001);
@@ -111,9 +121,10 @@ fn header(before: &Sample, now: &Sample, server: &str, seconds: f64) -> Vec<Stri
     let blocked = now.requests.iter().filter(|r| r.blocker != 0).count();
     let in_transaction = now.sessions.iter().filter(|s| s.open_transactions > 0).count();
     let open = now.databases.iter().filter(|d| d.is_open).count();
+    let up = now.uptime_s.map_or(String::new(), |s| format!(", up {}", uptime(s)));
     vec![
         format!(
-            "tessera top — {server} ({}), {} UTC, interval {seconds:.1} s",
+            "tessera top — {server} ({}), {} UTC{up}, interval {seconds:.1} s",
             now.server_name,
             clock(SystemTime::now())
         ),
@@ -462,6 +473,7 @@ mod tests {
         Sample {
             taken: std::time::Instant::now(),
             server_name: "s".to_string(),
+            uptime_s: Some(90_061),
             statistics: HashMap::new(),
             databases: Vec::new(),
             files: HashMap::new(),
@@ -470,6 +482,17 @@ mod tests {
             sessions: (51..=56).map(session).collect(),
             requests,
         }
+    }
+
+    #[test]
+    fn the_header_shows_the_uptime() {
+        assert_eq!(uptime(0), "00:00:00");
+        assert_eq!(uptime(3_725), "01:02:05");
+        assert_eq!(uptime(90_061), "1d 01:01:01");
+        assert_eq!(uptime(-5), "00:00:00", "a clock set back");
+        let now = with(Vec::new());
+        let first = header(&now, &now, "host", 1.0).remove(0);
+        assert!(first.contains(" UTC, up 1d 01:01:01, interval 1.0 s"), "{first}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::sql_cmd::{Login, Remote};
 /// without it fails at once (error 300).
 const BATCH: &str = "SET NOCOUNT ON;
 SELECT @@SPID, @@SERVERNAME;
+SELECT DATEDIFF(second, sqlserver_start_time, GETDATE()) FROM sys.dm_os_sys_info;
 SELECT object_name, counter_name, cntr_value FROM sys.dm_os_performance_counters;
 SELECT database_id, name, is_open, buffer_pool_kb, file_size_kb FROM sys.dm_tessera_databases;
 SELECT database_id, num_of_reads, num_of_writes, num_of_bytes_read, num_of_bytes_written, io_stall
@@ -27,7 +28,7 @@ SELECT session_id, status, command, database_id, blocking_session_id, wait_type,
   cpu_time, total_elapsed_time, percent_complete FROM sys.dm_exec_requests;";
 
 /// How many result sets `BATCH` returns.
-const RESULT_SETS: usize = 8;
+const RESULT_SETS: usize = 9;
 
 /// SQL Server's "permission denied" (300) and its summary (297).
 const PERMISSION_DENIED: [i32; 2] = [300, 297];
@@ -117,6 +118,8 @@ pub struct LockCounts {
 pub struct Sample {
     pub taken: Instant,
     pub server_name: String,
+    /// Seconds since the server started (`sqlserver_start_time` of sys.dm_os_sys_info).
+    pub uptime_s: Option<i64>,
     /// "SQLServer:SQL Statistics" counters by name (cumulative).
     pub statistics: HashMap<String, i64>,
     pub databases: Vec<DatabaseRow>,
@@ -229,6 +232,7 @@ fn parse(sets: Vec<Vec<Vec<Value>>>) -> Sample {
     let me = next();
     let own_session = me.first().map_or(0, |r| number(column(r, 0)));
     let server_name = me.first().map_or_else(String::new, |r| text(column(r, 1)));
+    let uptime_s = next().first().map(|r| number(column(r, 0)));
     let statistics = next()
         .iter()
         .filter(|r| text(column(r, 0)) == "SQLServer:SQL Statistics")
@@ -296,5 +300,16 @@ fn parse(sets: Vec<Vec<Vec<Value>>>) -> Sample {
             },
         })
         .collect();
-    Sample { taken: Instant::now(), server_name, statistics, databases, files, waits, locks, sessions, requests }
+    Sample {
+        taken: Instant::now(),
+        server_name,
+        uptime_s,
+        statistics,
+        databases,
+        files,
+        waits,
+        locks,
+        sessions,
+        requests,
+    }
 }

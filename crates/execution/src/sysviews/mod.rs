@@ -22,11 +22,13 @@
 //!   and their columns (and constraints as objects, for sys.objects)
 //! - `dmv`: the dynamic management views (sessions, connections, cached plans,
 //!   performance counters, memory, the buffer pool and its extension, tessera's
-//!   per-database request limits)
+//!   per-database request limits); the machine, the process and its CPUs
+//!   (sys.dm_os_sys_info, sys.dm_os_schedulers) are in `os`
 //! - `requests`: sys.dm_exec_requests, and a request's text (dm_exec_sql_text,
 //!   dm_exec_input_buffer)
 //! - `waits`: sys.dm_os_wait_stats and sys.dm_exec_session_wait_stats
 //! - `query_stats`: sys.dm_exec_query_stats (what each cached statement plan's runs cost)
+//!   and sys.dm_exec_procedure_stats (what each cached procedure's calls cost)
 //! - `query_store`: the Query Store views (sys.query_store_*, sys.query_context_settings,
 //!   sys.database_query_store_options)
 //! - `io_stats`: the function sys.dm_io_virtual_file_stats (each open database's files)
@@ -69,6 +71,7 @@ mod io_stats;
 mod locks;
 mod messages;
 mod objects;
+mod os;
 mod principals;
 mod properties;
 mod query_stats;
@@ -101,9 +104,9 @@ pub(crate) use information_schema::columns_named;
 pub(crate) use objects::module_signature;
 pub(crate) use properties::module_level_type;
 pub(crate) use requests::command;
-pub(crate) use system_objects::{view_id, view_named};
 pub use requests::input_buffer;
 pub use space_usage::{log_space, LogSpace};
+pub(crate) use system_objects::{view_id, view_named};
 pub use system_types::{type_id, type_name};
 pub use transactions::{oldest_active, OldestTransaction};
 
@@ -178,6 +181,7 @@ static ALL: &[&dyn SystemView] = &[
     &dmv::EXEC_SESSIONS,
     &requests::EXEC_REQUESTS,
     &query_stats::EXEC_QUERY_STATS,
+    &query_stats::EXEC_PROCEDURE_STATS,
     &query_store::DATABASE_QUERY_STORE_OPTIONS,
     &query_store::QUERY_TEXT,
     &query_store::QUERY,
@@ -199,6 +203,8 @@ static ALL: &[&dyn SystemView] = &[
     &dmv::OS_PERFORMANCE_COUNTERS,
     &dmv::OS_SYS_MEMORY,
     &dmv::OS_PROCESS_MEMORY,
+    &os::OS_SYS_INFO,
+    &os::OS_SCHEDULERS,
     &dmv::OS_BUFFER_DESCRIPTORS,
     &dmv::OS_BUFFER_POOL_EXTENSION_CONFIGURATION,
     &dmv::TESSERA_RESOURCE_LIMITS,

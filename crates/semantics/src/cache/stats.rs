@@ -1,5 +1,6 @@
-//! What a cached statement plan's runs have cost, as sys.dm_exec_query_stats shows it:
-//! counted as each run ends, under a lock of the plan's own held for a few additions (no
+//! What a cached statement plan's runs have cost, as sys.dm_exec_query_stats shows it,
+//! and a cached procedure's calls, as sys.dm_exec_procedure_stats shows them: counted as
+//! each run (or call) ends, under a lock of the plan's own held for a few additions (no
 //! allocation), and gone with the plan, as SQL Server's are.
 
 use parking_lot::Mutex;
@@ -50,6 +51,20 @@ pub struct Totals {
     pub physical_reads: Figures,
 }
 
+impl Totals {
+    /// Counts a run that ended.
+    fn add(&mut self, run: Run) {
+        let first = self.executions == 0;
+        self.executions += 1;
+        self.last_execution_ms = run.ended_ms;
+        self.worker_us.add(run.worker_us, first);
+        self.elapsed_us.add(run.elapsed_us, first);
+        self.rows.add(run.rows, first);
+        self.logical_reads.add(run.logical_reads, first);
+        self.physical_reads.add(run.physical_reads, first);
+    }
+}
+
 /// The runs of one statement plan: one short lock per run (one line of memory moves
 /// between the cores that run the plan, where a counter per figure would move it for
 /// each of some twenty atomic operations).
@@ -81,20 +96,57 @@ impl QueryStats {
 
     /// Counts a run that ended.
     pub fn record(&self, run: Run) {
-        let mut t = self.totals.lock();
-        let first = t.executions == 0;
-        t.executions += 1;
-        t.last_execution_ms = run.ended_ms;
-        t.worker_us.add(run.worker_us, first);
-        t.elapsed_us.add(run.elapsed_us, first);
-        t.rows.add(run.rows, first);
-        t.logical_reads.add(run.logical_reads, first);
-        t.physical_reads.add(run.physical_reads, first);
+        self.totals.lock().add(run);
     }
 
     /// The runs so far.
     pub fn totals(&self) -> Totals {
         *self.totals.lock()
+    }
+}
+
+/// One (database, procedure)'s calls of a cached procedure body, as
+/// [`ProcedureCalls::rows`] lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcedureRow {
+    pub database_id: u32,
+    pub object_id: i32,
+    pub totals: Totals,
+}
+
+/// The calls of a cached procedure body (sys.dm_exec_procedure_stats), each counted once
+/// however many statements it ran. Tenants of one schema share the cached body (its text
+/// is the same), yet each database's procedure is an object of its own: calls are counted
+/// per (database id, object id), one row each. One short lock per call; a database's
+/// first call of the procedure adds its figures to the map (the only allocation).
+#[derive(Default)]
+pub struct ProcedureCalls {
+    by_object: Mutex<foldhash::HashMap<(u32, i32), Totals>>,
+}
+
+impl ProcedureCalls {
+    /// Counts a call of procedure `object_id` of database `database_id` that ended.
+    pub fn record(&self, database_id: u32, object_id: i32, run: Run) {
+        self.by_object.lock().entry((database_id, object_id)).or_default().add(run);
+    }
+
+    /// The calls so far, one row per (database, procedure) that ran the body, by
+    /// database id and object id.
+    pub fn rows(&self) -> Vec<ProcedureRow> {
+        let mut rows: Vec<ProcedureRow> = self
+            .by_object
+            .lock()
+            .iter()
+            .map(|(&(database_id, object_id), &totals)| ProcedureRow { database_id, object_id, totals })
+            .collect();
+        rows.sort_unstable_by_key(|r| (r.database_id, r.object_id));
+        rows
+    }
+
+    /// Forgets the calls made in database `database_id` (it was dropped, restored or
+    /// taken offline).
+    pub fn forget_database(&self, database_id: u32) {
+        self.by_object.lock().retain(|&(db, _), _| db != database_id);
     }
 }
 
@@ -123,6 +175,21 @@ mod tests {
         assert_eq!((t.executions, t.last_execution_ms), (3, 12));
         assert_eq!(t.worker_us, Figures { total: 60, last: 20, min: 10, max: 30 });
         assert_eq!(t.rows.total, 3);
+    }
+
+    #[test]
+    fn calls_are_counted_per_database_and_procedure() {
+        let calls = ProcedureCalls::default();
+        assert!(calls.rows().is_empty());
+        for (db, at) in [(7, 10), (5, 11), (7, 12)] {
+            calls.record(db, 42, Run { worker_us: at as u64, ended_ms: at, ..Run::default() });
+        }
+        let rows = calls.rows();
+        assert_eq!(rows.iter().map(|r| (r.database_id, r.object_id)).collect::<Vec<_>>(), [(5, 42), (7, 42)]);
+        assert_eq!((rows[1].totals.executions, rows[1].totals.last_execution_ms), (2, 12));
+        assert_eq!(rows[1].totals.worker_us, Figures { total: 22, last: 12, min: 10, max: 12 });
+        calls.forget_database(7);
+        assert_eq!(calls.rows().len(), 1);
     }
 
     #[test]

@@ -355,7 +355,7 @@ impl Runner<'_> {
                 Ok(owner) => owner,
                 Err(err) => return self.fail(s, err),
             };
-            self.call_procedure(s, &db, &module.name, &module.text, args, owner)?
+            self.call_procedure(s, &db, &module, args, owner)?
         };
         if let Some(rc) = &e.return_status {
             let vars = self.visible(s);
@@ -379,17 +379,18 @@ impl Runner<'_> {
 
     /// Runs a stored procedure: binds the arguments to its parameters, runs its body in a
     /// frame of its own (in the procedure's database), copies OUTPUT parameters back and
-    /// returns its return status.
+    /// returns its return status. The call, however it ends, is counted once with the
+    /// cached body (sys.dm_exec_procedure_stats), under the procedure's database and id.
     fn call_procedure(
         &mut self,
         s: &Statement,
         db: &str,
-        name: &str,
-        text: &str,
+        module: &tessera_semantics::catalog::Module,
         args: Vec<Argument>,
         owner: super::permissions::ModuleContext,
     ) -> Result<i32, Stop> {
-        let cached = match self.shared.plans.get_or_parse(text, tessera_syntax::parser::parse_batch) {
+        let name = module.name.as_str();
+        let cached = match self.shared.plans.get_or_parse(&module.text, tessera_syntax::parser::parse_batch) {
             Ok(c) => c,
             Err(e) => return self.fail(s, e).map(|_| 0),
         };
@@ -401,7 +402,11 @@ impl Runner<'_> {
         if let Err(e) = self.enter_module_context(&owner, &cp.execute_as) {
             return self.fail(s, e).map(|_| 0);
         }
+        // The session's catalog memo (the body's statements look there next) knows the id.
+        let database_id = self.shared.catalog_memo(&self.state.catalog_memo, db).map_or(0, |of| of.database_id);
+        let clock = tessera_execution::statistics::RunClock::start();
         let status = self.invoke(s, &cached, &cp.params, &cp.body, Some(name), db, args, Some(owner));
+        cached.record_call(database_id, module.id, clock.finish(0));
         super::permissions::end_contexts_below(self.state, outer);
         status
     }

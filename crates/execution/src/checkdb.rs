@@ -78,7 +78,15 @@ pub fn check_indexes(ctx: &mut ExecCtx, db: &str) -> SqlResult<Vec<TableFindings
         })
         .collect();
     tables.sort_by_key(|t| t.id);
-    tables.into_iter().map(|t| check_table(ctx, db, t)).collect()
+    // How far the check has got, by tables (dm_exec_requests.percent_complete).
+    let total = tables.len() as u64;
+    let mut findings = Vec::with_capacity(tables.len());
+    for (done, t) in (0u64..).zip(tables) {
+        tessera_waits::progress(done, total);
+        findings.push(check_table(ctx, db, t)?);
+    }
+    tessera_waits::progress(total, total);
+    Ok(findings)
 }
 
 fn tree_of(ctx: &mut ExecCtx, db: &str, table: &Table, index: usize) -> SqlResult<TableId> {

@@ -34,7 +34,7 @@ mod stats;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-pub use stats::{utf16_offsets, Figures, ProcedureCalls, ProcedureRow, QueryStats, Run, Totals};
+pub use stats::{utf16_offsets, Figures, PlanIdentity, ProcedureCalls, ProcedureRow, QueryStats, Run, Totals};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

@@ -7,6 +7,7 @@ use tessera_database::Database;
 use tessera_errors::{msg, SqlResult};
 
 use crate::query_store::{storage, Mode, Options};
+use crate::query_store_flusher::with_site;
 use crate::runtime::ExecCtx;
 
 /// Applies the Query Store items of one ALTER DATABASE `SET` (as the parser gives them:
@@ -36,14 +37,14 @@ pub fn alter(ctx: &ExecCtx, db: &Arc<Database>, items: &[(String, String)]) -> S
     if clear {
         let everything = storage::Removal { everything: true, ..storage::Removal::default() };
         match &store {
-            Some(store) => store.remove(db, &everything)?,
+            Some(store) => with_site(ctx.shared, db, |site| store.remove(db, &everything, site))?,
             None => storage::remove_stored(db, &everything)?,
         }
     }
     // What was counted before OFF is kept, as SQL Server keeps it.
     if options.desired == Mode::Off {
         if let Some(store) = &store {
-            store.flush(db)?;
+            with_site(ctx.shared, db, |site| store.flush(db, site))?;
         }
     }
     storage::write_options(db, &options)?;

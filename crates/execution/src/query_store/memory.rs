@@ -5,6 +5,10 @@
 //! query and plan and adds what is new.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use tessera_semantics::cache::PlanIdentity;
+use tessera_semantics::plan::PlanSite;
 
 use super::options::{Options, Policy};
 use super::rows::{self, ContextRow, Counters, IntervalRow, PlanRow, QueryRow, StatsRow, WaitRow, MEASURES};
@@ -14,13 +18,18 @@ const MAX_SEEN: usize = 100_000;
 /// The most queries watched for the capture policy at once.
 const MAX_CANDIDATES: usize = 10_000;
 
-/// What a run's statement is, worked out only the first time its plan runs.
+/// A plan's SHOWPLAN_TEXT as it reads in a database (`site`): rendered when a flush
+/// writes it or a view reads it, not when the statement runs.
+pub type PlanText = Arc<dyn Fn(&PlanSite) -> String + Send + Sync>;
+
+/// What a run's statement is, worked out only the first time its plan runs in the
+/// database.
 pub struct Described {
-    pub text: String,
+    /// The same for every database sharing the plan (its text and hashes).
+    pub identity: Arc<PlanIdentity>,
     pub context: ContextRow,
     pub object_id: i64,
-    pub plan_hash: u64,
-    pub plan_text: String,
+    pub plan_text: PlanText,
     pub batch_handle: u64,
     pub batch_offsets: (i32, i32),
     /// When the plan was compiled and how long that took.
@@ -62,13 +71,13 @@ pub fn text_hash(text: &str) -> [u8; 16] {
 /// What changed since the last flush.
 #[derive(Default)]
 pub struct Pending {
-    pub texts: Vec<(i64, [u8; 16], String)>,
+    pub texts: Vec<(i64, [u8; 16], Arc<str>)>,
     pub contexts: Vec<(i64, ContextRow)>,
     /// New queries, and compiles of kept ones: (the row if new, compiles, their time,
     /// the last one's start and time).
     pub queries: BTreeMap<i64, Touch<QueryRow>>,
     pub plans: BTreeMap<i64, Touch<PlanRow>>,
-    pub plan_texts: Vec<(i64, String)>,
+    pub plan_texts: Vec<(i64, PlanText)>,
     pub intervals: Vec<(i64, IntervalRow)>,
     /// Runtime statistics by (interval, plan, execution type).
     pub stats: HashMap<(i64, i64, u8), StatsRow>,
@@ -240,7 +249,8 @@ impl Loaded {
 
     /// The query and plan of a statement, added if new (and allowed).
     fn find_or_add(&mut self, options: &Options, d: &Described) -> Seen {
-        let hash = text_hash(&d.text);
+        let hash = d.identity.text_hash;
+        let plan_hash = d.identity.plan_hash;
         let text_id = self.texts.get(&hash).copied();
         let context_id = self.contexts.get(&d.context).copied();
         let query_id = match (text_id, context_id) {
@@ -264,8 +274,8 @@ impl Loaded {
                 let text_id = text_id.unwrap_or_else(|| {
                     let id = next(&mut self.counters.text);
                     self.texts.insert(hash, id);
-                    self.pending.bytes += d.text.len() + 64;
-                    self.pending.texts.push((id, hash, d.text.clone()));
+                    self.pending.bytes += d.identity.text.len() + 64;
+                    self.pending.texts.push((id, hash, d.identity.text.clone()));
                     id
                 });
                 let context_id = context_id.unwrap_or_else(|| {
@@ -295,7 +305,7 @@ impl Loaded {
                 id
             }
         };
-        if let Some(plan_id) = self.plans.get(&(query_id, d.plan_hash)).copied() {
+        if let Some(plan_id) = self.plans.get(&(query_id, plan_hash)).copied() {
             match self.pending.plans.get_mut(&plan_id) {
                 Some(t) => t.again(d),
                 None => {
@@ -310,10 +320,10 @@ impl Loaded {
         }
         *count += 1;
         let plan_id = next(&mut self.counters.plan);
-        self.plans.insert((query_id, d.plan_hash), plan_id);
+        self.plans.insert((query_id, plan_hash), plan_id);
         let row = PlanRow {
             query_id,
-            plan_hash: d.plan_hash,
+            plan_hash,
             initial_compile_ms: d.compiled_ms,
             last_compile_ms: d.compiled_ms,
             last_execution_ms: 0,
@@ -321,7 +331,7 @@ impl Loaded {
             compile_us_total: 0,
             last_compile_us: 0,
         };
-        self.pending.bytes += d.plan_text.len() + 300;
+        self.pending.bytes += 1000;
         self.pending.plans.insert(plan_id, Touch::compiled(Some(row), d));
         self.pending.plan_texts.push((plan_id, d.plan_text.clone()));
         Seen::Kept { plan_id }
@@ -358,13 +368,13 @@ fn next(counter: &mut i64) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::options::Capture;
     use super::*;
 
-    fn described(text: &str, plan_hash: u64) -> Described {
+    pub(crate) fn described(text: &str, plan_hash: u64) -> Described {
         Described {
-            text: text.to_string(),
+            identity: Arc::new(PlanIdentity { text: Arc::from(text), text_hash: text_hash(text), plan_hash }),
             context: ContextRow {
                 set_options: 4347,
                 language_id: 0,
@@ -373,8 +383,7 @@ mod tests {
                 default_schema_id: 1,
             },
             object_id: 0,
-            plan_hash,
-            plan_text: "plan".to_string(),
+            plan_text: Arc::new(|at: &PlanSite| format!("plan in {}", at.database)),
             batch_handle: 1,
             batch_offsets: (0, -1),
             compiled_ms: 1000,

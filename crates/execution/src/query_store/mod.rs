@@ -30,8 +30,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tessera_database::Database;
 use tessera_errors::SqlResult;
+use tessera_semantics::plan::PlanSite;
 
-pub use memory::{Described, Ran};
+pub use memory::{Described, PlanText, Ran};
 pub use options::{Capture, Mode, Options};
 
 use memory::Loaded;
@@ -170,8 +171,9 @@ impl QueryStore {
         self.inner.lock().loaded.as_ref().is_some_and(|l| !l.pending.is_empty())
     }
 
-    /// Writes what is pending to `db` and keeps the store within its bounds.
-    pub fn flush(&self, db: &Arc<Database>) -> SqlResult<()> {
+    /// Writes what is pending to `db` (plans rendered as they read in `site`, the
+    /// database's) and keeps the store within its bounds.
+    pub fn flush(&self, db: &Arc<Database>, site: &PlanSite) -> SqlResult<()> {
         let _writing = self.writing.lock();
         self.next_flush_ms.store(i64::MAX, Ordering::Relaxed);
         let taken = {
@@ -181,7 +183,7 @@ impl QueryStore {
         if let Some((pending, counters)) = taken.filter(|(p, _)| !p.is_empty()) {
             let t = storage::tree(db, true)?.expect("made");
             let mut tx = db.begin();
-            let changes = storage::changes(db, &pending, &counters, &|k| Ok(tx.get(t, k)?))?;
+            let changes = storage::changes(db, &pending, &counters, &|k| Ok(tx.get(t, k)?), site)?;
             let delta = storage::write(&mut tx, t, &changes)?;
             tx.commit()?;
             if let Some(l) = self.inner.lock().loaded.as_mut() {
@@ -275,12 +277,13 @@ impl QueryStore {
         Ok(())
     }
 
-    /// Every row as the views read them: storage with what is pending laid over it.
-    pub fn rows(&self, db: &Arc<Database>) -> SqlResult<storage::Rows> {
+    /// Every row as the views read them: storage with what is pending laid over it (plans
+    /// rendered as they read in `site`).
+    pub fn rows(&self, db: &Arc<Database>, site: &PlanSite) -> SqlResult<storage::Rows> {
         let mut rows = storage::all_rows(db)?;
         let inner = self.inner.lock();
         if let Some(l) = inner.loaded.as_ref().filter(|l| !l.pending.is_empty()) {
-            let changes = storage::changes(db, &l.pending, &l.counters, &|k| Ok(rows.get(k).cloned()))?;
+            let changes = storage::changes(db, &l.pending, &l.counters, &|k| Ok(rows.get(k).cloned()), site)?;
             storage::overlay(&mut rows, changes);
         }
         Ok(rows)
@@ -296,8 +299,8 @@ impl QueryStore {
 
     /// `sp_query_store_remove_query`, `sp_query_store_remove_plan`,
     /// `sp_query_store_reset_exec_stats` and `QUERY_STORE CLEAR`: flushes, then removes.
-    pub fn remove(&self, db: &Arc<Database>, removal: &Removal) -> SqlResult<()> {
-        self.flush(db)?;
+    pub fn remove(&self, db: &Arc<Database>, removal: &Removal, site: &PlanSite) -> SqlResult<()> {
+        self.flush(db, site)?;
         let _writing = self.writing.lock();
         let rows = storage::all_rows(db)?;
         self.remove_rows(db, &rows, removal)
@@ -400,36 +403,21 @@ mod tests {
         storage::write_options(&db, &options).unwrap();
         let store = stores.configure(&db, options);
         let ran = Ran { execution_type: 0, ended_ms: now_ms(), values: [5.0; rows::MEASURES], waits: None };
-        let describe = || Described {
-            text: "select 1".into(),
-            context: rows::ContextRow {
-                set_options: 0,
-                language_id: 0,
-                date_format: 1,
-                date_first: 7,
-                default_schema_id: 1,
-            },
-            object_id: 0,
-            plan_hash: 1,
-            plan_text: "Constant Scan".into(),
-            batch_handle: 1,
-            batch_offsets: (0, -1),
-            compiled_ms: now_ms(),
-            compile_us: 10,
-        };
+        let describe = || memory::tests::described("select 1", 1);
         store.record(|| Ok(db.clone()), 1, &ran, describe).unwrap();
         assert!(!store.unload_if_clean(), "pending rows keep it loaded");
         assert_eq!(stores.due(false).len(), 1, "and make its flush due");
-        store.flush(&db).unwrap();
+        store.flush(&db, &storage::tests::test_site()).unwrap();
         assert!(store.unload_if_clean());
-        let rows = store.rows(&db).unwrap();
+        let rows = store.rows(&db, &storage::tests::test_site()).unwrap();
         assert_eq!(storage::of_kind(&rows, rows::QUERY).count(), 1);
         assert_eq!(storage::text(&rows, rows::TEXT, 1), "select 1");
+        assert_eq!(storage::text(&rows, rows::PLAN_TEXT, 1), "plan in r", "rendered in the store's database");
         // Opened again (as after a restart), it finds its settings and ids.
         let again = QueryStores::default().open(&db).unwrap().expect("on");
         again.record(|| Ok(db.clone()), 7, &ran, describe).unwrap();
-        again.flush(&db).unwrap();
-        let rows = again.rows(&db).unwrap();
+        again.flush(&db, &storage::tests::test_site()).unwrap();
+        let rows = again.rows(&db, &storage::tests::test_site()).unwrap();
         assert_eq!(storage::of_kind(&rows, rows::QUERY).count(), 1, "the same query");
         let stats: Vec<rows::StatsRow> =
             storage::of_kind(&rows, rows::STATS).map(|(_, v)| storage::decode(&db, v).unwrap()).collect();

@@ -14,6 +14,7 @@ use tessera_errors::{SqlError, SqlResult};
 use super::memory::{Pending, Stored};
 use super::options::Options;
 use super::rows::{self, key, parts, Counters, IntervalRow, PlanRow, QueryRow, StatsRow, WaitRow};
+use tessera_semantics::plan::PlanSite;
 
 /// A row change: the key and its new value (None: the row goes).
 pub type Change = (Vec<u8>, Option<Vec<u8>>);
@@ -112,11 +113,18 @@ pub fn load(db: &Arc<Database>) -> SqlResult<Stored> {
     Ok(stored)
 }
 
-/// The row changes that write `pending` (and `counters`) over what `get` finds stored.
+/// The row changes that write `pending` (and `counters`) over what `get` finds stored,
+/// plans rendered as they read in `site` (the store's database).
 /// Compiles add to their query's and plan's counts, statistics to the stored row of the
 /// same interval, plan and type (keeping its id), and each plan (and its query) last ran
 /// when its last run in `pending` ended.
-pub fn changes(db: &Database, pending: &Pending, counters: &Counters, get: Lookup) -> SqlResult<Vec<Change>> {
+pub fn changes(
+    db: &Database,
+    pending: &Pending,
+    counters: &Counters,
+    get: Lookup,
+    site: &PlanSite,
+) -> SqlResult<Vec<Change>> {
     let mut out: Vec<Change> = Vec::new();
     for (id, hash, text) in &pending.texts {
         for (i, chunk) in text_chunks(text).enumerate() {
@@ -129,8 +137,9 @@ pub fn changes(db: &Database, pending: &Pending, counters: &Counters, get: Looku
     for (id, row) in &pending.contexts {
         out.push((key(rows::CONTEXT, &[*id as u64]), Some(json(row))));
     }
-    for (id, text) in &pending.plan_texts {
-        for (i, chunk) in text_chunks(text).enumerate() {
+    for (id, render) in &pending.plan_texts {
+        let text = render(site);
+        for (i, chunk) in text_chunks(&text).enumerate() {
             out.push((rows::chunk_key(rows::PLAN_TEXT, *id, i as u16), Some(chunk.to_vec())));
         }
     }
@@ -436,37 +445,26 @@ pub fn removals(db: &Database, rows: &Rows, removal: &Removal) -> SqlResult<Vec<
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Plans read in database `r`.
+    pub(crate) fn test_site() -> PlanSite<'static> {
+        PlanSite { database: "r", table: &|_, def| (std::sync::Arc::from("r"), def.clone()) }
+    }
 
     /// The rows of a store that counted one run of each (text, plan hash).
     fn stored(db: &Database, runs: &[(&str, u64)]) -> Rows {
-        use super::super::memory::{Described, Loaded, Ran, Stored};
+        use super::super::memory::{tests::described, Loaded, Ran, Stored};
         use super::super::{Capture, Options};
         let options = Options { capture: Capture::All, ..Options::default() };
         let mut l = Loaded::new(Stored::default());
         for (i, (text, plan_hash)) in runs.iter().enumerate() {
             let ran = Ran { execution_type: 0, ended_ms: 1000, values: [1.0; rows::MEASURES], waits: None };
-            l.record(&options, i as u64, &ran, || Described {
-                text: text.to_string(),
-                context: rows::ContextRow {
-                    set_options: 0,
-                    language_id: 0,
-                    date_format: 1,
-                    date_first: 7,
-                    default_schema_id: 1,
-                },
-                object_id: 0,
-                plan_hash: *plan_hash,
-                plan_text: "plan".into(),
-                batch_handle: 1,
-                batch_offsets: (0, -1),
-                compiled_ms: 1000,
-                compile_us: 1,
-            });
+            l.record(&options, i as u64, &ran, || described(text, *plan_hash));
         }
         let mut map = Rows::new();
-        overlay(&mut map, changes(db, &l.pending, &l.counters, &|_| Ok(None)).unwrap());
+        overlay(&mut map, changes(db, &l.pending, &l.counters, &|_| Ok(None), &test_site()).unwrap());
         map
     }
 

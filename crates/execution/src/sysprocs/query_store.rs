@@ -9,6 +9,7 @@ use tessera_security::principals::check::{allowed, On};
 use super::{int_arg, too_many, NamedArg};
 use crate::query_store::rows::{self, key};
 use crate::query_store::storage::{self, Removal};
+use crate::query_store_flusher::with_site;
 use crate::runtime::ExecCtx;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +44,7 @@ pub fn run(procedure: Procedure, args: &[NamedArg], ctx: &mut ExecCtx) -> SqlRes
     if procedure == Procedure::Flush {
         too_many(name, args, 0)?;
         if let Some(store) = store {
-            store.flush(&db)?;
+            with_site(ctx.shared, &db, |site| store.flush(&db, site))?;
         }
         return Ok(0);
     }
@@ -58,7 +59,7 @@ pub fn run(procedure: Procedure, args: &[NamedArg], ctx: &mut ExecCtx) -> SqlRes
         _ => msg::QUERY_STORE_PLAN_NOT_FOUND.with(&[&id, &db.id()]),
     };
     let rows = match &store {
-        Some(store) => store.rows(&db)?,
+        Some(store) => with_site(ctx.shared, &db, |site| store.rows(&db, site))?,
         None => storage::all_rows(&db)?,
     };
     if id < 1 || !rows.contains_key(&key(kind, &[id as u64])) {
@@ -70,7 +71,7 @@ pub fn run(procedure: Procedure, args: &[NamedArg], ctx: &mut ExecCtx) -> SqlRes
         _ => Removal { stats_of_plans: vec![id], ..Removal::default() },
     };
     match store {
-        Some(store) => store.remove(&db, &removal)?,
+        Some(store) => with_site(ctx.shared, &db, |site| store.remove(&db, &removal, site))?,
         None => storage::remove_stored(&db, &removal)?,
     }
     Ok(0)

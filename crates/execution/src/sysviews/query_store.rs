@@ -29,7 +29,9 @@ fn store_rows(ctx: &ExecCtx, db: &str) -> tessera_errors::SqlResult<(Arc<Databas
     database_state(ctx, db)?;
     let database = ctx.shared.database(db)?;
     let rows = match ctx.shared.query_stores.get(database.name()) {
-        Some(store) => store.rows(&database)?,
+        Some(store) => {
+            crate::query_store_flusher::with_site(ctx.shared, &database, |site| store.rows(&database, site))?
+        }
         None => storage::all_rows(&database)?,
     };
     Ok((database, rows))

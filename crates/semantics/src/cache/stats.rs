@@ -80,6 +80,19 @@ pub struct QueryStats {
     pub created_ms: i64,
     pub bind_us: u64,
     totals: Mutex<Totals>,
+    /// What Query Store keeps of the plan that is the same in every database that runs it,
+    /// worked out at its first run in any database's store.
+    identity: std::sync::OnceLock<std::sync::Arc<PlanIdentity>>,
+}
+
+/// A statement plan as every database's Query Store knows it: the statement's text, the
+/// text's hash, and a hash of the plan's shape (its SHOWPLAN_TEXT with no database's
+/// names), alike for all the databases sharing the plan.
+#[derive(Debug)]
+pub struct PlanIdentity {
+    pub text: std::sync::Arc<str>,
+    pub text_hash: [u8; 16],
+    pub plan_hash: u64,
 }
 
 impl QueryStats {
@@ -90,6 +103,7 @@ impl QueryStats {
             offsets,
             created_ms,
             bind_us,
+            identity: std::sync::OnceLock::new(),
             totals: Mutex::new(Totals { last_execution_ms: created_ms, ..Totals::default() }),
         }
     }
@@ -97,6 +111,11 @@ impl QueryStats {
     /// Counts a run that ended.
     pub fn record(&self, run: Run) {
         self.totals.lock().add(run);
+    }
+
+    /// The plan's identity for Query Store, made by `make` the first time it is asked.
+    pub fn identity(&self, make: impl FnOnce() -> PlanIdentity) -> std::sync::Arc<PlanIdentity> {
+        self.identity.get_or_init(|| std::sync::Arc::new(make())).clone()
     }
 
     /// The runs so far.

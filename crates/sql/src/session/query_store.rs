@@ -2,9 +2,13 @@
 //! category (when the store keeps them), and, at its plan's first run, what the
 //! statement is (its text, the settings it was compiled under, its plan).
 
-use tessera_execution::query_store::{rows::ContextRow, Described, QueryStore, Ran, WAIT_CATEGORIES};
-use tessera_semantics::cache::{Found, Run};
-use tessera_semantics::plan::Prepared;
+use std::sync::Arc;
+
+use tessera_execution::query_store::memory::text_hash;
+use tessera_execution::query_store::{rows::ContextRow, Described, PlanText, QueryStore, Ran, WAIT_CATEGORIES};
+use tessera_semantics::cache::{Found, PlanIdentity, Run};
+use tessera_semantics::catalog::{DbRef, Table};
+use tessera_semantics::plan::{PlanSite, Prepared};
 use tessera_syntax::ast::Statement;
 use tessera_waits::{WaitType, WAIT_TYPES};
 
@@ -17,7 +21,7 @@ pub(super) type WaitMark = [u64; WAIT_TYPES];
 impl Runner<'_> {
     /// The Query Store the statement about to run is counted in (None: its database has
     /// none capturing), and where its waits start when the store keeps them.
-    pub(super) fn query_store_start(&self) -> Option<(std::sync::Arc<QueryStore>, Option<WaitMark>)> {
+    pub(super) fn query_store_start(&self) -> Option<(Arc<QueryStore>, Option<WaitMark>)> {
         let store = self.shared.query_store(&self.state.catalog_memo, &self.state.database)?;
         let mark = store.wants_waits().then(tessera_waits::waited_by_type);
         Some((store, mark))
@@ -26,7 +30,7 @@ impl Runner<'_> {
     /// Counts a finished run of `s` (which ran `found`'s plan) in `store`.
     pub(super) fn query_store_record(
         &self,
-        (store, mark): (std::sync::Arc<QueryStore>, Option<WaitMark>),
+        (store, mark): (Arc<QueryStore>, Option<WaitMark>),
         s: &Statement,
         found: &Found<Prepared>,
         run: Run,
@@ -66,15 +70,28 @@ impl Runner<'_> {
         }
     }
 
-    /// What Query Store keeps of a statement: its text, its session settings, the module
-    /// it is in, its plan (as SHOWPLAN_TEXT shows it) and that plan's hash.
+    /// What Query Store keeps of a statement in this database: the plan's identity (its
+    /// text and hashes, worked out once for every database sharing the plan), its session
+    /// settings, the module it is in, and its plan, rendered only when written or read.
     fn describe_statement(&self, s: &Statement, found: &Found<Prepared>) -> Described {
-        let text = self.batch.text.get(s.span.0..s.span.1).unwrap_or_default().trim().to_string();
-        let vars = self.frame.decls.as_slice();
-        let plan_text = self.with_site(|at| tessera_semantics::plan::statement_plan(&found.plan, vars, at)).join("\n");
-        let plan_hash = plan_text
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+        let vars: Arc<[(String, tessera_semantics::types::SqlType)]> = Arc::from(self.frame.decls.as_slice());
+        let identity = found.stats.identity(|| {
+            let text = self.batch.text.get(s.span.0..s.span.1).unwrap_or_default().trim();
+            // The plan's shape, with no database's names: alike for every tenant.
+            let neutral = |_: &DbRef, def: &Arc<Table>| (Arc::from(""), def.clone());
+            let site = PlanSite { database: "", table: &neutral };
+            let shape = tessera_semantics::plan::statement_plan(&found.plan, &vars, &site).join("\n");
+            PlanIdentity {
+                text: Arc::from(text),
+                text_hash: text_hash(text),
+                plan_hash: shape
+                    .bytes()
+                    .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)),
+            }
+        });
+        let plan = found.plan.clone();
+        let plan_text: PlanText =
+            Arc::new(move |at: &PlanSite| tessera_semantics::plan::statement_plan(&plan, &vars, at).join("\n"));
         let object_id = match (&self.procedure, &self.owner) {
             (Some(name), Some(module)) => (self.state.catalog_of(self.shared, &module.db).ok())
                 .and_then(|of| of.catalog.module(&module.schema, name).map(|m| i64::from(m.id)))
@@ -85,10 +102,9 @@ impl Runner<'_> {
             .and_then(|security| security.schema(&self.state.default_schema).map(|s| i64::from(s.id)))
             .unwrap_or(1);
         Described {
-            text,
+            identity,
             context: self.context_settings(default_schema_id),
             object_id,
-            plan_hash,
             plan_text,
             batch_handle: self.batch.handle,
             batch_offsets: found.stats.offsets,

@@ -16,6 +16,7 @@ fn both_workloads_run_plain_and_observed() {
         tenants: 3,
         tenant_rate: 20.0,
         tenant_seconds: 1,
+        scrape_seconds: 1,
         ..ObservedParams::quick(None)
     };
     let outcome = run(dir.path(), &params, &|_| {}).unwrap();

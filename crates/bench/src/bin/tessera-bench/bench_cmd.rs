@@ -57,7 +57,7 @@ pub enum Bench {
     /// Issue 38: what watching costs — seed 002's point select and seed 000's tenants on a
     /// plain server and on one with its Prometheus listener scraped every second and Query
     /// Store on in every database, in alternating pairs in the same run.
-    Observed(CommonArgs),
+    Observed(ObservedArgs),
     /// Issue 33: BenchBase, unchanged and provided by the user, loading and running TPC-C
     /// (10 warehouses, 8 terminals, 120 s; 1 warehouse, 4 terminals, 20 s with --quick),
     /// YCSB A and C, SmallBank or TATP against tessera through mssql-jdbc and against
@@ -122,6 +122,16 @@ pub struct ConsolidationArgs {
     /// Leave out PostgreSQL (tessera's two variants only).
     #[arg(long)]
     pub no_postgres: bool,
+}
+
+/// `tessera bench observed`'s flags.
+#[derive(Debug, Args)]
+pub struct ObservedArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Seconds between scrapes of the observed server's /metrics [default: 15].
+    #[arg(long, value_name = "S")]
+    pub scrape_seconds: Option<u64>,
 }
 
 /// `tessera bench benchbase`'s flags.
@@ -324,14 +334,17 @@ pub fn run(args: BenchArgs) -> ExitCode {
             };
             finish(&common, |dir| tessera_bench::noisy::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
         }
-        Bench::Observed(common) => {
+        Bench::Observed(args) => {
             let Some(binary) = server_binary() else { return ExitCode::FAILURE };
-            let params = if common.quick {
+            let mut params = if args.common.quick {
                 tessera_bench::observed::ObservedParams::quick(binary)
             } else {
                 tessera_bench::observed::ObservedParams::full(binary)
             };
-            finish(&common, |dir| tessera_bench::observed::run(dir, &params, &progress).map(|o| (o.report, o.failures)))
+            params.scrape_seconds = args.scrape_seconds.unwrap_or(params.scrape_seconds);
+            finish(&args.common, |dir| {
+                tessera_bench::observed::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
         }
         Bench::Benchbase(args) => {
             let Some(Some(binary)) = server_binary() else { return ExitCode::FAILURE };

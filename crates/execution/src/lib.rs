@@ -10,6 +10,7 @@ pub mod dml;
 pub mod encoding;
 pub mod exec;
 pub mod first_result;
+pub mod fnv;
 pub mod functions;
 pub mod identity;
 pub mod index_usage;

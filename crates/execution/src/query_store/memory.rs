@@ -61,10 +61,10 @@ enum Seen {
 /// A 16-byte hash of a text (two FNV-1a hashes from different starts), which finds a
 /// kept text without comparing it.
 pub fn text_hash(text: &str) -> [u8; 16] {
-    let fnv = |start: u64| text.bytes().fold(start, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
     let mut out = [0; 16];
-    out[..8].copy_from_slice(&fnv(0xcbf2_9ce4_8422_2325).to_be_bytes());
-    out[8..].copy_from_slice(&fnv(0x6c62_272e_07bb_0142 ^ text.len() as u64).to_be_bytes());
+    out[..8].copy_from_slice(&crate::fnv::fnv1a(crate::fnv::START, text.as_bytes()).to_be_bytes());
+    out[8..]
+        .copy_from_slice(&crate::fnv::fnv1a(0x6c62_272e_07bb_0142 ^ text.len() as u64, text.as_bytes()).to_be_bytes());
     out
 }
 

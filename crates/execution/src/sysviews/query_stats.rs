@@ -14,8 +14,9 @@
 
 use std::sync::Arc;
 
-use super::requests::{datetime_ms, fnv1a, sql_handle, FNV_START};
+use super::requests::{datetime_ms, sql_handle};
 use super::{bit, col, int, s, FunctionDef, Rows, ViewDef, NVARCHAR_MAX};
+use crate::fnv::{fnv1a, START as FNV_START};
 use crate::runtime::ExecCtx;
 use tessera_semantics::cache::Figures;
 use tessera_semantics::types::{SqlType::*, Value};

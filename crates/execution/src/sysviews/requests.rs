@@ -24,19 +24,10 @@ pub(super) fn datetime_ms(epoch_ms: i64) -> Value {
     Value::DateTime { days, ticks: seconds * 10_000_000 + tessera_types::ticks_from_t300(t300) }
 }
 
-/// FNV-1a's starting value.
-pub(super) const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// FNV-1a of `bytes`, continuing from `hash`: a hash that does not change between runs
-/// (`sql_handle`, `query_hash`, `query_plan_hash`).
-pub(super) fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
-    bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
-}
-
 /// The handle of a request's text (`sql_handle`): `0x02` then 8 bytes of its FNV-1a hash,
 /// so one text has one handle.
 pub(super) fn sql_handle(text: &str) -> [u8; 16] {
-    let hash = fnv1a(FNV_START, text.as_bytes());
+    let hash = crate::fnv::fnv1a(crate::fnv::START, text.as_bytes());
     let mut handle = [0u8; 16];
     handle[0] = 0x02;
     handle[8..].copy_from_slice(&hash.to_be_bytes());

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use tessera_execution::fnv::{fnv1a, START};
 use tessera_execution::query_store::memory::text_hash;
 use tessera_execution::query_store::{rows::ContextRow, Described, PlanText, QueryStore, Ran, WAIT_CATEGORIES};
 use tessera_semantics::cache::{Found, PlanIdentity, Run};
@@ -84,9 +85,7 @@ impl Runner<'_> {
             PlanIdentity {
                 text: Arc::from(text),
                 text_hash: text_hash(text),
-                plan_hash: shape
-                    .bytes()
-                    .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)),
+                plan_hash: fnv1a(START, shape.as_bytes()),
             }
         });
         let plan = found.plan.clone();

@@ -795,7 +795,7 @@ impl Engine {
     }
 
     /// Changes how many databases stay open at once (at most `EngineConfig::
-    /// max_open_databases`, which the process's descriptors were shared out for) and after
+    /// max_open_databases`, the configuration file's bound) and after
     /// how long idle one is closed; returns the limit in force. Closes the least recently
     /// used idle databases now if more are open.
     pub fn set_open_limits(&self, max_open: usize, idle_close_after: Duration) -> usize {

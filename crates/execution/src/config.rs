@@ -427,7 +427,7 @@ impl Config {
     }
 
     /// Gives the engine the run values of 'max open databases' (0, or more than the
-    /// server's descriptors allow: what they allow) and 'idle database close (s)'. An
+    /// configuration file's `max_open_databases`: that bound) and 'idle database close (s)'. An
     /// option never configured leaves the engine's value (the server's config file's).
     pub fn apply_open_limits(&self, engine: &Engine) {
         let set = |name: &str| self.values.read().running.get(&self.find_exact(name).id).copied();

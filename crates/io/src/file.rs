@@ -1,10 +1,10 @@
-use std::fs::OpenOptions;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::descriptors::{Access, Descriptor};
 use crate::stats::{Direction, FileKind, FileSample, FileStats};
 use crate::{faults, AlignedBuf, IO_ALIGN};
 use tessera_errors::{Error, Result};
@@ -28,9 +28,12 @@ pub enum OpenMode {
 ///
 /// A file [`measured`](DataFile::measured) counts its reads and writes, their bytes and
 /// their time (see [`crate::stats`]).
+///
+/// Its descriptor is kept by the process's [descriptor cache](crate::descriptors), which
+/// may close it while the file is not in use and reopens it on demand.
 #[derive(Debug)]
 pub struct DataFile {
-    file: std::fs::File,
+    descriptor: Arc<Descriptor>,
     path: PathBuf,
     direct: bool,
     /// The counters of a measured file, shared by its handles.
@@ -41,16 +44,8 @@ impl DataFile {
     /// Opens `path`; a file made here ([`OpenMode::CreateNew`]) has its name made durable
     /// (its directory synced) before this returns.
     pub fn open(path: &Path, mode: OpenMode, direct: bool) -> Result<DataFile> {
-        let mut opts = OpenOptions::new();
-        opts.read(true).write(mode != OpenMode::ReadOnly);
-        match mode {
-            OpenMode::CreateNew => opts.create_new(true),
-            OpenMode::Existing | OpenMode::ReadOnly => opts.create(false),
-        };
-        if direct {
-            opts.custom_flags(libc::O_DIRECT);
-        }
-        let file = opts.open(path).map_err(|e| {
+        let access = Access { write: mode != OpenMode::ReadOnly, direct };
+        let descriptor = Descriptor::open(path, access, mode == OpenMode::CreateNew).map_err(|e| {
             if direct && e.raw_os_error() == Some(libc::EINVAL) {
                 Error::Invalid(format!(
                     "the filesystem holding '{}' does not support O_DIRECT (unbuffered) I/O",
@@ -64,7 +59,7 @@ impl DataFile {
             // The new name must survive a power loss as the data written to it will.
             crate::durable::sync_parent(path)?;
         }
-        Ok(DataFile { file, path: path.to_path_buf(), direct, stats: None })
+        Ok(DataFile { descriptor: Arc::new(descriptor), path: path.to_path_buf(), direct, stats: None })
     }
 
     /// This file with its reads and writes counted from now on, in counters of its own
@@ -79,7 +74,7 @@ impl DataFile {
         Ok(FileSample {
             figures: self.stats.as_ref().map(|s| s.figures()).unwrap_or_default(),
             size: self.len()?,
-            handle: self.file.as_raw_fd() as u64,
+            handle: self.descriptor.id(),
         })
     }
 
@@ -109,7 +104,7 @@ impl DataFile {
             faults::Outcome::Fail(e) => fail(e),
             faults::Outcome::Partial(n, e) => {
                 let n = if self.direct { n / IO_ALIGN * IO_ALIGN } else { n };
-                let _ = self.file.read_at(&mut buf[..n], offset);
+                let _ = self.descriptor.file()?.read_at(&mut buf[..n], offset);
                 fail(e)
             }
         }
@@ -126,8 +121,8 @@ impl DataFile {
             faults::Outcome::Partial(n, e) => (if self.direct { n / IO_ALIGN * IO_ALIGN } else { n }, Some(e)),
         };
         let old = faults::power::recording(&self.path).then(|| self.bytes_at(offset, len)).transpose()?;
-        crate::profile::through(&self.path, offset, len, || self.file.write_all_at(&buf[..len], offset))
-            .map_err(fail)?;
+        let file = self.descriptor.file()?;
+        crate::profile::through(&self.path, offset, len, || file.write_all_at(&buf[..len], offset)).map_err(fail)?;
         if let Some(old) = old {
             faults::power::wrote(&self.path, offset, old, &buf[..len]);
         }
@@ -139,9 +134,10 @@ impl DataFile {
     fn bytes_at(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
         let mut buf = AlignedBuf::new(len.next_multiple_of(IO_ALIGN).max(IO_ALIGN));
         let mut done = 0;
+        let file = self.descriptor.file()?;
         while done < len {
             let want = buf.len() - done;
-            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+            match file.read_at(&mut buf[done..], offset + done as u64) {
                 Ok(n) => {
                     done += n;
                     if n < want {
@@ -159,10 +155,14 @@ impl DataFile {
         &self.path
     }
 
-    /// A second handle on the same open file.
+    /// A second handle on the same file (sharing its descriptor and its counters).
     pub fn try_clone(&self) -> Result<DataFile> {
-        let file = self.file.try_clone().map_err(|e| Error::io("duplicate", &self.path, 0, e))?;
-        Ok(DataFile { file, path: self.path.clone(), direct: self.direct, stats: self.stats.clone() })
+        Ok(DataFile {
+            descriptor: self.descriptor.clone(),
+            path: self.path.clone(),
+            direct: self.direct,
+            stats: self.stats.clone(),
+        })
     }
 
     pub fn is_direct(&self) -> bool {
@@ -189,7 +189,8 @@ impl DataFile {
             Direction::Read,
             |_| len,
             || {
-                crate::profile::through(&self.path, offset, len, || self.file.read_exact_at(buf, offset))
+                let file = self.descriptor.file()?;
+                crate::profile::through(&self.path, offset, len, || file.read_exact_at(buf, offset))
                     .map_err(|e| Error::io("read", &self.path, offset, e))
             },
         )
@@ -210,6 +211,7 @@ impl DataFile {
             self.check_alignment(at, b.len(), b.as_ptr() as usize);
             at += b.len() as u64;
         }
+        let file = self.descriptor.file()?;
         let io = || -> std::io::Result<()> {
             let mut done = 0usize;
             while done < total {
@@ -227,7 +229,7 @@ impl DataFile {
                 let count = iov.len().min(libc::UIO_MAXIOV as usize) as libc::c_int;
                 // SAFETY: every iovec points into a distinct live `&mut [u8]` of `bufs`.
                 let n = unsafe {
-                    libc::preadv(self.file.as_raw_fd(), iov.as_ptr(), count, (offset + done as u64) as libc::off_t)
+                    libc::preadv(file.as_raw_fd(), iov.as_ptr(), count, (offset + done as u64) as libc::off_t)
                 };
                 match n {
                     0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
@@ -263,7 +265,8 @@ impl DataFile {
             Direction::Read,
             |&n| n,
             || loop {
-                match crate::profile::through(&self.path, offset, len, || self.file.read_at(buf, offset)) {
+                let file = self.descriptor.file()?;
+                match crate::profile::through(&self.path, offset, len, || file.read_at(buf, offset)) {
                     Ok(n) => return Ok(n),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                     Err(e) => return Err(Error::io("read", &self.path, offset, e)),
@@ -279,10 +282,14 @@ impl DataFile {
             |_| buf.len(),
             || {
                 if faults::active() {
-                    return self.write_with_faults(buf, offset);
+                    self.write_with_faults(buf, offset)?;
+                } else {
+                    let file = self.descriptor.file()?;
+                    crate::profile::through(&self.path, offset, buf.len(), || file.write_all_at(buf, offset))
+                        .map_err(|e| Error::io("write", &self.path, offset, e))?;
                 }
-                crate::profile::through(&self.path, offset, buf.len(), || self.file.write_all_at(buf, offset))
-                    .map_err(|e| Error::io("write", &self.path, offset, e))
+                self.descriptor.wrote();
+                Ok(())
             },
         )
     }
@@ -300,28 +307,35 @@ impl DataFile {
     fn sync(&self, how: impl Fn(&std::fs::File) -> std::io::Result<()>) -> Result<()> {
         let fail = |e| Error::io("sync", &self.path, 0, e);
         if !faults::active() {
-            return how(&self.file).map_err(fail);
+            return self.descriptor.sync(how).map_err(fail);
         }
         faults::sync(&self.path).map_err(fail)?;
-        how(&self.file).map_err(fail)?;
-        faults::power::synced(&self.path, self.len()?);
-        Ok(())
+        self.descriptor
+            .sync(|file| {
+                how(file)?;
+                faults::power::synced(&self.path, file.metadata()?.len());
+                Ok(())
+            })
+            .map_err(fail)
     }
 
     /// Cuts or extends the file to `len` through `how`, under [`faults`] when armed.
     fn resize(&self, len: u64, how: impl FnOnce() -> Result<()>) -> Result<()> {
         if !faults::active() {
-            return how();
+            how()?;
+            self.descriptor.wrote();
+            return Ok(());
         }
         let current = self.len()?;
         faults::resize(&self.path, current, len).map_err(|e| Error::io("extend", &self.path, current, e))?;
         how()?;
+        self.descriptor.wrote();
         faults::power::resized(&self.path, len);
         Ok(())
     }
 
     pub fn len(&self) -> Result<u64> {
-        self.file.metadata().map(|m| m.len()).map_err(|e| Error::io("stat", &self.path, 0, e))
+        self.descriptor.file()?.metadata().map(|m| m.len()).map_err(|e| Error::io("stat", &self.path, 0, e))
     }
 
     pub fn is_empty(&self) -> Result<bool> {
@@ -330,7 +344,7 @@ impl DataFile {
 
     /// Whether the file is a regular one (not a device).
     pub fn is_regular(&self) -> Result<bool> {
-        self.file.metadata().map(|m| m.is_file()).map_err(|e| Error::io("stat", &self.path, 0, e))
+        self.descriptor.file()?.metadata().map(|m| m.is_file()).map_err(|e| Error::io("stat", &self.path, 0, e))
     }
 
     /// Reserves disk blocks for `[0, len)` so later writes cannot fail for lack of space
@@ -348,11 +362,12 @@ impl DataFile {
         let off = current as libc::off_t;
         let add = (len - current) as libc::off_t;
         // SAFETY: plain syscall on an owned descriptor.
-        let rc = unsafe { libc::posix_fallocate(self.file.as_raw_fd(), off, add) };
+        let file = self.descriptor.file()?;
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), off, add) };
         match rc {
             0 => Ok(()),
             libc::EOPNOTSUPP | libc::EINVAL => {
-                self.file.set_len(len).map_err(|e| Error::io("extend", &self.path, current, e))
+                file.set_len(len).map_err(|e| Error::io("extend", &self.path, current, e))
             }
             err => Err(Error::io("allocate", &self.path, current, std::io::Error::from_raw_os_error(err))),
         }
@@ -361,13 +376,15 @@ impl DataFile {
     /// Asks the kernel to drop this file's clean cached pages, so the next reads come from
     /// the device (`DBCC DROPCLEANBUFFERS` on buffered files). Advisory: errors are ignored.
     pub fn drop_os_cache(&self) {
-        // SAFETY: plain syscall on an owned descriptor; offset 0, length 0 = the whole file.
-        unsafe { libc::posix_fadvise(self.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if let Ok(file) = self.descriptor.file() {
+            // SAFETY: plain syscall on an owned descriptor; offset 0, length 0 = the whole file.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
     }
 
     /// Cuts or extends the file to exactly `len` bytes.
     pub fn set_len(&self, len: u64) -> Result<()> {
-        self.resize(len, || self.file.set_len(len).map_err(|e| Error::io("truncate", &self.path, len, e)))
+        self.resize(len, || self.descriptor.file()?.set_len(len).map_err(|e| Error::io("truncate", &self.path, len, e)))
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod affinity;
 mod aligned;
 pub mod clock;
+pub mod descriptors;
 mod dirlock;
 pub mod durable;
 pub mod faults;

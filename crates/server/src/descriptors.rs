@@ -1,21 +1,18 @@
 //! File descriptors. At start the soft `RLIMIT_NOFILE` is raised to the hard limit, and
 //! the descriptors are shared out: connections (a socket each) get at most half of what
-//! the server's own files leave, open databases (a data file and a log file each) the
-//! rest. The engine closes the least recently used idle database before it would keep
-//! more open than its share, and the listener refuses connections past theirs, so
-//! neither can take the descriptors the other needs, and an `accept` never fails for
-//! want of one.
-
-/// Descriptors an open database holds: its data file and its log file.
-pub const FDS_PER_OPEN_DATABASE: u64 = 2;
+//! the server's own files leave, the engine's files (a data file and a log file per open
+//! database, backup media, the buffer pool extension) the rest, through the descriptor
+//! cache (`tessera_io::descriptors`), which closes the least recently used file's
+//! descriptor and reopens it on demand. So the number of open databases is bounded by
+//! `max_open_databases`, not by descriptors, and the listener refuses connections past
+//! their share, so an `accept` never fails for want of a descriptor.
 
 /// Descriptors kept for the server's own files: the listener, the ERRORLOG, the reactor,
-/// I/O rings, the registry and files a statement opens for a moment (backups, restores,
-/// certificates).
+/// I/O rings, the registry and files a statement opens for a moment (certificates).
 pub const RESERVED_FDS: u64 = 64;
 
-/// The fewest descriptors a server starts with: room for master, tempdb, msdb and a few
-/// user databases, and a few connections.
+/// The fewest descriptors a server starts with: room for a few connections and for the
+/// descriptor cache's smallest size.
 pub const MIN_FDS: u64 = RESERVED_FDS + 32;
 
 /// The process's descriptor limit after start, and how it is shared out.
@@ -25,7 +22,8 @@ pub struct Budget {
     pub limit: u64,
     /// The soft limit before it was raised (None: it already was the hard limit).
     pub raised_from: Option<u64>,
-    pub max_open_databases: usize,
+    /// The most descriptors the engine's files keep open at once.
+    pub file_descriptors: usize,
     pub max_connections: usize,
 }
 
@@ -48,24 +46,22 @@ pub fn raise_limit() -> std::io::Result<(u64, u64)> {
     Ok((before, lim.rlim_cur))
 }
 
-/// Shares `limit` descriptors out under the configured bounds; an error when there are
-/// too few to start.
-pub fn plan(limit: u64, raised_from: Option<u64>, databases: usize, connections: usize) -> Result<Budget, String> {
+/// Shares `limit` descriptors out under the configured bound on connections; an error
+/// when there are too few to start.
+pub fn plan(limit: u64, raised_from: Option<u64>, connections: usize) -> Result<Budget, String> {
     if limit < MIN_FDS {
         return Err(format!(
             "the open file limit is {limit}; the server needs at least {MIN_FDS} (raise the hard limit: ulimit -Hn)"
         ));
     }
     let usable = limit - RESERVED_FDS;
-    // Connections may take up to half; the databases get what they leave.
-    let connections_share = (connections as u64).min(usable / 2);
-    let db_share = (usable - connections_share) / FDS_PER_OPEN_DATABASE;
-    let max_open_databases = (databases as u64).min(db_share).max(1);
-    let max_connections = (connections as u64).min(usable - max_open_databases * FDS_PER_OPEN_DATABASE).max(1);
+    // Connections may take up to half; the engine's files get what they leave.
+    let max_connections = (connections as u64).min(usable / 2).max(1);
+    let file_descriptors = usable - max_connections;
     Ok(Budget {
         limit,
         raised_from,
-        max_open_databases: max_open_databases as usize,
+        file_descriptors: usize::try_from(file_descriptors).unwrap_or(usize::MAX),
         max_connections: max_connections as usize,
     })
 }
@@ -78,8 +74,8 @@ impl Budget {
             None => format!("{}", self.limit),
         };
         format!(
-            "Open file limit {raised}: at most {} databases open at once ({FDS_PER_OPEN_DATABASE} descriptors each) and {} user connections; {RESERVED_FDS} kept for the server's own files.",
-            self.max_open_databases, self.max_connections
+            "Open file limit {raised}: {} user connections, {} descriptors for database files (closed least recently used first and reopened on demand), {RESERVED_FDS} kept for the server's own files.",
+            self.max_connections, self.file_descriptors
         )
     }
 }
@@ -90,30 +86,29 @@ mod tests {
 
     #[test]
     fn a_default_limit_of_1024_keeps_room_for_both() {
-        let b = plan(1024, None, 4096, 10_000).unwrap();
-        assert_eq!(b.max_open_databases, 240);
-        assert_eq!(b.max_connections, 480);
-        assert!(b.max_open_databases as u64 * FDS_PER_OPEN_DATABASE + b.max_connections as u64 + RESERVED_FDS <= 1024);
+        let b = plan(1024, None, 10_000).unwrap();
+        assert_eq!((b.max_connections, b.file_descriptors), (480, 480));
+        assert!(b.file_descriptors as u64 + b.max_connections as u64 + RESERVED_FDS <= 1024);
     }
 
     #[test]
-    fn descriptors_that_connections_do_not_need_go_to_databases() {
-        let b = plan(20_000, None, 20_000, 256).unwrap();
-        assert_eq!((b.max_open_databases, b.max_connections), (9_840, 256));
-        let b = plan(20_000, None, 20_000, 10_000).unwrap();
-        assert_eq!((b.max_open_databases, b.max_connections), (4_984, 9_968));
+    fn descriptors_that_connections_do_not_need_go_to_files() {
+        let b = plan(20_000, None, 256).unwrap();
+        assert_eq!((b.max_connections, b.file_descriptors), (256, 19_680));
+        let b = plan(20_000, None, 10_000).unwrap();
+        assert_eq!((b.max_connections, b.file_descriptors), (9_968, 9_968));
     }
 
     #[test]
-    fn configured_bounds_win_when_they_are_lower() {
-        let b = plan(1 << 20, Some(1024), 4096, 10_000).unwrap();
-        assert_eq!((b.max_open_databases, b.max_connections), (4096, 10_000));
+    fn the_configured_bound_on_connections_wins_when_it_is_lower() {
+        let b = plan(1 << 20, Some(1024), 10_000).unwrap();
+        assert_eq!(b.max_connections, 10_000);
         assert!(b.describe().contains("raised from 1024 to 1048576"), "{}", b.describe());
     }
 
     #[test]
     fn too_few_descriptors_is_a_clear_refusal() {
-        let e = plan(50, None, 4096, 10_000).unwrap_err();
+        let e = plan(50, None, 10_000).unwrap_err();
         assert!(e.contains("at least 96"), "{e}");
     }
 }

@@ -148,16 +148,12 @@ impl Server {
         }
         let (before, limit) =
             descriptors::raise_limit().map_err(|e| format!("cannot read the open file limit: {e}"))?;
-        let budget = descriptors::plan(
-            limit,
-            (before < limit).then_some(before),
-            config.max_open_databases,
-            config.max_connections,
-        )?;
+        let budget = descriptors::plan(limit, (before < limit).then_some(before), config.max_connections)?;
         log.server(&budget.describe());
         config.max_connections = budget.max_connections;
+        tessera_io::descriptors::set_capacity(budget.file_descriptors);
         let mut ec = EngineConfig::new(&config.data_dir);
-        ec.max_open_databases = budget.max_open_databases;
+        ec.max_open_databases = config.max_open_databases;
         ec.idle_close_after = std::time::Duration::from_secs(config.idle_close_secs);
         ec.log_dir = config.log_dir.clone();
         ec.pool_bytes = config.memory_mb.max(16) << 20;

@@ -174,6 +174,12 @@ fn a_scrape_follows_the_load_and_agrees_with_the_dmvs() {
             ("tessera_log_written_bytes", "counter"),
             ("tessera_log_flush_duration_seconds", "histogram"),
             ("tessera_io_duration_seconds", "histogram"),
+            ("tessera_file_descriptors_open", "gauge"),
+            ("tessera_file_descriptors_capacity", "gauge"),
+            ("tessera_file_descriptor_hits", "counter"),
+            ("tessera_file_descriptor_misses", "counter"),
+            ("tessera_file_descriptor_evictions", "counter"),
+            ("tessera_file_descriptor_eviction_syncs", "counter"),
             ("tessera_buffer_pool_hits", "counter"),
             ("tessera_buffer_pool_resident_bytes", "gauge"),
             ("tessera_buffer_pool_extension_size_bytes", "gauge"),
@@ -203,6 +209,9 @@ fn a_scrape_follows_the_load_and_agrees_with_the_dmvs() {
         assert!(moved("tessera_log_flush_duration_seconds_count") >= 21.0);
         assert!(moved("tessera_io_duration_seconds_count{direction=write,kind=log}") >= 21.0);
         assert!(moved("tessera_buffer_pool_hits_total") > 0.0);
+        assert!(moved("tessera_file_descriptor_hits_total") > 0.0, "the log's writes used its descriptor");
+        assert!(second.get("tessera_file_descriptors_open") >= 4.0, "master's and m1's files at least");
+        assert!(second.get("tessera_file_descriptors_open") <= second.get("tessera_file_descriptors_capacity") + 4.0);
         assert_eq!(moved("tessera_waits_total{wait_type=WAITFOR}"), 1.0);
         assert!(moved("tessera_wait_seconds_total{wait_type=WAITFOR}") >= 0.019);
         assert_eq!(second.get("tessera_connections"), 1.0);

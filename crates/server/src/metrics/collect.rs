@@ -46,6 +46,7 @@ pub(super) struct Snapshot {
     pub(super) log_written_bytes: u64,
     pub(super) log_flush: HistogramSnapshot,
     pub(super) io: Vec<(&'static str, &'static str, HistogramSnapshot)>,
+    pub(super) descriptors: tessera_io::descriptors::Figures,
     pub(super) pool: PoolStats,
     pub(super) extension: Option<ExtensionStats>,
     pub(super) memory: MemoryStatus,
@@ -119,6 +120,7 @@ impl Snapshot {
             log_written_bytes: tessera_log::bytes_written_total(),
             log_flush: tessera_log::flush_latency().snapshot(),
             io,
+            descriptors: tessera_io::descriptors::figures(),
             pool: stats.pool,
             extension: engine.pool().extension().map(|e| e.stats()),
             memory: engine.memory_status(),
@@ -288,6 +290,33 @@ impl Collector for Snapshot {
         )?;
         let io: Vec<_> = self.io.iter().map(|(k, d, h)| (vec![("kind", *k), ("direction", *d)], *h)).collect();
         f.histograms("tessera_io_duration", "Reads and writes of data, log and backup files.", &io)?;
+        let d = &self.descriptors;
+        f.gauge("tessera_file_descriptors_open", "Descriptors the engine's files hold open now.", None, d.open)?;
+        f.gauge(
+            "tessera_file_descriptors_capacity",
+            "The most descriptors the engine's files keep open (the least recently used are closed past it).",
+            None,
+            d.capacity,
+        )?;
+        f.counter("tessera_file_descriptor_hits", "Uses of a database file whose descriptor was open.", None, d.hits)?;
+        f.counter(
+            "tessera_file_descriptor_misses",
+            "Uses of a database file that had to open or reopen its descriptor.",
+            None,
+            d.misses,
+        )?;
+        f.counter(
+            "tessera_file_descriptor_evictions",
+            "Descriptors closed to make room for others.",
+            None,
+            d.evictions,
+        )?;
+        f.counter(
+            "tessera_file_descriptor_eviction_syncs",
+            "Descriptors closed to make room whose file was synced first (it had unsynced writes).",
+            None,
+            d.eviction_syncs,
+        )?;
         let p = &self.pool;
         f.counter("tessera_buffer_pool_hits", "Page fetches that found the page in the buffer pool.", None, p.hits)?;
         f.counter(

@@ -66,7 +66,8 @@ pub const BOOT_ROOT: PageNo = PageNo::from_raw(2);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DataConfig {
     /// Size of a new data file in bytes, rounded up to whole pages (at least the three
-    /// pages every database uses: file header, allocation map, catalog root).
+    /// pages every database uses: file header, allocation map, catalog root). By default
+    /// the four pages an empty database uses: it grows as data arrives.
     pub initial_size: u64,
     /// How the file grows (None: an eighth of its size, 64 KiB to 64 MiB at a time).
     pub growth: Option<Growth>,
@@ -79,7 +80,7 @@ pub struct DataConfig {
 
 impl Default for DataConfig {
     fn default() -> Self {
-        DataConfig { initial_size: 64 << 10, growth: None, max_size: u64::MAX, database_id: 0 }
+        DataConfig { initial_size: 4 * PAGE_SIZE as u64, growth: None, max_size: u64::MAX, database_id: 0 }
     }
 }
 
@@ -90,6 +91,8 @@ const DATA_GROWTH: DefaultGrowth = DefaultGrowth { divisor: 8, min: 64 << 10, ma
 struct DataLimits {
     growth: Option<Growth>,
     max_size: u64,
+    /// The size it was made with: pages it never used are cut down to this, no lower.
+    initial_size: u64,
 }
 
 /// The data file behind the buffer pool.
@@ -140,6 +143,20 @@ impl DataStore {
             Error::DataFull { .. } => self.extend_to(pages),
             e => Err(e),
         })
+    }
+
+    /// Cuts the file to `pages` pages, or to the size it was made with if that is more,
+    /// if it holds more: only pages never allocated may be cut (see
+    /// [`Space::trim_unused_tails`]).
+    fn trim_to(&self, pages: u32) -> Result<()> {
+        let made = self.limits.lock().initial_size.div_ceil(PAGE_SIZE as u64);
+        let pages = pages.max(u32::try_from(made).unwrap_or(u32::MAX));
+        if pages >= self.pages() {
+            return Ok(());
+        }
+        self.file.set_len(u64::from(pages) * PAGE_SIZE as u64)?;
+        self.pages.store(pages, Ordering::Release);
+        Ok(())
     }
 
     /// Allocates the file up to `pages` pages.
@@ -344,7 +361,11 @@ impl Space {
             database: name.to_string(),
             wal: wal.clone(),
             pages: AtomicU32::new(pages),
-            limits: Mutex::new(DataLimits { growth: config.growth, max_size: config.max_size }),
+            limits: Mutex::new(DataLimits {
+                growth: config.growth,
+                max_size: config.max_size,
+                initial_size: config.initial_size,
+            }),
             changes: crate::changes::ChangeMap::default(),
         });
         // Every change may promise a frame this big: room is counted in such frames.
@@ -536,6 +557,30 @@ impl Space {
         self.store.grow_to(want)
     }
 
+    /// Gives back what the data file and the log grew by for room that claims might
+    /// have needed and did not use: the pages past the highest one allocated, the log's
+    /// VLFs never used. Called after a checkpoint when nothing is claimed and nothing
+    /// else uses the database (as its creation ends, as it closes), so an idle database
+    /// costs only what it holds. The cut is not logged: pages past a file's end read as
+    /// zeros and redo writes them wherever they are, as after a growth a crash forgot.
+    pub fn trim_unused_tails(&self) -> Result<()> {
+        let end = self.last_allocated()?.map_or(3, |p| p.raw() + 1);
+        self.store.trim_to(end)?;
+        self.alloc_hwm.fetch_min(end, Ordering::AcqRel);
+        self.wal.trim_unused_tail()
+    }
+
+    /// The highest page the allocation maps mark in use.
+    fn last_allocated(&self) -> Result<Option<PageNo>> {
+        let mut last = None;
+        self.for_each_map(|map_no, bits| {
+            if let Some(i) = bits.iter().rposition(|&b| b != 0) {
+                last = Some(map_no + (i as u32 * 8 + 7 - bits[i].leading_zeros()));
+            }
+        })?;
+        Ok(last)
+    }
+
     /// One past the highest page allocated in this run (the file's size when opened).
     pub fn high_water(&self) -> u32 {
         self.alloc_hwm.load(Ordering::Acquire)
@@ -559,7 +604,8 @@ impl Space {
     /// Sets how the data file grows from now on and the size it may not pass (ALTER
     /// DATABASE … MODIFY FILE); a file already bigger stays as it is and no longer grows.
     pub fn set_data_limits(&self, growth: Option<Growth>, max_size: u64) {
-        *self.store.limits.lock() = DataLimits { growth, max_size };
+        let mut limits = self.store.limits.lock();
+        (limits.growth, limits.max_size) = (growth, max_size);
     }
 
     /// Returns `no` to the free space inside `mtr`.
@@ -601,6 +647,20 @@ impl Space {
     /// Every page marked in use by the allocation maps.
     pub fn allocated_pages(&self) -> Result<Vec<PageNo>> {
         let mut out = Vec::new();
+        self.for_each_map(|map_no, bits| {
+            for (i, &b) in bits.iter().enumerate() {
+                for j in 0..8 {
+                    if b & (1 << j) != 0 {
+                        out.push(map_no + i as u32 * 8 + j);
+                    }
+                }
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f` with each allocation map in use: its page and its bitmap.
+    fn for_each_map(&self, mut f: impl FnMut(PageNo, &[u8])) -> Result<()> {
         let mut k = 0;
         while Space::map_page(k) < PageNo::from_raw(self.store.pages()) {
             let map_no = Space::map_page(k);
@@ -609,16 +669,10 @@ impl Space {
             if page::page_type(&p) != Some(PageType::AllocMap) {
                 break;
             }
-            for (i, &b) in p[BITMAP_OFFSET..].iter().enumerate() {
-                for j in 0..8 {
-                    if b & (1 << j) != 0 {
-                        out.push(map_no + i as u32 * 8 + j);
-                    }
-                }
-            }
+            f(map_no, &p[BITMAP_OFFSET..]);
             k += 1;
         }
-        Ok(out)
+        Ok(())
     }
 
     // Checkpoint and recovery.

@@ -58,6 +58,33 @@ pub struct BackupReport {
 /// Times a torn read (a page being written while it is copied) is retried.
 const TORN_RETRIES: u32 = 20;
 
+/// Reads the pages from `first` on into `buf` (whole pages), reading each one that does
+/// not verify again, up to [`TORN_RETRIES`] times (most likely torn by a concurrent write
+/// of it). Returns the pages that still do not verify, with what is wrong with them.
+pub(crate) fn read_pages(
+    file: &File,
+    path: &std::path::Path,
+    first: PageNo,
+    buf: &mut [u8],
+) -> Result<Vec<(PageNo, String)>, BackupError> {
+    let read_err = |e: std::io::Error| tessera_errors::Error::io("backup read", path, 0, e);
+    file.read_exact_at(buf, first.byte_offset()).map_err(read_err)?;
+    let mut damaged = Vec::new();
+    for (i, p) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
+        let page_no = first + i as u32;
+        let mut tries = 0;
+        while page::verify(p, page_no).is_err() && tries < TORN_RETRIES {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            file.read_exact_at(p, page_no.byte_offset()).map_err(read_err)?;
+            tries += 1;
+        }
+        if let Err(damage) = page::verify(p, page_no) {
+            damaged.push((page_no, damage.to_string()));
+        }
+    }
+    Ok(damaged)
+}
+
 /// Backs up `database` to `opts.devices`. Progress and the closing messages go to
 /// `notify`; on failure no partial set is left on the media.
 pub fn backup(
@@ -413,30 +440,18 @@ fn copy_data_file(
     let mut chunk: Vec<u8> = pipe.buffer(per_chunk * (PAGE_SIZE + 4));
     let mut in_chunk = 0usize;
     let mut copied = 0u64;
-    let read_err = |e: std::io::Error| tessera_errors::Error::io("backup read", path, 0, e);
     for &(first, count) in runs {
         let (mut no, pages) = (first, first + count);
         while no < pages {
             let n = (run_pages as u32).min(pages - no) as usize;
             let buf = &mut run[..n * PAGE_SIZE];
-            file.read_exact_at(buf, no.byte_offset()).map_err(read_err)?;
+            let damaged = read_pages(&file, path, no, buf)?;
+            if let Some((page_no, damage)) = damaged.first().filter(|_| checksum) {
+                return Err(msg::BACKUP_PAGE_ERROR.with(&[&database, page_no, &path.display(), damage]).into());
+            }
             for i in 0..n {
                 let page_no = no + i as u32;
-                let p = &mut buf[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
-                let mut tries = 0;
-                while page::verify(p, page_no).is_err() && tries < TORN_RETRIES {
-                    // Most likely torn by a concurrent write of this page: read it again.
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                    file.read_exact_at(p, page_no.byte_offset()).map_err(read_err)?;
-                    tries += 1;
-                }
-                if let Err(damage) = page::verify(p, page_no) {
-                    if checksum {
-                        return Err(msg::BACKUP_PAGE_ERROR
-                            .with(&[&database, &page_no, &path.display(), &damage])
-                            .into());
-                    }
-                }
+                let p = &buf[i * PAGE_SIZE..(i + 1) * PAGE_SIZE];
                 if p.iter().all(|&b| b == 0) || page::lsn(p) < since {
                     continue;
                 }

@@ -14,11 +14,13 @@ use tessera_errors::catalog::Message;
 use tessera_errors::{msg, SqlError};
 
 mod backup;
+mod copy;
 pub mod media;
 mod pipeline;
 mod restore;
 
 pub use backup::{backup, BackupOptions, BackupReport};
+pub use copy::{copy_database, CopyReport};
 pub use media::{BackupType, FileEntry, MediaHeader, SetHeader, Trailer};
 pub use restore::{file_list, headers, recover_only, restore, verify, RestoreOptions, RestoreReport};
 

@@ -376,7 +376,8 @@ impl Database {
             }
         };
         let db = Database::assemble(entry, space, decisions);
-        if let Err(e) = db.apply_pool_limit().and_then(|_| db.pair_files()).and_then(|_| db.checkpoint()) {
+        let made = db.apply_pool_limit().and_then(|_| db.pair_files()).and_then(|_| db.checkpoint());
+        if let Err(e) = made.and_then(|_| db.trim_files()) {
             drop(db);
             let _ = tessera_io::durable::remove_file(&entry.data_path);
             let _ = tessera_io::durable::remove_file(&entry.log_path);
@@ -700,6 +701,22 @@ impl Database {
     /// backup of this database runs.
     pub fn begin_backup(&self, checkpoint: bool, new_base: bool) -> Result<BackupPoint<'_>> {
         let exclusive = self.backup.try_lock().ok_or_else(|| msg::BACKUP_MUST_BE_SERIALIZED.engine(&[]))?;
+        self.backup_point(exclusive, checkpoint, new_base)
+    }
+
+    /// Starts a copy of the whole database (`CREATE DATABASE … AS COPY OF`): as a full
+    /// backup that is no differential base, but waiting for a backup or copy of this
+    /// database that runs, rather than failing (copies of one template come in bursts).
+    pub fn begin_copy(&self) -> Result<BackupPoint<'_>> {
+        self.backup_point(self.backup.lock(), true, false)
+    }
+
+    fn backup_point<'a>(
+        &'a self,
+        exclusive: parking_lot::MutexGuard<'a, ()>,
+        checkpoint: bool,
+        new_base: bool,
+    ) -> Result<BackupPoint<'a>> {
         let wal = &self.space.wal;
         // Hold what is there now, so a concurrent checkpoint cannot truncate past the
         // point this checkpoint is about to name.
@@ -977,6 +994,13 @@ impl Database {
         let mut v: Vec<_> = self.tables.read().iter().map(|(k, v)| (k.clone(), *v)).collect();
         v.sort();
         v
+    }
+
+    /// Cuts from its files what they grew by and never used (see
+    /// `Space::trim_unused_tails`): after a checkpoint, while nothing else holds the
+    /// database (its creation, its close).
+    pub(crate) fn trim_files(&self) -> Result<()> {
+        self.space.trim_unused_tails()
     }
 
     /// Flushes dirty pages and moves the recovery start point forward; under every

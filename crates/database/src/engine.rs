@@ -337,10 +337,24 @@ impl Engine {
     }
 
     /// Creates a database: a data file and a log file (their directories may differ).
-    pub fn create_database(&self, name: &str, options: DatabaseOptions) -> Result<()> {
+    /// Where a new database's data and log files go unless its options say otherwise:
+    /// `name.mdf` in the data directory, `name_log.ldf` in the log directory.
+    pub fn new_database_paths(&self, name: &str) -> (PathBuf, PathBuf) {
+        let log_dir = self.config.log_dir.as_ref().unwrap_or(&self.config.data_dir);
+        (self.config.data_dir.join(format!("{name}.mdf")), log_dir.join(format!("{name}_log.ldf")))
+    }
+
+    /// Whether `name` may name a new database (it names its files): not empty, at most
+    /// 128 bytes, no path separators or control characters.
+    pub fn check_new_name(name: &str) -> Result<()> {
         if name.is_empty() || name.len() > 128 || name.contains(['/', '\\', '\t', '\n', '\0']) {
             return Err(Error::Invalid(format!("'{name}' is not a valid database name")));
         }
+        Ok(())
+    }
+
+    pub fn create_database(&self, name: &str, options: DatabaseOptions) -> Result<()> {
+        Engine::check_new_name(name)?;
         let slot = {
             let mut inner = self.inner.lock();
             if inner.slots.contains_key(&key(name)) {
@@ -348,10 +362,9 @@ impl Engine {
             }
             let id = inner.next_id;
             let options_path_given = (options.data_path.is_some(), options.log_path.is_some());
-            let data_path =
-                options.data_path.clone().unwrap_or_else(|| self.config.data_dir.join(format!("{name}.mdf")));
-            let log_dir = self.config.log_dir.as_ref().unwrap_or(&self.config.data_dir);
-            let log_path = options.log_path.clone().unwrap_or_else(|| log_dir.join(format!("{name}_log.ldf")));
+            let (default_data, default_log) = self.new_database_paths(name);
+            let data_path = options.data_path.clone().unwrap_or(default_data);
+            let log_path = options.log_path.clone().unwrap_or(default_log);
             let entry = Entry {
                 name: name.to_string(),
                 id,
@@ -886,7 +899,7 @@ fn close_slot(slot: &Slot) -> Result<bool> {
         // would leave it, and its next opening recovers from what the disk holds.
         Ok(db) if db.available().is_err() => Ok(true),
         Ok(db) => {
-            let r = db.checkpoint();
+            let r = db.checkpoint().and_then(|_| db.trim_files());
             drop(db);
             r.map(|_| true)
         }

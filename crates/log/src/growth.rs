@@ -40,8 +40,8 @@ pub struct DefaultGrowth {
     pub max: u64,
 }
 
-/// The log's default growth: a quarter of the file, 64 KiB to 256 MiB at a time.
-pub const LOG_GROWTH: DefaultGrowth = DefaultGrowth { divisor: 4, min: 64 << 10, max: 256 << 20 };
+/// The log's default growth: a quarter of the file, 128 KiB to 256 MiB at a time.
+pub const LOG_GROWTH: DefaultGrowth = DefaultGrowth { divisor: 4, min: 128 << 10, max: 256 << 20 };
 
 /// The size a file of `size` bytes grows to when it must hold at least `need` bytes:
 /// whole steps of `growth` (None: `default`), each rounded up to `align`, and never past

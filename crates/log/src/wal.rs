@@ -45,14 +45,20 @@ const BACKPRESSURE: usize = 8;
 
 /// A VLF must fit the 32-bit offset of an LSN.
 pub(crate) const MAX_VLF_SIZE: u64 = 1 << 30;
+/// The smallest VLF of a log split four ways at creation.
+const MIN_SPLIT_VLF: u64 = 64 << 10;
+/// The smallest VLF a new log starts with: room for what creating a database logs (its
+/// first pages and catalog, about 8.5 KiB) beside the largest frame of a change.
+pub const MIN_FIRST_VLF: u64 = 24 << 10;
 
 /// Sizes of the log file.
 #[derive(Clone, Debug)]
 pub struct LogConfig {
-    /// Size of a new log file in bytes, split into four VLFs of at least 64 KiB each (so
-    /// a log file is at least 260 KiB).
+    /// Size of a new log file in bytes: its header and four VLFs of a quarter of this each
+    /// when that is at least 64 KiB, otherwise its header and one VLF of the rest (at
+    /// least [`MIN_FIRST_VLF`]): an empty database's log stays small and grows as it fills.
     pub initial_size: u64,
-    /// How the file grows (None: a quarter of its size, 64 KiB to 256 MiB at a time).
+    /// How the file grows (None: a quarter of its size, 128 KiB to 256 MiB at a time).
     pub growth: Option<Growth>,
     /// The log file never grows beyond this many bytes; appending past it fails with
     /// error 9002.
@@ -66,7 +72,7 @@ pub struct LogConfig {
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig {
-            initial_size: 512 << 10,
+            initial_size: FILE_HEADER + MIN_FIRST_VLF,
             growth: None,
             max_size: 2 << 40,
             write_buffer: 1 << 20,
@@ -357,15 +363,19 @@ impl Wal {
     /// Creates a new log file. Its first VLF is active and the log is empty.
     pub fn create(path: &Path, database: &str, config: LogConfig) -> Result<Arc<Wal>> {
         let file = DataFile::open(path, OpenMode::CreateNew, false)?.measured(FileKind::Log);
-        let vlf_size = (config.initial_size / 4).clamp(64 << 10, MAX_VLF_SIZE) & !4095;
-        let total = FILE_HEADER + 4 * vlf_size;
+        let (count, vlf_size) = if config.initial_size >= 4 * MIN_SPLIT_VLF {
+            (4, (config.initial_size / 4).min(MAX_VLF_SIZE) & !4095)
+        } else {
+            (1, config.initial_size.saturating_sub(FILE_HEADER).clamp(MIN_FIRST_VLF, MAX_VLF_SIZE) & !4095)
+        };
+        let total = FILE_HEADER + count * vlf_size;
         file.allocate(total)?;
         let mut header = vec![0u8; FILE_HEADER as usize];
         header[0..8].copy_from_slice(MAGIC);
         header[8..12].copy_from_slice(&LOG_FORMAT_VERSION.to_le_bytes());
         file.write_all_at(&header, 0)?;
         let mut vlfs = Vec::new();
-        for i in 0..4u64 {
+        for i in 0..count {
             let offset = FILE_HEADER + i * vlf_size;
             let seq = if i == 0 { 1 } else { 0 };
             file.write_all_at(&vlf_header(seq, vlf_size), offset)?;
@@ -707,6 +717,30 @@ impl Wal {
             st.vlfs.push(Vlf { offset, size, seq: 0 });
             st.reusable = None;
         }
+    }
+
+    /// Cuts off the VLFs at the end of the file that were never used: grown for room a
+    /// claim might have needed and then did not. Never below the size the file was made
+    /// with. Called when nothing is claimed (as a new database's creation ends, as it
+    /// closes), so an empty database keeps only the log it wrote.
+    pub fn trim_unused_tail(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        let mut len = st.file_len;
+        while let Some(&last) = st.vlfs.last() {
+            if st.vlfs.len() - 1 == st.cur || last.seq != 0 || last.offset < self.config.initial_size {
+                break;
+            }
+            st.vlfs.pop();
+            len = last.offset;
+        }
+        if len == st.file_len {
+            return Ok(());
+        }
+        self.file.set_len(len)?;
+        st.file_len = len;
+        st.reusable = None;
+        self.refresh_room_hint(&mut st);
+        Ok(())
     }
 
     /// Sets the frame limit to `frame` bytes: the largest frame (a record plus its 8-byte

@@ -929,6 +929,15 @@ pub struct CreateDatabase {
     pub collation: Option<String>,
     /// `FOR ATTACH` / `FOR ATTACH_REBUILD_LOG`: the files exist and are registered.
     pub attach: Option<AttachMode>,
+    /// `AS COPY OF [server.]database` (Azure SQL Database's copy), the source named.
+    pub copy_of: Option<CopySource>,
+}
+
+/// The database `CREATE DATABASE … AS COPY OF` copies: `[server.]database`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CopySource {
+    pub server: Option<Ident>,
+    pub database: Ident,
 }
 
 /// How `CREATE DATABASE … FOR …` takes existing files.

@@ -347,6 +347,7 @@ catalog! {
     LOB_OFFSET_OUT_OF_RANGE = 7116, 16, Statement, "Offset %d is not in the range of available LOB data.";
     LOB_TOO_LARGE = 7119, 16, Statement, "Attempting to grow LOB beyond maximum allowed size of 2147483647 bytes.";
     LOB_DELETION_LENGTH_OUT_OF_RANGE = 7135, 16, Statement, "Deletion length %ld is not in the range of available text, ntext, or image data.";
+    SERVER_NOT_FOUND = 7202, 11, Statement, "Could not find server '%.*ls' in sys.servers. Verify that the correct server name was specified. If necessary, execute the stored procedure sp_addlinkedserver to add the server to sys.servers.";
     DETACH_SYSTEM_DATABASE = 7940, 16, Statement, "System databases master, model, msdb, and tempdb cannot be detached.";
     OPENTRAN_NONE = 7969, 0, Statement, "No active open transactions.";
     OPENTRAN_DATABASE = 7970, 0, Statement, "Transaction information for database '%.*ls'.";

@@ -21,6 +21,9 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
     if let Some(mode) = cd.attach {
         return attach(ctx, cd, mode);
     }
+    if let Some(source) = &cd.copy_of {
+        return copy_of(ctx, name, source);
+    }
     if cd.files.len() > 1 || cd.log_files.len() > 1 {
         return Err(msg::DATABASE_OPTION_NOT_SETTABLE
             .with(&[&"A database has one data file and one log file: more cannot be created for", &name]));
@@ -58,6 +61,35 @@ pub fn create_database(ctx: &mut ExecCtx, cd: &ast::CreateDatabase) -> SqlResult
         let db = ctx.shared.database(name)?;
         crate::ddl::principals::set_owner(ctx.shared, &db, &sid)?;
     }
+    Ok(())
+}
+
+/// `CREATE DATABASE name AS COPY OF [server.]source` (Azure SQL Database's): `source` as of
+/// the end of the copy — its committed work, its schema, procedures, users and options —
+/// in new files, owned by the login that made it. The server, if named, must be this one.
+fn copy_of(ctx: &mut ExecCtx, name: &str, source: &ast::CopySource) -> SqlResult<()> {
+    if let Some(server) = &source.server {
+        let here = &ctx.shared.server_name;
+        let instance = ctx.shared.instance_name.get().map(|i| format!("{here}\\{i}"));
+        let named = |s: &str| s.eq_ignore_ascii_case(&server.value);
+        if !named(here) && !instance.as_deref().is_some_and(named) {
+            return Err(msg::SERVER_NOT_FOUND.with(&[&server.value]));
+        }
+    }
+    let from = &source.database.value;
+    if !ctx.shared.engine.exists(from) {
+        return Err(msg::DATABASE_NOT_FOUND.with(&[&from]));
+    }
+    if tessera_database::Engine::check_new_name(name).is_err() {
+        return Err(invalid_name(name));
+    }
+    tessera_backup::copy_database(&ctx.shared.engine, from, name, creator_sid(ctx)).map_err(|e| {
+        let first = SqlError::new(e.number, e.message);
+        msg::CREATE_DATABASE_FAILED.err().after(first)
+    })?;
+    let sid = creator_sid(ctx).unwrap_or_else(|| vec![1]);
+    let db = ctx.shared.database(name)?;
+    crate::ddl::principals::set_owner(ctx.shared, &db, &sid)?;
     Ok(())
 }
 

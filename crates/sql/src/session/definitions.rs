@@ -27,6 +27,13 @@ impl Runner<'_> {
                 if !self.shared.holds_server(self.state, "CREATE ANY DATABASE") {
                     return Err(msg::DATABASE_PERMISSION_DENIED.with(&[&"CREATE DATABASE", &"master"]));
                 }
+                // A copy reads everything of its source: only who controls it may copy it.
+                if let Some(source) = &cd.copy_of {
+                    let from = &source.database.value;
+                    if self.shared.engine.exists(from) && !self.may_control_database(from)? {
+                        return Err(msg::DATABASE_PERMISSION_DENIED.with(&[&"CREATE DATABASE AS COPY OF", from]));
+                    }
+                }
                 self.with_ctx(|ctx| ddl::create_database(ctx, cd))?
             }
             StatementKind::DropDatabase { names, if_exists } => {

@@ -3,8 +3,8 @@
 use super::{Parser, Result};
 use crate::ast::governor::GovernorStatement;
 use crate::ast::{
-    AlterDatabaseAction, AlterTableAction, AttachMode, ColumnDef, ConstraintKind, CreateDatabase, CreateIndex,
-    CreateTable, FileSpec, Ident, IndexColumn, ModuleKind, ObjectName, ReferentialAction, StatementKind,
+    AlterDatabaseAction, AlterTableAction, AttachMode, ColumnDef, ConstraintKind, CopySource, CreateDatabase,
+    CreateIndex, CreateTable, FileSpec, Ident, IndexColumn, ModuleKind, ObjectName, ReferentialAction, StatementKind,
     TableConstraint, TypeName,
 };
 use crate::lexer::{Punct, TokenKind};
@@ -227,7 +227,23 @@ impl Parser<'_> {
 
     fn create_database(&mut self) -> Result<CreateDatabase> {
         let name = self.ident()?;
-        let mut database = CreateDatabase { name, files: vec![], log_files: vec![], collation: None, attach: None };
+        let mut database =
+            CreateDatabase { name, files: vec![], log_files: vec![], collation: None, attach: None, copy_of: None };
+        if self.eat_words(&["AS", "COPY", "OF"]) {
+            let first = self.ident()?;
+            database.copy_of = Some(if self.eat_punct(Punct::Dot) {
+                CopySource { server: Some(first), database: self.ident()? }
+            } else {
+                CopySource { server: None, database: first }
+            });
+            // Azure's service options (`( SERVICE_OBJECTIVE = 'S0', EDITION = … )`) name
+            // tiers a server of its own does not have.
+            if self.eat_punct(Punct::LParen) {
+                self.comma_list(Parser::option_assignment)?;
+                self.expect_punct(Punct::RParen)?;
+            }
+            return Ok(database);
+        }
         if self.eat_word("CONTAINMENT") {
             self.expect_punct(Punct::Eq)?;
             self.upper_word()?;

@@ -1588,3 +1588,18 @@ fn sequences() {
     assert!(parse_batch("ALTER SEQUENCE s").is_err(), "ALTER without an option");
     assert!(parse_batch("ALTER SEQUENCE s START WITH 1").is_err(), "START WITH is CREATE's");
 }
+
+#[test]
+fn create_database_as_copy_of() {
+    let StatementKind::CreateDatabase(db) = one("CREATE DATABASE t2 AS COPY OF t1") else { panic!() };
+    let source = db.copy_of.unwrap();
+    assert_eq!((source.server, source.database.value.as_str()), (None, "t1"));
+    let StatementKind::CreateDatabase(db) =
+        one("CREATE DATABASE [t 3] AS COPY OF srv.[t 1] (SERVICE_OBJECTIVE = 'S0', EDITION = 'Standard')")
+    else {
+        panic!()
+    };
+    assert_eq!(db.name.value, "t 3");
+    let source = db.copy_of.unwrap();
+    assert_eq!((source.server.unwrap().value.as_str(), source.database.value.as_str()), ("srv", "t 1"));
+}

@@ -187,6 +187,7 @@ fn tessera_side(dir: &Path, p: &NoisyParams, progress: &dyn Fn(&str)) -> Result<
         max_open: p.quiet_tenants + 64,
         affinity_mask: None,
         metrics_port: None,
+        descriptor_limit: None,
     };
     let tenants: Vec<usize> = (0..p.quiet_tenants).collect();
     let mut server = Instance::start(&spec, Vec::new())?;

@@ -263,6 +263,7 @@ fn consolidation(dir: &Path, p: &ObservedParams, progress: &dyn Fn(&str)) -> Res
         max_open: p.tenants + 64,
         affinity_mask: None,
         metrics_port,
+        descriptor_limit: None,
     };
     let tenants: Vec<usize> = (0..p.tenants).collect();
     let metrics_port = free_port()?;

@@ -1,7 +1,8 @@
 //! `tessera bench consolidation` at its smallest: a few tenants, servers in process, no
 //! PostgreSQL; every call answered with its one row, the report and curves complete, and
-//! the idle measurement's rows present. No timing is checked.
+//! the idle measurement's and the scale run's rows present. No timing is checked.
 
+use tessera_bench::consolidation::scale::ScaleParams;
 use tessera_bench::consolidation::schema::Skew;
 use tessera_bench::consolidation::{run, ConsolidationParams};
 
@@ -45,4 +46,28 @@ fn idle_databases_are_opened_and_measured() {
     assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
     let open = outcome.report.results.iter().find(|r| r.metric == "idle: databases open of the 3 touched").unwrap();
     assert!(open.ours >= 3.0, "{open:?}");
+}
+
+#[test]
+fn the_scale_run_copies_lists_touches_and_loads_every_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = ConsolidationParams {
+        scale: Some(ScaleParams { sizes: vec![8, 16], descriptors: 4_096, max_open: 8 }),
+        ..tiny()
+    };
+    let outcome = run(dir.path(), &params, &|_| {}).unwrap();
+    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures);
+    let row = |metric: &str| {
+        let r = outcome.report.results.iter().find(|r| r.metric.starts_with(metric));
+        r.unwrap_or_else(|| panic!("no row {metric:?} in {:?}", outcome.report.results)).ours
+    };
+    // The 16 copies, the template and master, tempdb and msdb.
+    assert_eq!(row("scale: databases listed of 16"), 20.0);
+    let open = row("scale: databases open after touching 16");
+    assert!(open > 0.0 && open <= 8.0 + 4.0, "{open}");
+    assert!(row("scale: copy of the template") > 0.0);
+    assert!(row("scale: disk per database") > 0.0);
+    for n in [8, 16] {
+        assert!(row(&format!("scale: {n} databases in use")) > 0.0);
+    }
 }

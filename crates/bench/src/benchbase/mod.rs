@@ -209,6 +209,7 @@ fn on_tessera(dir: &Path, p: &BenchbaseParams, workload: Workload, size: Size, p
         max_open: 64,
         affinity_mask: None,
         metrics_port: None,
+        descriptor_limit: None,
     };
     let instance = Instance::start(&spec, Vec::new())?;
     instance.admin(&["CREATE DATABASE benchbase".to_string()])?;

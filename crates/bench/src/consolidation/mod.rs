@@ -15,6 +15,7 @@
 //! (`--chart`).
 
 pub(crate) mod postgres;
+pub mod scale;
 pub mod schema;
 mod summary;
 pub(crate) mod tessera;
@@ -65,6 +66,8 @@ pub struct ConsolidationParams {
     pub postgres: bool,
     /// `--idle N`: only the idle-memory measurement, with N open databases.
     pub idle: Option<usize>,
+    /// `--scale N,…`: only the scale run ([`scale`]).
+    pub scale: Option<scale::ScaleParams>,
     /// The `tessera` binary the servers are started from (`tessera serve`); None runs them
     /// in this process (the crate's tests: the figures then include the clients').
     #[serde(skip)]
@@ -85,6 +88,7 @@ impl ConsolidationParams {
             two_instances: true,
             postgres: true,
             idle: None,
+            scale: None,
             binary,
         }
     }
@@ -209,6 +213,7 @@ fn tessera_side(
             max_open: p.sizes.last().copied().unwrap_or(0) / instances + 64,
             affinity_mask: (instances > 1).then_some(if i == 0 { low } else { high }),
             metrics_port: None,
+            descriptor_limit: None,
         })
         .collect();
     let largest = p.sizes.last().copied().unwrap_or(0);
@@ -332,6 +337,12 @@ pub fn run(dir: &Path, params: &ConsolidationParams, progress: &dyn Fn(&str)) ->
     let machine = Machine::detect(dir)?;
     let mut report = Report::new(NAME, serde_json::to_value(params)?, machine);
     let mut failures = Vec::new();
+    if let Some(s) = &params.scale {
+        if let Err(e) = in_subdir(dir, "scale", |d| scale::run(d, params, s, &mut report, progress)) {
+            failures.push(format!("scale: {e}"));
+        }
+        return Ok(Outcome { report, failures });
+    }
     if let Some(n) = params.idle {
         match in_subdir(dir, "idle", |d| idle(d, params, n, progress)) {
             Ok((rss, open, budget)) => {
@@ -384,6 +395,7 @@ fn idle(
         max_open: n + 64,
         affinity_mask: None,
         metrics_port: None,
+        descriptor_limit: None,
     };
     let server = Instance::start(&spec, (0..n).collect())?;
     let before = disk_usage(dir)?;
@@ -413,7 +425,7 @@ fn idle(
         return Err(BenchError::new(format!("touching the databases: {e}")));
     }
     std::thread::sleep(Duration::from_secs(2));
-    let (rss, open, budget) = (server.rss(), server.open_databases(), descriptor_budget(&server));
+    let (rss, open, budget) = (server.rss(), server.open_databases()?, descriptor_budget(&server));
     server.stop()?;
     Ok((rss, open, budget))
 }
@@ -428,7 +440,7 @@ fn report_idle(report: &mut Report, p: &ConsolidationParams, n: usize, rss: u64,
     ));
     report.push(ResultRow::own(format!("idle: databases open of the {n} touched"), "databases", open as f64, n as f64));
     report.note(format!(
-        "idle: server RSS {} MiB with {open} databases open (files held open under the data directory); buffer pool \
+        "idle: server RSS {} MiB with {open} databases open (sys.dm_tessera_databases); buffer pool \
          {} MiB, so {} KiB per open database beyond the pool (an untouched pool counts fully against the goal only \
          when resident)",
         fmt_value(mib(rss)),

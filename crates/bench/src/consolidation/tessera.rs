@@ -68,6 +68,9 @@ pub struct InstanceSpec {
     pub affinity_mask: Option<u64>,
     /// Serve Prometheus metrics on this port (`metrics_port`); None: no listener.
     pub metrics_port: Option<u16>,
+    /// The server process's descriptor limit, soft and hard (so that it cannot raise
+    /// it); None: this process's (a server in this process always has this process's).
+    pub descriptor_limit: Option<u64>,
 }
 
 impl Instance {
@@ -92,7 +95,22 @@ impl Instance {
                         spec.metrics_port.map_or(String::new(), |p| format!("metrics_port = {p}\n")),
                     ),
                 )?;
-                let child = Command::new(binary)
+                let mut command = Command::new(binary);
+                if let Some(limit) = spec.descriptor_limit {
+                    let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                    // SAFETY: between fork and exec the child only calls setrlimit, which
+                    // is async-signal-safe, on a struct copied into the closure.
+                    unsafe {
+                        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                                Ok(())
+                            } else {
+                                Err(std::io::Error::last_os_error())
+                            }
+                        });
+                    }
+                }
+                let child = command
                     .args(["serve", "--config"])
                     .arg(&config)
                     .env("TESSERA_SA_PASSWORD", PASSWORD)
@@ -261,18 +279,11 @@ impl Instance {
         Ok(rows.first().copied().unwrap_or((0, 0)))
     }
 
-    /// Databases whose data file (`<name>.mdf` in the data directory) the server holds
-    /// open.
-    pub fn open_databases(&self) -> usize {
-        let data = self.data_dir();
-        let mut files = std::collections::HashSet::new();
-        for entry in fs::read_dir(format!("/proc/{}/fd", self.pid())).into_iter().flatten().flatten() {
-            let Ok(target) = fs::read_link(entry.path()) else { continue };
-            if target.starts_with(&data) && target.extension().is_some_and(|e| e == "mdf") {
-                files.insert(target);
-            }
-        }
-        files.len()
+    /// Databases the server has open (`sys.dm_tessera_databases`; their files'
+    /// descriptors are cached, so counting open files would not tell).
+    pub fn open_databases(&self) -> Result<usize> {
+        let rows = self.admin(&["select count(*), 0 from sys.dm_tessera_databases where is_open = 1".to_string()])?;
+        Ok(rows.first().map_or(0, |r| usize::try_from(r.0).unwrap_or(0)))
     }
 
     /// Whether every thread of the server may run only on the CPUs of its affinity mask
@@ -430,6 +441,6 @@ pub fn finish_point(instances: &[Instance], sample: Sample) -> Result<Point> {
         compiled_plans: Some(plans as u64),
         plan_cache_bytes: Some(plan_bytes as u64),
         rss_bytes: instances.iter().map(Instance::rss).sum(),
-        open_databases: Some(instances.iter().map(Instance::open_databases).sum()),
+        open_databases: Some(instances.iter().map(Instance::open_databases).sum::<Result<usize>>()?),
     })
 }

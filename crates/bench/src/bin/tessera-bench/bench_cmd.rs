@@ -119,6 +119,11 @@ pub struct ConsolidationArgs {
     /// Only measure the server's RSS with N open idle databases (the 10,000).
     #[arg(long, value_name = "N")]
     pub idle: Option<usize>,
+    /// Only the scale run: the largest N databases made as copies of a template, under a
+    /// 4,096-descriptor limit with 20,000 open at most, and a load over each N of them
+    /// (the issue's: 500,4000,20000,100000; each a multiple of 8).
+    #[arg(long, value_name = "N,…", value_delimiter = ',')]
+    pub scale: Option<Vec<usize>>,
     /// Leave out PostgreSQL (tessera's two variants only).
     #[arg(long)]
     pub no_postgres: bool,
@@ -320,6 +325,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
             }
             params.seconds = args.seconds.unwrap_or(params.seconds);
             params.idle = args.idle;
+            params.scale = args.scale.map(|sizes| tessera_bench::consolidation::scale::ScaleParams {
+                sizes,
+                ..tessera_bench::consolidation::scale::ScaleParams::full()
+            });
             params.postgres = !args.no_postgres;
             finish(&args.common, |dir| {
                 tessera_bench::consolidation::run(dir, &params, &progress).map(|o| (o.report, o.failures))

@@ -1,0 +1,320 @@
+//! `tessera bench consolidation --scale N,…` (issue 39): one server holding far more
+//! databases than it has descriptors. The server runs under a low descriptor limit (soft
+//! and hard, 4,096 by default) with room for 20,000 open databases; a template database
+//! (a table of ten accounts and two procedures) is made, then the largest N databases as
+//! `CREATE DATABASE … AS COPY OF` the template (each copy timed), listed, and touched once
+//! each (a procedure call in each), and left idle. Then, for each N, a uniform load over
+//! the first N databases (a procedure that updates and reads an account) for the timed
+//! seconds. Reported per N: throughput in all and per database, p50/p99 latency, server
+//! RSS, databases open, disk per database, and the descriptor cache's hits and misses
+//! (from the server's Prometheus metrics).
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::error::{BenchError, Result};
+use crate::pointselect::PASSWORD;
+use crate::report::{fmt_value, Report, ResultRow};
+use crate::tdsload::{self, LoadSpec, Stop};
+use crate::tenants::disk_usage;
+
+use super::tessera::{free_port, Instance, InstanceSpec};
+use super::ConsolidationParams;
+
+/// The template every database is a copy of.
+const TEMPLATE: &str = "tpl";
+/// Accounts in each database.
+const ACCOUNTS: usize = 10;
+/// Connections that create the copies (the sizes must be multiples of it).
+const CREATORS: usize = 4;
+/// Connections that touch every database once (the sizes must be multiples of it).
+const TOUCHERS: usize = 8;
+/// Goal: a copy of the template in at most this (ms, median).
+pub const GOAL_COPY_MS: f64 = 10.0;
+/// Goal: an empty database's files on disk (KiB).
+pub const GOAL_EMPTY_DATABASE_KIB: f64 = 64.0;
+
+/// What the scale run is asked to do.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ScaleParams {
+    /// Databases in use, ascending; the largest is how many are made.
+    pub sizes: Vec<usize>,
+    /// The server's descriptor limit (soft and hard).
+    pub descriptors: u64,
+    /// Databases open at once at most (`max_open_databases`).
+    pub max_open: usize,
+}
+
+impl ScaleParams {
+    /// The issue's: 500, 4,000, 20,000 and 100,000 databases, 20,000 open at once under
+    /// 4,096 descriptors.
+    pub fn full() -> ScaleParams {
+        ScaleParams { sizes: vec![500, 4_000, 20_000, 100_000], descriptors: 4_096, max_open: 20_000 }
+    }
+}
+
+/// One N's figures.
+#[derive(Debug, Clone)]
+struct Point {
+    size: usize,
+    per_second: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    rss: u64,
+    open: i64,
+    hits: f64,
+    misses: f64,
+    evictions: f64,
+}
+
+/// The server's `/metrics`, each sample by its full name (labels included).
+fn scrape(port: u16) -> Result<HashMap<String, f64>> {
+    let mut http = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    http.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut text = String::new();
+    http.read_to_string(&mut text)?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (name, value) = l.rsplit_once(' ')?;
+            Some((name.to_string(), value.parse().ok()?))
+        })
+        .collect())
+}
+
+fn percentile_ms(sorted: &[u32], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    f64::from(sorted[i]) / 1000.0
+}
+
+/// Runs `batches` once each over `connections` connections (`batches.len()` must be a
+/// multiple of it); the run's figures, an error if any batch failed.
+fn each_once(
+    port: u16,
+    batches: &[String],
+    connections: usize,
+    rows: Option<u64>,
+    what: &str,
+) -> Result<tdsload::LoadRun> {
+    let texts: Vec<&str> = batches.iter().map(String::as_str).collect();
+    let run = tdsload::run(&LoadSpec {
+        port,
+        user: "sa",
+        password: PASSWORD,
+        database: "master",
+        batches: &texts,
+        connections,
+        stop: Stop::Queries((batches.len() / connections) as u64),
+        expect_rows: rows,
+        record_latencies: true,
+        rate: None,
+    })?;
+    match run.first_error {
+        Some(e) => Err(BenchError::new(format!("{what}: {e}"))),
+        None => Ok(run),
+    }
+}
+
+fn name(i: usize) -> String {
+    format!("s{i:06}")
+}
+
+/// The scale run in `dir` (see the module documentation); its rows go to `report`.
+pub fn run(
+    dir: &Path,
+    p: &ConsolidationParams,
+    s: &ScaleParams,
+    report: &mut Report,
+    progress: &dyn Fn(&str),
+) -> Result<()> {
+    let most = *s.sizes.iter().max().ok_or_else(|| BenchError::new("--scale needs at least one size"))?;
+    if s.sizes.iter().any(|n| n % CREATORS != 0 || n % TOUCHERS != 0) {
+        return Err(BenchError::new(format!("--scale sizes must be multiples of {TOUCHERS}")));
+    }
+    let metrics_port = free_port()?;
+    let spec = InstanceSpec {
+        binary: p.binary.clone(),
+        dir: dir.to_path_buf(),
+        memory_mb: p.memory_mb,
+        max_open: s.max_open,
+        affinity_mask: None,
+        metrics_port: Some(metrics_port),
+        descriptor_limit: Some(s.descriptors),
+    };
+    let server = Instance::start(&spec, Vec::new())?;
+    let accounts: Vec<String> = (1..=ACCOUNTS).map(|a| format!("({a}, 100, 'account {a}')")).collect();
+    server.admin(&[
+        format!("create database {TEMPLATE}"),
+        format!(
+            "use {TEMPLATE}; create table accounts (id int primary key, balance int not null, note varchar(40)); \
+             insert accounts values {}",
+            accounts.join(", ")
+        ),
+        format!(
+            "use {TEMPLATE}; exec('create procedure touch @id int as select balance from accounts where id = @id')"
+        ),
+        format!(
+            "use {TEMPLATE}; exec('create procedure move @id int as begin set nocount on; \
+             update accounts set balance = balance + 1 where id = @id; \
+             select balance from accounts where id = @id; end')"
+        ),
+    ])?;
+    let rss_before = server.rss();
+    let disk_before = disk_usage(&server.data_dir())?;
+
+    progress(&format!("scale: {most} copies of the template"));
+    let copies: Vec<String> =
+        (0..most).map(|i| format!("create database [{}] as copy of {TEMPLATE}", name(i))).collect();
+    let made = each_once(server.port, &copies, CREATORS, None, "copying the template")?;
+    let mut copy_us = made.latencies_us.clone();
+    copy_us.sort_unstable();
+    let disk = disk_usage(&server.data_dir())?.saturating_sub(disk_before);
+
+    progress("scale: listing them");
+    let listed_at = Instant::now();
+    let listed = server.admin(&["select count(*), 0 from sys.databases".to_string()])?;
+    let list_ms = listed_at.elapsed().as_secs_f64() * 1000.0;
+    let listed = listed.first().map_or(0, |r| r.0);
+
+    progress(&format!("scale: touching each of {most} once"));
+    let touches: Vec<String> = (0..most).map(|i| format!("exec [{}].dbo.touch 1", name(i))).collect();
+    let touched = each_once(server.port, &touches, TOUCHERS, Some(1), "touching each database")?;
+    std::thread::sleep(Duration::from_secs(2));
+    let idle_rss = server.rss();
+    let idle_open = open_databases(&server)?;
+
+    let mut points = Vec::new();
+    for &size in &s.sizes {
+        progress(&format!("scale: {} s of load over {size} databases", p.seconds));
+        // A fixed random order of (database, account) pairs, uniform over the first `size`.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ size as u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let calls: Vec<String> = (0..size.max(20_000))
+            .map(|_| format!("exec [{}].dbo.move {}", name(next() as usize % size), next() as usize % ACCOUNTS + 1))
+            .collect();
+        let texts: Vec<&str> = calls.iter().map(String::as_str).collect();
+        let before = scrape(metrics_port)?;
+        let run = tdsload::run(&LoadSpec {
+            port: server.port,
+            user: "sa",
+            password: PASSWORD,
+            database: "master",
+            batches: &texts,
+            connections: p.connections,
+            stop: Stop::After(Duration::from_secs(p.seconds)),
+            expect_rows: Some(1),
+            record_latencies: true,
+            rate: None,
+        })?;
+        if let Some(e) = run.first_error {
+            return Err(BenchError::new(format!("load over {size} databases: {e}")));
+        }
+        let after = scrape(metrics_port)?;
+        let moved = |k: &str| after.get(k).copied().unwrap_or(0.0) - before.get(k).copied().unwrap_or(0.0);
+        let mut lat = run.latencies_us.clone();
+        lat.sort_unstable();
+        points.push(Point {
+            size,
+            per_second: run.queries as f64 / run.seconds.max(1e-9),
+            p50_ms: percentile_ms(&lat, 0.50),
+            p99_ms: percentile_ms(&lat, 0.99),
+            rss: server.rss(),
+            open: open_databases(&server)?,
+            hits: moved("tessera_file_descriptor_hits_total"),
+            misses: moved("tessera_file_descriptor_misses_total"),
+            evictions: moved("tessera_file_descriptor_evictions_total"),
+        });
+    }
+    let figures = scrape(metrics_port)?;
+    let budget = super::tessera::descriptor_budget(&server);
+    server.stop()?;
+
+    let mib = |b: u64| b as f64 / f64::from(1 << 20);
+    let per_db_kib = disk as f64 / 1024.0 / most as f64;
+    report.push(ResultRow::own(
+        format!("scale: copy of the template (CREATE DATABASE … AS COPY OF), median of {most}"),
+        "ms",
+        percentile_ms(&copy_us, 0.50),
+        GOAL_COPY_MS,
+    ));
+    report.push(ResultRow::own(
+        format!("scale: disk per database, {most} copies of the template"),
+        "KiB",
+        per_db_kib,
+        GOAL_EMPTY_DATABASE_KIB,
+    ));
+    report.push(ResultRow::own(
+        format!("scale: databases listed of {most}"),
+        "databases",
+        listed as f64,
+        most as f64 + 4.0,
+    ));
+    report.push(ResultRow::own(
+        format!("scale: databases open after touching {most} (max_open_databases {})", s.max_open),
+        "databases",
+        idle_open as f64,
+        most.min(s.max_open) as f64,
+    ));
+    report.note(format!(
+        "scale: {most} copies in {} s ({} per second, p99 {} ms); listed in {} ms; touched each once in {} s; \
+         idle server RSS {} MiB ({} MiB before the copies), {idle_open} databases open, {} KiB per open database \
+         beyond the empty server; disk {} MiB in all",
+        fmt_value(made.seconds),
+        fmt_value(most as f64 / made.seconds.max(1e-9)),
+        fmt_value(percentile_ms(&copy_us, 0.99)),
+        fmt_value(list_ms),
+        fmt_value(touched.seconds),
+        fmt_value(mib(idle_rss)),
+        fmt_value(mib(rss_before)),
+        fmt_value(idle_rss.saturating_sub(rss_before) as f64 / 1024.0 / idle_open.max(1) as f64),
+        fmt_value(mib(disk)),
+    ));
+    for pt in &points {
+        let per_db_minute = pt.per_second * 60.0 / pt.size as f64;
+        report.push(ResultRow::own(
+            format!("scale: {} databases in use, transactions per second", pt.size),
+            "tx/s",
+            pt.per_second,
+            0.0,
+        ));
+        let lookups = pt.hits + pt.misses;
+        report.note(format!(
+            "scale, {} in use: {} tx/s ({} per database per minute), p50 {} ms, p99 {} ms; RSS {} MiB, {} open; \
+             descriptor cache {}% hits of {} uses, {} evictions",
+            pt.size,
+            fmt_value(pt.per_second),
+            fmt_value(per_db_minute),
+            fmt_value(pt.p50_ms),
+            fmt_value(pt.p99_ms),
+            fmt_value(mib(pt.rss)),
+            pt.open,
+            fmt_value(if lookups > 0.0 { 100.0 * pt.hits / lookups } else { 100.0 }),
+            fmt_value(lookups),
+            fmt_value(pt.evictions),
+        ));
+    }
+    report.note(format!(
+        "scale: server descriptor limit {} (soft and hard), descriptor cache capacity {}; {}",
+        s.descriptors,
+        figures.get("tessera_file_descriptors_capacity").copied().unwrap_or(0.0),
+        budget.unwrap_or_default()
+    ));
+    Ok(())
+}
+
+/// Databases the server has open now (`sys.dm_tessera_databases`).
+fn open_databases(server: &Instance) -> Result<i64> {
+    let rows = server.admin(&["select count(*), 0 from sys.dm_tessera_databases where is_open = 1".to_string()])?;
+    Ok(rows.first().map_or(0, |r| r.0))
+}

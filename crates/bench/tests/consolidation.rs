@@ -66,7 +66,7 @@ fn the_scale_run_copies_lists_touches_and_loads_every_size() {
     let open = row("scale: databases open after touching 16");
     assert!(open > 0.0 && open <= 8.0 + 4.0, "{open}");
     assert!(row("scale: copy of the template") > 0.0);
-    assert!(row("scale: disk per database") > 0.0);
+    assert!(row("scale: disk per database at rest") > 0.0);
     for n in [8, 16] {
         assert!(row(&format!("scale: {n} databases in use")) > 0.0);
     }

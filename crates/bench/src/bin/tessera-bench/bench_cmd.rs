@@ -121,7 +121,7 @@ pub struct ConsolidationArgs {
     pub idle: Option<usize>,
     /// Only the scale run: the largest N databases made as copies of a template, under a
     /// 4,096-descriptor limit with 20,000 open at most, and a load over each N of them
-    /// (the issue's: 500,4000,20000,100000; each a multiple of 8).
+    /// (the issue's: 500,4000,20000,100000; the largest a multiple of 4).
     #[arg(long, value_name = "N,…", value_delimiter = ',')]
     pub scale: Option<Vec<usize>>,
     /// Leave out PostgreSQL (tessera's two variants only).

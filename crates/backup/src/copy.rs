@@ -17,7 +17,7 @@ use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
 use tessera_database::{DatabaseOptions, Engine};
 use tessera_errors::msg;
 use tessera_io::{DataFile, OpenMode};
-use tessera_log::{LogBuilder, Master};
+use tessera_log::{split_frames, LogBuilder, LogRecord, LogSegment, Lsn, Master, RecordKind, TxnId};
 
 use crate::backup::read_pages;
 use crate::BackupError;
@@ -73,14 +73,26 @@ pub fn copy_database(
             scanned = end;
             end = db.wal().end_lsn();
         }
-        let mut log = LogBuilder::create(&log_path, target, point.begin_lsn)?;
-        let mut log_bytes = 0u64;
+        // The log the copy needs: none but a fresh checkpoint when the source's log from
+        // its checkpoint on is that checkpoint alone (nothing was active or came after:
+        // the copied pages are the checkpoint's state); else all of it, LSNs kept.
+        let mut segments = Vec::new();
         db.wal().copy_segments(point.begin_lsn, end, RUN_BYTES, |seg| {
-            log_bytes += seg.frames.len() as u64;
-            log.append(&seg)
+            segments.push(seg);
+            Ok(())
         })?;
+        let log_bytes = segments.iter().map(|s| s.frames.len() as u64).sum();
         out.sync_all()?;
-        log.finish(Master { checkpoint_lsn: point.checkpoint_lsn, begin_lsn: point.begin_lsn })?;
+        match quiet_checkpoint(&segments, point.checkpoint_lsn, scanned == point.begin_lsn) {
+            Some(next_txn) => LogBuilder::fresh(&log_path, target, end.seq() + 1, next_txn)?,
+            None => {
+                let mut log = LogBuilder::create(&log_path, target, point.begin_lsn)?;
+                for seg in &segments {
+                    log.append(seg)?;
+                }
+                log.finish(Master { checkpoint_lsn: point.checkpoint_lsn, begin_lsn: point.begin_lsn })?;
+            }
+        }
         Ok(CopyReport { pages, log_bytes, seconds: 0.0 })
     })();
     drop(db);
@@ -98,6 +110,27 @@ pub fn copy_database(
             Err(e)
         }
     }
+}
+
+/// The next transaction id of the checkpoint at `checkpoint`, if `segments` (the log
+/// copied from the checkpoint's begin LSN to the end) hold that one record and nothing
+/// else and no bulk load's pages had to be copied (`no_bulk_pages`).
+fn quiet_checkpoint(segments: &[LogSegment], checkpoint: Lsn, no_bulk_pages: bool) -> Option<TxnId> {
+    let [only] = segments else { return None };
+    if !no_bulk_pages || only.first_lsn() != checkpoint {
+        return None;
+    }
+    // One whole frame, starting at the checkpoint and ending where the copied log ends.
+    let [(0, payload)] = split_frames(only.seq, &only.frames)[..] else { return None };
+    if payload.as_ptr_range().end != only.frames.as_ptr_range().end {
+        return None;
+    }
+    let record = LogRecord::decode(payload).ok()?;
+    if record.kind != RecordKind::Checkpoint {
+        return None;
+    }
+    let state = tessera_log::recovery::Checkpoint::decode(&record.body).ok()?;
+    state.active.is_empty().then_some(state.next_txn)
 }
 
 /// Copies pages `[first, first + count)` of `file` to the same places in `out`, reading

@@ -23,11 +23,12 @@ use std::path::Path;
 use tessera_errors::{Error, Result};
 use tessera_io::{DataFile, OpenMode};
 
+use crate::recovery::Checkpoint;
 use crate::wal::{
     decode_master, encode_master, frame_crc, scan_vlfs, split_frames, vlf_header, Vlf, FILE_HEADER, FRAME_HEADER,
-    LOG_FORMAT_VERSION, MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, VLF_HEADER,
+    LOG_FORMAT_VERSION, MAGIC, MASTER_SLOTS, MAX_VLF_SIZE, MIN_FIRST_VLF, VLF_HEADER,
 };
-use crate::{LogConfig, Lsn, Master, Wal};
+use crate::{LogConfig, LogRecord, Lsn, Master, RecordKind, TxnId, Wal};
 
 /// Consecutive frames of one VLF, as a backup stores them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +83,25 @@ impl LogBuilder {
             begin,
             serial: 0,
         })
+    }
+
+    /// A new log at `path` for a copy of a database whose log holds nothing the copy needs
+    /// (its checkpoint had no transaction active, and nothing was logged after it): not
+    /// the source's VLFs, but one small VLF of sequence `seq` — past every sequence the
+    /// copied pages' LSNs name, so each page is older than anything this log will hold —
+    /// with one checkpoint record (the source's next transaction id) where recovery
+    /// starts.
+    pub fn fresh(path: &Path, database: &str, seq: u32, next_txn: TxnId) -> Result<()> {
+        let at = Lsn::new(seq, VLF_HEADER);
+        let checkpoint = Checkpoint { redo_lsn: at, next_txn, active: Vec::new() };
+        let record = LogRecord::new(RecordKind::Checkpoint, TxnId::SYSTEM, Lsn::NONE, checkpoint.encode());
+        let mut payload = Vec::with_capacity(record.encoded_len());
+        record.encode_into(&mut payload);
+        let mut frames = Vec::with_capacity(FRAME_HEADER as usize + payload.len());
+        crate::wal::encode_frame(seq, &payload, &mut frames);
+        let mut builder = LogBuilder::create(path, database, at)?;
+        builder.append(&LogSegment { seq, vlf_size: MIN_FIRST_VLF, offset: VLF_HEADER, frames })?;
+        builder.finish(Master { checkpoint_lsn: at, begin_lsn: at })
     }
 
     /// Continues a log this builder made earlier (a restore WITH NORECOVERY).

@@ -67,6 +67,7 @@ async fn check_copy(sa: &mut Conn, copy: &str) {
 fn a_copy_is_its_source_as_of_the_copy_with_every_object() {
     let mut server = TestServer::start();
     let port = server.port();
+    let data_dir = server.dir.path().join("data");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let mut sa = connect_as(port, "sa", PASSWORD).await;
@@ -114,7 +115,12 @@ fn a_copy_is_its_source_as_of_the_copy_with_every_object() {
         check_copy(&mut sa, "copy with open").await;
 
         // A copy of a copy, and copies are their own: changes to one are not in another.
+        // copy2 is quiet when it is copied (nothing logged after its checkpoint), so the
+        // copy gets a fresh small log, not copy2's VLFs.
         run(&mut sa, "create database copy2b as copy of copy2").await;
+        let log_bytes = |name: &str| std::fs::metadata(data_dir.join(format!("{name}_log.ldf"))).unwrap().len();
+        assert!(log_bytes("copy2") > 64 << 10, "the source's log grew: {}", log_bytes("copy2"));
+        assert_eq!(log_bytes("copy2b"), 28 << 10, "a fresh log: its header and one 24 KiB VLF");
         run(&mut sa, "update copy2.dbo.accounts set balance = 0").await;
         check_copy(&mut sa, "copy2b").await;
         check_copy(&mut sa, "copy1").await;

@@ -139,7 +139,7 @@ impl Drop for Scraper {
 }
 
 /// One `GET /metrics` (HTTP/1.0: the server closes the connection after the body).
-fn scrape(addr: SocketAddr) -> std::io::Result<String> {
+pub(crate) fn scrape(addr: SocketAddr) -> std::io::Result<String> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(5)))?;
     s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;

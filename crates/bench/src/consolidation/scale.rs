@@ -10,14 +10,13 @@
 //! (from the server's Prometheus metrics).
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::{BenchError, Result};
 use crate::pointselect::PASSWORD;
 use crate::report::{fmt_value, Report, ResultRow};
-use crate::tdsload::{self, LoadSpec, Stop};
+use crate::tdsload::{self, quantile_ms, LoadSpec, Stop};
 use crate::tenants::disk_usage;
 
 use super::tessera::{free_port, Instance, InstanceSpec};
@@ -76,10 +75,7 @@ struct Point {
 
 /// The server's `/metrics`, each sample by its full name (labels included).
 fn scrape(port: u16) -> Result<HashMap<String, f64>> {
-    let mut http = std::net::TcpStream::connect(("127.0.0.1", port))?;
-    http.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-    let mut text = String::new();
-    http.read_to_string(&mut text)?;
+    let text = crate::observed::scrape(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
     Ok(text
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -88,14 +84,6 @@ fn scrape(port: u16) -> Result<HashMap<String, f64>> {
             Some((name.to_string(), value.parse().ok()?))
         })
         .collect())
-}
-
-fn percentile_ms(sorted: &[u32], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
-    f64::from(sorted[i]) / 1000.0
 }
 
 /// Runs `batches` once each over `connections` connections (`batches.len()` must be a
@@ -181,7 +169,6 @@ pub fn run(
     let timed = TIMED_COPIES.min(most).next_multiple_of(SETUP_CONNECTIONS).min(most);
     let one_by_one = each_once(server.port, &copies[..timed], 1, None, "copying the template")?;
     let mut copy_us = one_by_one.latencies_us.clone();
-    copy_us.sort_unstable();
     let made = match &copies[timed..] {
         [] => one_by_one,
         rest => each_once(server.port, rest, SETUP_CONNECTIONS, None, "copying the template")?,
@@ -246,12 +233,11 @@ pub fn run(
         let after = scrape(metrics_port)?;
         let moved = |k: &str| after.get(k).copied().unwrap_or(0.0) - before.get(k).copied().unwrap_or(0.0);
         let mut lat = run.latencies_us.clone();
-        lat.sort_unstable();
         points.push(Point {
             size,
             per_second: run.queries as f64 / run.seconds.max(1e-9),
-            p50_ms: percentile_ms(&lat, 0.50),
-            p99_ms: percentile_ms(&lat, 0.99),
+            p50_ms: quantile_ms(&mut lat, 0.50),
+            p99_ms: quantile_ms(&mut lat, 0.99),
             rss: server.rss(),
             open: open_databases(&server)?,
             hits: moved("tessera_file_descriptor_hits_total"),
@@ -268,7 +254,7 @@ pub fn run(
     report.push(ResultRow::own(
         format!("scale: copy of the template (CREATE DATABASE … AS COPY OF), median of {timed} one at a time"),
         "ms",
-        percentile_ms(&copy_us, 0.50),
+        quantile_ms(&mut copy_us, 0.50),
         GOAL_COPY_MS,
     ));
     report.push(ResultRow::own(
@@ -300,7 +286,7 @@ pub fn run(
          ({} per second); disk {} MiB while they were open ({} KiB per database), {} MiB once closed; listed in {} \
          ms (after a restart); touched each once in {} s; idle server RSS {} MiB ({} MiB before the copies), \
          {idle_open} databases open, {} KiB per open database beyond the empty server, buffer pool pages included",
-        fmt_value(percentile_ms(&copy_us, 0.99)),
+        fmt_value(quantile_ms(&mut copy_us, 0.99)),
         fmt_value(made.seconds),
         fmt_value(most.saturating_sub(timed) as f64 / made.seconds.max(1e-9)),
         fmt_value(mib(disk)),

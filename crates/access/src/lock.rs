@@ -233,7 +233,10 @@ impl Entry {
     }
 }
 
-const SHARDS: usize = 64;
+/// The lock table's shards (by a resource's hash): 16 keep a database's many connections
+/// apart on the machines tessera runs on, at 40 bytes each in every open database.
+const SHARD_BITS: u32 = 4;
+const SHARDS: usize = 1 << SHARD_BITS;
 /// How long a request may wait, and what else ends the wait.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Wait<'a> {
@@ -263,8 +266,10 @@ impl Wait<'_> {
     }
 }
 
-/// Stripes of object ids for fast schema-stability holds (a power of two).
-const SCHEMA_STRIPES: usize = 256;
+/// Stripes of object ids for fast schema-stability holds (a power of two): two counters of
+/// four bytes each per stripe in every open database; objects sharing a stripe only make
+/// a schema change wait for the other's readers too.
+const SCHEMA_STRIPES: usize = 64;
 
 /// Per stripe of object ids: fast Sch-S holders, and Sch-M requests pending or granted.
 struct SchemaStripes {
@@ -511,7 +516,7 @@ impl LockManager {
 
 impl LockManager {
     fn shard(&self, r: &Resource) -> &Mutex<Table> {
-        &self.shards[(r.mix() >> 58) as usize % SHARDS]
+        &self.shards[(r.mix() >> (64 - SHARD_BITS)) as usize]
     }
 
     /// Acquires `mode` on `r` for `txn`, waiting for conflicting holders. Returns true if

@@ -446,7 +446,7 @@ impl Shared {
         if let Some(s) = &*entry.security.read() {
             return Ok(s.clone());
         }
-        let loaded = Arc::new(tessera_security::principals::load(&db)?);
+        let loaded = tessera_security::principals::load(&db)?;
         *entry.security.write() = Some(loaded.clone());
         Ok(loaded)
     }
@@ -609,11 +609,11 @@ impl Shared {
         let ddl = entry.ddl.lock();
         let current = match &*entry.security.read() {
             Some(s) => s.clone(),
-            None => Arc::new(tessera_security::principals::load(db)?),
+            None => tessera_security::principals::load(db)?,
         };
         let (next, out) = change(&current)?;
         write(&current, &next)?;
-        *entry.security.write() = Some(Arc::new(next));
+        *entry.security.write() = Some(tessera_security::principals::shared(next));
         drop(ddl);
         Ok((entry, current, out))
     }

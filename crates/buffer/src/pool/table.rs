@@ -62,16 +62,17 @@ pub(super) struct Shard(pub Mutex<ShardState>);
 // ----- the per-file radix tree ------------------------------------------------------------------
 
 /// Page-number bits resolved by a leaf and by each interior node.
-const LEAF_BITS: u32 = 10;
+const LEAF_BITS: u32 = 8;
 const NODE_BITS: u32 = 10;
 const LEAF_LEN: usize = 1 << LEAF_BITS;
 const NODE_LEN: usize = 1 << NODE_BITS;
 /// The low bits of the root word hold the tree's height (0 = empty); nodes are 64-aligned.
 const HEIGHT_MASK: usize = 7;
-/// A tree of this height covers every `u32` page number (10 + 3 * 10 >= 32).
+/// A tree of this height covers every `u32` page number (8 + 3 * 10 >= 32).
 const MAX_HEIGHT: usize = 4;
 
-/// A leaf: 1024 entries, each 0 (not resident) or frame index + 1. 4 KiB.
+/// A leaf: 256 entries, each 0 (not resident) or frame index + 1. 1 KiB: a small
+/// database's file costs one (thousands of them are open at once).
 #[repr(C, align(64))]
 struct Leaf([AtomicU32; LEAF_LEN]);
 
@@ -99,10 +100,10 @@ fn child_index(no: u32, height: usize) -> usize {
 
 /// One file's translation table: page number -> frame index + 1 (0 = not resident).
 ///
-/// A radix tree of 4 KiB leaves under 8 KiB interior nodes. It starts as one leaf and grows
+/// A radix tree of 1 KiB leaves under 8 KiB interior nodes. It starts as one leaf and grows
 /// upward (a new root whose first child is the old root) when a larger page number arrives,
-/// so a small file costs one leaf and a lookup in a file below 1 M pages is two dependent
-/// loads after the root word. Nothing is freed before the tree drops.
+/// so a small file costs one leaf and a lookup in a file below 256 K pages (2 GiB) is two
+/// dependent loads after the root word. Nothing is freed before the tree drops.
 ///
 /// Entries change only under the shard mutex of their key; lookups take no lock.
 pub(super) struct Radix {
@@ -463,9 +464,9 @@ mod tests {
         assert_eq!((r.get(pg(0)), r.get(pg(u32::MAX))), (None, None));
         assert!(r.entry(pg(5)).is_none() && r.resident().is_empty());
         r.entry_or_grow(pg(5)).store(11, Ordering::Relaxed);
-        assert_eq!(r.footprint(), 4096, "a small file costs one leaf");
-        assert_eq!((r.get(pg(5)), r.get(pg(6)), r.get(pg(1024))), (Some(10), None, None));
-        let pages = [0, 1023, 1024, 70_000, 1 << 20, (1 << 30) + 3, u32::MAX - 1, u32::MAX];
+        assert_eq!(r.footprint(), 1024, "a small file costs one leaf");
+        assert_eq!((r.get(pg(5)), r.get(pg(6)), r.get(pg(256))), (Some(10), None, None));
+        let pages = [0, 255, 256, 1023, 1024, 70_000, 1 << 20, (1 << 30) + 3, u32::MAX - 1, u32::MAX];
         for (j, &no) in pages.iter().enumerate() {
             r.entry_or_grow(pg(no)).store(100 + j as u32, Ordering::Relaxed);
         }
@@ -489,13 +490,14 @@ mod tests {
             }
         }
         assert_eq!(walked, want, "a walk with next_resident visits what resident() lists");
-        assert_eq!(r.next_resident(pg(6)), Some((pg(1023), 100)));
-        assert_eq!(r.next_resident(pg(70_001)), Some((pg(1 << 20), 103)));
-        assert_eq!(r.next_resident(pg((1 << 30) + 4)), Some((pg(u32::MAX - 1), 105)));
+        assert_eq!(r.next_resident(pg(6)), Some((pg(255), 100)));
+        assert_eq!(r.next_resident(pg(257)), Some((pg(1023), 102)));
+        assert_eq!(r.next_resident(pg(70_001)), Some((pg(1 << 20), 105)));
+        assert_eq!(r.next_resident(pg((1 << 30) + 4)), Some((pg(u32::MAX - 1), 107)));
         r.entry(pg(70_000)).unwrap().store(0, Ordering::Relaxed);
         assert_eq!(r.get(pg(70_000)), None);
         assert_eq!(r.resident().len(), want.len() - 1);
-        assert_eq!(r.next_resident(pg(1025)), Some((pg(1 << 20), 103)));
+        assert_eq!(r.next_resident(pg(1025)), Some((pg(1 << 20), 105)));
         assert_eq!(Radix::new().next_resident(pg(0)), None);
     }
 

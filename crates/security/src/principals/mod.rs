@@ -18,6 +18,7 @@
 //! - Names compare case-insensitively.
 
 pub mod check;
+mod shared;
 mod store;
 
 use std::collections::BTreeMap;
@@ -25,6 +26,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tessera_errors::{SqlError, SqlResult};
 
+pub use shared::shared;
 pub use store::{load, save, save_in};
 
 pub const PUBLIC_ID: i32 = 0;
@@ -54,7 +56,7 @@ pub const FIXED_ROLES: &[(i32, &str)] = &[
 ];
 
 /// What kind of principal a row is (`sys.database_principals.type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PrincipalKind {
     /// A user mapped to a SQL login (`S`, SQL_USER).
     SqlUser,
@@ -80,7 +82,7 @@ impl PrincipalKind {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Principal {
     pub id: i32,
     pub name: String,
@@ -128,7 +130,7 @@ pub fn is_fixed_role(id: i32) -> bool {
     FIXED_ROLES.iter().any(|(r, _)| *r == id)
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Schema {
     pub id: i32,
     pub name: String,
@@ -136,7 +138,7 @@ pub struct Schema {
 }
 
 /// What a permission row is on (`sys.database_permissions.class`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Class {
     Database,
     /// An object or a column of it (major id: the object id).
@@ -159,7 +161,7 @@ impl Class {
 }
 
 /// `G` (grant), `W` (grant with grant option) or `D` (deny).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum GrantState {
     Grant,
     GrantWithGrantOption,
@@ -177,7 +179,7 @@ impl GrantState {
 }
 
 /// One row of `sys.database_permissions`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PermissionRow {
     pub class: Class,
     pub major_id: i32,
@@ -209,7 +211,7 @@ impl PermissionRow {
 /// An extended property of the database itself (class Database, major id 0) or of one of
 /// its schemas (class Schema, major id the schema's): an object's properties live in its
 /// catalog definition.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DatabaseProperty {
     pub class: Class,
     pub major_id: i32,
@@ -225,7 +227,7 @@ impl DatabaseProperty {
 }
 
 /// One database's principals, memberships, schemas and permissions.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Security {
     /// Lower-cased name → principal (users and roles share one namespace).
     principals: BTreeMap<String, Principal>,

@@ -54,10 +54,11 @@ fn rows(s: &Security) -> SqlResult<BTreeMap<Vec<u8>, Vec<u8>>> {
     Ok(out)
 }
 
-/// A database's security: its rows, or the defaults when it has none.
-pub fn load(db: &Arc<Database>) -> SqlResult<Security> {
+/// A database's security: its rows, or the defaults when it has none (shared with every
+/// live snapshot equal to it: see `shared`).
+pub fn load(db: &Arc<Database>) -> SqlResult<Arc<Security>> {
     let Some(tree) = db.table(TREE) else {
-        return Ok(Security::defaults(db.name(), SA_SID.to_vec()));
+        return Ok(super::shared(Security::defaults(db.name(), SA_SID.to_vec())));
     };
     let mut s = Security::empty();
     let tx = db.begin();
@@ -81,7 +82,7 @@ pub fn load(db: &Arc<Database>) -> SqlResult<Security> {
         }
     }
     tx.commit()?;
-    Ok(s)
+    Ok(super::shared(s))
 }
 
 /// Writes what differs between `before` and `after` durably, in one transaction.

@@ -26,6 +26,10 @@ pub struct PoolStats {
     pub resident_pages: u64,
     /// The current limit, in frames.
     pub capacity_pages: u64,
+    /// Frames whose memory is committed: those handed out since the pool began (or was
+    /// last shrunk below them) and those committed ahead of demand (`prefault`), within
+    /// the limit. What the pool costs in RAM, beside `resident_pages` it uses now.
+    pub committed_pages: u64,
     /// Pages read by read-ahead (also counted in `reads`).
     pub read_ahead_pages: u64,
 }
@@ -43,6 +47,12 @@ impl Inner {
             dirty_pages: self.dirty_pages.load(Ordering::Relaxed),
             resident_pages: self.resident.load(Ordering::Relaxed),
             capacity_pages: self.limit.load(Ordering::Relaxed) as u64,
+            committed_pages: self
+                .prefault
+                .committed
+                .load(Ordering::Relaxed)
+                .max(self.hwm.load(Ordering::Relaxed))
+                .min(self.limit.load(Ordering::Relaxed)) as u64,
             read_ahead_pages: self.read_ahead.pages.load(Ordering::Relaxed),
         }
     }

@@ -348,6 +348,12 @@ impl Collector for Snapshot {
             p.dirty_pages * page,
         )?;
         f.gauge(
+            "tessera_buffer_pool_committed",
+            "Frame memory the buffer pool has committed: frames handed out and frames committed ahead of demand.",
+            Some(Unit::Bytes),
+            p.committed_pages * page,
+        )?;
+        f.gauge(
             "tessera_buffer_pool_capacity",
             "The buffer pool's current limit.",
             Some(Unit::Bytes),

@@ -27,6 +27,9 @@ use crate::memory::{self, MemoryGovernor, MemoryStatus};
 use crate::registry::{self, Change, DbState, Entry, Registry};
 
 mod attach;
+mod slots;
+
+use slots::{Slot, Slots};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -103,48 +106,14 @@ pub struct EngineStats {
     pub pool: PoolStats,
 }
 
-/// A registered database and, while it is open, its handle.
-struct Slot {
-    entry: Mutex<Entry>,
-    open: Mutex<Option<Arc<Database>>>,
-    /// When it was last closed (None: not since the engine started).
-    closed_at: Mutex<Option<SystemTime>>,
-    /// Set, under the `open` lock, when the database leaves the engine (DROP, detach): a
-    /// thread that found the slot before then reports the database missing instead of
-    /// opening its files again.
-    retired: AtomicBool,
-    /// Held by the engine's own work on the database (the background thread's log
-    /// flush, checkpoint and idle close), which takes a handle for that long. DROP,
-    /// detach and RESTORE hold it while they look for other holders, so the engine's own
-    /// work is waited for, never taken for a user of the database. Taken before
-    /// `Engine::inner` by whoever takes both.
-    engine_work: Mutex<()>,
-}
-
-impl Slot {
-    fn new(entry: Entry, open: Option<Arc<Database>>) -> Arc<Slot> {
-        Arc::new(Slot {
-            entry: Mutex::new(entry),
-            open: Mutex::new(open),
-            closed_at: Mutex::new(None),
-            retired: AtomicBool::new(false),
-            engine_work: Mutex::new(()),
-        })
-    }
-
-    /// The open database's handle (None: closed).
-    fn database(&self) -> Option<Arc<Database>> {
-        self.open.lock().clone()
-    }
-
-    /// When the open database was last used (None: closed).
-    fn last_used_at(&self) -> Option<Instant> {
-        self.open.lock().as_ref().map(|db| db.last_used_at())
-    }
+/// The least recently used open databases as of `sorted_at`, the oldest last.
+struct CloseQueue {
+    sorted_at: Instant,
+    oldest_last: Vec<Arc<Slot>>,
 }
 
 struct Inner {
-    slots: HashMap<String, Arc<Slot>>,
+    slots: Slots,
     next_id: u32,
     /// Files of detached databases (kept in the registry so that CREATE DATABASE never
     /// deletes them as orphans; see `attach.rs`).
@@ -166,6 +135,8 @@ pub struct Engine {
     idle_close_ms: AtomicU64,
     /// Told of each database the engine opens or closes (see [`Engine::listen`]).
     listener: Mutex<Option<DatabaseListener>>,
+    /// Open databases to close first when too many are open (see `enforce_open_limit`).
+    close_queue: Mutex<CloseQueue>,
     /// Commit decisions of transactions across databases (two-phase commit).
     decisions: Arc<Decisions>,
 }
@@ -197,7 +168,7 @@ fn pool_share(target_bytes: u64, log: &LogConfig) -> usize {
     target.saturating_sub(log.buffers.stats().budget_bytes).max(target / 2)
 }
 
-fn key(name: &str) -> String {
+pub(crate) fn key(name: &str) -> String {
     name.to_lowercase()
 }
 
@@ -243,7 +214,10 @@ impl Engine {
             Registry::open(&Engine::registry_path(&config.data_dir), key)?;
         let decisions = Arc::new(Decisions::open(&config.data_dir)?);
         let next_id = entries.iter().map(|e| e.id + 1).max().unwrap_or(1);
-        let slots = entries.into_iter().map(|e| (key(&e.name), Slot::new(e, None))).collect();
+        let mut slots = Slots::default();
+        for e in entries {
+            slots.insert(key(&e.name), Slot::new(e, None));
+        }
         let max_open = AtomicUsize::new(config.max_open_databases.max(1));
         let idle_close_ms = AtomicU64::new(u64::try_from(config.idle_close_after.as_millis()).unwrap_or(u64::MAX));
         let engine = Arc::new(Engine {
@@ -257,6 +231,7 @@ impl Engine {
             stop: Arc::new(AtomicBool::new(false)),
             worker: Mutex::new(None),
             listener: Mutex::new(None),
+            close_queue: Mutex::new(CloseQueue { sorted_at: Instant::now(), oldest_last: Vec::new() }),
             decisions,
         });
         if !engine.exists("master") {
@@ -323,10 +298,11 @@ impl Engine {
     /// The registered database with this id, open or not.
     pub fn entry_by_id(&self, id: u32) -> Option<Entry> {
         let inner = self.inner.lock();
-        inner.slots.values().find_map(|s| {
+        let found = inner.slots.values().find_map(|s| {
             let e = s.entry.lock();
             (e.id == id).then(|| e.clone())
-        })
+        });
+        found
     }
 
     pub fn database_names(&self) -> Vec<String> {
@@ -378,10 +354,8 @@ impl Engine {
                 if !path.exists() {
                     continue;
                 }
-                let registered = inner.slots.values().any(|s| {
-                    let e = s.entry.lock();
-                    e.data_path == *path || e.log_path == *path
-                }) || inner.detached.iter().any(|e| e.data_path == *path || e.log_path == *path);
+                let registered = inner.slots.owner_of(path).is_some()
+                    || inner.detached.iter().any(|e| e.data_path == *path || e.log_path == *path);
                 if explicit || registered {
                     return Err(msg::FILE_ALREADY_EXISTS.engine(&[&path.display()]));
                 }
@@ -444,6 +418,7 @@ impl Engine {
         // Only an opening can take the count of open databases over the limit (walking
         // every slot on each access would cost O(databases) per statement).
         if opened {
+            self.inner.lock().slots.note(&slot);
             self.tell(DatabaseEvent::Opened(db.name()));
             self.enforce_open_limit();
         }
@@ -495,15 +470,11 @@ impl Engine {
             drop(inner);
             return self.begin_restore(name, data_path, log_path, options, replace);
         }
-        for slot in inner.slots.values() {
-            let e = slot.entry.lock();
-            if key(&e.name) == key(name) {
-                continue;
-            }
-            for (p, logical) in [(data_path, name.to_string()), (log_path, format!("{name}_log"))] {
-                if p == e.data_path || p == e.log_path {
-                    return Err(msg::RESTORE_FILE_IN_USE.engine(&[&p.display(), &e.name, &logical, &p.display()]));
-                }
+        for (p, logical) in [(data_path, name.to_string()), (log_path, format!("{name}_log"))] {
+            let other = inner.slots.owner_of(p).filter(|owner| *owner != key(name)).and_then(|o| inner.slots.get(o));
+            if let Some(other) = other {
+                let owner = other.entry.lock().name.clone();
+                return Err(msg::RESTORE_FILE_IN_USE.engine(&[&p.display(), &owner, &logical, &p.display()]));
             }
         }
         let own = inner.slots.get(&key(name)).map(|s| {
@@ -526,14 +497,14 @@ impl Engine {
                         let _ = tessera_io::durable::remove_file(&old);
                     }
                 }
-                e.data_path = data_path.to_path_buf();
-                e.log_path = log_path.to_path_buf();
                 e.options = options;
                 e.state = DbState::Restoring;
             });
             if !closed {
                 return Err(msg::EXCLUSIVE_ACCESS_DENIED.engine(&[]));
             }
+            inner.slots.repath(&key(name), data_path, log_path);
+            inner.slots.note(&slot);
         } else {
             let id = inner.next_id;
             let entry = Entry {
@@ -550,7 +521,7 @@ impl Engine {
         // A detached database whose file is overwritten is gone.
         registry::forget_detached(&mut inner.detached, data_path);
         registry::forget_detached(&mut inner.detached, log_path);
-        let entry = inner.slots[&key(name)].entry.lock().clone();
+        let entry = inner.slots.get(&key(name)).expect("registered just above").entry.lock().clone();
         Engine::record(
             &mut inner,
             &[Change::Put(&entry), Change::ForgetDetached(data_path), Change::ForgetDetached(log_path)],
@@ -590,6 +561,7 @@ impl Engine {
         if let Some(db) = &*slot.open.lock() {
             db.set_options(options, &self.config.data, &self.config.log)?;
         }
+        inner.slots.note(&slot);
         Ok(())
     }
 
@@ -667,9 +639,10 @@ impl Engine {
         }
     }
 
-    fn close(&self, slot: &Slot) -> Result<bool> {
+    fn close(&self, slot: &Arc<Slot>) -> Result<bool> {
         let closed = close_slot(slot)?;
         if closed {
+            self.inner.lock().slots.note(slot);
             *slot.closed_at.lock() = Some(SystemTime::now());
             let name = slot.entry.lock().name.clone();
             self.tell(DatabaseEvent::Closed(&name));
@@ -691,37 +664,61 @@ impl Engine {
     /// walks them ([`Slot::database`]): holding every handle for a whole walk would make
     /// DROP DATABASE of any of them fail as "in use" meanwhile.
     fn open_slots(&self) -> Vec<Arc<Slot>> {
-        let slots: Vec<Arc<Slot>> = self.inner.lock().slots.values().cloned().collect();
+        let slots = self.inner.lock().slots.open();
         slots.into_iter().filter(|s| s.open.lock().is_some()).collect()
     }
 
+    /// Closes the least recently used databases while more than `max_open_databases` are
+    /// open. The candidates come from a queue sorted once for many openings (the oldest
+    /// sixteenth of those open): sorting every open database at each opening cost a
+    /// millisecond per opening with 20,000 open. A candidate used since the queue was
+    /// sorted is passed over; one held outside the engine stays open.
     fn enforce_open_limit(&self) {
-        let open = self.open_slots();
         let max_open = self.max_open.load(Ordering::Relaxed);
-        if open.len() <= max_open {
+        let mut excess = self.inner.lock().slots.open_count().saturating_sub(max_open);
+        if excess == 0 {
             return;
         }
-        // One clock reading per database, not one per comparison (a key that moved during
-        // the sort made the standard library's sort panic).
-        let mut open: Vec<(Instant, Arc<Slot>)> =
-            open.into_iter().filter_map(|s| s.last_used_at().map(|at| (at, s))).collect();
-        open.sort_unstable_by_key(|(last_used, _)| *last_used);
-        let excess = open.len().saturating_sub(max_open);
-        let candidates: Vec<Arc<Slot>> = open.into_iter().map(|(_, s)| s).collect();
-        let mut closed = 0;
-        for slot in candidates {
-            if closed == excess {
-                break;
-            }
-            if matches!(self.close(&slot), Ok(true)) {
-                closed += 1;
+        let mut queue = self.close_queue.lock();
+        let mut rebuilt = false;
+        while excess > 0 {
+            let Some(slot) = queue.oldest_last.pop() else {
+                if rebuilt {
+                    break;
+                }
+                self.sort_close_queue(&mut queue, excess);
+                rebuilt = true;
+                continue;
+            };
+            if slot.last_used_at().is_some_and(|at| at <= queue.sorted_at) && matches!(self.close(&slot), Ok(true)) {
+                excess -= 1;
             }
         }
     }
 
+    /// Fills the close queue with the oldest of the open databases: at least `excess`,
+    /// and a sixteenth of them.
+    fn sort_close_queue(&self, queue: &mut CloseQueue, excess: usize) {
+        // One clock reading per database, not one per comparison (a key that moved during
+        // the sort made the standard library's sort panic).
+        let mut open: Vec<(Instant, Arc<Slot>)> =
+            self.open_slots().into_iter().filter_map(|s| s.last_used_at().map(|at| (at, s))).collect();
+        let keep = excess.max(open.len() / 16).min(open.len());
+        if keep < open.len() {
+            open.select_nth_unstable_by_key(keep, |(at, _)| *at);
+            open.truncate(keep);
+        }
+        open.sort_unstable_by_key(|(at, _)| std::cmp::Reverse(*at));
+        queue.sorted_at = Instant::now();
+        queue.oldest_last = open.into_iter().map(|(_, s)| s).collect();
+    }
+
     pub fn stats(&self) -> EngineStats {
-        let databases = self.inner.lock().slots.len();
-        EngineStats { databases, open_databases: self.open_slots().len(), pool: self.pool.stats() }
+        let (databases, open_databases) = {
+            let inner = self.inner.lock();
+            (inner.slots.len(), inner.slots.open_count())
+        };
+        EngineStats { databases, open_databases, pool: self.pool.stats() }
     }
 
     /// Sets min and max server memory (bytes): the pool's limit moves to `max` at once
@@ -869,6 +866,7 @@ impl Engine {
             if let Err(e) = close_slot(&slot) {
                 first_error.get_or_insert(e);
             }
+            self.inner.lock().slots.note(&slot);
         }
         first_error.map_or(Ok(()), Err)
     }
@@ -915,7 +913,10 @@ fn background(engine: Weak<Engine>, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Acquire) {
         let Some(engine) = engine.upgrade() else { return };
         let tick = engine.config.delayed_flush_interval;
-        for slot in engine.open_slots() {
+        // Only the databases whose options flush in the background: every tick, a walk
+        // over every open one would cost a core with thousands open.
+        let flushing = engine.inner.lock().slots.flushing();
+        for slot in flushing {
             // Not while DETACH, DROP or a close works on the database: a handle held here
             // would make DETACH refuse it as in use (3703). `db` goes before `_work`.
             let Some(_work) = slot.engine_work.try_lock() else { continue };

@@ -945,3 +945,39 @@ fn bulk_loads_wait_while_versions_are_kept() {
     assert!(db.options().read_committed_snapshot && db.reads_committed_snapshot());
     assert_eq!(db.versioning(), tessera_database::Versioning::On, "on again after a restart");
 }
+
+/// The engine keeps its open databases in a set of their own (walking every registered
+/// one at each opening and each background tick did not scale to 100,000 registered):
+/// the set must follow every way a database opens or closes, and the least recently
+/// used must still be the ones closed.
+#[test]
+fn the_open_set_follows_opens_closes_drops_and_shutdowns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.max_open_databases = 8;
+    let engine = Engine::open(cfg).unwrap();
+    let open_now = |engine: &Engine| {
+        let mut walked = 0;
+        engine.for_each_open(|_| walked += 1);
+        assert_eq!(walked, engine.stats().open_databases, "the walk and the count agree");
+        walked
+    };
+    for i in 0..20 {
+        engine.create_database(&format!("os{i}"), DatabaseOptions::default()).unwrap();
+        assert!(open_now(&engine) <= 8, "{} open after creating os{i}", open_now(&engine));
+    }
+    for i in (12..20).rev() {
+        drop(engine.database(&format!("os{i}")).unwrap());
+    }
+    for i in 0..20 {
+        assert_eq!(engine.database_if_open(&format!("os{i}")).is_some(), i >= 12, "os{i}");
+    }
+    engine.drop_database("os19").unwrap();
+    assert_eq!(open_now(&engine), 7);
+    assert!(engine.close_database("os18").unwrap());
+    assert_eq!(open_now(&engine), 6);
+    engine.shutdown().unwrap();
+    assert_eq!(open_now(&engine), 0);
+    drop(engine.database("os3").unwrap());
+    assert_eq!(open_now(&engine), 1);
+}

@@ -3,7 +3,7 @@
 # (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy, Alembic and
 # prometheus_client (the metrics test's parser of Prometheus' text format) from
 # PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC), and Chromium (the
-# metrics dashboard's test), from Debian; tedious,
+# metrics dashboard's test) and etcd (the gateway's tests), from Debian; tedious,
 # Sequelize, TypeORM and Knex from npm; go-mssqldb and GORM from the Go module proxy; the
 # Microsoft JDBC driver (mssql-jdbc), Hibernate ORM and Flyway from Maven Central.
 # Idempotent; needs root (or sudo) for apt-get. Language runtimes (python3, node, go, a JDK
@@ -20,6 +20,13 @@ sudo=""
 if ! command -v tsql >/dev/null || ! command -v freebcp >/dev/null || ! odbcinst -q -d -n FreeTDS >/dev/null 2>&1; then
     $sudo apt-get install -y -q freetds-bin tdsodbc unixodbc >/dev/null 2>&1 \
         || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q freetds-bin tdsodbc unixodbc >/dev/null; }
+fi
+
+# etcd, the tenant directory the gateway's tests run (crates/cli/tests/gateway.rs):
+# Debian's etcd-server (3.4), whose daemon the tests start themselves on loopback.
+if ! command -v etcd >/dev/null; then
+    $sudo apt-get install -y -q etcd-server >/dev/null 2>&1 \
+        || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q etcd-server >/dev/null; }
 fi
 
 # Headless Chromium for the metrics dashboard's test (crates/server/tests/dashboard.rs),

@@ -4,6 +4,7 @@
 
 mod bench_cmd;
 mod fleet_cmd;
+mod gateway_cmd;
 mod serve_cmd;
 mod sql_cmd;
 mod top_cmd;
@@ -36,6 +37,9 @@ enum Command {
     /// Run a script in, or back up, every database of a server (or those matching
     /// --databases), N at a time, with a per-database report; exit status 1 if any failed.
     Fleet(fleet_cmd::FleetArgs),
+    /// One address in front of many servers: routes each connection to the server that
+    /// holds its login's database, as the tenant directory in etcd says.
+    Gateway(gateway_cmd::GatewayArgs),
     /// A diskspd-style disk benchmark: -b8K -d30 -t1 -o32 -r -w40 -L -c1G FILE (runs
     /// `tessera-bench iobench …`; see `tessera iobench --help`).
     Iobench(bench_cmd::Forwarded),
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench_cmd::run("bench", args),
         Command::Fleet(args) => fleet_cmd::run(args),
+        Command::Gateway(args) => gateway_cmd::run(args),
         Command::Iobench(args) => bench_cmd::run("iobench", args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),

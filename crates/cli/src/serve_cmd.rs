@@ -67,6 +67,16 @@ pub struct ServeArgs {
     /// of the listen address [default: none].
     #[arg(long, value_name = "PORT")]
     metrics_port: Option<u16>,
+    /// Publish this server and its databases in the tenant directory of the etcd cluster
+    /// at host:port, for `tessera gateway` (renewed every second under a 10 s lease).
+    #[arg(long, value_name = "HOST:PORT")]
+    etcd: Option<String>,
+    /// This server's name in the directory [default: the advertised address].
+    #[arg(long, requires = "etcd")]
+    server_name: Option<String>,
+    /// Where gateways reach this server [default: the address it listens on].
+    #[arg(long, value_name = "HOST:PORT", requires = "etcd")]
+    advertise: Option<String>,
 }
 
 pub fn config_from(args: &ServeArgs) -> Result<Config, String> {
@@ -131,11 +141,32 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match tessera_server::serve_forever(config) {
+    let served = match &args.etcd {
+        None => tessera_server::serve_forever(config),
+        Some(endpoint) => tessera_server::serve_forever_with(config, |server| publish(&args, endpoint, server)),
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tessera serve: {e}");
             ExitCode::from(1)
         }
     }
+}
+
+/// Publishes the server in the tenant directory, beside it until the process ends.
+fn publish(args: &ServeArgs, endpoint: &str, server: &tessera_server::Server) {
+    let address = args.advertise.clone().unwrap_or_else(|| server.local_addr().to_string());
+    let me = tessera_gateway::directory::Publication {
+        server: args.server_name.clone().unwrap_or_else(|| address.clone()),
+        address,
+    };
+    let engine = server.engine().clone();
+    let etcd = tessera_gateway::etcd::Etcd::new(endpoint);
+    tokio::spawn(tessera_gateway::directory::publish(
+        etcd,
+        me,
+        move || engine.database_names(),
+        |line| eprintln!("tessera serve: {line}"),
+    ));
 }

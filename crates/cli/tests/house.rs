@@ -2,7 +2,7 @@
 //! - every dependency a crate declares is named in its code (an unused one is compiled and
 //!   linked for nothing, and hides what a crate really needs);
 //! - tessera's crates depend one way, down the layers: io → buffer → log → access →
-//!   database → backup → the T-SQL layers → server → the binaries;
+//!   database → backup → the T-SQL layers → server → gateway → the binaries;
 //! - every crate's README names its one job in its first line;
 //! - the T-SQL layers that say what a statement is and means (syntax, semantics) know
 //!   nothing of storage: no storage crate is among their dependencies, direct or not
@@ -34,6 +34,7 @@ const LAYERS: &[&str] = &[
     "tessera-execution",
     "tessera-sql",
     "tessera-server",
+    "tessera-gateway",
     "tessera-iobench",
     "tessera-bench",
     "tessera-torture",

@@ -17,6 +17,7 @@ pub mod codec;
 pub mod config;
 pub mod descriptors;
 pub mod errorlog;
+pub mod handshake;
 pub mod instance;
 pub mod login7;
 pub mod metrics;
@@ -44,6 +45,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 pub use config::Config;
+
+/// The version PRELOGIN's reply announces: 16.0.4000 (SQL Server 2022's major version).
+pub const VERSION_BYTES: [u8; 4] = [16, 0, 0x0F, 0xA0];
 use errorlog::ErrorLog;
 
 /// What every connection shares.
@@ -230,7 +234,7 @@ impl Server {
             shared,
             log,
             tls: Some(tls),
-            version_bytes: [16, 0, 0x0F, 0xA0],
+            version_bytes: VERSION_BYTES,
             stopping: Arc::new(AtomicBool::new(false)),
             busy: AtomicUsize::new(0),
             cancels: parking_lot::Mutex::new(Vec::new()),
@@ -258,6 +262,11 @@ impl Server {
     /// The metrics listener's address, if it has one.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// The engine it serves.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
     }
 
     pub fn state(&self) -> &Arc<ServerState> {
@@ -430,6 +439,12 @@ impl Drop for RunningServer {
 
 /// `tessera serve`: runs until SIGINT/SIGTERM.
 pub fn serve_forever(config: Config) -> Result<(), String> {
+    serve_forever_with(config, |_| {})
+}
+
+/// `tessera serve` with `on_bound` called once the server is bound, inside its runtime
+/// (where it may spawn tasks that run beside the server: publishing it in a directory).
+pub fn serve_forever_with(config: Config, on_bound: impl FnOnce(&Server)) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tessera-net")
@@ -437,6 +452,7 @@ pub fn serve_forever(config: Config) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     rt.block_on(async move {
         let server = Server::bind(config).await?;
+        on_bound(&server);
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {
             wait_for_signal().await;

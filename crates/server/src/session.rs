@@ -39,20 +39,15 @@ use tessera_semantics::types::SqlType;
 use tessera_sql::session::RpcParam;
 use tessera_sql::{check_contained_login, ContainedLogin, Refusal};
 use tessera_sql::{ResultSink, Session, SqlError};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::handshake::{refuse, Handshake, Prelogged};
 use crate::packet::{self, kind, status, Incoming, Limits, Message, PacketInput};
-use crate::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_OFF, ENCRYPT_ON};
 use crate::throttle::Verdict;
-use crate::tls::PreloginWrapped;
 use crate::token_sink::TokenSink;
 use crate::tokens::{self, done, Version};
 use crate::transport::{self, LoginStream, Transport, Watch};
 use crate::{bulk, login7, request, rpc, tm, ServerState};
-
-/// Messages before login are small: PRELOGIN and LOGIN7 fit in a few KiB.
-const LOGIN_LIMITS: Limits = Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: 128 << 10 };
 
 /// Serves one TCP connection to its end. Errors are logged, never propagated. `pending`
 /// is the connection's place among those not yet logged in, given up once it has.
@@ -126,14 +121,6 @@ struct LoggedIn {
     next_descriptor: u64,
 }
 
-/// The first byte of a TDS 8.0 strict connection: a TLS record of type handshake (its
-/// ClientHello). A TDS 7.x connection opens with a PRELOGIN packet (0x12).
-const TLS_HANDSHAKE_RECORD: u8 = 0x16;
-
-/// What the PRELOGIN exchange produced: the stream LOGIN7 arrived on, the LOGIN7 message,
-/// and whether the connection stays encrypted after login.
-type Prelogged = (LoginStream, Message, bool);
-
 /// PRELOGIN (TLS first for a strict connection, or optional TLS after it for TDS 7.x),
 /// LOGIN7 and the login response, by `deadline` (the login timeout). `Ok(None)` when the
 /// client went away or was refused (already answered and logged).
@@ -144,31 +131,19 @@ async fn login_phase(
     deadline: std::time::Instant,
 ) -> io::Result<Option<Connection>> {
     let local = tcp.local_addr()?;
-    // Both kinds of connection share the port: the first byte tells them apart (MS-TDS
-    // 3.3.5.1), peeked so that either path reads the stream from its start.
-    let mut first = [0u8; 1];
-    if tcp.peek(&mut first).await? == 0 {
-        return Ok(None);
-    }
-    let strict = first[0] == TLS_HANDSHAKE_RECORD;
-    let prelogged = match first[0] {
-        TLS_HANDSHAKE_RECORD => strict_prelogin(state, tcp).await?,
-        kind::PRELOGIN if state.config.force_strict_encryption => {
-            state.log.session(
-                0,
-                &format!("Connection from {peer} refused: Force Strict Encryption is on and the client did not open with TLS (TDS 8.0 strict)."),
-            );
+    let handshake = Handshake {
+        tls: state.tls.as_ref(),
+        version_bytes: state.version_bytes,
+        encrypt_login: state.config.encrypt_login,
+        force_strict_encryption: state.config.force_strict_encryption,
+    };
+    let (stream, login_msg, encrypted, strict) = match handshake.prelogin(tcp).await? {
+        Prelogged::Login { stream, login, encrypted, strict } => (stream, login, encrypted, strict),
+        Prelogged::Gone => return Ok(None),
+        Prelogged::Refused(why) => {
+            state.log.session(0, &format!("Connection from {peer} refused: {why}."));
             return Ok(None);
         }
-        kind::PRELOGIN => tds7_prelogin(state, tcp, peer).await?,
-        b => {
-            return Err(packet::protocol(format!(
-                "the first byte {b:#04x} is neither a PRELOGIN packet nor a TLS handshake"
-            )))
-        }
-    };
-    let Some((stream, login_msg, encrypted)) = prelogged else {
-        return Ok(None);
     };
     let mut stream = stream;
     if login_msg.kind != kind::LOGIN7 {
@@ -317,81 +292,6 @@ async fn login_phase(
     }))
 }
 
-/// TDS 8.0 strict: the TLS handshake on the bare socket (TLS 1.3 or 1.2, ALPN "tds/8.0"),
-/// then PRELOGIN and LOGIN7 inside TLS; the connection stays in TLS.
-async fn strict_prelogin(state: &Arc<ServerState>, tcp: tokio::net::TcpStream) -> io::Result<Option<Prelogged>> {
-    let Some(tls) = &state.tls else {
-        return Err(packet::protocol("a TLS handshake, and the server has no certificate"));
-    };
-    let mut stream = tokio_rustls::TlsAcceptor::from(tls.strict.clone())
-        .accept(tcp)
-        .await
-        .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake (TDS 8.0 strict) failed: {e}")))?;
-    let Some(pre) = packet::read_message_of(&mut stream, &LOGIN_LIMITS, &[kind::PRELOGIN]).await? else {
-        return Ok(None);
-    };
-    prelogin::parse(&pre.payload).map_err(|e| packet::protocol(e.0))?;
-    let reply = prelogin::reply(state.version_bytes, prelogin::STRICT_ENCRYPTION);
-    packet::write_message(&mut stream, kind::REPLY, &reply, 4096).await?;
-    let Some(m) = packet::read_message_of(&mut stream, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
-        return Ok(None);
-    };
-    Ok(Some((LoginStream::Strict(Box::new(stream)), m, true)))
-}
-
-/// TDS 7.x: PRELOGIN in plaintext, the encryption decision, the TLS handshake inside
-/// PRELOGIN packets when encryption was agreed, then LOGIN7.
-async fn tds7_prelogin(
-    state: &Arc<ServerState>,
-    tcp: tokio::net::TcpStream,
-    peer: SocketAddr,
-) -> io::Result<Option<Prelogged>> {
-    let mut tcp = tcp;
-    let Some(pre) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::PRELOGIN]).await? else {
-        return Ok(None);
-    };
-    if pre.kind != kind::PRELOGIN {
-        return Err(packet::protocol(format!("expected PRELOGIN, got packet type {:#04x}", pre.kind)));
-    }
-    let client = prelogin::parse(&pre.payload).map_err(|e| packet::protocol(e.0))?;
-    let encryption = match prelogin::negotiate(client.encryption, state.tls.is_some(), state.config.encrypt_login) {
-        Ok(e) => e,
-        Err(why) => {
-            // Tell the client we cannot encrypt; it will give up.
-            let reply = prelogin::reply(state.version_bytes, ENCRYPT_NOT_SUP);
-            packet::write_message(&mut tcp, kind::REPLY, &reply, 4096).await?;
-            state.log.session(0, &format!("Connection from {peer} refused: {why}."));
-            return Ok(None);
-        }
-    };
-    let reply = prelogin::reply(state.version_bytes, encryption);
-    packet::write_message(&mut tcp, kind::REPLY, &reply, 4096).await?;
-
-    Ok(Some(match (encryption, &state.tls) {
-        (ENCRYPT_ON | ENCRYPT_OFF, Some(tls)) => {
-            let acceptor = tokio_rustls::TlsAcceptor::from(tls.tds7.clone());
-            let mut tls_stream = acceptor.accept(PreloginWrapped::new(tcp)).await?;
-            tls_stream.get_mut().0.finish_handshake();
-            let Some(m) = packet::read_message_of(&mut tls_stream, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
-                return Ok(None);
-            };
-            if encryption == ENCRYPT_OFF {
-                // Login-only encryption: the rest of the conversation is plaintext.
-                let (wrapped, _) = tls_stream.into_inner();
-                (LoginStream::Plain(wrapped.into_inner()), m, false)
-            } else {
-                (LoginStream::Tls(Box::new(tls_stream)), m, true)
-            }
-        }
-        _ => {
-            let Some(m) = packet::read_message_of(&mut tcp, &LOGIN_LIMITS, &[kind::LOGIN7]).await? else {
-                return Ok(None);
-            };
-            (LoginStream::Plain(tcp), m, false)
-        }
-    }))
-}
-
 /// The error a refused login gets when the reason is not for the client to know (18456).
 fn login_failed(user: &str) -> SqlError {
     msg::LOGIN_FAILED.with(&[&user]).at_line(1)
@@ -403,17 +303,6 @@ enum Who {
     Login(tessera_sql::Accepted),
     /// A contained database's user: (its name, its principal id).
     Contained(String, i32),
-}
-
-async fn refuse(stream: &mut LoginStream, server: &str, version: Version, errors: &[SqlError]) -> io::Result<()> {
-    let mut out = BytesMut::new();
-    for e in errors {
-        tokens::message(&mut out, version, e, server);
-    }
-    tokens::done(&mut out, version, tokens::DONE, done::ERROR, 0, 0);
-    packet::write_message(stream, kind::REPLY, &out, 4096).await?;
-    let _ = stream.shutdown().await;
-    Ok(())
 }
 
 /// A unit of work for the busy thread.

@@ -45,25 +45,43 @@ impl Server {
     }
 }
 
+/// [`start`] with more flags for `tessera serve`.
+pub fn start_with(extra: &[String]) -> Server {
+    start_in_with(tempfile::tempdir().unwrap(), extra)
+}
+
 fn start_in(dir: tempfile::TempDir) -> Server {
+    start_in_with(dir, &[])
+}
+
+fn start_in_with(dir: tempfile::TempDir, extra: &[String]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["serve", "--port", "0", "--memory-mb", "64", "--data-dir"])
         .arg(dir.path())
+        .args(extra)
         .env("TESSERA_SA_PASSWORD", PASSWORD)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let port = listening_port(&mut child, "Server is listening on [ 127.0.0.1 <ipv4> ");
+    Server { child, port, dir }
+}
+
+/// The port a child process says it listens on: the digits after `marker` in the first
+/// line of its stderr that has it. The rest of stderr is passed through.
+pub fn listening_port(child: &mut Child, marker: &str) -> u16 {
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let port = loop {
-        let line = lines.next().expect("the server exited before listening").unwrap();
+        let line = lines.next().expect("the process exited before listening").unwrap();
         eprintln!("{line}");
-        if let Some(rest) = line.split("Server is listening on [ 127.0.0.1 <ipv4> ").nth(1) {
-            break rest.trim_end_matches("].").parse::<u16>().expect("a port number");
+        if let Some(rest) = line.split(marker).nth(1) {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            break digits.parse::<u16>().expect("a port number");
         }
     };
     std::thread::spawn(move || lines.map_while(Result::ok).for_each(|l| eprintln!("{l}")));
-    Server { child, port, dir }
+    port
 }
 
 impl Server {

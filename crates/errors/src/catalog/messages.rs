@@ -592,4 +592,5 @@ catalog! {
     OBJECT_IDS_EXHAUSTED = 40541, 16, Statement, "Could not create the object: every object ID up to %d in this database has been used.";
     ERRORLOG_NOT_CYCLED = 40542, 16, Statement, "The error log could not be cycled: %ls.";
     DATABASE_SIZE_QUOTA_REACHED = 40544, 17, Statement, "The database '%.*ls' has reached its size quota. Partition or delete data, drop indexes, or consult the documentation for possible resolutions.";
+    DATABASE_NOT_CURRENTLY_AVAILABLE = 40613, 17, Statement, "Database '%.*ls' on server '%.*ls' is not currently available. Please retry the connection later.";
 }

@@ -1,0 +1,71 @@
+//! `tessera gateway`: one address in front of many servers. Each connection goes to the
+//! server that holds the database its login names, as the tenant directory in etcd says
+//! (servers publish themselves there with `tessera serve --etcd`). The gateway keeps no
+//! state of its own, so several can run side by side behind one name.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use tessera_gateway::directory::Directory;
+use tessera_gateway::etcd::Etcd;
+use tessera_gateway::proxy::Gateway;
+
+#[derive(Debug, Args)]
+pub struct GatewayArgs {
+    /// The etcd cluster holding the tenant directory (host:port of a member's client URL).
+    #[arg(long, value_name = "HOST:PORT")]
+    etcd: String,
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(long, default_value = "127.0.0.1")]
+    listen: String,
+    /// TCP port [default: 1433; 0 picks a free one].
+    #[arg(long, short = 'p', default_value_t = 1433)]
+    port: u16,
+    /// TLS certificate (PEM) for clients that encrypt; without one a self-signed
+    /// certificate is made under --tls-dir.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Where the self-signed certificate is kept [default: tessera-gateway in the system's
+    /// temporary directory].
+    #[arg(long, value_name = "DIR")]
+    tls_dir: Option<PathBuf>,
+}
+
+pub fn run(args: GatewayArgs) -> ExitCode {
+    match serve(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tessera gateway: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn serve(args: GatewayArgs) -> Result<(), String> {
+    let tls_dir = args.tls_dir.clone().unwrap_or_else(|| std::env::temp_dir().join("tessera-gateway"));
+    let tls = tessera_server::tls::server_config(args.tls_cert.as_deref(), args.tls_key.as_deref(), &tls_dir)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("tessera-gateway")
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((args.listen.as_str(), args.port))
+            .await
+            .map_err(|e| format!("cannot listen on {}:{}: {e}", args.listen, args.port))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        eprintln!("tessera gateway: listening on {local}, directory in etcd at {}", args.etcd);
+        let gateway = Arc::new(Gateway {
+            directory: Directory::new(Etcd::new(&args.etcd)),
+            tls: Some(tls.tls),
+            version_bytes: tessera_server::VERSION_BYTES,
+            log: Box::new(|line| eprintln!("tessera gateway: {line}")),
+        });
+        gateway.run(listener).await.map_err(|e| e.to_string())
+    })
+}

@@ -1,0 +1,151 @@
+//! Many servers behind one address: etcd (Debian's etcd-server, started here on loopback),
+//! two `tessera serve --etcd` publishing their databases, and two `tessera gateway`s.
+//! Clients — `tessera sql` and python-tds — connect to a gateway naming a database and
+//! land on the server that holds it; a database no server holds gets 4060; a killed
+//! server's tenants fail cleanly while the other's go on; a killed gateway leaves the
+//! other serving.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{listening_port, start_with, Server, PASSWORD};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child process killed when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A one-member etcd cluster on loopback: its client address.
+fn start_etcd(dir: &std::path::Path) -> (Process, String) {
+    let (client, peer) = (free_port(), free_port());
+    let child = Command::new("etcd")
+        .args(["--name", "tessera-test", "--data-dir"])
+        .arg(dir)
+        .args([
+            &format!("--listen-client-urls=http://127.0.0.1:{client}"),
+            &format!("--advertise-client-urls=http://127.0.0.1:{client}"),
+            &format!("--listen-peer-urls=http://127.0.0.1:{peer}"),
+            &format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"),
+            &format!("--initial-cluster=tessera-test=http://127.0.0.1:{peer}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("etcd (Debian's etcd-server; scripts/install-clients.sh installs it)");
+    let address = format!("127.0.0.1:{client}");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(&address).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "etcd did not start listening");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Process(child), address)
+}
+
+/// `tessera gateway --port 0`: the process and its port (from its first line on stderr).
+fn start_gateway(etcd: &str, tls_dir: &std::path::Path) -> (Process, u16) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["gateway", "--port", "0", "--etcd", etcd, "--tls-dir"])
+        .arg(tls_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let port = listening_port(&mut child, "listening on 127.0.0.1:");
+    (Process(child), port)
+}
+
+fn serve(etcd: &str, name: &str) -> Server {
+    start_with(&["--etcd".to_string(), etcd.to_string(), "--server-name".to_string(), name.to_string()])
+}
+
+/// `tessera sql` through the gateway at `port`, in `database`: (succeeded, all output).
+fn through(port: u16, database: &str, query: &str) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["sql", "-S", &format!("127.0.0.1,{port}"), "-U", "sa", "-P", PASSWORD, "-d", database])
+        .args(["-b", "-h", "-1", "-W", "-Q", &format!("SET NOCOUNT ON; {query}")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// Retries `query` through the gateway until it succeeds (the directory is updated
+/// within a second of a CREATE DATABASE), for at most 15 s.
+fn eventually(port: u16, database: &str, query: &str) -> String {
+    let started = Instant::now();
+    loop {
+        let (ok, text) = through(port, database, query);
+        if ok {
+            return text;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{database}: {query}: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn gateways_route_each_login_to_the_server_that_holds_its_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_etcd, etcd) = start_etcd(&dir.path().join("etcd"));
+    let s1 = serve(&etcd, "s1");
+    let s2 = serve(&etcd, "s2");
+    s1.sql("create database t1");
+    s2.sql("create database t2");
+    let (gateway1, port1) = start_gateway(&etcd, &dir.path().join("tls"));
+    let (_gateway2, port2) = start_gateway(&etcd, &dir.path().join("tls"));
+
+    // Each login lands where its database is: writes through the gateway are read back on
+    // that server directly, and the other server has no such database.
+    assert_eq!(eventually(port1, "t1", "select db_name()").trim(), "t1");
+    assert_eq!(eventually(port1, "t2", "select db_name()").trim(), "t2");
+    let (ok, text) = through(port1, "t1", "create table a (v int); insert a values (1)");
+    assert!(ok, "{text}");
+    let (ok, text) = through(port2, "t2", "create table a (v int); insert a values (2)");
+    assert!(ok, "{text}");
+    assert_eq!(s1.sql("set nocount on; select v from t1.dbo.a").trim(), "1");
+    assert_eq!(s2.sql("set nocount on; select v from t2.dbo.a").trim(), "2");
+    assert_eq!(s1.sql("set nocount on; select count(*) from sys.databases where name = 't2'").trim(), "0");
+
+    // A real outside driver through the gateway: python-tds (in plaintext, as it connects
+    // without a CA file; `tessera sql` above encrypts its login, terminated at the gateway).
+    let script = "import sys, pytds\n\
+        c = pytds.connect(server='127.0.0.1', port=int(sys.argv[1]), database='t2', user='sa', password=sys.argv[2], \
+        autocommit=True)\n\
+        cur = c.cursor(); cur.execute('select v from dbo.a'); print(cur.fetchall()[0][0])\n";
+    let out = Command::new("python3").args(["-c", script, &port1.to_string(), PASSWORD]).output().unwrap();
+    assert!(out.status.success(), "pytds: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+
+    // A database no server holds: SQL Server's 4060, from the gateway.
+    let (ok, text) = through(port1, "nowhere", "select 1");
+    assert!(!ok);
+    assert!(text.contains("Cannot open database \"nowhere\" requested by the login"), "{text}");
+
+    // A database created later is routed as soon as its server publishes it.
+    s2.sql("create database t3");
+    assert_eq!(eventually(port2, "t3", "select db_name()").trim(), "t3");
+
+    // A killed server: its tenants' logins fail cleanly (40613 while the directory still
+    // names it, 4060 once its lease has gone), the other server's go on.
+    drop(s2);
+    let (ok, text) = through(port1, "t2", "select 1");
+    assert!(!ok);
+    assert!(text.contains("not currently available") || text.contains("Cannot open database"), "{text}");
+    assert_eq!(through(port1, "t1", "select v from dbo.a").1.trim(), "1");
+
+    // A killed gateway: the other serves on.
+    drop(gateway1);
+    assert_eq!(through(port2, "t1", "select v from dbo.a").1.trim(), "1");
+}

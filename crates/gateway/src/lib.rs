@@ -1,0 +1,8 @@
+//! Many servers behind one address (issue 39, "Out"): the tenant directory in etcd
+//! (`directory`: which servers are up, which holds each database, published by each
+//! server under a lease) and the TDS gateway that routes each connection to the server
+//! that holds its database (`proxy`). See `README.md` beside this crate.
+
+pub mod directory;
+pub mod etcd;
+pub mod proxy;

@@ -1,0 +1,152 @@
+//! `tessera gateway`: one TDS address in front of many servers. A client connects as to
+//! any SQL Server; the gateway answers PRELOGIN (and terminates TLS when the client asks
+//! for it), reads LOGIN7 for the database it names, looks up in the directory which
+//! server holds that database, logs in to that server with the client's own LOGIN7, and
+//! from then on passes bytes both ways unchanged: the server checks the credentials and
+//! answers the client itself, so logins, errors and results are the server's.
+//!
+//! A database no live server holds gets 4060 (SQL Server's "Cannot open database … requested
+//! by the login"); a server the directory names but that does not answer gets 40613
+//! (Azure SQL Database's "not currently available", which clients' retry logic knows).
+//! Either way the client's connection ends there and the gateway serves everyone else.
+//!
+//! The link from the gateway to a server is plaintext TDS: the servers sit on the
+//! fleet's own network, as behind Azure's gateway.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tessera_errors::msg;
+use tessera_errors::SqlError;
+use tessera_server::handshake::{refuse, Handshake, Prelogged, LOGIN_LIMITS};
+use tessera_server::packet::{self, kind};
+use tessera_server::prelogin::{self, ENCRYPT_NOT_SUP, ENCRYPT_ON, ENCRYPT_REQ};
+use tessera_server::tls::ServerTls;
+use tessera_server::tokens::Version;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::directory::Directory;
+
+/// The most a client has from connecting to sending LOGIN7, and a server from being
+/// dialled to answering PRELOGIN.
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// LOGIN7's TDS version field (after the length): TDS 7.4, for a strict (TDS 8.0)
+/// client's login passed on to a server over plain TDS 7.x.
+const TDS_7_4: u32 = 0x7400_0004;
+const LOGIN7_VERSION_AT: usize = 4;
+
+/// The name the gateway gives itself in the messages it sends.
+const GATEWAY_NAME: &str = "tessera-gateway";
+
+/// A gateway: the directory it reads and the certificate it offers.
+pub struct Gateway {
+    pub directory: Directory,
+    pub tls: Option<ServerTls>,
+    /// The version PRELOGIN's reply announces (the servers').
+    pub version_bytes: [u8; 4],
+    /// Told of each connection the gateway could not route.
+    pub log: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Gateway {
+    /// Accepts connections until the listener fails.
+    pub async fn run(self: Arc<Self>, listener: TcpListener) -> io::Result<()> {
+        loop {
+            let (tcp, peer) = listener.accept().await?;
+            let _ = tcp.set_nodelay(true);
+            let gateway = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = gateway.serve(tcp, peer).await {
+                    (gateway.log)(&format!("Connection from {peer} ended: {e}"));
+                }
+            });
+        }
+    }
+
+    /// One client connection, to its end.
+    async fn serve(&self, tcp: TcpStream, peer: SocketAddr) -> io::Result<()> {
+        let handshake = Handshake {
+            tls: self.tls.as_ref(),
+            version_bytes: self.version_bytes,
+            encrypt_login: false,
+            force_strict_encryption: false,
+        };
+        let prelogged = tokio::time::timeout(LOGIN_TIMEOUT, handshake.prelogin(tcp))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no LOGIN7 within the login timeout"))??;
+        let (mut client, mut login_msg, strict) = match prelogged {
+            Prelogged::Login { stream, login, strict, .. } => (stream, login, strict),
+            Prelogged::Gone => return Ok(()),
+            Prelogged::Refused(why) => {
+                (self.log)(&format!("Connection from {peer} refused: {why}."));
+                return Ok(());
+            }
+        };
+        let login = tessera_server::login7::parse(&login_msg.payload).map_err(|e| packet::protocol(e.0))?;
+        let version =
+            if strict { Version::V7_4 } else { Version::negotiate(login.tds_version).unwrap_or(Version::V7_1) };
+        let database = login.database.clone();
+        let target = match self.directory.locate(&database).await {
+            Ok(Some(server)) => server,
+            Ok(None) => {
+                (self.log)(&format!("Connection from {peer}: no server holds database '{database}'."));
+                let e = msg::CANNOT_OPEN_LOGIN_DATABASE.with(&[&database]);
+                return refuse(&mut client, GATEWAY_NAME, version, &[e, login_failed(&login.user_name)]).await;
+            }
+            Err(e) => {
+                (self.log)(&format!("Connection from {peer}: {e}"));
+                let e = msg::DATABASE_NOT_CURRENTLY_AVAILABLE.with(&[&database, &GATEWAY_NAME]);
+                return refuse(&mut client, GATEWAY_NAME, version, &[e]).await;
+            }
+        };
+        if strict {
+            login_msg.payload[LOGIN7_VERSION_AT..LOGIN7_VERSION_AT + 4].copy_from_slice(&TDS_7_4.to_le_bytes());
+        }
+        let mut server = match tokio::time::timeout(LOGIN_TIMEOUT, connect(&target.address)).await {
+            Ok(Ok(server)) => server,
+            outcome => {
+                let why = match outcome {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "no answer within the login timeout".to_string(),
+                };
+                (self.log)(&format!(
+                    "Connection from {peer}: server '{}' at {} (database '{database}') is unreachable: {why}",
+                    target.name, target.address
+                ));
+                let e = msg::DATABASE_NOT_CURRENTLY_AVAILABLE.with(&[&database, &target.name]);
+                return refuse(&mut client, GATEWAY_NAME, version, &[e]).await;
+            }
+        };
+        packet::write_message(&mut server, kind::LOGIN7, &login_msg.payload, 4096).await?;
+        // The server's answer to LOGIN7 and everything after it pass through unchanged.
+        match tokio::io::copy_bidirectional(&mut client, &mut server).await {
+            Ok(_) => Ok(()),
+            // A side that went away mid-conversation ends the other: nothing to report.
+            Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Dials a server and has PRELOGIN agree on no encryption.
+async fn connect(address: &str) -> io::Result<TcpStream> {
+    let mut tcp = TcpStream::connect(address).await?;
+    let _ = tcp.set_nodelay(true);
+    let hello = prelogin::reply([0, 1, 0, 0], ENCRYPT_NOT_SUP);
+    packet::write_message(&mut tcp, kind::PRELOGIN, &hello, 4096).await?;
+    let Some(reply) = packet::read_message(&mut tcp, &LOGIN_LIMITS).await? else {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection at PRELOGIN"));
+    };
+    let answer = prelogin::parse(&reply.payload).map_err(|e| packet::protocol(e.0))?;
+    if matches!(answer.encryption, Some(ENCRYPT_ON | ENCRYPT_REQ)) {
+        return Err(packet::protocol("the server requires encryption on the gateway's link"));
+    }
+    Ok(tcp)
+}
+
+fn login_failed(user: &str) -> SqlError {
+    msg::LOGIN_FAILED.with(&[&user]).at_line(1)
+}

@@ -298,10 +298,7 @@ impl Engine {
     /// The registered database with this id, open or not.
     pub fn entry_by_id(&self, id: u32) -> Option<Entry> {
         let inner = self.inner.lock();
-        let found = inner.slots.values().find_map(|s| {
-            let e = s.entry.lock();
-            (e.id == id).then(|| e.clone())
-        });
+        let found = inner.slots.by_id(id).map(|s| s.entry.lock().clone());
         found
     }
 

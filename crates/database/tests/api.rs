@@ -972,8 +972,11 @@ fn the_open_set_follows_opens_closes_drops_and_shutdowns() {
     for i in 0..20 {
         assert_eq!(engine.database_if_open(&format!("os{i}")).is_some(), i >= 12, "os{i}");
     }
+    let id19 = engine.database_id("os19").unwrap();
+    assert_eq!(engine.entry_by_id(id19).map(|e| e.name), Some("os19".to_string()));
     engine.drop_database("os19").unwrap();
     assert_eq!(open_now(&engine), 7);
+    assert!(engine.entry_by_id(id19).is_none(), "a dropped database's id names nothing");
     assert!(engine.close_database("os18").unwrap());
     assert_eq!(open_now(&engine), 6);
     engine.shutdown().unwrap();

@@ -1,6 +1,7 @@
 //! The registered databases (`Slot`s) by name, with the indexes that keep the engine's
 //! work per database independent of how many are registered: which database owns a file
-//! path (checked by every restore and copy), which is open (walked by the open limit and
+//! path (checked by every restore and copy) or id (`DB_NAME` and the catalog views),
+//! which is open (walked by the open limit and
 //! the once-a-second maintenance), and which open ones have their log flushed in the
 //! background (walked every tick). A server holds 100,000 databases with 20,000 of them
 //! open; a walk over every registered slot per copy or per tick is what made copies slow
@@ -78,6 +79,8 @@ pub(super) struct Slots {
     by_key: HashMap<String, Arc<Slot>>,
     /// Data or log path → the key of the database that owns it.
     files: HashMap<PathBuf, String>,
+    /// Database id → its key (an id never changes while registered).
+    ids: HashMap<u32, String>,
     open: HashMap<usize, Arc<Slot>>,
     flushing: HashMap<usize, Arc<Slot>>,
 }
@@ -107,6 +110,7 @@ impl Slots {
             for path in [&e.data_path, &e.log_path] {
                 self.files.insert(path.clone(), key.clone());
             }
+            self.ids.insert(e.id, key.clone());
         }
         self.note(&slot);
         let previous = self.by_key.insert(key, slot);
@@ -121,6 +125,9 @@ impl Slots {
             if self.files.get(path).is_some_and(|owner| owner == key) {
                 self.files.remove(path);
             }
+        }
+        if self.ids.get(&e.id).is_some_and(|owner| owner == key) {
+            self.ids.remove(&e.id);
         }
         drop(e);
         self.open.remove(&id(&slot));
@@ -142,6 +149,11 @@ impl Slots {
         for path in [data_path, log_path] {
             self.files.insert(path.to_path_buf(), key.to_string());
         }
+    }
+
+    /// The registered database with id `id`.
+    pub(super) fn by_id(&self, id: u32) -> Option<&Arc<Slot>> {
+        self.ids.get(&id).and_then(|key| self.by_key.get(key))
     }
 
     /// The key of the registered database whose data or log file is `path`.

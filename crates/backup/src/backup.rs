@@ -5,10 +5,11 @@ use std::io::{Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
-use tessera_database::{BackupChain, Engine, RecoveryModel};
+use tessera_database::{BackupChain, Database, Engine, RecoveryModel};
 use tessera_errors::msg;
 use tessera_io::MediaFile;
 use tessera_log::Lsn;
@@ -93,6 +94,16 @@ pub fn backup(
     opts: &BackupOptions,
     notify: &mut dyn FnMut(Notice),
 ) -> Result<BackupReport, BackupError> {
+    backup_database(&engine.database(database)?, opts, notify)
+}
+
+/// [`backup`] of a database the caller holds open (a tail-log backup holds it alone:
+/// [`tessera_database::Engine::hold_exclusive`]).
+pub fn backup_database(
+    db: &Arc<Database>,
+    opts: &BackupOptions,
+    notify: &mut dyn FnMut(Notice),
+) -> Result<BackupReport, BackupError> {
     let started = Instant::now();
     let kind = opts.kind.unwrap_or(BackupType::Database);
     check_devices(&opts.devices)?;
@@ -113,7 +124,6 @@ pub fn backup(
     }
     let buffers =
         BufferConfig::choose(opts.devices.len(), opts.buffer_count, opts.max_transfer_size, opts.compression)?;
-    let db = engine.database(database)?;
     let name = db.name().to_string();
     let model = db.options().recovery_model;
     let chain = db.backup_chain();

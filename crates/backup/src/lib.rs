@@ -19,10 +19,12 @@ pub mod media;
 mod pipeline;
 mod restore;
 
-pub use backup::{backup, BackupOptions, BackupReport};
+pub use backup::{backup, backup_database, BackupOptions, BackupReport};
 pub use copy::{copy_database, CopyReport};
 pub use media::{BackupType, FileEntry, MediaHeader, SetHeader, Trailer};
-pub use restore::{file_list, headers, recover_only, restore, verify, RestoreOptions, RestoreReport};
+pub use restore::{
+    file_list, headers, recover_only, restore, restoring_after_tail, verify, RestoreOptions, RestoreReport,
+};
 
 /// Most stripes in one media set (SQL Server's limit).
 pub const MAX_DEVICES: usize = 64;

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use tessera_buffer::page::{self, PageNo, PAGE_SIZE};
-use tessera_database::{BackupChain, DatabaseOptions, DbState, Engine, RecoveryModel};
+use tessera_database::{BackupChain, DatabaseOptions, DbState, Engine, Exclusive, RecoveryModel};
 use tessera_errors::msg;
 use tessera_io::{DataFile, OpenMode};
 use tessera_log::{split_frames, LogBuilder, LogRecord, LogSegment, Lsn, Master};
@@ -66,6 +66,10 @@ struct Progress {
     checkpoint_lsn: u64,
     begin_lsn: u64,
     recovery_model: String,
+    /// RESTORING since a tail-log backup WITH NORECOVERY: its files are whole and its log
+    /// its own; only `RESTORE … WITH RECOVERY` (no FROM) brings it back.
+    #[serde(default)]
+    tail: bool,
 }
 
 fn progress_path(data_path: &Path) -> PathBuf {
@@ -294,6 +298,7 @@ pub fn restore(
                 checkpoint_lsn: header.checkpoint_lsn,
                 begin_lsn: header.first_lsn,
                 recovery_model: header.recovery_model.clone(),
+                tail: false,
             };
             (
                 data_path.clone(),
@@ -308,6 +313,9 @@ pub fn restore(
             }
             let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
             let progress = load_progress(&data_path, database)?;
+            if progress.tail {
+                return Err(msg::NO_FILES_TO_ROLL_FORWARD.with(&[&format!(" (database '{database}')")]).into());
+            }
             if header.backup_type == BackupType::Differential {
                 if header.differential_base_guid != progress.base_guid {
                     return Err(msg::DIFFERENTIAL_BASE_MISMATCH.err().into());
@@ -433,6 +441,22 @@ pub fn restore(
     Ok(RestoreReport { header, trailer, buffers, pages: total_pages, seconds, recovered: recover, data_path, log_path })
 }
 
+/// Ends a tail-log backup WITH NORECOVERY taken under `hold`: the database becomes
+/// RESTORING with its files kept, so that `RESTORE DATABASE … WITH RECOVERY` can bring
+/// it back as it was (a tenant move that fails after its tail). See
+/// [`Engine::restoring_after_tail`] for when it refuses (3101).
+pub fn restoring_after_tail(engine: &Engine, hold: Exclusive) -> Result<(), BackupError> {
+    let db = hold.database();
+    let (data_path, _) = db.file_paths();
+    let progress =
+        Progress { recovery_model: db.options().recovery_model.name().to_string(), tail: true, ..Progress::default() };
+    save_progress(&data_path, &progress)?;
+    engine.restoring_after_tail(hold).inspect_err(|_| {
+        let _ = tessera_io::durable::remove_file(&progress_path(&data_path));
+    })?;
+    Ok(())
+}
+
 /// `RESTORE DATABASE name WITH RECOVERY` (no FROM): brings a RESTORING database online
 /// with what has been applied.
 pub fn recover_only(engine: &Engine, database: &str, notify: &mut dyn FnMut(Notice)) -> Result<(), BackupError> {
@@ -444,6 +468,13 @@ pub fn recover_only(engine: &Engine, database: &str, notify: &mut dyn FnMut(Noti
     }
     let (data_path, log_path, _) = engine.database_info(database).expect("the database exists");
     let mut progress = load_progress(&data_path, database)?;
+    if progress.tail {
+        // Its backup chain is its own, as the tail left it.
+        engine.finish_restore(database)?;
+        let _ = tessera_io::durable::remove_file(&progress_path(&data_path));
+        notify(succeeded("RESTORE DATABASE", 0, started.elapsed().as_secs_f64()));
+        return Ok(());
+    }
     let end = LogBuilder::open(&log_path, database)?.end_lsn();
     finish_recovery(engine, database, &data_path, &mut progress, end.raw())?;
     notify(succeeded("RESTORE DATABASE", 0, started.elapsed().as_secs_f64()));

@@ -323,6 +323,9 @@ pub struct Database {
     /// `READ_COMMITTED_SNAPSHOT` as the options say (read without their mutex: every
     /// READ COMMITTED statement asks).
     read_committed_snapshot: AtomicBool,
+    /// Set while one holder has the database to itself ([`crate::Exclusive`]): sessions
+    /// begin no new transactions in it.
+    pub(crate) exclusive: AtomicBool,
     /// The differential base (its first LSN) for which `space.changes` is complete, if
     /// any: set when a full backup taken since this open completes.
     differential_base: Mutex<Option<Lsn>>,
@@ -457,6 +460,7 @@ impl Database {
             space,
             options: Mutex::new(entry.options.clone()),
             read_committed_snapshot: AtomicBool::new(entry.options.read_committed_snapshot),
+            exclusive: AtomicBool::new(false),
             tables: RwLock::default(),
             ddl: Mutex::new(()),
             opened_at: Instant::now(),
@@ -756,6 +760,15 @@ impl Database {
     /// it is opened again and its recovery reads what the disk holds.
     pub fn available(&self) -> Result<()> {
         self.space.wal.check_failed()
+    }
+
+    /// Fails with 927 while one holder has the database to itself on its way to RESTORING
+    /// (a tail-log backup WITH NORECOVERY): no session begins a transaction in it.
+    pub fn admits_users(&self) -> Result<()> {
+        if self.exclusive.load(Ordering::Acquire) {
+            return Err(msg::DATABASE_RESTORING.engine(&[&self.name]));
+        }
+        Ok(())
     }
 
     /// The log (backups copy from it).

@@ -27,8 +27,10 @@ use crate::memory::{self, MemoryGovernor, MemoryStatus};
 use crate::registry::{self, Change, DbState, Entry, Registry};
 
 mod attach;
+mod exclusive;
 mod slots;
 
+pub use exclusive::Exclusive;
 use slots::{Slot, Slots};
 
 #[derive(Clone, Debug)]
@@ -411,6 +413,7 @@ impl Engine {
         };
         // A database whose log failed serves nothing more until it is opened again.
         db.available()?;
+        db.admits_users()?;
         db.touch();
         // Only an opening can take the count of open databases over the limit (walking
         // every slot on each access would cost O(databases) per statement).
@@ -458,6 +461,20 @@ impl Engine {
         options: DatabaseOptions,
         replace: bool,
     ) -> Result<()> {
+        self.restoring(name, data_path, log_path, options, replace, &|_| true)
+    }
+
+    /// [`Engine::begin_restore`], closing an existing database only if `may_close` says so
+    /// of it when nothing else holds it (3101 otherwise).
+    fn restoring(
+        &self,
+        name: &str,
+        data_path: &Path,
+        log_path: &Path,
+        options: DatabaseOptions,
+        replace: bool,
+        may_close: &dyn Fn(&Database) -> bool,
+    ) -> Result<()> {
         let existing = self.slot(name).ok();
         let _quiet = existing.as_ref().map(|slot| slot.engine_work.lock());
         let mut inner = self.inner.lock();
@@ -465,7 +482,7 @@ impl Engine {
         if now.is_some() != existing.is_some() || now.zip(existing.as_ref()).is_some_and(|(a, b)| !Arc::ptr_eq(a, b)) {
             // Created, dropped or replaced while this waited.
             drop(inner);
-            return self.begin_restore(name, data_path, log_path, options, replace);
+            return self.restoring(name, data_path, log_path, options, replace, may_close);
         }
         for (p, logical) in [(data_path, name.to_string()), (log_path, format!("{name}_log"))] {
             let other = inner.slots.owner_of(p).filter(|owner| *owner != key(name)).and_then(|o| inner.slots.get(o));
@@ -487,7 +504,7 @@ impl Engine {
         let options = DatabaseOptions { data_path: None, log_path: None, ..options };
         if let Some(slot) = inner.slots.get(&key(name)).cloned() {
             // RESTORING before the open lock is let go, so nobody opens the old files.
-            let closed = close_unused(&slot, || {
+            let closed = close_unused(&slot, may_close, || {
                 let mut e = slot.entry.lock();
                 for old in [e.data_path.clone(), e.log_path.clone()] {
                     if old != data_path && old != log_path {
@@ -579,7 +596,7 @@ impl Engine {
                 drop(inner);
                 return self.drop_database(name);
             }
-            if close_unused(&slot, || slot.retired.store(true, Ordering::Release)) {
+            if close_unused(&slot, &|_| true, || slot.retired.store(true, Ordering::Release)) {
                 break inner;
             }
             drop(inner);
@@ -870,14 +887,23 @@ impl Engine {
 }
 
 /// Drops a database's open handle (without a checkpoint: its files are about to go) if
-/// nothing outside the engine holds it, and then runs `closed` before anyone can open it
-/// again. False if something holds it.
-fn close_unused(slot: &Slot, closed: impl FnOnce()) -> bool {
+/// nothing outside the engine holds it and `may_close` agrees, and then runs `closed`
+/// before anyone can open it again. False if something holds it or `may_close` refuses.
+fn close_unused(slot: &Slot, may_close: &dyn Fn(&Database) -> bool, closed: impl FnOnce()) -> bool {
     let mut open = slot.open.lock();
     match open.take().map(Arc::try_unwrap) {
-        None | Some(Ok(_)) => {
+        None => {
             closed();
             true
+        }
+        Some(Ok(db)) if may_close(&db) => {
+            drop(db);
+            closed();
+            true
+        }
+        Some(Ok(db)) => {
+            *open = Some(Arc::new(db));
+            false
         }
         Some(Err(db)) => {
             *open = Some(db);

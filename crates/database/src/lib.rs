@@ -33,7 +33,7 @@ pub use database::{
     RecoveryModel, ResourceLimits, TableId,
 };
 pub use engine::{
-    with_lowercase, BufferDescriptor, DatabaseEvent, DatabaseListener, Engine, EngineConfig, EngineStats,
+    with_lowercase, BufferDescriptor, DatabaseEvent, DatabaseListener, Engine, EngineConfig, EngineStats, Exclusive,
 };
 pub use tessera_access::btree::TreeStats;
 pub use tessera_access::lob::FreeEntry as LobFreeEntry;

@@ -79,6 +79,10 @@ fn guid(v: u128) -> Value {
 }
 
 /// `e`, followed by 3013 (`BACKUP DATABASE is terminating abnormally.`).
+/// How long a tail-log backup WITH NORECOVERY waits for the statements and
+/// transactions in flight in its database to end before it gives up with 3101.
+const TAIL_HOLD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn to_sql(e: impl Into<BackupError>, verb: &str) -> SqlError {
     let e = e.into();
     let first = SqlError::new(e.number, e.message);
@@ -347,9 +351,21 @@ pub fn backup(
     if state.txns.open.iter().any(|t| t.database().name().eq_ignore_ascii_case(database)) {
         return Err(msg::BACKUP_IN_TRANSACTION.err());
     }
+    // A tail-log backup WITH NORECOVERY holds the database alone from before it starts
+    // until it is RESTORING: a commit in between would be in neither the backup nor the
+    // database restored from it.
+    let hold = if tail {
+        Some(shared.engine.hold_exclusive(database, TAIL_HOLD_WAIT).map_err(|e| to_sql(e, verb))?)
+    } else {
+        None
+    };
     let report = {
         let mut notify = notice_sink(sink);
-        tessera_backup::backup(&shared.engine, database, &o, &mut notify).map_err(|e| to_sql(e, verb))?
+        match &hold {
+            Some(hold) => tessera_backup::backup_database(hold.database(), &o, &mut notify),
+            None => tessera_backup::backup(&shared.engine, database, &o, &mut notify),
+        }
+        .map_err(|e| to_sql(e, verb))?
     };
     trace(shared, state, sink, &report.buffers.trace_lines());
     if !state.has_trace_flag(shared, 3226) {
@@ -369,11 +385,10 @@ pub fn backup(
         );
     }
     let history = (!state.has_trace_flag(shared, 3001)).then(|| backup_history(&devices, &report));
-    if tail {
+    if let Some(hold) = hold {
         // A tail-log backup WITH NORECOVERY leaves the database RESTORING.
         shared.forget(database);
-        let (data, log_path, options) = shared.engine.database_info(database).expect("backed up just now");
-        shared.engine.begin_restore(database, &data, &log_path, options, false).map_err(|e| to_sql(e, verb))?;
+        tessera_backup::restoring_after_tail(&shared.engine, hold).map_err(|e| to_sql(e, verb))?;
         if let Some(id) = shared.engine.database_id(database) {
             shared.plans.forget_database(database, id);
         }

@@ -258,6 +258,7 @@ impl SessionState {
     fn begin_transaction(&mut self, shared: &Shared, db: &str) -> SqlResult<usize> {
         let database = shared.database_memo(&self.catalog_memo, db)?;
         database.available()?;
+        database.admits_users()?;
         report_version_victims(shared, &database);
         let mut t = database.begin();
         t.set_owner(u32::try_from(self.spid).unwrap_or(0));

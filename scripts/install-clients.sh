@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the SQL Server client libraries and tools the client scenario tests drive
-# (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy, Alembic and
-# prometheus_client (the metrics test's parser of Prometheus' text format) from
-# PyPI; FreeTDS's tsql, freebcp and ODBC driver (with unixODBC), and Chromium (the
-# metrics dashboard's test) and etcd (the gateway's tests), from Debian; tedious,
-# Sequelize, TypeORM and Knex from npm; go-mssqldb and GORM from the Go module proxy; the
-# Microsoft JDBC driver (mssql-jdbc), Hibernate ORM and Flyway from Maven Central.
+# (crates/server/tests/*.rs): python-tds, pymssql, pyodbc, SQLAlchemy, Alembic,
+# prometheus_client (the metrics test's parser of Prometheus' text format) and
+# kubernetes-validate (the Kubernetes manifests' validator, with the API's schemas
+# bundled: crates/cli/tests/deploy.rs) from PyPI; FreeTDS's tsql, freebcp and ODBC driver
+# (with unixODBC), and Chromium (the metrics dashboard's test) and etcd (the gateway's
+# tests), from Debian; tedious, Sequelize, TypeORM and Knex from npm; go-mssqldb and GORM
+# from the Go module proxy; the Microsoft JDBC driver (mssql-jdbc), Hibernate ORM and
+# Flyway from Maven Central.
 # Idempotent; needs root (or sudo) for apt-get. Language runtimes (python3, node, go, a JDK
 # with Maven) must be present.
 set -euo pipefail
@@ -13,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
     python-tds==1.17.1 pymssql==2.3.2 pyodbc==5.5.0 sqlalchemy==2.0.44 alembic==1.17.2 \
-    prometheus_client==0.26.0
+    prometheus_client==0.26.0 kubernetes-validate==1.37.0
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"

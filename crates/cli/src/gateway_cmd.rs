@@ -60,8 +60,10 @@ fn serve(args: GatewayArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot listen on {}:{}: {e}", args.listen, args.port))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("tessera gateway: listening on {local}, directory in etcd at {}", args.etcd);
+        let directory = Directory::new(Etcd::new(&args.etcd));
+        tokio::spawn(directory.clone().follow(|line| eprintln!("tessera gateway: {line}")));
         let gateway = Arc::new(Gateway {
-            directory: Directory::new(Etcd::new(&args.etcd)),
+            directory,
             tls: Some(tls.tls),
             version_bytes: tessera_server::VERSION_BYTES,
             log: Box::new(|line| eprintln!("tessera gateway: {line}")),

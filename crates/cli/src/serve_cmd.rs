@@ -157,16 +157,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
 /// Publishes the server in the tenant directory, beside it until the process ends.
 fn publish(args: &ServeArgs, endpoint: &str, server: &tessera_server::Server) {
     let address = args.advertise.clone().unwrap_or_else(|| server.local_addr().to_string());
-    let me = tessera_gateway::directory::Publication {
+    let me = tessera_gateway::publish::Publication {
         server: args.server_name.clone().unwrap_or_else(|| address.clone()),
         address,
     };
-    let engine = server.engine().clone();
     let etcd = tessera_gateway::etcd::Etcd::new(endpoint);
-    tokio::spawn(tessera_gateway::directory::publish(
-        etcd,
-        me,
-        move || engine.database_names(),
-        |line| eprintln!("tessera serve: {line}"),
-    ));
+    tokio::spawn(tessera_gateway::publish::publish(etcd, me, server.state().clone(), |line| {
+        eprintln!("tessera serve: {line}")
+    }));
 }

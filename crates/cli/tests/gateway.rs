@@ -1,7 +1,9 @@
 //! Many servers behind one address: etcd (Debian's etcd-server, started here on loopback),
 //! two `tessera serve --etcd` publishing their databases, and two `tessera gateway`s.
 //! Clients — `tessera sql` and python-tds — connect to a gateway naming a database and
-//! land on the server that holds it; a database no server holds gets 4060; a killed
+//! land on the server that holds it; a database no server holds gets 4060; a CREATE
+//! DATABASE through a gateway lands on the least-loaded server; a server refuses logins
+//! into a database the directory gives to another (40613); a killed
 //! server's tenants fail cleanly while the other's go on; a killed gateway leaves the
 //! other serving.
 
@@ -136,6 +138,44 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
     // A database created later is routed as soon as its server publishes it.
     s2.sql("create database t3");
     assert_eq!(eventually(port2, "t3", "select db_name()").trim(), "t3");
+
+    // CREATE DATABASE through a gateway (a login into master) lands on the server that
+    // holds the fewest databases: s1 gets two more, so s2 (t2, t3) is the lighter.
+    s1.sql("create database t4; create database t5");
+    // (s1 alone has t4: a login into master that sees none is on s2)
+    let on_s2 = |port| through(port, "master", "select count(*) from sys.databases where name = 't4'").1.trim() == "0";
+    let started = Instant::now();
+    while !on_s2(port1) {
+        assert!(started.elapsed() < Duration::from_secs(15), "master logins never went to s2");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (ok, text) = through(port1, "master", "create database placed");
+    assert!(ok, "{text}");
+    assert_eq!(s2.sql("set nocount on; select count(*) from sys.databases where name = 'placed'").trim(), "1");
+    assert_eq!(eventually(port2, "placed", "select count(*) from sys.databases where name = 't4'").trim(), "0");
+
+    // A server is fenced from a database the directory gives to another: s2 makes its own
+    // t1, which s1 owns, and refuses logins into it (40613) while s1's t1 is served.
+    s2.sql("create database t1");
+    let direct = |server: &Server| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["sql", "-S", &server.address(), "-U", "sa", "-P", PASSWORD, "-d", "t1", "-b", "-Q", "select 1"])
+            .output()
+            .unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let started = Instant::now();
+    let refused = loop {
+        let (ok, text) = direct(&s2);
+        if !ok {
+            break text;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "s2 kept serving s1's t1: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(refused.contains("Database 't1' on server") && refused.contains("is not currently available"), "{refused}");
+    assert!(direct(&s1).0);
+    assert_eq!(through(port1, "t1", "select v from dbo.a").1.trim(), "1");
 
     // A killed server: its tenants' logins fail cleanly (40613 while the directory still
     // names it, 4060 once its lease has gone), the other server's go on.

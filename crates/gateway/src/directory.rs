@@ -6,26 +6,33 @@
 //! - `/tessera/databases/<database, lower-cased>` → `<server>`, attached to the same
 //!   lease, set only if absent (an etcd transaction), so one database has one owner.
 //!
-//! A server publishes itself with [`publish`]: a lease of [`LEASE_TTL`], renewed every
-//! [`SYNC_INTERVAL`], and its list of databases compared with what it published, so that
-//! a CREATE or DROP DATABASE reaches the directory within a second. A gateway reads the
-//! directory with [`Directory::locate`]; it keeps nothing that etcd lacks, so several
-//! gateways agree with each other as soon as they read.
+//! A server publishes itself with [`crate::publish::publish`]: a lease of [`LEASE_TTL`],
+//! renewed every [`SYNC_INTERVAL`], and its list of databases compared with what it
+//! published, so that a CREATE or DROP DATABASE reaches the directory within a second.
+//! A gateway reads the directory through [`Directory`]: a copy of the `/tessera/` keys
+//! kept by an etcd watch ([`Directory::follow`]), so a login costs no call to etcd, and
+//! two gateways disagree for no longer than a watch event takes to reach them. The copy
+//! is all a gateway keeps, and etcd has all of it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::etcd::{Etcd, Result};
+use crate::etcd::{Etcd, EtcdError, Event, KeyValue, Result};
 
-const SERVERS: &str = "/tessera/servers/";
-const DATABASES: &str = "/tessera/databases/";
+const ROOT: &str = "/tessera/";
+pub(crate) const SERVERS: &str = "/tessera/servers/";
+pub(crate) const DATABASES: &str = "/tessera/databases/";
 
 /// How long a server's keys outlive its last renewal.
 pub const LEASE_TTL: Duration = Duration::from_secs(10);
 /// How often a server renews its lease and publishes changes to its databases.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a gateway waits before it reads the directory again after its watch failed.
+const REWATCH_DELAY: Duration = Duration::from_millis(500);
 
 /// A server as the directory has it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,25 +43,104 @@ pub struct ServerEntry {
     pub address: String,
     /// How many databases it holds.
     pub databases: usize,
+    /// The lease its keys live under: a tenant moved to it is put under this lease.
+    #[serde(default)]
+    pub lease: i64,
 }
 
-fn database_key(database: &str) -> Vec<u8> {
+pub(crate) fn database_key(database: &str) -> Vec<u8> {
     format!("{DATABASES}{}", database.to_lowercase()).into_bytes()
 }
 
-fn server_key(server: &str) -> Vec<u8> {
+pub(crate) fn server_key(server: &str) -> Vec<u8> {
     format!("{SERVERS}{server}").into_bytes()
 }
 
+fn server_entry(name: &str, value: &[u8]) -> Option<ServerEntry> {
+    let mut entry = serde_json::from_slice::<ServerEntry>(value).ok()?;
+    entry.name = name.to_string();
+    Some(entry)
+}
+
+/// The `/tessera/` keys as a gateway's watch last saw them.
+#[derive(Default)]
+struct Copy {
+    /// Whether it was read whole at least once (until then, logins ask etcd).
+    loaded: bool,
+    servers: BTreeMap<String, ServerEntry>,
+    /// Database (lower-cased) → its server's name.
+    databases: HashMap<String, String>,
+}
+
+impl Copy {
+    fn apply(&mut self, event: Event) {
+        let (key, value) = match event {
+            Event::Put(KeyValue { key, value, .. }) => (key, Some(value)),
+            Event::Delete(key) => (key, None),
+        };
+        let key = String::from_utf8_lossy(&key);
+        if let Some(name) = key.strip_prefix(SERVERS) {
+            match value.as_deref().and_then(|v| server_entry(name, v)) {
+                Some(entry) => self.servers.insert(name.to_string(), entry),
+                None => self.servers.remove(name),
+            };
+        } else if let Some(database) = key.strip_prefix(DATABASES) {
+            match value {
+                Some(v) => self.databases.insert(database.to_string(), String::from_utf8_lossy(&v).into_owned()),
+                None => self.databases.remove(database),
+            };
+        }
+    }
+
+    /// The server a login without a database (or into `master`) goes to — where a
+    /// CREATE DATABASE through the gateway lands: the one holding the fewest databases.
+    fn least_loaded(&self) -> Option<ServerEntry> {
+        least_loaded(self.servers.values())
+    }
+}
+
+fn least_loaded<'a>(servers: impl Iterator<Item = &'a ServerEntry>) -> Option<ServerEntry> {
+    servers.min_by(|a, b| a.databases.cmp(&b.databases).then_with(|| a.name.cmp(&b.name))).cloned()
+}
+
+fn is_master(database: &str) -> bool {
+    database.is_empty() || database.eq_ignore_ascii_case("master")
+}
+
 /// The directory as a gateway reads it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Directory {
     etcd: Etcd,
+    copy: Arc<RwLock<Copy>>,
 }
 
 impl Directory {
     pub fn new(etcd: Etcd) -> Directory {
-        Directory { etcd }
+        Directory { etcd, copy: Arc::default() }
+    }
+
+    /// Keeps this directory's copy of the keys up to date with an etcd watch, until the
+    /// process ends; `log` gets what interrupted it (the watch starts again).
+    pub async fn follow(self, log: impl Fn(&str)) {
+        loop {
+            if let Err(e) = self.follow_once().await {
+                log(&format!("The tenant directory's watch stopped: {e}"));
+            }
+            tokio::time::sleep(REWATCH_DELAY).await;
+        }
+    }
+
+    async fn follow_once(&self) -> Result<()> {
+        let (kvs, revision) = self.etcd.range_prefix(ROOT.as_bytes()).await?;
+        {
+            let mut copy = Copy::default();
+            for kv in kvs {
+                copy.apply(Event::Put(kv));
+            }
+            copy.loaded = true;
+            *self.copy.write() = copy;
+        }
+        self.etcd.watch_prefix(ROOT.as_bytes(), revision + 1, |event| self.copy.write().apply(event)).await
     }
 
     /// The live servers, by name.
@@ -62,94 +148,49 @@ impl Directory {
         let mut out = Vec::new();
         for kv in self.etcd.get_prefix(SERVERS.as_bytes()).await? {
             let name = String::from_utf8_lossy(&kv.key[SERVERS.len()..]).into_owned();
-            if let Ok(mut entry) = serde_json::from_slice::<ServerEntry>(&kv.value) {
-                entry.name = name;
-                out.push(entry);
-            }
+            out.extend(server_entry(&name, &kv.value));
         }
         Ok(out)
     }
 
     async fn server(&self, name: &str) -> Result<Option<ServerEntry>> {
-        Ok(self.etcd.get(&server_key(name)).await?.and_then(|v| serde_json::from_slice::<ServerEntry>(&v).ok()).map(
-            |mut entry| {
-                entry.name = name.to_string();
-                entry
-            },
-        ))
+        Ok(self.etcd.get(&server_key(name)).await?.and_then(|v| server_entry(name, &v)))
     }
 
     /// The server that holds `database`, if a live one does. A login that names no
-    /// database goes to its server's default database: the first live server by name
-    /// (every server has a `master`).
+    /// database, or `master`, goes to the live server that holds the fewest databases:
+    /// a CREATE DATABASE through a gateway lands there (every server has a `master`).
     pub async fn locate(&self, database: &str) -> Result<Option<ServerEntry>> {
-        if database.is_empty() {
-            return Ok(self.servers().await?.into_iter().next());
+        {
+            let copy = self.copy.read();
+            if copy.loaded {
+                if is_master(database) {
+                    return Ok(copy.least_loaded());
+                }
+                if let Some(owner) = copy.databases.get(&database.to_lowercase()) {
+                    return Ok(copy.servers.get(owner).cloned());
+                }
+            }
+        }
+        // Not in the copy (not loaded yet, or a database published a moment ago whose
+        // event is on its way): etcd itself.
+        if is_master(database) {
+            return Ok(least_loaded(self.servers().await?.iter()));
         }
         let Some(owner) = self.etcd.get(&database_key(database)).await? else { return Ok(None) };
         self.server(&String::from_utf8_lossy(&owner)).await
     }
-}
 
-/// What one server publishes about itself.
-pub struct Publication {
-    /// Its name in the directory (unique in the fleet).
-    pub server: String,
-    /// Where clients and gateways reach it.
-    pub address: String,
-}
-
-/// Publishes the server and its databases, renewing its lease, until the process ends.
-/// `databases` lists the server's databases now; `log` gets what went wrong (etcd
-/// unreachable, a database another server owns) — the loop goes on and tries again.
-pub async fn publish(etcd: Etcd, me: Publication, databases: impl Fn() -> Vec<String>, log: impl Fn(&str)) {
-    let mut lease = 0;
-    let mut published: BTreeSet<String> = BTreeSet::new();
-    let mut reported: BTreeSet<String> = BTreeSet::new();
-    loop {
-        if let Err(e) = sync(&etcd, &me, &databases, &mut lease, &mut published, &mut reported, &log).await {
-            log(&format!("The tenant directory could not be updated: {e}"));
+    /// Gives `database` from server `from` to server `to` in one etcd transaction (the
+    /// last step of a move): its key then lives under `to`'s lease. Fails if the
+    /// directory does not name `from` as its owner, or `to` is not live.
+    pub async fn transfer(&self, database: &str, from: &str, to: &str) -> Result<()> {
+        let target = self.server(to).await?.ok_or_else(|| EtcdError(format!("server '{to}' is not live")))?;
+        let key = database_key(database);
+        if self.etcd.replace_if(&key, from.as_bytes(), to.as_bytes(), target.lease).await? {
+            return Ok(());
         }
-        tokio::time::sleep(SYNC_INTERVAL).await;
+        let owner = self.etcd.get(&key).await?.map(|v| String::from_utf8_lossy(&v).into_owned());
+        Err(EtcdError(format!("database '{database}' is not server '{from}''s in the directory (owner: {owner:?})")))
     }
-}
-
-async fn sync(
-    etcd: &Etcd,
-    me: &Publication,
-    databases: &impl Fn() -> Vec<String>,
-    lease: &mut i64,
-    published: &mut BTreeSet<String>,
-    reported: &mut BTreeSet<String>,
-    log: &impl Fn(&str),
-) -> Result<()> {
-    if *lease == 0 || !etcd.keep_alive(*lease).await? {
-        // A new lease: everything is published again under it.
-        *lease = etcd.grant(LEASE_TTL).await?;
-        published.clear();
-    }
-    let now: BTreeSet<String> = databases().into_iter().map(|d| d.to_lowercase()).collect();
-    for gone in published.difference(&now).cloned().collect::<Vec<_>>() {
-        etcd.delete(&database_key(&gone)).await?;
-        published.remove(&gone);
-    }
-    for new in now.difference(published).cloned().collect::<Vec<_>>() {
-        // Every server has these; the directory routes them to none in particular.
-        if ["master", "tempdb", "model", "msdb"].contains(&new.as_str()) {
-            published.insert(new);
-            continue;
-        }
-        let owner = etcd.put_if_absent_or_same(&database_key(&new), me.server.as_bytes(), *lease).await?;
-        if owner == me.server.as_bytes() {
-            published.insert(new);
-        } else if reported.insert(new.clone()) {
-            log(&format!(
-                "Database '{new}' is not published: server '{}' holds a database of that name.",
-                String::from_utf8_lossy(&owner)
-            ));
-        }
-    }
-    let entry = ServerEntry { name: String::new(), address: me.address.clone(), databases: now.len() };
-    let value = serde_json::to_vec(&entry).map_err(|e| crate::etcd::EtcdError(e.to_string()))?;
-    etcd.put(&server_key(&me.server), &value, *lease).await
 }

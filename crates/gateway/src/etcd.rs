@@ -13,6 +13,7 @@ use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
@@ -32,6 +33,13 @@ impl std::fmt::Display for EtcdError {
 impl std::error::Error for EtcdError {}
 
 pub type Result<T> = std::result::Result<T, EtcdError>;
+
+/// A change a watch reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Put(KeyValue),
+    Delete(Vec<u8>),
+}
 
 /// One key and its value as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,34 +110,41 @@ impl Etcd {
         Etcd { endpoint }
     }
 
-    /// POSTs `body` to `path` and returns the JSON reply; an HTTP error is an error with
-    /// etcd's message.
+    /// POSTs `body` to `path` and returns the reply's body as it comes, once its status
+    /// says success (an HTTP error is an error with etcd's message).
+    async fn open(&self, path: &str, body: Value) -> Result<Incoming> {
+        let tcp = tokio::net::TcpStream::connect(&self.endpoint)
+            .await
+            .map_err(|e| EtcdError(format!("cannot connect to {}: {e}", self.endpoint)))?;
+        let _ = tcp.set_nodelay(true);
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .map_err(|e| EtcdError(format!("HTTP handshake with {}: {e}", self.endpoint)))?;
+        tokio::spawn(conn);
+        let request = hyper::Request::post(path)
+            .header("host", &self.endpoint)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| EtcdError(e.to_string()))?;
+        let reply = sender.send_request(request).await.map_err(|e| EtcdError(format!("{path}: {e}")))?;
+        let status = reply.status();
+        if status.is_success() {
+            return Ok(reply.into_body());
+        }
+        let bytes = reply.into_body().collect().await.map_err(|e| EtcdError(format!("{path}: {e}")))?.to_bytes();
+        let value: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let message = value.get("message").and_then(Value::as_str).unwrap_or("no message");
+        Err(EtcdError(format!("{path}: {status}: {message}")))
+    }
+
+    /// POSTs `body` to `path` and returns the JSON reply.
     async fn call(&self, path: &str, body: Value) -> Result<Value> {
         let fut = async {
-            let tcp = tokio::net::TcpStream::connect(&self.endpoint)
-                .await
-                .map_err(|e| EtcdError(format!("cannot connect to {}: {e}", self.endpoint)))?;
-            let _ = tcp.set_nodelay(true);
-            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-                .await
-                .map_err(|e| EtcdError(format!("HTTP handshake with {}: {e}", self.endpoint)))?;
-            tokio::spawn(conn);
-            let request = hyper::Request::post(path)
-                .header("host", &self.endpoint)
-                .header("content-type", "application/json")
-                .body(Full::new(Bytes::from(body.to_string())))
-                .map_err(|e| EtcdError(e.to_string()))?;
-            let reply = sender.send_request(request).await.map_err(|e| EtcdError(format!("{path}: {e}")))?;
-            let status = reply.status();
-            let bytes = reply.into_body().collect().await.map_err(|e| EtcdError(format!("{path}: {e}")))?.to_bytes();
-            let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            let reply = self.open(path, body).await?;
+            let bytes = reply.collect().await.map_err(|e| EtcdError(format!("{path}: {e}")))?.to_bytes();
+            serde_json::from_slice::<Value>(&bytes).map_err(|e| {
                 EtcdError(format!("{path}: a reply that is not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))
-            })?;
-            if !status.is_success() {
-                let message = value.get("message").and_then(Value::as_str).unwrap_or("no message");
-                return Err(EtcdError(format!("{path}: {status}: {message}")));
-            }
-            Ok(value)
+            })
         };
         tokio::time::timeout(CALL_TIMEOUT, fut)
             .await
@@ -144,8 +159,67 @@ impl Etcd {
 
     /// Every key that starts with `prefix`, in key order.
     pub async fn get_prefix(&self, prefix: &[u8]) -> Result<Vec<KeyValue>> {
+        Ok(self.range_prefix(prefix).await?.0)
+    }
+
+    /// Every key that starts with `prefix`, and the store's revision they were read at (a
+    /// watch from the next revision misses nothing).
+    pub async fn range_prefix(&self, prefix: &[u8]) -> Result<(Vec<KeyValue>, i64)> {
         let body = json!({ "key": B64.encode(prefix), "range_end": B64.encode(prefix_end(prefix)) });
-        key_values(&self.call("/v3/kv/range", body).await?)
+        let reply = self.call("/v3/kv/range", body).await?;
+        Ok((key_values(&reply)?, reply["header"].get("revision").map_or(0, number)))
+    }
+
+    /// Follows every change to keys that start with `prefix` from `revision` on, handing
+    /// each to `event`, until the stream ends or fails (the caller reads the range again
+    /// and watches anew). A revision etcd has compacted away ends the watch at once.
+    pub async fn watch_prefix(&self, prefix: &[u8], revision: i64, mut event: impl FnMut(Event)) -> Result<()> {
+        let body = json!({ "create_request": {
+            "key": B64.encode(prefix),
+            "range_end": B64.encode(prefix_end(prefix)),
+            "start_revision": revision.to_string(),
+        }});
+        let mut body = tokio::time::timeout(CALL_TIMEOUT, self.open("/v3/watch", body))
+            .await
+            .map_err(|_| EtcdError(format!("/v3/watch: no reply from {} within {CALL_TIMEOUT:?}", self.endpoint)))??;
+        // The replies come as JSON objects one after another, split anywhere by the chunks.
+        let mut pending: Vec<u8> = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| EtcdError(format!("/v3/watch: {e}")))?;
+            let Some(data) = frame.data_ref() else { continue };
+            pending.extend_from_slice(data);
+            let mut stream = serde_json::Deserializer::from_slice(&pending).into_iter::<Value>();
+            let mut used = 0;
+            while let Some(next) = stream.next() {
+                match next {
+                    Ok(reply) => {
+                        used = stream.byte_offset();
+                        let result = reply.get("result").unwrap_or(&reply);
+                        if result.get("canceled").and_then(Value::as_bool).unwrap_or(false)
+                            || result.get("compact_revision").map_or(0, number) != 0
+                        {
+                            return Err(EtcdError(format!("/v3/watch ended by etcd: {result}")));
+                        }
+                        for e in result.get("events").and_then(Value::as_array).into_iter().flatten() {
+                            let kv = &e["kv"];
+                            let key = decode(&kv["key"])?;
+                            event(match e.get("type").and_then(Value::as_str) {
+                                Some("DELETE") => Event::Delete(key),
+                                _ => Event::Put(KeyValue {
+                                    key,
+                                    value: decode(&kv["value"])?,
+                                    lease: kv.get("lease").map_or(0, number),
+                                }),
+                            });
+                        }
+                    }
+                    Err(e) if e.is_eof() => break,
+                    Err(e) => return Err(EtcdError(format!("/v3/watch: a reply that is not JSON: {e}"))),
+                }
+            }
+            pending.drain(..used);
+        }
+        Err(EtcdError("/v3/watch: the stream ended".to_string()))
     }
 
     /// Sets `key` to `value`, attached to `lease` (0: none).
@@ -189,9 +263,26 @@ impl Etcd {
         }
     }
 
-    /// Deletes `key`.
-    pub async fn delete(&self, key: &[u8]) -> Result<()> {
-        self.call("/v3/kv/deleterange", json!({ "key": B64.encode(key) })).await.map(drop)
+    /// Deletes `key` if its value is `value` (a transaction): true if it did.
+    pub async fn delete_if(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        let k = B64.encode(key);
+        let body = json!({
+            "compare": [{ "key": k, "result": "EQUAL", "target": "VALUE", "value": B64.encode(value) }],
+            "success": [{ "requestDeleteRange": { "key": k } }],
+        });
+        let reply = self.call("/v3/kv/txn", body).await?;
+        Ok(reply.get("succeeded").and_then(Value::as_bool).unwrap_or(false))
+    }
+
+    /// Sets `key` to `value` under `lease` if its value is `expected` now (a
+    /// transaction): true if it did.
+    pub async fn replace_if(&self, key: &[u8], expected: &[u8], value: &[u8], lease: i64) -> Result<bool> {
+        let body = json!({
+            "compare": [{ "key": B64.encode(key), "result": "EQUAL", "target": "VALUE", "value": B64.encode(expected) }],
+            "success": [put_op(key, value, lease)],
+        });
+        let reply = self.call("/v3/kv/txn", body).await?;
+        Ok(reply.get("succeeded").and_then(Value::as_bool).unwrap_or(false))
     }
 
     /// A new lease of `ttl`: its id.

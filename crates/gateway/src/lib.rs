@@ -6,3 +6,4 @@
 pub mod directory;
 pub mod etcd;
 pub mod proxy;
+pub mod publish;

@@ -17,6 +17,7 @@ pub mod codec;
 pub mod config;
 pub mod descriptors;
 pub mod errorlog;
+pub mod fence;
 pub mod handshake;
 pub mod instance;
 pub mod login7;
@@ -84,6 +85,8 @@ pub struct ServerState {
     pub requests: metrics::RequestStats,
     /// The databases' recent activity, which picks those the metrics show one by one.
     pub busiest: metrics::busiest::Busiest,
+    /// Which databases a fleet's directory lets this server serve (all, without one).
+    pub fence: fence::Fence,
 }
 
 /// How long shutdown waits for running requests (cancelled when it begins) to end
@@ -241,6 +244,7 @@ impl Server {
             connections: parking_lot::Mutex::new(std::collections::HashMap::new()),
             requests: metrics::RequestStats::default(),
             busiest: metrics::busiest::Busiest::default(),
+            fence: fence::Fence::default(),
         });
         // KILL: cancel the session's request and shut its socket, which ends its
         // connection (idle or once the request stops).

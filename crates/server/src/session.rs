@@ -222,6 +222,12 @@ async fn login_phase(
         Who::Contained(user, id) => (user, login.database.clone(), Some(id)),
         Who::Login(a) => (a.name, if explicit { login.database.clone() } else { a.default_database }, None),
     };
+    if !state.fence.admits(&database) {
+        let e = msg::DATABASE_NOT_CURRENTLY_AVAILABLE.with(&[&database, &state.shared.server_name]);
+        state.log.session(0, &format!("Login failed for user '{}'. Reason: database '{database}' is not this server's to serve now (tenant directory). [CLIENT: {}]", login.user_name, peer.ip()));
+        refuse(&mut stream, &state.shared.server_name, version, &[e]).await?;
+        return Ok(None);
+    }
     let shared = state.shared.clone();
     let (db, host, app, name) = (database.clone(), login.host_name.clone(), login.app_name.clone(), login_name.clone());
     let created = tokio::task::spawn_blocking(move || {

@@ -1,0 +1,100 @@
+//! A server's side of the tenant directory: it publishes itself and its databases under
+//! a lease, and keeps its fence ([`tessera_server::fence::Fence`]) in step with what the
+//! directory grants it — its tenants are served while its lease is known to live and only
+//! those the directory names it the owner of.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tessera_server::ServerState;
+
+use crate::directory::{database_key, server_key, ServerEntry, LEASE_TTL, SYNC_INTERVAL};
+use crate::etcd::{Etcd, EtcdError, Result};
+
+/// What one server publishes about itself.
+pub struct Publication {
+    /// Its name in the directory (unique in the fleet).
+    pub server: String,
+    /// Where clients and gateways reach it.
+    pub address: String,
+}
+
+/// Every server has these; the directory routes them to none in particular.
+const SYSTEM: [&str; 4] = ["master", "tempdb", "model", "msdb"];
+
+/// Publishes the server and its databases, renewing its lease, until the process ends.
+/// `log` gets what went wrong (etcd unreachable, a database another server owns) — the
+/// loop goes on and tries again.
+pub async fn publish(etcd: Etcd, me: Publication, server: Arc<ServerState>, log: impl Fn(&str)) {
+    server.fence.governed();
+    let mut sync = Sync { etcd, me, lease: 0, published: BTreeSet::new(), others: BTreeSet::new() };
+    loop {
+        if let Err(e) = sync.once(&server, &log).await {
+            log(&format!("The tenant directory could not be updated: {e}"));
+        }
+        tokio::time::sleep(SYNC_INTERVAL).await;
+    }
+}
+
+struct Sync {
+    etcd: Etcd,
+    me: Publication,
+    lease: i64,
+    /// The databases (lower-cased) whose keys name this server.
+    published: BTreeSet<String>,
+    /// Databases here whose keys name another server.
+    others: BTreeSet<String>,
+}
+
+impl Sync {
+    async fn once(&mut self, server: &ServerState, log: &impl Fn(&str)) -> Result<()> {
+        // The lease lives at least LEASE_TTL past the moment the renewal was sent.
+        let sent = Instant::now();
+        if self.lease == 0 || !self.etcd.keep_alive(self.lease).await? {
+            // A new lease: every database is claimed again under it, and until then
+            // none is served (another server may hold it now).
+            self.lease = self.etcd.grant(LEASE_TTL).await?;
+            self.published.clear();
+            self.others.clear();
+            server.fence.set_others(HashSet::new());
+            server.fence.lease_until(sent);
+        }
+        let now: BTreeSet<String> =
+            server.shared.engine.database_names().into_iter().map(|d| d.to_lowercase()).collect();
+        for gone in self.published.difference(&now).cloned().collect::<Vec<_>>() {
+            // Only if still this server's: a tenant moved away is the new owner's key.
+            self.etcd.delete_if(&database_key(&gone), self.me.server.as_bytes()).await?;
+            self.published.remove(&gone);
+        }
+        self.others.retain(|d| now.contains(d));
+        for new in now.difference(&self.published).cloned().collect::<Vec<_>>() {
+            if SYSTEM.contains(&new.as_str()) {
+                self.published.insert(new);
+                continue;
+            }
+            let owner =
+                self.etcd.put_if_absent_or_same(&database_key(&new), self.me.server.as_bytes(), self.lease).await?;
+            if owner == self.me.server.as_bytes() {
+                self.others.remove(&new);
+                self.published.insert(new);
+            } else if self.others.insert(new.clone()) {
+                log(&format!(
+                    "Database '{new}' is not served here: the tenant directory gives it to server '{}'.",
+                    String::from_utf8_lossy(&owner)
+                ));
+            }
+        }
+        server.fence.set_others(self.others.iter().cloned().collect());
+        let entry = ServerEntry {
+            name: String::new(),
+            address: self.me.address.clone(),
+            databases: now.len(),
+            lease: self.lease,
+        };
+        let value = serde_json::to_vec(&entry).map_err(|e| EtcdError(e.to_string()))?;
+        self.etcd.put(&server_key(&self.me.server), &value, self.lease).await?;
+        server.fence.lease_until(sent + LEASE_TTL);
+        Ok(())
+    }
+}

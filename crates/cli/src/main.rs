@@ -5,6 +5,7 @@
 mod bench_cmd;
 mod fleet_cmd;
 mod gateway_cmd;
+mod move_cmd;
 mod serve_cmd;
 mod sql_cmd;
 mod top_cmd;
@@ -43,6 +44,9 @@ enum Command {
     /// A diskspd-style disk benchmark: -b8K -d30 -t1 -o32 -r -w40 -L -c1G FILE (runs
     /// `tessera-bench iobench …`; see `tessera iobench --help`).
     Iobench(bench_cmd::Forwarded),
+    /// Move a database to another server of a fleet while clients use it: backups through
+    /// a shared directory, a brief write pause for the tail, the tenant directory flipped.
+    Move(move_cmd::MoveArgs),
     /// Run the TDS server (SQL Server clients connect to it). Data directory
     /// ./tessera-data and 127.0.0.1:1433 by default; the sa password comes from
     /// TESSERA_SA_PASSWORD or the configuration file.
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Command::Fleet(args) => fleet_cmd::run(args),
         Command::Gateway(args) => gateway_cmd::run(args),
         Command::Iobench(args) => bench_cmd::run("iobench", args),
+        Command::Move(args) => move_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),
         Command::Top(args) => top_cmd::run(args),

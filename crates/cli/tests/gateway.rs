@@ -189,3 +189,106 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
     drop(gateway1);
     assert_eq!(through(port2, "t1", "select v from dbo.a").1.trim(), "1");
 }
+
+/// Inserts 1, 2, 3 … into `mv.dbo.w` through the gateway at argv[1] until the file
+/// argv[3] exists, reconnecting after any error and retrying the same value (a duplicate
+/// key on the retry means the insert had committed before the connection broke). Prints
+/// the values acknowledged, the longest gap between two acknowledgements (ms) and the
+/// errors seen.
+const WRITER: &str = r#"
+import os, sys, time, pytds
+port, password, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+conn, n, errors, gap = None, 0, 0, 0.0
+last = time.monotonic()
+while not os.path.exists(stop):
+    try:
+        if conn is None:
+            conn = pytds.connect(server='127.0.0.1', port=port, database='mv', user='sa', password=password,
+                                 autocommit=True, login_timeout=5)
+        try:
+            conn.cursor().execute('insert dbo.w values (%d)' % (n + 1))
+        except pytds.IntegrityError:
+            pass
+        n += 1
+        now = time.monotonic()
+        gap, last = max(gap, now - last), now
+    except Exception:
+        errors += 1
+        try:
+            conn.close()
+        except Exception:
+            pass
+        conn = None
+        time.sleep(0.01)
+print(n, int(gap * 1000), errors)
+"#;
+
+#[test]
+fn a_tenant_moves_between_servers_while_a_client_writes_through_a_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_etcd, etcd) = start_etcd(&dir.path().join("etcd"));
+    let s1 = serve(&etcd, "s1");
+    let s2 = serve(&etcd, "s2");
+    s1.sql("create database mv");
+    s1.sql("create table mv.dbo.w (n int primary key)");
+    let (_gateway, port) = start_gateway(&etcd, &dir.path().join("tls"));
+    eventually(port, "mv", "select count(*) from dbo.w");
+    let through = dir.path().join("through");
+    std::fs::create_dir(&through).unwrap();
+    let mover = |database: &str, to: &str| {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["move", "--etcd", &etcd, "--database", database, "--to", to, "--through"])
+            .arg(&through)
+            .args(["-P", PASSWORD])
+            .output()
+            .unwrap()
+    };
+
+    // Moves that cannot be made fail before anything changes.
+    let out = mover("mv", "s9");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("server 's9' is not live"), "{out:?}");
+    let out = mover("mv", "s1");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already on server 's1'"), "{out:?}");
+    s2.sql("create database mv");
+    let out = mover("mv", "s2");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already has a database named 'mv'"), "{out:?}");
+    s2.sql("drop database mv");
+    let recovery = s1.sql("set nocount on; select recovery_model_desc from sys.databases where name = 'mv'");
+
+    // A client writes through the gateway all along; the tenant moves under it.
+    let stop = dir.path().join("stop");
+    let writer = Command::new("python3")
+        .args(["-c", WRITER, &port.to_string(), PASSWORD])
+        .arg(&stop)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = mover("mv", "s2");
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}{report}", String::from_utf8_lossy(&out.stderr));
+    assert!(report.starts_with("Moved 'mv' from s1 to s2:"), "{report}");
+    std::thread::sleep(Duration::from_millis(1500));
+    std::fs::write(&stop, b"").unwrap();
+    let out = writer.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "writer: {}", String::from_utf8_lossy(&out.stderr));
+    let figures: Vec<u64> = text.split_whitespace().map(|f| f.parse().unwrap()).collect();
+    let (acknowledged, gap_ms) = (figures[0], figures[1]);
+    eprintln!(
+        "move: {report}client: {acknowledged} inserts acknowledged, longest gap {gap_ms} ms, {} errors",
+        figures[2]
+    );
+
+    // Every acknowledged insert is on s2, nothing else, and s1 holds the tenant no more.
+    let on_s2 = s2.sql("set nocount on; select count(*), isnull(max(n), 0) from mv.dbo.w");
+    let on_s2: Vec<u64> = on_s2.split_whitespace().map(|f| f.parse().unwrap()).collect();
+    assert_eq!(on_s2, [acknowledged, acknowledged], "rows on s2 and their highest value");
+    assert!(acknowledged > 10, "the writer wrote: {acknowledged}");
+    assert_eq!(s1.sql("set nocount on; select count(*) from sys.databases where name = 'mv'").trim(), "0");
+    assert_eq!(s2.sql("set nocount on; select recovery_model_desc from sys.databases where name = 'mv'"), recovery);
+    assert_eq!(eventually(port, "mv", "select count(*) from dbo.w").trim(), acknowledged.to_string());
+    assert!(std::fs::read_dir(&through).unwrap().next().is_none(), "the backups were deleted");
+}

@@ -31,6 +31,9 @@ pub(crate) const DATABASES: &str = "/tessera/databases/";
 pub const LEASE_TTL: Duration = Duration::from_secs(10);
 /// How often a server renews its lease and publishes changes to its databases.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a server asks again for the databases it holds that the directory gives to
+/// another server (a tenant moved to it is served this long after the directory flips).
+pub const CLAIM_INTERVAL: Duration = Duration::from_millis(100);
 /// How long a gateway waits before it reads the directory again after its watch failed.
 const REWATCH_DELAY: Duration = Duration::from_millis(500);
 
@@ -153,7 +156,8 @@ impl Directory {
         Ok(out)
     }
 
-    async fn server(&self, name: &str) -> Result<Option<ServerEntry>> {
+    /// The live server named `name`.
+    pub async fn server(&self, name: &str) -> Result<Option<ServerEntry>> {
         Ok(self.etcd.get(&server_key(name)).await?.and_then(|v| server_entry(name, &v)))
     }
 

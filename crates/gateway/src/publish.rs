@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tessera_server::ServerState;
 
-use crate::directory::{database_key, server_key, ServerEntry, LEASE_TTL, SYNC_INTERVAL};
+use crate::directory::{database_key, server_key, ServerEntry, CLAIM_INTERVAL, LEASE_TTL, SYNC_INTERVAL};
 use crate::etcd::{Etcd, EtcdError, Result};
 
 /// What one server publishes about itself.
@@ -29,11 +29,18 @@ const SYSTEM: [&str; 4] = ["master", "tempdb", "model", "msdb"];
 pub async fn publish(etcd: Etcd, me: Publication, server: Arc<ServerState>, log: impl Fn(&str)) {
     server.fence.governed();
     let mut sync = Sync { etcd, me, lease: 0, published: BTreeSet::new(), others: BTreeSet::new() };
+    let mut last: Option<Instant> = None;
     loop {
-        if let Err(e) = sync.once(&server, &log).await {
+        let result = if last.is_none_or(|t| t.elapsed() >= SYNC_INTERVAL) {
+            last = Some(Instant::now());
+            sync.once(&server, &log).await
+        } else {
+            sync.claim_others(&server).await
+        };
+        if let Err(e) = result {
             log(&format!("The tenant directory could not be updated: {e}"));
         }
-        tokio::time::sleep(SYNC_INTERVAL).await;
+        tokio::time::sleep(CLAIM_INTERVAL).await;
     }
 }
 
@@ -73,19 +80,11 @@ impl Sync {
                 self.published.insert(new);
                 continue;
             }
-            let owner =
-                self.etcd.put_if_absent_or_same(&database_key(&new), self.me.server.as_bytes(), self.lease).await?;
-            if owner == self.me.server.as_bytes() {
-                self.others.remove(&new);
-                self.published.insert(new);
-            } else if self.others.insert(new.clone()) {
-                log(&format!(
-                    "Database '{new}' is not served here: the tenant directory gives it to server '{}'.",
-                    String::from_utf8_lossy(&owner)
-                ));
+            if !self.claim(&new).await? && self.others.insert(new.clone()) {
+                log(&format!("Database '{new}' is not served here: the tenant directory gives it to another server."));
             }
         }
-        server.fence.set_others(self.others.iter().cloned().collect());
+        self.claim_others(server).await?;
         let entry = ServerEntry {
             name: String::new(),
             address: self.me.address.clone(),
@@ -95,6 +94,32 @@ impl Sync {
         let value = serde_json::to_vec(&entry).map_err(|e| EtcdError(e.to_string()))?;
         self.etcd.put(&server_key(&self.me.server), &value, self.lease).await?;
         server.fence.lease_until(sent + LEASE_TTL);
+        Ok(())
+    }
+
+    /// Claims `database` for this server if the directory has no owner for it or names
+    /// this server: whether it is this server's now.
+    async fn claim(&mut self, database: &str) -> Result<bool> {
+        let owner =
+            self.etcd.put_if_absent_or_same(&database_key(database), self.me.server.as_bytes(), self.lease).await?;
+        if owner != self.me.server.as_bytes() {
+            return Ok(false);
+        }
+        self.others.remove(database);
+        self.published.insert(database.to_string());
+        Ok(true)
+    }
+
+    /// Tries again to claim the databases here that the directory gave to other servers
+    /// (every [`CLAIM_INTERVAL`]: a tenant moved here is served as soon as the directory
+    /// names this server), and tells the fence which are still not this server's.
+    async fn claim_others(&mut self, server: &ServerState) -> Result<()> {
+        if self.lease != 0 {
+            for database in self.others.clone() {
+                self.claim(&database).await?;
+            }
+        }
+        server.fence.set_others(self.others.iter().cloned().collect());
         Ok(())
     }
 }

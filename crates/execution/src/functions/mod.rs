@@ -363,9 +363,25 @@ fn server_property(name: &str, shared: &Shared) -> Value {
         "isclustered" | "isfulltextinstalled" | "isintegratedsecurityonly" | "ishadrenabled" => Value::str("0"),
         "processid" => Value::str(&std::process::id().to_string()),
         "productmajorversion" => Value::str("16"),
+        "instancedefaultdatapath" => Value::str(&default_path(&shared.engine.config().data_dir)),
+        "instancedefaultlogpath" => {
+            let config = shared.engine.config();
+            Value::str(&default_path(config.log_dir.as_ref().unwrap_or(&config.data_dir)))
+        }
         "productminorversion" => Value::str("0"),
         _ => Value::Null,
     }
+}
+
+/// InstanceDefaultDataPath / LogPath: the directory absolute, with a trailing separator
+/// (as SQL Server gives `C:\...\DATA\`), so a file name can be appended.
+fn default_path(dir: &std::path::Path) -> String {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut s = dir.display().to_string();
+    if !s.ends_with(std::path::MAIN_SEPARATOR) {
+        s.push(std::path::MAIN_SEPARATOR);
+    }
+    s
 }
 
 /// The result column type of SERVERPROPERTY and friends (sql_variant in SQL Server).

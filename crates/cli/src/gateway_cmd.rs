@@ -10,7 +10,7 @@ use std::sync::Arc;
 use clap::Args;
 use tessera_gateway::directory::Directory;
 use tessera_gateway::etcd::Etcd;
-use tessera_gateway::proxy::Gateway;
+use tessera_gateway::proxy::{Gateway, Policy};
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
@@ -34,6 +34,11 @@ pub struct GatewayArgs {
     /// temporary directory].
     #[arg(long, value_name = "DIR")]
     tls_dir: Option<PathBuf>,
+    /// proxy: every byte passes through the gateway; redirect: after the login, clients
+    /// that follow routing (TDS 7.4 drivers) reconnect to the server itself, which must
+    /// then be reachable from them at the address it advertises.
+    #[arg(long, value_name = "POLICY", default_value = "proxy", value_parser = ["proxy", "redirect"])]
+    connection_policy: String,
 }
 
 pub fn run(args: GatewayArgs) -> ExitCode {
@@ -64,6 +69,7 @@ fn serve(args: GatewayArgs) -> Result<(), String> {
         tokio::spawn(directory.clone().follow(|line| eprintln!("tessera gateway: {line}")));
         let gateway = Arc::new(Gateway {
             directory,
+            policy: if args.connection_policy == "redirect" { Policy::Redirect } else { Policy::Proxy },
             tls: Some(tls.tls),
             version_bytes: tessera_server::VERSION_BYTES,
             log: Box::new(|line| eprintln!("tessera gateway: {line}")),

@@ -10,3 +10,4 @@ pub mod etcd;
 pub mod mover;
 pub mod proxy;
 pub mod publish;
+pub mod redirect;

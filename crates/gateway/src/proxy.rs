@@ -11,7 +11,9 @@
 //! Either way the client's connection ends there and the gateway serves everyone else.
 //!
 //! The link from the gateway to a server is plaintext TDS: the servers sit on the
-//! fleet's own network, as behind Azure's gateway.
+//! fleet's own network, as behind Azure's gateway. Under [`Policy::Redirect`] the
+//! server's answer to the login also tells a client that follows routing to reconnect
+//! to the server itself (`redirect.rs`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -28,6 +30,7 @@ use tessera_server::tokens::Version;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::directory::Directory;
+use crate::redirect;
 
 /// The most a client has from connecting to sending LOGIN7, and a server from being
 /// dialled to answering PRELOGIN.
@@ -41,9 +44,23 @@ const LOGIN7_VERSION_AT: usize = 4;
 /// The name the gateway gives itself in the messages it sends.
 const GATEWAY_NAME: &str = "tessera-gateway";
 
+/// How a gateway hands a client's connection to the server that holds its database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Every byte of the connection passes through the gateway.
+    Proxy,
+    /// The login passes through the gateway and its answer routes the client to the
+    /// server (ENVCHANGE 20); clients that do not follow routing stay proxied.
+    Redirect,
+}
+
+/// The most a server's answer to a login may be.
+const ANSWER_LIMITS: packet::Limits = packet::Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: 1 << 20 };
+
 /// A gateway: the directory it reads and the certificate it offers.
 pub struct Gateway {
     pub directory: Directory,
+    pub policy: Policy,
     pub tls: Option<ServerTls>,
     /// The version PRELOGIN's reply announces (the servers').
     pub version_bytes: [u8; 4],
@@ -121,7 +138,16 @@ impl Gateway {
             }
         };
         packet::write_message(&mut server, kind::LOGIN7, &login_msg.payload, 4096).await?;
-        // The server's answer to LOGIN7 and everything after it pass through unchanged.
+        if self.policy == Policy::Redirect {
+            // The answer, with the routing to the server when it accepted the login.
+            let Some(answer) = packet::read_message(&mut server, &ANSWER_LIMITS).await? else { return Ok(()) };
+            let (host, port) = target.address.rsplit_once(':').unwrap_or((&target.address, "1433"));
+            let routed =
+                port.parse().ok().and_then(|port| redirect::routed(&answer.payload, login.tds_version, host, port));
+            packet::write_message(&mut client, kind::REPLY, routed.as_deref().unwrap_or(&answer.payload), 4096).await?;
+        }
+        // The server's answer to LOGIN7 (under the proxy policy) and everything after
+        // it pass through unchanged.
         match tokio::io::copy_bidirectional(&mut client, &mut server).await {
             Ok(_) => Ok(()),
             // A side that went away mid-conversation ends the other: nothing to report.

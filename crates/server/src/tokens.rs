@@ -110,6 +110,26 @@ pub const ENV_BEGIN_TRAN: u8 = 8;
 pub const ENV_COMMIT_TRAN: u8 = 9;
 pub const ENV_ROLLBACK_TRAN: u8 = 10;
 pub const ENV_RESET_ACK: u8 = 18;
+pub const ENV_ROUTING: u8 = 20;
+
+/// ENVCHANGE 20 (TDS 7.4): the client is to close this connection and log in again at
+/// `server`:`port` over TCP (read-only routing, Azure's redirect). The new value is
+/// RoutingDataValueLength, protocol 0 (TCP), the port and the server as US_VARCHAR;
+/// the old value is empty.
+pub fn env_change_routing(out: &mut BytesMut, server: &str, port: u16) {
+    with_len16(out, ENVCHANGE, |out| {
+        out.put_u8(ENV_ROUTING);
+        let name: Vec<u16> = server.encode_utf16().collect();
+        out.put_u16_le((1 + 2 + 2 + 2 * name.len()) as u16);
+        out.put_u8(0);
+        out.put_u16_le(port);
+        out.put_u16_le(name.len() as u16);
+        for unit in name {
+            out.put_u16_le(unit);
+        }
+        out.put_u16_le(0);
+    });
+}
 
 /// ENVCHANGE 7: the SQL collation (new value SQL_Latin1_General_CP1_CI_AS, old empty).
 pub fn env_change_collation(out: &mut BytesMut) {

@@ -1,0 +1,30 @@
+// mssql-jdbc through a redirecting gateway: connects (args: port, password, database,
+// stop file), prints db_name(), waits for the stop file (the test kills the gateway
+// meanwhile), then prints the value in dbo.a on the same connection.
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+
+public class Redirect {
+    public static void main(String[] args) throws Exception {
+        String url = "jdbc:sqlserver://127.0.0.1:" + args[0] + ";databaseName=" + args[2]
+            + ";user=sa;password=" + args[1] + ";encrypt=false;trustServerCertificate=true";
+        try (Connection c = DriverManager.getConnection(url)) {
+            System.out.println(first(c, "select db_name()"));
+            System.out.flush();
+            while (!Files.exists(Path.of(args[3]))) {
+                Thread.sleep(20);
+            }
+            System.out.println(first(c, "select v from dbo.a"));
+        }
+    }
+
+    static String first(Connection c, String sql) throws Exception {
+        try (ResultSet r = c.createStatement().executeQuery(sql)) {
+            r.next();
+            return r.getString(1);
+        }
+    }
+}

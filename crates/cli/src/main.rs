@@ -6,6 +6,7 @@ mod bench_cmd;
 mod fleet_cmd;
 mod gateway_cmd;
 mod move_cmd;
+mod rebalance_cmd;
 mod serve_cmd;
 mod sql_cmd;
 mod top_cmd;
@@ -47,6 +48,9 @@ enum Command {
     /// Move a database to another server of a fleet while clients use it: backups through
     /// a shared directory, a brief write pause for the tail, the tenant directory flipped.
     Move(move_cmd::MoveArgs),
+    /// Move tenants between a fleet's servers until each holds a number of databases
+    /// within a band around the mean: one round, or a controller with --watch.
+    Rebalance(rebalance_cmd::RebalanceArgs),
     /// Run the TDS server (SQL Server clients connect to it). Data directory
     /// ./tessera-data and 127.0.0.1:1433 by default; the sa password comes from
     /// TESSERA_SA_PASSWORD or the configuration file.
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Gateway(args) => gateway_cmd::run(args),
         Command::Iobench(args) => bench_cmd::run("iobench", args),
         Command::Move(args) => move_cmd::run(args),
+        Command::Rebalance(args) => rebalance_cmd::run(args),
         Command::Serve(args) => serve_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),
         Command::Top(args) => top_cmd::run(args),

@@ -34,12 +34,7 @@ pub struct MoveArgs {
 }
 
 pub fn run(args: MoveArgs) -> ExitCode {
-    let Some(password) = args
-        .password
-        .clone()
-        .or_else(|| std::env::var("SQLCMDPASSWORD").ok())
-        .or_else(|| std::env::var("TESSERA_SA_PASSWORD").ok())
-    else {
+    let Some(password) = password(args.password.clone()) else {
         eprintln!("tessera move: give the password with -P, SQLCMDPASSWORD or TESSERA_SA_PASSWORD.");
         return ExitCode::from(2);
     };
@@ -72,4 +67,9 @@ pub fn run(args: MoveArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The password given, else SQLCMDPASSWORD, else TESSERA_SA_PASSWORD.
+pub fn password(given: Option<String>) -> Option<String> {
+    given.or_else(|| std::env::var("SQLCMDPASSWORD").ok()).or_else(|| std::env::var("TESSERA_SA_PASSWORD").ok())
 }

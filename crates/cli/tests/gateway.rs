@@ -388,3 +388,65 @@ fn stderr_of(mut child: Child) -> String {
     }
     text
 }
+
+#[test]
+fn rebalancing_brings_the_servers_within_the_band_and_keeps_every_tenant_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_etcd, etcd) = start_etcd(&dir.path().join("etcd"));
+    let servers = [serve(&etcd, "s1"), serve(&etcd, "s2"), serve(&etcd, "s3")];
+    let tenants = |server: &Server| -> Vec<String> {
+        let out = server.sql("set nocount on; select name from sys.databases where name not in ('master', 'tempdb', 'model', 'msdb') order by name");
+        out.split_whitespace().map(str::to_string).collect()
+    };
+    for i in 0..6 {
+        servers[0]
+            .sql(&format!("create database b{i}; create table b{i}.dbo.a (v int); insert b{i}.dbo.a values ({i})"));
+    }
+    let (_gateway, port) = start_gateway(&etcd, &dir.path().join("tls"));
+    eventually(port, "b5", "select 1");
+    let through = dir.path().join("through");
+    std::fs::create_dir(&through).unwrap();
+    let rebalance = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tessera"));
+        c.args(["rebalance", "--etcd", &etcd, "--through"]).arg(&through).args(["-P", PASSWORD]).args(extra);
+        c
+    };
+    // The directory has s1's count once it published (within a second).
+    std::thread::sleep(Duration::from_millis(1500));
+
+    // One round: 6/0/0 becomes 2/2/2, the smallest tenants first.
+    let out = rebalance(&["--max-moves", "10"]).output().unwrap();
+    let report = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{report}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(report.contains("4 tenants moved."), "{report}{}", String::from_utf8_lossy(&out.stderr));
+    let counts: Vec<usize> = servers.iter().map(|s| tenants(s).len()).collect();
+    assert_eq!(counts, [2, 2, 2]);
+    // A round with nothing to do moves nothing.
+    let out = rebalance(&[]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 tenants moved."));
+
+    // Two controllers side by side (one holds the controller key and acts): three new
+    // tenants on s3 are spread until each server holds three.
+    let _controllers: Vec<Process> =
+        (0..2).map(|_| Process(rebalance(&["--watch", "1"]).stderr(Stdio::null()).spawn().unwrap())).collect();
+    for i in 6..9 {
+        servers[2]
+            .sql(&format!("create database b{i}; create table b{i}.dbo.a (v int); insert b{i}.dbo.a values ({i})"));
+    }
+    let started = Instant::now();
+    loop {
+        let counts: Vec<usize> = servers.iter().map(|s| tenants(s).len()).collect();
+        if counts == [3, 3, 3] {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "not rebalanced: {counts:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Every tenant is whole, once, and the gateway finds it.
+    let mut all: Vec<String> = servers.iter().flat_map(tenants).collect();
+    all.sort();
+    assert_eq!(all, (0..9).map(|i| format!("b{i}")).collect::<Vec<_>>());
+    for i in 0..9 {
+        assert_eq!(eventually(port, &format!("b{i}"), "select v from dbo.a").trim(), i.to_string());
+    }
+}

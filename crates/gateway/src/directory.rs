@@ -44,7 +44,9 @@ pub struct ServerEntry {
     pub name: String,
     /// Where clients (or gateways) reach it.
     pub address: String,
-    /// How many databases it holds.
+    /// How many tenant databases the directory gives it (counted from the database keys
+    /// as read, not published: a move or a new database counts at once).
+    #[serde(skip)]
     pub databases: usize,
     /// The lease its keys live under: a tenant moved to it is put under this lease.
     #[serde(default)]
@@ -73,6 +75,8 @@ struct Copy {
     servers: BTreeMap<String, ServerEntry>,
     /// Database (lower-cased) → its server's name.
     databases: HashMap<String, String>,
+    /// Server → how many databases name it.
+    held: HashMap<String, usize>,
 }
 
 impl Copy {
@@ -88,17 +92,34 @@ impl Copy {
                 None => self.servers.remove(name),
             };
         } else if let Some(database) = key.strip_prefix(DATABASES) {
-            match value {
-                Some(v) => self.databases.insert(database.to_string(), String::from_utf8_lossy(&v).into_owned()),
+            let before = match value {
+                Some(v) => {
+                    let owner = String::from_utf8_lossy(&v).into_owned();
+                    *self.held.entry(owner.clone()).or_default() += 1;
+                    self.databases.insert(database.to_string(), owner)
+                }
                 None => self.databases.remove(database),
             };
+            if let Some(before) = before {
+                let n = self.held.get_mut(&before).expect("a counted owner");
+                *n -= 1;
+                if *n == 0 {
+                    self.held.remove(&before);
+                }
+            }
         }
+    }
+
+    /// The live servers, each with the number of databases the directory gives it.
+    fn counted(&self) -> Vec<ServerEntry> {
+        let held = |name: &str| self.held.get(name).copied().unwrap_or(0);
+        self.servers.values().map(|s| ServerEntry { databases: held(&s.name), ..s.clone() }).collect()
     }
 
     /// The server a login without a database (or into `master`) goes to — where a
     /// CREATE DATABASE through the gateway lands: the one holding the fewest databases.
     fn least_loaded(&self) -> Option<ServerEntry> {
-        least_loaded(self.servers.values())
+        least_loaded(self.counted().iter())
     }
 }
 
@@ -146,14 +167,14 @@ impl Directory {
         self.etcd.watch_prefix(ROOT.as_bytes(), revision + 1, |event| self.copy.write().apply(event)).await
     }
 
-    /// The live servers, by name.
+    /// The live servers by name, each with the number of databases the directory gives
+    /// it (read at one revision).
     pub async fn servers(&self) -> Result<Vec<ServerEntry>> {
-        let mut out = Vec::new();
-        for kv in self.etcd.get_prefix(SERVERS.as_bytes()).await? {
-            let name = String::from_utf8_lossy(&kv.key[SERVERS.len()..]).into_owned();
-            out.extend(server_entry(&name, &kv.value));
+        let mut copy = Copy::default();
+        for kv in self.etcd.get_prefix(ROOT.as_bytes()).await? {
+            copy.apply(Event::Put(kv));
         }
-        Ok(out)
+        Ok(copy.counted())
     }
 
     /// The live server named `name`.

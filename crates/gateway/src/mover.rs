@@ -98,7 +98,7 @@ struct Server {
 
 impl Server {
     async fn connect(entry: &ServerEntry, m: &Move<'_>, database: &str) -> Result<Server> {
-        let client = login(entry, m, database)
+        let client = login(entry, m.user, m.password, database)
             .await
             .map_err(|e| fail(format!("cannot log in to server '{}' ({}): {e}", entry.name, entry.address)))?;
         Ok(Server { entry: entry.clone(), client })
@@ -128,14 +128,21 @@ impl Server {
     }
 }
 
-async fn login(entry: &ServerEntry, m: &Move<'_>, database: &str) -> std::io::Result<Client> {
+/// Runs `sql` in `master` on `entry` as `user`: its rows.
+pub(crate) async fn query(entry: &ServerEntry, user: &str, password: &str, sql: &str) -> Result<Vec<Vec<Value>>> {
+    let client = login(entry, user, password, "master")
+        .await
+        .map_err(|e| fail(format!("cannot log in to server '{}' ({}): {e}", entry.name, entry.address)))?;
+    Server { entry: entry.clone(), client }.run(sql).await
+}
+
+async fn login(entry: &ServerEntry, user: &str, password: &str, database: &str) -> std::io::Result<Client> {
     let (host, port) = entry
         .address
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
         .ok_or_else(|| std::io::Error::other(format!("'{}' is not host:port", entry.address)))?;
-    let options =
-        ConnectOptions { host, port, user: m.user, password: m.password, database, encryption: Encryption::LoginOnly };
+    let options = ConnectOptions { host, port, user, password, database, encryption: Encryption::LoginOnly };
     Client::connect(&options).await
 }
 
@@ -318,7 +325,7 @@ async fn flip(directory: &Directory, name: &str, from: &str, to: &str) -> Result
 async fn wait_admitted(target: &Server, m: &Move<'_>) -> Result<()> {
     let started = Instant::now();
     loop {
-        match login(&target.entry, m, m.database).await {
+        match login(&target.entry, m.user, m.password, m.database).await {
             Ok(_) => return Ok(()),
             Err(e) if started.elapsed() > ADMIT_TIMEOUT => {
                 return Err(fail(format!("server '{}' did not admit logins after the flip: {e}", target.entry.name)))

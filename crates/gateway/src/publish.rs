@@ -85,12 +85,8 @@ impl Sync {
             }
         }
         self.claim_others(server).await?;
-        let entry = ServerEntry {
-            name: String::new(),
-            address: self.me.address.clone(),
-            databases: now.len(),
-            lease: self.lease,
-        };
+        let entry =
+            ServerEntry { name: String::new(), address: self.me.address.clone(), databases: 0, lease: self.lease };
         let value = serde_json::to_vec(&entry).map_err(|e| EtcdError(e.to_string()))?;
         self.etcd.put(&server_key(&self.me.server), &value, self.lease).await?;
         server.fence.lease_until(sent + LEASE_TTL);

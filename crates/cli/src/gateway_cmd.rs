@@ -39,6 +39,11 @@ pub struct GatewayArgs {
     /// then be reachable from them at the address it advertises.
     #[arg(long, value_name = "POLICY", default_value = "proxy", value_parser = ["proxy", "redirect"])]
     connection_policy: String,
+    /// terminate: TLS ends at the gateway; passthrough: TDS 8.0 strict connections pass
+    /// to their server unopened, routed by the TLS server name's first label
+    /// (`shop.fleet.example.com` → database shop), the server's certificate answering.
+    #[arg(long, value_name = "MODE", default_value = "terminate", value_parser = ["terminate", "passthrough"])]
+    tls: String,
 }
 
 pub fn run(args: GatewayArgs) -> ExitCode {
@@ -70,6 +75,7 @@ fn serve(args: GatewayArgs) -> Result<(), String> {
         let gateway = Arc::new(Gateway {
             directory,
             policy: if args.connection_policy == "redirect" { Policy::Redirect } else { Policy::Proxy },
+            tls_passthrough: args.tls == "passthrough",
             tls: Some(tls.tls),
             version_bytes: tessera_server::VERSION_BYTES,
             log: Box::new(|line| eprintln!("tessera gateway: {line}")),

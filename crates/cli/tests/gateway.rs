@@ -59,13 +59,14 @@ fn start_etcd(dir: &std::path::Path) -> (Process, String) {
 
 /// `tessera gateway --port 0`: the process and its port (from its first line on stderr).
 fn start_gateway(etcd: &str, tls_dir: &std::path::Path) -> (Process, u16) {
-    start_gateway_with(etcd, tls_dir, "proxy")
+    start_gateway_with(etcd, tls_dir, &[])
 }
 
-fn start_gateway_with(etcd: &str, tls_dir: &std::path::Path, policy: &str) -> (Process, u16) {
+fn start_gateway_with(etcd: &str, tls_dir: &std::path::Path, extra: &[&str]) -> (Process, u16) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["gateway", "--port", "0", "--etcd", etcd, "--connection-policy", policy, "--tls-dir"])
+        .args(["gateway", "--port", "0", "--etcd", etcd, "--tls-dir"])
         .arg(tls_dir)
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -75,7 +76,13 @@ fn start_gateway_with(etcd: &str, tls_dir: &std::path::Path, policy: &str) -> (P
 }
 
 fn serve(etcd: &str, name: &str) -> Server {
-    start_with(&["--etcd".to_string(), etcd.to_string(), "--server-name".to_string(), name.to_string()])
+    serve_with(etcd, name, &[])
+}
+
+fn serve_with(etcd: &str, name: &str, extra: &[String]) -> Server {
+    let mut args = vec!["--etcd".to_string(), etcd.to_string(), "--server-name".to_string(), name.to_string()];
+    args.extend_from_slice(extra);
+    start_with(&args)
 }
 
 /// `tessera sql` through the gateway at `port`, in `database`: (succeeded, all output).
@@ -313,7 +320,7 @@ fn drivers_follow_a_redirecting_gateway_to_the_server_itself() {
     let s2 = serve(&etcd, "s2");
     s1.sql("create database r1; create table r1.dbo.a (v int); insert r1.dbo.a values (1)");
     s2.sql("create database r2; create table r2.dbo.a (v int); insert r2.dbo.a values (2)");
-    let (gateway, port) = start_gateway_with(&etcd, &dir.path().join("tls"), "redirect");
+    let (gateway, port) = start_gateway_with(&etcd, &dir.path().join("tls"), &["--connection-policy", "redirect"]);
     eventually(port, "r1", "select 1");
     eventually(port, "r2", "select 1");
     // A client that does not follow routing (tessera sql) stays proxied.
@@ -322,62 +329,139 @@ fn drivers_follow_a_redirecting_gateway_to_the_server_itself() {
     // Each driver logs in through the gateway, is routed to the server that holds its
     // database, and keeps its connection after the gateway is gone: its queries never
     // passed through the gateway.
+    let stop = dir.path().join("stop");
+    let drivers = [("python-tds", "r1"), ("tedious", "r2"), ("go-mssqldb", "r1"), ("mssql-jdbc", "r2")];
+    let running = start_drivers(port, &drivers, Some(&stop), None);
+    drop(gateway);
+    std::fs::write(&stop, b"").unwrap();
+    finish_drivers(running);
+    drop((s1, s2));
+}
+
+#[test]
+fn strict_tls_passes_through_the_gateway_to_the_server_its_name_routes_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_etcd, etcd) = start_etcd(&dir.path().join("etcd"));
+    // The servers answer for every tenant's name with one wildcard certificate, as a
+    // fleet behind `*.fleet.example.com` would.
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=fleet.test", "-addext", "subjectAltName=DNS:*.fleet.test", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "openssl: {}", String::from_utf8_lossy(&made.stderr));
+    let tls =
+        ["--tls-cert".to_string(), cert.display().to_string(), "--tls-key".to_string(), key.display().to_string()];
+    let s1 = serve_with(&etcd, "s1", &tls);
+    let s2 = serve_with(&etcd, "s2", &tls);
+    s1.sql("create database r1; create table r1.dbo.a (v int); insert r1.dbo.a values (1)");
+    s2.sql("create database r2; create table r2.dbo.a (v int); insert r2.dbo.a values (2)");
+    let (_gateway, port) = start_gateway_with(&etcd, &dir.path().join("tls"), &["--tls", "passthrough"]);
+    eventually(port, "r1", "select 1");
+    eventually(port, "r2", "select 1");
+    // TDS 8.0 strict, routed by the TLS server name `<database>.fleet.test`: the server
+    // itself sees the connection encrypted (the gateway's link to a server is plaintext,
+    // so a terminated connection would show FALSE there).
+    let running = start_drivers(port, &[("tedious", "r2"), ("go-mssqldb", "r1")], None, Some(&cert));
+    finish_drivers(running);
+    // A connection that opens with PRELOGIN is still terminated and proxied.
+    assert_eq!(through(port, "r1", "select v from dbo.a").1.trim(), "1");
+    drop((s1, s2));
+}
+
+/// A driver's script connected to `database` through the gateway at `port`.
+struct Running {
+    name: &'static str,
+    database: &'static str,
+    child: Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+/// Starts each driver's script (tests/clients/redirect; a driver whose runtime is missing
+/// is skipped) and checks its first lines: its database, and whether the server sees its
+/// connection encrypted (`strict`: TDS 8.0 with the TLS server name
+/// `<database>.fleet.test`, which must be, the servers' certificate `strict` checked by
+/// the drivers). With `stop`, the scripts then wait for that file before their last query.
+fn start_drivers(
+    port: u16,
+    drivers: &[(&'static str, &'static str)],
+    stop: Option<&std::path::Path>,
+    strict: Option<&std::path::Path>,
+) -> Vec<Running> {
     let clients = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/redirect");
     let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/../server/tests/clients/tedious/node_modules");
     let jdbc = concat!(env!("CARGO_MANIFEST_DIR"), "/../server/tests/clients/jdbc/lib/*");
-    let stop = dir.path().join("stop");
-    let (port, stop_arg) = (port.to_string(), stop.display().to_string());
-    let mut drivers: Vec<(&str, Command)> = Vec::new();
     let pytds = "import sys, os, time, pytds\n\
         c = pytds.connect(server='127.0.0.1', port=int(sys.argv[1]), database=sys.argv[3], user='sa', \
         password=sys.argv[2], autocommit=True)\n\
-        cur = c.cursor(); cur.execute('select db_name()'); print(cur.fetchall()[0][0], flush=True)\n\
-        while not os.path.exists(sys.argv[4]): time.sleep(0.02)\n\
+        cur = c.cursor(); cur.execute('select db_name()'); print(cur.fetchall()[0][0])\n\
+        cur.execute('select encrypt_option from sys.dm_exec_connections where session_id = @@spid')\n\
+        print(cur.fetchall()[0][0], flush=True)\n\
+        while sys.argv[4] != '-' and not os.path.exists(sys.argv[4]): time.sleep(0.02)\n\
         cur.execute('select v from dbo.a'); print(cur.fetchall()[0][0])\n";
-    let mut python = Command::new("python3");
-    python.args(["-c", pytds, &port, PASSWORD, "r1", &stop_arg]);
-    drivers.push(("python-tds", python));
-    if have("node") {
-        let mut node = Command::new("node");
-        node.arg(format!("{clients}/tedious.js")).args([modules, &port, PASSWORD, "r2", &stop_arg]);
-        drivers.push(("tedious", node));
-    } else {
-        eprintln!("node is missing: tedious skipped");
-    }
-    if have("go") {
-        let mut go = Command::new("go");
-        go.current_dir(format!("{clients}/go")).args(["run", ".", &port, PASSWORD, "r1", &stop_arg]);
-        drivers.push(("go-mssqldb", go));
-    } else {
-        eprintln!("go is missing: go-mssqldb skipped");
-    }
-    if have("java") {
-        let mut java = Command::new("java");
-        java.args(["-cp", jdbc, &format!("{clients}/Redirect.java"), &port, PASSWORD, "r2", &stop_arg]);
-        drivers.push(("mssql-jdbc", java));
-    } else {
-        eprintln!("java is missing: mssql-jdbc skipped");
-    }
+    let port = port.to_string();
+    let stop = stop.map_or("-".to_string(), |s| s.display().to_string());
     let mut running = Vec::new();
-    for (name, mut command) in drivers {
-        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    for &(name, database) in drivers {
+        let sni = format!("{database}.fleet.test");
+        let mut args = vec![port.as_str(), PASSWORD, database, stop.as_str()];
+        if strict.is_some() {
+            args.push(&sni);
+        }
+        let (program, mut command) = match name {
+            "python-tds" => ("python3", Command::new("python3")),
+            "tedious" => ("node", Command::new("node")),
+            "go-mssqldb" => ("go", Command::new("go")),
+            _ => ("java", Command::new("java")),
+        };
+        if !have(program) {
+            eprintln!("{program} is missing: {name} skipped");
+            continue;
+        }
+        match name {
+            "python-tds" => command.args(["-c", pytds]),
+            "tedious" => {
+                if let Some(ca) = strict {
+                    command.env("NODE_EXTRA_CA_CERTS", ca);
+                }
+                command.arg(format!("{clients}/tedious.js")).arg(modules)
+            }
+            "go-mssqldb" => {
+                if let Some(ca) = strict {
+                    command.env("TESSERA_TLS_CERT", ca);
+                }
+                command.current_dir(format!("{clients}/go")).args(["run", "."])
+            }
+            _ => command.args(["-cp", jdbc, &format!("{clients}/Redirect.java")]),
+        };
+        let mut child = command.args(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut out, &mut line).unwrap();
-        let database = if line.trim().is_empty() { String::new() } else { line.trim().to_string() };
-        assert!(database.starts_with('r'), "{name} did not connect: {}", stderr_of(child));
-        running.push((name, database, child, out));
+        let mut lines = [String::new(), String::new()];
+        for line in &mut lines {
+            std::io::BufRead::read_line(&mut out, line).unwrap();
+        }
+        assert_eq!(lines[0].trim(), database, "{name} did not connect: {}", stderr_of(child));
+        if strict.is_some() {
+            assert_eq!(lines[1].trim(), "TRUE", "{name}: the server saw its connection unencrypted");
+        }
+        running.push(Running { name, database, child, out });
     }
-    drop(gateway);
-    std::fs::write(&stop, b"").unwrap();
-    for (name, database, mut child, mut out) in running {
+    running
+}
+
+/// Each script's last query on its connection: r1's row is 1, r2's is 2.
+fn finish_drivers(running: Vec<Running>) {
+    for Running { name, database, mut child, mut out } in running {
         let mut line = String::new();
         std::io::BufRead::read_line(&mut out, &mut line).unwrap();
         let expected = if database == "r1" { "1" } else { "2" };
-        assert_eq!(line.trim(), expected, "{name} in {database} after the gateway died: {}", stderr_of(child));
+        assert_eq!(line.trim(), expected, "{name} in {database}: {}", stderr_of(child));
         assert!(child.wait().unwrap().success(), "{name}");
     }
-    drop((s1, s2));
 }
 
 fn stderr_of(mut child: Child) -> String {

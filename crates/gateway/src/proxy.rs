@@ -30,7 +30,7 @@ use tessera_server::tokens::Version;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::directory::Directory;
-use crate::redirect;
+use crate::{passthrough, redirect};
 
 /// The most a client has from connecting to sending LOGIN7, and a server from being
 /// dialled to answering PRELOGIN.
@@ -57,10 +57,16 @@ pub enum Policy {
 /// The most a server's answer to a login may be.
 const ANSWER_LIMITS: packet::Limits = packet::Limits { max_packet: packet::MAX_PACKET_SIZE + 1, max_message: 1 << 20 };
 
+/// The first byte of a TDS 8.0 strict connection: a TLS handshake record.
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
 /// A gateway: the directory it reads and the certificate it offers.
 pub struct Gateway {
     pub directory: Directory,
     pub policy: Policy,
+    /// Whether TDS 8.0 strict connections pass through to their server, routed by the
+    /// ClientHello's server name (`passthrough.rs`), rather than end here.
+    pub tls_passthrough: bool,
     pub tls: Option<ServerTls>,
     /// The version PRELOGIN's reply announces (the servers').
     pub version_bytes: [u8; 4],
@@ -85,6 +91,12 @@ impl Gateway {
 
     /// One client connection, to its end.
     async fn serve(&self, tcp: TcpStream, peer: SocketAddr) -> io::Result<()> {
+        if self.tls_passthrough {
+            let mut first = [0u8; 1];
+            if tcp.peek(&mut first).await? == 1 && first[0] == TLS_HANDSHAKE_RECORD {
+                return self.pass_through(tcp, peer).await;
+            }
+        }
         let handshake = Handshake {
             tls: self.tls.as_ref(),
             version_bytes: self.version_bytes,
@@ -148,12 +160,55 @@ impl Gateway {
         }
         // The server's answer to LOGIN7 (under the proxy policy) and everything after
         // it pass through unchanged.
-        match tokio::io::copy_bidirectional(&mut client, &mut server).await {
-            Ok(_) => Ok(()),
-            // A side that went away mid-conversation ends the other: nothing to report.
-            Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) => Ok(()),
-            Err(e) => Err(e),
-        }
+        splice(&mut client, &mut server).await
+    }
+}
+
+impl Gateway {
+    /// A strict connection passed through to the server its ClientHello's server name
+    /// routes to; one that cannot be routed is closed (it has no TDS to read an error in
+    /// before its TLS), and the reason logged.
+    async fn pass_through(&self, mut tcp: TcpStream, peer: SocketAddr) -> io::Result<()> {
+        let (hello, name) = tokio::time::timeout(LOGIN_TIMEOUT, passthrough::client_hello(&mut tcp))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no ClientHello within the login timeout"))??;
+        let Some(database) = name.as_deref().and_then(passthrough::database_of) else {
+            (self.log)(&format!(
+                "Connection from {peer}: TLS passes through, but its server name ({name:?}) names no database."
+            ));
+            return Ok(());
+        };
+        let target = match self.directory.locate(database).await {
+            Ok(Some(server)) => server,
+            Ok(None) => {
+                (self.log)(&format!("Connection from {peer}: no server holds database '{database}'."));
+                return Ok(());
+            }
+            Err(e) => {
+                (self.log)(&format!("Connection from {peer}: {e}"));
+                return Ok(());
+            }
+        };
+        let mut server =
+            tokio::time::timeout(LOGIN_TIMEOUT, TcpStream::connect(&target.address)).await.map_err(|_| {
+                io::Error::new(io::ErrorKind::TimedOut, format!("server '{}' did not answer", target.name))
+            })??;
+        let _ = server.set_nodelay(true);
+        tokio::io::AsyncWriteExt::write_all(&mut server, &hello).await?;
+        splice(&mut tcp, &mut server).await
+    }
+}
+
+/// Bytes both ways until either side ends.
+async fn splice(
+    client: &mut (impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin),
+    server: &mut TcpStream,
+) -> io::Result<()> {
+    match tokio::io::copy_bidirectional(client, server).await {
+        Ok(_) => Ok(()),
+        // A side that went away mid-conversation ends the other: nothing to report.
+        Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

@@ -1,5 +1,5 @@
 // mssql-jdbc through a redirecting gateway: connects (args: port, password, database,
-// stop file), prints db_name(), waits for the stop file (the test kills the gateway
+// stop file), prints db_name() and whether the server sees the connection encrypted, waits for the stop file (the test kills the gateway
 // meanwhile), then prints the value in dbo.a on the same connection.
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +13,7 @@ public class Redirect {
             + ";user=sa;password=" + args[1] + ";encrypt=false;trustServerCertificate=true";
         try (Connection c = DriverManager.getConnection(url)) {
             System.out.println(first(c, "select db_name()"));
+            System.out.println(first(c, "select encrypt_option from sys.dm_exec_connections where session_id = @@spid"));
             System.out.flush();
             while (!Files.exists(Path.of(args[3]))) {
                 Thread.sleep(20);

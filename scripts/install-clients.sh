@@ -30,6 +30,11 @@ if ! command -v etcd >/dev/null; then
     $sudo apt-get install -y -q etcd-server >/dev/null 2>&1 \
         || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q etcd-server >/dev/null; }
 fi
+# openssl makes the wildcard certificate of the gateway's TLS pass-through test.
+if ! command -v openssl >/dev/null; then
+    $sudo apt-get install -y -q openssl >/dev/null 2>&1 \
+        || { $sudo apt-get update -q >/dev/null && $sudo apt-get install -y -q openssl >/dev/null; }
+fi
 
 # Headless Chromium for the metrics dashboard's test (crates/server/tests/dashboard.rs),
 # which skips itself without it: left out only where apt-get is not there.

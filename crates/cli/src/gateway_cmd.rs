@@ -11,6 +11,7 @@ use clap::Args;
 use tessera_gateway::directory::Directory;
 use tessera_gateway::etcd::Etcd;
 use tessera_gateway::proxy::{Gateway, Policy};
+use tessera_gateway::stats::Stats;
 
 #[derive(Debug, Args)]
 pub struct GatewayArgs {
@@ -44,6 +45,11 @@ pub struct GatewayArgs {
     /// (`shop.fleet.example.com` → database shop), the server's certificate answering.
     #[arg(long, value_name = "MODE", default_value = "terminate", value_parser = ["terminate", "passthrough"])]
     tls: String,
+    /// Serve Prometheus metrics (GET /metrics) and a readiness check (GET /healthz: 200
+    /// while the directory copy is current) over HTTP on this port of the listen address
+    /// [default: none].
+    #[arg(long, value_name = "PORT")]
+    metrics_port: Option<u16>,
 }
 
 pub fn run(args: GatewayArgs) -> ExitCode {
@@ -72,10 +78,20 @@ fn serve(args: GatewayArgs) -> Result<(), String> {
         eprintln!("tessera gateway: listening on {local}, directory in etcd at {}", args.etcd);
         let directory = Directory::new(Etcd::new(&args.etcd));
         tokio::spawn(directory.clone().follow(|line| eprintln!("tessera gateway: {line}")));
+        let stats = Arc::new(Stats::default());
+        if let Some(port) = args.metrics_port {
+            let metrics = tokio::net::TcpListener::bind((args.listen.as_str(), port))
+                .await
+                .map_err(|e| format!("cannot listen for metrics on {}:{port}: {e}", args.listen))?;
+            let address = metrics.local_addr().map_err(|e| e.to_string())?;
+            eprintln!("tessera gateway: metrics on http://{address}/metrics");
+            tokio::spawn(tessera_gateway::stats::serve(metrics, stats.clone(), directory.clone()));
+        }
         let gateway = Arc::new(Gateway {
             directory,
             policy: if args.connection_policy == "redirect" { Policy::Redirect } else { Policy::Proxy },
             tls_passthrough: args.tls == "passthrough",
+            stats,
             tls: Some(tls.tls),
             version_bytes: tessera_server::VERSION_BYTES,
             log: Box::new(|line| eprintln!("tessera gateway: {line}")),

@@ -118,7 +118,9 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
     let s2 = serve(&etcd, "s2");
     s1.sql("create database t1");
     s2.sql("create database t2");
-    let (gateway1, port1) = start_gateway(&etcd, &dir.path().join("tls"));
+    let metrics_port = free_port();
+    let (gateway1, port1) =
+        start_gateway_with(&etcd, &dir.path().join("tls"), &["--metrics-port", &metrics_port.to_string()]);
     let (_gateway2, port2) = start_gateway(&etcd, &dir.path().join("tls"));
 
     // Each login lands where its database is: writes through the gateway are read back on
@@ -147,6 +149,19 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
     let (ok, text) = through(port1, "nowhere", "select 1");
     assert!(!ok);
     assert!(text.contains("Cannot open database \"nowhere\" requested by the login"), "{text}");
+
+    // The gateway counts what it routed and is ready while its directory copy is current.
+    let metrics = http_get(metrics_port, "/metrics");
+    let figure = |name: &str| -> f64 {
+        let line = metrics.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name}: {metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(figure("tessera_gateway_connections_total{outcome=\"proxied\"}") >= 4.0, "{metrics}");
+    assert!(figure("tessera_gateway_connections_total{outcome=\"no_database\"}") >= 1.0, "{metrics}");
+    assert_eq!(figure("tessera_gateway_directory_current"), 1.0);
+    assert_eq!(figure("tessera_gateway_directory_servers"), 2.0);
+    assert!(figure("tessera_gateway_routing_seconds_count") >= 5.0, "{metrics}");
+    assert!(http_get(metrics_port, "/healthz").starts_with("HTTP/1.0 200 OK"));
 
     // A database created later is routed as soon as its server publishes it.
     s2.sql("create database t3");
@@ -304,6 +319,16 @@ fn a_tenant_moves_between_servers_while_a_client_writes_through_a_gateway() {
     assert_eq!(s2.sql("set nocount on; select recovery_model_desc from sys.databases where name = 'mv'"), recovery);
     assert_eq!(eventually(port, "mv", "select count(*) from dbo.w").trim(), acknowledged.to_string());
     assert!(std::fs::read_dir(&through).unwrap().next().is_none(), "the backups were deleted");
+}
+
+/// `GET path` on 127.0.0.1:`port`: the whole response (HTTP/1.0, so the server closes).
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(tcp, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut response = String::new();
+    tcp.read_to_string(&mut response).unwrap();
+    response
 }
 
 /// Whether `program` can be started (the drivers' runtimes; scripts/install-clients.sh

@@ -15,6 +15,7 @@
 //! is all a gateway keeps, and etcd has all of it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -136,18 +137,22 @@ fn is_master(database: &str) -> bool {
 pub struct Directory {
     etcd: Etcd,
     copy: Arc<RwLock<Copy>>,
+    /// Whether the copy is current: read whole and its watch open.
+    watching: Arc<AtomicBool>,
 }
 
 impl Directory {
     pub fn new(etcd: Etcd) -> Directory {
-        Directory { etcd, copy: Arc::default() }
+        Directory { etcd, copy: Arc::default(), watching: Arc::default() }
     }
 
     /// Keeps this directory's copy of the keys up to date with an etcd watch, until the
     /// process ends; `log` gets what interrupted it (the watch starts again).
     pub async fn follow(self, log: impl Fn(&str)) {
         loop {
-            if let Err(e) = self.follow_once().await {
+            let followed = self.follow_once().await;
+            self.watching.store(false, Ordering::Release);
+            if let Err(e) = followed {
                 log(&format!("The tenant directory's watch stopped: {e}"));
             }
             tokio::time::sleep(REWATCH_DELAY).await;
@@ -164,7 +169,15 @@ impl Directory {
             copy.loaded = true;
             *self.copy.write() = copy;
         }
+        self.watching.store(true, Ordering::Release);
         self.etcd.watch_prefix(ROOT.as_bytes(), revision + 1, |event| self.copy.write().apply(event)).await
+    }
+
+    /// Whether the copy is current (read whole, its watch open), and how many servers and
+    /// databases it holds.
+    pub fn status(&self) -> (bool, usize, usize) {
+        let copy = self.copy.read();
+        (self.watching.load(Ordering::Acquire) && copy.loaded, copy.servers.len(), copy.databases.len())
     }
 
     /// The live servers by name, each with the number of databases the directory gives

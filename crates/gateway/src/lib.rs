@@ -13,3 +13,4 @@ pub mod proxy;
 pub mod publish;
 pub mod rebalance;
 pub mod redirect;
+pub mod stats;

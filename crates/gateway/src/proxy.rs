@@ -18,7 +18,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tessera_errors::msg;
 use tessera_errors::SqlError;
@@ -30,6 +30,7 @@ use tessera_server::tokens::Version;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::directory::Directory;
+use crate::stats::{Outcome, Stats};
 use crate::{passthrough, redirect};
 
 /// The most a client has from connecting to sending LOGIN7, and a server from being
@@ -67,6 +68,8 @@ pub struct Gateway {
     /// Whether TDS 8.0 strict connections pass through to their server, routed by the
     /// ClientHello's server name (`passthrough.rs`), rather than end here.
     pub tls_passthrough: bool,
+    /// What the gateway counts (`/metrics`).
+    pub stats: Arc<Stats>,
     pub tls: Option<ServerTls>,
     /// The version PRELOGIN's reply announces (the servers').
     pub version_bytes: [u8; 4],
@@ -82,6 +85,7 @@ impl Gateway {
             let _ = tcp.set_nodelay(true);
             let gateway = self.clone();
             tokio::spawn(async move {
+                let _open = gateway.stats.open();
                 if let Err(e) = gateway.serve(tcp, peer).await {
                     (gateway.log)(&format!("Connection from {peer} ended: {e}"));
                 }
@@ -89,8 +93,25 @@ impl Gateway {
         }
     }
 
-    /// One client connection, to its end.
+    /// One client connection, to its end: routed, counted, then its bytes passed both
+    /// ways until either side ends.
     async fn serve(&self, tcp: TcpStream, peer: SocketAddr) -> io::Result<()> {
+        let handed = match self.route(tcp, peer).await {
+            Ok(handed) => handed,
+            Err(e) => {
+                self.stats.routed(Outcome::Dropped, None);
+                return Err(e);
+            }
+        };
+        self.stats.routed(handed.outcome, handed.took);
+        match handed.link {
+            Some((mut client, mut server)) => splice(&mut client, &mut server).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Routes a client connection: how, and the two streams to join when it was.
+    async fn route(&self, tcp: TcpStream, peer: SocketAddr) -> io::Result<Handed> {
         if self.tls_passthrough {
             let mut first = [0u8; 1];
             if tcp.peek(&mut first).await? == 1 && first[0] == TLS_HANDSHAKE_RECORD {
@@ -108,12 +129,13 @@ impl Gateway {
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no LOGIN7 within the login timeout"))??;
         let (mut client, mut login_msg, strict) = match prelogged {
             Prelogged::Login { stream, login, strict, .. } => (stream, login, strict),
-            Prelogged::Gone => return Ok(()),
+            Prelogged::Gone => return Ok(Handed::ended(Outcome::Dropped, None)),
             Prelogged::Refused(why) => {
                 (self.log)(&format!("Connection from {peer} refused: {why}."));
-                return Ok(());
+                return Ok(Handed::ended(Outcome::Dropped, None));
             }
         };
+        let started = Instant::now();
         let login = tessera_server::login7::parse(&login_msg.payload).map_err(|e| packet::protocol(e.0))?;
         let version =
             if strict { Version::V7_4 } else { Version::negotiate(login.tds_version).unwrap_or(Version::V7_1) };
@@ -123,12 +145,14 @@ impl Gateway {
             Ok(None) => {
                 (self.log)(&format!("Connection from {peer}: no server holds database '{database}'."));
                 let e = msg::CANNOT_OPEN_LOGIN_DATABASE.with(&[&database]);
-                return refuse(&mut client, GATEWAY_NAME, version, &[e, login_failed(&login.user_name)]).await;
+                refuse(&mut client, GATEWAY_NAME, version, &[e, login_failed(&login.user_name)]).await?;
+                return Ok(Handed::ended(Outcome::NoDatabase, Some(started.elapsed())));
             }
             Err(e) => {
                 (self.log)(&format!("Connection from {peer}: {e}"));
                 let e = msg::DATABASE_NOT_CURRENTLY_AVAILABLE.with(&[&database, &GATEWAY_NAME]);
-                return refuse(&mut client, GATEWAY_NAME, version, &[e]).await;
+                refuse(&mut client, GATEWAY_NAME, version, &[e]).await?;
+                return Ok(Handed::ended(Outcome::Unavailable, Some(started.elapsed())));
             }
         };
         if strict {
@@ -146,21 +170,47 @@ impl Gateway {
                     target.name, target.address
                 ));
                 let e = msg::DATABASE_NOT_CURRENTLY_AVAILABLE.with(&[&database, &target.name]);
-                return refuse(&mut client, GATEWAY_NAME, version, &[e]).await;
+                refuse(&mut client, GATEWAY_NAME, version, &[e]).await?;
+                return Ok(Handed::ended(Outcome::Unavailable, Some(started.elapsed())));
             }
         };
         packet::write_message(&mut server, kind::LOGIN7, &login_msg.payload, 4096).await?;
+        let mut outcome = Outcome::Proxied;
         if self.policy == Policy::Redirect {
             // The answer, with the routing to the server when it accepted the login.
-            let Some(answer) = packet::read_message(&mut server, &ANSWER_LIMITS).await? else { return Ok(()) };
+            let Some(answer) = packet::read_message(&mut server, &ANSWER_LIMITS).await? else {
+                return Ok(Handed::ended(Outcome::Dropped, None));
+            };
             let (host, port) = target.address.rsplit_once(':').unwrap_or((&target.address, "1433"));
             let routed =
                 port.parse().ok().and_then(|port| redirect::routed(&answer.payload, login.tds_version, host, port));
+            if routed.is_some() {
+                outcome = Outcome::Redirected;
+            }
             packet::write_message(&mut client, kind::REPLY, routed.as_deref().unwrap_or(&answer.payload), 4096).await?;
         }
         // The server's answer to LOGIN7 (under the proxy policy) and everything after
         // it pass through unchanged.
-        splice(&mut client, &mut server).await
+        Ok(Handed { outcome, took: Some(started.elapsed()), link: Some((Box::new(client), server)) })
+    }
+}
+
+/// Both directions of a client's stream (plain TCP or TLS).
+trait Duplex: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Duplex for T {}
+
+/// How a connection was routed, how long that took from its login, and (when it was
+/// handed on) the client's stream and its server's.
+struct Handed {
+    outcome: Outcome,
+    took: Option<Duration>,
+    link: Option<(Box<dyn Duplex>, TcpStream)>,
+}
+
+impl Handed {
+    fn ended(outcome: Outcome, took: Option<Duration>) -> Handed {
+        Handed { outcome, took, link: None }
     }
 }
 
@@ -168,34 +218,47 @@ impl Gateway {
     /// A strict connection passed through to the server its ClientHello's server name
     /// routes to; one that cannot be routed is closed (it has no TDS to read an error in
     /// before its TLS), and the reason logged.
-    async fn pass_through(&self, mut tcp: TcpStream, peer: SocketAddr) -> io::Result<()> {
+    async fn pass_through(&self, mut tcp: TcpStream, peer: SocketAddr) -> io::Result<Handed> {
         let (hello, name) = tokio::time::timeout(LOGIN_TIMEOUT, passthrough::client_hello(&mut tcp))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no ClientHello within the login timeout"))??;
+        let started = Instant::now();
         let Some(database) = name.as_deref().and_then(passthrough::database_of) else {
             (self.log)(&format!(
                 "Connection from {peer}: TLS passes through, but its server name ({name:?}) names no database."
             ));
-            return Ok(());
+            return Ok(Handed::ended(Outcome::NoDatabase, Some(started.elapsed())));
         };
         let target = match self.directory.locate(database).await {
             Ok(Some(server)) => server,
             Ok(None) => {
                 (self.log)(&format!("Connection from {peer}: no server holds database '{database}'."));
-                return Ok(());
+                return Ok(Handed::ended(Outcome::NoDatabase, Some(started.elapsed())));
             }
             Err(e) => {
                 (self.log)(&format!("Connection from {peer}: {e}"));
-                return Ok(());
+                return Ok(Handed::ended(Outcome::Unavailable, Some(started.elapsed())));
             }
         };
-        let mut server =
-            tokio::time::timeout(LOGIN_TIMEOUT, TcpStream::connect(&target.address)).await.map_err(|_| {
-                io::Error::new(io::ErrorKind::TimedOut, format!("server '{}' did not answer", target.name))
-            })??;
+        let mut server = match tokio::time::timeout(LOGIN_TIMEOUT, TcpStream::connect(&target.address)).await {
+            Ok(Ok(server)) => server,
+            outcome => {
+                let why =
+                    outcome.map_or_else(|_| "no answer within the login timeout".to_string(), |e| format!("{e:?}"));
+                (self.log)(&format!(
+                    "Connection from {peer}: server '{}' at {} (database '{database}') is unreachable: {why}",
+                    target.name, target.address
+                ));
+                return Ok(Handed::ended(Outcome::Unavailable, Some(started.elapsed())));
+            }
+        };
         let _ = server.set_nodelay(true);
         tokio::io::AsyncWriteExt::write_all(&mut server, &hello).await?;
-        splice(&mut tcp, &mut server).await
+        Ok(Handed {
+            outcome: Outcome::PassedThrough,
+            took: Some(started.elapsed()),
+            link: Some((Box::new(tcp), server)),
+        })
     }
 }
 

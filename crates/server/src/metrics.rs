@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use tessera_io::stats::{Histogram, HistogramSnapshot};
 
-pub use http::serve;
+pub use http::{serve, serve_pages, Page, TEXT};
 
 use crate::packet::kind;
 

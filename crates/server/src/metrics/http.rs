@@ -3,7 +3,8 @@
 //! it in Prometheus' text format; `GET /api/summary` answers it as JSON for the dashboard,
 //! `GET /` the dashboard's page. `HEAD` is `GET` without the body; another method gets
 //! 405, another path 404. At most [`MAX_CONNECTIONS`] connections at once (more are closed at
-//! accept), each with [`HEADER_TIMEOUT`] to send its request's head.
+//! accept), each with [`HEADER_TIMEOUT`] to send its request's head. The listener itself
+//! ([`serve_pages`]) serves any set of pages: the gateway's too.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -29,8 +30,26 @@ const MAX_CONNECTIONS: usize = 64;
 /// Time a connection has to send a request's head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serves `listener` until `shutdown` turns true; open connections are then dropped.
-pub async fn serve(listener: TcpListener, state: Arc<ServerState>, mut shutdown: watch::Receiver<bool>) {
+/// Serves the server's pages on `listener` until `shutdown` turns true; open
+/// connections are then dropped.
+pub async fn serve(listener: TcpListener, state: Arc<ServerState>, shutdown: watch::Receiver<bool>) {
+    serve_pages(listener, shutdown, move |path| {
+        let state = state.clone();
+        async move { page(state, &path).await }
+    })
+    .await
+}
+
+/// What a GET of a path answers: its status, content type and body.
+pub type Page = (StatusCode, &'static str, String);
+
+/// Serves `listener` until `shutdown` turns true, each GET or HEAD answered by `page`
+/// (given the request's path); another method gets 405.
+pub async fn serve_pages<F, Fut>(listener: TcpListener, mut shutdown: watch::Receiver<bool>, page: F)
+where
+    F: Fn(String) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Page> + Send + 'static,
+{
     let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -47,9 +66,9 @@ pub async fn serve(listener: TcpListener, state: Arc<ServerState>, mut shutdown:
                     continue;
                 };
                 let Ok(permit) = permits.clone().try_acquire_owned() else { continue };
-                let state = state.clone();
+                let page = page.clone();
                 connections.spawn(async move {
-                    let service = service_fn(move |request| respond(state.clone(), request));
+                    let service = service_fn(move |request| respond(page.clone(), request));
                     let _ = http1::Builder::new()
                         .timer(TokioTimer::new())
                         .header_read_timeout(HEADER_TIMEOUT)
@@ -71,22 +90,34 @@ fn reply(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>)
     response
 }
 
-async fn respond(state: Arc<ServerState>, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    const TEXT: &str = "text/plain; charset=utf-8";
+/// Plain text, for answers that are not a page's own.
+pub const TEXT: &str = "text/plain; charset=utf-8";
+
+async fn respond<F, Fut>(page: F, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Page>,
+{
     if !matches!(*request.method(), Method::GET | Method::HEAD) {
         let mut r = reply(StatusCode::METHOD_NOT_ALLOWED, TEXT, "GET or HEAD\n");
         r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return Ok(r);
     }
+    let (status, content_type, body) = page(request.uri().path().to_string()).await;
+    Ok(reply(status, content_type, body))
+}
+
+/// The server's pages.
+async fn page(state: Arc<ServerState>, path: &str) -> Page {
     // What a path answers, gathered on a blocking thread.
-    let (content_type, gather): (&'static str, fn(Snapshot) -> String) = match request.uri().path() {
-        "/" => return Ok(reply(StatusCode::OK, "text/html; charset=utf-8", dashboard::PAGE)),
+    let (content_type, gather): (&'static str, fn(Snapshot) -> String) = match path {
+        "/" => return (StatusCode::OK, "text/html; charset=utf-8", dashboard::PAGE.to_string()),
         "/metrics" => (prometheus_client::encoding::prometheus_text::CONTENT_TYPE, Snapshot::encode),
         "/api/summary" => ("application/json", |s| dashboard::summary(&s)),
-        _ => return Ok(reply(StatusCode::NOT_FOUND, TEXT, "not found: try /metrics\n")),
+        _ => return (StatusCode::NOT_FOUND, TEXT, "not found: try /metrics\n".to_string()),
     };
-    Ok(match tokio::task::spawn_blocking(move || gather(Snapshot::take(&state))).await {
-        Ok(body) => reply(StatusCode::OK, content_type, body),
-        Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, TEXT, format!("gathering the figures failed: {e}\n")),
-    })
+    match tokio::task::spawn_blocking(move || gather(Snapshot::take(&state))).await {
+        Ok(body) => (StatusCode::OK, content_type, body),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, TEXT, format!("gathering the figures failed: {e}\n")),
+    }
 }

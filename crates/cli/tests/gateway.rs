@@ -80,9 +80,14 @@ fn serve(etcd: &str, name: &str) -> Server {
 }
 
 fn serve_with(etcd: &str, name: &str, extra: &[String]) -> Server {
-    let mut args = vec!["--etcd".to_string(), etcd.to_string(), "--server-name".to_string(), name.to_string()];
+    let mut args = serve_args(etcd, name);
     args.extend_from_slice(extra);
     start_with(&args)
+}
+
+/// `tessera serve`'s flags for a server named `name` in the directory at `etcd`.
+fn serve_args(etcd: &str, name: &str) -> Vec<String> {
+    vec!["--etcd".to_string(), etcd.to_string(), "--server-name".to_string(), name.to_string()]
 }
 
 /// `tessera sql` through the gateway at `port`, in `database`: (succeeded, all output).
@@ -206,12 +211,18 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
     assert_eq!(through(port1, "t1", "select v from dbo.a").1.trim(), "1");
 
     // A killed server: its tenants' logins fail cleanly (40613 while the directory still
-    // names it, 4060 once its lease has gone), the other server's go on.
-    drop(s2);
+    // names it, 4060 once its lease has gone), the other server's go on; back on its
+    // data directory (at a new port), it publishes itself again and its tenants are
+    // routed to it with their data.
+    let mut s2 = s2;
+    s2.kill();
     let (ok, text) = through(port1, "t2", "select 1");
     assert!(!ok);
     assert!(text.contains("not currently available") || text.contains("Cannot open database"), "{text}");
     assert_eq!(through(port1, "t1", "select v from dbo.a").1.trim(), "1");
+    let s2 = s2.restart_with(&serve_args(&etcd, "s2"));
+    assert_eq!(eventually(port1, "t2", "select v from dbo.a").trim(), "2");
+    drop(s2);
 
     // A killed gateway: the other serves on.
     drop(gateway1);

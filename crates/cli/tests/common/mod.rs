@@ -31,27 +31,34 @@ impl Drop for Server {
 /// the ERRORLOG line on stderr ("Server is listening on [ 127.0.0.1 <ipv4> N]."), so tests
 /// running at once can never race for a port; the rest of stderr is passed through.
 pub fn start() -> Server {
-    start_in(tempfile::tempdir().unwrap())
+    start_in_with(tempfile::tempdir().unwrap(), &[])
 }
 
 impl Server {
     /// Kills the server (SIGKILL: no shutdown, no checkpoint) and starts it again on the
     /// same data directory.
-    pub fn kill_and_restart(mut self) -> Server {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+    pub fn kill_and_restart(self) -> Server {
+        self.restart_with(&[])
+    }
+
+    /// Kills the server (SIGKILL), its data directory kept for [`Server::restart_with`].
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kills the server if it runs, and starts it again on the same data directory with
+    /// `extra` flags.
+    pub fn restart_with(mut self, extra: &[String]) -> Server {
+        self.kill();
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        start_in(dir)
+        start_in_with(dir, extra)
     }
 }
 
 /// [`start`] with more flags for `tessera serve`.
 pub fn start_with(extra: &[String]) -> Server {
     start_in_with(tempfile::tempdir().unwrap(), extra)
-}
-
-fn start_in(dir: tempfile::TempDir) -> Server {
-    start_in_with(dir, &[])
 }
 
 fn start_in_with(dir: tempfile::TempDir, extra: &[String]) -> Server {

@@ -10,7 +10,9 @@
 //!   with `--help` after it, which clap honours only once every argument before it
 //!   parsed: an unknown flag or a bad value exits 2);
 //! - the names those command lines use are the manifests' own: `--etcd` a Service with
-//!   that port, `--advertise` a pod of the headless Service named after it.
+//!   that port, `--advertise` a pod of the headless Service named after it, `--through` a
+//!   ReadWriteMany claim mounted there in that container and at the same path in every
+//!   server's.
 //!
 //! The manifests are read as JSON through Python's yaml module (kubernetes-validate's own
 //! dependency), so the test needs no YAML crate.
@@ -146,6 +148,29 @@ struct CommandLine {
     service_name: Option<String>,
     /// The arguments after `tessera`, `$(VAR)` replaced.
     argv: Vec<String>,
+    /// The container's mounts of PersistentVolumeClaims: mount path → claim name.
+    claims: BTreeMap<String, String>,
+}
+
+/// The container's mounts of the pod's `persistentVolumeClaim` volumes: path → claim.
+fn claim_mounts(container: &Value, pod: &Value) -> BTreeMap<String, String> {
+    let claim_of = |volume: &str| {
+        pod["volumes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["name"] == volume)
+            .and_then(|v| v["persistentVolumeClaim"]["claimName"].as_str().map(str::to_string))
+    };
+    container["volumeMounts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let path = m["mountPath"].as_str()?.to_string();
+            claim_of(m["name"].as_str()?).map(|claim| (path, claim))
+        })
+        .collect()
 }
 
 /// Every container in the manifests that runs tessera.
@@ -178,7 +203,8 @@ fn tessera_command_lines() -> Vec<CommandLine> {
             for a in &argv {
                 assert!(!a.contains("$("), "{at}: {a:?} names a variable the container does not define");
             }
-            lines.push(CommandLine { at, service_name: service_name.clone(), argv });
+            let claims = claim_mounts(&c, &doc["spec"]["template"]["spec"]);
+            lines.push(CommandLine { at, service_name: service_name.clone(), argv, claims });
         }
     }
     lines
@@ -252,7 +278,7 @@ fn the_command_lines_name_the_manifests_services() {
         (host.to_string(), port.parse().unwrap_or_else(|_| panic!("{v}: not a port")))
     };
     let mut servers = 0;
-    for CommandLine { at, service_name, argv } in tessera_command_lines() {
+    for CommandLine { at, service_name, argv, .. } in tessera_command_lines() {
         if argv[0] == "serve" {
             servers += 1;
             assert!(value_of(&argv, "--etcd").is_some(), "{at}: a server that does not publish itself in etcd");
@@ -277,4 +303,43 @@ fn the_command_lines_name_the_manifests_services() {
         }
     }
     assert!(servers > 0, "no tessera serve in the manifests");
+}
+
+#[test]
+fn the_moves_go_through_one_shared_volume_that_every_server_mounts_there() {
+    // Each claim's access modes.
+    let claims: BTreeMap<String, Vec<Value>> = all_documents()
+        .into_iter()
+        .filter(|(_, d)| d["kind"] == "PersistentVolumeClaim")
+        .map(|(_, d)| {
+            let modes = d["spec"]["accessModes"].as_array().cloned().unwrap_or_default();
+            (d["metadata"]["name"].as_str().unwrap().to_string(), modes)
+        })
+        .collect();
+    let lines = tessera_command_lines();
+    let mut movers = 0;
+    for CommandLine { at, argv, claims: mounted, .. } in &lines {
+        let Some(i) = argv.iter().position(|a| a == "--through") else { continue };
+        movers += 1;
+        let through = &argv[i + 1];
+        let claim = mounted
+            .get(through)
+            .unwrap_or_else(|| panic!("{at}: --through {through} is not a PersistentVolumeClaim mounted there"));
+        let modes =
+            claims.get(claim).unwrap_or_else(|| panic!("{at}: no PersistentVolumeClaim {claim} in the manifests"));
+        assert!(
+            modes.iter().any(|m| m == "ReadWriteMany"),
+            "{at}: {claim} is not ReadWriteMany, so not every server can mount it: {modes:?}"
+        );
+        // The servers back up into it and restore from it at the path the mover names.
+        for server in lines.iter().filter(|l| l.argv[0] == "serve") {
+            assert_eq!(
+                server.claims.get(through),
+                Some(claim),
+                "{}: does not mount {claim} at {through}, where {at} moves tenants through",
+                server.at
+            );
+        }
+    }
+    assert!(movers > 0, "no tessera rebalance (or move) with --through in the manifests");
 }

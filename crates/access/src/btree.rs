@@ -121,7 +121,7 @@ fn read(space: &Space, no: PageNo) -> Result<PageReadGuard> {
 
 pub(crate) fn damaged(space: &Space, no: PageNo, what: &str) -> Error {
     Error::Corrupt {
-        database: space.name.clone(),
+        database: space.name().to_string(),
         path: tessera_buffer::PageStore::path(&*space.store).to_path_buf(),
         page: no.raw(),
         detail: format!("B-tree page is inconsistent: {what}"),

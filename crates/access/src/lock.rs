@@ -41,6 +41,7 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -234,9 +235,16 @@ impl Entry {
 }
 
 /// The lock table's shards (by a resource's hash): 16 keep a database's many connections
-/// apart on the machines tessera runs on, at 40 bytes each in every open database.
+/// apart on the machines tessera runs on, at 40 bytes each in every open database that
+/// has taken a lock in the table (they are made by its first such lock).
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
+
+/// The shard that holds `r`'s entry: the top bits of its mixed hash.
+fn shard_of(r: &Resource) -> usize {
+    (r.mix() >> (64 - SHARD_BITS)) as usize
+}
+
 /// How long a request may wait, and what else ends the wait.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Wait<'a> {
@@ -309,7 +317,9 @@ pub const MAX_LOCKS_PER_TXN: usize = 5_000_000;
 pub struct LockManager {
     /// The database whose locks these are (named in waits' resources).
     database: u32,
-    shards: Vec<Mutex<Table>>,
+    /// Made by the first request that needs the table: a database that is only opened
+    /// and read (fast Sch-S holds, reads that need no key lock) never pays for them.
+    shards: OnceLock<Box<[Mutex<Table>; SHARDS]>>,
     waits_for: Mutex<HashMap<TxnId, Vec<TxnId>>>,
     schema: SchemaStripes,
 }
@@ -362,7 +372,7 @@ impl LockManager {
     pub fn for_database(database: u32) -> LockManager {
         LockManager {
             database,
-            shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
+            shards: OnceLock::new(),
             waits_for: Mutex::new(HashMap::new()),
             schema: SchemaStripes::default(),
         }
@@ -385,7 +395,7 @@ impl LockManager {
     /// are not in the table and not listed).
     pub fn requests(&self) -> Vec<LockRequest> {
         let mut out = Vec::new();
-        for shard in &self.shards {
+        for shard in self.made_shards() {
             let map = shard.lock();
             for (&resource, entry) in map.iter() {
                 for h in &entry.holders {
@@ -515,8 +525,37 @@ impl LockManager {
 }
 
 impl LockManager {
+    /// The shard of `r`, made with the others if none is yet (for a request).
     fn shard(&self, r: &Resource) -> &Mutex<Table> {
-        &self.shards[(r.mix() >> (64 - SHARD_BITS)) as usize]
+        let shards = self.shards.get_or_init(|| Box::new(std::array::from_fn(|_| Mutex::new(Table::default()))));
+        &shards[shard_of(r)]
+    }
+
+    /// The shard of `r` if the shards are made (none made: nothing is locked).
+    fn made_shard(&self, r: &Resource) -> Option<&Mutex<Table>> {
+        self.shards.get().map(|shards| &shards[shard_of(r)])
+    }
+
+    /// The shards, if any request has made them yet (walkers need not make them).
+    fn made_shards(&self) -> &[Mutex<Table>] {
+        self.shards.get().map_or(&[], |shards| &shards[..])
+    }
+
+    /// Gives back the memory of the tables that hold no lock now (their maps keep the
+    /// capacity of their busiest moment): for a database gone idle. A map with entries
+    /// is left as it is.
+    pub fn release_idle_memory(&self) {
+        for shard in self.made_shards() {
+            let mut map = shard.lock();
+            if map.is_empty() {
+                map.shrink_to_fit();
+                assert_eq!(map.capacity(), 0, "an empty lock table shard keeps its memory");
+            }
+        }
+        let mut graph = self.waits_for.lock();
+        if graph.is_empty() {
+            graph.shrink_to_fit();
+        }
     }
 
     /// Acquires `mode` on `r` for `txn`, waiting for conflicting holders. Returns true if
@@ -663,7 +702,8 @@ impl LockManager {
     /// Releases every lock in `held` for `txn`.
     pub fn release_all(&self, txn: TxnId, held: &[Resource]) {
         for r in held {
-            let mut map = self.shard(r).lock();
+            let Some(shard) = self.made_shard(r) else { continue };
+            let mut map = shard.lock();
             if let Some(entry) = map.get_mut(r) {
                 if let Some(i) = entry.holders.iter().position(|h| h.txn == txn) {
                     let held = entry.holders.swap_remove(i);
@@ -683,14 +723,14 @@ impl LockManager {
 
     /// The mode `txn` holds on `r`, if any.
     pub fn held(&self, txn: TxnId, r: Resource) -> Option<LockMode> {
-        let map = self.shard(&r).lock();
+        let map = self.made_shard(&r)?.lock();
         map.get(&r).and_then(|e| e.holders.iter().find(|h| h.txn == txn).map(|h| h.mode))
     }
 
     /// Releases `txn`'s lock on `r` unless `keep` says otherwise of the mode it holds;
     /// returns the mode it held when the lock is kept.
     pub fn release_unless(&self, txn: TxnId, r: Resource, keep: impl Fn(LockMode) -> bool) -> Option<LockMode> {
-        let mut map = self.shard(&r).lock();
+        let mut map = self.made_shard(&r)?.lock();
         let entry = map.get_mut(&r)?;
         let i = entry.holders.iter().position(|h| h.txn == txn)?;
         let mode = entry.holders[i].mode;
@@ -714,13 +754,14 @@ impl LockManager {
 
     /// True if a transaction other than `txn` holds a lock on `r` that conflicts with `mode`.
     pub fn conflicts(&self, txn: TxnId, r: Resource, mode: LockMode) -> bool {
-        let map = self.shard(&r).lock();
+        let Some(shard) = self.made_shard(&r) else { return false };
+        let map = shard.lock();
         map.get(&r).is_some_and(|e| e.holders.iter().any(|h| h.txn != txn && !h.mode.compatible(mode)))
     }
 
     /// Number of resources with at least one holder (for tests and DMVs).
     pub fn locked_resources(&self) -> usize {
-        self.shards.iter().map(|m| m.lock().len()).sum()
+        self.made_shards().iter().map(|m| m.lock().len()).sum()
     }
 }
 
@@ -760,6 +801,35 @@ mod tests {
         assert!(!Update.compatible(IntentExclusive));
         assert_eq!(Shared.combine(Update), Update);
         assert_eq!(Update.combine(Exclusive), Exclusive);
+    }
+
+    #[test]
+    fn the_table_is_made_by_its_first_lock_and_gives_its_memory_back_when_empty() {
+        let lm = LockManager::default();
+        let (t1, t2) = (TxnId::from_raw(1), TxnId::from_raw(2));
+        let keys: Vec<Resource> = (0..64u32).map(|i| Resource::key(1, &i.to_le_bytes())).collect();
+        // Asking what is held makes nothing.
+        assert!(!lm.conflicts(t1, keys[0], LockMode::Shared) && lm.held(t1, keys[0]).is_none());
+        lm.release_all(t1, &keys);
+        assert!(lm.shards.get().is_none() && lm.requests().is_empty());
+        let capacity = |lm: &LockManager| lm.made_shards().iter().map(|s| s.lock().capacity()).sum::<usize>();
+        for &r in &keys {
+            assert!(lm.lock(t1, r, LockMode::Exclusive, Wait::FOREVER).unwrap());
+        }
+        assert!(lm.lock(t2, Resource::Table(2), LockMode::IntentShared, Wait::FOREVER).unwrap());
+        lm.release_all(t1, &keys);
+        // A shard holding a lock keeps its map; the empty ones give theirs back.
+        lm.release_idle_memory();
+        assert_eq!(lm.locked_resources(), 1);
+        assert!(capacity(&lm) > 0);
+        lm.release_all(t2, &[Resource::Table(2)]);
+        lm.release_idle_memory();
+        assert_eq!(capacity(&lm), 0);
+        // And the table works on as before.
+        assert!(lm.lock(t1, keys[0], LockMode::Exclusive, Wait::FOREVER).unwrap());
+        assert!(lm.conflicts(t2, keys[0], LockMode::Shared));
+        lm.release_all(t1, &keys[..1]);
+        assert_eq!(lm.locked_resources(), 0);
     }
 
     #[test]

@@ -119,7 +119,7 @@ fn get_versioned<R>(
 fn check_update_conflict(space: &Space, txn: &Txn, meta: &TreeMeta, key: &[u8]) -> Result<()> {
     match txn.snapshot() {
         Some(s) if !s.statement && meta.versions.changed_since(key, txn.id, s.csn) => {
-            Err(Error::UpdateConflict { database: space.name.clone(), table: format!("tree {}", meta.root) })
+            Err(Error::UpdateConflict { database: space.name().to_string(), table: format!("tree {}", meta.root) })
         }
         _ => Ok(()),
     }

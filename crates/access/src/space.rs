@@ -98,7 +98,7 @@ struct DataLimits {
 /// The data file behind the buffer pool.
 pub struct DataStore {
     file: DataFile,
-    database: String,
+    /// Its log, which also names the database.
     wal: Arc<Wal>,
     /// Pages the file holds; pages at or beyond it read as zeros (never written).
     pages: AtomicU32,
@@ -131,7 +131,7 @@ impl DataStore {
         if pages <= have {
             return Ok(());
         }
-        let full = || Error::DataFull { database: self.database.clone() };
+        let full = || Error::DataFull { database: self.wal.database().to_string() };
         let page = PAGE_SIZE as u64;
         let (size, need) = (u64::from(have) * page, u64::from(pages) * page);
         let stepped = {
@@ -166,7 +166,7 @@ impl DataStore {
         }
         self.file.allocate(u64::from(pages) * PAGE_SIZE as u64).map_err(|e| {
             if e.is_disk_full() {
-                Error::DataFull { database: self.database.clone() }
+                Error::DataFull { database: self.wal.database().to_string() }
             } else {
                 e
             }
@@ -218,7 +218,7 @@ impl PageStore for DataStore {
     }
 
     fn database_name(&self) -> &str {
-        &self.database
+        self.wal.database()
     }
 
     fn path(&self) -> &Path {
@@ -249,7 +249,6 @@ impl Hasher for PageNoHasher {
 /// One database's storage: data file, log, allocation, tree latches, locks and the
 /// table of active transactions.
 pub struct Space {
-    pub name: String,
     pub pool: Arc<BufferPool>,
     pub file: FileId,
     pub store: Arc<DataStore>,
@@ -298,19 +297,18 @@ pub enum HeaderFault {
 }
 
 impl Space {
+    /// The database's name (its log keeps it).
+    pub fn name(&self) -> &str {
+        self.wal.database()
+    }
+
     // The file and its trees.
 
     /// Creates the data file, `config.initial_size` bytes, and formats page 0, the first
     /// allocation map and the boot tree (the catalog root) through the log.
-    pub fn create(
-        name: &str,
-        path: &Path,
-        pool: Arc<BufferPool>,
-        wal: Arc<Wal>,
-        config: &DataConfig,
-    ) -> Result<Arc<Space>> {
+    pub fn create(path: &Path, pool: Arc<BufferPool>, wal: Arc<Wal>, config: &DataConfig) -> Result<Arc<Space>> {
         let file = DataFile::open(path, OpenMode::CreateNew, false)?;
-        let space = Space::assemble(name, file, pool, wal, config);
+        let space = Space::assemble(file, pool, wal, config);
         let pages = config.initial_size.div_ceil(PAGE_SIZE as u64).clamp(3, u64::from(u32::MAX)) as u32;
         space.store.extend_to(pages)?;
         let mut mtr = Mtr::claiming(&space, Claim::pages(3, 3))?;
@@ -342,23 +340,16 @@ impl Space {
 
     /// Opens an existing data file (recovery is the caller's next step); it grows as
     /// `config` says (its initial size is not used).
-    pub fn open(
-        name: &str,
-        path: &Path,
-        pool: Arc<BufferPool>,
-        wal: Arc<Wal>,
-        config: &DataConfig,
-    ) -> Result<Arc<Space>> {
+    pub fn open(path: &Path, pool: Arc<BufferPool>, wal: Arc<Wal>, config: &DataConfig) -> Result<Arc<Space>> {
         let file = DataFile::open(path, OpenMode::Existing, false)?;
-        let space = Space::assemble(name, file, pool, wal, config);
+        let space = Space::assemble(file, pool, wal, config);
         Ok(Arc::new(space))
     }
 
-    fn assemble(name: &str, file: DataFile, pool: Arc<BufferPool>, wal: Arc<Wal>, config: &DataConfig) -> Space {
+    fn assemble(file: DataFile, pool: Arc<BufferPool>, wal: Arc<Wal>, config: &DataConfig) -> Space {
         let pages = (file.len().unwrap_or(0) / PAGE_SIZE as u64) as u32;
         let store = Arc::new(DataStore {
             file: file.measured(tessera_io::stats::FileKind::Data),
-            database: name.to_string(),
             wal: wal.clone(),
             pages: AtomicU32::new(pages),
             limits: Mutex::new(DataLimits {
@@ -373,7 +364,6 @@ impl Space {
         let file = pool.register(store.clone());
         let opened_at = wal.end_lsn();
         Space {
-            name: name.to_string(),
             pool,
             file,
             store,
@@ -415,7 +405,7 @@ impl Space {
             let version = u32::from_le_bytes(f[8..12].try_into().expect("4 bytes"));
             if &f[0..8] != MAGIC || !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
                 return Err(Error::Corrupt {
-                    database: self.name.clone(),
+                    database: self.name().to_string(),
                     path: self.store.path().to_path_buf(),
                     page: 0,
                     detail: "the file is not a tessera data file of a supported version".into(),
@@ -673,6 +663,18 @@ impl Space {
             k += 1;
         }
         Ok(())
+    }
+
+    /// Gives back what the lock table, the active-transaction table and the promised
+    /// frames kept from their busiest moment, where they hold nothing now: for a
+    /// database gone idle (anything still held stays, and use grows them again).
+    pub fn release_idle_memory(&self) {
+        self.locks.release_idle_memory();
+        self.txns.release_idle_memory();
+        let mut big = self.big_frames.lock();
+        if big.is_empty() {
+            big.shrink_to_fit();
+        }
     }
 
     // Checkpoint and recovery.

@@ -106,6 +106,15 @@ impl TxnTable {
         }
     }
 
+    /// Gives back the memory of the active table when no transaction is in it (its map
+    /// keeps the capacity of its busiest moment): for a database gone idle.
+    pub(crate) fn release_idle_memory(&self) {
+        let mut active = self.active.lock();
+        if active.is_empty() {
+            active.shrink_to_fit();
+        }
+    }
+
     /// Active transactions (first and last LSN) and the next transaction id.
     pub fn snapshot(&self) -> (Vec<ActiveTxn>, TxnId) {
         let active = self.active.lock();

@@ -19,7 +19,7 @@ fn readers_stay_out_of_the_active_table_and_writers_survive_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
     let (data, log) = (dir.path().join("d.mdf"), dir.path().join("d.ldf"));
     let wal = Wal::create(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::create("d", &data, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::create(&data, pool(), wal, &DataConfig::default()).unwrap();
     let mut setup = space.begin(Durability::Full);
     let root = space.create_tree(&mut setup).unwrap();
     space.insert(&mut setup, root, b"kept", b"committed").unwrap();
@@ -55,7 +55,7 @@ fn readers_stay_out_of_the_active_table_and_writers_survive_checkpoints() {
     drop(space);
 
     let (wal, master) = Wal::open(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::open("d", &data, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::open(&data, pool(), wal, &DataConfig::default()).unwrap();
     let outcome = space.recover(master, &|_| false).unwrap();
     assert_eq!(outcome.losers, 2);
     let txn = space.begin(Durability::Full);

@@ -36,14 +36,14 @@ fn rows(n: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 fn open(dir: &Path) -> Arc<Space> {
     let (wal, master) = Wal::open(&dir.join("b.ldf"), "b", LogConfig::default()).unwrap();
-    let space = Space::open("b", &dir.join("b.mdf"), pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::open(&dir.join("b.mdf"), pool(), wal, &DataConfig::default()).unwrap();
     space.recover(master, &|_| false).unwrap();
     space
 }
 
 fn create(dir: &Path) -> (Arc<Space>, u32) {
     let wal = Wal::create(&dir.join("b.ldf"), "b", LogConfig::default()).unwrap();
-    let space = Space::create("b", &dir.join("b.mdf"), pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::create(&dir.join("b.mdf"), pool(), wal, &DataConfig::default()).unwrap();
     let mut txn = space.begin(Durability::Full);
     let root = space.create_tree(&mut txn).unwrap();
     space.commit(txn).unwrap();

@@ -19,7 +19,7 @@ fn rolled_back_and_crashed_tree_creations_free_their_pages() {
     let dir = tempfile::tempdir().unwrap();
     let (data, log) = (dir.path().join("d.mdf"), dir.path().join("d.ldf"));
     let wal = Wal::create(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::create("d", &data, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::create(&data, pool(), wal, &DataConfig::default()).unwrap();
     space.checkpoint().unwrap();
     let before = space.allocated_pages().unwrap();
 
@@ -45,7 +45,7 @@ fn rolled_back_and_crashed_tree_creations_free_their_pages() {
     let pool2 = pool();
     drop(space);
     let (wal, master) = Wal::open(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::open("d", &data, pool2, wal, &DataConfig::default()).unwrap();
+    let space = Space::open(&data, pool2, wal, &DataConfig::default()).unwrap();
     let outcome = space.recover(master, &|_| false).unwrap();
     assert_eq!(outcome.losers, 1);
     assert_eq!(space.allocated_pages().unwrap(), before, "the crashed creation left no pages behind");
@@ -63,7 +63,7 @@ fn a_drop_run_again_leaves_a_new_tree_on_the_dropped_root_page_alone() {
     let dir = tempfile::tempdir().unwrap();
     let (data, log) = (dir.path().join("d.mdf"), dir.path().join("d.ldf"));
     let wal = Wal::create(&log, "d", LogConfig::default()).unwrap();
-    let space = Space::create("d", &data, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::create(&data, pool(), wal, &DataConfig::default()).unwrap();
     let mut txn = space.begin(Durability::Full);
     let old = space.create_tree(&mut txn).unwrap();
     for i in 0..500u32 {

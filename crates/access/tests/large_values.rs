@@ -24,7 +24,7 @@ fn value(len: usize, seed: u8) -> Vec<u8> {
 
 fn space(dir: &std::path::Path) -> Arc<Space> {
     let wal = Wal::create(&dir.join("d.ldf"), "d", LogConfig::default()).unwrap();
-    Space::create("d", &dir.join("d.mdf"), pool(), wal, &DataConfig::default()).unwrap()
+    Space::create(&dir.join("d.mdf"), pool(), wal, &DataConfig::default()).unwrap()
 }
 
 fn new_tree(space: &Space) -> PageNo {
@@ -151,7 +151,7 @@ fn values_survive_a_restart_and_ids_keep_counting() {
     std::mem::forget(txn);
     drop(space);
     let (wal, master) = Wal::open(&log_path, "d", LogConfig::default()).unwrap();
-    let space = Space::open("d", &data_path, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::open(&data_path, pool(), wal, &DataConfig::default()).unwrap();
     assert_eq!(space.recover(master, &|_| false).unwrap().losers, 1);
     assert_eq!(read_all(&space, tree, kept).unwrap(), data);
     assert_eq!(read_all(&space, tree, lost).unwrap_err().number(), 7105);
@@ -172,7 +172,7 @@ fn values_survive_a_restart_and_ids_keep_counting() {
     std::mem::forget(pin);
     drop(space);
     let (wal, master) = Wal::open(&log_path, "d", LogConfig::default()).unwrap();
-    let space = Space::open("d", &data_path, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::open(&data_path, pool(), wal, &DataConfig::default()).unwrap();
     space.recover(master, &|_| false).unwrap();
     assert_eq!(read_all(&space, tree, kept).unwrap(), data, "still there after the restart");
     assert_eq!(space.lob_sweep().unwrap(), 1);
@@ -327,7 +327,7 @@ fn compactions_left_by_a_crash_are_carried_out_at_the_next_open() {
     std::mem::forget((pin, txn));
     drop(space);
     let (wal, master) = Wal::open(&log_path, "d", LogConfig::default()).unwrap();
-    let space = Space::open("d", &data_path, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::open(&data_path, pool(), wal, &DataConfig::default()).unwrap();
     space.recover(master, &|_| false).unwrap();
     assert_eq!(read_all(&space, tree, v).unwrap().len(), v.len as usize, "the old generation, before the sweep");
     assert_eq!(space.lob_dropped(tree).unwrap(), [lob::FreeEntry { value: p, whole: false }]);

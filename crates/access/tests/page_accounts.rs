@@ -27,7 +27,7 @@ fn an_account_holds_exactly_its_trees_pages_until_they_are_dropped() {
     let pool =
         BufferPool::new(PoolConfig { max_bytes: 64 << 20, background_writer: false, ..PoolConfig::default() }).unwrap();
     let wal = Wal::create(&dir.path().join("t.ldf"), "t", LogConfig::default()).unwrap();
-    let space = Space::create("t", &dir.path().join("t.mdf"), pool, wal, &DataConfig::default()).unwrap();
+    let space = Space::create(&dir.path().join("t.mdf"), pool, wal, &DataConfig::default()).unwrap();
     let account = Arc::new(PageAccount::default());
     let mut setup = space.begin(Durability::Full);
     let (charged, loaded, free) = (

@@ -37,7 +37,7 @@ fn pages_torn_after_a_checkpoint_are_rebuilt_from_logged_images() {
     let dir = tempfile::tempdir().unwrap();
     let (data, log) = (dir.path().join("t.mdf"), dir.path().join("t.ldf"));
     let wal = Wal::create(&log, "t", LogConfig::default()).unwrap();
-    let space = Space::create("t", &data, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::create(&data, pool(), wal, &DataConfig::default()).unwrap();
 
     let mut txn = space.begin(Durability::Full);
     let root = space.create_tree(&mut txn).unwrap();
@@ -88,7 +88,7 @@ fn pages_torn_after_a_checkpoint_are_rebuilt_from_logged_images() {
     assert!(torn >= 10, "the test tore only {torn} pages");
 
     let (wal, master) = Wal::open(&log, "t", LogConfig::default()).unwrap();
-    let space = Space::open("t", &data, pool(), wal, &DataConfig::default()).unwrap();
+    let space = Space::open(&data, pool(), wal, &DataConfig::default()).unwrap();
     space.recover(master, &|_| false).unwrap();
     space.verify_header().unwrap();
     btree::check(&space, BOOT_ROOT).unwrap();

@@ -21,7 +21,7 @@ fn space(dir: &std::path::Path) -> Arc<Space> {
     let pool =
         BufferPool::new(PoolConfig { max_bytes: 16 << 20, background_writer: false, ..PoolConfig::default() }).unwrap();
     let wal = Wal::create(&dir.join("d.ldf"), "d", LogConfig::default()).unwrap();
-    let space = Space::create("d", &dir.join("d.mdf"), pool, wal, &DataConfig::default()).unwrap();
+    let space = Space::create(&dir.join("d.mdf"), pool, wal, &DataConfig::default()).unwrap();
     space.start_versioning(None).unwrap();
     space
 }

@@ -13,7 +13,7 @@ use tessera_access::row::OffRow;
 use tessera_access::space::{DataConfig, HeaderFault, Space, BOOT_ROOT, FORMAT_VERSION};
 use tessera_access::{Direction, Durability, OnLocked};
 use tessera_buffer::page::{PageNo, PAGE_SIZE};
-use tessera_buffer::BufferPool;
+use tessera_buffer::{BufferPool, PageStore};
 use tessera_errors::msg;
 use tessera_errors::{Error, Result};
 use tessera_log::recovery::RecoveryOutcome;
@@ -314,10 +314,8 @@ pub(crate) struct Host<'a> {
 }
 
 pub struct Database {
-    name: String,
     id: u32,
-    data_path: std::path::PathBuf,
-    log_path: std::path::PathBuf,
+    /// Its storage, which also keeps its name and its files' paths.
     pub(crate) space: Arc<Space>,
     options: Mutex<DatabaseOptions>,
     /// `READ_COMMITTED_SNAPSHOT` as the options say (read without their mutex: every
@@ -336,6 +334,10 @@ pub struct Database {
     opened_at: Instant,
     opened_coarse: std::time::Duration,
     last_used_ns: AtomicU64,
+    /// One past `last_used_ns` when the memory its tables kept from their busiest moment
+    /// was last given back (0: not since it opened): once per idle spell, see
+    /// [`Database::release_idle_memory`].
+    released_after_ns: AtomicU64,
     pub(crate) checkpointed_at: AtomicU64,
     recovery: Option<RecoveryOutcome>,
     chain: Mutex<BackupChain>,
@@ -367,7 +369,7 @@ impl Database {
         }
         let wal = Wal::create(&entry.log_path, &entry.name, log)?;
         let data_existed = entry.data_path.exists();
-        let space = match Space::create(&entry.name, &entry.data_path, pool, wal, &data) {
+        let space = match Space::create(&entry.data_path, pool, wal, &data) {
             Ok(s) => s,
             Err(e) => {
                 // A data file made before the failure (its allocation failed) goes too.
@@ -410,7 +412,7 @@ impl Database {
         if data_family != 0 && log_family != 0 && data_family != log_family {
             return Err(msg::FILES_DO_NOT_MATCH_PRIMARY.engine(&[]));
         }
-        let space = Space::open(&entry.name, &entry.data_path, pool, wal, &data)?;
+        let space = Space::open(&entry.data_path, pool, wal, &data)?;
         let outcome = space.recover(master, &|id| decisions.decided_to_commit(id))?;
         space.verify_header()?;
         let mut db = Database::assemble(entry, space, decisions);
@@ -453,10 +455,7 @@ impl Database {
     fn assemble(entry: &Entry, space: Arc<Space>, decisions: &Arc<Decisions>) -> Database {
         Database {
             decisions: decisions.clone(),
-            name: entry.name.clone(),
             id: entry.id,
-            data_path: entry.data_path.clone(),
-            log_path: entry.log_path.clone(),
             space,
             options: Mutex::new(entry.options.clone()),
             read_committed_snapshot: AtomicBool::new(entry.options.read_committed_snapshot),
@@ -466,6 +465,7 @@ impl Database {
             opened_at: Instant::now(),
             opened_coarse: tessera_io::clock::coarse_monotonic(),
             last_used_ns: AtomicU64::new(0),
+            released_after_ns: AtomicU64::new(0),
             checkpointed_at: AtomicU64::new(0),
             differential_base: Mutex::new(None),
             recovery: None,
@@ -494,7 +494,7 @@ impl Database {
                     let name = String::from_utf8_lossy(&k[1..]).into_owned();
                     tables.insert(name, TableId(PageNo::from_raw(u32::from_le_bytes(v[..4].try_into().unwrap()))));
                 }
-                Ok(_) => result = Err(Error::Invalid(format!("damaged catalog entry in database '{}'", self.name))),
+                Ok(_) => result = Err(Error::Invalid(format!("damaged catalog entry in database '{}'", self.name()))),
                 Err(e) => result = Err(e),
             }
         }
@@ -539,7 +539,7 @@ impl Database {
     }
 
     pub fn name(&self) -> &str {
-        &self.name
+        self.space.name()
     }
 
     pub fn id(&self) -> u32 {
@@ -548,7 +548,7 @@ impl Database {
 
     /// The data file and the log file.
     pub fn file_paths(&self) -> (std::path::PathBuf, std::path::PathBuf) {
-        (self.data_path.clone(), self.log_path.clone())
+        (self.space.store.path().to_path_buf(), self.space.wal.path().to_path_buf())
     }
 
     /// What crash recovery did when this database was opened (None if it was created).
@@ -766,7 +766,7 @@ impl Database {
     /// (a tail-log backup WITH NORECOVERY): no session begins a transaction in it.
     pub fn admits_users(&self) -> Result<()> {
         if self.exclusive.load(Ordering::Acquire) {
-            return Err(msg::DATABASE_RESTORING.engine(&[&self.name]));
+            return Err(msg::DATABASE_RESTORING.engine(&[&self.name()]));
         }
         Ok(())
     }
@@ -835,6 +835,24 @@ impl Database {
     pub(crate) fn idle_for(&self) -> std::time::Duration {
         let last = std::time::Duration::from_nanos(self.last_used_ns.load(Ordering::Relaxed));
         self.since_open().saturating_sub(last)
+    }
+
+    /// Gives back the memory its lock and transaction tables kept from their busiest
+    /// moment, once it has been idle for `after` and once per idle spell (a use since the
+    /// last release starts another).
+    pub(crate) fn release_idle_memory(&self, after: std::time::Duration) {
+        // Read first (Acquire, against the Release below): the use read next is then at
+        // least the one the last release was made after.
+        let released = self.released_after_ns.load(Ordering::Acquire);
+        let used = self.last_used_ns.load(Ordering::Relaxed);
+        assert!(released <= used + 1, "memory released after a use that has not happened yet");
+        if released == used + 1 || self.idle_for() < after {
+            return;
+        }
+        self.space.release_idle_memory();
+        // A use meanwhile moved `last_used_ns` on: the next round releases again. (Two
+        // rounds at once may both release; the mark never goes back.)
+        self.released_after_ns.fetch_max(used + 1, Ordering::Release);
     }
 
     fn since_open(&self) -> std::time::Duration {
@@ -1103,7 +1121,7 @@ impl Database {
 
     fn inconsistent(&self, detail: String) -> Error {
         Error::Corrupt {
-            database: self.name.clone(),
+            database: self.name().to_string(),
             path: tessera_buffer::PageStore::path(&*self.space.store).to_path_buf(),
             page: 0,
             detail,
@@ -1113,6 +1131,6 @@ impl Database {
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database").field("name", &self.name).field("id", &self.id).finish()
+        f.debug_struct("Database").field("name", &self.name()).field("id", &self.id).finish()
     }
 }

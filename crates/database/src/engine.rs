@@ -155,6 +155,11 @@ pub enum DatabaseEvent<'a> {
 /// database is in use.
 const IN_USE_PATIENCE: Duration = Duration::from_millis(200);
 
+/// An open database idle this long gives back what its lock and transaction tables kept
+/// from their busiest moment (at the next maintenance round, once per idle spell): with
+/// thousands open, most are idle, and each would otherwise keep its peak.
+const IDLE_MEMORY_AFTER: Duration = Duration::from_secs(1);
+
 /// Called after each [`DatabaseEvent`].
 pub type DatabaseListener = Arc<dyn Fn(DatabaseEvent<'_>) + Send + Sync>;
 
@@ -854,6 +859,7 @@ impl Engine {
             if grown >= self.config.checkpoint_log_bytes {
                 let _ = db.checkpoint();
             }
+            db.release_idle_memory(IDLE_MEMORY_AFTER);
             drop(db);
             if slot.open.lock().as_ref().is_some_and(|db| db.idle_for() >= idle_close_after) {
                 let _ = self.close(&slot);

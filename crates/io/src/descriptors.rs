@@ -251,6 +251,11 @@ impl Descriptor {
         Ok(())
     }
 
+    /// The file's path (the one it was opened with).
+    pub(crate) fn path(&self) -> &Path {
+        &self.0.path
+    }
+
     /// A number for the file that stays the same while it is known to the cache.
     pub(crate) fn id(&self) -> u64 {
         Arc::as_ptr(&self.0) as usize as u64

@@ -1,6 +1,6 @@
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,8 +33,8 @@ pub enum OpenMode {
 /// may close it while the file is not in use and reopens it on demand.
 #[derive(Debug)]
 pub struct DataFile {
+    /// Shared by its handles ([`DataFile::try_clone`]); it keeps the path too.
     descriptor: Arc<Descriptor>,
-    path: PathBuf,
     direct: bool,
     /// The counters of a measured file, shared by its handles.
     stats: Option<Arc<FileStats>>,
@@ -59,7 +59,7 @@ impl DataFile {
             // The new name must survive a power loss as the data written to it will.
             crate::durable::sync_parent(path)?;
         }
-        Ok(DataFile { descriptor: Arc::new(descriptor), path: path.to_path_buf(), direct, stats: None })
+        Ok(DataFile { descriptor: Arc::new(descriptor), direct, stats: None })
     }
 
     /// This file with its reads and writes counted from now on, in counters of its own
@@ -98,8 +98,8 @@ impl DataFile {
     /// first bytes of `buf` and fails.
     #[cold]
     fn read_with_faults(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let fail = |e| Err(Error::io("read", &self.path, offset, e));
-        match faults::read(&self.path, buf.len()) {
+        let fail = |e| Err(Error::io("read", self.path(), offset, e));
+        match faults::read(self.path(), buf.len()) {
             faults::Outcome::Pass => Ok(()),
             faults::Outcome::Fail(e) => fail(e),
             faults::Outcome::Partial(n, e) => {
@@ -114,17 +114,17 @@ impl DataFile {
     /// directory is recorded for a power loss) keep the bytes it overwrites.
     #[cold]
     fn write_with_faults(&self, buf: &[u8], offset: u64) -> Result<()> {
-        let fail = |e| Error::io("write", &self.path, offset, e);
-        let (len, error) = match faults::write(&self.path, offset, buf.len(), self.len()?) {
+        let fail = |e| Error::io("write", self.path(), offset, e);
+        let (len, error) = match faults::write(self.path(), offset, buf.len(), self.len()?) {
             faults::Outcome::Pass => (buf.len(), None),
             faults::Outcome::Fail(e) => return Err(fail(e)),
             faults::Outcome::Partial(n, e) => (if self.direct { n / IO_ALIGN * IO_ALIGN } else { n }, Some(e)),
         };
-        let old = faults::power::recording(&self.path).then(|| self.bytes_at(offset, len)).transpose()?;
+        let old = faults::power::recording(self.path()).then(|| self.bytes_at(offset, len)).transpose()?;
         let file = self.descriptor.file()?;
-        crate::profile::through(&self.path, offset, len, || file.write_all_at(&buf[..len], offset)).map_err(fail)?;
+        crate::profile::through(self.path(), offset, len, || file.write_all_at(&buf[..len], offset)).map_err(fail)?;
         if let Some(old) = old {
-            faults::power::wrote(&self.path, offset, old, &buf[..len]);
+            faults::power::wrote(self.path(), offset, old, &buf[..len]);
         }
         error.map_or(Ok(()), |e| Err(fail(e)))
     }
@@ -145,24 +145,19 @@ impl DataFile {
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(Error::io("read", &self.path, offset, e)),
+                Err(e) => return Err(Error::io("read", self.path(), offset, e)),
             }
         }
         Ok(buf[..done.min(len)].to_vec())
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
+        self.descriptor.path()
     }
 
     /// A second handle on the same file (sharing its descriptor and its counters).
     pub fn try_clone(&self) -> Result<DataFile> {
-        Ok(DataFile {
-            descriptor: self.descriptor.clone(),
-            path: self.path.clone(),
-            direct: self.direct,
-            stats: self.stats.clone(),
-        })
+        Ok(DataFile { descriptor: self.descriptor.clone(), direct: self.direct, stats: self.stats.clone() })
     }
 
     pub fn is_direct(&self) -> bool {
@@ -190,8 +185,8 @@ impl DataFile {
             |_| len,
             || {
                 let file = self.descriptor.file()?;
-                crate::profile::through(&self.path, offset, len, || file.read_exact_at(buf, offset))
-                    .map_err(|e| Error::io("read", &self.path, offset, e))
+                crate::profile::through(self.path(), offset, len, || file.read_exact_at(buf, offset))
+                    .map_err(|e| Error::io("read", self.path(), offset, e))
             },
         )
     }
@@ -202,8 +197,8 @@ impl DataFile {
     pub fn read_exact_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> Result<()> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if faults::active() {
-            if let faults::Outcome::Fail(e) | faults::Outcome::Partial(_, e) = faults::read(&self.path, total) {
-                return Err(Error::io("read", &self.path, offset, e));
+            if let faults::Outcome::Fail(e) | faults::Outcome::Partial(_, e) = faults::read(self.path(), total) {
+                return Err(Error::io("read", self.path(), offset, e));
             }
         }
         let mut at = offset;
@@ -248,8 +243,8 @@ impl DataFile {
             Direction::Read,
             |_| total,
             || {
-                crate::profile::through(&self.path, offset, total, io)
-                    .map_err(|e| Error::io("read", &self.path, offset, e))
+                crate::profile::through(self.path(), offset, total, io)
+                    .map_err(|e| Error::io("read", self.path(), offset, e))
             },
         )
     }
@@ -266,10 +261,10 @@ impl DataFile {
             |&n| n,
             || loop {
                 let file = self.descriptor.file()?;
-                match crate::profile::through(&self.path, offset, len, || file.read_at(buf, offset)) {
+                match crate::profile::through(self.path(), offset, len, || file.read_at(buf, offset)) {
                     Ok(n) => return Ok(n),
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(Error::io("read", &self.path, offset, e)),
+                    Err(e) => return Err(Error::io("read", self.path(), offset, e)),
                 }
             },
         )
@@ -285,8 +280,8 @@ impl DataFile {
                     self.write_with_faults(buf, offset)?;
                 } else {
                     let file = self.descriptor.file()?;
-                    crate::profile::through(&self.path, offset, buf.len(), || file.write_all_at(buf, offset))
-                        .map_err(|e| Error::io("write", &self.path, offset, e))?;
+                    crate::profile::through(self.path(), offset, buf.len(), || file.write_all_at(buf, offset))
+                        .map_err(|e| Error::io("write", self.path(), offset, e))?;
                 }
                 self.descriptor.wrote();
                 Ok(())
@@ -305,15 +300,15 @@ impl DataFile {
     }
 
     fn sync(&self, how: impl Fn(&std::fs::File) -> std::io::Result<()>) -> Result<()> {
-        let fail = |e| Error::io("sync", &self.path, 0, e);
+        let fail = |e| Error::io("sync", self.path(), 0, e);
         if !faults::active() {
             return self.descriptor.sync(how).map_err(fail);
         }
-        faults::sync(&self.path).map_err(fail)?;
+        faults::sync(self.path()).map_err(fail)?;
         self.descriptor
             .sync(|file| {
                 how(file)?;
-                faults::power::synced(&self.path, file.metadata()?.len());
+                faults::power::synced(self.path(), file.metadata()?.len());
                 Ok(())
             })
             .map_err(fail)
@@ -327,15 +322,15 @@ impl DataFile {
             return Ok(());
         }
         let current = self.len()?;
-        faults::resize(&self.path, current, len).map_err(|e| Error::io("extend", &self.path, current, e))?;
+        faults::resize(self.path(), current, len).map_err(|e| Error::io("extend", self.path(), current, e))?;
         how()?;
         self.descriptor.wrote();
-        faults::power::resized(&self.path, len);
+        faults::power::resized(self.path(), len);
         Ok(())
     }
 
     pub fn len(&self) -> Result<u64> {
-        self.descriptor.file()?.metadata().map(|m| m.len()).map_err(|e| Error::io("stat", &self.path, 0, e))
+        self.descriptor.file()?.metadata().map(|m| m.len()).map_err(|e| Error::io("stat", self.path(), 0, e))
     }
 
     pub fn is_empty(&self) -> Result<bool> {
@@ -344,7 +339,7 @@ impl DataFile {
 
     /// Whether the file is a regular one (not a device).
     pub fn is_regular(&self) -> Result<bool> {
-        self.descriptor.file()?.metadata().map(|m| m.is_file()).map_err(|e| Error::io("stat", &self.path, 0, e))
+        self.descriptor.file()?.metadata().map(|m| m.is_file()).map_err(|e| Error::io("stat", self.path(), 0, e))
     }
 
     /// Reserves disk blocks for `[0, len)` so later writes cannot fail for lack of space
@@ -367,9 +362,9 @@ impl DataFile {
         match rc {
             0 => Ok(()),
             libc::EOPNOTSUPP | libc::EINVAL => {
-                file.set_len(len).map_err(|e| Error::io("extend", &self.path, current, e))
+                file.set_len(len).map_err(|e| Error::io("extend", self.path(), current, e))
             }
-            err => Err(Error::io("allocate", &self.path, current, std::io::Error::from_raw_os_error(err))),
+            err => Err(Error::io("allocate", self.path(), current, std::io::Error::from_raw_os_error(err))),
         }
     }
 
@@ -384,7 +379,9 @@ impl DataFile {
 
     /// Cuts or extends the file to exactly `len` bytes.
     pub fn set_len(&self, len: u64) -> Result<()> {
-        self.resize(len, || self.descriptor.file()?.set_len(len).map_err(|e| Error::io("truncate", &self.path, len, e)))
+        self.resize(len, || {
+            self.descriptor.file()?.set_len(len).map_err(|e| Error::io("truncate", self.path(), len, e))
+        })
     }
 }
 

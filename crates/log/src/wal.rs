@@ -506,6 +506,11 @@ impl Wal {
         self.file.path()
     }
 
+    /// The name of the database whose log this is.
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
     /// The file family in the header: the id its database's data file carries too (0:
     /// not set; logs made before it existed, and logs a RESTORE rebuilt).
     pub fn family(&self) -> Result<u128> {

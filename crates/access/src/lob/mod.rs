@@ -204,7 +204,7 @@ pub(crate) fn read(space: &Space, tree: PageNo, value: OffRow, from: u64, out: &
 
 fn missing(space: &Space, tree: PageNo, value: OffRow, chunk: u32) -> Error {
     let page = format!("(1:{}), value {}", tree.raw(), value.id);
-    msg::LOB_NODE_MISSING.engine(&[&space.name, &page, &chunk])
+    msg::LOB_NODE_MISSING.engine(&[&space.name(), &page, &chunk])
 }
 
 fn damaged(space: &Space, tree: PageNo, detail: &str) -> Error {

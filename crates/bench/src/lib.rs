@@ -19,6 +19,9 @@
 //!   without and with its resource limits, against PostgreSQL.
 //! - [`benchbase`]: `tessera bench benchbase`, BenchBase's TPC-C, YCSB, SmallBank and TATP
 //!   through mssql-jdbc against the same through pgjdbc on PostgreSQL.
+//! - [`fleet`]: `tessera bench fleet`, three servers behind two gateways (a tenant directory
+//!   in etcd) against one server holding every tenant: throughput, the proxy's latency and
+//!   the write pause of moving tenants between servers.
 //! - [`streaming`]: `tessera bench streaming`, `SELECT *` of a table larger than memory
 //!   over TDS against PostgreSQL, read by [`tdsstream`] and sampled by [`rss`].
 
@@ -32,6 +35,7 @@ pub mod contention;
 pub mod cpu;
 pub mod engine;
 pub mod error;
+pub mod fleet;
 pub mod lob;
 pub mod machine;
 pub mod noisy;

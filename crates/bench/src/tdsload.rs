@@ -119,13 +119,26 @@ impl LoadRun {
     }
 }
 
+/// Where one connection logs in: a port on 127.0.0.1 and the database its LOGIN7 names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target<'a> {
+    pub port: u16,
+    pub database: &'a str,
+}
+
 /// Connects `spec.connections` connections and runs the load on a thread of its own (named
 /// [`THREAD_NAME`]); returns when every connection has stopped and its last reply is in.
 pub fn run(spec: &LoadSpec<'_>) -> Result<LoadRun> {
+    run_on(spec, &vec![Target { port: spec.port, database: spec.database }; spec.connections])
+}
+
+/// As [`run`], with one connection per target, each logged in where its target says
+/// (`spec.port`, `spec.database` and `spec.connections` are not used).
+pub fn run_on(spec: &LoadSpec<'_>, targets: &[Target<'_>]) -> Result<LoadRun> {
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name(THREAD_NAME.to_string())
-            .spawn_scoped(scope, || drive(spec))?
+            .spawn_scoped(scope, || drive(spec, targets))?
             .join()
             .map_err(|_| BenchError::new("the TDS load generator panicked"))?
     })
@@ -156,11 +169,11 @@ struct Conn {
 /// Latencies kept before the buffer grows, when they are recorded.
 const LATENCIES_PREALLOCATED: usize = 1 << 20;
 
-fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
+fn drive(spec: &LoadSpec<'_>, targets: &[Target<'_>]) -> Result<LoadRun> {
     if spec.batches.is_empty() {
         return Err(BenchError::new("the load has no batch to send"));
     }
-    let (streams, packet_size) = login_all(spec)?;
+    let (streams, packet_size) = login_all(spec, targets)?;
     let requests: Vec<Vec<u8>> = spec.batches.iter().map(|b| frame_batch(&batch_body(b), packet_size)).collect();
     let mut next_request = 0usize;
     let mut next = || {
@@ -320,19 +333,20 @@ fn drive(spec: &LoadSpec<'_>) -> Result<LoadRun> {
     Ok(out)
 }
 
-/// Logs every connection in on a current-thread runtime, then hands the sockets back as
-/// non-blocking std sockets (with the packet size the server agreed for the last).
-fn login_all(spec: &LoadSpec<'_>) -> Result<(Vec<std::net::TcpStream>, usize)> {
+/// Logs a connection in at every target on a current-thread runtime, then hands the
+/// sockets back as non-blocking std sockets (with the packet size the server agreed for
+/// the last).
+fn login_all(spec: &LoadSpec<'_>, targets: &[Target<'_>]) -> Result<(Vec<std::net::TcpStream>, usize)> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(async {
-        let mut streams = Vec::with_capacity(spec.connections);
+        let mut streams = Vec::with_capacity(targets.len());
         let mut packet_size = packet::MIN_PACKET_SIZE;
-        for _ in 0..spec.connections {
-            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", spec.port)).await?;
+        for target in targets {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", target.port)).await?;
             tcp.set_nodelay(true)?;
-            let (tcp, size) = login_plaintext(tcp, spec.user, spec.password, spec.database)
-                .await
-                .map_err(|e| BenchError::new(format!("TDS login: {e}")))?;
+            let (tcp, size) = login_plaintext(tcp, spec.user, spec.password, target.database).await.map_err(|e| {
+                BenchError::new(format!("TDS login to {} on port {}: {e}", target.database, target.port))
+            })?;
             packet_size = size;
             // into_std leaves the socket non-blocking.
             streams.push(tcp.into_std()?);

@@ -14,7 +14,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use tessera_server::client::{batch_body, login_plaintext};
@@ -220,16 +220,38 @@ pub struct StreamConn {
 impl StreamConn {
     /// Connects to 127.0.0.1:`port` and logs in (plain TCP).
     pub fn connect(port: u16, user: &str, password: &str, database: &str) -> Result<StreamConn> {
+        StreamConn::connect_within(port, user, password, database, None)
+    }
+
+    /// As [`StreamConn::connect`], but the login, and then each read and write of the
+    /// connection, fails after `timeout` (None: waits as long as it takes).
+    pub fn connect_within(
+        port: u16,
+        user: &str,
+        password: &str,
+        database: &str,
+        timeout: Option<Duration>,
+    ) -> Result<StreamConn> {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (stream, packet_size) = runtime.block_on(async {
-            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-            tcp.set_nodelay(true)?;
-            let (tcp, size) = login_plaintext(tcp, user, password, database)
-                .await
-                .map_err(|e| BenchError::new(format!("TDS login: {e}")))?;
-            Ok::<_, BenchError>((tcp.into_std()?, size))
+            let login = async {
+                let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+                tcp.set_nodelay(true)?;
+                let (tcp, size) = login_plaintext(tcp, user, password, database)
+                    .await
+                    .map_err(|e| BenchError::new(format!("TDS login: {e}")))?;
+                Ok::<_, BenchError>((tcp.into_std()?, size))
+            };
+            match timeout {
+                Some(t) => tokio::time::timeout(t, login)
+                    .await
+                    .map_err(|_| BenchError::new(format!("TDS login: no answer in {} ms", t.as_millis())))?,
+                None => login.await,
+            }
         })?;
         stream.set_nonblocking(false)?;
+        stream.set_read_timeout(timeout)?;
+        stream.set_write_timeout(timeout)?;
         Ok(StreamConn {
             stream,
             packet_size,

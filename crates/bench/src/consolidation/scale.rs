@@ -88,7 +88,7 @@ fn scrape(port: u16) -> Result<HashMap<String, f64>> {
 
 /// Runs `batches` once each over `connections` connections (`batches.len()` must be a
 /// multiple of it); the run's figures, an error if any batch failed.
-fn each_once(
+pub(crate) fn each_once(
     port: u16,
     batches: &[String],
     connections: usize,

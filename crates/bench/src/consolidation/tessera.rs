@@ -77,6 +77,15 @@ impl Instance {
     /// Starts `tessera serve` on `spec.dir` and waits until it accepts a login; then sets
     /// the open-database limit, a long idle close, and the affinity mask, by sp_configure.
     pub fn start(spec: &InstanceSpec, tenants: Vec<usize>) -> Result<Instance> {
+        Instance::start_with(spec, tenants, &[])
+    }
+
+    /// As [`Instance::start`], with `args` after `tessera serve --config FILE` (a server
+    /// in this process takes none).
+    pub fn start_with(spec: &InstanceSpec, tenants: Vec<usize>, args: &[String]) -> Result<Instance> {
+        if spec.binary.is_none() && !args.is_empty() {
+            return Err(BenchError::new("a server in this process takes no command-line flags"));
+        }
         fs::create_dir_all(&spec.dir)?;
         raise_descriptor_limit();
         let (process, port) = match &spec.binary {
@@ -113,6 +122,7 @@ impl Instance {
                 let child = command
                     .args(["serve", "--config"])
                     .arg(&config)
+                    .args(args)
                     .env("TESSERA_SA_PASSWORD", PASSWORD)
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())

@@ -71,6 +71,12 @@ pub enum Bench {
     /// COMMITTED SNAPSHOT on and off: the readers' throughput and p99, next to PostgreSQL
     /// running the same load.
     Rcsi(CommonArgs),
+    /// Issue 39: three `tessera serve --etcd` servers of 2,000 tenants each behind two
+    /// `tessera gateway`s against one server holding all 6,000, in the same run: a point
+    /// select / update mix through the gateways and direct, the latency a gateway adds to
+    /// `select 1`, and the write pause of `tessera move` under a writer (every acknowledged
+    /// insert checked after each move).
+    Fleet(FleetArgs),
     /// Disk I/O: tessera iobench next to fio on seed 001's and seed 004's patterns.
     Iobench(crate::iobench_cmd::IobenchBenchArgs),
 }
@@ -127,6 +133,30 @@ pub struct ConsolidationArgs {
     /// Leave out PostgreSQL (tessera's two variants only).
     #[arg(long)]
     pub no_postgres: bool,
+}
+
+/// `tessera bench fleet`'s flags.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Tenant databases on each of the three servers; the one server holds three times as
+    /// many [default: 2,000; 200 with --quick].
+    #[arg(long, value_name = "N")]
+    pub databases_per_server: Option<usize>,
+    /// Client connections of the workload, each in a tenant drawn at random [default: 16].
+    #[arg(long, value_name = "K")]
+    pub connections: Option<usize>,
+    /// Timed seconds of each workload phase (three pairs) [default: 10; 3 with --quick].
+    #[arg(long, value_name = "S")]
+    pub seconds: Option<u64>,
+    /// `select 1` round trips on each side of the proxy-latency measurement [default:
+    /// 20,000; 5,000 with --quick].
+    #[arg(long, value_name = "N")]
+    pub pings: Option<usize>,
+    /// Tenants moved under a writer [default: 20; 5 with --quick].
+    #[arg(long, value_name = "M")]
+    pub moves: Option<usize>,
 }
 
 /// `tessera bench observed`'s flags.
@@ -353,6 +383,22 @@ pub fn run(args: BenchArgs) -> ExitCode {
             params.scrape_seconds = args.scrape_seconds.unwrap_or(params.scrape_seconds);
             finish(&args.common, |dir| {
                 tessera_bench::observed::run(dir, &params, &progress).map(|o| (o.report, o.failures))
+            })
+        }
+        Bench::Fleet(args) => {
+            let Some(Some(binary)) = server_binary() else { return ExitCode::FAILURE };
+            let mut params = if args.common.quick {
+                tessera_bench::fleet::FleetParams::quick(binary)
+            } else {
+                tessera_bench::fleet::FleetParams::full(binary)
+            };
+            params.databases_per_server = args.databases_per_server.unwrap_or(params.databases_per_server);
+            params.connections = args.connections.unwrap_or(params.connections);
+            params.seconds = args.seconds.unwrap_or(params.seconds);
+            params.pings = args.pings.unwrap_or(params.pings);
+            params.moves = args.moves.unwrap_or(params.moves);
+            finish(&args.common, |dir| {
+                tessera_bench::fleet::run(dir, &params, &progress).map(|o| (o.report, o.failures))
             })
         }
         Bench::Benchbase(args) => {

@@ -94,6 +94,34 @@ mod tests {
     }
 
     #[test]
+    fn bench_fleet_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "tessera-bench",
+            "bench",
+            "fleet",
+            "--quick",
+            "--databases-per-server",
+            "50",
+            "--connections",
+            "4",
+            "--seconds",
+            "2",
+            "--pings",
+            "100",
+            "--moves",
+            "3",
+        ])
+        .unwrap();
+        let Command::Bench(args) = cli.command else { panic!("not bench") };
+        let bench_cmd::Bench::Fleet(fleet) = args.bench else { panic!("not fleet") };
+        assert!(fleet.common.quick);
+        assert_eq!(
+            (fleet.databases_per_server, fleet.connections, fleet.seconds, fleet.pings, fleet.moves),
+            (Some(50), Some(4), Some(2), Some(100), Some(3))
+        );
+    }
+
+    #[test]
     fn bench_iobench_flags_parse() {
         let cli = Cli::try_parse_from([
             "tessera-bench",

@@ -1,6 +1,8 @@
 //! `tessera rebalance`: moves tenants between a fleet's servers until each holds a number
 //! of databases within a band around the mean — one round, or (`--watch SECONDS`) as a
-//! controller that runs a round every interval (crates/gateway/src/rebalance.rs).
+//! controller that runs a round every interval (crates/gateway/src/rebalance.rs). SIGTERM
+//! or ^C lets the move in progress finish (a move cut off after its tail leaves the
+//! tenant unavailable) and starts no other.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +11,7 @@ use std::time::Duration;
 use clap::Args;
 use tessera_gateway::directory::Directory;
 use tessera_gateway::etcd::Etcd;
-use tessera_gateway::rebalance::{control, round, Band, Mover};
+use tessera_gateway::rebalance::{control, round, Band, Mover, Stop};
 
 #[derive(Debug, Args)]
 pub struct RebalanceArgs {
@@ -53,12 +55,14 @@ pub fn run(args: RebalanceArgs) -> ExitCode {
     let band = Band { tolerance: args.tolerance, max_moves: args.max_moves };
     let mover = Mover { through: &args.through, user: &args.user, password: &password };
     let log = |line: &str| eprintln!("tessera rebalance: {line}");
+    let stop = Stop::default();
     if let Some(seconds) = args.watch {
         let who = format!("{}:{}", std::env::var("HOSTNAME").unwrap_or_default(), std::process::id());
-        rt.block_on(control(etcd, &who, &band, Duration::from_secs(seconds.max(1)), &mover, &log));
+        let interval = Duration::from_secs(seconds.max(1));
+        rt.block_on(until_stopped(&stop, &log, control(etcd, &who, &band, interval, &mover, &stop, &log)));
         return ExitCode::SUCCESS;
     }
-    let outcome = rt.block_on(round(&Directory::new(etcd), &band, &mover, &log));
+    let outcome = rt.block_on(until_stopped(&stop, &log, round(&Directory::new(etcd), &band, &mover, &stop, &log)));
     let (moved, failure) = match outcome {
         Ok(moved) => (moved, None),
         Err((moved, e)) => (moved, Some(e)),
@@ -73,5 +77,19 @@ pub fn run(args: RebalanceArgs) -> ExitCode {
             eprintln!("tessera rebalance: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Runs `work`, asking `stop` when SIGTERM or ^C arrives (`work` then ends on its own).
+async fn until_stopped<T>(stop: &Stop, log: &dyn Fn(&str), work: impl std::future::Future<Output = T>) -> T {
+    let signalled = async {
+        tessera_server::terminated().await;
+        log("Stopping: the move in progress, if any, finishes first.");
+        stop.ask();
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        out = work => out,
+        _ = signalled => unreachable!("waits for ever once it has asked to stop"),
     }
 }

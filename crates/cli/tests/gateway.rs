@@ -3,7 +3,8 @@
 //! Clients — `tessera sql` and python-tds — connect to a gateway naming a database and
 //! land on the server that holds it; a database no server holds gets 4060; a CREATE
 //! DATABASE through a gateway lands on the least-loaded server; a server refuses logins
-//! into a database the directory gives to another (40613); a killed
+//! into a database the directory gives to another (40613), also one it published
+//! itself and the directory then gave away; a killed
 //! server's tenants fail cleanly while the other's go on; a killed gateway leaves the
 //! other serving; a tenant moves between servers under a writer with every acknowledged
 //! insert; python-tds, tedious, go-mssqldb and mssql-jdbc follow a redirecting gateway's
@@ -209,6 +210,33 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
     assert!(refused.contains("Database 't1' on server") && refused.contains("is not currently available"), "{refused}");
     assert!(direct(&s1).0);
     assert_eq!(through(port1, "t1", "select v from dbo.a").1.trim(), "1");
+
+    // A server learns that a tenant it published was taken from it: the directory flips
+    // t1 to s2, as a move does (and a mover cut off after the flip leaves it, its source's
+    // copy not yet dropped). s1 refuses t1 from then on, s2 serves its own, and the
+    // gateway routes there; flipped back, s1 serves it again.
+    let directory = |from: &str, to: &str| {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let directory = tessera_gateway::directory::Directory::new(tessera_gateway::etcd::Etcd::new(&etcd));
+        rt.block_on(directory.transfer("t1", from, to)).unwrap();
+    };
+    let refuses = |server: &Server| {
+        let started = Instant::now();
+        loop {
+            let (ok, text) = direct(server);
+            if !ok {
+                break text;
+            }
+            assert!(started.elapsed() < Duration::from_secs(15), "kept serving t1 the directory gave away: {text}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    directory("s1", "s2");
+    assert!(refuses(&s1).contains("is not currently available"));
+    assert_eq!(eventually(port1, "t1", "select count(*) from sys.tables").trim(), "0", "s2's own t1");
+    directory("s2", "s1");
+    assert!(refuses(&s2).contains("is not currently available"));
+    assert_eq!(eventually(port1, "t1", "select v from dbo.a").trim(), "1");
 
     // A killed server: its tenants' logins fail cleanly (40613 while the directory still
     // names it, 4060 once its lease has gone), the other server's go on; back on its
@@ -547,8 +575,8 @@ fn rebalancing_brings_the_servers_within_the_band_and_keeps_every_tenant_whole()
 
     // Two controllers side by side (one holds the controller key and acts): three new
     // tenants on s3 are spread until each server holds three.
-    let _controllers: Vec<Process> =
-        (0..2).map(|_| Process(rebalance(&["--watch", "1"]).stderr(Stdio::null()).spawn().unwrap())).collect();
+    let controllers: Vec<Process> =
+        (0..2).map(|_| Process(rebalance(&["--watch", "1"]).stderr(Stdio::piped()).spawn().unwrap())).collect();
     for i in 6..9 {
         servers[2]
             .sql(&format!("create database b{i}; create table b{i}.dbo.a (v int); insert b{i}.dbo.a values ({i})"));
@@ -569,4 +597,51 @@ fn rebalancing_brings_the_servers_within_the_band_and_keeps_every_tenant_whole()
     for i in 0..9 {
         assert_eq!(eventually(port, &format!("b{i}"), "select v from dbo.a").trim(), i.to_string());
     }
+
+    // SIGTERM stops a controller between moves; the one that held the controller key
+    // gives it up at once (no waiting out its lease).
+    let controller_key = || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(tessera_gateway::etcd::Etcd::new(&etcd).get(b"/tessera/rebalancer")).unwrap()
+    };
+    assert!(controller_key().is_some());
+    for mut c in controllers {
+        assert_eq!(stopped(&mut c), "tessera rebalance: Stopped.");
+    }
+    assert_eq!(controller_key(), None);
+    // A controller whose rounds are further apart than its lease lasts holds the key
+    // across the wait, and a SIGTERM cuts the wait short.
+    let mut lone = Process(rebalance(&["--watch", "600"]).stderr(Stdio::piped()).spawn().unwrap());
+    let started = Instant::now();
+    let holder = loop {
+        if let Some(holder) = controller_key() {
+            break holder;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the controller did not take the key");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(tessera_gateway::directory::LEASE_TTL + Duration::from_secs(2));
+    assert_eq!(controller_key(), Some(holder), "the controller's key lapsed between its rounds");
+    assert_eq!(stopped(&mut lone), "tessera rebalance: Stopped.");
+    assert_eq!(controller_key(), None);
+}
+
+/// Sends SIGTERM to a `tessera rebalance --watch` and waits (10 s at most) for it to exit
+/// successfully: its last line on stderr.
+fn stopped(process: &mut Process) -> String {
+    let child = &mut process.0;
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "the controller did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut text).unwrap();
+    assert!(status.success(), "{status}: {text}");
+    text.lines().last().unwrap_or_default().to_string()
 }

@@ -300,6 +300,17 @@ impl Etcd {
         Ok(reply.get("result").and_then(|r| r.get("TTL")).map(number).unwrap_or(0) > 0)
     }
 
+    /// The keys attached to `lease` now (a key replaced under another lease is no longer
+    /// among them); None if the lease has expired.
+    pub async fn lease_keys(&self, lease: i64) -> Result<Option<Vec<Vec<u8>>>> {
+        let reply = self.call("/v3/lease/timetolive", json!({ "ID": lease.to_string(), "keys": true })).await?;
+        if reply.get("TTL").map_or(-1, number) <= 0 {
+            return Ok(None);
+        }
+        let keys = reply.get("keys").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        keys.iter().map(decode).collect::<Result<Vec<_>>>().map(Some)
+    }
+
     /// Ends `lease` now: its keys go at once.
     pub async fn revoke(&self, lease: i64) -> Result<()> {
         self.call("/v3/lease/revoke", json!({ "ID": lease.to_string() })).await.map(drop)

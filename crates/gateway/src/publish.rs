@@ -67,6 +67,7 @@ impl Sync {
             server.fence.set_others(HashSet::new());
             server.fence.lease_until(sent);
         }
+        self.find_taken(log).await?;
         let now: BTreeSet<String> =
             server.shared.engine.database_names().into_iter().map(|d| d.to_lowercase()).collect();
         for gone in self.published.difference(&now).cloned().collect::<Vec<_>>() {
@@ -90,6 +91,32 @@ impl Sync {
         let value = serde_json::to_vec(&entry).map_err(|e| EtcdError(e.to_string()))?;
         self.etcd.put(&server_key(&self.me.server), &value, self.lease).await?;
         server.fence.lease_until(sent + LEASE_TTL);
+        Ok(())
+    }
+
+    /// Finds the published databases whose keys are no longer under this server's lease
+    /// (a move flipped them to another server, whose lease they now carry, or someone
+    /// deleted them) and counts them among the others: the fence refuses them from now
+    /// on, and [`Sync::claim_others`] claims back any whose key is simply gone.
+    async fn find_taken(&mut self, log: &impl Fn(&str)) -> Result<()> {
+        let Some(keys) = self.etcd.lease_keys(self.lease).await? else {
+            // Expired since the renewal: the next round starts over with a new lease.
+            return Ok(());
+        };
+        let keys: HashSet<Vec<u8>> = keys.into_iter().collect();
+        let taken: Vec<String> = self
+            .published
+            .iter()
+            .filter(|d| !SYSTEM.contains(&d.as_str()) && !keys.contains(&database_key(d)))
+            .cloned()
+            .collect();
+        for database in taken {
+            log(&format!(
+                "Database '{database}' is no longer served here: the tenant directory no longer names this server."
+            ));
+            self.published.remove(&database);
+            self.others.insert(database);
+        }
         Ok(())
     }
 

@@ -4,20 +4,58 @@
 //! mean (or the least loaded below it) and moving one tenant narrows the spread, moves
 //! one of the busiest server's smallest tenants to the least loaded server
 //! ([`crate::mover`]) — at most `max_moves` a round, one at a time. The controller
-//! (`--watch`) runs a round every interval, and holds an etcd lease on
-//! `/tessera/rebalancer` while it does, so that of several controllers started side by
-//! side one acts.
+//! (`--watch`) runs a round every interval, and holds `/tessera/rebalancer` in etcd under
+//! a lease it renews every [`SYNC_INTERVAL`] (through its rounds and the waits between
+//! them), so that of several controllers started side by side one acts. Asked to stop
+//! ([`Stop`]), a round finishes the move in progress and starts no other; the controller
+//! then gives the key up at once.
 
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use tessera_semantics::types::Value;
 
-use crate::directory::{Directory, ServerEntry, LEASE_TTL};
+use crate::directory::{Directory, ServerEntry, LEASE_TTL, SYNC_INTERVAL};
 use crate::etcd::Etcd;
 use crate::mover::{move_database, Move, MoveError, Moved};
 
 /// The key a controller holds while it rebalances.
 const CONTROLLER_KEY: &[u8] = b"/tessera/rebalancer";
+
+/// A request to stop (a signal): the move in progress finishes, no other starts.
+#[derive(Debug, Default)]
+pub struct Stop {
+    asked: AtomicBool,
+    notify: Notify,
+}
+
+impl Stop {
+    pub fn ask(&self) {
+        self.asked.store(true, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    pub fn asked(&self) -> bool {
+        self.asked.load(Ordering::Acquire)
+    }
+
+    /// Returns once [`Stop::ask`] has been called.
+    async fn wait(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            // Registered before the flag is read, so an ask between the two wakes it.
+            notified.as_mut().enable();
+            if self.asked() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
 
 /// How the moves are made: the directory the backups go through and the login.
 pub struct Mover<'a> {
@@ -52,11 +90,13 @@ pub fn next_move(loads: &[usize], band: &Band) -> Option<(usize, usize)> {
 }
 
 /// One round: the moves it made, in order. Stops at the first failed move (the tenant
-/// stays where it was) and returns the error with the moves made before it.
+/// stays where it was) and returns the error with the moves made before it; once `stop`
+/// is asked, starts no further move.
 pub async fn round(
     directory: &Directory,
     band: &Band,
     mover: &Mover<'_>,
+    stop: &Stop,
     log: &dyn Fn(&str),
 ) -> Result<Vec<Moved>, (Vec<Moved>, MoveError)> {
     let mut moved = Vec::new();
@@ -66,7 +106,7 @@ pub async fn round(
     };
     let loads: Vec<String> = servers.iter().map(|s| format!("{} {}", s.name, s.databases)).collect();
     log(&format!("Databases per server: {}.", loads.join(", ")));
-    while moved.len() < band.max_moves {
+    while moved.len() < band.max_moves && !stop.asked() {
         let loads: Vec<usize> = servers.iter().map(|s| s.databases).collect();
         let Some((from, to)) = next_move(&loads, band) else { break };
         let tenant = match smallest_tenant(&servers[from], mover).await {
@@ -112,21 +152,61 @@ async fn smallest_tenant(server: &ServerEntry, mover: &Mover<'_>) -> Result<Opti
 }
 
 /// The controller: a round every `interval` while it holds the controller key, until
-/// the process ends. `who` names this controller in etcd.
-pub async fn control(etcd: Etcd, who: &str, band: &Band, interval: Duration, mover: &Mover<'_>, log: &dyn Fn(&str)) {
+/// `stop` is asked (a round in progress finishes its move first); then it gives the key
+/// up. `who` names this controller in etcd.
+pub async fn control(
+    etcd: Etcd,
+    who: &str,
+    band: &Band,
+    interval: Duration,
+    mover: &Mover<'_>,
+    stop: &Stop,
+    log: &dyn Fn(&str),
+) {
     let directory = Directory::new(etcd.clone());
     let mut lease = 0;
-    loop {
+    while !stop.asked() {
         match hold(&etcd, who, &mut lease).await {
             Ok(true) => {
-                if let Err((_, e)) = round(&directory, band, mover, log).await {
+                // A move may outlast the lease: renewed while the round runs.
+                if let Err((_, e)) = renewing(&etcd, lease, round(&directory, band, mover, stop, log)).await {
                     log(&format!("A rebalancing move failed: {e}"));
                 }
             }
             Ok(false) => {}
             Err(e) => log(&format!("The tenant directory cannot be reached: {e}")),
         }
-        tokio::time::sleep(interval).await;
+        // Held across the wait too, so that no other controller acts between rounds.
+        renewing(&etcd, lease, async {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = stop.wait() => {}
+            }
+        })
+        .await;
+    }
+    if lease != 0 {
+        // The key goes with its lease: another controller may take over at once.
+        if let Err(e) = etcd.revoke(lease).await {
+            log(&format!("The controller's lease could not be revoked (it lapses by itself): {e}"));
+        }
+    }
+    log("Stopped.");
+}
+
+/// Runs `work`, renewing `lease` (if any) every [`SYNC_INTERVAL`] until it is done. A
+/// renewal that fails is retried at the next tick; [`hold`] finds a lapsed lease.
+async fn renewing<T>(etcd: &Etcd, lease: i64, work: impl Future<Output = T>) -> T {
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval(SYNC_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            _ = tick.tick(), if lease != 0 => {
+                let _ = etcd.keep_alive(lease).await;
+            }
+        }
     }
 }
 

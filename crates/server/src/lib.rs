@@ -459,14 +459,16 @@ pub fn serve_forever_with(config: Config, on_bound: impl FnOnce(&Server)) -> Res
         on_bound(&server);
         let (tx, rx) = watch::channel(false);
         tokio::spawn(async move {
-            wait_for_signal().await;
+            terminated().await;
             let _ = tx.send(true);
         });
         server.run(rx).await
     })
 }
 
-async fn wait_for_signal() {
+/// Returns when the process is asked to end: SIGTERM (as Kubernetes and systemd send it)
+/// or ^C.
+pub async fn terminated() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

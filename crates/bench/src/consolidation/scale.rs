@@ -7,7 +7,10 @@
 //! the first N databases (a procedure that updates and reads an account) for the timed
 //! seconds. Reported per N: throughput in all and per database, p50/p99 latency, server
 //! RSS, databases open, disk per database, and the descriptor cache's hits and misses
-//! (from the server's Prometheus metrics).
+//! (from the server's Prometheus metrics). Before all that, a second template of
+//! [`LARGE_TABLES`] tables (each with a primary key, an index, a row and a procedure) is
+//! copied [`LARGE_COPIES`] times one at a time, then dropped with its copies: the copy's time
+//! against the template's object count.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,6 +27,8 @@ use super::ConsolidationParams;
 
 /// The template every database is a copy of.
 const TEMPLATE: &str = "tpl";
+/// An empty database made beside the copies: the disk an empty one takes at rest.
+const EMPTY: &str = "empty_probe";
 /// Accounts in each database.
 const ACCOUNTS: usize = 10;
 /// Connections that create the copies after the first [`TIMED_COPIES`], and then touch
@@ -33,6 +38,12 @@ const SETUP_CONNECTIONS: usize = 4;
 /// Copies made one at a time on one connection first: their latencies are the copy's
 /// (with more connections, copies of one template wait for each other).
 const TIMED_COPIES: usize = 500;
+/// The template with many objects, and its tables (each with a primary key, an index, a
+/// row and a procedure that reads it).
+const LARGE_TEMPLATE: &str = "tpl_large";
+const LARGE_TABLES: usize = 100;
+/// Copies of the large template, one at a time (then dropped).
+const LARGE_COPIES: usize = 50;
 /// Goal: a copy of the template in at most this (ms, median).
 pub const GOAL_COPY_MS: f64 = 10.0;
 /// Goal: an empty database's files on disk (KiB).
@@ -114,6 +125,33 @@ pub(crate) fn each_once(
     }
 }
 
+/// Makes the large template, copies it [`LARGE_COPIES`] times one at a time and drops
+/// it and the copies: the template's objects in `sys.objects` and `sys.indexes`, and each
+/// copy's latency (µs).
+fn copy_large_template(server: &Instance) -> Result<(i64, Vec<u32>)> {
+    let mut batches = vec![format!("create database {LARGE_TEMPLATE}")];
+    batches.extend((0..LARGE_TABLES).map(|t| {
+        format!(
+            "use {LARGE_TEMPLATE}; create table t{t} (id int primary key, v int not null, note varchar(40)); \
+             create index v{t} on t{t} (v); insert t{t} values (1, 1, 'one'); \
+             exec('create procedure p{t} @id int as select v from t{t} where id = @id')"
+        )
+    }));
+    batches.push(format!(
+        "use {LARGE_TEMPLATE}; select (select count(*) from sys.objects where type in ('U', 'P', 'PK')) \
+         + (select count(*) from sys.indexes where name like 'v%'), 0"
+    ));
+    let objects = server.admin(&batches)?.first().map_or(0, |r| r.0);
+    let name = |i: usize| format!("l{i:06}");
+    let copies: Vec<String> =
+        (0..LARGE_COPIES).map(|i| format!("create database [{}] as copy of {LARGE_TEMPLATE}", name(i))).collect();
+    let run = each_once(server.port, &copies, 1, None, "copying the large template")?;
+    let mut drops: Vec<String> = (0..LARGE_COPIES).map(|i| format!("drop database [{}]", name(i))).collect();
+    drops.push(format!("drop database {LARGE_TEMPLATE}"));
+    each_once(server.port, &drops, 1, None, "dropping the large template and its copies")?;
+    Ok((objects, run.latencies_us))
+}
+
 /// Touches each of `databases` once as its tenant's application would: a connection that
 /// logs in to it and calls `dbo.touch` (the same text in every database, so the plan
 /// cache holds one batch, not one per database), `SETUP_CONNECTIONS` databases at a time.
@@ -193,6 +231,8 @@ pub fn run(
              select balance from accounts where id = @id; end')"
         ),
     ])?;
+    progress(&format!("scale: {LARGE_COPIES} copies of a template of {LARGE_TABLES} tables"));
+    let (large_objects, mut large_copy_us) = copy_large_template(&server)?;
     // The pool's memory is its committed frames (those it commits ahead of demand too).
     let pool_bytes = |m: &HashMap<String, f64>| m.get("tessera_buffer_pool_committed_bytes").copied().unwrap_or(0.0);
     let rss_before = server.rss();
@@ -210,12 +250,19 @@ pub fn run(
         rest => each_once(server.port, rest, SETUP_CONNECTIONS, None, "copying the template")?,
     };
     let disk = disk_usage(&server.data_dir())?.saturating_sub(disk_before);
+    // An empty database beside them, for the goal's own figure (dropped after the restart).
+    server.admin(&[format!("create database {EMPTY}"), "select 0, 0".to_string()])?;
     // Stopped, each copy is closed and has cut what its claims grew and never used: the
     // disk an idle database costs. Then every database is opened again by its first use.
     let data_dir = server.data_dir();
     server.stop()?;
-    let disk_at_rest = disk_usage(&data_dir)?.saturating_sub(disk_before);
+    let empty_at_rest = [format!("{EMPTY}.mdf"), format!("{EMPTY}_log.ldf")]
+        .iter()
+        .map(|f| std::fs::metadata(data_dir.join(f)).map(|m| std::os::unix::fs::MetadataExt::blocks(&m) * 512))
+        .sum::<std::io::Result<u64>>()?;
+    let disk_at_rest = disk_usage(&data_dir)?.saturating_sub(disk_before + empty_at_rest);
     let server = Instance::start(&spec, Vec::new())?;
+    server.admin(&[format!("drop database {EMPTY}"), "select 0, 0".to_string()])?;
 
     progress("scale: listing them");
     let listed_at = Instant::now();
@@ -295,17 +342,32 @@ pub fn run(
         GOAL_COPY_MS,
     ));
     report.push(ResultRow::own(
+        format!(
+            "scale: copy of a template of {LARGE_TABLES} tables, {large_objects} objects (AS COPY OF), median of \
+             {LARGE_COPIES} one at a time"
+        ),
+        "ms",
+        quantile_ms(&mut large_copy_us, 0.50),
+        GOAL_COPY_MS,
+    ));
+    report.note(format!(
+        "scale: the template of {LARGE_TABLES} tables (each a primary key, an index, a row and a procedure; \
+         {large_objects} objects): copies p99 {} ms",
+        fmt_value(quantile_ms(&mut large_copy_us, 0.99))
+    ));
+    report.push(ResultRow::own(
         format!("scale: memory per open idle database outside the buffer pool, {idle_open} open"),
         "KiB",
         outside_pool_kib,
         GOAL_IDLE_OUTSIDE_POOL_KIB,
     ));
     report.push(ResultRow::own(
-        format!("scale: disk per database at rest (server stopped), {most} copies of the template"),
+        "scale: disk of an empty database at rest (server stopped), data and log allocated",
         "KiB",
-        per_db_kib(disk_at_rest),
+        empty_at_rest as f64 / 1024.0,
         GOAL_EMPTY_DATABASE_KIB,
     ));
+
     report.push(ResultRow::own(
         format!("scale: databases listed of {most}"),
         "databases",
@@ -320,7 +382,8 @@ pub fn run(
     ));
     report.note(format!(
         "scale: the first {timed} copies one at a time (p99 {} ms), the rest on {SETUP_CONNECTIONS} connections in {} s \
-         ({} per second); disk {} MiB while they were open ({} KiB per database), {} MiB once closed; listed in {} \
+         ({} per second); disk {} MiB while they were open ({} KiB per database), {} MiB once closed ({} KiB per \
+         database); listed in {} \
          ms (after a restart); touched each once in {} s; idle server RSS {} MiB ({} MiB before the copies), \
          {idle_open} databases open, {} KiB per open database beyond the empty server, buffer pool pages included",
         fmt_value(quantile_ms(&mut copy_us, 0.99)),
@@ -329,6 +392,7 @@ pub fn run(
         fmt_value(mib(disk)),
         fmt_value(per_db_kib(disk)),
         fmt_value(mib(disk_at_rest)),
+        fmt_value(per_db_kib(disk_at_rest)),
         fmt_value(list_ms),
         fmt_value(touch_seconds),
         fmt_value(mib(idle_rss)),

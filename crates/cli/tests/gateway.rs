@@ -4,7 +4,7 @@
 //! land on the server that holds it; a database no server holds gets 4060; a CREATE
 //! DATABASE through a gateway lands on the least-loaded server; a server refuses logins
 //! into a database the directory gives to another (40613), also one it published
-//! itself and the directory then gave away; a killed
+//! itself and the directory then gave away (whose sessions it ends); a killed
 //! server's tenants fail cleanly while the other's go on; a killed gateway leaves the
 //! other serving; a tenant moves between servers under a writer with every acknowledged
 //! insert; python-tds, tedious, go-mssqldb and mssql-jdbc follow a redirecting gateway's
@@ -227,8 +227,17 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
             std::thread::sleep(Duration::from_millis(200));
         }
     };
+    // A session already in t1 on s1 (it logged in to master and then USEd t1) is ended.
+    let mut inside = s1.sql_in_background("use t1; while 1 = 1 begin waitfor delay '00:00:00.050' end");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(inside.try_wait().unwrap().is_none(), "the session in t1 ended before the flip");
     directory("s1", "s2");
     assert!(refuses(&s1).contains("is not currently available"));
+    let started = Instant::now();
+    while inside.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(10), "s1 kept a session in t1 the directory gave away");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(eventually(port1, "t1", "select count(*) from sys.tables").trim(), "0", "s2's own t1");
     directory("s2", "s1");
     assert!(refuses(&s2).contains("is not currently available"));

@@ -40,6 +40,12 @@ pub async fn publish(etcd: Etcd, me: Publication, server: Arc<ServerState>, log:
         if let Err(e) = result {
             log(&format!("The tenant directory could not be updated: {e}"));
         }
+        // Whatever the directory said (or if it could not be reached and the lease ran
+        // out), no session stays in a database the fence refuses.
+        let cut = server.fence.cut_off(&server.shared);
+        if !cut.is_empty() {
+            log(&format!("Ended {} sessions in databases this server may not serve now.", cut.len()));
+        }
         tokio::time::sleep(CLAIM_INTERVAL).await;
     }
 }

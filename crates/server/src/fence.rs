@@ -5,7 +5,8 @@
 //! a server cut off from the directory for longer than its lease cannot know what it
 //! still owns (its keys may have expired and a gateway may already route elsewhere). The
 //! directory's loop keeps this up to date; a login into a database the fence refuses
-//! gets 40613 (Azure SQL Database's "not currently available", which clients retry).
+//! gets 40613 (Azure SQL Database's "not currently available", which clients retry),
+//! and the sessions already in such a database are killed ([`Fence::cut_off`]).
 //!
 //! A server without a directory fences nothing. System databases are every server's.
 
@@ -13,6 +14,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use parking_lot::Mutex;
+use tessera_sql::Shared;
 
 #[derive(Default)]
 pub struct Fence {
@@ -50,6 +52,28 @@ impl Fence {
     /// The databases (lower-cased) here that the directory gives to other servers.
     pub fn set_others(&self, others: HashSet<String>) {
         self.state.lock().others = others;
+    }
+
+    /// Kills the sessions whose current database the fence refuses now — they logged in
+    /// before it changed, or `USE`d the database after logging in elsewhere — as `KILL`
+    /// does: each one's request is cancelled, its transaction rolled back and its
+    /// connection closed, and its client reconnects (through a gateway, to the server
+    /// that holds the database). Their spids.
+    pub fn cut_off(&self, shared: &Shared) -> Vec<i32> {
+        if self.state.lock().directory.is_none() {
+            return Vec::new();
+        }
+        let refused: Vec<i32> = shared
+            .sessions
+            .lock()
+            .values()
+            .filter(|s| !self.admits(&s.activity.lock().database))
+            .map(|s| s.spid)
+            .collect();
+        for &spid in &refused {
+            shared.kill(spid);
+        }
+        refused
     }
 
     /// Whether a login into `database` may be served now.

@@ -238,6 +238,14 @@ fn gateways_route_each_login_to_the_server_that_holds_its_database() {
         assert!(started.elapsed() < Duration::from_secs(10), "s1 kept a session in t1 the directory gave away");
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Nor may a session log in to master and USE it.
+    let out = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["sql", "-S", &s1.address(), "-U", "sa", "-P", PASSWORD, "-b", "-Q", "use t1; select 1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && text.contains("Database 't1' on server"), "{text}");
+    assert!(text.contains("is not currently available"), "{text}");
     assert_eq!(eventually(port1, "t1", "select count(*) from sys.tables").trim(), "0", "s2's own t1");
     directory("s2", "s1");
     assert!(refuses(&s2).contains("is not currently available"));

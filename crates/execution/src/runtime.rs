@@ -11,6 +11,7 @@ use parking_lot::{Mutex, RwLock};
 
 pub mod cursors;
 mod deferred;
+mod hooks;
 mod options;
 mod sessions;
 mod table_types;
@@ -143,8 +144,8 @@ pub struct Shared {
     pub global_trace_flags: GlobalTraceFlags,
     /// Where ERRORLOG lines go (the server installs its log; embedded use has none).
     errorlog: Mutex<Option<Arc<dyn ErrorLogSink>>>,
-    /// Ends a client's connection (the server installs it; KILL calls it).
-    kill_hook: Mutex<Option<KillHook>>,
+    /// What the server installs: how to end a connection, which databases it may serve.
+    hooks: hooks::Hooks,
     /// Which databases opened and closed get an ERRORLOG line.
     open_close_log: Mutex<crate::open_close_log::OpenCloseLog>,
     /// Run user-defined functions' bodies (the session layer's statement loop), for the
@@ -195,10 +196,6 @@ pub trait ErrorLogSink: Send + Sync {
     fn path(&self, n: u32) -> Option<std::path::PathBuf>;
 }
 
-/// Ends the connection of session `spid` (its running request is cancelled, its
-/// transaction rolls back); false when no connection has that session.
-pub type KillHook = Arc<dyn Fn(i32) -> bool + Send + Sync>;
-
 impl Shared {
     /// The instance over `engine`, its configuration, logins, server permissions and
     /// Resource Governor configuration loaded from master, with
@@ -232,7 +229,7 @@ impl Shared {
             resource_governor,
             global_trace_flags: GlobalTraceFlags::default(),
             errorlog: Mutex::new(None),
-            kill_hook: Mutex::new(None),
+            hooks: hooks::Hooks::default(),
             open_close_log: Mutex::default(),
             query_memory: Arc::default(),
             governors: Default::default(),
@@ -275,17 +272,6 @@ impl Shared {
     /// The ERRORLOG, if the server installed one.
     pub fn errorlog(&self) -> Option<Arc<dyn ErrorLogSink>> {
         self.errorlog.lock().clone()
-    }
-
-    /// Installs what ends a connection (KILL).
-    pub fn set_kill_hook(&self, hook: KillHook) {
-        *self.kill_hook.lock() = Some(hook);
-    }
-
-    /// Ends session `spid`'s connection; false when there is none to end.
-    pub fn kill(&self, spid: i32) -> bool {
-        let hook = self.kill_hook.lock().clone();
-        hook.is_some_and(|h| h(spid))
     }
 
     /// A database's state as sys.databases and DATABASEPROPERTYEX('Status') report it:

@@ -256,6 +256,9 @@ impl Server {
             let _ = socket.shutdown(std::net::Shutdown::Both);
             true
         }));
+        // USE asks the fence too (a login is checked in session.rs).
+        let weak = Arc::downgrade(&state);
+        state.shared.set_admit_hook(Arc::new(move |database| weak.upgrade().is_none_or(|s| s.fence.admits(database))));
         Ok(Server { state, listener, engine, registration, metrics })
     }
 

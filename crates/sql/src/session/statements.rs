@@ -293,6 +293,10 @@ impl Runner<'_> {
         if self.state.application_role().is_some_and(|(db, _)| !db.eq_ignore_ascii_case(name)) {
             return Err(msg::DATABASE_CHANGE_NOT_ALLOWED.err());
         }
+        // A fleet server's fence: a database the tenant directory gives to another server.
+        if !self.shared.admits(name) {
+            return Err(msg::DATABASE_NOT_CURRENTLY_AVAILABLE.with(&[&name, &self.shared.server_name]));
+        }
         let db = self.shared.database(name)?;
         tessera_execution::ddl::principals::check_access(self.shared, self.state, db.name())?;
         let old = std::mem::replace(&mut self.state.database, db.name().to_string());

@@ -28,6 +28,7 @@ use crate::registry::{self, Change, DbState, Entry, Registry};
 
 mod attach;
 mod exclusive;
+mod ids;
 mod slots;
 
 pub use exclusive::Exclusive;
@@ -340,7 +341,7 @@ impl Engine {
             if inner.slots.contains_key(&key(name)) {
                 return Err(Error::AlreadyExists { kind: "database", name: name.to_string() });
             }
-            let id = inner.next_id;
+            let id = inner.new_id(name);
             let options_path_given = (options.data_path.is_some(), options.log_path.is_some());
             let (default_data, default_log) = self.new_database_paths(name);
             let data_path = options.data_path.clone().unwrap_or(default_data);
@@ -372,7 +373,7 @@ impl Engine {
             db.set_version_store_max_bytes(self.config.version_store_max_bytes);
             let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
             inner.slots.insert(key(name), slot.clone());
-            inner.next_id = id + 1;
+            inner.id_taken(id);
             if let Err(e) = Engine::record(&mut inner, &[Change::Put(&entry)]) {
                 // Not registered: the database does not exist, and neither do its files.
                 inner.slots.remove(&key(name));
@@ -525,7 +526,7 @@ impl Engine {
             inner.slots.repath(&key(name), data_path, log_path);
             inner.slots.note(&slot);
         } else {
-            let id = inner.next_id;
+            let id = inner.new_id(name);
             let entry = Entry {
                 name: name.to_string(),
                 id,
@@ -535,7 +536,7 @@ impl Engine {
                 state: DbState::Restoring,
             };
             inner.slots.insert(key(name), Slot::new(entry, None));
-            inner.next_id = id + 1;
+            inner.id_taken(id);
         }
         // A detached database whose file is overwritten is gone.
         registry::forget_detached(&mut inner.detached, data_path);

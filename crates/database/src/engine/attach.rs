@@ -145,7 +145,7 @@ impl Engine {
         };
         let entry = Entry {
             name: name.to_string(),
-            id: inner.next_id,
+            id: inner.new_id(name),
             data_path: data_path.to_path_buf(),
             log_path: log_path.to_path_buf(),
             options: DatabaseOptions { data_path: None, log_path: None, ..options },
@@ -163,7 +163,7 @@ impl Engine {
         db.set_version_store_max_bytes(self.config.version_store_max_bytes);
         let slot = Slot::new(entry.clone(), Some(Arc::new(db)));
         inner.slots.insert(key(name), slot);
-        inner.next_id += 1;
+        inner.id_taken(entry.id);
         let saved_detached = inner.detached.clone();
         registry::forget_detached(&mut inner.detached, data_path);
         registry::forget_detached(&mut inner.detached, log_path);

@@ -129,3 +129,12 @@ select id from ..[dotted];
 select count(*) from .dbo.dotted;
 drop table dotted;
 go
+
+-- Ids as SQL Server numbers them: master 1, tempdb 2, (model 3), msdb 4, user databases
+-- from 5, so that `database_id > 4` lists exactly the user databases.
+create database numbered;
+select name, database_id from sys.databases where database_id <= 4 order by database_id;
+select count(*) as user_ids_below_5 from sys.databases where name not in ('master', 'tempdb', 'msdb') and database_id <= 4;
+select case when db_id('numbered') > 4 then 'user' else 'system' end as numbered_is;
+drop database numbered;
+go

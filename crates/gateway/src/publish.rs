@@ -92,11 +92,13 @@ impl Sync {
             }
         }
         self.claim_others(server).await?;
+        // The claims are made: the fence serves under the lease from now on, and once the
+        // server's key is in the directory its fence is live.
+        server.fence.lease_until(sent + LEASE_TTL);
         let entry =
             ServerEntry { name: String::new(), address: self.me.address.clone(), databases: 0, lease: self.lease };
         let value = serde_json::to_vec(&entry).map_err(|e| EtcdError(e.to_string()))?;
         self.etcd.put(&server_key(&self.me.server), &value, self.lease).await?;
-        server.fence.lease_until(sent + LEASE_TTL);
         Ok(())
     }
 

@@ -42,7 +42,7 @@ use crate::report::{fmt_value, Report, ResultRow};
 use crate::tdsload::{self, quantile_ms, LoadSpec, Stop, Target};
 use crate::tenants::check_free_space;
 use moves::{move_under_writer, MoveRun, MoveSpec};
-use procs::{make_tenants, start_server, tenant, wait_published, Etcd, Gateway};
+use procs::{make_tenants, start_server, tenant, wait_published, wait_registered, Etcd, Gateway};
 
 pub const NAME: &str = "fleet";
 
@@ -239,6 +239,7 @@ fn start(dir: &Path, p: &FleetParams, notes: &mut Vec<String>, progress: &dyn Fn
         let directory = Some((etcd.address.as_str(), name.as_str()));
         servers.push(start_server(&p.binary, dir.join(name), p.memory_mb, p.databases_per_server, directory)?.0);
     }
+    wait_registered(&etcd.address, &names, procs::START_TIMEOUT)?;
     progress("starting the one server");
     let peer = start_server(&p.binary, dir.join("one"), p.memory_mb * p.servers, p.tenants(), None)?.0;
     let mut gateways = Vec::new();

@@ -12,7 +12,7 @@ use crate::consolidation::tessera::{free_port, Instance, InstanceSpec};
 use crate::error::{BenchError, Result};
 
 /// How long etcd and a gateway may take to listen.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// `CREATE DATABASE … AS COPY OF` statements in one batch.
 const COPIES_PER_BATCH: usize = 10;
 /// Connections making one server's copies.
@@ -180,6 +180,30 @@ pub(crate) fn make_tenants(
     }
     server.admin(&[format!("drop database [{template}]")])?;
     Ok(())
+}
+
+/// Waits until every server `names[i]` has published itself in the directory at `etcd`:
+/// its fence is live from then on (before, it serves no tenant, USE included).
+pub(crate) fn wait_registered(etcd: &str, names: &[String], timeout: Duration) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let client = tessera_gateway::etcd::Etcd::new(etcd);
+    let started = Instant::now();
+    loop {
+        let (kvs, _) = runtime
+            .block_on(client.range_prefix(b"/tessera/servers/"))
+            .map_err(|e| BenchError::new(format!("reading the directory: {e}")))?;
+        let registered = |n: &String| kvs.iter().any(|kv| kv.key.ends_with(format!("/{n}").as_bytes()));
+        if names.iter().all(registered) {
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            return Err(BenchError::new(format!(
+                "servers {names:?} did not publish themselves in {} s",
+                timeout.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Waits until the directory in etcd at `etcd` names `expected[i]` tenants for each server

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::consolidation::scale::each_once;
 use crate::consolidation::tessera::{free_port, Instance, InstanceSpec};
 use crate::error::{BenchError, Result};
+use tessera_gateway::etcd::KeyValue;
 
 /// How long etcd and a gateway may take to listen.
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -182,54 +183,61 @@ pub(crate) fn make_tenants(
     Ok(())
 }
 
-/// Waits until every server `names[i]` has published itself in the directory at `etcd`:
-/// its fence is live from then on (before, it serves no tenant, USE included).
-pub(crate) fn wait_registered(etcd: &str, names: &[String], timeout: Duration) -> Result<()> {
+/// Reads the directory keys under `prefix` every `every` until `done` says it has what it
+/// waits for (Ok), or `timeout` passes (Err: what `done` said last); the time it took.
+fn poll_directory(
+    etcd: &str,
+    prefix: &[u8],
+    every: Duration,
+    timeout: Duration,
+    done: impl Fn(&[KeyValue]) -> std::result::Result<(), String>,
+) -> Result<Duration> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let client = tessera_gateway::etcd::Etcd::new(etcd);
     let started = Instant::now();
     loop {
         let (kvs, _) = runtime
-            .block_on(client.range_prefix(b"/tessera/servers/"))
+            .block_on(client.range_prefix(prefix))
             .map_err(|e| BenchError::new(format!("reading the directory: {e}")))?;
+        match done(&kvs) {
+            Ok(()) => return Ok(started.elapsed()),
+            Err(e) if started.elapsed() > timeout => {
+                return Err(BenchError::new(format!("{e} after {} s", timeout.as_secs())))
+            }
+            Err(_) => std::thread::sleep(every),
+        }
+    }
+}
+
+/// Waits until every server `names[i]` has published itself in the directory at `etcd`:
+/// its fence is live from then on (before, it serves no tenant, USE included).
+pub(crate) fn wait_registered(etcd: &str, names: &[String], timeout: Duration) -> Result<()> {
+    poll_directory(etcd, b"/tessera/servers/", Duration::from_millis(50), timeout, |kvs| {
         let registered = |n: &String| kvs.iter().any(|kv| kv.key.ends_with(format!("/{n}").as_bytes()));
         if names.iter().all(registered) {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(format!("servers {names:?} did not all publish themselves"))
         }
-        if started.elapsed() > timeout {
-            return Err(BenchError::new(format!(
-                "servers {names:?} did not publish themselves in {} s",
-                timeout.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    })
+    .map(drop)
 }
 
 /// Waits until the directory in etcd at `etcd` names `expected[i]` tenants for each server
 /// `names[i]` (and nothing else); the time it took.
 pub(crate) fn wait_published(etcd: &str, names: &[String], expected: &[usize], timeout: Duration) -> Result<Duration> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let client = tessera_gateway::etcd::Etcd::new(etcd);
-    let started = Instant::now();
-    loop {
-        let (kvs, _) = runtime
-            .block_on(client.range_prefix(b"/tessera/databases/"))
-            .map_err(|e| BenchError::new(format!("reading the directory: {e}")))?;
+    poll_directory(etcd, b"/tessera/databases/", Duration::from_millis(200), timeout, |kvs| {
         let counts: Vec<usize> =
             names.iter().map(|n| kvs.iter().filter(|kv| kv.value == n.as_bytes()).count()).collect();
         if counts == expected && kvs.len() == expected.iter().sum::<usize>() {
-            return Ok(started.elapsed());
+            Ok(())
+        } else {
+            Err(format!(
+                "the directory names {counts:?} tenants for servers {names:?} ({} keys), not {expected:?}",
+                kvs.len()
+            ))
         }
-        if started.elapsed() > timeout {
-            return Err(BenchError::new(format!(
-                "the directory names {counts:?} tenants for servers {names:?} ({} keys) after {} s, not {expected:?}",
-                kvs.len(),
-                timeout.as_secs()
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    })
 }
 
 #[cfg(test)]
